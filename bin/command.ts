@@ -1,0 +1,29 @@
+/**
+ * What every CLI command is: a path of words (`events validate`), a one-line summary, the full
+ * help text, and a run function that returns the exit code. Output goes through `io` so tests can
+ * capture it without spawning a process.
+ */
+export interface CliIo {
+  out(line: string): void;
+  err(line: string): void;
+  /** Reads a whole file, or standard input for `-`. */
+  readInput?(path: string): Promise<string>;
+}
+
+export interface Command {
+  path: readonly string[];
+  summary: string;
+  /** Printed by `--help`: usage line, options, examples. */
+  help: string;
+  run(args: string[], io: CliIo): Promise<number>;
+}
+
+/** Bad usage: printed with the command's usage line, exit code 2. */
+export class UsageError extends Error {
+  override name = 'UsageError';
+}
+
+export const processIo: CliIo = {
+  out: (line) => process.stdout.write(line + '\n'),
+  err: (line) => process.stderr.write(line + '\n'),
+};

@@ -1,0 +1,37 @@
+import { describe, expect, it } from 'vitest';
+import { describeXid, XID_CATALOG, REMEDIATION_ACTIONS } from './xid.ts';
+
+describe('XID catalog', () => {
+  it('covers every XID in shared/reference/xid.md', () => {
+    const reference = [8, 13, 31, 43, 45, 46, 48, 54, 61, 62, 63, 64, 68, 69, 74, 79, 92, 94, 95, 109, 110, 119, 120, 121, 136, 137, 140, 142, 143, 144, 145, 146, 147, 148, 149, 150, 151, 154, 155, 156, 157, 158, 160];
+    expect([...XID_CATALOG.keys()].sort((a, b) => a - b)).toEqual(reference);
+  });
+
+  it.each([
+    [79, 'drain-node', 'RESTART_BM'],
+    [48, 'quarantine-gpu', 'RESET_GPU'],
+    [13, 'observe', 'RESTART_APP'],
+    [45, 'observe', 'IGNORE'],
+    [94, 'restart-workload', 'RESTART_APP'],
+    [54, 'drain-node', 'CHECK_MECHANICALS'],
+  ] as const)('XID %i defaults to %s (NVIDIA: %s)', (xid, action, bucket) => {
+    expect(describeXid(xid).action).toBe(action);
+    expect(describeXid(xid).nvidiaAction).toBe(bucket);
+  });
+
+  it('never escalates on XID 45 noise', () => {
+    expect(describeXid(45).escalateOnRepeat).toBe(false);
+  });
+
+  it('observes and notifies on unknown XIDs, 999 included', () => {
+    for (const xid of [999, 12345]) {
+      expect(describeXid(xid)).toMatchObject({ action: 'observe', notify: true });
+    }
+  });
+
+  it('only uses known actions', () => {
+    for (const info of XID_CATALOG.values()) {
+      for (const a of [info.action, ...info.then]) expect(REMEDIATION_ACTIONS).toContain(a);
+    }
+  });
+});
