@@ -14,6 +14,7 @@
  */
 import type { Branch, FieldRule } from './pattern-validate.ts';
 import type { Leaf } from './pattern-values.ts';
+import { isJsonNumber, JsonNumber, Num } from './json-number.ts';
 
 interface IndexedLeaf {
   value: Leaf;
@@ -31,7 +32,12 @@ export class PreparedEvent {
   }
 }
 
-const isLeaf = (v: unknown): v is Leaf => v === null || typeof v === 'string' || typeof v === 'boolean' || (typeof v === 'number' && Number.isFinite(v));
+/** The leaf for a JSON scalar, or undefined for objects, arrays and what JSON cannot hold. */
+function leafOf(v: unknown): Leaf | undefined {
+  if (v === null || typeof v === 'string' || typeof v === 'boolean') return v;
+  if (isJsonNumber(v)) return new Num(v);
+  return undefined;
+}
 
 interface Frame {
   value: unknown;
@@ -56,13 +62,14 @@ function index(event: unknown, out: Map<string, IndexedLeaf[]>): void {
       continue;
     }
     const { value, path, arrays } = frame;
-    if (isLeaf(value)) {
+    const leaf = leafOf(value);
+    if (leaf !== undefined) {
       const list = out.get(path);
-      if (list) list.push({ value, arrays });
-      else out.set(path, [{ value, arrays }]);
+      if (list) list.push({ value: leaf, arrays });
+      else out.set(path, [{ value: leaf, arrays }]);
       continue;
     }
-    if (typeof value !== 'object' || value === null || ancestors.has(value)) continue;
+    if (typeof value !== 'object' || value === null || value instanceof JsonNumber || ancestors.has(value)) continue;
     ancestors.add(value);
     stack.push({ leave: value });
     if (Array.isArray(value)) {

@@ -9,9 +9,10 @@
 import { InvalidPatternError } from './pattern-error.ts';
 import { inCidr, parseCidr, parseIp } from './cidr.ts';
 import { matchWildcard, parseWildcard, type Wildcard } from './wildcard.ts';
+import { decimalMicros, isJsonNumber, isJsonObject, Num } from './json-number.ts';
 
 /** A leaf of the event: what sits at the end of a path once objects and arrays are walked. */
-export type Leaf = string | number | boolean | null;
+export type Leaf = string | Num | boolean | null;
 export type LeafTest = (value: Leaf) => boolean;
 
 /** `exists: false` is not a test over a leaf but a demand that there be none. */
@@ -26,7 +27,7 @@ const fail = (reason: string): never => {
   throw new InvalidPatternError(reason);
 };
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isObject = isJsonObject;
 const lower = (s: string): string => s.toLowerCase();
 
 function exactTest(value: unknown): LeafTest {
@@ -37,9 +38,10 @@ function exactTest(value: unknown): LeafTest {
     if (ip) return (v) => v === value || (typeof v === 'string' && parseIp(v)?.value === ip.value && parseIp(v)?.family === ip.family);
     return (v) => v === value;
   }
-  if (typeof value === 'number') {
-    if (!Number.isFinite(value)) fail('Match value must be String, number, true, false, or null');
-    return (v) => typeof v === 'number' && v === value;
+  if (isJsonNumber(value)) {
+    // Matches the same spelling, or the same value when both are in the comparable range.
+    const n = new Num(value);
+    return (v) => v instanceof Num && n.equals(v);
   }
   if (value === null || typeof value === 'boolean') return (v) => v === value;
   return fail('Match value must be String, number, true, false, or null');
@@ -72,34 +74,48 @@ function affixTest(kind: 'prefix' | 'suffix', arg: unknown): LeafTest {
   return fail(`${kind} match pattern must be a string`);
 }
 
+/** Exact millionths of a pattern number used numerically; refused outside AWS's range. */
+function micros(n: unknown, op: string): bigint {
+  if (!isJsonNumber(n)) return fail(`Value of ${op} must be numeric`);
+  const m = decimalMicros(new Num(n).text);
+  return typeof m === 'bigint' ? m : fail(m);
+}
+
+/** Only number leaves inside the comparable range take part in numeric comparisons. */
+const numeric = (cmp: (m: bigint) => boolean): LeafTest => (v) => v instanceof Num && v.micros !== undefined && cmp(v.micros);
+
 function numericTest(arg: unknown): LeafTest {
   if (!Array.isArray(arg)) return fail('Value of numeric must be an array.');
   const terms: unknown[] = arg;
-  const num = (i: number, op: string): number => {
-    const n = terms[i];
-    if (typeof n !== 'number' || !Number.isFinite(n)) fail(`Value of ${op} must be numeric`);
-    return n as number;
-  };
   const op0 = terms[0];
-  if (typeof op0 !== 'string') return fail(`Invalid member in numeric match: ${JSON.stringify(op0) ?? 'nothing'}`);
+  if (typeof op0 !== 'string') return fail(`Invalid member in numeric match: ${describe(op0)}`);
   if (op0 === '=' || op0 === '<' || op0 === '<=') {
-    const n = num(1, op0 === '=' ? 'equals' : op0);
+    const n = micros(terms[1], op0 === '=' ? 'equals' : op0);
     if (terms.length > 2) fail('Too many elements in numeric expression');
-    if (op0 === '=') return (v) => typeof v === 'number' && v === n;
-    return op0 === '<' ? (v) => typeof v === 'number' && v < n : (v) => typeof v === 'number' && v <= n;
+    if (op0 === '=') return numeric((m) => m === n);
+    return op0 === '<' ? numeric((m) => m < n) : numeric((m) => m <= n);
   }
   if (op0 !== '>' && op0 !== '>=') return fail(`Unrecognized numeric range operator: ${op0}`);
-  const bottom = num(1, op0);
-  const above = op0 === '>' ? (v: number) => v > bottom : (v: number) => v >= bottom;
-  if (terms.length === 2) return (v) => typeof v === 'number' && above(v);
+  const bottom = micros(terms[1], op0);
+  const above = op0 === '>' ? (m: bigint) => m > bottom : (m: bigint) => m >= bottom;
+  if (terms.length === 2) return numeric(above);
   const op1 = terms[2];
-  if (typeof op1 !== 'string') return fail(`Bad value in numeric range: ${JSON.stringify(op1) ?? 'nothing'}`);
+  if (typeof op1 !== 'string') return fail(`Bad value in numeric range: ${describe(op1)}`);
   if (op1 !== '<' && op1 !== '<=') return fail(`Bad numeric range operator: ${op1}`);
-  const top = num(3, op1);
+  const top = micros(terms[3], op1);
   if (terms.length > 4) fail('Too many terms in numeric range expression');
   if (bottom >= top) fail('Bottom must be less than top');
-  const below = op1 === '<' ? (v: number) => v < top : (v: number) => v <= top;
-  return (v) => typeof v === 'number' && above(v) && below(v);
+  const below = op1 === '<' ? (m: bigint) => m < top : (m: bigint) => m <= top;
+  return numeric((m) => above(m) && below(m));
+}
+
+function describe(v: unknown): string {
+  if (v === undefined) return 'nothing';
+  try {
+    return JSON.stringify(v) ?? String(v);
+  } catch {
+    return typeof v;
+  }
 }
 
 /** Strings of an anything-but sub-operator: one string or a non-empty list of them. */
@@ -145,21 +161,27 @@ function anythingButObject(arg: Record<string, unknown>, ctx: ValueContext): Lea
 
 function anythingButTest(arg: unknown, ctx: ValueContext): LeafTest {
   if (isObject(arg)) return anythingButObject(arg, ctx);
-  if (typeof arg === 'string') return (v) => v !== arg;
-  if (typeof arg === 'number' && Number.isFinite(arg)) return (v) => v !== arg;
-  if (!Array.isArray(arg)) return fail('Value of anything-but must be an array or single string/number value.');
-  const list: unknown[] = arg;
-  if (list.length === 0) fail('Empty arrays are not allowed');
-  for (const x of list) {
-    if (typeof x !== 'string' && !(typeof x === 'number' && Number.isFinite(x))) {
-      fail('Inside anything but list, start|null|boolean is not supported.');
-    }
+  const list: unknown[] = Array.isArray(arg) ? arg : [arg];
+  if (!Array.isArray(arg) && typeof arg !== 'string' && !isJsonNumber(arg)) {
+    fail('Value of anything-but must be an array or single string/number value.');
   }
-  const kinds = new Set(list.map((x) => typeof x));
-  if (kinds.size > 1) fail('Inside anything but list, either all values are number or string, mixed type is not supported');
-  const excluded = new Set(list as Array<string | number>);
-  // A Set compares numbers by value (0 and -0 alike) and never confuses "1" with 1.
-  return (v) => !(typeof v === 'string' || typeof v === 'number') || !excluded.has(v);
+  if (list.length === 0) fail('Empty arrays are not allowed');
+  const strings = new Set<string>();
+  const numbers = new Set<bigint>();
+  for (const x of list) {
+    if (typeof x === 'string') strings.add(x);
+    else if (isJsonNumber(x)) numbers.add(micros(x, 'anything-but'));
+    else fail('Inside anything but list, start|null|boolean is not supported.');
+  }
+  if (strings.size > 0 && numbers.size > 0) {
+    fail('Inside anything but list, either all values are number or string, mixed type is not supported');
+  }
+  // Excluded numbers compare by exact value; a number outside the comparable range equals none of them.
+  return (v) => {
+    if (typeof v === 'string') return !strings.has(v);
+    if (v instanceof Num) return v.micros === undefined || !numbers.has(v.micros);
+    return true;
+  };
 }
 
 /** Compiles one value-list element. Returns ABSENT for `{ "exists": false }`. */
