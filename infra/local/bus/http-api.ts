@@ -135,7 +135,7 @@ export async function startHttpApi(routes: HttpRoute[], opts: HttpApiOptions, ho
     let result: unknown;
     try {
       const handler = await loader.load(route.fn);
-      result = await invoke(handler, structuredClone(event), lambdaContext(route.fn, opts.clock, opts.region, opts.account));
+      result = await invoke(handler, structuredClone(event), lambdaContext(route.fn, opts.clock, opts.region, opts.account), route.fn.timeoutSeconds);
     } catch (raw) {
       report(500, raw instanceof Error ? raw : new Error(String(raw)));
       return send(res, 500, { 'content-type': 'application/json' }, '{"message":"Internal Server Error"}');

@@ -113,7 +113,7 @@ export class Router extends EventEmitter<DeliveryEvents> {
     const info = { rule: target.rule, function: target.fn.key, event: payload, attempt, at };
     try {
       const handler = await this.loader.load(target.fn);
-      const result = await invoke(handler, payload, lambdaContext(target.fn, this.opts.clock, this.opts.region, this.opts.account));
+      const result = await invoke(handler, payload, lambdaContext(target.fn, this.opts.clock, this.opts.region, this.opts.account), target.fn.timeoutSeconds);
       this.emit('delivered', { ...info, result });
     } catch (raw) {
       const error = raw instanceof Error ? raw : new Error(String(raw));
