@@ -247,7 +247,7 @@ export function describePortContracts(label: string, setup: () => Promise<KubeHa
       it('update creates the store, passes the current value, and undefined deletes the key', async () => {
         expect(await h.state.get('cooldown.c-n1')).toBeUndefined();
         expect(await h.state.update('cooldown.c-n1', (cur) => (cur === undefined ? { until: 100 } : cur))).toEqual({ until: 100 });
-        expect(await h.state.update('cooldown.c-n1', (cur) => ({ seen: cur }))).toEqual({ seen: { until: 100 } });
+        expect(await h.state.update('cooldown.c-n1', (cur) => ({ seen: cur ?? null }))).toEqual({ seen: { until: 100 } });
         await h.state.update('other', () => 1);
         expect(await h.state.getAll()).toEqual({ 'cooldown.c-n1': { seen: { until: 100 } }, other: 1 });
         expect(await h.state.update('cooldown.c-n1', () => undefined)).toBeUndefined();
