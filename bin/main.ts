@@ -12,6 +12,10 @@ interface Entry {
 }
 
 export const commands: Entry[] = [
+  { path: ['events', 'list'], summary: 'list every event detail-type with its source', load: async () => (await import('../events/cli.ts')).listCommand },
+  { path: ['events', 'validate'], summary: 'validate event files against the catalog', load: async () => (await import('../events/cli.ts')).validateCommand },
+  { path: ['events', 'schemas'], summary: 'write the JSON Schema of every detail-type', load: async () => (await import('../events/cli.ts')).schemasCommand },
+  { path: ['bench'], summary: 'run the benchmarks and print their numbers with the machine and date', load: async () => (await import('../bench/cli.ts')).benchCommand },
 ];
 
 function version(): string {
