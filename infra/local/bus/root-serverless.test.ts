@@ -1,4 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
+import { CATALOG, EventEnvelopeSchema, GPU_HEALTH_CHANGED, GPU_XID_ERROR, SOURCES } from '../../../events/index.ts';
 import { matchesPattern } from '../../../events/pattern.ts';
 import { ManualClock, startLocalBus, type LocalBus } from './index.ts';
 import { loadRoutingTable } from './rules.ts';
@@ -7,7 +9,6 @@ import { loadRoutingTable } from './rules.ts';
 const ROOT = new URL('../../../serverless.yml', import.meta.url).pathname;
 const table = loadRoutingTable(ROOT, { region: 'us-east-1', account: '000000000000', env: {} });
 const remediate = table.eventRules.find((r) => r.fn.key === 'remediate');
-const event = (source: string, detailType: string) => ({ version: '0', id: '1', source, 'detail-type': detailType, detail: {} });
 
 describe('serverless.yml at the repository root', () => {
   it('declares the gpu-reflex bus, the remediate rule with its retry policy and DLQ, the sweep and the chat route', () => {
@@ -23,13 +24,10 @@ describe('serverless.yml at the repository root', () => {
     expect(table.warnings).toEqual([]);
   });
 
-  it.each([
-    ['gpu-reflex.node-agent', 'GPU XID Error', true],
-    ['gpu-reflex.node-agent', 'GPU Health Changed', true],
-    ['gpu-reflex.node-agent', 'GPU Utilization Sampled', false],
-    ['gpu-reflex.remediate', 'GPU XID Error', false],
-  ])('the remediate pattern matches %s / %s: %s', (source, detailType, expected) => {
-    expect(matchesPattern(remediate?.pattern, event(source, detailType))).toBe(expected);
+  it.each(CATALOG.map((e) => [e.slug, e]))('the remediate pattern routes the %s example exactly when it is an agent XID or health event', (slug, entry) => {
+    const example: unknown = JSON.parse(readFileSync(new URL(`../../../events/catalog/${slug}.example.json`, import.meta.url), 'utf8'));
+    const wanted = entry.source === SOURCES.agent && (entry.detailType === GPU_XID_ERROR || entry.detailType === GPU_HEALTH_CHANGED);
+    expect(matchesPattern(remediate?.pattern, example)).toBe(wanted);
   });
 });
 
@@ -45,5 +43,7 @@ describe('the local bus on the root serverless.yml', () => {
     // Once the functions land, deliveries succeed and this list shrinks; the bus never crashes.
     expect(missing.every((f) => f === 'remediate' || f === 'remediate-sweep')).toBe(true);
     expect(bus.events).toHaveLength(1);
+    // The envelope the bus builds is the one the event catalog describes.
+    expect(EventEnvelopeSchema.safeParse(bus.events[0]).success).toBe(true);
   });
 });
