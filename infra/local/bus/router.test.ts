@@ -122,3 +122,39 @@ describe('Router', () => {
     expect(new Set(xs).size).toBeGreaterThan(1);
   });
 });
+
+describe('Router listeners', () => {
+  it('a throwing listener neither retries the delivery nor stops the queue; drain() reports it', async () => {
+    const clock = new ManualClock();
+    const timers = new TimerQueue();
+    const router = new Router([rule({ fn: fixtureFn('handler') })], { clock, timers, region: 'r', account: 'a' });
+    const seen: string[] = [];
+    router.on('delivered', ({ event }) => {
+      seen.push((event as { id: string }).id);
+      throw new Error('listener broke');
+    });
+    router.route({ busName: 'b', envelope: envelope('one', 0) });
+    router.route({ busName: 'b', envelope: envelope('two', 0) });
+    await expect(router.drain()).rejects.toThrow('listener broke');
+    expect(seen).toEqual(['one', 'two']);
+    expect(timers.size).toBe(0);
+    await expect(router.drain()).resolves.toBeUndefined();
+  });
+
+  it('delivers an event routed while the previous delivery is finishing', async () => {
+    const clock = new ManualClock();
+    const router = new Router([rule({ fn: fixtureFn('handler') })], { clock, timers: new TimerQueue(), region: 'r', account: 'a' });
+    const seen: string[] = [];
+    router.on('delivered', ({ event }) => {
+      const id = (event as { id: string }).id;
+      seen.push(id);
+      // Publish from inside delivery, as a handler publishing its action does.
+      if (id === 'first') queueMicrotask(() => router.route({ busName: 'b', envelope: envelope('second', 0) }));
+    });
+    router.route({ busName: 'b', envelope: envelope('first', 0) });
+    await router.drain();
+    await Promise.resolve();
+    await router.drain();
+    expect(seen).toEqual(['first', 'second']);
+  });
+});

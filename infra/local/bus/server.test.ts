@@ -194,6 +194,12 @@ describe('requests the SDK would never send', () => {
     authorization: `AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/events/aws4_request, SignedHeaders=host;x-amz-date, Signature=${'a'.repeat(64)}`,
   };
 
+  it('answers an oversized body with 413 instead of reading it all', async () => {
+    const res = await post(signed, 'x'.repeat(4 * 1024 * 1024 + 1));
+    expect(res.status).toBe(413);
+    expect(res.headers.get('x-amzn-errortype')).toBe('ValidationException');
+  });
+
   it.each([
     ['an unsigned request', { 'x-amz-target': 'AWSEvents.PutEvents' }, 'MissingAuthenticationTokenException'],
     ['a garbled signature', { ...signed, authorization: 'AWS4-HMAC-SHA256 garbage' }, 'IncompleteSignatureException'],
