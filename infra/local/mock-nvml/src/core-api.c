@@ -10,7 +10,7 @@
 
 #include "api.h"
 
-mock_state g = {.lock = PTHREAD_MUTEX_INITIALIZER};
+mock_state g = {.lock = PTHREAD_MUTEX_INITIALIZER, .clockOverride = -1};
 
 __attribute__((constructor)) static void mock_setup(void) {
   pthread_condattr_t attr;
@@ -61,7 +61,7 @@ EXPORT nvmlReturn_t nvmlInit_v2(void) {
   const char *path = g.scenarioOverride[0] ? g.scenarioOverride : getenv("MOCK_NVML_SCENARIO");
   const char *clock = getenv("MOCK_NVML_CLOCK");
   const char *scale = getenv("MOCK_NVML_TIME_SCALE");
-  g.manualClock = clock && strcmp(clock, "manual") == 0;
+  g.manualClock = g.clockOverride >= 0 ? g.clockOverride : clock && strcmp(clock, "manual") == 0;
   g.timeScale = scale ? atof(scale) : 1.0;
   if (g.timeScale <= 0) g.timeScale = 1.0;
   g.manualMs = g.offsetMs = 0;

@@ -115,6 +115,14 @@ EXPORT int mockNvmlSetScenario(const char *path) {
   return ok ? 0 : NVML_ERROR_INVALID_ARGUMENT;
 }
 
+/* Clock for the next first nvmlInit: 1 manual, 0 real, -1 back to $MOCK_NVML_CLOCK. */
+EXPORT int mockNvmlSetManualClock(int manual) {
+  pthread_mutex_lock(&g.lock);
+  g.clockOverride = manual < 0 ? -1 : manual != 0;
+  pthread_mutex_unlock(&g.lock);
+  return 0;
+}
+
 /* Moves mock time forward (manual clock: the only way it moves) and fires what became due. */
 EXPORT int mockNvmlAdvanceMs(unsigned long long ms) {
   BEGIN();

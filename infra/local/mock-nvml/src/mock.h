@@ -197,6 +197,7 @@ typedef struct {
   struct timespec start;
   char lastError[512];
   char scenarioOverride[4096];
+  int clockOverride; /* -1: $MOCK_NVML_CLOCK decides; 0 real; 1 manual */
 } mock_state;
 
 extern mock_state g;
