@@ -12,6 +12,7 @@ interface Entry {
 }
 
 export const commands: Entry[] = [
+  { path: ['xid', 'scan'], summary: 'print the XIDs found in a kernel log (dmesg, journald or /dev/kmsg)', load: async () => (await import('../node-agent/cli/xid-scan.ts')).xidScanCommand },
 ];
 
 function version(): string {
