@@ -13,8 +13,8 @@ afterEach(async () => {
   nvml = watcher = undefined;
 });
 
-async function watch(scenario: string | object, mask?: bigint) {
-  const s = await openMockNvml(scenario);
+async function watch(scenario: string | object, mask?: bigint, manualClock = true) {
+  const s = await openMockNvml(scenario, { manualClock });
   nvml = s.nvml;
   watcher = s.nvml.events(mask);
   return { ...s, watcher };
@@ -94,5 +94,12 @@ describe('NvmlEventWatcher', () => {
     const first = watcher.wait(0);
     await expect(watcher.wait(0)).rejects.toThrow(/another wait is in progress/);
     expect(await first).toBeNull();
+  });
+
+  it('with the real clock, returns an event injected while the wait is pending', async () => {
+    const { mock, watcher } = await watch(oneGpu(), undefined, false);
+    const waiting = watcher.wait(60_000); // the mock's condition variable wakes it; a minute if nothing did
+    mock.injectXid(0, 94);
+    expect(await waiting).toMatchObject({ kind: 'event', xid: 94 });
   });
 });

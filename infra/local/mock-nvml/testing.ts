@@ -8,10 +8,10 @@ import { buildMockNvml, MOCK_NVML_SCENARIOS } from './build.ts';
 /**
  * Opens the real NVML binding on the mock library with a scenario (a file name from scenarios/,
  * a path, or an object written to a temp file) and the manual clock, so tests step time with
- * `mock.advanceMs` and never sleep. Close the session before opening another: the scenario is
+ * `mock.advanceMs` and never sleep (`manualClock: false` for the real-clock path). Close the session before opening another: the scenario is
  * (re)read by the first nvmlInit only.
  */
-export async function openMockNvml(scenario: string | object): Promise<{ nvml: Nvml; mock: MockNvmlControls; library: string }> {
+export async function openMockNvml(scenario: string | object, options: { manualClock?: boolean } = {}): Promise<{ nvml: Nvml; mock: MockNvmlControls; library: string }> {
   const library = await buildMockNvml();
   let path: string;
   if (typeof scenario === 'string') {
@@ -22,7 +22,7 @@ export async function openMockNvml(scenario: string | object): Promise<{ nvml: N
   }
   const mock = loadMockNvmlControls(library);
   mock.setScenario(path);
-  mock.setManualClock(true);
+  mock.setManualClock(options.manualClock ?? true);
   const nvml = Nvml.open({ libraryPath: library });
   return { nvml, mock, library };
 }
