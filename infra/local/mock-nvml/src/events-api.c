@@ -81,7 +81,9 @@ static nvmlReturn_t take(mock_set *s, nvmlEventData_t *data) {
 EXPORT nvmlReturn_t nvmlEventSetWait_v2(nvmlEventSet_t set, nvmlEventData_t *data, unsigned int timeoutms) {
   BEGIN();
   if (!data) return end(NVML_ERROR_INVALID_ARGUMENT);
-  unsigned long long deadline = mock_now_ms() + timeoutms;
+  /* The timeout is real milliseconds, as for the driver: under MOCK_NVML_TIME_SCALE it spans
+   * timeoutms * scale mock ms, so a scaled scenario does not make the caller's loop spin faster. */
+  unsigned long long deadline = mock_now_ms() + (unsigned long long)((double)timeoutms * g.timeScale);
   for (;;) {
     mock_set *s = as_set(set);
     if (!s || !g.initCount) return end(NVML_ERROR_INVALID_ARGUMENT);
