@@ -107,3 +107,20 @@ describe('Nvml errors', () => {
     expect(loadMockNvmlControls(MOCK_NVML_LIBRARY).lastError()).toMatch(/gpus\[0\]\.pciBusId: expected DOMAIN:BUS:DEVICE\.FUNCTION/);
   });
 });
+
+describe('nvmlLibraryPath', () => {
+  it('prefers the argument, then NVML_LIBRARY_PATH, then the driver soname', async () => {
+    const { nvmlLibraryPath } = await import('./ffi.ts');
+    const saved = process.env.NVML_LIBRARY_PATH;
+    try {
+      process.env.NVML_LIBRARY_PATH = '/opt/mock/libnvidia-ml.so.1';
+      expect(nvmlLibraryPath('/x/lib.so')).toBe('/x/lib.so');
+      expect(nvmlLibraryPath()).toBe('/opt/mock/libnvidia-ml.so.1');
+      delete process.env.NVML_LIBRARY_PATH;
+      expect(nvmlLibraryPath()).toBe('libnvidia-ml.so.1');
+    } finally {
+      if (saved === undefined) delete process.env.NVML_LIBRARY_PATH;
+      else process.env.NVML_LIBRARY_PATH = saved;
+    }
+  });
+});

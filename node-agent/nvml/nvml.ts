@@ -29,7 +29,7 @@ export class Nvml {
     return nvml;
   }
 
-  /** Idempotent. */
+  /** Idempotent. Close event watchers first (`await watcher.close()`): a wait may be in flight. */
   close(): void {
     if (!this.open_) return;
     this.open_ = false;
@@ -85,7 +85,7 @@ export class Nvml {
     return device;
   }
 
-  /** Every GPU NVML enumerates, in NVML index order. */
+  /** Every GPU NVML enumerates, in NVML index order; throws NvmlError(GPU_IS_LOST) if one is gone. */
   devices(): NvmlDevice[] {
     return Array.from({ length: this.deviceCount() }, (_, i) => this.device(i));
   }

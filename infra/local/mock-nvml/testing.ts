@@ -13,6 +13,8 @@ import { buildMockNvml, MOCK_NVML_SCENARIOS } from './build.ts';
  */
 export async function openMockNvml(scenario: string | object, options: { manualClock?: boolean } = {}): Promise<{ nvml: Nvml; mock: MockNvmlControls; library: string }> {
   const library = await buildMockNvml();
+  // Init failures reach the test as NvmlError plus mock.lastError(); keep stderr for real output.
+  process.env.MOCK_NVML_QUIET ??= '1';
   let path: string;
   if (typeof scenario === 'string') {
     path = scenario.includes('/') ? scenario : join(MOCK_NVML_SCENARIOS, scenario);

@@ -68,11 +68,11 @@ EXPORT nvmlReturn_t nvmlInit_v2(void) {
   clock_gettime(CLOCK_MONOTONIC, &g.start);
   if (!path || !*path) {
     snprintf(g.lastError, sizeof g.lastError, "MOCK_NVML_SCENARIO is not set");
-    fprintf(stderr, "mock-nvml: %s\n", g.lastError);
+    if (!getenv("MOCK_NVML_QUIET")) fprintf(stderr, "mock-nvml: %s\n", g.lastError);
     return end(NVML_ERROR_DRIVER_NOT_LOADED);
   }
   if (!scenario_load(path)) {
-    fprintf(stderr, "mock-nvml: %s\n", g.lastError);
+    if (!getenv("MOCK_NVML_QUIET")) fprintf(stderr, "mock-nvml: %s\n", g.lastError);
     return end(NVML_ERROR_UNKNOWN);
   }
   g.lastError[0] = '\0';
