@@ -26,7 +26,7 @@ describe('NvmlEventWatcher', () => {
     expect(await watcher.wait(0)).toBeNull();
     expect(mock.injectXid(6, 79)).toBe(0);
     const event = await watcher.wait(1000);
-    expect(event).toEqual({ kind: 'event', deviceIndex: 6, uuid: nvml?.device(6).uuid(), eventType: 8, eventData: 79, xid: 79 });
+    expect(event).toEqual({ kind: 'event', deviceIndex: 6, uuid: nvml?.device(6).uuid(), pciBusId: '00000000:B7:00.0', eventType: 8, eventData: 79, xid: 79 });
     expect(await watcher.wait(0)).toBeNull();
   });
 
@@ -73,7 +73,7 @@ describe('NvmlEventWatcher', () => {
     const { mock, watcher, nvml } = await watch('dgx-a100-8x.json');
     const uuid = nvml.device(5).uuid();
     mock.injectFault({ kind: 'gpuLost', gpu: 5 });
-    expect(await watcher.wait(0)).toEqual({ kind: 'gpu-lost', deviceIndex: 5, uuid });
+    expect(await watcher.wait(0)).toEqual({ kind: 'gpu-lost', deviceIndex: 5, uuid, pciBusId: '00000000:90:00.0' });
     expect(() => nvml.device(5).uuid()).toThrow(/NVML_ERROR_GPU_IS_LOST/);
     expect(watcher.registered.map((r) => r.index)).toEqual([0, 1, 2, 3, 4, 6, 7]);
     mock.injectXid(5, 79); // a lost GPU reports nothing more
@@ -86,7 +86,7 @@ describe('NvmlEventWatcher', () => {
     const { mock, watcher } = await watch(oneGpu());
     mock.injectXid(0, 999);
     const event = await watcher.wait(0);
-    expect(event).toEqual({ kind: 'event', deviceIndex: 0, uuid: 'GPU-00000000-1111-2222-3333-444444444444', eventType: 8, eventData: 999, xid: 999 });
+    expect(event).toEqual({ kind: 'event', deviceIndex: 0, uuid: 'GPU-00000000-1111-2222-3333-444444444444', pciBusId: '00000000:3B:00.0', eventType: 8, eventData: 999, xid: 999 });
   });
 
   it('refuses a second concurrent wait', async () => {

@@ -23,6 +23,8 @@ export type NvmlEvent =
       kind: 'event';
       deviceIndex: number;
       uuid: string;
+      /** NVML's bus id (`00000000:3B:00.0`): the key shared with kernel-log XIDs (XidDeduper). */
+      pciBusId: string;
       /** One nvmlEventType* bit. */
       eventType: number;
       /** nvmlEventData_t.eventData: the XID for XID events (999 = unknown), else type-specific. */
@@ -34,7 +36,7 @@ export type NvmlEvent =
       computeInstanceId?: number;
     }
   /** nvmlEventSetWait_v2 said GPU_IS_LOST and probing found this GPU gone. Reported once per GPU. */
-  | { kind: 'gpu-lost'; deviceIndex: number; uuid: string };
+  | { kind: 'gpu-lost'; deviceIndex: number; uuid: string; pciBusId: string };
 
 export interface NvmlEventWatcherOptions {
   /** Longest single native wait, so a worker thread is never held for long (default 100 ms). */
@@ -43,7 +45,7 @@ export interface NvmlEventWatcherOptions {
   now?: () => number;
 }
 
-interface Registered { index: number; uuid: string; handle: bigint }
+interface Registered { index: number; uuid: string; pciBusId: string; handle: bigint }
 
 /**
  * Waits for NVML events without blocking the event loop: each `wait` runs nvmlEventSetWait_v2
@@ -73,7 +75,7 @@ export class NvmlEventWatcher {
     for (let index = 0; index < nvml.deviceCount(); index++) {
       try {
         const device = nvml.device(index);
-        this.registered.push({ index, uuid: device.uuid(), handle: device.handle });
+        this.registered.push({ index, uuid: device.uuid(), pciBusId: device.pci().busId, handle: device.handle });
       } catch (err) {
         if (!(err instanceof NvmlError)) throw err;
         this.skipped.push({ index, reason: err.nvmlName });
@@ -140,6 +142,7 @@ export class NvmlEventWatcher {
       kind: 'event',
       deviceIndex: from.index,
       uuid: from.uuid,
+      pciBusId: from.pciBusId,
       eventType,
       eventData,
       ...(BigInt(eventType) === NVML_EVENT.xidCriticalError ? { xid: eventData } : {}),
@@ -155,7 +158,7 @@ export class NvmlEventWatcher {
       const mem = {};
       if (this.nvml.lib.nvmlDeviceGetMemoryInfo(r.handle, mem) === NVML.GPU_IS_LOST) {
         this.lost.add(r.index);
-        this.pending.push({ kind: 'gpu-lost', deviceIndex: r.index, uuid: r.uuid });
+        this.pending.push({ kind: 'gpu-lost', deviceIndex: r.index, uuid: r.uuid, pciBusId: r.pciBusId });
       }
     }
     this.freeSet();
