@@ -42,6 +42,7 @@ export interface GpuInstanceProfile {
 /** Current NVML headers define profile indexes 0..16 (NVML_GPU_INSTANCE_PROFILE_COUNT = 17). */
 const PROFILE_INDEX_COUNT = 17;
 const ME_PROFILES = new Set([7, 8]); // *_SLICE_REV1: the +me variants
+const INVALID_STATE = 29;
 
 export function migMode(nvml: Nvml, device: NvmlDevice): { current: boolean; pending: boolean } | undefined {
   const current: [number] = [0], pending: [number] = [0];
@@ -96,7 +97,7 @@ export function migDevices(nvml: Nvml, parent: NvmlDevice): MigDeviceInfo[] {
 function placementsFor(nvml: Nvml, device: NvmlDevice, profileId: number): MigPlacement[] {
   const count: [number] = [0];
   const rc = nvml.lib.nvmlDeviceGetGpuInstancePossiblePlacements_v2(device.handle, profileId, null, count);
-  if (rc === NVML.NOT_SUPPORTED) return [];
+  if (rc === NVML.NOT_SUPPORTED || rc === INVALID_STATE || rc === NVML.NO_PERMISSION) return [];
   nvml.check('nvmlDeviceGetGpuInstancePossiblePlacements_v2', rc);
   const buf = Buffer.alloc(Math.max(1, count[0]) * Placement.size);
   nvml.check('nvmlDeviceGetGpuInstancePossiblePlacements_v2', nvml.lib.nvmlDeviceGetGpuInstancePossiblePlacements_v2(device.handle, profileId, buf, count));
@@ -111,6 +112,8 @@ export function gpuInstanceProfiles(nvml: Nvml, device: NvmlDevice): GpuInstance
     const rc = nvml.lib.nvmlDeviceGetGpuInstanceProfileInfo(device.handle, profileIndex, info);
     // NOT_SUPPORTED: this GPU lacks the profile; INVALID_ARGUMENT: an older driver's shorter list.
     if (rc === NVML.NOT_SUPPORTED || rc === 2) continue;
+    // Some drivers answer INVALID_STATE while MIG is disabled, or NO_PERMISSION: no table then.
+    if (rc === INVALID_STATE || rc === NVML.NO_PERMISSION) return [];
     nvml.check('nvmlDeviceGetGpuInstanceProfileInfo', rc);
     const memoryMiB = Number(info.memorySizeMB);
     out.push({
