@@ -16,6 +16,7 @@ export const commands: Entry[] = [
   { path: ['events', 'validate'], summary: 'validate event files against the catalog', load: async () => (await import('../events/cli.ts')).validateCommand },
   { path: ['events', 'schemas'], summary: 'write the JSON Schema of every detail-type', load: async () => (await import('../events/cli.ts')).schemasCommand },
   { path: ['bench'], summary: 'run the benchmarks and print their numbers with the machine and date', load: async () => (await import('../bench/cli.ts')).benchCommand },
+  { path: ['xid', 'scan'], summary: 'print the XIDs found in a kernel log (dmesg, journald or /dev/kmsg)', load: async () => (await import('../node-agent/cli/xid-scan.ts')).xidScanCommand },
 ];
 
 function version(): string {
