@@ -41,6 +41,8 @@ export interface KubeHarness {
   leases: LeaseOps;
   /** Test time; advancing it also moves the cluster's time (terminating pods finish). */
   clock: ManualClock;
+  /** Creates a namespace (the real API refuses namespaced objects in a missing one). */
+  seedNamespace(name: string): Promise<void>;
   seedNode(seed: NodeSeed): Promise<void>;
   seedPod(seed: PodSeed): Promise<void>;
   seedPdb(seed: PdbSeed): Promise<void>;
@@ -220,6 +222,10 @@ export function describePortContracts(label: string, setup: () => Promise<KubeHa
     });
 
     describe('QuotaOps', () => {
+      beforeEach(async () => {
+        await h.seedNamespace('team-q');
+      });
+
       it('applyQuota creates, leaves an equal quota alone, and replaces a different one', async () => {
         expect(await h.quotas.getQuota('team-q', 'gpu')).toBeUndefined();
         expect(await h.quotas.applyQuota('team-q', 'gpu', { hard: { 'requests.nvidia.com/gpu': '8' }, labels: { owner: 'gpu-reflex' } })).toBe('created');
