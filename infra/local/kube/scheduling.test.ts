@@ -1,9 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startKubeSim, type KubeSim } from './index.ts';
+import { startKubeSim, type Fleet, type KubeSim } from './index.ts';
 import { clients } from './test-helpers.ts';
 
 const GPU_TAINT = { key: 'nvidia.com/gpu', value: 'present', effect: 'NoSchedule' as const };
-const fleet = {
+const fleet: Fleet = {
   nodes: [
     { name: 'a100', count: 2, labels: { accelerator: 'nvidia-a100' }, taints: [GPU_TAINT], allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': 8 } },
     { name: 'h100-mig', labels: { accelerator: 'nvidia-h100', 'nvidia.com/mig.strategy': 'mixed' }, taints: [GPU_TAINT], allocatable: { cpu: '190', memory: '1800Gi', 'nvidia.com/mig-1g.10gb': 2, 'nvidia.com/mig-3g.40gb': 1 } },
