@@ -257,7 +257,9 @@ export class Lifecycle {
     if (e.resource === 'pods') {
       const pod = e.object as Pod;
       const key = `${pod.metadata.namespace}/${pod.metadata.name}`;
-      const waiting = e.type !== 'DELETED' && !pod.spec.nodeName && !pod.metadata.deletionTimestamp && pod.status?.phase === 'Pending';
+      // Only pods asking for the default scheduler are ours; others wait for their own binder.
+      const ours = (pod.spec.schedulerName ?? 'default-scheduler') === 'default-scheduler';
+      const waiting = e.type !== 'DELETED' && ours && !pod.spec.nodeName && !pod.metadata.deletionTimestamp && pod.status?.phase === 'Pending';
       if (waiting) this.pending.add(key);
       else {
         this.pending.delete(key);

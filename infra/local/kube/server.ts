@@ -132,6 +132,11 @@ async function handle(cluster: Cluster, req: IncomingMessage, res: ServerRespons
     return void res.end('ok');
   }
   if (segs[0] === 'api' && segs.length === 1) return send(res, 200, apiVersions(req.headers.host ?? '127.0.0.1'));
+  // POST /api/v1/namespaces/{ns}/bindings: the collection form of binding (client-node's createNamespacedBinding).
+  if (method === 'POST' && segs.length === 5 && segs[0] === 'api' && segs[2] === 'namespaces' && segs[4] === 'bindings') {
+    const body = decode(await readBody(req), req.headers['content-type'] ?? 'application/json') as { metadata?: { name?: string } } | undefined;
+    return send(res, 201, cluster.bind(segs[3]!, body?.metadata?.name ?? '', body));
+  }
   const hit = route(segs);
   if (!hit) return send(res, 404, errors.notFoundPath().status);
   if ('doc' in hit) return send(res, 200, hit.doc);
