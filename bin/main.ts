@@ -12,6 +12,7 @@ interface Entry {
 }
 
 export const commands: Entry[] = [
+  { path: ['cluster', 'serve'], summary: 'run the simulated Kubernetes cluster alone and write a kubeconfig for it', load: async () => (await import('../infra/local/kube/cli.ts')).clusterServeCommand },
 ];
 
 function version(): string {

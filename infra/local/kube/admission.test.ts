@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startKubeSim, type KubeSim } from './index.ts';
+import { startKubeSim, type Fleet, type KubeSim } from './index.ts';
 import { clients, failure, k8s, patchWith } from './test-helpers.ts';
 
-const fleet = {
+const fleet: Fleet = {
   nodes: [{ name: 'a100', count: 2, allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': 8 } }],
   namespaces: [
     { name: 'team-a', quotas: [{ name: 'gpu', hard: { 'requests.nvidia.com/gpu': 4, pods: 10 } }] },

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startKubeSim, type KubeSim } from './index.ts';
+import { startKubeSim, type Fleet, type KubeSim } from './index.ts';
 import { clients, failure, k8s } from './test-helpers.ts';
 
-const fleet = {
+const fleet: Fleet = {
   nodes: [{ name: 'gpu', count: 2, labels: { 'gpu-reflex.io/gpu': 'true' }, allocatable: { cpu: '32', memory: '128Gi', 'nvidia.com/gpu': 4 } }, { name: 'cpu', allocatable: { cpu: '8', memory: '32Gi' } }],
   namespaces: [{ name: 'gpu-reflex' }, { name: 'apps' }],
   daemonSets: [{ name: 'agent', namespace: 'gpu-reflex', nodeSelector: { 'gpu-reflex.io/gpu': 'true' }, tolerations: [{ operator: 'Exists' as const }] }],

@@ -1,9 +1,9 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startKubeSim, type KubeSim } from './index.ts';
+import { startKubeSim, type Fleet, type KubeSim } from './index.ts';
 import { clients, failure } from './test-helpers.ts';
 
 /** Two T4 nodes; the serving ReplicaSet has 2 pods on t4-0 under a PDB of minAvailable 2. */
-const fleet = {
+const fleet: Fleet = {
   nodes: [{ name: 't4', count: 2, labels: { accelerator: 'nvidia-tesla-t4' }, allocatable: { cpu: '32', memory: '128Gi', 'nvidia.com/gpu': 2 } }],
   namespaces: [{ name: 'serve' }],
   podDisruptionBudgets: [{ name: 'llm', namespace: 'serve', minAvailable: 2, selector: { matchLabels: { app: 'llm' } } }],
@@ -80,7 +80,7 @@ describe('pod deletion and controllers on the injected clock', () => {
         ...fleet,
         podDisruptionBudgets: [],
         pods: [
-          ...fleet.pods,
+          ...(fleet.pods ?? []),
           { name: 'db', namespace: 'serve', count: 1, node: 't4-1', owner: { kind: 'StatefulSet' as const, name: 'db' }, labels: { app: 'db' }, terminationGracePeriodSeconds: 10 },
           { name: 'lonely', namespace: 'serve', node: 't4-1' },
         ],

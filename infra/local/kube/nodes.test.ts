@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startKubeSim, type KubeSim } from './index.ts';
+import { startKubeSim, type Fleet, type KubeSim } from './index.ts';
 import { clients, failure, k8s, patchWith } from './test-helpers.ts';
 
-const fleet = {
+const fleet: Fleet = {
   nodes: [
     { name: 'a100', count: 3, labels: { accelerator: 'nvidia-a100', pool: 'train' }, allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': 8 } },
     { name: 't4', count: 2, labels: { accelerator: 'nvidia-tesla-t4', pool: 'infer' }, allocatable: { cpu: '32', memory: '128Gi', 'nvidia.com/gpu': 2 } },
