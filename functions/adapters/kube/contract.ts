@@ -161,6 +161,16 @@ export function describePortContracts(label: string, setup: () => Promise<KubeHa
         expect(await h.pods.evict('team-a', 'e1')).toEqual({ outcome: 'gone' });
       });
 
+      it('evict with an explicit grace period overrides the pod own', async () => {
+        await h.seedNode({ name: 'c-p6' });
+        await h.seedPod({ namespace: 'team-a', name: 'g1', nodeName: 'c-p6', gracePeriodSeconds: 300 });
+        expect(await h.pods.evict('team-a', 'g1', { gracePeriodSeconds: 10 })).toEqual({ outcome: 'evicted' });
+        await h.clock.advance(9_000);
+        expect((await h.pods.listOnNode('c-p6')).map((p) => p.terminating)).toEqual([true]);
+        await h.clock.advance(1_000);
+        expect(await h.pods.listOnNode('c-p6')).toEqual([]);
+      });
+
       it('evict answers blocked while a PodDisruptionBudget forbids it', async () => {
         await h.seedNode({ name: 'c-p5' });
         await h.seedPdb({ namespace: 'team-a', name: 'serve', matchLabels: { app: 'serve' }, minAvailable: 2 });

@@ -10,6 +10,7 @@ import { manualClock } from '../clock.ts';
 import { ConflictError, ForbiddenError, fromKubeError } from '../errors.ts';
 import { loadKubeConfig, makeKubeApis } from './config.ts';
 import { describePortContracts } from './contract.ts';
+import { drain, drainOnce } from './drain.ts';
 import type { KubeHarness, PodSeed } from './contract.ts';
 import { kubePorts } from './index.ts';
 import { KubeLeaseOps } from './kube-lease-ops.ts';
@@ -130,6 +131,40 @@ describe('real adapters on the simulated cluster: concurrency, pages, refusals',
   let bumps = 0;
   const bumpNode = (name: string) => () =>
     ctx.core.patchNode({ name, body: { metadata: { annotations: { 'test/bump': String(++bumps) } } } }, MERGE);
+
+  it('drain: a budget-blocked pod is evicted in a later pass once its replacement runs elsewhere', async () => {
+    const h = { ...kubePorts(ctx.kc, { namespace: NS }) };
+    const policy = ctx.kc.makeApiClient(PolicyV1Api);
+    // `spare` has room for one pod only, so a replacement cannot start until a node is added.
+    const addNode = (name: string, pods: string) =>
+      ctx.core.createNode({ body: { metadata: { name }, status: { allocatable: { cpu: '64', memory: '512Gi', pods } } } });
+    await addNode('drain-me', '110');
+    await addNode('spare', '1');
+    await ensureNamespace(ctx.core, 'team-a');
+    await policy.createNamespacedPodDisruptionBudget({
+      namespace: 'team-a',
+      body: { metadata: { name: 'serve' }, spec: { minAvailable: 2, selector: { matchLabels: { app: 'serve' } } } },
+    });
+    const placement = { 'serve-a': 'drain-me', 'serve-b': 'drain-me', 'serve-c': 'spare' };
+    for (const [name, nodeName] of Object.entries(placement)) {
+      await ctx.core.createNamespacedPod({
+        namespace: 'team-a',
+        body: podBody({ namespace: 'team-a', name, nodeName, labels: { app: 'serve' }, ownerKind: 'ReplicaSet', gracePeriodSeconds: 5 }),
+      });
+    }
+    const clock = manualClock(Date.UTC(2026, 0, 1), (ms) => ctx.sim.advance(ms));
+    const first = await drainOnce(h, 'drain-me');
+    expect(first.evicted).toEqual(['team-a/serve-a']);
+    expect(first.blocked).toEqual([{ pod: 'team-a/serve-b', reason: expect.stringMatching(/disruption budget/i) }]);
+    // Room appears: the ReplicaSet's replacement for serve-a runs there, so the budget allows one more.
+    await addNode('fresh', '110');
+    const report = await drain(h, 'drain-me', { deadlineMs: 60_000, clock, intervalMs: 10_000 });
+    expect(report.done).toBe(true);
+    expect(report.evicted).toEqual(['team-a/serve-b']);
+    const left = await h.pods.list({ namespace: 'team-a' });
+    expect(left.filter((p) => p.nodeName === 'drain-me')).toEqual([]);
+    expect(left.filter((p) => !p.terminating)).toHaveLength(3);
+  });
 
   it('a stale resourceVersion (409) is retried and the label lands', async () => {
     await node('race-1');
