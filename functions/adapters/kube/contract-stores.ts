@@ -1,5 +1,6 @@
 /** QuotaOps, StateStore and LeaseOps contracts; run by describePortContracts (contract.ts). */
 import { beforeEach, describe, expect, it } from 'vitest';
+import { BadInputError } from '../errors.ts';
 import type { KubeHarness } from './contract.ts';
 
 export function storeContracts(harness: () => KubeHarness): void {
@@ -48,6 +49,11 @@ export function storeContracts(harness: () => KubeHarness): void {
       expect(await h.state.get('other')).toBe(1);
     });
 
+    it('refuses a key a ConfigMap cannot hold, writing nothing', async () => {
+      await expect(h.state.update('no/slashes', () => 1)).rejects.toBeInstanceOf(BadInputError);
+      expect(await h.state.getAll()).toEqual({});
+    });
+
     it('concurrent updates of one key lose no increment', async () => {
       const inc = (cur: unknown): number => (typeof cur === 'number' ? cur : 0) + 1;
       await Promise.all([1, 2, 3, 4].map(() => h.state.update('counter', inc)));
@@ -66,6 +72,15 @@ export function storeContracts(harness: () => KubeHarness): void {
       const again = await h.leases.tryAcquire('rebalance-pool-a', 'fn-1', 60, h.clock);
       expect(again.acquired).toBe(true);
       expect(again.lease.expiresAtMs).toBe(h.clock.now() + 60_000);
+    });
+
+    it.each([
+      ['', 60],
+      ['fn-1', 0],
+      ['fn-1', 1.5],
+    ])('refuses holder %j with duration %s', async (holder, durationS) => {
+      await expect(h.leases.tryAcquire('rebalance-pool-d', holder, durationS, h.clock)).rejects.toBeInstanceOf(BadInputError);
+      expect(await h.leases.get('rebalance-pool-d')).toBeUndefined();
     });
 
     it('an expired lease is taken over, and the old holder can no longer renew or release it', async () => {
