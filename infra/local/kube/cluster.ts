@@ -1,5 +1,5 @@
 import { errors, success, type ApiError, type StatusBody } from './errors.ts';
-import { applyLimitRanges } from './limit-range.ts';
+import { applyLimitRanges, RequestOverLimit } from './limit-range.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { applyMergePatch, applyPatch, PATCH_TYPES, PatchError } from './patch.ts';
 import { evictionVerdict, withPdbStatus } from './pdb.ts';
@@ -175,6 +175,7 @@ export class Cluster {
     try {
       pod = applyLimitRanges(input, this.store.list('limitranges', ns));
     } catch (err) {
+      if (err instanceof RequestOverLimit) throw errors.invalid(PODS, input.metadata.name, err.field, err.message);
       throw errors.forbidden(PODS, input.metadata.name, (err as Error).message);
     }
     pod.spec = { restartPolicy: 'Always', terminationGracePeriodSeconds: 30, dnsPolicy: 'ClusterFirst', schedulerName: 'default-scheduler', ...pod.spec };

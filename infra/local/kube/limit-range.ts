@@ -17,10 +17,21 @@ function itemsOf(limitRanges: KubeObject[]): LimitRangeItem[] {
   return limitRanges.flatMap((lr) => ((lr.spec as { limits?: LimitRangeItem[] } | undefined)?.limits ?? []).filter((i) => i.type === 'Container'));
 }
 
+/** A request above its limit once defaults are in: the API server's 422 validation error. */
+export class RequestOverLimit extends Error {
+  override name = 'RequestOverLimit';
+  constructor(
+    readonly field: string,
+    why: string,
+  ) {
+    super(why);
+  }
+}
+
 /** Returns a new pod with defaults applied; throws an Error with the plugin's message on min/max. */
 export function applyLimitRanges(pod: Pod, limitRanges: KubeObject[]): Pod {
   const items = itemsOf(limitRanges);
-  const fix = (c: Container): Container => {
+  const fix = (field: string) => (c: Container, i: number): Container => {
     const limits: ResourceList = { ...(c.resources?.limits ?? {}) };
     // API defaulting first: explicit limits become requests where requests are absent.
     const requests: ResourceList = { ...limits, ...(c.resources?.requests ?? {}) };
@@ -38,6 +49,10 @@ export function applyLimitRanges(pod: Pod, limitRanges: KubeObject[]): Pod {
         if (r !== undefined && parseQuantity(r) < parseQuantity(v)) throw new Error(`minimum ${k} usage per Container is ${v}, but request is ${formatQuantity(parseQuantity(r), k)}`);
       }
     }
+    for (const [k, r] of Object.entries(requests)) {
+      const l = limits[k];
+      if (l !== undefined && parseQuantity(r) > parseQuantity(l)) throw new RequestOverLimit(`spec.${field}[${i}].resources.requests`, `Invalid value: "${r}": must be less than or equal to ${k} limit of ${l}`);
+    }
     const resources = {
       ...(Object.keys(limits).length > 0 ? { limits } : {}),
       ...(Object.keys(requests).length > 0 ? { requests } : {}),
@@ -48,8 +63,8 @@ export function applyLimitRanges(pod: Pod, limitRanges: KubeObject[]): Pod {
     ...pod,
     spec: {
       ...pod.spec,
-      containers: pod.spec.containers.map(fix),
-      ...(pod.spec.initContainers ? { initContainers: pod.spec.initContainers.map(fix) } : {}),
+      containers: pod.spec.containers.map(fix('containers')),
+      ...(pod.spec.initContainers ? { initContainers: pod.spec.initContainers.map(fix('initContainers')) } : {}),
     },
   };
 }

@@ -102,6 +102,13 @@ const FIELDS: Record<string, (o: KubeObject) => string> = {
   'spec.unschedulable': (o) => String((o.spec as { unschedulable?: boolean } | undefined)?.unschedulable ?? false),
   'involvedObject.name': (o) => ((o.involvedObject as { name?: string } | undefined)?.name ?? ''),
   'involvedObject.kind': (o) => ((o.involvedObject as { kind?: string } | undefined)?.kind ?? ''),
+  'involvedObject.namespace': (o) => ((o.involvedObject as { namespace?: string } | undefined)?.namespace ?? ''),
+  'involvedObject.uid': (o) => ((o.involvedObject as { uid?: string } | undefined)?.uid ?? ''),
+  'involvedObject.apiVersion': (o) => ((o.involvedObject as { apiVersion?: string } | undefined)?.apiVersion ?? ''),
+  'involvedObject.resourceVersion': (o) => ((o.involvedObject as { resourceVersion?: string } | undefined)?.resourceVersion ?? ''),
+  'involvedObject.fieldPath': (o) => ((o.involvedObject as { fieldPath?: string } | undefined)?.fieldPath ?? ''),
+  reason: (o) => String(o.reason ?? ''),
+  type: (o) => String(o.type ?? ''),
   'spec.schedulerName': (o) => ((o.spec as { schedulerName?: string } | undefined)?.schedulerName ?? ''),
 };
 

@@ -4,6 +4,7 @@ import type { Cluster, ListResult } from './cluster.ts';
 import { apiGroup, apiGroupList, apiResourceList, apiVersions, VERSION_INFO } from './discovery.ts';
 import { ApiError, errors } from './errors.ts';
 import { apiVersionOf, findResource, type ResourceDef } from './resources.ts';
+import { openApiGroupVersion, openApiRoot } from './openapi.ts';
 import { tableOf, wantsTable } from './table.ts';
 import { serveWatch } from './watch.ts';
 
@@ -130,6 +131,10 @@ async function handle(cluster: Cluster, req: IncomingMessage, res: ServerRespons
   if (['healthz', 'livez', 'readyz'].includes(segs[0] ?? '')) {
     res.writeHead(200, { 'Content-Type': 'text/plain' });
     return void res.end('ok');
+  }
+  if (segs[0] === 'openapi' && segs[1] === 'v3') {
+    const doc = segs.length === 2 ? openApiRoot() : openApiGroupVersion(segs.slice(2).join('/'));
+    return doc ? send(res, 200, doc) : send(res, 404, errors.notFoundPath().status);
   }
   if (segs[0] === 'api' && segs.length === 1) return send(res, 200, apiVersions(req.headers.host ?? '127.0.0.1'));
   // POST /api/v1/namespaces/{ns}/bindings: the collection form of binding (client-node's createNamespacedBinding).
