@@ -13,6 +13,7 @@
  */
 import { InvalidPatternError } from './pattern-error.ts';
 import { ABSENT, compileValue, type LeafTest } from './pattern-values.ts';
+import { isJsonObject } from './json-number.ts';
 
 export interface FieldRule {
   /** Dot-joined keys from the pattern root to the value list. */
@@ -46,7 +47,7 @@ const fail = (reason: string): never => {
   throw new InvalidPatternError(reason);
 };
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isObject = isJsonObject;
 
 class Compiler {
   readonly stars = new Map<string, number>();
