@@ -12,6 +12,7 @@ interface Entry {
 }
 
 export const commands: Entry[] = [
+  { path: ['pattern', 'test'], summary: 'test an EventBridge pattern against an event, like aws events test-event-pattern', load: async () => (await import('../events/pattern-cli.ts')).patternTestCommand },
 ];
 
 function version(): string {
