@@ -114,6 +114,5 @@ class Compiler {
 export function compileBranches(pattern: unknown): Branch[] {
   if (!isObject(pattern)) return fail('Filter is not an object');
   const rules = new Compiler().object([], '', pattern, 0, false);
-  // Fields that only accept absence go last so that positive fields fix array elements first.
-  return rules.map((r) => [...r.values()].sort((a, b) => Number(a.tests.length === 0) - Number(b.tests.length === 0)));
+  return rules.map((r) => [...r.values()]);
 }
