@@ -103,6 +103,21 @@ describe('pattern semantics', () => {
     expect(matchesPattern({ a: ['x'] }, 'not an object')).toBe(false);
   });
 
+  it('answers without exploring every combination of unrelated arrays', () => {
+    const list = Array.from({ length: 1000 }, (_, i) => i);
+    const rule = compilePattern({ a: [{ exists: true }], b: [{ exists: true }], c: [{ exists: true }], d: [{ exists: false }] });
+    // 10^9 combinations of a, b and c; each loses to the d leaf, which no choice can exclude.
+    expect(rule({ a: list, b: list, c: list, d: 1 })).toBe(false);
+    expect(rule({ a: list, b: list, c: list, d: [1] })).toBe(false);
+    expect(rule({ a: list, b: list, c: list })).toBe(true);
+  });
+
+  it('refuses patterns nested deeper than 64 levels', () => {
+    let deep: Record<string, unknown> = { leaf: ['x'] };
+    for (let i = 0; i < 70; i++) deep = { n: deep };
+    expect(() => validatePattern(deep)).toThrow('nested more than 64 levels');
+  });
+
   it('walks deep events without overflowing the stack', () => {
     let event: Record<string, unknown> = { leaf: 'x' };
     for (let i = 0; i < 20_000; i++) event = { n: event };
