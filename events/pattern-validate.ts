@@ -38,8 +38,11 @@ export const MAX_BRANCHES = 1024;
 export const MAX_WILDCARD_STARS = 5;
 
 const OR = '$or';
-// Operator names cannot be field names inside `$or` (event-ruler reserves them there).
-const RESERVED_IN_OR = new Set(['anything-but', 'cidr', 'equals-ignore-case', 'exists', 'numeric', 'prefix', 'suffix', 'wildcard']);
+// Operator names (and a few event-ruler keeps for later) cannot be field names inside `$or`.
+const RESERVED_IN_OR = new Set([
+  'anything-but', 'cidr', 'equals-ignore-case', 'exactly', 'exists', 'numeric', 'prefix', 'suffix', 'wildcard',
+  '=', '<', '<=', '>', '>=', 'regex', 'not-wildcard', 'not-equals-ignore-case',
+]);
 
 type Rules = Map<string, FieldRule>[];
 
