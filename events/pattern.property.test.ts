@@ -115,6 +115,19 @@ describe('pattern matcher properties', () => {
     );
   });
 
+  it('reads any text into a value or a SyntaxError, never another error', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string(), fc.json().map((t) => t.slice(0, Math.max(0, t.length - 1)))), (text) => {
+        try {
+          parseJsonText(text);
+        } catch (err) {
+          expect(err).toBeInstanceOf(SyntaxError);
+        }
+        return true;
+      }),
+    );
+  });
+
   it('reads JSON text as JSON.parse does, number spelling aside', () => {
     fc.assert(
       fc.property(fc.json(), (text) => {
