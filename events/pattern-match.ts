@@ -14,7 +14,7 @@
  */
 import type { Branch, FieldRule } from './pattern-validate.ts';
 import type { Leaf } from './pattern-values.ts';
-import { isJsonNumber, JsonNumber, Num } from './json-number.ts';
+import { isJsonNumber, isJsonObject, JsonNumber, Num } from './json-number.ts';
 
 interface IndexedLeaf {
   value: Leaf;
@@ -51,7 +51,7 @@ interface Frame {
  * itself is not walked twice on the same line of descent, so non-JSON input never hangs.
  */
 function index(event: unknown, out: Map<string, IndexedLeaf[]>): void {
-  if (typeof event !== 'object' || event === null || Array.isArray(event)) return;
+  if (!isJsonObject(event)) return;
   let nextArrayId = 0;
   const ancestors = new Set<object>();
   const stack: Array<Frame | { leave: object }> = [{ value: event, path: '', arrays: [] }];

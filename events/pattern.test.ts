@@ -101,6 +101,7 @@ describe('pattern semantics', () => {
     expect(matchesPattern({ a: ['x'], self: { a: ['x'] } }, cyclic)).toBe(false);
     expect(matchesPattern({ a: [{ exists: false }] }, { a: undefined })).toBe(true);
     expect(matchesPattern({ a: ['x'] }, 'not an object')).toBe(false);
+    expect(matchesPattern({ text: [{ exists: true }] }, parseJsonText('12'))).toBe(false);
   });
 
   it('answers without exploring every combination of unrelated arrays', () => {
