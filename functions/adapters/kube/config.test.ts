@@ -50,6 +50,16 @@ describe('loadKubeConfig', () => {
     expect(() => loadKubeConfig(access)).toThrow(message);
   });
 
+  it('refuses inCluster outside a pod', () => {
+    const saved = process.env.KUBERNETES_SERVICE_HOST;
+    delete process.env.KUBERNETES_SERVICE_HOST;
+    try {
+      expect(() => loadKubeConfig({ inCluster: true })).toThrow(/KUBERNETES_SERVICE_HOST/);
+    } finally {
+      if (saved !== undefined) process.env.KUBERNETES_SERVICE_HOST = saved;
+    }
+  });
+
   it('refuses unknown options by name', () => {
     expect(() => loadKubeConfig({ kubeconfigText: KUBECONFIG, insecure: true } as never)).toThrow(/insecure|unrecognized/i);
   });

@@ -34,6 +34,12 @@ export function loadKubeConfig(access: KubeAccess): KubeConfig {
       what: 'kube access',
     });
   }
+  if (a.inCluster && !process.env.KUBERNETES_SERVICE_HOST) {
+    // loadFromCluster would otherwise build a config for https://undefined:undefined.
+    throw new BadInputError('kube access: inCluster, but KUBERNETES_SERVICE_HOST is not set (not running in a pod)', {
+      what: 'kube access',
+    });
+  }
   const kc = new KubeConfig();
   try {
     if (a.kubeconfigText !== undefined) kc.loadFromString(a.kubeconfigText);

@@ -2,6 +2,11 @@
  * The shared in-memory state behind the fakes (fake.ts): nodes, pods, PodDisruptionBudgets,
  * quotas, limit ranges, the state ConfigMap and leases, plus a call log and failure injection.
  * Several fakes built on one FakeCluster see each other's writes, like ports over one API server.
+ *
+ * Deliberately not modelled (the contract suite seeds around them): namespaces (the real API
+ * answers 404 for objects in a missing namespace), admission (quota, limit ranges), and the
+ * controllers that replace evicted pods. Handler tests that depend on those belong on the
+ * simulated cluster.
  */
 import type { Clock } from '../clock.ts';
 import { ConflictError, fromKubeError } from '../errors.ts';

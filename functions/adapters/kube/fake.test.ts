@@ -12,6 +12,8 @@ function fakeHarness(): KubeHarness {
   return {
     ...k,
     clock,
+    // The fakes do not model namespaces (see fake-cluster.ts).
+    seedNamespace: async () => {},
     seedNode: async (s) => void k.cluster.addNode(s),
     seedPod: async (s) =>
       void k.cluster.addPod({

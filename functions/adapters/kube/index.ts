@@ -24,6 +24,8 @@ export { KubeStateStore, STATE_CONFIGMAP } from './kube-state-store.ts';
 export { KubeLeaseOps } from './kube-lease-ops.ts';
 export { drain, drainOnce, podsNamed, podsRequesting, skipReason } from './drain.ts';
 export type { DrainOptions, DrainPassOptions, DrainPassReport, DrainPorts, DrainReport, SkipReason } from './drain.ts';
+export { dryRunPorts } from './dry-run.ts';
+export type { DryRunAction, DryRunnable } from './dry-run.ts';
 export { KUBE_RBAC_RULES, flattenRbac, missingRbac } from './rbac.ts';
 export type { RbacRule } from './rbac.ts';
 

@@ -45,7 +45,7 @@ export class KubeLeaseOps implements LeaseOps {
   }
 
   // RBAC: coordination.k8s.io leases get, create, update
-  tryAcquire(name: string, holder: string, durationS: number, clock: Clock): Promise<LeaseAttempt> {
+  async tryAcquire(name: string, holder: string, durationS: number, clock: Clock): Promise<LeaseAttempt> {
     if (holder === '') throw new BadInputError('lease holder must not be empty', { what: `lease ${name}` });
     if (!(Number.isInteger(durationS) && durationS > 0)) {
       throw new BadInputError(`lease durationS must be a positive integer, got ${durationS}`, { what: `lease ${name}` });

@@ -54,7 +54,7 @@ export class KubeStateStore implements StateStore {
   }
 
   // RBAC: configmaps get, create, update
-  update<T extends Json>(key: string, fn: (current: Json | undefined) => T | undefined): Promise<T | undefined> {
+  async update<T extends Json>(key: string, fn: (current: Json | undefined) => T | undefined): Promise<T | undefined> {
     if (!KEY.test(key)) throw new BadInputError(`state key ${JSON.stringify(key)} must match ${KEY}`, { what: 'state key' });
     const what = `updating configmap ${this.namespace}/${this.name} key ${key}`;
     return retryOnConflict(what, this.attempts, async () => {
