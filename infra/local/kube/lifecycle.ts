@@ -1,4 +1,4 @@
-import { controllerOf, holdsResources, isHealthy, isTerminal, runningStatus, pendingStatus } from './pods.ts';
+import { controllerOf, holdsResources, isHealthy, isTerminal, podRequests, runningStatus, pendingStatus } from './pods.ts';
 import { qualifiedName, type ResourceDef } from './resources.ts';
 import { matchesNodeAffinity, pickNode, freeOn, tolerates } from './scheduler.ts';
 import type { Store, StoreEvent } from './store.ts';
@@ -27,7 +27,16 @@ export class Lifecycle {
   private readonly terminating = new Map<string, number>();
   private readonly replaced = new Set<string>();
   private readonly noExecuteCheck = new Set<string>();
-  private sortedNodes: string[] | undefined;
+  private sortedNodes: Node[] | undefined;
+  /** What each node has left, kept across scheduling runs; dropped when its pods or the node change. */
+  private readonly freeCache = new Map<string, Map<string, number>>();
+  /**
+   * First-fit scan hints: for pods of one shape (requests, tolerations, selectors), nodes before
+   * `index` did not fit at capacity epoch `epoch` over node list `list`. Capacity only shrinks
+   * while the epoch stands, so they still do not: seeding 6,000 pods stays linear, not quadratic.
+   */
+  private readonly hints = new Map<string, { epoch: number; list: number; index: number }>();
+  private nodeListVersion = 0;
   /** Nodes the DaemonSet controller must look at next settle; 'all' after a DaemonSet changes. */
   private daemonNodes: Set<string> | 'all' = new Set();
   private nameSeq = 0;
@@ -175,7 +184,7 @@ export class Lifecycle {
 
   private schedule(): void {
     let nodes: Node[] | undefined;
-    const free = new Map<string, Map<string, number>>();
+    const free = this.freeCache;
     const freeOf = (n: Node) => {
       let f = free.get(n.metadata.name);
       if (!f) free.set(n.metadata.name, (f = freeOn(n, this.store.podsOnNode(n.metadata.name))));
@@ -187,10 +196,14 @@ export class Lifecycle {
       const pod = this.store.pod(ns, name);
       if (!pod) continue;
       nodes ??= this.nodesByName();
-      const pick = pickNode(pod, nodes, freeOf);
+      const shape = JSON.stringify([[...podRequests(pod)], pod.spec.tolerations, pod.spec.nodeSelector, pod.spec.affinity?.nodeAffinity]);
+      const hint = this.hints.get(shape);
+      const start = hint && hint.epoch === this.epoch && hint.list === this.nodeListVersion ? hint.index : 0;
+      const pick = pickNode(pod, nodes, freeOf, start);
       if ('node' in pick) {
+        if (this.hints.size > 10_000) this.hints.clear();
+        this.hints.set(shape, { epoch: this.epoch, list: this.nodeListVersion, index: pick.index });
         this.bind(pod, pick.node);
-        free.delete(pick.node);
         continue;
       }
       this.tried.set(key, this.epoch);
@@ -200,8 +213,8 @@ export class Lifecycle {
   }
 
   private nodesByName(): Node[] {
-    this.sortedNodes ??= this.store.nodes().map((n) => n.metadata.name).sort();
-    return this.sortedNodes.map((n) => this.store.node(n)).filter((n): n is Node => n !== undefined);
+    this.sortedNodes ??= this.store.nodes().sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
+    return this.sortedNodes;
   }
 
   /** One pod per DaemonSet per eligible node, bound directly as the DaemonSet controller does. */
@@ -266,11 +279,18 @@ export class Lifecycle {
         this.tried.delete(key);
       }
       const before = e.previous as Pod | undefined;
+      if (before?.spec.nodeName) this.freeCache.delete(before.spec.nodeName);
+      if (pod.spec.nodeName) this.freeCache.delete(pod.spec.nodeName);
       const freed = before !== undefined && holdsResources(before) && (e.type === 'DELETED' || !holdsResources(pod));
       if (freed) this.epoch++;
     } else if (e.resource === 'nodes') {
       const node = e.object as Node;
-      if (e.type !== 'MODIFIED') this.sortedNodes = undefined;
+      this.freeCache.delete(node.metadata.name);
+      this.sortedNodes = undefined;
+      if (e.type !== 'MODIFIED') {
+        this.nodeListVersion++;
+        this.hints.clear();
+      }
       if (e.type === 'ADDED' || (e.type === 'MODIFIED' && loosened(e.previous as Node, node))) this.epoch++;
       if (e.type !== 'DELETED' && node.spec?.taints?.some((t) => t.effect === 'NoExecute')) this.noExecuteCheck.add(node.metadata.name);
       if (e.type === 'ADDED') this.markDaemonNode(node.metadata.name);
