@@ -1,0 +1,140 @@
+/**
+ * Matching a compiled pattern against an event.
+ *
+ * The event is first indexed: every leaf (string, number, boolean, null) is listed under its
+ * dot-joined path together with the array elements it sits in (`[arrayId, index]` pairs). Objects
+ * and arrays themselves are not leaves, so `exists` only sees leaves (as AWS documents) and an empty
+ * array contributes nothing: it behaves as an absent field.
+ *
+ * A branch matches when one leaf per field can be chosen such that all chosen leaves agree on
+ * every array they share (array consistency: `{"firstName": ["Anna"], "lastName": ["Jones"]}`
+ * must find both in the same element). Flattening without this check gives wrong answers.
+ * `exists: false` is checked last, against the final choice: no leaf at that path may be
+ * consistent with the chosen leaves.
+ */
+import type { Branch, FieldRule } from './pattern-validate.ts';
+import type { Leaf } from './pattern-values.ts';
+import { isJsonNumber, JsonNumber, Num } from './json-number.ts';
+
+interface IndexedLeaf {
+  value: Leaf;
+  /** Flat pairs: arrayId, index, arrayId, index, ... outermost first. */
+  arrays: number[];
+}
+
+/** An event indexed once, reusable across any number of compiled patterns. */
+export class PreparedEvent {
+  /** @internal leaves by path */
+  readonly leaves = new Map<string, IndexedLeaf[]>();
+
+  constructor(event: unknown) {
+    index(event, this.leaves);
+  }
+}
+
+/** The leaf for a JSON scalar, or undefined for objects, arrays and what JSON cannot hold. */
+function leafOf(v: unknown): Leaf | undefined {
+  if (v === null || typeof v === 'string' || typeof v === 'boolean') return v;
+  if (isJsonNumber(v)) return new Num(v);
+  return undefined;
+}
+
+interface Frame {
+  value: unknown;
+  path: string;
+  arrays: number[];
+}
+
+/**
+ * Iterative walk (deep events cannot overflow the stack). Values that JSON cannot hold
+ * (undefined, functions, non-finite numbers) are treated as absent, and an object that contains
+ * itself is not walked twice on the same line of descent, so non-JSON input never hangs.
+ */
+function index(event: unknown, out: Map<string, IndexedLeaf[]>): void {
+  if (typeof event !== 'object' || event === null || Array.isArray(event)) return;
+  let nextArrayId = 0;
+  const ancestors = new Set<object>();
+  const stack: Array<Frame | { leave: object }> = [{ value: event, path: '', arrays: [] }];
+  while (stack.length > 0) {
+    const frame = stack.pop() as Frame | { leave: object };
+    if ('leave' in frame) {
+      ancestors.delete(frame.leave);
+      continue;
+    }
+    const { value, path, arrays } = frame;
+    const leaf = leafOf(value);
+    if (leaf !== undefined) {
+      const list = out.get(path);
+      if (list) list.push({ value: leaf, arrays });
+      else out.set(path, [{ value: leaf, arrays }]);
+      continue;
+    }
+    if (typeof value !== 'object' || value === null || value instanceof JsonNumber || ancestors.has(value)) continue;
+    ancestors.add(value);
+    stack.push({ leave: value });
+    if (Array.isArray(value)) {
+      const id = nextArrayId++;
+      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], path, arrays: [...arrays, id, i] });
+    } else {
+      const keys = Object.keys(value);
+      for (let i = keys.length - 1; i >= 0; i--) {
+        const key = keys[i] as string;
+        stack.push({ value: (value as Record<string, unknown>)[key], path: path === '' ? key : `${path}.${key}`, arrays });
+      }
+    }
+  }
+}
+
+/** The array elements chosen so far: arrayId → index. Undone on backtrack. */
+type Choice = Map<number, number>;
+
+function consistent(leaf: IndexedLeaf, choice: Choice): boolean {
+  const a = leaf.arrays;
+  for (let i = 0; i < a.length; i += 2) {
+    const chosen = choice.get(a[i] as number);
+    if (chosen !== undefined && chosen !== a[i + 1]) return false;
+  }
+  return true;
+}
+
+/** Records the leaf's elements in the choice; returns the array ids it added (for undo). */
+function commit(leaf: IndexedLeaf, choice: Choice): number[] {
+  const added: number[] = [];
+  const a = leaf.arrays;
+  for (let i = 0; i < a.length; i += 2) {
+    const id = a[i] as number;
+    if (!choice.has(id)) {
+      choice.set(id, a[i + 1] as number);
+      added.push(id);
+    }
+  }
+  return added;
+}
+
+function matchBranch(fields: Branch, event: PreparedEvent): boolean {
+  const choice: Choice = new Map();
+  const absent: string[] = [];
+  const noneConsistent = (path: string) => !(event.leaves.get(path) ?? []).some((l) => consistent(l, choice));
+
+  const step = (i: number): boolean => {
+    const field: FieldRule | undefined = fields[i];
+    if (!field) return absent.every(noneConsistent);
+    for (const leaf of event.leaves.get(field.path) ?? []) {
+      if (!consistent(leaf, choice) || !field.tests.some((t) => t(leaf.value))) continue;
+      const added = commit(leaf, choice);
+      if (step(i + 1)) return true;
+      for (const id of added) choice.delete(id);
+    }
+    if (!field.absentOk) return false;
+    absent.push(field.path);
+    if (step(i + 1)) return true;
+    absent.pop();
+    return false;
+  };
+  return step(0);
+}
+
+/** True when any branch of the compiled pattern matches the event. */
+export function matchBranches(branches: readonly Branch[], event: PreparedEvent): boolean {
+  return branches.some((b) => matchBranch(b, event));
+}
