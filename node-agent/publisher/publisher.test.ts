@@ -1,9 +1,16 @@
-import { appendFile, readFile } from 'node:fs/promises';
+import { appendFile, mkdtemp, readFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { FakeClock } from '../clock.ts';
 import { EventTooLargeError } from './batching.ts';
+import { fileDeadLetter } from './dead-letter.ts';
+import { Publisher } from './publisher.ts';
+import { Spool, type SpoolPort } from './spool.ts';
+import { InvalidEventError, type OutgoingEvent } from './types.ts';
 import { FakePutEvents, httpError, networkError } from './fake-put-events.ts';
 import { PUBLISHER_METRIC_NAMES as M } from './publisher-metrics.ts';
-import { makeHarness, testEvent } from './test-harness.ts';
+import { makeHarness, TEST_SETTINGS, testEvent } from './test-harness.ts';
 
 const ids = (n: number, priority: 'critical' | 'normal' | 'bulk' = 'critical', from = 0) => Array.from({ length: n }, (_, i) => `${priority}-${from + i}`);
 
@@ -15,6 +22,22 @@ describe('batching', () => {
     await h.tick();
     expect(bus.calls.map((c) => c.length)).toEqual([10]);
     expect(bus.acceptedIds()).toEqual(ids(10));
+  });
+
+  it('sends events published while the pump was busy, without another event to wake it', async () => {
+    const bus = new FakePutEvents();
+    const dir = await mkdtemp(join(tmpdir(), 'gpu-reflex-publisher-'));
+    const { spool } = await Spool.open({ path: join(dir, 'spool.jsonl'), maxBytes: 1 << 20 });
+    const clock = new FakeClock();
+    const p = new Publisher({ send: bus.send, spool, deadLetter: fileDeadLetter(join(dir, 'dead.jsonl')), clock, random: () => 0.5 }, { ...TEST_SETTINGS, busName: 'gpu-reflex' });
+    // The new pump has looked at its (empty) inbox and not parked yet: these events arrive in
+    // that gap and poke nobody.
+    p.publish(testEvent(0));
+    p.publish(testEvent(1));
+    await p.whenIdle();
+    clock.advance(200);
+    await p.whenIdle();
+    expect(bus.acceptedIds()).toEqual(ids(2));
   });
 
   it('holds a partial batch for batchDelayMs, then sends it', async () => {
@@ -48,6 +71,22 @@ describe('batching', () => {
     await h.tick(1_000);
     expect(bus.calls).toHaveLength(0);
     expect(h.metrics.render()).toContain(`${M.failed} 1`);
+  });
+
+  it.each([
+    ['time', { time: new Date(Number.NaN) }],
+    ['detail.eventId', { detail: { eventId: '' } }],
+    ['priority', { priority: 'urgent' }],
+    ['detail', { detail: { eventId: 'x', big: 10n } }],
+  ])('refuses an event with a bad %s, naming it, and sends nothing', async (field, patch) => {
+    const bus = new FakePutEvents();
+    const h = await makeHarness(bus.send);
+    const result = h.publisher.publish({ ...testEvent(0), ...patch } as unknown as OutgoingEvent);
+    expect(result.ok).toBe(false);
+    expect(!result.ok && result.error).toBeInstanceOf(InvalidEventError);
+    expect(!result.ok && result.error.message).toContain(`${field}:`);
+    await h.tick(1_000);
+    expect(bus.calls).toHaveLength(0);
   });
 
   it('sends the detail exactly as the producer built it, eventId untouched', async () => {
@@ -119,10 +158,12 @@ describe('bus unreachable', () => {
     for (let i = 4; i < 7; i++) h.publisher.publish(testEvent(i));
     await h.tick();
     expect(h.publisher.status().spooledEvents).toBe(7);
-    // One probe per interval while down: no flood.
-    await h.tick(4_999);
+    // One probe per interval while down, jittered to 50-100% of it (random 0.5 -> 3750 ms).
+    await h.tick(3_749);
     expect(bus.calls).toHaveLength(3);
     await h.tick(1);
+    expect(bus.calls).toHaveLength(4);
+    await h.tick(3_749);
     expect(bus.calls).toHaveLength(4);
     bus.down = null;
     await h.tick(5_000);
@@ -306,5 +347,50 @@ describe('torn spool', () => {
     expect(bus.acceptedIds()).toEqual(ids(4));
     const text = await readFile(h.spoolPath, 'utf8');
     expect(text).toBe('');
+  });
+});
+
+describe('disk trouble', () => {
+  it('keeps events in memory when the spool cannot be written, and spools them in order once it can', async () => {
+    const bus = new FakePutEvents();
+    bus.down = networkError();
+    const dir = await mkdtemp(join(tmpdir(), 'gpu-reflex-publisher-'));
+    const { spool } = await Spool.open({ path: join(dir, 'spool.jsonl'), maxBytes: 1 << 20 });
+    let failAppends = 1;
+    const flaky: SpoolPort = {
+      get events() {
+        return spool.events;
+      },
+      get bytes() {
+        return spool.bytes;
+      },
+      get lastSeq() {
+        return spool.lastSeq;
+      },
+      append: async (records) => {
+        if (failAppends-- > 0) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+        return spool.append(records);
+      },
+      readHead: (n) => spool.readHead(n),
+      ack: (seqs) => spool.ack(seqs),
+      close: () => spool.close(),
+    };
+    const clock = new FakeClock();
+    const p = new Publisher({ send: bus.send, spool: flaky, deadLetter: fileDeadLetter(join(dir, 'dead.jsonl')), clock, random: () => 0.5}, { ...TEST_SETTINGS, maxAttempts: 1, busName: 'gpu-reflex' });
+    const tick = async (ms: number) => {
+      await p.whenIdle();
+      clock.advance(ms);
+      await p.whenIdle();
+    };
+    for (let i = 0; i < 3; i++) p.publish(testEvent(i));
+    await tick(200); // send fails -> spill fails (disk full)
+    expect(failAppends).toBe(0);
+    expect(p.status()).toMatchObject({ spooledEvents: 0, queued: 3 });
+    p.publish(testEvent(3));
+    await tick(5_000); // retry: the disk has room again
+    expect(p.status()).toMatchObject({ spooledEvents: 4, queued: 0 });
+    bus.down = null;
+    await tick(5_000);
+    expect(bus.acceptedIds()).toEqual(ids(4));
   });
 });

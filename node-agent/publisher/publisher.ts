@@ -15,12 +15,12 @@ import { EventTooLargeError, MAX_CALL_BYTES, MAX_ENTRIES_PER_CALL, entrySize, ta
 import type { DeadLetterSink } from './dead-letter.ts';
 import { noMetrics, type PublisherMetrics } from './publisher-metrics.ts';
 import { backoffDelay, classifyCallError, isRetryableEntryCode, type BackoffPolicy } from './retry-policy.ts';
-import type { Spool } from './spool.ts';
-import { silentLog, toEntry, toRecord, type OutgoingEvent, type PublisherLog, type PutEventsSender, type QueuedRecord } from './types.ts';
+import type { SpoolPort } from './spool.ts';
+import { recordFromEvent, silentLog, toEntry, type OutgoingEvent, type PublisherLog, type PutEventsSender, type QueuedRecord } from './types.ts';
 
 export interface PublisherDeps {
   send: PutEventsSender;
-  spool: Spool;
+  spool: SpoolPort;
   deadLetter: DeadLetterSink;
   clock: Clock;
   /** Uniform in [0, 1): the jitter source. */
@@ -36,7 +36,7 @@ export interface PublisherSettings {
   /** Attempts for one batch before it is spooled (bus unreachable) or dead-lettered (rejected). */
   maxAttempts: number;
   backoff: BackoffPolicy;
-  /** While the bus is unreachable, one replay attempt per interval. */
+  /** While the bus is unreachable, one replay attempt per interval (jittered: 50-100% of it). */
   probeIntervalMs: number;
   /** Events held in memory while retrying before they are moved to the spool. */
   maxQueuedEvents: number;
@@ -115,7 +115,15 @@ export class Publisher {
       this.metrics.failed(1);
       return { ok: false, error };
     }
-    const record = toRecord(event, this.nextSeq);
+    let record: QueuedRecord;
+    try {
+      record = recordFromEvent(event, this.nextSeq);
+    } catch (err) {
+      const error = err as Error;
+      this.log.error('invalid event, not sent', { error: error.message });
+      this.metrics.failed(1);
+      return { ok: false, error };
+    }
     const size = entrySize(record);
     if (size > MAX_CALL_BYTES) {
       const error = new EventTooLargeError(record.eventId, record.detailType, size);
@@ -177,15 +185,28 @@ export class Publisher {
 
   private async pump(): Promise<void> {
     for (;;) {
-      await this.absorbInbox();
-      if (this.closing && (this.closing.hit || this.nothingLeftToTry())) break;
-      const waitUntil = await this.step();
-      if (waitUntil === 'now') continue;
-      await this.park(waitUntil);
+      try {
+        await this.absorbInbox();
+        if (this.closing && (this.closing.hit || this.nothingLeftToTry())) break;
+        const waitUntil = await this.step();
+        if (waitUntil === 'now') continue;
+        await this.park(waitUntil);
+      } catch (err) {
+        // Disk trouble (full, read-only, gone). Nothing was dropped: records leave memory only
+        // once the spool has them. Try again later; at shutdown there is no later.
+        this.log.error('publisher I/O failed; will retry', { error: String(err) });
+        if (this.closing) break;
+        await this.park(this.deps.clock.now() + this.probeDelay(), true);
+      }
     }
     this.closing?.cancelTimer();
-    await this.spill();
-    await this.deps.spool.close();
+    try {
+      await this.spill();
+      await this.deps.spool.close();
+    } catch (err) {
+      const lost = this.queue.length + this.inbox.length;
+      this.log.error('EVENTS LOST at shutdown: spool not writable', { lost, error: String(err) });
+    }
     this.closed = true;
     this.updateSpoolGauges();
     for (const w of this.idleWaiters.splice(0)) w();
@@ -196,8 +217,13 @@ export class Publisher {
     return this.queue.length === 0 && this.inbox.length === 0 && (this.deps.spool.events === 0 || this.closing?.gaveUp === true);
   }
 
-  /** Sleeps until `until` (or forever), or until poked. Resolves idle waiters first. */
-  private park(until: number | 'never'): Promise<void> {
+  /**
+   * Sleeps until `until` (or forever), or until poked. Resolves idle waiters first. After an I/O
+   * error it sleeps even with events waiting, so a full disk is retried per probe, not in a spin.
+   */
+  private park(until: number | 'never', evenWithInbox = false): Promise<void> {
+    // Events published while the pump was busy (after it looked at the inbox) poked nobody.
+    if (this.inbox.length > 0 && !evenWithInbox) return Promise.resolve();
     for (const w of this.idleWaiters.splice(0)) w();
     return new Promise((resolve) => {
       const cancel = until === 'never' ? () => {} : this.deps.clock.setTimer(until - this.deps.clock.now(), () => this.poke());
@@ -210,13 +236,12 @@ export class Publisher {
 
   /** New events join the memory queue, or the spool if it holds anything (strict order). */
   private async absorbInbox(): Promise<void> {
-    if (this.inbox.length > 0) {
-      const batch = this.inbox.splice(0);
-      if (this.deps.spool.events > 0 || this.unreachable) await this.toSpool(batch);
-      else {
-        if (this.queue.length === 0) this.windowStart = this.deps.clock.now();
-        this.queue.push(...batch);
-      }
+    if (this.deps.spool.events > 0 || this.unreachable) {
+      // The memory queue joins too: it is non-empty here only if an earlier spill failed.
+      await this.spill();
+    } else if (this.inbox.length > 0) {
+      if (this.queue.length === 0) this.windowStart = this.deps.clock.now();
+      this.queue.push(...this.inbox.splice(0));
     }
     if (this.queue.length > this.settings.maxQueuedEvents) {
       this.log.warn('bus is behind; moving queued events to the spool', { queued: this.queue.length });
@@ -305,15 +330,27 @@ export class Publisher {
     if (this.closing) this.closing.gaveUp = true;
     this.failures = 0;
     this.retryOnly = null;
+    this.retryAt = this.deps.clock.now() + this.probeDelay();
     await this.spill();
-    this.retryAt = this.deps.clock.now() + this.settings.probeIntervalMs;
+  }
+
+  /**
+   * Probes are jittered (50-100% of the interval) so a fleet that lost the bus together does not
+   * come back in lockstep, replaying all at once.
+   */
+  private probeDelay(): number {
+    const half = this.settings.probeIntervalMs / 2;
+    return Math.floor(half + this.deps.random() * half);
   }
 
   /** Moves the memory queue and inbox (oldest first) behind whatever the spool holds. */
   private async spill(): Promise<void> {
-    const records = [...this.queue, ...this.inbox.splice(0)];
+    const fromInbox = this.inbox.length;
+    const records = [...this.queue, ...this.inbox.slice(0, fromInbox)];
+    if (records.length === 0) return;
+    await this.toSpool(records);
     this.queue = [];
-    if (records.length > 0) await this.toSpool(records);
+    this.inbox.splice(0, fromInbox);
   }
 
   private async toSpool(records: QueuedRecord[]): Promise<void> {

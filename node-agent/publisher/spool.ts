@@ -53,10 +53,25 @@ export interface SpoolOptions {
   log?: PublisherLog;
 }
 
+/**
+ * The port the publisher uses. Contract: `append` resolves once the kept records are fsynced; a
+ * rejected `append` kept none of them (the file is cut back). `ack` forgets records (idempotent,
+ * unknown seqs ignored). `readHead` returns live records oldest first.
+ */
+export interface SpoolPort {
+  readonly events: number;
+  readonly bytes: number;
+  readonly lastSeq: number;
+  append(records: readonly QueuedRecord[]): Promise<AppendOutcome>;
+  readHead(max: number): Promise<QueuedRecord[]>;
+  ack(seqs: readonly number[]): Promise<void>;
+  close(): Promise<void>;
+}
+
 /** Compact once acked garbage is at least this big and at least as big as the live part. */
 const COMPACT_MIN_GARBAGE = 64 * 1024;
 
-export class Spool {
+export class Spool implements SpoolPort {
   private live = new Map<number, LiveEntry>();
   private liveBytesCount = 0;
   private fileBytes = 0;
@@ -154,8 +169,7 @@ export class Spool {
       await this.rewrite(keep, incoming);
     } else if (incoming.length > 0) {
       const offset = this.fileBytes;
-      await this.fh.write(Buffer.concat(incoming.map((i) => i.buf)));
-      await this.fh.sync();
+      await this.appendBytes(Buffer.concat(incoming.map((i) => i.buf)), true);
       let at = offset;
       for (const i of incoming) {
         this.addLive({ ...i.entry, offset: at });
@@ -190,7 +204,13 @@ export class Spool {
       return;
     }
     const buf = encodeLine({ kind: 'ack', seqs: known });
-    await this.fh.write(buf);
+    try {
+      await this.appendBytes(buf, false);
+    } catch (err) {
+      // Not fatal: the records were delivered; without the ack a restart re-sends them once.
+      this.log.warn('could not write spool ack; a restart may re-send these events', { path: this.path, error: String(err) });
+      return;
+    }
     this.fileBytes += buf.length;
     const garbage = this.fileBytes - this.liveBytesCount;
     if (garbage >= COMPACT_MIN_GARBAGE && garbage >= this.liveBytesCount) await this.rewrite([...this.live.values()], []);
@@ -199,6 +219,20 @@ export class Spool {
   async close(): Promise<void> {
     await this.fh.sync();
     await this.fh.close();
+  }
+
+  /**
+   * A failed write (disk full) may leave part of a line behind; cut the file back so offsets stay
+   * true and the next line does not glue onto the fragment.
+   */
+  private async appendBytes(buf: Buffer, fsync: boolean): Promise<void> {
+    try {
+      await this.fh.write(buf);
+      if (fsync) await this.fh.sync();
+    } catch (err) {
+      await this.fh.truncate(this.fileBytes).catch(() => {});
+      throw err;
+    }
   }
 
   /** Lowest class first, oldest first; only classes below `priority`. Existing before incoming. */

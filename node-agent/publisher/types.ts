@@ -1,3 +1,5 @@
+import { z } from 'zod';
+
 /**
  * What producers hand the publisher, and the port the publisher sends through.
  * Producers (XID watcher, health sampler, inventory, utilization) know nothing about batching,
@@ -71,6 +73,37 @@ export interface PublisherLog {
 }
 
 export const silentLog: PublisherLog = { info() {}, warn() {}, error() {} };
+
+/**
+ * Checked on publish: a bad event is refused there with an error naming the field, instead of
+ * becoming a spool line that fails its own schema on the next start (and is silently skipped).
+ */
+const OutgoingEventSchema = z.object({
+  source: z.string().min(1),
+  detailType: z.string().min(1),
+  detail: z.looseObject({ eventId: z.string().min(1) }),
+  time: z.date(),
+  resources: z.array(z.string()).optional(),
+  priority: z.enum(PRIORITIES),
+});
+
+export class InvalidEventError extends Error {
+  override name = 'InvalidEventError';
+}
+
+/** Validates and serializes an event once; throws InvalidEventError naming the field. */
+export function recordFromEvent(event: OutgoingEvent, seq: number): QueuedRecord {
+  const parsed = OutgoingEventSchema.safeParse(event);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new InvalidEventError(`event ${String(event?.detail?.eventId)}: ${issue?.path.join('.') || 'event'}: ${issue?.message ?? 'invalid'}`);
+  }
+  try {
+    return toRecord(event, seq);
+  } catch (err) {
+    throw new InvalidEventError(`event ${event.detail.eventId}: detail: not serializable as JSON (${String(err)})`);
+  }
+}
 
 export function toRecord(event: OutgoingEvent, seq: number): QueuedRecord {
   const record: QueuedRecord = {
