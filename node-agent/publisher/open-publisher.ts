@@ -3,7 +3,9 @@
  * EventBridge client. The agent's entry point calls this once; tests inject `send` and `clock`.
  */
 import { systemClock, type Clock } from '../clock.ts';
+import type { AgentConfig } from '../config.ts';
 import { fileDeadLetter } from './dead-letter.ts';
+import { dryRunSender } from './dry-run-sender.ts';
 import { DEFAULT_PUBLISHER_SETTINGS, Publisher, type PublisherSettings } from './publisher.ts';
 import type { PublisherMetrics } from './publisher-metrics.ts';
 import { sdkSender } from './sdk-sender.ts';
@@ -39,4 +41,23 @@ export async function openPublisher(options: OpenPublisherOptions): Promise<Publ
     ...(options.metrics ? { metrics: options.metrics } : {}),
   };
   return new Publisher(deps, { ...DEFAULT_PUBLISHER_SETTINGS, ...options.settings, busName: options.busName });
+}
+
+/** The agent entry point's one call: everything from the frozen config. */
+export function openPublisherFromConfig(
+  config: Pick<AgentConfig, 'eventBusName' | 'spoolPath' | 'spoolMaxBytes' | 'deadLetterPath' | 'batchDelayMs' | 'publishMaxAttempts' | 'publishProbeIntervalMs' | 'dryRun'>,
+  extras: { metrics?: PublisherMetrics; log?: PublisherLog; send?: PutEventsSender } = {},
+): Promise<Publisher> {
+  const log = extras.log ?? silentLog;
+  const send = extras.send ?? (config.dryRun ? dryRunSender(log) : undefined);
+  return openPublisher({
+    busName: config.eventBusName,
+    spoolPath: config.spoolPath,
+    spoolMaxBytes: config.spoolMaxBytes,
+    deadLetterPath: config.deadLetterPath,
+    log,
+    ...(send ? { send } : {}),
+    ...(extras.metrics ? { metrics: extras.metrics } : {}),
+    settings: { batchDelayMs: config.batchDelayMs, maxAttempts: config.publishMaxAttempts, probeIntervalMs: config.publishProbeIntervalMs },
+  });
 }
