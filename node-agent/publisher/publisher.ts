@@ -14,7 +14,8 @@ import type { Clock } from '../clock.ts';
 import { EventTooLargeError, MAX_CALL_BYTES, MAX_ENTRIES_PER_CALL, entrySize, takeBatch } from './batching.ts';
 import type { DeadLetterSink } from './dead-letter.ts';
 import { noMetrics, type PublisherMetrics } from './publisher-metrics.ts';
-import { backoffDelay, classifyCallError, isRetryableEntryCode, type BackoffPolicy } from './retry-policy.ts';
+import { backoffDelay, classifyCallError, sortResults } from './retry-policy.ts';
+import type { PublisherSettings } from './publisher-settings.ts';
 import type { SpoolPort } from './spool.ts';
 import { recordFromEvent, silentLog, toEntry, type OutgoingEvent, type PublisherLog, type PutEventsSender, type QueuedRecord } from './types.ts';
 
@@ -28,27 +29,6 @@ export interface PublisherDeps {
   metrics?: PublisherMetrics;
   log?: PublisherLog;
 }
-
-export interface PublisherSettings {
-  busName: string;
-  /** Flush a partial batch this long after its first event arrived. */
-  batchDelayMs: number;
-  /** Attempts for one batch before it is spooled (bus unreachable) or dead-lettered (rejected). */
-  maxAttempts: number;
-  backoff: BackoffPolicy;
-  /** While the bus is unreachable, one replay attempt per interval (jittered: 50-100% of it). */
-  probeIntervalMs: number;
-  /** Events held in memory while retrying before they are moved to the spool. */
-  maxQueuedEvents: number;
-}
-
-export const DEFAULT_PUBLISHER_SETTINGS: Omit<PublisherSettings, 'busName'> = {
-  batchDelayMs: 200,
-  maxAttempts: 5,
-  backoff: { baseMs: 100, capMs: 5_000 },
-  probeIntervalMs: 10_000,
-  maxQueuedEvents: 1_000,
-};
 
 export type PublishResult = { ok: true; seq: number } | { ok: false; error: Error };
 
@@ -105,13 +85,14 @@ export class Publisher {
   }
 
   /**
-   * Accepts an event for delivery; never blocks and never throws. An event too large for any
-   * PutEvents call, or published after close, is refused (logged and counted), never sent.
+   * Accepts an event for delivery; never blocks and never throws. An invalid event, one too large
+   * for any PutEvents call, or one published after close is refused (logged, counted), never sent.
    */
   publish(event: OutgoingEvent): PublishResult {
     if (this.closing || this.closed) {
-      const error = new PublisherClosedError(`publisher is closed; event ${event.detail.eventId} (${event.detailType}) was not accepted`);
-      this.log.error('publish after close', { eventId: event.detail.eventId });
+      const eventId = String(event?.detail?.eventId);
+      const error = new PublisherClosedError(`publisher is closed; event ${eventId} (${String(event?.detailType)}) was not accepted`);
+      this.log.error('publish after close', { eventId });
       this.metrics.failed(1);
       return { ok: false, error };
     }
@@ -275,15 +256,7 @@ export class Publisher {
     }
     if (this.unreachable) this.log.info('bus reachable again; replaying spool', { spooled: this.deps.spool.events });
     this.unreachable = false;
-    const delivered: QueuedRecord[] = [];
-    const retry: QueuedRecord[] = [];
-    const dead: { record: QueuedRecord; code: string; message: string }[] = [];
-    batch.forEach((record, i) => {
-      const r = results[i] ?? { ok: false as const, code: 'InternalFailure', message: 'no result for this entry' };
-      if (r.ok) delivered.push(record);
-      else if (isRetryableEntryCode(r.code)) retry.push(record);
-      else dead.push({ record, code: r.code, message: r.message });
-    });
+    const { delivered, retry, dead } = sortResults(batch, results);
     if (delivered.length > 0) {
       this.lastPublishAt = this.deps.clock.now();
       for (const r of delivered) this.metrics.published(r.detailType, 1);
@@ -361,6 +334,11 @@ export class Publisher {
     for (const d of outcome.dropped) {
       this.metrics.dropped(d.priority, 1);
       this.log.warn('spool full; dropped event', { ...d });
+    }
+    // A dropped event must not be sent by a pending retry either.
+    if (this.retryOnly && droppedSeqs.size > 0) {
+      const left = this.retryOnly.filter((r) => !droppedSeqs.has(r.seq));
+      this.retryOnly = left.length > 0 ? left : null;
     }
     this.updateSpoolGauges();
   }

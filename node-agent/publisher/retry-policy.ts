@@ -1,3 +1,5 @@
+import type { EntryResult } from './types.ts';
+
 /**
  * Retry decisions, as pure functions. The publisher owns the retry policy (the SDK's own retries
  * are off), so the rules live here in one place.
@@ -54,4 +56,21 @@ export function classifyCallError(err: unknown): { failure: CallFailure; code: s
   const status = typeof e.$metadata?.httpStatusCode === 'number' ? e.$metadata.httpStatusCode : undefined;
   const failure: CallFailure = REJECTED_CALL_NAMES.has(code) && (status === undefined || (status >= 400 && status < 500)) ? 'rejected' : 'unavailable';
   return status === undefined ? { failure, code } : { failure, code, status };
+}
+
+/**
+ * Sorts a call's per-entry results, matched by position as PutEvents answers them. A missing
+ * slot is not a success we can prove, so it is retried.
+ */
+export function sortResults<T>(batch: readonly T[], results: readonly EntryResult[]): { delivered: T[]; retry: T[]; dead: { record: T; code: string; message: string }[] } {
+  const delivered: T[] = [];
+  const retry: T[] = [];
+  const dead: { record: T; code: string; message: string }[] = [];
+  batch.forEach((record, i) => {
+    const r = results[i] ?? { ok: false as const, code: 'InternalFailure', message: 'no result for this entry' };
+    if (r.ok) delivered.push(record);
+    else if (isRetryableEntryCode(r.code)) retry.push(record);
+    else dead.push({ record, code: r.code, message: r.message });
+  });
+  return { delivered, retry, dead };
 }

@@ -8,7 +8,8 @@ import { join } from 'node:path';
 import { FakeClock } from '../clock.ts';
 import { Metrics } from '../metrics.ts';
 import { openPublisher } from './open-publisher.ts';
-import type { Publisher, PublisherSettings } from './publisher.ts';
+import type { Publisher } from './publisher.ts';
+import type { PublisherSettings } from './publisher-settings.ts';
 import { registerPublisherMetrics } from './publisher-metrics.ts';
 import type { OutgoingEvent, Priority, PutEventsSender } from './types.ts';
 
