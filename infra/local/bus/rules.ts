@@ -111,10 +111,12 @@ function parseAt<T>(schema: z.ZodType<T>, value: unknown, where: string): T {
 }
 
 export function loadRoutingTable(serverlessYml: string, ctx: Omit<VariableContext, 'stage'> & { stage?: string }): RoutingTable {
-  const probe = new ServerlessDocument(serverlessYml, { ...ctx, stage: ctx.stage ?? 'dev' });
+  // The stage is an option, else provider.stage (which may itself say `${opt:stage, 'x'}`), else dev.
+  const optStage = ctx.stage;
+  const probe = new ServerlessDocument(serverlessYml, { ...ctx, stage: optStage ?? 'dev', ...(optStage ? { optStage } : {}) });
   const declaredStage = probe.rawAt('provider.stage') === undefined ? undefined : probe.get('provider.stage');
-  const stage = ctx.stage ?? (typeof declaredStage === 'string' ? declaredStage : 'dev');
-  const doc = stage === 'dev' ? probe : new ServerlessDocument(serverlessYml, { ...ctx, stage });
+  const stage = optStage ?? (typeof declaredStage === 'string' ? declaredStage : 'dev');
+  const doc = new ServerlessDocument(serverlessYml, { ...ctx, stage, ...(optStage ? { optStage } : {}) });
   const service = doc.get('service');
   if (typeof service !== 'string' || service === '') throw new ServerlessConfigError(`${serverlessYml}: service must be a name`);
 
@@ -133,7 +135,11 @@ export function loadRoutingTable(serverlessYml: string, ctx: Omit<VariableContex
   const fnKeys = Object.keys((doc.rawAt('functions') ?? {}) as object);
   for (const key of fnKeys) {
     const where = `functions.${key}`;
-    const raw = parseAt(FunctionSchema, doc.get(where), where);
+    // Only the keys the bus uses are resolved: `environment` may hold ${ssm:...} and friends.
+    const picked = Object.fromEntries(
+      (['handler', 'name', 'timeout', 'events'] as const).filter((k) => doc.rawAt(`${where}.${k}`) !== undefined).map((k) => [k, doc.get(`${where}.${k}`)]),
+    );
+    const raw = parseAt(FunctionSchema, picked, where);
     const handler = raw.handler;
     const slash = handler.lastIndexOf('/');
     const dot = handler.indexOf('.', slash + 1);
