@@ -81,7 +81,7 @@ function located(doc: Document, lines: LineCounter, fileName: string, issue: z.c
   const offset = offsetOf(doc, at);
   const line = offset === undefined ? 1 : lines.linePos(offset).line;
   const field = (keys.length > 0 ? [...path, keys.join(', ')] : path).join('.') || '(top level)';
-  return `${fileName}:${line}: ${field}: ${issue.message}`;
+  return `${fileName}:${line}: ${field}: ${issue.message.replace(/^Invalid option: /, '')}`;
 }
 
 /** Source offset of the deepest node on `path` that exists (keys may be numbers in YAML: `79:`). */
