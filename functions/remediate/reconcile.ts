@@ -71,7 +71,7 @@ export function nodeSteps(prev: NodeState, next: NodeState, node: NodeFacts, tai
   if (!next.taint && prev.taint) steps.push({ kind: 'untaint', target, value: `${taintKey}:NoSchedule` });
   if (next.cordoned && !node.unschedulable) steps.push({ kind: 'cordon', target });
   if (!next.cordoned && prev.cordoned && node.unschedulable) steps.push({ kind: 'uncordon', target });
-  if (next.phase !== prev.phase || node.labels[STATE_LABEL] !== next.phase) steps.push({ kind: 'label', target, value: `${STATE_LABEL}=${next.phase}` });
+  if (next.phase !== prev.phase || (node.labels[STATE_LABEL] ?? 'healthy') !== next.phase) steps.push({ kind: 'label', target, value: `${STATE_LABEL}=${next.phase}` });
   if (JSON.stringify(next.quarantinedGpus) !== JSON.stringify(prev.quarantinedGpus)) {
     steps.push({ kind: 'annotate', target, value: `${QUARANTINED_GPUS_ANNOTATION}=${JSON.stringify(next.quarantinedGpus)}` });
   }
