@@ -4,7 +4,7 @@
  *
  * - observing / acted      → closed once quiet for the escalation window
  * - quarantined            → evictions retried; restored once quiet for the quiet period (health
- *                            conditions also need their `resolved`)
+ *                            conditions also need their `resolved`, or a repaired-at after them)
  * - draining               → evictions retried; drained → awaiting-repair (+ reboot/replace when a
  *                            cloud adapter can, else a person is told); stuck past the drain
  *                            timeout → the next rung of `then`, or a person is told
@@ -90,7 +90,10 @@ function step(i: Incident, w: Work, facts: SweepFacts, policy: Policy, retries: 
     case 'acted':
       return now.getTime() - Date.parse(i.lastAt) >= policy.escalation.windowMinutes * MIN ? close(`${i.key}: quiet for ${policy.escalation.windowMinutes} min, closed`) : i;
     case 'quarantined': {
-      if (quiet && (i.condition === undefined || i.resolvedAt !== undefined)) return close(`${i.key}: quiet for ${policy.quietPeriodMinutes} min after quarantine, the GPU returns to service`);
+      // A condition (unlike an XID) is still true until the agent says it resolved, or a person
+      // says the node was repaired after the condition was last seen.
+      const cleared = i.condition === undefined || i.resolvedAt !== undefined || (w.state.repairedAt !== undefined && cmp(w.state.repairedAt, i.lastAt) >= 0);
+      if (quiet && cleared) return close(`${i.key}: quiet for ${policy.quietPeriodMinutes} min after quarantine, the GPU returns to service`);
       retry(evictable(w.facts.pods).filter((p) => i.pods.includes(p.uid)));
       return i;
     }
@@ -118,8 +121,10 @@ function step(i: Incident, w: Work, facts: SweepFacts, policy: Policy, retries: 
       return notified;
     }
     case 'awaiting-repair': {
-      const repaired = w.state.repairedAt && cmp(w.state.repairedAt, i.since) >= 0;
-      const sinceRepair = repaired ? now.getTime() - Math.max(Date.parse(w.state.repairedAt!), Date.parse(i.lastAt)) : -1;
+      // A repair counts when it happened after the fault was last seen (an older repaired-at is a
+      // past repair); for an orphan nobody knows when the fault was, so any repair counts.
+      const repaired = w.state.repairedAt && (i.trigger === 'orphan' || cmp(w.state.repairedAt, i.lastAt) >= 0);
+      const sinceRepair = repaired ? now.getTime() - Math.max(Date.parse(w.state.repairedAt!), i.trigger === 'orphan' ? 0 : Date.parse(i.lastAt)) : -1;
       if (repaired && sinceRepair >= policy.quietPeriodMinutes * MIN) return close(`${i.key}: repaired at ${w.state.repairedAt} and quiet for ${policy.quietPeriodMinutes} min, back in service`);
       return i;
     }
