@@ -43,7 +43,7 @@ const nodeFacts: fc.Arbitrary<NodeFacts> = fc.record({
   gpus: fc.integer({ min: 0, max: 4 }),
 }).map((r) => ({
   name: NODE,
-  labels: r.state ? { [STATE_LABEL]: r.state } : {},
+  labels: (r.state ? { [STATE_LABEL]: r.state } : {}) as Record<string, string>,
   annotations: r.annotations,
   taints: r.tainted ? [{ key: 'gpu-reflex.io/unhealthy', value: 'xid-79', effect: 'NoSchedule' }] : [],
   unschedulable: r.unschedulable,
@@ -80,7 +80,7 @@ describe('planners (properties)', () => {
           const plan =
             s === 'sweep'
               ? planSweep({ now: new Date(at(clock)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }], dryRun: false }, DEFAULT_POLICY).plans[0]
-              : planRemediation({ now: new Date(at(clock)), event: s, node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }, DEFAULT_POLICY);
+              : planRemediation({ now: new Date(at(clock)), event: s, node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods, dryRun: false }, DEFAULT_POLICY);
           if (!plan) continue;
           expectConfined(plan, w.pods);
           w = apply(w.node, w.pods, plan, DEFAULT_POLICY);
