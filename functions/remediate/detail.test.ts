@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { RemediationDetailSchema } from '../../events/index.ts';
-import { remediationEventId, toRemediationDetail } from './detail.ts';
+import { approvalIdOf, remediationEventId, toRemediationDetail } from './detail.ts';
 import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY } from './policy.ts';
-import { factsFor, node, pool, xid } from './testing.ts';
+import { apply, factsFor, node, pool, STANDARD_PODS, xid } from './testing.ts';
 
 const occurredAt = new Date('2026-11-21T03:02:46.410Z');
 
@@ -57,5 +57,18 @@ describe('toRemediationDetail', () => {
     expect(id.length).toBeLessThanOrEqual(128);
     expect(id).toMatch(/^rem:[0-9a-f]{16}:\d+:acted$/);
     expect(remediationEventId('n'.repeat(201) + '/GPU-x/xid-79', '2026-11-21T03:00:00.000Z', 'acted')).not.toBe(id);
+  });
+});
+
+describe('approvalIdOf', () => {
+  it('gives one valid approval id per incident episode, the same for a repeat', () => {
+    const full = pool({ quarantinedInWindow: 9 });
+    const first = planRemediation(factsFor(xid(79, { minute: 0 }), node(), { pool: full }), DEFAULT_POLICY);
+    const w = apply(node(), STANDARD_PODS, first, DEFAULT_POLICY);
+    const again = planRemediation(factsFor(xid(79, { minute: 2 }), w.node, { pool: full }), DEFAULT_POLICY);
+    expect(approvalIdOf(first)).toMatch(/^apr-[a-z0-9-]{4,64}$/);
+    expect(approvalIdOf(again)).toBe(approvalIdOf(first));
+    const other = planRemediation(factsFor(xid(79, { minute: 0, node: 'gpu-a100-08' }), node('gpu-a100-08'), { pool: full }), DEFAULT_POLICY);
+    expect(approvalIdOf(other)).not.toBe(approvalIdOf(first));
   });
 });

@@ -69,6 +69,15 @@ export function remediationEventId(incident: string, observedAt: string, phase: 
   return plain.length <= 128 ? plain : `rem:${fnv1a(incident)}:${ms}:${phase}`;
 }
 
+/**
+ * The `Approval Requested` id of an approval plan: one per incident episode (key + when it was
+ * first seen), so a redelivered event or a second invocation asks under the same id.
+ */
+export function approvalIdOf(plan: Plan): string {
+  const incident = plan.nextState.incidents.find((i) => i.key === plan.incident && i.phase !== 'closed');
+  return `apr-${fnv1a(`${plan.incident}@${incident?.firstAt ?? plan.trigger.observedAt}`)}`;
+}
+
 /** FNV-1a, 64-bit as two 32-bit halves: short, stable, dependency-free (not for security). */
 function fnv1a(text: string): string {
   let h1 = 0x811c9dc5;

@@ -17,5 +17,5 @@ export {
 } from './state.ts';
 export { planRemediation } from './plan.ts';
 export { planSweep, type SweepFacts, type SweepNodeFacts, type SweepPlan } from './sweep.ts';
-export { toRemediationDetail, remediationEventId, type StepResult } from './detail.ts';
+export { toRemediationDetail, remediationEventId, approvalIdOf, type StepResult } from './detail.ts';
 export type * from './types.ts';

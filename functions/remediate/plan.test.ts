@@ -270,3 +270,19 @@ describe('planRemediation: blast radius', () => {
     expect(planRemediation(factsFor(xid(94, { pods: [{ uid: 'uid-train-0' }] }), node(), { pool: pool({ quarantinedInWindow: 9 }) }), P).kind).toBe('act');
   });
 });
+
+describe('planRemediation: approvals are asked once', () => {
+  it('counts repeats of a held-back fault without asking again', () => {
+    const full = pool({ quarantinedInWindow: 2, quarantinedNodes: ['x', 'y'] });
+    const first = planRemediation(factsFor(xid(79, { minute: 0 }), node(), { pool: full }), P);
+    const w = apply(node(), STANDARD_PODS, first, P);
+    const again = planRemediation(factsFor(xid(79, { minute: 3 }), w.node, { pool: full }), P);
+    expect(first.kind).toBe('approval');
+    expect(again).toMatchObject({ kind: 'noop', action: 'drain-node' });
+    expect(kinds(again)).toEqual(['annotate']);
+    expect(again.nextState.incidents[0]).toMatchObject({ phase: 'awaiting-approval', count: 2 });
+    // once there is room, the next occurrence acts
+    const room = planRemediation(factsFor(xid(79, { minute: 6 }), apply(w.node, w.pods, again, P).node, { pool: pool() }), P);
+    expect(room.kind).toBe('act');
+  });
+});

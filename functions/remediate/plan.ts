@@ -33,7 +33,8 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     kind: 'noop',
     action,
     phase: 'skipped',
-    steps: nodeSteps(prev, nextState, node, policy.taintKey),
+    // Duplicates and stale replays change nothing at all, not even a stray label.
+    steps: nextState === prev ? [] : nodeSteps(prev, nextState, node, policy.taintKey),
     reason,
     nextState,
   });
@@ -105,6 +106,10 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   if (takesCapacity(action) && !facts.approved) {
     const verdict = checkBlastRadius(policy, facts.pool, node.name, prev.phase !== 'healthy' && prev.phase !== 'awaiting-approval');
     if (!verdict.allowed) {
+      if (retryApproval && open) {
+        // Asked once already: count the repeat, do not ask again (no chat spam in a storm).
+        return noop(`${reasonCore} Still awaiting approval since ${open.since}: ${verdict.words}`, action, withState(prev, replace(s1, { ...counted, phase: 'awaiting-approval' }), node));
+      }
       const waiting: Incident = { ...counted, action, level: decision.level, phase: 'awaiting-approval', since: open?.phase === 'awaiting-approval' ? open.since : now.toISOString() };
       const next = withState(prev, replace(s1, waiting), node);
       const summary = `${action} on node ${node.name} needs approval: ${verdict.words}`;
