@@ -52,3 +52,16 @@ describe('loadPolicy', () => {
     expect(errorOf('{\n  "xids": {\n    "48": { "action": 7 }\n  }\n}', 'p.json')).toContain('p.json:3: xids.48.action');
   });
 });
+
+describe('the example policy file', () => {
+  it('loads and says what it claims', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const text = await readFile(new URL('../../infra/policies/remediation.example.yaml', import.meta.url), 'utf8');
+    const p = loadPolicy(text, 'remediation.example.yaml');
+    expect(resolveRule(p, undefined, 48).then).toEqual(['replace-node']);
+    expect(resolveRule(p, 't4-inference', 94).action).toBe('quarantine-gpu');
+    expect(resolveRule(p, undefined, 94).action).toBe('restart-workload');
+    expect(resolveRule(p, undefined, { kind: 'condition', condition: 'temperature', severity: 'warning' }).action).toBe('observe');
+    expect(p.pools['h100-train']?.maxQuarantinedShare).toBe(0.3);
+  });
+});

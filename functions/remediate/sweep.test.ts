@@ -34,6 +34,7 @@ describe('planSweep: restoring', () => {
     expect(sweep(w, 29).plan).toBeUndefined();
     const { plan, world } = sweep(w, 31);
     expect(plan).toMatchObject({ kind: 'act', action: 'restore', phase: 'restored' });
+    expect(plan?.steps.find((s) => s.kind === 'notify')?.value).toContain('back in service');
     expect(world.node.labels[STATE_LABEL]).toBe('healthy');
     expect(world.node.annotations['gpu-reflex.io/quarantined-gpus']).toBeUndefined();
     expect(stateOf(world.node).incidents[0]).toMatchObject({ phase: 'closed', closedAt: at(31) });

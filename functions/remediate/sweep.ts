@@ -182,10 +182,14 @@ function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undefined {
   const restored = next.phase === 'healthy' && prev.phase !== 'healthy';
   if (restored) next = { ...next, restoredAt: facts.now.toISOString() };
   const steps = [...nodeSteps(prev, next, node, policy.taintKey), ...w.extra];
+  const back = w.touched.filter((i) => i.phase === 'closed' && takesCapacity(i.action));
+  if (restored || back.length > 0) {
+    const what = restored ? `node ${node.name} is back in service` : `${back.map((i) => i.qid ?? i.gpu ?? i.key).join(', ')} back in service on ${node.name}`;
+    steps.push({ kind: 'notify', target: nodeTarget(node.name), value: `${what} after ${policy.quietPeriodMinutes} quiet minutes` });
+  }
   if (steps.length === 0) return undefined;
   const main = w.touched.at(-1) ?? next.incidents.find(isOpen);
-  const gpuRestored = w.touched.some((i) => i.phase === 'closed' && i.action === 'quarantine-gpu');
-  const action: Plan['action'] = restored || gpuRestored ? 'restore' : (main?.action ?? 'observe');
+  const action: Plan['action'] = restored || back.length > 0 ? 'restore' : (main?.action ?? 'observe');
   const repairing = w.touched.some((i) => i.phase === 'awaiting-repair');
   const onlyBookkeeping = steps.every((s) => s.kind === 'annotate');
   const scope = main?.scope === 'mig-instance' || main?.scope === 'gpu' ? (restored ? 'node' : main.scope) : 'node';
