@@ -1,0 +1,96 @@
+import type { Store } from './kube/index.ts';
+import type { StoreEvent } from './kube/store.ts';
+import type { Node, Pod } from './kube/types.ts';
+import type { TimelineEntry } from './timeline.ts';
+
+/**
+ * Turns the simulated cluster's stored changes into timeline entries: a node cordoned, tainted or
+ * relabelled, a pod terminating, a replacement pod scheduled (a "reschedule" when its controller
+ * lost a pod earlier), pods pending on a GPU resource. It reads the store's change feed — what the
+ * API server actually stored — so it reports exactly what clients did, whoever they were.
+ */
+const GPU_RESOURCE = /^(nvidia\.com\/|aliyun\.com\/gpu)/;
+
+export interface ClusterCounters {
+  evicted: string[];
+  rescheduled: { pod: string; node: string; replaces: string }[];
+}
+
+const key = (p: Pod) => `${p.metadata.namespace}/${p.metadata.name}`;
+const ownerUid = (p: Pod) => p.metadata.ownerReferences?.find((o) => o.controller)?.uid;
+const taintKeys = (n: Node) => (n.spec?.taints ?? []).map((t) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`);
+
+export function gpuResourcesOf(p: Pod): string[] {
+  const out = new Set<string>();
+  for (const c of p.spec.containers ?? []) for (const k of Object.keys({ ...c.resources?.requests, ...c.resources?.limits })) if (GPU_RESOURCE.test(k)) out.add(k);
+  return [...out];
+}
+
+export class ClusterObserver {
+  readonly counters: ClusterCounters = { evicted: [], rescheduled: [] };
+  /** Controller UID → pods it lost that have not been replaced on a node yet. */
+  private readonly lost = new Map<string, string[]>();
+  private readonly unsubscribe: () => void;
+
+  constructor(
+    store: Store,
+    private readonly emit: (e: Omit<TimelineEntry, 'atMs'>) => void,
+  ) {
+    this.unsubscribe = store.subscribe((e) => this.observe(e));
+  }
+
+  private observe(e: StoreEvent): void {
+    if (e.resource === 'nodes' && e.type === 'MODIFIED' && e.previous) this.node(e.object as Node, e.previous as Node);
+    if (e.resource === 'pods') this.pod(e);
+  }
+
+  private node(n: Node, prev: Node): void {
+    const name = n.metadata.name;
+    if (!!n.spec?.unschedulable !== !!prev.spec?.unschedulable) this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `node ${name} ${n.spec?.unschedulable ? 'cordoned' : 'uncordoned'}` });
+    const before = new Set(taintKeys(prev));
+    const after = new Set(taintKeys(n));
+    for (const t of after) if (!before.has(t)) this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `node ${name} tainted ${t}` });
+    for (const t of before) if (!after.has(t)) this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `node ${name} untainted ${t}` });
+    const labels = n.metadata.labels ?? {};
+    const old = prev.metadata.labels ?? {};
+    for (const [k, v] of Object.entries(labels)) if (k.startsWith('gpu-reflex.io/') && old[k] !== v) this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `node ${name} labelled ${k}=${v}` });
+  }
+
+  private pod(e: StoreEvent): void {
+    const p = e.object as Pod;
+    const prev = e.previous as Pod | undefined;
+    if (p.metadata.ownerReferences?.some((o) => o.kind === 'DaemonSet')) return;
+    if (e.type === 'MODIFIED' && p.metadata.deletionTimestamp && !prev?.metadata.deletionTimestamp) {
+      this.counters.evicted.push(key(p));
+      const owner = ownerUid(p);
+      if (owner) this.lost.set(owner, [...(this.lost.get(owner) ?? []), key(p)]);
+      this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `pod ${key(p)} terminating on ${p.spec.nodeName ?? '(no node)'} (grace ${p.metadata.deletionGracePeriodSeconds ?? 0}s)` });
+      return;
+    }
+    const boundNow = p.spec.nodeName && (!prev || !prev.spec.nodeName) && e.type !== 'DELETED';
+    if (!boundNow) return;
+    const owner = ownerUid(p);
+    const waiting = owner ? this.lost.get(owner) : undefined;
+    if (waiting && waiting.length > 0) {
+      const replaces = waiting.shift()!;
+      this.counters.rescheduled.push({ pod: key(p), node: p.spec.nodeName!, replaces });
+      this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `pod ${key(p)} rescheduled on ${p.spec.nodeName} (replaces ${replaces})` });
+    } else if (gpuResourcesOf(p).length > 0) {
+      this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `pod ${key(p)} scheduled on ${p.spec.nodeName}` });
+    }
+  }
+
+  close(): void {
+    this.unsubscribe();
+  }
+}
+
+/** Pending (unbound, not terminating) pods per GPU resource they ask for. */
+export function pendingByResource(pods: readonly Pod[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const p of pods) {
+    if (p.spec.nodeName || p.metadata.deletionTimestamp || p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed') continue;
+    for (const r of gpuResourcesOf(p)) out[r] = (out[r] ?? 0) + 1;
+  }
+  return out;
+}

@@ -1,0 +1,118 @@
+import { appendFileSync, copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describeXid } from '../../events/xid.ts';
+import { cgroupLine, type GpuProcessOfPod, type GpuSpec } from './node-gpus.ts';
+import type { Fault } from './scenario.ts';
+
+/**
+ * The files one simulated GPU node's agent reads, as a DaemonSet pod would see the host: its own
+ * copy of the mock NVML library (so each dlopen in one process is a separate GPU box), the mock
+ * NVML scenario (GPUs, processes, faults at their times), a fake `/proc` whose `<pid>/cgroup`
+ * names each GPU process's pod, a kernel log the stack appends `NVRM: Xid` lines to, and the
+ * agent's spool and dead-letter files.
+ */
+export interface NodeFiles {
+  node: string;
+  dir: string;
+  libraryPath: string;
+  scenarioPath: string;
+  procRoot: string;
+  kmsgPath: string;
+  spoolPath: string;
+  deadLetterPath: string;
+}
+
+export interface NodeFault {
+  atMs: number;
+  gpu: number;
+  fault: Fault;
+}
+
+export interface NvmlOverride {
+  driverVersion?: string | undefined;
+  cudaVersion?: number | undefined;
+  gpus?: Record<string, Record<string, unknown>> | undefined;
+  extraGpus?: Record<string, unknown>[] | undefined;
+}
+
+/** NVML fault JSON (docs/mock-nvml.md) for one scenario fault. */
+function mockFault(f: NodeFault): Record<string, unknown> {
+  const { kind } = f.fault;
+  const base = { atMs: f.atMs, gpu: f.gpu, kind };
+  switch (f.fault.kind) {
+    case 'xid':
+      return { ...base, xid: f.fault.xid, ...(f.fault.gpuInstanceId !== undefined ? { gpuInstanceId: f.fault.gpuInstanceId } : {}) };
+    case 'ecc':
+      return { ...base, ...(f.fault.corrected !== undefined ? { corrected: f.fault.corrected } : {}), ...(f.fault.uncorrected !== undefined ? { uncorrected: f.fault.uncorrected } : {}) };
+    case 'recoveryAction':
+      return { ...base, action: f.fault.action };
+    case 'nvlinkDown':
+      return { ...base, link: f.fault.link };
+    default:
+      return base;
+  }
+}
+
+/** The node's mock NVML scenario: generated GPUs and processes, scenario overrides, faults. */
+export function mockScenario(gpus: readonly GpuSpec[], procs: readonly GpuProcessOfPod[], faults: readonly NodeFault[], override: NvmlOverride = {}): object {
+  const t4 = (g: GpuSpec) => g.name.includes('T4');
+  const generated = gpus.map((g) => ({
+    name: g.name,
+    uuid: g.uuid,
+    pciBusId: g.pciBusId,
+    pciDeviceId: g.pciDeviceId,
+    memoryTotalMiB: g.memoryTotalMiB,
+    powerLimitW: g.powerLimitW,
+    ...(g.mig.length > 0
+      ? { migCapable: true, migMode: true, migDevices: g.mig.map((s) => ({ profile: s.profile, giProfileId: s.giProfileId, start: s.start, size: s.size, giId: s.giId, ciId: 0, uuid: `MIG-${g.uuid.slice(4, 28)}${String(s.giId).padStart(12, '0')}` })) }
+      : {}),
+    ...(t4(g) ? { unsupported: ['remappedRows', 'nvlink', 'recoveryAction'], supportedEvents: 15 } : { nvlinkCount: g.name.includes('A10 ') || g.name.endsWith('A10') ? 0 : 12 }),
+    series: { intervalMs: 1000, loop: true, util: [62, 71, 68, 75], memUtil: [40, 44, 41, 47], tempC: [58, 60, 61, 59], powerW: [Math.round(g.powerLimitW * 0.55), Math.round(g.powerLimitW * 0.6)] },
+    processes: procs.filter((p) => p.gpu === g.index).map((p) => ({ pid: p.pid, usedMiB: p.usedMiB, ...(p.gpuInstanceId !== undefined ? { gpuInstanceId: p.gpuInstanceId, computeInstanceId: 0 } : {}) })),
+    ...(override.gpus?.[String(g.index)] ?? {}),
+  }));
+  return {
+    driverVersion: override.driverVersion ?? '550.54.15',
+    cudaVersion: override.cudaVersion ?? 12040,
+    gpus: [...generated, ...(override.extraGpus ?? [])],
+    faults: [...faults].sort((a, b) => a.atMs - b.atMs).map(mockFault),
+  };
+}
+
+/** Writes everything under `<root>/<node>/`; `library` is the built mock, copied per node. */
+export function writeNodeFiles(root: string, node: string, library: string, scenario: object, procs: readonly GpuProcessOfPod[]): NodeFiles {
+  const dir = join(root, node);
+  rmSync(dir, { recursive: true, force: true });
+  const procRoot = join(dir, 'proc');
+  mkdirSync(procRoot, { recursive: true });
+  const libraryPath = join(dir, 'libnvidia-ml.so.1');
+  copyFileSync(library, libraryPath);
+  const scenarioPath = join(dir, 'nvml-scenario.json');
+  writeFileSync(scenarioPath, JSON.stringify(scenario, null, 2));
+  for (const p of procs) {
+    mkdirSync(join(procRoot, String(p.pid)), { recursive: true });
+    writeFileSync(join(procRoot, String(p.pid), 'cgroup'), cgroupLine(p.pod.uid, p.pid));
+    writeFileSync(join(procRoot, String(p.pid), 'comm'), 'python\n');
+  }
+  const kmsgPath = join(dir, 'kmsg.log');
+  writeFileSync(kmsgPath, '');
+  return { node, dir, libraryPath, scenarioPath, procRoot, kmsgPath, spoolPath: join(dir, 'spool.jsonl'), deadLetterPath: join(dir, 'dead-letter.jsonl') };
+}
+
+/** `0000:3b:00` as the kernel prints the bus id (NVML's `00000000:3B:00.0` shortened, lower case). */
+function kernelPci(pciBusId: string): string {
+  const [, bus = '00', dev = '00'] = /^[0-9A-Fa-f]+:([0-9A-Fa-f]{2}):([0-9A-Fa-f]{2})/.exec(pciBusId) ?? [];
+  return `0000:${bus}:${dev}`.toLowerCase();
+}
+
+/** The driver's kernel-log line for an XID, as `dmesg` prints it. */
+export function kmsgXidLine(atMs: number, pciBusId: string, xid: number, pid: number | undefined, gpuInstanceId?: number): string {
+  const stamp = `[${(atMs / 1000).toFixed(6).padStart(12)}]`;
+  const gi = gpuInstanceId !== undefined ? ` GPU-I:${String(gpuInstanceId).padStart(2, '0')}` : '';
+  const who = pid !== undefined ? `pid=${pid}, name=python` : `pid='<unknown>', name=<unknown>`;
+  return `${stamp} NVRM: Xid (PCI:${kernelPci(pciBusId)}${gi}): ${xid}, ${who}, ${describeXid(xid).meaning}\n`;
+}
+
+export function appendKmsg(path: string, line: string): void {
+  appendFileSync(path, line);
+}

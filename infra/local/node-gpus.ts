@@ -1,0 +1,170 @@
+import { createHash } from 'node:crypto';
+import type { Node, Pod } from './kube/index.ts';
+
+/**
+ * What a simulated GPU node physically has, derived from its Kubernetes object the way GPU
+ * Feature Discovery would have labelled it (`nvidia.com/gpu.product`, `.count`, `.memory`,
+ * `nvidia.com/mig.strategy`, allocatable `nvidia.com/mig-<profile>`), and which GPU each of its
+ * pods holds (what the device plugin would have allocated). Pure: the stack writes the results
+ * as the node's mock NVML scenario and fake `/proc`.
+ */
+export interface MigSlot {
+  profile: string;
+  giProfileId: number;
+  start: number;
+  size: number;
+  giId: number;
+}
+
+export interface GpuSpec {
+  index: number;
+  name: string;
+  uuid: string;
+  pciBusId: string;
+  pciDeviceId: string;
+  memoryTotalMiB: number;
+  powerLimitW: number;
+  mig: MigSlot[];
+}
+
+/** Product label → NVML name, PCI device id, power limit. Unknown products keep their label. */
+const PRODUCTS: Record<string, { name: string; pci: string; watts: number }> = {
+  'NVIDIA-A100-SXM4-80GB': { name: 'NVIDIA A100-SXM4-80GB', pci: '0x20B210DE', watts: 400 },
+  'NVIDIA-A100-SXM4-40GB': { name: 'NVIDIA A100-SXM4-40GB', pci: '0x20B010DE', watts: 400 },
+  'NVIDIA-H100-80GB-HBM3': { name: 'NVIDIA H100 80GB HBM3', pci: '0x233010DE', watts: 700 },
+  'Tesla-T4': { name: 'Tesla T4', pci: '0x1EB810DE', watts: 70 },
+  'NVIDIA-A10': { name: 'NVIDIA A10', pci: '0x223610DE', watts: 150 },
+};
+
+const num = (v: string | number | undefined): number | undefined => (v === undefined ? undefined : Number(v));
+
+/** A node runs GPUs when it advertises whole GPUs or MIG slices. */
+export function isGpuNode(node: Node): boolean {
+  const alloc = node.status?.allocatable ?? {};
+  return Object.keys(alloc).some((k) => k === 'nvidia.com/gpu' || k.startsWith('nvidia.com/mig-'));
+}
+
+function gpuUuid(node: string, index: number): string {
+  const h = createHash('sha256').update(`${node}/${index}`).digest('hex');
+  return `GPU-${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
+}
+
+/** MIG placements (shared/reference/mig.md): allowed starts per (compute slices, memory slices). */
+function allowedStarts(g: number, size: number): number[] {
+  if (size >= 8) return [0];
+  if (size === 4) return g === 4 ? [0] : [0, 4];
+  if (size === 2) return g === 1 ? [0, 2, 4, 6] : [0, 2, 4];
+  return [0, 1, 2, 3, 4, 5, 6];
+}
+const GI_PROFILE: Record<string, number> = { '1/1': 19, '1/2': 15, '2/2': 14, '3/4': 9, '4/4': 5, '7/8': 0 };
+
+/** Per-GPU MIG layout from the node's per-profile allocatable, spread evenly, largest first. */
+function migLayout(alloc: Record<string, string | number>, gpus: number, memoryMiB: number): MigSlot[][] {
+  const perGpu: { profile: string; g: number; size: number }[] = [];
+  for (const [k, v] of Object.entries(alloc)) {
+    const m = /^nvidia\.com\/mig-(\d)g\.(\d+)gb$/.exec(k);
+    if (!m) continue;
+    const g = Number(m[1]);
+    const size = Math.min(8, Math.max(1, Math.round((Number(m[2]) * 1024 * 8) / memoryMiB)));
+    for (let i = 0; i < Math.floor(Number(v) / gpus); i++) perGpu.push({ profile: `${m[1]}g.${m[2]}gb`, g, size });
+  }
+  perGpu.sort((a, b) => b.size - a.size || b.g - a.g || a.profile.localeCompare(b.profile));
+  // Placement order matters (a 3g at 0 leaves room for one 1g only): a small depth-first search
+  // finds a placement for all of them, or for as many as fit in order.
+  const layout: MigSlot[] = [];
+  const used = new Set<number>();
+  const place = (i: number): boolean => {
+    if (i === perGpu.length) return true;
+    const p = perGpu[i]!;
+    for (const start of allowedStarts(p.g, p.size)) {
+      const cells = Array.from({ length: p.size }, (_, k) => start + k);
+      if (!cells.every((x) => x < 8 && !used.has(x))) continue;
+      cells.forEach((x) => used.add(x));
+      layout.push({ profile: p.profile, giProfileId: GI_PROFILE[`${p.g}/${p.size}`] ?? 19, start, size: p.size, giId: 0 });
+      if (place(i + 1)) return true;
+      layout.pop();
+      cells.forEach((x) => used.delete(x));
+    }
+    return false;
+  };
+  while (perGpu.length > 0 && !place(0)) perGpu.pop(); // the labels promise more than fits: keep what does
+  layout.sort((a, b) => a.start - b.start);
+  return Array.from({ length: gpus }, () => layout.map((s, i) => ({ ...s, giId: i + 1 })));
+}
+
+export function gpuSpecsOf(node: Node): GpuSpec[] {
+  const name = node.metadata.name;
+  const labels = node.metadata.labels ?? {};
+  const alloc = node.status?.allocatable ?? {};
+  const migKeys = Object.keys(alloc).filter((k) => k.startsWith('nvidia.com/mig-'));
+  const count = num(labels['nvidia.com/gpu.count']) ?? num(alloc['nvidia.com/gpu']) ?? (migKeys.length > 0 ? 1 : 0);
+  const product = labels['nvidia.com/gpu.product'] ?? 'NVIDIA-A100-SXM4-80GB';
+  const known = PRODUCTS[product];
+  const memoryMiB = num(labels['nvidia.com/gpu.memory']) ?? 16384;
+  const mig = labels['nvidia.com/mig.strategy'] === 'mixed' && migKeys.length > 0 ? migLayout(alloc, count, memoryMiB) : undefined;
+  return Array.from({ length: count }, (_, index) => ({
+    index,
+    name: known?.name ?? product.replaceAll('-', ' '),
+    uuid: gpuUuid(name, index),
+    pciBusId: `00000000:${(0x18 + index * 0x10).toString(16).toUpperCase().padStart(2, '0')}:00.0`,
+    pciDeviceId: known?.pci ?? '0x000010DE',
+    memoryTotalMiB: memoryMiB,
+    powerLimitW: known?.watts ?? 300,
+    mig: mig?.[index] ?? [],
+  }));
+}
+
+/** One GPU process of one pod: what NVML lists and what `/proc/<pid>/cgroup` names. */
+export interface GpuProcessOfPod {
+  pid: number;
+  gpu: number;
+  gpuInstanceId?: number;
+  usedMiB: number;
+  pod: { uid: string; namespace: string; name: string };
+}
+
+const requestsOf = (pod: Pod): Record<string, number> => {
+  const out: Record<string, number> = {};
+  for (const c of pod.spec.containers ?? []) {
+    for (const [k, v] of Object.entries(c.resources?.limits ?? c.resources?.requests ?? {})) out[k] = (out[k] ?? 0) + Number(v);
+  }
+  return out;
+};
+
+/**
+ * Device-plugin allocation: pods in creation order take the first free whole GPUs
+ * (`nvidia.com/gpu`) or MIG instances of their profile (`nvidia.com/mig-<profile>`). Each gets
+ * one process per GPU/instance, with a pid stable for the pod (base + order).
+ */
+export function allocateGpus(gpus: readonly GpuSpec[], pods: readonly Pod[], pidBase = 4100): GpuProcessOfPod[] {
+  const freeGpus = gpus.filter((g) => g.mig.length === 0).map((g) => g.index);
+  const freeMig = gpus.flatMap((g) => g.mig.map((s) => ({ gpu: g.index, slot: s })));
+  const ordered = [...pods].sort((a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') || a.metadata.name.localeCompare(b.metadata.name));
+  const out: GpuProcessOfPod[] = [];
+  let pid = pidBase;
+  for (const pod of ordered) {
+    const req = requestsOf(pod);
+    const ref = { uid: pod.metadata.uid, namespace: pod.metadata.namespace ?? 'default', name: pod.metadata.name };
+    for (let i = 0; i < (req['nvidia.com/gpu'] ?? 0) && freeGpus.length > 0; i++) {
+      const gpu = freeGpus.shift()!;
+      out.push({ pid: pid++, gpu, usedMiB: Math.round((gpus[gpu]?.memoryTotalMiB ?? 16384) * 0.6), pod: ref });
+    }
+    for (const [k, v] of Object.entries(req)) {
+      const m = /^nvidia\.com\/mig-(.+)$/.exec(k);
+      if (!m) continue;
+      for (let i = 0; i < v; i++) {
+        const at = freeMig.findIndex((f) => f.slot.profile === m[1]);
+        if (at < 0) break;
+        const [{ gpu, slot }] = freeMig.splice(at, 1) as [{ gpu: number; slot: MigSlot }];
+        out.push({ pid: pid++, gpu, gpuInstanceId: slot.giId, usedMiB: 1024 * slot.size, pod: ref });
+      }
+    }
+  }
+  return out;
+}
+
+/** The cgroup v2 (systemd driver) line the kubelet gives a container of this pod. */
+export function cgroupLine(podUid: string, pid: number): string {
+  const container = createHash('sha256').update(`${podUid}/${pid}`).digest('hex');
+  return `0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod${podUid.replaceAll('-', '_')}.slice/cri-containerd-${container}.scope\n`;
+}

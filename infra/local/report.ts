@@ -1,0 +1,98 @@
+import type { DeadLetter, EventEnvelope } from './bus/index.ts';
+import { pendingByResource, type ClusterCounters } from './cluster-observer.ts';
+import type { Node, Pod } from './kube/types.ts';
+import type { Expectation } from './scenario.ts';
+import type { Summary, TimelineEntry } from './timeline.ts';
+
+/**
+ * The `--report FILE` JSON: every event as the bus accepted it, every delivery attempt and dead
+ * letter, every action the functions published, the timeline, and the final nodes and pods as the
+ * Kubernetes API returned them. Tests assert on this and on the cluster, never on printed text.
+ */
+export interface DeliveryRecord {
+  atMs: number;
+  rule: string;
+  function: string;
+  attempt: number;
+  ok: boolean;
+  errorName?: string;
+  error?: string;
+}
+
+export interface StackReport {
+  scenario: { name: string; description: string; source: string; durationSeconds: number };
+  clock: 'wall' | 'virtual';
+  cluster: 'simulated' | 'kubeconfig';
+  /** Wall-clock time the run took, ms. */
+  wallMs: number;
+  events: { atMs: number; id: string; time: string; source: string; detailType: string; detail: unknown }[];
+  deliveries: DeliveryRecord[];
+  deadLetters: DeadLetter[];
+  /** `Remediation` (and other function-published) details, in order. */
+  actions: { atMs: number; detailType: string; detail: Record<string, unknown> }[];
+  evicted: string[];
+  rescheduled: ClusterCounters['rescheduled'];
+  timeline: TimelineEntry[];
+  final: { nodes: Node[]; pods: Pod[] };
+  summary: Summary;
+}
+
+const inc = (r: Record<string, number>, k: string) => (r[k] = (r[k] ?? 0) + 1);
+
+export interface SummaryInput {
+  events: readonly { detailType: string; source: string; detail: unknown }[];
+  deliveries: readonly DeliveryRecord[];
+  deadLetters: number;
+  counters: ClusterCounters;
+  nodes: readonly Node[];
+  pods: readonly Pod[];
+}
+
+export function summarize(i: SummaryInput): Summary {
+  const eventsByDetailType: Record<string, number> = {};
+  const actionsByKind: Record<string, number> = {};
+  for (const e of i.events) {
+    inc(eventsByDetailType, e.detailType);
+    if (e.detailType === 'Remediation') {
+      const d = e.detail as { action?: string; phase?: string };
+      inc(actionsByKind, `${d.action} ${d.phase}`);
+    }
+  }
+  const deliveryFailures: Record<string, number> = {};
+  for (const d of i.deliveries) if (!d.ok) inc(deliveryFailures, d.function);
+  const state = (n: Node) => n.metadata.labels?.['gpu-reflex.io/state'];
+  return {
+    eventsByDetailType,
+    actionsByKind,
+    nodesCordoned: i.nodes.filter((n) => n.spec?.unschedulable).map((n) => n.metadata.name),
+    nodesTainted: i.nodes.filter((n) => (n.spec?.taints ?? []).some((t) => t.key.startsWith('gpu-reflex.io/'))).map((n) => n.metadata.name),
+    nodesQuarantined: i.nodes.filter((n) => state(n) === 'quarantined' || n.metadata.annotations?.['gpu-reflex.io/quarantined-gpus']).map((n) => n.metadata.name),
+    podsEvicted: i.counters.evicted.length,
+    podsRescheduled: i.counters.rescheduled.length,
+    podsPending: pendingByResource(i.pods),
+    deliveryFailures,
+    deadLetters: i.deadLetters,
+  };
+}
+
+/** Each `expect` entry of the scenario against the final state and the events. */
+export function checkExpectations(expect: readonly Expectation[], nodes: readonly Node[], pods: readonly Pod[], events: readonly EventEnvelope[]): NonNullable<Summary['expectations']> {
+  return expect.map((x) => {
+    if ('pendingPods' in x) {
+      const n = pendingByResource(pods)[x.pendingPods.resource] ?? 0;
+      return { check: `at least ${x.pendingPods.atLeast} pods pending on ${x.pendingPods.resource}`, ok: n >= x.pendingPods.atLeast, detail: `${n} pending` };
+    }
+    if ('event' in x) {
+      const n = events.filter((e) => e['detail-type'] === x.event && (!x.node || (e.detail as { node?: string }).node === x.node)).length;
+      return { check: `at least ${x.atLeast} "${x.event}"${x.node ? ` from ${x.node}` : ''}`, ok: n >= x.atLeast, detail: `${n} seen` };
+    }
+    const node = nodes.find((n) => n.metadata.name === x.node);
+    if (!node) return { check: `node ${x.node}`, ok: false, detail: 'no such node' };
+    const problems: string[] = [];
+    if (x.cordoned !== undefined && !!node.spec?.unschedulable !== x.cordoned) problems.push(x.cordoned ? 'not cordoned' : 'cordoned');
+    if (x.tainted !== undefined && !(node.spec?.taints ?? []).some((t) => t.key === x.tainted)) problems.push(`no taint ${x.tainted}`);
+    for (const [k, v] of Object.entries(x.label ?? {})) if (node.metadata.labels?.[k] !== v) problems.push(`label ${k} is ${node.metadata.labels?.[k] ?? 'unset'}, not ${v}`);
+    const wanted = [x.cordoned !== undefined ? (x.cordoned ? 'cordoned' : 'schedulable') : '', x.tainted ? `tainted ${x.tainted}` : '', ...Object.entries(x.label ?? {}).map(([k, v]) => `${k}=${v}`)].filter(Boolean).join(', ');
+    return { check: `node ${x.node} ${wanted}`, ok: problems.length === 0, detail: problems.length ? problems.join('; ') : 'as expected' };
+  });
+}

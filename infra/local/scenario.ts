@@ -1,0 +1,181 @@
+import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { parse as parseYaml } from 'yaml';
+import { z } from 'zod';
+import { loadFleet, validateFleet, type ParsedFleet } from './kube/fleet.ts';
+
+/**
+ * The scenario file of the local stack (`gpu-reflex local|simulate --scenario FILE`): a fleet,
+ * which nodes run an agent, and a timeline of what happens. YAML or JSON, validated with zod so
+ * every mistake names its field (`timeline.2.fault.xid: ...`). Faults are injected at the NVML
+ * layer (they become the node's mock NVML `faults`); pod arrivals go through the Kubernetes API.
+ * Nothing in a scenario can put an event on the bus directly: what the timeline shows is what the
+ * components did. Format: docs/local-stack.md.
+ */
+
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m)$/;
+
+/** '8s', '1.5s', '500ms', '2m' (or a number of seconds) → milliseconds. */
+export function parseDuration(text: string | number): number {
+  if (typeof text === 'number') return Math.round(text * 1000);
+  const m = DURATION.exec(text.trim());
+  if (!m) throw new Error(`"${text}" is not a duration such as 8s, 1.5s, 500ms or 2m`);
+  const n = Number(m[1]);
+  return Math.round(m[2] === 'ms' ? n : m[2] === 's' ? n * 1000 : n * 60_000);
+}
+
+const Duration = z.union([z.number().nonnegative(), z.string()]).transform((v, ctx) => {
+  try {
+    return parseDuration(v);
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', message: (err as Error).message });
+    return z.NEVER;
+  }
+});
+
+const Name = z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a lowercase RFC 1123 name');
+const Quantity = z.union([z.string().min(1), z.number()]);
+
+/** Fault kinds the mock NVML library fires (docs/mock-nvml.md), with their fields. */
+export const FaultSchema = z.discriminatedUnion('kind', [
+  z.object({ kind: z.literal('xid'), xid: z.number().int().positive(), gpuInstanceId: z.number().int().nonnegative().optional(), pid: z.number().int().positive().optional() }).strict(),
+  z.object({ kind: z.literal('gpuLost') }).strict(),
+  z.object({ kind: z.literal('ecc'), corrected: z.number().int().nonnegative().optional(), uncorrected: z.number().int().nonnegative().optional() }).strict(),
+  z.object({ kind: z.literal('rowRemapPending') }).strict(),
+  z.object({ kind: z.literal('rowRemapFailure') }).strict(),
+  z.object({ kind: z.literal('retiredPagesPending') }).strict(),
+  z.object({ kind: z.literal('recoveryAction'), action: z.number().int().min(0).max(8) }).strict(),
+  z.object({ kind: z.literal('nvlinkDown'), link: z.number().int().nonnegative() }).strict(),
+]);
+export type Fault = z.infer<typeof FaultSchema>;
+
+const Toleration = z.object({ key: z.string().optional(), operator: z.enum(['Exists', 'Equal']).optional(), value: z.string().optional(), effect: z.string().optional() }).strict();
+
+/** Pods that arrive mid-scenario, created through the Kubernetes API like any client would. */
+export const PodArrivalSchema = z
+  .object({
+    name: Name,
+    namespace: Name,
+    count: z.number().int().positive().max(500).default(1),
+    labels: z.record(z.string(), z.string()).optional(),
+    requests: z.record(z.string(), Quantity),
+    limits: z.record(z.string(), Quantity).optional(),
+    nodeSelector: z.record(z.string(), z.string()).optional(),
+    tolerations: z.array(Toleration).optional(),
+  })
+  .strict();
+export type PodArrival = z.infer<typeof PodArrivalSchema>;
+
+const FaultStep = z.object({ at: Duration, node: Name, gpu: z.number().int().nonnegative(), fault: FaultSchema, note: z.string().optional() }).strict();
+const PodsStep = z.object({ at: Duration, pods: PodArrivalSchema, note: z.string().optional() }).strict();
+/** A narration line printed at its time: tells the reader what to look for next. */
+const NoteStep = z.object({ at: Duration, note: z.string().min(1) }).strict();
+export const TimelineStepSchema = z.union([FaultStep, PodsStep, NoteStep]);
+export type TimelineStep = z.infer<typeof TimelineStepSchema>;
+export type FaultStepT = z.infer<typeof FaultStep>;
+export type PodsStepT = z.infer<typeof PodsStep>;
+
+/** Per-node NVML overrides: fields merged into the generated GPUs (by index) and extra GPUs. */
+const GpuOverride = z.record(z.string(), z.unknown());
+const NvmlNodeOverride = z
+  .object({
+    driverVersion: z.string().optional(),
+    cudaVersion: z.number().int().optional(),
+    gpus: z.record(z.string().regex(/^\d+$/, 'must be a GPU index'), GpuOverride).optional(),
+    extraGpus: z.array(GpuOverride).optional(),
+  })
+  .strict();
+
+/** Checks on the final cluster state, printed as pass/fail in the summary. */
+export const ExpectSchema = z.union([
+  z.object({ node: Name, cordoned: z.boolean().optional(), tainted: z.string().optional(), label: z.record(z.string(), z.string()).optional() }).strict(),
+  z.object({ pendingPods: z.object({ resource: z.string().min(1), atLeast: z.number().int().nonnegative() }).strict() }).strict(),
+  z.object({ event: z.string().min(1), node: Name.optional(), atLeast: z.number().int().nonnegative().default(1) }).strict(),
+]);
+export type Expectation = z.infer<typeof ExpectSchema>;
+
+export const ScenarioSchema = z
+  .object({
+    name: z.string().min(1),
+    description: z.string().default(''),
+    durationSeconds: z.number().positive().max(3600),
+    /** A fleet file path (relative to the scenario file) or an inline fleet (kube/fleet.ts format). */
+    fleet: z.union([z.string().min(1), z.record(z.string(), z.unknown())]),
+    agents: z
+      .object({
+        nodes: z.union([z.literal('all-gpu-nodes'), z.array(Name).min(1)]).default('all-gpu-nodes'),
+        sampleIntervalMs: z.number().int().min(100).max(60_000).default(1000),
+      })
+      .strict()
+      .default({ nodes: 'all-gpu-nodes', sampleIntervalMs: 1000 }),
+    nvml: z.record(Name, NvmlNodeOverride).default({}),
+    timeline: z.array(TimelineStepSchema).default([]),
+    expect: z.array(ExpectSchema).optional(),
+  })
+  .strict();
+
+export type ScenarioInput = z.input<typeof ScenarioSchema>;
+export type ScenarioFile = z.output<typeof ScenarioSchema>;
+/** A loaded scenario: the file plus its fleet, parsed. */
+export interface Scenario extends ScenarioFile {
+  source: string;
+  parsedFleet: ParsedFleet;
+}
+
+export class ScenarioError extends Error {
+  override name = 'ScenarioError';
+}
+
+export const DEFAULT_SCENARIO_PATH = new URL('./scenarios/default.yaml', import.meta.url).pathname;
+
+/** Validates a scenario object; `baseDir` resolves a fleet path. Errors list every bad field. */
+export function validateScenario(raw: unknown, source = 'scenario', baseDir = process.cwd()): Scenario {
+  const r = ScenarioSchema.safeParse(raw);
+  if (!r.success) {
+    const lines = r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
+    throw new ScenarioError(`${source} is invalid:\n  ${lines.join('\n  ')}`);
+  }
+  const s = r.data;
+  let parsedFleet: ParsedFleet;
+  try {
+    parsedFleet = typeof s.fleet === 'string' ? loadFleet(resolve(baseDir, s.fleet)) : validateFleet(s.fleet, `${source}: fleet`);
+  } catch (err) {
+    throw new ScenarioError(`${source}: fleet: ${(err as Error).message}`);
+  }
+  const problems = crossCheck(s, parsedFleet);
+  if (problems.length > 0) throw new ScenarioError(`${source} is invalid:\n  ${problems.join('\n  ')}`);
+  return { ...s, source, parsedFleet };
+}
+
+/** Names that must exist in the fleet, and times inside the run. */
+function crossCheck(s: ScenarioFile, fleet: ParsedFleet): string[] {
+  const nodes = new Set(fleet.nodes.flatMap((g) => (g.count === undefined ? [g.name] : Array.from({ length: g.count }, (_, i) => `${g.name}-${i}`))));
+  const out: string[] = [];
+  if (Array.isArray(s.agents.nodes)) s.agents.nodes.forEach((n, i) => nodes.has(n) || out.push(`agents.nodes.${i}: no node "${n}" in the fleet`));
+  for (const n of Object.keys(s.nvml)) if (!nodes.has(n)) out.push(`nvml.${n}: no node "${n}" in the fleet`);
+  s.timeline.forEach((step, i) => {
+    if (step.at > s.durationSeconds * 1000) out.push(`timeline.${i}.at: ${step.at} ms is after the end (durationSeconds ${s.durationSeconds})`);
+    if ('node' in step && !nodes.has(step.node)) out.push(`timeline.${i}.node: no node "${step.node}" in the fleet`);
+  });
+  return out;
+}
+
+export function parseScenario(text: string, source = 'scenario', baseDir = process.cwd()): Scenario {
+  let raw: unknown;
+  try {
+    raw = parseYaml(text);
+  } catch (err) {
+    throw new ScenarioError(`${source}: not YAML or JSON: ${(err as Error).message}`);
+  }
+  return validateScenario(raw ?? {}, source, baseDir);
+}
+
+export function loadScenario(path: string): Scenario {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ScenarioError(`cannot read scenario ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  return parseScenario(text, path, dirname(resolve(path)));
+}

@@ -1,0 +1,45 @@
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * The environment the stack gives the functions it runs in-process (they read it as a Lambda
+ * reads its configuration): where the cluster is, and where to publish back. Documented in
+ * docs/local-stack.md; the remediate handler is expected to read `GPU_REFLEX_KUBECONFIG`
+ * (`KUBECONFIG` is set too, for anything that follows kubectl's convention).
+ */
+export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
+
+export function functionEnv(o: { kubeconfig: string; busUrl: string; busName: string; region?: string }): Record<string, string> {
+  return {
+    GPU_REFLEX_KUBECONFIG: o.kubeconfig,
+    KUBECONFIG: o.kubeconfig,
+    EVENT_BUS_NAME: o.busName,
+    AWS_ENDPOINT_URL_EVENTBRIDGE: o.busUrl,
+    // Dummy credentials: the local bus checks the SigV4 shape, never the secret.
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+    AWS_REGION: o.region ?? 'us-east-1',
+  };
+}
+
+/** Sets variables in process.env; the returned function puts back what was there. */
+export function withEnv(vars: Record<string, string>): () => void {
+  const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
+  Object.assign(process.env, vars);
+  return () => {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+  };
+}
+
+/**
+ * What the timeline says next to pending GPU pods. serverless.yml is the truth about what is
+ * deployed: while it has no MIG rebalancer or pool autoscaler, the timeline says so plainly.
+ */
+export function gapNotice(resource: string, functionKeys: ReadonlySet<string>): string {
+  if (resource.startsWith('nvidia.com/mig-')) return functionKeys.has('rebalance-mig') ? '' : ' — MIG rebalancing is not built yet';
+  if (resource === 'nvidia.com/gpu') return functionKeys.has('autoscale-pools') ? '' : ' — pool autoscaling is not built yet';
+  return '';
+}
