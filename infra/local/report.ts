@@ -25,7 +25,8 @@ export interface StackReport {
   cluster: 'simulated' | 'kubeconfig';
   /** Wall-clock time the run took, ms. */
   wallMs: number;
-  events: { atMs: number; id: string; time: string; source: string; detailType: string; detail: unknown }[];
+  /** Each accepted event: scenario time, and the EventBridge envelope exactly as delivered. */
+  events: { atMs: number; detailType: string; source: string; detail: unknown; event: EventEnvelope }[];
   deliveries: DeliveryRecord[];
   deadLetters: DeadLetter[];
   /** `Remediation` (and other function-published) details, in order. */

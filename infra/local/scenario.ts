@@ -70,8 +70,20 @@ const FaultStep = z.object({ at: Duration, node: Name, gpu: z.number().int().non
 const PodsStep = z.object({ at: Duration, pods: PodArrivalSchema, note: z.string().optional() }).strict();
 /** A narration line printed at its time: tells the reader what to look for next. */
 const NoteStep = z.object({ at: Duration, note: z.string().min(1) }).strict();
-export const TimelineStepSchema = z.union([FaultStep, PodsStep, NoteStep]);
-export type TimelineStep = z.infer<typeof TimelineStepSchema>;
+export type TimelineStep = z.infer<typeof FaultStep> | z.infer<typeof PodsStep> | z.infer<typeof NoteStep>;
+
+/**
+ * A step's kind is chosen by its key (`fault`, `pods`, else a note), then that schema alone is
+ * applied, so errors name the field (`timeline.0.fault.xid: ...`) instead of "Invalid input".
+ */
+export const TimelineStepSchema = z.unknown().transform((v, ctx): TimelineStep => {
+  const o = typeof v === 'object' && v !== null ? v : {};
+  const schema = 'fault' in o ? FaultStep : 'pods' in o ? PodsStep : NoteStep;
+  const r = schema.safeParse(v);
+  if (r.success) return r.data;
+  for (const i of r.error.issues) ctx.addIssue({ code: 'custom', message: i.message, path: i.path });
+  return z.NEVER;
+});
 export type FaultStepT = z.infer<typeof FaultStep>;
 export type PodsStepT = z.infer<typeof PodsStep>;
 

@@ -61,200 +61,211 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
   const agentClock = virtual ? new FakeClock(START) : agentSystemClock;
   const t0 = busClock.now();
   const sinceStart = () => busClock.now() - t0;
-
-  progress(`scenario ${scenario.name}: ${scenario.description.trim().split('\n')[0] ?? ''}`);
-  progress('building the mock NVML library (cc) ...');
-  const library = await buildMockNvml();
-
-  let sim: KubeSim | undefined;
-  let kubeconfig = o.kubeconfig;
-  if (!kubeconfig) {
-    progress(`starting the simulated Kubernetes cluster (${scenario.parsedFleet.nodes.length} node groups) ...`);
-    sim = await startKubeSim({ fleet: scenario.parsedFleet, clock: virtual ? busClock : wallClock });
-    kubeconfig = join(work, 'kubeconfig');
-    sim.writeKubeconfig(kubeconfig);
-    progress(`  cluster at ${sim.url}: ${sim.store.count('nodes')} nodes, ${sim.store.count('pods')} pods`);
-  } else progress(`using the cluster in ${kubeconfig}`);
-  const kube = new StackKube(kubeconfig);
-
-  progress('starting the event bus with serverless.yml ...');
-  const busName = 'gpu-reflex';
-  const restoreEnv = withEnv(functionEnv({ kubeconfig, busUrl: 'http://pending', busName }));
-  const bus: LocalBus = await startLocalBus({ serverlessYml: join(REPO_ROOT, 'serverless.yml'), clock: busClock, dlqPath: join(work, 'dead-letters.jsonl'), busName });
-  process.env.AWS_ENDPOINT_URL_EVENTBRIDGE = bus.url;
-  const functions = new Set(bus.table?.functions.map((f) => f.key) ?? []);
-  const keyOf = new Map(bus.table?.functions.map((f) => [f.name, f.key]) ?? []);
-  progress(`  bus at ${bus.url}; functions in serverless.yml: ${[...functions].join(', ')}`);
-
-  // ---- the timeline: only observed things
-  const entries: TimelineEntry[] = [];
-  const emit = (e: Omit<TimelineEntry, 'atMs'>) => {
-    const entry = { ...e, atMs: sinceStart() };
-    entries.push(entry);
-    o.out(formatEntry(entry, o.colour ?? false));
+  // What was started, undone in reverse order at the end, or at once if starting fails.
+  const cleanups: (() => unknown)[] = [() => rmSync(work, { recursive: true, force: true })];
+  const cleanup = async () => {
+    for (const c of cleanups.reverse()) await Promise.resolve().then(c).catch(() => undefined);
+    cleanups.length = 0;
   };
-  const podNames = new Map<string, string>();
-  const podName = (uid: string) => podNames.get(uid) ?? (sim ? [...sim.store.list('pods')].find((p) => p.metadata.uid === uid)?.metadata.name : undefined);
-  let seen = 0;
-  const eventsOut: StackReport['events'] = [];
-  const flushEvents = () => {
-    const all = bus.events;
-    for (; seen < all.length; seen++) {
-      const e = all[seen]!;
-      const at = sinceStart();
-      eventsOut.push({ atMs: at, id: e.id, time: e.time, source: e.source, detailType: e['detail-type'], detail: e.detail });
-      const entry = eventEntry(at, e, podName);
+  try {
+
+    progress(`scenario ${scenario.name}: ${scenario.description.trim().split('\n')[0] ?? ''}`);
+    progress('building the mock NVML library (cc) ...');
+    const library = await buildMockNvml();
+
+    let sim: KubeSim | undefined;
+    let kubeconfig = o.kubeconfig;
+    if (!kubeconfig) {
+      progress(`starting the simulated Kubernetes cluster (${scenario.parsedFleet.nodes.length} node groups) ...`);
+      sim = await startKubeSim({ fleet: scenario.parsedFleet, clock: virtual ? busClock : wallClock });
+      const started = sim;
+      cleanups.push(() => started.close());
+      kubeconfig = join(work, 'kubeconfig');
+      sim.writeKubeconfig(kubeconfig);
+      progress(`  cluster at ${sim.url}: ${sim.store.count('nodes')} nodes, ${sim.store.count('pods')} pods`);
+    } else progress(`using the cluster in ${kubeconfig}`);
+    const kube = new StackKube(kubeconfig);
+
+    progress('starting the event bus with serverless.yml ...');
+    const busName = 'gpu-reflex';
+    cleanups.push(withEnv(functionEnv({ kubeconfig, busUrl: 'http://pending', busName })));
+    const bus: LocalBus = await startLocalBus({ serverlessYml: join(REPO_ROOT, 'serverless.yml'), clock: busClock, dlqPath: join(work, 'dead-letters.jsonl'), busName });
+    cleanups.push(() => bus.close());
+    process.env.AWS_ENDPOINT_URL_EVENTBRIDGE = bus.url;
+    const functions = new Set(bus.table?.functions.map((f) => f.key) ?? []);
+    const keyOf = new Map(bus.table?.functions.map((f) => [f.name, f.key]) ?? []);
+    progress(`  bus at ${bus.url}; functions in serverless.yml: ${[...functions].join(', ')}`);
+
+    // ---- the timeline: only observed things
+    const entries: TimelineEntry[] = [];
+    const emit = (e: Omit<TimelineEntry, 'atMs'>) => {
+      const entry = { ...e, atMs: sinceStart() };
       entries.push(entry);
       o.out(formatEntry(entry, o.colour ?? false));
-    }
-  };
-  const deliveries: DeliveryRecord[] = [];
-  const announced = new Set<string>();
-  bus.on('delivered', (d) => {
-    flushEvents();
-    deliveries.push({ atMs: sinceStart(), rule: d.rule, function: keyOf.get(d.function) ?? d.function, attempt: d.attempt, ok: true });
-  });
-  bus.on('failed', (d) => {
-    flushEvents();
-    const fn = keyOf.get(d.function) ?? d.function;
-    deliveries.push({ atMs: sinceStart(), rule: d.rule, function: fn, attempt: d.attempt, ok: false, errorName: d.error.name, error: d.error.message });
-    const missing = d.error.name === 'HandlerLoadError';
-    if (missing && announced.has(fn)) return; // said once; the summary counts the rest
-    announced.add(fn);
-    emit({ who: fn, kind: 'failure', what: '', text: missing ? `not available yet (${d.error.message}): the event was not acted on` : `failed: ${d.error.message}${d.retryAt ? ` (retry at ${((d.retryAt - t0) / 1000).toFixed(1)}s)` : ''}` });
-  });
-  bus.on('dead-lettered', (d) => {
-    if (d.errorName !== 'HandlerLoadError') emit({ who: keyOf.get(d.function) ?? d.function, kind: 'failure', what: 'dead letter', text: `${d.reason} after ${d.attempts} attempts: ${d.errorMessage}` });
-  });
-  const observer = sim ? new ClusterObserver(sim.store, (e) => (flushEvents(), emit(e))) : undefined;
-
-  // ---- one agent per GPU node, on its own mock NVML box
-  const nodes = await kube.nodes();
-  const agentNodes = scenario.agents.nodes === 'all-gpu-nodes' ? nodes.filter(isGpuNode).map((n) => n.metadata.name) : scenario.agents.nodes;
-  const faultSteps = scenario.timeline.filter((s): s is FaultStepT => 'fault' in s);
-  const hosts = new Map<string, LocalAgentHost>();
-  const files = new Map<string, NodeFiles & { pci: string[]; pidOf: Map<string, number> }>();
-  for (const name of agentNodes) {
-    const node = nodes.find((n) => n.metadata.name === name);
-    if (!node) throw new Error(`agents.nodes: no node "${name}" in the cluster`);
-    const gpus = gpuSpecsOf(node);
-    const pods = (await kube.podsOn(name)).filter((p) => !p.metadata.ownerReferences?.some((r) => r.kind === 'DaemonSet'));
-    for (const p of pods) podNames.set(p.metadata.uid, `${p.metadata.namespace}/${p.metadata.name}`);
-    const procs = allocateGpus(gpus, pods);
-    const faults = faultSteps.filter((s) => s.node === name).map((s) => ({ atMs: s.at, gpu: s.gpu, fault: s.fault }));
-    for (const f of faults) if (f.gpu >= gpus.length) throw new Error(`timeline: node ${name} has ${gpus.length} GPUs; there is no GPU ${f.gpu}`);
-    const nf = writeNodeFiles(work, name, library, mockScenario(gpus, procs, faults, scenario.nvml[name]), procs);
-    files.set(name, { ...nf, pci: gpus.map((g) => g.pciBusId), pidOf: new Map(procs.map((p) => [`${p.gpu}/${p.gpuInstanceId ?? ''}`, p.pid])) });
-    const host = await LocalAgentHost.start({ files: nf, busUrl: bus.url, busName, region: 'us-east-1', sampleIntervalMs: scenario.agents.sampleIntervalMs, clock: agentClock, log: (l) => progress(`  agent ${name}: ${l}`) });
-    hosts.set(name, host);
-  }
-  progress(`${hosts.size} agents running (in-process, each on its own copy of the mock NVML library)`);
-
-  // ---- scenario steps: faults at the NVML layer (+ the kernel-log line), pods through the API
-  const doStep = async (s: TimelineStep) => {
-    if ('fault' in s) {
-      const f = files.get(s.node);
-      if (!f) return emit({ who: 'scenario', kind: 'note', what: '', text: `${s.node} runs no agent: fault ${s.fault.kind} not injected` });
-      const what = s.fault.kind === 'xid' ? `XID ${s.fault.xid}` : s.fault.kind;
-      emit({ who: 'scenario', kind: 'note', what: '', text: `inject ${what} into the NVML of ${s.node} GPU ${s.gpu}${s.note ? ` — ${s.note}` : ''}` });
-      if (s.fault.kind === 'xid') {
-        const pid = s.fault.pid ?? f.pidOf.get(`${s.gpu}/${s.fault.gpuInstanceId ?? ''}`) ?? f.pidOf.get(`${s.gpu}/`);
-        appendKmsg(f.kmsgPath, kmsgXidLine(s.at, f.pci[s.gpu]!, s.fault.xid, pid, s.fault.gpuInstanceId));
+    };
+    const podNames = new Map<string, string>();
+    const podName = (uid: string) => podNames.get(uid) ?? (sim ? [...sim.store.list('pods')].find((p) => p.metadata.uid === uid)?.metadata.name : undefined);
+    let seen = 0;
+    const eventsOut: StackReport['events'] = [];
+    const flushEvents = () => {
+      const all = bus.events;
+      for (; seen < all.length; seen++) {
+        const e = all[seen]!;
+        const at = sinceStart();
+        eventsOut.push({ atMs: at, detailType: e['detail-type'], source: e.source, detail: e.detail, event: e });
+        const entry = eventEntry(at, e, podName);
+        entries.push(entry);
+        o.out(formatEntry(entry, o.colour ?? false));
       }
-    } else if ('pods' in s) {
-      const names = await kube.createPods(s.pods);
-      emit({ who: 'scenario', kind: 'note', what: '', text: `create ${names.length} pod${names.length === 1 ? '' : 's'} ${s.pods.namespace}/${s.pods.name}${names.length > 1 ? '-*' : ''} requesting ${Object.keys(s.pods.requests).filter((k) => k.includes('/')).join(', ')}${s.note ? ` — ${s.note}` : ''}` });
-    } else emit({ who: 'scenario', kind: 'note', what: '', text: s.note });
-  };
+    };
+    const deliveries: DeliveryRecord[] = [];
+    const announced = new Set<string>();
+    bus.on('delivered', (d) => {
+      flushEvents();
+      deliveries.push({ atMs: sinceStart(), rule: d.rule, function: keyOf.get(d.function) ?? d.function, attempt: d.attempt, ok: true });
+    });
+    bus.on('failed', (d) => {
+      flushEvents();
+      const fn = keyOf.get(d.function) ?? d.function;
+      deliveries.push({ atMs: sinceStart(), rule: d.rule, function: fn, attempt: d.attempt, ok: false, errorName: d.error.name, error: d.error.message });
+      const missing = d.error.name === 'HandlerLoadError';
+      if (missing && announced.has(fn)) return; // said once; the summary counts the rest
+      announced.add(fn);
+      emit({ who: fn, kind: 'failure', what: '', text: missing ? `not available yet (${d.error.message}): the event was not acted on` : `failed: ${d.error.message}${d.retryAt ? ` (retry at ${((d.retryAt - t0) / 1000).toFixed(1)}s)` : ''}` });
+    });
+    bus.on('dead-lettered', (d) => {
+      if (d.errorName !== 'HandlerLoadError') emit({ who: keyOf.get(d.function) ?? d.function, kind: 'failure', what: 'dead letter', text: `${d.reason} after ${d.attempts} attempts: ${d.errorMessage}` });
+    });
+    const observer = sim ? new ClusterObserver(sim.store, (e) => (flushEvents(), emit(e))) : undefined;
+    cleanups.push(() => observer?.close());
 
-  const duration = o.durationMs ?? scenario.durationSeconds * 1000;
-  const stepMs = o.stepMs ?? 100;
-  let stopped = false;
-  let lastPending = '';
-  const checkPending = async () => {
-    const pods = sim ? (sim.store.list('pods') as never[]) : await kube.pods();
-    const pending = pendingByResource(pods);
-    const key = JSON.stringify(pending);
-    if (key === lastPending) return;
-    lastPending = key;
-    for (const [resource, n] of Object.entries(pending)) emit({ who: 'cluster', kind: 'gap', what: '', text: `${n} pod${n === 1 ? '' : 's'} pending on ${resource}${gapNotice(resource, functions)}` });
-  };
+    // ---- one agent per GPU node, on its own mock NVML box
+    const nodes = await kube.nodes();
+    const agentNodes = scenario.agents.nodes === 'all-gpu-nodes' ? nodes.filter(isGpuNode).map((n) => n.metadata.name) : scenario.agents.nodes;
+    const faultSteps = scenario.timeline.filter((s): s is FaultStepT => 'fault' in s);
+    const hosts = new Map<string, LocalAgentHost>();
+    const files = new Map<string, NodeFiles & { pci: string[]; pidOf: Map<string, number> }>();
+    for (const name of agentNodes) {
+      const node = nodes.find((n) => n.metadata.name === name);
+      if (!node) throw new Error(`agents.nodes: no node "${name}" in the cluster`);
+      const gpus = gpuSpecsOf(node);
+      const pods = (await kube.podsOn(name)).filter((p) => !p.metadata.ownerReferences?.some((r) => r.kind === 'DaemonSet'));
+      for (const p of pods) podNames.set(p.metadata.uid, `${p.metadata.namespace}/${p.metadata.name}`);
+      const procs = allocateGpus(gpus, pods);
+      const faults = faultSteps.filter((s) => s.node === name).map((s) => ({ atMs: s.at, gpu: s.gpu, fault: s.fault }));
+      for (const f of faults) if (f.gpu >= gpus.length) throw new Error(`timeline: node ${name} has ${gpus.length} GPUs; there is no GPU ${f.gpu}`);
+      const nf = writeNodeFiles(work, name, library, mockScenario(gpus, procs, faults, scenario.nvml[name]), procs);
+      files.set(name, { ...nf, pci: gpus.map((g) => g.pciBusId), pidOf: new Map(procs.map((p) => [`${p.gpu}/${p.gpuInstanceId ?? ''}`, p.pid])) });
+      const host = await LocalAgentHost.start({ files: nf, busUrl: bus.url, busName, region: 'us-east-1', sampleIntervalMs: scenario.agents.sampleIntervalMs, clock: agentClock, log: (l) => progress(`  agent ${name}: ${l}`) });
+      hosts.set(name, host);
+      cleanups.push(() => host.close());
+    }
+    progress(`${hosts.size} agents running (in-process, each on its own copy of the mock NVML library)`);
 
-  async function run(): Promise<StackResult> {
-    const steps = [...scenario.timeline].sort((a, b) => a.at - b.at);
-    let next = 0;
-    let lastWall = Date.now();
-    let lastPendingCheck = -Infinity;
-    try {
-      progress(`running ${duration / 1000}s of scenario on the ${virtual ? 'virtual' : 'wall'} clock${virtual ? '' : ' (Ctrl-C ends it)'}`);
-      for (let t = 0; !stopped && (t < duration || (!virtual && duration === Infinity)); ) {
-        let dt = stepMs;
-        if (!virtual) {
-          await new Promise((r) => setTimeout(r, stepMs));
-          const now = Date.now();
-          dt = now - lastWall;
-          lastWall = now;
+    // ---- scenario steps: faults at the NVML layer (+ the kernel-log line), pods through the API
+    const doStep = async (s: TimelineStep) => {
+      if ('fault' in s) {
+        const f = files.get(s.node);
+        if (!f) return emit({ who: 'scenario', kind: 'note', what: '', text: `${s.node} runs no agent: fault ${s.fault.kind} not injected` });
+        const what = s.fault.kind === 'xid' ? `XID ${s.fault.xid}` : s.fault.kind;
+        emit({ who: 'scenario', kind: 'note', what: '', text: `inject ${what} into the NVML of ${s.node} GPU ${s.gpu}${s.note ? ` — ${s.note}` : ''}` });
+        if (s.fault.kind === 'xid') {
+          const pid = s.fault.pid ?? f.pidOf.get(`${s.gpu}/${s.fault.gpuInstanceId ?? ''}`) ?? f.pidOf.get(`${s.gpu}/`);
+          appendKmsg(f.kmsgPath, kmsgXidLine(s.at, f.pci[s.gpu]!, s.fault.xid, pid, s.fault.gpuInstanceId));
         }
-        t += dt;
-        if (virtual) {
-          (agentClock as FakeClock).advance(dt);
-          await bus.advance(dt);
+      } else if ('pods' in s) {
+        const names = await kube.createPods(s.pods);
+        emit({ who: 'scenario', kind: 'note', what: '', text: `create ${names.length} pod${names.length === 1 ? '' : 's'} ${s.pods.namespace}/${s.pods.name}${names.length > 1 ? '-*' : ''} requesting ${Object.keys(s.pods.requests).filter((k) => k.includes('/')).join(', ')}${s.note ? ` — ${s.note}` : ''}` });
+      } else emit({ who: 'scenario', kind: 'note', what: '', text: s.note });
+    };
+
+    const duration = o.durationMs ?? scenario.durationSeconds * 1000;
+    const stepMs = o.stepMs ?? 100;
+    let stopped = false;
+    let lastPending = '';
+    const checkPending = async () => {
+      const pods = sim ? (sim.store.list('pods') as never[]) : await kube.pods();
+      const pending = pendingByResource(pods);
+      const key = JSON.stringify(pending);
+      if (key === lastPending) return;
+      lastPending = key;
+      for (const [resource, n] of Object.entries(pending)) emit({ who: 'cluster', kind: 'gap', what: '', text: `${n} pod${n === 1 ? '' : 's'} pending on ${resource}${gapNotice(resource, functions)}` });
+    };
+
+    async function run(): Promise<StackResult> {
+      const steps = [...scenario.timeline].sort((a, b) => a.at - b.at);
+      let next = 0;
+      let lastWall = Date.now();
+      let lastPendingCheck = -Infinity;
+      try {
+        progress(`running ${duration / 1000}s of scenario on the ${virtual ? 'virtual' : 'wall'} clock${virtual ? '' : ' (Ctrl-C ends it)'}`);
+        for (let t = 0; !stopped && (t < duration || (!virtual && duration === Infinity)); ) {
+          let dt = stepMs;
+          if (!virtual) {
+            await new Promise((r) => setTimeout(r, stepMs));
+            const now = Date.now();
+            dt = now - lastWall;
+            lastWall = now;
+          }
+          t += dt;
+          if (virtual) {
+            (agentClock as FakeClock).advance(dt);
+            await bus.advance(dt);
+          }
+          sim?.advance(0);
+          // A fault due in this step: its kernel-log line is written now; the mock fires the NVML
+          // side by itself when the node's step moves its clock past `atMs`.
+          while (next < steps.length && steps[next]!.at <= t) await doStep(steps[next++]!);
+          for (const h of hosts.values()) await h.step(dt);
+          await Promise.all([...hosts.values()].map((h) => h.whenIdle()));
+          await bus.drain();
+          flushEvents();
+          if (t - lastPendingCheck >= 1000) {
+            lastPendingCheck = t;
+            await checkPending();
+          }
         }
-        sim?.advance(0);
-        // A fault due in this step: its kernel-log line is written now; the mock fires the NVML
-        // side by itself when the node's step moves its clock past `atMs`.
-        while (next < steps.length && steps[next]!.at <= t) await doStep(steps[next++]!);
-        for (const h of hosts.values()) await h.step(dt);
-        await Promise.all([...hosts.values()].map((h) => h.whenIdle()));
+        for (const h of hosts.values()) await h.close();
         await bus.drain();
         flushEvents();
-        if (t - lastPendingCheck >= 1000) {
-          lastPendingCheck = t;
-          await checkPending();
+        const [finalNodes, finalPods] = await Promise.all([kube.nodes(), kube.pods()]);
+        const summary = summarize({ events: eventsOut, deliveries, deadLetters: bus.deadLetters.length, counters: observer?.counters ?? { evicted: [], rescheduled: [] }, nodes: finalNodes, pods: finalPods });
+        if (scenario.expect) summary.expectations = checkExpectations(scenario.expect, finalNodes, finalPods, bus.events);
+        for (const l of formatSummary(summary)) o.out(l);
+        const report: StackReport = {
+          scenario: { name: scenario.name, description: scenario.description, source: scenario.source, durationSeconds: sinceStart() / 1000 },
+          clock: o.clock,
+          cluster: sim ? 'simulated' : 'kubeconfig',
+          wallMs: Date.now() - wallStart,
+          events: eventsOut,
+          deliveries,
+          deadLetters: [...bus.deadLetters],
+          actions: eventsOut.filter((e) => e.source === 'gpu-reflex.functions').map((e) => ({ atMs: e.atMs, detailType: e.detailType, detail: e.detail as Record<string, unknown> })),
+          evicted: observer?.counters.evicted ?? [],
+          rescheduled: observer?.counters.rescheduled ?? [],
+          timeline: entries,
+          final: { nodes: finalNodes, pods: finalPods },
+          summary,
+        };
+        if (o.reportPath) {
+          writeFileSync(o.reportPath, JSON.stringify(report, null, 2));
+          progress(`report written to ${o.reportPath}`);
         }
+        const failedChecks = (summary.expectations ?? []).filter((x) => !x.ok).length;
+        return { report, sim, exitCode: failedChecks > 0 ? 1 : 0 };
+      } finally {
+        await cleanup();
       }
-      for (const h of hosts.values()) await h.close();
-      await bus.drain();
-      flushEvents();
-      const [finalNodes, finalPods] = await Promise.all([kube.nodes(), kube.pods()]);
-      const summary = summarize({ events: eventsOut, deliveries, deadLetters: bus.deadLetters.length, counters: observer?.counters ?? { evicted: [], rescheduled: [] }, nodes: finalNodes, pods: finalPods });
-      if (scenario.expect) summary.expectations = checkExpectations(scenario.expect, finalNodes, finalPods, bus.events);
-      for (const l of formatSummary(summary)) o.out(l);
-      const report: StackReport = {
-        scenario: { name: scenario.name, description: scenario.description, source: scenario.source, durationSeconds: sinceStart() / 1000 },
-        clock: o.clock,
-        cluster: sim ? 'simulated' : 'kubeconfig',
-        wallMs: Date.now() - wallStart,
-        events: eventsOut,
-        deliveries,
-        deadLetters: [...bus.deadLetters],
-        actions: eventsOut.filter((e) => e.source === 'gpu-reflex.functions').map((e) => ({ atMs: e.atMs, detailType: e.detailType, detail: e.detail as Record<string, unknown> })),
-        evicted: observer?.counters.evicted ?? [],
-        rescheduled: observer?.counters.rescheduled ?? [],
-        timeline: entries,
-        final: { nodes: finalNodes, pods: finalPods },
-        summary,
-      };
-      if (o.reportPath) {
-        writeFileSync(o.reportPath, JSON.stringify(report, null, 2));
-        progress(`report written to ${o.reportPath}`);
-      }
-      const failedChecks = (summary.expectations ?? []).filter((x) => !x.ok).length;
-      return { report, sim, exitCode: failedChecks > 0 ? 1 : 0 };
-    } finally {
-      observer?.close();
-      await Promise.allSettled([...hosts.values()].map((h) => h.close()));
-      await bus.close();
-      await sim?.close();
-      restoreEnv();
-      rmSync(work, { recursive: true, force: true });
     }
-  }
 
-  return {
-    run,
-    stop: () => {
-      stopped = true;
-    },
-  };
+    return {
+      run,
+      stop: () => {
+        stopped = true;
+      },
+    };
+  } catch (err) {
+    await cleanup();
+    throw err;
+  }
 }
