@@ -1,0 +1,85 @@
+import { describe, expect, it } from 'vitest';
+import { podUidFromCgroup } from '../../node-agent/collectors/pods.ts';
+import { parseXidLine } from '../../node-agent/kmsg/parse-xid.ts';
+import type { Node, Pod } from './kube/types.ts';
+import { kmsgXidLine } from './node-files.ts';
+import { allocateGpus, cgroupLine, gpuSpecsOf, isGpuNode } from './node-gpus.ts';
+
+const node = (name: string, labels: Record<string, string>, allocatable: Record<string, string | number>): Node => ({
+  apiVersion: 'v1',
+  kind: 'Node',
+  metadata: { name, uid: `uid-${name}`, resourceVersion: '1', creationTimestamp: '2026-01-01T00:00:00Z', labels },
+  status: { allocatable },
+});
+
+const pod = (name: string, requests: Record<string, number>, created = '2026-01-01T00:00:00Z', uid = `00000000-0000-4000-8000-${name.padStart(12, '0').slice(-12).replace(/[^0-9a-f]/g, 'a')}`): Pod => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: { name, namespace: 'ml', uid, resourceVersion: '1', creationTimestamp: created },
+  spec: { containers: [{ name: 'main', resources: { requests } }] },
+});
+
+const H100 = node('h100', { 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3', 'nvidia.com/gpu.count': '2', 'nvidia.com/gpu.memory': '81920', 'nvidia.com/mig.strategy': 'mixed' }, { 'nvidia.com/mig-1g.10gb': 4, 'nvidia.com/mig-2g.20gb': 2, 'nvidia.com/mig-3g.40gb': 2 });
+const A100 = node('a100', { 'nvidia.com/gpu.product': 'NVIDIA-A100-SXM4-80GB', 'nvidia.com/gpu.count': '4' }, { 'nvidia.com/gpu': 4 });
+
+describe('GPUs of a node', () => {
+  it('takes model, count and memory from the GPU Feature Discovery labels', () => {
+    const gpus = gpuSpecsOf(A100);
+    expect(gpus).toHaveLength(4);
+    expect(gpus[0]).toMatchObject({ name: 'NVIDIA A100-SXM4-80GB', pciDeviceId: '0x20B210DE', mig: [] });
+    expect(new Set(gpus.map((g) => g.uuid)).size).toBe(4);
+    expect(new Set(gpus.map((g) => g.pciBusId)).size).toBe(4);
+    expect(gpuSpecsOf(A100)[2]!.uuid).toBe(gpus[2]!.uuid); // stable across runs
+  });
+
+  it('places every MIG slice the allocatable promises, at allowed starts without overlap', () => {
+    const [g0] = gpuSpecsOf(H100);
+    // 2x 1g.10gb + 2g.20gb + 3g.40gb fills 7 compute slices; a 3g first at 0 would leave room for one 1g.
+    expect(g0!.mig.map((s) => `${s.profile}@${s.start}`).sort()).toEqual(['1g.10gb@2', '1g.10gb@3', '2g.20gb@0', '3g.40gb@4']);
+    expect(g0!.mig.map((s) => s.giProfileId).sort()).toEqual([14, 19, 19, 9].sort());
+    expect(g0!.mig.map((s) => s.giId)).toEqual([1, 2, 3, 4]);
+  });
+
+  it.each([
+    [A100, true],
+    [H100, true],
+    [node('cpu', {}, { cpu: '8' }), false],
+  ])('%# tells GPU nodes from others', (n, gpu) => expect(isGpuNode(n)).toBe(gpu));
+});
+
+describe('device-plugin allocation', () => {
+  it('gives pods the first free whole GPUs in creation order, one process each', () => {
+    const procs = allocateGpus(gpuSpecsOf(A100), [pod('b', { 'nvidia.com/gpu': 1 }, '2026-01-01T00:00:02Z'), pod('a', { 'nvidia.com/gpu': 2 }, '2026-01-01T00:00:01Z')]);
+    expect(procs.map((p) => [p.pod.name, p.gpu, p.pid])).toEqual([
+      ['a', 0, 4100],
+      ['a', 1, 4101],
+      ['b', 2, 4102],
+    ]);
+  });
+
+  it('puts MIG pods on instances of their profile, naming the GPU instance', () => {
+    const procs = allocateGpus(gpuSpecsOf(H100), [pod('n0', { 'nvidia.com/mig-1g.10gb': 1 }), pod('n1', { 'nvidia.com/mig-1g.10gb': 1 }), pod('big', { 'nvidia.com/mig-3g.40gb': 1 })]);
+    const byPod = Object.fromEntries(procs.map((p) => [p.pod.name, [p.gpu, p.gpuInstanceId]]));
+    expect(byPod).toEqual({ big: [0, 4], n0: [0, 2], n1: [0, 3] });
+  });
+
+  it('leaves pods without a free GPU unallocated', () => {
+    expect(allocateGpus(gpuSpecsOf(A100), [pod('a', { 'nvidia.com/gpu': 4 }), pod('b', { 'nvidia.com/gpu': 1 })]).filter((p) => p.pod.name === 'b')).toEqual([]);
+  });
+});
+
+describe('what the agent reads back', () => {
+  it('writes a cgroup v2 line the agent resolves to the pod UID', () => {
+    const uid = '7c1e4b52-93a0-4d8e-b6f1-2a9c0e5d7f31';
+    expect(podUidFromCgroup(cgroupLine(uid, 4100))).toBe(uid);
+  });
+
+  it.each([
+    [79, 4103, undefined],
+    [13, undefined, 5],
+  ])('writes a kernel XID %d line the agent parses back to the same GPU, pid and instance', (xid, pid, gi) => {
+    const parsed = parseXidLine(kmsgXidLine(8200, '00000000:48:00.0', xid, pid, gi).trimEnd());
+    expect(parsed).toMatchObject({ pci: '00000000:48:00.0', xid, pid: pid ?? null });
+    expect(parsed?.gpuInstanceId).toBe(gi);
+  });
+});

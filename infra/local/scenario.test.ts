@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest';
+import { DEFAULT_SCENARIO_PATH, loadScenario, parseDuration, parseScenario, ScenarioError } from './scenario.ts';
+
+const FLEET = `
+fleet:
+  nodes:
+    - { name: gpu, count: 2, labels: { nvidia.com/gpu.count: "2" }, allocatable: { cpu: "8", memory: 64Gi, nvidia.com/gpu: 2 } }
+`;
+const ok = (extra: string) => `name: t\ndurationSeconds: 10\n${FLEET}\n${extra}`;
+
+describe('parseDuration', () => {
+  it.each([
+    ['8s', 8000],
+    ['1.5s', 1500],
+    ['500ms', 500],
+    ['2m', 120_000],
+    [3, 3000],
+  ])('reads %s as %d ms', (text, ms) => expect(parseDuration(text)).toBe(ms));
+
+  it.each(['8', '8 sec', '-1s', 's'])('refuses %j', (text) => expect(() => parseDuration(text)).toThrow(/not a duration/));
+});
+
+describe('scenario validation', () => {
+  it('loads the default scenario and its fleet file', () => {
+    const s = loadScenario(DEFAULT_SCENARIO_PATH);
+    expect(s.name).toBe('default');
+    expect(s.parsedFleet.nodes.map((n) => n.name)).toContain('h100-mig');
+    expect(s.timeline.some((t) => 'fault' in t && t.fault.kind === 'xid' && t.fault.xid === 79)).toBe(true);
+  });
+
+  it('reads the three step kinds by their keys, with times in ms', () => {
+    const s = parseScenario(
+      ok(`timeline:
+  - { at: 2s, node: gpu-1, gpu: 1, fault: { kind: xid, xid: 79 } }
+  - { at: 3s, pods: { name: p, namespace: default, count: 2, requests: { nvidia.com/gpu: 1 } } }
+  - { at: 4s, note: hello }`),
+    );
+    expect(s.timeline.map((t) => t.at)).toEqual([2000, 3000, 4000]);
+    expect(s.agents).toEqual({ nodes: 'all-gpu-nodes', sampleIntervalMs: 1000 });
+  });
+
+  it.each([
+    ['a fault field of the wrong type', 'timeline:\n  - { at: 2s, node: gpu-0, gpu: 0, fault: { kind: xid, xid: "79" } }', /timeline\.0\.fault\.xid: .*number/],
+    ['an unknown fault kind', 'timeline:\n  - { at: 2s, node: gpu-0, gpu: 0, fault: { kind: melt } }', /timeline\.0\.fault\.kind/],
+    ['a bad duration', 'timeline:\n  - { at: soon, note: x }', /timeline\.0\.at: "soon" is not a duration/],
+    ['a node the fleet lacks', 'timeline:\n  - { at: 2s, node: gpu-7, gpu: 0, fault: { kind: gpuLost } }', /timeline\.0\.node: no node "gpu-7"/],
+    ['a step after the end', 'timeline:\n  - { at: 11s, note: late }', /timeline\.0\.at: 11000 ms is after the end/],
+    ['an unknown agent node', 'agents: { nodes: [gpu-0, cpu-1] }', /agents\.nodes\.1: no node "cpu-1"/],
+    ['an unknown top-level field', 'colour: true', /\(root\): Unrecognized key: "colour"/],
+    ['pods without requests', 'timeline:\n  - { at: 2s, pods: { name: p, namespace: default } }', /timeline\.0\.pods\.requests/],
+  ])('names the field for %s', (_what, extra, message) => {
+    expect(() => parseScenario(ok(extra), 'test.yaml')).toThrow(message);
+  });
+
+  it('names a missing required field and the file', () => {
+    expect(() => parseScenario(`name: t\n${FLEET}`, 'x.yaml')).toThrow(/x\.yaml is invalid:\n {2}durationSeconds:/);
+  });
+
+  it('reports a broken fleet under "fleet"', () => {
+    expect(() => parseScenario('name: t\ndurationSeconds: 5\nfleet: { nodes: [{ name: BAD, allocatable: {} }] }', 's.yaml')).toThrow(/s\.yaml: fleet: .*nodes\.0\.name/s);
+  });
+
+  it('says when the file cannot be read', () => {
+    expect(() => loadScenario('/nonexistent/scenario.yaml')).toThrow(ScenarioError);
+  });
+});

@@ -1,0 +1,166 @@
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import type { CliIo } from '../../bin/command.ts';
+import { validateEvent } from '../../events/validate.ts';
+import { makeLocalCommand, makeSimulateCommand } from '../../infra/local/cli.ts';
+import type { Pod } from '../../infra/local/kube/types.ts';
+import type { StackReport } from '../../infra/local/report.ts';
+import type { StackResult } from '../../infra/local/stack.ts';
+import { REPO_ROOT } from '../../infra/local/stack-env.ts';
+
+/**
+ * The default scenario end to end on the virtual clock: faults injected at the NVML layer of
+ * mock GPUs, the agents' events on the local bus, the functions of serverless.yml, the simulated
+ * cluster. Assertions read the JSON report and the cluster's stored objects, never printed text.
+ */
+const capture = () => {
+  const out: string[] = [];
+  const err: string[] = [];
+  const io: CliIo = { out: (l) => out.push(l), err: (l) => err.push(l) };
+  return { io, out, err };
+};
+
+const remediationLanded = existsSync(join(REPO_ROOT, 'functions/remediate/handler.ts'));
+const dir = mkdtempSync(join(tmpdir(), 'local-stack-test-'));
+
+describe('gpu-reflex simulate, default scenario', () => {
+  let report: StackReport;
+  let result: StackResult;
+  let code: number;
+
+  beforeAll(async () => {
+    const reportPath = join(dir, 'report.json');
+    const { io } = capture();
+    code = await makeSimulateCommand({ onResult: (r) => (result = r) }).run(['--report', reportPath], io);
+    report = JSON.parse(readFileSync(reportPath, 'utf8')) as StackReport;
+  }, 60_000);
+
+  const xids = (node: string, xid: number) => report.events.filter((e) => e.detailType === 'GPU XID Error' && (e.detail as { node: string; xid: number }).node === node && (e.detail as { xid: number }).xid === xid);
+  const podByUid = (uid: string) => report.final.pods.find((p) => p.metadata.uid === uid);
+
+  it('ends with every expectation of the scenario met', () => {
+    expect(code).toBe(0);
+    expect(report.summary.expectations?.every((x) => x.ok)).toBe(true);
+  });
+
+  it('delivers XID 79 once, from the agent, as a valid GPU XID Error naming the pod on that GPU', () => {
+    const [e, ...more] = xids('a100-train-1', 79);
+    expect(more).toHaveLength(0); // NVML and kernel log saw it; the deduper let one through
+    expect(validateEvent(e!.event)).toMatchObject({ ok: true });
+    expect(e!.event.source).toBe('gpu-reflex.node-agent');
+    const d = e!.detail as { gpu: { index: number }; pods: { uid: string }[]; via: string };
+    expect(d.gpu.index).toBe(3);
+    expect(d.pods).toHaveLength(1);
+    // The pod the agent named (NVML pid → fake /proc cgroup → UID) is a pod the cluster put on that node.
+    const pod = podByUid(d.pods[0]!.uid) ?? report.final.pods.find((p) => p.metadata.name === 'finetune-0');
+    expect(pod?.metadata.name).toMatch(/^finetune-/);
+    expect(e!.atMs).toBeGreaterThanOrEqual(6000);
+  });
+
+  it('reports the lost GPU as GPU Health Changed gpu-lost after the gpuLost fault', () => {
+    const lost = report.events.filter((e) => e.detailType === 'GPU Health Changed' && (e.detail as { condition: string }).condition === 'gpu-lost');
+    expect(lost).toHaveLength(1);
+    expect(validateEvent(lost[0]!.event)).toMatchObject({ ok: true });
+    expect(lost[0]!.atMs).toBeGreaterThanOrEqual(6500);
+  });
+
+  it('attributes the repeated XID 13 to both notebooks sharing the MIG GPU', () => {
+    const repeats = xids('h100-mig-0', 13);
+    expect(repeats).toHaveLength(3);
+    for (const r of repeats) {
+      const names = (r.detail as { pods: { uid: string }[] }).pods.map((p) => report.final.pods.find((q) => q.metadata.uid === p.uid)?.metadata.name);
+      if (!remediationLanded) expect(names).toEqual(expect.arrayContaining(['notebook-0', 'notebook-1']));
+    }
+  });
+
+  it('has summary counts that match the report', () => {
+    const byType: Record<string, number> = {};
+    for (const e of report.events) byType[e.detailType] = (byType[e.detailType] ?? 0) + 1;
+    expect(report.summary.eventsByDetailType).toEqual(byType);
+    const failures: Record<string, number> = {};
+    for (const d of report.deliveries) if (!d.ok) failures[d.function] = (failures[d.function] ?? 0) + 1;
+    expect(report.summary.deliveryFailures).toEqual(failures);
+    expect(report.summary.deadLetters).toBe(report.deadLetters.length);
+    expect(report.summary.podsEvicted).toBe(report.evicted.length);
+  });
+
+  it('leaves the MIG burst and the T4 growth pending, and says nothing rebalances or scales them', () => {
+    const pendingOn = (resource: string) => report.final.pods.filter((p: Pod) => !p.spec.nodeName && JSON.stringify(p.spec.containers).includes(resource));
+    expect(pendingOn('nvidia.com/mig-1g.10gb').length).toBe(4);
+    expect(pendingOn('nvidia.com/gpu').length).toBeGreaterThanOrEqual(3);
+    const gaps = report.timeline.filter((t) => t.kind === 'gap').map((t) => t.text);
+    expect(gaps.some((t) => t.includes('nvidia.com/mig-1g.10gb') && t.includes('MIG rebalancing is not built yet'))).toBe(true);
+    expect(gaps.some((t) => t.includes('nvidia.com/gpu') && t.includes('pool autoscaling is not built yet'))).toBe(true);
+  });
+
+  it('matches the report to the cluster the simulation left', () => {
+    const stored = result.sim!.store.list('pods').map((p) => p.metadata.name).sort();
+    expect(report.final.pods.map((p) => p.metadata.name).sort()).toEqual(stored);
+    expect(report.final.nodes.map((n) => n.metadata.name)).toContain('a100-train-1');
+  });
+
+  it.skipIf(remediationLanded)('shows remediate as not available, and acts on nothing, while its handler is missing', () => {
+    const failed = report.deliveries.filter((d) => d.function === 'remediate' && !d.ok);
+    expect(failed.length).toBeGreaterThan(0);
+    expect(failed.every((d) => d.errorName === 'HandlerLoadError')).toBe(true);
+    expect(report.actions).toHaveLength(0);
+    expect(report.final.nodes.find((n) => n.metadata.name === 'a100-train-1')?.spec?.unschedulable).toBeFalsy();
+    expect(report.timeline.some((t) => t.who === 'remediate' && t.text.includes('not available yet'))).toBe(true);
+  });
+
+  it.runIf(remediationLanded)('drains the node whose GPU fell off the bus: tainted, cordoned, its GPU pods moved', () => {
+    const node = report.final.nodes.find((n) => n.metadata.name === 'a100-train-1')!;
+    expect(node.spec?.unschedulable).toBe(true);
+    expect((node.spec?.taints ?? []).some((t) => t.key === 'gpu-reflex.io/unhealthy')).toBe(true);
+    const gpuPodsLeft = report.final.pods.filter((p) => p.spec.nodeName === 'a100-train-1' && JSON.stringify(p.spec.containers).includes('nvidia.com/gpu'));
+    expect(gpuPodsLeft).toHaveLength(0);
+    expect(report.evicted.filter((k) => k.startsWith('ml-train/finetune-')).length).toBeGreaterThan(0);
+    expect(report.rescheduled.some((r) => r.replaces.startsWith('ml-train/finetune-') && r.node !== 'a100-train-1')).toBe(true);
+    expect(report.actions.some((a) => (a.detail as { action: string }).action === 'drain-node')).toBe(true);
+  });
+});
+
+describe('scenario files on the command line', () => {
+  it.each([
+    ['a wrong type', 'name: x\ndurationSeconds: 5\nfleet: { nodes: [] }\ntimeline:\n  - { at: 1s, note: 5 }\n', /timeline\.0\.note/],
+    ['a missing duration', 'name: x\nfleet: { nodes: [] }\n', /durationSeconds/],
+    ['not YAML', 'name: [x\n', /not YAML or JSON/],
+  ])('exits 1 and names the field for %s', async (_what, text, message) => {
+    const path = join(dir, `bad-${Math.random().toString(36).slice(2)}.yaml`);
+    writeFileSync(path, text);
+    const { io, err } = capture();
+    expect(await makeSimulateCommand().run(['--scenario', path], io)).toBe(1);
+    expect(err.join('\n')).toMatch(message);
+  });
+});
+
+describe('gpu-reflex local, on the wall clock', () => {
+  it('runs a one-node scenario for real and delivers the injected XID from its agent', async () => {
+    const path = join(dir, 'tiny.yaml');
+    writeFileSync(
+      path,
+      `name: tiny
+durationSeconds: 1.5
+fleet:
+  nodes:
+    - { name: t4, count: 1, labels: { nvidia.com/gpu.product: Tesla-T4, nvidia.com/gpu.count: "1" }, allocatable: { cpu: "8", memory: 32Gi, nvidia.com/gpu: 1 } }
+  namespaces: [{ name: ml }]
+  pods:
+    - { name: serve, namespace: ml, requests: { nvidia.com/gpu: 1 } }
+timeline:
+  - { at: 0.3s, node: t4-0, gpu: 0, fault: { kind: xid, xid: 79 } }
+`,
+    );
+    const reportPath = join(dir, 'tiny.json');
+    const { io } = capture();
+    expect(await makeLocalCommand().run(['--scenario', path, '--report', reportPath], io)).toBe(0);
+    const r = JSON.parse(readFileSync(reportPath, 'utf8')) as StackReport;
+    expect(r.clock).toBe('wall');
+    const xid = r.events.find((e) => e.detailType === 'GPU XID Error');
+    expect(validateEvent(xid?.event)).toMatchObject({ ok: true });
+    const serve = r.final.pods.find((p) => p.metadata.name === 'serve');
+    expect((xid?.detail as { pods: { uid: string }[] }).pods[0]?.uid).toBe(serve?.metadata.uid);
+  }, 30_000);
+});
