@@ -1,7 +1,7 @@
 import { type Clock, isManualClock, ManualClock, systemClock, TimerQueue } from './clock.ts';
 import type { DeadLetter, DeliveryEvents } from './delivery-events.ts';
 import type { EventEnvelope } from './envelope.ts';
-import { startHttpApi, type HttpApiServer } from './http-api.ts';
+import { startHttpApi, type HttpApiOptions, type HttpApiServer } from './http-api.ts';
 import { PutEventsIngest, type PutEventsRequestEntry, type PutEventsResponse } from './put-events.ts';
 import { Router, mulberry32 } from './router.ts';
 import { loadRoutingTable, type RoutingTable } from './rules.ts';
@@ -33,6 +33,10 @@ export interface LocalBusOptions {
   env?: Record<string, string | undefined>;
   /** Seed for retry jitter, so runs are reproducible. */
   seed?: number;
+  /** Listen address and ports; 0 (default) lets the OS pick. */
+  host?: string;
+  port?: number;
+  httpPort?: number;
 }
 
 export interface LocalBus {
@@ -82,18 +86,19 @@ export async function startLocalBus(opts: LocalBusOptions = {}): Promise<LocalBu
   const ingest = new PutEventsIngest({ account, region, busNames: () => buses, now: () => clock.now() }, (e) => router.route(e));
   armSchedules(table?.schedules ?? [], { clock, timers, router, region, account });
 
-  const server = await startPutEventsServer(ingest);
+  const host = opts.host ?? '127.0.0.1';
+  const server = await startPutEventsServer(ingest, host, opts.port ?? 0);
   let http: HttpApiServer | undefined;
   if (table) {
-    http = await startHttpApi(table.routes, {
-      clock,
-      region,
-      account,
-      onInvoke: ({ routeKey, function: fn, event, at, statusCode, error }) => {
-        const info = { rule: routeKey, function: fn, event, attempt: 1, at };
-        if (error) router.report('failed', { ...info, error });
-        else router.report('delivered', { ...info, result: { statusCode } });
-      },
+    const onInvoke: HttpApiOptions['onInvoke'] = ({ routeKey, function: fn, event, at, statusCode, error }) => {
+      const info = { rule: routeKey, function: fn, event, attempt: 1, at };
+      if (error) router.report('failed', { ...info, error });
+      else router.report('delivered', { ...info, result: { statusCode } });
+    };
+    // A taken httpPort must not leave the PutEvents server running behind the error.
+    http = await startHttpApi(table.routes, { clock, region, account, onInvoke }, host, opts.httpPort ?? 0).catch(async (err: unknown) => {
+      await server.close();
+      throw err;
     });
   }
   const ticker = isManualClock(clock) ? undefined : setInterval(() => timers.runDue(clock.now()), 200);

@@ -34,7 +34,7 @@ const STATUS_CODES: Record<number, string> = {
   400: 'ThrottlingException',
 };
 
-export async function startPutEventsServer(ingest: PutEventsIngest, host = '127.0.0.1'): Promise<PutEventsServer> {
+export async function startPutEventsServer(ingest: PutEventsIngest, host = '127.0.0.1', port = 0): Promise<PutEventsServer> {
   let down = false;
   const failures: number[] = [];
   const sockets = new Set<Socket>();
@@ -79,10 +79,10 @@ export async function startPutEventsServer(ingest: PutEventsIngest, host = '127.
     sendJson(res, 200, ingest.put(parsed));
   }
 
-  await new Promise<void>((resolve) => server.listen(0, host, resolve));
-  const { port } = server.address() as AddressInfo;
+  await listen(server, port, host);
+  const bound = (server.address() as AddressInfo).port;
   return {
-    url: `http://${host}:${port}`,
+    url: `http://${host}:${bound}`,
     setDown(value) {
       down = value;
       if (value) for (const s of sockets) s.destroy();
@@ -95,6 +95,17 @@ export async function startPutEventsServer(ingest: PutEventsIngest, host = '127.
       return new Promise((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
     },
   };
+}
+
+/** Listens, turning EADDRINUSE and friends into a rejected promise instead of an unhandled error. */
+export function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
 }
 
 function header(req: IncomingMessage, name: string): string | undefined {
