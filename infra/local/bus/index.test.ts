@@ -23,6 +23,18 @@ describe('startLocalBus', () => {
     await expect(bus.put([{ Source: 's', DetailType: 'd', Detail: '{}', EventBusName: 'other' }])).rejects.toBeInstanceOf(AwsRequestError);
   });
 
+  it('applies setDown and failRequests to the in-process path too', async () => {
+    bus = await startLocalBus({ clock: new ManualClock() });
+    const e = [{ Source: 's', DetailType: 'd', Detail: '{}' }];
+    bus.setDown(true);
+    await expect(bus.put(e)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    bus.setDown(false);
+    bus.failRequests(1, 503);
+    await expect(bus.put(e)).rejects.toMatchObject({ code: 'ServiceUnavailable', status: 503 });
+    await expect(bus.put(e)).resolves.toMatchObject({ FailedEntryCount: 0 });
+    expect(bus.events).toHaveLength(1);
+  });
+
   it('refuses advance() without a ManualClock, or backwards', async () => {
     bus = await startLocalBus({});
     await expect(bus.advance(1000)).rejects.toThrow(/needs a ManualClock/);

@@ -50,7 +50,10 @@ export interface LocalBus {
   readonly deadLetters: readonly DeadLetter[];
   /** The routing table read from serverless.yml, and what it holds that the bus does not serve. */
   table: RoutingTable | undefined;
-  /** The in-process publish path: same checks and routing as HTTP. Request-level errors throw AwsRequestError. */
+  /**
+   * The in-process publish path: same checks, routing and injected faults as HTTP. Request-level
+   * errors (and failRequests) throw AwsRequestError; while setDown(true) it throws ECONNREFUSED.
+   */
   put(entries: PutEventsRequestEntry[]): Promise<PutEventsResponse>;
   /** Moves a ManualClock forward by `ms`, firing schedules and retries at their times, delivering as it goes. */
   advance(ms: number): Promise<void>;
@@ -58,6 +61,7 @@ export interface LocalBus {
   drain(): Promise<void>;
   /** Same as drain(): deliver everything that is due now, without moving the clock. */
   deliverNow(): Promise<void>;
+  /** Resets every connection (and refuses `put`) until setDown(false). */
   setDown(down: boolean): void;
   failNext(n: number, fault?: { code: 'InternalFailure' | 'ThrottlingException' }): void;
   failRequests(n: number, status?: number): void;
@@ -119,7 +123,13 @@ export async function startLocalBus(opts: LocalBusOptions = {}): Promise<LocalBu
     get deadLetters() {
       return router.deadLetters;
     },
-    put: async (entries) => ingest.put({ Entries: entries }),
+    // The in-process path sees the same injected faults as HTTP callers.
+    put: async (entries) => {
+      if (server.down) throw Object.assign(new Error('connect ECONNREFUSED: the local bus is down'), { code: 'ECONNREFUSED' });
+      const injected = server.takeInjectedFailure();
+      if (injected) throw injected;
+      return ingest.put({ Entries: entries });
+    },
     async advance(ms) {
       if (!isManualClock(clock)) throw new Error('advance() needs a ManualClock; this bus runs on real time');
       if (!(ms >= 0)) throw new RangeError(`advance(ms): ms must be >= 0, got ${ms}`);

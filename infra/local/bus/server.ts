@@ -16,6 +16,9 @@ import type { PutEventsIngest } from './put-events.ts';
 export interface PutEventsServer {
   url: string;
   setDown(down: boolean): void;
+  readonly down: boolean;
+  /** The next injected whole-request failure, consumed; undefined when none is pending. */
+  takeInjectedFailure(): AwsRequestError | undefined;
   failRequests(n: number, status?: number): void;
   close(): Promise<void>;
 }
@@ -54,16 +57,19 @@ export async function startPutEventsServer(ingest: PutEventsIngest, host = '127.
     socket.on('close', () => sockets.delete(socket));
   });
 
+  function takeInjectedFailure(): AwsRequestError | undefined {
+    const status = failures.shift();
+    return status === undefined ? undefined : new AwsRequestError(STATUS_CODES[status] ?? 'InternalFailure', 'Injected failure', status);
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readBody(req);
     if (down) {
       req.socket.destroy();
       return;
     }
-    const status = failures.shift();
-    if (status !== undefined) {
-      throw new AwsRequestError(STATUS_CODES[status] ?? 'InternalFailure', 'Injected failure', status);
-    }
+    const injected = takeInjectedFailure();
+    if (injected) throw injected;
     if (req.method !== 'POST') throw new AwsRequestError('UnknownOperationException', `Method ${req.method} is not supported`);
     checkSignature(req, body);
     const target = header(req, 'x-amz-target');
@@ -83,6 +89,10 @@ export async function startPutEventsServer(ingest: PutEventsIngest, host = '127.
   const bound = (server.address() as AddressInfo).port;
   return {
     url: `http://${host}:${bound}`,
+    get down() {
+      return down;
+    },
+    takeInjectedFailure,
     setDown(value) {
       down = value;
       if (value) for (const s of sockets) s.destroy();
