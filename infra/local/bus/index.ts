@@ -1,4 +1,4 @@
-import { type Clock, isManualClock, ManualClock, systemClock, TimerQueue } from './clock.ts';
+import { type Clock, isSteppable, ManualClock, moveTo, systemClock, TimerQueue, type SteppableClock } from './clock.ts';
 import type { DeadLetter, DeliveryEvents } from './delivery-events.ts';
 import type { EventEnvelope } from './envelope.ts';
 import { startHttpApi, type HttpApiOptions, type HttpApiServer } from './http-api.ts';
@@ -17,8 +17,9 @@ export interface LocalBusOptions {
   /** serverless.yml with the rules, schedules and HTTP routes. Without it events are only recorded. */
   serverlessYml?: string;
   /**
-   * A ManualClock (tests, simulator): time moves only with `advance`. Anything else (default: the
-   * system clock) runs in real time: due schedules and retries are polled every 200 ms.
+   * A steppable clock (this folder's ManualClock, or any clock with `advance(ms)`): time moves only
+   * with `advance`, or by the caller followed by `drain()`. Anything else (default: the system
+   * clock) runs in real time: due schedules and retries are polled every 200 ms.
    */
   clock?: Clock;
   /** JSON-lines file that dead-lettered deliveries are appended to (also kept as `deadLetters`). */
@@ -55,7 +56,7 @@ export interface LocalBus {
    * errors (and failRequests) throw AwsRequestError; while setDown(true) it throws ECONNREFUSED.
    */
   put(entries: PutEventsRequestEntry[]): Promise<PutEventsResponse>;
-  /** Moves a ManualClock forward by `ms`, firing schedules and retries at their times, delivering as it goes. */
+  /** Moves a steppable clock forward by `ms`, firing schedules and retries at their times, delivering as it goes. */
   advance(ms: number): Promise<void>;
   /** Runs until quiet at the current time: queued deliveries and anything already due. */
   drain(): Promise<void>;
@@ -105,7 +106,7 @@ export async function startLocalBus(opts: LocalBusOptions = {}): Promise<LocalBu
       throw err;
     });
   }
-  const ticker = isManualClock(clock) ? undefined : setInterval(() => timers.runDue(clock.now()), 200);
+  const ticker = isSteppable(clock) ? undefined : setInterval(() => timers.runDue(clock.now()), 200);
   ticker?.unref();
 
   const drain = async (): Promise<void> => {
@@ -131,15 +132,16 @@ export async function startLocalBus(opts: LocalBusOptions = {}): Promise<LocalBu
       return ingest.put({ Entries: entries });
     },
     async advance(ms) {
-      if (!isManualClock(clock)) throw new Error('advance() needs a ManualClock; this bus runs on real time');
+      if (!isSteppable(clock)) throw new Error('advance() needs a ManualClock (or a clock with advance(ms)); this bus runs on real time');
       if (!(ms >= 0)) throw new RangeError(`advance(ms): ms must be >= 0, got ${ms}`);
-      const target = clock.now() + ms;
+      const c: SteppableClock = clock;
+      const target = c.now() + ms;
       await drain();
       for (let next = timers.nextAt(); next !== undefined && next <= target; next = timers.nextAt()) {
-        clock.set(next);
+        await moveTo(c, next);
         await drain();
       }
-      clock.set(target);
+      await moveTo(c, target);
       await drain();
     },
     drain,
