@@ -156,6 +156,8 @@ export async function startLocalBus(opts: LocalBusOptions = {}): Promise<LocalBu
     async close() {
       if (ticker) clearInterval(ticker);
       timers.clear();
+      // Let deliveries already running finish (handlers time out, so this ends); errors were the caller's to drain.
+      await router.drain().catch(() => {});
       await Promise.all([server.close(), http?.close()]);
     },
   };
