@@ -15,6 +15,8 @@ export const commands: Entry[] = [
   { path: ['events', 'list'], summary: 'list every event detail-type with its source', load: async () => (await import('../events/cli.ts')).listCommand },
   { path: ['events', 'validate'], summary: 'validate event files against the catalog', load: async () => (await import('../events/cli.ts')).validateCommand },
   { path: ['events', 'schemas'], summary: 'write the JSON Schema of every detail-type', load: async () => (await import('../events/cli.ts')).schemasCommand },
+  { path: ['remediate', 'policy'], summary: 'check a remediation policy file and print the rules it yields', load: async () => (await import('../functions/remediate/cli.ts')).policyCommand },
+  { path: ['remediate', 'plan'], summary: 'print the remediation plan for one event (dry run, no cluster)', load: async () => (await import('../functions/remediate/cli.ts')).planCommand },
 ];
 
 function version(): string {
