@@ -128,6 +128,7 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     since: open && open.phase === phase ? open.since : now.toISOString(),
     pods: union(counted.pods, moving.map((p) => p.uid)),
     ...(decision.escalated ? { escalatedAt: d.observedAt } : {}),
+    ...(takesCapacity(action) && !counted.outAt ? { outAt: now.toISOString() } : {}),
     ...(takesCapacity(action) && site.quarantineId && action === 'quarantine-gpu' ? { qid: site.quarantineId } : {}),
   };
   const next = withState(prev, replace(s1, acted), node);

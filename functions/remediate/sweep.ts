@@ -181,7 +181,7 @@ function grantApprovals(work: Work[], facts: SweepFacts, policy: Policy): void {
     const node = w.facts.node.name;
     const drains = i.action !== 'quarantine-gpu';
     const pods = drains ? evictable(w.facts.pods) : evictable(w.facts.pods).filter((p) => (i.workloads.length > 0 ? i.workloads.includes(p.uid) : p.requestsGpu && (p.gpus === undefined || (i.gpu !== undefined && p.gpus.includes(i.gpu)))));
-    const acted: Incident = { ...i, phase: drains ? 'draining' : 'quarantined', since: facts.now.toISOString(), pods: [...new Set([...i.pods, ...pods.map((p) => p.uid)])] };
+    const acted: Incident = { ...i, phase: drains ? 'draining' : 'quarantined', since: facts.now.toISOString(), outAt: i.outAt ?? facts.now.toISOString(), pods: [...new Set([...i.pods, ...pods.map((p) => p.uid)])] };
     w.state = { ...w.state, incidents: w.state.incidents.map((x) => (x === i ? acted : x)) };
     w.extra.push(...pods.map((p) => ({ kind: 'evict' as const, target: podTarget(p) })));
     const text = decision === 'approved' ? `${i.key}: ${i.action} approved in chat, going ahead` : `${i.key}: the pool ${pool.name} has room again, ${i.action} goes ahead (first come, first served)`;
