@@ -93,7 +93,7 @@ export function adoptOrphans(state: NodeState, node: string, now: Date): NodeSta
   if (!phaseOut && !taintOut && orphanGpus.length === 0) return state;
   const at = now.toISOString();
   const draining = state.phase === 'draining' || state.phase === 'awaiting-repair' || (taintOut && state.phase !== 'quarantined');
-  const base = { trigger: 'orphan', scope: 'node' as const, level: 0, firstAt: at, lastAt: at, count: 0, workloads: [], pods: [], since: at, eventId: 'orphan' };
+  const base = { trigger: 'orphan', scope: 'node' as const, level: 0, firstAt: at, lastAt: at, outAt: at, count: 0, workloads: [], pods: [], since: at, eventId: 'orphan' };
   const adopted: Incident[] = draining
     ? [{ ...base, key: `${node}/orphan`, action: 'drain-node', ladder: ['drain-node'], phase: state.phase === 'awaiting-repair' ? 'awaiting-repair' : 'draining' }]
     : orphanGpus.map((g) => ({ ...base, key: `${node}/${g}/orphan`, qid: g, scope: 'gpu' as const, action: 'quarantine-gpu' as const, ladder: ['quarantine-gpu' as const], phase: 'quarantined' as const }));

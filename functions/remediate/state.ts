@@ -54,6 +54,8 @@ const IncidentSchema = z.object({
   since: Timestamp,
   eventId: z.string(),
   escalatedAt: Timestamp.optional(),
+  /** When it first took GPUs or the node out of service (never set for observe, restart, or a rejected approval). */
+  outAt: Timestamp.optional(),
   resolvedAt: Timestamp.optional(),
   notifiedAt: Timestamp.optional(),
   closedAt: Timestamp.optional(),
