@@ -6,7 +6,8 @@ import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
 import { MIRROR_POD_ANNOTATION } from '../adapters/kube/model.ts';
 import type { NodeOps, PodOps } from '../adapters/kube/ports.ts';
 import { poolOf, type Policy } from './policy.ts';
-import { parseNodeState, STATE_LABEL, type NodeState } from './state.ts';
+import { poolFacts } from './blast-radius.ts';
+import { parseNodeState, type NodeState } from './state.ts';
 import type { NodeFacts, PodFacts, PoolFacts } from './types.ts';
 
 /** Extended resources that mean "this pod uses a GPU" (seed notes' resource table). */
@@ -35,20 +36,16 @@ export function stateOf(n: NodeInfo, taintKey?: string): NodeState {
   return parseNodeState(n.annotations, n.labels, n.taints, { unschedulable: n.unschedulable, ...(taintKey ? { taintKey } : {}) });
 }
 
-/** Phases in which a node is out of service (counts against the blast radius). */
-const OUT = new Set(['quarantined', 'draining', 'awaiting-repair']);
-
 /**
- * The pool a node belongs to and who in it is out now (by the state label on each node). The
- * ledger (ledger.ts) adds those taken out within the window by invocations running right now.
+ * The pool a node belongs to and who in it is out, or came back, within the window (from each
+ * member's state). The ledger (ledger.ts) adds those taken out by invocations running right now.
  */
-export async function poolFacts(nodes: NodeOps, policy: Policy, node: NodeInfo): Promise<PoolFacts> {
+export async function fetchPoolFacts(nodes: NodeOps, policy: Policy, node: NodeInfo, now: Date): Promise<PoolFacts> {
   const name = poolOf(policy, node.labels);
   const label = policy.poolLabels.find((l) => node.labels[l] === name);
   // Nodes with no pool label form the `default` pool together.
   const members = label ? await nodes.list(`${label}=${name}`) : (await nodes.list()).filter((m) => poolOf(policy, m.labels) === name);
-  const out = members.filter((m) => OUT.has(m.labels[STATE_LABEL] ?? 'healthy')).map((m) => m.name);
-  return { name, nodes: members.length, quarantinedInWindow: out.length, quarantinedNodes: out };
+  return poolFacts(policy, name, members.map((m) => ({ name: m.name, state: stateOf(m, policy.taintKey) })), now);
 }
 
 export async function podsOf(pods: PodOps, node: string): Promise<PodFacts[]> {

@@ -13,7 +13,7 @@ import type { Logger } from '../lib/logger.ts';
 import { applyRemediation } from './apply.ts';
 import { poolAllowance, takesCapacity } from './blast-radius.ts';
 import { toRemediationDetail, type StepResult } from './detail.ts';
-import { nodeFacts, podsOf, poolFacts, stateOf } from './facts.ts';
+import { nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
 import { ledgerNodes, reserveSlot } from './ledger.ts';
 import { planRemediation } from './plan.ts';
 import { poolLimits, type Policy } from './policy.ts';
@@ -67,7 +67,7 @@ export async function remediate(event: TriggerEvent, deps: RemediationDeps): Pro
     const state = stateOf(info, deps.policy.taintKey);
     if (state.warnings.length) deps.logger.warn('node state partly unreadable', { node: nodeName, warnings: state.warnings });
     const pods = await podsOf(deps.pods, nodeName);
-    const pool = await poolWithLedger(deps, await poolFacts(deps.nodes, deps.policy, info));
+    const pool = await poolWithLedger(deps, await fetchPoolFacts(deps.nodes, deps.policy, info, new Date(deps.clock.now())));
     const now = new Date(deps.clock.now());
     const facts = { now, event, node: nodeFacts(info), state, pool, pods, dryRun: deps.dryRun };
     let plan = planRemediation(facts, deps.policy);

@@ -6,12 +6,12 @@
 import { REMEDIATION, SOURCES } from '../../events/index.ts';
 import { applyRemediation } from './apply.ts';
 import { toRemediationDetail } from './detail.ts';
-import { nodeFacts, podsOf, poolFacts, stateOf } from './facts.ts';
+import { nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
 import type { RemediationDeps } from './run.ts';
 import { poolOf } from './policy.ts';
 import { STATE_LABEL } from './state.ts';
 import { planSweep, type SweepNodeFacts } from './sweep.ts';
-import type { Plan } from './types.ts';
+import type { Plan, PoolFacts } from './types.ts';
 
 export interface SweepOutcome {
   nodes: number;
@@ -29,11 +29,11 @@ export async function sweep(deps: RemediationDeps): Promise<SweepOutcome> {
   }
   try {
     const tracked = await deps.nodes.list(STATE_LABEL);
-    const pools = new Map<string, Awaited<ReturnType<typeof poolFacts>>>();
+    const pools = new Map<string, PoolFacts>();
     const facts: SweepNodeFacts[] = [];
     for (const n of tracked) {
       const key = poolOf(deps.policy, n.labels);
-      const pool = pools.get(key) ?? (await poolFacts(deps.nodes, deps.policy, n));
+      const pool = pools.get(key) ?? (await fetchPoolFacts(deps.nodes, deps.policy, n, new Date(deps.clock.now())));
       pools.set(key, pool);
       facts.push({ node: nodeFacts(n), state: stateOf(n, deps.policy.taintKey), pool, pods: await podsOf(deps.pods, n.name) });
     }
