@@ -93,6 +93,8 @@ export function adoptOrphans(state: NodeState, node: string, now: Date): NodeSta
   if (!phaseOut && !taintOut && orphanGpus.length === 0) return state;
   const at = now.toISOString();
   const draining = state.phase === 'draining' || state.phase === 'awaiting-repair' || (taintOut && state.phase !== 'quarantined');
+  // A held-back node was never taken out: nothing to adopt, it simply reads as healthy again.
+  if (!draining && orphanGpus.length === 0 && state.phase !== 'quarantined') return { ...state, phase: 'healthy' };
   const base = { trigger: 'orphan', scope: 'node' as const, level: 0, firstAt: at, lastAt: at, outAt: at, count: 0, workloads: [], pods: [], since: at, eventId: 'orphan' };
   const adopted: Incident[] = draining
     ? [{ ...base, key: `${node}/orphan`, action: 'drain-node', ladder: ['drain-node'], phase: state.phase === 'awaiting-repair' ? 'awaiting-repair' : 'draining' }]
