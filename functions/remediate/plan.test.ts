@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { describeXid, XID_CATALOG, type RemediationAction } from '../../events/index.ts';
+import { poolFacts } from './blast-radius.ts';
 import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY } from './policy.ts';
 import { apply, factsFor, gpu, health, node, pod, pool, STANDARD_PODS, stateOf, xid } from './testing.ts';
@@ -288,8 +289,7 @@ describe('planRemediation: approvals are asked once', () => {
 });
 
 describe('poolFacts', () => {
-  it('counts nodes out now and nodes back within the window, not held-back or rejected ones', async () => {
-    const { poolFacts } = await import('./blast-radius.ts');
+  it('counts nodes out now and nodes back within the window, not held-back ones', () => {
     const out = apply(node('n-out'), STANDARD_PODS, planRemediation(factsFor(xid(79, { node: 'n-out' }), node('n-out')), P), P).node;
     const heldPlan = planRemediation(factsFor(xid(79, { node: 'n-held' }), node('n-held'), { pool: pool({ quarantinedInWindow: 9 }) }), P);
     const held = apply(node('n-held'), STANDARD_PODS, heldPlan, P).node;

@@ -163,4 +163,11 @@ describe('planSweep: approvals and orphans', () => {
       expect(out.plans[0]?.action).toBe('observe'); // never left service: nothing was restored
     }
   });
+
+  it('lets a held-back node without a history go back to healthy, adopting nothing', () => {
+    const n: NodeFacts = { ...node(), labels: { ...node().labels, [STATE_LABEL]: 'awaiting-approval' }, annotations: { [HISTORY_ANNOTATION]: 'null' } };
+    const { plan } = sweep({ node: n, pods: [] }, 0);
+    expect(plan?.steps.map((s) => s.value)).toContain('gpu-reflex.io/state=healthy');
+    expect(plan?.nextState.incidents).toEqual([]);
+  });
 });
