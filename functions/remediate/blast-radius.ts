@@ -6,6 +6,7 @@
  */
 import type { RemediationAction } from '../../events/index.ts';
 import { poolLimits, type Policy } from './policy.ts';
+import type { NodeState } from './state.ts';
 import type { PoolFacts } from './types.ts';
 
 const CAPACITY_ACTIONS: ReadonlySet<RemediationAction> = new Set(['quarantine-gpu', 'drain-node', 'reboot-node', 'replace-node']);
@@ -45,4 +46,21 @@ export function checkBlastRadius(policy: Policy, pool: PoolFacts, node: string, 
   const words = `${used} of ${pool.nodes} nodes in pool ${pool.name} are already out within ${windowMinutes} min (limit ${limit}: ${Math.round(maxShare * 100)}% and at most ${maxCount})`;
   if (alreadyOut || pool.quarantinedNodes.includes(node)) return { allowed: true, used, limit, words };
   return { allowed: used + 1 <= limit, used, limit, words };
+}
+
+/**
+ * The pool's count as the planners expect it, from the states of its nodes (pure; the handler
+ * lists the pool's nodes and parses their state): a node counts when it is out of service now
+ * (quarantined, draining, awaiting repair) or came back within the window — a window limits how
+ * many nodes are taken out per window, not just how many are out at once.
+ */
+export function poolFacts(policy: Policy, name: string, members: readonly { name: string; state: NodeState }[], now: Date): PoolFacts {
+  const { windowMinutes } = poolLimits(policy, name);
+  const from = now.getTime() - windowMinutes * 60_000;
+  const out = members.filter(({ state }) => {
+    if (state.phase === 'quarantined' || state.phase === 'draining' || state.phase === 'awaiting-repair') return true;
+    return state.incidents.some((i) => i.phase === 'closed' && i.outAt !== undefined && i.closedAt !== undefined && Date.parse(i.closedAt) >= from);
+  });
+  const names = out.map((m) => m.name).sort();
+  return { name, nodes: members.length, quarantinedInWindow: names.length, quarantinedNodes: names };
 }

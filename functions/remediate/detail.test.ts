@@ -3,7 +3,8 @@ import { RemediationDetailSchema } from '../../events/index.ts';
 import { approvalIdOf, remediationEventId, toRemediationDetail } from './detail.ts';
 import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY } from './policy.ts';
-import { apply, factsFor, node, pool, STANDARD_PODS, xid } from './testing.ts';
+import { planSweep } from './sweep.ts';
+import { apply, at, factsFor, node, pool, STANDARD_PODS, stateOf, xid } from './testing.ts';
 
 const occurredAt = new Date('2026-11-21T03:02:46.410Z');
 
@@ -70,5 +71,16 @@ describe('approvalIdOf', () => {
     expect(approvalIdOf(again)).toBe(approvalIdOf(first));
     const other = planRemediation(factsFor(xid(79, { minute: 0, node: 'gpu-a100-08' }), node('gpu-a100-08'), { pool: full }), DEFAULT_POLICY);
     expect(approvalIdOf(other)).not.toBe(approvalIdOf(first));
+  });
+});
+
+describe('toRemediationDetail for sweep plans', () => {
+  it('publishes a restore as phase restored with a valid trigger', () => {
+    const first = planRemediation(factsFor(xid(48, { minute: 0 }), node()), DEFAULT_POLICY);
+    const w = apply(node(), STANDARD_PODS, first, DEFAULT_POLICY);
+    const sweep = planSweep({ now: new Date(at(45)), dryRun: false, nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }] }, DEFAULT_POLICY);
+    const plan = sweep.plans[0]!;
+    const detail = toRemediationDetail(plan, plan.steps.map(() => ({ result: 'done' as const })), { occurredAt });
+    expect(detail).toMatchObject({ action: 'restore', phase: 'restored', trigger: { detailType: 'Scheduled Event', node: 'gpu-a100-07' } });
   });
 });

@@ -7,14 +7,13 @@
  *   faulting (XID 13/31) is the job's problem, so repeats by the same pod never escalate, and
  *   occurrences with no pod attribution count as no workload at all. Counting restarts after
  *   each escalation. Rules without `escalate` (XID 45 always) never escalate by repetition.
- * - Recurrence: a fault that returns within `recurrenceHours` after a capacity-taking incident on
- *   the same key was restored starts one rung higher ("reset; if it persists, reboot; if it
+ * - Recurrence: a fault that returns within `recurrenceHours` after an incident on the same key
+ *   that took capacity (`outAt`) was restored starts one rung higher ("reset; if it persists, reboot; if it
  *   persists after reboot, replace").
  */
 import type { RemediationAction } from '../../events/index.ts';
 import type { Rule } from './policy.ts';
 import type { Incident, Occurrence } from './state.ts';
-import { takesCapacity } from './blast-radius.ts';
 
 export interface LevelDecision {
   level: number;
@@ -47,7 +46,7 @@ export function decideLevel(
   const top = ladder.length - 1;
   if (!open) {
     const closedAt = lastClosed?.closedAt ? Date.parse(lastClosed.closedAt) : NaN;
-    if (lastClosed && takesCapacity(lastClosed.action) && at.getTime() > closedAt && at.getTime() - closedAt <= recurrenceHours * 3_600_000) {
+    if (lastClosed?.outAt !== undefined && at.getTime() > closedAt && at.getTime() - closedAt <= recurrenceHours * 3_600_000) {
       const level = Math.min(lastClosed.level + 1, top);
       if (level > 0) return { level, escalated: true, why: `it returned ${minutesBetween(closedAt, at)} min after the last restore (at ${lastClosed.action}), so it goes one step further` };
     }

@@ -16,6 +16,7 @@ export {
   type Taint,
 } from './state.ts';
 export { planRemediation } from './plan.ts';
+export { poolFacts, poolAllowance, checkBlastRadius } from './blast-radius.ts';
 export { planSweep, type SweepFacts, type SweepNodeFacts, type SweepPlan } from './sweep.ts';
 export { toRemediationDetail, remediationEventId, approvalIdOf, type StepResult } from './detail.ts';
 export type * from './types.ts';

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { describeXid, XID_CATALOG, type RemediationAction } from '../../events/index.ts';
+import { poolFacts } from './blast-radius.ts';
 import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY } from './policy.ts';
 import { apply, factsFor, gpu, health, node, pod, pool, STANDARD_PODS, stateOf, xid } from './testing.ts';
@@ -284,5 +285,23 @@ describe('planRemediation: approvals are asked once', () => {
     // once there is room, the next occurrence acts
     const room = planRemediation(factsFor(xid(79, { minute: 6 }), apply(w.node, w.pods, again, P).node, { pool: pool() }), P);
     expect(room.kind).toBe('act');
+  });
+});
+
+describe('poolFacts', () => {
+  it('counts nodes out now and nodes back within the window, not held-back ones', () => {
+    const out = apply(node('n-out'), STANDARD_PODS, planRemediation(factsFor(xid(79, { node: 'n-out' }), node('n-out')), P), P).node;
+    const heldPlan = planRemediation(factsFor(xid(79, { node: 'n-held' }), node('n-held'), { pool: pool({ quarantinedInWindow: 9 }) }), P);
+    const held = apply(node('n-held'), STANDARD_PODS, heldPlan, P).node;
+    const backState = stateOf(out);
+    const back = { ...backState, phase: 'healthy' as const, incidents: backState.incidents.map((i) => ({ ...i, phase: 'closed' as const, closedAt: '2026-11-21T03:30:00.000Z' })) };
+    const members = [
+      { name: 'n-out', state: stateOf(out) },
+      { name: 'n-held', state: stateOf(held) },
+      { name: 'n-back', state: back },
+      { name: 'n-fine', state: stateOf(node('n-fine')) },
+    ];
+    expect(poolFacts(P, 'a100', members, new Date('2026-11-21T04:00:00Z'))).toEqual({ name: 'a100', nodes: 4, quarantinedInWindow: 2, quarantinedNodes: ['n-back', 'n-out'] });
+    expect(poolFacts(P, 'a100', members, new Date('2026-11-21T04:31:00Z')).quarantinedNodes).toEqual(['n-out']);
   });
 });

@@ -39,6 +39,7 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     nextState,
   });
 
+  if (d.node !== node.name) return noop(`event ${d.eventId} is about node ${d.node}, not ${node.name}: nothing to do here`);
   if (prev.handled.includes(d.eventId)) return noop(`already handled event ${d.eventId}: nothing to do`);
   if (prev.recent.some((o) => o.key === site.key && o.at === d.observedAt)) return noop(`already handled: ${site.trigger} on ${site.key} observed at ${d.observedAt} was seen before (duplicate delivery)`);
   const mine = prev.incidents.filter((i) => i.key === site.key);
@@ -127,6 +128,7 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     since: open && open.phase === phase ? open.since : now.toISOString(),
     pods: union(counted.pods, moving.map((p) => p.uid)),
     ...(decision.escalated ? { escalatedAt: d.observedAt } : {}),
+    ...(takesCapacity(action) && !counted.outAt ? { outAt: now.toISOString() } : {}),
     ...(takesCapacity(action) && site.quarantineId && action === 'quarantine-gpu' ? { qid: site.quarantineId } : {}),
   };
   const next = withState(prev, replace(s1, acted), node);

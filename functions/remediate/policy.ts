@@ -190,9 +190,11 @@ export function resolveRule(policy: Policy, pool: string | undefined, trigger: n
 
 function finish(rule: RuleOverride, source: string, severity: 'info' | 'warning' | 'critical' | undefined): Rule {
   const bySeverity = severity ? rule.bySeverity?.[severity] : undefined;
+  const action = bySeverity ?? rule.action ?? 'observe';
   return {
-    action: bySeverity ?? rule.action ?? 'observe',
-    then: [...(rule.then ?? [])],
+    action,
+    // A chain never repeats the action itself (a pool that turns 94 into quarantine-gpu keeps `then: [quarantine-gpu]`).
+    then: (rule.then ?? []).filter((a, i, all) => a !== action && all.indexOf(a) === i),
     escalate: rule.escalate ? { ...rule.escalate } : null,
     notify: rule.notify ?? false,
     source: bySeverity ? `${source} (${severity})` : source,

@@ -7,7 +7,8 @@ import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY } from './policy.ts';
 import { encodeHistory, HISTORY_ANNOTATION, LIMITS, QUARANTINED_GPUS_ANNOTATION, REPAIRED_AT_ANNOTATION, STATE_LABEL } from './state.ts';
 import { planSweep } from './sweep.ts';
-import { apply, at, gpu, pool, pod, stateOf } from './testing.ts';
+import { poolAllowance, poolFacts } from './blast-radius.ts';
+import { apply, at, gpu, node, pool, pod, stateOf } from './testing.ts';
 import type { NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
 
 const NODE = 'gpu-a100-07';
@@ -99,6 +100,43 @@ describe('planners (properties)', () => {
         expect(end.quarantinedGpus).toEqual([]);
       }),
       { numRuns: 150 },
+    );
+  });
+
+  it('never has more nodes of a pool out than the blast radius allows, however faults and sweeps interleave', () => {
+    const names = Array.from({ length: 10 }, (_, i) => `gpu-a100-${i}`);
+    const allowance = poolAllowance(DEFAULT_POLICY, pool({ nodes: 10 }));
+    const step = fc.oneof(
+      fc.record({ n: fc.integer({ min: 0, max: 9 }), x: fc.constantFrom(79, 48, 13, 54, 94, 154), g: fc.integer({ min: 0, max: 1 }) }),
+      fc.constant('sweep' as const),
+    );
+    fc.assert(
+      fc.property(fc.array(step, { minLength: 1, maxLength: 40 }), (steps) => {
+        const world = new Map(names.map((n) => [n, { node: node(n, 2), pods: PODS }]));
+        let clock = 0;
+        const members = () => names.map((n) => ({ name: n, state: stateOf(world.get(n)!.node) }));
+        for (const s of steps) {
+          clock += 3;
+          const now = new Date(at(clock));
+          const counted = poolFacts(DEFAULT_POLICY, 'a100', members(), now);
+          if (s === 'sweep') {
+            const out = planSweep({ now, dryRun: false, nodes: names.map((n) => ({ ...world.get(n)!, state: stateOf(world.get(n)!.node), pool: counted })) }, DEFAULT_POLICY);
+            for (const plan of out.plans) world.set(plan.target.node, apply(world.get(plan.target.node)!.node, world.get(plan.target.node)!.pods, plan, DEFAULT_POLICY));
+          } else {
+            const name = names[s.n]!;
+            const w = world.get(name)!;
+            const e: TriggerEvent = {
+              detailType: 'GPU XID Error',
+              detail: GpuXidErrorDetailSchema.parse({ schemaVersion: 1, eventId: `xid:${name}:${clock}`, node: name, observedAt: at(clock), gpu: gpu(s.g), xid: s.x, via: 'nvml', pid: null, process: null, message: 'm', pods: [] }),
+            };
+            const plan = planRemediation({ now, event: e, node: w.node, state: stateOf(w.node), pool: counted, pods: w.pods, dryRun: false }, DEFAULT_POLICY);
+            world.set(name, apply(w.node, w.pods, plan, DEFAULT_POLICY));
+          }
+          const outNow = members().filter((m) => ['quarantined', 'draining', 'awaiting-repair'].includes(m.state.phase));
+          expect(outNow.length).toBeLessThanOrEqual(allowance);
+        }
+      }),
+      { numRuns: 100 },
     );
   });
 });

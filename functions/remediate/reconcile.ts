@@ -91,12 +91,24 @@ export function adoptOrphans(state: NodeState, node: string, now: Date): NodeSta
   const phaseOut = state.phase !== 'healthy' && !open.some((i) => nodePhaseOf(i) === state.phase);
   const taintOut = state.taint !== undefined && !open.some((i) => i.phase === 'draining' || i.phase === 'awaiting-repair' || i.phase === 'quarantined');
   if (!phaseOut && !taintOut && orphanGpus.length === 0) return state;
+
   const at = now.toISOString();
-  const draining = state.phase === 'draining' || state.phase === 'awaiting-repair' || (taintOut && state.phase !== 'quarantined');
-  const base = { trigger: 'orphan', scope: 'node' as const, level: 0, firstAt: at, lastAt: at, count: 0, workloads: [], pods: [], since: at, eventId: 'orphan' };
-  const adopted: Incident[] = draining
-    ? [{ ...base, key: `${node}/orphan`, action: 'drain-node', ladder: ['drain-node'], phase: state.phase === 'awaiting-repair' ? 'awaiting-repair' : 'draining' }]
-    : orphanGpus.map((g) => ({ ...base, key: `${node}/${g}/orphan`, qid: g, scope: 'gpu' as const, action: 'quarantine-gpu' as const, ladder: ['quarantine-gpu' as const], phase: 'quarantined' as const }));
-  const extra = adopted.length > 0 ? adopted : [{ ...base, key: `${node}/orphan`, action: 'quarantine-gpu' as const, ladder: ['quarantine-gpu' as const], phase: 'quarantined' as const }];
-  return { ...state, incidents: [...state.incidents.filter((i) => !extra.some((e) => e.key === i.key)), ...extra], warnings: [...state.warnings, `node ${node} was out of service without a history: adopted as an orphan incident, restored after the quiet period`] };
+  const base = { trigger: 'orphan', level: 0, firstAt: at, lastAt: at, outAt: at, count: 0, workloads: [], pods: [], since: at, eventId: 'orphan' };
+  const drain = (phase: 'draining' | 'awaiting-repair'): Incident => ({ ...base, key: `${node}/orphan`, scope: 'node', action: 'drain-node', ladder: ['drain-node'], phase });
+  const quarantine = (qid?: string): Incident => ({ ...base, key: qid ? `${node}/${qid}/orphan` : `${node}/orphan`, scope: qid ? 'gpu' : 'node', action: 'quarantine-gpu', ladder: ['quarantine-gpu'], phase: 'quarantined', ...(qid ? { qid } : {}) });
+
+  let adopted: Incident[];
+  if (state.phase === 'draining' || state.phase === 'awaiting-repair') adopted = [drain(state.phase)];
+  else if (taintOut && state.phase !== 'quarantined') adopted = [drain('draining')];
+  else if (orphanGpus.length > 0) adopted = orphanGpus.map((g) => quarantine(g));
+  else if (state.phase === 'quarantined') adopted = [quarantine()];
+  // A held-back node (awaiting-approval) was never taken out: it simply reads as healthy again.
+  else return { ...state, phase: 'healthy' };
+
+  const keys = new Set(adopted.map((i) => i.key));
+  return {
+    ...state,
+    incidents: [...state.incidents.filter((i) => !keys.has(i.key)), ...adopted],
+    warnings: [...state.warnings, `node ${node} was out of service without a history: adopted as an orphan incident, restored after the quiet period`],
+  };
 }

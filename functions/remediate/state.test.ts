@@ -103,3 +103,15 @@ describe('node state codec', () => {
     );
   });
 });
+
+describe('history trimming', () => {
+  it('drops whole open incidents as a last resort, and always terminates', () => {
+    const long = 'x'.repeat(9000);
+    const s: NodeState = { ...emptyState(), incidents: Array.from({ length: 30 }, (_, i) => incident(i, { key: `${long}${i}`, workloads: ['u'], pods: [] })) };
+    const text = encodeHistory(s);
+    expect(Buffer.byteLength(text)).toBeLessThanOrEqual(LIMITS.historyBytes);
+    const kept = parseNodeState({ [HISTORY_ANNOTATION]: text }, {}, []).incidents;
+    expect(kept.length).toBeGreaterThan(0);
+    expect(kept.at(-1)?.key).toBe(`${long}29`); // the newest survive
+  });
+});

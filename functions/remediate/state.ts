@@ -54,6 +54,8 @@ const IncidentSchema = z.object({
   since: Timestamp,
   eventId: z.string(),
   escalatedAt: Timestamp.optional(),
+  /** When it first took GPUs or the node out of service (never set for observe, restart, or a rejected approval). */
+  outAt: Timestamp.optional(),
   resolvedAt: Timestamp.optional(),
   notifiedAt: Timestamp.optional(),
   closedAt: Timestamp.optional(),
@@ -179,7 +181,7 @@ export function encodeHistory(state: NodeState): string {
     if (h.handled.length > 0) h.handled.splice(0, Math.max(1, h.handled.length >> 2));
     else if (h.recent.length > 0) h.recent.splice(0, Math.max(1, h.recent.length >> 2));
     else if (h.incidents.some((i) => i.phase === 'closed')) h.incidents.splice(h.incidents.findIndex((i) => i.phase === 'closed'), 1);
-    else if (h.incidents.some((i) => i.pods.length > 0 || i.workloads.length > 0)) h.incidents.forEach((i) => ((i.pods = []), (i.workloads = i.workloads.slice(-1))));
+    else if (h.incidents.some((i) => i.pods.length > 0 || i.workloads.length > 1)) h.incidents.forEach((i) => ((i.pods = []), (i.workloads = i.workloads.slice(-1))));
     else h.incidents.shift();
     text = JSON.stringify(h);
   }

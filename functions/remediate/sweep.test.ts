@@ -146,4 +146,28 @@ describe('planSweep: approvals and orphans', () => {
     const repaired = { ...w, node: { ...w.node, annotations: { ...w.node.annotations, [REPAIRED_AT_ANNOTATION]: at(1) } } };
     expect(sweep(repaired, 40).plan).toMatchObject({ action: 'restore' });
   });
+
+  it.each([
+    ['approved', 'act', 'draining'],
+    ['rejected', 'act', 'closed'], // the label goes back to healthy
+    ['expired', undefined, 'awaiting-approval'],
+  ] as const)('obeys a chat decision on a held-back incident: %s', (decision, kind, phase) => {
+    const full = pool({ quarantinedInWindow: 2, quarantinedNodes: ['x', 'y'] });
+    const plan = planRemediation(factsFor(xid(79, { minute: 0 }), node(), { pool: full }), P);
+    const w = apply(node(), STANDARD_PODS, plan, P);
+    const out = planSweep({ now: new Date(at(5)), dryRun: false, nodes: [{ node: w.node, state: stateOf(w.node), pool: full, pods: w.pods }], decisions: [{ incident: plan.incident, decision }] }, P);
+    expect(out.plans[0]?.kind).toBe(kind);
+    expect((out.plans[0]?.nextState ?? stateOf(w.node)).incidents[0]?.phase).toBe(phase);
+    if (decision === 'rejected') {
+      expect(out.plans[0]?.steps.map((s) => s.value)).toContain('gpu-reflex.io/state=healthy');
+      expect(out.plans[0]?.action).toBe('observe'); // never left service: nothing was restored
+    }
+  });
+
+  it('lets a held-back node without a history go back to healthy, adopting nothing', () => {
+    const n: NodeFacts = { ...node(), labels: { ...node().labels, [STATE_LABEL]: 'awaiting-approval' }, annotations: { [HISTORY_ANNOTATION]: 'null' } };
+    const { plan } = sweep({ node: n, pods: [] }, 0);
+    expect(plan?.steps.map((s) => s.value)).toContain('gpu-reflex.io/state=healthy');
+    expect(plan?.nextState.incidents).toEqual([]);
+  });
 });

@@ -35,6 +35,12 @@ export interface SweepFacts {
   nodes: SweepNodeFacts[];
   dryRun: boolean;
   capabilities?: Capabilities;
+  /**
+   * Decisions people made in chat on held-back incidents (by incident key): `approved` acts
+   * whatever the window says, `rejected` closes the incident (a person owns it now), `expired`
+   * changes nothing (the sweep still acts once the window has room).
+   */
+  decisions?: { incident: string; decision: 'approved' | 'rejected' | 'expired' }[];
 }
 
 export interface SweepPlan {
@@ -50,6 +56,8 @@ interface Work {
   extra: PlanStep[];
   reasons: string[];
   touched: Incident[];
+  /** Incidents that had GPUs or the node out of service and are now closed. */
+  back: Incident[];
 }
 
 const MIN = 60_000;
@@ -57,7 +65,7 @@ const MIN = 60_000;
 export function planSweep(facts: SweepFacts, policy: Policy): SweepPlan {
   const now = facts.now;
   const retries: SweepPlan['retries'] = [];
-  const work: Work[] = [...facts.nodes].sort((a, b) => a.node.name.localeCompare(b.node.name)).map((f) => ({ facts: f, state: adoptOrphans(f.state, f.node.name, now), extra: [], reasons: [], touched: [] }));
+  const work: Work[] = [...facts.nodes].sort((a, b) => a.node.name.localeCompare(b.node.name)).map((f) => ({ facts: f, state: adoptOrphans(f.state, f.node.name, now), extra: [], reasons: [], touched: [], back: [] }));
 
   for (const w of work) {
     const incidents = w.state.incidents.map((i) => (isOpen(i) ? step(i, w, facts, policy, retries) : i));
@@ -77,6 +85,7 @@ function step(i: Incident, w: Work, facts: SweepFacts, policy: Policy, retries: 
     w.reasons.push(why);
     const closed: Incident = { ...i, phase: 'closed', closedAt: now.toISOString() };
     w.touched.push(closed);
+    if (i.phase === 'quarantined' || i.phase === 'draining' || i.phase === 'awaiting-repair') w.back.push(closed);
     return closed;
   };
   const retry = (pods: PodFacts[]) => {
@@ -156,18 +165,26 @@ function grantApprovals(work: Work[], facts: SweepFacts, policy: Policy): void {
   waiting.sort((a, b) => cmp(a.i.firstAt, b.i.firstAt) || a.w.facts.node.name.localeCompare(b.w.facts.node.name));
   const granted = new Map<string, string[]>();
   for (const { w, i } of waiting) {
+    const decision = facts.decisions?.find((d) => d.incident === i.key)?.decision;
+    if (decision === 'rejected') {
+      const closed: Incident = { ...i, phase: 'closed', closedAt: facts.now.toISOString() };
+      w.state = { ...w.state, incidents: w.state.incidents.map((x) => (x === i ? closed : x)) };
+      w.reasons.push(`${i.key}: ${i.action} rejected in chat; the incident is closed and left to a person`);
+      w.touched.push(closed);
+      continue;
+    }
     const pool = w.facts.pool;
     const extra = granted.get(pool.name) ?? [];
     const counted: PoolFacts = { ...pool, quarantinedInWindow: pool.quarantinedInWindow + extra.length, quarantinedNodes: [...pool.quarantinedNodes, ...extra] };
     const out = w.state.incidents.some((x) => isOpen(x) && x !== i && (x.phase === 'quarantined' || x.phase === 'draining' || x.phase === 'awaiting-repair'));
-    if (!takesCapacity(i.action) || !checkBlastRadius(policy, counted, w.facts.node.name, out).allowed) continue;
+    if (!takesCapacity(i.action) || (decision !== 'approved' && !checkBlastRadius(policy, counted, w.facts.node.name, out).allowed)) continue;
     const node = w.facts.node.name;
     const drains = i.action !== 'quarantine-gpu';
     const pods = drains ? evictable(w.facts.pods) : evictable(w.facts.pods).filter((p) => (i.workloads.length > 0 ? i.workloads.includes(p.uid) : p.requestsGpu && (p.gpus === undefined || (i.gpu !== undefined && p.gpus.includes(i.gpu)))));
-    const acted: Incident = { ...i, phase: drains ? 'draining' : 'quarantined', since: facts.now.toISOString(), pods: [...new Set([...i.pods, ...pods.map((p) => p.uid)])] };
+    const acted: Incident = { ...i, phase: drains ? 'draining' : 'quarantined', since: facts.now.toISOString(), outAt: i.outAt ?? facts.now.toISOString(), pods: [...new Set([...i.pods, ...pods.map((p) => p.uid)])] };
     w.state = { ...w.state, incidents: w.state.incidents.map((x) => (x === i ? acted : x)) };
     w.extra.push(...pods.map((p) => ({ kind: 'evict' as const, target: podTarget(p) })));
-    const text = `${i.key}: the pool ${pool.name} has room again, ${i.action} goes ahead (first come, first served)`;
+    const text = decision === 'approved' ? `${i.key}: ${i.action} approved in chat, going ahead` : `${i.key}: the pool ${pool.name} has room again, ${i.action} goes ahead (first come, first served)`;
     w.extra.push({ kind: 'notify', target: nodeTarget(node), value: text });
     w.reasons.push(text);
     w.touched.push(acted);
@@ -179,17 +196,19 @@ function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undefined {
   const { node } = w.facts;
   const prev = w.facts.state;
   let next = withState(prev, w.state, node);
-  const restored = next.phase === 'healthy' && prev.phase !== 'healthy';
+  // Back in service: it was out (a held-back node never left, so it is not "restored").
+  const restored = next.phase === 'healthy' && prev.phase !== 'healthy' && prev.phase !== 'awaiting-approval';
   if (restored) next = { ...next, restoredAt: facts.now.toISOString() };
   const steps = [...nodeSteps(prev, next, node, policy.taintKey), ...w.extra];
-  const back = w.touched.filter((i) => i.phase === 'closed' && takesCapacity(i.action));
+  const back = w.back;
   if (restored || back.length > 0) {
     const what = restored ? `node ${node.name} is back in service` : `${back.map((i) => i.qid ?? i.gpu ?? i.key).join(', ')} back in service on ${node.name}`;
     steps.push({ kind: 'notify', target: nodeTarget(node.name), value: `${what} after ${policy.quietPeriodMinutes} quiet minutes` });
   }
   if (steps.length === 0) return undefined;
   const main = w.touched.at(-1) ?? next.incidents.find(isOpen);
-  const action: Plan['action'] = restored || back.length > 0 ? 'restore' : (main?.action ?? 'observe');
+  const rejectedOnly = !restored && back.length === 0 && main?.phase === 'closed';
+  const action: Plan['action'] = restored || back.length > 0 ? 'restore' : rejectedOnly ? 'observe' : (main?.action ?? 'observe');
   const repairing = w.touched.some((i) => i.phase === 'awaiting-repair');
   const onlyBookkeeping = steps.every((s) => s.kind === 'annotate');
   const scope = main?.scope === 'mig-instance' || main?.scope === 'gpu' ? (restored ? 'node' : main.scope) : 'node';
