@@ -34,6 +34,8 @@ export interface StackReport {
   evicted: string[];
   rescheduled: ClusterCounters['rescheduled'];
   timeline: TimelineEntry[];
+  /** Nodes and pods as the API listed them before the first step, and after the last. */
+  initial: { nodes: Node[]; pods: Pod[] };
   final: { nodes: Node[]; pods: Pod[] };
   summary: Summary;
 }

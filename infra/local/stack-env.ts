@@ -3,29 +3,36 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * The environment the stack gives the functions it runs in-process (they read it as a Lambda
- * reads its configuration): where the cluster is, and where to publish back. Documented in
- * docs/local-stack.md; the remediate handler is expected to read `GPU_REFLEX_KUBECONFIG`
- * (`KUBECONFIG` is set too, for anything that follows kubectl's convention).
+ * reads its configuration, functions/config.ts): where the cluster is, and where to publish back.
+ * The other two cluster sources are unset, because the functions insist on exactly one.
+ * Documented in docs/local-stack.md.
  */
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-export function functionEnv(o: { kubeconfig: string; busUrl: string; busName: string; region?: string }): Record<string, string> {
+export function functionEnv(o: { kubeconfig: string; busUrl: string; busName: string; region?: string }): Record<string, string | undefined> {
   return {
-    GPU_REFLEX_KUBECONFIG: o.kubeconfig,
     KUBECONFIG: o.kubeconfig,
+    GPU_REFLEX_KUBECONFIG_TEXT: undefined,
+    GPU_REFLEX_IN_CLUSTER: undefined,
     EVENT_BUS_NAME: o.busName,
     AWS_ENDPOINT_URL_EVENTBRIDGE: o.busUrl,
     // Dummy credentials: the local bus checks the SigV4 shape, never the secret.
     AWS_ACCESS_KEY_ID: 'local',
     AWS_SECRET_ACCESS_KEY: 'local',
     AWS_REGION: o.region ?? 'us-east-1',
+    // The functions' info logs would bury the timeline; their actions show as Remediation events.
+    // LOG_LEVEL=info in the caller's environment brings the JSON logs back.
+    LOG_LEVEL: process.env.LOG_LEVEL ?? 'warn',
   };
 }
 
-/** Sets variables in process.env; the returned function puts back what was there. */
-export function withEnv(vars: Record<string, string>): () => void {
+/** Sets (or, for undefined, unsets) variables in process.env; the returned function puts back what was there. */
+export function withEnv(vars: Record<string, string | undefined>): () => void {
   const saved = Object.fromEntries(Object.keys(vars).map((k) => [k, process.env[k]]));
-  Object.assign(process.env, vars);
+  for (const [k, v] of Object.entries(vars)) {
+    if (v === undefined) delete process.env[k];
+    else process.env[k] = v;
+  }
   return () => {
     for (const [k, v] of Object.entries(saved)) {
       if (v === undefined) delete process.env[k];

@@ -43,7 +43,12 @@ export interface StackResult {
   exitCode: number;
 }
 
-const START = Date.UTC(2026, 0, 1);
+/**
+ * The virtual clock starts at the wall time (whole seconds): the functions read the system clock
+ * (functions/adapters/clock.ts), so this keeps their "now" and the events' times within the
+ * scenario's length of each other instead of months apart.
+ */
+const virtualStart = () => Math.floor(Date.now() / 1000) * 1000;
 
 export interface LocalStack {
   /** Runs the scenario to its end (or until `stop()`), then shuts everything down. */
@@ -57,8 +62,9 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
   const virtual = o.clock === 'virtual';
   const wallStart = Date.now();
   const work = mkdtempSync(join(tmpdir(), `gpu-reflex-local-${scenario.name.replace(/[^a-z0-9-]/gi, '')}-`));
-  const busClock = virtual ? new ManualClock(START) : systemClock;
-  const agentClock = virtual ? new FakeClock(START) : agentSystemClock;
+  const start = virtualStart();
+  const busClock = virtual ? new ManualClock(start) : systemClock;
+  const agentClock = virtual ? new FakeClock(start) : agentSystemClock;
   const t0 = busClock.now();
   const sinceStart = () => busClock.now() - t0;
   // What was started, undone in reverse order at the end, or at once if starting fails.
@@ -140,7 +146,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     cleanups.push(() => observer?.close());
 
     // ---- one agent per GPU node, on its own mock NVML box
-    const nodes = await kube.nodes();
+    const [nodes, initialPods] = await Promise.all([kube.nodes(), kube.pods()]);
     const agentNodes = scenario.agents.nodes === 'all-gpu-nodes' ? nodes.filter(isGpuNode).map((n) => n.metadata.name) : scenario.agents.nodes;
     const faultSteps = scenario.timeline.filter((s): s is FaultStepT => 'fault' in s);
     const hosts = new Map<string, LocalAgentHost>();
@@ -244,7 +250,8 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           evicted: observer?.counters.evicted ?? [],
           rescheduled: observer?.counters.rescheduled ?? [],
           timeline: entries,
-          final: { nodes: finalNodes, pods: finalPods },
+          initial: { nodes, pods: initialPods },
+        final: { nodes: finalNodes, pods: finalPods },
           summary,
         };
         if (o.reportPath) {

@@ -59,7 +59,8 @@ function remediationText(d: Record<string, unknown>): string {
   if (steps.some((s) => s.result === 'dry-run')) parts.push('dry run');
   const failed = steps.filter((s) => s.result === 'failed');
   if (failed.length) parts.push(`${failed.length} step${failed.length === 1 ? '' : 's'} failed`);
-  return `${String(d.action)} ${String(d.phase)}${parts.length ? `: ${parts.join(', ')}` : ''} (${String(d.reason ?? '')})`;
+  const reason = String(d.reason ?? '');
+  return `${String(d.action)} ${String(d.phase)}${parts.length ? `: ${parts.join(', ')}` : ''} (${reason.length > 160 ? `${reason.slice(0, 159)}…` : reason})`;
 }
 
 /** One accepted bus event → a timeline entry. `podName` turns a pod UID into `ns/name`. */

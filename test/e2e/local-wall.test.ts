@@ -1,0 +1,43 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { validateEvent } from '../../events/validate.ts';
+import { makeLocalCommand } from '../../infra/local/cli.ts';
+import type { StackReport } from '../../infra/local/report.ts';
+
+/**
+ * `gpu-reflex local` on the wall clock, once, with a tiny scenario (one node, 1.5 s). Its own file
+ * on purpose: the functions wire themselves once per process (functions/lib/wiring.ts), so each
+ * stack run that reaches them needs a fresh module graph, which vitest gives every test file.
+ */
+const dir = mkdtempSync(join(tmpdir(), 'local-wall-test-'));
+const io = { out: () => undefined, err: () => undefined };
+
+describe('gpu-reflex local, on the wall clock', () => {
+  it('runs a one-node scenario for real and delivers the injected XID from its agent', async () => {
+    const path = join(dir, 'tiny.yaml');
+    writeFileSync(
+      path,
+      `name: tiny
+durationSeconds: 1.5
+fleet:
+  nodes:
+    - { name: t4, count: 1, labels: { nvidia.com/gpu.product: Tesla-T4, nvidia.com/gpu.count: "1" }, allocatable: { cpu: "8", memory: 32Gi, nvidia.com/gpu: 1 } }
+  namespaces: [{ name: ml }]
+  pods:
+    - { name: serve, namespace: ml, requests: { nvidia.com/gpu: 1 } }
+timeline:
+  - { at: 0.3s, node: t4-0, gpu: 0, fault: { kind: xid, xid: 79 } }
+`,
+    );
+    const reportPath = join(dir, 'tiny.json');
+    expect(await makeLocalCommand().run(['--scenario', path, '--report', reportPath], io)).toBe(0);
+    const r = JSON.parse(readFileSync(reportPath, 'utf8')) as StackReport;
+    expect(r.clock).toBe('wall');
+    const xid = r.events.find((e) => e.detailType === 'GPU XID Error');
+    expect(validateEvent(xid?.event)).toMatchObject({ ok: true });
+    const serve = r.final.pods.find((p) => p.metadata.name === 'serve');
+    expect((xid?.detail as { pods: { uid: string }[] }).pods[0]?.uid).toBe(serve?.metadata.uid);
+  }, 30_000);
+});
