@@ -84,8 +84,13 @@ export function eventEntry(atMs: number, e: EventEnvelope, podName: PodName): Ti
     }
     case 'Remediation':
       return { atMs, who: 'remediate', kind: 'action', what: '', text: remediationText(d) };
-    default:
-      return { atMs, who: node, kind: e.source.endsWith('functions') ? 'action' : 'event', what: e['detail-type'], text: String(d.eventId ?? '') };
+    default: {
+      // Any other detail-type: the fields most details share, so a new event type reads sensibly.
+      const fromFunctions = e.source.endsWith('.functions');
+      const said = [d.action, d.phase, d.reason ?? d.message ?? d.summary].filter((x) => typeof x === 'string').join(' ');
+      const text = said.length > 200 ? `${said.slice(0, 199)}…` : said || String(d.eventId ?? '');
+      return { atMs, who: fromFunctions ? 'functions' : node, kind: fromFunctions ? 'action' : 'event', what: e['detail-type'], text: `${typeof d.node === 'string' && fromFunctions ? `${d.node}: ` : ''}${text}` };
+    }
   }
 }
 
