@@ -11,7 +11,7 @@
  *    erroring, and the agent reports that as `monitoring-degraded` (HealthEvaluator.sampleFailed),
  *    never as a GPU fault.
  */
-import { isGpuLost, NvmlError, type Nvml } from '../nvml/nvml.ts';
+import { NvmlError, type Nvml } from '../nvml/nvml.ts';
 import { inventory } from '../nvml/inventory.ts';
 import { sampleDevice, type GpuSample } from '../nvml/sample.ts';
 import type { SystemInfo } from '../collectors/inventory.ts';
@@ -116,7 +116,8 @@ export class NvmlSource {
         readings.push(s.state === 'ok' ? toReading(s, gpu.name) : { ...gpu, lost: true });
       }
     } catch (err) {
-      if (!(err instanceof NvmlError) || isGpuLost(err)) throw err;
+      // sampleDevice turns GPU_IS_LOST into a lost sample; what reaches here is anything else.
+      if (!(err instanceof NvmlError)) throw err;
       return { ok: false, reason: err.nvmlName, error: err };
     }
     return { ok: true, readings };
