@@ -23,6 +23,12 @@ export class UsageError extends Error {
   override name = 'UsageError';
 }
 
+// `gpu-reflex xid scan | head -2`: a reader that went away is not an error worth a stack trace.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code === 'EPIPE') process.exit(0);
+  throw err;
+});
+
 export const processIo: CliIo = {
   out: (line) => process.stdout.write(line + '\n'),
   err: (line) => process.stderr.write(line + '\n'),

@@ -12,6 +12,13 @@ interface Entry {
 }
 
 export const commands: Entry[] = [
+  { path: ['events', 'list'], summary: 'list every event detail-type with its source', load: async () => (await import('../events/cli.ts')).listCommand },
+  { path: ['events', 'validate'], summary: 'validate event files against the catalog', load: async () => (await import('../events/cli.ts')).validateCommand },
+  { path: ['events', 'schemas'], summary: 'write the JSON Schema of every detail-type', load: async () => (await import('../events/cli.ts')).schemasCommand },
+  { path: ['bench'], summary: 'run the benchmarks and print their numbers with the machine and date', load: async () => (await import('../bench/cli.ts')).benchCommand },
+  { path: ['xid', 'scan'], summary: 'print the XIDs found in a kernel log (dmesg, journald or /dev/kmsg)', load: async () => (await import('../node-agent/cli/xid-scan.ts')).xidScanCommand },
+  { path: ['cluster', 'serve'], summary: 'run the simulated Kubernetes cluster alone and write a kubeconfig for it', load: async () => (await import('../infra/local/kube/cli.ts')).clusterServeCommand },
+  { path: ['pattern', 'test'], summary: 'test an EventBridge pattern against an event, like aws events test-event-pattern', load: async () => (await import('../events/pattern-cli.ts')).patternTestCommand },
 ];
 
 function version(): string {

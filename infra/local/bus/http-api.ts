@@ -24,6 +24,9 @@ export interface HttpApiOptions {
   onInvoke?: (info: { routeKey: string; function: string; event: unknown; at: number; statusCode: number; error?: Error }) => void;
 }
 
+/** API Gateway's payload limit. */
+const MAX_PAYLOAD_BYTES = 10 * 1024 * 1024;
+
 interface Compiled {
   route: HttpRoute;
   regex: RegExp;
@@ -78,7 +81,12 @@ export async function startHttpApi(routes: HttpRoute[], opts: HttpApiOptions, ho
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const chunks: Buffer[] = [];
-    for await (const c of req) chunks.push(c as Buffer);
+    let size = 0;
+    for await (const c of req) {
+      size += (c as Buffer).length;
+      if (size > MAX_PAYLOAD_BYTES) return send(res, 413, { 'content-type': 'application/json' }, '{"message":"Request Entity Too Large"}');
+      chunks.push(c as Buffer);
+    }
     const body = Buffer.concat(chunks);
     const url = new URL(req.url ?? '/', 'http://local');
     const method = (req.method ?? 'GET').toUpperCase();
@@ -135,7 +143,7 @@ export async function startHttpApi(routes: HttpRoute[], opts: HttpApiOptions, ho
     let result: unknown;
     try {
       const handler = await loader.load(route.fn);
-      result = await invoke(handler, structuredClone(event), lambdaContext(route.fn, opts.clock, opts.region, opts.account));
+      result = await invoke(handler, structuredClone(event), lambdaContext(route.fn, opts.clock, opts.region, opts.account), route.fn.timeoutSeconds);
     } catch (raw) {
       report(500, raw instanceof Error ? raw : new Error(String(raw)));
       return send(res, 500, { 'content-type': 'application/json' }, '{"message":"Internal Server Error"}');

@@ -91,8 +91,8 @@ export async function startLocalBus(opts: LocalBusOptions = {}): Promise<LocalBu
       account,
       onInvoke: ({ routeKey, function: fn, event, at, statusCode, error }) => {
         const info = { rule: routeKey, function: fn, event, attempt: 1, at };
-        if (error) router.emit('failed', { ...info, error });
-        else router.emit('delivered', { ...info, result: { statusCode } });
+        if (error) router.report('failed', { ...info, error });
+        else router.report('delivered', { ...info, result: { statusCode } });
       },
     });
   }

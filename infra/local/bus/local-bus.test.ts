@@ -224,6 +224,12 @@ describe('httpApi routes', () => {
     expect(await res.json()).toEqual(json);
   });
 
+  it('refuse a body over 10 MB with a 413, as API Gateway does', async () => {
+    const res = await fetch(`${bus.httpUrl}/chat/x`, { method: 'POST', body: 'x'.repeat(10 * 1024 * 1024 + 1) });
+    expect(res.status).toBe(413);
+    expect(calls()).toHaveLength(0);
+  });
+
   it('report invocations to the timeline', async () => {
     const seen: string[] = [];
     bus.on('delivered', ({ rule, function: fn }) => seen.push(`${rule} → ${fn}`));

@@ -58,6 +58,7 @@ export class Router extends EventEmitter<DeliveryEvents> {
   private readonly loader = new HandlerLoader();
   private readonly queue: Job[] = [];
   private running: Promise<void> | undefined;
+  private listenerError: unknown;
   private readonly random: () => number;
 
   constructor(
@@ -92,18 +93,24 @@ export class Router extends EventEmitter<DeliveryEvents> {
   /** Resolves once nothing is queued or being delivered (retries waiting on the clock do not count). */
   async drain(): Promise<void> {
     while (this.running) await this.running;
+    const err = this.listenerError;
+    this.listenerError = undefined;
+    if (err) throw err;
   }
 
   private push(job: Job): void {
     this.queue.push(job);
-    this.running ??= this.pump().finally(() => {
-      this.running = undefined;
-    });
+    this.running ??= this.pump();
   }
 
   private async pump(): Promise<void> {
     await Promise.resolve(); // let the caller finish (e.g. answer PutEvents) before delivering
-    for (let job = this.queue.shift(); job; job = this.queue.shift()) await this.deliver(job);
+    try {
+      for (let job = this.queue.shift(); job; job = this.queue.shift()) await this.deliver(job);
+    } finally {
+      // Cleared in the same turn as the last shift, so a push can never land in a dead queue.
+      this.running = undefined;
+    }
   }
 
   private async deliver(job: Job): Promise<void> {
@@ -111,25 +118,38 @@ export class Router extends EventEmitter<DeliveryEvents> {
     const at = this.opts.clock.now();
     const payload = structuredClone(inputFor(target.input, event));
     const info = { rule: target.rule, function: target.fn.key, event: payload, attempt, at };
+    let outcome: { ok: true; result: unknown } | { ok: false; error: Error };
     try {
       const handler = await this.loader.load(target.fn);
-      const result = await invoke(handler, payload, lambdaContext(target.fn, this.opts.clock, this.opts.region, this.opts.account));
-      this.emit('delivered', { ...info, result });
+      const context = lambdaContext(target.fn, this.opts.clock, this.opts.region, this.opts.account);
+      outcome = { ok: true, result: await invoke(handler, payload, context, target.fn.timeoutSeconds) };
     } catch (raw) {
-      const error = raw instanceof Error ? raw : new Error(String(raw));
-      const { maximumRetryAttempts, maximumEventAgeSeconds } = target.retryPolicy;
-      const retryAt = at + backoffMs(attempt, this.random);
-      let reason: DeadLetter['reason'] | undefined;
-      if (error instanceof HandlerLoadError) reason = 'not-retryable';
-      else if (attempt > maximumRetryAttempts) reason = 'retries-exhausted';
-      else if (retryAt - job.firstAt > maximumEventAgeSeconds * 1000) reason = 'maximum-event-age';
-      if (reason) {
-        this.emit('failed', { ...info, error });
-        this.deadLetter(job, error, reason);
-      } else {
-        this.emit('failed', { ...info, error, retryAt });
-        this.opts.timers.add(retryAt, () => this.push({ ...job, attempt: attempt + 1 }));
-      }
+      outcome = { ok: false, error: raw instanceof Error ? raw : new Error(String(raw)) };
+    }
+    // Listeners run outside the try: a throwing listener is not a handler failure to retry.
+    if (outcome.ok) return this.report('delivered', { ...info, result: outcome.result });
+    const { error } = outcome;
+    const { maximumRetryAttempts, maximumEventAgeSeconds } = target.retryPolicy;
+    const retryAt = at + backoffMs(attempt, this.random);
+    let reason: DeadLetter['reason'] | undefined;
+    if (error instanceof HandlerLoadError) reason = 'not-retryable';
+    else if (attempt > maximumRetryAttempts) reason = 'retries-exhausted';
+    else if (retryAt - job.firstAt > maximumEventAgeSeconds * 1000) reason = 'maximum-event-age';
+    if (reason) {
+      this.report('failed', { ...info, error });
+      this.deadLetter(job, error, reason);
+    } else {
+      this.opts.timers.add(retryAt, () => this.push({ ...job, attempt: attempt + 1 }));
+      this.report('failed', { ...info, error, retryAt });
+    }
+  }
+
+  /** Emits; a listener that throws is remembered and rethrown by the next drain(), after delivery goes on. */
+  report<K extends keyof DeliveryEvents>(name: K, ...args: DeliveryEvents[K]): void {
+    try {
+      (this.emit as (n: string, ...a: unknown[]) => boolean)(name, ...args);
+    } catch (err) {
+      this.listenerError ??= err;
     }
   }
 
@@ -147,7 +167,7 @@ export class Router extends EventEmitter<DeliveryEvents> {
     };
     this.deadLetters.push(letter);
     if (this.opts.dlqPath) appendFileSync(this.opts.dlqPath, JSON.stringify(letter) + '\n');
-    this.emit('dead-lettered', letter);
+    this.report('dead-lettered', letter);
   }
 }
 

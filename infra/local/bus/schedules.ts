@@ -30,7 +30,7 @@ export function armSchedules(
           resources: [`arn:aws:events:${deps.region}:${deps.account}:rule/${rule.name}`],
           detail: {},
         };
-        deps.router.emit('scheduled', { rule: rule.name, function: rule.fn.key, event, at });
+        deps.router.report('scheduled', { rule: rule.name, function: rule.fn.key, event, at });
         deps.router.enqueue({ rule: rule.name, fn: rule.fn, input: rule.input, retryPolicy: rule.retryPolicy }, event);
         arm(at);
       });

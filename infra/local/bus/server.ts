@@ -140,8 +140,10 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
     req.on('data', (c: Buffer) => {
       size += c.length;
       if (size > MAX_BODY_BYTES) {
+        // Stop keeping the body but keep the socket, so the 413 can still be answered.
         reject(new AwsRequestError('ValidationException', 'Request body is too large', 413));
-        req.destroy();
+        req.removeAllListeners('data');
+        req.resume();
         return;
       }
       chunks.push(c);

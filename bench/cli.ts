@@ -1,0 +1,42 @@
+/** `gpu-reflex bench [SUITE...] [--record FILE]`. */
+import { appendFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { UsageError, type Command } from '../bin/command.ts';
+import { machine, markdown, type BenchSuite } from './harness.ts';
+
+/** Suites load lazily: each pulls in its own part of the stack. */
+export const SUITES: Record<string, { summary: string; load: () => Promise<BenchSuite> }> = {
+};
+
+export const benchCommand: Command = {
+  path: ['bench'],
+  summary: 'run the benchmarks (agent, publisher, remediation) and print their numbers',
+  help: [
+    'Usage: gpu-reflex bench [SUITE...] [--record FILE]',
+    '',
+    'Runs every suite, or the ones named, and prints each measurement with its target.',
+    'Exit 1 when a measurement misses its target.',
+    '  --record FILE   append the results as Markdown (machine and date included), e.g. docs/benchmarks.md',
+    '',
+    'Suites:',
+    ...Object.entries(SUITES).map(([k, v]) => `  ${k.padEnd(14)} ${v.summary}`),
+  ].join('\n'),
+  async run(args, io) {
+    const { values, positionals } = parseArgs({ args, allowPositionals: true, strict: true, options: { record: { type: 'string' } } });
+    const names = positionals.length ? positionals : Object.keys(SUITES);
+    for (const n of names) if (!SUITES[n]) throw new UsageError(`unknown suite "${n}" (known: ${Object.keys(SUITES).join(', ')})`);
+    io.out(`machine: ${machine()}`);
+    let missed = 0;
+    for (const n of names) {
+      const suite = await SUITES[n]!.load();
+      io.out(`\n== ${suite.name}: ${suite.summary}`);
+      const rows = await suite.run((line) => io.err(`  … ${line}`));
+      for (const r of rows) {
+        io.out(`  ${r.metric.padEnd(44)} ${String(Math.round(r.value * 100) / 100).padStart(10)} ${r.unit.padEnd(10)} ${r.target ? `target ${r.target}` : ''} ${r.ok === false ? 'MISSED' : ''}`.trimEnd());
+        if (r.ok === false) missed++;
+      }
+      if (values.record) await appendFile(values.record, markdown(suite.name, rows, new Date()) + '\n');
+    }
+    return missed ? 1 : 0;
+  },
+};

@@ -1,0 +1,52 @@
+/**
+ * Chat-side events: `ChatOps Command` (a person asked for something), `Approval Requested`
+ * (a plan needs a person) and `Approval Decided`. Examples: ./chatops-command.example.json,
+ * ./approval-requested.example.json, ./approval-decided.example.json.
+ */
+import { z } from 'zod';
+import { actorBase, Timestamp } from '../common.ts';
+
+export const CHATOPS_COMMAND = 'ChatOps Command';
+export const APPROVAL_REQUESTED = 'Approval Requested';
+export const APPROVAL_DECIDED = 'Approval Decided';
+
+export const CHAT_PLATFORMS = ['slack', 'dingtalk', 'feishu'] as const;
+const ChatUser = z.object({ platform: z.enum(CHAT_PLATFORMS), id: z.string().min(1).max(128), name: z.string().max(128).optional() }).strict();
+const ApprovalId = z.string().regex(/^apr-[a-z0-9-]{4,64}$/, 'expected an approval id like apr-7f3c9a12');
+
+export const ChatOpsCommandDetailSchema = z
+  .object({
+    ...actorBase,
+    user: ChatUser,
+    channel: z.string().min(1).max(128),
+    text: z.string().min(1).max(4000),
+    command: z.string().min(1).max(64),
+    args: z.array(z.string().max(256)).max(32),
+  })
+  .strict();
+export type ChatOpsCommandDetail = z.infer<typeof ChatOpsCommandDetailSchema>;
+
+export const ApprovalRequestedDetailSchema = z
+  .object({
+    ...actorBase,
+    approvalId: ApprovalId,
+    /** The function whose plan waits: `remediate`, `rebalance-mig`, `autoscale-pools`, `rewrite-quotas`. */
+    requestedBy: z.string().min(1).max(64),
+    summary: z.string().min(1).max(2048),
+    /** The plan itself, as plain data, so an approval replays exactly what was shown. */
+    plan: z.record(z.string(), z.unknown()),
+    expiresAt: Timestamp,
+  })
+  .strict();
+export type ApprovalRequestedDetail = z.infer<typeof ApprovalRequestedDetailSchema>;
+
+export const ApprovalDecidedDetailSchema = z
+  .object({
+    ...actorBase,
+    approvalId: ApprovalId,
+    decision: z.enum(['approved', 'rejected', 'expired']),
+    decidedBy: ChatUser.optional(),
+    comment: z.string().max(1024).optional(),
+  })
+  .strict();
+export type ApprovalDecidedDetail = z.infer<typeof ApprovalDecidedDetailSchema>;

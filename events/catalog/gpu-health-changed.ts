@@ -1,0 +1,47 @@
+/** `GPU Health Changed` — a threshold crossing, sent once per crossing with hysteresis (example: ./gpu-health-changed.example.json). */
+import { z } from 'zod';
+import { GPU_RECOVERY_ACTIONS } from '../xid.ts';
+import { agentBase, GpuRef, MigRef, PodRef } from '../common.ts';
+
+export const GPU_HEALTH_CHANGED = 'GPU Health Changed';
+
+export const HEALTH_CONDITIONS = [
+  'temperature',
+  'power',
+  'utilization-high',
+  'framebuffer-high',
+  'ecc-uncorrected',
+  'retired-pages-pending',
+  'row-remap-pending',
+  'row-remap-failure',
+  'throttling',
+  'nvlink-down',
+  'gpu-lost',
+  'recovery-action',
+  /** The agent itself cannot see (NVML hung or failing): never a hardware verdict. */
+  'monitoring-degraded',
+] as const;
+export type HealthCondition = (typeof HEALTH_CONDITIONS)[number];
+
+export const GpuHealthChangedDetailSchema = z
+  .object({
+    ...agentBase,
+    /** Absent only for `monitoring-degraded` that concerns the whole node (NVML not answering). */
+    gpu: GpuRef.optional(),
+    mig: MigRef.optional(),
+    condition: z.enum(HEALTH_CONDITIONS),
+    state: z.enum(['firing', 'resolved']),
+    severity: z.enum(['info', 'warning', 'critical']),
+    value: z.number().optional(),
+    threshold: z.number().optional(),
+    unit: z.string().max(16).optional(),
+    message: z.string().max(1024),
+    recoveryAction: z.enum(GPU_RECOVERY_ACTIONS).optional(),
+    pods: z.array(PodRef).max(128).optional(),
+  })
+  .strict()
+  .refine((d) => d.gpu !== undefined || d.condition === 'monitoring-degraded', {
+    path: ['gpu'],
+    message: 'required unless condition is monitoring-degraded',
+  });
+export type GpuHealthChangedDetail = z.infer<typeof GpuHealthChangedDetailSchema>;

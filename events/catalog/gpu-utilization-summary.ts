@@ -1,0 +1,41 @@
+/** `GPU Utilization Summary` — one event per window per node (example: ./gpu-utilization-summary.example.json). */
+import { z } from 'zod';
+import { agentBase, count, GpuUuid, MigProfile, MigUuid, Timestamp } from '../common.ts';
+
+export const GPU_UTILIZATION_SUMMARY = 'GPU Utilization Summary';
+
+/** Average and maximum over the window's samples. */
+const Agg = z.object({ avg: z.number().min(0), max: z.number().min(0) }).strict();
+
+export const GpuUtilizationSummaryDetailSchema = z
+  .object({
+    ...agentBase,
+    windowStart: Timestamp,
+    windowEnd: Timestamp,
+    samples: count(),
+    gpus: z
+      .array(
+        z
+          .object({
+            index: count(),
+            uuid: GpuUuid,
+            utilPercent: Agg.optional(),
+            memoryUtilPercent: Agg.optional(),
+            framebufferUsedPercent: Agg,
+            temperatureC: Agg.optional(),
+            powerW: Agg.optional(),
+            /** Per MIG device: NVML reports memory per instance; SM utilization needs GPM and is omitted. */
+            migDevices: z
+              .array(
+                z
+                  .object({ uuid: MigUuid.optional(), gpuInstanceId: count(), profile: MigProfile, framebufferUsedPercent: Agg })
+                  .strict(),
+              )
+              .max(7),
+          })
+          .strict(),
+      )
+      .max(16),
+  })
+  .strict();
+export type GpuUtilizationSummaryDetail = z.infer<typeof GpuUtilizationSummaryDetailSchema>;

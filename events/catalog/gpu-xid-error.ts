@@ -1,0 +1,26 @@
+/** `GPU XID Error` — one XID seen on one GPU (example: ./gpu-xid-error.example.json). */
+import { z } from 'zod';
+import { GPU_RECOVERY_ACTIONS } from '../xid.ts';
+import { agentBase, count, GpuRef, int, MigRef, PodRef } from '../common.ts';
+
+export const GPU_XID_ERROR = 'GPU XID Error';
+
+export const GpuXidErrorDetailSchema = z
+  .object({
+    ...agentBase,
+    gpu: GpuRef,
+    /** Present when NVML tied the event to a MIG instance: remediation then acts on that instance only. */
+    mig: MigRef.optional(),
+    xid: int().min(0).max(65535),
+    /** Where the agent saw it: NVML's event wait, the kernel log, or both (deduplicated). */
+    via: z.enum(['nvml', 'kmsg', 'both']),
+    pid: count().nullable(),
+    process: z.string().max(256).nullable(),
+    message: z.string().max(1024),
+    /** NVML's recovery action at the time, when the driver reports one (XID 154 and newer drivers). */
+    recoveryAction: z.enum(GPU_RECOVERY_ACTIONS).optional(),
+    /** Pods the agent saw on this GPU (or MIG instance) when the XID arrived. */
+    pods: z.array(PodRef).max(128),
+  })
+  .strict();
+export type GpuXidErrorDetail = z.infer<typeof GpuXidErrorDetailSchema>;

@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import { safeNotifier, WebhookNotifier, webhookBody } from './notifier.ts';
+import { createLogger } from '../../lib/logger.ts';
+
+const notice = { title: 'Node gpu-a100-07 drained', text: 'XID 79 on GPU 3', severity: 'critical' as const };
+
+describe('notifier', () => {
+  it.each([
+    ['slack', { text: expect.stringContaining('Node gpu-a100-07 drained') }],
+    ['dingtalk', { msgtype: 'text', text: { content: expect.stringContaining('XID 79') } }],
+    ['feishu', { msg_type: 'text', content: { text: expect.stringContaining('XID 79') } }],
+  ] as const)('speaks %s webhook JSON', (platform, shape) => {
+    expect(webhookBody(platform, notice)).toEqual(shape);
+  });
+
+  it('posts to the webhook and reports a refusal', async () => {
+    const calls: [string, RequestInit | undefined][] = [];
+    const ok = new WebhookNotifier('slack', 'http://127.0.0.1:1/hook', (async (u: string, i?: RequestInit) => { calls.push([u, i]); return new Response('ok'); }) as typeof fetch);
+    await ok.notify(notice);
+    expect(JSON.parse(String(calls[0]![1]!.body))).toEqual(webhookBody('slack', notice));
+    const refused = new WebhookNotifier('slack', 'http://127.0.0.1:1/hook', (async () => new Response('no', { status: 500 })) as typeof fetch);
+    await expect(refused.notify(notice)).rejects.toThrow('slack webhook answered 500');
+  });
+
+  it('never lets a notification failure escape, and logs it', async () => {
+    const lines: Record<string, unknown>[] = [];
+    const n = safeNotifier({ notify: async () => { throw new Error('chat down'); } }, createLogger({ service: 't', sink: (l) => lines.push(l) }));
+    await expect(n.notify(notice)).resolves.toBeUndefined();
+    expect(lines[0]).toMatchObject({ level: 'warn', message: 'notification failed', error: { message: 'chat down' } });
+  });
+});

@@ -1,0 +1,64 @@
+/**
+ * Telling people. A notification failure never fails a remediation: `safeNotifier` logs and
+ * swallows (node-termination-handler's webhook lesson).
+ */
+import type { Logger } from '../../lib/logger.ts';
+
+export interface Notice {
+  title: string;
+  text: string;
+  severity: 'info' | 'warning' | 'critical';
+}
+
+/** Port. `notify` may throw; wrap it with `safeNotifier` where a failure must not propagate. */
+export interface Notifier {
+  notify(notice: Notice): Promise<void>;
+}
+
+export type ChatPlatform = 'slack' | 'dingtalk' | 'feishu';
+
+/** The JSON each platform's incoming webhook expects for a plain text message. */
+export function webhookBody(platform: ChatPlatform, n: Notice): unknown {
+  const text = `${n.severity === 'critical' ? '🔴' : n.severity === 'warning' ? '🟠' : 'ℹ️'} ${n.title}\n${n.text}`;
+  switch (platform) {
+    case 'slack':
+      return { text };
+    case 'dingtalk':
+      return { msgtype: 'text', text: { content: text } };
+    case 'feishu':
+      return { msg_type: 'text', content: { text } };
+  }
+}
+
+export class WebhookNotifier implements Notifier {
+  constructor(
+    private readonly platform: ChatPlatform,
+    private readonly url: string,
+    private readonly fetchFn: typeof fetch = fetch,
+  ) {}
+
+  async notify(n: Notice): Promise<void> {
+    const res = await this.fetchFn(this.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(webhookBody(this.platform, n)), signal: AbortSignal.timeout(5000) });
+    if (!res.ok) throw new Error(`${this.platform} webhook answered ${res.status}`);
+  }
+}
+
+export class RecordingNotifier implements Notifier {
+  readonly notices: Notice[] = [];
+  async notify(n: Notice): Promise<void> {
+    this.notices.push(n);
+  }
+}
+
+/** Never throws: failures are logged as warnings. */
+export function safeNotifier(inner: Notifier, logger: Logger): Notifier {
+  return {
+    async notify(n) {
+      try {
+        await inner.notify(n);
+      } catch (err) {
+        logger.warn('notification failed', { title: n.title, error: err });
+      }
+    },
+  };
+}

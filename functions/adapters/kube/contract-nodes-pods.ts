@@ -1,0 +1,184 @@
+/** NodeOps, PodOps and drain contracts; run by describePortContracts (contract.ts). */
+import { beforeEach, describe, expect, it } from 'vitest';
+import { NotFoundError } from '../errors.ts';
+import type { KubeHarness } from './contract.ts';
+import { drain, drainOnce, podsNamed } from './drain.ts';
+
+export function nodeAndPodContracts(harness: () => KubeHarness): void {
+  let h: KubeHarness;
+  beforeEach(() => {
+    h = harness();
+  });
+
+  describe('NodeOps', () => {
+    it('get of a missing node throws NotFoundError', async () => {
+      await expect(h.nodes.get('no-such-node')).rejects.toBeInstanceOf(NotFoundError);
+    });
+
+    it('list filters by label selector', async () => {
+      await h.seedNode({ name: 'c-gpu-a', labels: { 'c-pool': 'gpu' } });
+      await h.seedNode({ name: 'c-cpu-a', labels: { 'c-pool': 'cpu' } });
+      const names = (await h.nodes.list('c-pool=gpu')).map((n) => n.name);
+      expect(names).toEqual(['c-gpu-a']);
+    });
+
+    it('cordon and uncordon are idempotent and report whether they changed the node', async () => {
+      await h.seedNode({ name: 'c-n1' });
+      expect(await h.nodes.cordon('c-n1')).toBe(true);
+      expect(await h.nodes.cordon('c-n1')).toBe(false);
+      expect((await h.nodes.get('c-n1')).unschedulable).toBe(true);
+      expect(await h.nodes.uncordon('c-n1')).toBe(true);
+      expect(await h.nodes.uncordon('c-n1')).toBe(false);
+      expect((await h.nodes.get('c-n1')).unschedulable).toBe(false);
+    });
+
+    it('cordon of a missing node throws NotFoundError', async () => {
+      await expect(h.nodes.cordon('no-such-node')).rejects.toBeInstanceOf(NotFoundError);
+    });
+
+    it('addTaint replaces a taint with the same key and effect, and repeats are no-ops', async () => {
+      await h.seedNode({ name: 'c-n2' });
+      expect(await h.nodes.addTaint('c-n2', { key: 'gpu-reflex/xid', value: '79', effect: 'NoSchedule' })).toBe(true);
+      expect(await h.nodes.addTaint('c-n2', { key: 'gpu-reflex/xid', value: '79', effect: 'NoSchedule' })).toBe(false);
+      expect(await h.nodes.addTaint('c-n2', { key: 'gpu-reflex/xid', value: '48', effect: 'NoSchedule' })).toBe(true);
+      expect(await h.nodes.addTaint('c-n2', { key: 'gpu-reflex/xid', effect: 'NoExecute' })).toBe(true);
+      const taints = (await h.nodes.get('c-n2')).taints;
+      expect(taints).toEqual([
+        { key: 'gpu-reflex/xid', value: '48', effect: 'NoSchedule' },
+        { key: 'gpu-reflex/xid', effect: 'NoExecute' },
+      ]);
+    });
+
+    it('removeTaint removes by key and effect, and removing an absent taint is a no-op', async () => {
+      await h.seedNode({ name: 'c-n3' });
+      await h.nodes.addTaint('c-n3', { key: 'a', value: '1', effect: 'NoSchedule' });
+      await h.nodes.addTaint('c-n3', { key: 'a', value: '1', effect: 'NoExecute' });
+      await h.nodes.addTaint('c-n3', { key: 'b', effect: 'NoSchedule' });
+      expect(await h.nodes.removeTaint('c-n3', 'zzz')).toBe(false);
+      expect(await h.nodes.removeTaint('c-n3', 'a', 'NoExecute')).toBe(true);
+      expect((await h.nodes.get('c-n3')).taints.map((t) => `${t.key}:${t.effect}`)).toEqual(['a:NoSchedule', 'b:NoSchedule']);
+      expect(await h.nodes.removeTaint('c-n3', 'a')).toBe(true);
+      expect((await h.nodes.get('c-n3')).taints.map((t) => t.key)).toEqual(['b']);
+    });
+
+    it('setLabels merges: a value sets, null removes, unnamed keys stay', async () => {
+      await h.seedNode({ name: 'c-n4', labels: { keep: 'yes', drop: 'me' } });
+      expect(await h.nodes.setLabels('c-n4', { 'gpu-reflex/state': 'quarantined', drop: null })).toBe(true);
+      expect(await h.nodes.setLabels('c-n4', { 'gpu-reflex/state': 'quarantined', drop: null })).toBe(false);
+      const labels = (await h.nodes.get('c-n4')).labels;
+      expect(labels).toMatchObject({ keep: 'yes', 'gpu-reflex/state': 'quarantined' });
+      expect(labels).not.toHaveProperty('drop');
+    });
+
+    it('setAnnotations merges the same way', async () => {
+      await h.seedNode({ name: 'c-n5' });
+      expect(await h.nodes.setAnnotations('c-n5', { 'gpu-reflex/reason': 'XID 79' })).toBe(true);
+      expect(await h.nodes.setAnnotations('c-n5', { 'gpu-reflex/reason': null, other: 'x' })).toBe(true);
+      const ann = (await h.nodes.get('c-n5')).annotations;
+      expect(ann).toMatchObject({ other: 'x' });
+      expect(ann).not.toHaveProperty('gpu-reflex/reason');
+    });
+  });
+
+  describe('PodOps', () => {
+    it('listOnNode returns the pods on that node across namespaces, and only those', async () => {
+      await h.seedNode({ name: 'c-p1' });
+      await h.seedNode({ name: 'c-p2' });
+      await h.seedPod({ namespace: 'team-a', name: 'a1', nodeName: 'c-p1' });
+      await h.seedPod({ namespace: 'team-b', name: 'b1', nodeName: 'c-p1' });
+      await h.seedPod({ namespace: 'team-a', name: 'a2', nodeName: 'c-p2' });
+      const keys = (await h.pods.listOnNode('c-p1')).map((p) => `${p.namespace}/${p.name}`).sort();
+      expect(keys).toEqual(['team-a/a1', 'team-b/b1']);
+    });
+
+    it('list filters by namespace and label selector', async () => {
+      await h.seedNode({ name: 'c-p3' });
+      await h.seedPod({ namespace: 'team-a', name: 'x1', nodeName: 'c-p3', labels: { app: 'train' } });
+      await h.seedPod({ namespace: 'team-a', name: 'x2', nodeName: 'c-p3', labels: { app: 'serve' } });
+      await h.seedPod({ namespace: 'team-b', name: 'x3', nodeName: 'c-p3', labels: { app: 'train' } });
+      const names = (await h.pods.list({ namespace: 'team-a', labelSelector: 'app=train' })).map((p) => p.name);
+      expect(names).toEqual(['x1']);
+    });
+
+    it('evict answers evicted, the pod terminates within its grace period, then gone', async () => {
+      await h.seedNode({ name: 'c-p4' });
+      await h.seedPod({ namespace: 'team-a', name: 'e1', nodeName: 'c-p4', gracePeriodSeconds: 30 });
+      expect(await h.pods.evict('team-a', 'e1')).toEqual({ outcome: 'evicted' });
+      const [pod] = await h.pods.listOnNode('c-p4');
+      expect(pod?.terminating).toBe(true);
+      expect(await h.pods.evict('team-a', 'e1')).toEqual({ outcome: 'evicted' });
+      await h.clock.advance(31_000);
+      expect(await h.pods.listOnNode('c-p4')).toEqual([]);
+      expect(await h.pods.evict('team-a', 'e1')).toEqual({ outcome: 'gone' });
+    });
+
+    it('evict with an explicit grace period overrides the pod own', async () => {
+      await h.seedNode({ name: 'c-p6' });
+      await h.seedPod({ namespace: 'team-a', name: 'g1', nodeName: 'c-p6', gracePeriodSeconds: 300 });
+      expect(await h.pods.evict('team-a', 'g1', { gracePeriodSeconds: 10 })).toEqual({ outcome: 'evicted' });
+      await h.clock.advance(9_000);
+      expect((await h.pods.listOnNode('c-p6')).map((p) => p.terminating)).toEqual([true]);
+      await h.clock.advance(1_000);
+      expect(await h.pods.listOnNode('c-p6')).toEqual([]);
+    });
+
+    it('evict answers blocked while a PodDisruptionBudget forbids it', async () => {
+      await h.seedNode({ name: 'c-p5' });
+      await h.seedPdb({ namespace: 'team-a', name: 'serve', matchLabels: { app: 'serve' }, minAvailable: 2 });
+      await h.seedPod({ namespace: 'team-a', name: 's1', nodeName: 'c-p5', labels: { app: 'serve' } });
+      await h.seedPod({ namespace: 'team-a', name: 's2', nodeName: 'c-p5', labels: { app: 'serve' } });
+      const res = await h.pods.evict('team-a', 's1');
+      expect(res.outcome).toBe('blocked');
+      expect(res.outcome === 'blocked' && res.reason).toMatch(/disruption budget/i);
+      await h.seedPod({ namespace: 'team-a', name: 's3', nodeName: 'c-p5', labels: { app: 'serve' } });
+      expect(await h.pods.evict('team-a', 's1')).toEqual({ outcome: 'evicted' });
+    });
+  });
+
+  describe('drain', () => {
+    it('skips DaemonSet and mirror pods, evicts the rest, and is done once they terminate', async () => {
+      await h.seedNode({ name: 'c-d1' });
+      await h.seedPod({ namespace: 'kube-system', name: 'dcgm', nodeName: 'c-d1', ownerKind: 'DaemonSet' });
+      await h.seedPod({ namespace: 'kube-system', name: 'static', nodeName: 'c-d1', annotations: { 'kubernetes.io/config.mirror': 'abc' } });
+      await h.seedPod({ namespace: 'team-a', name: 'train', nodeName: 'c-d1', ownerKind: 'ReplicaSet', gracePeriodSeconds: 10 });
+      const report = await drain(h, 'c-d1', { deadlineMs: 60_000, clock: h.clock, intervalMs: 5_000 });
+      expect(report.done).toBe(true);
+      expect(report.evicted).toEqual(['team-a/train']);
+      expect(report.skipped).toEqual(
+        expect.arrayContaining([
+          { pod: 'kube-system/dcgm', reason: 'daemonset' },
+          { pod: 'kube-system/static', reason: 'mirror' },
+        ]),
+      );
+      expect(report.remaining).toEqual([]);
+      expect(report.passes).toBe(3);
+      expect((await h.nodes.get('c-d1')).unschedulable).toBe(true);
+    });
+
+    it('stops at the deadline and reports what a PodDisruptionBudget still holds', async () => {
+      await h.seedNode({ name: 'c-d2' });
+      await h.seedPdb({ namespace: 'team-a', name: 'db', matchLabels: { app: 'db' }, minAvailable: 1 });
+      await h.seedPod({ namespace: 'team-a', name: 'db-0', nodeName: 'c-d2', labels: { app: 'db' }, gracePeriodSeconds: 0 });
+      await h.seedPod({ namespace: 'team-a', name: 'web', nodeName: 'c-d2', gracePeriodSeconds: 0 });
+      const start = h.clock.now();
+      const report = await drain(h, 'c-d2', { deadlineMs: 30_000, clock: h.clock, intervalMs: 10_000 });
+      expect(report.done).toBe(false);
+      expect(report.remaining).toEqual(['team-a/db-0']);
+      expect(report.blocked).toEqual([{ pod: 'team-a/db-0', reason: expect.stringMatching(/disruption budget/i) }]);
+      expect(report.evicted).toEqual(['team-a/web']);
+      expect(h.clock.now() - start).toBe(30_000);
+      expect(report.passes).toBe(4);
+    });
+
+    it('a pod filter limits eviction to the selected pods', async () => {
+      await h.seedNode({ name: 'c-d3' });
+      await h.seedPod({ namespace: 'team-a', name: 'on-gpu-3', nodeName: 'c-d3', gpus: 1 });
+      await h.seedPod({ namespace: 'team-a', name: 'on-gpu-5', nodeName: 'c-d3', gpus: 1 });
+      const pass = await drainOnce(h, 'c-d3', { podFilter: podsNamed(['team-a/on-gpu-3']), cordon: false });
+      expect(pass.evicted).toEqual(['team-a/on-gpu-3']);
+      const left = await h.pods.listOnNode('c-d3');
+      expect(left.find((p) => p.name === 'on-gpu-5')?.terminating).toBe(false);
+      expect((await h.nodes.get('c-d3')).unschedulable).toBe(false);
+    });
+  });
+}

@@ -1,0 +1,95 @@
+/**
+ * SDK objects → the plain data in model.ts. Only the fields the ports promise are read, and
+ * absent maps become `{}`, so callers never branch on undefined metadata.
+ */
+import type { V1LimitRange, V1Node, V1Pod, V1ResourceQuota } from '@kubernetes/client-node';
+import type { LimitItem, LimitRangeInfo, NodeInfo, PodInfo, QuotaInfo, Taint, TaintEffect } from './model.ts';
+
+const EFFECTS = new Set<string>(['NoSchedule', 'PreferNoSchedule', 'NoExecute']);
+
+export function toTaint(t: { key: string; value?: string; effect: string }): Taint {
+  const effect = (EFFECTS.has(t.effect) ? t.effect : 'NoSchedule') as TaintEffect;
+  return t.value === undefined || t.value === '' ? { key: t.key, effect } : { key: t.key, value: t.value, effect };
+}
+
+export function toNodeInfo(n: V1Node): NodeInfo {
+  const ready = n.status?.conditions?.find((c) => c.type === 'Ready');
+  return {
+    name: n.metadata?.name ?? '',
+    labels: { ...(n.metadata?.labels ?? {}) },
+    annotations: { ...(n.metadata?.annotations ?? {}) },
+    taints: (n.spec?.taints ?? []).map(toTaint),
+    unschedulable: n.spec?.unschedulable === true,
+    ready: ready === undefined ? undefined : ready.status === 'True',
+    allocatable: { ...(n.status?.allocatable ?? {}) },
+    resourceVersion: n.metadata?.resourceVersion ?? '',
+  };
+}
+
+/** Integer count of an extended-resource quantity ("2", "1k" are unusual but tolerated). */
+function count(q: string | undefined): number {
+  if (q === undefined) return 0;
+  const n = Number(q);
+  return Number.isFinite(n) ? n : 0;
+}
+
+/** Only extended resources (names with a domain, e.g. nvidia.com/gpu) are summed. */
+function extendedResources(pod: V1Pod): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const c of pod.spec?.containers ?? []) {
+    const names = new Set([...Object.keys(c.resources?.limits ?? {}), ...Object.keys(c.resources?.requests ?? {})]);
+    for (const r of names) {
+      if (!r.includes('/')) continue;
+      const v = count(c.resources?.limits?.[r] ?? c.resources?.requests?.[r]);
+      out[r] = (out[r] ?? 0) + v;
+    }
+  }
+  return out;
+}
+
+export function toPodInfo(p: V1Pod): PodInfo {
+  return {
+    namespace: p.metadata?.namespace ?? 'default',
+    name: p.metadata?.name ?? '',
+    uid: p.metadata?.uid ?? '',
+    nodeName: p.spec?.nodeName,
+    phase: p.status?.phase,
+    labels: { ...(p.metadata?.labels ?? {}) },
+    annotations: { ...(p.metadata?.annotations ?? {}) },
+    owners: (p.metadata?.ownerReferences ?? []).map((o) => ({ kind: o.kind, name: o.name })),
+    terminating: p.metadata?.deletionTimestamp !== undefined && p.metadata.deletionTimestamp !== null,
+    terminationGracePeriodSeconds: p.spec?.terminationGracePeriodSeconds,
+    extendedResources: extendedResources(p),
+  };
+}
+
+export function toQuotaInfo(q: V1ResourceQuota): QuotaInfo {
+  return {
+    namespace: q.metadata?.namespace ?? '',
+    name: q.metadata?.name ?? '',
+    labels: { ...(q.metadata?.labels ?? {}) },
+    hard: { ...(q.spec?.hard ?? {}) },
+    used: { ...(q.status?.used ?? {}) },
+    resourceVersion: q.metadata?.resourceVersion ?? '',
+  };
+}
+
+function toLimitItem(i: NonNullable<NonNullable<V1LimitRange['spec']>['limits']>[number]): LimitItem {
+  const out: LimitItem = { type: i.type };
+  if (i._default !== undefined) out.default = { ...i._default };
+  if (i.defaultRequest !== undefined) out.defaultRequest = { ...i.defaultRequest };
+  if (i.max !== undefined) out.max = { ...i.max };
+  if (i.min !== undefined) out.min = { ...i.min };
+  if (i.maxLimitRequestRatio !== undefined) out.maxLimitRequestRatio = { ...i.maxLimitRequestRatio };
+  return out;
+}
+
+export function toLimitRangeInfo(l: V1LimitRange): LimitRangeInfo {
+  return {
+    namespace: l.metadata?.namespace ?? '',
+    name: l.metadata?.name ?? '',
+    labels: { ...(l.metadata?.labels ?? {}) },
+    limits: (l.spec?.limits ?? []).map(toLimitItem),
+    resourceVersion: l.metadata?.resourceVersion ?? '',
+  };
+}

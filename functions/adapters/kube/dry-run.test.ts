@@ -1,0 +1,90 @@
+import { describe, expect, it } from 'vitest';
+import { manualClock } from '../clock.ts';
+import { NotFoundError } from '../errors.ts';
+import { drainOnce } from './drain.ts';
+import { dryRunPorts } from './dry-run.ts';
+import type { DryRunAction } from './dry-run.ts';
+import { fakeKube } from './fake.ts';
+import type { FakeKube } from './fake.ts';
+
+function seeded(): FakeKube {
+  const k = fakeKube({ clock: manualClock() });
+  k.cluster.addNode({ name: 'n1', labels: { pool: 'a' }, taints: [{ key: 'old', effect: 'NoSchedule' }] });
+  k.cluster.addPod({ name: 'train', nodeName: 'n1' });
+  k.cluster.addPod({ name: 'dcgm', nodeName: 'n1', owners: [{ kind: 'DaemonSet', name: 'dcgm' }] });
+  k.cluster.quotas.set('t/q', { namespace: 't', name: 'q', labels: {}, hard: { 'requests.nvidia.com/gpu': '4' }, used: {}, resourceVersion: '1' });
+  k.cluster.state.set('seen', '1');
+  return k;
+}
+
+/** Write calls, each judged on the seeded state. */
+const clock = manualClock();
+const CALLS: ((p: FakeKube) => Promise<unknown>)[] = [
+  (p) => p.nodes.cordon('n1'),
+  (p) => p.nodes.uncordon('n1'),
+  (p) => p.nodes.addTaint('n1', { key: 'gpu-reflex/xid', value: '79', effect: 'NoSchedule' }),
+  (p) => p.nodes.addTaint('n1', { key: 'old', effect: 'NoSchedule' }),
+  (p) => p.nodes.removeTaint('n1', 'absent'),
+  (p) => p.nodes.removeTaint('n1', 'old'),
+  (p) => p.nodes.setLabels('n1', { pool: 'a' }),
+  (p) => p.nodes.setAnnotations('n1', { why: 'XID 79' }),
+  (p) => p.pods.evict('default', 'ghost'),
+  (p) => p.quotas.applyQuota('t', 'q', { hard: { 'requests.nvidia.com/gpu': '4' } }),
+  (p) => p.quotas.applyQuota('t', 'q', { hard: { 'requests.nvidia.com/gpu': '8' } }),
+  (p) => p.quotas.applyQuota('t', 'q2', { hard: { 'requests.nvidia.com/gpu': '2' } }),
+  (p) => p.quotas.applyLimitRange('t', 'l', { limits: [{ type: 'Container' }] }),
+  (p) => p.state.update('seen', (c) => (typeof c === 'number' ? c + 1 : 1)),
+  (p) => p.leases.tryAcquire('pool-a', 'fn', 30, clock),
+  (p) => p.leases.renew('pool-a', 'fn', clock),
+  (p) => p.leases.release('pool-a', 'fn'),
+];
+
+async function script(p: FakeKube): Promise<unknown[]> {
+  const out: unknown[] = [];
+  for (const call of CALLS) out.push(await call(p));
+  return out;
+}
+
+describe('dryRunPorts', () => {
+  it('answers each write as the real ports would on the starting state', async () => {
+    // The dry run never changes the state, so each of its answers is compared with a real
+    // call made on its own freshly seeded cluster.
+    const realAnswers: unknown[] = [];
+    for (const call of CALLS) realAnswers.push(await call(seeded()));
+    const actions: DryRunAction[] = [];
+    const dryAnswers = await script(dryRunPorts(seeded(), (a) => actions.push(a)));
+    expect(dryAnswers).toEqual(realAnswers);
+    expect(realAnswers.slice(0, 9)).toEqual([true, false, true, false, false, true, false, true, { outcome: 'gone' }]);
+    expect(actions.map((a) => a.result)).toEqual(dryAnswers);
+  });
+
+  it('changes nothing in the cluster', async () => {
+    const k = seeded();
+    const before = { node: await k.nodes.get('n1'), pods: k.cluster.pods(), quotas: [...k.cluster.quotas], state: [...k.cluster.state] };
+    const actions: DryRunAction[] = [];
+    await script(dryRunPorts(k, (a) => actions.push(a)));
+    expect(await k.nodes.get('n1')).toEqual(before.node);
+    expect(k.cluster.pods()).toEqual(before.pods);
+    expect([...k.cluster.quotas]).toEqual(before.quotas);
+    expect([...k.cluster.state]).toEqual(before.state);
+    expect(k.cluster.leases.size).toBe(0);
+    const writes = k.cluster.calls.filter((c) => !/\.(get|getAll|list|listOnNode|getQuota|getLimitRange|listQuotas|listLimitRanges)$/.test(c.op));
+    expect(writes).toEqual([]);
+    expect(actions).toHaveLength(CALLS.length);
+  });
+
+  it('a dry drain reports the evictions it would request and leaves the pods running', async () => {
+    const k = seeded();
+    const actions: DryRunAction[] = [];
+    const pass = await drainOnce(dryRunPorts(k, (a) => actions.push(a)), 'n1');
+    expect(pass.evicted).toEqual(['default/train']);
+    expect(pass.skipped).toEqual([{ pod: 'default/dcgm', reason: 'daemonset' }]);
+    expect(actions.map((a) => a.op)).toEqual(['nodes.cordon', 'pods.evict']);
+    expect(k.cluster.pods().every((p) => !p.terminating)).toBe(true);
+    expect((await k.nodes.get('n1')).unschedulable).toBe(false);
+  });
+
+  it('reads still fail as the real ports do', async () => {
+    await expect(dryRunPorts(seeded(), () => {}).nodes.cordon('missing')).rejects.toBeInstanceOf(NotFoundError);
+  });
+});

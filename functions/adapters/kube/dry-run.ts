@@ -1,0 +1,95 @@
+/**
+ * Dry-run as one decorator around the ports, chosen at wiring time (not a flag checked in every
+ * handler). Reads go through to the real ports; writes are recorded and answered with what they
+ * would have returned, computed from a read, so a dry run's plan and report match a real run's.
+ * Evictions answer `evicted` for a pod that exists (disruption budgets are judged only by the
+ * API server, so a dry run cannot foresee `blocked`).
+ */
+import type { Clock } from '../clock.ts';
+import { mergeStringMap, withTaint, withoutTaint } from './kube-node-ops.ts';
+import type { ApplyResult, EvictResult, Json, LeaseAttempt, PodInfo, Taint, TaintEffect } from './model.ts';
+import type { EvictOptions, LeaseOps, LimitRangeSpec, NodeOps, PodOps, QuotaOps, QuotaSpec, StateStore } from './ports.ts';
+import { sameJson } from './same-json.ts';
+
+export interface DryRunAction {
+  /** `<port>.<method>`, as the fakes record it. */
+  op: string;
+  args: unknown[];
+  /** What the call would have answered. */
+  result: unknown;
+}
+
+export interface DryRunnable {
+  nodes: NodeOps;
+  pods: PodOps;
+  quotas: QuotaOps;
+  state: StateStore;
+  leases: LeaseOps;
+}
+
+export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: DryRunAction) => void): P {
+  const note = <T>(op: string, args: unknown[], result: T): T => (record({ op, args, result }), result);
+  const { nodes, pods, quotas, state, leases } = ports;
+
+  const nodeOps: NodeOps = {
+    get: (n) => nodes.get(n),
+    list: (s) => nodes.list(s),
+    cordon: async (n) => note('nodes.cordon', [n], !(await nodes.get(n)).unschedulable),
+    uncordon: async (n) => note('nodes.uncordon', [n], (await nodes.get(n)).unschedulable),
+    addTaint: async (n, t: Taint) => note('nodes.addTaint', [n, t], withTaint((await nodes.get(n)).taints, t) !== undefined),
+    removeTaint: async (n, k, e?: TaintEffect) =>
+      note('nodes.removeTaint', [n, k, e], withoutTaint((await nodes.get(n)).taints, k, e) !== undefined),
+    setLabels: async (n, l) => note('nodes.setLabels', [n, l], mergeStringMap((await nodes.get(n)).labels, l) !== undefined),
+    setAnnotations: async (n, a) =>
+      note('nodes.setAnnotations', [n, a], mergeStringMap((await nodes.get(n)).annotations, a) !== undefined),
+  };
+
+  const podOps: PodOps = {
+    listOnNode: (n) => pods.listOnNode(n),
+    list: (q) => pods.list(q),
+    evict: async (ns, name, options?: EvictOptions): Promise<EvictResult> => {
+      const found = (await pods.list({ namespace: ns })).some((p: PodInfo) => p.name === name);
+      return note('pods.evict', [ns, name, options], found ? { outcome: 'evicted' } : { outcome: 'gone' });
+    },
+  };
+
+  const applied = (exists: boolean, same: boolean): ApplyResult => (!exists ? 'created' : same ? 'unchanged' : 'updated');
+  const hasLabels = (cur: Record<string, string>, want?: Record<string, string>) =>
+    Object.entries(want ?? {}).every(([k, v]) => cur[k] === v);
+  const quotaOps: QuotaOps = {
+    getQuota: (ns, n) => quotas.getQuota(ns, n),
+    listQuotas: (ns) => quotas.listQuotas(ns),
+    getLimitRange: (ns, n) => quotas.getLimitRange(ns, n),
+    listLimitRanges: (ns) => quotas.listLimitRanges(ns),
+    applyQuota: async (ns, n, spec: QuotaSpec) => {
+      const cur = await quotas.getQuota(ns, n);
+      return note('quotas.applyQuota', [ns, n, spec], applied(cur !== undefined, cur !== undefined && sameJson(cur.hard, spec.hard) && hasLabels(cur.labels, spec.labels)));
+    },
+    applyLimitRange: async (ns, n, spec: LimitRangeSpec) => {
+      const cur = await quotas.getLimitRange(ns, n);
+      return note('quotas.applyLimitRange', [ns, n, spec], applied(cur !== undefined, cur !== undefined && sameJson(cur.limits, spec.limits) && hasLabels(cur.labels, spec.labels)));
+    },
+  };
+
+  const stateStore: StateStore = {
+    get: (k) => state.get(k),
+    getAll: () => state.getAll(),
+    update: async <T extends Json>(k: string, fn: (cur: Json | undefined) => T | undefined) =>
+      note('state.update', [k], fn(await state.get(k))),
+  };
+
+  const leaseOps: LeaseOps = {
+    get: (n) => leases.get(n),
+    // A dry run must not take real locks: it answers as if it had, when the lease is free.
+    tryAcquire: async (n, holder, durationS, clock: Clock): Promise<LeaseAttempt> => {
+      const cur = await leases.get(n);
+      const free = cur === undefined || cur.holder === undefined || cur.holder === holder || cur.expiresAtMs <= clock.now();
+      const lease = free ? { name: n, holder, durationS, expiresAtMs: clock.now() + durationS * 1000 } : cur;
+      return note('leases.tryAcquire', [n, holder, durationS], { acquired: free, lease });
+    },
+    renew: async (n, holder) => note('leases.renew', [n, holder], (await leases.get(n))?.holder === holder),
+    release: async (n, holder) => note('leases.release', [n, holder], (await leases.get(n))?.holder === holder),
+  };
+
+  return { ...ports, nodes: nodeOps, pods: podOps, quotas: quotaOps, state: stateStore, leases: leaseOps };
+}

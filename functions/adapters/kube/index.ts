@@ -1,0 +1,55 @@
+/**
+ * The Kubernetes adapter: ports (ports.ts), plain data (model.ts), real implementations over
+ * @kubernetes/client-node, drain, and the RBAC they need. Fakes live in fake.ts (tests only).
+ */
+import type { KubeConfig } from '@kubernetes/client-node';
+import { makeKubeApis } from './config.ts';
+import { KubeLeaseOps } from './kube-lease-ops.ts';
+import { KubeNodeOps } from './kube-node-ops.ts';
+import type { KubeOpsOptions } from './kube-node-ops.ts';
+import { KubePodOps } from './kube-pod-ops.ts';
+import { KubeQuotaOps } from './kube-quota-ops.ts';
+import { KubeStateStore } from './kube-state-store.ts';
+import type { LeaseOps, NodeOps, PodOps, QuotaOps, StateStore } from './ports.ts';
+
+export * from './model.ts';
+export type * from './ports.ts';
+export { loadKubeConfig, makeKubeApis, KubeAccessSchema } from './config.ts';
+export type { KubeAccess, KubeApis } from './config.ts';
+export { KubeNodeOps } from './kube-node-ops.ts';
+export type { KubeOpsOptions } from './kube-node-ops.ts';
+export { KubePodOps } from './kube-pod-ops.ts';
+export { KubeQuotaOps } from './kube-quota-ops.ts';
+export { KubeStateStore, STATE_CONFIGMAP } from './kube-state-store.ts';
+export { KubeLeaseOps } from './kube-lease-ops.ts';
+export { drain, drainOnce, podsNamed, podsRequesting, skipReason } from './drain.ts';
+export type { DrainOptions, DrainPassOptions, DrainPassReport, DrainPorts, DrainReport, SkipReason } from './drain.ts';
+export { dryRunPorts } from './dry-run.ts';
+export type { DryRunAction, DryRunnable } from './dry-run.ts';
+export { KUBE_RBAC_RULES, flattenRbac, missingRbac } from './rbac.ts';
+export type { RbacRule } from './rbac.ts';
+
+export interface KubePorts {
+  nodes: NodeOps;
+  pods: PodOps;
+  quotas: QuotaOps;
+  state: StateStore;
+  leases: LeaseOps;
+}
+
+export interface KubePortsOptions extends KubeOpsOptions {
+  /** Namespace of gpu-reflex's own objects: the state ConfigMap and the Leases. */
+  namespace: string;
+}
+
+/** Every port over one cluster connection; the handlers' wiring calls this once at cold start. */
+export function kubePorts(kc: KubeConfig, options: KubePortsOptions): KubePorts {
+  const { core, coordination } = makeKubeApis(kc);
+  return {
+    nodes: new KubeNodeOps(core, options),
+    pods: new KubePodOps(core, options),
+    quotas: new KubeQuotaOps(core, options),
+    state: new KubeStateStore(core, { namespace: options.namespace, conflictAttempts: options.conflictAttempts }),
+    leases: new KubeLeaseOps(coordination, options.namespace, { conflictAttempts: options.conflictAttempts }),
+  };
+}

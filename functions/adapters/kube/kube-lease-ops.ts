@@ -1,0 +1,125 @@
+/**
+ * LeaseOps over coordination.k8s.io/v1 Leases. Every change is a replace carrying the
+ * resourceVersion that was read, so of two contenders for a free or expired lease exactly one
+ * wins: the other gets 409, re-reads, sees the winner's unexpired holding and answers
+ * `acquired: false`.
+ *
+ * Times are written as V1MicroTime (microsecond RFC 3339, which the API server requires for
+ * Lease times; a plain Date would serialize with milliseconds only).
+ */
+import { V1MicroTime } from '@kubernetes/client-node';
+import type { CoordinationV1Api, V1Lease } from '@kubernetes/client-node';
+import type { Clock } from '../clock.ts';
+import { BadInputError, NotFoundError, fromKubeError } from '../errors.ts';
+import type { LeaseAttempt, LeaseState } from './model.ts';
+import type { LeaseOps } from './ports.ts';
+import { DEFAULT_CONFLICT_ATTEMPTS, retryOnConflict } from './retry.ts';
+
+/** The client hands MicroTime back as the wire string; Date fields as Date. Accept both. */
+function ms(t: unknown): number | undefined {
+  if (t instanceof Date) return t.getTime();
+  if (typeof t === 'string') {
+    const v = Date.parse(t);
+    return Number.isNaN(v) ? undefined : v;
+  }
+  return undefined;
+}
+
+export function toLeaseState(l: V1Lease): LeaseState {
+  const holder = l.spec?.holderIdentity === '' ? undefined : l.spec?.holderIdentity;
+  const durationS = l.spec?.leaseDurationSeconds ?? 0;
+  const renewed = ms(l.spec?.renewTime) ?? ms(l.spec?.acquireTime);
+  const expiresAtMs = holder === undefined || renewed === undefined ? 0 : renewed + durationS * 1000;
+  return { name: l.metadata?.name ?? '', holder, durationS, expiresAtMs };
+}
+
+export class KubeLeaseOps implements LeaseOps {
+  private readonly attempts: number;
+
+  constructor(
+    private readonly coordination: CoordinationV1Api,
+    private readonly namespace: string,
+    options: { conflictAttempts?: number } = {},
+  ) {
+    this.attempts = options.conflictAttempts ?? DEFAULT_CONFLICT_ATTEMPTS;
+  }
+
+  // RBAC: coordination.k8s.io leases get, create, update
+  async tryAcquire(name: string, holder: string, durationS: number, clock: Clock): Promise<LeaseAttempt> {
+    if (holder === '') throw new BadInputError('lease holder must not be empty', { what: `lease ${name}` });
+    if (!(Number.isInteger(durationS) && durationS > 0)) {
+      throw new BadInputError(`lease durationS must be a positive integer, got ${durationS}`, { what: `lease ${name}` });
+    }
+    return retryOnConflict(`acquiring lease ${this.namespace}/${name}`, this.attempts, async () => {
+      const now = new V1MicroTime(clock.now());
+      const current = await this.read(name);
+      if (current === undefined) {
+        const created = await this.coordination.createNamespacedLease({
+          namespace: this.namespace,
+          body: {
+            metadata: { name, namespace: this.namespace },
+            spec: { holderIdentity: holder, leaseDurationSeconds: durationS, acquireTime: now, renewTime: now, leaseTransitions: 0 },
+          },
+        });
+        return { acquired: true, lease: toLeaseState(created) };
+      }
+      const state = toLeaseState(current);
+      const ours = state.holder === holder;
+      if (!ours && state.holder !== undefined && state.expiresAtMs > clock.now()) return { acquired: false, lease: state };
+      const spec = ours
+        ? { ...current.spec, leaseDurationSeconds: durationS, renewTime: now }
+        : {
+            ...current.spec,
+            holderIdentity: holder,
+            leaseDurationSeconds: durationS,
+            acquireTime: now,
+            renewTime: now,
+            leaseTransitions: (current.spec?.leaseTransitions ?? 0) + 1,
+          };
+      const replaced = await this.replace(name, { ...current, spec });
+      return { acquired: true, lease: toLeaseState(replaced) };
+    });
+  }
+
+  // RBAC: coordination.k8s.io leases get, update
+  renew(name: string, holder: string, clock: Clock): Promise<boolean> {
+    return retryOnConflict(`renewing lease ${this.namespace}/${name}`, this.attempts, async () => {
+      const current = await this.read(name);
+      if (current === undefined || toLeaseState(current).holder !== holder) return false;
+      await this.replace(name, { ...current, spec: { ...current.spec, renewTime: new V1MicroTime(clock.now()) } });
+      return true;
+    });
+  }
+
+  // RBAC: coordination.k8s.io leases get, update
+  release(name: string, holder: string): Promise<boolean> {
+    return retryOnConflict(`releasing lease ${this.namespace}/${name}`, this.attempts, async () => {
+      const current = await this.read(name);
+      if (current === undefined || toLeaseState(current).holder !== holder) return false;
+      // Free the lease but keep the object (and its leaseTransitions history), as client-go does.
+      const { holderIdentity: _gone, ...spec } = current.spec ?? {};
+      await this.replace(name, { ...current, spec });
+      return true;
+    });
+  }
+
+  // RBAC: coordination.k8s.io leases get
+  async get(name: string): Promise<LeaseState | undefined> {
+    const l = await this.read(name);
+    return l && toLeaseState(l);
+  }
+
+  private replace(name: string, body: V1Lease): Promise<V1Lease> {
+    return this.coordination.replaceNamespacedLease({ namespace: this.namespace, name, body });
+  }
+
+  private async read(name: string): Promise<V1Lease | undefined> {
+    try {
+      return await this.coordination.readNamespacedLease({ namespace: this.namespace, name });
+    } catch (err) {
+      const mapped = fromKubeError(err, `reading lease ${this.namespace}/${name}`);
+      if (mapped instanceof NotFoundError) return undefined;
+      throw mapped;
+    }
+  }
+}

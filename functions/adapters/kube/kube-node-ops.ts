@@ -1,0 +1,160 @@
+/**
+ * NodeOps over the Kubernetes API.
+ *
+ * Writes are JSON merge patches (`application/merge-patch+json`). Read-modify-writes put the
+ * resourceVersion they read into the patch (`metadata.resourceVersion`): the API server then
+ * answers 409 Conflict when the node changed in between, and we re-read and retry. We
+ * deliberately do not use a JSON-patch `test` op on the resourceVersion: a failed `test` comes
+ * back as 422 (Unprocessable), indistinguishable from a malformed patch, so it could not be
+ * retried safely. Taints are replaced as a whole list (merge patch replaces arrays), which is
+ * exactly the read-modify-write we want; other taints keep their fields (timeAdded) untouched.
+ */
+import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
+import type { CoreV1Api, V1Node, V1Taint } from '@kubernetes/client-node';
+import { fromKubeError } from '../errors.ts';
+import { toNodeInfo } from './convert.ts';
+import { listAll } from './list-all.ts';
+import type { NodeInfo, Taint, TaintEffect } from './model.ts';
+import type { NodeOps } from './ports.ts';
+import { DEFAULT_CONFLICT_ATTEMPTS, retryOnConflict } from './retry.ts';
+
+export interface KubeOpsOptions {
+  /** Items per list page (`limit`); lists follow `continue`. */
+  pageSize?: number;
+  /** Tries for a read-modify-write before ConflictError. */
+  conflictAttempts?: number;
+}
+
+const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+/** Applies label/annotation changes to a copy; null removes. Returns undefined when nothing changes. */
+export function mergeStringMap(
+  current: Record<string, string>,
+  changes: Record<string, string | null>,
+): Record<string, string | null> | undefined {
+  const patch: Record<string, string | null> = {};
+  for (const [k, v] of Object.entries(changes)) {
+    if (v === null ? k in current : current[k] !== v) patch[k] = v;
+  }
+  return Object.keys(patch).length === 0 ? undefined : patch;
+}
+
+/** Adds or replaces (same key and effect) a taint. Returns undefined when already present as given. */
+export function withTaint(current: V1Taint[], taint: Taint): V1Taint[] | undefined {
+  const i = current.findIndex((t) => t.key === taint.key && t.effect === taint.effect);
+  const value = taint.value ?? '';
+  if (i >= 0 && (current[i]?.value ?? '') === value) return undefined;
+  const next: V1Taint = taint.value === undefined ? { key: taint.key, effect: taint.effect } : { ...taint };
+  return i >= 0 ? current.map((t, j) => (j === i ? next : t)) : [...current, next];
+}
+
+/** Removes taints by key (and effect). Returns undefined when none matched. */
+export function withoutTaint(current: V1Taint[], key: string, effect?: TaintEffect): V1Taint[] | undefined {
+  const next = current.filter((t) => !(t.key === key && (effect === undefined || t.effect === effect)));
+  return next.length === current.length ? undefined : next;
+}
+
+export class KubeNodeOps implements NodeOps {
+  private readonly pageSize: number;
+  private readonly attempts: number;
+
+  constructor(private readonly core: CoreV1Api, options: KubeOpsOptions = {}) {
+    this.pageSize = options.pageSize ?? 500;
+    this.attempts = options.conflictAttempts ?? DEFAULT_CONFLICT_ATTEMPTS;
+  }
+
+  // RBAC: nodes get
+  async get(name: string): Promise<NodeInfo> {
+    return toNodeInfo(await this.read(name));
+  }
+
+  // RBAC: nodes list
+  async list(labelSelector?: string): Promise<NodeInfo[]> {
+    try {
+      const nodes = await listAll((cont) =>
+        this.core.listNode({ limit: this.pageSize, _continue: cont, labelSelector }),
+      );
+      return nodes.map(toNodeInfo);
+    } catch (err) {
+      throw fromKubeError(err, `listing nodes${labelSelector ? ` (${labelSelector})` : ''}`);
+    }
+  }
+
+  // RBAC: nodes get, patch
+  cordon(name: string): Promise<boolean> {
+    return this.setUnschedulable(name, true);
+  }
+
+  // RBAC: nodes get, patch
+  uncordon(name: string): Promise<boolean> {
+    return this.setUnschedulable(name, false);
+  }
+
+  // RBAC: nodes get, patch
+  addTaint(name: string, taint: Taint): Promise<boolean> {
+    return this.modify(name, `tainting node ${name}`, (n) => {
+      const taints = withTaint(n.spec?.taints ?? [], taint);
+      return taints && { spec: { taints } };
+    });
+  }
+
+  // RBAC: nodes get, patch
+  removeTaint(name: string, key: string, effect?: TaintEffect): Promise<boolean> {
+    return this.modify(name, `untainting node ${name}`, (n) => {
+      const taints = withoutTaint(n.spec?.taints ?? [], key, effect);
+      return taints && { spec: { taints } };
+    });
+  }
+
+  // RBAC: nodes get, patch
+  setLabels(name: string, labels: Record<string, string | null>): Promise<boolean> {
+    return this.modify(name, `labelling node ${name}`, (n) => {
+      const patch = mergeStringMap(n.metadata?.labels ?? {}, labels);
+      return patch && { metadata: { labels: patch } };
+    });
+  }
+
+  // RBAC: nodes get, patch
+  setAnnotations(name: string, annotations: Record<string, string | null>): Promise<boolean> {
+    return this.modify(name, `annotating node ${name}`, (n) => {
+      const patch = mergeStringMap(n.metadata?.annotations ?? {}, annotations);
+      return patch && { metadata: { annotations: patch } };
+    });
+  }
+
+  private async read(name: string): Promise<V1Node> {
+    try {
+      return await this.core.readNode({ name });
+    } catch (err) {
+      throw fromKubeError(err, `reading node ${name}`);
+    }
+  }
+
+  /** Cordon needs no resourceVersion: setting one boolean is the same whatever raced with it. */
+  private async setUnschedulable(name: string, on: boolean): Promise<boolean> {
+    const node = await this.read(name);
+    if ((node.spec?.unschedulable === true) === on) return false;
+    try {
+      await this.core.patchNode({ name, body: { spec: { unschedulable: on } } }, MERGE_PATCH);
+      return true;
+    } catch (err) {
+      throw fromKubeError(err, `${on ? 'cordoning' : 'uncordoning'} node ${name}`);
+    }
+  }
+
+  /**
+   * Read, compute a merge patch from what was read (undefined = nothing to do), send it with the
+   * read resourceVersion; on 409 start over.
+   */
+  private modify(name: string, what: string, compute: (n: V1Node) => Record<string, unknown> | undefined): Promise<boolean> {
+    return retryOnConflict(what, this.attempts, async () => {
+      const node = await this.read(name);
+      const change = compute(node);
+      if (change === undefined) return false;
+      const meta = (change.metadata ?? {}) as Record<string, unknown>;
+      const body = { ...change, metadata: { ...meta, resourceVersion: node.metadata?.resourceVersion } };
+      await this.core.patchNode({ name, body }, MERGE_PATCH);
+      return true;
+    });
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * Plain data the Kubernetes ports speak. Decision cores take these, never SDK objects, so they
+ * can be built by hand in tests, logged and diffed.
+ */
+
+export type TaintEffect = 'NoSchedule' | 'PreferNoSchedule' | 'NoExecute';
+
+export interface Taint {
+  key: string;
+  value?: string;
+  effect: TaintEffect;
+}
+
+export interface NodeInfo {
+  name: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  taints: Taint[];
+  /** True when cordoned (`spec.unschedulable`). */
+  unschedulable: boolean;
+  /** `Ready` condition: true, false, or undefined when the node reports none. */
+  ready: boolean | undefined;
+  /** `status.allocatable`, quantities as the API writes them (e.g. `nvidia.com/gpu: "8"`). */
+  allocatable: Record<string, string>;
+  resourceVersion: string;
+}
+
+export interface OwnerRef {
+  kind: string;
+  name: string;
+}
+
+export interface PodInfo {
+  namespace: string;
+  name: string;
+  uid: string;
+  nodeName: string | undefined;
+  /** `Pending`, `Running`, `Succeeded`, `Failed`, `Unknown`. */
+  phase: string | undefined;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  owners: OwnerRef[];
+  /** True once deletion started (`metadata.deletionTimestamp` set): the pod is terminating. */
+  terminating: boolean;
+  /** `spec.terminationGracePeriodSeconds`; the eviction honours it. */
+  terminationGracePeriodSeconds: number | undefined;
+  /**
+   * Extended resources the pod's containers ask for, summed over containers (limits, else
+   * requests), e.g. `{ 'nvidia.com/gpu': 2 }` or `{ 'nvidia.com/mig-1g.10gb': 1 }`.
+   */
+  extendedResources: Record<string, number>;
+}
+
+/** `namespace/name`, the key pods are reported by. */
+export function podKey(pod: Pick<PodInfo, 'namespace' | 'name'>): string {
+  return `${pod.namespace}/${pod.name}`;
+}
+
+/** Annotation the kubelet puts on mirror pods of static manifests; they cannot be evicted. */
+export const MIRROR_POD_ANNOTATION = 'kubernetes.io/config.mirror';
+
+export type EvictResult =
+  | { outcome: 'evicted' }
+  /** 404: the pod no longer exists; the eviction's goal is met. */
+  | { outcome: 'gone' }
+  /** 429: a PodDisruptionBudget (or the server) refused for now; `reason` is the server's message. */
+  | { outcome: 'blocked'; reason: string };
+
+export interface QuotaInfo {
+  namespace: string;
+  name: string;
+  labels: Record<string, string>;
+  hard: Record<string, string>;
+  used: Record<string, string>;
+  resourceVersion: string;
+}
+
+/** One `spec.limits` entry of a LimitRange. */
+export interface LimitItem {
+  type: string;
+  default?: Record<string, string>;
+  defaultRequest?: Record<string, string>;
+  max?: Record<string, string>;
+  min?: Record<string, string>;
+  maxLimitRequestRatio?: Record<string, string>;
+}
+
+export interface LimitRangeInfo {
+  namespace: string;
+  name: string;
+  labels: Record<string, string>;
+  limits: LimitItem[];
+  resourceVersion: string;
+}
+
+export type ApplyResult = 'created' | 'updated' | 'unchanged';
+
+/** JSON values the state ConfigMap holds (each key's value is stored JSON-encoded). */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+export interface LeaseState {
+  name: string;
+  /** Current holder, or undefined when free (released or never held). */
+  holder: string | undefined;
+  durationS: number;
+  /** Epoch ms when the current holding ends unless renewed; 0 when free. */
+  expiresAtMs: number;
+}
+
+export interface LeaseAttempt {
+  acquired: boolean;
+  /** The lease as it stands after the attempt (who holds it, until when). */
+  lease: LeaseState;
+}

@@ -1,0 +1,133 @@
+/**
+ * The Kubernetes ports: what the functions may do to a cluster, as small interfaces. The real
+ * implementations (`Kube*`) sit over `@kubernetes/client-node`; the fakes (`Fake*`, fake.ts) are
+ * in-memory and keep the same contracts. Every method is safe to repeat: functions may be
+ * delivered twice and retried, so a repeat of a completed call changes nothing.
+ *
+ * Errors are the hierarchy in ../errors.ts: NotFoundError (404), ConflictError (409, after the
+ * built-in retries ran out), ThrottledError (429), ForbiddenError (403: RBAC or quota admission),
+ * BadInputError (400/422), TransientError (5xx, network).
+ */
+import type { Clock } from '../clock.ts';
+import type {
+  ApplyResult, EvictResult, Json, LeaseAttempt, LeaseState, LimitItem, LimitRangeInfo, NodeInfo,
+  PodInfo, QuotaInfo, Taint, TaintEffect,
+} from './model.ts';
+
+/**
+ * Nodes. Reads follow `continue` until the list is complete. Writes that read-modify-write
+ * (taints, labels, annotations) send the resourceVersion they read and re-read on 409, up to the
+ * implementation's retry budget; after that they throw ConflictError. A missing node throws
+ * NotFoundError. Each write resolves `true` when it changed the node, `false` when it was already so.
+ */
+export interface NodeOps {
+  /** One node by name. */
+  get(name: string): Promise<NodeInfo>;
+  /** Nodes matching a label selector (e.g. `nvidia.com/gpu.present=true`); all when omitted. */
+  list(labelSelector?: string): Promise<NodeInfo[]>;
+  /** Marks the node unschedulable. Idempotent. */
+  cordon(name: string): Promise<boolean>;
+  /** Makes the node schedulable again. Idempotent. */
+  uncordon(name: string): Promise<boolean>;
+  /**
+   * Adds a taint. A taint with the same key and effect is replaced (its value updated), so
+   * repeating the call is a no-op.
+   */
+  addTaint(name: string, taint: Taint): Promise<boolean>;
+  /** Removes taints with this key (and effect, when given). Removing an absent taint is a no-op. */
+  removeTaint(name: string, key: string, effect?: TaintEffect): Promise<boolean>;
+  /** Merges labels: a string sets, `null` removes, keys not named are kept. */
+  setLabels(name: string, labels: Record<string, string | null>): Promise<boolean>;
+  /** Merges annotations: a string sets, `null` removes, keys not named are kept. */
+  setAnnotations(name: string, annotations: Record<string, string | null>): Promise<boolean>;
+}
+
+export interface PodQuery {
+  /** Namespace to list in; all namespaces when omitted. */
+  namespace?: string;
+  labelSelector?: string;
+  fieldSelector?: string;
+}
+
+export interface EvictOptions {
+  /**
+   * Grace period for the eviction. Omit to honour the pod's own `terminationGracePeriodSeconds`
+   * (the default, and what drain does).
+   */
+  gracePeriodSeconds?: number;
+}
+
+/**
+ * Pods. Lists follow `continue`. Pods are only ever removed through the Eviction API, so
+ * PodDisruptionBudgets always apply: there is deliberately no delete here.
+ */
+export interface PodOps {
+  /** Pods scheduled on a node (field selector `spec.nodeName=<node>`), all namespaces. */
+  listOnNode(node: string): Promise<PodInfo[]>;
+  /** Pods by namespace and/or selectors. */
+  list(query?: PodQuery): Promise<PodInfo[]>;
+  /**
+   * Asks to evict a pod (POST .../pods/{name}/eviction, policy/v1). `evicted`: accepted, the pod
+   * terminates within its grace period. `blocked`: 429, a PodDisruptionBudget forbids it now; try
+   * again later. `gone`: 404, nothing to do. Repeating on a terminating pod answers `evicted`.
+   * Other failures throw.
+   */
+  evict(namespace: string, name: string, options?: EvictOptions): Promise<EvictResult>;
+}
+
+export interface QuotaSpec {
+  hard: Record<string, string>;
+  labels?: Record<string, string>;
+}
+
+export interface LimitRangeSpec {
+  limits: LimitItem[];
+  labels?: Record<string, string>;
+}
+
+/**
+ * ResourceQuotas and LimitRanges. `apply*` makes the object's spec (and the given labels) equal to
+ * what is passed: create when absent, replace when different (with the resourceVersion it read,
+ * re-reading on 409), nothing when equal. Reads of an absent object resolve `undefined`.
+ */
+export interface QuotaOps {
+  getQuota(namespace: string, name: string): Promise<QuotaInfo | undefined>;
+  /** Quotas in a namespace, or in all namespaces when omitted. */
+  listQuotas(namespace?: string): Promise<QuotaInfo[]>;
+  applyQuota(namespace: string, name: string, spec: QuotaSpec): Promise<ApplyResult>;
+  getLimitRange(namespace: string, name: string): Promise<LimitRangeInfo | undefined>;
+  listLimitRanges(namespace?: string): Promise<LimitRangeInfo[]>;
+  applyLimitRange(namespace: string, name: string, spec: LimitRangeSpec): Promise<ApplyResult>;
+}
+
+/**
+ * A small key → JSON store kept in one ConfigMap (`gpu-reflex-state`), for cooldowns and counters
+ * that must survive between invocations. `update` is atomic per call: it reads, applies the pure
+ * `fn`, and writes with the resourceVersion it read; on 409 it re-reads and re-applies `fn`, so
+ * `fn` may run more than once and must not have side effects. Returning `undefined` deletes the
+ * key; returning a value equal to the current one writes nothing. The ConfigMap is created on the
+ * first write.
+ */
+export interface StateStore {
+  get(key: string): Promise<Json | undefined>;
+  getAll(): Promise<Record<string, Json>>;
+  update<T extends Json>(key: string, fn: (current: Json | undefined) => T | undefined): Promise<T | undefined>;
+}
+
+/**
+ * coordination.k8s.io/v1 Leases for exclusive work (one rebalance per pool at a time). Expiry is
+ * judged with the caller's clock against the lease's `renewTime + leaseDurationSeconds`.
+ */
+export interface LeaseOps {
+  /**
+   * Takes the lease when it is free, expired, or already ours (then it renews, idempotent).
+   * `acquired: false` when someone else holds it unexpired, or won a race for it.
+   */
+  tryAcquire(name: string, holder: string, durationS: number, clock: Clock): Promise<LeaseAttempt>;
+  /** Extends our holding by its duration. `false` when we no longer hold it (lost or taken over). */
+  renew(name: string, holder: string, clock: Clock): Promise<boolean>;
+  /** Frees the lease if we hold it. `false` (and no change) when we do not. Idempotent. */
+  release(name: string, holder: string): Promise<boolean>;
+  /** The lease as it stands, or undefined when it was never created. */
+  get(name: string): Promise<LeaseState | undefined>;
+}

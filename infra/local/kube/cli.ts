@@ -1,0 +1,95 @@
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { UsageError, type CliIo, type Command } from '../../../bin/command.ts';
+import { wallClock } from './clock.ts';
+import { EXAMPLE_FLEET_PATH, FleetError } from './fleet.ts';
+import { startKubeSim, type KubeSim } from './index.ts';
+
+/**
+ * `gpu-reflex cluster serve`: the simulated cluster on its own, on the wall clock, until
+ * SIGINT/SIGTERM. Tests build the command with `makeClusterServeCommand({ stop })` so they can
+ * end it without signals.
+ */
+const HELP = `Usage: gpu-reflex cluster serve [--fleet FILE] [--port N] [--host ADDR] [--kubeconfig-out FILE]
+
+Runs the simulated Kubernetes API server (nodes, pods, evictions against PDBs, quotas, leases,
+a scheduler and controllers) and writes a kubeconfig for it, so kubectl and
+@kubernetes/client-node work against it unchanged. Grace periods run on the wall clock.
+
+Options:
+  --fleet FILE           fleet file (YAML or JSON); default: the built-in example fleet
+  --port N               port to listen on; 0 lets the OS pick (default 0)
+  --host ADDR            address to listen on (default 127.0.0.1)
+  --kubeconfig-out FILE  where to write the kubeconfig (default: <tmpdir>/gpu-reflex-sim.kubeconfig)
+
+Example:
+  gpu-reflex cluster serve --port 0 --kubeconfig-out /tmp/sim.yaml &
+  kubectl --kubeconfig /tmp/sim.yaml get nodes`;
+
+export interface ServeHooks {
+  /** Resolves to stop the server; default: the first SIGINT or SIGTERM. */
+  stop?: Promise<void>;
+  /** Called once listening, with the running sim (tests read its URL). */
+  onReady?: (sim: KubeSim) => void;
+  /** How often (ms) due grace periods are processed with no request arriving. */
+  tickMs?: number;
+}
+
+function untilSignal(): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      process.off('SIGINT', done);
+      process.off('SIGTERM', done);
+      resolve();
+    };
+    process.on('SIGINT', done);
+    process.on('SIGTERM', done);
+  });
+}
+
+export function makeClusterServeCommand(hooks: ServeHooks = {}): Command {
+  return {
+    path: ['cluster', 'serve'],
+    summary: 'run the simulated Kubernetes cluster alone and write a kubeconfig for it',
+    help: HELP,
+    async run(args: string[], io: CliIo): Promise<number> {
+      let values;
+      try {
+        ({ values } = parseArgs({ args, options: { fleet: { type: 'string' }, port: { type: 'string' }, host: { type: 'string' }, 'kubeconfig-out': { type: 'string' } }, strict: true, allowPositionals: false }));
+      } catch (err) {
+        throw new UsageError((err as Error).message);
+      }
+      const port = values.port === undefined ? 0 : Number(values.port);
+      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be an integer from 0 to 65535 (got "${values.port}")`);
+      const fleetPath = values.fleet ?? EXAMPLE_FLEET_PATH;
+      let sim: KubeSim;
+      try {
+        sim = await startKubeSim({ fleet: fleetPath, port, clock: wallClock, ...(values.host ? { host: values.host } : {}) });
+      } catch (err) {
+        if (err instanceof FleetError) {
+          io.err(`gpu-reflex cluster serve: ${err.message}`);
+          return 1;
+        }
+        throw err;
+      }
+      const kubeconfigPath = values['kubeconfig-out'] ?? join(tmpdir(), 'gpu-reflex-sim.kubeconfig');
+      sim.writeKubeconfig(kubeconfigPath);
+      io.out(`simulated cluster listening on ${sim.url}`);
+      io.out(`fleet: ${fleetPath} (${sim.store.count('nodes')} nodes, ${sim.store.count('pods')} pods)`);
+      io.out(`kubeconfig: ${kubeconfigPath}`);
+      io.out(`try: kubectl --kubeconfig ${kubeconfigPath} get nodes`);
+      hooks.onReady?.(sim);
+      // Wall-clock mode: requests already process due terminations; the tick covers quiet periods
+      // so watchers see pods go away on time.
+      const timer = setInterval(() => sim.advance(0), hooks.tickMs ?? 500);
+      await (hooks.stop ?? untilSignal());
+      clearInterval(timer);
+      await sim.close();
+      io.out('simulated cluster stopped');
+      return 0;
+    },
+  };
+}
+
+export const clusterServeCommand: Command = makeClusterServeCommand();

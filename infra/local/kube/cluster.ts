@@ -1,0 +1,311 @@
+import { errors, success, type ApiError, type StatusBody } from './errors.ts';
+import { applyLimitRanges, RequestOverLimit } from './limit-range.ts';
+import { Lifecycle } from './lifecycle.ts';
+import { applyMergePatch, applyPatch, PATCH_TYPES, PatchError } from './patch.ts';
+import { evictionVerdict, withPdbStatus } from './pdb.ts';
+import { normalizeQuantities } from './normalize.ts';
+import { hostIpOf, pendingStatus } from './pods.ts';
+import { quotaRefusal, withQuotaStatus } from './quota.ts';
+import { apiVersionOf, qualifiedName, resource, type ResourceDef } from './resources.ts';
+import { matchesFields, matchesRequirements, parseFieldSelector, parseLabelSelector, pinnedNode } from './selectors.ts';
+import { Store } from './store.ts';
+import type { Clock, KubeObject, Node, Pod } from './types.ts';
+
+/**
+ * The API server's behaviour, independent of HTTP: CRUD with resourceVersion preconditions,
+ * patches, admission (limit ranges, quota), eviction against budgets, binding. Every write
+ * ends by letting the lifecycle (scheduler, terminations, controllers) catch up synchronously,
+ * so a client sees a settled cluster after each call.
+ */
+export interface ListOptions {
+  labelSelector?: string;
+  fieldSelector?: string;
+  limit?: number;
+  continue?: string;
+}
+
+export interface ListResult {
+  items: KubeObject[];
+  resourceVersion: string;
+  continue?: string;
+  remainingItemCount?: number;
+}
+
+export interface WriteOptions {
+  dryRun?: boolean;
+  subresource?: string;
+}
+
+const PODS = resource('pods');
+const NAMESPACES = resource('namespaces');
+
+const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
+const same = (a: KubeObject, b: KubeObject) =>
+  JSON.stringify({ ...a, metadata: { ...a.metadata, resourceVersion: '' } }) === JSON.stringify({ ...b, metadata: { ...b.metadata, resourceVersion: '' } });
+
+function badRequest(err: unknown): ApiError {
+  return errors.badRequest(err instanceof Error ? err.message : String(err));
+}
+
+export class Cluster {
+  readonly store = new Store();
+  readonly lifecycle: Lifecycle;
+  private uidSeq = 0;
+
+  constructor(readonly clock: Clock) {
+    this.lifecycle = new Lifecycle(this.store, clock);
+    // Controllers create pods through the same admission as clients (quota can refuse them).
+    this.lifecycle.admit = (pod) => this.prepareCreate(PODS, pod.metadata.namespace ?? '', pod) as Pod;
+  }
+
+  nowIso(): string {
+    return new Date(this.clock.now()).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  }
+
+  /** Deterministic UIDs in UUID shape, so runs with the same inputs produce the same objects. */
+  uid(): string {
+    const hex = (++this.uidSeq).toString(16).padStart(12, '0');
+    return `00000000-0000-4000-8000-${hex}`;
+  }
+
+  /** Processes what is due on the clock (pod terminations) and schedules. */
+  tick(): void {
+    this.lifecycle.settle();
+  }
+
+  // ------------------------------------------------------------------ reads
+  get(r: ResourceDef, ns: string, name: string): KubeObject {
+    const obj = this.store.get(qualifiedName(r), r.namespaced ? ns : '', name);
+    if (!obj) throw errors.notFound(r, name);
+    return this.present(r, obj);
+  }
+
+  /** Adds what controllers would keep in status: quota usage, PDB and DaemonSet counts. */
+  present(r: ResourceDef, obj: KubeObject): KubeObject {
+    const ns = obj.metadata.namespace ?? '';
+    if (r.plural === 'resourcequotas') return withQuotaStatus(obj, this.store.pods(ns));
+    if (r.plural === 'poddisruptionbudgets') return withPdbStatus(obj, this.store.pods(ns), this.nowIso());
+    if (r.plural === 'daemonsets') return this.lifecycle.withDaemonSetStatus(obj);
+    return obj;
+  }
+
+  list(r: ResourceDef, ns: string | undefined, opts: ListOptions = {}): ListResult {
+    let labels, fields;
+    try {
+      labels = opts.labelSelector ? parseLabelSelector(opts.labelSelector) : [];
+      fields = opts.fieldSelector ? parseFieldSelector(opts.fieldSelector) : [];
+    } catch (err) {
+      throw badRequest(err);
+    }
+    const node = r.plural === 'pods' ? pinnedNode(fields) : undefined;
+    let all = node !== undefined ? this.store.podsOnNode(node) : this.store.list(qualifiedName(r), r.namespaced ? ns : undefined);
+    if (node !== undefined && ns) all = all.filter((o) => o.metadata.namespace === ns);
+    const key = (o: KubeObject) => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+    let items = all.filter((o) => matchesRequirements(o.metadata.labels, labels) && matchesFields(o, fields));
+    items.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
+    const rv = String(this.store.resourceVersion);
+    if (opts.continue) {
+      let after: string;
+      try {
+        after = (JSON.parse(Buffer.from(opts.continue, 'base64url').toString('utf8')) as { start: string }).start;
+      } catch {
+        throw errors.badRequest('continue key is not valid: illegal base64 data');
+      }
+      items = items.filter((o) => key(o) > after);
+    }
+    const result: ListResult = { items, resourceVersion: rv };
+    if (opts.limit && opts.limit > 0 && items.length > opts.limit) {
+      result.items = items.slice(0, opts.limit);
+      result.remainingItemCount = items.length - opts.limit;
+      result.continue = Buffer.from(JSON.stringify({ v: 'meta.k8s.io/v1', rv: Number(rv), start: key(result.items[result.items.length - 1]!) })).toString('base64url');
+    }
+    result.items = result.items.map((o) => this.present(r, o));
+    return result;
+  }
+
+  // ------------------------------------------------------------------ writes
+  create(r: ResourceDef, ns: string, body: unknown, opts: WriteOptions = {}): KubeObject {
+    const obj = this.prepareCreate(r, ns, body);
+    if (opts.dryRun) return obj;
+    const stored = this.store.put(qualifiedName(r), obj);
+    this.lifecycle.created(r, stored);
+    this.lifecycle.settle();
+    return this.present(r, this.store.get(qualifiedName(r), obj.metadata.namespace ?? '', obj.metadata.name) ?? stored);
+  }
+
+  private prepareCreate(r: ResourceDef, ns: string, body: unknown): KubeObject {
+    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw errors.badRequest('the body of the request must be an object');
+    const input = clone(body) as KubeObject;
+    const meta = { ...(input.metadata ?? {}) };
+    if (r.namespaced) {
+      if (meta.namespace && meta.namespace !== ns) throw errors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
+      meta.namespace = ns;
+      if (!this.store.get('namespaces', '', ns)) throw errors.notFound(NAMESPACES, ns);
+    } else delete meta.namespace;
+    if (!meta.name) {
+      if (!meta.generateName) throw errors.invalid(r, '', 'metadata.name', 'Required value: name or generateName is required');
+      meta.name = this.lifecycle.generateName(meta.generateName, (n) => this.store.get(qualifiedName(r), meta.namespace ?? '', n) !== undefined);
+    }
+    if (this.store.get(qualifiedName(r), meta.namespace ?? '', meta.name)) throw errors.alreadyExists(r, meta.name);
+    delete meta.deletionTimestamp;
+    delete meta.deletionGracePeriodSeconds;
+    let obj: KubeObject = {
+      ...input,
+      apiVersion: apiVersionOf(r),
+      kind: r.kind,
+      metadata: { ...meta, uid: this.uid(), resourceVersion: '', creationTimestamp: this.nowIso(), ...(input.spec !== undefined ? { generation: 1 } : {}) },
+    };
+    const bad = normalizeQuantities(obj);
+    if (bad) throw errors.invalid(r, meta.name, bad, 'Invalid value: must be a quantity such as 500m, 16Gi or 8');
+    if (r.plural === 'pods') obj = this.admitPod(obj as Pod);
+    if (r.plural === 'nodes') obj = this.defaultNode(obj as Node);
+    if (r.plural === 'namespaces') {
+      obj.metadata.labels = { ...obj.metadata.labels, 'kubernetes.io/metadata.name': obj.metadata.name };
+      obj.spec = { finalizers: ['kubernetes'] };
+      obj.status = { phase: 'Active' };
+    }
+    return obj;
+  }
+
+  /** Pod defaulting and admission: limit ranges, then quota (403 with the plugin's message). */
+  private admitPod(input: Pod): Pod {
+    const ns = input.metadata.namespace ?? '';
+    if (!Array.isArray(input.spec?.containers) || input.spec.containers.length === 0) throw errors.invalid(PODS, input.metadata.name, 'spec.containers', 'Required value');
+    let pod: Pod;
+    try {
+      pod = applyLimitRanges(input, this.store.list('limitranges', ns));
+    } catch (err) {
+      if (err instanceof RequestOverLimit) throw errors.invalid(PODS, input.metadata.name, err.field, err.message);
+      throw errors.forbidden(PODS, input.metadata.name, (err as Error).message);
+    }
+    pod.spec = { restartPolicy: 'Always', terminationGracePeriodSeconds: 30, dnsPolicy: 'ClusterFirst', schedulerName: 'default-scheduler', ...pod.spec };
+    const refusal = quotaRefusal(pod, this.store.list('resourcequotas', ns), this.store.pods(ns));
+    if (refusal) throw errors.forbidden(PODS, pod.metadata.name, refusal);
+    pod.status = pod.spec.nodeName ? pod.status : pendingStatus(pod);
+    if (pod.spec.nodeName) pod.status = this.lifecycle.running(pod, pod.spec.nodeName);
+    return pod;
+  }
+
+  private defaultNode(node: Node): Node {
+    const status = { ...(node.status ?? {}) };
+    status.capacity ??= status.allocatable ?? {};
+    status.allocatable ??= status.capacity;
+    status.conditions ??= [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status', lastHeartbeatTime: this.nowIso(), lastTransitionTime: this.nowIso() }];
+    status.addresses ??= [{ type: 'InternalIP', address: hostIpOf(node.metadata.name) }, { type: 'Hostname', address: node.metadata.name }];
+    status.nodeInfo ??= { kubeletVersion: 'v1.30.0', containerRuntimeVersion: 'containerd://1.7.0', osImage: 'gpu-reflex simulated node', operatingSystem: 'linux', architecture: 'amd64' };
+    return { ...node, spec: node.spec ?? {}, status };
+  }
+
+  replace(r: ResourceDef, ns: string, name: string, body: unknown, opts: WriteOptions = {}): KubeObject {
+    const current = this.store.get(qualifiedName(r), r.namespaced ? ns : '', name);
+    if (!current) throw errors.notFound(r, name);
+    if (typeof body !== 'object' || body === null) throw errors.badRequest('the body of the request must be an object');
+    const next = body as KubeObject;
+    if (next.metadata?.name !== undefined && next.metadata.name !== name) throw errors.badRequest(`the name of the object (${next.metadata.name}) does not match the name on the URL (${name})`);
+    return this.commitUpdate(r, current, clone(next), opts);
+  }
+
+  patch(r: ResourceDef, ns: string, name: string, contentType: string, body: unknown, opts: WriteOptions & { fieldManager?: string } = {}): KubeObject {
+    const type = contentType.split(';')[0]!.trim();
+    const current = this.store.get(qualifiedName(r), r.namespaced ? ns : '', name);
+    if (type === PATCH_TYPES.apply) {
+      // Server-side apply without managed fields: create when absent, else merge the intent.
+      if (!current) return this.create(r, ns, body, opts);
+      return this.commitUpdate(r, current, applyMergePatch(current, body) as KubeObject, opts);
+    }
+    if (!current) throw errors.notFound(r, name);
+    if (!Object.values(PATCH_TYPES).includes(type as never)) throw errors.unsupportedMediaType(type);
+    let next: KubeObject;
+    try {
+      next = applyPatch(type, current, body) as KubeObject;
+    } catch (err) {
+      if (err instanceof PatchError) throw errors.invalid(r, name, 'patch', err.message);
+      throw err;
+    }
+    return this.commitUpdate(r, current, next, opts);
+  }
+
+  /** Shared end of PUT and PATCH: preconditions, immutable fields, status ownership, no-op detection. */
+  private commitUpdate(r: ResourceDef, current: KubeObject, next: KubeObject, opts: WriteOptions): KubeObject {
+    const name = current.metadata.name;
+    if (typeof next !== 'object' || next === null || typeof next.metadata !== 'object') throw errors.badRequest('the object has no metadata');
+    const rv = next.metadata.resourceVersion;
+    if (rv !== undefined && rv !== '' && rv !== current.metadata.resourceVersion) throw errors.conflict(r, name);
+    if (next.metadata.name !== undefined && next.metadata.name !== name) throw errors.invalid(r, name, 'metadata.name', 'field is immutable');
+    let merged: KubeObject = {
+      ...next,
+      apiVersion: current.apiVersion,
+      kind: current.kind,
+      metadata: {
+        ...next.metadata,
+        name,
+        ...(current.metadata.namespace !== undefined ? { namespace: current.metadata.namespace } : {}),
+        uid: current.metadata.uid,
+        creationTimestamp: current.metadata.creationTimestamp,
+        resourceVersion: current.metadata.resourceVersion,
+        ...(current.metadata.deletionTimestamp ? { deletionTimestamp: current.metadata.deletionTimestamp, deletionGracePeriodSeconds: current.metadata.deletionGracePeriodSeconds } : {}),
+      },
+    };
+    if (merged.metadata.deletionTimestamp === undefined) delete merged.metadata.deletionTimestamp;
+    const bad = normalizeQuantities(merged);
+    if (bad) throw errors.invalid(r, name, bad, 'Invalid value: must be a quantity such as 500m, 16Gi or 8');
+    if (r.hasStatus) {
+      if (opts.subresource === 'status') merged = { ...current, metadata: { ...current.metadata, labels: merged.metadata.labels, annotations: merged.metadata.annotations }, status: merged.status };
+      else if (current.status !== undefined) merged.status = current.status;
+      else delete merged.status;
+    }
+    if (JSON.stringify(merged.spec) !== JSON.stringify(current.spec)) merged.metadata.generation = (current.metadata.generation ?? 1) + 1;
+    if (r.plural === 'pods' && (merged as Pod).spec?.nodeName !== (current as Pod).spec.nodeName) throw errors.invalid(r, name, 'spec', 'Forbidden: pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations) or `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)');
+    if (same(merged, current) || opts.dryRun) return this.present(r, opts.dryRun ? merged : current);
+    const stored = this.store.put(qualifiedName(r), merged);
+    this.lifecycle.settle();
+    return this.present(r, this.store.get(qualifiedName(r), stored.metadata.namespace ?? '', name) ?? stored);
+  }
+
+  delete(r: ResourceDef, ns: string, name: string, options: { gracePeriodSeconds?: number; preconditions?: { uid?: string; resourceVersion?: string }; dryRun?: boolean } = {}): KubeObject {
+    const res = qualifiedName(r);
+    const current = this.store.get(res, r.namespaced ? ns : '', name);
+    if (!current) throw errors.notFound(r, name);
+    const pre = options.preconditions;
+    if (pre?.uid && pre.uid !== current.metadata.uid) {
+      throw errors.conflictMessage(r, name, `Operation cannot be fulfilled on ${res} "${name}": Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.metadata.uid}`);
+    }
+    if (pre?.resourceVersion && pre.resourceVersion !== current.metadata.resourceVersion) {
+      throw errors.conflictMessage(r, name, `Operation cannot be fulfilled on ${res} "${name}": Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${current.metadata.resourceVersion}`);
+    }
+    if (options.dryRun) return current;
+    const out = this.lifecycle.delete(r, current, options.gracePeriodSeconds);
+    this.lifecycle.settle();
+    return out;
+  }
+
+  /** POST pods/{name}/eviction: a delete that first asks the pod's disruption budget. */
+  evict(ns: string, name: string, body: unknown): StatusBody {
+    const pod = this.store.pod(ns, name);
+    if (!pod) throw errors.notFound(PODS, name);
+    const opts = ((body ?? {}) as { deleteOptions?: { gracePeriodSeconds?: number; dryRun?: string[] } }).deleteOptions ?? {};
+    if (pod.metadata.deletionTimestamp) return success(201);
+    const verdict = evictionVerdict(pod, this.store.list('poddisruptionbudgets.policy', ns), this.store.pods(ns));
+    if (!verdict.allowed) {
+      if (verdict.code === 500) throw errors.internal(verdict.message);
+      throw errors.tooManyRequests(verdict.message, [{ reason: 'DisruptionBudget', message: verdict.cause ?? '' }]);
+    }
+    if (!opts.dryRun?.includes('All')) {
+      this.lifecycle.delete(PODS, pod, opts.gracePeriodSeconds);
+      this.lifecycle.settle();
+    }
+    return success(201);
+  }
+
+  /** POST pods/{name}/binding: what a custom scheduler does. */
+  bind(ns: string, name: string, body: unknown): StatusBody {
+    const pod = this.store.pod(ns, name);
+    if (!pod) throw errors.notFound(PODS, name);
+    const target = ((body ?? {}) as { target?: { name?: string } }).target?.name;
+    if (!target) throw errors.invalid(PODS, name, 'target.name', 'Required value');
+    if (pod.spec.nodeName) throw errors.conflictMessage(PODS, name, `Operation cannot be fulfilled on pods/binding "${name}": pod ${name} is already assigned to node "${pod.spec.nodeName}"`);
+    this.lifecycle.bind(pod, target);
+    this.lifecycle.settle();
+    return success(201);
+  }
+}

@@ -1,0 +1,130 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startKubeSim, type Fleet, type KubeSim } from './index.ts';
+import { clients, failure } from './test-helpers.ts';
+
+/** Two T4 nodes; the serving ReplicaSet has 2 pods on t4-0 under a PDB of minAvailable 2. */
+const fleet: Fleet = {
+  nodes: [{ name: 't4', count: 2, labels: { accelerator: 'nvidia-tesla-t4' }, allocatable: { cpu: '32', memory: '128Gi', 'nvidia.com/gpu': 2 } }],
+  namespaces: [{ name: 'serve' }],
+  podDisruptionBudgets: [{ name: 'llm', namespace: 'serve', minAvailable: 2, selector: { matchLabels: { app: 'llm' } } }],
+  pods: [{ name: 'llm', namespace: 'serve', count: 2, node: 't4-0', owner: { kind: 'ReplicaSet' as const, name: 'llm-6f7' }, labels: { app: 'llm' }, requests: { 'nvidia.com/gpu': 1 }, terminationGracePeriodSeconds: 30 }],
+};
+
+describe('eviction against PodDisruptionBudgets', () => {
+  let sim: KubeSim;
+  let c: ReturnType<typeof clients>;
+  beforeEach(async () => {
+    sim = await startKubeSim({ fleet });
+    c = clients(sim);
+  });
+  afterEach(() => sim.close());
+
+  const evict = (name: string) =>
+    c.core.createNamespacedPodEviction({ name, namespace: 'serve', body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name, namespace: 'serve' } } });
+
+  it('computes the budget status from the pods it selects', async () => {
+    const pdb = await c.policy.readNamespacedPodDisruptionBudget({ name: 'llm', namespace: 'serve' });
+    expect(pdb.status).toMatchObject({ currentHealthy: 2, desiredHealthy: 2, disruptionsAllowed: 0, expectedPods: 2 });
+  });
+
+  it('refuses an eviction that would break the budget with 429 TooManyRequests', async () => {
+    const f = await failure(() => evict('llm-0'));
+    expect(f.code).toBe(429);
+    expect(f.status).toMatchObject({ kind: 'Status', status: 'Failure', reason: 'TooManyRequests', message: "Cannot evict pod as it would violate the pod's disruption budget.", code: 429 });
+    expect(f.status.details?.causes?.[0]?.message).toBe('The disruption budget llm needs 2 healthy pods and has 2 currently');
+    expect(sim.store.pod('serve', 'llm-0')!.metadata.deletionTimestamp).toBeUndefined();
+  });
+
+  it('allows the eviction once a third healthy replica runs elsewhere, then replaces the evicted pod', async () => {
+    await c.core.createNamespacedPod({
+      namespace: 'serve',
+      body: { metadata: { name: 'llm-extra', labels: { app: 'llm' }, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'llm-6f7', uid: 'rs-uid', controller: true }] }, spec: { containers: [{ name: 'main', image: 'llm', resources: { requests: { 'nvidia.com/gpu': '1' } } }] } },
+    });
+    expect(sim.store.pod('serve', 'llm-extra')!.spec.nodeName).toBe('t4-1');
+    const pdb = await c.policy.readNamespacedPodDisruptionBudget({ name: 'llm', namespace: 'serve' });
+    expect(pdb.status?.disruptionsAllowed).toBe(1);
+
+    await c.core.patchNode({ name: 't4-0', body: [{ op: 'add', path: '/spec/unschedulable', value: true }] });
+    await evict('llm-0');
+    const evicted = sim.store.pod('serve', 'llm-0')!;
+    expect(evicted.metadata.deletionTimestamp).toBe('2026-01-01T00:00:30Z');
+    // The ReplicaSet's replacement is created at once and lands on the only node with room.
+    const replacements = sim.store.pods('serve').filter((p) => !['llm-0', 'llm-1', 'llm-extra'].includes(p.metadata.name));
+    expect(replacements).toHaveLength(1);
+    expect(replacements[0]!.metadata.name).toMatch(/^llm-6f7-[a-z0-9]{5}$/);
+    expect(replacements[0]!.spec.nodeName).toBe('t4-1');
+    expect(replacements[0]!.status?.phase).toBe('Running');
+    // The terminating pod no longer counts; llm-1, llm-extra and the replacement do.
+    const again = await c.policy.readNamespacedPodDisruptionBudget({ name: 'llm', namespace: 'serve' });
+    expect(again.status).toMatchObject({ currentHealthy: 3, desiredHealthy: 2, disruptionsAllowed: 1 });
+  });
+
+  it('treats evicting a pod that is already terminating as done (201)', async () => {
+    await c.core.deleteNamespacedPod({ name: 'llm-1', namespace: 'serve' });
+    await expect(evict('llm-1')).resolves.toBeDefined();
+  });
+
+  it('answers 404 for evicting a missing pod', async () => {
+    const f = await failure(() => evict('ghost'));
+    expect(f.code).toBe(404);
+    expect(f.status.message).toBe('pods "ghost" not found');
+  });
+});
+
+describe('pod deletion and controllers on the injected clock', () => {
+  let sim: KubeSim;
+  let c: ReturnType<typeof clients>;
+  beforeEach(async () => {
+    sim = await startKubeSim({
+      fleet: {
+        ...fleet,
+        podDisruptionBudgets: [],
+        pods: [
+          ...(fleet.pods ?? []),
+          { name: 'db', namespace: 'serve', count: 1, node: 't4-1', owner: { kind: 'StatefulSet' as const, name: 'db' }, labels: { app: 'db' }, terminationGracePeriodSeconds: 10 },
+          { name: 'lonely', namespace: 'serve', node: 't4-1' },
+        ],
+      },
+    });
+    c = clients(sim);
+  });
+  afterEach(() => sim.close());
+
+  it('keeps a deleted pod terminating for its grace period, then removes it', async () => {
+    const out = await c.core.deleteNamespacedPod({ name: 'lonely', namespace: 'serve', gracePeriodSeconds: 20 });
+    expect(out.metadata?.deletionTimestamp).toBeDefined();
+    expect(sim.store.pod('serve', 'lonely')!.metadata.deletionGracePeriodSeconds).toBe(20);
+    sim.advance(19_999);
+    expect(sim.store.pod('serve', 'lonely')).toBeDefined();
+    sim.advance(1);
+    expect(sim.store.pod('serve', 'lonely')).toBeUndefined();
+    const f = await failure(() => c.core.readNamespacedPod({ name: 'lonely', namespace: 'serve' }));
+    expect(f.code).toBe(404);
+  });
+
+  it('removes a pod at once with gracePeriodSeconds 0 and does not recreate an unowned pod', async () => {
+    await c.core.deleteNamespacedPod({ name: 'lonely', namespace: 'serve', gracePeriodSeconds: 0 });
+    expect(sim.store.pods('serve').map((p) => p.metadata.name).sort()).toEqual(['db-0', 'llm-0', 'llm-1']);
+  });
+
+  it('recreates a StatefulSet pod under the same name only after the old one is gone', async () => {
+    const oldUid = sim.store.pod('serve', 'db-0')!.metadata.uid;
+    await c.core.deleteNamespacedPod({ name: 'db-0', namespace: 'serve' });
+    expect(sim.store.pod('serve', 'db-0')!.metadata.uid).toBe(oldUid);
+    sim.advance(10_000);
+    const fresh = sim.store.pod('serve', 'db-0')!;
+    expect(fresh.metadata.uid).not.toBe(oldUid);
+    expect(fresh.metadata.deletionTimestamp).toBeUndefined();
+    expect(fresh.status?.phase).toBe('Running');
+  });
+
+  it('replaces a deleted ReplicaSet pod with a new Pending-then-bound pod of a new name', async () => {
+    await c.core.deleteNamespacedPod({ name: 'llm-0', namespace: 'serve', gracePeriodSeconds: 0 });
+    const names = sim.store.pods('serve').map((p) => p.metadata.name);
+    expect(names).not.toContain('llm-0');
+    const fresh = sim.store.pods('serve').filter((p) => p.metadata.name.startsWith('llm-6f7-'));
+    expect(fresh).toHaveLength(1);
+    expect(fresh[0]!.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'ReplicaSet', name: 'llm-6f7', controller: true });
+    expect(fresh[0]!.spec.nodeName).toBeDefined();
+  });
+});

@@ -1,0 +1,289 @@
+import { controllerOf, holdsResources, isHealthy, isTerminal, runningStatus, pendingStatus } from './pods.ts';
+import { qualifiedName, type ResourceDef } from './resources.ts';
+import { matchesNodeAffinity, pickNode, freeOn, tolerates } from './scheduler.ts';
+import type { Store, StoreEvent } from './store.ts';
+import type { Clock, KubeObject, Node, Pod, PodSpec, Taint } from './types.ts';
+
+/**
+ * What the cluster's other components do after the API server stored a change: the scheduler
+ * binds pending pods, the kubelet finishes terminating pods when their grace period ends on the
+ * injected clock, ReplicaSet/Job/StatefulSet controllers replace deleted pods, the DaemonSet
+ * controller keeps one pod per eligible node, the taint manager evicts pods from NoExecute nodes.
+ *
+ * All of it runs synchronously in `settle()`, called after every write and on `advance()`, so
+ * the simulation is deterministic: no timers, no background work.
+ *
+ * Scheduling cost stays flat under node churn: a pending pod that fitted nowhere is retried only
+ * after the cluster gained room (the "capacity epoch" moved: a pod left a node, a node appeared or
+ * lost a taint/cordon), so cordoning 150 nodes a second does not rescan the fleet per pending pod.
+ */
+const ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
+type CreatePod = (pod: KubeObject) => Pod;
+
+export class Lifecycle {
+  private epoch = 0;
+  private readonly pending = new Set<string>();
+  private readonly tried = new Map<string, number>();
+  private readonly terminating = new Map<string, number>();
+  private readonly replaced = new Set<string>();
+  private readonly noExecuteCheck = new Set<string>();
+  private sortedNodes: string[] | undefined;
+  /** Nodes the DaemonSet controller must look at next settle; 'all' after a DaemonSet changes. */
+  private daemonNodes: Set<string> | 'all' = new Set();
+  private nameSeq = 0;
+  private ipSeq = 0;
+  /** Set by the cluster: builds a pod through admission (limit ranges, quota); throws ApiError. */
+  admit: CreatePod = (p) => p as Pod;
+  /** Controller failures (quota refused a replacement), kept for tests and the CLI log. */
+  readonly failures: string[] = [];
+
+  constructor(
+    private readonly store: Store,
+    private readonly clock: Clock,
+  ) {
+    store.subscribe((e) => this.observe(e));
+  }
+
+  /** `prefix` plus five characters, deterministic per run; `taken` says whether a name is in use. */
+  generateName(prefix: string, taken: (name: string) => boolean): string {
+    for (;;) {
+      let n = (++this.nameSeq * 2654435761) >>> 0;
+      let suffix = '';
+      for (let i = 0; i < 5; i++) {
+        suffix += ALPHABET[n % ALPHABET.length];
+        n = Math.floor(n / ALPHABET.length) + i * 7919;
+      }
+      const name = prefix + suffix;
+      if (!taken(name)) return name;
+    }
+  }
+
+  private iso(ms = this.clock.now()): string {
+    return new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  }
+
+  running(pod: Pod, node: string): Pod['status'] {
+    const n = ++this.ipSeq;
+    return runningStatus(pod, node, this.iso(), `10.244.${(n >> 8) & 255}.${n & 255}`);
+  }
+
+  bind(pod: Pod, node: string): void {
+    const bound: Pod = { ...pod, spec: { ...pod.spec, nodeName: node } };
+    this.store.put('pods', { ...bound, status: this.running(bound, node) });
+  }
+
+  created(r: ResourceDef, _obj: KubeObject): void {
+    if (r.plural === 'daemonsets') this.daemonNodes = 'all';
+  }
+
+  /** Deletes an object as its kind does: pods honour grace periods, owners cascade. */
+  delete(r: ResourceDef, obj: KubeObject, gracePeriodSeconds?: number): KubeObject {
+    const ns = obj.metadata.namespace ?? '';
+    if (r.plural === 'pods') return this.deletePod(obj as Pod, gracePeriodSeconds);
+    if (r.plural === 'nodes') for (const p of this.store.podsOnNode(obj.metadata.name)) this.deletePod(p, 0);
+    if (r.plural === 'daemonsets') {
+      for (const p of this.store.pods(ns)) if (controllerOf(p)?.uid === obj.metadata.uid) this.deletePod(p, undefined, false);
+    }
+    if (r.plural === 'namespaces') {
+      for (const res of ['pods', 'configmaps', 'events', 'resourcequotas', 'limitranges', 'poddisruptionbudgets.policy', 'leases.coordination.k8s.io', 'daemonsets.apps']) {
+        for (const o of this.store.list(res, obj.metadata.name)) {
+          if (res === 'pods') this.replaced.add(o.metadata.uid);
+          this.store.remove(res, obj.metadata.name, o.metadata.name);
+        }
+      }
+    }
+    return this.store.remove(qualifiedName(r), ns, obj.metadata.name) ?? obj;
+  }
+
+  private deletePod(pod: Pod, grace?: number, replace = true): KubeObject {
+    const ns = pod.metadata.namespace ?? '';
+    const key = `${ns}/${pod.metadata.name}`;
+    const g = grace ?? pod.spec.terminationGracePeriodSeconds ?? 30;
+    if (!replace) this.replaced.add(pod.metadata.uid);
+    if (!pod.spec.nodeName || g <= 0 || isTerminal(pod)) {
+      this.terminating.delete(key);
+      const gone = this.store.remove('pods', ns, pod.metadata.name) ?? pod;
+      this.replace(pod, true);
+      return gone;
+    }
+    const deadline = this.clock.now() + g * 1000;
+    const existing = this.terminating.get(key);
+    if (existing !== undefined && existing <= deadline) return pod;
+    this.terminating.set(key, deadline);
+    const out = this.store.put('pods', { ...pod, metadata: { ...pod.metadata, deletionTimestamp: this.iso(deadline), deletionGracePeriodSeconds: g } });
+    this.replace(pod, false);
+    return out;
+  }
+
+  /** What the pod's controller does about a pod going away. `gone`: it is removed, not just terminating. */
+  private replace(pod: Pod, gone: boolean): void {
+    const owner = controllerOf(pod);
+    if (!owner || this.replaced.has(pod.metadata.uid) || pod.status?.phase === 'Succeeded') return;
+    if (owner.kind === 'DaemonSet') {
+      if (gone && pod.spec.nodeName) this.markDaemonNode(pod.spec.nodeName);
+      return;
+    }
+    const recreateNow = owner.kind === 'ReplicaSet' || owner.kind === 'Job';
+    // A StatefulSet waits for the old pod to be gone, then recreates it under the same name.
+    if (!(recreateNow || (owner.kind === 'StatefulSet' && gone))) return;
+    this.replaced.add(pod.metadata.uid);
+    const spec: PodSpec = { ...pod.spec };
+    delete spec.nodeName;
+    const name = owner.kind === 'StatefulSet' ? pod.metadata.name : this.generateName(pod.metadata.generateName ?? `${owner.name}-`, (n) => this.store.pod(pod.metadata.namespace ?? '', n) !== undefined);
+    const fresh = {
+      apiVersion: 'v1',
+      kind: 'Pod',
+      metadata: {
+        name,
+        namespace: pod.metadata.namespace,
+        ...(pod.metadata.generateName ? { generateName: pod.metadata.generateName } : {}),
+        ...(pod.metadata.labels ? { labels: pod.metadata.labels } : {}),
+        ...(pod.metadata.annotations ? { annotations: pod.metadata.annotations } : {}),
+        ownerReferences: pod.metadata.ownerReferences,
+      },
+      spec,
+    } as unknown as KubeObject;
+    try {
+      this.store.put('pods', this.admit(fresh));
+    } catch (err) {
+      this.failures.push(`${owner.kind} ${pod.metadata.namespace}/${owner.name}: ${(err as Error).message}`);
+    }
+  }
+
+  /** Finishes due terminations, applies NoExecute taints, runs the DaemonSet controller, schedules. */
+  settle(): void {
+    const now = this.clock.now();
+    for (const [key, deadline] of [...this.terminating]) {
+      if (deadline > now) continue;
+      this.terminating.delete(key);
+      const [ns, name] = key.split('/') as [string, string];
+      const pod = this.store.pod(ns, name);
+      if (!pod) continue;
+      this.store.remove('pods', ns, name);
+      this.replace(pod, true);
+    }
+    for (const nodeName of [...this.noExecuteCheck]) {
+      this.noExecuteCheck.delete(nodeName);
+      const taints = (this.store.node(nodeName)?.spec?.taints ?? []).filter((t) => t.effect === 'NoExecute');
+      for (const p of this.store.podsOnNode(nodeName)) {
+        if (!p.metadata.deletionTimestamp && taints.some((t) => !tolerates(p.spec.tolerations, t))) this.deletePod(p);
+      }
+    }
+    if (this.daemonNodes === 'all' || this.daemonNodes.size > 0) this.runDaemonSets();
+    this.schedule();
+  }
+
+  private schedule(): void {
+    let nodes: Node[] | undefined;
+    const free = new Map<string, Map<string, number>>();
+    const freeOf = (n: Node) => {
+      let f = free.get(n.metadata.name);
+      if (!f) free.set(n.metadata.name, (f = freeOn(n, this.store.podsOnNode(n.metadata.name))));
+      return f;
+    };
+    for (const key of [...this.pending]) {
+      if (this.tried.get(key) === this.epoch) continue;
+      const [ns, name] = key.split('/') as [string, string];
+      const pod = this.store.pod(ns, name);
+      if (!pod) continue;
+      nodes ??= this.nodesByName();
+      const pick = pickNode(pod, nodes, freeOf);
+      if ('node' in pick) {
+        this.bind(pod, pick.node);
+        free.delete(pick.node);
+        continue;
+      }
+      this.tried.set(key, this.epoch);
+      const cond = pod.status?.conditions?.find((c) => c.type === 'PodScheduled') as { message?: string } | undefined;
+      if (cond?.message !== pick.reason) this.store.put('pods', { ...pod, status: pendingStatus(pod, 'Unschedulable', pick.reason) });
+    }
+  }
+
+  private nodesByName(): Node[] {
+    this.sortedNodes ??= this.store.nodes().map((n) => n.metadata.name).sort();
+    return this.sortedNodes.map((n) => this.store.node(n)).filter((n): n is Node => n !== undefined);
+  }
+
+  /** One pod per DaemonSet per eligible node, bound directly as the DaemonSet controller does. */
+  private markDaemonNode(node: string): void {
+    if (this.daemonNodes !== 'all') this.daemonNodes.add(node);
+  }
+
+  private runDaemonSets(): void {
+    const which = this.daemonNodes;
+    this.daemonNodes = new Set();
+    const nodes = which === 'all' ? this.store.nodes() : [...which].map((n) => this.store.node(n)).filter((n): n is Node => n !== undefined);
+    for (const ds of this.store.list('daemonsets.apps')) {
+      const tpl = (ds.spec as { template?: { metadata?: { labels?: Record<string, string> }; spec?: PodSpec } } | undefined)?.template;
+      if (!tpl?.spec) continue;
+      for (const node of nodes) {
+        const probe = { metadata: {}, spec: tpl.spec } as unknown as Pod;
+        const blocking = (node.spec?.taints ?? []).filter((t: Taint) => t.effect !== 'PreferNoSchedule' && !tolerates(tpl.spec!.tolerations, t));
+        if (blocking.length > 0 || !matchesNodeAffinity(probe, node)) continue;
+        const has = this.store.podsOnNode(node.metadata.name).some((p) => controllerOf(p)?.uid === ds.metadata.uid && !p.metadata.deletionTimestamp);
+        if (has) continue;
+        const pod = {
+          apiVersion: 'v1',
+          kind: 'Pod',
+          metadata: {
+            name: this.generateName(`${ds.metadata.name}-`, (n) => this.store.pod(ds.metadata.namespace ?? '', n) !== undefined),
+            generateName: `${ds.metadata.name}-`,
+            namespace: ds.metadata.namespace,
+            labels: { ...(tpl.metadata?.labels ?? {}) },
+            ownerReferences: [{ apiVersion: 'apps/v1', kind: 'DaemonSet', name: ds.metadata.name, uid: ds.metadata.uid, controller: true, blockOwnerDeletion: true }],
+          },
+          spec: { ...tpl.spec, nodeName: node.metadata.name },
+        } as unknown as KubeObject;
+        try {
+          this.store.put('pods', this.admit(pod));
+        } catch (err) {
+          this.failures.push(`DaemonSet ${ds.metadata.namespace}/${ds.metadata.name}: ${(err as Error).message}`);
+        }
+      }
+    }
+  }
+
+  withDaemonSetStatus(ds: KubeObject): KubeObject {
+    const pods = this.store.pods(ds.metadata.namespace).filter((p) => controllerOf(p)?.uid === ds.metadata.uid && !p.metadata.deletionTimestamp);
+    const ready = pods.filter(isHealthy).length;
+    return {
+      ...ds,
+      status: { currentNumberScheduled: pods.length, desiredNumberScheduled: pods.length, numberMisscheduled: 0, numberReady: ready, numberAvailable: ready, updatedNumberScheduled: pods.length, observedGeneration: ds.metadata.generation ?? 1 },
+    };
+  }
+
+  /** Keeps the pending set, the capacity epoch and the node order in step with the store. */
+  private observe(e: StoreEvent): void {
+    if (e.resource === 'pods') {
+      const pod = e.object as Pod;
+      const key = `${pod.metadata.namespace}/${pod.metadata.name}`;
+      // Only pods asking for the default scheduler are ours; others wait for their own binder.
+      const ours = (pod.spec.schedulerName ?? 'default-scheduler') === 'default-scheduler';
+      const waiting = e.type !== 'DELETED' && ours && !pod.spec.nodeName && !pod.metadata.deletionTimestamp && pod.status?.phase === 'Pending';
+      if (waiting) this.pending.add(key);
+      else {
+        this.pending.delete(key);
+        this.tried.delete(key);
+      }
+      const before = e.previous as Pod | undefined;
+      const freed = before !== undefined && holdsResources(before) && (e.type === 'DELETED' || !holdsResources(pod));
+      if (freed) this.epoch++;
+    } else if (e.resource === 'nodes') {
+      const node = e.object as Node;
+      if (e.type !== 'MODIFIED') this.sortedNodes = undefined;
+      if (e.type === 'ADDED' || (e.type === 'MODIFIED' && loosened(e.previous as Node, node))) this.epoch++;
+      if (e.type !== 'DELETED' && node.spec?.taints?.some((t) => t.effect === 'NoExecute')) this.noExecuteCheck.add(node.metadata.name);
+      if (e.type === 'ADDED') this.markDaemonNode(node.metadata.name);
+    }
+  }
+}
+
+/** True when a node change could let a pod fit that did not before. */
+function loosened(before: Node, after: Node): boolean {
+  if (before.spec?.unschedulable && !after.spec?.unschedulable) return true;
+  const key = (t: Taint) => `${t.key}=${t.value ?? ''}:${t.effect}`;
+  const now = new Set((after.spec?.taints ?? []).map(key));
+  if ((before.spec?.taints ?? []).some((t) => !now.has(key(t)))) return true;
+  if (JSON.stringify(before.metadata.labels) !== JSON.stringify(after.metadata.labels)) return true;
+  return JSON.stringify(before.status?.allocatable) !== JSON.stringify(after.status?.allocatable);
+}

@@ -1,0 +1,67 @@
+/**
+ * The resource table: every type the simulated API server serves, with the facts discovery,
+ * routing and error messages need. Adding a plain CRUD type is one row here.
+ */
+export interface ResourceDef {
+  group: string;
+  version: string;
+  plural: string;
+  singular: string;
+  kind: string;
+  namespaced: boolean;
+  shortNames?: string[];
+  subresources?: string[];
+  /** Whether the main endpoint ignores status changes (the status subresource owns them). */
+  hasStatus?: boolean;
+}
+
+const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
+
+export const RESOURCES: ResourceDef[] = [
+  { group: '', version: 'v1', plural: 'namespaces', singular: 'namespace', kind: 'Namespace', namespaced: false, shortNames: ['ns'], subresources: ['status'], hasStatus: true },
+  { group: '', version: 'v1', plural: 'nodes', singular: 'node', kind: 'Node', namespaced: false, shortNames: ['no'], subresources: ['status'], hasStatus: true },
+  { group: '', version: 'v1', plural: 'pods', singular: 'pod', kind: 'Pod', namespaced: true, shortNames: ['po'], subresources: ['status', 'eviction', 'binding'], hasStatus: true },
+  { group: '', version: 'v1', plural: 'configmaps', singular: 'configmap', kind: 'ConfigMap', namespaced: true, shortNames: ['cm'] },
+  { group: '', version: 'v1', plural: 'events', singular: 'event', kind: 'Event', namespaced: true, shortNames: ['ev'] },
+  { group: '', version: 'v1', plural: 'resourcequotas', singular: 'resourcequota', kind: 'ResourceQuota', namespaced: true, shortNames: ['quota'], subresources: ['status'], hasStatus: true },
+  { group: '', version: 'v1', plural: 'limitranges', singular: 'limitrange', kind: 'LimitRange', namespaced: true, shortNames: ['limits'] },
+  { group: 'policy', version: 'v1', plural: 'poddisruptionbudgets', singular: 'poddisruptionbudget', kind: 'PodDisruptionBudget', namespaced: true, shortNames: ['pdb'], subresources: ['status'], hasStatus: true },
+  { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', singular: 'lease', kind: 'Lease', namespaced: true },
+  { group: 'apps', version: 'v1', plural: 'daemonsets', singular: 'daemonset', kind: 'DaemonSet', namespaced: true, shortNames: ['ds'], subresources: ['status'], hasStatus: true },
+];
+
+export function verbsFor(_r: ResourceDef): string[] {
+  return VERBS;
+}
+
+/** `pods`, `poddisruptionbudgets.policy`: the name the real server uses in messages and store keys. */
+export function qualifiedName(r: ResourceDef): string {
+  return r.group === '' ? r.plural : `${r.plural}.${r.group}`;
+}
+
+export function apiVersionOf(r: ResourceDef): string {
+  return r.group === '' ? r.version : `${r.group}/${r.version}`;
+}
+
+const byPath = new Map<string, ResourceDef>(RESOURCES.map((r) => [`${apiVersionOf(r)}/${r.plural}`, r]));
+const byKind = new Map<string, ResourceDef>(RESOURCES.map((r) => [r.kind, r]));
+
+export function findResource(apiVersion: string, plural: string): ResourceDef | undefined {
+  return byPath.get(`${apiVersion}/${plural}`);
+}
+
+export function resourceForKind(kind: string): ResourceDef | undefined {
+  return byKind.get(kind);
+}
+
+export function resource(plural: string): ResourceDef {
+  const r = RESOURCES.find((x) => x.plural === plural);
+  if (!r) throw new Error(`unknown resource ${plural}`);
+  return r;
+}
+
+export function groupVersions(): { group: string; version: string }[] {
+  const seen = new Map<string, { group: string; version: string }>();
+  for (const r of RESOURCES) if (r.group !== '') seen.set(`${r.group}/${r.version}`, { group: r.group, version: r.version });
+  return [...seen.values()];
+}

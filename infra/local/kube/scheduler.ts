@@ -1,0 +1,99 @@
+import { holdsResources, podRequests } from './pods.ts';
+import { parseQuantity } from './quantity.ts';
+import type { Node, NodeSelectorRequirement, Pod, Taint, Toleration } from './types.ts';
+
+/**
+ * The scheduler's filter: does a pod fit a node? Pure functions over plain objects, the same
+ * checks kube-scheduler's default filters make for what this fleet uses: resources (cpu, memory,
+ * pods and any extended resource such as `nvidia.com/gpu` or `nvidia.com/mig-1g.10gb`), node
+ * unschedulable, taints against tolerations, nodeSelector and required node affinity.
+ */
+export function tolerates(tolerations: Toleration[] | undefined, taint: Taint): boolean {
+  return (tolerations ?? []).some((t) => {
+    if (t.effect && t.effect !== taint.effect) return false;
+    if (t.operator === 'Exists') return !t.key || t.key === taint.key;
+    return t.key === taint.key && (t.value ?? '') === (taint.value ?? '');
+  });
+}
+
+function matchExpr(value: string | undefined, r: NodeSelectorRequirement): boolean {
+  const vals = r.values ?? [];
+  switch (r.operator) {
+    case 'In':
+      return value !== undefined && vals.includes(value);
+    case 'NotIn':
+      return value === undefined || !vals.includes(value);
+    case 'Exists':
+      return value !== undefined;
+    case 'DoesNotExist':
+      return value === undefined;
+    case 'Gt':
+    case 'Lt': {
+      if (value === undefined) return false;
+      const a = Number(value);
+      const b = Number(vals[0]);
+      return r.operator === 'Gt' ? a > b : a < b;
+    }
+    default:
+      return false;
+  }
+}
+
+export function matchesNodeAffinity(pod: Pod, node: Node): boolean {
+  const labels = node.metadata.labels ?? {};
+  for (const [k, v] of Object.entries(pod.spec.nodeSelector ?? {})) if (labels[k] !== v) return false;
+  const terms = pod.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
+  if (!terms || terms.length === 0) return true;
+  return terms.some(
+    (t) =>
+      (t.matchExpressions ?? []).every((e) => matchExpr(labels[e.key], e)) &&
+      (t.matchFields ?? []).every((e) => matchExpr(e.key === 'metadata.name' ? node.metadata.name : undefined, e)),
+  );
+}
+
+/** What a node has left: allocatable minus the requests of pods bound to it. */
+export function freeOn(node: Node, podsOnNode: Pod[]): Map<string, number> {
+  const free = new Map<string, number>();
+  for (const [k, v] of Object.entries(node.status?.allocatable ?? node.status?.capacity ?? {})) free.set(k, parseQuantity(v));
+  if (!free.has('pods')) free.set('pods', 110);
+  for (const p of podsOnNode) {
+    if (!holdsResources(p)) continue;
+    free.set('pods', (free.get('pods') ?? 0) - 1);
+    for (const [k, v] of podRequests(p)) free.set(k, (free.get(k) ?? 0) - v);
+  }
+  return free;
+}
+
+/** Why `pod` cannot go to `node`, in kube-scheduler's words, or undefined when it fits. */
+export function unfitReason(pod: Pod, node: Node, free: Map<string, number>): string | undefined {
+  const unschedulable: Taint = { key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' };
+  if (node.spec?.unschedulable && !tolerates(pod.spec.tolerations, unschedulable)) return 'node(s) were unschedulable';
+  for (const t of node.spec?.taints ?? []) {
+    if (t.effect === 'PreferNoSchedule') continue;
+    if (!tolerates(pod.spec.tolerations, t)) return `node(s) had untolerated taint {${t.key}: ${t.value ?? ''}}`;
+  }
+  if (!matchesNodeAffinity(pod, node)) return "node(s) didn't match Pod's node affinity/selector";
+  if ((free.get('pods') ?? 0) < 1) return 'Too many pods';
+  for (const [k, v] of podRequests(pod)) {
+    if (v <= 0) continue;
+    // 1e-9 absorbs float noise from summing milli-cpu values.
+    if ((free.get(k) ?? 0) + 1e-9 < v) return `Insufficient ${k}`;
+  }
+  return undefined;
+}
+
+/**
+ * First node in name order that fits, or the scheduler's summary of why none did:
+ * `0/3 nodes are available: 2 Insufficient nvidia.com/gpu, 1 node(s) were unschedulable.`
+ * Name order keeps placement deterministic for tests; the real scheduler scores instead.
+ */
+export function pickNode(pod: Pod, nodesByName: Node[], freeOf: (n: Node) => Map<string, number>): { node: string } | { reason: string } {
+  const reasons = new Map<string, number>();
+  for (const node of nodesByName) {
+    const why = unfitReason(pod, node, freeOf(node));
+    if (why === undefined) return { node: node.metadata.name };
+    reasons.set(why, (reasons.get(why) ?? 0) + 1);
+  }
+  const parts = [...reasons.entries()].sort((a, b) => a[0].localeCompare(b[0])).map(([r, n]) => `${n} ${r}`);
+  return { reason: `0/${nodesByName.length} nodes are available: ${parts.join(', ')}.` };
+}

@@ -1,0 +1,106 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startKubeSim, type Fleet, type KubeSim } from './index.ts';
+import { clients } from './test-helpers.ts';
+
+const GPU_TAINT = { key: 'nvidia.com/gpu', value: 'present', effect: 'NoSchedule' as const };
+const fleet: Fleet = {
+  nodes: [
+    { name: 'a100', count: 2, labels: { accelerator: 'nvidia-a100' }, taints: [GPU_TAINT], allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': 8 } },
+    { name: 'h100-mig', labels: { accelerator: 'nvidia-h100', 'nvidia.com/mig.strategy': 'mixed' }, taints: [GPU_TAINT], allocatable: { cpu: '190', memory: '1800Gi', 'nvidia.com/mig-1g.10gb': 2, 'nvidia.com/mig-3g.40gb': 1 } },
+    { name: 'a10-cgpu', labels: { accelerator: 'nvidia-a10' }, allocatable: { cpu: '62', memory: '230Gi', 'aliyun.com/gpu-mem': 24, 'aliyun.com/gpu-core.percentage': 100 } },
+    { name: 'mi300', labels: { accelerator: 'amd-mi300x' }, allocatable: { cpu: '128', memory: '2000Gi', 'amd.com/gpu': 8 } },
+    { name: 'cpu', labels: { pool: 'system' }, allocatable: { cpu: '4', memory: '16Gi' } },
+  ],
+  namespaces: [{ name: 'work' }],
+};
+
+describe('the scheduler', () => {
+  let sim: KubeSim;
+  let c: ReturnType<typeof clients>;
+  let seq = 0;
+  beforeAll(async () => {
+    sim = await startKubeSim({ fleet });
+    c = clients(sim);
+  });
+  afterAll(() => sim.close());
+
+  /** Creates a pod through the client and returns where the scheduler put it. */
+  async function place(requests: Record<string, string>, extra: Record<string, unknown> = {}): Promise<string | undefined> {
+    const name = `p${++seq}`;
+    await c.core.createNamespacedPod({ namespace: 'work', body: { metadata: { name }, spec: { containers: [{ name: 'main', image: 'x', resources: { requests, limits: requests } }], ...extra } } });
+    return sim.store.pod('work', name)!.spec.nodeName;
+  }
+  const tolerateGpu = { tolerations: [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }] };
+
+  it.each([
+    ['a full GPU request on a tainted A100 node when tolerated', { 'nvidia.com/gpu': '4' }, tolerateGpu, 'a100-0'],
+    ['a MIG slice on the mixed-strategy H100 node', { 'nvidia.com/mig-3g.40gb': '1' }, tolerateGpu, 'h100-mig'],
+    ['an Alibaba cGPU memory share on the A10 node', { 'aliyun.com/gpu-mem': '8' }, {}, 'a10-cgpu'],
+    ['an AMD GPU on the MI300 node', { 'amd.com/gpu': '2' }, {}, 'mi300'],
+    ['a CPU pod on the first untainted node by name', { cpu: '1' }, {}, 'a10-cgpu'],
+    ['a pod pinned by nodeSelector', { cpu: '1' }, { nodeSelector: { pool: 'system' } }, 'cpu'],
+    [
+      'a pod pinned by required node affinity',
+      { cpu: '1' },
+      { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'accelerator', operator: 'In', values: ['amd-mi300x'] }] }] } } } },
+      'mi300',
+    ],
+  ])('places %s', async (_what, requests, extra, node) => {
+    expect(await place(requests, extra)).toBe(node);
+    expect(sim.store.pods('work').find((p) => p.spec.nodeName === node)?.status?.phase).toBe('Running');
+  });
+
+  it('leaves a GPU pod without the toleration Pending with the scheduler message', async () => {
+    expect(await place({ 'nvidia.com/gpu': '1' })).toBeUndefined();
+    const pod = sim.store.pod('work', `p${seq}`)!;
+    expect(pod.status?.phase).toBe('Pending');
+    const cond = pod.status?.conditions?.find((x) => x.type === 'PodScheduled');
+    expect(cond).toMatchObject({ status: 'False', reason: 'Unschedulable' });
+    expect(cond?.message).toContain('0/6 nodes are available');
+    expect(cond?.message).toContain('3 node(s) had untolerated taint {nvidia.com/gpu: present}');
+  });
+
+  it('fills MIG slices exactly and keeps the next request Pending', async () => {
+    expect(await place({ 'nvidia.com/mig-1g.10gb': '1' }, tolerateGpu)).toBe('h100-mig');
+    expect(await place({ 'nvidia.com/mig-1g.10gb': '1' }, tolerateGpu)).toBe('h100-mig');
+    expect(await place({ 'nvidia.com/mig-1g.10gb': '1' }, tolerateGpu)).toBeUndefined();
+  });
+
+  it('skips cordoned nodes and binds the waiting pod when room appears', async () => {
+    await c.core.patchNode({ name: 'a100-0', body: [{ op: 'add', path: '/spec/unschedulable', value: true }] });
+    await c.core.patchNode({ name: 'a100-1', body: [{ op: 'add', path: '/spec/unschedulable', value: true }] });
+    expect(await place({ 'nvidia.com/gpu': '8' }, tolerateGpu)).toBeUndefined();
+    const waiting = `p${seq}`;
+    await c.core.patchNode({ name: 'a100-1', body: [{ op: 'remove', path: '/spec/unschedulable' }] });
+    expect(sim.store.pod('work', waiting)!.spec.nodeName).toBe('a100-1');
+  });
+
+  it('binds a pending pod when a pod on a full node goes away', async () => {
+    // a100-1 is now full (8 GPUs); a100-0 is cordoned with 4 used.
+    expect(await place({ 'nvidia.com/gpu': '8' }, tolerateGpu)).toBeUndefined();
+    const waiting = `p${seq}`;
+    const holder = sim.store.podsOnNode('a100-1').find((p) => p.metadata.namespace === 'work')!;
+    await c.core.deleteNamespacedPod({ name: holder.metadata.name, namespace: 'work' });
+    expect(sim.store.pod('work', waiting)!.spec.nodeName).toBeUndefined();
+    sim.advance(30_000);
+    expect(sim.store.pod('work', waiting)!.spec.nodeName).toBe('a100-1');
+  });
+
+  it('binds through the bindings API and refuses a second binding with 409', async () => {
+    await c.core.createNamespacedPod({ namespace: 'work', body: { metadata: { name: 'manual' }, spec: { schedulerName: 'none', containers: [{ name: 'm', image: 'x' }] } } });
+    expect(sim.store.pod('work', 'manual')!.spec.nodeName).toBeUndefined();
+    await c.core.createNamespacedBinding({ namespace: 'work', body: { metadata: { name: 'manual' }, target: { kind: 'Node', name: 'cpu' } } });
+    expect(sim.store.pod('work', 'manual')!.spec.nodeName).toBe('cpu');
+    expect(sim.store.pod('work', 'manual')!.status?.phase).toBe('Running');
+    // The pod subresource form, as kube-scheduler posts it:
+    const again = await fetch(`${sim.url}/api/v1/namespaces/work/pods/manual/binding`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ target: { name: 'mi300' } }) });
+    expect(again.status).toBe(409);
+  });
+
+  it('evicts pods that do not tolerate a NoExecute taint', async () => {
+    const before = sim.store.podsOnNode('mi300').filter((p) => !p.metadata.deletionTimestamp).length;
+    expect(before).toBeGreaterThan(0);
+    await c.core.patchNode({ name: 'mi300', body: { spec: { taints: [{ key: 'gpu-reflex.io/faulty', value: 'xid-79', effect: 'NoExecute' }] } } }, (await import('./test-helpers.ts')).patchWith('application/merge-patch+json'));
+    expect(sim.store.podsOnNode('mi300').every((p) => p.metadata.deletionTimestamp !== undefined)).toBe(true);
+  });
+});

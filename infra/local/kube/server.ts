@@ -1,0 +1,214 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { parse as parseYaml } from 'yaml';
+import type { Cluster, ListResult } from './cluster.ts';
+import { apiGroup, apiGroupList, apiResourceList, apiVersions, VERSION_INFO } from './discovery.ts';
+import { ApiError, errors } from './errors.ts';
+import { apiVersionOf, findResource, type ResourceDef } from './resources.ts';
+import { openApiGroupVersion, openApiRoot } from './openapi.ts';
+import { tableOf, wantsTable } from './table.ts';
+import { serveWatch } from './watch.ts';
+
+/**
+ * HTTP routing for the Kubernetes REST paths:
+ *   /api/v1/{plural}[/{name}[/{sub}]]                       cluster-scoped, or all namespaces
+ *   /api/v1/namespaces/{ns}/{plural}[/{name}[/{sub}]]       namespaced
+ *   /apis/{group}/{version}/...                             the same under a group
+ *   /api/v1/watch/...                                       legacy watch paths
+ * plus discovery and /version. Every failure is a Status object with the real code and reason.
+ */
+const MAX_BODY = 8 * 1024 * 1024;
+
+interface Route {
+  r: ResourceDef;
+  ns?: string;
+  name?: string;
+  sub?: string;
+  watch: boolean;
+}
+
+function readBody(req: IncomingMessage): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY) reject(errors.badRequest('request entity too large'));
+      else chunks.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
+
+function send(res: ServerResponse, code: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+/** Splits the path into a resource route, or returns a discovery document / undefined. */
+function route(segs: string[]): Route | { doc: object } | undefined {
+  let gv: string;
+  let rest: string[];
+  if (segs[0] === 'api') {
+    if (segs.length === 1) return undefined; // handled by the caller (needs host)
+    if (segs[1] !== 'v1') return undefined;
+    gv = 'v1';
+    rest = segs.slice(2);
+  } else if (segs[0] === 'apis') {
+    if (segs.length === 1) return { doc: apiGroupList() };
+    const g = apiGroup(segs[1]!);
+    if (segs.length === 2) return g ? { doc: g } : undefined;
+    gv = `${segs[1]}/${segs[2]}`;
+    rest = segs.slice(3);
+  } else return undefined;
+  if (rest.length === 0) {
+    const doc = apiResourceList(gv);
+    return doc ? { doc } : undefined;
+  }
+  let watch = false;
+  if (rest[0] === 'watch') {
+    watch = true;
+    rest = rest.slice(1);
+  }
+  if (rest[0] === 'namespaces' && rest.length >= 3 && findResource(gv, rest[2]!)) {
+    const r = findResource(gv, rest[2]!)!;
+    if (!r.namespaced || rest.length > 5) return undefined;
+    return { r, ns: rest[1], name: rest[3], sub: rest[4], watch };
+  }
+  const r = findResource(gv, rest[0]!);
+  if (!r || rest.length > 3) return undefined;
+  return { r, name: rest[1], sub: rest[2], watch };
+}
+
+function decode(text: string, contentType: string): unknown {
+  if (text.trim() === '') return undefined;
+  try {
+    if (contentType.includes('yaml')) return parseYaml(text) as unknown;
+    return JSON.parse(text) as unknown;
+  } catch (err) {
+    throw errors.badRequest(`couldn't decode the request body: ${(err as Error).message}`);
+  }
+}
+
+function listBody(r: ResourceDef, result: ListResult): object {
+  return {
+    kind: `${r.kind}List`,
+    apiVersion: apiVersionOf(r),
+    metadata: {
+      resourceVersion: result.resourceVersion,
+      ...(result.continue ? { continue: result.continue } : {}),
+      ...(result.remainingItemCount !== undefined ? { remainingItemCount: result.remainingItemCount } : {}),
+    },
+    items: result.items,
+  };
+}
+
+export function createHandler(cluster: Cluster, open: Set<ServerResponse>) {
+  return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    try {
+      await handle(cluster, req, res, open);
+    } catch (err) {
+      if (res.headersSent) {
+        res.end();
+        return;
+      }
+      if (err instanceof ApiError) send(res, err.code, err.status);
+      else send(res, 500, errors.internal(err instanceof Error ? err.message : String(err)).status);
+    }
+  };
+}
+
+async function handle(cluster: Cluster, req: IncomingMessage, res: ServerResponse, open: Set<ServerResponse>): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://localhost');
+  const q = url.searchParams;
+  const segs = url.pathname.split('/').filter((s) => s !== '').map(decodeURIComponent);
+  const method = req.method ?? 'GET';
+  // Wall-clock mode: whatever came due since the last request (grace periods) happens first.
+  cluster.tick();
+
+  if (segs[0] === 'version' && segs.length === 1) return send(res, 200, VERSION_INFO);
+  if (['healthz', 'livez', 'readyz'].includes(segs[0] ?? '')) {
+    res.writeHead(200, { 'Content-Type': 'text/plain' });
+    return void res.end('ok');
+  }
+  if (segs[0] === 'openapi' && segs[1] === 'v3') {
+    const doc = segs.length === 2 ? openApiRoot() : openApiGroupVersion(segs.slice(2).join('/'));
+    return doc ? send(res, 200, doc) : send(res, 404, errors.notFoundPath().status);
+  }
+  if (segs[0] === 'api' && segs.length === 1) return send(res, 200, apiVersions(req.headers.host ?? '127.0.0.1'));
+  // POST /api/v1/namespaces/{ns}/bindings: the collection form of binding (client-node's createNamespacedBinding).
+  if (method === 'POST' && segs.length === 5 && segs[0] === 'api' && segs[2] === 'namespaces' && segs[4] === 'bindings') {
+    const body = decode(await readBody(req), req.headers['content-type'] ?? 'application/json') as { metadata?: { name?: string } } | undefined;
+    return send(res, 201, cluster.bind(segs[3]!, body?.metadata?.name ?? '', body));
+  }
+  const hit = route(segs);
+  if (!hit) return send(res, 404, errors.notFoundPath().status);
+  if ('doc' in hit) return send(res, 200, hit.doc);
+
+  const { r, name, sub } = hit;
+  const ns = r.namespaced ? hit.ns : undefined;
+  const dryRun = q.getAll('dryRun').includes('All');
+  const contentType = req.headers['content-type'] ?? 'application/json';
+  const body = method === 'GET' ? undefined : decode(await readBody(req), contentType);
+  const gone = () => {
+    throw errors.methodNotAllowed(`the server does not allow this method on the requested resource`);
+  };
+  if (sub !== undefined && !(r.subresources ?? []).includes(sub)) return send(res, 404, errors.notFoundPath().status);
+
+  if (name === undefined) {
+    if (method === 'GET') {
+      const opts = {
+        labelSelector: q.get('labelSelector') ?? undefined,
+        fieldSelector: q.get('fieldSelector') ?? undefined,
+      };
+      if (hit.watch || q.get('watch') === 'true' || q.get('watch') === '1') {
+        const timeout = q.get('timeoutSeconds');
+        return serveWatch(req, res, cluster, r, ns, { ...opts, resourceVersion: q.get('resourceVersion') ?? undefined, ...(timeout ? { timeoutSeconds: Number(timeout) } : {}) }, open);
+      }
+      const limit = Number(q.get('limit') ?? 0);
+      const result = cluster.list(r, ns, { ...opts, limit, continue: q.get('continue') ?? undefined });
+      if (wantsTable(req.headers.accept)) return send(res, 200, tableOf(r, result, cluster.clock.now()));
+      return send(res, 200, listBody(r, result));
+    }
+    if (method === 'POST') return send(res, dryRun ? 200 : 201, cluster.create(r, ns ?? '', body, { dryRun }));
+    if (method === 'DELETE') {
+      const result = cluster.list(r, ns, { labelSelector: q.get('labelSelector') ?? undefined, fieldSelector: q.get('fieldSelector') ?? undefined });
+      const items = result.items.map((o) => cluster.delete(r, o.metadata.namespace ?? '', o.metadata.name, { dryRun }));
+      return send(res, 200, listBody(r, { ...result, items }));
+    }
+    return gone();
+  }
+
+  const nsName = ns ?? '';
+  if (sub === 'eviction' || sub === 'binding') {
+    if (method !== 'POST') return gone();
+    return send(res, 201, sub === 'eviction' ? cluster.evict(nsName, name, body) : cluster.bind(nsName, name, body));
+  }
+  switch (method) {
+    case 'GET': {
+      const obj = cluster.get(r, nsName, name);
+      if (wantsTable(req.headers.accept)) return send(res, 200, tableOf(r, { items: [obj], resourceVersion: obj.metadata.resourceVersion }, cluster.clock.now()));
+      return send(res, 200, obj);
+    }
+    case 'PUT':
+      return send(res, 200, cluster.replace(r, nsName, name, body, { dryRun, ...(sub ? { subresource: sub } : {}) }));
+    case 'PATCH': {
+      const existed = cluster.store.get(`${r.group === '' ? r.plural : `${r.plural}.${r.group}`}`, nsName, name) !== undefined;
+      const out = cluster.patch(r, nsName, name, contentType, body, { dryRun, ...(sub ? { subresource: sub } : {}), fieldManager: q.get('fieldManager') ?? undefined });
+      return send(res, existed ? 200 : 201, out);
+    }
+    case 'DELETE': {
+      const opts = (body ?? {}) as { gracePeriodSeconds?: number; preconditions?: { uid?: string; resourceVersion?: string }; dryRun?: string[] };
+      const grace = q.get('gracePeriodSeconds');
+      const out = cluster.delete(r, nsName, name, {
+        ...opts,
+        ...(grace !== null ? { gracePeriodSeconds: Number(grace) } : {}),
+        dryRun: dryRun || (opts.dryRun ?? []).includes('All'),
+      });
+      return send(res, 200, out);
+    }
+    default:
+      return gone();
+  }
+}

@@ -1,0 +1,81 @@
+import type { ListResult } from './cluster.ts';
+import type { ResourceDef } from './resources.ts';
+import type { KubeObject, Node, Pod } from './types.ts';
+
+/**
+ * `Accept: application/json;as=Table;v=v1;g=meta.k8s.io` — the server-side printing kubectl asks
+ * for. Nodes and pods get kubectl's usual columns; everything else gets Name and Age.
+ */
+export function wantsTable(accept: string | undefined): boolean {
+  return accept !== undefined && /as=Table/.test(accept);
+}
+
+interface Column {
+  name: string;
+  type: string;
+  format?: string;
+  priority?: number;
+  cell: (o: KubeObject) => string | number;
+}
+
+function age(created: string, now: number): string {
+  const s = Math.max(0, Math.floor((now - Date.parse(created)) / 1000));
+  if (s < 120) return `${s}s`;
+  if (s < 7200) return `${Math.floor(s / 60)}m`;
+  if (s < 172800) return `${Math.floor(s / 3600)}h`;
+  return `${Math.floor(s / 86400)}d`;
+}
+
+function nodeStatus(n: Node): string {
+  const ready = n.status?.conditions?.find((c) => c.type === 'Ready');
+  const parts = [ready?.status === 'True' ? 'Ready' : 'NotReady'];
+  if (n.spec?.unschedulable) parts.push('SchedulingDisabled');
+  return parts.join(',');
+}
+
+function roles(n: Node): string {
+  const r = Object.keys(n.metadata.labels ?? {})
+    .filter((k) => k.startsWith('node-role.kubernetes.io/'))
+    .map((k) => k.slice('node-role.kubernetes.io/'.length));
+  return r.length > 0 ? r.join(',') : '<none>';
+}
+
+function columns(r: ResourceDef, now: number): Column[] {
+  const name: Column = { name: 'Name', type: 'string', format: 'name', cell: (o) => o.metadata.name };
+  const ageCol: Column = { name: 'Age', type: 'string', cell: (o) => age(o.metadata.creationTimestamp, now) };
+  if (r.plural === 'nodes') {
+    return [
+      name,
+      { name: 'Status', type: 'string', cell: (o) => nodeStatus(o as Node) },
+      { name: 'Roles', type: 'string', cell: (o) => roles(o as Node) },
+      ageCol,
+      { name: 'Version', type: 'string', cell: (o) => String(((o as Node).status?.nodeInfo as { kubeletVersion?: string } | undefined)?.kubeletVersion ?? '') },
+    ];
+  }
+  if (r.plural === 'pods') {
+    const p = (o: KubeObject) => o as Pod;
+    return [
+      name,
+      { name: 'Ready', type: 'string', cell: (o) => `${(p(o).status?.containerStatuses as unknown[] | undefined)?.length ?? 0}/${p(o).spec.containers.length}` },
+      { name: 'Status', type: 'string', cell: (o) => (o.metadata.deletionTimestamp ? 'Terminating' : (p(o).status?.phase ?? 'Pending')) },
+      { name: 'Restarts', type: 'string', cell: () => '0' },
+      ageCol,
+      { name: 'Node', type: 'string', priority: 1, cell: (o) => p(o).spec.nodeName ?? '<none>' },
+    ];
+  }
+  return [name, ageCol];
+}
+
+export function tableOf(r: ResourceDef, result: ListResult, now: number): object {
+  const cols = columns(r, now);
+  return {
+    kind: 'Table',
+    apiVersion: 'meta.k8s.io/v1',
+    metadata: { resourceVersion: result.resourceVersion, ...(result.continue ? { continue: result.continue } : {}) },
+    columnDefinitions: cols.map((c) => ({ name: c.name, type: c.type, format: c.format ?? '', description: c.name, priority: c.priority ?? 0 })),
+    rows: result.items.map((o) => ({
+      cells: cols.map((c) => c.cell(o)),
+      object: { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: o.metadata },
+    })),
+  };
+}

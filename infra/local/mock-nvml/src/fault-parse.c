@@ -1,0 +1,45 @@
+/* One fault object (scenario `faults[i]` or mockNvmlInjectFault) → mock_fault. */
+#include <string.h>
+
+#include "fields.h"
+#include "mock.h"
+
+static const struct { const char *name; fault_kind kind; } FAULT_KINDS[] = {
+  {"xid", F_XID}, {"ecc", F_ECC}, {"rowRemapPending", F_REMAP_PENDING},
+  {"rowRemapFailure", F_REMAP_FAILURE}, {"retiredPagesPending", F_RETIRED_PENDING},
+  {"gpuLost", F_GPU_LOST}, {"recoveryAction", F_RECOVERY_ACTION}, {"nvlinkDown", F_NVLINK_DOWN},
+};
+
+/* One fault object; `atMs` absent means "now" (the injection API uses that). */
+int fault_parse(const void *json_fault, mock_fault *f, char *err, size_t err_len) {
+  const json_value *o = json_fault;
+  err_buf = err;
+  err_cap = err_len;
+  const char *path = "fault";
+  char kind[32] = "";
+  double n;
+  memset(f, 0, sizeof *f);
+  if (!o || o->type != JSON_OBJECT) return bad(path, "expected an object");
+  if (!get_str(o, "kind", path, kind, sizeof kind, 1)) return 0;
+  size_t k, known = sizeof FAULT_KINDS / sizeof FAULT_KINDS[0];
+  for (k = 0; k < known; k++)
+    if (strcmp(kind, FAULT_KINDS[k].name) == 0) break;
+  if (k == known) return bad("fault.kind", "unknown kind (xid, ecc, rowRemapPending, rowRemapFailure, retiredPagesPending, gpuLost, recoveryAction, nvlinkDown)");
+  f->kind = FAULT_KINDS[k].kind;
+  n = (double)mock_now_ms(); if (!get_num(o, "atMs", path, &n, 0)) return 0; f->atMs = (unsigned long long)n;
+  n = 0; if (!get_num(o, "gpu", path, &n, 0)) return 0;
+  if (n < 0 || n >= g.gpuCount) return bad("fault.gpu", "no such GPU index");
+  f->gpu = (int)n;
+  n = 0; if (!get_num(o, "xid", path, &n, f->kind == F_XID)) return 0; f->xid = (unsigned long long)n;
+  n = NO_INSTANCE; if (!get_num(o, "gpuInstanceId", path, &n, 0)) return 0; f->gi = (unsigned int)n;
+  n = NO_INSTANCE; if (!get_num(o, "computeInstanceId", path, &n, 0)) return 0; f->ci = (unsigned int)n;
+  n = 0; if (!get_num(o, "corrected", path, &n, 0)) return 0; f->corrected = (unsigned long long)n;
+  n = f->kind == F_ECC && !json_get(o, "corrected") ? 1 : 0;
+  if (!get_num(o, "uncorrected", path, &n, 0)) return 0;
+  f->uncorrected = (unsigned long long)n;
+  n = 0;
+  if (!get_num(o, f->kind == F_NVLINK_DOWN ? "link" : "action", path, &n,
+               f->kind == F_NVLINK_DOWN || f->kind == F_RECOVERY_ACTION)) return 0;
+  f->value = (unsigned int)n;
+  return 1;
+}

@@ -1,0 +1,205 @@
+/**
+ * Health: turns a stream of samples into `GPU Health Changed` details — one per threshold
+ * crossing, never one per sample. Every condition has hysteresis (it clears only below the
+ * threshold minus a margin) so a GPU hovering at 85 °C does not flap.
+ * Defaults come from the field notes (shared/seeds): util > 95% for 5 min, framebuffer > 90%,
+ * temperature > 80 °C warning / > 85 °C critical, power > 90% of the enforced limit, any
+ * uncorrected ECC error, pending page retirement or row remap.
+ */
+import type { GpuHealthChangedDetail, HealthCondition } from '../../events/catalog/gpu-health-changed.ts';
+import { refOf, type GpuReading, type GpuRef } from './reading.ts';
+
+export interface HealthThresholds {
+  utilHighPercent: number;
+  utilHighForMs: number;
+  framebufferHighPercent: number;
+  temperatureWarnC: number;
+  temperatureCritC: number;
+  powerHighPercent: number;
+  /** Margin below a threshold before a condition clears (percent points or °C). */
+  hysteresis: number;
+  /** Consecutive failed samples before the agent reports it cannot see the GPUs. */
+  monitoringFailures: number;
+}
+
+export const DEFAULT_THRESHOLDS: HealthThresholds = {
+  utilHighPercent: 95,
+  utilHighForMs: 5 * 60_000,
+  framebufferHighPercent: 90,
+  temperatureWarnC: 80,
+  temperatureCritC: 85,
+  powerHighPercent: 90,
+  hysteresis: 5,
+  monitoringFailures: 3,
+};
+
+type Severity = GpuHealthChangedDetail['severity'];
+/** 0 = clear; otherwise the severity it fires with. */
+type Level = 0 | Severity;
+const RANK: Record<string, number> = { 0: 0, info: 1, warning: 2, critical: 3 };
+
+/** Throttle reasons that mean hardware trouble; idle, app-clock and SW power cap are normal. */
+const HW_THROTTLE = new Set(['hw-slowdown', 'hw-thermal-slowdown', 'hw-power-brake-slowdown', 'sw-thermal-slowdown']);
+
+interface CondState {
+  level: Level;
+  /** For conditions that must hold for a while (utilization): when the raw signal started. */
+  since?: number;
+  /** For counters (ECC): the last value seen. */
+  last?: number;
+}
+
+export type HealthEvent = Omit<GpuHealthChangedDetail, 'schemaVersion' | 'eventId' | 'node' | 'observedAt'>;
+
+/** Per-node evaluator. Keeps the last level of every (GPU, condition); pure apart from that memory. */
+export class HealthEvaluator {
+  private readonly state = new Map<string, CondState>();
+  private failures = 0;
+  private degraded = false;
+
+  constructor(private readonly t: HealthThresholds = DEFAULT_THRESHOLDS) {}
+
+  /** Evaluates one sample of every GPU taken at `nowMs`; returns the crossings. */
+  evaluate(readings: readonly GpuReading[], nowMs: number): HealthEvent[] {
+    const out: HealthEvent[] = [];
+    if (this.degraded) {
+      this.degraded = false;
+      out.push({ condition: 'monitoring-degraded', state: 'resolved', severity: 'info', message: 'NVML answers again' });
+    }
+    this.failures = 0;
+    for (const r of readings) out.push(...this.evaluateGpu(r, nowMs));
+    return out;
+  }
+
+  /** A whole sample failed (NVML hung or erroring). Reported as monitoring trouble, never as a GPU fault. */
+  sampleFailed(reason: string): HealthEvent[] {
+    this.failures++;
+    if (this.degraded || this.failures < this.t.monitoringFailures) return [];
+    this.degraded = true;
+    return [{ condition: 'monitoring-degraded', state: 'firing', severity: 'warning', message: `cannot read GPUs: ${reason} (${this.failures} samples in a row)` }];
+  }
+
+  private evaluateGpu(r: GpuReading, now: number): HealthEvent[] {
+    const gpu = refOf(r);
+    const out: HealthEvent[] = [];
+    const step = (cond: HealthCondition, level: Level, message: string, extra: Partial<HealthEvent> = {}) => {
+      const key = `${r.uuid}/${cond}`;
+      const prev = this.state.get(key) ?? { level: 0 };
+      if (prev.level === level) return;
+      this.state.set(key, { ...prev, level });
+      out.push(event(gpu, cond, level, message, extra));
+    };
+    const levelOf = (cond: HealthCondition): Level => this.state.get(`${r.uuid}/${cond}`)?.level ?? 0;
+
+    step('gpu-lost', r.lost ? 'critical' : 0, r.lost ? 'GPU is lost: NVML answers GPU_IS_LOST' : 'GPU answers again');
+    if (r.lost) return out;
+
+    if (r.temperatureC !== undefined) {
+      const t = r.temperatureC;
+      const cur = levelOf('temperature');
+      const lvl = banded(t, cur, [
+        [this.t.temperatureCritC, 'critical'],
+        [this.t.temperatureWarnC, 'warning'],
+      ], this.t.hysteresis);
+      step('temperature', lvl, lvl ? `temperature ${t} °C above ${lvl === 'critical' ? this.t.temperatureCritC : this.t.temperatureWarnC} °C` : `temperature back to ${t} °C`, {
+        value: t, threshold: lvl === 'critical' ? this.t.temperatureCritC : this.t.temperatureWarnC, unit: 'C',
+      });
+    }
+    if (r.powerW !== undefined && r.powerLimitW) {
+      const pct = (100 * r.powerW) / r.powerLimitW;
+      const lvl = banded(pct, levelOf('power'), [[this.t.powerHighPercent, 'warning']], this.t.hysteresis);
+      step('power', lvl, lvl ? `power ${r.powerW} W is ${pct.toFixed(0)}% of the ${r.powerLimitW} W limit` : `power back to ${pct.toFixed(0)}% of the limit`, {
+        value: round(pct), threshold: this.t.powerHighPercent, unit: '%',
+      });
+    }
+    if (r.memoryUsedMiB !== undefined && r.memoryTotalMiB) {
+      const pct = (100 * r.memoryUsedMiB) / r.memoryTotalMiB;
+      const lvl = banded(pct, levelOf('framebuffer-high'), [[this.t.framebufferHighPercent, 'warning']], this.t.hysteresis);
+      step('framebuffer-high', lvl, lvl ? `framebuffer ${pct.toFixed(0)}% used` : `framebuffer back to ${pct.toFixed(0)}% used`, {
+        value: round(pct), threshold: this.t.framebufferHighPercent, unit: '%',
+      });
+    }
+    if (r.utilPercent !== undefined) out.push(...this.utilization(r, gpu, now));
+    if (r.eccUncorrectedVolatile !== undefined) {
+      const key = `${r.uuid}/ecc-uncorrected`;
+      const prev = this.state.get(key) ?? { level: 0 as Level, last: 0 };
+      const n = r.eccUncorrectedVolatile;
+      if (n > (prev.last ?? 0)) {
+        this.state.set(key, { level: 'critical', last: n });
+        out.push(event(gpu, 'ecc-uncorrected', 'critical', `${n - (prev.last ?? 0)} new uncorrected ECC error(s) (${n} since last reset)`, { value: n, threshold: 0, unit: 'errors' }));
+      } else if (n < (prev.last ?? 0) || (n === 0 && prev.level !== 0)) {
+        // Volatile counters reset with the GPU: the reset is what clears the condition.
+        this.state.set(key, { level: 0, last: n });
+        if (prev.level !== 0) out.push(event(gpu, 'ecc-uncorrected', 0, 'ECC counters reset', { value: n, unit: 'errors' }));
+      }
+    }
+    if (r.retiredPagesPending !== undefined) step('retired-pages-pending', r.retiredPagesPending ? 'warning' : 0, r.retiredPagesPending ? 'page retirement pending: the GPU needs a reset' : 'no page retirement pending');
+    if (r.remappedRows) {
+      step('row-remap-pending', r.remappedRows.pending ? 'warning' : 0, r.remappedRows.pending ? 'row remap pending: the GPU needs a reset to apply it' : 'no row remap pending', { value: r.remappedRows.uncorrectable, unit: 'rows' });
+      step('row-remap-failure', r.remappedRows.failure ? 'critical' : 0, r.remappedRows.failure ? 'row remapping failed: no spare rows left' : 'row remapping healthy');
+    }
+    if (r.throttleReasons) {
+      const hw = r.throttleReasons.filter((x) => HW_THROTTLE.has(x));
+      step('throttling', hw.length ? 'warning' : 0, hw.length ? `clocks throttled: ${hw.join(', ')}` : 'clocks no longer throttled by hardware');
+    }
+    if (r.nvlinkActive) out.push(...this.nvlink(r, gpu));
+    if (r.recoveryAction !== undefined) {
+      const act = r.recoveryAction;
+      step('recovery-action', act === 'none' ? 0 : 'critical', act === 'none' ? 'no recovery action needed' : `NVML asks for recovery action ${act}`, { recoveryAction: act });
+    }
+    return out;
+  }
+
+  private utilization(r: GpuReading, gpu: GpuRef, now: number): HealthEvent[] {
+    const key = `${r.uuid}/utilization-high`;
+    const s = this.state.get(key) ?? { level: 0 };
+    const u = r.utilPercent!;
+    if (s.level === 0) {
+      if (u <= this.t.utilHighPercent) {
+        this.state.set(key, { level: 0 });
+        return [];
+      }
+      const since = s.since ?? now;
+      if (now - since >= this.t.utilHighForMs) {
+        this.state.set(key, { level: 'info' });
+        return [event(gpu, 'utilization-high', 'info', `utilization above ${this.t.utilHighPercent}% for ${Math.round((now - since) / 60_000)} min`, { value: u, threshold: this.t.utilHighPercent, unit: '%' })];
+      }
+      this.state.set(key, { level: 0, since });
+      return [];
+    }
+    if (u < this.t.utilHighPercent - this.t.hysteresis) {
+      this.state.set(key, { level: 0 });
+      return [event(gpu, 'utilization-high', 0, `utilization back to ${u}%`, { value: u, threshold: this.t.utilHighPercent, unit: '%' })];
+    }
+    return [];
+  }
+
+  private nvlink(r: GpuReading, gpu: GpuRef): HealthEvent[] {
+    // Only links that were ever up count: unused links are always inactive.
+    const key = `${r.uuid}/nvlink-down`;
+    const s = this.state.get(key) ?? { level: 0 as Level, last: 0 };
+    let everUp = s.last ?? 0;
+    r.nvlinkActive!.forEach((up, i) => { if (up) everUp |= 1 << i; });
+    const down = r.nvlinkActive!.flatMap((up, i) => (!up && everUp & (1 << i) ? [i] : []));
+    const level: Level = down.length ? 'critical' : 0;
+    this.state.set(key, { level, last: everUp });
+    if (level === s.level) return [];
+    return [event(gpu, 'nvlink-down', level, down.length ? `NVLink ${down.join(', ')} down` : 'all NVLinks up again', { value: down.length, unit: 'links' })];
+  }
+}
+
+/** Level for a value against descending [threshold, level] bands, with hysteresis on the way down. */
+function banded(v: number, current: Level, bands: [number, Severity][], hysteresis: number): Level {
+  for (const [threshold, level] of bands) {
+    if (v > threshold) return level;
+    // Staying at (or above) this band until the value drops below threshold - hysteresis.
+    if (RANK[current]! >= RANK[level]! && v >= threshold - hysteresis) return level;
+  }
+  return 0;
+}
+
+const round = (n: number) => Math.round(n * 10) / 10;
+
+function event(gpu: GpuRef, condition: HealthCondition, level: Level, message: string, extra: Partial<HealthEvent> = {}): HealthEvent {
+  return { gpu, condition, state: level ? 'firing' : 'resolved', severity: level || 'info', message, ...extra };
+}

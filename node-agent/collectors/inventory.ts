@@ -1,0 +1,65 @@
+/**
+ * Inventory: what the node has and who uses it. Sent at start and whenever it changes — a
+ * process's memory use moving is not a change; a pod starting on a GPU, or a new MIG layout, is.
+ */
+import type { GpuInventoryDetail } from '../../events/catalog/gpu-inventory.ts';
+import type { GpuReading } from './reading.ts';
+
+export type Inventory = Omit<GpuInventoryDetail, 'schemaVersion' | 'eventId' | 'node' | 'observedAt'>;
+
+export interface SystemInfo {
+  driverVersion: string;
+  nvmlVersion?: string;
+  cudaVersion?: string;
+}
+
+export function buildInventory(sys: SystemInfo, readings: readonly GpuReading[], podOfPid: ReadonlyMap<number, string | undefined>): Inventory {
+  return {
+    driverVersion: sys.driverVersion,
+    ...(sys.nvmlVersion ? { nvmlVersion: sys.nvmlVersion } : {}),
+    ...(sys.cudaVersion ? { cudaVersion: sys.cudaVersion } : {}),
+    gpus: readings.map((r) => ({
+      index: r.index,
+      uuid: r.uuid,
+      pciBusId: r.pciBusId,
+      name: r.name,
+      memoryTotalMiB: r.memoryTotalMiB ?? 0,
+      migMode: r.migMode ?? 'unsupported',
+      migDevices: (r.migDevices ?? []).map((m) => ({
+        ...(m.uuid ? { uuid: m.uuid } : {}),
+        gpuInstanceId: m.gpuInstanceId,
+        computeInstanceId: m.computeInstanceId,
+        profile: m.profile,
+        placement: m.placement,
+        ...(m.memoryTotalMiB !== undefined ? { memoryMiB: m.memoryTotalMiB } : {}),
+      })),
+      processes: (r.processes ?? []).map((p) => {
+        const podUid = podOfPid.get(p.pid);
+        return {
+          pid: p.pid,
+          ...(p.usedMiB !== undefined ? { usedMiB: p.usedMiB } : {}),
+          ...(p.gpuInstanceId !== undefined ? { gpuInstanceId: p.gpuInstanceId } : {}),
+          ...(podUid ? { podUid } : {}),
+        };
+      }),
+    })),
+  };
+}
+
+/** The part of an inventory whose change is worth an event (memory use per process is not). */
+export function inventoryKey(inv: Inventory): string {
+  return JSON.stringify({
+    ...inv,
+    gpus: inv.gpus.map((g) => ({ ...g, processes: g.processes.map((p) => [p.pid, p.gpuInstanceId ?? null, p.podUid ?? null]).sort() })),
+  });
+}
+
+/** Pods (by UID) using a GPU, or one MIG instance of it, per the latest inventory. */
+export function podsOnGpu(inv: Inventory | undefined, gpuUuid: string, gpuInstanceId?: number): string[] {
+  const gpu = inv?.gpus.find((g) => g.uuid === gpuUuid);
+  if (!gpu) return [];
+  const uids = gpu.processes
+    .filter((p) => gpuInstanceId === undefined || p.gpuInstanceId === gpuInstanceId)
+    .flatMap((p) => (p.podUid ? [p.podUid] : []));
+  return [...new Set(uids)];
+}

@@ -1,0 +1,57 @@
+/**
+ * What one sample of one GPU looks like to the collectors: plain data, every NVML field optional
+ * because NOT_SUPPORTED omits it. The NVML wrapper fills it; tests write it by hand.
+ */
+import type { GpuRecoveryAction } from '../../events/xid.ts';
+
+export interface MigReading {
+  uuid?: string;
+  gpuInstanceId: number;
+  computeInstanceId: number;
+  profile: string;
+  placement: { start: number; size: number };
+  memoryUsedMiB?: number;
+  memoryTotalMiB?: number;
+}
+
+export interface ProcessReading {
+  pid: number;
+  usedMiB?: number;
+  gpuInstanceId?: number;
+}
+
+export interface GpuReading {
+  index: number;
+  uuid: string;
+  pciBusId: string;
+  name: string;
+  /** True when NVML answered GPU_IS_LOST: nothing else is known. */
+  lost?: boolean;
+  utilPercent?: number;
+  memoryUtilPercent?: number;
+  memoryUsedMiB?: number;
+  memoryTotalMiB?: number;
+  temperatureC?: number;
+  powerW?: number;
+  powerLimitW?: number;
+  eccUncorrectedVolatile?: number;
+  retiredPagesPending?: boolean;
+  remappedRows?: { correctable: number; uncorrectable: number; pending: boolean; failure: boolean };
+  /** Clock-event (throttle) reasons by name, e.g. `hw-slowdown`, `sw-thermal-slowdown`. */
+  throttleReasons?: string[];
+  /** Per NVLink index: true when active. */
+  nvlinkActive?: boolean[];
+  recoveryAction?: GpuRecoveryAction;
+  migMode?: 'enabled' | 'disabled' | 'unsupported';
+  migDevices?: MigReading[];
+  processes?: ProcessReading[];
+}
+
+export interface GpuRef {
+  index: number;
+  uuid: string;
+  pciBusId: string;
+  name: string;
+}
+
+export const refOf = (r: GpuReading): GpuRef => ({ index: r.index, uuid: r.uuid, pciBusId: r.pciBusId, name: r.name });

@@ -1,0 +1,107 @@
+/**
+ * Turns what the collectors saw into catalog details, with deterministic event ids: the same
+ * observation always gets the same id, so a replayed spool or a redelivery is deduplicated
+ * downstream. Every detail is parsed against the catalog before it leaves (a malformed event is a
+ * bug here, never the bus's problem).
+ */
+import { GPU_HEALTH_CHANGED, type GpuHealthChangedDetail } from '../events/catalog/gpu-health-changed.ts';
+import { GPU_INVENTORY, type GpuInventoryDetail } from '../events/catalog/gpu-inventory.ts';
+import { GPU_UTILIZATION_SUMMARY, type GpuUtilizationSummaryDetail } from '../events/catalog/gpu-utilization-summary.ts';
+import { GPU_XID_ERROR, type GpuXidErrorDetail } from '../events/catalog/gpu-xid-error.ts';
+import { SCHEMA_VERSION, SOURCES } from '../events/common.ts';
+import { validateDetail } from '../events/validate.ts';
+import type { HealthEvent } from './collectors/health.ts';
+import type { Inventory } from './collectors/inventory.ts';
+import type { GpuRef } from './collectors/reading.ts';
+
+export type Priority = 'critical' | 'normal' | 'bulk';
+
+/** What the publisher sends: one PutEvents entry, already validated. */
+export interface OutgoingEvent {
+  source: string;
+  detailType: string;
+  detail: Record<string, unknown> & { eventId: string };
+  time: Date;
+  resources?: string[];
+  priority: Priority;
+}
+
+export class InvalidEventError extends Error {
+  override name = 'InvalidEventError';
+  constructor(detailType: string, readonly problems: string[]) {
+    super(`refusing to send an invalid "${detailType}": ${problems.join('; ')}`);
+  }
+}
+
+function outgoing(detailType: string, detail: Record<string, unknown> & { eventId: string }, at: number, priority: Priority): OutgoingEvent {
+  const r = validateDetail(detailType, detail);
+  if (!r.ok) throw new InvalidEventError(detailType, r.problems.map((p) => `${p.path}: ${p.message}`));
+  return { source: SOURCES.agent, detailType, detail, time: new Date(at), priority };
+}
+
+export interface XidObservation {
+  gpu: GpuRef;
+  xid: number;
+  via: GpuXidErrorDetail['via'];
+  pid: number | null;
+  process: string | null;
+  message: string;
+  mig?: GpuXidErrorDetail['mig'];
+  recoveryAction?: GpuXidErrorDetail['recoveryAction'];
+  podUids: string[];
+}
+
+export function xidEvent(node: string, at: number, o: XidObservation): OutgoingEvent {
+  const detail: GpuXidErrorDetail = {
+    schemaVersion: SCHEMA_VERSION,
+    eventId: `xid:${node}:${o.gpu.uuid}:${o.xid}:${at}`,
+    node,
+    observedAt: new Date(at).toISOString(),
+    gpu: o.gpu,
+    ...(o.mig ? { mig: o.mig } : {}),
+    xid: o.xid,
+    via: o.via,
+    pid: o.pid,
+    process: o.process,
+    message: o.message.slice(0, 1024),
+    ...(o.recoveryAction ? { recoveryAction: o.recoveryAction } : {}),
+    pods: o.podUids.slice(0, 128).map((uid) => ({ uid })),
+  };
+  return outgoing(GPU_XID_ERROR, detail, at, 'critical');
+}
+
+export function healthEvent(node: string, at: number, h: HealthEvent, podUids: string[] = []): OutgoingEvent {
+  const subject = h.gpu?.uuid ?? 'node';
+  const detail: GpuHealthChangedDetail = {
+    schemaVersion: SCHEMA_VERSION,
+    eventId: `health:${node}:${subject}:${h.condition}:${h.state}:${at}`,
+    node,
+    observedAt: new Date(at).toISOString(),
+    ...h,
+    ...(podUids.length && h.state === 'firing' ? { pods: podUids.slice(0, 128).map((uid) => ({ uid })) } : {}),
+  };
+  // Informational crossings (utilization) travel with inventory's priority, not as alarms.
+  return outgoing(GPU_HEALTH_CHANGED, detail, at, h.condition === 'utilization-high' || h.condition === 'framebuffer-high' ? 'normal' : 'critical');
+}
+
+export function utilizationEvent(node: string, at: number, s: Omit<GpuUtilizationSummaryDetail, 'schemaVersion' | 'eventId' | 'node' | 'observedAt'>): OutgoingEvent {
+  const detail: GpuUtilizationSummaryDetail = {
+    schemaVersion: SCHEMA_VERSION,
+    eventId: `util:${node}:${Date.parse(s.windowStart)}`,
+    node,
+    observedAt: new Date(at).toISOString(),
+    ...s,
+  };
+  return outgoing(GPU_UTILIZATION_SUMMARY, detail, at, 'bulk');
+}
+
+export function inventoryEvent(node: string, at: number, inv: Inventory): OutgoingEvent {
+  const detail: GpuInventoryDetail = {
+    schemaVersion: SCHEMA_VERSION,
+    eventId: `inventory:${node}:${at}`,
+    node,
+    observedAt: new Date(at).toISOString(),
+    ...inv,
+  };
+  return outgoing(GPU_INVENTORY, detail, at, 'normal');
+}

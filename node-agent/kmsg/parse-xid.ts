@@ -1,0 +1,86 @@
+import { describeXid, type RemediationAction } from '../../events/xid.ts';
+
+/**
+ * Parses NVIDIA driver XID lines from a kernel log: dmesg (`[12345.678901] `, `[Fri Nov 21 ...] `),
+ * /dev/kmsg records (`6,1234,5678901,-;`) or journald/syslog (`Nov 21 03:12:45 host kernel: `).
+ * The prefix is not anchored: whatever precedes `NVRM: Xid` is ignored, so new log shapes still
+ * parse. Forms seen from drivers:
+ *
+ *   NVRM: Xid (PCI:0000:3b:00): 79, pid=1234, name=python, GPU has fallen off the bus.
+ *   NVRM: Xid (PCI:0000:07:00): 31, pid='<unknown>', name=<unknown>, Ch 00000008, ...
+ *   NVRM: Xid (PCI:0000:c1:00 GPU-I:05): 43, pid=2201, name=python3, Ch 00000010
+ *   NVRM: Xid (0000:01:00): 13, 0000 00000000 0000a197 ...           (older drivers)
+ *
+ * The PCI id is normalised to NVML's form (`00000000:3B:00.0`) so it matches nvmlPciInfo_t.busId.
+ */
+
+export interface KernelXid {
+  /** NVML-style PCI bus id: 8-digit domain, upper case, function included. */
+  pci: string;
+  xid: number;
+  pid: number | null;
+  process: string | null;
+  /** The driver's text after the pid/name fields ('' when there is none). */
+  message: string;
+  /** MIG GPU instance named in the line (`GPU-I:05`), when there is one. */
+  gpuInstanceId?: number;
+  meaning: string;
+  recommendation: string;
+  action: RemediationAction;
+}
+
+const XID_LINE =
+  /NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{1,8}:[0-9a-fA-F]{1,2}:[0-9a-fA-F]{1,2}(?:\.[0-7])?)((?:\s+GPU-C?I:\s*[0-9a-fA-F]+)*)\):\s*(\d{1,6})\b,?\s*(.*)$/;
+const GPU_INSTANCE = /GPU-I:\s*([0-9a-fA-F]+)/;
+const PID = /^pid='?(<unknown>|\d+)'?(?:,\s*|$)/;
+const NAME = /^name=([^,]*)(?:,\s*|$)/;
+
+/** `0000:3b:00` / `3b:00.0` forms → `00000000:3B:00.0`; undefined when it is not a bus id. */
+export function normalizePciBusId(id: string): string | undefined {
+  const m = /^(?:([0-9a-fA-F]{1,8}):)?([0-9a-fA-F]{1,2}):([0-9a-fA-F]{1,2})(?:\.([0-7]))?$/.exec(id.trim());
+  if (!m) return undefined;
+  const [, domain = '0', bus = '', device = '', fn = '0'] = m;
+  return `${domain.padStart(8, '0')}:${bus.padStart(2, '0')}:${device.padStart(2, '0')}.${fn}`.toUpperCase();
+}
+
+/** Unknown-process markers the driver writes instead of a pid or a name. */
+function known(value: string): string | null {
+  const v = value.trim();
+  return v === '' || v === '<unknown>' || v === "'<unknown>'" ? null : v;
+}
+
+/** One line → a KernelXid, or undefined when the line is not an XID report. Never throws. */
+export function parseXidLine(line: string): KernelXid | undefined {
+  const m = XID_LINE.exec(line.replace(/\r$/, ''));
+  if (!m) return undefined;
+  const [, rawPci = '', instances = '', rawXid = '', rest0 = ''] = m;
+  const pci = normalizePciBusId(rawPci);
+  const xid = Number.parseInt(rawXid, 10);
+  if (!pci || !Number.isSafeInteger(xid)) return undefined;
+  let rest = rest0.trim();
+  let pid: number | null = null;
+  let process: string | null = null;
+  const p = PID.exec(rest);
+  if (p) {
+    pid = p[1] === '<unknown>' || p[1] === undefined ? null : Number(p[1]);
+    rest = rest.slice(p[0].length);
+  }
+  const n = NAME.exec(rest);
+  if (n) {
+    process = known(n[1] ?? '');
+    rest = rest.slice(n[0].length);
+  }
+  const gi = GPU_INSTANCE.exec(instances)?.[1];
+  const info = describeXid(xid);
+  return {
+    pci,
+    xid,
+    pid,
+    process,
+    message: rest.trim(),
+    ...(gi === undefined ? {} : { gpuInstanceId: Number.parseInt(gi, 16) }),
+    meaning: info.meaning,
+    recommendation: info.recommendation,
+    action: info.action,
+  };
+}

@@ -1,0 +1,87 @@
+import { constants } from 'node:fs';
+import { open } from 'node:fs/promises';
+import { setTimeout as delay } from 'node:timers/promises';
+
+/**
+ * Streams the lines of a kernel log: `/dev/kmsg` or any file. The file is opened non-blocking and
+ * read in a loop, so no libuv pool thread ever sits blocked in read() on /dev/kmsg (the NVML event
+ * waiter needs those threads). With `follow`, EOF and EAGAIN mean "wait `pollMs` and read again"
+ * (tail -f, or new kernel records); without it they end the stream, which for /dev/kmsg means
+ * "what the ring buffer holds now".
+ *
+ * /dev/kmsg specifics: each read returns one record; EPIPE means records were overwritten before
+ * we read them, and the next read continues with the oldest one still there.
+ */
+
+/** The part of a file handle the reader uses; tests inject their own. */
+export interface LogHandle {
+  /** Bytes read into buf (0 = EOF); throws errors carrying `code` (EAGAIN, EPIPE, ...). */
+  read(buf: Buffer): Promise<number>;
+  close(): Promise<void>;
+}
+
+export interface ReadLogOptions {
+  follow?: boolean;
+  pollMs?: number;
+  signal?: AbortSignal;
+  openLog?: (path: string) => Promise<LogHandle>;
+  sleep?: (ms: number, signal?: AbortSignal) => Promise<void>;
+}
+
+async function openNonBlocking(path: string): Promise<LogHandle> {
+  const fh = await open(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  return {
+    read: async (buf) => (await fh.read(buf, 0, buf.length, null)).bytesRead,
+    close: () => fh.close(),
+  };
+}
+
+const realSleep = (ms: number, signal?: AbortSignal) => delay(ms, undefined, { signal }).catch(() => undefined);
+
+/** Splits a stream of chunks into lines (without the newline); a final partial line is kept. */
+export async function* splitLines(chunks: AsyncIterable<string | Buffer>): AsyncGenerator<string> {
+  let carry = '';
+  for await (const chunk of chunks) {
+    carry += typeof chunk === 'string' ? chunk : chunk.toString('utf8');
+    let nl: number;
+    while ((nl = carry.indexOf('\n')) >= 0) {
+      yield carry.slice(0, nl);
+      carry = carry.slice(nl + 1);
+    }
+  }
+  if (carry !== '') yield carry;
+}
+
+async function* chunks(path: string, options: ReadLogOptions): AsyncGenerator<Buffer> {
+  const { follow = false, pollMs = 500, signal } = options;
+  const sleep = options.sleep ?? realSleep;
+  const handle = await (options.openLog ?? openNonBlocking)(path);
+  // 64 KiB: a /dev/kmsg read with a buffer smaller than the record fails with EINVAL.
+  const buf = Buffer.alloc(64 * 1024);
+  try {
+    while (!signal?.aborted) {
+      let n: number;
+      try {
+        n = await handle.read(buf);
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (code === 'EPIPE') continue;
+        if (code !== 'EAGAIN' && code !== 'EWOULDBLOCK') throw err;
+        n = 0;
+      }
+      if (n > 0) {
+        yield Buffer.from(buf.subarray(0, n));
+        continue;
+      }
+      if (!follow) return;
+      await sleep(pollMs, signal);
+    }
+  } finally {
+    await handle.close();
+  }
+}
+
+/** Lines of `path`, following it when asked. Stops when `signal` aborts. */
+export function readLogLines(path: string, options: ReadLogOptions = {}): AsyncGenerator<string> {
+  return splitLines(chunks(path, options));
+}

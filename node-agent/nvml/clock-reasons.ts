@@ -1,0 +1,32 @@
+/**
+ * nvmlClocksEventReason* bits (nvml.h), named. A set bit says why the clocks are below maximum;
+ * the thermal and power-brake ones are the health signals, the rest are policy.
+ */
+export const CLOCK_EVENT_REASONS: ReadonlyArray<readonly [bit: number, name: string]> = [
+  [0x1, 'gpuIdle'],
+  [0x2, 'applicationsClocksSetting'],
+  [0x4, 'swPowerCap'],
+  [0x8, 'hwSlowdown'],
+  [0x10, 'syncBoost'],
+  [0x20, 'swThermalSlowdown'],
+  [0x40, 'hwThermalSlowdown'],
+  [0x80, 'hwPowerBrakeSlowdown'],
+  [0x100, 'displayClockSetting'],
+];
+
+/** Names for every set bit; bits NVML may add later come out as `bit0x200`. */
+export function clockEventReasonNames(mask: number): string[] {
+  const names: string[] = [];
+  let rest = mask;
+  for (const [bit, name] of CLOCK_EVENT_REASONS) {
+    if (mask & bit) names.push(name);
+    rest &= ~bit;
+  }
+  for (let bit = 1; rest !== 0 && bit <= 0x80000000; bit *= 2) {
+    if (rest & bit) {
+      names.push(`bit0x${bit.toString(16)}`);
+      rest &= ~bit;
+    }
+  }
+  return names;
+}

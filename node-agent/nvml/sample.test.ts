@@ -1,0 +1,108 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { oneGpu, openMockNvml } from '../../infra/local/mock-nvml/testing.ts';
+import type { Nvml } from './nvml.ts';
+import { sampleDevice, type GpuSample, type GpuSampleResult } from './sample.ts';
+
+let nvml: Nvml | undefined;
+afterEach(() => {
+  nvml?.close();
+  nvml = undefined;
+});
+
+async function session(scenario: string | object) {
+  const s = await openMockNvml(scenario);
+  nvml = s.nvml;
+  return s;
+}
+
+function ok(result: GpuSampleResult): GpuSample {
+  if (result.state !== 'ok') throw new Error(`expected an ok sample, got ${JSON.stringify(result)}`);
+  return result;
+}
+
+const series = { intervalMs: 1000, util: [10, 20, 30], memUtil: [1, 2, 3], tempC: [40, 41, 42], powerW: [100, 150, 200], clockEventReasons: [0, 0x44] };
+
+describe('sampleDevice', () => {
+  it('reads every field of a healthy A100 with nothing unsupported', async () => {
+    const { nvml } = await session(oneGpu({ series, processes: [{ pid: 4242, usedMiB: 4000 }], ecc: { aggregateCorrected: 3 } }));
+    const s = ok(sampleDevice(nvml, 0));
+    expect(s).toEqual({
+      state: 'ok',
+      index: 0,
+      uuid: 'GPU-00000000-1111-2222-3333-444444444444',
+      pciBusId: '00000000:3B:00.0',
+      utilization: { gpu: 10, memory: 1 },
+      memory: { totalMiB: 81920, usedMiB: 4000, freeMiB: 77920 },
+      temperatureC: 40,
+      powerW: 100,
+      powerLimitW: 400,
+      ecc: { volatileCorrected: 0, volatileUncorrected: 0, aggregateCorrected: 3, aggregateUncorrected: 0 },
+      retiredPagesPending: false,
+      remappedRows: { correctable: 0, uncorrectable: 0, pending: false, failure: false },
+      clockEventReasons: { mask: 0, reasons: [] },
+      nvlinks: Array.from({ length: 12 }, (_, link) => ({ link, active: true })),
+      processes: [{ pid: 4242, usedMiB: 4000 }],
+      migMode: { current: false, pending: false },
+      recoveryAction: { code: 0, action: 'none' },
+      unsupported: [],
+    });
+  });
+
+  it('indexes series by mock time and holds the last value past the end', async () => {
+    const { nvml, mock } = await session(oneGpu({ series }));
+    const at = () => { const s = ok(sampleDevice(nvml, 0)); return [s.utilization?.gpu, s.temperatureC, s.powerW, s.clockEventReasons?.reasons]; };
+    expect(at()).toEqual([10, 40, 100, []]);
+    mock.advanceMs(1000);
+    expect(at()).toEqual([20, 41, 150, ['swPowerCap', 'hwThermalSlowdown']]);
+    mock.advanceMs(60_000);
+    expect(at()).toEqual([30, 42, 200, ['swPowerCap', 'hwThermalSlowdown']]);
+  });
+
+  it('omits what the GPU does not support and names it', async () => {
+    const { nvml } = await session('t4-node.json');
+    const s = ok(sampleDevice(nvml, 0));
+    expect(s.unsupported.sort()).toEqual(['migMode', 'nvlinks', 'recoveryAction', 'remappedRows']);
+    for (const field of s.unsupported) expect(s).not.toHaveProperty(field);
+    expect(s.utilization).toEqual({ gpu: 35, memory: 20 });
+  });
+
+  it('on a MIG GPU omits utilization and remapped rows and lists MIG devices and processes', async () => {
+    const { nvml } = await session('h100-mig.json');
+    const s = ok(sampleDevice(nvml, 0));
+    expect(s.unsupported.sort()).toEqual(['remappedRows', 'utilization']);
+    expect(s.migDevices).toHaveLength(7);
+    expect(s.processes).toEqual([
+      { pid: 2201, usedMiB: 8000, gpuInstanceId: 7, computeInstanceId: 0 },
+      { pid: 2202, usedMiB: 9000, gpuInstanceId: 9, computeInstanceId: 0 },
+    ]);
+  });
+
+  it.each([
+    [{ kind: 'ecc', corrected: 5, uncorrected: 2 }, (s: GpuSample) => [s.ecc?.volatileCorrected, s.ecc?.volatileUncorrected, s.ecc?.aggregateUncorrected], [5, 2, 2]],
+    [{ kind: 'rowRemapPending' }, (s: GpuSample) => [s.remappedRows?.pending, s.remappedRows?.uncorrectable], [true, 1]],
+    [{ kind: 'rowRemapFailure' }, (s: GpuSample) => [s.remappedRows?.failure], [true]],
+    [{ kind: 'retiredPagesPending' }, (s: GpuSample) => [s.retiredPagesPending], [true]],
+    [{ kind: 'recoveryAction', action: 2 }, (s: GpuSample) => [s.recoveryAction?.action], ['node-reboot']],
+    [{ kind: 'nvlinkDown', link: 3 }, (s: GpuSample) => s.nvlinks?.filter((l) => !l.active).map((l) => l.link), [3]],
+  ])('shows a %o fault in the next sample once its time has come', async (fault, read, expected) => {
+    const { nvml, mock } = await session(oneGpu({}, { faults: [{ ...fault, gpu: 0, atMs: 500 }] }));
+    const before = read(ok(sampleDevice(nvml, 0)));
+    expect(before).not.toEqual(expected);
+    mock.advanceMs(500);
+    expect(read(ok(sampleDevice(nvml, 0)))).toEqual(expected);
+  });
+
+  it('turns a lost GPU into a lost sample, not a crash, and keeps sampling the others', async () => {
+    const { nvml, mock } = await session('dgx-a100-8x.json');
+    const before = ok(sampleDevice(nvml, 5));
+    mock.injectFault({ kind: 'gpuLost', gpu: 5 });
+    expect(sampleDevice(nvml, 5)).toEqual({ state: 'lost', index: 5, uuid: before.uuid, pciBusId: '00000000:90:00.0', error: 'NVML_ERROR_GPU_IS_LOST' });
+    expect(sampleDevice(nvml, 4).state).toBe('ok');
+  });
+
+  it('reports a GPU lost before it was ever sampled without its identity', async () => {
+    const { nvml, mock } = await session(oneGpu());
+    mock.injectFault({ kind: 'gpuLost', gpu: 0 });
+    expect(sampleDevice(nvml, 0)).toEqual({ state: 'lost', index: 0, error: 'NVML_ERROR_GPU_IS_LOST' });
+  });
+});

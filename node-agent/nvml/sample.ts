@@ -1,0 +1,94 @@
+import { isGpuLost } from './errors.ts';
+import type { ClockEventReasons, EccCounts, GpuProcess, MemoryInfo, NvLinkState, NvmlDevice, RecoveryAction, RemappedRows } from './device.ts';
+import { migDevices, migMode, type MigDeviceInfo } from './mig.ts';
+import type { Nvml } from './nvml.ts';
+
+/**
+ * One health/utilization sample of one GPU as plain data. Whatever NVML does not support on this
+ * GPU is omitted, and its field name is listed in `unsupported`, so consumers can tell "zero"
+ * from "not measured".
+ */
+export interface GpuSample {
+  state: 'ok';
+  index: number;
+  uuid: string;
+  pciBusId: string;
+  utilization?: { gpu: number; memory: number };
+  memory?: MemoryInfo;
+  temperatureC?: number;
+  powerW?: number;
+  powerLimitW?: number;
+  ecc?: EccCounts;
+  retiredPagesPending?: boolean;
+  remappedRows?: RemappedRows;
+  clockEventReasons?: ClockEventReasons;
+  nvlinks?: NvLinkState[];
+  processes?: GpuProcess[];
+  migMode?: { current: boolean; pending: boolean };
+  migDevices?: MigDeviceInfo[];
+  recoveryAction?: RecoveryAction;
+  unsupported: string[];
+}
+
+/** The GPU answered NVML_ERROR_GPU_IS_LOST: the health collector turns this into "GPU lost". */
+export interface GpuLostSample {
+  state: 'lost';
+  index: number;
+  uuid?: string;
+  pciBusId?: string;
+  error: string;
+}
+
+export type GpuSampleResult = GpuSample | GpuLostSample;
+
+/** Identity read at open, so a lost GPU can still be named. */
+const identities = new WeakMap<NvmlDevice, { uuid: string; pciBusId: string }>();
+
+function identity(device: NvmlDevice): { uuid: string; pciBusId: string } {
+  let known = identities.get(device);
+  if (!known) {
+    known = { uuid: device.uuid(), pciBusId: device.pci().busId };
+    identities.set(device, known);
+  }
+  return known;
+}
+
+/**
+ * Samples GPU `index`. Never throws for a lost GPU (returns `{ state: 'lost' }`); other NVML
+ * failures (a driver error, a bug) still throw NvmlError.
+ */
+export function sampleDevice(nvml: Nvml, index: number): GpuSampleResult {
+  let device: NvmlDevice | undefined;
+  try {
+    device = nvml.device(index);
+    const { uuid, pciBusId } = identity(device);
+    const sample: GpuSample = { state: 'ok', index, uuid, pciBusId, unsupported: [] };
+    const d = device;
+    const fields: { [K in keyof GpuSample]?: () => GpuSample[K] | undefined } = {
+      utilization: () => d.utilization(),
+      memory: () => d.memory(),
+      temperatureC: () => d.temperatureC(),
+      powerW: () => d.powerW(),
+      powerLimitW: () => d.powerLimitW(),
+      ecc: () => d.ecc(),
+      retiredPagesPending: () => d.retiredPagesPending(),
+      remappedRows: () => d.remappedRows(),
+      clockEventReasons: () => d.clockEventReasons(),
+      nvlinks: () => d.nvlinks(),
+      processes: () => d.processes(),
+      migMode: () => migMode(nvml, d),
+      recoveryAction: () => d.recoveryAction(),
+    };
+    for (const [name, read] of Object.entries(fields) as [keyof GpuSample, () => unknown][]) {
+      const value = read();
+      if (value === undefined) sample.unsupported.push(name);
+      else (sample as unknown as Record<string, unknown>)[name] = value;
+    }
+    if (sample.migMode?.current) sample.migDevices = migDevices(nvml, d);
+    return sample;
+  } catch (err) {
+    if (!isGpuLost(err)) throw err;
+    const known = device ? identities.get(device) : undefined;
+    return { state: 'lost', index, ...known, error: err.nvmlName };
+  }
+}

@@ -1,0 +1,129 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startKubeSim, wallClock, type Fleet, type KubeSim } from '../infra/local/kube/index.ts';
+import { clients } from '../infra/local/kube/test-helpers.ts';
+
+/**
+ * The simulated cluster driven by the real kubectl. Skipped where kubectl is not installed.
+ * This suite runs the sim on the wall clock: `kubectl drain` waits for evicted pods to disappear
+ * in real time, so their grace period is 1 s.
+ */
+const kubectlAvailable = spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).status === 0;
+
+const fleet: Fleet = {
+  nodes: [
+    { name: 'gpu-a', labels: { accelerator: 'nvidia-tesla-t4' }, allocatable: { cpu: '32', memory: '128Gi', 'nvidia.com/gpu': 4 } },
+    { name: 'gpu-b', labels: { accelerator: 'nvidia-tesla-t4' }, allocatable: { cpu: '32', memory: '128Gi', 'nvidia.com/gpu': 4 } },
+    { name: 'spare', labels: { accelerator: 'nvidia-tesla-t4' }, allocatable: { cpu: '32', memory: '128Gi', 'nvidia.com/gpu': 4 } },
+  ],
+  namespaces: [{ name: 'gpu-reflex' }, { name: 'serve' }, { name: 'train' }],
+  daemonSets: [{ name: 'agent', namespace: 'gpu-reflex', tolerations: [{ operator: 'Exists' }] }],
+  podDisruptionBudgets: [{ name: 'llm', namespace: 'serve', minAvailable: 2, selector: { matchLabels: { app: 'llm' } } }],
+  pods: [
+    { name: 'llm', namespace: 'serve', count: 2, node: 'gpu-a', owner: { kind: 'ReplicaSet', name: 'llm-7d9' }, labels: { app: 'llm' }, requests: { 'nvidia.com/gpu': 1 }, terminationGracePeriodSeconds: 1 },
+    { name: 'trainer', namespace: 'train', node: 'gpu-a', owner: { kind: 'Job', name: 'trainer' }, emptyDir: true, requests: { 'nvidia.com/gpu': 1 }, terminationGracePeriodSeconds: 1 },
+  ],
+};
+
+describe.skipIf(!kubectlAvailable)('kubectl against the simulated cluster', () => {
+  let sim: KubeSim;
+  let dir: string;
+  let kubeconfig: string;
+  beforeAll(async () => {
+    sim = await startKubeSim({ fleet, clock: wallClock });
+    dir = mkdtempSync(join(tmpdir(), 'kube-sim-kubectl-'));
+    kubeconfig = join(dir, 'config');
+    sim.writeKubeconfig(kubeconfig);
+  });
+  afterAll(() => sim.close());
+
+  /**
+   * Runs kubectl to completion, or until its stderr contains `until` (then ends it by pid):
+   * drain sleeps 5 s between refused evictions, and one refusal is all a test needs to see.
+   */
+  function kubectl(args: string[], until?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+    return new Promise((resolve, reject) => {
+      const child = spawn('kubectl', ['--kubeconfig', kubeconfig, '--cache-dir', join(dir, 'cache'), ...args], { env: { ...process.env, HOME: dir, KUBECONFIG: '' } });
+      let stdout = '';
+      let stderr = '';
+      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stderr.on('data', (d: Buffer) => {
+        stderr += d.toString();
+        if (until !== undefined && stderr.includes(until)) child.kill('SIGTERM');
+      });
+      child.on('error', reject);
+      child.on('close', (code) => resolve({ code, stdout, stderr }));
+    });
+  }
+
+  it('kubectl get nodes prints the fleet with Ready status', async () => {
+    const r = await kubectl(['get', 'nodes']);
+    expect(r.code).toBe(0);
+    const lines = r.stdout.trim().split('\n');
+    expect(lines[0]).toMatch(/^NAME\s+STATUS\s+ROLES\s+AGE\s+VERSION$/);
+    expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 2).join(' '))).toEqual(['gpu-a Ready', 'gpu-b Ready', 'spare Ready']);
+  });
+
+  it('kubectl cordon marks the node unschedulable', async () => {
+    expect((await kubectl(['cordon', 'spare'])).stdout).toContain('node/spare cordoned');
+    expect(sim.store.node('spare')!.spec?.unschedulable).toBe(true);
+    expect((await kubectl(['get', 'node', 'spare'])).stdout).toContain('Ready,SchedulingDisabled');
+    await kubectl(['uncordon', 'spare']);
+    expect(sim.store.node('spare')!.spec?.unschedulable).toBeFalsy();
+  });
+
+  it('kubectl taint adds and removes a NoSchedule taint', async () => {
+    expect((await kubectl(['taint', 'nodes', 'spare', 'gpu-reflex.io/faulty=xid-79:NoSchedule'])).code).toBe(0);
+    expect(sim.store.node('spare')!.spec?.taints).toEqual([{ key: 'gpu-reflex.io/faulty', value: 'xid-79', effect: 'NoSchedule' }]);
+    expect((await kubectl(['taint', 'nodes', 'spare', 'gpu-reflex.io/faulty:NoSchedule-'])).code).toBe(0);
+    expect(sim.store.node('spare')!.spec?.taints ?? []).toEqual([]);
+  });
+
+  it('kubectl label sets, overwrites and removes a node label', async () => {
+    await kubectl(['label', 'nodes', 'spare', 'gpu-reflex.io/health=degraded']);
+    expect(sim.store.node('spare')!.metadata.labels?.['gpu-reflex.io/health']).toBe('degraded');
+    const refused = await kubectl(['label', 'nodes', 'spare', 'gpu-reflex.io/health=ok']);
+    expect(refused.code).not.toBe(0);
+    await kubectl(['label', '--overwrite', 'nodes', 'spare', 'gpu-reflex.io/health=ok']);
+    expect(sim.store.node('spare')!.metadata.labels?.['gpu-reflex.io/health']).toBe('ok');
+    await kubectl(['label', 'nodes', 'spare', 'gpu-reflex.io/health-']);
+    expect(sim.store.node('spare')!.metadata.labels?.['gpu-reflex.io/health']).toBeUndefined();
+  });
+
+  it('kubectl apply -f creates a ResourceQuota, then updates it', async () => {
+    const file = join(dir, 'quota.yaml');
+    const quota = (gpus: number) => `apiVersion: v1\nkind: ResourceQuota\nmetadata:\n  name: gpu\n  namespace: train\nspec:\n  hard:\n    requests.nvidia.com/gpu: "${gpus}"\n`;
+    writeFileSync(file, quota(8));
+    expect((await kubectl(['apply', '-f', file])).stdout).toContain('resourcequota/gpu created');
+    writeFileSync(file, quota(12));
+    expect((await kubectl(['apply', '-f', file])).stdout).toContain('resourcequota/gpu configured');
+    const stored = sim.store.get('resourcequotas', 'train', 'gpu')!;
+    expect((stored.spec as { hard: Record<string, string> }).hard['requests.nvidia.com/gpu']).toBe('12');
+    expect(stored.metadata.annotations?.['kubectl.kubernetes.io/last-applied-configuration']).toContain('"12"');
+  });
+
+  it('kubectl drain is blocked by the PodDisruptionBudget and says so', async () => {
+    const refusal = "Cannot evict pod as it would violate the pod's disruption budget.";
+    const r = await kubectl(['drain', 'gpu-a', '--ignore-daemonsets', '--delete-emptydir-data', '--timeout=20s'], refusal);
+    expect(r.code).not.toBe(0);
+    expect(r.stderr).toMatch(/error when evicting pods\/"llm-[01]" -n "serve" \(will retry after 5s\): Cannot evict pod/);
+    expect(sim.store.node('gpu-a')!.spec?.unschedulable).toBe(true);
+    expect(sim.store.podsOnNode('gpu-a').filter((p) => p.metadata.namespace === 'serve')).toHaveLength(2);
+  });
+
+  it('kubectl drain succeeds once a third replica runs elsewhere, leaving only the DaemonSet pod', async () => {
+    const { core } = clients(sim);
+    await core.createNamespacedPod({
+      namespace: 'serve',
+      body: { metadata: { name: 'llm-extra', labels: { app: 'llm' }, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'llm-7d9', uid: 'x', controller: true }] }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'm', image: 'llm', resources: { requests: { 'nvidia.com/gpu': '1' } } }] } },
+    });
+    const r = await kubectl(['drain', 'gpu-a', '--ignore-daemonsets', '--delete-emptydir-data', '--timeout=20s']);
+    expect(r.stderr + r.stdout).toContain('node/gpu-a drained');
+    expect(r.code).toBe(0);
+    expect(sim.store.podsOnNode('gpu-a').map((p) => p.metadata.ownerReferences?.[0]?.kind)).toEqual(['DaemonSet']);
+    expect(sim.store.pods('serve').filter((p) => p.status?.phase === 'Running' && !p.metadata.deletionTimestamp)).toHaveLength(3);
+  });
+});
