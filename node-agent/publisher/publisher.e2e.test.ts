@@ -7,6 +7,7 @@
 import { appendFile, readFile } from 'node:fs/promises';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startLocalBus, type LocalBus } from '../../infra/local/bus/index.ts';
+import { healthEvent, xidEvent } from '../events.ts';
 import { PUBLISHER_METRIC_NAMES as M } from './publisher-metrics.ts';
 import { defaultEventBridgeClient, sdkSender } from './sdk-sender.ts';
 import { makeHarness, testEvent } from './test-harness.ts';
@@ -58,6 +59,22 @@ describe('publisher → real SDK → local bus', () => {
       detail: event.detail,
     });
     expect(h.publisher.status().lastPublishAt).toBe(h.clock.now());
+  });
+
+  it('carries the producers\' catalog events unchanged, eventId included', async () => {
+    const { send } = realSender();
+    const h = await makeHarness(send);
+    const gpu = { index: 3, uuid: 'GPU-5f2c3a1e-8d41-4b7a-9e0f-1c2d3e4f5a6b', pciBusId: '00000000:3B:00.0', name: 'NVIDIA A100-SXM4-80GB' };
+    const at = Date.parse('2026-11-21T03:02:45.120Z');
+    const xid = xidEvent('gpu-a100-07', at, { gpu, xid: 79, via: 'nvml', pid: 1, process: 'python', message: 'GPU has fallen off the bus', podUids: [] });
+    const health = healthEvent('gpu-a100-07', at, { gpu, condition: 'temperature', state: 'firing', severity: 'critical', message: 'hot' });
+    expect(h.publisher.publish(xid).ok).toBe(true);
+    expect(h.publisher.publish(health).ok).toBe(true);
+    await h.tick(200);
+    expect(bus.events.map((e) => [e['detail-type'], e.detail])).toEqual([
+      [xid.detailType, xid.detail],
+      [health.detailType, health.detail],
+    ]);
   });
 
   it('spools while the bus is down and delivers every event exactly once, in order, when it is back', async () => {
