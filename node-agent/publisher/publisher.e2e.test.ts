@@ -5,11 +5,14 @@
  * FakeClock: retries, windows and probes happen when the test steps it, never by sleeping.
  */
 import { appendFile, readFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startLocalBus, type LocalBus } from '../../infra/local/bus/index.ts';
 import { healthEvent, xidEvent } from '../events.ts';
 import { PUBLISHER_METRIC_NAMES as M } from './publisher-metrics.ts';
 import { defaultEventBridgeClient, sdkSender } from './sdk-sender.ts';
+import { classifyCallError } from './retry-policy.ts';
 import { makeHarness, testEvent } from './test-harness.ts';
 import type { PutEventsSender } from './types.ts';
 
@@ -204,5 +207,28 @@ describe('publisher → real SDK → local bus', () => {
     bus.setDown(false);
     await h.restart(realSender().send);
     expect(busIds()).toEqual(ids(4));
+  });
+});
+
+describe('sdkSender', () => {
+  it('gives up a call to a bus that never answers when its signal aborts, as an unavailable bus', async () => {
+    let abort: () => void = () => {};
+    const silent = createServer(() => abort());
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    vi.stubEnv('AWS_ENDPOINT_URL_EVENTBRIDGE', `http://127.0.0.1:${(silent.address() as AddressInfo).port}`);
+    try {
+      const controller = new AbortController();
+      abort = () => controller.abort();
+      const send = sdkSender(defaultEventBridgeClient());
+      const err = await send([{ Time: new Date(), Source: 's', DetailType: 'd', Detail: '{}', EventBusName: 'gpu-reflex' }], { signal: controller.signal }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect((err as Error).name).toBe('AbortError');
+      expect(classifyCallError(err).failure).toBe('unavailable');
+    } finally {
+      silent.closeAllConnections();
+      silent.close();
+    }
   });
 });
