@@ -14,7 +14,7 @@
  */
 import type { Branch, FieldRule } from './pattern-validate.ts';
 import type { Leaf } from './pattern-values.ts';
-import { isJsonNumber, JsonNumber, Num } from './json-number.ts';
+import { isJsonNumber, isJsonObject, JsonNumber, Num } from './json-number.ts';
 
 interface IndexedLeaf {
   value: Leaf;
@@ -51,7 +51,7 @@ interface Frame {
  * itself is not walked twice on the same line of descent, so non-JSON input never hangs.
  */
 function index(event: unknown, out: Map<string, IndexedLeaf[]>): void {
-  if (typeof event !== 'object' || event === null || Array.isArray(event)) return;
+  if (!isJsonObject(event)) return;
   let nextArrayId = 0;
   const ancestors = new Set<object>();
   const stack: Array<Frame | { leave: object }> = [{ value: event, path: '', arrays: [] }];
@@ -111,22 +111,59 @@ function commit(leaf: IndexedLeaf, choice: Choice): number[] {
   return added;
 }
 
+interface Slot {
+  field: FieldRule;
+  /** Leaves at the field's path that pass one of its tests, consistency not yet considered. */
+  candidates: IndexedLeaf[];
+}
+
 function matchBranch(fields: Branch, event: PreparedEvent): boolean {
-  const choice: Choice = new Map();
+  const leavesAt = (path: string) => event.leaves.get(path) ?? [];
+  const slots: Slot[] = [];
+  // Paths that must have no leaf consistent with the final choice.
   const absent: string[] = [];
-  const noneConsistent = (path: string) => !(event.leaves.get(path) ?? []).some((l) => consistent(l, choice));
+  for (const field of fields) {
+    if (field.tests.length === 0) {
+      absent.push(field.path);
+      continue;
+    }
+    const candidates = leavesAt(field.path).filter((l) => field.tests.some((t) => t(l.value)));
+    if (candidates.length === 0 && !field.absentOk) return false;
+    slots.push({ field, candidates });
+  }
+  // The answer does not depend on field order, so the most selective fields go first.
+  slots.sort((a, b) => a.candidates.length - b.candidates.length);
+
+  const choice: Choice = new Map();
+  const noneConsistent = (path: string) => !leavesAt(path).some((l) => consistent(l, choice));
+  // Absence is already lost when a consistent leaf can never become inconsistent: each of its
+  // arrays is either fixed or one that no candidate can fix. Checked at every step to cut the search.
+  const fixable = new Set<number>();
+  const mayBeAbsent = absent.length > 0 || slots.some((slot) => slot.field.absentOk);
+  if (mayBeAbsent) {
+    for (const slot of slots) for (const l of slot.candidates) for (let i = 0; i < l.arrays.length; i += 2) fixable.add(l.arrays[i] as number);
+  }
+  const settled = (l: IndexedLeaf) => {
+    for (let i = 0; i < l.arrays.length; i += 2) {
+      const id = l.arrays[i] as number;
+      if (!choice.has(id) && fixable.has(id)) return false;
+    }
+    return true;
+  };
+  const doomed = (path: string) => leavesAt(path).some((l) => consistent(l, choice) && settled(l));
 
   const step = (i: number): boolean => {
-    const field: FieldRule | undefined = fields[i];
-    if (!field) return absent.every(noneConsistent);
-    for (const leaf of event.leaves.get(field.path) ?? []) {
-      if (!consistent(leaf, choice) || !field.tests.some((t) => t(leaf.value))) continue;
+    if (absent.some(doomed)) return false;
+    const slot = slots[i];
+    if (!slot) return absent.every(noneConsistent);
+    for (const leaf of slot.candidates) {
+      if (!consistent(leaf, choice)) continue;
       const added = commit(leaf, choice);
       if (step(i + 1)) return true;
       for (const id of added) choice.delete(id);
     }
-    if (!field.absentOk) return false;
-    absent.push(field.path);
+    if (!slot.field.absentOk) return false;
+    absent.push(slot.field.path);
     if (step(i + 1)) return true;
     absent.pop();
     return false;

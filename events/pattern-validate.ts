@@ -13,6 +13,7 @@
  */
 import { InvalidPatternError } from './pattern-error.ts';
 import { ABSENT, compileValue, type LeafTest } from './pattern-values.ts';
+import { isJsonObject } from './json-number.ts';
 
 export interface FieldRule {
   /** Dot-joined keys from the pattern root to the value list. */
@@ -37,8 +38,11 @@ export const MAX_BRANCHES = 1024;
 export const MAX_WILDCARD_STARS = 5;
 
 const OR = '$or';
-// Operator names cannot be field names inside `$or` (event-ruler reserves them there).
-const RESERVED_IN_OR = new Set(['anything-but', 'cidr', 'equals-ignore-case', 'exists', 'numeric', 'prefix', 'suffix', 'wildcard']);
+// Operator names (and a few event-ruler keeps for later) cannot be field names inside `$or`.
+const RESERVED_IN_OR = new Set([
+  'anything-but', 'cidr', 'equals-ignore-case', 'exactly', 'exists', 'numeric', 'prefix', 'suffix', 'wildcard',
+  '=', '<', '<=', '>', '>=', 'regex', 'not-wildcard', 'not-equals-ignore-case',
+]);
 
 type Rules = Map<string, FieldRule>[];
 
@@ -46,7 +50,7 @@ const fail = (reason: string): never => {
   throw new InvalidPatternError(reason);
 };
 
-const isObject = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+const isObject = isJsonObject;
 
 class Compiler {
   readonly stars = new Map<string, number>();
@@ -113,6 +117,5 @@ class Compiler {
 export function compileBranches(pattern: unknown): Branch[] {
   if (!isObject(pattern)) return fail('Filter is not an object');
   const rules = new Compiler().object([], '', pattern, 0, false);
-  // Fields that only accept absence go last so that positive fields fix array elements first.
-  return rules.map((r) => [...r.values()].sort((a, b) => Number(a.tests.length === 0) - Number(b.tests.length === 0)));
+  return rules.map((r) => [...r.values()]);
 }

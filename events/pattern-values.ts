@@ -35,7 +35,13 @@ function exactTest(value: unknown): LeafTest {
     // An exact string that is an IP address also matches other spellings of that address
     // (`2001:db8::1` and `2001:0db8:0:0:0:0:0:1`), as event-ruler compiles such strings to a range.
     const ip = parseIp(value);
-    if (ip) return (v) => v === value || (typeof v === 'string' && parseIp(v)?.value === ip.value && parseIp(v)?.family === ip.family);
+    if (ip) {
+      return (v) => {
+        if (v === value) return true;
+        const other = typeof v === 'string' ? parseIp(v) : undefined;
+        return other !== undefined && other.family === ip.family && other.value === ip.value;
+      };
+    }
     return (v) => v === value;
   }
   if (isJsonNumber(value)) {
