@@ -13,11 +13,18 @@ import { validateDetail } from '../events/validate.ts';
 import type { HealthEvent } from './collectors/health.ts';
 import type { Inventory } from './collectors/inventory.ts';
 import type { GpuRef } from './collectors/reading.ts';
-import type { OutgoingEvent, Priority } from './publisher/types.ts';
 
-// One definition of what producers hand the publisher: the publisher's port type (the shapes were
-// written twice, once per side; the publisher owns its input).
-export type { OutgoingEvent, Priority } from './publisher/types.ts';
+export type Priority = 'critical' | 'normal' | 'bulk';
+
+/** What the publisher sends: one PutEvents entry, already validated. */
+export interface OutgoingEvent {
+  source: string;
+  detailType: string;
+  detail: Record<string, unknown> & { eventId: string };
+  time: Date;
+  resources?: string[];
+  priority: Priority;
+}
 
 export class InvalidEventError extends Error {
   override name = 'InvalidEventError';
