@@ -45,6 +45,8 @@ export const EXIT = {
 
 /** Longest one event wait runs before the loop looks at `stop` again (the watcher slices it). */
 export const EVENT_WAIT_MS = 100;
+/** Pause after a failed event wait. */
+export const EVENT_RETRY_MS = 1_000;
 /** What the publisher gets at shutdown; the DaemonSet's grace period (30 s) leaves room for it. */
 export const SHUTDOWN_DEADLINE_MS = 10_000;
 
@@ -173,7 +175,11 @@ async function runLoops(agent: Agent, config: AgentConfig, o: RunAgentOptions, l
     }
   })();
   const events = (async () => {
-    while (!stop.aborted) await agent.pollEventsOnce(EVENT_WAIT_MS).catch(failed('NVML event wait'));
+    while (!stop.aborted) {
+      await agent.pollEventsOnce(EVENT_WAIT_MS).catch(failed('NVML event wait'));
+      // A failing wait returns at once: pause instead of spinning on a broken driver.
+      if (agent.eventWaitFailing) await sleep(EVENT_RETRY_MS, undefined, { signal: stop }).catch(() => undefined);
+    }
   })();
   const kernel = followKernelLog(agent, config.kmsgPath, stop, log);
   o.onReady?.({ httpPort, agent });

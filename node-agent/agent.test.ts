@@ -1,6 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { oneGpu } from '../infra/local/mock-nvml/testing.ts';
 import { validateDetail } from '../events/validate.ts';
+import { AgentHealth } from './http.ts';
 import type { OutgoingEvent } from './events.ts';
 import { podUidOf, startAgent, type AgentFixture } from './test-support/agent-fixture.ts';
 
@@ -72,6 +73,22 @@ describe('Agent.sampleOnce', () => {
     const [xid] = await fx.agent.pollEventsOnce(0);
     expect(detail(xid)).not.toHaveProperty('recoveryAction');
     expect(detail(xid)).not.toHaveProperty('mig');
+  });
+});
+
+describe('Agent when NVML stops answering', () => {
+  it('reports monitoring-degraded after three failed samples, marks NVML unhealthy, and never blames a GPU', async () => {
+    const health = new AgentHealth();
+    fx = await startAgent('t4-node.json', { overrides: { watchEvents: false, health } });
+    await fx.agent.sampleOnce();
+    // After nvmlShutdown every call answers UNINITIALIZED: the driver "went away" under the agent.
+    fx.nvml.close();
+    const failed: OutgoingEvent[] = [];
+    for (let i = 0; i < 4; i++) failed.push(...(await fx.agent.sampleOnce()));
+    expect(failed.map((e) => [e.detailType, detail(e).condition, detail(e).state, detail(e).gpu])).toEqual([['GPU Health Changed', 'monitoring-degraded', 'firing', undefined]]);
+    expectValid(failed);
+    expect(health.nvmlHealthy).toBe(false);
+    expect(health.nvmlReason).toContain('NVML_ERROR_UNINITIALIZED');
   });
 });
 

@@ -79,6 +79,9 @@ export class Agent {
   private inventorySentAt = -Infinity;
   private readings: GpuReading[] = [];
   private lastSampleAt = -Infinity;
+  /** Failures in a row: only the first of a run is logged, so a broken driver does not flood. */
+  private sampleFailures = 0;
+  private waitFailures = 0;
   /** Samples run one at a time (the timer and an event may both ask for one). */
   private sampling: Promise<unknown> = Promise.resolve();
 
@@ -95,6 +98,11 @@ export class Agent {
       this.watcher = o.nvml.events(AGENT_EVENT_MASK, o.watcher);
       for (const s of this.watcher.skipped) this.log.warn('no NVML events from this GPU', { index: s.index, reason: s.reason });
     }
+  }
+
+  /** The last event wait failed: the caller should pause before the next (it returned at once). */
+  get eventWaitFailing(): boolean {
+    return this.waitFailures > 0;
   }
 
   /** The inventory as of the last sample (pods per GPU for XIDs and health events). */
@@ -114,11 +122,13 @@ export class Agent {
     const result = this.source.sample();
     if (!result.ok) {
       this.metrics.nvmlError(result.reason);
-      this.log.warn('sampling the GPUs failed', { error: String(result.error) });
+      if (++this.sampleFailures === 1) this.log.warn('sampling the GPUs failed', { error: String(result.error) });
       const crossings = this.evaluator.sampleFailed(result.reason);
       if (crossings.some((h) => h.state === 'firing')) this.o.health?.setNvmlHealthy(false, `NVML sampling fails: ${result.reason}`);
       return this.emit(crossings.map((h) => healthEvent(this.o.nodeName, nowMs, h)));
     }
+    if (this.sampleFailures > 0) this.log.info('sampling the GPUs works again', { failedSamples: this.sampleFailures });
+    this.sampleFailures = 0;
     this.o.health?.setNvmlHealthy(true);
     const previous = this.inventory;
     this.readings = result.readings;
@@ -156,9 +166,10 @@ export class Agent {
     } catch (err) {
       if (!(err instanceof NvmlError)) throw err;
       this.metrics.nvmlError(err.nvmlName);
-      this.log.warn('waiting for NVML events failed', { error: err.message });
+      if (++this.waitFailures === 1) this.log.warn('waiting for NVML events failed', { error: err.message });
       return [];
     }
+    this.waitFailures = 0;
     if (!event) return [];
     const now = this.o.now();
     if (event.kind === 'gpu-lost') {
