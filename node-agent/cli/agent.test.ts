@@ -7,7 +7,9 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { UsageError } from '../../bin/command.ts';
+import { agentCommand } from './agent.ts';
 import { buildMockNvml, MOCK_NVML_SCENARIOS } from '../../infra/local/mock-nvml/build.ts';
 import { validateEvent } from '../../events/validate.ts';
 import { fakeProcRoot, podUidOf } from '../test-support/agent-fixture.ts';
@@ -58,5 +60,28 @@ describe('gpu-reflex agent (process)', () => {
     const r = await agent(['--once'], { SAMPLE_INTERVAL_MS: 'soon' });
     expect(r.code).toBe(2);
     expect(r.stderr).toContain('SAMPLE_INTERVAL_MS');
+  });
+});
+
+describe('agentCommand.run (in-process)', () => {
+  afterEach(() => vi.unstubAllEnvs());
+
+  it('refuses unknown options and positional arguments as usage errors', async () => {
+    const io = { out: () => {}, err: () => {} };
+    await expect(agentCommand.run(['--bogus'], io)).rejects.toThrow(UsageError);
+    await expect(agentCommand.run(['now'], io)).rejects.toThrow(UsageError);
+  });
+
+  it('--once --dry-run prints one JSON line per event and logs to stderr only', async () => {
+    vi.stubEnv('NODE_NAME', 'gpu-node-1');
+    vi.stubEnv('NVML_LIBRARY_PATH', await buildMockNvml());
+    vi.stubEnv('MOCK_NVML_SCENARIO', join(MOCK_NVML_SCENARIOS, 't4-node.json'));
+    vi.stubEnv('MOCK_NVML_QUIET', '1');
+    vi.stubEnv('PROC_ROOT', await fakeProcRoot([]));
+    const out: string[] = [];
+    const err: string[] = [];
+    expect(await agentCommand.run(['--once', '--dry-run'], { out: (l) => out.push(l), err: (l) => err.push(l) })).toBe(0);
+    expect(out.map((l) => (JSON.parse(l) as { detailType: string }).detailType)).toEqual(['GPU Inventory']);
+    for (const l of err) expect(JSON.parse(l)).toHaveProperty('level');
   });
 });
