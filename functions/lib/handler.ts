@@ -28,7 +28,8 @@ export interface EventHandlerSpec<D> {
   name: string;
   /** Detail-types this function accepts; anything else is dropped as bad input. */
   detailTypes: readonly string[];
-  logger: Logger;
+  /** A logger, or a function giving it (wiring that happens at the first invocation). */
+  logger: Logger | (() => Logger);
   handle(event: TypedEvent<D>, ctx: { logger: Logger; context: Context }): Promise<unknown>;
 }
 
@@ -49,7 +50,8 @@ export function parseEventBridgeEvent<D>(raw: unknown, detailTypes: readonly str
 
 export function eventHandler<D>(spec: EventHandlerSpec<D>) {
   return middy<EventBridgeEvent<string, unknown>, HandlerOutcome>().handler(async (raw, context) => {
-    const logger = spec.logger.child({ function: spec.name, requestId: context?.awsRequestId });
+    const base = typeof spec.logger === 'function' ? spec.logger() : spec.logger;
+    const logger = base.child({ function: spec.name, requestId: context?.awsRequestId });
     let event: TypedEvent<D>;
     try {
       event = parseEventBridgeEvent<D>(raw, spec.detailTypes);

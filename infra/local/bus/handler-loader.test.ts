@@ -22,6 +22,12 @@ describe('HandlerLoader', () => {
     expect((err as Error).message).toMatch(message);
   });
 
+  it('invokes a middy-wrapped handler', async () => {
+    const h = await new HandlerLoader().load(fn('./fixtures/handlers/middy', ['handler']));
+    const ctx = lambdaContext(fn('./x', ['h']), new ManualClock(), 'r', 'a');
+    await expect(invoke(h, { source: 'gpu-reflex.node-agent' }, ctx, 6)).resolves.toEqual({ source: 'gpu-reflex.node-agent', seenBy: 'middy' });
+  });
+
   it('loads a TypeScript handler by its export name', async () => {
     const h = await new HandlerLoader().load(fn('./fixtures/handlers/record', ['handler']));
     expect(typeof h).toBe('function');

@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import type { Clock } from './clock.ts';
 import { HandlerLoader, invoke, lambdaContext } from './handler-loader.ts';
+import { listen } from './server.ts';
 import type { HttpRoute } from './rules.ts';
 
 /**
@@ -71,7 +72,7 @@ export function apiGatewayTime(ms: number): string {
   return `${p(d.getUTCDate())}/${MONTHS[d.getUTCMonth()]}/${d.getUTCFullYear()}:${p(d.getUTCHours())}:${p(d.getUTCMinutes())}:${p(d.getUTCSeconds())} +0000`;
 }
 
-export async function startHttpApi(routes: HttpRoute[], opts: HttpApiOptions, host = '127.0.0.1'): Promise<HttpApiServer> {
+export async function startHttpApi(routes: HttpRoute[], opts: HttpApiOptions, host = '127.0.0.1', port = 0): Promise<HttpApiServer> {
   const compiled = routes.map(compile).sort((a, b) => b.rank - a.rank);
   const loader = new HandlerLoader();
 
@@ -153,10 +154,10 @@ export async function startHttpApi(routes: HttpRoute[], opts: HttpApiOptions, ho
     send(res, out.status, out.headers, out.body);
   }
 
-  await new Promise<void>((resolve) => server.listen(0, host, resolve));
-  const { port } = server.address() as AddressInfo;
+  await listen(server, port, host);
+  const bound = (server.address() as AddressInfo).port;
   return {
-    url: `http://${host}:${port}`,
+    url: `http://${host}:${bound}`,
     close: () => {
       server.closeAllConnections();
       return new Promise((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));

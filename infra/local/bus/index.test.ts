@@ -23,6 +23,18 @@ describe('startLocalBus', () => {
     await expect(bus.put([{ Source: 's', DetailType: 'd', Detail: '{}', EventBusName: 'other' }])).rejects.toBeInstanceOf(AwsRequestError);
   });
 
+  it('applies setDown and failRequests to the in-process path too', async () => {
+    bus = await startLocalBus({ clock: new ManualClock() });
+    const e = [{ Source: 's', DetailType: 'd', Detail: '{}' }];
+    bus.setDown(true);
+    await expect(bus.put(e)).rejects.toMatchObject({ code: 'ECONNREFUSED' });
+    bus.setDown(false);
+    bus.failRequests(1, 503);
+    await expect(bus.put(e)).rejects.toMatchObject({ code: 'ServiceUnavailable', status: 503 });
+    await expect(bus.put(e)).resolves.toMatchObject({ FailedEntryCount: 0 });
+    expect(bus.events).toHaveLength(1);
+  });
+
   it('refuses advance() without a ManualClock, or backwards', async () => {
     bus = await startLocalBus({});
     await expect(bus.advance(1000)).rejects.toThrow(/needs a ManualClock/);
@@ -39,6 +51,26 @@ describe('startLocalBus', () => {
     off();
     await bus.advance(5 * 60_000);
     expect(seen).toEqual(['fixture-test-ticker-schedule-4']);
+  });
+
+  it('steps any clock with advance(ms), such as the simulated cluster\'s, through schedules', async () => {
+    let t = Date.UTC(2026, 0, 3);
+    const moves: number[] = [];
+    const shared = { now: () => t, advance: async (ms: number) => void moves.push((t += ms)) };
+    calls().length = 0;
+    bus = await startLocalBus({ serverlessYml: FIXTURE, clock: shared });
+    await bus.advance(11 * 60_000);
+    expect(calls().map((c) => (c.event as { time?: string }).time)).toEqual(['2026-01-03T00:05:00Z', '2026-01-03T00:10:00Z']);
+    expect(moves.map((m) => new Date(m).toISOString().slice(11, 16))).toEqual(['00:05', '00:10', '00:11']);
+  });
+
+  it('fires what came due when the caller moved the clock itself and then drains', async () => {
+    const clock = new ManualClock(Date.UTC(2026, 0, 3));
+    calls().length = 0;
+    bus = await startLocalBus({ serverlessYml: FIXTURE, clock });
+    clock.set(Date.UTC(2026, 0, 3, 0, 7));
+    await bus.drain();
+    expect(calls()).toHaveLength(1);
   });
 
   it('runs schedules on real time when the clock is not a ManualClock', async () => {

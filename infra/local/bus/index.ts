@@ -1,7 +1,7 @@
-import { type Clock, isManualClock, ManualClock, systemClock, TimerQueue } from './clock.ts';
+import { type Clock, isSteppable, ManualClock, moveTo, systemClock, TimerQueue, type SteppableClock } from './clock.ts';
 import type { DeadLetter, DeliveryEvents } from './delivery-events.ts';
 import type { EventEnvelope } from './envelope.ts';
-import { startHttpApi, type HttpApiServer } from './http-api.ts';
+import { startHttpApi, type HttpApiOptions, type HttpApiServer } from './http-api.ts';
 import { PutEventsIngest, type PutEventsRequestEntry, type PutEventsResponse } from './put-events.ts';
 import { Router, mulberry32 } from './router.ts';
 import { loadRoutingTable, type RoutingTable } from './rules.ts';
@@ -17,8 +17,9 @@ export interface LocalBusOptions {
   /** serverless.yml with the rules, schedules and HTTP routes. Without it events are only recorded. */
   serverlessYml?: string;
   /**
-   * A ManualClock (tests, simulator): time moves only with `advance`. Anything else (default: the
-   * system clock) runs in real time: due schedules and retries are polled every 200 ms.
+   * A steppable clock (this folder's ManualClock, or any clock with `advance(ms)`): time moves only
+   * with `advance`, or by the caller followed by `drain()`. Anything else (default: the system
+   * clock) runs in real time: due schedules and retries are polled every 200 ms.
    */
   clock?: Clock;
   /** JSON-lines file that dead-lettered deliveries are appended to (also kept as `deadLetters`). */
@@ -33,6 +34,10 @@ export interface LocalBusOptions {
   env?: Record<string, string | undefined>;
   /** Seed for retry jitter, so runs are reproducible. */
   seed?: number;
+  /** Listen address and ports; 0 (default) lets the OS pick. */
+  host?: string;
+  port?: number;
+  httpPort?: number;
 }
 
 export interface LocalBus {
@@ -46,14 +51,18 @@ export interface LocalBus {
   readonly deadLetters: readonly DeadLetter[];
   /** The routing table read from serverless.yml, and what it holds that the bus does not serve. */
   table: RoutingTable | undefined;
-  /** The in-process publish path: same checks and routing as HTTP. Request-level errors throw AwsRequestError. */
+  /**
+   * The in-process publish path: same checks, routing and injected faults as HTTP. Request-level
+   * errors (and failRequests) throw AwsRequestError; while setDown(true) it throws ECONNREFUSED.
+   */
   put(entries: PutEventsRequestEntry[]): Promise<PutEventsResponse>;
-  /** Moves a ManualClock forward by `ms`, firing schedules and retries at their times, delivering as it goes. */
+  /** Moves a steppable clock forward by `ms`, firing schedules and retries at their times, delivering as it goes. */
   advance(ms: number): Promise<void>;
   /** Runs until quiet at the current time: queued deliveries and anything already due. */
   drain(): Promise<void>;
   /** Same as drain(): deliver everything that is due now, without moving the clock. */
   deliverNow(): Promise<void>;
+  /** Resets every connection (and refuses `put`) until setDown(false). */
   setDown(down: boolean): void;
   failNext(n: number, fault?: { code: 'InternalFailure' | 'ThrottlingException' }): void;
   failRequests(n: number, status?: number): void;
@@ -82,21 +91,22 @@ export async function startLocalBus(opts: LocalBusOptions = {}): Promise<LocalBu
   const ingest = new PutEventsIngest({ account, region, busNames: () => buses, now: () => clock.now() }, (e) => router.route(e));
   armSchedules(table?.schedules ?? [], { clock, timers, router, region, account });
 
-  const server = await startPutEventsServer(ingest);
+  const host = opts.host ?? '127.0.0.1';
+  const server = await startPutEventsServer(ingest, host, opts.port ?? 0);
   let http: HttpApiServer | undefined;
   if (table) {
-    http = await startHttpApi(table.routes, {
-      clock,
-      region,
-      account,
-      onInvoke: ({ routeKey, function: fn, event, at, statusCode, error }) => {
-        const info = { rule: routeKey, function: fn, event, attempt: 1, at };
-        if (error) router.report('failed', { ...info, error });
-        else router.report('delivered', { ...info, result: { statusCode } });
-      },
+    const onInvoke: HttpApiOptions['onInvoke'] = ({ routeKey, function: fn, event, at, statusCode, error }) => {
+      const info = { rule: routeKey, function: fn, event, attempt: 1, at };
+      if (error) router.report('failed', { ...info, error });
+      else router.report('delivered', { ...info, result: { statusCode } });
+    };
+    // A taken httpPort must not leave the PutEvents server running behind the error.
+    http = await startHttpApi(table.routes, { clock, region, account, onInvoke }, host, opts.httpPort ?? 0).catch(async (err: unknown) => {
+      await server.close();
+      throw err;
     });
   }
-  const ticker = isManualClock(clock) ? undefined : setInterval(() => timers.runDue(clock.now()), 200);
+  const ticker = isSteppable(clock) ? undefined : setInterval(() => timers.runDue(clock.now()), 200);
   ticker?.unref();
 
   const drain = async (): Promise<void> => {
@@ -114,17 +124,24 @@ export async function startLocalBus(opts: LocalBusOptions = {}): Promise<LocalBu
     get deadLetters() {
       return router.deadLetters;
     },
-    put: async (entries) => ingest.put({ Entries: entries }),
+    // The in-process path sees the same injected faults as HTTP callers.
+    put: async (entries) => {
+      if (server.down) throw Object.assign(new Error('connect ECONNREFUSED: the local bus is down'), { code: 'ECONNREFUSED' });
+      const injected = server.takeInjectedFailure();
+      if (injected) throw injected;
+      return ingest.put({ Entries: entries });
+    },
     async advance(ms) {
-      if (!isManualClock(clock)) throw new Error('advance() needs a ManualClock; this bus runs on real time');
+      if (!isSteppable(clock)) throw new Error('advance() needs a ManualClock (or a clock with advance(ms)); this bus runs on real time');
       if (!(ms >= 0)) throw new RangeError(`advance(ms): ms must be >= 0, got ${ms}`);
-      const target = clock.now() + ms;
+      const c: SteppableClock = clock;
+      const target = c.now() + ms;
       await drain();
       for (let next = timers.nextAt(); next !== undefined && next <= target; next = timers.nextAt()) {
-        clock.set(next);
+        await moveTo(c, next);
         await drain();
       }
-      clock.set(target);
+      await moveTo(c, target);
       await drain();
     },
     drain,
@@ -139,6 +156,8 @@ export async function startLocalBus(opts: LocalBusOptions = {}): Promise<LocalBu
     async close() {
       if (ticker) clearInterval(ticker);
       timers.clear();
+      // Let deliveries already running finish (handlers time out, so this ends); errors were the caller's to drain.
+      await router.drain().catch(() => {});
       await Promise.all([server.close(), http?.close()]);
     },
   };

@@ -1,3 +1,6 @@
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ManualClock, TimerQueue } from './clock.ts';
 import type { DeadLetter } from './delivery-events.ts';
@@ -156,5 +159,15 @@ describe('Router listeners', () => {
     await Promise.resolve();
     await router.drain();
     expect(seen).toEqual(['first', 'second']);
+  });
+});
+
+describe('Router dead-letter file', () => {
+  it('creates the folder of the dead-letter file', async () => {
+    const dlqPath = join(mkdtempSync(join(tmpdir(), 'dlq-')), 'nested', 'dir', 'dlq.jsonl');
+    const router = new Router([rule({ fn: { ...fixtureFn('handler'), modulePath: '/nowhere/handler' } })], { clock: new ManualClock(), timers: new TimerQueue(), region: 'r', account: 'a', dlqPath });
+    router.route({ busName: 'b', envelope: envelope('lost', 0) });
+    await router.drain();
+    expect(JSON.parse(readFileSync(dlqPath, 'utf8'))).toMatchObject({ reason: 'not-retryable', event: { id: 'lost' } });
   });
 });

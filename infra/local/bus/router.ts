@@ -1,4 +1,5 @@
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { EventEmitter } from 'node:events';
 import { prepareEvent, compilePattern, type PatternMatcher } from '../../../events/pattern.ts';
 import type { Clock, TimerQueue } from './clock.ts';
@@ -58,7 +59,7 @@ export class Router extends EventEmitter<DeliveryEvents> {
   private readonly loader = new HandlerLoader();
   private readonly queue: Job[] = [];
   private running: Promise<void> | undefined;
-  private listenerError: unknown;
+  private pendingError: unknown;
   private readonly random: () => number;
 
   constructor(
@@ -75,6 +76,7 @@ export class Router extends EventEmitter<DeliveryEvents> {
       }
     });
     this.random = opts.random ?? mulberry32(1);
+    if (opts.dlqPath) mkdirSync(dirname(opts.dlqPath), { recursive: true });
   }
 
   /** Queues a delivery to every rule on the event's bus whose pattern matches. */
@@ -93,8 +95,8 @@ export class Router extends EventEmitter<DeliveryEvents> {
   /** Resolves once nothing is queued or being delivered (retries waiting on the clock do not count). */
   async drain(): Promise<void> {
     while (this.running) await this.running;
-    const err = this.listenerError;
-    this.listenerError = undefined;
+    const err = this.pendingError;
+    this.pendingError = undefined;
     if (err) throw err;
   }
 
@@ -106,7 +108,10 @@ export class Router extends EventEmitter<DeliveryEvents> {
   private async pump(): Promise<void> {
     await Promise.resolve(); // let the caller finish (e.g. answer PutEvents) before delivering
     try {
-      for (let job = this.queue.shift(); job; job = this.queue.shift()) await this.deliver(job);
+      for (let job = this.queue.shift(); job; job = this.queue.shift()) {
+        // deliver() catches handler failures itself; anything else must not stall the queue.
+        await this.deliver(job).catch((err: unknown) => (this.pendingError ??= err));
+      }
     } finally {
       // Cleared in the same turn as the last shift, so a push can never land in a dead queue.
       this.running = undefined;
@@ -144,12 +149,12 @@ export class Router extends EventEmitter<DeliveryEvents> {
     }
   }
 
-  /** Emits; a listener that throws is remembered and rethrown by the next drain(), after delivery goes on. */
+  /** Emits; a listener that throws is remembered and rethrown by the next drain(), and delivery goes on. */
   report<K extends keyof DeliveryEvents>(name: K, ...args: DeliveryEvents[K]): void {
     try {
       (this.emit as (n: string, ...a: unknown[]) => boolean)(name, ...args);
     } catch (err) {
-      this.listenerError ??= err;
+      this.pendingError ??= err;
     }
   }
 
@@ -166,7 +171,13 @@ export class Router extends EventEmitter<DeliveryEvents> {
       event: job.event,
     };
     this.deadLetters.push(letter);
-    if (this.opts.dlqPath) appendFileSync(this.opts.dlqPath, JSON.stringify(letter) + '\n');
+    if (this.opts.dlqPath) {
+      try {
+        appendFileSync(this.opts.dlqPath, JSON.stringify(letter) + '\n');
+      } catch (err) {
+        this.pendingError ??= new Error(`writing dead letter to ${this.opts.dlqPath}: ${(err as Error).message}`, { cause: err });
+      }
+    }
     this.report('dead-lettered', letter);
   }
 }

@@ -118,6 +118,7 @@ describe('events', () => {
     ['an httpApi without a path', fnWith('      - httpApi: POST\n'), /httpApi: expected "METHOD \/path"/],
     ['an input transformer', fnWith('      - eventBridge:\n          pattern: { source: [a] }\n          inputTransformer: { inputTemplate: x }\n'), /inputTransformer: not supported/],
     ['no service name', 'functions: {}\n', /service must be a name/],
+    ['HTTP API payload format 1.0', "service: svc\nprovider:\n  httpApi:\n    payload: '1.0'\nfunctions: {}\n", /provider\.httpApi\.payload: the local bus produces payload format 2\.0 only/],
     ['YAML that does not parse', 'service: [\n', /not valid YAML/],
   ])('rejects %s, naming where', (_what, yml, message) => {
     expect(() => loadRoutingTable(service(yml), ctx)).toThrow(message);

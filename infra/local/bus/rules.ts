@@ -136,6 +136,10 @@ export function loadRoutingTable(serverlessYml: string, ctx: Omit<VariableContex
     table.buses.push(name);
   }
 
+  // Only payload format 2.0 (the HTTP API default) is produced; a 1.0 handler would get the wrong shape.
+  if (doc.rawAt('provider.httpApi.payload') !== undefined && String(doc.get('provider.httpApi.payload')) !== '2.0') {
+    throw new ServerlessConfigError('provider.httpApi.payload: the local bus produces payload format 2.0 only');
+  }
   const fnKeys = Object.keys((doc.rawAt('functions') ?? {}) as object);
   for (const key of fnKeys) {
     const where = `functions.${key}`;

@@ -1,0 +1,39 @@
+/**
+ * The functions' configuration: environment variables parsed once at cold start with zod, then
+ * frozen. Every variable is public interface and listed in the README.
+ */
+import { z } from 'zod';
+
+const FunctionsEnvSchema = z.object({
+  EVENT_BUS_NAME: z.string().min(1).default('gpu-reflex'),
+  /** Path of a kubeconfig file (laptop, the embedded stack). */
+  KUBECONFIG: z.string().min(1).optional(),
+  /** A kubeconfig's text, e.g. injected from a secret. */
+  GPU_REFLEX_KUBECONFIG_TEXT: z.string().min(1).optional(),
+  /** Use the pod's service account (functions running inside the cluster). */
+  GPU_REFLEX_IN_CLUSTER: z.stringbool().default(false),
+  /** Namespace of gpu-reflex's own objects: the state ConfigMap and Leases. */
+  GPU_REFLEX_NAMESPACE: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/).default('gpu-reflex'),
+  /** Global dry run: decide and publish what would be done, change nothing. */
+  DRY_RUN: z.stringbool().default(false),
+  /** Remediation policy file (YAML or JSON); NVIDIA-guided defaults when unset. */
+  REMEDIATION_POLICY_FILE: z.string().min(1).optional(),
+  CHAT_PLATFORM: z.enum(['slack', 'dingtalk', 'feishu']).optional(),
+  CHAT_WEBHOOK_URL: z.url().optional(),
+  LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),
+});
+export type FunctionsConfig = Readonly<z.infer<typeof FunctionsEnvSchema>>;
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export function loadFunctionsConfig(env: NodeJS.ProcessEnv = process.env): FunctionsConfig {
+  const r = FunctionsEnvSchema.safeParse(env);
+  if (!r.success) throw new ConfigError(`bad configuration: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  const c = r.data;
+  const sources = [c.KUBECONFIG, c.GPU_REFLEX_KUBECONFIG_TEXT, c.GPU_REFLEX_IN_CLUSTER || undefined].filter(Boolean).length;
+  if (sources !== 1) throw new ConfigError('bad configuration: set exactly one of KUBECONFIG, GPU_REFLEX_KUBECONFIG_TEXT, GPU_REFLEX_IN_CLUSTER=true');
+  if (c.CHAT_WEBHOOK_URL && !c.CHAT_PLATFORM) throw new ConfigError('bad configuration: CHAT_WEBHOOK_URL needs CHAT_PLATFORM (slack, dingtalk or feishu)');
+  return Object.freeze(c);
+}

@@ -1,0 +1,48 @@
+import { describe, expect, it } from 'vitest';
+import { readFile } from 'node:fs/promises';
+import type { CliIo } from '../../bin/command.ts';
+import { planCommand, policyCommand } from './cli.ts';
+
+function capture(files: Record<string, string> = {}): CliIo & { stdout: string[]; stderr: string[] } {
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  return {
+    stdout,
+    stderr,
+    out: (l) => stdout.push(l),
+    err: (l) => stderr.push(l),
+    readInput: async (path) => files[path] ?? readFile(path, 'utf8'),
+  };
+}
+
+describe('gpu-reflex remediate policy', () => {
+  it('prints the rules of the example policy for a pool', async () => {
+    const io = capture();
+    expect(await policyCommand.run(['infra/policies/remediation.example.yaml', '--pool', 't4-inference'], io)).toBe(0);
+    expect(io.stdout.find((l) => l.startsWith('XID 94 '))).toMatch(/quarantine-gpu\s+-/);
+    expect(io.stdout.find((l) => l.startsWith('XID 79 '))).toContain('drain-node');
+    expect(io.stdout.find((l) => l.startsWith('monitoring-degraded'))).toContain('observe + notify');
+  });
+
+  it('reports a bad file by line and field, exit code 1', async () => {
+    const io = capture({ 'bad.yaml': 'xids:\n  79:\n    action: explode\n' });
+    expect(await policyCommand.run(['bad.yaml'], io)).toBe(1);
+    expect(io.stderr[0]).toMatch(/^bad\.yaml:3: xids\.79\.action: expected one of/);
+  });
+});
+
+describe('gpu-reflex remediate plan', () => {
+  it('plans the example XID 79 event as a drain, in dry run', async () => {
+    const io = capture({
+      'facts.json': JSON.stringify({ pods: [{ namespace: 'ml-training', name: 'llama-ft-worker-3', uid: '7c1e4b52-93a0-4d8e-b6f1-2a9c0e5d7f31', requestsGpu: true }] }),
+    });
+    expect(await planCommand.run(['events/catalog/gpu-xid-error.example.json', '--facts', 'facts.json'], io)).toBe(0);
+    const plan = JSON.parse(io.stdout.join('\n'));
+    expect(plan).toMatchObject({ kind: 'act', action: 'drain-node', dryRun: true });
+    expect(plan.steps.map((s: { kind: string }) => s.kind)).toEqual(['taint', 'cordon', 'label', 'annotate', 'evict', 'notify']);
+  });
+
+  it('refuses an event that is not a GPU fault', async () => {
+    await expect(planCommand.run(['events/catalog/remediation.example.json'], capture())).rejects.toThrow(/detail-type "Remediation"/);
+  });
+});

@@ -1,0 +1,105 @@
+/**
+ * `gpu-reflex remediate policy` (check a policy file, print the rules it yields) and
+ * `gpu-reflex remediate plan` (what remediation would do with one event: a dry run of the pure
+ * core, no cluster needed).
+ */
+import { readFile } from 'node:fs/promises';
+import { parseArgs } from 'node:util';
+import { z } from 'zod';
+import { UsageError, type CliIo, type Command } from '../../bin/command.ts';
+import { GpuHealthChangedDetailSchema, GpuXidErrorDetailSchema, HEALTH_CONDITIONS, XID_CATALOG } from '../../events/index.ts';
+import { planRemediation } from './plan.ts';
+import { DEFAULT_POLICY, poolOf, resolveRule, type Policy } from './policy.ts';
+import { loadPolicy, PolicyFileError } from './policy-file.ts';
+import { parseNodeState } from './state.ts';
+import type { TriggerEvent } from './types.ts';
+
+async function read(path: string, io: CliIo): Promise<string> {
+  return io.readInput ? io.readInput(path) : readFile(path, 'utf8');
+}
+
+async function policyFrom(path: string | undefined, io: CliIo): Promise<Policy> {
+  return path ? loadPolicy(await read(path, io), path) : DEFAULT_POLICY;
+}
+
+export const policyCommand: Command = {
+  path: ['remediate', 'policy'],
+  summary: 'check a remediation policy file and print the rules it yields',
+  help: [
+    'Usage: gpu-reflex remediate policy [FILE] [--pool NAME] [--json]',
+    '',
+    'Loads FILE (YAML or JSON) over the defaults and prints, per XID and health condition, the',
+    'first action, the escalation chain and the repetition rule. Without FILE: the defaults.',
+    'Errors name the line and field (policy.yaml:12: xids.79.action: ...); exit code 1.',
+    '  --pool NAME   apply that pool\'s overrides',
+    '  --json        print the merged policy as JSON',
+  ].join('\n'),
+  async run(args, io) {
+    const { values, positionals } = parseArgs({ args, options: { pool: { type: 'string' }, json: { type: 'boolean' } }, allowPositionals: true, strict: true });
+    if (positionals.length > 1) throw new UsageError('expected at most one policy FILE');
+    let policy: Policy;
+    try {
+      policy = await policyFrom(positionals[0], io);
+    } catch (err) {
+      if (!(err instanceof PolicyFileError)) throw err;
+      for (const p of err.problems) io.err(p);
+      return 1;
+    }
+    if (values.json) {
+      io.out(JSON.stringify(policy, null, 2));
+      return 0;
+    }
+    const rows: string[][] = [['trigger', 'action', 'then', 'escalate on repeat']];
+    const triggers: (number | (typeof HEALTH_CONDITIONS)[number])[] = [...XID_CATALOG.keys(), ...HEALTH_CONDITIONS];
+    for (const t of triggers) {
+      const r = resolveRule(policy, values.pool, t);
+      const esc = r.escalate ? `${r.escalate.count}x / ${r.escalate.windowMinutes} min / ${r.escalate.distinctWorkloads} workloads` : '-';
+      rows.push([typeof t === 'number' ? `XID ${t}` : t, r.action + (r.notify ? ' + notify' : ''), r.then.join(' → ') || '-', esc]);
+    }
+    const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
+    for (const r of rows) io.out(r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
+    return 0;
+  },
+};
+
+/** The optional facts file: the node, its pods and its pool as the handler would fetch them. */
+const FactsFileSchema = z
+  .object({
+    node: z.object({ name: z.string(), labels: z.record(z.string(), z.string()).default({}), annotations: z.record(z.string(), z.string()).default({}), taints: z.array(z.object({ key: z.string(), value: z.string().optional(), effect: z.string() })).default([]), unschedulable: z.boolean().default(false), gpus: z.array(z.string()).optional() }).optional(),
+    pods: z.array(z.object({ namespace: z.string(), name: z.string(), uid: z.string(), gpus: z.array(z.string()).optional(), migInstances: z.array(z.string()).optional(), requestsGpu: z.boolean(), daemonSet: z.boolean().default(false), mirror: z.boolean().default(false) })).default([]),
+    pool: z.object({ nodes: z.number().int().min(1), quarantinedInWindow: z.number().int().min(0).default(0), quarantinedNodes: z.array(z.string()).default([]) }).optional(),
+  })
+  .strict();
+
+export const planCommand: Command = {
+  path: ['remediate', 'plan'],
+  summary: 'print the remediation plan for one event (dry run, no cluster)',
+  help: [
+    'Usage: gpu-reflex remediate plan EVENT_FILE [--policy FILE] [--facts FILE] [--now ISO]',
+    '',
+    'EVENT_FILE holds a `GPU XID Error` or `GPU Health Changed` event as EventBridge delivers it.',
+    'FACTS is JSON: { node?: {name, labels, annotations, taints, unschedulable, gpus},',
+    '  pods?: [{namespace, name, uid, requestsGpu, daemonSet, mirror, gpus}], pool?: {nodes, quarantinedInWindow} }.',
+    'Without it: an empty node named in the event, no pods, a 10-node pool. Prints the plan as JSON.',
+  ].join('\n'),
+  async run(args, io) {
+    const { values, positionals } = parseArgs({ args, options: { policy: { type: 'string' }, facts: { type: 'string' }, now: { type: 'string' } }, allowPositionals: true, strict: true });
+    if (positionals.length !== 1) throw new UsageError('expected one EVENT_FILE');
+    const policy = await policyFrom(values.policy, io);
+    const raw = JSON.parse(await read(positionals[0]!, io)) as { 'detail-type'?: string; detail?: unknown };
+    let event: TriggerEvent;
+    if (raw['detail-type'] === 'GPU XID Error') event = { detailType: 'GPU XID Error', detail: GpuXidErrorDetailSchema.parse(raw.detail) };
+    else if (raw['detail-type'] === 'GPU Health Changed') event = { detailType: 'GPU Health Changed', detail: GpuHealthChangedDetailSchema.parse(raw.detail) };
+    else throw new UsageError(`expected a GPU XID Error or GPU Health Changed event, got detail-type ${JSON.stringify(raw['detail-type'])}`);
+    const facts = FactsFileSchema.parse(values.facts ? JSON.parse(await read(values.facts, io)) : {});
+    const node = facts.node ?? { name: event.detail.node, labels: {}, annotations: {}, taints: [], unschedulable: false };
+    const now = values.now ? new Date(values.now) : new Date(Date.parse(event.detail.observedAt) + 1000);
+    if (Number.isNaN(now.getTime())) throw new UsageError('--now: expected an ISO time');
+    const pool = { name: poolOf(policy, node.labels), nodes: 10, quarantinedInWindow: 0, quarantinedNodes: [], ...facts.pool };
+    const state = parseNodeState(node.annotations, node.labels, node.taints, { taintKey: policy.taintKey, unschedulable: node.unschedulable });
+    for (const w of state.warnings) io.err(`warning: ${w}`);
+    const plan = planRemediation({ now, event, node, state, pool, pods: facts.pods, dryRun: true }, policy);
+    io.out(JSON.stringify(plan, null, 2));
+    return 0;
+  },
+};

@@ -1,0 +1,53 @@
+/**
+ * Fetching what the planner decides from: the node, its pods, its pool. The only reads the
+ * remediation handler makes; everything after is the pure planner.
+ */
+import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
+import { MIRROR_POD_ANNOTATION } from '../adapters/kube/model.ts';
+import type { NodeOps, PodOps } from '../adapters/kube/ports.ts';
+import { poolOf, type Policy } from './policy.ts';
+import { poolFacts } from './blast-radius.ts';
+import { parseNodeState, type NodeState } from './state.ts';
+import type { NodeFacts, PodFacts, PoolFacts } from './types.ts';
+
+/** Extended resources that mean "this pod uses a GPU" (seed notes' resource table). */
+const GPU_RESOURCE = /^(nvidia\.com\/(gpu|gpu\.shared|mig-.+|vgpu)|aliyun\.com\/gpu-(mem|core\.percentage)|amd\.com\/gpu|gpu\.intel\.com\/.+)$/;
+
+export function requestsGpu(pod: Pick<PodInfo, 'extendedResources'>): boolean {
+  return Object.entries(pod.extendedResources).some(([k, v]) => v > 0 && GPU_RESOURCE.test(k));
+}
+
+export function nodeFacts(n: NodeInfo): NodeFacts {
+  return { name: n.name, labels: n.labels, annotations: n.annotations, taints: n.taints, unschedulable: n.unschedulable };
+}
+
+export function podFacts(p: PodInfo): PodFacts {
+  return {
+    namespace: p.namespace,
+    name: p.name,
+    uid: p.uid,
+    requestsGpu: requestsGpu(p),
+    daemonSet: p.owners.some((o) => o.kind === 'DaemonSet'),
+    mirror: MIRROR_POD_ANNOTATION in p.annotations,
+  };
+}
+
+export function stateOf(n: NodeInfo, taintKey?: string): NodeState {
+  return parseNodeState(n.annotations, n.labels, n.taints, { unschedulable: n.unschedulable, ...(taintKey ? { taintKey } : {}) });
+}
+
+/**
+ * The pool a node belongs to and who in it is out, or came back, within the window (from each
+ * member's state). The ledger (ledger.ts) adds those taken out by invocations running right now.
+ */
+export async function fetchPoolFacts(nodes: NodeOps, policy: Policy, node: NodeInfo, now: Date): Promise<PoolFacts> {
+  const name = poolOf(policy, node.labels);
+  const label = policy.poolLabels.find((l) => node.labels[l] === name);
+  // Nodes with no pool label form the `default` pool together.
+  const members = label ? await nodes.list(`${label}=${name}`) : (await nodes.list()).filter((m) => poolOf(policy, m.labels) === name);
+  return poolFacts(policy, name, members.map((m) => ({ name: m.name, state: stateOf(m, policy.taintKey) })), now);
+}
+
+export async function podsOf(pods: PodOps, node: string): Promise<PodFacts[]> {
+  return (await pods.listOnNode(node)).filter((p) => !p.terminating).map(podFacts);
+}

@@ -1,0 +1,205 @@
+/**
+ * planRemediation: one GPU event + the node's facts + the policy → a Plan (plain data). Pure: no
+ * I/O, no clock but `facts.now`, no SDK. The handler fetches the facts and applies the plan.
+ *
+ * Order of decisions: dedupe (event id, then the observation itself) → stale replay → resolved
+ * health → rule → escalation → blast radius → steps. Events may arrive late, twice or out of
+ * order; what counts is the agent's `observedAt`, never the arrival time.
+ */
+import type { RemediationAction } from '../../events/index.ts';
+import { checkBlastRadius, takesCapacity } from './blast-radius.ts';
+import { decideLevel, ladderOf } from './escalation.ts';
+import { resolveRule, type Policy, type RuleTrigger } from './policy.ts';
+import { adoptOrphans, deriveNode, nodeSteps } from './reconcile.ts';
+import { affectedPods, evictable, faultSite, nodeTarget, podTarget, type FaultSite } from './scope.ts';
+import { boundState, cmp, isOpen, type Incident, type IncidentPhase, type NodeState } from './state.ts';
+import type { Plan, PlanStep, PlanTarget, PlanTrigger, PodFacts, RemediationFacts } from './types.ts';
+import { actionWords, nextWords, triggerWords } from './words.ts';
+
+/** Occurrences older than this are dropped from the history (longest sensible escalation window). */
+const RECENT_HORIZON_MS = 24 * 3_600_000;
+
+export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
+  const { event, node, now } = facts;
+  const d = event.detail;
+  const site = faultSite(facts);
+  const prev = facts.state;
+  const trigger = planTrigger(facts);
+  const at = new Date(d.observedAt);
+  const dryRun = facts.dryRun || policy.dryRun;
+  const base = { incident: site.key, scope: site.scope, trigger, dryRun, target: targetOf(site, []) };
+  const noop = (reason: string, action: Plan['action'] = 'observe', nextState: NodeState = prev): Plan => ({
+    ...base,
+    kind: 'noop',
+    action,
+    phase: 'skipped',
+    // Duplicates and stale replays change nothing at all, not even a stray label.
+    steps: nextState === prev ? [] : nodeSteps(prev, nextState, node, policy.taintKey),
+    reason,
+    nextState,
+  });
+
+  if (d.node !== node.name) return noop(`event ${d.eventId} is about node ${d.node}, not ${node.name}: nothing to do here`);
+  if (prev.handled.includes(d.eventId)) return noop(`already handled event ${d.eventId}: nothing to do`);
+  if (prev.recent.some((o) => o.key === site.key && o.at === d.observedAt)) return noop(`already handled: ${site.trigger} on ${site.key} observed at ${d.observedAt} was seen before (duplicate delivery)`);
+  const mine = prev.incidents.filter((i) => i.key === site.key);
+  const open = mine.find(isOpen);
+  const lastClosed = mine.filter((i) => !isOpen(i)).sort((a, b) => cmp(a.closedAt ?? a.lastAt, b.closedAt ?? b.lastAt)).at(-1);
+  if (!open && lastClosed?.closedAt && cmp(d.observedAt, lastClosed.closedAt) <= 0) {
+    return noop(`stale replay: observed at ${d.observedAt}, before incident ${site.key} was closed at ${lastClosed.closedAt}; it never reopens a closed incident`);
+  }
+  if (!open && !lastClosed && prev.restoredAt && cmp(d.observedAt, prev.restoredAt) <= 0) {
+    return noop(`stale replay: observed at ${d.observedAt}, before node ${node.name} was restored at ${prev.restoredAt}`);
+  }
+
+  const state = adoptOrphans({ ...prev, handled: [...prev.handled, d.eventId] }, node.name, now);
+  const words = triggerWords(event, site);
+
+  if (event.detailType === 'GPU Health Changed' && event.detail.state === 'resolved') {
+    if (!open) return noop(`${words}: resolved, and nothing is open for it`, 'observe', withState(prev, state, node));
+    if (cmp(d.observedAt, open.lastAt) < 0) return noop(`${words}: a resolve observed before the last firing (${open.lastAt}) is out of order: ignored`, open.action, withState(prev, state, node));
+    const closes = open.phase === 'observing' || open.phase === 'acted';
+    const updated: Incident = closes ? { ...open, phase: 'closed', closedAt: d.observedAt, resolvedAt: d.observedAt } : { ...open, resolvedAt: d.observedAt };
+    const next = withState(prev, replace(state, updated), node);
+    return noop(closes ? `${words}: resolved; incident closed` : `${words}: resolved; the sweep returns it to service after ${policy.quietPeriodMinutes} quiet minutes`, open.action, next);
+  }
+
+  const ruleTrigger: RuleTrigger =
+    event.detailType === 'GPU XID Error'
+      ? { kind: 'xid', xid: event.detail.xid, ...(event.detail.recoveryAction ? { recoveryAction: event.detail.recoveryAction } : {}) }
+      : { kind: 'condition', condition: event.detail.condition, severity: event.detail.severity, ...(event.detail.recoveryAction ? { recoveryAction: event.detail.recoveryAction } : {}) };
+  const rule = resolveRule(policy, facts.pool.name, ruleTrigger);
+  if (rule.action === 'ignore') return noop(`${words}: informational (${rule.source} → ignore)`, 'ignore');
+
+  if (event.detailType === 'GPU Health Changed' && event.detail.condition === 'monitoring-degraded') {
+    // Never a hardware verdict: the agent cannot see, which says nothing about the GPUs.
+    const next = withState(prev, state, node);
+    const steps = [...nodeSteps(prev, next, node, policy.taintKey), { kind: 'notify' as const, target: nodeTarget(node.name), value: `gpu-reflex cannot watch node ${node.name}: ${d.message}` }];
+    return { ...base, kind: 'act', action: 'observe', phase: 'decided', steps, reason: `${words}. Monitoring is degraded: this is not a hardware verdict, so nothing is quarantined; a person is told`, nextState: next };
+  }
+
+  const reported = d.pods ?? [];
+  const podUids = [...new Set(reported.map((p) => p.uid))];
+  const recent = [...state.recent.filter((o) => now.getTime() - Date.parse(o.at) <= RECENT_HORIZON_MS), { key: site.key, at: d.observedAt, pods: podUids }].sort((a, b) => cmp(a.at, b.at));
+  const ladder = open?.ladder ?? ladderOf(rule);
+  const decision = decideLevel(rule, ladder, open, lastClosed, recent, site.key, at, policy.escalation.recurrenceHours);
+  let action: RemediationAction = ladder[decision.level] ?? rule.action;
+  // A GPU action needs a GPU; a node-wide event asking for one drains the node instead.
+  if (action === 'quarantine-gpu' && !site.gpu) action = 'drain-node';
+  const counted: Incident = open
+    ? { ...open, lastAt: maxIso(open.lastAt, d.observedAt), firstAt: minIso(open.firstAt, d.observedAt), count: open.count + 1, workloads: union(open.workloads, podUids), eventId: d.eventId, ...(open.resolvedAt && cmp(d.observedAt, open.resolvedAt) > 0 ? { resolvedAt: undefined } : {}) }
+    : newIncident(site, facts, ladder, decision.level, action, podUids);
+  const s1: NodeState = { ...state, recent };
+  const retryApproval = open?.phase === 'awaiting-approval';
+
+  if (open && !decision.escalated && !retryApproval && action !== 'restart-workload') {
+    const next = withState(prev, replace(s1, counted), node);
+    return noop(`${words}. Incident already open (${open.phase} since ${open.since}, ${counted.count} occurrences): ${ladder[open.level]} stands`, open.action, next);
+  }
+
+  const affected = affectedPods(site, reported, facts.pods);
+  const moving: PodFacts[] = ['drain-node', 'reboot-node', 'replace-node'].includes(action) ? evictable(facts.pods) : action === 'restart-workload' || action === 'quarantine-gpu' ? affected : [];
+  const scope = ['drain-node', 'reboot-node', 'replace-node'].includes(action) ? 'node' : site.scope;
+  const target = targetOf(site, moving, scope === 'node' ? node.gpus : undefined);
+  const escalation = decision.escalated ? ` Escalated: ${decision.why}.` : '';
+  const reasonCore = `${words}. ${rule.source} → ${action}.${escalation}`;
+
+  if (takesCapacity(action) && !facts.approved) {
+    const verdict = checkBlastRadius(policy, facts.pool, node.name, prev.phase !== 'healthy' && prev.phase !== 'awaiting-approval');
+    if (!verdict.allowed) {
+      if (retryApproval && open) {
+        // Asked once already: count the repeat, do not ask again (no chat spam in a storm).
+        return noop(`${reasonCore} Still awaiting approval since ${open.since}: ${verdict.words}`, action, withState(prev, replace(s1, { ...counted, phase: 'awaiting-approval' }), node));
+      }
+      const waiting: Incident = { ...counted, action, level: decision.level, phase: 'awaiting-approval', since: open?.phase === 'awaiting-approval' ? open.since : now.toISOString() };
+      const next = withState(prev, replace(s1, waiting), node);
+      const summary = `${action} on node ${node.name} needs approval: ${verdict.words}`;
+      const steps: PlanStep[] = [...nodeSteps(prev, next, node, policy.taintKey), { kind: 'approval', target: nodeTarget(node.name), value: summary }, { kind: 'notify', target: nodeTarget(node.name), value: summary }];
+      return { ...base, kind: 'approval', action, scope, phase: 'awaiting-approval', target, steps, reason: `${reasonCore} Held back by the blast radius: ${verdict.words}. A person must approve; the sweep acts by itself once the window has room`, nextState: next };
+    }
+  }
+
+  const phase: IncidentPhase = action === 'observe' ? 'observing' : action === 'restart-workload' ? 'acted' : action === 'quarantine-gpu' ? 'quarantined' : 'draining';
+  const acted: Incident = {
+    ...counted,
+    action,
+    level: decision.level,
+    phase,
+    since: open && open.phase === phase ? open.since : now.toISOString(),
+    pods: union(counted.pods, moving.map((p) => p.uid)),
+    ...(decision.escalated ? { escalatedAt: d.observedAt } : {}),
+    ...(takesCapacity(action) && !counted.outAt ? { outAt: now.toISOString() } : {}),
+    ...(takesCapacity(action) && site.quarantineId && action === 'quarantine-gpu' ? { qid: site.quarantineId } : {}),
+  };
+  const next = withState(prev, replace(s1, acted), node);
+  const steps: PlanStep[] = [...nodeSteps(prev, next, node, policy.taintKey), ...moving.map((p) => ({ kind: 'evict' as const, target: podTarget(p) }))];
+  const reason = `${reasonCore} Now ${actionWords(action, node.name, site, moving.length)}; ${nextWords(ladder, decision.level, facts.capabilities)}`;
+  const notify = rule.notify || takesCapacity(action) || decision.escalated;
+  if (notify) steps.push({ kind: 'notify', target: nodeTarget(node.name), value: reason.slice(0, 500) });
+  return { ...base, kind: 'act', action, scope, phase: 'decided', target, steps, reason, nextState: next };
+}
+
+function planTrigger(facts: RemediationFacts): PlanTrigger {
+  const { event } = facts;
+  const d = event.detail;
+  return {
+    eventId: d.eventId,
+    detailType: event.detailType,
+    node: d.node,
+    ...(d.gpu ? { gpuUuid: d.gpu.uuid } : {}),
+    ...(event.detailType === 'GPU XID Error' ? { xid: event.detail.xid } : { condition: event.detail.condition }),
+    observedAt: d.observedAt,
+  };
+}
+
+function newIncident(site: FaultSite, facts: RemediationFacts, ladder: RemediationAction[], level: number, action: RemediationAction, podUids: string[]): Incident {
+  const d = facts.event.detail;
+  const ev = facts.event;
+  return {
+    key: site.key,
+    trigger: site.trigger,
+    ...(ev.detailType === 'GPU XID Error' ? { xid: ev.detail.xid } : { condition: ev.detail.condition }),
+    ...(site.gpu ? { gpu: site.gpu.uuid } : {}),
+    ...(site.mig ? { mig: { gi: site.mig.gpuInstanceId, ...(site.mig.computeInstanceId !== undefined ? { ci: site.mig.computeInstanceId } : {}), ...(site.mig.uuid ? { uuid: site.mig.uuid } : {}) } } : {}),
+    scope: site.scope,
+    action,
+    ladder,
+    level,
+    phase: 'observing',
+    firstAt: d.observedAt,
+    lastAt: d.observedAt,
+    count: 1,
+    workloads: podUids,
+    pods: [],
+    since: facts.now.toISOString(),
+    eventId: d.eventId,
+  };
+}
+
+export function targetOf(site: FaultSite, pods: readonly PodFacts[], nodeGpus?: string[]): PlanTarget {
+  const gpus = site.gpu ? [site.gpu.uuid] : (nodeGpus ?? []);
+  return {
+    node: site.node,
+    gpus: gpus.slice(0, 16),
+    migInstances: site.gpu && site.mig ? [{ gpuUuid: site.gpu.uuid, gpuInstanceId: site.mig.gpuInstanceId, ...(site.mig.computeInstanceId !== undefined ? { computeInstanceId: site.mig.computeInstanceId } : {}) }] : [],
+    pods: pods.map((p) => ({ namespace: p.namespace, name: p.name, uid: p.uid })),
+  };
+}
+
+/** Replaces (or adds) the open incident with the same key. */
+export function replace(state: NodeState, incident: Incident): NodeState {
+  const idx = state.incidents.findIndex((i) => i.key === incident.key && isOpen(i));
+  const incidents = idx >= 0 ? state.incidents.map((i, n) => (n === idx ? incident : i)) : [...state.incidents, incident];
+  return { ...state, incidents };
+}
+
+/** Bounds the state and derives its node-level fields (phase, taint, cordon, quarantined GPUs). */
+export function withState(prev: NodeState, next: NodeState, node: RemediationFacts['node']): NodeState {
+  return deriveNode(prev, boundState(next), node);
+}
+
+function union(a: readonly string[], b: readonly string[]): string[] {
+  return [...new Set([...a, ...b])];
+}
+const maxIso = (a: string, b: string) => (cmp(a, b) >= 0 ? a : b);
+const minIso = (a: string, b: string) => (cmp(a, b) <= 0 ? a : b);

@@ -1,0 +1,67 @@
+import { describe, expect, it } from 'vitest';
+import { loadPolicy, PolicyFileError } from './policy-file.ts';
+import { DEFAULT_POLICY, resolveRule } from './policy.ts';
+
+const errorOf = (text: string, file = 'policy.yaml'): string => {
+  try {
+    loadPolicy(text, file);
+  } catch (e) {
+    expect(e).toBeInstanceOf(PolicyFileError);
+    return (e as Error).message;
+  }
+  throw new Error('expected loadPolicy to throw');
+};
+
+describe('loadPolicy', () => {
+  it('returns the defaults for an empty file', () => {
+    expect(loadPolicy('', 'p.yaml')).toEqual(DEFAULT_POLICY);
+  });
+
+  it('merges a rule field by field over the default', () => {
+    const p = loadPolicy('xids:\n  79:\n    then: [replace-node]\nquietPeriodMinutes: 10\n', 'p.yaml');
+    expect(resolveRule(p, undefined, 79)).toMatchObject({ action: 'drain-node', then: ['replace-node'] });
+    expect(p.quietPeriodMinutes).toBe(10);
+    expect(p.blastRadius).toEqual(DEFAULT_POLICY.blastRadius);
+  });
+
+  it('reads JSON too', () => {
+    const p = loadPolicy('{ "blastRadius": { "maxShare": 0.3 }, "dryRun": true }', 'p.json');
+    expect(p.blastRadius.maxShare).toBe(0.3);
+    expect(p.dryRun).toBe(true);
+  });
+
+  it.each([
+    ['dryRun: false\nblastRadius:\n  maxShare: 0.2\nxids:\n  79:\n    action: explode\n', 'policy.yaml:6: xids.79.action: '],
+    ['quietPeriodMinutes: soon\n', 'policy.yaml:1: quietPeriodMinutes: '],
+    ['blastRadius:\n  maxShare: 2\n', 'policy.yaml:2: blastRadius.maxShare: '],
+    ['conditions:\n  temperature:\n    action: observe\n  sunburn:\n    action: observe\n', 'policy.yaml:4: conditions.sunburn'],
+    ['pools:\n  a100:\n    maxQuarantinedShare: 0.5\n    colour: red\n', 'policy.yaml:4: pools.a100.colour: '],
+    ['xids:\n  45:\n    escalate: { count: 2, windowMinutes: 5, distinctWorkloads: 1 }\n', 'policy.yaml:3: xids.45.escalate: XID 45 never escalates'],
+    ['conditions:\n  monitoring-degraded:\n    action: drain-node\n', 'policy.yaml:3: conditions.monitoring-degraded.action: expected observe or ignore'],
+    ['xids:\n  79: [\n', 'policy.yaml:'],
+    ['a: 1\na: 2\n', 'policy.yaml:2: '],
+  ])('names the file, line and field of an error (%#)', (text, want) => {
+    expect(errorOf(text)).toContain(want);
+  });
+
+  it('lists the allowed actions when one is misspelt', () => {
+    expect(errorOf('xids:\n  79:\n    action: drain\n')).toMatch(/policy\.yaml:3: xids\.79\.action: .*drain-node/);
+  });
+
+  it('points a JSON error at its line', () => {
+    expect(errorOf('{\n  "xids": {\n    "48": { "action": 7 }\n  }\n}', 'p.json')).toContain('p.json:3: xids.48.action');
+  });
+});
+
+describe('the example policy file', () => {
+  it('loads and says what it claims', async () => {
+    const { readFile } = await import('node:fs/promises');
+    const text = await readFile(new URL('../../infra/policies/remediation.example.yaml', import.meta.url), 'utf8');
+    const p = loadPolicy(text, 'remediation.example.yaml');
+    expect(resolveRule(p, undefined, 48).then).toEqual(['replace-node']);
+    expect(resolveRule(p, 't4-inference', 94).action).toBe('quarantine-gpu');
+    expect(resolveRule(p, undefined, 94).action).toBe('restart-workload');
+    expect(resolveRule(p, undefined, { kind: 'condition', condition: 'temperature', severity: 'warning' }).action).toBe('observe');
+    expect(p.pools['h100-train']?.maxQuarantinedShare).toBe(0.3);
+  });
+});

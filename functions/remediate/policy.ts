@@ -1,0 +1,225 @@
+/**
+ * The remediation policy: what each XID and health condition makes gpu-reflex do, how far it may
+ * go in a pool, and how repeats escalate. Defaults come from the XID catalog (events/xid.ts, i.e.
+ * NVIDIA's resolution buckets); a policy file overrides them (policy-file.ts). Pure data.
+ */
+import { z } from 'zod';
+import {
+  describeXid,
+  GPU_RECOVERY_ACTIONS,
+  HEALTH_CONDITIONS,
+  int,
+  REMEDIATION_ACTIONS,
+  XID_CATALOG,
+  type GpuRecoveryAction,
+  type HealthCondition,
+  type RemediationAction,
+} from '../../events/index.ts';
+
+export const Action = z.enum(REMEDIATION_ACTIONS);
+
+/** "The same XID on one GPU `count` times within `windowMinutes` across `distinctWorkloads` pods." */
+export const EscalateSchema = z
+  .object({
+    count: int().min(1).max(1000),
+    windowMinutes: int().min(1).max(10_080),
+    distinctWorkloads: int().min(0).max(128),
+  })
+  .strict();
+export type Escalate = z.infer<typeof EscalateSchema>;
+
+/** One rule as written in a policy: every field optional, merged field by field over the default. */
+export const RuleOverrideSchema = z
+  .object({
+    action: Action.optional(),
+    /** The escalation chain: what follows when the action does not clear the fault. */
+    then: z.array(Action).max(6).optional(),
+    /** `false` turns escalation by repetition off. */
+    escalate: z.union([EscalateSchema, z.literal(false)]).optional(),
+    notify: z.boolean().optional(),
+    /** Per-severity first action (temperature: warning → observe, critical → quarantine-gpu). */
+    bySeverity: z.object({ info: Action.optional(), warning: Action.optional(), critical: Action.optional() }).strict().optional(),
+  })
+  .strict();
+export type RuleOverride = z.infer<typeof RuleOverrideSchema>;
+
+export const PoolOverrideSchema = z
+  .object({
+    xids: z.record(z.string().regex(/^\d+$/, 'expected an XID number'), RuleOverrideSchema).optional(),
+    conditions: z.partialRecord(z.enum(HEALTH_CONDITIONS), RuleOverrideSchema).optional(),
+    maxQuarantinedShare: z.number().min(0).max(1).optional(),
+    maxQuarantinedCount: int().min(0).max(100_000).optional(),
+  })
+  .strict();
+
+export const PolicySchema = z
+  .object({
+    xids: z.record(z.string().regex(/^\d+$/, 'expected an XID number'), RuleOverrideSchema),
+    conditions: z.partialRecord(z.enum(HEALTH_CONDITIONS), RuleOverrideSchema),
+    /** What NVML's recovery action demands (XID 154, `recovery-action` health events). */
+    recoveryActions: z.partialRecord(z.enum(GPU_RECOVERY_ACTIONS), RuleOverrideSchema),
+    pools: z.record(z.string().min(1), PoolOverrideSchema),
+    /** Node labels naming the pool, first present wins (the handler resolves it with `poolOf`). */
+    poolLabels: z.array(z.string().min(1)).min(1).max(8),
+    blastRadius: z.object({ maxShare: z.number().min(0).max(1), maxCount: int().min(0).max(100_000), windowMinutes: int().min(1).max(10_080) }).strict(),
+    /** Default for rules whose XID escalates on repeat (application XIDs). */
+    escalation: EscalateSchema.extend({
+      /** A fault that returns within this many hours of a restore starts one step further up `then`. */
+      recurrenceHours: int().min(0).max(720),
+    }).strict(),
+    quietPeriodMinutes: int().min(0).max(10_080),
+    drainTimeoutMinutes: int().min(1).max(10_080),
+    taintKey: z.string().regex(/^([a-z0-9.-]+\/)?[A-Za-z0-9._-]{1,63}$/, 'expected a taint key like gpu-reflex.io/unhealthy'),
+    dryRun: z.boolean(),
+  })
+  .strict()
+  .superRefine((p, ctx) => {
+    // XID 45 is cleanup noise after another XID: NVSentinel made 672 false escalations in 3 h on it.
+    if (p.xids['45']?.escalate) ctx.addIssue({ code: 'custom', path: ['xids', '45', 'escalate'], message: 'XID 45 never escalates (it is cleanup noise after another XID)' });
+    const md = p.conditions['monitoring-degraded']?.action;
+    if (md && md !== 'observe' && md !== 'ignore') {
+      ctx.addIssue({ code: 'custom', path: ['conditions', 'monitoring-degraded', 'action'], message: 'expected observe or ignore: monitoring-degraded is never a hardware verdict' });
+    }
+  });
+export type Policy = z.infer<typeof PolicySchema>;
+
+const RESET: RemediationAction[] = ['reboot-node', 'replace-node'];
+
+const DEFAULT_ESCALATION = { count: 3, windowMinutes: 60, distinctWorkloads: 2 } as const;
+
+/** Health conditions (docs/remediation.md has the why of each row). */
+const CONDITION_DEFAULTS: Record<HealthCondition, RuleOverride> = {
+  temperature: { action: 'quarantine-gpu', then: [], notify: true, bySeverity: { info: 'observe', warning: 'observe' } },
+  power: { action: 'observe', then: [] },
+  'utilization-high': { action: 'ignore', then: [] },
+  'framebuffer-high': { action: 'ignore', then: [] },
+  'ecc-uncorrected': { action: 'quarantine-gpu', then: RESET },
+  'retired-pages-pending': { action: 'observe', then: ['quarantine-gpu'], notify: true },
+  'row-remap-pending': { action: 'observe', then: ['quarantine-gpu'], notify: true },
+  'row-remap-failure': { action: 'quarantine-gpu', then: ['replace-node'], notify: true },
+  throttling: { action: 'observe', then: [] },
+  'nvlink-down': { action: 'quarantine-gpu', then: RESET },
+  'gpu-lost': { action: 'drain-node', then: RESET },
+  // Placeholder: a recovery-action event obeys `recoveryActions` below.
+  'recovery-action': { action: 'observe', then: [] },
+  'monitoring-degraded': { action: 'observe', then: [], notify: true },
+};
+
+const RECOVERY_DEFAULTS: Record<GpuRecoveryAction, RuleOverride> = {
+  none: { action: 'observe', then: [] },
+  'gpu-reset': { action: 'quarantine-gpu', then: RESET },
+  'node-reboot': { action: 'drain-node', then: RESET },
+  'system-reboot': { action: 'drain-node', then: RESET },
+  'drain-p2p': { action: 'quarantine-gpu', then: RESET },
+  'drain-and-reset': { action: 'drain-node', then: RESET },
+  'bus-reset': { action: 'quarantine-gpu', then: RESET },
+  'recover-imex-domain': { action: 'observe', then: [], notify: true },
+};
+
+function xidDefaults(): Record<string, RuleOverride> {
+  const out: Record<string, RuleOverride> = {};
+  for (const info of XID_CATALOG.values()) {
+    out[String(info.xid)] = { action: info.action, then: [...info.then], notify: info.notify, escalate: info.escalateOnRepeat ? { ...DEFAULT_ESCALATION } : false };
+  }
+  return out;
+}
+
+export const DEFAULT_POLICY: Policy = deepFreeze({
+  xids: xidDefaults(),
+  conditions: CONDITION_DEFAULTS,
+  recoveryActions: RECOVERY_DEFAULTS,
+  pools: {},
+  poolLabels: ['gpu-reflex.io/pool', 'alibabacloud.com/nodepool-id', 'accelerator'],
+  // EKS node auto repair pauses beyond 20% of a node group.
+  blastRadius: { maxShare: 0.2, maxCount: 10, windowMinutes: 60 },
+  escalation: { ...DEFAULT_ESCALATION, recurrenceHours: 24 },
+  quietPeriodMinutes: 30,
+  drainTimeoutMinutes: 30,
+  taintKey: 'gpu-reflex.io/unhealthy',
+  dryRun: false,
+});
+
+/** A rule after defaults, file and pool overrides are merged: what the planner obeys. */
+export interface Rule {
+  action: RemediationAction;
+  then: RemediationAction[];
+  escalate: Escalate | null;
+  notify: boolean;
+  /** Where the rule came from, for reasons: `XID 79`, `recovery action gpu-reset`, `pool a100`. */
+  source: string;
+}
+
+export type RuleTrigger =
+  | { kind: 'xid'; xid: number; recoveryAction?: GpuRecoveryAction }
+  | { kind: 'condition'; condition: HealthCondition; severity?: 'info' | 'warning' | 'critical'; recoveryAction?: GpuRecoveryAction };
+
+function merge(base: RuleOverride, over: RuleOverride | undefined): RuleOverride {
+  return over ? { ...base, ...Object.fromEntries(Object.entries(over).filter(([, v]) => v !== undefined)) } : base;
+}
+
+/**
+ * The rule for one trigger in one pool. A recovery action NVML names wins over the XID table
+ * (XID 154 always; other XIDs only when it asks for more than `none`, so a driver that reports
+ * `none` beside XID 79 does not talk us out of draining a GPU that fell off the bus).
+ */
+export function resolveRule(policy: Policy, pool: string | undefined, trigger: number | HealthCondition | RuleTrigger): Rule {
+  const t: RuleTrigger = typeof trigger === 'number' ? { kind: 'xid', xid: trigger } : typeof trigger === 'string' ? { kind: 'condition', condition: trigger } : trigger;
+  const poolOver = pool !== undefined ? policy.pools[pool] : undefined;
+  const ra = t.recoveryAction;
+  const obey = ra !== undefined && (t.kind === 'condition' ? t.condition === 'recovery-action' : ra !== 'none' || t.xid === 154);
+  if (obey || (t.kind === 'condition' && t.condition === 'recovery-action')) {
+    const key = ra ?? 'none';
+    return finish(merge(RECOVERY_DEFAULTS[key], policy.recoveryActions[key]), `recovery action ${key}`, undefined);
+  }
+  if (t.kind === 'xid') {
+    const k = String(t.xid);
+    const info = describeXid(t.xid);
+    const fallback: RuleOverride = { action: info.action, then: [...info.then], notify: info.notify, escalate: false };
+    let rule = merge(fallback, policy.xids[k]);
+    rule = merge(rule, poolOver?.xids?.[k]);
+    const r = finish(rule, poolOver?.xids?.[k] ? `XID ${k} (pool ${pool})` : `XID ${k}`, undefined);
+    // Never escalate on XID 45 noise, whatever a file says (the schema rejects it too).
+    return t.xid === 45 ? { ...r, escalate: null } : r;
+  }
+  let rule = merge(CONDITION_DEFAULTS[t.condition], policy.conditions[t.condition]);
+  rule = merge(rule, poolOver?.conditions?.[t.condition]);
+  const r = finish(rule, poolOver?.conditions?.[t.condition] ? `${t.condition} (pool ${pool})` : t.condition, t.severity);
+  if (t.condition === 'monitoring-degraded') return { ...r, action: r.action === 'ignore' ? 'ignore' : 'observe', then: [], escalate: null };
+  return r;
+}
+
+function finish(rule: RuleOverride, source: string, severity: 'info' | 'warning' | 'critical' | undefined): Rule {
+  const bySeverity = severity ? rule.bySeverity?.[severity] : undefined;
+  const action = bySeverity ?? rule.action ?? 'observe';
+  return {
+    action,
+    // A chain never repeats the action itself (a pool that turns 94 into quarantine-gpu keeps `then: [quarantine-gpu]`).
+    then: (rule.then ?? []).filter((a, i, all) => a !== action && all.indexOf(a) === i),
+    escalate: rule.escalate ? { ...rule.escalate } : null,
+    notify: rule.notify ?? false,
+    source: bySeverity ? `${source} (${severity})` : source,
+  };
+}
+
+/** Blast-radius limits for a pool: the pool's own, else the policy's. */
+export function poolLimits(policy: Policy, pool: string): { maxShare: number; maxCount: number; windowMinutes: number } {
+  const p = policy.pools[pool];
+  return { maxShare: p?.maxQuarantinedShare ?? policy.blastRadius.maxShare, maxCount: p?.maxQuarantinedCount ?? policy.blastRadius.maxCount, windowMinutes: policy.blastRadius.windowMinutes };
+}
+
+/** The pool a node belongs to: the first of `poolLabels` it carries, else `default`. */
+export function poolOf(policy: Policy, labels: Readonly<Record<string, string>>): string {
+  for (const l of policy.poolLabels) {
+    const v = labels[l];
+    if (v) return v;
+  }
+  return 'default';
+}
+
+function deepFreeze<T>(o: T): T {
+  if (o && typeof o === 'object') {
+    for (const v of Object.values(o)) deepFreeze(v);
+    Object.freeze(o);
+  }
+  return o;
+}

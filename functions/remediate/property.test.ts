@@ -1,0 +1,142 @@
+/** Property tests: no valid event and no node metadata crashes the planners, and plans stay inside their node. */
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { GPU_RECOVERY_ACTIONS, GpuHealthChangedDetailSchema, GpuXidErrorDetailSchema, HEALTH_CONDITIONS, XID_CATALOG } from '../../events/index.ts';
+import { toRemediationDetail } from './detail.ts';
+import { planRemediation } from './plan.ts';
+import { DEFAULT_POLICY } from './policy.ts';
+import { encodeHistory, HISTORY_ANNOTATION, LIMITS, QUARANTINED_GPUS_ANNOTATION, REPAIRED_AT_ANNOTATION, STATE_LABEL } from './state.ts';
+import { planSweep } from './sweep.ts';
+import { poolAllowance, poolFacts } from './blast-radius.ts';
+import { apply, at, gpu, node, pool, pod, stateOf } from './testing.ts';
+import type { NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
+
+const NODE = 'gpu-a100-07';
+const PODS: PodFacts[] = [pod('a', { gpus: [gpu(0).uuid] }), pod('b', { gpus: [gpu(1).uuid] }), pod('c', { requestsGpu: false }), pod('ds', { daemonSet: true }), pod('m', { mirror: true })];
+const uid = fc.constantFrom('uid-a', 'uid-b', 'uid-c', 'uid-ds', 'uid-gone', 'x');
+const minute = fc.integer({ min: 0, max: 600 });
+const mig = fc.option(fc.record({ gpuInstanceId: fc.integer({ min: 0, max: 14 }), computeInstanceId: fc.integer({ min: 0, max: 7 }) }), { nil: undefined });
+
+const xidEvent: fc.Arbitrary<TriggerEvent> = fc
+  .record({ x: fc.oneof(fc.constantFrom(...XID_CATALOG.keys(), 999), fc.integer({ min: 0, max: 65535 })), g: fc.integer({ min: 0, max: 3 }), m: minute, mig, ra: fc.option(fc.constantFrom(...GPU_RECOVERY_ACTIONS), { nil: undefined }), pods: fc.uniqueArray(uid, { maxLength: 4 }), id: fc.integer({ min: 0, max: 20 }) })
+  .map(({ x, g, m, mig: mg, ra, pods, id }) => ({
+    detailType: 'GPU XID Error' as const,
+    detail: GpuXidErrorDetailSchema.parse({ schemaVersion: 1, eventId: `xid:${NODE}:${id}`, node: NODE, observedAt: at(m), gpu: gpu(g), ...(mg ? { mig: mg } : {}), xid: x, via: 'nvml', pid: null, process: null, message: 'm', ...(ra ? { recoveryAction: ra } : {}), pods: pods.map((u) => ({ uid: u })) }),
+  }));
+
+const healthEvent: fc.Arbitrary<TriggerEvent> = fc
+  .record({ c: fc.constantFrom(...HEALTH_CONDITIONS), g: fc.option(fc.integer({ min: 0, max: 3 }), { nil: undefined }), m: minute, state: fc.constantFrom('firing' as const, 'resolved' as const), sev: fc.constantFrom('info' as const, 'warning' as const, 'critical' as const), ra: fc.option(fc.constantFrom(...GPU_RECOVERY_ACTIONS), { nil: undefined }), id: fc.integer({ min: 0, max: 20 }) })
+  .map(({ c, g, m, state, sev, ra, id }) => ({ c: g === undefined ? ('monitoring-degraded' as const) : c, g, m, state, sev, ra, id }))
+  .map(({ c, g, m, state, sev, ra, id }) => ({
+    detailType: 'GPU Health Changed' as const,
+    detail: GpuHealthChangedDetailSchema.parse({ schemaVersion: 1, eventId: `health:${NODE}:${id}`, node: NODE, observedAt: at(m), ...(g !== undefined ? { gpu: gpu(g) } : {}), condition: c, state, severity: sev, message: 'm', ...(ra ? { recoveryAction: ra } : {}) }),
+  }));
+
+const event = fc.oneof(xidEvent, healthEvent);
+
+const ourKeys = fc.constantFrom(HISTORY_ANNOTATION, QUARANTINED_GPUS_ANNOTATION, REPAIRED_AT_ANNOTATION, 'other');
+const junk = fc.oneof(fc.string(), fc.json(), fc.constant('{"v":1,"incidents":[],"recent":[],"handled":[],"cordoned":true}'), fc.constant(at(3)));
+const nodeFacts: fc.Arbitrary<NodeFacts> = fc.record({
+  annotations: fc.dictionary(ourKeys, junk),
+  state: fc.option(fc.constantFrom('healthy', 'quarantined', 'draining', 'awaiting-repair', 'awaiting-approval', 'bogus'), { nil: undefined }),
+  tainted: fc.boolean(),
+  unschedulable: fc.boolean(),
+  gpus: fc.integer({ min: 0, max: 4 }),
+}).map((r) => ({
+  name: NODE,
+  labels: (r.state ? { [STATE_LABEL]: r.state } : {}) as Record<string, string>,
+  annotations: r.annotations,
+  taints: r.tainted ? [{ key: 'gpu-reflex.io/unhealthy', value: 'xid-79', effect: 'NoSchedule' }] : [],
+  unschedulable: r.unschedulable,
+  gpus: Array.from({ length: r.gpus }, (_, i) => gpu(i).uuid),
+}));
+
+function expectConfined(plan: Plan, pods: PodFacts[]): void {
+  const allowed = new Set([`node/${NODE}`, ...pods.filter((p) => !p.daemonSet && !p.mirror).map((p) => `pod/${p.namespace}/${p.name}`)]);
+  for (const s of plan.steps) expect(allowed.has(s.target), `${s.kind} → ${s.target}`).toBe(true);
+  expect(plan.target.node).toBe(NODE);
+  expect(Buffer.byteLength(encodeHistory(plan.nextState))).toBeLessThanOrEqual(LIMITS.historyBytes);
+  // every plan can be published as a valid Remediation event
+  toRemediationDetail(plan, plan.steps.map(() => ({ result: 'done' as const })), { occurredAt: new Date(at(700)) });
+}
+
+describe('planners (properties)', () => {
+  it('planRemediation never throws on a valid event and arbitrary node metadata, and stays on its node', () => {
+    fc.assert(
+      fc.property(event, nodeFacts, fc.integer({ min: 0, max: 12 }), fc.boolean(), (e, n, used, dry) => {
+        const plan = planRemediation({ now: new Date(at(601)), event: e, node: n, state: stateOf(n), pool: pool({ quarantinedInWindow: used }), pods: PODS, dryRun: dry }, DEFAULT_POLICY);
+        expectConfined(plan, PODS);
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  it('sequences of events and sweeps never throw, stay on their node, keep the history bounded, and never latch', () => {
+    fc.assert(
+      fc.property(fc.array(fc.oneof(event, fc.constant('sweep' as const)), { minLength: 1, maxLength: 25 }), nodeFacts, (steps, n0) => {
+        let w = { node: n0, pods: PODS };
+        let clock = 0;
+        for (const s of steps) {
+          clock += 7;
+          const plan =
+            s === 'sweep'
+              ? planSweep({ now: new Date(at(clock)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }], dryRun: false }, DEFAULT_POLICY).plans[0]
+              : planRemediation({ now: new Date(at(clock)), event: s, node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods, dryRun: false }, DEFAULT_POLICY);
+          if (!plan) continue;
+          expectConfined(plan, w.pods);
+          w = apply(w.node, w.pods, plan, DEFAULT_POLICY);
+        }
+        // After everything (events may carry agent times up to minute 600): mark repaired, and a
+        // long quiet stretch of sweeps brings the node back.
+        clock = Math.max(clock, 601);
+        w = { ...w, node: { ...w.node, annotations: { ...w.node.annotations, [REPAIRED_AT_ANNOTATION]: at(clock) } } };
+        for (let k = 1; k <= 8; k++) {
+          const plan = planSweep({ now: new Date(at(clock + k * 1500)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool({ quarantinedInWindow: 0 }), pods: w.pods }], dryRun: false }, DEFAULT_POLICY).plans[0];
+          if (plan) w = apply(w.node, w.pods, plan, DEFAULT_POLICY);
+        }
+        const end = stateOf(w.node);
+        expect(end.phase).toBe('healthy');
+        expect(end.taint).toBeUndefined();
+        expect(end.quarantinedGpus).toEqual([]);
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it('never has more nodes of a pool out than the blast radius allows, however faults and sweeps interleave', () => {
+    const names = Array.from({ length: 10 }, (_, i) => `gpu-a100-${i}`);
+    const allowance = poolAllowance(DEFAULT_POLICY, pool({ nodes: 10 }));
+    const step = fc.oneof(
+      fc.record({ n: fc.integer({ min: 0, max: 9 }), x: fc.constantFrom(79, 48, 13, 54, 94, 154), g: fc.integer({ min: 0, max: 1 }) }),
+      fc.constant('sweep' as const),
+    );
+    fc.assert(
+      fc.property(fc.array(step, { minLength: 1, maxLength: 40 }), (steps) => {
+        const world = new Map(names.map((n) => [n, { node: node(n, 2), pods: PODS }]));
+        let clock = 0;
+        const members = () => names.map((n) => ({ name: n, state: stateOf(world.get(n)!.node) }));
+        for (const s of steps) {
+          clock += 3;
+          const now = new Date(at(clock));
+          const counted = poolFacts(DEFAULT_POLICY, 'a100', members(), now);
+          if (s === 'sweep') {
+            const out = planSweep({ now, dryRun: false, nodes: names.map((n) => ({ ...world.get(n)!, state: stateOf(world.get(n)!.node), pool: counted })) }, DEFAULT_POLICY);
+            for (const plan of out.plans) world.set(plan.target.node, apply(world.get(plan.target.node)!.node, world.get(plan.target.node)!.pods, plan, DEFAULT_POLICY));
+          } else {
+            const name = names[s.n]!;
+            const w = world.get(name)!;
+            const e: TriggerEvent = {
+              detailType: 'GPU XID Error',
+              detail: GpuXidErrorDetailSchema.parse({ schemaVersion: 1, eventId: `xid:${name}:${clock}`, node: name, observedAt: at(clock), gpu: gpu(s.g), xid: s.x, via: 'nvml', pid: null, process: null, message: 'm', pods: [] }),
+            };
+            const plan = planRemediation({ now, event: e, node: w.node, state: stateOf(w.node), pool: counted, pods: w.pods, dryRun: false }, DEFAULT_POLICY);
+            world.set(name, apply(w.node, w.pods, plan, DEFAULT_POLICY));
+          }
+          const outNow = members().filter((m) => ['quarantined', 'draining', 'awaiting-repair'].includes(m.state.phase));
+          expect(outNow.length).toBeLessThanOrEqual(allowance);
+        }
+      }),
+      { numRuns: 100 },
+    );
+  });
+});

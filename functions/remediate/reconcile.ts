@@ -1,0 +1,114 @@
+/**
+ * The node-level half of every plan. Planners change incidents only; this derives what the node
+ * must look like from the open incidents (state label, quarantined GPUs, taint, cordon) and the
+ * steps that take it there from what it is now. One place decides it, so the event planner and
+ * the sweep can never disagree about what "quarantined" looks like on a node.
+ *
+ * Per-GPU quarantine and taints: a taint cannot name one GPU, it makes the whole node
+ * unschedulable. So quarantining a GPU sets the quarantined-gpus annotation and the state label
+ * and moves that GPU's pods; the agent / device plugin drops the GPU from allocatable. The node is
+ * tainted only when every GPU it has (known from `NodeFacts.gpus`) is quarantined whole, or when a
+ * drain / repair is under way.
+ */
+import { encodeHistory, isOpen, QUARANTINED_GPUS_ANNOTATION, HISTORY_ANNOTATION, STATE_LABEL, type Incident, type NodePhase, type NodeState } from './state.ts';
+import { nodeTarget } from './scope.ts';
+import type { NodeFacts, PlanStep } from './types.ts';
+
+const PHASE_RANK: Record<NodePhase, number> = { healthy: 0, 'awaiting-approval': 1, quarantined: 2, 'awaiting-repair': 3, draining: 4 };
+
+/** The quarantined-gpus entry of an incident: MIG UUID, `GPU-…/gi<n>`, or the GPU UUID. */
+export function quarantineIdOf(i: Pick<Incident, 'gpu' | 'mig' | 'qid'>): string | undefined {
+  if (i.qid) return i.qid;
+  if (!i.gpu) return undefined;
+  if (i.mig) return i.mig.uuid ?? `${i.gpu}/gi${i.mig.gi}`;
+  return i.gpu;
+}
+
+function nodePhaseOf(i: Incident): NodePhase {
+  switch (i.phase) {
+    case 'draining':
+    case 'awaiting-repair':
+    case 'quarantined':
+    case 'awaiting-approval':
+      return i.phase;
+    default:
+      return 'healthy';
+  }
+}
+
+function newest(incidents: Incident[]): Incident | undefined {
+  return [...incidents].sort((a, b) => Date.parse(a.since) - Date.parse(b.since)).at(-1);
+}
+
+/** Derives the node-level fields of `next` from its open incidents. */
+export function deriveNode(prev: NodeState, next: NodeState, node: NodeFacts): NodeState {
+  const open = next.incidents.filter(isOpen);
+  const phase = open.map(nodePhaseOf).reduce<NodePhase>((a, b) => (PHASE_RANK[b] > PHASE_RANK[a] ? b : a), 'healthy');
+  const quarantined = open.filter((i) => i.phase === 'quarantined');
+  const quarantinedGpus = [...new Set(quarantined.map(quarantineIdOf).filter((q): q is string => q !== undefined))].sort();
+  const out = open.filter((i) => i.phase === 'draining' || i.phase === 'awaiting-repair');
+  const gpus = node.gpus ?? [];
+  const allGpusOut = gpus.length > 0 && gpus.every((g) => quarantinedGpus.includes(g));
+  const why = newest(out) ?? (allGpusOut ? newest(quarantined) : undefined);
+  // Keep the value the node already has while a taint is still needed: no churn, no flapping.
+  const taint = why ? (prev.taint ?? why.trigger) : undefined;
+  // We cordon only a node that is schedulable; an admin's cordon stays the admin's.
+  const cordoned = out.length > 0 ? prev.cordoned || !node.unschedulable : false;
+  const { taint: _t, ...rest } = next;
+  return { ...rest, phase, quarantinedGpus, cordoned, ...(taint ? { taint: taintValue(taint) } : {}) };
+}
+
+/** Taint and label values must be ≤ 63 characters of [A-Za-z0-9._-]. */
+export function taintValue(reason: string): string {
+  return reason.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 63).replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '') || 'unhealthy';
+}
+
+/** Steps that take the node from `prev` (what it carries now) to `next`. */
+export function nodeSteps(prev: NodeState, next: NodeState, node: NodeFacts, taintKey: string): PlanStep[] {
+  const target = nodeTarget(node.name);
+  const steps: PlanStep[] = [];
+  if (next.taint && next.taint !== prev.taint) steps.push({ kind: 'taint', target, value: `${taintKey}=${next.taint}:NoSchedule` });
+  if (!next.taint && prev.taint) steps.push({ kind: 'untaint', target, value: `${taintKey}:NoSchedule` });
+  if (next.cordoned && !node.unschedulable) steps.push({ kind: 'cordon', target });
+  if (!next.cordoned && prev.cordoned && node.unschedulable) steps.push({ kind: 'uncordon', target });
+  if (next.phase !== prev.phase || (node.labels[STATE_LABEL] ?? 'healthy') !== next.phase) steps.push({ kind: 'label', target, value: `${STATE_LABEL}=${next.phase}` });
+  if (JSON.stringify(next.quarantinedGpus) !== JSON.stringify(prev.quarantinedGpus)) {
+    steps.push({ kind: 'annotate', target, value: `${QUARANTINED_GPUS_ANNOTATION}=${JSON.stringify(next.quarantinedGpus)}` });
+  }
+  if (encodeHistory(next) !== encodeHistory(prev)) steps.push({ kind: 'annotate', target, value: HISTORY_ANNOTATION });
+  return steps;
+}
+
+/**
+ * A node that says it is out (label, taint, quarantined GPUs) but whose history does not explain
+ * why (history lost or corrupt) gets one `orphan` incident from `now`, so the sweep can restore it
+ * after the quiet period like any other: nothing latches.
+ */
+export function adoptOrphans(state: NodeState, node: string, now: Date): NodeState {
+  const open = state.incidents.filter(isOpen);
+  const explainedGpus = new Set(open.map(quarantineIdOf));
+  const orphanGpus = state.quarantinedGpus.filter((g) => !explainedGpus.has(g));
+  const phaseOut = state.phase !== 'healthy' && !open.some((i) => nodePhaseOf(i) === state.phase);
+  const taintOut = state.taint !== undefined && !open.some((i) => i.phase === 'draining' || i.phase === 'awaiting-repair' || i.phase === 'quarantined');
+  if (!phaseOut && !taintOut && orphanGpus.length === 0) return state;
+
+  const at = now.toISOString();
+  const base = { trigger: 'orphan', level: 0, firstAt: at, lastAt: at, outAt: at, count: 0, workloads: [], pods: [], since: at, eventId: 'orphan' };
+  const drain = (phase: 'draining' | 'awaiting-repair'): Incident => ({ ...base, key: `${node}/orphan`, scope: 'node', action: 'drain-node', ladder: ['drain-node'], phase });
+  const quarantine = (qid?: string): Incident => ({ ...base, key: qid ? `${node}/${qid}/orphan` : `${node}/orphan`, scope: qid ? 'gpu' : 'node', action: 'quarantine-gpu', ladder: ['quarantine-gpu'], phase: 'quarantined', ...(qid ? { qid } : {}) });
+
+  let adopted: Incident[];
+  if (state.phase === 'draining' || state.phase === 'awaiting-repair') adopted = [drain(state.phase)];
+  else if (taintOut && state.phase !== 'quarantined') adopted = [drain('draining')];
+  else if (orphanGpus.length > 0) adopted = orphanGpus.map((g) => quarantine(g));
+  else if (state.phase === 'quarantined') adopted = [quarantine()];
+  // A held-back node (awaiting-approval) was never taken out: it simply reads as healthy again.
+  else return { ...state, phase: 'healthy' };
+
+  const keys = new Set(adopted.map((i) => i.key));
+  return {
+    ...state,
+    incidents: [...state.incidents.filter((i) => !keys.has(i.key)), ...adopted],
+    warnings: [...state.warnings, `node ${node} was out of service without a history: adopted as an orphan incident, restored after the quiet period`],
+  };
+}

@@ -1,0 +1,74 @@
+/**
+ * Narrowness: an incident concerns one MIG instance when the event names one, else one GPU, else
+ * the node. The pods it affects are the ones the agent saw there, matched by UID to the node's
+ * pods; when the agent saw none, the pods the device plugin says hold that GPU; when nobody
+ * knows, every GPU pod on the node. DaemonSet and mirror pods are never affected: evicting a
+ * DaemonSet pod only brings it back, and mirror pods cannot be evicted.
+ */
+import type { GpuRef, MigRef, PodRef } from '../../events/index.ts';
+import type { PodFacts, RemediationFacts, Scope } from './types.ts';
+
+export interface FaultSite {
+  scope: Scope;
+  node: string;
+  gpu?: GpuRef;
+  mig?: MigRef;
+  /** `xid-79` or the health condition. */
+  trigger: string;
+  /** Stable incident key: `node/GPU-…[/gi3]/xid-79`. */
+  key: string;
+  /** How the quarantined-gpus annotation names it: the MIG UUID, `GPU-…/gi3`, or the GPU UUID. */
+  quarantineId?: string;
+}
+
+export function faultSite(facts: Pick<RemediationFacts, 'event'>): FaultSite {
+  const { event } = facts;
+  const d = event.detail;
+  const trigger = event.detailType === 'GPU XID Error' ? `xid-${event.detail.xid}` : event.detail.condition;
+  const gpu = d.gpu;
+  const mig = gpu ? d.mig : undefined;
+  if (!gpu) return { scope: 'node', node: d.node, trigger, key: `${d.node}/${trigger}` };
+  if (mig) {
+    return { scope: 'mig-instance', node: d.node, gpu, mig, trigger, key: `${d.node}/${gpu.uuid}/gi${mig.gpuInstanceId}/${trigger}`, quarantineId: mig.uuid ?? `${gpu.uuid}/gi${mig.gpuInstanceId}` };
+  }
+  return { scope: 'gpu', node: d.node, gpu, trigger, key: `${d.node}/${gpu.uuid}/${trigger}`, quarantineId: gpu.uuid };
+}
+
+/** Pods that can be moved: not DaemonSet-owned, not mirror pods. */
+export function evictable(pods: readonly PodFacts[]): PodFacts[] {
+  return pods.filter((p) => !p.daemonSet && !p.mirror);
+}
+
+/** The pods a fault at `site` affects (see the file comment for the order of evidence). */
+export function affectedPods(site: FaultSite, reported: readonly PodRef[] | undefined, pods: readonly PodFacts[]): PodFacts[] {
+  const candidates = evictable(pods);
+  if (reported && reported.length > 0) {
+    const uids = new Set(reported.map((p) => p.uid));
+    return candidates.filter((p) => uids.has(p.uid));
+  }
+  const gpuPods = candidates.filter((p) => p.requestsGpu);
+  if (site.scope === 'node' || !site.gpu) return gpuPods;
+  const knowsAllocation = pods.some((p) => p.gpus !== undefined || p.migInstances !== undefined);
+  if (!knowsAllocation) return gpuPods;
+  const uuid = site.gpu.uuid;
+  if (site.scope === 'mig-instance' && site.mig?.uuid) {
+    const mig = site.mig.uuid;
+    return gpuPods.filter((p) => p.migInstances?.includes(mig));
+  }
+  return gpuPods.filter((p) => p.gpus?.includes(uuid));
+}
+
+export function podTarget(p: { namespace: string; name: string }): string {
+  return `pod/${p.namespace}/${p.name}`;
+}
+
+export function nodeTarget(node: string): string {
+  return `node/${node}`;
+}
+
+/** Short GPU label for reasons: `GPU 3 (GPU-5f2c3a1e…)`. */
+export function gpuWords(site: FaultSite): string {
+  if (!site.gpu) return `node ${site.node}`;
+  const g = `GPU ${site.gpu.index} (${site.gpu.uuid.slice(0, 12)}…)`;
+  return site.mig ? `MIG instance ${site.mig.gpuInstanceId}${site.mig.profile ? ` (${site.mig.profile})` : ''} of ${g}` : g;
+}

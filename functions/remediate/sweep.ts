@@ -1,0 +1,238 @@
+/**
+ * planSweep: the scheduled sweep (every minute) over every node that carries gpu-reflex state.
+ * Every state has a way out, so nothing latches:
+ *
+ * - observing / acted      → closed once quiet for the escalation window
+ * - quarantined            → evictions retried; restored once quiet for the quiet period (health
+ *                            conditions also need their `resolved`, or a repaired-at after them)
+ * - draining               → evictions retried; drained → awaiting-repair (+ reboot/replace when a
+ *                            cloud adapter can, else a person is told); stuck past the drain
+ *                            timeout → the next rung of `then`, or a person is told
+ * - awaiting-repair        → restored once `gpu-reflex.io/repaired-at` is set and quiet has passed
+ * - awaiting-approval      → acted on by itself when the pool's window has room again (first come,
+ *                            first served by when the fault was first seen), or when approved
+ *
+ * Closed incidents keep `closedAt`, so stale replays never reopen them. Pure.
+ */
+import { checkBlastRadius, takesCapacity } from './blast-radius.ts';
+import type { Policy } from './policy.ts';
+import { adoptOrphans, nodeSteps } from './reconcile.ts';
+import { evictable, nodeTarget, podTarget } from './scope.ts';
+import { cmp, isOpen, type Incident, type NodeState } from './state.ts';
+import type { Capabilities, NodeFacts, Plan, PlanStep, PodFacts, PoolFacts } from './types.ts';
+import { withState } from './plan.ts';
+import { repairOf } from './words.ts';
+
+export interface SweepNodeFacts {
+  node: NodeFacts;
+  state: NodeState;
+  pool: PoolFacts;
+  pods: PodFacts[];
+}
+
+export interface SweepFacts {
+  now: Date;
+  nodes: SweepNodeFacts[];
+  dryRun: boolean;
+  capabilities?: Capabilities;
+  /**
+   * Decisions people made in chat on held-back incidents (by incident key): `approved` acts
+   * whatever the window says, `rejected` closes the incident (a person owns it now), `expired`
+   * changes nothing (the sweep still acts once the window has room).
+   */
+  decisions?: { incident: string; decision: 'approved' | 'rejected' | 'expired' }[];
+}
+
+export interface SweepPlan {
+  /** One plan per node that needs something done, in node-name order. */
+  plans: Plan[];
+  /** Evictions retried this round (blocked before by a disruption budget, or still pending). */
+  retries: { node: string; pod: string; incident: string; since: string }[];
+}
+
+interface Work {
+  facts: SweepNodeFacts;
+  state: NodeState;
+  extra: PlanStep[];
+  reasons: string[];
+  touched: Incident[];
+  /** Incidents that had GPUs or the node out of service and are now closed. */
+  back: Incident[];
+}
+
+const MIN = 60_000;
+
+export function planSweep(facts: SweepFacts, policy: Policy): SweepPlan {
+  const now = facts.now;
+  const retries: SweepPlan['retries'] = [];
+  const work: Work[] = [...facts.nodes].sort((a, b) => a.node.name.localeCompare(b.node.name)).map((f) => ({ facts: f, state: adoptOrphans(f.state, f.node.name, now), extra: [], reasons: [], touched: [], back: [] }));
+
+  for (const w of work) {
+    const incidents = w.state.incidents.map((i) => (isOpen(i) ? step(i, w, facts, policy, retries) : i));
+    w.state = { ...w.state, incidents };
+  }
+  grantApprovals(work, facts, policy);
+  return { plans: work.map((w) => toPlan(w, facts, policy)).filter((p): p is Plan => p !== undefined), retries };
+}
+
+/** Moves one open incident along (see the file comment). */
+function step(i: Incident, w: Work, facts: SweepFacts, policy: Policy, retries: SweepPlan['retries']): Incident {
+  const now = facts.now;
+  const node = w.facts.node.name;
+  const quietSince = Math.max(Date.parse(i.lastAt), Date.parse(i.since), i.resolvedAt ? Date.parse(i.resolvedAt) : 0);
+  const quiet = now.getTime() - quietSince >= policy.quietPeriodMinutes * MIN;
+  const close = (why: string): Incident => {
+    w.reasons.push(why);
+    const closed: Incident = { ...i, phase: 'closed', closedAt: now.toISOString() };
+    w.touched.push(closed);
+    if (i.phase === 'quarantined' || i.phase === 'draining' || i.phase === 'awaiting-repair') w.back.push(closed);
+    return closed;
+  };
+  const retry = (pods: PodFacts[]) => {
+    for (const p of pods) {
+      w.extra.push({ kind: 'evict', target: podTarget(p) });
+      retries.push({ node, pod: `${p.namespace}/${p.name}`, incident: i.key, since: i.since });
+    }
+  };
+  switch (i.phase) {
+    case 'observing':
+    case 'acted':
+      return now.getTime() - Date.parse(i.lastAt) >= policy.escalation.windowMinutes * MIN ? close(`${i.key}: quiet for ${policy.escalation.windowMinutes} min, closed`) : i;
+    case 'quarantined': {
+      // A condition (unlike an XID) is still true until the agent says it resolved, or a person
+      // says the node was repaired after the condition was last seen.
+      const cleared = i.condition === undefined || i.resolvedAt !== undefined || (w.state.repairedAt !== undefined && cmp(w.state.repairedAt, i.lastAt) >= 0);
+      if (quiet && cleared) return close(`${i.key}: quiet for ${policy.quietPeriodMinutes} min after quarantine, the GPU returns to service`);
+      retry(evictable(w.facts.pods).filter((p) => i.pods.includes(p.uid)));
+      return i;
+    }
+    case 'draining': {
+      const left = evictable(w.facts.pods);
+      const repair = repairOf(i.ladder, i.level);
+      if (left.length === 0) return toRepair(i, repair, w, facts, `${node} is drained`);
+      if (now.getTime() - Date.parse(i.since) < policy.drainTimeoutMinutes * MIN) {
+        retry(left);
+        return i;
+      }
+      const stuck = `${left.length} pod(s) still on ${node} after the ${policy.drainTimeoutMinutes} min drain timeout (${left.slice(0, 5).map((p) => `${p.namespace}/${p.name}`).join(', ')})`;
+      const nextRung = i.ladder[i.level + 1];
+      if (nextRung && (nextRung === 'reboot-node' || nextRung === 'replace-node') && (repair === nextRung || i.action === 'drain-node')) {
+        // Deliberate: a drain stuck past its timeout on a broken node goes on to repair rather than
+        // hold a dead GPU forever; the remaining pods die with the reboot. Raise drainTimeoutMinutes to wait longer.
+        return toRepair({ ...i, level: i.level + 1, action: nextRung, escalatedAt: now.toISOString() }, nextRung, w, facts, `${stuck}; escalating to ${nextRung}`);
+      }
+      retry(left);
+      if (i.notifiedAt && Date.parse(i.notifiedAt) >= Date.parse(i.since)) return i;
+      w.extra.push({ kind: 'notify', target: nodeTarget(node), value: `${stuck}; nothing further to escalate to: a person must look (disruption budgets may be blocking)` });
+      w.reasons.push(stuck);
+      const notified = { ...i, notifiedAt: now.toISOString() };
+      w.touched.push(notified);
+      return notified;
+    }
+    case 'awaiting-repair': {
+      // A repair counts when it happened after the fault was last seen (an older repaired-at is a
+      // past repair); for an orphan nobody knows when the fault was, so any repair counts.
+      const repaired = w.state.repairedAt && (i.trigger === 'orphan' || cmp(w.state.repairedAt, i.lastAt) >= 0);
+      const sinceRepair = repaired ? now.getTime() - Math.max(Date.parse(w.state.repairedAt!), i.trigger === 'orphan' ? 0 : Date.parse(i.lastAt)) : -1;
+      if (repaired && sinceRepair >= policy.quietPeriodMinutes * MIN) return close(`${i.key}: repaired at ${w.state.repairedAt} and quiet for ${policy.quietPeriodMinutes} min, back in service`);
+      return i;
+    }
+    default:
+      return i; // awaiting-approval: grantApprovals
+  }
+}
+
+function toRepair(i: Incident, repair: 'reboot-node' | 'replace-node' | undefined, w: Work, facts: SweepFacts, why: string): Incident {
+  const node = w.facts.node.name;
+  const can = repair === 'reboot-node' ? facts.capabilities?.reboot : repair === 'replace-node' ? facts.capabilities?.replace : false;
+  const next: Incident = { ...i, phase: 'awaiting-repair', since: facts.now.toISOString(), notifiedAt: facts.now.toISOString() };
+  if (repair && can) {
+    w.extra.push({ kind: repair === 'reboot-node' ? 'reboot' : 'replace', target: nodeTarget(node) });
+    w.reasons.push(`${why}: ${repair === 'reboot-node' ? 'rebooting' : 'replacing'} it; it returns after the quiet period once repaired`);
+  } else {
+    const what = repair ? `${repair === 'reboot-node' ? 'reboot' : 'replace'} it (no cloud adapter can)` : 'repair it';
+    const text = `${why}: awaiting-repair, a person must ${what}, then annotate gpu-reflex.io/repaired-at=<time>`;
+    w.extra.push({ kind: 'notify', target: nodeTarget(node), value: text });
+    w.reasons.push(text);
+  }
+  w.touched.push(next);
+  return next;
+}
+
+/** Held-back incidents, oldest first across all nodes, get acted on while their pool has room. */
+function grantApprovals(work: Work[], facts: SweepFacts, policy: Policy): void {
+  const waiting = work.flatMap((w) => w.state.incidents.filter((i) => i.phase === 'awaiting-approval').map((i) => ({ w, i })));
+  waiting.sort((a, b) => cmp(a.i.firstAt, b.i.firstAt) || a.w.facts.node.name.localeCompare(b.w.facts.node.name));
+  const granted = new Map<string, string[]>();
+  for (const { w, i } of waiting) {
+    const decision = facts.decisions?.find((d) => d.incident === i.key)?.decision;
+    if (decision === 'rejected') {
+      const closed: Incident = { ...i, phase: 'closed', closedAt: facts.now.toISOString() };
+      w.state = { ...w.state, incidents: w.state.incidents.map((x) => (x === i ? closed : x)) };
+      w.reasons.push(`${i.key}: ${i.action} rejected in chat; the incident is closed and left to a person`);
+      w.touched.push(closed);
+      continue;
+    }
+    const pool = w.facts.pool;
+    const extra = granted.get(pool.name) ?? [];
+    const counted: PoolFacts = { ...pool, quarantinedInWindow: pool.quarantinedInWindow + extra.length, quarantinedNodes: [...pool.quarantinedNodes, ...extra] };
+    const out = w.state.incidents.some((x) => isOpen(x) && x !== i && (x.phase === 'quarantined' || x.phase === 'draining' || x.phase === 'awaiting-repair'));
+    if (!takesCapacity(i.action) || (decision !== 'approved' && !checkBlastRadius(policy, counted, w.facts.node.name, out).allowed)) continue;
+    const node = w.facts.node.name;
+    const drains = i.action !== 'quarantine-gpu';
+    const pods = drains ? evictable(w.facts.pods) : evictable(w.facts.pods).filter((p) => (i.workloads.length > 0 ? i.workloads.includes(p.uid) : p.requestsGpu && (p.gpus === undefined || (i.gpu !== undefined && p.gpus.includes(i.gpu)))));
+    const acted: Incident = { ...i, phase: drains ? 'draining' : 'quarantined', since: facts.now.toISOString(), outAt: i.outAt ?? facts.now.toISOString(), pods: [...new Set([...i.pods, ...pods.map((p) => p.uid)])] };
+    w.state = { ...w.state, incidents: w.state.incidents.map((x) => (x === i ? acted : x)) };
+    w.extra.push(...pods.map((p) => ({ kind: 'evict' as const, target: podTarget(p) })));
+    const text = decision === 'approved' ? `${i.key}: ${i.action} approved in chat, going ahead` : `${i.key}: the pool ${pool.name} has room again, ${i.action} goes ahead (first come, first served)`;
+    w.extra.push({ kind: 'notify', target: nodeTarget(node), value: text });
+    w.reasons.push(text);
+    w.touched.push(acted);
+    if (!out && !pool.quarantinedNodes.includes(node)) granted.set(pool.name, [...extra, node]);
+  }
+}
+
+function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undefined {
+  const { node } = w.facts;
+  const prev = w.facts.state;
+  let next = withState(prev, w.state, node);
+  // Back in service: it was out (a held-back node never left, so it is not "restored").
+  const restored = next.phase === 'healthy' && prev.phase !== 'healthy' && prev.phase !== 'awaiting-approval';
+  if (restored) next = { ...next, restoredAt: facts.now.toISOString() };
+  const steps = [...nodeSteps(prev, next, node, policy.taintKey), ...w.extra];
+  const back = w.back;
+  if (restored || back.length > 0) {
+    const what = restored ? `node ${node.name} is back in service` : `${back.map((i) => i.qid ?? i.gpu ?? i.key).join(', ')} back in service on ${node.name}`;
+    steps.push({ kind: 'notify', target: nodeTarget(node.name), value: `${what} after ${policy.quietPeriodMinutes} quiet minutes` });
+  }
+  if (steps.length === 0) return undefined;
+  const main = w.touched.at(-1) ?? next.incidents.find(isOpen);
+  const rejectedOnly = !restored && back.length === 0 && main?.phase === 'closed';
+  const action: Plan['action'] = restored || back.length > 0 ? 'restore' : rejectedOnly ? 'observe' : (main?.action ?? 'observe');
+  const repairing = w.touched.some((i) => i.phase === 'awaiting-repair');
+  const onlyBookkeeping = steps.every((s) => s.kind === 'annotate');
+  const scope = main?.scope === 'mig-instance' || main?.scope === 'gpu' ? (restored ? 'node' : main.scope) : 'node';
+  return {
+    kind: onlyBookkeeping ? 'noop' : 'act',
+    incident: main?.key ?? `${node.name}/sweep`,
+    action,
+    scope,
+    phase: action === 'restore' ? 'restored' : repairing ? 'awaiting-repair' : onlyBookkeeping ? 'skipped' : 'decided',
+    target: {
+      node: node.name,
+      gpus: (main?.gpu ? [main.gpu] : (node.gpus ?? [])).slice(0, 16),
+      migInstances: main?.gpu && main.mig ? [{ gpuUuid: main.gpu, gpuInstanceId: main.mig.gi, ...(main.mig.ci !== undefined ? { computeInstanceId: main.mig.ci } : {}) }] : [],
+      pods: w.extra.filter((s) => s.kind === 'evict').map((s) => podOf(s.target, w.facts.pods)).filter((p): p is NonNullable<typeof p> => p !== undefined),
+    },
+    steps,
+    reason: (restored ? [`node ${node.name} is back in service: untainted, uncordoned, labelled healthy`, ...w.reasons] : w.reasons).join('. ') || `sweep of ${node.name}: bookkeeping only`,
+    trigger: { eventId: `sweep:${node.name}:${facts.now.getTime()}`, detailType: 'Scheduled Event', node: node.name, observedAt: facts.now.toISOString() },
+    nextState: next,
+    dryRun: facts.dryRun || policy.dryRun,
+  };
+}
+
+function podOf(target: string, pods: PodFacts[]): { namespace: string; name: string; uid: string } | undefined {
+  const p = pods.find((x) => podTarget(x) === target);
+  return p ? { namespace: p.namespace, name: p.name, uid: p.uid } : undefined;
+}

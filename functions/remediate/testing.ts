@@ -1,0 +1,116 @@
+/**
+ * Test fixtures: valid events, nodes, pods, and a tiny in-memory applier that writes a plan's
+ * nextState onto a node the way the real applier will (encodeNodeState), so tests can replay
+ * event sequences through parse → plan → apply → parse without a cluster.
+ */
+import { GPU_HEALTH_CHANGED, GPU_XID_ERROR, type GpuHealthChangedDetail, type GpuRef, type GpuXidErrorDetail, type MigRef, type PodRef } from '../../events/index.ts';
+import type { Policy } from './policy.ts';
+import { encodeNodeState, parseNodeState } from './state.ts';
+import type { NodeFacts, Plan, PodFacts, PoolFacts, RemediationFacts, TriggerEvent } from './types.ts';
+
+export const T0 = Date.parse('2026-11-21T03:00:00.000Z');
+export const at = (minutes: number): string => new Date(T0 + minutes * 60_000).toISOString();
+
+export function gpu(index: number): GpuRef {
+  const hex = index.toString(16).padStart(2, '0');
+  return { index, uuid: `GPU-5f2c3a${hex}-8d41-4b7a-9e0f-1c2d3e4f5a6b`, pciBusId: `00000000:${hex.toUpperCase()}:00.0`, name: 'NVIDIA A100-SXM4-80GB' };
+}
+
+let seq = 0;
+export function xid(x: number, o: { node?: string; gpu?: number; minute?: number; pods?: PodRef[]; mig?: MigRef; recoveryAction?: GpuXidErrorDetail['recoveryAction']; eventId?: string } = {}): TriggerEvent {
+  const node = o.node ?? 'gpu-a100-07';
+  const detail: GpuXidErrorDetail = {
+    schemaVersion: 1,
+    eventId: o.eventId ?? `xid:${node}:${o.gpu ?? 0}:${x}:${o.minute ?? 0}:${seq++}`,
+    node,
+    observedAt: at(o.minute ?? 0),
+    gpu: gpu(o.gpu ?? 0),
+    ...(o.mig ? { mig: o.mig } : {}),
+    xid: x,
+    via: 'nvml',
+    pid: null,
+    process: null,
+    message: `Xid ${x}`,
+    ...(o.recoveryAction ? { recoveryAction: o.recoveryAction } : {}),
+    pods: o.pods ?? [],
+  };
+  return { detailType: GPU_XID_ERROR, detail };
+}
+
+export function health(
+  condition: GpuHealthChangedDetail['condition'],
+  o: { node?: string; gpu?: number | null; minute?: number; state?: 'firing' | 'resolved'; severity?: 'info' | 'warning' | 'critical'; recoveryAction?: GpuHealthChangedDetail['recoveryAction']; pods?: PodRef[] } = {},
+): TriggerEvent {
+  const node = o.node ?? 'gpu-a100-07';
+  const detail: GpuHealthChangedDetail = {
+    schemaVersion: 1,
+    eventId: `health:${node}:${condition}:${o.state ?? 'firing'}:${o.minute ?? 0}:${seq++}`,
+    node,
+    observedAt: at(o.minute ?? 0),
+    ...(o.gpu === null ? {} : { gpu: gpu(o.gpu ?? 0) }),
+    condition,
+    state: o.state ?? 'firing',
+    severity: o.severity ?? 'critical',
+    message: `${condition} ${o.state ?? 'firing'}`,
+    ...(o.recoveryAction ? { recoveryAction: o.recoveryAction } : {}),
+    ...(o.pods ? { pods: o.pods } : {}),
+  };
+  return { detailType: GPU_HEALTH_CHANGED, detail };
+}
+
+export function node(name = 'gpu-a100-07', gpus = 8): NodeFacts {
+  return { name, labels: { 'gpu-reflex.io/pool': 'a100' }, annotations: {}, taints: [], unschedulable: false, gpus: Array.from({ length: gpus }, (_, i) => gpu(i).uuid) };
+}
+
+export function pod(name: string, o: Partial<PodFacts> = {}): PodFacts {
+  return { namespace: 'ml', name, uid: `uid-${name}`, requestsGpu: true, daemonSet: false, mirror: false, ...o };
+}
+
+export const STANDARD_PODS: PodFacts[] = [
+  pod('train-0', { gpus: [gpu(0).uuid] }),
+  pod('train-1', { gpus: [gpu(1).uuid] }),
+  pod('web', { requestsGpu: false }),
+  pod('dcgm-exporter', { daemonSet: true, requestsGpu: false }),
+  pod('kube-proxy', { mirror: true, requestsGpu: false, namespace: 'kube-system' }),
+];
+
+export function pool(o: Partial<PoolFacts> = {}): PoolFacts {
+  return { name: 'a100', nodes: 10, quarantinedInWindow: 0, quarantinedNodes: [], ...o };
+}
+
+export function factsFor(event: TriggerEvent, n: NodeFacts, o: Partial<RemediationFacts> & { policy?: Policy } = {}): RemediationFacts {
+  return {
+    now: new Date(Date.parse(event.detail.observedAt) + 1000),
+    event,
+    node: n,
+    state: parseNodeState(n.annotations, n.labels, n.taints, { unschedulable: n.unschedulable, ...(o.policy ? { taintKey: o.policy.taintKey } : {}) }),
+    pool: pool(),
+    pods: STANDARD_PODS,
+    dryRun: false,
+    ...o,
+  };
+}
+
+/** Writes `plan` onto `n` as the real applier will; evicts pods not in `blocked`. */
+export function apply(n: NodeFacts, pods: PodFacts[], plan: Plan, policy: Policy, blocked: ReadonlySet<string> = new Set()): { node: NodeFacts; pods: PodFacts[] } {
+  const enc = encodeNodeState(plan.nextState, { taintKey: policy.taintKey });
+  const annotations = { ...n.annotations };
+  for (const [k, v] of Object.entries(enc.annotations)) {
+    if (v === null) delete annotations[k];
+    else annotations[k] = v;
+  }
+  const taints = n.taints.filter((t) => t.key !== policy.taintKey);
+  if (enc.taint) taints.push(enc.taint);
+  let unschedulable = n.unschedulable;
+  for (const s of plan.steps) {
+    if (s.kind === 'cordon') unschedulable = true;
+    if (s.kind === 'uncordon') unschedulable = false;
+  }
+  const evicted = new Set(plan.steps.filter((s) => s.kind === 'evict').map((s) => s.target));
+  return {
+    node: { ...n, labels: { ...n.labels, ...enc.labels }, annotations, taints, unschedulable },
+    pods: pods.filter((p) => !evicted.has(`pod/${p.namespace}/${p.name}`) || blocked.has(p.name)),
+  };
+}
+
+export const stateOf = (n: NodeFacts, policy?: Policy) => parseNodeState(n.annotations, n.labels, n.taints, { unschedulable: n.unschedulable, ...(policy ? { taintKey: policy.taintKey } : {}) });

@@ -1,0 +1,118 @@
+/**
+ * The facts the remediation core decides from, and the plan it returns. Both are plain data: the
+ * handler fetches the facts (node, pods, pool counts) and carries the plan out through adapters.
+ */
+import type {
+  GPU_HEALTH_CHANGED,
+  GPU_XID_ERROR,
+  GpuHealthChangedDetail,
+  GpuXidErrorDetail,
+  HealthCondition,
+  REMEDIATION_PHASES,
+  RemediationAction,
+  STEP_KINDS,
+} from '../../events/index.ts';
+import type { NodeState, Taint } from './state.ts';
+
+export type TriggerEvent =
+  | { detailType: typeof GPU_XID_ERROR; detail: GpuXidErrorDetail }
+  | { detailType: typeof GPU_HEALTH_CHANGED; detail: GpuHealthChangedDetail };
+
+export interface NodeFacts {
+  name: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+  taints: Taint[];
+  unschedulable: boolean;
+  /** GPU UUIDs on the node when known (inventory); lets a full per-GPU quarantine taint the node. */
+  gpus?: string[];
+}
+
+export interface PodFacts {
+  namespace: string;
+  name: string;
+  uid: string;
+  /** GPU UUIDs allocated to the pod, when known (device plugin / pod resources API). */
+  gpus?: string[];
+  /** MIG device UUIDs allocated to the pod, when known. */
+  migInstances?: string[];
+  requestsGpu: boolean;
+  daemonSet: boolean;
+  /** Static (mirror) pods cannot be evicted through the API. */
+  mirror: boolean;
+}
+
+export interface PoolFacts {
+  name: string;
+  nodes: number;
+  /** Nodes of the pool taken out of service within the blast-radius window (this one excluded or not). */
+  quarantinedInWindow: number;
+  quarantinedNodes: string[];
+}
+
+/** What the handler can carry out beyond Kubernetes. Without a cloud adapter, repair waits for a person. */
+export interface Capabilities {
+  reboot?: boolean;
+  replace?: boolean;
+}
+
+export interface RemediationFacts {
+  now: Date;
+  event: TriggerEvent;
+  node: NodeFacts;
+  state: NodeState;
+  pool: PoolFacts;
+  pods: PodFacts[];
+  dryRun: boolean;
+  capabilities?: Capabilities;
+  /** A person approved this incident in chat: the blast-radius limit no longer holds it back. */
+  approved?: boolean;
+}
+
+export type StepKind = (typeof STEP_KINDS)[number];
+export type RemediationPhase = (typeof REMEDIATION_PHASES)[number];
+export type Scope = 'mig-instance' | 'gpu' | 'node';
+
+/** One thing to do. `target` is `node/<name>` or `pod/<namespace>/<name>`. */
+export interface PlanStep {
+  kind: StepKind;
+  target: string;
+  /** Taint `key=value:Effect`, label `key=value`, annotation key, notification text. */
+  value?: string;
+}
+
+export interface PlanTarget {
+  node: string;
+  gpus: string[];
+  migInstances: { gpuUuid: string; gpuInstanceId: number; computeInstanceId?: number }[];
+  pods: { namespace: string; name: string; uid: string }[];
+}
+
+export interface PlanTrigger {
+  eventId: string;
+  detailType: string;
+  node: string;
+  gpuUuid?: string;
+  xid?: number;
+  condition?: HealthCondition;
+  observedAt: string;
+}
+
+/**
+ * What to do, as data. `noop` plans carry no step that touches scheduling or workloads (at most
+ * the history `annotate`); `approval` plans carry an `approval` and a `notify` step, nothing else.
+ * The applier writes `nextState` (encodeNodeState) whenever it differs from what the node has.
+ */
+export interface Plan {
+  kind: 'act' | 'noop' | 'approval';
+  incident: string;
+  action: RemediationAction | 'restore';
+  scope: Scope;
+  phase: RemediationPhase;
+  target: PlanTarget;
+  steps: PlanStep[];
+  reason: string;
+  trigger: PlanTrigger;
+  nextState: NodeState;
+  dryRun: boolean;
+}

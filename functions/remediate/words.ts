@@ -1,0 +1,75 @@
+/**
+ * Reasons in words a person on call understands: what happened, what it means, why this action,
+ * what comes next. They end up in the Remediation event, the chat message and the node history.
+ */
+import { describeXid, type RemediationAction } from '../../events/index.ts';
+import { gpuWords, type FaultSite } from './scope.ts';
+import type { Capabilities, TriggerEvent } from './types.ts';
+
+const BUCKET_WORDS: Record<string, string> = {
+  IGNORE: 'NVIDIA says no action is needed',
+  RESTART_APP: 'NVIDIA says restart the application',
+  RESET_GPU: 'NVIDIA says reset the GPU (reboot if it persists, replace if it persists after that)',
+  RESTART_BM: 'NVIDIA says power-cycle the machine',
+  RESTART_VM: 'NVIDIA says replace the VM',
+  CHECK_MECHANICALS: 'NVIDIA says a person must check the hardware (power cabling)',
+  CONTACT_SUPPORT: 'NVIDIA says contact support',
+  RESTART_FABRIC_MANAGER: 'NVIDIA says restart the fabric manager',
+  OBEY_RECOVERY_ACTION: 'NVIDIA says obey the recovery action the driver names',
+};
+
+/** "XID 79 (GPU has fallen off the bus) on GPU 3 (GPU-5f2c3a1e…) of node gpu-a100-07: NVIDIA says …" */
+export function triggerWords(event: TriggerEvent, site: FaultSite): string {
+  if (event.detailType === 'GPU XID Error') {
+    const d = event.detail;
+    const info = describeXid(d.xid);
+    const ra = d.recoveryAction ? `; the driver asks for recovery action ${d.recoveryAction}` : '';
+    return `XID ${d.xid} (${info.meaning}) on ${gpuWords(site)} of node ${d.node}: ${BUCKET_WORDS[info.nvidiaAction] ?? info.nvidiaAction}${ra}`;
+  }
+  const d = event.detail;
+  const measured = d.value !== undefined ? ` (${d.value}${d.unit ? ' ' + d.unit : ''}${d.threshold !== undefined ? `, threshold ${d.threshold}` : ''})` : '';
+  const ra = d.recoveryAction ? ` asking for ${d.recoveryAction}` : '';
+  return `health condition ${d.condition}${ra} ${d.state} at ${d.severity}${measured} on ${gpuWords(site)} of node ${d.node}: ${d.message}`;
+}
+
+export function actionWords(action: RemediationAction, node: string, site: FaultSite, pods: number): string {
+  const moved = pods === 1 ? '1 pod' : `${pods} pods`;
+  switch (action) {
+    case 'ignore':
+      return 'informational only: nothing to do';
+    case 'observe':
+      return 'observing: recorded in the node history, nothing moved';
+    case 'restart-workload':
+      return `restarting the affected workload: evicting ${moved} (disruption budgets apply)`;
+    case 'quarantine-gpu':
+      return `quarantining ${gpuWords(site)}: no new work lands on it, evicting the ${moved} on it (disruption budgets apply); the rest of the node keeps working`;
+    case 'drain-node':
+      return `draining node ${node}: taint, cordon, evict ${moved} (disruption budgets apply)`;
+    case 'reboot-node':
+      return `draining node ${node} (evict ${moved}) so it can be rebooted`;
+    case 'replace-node':
+      return `draining node ${node} (evict ${moved}) so it can be replaced`;
+  }
+}
+
+/** What happens after this action, given what the handler can repair. */
+export function nextWords(ladder: readonly RemediationAction[], level: number, capabilities: Capabilities | undefined): string {
+  const action = ladder[level];
+  const next = ladder[level + 1];
+  const repair = repairOf(ladder, level);
+  if (action === 'drain-node' || action === 'reboot-node' || action === 'replace-node') {
+    if (!repair) return 'next: once drained, the node waits for a person to repair it and annotate gpu-reflex.io/repaired-at';
+    const can = repair === 'reboot-node' ? capabilities?.reboot : capabilities?.replace;
+    return can
+      ? `next: once drained, ${repair === 'reboot-node' ? 'reboot' : 'replace'} the node, then return it after the quiet period`
+      : `next: once drained, the node waits at awaiting-repair: no cloud adapter can ${repair === 'reboot-node' ? 'reboot' : 'replace'} it, so a person must, then annotate gpu-reflex.io/repaired-at`;
+  }
+  if (action === 'quarantine-gpu') return `next: a GPU reset on the node, then the GPU returns after the quiet period${next ? `; if it persists: ${next}` : ''}`;
+  return next ? `next: if it repeats, ${next}` : 'next: nothing unless it gets worse';
+}
+
+/** The repair a drain leads to: the action itself if it is one, else the next rung if it is one. */
+export function repairOf(ladder: readonly RemediationAction[], level: number): 'reboot-node' | 'replace-node' | undefined {
+  for (const a of [ladder[level], ladder[level + 1]]) if (a === 'reboot-node' || a === 'replace-node') return a;
+  return undefined;
+}
