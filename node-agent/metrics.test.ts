@@ -8,7 +8,7 @@ describe('Metrics', () => {
     c.inc({ detail_type: 'GPU XID Error' });
     c.inc({ detail_type: 'GPU XID Error' }, 2);
     c.inc({ detail_type: 'GPU Inventory' });
-    m.gauge('gpu_reflex_spool_bytes', 'Spool size.').set({}, 42);
+    m.gauge('gpu_reflex_spool_bytes', 'Spool size.').set(42);
     expect(m.render()).toBe(
       [
         '# HELP gpu_reflex_events_published_total Events the bus accepted.',

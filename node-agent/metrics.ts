@@ -14,6 +14,8 @@ export interface Counter {
 }
 
 export interface Gauge {
+  /** `set(42)` for an unlabelled gauge, `set({ gpu: '0' }, 42)` for a labelled one. */
+  set(value: number): void;
   set(labels: Labels, value: number): void;
   inc(labels?: Labels, n?: number): void;
   value(labels?: Labels): number;
@@ -49,8 +51,10 @@ export class Metrics {
   gauge(name: string, help: string, labelNames: readonly string[] = []): Gauge {
     const f = this.family(name, help, 'gauge', labelNames);
     return {
-      set: (labels, value) => {
-        f.series.set(this.key(f, labels), { labels, value });
+      set: (labelsOrValue: Labels | number, value?: number) => {
+        const labels = typeof labelsOrValue === 'number' ? {} : labelsOrValue;
+        const v = typeof labelsOrValue === 'number' ? labelsOrValue : (value ?? Number.NaN);
+        f.series.set(this.key(f, labels), { labels: { ...labels }, value: v });
       },
       inc: (labels = {}, n = 1) => this.add(f, labels, n),
       value: (labels = {}) => f.series.get(this.key(f, labels))?.value ?? 0,

@@ -25,6 +25,22 @@ describe('close (SIGTERM)', () => {
     expect(h.publisher.publish(testEvent(2)).ok).toBe(false);
   });
 
+  it('accepts events published during close and sends or spools them with the rest', async () => {
+    const bus = new FakePutEvents();
+    const h = await makeHarness(bus.send);
+    bus.gate = new Promise(() => {});
+    h.publisher.publish(testEvent(0));
+    const closing = h.publisher.close({ deadlineMs: 2_000 });
+    expect(h.publisher.publish(testEvent(1)).ok).toBe(true);
+    await new Promise((r) => setImmediate(r));
+    h.clock.advance(2_000);
+    expect(await closing).toEqual({ spooled: 2, deadlineHit: true });
+    expect(h.publisher.publish(testEvent(2)).ok).toBe(false);
+    bus.gate = null;
+    await h.restart();
+    expect(bus.acceptedIds()).toEqual(ids(2));
+  });
+
   it('spools what it cannot send when the bus is down, for the next start', async () => {
     const bus = new FakePutEvents();
     const h = await makeHarness(bus.send);

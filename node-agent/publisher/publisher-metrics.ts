@@ -40,8 +40,8 @@ export function registerPublisherMetrics(registry: Metrics): PublisherMetrics {
     spooled: (count) => spooled.inc({}, count),
     dropped: (priority, count) => dropped.inc({ priority }, count),
     spoolSize(bytes, events) {
-      spoolBytes.set({}, bytes);
-      spoolEvents.set({}, events);
+      spoolBytes.set(bytes);
+      spoolEvents.set(events);
     },
   };
 }

@@ -5,10 +5,14 @@
  * FakeClock: retries, windows and probes happen when the test steps it, never by sleeping.
  */
 import { appendFile, readFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it, vi } from 'vitest';
 import { startLocalBus, type LocalBus } from '../../infra/local/bus/index.ts';
+import { healthEvent, xidEvent } from '../events.ts';
 import { PUBLISHER_METRIC_NAMES as M } from './publisher-metrics.ts';
 import { defaultEventBridgeClient, sdkSender } from './sdk-sender.ts';
+import { classifyCallError } from './retry-policy.ts';
 import { makeHarness, testEvent } from './test-harness.ts';
 import type { PutEventsSender } from './types.ts';
 
@@ -58,6 +62,22 @@ describe('publisher → real SDK → local bus', () => {
       detail: event.detail,
     });
     expect(h.publisher.status().lastPublishAt).toBe(h.clock.now());
+  });
+
+  it('carries the producers\' catalog events unchanged, eventId included', async () => {
+    const { send } = realSender();
+    const h = await makeHarness(send);
+    const gpu = { index: 3, uuid: 'GPU-5f2c3a1e-8d41-4b7a-9e0f-1c2d3e4f5a6b', pciBusId: '00000000:3B:00.0', name: 'NVIDIA A100-SXM4-80GB' };
+    const at = Date.parse('2026-11-21T03:02:45.120Z');
+    const xid = xidEvent('gpu-a100-07', at, { gpu, xid: 79, via: 'nvml', pid: 1, process: 'python', message: 'GPU has fallen off the bus', podUids: [] });
+    const health = healthEvent('gpu-a100-07', at, { gpu, condition: 'temperature', state: 'firing', severity: 'critical', message: 'hot' });
+    expect(h.publisher.publish(xid).ok).toBe(true);
+    expect(h.publisher.publish(health).ok).toBe(true);
+    await h.tick(200);
+    expect(bus.events.map((e) => [e['detail-type'], e.detail])).toEqual([
+      [xid.detailType, xid.detail],
+      [health.detailType, health.detail],
+    ]);
   });
 
   it('spools while the bus is down and delivers every event exactly once, in order, when it is back', async () => {
@@ -187,5 +207,28 @@ describe('publisher → real SDK → local bus', () => {
     bus.setDown(false);
     await h.restart(realSender().send);
     expect(busIds()).toEqual(ids(4));
+  });
+});
+
+describe('sdkSender', () => {
+  it('gives up a call to a bus that never answers when its signal aborts, as an unavailable bus', async () => {
+    let abort: () => void = () => {};
+    const silent = createServer(() => abort());
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    vi.stubEnv('AWS_ENDPOINT_URL_EVENTBRIDGE', `http://127.0.0.1:${(silent.address() as AddressInfo).port}`);
+    try {
+      const controller = new AbortController();
+      abort = () => controller.abort();
+      const send = sdkSender(defaultEventBridgeClient());
+      const err = await send([{ Time: new Date(), Source: 's', DetailType: 'd', Detail: '{}', EventBusName: 'gpu-reflex' }], { signal: controller.signal }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect((err as Error).name).toBe('AbortError');
+      expect(classifyCallError(err).failure).toBe('unavailable');
+    } finally {
+      silent.closeAllConnections();
+      silent.close();
+    }
   });
 });

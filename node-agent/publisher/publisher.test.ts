@@ -7,7 +7,7 @@ import { EventTooLargeError } from './batching.ts';
 import { fileDeadLetter } from './dead-letter.ts';
 import { Publisher } from './publisher.ts';
 import { Spool } from './spool.ts';
-import { InvalidEventError, type OutgoingEvent } from './types.ts';
+import { MalformedEventError, type OutgoingEvent } from './types.ts';
 import { FakePutEvents, httpError, networkError } from './fake-put-events.ts';
 import { PUBLISHER_METRIC_NAMES as M } from './publisher-metrics.ts';
 import { makeHarness, TEST_SETTINGS, testEvent } from './test-harness.ts';
@@ -83,7 +83,7 @@ describe('batching', () => {
     const h = await makeHarness(bus.send);
     const result = h.publisher.publish({ ...testEvent(0), ...patch } as unknown as OutgoingEvent);
     expect(result.ok).toBe(false);
-    expect(!result.ok && result.error).toBeInstanceOf(InvalidEventError);
+    expect(!result.ok && result.error).toBeInstanceOf(MalformedEventError);
     expect(!result.ok && result.error.message).toContain(`${field}:`);
     await h.tick(1_000);
     expect(bus.calls).toHaveLength(0);

@@ -65,6 +65,8 @@ export class Publisher {
   private unreachable = false;
   private lastPublishAt: number | null = null;
   private closing: { hit: boolean; gaveUp: boolean; abort: AbortController; cancelTimer: () => void } | null = null;
+  /** Set when the final spill starts: from then on nothing more can be accepted. */
+  private sealed = false;
   private closed = false;
   private wake: (() => void) | null = null;
   private idleWaiters: (() => void)[] = [];
@@ -89,7 +91,8 @@ export class Publisher {
    * for any PutEvents call, or one published after close is refused (logged, counted), never sent.
    */
   publish(event: OutgoingEvent): PublishResult {
-    if (this.closing || this.closed) {
+    // Accepted while closing (sent or spooled with the rest); refused once the final spill began.
+    if (this.sealed) {
       const eventId = String(event?.detail?.eventId);
       const error = new PublisherClosedError(`publisher is closed; event ${eventId} (${String(event?.detailType)}) was not accepted`);
       this.log.error('publish after close', { eventId });
@@ -181,6 +184,7 @@ export class Publisher {
       }
     }
     this.closing?.cancelTimer();
+    this.sealed = true;
     try {
       await this.spill();
       await this.deps.spool.close();

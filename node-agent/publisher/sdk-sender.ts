@@ -10,8 +10,13 @@
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import type { EntryResult, PutEntry, PutEventsSender } from './types.ts';
 
+/**
+ * `throwOnRequestTimeout` matters: without it this SDK version only logs a warning when
+ * `requestTimeout` passes and keeps waiting, so a bus that accepts and never answers would stall
+ * the publisher for good (measured against a silent loopback server).
+ */
 export function defaultEventBridgeClient(): EventBridgeClient {
-  return new EventBridgeClient({ maxAttempts: 1, requestHandler: { connectionTimeout: 3_000, requestTimeout: 10_000 } });
+  return new EventBridgeClient({ maxAttempts: 1, requestHandler: { connectionTimeout: 3_000, requestTimeout: 10_000, throwOnRequestTimeout: true } });
 }
 
 export function sdkSender(client: EventBridgeClient = defaultEventBridgeClient()): PutEventsSender {

@@ -103,6 +103,19 @@ describe('Spool', () => {
     expect((await spool.readHead(10)).map((r) => r.seq)).toEqual([0, 2, 3]);
   });
 
+  it('compacts away acked records to make room instead of dropping anything', async () => {
+    const path = await tmpSpool();
+    const size = encodeEvent(rec(10, 'bulk')).length;
+    const { spool } = await Spool.open({ path, maxBytes: size * 4 + 50 });
+    await spool.append([rec(0, 'bulk'), rec(1, 'bulk'), rec(2, 'bulk')]);
+    await spool.ack([0, 1]);
+    expect(spool.bytes).toBeGreaterThan(size * 3);
+    const outcome = await spool.append([rec(3, 'bulk'), rec(4, 'bulk')]);
+    expect(outcome).toEqual({ dropped: [], overBound: false });
+    expect((await spool.readHead(10)).map((r) => r.seq)).toEqual([2, 3, 4]);
+    expect(spool.bytes).toBeLessThanOrEqual(size * 4 + 50);
+  });
+
   it('writes an ack line that survives a reopen without losing unacked records', async () => {
     const path = await tmpSpool();
     const { spool } = await Spool.open({ path, maxBytes: 1 << 20 });

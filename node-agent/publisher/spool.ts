@@ -180,16 +180,23 @@ export class Spool implements SpoolPort {
     return { dropped, overBound };
   }
 
-  /** The oldest `max` live records, in order, read back from disk. */
+  /** The oldest `max` live records, in order, read back from disk (one read per contiguous run). */
   async readHead(max: number): Promise<QueuedRecord[]> {
-    const out: QueuedRecord[] = [];
+    const head: LiveEntry[] = [];
     for (const entry of this.live.values()) {
-      if (out.length >= max) break;
-      const buf = Buffer.alloc(entry.length);
-      await this.fh.read(buf, 0, entry.length, entry.offset);
-      const line = decodeLine(buf.subarray(0, entry.length - 1));
-      if (line?.kind !== 'event' || line.record.seq !== entry.seq) throw new Error(`spool ${this.path}: record ${entry.seq} changed on disk at offset ${entry.offset}`);
-      out.push(line.record);
+      if (head.length >= max) break;
+      head.push(entry);
+    }
+    const out: QueuedRecord[] = [];
+    for (const run of contiguousRuns(head)) {
+      const buf = Buffer.alloc(run.length);
+      await this.fh.read(buf, 0, run.length, run.offset);
+      for (const entry of run.entries) {
+        const at = entry.offset - run.offset;
+        const line = decodeLine(buf.subarray(at, at + entry.length - 1));
+        if (line?.kind !== 'event' || line.record.seq !== entry.seq) throw new Error(`spool ${this.path}: record ${entry.seq} changed on disk at offset ${entry.offset}`);
+        out.push(line.record);
+      }
     }
     return out;
   }

@@ -1,30 +1,22 @@
-import { z } from 'zod';
-
 /**
  * What producers hand the publisher, and the port the publisher sends through.
  * Producers (XID watcher, health sampler, inventory, utilization) know nothing about batching,
  * retries or the spool; they call `publish(event)` and move on.
  */
+import { z } from 'zod';
+import type { OutgoingEvent, Priority } from '../events.ts';
 
-/** critical = XID and health events, normal = inventory, bulk = utilization summaries. */
-export const PRIORITIES = ['bulk', 'normal', 'critical'] as const;
-export type Priority = (typeof PRIORITIES)[number];
+export type { OutgoingEvent, Priority };
 
-/** Higher ranks are kept longer when the spool is full. */
+/**
+ * critical = XID and health events, normal = inventory, bulk = utilization summaries.
+ * `OutgoingEvent` itself is defined once, beside the producers (node-agent/events.ts): its
+ * `detail.eventId` is deterministic so consumers can deduplicate, and the publisher never
+ * changes it; replays carry the same bytes.
+ */
+export const PRIORITIES = ['bulk', 'normal', 'critical'] as const satisfies readonly Priority[];
+/** Higher ranks are kept longer when the spool is full. (A new Priority fails to compile here.) */
 export const priorityRank: Record<Priority, number> = { bulk: 0, normal: 1, critical: 2 };
-
-export interface OutgoingEvent {
-  source: string;
-  detailType: string;
-  /**
-   * `eventId` is set by the producer from stable facts (node + gpu + xid + observed time) so
-   * consumers can deduplicate. The publisher never changes it; replays carry the same bytes.
-   */
-  detail: Record<string, unknown> & { eventId: string };
-  time: Date;
-  resources?: string[];
-  priority: Priority;
-}
 
 /**
  * An event as the publisher keeps it: serialized once, at publish time, so every attempt and
@@ -87,21 +79,21 @@ const OutgoingEventSchema = z.object({
   priority: z.enum(PRIORITIES),
 });
 
-export class InvalidEventError extends Error {
-  override name = 'InvalidEventError';
+export class MalformedEventError extends Error {
+  override name = 'MalformedEventError';
 }
 
-/** Validates and serializes an event once; throws InvalidEventError naming the field. */
+/** Validates and serializes an event once; throws MalformedEventError naming the field. */
 export function recordFromEvent(event: OutgoingEvent, seq: number): QueuedRecord {
   const parsed = OutgoingEventSchema.safeParse(event);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new InvalidEventError(`event ${String(event?.detail?.eventId)}: ${issue?.path.join('.') || 'event'}: ${issue?.message ?? 'invalid'}`);
+    throw new MalformedEventError(`event ${String(event?.detail?.eventId)}: ${issue?.path.join('.') || 'event'}: ${issue?.message ?? 'invalid'}`);
   }
   try {
     return toRecord(event, seq);
   } catch (err) {
-    throw new InvalidEventError(`event ${event.detail.eventId}: detail: not serializable as JSON (${String(err)})`);
+    throw new MalformedEventError(`event ${event.detail.eventId}: detail: not serializable as JSON (${String(err)})`);
   }
 }
 
