@@ -2,7 +2,6 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { FakeClock, systemClock as agentSystemClock } from '../../node-agent/clock.ts';
-import { LocalAgentHost } from './agent-host.ts';
 import { ManualClock, startLocalBus, systemClock, type LocalBus } from './bus/index.ts';
 import { ClusterObserver, pendingByResource } from './cluster-observer.ts';
 import { startKubeSim, wallClock, type KubeSim } from './kube/index.ts';
@@ -12,6 +11,7 @@ import { appendKmsg, kmsgXidLine, mockScenario, writeNodeFiles, type NodeFiles }
 import { checkExpectations, summarize, type DeliveryRecord, type StackReport } from './report.ts';
 import type { FaultStepT, Scenario, TimelineStep } from './scenario.ts';
 import { StackKube } from './stack-kube.ts';
+import { startAgentProcesses, startInProcessAgents } from './stack-agents.ts';
 import { eventEntry, formatEntry, formatSummary, type TimelineEntry } from './timeline.ts';
 import { functionEnv, gapNotice, REPO_ROOT, withEnv } from './stack-env.ts';
 
@@ -65,7 +65,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
   const start = virtualStart();
   const busClock = virtual ? new ManualClock(start) : systemClock;
   const agentClock = virtual ? new FakeClock(start) : agentSystemClock;
-  const t0 = busClock.now();
+  let t0 = busClock.now();
   const sinceStart = () => busClock.now() - t0;
   // What was started, undone in reverse order at the end, or at once if starting fails.
   const cleanups: (() => unknown)[] = [() => rmSync(work, { recursive: true, force: true })];
@@ -149,7 +149,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     const [nodes, initialPods] = await Promise.all([kube.nodes(), kube.pods()]);
     const agentNodes = scenario.agents.nodes === 'all-gpu-nodes' ? nodes.filter(isGpuNode).map((n) => n.metadata.name) : scenario.agents.nodes;
     const faultSteps = scenario.timeline.filter((s): s is FaultStepT => 'fault' in s);
-    const hosts = new Map<string, LocalAgentHost>();
+    const nodeFiles: NodeFiles[] = [];
     const files = new Map<string, NodeFiles & { pci: string[]; pidOf: Map<string, number> }>();
     for (const name of agentNodes) {
       const node = nodes.find((n) => n.metadata.name === name);
@@ -162,11 +162,15 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       for (const f of faults) if (f.gpu >= gpus.length) throw new Error(`timeline: node ${name} has ${gpus.length} GPUs; there is no GPU ${f.gpu}`);
       const nf = writeNodeFiles(work, name, library, mockScenario(gpus, procs, faults, scenario.nvml[name]), procs);
       files.set(name, { ...nf, pci: gpus.map((g) => g.pciBusId), pidOf: new Map(procs.map((p) => [`${p.gpu}/${p.gpuInstanceId ?? ''}`, p.pid])) });
-      const host = await LocalAgentHost.start({ files: nf, busUrl: bus.url, busName, region: 'us-east-1', sampleIntervalMs: scenario.agents.sampleIntervalMs, clock: agentClock, log: (l) => progress(`  agent ${name}: ${l}`) });
-      hosts.set(name, host);
-      cleanups.push(() => host.close());
+      nodeFiles.push(nf);
     }
-    progress(`${hosts.size} agents running (in-process, each on its own copy of the mock NVML library)`);
+    const common = { busUrl: bus.url, busName, region: 'us-east-1', sampleIntervalMs: scenario.agents.sampleIntervalMs, log: progress };
+    if (!virtual) progress(`starting ${nodeFiles.length} agents (gpu-reflex agent) ...`);
+    const agents = virtual ? await startInProcessAgents(nodeFiles, { ...common, clock: agentClock }) : await startAgentProcesses(nodeFiles, common);
+    cleanups.push(() => agents.close());
+    // Scenario time starts once every agent runs.
+    t0 = busClock.now();
+    progress(`${agents.count} agents running (${agents.how})`);
 
     // ---- scenario steps: faults at the NVML layer (+ the kernel-log line), pods through the API
     const doStep = async (s: TimelineStep) => {
@@ -199,7 +203,9 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     };
 
     async function run(): Promise<StackResult> {
-      const steps = [...scenario.timeline].sort((a, b) => a.at - b.at);
+      // A fault is due when the node's NVML fires it (its mock clock may run ahead, see StackAgents).
+      const dueAt = (s: TimelineStep) => ('fault' in s ? s.at - agents.leadMs(s.node) : s.at);
+      const steps = [...scenario.timeline].sort((a, b) => dueAt(a) - dueAt(b));
       let next = 0;
       let lastWall = Date.now();
       let lastPendingCheck = -Infinity;
@@ -221,9 +227,9 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           sim?.advance(0);
           // A fault due in this step: its kernel-log line is written now; the mock fires the NVML
           // side by itself when the node's step moves its clock past `atMs`.
-          while (next < steps.length && steps[next]!.at <= t) await doStep(steps[next++]!);
-          for (const h of hosts.values()) await h.step(dt);
-          await Promise.all([...hosts.values()].map((h) => h.whenIdle()));
+          while (next < steps.length && dueAt(steps[next]!) <= t) await doStep(steps[next++]!);
+          await agents.step(dt);
+          await agents.whenIdle();
           await bus.drain();
           flushEvents();
           if (t - lastPendingCheck >= 1000) {
@@ -231,7 +237,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
             await checkPending();
           }
         }
-        for (const h of hosts.values()) await h.close();
+        await agents.close();
         await bus.drain();
         flushEvents();
         const [finalNodes, finalPods] = await Promise.all([kube.nodes(), kube.pods()]);

@@ -82,6 +82,11 @@ export function eventEntry(atMs: number, e: EventEnvelope, podName: PodName): Ti
       const pods = new Set(gpus.flatMap((g) => (g.processes ?? []).map((p) => p.podUid).filter(Boolean)));
       return { atMs, who: node, kind: 'event', what: 'GPU Inventory', text: `${gpus.length} × ${gpus[0]?.name ?? 'GPU'}, ${pods.size} pod${pods.size === 1 ? '' : 's'} on them` };
     }
+    case 'GPU Utilization Summary': {
+      const gpus = (d.gpus as { utilPercent?: { avg?: number } }[] | undefined) ?? [];
+      const avg = gpus.length ? gpus.reduce((a, g) => a + (g.utilPercent?.avg ?? 0), 0) / gpus.length : 0;
+      return { atMs, who: node, kind: 'event', what: 'GPU Utilization Summary', text: `${gpus.length} GPUs, ${String(d.samples)} samples, average utilization ${avg.toFixed(0)}%` };
+    }
     case 'Remediation':
       return { atMs, who: 'remediate', kind: 'action', what: '', text: remediationText(d) };
     default: {

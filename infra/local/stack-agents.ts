@@ -1,0 +1,82 @@
+import type { Clock } from '../../node-agent/clock.ts';
+import { LocalAgentHost } from './agent-host.ts';
+import { AgentProcess } from './agent-process.ts';
+import type { NodeFiles } from './node-files.ts';
+
+/**
+ * The stack's agents, one per GPU node, either way they run:
+ *  - `simulate`: in-process `Agent`s stepped on the virtual clock (agent-host.ts);
+ *  - `local`: `gpu-reflex agent` child processes on the wall clock (agent-process.ts).
+ * `leadMs(node)`: how far the node's mock NVML clock runs ahead of scenario time. Zero in-process;
+ * for a child, the time between its NVML start and the scenario's start (the mock fires faults at
+ * `atMs` after its own init), so the stack writes the matching kernel-log line when NVML fires.
+ */
+export interface StackAgents {
+  readonly count: number;
+  readonly how: string;
+  leadMs(node: string): number;
+  step(ms: number): Promise<void>;
+  whenIdle(): Promise<void>;
+  close(): Promise<void>;
+}
+
+export interface AgentCommon {
+  busUrl: string;
+  busName: string;
+  region: string;
+  sampleIntervalMs: number;
+  log: (line: string) => void;
+}
+
+export async function startInProcessAgents(files: readonly NodeFiles[], c: AgentCommon & { clock: Clock }): Promise<StackAgents> {
+  const hosts: LocalAgentHost[] = [];
+  try {
+    for (const f of files) hosts.push(await LocalAgentHost.start({ ...c, files: f, log: (l) => c.log(`  agent ${f.node}: ${l}`) }));
+  } catch (err) {
+    await Promise.allSettled(hosts.map((h) => h.close()));
+    throw err;
+  }
+  return {
+    count: hosts.length,
+    how: 'in-process, each on its own copy of the mock NVML library',
+    leadMs: () => 0,
+    async step(ms) {
+      for (const h of hosts) await h.step(ms);
+    },
+    whenIdle: async () => void (await Promise.all(hosts.map((h) => h.whenIdle()))),
+    close: async () => void (await Promise.allSettled(hosts.map((h) => h.close()))),
+  };
+}
+
+/** Spawns the agents and waits until every one logged "agent started" (or one exits: an error). */
+export async function startAgentProcesses(files: readonly NodeFiles[], c: AgentCommon, timeoutMs = 60_000): Promise<StackAgents> {
+  const procs = files.map((f) => new AgentProcess({ ...c, files: f }));
+  const stopAll = async () => void (await Promise.allSettled(procs.map((p) => p.stop())));
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const dead = procs.find((p) => p.exitCode !== undefined);
+    if (dead) {
+      await stopAll();
+      throw new Error(`the agent of ${dead.node} exited with code ${dead.exitCode} before starting:\n${dead.tail()}`);
+    }
+    if (procs.every((p) => p.startedAt !== undefined)) break;
+    if (Date.now() > deadline) {
+      await stopAll();
+      throw new Error(`agents did not start within ${timeoutMs / 1000}s: ${procs.filter((p) => p.startedAt === undefined).map((p) => p.node).join(', ')}`);
+    }
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  for (const p of procs) c.log(`  agent ${p.node}: running (pid ${p.pid}), log ${p.logPath}`);
+  const t0 = Date.now();
+  return {
+    count: procs.length,
+    how: 'child processes: node bin/gpu-reflex.js agent, one per node',
+    leadMs: (node) => {
+      const p = procs.find((x) => x.node === node);
+      return p?.startedAt !== undefined ? t0 - p.startedAt : 0;
+    },
+    step: async () => undefined,
+    whenIdle: async () => undefined,
+    close: stopAll,
+  };
+}
