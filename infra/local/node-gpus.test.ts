@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { podUidFromCgroup } from '../../node-agent/collectors/pods.ts';
 import { parseXidLine } from '../../node-agent/kmsg/parse-xid.ts';
 import type { Node, Pod } from './kube/types.ts';
-import { kmsgXidLine } from './node-files.ts';
+import { kmsgXidLine, mockScenario } from './node-files.ts';
 import { allocateGpus, cgroupLine, gpuSpecsOf, isGpuNode } from './node-gpus.ts';
 
 const node = (name: string, labels: Record<string, string>, allocatable: Record<string, string | number>): Node => ({
@@ -81,5 +81,24 @@ describe('what the agent reads back', () => {
     const parsed = parseXidLine(kmsgXidLine(8200, '00000000:48:00.0', xid, pid, gi).trimEnd());
     expect(parsed).toMatchObject({ pci: '00000000:48:00.0', xid, pid: pid ?? null });
     expect(parsed?.gpuInstanceId).toBe(gi);
+  });
+});
+
+describe('the mock NVML scenario of a node', () => {
+  it('merges overrides, appends extra GPUs and turns scenario faults into timed NVML faults', () => {
+    const gpus = gpuSpecsOf(A100);
+    const procs = allocateGpus(gpus, [pod('a', { 'nvidia.com/gpu': 1 })]);
+    const s = mockScenario(gpus, procs, [
+      { atMs: 9000, gpu: 1, fault: { kind: 'gpuLost' } },
+      { atMs: 6000, gpu: 0, fault: { kind: 'xid', xid: 79 } },
+    ], { driverVersion: '535.1', gpus: { '1': { powerLimitW: 300 } }, extraGpus: [{ name: 'extra' }] }) as { driverVersion: string; gpus: Record<string, unknown>[]; faults: Record<string, unknown>[] };
+    expect(s.driverVersion).toBe('535.1');
+    expect(s.gpus).toHaveLength(5);
+    expect(s.gpus[1]!.powerLimitW).toBe(300);
+    expect(s.gpus[0]!.processes).toEqual([{ pid: 4100, usedMiB: 9830 }]); // 60% of the 16 GiB default (no gpu.memory label)
+    expect(s.faults).toEqual([
+      { atMs: 6000, gpu: 0, kind: 'xid', xid: 79 },
+      { atMs: 9000, gpu: 1, kind: 'gpuLost' },
+    ]);
   });
 });
