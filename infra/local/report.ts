@@ -47,6 +47,8 @@ export interface SummaryInput {
   deliveries: readonly DeliveryRecord[];
   deadLetters: number;
   counters: ClusterCounters;
+  /** True when `counters` come from the cluster's change feed (the simulated cluster). */
+  observed: boolean;
   nodes: readonly Node[];
   pods: readonly Pod[];
 }
@@ -70,7 +72,8 @@ export function summarize(i: SummaryInput): Summary {
     nodesCordoned: i.nodes.filter((n) => n.spec?.unschedulable).map((n) => n.metadata.name),
     nodesTainted: i.nodes.filter((n) => (n.spec?.taints ?? []).some((t) => t.key.startsWith('gpu-reflex.io/'))).map((n) => n.metadata.name),
     nodesQuarantined: i.nodes.filter((n) => state(n) === 'quarantined' || n.metadata.annotations?.['gpu-reflex.io/quarantined-gpus']).map((n) => n.metadata.name),
-    podsEvicted: i.counters.evicted.length,
+    // Without the simulated cluster's change feed (--kubeconfig), evictions are what the functions report done.
+    podsEvicted: i.observed ? i.counters.evicted.length : i.events.filter((e) => e.detailType === 'Remediation').flatMap((e) => (e.detail as { steps?: { kind: string; result: string }[] }).steps ?? []).filter((s) => s.kind === 'evict' && s.result === 'done').length,
     podsRescheduled: i.counters.rescheduled.length,
     podsPending: pendingByResource(i.pods),
     deliveryFailures,

@@ -241,7 +241,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
         await bus.drain();
         flushEvents();
         const [finalNodes, finalPods] = await Promise.all([kube.nodes(), kube.pods()]);
-        const summary = summarize({ events: eventsOut, deliveries, deadLetters: bus.deadLetters.length, counters: observer?.counters ?? { evicted: [], rescheduled: [] }, nodes: finalNodes, pods: finalPods });
+        const summary = summarize({ events: eventsOut, deliveries, deadLetters: bus.deadLetters.length, counters: observer?.counters ?? { evicted: [], rescheduled: [] }, observed: observer !== undefined, nodes: finalNodes, pods: finalPods });
         if (scenario.expect) summary.expectations = checkExpectations(scenario.expect, finalNodes, finalPods, bus.events);
         for (const l of formatSummary(summary)) o.out(l);
         const report: StackReport = {
