@@ -1,0 +1,124 @@
+/**
+ * The node-agent's configuration: environment variables, parsed ONCE at start with zod, frozen.
+ * Every variable is documented in docs/node-agent-config.md (name, default, meaning); keep the two
+ * in step. Errors name the variable, so a bad DaemonSet manifest says exactly what to fix.
+ */
+import { hostname } from 'node:os';
+import { z } from 'zod';
+
+const MiB = 1024 * 1024;
+
+const ms = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+const percent = (fallback: number) => z.coerce.number().min(0).max(100).default(fallback);
+const celsius = (fallback: number) => z.coerce.number().min(0).max(150).default(fallback);
+const optionalText = z.string().trim().min(1).optional();
+
+const EnvSchema = z.object({
+  NODE_NAME: optionalText,
+  // Kubernetes sets this in every pod; its presence is how we know we run in-cluster.
+  KUBERNETES_SERVICE_HOST: optionalText,
+  EVENT_BUS_NAME: z.string().trim().min(1).default('gpu-reflex'),
+  AWS_REGION: optionalText,
+  NVML_LIBRARY_PATH: z.string().trim().min(1).default('libnvidia-ml.so.1'),
+  SAMPLE_INTERVAL_MS: ms(5_000),
+  UTILIZATION_WINDOW_MS: ms(60_000),
+  INVENTORY_INTERVAL_MS: ms(300_000),
+  GPU_UTIL_HIGH_PERCENT: percent(95),
+  GPU_UTIL_HIGH_FOR_MS: ms(300_000),
+  FB_USED_HIGH_PERCENT: percent(90),
+  TEMP_WARN_C: celsius(80),
+  TEMP_CRIT_C: celsius(85),
+  POWER_HIGH_PERCENT: percent(90),
+  HYSTERESIS_PERCENT: percent(5),
+  SPOOL_PATH: z.string().trim().min(1).default('/var/lib/gpu-reflex/spool.jsonl'),
+  SPOOL_MAX_BYTES: z.coerce.number().int().min(64 * 1024).default(64 * MiB),
+  DEAD_LETTER_PATH: z.string().trim().min(1).default('/var/lib/gpu-reflex/dead-letter.jsonl'),
+  BATCH_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(200),
+  PUBLISH_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(5),
+  PUBLISH_PROBE_INTERVAL_MS: ms(10_000),
+  HTTP_PORT: z.coerce.number().int().min(0).max(65_535).default(9400),
+  KMSG_PATH: z.string().trim().min(1).default('/dev/kmsg'),
+  PROC_ROOT: z.string().trim().min(1).default('/proc'),
+  DRY_RUN: z.stringbool().default(false),
+});
+
+export interface AgentConfig {
+  readonly nodeName: string;
+  readonly eventBusName: string;
+  /** Undefined: the AWS SDK's own resolution (profile, IMDS) decides. */
+  readonly awsRegion: string | undefined;
+  readonly nvmlLibraryPath: string;
+  readonly sampleIntervalMs: number;
+  readonly utilizationWindowMs: number;
+  readonly inventoryIntervalMs: number;
+  readonly thresholds: Readonly<{
+    gpuUtilHighPercent: number;
+    gpuUtilHighForMs: number;
+    fbUsedHighPercent: number;
+    tempWarnC: number;
+    tempCritC: number;
+    powerHighPercent: number;
+    hysteresisPercent: number;
+  }>;
+  readonly spoolPath: string;
+  readonly spoolMaxBytes: number;
+  readonly deadLetterPath: string;
+  readonly batchDelayMs: number;
+  readonly publishMaxAttempts: number;
+  readonly publishProbeIntervalMs: number;
+  readonly httpPort: number;
+  readonly kmsgPath: string;
+  readonly procRoot: string;
+  /** Publish nothing: events are logged instead of sent (wired as a decorator on the sender). */
+  readonly dryRun: boolean;
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+export function loadAgentConfig(env: Record<string, string | undefined> = process.env): AgentConfig {
+  // An empty variable (`FOO=`) means "not set", as in most shells' and manifests' intent.
+  const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
+  const parsed = EnvSchema.safeParse(cleaned);
+  if (!parsed.success) {
+    const lines = parsed.error.issues.map((i) => `${String(i.path[0] ?? 'environment')}: ${i.message} (got ${JSON.stringify(cleaned[String(i.path[0])] ?? null)})`);
+    throw new ConfigError(`invalid node-agent environment:\n  ${lines.join('\n  ')}`);
+  }
+  const e = parsed.data;
+  if (e.NODE_NAME === undefined && e.KUBERNETES_SERVICE_HOST !== undefined) {
+    throw new ConfigError('NODE_NAME: required in-cluster; set it from the downward API (fieldRef: spec.nodeName)');
+  }
+  if (e.TEMP_WARN_C >= e.TEMP_CRIT_C) {
+    throw new ConfigError(`TEMP_WARN_C (${e.TEMP_WARN_C}) must be below TEMP_CRIT_C (${e.TEMP_CRIT_C})`);
+  }
+  const config: AgentConfig = {
+    nodeName: e.NODE_NAME ?? hostname(),
+    eventBusName: e.EVENT_BUS_NAME,
+    awsRegion: e.AWS_REGION,
+    nvmlLibraryPath: e.NVML_LIBRARY_PATH,
+    sampleIntervalMs: e.SAMPLE_INTERVAL_MS,
+    utilizationWindowMs: e.UTILIZATION_WINDOW_MS,
+    inventoryIntervalMs: e.INVENTORY_INTERVAL_MS,
+    thresholds: Object.freeze({
+      gpuUtilHighPercent: e.GPU_UTIL_HIGH_PERCENT,
+      gpuUtilHighForMs: e.GPU_UTIL_HIGH_FOR_MS,
+      fbUsedHighPercent: e.FB_USED_HIGH_PERCENT,
+      tempWarnC: e.TEMP_WARN_C,
+      tempCritC: e.TEMP_CRIT_C,
+      powerHighPercent: e.POWER_HIGH_PERCENT,
+      hysteresisPercent: e.HYSTERESIS_PERCENT,
+    }),
+    spoolPath: e.SPOOL_PATH,
+    spoolMaxBytes: e.SPOOL_MAX_BYTES,
+    deadLetterPath: e.DEAD_LETTER_PATH,
+    batchDelayMs: e.BATCH_DELAY_MS,
+    publishMaxAttempts: e.PUBLISH_MAX_ATTEMPTS,
+    publishProbeIntervalMs: e.PUBLISH_PROBE_INTERVAL_MS,
+    httpPort: e.HTTP_PORT,
+    kmsgPath: e.KMSG_PATH,
+    procRoot: e.PROC_ROOT,
+    dryRun: e.DRY_RUN,
+  };
+  return Object.freeze(config);
+}

@@ -1,0 +1,23 @@
+/** The publisher's knobs (the agent sets them from its config) and their defaults. */
+import type { BackoffPolicy } from './retry-policy.ts';
+
+export interface PublisherSettings {
+  busName: string;
+  /** Flush a partial batch this long after its first event arrived. */
+  batchDelayMs: number;
+  /** Attempts for one batch before it is spooled (bus unreachable) or dead-lettered (rejected). */
+  maxAttempts: number;
+  backoff: BackoffPolicy;
+  /** While the bus is unreachable, one replay attempt per interval (jittered: 50-100% of it). */
+  probeIntervalMs: number;
+  /** Events held in memory while retrying before they are moved to the spool. */
+  maxQueuedEvents: number;
+}
+
+export const DEFAULT_PUBLISHER_SETTINGS: Omit<PublisherSettings, 'busName'> = {
+  batchDelayMs: 200,
+  maxAttempts: 5,
+  backoff: { baseMs: 100, capMs: 5_000 },
+  probeIntervalMs: 10_000,
+  maxQueuedEvents: 1_000,
+};
