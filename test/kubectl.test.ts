@@ -105,6 +105,15 @@ describe.skipIf(!kubectlAvailable)('kubectl against the simulated cluster', () =
     expect(stored.metadata.annotations?.['kubectl.kubernetes.io/last-applied-configuration']).toContain('"12"');
   });
 
+  it('kubectl delete waits for the pod to finish its grace period and go', async () => {
+    const { core } = clients(sim);
+    await core.createNamespacedPod({ namespace: 'train', body: { metadata: { name: 'scratch' }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'm', image: 'x' }] } } });
+    const r = await kubectl(['delete', 'pod', '-n', 'train', 'scratch', '--timeout=10s']);
+    expect(r.stdout).toContain('pod "scratch" deleted');
+    expect(r.code).toBe(0);
+    expect(sim.store.pod('train', 'scratch')).toBeUndefined();
+  });
+
   it('kubectl drain is blocked by the PodDisruptionBudget and says so', async () => {
     const refusal = "Cannot evict pod as it would violate the pod's disruption budget.";
     const r = await kubectl(['drain', 'gpu-a', '--ignore-daemonsets', '--delete-emptydir-data', '--timeout=20s'], refusal);
