@@ -1,3 +1,4 @@
+import { withDaemonSetStatus } from './daemonsets.ts';
 import { errors, success, type ApiError, type StatusBody } from './errors.ts';
 import { applyLimitRanges, RequestOverLimit } from './limit-range.ts';
 import { Lifecycle } from './lifecycle.ts';
@@ -85,7 +86,7 @@ export class Cluster {
     const ns = obj.metadata.namespace ?? '';
     if (r.plural === 'resourcequotas') return withQuotaStatus(obj, this.store.pods(ns));
     if (r.plural === 'poddisruptionbudgets') return withPdbStatus(obj, this.store.pods(ns), this.nowIso());
-    if (r.plural === 'daemonsets') return this.lifecycle.withDaemonSetStatus(obj);
+    if (r.plural === 'daemonsets') return withDaemonSetStatus(obj, this.store.pods(ns));
     return obj;
   }
 

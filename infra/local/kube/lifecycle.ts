@@ -1,6 +1,7 @@
-import { controllerOf, holdsResources, isHealthy, isTerminal, podRequests, runningStatus, pendingStatus } from './pods.ts';
+import { daemonPod, eligible, hasDaemonPod } from './daemonsets.ts';
+import { controllerOf, holdsResources, isTerminal, podRequests, runningStatus, pendingStatus } from './pods.ts';
 import { qualifiedName, type ResourceDef } from './resources.ts';
-import { matchesNodeAffinity, pickNode, freeOn, tolerates } from './scheduler.ts';
+import { pickNode, freeOn, tolerates } from './scheduler.ts';
 import type { Store, StoreEvent } from './store.ts';
 import type { Clock, KubeObject, Node, Pod, PodSpec, Taint } from './types.ts';
 
@@ -217,52 +218,27 @@ export class Lifecycle {
     return this.sortedNodes;
   }
 
-  /** One pod per DaemonSet per eligible node, bound directly as the DaemonSet controller does. */
   private markDaemonNode(node: string): void {
     if (this.daemonNodes !== 'all') this.daemonNodes.add(node);
   }
 
+  /** One pod per DaemonSet per eligible node that lacks one (nodes marked since the last run). */
   private runDaemonSets(): void {
     const which = this.daemonNodes;
     this.daemonNodes = new Set();
     const nodes = which === 'all' ? this.store.nodes() : [...which].map((n) => this.store.node(n)).filter((n): n is Node => n !== undefined);
     for (const ds of this.store.list('daemonsets.apps')) {
-      const tpl = (ds.spec as { template?: { metadata?: { labels?: Record<string, string> }; spec?: PodSpec } } | undefined)?.template;
-      if (!tpl?.spec) continue;
+      const ns = ds.metadata.namespace ?? '';
       for (const node of nodes) {
-        const probe = { metadata: {}, spec: tpl.spec } as unknown as Pod;
-        const blocking = (node.spec?.taints ?? []).filter((t: Taint) => t.effect !== 'PreferNoSchedule' && !tolerates(tpl.spec!.tolerations, t));
-        if (blocking.length > 0 || !matchesNodeAffinity(probe, node)) continue;
-        const has = this.store.podsOnNode(node.metadata.name).some((p) => controllerOf(p)?.uid === ds.metadata.uid && !p.metadata.deletionTimestamp);
-        if (has) continue;
-        const pod = {
-          apiVersion: 'v1',
-          kind: 'Pod',
-          metadata: {
-            name: this.generateName(`${ds.metadata.name}-`, (n) => this.store.pod(ds.metadata.namespace ?? '', n) !== undefined),
-            generateName: `${ds.metadata.name}-`,
-            namespace: ds.metadata.namespace,
-            labels: { ...(tpl.metadata?.labels ?? {}) },
-            ownerReferences: [{ apiVersion: 'apps/v1', kind: 'DaemonSet', name: ds.metadata.name, uid: ds.metadata.uid, controller: true, blockOwnerDeletion: true }],
-          },
-          spec: { ...tpl.spec, nodeName: node.metadata.name },
-        } as unknown as KubeObject;
+        if (!eligible(ds, node) || hasDaemonPod(ds, this.store.podsOnNode(node.metadata.name))) continue;
+        const name = this.generateName(`${ds.metadata.name}-`, (n) => this.store.pod(ns, n) !== undefined);
         try {
-          this.store.put('pods', this.admit(pod));
+          this.store.put('pods', this.admit(daemonPod(ds, node.metadata.name, name)));
         } catch (err) {
-          this.failures.push(`DaemonSet ${ds.metadata.namespace}/${ds.metadata.name}: ${(err as Error).message}`);
+          this.failures.push(`DaemonSet ${ns}/${ds.metadata.name}: ${(err as Error).message}`);
         }
       }
     }
-  }
-
-  withDaemonSetStatus(ds: KubeObject): KubeObject {
-    const pods = this.store.pods(ds.metadata.namespace).filter((p) => controllerOf(p)?.uid === ds.metadata.uid && !p.metadata.deletionTimestamp);
-    const ready = pods.filter(isHealthy).length;
-    return {
-      ...ds,
-      status: { currentNumberScheduled: pods.length, desiredNumberScheduled: pods.length, numberMisscheduled: 0, numberReady: ready, numberAvailable: ready, updatedNumberScheduled: pods.length, observedGeneration: ds.metadata.generation ?? 1 },
-    };
   }
 
   /** Keeps the pending set, the capacity epoch and the node order in step with the store. */
