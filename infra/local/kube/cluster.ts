@@ -180,6 +180,7 @@ export class Cluster {
     const type = contentType.split(';')[0]!.trim();
     const current = this.store.get(qualifiedName(r), r.namespaced ? ns : '', name);
     if (type === PATCH_TYPES.apply) {
+      if (!opts.fieldManager) throw errors.invalidOptions('fieldManager: Required value: is required for apply patch');
       // Server-side apply without managed fields: create when absent, else merge the intent.
       if (!current) return this.create(r, ns, body, opts);
       return this.commitUpdate(r, current, applyMergePatch(current, body) as KubeObject, opts);
