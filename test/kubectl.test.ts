@@ -44,12 +44,15 @@ describe.skipIf(!kubectlAvailable)('kubectl against the simulated cluster', () =
    * Runs kubectl to completion, or until its stderr contains `until` (then ends it by pid):
    * drain sleeps 5 s between refused evictions, and one refusal is all a test needs to see.
    */
-  function kubectl(args: string[], until?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  function kubectl(args: string[], until?: string, onStdout?: (stdout: string) => boolean): Promise<{ code: number | null; stdout: string; stderr: string }> {
     return new Promise((resolve, reject) => {
       const child = spawn('kubectl', ['--kubeconfig', kubeconfig, '--cache-dir', join(dir, 'cache'), ...args], { env: { ...process.env, HOME: dir, KUBECONFIG: '' } });
       let stdout = '';
       let stderr = '';
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stdout.on('data', (d: Buffer) => {
+        stdout += d.toString();
+        if (onStdout?.(stdout)) child.kill('SIGTERM');
+      });
       child.stderr.on('data', (d: Buffer) => {
         stderr += d.toString();
         if (until !== undefined && stderr.includes(until)) child.kill('SIGTERM');
@@ -65,6 +68,20 @@ describe.skipIf(!kubectlAvailable)('kubectl against the simulated cluster', () =
     const lines = r.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^NAME\s+STATUS\s+ROLES\s+AGE\s+VERSION$/);
     expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 2).join(' '))).toEqual(['gpu-a Ready', 'gpu-b Ready', 'spare Ready']);
+  });
+
+  it('kubectl get -w prints a node row again when the node is cordoned', async () => {
+    const { core } = clients(sim);
+    let cordoned = false;
+    const r = await kubectl(['get', 'nodes', '-w'], undefined, (out) => {
+      if (!cordoned && out.includes('spare')) {
+        cordoned = true;
+        void core.patchNode({ name: 'spare', body: [{ op: 'add', path: '/spec/unschedulable', value: true }] });
+      }
+      return out.includes('SchedulingDisabled');
+    });
+    expect(r.stdout).toMatch(/spare\s+Ready,SchedulingDisabled\s+<none>/);
+    await core.patchNode({ name: 'spare', body: [{ op: 'remove', path: '/spec/unschedulable' }] });
   });
 
   it('kubectl cordon marks the node unschedulable', async () => {
