@@ -116,6 +116,17 @@ describe('API surface: watch, leases, configmaps, events, daemonsets, discovery'
     check((await res.json()) as Record<string, unknown>);
   });
 
+  it.each([
+    ['/api/v1/nodes', ['Name', 'Status', 'Roles', 'Age', 'Version'], ['cpu', 'Ready']],
+    ['/apis/apps/v1/namespaces/gpu-reflex/daemonsets', ['Name', 'Desired', 'Current', 'Ready', 'Age'], ['agent', 3, 3, 3]],
+  ])('answers %s as a Table when kubectl asks for one', async (path, columns, firstCells) => {
+    const res = await fetch(sim.url + path, { headers: { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json' } });
+    const table = (await res.json()) as { kind: string; columnDefinitions: { name: string }[]; rows: { cells: unknown[] }[] };
+    expect(table.kind).toBe('Table');
+    expect(table.columnDefinitions.map((c) => c.name)).toEqual(columns);
+    expect(table.rows[0]!.cells.slice(0, firstCells.length)).toEqual(firstCells);
+  });
+
   it('answers unknown paths and /openapi/v2 with a 404 Status', async () => {
     for (const path of ['/openapi/v2', '/apis/batch/v1/jobs', '/api/v1/widgets']) {
       const res = await fetch(sim.url + path);
