@@ -60,6 +60,12 @@ describe('the scheduler', () => {
     expect(cond?.message).toContain('3 node(s) had untolerated taint {nvidia.com/gpu: present}');
   });
 
+  it('lists unscheduled pods with the field selector spec.nodeName= (empty)', async () => {
+    const pending = await c.core.listNamespacedPod({ namespace: 'work', fieldSelector: 'spec.nodeName=' });
+    expect(pending.items.map((p) => p.metadata?.name)).toEqual([`p${seq}`]);
+    expect(pending.items[0]!.status?.phase).toBe('Pending');
+  });
+
   it('fills MIG slices exactly and keeps the next request Pending', async () => {
     expect(await place({ 'nvidia.com/mig-1g.10gb': '1' }, tolerateGpu)).toBe('h100-mig');
     expect(await place({ 'nvidia.com/mig-1g.10gb': '1' }, tolerateGpu)).toBe('h100-mig');
