@@ -2,6 +2,7 @@ import { admitPod, defaultNode } from './admission.ts';
 import { withDaemonSetStatus } from './daemonsets.ts';
 import { errors, success, type ApiError, type StatusBody } from './errors.ts';
 import { Lifecycle } from './lifecycle.ts';
+import { MigManager, type MigLayouts } from './mig-manager.ts';
 import { applyMergePatch, applyPatch, PATCH_TYPES, PatchError } from './patch.ts';
 import { evictionVerdict, withPdbStatus } from './pdb.ts';
 import { normalizeQuantities } from './normalize.ts';
@@ -52,8 +53,11 @@ export class Cluster {
   readonly lifecycle: Lifecycle;
   private uidSeq = 0;
 
-  constructor(readonly clock: Clock) {
-    this.lifecycle = new Lifecycle(this.store, clock);
+  constructor(
+    readonly clock: Clock,
+    options: { migLayouts?: MigLayouts; migReconfigureSeconds?: number } = {},
+  ) {
+    this.lifecycle = new Lifecycle(this.store, clock, new MigManager(options.migLayouts ?? {}, options.migReconfigureSeconds ?? 30));
     // Controllers create pods through the same admission as clients (quota can refuse them).
     this.lifecycle.admit = (pod) => this.prepareCreate(PODS, pod.metadata.namespace ?? '', pod) as Pod;
   }

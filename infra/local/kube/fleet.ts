@@ -80,6 +80,9 @@ export const FleetSchema = z
     podDisruptionBudgets: z.array(Pdb).default([]),
     daemonSets: z.array(DaemonSet).default([]),
     pods: z.array(PodGroup).default([]),
+    /** Layouts the simulated mig-manager applies when a node's `nvidia.com/mig.config` label names one. */
+    migConfigs: z.record(z.string(), Resources).default({}),
+    migReconfigureSeconds: z.number().nonnegative().default(30),
     /** Escape hatch: raw manifests of any served kind, created after everything else. */
     objects: z.array(z.object({ apiVersion: z.string(), kind: z.string(), metadata: z.object({ name: z.string(), namespace: z.string().optional() }).loose() }).loose()).default([]),
   })

@@ -50,8 +50,8 @@ export interface KubeSim {
 
 export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSim> {
   const clock = options.clock ?? new ManualClock();
-  const cluster = new Cluster(clock);
   const fleet = typeof options.fleet === 'string' ? loadFleet(options.fleet) : validateFleet(options.fleet ?? {});
+  const cluster = new Cluster(clock, { migLayouts: fleet.migConfigs, migReconfigureSeconds: fleet.migReconfigureSeconds });
   seedFleet(cluster, fleet);
 
   const open = new Set<ServerResponse>();

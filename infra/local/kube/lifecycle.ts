@@ -1,4 +1,5 @@
 import { daemonPod, eligible, hasDaemonPod } from './daemonsets.ts';
+import { MigManager } from './mig-manager.ts';
 import { controllerOf, holdsResources, isTerminal, podRequests, runningStatus, pendingStatus } from './pods.ts';
 import { qualifiedName, type ResourceDef } from './resources.ts';
 import { pickNode, freeOn, tolerates } from './scheduler.ts';
@@ -50,8 +51,12 @@ export class Lifecycle {
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
+    private readonly mig: MigManager = new MigManager({}, 30),
   ) {
-    store.subscribe((e) => this.observe(e));
+    store.subscribe((e) => {
+      this.mig.observe(e);
+      this.observe(e);
+    });
   }
 
   /** `prefix` plus five characters, deterministic per run; `taken` says whether a name is in use. */
@@ -179,6 +184,7 @@ export class Lifecycle {
         if (!p.metadata.deletionTimestamp && taints.some((t) => !tolerates(p.spec.tolerations, t))) this.deletePod(p);
       }
     }
+    this.mig.settle(this.store, now);
     if (this.daemonNodes === 'all' || this.daemonNodes.size > 0) this.runDaemonSets();
     this.schedule();
   }
