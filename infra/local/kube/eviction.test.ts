@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startKubeSim, type Fleet, type KubeSim } from './index.ts';
+import { ManualClock, startKubeSim, type Fleet, type KubeSim } from './index.ts';
 import { clients, failure } from './test-helpers.ts';
 
 /** Two T4 nodes; the serving ReplicaSet has 2 pods on t4-0 under a PDB of minAvailable 2. */
@@ -96,7 +96,9 @@ describe('pod deletion and controllers on the injected clock', () => {
     expect(sim.store.pod('serve', 'lonely')!.metadata.deletionGracePeriodSeconds).toBe(20);
     sim.advance(19_999);
     expect(sim.store.pod('serve', 'lonely')).toBeDefined();
-    sim.advance(1);
+    (sim.clock as ManualClock).advance(1);
+    expect(sim.store.pod('serve', 'lonely')).toBeDefined();
+    sim.tick();
     expect(sim.store.pod('serve', 'lonely')).toBeUndefined();
     const f = await failure(() => c.core.readNamespacedPod({ name: 'lonely', namespace: 'serve' }));
     expect(f.code).toBe(404);

@@ -45,6 +45,8 @@ export interface KubeSim {
   writeKubeconfig(path: string): void;
   /** Moves a ManualClock forward (other clocks move by themselves), then lets the cluster catch up. */
   advance(ms: number): void;
+  /** Lets the cluster catch up with its clock as it stands (due terminations, MIG, scheduling). */
+  tick(): void;
   close(): Promise<void>;
 }
 
@@ -75,6 +77,7 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
     clock,
     kubeconfig: () => kubeconfigYaml(url),
     writeKubeconfig: (path) => writeFileSync(path, kubeconfigYaml(url), { mode: 0o600 }),
+    tick: () => cluster.tick(),
     advance(ms) {
       if (clock instanceof ManualClock) clock.advance(ms);
       cluster.tick();
