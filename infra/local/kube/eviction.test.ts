@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { ManualClock, startKubeSim, type Fleet, type KubeSim } from './index.ts';
+import { startKubeSim, type Fleet, type KubeSim, type ManualClock } from './index.ts';
 import { clients, failure } from './test-helpers.ts';
 
 /** Two T4 nodes; the serving ReplicaSet has 2 pods on t4-0 under a PDB of minAvailable 2. */
