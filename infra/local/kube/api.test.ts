@@ -32,6 +32,23 @@ describe('API surface: watch, leases, configmaps, events, daemonsets, discovery'
     expect(events).toEqual(['ADDED cpu', 'ADDED gpu-0', 'ADDED gpu-1', 'MODIFIED gpu-1 cordoned']);
   });
 
+  it('feeds a client-node informer: list, then watch from the list resourceVersion', async () => {
+    const informer = k8s.makeInformer(c.kc, '/api/v1/nodes', () => c.core.listNode());
+    const seen: string[] = [];
+    let sawUpdate!: () => void;
+    const updated = new Promise<void>((resolve) => (sawUpdate = resolve));
+    informer.on('add', (n: k8s.V1Node) => seen.push(`add ${n.metadata?.name}`));
+    informer.on('update', (n: k8s.V1Node) => {
+      seen.push(`update ${n.metadata?.name} ${n.metadata?.labels?.informed}`);
+      sawUpdate();
+    });
+    await informer.start();
+    await c.core.patchNode({ name: 'cpu', body: [{ op: 'add', path: '/metadata/labels', value: { informed: 'yes' } }] });
+    await updated;
+    await informer.stop();
+    expect(seen).toEqual(['add cpu', 'add gpu-0', 'add gpu-1', 'update cpu yes']);
+  });
+
   it('resumes a watch from a resourceVersion and filters by field selector', async () => {
     const rv = String(sim.store.resourceVersion);
     await c.core.createNamespacedConfigMap({ namespace: 'apps', body: { metadata: { name: 'one' }, data: { a: '1' } } });
