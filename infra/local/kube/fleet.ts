@@ -3,6 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import type { Cluster } from './cluster.ts';
 import { ApiError } from './errors.ts';
+import { COMPLETE_AFTER } from './lifecycle.ts';
 import { resource, resourceForKind } from './resources.ts';
 
 /**
@@ -69,6 +70,8 @@ const PodGroup = z
     node: z.string().optional(),
     owner: z.object({ kind: z.enum(['ReplicaSet', 'Job', 'StatefulSet']), name: Name }).strict().optional(),
     emptyDir: z.boolean().optional(),
+    /** The pods exit 0 (Succeeded) this long after starting: Jobs that finish and free their GPUs. */
+    completeAfterSeconds: z.number().nonnegative().optional(),
     ...Workload,
   })
   .strict();
@@ -187,6 +190,7 @@ export function seedFleet(cluster: Cluster, fleet: ParsedFleet): void {
           metadata: {
             name,
             labels: g.labels,
+            ...(g.completeAfterSeconds !== undefined ? { annotations: { [COMPLETE_AFTER]: String(g.completeAfterSeconds) } } : {}),
             ...(owner ? { generateName: `${owner.name}-`, ownerReferences: [{ apiVersion: owner.kind === 'Job' ? 'batch/v1' : 'apps/v1', kind: owner.kind, name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true }] } : {}),
           },
           spec: {

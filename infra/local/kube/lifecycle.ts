@@ -1,6 +1,6 @@
 import { daemonPod, eligible, hasDaemonPod } from './daemonsets.ts';
 import { MigManager } from './mig-manager.ts';
-import { controllerOf, holdsResources, isTerminal, podRequests, runningStatus, pendingStatus } from './pods.ts';
+import { controllerOf, holdsResources, isTerminal, podRequests, runningStatus, pendingStatus, succeededStatus } from './pods.ts';
 import { qualifiedName, type ResourceDef } from './resources.ts';
 import { pickNode, freeOn, tolerates } from './scheduler.ts';
 import type { Store, StoreEvent } from './store.ts';
@@ -20,6 +20,8 @@ import type { Clock, KubeObject, Node, Pod, PodSpec, Taint } from './types.ts';
  * lost a taint/cordon), so cordoning 150 nodes a second does not rescan the fleet per pending pod.
  */
 const ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
+/** A pod annotated with this many seconds exits 0 (phase Succeeded) that long after it starts. */
+export const COMPLETE_AFTER = 'sim.gpu-reflex.io/complete-after-seconds';
 type CreatePod = (pod: KubeObject) => Pod;
 
 export class Lifecycle {
@@ -29,6 +31,8 @@ export class Lifecycle {
   private readonly terminating = new Map<string, number>();
   private readonly replaced = new Set<string>();
   private readonly noExecuteCheck = new Set<string>();
+  /** Running pods that finish by themselves (annotation COMPLETE_AFTER): key → when. */
+  private readonly completing = new Map<string, number>();
   private sortedNodes: Node[] | undefined;
   /** What each node has left, kept across scheduling runs; dropped when its pods or the node change. */
   private readonly freeCache = new Map<string, Map<string, number>>();
@@ -177,6 +181,13 @@ export class Lifecycle {
       this.store.remove('pods', ns, name);
       this.replace(pod, true);
     }
+    for (const [key, due] of [...this.completing]) {
+      if (due > now) continue;
+      this.completing.delete(key);
+      const [ns, name] = key.split('/') as [string, string];
+      const pod = this.store.pod(ns, name);
+      if (pod?.status?.phase === 'Running' && !pod.metadata.deletionTimestamp) this.store.put('pods', { ...pod, status: succeededStatus(pod, this.iso()) });
+    }
     for (const nodeName of [...this.noExecuteCheck]) {
       this.noExecuteCheck.delete(nodeName);
       const taints = (this.store.node(nodeName)?.spec?.taints ?? []).filter((t) => t.effect === 'NoExecute');
@@ -255,6 +266,10 @@ export class Lifecycle {
       // Only pods asking for the default scheduler are ours; others wait for their own binder.
       const ours = (pod.spec.schedulerName ?? 'default-scheduler') === 'default-scheduler';
       const waiting = e.type !== 'DELETED' && ours && !pod.spec.nodeName && !pod.metadata.deletionTimestamp && pod.status?.phase === 'Pending';
+      const annotation = pod.metadata.annotations?.[COMPLETE_AFTER];
+      const seconds = annotation === undefined || annotation === '' ? Number.NaN : Number(annotation);
+      if (e.type === 'DELETED' || pod.status?.phase !== 'Running') this.completing.delete(key);
+      else if (seconds >= 0 && !this.completing.has(key)) this.completing.set(key, this.clock.now() + seconds * 1000);
       if (waiting) this.pending.add(key);
       else {
         this.pending.delete(key);

@@ -118,3 +118,31 @@ describe('the scheduler', () => {
     expect(sim.store.podsOnNode('mi300').every((p) => p.metadata.deletionTimestamp !== undefined)).toBe(true);
   });
 });
+
+describe('pods that finish by themselves', () => {
+  it('marks an annotated Job pod Succeeded after its run time, frees its GPUs for a waiting pod and does not replace it', async () => {
+    const sim = await startKubeSim({
+      fleet: {
+        nodes: [{ name: 'a100', allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': 8 } }],
+        namespaces: [{ name: 'train' }],
+        pods: [
+          { name: 'epoch', namespace: 'train', owner: { kind: 'Job', name: 'epoch' }, requests: { 'nvidia.com/gpu': 8 }, completeAfterSeconds: 600 },
+          { name: 'next', namespace: 'train', owner: { kind: 'Job', name: 'next' }, requests: { 'nvidia.com/gpu': 8 } },
+        ],
+      },
+    });
+    try {
+      expect(sim.store.pod('train', 'next')!.status?.phase).toBe('Pending');
+      sim.advance(599_000);
+      expect(sim.store.pod('train', 'epoch')!.status?.phase).toBe('Running');
+      sim.advance(1_000);
+      const done = sim.store.pod('train', 'epoch')!;
+      expect(done.status?.phase).toBe('Succeeded');
+      expect((done.status?.containerStatuses as { state: unknown }[])[0]!.state).toEqual({ terminated: { exitCode: 0, reason: 'Completed', finishedAt: '2026-01-01T00:10:00Z' } });
+      expect(sim.store.pod('train', 'next')!.spec.nodeName).toBe('a100');
+      expect(sim.store.pods('train')).toHaveLength(2);
+    } finally {
+      await sim.close();
+    }
+  });
+});
