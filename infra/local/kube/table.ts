@@ -56,8 +56,8 @@ function columns(r: ResourceDef, now: number): Column[] {
     const p = (o: KubeObject) => o as Pod;
     return [
       name,
-      { name: 'Ready', type: 'string', cell: (o) => `${(p(o).status?.containerStatuses as unknown[] | undefined)?.length ?? 0}/${p(o).spec.containers.length}` },
-      { name: 'Status', type: 'string', cell: (o) => (o.metadata.deletionTimestamp ? 'Terminating' : (p(o).status?.phase ?? 'Pending')) },
+      { name: 'Ready', type: 'string', cell: (o) => `${((p(o).status?.containerStatuses as { ready?: boolean }[] | undefined) ?? []).filter((c) => c.ready).length}/${p(o).spec.containers.length}` },
+      { name: 'Status', type: 'string', cell: (o) => (o.metadata.deletionTimestamp ? 'Terminating' : p(o).status?.phase === 'Succeeded' ? 'Completed' : (p(o).status?.phase ?? 'Pending')) },
       { name: 'Restarts', type: 'string', cell: () => '0' },
       ageCol,
       { name: 'Node', type: 'string', priority: 1, cell: (o) => p(o).spec.nodeName ?? '<none>' },
