@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { ManualClock, wallClock } from './clock.ts';
 import { Cluster } from './cluster.ts';
 import { loadFleet, seedFleet, validateFleet, type Fleet, type ParsedFleet } from './fleet.ts';
+import { Faults } from './faults.ts';
 import { kubeconfigYaml } from './kubeconfig.ts';
 import { createHandler } from './server.ts';
 import type { Store } from './store.ts';
@@ -47,6 +48,8 @@ export interface KubeSim {
   advance(ms: number): void;
   /** Lets the cluster catch up with its clock as it stands (due terminations, MIG, scheduling). */
   tick(): void;
+  /** Makes matching requests fail with a real Status (e.g. one 409 on the next node PATCH). */
+  faults: Faults;
   close(): Promise<void>;
 }
 
@@ -57,7 +60,8 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
   seedFleet(cluster, fleet);
 
   const open = new Set<ServerResponse>();
-  const server = createServer(createHandler(cluster, open));
+  const faults = new Faults();
+  const server = createServer(createHandler(cluster, open, faults));
   server.keepAliveTimeout = 60_000;
   const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
@@ -78,6 +82,7 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
     kubeconfig: () => kubeconfigYaml(url),
     writeKubeconfig: (path) => writeFileSync(path, kubeconfigYaml(url), { mode: 0o600 }),
     tick: () => cluster.tick(),
+    faults,
     advance(ms) {
       if (clock instanceof ManualClock) clock.advance(ms);
       cluster.tick();
@@ -97,3 +102,4 @@ export { Cluster } from './cluster.ts';
 export { EXAMPLE_FLEET_PATH, FleetError, FleetSchema, loadFleet, parseFleet, syntheticFleet, type Fleet, type ParsedFleet } from './fleet.ts';
 export type { Clock, KubeObject, Node, Pod } from './types.ts';
 export type { Store } from './store.ts';
+export type { FaultSpec } from './faults.ts';

@@ -118,6 +118,21 @@ describe('nodes through @kubernetes/client-node', () => {
     expect(remaining).toEqual([3, 1, undefined]);
   });
 
+  it('fails the requests a test injects a fault for, once, then serves normally', async () => {
+    sim.faults.inject({ method: 'PATCH', path: '/api/v1/nodes/t4-0', code: 409 });
+    sim.faults.inject({ path: /\/nodes\/a100-2$/, code: 500, times: 2 });
+    const conflict = await failure(() => c.core.patchNode({ name: 't4-0', body: { metadata: { labels: { f: '1' } } } }, patchWith(k8s.PatchStrategy.MergePatch)));
+    expect(conflict.code).toBe(409);
+    expect(conflict.status).toMatchObject({ kind: 'Status', reason: 'Conflict', code: 409 });
+    expect(sim.store.node('t4-0')!.metadata.labels?.f).toBeUndefined();
+    await c.core.patchNode({ name: 't4-0', body: { metadata: { labels: { f: '1' } } } }, patchWith(k8s.PatchStrategy.MergePatch));
+    expect(sim.store.node('t4-0')!.metadata.labels?.f).toBe('1');
+    expect((await failure(() => c.core.readNode({ name: 'a100-2' }))).code).toBe(500);
+    expect((await failure(() => c.core.readNode({ name: 'a100-2' }))).code).toBe(500);
+    await expect(c.core.readNode({ name: 'a100-2' })).resolves.toBeDefined();
+    expect(sim.faults.fired).toEqual(['PATCH /api/v1/nodes/t4-0 → 409', 'GET /api/v1/nodes/a100-2 → 500', 'GET /api/v1/nodes/a100-2 → 500']);
+  });
+
   it('updates node status only through the status subresource', async () => {
     const node = await c.core.readNode({ name: 'a100-2' });
     node.status!.conditions = [{ type: 'Ready', status: 'False', reason: 'KubeletNotReady' }];
