@@ -62,6 +62,27 @@ describe('API surface: watch, leases, configmaps, events, daemonsets, discovery'
     expect(line.object.metadata.name).toBe('two');
   });
 
+  it('reports objects entering and leaving a watched label selector as ADDED and DELETED', async () => {
+    const rv = String(sim.store.resourceVersion);
+    await c.core.patchNode({ name: 'gpu-0', body: [{ op: 'add', path: '/metadata/labels/quarantine', value: 'true' }] });
+    await c.core.patchNode({ name: 'gpu-0', body: [{ op: 'remove', path: '/metadata/labels/quarantine' }] });
+    const res = await fetch(`${sim.url}/api/v1/nodes?watch=1&resourceVersion=${rv}&labelSelector=quarantine%3Dtrue`);
+    const reader = res.body!.getReader();
+    let text = '';
+    while (text.split('\n').length < 3) text += new TextDecoder().decode((await reader.read()).value);
+    await reader.cancel();
+    const events = text.trim().split('\n').map((l) => JSON.parse(l) as { type: string; object: { metadata: { name: string } } });
+    expect(events.map((e) => `${e.type} ${e.object.metadata.name}`)).toEqual(['ADDED gpu-0', 'DELETED gpu-0']);
+  });
+
+  it('deletes a collection by label selector', async () => {
+    for (const name of ['a', 'b', 'c']) {
+      await c.core.createNamespacedConfigMap({ namespace: 'gpu-reflex', body: { metadata: { name: `cooldown-${name}`, labels: { kind: name === 'c' ? 'keep' : 'cooldown' } } } });
+    }
+    await c.core.deleteCollectionNamespacedConfigMap({ namespace: 'gpu-reflex', labelSelector: 'kind=cooldown' });
+    expect(sim.store.list('configmaps', 'gpu-reflex').map((o) => o.metadata.name)).toEqual(['cooldown-c']);
+  });
+
   it('answers a watch from a resourceVersion older than the history with a 410 ERROR event', async () => {
     const res = await fetch(`${sim.url}/api/v1/nodes?watch=true&resourceVersion=-5`);
     const text = await res.text();
