@@ -88,6 +88,14 @@ describe('admission: ResourceQuota and LimitRange', () => {
     expect(f.status.message).toContain('fieldManager: Required value: is required for apply patch');
   });
 
+  it('accepts but never tracks a bare extended resource in a quota, as the real quota evaluator', async () => {
+    await c.core.createNamespacedResourceQuota({ namespace: 'team-a', body: { metadata: { name: 'bare' }, spec: { hard: { 'nvidia.com/gpu': '1' } } } });
+    const q = await c.core.readNamespacedResourceQuota({ name: 'bare', namespace: 'team-a' });
+    expect(q.status?.used).toEqual({});
+    await c.core.createNamespacedPod({ namespace: 'team-a', body: gpuPod('untracked', '2') });
+    expect(sim.store.pod('team-a', 'untracked')!.spec.nodeName).toBeDefined();
+  });
+
   it('refuses a quota with a bad quantity as 422 naming the field', async () => {
     const f = await failure(() => c.core.createNamespacedResourceQuota({ namespace: 'team-a', body: { metadata: { name: 'bad' }, spec: { hard: { 'requests.nvidia.com/gpu': 'lots' } } } }));
     expect(f.code).toBe(422);
