@@ -4,7 +4,7 @@ import { hostIpOf, pendingStatus } from './pods.ts';
 import { quotaRefusal } from './quota.ts';
 import { resource } from './resources.ts';
 import type { Store } from './store.ts';
-import type { Node, Pod } from './types.ts';
+import type { KubeObject, Node, Pod, Taint } from './types.ts';
 
 /**
  * What happens to a new pod or node before it is stored: API defaulting and the admission
@@ -40,4 +40,31 @@ export function defaultNode(node: Node, nowIso: string): Node {
   status.addresses ??= [{ type: 'InternalIP', address: hostIpOf(node.metadata.name) }, { type: 'Hostname', address: node.metadata.name }];
   status.nodeInfo ??= { kubeletVersion: 'v1.30.0', containerRuntimeVersion: 'containerd://1.7.0', osImage: 'gpu-reflex simulated node', operatingSystem: 'linux', architecture: 'amd64' };
   return { ...node, spec: node.spec ?? {}, status };
+}
+
+/**
+ * Field validation the real server applies to what gpu-reflex writes most: node taints and
+ * PDB specs. Returns [field, why] for the first problem, as a 422 cause.
+ */
+export function invalidField(obj: KubeObject): [string, string] | undefined {
+  if (obj.kind === 'Node') {
+    const taints = (obj.spec as { taints?: unknown } | undefined)?.taints;
+    if (taints === undefined || taints === null) return undefined;
+    if (!Array.isArray(taints)) return ['spec.taints', 'Invalid value: must be a list'];
+    const seen = new Set<string>();
+    for (const [i, t] of (taints as Partial<Taint>[]).entries()) {
+      if (!t?.key) return [`spec.taints[${i}].key`, 'Required value'];
+      if (!['NoSchedule', 'PreferNoSchedule', 'NoExecute'].includes(t.effect ?? '')) {
+        return [`spec.taints[${i}].effect`, `Unsupported value: "${t.effect ?? ''}": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"`];
+      }
+      const id = `${t.key}:${t.effect}`;
+      if (seen.has(id)) return [`spec.taints[${i}]`, `Duplicate value: core.Taint{Key:"${t.key}", Effect:"${t.effect}"}`];
+      seen.add(id);
+    }
+  }
+  if (obj.kind === 'PodDisruptionBudget') {
+    const spec = (obj.spec ?? {}) as { minAvailable?: unknown; maxUnavailable?: unknown };
+    if (spec.minAvailable !== undefined && spec.maxUnavailable !== undefined) return ['spec', 'Invalid value: minAvailable and maxUnavailable cannot be both set'];
+  }
+  return undefined;
 }

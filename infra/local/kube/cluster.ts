@@ -1,4 +1,4 @@
-import { admitPod, defaultNode } from './admission.ts';
+import { admitPod, defaultNode, invalidField } from './admission.ts';
 import { withDaemonSetStatus } from './daemonsets.ts';
 import { errors, success, type ApiError, type StatusBody } from './errors.ts';
 import { Lifecycle } from './lifecycle.ts';
@@ -161,6 +161,8 @@ export class Cluster {
     };
     const bad = normalizeQuantities(obj);
     if (bad) throw errors.invalid(r, meta.name, bad, 'Invalid value: must be a quantity such as 500m, 16Gi or 8');
+    const wrong = invalidField(obj);
+    if (wrong) throw errors.invalid(r, meta.name, ...wrong);
     if (r.plural === 'pods') obj = admitPod(obj as Pod, this.store, (p, node) => this.lifecycle.running(p, node));
     if (r.plural === 'nodes') obj = defaultNode(obj as Node, this.nowIso());
     if (r.plural === 'namespaces') {
@@ -225,6 +227,8 @@ export class Cluster {
     if (merged.metadata.deletionTimestamp === undefined) delete merged.metadata.deletionTimestamp;
     const bad = normalizeQuantities(merged);
     if (bad) throw errors.invalid(r, name, bad, 'Invalid value: must be a quantity such as 500m, 16Gi or 8');
+    const wrong = invalidField(merged);
+    if (wrong) throw errors.invalid(r, name, ...wrong);
     if (r.hasStatus) {
       if (opts.subresource === 'status') merged = { ...current, metadata: { ...current.metadata, labels: merged.metadata.labels, annotations: merged.metadata.annotations }, status: merged.status };
       else if (current.status !== undefined) merged.status = current.status;

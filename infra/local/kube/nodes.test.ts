@@ -57,6 +57,18 @@ describe('nodes through @kubernetes/client-node', () => {
     expect(n.spec?.taints).toEqual([{ key: 'gpu-reflex.io/faulty', value: 'xid-79', effect: 'NoSchedule' }]);
   });
 
+  it.each([
+    [[{ key: 'gpu', value: 'bad', effect: 'Sometimes' }], 'spec.taints[0].effect: Unsupported value: "Sometimes"'],
+    [[{ value: 'x', effect: 'NoSchedule' }], 'spec.taints[0].key: Required value'],
+    [[{ key: 'gpu', effect: 'NoSchedule' }, { key: 'gpu', value: 'other', effect: 'NoSchedule' }], 'spec.taints[1]: Duplicate value'],
+  ])('refuses an invalid taint list %j with 422 naming the field', async (taints, message) => {
+    const f = await failure(() => c.core.patchNode({ name: 't4-1', body: { spec: { taints } } }, patchWith(k8s.PatchStrategy.MergePatch)));
+    expect(f.code).toBe(422);
+    expect(f.status.reason).toBe('Invalid');
+    expect(f.status.message).toContain(`Node "t4-1" is invalid: ${message}`);
+    expect(sim.store.node('t4-1')!.spec?.taints).toBeUndefined();
+  });
+
   it('refuses a write carrying a stale resourceVersion with 409 Conflict', async () => {
     const node = await c.core.readNode({ name: 't4-0' });
     const stale = node.metadata!.resourceVersion!;
