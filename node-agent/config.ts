@@ -1,7 +1,8 @@
 /**
  * The node-agent's configuration: environment variables, parsed ONCE at start with zod, frozen.
- * Every variable is documented in docs/node-agent-config.md (name, default, meaning); keep the two
- * in step. Errors name the variable, so a bad DaemonSet manifest says exactly what to fix.
+ * Every variable is documented in docs/node-agent.md, section Environment (name, default,
+ * meaning); keep the two in step. Errors name the variable, so a bad DaemonSet manifest says
+ * exactly what to fix.
  */
 import { hostname } from 'node:os';
 import { z } from 'zod';

@@ -1,0 +1,95 @@
+/**
+ * Helpers for measuring the agent as a separate process: bundling (the form an image ships),
+ * /proc readings (CPU ticks, peak RSS), and bus receipt times.
+ */
+import { execFileSync } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import type { LocalBus } from '../infra/local/bus/index.ts';
+
+/** utime + stime of a process in seconds (fields 14 and 15 of /proc/<pid>/stat, in clock ticks). */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // The command name (field 2) may hold spaces: count fields after its closing parenthesis.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / clockTicks();
+}
+
+let ticks: number | undefined;
+function clockTicks(): number {
+  if (ticks === undefined) {
+    try {
+      ticks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      ticks = 100;
+    }
+  }
+  return ticks;
+}
+
+/** Peak resident set size in MiB (VmHWM: the high-water mark since the process started). */
+export function peakRssMiB(pid: number): number {
+  const m = /^VmHWM:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+  if (!m) throw new Error(`no VmHWM in /proc/${pid}/status`);
+  return Number(m[1]) / 1024;
+}
+
+/**
+ * Bundles the agent command and the XID injector with esbuild into `.build/bench/`, as a
+ * container image would run them: plain JavaScript, no TypeScript loader in the process (tsx
+ * keeps a loader thread with its own V8 heap, ~35 MiB). koffi stays external (native addon).
+ */
+export async function bundleAgent(root: string): Promise<{ agent: string; injector: string }> {
+  const { build } = await import('esbuild');
+  const out = join(root, '.build', 'bench');
+  await mkdir(out, { recursive: true });
+  const common = {
+    bundle: true,
+    platform: 'node' as const,
+    format: 'esm' as const,
+    target: 'node20',
+    external: ['koffi'],
+    logLevel: 'error' as const,
+    // The AWS SDK's CommonJS parts call require(): give the ESM bundle one.
+    banner: { js: "import { createRequire as __gr_createRequire } from 'module'; const require = __gr_createRequire(import.meta.url);" },
+  };
+  const agent = join(out, 'agent.mjs');
+  await build({
+    ...common,
+    stdin: {
+      // `node agent.mjs agent [options]`, like `gpu-reflex agent [options]`, with one command only.
+      contents: [
+        "import { agentCommand } from './node-agent/cli/agent.ts';",
+        "import { processIo } from './bin/command.ts';",
+        "const args = process.argv.slice(2);",
+        "if (args[0] === 'agent') args.shift();",
+        'process.exitCode = await agentCommand.run(args, processIo);',
+      ].join('\n'),
+      resolveDir: root,
+      sourcefile: 'agent-entry.ts',
+      loader: 'ts',
+    },
+    outfile: agent,
+  });
+  const injector = join(out, 'xid-injector.mjs');
+  await build({ ...common, entryPoints: [join(root, 'bench', 'agent-xid-injector.ts')], outfile: injector });
+  return { agent, injector };
+}
+
+/**
+ * Records when each bus event arrived, in CLOCK_MONOTONIC nanoseconds. The bus runs in this
+ * process, so a 1 ms poll of its event list sees an accepted PutEvents within about a
+ * millisecond (the resolution of the latency numbers).
+ */
+export function watchReceipts(bus: LocalBus): { at: bigint[]; stop(): void } {
+  const at: bigint[] = [];
+  const timer = setInterval(() => {
+    const n = bus.events.length;
+    if (n > at.length) {
+      const now = process.hrtime.bigint();
+      while (at.length < n) at.push(now);
+    }
+  }, 1);
+  return { at, stop: () => clearInterval(timer) };
+}

@@ -1,0 +1,40 @@
+/**
+ * The agent's own metrics (the publisher registers its own beside them). Names are public:
+ * dashboards and alerts use them (docs/node-agent.md).
+ */
+import type { Metrics } from './metrics.ts';
+
+export interface AgentMetrics {
+  /** An NVML call failed (not NOT_SUPPORTED, not a lost GPU): `error` is NVML's name for it. */
+  nvmlError(error: string): void;
+  /** An XID went out; `atMs` is when the agent saw it. */
+  xidPublished(via: 'nvml' | 'kmsg', atMs: number): void;
+  /** The second sighting of an XID (NVML and kernel log) that the deduper absorbed. */
+  xidDuplicate(via: 'nvml' | 'kmsg'): void;
+}
+
+export const noAgentMetrics: AgentMetrics = { nvmlError() {}, xidPublished() {}, xidDuplicate() {} };
+
+export const AGENT_METRIC_NAMES = {
+  nvmlErrors: 'gpu_reflex_nvml_errors_total',
+  lastXid: 'gpu_reflex_last_xid_timestamp_seconds',
+  xids: 'gpu_reflex_xids_total',
+  xidDuplicates: 'gpu_reflex_xid_duplicates_total',
+} as const;
+
+export function registerAgentMetrics(registry: Metrics): AgentMetrics {
+  const n = AGENT_METRIC_NAMES;
+  const errors = registry.counter(n.nvmlErrors, 'NVML calls that failed (NOT_SUPPORTED and lost GPUs excluded), by NVML error name.', ['error']);
+  const lastXid = registry.gauge(n.lastXid, 'Unix time (seconds) of the last XID the agent published; 0 before the first.');
+  const xids = registry.counter(n.xids, 'XIDs published, by where the agent saw them first (nvml or kmsg).', ['via']);
+  const dups = registry.counter(n.xidDuplicates, 'XID sightings suppressed because the other source already reported them.', ['via']);
+  lastXid.set({}, 0);
+  return {
+    nvmlError: (error) => errors.inc({ error }),
+    xidPublished(via, atMs) {
+      xids.inc({ via });
+      lastXid.set({}, atMs / 1000);
+    },
+    xidDuplicate: (via) => dups.inc({ via }),
+  };
+}

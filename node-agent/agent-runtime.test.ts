@@ -1,0 +1,107 @@
+/**
+ * The runtime in-process: real loops, the mock NVML on its real clock (event waits block in the
+ * library, as on a driver), a kernel log file, HTTP on port 0. The test waits for the lines the
+ * agent prints (promises resolved by its output), never for time to pass.
+ */
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { buildMockNvml, MOCK_NVML_SCENARIOS } from '../infra/local/mock-nvml/build.ts';
+import type { CliIo } from '../bin/command.ts';
+import { kmsgRecordBefore, runAgent, threadPoolWarning } from './agent-runtime.ts';
+import { loadAgentConfig } from './config.ts';
+import { loadMockNvmlControls } from './nvml/ffi.ts';
+import { fakeProcRoot } from './test-support/agent-fixture.ts';
+
+type Printed = { detailType: string; detail: Record<string, unknown> };
+
+/** Captures output; `next(pred)` resolves with the first printed event (past or future) that matches. */
+function capture() {
+  const events: Printed[] = [];
+  const logs: string[] = [];
+  const waiters: { pred: (e: Printed) => boolean; resolve: (e: Printed) => void }[] = [];
+  const io: CliIo = {
+    out(line) {
+      const e = JSON.parse(line) as Printed;
+      events.push(e);
+      for (const w of waiters.filter((x) => x.pred(e))) {
+        waiters.splice(waiters.indexOf(w), 1);
+        w.resolve(e);
+      }
+    },
+    err: (line) => logs.push(line),
+  };
+  const next = (pred: (e: Printed) => boolean) =>
+    new Promise<Printed>((resolve) => {
+      const seen = events.find(pred);
+      if (seen) resolve(seen);
+      else waiters.push({ pred, resolve });
+    });
+  return { io, events, logs, next };
+}
+
+describe('runAgent', () => {
+  it('publishes NVML and kernel-log XIDs, serves /healthz and /metrics, and flushes on stop', async () => {
+    const library = await buildMockNvml();
+    process.env.MOCK_NVML_QUIET = '1';
+    const mock = loadMockNvmlControls(library);
+    mock.setScenario(join(MOCK_NVML_SCENARIOS, 'dgx-a100-8x.json'));
+    mock.setManualClock(false);
+    const dir = await mkdtemp(join(tmpdir(), 'gr-runtime-'));
+    const kmsg = join(dir, 'kern.log');
+    await writeFile(kmsg, '[ 8123.000001] NVRM: Xid (PCI:0000:47:00): 31, pid=4102, name=python, Ch 00000008, intr 00000000\n');
+    const config = loadAgentConfig({ NODE_NAME: 'gpu-node-1', NVML_LIBRARY_PATH: library, HTTP_PORT: '0', KMSG_PATH: kmsg, PROC_ROOT: await fakeProcRoot([]), SAMPLE_INTERVAL_MS: '60000' });
+    const { io, events, logs, next } = capture();
+    const stop = new AbortController();
+    let port = 0;
+    let onReady = () => {};
+    const ready = new Promise<void>((resolve) => (onReady = resolve));
+    const exit = runAgent({ config, io, stop: stop.signal, print: true, env: { UV_THREADPOOL_SIZE: '8' }, onReady: (r) => { port = r.httpPort; onReady(); } });
+    // An early exit fails the test with the agent's logs instead of a timeout.
+    await Promise.race([ready, exit.then((code) => Promise.reject(new Error(`agent exited ${code}: ${logs.join('\n')}`)))]);
+
+    await next((e) => e.detailType === 'GPU Inventory');
+    const fromKmsg = await next((e) => e.detailType === 'GPU XID Error' && e.detail.via === 'kmsg');
+    expect(fromKmsg.detail).toMatchObject({ xid: 31, pid: 4102, gpu: { index: 2 } });
+    mock.injectXid(5, 79);
+    const fromNvml = await next((e) => e.detailType === 'GPU XID Error' && e.detail.via === 'nvml');
+    expect(fromNvml.detail).toMatchObject({ xid: 79, gpu: { index: 5 } });
+
+    const health = await fetch(`http://127.0.0.1:${port}/healthz`);
+    expect(health.status).toBe(200);
+    expect(await health.json()).toMatchObject({ status: 'ok', spooled: 0 });
+    const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+    expect(metrics).toContain('gpu_reflex_xids_total{via="kmsg"} 1');
+    expect(metrics).toContain('gpu_reflex_xids_total{via="nvml"} 1');
+    expect(metrics).toMatch(/^# TYPE gpu_reflex_nvml_errors_total counter$/m);
+    const lastXid = Number(/^gpu_reflex_last_xid_timestamp_seconds (\S+)$/m.exec(metrics)?.[1]);
+    expect(lastXid).toBe(Date.parse(fromNvml.detail.observedAt as string) / 1000);
+
+    stop.abort();
+    expect(await exit).toBe(0);
+    expect(events.at(-1)?.detailType).toBe('GPU Utilization Summary');
+    expect(logs.some((l) => l.includes('"msg":"agent stopped"'))).toBe(true);
+    expect(logs.some((l) => l.includes('UV_THREADPOOL_SIZE'))).toBe(false);
+  });
+});
+
+describe('runtime helpers', () => {
+  it.each([
+    [undefined, true],
+    ['4', true],
+    ['eight', true],
+    ['8', false],
+    ['16', false],
+  ])('warns about UV_THREADPOOL_SIZE=%s: %s', (value, warns) => {
+    expect(threadPoolWarning({ UV_THREADPOOL_SIZE: value }) !== undefined).toBe(warns);
+  });
+
+  it.each([
+    ['6,1234,5000000,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, y', 6_000_000, true],
+    ['6,1234,7000000,-;NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, y', 6_000_000, false],
+    ['[ 5.000000] NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, y', 6_000_000, false],
+  ])('skips /dev/kmsg records from before the start: %s', (line, startUs, skipped) => {
+    expect(kmsgRecordBefore(line, startUs)).toBe(skipped);
+  });
+});

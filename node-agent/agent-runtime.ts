@@ -1,0 +1,221 @@
+/**
+ * The agent process: wiring (NVML, publisher, metrics, HTTP) and the loops that drive the steps of
+ * agent.ts on real timers. Startup, shutdown and exit codes are decided here, once.
+ *
+ * Loops: a sample every SAMPLE_INTERVAL_MS (fixed rate); NVML event waits of EVENT_WAIT_MS in a
+ * loop (each one a koffi async call of at most the watcher's 100 ms slice, so the event loop stays
+ * free and a stop is seen within one slice); the kernel log followed from KMSG_PATH when it can be
+ * read (a missing or unreadable kmsg is a warning: XIDs still come from NVML).
+ *
+ * Shutdown (the `stop` signal: SIGTERM/SIGINT in the CLI): stop the loops, flush the utilization
+ * window, `publisher.close({ deadlineMs })` (what is not delivered by then stays in the spool),
+ * close the NVML event watcher, and only then `nvml.close()`: a wait may still be running on a
+ * pool thread, and nvmlShutdown under it would free its event set.
+ */
+import { readFile } from 'node:fs/promises';
+import { setTimeout as sleep } from 'node:timers/promises';
+import type { CliIo } from '../bin/command.ts';
+import { Agent, type EventSink } from './agent.ts';
+import { registerAgentMetrics } from './agent-metrics.ts';
+import type { HealthThresholds } from './collectors/health.ts';
+import type { AgentConfig } from './config.ts';
+import type { OutgoingEvent } from './events.ts';
+import { AgentHealth, startAgentHttp, type AgentHttpServer } from './http.ts';
+import { readLogLines } from './kmsg/read-log.ts';
+import { jsonLog } from './log.ts';
+import { Metrics } from './metrics.ts';
+import { Nvml, NvmlError, NvmlNotFoundError } from './nvml/nvml.ts';
+import { openPublisherFromConfig } from './publisher/open-publisher.ts';
+import type { Publisher } from './publisher/publisher.ts';
+import { registerPublisherMetrics } from './publisher/publisher-metrics.ts';
+import type { PublisherLog } from './publisher/types.ts';
+
+/** Exit codes of `gpu-reflex agent` (docs/node-agent.md). */
+export const EXIT = {
+  ok: 0,
+  /** Something unexpected: the HTTP port taken, the spool unusable, a bug. */
+  failed: 1,
+  /** Bad usage or a bad environment variable. */
+  config: 2,
+  /** The NVML library is not there: no driver on this node, or a wrong NVML_LIBRARY_PATH. */
+  nvmlNotFound: 3,
+  /** The library loaded but nvmlInit failed (driver not loaded, version mismatch). */
+  nvmlInit: 4,
+} as const;
+
+/** Longest one event wait runs before the loop looks at `stop` again (the watcher slices it). */
+export const EVENT_WAIT_MS = 100;
+/** Pause after a failed event wait. */
+export const EVENT_RETRY_MS = 1_000;
+/** What the publisher gets at shutdown; the DaemonSet's grace period (30 s) leaves room for it. */
+export const SHUTDOWN_DEADLINE_MS = 10_000;
+
+export interface RunAgentOptions {
+  config: AgentConfig;
+  io: CliIo;
+  /** Aborting it shuts the agent down cleanly (the CLI wires SIGTERM and SIGINT to it). */
+  stop: AbortSignal;
+  /** One sample and inventory, published (or printed), then exit. */
+  once?: boolean;
+  /** Print events as JSON lines on `io.out` instead of publishing (no publisher, no spool). */
+  print?: boolean;
+  /** The process environment, for the UV_THREADPOOL_SIZE check. */
+  env?: Record<string, string | undefined>;
+  /** Called once the loops run (tests: the HTTP port). */
+  onReady?: (info: { httpPort: number; agent: Agent }) => void;
+}
+
+export function thresholdsOf(config: AgentConfig): HealthThresholds {
+  const t = config.thresholds;
+  return {
+    utilHighPercent: t.gpuUtilHighPercent,
+    utilHighForMs: t.gpuUtilHighForMs,
+    framebufferHighPercent: t.fbUsedHighPercent,
+    temperatureWarnC: t.tempWarnC,
+    temperatureCritC: t.tempCritC,
+    powerHighPercent: t.powerHighPercent,
+    hysteresis: t.hysteresisPercent,
+    monitoringFailures: 3,
+  };
+}
+
+/** `--dry-run`: one JSON object per event on stdout. */
+export function printSink(out: (line: string) => void): EventSink {
+  return { publish: (e: OutgoingEvent) => out(JSON.stringify({ source: e.source, detailType: e.detailType, time: e.time.toISOString(), priority: e.priority, detail: e.detail })) };
+}
+
+/** koffi's async NVML wait runs on libuv's pool, shared with file I/O (shared/reference/wire.md). */
+export function threadPoolWarning(env: Record<string, string | undefined>): string | undefined {
+  const n = Number(env.UV_THREADPOOL_SIZE);
+  if (env.UV_THREADPOOL_SIZE && Number.isInteger(n) && n >= 8) return undefined;
+  return `UV_THREADPOOL_SIZE is ${env.UV_THREADPOOL_SIZE ? env.UV_THREADPOOL_SIZE : 'unset (4)'}: set it to 8 or more, or NVML event waits can starve file I/O`;
+}
+
+export async function runAgent(o: RunAgentOptions): Promise<number> {
+  const { config, io } = o;
+  const log = jsonLog(io.err);
+  // --once makes no event waits: the pool size does not matter there.
+  const warning = o.once ? undefined : threadPoolWarning(o.env ?? process.env);
+  if (warning) log.warn(warning);
+  let nvml: Nvml;
+  try {
+    nvml = Nvml.open({ libraryPath: config.nvmlLibraryPath });
+  } catch (err) {
+    if (err instanceof NvmlNotFoundError) {
+      io.err(err.message);
+      return EXIT.nvmlNotFound;
+    }
+    if (err instanceof NvmlError) {
+      io.err(`NVML did not initialise: ${err.message}`);
+      return EXIT.nvmlInit;
+    }
+    throw err;
+  }
+  const registry = new Metrics();
+  const health = new AgentHealth();
+  let publisher: Publisher | undefined;
+  let agent: Agent | undefined;
+  let http: AgentHttpServer | undefined;
+  try {
+    if (!o.print) publisher = await openPublisherFromConfig(config, { metrics: registerPublisherMetrics(registry), log });
+    agent = new Agent({
+      nodeName: config.nodeName,
+      nvml,
+      sink: publisher ?? printSink(io.out),
+      now: Date.now,
+      procRoot: config.procRoot,
+      thresholds: thresholdsOf(config),
+      utilizationWindowMs: config.utilizationWindowMs,
+      inventoryIntervalMs: config.inventoryIntervalMs,
+      watchEvents: !o.once,
+      metrics: registerAgentMetrics(registry),
+      health,
+      log,
+    });
+    log.info('agent started', { node: config.nodeName, gpus: agent.source.gpus.length, driver: agent.source.system.driverVersion, once: o.once ?? false, dryRun: o.print ?? false });
+    if (o.once) {
+      await agent.sampleOnce();
+    } else {
+      const p = publisher;
+      http = await startAgentHttp({
+        port: config.httpPort,
+        metrics: registry,
+        health,
+        publisherStatus: () => (p ? p.status() : { lastPublishAt: null, spooledEvents: 0 }),
+      });
+      await runLoops(agent, config, o, log, http.port);
+      agent.flush();
+    }
+    return EXIT.ok;
+  } catch (err) {
+    log.error('agent failed', { error: err instanceof Error ? err.message : String(err) });
+    return EXIT.failed;
+  } finally {
+    const report = await publisher?.close({ deadlineMs: SHUTDOWN_DEADLINE_MS });
+    if (report && report.spooled > 0) log.warn('events left in the spool for the next start', { ...report });
+    await agent?.close();
+    nvml.close();
+    await http?.close();
+    log.info('agent stopped');
+  }
+}
+
+async function runLoops(agent: Agent, config: AgentConfig, o: RunAgentOptions, log: PublisherLog, httpPort: number): Promise<void> {
+  const { stop } = o;
+  const failed = (step: string) => (err: unknown) => {
+    log.error(`${step} failed`, { error: err instanceof Error ? err.message : String(err) });
+    return [];
+  };
+  const sampling = (async () => {
+    // Fixed rate: a slow sample does not push every later one back.
+    for (let next = Date.now(); !stop.aborted; ) {
+      await agent.sampleOnce().catch(failed('sample'));
+      next += config.sampleIntervalMs;
+      await sleep(Math.max(0, next - Date.now()), undefined, { signal: stop }).catch(() => undefined);
+    }
+  })();
+  const events = (async () => {
+    while (!stop.aborted) {
+      await agent.pollEventsOnce(EVENT_WAIT_MS).catch(failed('NVML event wait'));
+      // A failing wait returns at once: pause instead of spinning on a broken driver.
+      if (agent.eventWaitFailing) await sleep(EVENT_RETRY_MS, undefined, { signal: stop }).catch(() => undefined);
+    }
+  })();
+  const kernel = followKernelLog(agent, config.kmsgPath, stop, log);
+  o.onReady?.({ httpPort, agent });
+  await Promise.all([sampling, events, kernel]);
+}
+
+/** /dev/kmsg records carry microseconds since boot: `6,1234,5678901,-;NVRM: Xid ...`. */
+export function kmsgRecordBefore(line: string, sinceBootUs: number): boolean {
+  const m = /^\d+,\d+,(\d+),[^;]*;/.exec(line);
+  return m !== null && Number(m[1]) < sinceBootUs;
+}
+
+async function uptimeUs(): Promise<number> {
+  const text = await readFile('/proc/uptime', 'utf8').catch(() => '0');
+  return Math.floor(Number.parseFloat(text) * 1e6) || 0;
+}
+
+/**
+ * Follows the kernel log. /dev/kmsg starts with the whole ring buffer: records from before the
+ * agent started were reported by the previous run (or predate it) and are skipped, or every
+ * restart would re-publish every XID since boot.
+ */
+async function followKernelLog(agent: Agent, path: string, stop: AbortSignal, log: PublisherLog): Promise<void> {
+  const startedUs = await uptimeUs();
+  try {
+    for await (const line of readLogLines(path, { follow: true, signal: stop })) {
+      if (kmsgRecordBefore(line, startedUs)) continue;
+      try {
+        agent.onKernelLine(line);
+      } catch (err) {
+        // One line the agent cannot turn into an event must not stop the follower.
+        log.error('kernel-log line not published', { line: line.slice(0, 300), error: err instanceof Error ? err.message : String(err) });
+      }
+    }
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    log.warn('kernel log not readable; XIDs come from NVML only', { path, error: code ?? String(err), ...(code === 'EACCES' || code === 'EPERM' ? { hint: 'reading /dev/kmsg needs CAP_SYSLOG' } : {}) });
+  }
+}

@@ -1,0 +1,185 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { oneGpu } from '../infra/local/mock-nvml/testing.ts';
+import { validateDetail } from '../events/validate.ts';
+import { AgentHealth } from './http.ts';
+import type { OutgoingEvent } from './events.ts';
+import { podUidOf, startAgent, type AgentFixture } from './test-support/agent-fixture.ts';
+
+// The real agent on the mock NVML library through the real koffi binding, with the mock's manual
+// clock: nvmlEventSetWait_v2 answers at once, so pollEventsOnce(0) is a non-blocking poll.
+let fx: AgentFixture | undefined;
+afterEach(async () => {
+  await fx?.close();
+  fx = undefined;
+});
+
+const DGX_PIDS = [4100, 4101, 4102, 4103, 4104, 4105, 4106, 4107];
+const MIG_PIDS = [2201, 2202, 2301];
+const ofType = (events: OutgoingEvent[], detailType: string) => events.filter((e) => e.detailType === detailType);
+const detail = (e: OutgoingEvent | undefined) => e?.detail as Record<string, unknown>;
+
+function expectValid(events: OutgoingEvent[]): void {
+  for (const e of events) expect(validateDetail(e.detailType, e.detail)).toMatchObject({ ok: true });
+}
+
+describe('Agent.sampleOnce', () => {
+  it('publishes the inventory at start, with pods from /proc, and again only when it changes', async () => {
+    fx = await startAgent('dgx-a100-8x.json', { pids: DGX_PIDS });
+    const first = await fx.agent.sampleOnce();
+    const [inv] = ofType(first, 'GPU Inventory');
+    expect(inv?.priority).toBe('normal');
+    const gpus = detail(inv).gpus as { index: number; processes: { pid: number; podUid?: string }[]; migMode: string }[];
+    expect(gpus).toHaveLength(8);
+    expect(gpus[3]).toMatchObject({ index: 3, migMode: 'disabled', processes: [{ pid: 4103, usedMiB: 70000, podUid: podUidOf(4103) }] });
+    expectValid(first);
+    fx.advance(1000);
+    expect(ofType(await fx.agent.sampleOnce(), 'GPU Inventory')).toEqual([]);
+  });
+
+  it('publishes a health crossing once, not once per sample', async () => {
+    fx = await startAgent(oneGpu({ series: { intervalMs: 1000, tempC: [60, 82, 83, 84, 83] } }));
+    const health: OutgoingEvent[] = [];
+    for (let s = 0; s < 5; s++) {
+      health.push(...ofType(await fx.agent.sampleOnce(), 'GPU Health Changed'));
+      fx.advance(1000);
+    }
+    expect(health.map((e) => [detail(e).condition, detail(e).state, detail(e).value])).toEqual([['temperature', 'firing', 82]]);
+    expect(health[0]?.priority).toBe('critical');
+    expectValid(health);
+  });
+
+  it('publishes one utilization summary when the window closes, and the rest on flush', async () => {
+    fx = await startAgent('dgx-a100-8x.json');
+    const summaries: OutgoingEvent[] = [];
+    for (let s = 0; s <= 60; s += 10) {
+      summaries.push(...ofType(await fx.agent.sampleOnce(), 'GPU Utilization Summary'));
+      fx.advance(10_000);
+    }
+    expect(summaries.map((e) => detail(e).samples)).toEqual([6]);
+    expect(fx.agent.flush().map((e) => detail(e).samples)).toEqual([1]);
+    expectValid(summaries);
+  });
+
+  it('leaves NOT_SUPPORTED fields out of readings and events', async () => {
+    fx = await startAgent('t4-node.json', { pids: [3100] });
+    const sample = fx.agent.source.sample();
+    expect(sample.ok).toBe(true);
+    const r = sample.ok ? sample.readings[0]! : undefined;
+    expect(r).toBeDefined();
+    for (const field of ['remappedRows', 'nvlinkActive', 'recoveryAction', 'migMode', 'migDevices'] as const) expect(r).not.toHaveProperty(field);
+    expect(r).toHaveProperty('temperatureC');
+    await fx.agent.sampleOnce();
+    fx.mock.injectXid(0, 13);
+    const [xid] = await fx.agent.pollEventsOnce(0);
+    expect(detail(xid)).not.toHaveProperty('recoveryAction');
+    expect(detail(xid)).not.toHaveProperty('mig');
+  });
+});
+
+describe('Agent when NVML stops answering', () => {
+  it('reports monitoring-degraded after three failed samples, marks NVML unhealthy, and never blames a GPU', async () => {
+    const health = new AgentHealth();
+    fx = await startAgent('t4-node.json', { overrides: { watchEvents: false, health } });
+    await fx.agent.sampleOnce();
+    // After nvmlShutdown every call answers UNINITIALIZED: the driver "went away" under the agent.
+    fx.nvml.close();
+    const failed: OutgoingEvent[] = [];
+    for (let i = 0; i < 4; i++) failed.push(...(await fx.agent.sampleOnce()));
+    expect(failed.map((e) => [e.detailType, detail(e).condition, detail(e).state, detail(e).gpu])).toEqual([['GPU Health Changed', 'monitoring-degraded', 'firing', undefined]]);
+    expectValid(failed);
+    expect(health.nvmlHealthy).toBe(false);
+    expect(health.nvmlReason).toContain('NVML_ERROR_UNINITIALIZED');
+  });
+});
+
+describe('Agent.pollEventsOnce and onKernelLine', () => {
+  it('turns an injected XID on a MIG instance into a GPU XID Error with the instance and its pods', async () => {
+    fx = await startAgent('h100-mig.json', { pids: MIG_PIDS });
+    await fx.agent.sampleOnce();
+    expect(await fx.agent.pollEventsOnce(0)).toEqual([]);
+    fx.advance(5000);
+    fx.mock.injectXid(1, 48, 2, 0);
+    const events = await fx.agent.pollEventsOnce(0);
+    expect(events.map((e) => e.detailType)).toEqual(['GPU XID Error']);
+    expectValid(events);
+    expect(events[0]?.priority).toBe('critical');
+    expect(detail(events[0])).toMatchObject({
+      node: 'gpu-node-1',
+      observedAt: '2026-01-01T00:00:05.000Z',
+      gpu: { index: 1, uuid: 'GPU-4822a95c-0707-b9c0-e66a-fc869143501b', pciBusId: '00000000:2A:00.0', name: expect.any(String) },
+      mig: { gpuInstanceId: 2, computeInstanceId: 0, uuid: 'MIG-3c5cea4d-779f-dc0a-048a-857e0709611d', profile: '3g.40gb' },
+      xid: 48,
+      via: 'nvml',
+      recoveryAction: 'none',
+      pods: [{ uid: podUidOf(2301) }],
+    });
+  });
+
+  it('names only the pods of the MIG instance that failed, not the whole GPU', async () => {
+    fx = await startAgent('h100-mig.json', { pids: MIG_PIDS });
+    await fx.agent.sampleOnce();
+    fx.mock.injectXid(0, 31, 9, 0);
+    const [event] = await fx.agent.pollEventsOnce(0);
+    expect(detail(event).pods).toEqual([{ uid: podUidOf(2202) }]);
+  });
+
+  it('does not publish the kernel-log sighting of an XID NVML already reported', async () => {
+    fx = await startAgent('h100-mig.json', { pids: MIG_PIDS });
+    await fx.agent.sampleOnce();
+    fx.mock.injectXid(1, 48, 2, 0);
+    expect(await fx.agent.pollEventsOnce(0)).toHaveLength(1);
+    fx.advance(2000);
+    const line = '6,1234,5678901,-;NVRM: Xid (PCI:0000:2a:00 GPU-I:02): 48, pid=2301, name=python3, DBE (double bit error) ECC error';
+    expect(fx.agent.onKernelLine(line)).toEqual([]);
+    // A later occurrence, outside the pairing window, is a new XID.
+    fx.advance(60_000);
+    const later = fx.agent.onKernelLine(line);
+    expect(later.map((e) => [detail(e).via, detail(e).pid, detail(e).process])).toEqual([['kmsg', 2301, 'python3']]);
+    expect(detail(later[0])).toMatchObject({ mig: { gpuInstanceId: 2, profile: '3g.40gb' }, pods: [{ uid: podUidOf(2301) }] });
+    expectValid(later);
+    expect(fx.published.filter((e) => e.detailType === 'GPU XID Error')).toHaveLength(2);
+  });
+
+  it('publishes a kernel-log XID first and absorbs the NVML sighting that follows', async () => {
+    fx = await startAgent('dgx-a100-8x.json', { pids: DGX_PIDS });
+    await fx.agent.sampleOnce();
+    const out = fx.agent.onKernelLine('[ 1234.567890] NVRM: Xid (PCI:0000:b7:00): 79, pid=4106, name=python, GPU has fallen off the bus.');
+    expect(out.map((e) => [detail(e).xid, detail(e).via, detail(e).message])).toEqual([[79, 'kmsg', 'GPU has fallen off the bus.']]);
+    fx.mock.injectXid(6, 79);
+    expect(await fx.agent.pollEventsOnce(0)).toEqual([]);
+    expect(fx.agent.onKernelLine('NVRM: Xid (PCI:0000:ff:00): 79, pid=1, name=x, not ours')).toEqual([]);
+    expect(fx.agent.onKernelLine('some other kernel line')).toEqual([]);
+    const long = fx.agent.onKernelLine(`NVRM: Xid (PCI:0000:07:00): 13, pid=4100, name=${'p'.repeat(400)}, Graphics Exception`);
+    expect((detail(long[0]).process as string).length).toBe(256);
+    expectValid(long);
+  });
+
+  it('reports a lost GPU as GPU Health Changed gpu-lost with its pods, once, and keeps running', async () => {
+    fx = await startAgent('dgx-a100-8x.json', { pids: DGX_PIDS });
+    await fx.agent.sampleOnce();
+    fx.advance(1000);
+    fx.mock.injectFault({ kind: 'gpuLost', gpu: 5 });
+    const events = await fx.agent.pollEventsOnce(0);
+    const lost = ofType(events, 'GPU Health Changed');
+    expect(lost.map((e) => [detail(e).condition, detail(e).state, (detail(e).gpu as { index: number }).index])).toEqual([['gpu-lost', 'firing', 5]]);
+    expect(detail(lost[0]).pods).toEqual([{ uid: podUidOf(4105) }]);
+    // The inventory now lists the seven GPUs that can take work.
+    const [inv] = ofType(events, 'GPU Inventory');
+    expect((detail(inv).gpus as unknown[]).length).toBe(7);
+    expectValid(events);
+    fx.advance(1000);
+    const next = await fx.agent.sampleOnce();
+    expect(ofType(next, 'GPU Health Changed')).toEqual([]);
+    fx.mock.injectXid(2, 13);
+    expect((await fx.agent.pollEventsOnce(0)).map((e) => detail(e).xid)).toEqual([13]);
+  });
+
+  it('samples at once on an uncorrectable ECC event, so the health crossing does not wait for the tick', async () => {
+    fx = await startAgent('dgx-a100-8x.json');
+    await fx.agent.sampleOnce();
+    fx.advance(1500);
+    fx.mock.injectFault({ kind: 'ecc', gpu: 2, uncorrected: 1 });
+    const events = await fx.agent.pollEventsOnce(0);
+    expect(ofType(events, 'GPU Health Changed').map((e) => [detail(e).condition, (detail(e).gpu as { index: number }).index])).toEqual([['ecc-uncorrected', 2]]);
+  });
+});

@@ -1,0 +1,269 @@
+/**
+ * The node agent as explicit steps, so tests drive it without timers (agent-runtime.ts loops
+ * them on real ones):
+ *
+ *  - `sampleOnce(nowMs)`: sample every GPU → inventory (published when it changed, or every
+ *    `inventoryIntervalMs`) → health crossings → utilization summary when a window closes;
+ *  - `pollEventsOnce(timeoutMs)`: one NVML event wait. An XID is published (pods and MIG instance
+ *    from the latest inventory, the GPU's recovery action read now); a lost GPU, ECC, DRAM
+ *    retirement or recovery-action event triggers a sample at once, so its health crossing goes
+ *    out without waiting for the next tick;
+ *  - `onKernelLine(line)`: a kernel-log XID, found by PCI bus id.
+ *
+ * The same XID is usually seen twice, by NVML and in the kernel log. XidDeduper pairs the two
+ * sightings within XID_DEDUPE_WINDOW_MS: the first one is published (`via` says which source),
+ * the second is absorbed and only counted (gpu_reflex_xid_duplicates_total). The event is never
+ * re-sent as `via: 'both'`: it has already left, and a second event would be a second XID to
+ * consumers. Repeats from one source are new occurrences and are always published.
+ */
+import { describeXid } from '../events/xid.ts';
+import type { MigRef } from '../events/common.ts';
+import { noAgentMetrics, type AgentMetrics } from './agent-metrics.ts';
+import { HealthEvaluator, type HealthEvent, type HealthThresholds } from './collectors/health.ts';
+import { buildInventory, inventoryKey, podsOnGpu, type Inventory } from './collectors/inventory.ts';
+import { PodResolver } from './collectors/pods.ts';
+import type { GpuReading } from './collectors/reading.ts';
+import { UtilizationWindow } from './collectors/utilization.ts';
+import { healthEvent, inventoryEvent, utilizationEvent, xidEvent, type OutgoingEvent } from './events.ts';
+import type { AgentHealth } from './http.ts';
+import { XidDeduper } from './kmsg/dedupe.ts';
+import { parseXidLine } from './kmsg/parse-xid.ts';
+import { NVML_EVENT, type NvmlEvent, type NvmlEventWatcher, type NvmlEventWatcherOptions } from './nvml/events.ts';
+import { NvmlError, type Nvml } from './nvml/nvml.ts';
+import { silentLog, type PublisherLog } from './publisher/types.ts';
+import { NvmlSource } from './sources/nvml-source.ts';
+
+/** Where events go: the Publisher, or stdout in a dry run. Must not block or throw. */
+export interface EventSink {
+  publish(event: OutgoingEvent): unknown;
+}
+
+/** XID critical errors, plus the events that mean "sample now": ECC, DRAM retirement, recovery action. */
+export const AGENT_EVENT_MASK =
+  NVML_EVENT.xidCriticalError | NVML_EVENT.singleBitEcc | NVML_EVENT.doubleBitEcc | NVML_EVENT.dramRetirement | NVML_EVENT.dramRetirementFailure | NVML_EVENT.gpuRecoveryAction;
+
+/** The kernel log trails NVML by well under a second; 10 s leaves room for a slow kmsg poll. */
+export const XID_DEDUPE_WINDOW_MS = 10_000;
+/** An SBE storm must not turn into a sample per event: at most one event-triggered sample per second. */
+export const EVENT_SAMPLE_MIN_GAP_MS = 1_000;
+
+export interface AgentOptions {
+  nodeName: string;
+  nvml: Nvml;
+  sink: EventSink;
+  /** Wall-clock milliseconds: event times, windows, dedupe. */
+  now: () => number;
+  procRoot: string;
+  thresholds: HealthThresholds;
+  utilizationWindowMs: number;
+  inventoryIntervalMs: number;
+  /** false (`--once`): no NVML event set is created. */
+  watchEvents?: boolean;
+  watcher?: NvmlEventWatcherOptions;
+  metrics?: AgentMetrics;
+  health?: AgentHealth;
+  log?: PublisherLog;
+}
+
+export class Agent {
+  readonly source: NvmlSource;
+  readonly watcher: NvmlEventWatcher | undefined;
+  private readonly evaluator: HealthEvaluator;
+  private readonly window: UtilizationWindow;
+  private readonly pods: PodResolver;
+  private readonly dedupe: XidDeduper;
+  private readonly metrics: AgentMetrics;
+  private readonly log: PublisherLog;
+  private inventory: Inventory | undefined;
+  private inventoryKey: string | undefined;
+  private inventorySentAt = -Infinity;
+  private readings: GpuReading[] = [];
+  private lastSampleAt = -Infinity;
+  /** Failures in a row: only the first of a run is logged, so a broken driver does not flood. */
+  private sampleFailures = 0;
+  private waitFailures = 0;
+  /** Samples run one at a time (the timer and an event may both ask for one). */
+  private sampling: Promise<unknown> = Promise.resolve();
+
+  constructor(private readonly o: AgentOptions) {
+    this.metrics = o.metrics ?? noAgentMetrics;
+    this.log = o.log ?? silentLog;
+    this.source = new NvmlSource(o.nvml);
+    for (const index of this.source.unnamed) this.log.warn('GPU lost before the agent could name it; it is not monitored', { index });
+    this.evaluator = new HealthEvaluator(o.thresholds);
+    this.window = new UtilizationWindow(o.utilizationWindowMs, o.now());
+    this.pods = new PodResolver(o.procRoot);
+    this.dedupe = new XidDeduper({ windowMs: XID_DEDUPE_WINDOW_MS, now: o.now });
+    if (o.watchEvents ?? true) {
+      this.watcher = o.nvml.events(AGENT_EVENT_MASK, o.watcher);
+      for (const s of this.watcher.skipped) this.log.warn('no NVML events from this GPU', { index: s.index, reason: s.reason });
+    }
+  }
+
+  /** The last event wait failed: the caller should pause before the next (it returned at once). */
+  get eventWaitFailing(): boolean {
+    return this.waitFailures > 0;
+  }
+
+  /** The inventory as of the last sample (pods per GPU for XIDs and health events). */
+  get latestInventory(): Inventory | undefined {
+    return this.inventory;
+  }
+
+  /** One sample of every GPU; returns what it published. */
+  sampleOnce(nowMs: number = this.o.now()): Promise<OutgoingEvent[]> {
+    const run = this.sampling.then(() => this.sample(nowMs));
+    this.sampling = run.catch(() => undefined);
+    return run;
+  }
+
+  private async sample(nowMs: number): Promise<OutgoingEvent[]> {
+    this.lastSampleAt = nowMs;
+    const result = this.source.sample();
+    if (!result.ok) {
+      this.metrics.nvmlError(result.reason);
+      if (++this.sampleFailures === 1) this.log.warn('sampling the GPUs failed', { error: String(result.error) });
+      const crossings = this.evaluator.sampleFailed(result.reason);
+      if (crossings.some((h) => h.state === 'firing')) this.o.health?.setNvmlHealthy(false, `NVML sampling fails: ${result.reason}`);
+      return this.emit(crossings.map((h) => healthEvent(this.o.nodeName, nowMs, h)));
+    }
+    if (this.sampleFailures > 0) this.log.info('sampling the GPUs works again', { failedSamples: this.sampleFailures });
+    this.sampleFailures = 0;
+    this.o.health?.setNvmlHealthy(true);
+    const previous = this.inventory;
+    this.readings = result.readings;
+    const out: OutgoingEvent[] = [];
+    // A lost GPU answers nothing: inventory lists the GPUs that can take work.
+    const live = result.readings.filter((r) => !r.lost);
+    const podOfPid = await this.pods.resolve(live.flatMap((r) => (r.processes ?? []).map((p) => p.pid)));
+    const inv = buildInventory(this.source.system, live, podOfPid);
+    const key = inventoryKey(inv);
+    this.inventory = inv;
+    if (key !== this.inventoryKey || nowMs - this.inventorySentAt >= this.o.inventoryIntervalMs) {
+      this.inventoryKey = key;
+      this.inventorySentAt = nowMs;
+      out.push(inventoryEvent(this.o.nodeName, nowMs, inv));
+    }
+    for (const h of this.evaluator.evaluate(result.readings, nowMs)) out.push(healthEvent(this.o.nodeName, nowMs, h, this.podsFor(h, previous)));
+    const summary = this.window.add(result.readings, nowMs);
+    if (summary) out.push(utilizationEvent(this.o.nodeName, nowMs, summary));
+    return this.emit(out);
+  }
+
+  /** Pods on the GPU now, or, for a GPU just lost (no longer in the inventory), as last seen. */
+  private podsFor(h: HealthEvent, previous: Inventory | undefined): string[] {
+    if (!h.gpu) return [];
+    const now = podsOnGpu(this.inventory, h.gpu.uuid);
+    return now.length > 0 ? now : podsOnGpu(previous, h.gpu.uuid);
+  }
+
+  /** One NVML event wait of at most `timeoutMs`; returns what it published. */
+  async pollEventsOnce(timeoutMs: number): Promise<OutgoingEvent[]> {
+    if (!this.watcher) return [];
+    let event: NvmlEvent | null;
+    try {
+      event = await this.watcher.wait(timeoutMs);
+    } catch (err) {
+      if (!(err instanceof NvmlError)) throw err;
+      this.metrics.nvmlError(err.nvmlName);
+      if (++this.waitFailures === 1) this.log.warn('waiting for NVML events failed', { error: err.message });
+      return [];
+    }
+    this.waitFailures = 0;
+    if (!event) return [];
+    const now = this.o.now();
+    if (event.kind === 'gpu-lost') {
+      this.log.error('GPU lost', { index: event.deviceIndex, uuid: event.uuid, pciBusId: event.pciBusId });
+      return this.sampleOnce(now);
+    }
+    if (event.xid !== undefined) return this.nvmlXid(event, event.xid, now);
+    // ECC, retirement, recovery action: the counters the sample reads just moved.
+    return now - this.lastSampleAt >= EVENT_SAMPLE_MIN_GAP_MS ? this.sampleOnce(now) : [];
+  }
+
+  private nvmlXid(e: Extract<NvmlEvent, { kind: 'event' }>, xid: number, now: number): OutgoingEvent[] {
+    const gpu = this.source.byIndex(e.deviceIndex);
+    if (!gpu) return [];
+    if (!this.dedupe.admit(e.pciBusId, xid, 'nvml')) {
+      this.metrics.xidDuplicate('nvml');
+      return [];
+    }
+    const mig = this.migRef(gpu.uuid, e.gpuInstanceId, e.computeInstanceId);
+    const recoveryAction = this.source.recoveryAction(gpu.index);
+    const event = xidEvent(this.o.nodeName, now, {
+      gpu,
+      xid,
+      via: 'nvml',
+      pid: null,
+      process: null,
+      message: describeXid(xid).meaning,
+      ...(mig ? { mig } : {}),
+      ...(recoveryAction ? { recoveryAction } : {}),
+      podUids: podsOnGpu(this.inventory, gpu.uuid, e.gpuInstanceId),
+    });
+    this.metrics.xidPublished('nvml', now);
+    return this.emit([event]);
+  }
+
+  /** A kernel-log line; anything but an XID for a GPU of this node is ignored. */
+  onKernelLine(line: string): OutgoingEvent[] {
+    const k = parseXidLine(line);
+    if (!k) return [];
+    const gpu = this.source.byPciBusId(k.pci);
+    if (!gpu) {
+      this.log.warn('kernel-log XID for a GPU NVML does not list; ignored', { pci: k.pci, xid: k.xid });
+      return [];
+    }
+    const now = this.o.now();
+    if (!this.dedupe.admit(k.pci, k.xid, 'kmsg')) {
+      this.metrics.xidDuplicate('kmsg');
+      return [];
+    }
+    const mig = this.migRef(gpu.uuid, k.gpuInstanceId);
+    const recoveryAction = this.source.recoveryAction(gpu.index);
+    const event = xidEvent(this.o.nodeName, now, {
+      gpu,
+      xid: k.xid,
+      via: 'kmsg',
+      pid: k.pid,
+      // The catalog bounds these; a driver line is not.
+      process: k.process === null ? null : k.process.slice(0, 256),
+      message: k.message || k.meaning,
+      ...(mig ? { mig } : {}),
+      ...(recoveryAction ? { recoveryAction } : {}),
+      podUids: podsOnGpu(this.inventory, gpu.uuid, k.gpuInstanceId),
+    });
+    this.metrics.xidPublished('kmsg', now);
+    return this.emit([event]);
+  }
+
+  /** The MIG instance an event names, with its UUID and profile when the last sample saw it. */
+  private migRef(gpuUuid: string, gi: number | undefined, ci?: number): MigRef | undefined {
+    if (gi === undefined) return undefined;
+    const devices = this.readings.find((r) => r.uuid === gpuUuid)?.migDevices ?? [];
+    const m = devices.find((d) => d.gpuInstanceId === gi && (ci === undefined || d.computeInstanceId === ci));
+    return {
+      gpuInstanceId: gi,
+      ...(ci === undefined ? {} : { computeInstanceId: ci }),
+      ...(m?.uuid ? { uuid: m.uuid } : {}),
+      ...(m ? { profile: m.profile } : {}),
+    };
+  }
+
+  /** Shutdown: the utilization window so far, as one last summary. */
+  flush(nowMs: number = this.o.now()): OutgoingEvent[] {
+    const summary = this.window.flush(nowMs);
+    return summary ? this.emit([utilizationEvent(this.o.nodeName, nowMs, summary)]) : [];
+  }
+
+  /** Stops event watching (lets an in-flight wait finish its slice). Call BEFORE `nvml.close()`. */
+  async close(): Promise<void> {
+    await this.sampling;
+    await this.watcher?.close();
+  }
+
+  private emit(events: OutgoingEvent[]): OutgoingEvent[] {
+    for (const e of events) this.o.sink.publish(e);
+    return events;
+  }
+}
