@@ -206,7 +206,13 @@ async function followKernelLog(agent: Agent, path: string, stop: AbortSignal, lo
   const startedUs = await uptimeUs();
   try {
     for await (const line of readLogLines(path, { follow: true, signal: stop })) {
-      if (!kmsgRecordBefore(line, startedUs)) agent.onKernelLine(line);
+      if (kmsgRecordBefore(line, startedUs)) continue;
+      try {
+        agent.onKernelLine(line);
+      } catch (err) {
+        // One line the agent cannot turn into an event must not stop the follower.
+        log.error('kernel-log line not published', { line: line.slice(0, 300), error: err instanceof Error ? err.message : String(err) });
+      }
     }
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;

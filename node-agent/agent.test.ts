@@ -149,6 +149,9 @@ describe('Agent.pollEventsOnce and onKernelLine', () => {
     expect(await fx.agent.pollEventsOnce(0)).toEqual([]);
     expect(fx.agent.onKernelLine('NVRM: Xid (PCI:0000:ff:00): 79, pid=1, name=x, not ours')).toEqual([]);
     expect(fx.agent.onKernelLine('some other kernel line')).toEqual([]);
+    const long = fx.agent.onKernelLine(`NVRM: Xid (PCI:0000:07:00): 13, pid=4100, name=${'p'.repeat(400)}, Graphics Exception`);
+    expect((detail(long[0]).process as string).length).toBe(256);
+    expectValid(long);
   });
 
   it('reports a lost GPU as GPU Health Changed gpu-lost with its pods, once, and keeps running', async () => {

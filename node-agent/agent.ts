@@ -226,7 +226,8 @@ export class Agent {
       xid: k.xid,
       via: 'kmsg',
       pid: k.pid,
-      process: k.process,
+      // The catalog bounds these; a driver line is not.
+      process: k.process === null ? null : k.process.slice(0, 256),
       message: k.message || k.meaning,
       ...(mig ? { mig } : {}),
       ...(recoveryAction ? { recoveryAction } : {}),

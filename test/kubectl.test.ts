@@ -44,12 +44,15 @@ describe.skipIf(!kubectlAvailable)('kubectl against the simulated cluster', () =
    * Runs kubectl to completion, or until its stderr contains `until` (then ends it by pid):
    * drain sleeps 5 s between refused evictions, and one refusal is all a test needs to see.
    */
-  function kubectl(args: string[], until?: string): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  function kubectl(args: string[], until?: string, onStdout?: (stdout: string) => boolean): Promise<{ code: number | null; stdout: string; stderr: string }> {
     return new Promise((resolve, reject) => {
       const child = spawn('kubectl', ['--kubeconfig', kubeconfig, '--cache-dir', join(dir, 'cache'), ...args], { env: { ...process.env, HOME: dir, KUBECONFIG: '' } });
       let stdout = '';
       let stderr = '';
-      child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+      child.stdout.on('data', (d: Buffer) => {
+        stdout += d.toString();
+        if (onStdout?.(stdout)) child.kill('SIGTERM');
+      });
       child.stderr.on('data', (d: Buffer) => {
         stderr += d.toString();
         if (until !== undefined && stderr.includes(until)) child.kill('SIGTERM');
@@ -65,6 +68,20 @@ describe.skipIf(!kubectlAvailable)('kubectl against the simulated cluster', () =
     const lines = r.stdout.trim().split('\n');
     expect(lines[0]).toMatch(/^NAME\s+STATUS\s+ROLES\s+AGE\s+VERSION$/);
     expect(lines.slice(1).map((l) => l.split(/\s+/).slice(0, 2).join(' '))).toEqual(['gpu-a Ready', 'gpu-b Ready', 'spare Ready']);
+  });
+
+  it('kubectl get -w prints a node row again when the node is cordoned', async () => {
+    const { core } = clients(sim);
+    let cordoned = false;
+    const r = await kubectl(['get', 'nodes', '-w'], undefined, (out) => {
+      if (!cordoned && out.includes('spare')) {
+        cordoned = true;
+        void core.patchNode({ name: 'spare', body: [{ op: 'add', path: '/spec/unschedulable', value: true }] });
+      }
+      return out.includes('SchedulingDisabled');
+    });
+    expect(r.stdout).toMatch(/spare\s+Ready,SchedulingDisabled\s+<none>/);
+    await core.patchNode({ name: 'spare', body: [{ op: 'remove', path: '/spec/unschedulable' }] });
   });
 
   it('kubectl cordon marks the node unschedulable', async () => {
@@ -103,6 +120,30 @@ describe.skipIf(!kubectlAvailable)('kubectl against the simulated cluster', () =
     const stored = sim.store.get('resourcequotas', 'train', 'gpu')!;
     expect((stored.spec as { hard: Record<string, string> }).hard['requests.nvidia.com/gpu']).toBe('12');
     expect(stored.metadata.annotations?.['kubectl.kubernetes.io/last-applied-configuration']).toContain('"12"');
+    writeFileSync(file, quota(16).replace('name: gpu', 'name: gpu-ssa'));
+    expect((await kubectl(['apply', '--server-side', '-f', file])).stdout).toContain('resourcequota/gpu-ssa serverside-applied');
+    expect((sim.store.get('resourcequotas', 'train', 'gpu-ssa')!.spec as { hard: Record<string, string> }).hard['requests.nvidia.com/gpu']).toBe('16');
+  });
+
+  it('kubectl describe node lists the pods on it and their GPU requests', async () => {
+    const r = await kubectl(['describe', 'node', 'gpu-a']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/Non-terminated Pods:\s+\(4 in total\)/);
+    expect(r.stdout).toMatch(/nvidia\.com\/gpu\s+3\s+0/);
+  });
+
+  it('kubectl get pods -A -o wide shows where each pod runs', async () => {
+    const r = await kubectl(['get', 'pods', '-A', '-o', 'wide']);
+    expect(r.stdout).toMatch(/serve\s+llm-0\s+1\/1\s+Running\s+0\s+\S+\s+gpu-a/);
+  });
+
+  it('kubectl delete waits for the pod to finish its grace period and go', async () => {
+    const { core } = clients(sim);
+    await core.createNamespacedPod({ namespace: 'train', body: { metadata: { name: 'scratch' }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'm', image: 'x' }] } } });
+    const r = await kubectl(['delete', 'pod', '-n', 'train', 'scratch', '--timeout=10s']);
+    expect(r.stdout).toContain('pod "scratch" deleted');
+    expect(r.code).toBe(0);
+    expect(sim.store.pod('train', 'scratch')).toBeUndefined();
   });
 
   it('kubectl drain is blocked by the PodDisruptionBudget and says so', async () => {

@@ -5,6 +5,11 @@ export interface PublisherSettings {
   busName: string;
   /** Flush a partial batch this long after its first event arrived. */
   batchDelayMs: number;
+  /**
+   * Send a batch holding a critical event (XID, health alarm) at once instead of waiting out the
+   * batch window: the window saves calls for inventory and utilization, not for alarms.
+   */
+  criticalImmediately: boolean;
   /** Attempts for one batch before it is spooled (bus unreachable) or dead-lettered (rejected). */
   maxAttempts: number;
   backoff: BackoffPolicy;
@@ -16,6 +21,7 @@ export interface PublisherSettings {
 
 export const DEFAULT_PUBLISHER_SETTINGS: Omit<PublisherSettings, 'busName'> = {
   batchDelayMs: 200,
+  criticalImmediately: true,
   maxAttempts: 5,
   backoff: { baseMs: 100, capMs: 5_000 },
   probeIntervalMs: 10_000,

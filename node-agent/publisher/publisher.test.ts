@@ -51,6 +51,17 @@ describe('batching', () => {
     expect(bus.calls.map((c) => c.length)).toEqual([2]);
   });
 
+  it('sends a critical event at once when told to, taking the queued bulk events with it', async () => {
+    const bus = new FakePutEvents();
+    const h = await makeHarness(bus.send, { settings: { criticalImmediately: true } });
+    h.publisher.publish(testEvent(0, 'bulk'));
+    await h.tick(50);
+    expect(bus.calls).toHaveLength(0);
+    h.publisher.publish(testEvent(1, 'critical'));
+    await h.tick(0);
+    expect(bus.calls.map((c) => c.length)).toEqual([2]);
+  });
+
   it('splits calls at 256 KB of entry size', async () => {
     const bus = new FakePutEvents();
     const h = await makeHarness(bus.send);

@@ -240,7 +240,9 @@ export class Publisher {
     const fromSpool = this.deps.spool.events > 0;
     if (!fromSpool && this.queue.length === 0) return 'never';
     if (now < this.retryAt) return this.retryAt;
-    if (!fromSpool && !this.closing && !this.retryOnly && this.queue.length < MAX_ENTRIES_PER_CALL) {
+    // The batch window saves calls for inventory and utilization; an XID or health alarm goes now,
+    // taking whatever is queued with it.
+    if (!fromSpool && !this.closing && !this.retryOnly && this.queue.length < MAX_ENTRIES_PER_CALL && !(this.settings.criticalImmediately && this.queue.some((r) => r.priority === 'critical'))) {
       const due = this.windowStart + this.settings.batchDelayMs;
       if (now < due) return due;
     }

@@ -15,6 +15,8 @@ import type { OutgoingEvent, Priority, PutEventsSender } from './types.ts';
 
 export const TEST_SETTINGS: Omit<PublisherSettings, 'busName'> = {
   batchDelayMs: 200,
+  // Most tests exercise the batch window with critical events; the immediate path has its own test.
+  criticalImmediately: false,
   maxAttempts: 3,
   backoff: { baseMs: 100, capMs: 1_000 },
   probeIntervalMs: 5_000,

@@ -12,7 +12,7 @@ const table = loadRoutingTable(ROOT, { region: 'us-east-1', account: '0000000000
 const remediate = table.eventRules.find((r) => r.fn.key === 'remediate');
 
 describe('serverless.yml at the repository root', () => {
-  it('declares the gpu-reflex bus, the remediate rule with its retry policy and DLQ, the sweep and the chat route', () => {
+  it('declares the gpu-reflex bus, the remediate rule with its retry policy and DLQ, and the sweep', () => {
     expect(table.service).toBe('gpu-reflex');
     expect(table.buses).toEqual(['gpu-reflex']);
     expect(remediate).toMatchObject({
@@ -21,7 +21,8 @@ describe('serverless.yml at the repository root', () => {
       deadLetterQueueArn: 'RemediateDlq.Arn',
     });
     expect(table.schedules.map((s) => [s.fn.key, s.schedule.expression])).toEqual([['remediate-sweep', 'rate(1 minute)']]);
-    expect(table.routes.map((r) => [r.fn.key, r.routeKey])).toEqual([['chatops', 'POST /chat/{platform}']]);
+    // The chat route arrives with the ChatOps function; no function is declared before it exists.
+    expect(table.routes).toEqual([]);
     expect(table.warnings).toEqual([]);
   });
 
@@ -36,11 +37,11 @@ describe('the local bus on the root serverless.yml', () => {
   let bus: LocalBus | undefined;
   afterEach(async () => bus?.close());
 
-  it('names, for every handler module that exists, an exported function (modules not written yet are skipped)', async () => {
+  it('names an existing module with an exported function for every handler', async () => {
     const loader = new HandlerLoader();
     const present = table.functions.filter((f) => ['.ts', '.js'].some((ext) => existsSync(f.modulePath + ext)));
     for (const f of present) await expect(loader.load(f), `functions.${f.key}.handler`).resolves.toBeTypeOf('function');
-    expect(present.map((f) => f.key)).toContain('remediate');
+    expect(present.map((f) => f.key)).toEqual(table.functions.map((f) => f.key));
   });
 
   it('accepts events on the gpu-reflex bus and builds envelopes the event catalog accepts', async () => {

@@ -32,6 +32,23 @@ describe('API surface: watch, leases, configmaps, events, daemonsets, discovery'
     expect(events).toEqual(['ADDED cpu', 'ADDED gpu-0', 'ADDED gpu-1', 'MODIFIED gpu-1 cordoned']);
   });
 
+  it('feeds a client-node informer: list, then watch from the list resourceVersion', async () => {
+    const informer = k8s.makeInformer(c.kc, '/api/v1/nodes', () => c.core.listNode());
+    const seen: string[] = [];
+    let sawUpdate!: () => void;
+    const updated = new Promise<void>((resolve) => (sawUpdate = resolve));
+    informer.on('add', (n: k8s.V1Node) => seen.push(`add ${n.metadata?.name}`));
+    informer.on('update', (n: k8s.V1Node) => {
+      seen.push(`update ${n.metadata?.name} ${n.metadata?.labels?.informed}`);
+      sawUpdate();
+    });
+    await informer.start();
+    await c.core.patchNode({ name: 'cpu', body: [{ op: 'add', path: '/metadata/labels', value: { informed: 'yes' } }] });
+    await updated;
+    await informer.stop();
+    expect(seen).toEqual(['add cpu', 'add gpu-0', 'add gpu-1', 'update cpu yes']);
+  });
+
   it('resumes a watch from a resourceVersion and filters by field selector', async () => {
     const rv = String(sim.store.resourceVersion);
     await c.core.createNamespacedConfigMap({ namespace: 'apps', body: { metadata: { name: 'one' }, data: { a: '1' } } });
@@ -43,6 +60,27 @@ describe('API surface: watch, leases, configmaps, events, daemonsets, discovery'
     const line = JSON.parse(new TextDecoder().decode(value).split('\n')[0]!) as { type: string; object: { metadata: { name: string } } };
     expect(line.type).toBe('ADDED');
     expect(line.object.metadata.name).toBe('two');
+  });
+
+  it('reports objects entering and leaving a watched label selector as ADDED and DELETED', async () => {
+    const rv = String(sim.store.resourceVersion);
+    await c.core.patchNode({ name: 'gpu-0', body: [{ op: 'add', path: '/metadata/labels/quarantine', value: 'true' }] });
+    await c.core.patchNode({ name: 'gpu-0', body: [{ op: 'remove', path: '/metadata/labels/quarantine' }] });
+    const res = await fetch(`${sim.url}/api/v1/nodes?watch=1&resourceVersion=${rv}&labelSelector=quarantine%3Dtrue`);
+    const reader = res.body!.getReader();
+    let text = '';
+    while (text.split('\n').length < 3) text += new TextDecoder().decode((await reader.read()).value);
+    await reader.cancel();
+    const events = text.trim().split('\n').map((l) => JSON.parse(l) as { type: string; object: { metadata: { name: string } } });
+    expect(events.map((e) => `${e.type} ${e.object.metadata.name}`)).toEqual(['ADDED gpu-0', 'DELETED gpu-0']);
+  });
+
+  it('deletes a collection by label selector', async () => {
+    for (const name of ['a', 'b', 'c']) {
+      await c.core.createNamespacedConfigMap({ namespace: 'gpu-reflex', body: { metadata: { name: `cooldown-${name}`, labels: { kind: name === 'c' ? 'keep' : 'cooldown' } } } });
+    }
+    await c.core.deleteCollectionNamespacedConfigMap({ namespace: 'gpu-reflex', labelSelector: 'kind=cooldown' });
+    expect(sim.store.list('configmaps', 'gpu-reflex').map((o) => o.metadata.name)).toEqual(['cooldown-c']);
   });
 
   it('answers a watch from a resourceVersion older than the history with a 410 ERROR event', async () => {
@@ -114,6 +152,17 @@ describe('API surface: watch, leases, configmaps, events, daemonsets, discovery'
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toBe('application/json');
     check((await res.json()) as Record<string, unknown>);
+  });
+
+  it.each([
+    ['/api/v1/nodes', ['Name', 'Status', 'Roles', 'Age', 'Version'], ['cpu', 'Ready']],
+    ['/apis/apps/v1/namespaces/gpu-reflex/daemonsets', ['Name', 'Desired', 'Current', 'Ready', 'Age'], ['agent', 3, 3, 3]],
+  ])('answers %s as a Table when kubectl asks for one', async (path, columns, firstCells) => {
+    const res = await fetch(sim.url + path, { headers: { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json' } });
+    const table = (await res.json()) as { kind: string; columnDefinitions: { name: string }[]; rows: { cells: unknown[] }[] };
+    expect(table.kind).toBe('Table');
+    expect(table.columnDefinitions.map((c) => c.name)).toEqual(columns);
+    expect(table.rows[0]!.cells.slice(0, firstCells.length)).toEqual(firstCells);
   });
 
   it('answers unknown paths and /openapi/v2 with a 404 Status', async () => {

@@ -1,11 +1,12 @@
+import { admitPod, defaultNode, invalidField } from './admission.ts';
+import { withDaemonSetStatus } from './daemonsets.ts';
 import { errors, success, type ApiError, type StatusBody } from './errors.ts';
-import { applyLimitRanges, RequestOverLimit } from './limit-range.ts';
 import { Lifecycle } from './lifecycle.ts';
+import { MigManager, type MigLayouts } from './mig-manager.ts';
 import { applyMergePatch, applyPatch, PATCH_TYPES, PatchError } from './patch.ts';
 import { evictionVerdict, withPdbStatus } from './pdb.ts';
 import { normalizeQuantities } from './normalize.ts';
-import { hostIpOf, pendingStatus } from './pods.ts';
-import { quotaRefusal, withQuotaStatus } from './quota.ts';
+import { withQuotaStatus } from './quota.ts';
 import { apiVersionOf, qualifiedName, resource, type ResourceDef } from './resources.ts';
 import { matchesFields, matchesRequirements, parseFieldSelector, parseLabelSelector, pinnedNode } from './selectors.ts';
 import { Store } from './store.ts';
@@ -52,8 +53,11 @@ export class Cluster {
   readonly lifecycle: Lifecycle;
   private uidSeq = 0;
 
-  constructor(readonly clock: Clock) {
-    this.lifecycle = new Lifecycle(this.store, clock);
+  constructor(
+    readonly clock: Clock,
+    options: { migLayouts?: MigLayouts; migReconfigureSeconds?: number } = {},
+  ) {
+    this.lifecycle = new Lifecycle(this.store, clock, new MigManager(options.migLayouts ?? {}, options.migReconfigureSeconds ?? 30));
     // Controllers create pods through the same admission as clients (quota can refuse them).
     this.lifecycle.admit = (pod) => this.prepareCreate(PODS, pod.metadata.namespace ?? '', pod) as Pod;
   }
@@ -85,7 +89,7 @@ export class Cluster {
     const ns = obj.metadata.namespace ?? '';
     if (r.plural === 'resourcequotas') return withQuotaStatus(obj, this.store.pods(ns));
     if (r.plural === 'poddisruptionbudgets') return withPdbStatus(obj, this.store.pods(ns), this.nowIso());
-    if (r.plural === 'daemonsets') return this.lifecycle.withDaemonSetStatus(obj);
+    if (r.plural === 'daemonsets') return withDaemonSetStatus(obj, this.store.pods(ns));
     return obj;
   }
 
@@ -157,43 +161,16 @@ export class Cluster {
     };
     const bad = normalizeQuantities(obj);
     if (bad) throw errors.invalid(r, meta.name, bad, 'Invalid value: must be a quantity such as 500m, 16Gi or 8');
-    if (r.plural === 'pods') obj = this.admitPod(obj as Pod);
-    if (r.plural === 'nodes') obj = this.defaultNode(obj as Node);
+    const wrong = invalidField(obj);
+    if (wrong) throw errors.invalid(r, meta.name, ...wrong);
+    if (r.plural === 'pods') obj = admitPod(obj as Pod, this.store, (p, node) => this.lifecycle.running(p, node));
+    if (r.plural === 'nodes') obj = defaultNode(obj as Node, this.nowIso());
     if (r.plural === 'namespaces') {
       obj.metadata.labels = { ...obj.metadata.labels, 'kubernetes.io/metadata.name': obj.metadata.name };
       obj.spec = { finalizers: ['kubernetes'] };
       obj.status = { phase: 'Active' };
     }
     return obj;
-  }
-
-  /** Pod defaulting and admission: limit ranges, then quota (403 with the plugin's message). */
-  private admitPod(input: Pod): Pod {
-    const ns = input.metadata.namespace ?? '';
-    if (!Array.isArray(input.spec?.containers) || input.spec.containers.length === 0) throw errors.invalid(PODS, input.metadata.name, 'spec.containers', 'Required value');
-    let pod: Pod;
-    try {
-      pod = applyLimitRanges(input, this.store.list('limitranges', ns));
-    } catch (err) {
-      if (err instanceof RequestOverLimit) throw errors.invalid(PODS, input.metadata.name, err.field, err.message);
-      throw errors.forbidden(PODS, input.metadata.name, (err as Error).message);
-    }
-    pod.spec = { restartPolicy: 'Always', terminationGracePeriodSeconds: 30, dnsPolicy: 'ClusterFirst', schedulerName: 'default-scheduler', ...pod.spec };
-    const refusal = quotaRefusal(pod, this.store.list('resourcequotas', ns), this.store.pods(ns));
-    if (refusal) throw errors.forbidden(PODS, pod.metadata.name, refusal);
-    pod.status = pod.spec.nodeName ? pod.status : pendingStatus(pod);
-    if (pod.spec.nodeName) pod.status = this.lifecycle.running(pod, pod.spec.nodeName);
-    return pod;
-  }
-
-  private defaultNode(node: Node): Node {
-    const status = { ...(node.status ?? {}) };
-    status.capacity ??= status.allocatable ?? {};
-    status.allocatable ??= status.capacity;
-    status.conditions ??= [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status', lastHeartbeatTime: this.nowIso(), lastTransitionTime: this.nowIso() }];
-    status.addresses ??= [{ type: 'InternalIP', address: hostIpOf(node.metadata.name) }, { type: 'Hostname', address: node.metadata.name }];
-    status.nodeInfo ??= { kubeletVersion: 'v1.30.0', containerRuntimeVersion: 'containerd://1.7.0', osImage: 'gpu-reflex simulated node', operatingSystem: 'linux', architecture: 'amd64' };
-    return { ...node, spec: node.spec ?? {}, status };
   }
 
   replace(r: ResourceDef, ns: string, name: string, body: unknown, opts: WriteOptions = {}): KubeObject {
@@ -209,6 +186,7 @@ export class Cluster {
     const type = contentType.split(';')[0]!.trim();
     const current = this.store.get(qualifiedName(r), r.namespaced ? ns : '', name);
     if (type === PATCH_TYPES.apply) {
+      if (!opts.fieldManager) throw errors.invalidOptions('fieldManager: Required value: is required for apply patch');
       // Server-side apply without managed fields: create when absent, else merge the intent.
       if (!current) return this.create(r, ns, body, opts);
       return this.commitUpdate(r, current, applyMergePatch(current, body) as KubeObject, opts);
@@ -249,6 +227,8 @@ export class Cluster {
     if (merged.metadata.deletionTimestamp === undefined) delete merged.metadata.deletionTimestamp;
     const bad = normalizeQuantities(merged);
     if (bad) throw errors.invalid(r, name, bad, 'Invalid value: must be a quantity such as 500m, 16Gi or 8');
+    const wrong = invalidField(merged);
+    if (wrong) throw errors.invalid(r, name, ...wrong);
     if (r.hasStatus) {
       if (opts.subresource === 'status') merged = { ...current, metadata: { ...current.metadata, labels: merged.metadata.labels, annotations: merged.metadata.annotations }, status: merged.status };
       else if (current.status !== undefined) merged.status = current.status;

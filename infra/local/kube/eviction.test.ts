@@ -1,5 +1,5 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startKubeSim, type Fleet, type KubeSim } from './index.ts';
+import { startKubeSim, type Fleet, type KubeSim, type ManualClock } from './index.ts';
 import { clients, failure } from './test-helpers.ts';
 
 /** Two T4 nodes; the serving ReplicaSet has 2 pods on t4-0 under a PDB of minAvailable 2. */
@@ -96,7 +96,9 @@ describe('pod deletion and controllers on the injected clock', () => {
     expect(sim.store.pod('serve', 'lonely')!.metadata.deletionGracePeriodSeconds).toBe(20);
     sim.advance(19_999);
     expect(sim.store.pod('serve', 'lonely')).toBeDefined();
-    sim.advance(1);
+    (sim.clock as ManualClock).advance(1);
+    expect(sim.store.pod('serve', 'lonely')).toBeDefined();
+    sim.tick();
     expect(sim.store.pod('serve', 'lonely')).toBeUndefined();
     const f = await failure(() => c.core.readNamespacedPod({ name: 'lonely', namespace: 'serve' }));
     expect(f.code).toBe(404);
@@ -126,5 +128,29 @@ describe('pod deletion and controllers on the injected clock', () => {
     expect(fresh).toHaveLength(1);
     expect(fresh[0]!.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'ReplicaSet', name: 'llm-6f7', controller: true });
     expect(fresh[0]!.spec.nodeName).toBeDefined();
+  });
+});
+
+describe('eviction of unhealthy pods', () => {
+  it.each([
+    [undefined, 429],
+    ['AlwaysAllow', 201],
+  ])('with unhealthyPodEvictionPolicy %s answers %s for a not-ready pod below budget', async (policy, code) => {
+    const sim = await startKubeSim({ fleet: { ...fleet, podDisruptionBudgets: [] } });
+    const { core, policy: pol } = clients(sim);
+    try {
+      await pol.createNamespacedPodDisruptionBudget({ namespace: 'serve', body: { metadata: { name: 'llm' }, spec: { minAvailable: 2, selector: { matchLabels: { app: 'llm' } }, ...(policy ? { unhealthyPodEvictionPolicy: policy } : {}) } } });
+      const pod = await core.readNamespacedPod({ name: 'llm-0', namespace: 'serve' });
+      pod.status!.conditions = [{ type: 'Ready', status: 'False' }];
+      await core.replaceNamespacedPodStatus({ name: 'llm-0', namespace: 'serve', body: pod });
+      const evict = () => core.createNamespacedPodEviction({ name: 'llm-0', namespace: 'serve', body: { metadata: { name: 'llm-0' } } });
+      if (code === 429) expect((await failure(evict)).code).toBe(429);
+      else {
+        await evict();
+        expect(sim.store.pod('serve', 'llm-0')!.metadata.deletionTimestamp).toBeDefined();
+      }
+    } finally {
+      await sim.close();
+    }
   });
 });

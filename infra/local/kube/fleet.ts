@@ -3,6 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import type { Cluster } from './cluster.ts';
 import { ApiError } from './errors.ts';
+import { COMPLETE_AFTER } from './lifecycle.ts';
 import { resource, resourceForKind } from './resources.ts';
 
 /**
@@ -12,7 +13,7 @@ import { resource, resourceForKind } from './resources.ts';
  * Everything is created through the same admission path as API clients (quota, limit ranges,
  * scheduling), so a seeded cluster is one the API server could have produced.
  */
-const Quantity = z.union([z.string().regex(/^[+-]?[0-9.]+([eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$/, 'must be a Kubernetes quantity such as 500m, 16Gi or 8'), z.number()]);
+const Quantity = z.union([z.string().regex(/^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$/, 'must be a Kubernetes quantity such as 500m, 16Gi or 8'), z.number()]);
 const Resources = z.record(z.string(), Quantity);
 const Labels = z.record(z.string(), z.string());
 const Name = z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a lowercase RFC 1123 name');
@@ -69,6 +70,8 @@ const PodGroup = z
     node: z.string().optional(),
     owner: z.object({ kind: z.enum(['ReplicaSet', 'Job', 'StatefulSet']), name: Name }).strict().optional(),
     emptyDir: z.boolean().optional(),
+    /** The pods exit 0 (Succeeded) this long after starting: Jobs that finish and free their GPUs. */
+    completeAfterSeconds: z.number().nonnegative().optional(),
     ...Workload,
   })
   .strict();
@@ -80,6 +83,9 @@ export const FleetSchema = z
     podDisruptionBudgets: z.array(Pdb).default([]),
     daemonSets: z.array(DaemonSet).default([]),
     pods: z.array(PodGroup).default([]),
+    /** Layouts the simulated mig-manager applies when a node's `nvidia.com/mig.config` label names one. */
+    migConfigs: z.record(z.string(), Resources).default({}),
+    migReconfigureSeconds: z.number().nonnegative().default(30),
     /** Escape hatch: raw manifests of any served kind, created after everything else. */
     objects: z.array(z.object({ apiVersion: z.string(), kind: z.string(), metadata: z.object({ name: z.string(), namespace: z.string().optional() }).loose() }).loose()).default([]),
   })
@@ -184,6 +190,7 @@ export function seedFleet(cluster: Cluster, fleet: ParsedFleet): void {
           metadata: {
             name,
             labels: g.labels,
+            ...(g.completeAfterSeconds !== undefined ? { annotations: { [COMPLETE_AFTER]: String(g.completeAfterSeconds) } } : {}),
             ...(owner ? { generateName: `${owner.name}-`, ownerReferences: [{ apiVersion: owner.kind === 'Job' ? 'batch/v1' : 'apps/v1', kind: owner.kind, name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true }] } : {}),
           },
           spec: {

@@ -1,9 +1,10 @@
 import { writeFileSync } from 'node:fs';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ManualClock } from './clock.ts';
+import { ManualClock, wallClock } from './clock.ts';
 import { Cluster } from './cluster.ts';
 import { loadFleet, seedFleet, validateFleet, type Fleet, type ParsedFleet } from './fleet.ts';
+import { Faults } from './faults.ts';
 import { kubeconfigYaml } from './kubeconfig.ts';
 import { createHandler } from './server.ts';
 import type { Store } from './store.ts';
@@ -26,6 +27,12 @@ export interface KubeSimOptions {
   host?: string;
   /** Default: a ManualClock at 2026-01-01T00:00:00Z. Pass `wallClock` for real time. */
   clock?: Clock;
+  /**
+   * With a clock that moves by itself, how often (ms) to process what came due (grace periods)
+   * when no request arrives, so a watcher (`kubectl delete --wait`) sees pods go on time.
+   * Default: 200 with `wallClock`, never with other clocks (tests call `advance`).
+   */
+  tickEveryMs?: number;
 }
 
 export interface KubeSim {
@@ -39,17 +46,22 @@ export interface KubeSim {
   writeKubeconfig(path: string): void;
   /** Moves a ManualClock forward (other clocks move by themselves), then lets the cluster catch up. */
   advance(ms: number): void;
+  /** Lets the cluster catch up with its clock as it stands (due terminations, MIG, scheduling). */
+  tick(): void;
+  /** Makes matching requests fail with a real Status (e.g. one 409 on the next node PATCH). */
+  faults: Faults;
   close(): Promise<void>;
 }
 
 export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSim> {
   const clock = options.clock ?? new ManualClock();
-  const cluster = new Cluster(clock);
   const fleet = typeof options.fleet === 'string' ? loadFleet(options.fleet) : validateFleet(options.fleet ?? {});
+  const cluster = new Cluster(clock, { migLayouts: fleet.migConfigs, migReconfigureSeconds: fleet.migReconfigureSeconds });
   seedFleet(cluster, fleet);
 
   const open = new Set<ServerResponse>();
-  const server = createServer(createHandler(cluster, open));
+  const faults = new Faults();
+  const server = createServer(createHandler(cluster, open, faults));
   server.keepAliveTimeout = 60_000;
   const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
@@ -57,6 +69,9 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
     server.listen(options.port ?? 0, host, () => resolve());
   });
   const { port } = server.address() as AddressInfo;
+  const tickEvery = options.tickEveryMs ?? (clock === wallClock ? 200 : 0);
+  const ticker = tickEvery > 0 ? setInterval(() => cluster.tick(), tickEvery) : undefined;
+  ticker?.unref();
   const url = `http://${host}:${port}`;
   return {
     url,
@@ -66,12 +81,15 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
     clock,
     kubeconfig: () => kubeconfigYaml(url),
     writeKubeconfig: (path) => writeFileSync(path, kubeconfigYaml(url), { mode: 0o600 }),
+    tick: () => cluster.tick(),
+    faults,
     advance(ms) {
       if (clock instanceof ManualClock) clock.advance(ms);
       cluster.tick();
     },
     close: () =>
       new Promise<void>((resolve) => {
+        clearInterval(ticker);
         for (const res of open) res.end();
         server.close(() => resolve());
         server.closeAllConnections();
@@ -84,3 +102,4 @@ export { Cluster } from './cluster.ts';
 export { EXAMPLE_FLEET_PATH, FleetError, FleetSchema, loadFleet, parseFleet, syntheticFleet, type Fleet, type ParsedFleet } from './fleet.ts';
 export type { Clock, KubeObject, Node, Pod } from './types.ts';
 export type { Store } from './store.ts';
+export type { FaultSpec } from './faults.ts';

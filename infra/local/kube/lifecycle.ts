@@ -1,6 +1,8 @@
-import { controllerOf, holdsResources, isHealthy, isTerminal, podRequests, runningStatus, pendingStatus } from './pods.ts';
+import { daemonPod, eligible, hasDaemonPod } from './daemonsets.ts';
+import { MigManager } from './mig-manager.ts';
+import { controllerOf, holdsResources, isTerminal, podRequests, runningStatus, pendingStatus, succeededStatus } from './pods.ts';
 import { qualifiedName, type ResourceDef } from './resources.ts';
-import { matchesNodeAffinity, pickNode, freeOn, tolerates } from './scheduler.ts';
+import { pickNode, freeOn, tolerates } from './scheduler.ts';
 import type { Store, StoreEvent } from './store.ts';
 import type { Clock, KubeObject, Node, Pod, PodSpec, Taint } from './types.ts';
 
@@ -18,6 +20,8 @@ import type { Clock, KubeObject, Node, Pod, PodSpec, Taint } from './types.ts';
  * lost a taint/cordon), so cordoning 150 nodes a second does not rescan the fleet per pending pod.
  */
 const ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
+/** A pod annotated with this many seconds exits 0 (phase Succeeded) that long after it starts. */
+export const COMPLETE_AFTER = 'sim.gpu-reflex.io/complete-after-seconds';
 type CreatePod = (pod: KubeObject) => Pod;
 
 export class Lifecycle {
@@ -27,6 +31,8 @@ export class Lifecycle {
   private readonly terminating = new Map<string, number>();
   private readonly replaced = new Set<string>();
   private readonly noExecuteCheck = new Set<string>();
+  /** Running pods that finish by themselves (annotation COMPLETE_AFTER): key → when. */
+  private readonly completing = new Map<string, number>();
   private sortedNodes: Node[] | undefined;
   /** What each node has left, kept across scheduling runs; dropped when its pods or the node change. */
   private readonly freeCache = new Map<string, Map<string, number>>();
@@ -49,8 +55,12 @@ export class Lifecycle {
   constructor(
     private readonly store: Store,
     private readonly clock: Clock,
+    private readonly mig: MigManager = new MigManager({}, 30),
   ) {
-    store.subscribe((e) => this.observe(e));
+    store.subscribe((e) => {
+      this.mig.observe(e);
+      this.observe(e);
+    });
   }
 
   /** `prefix` plus five characters, deterministic per run; `taken` says whether a name is in use. */
@@ -171,6 +181,13 @@ export class Lifecycle {
       this.store.remove('pods', ns, name);
       this.replace(pod, true);
     }
+    for (const [key, due] of [...this.completing]) {
+      if (due > now) continue;
+      this.completing.delete(key);
+      const [ns, name] = key.split('/') as [string, string];
+      const pod = this.store.pod(ns, name);
+      if (pod?.status?.phase === 'Running' && !pod.metadata.deletionTimestamp) this.store.put('pods', { ...pod, status: succeededStatus(pod, this.iso()) });
+    }
     for (const nodeName of [...this.noExecuteCheck]) {
       this.noExecuteCheck.delete(nodeName);
       const taints = (this.store.node(nodeName)?.spec?.taints ?? []).filter((t) => t.effect === 'NoExecute');
@@ -178,6 +195,7 @@ export class Lifecycle {
         if (!p.metadata.deletionTimestamp && taints.some((t) => !tolerates(p.spec.tolerations, t))) this.deletePod(p);
       }
     }
+    this.mig.settle(this.store, now);
     if (this.daemonNodes === 'all' || this.daemonNodes.size > 0) this.runDaemonSets();
     this.schedule();
   }
@@ -217,52 +235,27 @@ export class Lifecycle {
     return this.sortedNodes;
   }
 
-  /** One pod per DaemonSet per eligible node, bound directly as the DaemonSet controller does. */
   private markDaemonNode(node: string): void {
     if (this.daemonNodes !== 'all') this.daemonNodes.add(node);
   }
 
+  /** One pod per DaemonSet per eligible node that lacks one (nodes marked since the last run). */
   private runDaemonSets(): void {
     const which = this.daemonNodes;
     this.daemonNodes = new Set();
     const nodes = which === 'all' ? this.store.nodes() : [...which].map((n) => this.store.node(n)).filter((n): n is Node => n !== undefined);
     for (const ds of this.store.list('daemonsets.apps')) {
-      const tpl = (ds.spec as { template?: { metadata?: { labels?: Record<string, string> }; spec?: PodSpec } } | undefined)?.template;
-      if (!tpl?.spec) continue;
+      const ns = ds.metadata.namespace ?? '';
       for (const node of nodes) {
-        const probe = { metadata: {}, spec: tpl.spec } as unknown as Pod;
-        const blocking = (node.spec?.taints ?? []).filter((t: Taint) => t.effect !== 'PreferNoSchedule' && !tolerates(tpl.spec!.tolerations, t));
-        if (blocking.length > 0 || !matchesNodeAffinity(probe, node)) continue;
-        const has = this.store.podsOnNode(node.metadata.name).some((p) => controllerOf(p)?.uid === ds.metadata.uid && !p.metadata.deletionTimestamp);
-        if (has) continue;
-        const pod = {
-          apiVersion: 'v1',
-          kind: 'Pod',
-          metadata: {
-            name: this.generateName(`${ds.metadata.name}-`, (n) => this.store.pod(ds.metadata.namespace ?? '', n) !== undefined),
-            generateName: `${ds.metadata.name}-`,
-            namespace: ds.metadata.namespace,
-            labels: { ...(tpl.metadata?.labels ?? {}) },
-            ownerReferences: [{ apiVersion: 'apps/v1', kind: 'DaemonSet', name: ds.metadata.name, uid: ds.metadata.uid, controller: true, blockOwnerDeletion: true }],
-          },
-          spec: { ...tpl.spec, nodeName: node.metadata.name },
-        } as unknown as KubeObject;
+        if (!eligible(ds, node) || hasDaemonPod(ds, this.store.podsOnNode(node.metadata.name))) continue;
+        const name = this.generateName(`${ds.metadata.name}-`, (n) => this.store.pod(ns, n) !== undefined);
         try {
-          this.store.put('pods', this.admit(pod));
+          this.store.put('pods', this.admit(daemonPod(ds, node.metadata.name, name)));
         } catch (err) {
-          this.failures.push(`DaemonSet ${ds.metadata.namespace}/${ds.metadata.name}: ${(err as Error).message}`);
+          this.failures.push(`DaemonSet ${ns}/${ds.metadata.name}: ${(err as Error).message}`);
         }
       }
     }
-  }
-
-  withDaemonSetStatus(ds: KubeObject): KubeObject {
-    const pods = this.store.pods(ds.metadata.namespace).filter((p) => controllerOf(p)?.uid === ds.metadata.uid && !p.metadata.deletionTimestamp);
-    const ready = pods.filter(isHealthy).length;
-    return {
-      ...ds,
-      status: { currentNumberScheduled: pods.length, desiredNumberScheduled: pods.length, numberMisscheduled: 0, numberReady: ready, numberAvailable: ready, updatedNumberScheduled: pods.length, observedGeneration: ds.metadata.generation ?? 1 },
-    };
   }
 
   /** Keeps the pending set, the capacity epoch and the node order in step with the store. */
@@ -273,6 +266,10 @@ export class Lifecycle {
       // Only pods asking for the default scheduler are ours; others wait for their own binder.
       const ours = (pod.spec.schedulerName ?? 'default-scheduler') === 'default-scheduler';
       const waiting = e.type !== 'DELETED' && ours && !pod.spec.nodeName && !pod.metadata.deletionTimestamp && pod.status?.phase === 'Pending';
+      const annotation = pod.metadata.annotations?.[COMPLETE_AFTER];
+      const seconds = annotation === undefined || annotation === '' ? Number.NaN : Number(annotation);
+      if (e.type === 'DELETED' || pod.status?.phase !== 'Running') this.completing.delete(key);
+      else if (seconds >= 0 && !this.completing.has(key)) this.completing.set(key, this.clock.now() + seconds * 1000);
       if (waiting) this.pending.add(key);
       else {
         this.pending.delete(key);

@@ -57,6 +57,18 @@ describe('nodes through @kubernetes/client-node', () => {
     expect(n.spec?.taints).toEqual([{ key: 'gpu-reflex.io/faulty', value: 'xid-79', effect: 'NoSchedule' }]);
   });
 
+  it.each([
+    [[{ key: 'gpu', value: 'bad', effect: 'Sometimes' }], 'spec.taints[0].effect: Unsupported value: "Sometimes"'],
+    [[{ value: 'x', effect: 'NoSchedule' }], 'spec.taints[0].key: Required value'],
+    [[{ key: 'gpu', effect: 'NoSchedule' }, { key: 'gpu', value: 'other', effect: 'NoSchedule' }], 'spec.taints[1]: Duplicate value'],
+  ])('refuses an invalid taint list %j with 422 naming the field', async (taints, message) => {
+    const f = await failure(() => c.core.patchNode({ name: 't4-1', body: { spec: { taints } } }, patchWith(k8s.PatchStrategy.MergePatch)));
+    expect(f.code).toBe(422);
+    expect(f.status.reason).toBe('Invalid');
+    expect(f.status.message).toContain(`Node "t4-1" is invalid: ${message}`);
+    expect(sim.store.node('t4-1')!.spec?.taints).toBeUndefined();
+  });
+
   it('refuses a write carrying a stale resourceVersion with 409 Conflict', async () => {
     const node = await c.core.readNode({ name: 't4-0' });
     const stale = node.metadata!.resourceVersion!;
@@ -116,6 +128,21 @@ describe('nodes through @kubernetes/client-node', () => {
     } while (cont);
     expect(names).toEqual(['a100-0', 'a100-1', 'a100-2', 't4-0', 't4-1']);
     expect(remaining).toEqual([3, 1, undefined]);
+  });
+
+  it('fails the requests a test injects a fault for, once, then serves normally', async () => {
+    sim.faults.inject({ method: 'PATCH', path: '/api/v1/nodes/t4-0', code: 409 });
+    sim.faults.inject({ path: /\/nodes\/a100-2$/, code: 500, times: 2 });
+    const conflict = await failure(() => c.core.patchNode({ name: 't4-0', body: { metadata: { labels: { f: '1' } } } }, patchWith(k8s.PatchStrategy.MergePatch)));
+    expect(conflict.code).toBe(409);
+    expect(conflict.status).toMatchObject({ kind: 'Status', reason: 'Conflict', code: 409 });
+    expect(sim.store.node('t4-0')!.metadata.labels?.f).toBeUndefined();
+    await c.core.patchNode({ name: 't4-0', body: { metadata: { labels: { f: '1' } } } }, patchWith(k8s.PatchStrategy.MergePatch));
+    expect(sim.store.node('t4-0')!.metadata.labels?.f).toBe('1');
+    expect((await failure(() => c.core.readNode({ name: 'a100-2' }))).code).toBe(500);
+    expect((await failure(() => c.core.readNode({ name: 'a100-2' }))).code).toBe(500);
+    await expect(c.core.readNode({ name: 'a100-2' })).resolves.toBeDefined();
+    expect(sim.faults.fired).toEqual(['PATCH /api/v1/nodes/t4-0 → 409', 'GET /api/v1/nodes/a100-2 → 500', 'GET /api/v1/nodes/a100-2 → 500']);
   });
 
   it('updates node status only through the status subresource', async () => {

@@ -88,6 +88,25 @@ export function runningStatus(pod: Pod, node: string, nowIso: string, podIp: str
   };
 }
 
+/** A pod whose containers all exited 0: Succeeded, not Ready, resources released. */
+export function succeededStatus(pod: Pod, nowIso: string): Pod['status'] {
+  const cond = (type: string, status: 'True' | 'False') => ({ type, status, lastTransitionTime: nowIso, ...(status === 'False' ? { reason: 'PodCompleted' } : {}) });
+  return {
+    ...pod.status,
+    phase: 'Succeeded',
+    conditions: [cond('Initialized', 'True'), cond('Ready', 'False'), cond('ContainersReady', 'False'), cond('PodScheduled', 'True')],
+    containerStatuses: pod.spec.containers.map((c) => ({
+      name: c.name,
+      image: c.image ?? '',
+      imageID: '',
+      ready: false,
+      started: false,
+      restartCount: 0,
+      state: { terminated: { exitCode: 0, reason: 'Completed', finishedAt: nowIso } },
+    })),
+  };
+}
+
 export function pendingStatus(pod: Pod, reason?: string, message?: string): Pod['status'] {
   return {
     phase: 'Pending',

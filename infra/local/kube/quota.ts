@@ -15,13 +15,16 @@ function podUsage(key: string, req: Map<string, number>, lim: Map<string, number
   if (key === 'pods' || key === 'count/pods') return 1;
   if (key.startsWith('requests.')) return req.get(key.slice('requests.'.length)) ?? 0;
   if (key.startsWith('limits.')) return lim.get(key.slice('limits.'.length)) ?? 0;
-  if (key === 'cpu' || key === 'memory' || key === 'ephemeral-storage' || key.includes('/')) return req.get(key) ?? 0;
+  if (key === 'cpu' || key === 'memory' || key === 'ephemeral-storage') return req.get(key) ?? 0;
+  // A bare extended resource (`nvidia.com/gpu`) is accepted in a quota but never tracked: the pod
+  // evaluator only knows `requests.<extended>`. Real quotas with it silently do nothing.
   return undefined;
 }
 
 export function quotaUsed(quota: KubeObject, pods: Pod[]): Map<string, number> {
   const hard = (quota as Quota).spec?.hard ?? {};
-  const used = new Map<string, number>(Object.keys(hard).map((k) => [k, 0]));
+  const empty = new Map<string, number>();
+  const used = new Map<string, number>(Object.keys(hard).filter((k) => podUsage(k, empty, empty) !== undefined).map((k) => [k, 0]));
   for (const p of pods) {
     if (isTerminal(p)) continue;
     const req = podRequests(p);

@@ -68,6 +68,10 @@ export function freeOn(node: Node, podsOnNode: Pod[]): Map<string, number> {
 export function unfitReason(pod: Pod, node: Node, free: Map<string, number>): string | undefined {
   const unschedulable: Taint = { key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' };
   if (node.spec?.unschedulable && !tolerates(pod.spec.tolerations, unschedulable)) return 'node(s) were unschedulable';
+  // The node lifecycle controller taints a node whose Ready condition is not True.
+  const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
+  const notReady: Taint = { key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' };
+  if (ready && ready.status !== 'True' && !tolerates(pod.spec.tolerations, notReady)) return 'node(s) had untolerated taint {node.kubernetes.io/not-ready: }';
   for (const t of node.spec?.taints ?? []) {
     if (t.effect === 'PreferNoSchedule') continue;
     if (!tolerates(pod.spec.tolerations, t)) return `node(s) had untolerated taint {${t.key}: ${t.value ?? ''}}`;

@@ -60,6 +60,12 @@ describe('the scheduler', () => {
     expect(cond?.message).toContain('3 node(s) had untolerated taint {nvidia.com/gpu: present}');
   });
 
+  it('lists unscheduled pods with the field selector spec.nodeName= (empty)', async () => {
+    const pending = await c.core.listNamespacedPod({ namespace: 'work', fieldSelector: 'spec.nodeName=' });
+    expect(pending.items.map((p) => p.metadata?.name)).toEqual([`p${seq}`]);
+    expect(pending.items[0]!.status?.phase).toBe('Pending');
+  });
+
   it('fills MIG slices exactly and keeps the next request Pending', async () => {
     expect(await place({ 'nvidia.com/mig-1g.10gb': '1' }, tolerateGpu)).toBe('h100-mig');
     expect(await place({ 'nvidia.com/mig-1g.10gb': '1' }, tolerateGpu)).toBe('h100-mig');
@@ -97,10 +103,46 @@ describe('the scheduler', () => {
     expect(again.status).toBe(409);
   });
 
+  it('skips a node whose Ready condition is False unless the pod tolerates not-ready', async () => {
+    const node = await c.core.readNode({ name: 'cpu' });
+    node.status!.conditions = [{ type: 'Ready', status: 'False', reason: 'KubeletNotReady' }];
+    await c.core.replaceNodeStatus({ name: 'cpu', body: node });
+    expect(await place({ cpu: '1' }, { nodeSelector: { pool: 'system' } })).toBeUndefined();
+    expect(await place({ cpu: '1' }, { nodeSelector: { pool: 'system' }, tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists' }] })).toBe('cpu');
+  });
+
   it('evicts pods that do not tolerate a NoExecute taint', async () => {
     const before = sim.store.podsOnNode('mi300').filter((p) => !p.metadata.deletionTimestamp).length;
     expect(before).toBeGreaterThan(0);
     await c.core.patchNode({ name: 'mi300', body: { spec: { taints: [{ key: 'gpu-reflex.io/faulty', value: 'xid-79', effect: 'NoExecute' }] } } }, (await import('./test-helpers.ts')).patchWith('application/merge-patch+json'));
     expect(sim.store.podsOnNode('mi300').every((p) => p.metadata.deletionTimestamp !== undefined)).toBe(true);
+  });
+});
+
+describe('pods that finish by themselves', () => {
+  it('marks an annotated Job pod Succeeded after its run time, frees its GPUs for a waiting pod and does not replace it', async () => {
+    const sim = await startKubeSim({
+      fleet: {
+        nodes: [{ name: 'a100', allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': 8 } }],
+        namespaces: [{ name: 'train' }],
+        pods: [
+          { name: 'epoch', namespace: 'train', owner: { kind: 'Job', name: 'epoch' }, requests: { 'nvidia.com/gpu': 8 }, completeAfterSeconds: 600 },
+          { name: 'next', namespace: 'train', owner: { kind: 'Job', name: 'next' }, requests: { 'nvidia.com/gpu': 8 } },
+        ],
+      },
+    });
+    try {
+      expect(sim.store.pod('train', 'next')!.status?.phase).toBe('Pending');
+      sim.advance(599_000);
+      expect(sim.store.pod('train', 'epoch')!.status?.phase).toBe('Running');
+      sim.advance(1_000);
+      const done = sim.store.pod('train', 'epoch')!;
+      expect(done.status?.phase).toBe('Succeeded');
+      expect((done.status?.containerStatuses as { state: unknown }[])[0]!.state).toEqual({ terminated: { exitCode: 0, reason: 'Completed', finishedAt: '2026-01-01T00:10:00Z' } });
+      expect(sim.store.pod('train', 'next')!.spec.nodeName).toBe('a100');
+      expect(sim.store.pods('train')).toHaveLength(2);
+    } finally {
+      await sim.close();
+    }
   });
 });

@@ -131,5 +131,7 @@ export function matchesFields(o: KubeObject, reqs: FieldRequirement[]): boolean 
 
 /** The node a field selector pins `spec.nodeName` to, so pod lists can use the node index. */
 export function pinnedNode(reqs: FieldRequirement[]): string | undefined {
-  return reqs.find((r) => r.field === 'spec.nodeName' && r.equal)?.value;
+  // `spec.nodeName=` (unscheduled pods) is not in the index: leave it to the full scan.
+  const value = reqs.find((r) => r.field === 'spec.nodeName' && r.equal)?.value;
+  return value === '' ? undefined : value;
 }

@@ -3,6 +3,7 @@ import { parse as parseYaml } from 'yaml';
 import type { Cluster, ListResult } from './cluster.ts';
 import { apiGroup, apiGroupList, apiResourceList, apiVersions, VERSION_INFO } from './discovery.ts';
 import { ApiError, errors } from './errors.ts';
+import type { Faults } from './faults.ts';
 import { apiVersionOf, findResource, type ResourceDef } from './resources.ts';
 import { openApiGroupVersion, openApiRoot } from './openapi.ts';
 import { tableOf, wantsTable } from './table.ts';
@@ -104,9 +105,14 @@ function listBody(r: ResourceDef, result: ListResult): object {
   };
 }
 
-export function createHandler(cluster: Cluster, open: Set<ServerResponse>) {
+export function createHandler(cluster: Cluster, open: Set<ServerResponse>, faults?: Faults) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     try {
+      const fault = faults?.take(req.method ?? 'GET', new URL(req.url ?? '/', 'http://localhost').pathname);
+      if (fault) {
+        req.resume();
+        throw fault;
+      }
       await handle(cluster, req, res, open);
     } catch (err) {
       if (res.headersSent) {

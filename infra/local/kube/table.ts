@@ -4,7 +4,7 @@ import type { KubeObject, Node, Pod } from './types.ts';
 
 /**
  * `Accept: application/json;as=Table;v=v1;g=meta.k8s.io` — the server-side printing kubectl asks
- * for. Nodes and pods get kubectl's usual columns; everything else gets Name and Age.
+ * for. Nodes, pods, PDBs and DaemonSets get kubectl's usual columns; everything else Name and Age.
  */
 export function wantsTable(accept: string | undefined): boolean {
   return accept !== undefined && /as=Table/.test(accept);
@@ -56,11 +56,31 @@ function columns(r: ResourceDef, now: number): Column[] {
     const p = (o: KubeObject) => o as Pod;
     return [
       name,
-      { name: 'Ready', type: 'string', cell: (o) => `${(p(o).status?.containerStatuses as unknown[] | undefined)?.length ?? 0}/${p(o).spec.containers.length}` },
-      { name: 'Status', type: 'string', cell: (o) => (o.metadata.deletionTimestamp ? 'Terminating' : (p(o).status?.phase ?? 'Pending')) },
+      { name: 'Ready', type: 'string', cell: (o) => `${((p(o).status?.containerStatuses as { ready?: boolean }[] | undefined) ?? []).filter((c) => c.ready).length}/${p(o).spec.containers.length}` },
+      { name: 'Status', type: 'string', cell: (o) => (o.metadata.deletionTimestamp ? 'Terminating' : p(o).status?.phase === 'Succeeded' ? 'Completed' : (p(o).status?.phase ?? 'Pending')) },
       { name: 'Restarts', type: 'string', cell: () => '0' },
       ageCol,
       { name: 'Node', type: 'string', priority: 1, cell: (o) => p(o).spec.nodeName ?? '<none>' },
+    ];
+  }
+  if (r.plural === 'poddisruptionbudgets') {
+    const spec = (o: KubeObject) => (o.spec ?? {}) as { minAvailable?: number | string; maxUnavailable?: number | string };
+    return [
+      name,
+      { name: 'Min Available', type: 'string', cell: (o) => String(spec(o).minAvailable ?? 'N/A') },
+      { name: 'Max Unavailable', type: 'string', cell: (o) => String(spec(o).maxUnavailable ?? 'N/A') },
+      { name: 'Allowed Disruptions', type: 'integer', cell: (o) => (o.status as { disruptionsAllowed?: number } | undefined)?.disruptionsAllowed ?? 0 },
+      ageCol,
+    ];
+  }
+  if (r.plural === 'daemonsets') {
+    const st = (o: KubeObject) => (o.status ?? {}) as Record<string, number>;
+    return [
+      name,
+      { name: 'Desired', type: 'integer', cell: (o) => st(o).desiredNumberScheduled ?? 0 },
+      { name: 'Current', type: 'integer', cell: (o) => st(o).currentNumberScheduled ?? 0 },
+      { name: 'Ready', type: 'integer', cell: (o) => st(o).numberReady ?? 0 },
+      ageCol,
     ];
   }
   return [name, ageCol];

@@ -4,6 +4,7 @@ import { errors } from './errors.ts';
 import { qualifiedName, type ResourceDef } from './resources.ts';
 import { matchesFields, matchesRequirements, parseFieldSelector, parseLabelSelector } from './selectors.ts';
 import type { StoreEvent } from './store.ts';
+import { tableOf, wantsTable } from './table.ts';
 import type { KubeObject } from './types.ts';
 
 /**
@@ -20,6 +21,8 @@ export interface WatchOptions {
 }
 
 export function serveWatch(req: IncomingMessage, res: ServerResponse, cluster: Cluster, r: ResourceDef, ns: string | undefined, opts: WatchOptions, open: Set<ServerResponse>): void {
+  // `kubectl get -w` asks for Tables: each event then carries a one-row Table.
+  const asTable = wantsTable(req.headers.accept);
   let labels, fields;
   try {
     labels = opts.labelSelector ? parseLabelSelector(opts.labelSelector) : [];
@@ -32,7 +35,10 @@ export function serveWatch(req: IncomingMessage, res: ServerResponse, cluster: C
     o !== undefined && (ns === undefined || o.metadata.namespace === ns) && matchesRequirements(o.metadata.labels, labels) && matchesFields(o, fields);
   res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked', 'Cache-Control': 'no-cache, private' });
   res.flushHeaders();
-  const send = (type: string, object: object) => res.write(JSON.stringify({ type, object }) + '\n');
+  const send = (type: string, object: KubeObject | object) => {
+    const body = asTable && type !== 'ERROR' ? tableOf(r, { items: [object as KubeObject], resourceVersion: (object as KubeObject).metadata.resourceVersion }, cluster.clock.now()) : object;
+    res.write(JSON.stringify({ type, object: body }) + '\n');
+  };
   const forward = (e: StoreEvent) => {
     if (e.resource !== resource) return;
     const now = matches(e.object);

@@ -1,0 +1,51 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { startKubeSim, type Fleet, type KubeSim } from './index.ts';
+import { clients, k8s, patchWith } from './test-helpers.ts';
+
+const fleet: Fleet = {
+  nodes: [{ name: 'h100', labels: { 'nvidia.com/mig.strategy': 'mixed', 'nvidia.com/mig.config': 'all-balanced', 'nvidia.com/mig-1g.10gb.count': '16' }, allocatable: { cpu: '190', memory: '1800Gi', 'nvidia.com/mig-1g.10gb': 16, 'nvidia.com/mig-3g.40gb': 8 } }],
+  namespaces: [{ name: 'research' }],
+  migConfigs: { 'all-1g.10gb': { 'nvidia.com/mig-1g.10gb': 56 } },
+  migReconfigureSeconds: 20,
+};
+
+describe('the simulated mig-manager', () => {
+  let sim: KubeSim;
+  let c: ReturnType<typeof clients>;
+  beforeEach(async () => {
+    sim = await startKubeSim({ fleet });
+    c = clients(sim);
+  });
+  afterEach(() => sim.close());
+
+  const setConfig = (name: string) => c.core.patchNode({ name: 'h100', body: { metadata: { labels: { 'nvidia.com/mig.config': name } } } }, patchWith(k8s.PatchStrategy.MergePatch));
+  const labels = () => sim.store.node('h100')!.metadata.labels!;
+
+  it('goes pending, then after the reconfigure time swaps the MIG resources and reports success', async () => {
+    await setConfig('all-1g.10gb');
+    expect(labels()['nvidia.com/mig.config.state']).toBe('pending');
+    sim.advance(19_999);
+    expect(labels()['nvidia.com/mig.config.state']).toBe('pending');
+    sim.advance(1);
+    expect(labels()['nvidia.com/mig.config.state']).toBe('success');
+    expect(labels()['nvidia.com/mig-1g.10gb.count']).toBe('56');
+    const alloc = sim.store.node('h100')!.status?.allocatable;
+    expect(alloc).toMatchObject({ cpu: '190', 'nvidia.com/mig-1g.10gb': '56' });
+    expect(alloc?.['nvidia.com/mig-3g.40gb']).toBeUndefined();
+  });
+
+  it('binds a pod waiting for slices the new layout provides', async () => {
+    await c.core.createNamespacedPod({ namespace: 'research', body: { metadata: { name: 'many' }, spec: { containers: [{ name: 'm', image: 'x', resources: { limits: { 'nvidia.com/mig-1g.10gb': '40' } } }] } } });
+    expect(sim.store.pod('research', 'many')!.spec.nodeName).toBeUndefined();
+    await setConfig('all-1g.10gb');
+    sim.advance(20_000);
+    expect(sim.store.pod('research', 'many')!.spec.nodeName).toBe('h100');
+  });
+
+  it('reports failed for a layout it does not know and leaves resources alone', async () => {
+    await setConfig('all-9g.99gb');
+    sim.advance(20_000);
+    expect(labels()['nvidia.com/mig.config.state']).toBe('failed');
+    expect(sim.store.node('h100')!.status?.allocatable?.['nvidia.com/mig-3g.40gb']).toBe('8');
+  });
+});
