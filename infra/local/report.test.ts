@@ -1,0 +1,57 @@
+import { describe, expect, it } from 'vitest';
+import type { EventEnvelope } from './bus/index.ts';
+import type { Node, Pod } from './kube/types.ts';
+import { checkExpectations, summarize } from './report.ts';
+
+const meta = (name: string, extra: object = {}) => ({ name, uid: `uid-${name}`, resourceVersion: '1', creationTimestamp: '2026-01-01T00:00:00Z', ...extra });
+const node = (name: string, spec: Node['spec'] = {}, labels: Record<string, string> = {}): Node => ({ apiVersion: 'v1', kind: 'Node', metadata: meta(name, { labels }), spec });
+const pod = (name: string, requests: Record<string, string>, nodeName?: string): Pod => ({ apiVersion: 'v1', kind: 'Pod', metadata: meta(name, { namespace: 'ml' }), spec: { ...(nodeName ? { nodeName } : {}), containers: [{ name: 'c', resources: { requests } }] } });
+const remediation = (steps: { kind: string; result: string }[]) => ({ detailType: 'Remediation', source: 'gpu-reflex.functions', detail: { action: 'drain-node', phase: 'acted', steps } });
+
+const nodes = [node('a', { unschedulable: true, taints: [{ key: 'gpu-reflex.io/unhealthy', effect: 'NoSchedule' }] }, { 'gpu-reflex.io/state': 'draining' }), node('b'), node('c', {}, { 'gpu-reflex.io/state': 'quarantined' })];
+const pods = [pod('p1', { 'nvidia.com/gpu': '1' }), pod('p2', { 'nvidia.com/mig-1g.10gb': '1' }), pod('p3', { 'nvidia.com/gpu': '1' }, 'b'), pod('p4', { cpu: '1' })];
+
+describe('summary', () => {
+  it('counts events, actions, node states, pending GPU pods and failures', () => {
+    const s = summarize({
+      events: [{ detailType: 'GPU XID Error', source: 'gpu-reflex.node-agent', detail: {} }, remediation([{ kind: 'evict', result: 'done' }])],
+      deliveries: [{ atMs: 1, rule: 'r', function: 'remediate', attempt: 1, ok: false }, { atMs: 2, rule: 'r', function: 'remediate', attempt: 2, ok: true }],
+      deadLetters: 0,
+      counters: { evicted: ['ml/x', 'ml/y'], rescheduled: [{ pod: 'ml/z', node: 'b', replaces: 'ml/x' }] },
+      observed: true,
+      nodes,
+      pods,
+    });
+    expect(s).toMatchObject({
+      eventsByDetailType: { 'GPU XID Error': 1, Remediation: 1 },
+      actionsByKind: { 'drain-node acted': 1 },
+      nodesCordoned: ['a'],
+      nodesTainted: ['a'],
+      nodesQuarantined: ['c'],
+      podsEvicted: 2,
+      podsRescheduled: 1,
+      podsPending: { 'nvidia.com/gpu': 1, 'nvidia.com/mig-1g.10gb': 1 },
+      deliveryFailures: { remediate: 1 },
+    });
+  });
+
+  it('takes evictions from the Remediation steps when the cluster was not observed', () => {
+    const s = summarize({ events: [remediation([{ kind: 'evict', result: 'done' }, { kind: 'evict', result: 'blocked' }, { kind: 'cordon', result: 'done' }])], deliveries: [], deadLetters: 0, counters: { evicted: [], rescheduled: [] }, observed: false, nodes, pods });
+    expect(s.podsEvicted).toBe(1);
+  });
+});
+
+describe('expect checks', () => {
+  const events = [{ 'detail-type': 'GPU XID Error', detail: { node: 'a' } }] as unknown as EventEnvelope[];
+  it.each([
+    [{ node: 'a', cordoned: true, tainted: 'gpu-reflex.io/unhealthy', label: { 'gpu-reflex.io/state': 'draining' } }, true],
+    [{ node: 'b', cordoned: true }, false],
+    [{ node: 'zz', cordoned: false }, false],
+    [{ pendingPods: { resource: 'nvidia.com/gpu', atLeast: 1 } }, true],
+    [{ pendingPods: { resource: 'nvidia.com/gpu', atLeast: 2 } }, false],
+    [{ event: 'GPU XID Error', node: 'a', atLeast: 1 }, true],
+    [{ event: 'GPU XID Error', node: 'b', atLeast: 1 }, false],
+  ])('%j passes: %s', (check, ok) => {
+    expect(checkExpectations([check], nodes, pods, events)[0]!.ok).toBe(ok);
+  });
+});
