@@ -67,7 +67,15 @@ async function runScenario(scenario: Scenario, io: CliIo, hooks: LocalCliHooks, 
   // Node 20 is supported by this project; the SDK's notice about its 2027 releases is noise here.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const colour = io === processIo && process.stdout.isTTY && !process.env.NO_COLOR;
-  const stack = await startStack(scenario, { clock: opts.clock, out: io.out, colour, ...(opts.report ? { reportPath: opts.report } : {}), ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}), ...(opts.durationMs !== undefined ? { durationMs: opts.durationMs } : {}) });
+  let stack;
+  try {
+    stack = await startStack(scenario, { clock: opts.clock, out: io.out, colour, ...(opts.report ? { reportPath: opts.report } : {}), ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}), ...(opts.durationMs !== undefined ? { durationMs: opts.durationMs } : {}) });
+  } catch (err) {
+    // Start-up failures (no C compiler, a bad kubeconfig, an agent that would not start) are
+    // reported in one message; what had started is already stopped.
+    io.err(`gpu-reflex ${opts.clock === 'wall' ? 'local' : 'simulate'}: could not start the stack: ${(err as Error).message}`);
+    return 1;
+  }
   const onSignal = () => stack.stop();
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);

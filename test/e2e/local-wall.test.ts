@@ -41,3 +41,12 @@ timeline:
     expect((xid?.detail as { pods: { uid: string }[] }).pods[0]?.uid).toBe(serve?.metadata.uid);
   }, 30_000);
 });
+
+describe('gpu-reflex local, start-up failures', () => {
+  it('exits 1 with one message naming what failed, e.g. an unreadable kubeconfig', async () => {
+    const err: string[] = [];
+    const code = await makeLocalCommand().run(['--kubeconfig', join(dir, 'missing.kubeconfig'), '--duration', '1'], { out: () => undefined, err: (l) => err.push(l) });
+    expect(code).toBe(1);
+    expect(err.join('\n')).toMatch(/could not start the stack: kube access: cannot load kubeconfigPath .*missing\.kubeconfig/);
+  });
+});
