@@ -27,6 +27,7 @@ nvmlReturn_t begin(void) {
     return NVML_ERROR_UNINITIALIZED;
   }
   fire_due_faults();
+  refresh_processes_file();
   return NVML_SUCCESS;
 }
 

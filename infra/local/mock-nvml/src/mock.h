@@ -197,6 +197,9 @@ typedef struct {
   struct timespec start;
   char lastError[512];
   char scenarioOverride[4096];
+  /* Optional live process list (scenario `processesFile`), re-read when its mtime or size moves. */
+  char processesFile[1024];
+  long long processesStamp[2];
   int clockOverride; /* -1: $MOCK_NVML_CLOCK decides; 0 real; 1 manual */
 } mock_state;
 
@@ -204,6 +207,9 @@ extern mock_state g;
 
 /* scenario.c */
 int scenario_load(const char *path);
+char *mock_read_file(const char *path);
+/* processes-file.c — callers hold g.lock */
+void refresh_processes_file(void);
 int fault_parse(const void *json_fault, mock_fault *out, char *err, size_t err_len);
 
 /* clock-faults.c — callers hold g.lock */

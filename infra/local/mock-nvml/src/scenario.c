@@ -178,7 +178,7 @@ static int load_gpu(const json_value *o, int i) {
   return 1;
 }
 
-static char *read_file(const char *path) {
+char *mock_read_file(const char *path) {
   FILE *fp = fopen(path, "rb");
   if (!fp) return NULL;
   size_t cap = 65536, len = 0, got;
@@ -215,7 +215,7 @@ int scenario_load(const char *path) {
   err_buf = local_err;
   err_cap = sizeof local_err;
   free_model();
-  char *text = read_file(path);
+  char *text = mock_read_file(path);
   if (!text) {
     snprintf(g.lastError, sizeof g.lastError, "cannot read scenario %s", path);
     return 0;
@@ -233,6 +233,9 @@ int scenario_load(const char *path) {
   double n = 12040;
   if (!get_num(root, "cudaVersion", "", &n, 0)) goto done;
   g.cudaVersion = (int)n;
+  g.processesFile[0] = '\0';
+  g.processesStamp[0] = g.processesStamp[1] = -1;
+  if (!get_str(root, "processesFile", "", g.processesFile, sizeof g.processesFile, 0)) goto done;
   const json_value *gpus = json_get(root, "gpus");
   if (!gpus || gpus->type != JSON_ARRAY) { bad("gpus", "expected an array"); goto done; }
   if (gpus->count > MAX_GPUS) { bad("gpus", "at most 16 GPUs"); goto done; }
