@@ -1,7 +1,7 @@
 import { appendFileSync, copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describeXid } from '../../events/xid.ts';
-import { cgroupLine, type GpuProcessOfPod, type GpuSpec } from './node-gpus.ts';
+import type { GpuProcessOfPod, GpuSpec } from './node-gpus.ts';
 import type { Fault } from './scenario.ts';
 
 /**
@@ -18,6 +18,8 @@ export interface NodeFiles {
   scenarioPath: string;
   procRoot: string;
   kmsgPath: string;
+  /** The mock's live process lists (`processesFile`), kept by NodeProcesses. */
+  processesPath: string;
   spoolPath: string;
   deadLetterPath: string;
 }
@@ -54,7 +56,7 @@ function mockFault(f: NodeFault): Record<string, unknown> {
 }
 
 /** The node's mock NVML scenario: generated GPUs and processes, scenario overrides, faults. */
-export function mockScenario(gpus: readonly GpuSpec[], procs: readonly GpuProcessOfPod[], faults: readonly NodeFault[], override: NvmlOverride = {}): object {
+export function mockScenario(gpus: readonly GpuSpec[], procs: readonly GpuProcessOfPod[], faults: readonly NodeFault[], override: NvmlOverride = {}, processesFile?: string): object {
   const t4 = (g: GpuSpec) => g.name.includes('T4');
   const generated = gpus.map((g) => ({
     name: g.name,
@@ -74,29 +76,33 @@ export function mockScenario(gpus: readonly GpuSpec[], procs: readonly GpuProces
   return {
     driverVersion: override.driverVersion ?? '550.54.15',
     cudaVersion: override.cudaVersion ?? 12040,
+    ...(processesFile ? { processesFile } : {}),
     gpus: [...generated, ...(override.extraGpus ?? [])],
     faults: [...faults].sort((a, b) => a.atMs - b.atMs).map(mockFault),
   };
 }
 
-/** Writes everything under `<root>/<node>/`; `library` is the built mock, copied per node. */
-export function writeNodeFiles(root: string, node: string, library: string, scenario: object, procs: readonly GpuProcessOfPod[]): NodeFiles {
+/** Where a node's files go under `root` (the processes file must be named in its scenario). */
+export function nodeDir(root: string, node: string): { dir: string; procRoot: string; processesPath: string } {
   const dir = join(root, node);
+  return { dir, procRoot: join(dir, 'proc'), processesPath: join(dir, 'processes.json') };
+}
+
+/**
+ * Writes the library copy, the scenario and an empty kernel log under `<root>/<node>/`; the fake
+ * /proc and the processes file are NodeProcesses' to write. `library` is the built mock.
+ */
+export function writeNodeFiles(root: string, node: string, library: string, scenario: object): NodeFiles {
+  const { dir, procRoot, processesPath } = nodeDir(root, node);
   rmSync(dir, { recursive: true, force: true });
-  const procRoot = join(dir, 'proc');
   mkdirSync(procRoot, { recursive: true });
   const libraryPath = join(dir, 'libnvidia-ml.so.1');
   copyFileSync(library, libraryPath);
   const scenarioPath = join(dir, 'nvml-scenario.json');
   writeFileSync(scenarioPath, JSON.stringify(scenario, null, 2));
-  for (const p of procs) {
-    mkdirSync(join(procRoot, String(p.pid)), { recursive: true });
-    writeFileSync(join(procRoot, String(p.pid), 'cgroup'), cgroupLine(p.pod.uid, p.pid));
-    writeFileSync(join(procRoot, String(p.pid), 'comm'), 'python\n');
-  }
   const kmsgPath = join(dir, 'kmsg.log');
   writeFileSync(kmsgPath, '');
-  return { node, dir, libraryPath, scenarioPath, procRoot, kmsgPath, spoolPath: join(dir, 'spool.jsonl'), deadLetterPath: join(dir, 'dead-letter.jsonl') };
+  return { node, dir, libraryPath, scenarioPath, procRoot, kmsgPath, processesPath, spoolPath: join(dir, 'spool.jsonl'), deadLetterPath: join(dir, 'dead-letter.jsonl') };
 }
 
 /** `0000:3b:00` as the kernel prints the bus id (NVML's `00000000:3B:00.0` shortened, lower case). */

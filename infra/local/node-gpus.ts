@@ -134,13 +134,20 @@ const requestsOf = (pod: Pod): Record<string, number> => {
 /**
  * Device-plugin allocation: pods in creation order take the first free whole GPUs
  * (`nvidia.com/gpu`) or MIG instances of their profile (`nvidia.com/mig-<profile>`). Each gets
- * one process per GPU/instance, with a pid stable for the pod (base + order).
+ * one process per GPU/instance. `existing` allocations of pods still listed are kept (a running
+ * container does not move); pods no longer listed free theirs. New processes get pids from
+ * `pidBase` up, so a pid is never reused within a run (the agent caches pid → pod).
  */
-export function allocateGpus(gpus: readonly GpuSpec[], pods: readonly Pod[], pidBase = 4100): GpuProcessOfPod[] {
-  const freeGpus = gpus.filter((g) => g.mig.length === 0).map((g) => g.index);
-  const freeMig = gpus.flatMap((g) => g.mig.map((s) => ({ gpu: g.index, slot: s })));
-  const ordered = [...pods].sort((a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') || a.metadata.name.localeCompare(b.metadata.name));
-  const out: GpuProcessOfPod[] = [];
+export function allocateGpus(gpus: readonly GpuSpec[], pods: readonly Pod[], pidBase = 4100, existing: readonly GpuProcessOfPod[] = []): GpuProcessOfPod[] {
+  const present = new Set(pods.map((p) => p.metadata.uid));
+  const kept = existing.filter((p) => present.has(p.pod.uid));
+  const keptPods = new Set(kept.map((p) => p.pod.uid));
+  const usedGpus = new Set(kept.filter((p) => p.gpuInstanceId === undefined).map((p) => p.gpu));
+  const usedSlots = new Set(kept.filter((p) => p.gpuInstanceId !== undefined).map((p) => `${p.gpu}/${p.gpuInstanceId}`));
+  const freeGpus = gpus.filter((g) => g.mig.length === 0 && !usedGpus.has(g.index)).map((g) => g.index);
+  const freeMig = gpus.flatMap((g) => g.mig.filter((s) => !usedSlots.has(`${g.index}/${s.giId}`)).map((s) => ({ gpu: g.index, slot: s })));
+  const ordered = pods.filter((p) => !keptPods.has(p.metadata.uid)).sort((a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') || a.metadata.name.localeCompare(b.metadata.name));
+  const out: GpuProcessOfPod[] = [...kept];
   let pid = pidBase;
   for (const pod of ordered) {
     const req = requestsOf(pod);

@@ -7,8 +7,10 @@ import { ClusterObserver, pendingByResource } from './cluster-observer.ts';
 import { startKubeSim, wallClock, type KubeSim } from './kube/index.ts';
 import { buildMockNvml } from './mock-nvml/build.ts';
 import { allocateGpus, gpuSpecsOf, isGpuNode } from './node-gpus.ts';
-import { appendKmsg, kmsgXidLine, mockScenario, writeNodeFiles, type NodeFiles } from './node-files.ts';
+import { appendKmsg, kmsgXidLine, mockScenario, nodeDir, writeNodeFiles, type NodeFiles } from './node-files.ts';
+import { NodeProcesses } from './node-processes.ts';
 import { checkExpectations, summarize, type DeliveryRecord, type StackReport } from './report.ts';
+import type { Pod } from './kube/types.ts';
 import type { FaultStepT, Scenario, TimelineStep } from './scenario.ts';
 import { StackKube } from './stack-kube.ts';
 import { startAgentProcesses, startInProcessAgents } from './stack-agents.ts';
@@ -150,7 +152,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     const agentNodes = scenario.agents.nodes === 'all-gpu-nodes' ? nodes.filter(isGpuNode).map((n) => n.metadata.name) : scenario.agents.nodes;
     const faultSteps = scenario.timeline.filter((s): s is FaultStepT => 'fault' in s);
     const nodeFiles: NodeFiles[] = [];
-    const files = new Map<string, NodeFiles & { pci: string[]; pidOf: Map<string, number> }>();
+    const files = new Map<string, NodeFiles & { pci: string[]; tracker: NodeProcesses }>();
     for (const name of agentNodes) {
       const node = nodes.find((n) => n.metadata.name === name);
       if (!node) throw new Error(`agents.nodes: no node "${name}" in the cluster`);
@@ -160,10 +162,24 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       const procs = allocateGpus(gpus, pods);
       const faults = faultSteps.filter((s) => s.node === name).map((s) => ({ atMs: s.at, gpu: s.gpu, fault: s.fault }));
       for (const f of faults) if (f.gpu >= gpus.length) throw new Error(`timeline: node ${name} has ${gpus.length} GPUs; there is no GPU ${f.gpu}`);
-      const nf = writeNodeFiles(work, name, library, mockScenario(gpus, procs, faults, scenario.nvml[name]), procs);
-      files.set(name, { ...nf, pci: gpus.map((g) => g.pciBusId), pidOf: new Map(procs.map((p) => [`${p.gpu}/${p.gpuInstanceId ?? ''}`, p.pid])) });
+      const nf = writeNodeFiles(work, name, library, mockScenario(gpus, procs, faults, scenario.nvml[name], nodeDir(work, name).processesPath));
+      const tracker = new NodeProcesses(gpus, nf.procRoot, nf.processesPath, procs);
+      files.set(name, { ...nf, pci: gpus.map((g) => g.pciBusId), tracker });
       nodeFiles.push(nf);
     }
+    // Pods arriving on or leaving an agent's node change what runs on its GPUs (NodeProcesses).
+    const dirty = new Set<string>();
+    if (sim) {
+      const off = sim.store.subscribe((e) => {
+        if (e.resource !== 'pods') return;
+        for (const o of [e.object, e.previous] as (Pod | undefined)[]) if (o?.spec.nodeName && files.has(o.spec.nodeName)) dirty.add(o.spec.nodeName);
+      });
+      cleanups.push(off);
+    }
+    const syncProcesses = () => {
+      for (const n of dirty) files.get(n)!.tracker.update(sim!.store.podsOnNode(n));
+      dirty.clear();
+    };
     const common = { busUrl: bus.url, busName, region: 'us-east-1', sampleIntervalMs: scenario.agents.sampleIntervalMs, log: progress };
     if (!virtual) progress(`starting ${nodeFiles.length} agents (gpu-reflex agent) ...`);
     const agents = virtual ? await startInProcessAgents(nodeFiles, { ...common, clock: agentClock }) : await startAgentProcesses(nodeFiles, common);
@@ -179,9 +195,12 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
         if (!f) return emit({ who: 'scenario', kind: 'note', what: '', text: `${s.node} runs no agent: fault ${s.fault.kind} not injected` });
         const what = s.fault.kind === 'xid' ? `XID ${s.fault.xid}` : s.fault.kind;
         emit({ who: 'scenario', kind: 'note', what: '', text: `inject ${what} into the NVML of ${s.node} GPU ${s.gpu}${s.note ? ` — ${s.note}` : ''}` });
-        if (s.fault.kind === 'xid') {
-          const pid = s.fault.pid ?? f.pidOf.get(`${s.gpu}/${s.fault.gpuInstanceId ?? ''}`) ?? f.pidOf.get(`${s.gpu}/`);
-          appendKmsg(f.kmsgPath, kmsgXidLine(s.at, f.pci[s.gpu]!, s.fault.xid, pid, s.fault.gpuInstanceId));
+        const fault = s.fault;
+        if (fault.kind === 'xid') {
+          // The kernel names the process on that GPU (instance) that hit it, if one runs there.
+          const onGpu = f.tracker.current.filter((p) => p.gpu === s.gpu);
+          const pid = fault.pid ?? (onGpu.find((p) => p.gpuInstanceId === fault.gpuInstanceId) ?? onGpu[0])?.pid;
+          appendKmsg(f.kmsgPath, kmsgXidLine(s.at, f.pci[s.gpu]!, fault.xid, pid, fault.gpuInstanceId));
         }
       } else if ('pods' in s) {
         const names = await kube.createPods(s.pods);
@@ -229,6 +248,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           // A fault due in this step: its kernel-log line is written now; the mock fires the NVML
           // side by itself when the node's step moves its clock past `atMs`.
           while (next < steps.length && dueAt(steps[next]!) <= t) await doStep(steps[next++]!);
+          syncProcesses();
           await agents.step(dt);
           await agents.whenIdle();
           await bus.drain();

@@ -111,6 +111,19 @@ describe('gpu-reflex simulate, default scenario', () => {
     expect(report.timeline.some((t) => t.who === 'remediate' && t.text.includes('not available yet'))).toBe(true);
   });
 
+  it.runIf(remediationLanded)('follows moved pods: the agent of their new node reports them on its GPUs', () => {
+    const moved = report.rescheduled.filter((r) => r.replaces.startsWith('ml-train/finetune-'));
+    expect(moved.length).toBeGreaterThan(0);
+    const node = moved[0]!.node;
+    const inventories = report.events.filter((e) => e.detailType === 'GPU Inventory' && (e.detail as { node: string }).node === node);
+    const last = inventories[inventories.length - 1]!.detail as { gpus: { processes: { podUid?: string }[] }[] };
+    const onGpus = new Set(last.gpus.flatMap((g) => g.processes.map((p) => p.podUid)));
+    for (const m of moved) {
+      const uid = report.final.pods.find((p) => `${p.metadata.namespace}/${p.metadata.name}` === m.pod)?.metadata.uid;
+      expect(onGpus.has(uid)).toBe(true);
+    }
+  });
+
   it.runIf(remediationLanded)('drains the node whose GPU fell off the bus: tainted, cordoned, its GPU pods moved', () => {
     const node = report.final.nodes.find((n) => n.metadata.name === 'a100-train-1')!;
     expect(node.spec?.unschedulable).toBe(true);

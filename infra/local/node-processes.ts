@@ -1,0 +1,60 @@
+import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Pod } from './kube/types.ts';
+import { allocateGpus, cgroupLine, type GpuProcessOfPod, type GpuSpec } from './node-gpus.ts';
+
+/**
+ * What runs on one simulated node's GPUs, kept in step with the cluster: when pods arrive on the
+ * node or leave it, the device-plugin allocation is updated (running pods keep their GPUs), the
+ * node's fake `/proc` gains or loses `<pid>/cgroup`, and the mock NVML's `processesFile` is
+ * replaced (the mock re-reads it, docs/mock-nvml.md). So the agent sees the pods that run there
+ * now, through the same NVML → pid → cgroup → pod path. Terminating pods keep their processes
+ * until the API server deletes them (their grace period), as containers do.
+ */
+export class NodeProcesses {
+  private procs: GpuProcessOfPod[];
+  private nextPid: number;
+
+  constructor(
+    private readonly gpus: readonly GpuSpec[],
+    private readonly procRoot: string,
+    private readonly processesFile: string,
+    initial: readonly GpuProcessOfPod[],
+  ) {
+    this.procs = [...initial];
+    this.nextPid = Math.max(4099, ...initial.map((p) => p.pid)) + 1;
+    this.write(initial, []);
+  }
+
+  get current(): readonly GpuProcessOfPod[] {
+    return this.procs;
+  }
+
+  /** `pods`: the pods bound to the node now. Returns whether anything changed. */
+  update(pods: readonly Pod[]): boolean {
+    const running = pods.filter((p) => p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed' && !p.metadata.ownerReferences?.some((o) => o.kind === 'DaemonSet'));
+    const next = allocateGpus(this.gpus, running, this.nextPid, this.procs);
+    const before = new Set(this.procs.map((p) => p.pid));
+    const after = new Set(next.map((p) => p.pid));
+    const added = next.filter((p) => !before.has(p.pid));
+    const removed = this.procs.filter((p) => !after.has(p.pid));
+    if (added.length === 0 && removed.length === 0) return false;
+    this.procs = next;
+    this.nextPid = Math.max(this.nextPid - 1, ...next.map((p) => p.pid)) + 1;
+    this.write(added, removed);
+    return true;
+  }
+
+  private write(added: readonly GpuProcessOfPod[], removed: readonly GpuProcessOfPod[]): void {
+    for (const p of removed) rmSync(join(this.procRoot, String(p.pid)), { recursive: true, force: true });
+    for (const p of added) {
+      mkdirSync(join(this.procRoot, String(p.pid)), { recursive: true });
+      writeFileSync(join(this.procRoot, String(p.pid), 'cgroup'), cgroupLine(p.pod.uid, p.pid));
+      writeFileSync(join(this.procRoot, String(p.pid), 'comm'), 'python\n');
+    }
+    const lists = this.gpus.map((g) => this.procs.filter((p) => p.gpu === g.index).map((p) => ({ pid: p.pid, usedMiB: p.usedMiB, ...(p.gpuInstanceId !== undefined ? { gpuInstanceId: p.gpuInstanceId, computeInstanceId: 0 } : {}) })));
+    // Replace, never rewrite in place: the agent's NVML may read it at any moment.
+    writeFileSync(`${this.processesFile}.tmp`, JSON.stringify(lists));
+    renameSync(`${this.processesFile}.tmp`, this.processesFile);
+  }
+}
