@@ -103,6 +103,30 @@ describe.skipIf(!kubectlAvailable)('kubectl against the simulated cluster', () =
     const stored = sim.store.get('resourcequotas', 'train', 'gpu')!;
     expect((stored.spec as { hard: Record<string, string> }).hard['requests.nvidia.com/gpu']).toBe('12');
     expect(stored.metadata.annotations?.['kubectl.kubernetes.io/last-applied-configuration']).toContain('"12"');
+    writeFileSync(file, quota(16).replace('name: gpu', 'name: gpu-ssa'));
+    expect((await kubectl(['apply', '--server-side', '-f', file])).stdout).toContain('resourcequota/gpu-ssa serverside-applied');
+    expect((sim.store.get('resourcequotas', 'train', 'gpu-ssa')!.spec as { hard: Record<string, string> }).hard['requests.nvidia.com/gpu']).toBe('16');
+  });
+
+  it('kubectl describe node lists the pods on it and their GPU requests', async () => {
+    const r = await kubectl(['describe', 'node', 'gpu-a']);
+    expect(r.code).toBe(0);
+    expect(r.stdout).toMatch(/Non-terminated Pods:\s+\(4 in total\)/);
+    expect(r.stdout).toMatch(/nvidia\.com\/gpu\s+3\s+0/);
+  });
+
+  it('kubectl get pods -A -o wide shows where each pod runs', async () => {
+    const r = await kubectl(['get', 'pods', '-A', '-o', 'wide']);
+    expect(r.stdout).toMatch(/serve\s+llm-0\s+1\/1\s+Running\s+0\s+\S+\s+gpu-a/);
+  });
+
+  it('kubectl delete waits for the pod to finish its grace period and go', async () => {
+    const { core } = clients(sim);
+    await core.createNamespacedPod({ namespace: 'train', body: { metadata: { name: 'scratch' }, spec: { terminationGracePeriodSeconds: 1, containers: [{ name: 'm', image: 'x' }] } } });
+    const r = await kubectl(['delete', 'pod', '-n', 'train', 'scratch', '--timeout=10s']);
+    expect(r.stdout).toContain('pod "scratch" deleted');
+    expect(r.code).toBe(0);
+    expect(sim.store.pod('train', 'scratch')).toBeUndefined();
   });
 
   it('kubectl drain is blocked by the PodDisruptionBudget and says so', async () => {

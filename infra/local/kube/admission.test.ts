@@ -80,6 +80,14 @@ describe('admission: ResourceQuota and LimitRange', () => {
     await c.core.createNamespacedPod({ namespace: 'team-a', body: gpuPod('now-fits', '2') });
   });
 
+  it('refuses server-side apply without a fieldManager with 422, as the real server', async () => {
+    const f = await failure(() =>
+      c.core.patchNamespacedResourceQuota({ name: 'gpu', namespace: 'team-a', body: { apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'gpu' }, spec: { hard: { pods: '1' } } } }, patchWith(k8s.PatchStrategy.ServerSideApply)),
+    );
+    expect(f.code).toBe(422);
+    expect(f.status.message).toContain('fieldManager: Required value: is required for apply patch');
+  });
+
   it('refuses a quota with a bad quantity as 422 naming the field', async () => {
     const f = await failure(() => c.core.createNamespacedResourceQuota({ namespace: 'team-a', body: { metadata: { name: 'bad' }, spec: { hard: { 'requests.nvidia.com/gpu': 'lots' } } } }));
     expect(f.code).toBe(422);

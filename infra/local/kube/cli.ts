@@ -32,8 +32,6 @@ export interface ServeHooks {
   stop?: Promise<void>;
   /** Called once listening, with the running sim (tests read its URL). */
   onReady?: (sim: KubeSim) => void;
-  /** How often (ms) due grace periods are processed with no request arriving. */
-  tickMs?: number;
 }
 
 function untilSignal(): Promise<void> {
@@ -80,11 +78,7 @@ export function makeClusterServeCommand(hooks: ServeHooks = {}): Command {
       io.out(`kubeconfig: ${kubeconfigPath}`);
       io.out(`try: kubectl --kubeconfig ${kubeconfigPath} get nodes`);
       hooks.onReady?.(sim);
-      // Wall-clock mode: requests already process due terminations; the tick covers quiet periods
-      // so watchers see pods go away on time.
-      const timer = setInterval(() => sim.advance(0), hooks.tickMs ?? 500);
       await (hooks.stop ?? untilSignal());
-      clearInterval(timer);
       await sim.close();
       io.out('simulated cluster stopped');
       return 0;

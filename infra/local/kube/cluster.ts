@@ -1,11 +1,11 @@
+import { admitPod, defaultNode } from './admission.ts';
+import { withDaemonSetStatus } from './daemonsets.ts';
 import { errors, success, type ApiError, type StatusBody } from './errors.ts';
-import { applyLimitRanges, RequestOverLimit } from './limit-range.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { applyMergePatch, applyPatch, PATCH_TYPES, PatchError } from './patch.ts';
 import { evictionVerdict, withPdbStatus } from './pdb.ts';
 import { normalizeQuantities } from './normalize.ts';
-import { hostIpOf, pendingStatus } from './pods.ts';
-import { quotaRefusal, withQuotaStatus } from './quota.ts';
+import { withQuotaStatus } from './quota.ts';
 import { apiVersionOf, qualifiedName, resource, type ResourceDef } from './resources.ts';
 import { matchesFields, matchesRequirements, parseFieldSelector, parseLabelSelector, pinnedNode } from './selectors.ts';
 import { Store } from './store.ts';
@@ -85,7 +85,7 @@ export class Cluster {
     const ns = obj.metadata.namespace ?? '';
     if (r.plural === 'resourcequotas') return withQuotaStatus(obj, this.store.pods(ns));
     if (r.plural === 'poddisruptionbudgets') return withPdbStatus(obj, this.store.pods(ns), this.nowIso());
-    if (r.plural === 'daemonsets') return this.lifecycle.withDaemonSetStatus(obj);
+    if (r.plural === 'daemonsets') return withDaemonSetStatus(obj, this.store.pods(ns));
     return obj;
   }
 
@@ -157,43 +157,14 @@ export class Cluster {
     };
     const bad = normalizeQuantities(obj);
     if (bad) throw errors.invalid(r, meta.name, bad, 'Invalid value: must be a quantity such as 500m, 16Gi or 8');
-    if (r.plural === 'pods') obj = this.admitPod(obj as Pod);
-    if (r.plural === 'nodes') obj = this.defaultNode(obj as Node);
+    if (r.plural === 'pods') obj = admitPod(obj as Pod, this.store, (p, node) => this.lifecycle.running(p, node));
+    if (r.plural === 'nodes') obj = defaultNode(obj as Node, this.nowIso());
     if (r.plural === 'namespaces') {
       obj.metadata.labels = { ...obj.metadata.labels, 'kubernetes.io/metadata.name': obj.metadata.name };
       obj.spec = { finalizers: ['kubernetes'] };
       obj.status = { phase: 'Active' };
     }
     return obj;
-  }
-
-  /** Pod defaulting and admission: limit ranges, then quota (403 with the plugin's message). */
-  private admitPod(input: Pod): Pod {
-    const ns = input.metadata.namespace ?? '';
-    if (!Array.isArray(input.spec?.containers) || input.spec.containers.length === 0) throw errors.invalid(PODS, input.metadata.name, 'spec.containers', 'Required value');
-    let pod: Pod;
-    try {
-      pod = applyLimitRanges(input, this.store.list('limitranges', ns));
-    } catch (err) {
-      if (err instanceof RequestOverLimit) throw errors.invalid(PODS, input.metadata.name, err.field, err.message);
-      throw errors.forbidden(PODS, input.metadata.name, (err as Error).message);
-    }
-    pod.spec = { restartPolicy: 'Always', terminationGracePeriodSeconds: 30, dnsPolicy: 'ClusterFirst', schedulerName: 'default-scheduler', ...pod.spec };
-    const refusal = quotaRefusal(pod, this.store.list('resourcequotas', ns), this.store.pods(ns));
-    if (refusal) throw errors.forbidden(PODS, pod.metadata.name, refusal);
-    pod.status = pod.spec.nodeName ? pod.status : pendingStatus(pod);
-    if (pod.spec.nodeName) pod.status = this.lifecycle.running(pod, pod.spec.nodeName);
-    return pod;
-  }
-
-  private defaultNode(node: Node): Node {
-    const status = { ...(node.status ?? {}) };
-    status.capacity ??= status.allocatable ?? {};
-    status.allocatable ??= status.capacity;
-    status.conditions ??= [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status', lastHeartbeatTime: this.nowIso(), lastTransitionTime: this.nowIso() }];
-    status.addresses ??= [{ type: 'InternalIP', address: hostIpOf(node.metadata.name) }, { type: 'Hostname', address: node.metadata.name }];
-    status.nodeInfo ??= { kubeletVersion: 'v1.30.0', containerRuntimeVersion: 'containerd://1.7.0', osImage: 'gpu-reflex simulated node', operatingSystem: 'linux', architecture: 'amd64' };
-    return { ...node, spec: node.spec ?? {}, status };
   }
 
   replace(r: ResourceDef, ns: string, name: string, body: unknown, opts: WriteOptions = {}): KubeObject {
@@ -209,6 +180,7 @@ export class Cluster {
     const type = contentType.split(';')[0]!.trim();
     const current = this.store.get(qualifiedName(r), r.namespaced ? ns : '', name);
     if (type === PATCH_TYPES.apply) {
+      if (!opts.fieldManager) throw errors.invalidOptions('fieldManager: Required value: is required for apply patch');
       // Server-side apply without managed fields: create when absent, else merge the intent.
       if (!current) return this.create(r, ns, body, opts);
       return this.commitUpdate(r, current, applyMergePatch(current, body) as KubeObject, opts);

@@ -48,6 +48,8 @@ export const errors = {
   invalid: (r: ResourceDef, name: string, field: string, why: string) =>
     failure(422, 'Invalid', `${r.kind} "${name}" is invalid: ${field}: ${why}`, { ...detailsOf(r, name), kind: r.kind, causes: [{ reason: 'FieldValueInvalid', message: why, field }] }),
   badRequest: (message: string) => failure(400, 'BadRequest', message),
+  /** Bad query options (PatchOptions, ListOptions): 422 naming the option, as the real server. */
+  invalidOptions: (why: string) => failure(422, 'Invalid', `PatchOptions.meta.k8s.io "" is invalid: ${why}`, { group: 'meta.k8s.io', kind: 'PatchOptions', causes: [{ reason: 'FieldValueRequired', message: why, field: why.split(':')[0] ?? '' }] }),
   methodNotAllowed: (message: string) => failure(405, 'MethodNotAllowed', message),
   unsupportedMediaType: (type: string) => failure(415, 'UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got ${type})`),
   notFoundPath: () => failure(404, 'NotFound', 'the server could not find the requested resource'),

@@ -128,3 +128,27 @@ describe('pod deletion and controllers on the injected clock', () => {
     expect(fresh[0]!.spec.nodeName).toBeDefined();
   });
 });
+
+describe('eviction of unhealthy pods', () => {
+  it.each([
+    [undefined, 429],
+    ['AlwaysAllow', 201],
+  ])('with unhealthyPodEvictionPolicy %s answers %s for a not-ready pod below budget', async (policy, code) => {
+    const sim = await startKubeSim({ fleet: { ...fleet, podDisruptionBudgets: [] } });
+    const { core, policy: pol } = clients(sim);
+    try {
+      await pol.createNamespacedPodDisruptionBudget({ namespace: 'serve', body: { metadata: { name: 'llm' }, spec: { minAvailable: 2, selector: { matchLabels: { app: 'llm' } }, ...(policy ? { unhealthyPodEvictionPolicy: policy } : {}) } } });
+      const pod = await core.readNamespacedPod({ name: 'llm-0', namespace: 'serve' });
+      pod.status!.conditions = [{ type: 'Ready', status: 'False' }];
+      await core.replaceNamespacedPodStatus({ name: 'llm-0', namespace: 'serve', body: pod });
+      const evict = () => core.createNamespacedPodEviction({ name: 'llm-0', namespace: 'serve', body: { metadata: { name: 'llm-0' } } });
+      if (code === 429) expect((await failure(evict)).code).toBe(429);
+      else {
+        await evict();
+        expect(sim.store.pod('serve', 'llm-0')!.metadata.deletionTimestamp).toBeDefined();
+      }
+    } finally {
+      await sim.close();
+    }
+  });
+});

@@ -12,7 +12,7 @@ import { resource, resourceForKind } from './resources.ts';
  * Everything is created through the same admission path as API clients (quota, limit ranges,
  * scheduling), so a seeded cluster is one the API server could have produced.
  */
-const Quantity = z.union([z.string().regex(/^[+-]?[0-9.]+([eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$/, 'must be a Kubernetes quantity such as 500m, 16Gi or 8'), z.number()]);
+const Quantity = z.union([z.string().regex(/^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$/, 'must be a Kubernetes quantity such as 500m, 16Gi or 8'), z.number()]);
 const Resources = z.record(z.string(), Quantity);
 const Labels = z.record(z.string(), z.string());
 const Name = z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a lowercase RFC 1123 name');

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ManualClock } from './clock.ts';
+import { ManualClock, wallClock } from './clock.ts';
 import { Cluster } from './cluster.ts';
 import { loadFleet, seedFleet, validateFleet, type Fleet, type ParsedFleet } from './fleet.ts';
 import { kubeconfigYaml } from './kubeconfig.ts';
@@ -26,6 +26,12 @@ export interface KubeSimOptions {
   host?: string;
   /** Default: a ManualClock at 2026-01-01T00:00:00Z. Pass `wallClock` for real time. */
   clock?: Clock;
+  /**
+   * With a clock that moves by itself, how often (ms) to process what came due (grace periods)
+   * when no request arrives, so a watcher (`kubectl delete --wait`) sees pods go on time.
+   * Default: 200 with `wallClock`, never with other clocks (tests call `advance`).
+   */
+  tickEveryMs?: number;
 }
 
 export interface KubeSim {
@@ -57,6 +63,9 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
     server.listen(options.port ?? 0, host, () => resolve());
   });
   const { port } = server.address() as AddressInfo;
+  const tickEvery = options.tickEveryMs ?? (clock === wallClock ? 200 : 0);
+  const ticker = tickEvery > 0 ? setInterval(() => cluster.tick(), tickEvery) : undefined;
+  ticker?.unref();
   const url = `http://${host}:${port}`;
   return {
     url,
@@ -72,6 +81,7 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
     },
     close: () =>
       new Promise<void>((resolve) => {
+        clearInterval(ticker);
         for (const res of open) res.end();
         server.close(() => resolve());
         server.closeAllConnections();

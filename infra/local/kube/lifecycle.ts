@@ -1,6 +1,7 @@
-import { controllerOf, holdsResources, isHealthy, isTerminal, runningStatus, pendingStatus } from './pods.ts';
+import { daemonPod, eligible, hasDaemonPod } from './daemonsets.ts';
+import { controllerOf, holdsResources, isTerminal, podRequests, runningStatus, pendingStatus } from './pods.ts';
 import { qualifiedName, type ResourceDef } from './resources.ts';
-import { matchesNodeAffinity, pickNode, freeOn, tolerates } from './scheduler.ts';
+import { pickNode, freeOn, tolerates } from './scheduler.ts';
 import type { Store, StoreEvent } from './store.ts';
 import type { Clock, KubeObject, Node, Pod, PodSpec, Taint } from './types.ts';
 
@@ -27,7 +28,16 @@ export class Lifecycle {
   private readonly terminating = new Map<string, number>();
   private readonly replaced = new Set<string>();
   private readonly noExecuteCheck = new Set<string>();
-  private sortedNodes: string[] | undefined;
+  private sortedNodes: Node[] | undefined;
+  /** What each node has left, kept across scheduling runs; dropped when its pods or the node change. */
+  private readonly freeCache = new Map<string, Map<string, number>>();
+  /**
+   * First-fit scan hints: for pods of one shape (requests, tolerations, selectors), nodes before
+   * `index` did not fit at capacity epoch `epoch` over node list `list`. Capacity only shrinks
+   * while the epoch stands, so they still do not: seeding 6,000 pods stays linear, not quadratic.
+   */
+  private readonly hints = new Map<string, { epoch: number; list: number; index: number }>();
+  private nodeListVersion = 0;
   /** Nodes the DaemonSet controller must look at next settle; 'all' after a DaemonSet changes. */
   private daemonNodes: Set<string> | 'all' = new Set();
   private nameSeq = 0;
@@ -175,7 +185,7 @@ export class Lifecycle {
 
   private schedule(): void {
     let nodes: Node[] | undefined;
-    const free = new Map<string, Map<string, number>>();
+    const free = this.freeCache;
     const freeOf = (n: Node) => {
       let f = free.get(n.metadata.name);
       if (!f) free.set(n.metadata.name, (f = freeOn(n, this.store.podsOnNode(n.metadata.name))));
@@ -187,10 +197,14 @@ export class Lifecycle {
       const pod = this.store.pod(ns, name);
       if (!pod) continue;
       nodes ??= this.nodesByName();
-      const pick = pickNode(pod, nodes, freeOf);
+      const shape = JSON.stringify([[...podRequests(pod)], pod.spec.tolerations, pod.spec.nodeSelector, pod.spec.affinity?.nodeAffinity]);
+      const hint = this.hints.get(shape);
+      const start = hint && hint.epoch === this.epoch && hint.list === this.nodeListVersion ? hint.index : 0;
+      const pick = pickNode(pod, nodes, freeOf, start);
       if ('node' in pick) {
+        if (this.hints.size > 10_000) this.hints.clear();
+        this.hints.set(shape, { epoch: this.epoch, list: this.nodeListVersion, index: pick.index });
         this.bind(pod, pick.node);
-        free.delete(pick.node);
         continue;
       }
       this.tried.set(key, this.epoch);
@@ -200,56 +214,31 @@ export class Lifecycle {
   }
 
   private nodesByName(): Node[] {
-    this.sortedNodes ??= this.store.nodes().map((n) => n.metadata.name).sort();
-    return this.sortedNodes.map((n) => this.store.node(n)).filter((n): n is Node => n !== undefined);
+    this.sortedNodes ??= this.store.nodes().sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
+    return this.sortedNodes;
   }
 
-  /** One pod per DaemonSet per eligible node, bound directly as the DaemonSet controller does. */
   private markDaemonNode(node: string): void {
     if (this.daemonNodes !== 'all') this.daemonNodes.add(node);
   }
 
+  /** One pod per DaemonSet per eligible node that lacks one (nodes marked since the last run). */
   private runDaemonSets(): void {
     const which = this.daemonNodes;
     this.daemonNodes = new Set();
     const nodes = which === 'all' ? this.store.nodes() : [...which].map((n) => this.store.node(n)).filter((n): n is Node => n !== undefined);
     for (const ds of this.store.list('daemonsets.apps')) {
-      const tpl = (ds.spec as { template?: { metadata?: { labels?: Record<string, string> }; spec?: PodSpec } } | undefined)?.template;
-      if (!tpl?.spec) continue;
+      const ns = ds.metadata.namespace ?? '';
       for (const node of nodes) {
-        const probe = { metadata: {}, spec: tpl.spec } as unknown as Pod;
-        const blocking = (node.spec?.taints ?? []).filter((t: Taint) => t.effect !== 'PreferNoSchedule' && !tolerates(tpl.spec!.tolerations, t));
-        if (blocking.length > 0 || !matchesNodeAffinity(probe, node)) continue;
-        const has = this.store.podsOnNode(node.metadata.name).some((p) => controllerOf(p)?.uid === ds.metadata.uid && !p.metadata.deletionTimestamp);
-        if (has) continue;
-        const pod = {
-          apiVersion: 'v1',
-          kind: 'Pod',
-          metadata: {
-            name: this.generateName(`${ds.metadata.name}-`, (n) => this.store.pod(ds.metadata.namespace ?? '', n) !== undefined),
-            generateName: `${ds.metadata.name}-`,
-            namespace: ds.metadata.namespace,
-            labels: { ...(tpl.metadata?.labels ?? {}) },
-            ownerReferences: [{ apiVersion: 'apps/v1', kind: 'DaemonSet', name: ds.metadata.name, uid: ds.metadata.uid, controller: true, blockOwnerDeletion: true }],
-          },
-          spec: { ...tpl.spec, nodeName: node.metadata.name },
-        } as unknown as KubeObject;
+        if (!eligible(ds, node) || hasDaemonPod(ds, this.store.podsOnNode(node.metadata.name))) continue;
+        const name = this.generateName(`${ds.metadata.name}-`, (n) => this.store.pod(ns, n) !== undefined);
         try {
-          this.store.put('pods', this.admit(pod));
+          this.store.put('pods', this.admit(daemonPod(ds, node.metadata.name, name)));
         } catch (err) {
-          this.failures.push(`DaemonSet ${ds.metadata.namespace}/${ds.metadata.name}: ${(err as Error).message}`);
+          this.failures.push(`DaemonSet ${ns}/${ds.metadata.name}: ${(err as Error).message}`);
         }
       }
     }
-  }
-
-  withDaemonSetStatus(ds: KubeObject): KubeObject {
-    const pods = this.store.pods(ds.metadata.namespace).filter((p) => controllerOf(p)?.uid === ds.metadata.uid && !p.metadata.deletionTimestamp);
-    const ready = pods.filter(isHealthy).length;
-    return {
-      ...ds,
-      status: { currentNumberScheduled: pods.length, desiredNumberScheduled: pods.length, numberMisscheduled: 0, numberReady: ready, numberAvailable: ready, updatedNumberScheduled: pods.length, observedGeneration: ds.metadata.generation ?? 1 },
-    };
   }
 
   /** Keeps the pending set, the capacity epoch and the node order in step with the store. */
@@ -266,11 +255,18 @@ export class Lifecycle {
         this.tried.delete(key);
       }
       const before = e.previous as Pod | undefined;
+      if (before?.spec.nodeName) this.freeCache.delete(before.spec.nodeName);
+      if (pod.spec.nodeName) this.freeCache.delete(pod.spec.nodeName);
       const freed = before !== undefined && holdsResources(before) && (e.type === 'DELETED' || !holdsResources(pod));
       if (freed) this.epoch++;
     } else if (e.resource === 'nodes') {
       const node = e.object as Node;
-      if (e.type !== 'MODIFIED') this.sortedNodes = undefined;
+      this.freeCache.delete(node.metadata.name);
+      this.sortedNodes = undefined;
+      if (e.type !== 'MODIFIED') {
+        this.nodeListVersion++;
+        this.hints.clear();
+      }
       if (e.type === 'ADDED' || (e.type === 'MODIFIED' && loosened(e.previous as Node, node))) this.epoch++;
       if (e.type !== 'DELETED' && node.spec?.taints?.some((t) => t.effect === 'NoExecute')) this.noExecuteCheck.add(node.metadata.name);
       if (e.type === 'ADDED') this.markDaemonNode(node.metadata.name);

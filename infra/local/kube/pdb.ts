@@ -10,6 +10,7 @@ export interface PdbSpec {
   minAvailable?: number | string;
   maxUnavailable?: number | string;
   selector?: LabelSelectorSpec;
+  unhealthyPodEvictionPolicy?: 'IfHealthyBudget' | 'AlwaysAllow';
 }
 
 export interface PdbStatus {
@@ -79,8 +80,10 @@ export function evictionVerdict(pod: Pod, pdbs: KubeObject[], podsInNamespace: P
   if (matching.length > 1) return { allowed: false, code: 500, message: 'This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.' };
   const pdb = matching[0]!;
   const s = pdbStatus(pdb, podsInNamespace);
-  // An unhealthy pod may go when the budget is already met (policy IfHealthyBudget).
-  if (!isHealthy(pod) && s.currentHealthy >= s.desiredHealthy) return { allowed: true };
+  // An unhealthy pod may go when the budget is already met (IfHealthyBudget, the default),
+  // or always (AlwaysAllow).
+  const policy = (pdb.spec as PdbSpec | undefined)?.unhealthyPodEvictionPolicy;
+  if (!isHealthy(pod) && (policy === 'AlwaysAllow' || s.currentHealthy >= s.desiredHealthy)) return { allowed: true };
   if (s.disruptionsAllowed > 0) return { allowed: true };
   return {
     allowed: false,

@@ -68,6 +68,10 @@ export function freeOn(node: Node, podsOnNode: Pod[]): Map<string, number> {
 export function unfitReason(pod: Pod, node: Node, free: Map<string, number>): string | undefined {
   const unschedulable: Taint = { key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' };
   if (node.spec?.unschedulable && !tolerates(pod.spec.tolerations, unschedulable)) return 'node(s) were unschedulable';
+  // The node lifecycle controller taints a node whose Ready condition is not True.
+  const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
+  const notReady: Taint = { key: 'node.kubernetes.io/not-ready', effect: 'NoSchedule' };
+  if (ready && ready.status !== 'True' && !tolerates(pod.spec.tolerations, notReady)) return 'node(s) had untolerated taint {node.kubernetes.io/not-ready: }';
   for (const t of node.spec?.taints ?? []) {
     if (t.effect === 'PreferNoSchedule') continue;
     if (!tolerates(pod.spec.tolerations, t)) return `node(s) had untolerated taint {${t.key}: ${t.value ?? ''}}`;
@@ -86,14 +90,24 @@ export function unfitReason(pod: Pod, node: Node, free: Map<string, number>): st
  * First node in name order that fits, or the scheduler's summary of why none did:
  * `0/3 nodes are available: 2 Insufficient nvidia.com/gpu, 1 node(s) were unschedulable.`
  * Name order keeps placement deterministic for tests; the real scheduler scores instead.
+ * `start` skips nodes the caller knows cannot fit (see Lifecycle's scan hints).
  */
-export function pickNode(pod: Pod, nodesByName: Node[], freeOf: (n: Node) => Map<string, number>): { node: string } | { reason: string } {
+export function pickNode(pod: Pod, nodesByName: Node[], freeOf: (n: Node) => Map<string, number>, start = 0): { node: string; index: number } | { reason: string } {
+  // Hot path (seeding thousands of pods): a plain fit test, no reason strings.
+  const requests = podRequests(pod);
+  for (let i = start; i < nodesByName.length; i++) {
+    const node = nodesByName[i]!;
+    const free = freeOf(node);
+    let room = (free.get('pods') ?? 0) >= 1;
+    for (const [k, v] of requests) if (room && v > 0 && (free.get(k) ?? 0) + 1e-9 < v) room = false;
+    if (room && unfitReason(pod, node, free) === undefined) return { node: node.metadata.name, index: i };
+  }
   const reasons = new Map<string, number>();
   for (const node of nodesByName) {
-    const why = unfitReason(pod, node, freeOf(node));
-    if (why === undefined) return { node: node.metadata.name };
+    const why = unfitReason(pod, node, freeOf(node)) ?? 'unknown';
     reasons.set(why, (reasons.get(why) ?? 0) + 1);
   }
-  const parts = [...reasons.entries()].sort((a, b) => a[0].localeCompare(b[0])).map(([r, n]) => `${n} ${r}`);
+  // kube-scheduler sorts the "<count> <reason>" strings themselves (Go sort.Strings).
+  const parts = [...reasons.entries()].map(([r, n]) => `${n} ${r}`).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   return { reason: `0/${nodesByName.length} nodes are available: ${parts.join(', ')}.` };
 }

@@ -97,6 +97,14 @@ describe('the scheduler', () => {
     expect(again.status).toBe(409);
   });
 
+  it('skips a node whose Ready condition is False unless the pod tolerates not-ready', async () => {
+    const node = await c.core.readNode({ name: 'cpu' });
+    node.status!.conditions = [{ type: 'Ready', status: 'False', reason: 'KubeletNotReady' }];
+    await c.core.replaceNodeStatus({ name: 'cpu', body: node });
+    expect(await place({ cpu: '1' }, { nodeSelector: { pool: 'system' } })).toBeUndefined();
+    expect(await place({ cpu: '1' }, { nodeSelector: { pool: 'system' }, tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists' }] })).toBe('cpu');
+  });
+
   it('evicts pods that do not tolerate a NoExecute taint', async () => {
     const before = sim.store.podsOnNode('mi300').filter((p) => !p.metadata.deletionTimestamp).length;
     expect(before).toBeGreaterThan(0);
