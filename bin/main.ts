@@ -17,6 +17,7 @@ export const commands: Entry[] = [
   { path: ['events', 'schemas'], summary: 'write the JSON Schema of every detail-type', load: async () => (await import('../events/cli.ts')).schemasCommand },
   { path: ['bench'], summary: 'run the benchmarks and print their numbers with the machine and date', load: async () => (await import('../bench/cli.ts')).benchCommand },
   { path: ['xid', 'scan'], summary: 'print the XIDs found in a kernel log (dmesg, journald or /dev/kmsg)', load: async () => (await import('../node-agent/cli/xid-scan.ts')).xidScanCommand },
+  { path: ['bus', 'serve'], summary: 'run the local EventBridge (PutEvents, rules, schedules, httpApi) on serverless.yml', load: async () => (await import('../infra/local/bus/cli.ts')).busServeCommand },
   { path: ['cluster', 'serve'], summary: 'run the simulated Kubernetes cluster alone and write a kubeconfig for it', load: async () => (await import('../infra/local/kube/cli.ts')).clusterServeCommand },
   { path: ['pattern', 'test'], summary: 'test an EventBridge pattern against an event, like aws events test-event-pattern', load: async () => (await import('../events/pattern-cli.ts')).patternTestCommand },
   { path: ['remediate', 'policy'], summary: 'check a remediation policy file and print the rules it yields', load: async () => (await import('../functions/remediate/cli.ts')).policyCommand },

@@ -20,8 +20,24 @@ export class ManualClock implements Clock {
 
 export const systemClock: Clock = { now: () => Date.now() };
 
-export function isManualClock(c: Clock): c is ManualClock {
-  return c instanceof ManualClock;
+/**
+ * A clock the bus can step: this module's ManualClock (`set`), or the other manual clocks in the
+ * repository (`advance(ms)`, sync or async: infra/local/kube, functions/adapters), so one clock
+ * can drive the bus, the simulated cluster and the functions together.
+ */
+export type SteppableClock = Clock & ({ set(t: number): void } | { advance(ms: number): void | Promise<void> });
+
+export function isSteppable(c: Clock): c is SteppableClock {
+  const o = c as Partial<{ set: unknown; advance: unknown }>;
+  return typeof o.set === 'function' || typeof o.advance === 'function';
+}
+
+/** Moves a steppable clock forward to `t` (never backwards). */
+export async function moveTo(c: SteppableClock, t: number): Promise<void> {
+  const now = c.now();
+  if (t <= now) return;
+  if ('set' in c && typeof c.set === 'function') c.set(t);
+  else await (c as { advance(ms: number): void | Promise<void> }).advance(t - now);
 }
 
 interface Timer {

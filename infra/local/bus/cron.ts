@@ -25,6 +25,8 @@ export interface Cron {
   readonly expression: string;
   /** The first fire time strictly after `afterMs` (epoch ms, minute-aligned), or undefined past 2199. */
   next(afterMs: number): number | undefined;
+  /** Whether the minute containing `ms` is a fire time. */
+  matches(ms: number): boolean;
 }
 
 const MONTHS = ['JAN', 'FEB', 'MAR', 'APR', 'MAY', 'JUN', 'JUL', 'AUG', 'SEP', 'OCT', 'NOV', 'DEC'];
@@ -67,6 +69,12 @@ export function parseCron(input: string): Cron {
 
   return {
     expression: input,
+    matches(ms) {
+      const d = new Date(ms);
+      const [Y, M, D] = [d.getUTCFullYear(), d.getUTCMonth() + 1, d.getUTCDate()];
+      return years.has(Y) && months.has(M) && dayMatches(Y, M, D) && hours.has(d.getUTCHours()) && minutes.has(d.getUTCMinutes());
+    },
+    // Jumps a whole year, month, day or hour at a time when that field cannot match.
     next(afterMs) {
       let t = Math.floor(afterMs / 60_000) * 60_000 + 60_000;
       for (;;) {

@@ -68,8 +68,21 @@ export function lambdaContext(fn: FunctionDef, clock: Clock, region: string, acc
   };
 }
 
-/** Calls a handler the way the Node.js runtime does: async result, or the callback for 3-arity handlers. */
-export function invoke(handler: LambdaHandler, event: unknown, context: Context): Promise<unknown> {
+/**
+ * Calls a handler the way the Node.js runtime does (async result, or the callback for 3-arity
+ * handlers), failing it as Lambda does when it runs past the function timeout. The timeout is
+ * wall-clock on purpose: a hung handler must not hang `drain()` whatever the injected clock says.
+ */
+export function invoke(handler: LambdaHandler, event: unknown, context: Context, timeoutSeconds: number): Promise<unknown> {
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`Task timed out after ${timeoutSeconds.toFixed(2)} seconds`)), timeoutSeconds * 1000);
+    timer.unref();
+  });
+  return Promise.race([call(handler, event, context), timeout]).finally(() => clearTimeout(timer));
+}
+
+function call(handler: LambdaHandler, event: unknown, context: Context): Promise<unknown> {
   if (handler.length >= 3) {
     return new Promise((resolve, reject) => {
       const cb = (err: unknown, result?: unknown) => (err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve(result));

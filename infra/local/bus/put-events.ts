@@ -198,5 +198,6 @@ function entryError(e: PutEventsRequestEntry): PutEventsResultEntry | undefined 
 function entryTimeMs(t: PutEventsRequestEntry['Time']): number | undefined {
   if (t === undefined || t === null) return undefined;
   const ms = t instanceof Date ? t.getTime() : typeof t === 'number' ? t * 1000 : Date.parse(t);
-  return Number.isFinite(ms) ? ms : undefined;
+  // Beyond ±8.64e15 ms a Date cannot be written out: treat it as not a timestamp.
+  return Number.isFinite(ms) && Math.abs(ms) <= 8.64e15 ? ms : undefined;
 }

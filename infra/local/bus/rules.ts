@@ -79,7 +79,11 @@ const InputFields = {
 };
 const EventBridgeSchema = z.looseObject({
   eventBus: z.unknown().optional(),
-  pattern: z.record(z.string(), z.unknown()),
+  /** One of pattern or schedule (serverless allows `eventBridge: { schedule: rate(...) }`). */
+  pattern: z.record(z.string(), z.unknown()).optional(),
+  schedule: z.string().optional(),
+  enabled: z.boolean().optional(),
+  name: z.string().optional(),
   retryPolicy: RetryPolicySchema.optional(),
   deadLetterQueueArn: z.unknown().optional(),
   ...InputFields,
@@ -111,10 +115,12 @@ function parseAt<T>(schema: z.ZodType<T>, value: unknown, where: string): T {
 }
 
 export function loadRoutingTable(serverlessYml: string, ctx: Omit<VariableContext, 'stage'> & { stage?: string }): RoutingTable {
-  const probe = new ServerlessDocument(serverlessYml, { ...ctx, stage: ctx.stage ?? 'dev' });
+  // The stage is an option, else provider.stage (which may itself say `${opt:stage, 'x'}`), else dev.
+  const optStage = ctx.stage;
+  const probe = new ServerlessDocument(serverlessYml, { ...ctx, stage: optStage ?? 'dev', ...(optStage ? { optStage } : {}) });
   const declaredStage = probe.rawAt('provider.stage') === undefined ? undefined : probe.get('provider.stage');
-  const stage = ctx.stage ?? (typeof declaredStage === 'string' ? declaredStage : 'dev');
-  const doc = stage === 'dev' ? probe : new ServerlessDocument(serverlessYml, { ...ctx, stage });
+  const stage = optStage ?? (typeof declaredStage === 'string' ? declaredStage : 'dev');
+  const doc = new ServerlessDocument(serverlessYml, { ...ctx, stage, ...(optStage ? { optStage } : {}) });
   const service = doc.get('service');
   if (typeof service !== 'string' || service === '') throw new ServerlessConfigError(`${serverlessYml}: service must be a name`);
 
@@ -133,7 +139,11 @@ export function loadRoutingTable(serverlessYml: string, ctx: Omit<VariableContex
   const fnKeys = Object.keys((doc.rawAt('functions') ?? {}) as object);
   for (const key of fnKeys) {
     const where = `functions.${key}`;
-    const raw = parseAt(FunctionSchema, doc.get(where), where);
+    // Only the keys the bus uses are resolved: `environment` may hold ${ssm:...} and friends.
+    const picked = Object.fromEntries(
+      (['handler', 'name', 'timeout', 'events'] as const).filter((k) => doc.rawAt(`${where}.${k}`) !== undefined).map((k) => [k, doc.get(`${where}.${k}`)]),
+    );
+    const raw = parseAt(FunctionSchema, picked, where);
     const handler = raw.handler;
     const slash = handler.lastIndexOf('/');
     const dot = handler.indexOf('.', slash + 1);
@@ -156,8 +166,22 @@ function addEvent(table: RoutingTable, fn: FunctionDef, ev: Record<string, unkno
   const n = table.eventRules.length + table.schedules.length + table.routes.length + 1;
   if (kind === 'eventBridge') {
     const e = parseAt(EventBridgeSchema, ev.eventBridge, `${where}.eventBridge`);
+    if ((e.pattern === undefined) === (e.schedule === undefined)) {
+      throw new ServerlessConfigError(`${where}.eventBridge: give exactly one of pattern and schedule`);
+    }
+    if (e.enabled === false) return;
+    if (e.schedule !== undefined) {
+      table.schedules.push({
+        name: e.name ?? `${fn.name}-rule-${n}`,
+        schedule: scheduleOf(e.schedule, `${where}.eventBridge.schedule`),
+        fn,
+        input: targetInput(e, `${where}.eventBridge`),
+        retryPolicy: retryPolicy(e.retryPolicy),
+      });
+      return;
+    }
     table.eventRules.push({
-      name: `${fn.name}-rule-${n}`,
+      name: e.name ?? `${fn.name}-rule-${n}`,
       busName: busFrom(e.eventBus, resources, `${where}.eventBridge.eventBus`),
       pattern: e.pattern,
       fn,
@@ -172,15 +196,10 @@ function addEvent(table: RoutingTable, fn: FunctionDef, ev: Record<string, unkno
     if (typeof s !== 'string' && s.enabled === false) return;
     const rates = Array.isArray(opts.rate) ? opts.rate : [opts.rate];
     rates.forEach((expr, i) => {
-      let schedule: Schedule;
-      try {
-        schedule = parseSchedule(expr);
-      } catch (err) {
-        throw new ServerlessConfigError(`${where}.schedule: ${(err as Error).message}`);
-      }
+      const base = (typeof s === 'string' ? undefined : s.name) ?? `${fn.name}-schedule-${n}`;
       table.schedules.push({
-        name: `${fn.name}-schedule-${n}${rates.length > 1 ? `-${i + 1}` : ''}`,
-        schedule,
+        name: `${base}${rates.length > 1 ? `-${i + 1}` : ''}`,
+        schedule: scheduleOf(expr, `${where}.schedule`),
         fn,
         input: targetInput(typeof s === 'string' ? {} : s, `${where}.schedule`),
         retryPolicy: DEFAULT_RETRY_POLICY,
@@ -194,6 +213,14 @@ function addEvent(table: RoutingTable, fn: FunctionDef, ev: Record<string, unkno
     table.routes.push({ method: m, path, routeKey: path === '*' ? '$default' : `${m} ${path}`, fn });
   } else {
     table.warnings.push(`${where}: ${kind ?? 'empty'} events are not served by the local bus`);
+  }
+}
+
+function scheduleOf(expr: string, where: string): Schedule {
+  try {
+    return parseSchedule(expr);
+  } catch (err) {
+    throw new ServerlessConfigError(`${where}: ${(err as Error).message}`);
   }
 }
 

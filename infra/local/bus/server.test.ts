@@ -19,12 +19,34 @@ beforeEach(async () => {
 });
 afterEach(async () => server.close());
 
+interface RetryToken {
+  getRetryCount(): number;
+  getRetryDelay(): number;
+}
+/**
+ * The SDK's retry contract (RetryStrategyV2) with no backoff delay, so a test that exercises SDK
+ * retries never waits on a real timer. Client errors are not retried, as in the standard strategy.
+ */
+function immediateRetries(maxAttempts: number) {
+  const token = (n: number): RetryToken => ({ getRetryCount: () => n, getRetryDelay: () => 0 });
+  return {
+    acquireInitialRetryToken: async () => token(0),
+    refreshRetryTokenForRetry: async (t: RetryToken, info: { error?: unknown; errorType: string }) => {
+      if (info.errorType === 'CLIENT_ERROR' || t.getRetryCount() + 1 >= maxAttempts) throw info.error;
+      return token(t.getRetryCount() + 1);
+    },
+    recordSuccess: () => {},
+  };
+}
+
 function client(extra: { maxAttempts?: number } = {}): EventBridgeClient {
+  const maxAttempts = extra.maxAttempts ?? 1;
   return new EventBridgeClient({
     endpoint: server.url,
     region: 'us-east-1',
     credentials: { accessKeyId: 'AKIDLOCAL', secretAccessKey: 'local-secret' },
-    maxAttempts: extra.maxAttempts ?? 1,
+    maxAttempts,
+    retryStrategy: immediateRetries(maxAttempts),
   });
 }
 
@@ -174,9 +196,10 @@ describe('PutEvents over the wire with the real SDK', () => {
   });
 
   it('failRequests answers whole-request 5xx that the SDK retries past', async () => {
-    server.failRequests(1, 503);
-    const out = await client({ maxAttempts: 2 }).send(new PutEventsCommand({ Entries: [entry()] }));
-    expect(out.$metadata.attempts).toBe(2);
+    server.failRequests(2, 503);
+    const out = await client({ maxAttempts: 3 }).send(new PutEventsCommand({ Entries: [entry()] }));
+    expect(out.$metadata.attempts).toBe(3);
+    expect(ingest.events).toHaveLength(1);
     server.failRequests(1, 500);
     await expect(client().send(new PutEventsCommand({ Entries: [entry()] }))).rejects.toMatchObject({
       name: 'InternalFailure',
@@ -193,6 +216,12 @@ describe('requests the SDK would never send', () => {
     'x-amz-date': '20260101T000000Z',
     authorization: `AWS4-HMAC-SHA256 Credential=AKID/20260101/us-east-1/events/aws4_request, SignedHeaders=host;x-amz-date, Signature=${'a'.repeat(64)}`,
   };
+
+  it('answers an oversized body with 413 instead of reading it all', async () => {
+    const res = await post(signed, 'x'.repeat(4 * 1024 * 1024 + 1));
+    expect(res.status).toBe(413);
+    expect(res.headers.get('x-amzn-errortype')).toBe('ValidationException');
+  });
 
   it.each([
     ['an unsigned request', { 'x-amz-target': 'AWSEvents.PutEvents' }, 'MissingAuthenticationTokenException'],

@@ -16,6 +16,9 @@ import type { PutEventsIngest } from './put-events.ts';
 export interface PutEventsServer {
   url: string;
   setDown(down: boolean): void;
+  readonly down: boolean;
+  /** The next injected whole-request failure, consumed; undefined when none is pending. */
+  takeInjectedFailure(): AwsRequestError | undefined;
   failRequests(n: number, status?: number): void;
   close(): Promise<void>;
 }
@@ -34,7 +37,7 @@ const STATUS_CODES: Record<number, string> = {
   400: 'ThrottlingException',
 };
 
-export async function startPutEventsServer(ingest: PutEventsIngest, host = '127.0.0.1'): Promise<PutEventsServer> {
+export async function startPutEventsServer(ingest: PutEventsIngest, host = '127.0.0.1', port = 0): Promise<PutEventsServer> {
   let down = false;
   const failures: number[] = [];
   const sockets = new Set<Socket>();
@@ -54,16 +57,19 @@ export async function startPutEventsServer(ingest: PutEventsIngest, host = '127.
     socket.on('close', () => sockets.delete(socket));
   });
 
+  function takeInjectedFailure(): AwsRequestError | undefined {
+    const status = failures.shift();
+    return status === undefined ? undefined : new AwsRequestError(STATUS_CODES[status] ?? 'InternalFailure', 'Injected failure', status);
+  }
+
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const body = await readBody(req);
     if (down) {
       req.socket.destroy();
       return;
     }
-    const status = failures.shift();
-    if (status !== undefined) {
-      throw new AwsRequestError(STATUS_CODES[status] ?? 'InternalFailure', 'Injected failure', status);
-    }
+    const injected = takeInjectedFailure();
+    if (injected) throw injected;
     if (req.method !== 'POST') throw new AwsRequestError('UnknownOperationException', `Method ${req.method} is not supported`);
     checkSignature(req, body);
     const target = header(req, 'x-amz-target');
@@ -79,10 +85,14 @@ export async function startPutEventsServer(ingest: PutEventsIngest, host = '127.
     sendJson(res, 200, ingest.put(parsed));
   }
 
-  await new Promise<void>((resolve) => server.listen(0, host, resolve));
-  const { port } = server.address() as AddressInfo;
+  await listen(server, port, host);
+  const bound = (server.address() as AddressInfo).port;
   return {
-    url: `http://${host}:${port}`,
+    url: `http://${host}:${bound}`,
+    get down() {
+      return down;
+    },
+    takeInjectedFailure,
     setDown(value) {
       down = value;
       if (value) for (const s of sockets) s.destroy();
@@ -95,6 +105,17 @@ export async function startPutEventsServer(ingest: PutEventsIngest, host = '127.
       return new Promise((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
     },
   };
+}
+
+/** Listens, turning EADDRINUSE and friends into a rejected promise instead of an unhandled error. */
+export function listen(server: Server, port: number, host: string): Promise<void> {
+  return new Promise((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(port, host, () => {
+      server.off('error', reject);
+      resolve();
+    });
+  });
 }
 
 function header(req: IncomingMessage, name: string): string | undefined {
@@ -140,8 +161,10 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
     req.on('data', (c: Buffer) => {
       size += c.length;
       if (size > MAX_BODY_BYTES) {
+        // Stop keeping the body but keep the socket, so the 413 can still be answered.
         reject(new AwsRequestError('ValidationException', 'Request body is too large', 413));
-        req.destroy();
+        req.removeAllListeners('data');
+        req.resume();
         return;
       }
       chunks.push(c);

@@ -17,7 +17,10 @@ export class ServerlessConfigError extends Error {
 }
 
 export interface VariableContext {
+  /** The effective stage, for `${sls:stage}`. */
   stage: string;
+  /** The stage given as an option (`--stage`), for `${opt:stage}`; undefined lets its fallback apply. */
+  optStage?: string;
   region: string;
   account: string;
   env: Record<string, string | undefined>;
@@ -123,7 +126,7 @@ export class ServerlessDocument {
         if (address === 'stage') return this.ctx.stage;
         break;
       case 'opt':
-        if (address === 'stage') return this.ctx.stage;
+        if (address === 'stage') return this.ctx.optStage;
         if (address === 'region') return this.ctx.region;
         return undefined;
       case 'env':
