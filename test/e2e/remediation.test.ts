@@ -60,6 +60,7 @@ const FLEET: Fleet = {
     ...[1, 2, 3, 4].map((i) => ({ name: `fill-d${i}`, namespace: 'ml', node: `drain-${i}`, owner: { kind: 'Job' as const, name: `fill-d${i}` }, requests: { 'nvidia.com/gpu': 8 } })),
     // The second replica: nowhere to go until some capacity frees up.
     { name: 'serve-b', namespace: 'serve', owner: { kind: 'ReplicaSet', name: 'serve-rs' }, labels: { app: 'serve' }, requests: { 'nvidia.com/gpu': 1 }, nodeSelector: { 'gpu-reflex.io/pool': 'drain' } },
+    { name: 'w-app-0b', namespace: 'ml', node: 'app-0', owner: { kind: 'Job', name: 'w-app-0b' }, requests: { 'nvidia.com/gpu': 2 } },
     ...['dup', 'app', 'repair'].flatMap((p) => [0, 1, 2, 3, 4].map((i) => ({ name: `w-${p}-${i}`, namespace: 'ml', node: `${p}-${i}`, owner: { kind: 'Job' as const, name: `w-${p}-${i}` }, requests: { 'nvidia.com/gpu': 2 } }))),
     ...[0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map((i) => ({ name: `w-storm-${i}`, namespace: 'ml', node: `storm-${i}`, owner: { kind: 'Job' as const, name: `w-storm-${i}` }, requests: { 'nvidia.com/gpu': 2 } })),
   ],
@@ -76,6 +77,7 @@ afterAll(async () => stack?.close());
 const node = (name: string) => stack.sim.store.node(name)!;
 const taintsOf = (name: string) => (node(name).spec?.taints ?? []).filter((t) => t.key === TAINT_KEY);
 const remediationsFor = (name: string) => stack.published(REMEDIATION).filter((e) => (e.detail as { target?: { node?: string } }).target?.node === name);
+const uidOf = (ns: string, name: string) => stack.sim.store.pod(ns, name)!.metadata.uid!;
 const podsOn = (name: string) => stack.sim.store.podsOnNode(name).filter((p) => !p.metadata.deletionTimestamp);
 
 describe('remediation on the embedded stack', () => {
@@ -105,5 +107,85 @@ describe('remediation on the embedded stack', () => {
     expect(stack.sim.store.pod('serve', 'serve-a')?.metadata.deletionTimestamp ?? 'gone').toBeTruthy();
     expect(podsOn('drain-0').filter((p) => p.metadata.namespace !== 'kube-system')).toEqual([]);
     expect(node('drain-0').spec?.unschedulable).toBe(true);
+  });
+
+  it('the same XID event delivered five times acts once and says so once', async () => {
+    const event = xid('dup-0', 79, { podUids: [uidOf('ml', 'w-dup-0')] });
+    await stack.send([event]);
+    await stack.advance(0);
+    const after = node('dup-0').metadata.resourceVersion;
+    expect(node('dup-0').spec?.unschedulable).toBe(true);
+    await stack.send([event, event, event, event]);
+    await stack.advance(0);
+    // No write at all to the node, one taint, one Remediation event, nothing dead-lettered.
+    expect(node('dup-0').metadata.resourceVersion).toBe(after);
+    expect(taintsOf('dup-0')).toHaveLength(1);
+    expect(remediationsFor('dup-0')).toHaveLength(1);
+    expect(stack.bus.events.filter((e) => (e.detail as { eventId?: string }).eventId === event.detail.eventId)).toHaveLength(5);
+    expect(stack.bus.deadLetters).toEqual([]);
+  });
+
+  it('an application XID 13 is only observed once, and escalates when it repeats on one GPU across different workloads', async () => {
+    const [a, b] = [uidOf('ml', 'w-app-0'), uidOf('ml', 'w-app-0b')];
+    const before = node('app-0').metadata.resourceVersion;
+    await stack.send([xid('app-0', 13, { podUids: [a] })]);
+    await stack.advance(60_000);
+    expect(node('app-0').spec?.unschedulable).toBeFalsy();
+    expect(taintsOf('app-0')).toEqual([]);
+    // Nothing evicted (replacements from the other scenarios may have landed here meanwhile).
+    expect(podsOn('app-0').map((p) => p.metadata.name)).toEqual(expect.arrayContaining(['w-app-0', 'w-app-0b']));
+    expect(remediationsFor('app-0').map((e) => (e.detail as { action: string }).action)).toEqual(['observe']);
+    expect(node('app-0').metadata.resourceVersion).not.toBe(before); // the history annotation counts it
+
+    // Two more on the same GPU, from a second workload and the first again: 3 across 2 workloads.
+    await stack.send([xid('app-0', 13, { podUids: [b] })]);
+    await stack.advance(60_000);
+    await stack.send([xid('app-0', 13, { podUids: [a] })]);
+    await stack.advance(0);
+    const actions = remediationsFor('app-0').map((e) => e.detail as { action: string; escalated?: boolean });
+    expect(actions.at(-1)).toMatchObject({ action: 'restart-workload' });
+    expect(actions.filter((x) => x.action === 'restart-workload')).toHaveLength(1);
+    // The workload is restarted (evicted), the GPU and the node stay in service.
+    expect(stack.sim.store.pod('ml', 'w-app-0')?.metadata.deletionTimestamp ?? 'gone').toBeTruthy();
+    expect(node('app-0').spec?.unschedulable).toBeFalsy();
+    expect(taintsOf('app-0')).toEqual([]);
+  });
+
+  it('an XID storm across 60% of a pool acts on the allowed share only and asks for approval for the rest', async () => {
+    const failing = [0, 1, 2, 3, 4, 5].map((i) => `storm-${i}`);
+    await stack.send(failing.map((n) => xid(n, 79)));
+    await stack.advance(0);
+    const cordoned = failing.filter((n) => node(n).spec?.unschedulable === true);
+    const held = failing.filter((n) => node(n).metadata.labels?.[STATE_LABEL] === 'awaiting-approval');
+    // The default policy: at most 20% of the pool's 10 nodes within the window.
+    expect(cordoned).toHaveLength(2);
+    expect(held).toHaveLength(4);
+    expect(cordoned.every((n) => taintsOf(n).length === 1)).toBe(true);
+    expect(held.every((n) => taintsOf(n).length === 0 && podsOn(n).length === 1)).toBe(true);
+    const asked = stack.published(APPROVAL_REQUESTED).map((e) => (e.detail as { plan: { node: string } }).plan.node);
+    expect(asked.sort()).toEqual(held.sort());
+    expect(failing.every((n) => remediationsFor(n).length === 1)).toBe(true);
+    // The rest of the pool never saw a fault and is untouched.
+    expect([6, 7, 8, 9].every((i) => !node(`storm-${i}`).spec?.unschedulable)).toBe(true);
+  });
+
+  it('after a repair and a quiet period on the virtual clock the node is back in service', async () => {
+    await stack.send([xid('repair-0', 79)]);
+    await stack.advance(0);
+    expect(node('repair-0').metadata.labels?.[STATE_LABEL]).toBe('draining');
+    await stack.advance(2 * 60_000); // pods leave after their grace period; the sweep sees it drained
+    expect(podsOn('repair-0')).toEqual([]);
+    expect(node('repair-0').metadata.labels?.[STATE_LABEL]).toBe('awaiting-repair');
+    expect(node('repair-0').spec?.unschedulable).toBe(true);
+
+    // A person (or the repair adapter) power-cycles it and says so.
+    stack.sim.cluster.patch(resource('nodes'), '', 'repair-0', 'application/merge-patch+json', { metadata: { annotations: { [REPAIRED_AT_ANNOTATION]: new Date(clock.now()).toISOString() } } });
+    await stack.advance(10 * 60_000);
+    expect(node('repair-0').spec?.unschedulable).toBe(true); // still inside the 30 min quiet period
+    await stack.advance(21 * 60_000);
+    expect(node('repair-0').spec?.unschedulable).toBeFalsy();
+    expect(taintsOf('repair-0')).toEqual([]);
+    expect(node('repair-0').metadata.labels?.[STATE_LABEL]).toBe('healthy');
+    expect(remediationsFor('repair-0').some((e) => (e.detail as { phase: string }).phase === 'restored')).toBe(true);
   });
 });
