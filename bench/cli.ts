@@ -6,6 +6,7 @@ import { machine, markdown, type BenchSuite } from './harness.ts';
 
 /** Suites load lazily: each pulls in its own part of the stack. */
 export const SUITES: Record<string, { summary: string; load: () => Promise<BenchSuite> }> = {
+  remediation: { summary: 'XID → node unschedulable through the embedded stack; 1,500-node storm within the blast radius', load: async () => (await import('./remediation.ts')).remediationSuite },
   bus: { summary: 'local EventBridge: PutEvents via the real SDK, delivery, cron', load: async () => (await import('../infra/local/bus/bench.ts')).busSuite },
 };
 
