@@ -22,10 +22,10 @@ const POOLS = 15;
 const NODES_PER_POOL = 100;
 const PODS_PER_NODE = 4;
 const FAILING_PER_POOL = 10; // 10% of the fleet
-const SINGLE_RUNS = 5;
+const SINGLE_RUNS = 100;
 /** Concurrent remediate invocations, as Lambda would run them (reserved concurrency). */
 const CONCURRENCY = 32;
-const STORM_DEADLINE_MS = 40_000;
+const STORM_DEADLINE_MS = 120_000;
 
 const POLICY = {
   // Storm pools: 15% and at most 15 nodes per pool within the window, so 10% may all be acted on.

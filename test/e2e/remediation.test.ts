@@ -168,7 +168,7 @@ describe('remediation on the embedded stack', () => {
     // The pool's blast-radius ledger is its own ConfigMap (no contention with other pools), two slots.
     const ledgers = stack.sim.store.list('configmaps', NAMESPACE).filter((c) => c.metadata.name.startsWith('gpu-reflex-state-ledger-storm-'));
     expect(ledgers).toHaveLength(1);
-    expect(JSON.parse((ledgers[0] as { data: Record<string, string> }).data['blast-radius.storm']!).entries.map((e: { node: string }) => e.node).sort()).toEqual(cordoned.sort());
+    expect(JSON.parse((ledgers[0] as unknown as { data: Record<string, string> }).data['blast-radius.storm']!).entries.map((e: { node: string }) => e.node).sort()).toEqual(cordoned.sort());
     // The rest of the pool never saw a fault and is untouched.
     expect([6, 7, 8, 9].every((i) => !node(`storm-${i}`).spec?.unschedulable)).toBe(true);
   });
