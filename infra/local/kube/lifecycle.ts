@@ -246,6 +246,19 @@ export class Lifecycle {
     }
   }
 
+  /** Node label keys the waiting pods select on (nodeSelector, required node affinity). */
+  private selectedLabelKeys(): Set<string> {
+    const keys = new Set<string>();
+    for (const key of this.pending) {
+      const [ns, name] = key.split('/') as [string, string];
+      const spec = this.store.pod(ns, name)?.spec;
+      if (!spec) continue;
+      for (const k of Object.keys(spec.nodeSelector ?? {})) keys.add(k);
+      for (const t of spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? []) for (const e of t.matchExpressions ?? []) keys.add(e.key);
+    }
+    return keys;
+  }
+
   /** Keeps the pending set, the capacity epoch and the node order in step with the store. */
   private observe(e: StoreEvent): void {
     if (e.resource === 'pods') {
@@ -272,19 +285,29 @@ export class Lifecycle {
         this.nodeListVersion++;
         this.hints.clear();
       }
-      if (e.type === 'ADDED' || (e.type === 'MODIFIED' && loosened(e.previous as Node, node))) this.epoch++;
+      if (e.type === 'ADDED' || (e.type === 'MODIFIED' && loosened(e.previous as Node, node, () => this.selectedLabelKeys()))) this.epoch++;
       if (e.type !== 'DELETED' && node.spec?.taints?.some((t) => t.effect === 'NoExecute')) this.noExecuteCheck.add(node.metadata.name);
       if (e.type === 'ADDED') this.markDaemonNode(node.metadata.name);
     }
   }
 }
 
-/** True when a node change could let a pod fit that did not before. */
-function loosened(before: Node, after: Node): boolean {
+/**
+ * True when a node change could let a pod fit that did not before. A label change counts only when
+ * a waiting pod selects on one of the changed keys (as kube-scheduler's queueing hints): a
+ * controller that labels the nodes it cordons must not send every pending pod back over the fleet.
+ */
+function loosened(before: Node, after: Node, selectedKeys: () => Set<string>): boolean {
   if (before.spec?.unschedulable && !after.spec?.unschedulable) return true;
   const key = (t: Taint) => `${t.key}=${t.value ?? ''}:${t.effect}`;
   const now = new Set((after.spec?.taints ?? []).map(key));
   if ((before.spec?.taints ?? []).some((t) => !now.has(key(t)))) return true;
-  if (JSON.stringify(before.metadata.labels) !== JSON.stringify(after.metadata.labels)) return true;
+  const a = before.metadata.labels ?? {};
+  const b = after.metadata.labels ?? {};
+  const changed = [...new Set([...Object.keys(a), ...Object.keys(b)])].filter((k) => a[k] !== b[k]);
+  if (changed.length > 0) {
+    const selected = selectedKeys();
+    if (changed.some((k) => selected.has(k))) return true;
+  }
   return JSON.stringify(before.status?.allocatable) !== JSON.stringify(after.status?.allocatable);
 }
