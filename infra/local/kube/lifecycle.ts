@@ -38,6 +38,8 @@ export class Lifecycle {
    */
   private readonly hints = new Map<string, { epoch: number; list: number; index: number }>();
   private nodeListVersion = 0;
+  /** Pod shapes that fitted no node at this capacity epoch and node list, with kube-scheduler's message. */
+  private unfit = { epoch: -1, list: -1, shapes: new Map<string, { reason: string }>() };
   /** Nodes the DaemonSet controller must look at next settle; 'all' after a DaemonSet changes. */
   private daemonNodes: Set<string> | 'all' = new Set();
   private nameSeq = 0;
@@ -191,10 +193,11 @@ export class Lifecycle {
       if (!f) free.set(n.metadata.name, (f = freeOn(n, this.store.podsOnNode(n.metadata.name))));
       return f;
     };
-    // Shapes that fitted nowhere in this run: binding only takes room, so the next pod of the same
-    // shape cannot fit either. Without this, every capacity change rescans the fleet once per
-    // pending pod (600 replacements × 1,500 nodes per cordon-and-label in a storm benchmark).
-    const unfit = new Map<string, { reason: string }>();
+    // Shapes that fitted nowhere while the capacity epoch stands: binding only takes room, so the
+    // next pod of the same shape cannot fit either. Without this, each pending pod rescans the
+    // fleet twice (fit, then reasons): 600 evicted Jobs' replacements × 1,500 nodes in a storm.
+    if (this.unfit.epoch !== this.epoch || this.unfit.list !== this.nodeListVersion) this.unfit = { epoch: this.epoch, list: this.nodeListVersion, shapes: new Map() };
+    const unfit = this.unfit.shapes;
     for (const key of [...this.pending]) {
       if (this.tried.get(key) === this.epoch) continue;
       const [ns, name] = key.split('/') as [string, string];
