@@ -111,6 +111,13 @@ async function storm(stack: RemediationStack, progress: (l: string) => void): Pr
     // Spread over the pool, as independent faults would be.
     for (let k = 0; k < FAILING_PER_POOL; k++) failing.push({ node: `${pool}-${k * Math.floor(NODES_PER_POOL / FAILING_PER_POOL)}`, pool, n: 1000 + failing.length });
   }
+  // Independent faults arrive in no particular order across pools (seeded shuffle: reproducible).
+  let seed = 42;
+  const rnd = () => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+  for (let i = failing.length - 1; i > 0; i--) {
+    const j = Math.floor(rnd() * (i + 1));
+    [failing[i], failing[j]] = [failing[j]!, failing[i]!];
+  }
   const w = watchCordons(stack, new Set(failing.map((f) => f.node)));
   const approvalsBefore = stack.published(APPROVAL_REQUESTED).length;
   const failures = new Map<string, number>();
