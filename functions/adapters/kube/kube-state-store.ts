@@ -41,6 +41,13 @@ export class KubeStateStore implements StateStore {
     this.attempts = options.conflictAttempts ?? DEFAULT_CONFLICT_ATTEMPTS;
   }
 
+  /** The ConfigMap `<name>-<shard>` in the same namespace. */
+  // RBAC: configmaps get, create, update
+  shard(name: string): StateStore {
+    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(name)) throw new BadInputError(`state shard ${JSON.stringify(name)} must be a DNS label`, { what: 'state shard' });
+    return new KubeStateStore(this.core, { namespace: this.namespace, name: `${this.name}-${name}`, conflictAttempts: this.attempts });
+  }
+
   // RBAC: configmaps get
   async get(key: string): Promise<Json | undefined> {
     const raw = (await this.read())?.data?.[key];

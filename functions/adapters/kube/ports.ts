@@ -112,6 +112,12 @@ export interface StateStore {
   get(key: string): Promise<Json | undefined>;
   getAll(): Promise<Record<string, Json>>;
   update<T extends Json>(key: string, fn: (current: Json | undefined) => T | undefined): Promise<T | undefined>;
+  /**
+   * A store over its own object (`name`: a DNS label suffix), for keys that many invocations write
+   * at once: every write to one object conflicts with every other, so one hot key there serializes
+   * all writers of all keys. Optional: stores without it keep everything together.
+   */
+  shard?(name: string): StateStore;
 }
 
 /**

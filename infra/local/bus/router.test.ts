@@ -171,3 +171,29 @@ describe('Router dead-letter file', () => {
     expect(JSON.parse(readFileSync(dlqPath, 'utf8'))).toMatchObject({ reason: 'not-retryable', event: { id: 'lost' } });
   });
 });
+
+describe('Router concurrency', () => {
+  const overlapState = () => ((globalThis as { __localBusOverlap?: { now: number; max: number } }).__localBusOverlap ??= { now: 0, max: 0 });
+
+  it.each([
+    [undefined, 1],
+    [1, 1],
+    [3, 3],
+    [50, 7],
+  ])('with concurrency %s runs at most %i deliveries at once and delivers all of them', async (concurrency, expectedMax) => {
+    const s = overlapState();
+    s.now = 0;
+    s.max = 0;
+    const router = new Router([rule({ fn: fixtureFn('overlap') })], { clock: new ManualClock(), timers: new TimerQueue(), region: 'r', account: 'a', ...(concurrency ? { concurrency } : {}) });
+    const delivered: string[] = [];
+    router.on('delivered', ({ event }) => delivered.push((event as { id: string }).id));
+    for (let i = 0; i < 7; i++) router.route({ busName: 'b', envelope: envelope(`e${i}`, 0) });
+    await router.drain();
+    expect(s.max).toBe(expectedMax);
+    expect(delivered.sort()).toEqual(['e0', 'e1', 'e2', 'e3', 'e4', 'e5', 'e6']);
+  });
+
+  it('refuses a concurrency that is not a positive integer', () => {
+    expect(() => new Router([], { clock: new ManualClock(), timers: new TimerQueue(), region: 'r', account: 'a', concurrency: 0 })).toThrow(/concurrency must be a positive integer/);
+  });
+});

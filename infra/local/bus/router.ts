@@ -16,8 +16,10 @@ import type { EventRule, FunctionDef, RetryPolicy, TargetInput } from './rules.t
  * and maximumEventAge, then the dead-letter file. A handler that cannot be loaded is not retried
  * (EventBridge does not retry a target that does not exist) and goes straight to dead letters.
  *
- * Deliveries run one at a time in arrival order, so a run is reproducible and the timeline reads
- * in order; `drain()` resolves when nothing is queued or running.
+ * Deliveries run one at a time in arrival order by default, so a run is reproducible and the
+ * timeline reads in order; `concurrency` > 1 runs up to that many at once, taken in arrival order,
+ * as Lambda runs concurrent invocations of one function (benchmarks of a storm need that).
+ * `drain()` resolves when nothing is queued or running.
  */
 export interface RouterOptions {
   clock: Clock;
@@ -27,6 +29,8 @@ export interface RouterOptions {
   dlqPath?: string;
   /** Uniform [0, 1); seeded by default so jitter is reproducible. */
   random?: () => number;
+  /** Deliveries running at once (default 1: one at a time, in arrival order). */
+  concurrency?: number;
 }
 
 export interface Target {
@@ -58,7 +62,10 @@ export class Router extends EventEmitter<DeliveryEvents> {
   private readonly rules: { rule: EventRule; matches: PatternMatcher }[];
   private readonly loader = new HandlerLoader();
   private readonly queue: Job[] = [];
-  private running: Promise<void> | undefined;
+  private readonly workers = new Set<Promise<void>>();
+  /** Workers not yet past their last shift; counted synchronously so a push never lands in a dead queue. */
+  private active = 0;
+  private readonly concurrency: number;
   private pendingError: unknown;
   private readonly random: () => number;
 
@@ -76,6 +83,8 @@ export class Router extends EventEmitter<DeliveryEvents> {
       }
     });
     this.random = opts.random ?? mulberry32(1);
+    this.concurrency = opts.concurrency ?? 1;
+    if (!Number.isInteger(this.concurrency) || this.concurrency < 1) throw new RangeError(`concurrency must be a positive integer, got ${opts.concurrency}`);
     if (opts.dlqPath) mkdirSync(dirname(opts.dlqPath), { recursive: true });
   }
 
@@ -94,7 +103,7 @@ export class Router extends EventEmitter<DeliveryEvents> {
 
   /** Resolves once nothing is queued or being delivered (retries waiting on the clock do not count). */
   async drain(): Promise<void> {
-    while (this.running) await this.running;
+    while (this.workers.size > 0) await Promise.all(this.workers);
     const err = this.pendingError;
     this.pendingError = undefined;
     if (err) throw err;
@@ -102,9 +111,14 @@ export class Router extends EventEmitter<DeliveryEvents> {
 
   private push(job: Job): void {
     this.queue.push(job);
-    this.running ??= this.pump();
+    if (this.active < this.concurrency) {
+      this.active++;
+      const worker: Promise<void> = this.pump().finally(() => this.workers.delete(worker));
+      this.workers.add(worker);
+    }
   }
 
+  /** One worker: takes queued jobs in arrival order until the queue is empty. */
   private async pump(): Promise<void> {
     await Promise.resolve(); // let the caller finish (e.g. answer PutEvents) before delivering
     try {
@@ -113,8 +127,8 @@ export class Router extends EventEmitter<DeliveryEvents> {
         await this.deliver(job).catch((err: unknown) => (this.pendingError ??= err));
       }
     } finally {
-      // Cleared in the same turn as the last shift, so a push can never land in a dead queue.
-      this.running = undefined;
+      // In the same turn as the last shift, so a push right after starts a new worker.
+      this.active--;
     }
   }
 

@@ -43,6 +43,8 @@ export class Lifecycle {
    */
   private readonly hints = new Map<string, { epoch: number; list: number; index: number }>();
   private nodeListVersion = 0;
+  /** Pod shapes that fitted no node at this capacity epoch and node list, with kube-scheduler's message. */
+  private unfit = { epoch: -1, list: -1, shapes: new Map<string, { reason: string }>() };
   /** Nodes the DaemonSet controller must look at next settle; 'all' after a DaemonSet changes. */
   private daemonNodes: Set<string> | 'all' = new Set();
   private nameSeq = 0;
@@ -208,6 +210,11 @@ export class Lifecycle {
       if (!f) free.set(n.metadata.name, (f = freeOn(n, this.store.podsOnNode(n.metadata.name))));
       return f;
     };
+    // Shapes that fitted nowhere while the capacity epoch stands: binding only takes room, so the
+    // next pod of the same shape cannot fit either. Without this, each pending pod rescans the
+    // fleet twice (fit, then reasons): 600 evicted Jobs' replacements × 1,500 nodes in a storm.
+    if (this.unfit.epoch !== this.epoch || this.unfit.list !== this.nodeListVersion) this.unfit = { epoch: this.epoch, list: this.nodeListVersion, shapes: new Map() };
+    const unfit = this.unfit.shapes;
     for (const key of [...this.pending]) {
       if (this.tried.get(key) === this.epoch) continue;
       const [ns, name] = key.split('/') as [string, string];
@@ -217,7 +224,8 @@ export class Lifecycle {
       const shape = JSON.stringify([[...podRequests(pod)], pod.spec.tolerations, pod.spec.nodeSelector, pod.spec.affinity?.nodeAffinity]);
       const hint = this.hints.get(shape);
       const start = hint && hint.epoch === this.epoch && hint.list === this.nodeListVersion ? hint.index : 0;
-      const pick = pickNode(pod, nodes, freeOf, start);
+      const pick = unfit.get(shape) ?? pickNode(pod, nodes, freeOf, start);
+      if (!('node' in pick)) unfit.set(shape, pick);
       if ('node' in pick) {
         if (this.hints.size > 10_000) this.hints.clear();
         this.hints.set(shape, { epoch: this.epoch, list: this.nodeListVersion, index: pick.index });
@@ -258,6 +266,19 @@ export class Lifecycle {
     }
   }
 
+  /** Node label keys the waiting pods select on (nodeSelector, required node affinity). */
+  private selectedLabelKeys(): Set<string> {
+    const keys = new Set<string>();
+    for (const key of this.pending) {
+      const [ns, name] = key.split('/') as [string, string];
+      const spec = this.store.pod(ns, name)?.spec;
+      if (!spec) continue;
+      for (const k of Object.keys(spec.nodeSelector ?? {})) keys.add(k);
+      for (const t of spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? []) for (const e of t.matchExpressions ?? []) keys.add(e.key);
+    }
+    return keys;
+  }
+
   /** Keeps the pending set, the capacity epoch and the node order in step with the store. */
   private observe(e: StoreEvent): void {
     if (e.resource === 'pods') {
@@ -288,19 +309,29 @@ export class Lifecycle {
         this.nodeListVersion++;
         this.hints.clear();
       }
-      if (e.type === 'ADDED' || (e.type === 'MODIFIED' && loosened(e.previous as Node, node))) this.epoch++;
+      if (e.type === 'ADDED' || (e.type === 'MODIFIED' && loosened(e.previous as Node, node, () => this.selectedLabelKeys()))) this.epoch++;
       if (e.type !== 'DELETED' && node.spec?.taints?.some((t) => t.effect === 'NoExecute')) this.noExecuteCheck.add(node.metadata.name);
       if (e.type === 'ADDED') this.markDaemonNode(node.metadata.name);
     }
   }
 }
 
-/** True when a node change could let a pod fit that did not before. */
-function loosened(before: Node, after: Node): boolean {
+/**
+ * True when a node change could let a pod fit that did not before. A label change counts only when
+ * a waiting pod selects on one of the changed keys (as kube-scheduler's queueing hints): a
+ * controller that labels the nodes it cordons must not send every pending pod back over the fleet.
+ */
+function loosened(before: Node, after: Node, selectedKeys: () => Set<string>): boolean {
   if (before.spec?.unschedulable && !after.spec?.unschedulable) return true;
   const key = (t: Taint) => `${t.key}=${t.value ?? ''}:${t.effect}`;
   const now = new Set((after.spec?.taints ?? []).map(key));
   if ((before.spec?.taints ?? []).some((t) => !now.has(key(t)))) return true;
-  if (JSON.stringify(before.metadata.labels) !== JSON.stringify(after.metadata.labels)) return true;
+  const a = before.metadata.labels ?? {};
+  const b = after.metadata.labels ?? {};
+  const changed = [...new Set([...Object.keys(a), ...Object.keys(b)])].filter((k) => a[k] !== b[k]);
+  if (changed.length > 0) {
+    const selected = selectedKeys();
+    if (changed.some((k) => selected.has(k))) return true;
+  }
   return JSON.stringify(before.status?.allocatable) !== JSON.stringify(after.status?.allocatable);
 }

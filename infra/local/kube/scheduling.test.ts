@@ -146,3 +146,44 @@ describe('pods that finish by themselves', () => {
     }
   });
 });
+
+describe('the scheduler while nodes churn', () => {
+  let sim: KubeSim;
+  let c: ReturnType<typeof clients>;
+  beforeAll(async () => {
+    sim = await startKubeSim({ fleet: { nodes: [{ name: 'n', count: 2, allocatable: { cpu: '8', memory: '64Gi', 'nvidia.com/gpu': 2 } }], namespaces: [{ name: 'work' }] } });
+    c = clients(sim);
+  });
+  afterAll(() => sim.close());
+
+  const create = (name: string, gpus: number, extra: Record<string, unknown> = {}) =>
+    c.core.createNamespacedPod({ namespace: 'work', body: { metadata: { name }, spec: { containers: [{ name: 'main', image: 'x', resources: { requests: { 'nvidia.com/gpu': String(gpus) } } }], ...extra } } });
+  const nodeOf = (name: string) => sim.store.pod('work', name)?.spec.nodeName;
+  const label = (node: string, labels: Record<string, string>) => c.core.patchNode({ name: node, body: [{ op: 'add', path: '/metadata/labels', value: { ...sim.store.node(node)!.metadata.labels, ...labels } }] });
+
+  it('binds a waiting pod when a node gains the label it selects on, whatever other labels change first', async () => {
+    await create('sel', 1, { nodeSelector: { tier: 'gold' } });
+    await create('aff', 1, { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['b'] }] }] } } } });
+    await label('n-0', { 'gpu-reflex.io/state': 'draining' });
+    expect([nodeOf('sel'), nodeOf('aff')]).toEqual([undefined, undefined]);
+    await label('n-1', { tier: 'gold' });
+    expect(nodeOf('sel')).toBe('n-1');
+    await label('n-0', { zone: 'b' });
+    expect(nodeOf('aff')).toBe('n-0');
+  });
+
+  it('binds waiting pods of one shape one by one as room appears, the rest keep the scheduler message', async () => {
+    // n-0 and n-1 each have 1 GPU left; fill them, then queue three more of the same shape.
+    await create('fill-0', 1, { nodeName: 'n-0' });
+    await create('fill-1', 1, { nodeName: 'n-1' });
+    for (const n of ['w1', 'w2', 'w3']) await create(n, 1);
+    expect(['w1', 'w2', 'w3'].map(nodeOf)).toEqual([undefined, undefined, undefined]);
+    const message = (n: string) => (sim.store.pod('work', n)?.status?.conditions?.find((x) => x.type === 'PodScheduled') as { message?: string } | undefined)?.message;
+    expect(message('w3')).toMatch(/^0\/2 nodes are available: .*Insufficient nvidia\.com\/gpu/);
+    await c.core.deleteNamespacedPod({ name: 'fill-0', namespace: 'work', gracePeriodSeconds: 0 });
+    expect(['w1', 'w2', 'w3'].map(nodeOf)).toEqual(['n-0', undefined, undefined]);
+    await c.core.deleteNamespacedPod({ name: 'fill-1', namespace: 'work', gracePeriodSeconds: 0 });
+    expect(['w1', 'w2', 'w3'].map(nodeOf)).toEqual(['n-0', 'n-1', undefined]);
+    expect(message('w3')).toMatch(/Insufficient nvidia\.com\/gpu/);
+  });
+});
