@@ -7,6 +7,7 @@
 import { APPROVAL_REQUESTED, SCHEMA_VERSION, SOURCES, type ApprovalRequestedDetail } from '../../events/index.ts';
 import type { NodeOps, PodOps } from '../adapters/kube/ports.ts';
 import type { Taint, TaintEffect } from '../adapters/kube/model.ts';
+import type { NodeChange } from '../adapters/kube/node-change.ts';
 import type { EventPublisher } from '../adapters/bus.ts';
 import type { Notifier } from '../adapters/chat/notifier.ts';
 import { BadInputError } from '../adapters/errors.ts';
@@ -103,8 +104,38 @@ function approvalDetail(plan: Plan, step: PlanStep, opts: ApplyOptions): Approva
   };
 }
 
+const NODE_STEPS = new Set<PlanStep['kind']>(['taint', 'untaint', 'cordon', 'uncordon', 'label', 'annotate']);
+
+/** Every node step of a plan as one change, so the node gets one patch. */
+function nodeChange(steps: readonly PlanStep[], plan: Plan, taintKey: string): NodeChange {
+  const change: Required<NodeChange> = { addTaints: [], removeTaints: [], labels: {}, annotations: {}, unschedulable: undefined as unknown as boolean };
+  let cordon: boolean | undefined;
+  for (const step of steps) {
+    if (step.kind === 'taint') change.addTaints.push(parseTaint(step.value));
+    else if (step.kind === 'untaint') change.removeTaints.push(parseTaint(step.value));
+    else if (step.kind === 'cordon') cordon = true;
+    else if (step.kind === 'uncordon') cordon = false;
+    else if (step.kind === 'label') {
+      const [k, v] = splitKeyValue(step.value);
+      change.labels[k] = v ?? null;
+    } else if (step.kind === 'annotate') {
+      const [k, v] = splitKeyValue(step.value);
+      // The history annotation's value is the encoded next state, too long to repeat in the step.
+      change.annotations[k] = k === HISTORY_ANNOTATION ? encodeNodeState(plan.nextState, { taintKey }).annotations[k] ?? null : v === undefined || v === '[]' ? null : v;
+    }
+  }
+  const { unschedulable: _u, ...rest } = change;
+  return cordon === undefined ? rest : { ...rest, unschedulable: cordon };
+}
+
 export async function applyRemediation(plan: Plan, ports: ApplyPorts, opts: ApplyOptions): Promise<StepResult[]> {
-  const results: StepResult[] = [];
-  for (const step of plan.steps) results.push(await applyStep(step, plan, ports, opts));
+  const results: StepResult[] = new Array(plan.steps.length);
+  // Node steps first, as one write: the taint and the cordon stop new work before anything moves.
+  const nodeSteps = plan.steps.filter((s) => NODE_STEPS.has(s.kind));
+  if (nodeSteps.length > 0) {
+    const result = changed(await ports.nodes.update(plan.target.node, nodeChange(nodeSteps, plan, opts.taintKey)), plan.dryRun);
+    plan.steps.forEach((s, i) => NODE_STEPS.has(s.kind) && (results[i] = result));
+  }
+  for (const [i, step] of plan.steps.entries()) if (!NODE_STEPS.has(step.kind)) results[i] = await applyStep(step, plan, ports, opts);
   return results;
 }

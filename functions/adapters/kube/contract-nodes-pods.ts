@@ -70,6 +70,28 @@ export function nodeAndPodContracts(harness: () => KubeHarness): void {
       expect(labels).not.toHaveProperty('drop');
     });
 
+    it('update applies taints, cordon, labels and annotations together, and a repeat changes nothing', async () => {
+      await h.seedNode({ name: 'c-n5', labels: { keep: 'me', drop: 'x' } });
+      await h.nodes.addTaint('c-n5', { key: 'other', value: 'v', effect: 'NoSchedule' });
+      await h.nodes.addTaint('c-n5', { key: 'old', effect: 'NoExecute' });
+      const change = {
+        addTaints: [{ key: 'gpu-reflex.io/unhealthy', value: 'xid-79', effect: 'NoSchedule' as const }],
+        removeTaints: [{ key: 'old' }],
+        unschedulable: true,
+        labels: { 'gpu-reflex.io/state': 'draining', drop: null },
+        annotations: { 'gpu-reflex.io/history': '{"v":1}' },
+      };
+      expect(await h.nodes.update('c-n5', change)).toBe(true);
+      const n = await h.nodes.get('c-n5');
+      expect(n.unschedulable).toBe(true);
+      expect(n.taints.map((t) => `${t.key}=${t.value ?? ''}:${t.effect}`).sort()).toEqual(['gpu-reflex.io/unhealthy=xid-79:NoSchedule', 'other=v:NoSchedule']);
+      expect(n.labels).toMatchObject({ keep: 'me', 'gpu-reflex.io/state': 'draining' });
+      expect(n.labels.drop).toBeUndefined();
+      expect(n.annotations['gpu-reflex.io/history']).toBe('{"v":1}');
+      expect(await h.nodes.update('c-n5', change)).toBe(false);
+      expect(await h.nodes.update('c-n5', {})).toBe(false);
+    });
+
     it('setAnnotations merges the same way', async () => {
       await h.seedNode({ name: 'c-n5' });
       expect(await h.nodes.setAnnotations('c-n5', { 'gpu-reflex/reason': 'XID 79' })).toBe(true);

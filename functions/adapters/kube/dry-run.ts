@@ -7,6 +7,7 @@
  */
 import type { Clock } from '../clock.ts';
 import { mergeStringMap, withTaint, withoutTaint } from './kube-node-ops.ts';
+import { nodeDelta } from './node-change.ts';
 import type { ApplyResult, EvictResult, Json, LeaseAttempt, PodInfo, Taint, TaintEffect } from './model.ts';
 import type { EvictOptions, LeaseOps, LimitRangeSpec, NodeOps, PodOps, QuotaOps, QuotaSpec, StateStore } from './ports.ts';
 import { sameJson } from './same-json.ts';
@@ -42,6 +43,7 @@ export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: Dr
     setLabels: async (n, l) => note('nodes.setLabels', [n, l], mergeStringMap((await nodes.get(n)).labels, l) !== undefined),
     setAnnotations: async (n, a) =>
       note('nodes.setAnnotations', [n, a], mergeStringMap((await nodes.get(n)).annotations, a) !== undefined),
+    update: async (n, c) => note('nodes.update', [n, c], nodeDelta(await nodes.get(n), c) !== undefined),
   };
 
   const podOps: PodOps = {

@@ -7,6 +7,7 @@ import { NotFoundError } from '../errors.ts';
 import type { FakeCluster, FakePdb } from './fake-cluster.ts';
 import { injected } from './fake-cluster.ts';
 import { mergeStringMap, withTaint, withoutTaint } from './kube-node-ops.ts';
+import { nodeDelta, type NodeChange } from './node-change.ts';
 import type { EvictResult, NodeInfo, PodInfo, Taint, TaintEffect } from './model.ts';
 import type { EvictOptions, NodeOps, PodOps, PodQuery } from './ports.ts';
 
@@ -76,6 +77,19 @@ export class FakeNodeOps implements NodeOps {
   async setAnnotations(name: string, annotations: Record<string, string | null>): Promise<boolean> {
     this.begin('nodes.setAnnotations', [name, annotations], `annotating node ${name}`, true);
     return this.write(name, (n) => applyMap(n.annotations, annotations));
+  }
+
+  async update(name: string, change: NodeChange): Promise<boolean> {
+    this.begin('nodes.update', [name, change], `updating node ${name}`, true);
+    return this.write(name, (n) => {
+      const d = nodeDelta(n, change);
+      if (!d) return false;
+      if (d.taints) n.taints = d.taints as Taint[];
+      if (d.unschedulable !== undefined) n.unschedulable = d.unschedulable;
+      if (d.labels) applyMap(n.labels, d.labels);
+      if (d.annotations) applyMap(n.annotations, d.annotations);
+      return true;
+    });
   }
 
   private begin(op: string, args: unknown[], what: string, retriesConflicts = false): void {

@@ -13,6 +13,7 @@ import { KubeStateStore } from './kube-state-store.ts';
 import type { LeaseOps, NodeOps, PodOps, QuotaOps, StateStore } from './ports.ts';
 
 export * from './model.ts';
+export type { NodeChange } from './node-change.ts';
 export type * from './ports.ts';
 export { loadKubeConfig, makeKubeApis, KubeAccessSchema } from './config.ts';
 export type { KubeAccess, KubeApis } from './config.ts';

@@ -15,6 +15,7 @@ import { fromKubeError } from '../errors.ts';
 import { toNodeInfo } from './convert.ts';
 import { listAll } from './list-all.ts';
 import type { NodeInfo, Taint, TaintEffect } from './model.ts';
+import { nodeDelta, type NodeChange } from './node-change.ts';
 import type { NodeOps } from './ports.ts';
 import { DEFAULT_CONFLICT_ATTEMPTS, retryOnConflict } from './retry.ts';
 
@@ -119,6 +120,17 @@ export class KubeNodeOps implements NodeOps {
     return this.modify(name, `annotating node ${name}`, (n) => {
       const patch = mergeStringMap(n.metadata?.annotations ?? {}, annotations);
       return patch && { metadata: { annotations: patch } };
+    });
+  }
+
+  // RBAC: nodes get, patch
+  update(name: string, change: NodeChange): Promise<boolean> {
+    return this.modify(name, `updating node ${name}`, (n) => {
+      const d = nodeDelta({ taints: n.spec?.taints ?? [], labels: n.metadata?.labels ?? {}, annotations: n.metadata?.annotations ?? {}, unschedulable: n.spec?.unschedulable === true }, change);
+      if (!d) return undefined;
+      const spec = { ...(d.taints ? { taints: d.taints } : {}), ...(d.unschedulable !== undefined ? { unschedulable: d.unschedulable } : {}) };
+      const metadata = { ...(d.labels ? { labels: d.labels } : {}), ...(d.annotations ? { annotations: d.annotations } : {}) };
+      return { ...(Object.keys(spec).length ? { spec } : {}), metadata };
     });
   }
 

@@ -9,6 +9,7 @@
  * BadInputError (400/422), TransientError (5xx, network).
  */
 import type { Clock } from '../clock.ts';
+import type { NodeChange } from './node-change.ts';
 import type {
   ApplyResult, EvictResult, Json, LeaseAttempt, LeaseState, LimitItem, LimitRangeInfo, NodeInfo,
   PodInfo, QuotaInfo, Taint, TaintEffect,
@@ -40,6 +41,11 @@ export interface NodeOps {
   setLabels(name: string, labels: Record<string, string | null>): Promise<boolean>;
   /** Merges annotations: a string sets, `null` removes, keys not named are kept. */
   setAnnotations(name: string, annotations: Record<string, string | null>): Promise<boolean>;
+  /**
+   * Taints, cordon, labels and annotations in one read-modify-write (one patch): what a
+   * remediation step list does to its node. Same idempotency as the single operations.
+   */
+  update(name: string, change: NodeChange): Promise<boolean>;
 }
 
 export interface PodQuery {
