@@ -37,6 +37,8 @@ export interface StackOptions {
   durationMs?: number;
   /** Virtual step (default 100 ms). */
   stepMs?: number;
+  /** The routing table (default: the repository's serverless.yml); tests point it at fixtures. */
+  serverlessYml?: string;
 }
 
 export interface StackResult {
@@ -97,7 +99,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     progress('starting the event bus with serverless.yml ...');
     const busName = 'gpu-reflex';
     cleanups.push(withEnv(functionEnv({ kubeconfig, busUrl: 'http://pending', busName })));
-    const bus: LocalBus = await startLocalBus({ serverlessYml: join(REPO_ROOT, 'serverless.yml'), clock: busClock, dlqPath: join(work, 'dead-letters.jsonl'), busName });
+    const bus: LocalBus = await startLocalBus({ serverlessYml: o.serverlessYml ?? join(REPO_ROOT, 'serverless.yml'), clock: busClock, dlqPath: join(work, 'dead-letters.jsonl'), busName });
     cleanups.push(() => bus.close());
     process.env.AWS_ENDPOINT_URL_EVENTBRIDGE = bus.url;
     const functions = new Set(bus.table?.functions.map((f) => f.key) ?? []);
