@@ -182,7 +182,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     let stopped = false;
     let lastPending = '';
     const checkPending = async () => {
-      const pods = sim ? (sim.store.list('pods') as never[]) : await kube.pods();
+      const pods = sim ? (sim.store.list('pods') as Pod[]) : await kube.pods();
       const pending = pendingByResource(pods);
       const key = JSON.stringify(pending);
       if (key === lastPending) return;
