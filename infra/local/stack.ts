@@ -9,12 +9,13 @@ import { buildMockNvml } from './mock-nvml/build.ts';
 import { allocateGpus, gpuSpecsOf, isGpuNode } from './node-gpus.ts';
 import { appendKmsg, kmsgXidLine, mockScenario, nodeDir, writeNodeFiles, type NodeFiles } from './node-files.ts';
 import { NodeProcesses } from './node-processes.ts';
-import { checkExpectations, summarize, type DeliveryRecord, type StackReport } from './report.ts';
+import { checkExpectations, summarize, type StackReport } from './report.ts';
 import type { Pod } from './kube/types.ts';
 import type { FaultStepT, Scenario, TimelineStep } from './scenario.ts';
 import { StackKube } from './stack-kube.ts';
+import { StackRecorder } from './stack-recorder.ts';
 import { startAgentProcesses, startInProcessAgents } from './stack-agents.ts';
-import { eventEntry, formatEntry, formatSummary, type TimelineEntry } from './timeline.ts';
+import { formatSummary, type TimelineEntry } from './timeline.ts';
 import { functionEnv, gapNotice, REPO_ROOT, withEnv } from './stack-env.ts';
 
 /**
@@ -36,6 +37,8 @@ export interface StackOptions {
   durationMs?: number;
   /** Virtual step (default 100 ms). */
   stepMs?: number;
+  /** The routing table (default: the repository's serverless.yml); tests point it at fixtures. */
+  serverlessYml?: string;
 }
 
 export interface StackResult {
@@ -76,7 +79,6 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     cleanups.length = 0;
   };
   try {
-
     progress(`scenario ${scenario.name}: ${scenario.description.trim().split('\n')[0] ?? ''}`);
     progress('building the mock NVML library (cc) ...');
     const library = await buildMockNvml();
@@ -97,7 +99,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     progress('starting the event bus with serverless.yml ...');
     const busName = 'gpu-reflex';
     cleanups.push(withEnv(functionEnv({ kubeconfig, busUrl: 'http://pending', busName })));
-    const bus: LocalBus = await startLocalBus({ serverlessYml: join(REPO_ROOT, 'serverless.yml'), clock: busClock, dlqPath: join(work, 'dead-letters.jsonl'), busName });
+    const bus: LocalBus = await startLocalBus({ serverlessYml: o.serverlessYml ?? join(REPO_ROOT, 'serverless.yml'), clock: busClock, dlqPath: join(work, 'dead-letters.jsonl'), busName });
     cleanups.push(() => bus.close());
     process.env.AWS_ENDPOINT_URL_EVENTBRIDGE = bus.url;
     const functions = new Set(bus.table?.functions.map((f) => f.key) ?? []);
@@ -105,45 +107,12 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     progress(`  bus at ${bus.url}; functions in serverless.yml: ${[...functions].join(', ')}`);
 
     // ---- the timeline: only observed things
-    const entries: TimelineEntry[] = [];
-    const emit = (e: Omit<TimelineEntry, 'atMs'>) => {
-      const entry = { ...e, atMs: sinceStart() };
-      entries.push(entry);
-      o.out(formatEntry(entry, o.colour ?? false));
-    };
     const podNames = new Map<string, string>();
-    const podName = (uid: string) => podNames.get(uid) ?? (sim ? [...sim.store.list('pods')].find((p) => p.metadata.uid === uid)?.metadata.name : undefined);
-    let seen = 0;
-    const eventsOut: StackReport['events'] = [];
-    const flushEvents = () => {
-      const all = bus.events;
-      for (; seen < all.length; seen++) {
-        const e = all[seen]!;
-        const at = sinceStart();
-        eventsOut.push({ atMs: at, detailType: e['detail-type'], source: e.source, detail: e.detail, event: e });
-        const entry = eventEntry(at, e, podName);
-        entries.push(entry);
-        o.out(formatEntry(entry, o.colour ?? false));
-      }
-    };
-    const deliveries: DeliveryRecord[] = [];
-    const announced = new Set<string>();
-    bus.on('delivered', (d) => {
-      flushEvents();
-      deliveries.push({ atMs: sinceStart(), rule: d.rule, function: keyOf.get(d.function) ?? d.function, attempt: d.attempt, ok: true });
-    });
-    bus.on('failed', (d) => {
-      flushEvents();
-      const fn = keyOf.get(d.function) ?? d.function;
-      deliveries.push({ atMs: sinceStart(), rule: d.rule, function: fn, attempt: d.attempt, ok: false, errorName: d.error.name, error: d.error.message });
-      const missing = d.error.name === 'HandlerLoadError';
-      if (missing && announced.has(fn)) return; // said once; the summary counts the rest
-      announced.add(fn);
-      emit({ who: fn, kind: 'failure', what: '', text: missing ? `not available yet (${d.error.message}): the event was not acted on` : `failed: ${d.error.message}${d.retryAt ? ` (retry at ${((d.retryAt - t0) / 1000).toFixed(1)}s)` : ''}` });
-    });
-    bus.on('dead-lettered', (d) => {
-      if (d.errorName !== 'HandlerLoadError') emit({ who: keyOf.get(d.function) ?? d.function, kind: 'failure', what: 'dead letter', text: `${d.reason} after ${d.attempts} attempts: ${d.errorMessage}` });
-    });
+    const podName = (uid: string) => podNames.get(uid) ?? (sim ? sim.store.list('pods').find((p) => p.metadata.uid === uid)?.metadata.name : undefined);
+    const rec = new StackRecorder(bus, { out: o.out, colour: o.colour ?? false, sinceStart, startedAt: () => t0, podName, keyOf });
+    cleanups.push(rec.subscribe());
+    const emit = (e: Omit<TimelineEntry, 'atMs'>) => rec.emit(e);
+    const flushEvents = () => rec.flushEvents();
     const observer = sim ? new ClusterObserver(sim.store, (e) => (flushEvents(), emit(e))) : undefined;
     cleanups.push(() => observer?.close());
 
@@ -213,7 +182,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     let stopped = false;
     let lastPending = '';
     const checkPending = async () => {
-      const pods = sim ? (sim.store.list('pods') as never[]) : await kube.pods();
+      const pods = sim ? (sim.store.list('pods') as Pod[]) : await kube.pods();
       const pending = pendingByResource(pods);
       const key = JSON.stringify(pending);
       if (key === lastPending) return;
@@ -262,7 +231,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
         await bus.drain();
         flushEvents();
         const [finalNodes, finalPods] = await Promise.all([kube.nodes(), kube.pods()]);
-        const summary = summarize({ events: eventsOut, deliveries, deadLetters: bus.deadLetters.length, counters: observer?.counters ?? { evicted: [], rescheduled: [] }, observed: observer !== undefined, nodes: finalNodes, pods: finalPods });
+        const summary = summarize({ events: rec.events, deliveries: rec.deliveries, deadLetters: bus.deadLetters.length, counters: observer?.counters ?? { evicted: [], rescheduled: [] }, observed: observer !== undefined, nodes: finalNodes, pods: finalPods });
         // The checks describe the scenario's end state: a run stopped or cut short before it is not judged.
         const complete = t >= scenario.durationSeconds * 1000;
         if (scenario.expect && complete) summary.expectations = checkExpectations(scenario.expect, finalNodes, finalPods, bus.events);
@@ -273,15 +242,15 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           clock: o.clock,
           cluster: sim ? 'simulated' : 'kubeconfig',
           wallMs: Date.now() - wallStart,
-          events: eventsOut,
-          deliveries,
+          events: rec.events,
+          deliveries: rec.deliveries,
           deadLetters: [...bus.deadLetters],
-          actions: eventsOut.filter((e) => e.source === 'gpu-reflex.functions').map((e) => ({ atMs: e.atMs, detailType: e.detailType, detail: e.detail as Record<string, unknown> })),
+          actions: rec.events.filter((e) => e.source === 'gpu-reflex.functions').map((e) => ({ atMs: e.atMs, detailType: e.detailType, detail: e.detail as Record<string, unknown> })),
           evicted: observer?.counters.evicted ?? [],
           rescheduled: observer?.counters.rescheduled ?? [],
-          timeline: entries,
+          timeline: rec.entries,
           initial: { nodes, pods: initialPods },
-        final: { nodes: finalNodes, pods: finalPods },
+          final: { nodes: finalNodes, pods: finalPods },
           summary,
         };
         if (o.reportPath) {

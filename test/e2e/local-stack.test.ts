@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -8,7 +8,6 @@ import { makeSimulateCommand } from '../../infra/local/cli.ts';
 import type { Pod } from '../../infra/local/kube/types.ts';
 import type { StackReport } from '../../infra/local/report.ts';
 import type { StackResult } from '../../infra/local/stack.ts';
-import { REPO_ROOT } from '../../infra/local/stack-env.ts';
 
 /**
  * The default scenario end to end on the virtual clock: faults injected at the NVML layer of
@@ -22,7 +21,6 @@ const capture = () => {
   return { io, out, err };
 };
 
-const remediationLanded = existsSync(join(REPO_ROOT, 'functions/remediate/handler.ts'));
 const dir = mkdtempSync(join(tmpdir(), 'local-stack-test-'));
 
 describe('gpu-reflex simulate, default scenario', () => {
@@ -102,16 +100,7 @@ describe('gpu-reflex simulate, default scenario', () => {
     expect(report.final.nodes.map((n) => n.metadata.name)).toContain('a100-train-1');
   });
 
-  it.skipIf(remediationLanded)('shows remediate as not available, and acts on nothing, while its handler is missing', () => {
-    const failed = report.deliveries.filter((d) => d.function === 'remediate' && !d.ok);
-    expect(failed.length).toBeGreaterThan(0);
-    expect(failed.every((d) => d.errorName === 'HandlerLoadError')).toBe(true);
-    expect(report.actions).toHaveLength(0);
-    expect(report.final.nodes.find((n) => n.metadata.name === 'a100-train-1')?.spec?.unschedulable).toBeFalsy();
-    expect(report.timeline.some((t) => t.who === 'remediate' && t.text.includes('not available yet'))).toBe(true);
-  });
-
-  it.runIf(remediationLanded)('follows moved pods: the agent of their new node reports them on its GPUs', () => {
+  it('follows moved pods: the agent of their new node reports them on its GPUs', () => {
     const moved = report.rescheduled.filter((r) => r.replaces.startsWith('ml-train/finetune-'));
     expect(moved.length).toBeGreaterThan(0);
     const node = moved[0]!.node;
@@ -124,7 +113,7 @@ describe('gpu-reflex simulate, default scenario', () => {
     }
   });
 
-  it.runIf(remediationLanded)('drains the node whose GPU fell off the bus: tainted, cordoned, its GPU pods moved', () => {
+  it('drains the node whose GPU fell off the bus: tainted, cordoned, its GPU pods moved', () => {
     const node = report.final.nodes.find((n) => n.metadata.name === 'a100-train-1')!;
     expect(node.spec?.unschedulable).toBe(true);
     expect((node.spec?.taints ?? []).some((t) => t.key === 'gpu-reflex.io/unhealthy')).toBe(true);

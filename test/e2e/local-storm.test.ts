@@ -1,4 +1,4 @@
-import { existsSync, mkdtempSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -11,9 +11,7 @@ import { REPO_ROOT } from '../../infra/local/stack-env.ts';
  * lets one node drain and holds the others for approval; serving keeps its budget. Its own file:
  * the functions wire themselves once per process (see local-wall.test.ts).
  */
-const remediationLanded = existsSync(join(REPO_ROOT, 'functions/remediate/handler.ts'));
-
-describe.runIf(remediationLanded)('gpu-reflex simulate, storm scenario', () => {
+describe('gpu-reflex simulate, storm scenario', () => {
   it('drains the first faulty node only, asks approval for the rest, keeps the serving budget', async () => {
     const reportPath = join(mkdtempSync(join(tmpdir(), 'local-storm-')), 'report.json');
     const io = { out: () => undefined, err: () => undefined };
