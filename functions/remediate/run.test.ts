@@ -124,11 +124,13 @@ describe('remediate', () => {
   it('changes nothing in dry run but still says what it would do', async () => {
     seedNode('gpu-a100-1');
     const { dryRunPorts } = await import('../adapters/kube/dry-run.ts');
-    const recorded: string[] = [];
-    const dry = dryRunPorts({ nodes: kube.nodes, pods: kube.pods, quotas: kube.quotas, state: kube.state, leases: kube.leases }, (a) => recorded.push(a.op));
+    const recorded: { op: string; args: unknown[] }[] = [];
+    const dry = dryRunPorts({ nodes: kube.nodes, pods: kube.pods, quotas: kube.quotas, state: kube.state, leases: kube.leases }, (a) => recorded.push(a));
     const out = await remediate(triggerOf('GPU XID Error', xid('gpu-a100-1', 79, T0)), { ...deps, ...dry, dryRun: true });
     expect((await kube.nodes.get('gpu-a100-1')).unschedulable).toBe(false);
-    expect(recorded).toEqual(expect.arrayContaining(['nodes.cordon', 'nodes.addTaint']));
+    const update = recorded.find((a) => a.op === 'nodes.update');
+    expect(update?.args[1]).toMatchObject({ unschedulable: true, addTaints: [expect.objectContaining({ key: 'gpu-reflex.io/unhealthy' })] });
+    expect(recorded.map((a) => a.op)).toContain('pods.evict');
     expect(out.results.every((r) => r.result === 'dry-run')).toBe(true);
     expect(remediations()[0]!.detail).toMatchObject({ dryRun: true });
   });
