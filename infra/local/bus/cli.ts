@@ -1,5 +1,5 @@
 import { parseArgs } from 'node:util';
-import { UsageError, type CliIo, type Command } from '../../../bin/command.ts';
+import { UsageError, type CliIo, type Command, untilSignal } from '../../../bin/command.ts';
 import { startLocalBus, type LocalBus } from './index.ts';
 import { ServerlessConfigError } from './serverless-yaml.ts';
 import { printTimeline } from './timeline.ts';
@@ -33,18 +33,6 @@ export interface BusServeHooks {
   stop?: Promise<void>;
   /** Called once listening (tests read the URLs). */
   onReady?: (bus: LocalBus) => void;
-}
-
-function untilSignal(): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      process.off('SIGINT', done);
-      process.off('SIGTERM', done);
-      resolve();
-    };
-    process.on('SIGINT', done);
-    process.on('SIGTERM', done);
-  });
 }
 
 function portOf(name: string, text: string | undefined): number {

@@ -1,7 +1,7 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { UsageError, type CliIo, type Command } from '../../../bin/command.ts';
+import { UsageError, type CliIo, type Command, untilSignal } from '../../../bin/command.ts';
 import { wallClock } from './clock.ts';
 import { EXAMPLE_FLEET_PATH, FleetError } from './fleet.ts';
 import { startKubeSim, type KubeSim } from './index.ts';
@@ -32,18 +32,6 @@ export interface ServeHooks {
   stop?: Promise<void>;
   /** Called once listening, with the running sim (tests read its URL). */
   onReady?: (sim: KubeSim) => void;
-}
-
-function untilSignal(): Promise<void> {
-  return new Promise((resolve) => {
-    const done = () => {
-      process.off('SIGINT', done);
-      process.off('SIGTERM', done);
-      resolve();
-    };
-    process.on('SIGINT', done);
-    process.on('SIGTERM', done);
-  });
 }
 
 export function makeClusterServeCommand(hooks: ServeHooks = {}): Command {
