@@ -57,19 +57,8 @@ export async function bundleAgent(root: string): Promise<{ agent: string; inject
   const agent = join(out, 'agent.mjs');
   await build({
     ...common,
-    stdin: {
-      // `node agent.mjs agent [options]`, like `gpu-reflex agent [options]`, with one command only.
-      contents: [
-        "import { agentCommand } from './node-agent/cli/agent.ts';",
-        "import { processIo } from './bin/command.ts';",
-        "const args = process.argv.slice(2);",
-        "if (args[0] === 'agent') args.shift();",
-        'process.exitCode = await agentCommand.run(args, processIo);',
-      ].join('\n'),
-      resolveDir: root,
-      sourcefile: 'agent-entry.ts',
-      loader: 'ts',
-    },
+    // The same entry `npm run build` ships: `node agent.mjs [agent] [options]`.
+    entryPoints: [join(root, 'node-agent', 'main.ts')],
     outfile: agent,
   });
   const injector = join(out, 'xid-injector.mjs');

@@ -45,4 +45,23 @@ for (const name of names) {
   const { size } = await stat(outfile);
   console.log(`${name.padEnd(20)} ${relative(root, outfile)}  ${(size / 1024 / 1024).toFixed(2)} MB`);
 }
+// The node agent as the DaemonSet image would run it: plain JavaScript, koffi (a native addon)
+// left to node_modules.
+{
+  const outfile = join(root, '.build', 'node-agent', 'agent.mjs');
+  await build({
+    entryPoints: [join(root, 'node-agent', 'main.ts')],
+    outfile,
+    bundle: true,
+    platform: 'node',
+    target: 'node20',
+    format: 'esm',
+    external: ['koffi'],
+    legalComments: 'none',
+    banner: { js: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);" },
+    logLevel: 'warning',
+  });
+  const { size } = await stat(outfile);
+  console.log(`${'node-agent'.padEnd(20)} ${relative(root, outfile)}  ${(size / 1024 / 1024).toFixed(2)} MB`);
+}
 process.exit(failed ? 1 : 0);

@@ -13,6 +13,10 @@ describe('npm run build', () => {
     const { stdout } = await promisify(execFile)(process.execPath, [join(root, 'scripts/build.js')], { cwd: root });
     expect(stdout).toMatch(/^remediate\s+\.build\/functions\/remediate\/index\.mjs/m);
     expect(stdout).toMatch(/^remediate-sweep\s+/m);
+    expect(stdout).toMatch(/^node-agent\s+\.build\/node-agent\/agent\.mjs/m);
+    // The shipped agent bundle runs on plain node and says what is missing.
+    const agent = await promisify(execFile)(process.execPath, [join(root, '.build/node-agent/agent.mjs'), '--once', '--dry-run'], { env: { ...process.env, NVML_LIBRARY_PATH: '/nonexistent/libnvidia-ml.so.1' } }).catch((e: { code: number; stderr: string }) => e);
+    expect(agent).toMatchObject({ code: 3, stderr: expect.stringContaining('NVML not found at /nonexistent/libnvidia-ml.so.1: is the NVIDIA driver installed?') });
     // The bundle must run on its own (createRequire banner): a malformed event is dropped, not retried.
     const dir = await mkdtemp(join(tmpdir(), 'gr-build-'));
     const kubeconfig = join(dir, 'kubeconfig');
