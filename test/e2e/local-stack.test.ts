@@ -123,6 +123,14 @@ describe('gpu-reflex simulate, default scenario', () => {
     expect(report.rescheduled.some((r) => r.replaces.startsWith('ml-train/finetune-') && r.node !== 'a100-train-1')).toBe(true);
     expect(report.actions.some((a) => (a.detail as { action: string }).action === 'drain-node')).toBe(true);
   });
+
+  it('answers XID 79 with exactly one Remediation, within seconds of the agent seeing it', () => {
+    const xid = xids('a100-train-1', 79)[0]!;
+    const answers = report.events.filter((e) => e.detailType === 'Remediation' && (e.detail as { trigger: { eventId: string } }).trigger.eventId === (xid.detail as { eventId: string }).eventId);
+    expect(answers).toHaveLength(1);
+    expect(answers[0]!.detail).toMatchObject({ action: 'drain-node', trigger: { xid: 79 } });
+    expect(answers[0]!.atMs - xid.atMs).toBeLessThan(3000);
+  });
 });
 
 describe('scenario files on the command line', () => {
