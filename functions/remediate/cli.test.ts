@@ -1,6 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { readFile } from 'node:fs/promises';
 import type { CliIo } from '../../bin/command.ts';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startKubeSim } from '../../infra/local/kube/index.ts';
 import { planCommand, policyCommand } from './cli.ts';
 
 function capture(files: Record<string, string> = {}): CliIo & { stdout: string[]; stderr: string[] } {
@@ -44,5 +48,33 @@ describe('gpu-reflex remediate plan', () => {
 
   it('refuses an event that is not a GPU fault', async () => {
     await expect(planCommand.run(['events/catalog/remediation.example.json'], capture())).rejects.toThrow(/detail-type "Remediation"/);
+  });
+
+  it('with --kubeconfig, runs the handler against a live cluster and changes nothing there', async () => {
+    const sim = await startKubeSim({
+      fleet: {
+        nodes: [{ name: 'gpu-a100-07', labels: { 'gpu-reflex.io/pool': 'a100' }, allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': 8 } }],
+        namespaces: [{ name: 'ml-training' }],
+        pods: [{ name: 'llama-ft-worker-3', namespace: 'ml-training', node: 'gpu-a100-07', owner: { kind: 'Job', name: 'llama' }, requests: { 'nvidia.com/gpu': 1 } }],
+      },
+    });
+    try {
+      const kubeconfig = join(mkdtempSync(join(tmpdir(), 'gr-plan-')), 'kubeconfig');
+      sim.writeKubeconfig(kubeconfig);
+      const io = capture();
+      expect(await planCommand.run(['events/catalog/gpu-xid-error.example.json', '--kubeconfig', kubeconfig], io)).toBe(0);
+      const out = JSON.parse(io.stdout.join('\n'));
+      expect(out.plan).toMatchObject({ kind: 'act', action: 'drain-node', dryRun: true });
+      expect(out.wouldWrite).toContainEqual({ op: 'nodes.update', args: ['gpu-a100-07', expect.objectContaining({ unschedulable: true })] });
+      // JSON output: the absent eviction options print as null.
+      expect(out.wouldWrite).toContainEqual({ op: 'pods.evict', args: ['ml-training', 'llama-ft-worker-3', null] });
+      expect(out.wouldPublish[0]).toMatchObject({ detailType: 'Remediation', detail: { dryRun: true, action: 'drain-node' } });
+      const node = sim.store.node('gpu-a100-07')!;
+      expect(node.spec?.unschedulable ?? false).toBe(false);
+      expect(node.spec?.taints ?? []).toEqual([]);
+      expect(sim.store.pod('ml-training', 'llama-ft-worker-3')!.metadata.deletionTimestamp).toBeUndefined();
+    } finally {
+      await sim.close();
+    }
   });
 });

@@ -1,7 +1,8 @@
 /**
  * `gpu-reflex remediate policy` (check a policy file, print the rules it yields) and
  * `gpu-reflex remediate plan` (what remediation would do with one event: a dry run of the pure
- * core, no cluster needed).
+ * core with no cluster, or, with --kubeconfig, the handler's own run against a live cluster
+ * behind the dry-run decorator: reads are real, writes are only recorded).
  */
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
@@ -75,22 +76,33 @@ export const planCommand: Command = {
   path: ['remediate', 'plan'],
   summary: 'print the remediation plan for one event (dry run, no cluster)',
   help: [
-    'Usage: gpu-reflex remediate plan EVENT_FILE [--policy FILE] [--facts FILE] [--now ISO]',
+    'Usage: gpu-reflex remediate plan EVENT_FILE [--policy FILE] [--facts FILE | --kubeconfig FILE] [--now ISO]',
     '',
     'EVENT_FILE holds a `GPU XID Error` or `GPU Health Changed` event as EventBridge delivers it.',
     'FACTS is JSON: { node?: {name, labels, annotations, taints, unschedulable, gpus},',
     '  pods?: [{namespace, name, uid, requestsGpu, daemonSet, mirror, gpus}], pool?: {nodes, quarantinedInWindow} }.',
     'Without it: an empty node named in the event, no pods, a 10-node pool. Prints the plan as JSON.',
+    '',
+    '--kubeconfig FILE runs what the remediate function would run against that cluster (its node,',
+    'pods, pool and blast-radius ledger), in dry run: nothing in the cluster changes. Prints the plan,',
+    'every write it would make, and the Remediation event it would publish.',
   ].join('\n'),
   async run(args, io) {
-    const { values, positionals } = parseArgs({ args, options: { policy: { type: 'string' }, facts: { type: 'string' }, now: { type: 'string' } }, allowPositionals: true, strict: true });
+    const { values, positionals } = parseArgs({ args, options: { policy: { type: 'string' }, facts: { type: 'string' }, kubeconfig: { type: 'string' }, now: { type: 'string' } }, allowPositionals: true, strict: true });
     if (positionals.length !== 1) throw new UsageError('expected one EVENT_FILE');
+    if (values.facts && values.kubeconfig) throw new UsageError('give --facts or --kubeconfig, not both');
     const policy = await policyFrom(values.policy, io);
-    const raw = JSON.parse(await read(positionals[0]!, io)) as { 'detail-type'?: string; detail?: unknown };
+    let raw: { 'detail-type'?: string; detail?: unknown };
+    try {
+      raw = JSON.parse(await read(positionals[0]!, io)) as typeof raw;
+    } catch (err) {
+      throw new UsageError(`${positionals[0]}: not a JSON event (${(err as Error).message})`);
+    }
     let event: TriggerEvent;
     if (raw['detail-type'] === 'GPU XID Error') event = { detailType: 'GPU XID Error', detail: GpuXidErrorDetailSchema.parse(raw.detail) };
     else if (raw['detail-type'] === 'GPU Health Changed') event = { detailType: 'GPU Health Changed', detail: GpuHealthChangedDetailSchema.parse(raw.detail) };
     else throw new UsageError(`expected a GPU XID Error or GPU Health Changed event, got detail-type ${JSON.stringify(raw['detail-type'])}`);
+    if (values.kubeconfig) return planAgainstCluster(event, policy, values.kubeconfig, io);
     const facts = FactsFileSchema.parse(values.facts ? JSON.parse(await read(values.facts, io)) : {});
     const node = facts.node ?? { name: event.detail.node, labels: {}, annotations: {}, taints: [], unschedulable: false };
     const now = values.now ? new Date(values.now) : new Date(Date.parse(event.detail.observedAt) + 1000);
@@ -103,3 +115,21 @@ export const planCommand: Command = {
     return 0;
   },
 };
+
+/** The handler's run (run.ts) against a live cluster, every write recorded instead of made. */
+async function planAgainstCluster(event: TriggerEvent, policy: Policy, kubeconfigPath: string, io: CliIo): Promise<number> {
+  const { kubePorts, loadKubeConfig } = await import('../adapters/kube/index.ts');
+  const { dryRunPorts } = await import('../adapters/kube/dry-run.ts');
+  const { RecordingPublisher } = await import('../adapters/bus.ts');
+  const { RecordingNotifier } = await import('../adapters/chat/notifier.ts');
+  const { systemClock } = await import('../adapters/clock.ts');
+  const { silentLogger } = await import('../lib/logger.ts');
+  const { remediate } = await import('./run.ts');
+  const writes: { op: string; args: unknown[] }[] = [];
+  const ports = dryRunPorts(kubePorts(loadKubeConfig({ kubeconfigPath }), { namespace: 'gpu-reflex' }), (a) => writes.push({ op: a.op, args: a.args }));
+  const publisher = new RecordingPublisher();
+  const notifier = new RecordingNotifier();
+  const out = await remediate(event, { ...ports, publisher, notifier, policy: { ...policy, dryRun: true }, clock: systemClock, logger: silentLogger, dryRun: true, holder: 'gpu-reflex-cli-plan' });
+  io.out(JSON.stringify({ plan: out.plan, wouldWrite: writes.filter((w) => !w.op.startsWith('leases.')), wouldPublish: publisher.published, wouldNotify: notifier.notices }, null, 2));
+  return 0;
+}
