@@ -41,8 +41,13 @@ export class Lifecycle {
   private dueAt = Number.POSITIVE_INFINITY;
   /** Something may be schedulable that was not at the last pass: a new waiting pod, or more room. */
   private scheduleDirty = true;
-  /** Node label keys the waiting pods select on; dropped whenever a waiting pod comes, goes or changes. */
-  private selectedKeys: Set<string> | undefined;
+  /**
+   * Node label keys the waiting pods select on, counted: each waiting pod's keys are added when it
+   * starts waiting and removed when it stops (or changes), so a node label change asks a map
+   * instead of walking every waiting pod (600 of them in a storm, once per node patch).
+   */
+  private readonly selectedBy = new Map<string, string[]>();
+  private readonly selectedCount = new Map<string, number>();
   private sortedNodes: Node[] | undefined;
   /** What each node has left, kept across scheduling runs; dropped when its pods or the node change. */
   private readonly freeCache = new Map<string, Map<string, number>>();
@@ -299,18 +304,25 @@ export class Lifecycle {
     }
   }
 
-  /** Node label keys the waiting pods select on (nodeSelector, required node affinity). */
-  private selectedLabelKeys(): Set<string> {
-    if (this.selectedKeys) return this.selectedKeys;
-    const keys = (this.selectedKeys = new Set<string>());
-    for (const key of this.pending) {
-      const [ns, name] = key.split('/') as [string, string];
-      const spec = this.store.pod(ns, name)?.spec;
-      if (!spec) continue;
-      for (const k of Object.keys(spec.nodeSelector ?? {})) keys.add(k);
-      for (const t of spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? []) for (const e of t.matchExpressions ?? []) keys.add(e.key);
+  /** Whether a waiting pod selects on this node label key (nodeSelector, required node affinity). */
+  private selectedLabelKey(key: string): boolean {
+    return (this.selectedCount.get(key) ?? 0) > 0;
+  }
+
+  /** Replaces what the pod at `key` contributes to the selected label keys (none once it stops waiting). */
+  private trackSelected(key: string, spec: PodSpec | undefined): void {
+    for (const k of this.selectedBy.get(key) ?? []) {
+      const n = (this.selectedCount.get(k) ?? 0) - 1;
+      if (n > 0) this.selectedCount.set(k, n);
+      else this.selectedCount.delete(k);
     }
-    return keys;
+    this.selectedBy.delete(key);
+    if (!spec) return;
+    const keys = new Set<string>(Object.keys(spec.nodeSelector ?? {}));
+    for (const t of spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? []) for (const e of t.matchExpressions ?? []) keys.add(e.key);
+    if (keys.size === 0) return;
+    this.selectedBy.set(key, [...keys]);
+    for (const k of keys) this.selectedCount.set(k, (this.selectedCount.get(k) ?? 0) + 1);
   }
 
   /** Keeps the pending set, the capacity epoch and the node order in step with the store. */
@@ -329,7 +341,7 @@ export class Lifecycle {
         this.completing.set(key, due);
         this.dueAt = Math.min(this.dueAt, due);
       }
-      if (waiting || this.pending.has(key)) this.selectedKeys = undefined;
+      if (waiting || this.pending.has(key)) this.trackSelected(key, waiting ? pod.spec : undefined);
       if (waiting && !this.pending.has(key)) this.scheduleDirty = true;
       if (waiting) this.pending.add(key);
       else {
@@ -350,7 +362,7 @@ export class Lifecycle {
         this.scheduleDirty = true;
         this.hints.clear();
       }
-      if (e.type === 'ADDED' || (e.type === 'MODIFIED' && loosened(e.previous as Node, node, () => this.selectedLabelKeys()))) this.bumpEpoch();
+      if (e.type === 'ADDED' || (e.type === 'MODIFIED' && loosened(e.previous as Node, node, (k) => this.selectedLabelKey(k)))) this.bumpEpoch();
       if (e.type !== 'DELETED' && node.spec?.taints?.some((t) => t.effect === 'NoExecute')) this.noExecuteCheck.add(node.metadata.name);
       if (e.type === 'ADDED') this.markDaemonNode(node.metadata.name);
     }
@@ -362,7 +374,7 @@ export class Lifecycle {
  * a waiting pod selects on one of the changed keys (as kube-scheduler's queueing hints): a
  * controller that labels the nodes it cordons must not send every pending pod back over the fleet.
  */
-function loosened(before: Node, after: Node, selectedKeys: () => Set<string>): boolean {
+function loosened(before: Node, after: Node, selected: (key: string) => boolean): boolean {
   if (before.spec?.unschedulable && !after.spec?.unschedulable) return true;
   const key = (t: Taint) => `${t.key}=${t.value ?? ''}:${t.effect}`;
   const now = new Set((after.spec?.taints ?? []).map(key));
@@ -370,9 +382,6 @@ function loosened(before: Node, after: Node, selectedKeys: () => Set<string>): b
   const a = before.metadata.labels ?? {};
   const b = after.metadata.labels ?? {};
   const changed = [...new Set([...Object.keys(a), ...Object.keys(b)])].filter((k) => a[k] !== b[k]);
-  if (changed.length > 0) {
-    const selected = selectedKeys();
-    if (changed.some((k) => selected.has(k))) return true;
-  }
+  if (changed.some(selected)) return true;
   return JSON.stringify(before.status?.allocatable) !== JSON.stringify(after.status?.allocatable);
 }
