@@ -7,9 +7,10 @@
  * The simulated cluster serves plain http; its kubeconfig already carries
  * `insecure-skip-tls-verify: true`, which the client needs for an http:// server.
  */
-import { CoordinationV1Api, CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { CoordinationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { BadInputError } from '../errors.ts';
+import { PooledKubeConfig } from './pooled-agent.ts';
 
 export const KubeAccessSchema = z
   .object({
@@ -40,7 +41,8 @@ export function loadKubeConfig(access: KubeAccess): KubeConfig {
       what: 'kube access',
     });
   }
-  const kc = new KubeConfig();
+  // Keep-alive connections: the stock KubeConfig opens one TCP (and TLS) connection per call.
+  const kc = new PooledKubeConfig();
   try {
     if (a.kubeconfigText !== undefined) kc.loadFromString(a.kubeconfigText);
     else if (a.kubeconfigPath !== undefined) kc.loadFromFile(a.kubeconfigPath);

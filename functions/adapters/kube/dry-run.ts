@@ -35,6 +35,7 @@ export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: Dr
   const nodeOps: NodeOps = {
     get: (n) => nodes.get(n),
     list: (s) => nodes.list(s),
+    listMetadata: (s) => nodes.listMetadata(s),
     cordon: async (n) => note('nodes.cordon', [n], !(await nodes.get(n)).unschedulable),
     uncordon: async (n) => note('nodes.uncordon', [n], (await nodes.get(n)).unschedulable),
     addTaint: async (n, t: Taint) => note('nodes.addTaint', [n, t], withTaint((await nodes.get(n)).taints, t) !== undefined),

@@ -8,7 +8,7 @@ import type { FakeCluster, FakePdb } from './fake-cluster.ts';
 import { injected } from './fake-cluster.ts';
 import { mergeStringMap, withTaint, withoutTaint } from './kube-node-ops.ts';
 import { nodeDelta, type NodeChange } from './node-change.ts';
-import type { EvictResult, NodeInfo, PodInfo, Taint, TaintEffect } from './model.ts';
+import type { EvictResult, NodeInfo, NodeMeta, PodInfo, Taint, TaintEffect } from './model.ts';
 import type { EvictOptions, NodeOps, PodOps, PodQuery } from './ports.ts';
 
 /** `a=b,c!=d,e` label selectors, the subset the fakes need (no set-based `in (...)`). */
@@ -38,6 +38,11 @@ export class FakeNodeOps implements NodeOps {
   async list(labelSelector?: string): Promise<NodeInfo[]> {
     this.begin('nodes.list', [labelSelector], 'listing nodes');
     return [...this.cluster.nodes.values()].filter((n) => matchesSelector(n.labels, labelSelector)).map((n) => structuredClone(n));
+  }
+
+  async listMetadata(labelSelector?: string): Promise<NodeMeta[]> {
+    this.begin('nodes.listMetadata', [labelSelector], 'listing node metadata');
+    return [...this.cluster.nodes.values()].filter((n) => matchesSelector(n.labels, labelSelector)).map((n) => ({ name: n.name, labels: { ...n.labels }, annotations: { ...n.annotations } }));
   }
 
   async cordon(name: string): Promise<boolean> {

@@ -14,7 +14,7 @@ import type { CoreV1Api, V1Node, V1Taint } from '@kubernetes/client-node';
 import { fromKubeError } from '../errors.ts';
 import { toNodeInfo } from './convert.ts';
 import { listAll } from './list-all.ts';
-import type { NodeInfo, Taint, TaintEffect } from './model.ts';
+import type { NodeInfo, NodeMeta, Taint, TaintEffect } from './model.ts';
 import { nodeDelta, type NodeChange } from './node-change.ts';
 import type { NodeOps } from './ports.ts';
 import { DEFAULT_CONFLICT_ATTEMPTS, retryOnConflict } from './retry.ts';
@@ -27,6 +27,8 @@ export interface KubeOpsOptions {
 }
 
 const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+/** Metadata-only lists; a server that does not know the form answers the plain JSON list instead. */
+const METADATA_ONLY = setHeaderOptions('Accept', 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json');
 
 /** Applies label/annotation changes to a copy; null removes. Returns undefined when nothing changes. */
 export function mergeStringMap(
@@ -78,6 +80,18 @@ export class KubeNodeOps implements NodeOps {
       return nodes.map(toNodeInfo);
     } catch (err) {
       throw fromKubeError(err, `listing nodes${labelSelector ? ` (${labelSelector})` : ''}`);
+    }
+  }
+
+  // RBAC: nodes list
+  async listMetadata(labelSelector?: string): Promise<NodeMeta[]> {
+    try {
+      const nodes = await listAll((cont) =>
+        this.core.listNode({ limit: this.pageSize, _continue: cont, labelSelector }, METADATA_ONLY),
+      );
+      return nodes.map((n) => ({ name: n.metadata?.name ?? '', labels: { ...(n.metadata?.labels ?? {}) }, annotations: { ...(n.metadata?.annotations ?? {}) } }));
+    } catch (err) {
+      throw fromKubeError(err, `listing node metadata${labelSelector ? ` (${labelSelector})` : ''}`);
     }
   }
 

@@ -11,6 +11,13 @@ export interface Taint {
   effect: TaintEffect;
 }
 
+/** A node's identity and metadata only (a metadata-only list): enough to count and classify members. */
+export interface NodeMeta {
+  name: string;
+  labels: Record<string, string>;
+  annotations: Record<string, string>;
+}
+
 export interface NodeInfo {
   name: string;
   labels: Record<string, string>;

@@ -11,7 +11,7 @@
 import type { Clock } from '../clock.ts';
 import type { NodeChange } from './node-change.ts';
 import type {
-  ApplyResult, EvictResult, Json, LeaseAttempt, LeaseState, LimitItem, LimitRangeInfo, NodeInfo,
+  ApplyResult, EvictResult, Json, LeaseAttempt, LeaseState, LimitItem, LimitRangeInfo, NodeInfo, NodeMeta,
   PodInfo, QuotaInfo, Taint, TaintEffect,
 } from './model.ts';
 
@@ -26,6 +26,12 @@ export interface NodeOps {
   get(name: string): Promise<NodeInfo>;
   /** Nodes matching a label selector (e.g. `nvidia.com/gpu.present=true`); all when omitted. */
   list(labelSelector?: string): Promise<NodeInfo[]>;
+  /**
+   * Like list, but names, labels and annotations only (the API's metadata-only list,
+   * PartialObjectMetadataList): a few hundred bytes a node instead of its whole status, for
+   * callers that count or classify many nodes (the remediation's pool facts, every invocation).
+   */
+  listMetadata(labelSelector?: string): Promise<NodeMeta[]>;
   /** Marks the node unschedulable. Idempotent. */
   cordon(name: string): Promise<boolean>;
   /** Makes the node schedulable again. Idempotent. */

@@ -17,6 +17,16 @@ describe('API surface: watch, leases, configmaps, events, daemonsets, discovery'
   });
   afterAll(() => sim.close());
 
+  it('answers a metadata-only list (as=PartialObjectMetadataList) with each item\'s metadata and nothing else', async () => {
+    const res = await fetch(`${sim.url}/api/v1/nodes?labelSelector=gpu-reflex.io%2Fgpu%3Dtrue&limit=1`, { headers: { accept: 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json' } });
+    const body = (await res.json()) as { kind: string; apiVersion: string; metadata: { continue?: string }; items: Record<string, unknown>[] };
+    expect(body).toMatchObject({ kind: 'PartialObjectMetadataList', apiVersion: 'meta.k8s.io/v1' });
+    expect(body.metadata.continue).toBeDefined();
+    expect(body.items).toHaveLength(1);
+    expect(Object.keys(body.items[0]!).sort()).toEqual(['apiVersion', 'kind', 'metadata']);
+    expect(body.items[0]).toMatchObject({ kind: 'PartialObjectMetadata', metadata: { name: 'gpu-0', labels: { 'gpu-reflex.io/gpu': 'true' } } });
+  });
+
   it('streams node changes to a client-node Watch, starting with the current objects', async () => {
     const events: string[] = [];
     const watch = new k8s.Watch(c.kc);

@@ -104,6 +104,21 @@ describe('pod deletion and controllers on the injected clock', () => {
     expect(f.code).toBe(404);
   });
 
+  it('ends staggered grace periods each at its own time, however many requests settle in between', async () => {
+    // The later deadline first: the earliest due time must still be found after it.
+    await c.core.deleteNamespacedPod({ name: 'lonely', namespace: 'serve', gracePeriodSeconds: 30 });
+    await c.core.deleteNamespacedPod({ name: 'db-0', namespace: 'serve', gracePeriodSeconds: 10 });
+    for (let i = 0; i < 3; i++) await c.core.readNamespacedPod({ name: 'lonely', namespace: 'serve' });
+    sim.advance(10_000);
+    // The StatefulSet recreated db-0 under its name once the old one was gone; lonely still terminates.
+    expect(sim.store.pod('serve', 'db-0')?.metadata.deletionTimestamp).toBeUndefined();
+    expect(sim.store.pod('serve', 'lonely')?.metadata.deletionTimestamp).toBeDefined();
+    sim.advance(19_999);
+    expect(sim.store.pod('serve', 'lonely')).toBeDefined();
+    sim.advance(1);
+    expect(sim.store.pod('serve', 'lonely')).toBeUndefined();
+  });
+
   it('removes a pod at once with gracePeriodSeconds 0 and does not recreate an unowned pod', async () => {
     await c.core.deleteNamespacedPod({ name: 'lonely', namespace: 'serve', gracePeriodSeconds: 0 });
     expect(sim.store.pods('serve').map((p) => p.metadata.name).sort()).toEqual(['db-0', 'llm-0', 'llm-1']);

@@ -92,6 +92,20 @@ function decode(text: string, contentType: string): unknown {
   }
 }
 
+/**
+ * `Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1`: what real API
+ * servers answer for a metadata-only list (kubectl get --show-kind -o name, controller-runtime's
+ * metadata client): each item keeps only its metadata.
+ */
+export function wantsMetadata(accept: string | undefined): boolean {
+  return accept !== undefined && /as=PartialObjectMetadataList/.test(accept);
+}
+
+function metadataListBody(r: ResourceDef, result: ListResult): object {
+  const body = listBody(r, result) as { items: unknown };
+  return { ...body, kind: 'PartialObjectMetadataList', apiVersion: 'meta.k8s.io/v1', items: result.items.map((o) => ({ kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: o.metadata })) };
+}
+
 function listBody(r: ResourceDef, result: ListResult): object {
   return {
     kind: `${r.kind}List`,
@@ -175,6 +189,7 @@ async function handle(cluster: Cluster, req: IncomingMessage, res: ServerRespons
       const limit = Number(q.get('limit') ?? 0);
       const result = cluster.list(r, ns, { ...opts, limit, continue: q.get('continue') ?? undefined });
       if (wantsTable(req.headers.accept)) return send(res, 200, tableOf(r, result, cluster.clock.now()));
+      if (wantsMetadata(req.headers.accept)) return send(res, 200, metadataListBody(r, result));
       return send(res, 200, listBody(r, result));
     }
     if (method === 'POST') return send(res, dryRun ? 200 : 201, cluster.create(r, ns ?? '', body, { dryRun }));
