@@ -3,18 +3,13 @@
  * size"): 14 bytes for Time, plus the UTF-8 lengths of Source, DetailType, Detail and each
  * Resource. EventBusName is not counted. A call carries at most 10 entries and 256 KB.
  */
+import { entrySize, MAX_ENTRY_BYTES } from '../../events/envelope.ts';
 import type { QueuedRecord } from './types.ts';
 
 export const MAX_ENTRIES_PER_CALL = 10;
-export const MAX_CALL_BYTES = 256 * 1024;
-const TIME_BYTES = 14;
-
-export function entrySize(record: Pick<QueuedRecord, 'source' | 'detailType' | 'detail' | 'resources'>): number {
-  let size = TIME_BYTES + Buffer.byteLength(record.source, 'utf8') + Buffer.byteLength(record.detailType, 'utf8');
-  size += Buffer.byteLength(record.detail, 'utf8');
-  for (const r of record.resources ?? []) size += Buffer.byteLength(r, 'utf8');
-  return size;
-}
+/** One entry alone may use the whole call's 256 KB; the rule is the catalog's (events/envelope.ts). */
+export const MAX_CALL_BYTES = MAX_ENTRY_BYTES;
+export { entrySize };
 
 /** Thrown (and counted, never sent) for an event that alone exceeds the per-call limit. */
 export class EventTooLargeError extends Error {
