@@ -14,6 +14,25 @@ export const systemClock: Clock = {
   sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
 };
 
+let injected: Clock | undefined;
+
+/**
+ * The clock the functions' wiring uses: the system clock in Lambda, or the one a host injected
+ * (the embedded stack under `simulate` injects its virtual clock so functions, bus, cluster and
+ * agents share one time). Read at wiring time and on every `now()`.
+ */
+export function currentClock(): Clock {
+  return {
+    now: () => (injected ?? systemClock).now(),
+    sleep: (ms) => (injected ?? systemClock).sleep(ms),
+  };
+}
+
+/** Makes `currentClock()` follow `clock` in this process; `undefined` goes back to the system clock. */
+export function injectClock(clock: Clock | undefined): void {
+  injected = clock;
+}
+
 export interface ManualClock extends Clock {
   /** Moves time forward by `ms` (also what `sleep` does), running the `onAdvance` hook. */
   advance(ms: number): Promise<void>;

@@ -6,7 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { EventBridgePublisher, RecordingPublisher, type EventPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier, safeNotifier, WebhookNotifier, type Notifier } from '../adapters/chat/notifier.ts';
-import { systemClock, type Clock } from '../adapters/clock.ts';
+import { currentClock, type Clock } from '../adapters/clock.ts';
 import { dryRunPorts } from '../adapters/kube/dry-run.ts';
 import { kubePorts, loadKubeConfig, type KubePorts } from '../adapters/kube/index.ts';
 import { loadFunctionsConfig, type FunctionsConfig } from '../config.ts';
@@ -36,7 +36,7 @@ export function wireFromEnv(service: string, env: NodeJS.ProcessEnv = process.en
   const publisher: EventPublisher = config.DRY_RUN ? new RecordingPublisher() : new EventBridgePublisher(config.EVENT_BUS_NAME);
   const inner: Notifier = config.CHAT_WEBHOOK_URL && config.CHAT_PLATFORM ? new WebhookNotifier(config.CHAT_PLATFORM, config.CHAT_WEBHOOK_URL) : new RecordingNotifier();
   const policy = config.REMEDIATION_POLICY_FILE ? loadPolicy(readFileSync(config.REMEDIATION_POLICY_FILE, 'utf8'), config.REMEDIATION_POLICY_FILE) : DEFAULT_POLICY;
-  return { config, logger, kube, publisher, notifier: safeNotifier(inner, logger), policy: config.DRY_RUN ? { ...policy, dryRun: true } : policy, clock: systemClock };
+  return { config, logger, kube, publisher, notifier: safeNotifier(inner, logger), policy: config.DRY_RUN ? { ...policy, dryRun: true } : policy, clock: currentClock() };
 }
 
 /** Wiring happens at the first invocation, not at import, so a bad config is reported per call. */
