@@ -33,7 +33,7 @@ describe('describeFailure', () => {
     ['a JSON syntax error', (() => { try { JSON.parse('{ bad'); } catch (e) { return e; } })(), 1, /^not valid JSON: /],
     ['a schema failure: the first issue with its path, and how many more', zodError(), 1, /^port: .*expected number.* \(and 1 more\)$/],
     ['a listing of problems folded into one line', new InputError('f is invalid:\n  a: bad\n  b: worse'), 1, 'f is invalid: a: bad; b: worse'],
-  ])('%s → exit %i, one line', (_what, err, exitCode, message) => {
+  ])('%s', (_what, err, exitCode, message) => {
     const f = describeFailure(err);
     expect(f.exitCode).toBe(exitCode);
     expect(f.expected).toBe(true);
