@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { BadInputError } from '../functions/adapters/errors.ts';
+import { BadInputError, TransientError } from '../functions/adapters/errors.ts';
 import { InputError, UsageError } from './command.ts';
 import { describeFailure, oneLine } from './errors.ts';
 
@@ -21,8 +21,9 @@ describe('describeFailure', () => {
     ['a usage error', new UsageError('--port must be an integer'), 2, '--port must be an integer'],
     ["parseArgs' unknown option, without its positional advice", parseArgsError(['--bogus']), 2, "Unknown option '--bogus'"],
     ["parseArgs' missing value", parseArgsError(['--out']), 2, "Option '--out <value>' argument missing"],
-    ['an input error with its cause', new InputError('cannot read --facts f.json', { cause: sys('ENOENT', { path: 'f.json', syscall: 'open' }) }), 1, 'cannot read --facts f.json: f.json: no such file or directory'],
-    ["the adapters' BadInputError", new BadInputError('kube access: cannot load k.yaml', { cause: sys('EISDIR', { syscall: 'read' }) }), 1, 'kube access: cannot load k.yaml: read: is a directory'],
+    ['an input error, whose message says it all', new InputError('cannot read --facts f.json: no such file', { cause: sys('ENOENT', { path: 'f.json', syscall: 'open' }) }), 1, 'cannot read --facts f.json: no such file'],
+    ["the adapters' BadInputError, with its cause's words", new BadInputError('kube access: cannot load k.yaml', { cause: sys('EISDIR', { syscall: 'read' }) }), 1, 'kube access: cannot load k.yaml: read: is a directory'],
+    ["an adapter error whose cause is our bug: the bug is not quoted", new TransientError('listing nodes', { cause: new TypeError('x is undefined') }), 1, 'listing nodes'],
     ['a missing file', sys('ENOENT', { path: '/x/p.yaml', syscall: 'open' }), 1, '/x/p.yaml: no such file or directory'],
     ['an unreadable file', sys('EACCES', { path: '/root/p.yaml', syscall: 'open' }), 1, '/root/p.yaml: permission denied'],
     ['a directory read as a file', sys('EISDIR', { path: '/tmp', syscall: 'open' }), 1, '/tmp: is a directory'],

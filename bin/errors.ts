@@ -5,7 +5,7 @@
  * told in plain words, without a stack. Anything else is our bug: one line, a hint to rerun with
  * --debug, and the stack only then.
  */
-import { BadInputError } from '../functions/adapters/errors.ts';
+import { AdapterError } from '../functions/adapters/errors.ts';
 import { InputError, UsageError } from './command.ts';
 
 export interface Failure {
@@ -89,15 +89,30 @@ function describeSystemError(err: SystemError, phrase: string): string {
   return `${err.syscall ?? 'system call'}: ${phrase}`;
 }
 
-function isZodError(err: unknown): err is Error & { issues: { path: PropertyKey[]; message: string }[] } {
+interface Issue {
+  path: readonly PropertyKey[];
+  message: string;
+}
+
+function isZodError(err: unknown): err is Error & { issues: Issue[] } {
   return err instanceof Error && err.name === 'ZodError' && Array.isArray((err as { issues?: unknown }).issues);
 }
 
-/** Appends the cause's words when the message does not say them already. */
+/** A schema's issues in one line: the first with its field path (under `prefix`), and how many more. */
+export function issuesLine(issues: readonly Issue[], prefix: readonly string[] = []): string {
+  const [first, ...more] = issues;
+  const path = [...prefix, ...(first?.path ?? []).map(String)];
+  return `${path.length > 0 ? `${path.join('.')}: ` : ''}${first?.message ?? 'invalid'}${more.length > 0 ? ` (and ${more.length} more)` : ''}`;
+}
+
+/**
+ * An adapter's message is a short phrase ("kube access: cannot load k.yaml") with the facts in
+ * its cause: the cause's words are appended when they are known and not said already.
+ */
 function withCause(message: string, cause: unknown): string {
   if (cause === undefined) return message;
-  const said = describeFailure(cause).message;
-  return said === '' || message.includes(said) ? message : `${message}: ${said}`;
+  const said = describeFailure(cause);
+  return !said.expected || said.message === '' || message.includes(said.message) ? message : `${message}: ${said.message}`;
 }
 
 /** What to tell the user about `err`, and with which exit code. */
@@ -108,24 +123,22 @@ export function describeFailure(err: unknown): Failure {
   if (typeof e?.code === 'string' && e.code.startsWith('ERR_PARSE_ARGS_')) {
     return { message: firstLine(e.message).replace(/\. To specify a positional argument.*$/, ''), exitCode: 2, expected: true };
   }
-  if (err instanceof InputError || err instanceof BadInputError) {
-    return { message: withCause(oneLine(err.message), err.cause), exitCode: 1, expected: true };
-  }
+  // Our own input errors say all in their message (the cause is for --debug).
+  if (err instanceof InputError) return { message: oneLine(err.message), exitCode: 1, expected: true };
+  // An adapter's: a bad kubeconfig, a cluster that refused or is down.
+  if (err instanceof AdapterError) return { message: withCause(oneLine(err.message), err.cause), exitCode: 1, expected: true };
   // A connection that tried several addresses (IPv6 and IPv4) fails with an AggregateError.
   if (err instanceof AggregateError && e.message === '' && err.errors.length > 0) return describeFailure(err.errors[0]);
   const phrase = errnoPhrase(err);
   if (phrase !== undefined) return { message: describeSystemError(e, phrase), exitCode: 1, expected: true };
   // The yaml library's YAMLParseError / YAMLWarning: the first line names line and column.
-  if (e instanceof Error && (e.name === 'YAMLParseError' || e.name === 'YAMLWarning')) {
+  // js-yaml's YAMLException (how @kubernetes/client-node reads a kubeconfig) names line:column too.
+  if (e instanceof Error && (e.name === 'YAMLParseError' || e.name === 'YAMLWarning' || e.name === 'YAMLException')) {
     return { message: `not valid YAML: ${firstLine(e.message).replace(/:$/, '')}`, exitCode: 1, expected: true };
   }
   // JSON.parse throws SyntaxError; our own code is already compiled, so this is input.
   if (err instanceof SyntaxError) return { message: `not valid JSON: ${firstLine(err.message)}`, exitCode: 1, expected: true };
-  if (isZodError(err)) {
-    const [first, ...more] = err.issues;
-    const at = first && first.path.length > 0 ? `${first.path.map(String).join('.')}: ` : '';
-    return { message: `${at}${first?.message ?? 'invalid'}${more.length > 0 ? ` (and ${more.length} more)` : ''}`, exitCode: 1, expected: true };
-  }
+  if (isZodError(err)) return { message: issuesLine(err.issues), exitCode: 1, expected: true };
   const text = err instanceof Error ? `${err.name}: ${firstLine(err.message)}` : String(err);
   return { message: `unexpected error: ${text} (run with --debug for details)`, exitCode: 1, expected: false };
 }
