@@ -1,7 +1,8 @@
+import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { InputError, processIo, UsageError, type CliIo, type Command } from '../../bin/command.ts';
 import { checkWritableFile, readInputText } from '../../bin/input.ts';
-import { DEFAULT_SCENARIO_PATH, loadScenario, ScenarioError, type Scenario } from './scenario.ts';
+import { DEFAULT_SCENARIO_PATH, parseScenario, ScenarioError, type Scenario } from './scenario.ts';
 import { startStack, type StackResult } from './stack.ts';
 
 /**
@@ -48,9 +49,11 @@ export interface LocalCliHooks {
 
 /** The scenario, and every path the run will read or write, checked before anything starts. */
 async function load(o: { scenario?: string | undefined; report?: string | undefined; kubeconfig?: string | undefined }, io: CliIo): Promise<Scenario> {
+  const path = o.scenario ?? DEFAULT_SCENARIO_PATH;
+  const text = await readInputText(path, '--scenario', io);
   let scenario: Scenario;
   try {
-    scenario = loadScenario(o.scenario ?? DEFAULT_SCENARIO_PATH);
+    scenario = parseScenario(text, path, dirname(resolve(path)));
   } catch (err) {
     throw err instanceof ScenarioError ? new InputError(err.message, { cause: err }) : err;
   }
