@@ -150,7 +150,7 @@ export async function runProcess(argv: string[]): Promise<void> {
     const code = reportFailure(err, 'gpu-reflex', processIo, debug || debugFromEnv(process.env));
     process.exit(code);
   };
+  // An unhandled rejection reaches this too (Node's default --unhandled-rejections=throw).
   process.on('uncaughtException', escaped);
-  process.on('unhandledRejection', escaped);
   process.exitCode = await main(argv);
 }

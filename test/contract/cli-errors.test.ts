@@ -203,13 +203,37 @@ function run(argv: string[]): Promise<{ code: number; stderr: string }> {
   });
 }
 
+/**
+ * The process entry with one extra command whose error escapes main (a rejection nobody awaits,
+ * as a server's late failure would): the process-level report must catch it.
+ */
+const ESCAPING = `
+const { register } = await import('tsx/esm/api');
+register();
+const { commands, runProcess } = await import('./bin/main.ts');
+commands.push({ path: ['escape'], summary: '', load: async () => ({ path: ['escape'], summary: '', help: '', run: () => {
+  void Promise.reject(new Error('failed after start'));
+  return new Promise(() => {});
+} }) });
+await runProcess(['escape']);`;
+
+function runEscaping(): Promise<{ code: number; stderr: string }> {
+  return new Promise((resolve) => {
+    execFile(process.execPath, ['--input-type=module', '-e', ESCAPING], { cwd: ROOT, env: { PATH: process.env.PATH ?? '' } }, (err, _stdout, stderr) => {
+      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stderr });
+    });
+  });
+}
+
 describe('the gpu-reflex binary', () => {
-  it('prints one line and no stack for usage, file and port errors', async () => {
-    const [usage, file, port] = await Promise.all([
+  it('prints one line and no stack for usage, file and port errors, and for an error escaping the command', async () => {
+    const [usage, file, port, escaped] = await Promise.all([
       run(['events', 'list', '--bogus']),
       run(['remediate', 'policy', f('bomb.yaml')]),
       run(['cluster', 'serve', '--port', String(busyPort), '--kubeconfig-out', f('kc-3')]),
+      runEscaping(),
     ]);
+    expect(escaped).toEqual({ code: 1, stderr: 'gpu-reflex: unexpected error: Error: failed after start (run with --debug for details)\n' });
     expect(usage).toEqual({ code: 2, stderr: "gpu-reflex events list: Unknown option '--bogus' (see gpu-reflex events list --help)\n" });
     expect(file.code).toBe(1);
     expect(file.stderr).toMatch(/^\S+bomb\.yaml: Excessive alias count[^\n]*\n$/);
