@@ -15,7 +15,7 @@ export const SUITES: Record<string, { summary: string; load: () => Promise<Bench
 
 export const benchCommand: Command = {
   path: ['bench'],
-  summary: 'run the benchmarks (agent, publisher, remediation) and print their numbers',
+  summary: 'run the benchmarks (agent, publisher, remediation, bus) and print their numbers',
   help: [
     'Usage: gpu-reflex bench [SUITE...] [--record FILE]',
     '',

@@ -85,7 +85,7 @@ const FactsFileSchema = z
 
 export const planCommand: Command = {
   path: ['remediate', 'plan'],
-  summary: 'print the remediation plan for one event (dry run, no cluster)',
+  summary: 'print the remediation plan for one event, in dry run (from facts, or reading a live cluster)',
   help: [
     'Usage: gpu-reflex remediate plan EVENT_FILE [--policy FILE] [--facts FILE | --kubeconfig FILE] [--now ISO]',
     '',
