@@ -2,6 +2,7 @@
 import { appendFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { UsageError, type Command } from '../bin/command.ts';
+import { checkWritableFile } from '../bin/input.ts';
 import { machine, markdown, type BenchSuite } from './harness.ts';
 
 /** Suites load lazily: each pulls in its own part of the stack. */
@@ -14,7 +15,7 @@ export const SUITES: Record<string, { summary: string; load: () => Promise<Bench
 
 export const benchCommand: Command = {
   path: ['bench'],
-  summary: 'run the benchmarks (agent, publisher, remediation) and print their numbers',
+  summary: 'run the benchmarks (agent, publisher, remediation, bus) and print their numbers',
   help: [
     'Usage: gpu-reflex bench [SUITE...] [--record FILE]',
     '',
@@ -29,6 +30,8 @@ export const benchCommand: Command = {
     const { values, positionals } = parseArgs({ args, allowPositionals: true, strict: true, options: { record: { type: 'string' } } });
     const names = positionals.length ? positionals : Object.keys(SUITES);
     for (const n of names) if (!SUITES[n]) throw new UsageError(`unknown suite "${n}" (known: ${Object.keys(SUITES).join(', ')})`);
+    // Refused now, not after minutes of benchmarks.
+    if (values.record) await checkWritableFile(values.record, '--record');
     io.out(`machine: ${machine()}`);
     let missed = 0;
     for (const n of names) {

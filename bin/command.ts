@@ -18,9 +18,17 @@ export interface Command {
   run(args: string[], io: CliIo): Promise<number>;
 }
 
-/** Bad usage: printed with the command's usage line, exit code 2. */
+/** Bad usage (unknown option, missing argument, bad value): one line and exit code 2. */
 export class UsageError extends Error {
   override name = 'UsageError';
+}
+
+/**
+ * Input the user can fix (a missing, unreadable or malformed file, an unwritable path): one
+ * line naming the file and the problem, exit code 1. `cause` keeps the underlying error for --debug.
+ */
+export class InputError extends Error {
+  override name = 'InputError';
 }
 
 // `gpu-reflex xid scan | head -2`: a reader that went away is not an error worth a stack trace.

@@ -4,5 +4,5 @@
 import { register } from 'tsx/esm/api';
 
 register();
-const { main } = await import('./main.ts');
-process.exitCode = await main(process.argv.slice(2));
+const { runProcess } = await import('./main.ts');
+await runProcess(process.argv.slice(2));

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { processIo, UsageError, type CliIo, type Command } from './command.ts';
+import { processIo, type CliIo, type Command } from './command.ts';
+import { debugText, describeFailure } from './errors.ts';
 
 /**
  * The command table. Each command lives with the part it drives and is loaded only when chosen,
@@ -24,7 +25,7 @@ export const commands: Entry[] = [
   { path: ['simulate'], summary: 'run a scenario through the local stack on a virtual clock (seconds, reproducible)', load: async () => (await import('../infra/local/cli.ts')).simulateCommand },
   { path: ['pattern', 'test'], summary: 'test an EventBridge pattern against an event, like aws events test-event-pattern', load: async () => (await import('../events/pattern-cli.ts')).patternTestCommand },
   { path: ['remediate', 'policy'], summary: 'check a remediation policy file and print the rules it yields', load: async () => (await import('../functions/remediate/cli.ts')).policyCommand },
-  { path: ['remediate', 'plan'], summary: 'print the remediation plan for one event (dry run, no cluster)', load: async () => (await import('../functions/remediate/cli.ts')).planCommand },
+  { path: ['remediate', 'plan'], summary: 'print the remediation plan for one event, in dry run (from facts, or reading a live cluster)', load: async () => (await import('../functions/remediate/cli.ts')).planCommand },
 ];
 
 function version(): string {
@@ -45,6 +46,21 @@ function overview(): string {
     'Options:',
     '  --help, -h     help for any command (gpu-reflex events validate --help)',
     '  --version, -v  print the version',
+    '  --debug        on an unexpected error, print its stack (also GPU_REFLEX_DEBUG=1)',
+    '',
+    'Exit codes: 0 done, 1 failed (one line on stderr says why), 2 bad usage.',
+  ].join('\n');
+}
+
+function groupHelp(name: string, group: Entry[]): string {
+  const width = Math.max(...group.map((c) => c.path.join(' ').length));
+  return [
+    `Usage: gpu-reflex ${name} <command> [options]`,
+    '',
+    'Commands:',
+    ...group.map((c) => `  ${c.path.join(' ').padEnd(width)}  ${c.summary}`),
+    '',
+    `Each has --help: gpu-reflex ${group[0]!.path.join(' ')} --help`,
   ].join('\n');
 }
 
@@ -57,7 +73,36 @@ function find(argv: string[]): { entry: Entry; rest: string[] } | undefined {
   return best ? { entry: best, rest: argv.slice(best.path.length) } : undefined;
 }
 
-export async function main(argv: string[], io: CliIo = processIo): Promise<number> {
+/** `--debug` may stand anywhere before `--`; it is the dispatcher's, not the command's. */
+function takeDebug(argv: string[]): { argv: string[]; debug: boolean } {
+  const end = argv.indexOf('--');
+  const head = end === -1 ? argv : argv.slice(0, end);
+  const tail = end === -1 ? [] : argv.slice(end);
+  const rest = head.filter((a) => a !== '--debug');
+  return { argv: [...rest, ...tail], debug: rest.length !== head.length };
+}
+
+function debugFromEnv(env: NodeJS.ProcessEnv): boolean {
+  const v = env.GPU_REFLEX_DEBUG?.toLowerCase();
+  return v === '1' || v === 'true' || v === 'yes';
+}
+
+/** Prints one line for `err` (the stack too in debug) and returns the exit code. */
+export function reportFailure(err: unknown, name: string, io: CliIo, debug: boolean): number {
+  const f = describeFailure(err);
+  const hint = f.exitCode === 2 && name !== 'gpu-reflex' ? ` (see ${name} --help)` : '';
+  io.err(`${name}: ${debug && !f.expected ? f.message.replace(/ \(run with --debug for details\)$/, '') : f.message}${hint}`);
+  if (debug) io.err(debugText(err));
+  return f.exitCode;
+}
+
+/**
+ * Runs one command line and returns its exit code. Every failure a command throws ends here and
+ * is reported by reportFailure: one line on stderr, never a stack unless --debug.
+ */
+export async function main(rawArgv: string[], io: CliIo = processIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+  const { argv, debug: debugFlag } = takeDebug(rawArgv);
+  const debug = debugFlag || debugFromEnv(env);
   const first = argv[0];
   if (first === undefined || first === '--help' || first === '-h' || first === 'help') {
     io.out(overview());
@@ -71,25 +116,41 @@ export async function main(argv: string[], io: CliIo = processIo): Promise<numbe
   if (!hit) {
     const group = commands.filter((c) => c.path[0] === first);
     if (group.length > 0) {
-      io.err(`gpu-reflex ${first}: choose one of: ${group.map((c) => c.path.slice(1).join(' ')).join(', ')}`);
+      if (argv[1] === '--help' || argv[1] === '-h') {
+        io.out(groupHelp(first, group));
+        return 0;
+      }
+      const what = argv[1] === undefined ? 'name a command' : `unknown command "${argv.slice(1).join(' ')}"`;
+      io.err(`gpu-reflex ${first}: ${what}; choose one of: ${group.map((c) => c.path.slice(1).join(' ')).join(', ')} (see gpu-reflex ${first} --help)`);
       return 2;
     }
     io.err(`gpu-reflex: unknown command "${argv.join(' ')}". Run gpu-reflex --help for the list.`);
     return 2;
   }
-  const command = await hit.entry.load();
-  if (hit.rest.includes('--help') || hit.rest.includes('-h')) {
-    io.out(command.help);
-    return 0;
-  }
+  const name = `gpu-reflex ${hit.entry.path.join(' ')}`;
   try {
+    const command = await hit.entry.load();
+    if (hit.rest.includes('--help') || hit.rest.includes('-h')) {
+      io.out(command.help);
+      return 0;
+    }
     return await command.run(hit.rest, io);
   } catch (err) {
-    if (err instanceof UsageError) {
-      io.err(`gpu-reflex ${command.path.join(' ')}: ${err.message}`);
-      io.err(command.help.split('\n')[0] ?? '');
-      return 2;
-    }
-    throw err;
+    return reportFailure(err, name, io, debug);
   }
+}
+
+/**
+ * The process entry (bin/gpu-reflex.js): runs main, and reports what escapes it (an error thrown
+ * later by a server, a stray rejection) the same way, so no path prints a bare stack.
+ */
+export async function runProcess(argv: string[]): Promise<void> {
+  const { debug } = takeDebug(argv);
+  const escaped = (err: unknown) => {
+    const code = reportFailure(err, 'gpu-reflex', processIo, debug || debugFromEnv(process.env));
+    process.exit(code);
+  };
+  // An unhandled rejection reaches this too (Node's default --unhandled-rejections=throw).
+  process.on('uncaughtException', escaped);
+  process.exitCode = await main(argv);
 }

@@ -1,9 +1,11 @@
 /** `gpu-reflex events list | validate | schemas`. */
-import { mkdir, readFile, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { UsageError, type CliIo, type Command } from '../bin/command.ts';
+import { errnoPhrase } from '../bin/errors.ts';
+import { ensureOutputFolder } from '../bin/input.ts';
 import { CATALOG } from './catalog.ts';
 import { validateEvent, type Problem } from './validate.ts';
 
@@ -75,7 +77,7 @@ export const validateCommand: Command = {
       try {
         text = await readInput(file, io);
       } catch (err) {
-        io.err(`${file}: cannot read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+        io.err(`${file}: cannot read: ${errnoPhrase(err) ?? (err as Error).message}`);
         bad++;
         continue;
       }
@@ -112,7 +114,7 @@ export const schemasCommand: Command = {
   async run(args, io) {
     const { values } = parseArgs({ args, strict: true, options: { out: { type: 'string' } } });
     if (!values.out) throw new UsageError('--out DIR is required');
-    await mkdir(values.out, { recursive: true });
+    await ensureOutputFolder(values.out, '--out');
     for (const e of CATALOG) {
       const file = join(values.out, `${e.slug}.schema.json`);
       await writeFile(file, JSON.stringify(jsonSchemaOf(e.detailType), null, 2) + '\n');

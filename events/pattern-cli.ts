@@ -26,7 +26,7 @@ Options:
 Exit codes: 0 tested, 1 invalid pattern or unreadable/non-JSON file, 2 bad usage.
 
 Example:
-  ${NAME} --pattern rules/xid.json --event events/examples/gpu-xid-error.json`;
+  ${NAME} --pattern events/patterns/remediate.json --event events/catalog/gpu-xid-error.example.json`;
 
 async function readStdin(): Promise<string> {
   const chunks: Buffer[] = [];

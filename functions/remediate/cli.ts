@@ -4,10 +4,11 @@
  * core with no cluster, or, with --kubeconfig, the handler's own run against a live cluster
  * behind the dry-run decorator: reads are real, writes are only recorded).
  */
-import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { UsageError, type CliIo, type Command } from '../../bin/command.ts';
+import { InputError, UsageError, type CliIo, type Command } from '../../bin/command.ts';
+import { issuesLine } from '../../bin/errors.ts';
+import { readInputText, readJsonObject } from '../../bin/input.ts';
 import { GpuHealthChangedDetailSchema, GpuXidErrorDetailSchema, HEALTH_CONDITIONS, XID_CATALOG } from '../../events/index.ts';
 import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY, poolOf, resolveRule, type Policy } from './policy.ts';
@@ -15,12 +16,22 @@ import { loadPolicy, PolicyFileError } from './policy-file.ts';
 import { parseNodeState } from './state.ts';
 import type { TriggerEvent } from './types.ts';
 
-async function read(path: string, io: CliIo): Promise<string> {
-  return io.readInput ? io.readInput(path) : readFile(path, 'utf8');
+/** The policy in `path` over the defaults; `what` names the file in errors (`policy file`, `--policy`). */
+async function policyFrom(path: string | undefined, what: string, io: CliIo): Promise<Policy> {
+  return path ? loadPolicy(await readInputText(path, what, io), path) : DEFAULT_POLICY;
 }
 
-async function policyFrom(path: string | undefined, io: CliIo): Promise<Policy> {
-  return path ? loadPolicy(await read(path, io), path) : DEFAULT_POLICY;
+/** The trigger event in `file`: a GPU XID Error or GPU Health Changed, its detail checked. */
+async function eventFrom(file: string, io: CliIo): Promise<TriggerEvent> {
+  const raw = await readJsonObject(file, 'event file', io);
+  const type = raw['detail-type'];
+  const check = <T>(r: z.ZodSafeParseResult<T>): T => {
+    if (!r.success) throw new InputError(`event file ${file}: ${issuesLine(r.error.issues, ['detail'])}`);
+    return r.data;
+  };
+  if (type === 'GPU XID Error') return { detailType: type, detail: check(GpuXidErrorDetailSchema.safeParse(raw.detail)) };
+  if (type === 'GPU Health Changed') return { detailType: type, detail: check(GpuHealthChangedDetailSchema.safeParse(raw.detail)) };
+  throw new InputError(`event file ${file}: expected a GPU XID Error or GPU Health Changed event, got detail-type ${JSON.stringify(type) ?? 'none'}`);
 }
 
 export const policyCommand: Command = {
@@ -40,7 +51,7 @@ export const policyCommand: Command = {
     if (positionals.length > 1) throw new UsageError('expected at most one policy FILE');
     let policy: Policy;
     try {
-      policy = await policyFrom(positionals[0], io);
+      policy = await policyFrom(positionals[0], 'policy file', io);
     } catch (err) {
       if (!(err instanceof PolicyFileError)) throw err;
       for (const p of err.problems) io.err(p);
@@ -74,7 +85,7 @@ const FactsFileSchema = z
 
 export const planCommand: Command = {
   path: ['remediate', 'plan'],
-  summary: 'print the remediation plan for one event (dry run, no cluster)',
+  summary: 'print the remediation plan for one event, in dry run (from facts, or reading a live cluster)',
   help: [
     'Usage: gpu-reflex remediate plan EVENT_FILE [--policy FILE] [--facts FILE | --kubeconfig FILE] [--now ISO]',
     '',
@@ -91,26 +102,30 @@ export const planCommand: Command = {
     const { values, positionals } = parseArgs({ args, options: { policy: { type: 'string' }, facts: { type: 'string' }, kubeconfig: { type: 'string' }, now: { type: 'string' } }, allowPositionals: true, strict: true });
     if (positionals.length !== 1) throw new UsageError('expected one EVENT_FILE');
     if (values.facts && values.kubeconfig) throw new UsageError('give --facts or --kubeconfig, not both');
-    const policy = await policyFrom(values.policy, io);
-    let raw: { 'detail-type'?: string; detail?: unknown };
+    const now = values.now === undefined ? undefined : new Date(values.now);
+    if (now && Number.isNaN(now.getTime())) throw new UsageError(`--now: expected an ISO time (got "${values.now}")`);
+    let policy: Policy;
     try {
-      raw = JSON.parse(await read(positionals[0]!, io)) as typeof raw;
+      policy = await policyFrom(values.policy, '--policy', io);
     } catch (err) {
-      throw new UsageError(`${positionals[0]}: not a JSON event (${(err as Error).message})`);
+      // The policy command lists a file's problems one per line; here they fold into one.
+      if (err instanceof PolicyFileError) throw new InputError(err.problems.join('; '), { cause: err });
+      throw err;
     }
-    let event: TriggerEvent;
-    if (raw['detail-type'] === 'GPU XID Error') event = { detailType: 'GPU XID Error', detail: GpuXidErrorDetailSchema.parse(raw.detail) };
-    else if (raw['detail-type'] === 'GPU Health Changed') event = { detailType: 'GPU Health Changed', detail: GpuHealthChangedDetailSchema.parse(raw.detail) };
-    else throw new UsageError(`expected a GPU XID Error or GPU Health Changed event, got detail-type ${JSON.stringify(raw['detail-type'])}`);
-    if (values.kubeconfig) return planAgainstCluster(event, policy, values.kubeconfig, io);
-    const facts = FactsFileSchema.parse(values.facts ? JSON.parse(await read(values.facts, io)) : {});
+    const event = await eventFrom(positionals[0]!, io);
+    if (values.kubeconfig) {
+      // Read once here so a missing or unreadable file is named plainly, before any connection.
+      await readInputText(values.kubeconfig, '--kubeconfig', io);
+      return planAgainstCluster(event, policy, values.kubeconfig, io);
+    }
+    const parsedFacts = FactsFileSchema.safeParse(values.facts ? await readJsonObject(values.facts, '--facts', io) : {});
+    if (!parsedFacts.success) throw new InputError(`--facts ${values.facts}: ${issuesLine(parsedFacts.error.issues)}`);
+    const facts = parsedFacts.data;
     const node = facts.node ?? { name: event.detail.node, labels: {}, annotations: {}, taints: [], unschedulable: false };
-    const now = values.now ? new Date(values.now) : new Date(Date.parse(event.detail.observedAt) + 1000);
-    if (Number.isNaN(now.getTime())) throw new UsageError('--now: expected an ISO time');
     const pool = { name: poolOf(policy, node.labels), nodes: 10, quarantinedInWindow: 0, quarantinedNodes: [], ...facts.pool };
     const state = parseNodeState(node.annotations, node.labels, node.taints, { taintKey: policy.taintKey, unschedulable: node.unschedulable });
     for (const w of state.warnings) io.err(`warning: ${w}`);
-    const plan = planRemediation({ now, event, node, state, pool, pods: facts.pods, dryRun: true }, policy);
+    const plan = planRemediation({ now: now ?? new Date(Date.parse(event.detail.observedAt) + 1000), event, node, state, pool, pods: facts.pods, dryRun: true }, policy);
     io.out(JSON.stringify(plan, null, 2));
     return 0;
   },

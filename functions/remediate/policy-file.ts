@@ -7,6 +7,7 @@ import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Docume
 import { z } from 'zod';
 import { DEFAULT_POLICY, PolicySchema, RuleOverrideSchema, PoolOverrideSchema, EscalateSchema, type Policy } from './policy.ts';
 import { GPU_RECOVERY_ACTIONS, HEALTH_CONDITIONS, int } from '../../events/index.ts';
+import { checkAliasCount, yamlValue, YamlTextError } from '../lib/yaml-text.ts';
 
 export class PolicyFileError extends Error {
   constructor(
@@ -39,16 +40,28 @@ type PolicyFile = z.infer<typeof PolicyFileSchema>;
 /** Parses `text` (named `fileName` in errors) and merges it over DEFAULT_POLICY. */
 export function loadPolicy(text: string, fileName: string): Policy {
   const lines = new LineCounter();
+  // Aliases are bounded: an alias bomb is refused in one line, not with a stack trace or a hang.
+  inFile(fileName, () => checkAliasCount(text));
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
   if (doc.errors.length > 0) {
     throw new PolicyFileError(doc.errors.map((e) => `${fileName}:${lines.linePos(e.pos[0]).line}: ${e.message.split('\n')[0]}`));
   }
-  const raw: unknown = doc.toJS() ?? {};
+  const raw: unknown = inFile(fileName, () => yamlValue(doc)) ?? {};
   const parsed = PolicyFileSchema.safeParse(raw);
   if (!parsed.success) throw new PolicyFileError(parsed.error.issues.map((i) => located(doc, lines, fileName, i)));
   const merged = PolicySchema.safeParse(mergePolicy(DEFAULT_POLICY, parsed.data));
   if (!merged.success) throw new PolicyFileError(merged.error.issues.map((i) => located(doc, lines, fileName, i)));
   return merged.data;
+}
+
+/** Runs `read`, turning a YamlTextError into a PolicyFileError naming the file. */
+function inFile<T>(fileName: string, read: () => T): T {
+  try {
+    return read();
+  } catch (err) {
+    if (!(err instanceof YamlTextError)) throw err;
+    throw new PolicyFileError([`${fileName}: ${err.message}`], { cause: err });
+  }
 }
 
 /** Field-by-field merge: a rule in the file changes only the fields it names. */

@@ -1,6 +1,8 @@
+import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { processIo, UsageError, type CliIo, type Command } from '../../bin/command.ts';
-import { DEFAULT_SCENARIO_PATH, loadScenario, ScenarioError, type Scenario } from './scenario.ts';
+import { InputError, processIo, UsageError, type CliIo, type Command } from '../../bin/command.ts';
+import { checkWritableFile, readInputText } from '../../bin/input.ts';
+import { DEFAULT_SCENARIO_PATH, parseScenario, ScenarioError, type Scenario } from './scenario.ts';
 import { startStack, type StackResult } from './stack.ts';
 
 /**
@@ -45,14 +47,19 @@ export interface LocalCliHooks {
   onResult?: (r: StackResult) => void;
 }
 
-function load(path: string | undefined, io: CliIo, cmd: string): Scenario | undefined {
+/** The scenario, and every path the run will read or write, checked before anything starts. */
+async function load(o: { scenario?: string | undefined; report?: string | undefined; kubeconfig?: string | undefined }, io: CliIo): Promise<Scenario> {
+  const path = o.scenario ?? DEFAULT_SCENARIO_PATH;
+  const text = await readInputText(path, '--scenario', io);
+  let scenario: Scenario;
   try {
-    return loadScenario(path ?? DEFAULT_SCENARIO_PATH);
+    scenario = parseScenario(text, path, dirname(resolve(path)));
   } catch (err) {
-    if (!(err instanceof ScenarioError)) throw err;
-    io.err(`gpu-reflex ${cmd}: ${err.message}`);
-    return undefined;
+    throw err instanceof ScenarioError ? new InputError(err.message, { cause: err }) : err;
   }
+  if (o.report) await checkWritableFile(o.report, '--report');
+  if (o.kubeconfig) await readInputText(o.kubeconfig, '--kubeconfig', io);
+  return scenario;
 }
 
 function parse<T extends Record<string, { type: 'string' | 'boolean' }>>(args: string[], options: T) {
@@ -104,8 +111,7 @@ export function makeLocalCommand(hooks: LocalCliHooks = {}): Command {
         durationMs = s * 1000;
       }
       if (v.follow) durationMs = Infinity;
-      const scenario = load(v.scenario, io, 'local');
-      if (!scenario) return 1;
+      const scenario = await load(v, io);
       return runScenario(scenario, io, hooks, { clock: 'wall', report: v.report, kubeconfig: v.kubeconfig, ...(durationMs !== undefined ? { durationMs } : {}) });
     },
   };
@@ -118,8 +124,7 @@ export function makeSimulateCommand(hooks: LocalCliHooks = {}): Command {
     help: SIMULATE_HELP,
     async run(args, io) {
       const v = parse(args, { scenario: { type: 'string' }, report: { type: 'string' } });
-      const scenario = load(v.scenario, io, 'simulate');
-      if (!scenario) return 1;
+      const scenario = await load(v, io);
       return runScenario(scenario, io, hooks, { clock: 'virtual', report: v.report });
     },
   };

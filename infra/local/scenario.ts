@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { parse as parseYaml } from 'yaml';
+import { parseYamlText } from '../../functions/lib/yaml-text.ts';
 import { z } from 'zod';
 import { loadFleet, validateFleet, type ParsedFleet } from './kube/fleet.ts';
 
@@ -175,7 +175,7 @@ function crossCheck(s: ScenarioFile, fleet: ParsedFleet): string[] {
 export function parseScenario(text: string, source = 'scenario', baseDir = process.cwd()): Scenario {
   let raw: unknown;
   try {
-    raw = parseYaml(text);
+    raw = parseYamlText(text);
   } catch (err) {
     throw new ScenarioError(`${source}: not YAML or JSON: ${(err as Error).message}`);
   }

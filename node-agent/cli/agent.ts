@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { UsageError, type Command } from '../../bin/command.ts';
+import { oneLine } from '../../bin/errors.ts';
 import { ConfigError, loadAgentConfig } from '../config.ts';
 import { EXIT, runAgent } from '../agent-runtime.ts';
 
@@ -53,7 +54,7 @@ export const agentCommand: Command = {
       config = loadAgentConfig(process.env);
     } catch (err) {
       if (!(err instanceof ConfigError)) throw err;
-      io.err(err.message);
+      io.err(`gpu-reflex agent: ${oneLine(err.message)}`);
       return EXIT.config;
     }
     const stop = new AbortController();

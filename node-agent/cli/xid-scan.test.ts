@@ -78,7 +78,7 @@ describe('gpu-reflex xid scan', () => {
   it('exits 1 naming the file it cannot read', async () => {
     const io = capture();
     expect(await tty.run(['/nonexistent/kern.log'], io)).toBe(1);
-    expect(io.errors).toEqual(['gpu-reflex xid scan: cannot read /nonexistent/kern.log: ENOENT']);
+    expect(io.errors).toEqual(['gpu-reflex xid scan: cannot read /nonexistent/kern.log: no such file or directory']);
   });
 
   it('is registered in the CLI', async () => {

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { UsageError, type CliIo, type Command } from '../../bin/command.ts';
+import { errnoPhrase } from '../../bin/errors.ts';
 import { readLogLines, splitLines, type ReadLogOptions } from '../kmsg/read-log.ts';
 import { scanXids } from '../kmsg/scan.ts';
 
@@ -71,7 +72,7 @@ export function createXidScanCommand(deps: XidScanDeps = {}): Command {
         for await (const xid of scanXids(lines)) io.out(JSON.stringify(xid));
       } catch (err) {
         const e = err as NodeJS.ErrnoException;
-        io.err(`gpu-reflex xid scan: cannot read ${file}: ${e.code ?? e.message}${e.code === 'EACCES' ? ' (reading /dev/kmsg needs root or CAP_SYSLOG)' : ''}`);
+        io.err(`gpu-reflex xid scan: cannot read ${file}: ${errnoPhrase(e) ?? e.message}${e.code === 'EACCES' ? ' (reading /dev/kmsg needs root or CAP_SYSLOG)' : ''}`);
         return 1;
       }
       return 0;

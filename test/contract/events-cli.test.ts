@@ -49,7 +49,7 @@ describe('gpu-reflex events', () => {
     const io = capture();
     expect(await main(['events', 'validate', join(dir, 'x.json'), join(dir, 'missing.json')], io)).toBe(1);
     expect(io.stderr[0]).toMatch(/x\.json: \(file\): not JSON/);
-    expect(io.stderr[1]).toMatch(/missing\.json: cannot read: ENOENT/);
+    expect(io.stderr[1]).toMatch(/missing\.json: cannot read: no such file or directory$/);
   });
 
   it('writes a JSON Schema file per detail-type', async () => {

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import type { CliIo } from '../../bin/command.ts';
 import { validateEvent } from '../../events/validate.ts';
+import { main } from '../../bin/main.ts';
 import { makeSimulateCommand } from '../../infra/local/cli.ts';
 import type { Pod } from '../../infra/local/kube/types.ts';
 import type { StackReport } from '../../infra/local/report.ts';
@@ -142,7 +143,8 @@ describe('scenario files on the command line', () => {
     const path = join(dir, `bad-${Math.random().toString(36).slice(2)}.yaml`);
     writeFileSync(path, text);
     const { io, err } = capture();
-    expect(await makeSimulateCommand().run(['--scenario', path], io)).toBe(1);
-    expect(err.join('\n')).toMatch(message);
+    expect(await main(['simulate', '--scenario', path], io)).toBe(1);
+    expect(err).toHaveLength(1);
+    expect(err[0]).toMatch(message);
   });
 });

@@ -43,10 +43,15 @@ timeline:
 });
 
 describe('gpu-reflex local, start-up failures', () => {
-  it('exits 1 with one message naming what failed, e.g. an unreadable kubeconfig', async () => {
+  it('exits 1 with one message naming what failed, e.g. a kubeconfig that does not load', async () => {
+    // A missing file is refused before the stack starts (test/contract/cli-errors.test.ts); this
+    // one exists but is not a kubeconfig, so the stack's own start-up reports it.
+    const broken = join(dir, 'broken.kubeconfig');
+    writeFileSync(broken, 'clusters: [\n');
     const err: string[] = [];
-    const code = await makeLocalCommand().run(['--kubeconfig', join(dir, 'missing.kubeconfig'), '--duration', '1'], { out: () => undefined, err: (l) => err.push(l) });
+    const code = await makeLocalCommand().run(['--kubeconfig', broken, '--duration', '1'], { out: () => undefined, err: (l) => err.push(l) });
     expect(code).toBe(1);
-    expect(err.join('\n')).toMatch(/could not start the stack: kube access: cannot load kubeconfigPath .*missing\.kubeconfig/);
+    expect(err).toHaveLength(1);
+    expect(err[0]).toMatch(/could not start the stack: kube access: cannot load kubeconfigPath .*broken\.kubeconfig/);
   });
 });

@@ -1,5 +1,6 @@
 import { parseArgs } from 'node:util';
 import { UsageError, type CliIo, type Command, untilSignal } from '../../../bin/command.ts';
+import { checkWritableFile } from '../../../bin/input.ts';
 import { startLocalBus, type LocalBus } from './index.ts';
 import { ServerlessConfigError } from './serverless-yaml.ts';
 import { printTimeline } from './timeline.ts';
@@ -68,6 +69,8 @@ export function makeBusServeCommand(hooks: BusServeHooks = {}): Command {
         throw new UsageError((err as Error).message);
       }
       if (values.account !== undefined && !/^\d{12}$/.test(values.account)) throw new UsageError(`--account must be 12 digits (got "${values.account}")`);
+      // Refused now, not at the first dead letter.
+      if (values.dlq) await checkWritableFile(values.dlq, '--dlq');
       let bus: LocalBus;
       try {
         bus = await startLocalBus({

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, extname, resolve as resolvePath } from 'node:path';
-import { parse, type ScalarTag, type CollectionTag } from 'yaml';
+import type { ScalarTag, CollectionTag } from 'yaml';
+import { parseYamlText } from '../../../functions/lib/yaml-text.ts';
 
 /**
  * Reads serverless.yml the way osls does, for the parts the local bus needs. CloudFormation short
@@ -39,7 +40,7 @@ const CF_TAGS: (ScalarTag | CollectionTag)[] = CF_FUNCTIONS.flatMap((n) => {
 
 export function parseYaml(text: string, where: string): unknown {
   try {
-    return parse(text, { customTags: CF_TAGS });
+    return parseYamlText(text, { customTags: CF_TAGS });
   } catch (err) {
     throw new ServerlessConfigError(`${where}: not valid YAML: ${(err as Error).message}`);
   }

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../../bin/command.ts';
+import { main } from '../../../bin/main.ts';
 import { makeClusterServeCommand } from './cli.ts';
 import type { KubeSim } from './index.ts';
 
@@ -38,8 +39,9 @@ describe('gpu-reflex cluster serve', () => {
     const fleet = join(dir, 'fleet.yaml');
     writeFileSync(fleet, 'nodes:\n  - name: gpu\n    allocatable: { nvidia.com/gpu: lots }\n');
     const { io, err } = capture();
-    expect(await makeClusterServeCommand({ stop: Promise.resolve() }).run(['--fleet', fleet], io)).toBe(1);
-    expect(err.join('\n')).toContain('nodes.0.allocatable.nvidia.com/gpu');
+    expect(await main(['cluster', 'serve', '--fleet', fleet], io)).toBe(1);
+    expect(err).toHaveLength(1);
+    expect(err[0]).toContain('nodes.0.allocatable.nvidia.com/gpu');
   });
 
   it.each([[['--port', 'http']], [['--bogus']]])('rejects bad usage %j', async (args) => {

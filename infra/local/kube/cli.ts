@@ -1,9 +1,10 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { UsageError, type CliIo, type Command, untilSignal } from '../../../bin/command.ts';
+import { InputError, UsageError, type CliIo, type Command, untilSignal } from '../../../bin/command.ts';
+import { checkWritableFile, readInputText } from '../../../bin/input.ts';
 import { wallClock } from './clock.ts';
-import { EXAMPLE_FLEET_PATH, FleetError } from './fleet.ts';
+import { EXAMPLE_FLEET_PATH, FleetError, parseFleet, type ParsedFleet } from './fleet.ts';
 import { startKubeSim, type KubeSim } from './index.ts';
 
 /**
@@ -49,18 +50,27 @@ export function makeClusterServeCommand(hooks: ServeHooks = {}): Command {
       const port = values.port === undefined ? 0 : Number(values.port);
       if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be an integer from 0 to 65535 (got "${values.port}")`);
       const fleetPath = values.fleet ?? EXAMPLE_FLEET_PATH;
+      const kubeconfigPath = values['kubeconfig-out'] ?? join(tmpdir(), 'gpu-reflex-sim.kubeconfig');
+      // Every input is checked before the server starts: nothing is left listening on a refusal.
+      let fleet: ParsedFleet;
+      try {
+        fleet = parseFleet(await readInputText(fleetPath, '--fleet', io), fleetPath);
+      } catch (err) {
+        throw err instanceof FleetError ? new InputError(err.message, { cause: err }) : err;
+      }
+      await checkWritableFile(kubeconfigPath, '--kubeconfig-out');
       let sim: KubeSim;
       try {
-        sim = await startKubeSim({ fleet: fleetPath, port, clock: wallClock, ...(values.host ? { host: values.host } : {}) });
+        sim = await startKubeSim({ fleet, port, clock: wallClock, ...(values.host ? { host: values.host } : {}) });
       } catch (err) {
-        if (err instanceof FleetError) {
-          io.err(`gpu-reflex cluster serve: ${err.message}`);
-          return 1;
-        }
-        throw err;
+        throw err instanceof FleetError ? new InputError(`${fleetPath}: ${err.message}`, { cause: err }) : err;
       }
-      const kubeconfigPath = values['kubeconfig-out'] ?? join(tmpdir(), 'gpu-reflex-sim.kubeconfig');
-      sim.writeKubeconfig(kubeconfigPath);
+      try {
+        sim.writeKubeconfig(kubeconfigPath);
+      } catch (err) {
+        await sim.close();
+        throw new InputError(`cannot write --kubeconfig-out ${kubeconfigPath}`, { cause: err });
+      }
       io.out(`simulated cluster listening on ${sim.url}`);
       io.out(`fleet: ${fleetPath} (${sim.store.count('nodes')} nodes, ${sim.store.count('pods')} pods)`);
       io.out(`kubeconfig: ${kubeconfigPath}`);

@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { parse as parseYaml } from 'yaml';
 import { z } from 'zod';
 import type { Cluster } from './cluster.ts';
 import { ApiError } from './errors.ts';
+import { parseYamlText } from '../../../functions/lib/yaml-text.ts';
 import { COMPLETE_AFTER } from './lifecycle.ts';
 import { resource, resourceForKind } from './resources.ts';
 
@@ -102,7 +102,7 @@ export class FleetError extends Error {
 export function parseFleet(text: string, source = 'fleet'): ParsedFleet {
   let raw: unknown;
   try {
-    raw = parseYaml(text);
+    raw = parseYamlText(text);
   } catch (err) {
     throw new FleetError(`${source}: not YAML or JSON: ${(err as Error).message}`);
   }
