@@ -6,7 +6,7 @@ import type { Nvml } from './nvml.ts';
 /**
  * MIG through NVML: the mode, the MIG devices that exist (with their GPU/compute instance ids,
  * profile and placement) and the GPU-instance profiles the GPU offers with every placement NVML
- * allows. The planner prefers these reported tables over any built-in one (shared/reference/mig.md).
+ * allows. The planner prefers these reported tables over any built-in one (docs/mig.md).
  */
 
 export interface MigPlacement { start: number; size: number }
