@@ -15,7 +15,7 @@ const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..'
 const folder = ['sha', 'red'].join('');
 const notesPages = ['reference', 'conformance', 'seeds', 'hooks', 'ARCHITECTURE', 'STYLE'].join('|');
 
-/** Ways a file names the folder: `../shared`, `shared/reference/…`, `'..', 'shared'`, `/work/shared`. */
+/** Ways a file names the folder: a relative path, a citation of one of its pages, path parts, an absolute path. */
 const NEEDLES: RegExp[] = [
   new RegExp(`\\.\\.[/\\\\]${folder}\\b`),
   new RegExp(`\\b${folder}[/\\\\](${notesPages})\\b`),
