@@ -173,8 +173,10 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           appendKmsg(f.kmsgPath, kmsgXidLine(s.at, f.pci[s.gpu]!, fault.xid, pid, fault.gpuInstanceId));
         }
       } else if ('pods' in s) {
-        const names = await kube.createPods(s.pods);
-        emit({ who: 'scenario', kind: 'note', what: '', text: `create ${names.length} pod${names.length === 1 ? '' : 's'} ${s.pods.namespace}/${s.pods.name}${names.length > 1 ? '-*' : ''} requesting ${Object.keys(s.pods.requests).filter((k) => k.includes('/')).join(', ')}${s.note ? ` — ${s.note}` : ''}` });
+        // The step is printed before the pods exist: the scheduler's lines are its effects.
+        const n = s.pods.count;
+        emit({ who: 'scenario', kind: 'note', what: '', text: `create ${n} pod${n === 1 ? '' : 's'} ${s.pods.namespace}/${s.pods.name}${n > 1 ? '-*' : ''} requesting ${Object.keys(s.pods.requests).filter((k) => k.includes('/')).join(', ')}${s.note ? ` — ${s.note}` : ''}` });
+        await kube.createPods(s.pods);
       } else emit({ who: 'scenario', kind: 'note', what: '', text: s.note });
     };
 
