@@ -1,7 +1,7 @@
 /**
  * Conformance: every vector recorded against AWS (TestEventPattern, via LocalStack's snapshots)
- * and aws/event-ruler's own tests. The files live in the shared folder beside the repository
- * (`<repo>/../shared/conformance`) and are read here with our JSON reader, so that number spellings
+ * and aws/event-ruler's own tests. The files live in `test/data/eventbridge-conformance/` (its README
+ * names each source, commit and licence) and are read here with our JSON reader, so that number spellings
  * in the vectors reach the matcher as written; `pattern_json` / `event_json`, where present, are
  * the texts that matter (duplicate keys, `3.018e2`, `300.0000`) and are parsed instead.
  *
@@ -19,7 +19,7 @@ import { parseJsonText } from './json-text.ts';
 import { compilePattern, InvalidPatternError, matchesPattern, validatePattern } from './pattern.ts';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const dir = path.resolve(repoRoot, '..', 'shared', 'conformance');
+const dir = path.join(repoRoot, 'test', 'data', 'eventbridge-conformance');
 
 interface MatchCase {
   id: string;

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { describeXid, XID_CATALOG, REMEDIATION_ACTIONS } from './xid.ts';
 
 describe('XID catalog', () => {
-  it('covers every XID in shared/reference/xid.md', () => {
+  it('covers every XID in docs/xid-catalog.md', () => {
     const reference = [8, 13, 31, 43, 45, 46, 48, 54, 61, 62, 63, 64, 68, 69, 74, 79, 92, 94, 95, 109, 110, 119, 120, 121, 136, 137, 140, 142, 143, 144, 145, 146, 147, 148, 149, 150, 151, 154, 155, 156, 157, 158, 160];
     expect([...XID_CATALOG.keys()].sort((a, b) => a - b)).toEqual(reference);
   });

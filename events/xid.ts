@@ -1,6 +1,6 @@
 /**
  * The XID catalog: what each NVIDIA XID means, NVIDIA's immediate-action bucket, and gpu-reflex's
- * default reflex. Source: shared/reference/xid.md (NVIDIA's Xid catalog "Resolution Bucket",
+ * default reflex. Source: docs/xid-catalog.md (NVIDIA's Xid catalog "Resolution Bucket",
  * NVSentinel, k8s-device-plugin, EKS node monitoring agent). The agent prints it (`xid scan`); the
  * remediation policy starts from it. Both import it from here, so they never disagree.
  */
@@ -51,7 +51,7 @@ type Row = [xid: number, meaning: string, bucket: NvidiaBucket, fault: XidInfo['
 
 const RESET: RemediationAction[] = ['reboot-node', 'replace-node'];
 
-// One row per XID in shared/reference/xid.md. "reset" there = quarantine the GPU, move its pods,
+// One row per XID in docs/xid-catalog.md. "reset" there = quarantine the GPU, move its pods,
 // keep it out of scheduling until a node-local reset succeeds; reboot when no reset path exists.
 const ROWS: Row[] = [
   [8, 'GPU stopped processing (channel idle timeout)', 'RESTART_APP', 'application', 'restart-workload', ['quarantine-gpu'], true, false, 'restart the workload; repeated timeouts on one GPU quarantine it'],

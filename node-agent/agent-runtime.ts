@@ -84,7 +84,7 @@ export function printSink(out: (line: string) => void): EventSink {
   return { publish: (e: OutgoingEvent) => out(JSON.stringify({ source: e.source, detailType: e.detailType, time: e.time.toISOString(), priority: e.priority, detail: e.detail })) };
 }
 
-/** koffi's async NVML wait runs on libuv's pool, shared with file I/O (shared/reference/wire.md). */
+/** koffi's async NVML wait runs on libuv's pool, shared with file I/O (docs/node-agent.md). */
 export function threadPoolWarning(env: Record<string, string | undefined>): string | undefined {
   const n = Number(env.UV_THREADPOOL_SIZE);
   if (env.UV_THREADPOOL_SIZE && Number.isInteger(n) && n >= 8) return undefined;

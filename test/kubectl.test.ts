@@ -1,17 +1,19 @@
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKubeSim, wallClock, type Fleet, type KubeSim } from '../infra/local/kube/index.ts';
 import { clients } from '../infra/local/kube/test-helpers.ts';
+import { commandWorks, requireTool } from './tools.ts';
 
 /**
- * The simulated cluster driven by the real kubectl. Skipped where kubectl is not installed.
+ * The simulated cluster driven by the real kubectl. Where kubectl is not installed the tests are
+ * skipped and the run says so (test/tools.ts).
  * This suite runs the sim on the wall clock: `kubectl drain` waits for evicted pods to disappear
  * in real time, so their grace period is 1 s.
  */
-const kubectlAvailable = spawnSync('kubectl', ['version', '--client'], { stdio: 'ignore' }).status === 0;
+const kubectlTool = requireTool('kubectl', () => commandWorks('kubectl', ['version', '--client']));
 
 const fleet: Fleet = {
   nodes: [
@@ -28,7 +30,7 @@ const fleet: Fleet = {
   ],
 };
 
-describe.skipIf(!kubectlAvailable)('kubectl against the simulated cluster', () => {
+describe('kubectl against the simulated cluster', kubectlTool.options, () => {
   let sim: KubeSim;
   let dir: string;
   let kubeconfig: string;
@@ -38,7 +40,10 @@ describe.skipIf(!kubectlAvailable)('kubectl against the simulated cluster', () =
     kubeconfig = join(dir, 'config');
     sim.writeKubeconfig(kubeconfig);
   });
-  afterAll(() => sim.close());
+  afterAll(async () => {
+    await sim.close();
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   /**
    * Runs kubectl to completion, or until its stderr contains `until` (then ends it by pid):

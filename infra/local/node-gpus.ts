@@ -49,7 +49,7 @@ function gpuUuid(node: string, index: number): string {
   return `GPU-${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
 }
 
-/** MIG placements (shared/reference/mig.md): allowed starts per (compute slices, memory slices). */
+/** MIG placements (docs/mig.md): allowed starts per (compute slices, memory slices). */
 function allowedStarts(g: number, size: number): number[] {
   if (size >= 8) return [0];
   if (size === 4) return g === 4 ? [0] : [0, 4];

@@ -15,7 +15,7 @@ import type { FaultStepT, Scenario, TimelineStep } from './scenario.ts';
 import { StackKube } from './stack-kube.ts';
 import { StackRecorder } from './stack-recorder.ts';
 import { startAgentProcesses, startInProcessAgents } from './stack-agents.ts';
-import { formatSummary, type TimelineEntry } from './timeline.ts';
+import { formatSummary, kubeconfigText, runningText, type TimelineEntry } from './timeline.ts';
 import { functionEnv, gapNotice, REPO_ROOT, withEnv } from './stack-env.ts';
 
 /**
@@ -93,6 +93,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       kubeconfig = join(work, 'kubeconfig');
       sim.writeKubeconfig(kubeconfig);
       progress(`  cluster at ${sim.url}: ${sim.store.count('nodes')} nodes, ${sim.store.count('pods')} pods`);
+      if (!virtual) progress(kubeconfigText(kubeconfig));
     } else progress(`using the cluster in ${kubeconfig}`);
     const kube = new StackKube(kubeconfig);
 
@@ -113,7 +114,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     cleanups.push(rec.subscribe());
     const emit = (e: Omit<TimelineEntry, 'atMs'>) => rec.emit(e);
     const flushEvents = () => rec.flushEvents();
-    const observer = sim ? new ClusterObserver(sim.store, (e) => (flushEvents(), emit(e))) : undefined;
+    const observer = sim ? new ClusterObserver(sim.store, (e) => rec.effect(e)) : undefined;
     cleanups.push(() => observer?.close());
 
     // ---- one agent per GPU node, on its own mock NVML box
@@ -172,8 +173,10 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           appendKmsg(f.kmsgPath, kmsgXidLine(s.at, f.pci[s.gpu]!, fault.xid, pid, fault.gpuInstanceId));
         }
       } else if ('pods' in s) {
-        const names = await kube.createPods(s.pods);
-        emit({ who: 'scenario', kind: 'note', what: '', text: `create ${names.length} pod${names.length === 1 ? '' : 's'} ${s.pods.namespace}/${s.pods.name}${names.length > 1 ? '-*' : ''} requesting ${Object.keys(s.pods.requests).filter((k) => k.includes('/')).join(', ')}${s.note ? ` — ${s.note}` : ''}` });
+        // The step is printed before the pods exist: the scheduler's lines are its effects.
+        const n = s.pods.count;
+        emit({ who: 'scenario', kind: 'note', what: '', text: `create ${n} pod${n === 1 ? '' : 's'} ${s.pods.namespace}/${s.pods.name}${n > 1 ? '-*' : ''} requesting ${Object.keys(s.pods.requests).filter((k) => k.includes('/')).join(', ')}${s.note ? ` — ${s.note}` : ''}` });
+        await kube.createPods(s.pods);
       } else emit({ who: 'scenario', kind: 'note', what: '', text: s.note });
     };
 
@@ -198,7 +201,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       let lastWall = Date.now();
       let lastPendingCheck = -Infinity;
       try {
-        progress(`running ${duration / 1000}s of scenario on the ${virtual ? 'virtual' : 'wall'} clock${virtual ? '' : ' (Ctrl-C ends it)'}`);
+        progress(runningText(duration, o.clock));
         let t = 0;
         for (; !stopped && t < duration; ) {
           let dt = stepMs;

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { EventEnvelope } from './bus/index.ts';
-import { clockText, eventEntry, formatEntry, formatSummary, type Summary } from './timeline.ts';
+import { clockText, deliveryEntry, eventEntry, formatEntry, formatSummary, kubeconfigText, LINE_WIDTH, runningText, wrapWords, type Summary } from './timeline.ts';
 
 const example = (name: string) => JSON.parse(readFileSync(new URL(`../../events/catalog/${name}.example.json`, import.meta.url), 'utf8')) as EventEnvelope;
 
@@ -18,10 +18,76 @@ describe('timeline lines', () => {
     expect(e.text).toBe('XID 79 (GPU has fallen off the bus) on GPU 3 via both, pods ml-training/llama-ft-worker-3');
   });
 
-  it('summarises a Remediation by what its steps did', () => {
-    const e = eventEntry(8400, example('remediation'), () => undefined);
+  it('summarises a Remediation by what its steps did, and keeps its whole reason as the why', () => {
+    const event = example('remediation');
+    const e = eventEntry(8400, event, () => undefined);
     expect(e.who).toBe('remediate');
-    expect(e.text).toMatch(/^drain-node acted: tainted, cordoned, evicting 1 pod \(XID 79/);
+    expect(e.text).toBe('drain-node acted: tainted, cordoned, evicting 1 pod');
+    expect(e.why).toBe((event.detail as { reason: string }).reason);
+  });
+
+  it('prints a long why whole, wrapped on indented lines under the text, none past the line width', () => {
+    const why = `XID 79 on GPU 3 of node a100-train-1: ${'power-cycle the machine; '.repeat(8)}then annotate gpu-reflex.io/repaired-at`;
+    const lines = formatEntry({ atMs: 6000, who: 'remediate', kind: 'action', what: '', text: 'drain-node acted', why }, false).split('\n');
+    expect(lines[0]).toBe('00:06.0  remediate       drain-node acted');
+    expect(lines[1]!.startsWith(`${' '.repeat(25)}why: XID 79`)).toBe(true);
+    for (const l of lines.slice(2)) expect(l.startsWith(' '.repeat(30))).toBe(true);
+    for (const l of lines) expect(l.length).toBeLessThanOrEqual(LINE_WIDTH);
+    expect(lines.slice(1).map((l) => l.trim().replace(/^why: /, '')).join(' ')).toBe(why.replace(/\s+/g, ' ').trim());
+  });
+
+  it('gives a word longer than the width a line of its own instead of cutting it', () => {
+    expect(wrapWords(`a ${'x'.repeat(12)} b`, 5)).toEqual(['a', 'x'.repeat(12), 'b']);
+  });
+
+  it.each([
+    ['a remediation that changed nothing', { status: 'done', result: { kind: 'noop', action: 'observe', phase: 'skipped', reason: 'Incident already open (observing since t, 2 occurrences): observe stands' } }, 'no change: observe stands', 'Incident already open (observing since t, 2 occurrences): observe stands', 'action'],
+    ['a dropped event', { status: 'dropped', reason: 'detail.xid: expected number' }, 'dropped the event: it was not acted on', 'detail.xid: expected number', 'failure'],
+    ['an event already handled', { status: 'already-done', reason: 'node gone' }, 'already done: nothing to change', 'node gone', 'action'],
+    ['a sweep with nothing to do', { status: 'done', result: { nodes: 3, acted: 0, skipped: [] } }, 'checked 3 nodes: nothing to do', undefined, 'action'],
+  ])('gives %s a line of its own', (_name, outcome, text, why, kind) => {
+    const e = deliveryEntry(18_000, 'remediate', outcome);
+    expect(e).toEqual({ atMs: 18_000, who: 'remediate', kind, what: '', text, ...(why ? { why } : {}) });
+  });
+
+  it.each([
+    ['an action (its Remediation event has the line)', { status: 'done', result: { kind: 'act', action: 'drain-node', phase: 'decided', reason: 'r' } }],
+    ['a sweep that acted', { status: 'done', result: { nodes: 3, acted: 1, skipped: [] } }],
+    ['an unknown shape', 'ok'],
+  ])('prints nothing extra for %s', (_name, outcome) => {
+    expect(deliveryEntry(0, 'remediate', outcome)).toBeUndefined();
+  });
+
+  const summaryEvent = (gpus: object[]) => ({ ...example('gpu-utilization-summary'), detail: { ...example('gpu-utilization-summary').detail as object, node: 'n', samples: 46, gpus } }) as EventEnvelope;
+  const agg = (avg: number) => ({ avg, max: avg });
+
+  it('averages utilization over the GPUs that report it', () => {
+    const e = eventEntry(45_000, summaryEvent([{ utilPercent: agg(60), migDevices: [] }, { utilPercent: agg(80), migDevices: [] }]), () => undefined);
+    expect(e.text).toBe('2 GPUs, 46 samples, average utilization 70%');
+  });
+
+  it('says a MIG GPU reports no utilization, not 0%, and counts the instances in use', () => {
+    const mig = (used: number[]) => ({ framebufferUsedPercent: agg(10), migDevices: used.map((u, i) => ({ gpuInstanceId: i, profile: '1g.10gb', framebufferUsedPercent: agg(u) })) });
+    const e = eventEntry(45_000, summaryEvent([mig([0, 40, 0]), mig([20, 0, 0])]), () => undefined);
+    expect(e.text).toBe('2 GPUs, 46 samples, utilization not reported (MIG on: NVML has none per GPU or instance); 2 of 6 MIG instances in use, framebuffer 10% used');
+    expect(e.text).not.toContain('0%,');
+  });
+
+  it('names how many GPUs report no utilization on a mixed node', () => {
+    const e = eventEntry(45_000, summaryEvent([{ utilPercent: agg(50), migDevices: [] }, { framebufferUsedPercent: agg(4), migDevices: [{ gpuInstanceId: 1, profile: '7g.80gb', framebufferUsedPercent: agg(4) }] }]), () => undefined);
+    expect(e.text).toBe('2 GPUs, 46 samples, average utilization 50% on 1; utilization not reported on 1 GPU (MIG on: NVML has none per GPU or instance); 1 of 1 MIG instances in use, framebuffer 4% used');
+  });
+
+  it.each([
+    [Infinity, 'wall', 'running until Ctrl-C, on the wall clock'],
+    [45_000, 'wall', 'running 45s of scenario on the wall clock (Ctrl-C ends it)'],
+    [45_000, 'virtual', 'running 45s of scenario on the virtual clock'],
+  ] as const)('announces a %d ms run on the %s clock as "%s"', (ms, clock, text) => {
+    expect(runningText(ms, clock)).toBe(text);
+  });
+
+  it('tells where the kubeconfig is and how to use it', () => {
+    expect(kubeconfigText('/tmp/w/kubeconfig')).toBe('  kubeconfig: /tmp/w/kubeconfig (while it runs: kubectl --kubeconfig /tmp/w/kubeconfig get nodes,pods -A)');
   });
 
   it('colours only when asked', () => {

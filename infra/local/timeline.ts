@@ -18,9 +18,23 @@ export interface TimelineEntry {
   /** Detail-type for events; short label otherwise. */
   what: string;
   text: string;
+  /** Why it happened (a remediation's reason): printed whole, wrapped on indented lines below. */
+  why?: string;
 }
 
 const COLOURS: Record<EntryKind, string> = { event: '36', action: '32', failure: '31', cluster: '33', gap: '35', note: '2', stack: '2' };
+
+/** The line that starts a run: how long, on which clock, and how it ends. */
+export function runningText(durationMs: number, clock: 'wall' | 'virtual'): string {
+  if (clock === 'virtual') return `running ${durationMs / 1000}s of scenario on the virtual clock`;
+  if (!Number.isFinite(durationMs)) return 'running until Ctrl-C, on the wall clock';
+  return `running ${durationMs / 1000}s of scenario on the wall clock (Ctrl-C ends it)`;
+}
+
+/** Where the simulated cluster's kubeconfig is, so a user can look at it while the stack runs. */
+export function kubeconfigText(path: string): string {
+  return `  kubeconfig: ${path} (while it runs: kubectl --kubeconfig ${path} get nodes,pods -A)`;
+}
 
 /** `00:08.2` */
 export function clockText(ms: number): string {
@@ -29,9 +43,32 @@ export function clockText(ms: number): string {
   return `${String(m).padStart(2, '0')}:${(s - m * 60).toFixed(1).padStart(4, '0')}`;
 }
 
+/** Width a timeline line is wrapped to; the time and who columns take the first 25. */
+export const LINE_WIDTH = 100;
+const INDENT = ' '.repeat(25);
+
+/** Words of `text` in lines of at most `width` (a longer word gets a line of its own). */
+export function wrapWords(text: string, width: number): string[] {
+  const lines: string[] = [];
+  let line = '';
+  for (const word of text.split(/\s+/).filter(Boolean)) {
+    if (line && line.length + 1 + word.length > width) {
+      lines.push(line);
+      line = word;
+    } else line = line ? `${line} ${word}` : word;
+  }
+  if (line) lines.push(line);
+  return lines;
+}
+
+/** The entry's line, then its `why` in full on indented lines (`why: …`), never cut. */
 export function formatEntry(e: TimelineEntry, colour: boolean): string {
-  const line = `${clockText(e.atMs)}  ${e.who.padEnd(14)}  ${e.what ? `${e.what}  ` : ''}${e.text}`;
-  return colour ? `\u001b[${COLOURS[e.kind]}m${line}\u001b[0m` : line;
+  const lines = [`${clockText(e.atMs)}  ${e.who.padEnd(14)}  ${e.what ? `${e.what}  ` : ''}${e.text}`];
+  if (e.why) {
+    const wrapped = wrapWords(e.why, LINE_WIDTH - INDENT.length - 5);
+    wrapped.forEach((l, i) => lines.push(`${INDENT}${i === 0 ? 'why: ' : '     '}${l}`));
+  }
+  return lines.map((line) => (colour ? `\u001b[${COLOURS[e.kind]}m${line}\u001b[0m` : line)).join('\n');
 }
 
 type PodName = (uid: string) => string | undefined;
@@ -44,7 +81,7 @@ function podsText(pods: unknown, name: PodName): string {
 
 interface Step { kind: string; target: string; result: string; message?: string }
 
-/** `drain-node acted: tainted, cordoned, evicting 2 pods (reason ...)` */
+/** `drain-node acted: tainted, cordoned, evicting 2 pods`; the reason goes in `why`. */
 function remediationText(d: Record<string, unknown>): string {
   const steps = (d.steps as Step[] | undefined) ?? [];
   const done = (k: string) => steps.filter((s) => s.kind === k && (s.result === 'done' || s.result === 'already'));
@@ -59,8 +96,29 @@ function remediationText(d: Record<string, unknown>): string {
   if (steps.some((s) => s.result === 'dry-run')) parts.push('dry run');
   const failed = steps.filter((s) => s.result === 'failed');
   if (failed.length) parts.push(`${failed.length} step${failed.length === 1 ? '' : 's'} failed`);
-  const reason = String(d.reason ?? '');
-  return `${String(d.action)} ${String(d.phase)}${parts.length ? `: ${parts.join(', ')}` : ''} (${reason.length > 160 ? `${reason.slice(0, 159)}…` : reason})`;
+  return `${String(d.action)} ${String(d.phase)}${parts.length ? `: ${parts.join(', ')}` : ''}`;
+}
+
+/** Average utilization where NVML reports it; MIG GPUs report none (NVML answers NOT_SUPPORTED). */
+function utilizationText(d: Record<string, unknown>): string {
+  type Agg = { avg?: number };
+  const gpus = (d.gpus as { utilPercent?: Agg; framebufferUsedPercent?: Agg; migDevices?: unknown[] }[] | undefined) ?? [];
+  const avg = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / xs.length;
+  const util = gpus.flatMap((g) => (g.utilPercent?.avg !== undefined ? [g.utilPercent.avg] : []));
+  const silent = gpus.filter((g) => g.utilPercent?.avg === undefined);
+  const head = `${gpus.length} GPU${gpus.length === 1 ? '' : 's'}, ${String(d.samples)} samples`;
+  const parts: string[] = [];
+  if (util.length) parts.push(`average utilization ${avg(util).toFixed(0)}%${silent.length ? ` on ${util.length}` : ''}`);
+  if (silent.length) {
+    // What NVML does give with MIG on: memory per instance. An instance with memory in use is busy.
+    const instances = silent.flatMap((g) => (g.migDevices ?? []) as { framebufferUsedPercent?: { max?: number } }[]);
+    const busy = instances.filter((m) => (m.framebufferUsedPercent?.max ?? 0) > 0).length;
+    const fb = silent.flatMap((g) => (g.framebufferUsedPercent?.avg !== undefined ? [g.framebufferUsedPercent.avg] : []));
+    const who = util.length ? ` on ${silent.length} GPU${silent.length === 1 ? '' : 's'}` : '';
+    const facts = [...(instances.length ? [`${busy} of ${instances.length} MIG instances in use`] : []), ...(fb.length ? [`framebuffer ${avg(fb).toFixed(0)}% used`] : [])];
+    parts.push(`utilization not reported${who}${instances.length ? ' (MIG on: NVML has none per GPU or instance)' : ''}${facts.length ? `; ${facts.join(', ')}` : ''}`);
+  }
+  return `${head}${parts.length ? `, ${parts.join('; ')}` : ''}`;
 }
 
 /** One accepted bus event → a timeline entry. `podName` turns a pod UID into `ns/name`. */
@@ -82,13 +140,10 @@ export function eventEntry(atMs: number, e: EventEnvelope, podName: PodName): Ti
       const pods = new Set(gpus.flatMap((g) => (g.processes ?? []).map((p) => p.podUid).filter(Boolean)));
       return { atMs, who: node, kind: 'event', what: 'GPU Inventory', text: `${gpus.length} × ${gpus[0]?.name ?? 'GPU'}, ${pods.size} pod${pods.size === 1 ? '' : 's'} on them` };
     }
-    case 'GPU Utilization Summary': {
-      const gpus = (d.gpus as { utilPercent?: { avg?: number } }[] | undefined) ?? [];
-      const avg = gpus.length ? gpus.reduce((a, g) => a + (g.utilPercent?.avg ?? 0), 0) / gpus.length : 0;
-      return { atMs, who: node, kind: 'event', what: 'GPU Utilization Summary', text: `${gpus.length} GPUs, ${String(d.samples)} samples, average utilization ${avg.toFixed(0)}%` };
-    }
+    case 'GPU Utilization Summary':
+      return { atMs, who: node, kind: 'event', what: 'GPU Utilization Summary', text: utilizationText(d) };
     case 'Remediation':
-      return { atMs, who: 'remediate', kind: 'action', what: '', text: remediationText(d) };
+      return { atMs, who: 'remediate', kind: 'action', what: '', text: remediationText(d), ...(d.reason ? { why: String(d.reason) } : {}) };
     default: {
       // Any other detail-type: the fields most details share, so a new event type reads sensibly.
       const fromFunctions = e.source.endsWith('.functions');
@@ -97,6 +152,25 @@ export function eventEntry(atMs: number, e: EventEnvelope, podName: PodName): Ti
       return { atMs, who: fromFunctions ? 'functions' : node, kind: fromFunctions ? 'action' : 'event', what: e['detail-type'], text: `${typeof d.node === 'string' && fromFunctions ? `${d.node}: ` : ''}${text}` };
     }
   }
+}
+
+/**
+ * A delivery whose function changed nothing publishes nothing, so the bus's `delivered` report is
+ * the only trace: this renders the function's returned outcome (functions/lib/handler.ts
+ * HandlerOutcome) as a line. Outcomes that did change something (a published Remediation) and
+ * shapes it does not know give undefined: those are printed from their events.
+ */
+export function deliveryEntry(atMs: number, fn: string, outcome: unknown): TimelineEntry | undefined {
+  if (typeof outcome !== 'object' || outcome === null) return undefined;
+  const o = outcome as { status?: unknown; reason?: unknown; result?: unknown };
+  const line = (text: string, why?: unknown, kind: EntryKind = 'action'): TimelineEntry => ({ atMs, who: fn, kind, what: '', text, ...(typeof why === 'string' && why ? { why } : {}) });
+  if (o.status === 'dropped') return line('dropped the event: it was not acted on', o.reason, 'failure');
+  if (o.status === 'already-done') return line('already done: nothing to change', o.reason);
+  if (o.status !== 'done' || typeof o.result !== 'object' || o.result === null) return undefined;
+  const r = o.result as { kind?: unknown; action?: unknown; phase?: unknown; reason?: unknown; nodes?: unknown; acted?: unknown };
+  if (r.phase === 'skipped') return line(`no change: ${String(r.action)} stands`, r.reason);
+  if (r.acted === 0 && typeof r.nodes === 'number') return line(`checked ${r.nodes} node${r.nodes === 1 ? '' : 's'}: nothing to do`);
+  return undefined;
 }
 
 /** What the summary counts. Built by the stack from what it observed; printed and put in the report. */

@@ -2,7 +2,7 @@
  * Health: turns a stream of samples into `GPU Health Changed` details — one per threshold
  * crossing, never one per sample. Every condition has hysteresis (it clears only below the
  * threshold minus a margin) so a GPU hovering at 85 °C does not flap.
- * Defaults come from the field notes (shared/seeds): util > 95% for 5 min, framebuffer > 90%,
+ * Defaults (docs/node-agent.md, Environment): util > 95% for 5 min, framebuffer > 90%,
  * temperature > 80 °C warning / > 85 °C critical, power > 90% of the enforced limit, any
  * uncorrected ECC error, pending page retirement or row remap.
  */

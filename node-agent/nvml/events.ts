@@ -3,7 +3,7 @@ import { decodeStruct, EventData } from './ffi.ts';
 import { NO_INSTANCE } from './device.ts';
 import type { Nvml } from './nvml.ts';
 
-/** nvmlEventType* bits (shared/reference/xid.md). */
+/** nvmlEventType* bits (docs/xid-catalog.md). */
 export const NVML_EVENT = {
   singleBitEcc: 0x1n,
   doubleBitEcc: 0x2n,

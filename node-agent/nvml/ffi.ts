@@ -9,7 +9,7 @@ type TypeSpec = string | TypeObject | ReturnType<typeof koffi.out>;
  *
  * Why the choices:
  * - The soname `libnvidia-ml.so.1`: the unversioned name exists only with the dev packages
- *   (shared/reference/wire.md).
+ *   (docs/node-agent.md).
  * - Types are declared once here, at module scope, and left anonymous: named koffi types are
  *   process-global, so a second evaluation of this module (test isolation, hot reload) would
  *   otherwise fail with a duplicate-name error.

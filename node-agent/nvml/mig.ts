@@ -6,7 +6,7 @@ import type { Nvml } from './nvml.ts';
 /**
  * MIG through NVML: the mode, the MIG devices that exist (with their GPU/compute instance ids,
  * profile and placement) and the GPU-instance profiles the GPU offers with every placement NVML
- * allows. The planner prefers these reported tables over any built-in one (shared/reference/mig.md).
+ * allows. The planner prefers these reported tables over any built-in one (docs/mig.md).
  */
 
 export interface MigPlacement { start: number; size: number }
@@ -23,6 +23,8 @@ export interface MigDeviceInfo {
   giProfileId?: number;
   placement?: MigPlacement;
   memoryMiB?: number;
+  /** Framebuffer in use on this instance: with MIG on it is the only per-instance load NVML gives. */
+  memoryUsedMiB?: number;
 }
 
 export interface GpuInstanceProfile {
@@ -80,7 +82,7 @@ export function migDevices(nvml: Nvml, parent: NvmlDevice): MigDeviceInfo[] {
     nvml.check('nvmlDeviceGetGpuInstanceId', nvml.lib.nvmlDeviceGetGpuInstanceId(mig.handle, gi));
     nvml.check('nvmlDeviceGetComputeInstanceId', nvml.lib.nvmlDeviceGetComputeInstanceId(mig.handle, ci));
     const profile = / MIG (\S+)$/.exec(mig.name())?.[1];
-    const memoryMiB = mig.memory()?.totalMiB;
+    const memory = mig.memory();
     out.push({
       index,
       uuid: mig.uuid(),
@@ -88,7 +90,7 @@ export function migDevices(nvml: Nvml, parent: NvmlDevice): MigDeviceInfo[] {
       gpuInstanceId: gi[0],
       computeInstanceId: ci[0],
       ...placementOf(nvml, parent, gi[0]),
-      ...(memoryMiB === undefined ? {} : { memoryMiB }),
+      ...(memory === undefined ? {} : { memoryMiB: memory.totalMiB, memoryUsedMiB: memory.usedMiB }),
     });
   }
   return out;

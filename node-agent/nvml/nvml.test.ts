@@ -63,6 +63,14 @@ describe('Nvml inventory', () => {
     expect(b.migDevices[0]?.uuid).toMatch(/^MIG-/);
   });
 
+  it('reads the framebuffer in use per MIG instance: the processes on that instance', async () => {
+    const { nvml } = await session('h100-mig.json');
+    const [a, b] = inventory(nvml).gpus;
+    if (a?.state !== 'ok' || b?.state !== 'ok') throw new Error('both GPUs should be ok');
+    expect(a.migDevices.map((m) => m.memoryUsedMiB)).toEqual([8000, 0, 9000, 0, 0, 0, 0]);
+    expect(b.migDevices.map((m) => [m.profile, m.memoryUsedMiB])).toEqual([['3g.40gb', 35000], ['2g.20gb', 0], ['2g.20gb', 0]]);
+  });
+
   it('reports a GPU without MIG with no MIG mode and no profiles', async () => {
     const { nvml } = await session('t4-node.json');
     const gpu = inventory(nvml).gpus[0];

@@ -13,7 +13,7 @@ export { NvmlNotFoundError } from './ffi.ts';
  *
  * Event waiting (`events()`) runs nvmlEventSetWait_v2 on libuv's thread pool. Raise
  * `UV_THREADPOOL_SIZE` (8 or more) in the agent's environment: the default 4 threads are shared
- * with file and DNS work, and a blocked wait starves them (shared/reference/wire.md).
+ * with file and DNS work, and a blocked wait starves them (docs/node-agent.md).
  */
 export class Nvml {
   private open_ = true;

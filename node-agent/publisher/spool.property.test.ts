@@ -4,7 +4,7 @@
  * (as after a crash) must always leave exactly the model's records, in order, on disk.
  */
 import fc from 'fast-check';
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -25,36 +25,50 @@ describe('Spool (property)', () => {
   it('always holds exactly the records the model says, in order, and never drops critical', async () => {
     await fc.assert(
       fc.asyncProperty(fc.array(opArb, { minLength: 1, maxLength: 25 }), fc.integer({ min: 1_500, max: 6_000 }), async (ops, maxBytes) => {
-        const path = join(await mkdtemp(join(tmpdir(), 'gpu-reflex-spool-prop-')), 'spool.jsonl');
-        let spool = (await Spool.open({ path, maxBytes })).spool;
-        let model: QueuedRecord[] = [];
-        let seq = 0;
-        for (const op of ops) {
-          if (op.kind === 'append') {
-            const records = op.priorities.map((p) => toRecord(testEvent(seq, p), seq++));
-            const outcome = await spool.append(records);
-            const dropped = new Set(outcome.dropped.map((d) => d.seq));
-            for (const d of outcome.dropped) expect(d.priority).not.toBe('critical');
-            // Every victim is of lower priority than some record that was kept in this append.
-            const keptNow = records.filter((r) => !dropped.has(r.seq));
-            for (const d of outcome.dropped.filter((x) => !records.some((r) => r.seq === x.seq))) {
-              expect(keptNow.some((k) => priorityRank[k.priority] > priorityRank[d.priority])).toBe(true);
+        const dir = await mkdtemp(join(tmpdir(), 'gpu-reflex-spool-prop-'));
+        const path = join(dir, 'spool.jsonl');
+        // Every spool this run opened, abandoned ones included: closed (fsync + close, no write)
+        // once the run's checks are done, so no handle is left for the garbage collector.
+        const opened: Spool[] = [];
+        const open = async () => {
+          const r = await Spool.open({ path, maxBytes });
+          opened.push(r.spool);
+          return r;
+        };
+        try {
+          let spool = (await open()).spool;
+          let model: QueuedRecord[] = [];
+          let seq = 0;
+          for (const op of ops) {
+            if (op.kind === 'append') {
+              const records = op.priorities.map((p) => toRecord(testEvent(seq, p), seq++));
+              const outcome = await spool.append(records);
+              const dropped = new Set(outcome.dropped.map((d) => d.seq));
+              for (const d of outcome.dropped) expect(d.priority).not.toBe('critical');
+              // Every victim is of lower priority than some record that was kept in this append.
+              const keptNow = records.filter((r) => !dropped.has(r.seq));
+              for (const d of outcome.dropped.filter((x) => !records.some((r) => r.seq === x.seq))) {
+                expect(keptNow.some((k) => priorityRank[k.priority] > priorityRank[d.priority])).toBe(true);
+              }
+              model = [...model, ...records].filter((r) => !dropped.has(r.seq));
+            } else if (op.kind === 'ack') {
+              const seqs = op.picks.map((i) => model[i % Math.max(1, model.length)]?.seq).filter((s): s is number => s !== undefined);
+              await spool.ack(seqs);
+              model = model.filter((r) => !seqs.includes(r.seq));
+            } else {
+              // No close: as after a kill.
+              spool = (await open()).spool;
             }
-            model = [...model, ...records].filter((r) => !dropped.has(r.seq));
-          } else if (op.kind === 'ack') {
-            const seqs = op.picks.map((i) => model[i % Math.max(1, model.length)]?.seq).filter((s): s is number => s !== undefined);
-            await spool.ack(seqs);
-            model = model.filter((r) => !seqs.includes(r.seq));
-          } else {
-            // No close: as after a kill.
-            spool = (await Spool.open({ path, maxBytes })).spool;
+            expect(spool.events).toBe(model.length);
           }
-          expect(spool.events).toBe(model.length);
+          expect(await spool.readHead(1_000)).toEqual(model);
+          const reopened = await open();
+          expect(reopened.recovered.corruptLines + reopened.recovered.tornBytes).toBe(0);
+          expect(await reopened.spool.readHead(1_000)).toEqual(model);
+        } finally {
+          for (const sp of opened) await sp.close().catch(() => undefined);
+          await rm(dir, { recursive: true, force: true });
         }
-        expect(await spool.readHead(1_000)).toEqual(model);
-        const reopened = await Spool.open({ path, maxBytes });
-        expect(reopened.recovered.corruptLines + reopened.recovered.tornBytes).toBe(0);
-        expect(await reopened.spool.readHead(1_000)).toEqual(model);
       }),
       { numRuns: 40 },
     );

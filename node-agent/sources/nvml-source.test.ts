@@ -29,18 +29,18 @@ describe('toReading (GpuSample → GpuReading)', () => {
     expect(toReading({ ...bare, ...fields }, NAME)).toStrictEqual({ index: 2, uuid: id.uuid, pciBusId: id.pciBusId, name: NAME, ...expected });
   });
 
-  it('maps MIG devices and leaves out those it cannot describe (no placement without privileges)', () => {
+  it('maps MIG devices with their framebuffer in use, and leaves out those it cannot describe (no placement without privileges)', () => {
     const r = toReading({
       ...bare,
       migMode: { current: true, pending: true },
       migDevices: [
-        { index: 0, uuid: 'MIG-11111111-2222-3333-4444-555555555555', profile: '3g.40gb', gpuInstanceId: 1, computeInstanceId: 0, giProfileId: 9, placement: { start: 4, size: 4 }, memoryMiB: 40192 },
+        { index: 0, uuid: 'MIG-11111111-2222-3333-4444-555555555555', profile: '3g.40gb', gpuInstanceId: 1, computeInstanceId: 0, giProfileId: 9, placement: { start: 4, size: 4 }, memoryMiB: 40192, memoryUsedMiB: 10048 },
         { index: 1, uuid: 'MIG-11111111-2222-3333-4444-666666666666', profile: '1g.10gb', gpuInstanceId: 9, computeInstanceId: 0 },
       ],
     }, NAME);
     expect(r.migMode).toBe('enabled');
     expect(r.migDevices).toStrictEqual([
-      { uuid: 'MIG-11111111-2222-3333-4444-555555555555', gpuInstanceId: 1, computeInstanceId: 0, profile: '3g.40gb', placement: { start: 4, size: 4 }, memoryTotalMiB: 40192 },
+      { uuid: 'MIG-11111111-2222-3333-4444-555555555555', gpuInstanceId: 1, computeInstanceId: 0, profile: '3g.40gb', placement: { start: 4, size: 4 }, memoryTotalMiB: 40192, memoryUsedMiB: 10048 },
     ]);
   });
 });

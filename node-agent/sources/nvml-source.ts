@@ -55,6 +55,7 @@ export function toReading(sample: GpuSample, name: string): GpuReading {
             profile: m.profile,
             placement: { ...m.placement },
             ...(m.memoryMiB === undefined ? {} : { memoryTotalMiB: m.memoryMiB }),
+            ...(m.memoryUsedMiB === undefined ? {} : { memoryUsedMiB: m.memoryUsedMiB }),
           }]
         : [],
     );

@@ -8,7 +8,7 @@ import type { Node } from './types.ts';
  * `reconfigureSeconds` on the cluster clock replaces the node's `nvidia.com/mig-*` capacity and
  * allocatable (and GPU Feature Discovery's `nvidia.com/mig-<profile>.count` labels) with the
  * named layout's, then writes `success`; an unknown layout name ends in `failed`.
- * Like the real one it never evicts pods: the caller must drain first (shared/reference/mig.md).
+ * Like the real one it never evicts pods: the caller must drain first (docs/mig.md).
  *
  * Layouts are per node, as device-plugin resources: `{ "all-1g.10gb": { "nvidia.com/mig-1g.10gb": 56 } }`.
  */

@@ -41,6 +41,10 @@ export async function buildMockNvml(): Promise<string> {
   try {
     await promisify(execFile)(process.env.CC ?? 'cc', [...FLAGS, '-o', tmp, ...sources, '-lpthread']);
   } catch (err) {
+    const compiler = process.env.CC ?? 'cc';
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
+      throw new Error(`building the mock NVML library: no C compiler "${compiler}" on PATH (install gcc, or set CC); the agent and NVML tests need it`, { cause: err });
+    }
     const stderr = (err as { stderr?: string }).stderr ?? '';
     throw new Error(`building the mock NVML library failed (cc ${FLAGS.join(' ')}):\n${stderr}`, { cause: err });
   }

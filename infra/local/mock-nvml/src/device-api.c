@@ -184,7 +184,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t device, unsigned int 
                                               unsigned int *isPending, unsigned int *failureOccurred) {
   BEGIN_GPU(device);
   if (!corrRows || !uncRows || !isPending || !failureOccurred) return end(NVML_ERROR_INVALID_ARGUMENT);
-  /* Row remapping cannot be read while MIG is enabled (shared/reference/xid.md). */
+  /* Row remapping cannot be read while MIG is enabled (docs/xid-catalog.md). */
   if ((gpu->unsupported & U_REMAPPED_ROWS) || gpu->migMode) return end(NVML_ERROR_NOT_SUPPORTED);
   *corrRows = gpu->remapCorrectable;
   *uncRows = gpu->remapUncorrectable;

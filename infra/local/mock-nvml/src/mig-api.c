@@ -1,6 +1,6 @@
 /*
  * MIG: mode, MIG device handles, GPU instance profiles and placements. The profile table is the
- * 8-memory-slice geometry shared by A100, H100, H200 and B200 (shared/reference/mig.md); profile
+ * 8-memory-slice geometry shared by A100, H100, H200 and B200 (docs/mig.md); profile
  * names and memory sizes are derived from the GPU's memory, SM counts from its family.
  */
 #include <stdio.h>
