@@ -119,6 +119,19 @@ describe('pattern semantics', () => {
     expect(() => validatePattern(deep)).toThrow('nested more than 64 levels');
   });
 
+  it('finds a leaf 1,000 arrays down, and indexes 60,000 nested arrays in linear time', () => {
+    const nest = (levels: number, leaf: unknown) => {
+      let v = leaf;
+      for (let i = 0; i < levels; i++) v = [v, 0];
+      return v;
+    };
+    expect(matchesPattern({ detail: { a: [79] } }, { detail: { a: nest(998, 79) } })).toBe(true);
+    const started = performance.now();
+    // A leaf on every level: copying each leaf's array path made this depth² (minutes).
+    expect(matchesPattern({ detail: { a: [79] } }, { detail: { a: nest(60_000, 1) } })).toBe(false);
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
   it('walks deep events without overflowing the stack', () => {
     let event: Record<string, unknown> = { leaf: 'x' };
     for (let i = 0; i < 20_000; i++) event = { n: event };
