@@ -111,6 +111,7 @@ describe('gpu-reflex bus serve', () => {
   it.each([
     [['--port', '70000'], /--port must be an integer from 0 to 65535/],
     [['--account', '12'], /--account must be 12 digits/],
+    [['--history', '1.5'], /--history must be a whole number of events \(got "1.5"\)/],
     [['--nope'], /Unknown option/],
   ])('refuses %j as usage', async (args, message) => {
     await expect(busServeCommand.run(args, capture().io)).rejects.toThrow(UsageError);

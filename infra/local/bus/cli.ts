@@ -11,7 +11,7 @@ import { printTimeline } from './timeline.ts';
  * `gpu-reflex bus serve`: the local EventBridge alone, on the wall clock, until SIGINT/SIGTERM,
  * printing a line for everything it delivers. Tests build it with `makeBusServeCommand({ stop })`.
  */
-const HELP = `Usage: gpu-reflex bus serve [--kubeconfig FILE] [--serverless FILE] [--port N] [--http-port N] [--host ADDR] [--dlq FILE] [--stage S] [--region R] [--account ID]
+const HELP = `Usage: gpu-reflex bus serve [--kubeconfig FILE] [--serverless FILE] [--port N] [--http-port N] [--host ADDR] [--dlq FILE] [--stage S] [--region R] [--account ID] [--history N]
 
 Runs the local EventBridge: a PutEvents endpoint the real AWS SDK talks to, the rules, schedules
 and httpApi routes of serverless.yml, and the handlers in-process with EventBridge-like retries.
@@ -32,6 +32,7 @@ Options:
   --stage S          stage for \${sls:stage} (default provider.stage, else dev)
   --region R         region in envelopes and ARNs (default us-east-1)
   --account ID       account in envelopes and ARNs (default 000000000000)
+  --history N        accepted events and dead letters kept in memory: the last N (default 10000)
 
 Example:
   gpu-reflex cluster serve --kubeconfig-out /tmp/sim.kubeconfig &
@@ -71,6 +72,7 @@ export function makeBusServeCommand(hooks: BusServeHooks = {}): Command {
             stage: { type: 'string' },
             region: { type: 'string' },
             account: { type: 'string' },
+            history: { type: 'string' },
           },
           strict: true,
           allowPositionals: false,
@@ -79,6 +81,8 @@ export function makeBusServeCommand(hooks: BusServeHooks = {}): Command {
         throw new UsageError((err as Error).message);
       }
       if (values.account !== undefined && !/^\d{12}$/.test(values.account)) throw new UsageError(`--account must be 12 digits (got "${values.account}")`);
+      const historySize = values.history === undefined ? undefined : Number(values.history);
+      if (historySize !== undefined && (!/^\d+$/.test(values.history!) || !Number.isSafeInteger(historySize))) throw new UsageError(`--history must be a whole number of events (got "${values.history}")`);
       const port = portOf('port', values.port);
       const httpPort = portOf('http-port', values['http-port']);
       const serverlessYml = values.serverless ?? 'serverless.yml';
@@ -112,6 +116,7 @@ export function makeBusServeCommand(hooks: BusServeHooks = {}): Command {
           ...(values.dlq ? { dlqPath: values.dlq } : {}),
           ...(values.stage ? { stage: values.stage } : {}),
           region,
+          ...(historySize !== undefined ? { historySize } : {}),
           ...(values.account ? { account: values.account } : {}),
         });
       } catch (err) {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { jsonTextDepth, MAX_JSON_DEPTH } from '../../../events/json-depth.ts';
 import { isoSeconds, type EventEnvelope } from './envelope.ts';
 import { AwsRequestError, type EntryErrorCode } from './errors.ts';
+import { DEFAULT_HISTORY_SIZE, Ring } from './history.ts';
 
 /**
  * PutEvents semantics, shared by the HTTP server and the in-process `bus.put`: the request-level
@@ -56,6 +57,8 @@ export interface IngestOptions {
   busNames: () => Iterable<string>;
   now: () => number;
   newId?: () => string;
+  /** Accepted events kept for `events` (the last N); default DEFAULT_HISTORY_SIZE. */
+  historySize?: number;
 }
 
 interface PendingFailure {
@@ -67,9 +70,11 @@ const FAULT_MESSAGES: Record<PendingFailure['code'], string> = {
   ThrottlingException: 'Rate exceeded',
 };
 
-/** Validates and accepts PutEvents requests; remembers accepted events in order. */
+/** Validates and accepts PutEvents requests; remembers the last accepted events in order, and counts all. */
 export class PutEventsIngest {
-  readonly events: AcceptedEvent[] = [];
+  private readonly history: Ring<AcceptedEvent>;
+  /** Accepted events per detail-type since the start, beyond what `events` keeps. */
+  readonly countsByDetailType = new Map<string, number>();
   private readonly pendingFailures: PendingFailure[] = [];
   private readonly newId: () => string;
 
@@ -78,6 +83,17 @@ export class PutEventsIngest {
     private readonly onAccepted: (event: AcceptedEvent) => void,
   ) {
     this.newId = opts.newId ?? randomUUID;
+    this.history = new Ring(opts.historySize ?? DEFAULT_HISTORY_SIZE);
+  }
+
+  /** The last accepted events (at most historySize), oldest first. */
+  get events(): AcceptedEvent[] {
+    return this.history.toArray();
+  }
+
+  /** Events accepted since the start, kept or not. */
+  get acceptedCount(): number {
+    return this.history.total;
   }
 
   /** The next `n` otherwise-valid entries fail with `code` (a retryable per-entry error). */
@@ -122,7 +138,8 @@ export class PutEventsIngest {
       detail: checked.detail,
     };
     const accepted = { busName: busNameOf(entry.EventBusName), envelope };
-    this.events.push(accepted);
+    this.history.push(accepted);
+    this.countsByDetailType.set(envelope['detail-type'], (this.countsByDetailType.get(envelope['detail-type']) ?? 0) + 1);
     this.onAccepted(accepted);
     return { EventId: envelope.id };
   }
