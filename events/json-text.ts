@@ -28,9 +28,10 @@ class Reader {
   }
 
   value(depth: number): unknown {
-    if (depth > MAX_DEPTH) this.fail('JSON nested too deeply');
     this.space();
     const ch = this.text[this.at];
+    // `depth` containers enclose this value: one more may open only while under the limit.
+    if (depth >= MAX_DEPTH && (ch === '{' || ch === '[')) this.fail('JSON nested too deeply');
     if (ch === '{') return this.object(depth);
     if (ch === '[') return this.array(depth);
     if (ch === '"') return this.string();

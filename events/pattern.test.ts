@@ -151,6 +151,13 @@ describe('parseJsonText', () => {
     expect(parseJsonText(text)).toEqual(JSON.parse(text));
   });
 
+  it('reads 1,000 levels and refuses deeper text with a SyntaxError, not a stack overflow', () => {
+    const nest = (d: number) => '['.repeat(d) + ']'.repeat(d);
+    expect(() => parseJsonText(nest(1000))).not.toThrow();
+    expect(() => parseJsonText(nest(1001))).toThrow(new SyntaxError('JSON nested too deeply at position 1000'));
+    expect(() => parseJsonText(nest(60_000))).toThrow(SyntaxError);
+  });
+
   it.each(['', '{', '{"a":1,}', '[1 2]', '01', '"\\x"', '{"a":1} x', 'tru', '"a\u0001"'])('refuses %j', (text) => {
     expect(() => parseJsonText(text)).toThrow(SyntaxError);
   });
