@@ -11,6 +11,7 @@ export const SUITES: Record<string, { summary: string; load: () => Promise<Bench
   publisher: { summary: 'agent publisher: throughput, publish→ack latency, spool replay', load: async () => (await import('../node-agent/publisher/publisher.bench.ts')).publisherBenchSuite },
   remediation: { summary: 'XID → node unschedulable through the embedded stack; 1,500-node storm within the blast radius', load: async () => (await import('./remediation.ts')).remediationSuite },
   bus: { summary: 'local EventBridge: PutEvents via the real SDK, delivery, cron', load: async () => (await import('../infra/local/bus/bench.ts')).busSuite },
+  xid: { summary: 'kernel-log XID scan on 50 MB lines', load: async () => (await import('../node-agent/kmsg/scan.bench.ts')).xidScanBenchSuite },
 };
 
 export const benchCommand: Command = {

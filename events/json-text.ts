@@ -7,12 +7,13 @@
  * (conformance cases `er-duplicate-key-last-wins-*`, `ls-complex-multi-key`). Errors are
  * SyntaxErrors naming the character position.
  */
+import { MAX_JSON_DEPTH } from './json-depth.ts';
 import { JsonNumber } from './json-number.ts';
 
 const NUMBER = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
 const ESCAPES: Record<string, string> = { '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' };
-/** Deeper documents are refused instead of overflowing the stack. */
-const MAX_DEPTH = 512;
+/** Deeper documents are refused (the reader recurses; 1,000 levels is far from the stack's limit). */
+const MAX_DEPTH = MAX_JSON_DEPTH;
 
 class Reader {
   at = 0;
@@ -27,9 +28,10 @@ class Reader {
   }
 
   value(depth: number): unknown {
-    if (depth > MAX_DEPTH) this.fail('JSON nested too deeply');
     this.space();
     const ch = this.text[this.at];
+    // `depth` containers enclose this value: one more may open only while under the limit.
+    if (depth >= MAX_DEPTH && (ch === '{' || ch === '[')) this.fail('JSON nested too deeply');
     if (ch === '{') return this.object(depth);
     if (ch === '[') return this.array(depth);
     if (ch === '"') return this.string();

@@ -14,13 +14,29 @@
  */
 import type { Branch, FieldRule } from './pattern-validate.ts';
 import type { Leaf } from './pattern-values.ts';
+import { MAX_JSON_DEPTH } from './json-depth.ts';
 import { isJsonNumber, isJsonObject, JsonNumber, Num } from './json-number.ts';
+
+/**
+ * The array elements a leaf sits in, innermost first, as a chain shared with its siblings: a leaf
+ * at depth d costs one link, not a copy of d pairs (copying made deep events cost depth²).
+ */
+interface ArrayPos {
+  id: number;
+  index: number;
+  up: ArrayPos | undefined;
+}
 
 interface IndexedLeaf {
   value: Leaf;
-  /** Flat pairs: arrayId, index, arrayId, index, ... outermost first. */
-  arrays: number[];
+  arrays: ArrayPos | undefined;
 }
+
+/**
+ * Values nested deeper than this under the envelope are not indexed (they match nothing). PutEvents
+ * refuses such details, so only in-process callers can hand one over; it keeps the walk bounded.
+ */
+export const MAX_EVENT_DEPTH = MAX_JSON_DEPTH + 1;
 
 /** An event indexed once, reusable across any number of compiled patterns. */
 export class PreparedEvent {
@@ -42,7 +58,8 @@ function leafOf(v: unknown): Leaf | undefined {
 interface Frame {
   value: unknown;
   path: string;
-  arrays: number[];
+  arrays: ArrayPos | undefined;
+  depth: number;
 }
 
 /**
@@ -54,14 +71,14 @@ function index(event: unknown, out: Map<string, IndexedLeaf[]>): void {
   if (!isJsonObject(event)) return;
   let nextArrayId = 0;
   const ancestors = new Set<object>();
-  const stack: Array<Frame | { leave: object }> = [{ value: event, path: '', arrays: [] }];
+  const stack: Array<Frame | { leave: object }> = [{ value: event, path: '', arrays: undefined, depth: 0 }];
   while (stack.length > 0) {
     const frame = stack.pop() as Frame | { leave: object };
     if ('leave' in frame) {
       ancestors.delete(frame.leave);
       continue;
     }
-    const { value, path, arrays } = frame;
+    const { value, path, arrays, depth } = frame;
     const leaf = leafOf(value);
     if (leaf !== undefined) {
       const list = out.get(path);
@@ -70,16 +87,17 @@ function index(event: unknown, out: Map<string, IndexedLeaf[]>): void {
       continue;
     }
     if (typeof value !== 'object' || value === null || value instanceof JsonNumber || ancestors.has(value)) continue;
+    if (depth >= MAX_EVENT_DEPTH) continue;
     ancestors.add(value);
     stack.push({ leave: value });
     if (Array.isArray(value)) {
       const id = nextArrayId++;
-      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], path, arrays: [...arrays, id, i] });
+      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], path, arrays: { id, index: i, up: arrays }, depth: depth + 1 });
     } else {
       const keys = Object.keys(value);
       for (let i = keys.length - 1; i >= 0; i--) {
         const key = keys[i] as string;
-        stack.push({ value: (value as Record<string, unknown>)[key], path: path === '' ? key : `${path}.${key}`, arrays });
+        stack.push({ value: (value as Record<string, unknown>)[key], path: path === '' ? key : `${path}.${key}`, arrays, depth: depth + 1 });
       }
     }
   }
@@ -89,10 +107,9 @@ function index(event: unknown, out: Map<string, IndexedLeaf[]>): void {
 type Choice = Map<number, number>;
 
 function consistent(leaf: IndexedLeaf, choice: Choice): boolean {
-  const a = leaf.arrays;
-  for (let i = 0; i < a.length; i += 2) {
-    const chosen = choice.get(a[i] as number);
-    if (chosen !== undefined && chosen !== a[i + 1]) return false;
+  for (let a = leaf.arrays; a; a = a.up) {
+    const chosen = choice.get(a.id);
+    if (chosen !== undefined && chosen !== a.index) return false;
   }
   return true;
 }
@@ -100,12 +117,10 @@ function consistent(leaf: IndexedLeaf, choice: Choice): boolean {
 /** Records the leaf's elements in the choice; returns the array ids it added (for undo). */
 function commit(leaf: IndexedLeaf, choice: Choice): number[] {
   const added: number[] = [];
-  const a = leaf.arrays;
-  for (let i = 0; i < a.length; i += 2) {
-    const id = a[i] as number;
-    if (!choice.has(id)) {
-      choice.set(id, a[i + 1] as number);
-      added.push(id);
+  for (let a = leaf.arrays; a; a = a.up) {
+    if (!choice.has(a.id)) {
+      choice.set(a.id, a.index);
+      added.push(a.id);
     }
   }
   return added;
@@ -141,13 +156,10 @@ function matchBranch(fields: Branch, event: PreparedEvent): boolean {
   const fixable = new Set<number>();
   const mayBeAbsent = absent.length > 0 || slots.some((slot) => slot.field.absentOk);
   if (mayBeAbsent) {
-    for (const slot of slots) for (const l of slot.candidates) for (let i = 0; i < l.arrays.length; i += 2) fixable.add(l.arrays[i] as number);
+    for (const slot of slots) for (const l of slot.candidates) for (let a = l.arrays; a; a = a.up) fixable.add(a.id);
   }
   const settled = (l: IndexedLeaf) => {
-    for (let i = 0; i < l.arrays.length; i += 2) {
-      const id = l.arrays[i] as number;
-      if (!choice.has(id) && fixable.has(id)) return false;
-    }
+    for (let a = l.arrays; a; a = a.up) if (!choice.has(a.id) && fixable.has(a.id)) return false;
     return true;
   };
   const doomed = (path: string) => leavesAt(path).some((l) => consistent(l, choice) && settled(l));

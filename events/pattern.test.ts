@@ -119,6 +119,19 @@ describe('pattern semantics', () => {
     expect(() => validatePattern(deep)).toThrow('nested more than 64 levels');
   });
 
+  it('finds a leaf 1,000 arrays down, and indexes 60,000 nested arrays in linear time', () => {
+    const nest = (levels: number, leaf: unknown) => {
+      let v = leaf;
+      for (let i = 0; i < levels; i++) v = [v, 0];
+      return v;
+    };
+    expect(matchesPattern({ detail: { a: [79] } }, { detail: { a: nest(998, 79) } })).toBe(true);
+    const started = performance.now();
+    // A leaf on every level: copying each leaf's array path made this depth² (minutes).
+    expect(matchesPattern({ detail: { a: [79] } }, { detail: { a: nest(60_000, 1) } })).toBe(false);
+    expect(performance.now() - started).toBeLessThan(1_000);
+  });
+
   it('walks deep events without overflowing the stack', () => {
     let event: Record<string, unknown> = { leaf: 'x' };
     for (let i = 0; i < 20_000; i++) event = { n: event };
@@ -136,6 +149,13 @@ describe('parseJsonText', () => {
   it('reads escapes like JSON.parse', () => {
     const text = '["a\\"b\\\\c\\/\\n\\u00e9\\ud83d\\ude80", true, false, null, {}, []]';
     expect(parseJsonText(text)).toEqual(JSON.parse(text));
+  });
+
+  it('reads 1,000 levels and refuses deeper text with a SyntaxError, not a stack overflow', () => {
+    const nest = (d: number) => '['.repeat(d) + ']'.repeat(d);
+    expect(() => parseJsonText(nest(1000))).not.toThrow();
+    expect(() => parseJsonText(nest(1001))).toThrow(new SyntaxError('JSON nested too deeply at position 1000'));
+    expect(() => parseJsonText(nest(60_000))).toThrow(SyntaxError);
   });
 
   it.each(['', '{', '{"a":1,}', '[1 2]', '01', '"\\x"', '{"a":1} x', 'tru', '"a\u0001"'])('refuses %j', (text) => {

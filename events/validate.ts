@@ -6,6 +6,7 @@ import type { z } from 'zod';
 import { catalogEntry } from './catalog.ts';
 import { describeValue } from './common.ts';
 import { EventEnvelopeSchema, entrySize, MAX_ENTRY_BYTES, type EventEnvelope } from './envelope.ts';
+import { deeperThan, MAX_JSON_DEPTH } from './json-depth.ts';
 
 export interface Problem {
   path: string;
@@ -63,6 +64,11 @@ export function validateEvent(event: unknown): Validation<EventEnvelope> {
   const entry = catalogEntry(e['detail-type']);
   if (!entry) {
     problems.push({ path: 'detail-type', message: `unknown detail-type ${JSON.stringify(e['detail-type'])}` });
+    return { ok: false, problems };
+  }
+  // Checked before anything walks the detail recursively (JSON.stringify overflows near 10k levels).
+  if (deeperThan(e.detail, MAX_JSON_DEPTH)) {
+    problems.push({ path: 'detail', message: `nested more than ${MAX_JSON_DEPTH} levels deep (PutEvents refuses it as MalformedDetail)` });
     return { ok: false, problems };
   }
   if (e.source !== entry.source) problems.push({ path: 'source', message: `"${entry.detailType}" comes from ${entry.source}, got ${JSON.stringify(e.source)}` });

@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import type { EventEnvelope } from './bus/index.ts';
 import type { Node, Pod } from './kube/types.ts';
-import { checkExpectations, summarize } from './report.ts';
+import { checkExpectations, summarize, tallyOf } from './report.ts';
 
 const meta = (name: string, extra: object = {}) => ({ name, uid: `uid-${name}`, resourceVersion: '1', creationTimestamp: '2026-01-01T00:00:00Z', ...extra });
 const node = (name: string, spec: Node['spec'] = {}, labels: Record<string, string> = {}): Node => ({ apiVersion: 'v1', kind: 'Node', metadata: meta(name, { labels }), spec });
@@ -14,8 +13,10 @@ const pods = [pod('p1', { 'nvidia.com/gpu': '1' }), pod('p2', { 'nvidia.com/mig-
 describe('summary', () => {
   it('counts events, actions, node states, pending GPU pods and failures', () => {
     const s = summarize({
-      events: [{ detailType: 'GPU XID Error', source: 'gpu-reflex.node-agent', detail: {} }, remediation([{ kind: 'evict', result: 'done' }])],
-      deliveries: [{ atMs: 1, rule: 'r', function: 'remediate', attempt: 1, ok: false }, { atMs: 2, rule: 'r', function: 'remediate', attempt: 2, ok: true }],
+      tally: tallyOf(
+        [{ detailType: 'GPU XID Error', detail: {} }, remediation([{ kind: 'evict', result: 'done' }])],
+        [{ atMs: 1, rule: 'r', function: 'remediate', attempt: 1, ok: false }, { atMs: 2, rule: 'r', function: 'remediate', attempt: 2, ok: true }],
+      ),
       deadLetters: 0,
       counters: { evicted: ['ml/x', 'ml/y'], rescheduled: [{ pod: 'ml/z', node: 'b', replaces: 'ml/x' }] },
       observed: true,
@@ -36,13 +37,13 @@ describe('summary', () => {
   });
 
   it('takes evictions from the Remediation steps when the cluster was not observed', () => {
-    const s = summarize({ events: [remediation([{ kind: 'evict', result: 'done' }, { kind: 'evict', result: 'blocked' }, { kind: 'cordon', result: 'done' }])], deliveries: [], deadLetters: 0, counters: { evicted: [], rescheduled: [] }, observed: false, nodes, pods });
+    const s = summarize({ tally: tallyOf([remediation([{ kind: 'evict', result: 'done' }, { kind: 'evict', result: 'blocked' }, { kind: 'cordon', result: 'done' }])]), deadLetters: 0, counters: { evicted: [], rescheduled: [] }, observed: false, nodes, pods });
     expect(s.podsEvicted).toBe(1);
   });
 });
 
 describe('expect checks', () => {
-  const events = [{ 'detail-type': 'GPU XID Error', detail: { node: 'a' } }] as unknown as EventEnvelope[];
+  const events = tallyOf([{ detailType: 'GPU XID Error', detail: { node: 'a' } }]);
   it.each([
     [{ node: 'a', cordoned: true, tainted: 'gpu-reflex.io/unhealthy', label: { 'gpu-reflex.io/state': 'draining' } }, true],
     [{ node: 'b', cordoned: true }, false],

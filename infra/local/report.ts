@@ -34,6 +34,12 @@ export interface StackReport {
   evicted: string[];
   rescheduled: ClusterCounters['rescheduled'];
   timeline: TimelineEntry[];
+  /**
+   * How many were left out of `events`, `deliveries`, `timeline` and `deadLetters`: each keeps the
+   * last `historySize` (default 10,000) so a long run stays within bounded memory. The summary
+   * counts everything.
+   */
+  dropped: { events: number; deliveries: number; timeline: number; deadLetters: number };
   /** Nodes and pods as the API listed them before the first step, and after the last. */
   initial: { nodes: Node[]; pods: Pod[] };
   final: { nodes: Node[]; pods: Pod[] };
@@ -42,9 +48,49 @@ export interface StackReport {
 
 const inc = (r: Record<string, number>, k: string) => (r[k] = (r[k] ?? 0) + 1);
 
+/**
+ * Running counts of what the summary and the `expect` checks need, kept as events and deliveries
+ * arrive: the lists themselves are bounded (the last N), the counts are not.
+ */
+export class EventTally {
+  readonly eventsByDetailType: Record<string, number> = {};
+  readonly actionsByKind: Record<string, number> = {};
+  readonly deliveryFailures: Record<string, number> = {};
+  /** Evictions the functions reported done in Remediation steps. */
+  evictionsDone = 0;
+  /** `detail-type\nnode` (and `detail-type\n` for any node) → events. */
+  private readonly byNode = new Map<string, number>();
+
+  addEvent(e: { detailType: string; detail: unknown }): void {
+    inc(this.eventsByDetailType, e.detailType);
+    const d = (e.detail ?? {}) as { action?: string; phase?: string; node?: unknown; steps?: { kind: string; result: string }[] };
+    if (e.detailType === 'Remediation') {
+      inc(this.actionsByKind, `${d.action} ${d.phase}`);
+      this.evictionsDone += (Array.isArray(d.steps) ? d.steps : []).filter((s) => s?.kind === 'evict' && s.result === 'done').length;
+    }
+    for (const key of [`${e.detailType}\n`, ...(typeof d.node === 'string' ? [`${e.detailType}\n${d.node}`] : [])]) this.byNode.set(key, (this.byNode.get(key) ?? 0) + 1);
+  }
+
+  addDelivery(d: DeliveryRecord): void {
+    if (!d.ok) inc(this.deliveryFailures, d.function);
+  }
+
+  /** Events of a detail-type, from one node when `node` is given. */
+  count(detailType: string, node?: string): number {
+    return this.byNode.get(`${detailType}\n${node ?? ''}`) ?? 0;
+  }
+}
+
+/** A tally of lists held in full (tests, one-shot runs). */
+export function tallyOf(events: readonly { detailType: string; detail: unknown }[], deliveries: readonly DeliveryRecord[] = []): EventTally {
+  const t = new EventTally();
+  for (const e of events) t.addEvent(e);
+  for (const d of deliveries) t.addDelivery(d);
+  return t;
+}
+
 export interface SummaryInput {
-  events: readonly { detailType: string; source: string; detail: unknown }[];
-  deliveries: readonly DeliveryRecord[];
+  tally: EventTally;
   deadLetters: number;
   counters: ClusterCounters;
   /** True when `counters` come from the cluster's change feed (the simulated cluster). */
@@ -54,42 +100,32 @@ export interface SummaryInput {
 }
 
 export function summarize(i: SummaryInput): Summary {
-  const eventsByDetailType: Record<string, number> = {};
-  const actionsByKind: Record<string, number> = {};
-  for (const e of i.events) {
-    inc(eventsByDetailType, e.detailType);
-    if (e.detailType === 'Remediation') {
-      const d = e.detail as { action?: string; phase?: string };
-      inc(actionsByKind, `${d.action} ${d.phase}`);
-    }
-  }
-  const deliveryFailures: Record<string, number> = {};
-  for (const d of i.deliveries) if (!d.ok) inc(deliveryFailures, d.function);
+  const t = i.tally;
   const state = (n: Node) => n.metadata.labels?.['gpu-reflex.io/state'];
   return {
-    eventsByDetailType,
-    actionsByKind,
+    eventsByDetailType: { ...t.eventsByDetailType },
+    actionsByKind: { ...t.actionsByKind },
     nodesCordoned: i.nodes.filter((n) => n.spec?.unschedulable).map((n) => n.metadata.name),
     nodesTainted: i.nodes.filter((n) => (n.spec?.taints ?? []).some((t) => t.key.startsWith('gpu-reflex.io/'))).map((n) => n.metadata.name),
     nodesQuarantined: i.nodes.filter((n) => state(n) === 'quarantined' || n.metadata.annotations?.['gpu-reflex.io/quarantined-gpus']).map((n) => n.metadata.name),
     // Without the simulated cluster's change feed (--kubeconfig), evictions are what the functions report done.
-    podsEvicted: i.observed ? i.counters.evicted.length : i.events.filter((e) => e.detailType === 'Remediation').flatMap((e) => (e.detail as { steps?: { kind: string; result: string }[] }).steps ?? []).filter((s) => s.kind === 'evict' && s.result === 'done').length,
+    podsEvicted: i.observed ? i.counters.evicted.length : t.evictionsDone,
     podsRescheduled: i.counters.rescheduled.length,
     podsPending: pendingByResource(i.pods),
-    deliveryFailures,
+    deliveryFailures: { ...t.deliveryFailures },
     deadLetters: i.deadLetters,
   };
 }
 
 /** Each `expect` entry of the scenario against the final state and the events. */
-export function checkExpectations(expect: readonly Expectation[], nodes: readonly Node[], pods: readonly Pod[], events: readonly EventEnvelope[]): NonNullable<Summary['expectations']> {
+export function checkExpectations(expect: readonly Expectation[], nodes: readonly Node[], pods: readonly Pod[], events: Pick<EventTally, 'count'>): NonNullable<Summary['expectations']> {
   return expect.map((x) => {
     if ('pendingPods' in x) {
       const n = pendingByResource(pods)[x.pendingPods.resource] ?? 0;
       return { check: `at least ${x.pendingPods.atLeast} pods pending on ${x.pendingPods.resource}`, ok: n >= x.pendingPods.atLeast, detail: `${n} pending` };
     }
     if ('event' in x) {
-      const n = events.filter((e) => e['detail-type'] === x.event && (!x.node || (e.detail as { node?: string }).node === x.node)).length;
+      const n = events.count(x.event, x.node);
       return { check: `at least ${x.atLeast} "${x.event}"${x.node ? ` from ${x.node}` : ''}`, ok: n >= x.atLeast, detail: `${n} seen` };
     }
     const node = nodes.find((n) => n.metadata.name === x.node);

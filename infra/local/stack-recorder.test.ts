@@ -1,62 +1,56 @@
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { EventEnvelope, LocalBus } from './bus/index.ts';
 import { StackRecorder } from './stack-recorder.ts';
 
-const example = (name: string) => JSON.parse(readFileSync(new URL(`../../events/catalog/${name}.example.json`, import.meta.url), 'utf8')) as EventEnvelope;
-
-/** The two things the recorder uses of a bus: the accepted events and its delivery reports. */
-function fakeBus() {
-  const listeners = new Map<string, ((d: unknown) => void)[]>();
+/** The part of the bus the recorder reads: the last `keep` events and the running count. */
+function fakeBus(keep: number) {
+  const all: EventEnvelope[] = [];
   const bus = {
-    events: [] as EventEnvelope[],
-    on(name: string, fn: (d: unknown) => void) {
-      listeners.set(name, [...(listeners.get(name) ?? []), fn]);
-      return () => undefined;
+    get events() {
+      return all.slice(-keep);
     },
+    get counts() {
+      return { events: all.length, eventsByDetailType: {}, deadLetters: 0 };
+    },
+    on: () => () => {},
+  } as unknown as LocalBus;
+  const accept = (n: number) => {
+    for (let i = 0; i < n; i++) {
+      const k = all.length;
+      all.push({ version: '0', id: `e${k}`, 'detail-type': k % 2 ? 'Remediation' : 'GPU XID Error', source: 's', account: '0', time: '2026-01-01T00:00:00Z', region: 'r', resources: [], detail: { node: `n${k}`, action: 'drain-node', phase: 'acted' } });
+    }
   };
-  const report = (name: string, d: object) => (listeners.get(name) ?? []).forEach((fn) => fn(d));
-  return { bus, report };
+  return { bus, accept };
 }
 
-function recorder() {
-  const { bus, report } = fakeBus();
-  const lines: string[] = [];
-  const rec = new StackRecorder(bus as unknown as LocalBus, { out: (l) => lines.push(l), colour: false, sinceStart: () => 6000, startedAt: () => 0, podName: () => undefined, keyOf: new Map() });
-  rec.subscribe();
-  const who = () => lines.map((l) => l.slice(9).split(/\s{2,}/)[0]!.trim() + ': ' + l.slice(25).split('\n')[0]);
-  return { bus, report, rec, lines, who };
-}
+const options = (historySize: number, out: string[]) => ({ out: (l: string) => out.push(l), colour: false, sinceStart: () => 0, startedAt: () => 0, podName: () => undefined, keyOf: new Map(), historySize });
 
-const delivered = (result: unknown) => ({ rule: 'r', function: 'remediate', event: {}, attempt: 1, at: 0, result });
-
-describe('the recorder prints causes before their effects', () => {
-  it('prints a remediation before the cluster changes it made while it ran', () => {
-    const { bus, report, rec, who } = recorder();
-    bus.events.push(example('gpu-xid-error'));
-    // The function runs: the cluster changes, then it publishes its Remediation, then the bus reports.
-    rec.effect({ who: 'cluster', kind: 'cluster', what: '', text: 'node gpu-a100-07 cordoned' });
-    rec.effect({ who: 'cluster', kind: 'cluster', what: '', text: 'pod ml-training/llama-ft-worker-3 terminating' });
-    bus.events.push(example('remediation'));
-    report('delivered', delivered({ status: 'done', result: { kind: 'act', action: 'drain-node', phase: 'decided', reason: 'r' } }));
-    expect(who().map((l) => l.split(':')[0])).toEqual(['gpu-a100-07', 'remediate', 'cluster', 'cluster']);
-    expect(who()[2]).toBe('cluster: node gpu-a100-07 cordoned');
-  });
-
-  it('prints a scenario step before the scheduling it caused, at the next flush', () => {
-    const { rec, who } = recorder();
-    rec.effect({ who: 'cluster', kind: 'cluster', what: '', text: 'pod research/mig-burst-0 scheduled on h100-mig-0' });
-    rec.emit({ who: 'scenario', kind: 'note', what: '', text: 'create 8 pods research/mig-burst-*' });
+describe('StackRecorder history', () => {
+  it('keeps the last historySize events and timeline entries, and counts every event for the summary', () => {
+    const { bus, accept } = fakeBus(100);
+    const rec = new StackRecorder(bus, options(2, []));
+    accept(3);
     rec.flushEvents();
-    expect(who()).toEqual(['scenario: create 8 pods research/mig-burst-*', 'cluster: pod research/mig-burst-0 scheduled on h100-mig-0']);
+    accept(2);
+    rec.flushEvents();
+    expect(rec.events.map((e) => e.event.id)).toEqual(['e3', 'e4']);
+    expect(rec.entries).toHaveLength(2);
+    expect(rec.dropped()).toEqual({ events: 3, deliveries: 0, timeline: 3 });
+    expect(rec.tally.eventsByDetailType).toEqual({ 'GPU XID Error': 3, Remediation: 2 });
+    expect(rec.tally.count('GPU XID Error', 'n4')).toBe(1);
   });
 
-  it('gives a delivery that changed nothing a line, with the reason the function returned', () => {
-    const { bus, report, lines } = recorder();
-    bus.events.push(example('gpu-xid-error'));
-    report('delivered', delivered({ status: 'done', result: { kind: 'noop', action: 'observe', phase: 'skipped', reason: 'Incident already open (2 occurrences): observe stands' } }));
-    expect(lines).toHaveLength(2);
-    expect(lines[1]).toContain('remediate       no change: observe stands');
-    expect(lines[1]).toContain('why: Incident already open (2 occurrences): observe stands');
+  it('counts and says so when the bus dropped events before they were printed', () => {
+    const { bus, accept } = fakeBus(2);
+    const out: string[] = [];
+    const rec = new StackRecorder(bus, options(100, out));
+    accept(5);
+    rec.flushEvents();
+    expect(rec.events.map((e) => e.event.id)).toEqual(['e3', 'e4']);
+    expect(rec.dropped().events).toBe(3);
+    expect(out[0]).toMatch(/3 events not shown: more arrived at once than the bus keeps \(history 2\)/);
+    accept(1);
+    rec.flushEvents();
+    expect(rec.events.map((e) => e.event.id)).toEqual(['e3', 'e4', 'e5']);
   });
 });

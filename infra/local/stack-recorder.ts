@@ -1,5 +1,6 @@
+import { DEFAULT_HISTORY_SIZE, Ring } from './bus/history.ts';
 import type { LocalBus } from './bus/index.ts';
-import type { DeliveryRecord, StackReport } from './report.ts';
+import { EventTally, type DeliveryRecord, type StackReport } from './report.ts';
 import { deliveryEntry, eventEntry, formatEntry, type TimelineEntry } from './timeline.ts';
 
 /**
@@ -22,29 +23,56 @@ export interface RecorderOptions {
   podName: (uid: string) => string | undefined;
   /** Lambda function name → serverless.yml key (`gpu-reflex-dev-remediate` → `remediate`). */
   keyOf: ReadonlyMap<string, string>;
+  /** Events, deliveries and timeline entries kept for the report: the last N of each (default 10,000). */
+  historySize?: number;
 }
 
 export class StackRecorder {
-  readonly entries: TimelineEntry[] = [];
-  readonly events: StackReport['events'] = [];
-  readonly deliveries: DeliveryRecord[] = [];
+  private readonly entryRing: Ring<TimelineEntry>;
+  private readonly eventRing: Ring<StackReport['events'][number]>;
+  private readonly deliveryRing: Ring<DeliveryRecord>;
+  /** Counts of everything, for the summary: the rings keep only the last N. */
+  readonly tally = new EventTally();
+  /** Events the bus accepted so far, as of the last flush (printed, or missed when its history overflowed first). */
   private seen = 0;
   /** Cluster changes waiting for their cause to be printed. */
   private held: TimelineEntry[] = [];
+  private missed = 0;
   /** Functions already reported as missing: said once, counted in the summary. */
   private readonly announced = new Set<string>();
 
   constructor(
     private readonly bus: LocalBus,
     private readonly o: RecorderOptions,
-  ) {}
+  ) {
+    const size = o.historySize ?? DEFAULT_HISTORY_SIZE;
+    this.entryRing = new Ring(size);
+    this.eventRing = new Ring(size);
+    this.deliveryRing = new Ring(size);
+  }
+
+  /** The last timeline entries, events and deliveries (copies, oldest first). */
+  get entries(): TimelineEntry[] {
+    return this.entryRing.toArray();
+  }
+  get events(): StackReport['events'] {
+    return this.eventRing.toArray();
+  }
+  get deliveries(): DeliveryRecord[] {
+    return this.deliveryRing.toArray();
+  }
+
+  /** How many each list left out; events the bus dropped before they were printed count too. */
+  dropped(): Omit<StackReport['dropped'], 'deadLetters'> {
+    return { events: this.eventRing.dropped + this.missed, deliveries: this.deliveryRing.dropped, timeline: this.entryRing.dropped };
+  }
 
   emit(e: Omit<TimelineEntry, 'atMs'>): void {
     this.print({ ...e, atMs: this.o.sinceStart() });
   }
 
   private print(entry: TimelineEntry): void {
-    this.entries.push(entry);
+    this.entryRing.push(entry);
     this.o.out(formatEntry(entry, this.o.colour));
   }
 
@@ -67,13 +95,26 @@ export class StackRecorder {
   }
 
   private printEvents(): void {
-    const all = this.bus.events;
-    for (; this.seen < all.length; this.seen++) {
-      const e = all[this.seen]!;
+    const total = this.bus.counts.events;
+    if (total === this.seen) return;
+    // The bus keeps its last N events: the new ones are the tail of that list, less any it
+    // already dropped (more than N accepted since the last flush), which are counted as missed.
+    const kept = this.bus.events;
+    const fresh = total - this.seen;
+    const first = Math.max(0, kept.length - fresh);
+    const missed = fresh - (kept.length - first);
+    if (missed > 0) {
+      this.missed += missed;
+      this.emit({ who: 'bus', kind: 'failure', what: '', text: `${missed} events not shown: more arrived at once than the bus keeps (history ${kept.length})` });
+    }
+    for (const e of kept.slice(first)) {
       const at = this.o.sinceStart();
-      this.events.push({ atMs: at, detailType: e['detail-type'], source: e.source, detail: e.detail, event: e });
+      const record = { atMs: at, detailType: e['detail-type'], source: e.source, detail: e.detail, event: e };
+      this.eventRing.push(record);
+      this.tally.addEvent(record);
       this.print(eventEntry(at, e, this.o.podName));
     }
+    this.seen = total;
   }
 
   /** Subscribes to the bus's delivery reports; returns the unsubscribe function. */
@@ -83,7 +124,7 @@ export class StackRecorder {
       this.bus.on('delivered', (d) => {
         this.printEvents();
         const at = this.o.sinceStart();
-        this.deliveries.push({ atMs: at, rule: d.rule, function: fn(d.function), attempt: d.attempt, ok: true });
+        this.record({ atMs: at, rule: d.rule, function: fn(d.function), attempt: d.attempt, ok: true });
         const unchanged = deliveryEntry(at, fn(d.function), d.result);
         if (unchanged) this.print(unchanged);
         this.releaseEffects();
@@ -91,7 +132,7 @@ export class StackRecorder {
       this.bus.on('failed', (d) => {
         this.printEvents();
         const f = fn(d.function);
-        this.deliveries.push({ atMs: this.o.sinceStart(), rule: d.rule, function: f, attempt: d.attempt, ok: false, errorName: d.error.name, error: d.error.message });
+        this.record({ atMs: this.o.sinceStart(), rule: d.rule, function: f, attempt: d.attempt, ok: false, errorName: d.error.name, error: d.error.message });
         const missing = d.error.name === 'HandlerLoadError';
         if (!(missing && this.announced.has(f))) {
           this.announced.add(f);
@@ -105,5 +146,10 @@ export class StackRecorder {
       }),
     ];
     return () => offs.forEach((off) => off());
+  }
+
+  private record(d: DeliveryRecord): void {
+    this.deliveryRing.push(d);
+    this.tally.addDelivery(d);
   }
 }

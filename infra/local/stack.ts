@@ -39,6 +39,8 @@ export interface StackOptions {
   stepMs?: number;
   /** The routing table (default: the repository's serverless.yml); tests point it at fixtures. */
   serverlessYml?: string;
+  /** Events, deliveries, dead letters and timeline entries kept for the report: the last N of each (default 10,000). */
+  historySize?: number;
 }
 
 export interface StackResult {
@@ -100,7 +102,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     progress('starting the event bus with serverless.yml ...');
     const busName = 'gpu-reflex';
     cleanups.push(withEnv(functionEnv({ kubeconfig, busUrl: 'http://pending', busName })));
-    const bus: LocalBus = await startLocalBus({ serverlessYml: o.serverlessYml ?? join(REPO_ROOT, 'serverless.yml'), clock: busClock, dlqPath: join(work, 'dead-letters.jsonl'), busName });
+    const bus: LocalBus = await startLocalBus({ serverlessYml: o.serverlessYml ?? join(REPO_ROOT, 'serverless.yml'), clock: busClock, dlqPath: join(work, 'dead-letters.jsonl'), busName, ...(o.historySize !== undefined ? { historySize: o.historySize } : {}) });
     cleanups.push(() => bus.close());
     process.env.AWS_ENDPOINT_URL_EVENTBRIDGE = bus.url;
     const functions = new Set(bus.table?.functions.map((f) => f.key) ?? []);
@@ -110,7 +112,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     // ---- the timeline: only observed things
     const podNames = new Map<string, string>();
     const podName = (uid: string) => podNames.get(uid) ?? (sim ? sim.store.list('pods').find((p) => p.metadata.uid === uid)?.metadata.name : undefined);
-    const rec = new StackRecorder(bus, { out: o.out, colour: o.colour ?? false, sinceStart, startedAt: () => t0, podName, keyOf });
+    const rec = new StackRecorder(bus, { out: o.out, colour: o.colour ?? false, sinceStart, startedAt: () => t0, podName, keyOf, ...(o.historySize !== undefined ? { historySize: o.historySize } : {}) });
     cleanups.push(rec.subscribe());
     const emit = (e: Omit<TimelineEntry, 'atMs'>) => rec.emit(e);
     const flushEvents = () => rec.flushEvents();
@@ -234,10 +236,10 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
         await bus.drain();
         flushEvents();
         const [finalNodes, finalPods] = await Promise.all([kube.nodes(), kube.pods()]);
-        const summary = summarize({ events: rec.events, deliveries: rec.deliveries, deadLetters: bus.deadLetters.length, counters: observer?.counters ?? { evicted: [], rescheduled: [] }, observed: observer !== undefined, nodes: finalNodes, pods: finalPods });
+        const summary = summarize({ tally: rec.tally, deadLetters: bus.counts.deadLetters, counters: observer?.counters ?? { evicted: [], rescheduled: [] }, observed: observer !== undefined, nodes: finalNodes, pods: finalPods });
         // The checks describe the scenario's end state: a run stopped or cut short before it is not judged.
         const complete = t >= scenario.durationSeconds * 1000;
-        if (scenario.expect && complete) summary.expectations = checkExpectations(scenario.expect, finalNodes, finalPods, bus.events);
+        if (scenario.expect && complete) summary.expectations = checkExpectations(scenario.expect, finalNodes, finalPods, rec.tally);
         else if (scenario.expect) progress(`expect: not checked, the run ended at ${(t / 1000).toFixed(1)}s, before the scenario's end (${scenario.durationSeconds}s)`);
         for (const l of formatSummary(summary)) o.out(l);
         const report: StackReport = {
@@ -252,6 +254,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           evicted: observer?.counters.evicted ?? [],
           rescheduled: observer?.counters.rescheduled ?? [],
           timeline: rec.entries,
+          dropped: { ...rec.dropped(), deadLetters: bus.counts.deadLetters - bus.deadLetters.length },
           initial: { nodes, pods: initialPods },
           final: { nodes: finalNodes, pods: finalPods },
           summary,

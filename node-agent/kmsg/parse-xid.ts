@@ -29,8 +29,15 @@ export interface KernelXid {
   action: RemediationAction;
 }
 
-const XID_LINE =
-  /NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{1,8}:[0-9a-fA-F]{1,2}:[0-9a-fA-F]{1,2}(?:\.[0-7])?)((?:\s+GPU-C?I:\s*[0-9a-fA-F]+)*)\):\s*(\d{1,6})\b,?\s*(.*)$/;
+/**
+ * The head of an XID report; the driver's text is the rest of the line. The rest is not part of
+ * the pattern on purpose: `(.*)$` made the engine rescan the whole tail from every `NVRM: Xid (`
+ * when the tail held a line terminator, quadratic on long lines (see firstXidMatch).
+ */
+const XID_HEAD =
+  /NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{1,8}:[0-9a-fA-F]{1,2}:[0-9a-fA-F]{1,2}(?:\.[0-7])?)((?:\s+GPU-C?I:\s*[0-9a-fA-F]+)*)\):\s*(\d{1,6})\b,?\s*/g;
+/** What `.` in a regex does not match: the driver's text runs to the end of the line without one. */
+const LINE_TERMINATOR = /[\n\r\u2028\u2029]/g;
 const GPU_INSTANCE = /GPU-I:\s*([0-9a-fA-F]+)/;
 const PID = /^pid='?(<unknown>|\d+)'?(?:,\s*|$)/;
 const NAME = /^name=([^,]*)(?:,\s*|$)/;
@@ -49,11 +56,35 @@ function known(value: string): string | null {
   return v === '' || v === '<unknown>' || v === "'<unknown>'" ? null : v;
 }
 
+/** The index just past the last line terminator in `text` (0 when there is none); one pass. */
+function afterLastTerminator(text: string): number {
+  let after = 0;
+  LINE_TERMINATOR.lastIndex = 0;
+  while (LINE_TERMINATOR.exec(text)) after = LINE_TERMINATOR.lastIndex;
+  return after;
+}
+
+/**
+ * The first XID head whose rest of the line holds no line terminator, as `/head(.*)$/` would find
+ * it, in time linear in the line: the terminator is located once, not once per candidate.
+ */
+function firstXidMatch(line: string): { head: RegExpExecArray; rest: string } | undefined {
+  const mustEndAfter = afterLastTerminator(line);
+  XID_HEAD.lastIndex = 0;
+  for (let m = XID_HEAD.exec(line); m; m = XID_HEAD.exec(line)) {
+    const end = m.index + m[0].length;
+    if (end >= mustEndAfter) return { head: m, rest: line.slice(end) };
+    XID_HEAD.lastIndex = m.index + 1;
+  }
+  return undefined;
+}
+
 /** One line → a KernelXid, or undefined when the line is not an XID report. Never throws. */
 export function parseXidLine(line: string): KernelXid | undefined {
-  const m = XID_LINE.exec(line.replace(/\r$/, ''));
-  if (!m) return undefined;
-  const [, rawPci = '', instances = '', rawXid = '', rest0 = ''] = m;
+  const found = firstXidMatch(line.replace(/\r$/, ''));
+  if (!found) return undefined;
+  const [, rawPci = '', instances = '', rawXid = ''] = found.head;
+  const rest0 = found.rest;
   const pci = normalizePciBusId(rawPci);
   const xid = Number.parseInt(rawXid, 10);
   if (!pci || !Number.isSafeInteger(xid)) return undefined;

@@ -43,6 +43,18 @@ export interface LocalBusOptions {
   host?: string;
   port?: number;
   httpPort?: number;
+  /**
+   * How many accepted events and dead letters `events` and `deadLetters` keep: the last N of each
+   * (default 10,000). `counts` goes on counting past it, so memory stays bounded on a long run.
+   */
+  historySize?: number;
+}
+
+/** Totals since the bus started, kept in history or not. */
+export interface BusCounts {
+  events: number;
+  eventsByDetailType: Record<string, number>;
+  deadLetters: number;
 }
 
 export interface LocalBus {
@@ -50,10 +62,12 @@ export interface LocalBus {
   url: string;
   /** Base URL of the httpApi routes; undefined without a serverless.yml. */
   httpUrl: string | undefined;
-  /** Every accepted event, in order. */
+  /** The last `historySize` accepted events, in order (a copy). */
   readonly events: readonly EventEnvelope[];
-  /** Dead-lettered deliveries, in order (the same records as the dlqPath file). */
+  /** The last `historySize` dead-lettered deliveries, in order (the dlqPath file has them all). */
   readonly deadLetters: readonly DeadLetter[];
+  /** Totals since the start: `counts.events - events.length` were dropped from the history. */
+  readonly counts: BusCounts;
   /** The routing table read from serverless.yml, and what it holds that the bus does not serve. */
   table: RoutingTable | undefined;
   /**
@@ -93,8 +107,12 @@ export async function startLocalBus(opts: LocalBusOptions = {}): Promise<LocalBu
     random: mulberry32(opts.seed ?? 1),
     ...(opts.concurrency !== undefined ? { concurrency: opts.concurrency } : {}),
     ...(opts.dlqPath ? { dlqPath: opts.dlqPath } : {}),
+    ...(opts.historySize !== undefined ? { historySize: opts.historySize } : {}),
   });
-  const ingest = new PutEventsIngest({ account, region, busNames: () => buses, now: () => clock.now() }, (e) => router.route(e));
+  const ingest = new PutEventsIngest(
+    { account, region, busNames: () => buses, now: () => clock.now(), ...(opts.historySize !== undefined ? { historySize: opts.historySize } : {}) },
+    (e) => router.route(e),
+  );
   armSchedules(table?.schedules ?? [], { clock, timers, router, region, account });
 
   const host = opts.host ?? '127.0.0.1';
@@ -129,6 +147,9 @@ export async function startLocalBus(opts: LocalBusOptions = {}): Promise<LocalBu
     },
     get deadLetters() {
       return router.deadLetters;
+    },
+    get counts() {
+      return { events: ingest.acceptedCount, eventsByDetailType: Object.fromEntries(ingest.countsByDetailType), deadLetters: router.deadLetterCount };
     },
     // The in-process path sees the same injected faults as HTTP callers.
     put: async (entries) => {

@@ -1,6 +1,8 @@
 import { randomUUID } from 'node:crypto';
+import { jsonTextDepth, MAX_JSON_DEPTH } from '../../../events/json-depth.ts';
 import { isoSeconds, type EventEnvelope } from './envelope.ts';
 import { AwsRequestError, type EntryErrorCode } from './errors.ts';
+import { DEFAULT_HISTORY_SIZE, Ring } from './history.ts';
 
 /**
  * PutEvents semantics, shared by the HTTP server and the in-process `bus.put`: the request-level
@@ -19,7 +21,8 @@ export interface PutEventsRequestEntry {
   TraceHeader?: string;
 }
 
-export type PutEventsResultEntry = { EventId: string } | { ErrorCode: string; ErrorMessage: string };
+export type EntryFailure = { ErrorCode: string; ErrorMessage: string };
+export type PutEventsResultEntry = { EventId: string } | EntryFailure;
 
 export interface PutEventsResponse {
   FailedEntryCount: number;
@@ -54,6 +57,8 @@ export interface IngestOptions {
   busNames: () => Iterable<string>;
   now: () => number;
   newId?: () => string;
+  /** Accepted events kept for `events` (the last N); default DEFAULT_HISTORY_SIZE. */
+  historySize?: number;
 }
 
 interface PendingFailure {
@@ -65,9 +70,11 @@ const FAULT_MESSAGES: Record<PendingFailure['code'], string> = {
   ThrottlingException: 'Rate exceeded',
 };
 
-/** Validates and accepts PutEvents requests; remembers accepted events in order. */
+/** Validates and accepts PutEvents requests; remembers the last accepted events in order, and counts all. */
 export class PutEventsIngest {
-  readonly events: AcceptedEvent[] = [];
+  private readonly history: Ring<AcceptedEvent>;
+  /** Accepted events per detail-type since the start, beyond what `events` keeps. */
+  readonly countsByDetailType = new Map<string, number>();
   private readonly pendingFailures: PendingFailure[] = [];
   private readonly newId: () => string;
 
@@ -76,6 +83,17 @@ export class PutEventsIngest {
     private readonly onAccepted: (event: AcceptedEvent) => void,
   ) {
     this.newId = opts.newId ?? randomUUID;
+    this.history = new Ring(opts.historySize ?? DEFAULT_HISTORY_SIZE);
+  }
+
+  /** The last accepted events (at most historySize), oldest first. */
+  get events(): AcceptedEvent[] {
+    return this.history.toArray();
+  }
+
+  /** Events accepted since the start, kept or not. */
+  get acceptedCount(): number {
+    return this.history.total;
   }
 
   /** The next `n` otherwise-valid entries fail with `code` (a retryable per-entry error). */
@@ -104,8 +122,8 @@ export class PutEventsIngest {
   }
 
   private one(entry: PutEventsRequestEntry): PutEventsResultEntry {
-    const invalid = entryError(entry);
-    if (invalid) return invalid;
+    const checked = checkEntry(entry);
+    if ('ErrorCode' in checked) return checked;
     const fault = this.pendingFailures.shift();
     if (fault) return { ErrorCode: fault.code, ErrorMessage: FAULT_MESSAGES[fault.code] };
     const envelope: EventEnvelope = {
@@ -117,10 +135,11 @@ export class PutEventsIngest {
       time: isoSeconds(entryTimeMs(entry.Time) ?? this.opts.now()),
       region: this.opts.region,
       resources: [...(entry.Resources ?? [])],
-      detail: JSON.parse(entry.Detail as string) as Record<string, unknown>,
+      detail: checked.detail,
     };
     const accepted = { busName: busNameOf(entry.EventBusName), envelope };
-    this.events.push(accepted);
+    this.history.push(accepted);
+    this.countsByDetailType.set(envelope['detail-type'], (this.countsByDetailType.get(envelope['detail-type']) ?? 0) + 1);
     this.onAccepted(accepted);
     return { EventId: envelope.id };
   }
@@ -154,12 +173,14 @@ export function busNameOf(nameOrArn: string | undefined): string {
   return slash >= 0 ? nameOrArn.slice(slash + 1) : nameOrArn;
 }
 
-function invalidArgument(field: string, reason: string): PutEventsResultEntry {
+function invalidArgument(field: string, reason: string): EntryFailure {
   return { ErrorCode: 'InvalidArgument' satisfies EntryErrorCode, ErrorMessage: `Parameter ${field} is not valid. Reason: ${reason}` };
 }
 
-/** Per-entry checks in the order AWS reports them; undefined when the entry is acceptable. */
-function entryError(e: PutEventsRequestEntry): PutEventsResultEntry | undefined {
+const MALFORMED_DETAIL = { ErrorCode: 'MalformedDetail' satisfies EntryErrorCode, ErrorMessage: 'Detail is malformed.' };
+
+/** Per-entry checks in the order AWS reports them; the parsed Detail when the entry is acceptable. */
+function checkEntry(e: PutEventsRequestEntry): EntryFailure | { detail: Record<string, unknown> } {
   for (const field of ['Source', 'DetailType', 'Detail'] as const) {
     const v = e[field];
     if (v === undefined || v === null || v === '') return invalidArgument(field, `${field} is a required argument.`);
@@ -181,17 +202,20 @@ function entryError(e: PutEventsRequestEntry): PutEventsResultEntry | undefined 
   if (e.Time !== undefined && e.Time !== null && entryTimeMs(e.Time) === undefined) {
     return invalidArgument('Time', 'Time is not a valid timestamp.');
   }
+  // Depth is measured before parsing, in one pass: everything after (matching, cloning for
+  // delivery, JSON.stringify in logs and reports) may then walk the detail without risk.
+  if (jsonTextDepth(e.Detail as string) > MAX_JSON_DEPTH) {
+    return { ErrorCode: 'MalformedDetail', ErrorMessage: `Detail is malformed: nested more than ${MAX_JSON_DEPTH} levels deep.` };
+  }
   // Detail must be a JSON object: arrays, scalars and broken JSON are all "malformed".
   let detail: unknown;
   try {
     detail = JSON.parse(e.Detail as string);
   } catch {
-    return { ErrorCode: 'MalformedDetail', ErrorMessage: 'Detail is malformed.' };
+    return MALFORMED_DETAIL;
   }
-  if (typeof detail !== 'object' || detail === null || Array.isArray(detail)) {
-    return { ErrorCode: 'MalformedDetail', ErrorMessage: 'Detail is malformed.' };
-  }
-  return undefined;
+  if (typeof detail !== 'object' || detail === null || Array.isArray(detail)) return MALFORMED_DETAIL;
+  return { detail: detail as Record<string, unknown> };
 }
 
 /** The SDK sends epoch seconds (possibly fractional); in-process callers may pass a Date or ISO string. */

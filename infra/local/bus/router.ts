@@ -9,6 +9,7 @@ import { HandlerLoadError, HandlerLoader, invoke, lambdaContext } from './handle
 import type { AcceptedEvent } from './put-events.ts';
 import { lookup } from './serverless-yaml.ts';
 import type { EventRule, FunctionDef, RetryPolicy, TargetInput } from './rules.ts';
+import { DEFAULT_HISTORY_SIZE, Ring } from './history.ts';
 
 /**
  * Delivers matched events to handlers, at least once, the way EventBridge retries a target:
@@ -31,6 +32,8 @@ export interface RouterOptions {
   random?: () => number;
   /** Deliveries running at once (default 1: one at a time, in arrival order). */
   concurrency?: number;
+  /** Dead letters kept in `deadLetters` (the last N; the file has them all); default DEFAULT_HISTORY_SIZE. */
+  historySize?: number;
 }
 
 export interface Target {
@@ -58,7 +61,7 @@ export function backoffMs(retry: number, random: () => number): number {
 }
 
 export class Router extends EventEmitter<DeliveryEvents> {
-  readonly deadLetters: DeadLetter[] = [];
+  private readonly letters: Ring<DeadLetter>;
   private readonly rules: { rule: EventRule; matches: PatternMatcher }[];
   private readonly loader = new HandlerLoader();
   private readonly queue: Job[] = [];
@@ -82,10 +85,21 @@ export class Router extends EventEmitter<DeliveryEvents> {
         throw new Error(`rule ${rule.name} (function ${rule.fn.key}): ${(err as Error).message}`, { cause: err });
       }
     });
+    this.letters = new Ring(opts.historySize ?? DEFAULT_HISTORY_SIZE);
     this.random = opts.random ?? mulberry32(1);
     this.concurrency = opts.concurrency ?? 1;
     if (!Number.isInteger(this.concurrency) || this.concurrency < 1) throw new RangeError(`concurrency must be a positive integer, got ${opts.concurrency}`);
     if (opts.dlqPath) mkdirSync(dirname(opts.dlqPath), { recursive: true });
+  }
+
+  /** The last dead letters (at most historySize), oldest first. */
+  get deadLetters(): DeadLetter[] {
+    return this.letters.toArray();
+  }
+
+  /** Dead letters since the start, kept or not. */
+  get deadLetterCount(): number {
+    return this.letters.total;
   }
 
   /** Queues a delivery to every rule on the event's bus whose pattern matches. */
@@ -184,7 +198,7 @@ export class Router extends EventEmitter<DeliveryEvents> {
       attempts: job.attempt,
       event: job.event,
     };
-    this.deadLetters.push(letter);
+    this.letters.push(letter);
     if (this.opts.dlqPath) {
       try {
         appendFileSync(this.opts.dlqPath, JSON.stringify(letter) + '\n');
