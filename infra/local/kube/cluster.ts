@@ -8,7 +8,7 @@ import { evictionVerdict, withPdbStatus } from './pdb.ts';
 import { normalizeQuantities } from './normalize.ts';
 import { withQuotaStatus } from './quota.ts';
 import { apiVersionOf, qualifiedName, resource, type ResourceDef } from './resources.ts';
-import { matchesFields, matchesRequirements, parseFieldSelector, parseLabelSelector, pinnedNode } from './selectors.ts';
+import { parseFieldSelector, parseLabelSelector } from './selectors.ts';
 import { Store } from './store.ts';
 import type { Clock, KubeObject, Node, Pod } from './types.ts';
 
@@ -101,11 +101,9 @@ export class Cluster {
     } catch (err) {
       throw badRequest(err);
     }
-    const node = r.plural === 'pods' ? pinnedNode(fields) : undefined;
-    let all = node !== undefined ? this.store.podsOnNode(node) : this.store.list(qualifiedName(r), r.namespaced ? ns : undefined);
-    if (node !== undefined && ns) all = all.filter((o) => o.metadata.namespace === ns);
+    // The store's indexes (label, field, namespace) pick the candidates; only matches come back.
+    let items = this.store.select(qualifiedName(r), { ...(r.namespaced && ns !== undefined ? { namespace: ns } : {}), labels, fields });
     const key = (o: KubeObject) => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
-    let items = all.filter((o) => matchesRequirements(o.metadata.labels, labels) && matchesFields(o, fields));
     items.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
     const rv = String(this.store.resourceVersion);
     if (opts.continue) {
