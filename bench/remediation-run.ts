@@ -1,14 +1,17 @@
 /**
- * `gpu-reflex bench remediation`: how fast a GPU fault takes a node out of scheduling, through the
- * embedded stack on the wall clock — PutEvents through the real SDK → local bus → the rule in
- * serverless.yml → the real remediate handler → @kubernetes/client-node → the simulated cluster.
- * Latency runs from the event's `observedAt` (when the agent saw the fault) to the moment the
- * cluster's store holds the node unschedulable (a store listener, so no polling delay is added).
+ * One run of the remediation bench, in a process of its own (bench/remediation-child.ts): the
+ * functions wire themselves once per process from the environment (kubeconfig included), so each
+ * fleet gets a fresh process. Through the embedded stack on the wall clock — PutEvents through the
+ * real SDK → local bus → the rule in serverless.yml → the real remediate handler →
+ * @kubernetes/client-node → the simulated cluster. Latency runs from the event's `observedAt` (when
+ * the agent saw the fault) to the moment the cluster's store holds the node unschedulable (a store
+ * listener, so no polling delay is added).
  *
- * 1. Single: one XID 79 at a time on an idle stack, p50/p99.
- * 2. Storm: a 1,500-node fleet (15 pools of 100, 4 GPU pods per node), 10% of it (10 nodes per
- *    pool) failing at once, delivered with Lambda-like concurrency. The policy allows 15% per pool,
- *    so every failing node may be cordoned; we also check no pool went past its limit.
+ * 1. Single (optional): one XID 79 at a time on an idle stack, p50/p99.
+ * 2. Storm: `pools` × `nodesPerPool` nodes (4 GPU pods each), `failingPerPool` nodes of every pool
+ *    failing at once, delivered with Lambda-like concurrency. The policy allows 15% per pool, so
+ *    every failing node may be cordoned; we also check no pool went past its limit at any moment.
+ *    Meanwhile: the API requests the cluster received (by verb and resource) and where the CPU went.
  * The events are agent-shaped (node-agent/events.ts `xidEvent`); the agent itself is not timed here.
  */
 import { performance } from 'node:perf_hooks';
@@ -16,30 +19,42 @@ import { APPROVAL_REQUESTED } from '../events/index.ts';
 import type { Fleet } from '../infra/local/kube/index.ts';
 import { xidEvent } from '../node-agent/events.ts';
 import { startRemediationStack, NAMESPACE, type RemediationStack } from '../test/e2e/remediation-stack.ts';
-import { atLeast, below, info, percentile, type BenchSuite, type Measurement } from './harness.ts';
+import { startCpuProfile, type CpuShares } from './cpu-profile.ts';
+import { countRequests } from './sim-requests.ts';
 
-const POOLS = 15;
-const NODES_PER_POOL = 100;
 const PODS_PER_NODE = 4;
-const FAILING_PER_POOL = 10; // 10% of the fleet
-const SINGLE_RUNS = 100;
-/** Concurrent remediate invocations, as Lambda would run them (reserved concurrency). */
-const CONCURRENCY = 32;
-const STORM_DEADLINE_MS = 120_000;
+const STORM_DEADLINE_MS = 180_000;
 
-const POLICY = {
-  // Storm pools: 15% and at most 15 nodes per pool within the window, so 10% may all be acted on.
-  blastRadius: { maxShare: 0.15, maxCount: 15, windowMinutes: 60 },
+export interface RunSpec {
+  pools: number;
+  nodesPerPool: number;
+  failingPerPool: number;
+  /** Single-XID latency runs before the storm (0: none). */
+  singleRuns: number;
+  /** Concurrent remediate invocations, as Lambda would run them (reserved concurrency). */
+  concurrency: number;
+}
+
+/** Storm pools: 15% and at most 15 nodes per pool within the window, so 10% may all be acted on. */
+const BLAST_RADIUS = { maxShare: 0.15, maxCount: 15, windowMinutes: 60 };
+
+function policyFor(spec: RunSpec) {
   // The latency pool is taken out one node per run, so it has no limit that would stop the runs.
-  pools: { latency: { maxQuarantinedShare: 1, maxQuarantinedCount: SINGLE_RUNS + 1 } },
-};
+  return { blastRadius: BLAST_RADIUS, pools: { latency: { maxQuarantinedShare: 1, maxQuarantinedCount: spec.singleRuns + 1 } } };
+}
+
+/** How many nodes of a storm pool the policy lets out at once. */
+export function stormLimit(spec: RunSpec): number {
+  return Math.min(BLAST_RADIUS.maxCount, Math.floor(BLAST_RADIUS.maxShare * spec.nodesPerPool));
+}
 
 const A100 = { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': '8' };
+const poolName = (p: number) => `pool${String(p).padStart(3, '0')}`;
 
-/** The benchmark fleet: a latency pool plus POOLS × NODES_PER_POOL storm nodes, PODS_PER_NODE GPU pods each. */
-export function benchFleet(): Fleet {
+/** The benchmark fleet: a latency pool plus the storm pools, PODS_PER_NODE GPU pods on every node. */
+export function benchFleet(spec: RunSpec): Fleet {
   // One more latency node than runs: the cold start (import, wiring, first connections) goes there.
-  const pools = [{ name: 'latency', count: SINGLE_RUNS + 1 }, ...Array.from({ length: POOLS }, (_, p) => ({ name: `pool${String(p).padStart(2, '0')}`, count: NODES_PER_POOL }))];
+  const pools = [{ name: 'latency', count: spec.singleRuns + 1 }, ...Array.from({ length: spec.pools }, (_, p) => ({ name: poolName(p), count: spec.nodesPerPool }))];
   return {
     nodes: pools.map((p) => ({ name: p.name, count: p.count, labels: { 'gpu-reflex.io/pool': p.name, accelerator: 'nvidia-a100' }, allocatable: A100 })),
     namespaces: [{ name: NAMESPACE }, { name: 'train' }],
@@ -72,12 +87,32 @@ function watchCordons(stack: RemediationStack, nodes: Set<string>): { at: Map<st
   return { at, stop: () => void stop(), all };
 }
 
+/**
+ * The most nodes of any storm pool out of service (cordoned) at any moment: counted after every
+ * node write, so a limit exceeded and then repaired would still show.
+ */
+function watchPools(stack: RemediationStack): { most: () => number; stop: () => void } {
+  const out = new Map<string, Set<string>>();
+  let most = 0;
+  const stop = stack.sim.store.subscribe((e) => {
+    if (e.resource !== 'nodes') return;
+    const pool = e.object.metadata.labels?.['gpu-reflex.io/pool'];
+    if (!pool || pool === 'latency') return;
+    let members = out.get(pool);
+    if (!members) out.set(pool, (members = new Set()));
+    if (e.type !== 'DELETED' && (e.object.spec as { unschedulable?: boolean } | undefined)?.unschedulable === true) members.add(e.object.metadata.name);
+    else members.delete(e.object.metadata.name);
+    most = Math.max(most, members.size);
+  });
+  return { most: () => most, stop: () => void stop() };
+}
+
 /** Wall-clock epoch ms ↔ performance.now(), so an observedAt converts to the watcher's timeline. */
 const toPerf = (epochMs: number) => epochMs - Date.now() + performance.now();
 
-async function single(stack: RemediationStack, progress: (l: string) => void): Promise<number[]> {
+async function single(stack: RemediationStack, runs: number, progress: (l: string) => void): Promise<number[]> {
   const ms: number[] = [];
-  for (let i = 0; i < SINGLE_RUNS; i++) {
+  for (let i = 0; i < runs; i++) {
     const node = `latency-${i}`;
     const w = watchCordons(stack, new Set([node]));
     const observedAt = Date.now();
@@ -89,27 +124,36 @@ async function single(stack: RemediationStack, progress: (l: string) => void): P
     const at = w.at.get(node);
     if (at === undefined) throw new Error(`single XID run ${i}: ${node} was not cordoned (dead letters: ${stack.bus.deadLetters.length})`);
     ms.push(at - toPerf(observedAt));
-    if ((i + 1) % 25 === 0) progress(`single XID: ${i + 1}/${SINGLE_RUNS}`);
+    if ((i + 1) % 25 === 0) progress(`single XID: ${i + 1}/${runs}`);
   }
   return ms;
 }
 
-interface StormResult {
+export interface StormResult {
+  failing: number;
   latencies: number[];
   spanMs: number;
   cordoned: number;
-  perPool: Map<string, number>;
+  /** The most cordoned nodes any storm pool had at any moment. */
+  mostInPool: number;
   approvals: number;
   /** Deliveries that failed and went back to the bus's retry (conflicts, a busy node lease). */
   retried: number;
+  /** Sweep invocations (the every-minute schedule) that ran during the storm: their requests are counted too. */
+  sweeps: number;
+  /** API requests the cluster received during the storm, by `verb resource`. */
+  requests: Record<string, number>;
+  /** Pods evicted (one eviction each is the irreducible part of a drain). */
+  podsEvicted: number;
+  cpu: CpuShares;
 }
 
-async function storm(stack: RemediationStack, progress: (l: string) => void): Promise<StormResult> {
-  const failing: { node: string; pool: string; n: number }[] = [];
-  for (let p = 0; p < POOLS; p++) {
-    const pool = `pool${String(p).padStart(2, '0')}`;
+async function storm(stack: RemediationStack, spec: RunSpec, progress: (l: string) => void): Promise<StormResult> {
+  const failing: { node: string; n: number }[] = [];
+  const stride = Math.floor(spec.nodesPerPool / spec.failingPerPool);
+  for (let p = 0; p < spec.pools; p++) {
     // Spread over the pool, as independent faults would be.
-    for (let k = 0; k < FAILING_PER_POOL; k++) failing.push({ node: `${pool}-${k * Math.floor(NODES_PER_POOL / FAILING_PER_POOL)}`, pool, n: 1000 + failing.length });
+    for (let k = 0; k < spec.failingPerPool; k++) failing.push({ node: `${poolName(p)}-${k * stride}`, n: 1000 + failing.length });
   }
   // Independent faults arrive in no particular order across pools (seeded shuffle: reproducible).
   let seed = 42;
@@ -118,14 +162,21 @@ async function storm(stack: RemediationStack, progress: (l: string) => void): Pr
     const j = Math.floor(rnd() * (i + 1));
     [failing[i], failing[j]] = [failing[j]!, failing[i]!];
   }
-  const w = watchCordons(stack, new Set(failing.map((f) => f.node)));
+  const failingNodes = new Set(failing.map((f) => f.node));
+  const podsBefore = new Map([...failingNodes].map((n) => [n, stack.sim.store.podsOnNode(n).length]));
+  const w = watchCordons(stack, failingNodes);
+  const pools = watchPools(stack);
   const approvalsBefore = stack.published(APPROVAL_REQUESTED).length;
   const failures = new Map<string, number>();
   const off = stack.bus.on('failed', ({ error }) => {
     const key = error.message.replace(/[a-z0-9-]+-\d+/g, 'N').slice(0, 120);
     failures.set(key, (failures.get(key) ?? 0) + 1);
   });
-  progress(`storm: ${failing.length} nodes fail at once (${POOLS} pools of ${NODES_PER_POOL})`);
+  let sweeps = 0;
+  const offSweep = stack.bus.on('delivered', ({ function: fn }) => void (fn.includes('sweep') && sweeps++));
+  progress(`storm: ${failing.length} nodes fail at once (${spec.pools} pools of ${spec.nodesPerPool})`);
+  const requests = countRequests(stack.sim.server);
+  const profile = await startCpuProfile();
   const observedAt = Date.now();
   // Every agent puts its own event on the bus at the same moment.
   await Promise.all(failing.map((f) => stack.send([xid79(f.node, f.n, observedAt)])));
@@ -137,55 +188,49 @@ async function storm(stack: RemediationStack, progress: (l: string) => void): Pr
   const latencies = [...w.at.values()].map((t) => t - t0);
   progress(`storm: ${w.at.size}/${failing.length} cordoned; waiting for the deliveries to finish`);
   await stack.bus.drain();
+  const cpu = await profile.stop();
+  requests.stop();
+  pools.stop();
   off();
+  offSweep();
   for (const [why, n] of failures) progress(`storm: ${n} deliveries failed and were retried: ${why}`);
-  const retried = [...failures.values()].reduce((a, b) => a + b, 0);
-  const perPool = new Map<string, number>();
-  for (const n of stack.sim.store.nodes()) {
-    if (!n.spec?.unschedulable) continue;
-    const pool = n.metadata.labels?.['gpu-reflex.io/pool'] ?? 'default';
-    perPool.set(pool, (perPool.get(pool) ?? 0) + 1);
-  }
-  return { latencies, spanMs: Math.max(0, ...latencies), cordoned: w.at.size, perPool, approvals: stack.published(APPROVAL_REQUESTED).length - approvalsBefore, retried };
+  const podsEvicted = [...podsBefore].reduce((sum, [n, before]) => sum + before - stack.sim.store.podsOnNode(n).filter((p) => !p.metadata.deletionTimestamp).length, 0);
+  return {
+    failing: failing.length,
+    latencies,
+    spanMs: Math.max(0, ...latencies),
+    cordoned: w.at.size,
+    mostInPool: pools.most(),
+    approvals: stack.published(APPROVAL_REQUESTED).length - approvalsBefore,
+    retried: [...failures.values()].reduce((a, b) => a + b, 0),
+    sweeps,
+    requests: Object.fromEntries([...requests.counts].sort((a, b) => b[1] - a[1])),
+    podsEvicted,
+    cpu,
+  };
 }
 
-export const remediationSuite: BenchSuite = {
-  name: 'remediation',
-  summary: 'XID → node unschedulable through bus + remediate handler + simulated cluster; 1,500-node storm',
-  async run(progress) {
-    const t = performance.now();
-    const stack = await startRemediationStack({ fleet: benchFleet(), policy: POLICY, concurrency: CONCURRENCY });
-    progress(`stack up: ${stack.sim.store.count('nodes')} nodes, ${stack.sim.store.count('pods')} pods in ${((performance.now() - t) / 1000).toFixed(1)} s`);
-    try {
-      // Cold start (module import, wiring) once, on a node outside the measured sets.
-      await stack.send([xid79(`latency-${SINGLE_RUNS}`, 999, Date.now())]);
-      await stack.bus.drain();
-      const one = await single(stack, progress);
-      const s = await storm(stack, progress);
-      const limit = Math.min(POLICY.blastRadius.maxCount, Math.floor(POLICY.blastRadius.maxShare * NODES_PER_POOL));
-      const breached = [...s.perPool].filter(([pool, n]) => pool !== 'latency' && n > limit).length;
-      const stormNodes = POOLS * FAILING_PER_POOL;
-      const rows: Measurement[] = [
-        info('single XID: runs', one.length, 'runs'),
-        info('single XID → node unschedulable p50', percentile(one, 50), 'ms'),
-        below('single XID → node unschedulable p99', percentile(one, 99), 'ms', 2000),
-        info(`storm: fleet nodes (storm pools)`, POOLS * NODES_PER_POOL, 'nodes'),
-        info('storm: concurrent invocations', CONCURRENCY, 'invocations'),
-        atLeast('storm: failing nodes cordoned', s.cordoned, 'nodes', stormNodes),
-        info('storm: detection → cordon p50', percentile(s.latencies, 50) / 1000, 's'),
-        info('storm: detection → cordon p90', percentile(s.latencies, 90) / 1000, 's'),
-        below('storm: detection → cordon p99', percentile(s.latencies, 99) / 1000, 's', 5),
-        atLeast('storm: cordons per second', s.cordoned / (s.spanMs / 1000), 'nodes/s', 50),
-        below('storm: pools over their blast-radius limit', breached, 'pools', 1),
-        info(`storm: most cordoned in one pool (limit ${limit})`, Math.max(0, ...[...s.perPool].filter(([p]) => p !== 'latency').map(([, n]) => n)), 'nodes'),
-        info('storm: approval requests (none expected)', s.approvals, 'events'),
-        info('storm: deliveries retried by the bus', s.retried, 'deliveries'),
-        info('NVSentinel published (1,503 nodes, 10%): detection → cordon p90', 28.15, 's'),
-        info('NVSentinel published: cordon throughput', 1, 'nodes/s'),
-      ];
-      return rows;
-    } finally {
-      await stack.close();
-    }
-  },
-};
+export interface RunResult {
+  spec: RunSpec;
+  fleetNodes: number;
+  setupSeconds: number;
+  single: number[];
+  storm: StormResult;
+}
+
+export async function runRemediationBench(spec: RunSpec, progress: (l: string) => void): Promise<RunResult> {
+  const t = performance.now();
+  const stack = await startRemediationStack({ fleet: benchFleet(spec), policy: policyFor(spec), concurrency: spec.concurrency });
+  const setupSeconds = (performance.now() - t) / 1000;
+  progress(`stack up: ${stack.sim.store.count('nodes')} nodes, ${stack.sim.store.count('pods')} pods in ${setupSeconds.toFixed(1)} s`);
+  try {
+    // Cold start (module import, wiring) once, on a node outside the measured sets.
+    await stack.send([xid79(`latency-${spec.singleRuns}`, 999, Date.now())]);
+    await stack.bus.drain();
+    const one = await single(stack, spec.singleRuns, progress);
+    const s = await storm(stack, spec, progress);
+    return { spec, fleetNodes: stack.sim.store.count('nodes'), setupSeconds, single: one, storm: s };
+  } finally {
+    await stack.close();
+  }
+}

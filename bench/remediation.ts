@@ -1,0 +1,98 @@
+/**
+ * `gpu-reflex bench remediation`: how fast a GPU fault takes a node out of scheduling, through the
+ * embedded stack (remediation-run.ts), in two runs, each in its own process:
+ *
+ * 1. 1,500 nodes (15 pools × 100) plus a latency pool: single XIDs one at a time, then 10% of the
+ *    fleet failing at once.
+ * 2. 10,000 nodes (100 pools × 100): 1,000 failing at once. The cost of one remediation must not
+ *    grow with the fleet: same targets, and where the CPU went (simulator vs functions) and how
+ *    many API requests each remediated node took.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { PARTS } from './cpu-profile.ts';
+import { atLeast, below, info, percentile, type BenchSuite, type Measurement } from './harness.ts';
+import { stormLimit, type RunResult, type RunSpec } from './remediation-run.ts';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const SMALL: RunSpec = { pools: 15, nodesPerPool: 100, failingPerPool: 10, singleRuns: 100, concurrency: 32 };
+const LARGE: RunSpec = { pools: 100, nodesPerPool: 100, failingPerPool: 10, singleRuns: 0, concurrency: 32 };
+
+/** Runs one spec in a child process (tsx loader), its progress forwarded. */
+function runChild(spec: RunSpec, progress: (l: string) => void): Promise<RunResult> {
+  const dir = mkdtempSync(join(tmpdir(), 'gpu-reflex-bench-'));
+  const out = join(dir, 'result.json');
+  return new Promise<RunResult>((resolve, reject) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/remediation-child.ts'), JSON.stringify(spec), out], { cwd: ROOT, stdio: ['ignore', 'inherit', 'pipe'] });
+    let tail = '';
+    child.stderr.setEncoding('utf8');
+    child.stderr.on('data', (chunk: string) => {
+      tail = (tail + chunk).slice(-4000);
+      for (const line of chunk.split('\n')) if (line.trim() && !/AWS SDK|node >=22|upgrade to node|a\.co\/|trace-warnings|^\s*$|security updates|versions published|socket usage|node-configuring-maxsockets/.test(line)) progress(line.trim());
+    });
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      try {
+        if (code !== 0) throw new Error(`bench run exited ${code}: ${tail}`);
+        resolve(JSON.parse(readFileSync(out, 'utf8')) as RunResult);
+      } catch (err) {
+        reject(err as Error);
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    });
+  });
+}
+
+/** The storm's rows, labelled with the fleet size. */
+function stormRows(label: string, r: RunResult, targets: { p99s: number }): Measurement[] {
+  const s = r.storm;
+  const limit = stormLimit(r.spec);
+  const share = (part: (typeof PARTS)[number]) => (100 * s.cpu.ms[part]) / s.cpu.total;
+  const evictions = s.requests['create pods/eviction'] ?? 0;
+  const total = Object.values(s.requests).reduce((a, b) => a + b, 0);
+  const perNode = (n: number) => n / Math.max(1, s.cordoned);
+  return [
+    info(`${label}: fleet nodes`, r.fleetNodes, 'nodes'),
+    info(`${label}: concurrent invocations`, r.spec.concurrency, 'invocations'),
+    atLeast(`${label}: failing nodes cordoned`, s.cordoned, 'nodes', s.failing),
+    info(`${label}: detection → cordon p50`, percentile(s.latencies, 50) / 1000, 's'),
+    info(`${label}: detection → cordon p90`, percentile(s.latencies, 90) / 1000, 's'),
+    below(`${label}: detection → cordon p99`, percentile(s.latencies, 99) / 1000, 's', targets.p99s),
+    atLeast(`${label}: cordons per second`, s.cordoned / (s.spanMs / 1000), 'nodes/s', 50),
+    // Counted after every node write, not only at the end.
+    below(`${label}: most cordoned in one pool at any moment (limit ${limit})`, s.mostInPool, 'nodes', limit + 1),
+    info(`${label}: approval requests (none expected)`, s.approvals, 'events'),
+    info(`${label}: deliveries retried by the bus`, s.retried, 'deliveries'),
+    info(`${label}: sweeps that ran meanwhile (their requests count below)`, s.sweeps, 'invocations'),
+    info(`${label}: API requests per remediated node, one eviction per pod excluded`, perNode(total - evictions), 'requests'),
+    ...Object.entries(s.requests).map(([kind, n]) => info(`${label}: requests per node: ${kind}`, perNode(n), 'requests')),
+    info(`${label}: pods evicted`, s.podsEvicted, 'pods'),
+    info(`${label}: CPU sampled during the storm`, s.cpu.total / 1000, 's'),
+    ...PARTS.map((p) => info(`${label}: CPU share: ${p}`, share(p), '%')),
+  ];
+}
+
+export const remediationSuite: BenchSuite = {
+  name: 'remediation',
+  summary: 'XID → node unschedulable through bus + remediate handler + simulated cluster; storms at 1,500 and 10,000 nodes',
+  async run(progress) {
+    progress('run 1: 1,500-node fleet, single XIDs, then 150 nodes fail');
+    const small = await runChild(SMALL, progress);
+    progress('run 2: 10,000-node fleet, 1,000 nodes fail');
+    const large = await runChild(LARGE, progress);
+    return [
+      info('single XID: runs', small.single.length, 'runs'),
+      info('single XID → node unschedulable p50', percentile(small.single, 50), 'ms'),
+      below('single XID → node unschedulable p99', percentile(small.single, 99), 'ms', 2000),
+      ...stormRows('storm 1,500', small, { p99s: 5 }),
+      ...stormRows('storm 10,000', large, { p99s: 10 }),
+      info(`storm 10,000: fleet set-up`, large.setupSeconds, 's'),
+      info('NVSentinel published (1,503 nodes, 10%): detection → cordon p90', 28.15, 's'),
+      info('NVSentinel published: cordon throughput', 1, 'nodes/s'),
+    ];
+  },
+};
