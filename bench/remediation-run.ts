@@ -146,6 +146,8 @@ export interface StormResult {
   /** Pods evicted (one eviction each is the irreducible part of a drain). */
   podsEvicted: number;
   cpu: CpuShares;
+  /** CPU this process used during the storm (user + system, all threads), ms. */
+  processCpuMs: number;
 }
 
 async function storm(stack: RemediationStack, spec: RunSpec, progress: (l: string) => void): Promise<StormResult> {
@@ -177,6 +179,7 @@ async function storm(stack: RemediationStack, spec: RunSpec, progress: (l: strin
   progress(`storm: ${failing.length} nodes fail at once (${spec.pools} pools of ${spec.nodesPerPool})`);
   const requests = countRequests(stack.sim.server);
   const profile = await startCpuProfile();
+  const cpu0 = process.cpuUsage();
   const observedAt = Date.now();
   // Every agent puts its own event on the bus at the same moment.
   await Promise.all(failing.map((f) => stack.send([xid79(f.node, f.n, observedAt)])));
@@ -188,6 +191,7 @@ async function storm(stack: RemediationStack, spec: RunSpec, progress: (l: strin
   const latencies = [...w.at.values()].map((t) => t - t0);
   progress(`storm: ${w.at.size}/${failing.length} cordoned; waiting for the deliveries to finish`);
   await stack.bus.drain();
+  const used = process.cpuUsage(cpu0);
   const cpu = await profile.stop();
   requests.stop();
   pools.stop();
@@ -207,6 +211,7 @@ async function storm(stack: RemediationStack, spec: RunSpec, progress: (l: strin
     requests: Object.fromEntries([...requests.counts].sort((a, b) => b[1] - a[1])),
     podsEvicted,
     cpu,
+    processCpuMs: (used.user + used.system) / 1000,
   };
 }
 

@@ -71,8 +71,10 @@ function stormRows(label: string, r: RunResult, targets: { p99s: number }): Meas
     info(`${label}: API requests per remediated node, one eviction per pod excluded`, perNode(total - evictions), 'requests'),
     ...Object.entries(s.requests).map(([kind, n]) => info(`${label}: requests per node: ${kind}`, perNode(n), 'requests')),
     info(`${label}: pods evicted`, s.podsEvicted, 'pods'),
-    info(`${label}: CPU sampled during the storm`, s.cpu.total / 1000, 's'),
-    ...PARTS.map((p) => info(`${label}: CPU share: ${p}`, share(p), '%')),
+    // Process CPU (getrusage), not wall time: on a shared machine this is what does not depend on load.
+    info(`${label}: process CPU per remediated node (storm, all of it)`, s.processCpuMs / Math.max(1, s.cordoned), 'ms'),
+    // The profile's busy samples, by part (its own time base: wall time while not idle).
+    ...PARTS.map((p) => info(`${label}: busy-time share: ${p}`, share(p), '%')),
   ];
 }
 
