@@ -2,6 +2,9 @@ import fc from 'fast-check';
 import { describe, expect, it, vi } from 'vitest';
 import type * as selectors from './selectors.ts';
 import { matchesFields, matchesRequirements, type FieldRequirement, type Requirement } from './selectors.ts';
+import { ManualClock } from './clock.ts';
+import { Cluster } from './cluster.ts';
+import { resource } from './resources.ts';
 import { Store, type Selection } from './store.ts';
 import type { KubeObject } from './types.ts';
 
@@ -124,5 +127,27 @@ describe('Store.select (indexed list)', () => {
     expect(sorted(out)).toEqual(sorted(scan(store, 'nodes', sel)));
     // Counted after the scan above ran too: subtract its 1,000.
     expect(matched.calls - 1000).toBe(examined);
+  });
+});
+
+describe('Cluster.list over the indexes', () => {
+  it('pages a label-selected list in name order, with the remaining count, exactly as the unpaged list', () => {
+    const cluster = new Cluster(new ManualClock());
+    const NODES = resource('nodes');
+    for (let i = 0; i < 40; i++) cluster.create(NODES, '', { metadata: { name: `n${String(i).padStart(2, '0')}`, labels: { pool: `p${i % 4}` } } });
+    const selector = 'pool in (p1, p3),pool!=p3';
+    const all = cluster.list(NODES, undefined, { labelSelector: selector }).items.map((n) => n.metadata.name);
+    expect(all).toEqual(Array.from({ length: 10 }, (_, k) => `n${String(4 * k + 1).padStart(2, '0')}`));
+    const paged: string[] = [];
+    const remaining: (number | undefined)[] = [];
+    let cont: string | undefined;
+    do {
+      const page = cluster.list(NODES, undefined, { labelSelector: selector, limit: 3, ...(cont ? { continue: cont } : {}) });
+      paged.push(...page.items.map((n) => n.metadata.name));
+      remaining.push(page.remainingItemCount);
+      cont = page.continue;
+    } while (cont);
+    expect(paged).toEqual(all);
+    expect(remaining).toEqual([7, 4, 1, undefined]);
   });
 });
