@@ -9,7 +9,7 @@ import { machine, markdown, type BenchSuite } from './harness.ts';
 export const SUITES: Record<string, { summary: string; load: () => Promise<BenchSuite> }> = {
   agent: { summary: 'node agent: CPU, RSS, XID → PutEvents latency, throughput', load: async () => (await import('./agent.ts')).agentSuite },
   publisher: { summary: 'agent publisher: throughput, publish→ack latency, spool replay', load: async () => (await import('../node-agent/publisher/publisher.bench.ts')).publisherBenchSuite },
-  remediation: { summary: 'XID → node unschedulable through the embedded stack; 1,500-node storm within the blast radius', load: async () => (await import('./remediation.ts')).remediationSuite },
+  remediation: { summary: 'XID → node unschedulable through the embedded stack; storms at 1,500 and 10,000 nodes within the blast radius', load: async () => (await import('./remediation.ts')).remediationSuite },
   bus: { summary: 'local EventBridge: PutEvents via the real SDK, delivery, cron', load: async () => (await import('../infra/local/bus/bench.ts')).busSuite },
   xid: { summary: 'kernel-log XID scan on 50 MB lines', load: async () => (await import('../node-agent/kmsg/scan.bench.ts')).xidScanBenchSuite },
 };

@@ -187,7 +187,8 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     let stopped = false;
     let lastPending = '';
     const checkPending = async () => {
-      const pods = sim ? (sim.store.list('pods') as Pod[]) : await kube.pods();
+      // Only unbound pods can be pending: the store's spec.nodeName index has them (not every pod, every step).
+      const pods = sim ? (sim.store.select('pods', { fields: [{ field: 'spec.nodeName', equal: true, value: '' }] }) as Pod[]) : await kube.pods();
       const pending = pendingByResource(pods);
       const key = JSON.stringify(pending);
       if (key === lastPending) return;

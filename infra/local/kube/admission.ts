@@ -24,7 +24,9 @@ export function admitPod(input: Pod, store: Store, running: (pod: Pod, node: str
     throw errors.forbidden(PODS, input.metadata.name, (err as Error).message);
   }
   pod.spec = { restartPolicy: 'Always', terminationGracePeriodSeconds: 30, dnsPolicy: 'ClusterFirst', schedulerName: 'default-scheduler', ...pod.spec };
-  const refusal = quotaRefusal(pod, store.list('resourcequotas', ns), store.pods(ns));
+  // Quota needs the namespace's pods only when the namespace has a quota (most have none).
+  const quotas = store.list('resourcequotas', ns);
+  const refusal = quotas.length > 0 ? quotaRefusal(pod, quotas, store.pods(ns)) : undefined;
   if (refusal) throw errors.forbidden(PODS, pod.metadata.name, refusal);
   // A pod created already bound (DaemonSet pods, fleet seeds) is started by its kubelet at once.
   pod.status = pod.spec.nodeName ? running(pod, pod.spec.nodeName) : pendingStatus(pod);

@@ -8,9 +8,9 @@ import { evictionVerdict, withPdbStatus } from './pdb.ts';
 import { normalizeQuantities } from './normalize.ts';
 import { withQuotaStatus } from './quota.ts';
 import { apiVersionOf, qualifiedName, resource, type ResourceDef } from './resources.ts';
-import { matchesFields, matchesRequirements, parseFieldSelector, parseLabelSelector, pinnedNode } from './selectors.ts';
+import { parseFieldSelector, parseLabelSelector, requirementsOf } from './selectors.ts';
 import { Store } from './store.ts';
-import type { Clock, KubeObject, Node, Pod } from './types.ts';
+import type { Clock, KubeObject, LabelSelectorSpec, Node, Pod } from './types.ts';
 
 /**
  * The API server's behaviour, independent of HTTP: CRUD with resourceVersion preconditions,
@@ -88,9 +88,20 @@ export class Cluster {
   present(r: ResourceDef, obj: KubeObject): KubeObject {
     const ns = obj.metadata.namespace ?? '';
     if (r.plural === 'resourcequotas') return withQuotaStatus(obj, this.store.pods(ns));
-    if (r.plural === 'poddisruptionbudgets') return withPdbStatus(obj, this.store.pods(ns), this.nowIso());
+    if (r.plural === 'poddisruptionbudgets') return withPdbStatus(obj, this.podsSelectedBy(obj), this.nowIso());
     if (r.plural === 'daemonsets') return withDaemonSetStatus(obj, this.store.pods(ns));
     return obj;
+  }
+
+  /** The pods of a budget's namespace its selector picks, from the label index (pdb.ts filters again). */
+  private podsSelectedBy(pdb: KubeObject): Pod[] {
+    const ns = pdb.metadata.namespace ?? '';
+    try {
+      return this.store.select('pods', { namespace: ns, labels: requirementsOf((pdb.spec as { selector?: LabelSelectorSpec } | undefined)?.selector) }) as Pod[];
+    } catch {
+      // An operator the selector parser refuses: let pdb.ts see every pod and decide as before.
+      return this.store.pods(ns);
+    }
   }
 
   list(r: ResourceDef, ns: string | undefined, opts: ListOptions = {}): ListResult {
@@ -101,11 +112,9 @@ export class Cluster {
     } catch (err) {
       throw badRequest(err);
     }
-    const node = r.plural === 'pods' ? pinnedNode(fields) : undefined;
-    let all = node !== undefined ? this.store.podsOnNode(node) : this.store.list(qualifiedName(r), r.namespaced ? ns : undefined);
-    if (node !== undefined && ns) all = all.filter((o) => o.metadata.namespace === ns);
+    // The store's indexes (label, field, namespace) pick the candidates; only matches come back.
+    let items = this.store.select(qualifiedName(r), { ...(r.namespaced && ns !== undefined ? { namespace: ns } : {}), labels, fields });
     const key = (o: KubeObject) => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
-    let items = all.filter((o) => matchesRequirements(o.metadata.labels, labels) && matchesFields(o, fields));
     items.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
     const rv = String(this.store.resourceVersion);
     if (opts.continue) {
@@ -265,7 +274,7 @@ export class Cluster {
     if (!pod) throw errors.notFound(PODS, name);
     const opts = ((body ?? {}) as { deleteOptions?: { gracePeriodSeconds?: number; dryRun?: string[] } }).deleteOptions ?? {};
     if (pod.metadata.deletionTimestamp) return success(201);
-    const verdict = evictionVerdict(pod, this.store.list('poddisruptionbudgets.policy', ns), this.store.pods(ns));
+    const verdict = evictionVerdict(pod, this.store.list('poddisruptionbudgets.policy', ns), (pdb) => this.podsSelectedBy(pdb));
     if (!verdict.allowed) {
       if (verdict.code === 500) throw errors.internal(verdict.message);
       throw errors.tooManyRequests(verdict.message, [{ reason: 'DisruptionBudget', message: verdict.cause ?? '' }]);

@@ -2,7 +2,8 @@ import { daemonPod, eligible, hasDaemonPod } from './daemonsets.ts';
 import { MigManager } from './mig-manager.ts';
 import { controllerOf, holdsResources, isTerminal, podRequests, runningStatus, pendingStatus, succeededStatus } from './pods.ts';
 import { qualifiedName, type ResourceDef } from './resources.ts';
-import { pickNode, freeOn, tolerates } from './scheduler.ts';
+import { freeOn, matchesNodeAffinity, pickNode, tolerates, unfitReason } from './scheduler.ts';
+import { UnfitShapes } from './unfit-shapes.ts';
 import type { Store, StoreEvent } from './store.ts';
 import type { Clock, KubeObject, Node, Pod, PodSpec, Taint } from './types.ts';
 
@@ -15,9 +16,11 @@ import type { Clock, KubeObject, Node, Pod, PodSpec, Taint } from './types.ts';
  * All of it runs synchronously in `settle()`, called after every write and on `advance()`, so
  * the simulation is deterministic: no timers, no background work.
  *
- * Scheduling cost stays flat under node churn: a pending pod that fitted nowhere is retried only
- * after the cluster gained room (the "capacity epoch" moved: a pod left a node, a node appeared or
- * lost a taint/cordon), so cordoning 150 nodes a second does not rescan the fleet per pending pod.
+ * Scheduling cost stays flat under node churn and fleet size: a pending pod that fitted nowhere is
+ * retried only after a node it may use gained room (the "capacity epoch" moved: a pod left the node,
+ * it appeared or lost a taint/cordon), and then only on the nodes that gained room since
+ * (unfit-shapes.ts), so cordoning 150 nodes a second does not rescan the fleet per pending pod, and
+ * a pod leaving one pool does not walk the waiting pods of the others.
  */
 const ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
 /** A pod annotated with this many seconds exits 0 (phase Succeeded) that long after it starts. */
@@ -39,8 +42,16 @@ export class Lifecycle {
    * all per request was a visible share of the simulator's CPU.
    */
   private dueAt = Number.POSITIVE_INFINITY;
-  /** Something may be schedulable that was not at the last pass: a new waiting pod, or more room. */
-  private scheduleDirty = true;
+  /**
+   * Shapes of waiting pods that may bind now and were not tried since: a new pod of the shape, or
+   * room on a node the shape may use. Only their pods are looked at in a pass, so a pod leaving a
+   * node in one pool does not walk the 4,000 waiting pods of every other pool.
+   */
+  private readonly dirtyShapes = new Set<string>();
+  /** Waiting pods by shape, and each one's place in the queue (first come, first bound). */
+  private readonly byShape = new Map<string, Set<string>>();
+  private readonly queued = new Map<string, number>();
+  private queueSeq = 0;
   /**
    * Node label keys the waiting pods select on, counted: each waiting pod's keys are added when it
    * starts waiting and removed when it stops (or changes), so a node label change asks a map
@@ -58,8 +69,12 @@ export class Lifecycle {
    */
   private readonly hints = new Map<string, { epoch: number; list: number; index: number }>();
   private nodeListVersion = 0;
-  /** Pod shapes that fitted no node at this capacity epoch and node list, with kube-scheduler's message. */
-  private unfit = { epoch: -1, list: -1, shapes: new Map<string, { reason: string }>() };
+  /** Pod shapes that fitted no node, and the nodes that gained room since (unfit-shapes.ts). */
+  private readonly unfit = new UnfitShapes();
+  /** Each waiting pod's shape, computed when it starts waiting (not once per scheduling pass). */
+  private readonly shapeOf = new Map<string, string>();
+  /** Where each node sits in sortedNodes: a node change replaces it there instead of re-sorting the fleet. */
+  private nodeIndex = new Map<string, number>();
   /** Nodes the DaemonSet controller must look at next settle; 'all' after a DaemonSet changes. */
   private daemonNodes: Set<string> | 'all' = new Set();
   private nameSeq = 0;
@@ -233,8 +248,10 @@ export class Lifecycle {
 
   private schedule(): void {
     // Every waiting pod was tried at this capacity epoch and none came since: nothing can bind.
-    if (!this.scheduleDirty) return;
-    this.scheduleDirty = false;
+    if (this.dirtyShapes.size === 0) return;
+    const keys = [...this.dirtyShapes].flatMap((shape) => [...(this.byShape.get(shape) ?? [])]);
+    this.dirtyShapes.clear();
+    keys.sort((a, b) => this.queued.get(a)! - this.queued.get(b)!);
     let nodes: Node[] | undefined;
     const free = this.freeCache;
     const freeOf = (n: Node) => {
@@ -242,42 +259,85 @@ export class Lifecycle {
       if (!f) free.set(n.metadata.name, (f = freeOn(n, this.store.podsOnNode(n.metadata.name))));
       return f;
     };
-    // Shapes that fitted nowhere while the capacity epoch stands: binding only takes room, so the
-    // next pod of the same shape cannot fit either. Without this, each pending pod rescans the
-    // fleet twice (fit, then reasons): 600 evicted Jobs' replacements × 1,500 nodes in a storm.
-    if (this.unfit.epoch !== this.epoch || this.unfit.list !== this.nodeListVersion) this.unfit = { epoch: this.epoch, list: this.nodeListVersion, shapes: new Map() };
-    const unfit = this.unfit.shapes;
-    for (const key of [...this.pending]) {
-      if (this.tried.get(key) === this.epoch) continue;
+    for (const key of keys) {
+      if (this.tried.get(key) === this.epoch || !this.pending.has(key)) continue;
       const [ns, name] = key.split('/') as [string, string];
       const pod = this.store.pod(ns, name);
       if (!pod) continue;
-      nodes ??= this.nodesByName();
-      const shape = JSON.stringify([[...podRequests(pod)], pod.spec.tolerations, pod.spec.nodeSelector, pod.spec.affinity?.nodeAffinity]);
-      const hint = this.hints.get(shape);
-      const start = hint && hint.epoch === this.epoch && hint.list === this.nodeListVersion ? hint.index : 0;
-      const pick = unfit.get(shape) ?? pickNode(pod, nodes, freeOf, start);
-      if (!('node' in pick)) unfit.set(shape, pick);
+      const shape = this.shapeOf.get(key)!;
+      // Shapes that fitted nowhere (unfit-shapes.ts): binding only takes room, so the next pod of
+      // the same shape fits nowhere either, or only on a node that gained room since.
+      const known = this.unfit.recall(shape, this.epoch, this.nodeListVersion);
+      let pick: { node: string; index: number } | { reason: string };
+      if (known && 'unfit' in known) pick = { reason: known.unfit };
+      else if (known) {
+        const fits = known.retry.map((n) => this.store.node(n)).find((n): n is Node => n !== undefined && unfitReason(pod, n, freeOf(n)) === undefined);
+        pick = fits ? { node: fits.metadata.name, index: -1 } : { reason: known.reason };
+      } else {
+        nodes ??= this.nodesByName();
+        const hint = this.hints.get(shape);
+        const start = hint && hint.epoch === this.epoch && hint.list === this.nodeListVersion ? hint.index : 0;
+        pick = pickNode(pod, nodes, freeOf, start);
+      }
       if ('node' in pick) {
         if (this.hints.size > 10_000) this.hints.clear();
-        this.hints.set(shape, { epoch: this.epoch, list: this.nodeListVersion, index: pick.index });
+        if (pick.index >= 0) this.hints.set(shape, { epoch: this.epoch, list: this.nodeListVersion, index: pick.index });
         this.bind(pod, pick.node);
         continue;
       }
+      this.unfit.unfit(shape, this.epoch, this.nodeListVersion, pick.reason);
       this.tried.set(key, this.epoch);
       const cond = pod.status?.conditions?.find((c) => c.type === 'PodScheduled') as { message?: string } | undefined;
       if (cond?.message !== pick.reason) this.store.put('pods', { ...pod, status: pendingStatus(pod, 'Unschedulable', pick.reason) });
     }
   }
 
-  /** The cluster gained room: pods that fitted nowhere are worth another pass. */
-  private bumpEpoch(): void {
+  /** The cluster gained room on `node`: pods that fitted nowhere and may use it are worth another try. */
+  private bumpEpoch(node: string): void {
     this.epoch++;
-    this.scheduleDirty = true;
+    this.unfit.freed(this.epoch, node);
+    const n = this.store.node(node);
+    for (const [shape, keys] of this.byShape) {
+      if (this.dirtyShapes.has(shape)) continue;
+      const [ns, name] = (keys.values().next().value ?? '/').split('/') as [string, string];
+      const pod = this.store.pod(ns, name);
+      // A node the shape's selector or affinity rules out gains it nothing.
+      if (!n || !pod || matchesNodeAffinity(pod, n)) this.dirtyShapes.add(shape);
+    }
+  }
+
+  /** Files a waiting pod under its shape (or takes it out: `shape` undefined). */
+  private fileShape(key: string, shape: string | undefined): void {
+    const old = this.shapeOf.get(key);
+    if (old === shape) return;
+    if (old !== undefined) {
+      const keys = this.byShape.get(old)!;
+      keys.delete(key);
+      if (keys.size === 0) this.byShape.delete(old);
+    }
+    if (shape === undefined) {
+      this.shapeOf.delete(key);
+      this.queued.delete(key);
+      return;
+    }
+    this.shapeOf.set(key, shape);
+    if (!this.queued.has(key)) this.queued.set(key, ++this.queueSeq);
+    let keys = this.byShape.get(shape);
+    if (!keys) this.byShape.set(shape, (keys = new Set()));
+    keys.add(key);
+    this.dirtyShapes.add(shape);
+  }
+
+  /** Every waiting pod is worth a try (the node list changed). */
+  private allDirty(): void {
+    for (const shape of this.byShape.keys()) this.dirtyShapes.add(shape);
   }
 
   private nodesByName(): Node[] {
-    this.sortedNodes ??= this.store.nodes().sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
+    if (!this.sortedNodes) {
+      this.sortedNodes = this.store.nodes().sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
+      this.nodeIndex = new Map(this.sortedNodes.map((n, i) => [n.metadata.name, i]));
+    }
     return this.sortedNodes;
   }
 
@@ -342,7 +402,8 @@ export class Lifecycle {
         this.dueAt = Math.min(this.dueAt, due);
       }
       if (waiting || this.pending.has(key)) this.trackSelected(key, waiting ? pod.spec : undefined);
-      if (waiting && !this.pending.has(key)) this.scheduleDirty = true;
+      this.fileShape(key, waiting ? shapeOf(pod) : undefined);
+      if (waiting && !this.pending.has(key)) this.dirtyShapes.add(this.shapeOf.get(key)!);
       if (waiting) this.pending.add(key);
       else {
         this.pending.delete(key);
@@ -352,17 +413,20 @@ export class Lifecycle {
       if (before?.spec.nodeName) this.freeCache.delete(before.spec.nodeName);
       if (pod.spec.nodeName) this.freeCache.delete(pod.spec.nodeName);
       const freed = before !== undefined && holdsResources(before) && (e.type === 'DELETED' || !holdsResources(pod));
-      if (freed) this.bumpEpoch();
+      if (freed) this.bumpEpoch(before.spec.nodeName ?? '');
     } else if (e.resource === 'nodes') {
       const node = e.object as Node;
       this.freeCache.delete(node.metadata.name);
-      this.sortedNodes = undefined;
+      // A changed node keeps its place in name order; only a node joining or leaving re-sorts.
+      const at = this.nodeIndex.get(node.metadata.name);
+      if (e.type === 'MODIFIED' && this.sortedNodes && at !== undefined) this.sortedNodes[at] = node;
+      else this.sortedNodes = undefined;
       if (e.type !== 'MODIFIED') {
         this.nodeListVersion++;
-        this.scheduleDirty = true;
+        this.allDirty();
         this.hints.clear();
       }
-      if (e.type === 'ADDED' || (e.type === 'MODIFIED' && loosened(e.previous as Node, node, (k) => this.selectedLabelKey(k)))) this.bumpEpoch();
+      if (e.type === 'ADDED' || (e.type === 'MODIFIED' && loosened(e.previous as Node, node, (k) => this.selectedLabelKey(k)))) this.bumpEpoch(node.metadata.name);
       if (e.type !== 'DELETED' && node.spec?.taints?.some((t) => t.effect === 'NoExecute')) this.noExecuteCheck.add(node.metadata.name);
       if (e.type === 'ADDED') this.markDaemonNode(node.metadata.name);
     }
@@ -384,4 +448,9 @@ function loosened(before: Node, after: Node, selected: (key: string) => boolean)
   const changed = [...new Set([...Object.keys(a), ...Object.keys(b)])].filter((k) => a[k] !== b[k]);
   if (changed.some(selected)) return true;
   return JSON.stringify(before.status?.allocatable) !== JSON.stringify(after.status?.allocatable);
+}
+
+/** What decides where a pod can go: two pods of one shape fit the same nodes. */
+function shapeOf(pod: Pod): string {
+  return JSON.stringify([[...podRequests(pod)], pod.spec.tolerations, pod.spec.nodeSelector, pod.spec.affinity?.nodeAffinity]);
 }

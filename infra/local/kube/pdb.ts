@@ -71,15 +71,19 @@ export function withPdbStatus(pdb: KubeObject, podsInNamespace: Pod[], nowIso: s
 
 export type EvictionVerdict = { allowed: true } | { allowed: false; code: 429 | 500; message: string; cause?: string };
 
-/** Whether evicting `pod` keeps every budget that selects it (the eviction REST handler's rules). */
-export function evictionVerdict(pod: Pod, pdbs: KubeObject[], podsInNamespace: Pod[]): EvictionVerdict {
+/**
+ * Whether evicting `pod` keeps every budget that selects it (the eviction REST handler's rules).
+ * `podsOf(pdb)`: the namespace's pods (or any superset of those the budget selects), asked only
+ * when a budget applies, so evicting an unbudgeted pod costs nothing per pod in the namespace.
+ */
+export function evictionVerdict(pod: Pod, pdbs: KubeObject[], podsOf: (pdb: KubeObject) => Pod[]): EvictionVerdict {
   // Pods that are not running (pending, finished) never count against a budget.
   if (pod.status?.phase !== 'Running') return { allowed: true };
   const matching = pdbs.filter((b) => selectedBy(b, pod));
   if (matching.length === 0) return { allowed: true };
   if (matching.length > 1) return { allowed: false, code: 500, message: 'This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.' };
   const pdb = matching[0]!;
-  const s = pdbStatus(pdb, podsInNamespace);
+  const s = pdbStatus(pdb, podsOf(pdb));
   // An unhealthy pod may go when the budget is already met (IfHealthyBudget, the default),
   // or always (AlwaysAllow).
   const policy = (pdb.spec as PdbSpec | undefined)?.unhealthyPodEvictionPolicy;

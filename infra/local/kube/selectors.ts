@@ -47,7 +47,7 @@ export function parseLabelSelector(text: string): Requirement[] {
   });
 }
 
-export function matchesRequirements(labels: Record<string, string> | undefined, reqs: Requirement[]): boolean {
+export function matchesRequirements(labels: Record<string, string> | undefined, reqs: readonly Requirement[]): boolean {
   for (const r of reqs) {
     const v = labels?.[r.key];
     switch (r.op) {
@@ -121,17 +121,15 @@ export function parseFieldSelector(text: string): FieldRequirement[] {
   });
 }
 
-export function matchesFields(o: KubeObject, reqs: FieldRequirement[]): boolean {
+/** The value field selector `field` compares for `o` (absent values read as ''), or undefined for an unknown field. */
+export function fieldValue(o: KubeObject, field: string): string | undefined {
+  return FIELDS[field]?.(o);
+}
+
+export function matchesFields(o: KubeObject, reqs: readonly FieldRequirement[]): boolean {
   for (const r of reqs) {
     const v = FIELDS[r.field]!(o);
     if ((v === r.value) !== r.equal) return false;
   }
   return true;
-}
-
-/** The node a field selector pins `spec.nodeName` to, so pod lists can use the node index. */
-export function pinnedNode(reqs: FieldRequirement[]): string | undefined {
-  // `spec.nodeName=` (unscheduled pods) is not in the index: leave it to the full scan.
-  const value = reqs.find((r) => r.field === 'spec.nodeName' && r.equal)?.value;
-  return value === '' ? undefined : value;
 }

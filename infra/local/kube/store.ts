@@ -1,9 +1,12 @@
+import { matchesFields, matchesRequirements, type FieldRequirement, type Requirement } from './selectors.ts';
+import { ResourceIndex } from './store-index.ts';
 import type { KubeObject, Node, Pod } from './types.ts';
 
 /**
  * The in-memory object store: one global resourceVersion counter (like etcd's revision), objects
- * by resource → namespace → name, pods also indexed by node, and a bounded history of changes
- * so a watch can resume from a resourceVersion.
+ * by resource → namespace → name, secondary indexes by label and by the selectable fields
+ * (store-index.ts: pods by node, events by involved object, any object by name), and a bounded
+ * history of changes so a watch can resume from a resourceVersion.
  *
  * Tests may read it directly (`store.node('gpu-1')`); all mutation from product code goes over
  * HTTP. Returned objects are shared snapshots: never mutate them.
@@ -22,10 +25,17 @@ export interface StoreEvent {
 
 const HISTORY = 50_000;
 
+/** What a list selects: a namespace (none: all), label and field requirements (all must hold). */
+export interface Selection {
+  namespace?: string;
+  labels?: readonly Requirement[];
+  fields?: readonly FieldRequirement[];
+}
+
 export class Store {
   private rv = 1;
   private readonly data = new Map<string, Map<string, Map<string, KubeObject>>>();
-  private readonly byNode = new Map<string, Map<string, Pod>>();
+  private readonly indexes = new Map<string, ResourceIndex>();
   private readonly history: StoreEvent[] = [];
   private readonly listeners = new Set<(e: StoreEvent) => void>();
 
@@ -48,6 +58,30 @@ export class Store {
     return out;
   }
 
+  /**
+   * The objects of a resource that match `sel`, unordered. Starts from the smallest of: the
+   * namespace, an indexed label or field requirement's set, or everything; then applies the whole
+   * selection, so the answer is the plain scan's (store-index.test.ts holds it to that).
+   */
+  select(resource: string, sel: Selection = {}): KubeObject[] {
+    const byNs = this.data.get(resource);
+    if (!byNs) return [];
+    const labels = sel.labels ?? [];
+    const fields = sel.fields ?? [];
+    const ns = sel.namespace;
+    const inNs = ns === undefined ? undefined : byNs.get(ns);
+    if (ns !== undefined && !inNs) return [];
+    const indexed = this.indexes.get(resource)?.narrowest(labels, fields);
+    const matches = (o: KubeObject) => matchesRequirements(o.metadata.labels, labels) && matchesFields(o, fields);
+    const out: KubeObject[] = [];
+    if (indexed && indexed.size < (inNs?.size ?? Number.POSITIVE_INFINITY)) {
+      for (const bucket of indexed.buckets) for (const o of bucket.values()) if ((ns === undefined || (o.metadata.namespace ?? '') === ns) && matches(o)) out.push(o);
+      return out;
+    }
+    for (const m of inNs ? [inNs] : byNs.values()) for (const o of m.values()) if (matches(o)) out.push(o);
+    return out;
+  }
+
   count(resource: string): number {
     let n = 0;
     for (const m of this.data.get(resource)?.values() ?? []) n += m.size;
@@ -56,7 +90,8 @@ export class Store {
 
   /** Pods whose spec.nodeName is `node`, from the index (O(pods on the node)). */
   podsOnNode(node: string): Pod[] {
-    return [...(this.byNode.get(node)?.values() ?? [])];
+    if (node === '') return [];
+    return (this.indexes.get('pods')?.byField('spec.nodeName', node) ?? []) as Pod[];
   }
 
   /** Stores `obj` under a fresh resourceVersion (set on a copy of its metadata) and notifies. */
@@ -70,7 +105,7 @@ export class Store {
     let byName = byNs.get(ns);
     if (!byName) byNs.set(ns, (byName = new Map()));
     byName.set(obj.metadata.name, stored);
-    if (resource === 'pods') this.reindex(prev as Pod | undefined, stored as Pod);
+    this.indexOf(resource).update(prev, stored);
     this.emit({ type: prev ? 'MODIFIED' : 'ADDED', resource, object: stored, ...(prev ? { previous: prev } : {}), rv: this.rv });
     return stored;
   }
@@ -81,7 +116,7 @@ export class Store {
     const prev = byName?.get(name);
     if (!byName || !prev) return undefined;
     byName.delete(name);
-    if (resource === 'pods') this.reindex(prev as Pod, undefined);
+    this.indexOf(resource).update(prev, undefined);
     this.rv++;
     const gone: KubeObject = { ...prev, metadata: { ...prev.metadata, resourceVersion: String(this.rv) } };
     this.emit({ type: 'DELETED', resource, object: gone, previous: prev, rv: this.rv });
@@ -122,20 +157,10 @@ export class Store {
     return this.list('pods', namespace) as Pod[];
   }
 
-  private reindex(prev: Pod | undefined, next: Pod | undefined): void {
-    const key = (p: Pod) => `${p.metadata.namespace}/${p.metadata.name}`;
-    const before = prev?.spec.nodeName;
-    if (prev && before) {
-      const m = this.byNode.get(before);
-      m?.delete(key(prev));
-      if (m?.size === 0) this.byNode.delete(before);
-    }
-    const after = next?.spec.nodeName;
-    if (next && after) {
-      let m = this.byNode.get(after);
-      if (!m) this.byNode.set(after, (m = new Map()));
-      m.set(key(next), next);
-    }
+  private indexOf(resource: string): ResourceIndex {
+    let index = this.indexes.get(resource);
+    if (!index) this.indexes.set(resource, (index = new ResourceIndex(resource)));
+    return index;
   }
 
   private emit(e: StoreEvent): void {
