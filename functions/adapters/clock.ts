@@ -2,17 +2,11 @@
  * Time as a port. Production uses `systemClock`; tests use `manualClock`, whose `sleep` moves
  * time forward at once, so loops driven by a clock (drain, lease renewals) run without waiting.
  */
-export interface Clock {
-  /** Milliseconds since the epoch. */
-  now(): number;
-  /** Resolves after `ms` of this clock's time. */
-  sleep(ms: number): Promise<void>;
-}
+import { systemClock, type Clock as SharedClock } from '../../events/clock.ts';
 
-export const systemClock: Clock = {
-  now: () => Date.now(),
-  sleep: (ms) => new Promise((resolve) => setTimeout(resolve, ms)),
-};
+/** The functions' view of the one clock (events/clock.ts): read time, and wait. */
+export type Clock = Pick<SharedClock, 'now' | 'sleep'>;
+export { systemClock };
 
 let injected: Clock | undefined;
 

@@ -110,7 +110,10 @@ export const ScenarioSchema = z
   .object({
     name: z.string().min(1),
     description: z.string().default(''),
-    durationSeconds: z.number().positive().max(3600),
+    /** Up to a week: `simulate` replays quiet hours in seconds (`local` runs them in real time). */
+    durationSeconds: z.number().positive().max(7 * 24 * 3600),
+    /** Virtual clock only: the instant scenario time starts at (default 2026-01-01T00:00:00Z). */
+    startAt: z.iso.datetime({ offset: true }).transform((v) => Date.parse(v)).optional(),
     /** A fleet file path (relative to the scenario file) or an inline fleet (kube/fleet.ts format). */
     fleet: z.union([z.string().min(1), z.record(z.string(), z.unknown())]),
     agents: z

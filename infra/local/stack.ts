@@ -1,8 +1,9 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { FakeClock, systemClock as agentSystemClock } from '../../node-agent/clock.ts';
-import { ManualClock, startLocalBus, systemClock, type LocalBus } from './bus/index.ts';
+import { systemClock, VirtualClock } from '../../events/clock.ts';
+import { injectClock } from '../../functions/adapters/clock.ts';
+import { startLocalBus, type LocalBus } from './bus/index.ts';
 import { ClusterObserver, pendingByResource } from './cluster-observer.ts';
 import { startKubeSim, wallClock, type KubeSim } from './kube/index.ts';
 import { buildMockNvml } from './mock-nvml/build.ts';
@@ -37,6 +38,12 @@ export interface StackOptions {
   durationMs?: number;
   /** Virtual step (default 100 ms). */
   stepMs?: number;
+  /**
+   * Virtual only: once nothing has happened for `settleMs` (default 30 s of scenario time), time
+   * moves in steps of up to this many ms (default: the agents' sample interval) until the next
+   * scenario step, so quiet hours replay in seconds. 0 keeps every step at `stepMs`.
+   */
+  quietStepMs?: number;
   /** The routing table (default: the repository's serverless.yml); tests point it at fixtures. */
   serverlessYml?: string;
   /** Events, deliveries, dead letters and timeline entries kept for the report: the last N of each (default 10,000). */
@@ -50,12 +57,8 @@ export interface StackResult {
   exitCode: number;
 }
 
-/**
- * The virtual clock starts at the wall time (whole seconds): the functions read the system clock
- * (functions/adapters/clock.ts), so this keeps their "now" and the events' times within the
- * scenario's length of each other instead of months apart.
- */
-const virtualStart = () => Math.floor(Date.now() / 1000) * 1000;
+/** How long after a scenario step time keeps moving in fine steps before quiet steps may start. */
+const SETTLE_MS = 30_000;
 
 export interface LocalStack {
   /** Runs the scenario to its end (or until `stop()`), then shuts everything down. */
@@ -69,13 +72,19 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
   const virtual = o.clock === 'virtual';
   const wallStart = Date.now();
   const work = mkdtempSync(join(tmpdir(), `gpu-reflex-local-${scenario.name.replace(/[^a-z0-9-]/gi, '')}-`));
-  const start = virtualStart();
-  const busClock = virtual ? new ManualClock(start) : systemClock;
-  const agentClock = virtual ? new FakeClock(start) : agentSystemClock;
+  // One clock for everything. Virtual: the agents, the bus, the simulated cluster and the
+  // functions (injectClock) all read this one, starting at the scenario's `startAt`.
+  const vclock = virtual ? new VirtualClock(scenario.startAt ?? Date.UTC(2026, 0, 1)) : undefined;
+  const busClock = vclock ?? systemClock;
+  const agentClock = vclock ?? systemClock;
   let t0 = busClock.now();
   const sinceStart = () => busClock.now() - t0;
   // What was started, undone in reverse order at the end, or at once if starting fails.
   const cleanups: (() => unknown)[] = [() => rmSync(work, { recursive: true, force: true })];
+  if (vclock) {
+    injectClock(vclock);
+    cleanups.push(() => injectClock(undefined));
+  }
   const cleanup = async () => {
     for (const c of cleanups.reverse()) await Promise.resolve().then(c).catch(() => undefined);
     cleanups.length = 0;
@@ -89,7 +98,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     let kubeconfig = o.kubeconfig;
     if (!kubeconfig) {
       progress(`starting the simulated Kubernetes cluster (${scenario.parsedFleet.nodes.length} node groups) ...`);
-      sim = await startKubeSim({ fleet: scenario.parsedFleet, clock: virtual ? busClock : wallClock });
+      sim = await startKubeSim({ fleet: scenario.parsedFleet, clock: vclock ?? wallClock });
       const started = sim;
       cleanups.push(() => started.close());
       kubeconfig = join(work, 'kubeconfig');
@@ -206,8 +215,16 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       try {
         progress(runningText(duration, o.clock));
         let t = 0;
+        let lastStepAt = 0;
+        const quietStepMs = o.quietStepMs ?? scenario.agents.sampleIntervalMs;
         for (; !stopped && t < duration; ) {
           let dt = stepMs;
+          if (virtual && quietStepMs > stepMs && t - lastStepAt >= SETTLE_MS) {
+            // Quiet: nothing happened for a while. Move to the next scenario step (or the end)
+            // in steps of at most quietStepMs; timers falling due on the way fire at their times.
+            const nextDue = next < steps.length ? dueAt(steps[next]!) : duration;
+            dt = Math.max(stepMs, Math.min(quietStepMs, nextDue - t));
+          }
           if (!virtual) {
             await new Promise((r) => setTimeout(r, stepMs));
             const now = Date.now();
@@ -215,14 +232,15 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
             lastWall = now;
           }
           t += dt;
-          if (virtual) {
-            (agentClock as FakeClock).advance(dt);
-            await bus.advance(dt);
-          }
+          // The bus moves the one clock, firing the agents' timers and its schedules on the way.
+          if (virtual) await bus.advance(dt);
           sim?.tick();
           // A fault due in this step: its kernel-log line is written now; the mock fires the NVML
           // side by itself when the node's step moves its clock past `atMs`.
-          while (next < steps.length && dueAt(steps[next]!) <= t) await doStep(steps[next++]!);
+          while (next < steps.length && dueAt(steps[next]!) <= t) {
+            await doStep(steps[next++]!);
+            lastStepAt = t;
+          }
           syncProcesses();
           await agents.step(dt);
           await agents.whenIdle();

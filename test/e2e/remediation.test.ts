@@ -10,10 +10,11 @@
  * NVML is not in this chain (that is the local stack's test).
  *
  * Time is virtual: one clock drives the bus (schedules, retries), the cluster (grace periods) and
- * the functions. The functions take their clock from `systemClock` at wiring time, so this file
- * swaps that module's `systemClock` for the shared clock — the one seam the handler has for time.
+ * the functions. The functions read `currentClock()`, so this file injects the shared clock
+ * (`injectClock`), as `simulate` does.
  */
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { injectClock } from '../../functions/adapters/clock.ts';
 import { APPROVAL_REQUESTED, REMEDIATION } from '../../events/index.ts';
 import { REPAIRED_AT_ANNOTATION, STATE_LABEL } from '../../functions/remediate/state.ts';
 import type { Fleet } from '../../infra/local/kube/index.ts';
@@ -21,7 +22,7 @@ import { resource } from '../../infra/local/kube/resources.ts';
 import { xidEvent } from '../../node-agent/events.ts';
 import { NAMESPACE, startRemediationStack, type RemediationStack } from './remediation-stack.ts';
 
-const clock = vi.hoisted(() => {
+const clock = (() => {
   let t = Date.parse('2026-11-21T03:00:00.000Z');
   const hooks: (() => void)[] = [];
   const advance = (ms: number) => {
@@ -29,8 +30,7 @@ const clock = vi.hoisted(() => {
     for (const h of hooks) h();
   };
   return { now: () => t, advance, sleep: async (ms: number) => advance(ms), onAdvance: (h: () => void) => void hooks.push(h) };
-});
-vi.mock('../../functions/adapters/clock.ts', async (importOriginal) => ({ ...(await importOriginal<object>()), systemClock: clock }));
+})();
 
 const TAINT_KEY = 'gpu-reflex.io/unhealthy';
 const GPU = (node: string, i: number) => ({ index: i, uuid: `GPU-${node.replace(/[^0-9a-f]/g, '0').padEnd(8, '0').slice(0, 8)}-0000-4000-8000-${String(i).padStart(12, '0')}`, pciBusId: `00000000:${(0x10 + i).toString(16)}:00.0`, name: 'NVIDIA A100-SXM4-80GB' });
@@ -69,10 +69,14 @@ const FLEET: Fleet = {
 let stack: RemediationStack;
 
 beforeAll(async () => {
+  injectClock(clock);
   stack = await startRemediationStack({ fleet: FLEET, clock });
   clock.onAdvance(() => stack.sim.cluster.tick());
 });
-afterAll(async () => stack?.close());
+afterAll(async () => {
+  injectClock(undefined);
+  await stack?.close();
+});
 
 const node = (name: string) => stack.sim.store.node(name)!;
 const taintsOf = (name: string) => (node(name).spec?.taints ?? []).filter((t) => t.key === TAINT_KEY);

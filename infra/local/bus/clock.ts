@@ -1,24 +1,15 @@
+import { systemClock, VirtualClock, type Clock as SharedClock } from '../../../events/clock.ts';
+
 /**
  * Time for the local bus. Everything that waits (schedules, retry backoff, event age, Lambda
  * `getRemainingTimeInMillis`) reads an injected clock, so tests step time instead of sleeping.
  */
-export interface Clock {
-  now(): number;
-}
+export type Clock = Pick<SharedClock, 'now'>;
 
-/** A clock that only moves when told to. `advance` on the bus moves it through due timers. */
-export class ManualClock implements Clock {
-  constructor(private t: number = Date.UTC(2026, 0, 1)) {}
-  now(): number {
-    return this.t;
-  }
-  /** Time never runs backwards: setting an earlier instant is ignored. */
-  set(t: number): void {
-    if (t > this.t) this.t = t;
-  }
-}
+/** The one virtual clock (events/clock.ts); `set` and `advance` move it and fire its timers. */
+export class ManualClock extends VirtualClock {}
 
-export const systemClock: Clock = { now: () => Date.now() };
+export { systemClock };
 
 /**
  * A clock the bus can step: this module's ManualClock (`set`), or the other manual clocks in the

@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { VirtualClock } from '../../../events/clock.ts';
 import { ManualClock, wallClock } from './clock.ts';
 import { Cluster } from './cluster.ts';
 import { loadFleet, seedFleet, validateFleet, type Fleet, type ParsedFleet } from './fleet.ts';
@@ -84,7 +85,7 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
     tick: () => cluster.tick(),
     faults,
     advance(ms) {
-      if (clock instanceof ManualClock) clock.advance(ms);
+      if (clock instanceof VirtualClock) clock.advance(ms);
       cluster.tick();
     },
     close: () =>

@@ -117,7 +117,5 @@ export interface LabelSelectorSpec {
   matchExpressions?: { key: string; operator: string; values?: string[] }[];
 }
 
-/** Time is injected: tests step it, the CLI reads the wall clock. Milliseconds since the epoch. */
-export interface Clock {
-  now(): number;
-}
+/** Time is injected (the one clock, events/clock.ts): tests step it, the CLI reads the wall clock. */
+export type Clock = Pick<import('../../../events/clock.ts').Clock, 'now'>;
