@@ -10,6 +10,7 @@ import { withQuotaStatus } from './quota.ts';
 import { apiVersionOf, qualifiedName, resource, type ResourceDef } from './resources.ts';
 import { matchesFields, matchesRequirements, parseFieldSelector, parseLabelSelector, pinnedNode } from './selectors.ts';
 import { Store } from './store.ts';
+import { checkEviction, checkObject } from './validation.ts';
 import type { Clock, KubeObject, Node, Pod } from './types.ts';
 
 /**
@@ -36,6 +37,8 @@ export interface WriteOptions {
   dryRun?: boolean;
   subresource?: string;
 }
+
+type UpdateVerb = 'update' | 'patch';
 
 const PODS = resource('pods');
 const NAMESPACES = resource('namespaces');
@@ -140,6 +143,7 @@ export class Cluster {
   private prepareCreate(r: ResourceDef, ns: string, body: unknown): KubeObject {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw errors.badRequest('the body of the request must be an object');
     const input = clone(body) as KubeObject;
+    checkObject(r, { ...input, apiVersion: apiVersionOf(r), kind: r.kind } as KubeObject, 'create');
     const meta = { ...(input.metadata ?? {}) };
     if (r.namespaced) {
       if (meta.namespace && meta.namespace !== ns) throw errors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
@@ -179,7 +183,7 @@ export class Cluster {
     if (typeof body !== 'object' || body === null) throw errors.badRequest('the body of the request must be an object');
     const next = body as KubeObject;
     if (next.metadata?.name !== undefined && next.metadata.name !== name) throw errors.badRequest(`the name of the object (${next.metadata.name}) does not match the name on the URL (${name})`);
-    return this.commitUpdate(r, current, clone(next), opts);
+    return this.commitUpdate(r, current, clone(next), opts, 'update');
   }
 
   patch(r: ResourceDef, ns: string, name: string, contentType: string, body: unknown, opts: WriteOptions & { fieldManager?: string } = {}): KubeObject {
@@ -189,7 +193,7 @@ export class Cluster {
       if (!opts.fieldManager) throw errors.invalidOptions('fieldManager: Required value: is required for apply patch');
       // Server-side apply without managed fields: create when absent, else merge the intent.
       if (!current) return this.create(r, ns, body, opts);
-      return this.commitUpdate(r, current, applyMergePatch(current, body) as KubeObject, opts);
+      return this.commitUpdate(r, current, applyMergePatch(current, body) as KubeObject, opts, 'patch');
     }
     if (!current) throw errors.notFound(r, name);
     if (!Object.values(PATCH_TYPES).includes(type as never)) throw errors.unsupportedMediaType(type);
@@ -200,11 +204,11 @@ export class Cluster {
       if (err instanceof PatchError) throw errors.invalid(r, name, 'patch', err.message);
       throw err;
     }
-    return this.commitUpdate(r, current, next, opts);
+    return this.commitUpdate(r, current, next, opts, 'patch');
   }
 
   /** Shared end of PUT and PATCH: preconditions, immutable fields, status ownership, no-op detection. */
-  private commitUpdate(r: ResourceDef, current: KubeObject, next: KubeObject, opts: WriteOptions): KubeObject {
+  private commitUpdate(r: ResourceDef, current: KubeObject, next: KubeObject, opts: WriteOptions, verb: UpdateVerb): KubeObject {
     const name = current.metadata.name;
     if (typeof next !== 'object' || next === null || typeof next.metadata !== 'object') throw errors.badRequest('the object has no metadata');
     const rv = next.metadata.resourceVersion;
@@ -225,6 +229,7 @@ export class Cluster {
       },
     };
     if (merged.metadata.deletionTimestamp === undefined) delete merged.metadata.deletionTimestamp;
+    checkObject(r, merged, verb);
     const bad = normalizeQuantities(merged);
     if (bad) throw errors.invalid(r, name, bad, 'Invalid value: must be a quantity such as 500m, 16Gi or 8');
     const wrong = invalidField(merged);
@@ -260,18 +265,19 @@ export class Cluster {
   }
 
   /** POST pods/{name}/eviction: a delete that first asks the pod's disruption budget. */
-  evict(ns: string, name: string, body: unknown): StatusBody {
+  evict(ns: string, name: string, body: unknown, opts: { dryRun?: boolean } = {}): StatusBody {
+    // The body is checked before the pod is looked up, as the real eviction REST handler does.
+    const options = checkEviction(ns, name, body);
     const pod = this.store.pod(ns, name);
     if (!pod) throw errors.notFound(PODS, name);
-    const opts = ((body ?? {}) as { deleteOptions?: { gracePeriodSeconds?: number; dryRun?: string[] } }).deleteOptions ?? {};
     if (pod.metadata.deletionTimestamp) return success(201);
     const verdict = evictionVerdict(pod, this.store.list('poddisruptionbudgets.policy', ns), this.store.pods(ns));
     if (!verdict.allowed) {
       if (verdict.code === 500) throw errors.internal(verdict.message);
       throw errors.tooManyRequests(verdict.message, [{ reason: 'DisruptionBudget', message: verdict.cause ?? '' }]);
     }
-    if (!opts.dryRun?.includes('All')) {
-      this.lifecycle.delete(PODS, pod, opts.gracePeriodSeconds);
+    if (!(options.dryRun || opts.dryRun)) {
+      this.lifecycle.delete(PODS, pod, options.gracePeriodSeconds);
       this.lifecycle.settle();
     }
     return success(201);
