@@ -1,4 +1,4 @@
-import { admitPod, defaultNode, invalidField } from './admission.ts';
+import { admitPod, defaultNode, invalidField, NODE_LEASE_NAMESPACE, nodeLease } from './admission.ts';
 import { withDaemonSetStatus } from './daemonsets.ts';
 import { errors, success, type ApiError, type StatusBody } from './errors.ts';
 import { Lifecycle } from './lifecycle.ts';
@@ -135,9 +135,16 @@ export class Cluster {
     const obj = this.prepareCreate(r, ns, body);
     if (opts.dryRun) return obj;
     const stored = this.store.put(qualifiedName(r), obj);
+    if (r.plural === 'nodes') this.putNodeLease(stored);
     this.lifecycle.created(r, stored);
     this.lifecycle.settle();
     return this.present(r, this.store.get(qualifiedName(r), obj.metadata.namespace ?? '', obj.metadata.name) ?? stored);
+  }
+
+  /** Each node's kubelet holds a Lease in kube-node-lease (when that namespace exists, as it always does when seeded). */
+  private putNodeLease(node: KubeObject): void {
+    if (!this.store.get('namespaces', '', NODE_LEASE_NAMESPACE) || this.store.get('leases.coordination.k8s.io', NODE_LEASE_NAMESPACE, node.metadata.name)) return;
+    this.store.put('leases.coordination.k8s.io', nodeLease(node, this.uid(), new Date(this.clock.now()).toISOString().replace('Z', '000Z')));
   }
 
   private prepareCreate(r: ResourceDef, ns: string, body: unknown): KubeObject {

@@ -116,7 +116,11 @@ export class Lifecycle {
   delete(r: ResourceDef, obj: KubeObject, gracePeriodSeconds?: number): KubeObject {
     const ns = obj.metadata.namespace ?? '';
     if (r.plural === 'pods') return this.deletePod(obj as Pod, gracePeriodSeconds);
-    if (r.plural === 'nodes') for (const p of this.store.podsOnNode(obj.metadata.name)) this.deletePod(p, 0);
+    if (r.plural === 'nodes') {
+      for (const p of this.store.podsOnNode(obj.metadata.name)) this.deletePod(p, 0);
+      // The garbage collector removes the node's Lease (its owner reference names the node).
+      this.store.remove('leases.coordination.k8s.io', 'kube-node-lease', obj.metadata.name);
+    }
     if (r.plural === 'daemonsets') {
       for (const p of this.store.pods(ns)) if (controllerOf(p)?.uid === obj.metadata.uid) this.deletePod(p, undefined, false);
     }

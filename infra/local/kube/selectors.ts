@@ -108,6 +108,8 @@ const FIELDS: Record<string, (o: KubeObject) => string> = {
   'involvedObject.resourceVersion': (o) => ((o.involvedObject as { resourceVersion?: string } | undefined)?.resourceVersion ?? ''),
   'involvedObject.fieldPath': (o) => ((o.involvedObject as { fieldPath?: string } | undefined)?.fieldPath ?? ''),
   reason: (o) => String(o.reason ?? ''),
+  reportingComponent: (o) => String(o.reportingComponent ?? ''),
+  source: (o) => String((o.source as { component?: string } | undefined)?.component ?? ''),
   type: (o) => String(o.type ?? ''),
   'spec.schedulerName': (o) => ((o.spec as { schedulerName?: string } | undefined)?.schedulerName ?? ''),
 };

@@ -1,0 +1,63 @@
+import type { Cause } from './errors.ts';
+import { errors } from './errors.ts';
+import type { ResourceDef } from './resources.ts';
+import type { KubeObject } from './types.ts';
+
+/**
+ * events.k8s.io/v1 Events are another view of the core/v1 Events, as in the real API server (one
+ * storage, converted per request): an Event recorded through either API shows in `kubectl get
+ * events` and `kubectl describe`. Field names differ; this is apis/events/v1's conversion.
+ */
+const RENAMES: [v1: string, core: string][] = [
+  ['regarding', 'involvedObject'],
+  ['note', 'message'],
+  ['reportingController', 'reportingComponent'],
+  ['deprecatedSource', 'source'],
+  ['deprecatedFirstTimestamp', 'firstTimestamp'],
+  ['deprecatedLastTimestamp', 'lastTimestamp'],
+  ['deprecatedCount', 'count'],
+];
+
+function rename(obj: Record<string, unknown>, pairs: [string, string][]): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...obj };
+  for (const [from, to] of pairs) {
+    delete out[from];
+    if (obj[from] !== undefined) out[to] = obj[from];
+  }
+  return out;
+}
+
+/** A stored core Event as events.k8s.io/v1 serves it. */
+export function toEventsV1(core: KubeObject): KubeObject {
+  const out = rename(core, RENAMES.map(([v1, c]) => [c, v1])) as KubeObject;
+  // Events recorded the old way carry only timestamps; typed clients require eventTime here.
+  out.eventTime ??= micro(String(core.firstTimestamp ?? core.metadata.creationTimestamp));
+  return { ...out, apiVersion: 'events.k8s.io/v1', kind: 'Event' };
+}
+
+/** An events.k8s.io/v1 body as the core Event it is stored as. */
+export function toCoreEvent(body: unknown): unknown {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
+  return { ...rename(body as Record<string, unknown>, RENAMES), apiVersion: 'v1', kind: 'Event' };
+}
+
+const micro = (iso: string) => (/\.\d{6}Z$/.test(iso) ? iso : iso.replace(/(\.\d+)?Z$/, '.000000Z'));
+
+/** events.k8s.io field selectors name the v1 fields; the storage indexes the core ones. */
+export function coreFieldSelector(selector: string | undefined): string | undefined {
+  return selector?.replace(/\bregarding\./g, 'involvedObject.').replace(/\breportingController\b/g, 'reportingComponent').replace(/\bdeprecatedSource\b/g, 'source');
+}
+
+/** ValidateEventCreate for events.k8s.io/v1: what a new-style recorder must send. */
+export function checkEventsV1Create(r: ResourceDef, body: unknown): void {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return;
+  const e = body as Record<string, unknown>;
+  const name = String((e.metadata as { name?: unknown } | undefined)?.name ?? '');
+  const causes: Cause[] = [];
+  const required = (field: string) => causes.push({ reason: 'FieldValueRequired', message: 'Required value', field });
+  if (!e.eventTime) required('eventTime');
+  for (const f of ['reportingController', 'reportingInstance', 'action', 'reason']) if (typeof e[f] !== 'string' || e[f] === '') required(f);
+  if (e.type !== 'Normal' && e.type !== 'Warning') causes.push({ reason: 'FieldValueNotSupported', message: `Unsupported value: ${JSON.stringify(e.type ?? '')}: supported values: "Normal", "Warning"`, field: 'type' });
+  if (typeof e.note === 'string' && Buffer.byteLength(e.note) > 1024) causes.push({ reason: 'FieldValueTooLong', message: 'Too long: may not be more than 1024 bytes', field: 'note' });
+  if (causes.length > 0) throw errors.invalidCauses(r, name, causes);
+}
