@@ -217,7 +217,7 @@ export class Cluster {
   /** Shared end of PUT and PATCH: preconditions, immutable fields, status ownership, no-op detection. */
   private commitUpdate(r: ResourceDef, current: KubeObject, next: KubeObject, opts: WriteOptions, verb: UpdateVerb): KubeObject {
     const name = current.metadata.name;
-    if (typeof next !== 'object' || next === null || typeof next.metadata !== 'object') throw errors.badRequest('the object has no metadata');
+    if (typeof next !== 'object' || next === null || typeof next.metadata !== 'object' || next.metadata === null || Array.isArray(next.metadata)) throw errors.badRequest('the object has no metadata');
     const rv = next.metadata.resourceVersion;
     if (rv !== undefined && rv !== '' && rv !== current.metadata.resourceVersion) throw errors.conflict(r, name);
     if (next.metadata.name !== undefined && next.metadata.name !== name) throw errors.invalid(r, name, 'metadata.name', 'field is immutable');

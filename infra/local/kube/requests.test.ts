@@ -149,6 +149,35 @@ describe('the simulated API server judges requests as the real one does', () => 
     expect(body.message).toMatch(/^ConfigMap "Not_OK" is invalid: metadata.name: Invalid value: "Not_OK": a lowercase RFC 1123 subdomain/);
   });
 
+  it.each([
+    ['?gracePeriodSeconds=9223372036854775807', undefined],
+    ['', { gracePeriodSeconds: 9e18 }],
+  ])('a delete with the largest int64 grace period (%s) is accepted and ends in year 9999, not a 500', async (query, body) => {
+    await call('POST', '/api/v1/namespaces/apps/pods', { metadata: { name: 'forever' }, spec: { nodeName: 'gpu-1', containers: [{ name: 'm', image: 'x' }] } }, 'application/json');
+    const { code } = await call('DELETE', `/api/v1/namespaces/apps/pods/forever${query}`, body, 'application/json');
+    expect(code).toBe(200);
+    expect(sim.store.pod('apps', 'forever')?.metadata.deletionTimestamp).toBe('9999-12-31T23:59:59Z');
+    await call('DELETE', '/api/v1/namespaces/apps/pods/forever?gracePeriodSeconds=0');
+  });
+
+  it('a grace period Go could not decode into an int64 (1e300) is a 400', async () => {
+    const { code, body } = await call('DELETE', '/api/v1/namespaces/apps/pods/web-1', { gracePeriodSeconds: 1e300 }, 'application/json');
+    expect(code).toBe(400);
+    expect(body.message).toContain('DeleteOptions.gracePeriodSeconds of type int64');
+    expect(sim.store.pod('apps', 'web-1')?.metadata.deletionTimestamp).toBeUndefined();
+  });
+
+  it('a PUT whose metadata is null is a 400, not a crash', async () => {
+    const { code } = await call('PUT', '/api/v1/nodes/gpu-1', { metadata: null }, 'application/json');
+    expect(code).toBe(400);
+  });
+
+  it('a field selector on an inherited property name (constructor) is refused as unsupported', async () => {
+    const { code, body } = await call('GET', '/api/v1/pods?fieldSelector=constructor%3Dx');
+    expect(code).toBe(400);
+    expect(body.message).toBe('field label not supported: constructor');
+  });
+
   describe('Eviction bodies', () => {
     const evict = (pod: string, body: unknown) => call('POST', `/api/v1/namespaces/apps/pods/${pod}/eviction`, body, 'application/json');
 

@@ -118,7 +118,8 @@ export function parseFieldSelector(text: string): FieldRequirement[] {
   return splitTop(text).map((part) => {
     const m = /^([^=!\s]+)\s*(==|=|!=)\s*(.*)$/.exec(part);
     if (!m) throw new Error(`invalid selector: '${text}'; can't understand '${part}'`);
-    if (!FIELDS[m[1]!]) throw new Error(`field label not supported: ${m[1]}`);
+    // Own keys only: `constructor` or `toString` must not pass for a field.
+    if (!Object.hasOwn(FIELDS, m[1]!)) throw new Error(`field label not supported: ${m[1]}`);
     return { field: m[1]!, equal: m[2] !== '!=', value: m[3]!.trim() };
   });
 }

@@ -83,6 +83,9 @@ function goTypeOf(t: FieldType): string {
   return `v1.${t.go}`;
 }
 
+/** A JSON number Go decodes into an int64: integral and in range (1e300 is integral in JavaScript). */
+const isInt64 = (v: unknown) => typeof v === 'number' && Number.isInteger(v) && Math.abs(v) <= 2 ** 63;
+
 function fits(t: FieldType, v: unknown): boolean {
   if (v === null) return true; // null decodes to the zero value
   if (typeof t === 'string') {
@@ -92,9 +95,9 @@ function fits(t: FieldType, v: unknown): boolean {
       case 'bool':
         return typeof v === 'boolean';
       case 'int':
-        return typeof v === 'number' && Number.isInteger(v);
+        return isInt64(v);
       case 'intOrString':
-        return typeof v === 'string' || (typeof v === 'number' && Number.isInteger(v));
+        return typeof v === 'string' || isInt64(v);
       case 'quantity':
         return typeof v === 'string' || typeof v === 'number';
       default:
@@ -207,7 +210,7 @@ export function checkObject(r: ResourceDef, obj: KubeObject, verb: WriteVerb): v
     if (verb === 'patch') throw errors.invalidCauses(r, name, [cause]);
     throw failure(400, 'BadRequest', `${r.kind} in version "${r.version}" cannot be handled as a ${r.kind}: ${wrong.message}`, { causes: [cause] });
   }
-  const causes = metaCauses(r, obj.metadata, verb === 'create');
+  const causes = metaCauses(r, obj.metadata ?? {}, verb === 'create');
   if (causes.length > 0) throw errors.invalidCauses(r, name, causes);
 }
 
