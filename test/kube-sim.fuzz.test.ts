@@ -109,6 +109,8 @@ describe('the simulated API server under random input', () => {
   }
 
   async function stillServing(): Promise<void> {
+    // A `__proto__` key in a body must never have reached Object.prototype (this process runs the server).
+    expect(Object.keys(Object.prototype)).toEqual([]);
     expect((await send('GET', '/healthz')).status).toBe(200);
     expect((await send('GET', '/api/v1/nodes/fuzz-0')).status).toBe(200);
   }

@@ -3,7 +3,7 @@ import { withDaemonSetStatus } from './daemonsets.ts';
 import { errors, success, type ApiError, type StatusBody } from './errors.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { MigManager, type MigLayouts } from './mig-manager.ts';
-import { applyMergePatch, applyPatch, PATCH_TYPES, PatchError } from './patch.ts';
+import { applyMergePatch, applyPatch, PATCH_TYPES, PatchError, PatchTooLarge } from './patch.ts';
 import { evictionVerdict, withPdbStatus } from './pdb.ts';
 import { normalizeQuantities } from './normalize.ts';
 import { withQuotaStatus } from './quota.ts';
@@ -209,6 +209,7 @@ export class Cluster {
       next = applyPatch(type, current, body) as KubeObject;
     } catch (err) {
       if (err instanceof PatchError) throw errors.invalid(r, name, 'patch', err.message);
+      if (err instanceof PatchTooLarge) throw errors.tooLarge(err.message);
       throw err;
     }
     return this.commitUpdate(r, current, next, opts, 'patch');

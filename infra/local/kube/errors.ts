@@ -60,6 +60,7 @@ export const errors = {
     return failure(422, 'Invalid', `${r.kind} "${name}" is invalid: ${each.length === 1 ? each[0] : `[${each.join(', ')}]`}`, { ...detailsOf(r, name), kind: r.kind, causes });
   },
   badRequest: (message: string) => failure(400, 'BadRequest', message),
+  tooLarge: (message: string) => failure(413, 'RequestEntityTooLarge', message),
   /** Bad query options (PatchOptions, ListOptions): 422 naming the option, as the real server. */
   invalidOptions: (why: string) => failure(422, 'Invalid', `PatchOptions.meta.k8s.io "" is invalid: ${why}`, { group: 'meta.k8s.io', kind: 'PatchOptions', causes: [{ reason: 'FieldValueRequired', message: why, field: why.split(':')[0] ?? '' }] }),
   methodNotAllowed: (message: string) => failure(405, 'MethodNotAllowed', message),

@@ -207,7 +207,8 @@ describe('the simulated API server judges requests as the real one does', () => 
     });
   });
 
-  describe('over-deep bodies', () => {
+  describe('over-deep and oversized bodies', () => {
+
     const deepObject = (n: number) => '{"a":'.repeat(n) + '1' + '}'.repeat(n);
     const deepList = (n: number) => '['.repeat(n) + ']'.repeat(n);
 
@@ -226,6 +227,37 @@ describe('the simulated API server judges requests as the real one does', () => 
       expect(body.message).toBe('the request body is nested more than 512 levels deep');
       expect(ms).toBeLessThan(1000);
       expect((await call('GET', '/api/v1/nodes/gpu-0')).code).toBe(200);
+    });
+
+    it.each(['application/merge-patch+json', 'application/strategic-merge-patch+json'])('a %s 500 levels into a 3 MB object answers within a second (one copy, merged in place)', async (type) => {
+      const deep = (d: number, leaf: unknown) => {
+        let v: unknown = leaf;
+        for (let i = 0; i < d; i++) v = { a: v, ...(i === 0 ? { big: 'x'.repeat(3_000_000) } : {}) };
+        return v;
+      };
+      expect((await call('PATCH', '/api/v1/nodes/gpu-1', { spec: { deep: deep(500, 1) } })).code).toBe(200);
+      const started = performance.now();
+      const { code } = await call('PATCH', '/api/v1/nodes/gpu-1', { spec: { deep: deep(500, 2) } }, type);
+      expect(code).toBe(200);
+      expect(performance.now() - started).toBeLessThan(1000);
+      await call('PATCH', '/api/v1/nodes/gpu-1', { spec: { deep: null } });
+    });
+
+    it('a JSON patch of more than 10,000 operations is a 413, as the real server answers', async () => {
+      const ops = Array.from({ length: 10_001 }, () => ({ op: 'test', path: '/metadata/name', value: 'gpu-1' }));
+      const { code, body } = await call('PATCH', '/api/v1/nodes/gpu-1', ops, 'application/json-patch+json');
+      expect(code).toBe(413);
+      expect(body).toMatchObject({ reason: 'RequestEntityTooLarge', message: 'The allowed maximum operations in a JSON patch is 10000, got 10001' });
+    });
+
+    it('JSON patch copies that would double the object without end are refused fast', async () => {
+      const ops = [{ op: 'add', path: '/spec/blob', value: 'x'.repeat(100_000) }, ...Array.from({ length: 60 }, (_, i) => ({ op: 'copy', from: '/spec', path: `/spec/c${i}` }))];
+      const started = performance.now();
+      const { code, body } = await call('PATCH', '/api/v1/nodes/gpu-1', ops, 'application/json-patch+json');
+      expect(code).toBe(422);
+      expect(body.message).toContain('accumulated copy size limit');
+      expect(performance.now() - started).toBeLessThan(1000);
+      expect(sim.store.node('gpu-1')?.spec?.blob).toBeUndefined();
     });
 
     it('a body nested within the limit is read', async () => {

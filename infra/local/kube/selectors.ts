@@ -49,7 +49,7 @@ export function parseLabelSelector(text: string): Requirement[] {
 
 export function matchesRequirements(labels: Record<string, string> | undefined, reqs: Requirement[]): boolean {
   for (const r of reqs) {
-    const v = labels?.[r.key];
+    const v = labels !== undefined && Object.hasOwn(labels, r.key) ? labels[r.key] : undefined;
     switch (r.op) {
       case 'in':
         if (v === undefined || !r.values.includes(v)) return false;

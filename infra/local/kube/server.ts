@@ -5,7 +5,7 @@ import { apiGroup, apiGroupList, apiResourceList, apiVersions, VERSION_INFO } fr
 import { ApiError, errors } from './errors.ts';
 import type { Faults } from './faults.ts';
 import { checkEventsV1Create, coreFieldSelector, toCoreEvent, toEventsV1 } from './event-view.ts';
-import { applyPatch, PATCH_TYPES, PatchError } from './patch.ts';
+import { applyPatch, PATCH_TYPES, PatchError, PatchTooLarge } from './patch.ts';
 import { apiVersionOf, findResource, resource, type ResourceDef } from './resources.ts';
 import type { KubeObject } from './types.ts';
 import { openApiGroupVersion, openApiRoot } from './openapi.ts';
@@ -185,6 +185,7 @@ function serveEventsV1(cluster: Cluster, req: IncomingMessage, res: ServerRespon
         next = applyPatch(type, one(cluster.get(core, nsName, name)), body);
       } catch (err) {
         if (err instanceof PatchError) throw errors.invalid(r, name, 'patch', err.message);
+        if (err instanceof PatchTooLarge) throw errors.tooLarge(err.message);
         throw err;
       }
       return send(res, 200, one(cluster.replace(core, nsName, name, toCoreEvent(next), { dryRun })));
