@@ -30,7 +30,10 @@ if (!python) console.warn('SKIPPED test/python-kube-client.test.ts: no Python in
 
 const fleet: Fleet = {
   nodes: [{ name: 'gpu', count: 2, allocatable: { cpu: '32', memory: '128Gi', 'nvidia.com/gpu': 8 } }],
-  namespaces: [{ name: 'gpu-reflex' }, { name: 'serve' }],
+  namespaces: [
+    { name: 'gpu-reflex' },
+    { name: 'serve', quotas: [{ name: 'gpu', hard: { 'requests.nvidia.com/gpu': 8 } }], limitRanges: [{ name: 'defaults', limits: [{ type: 'Container', default: { cpu: '1' } }] }] },
+  ],
   daemonSets: [{ name: 'agent', namespace: 'gpu-reflex', tolerations: [{ operator: 'Exists' }] }],
   podDisruptionBudgets: [{ name: 'llm', namespace: 'serve', minAvailable: 1, selector: { matchLabels: { app: 'llm' } } }],
   pods: [{ name: 'llm', namespace: 'serve', count: 2, node: 'gpu-0', labels: { app: 'llm' }, owner: { kind: 'ReplicaSet', name: 'llm-1' } }],
@@ -53,6 +56,11 @@ interface Answers {
   leaseHolder: string;
   pdbs: number[];
   daemonSets: number[];
+  namespaces: string[];
+  configMaps: number;
+  quotas: Record<string, string>[];
+  limitRanges: string[];
+  nodeLeases: number;
 }
 
 describe.skipIf(!python)('the official Python Kubernetes client against the simulated cluster', () => {
@@ -104,6 +112,11 @@ describe.skipIf(!python)('the official Python Kubernetes client against the simu
     expect(a.leaseHolder).toBe('gpu-1');
     expect(a.pdbs).toEqual([1]);
     expect(a.daemonSets).toEqual([2]);
+    expect(a.namespaces).toEqual(['default', 'gpu-reflex', 'kube-node-lease', 'kube-public', 'kube-system', 'serve']);
+    expect(a.configMaps).toBe(0);
+    expect(a.quotas).toEqual([{ 'requests.nvidia.com/gpu': '8' }]);
+    expect(a.limitRanges).toEqual(['Container']);
+    expect(a.nodeLeases).toBe(2);
     expect(sim.store.node('gpu-1')?.metadata.labels?.['python-client']).toBe('watched');
   });
 });

@@ -61,6 +61,11 @@ def main() -> None:
     out["leaseHolder"] = lease.spec.holder_identity
     out["pdbs"] = [p.status.disruptions_allowed for p in client.PolicyV1Api().list_pod_disruption_budget_for_all_namespaces().items]
     out["daemonSets"] = [d.status.number_ready for d in client.AppsV1Api().list_daemon_set_for_all_namespaces().items]
+    out["namespaces"] = [n.metadata.name for n in core.list_namespace().items]
+    out["configMaps"] = len(core.list_config_map_for_all_namespaces().items)
+    out["quotas"] = [q.status.hard for q in core.list_resource_quota_for_all_namespaces().items]
+    out["limitRanges"] = [i.type for lr in core.list_limit_range_for_all_namespaces().items for i in lr.spec.limits]
+    out["nodeLeases"] = len(client.CoordinationV1Api().list_namespaced_lease("kube-node-lease").items)
     print(json.dumps(out))
 
 

@@ -112,6 +112,16 @@ describe('the simulated API server judges requests as the real one does', () => 
     expect(sim.store.node('gpu-1')).toBe(before);
   });
 
+  it.each([
+    ['/api/v1/namespaces/apps/events', { metadata: { name: 'e1' }, involvedObject: { kind: 'Node', name: 'gpu-0' }, lastTimestamp: 'yesterday' }, 'lastTimestamp'],
+    ['/apis/coordination.k8s.io/v1/namespaces/apps/leases', { metadata: { name: 'l1' }, spec: { renewTime: '2026-13-01 00:00' } }, 'spec.renewTime'],
+  ])('a timestamp Go cannot parse (POST %s) is refused, as it would break every client reading it back', async (path, body, field) => {
+    const { code, body: status } = await call('POST', path, body, 'application/json');
+    expect(code).toBe(400);
+    expect(status.message).toContain('parsing time');
+    expect(status.details?.causes?.[0]?.field).toBe(field);
+  });
+
   it('a create of the wrong type is 400 "cannot be handled as", as the real decoder answers', async () => {
     const { code, body } = await call('POST', '/api/v1/nodes', { metadata: { name: 'typo' }, spec: { unschedulable: 'yes' } }, 'application/json');
     expect(code).toBe(400);

@@ -12,6 +12,8 @@ export type FieldType =
   | 'intOrString'
   /** A resource quantity: string or number (normalize.ts checks the syntax). */
   | 'quantity'
+  /** metav1.Time / MicroTime: an RFC 3339 string (a bad one breaks every Go client that reads it back). */
+  | 'time'
   | 'any'
   | { map: FieldType }
   | { list: FieldType }
@@ -37,8 +39,8 @@ export const ObjectMeta = struct('ObjectMeta', {
   uid: 'string',
   resourceVersion: 'string',
   generation: 'int',
-  creationTimestamp: 'string',
-  deletionTimestamp: 'string',
+  creationTimestamp: 'time',
+  deletionTimestamp: 'time',
   deletionGracePeriodSeconds: 'int',
   labels: stringMap,
   annotations: stringMap,
@@ -46,7 +48,7 @@ export const ObjectMeta = struct('ObjectMeta', {
   finalizers: strings,
 });
 
-const Taint = struct('Taint', { key: 'string', value: 'string', effect: 'string', timeAdded: 'string' });
+const Taint = struct('Taint', { key: 'string', value: 'string', effect: 'string', timeAdded: 'time' });
 const Toleration = struct('Toleration', { key: 'string', operator: 'string', value: 'string', effect: 'string', tolerationSeconds: 'int' });
 const Requirement = struct('LabelSelectorRequirement', { key: 'string', operator: 'string', values: strings });
 const LabelSelector = struct('LabelSelector', { matchLabels: stringMap, matchExpressions: { list: Requirement } });
@@ -88,7 +90,7 @@ export const PodSpec = struct('PodSpec', {
   volumes: { list: struct('Volume', { name: 'string' }) },
 });
 
-const Condition = (go: string) => struct(go, { type: 'string', status: 'string', reason: 'string', message: 'string', lastTransitionTime: 'string', lastHeartbeatTime: 'string', lastProbeTime: 'string' });
+const Condition = (go: string) => struct(go, { type: 'string', status: 'string', reason: 'string', message: 'string', lastTransitionTime: 'time', lastHeartbeatTime: 'time', lastProbeTime: 'time' });
 
 const Node = struct('Node', {
   spec: struct('NodeSpec', { unschedulable: 'bool', taints: { list: Taint }, podCIDR: 'string', podCIDRs: strings, providerID: 'string' }),
@@ -103,7 +105,7 @@ const Node = struct('Node', {
 
 const Pod = struct('Pod', {
   spec: PodSpec,
-  status: struct('PodStatus', { phase: 'string', conditions: { list: Condition('PodCondition') }, hostIP: 'string', podIP: 'string', startTime: 'string', qosClass: 'string', reason: 'string', message: 'string' }),
+  status: struct('PodStatus', { phase: 'string', conditions: { list: Condition('PodCondition') }, hostIP: 'string', podIP: 'string', startTime: 'time', qosClass: 'string', reason: 'string', message: 'string' }),
 });
 
 const ObjectReference = struct('ObjectReference', { kind: 'string', namespace: 'string', name: 'string', uid: 'string', apiVersion: 'string', resourceVersion: 'string', fieldPath: 'string' });
@@ -114,15 +116,15 @@ const Event = struct('Event', {
   message: 'string',
   type: 'string',
   count: 'int',
-  firstTimestamp: 'string',
-  lastTimestamp: 'string',
-  eventTime: 'string',
+  firstTimestamp: 'time',
+  lastTimestamp: 'time',
+  eventTime: 'time',
   source: struct('EventSource', { component: 'string', host: 'string' }),
   action: 'string',
   reportingComponent: 'string',
   reportingInstance: 'string',
   related: ObjectReference,
-  series: struct('EventSeries', { count: 'int', lastObservedTime: 'string' }),
+  series: struct('EventSeries', { count: 'int', lastObservedTime: 'time' }),
 });
 
 const LimitRangeItem = struct('LimitRangeItem', { type: 'string', default: quantities, defaultRequest: quantities, max: quantities, min: quantities, maxLimitRequestRatio: quantities });
@@ -138,7 +140,7 @@ export const KINDS: Record<string, Struct> = {
   LimitRange: struct('LimitRange', { spec: struct('LimitRangeSpec', { limits: { list: LimitRangeItem } }) }),
   PodDisruptionBudget: struct('PodDisruptionBudget', { spec: struct('PodDisruptionBudgetSpec', { minAvailable: 'intOrString', maxUnavailable: 'intOrString', selector: LabelSelector, unhealthyPodEvictionPolicy: 'string' }) }),
   Lease: struct('Lease', {
-    spec: struct('LeaseSpec', { holderIdentity: 'string', leaseDurationSeconds: 'int', acquireTime: 'string', renewTime: 'string', leaseTransitions: 'int' }),
+    spec: struct('LeaseSpec', { holderIdentity: 'string', leaseDurationSeconds: 'int', acquireTime: 'time', renewTime: 'time', leaseTransitions: 'int' }),
   }),
   DaemonSet: struct('DaemonSet', {
     spec: struct('DaemonSetSpec', { selector: LabelSelector, template: struct('PodTemplateSpec', { metadata: ObjectMeta, spec: PodSpec }), minReadySeconds: 'int', revisionHistoryLimit: 'int' }),

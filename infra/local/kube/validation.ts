@@ -77,11 +77,14 @@ function jsonTypeOf(v: unknown): string {
 }
 
 function goTypeOf(t: FieldType): string {
-  if (typeof t === 'string') return ({ string: 'string', bool: 'bool', int: 'int64', intOrString: 'intstr.IntOrString', quantity: 'resource.Quantity', any: 'interface {}' } as const)[t];
+  if (typeof t === 'string') return ({ string: 'string', bool: 'bool', int: 'int64', intOrString: 'intstr.IntOrString', quantity: 'resource.Quantity', time: 'v1.Time', any: 'interface {}' } as const)[t];
   if ('map' in t) return `map[string]${goTypeOf(t.map)}`;
   if ('list' in t) return `[]${goTypeOf(t.list)}`;
   return `v1.${t.go}`;
 }
+
+/** What Go's time.Parse(time.RFC3339) reads: years 0000-9999, optional fraction, Z or an offset. */
+const RFC3339 = /^\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
 
 /** A JSON number Go decodes into an int64: integral and in range (1e300 is integral in JavaScript). */
 const isInt64 = (v: unknown) => typeof v === 'number' && Number.isInteger(v) && Math.abs(v) <= 2 ** 63;
@@ -100,6 +103,8 @@ function fits(t: FieldType, v: unknown): boolean {
         return typeof v === 'string' || isInt64(v);
       case 'quantity':
         return typeof v === 'string' || typeof v === 'number';
+      case 'time':
+        return typeof v === 'string' && (v === '' || RFC3339.test(v));
       default:
         return true;
     }
@@ -117,6 +122,7 @@ export function typeMismatch(obj: KubeObject): TypeMismatch | undefined {
   while (stack.length > 0) {
     const [v, t, path, goPath, inStruct] = stack.pop()!;
     if (!fits(t, v)) {
+      if (t === 'time' && typeof v === 'string') return { field: path, value: v, message: `parsing time ${JSON.stringify(v)} as "2006-01-02T15:04:05Z07:00": cannot parse ${JSON.stringify(v)} as "2006"` };
       return { field: path, value: v, message: `json: cannot unmarshal ${jsonTypeOf(v)} into Go struct field ${inStruct}.${goPath} of type ${goTypeOf(t)}` };
     }
     if (v === null || typeof t === 'string') continue;
