@@ -182,6 +182,16 @@ describe('the simulated API server judges requests as the real one does', () => 
     expect(code).toBe(400);
   });
 
+  it.each([
+    ['app%3Db%24', 'unable to parse requirement: values[0][app]: Invalid value: "b$": a valid label must be an empty string'],
+    ['Bad_Prefix%2Fa%3Dx', 'unable to parse requirement: key: Invalid value: "Bad_Prefix/a": prefix part a lowercase RFC 1123 subdomain'],
+    ['gpus%3Emany', "unable to parse requirement: values[0]: Invalid value: \"many\": for 'Gt', 'Lt' operators, the value must be an integer"],
+  ])('a label selector with an invalid key or value (%s) is a 400 in labels.NewRequirement\'s words', async (selector, message) => {
+    const { code, body } = await call('GET', `/api/v1/nodes?labelSelector=${selector}`);
+    expect(code).toBe(400);
+    expect(body.message).toContain(message);
+  });
+
   it('a field selector on an inherited property name (constructor) is refused as unsupported', async () => {
     const { code, body } = await call('GET', '/api/v1/pods?fieldSelector=constructor%3Dx');
     expect(code).toBe(400);
