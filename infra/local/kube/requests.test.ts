@@ -122,6 +122,18 @@ describe('the simulated API server judges requests as the real one does', () => 
     expect(status.details?.causes?.[0]?.field).toBe(field);
   });
 
+  it.each([
+    ['POST', '/api/v1/namespaces/apps/configmaps', { apiVersion: 'v1', kind: 'Secret', metadata: { name: 's' } }, 'the kind in the data (Secret) does not match the expected kind (ConfigMap)'],
+    ['PUT', '/api/v1/nodes/gpu-1', { apiVersion: 'apps/v1', kind: 'Node', metadata: { name: 'gpu-1' } }, 'the API version in the data (apps/v1) does not match the expected API version (v1)'],
+  ])('%s of another kind or version than the endpoint is a 400', async (method, path, body, message) => {
+    const before = sim.store.node('gpu-1');
+    const { code, body: status } = await call(method, path, body, 'application/json');
+    expect(code).toBe(400);
+    expect(status.message).toBe(message);
+    expect(sim.store.node('gpu-1')).toBe(before);
+    expect(sim.store.get('configmaps', 'apps', 's')).toBeUndefined();
+  });
+
   it('a create of the wrong type is 400 "cannot be handled as", as the real decoder answers', async () => {
     const { code, body } = await call('POST', '/api/v1/nodes', { metadata: { name: 'typo' }, spec: { unschedulable: 'yes' } }, 'application/json');
     expect(code).toBe(400);

@@ -93,6 +93,18 @@ function route(segs: string[]): Route | { doc: object } | undefined {
  * its stack overflow is a parse error here, and `prettyErrors` stays off because rendering the
  * context of an error in a deeply nested document exhausts memory and kills the process.
  */
+/**
+ * A created or replaced object must be of the endpoint's kind and version when it says (a client
+ * may leave them out), as the real decoder checks before anything else.
+ */
+function checkKind(r: ResourceDef, body: unknown): unknown {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
+  const { apiVersion, kind } = body as { apiVersion?: unknown; kind?: unknown };
+  if (apiVersion !== undefined && apiVersion !== apiVersionOf(r)) throw errors.badRequest(`the API version in the data (${String(apiVersion)}) does not match the expected API version (${apiVersionOf(r)})`);
+  if (kind !== undefined && kind !== r.kind) throw errors.badRequest(`the kind in the data (${String(kind)}) does not match the expected kind (${r.kind})`);
+  return body;
+}
+
 function decode(text: string, contentType: string): unknown {
   if (text.trim() === '') return undefined;
   const yaml = contentType.includes('yaml');
@@ -269,7 +281,7 @@ async function handle(cluster: Cluster, req: IncomingMessage, res: ServerRespons
       if (wantsMetadata(req.headers.accept)) return send(res, 200, metadataListBody(r, result));
       return send(res, 200, listBody(r, result));
     }
-    if (method === 'POST') return send(res, dryRun ? 200 : 201, cluster.create(r, ns ?? '', body, { dryRun }));
+    if (method === 'POST') return send(res, dryRun ? 200 : 201, cluster.create(r, ns ?? '', checkKind(r, body), { dryRun }));
     if (method === 'DELETE') {
       const result = cluster.list(r, ns, { labelSelector: list?.labelSelector, fieldSelector: list?.fieldSelector });
       const items = result.items.map((o) => cluster.delete(r, o.metadata.namespace ?? '', o.metadata.name, { dryRun }));
@@ -290,7 +302,7 @@ async function handle(cluster: Cluster, req: IncomingMessage, res: ServerRespons
       return send(res, 200, obj);
     }
     case 'PUT':
-      return send(res, 200, cluster.replace(r, nsName, name, body, { dryRun, ...(sub ? { subresource: sub } : {}) }));
+      return send(res, 200, cluster.replace(r, nsName, name, checkKind(r, body), { dryRun, ...(sub ? { subresource: sub } : {}) }));
     case 'PATCH': {
       const existed = cluster.store.get(`${r.group === '' ? r.plural : `${r.plural}.${r.group}`}`, nsName, name) !== undefined;
       const out = cluster.patch(r, nsName, name, contentType, body, { dryRun, ...(sub ? { subresource: sub } : {}), fieldManager: q.get('fieldManager') ?? undefined });
