@@ -4,15 +4,14 @@ import type { Cluster, ListResult } from './cluster.ts';
 import { apiGroup, apiGroupList, apiResourceList, apiVersions, VERSION_INFO } from './discovery.ts';
 import { ApiError, errors } from './errors.ts';
 import type { Faults } from './faults.ts';
-import { checkEventsV1Create, coreFieldSelector, toCoreEvent, toEventsV1 } from './event-view.ts';
-import { applyPatch, PATCH_TYPES, PatchError, PatchTooLarge } from './patch.ts';
-import { apiVersionOf, findResource, resource, type ResourceDef } from './resources.ts';
-import type { KubeObject } from './types.ts';
+import { serveEventsV1 } from './event-view.ts';
+import { apiVersionOf, findResource, type ResourceDef } from './resources.ts';
+import { listBody, send } from './respond.ts';
 import { openApiGroupVersion, openApiRoot } from './openapi.ts';
 import { tableOf, wantsTable } from './table.ts';
 import { serveWatch } from './watch.ts';
 import { deleteOptions, depthOf, MAX_BODY_DEPTH, textDepth, tooDeep } from './validation.ts';
-import { listQuery, queryInt, writeOptions, type ListQuery } from './query.ts';
+import { listQuery, queryInt, writeOptions } from './query.ts';
 
 /**
  * HTTP routing for the Kubernetes REST paths:
@@ -46,11 +45,6 @@ function readBody(req: IncomingMessage): Promise<string> {
   });
 }
 
-function send(res: ServerResponse, code: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-  res.end(text);
-}
 
 /** Splits the path into a resource route, or returns a discovery document / undefined. */
 function route(segs: string[]): Route | { doc: object } | undefined {
@@ -134,80 +128,6 @@ function metadataListBody(r: ResourceDef, result: ListResult): object {
   return { ...body, kind: 'PartialObjectMetadataList', apiVersion: 'meta.k8s.io/v1', items: result.items.map((o) => ({ kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: o.metadata })) };
 }
 
-function listBody(r: ResourceDef, result: ListResult): object {
-  return {
-    kind: `${r.kind}List`,
-    apiVersion: apiVersionOf(r),
-    metadata: {
-      resourceVersion: result.resourceVersion,
-      ...(result.continue ? { continue: result.continue } : {}),
-      ...(result.remainingItemCount !== undefined ? { remainingItemCount: result.remainingItemCount } : {}),
-    },
-    items: result.items,
-  };
-}
-
-interface ViewRequest {
-  r: ResourceDef;
-  ns: string | undefined;
-  name: string | undefined;
-  method: string;
-  list: ListQuery | undefined;
-  dryRun: boolean;
-  body: unknown;
-  contentType: string;
-  watch: boolean;
-}
-
-/** events.k8s.io/v1 Events: every verb on the stored core Events, converted on the way in and out. */
-function serveEventsV1(cluster: Cluster, req: IncomingMessage, res: ServerResponse, open: Set<ServerResponse>, v: ViewRequest): void {
-  const core = resource('events');
-  const { r, ns, name, method, list, dryRun, body } = v;
-  const nsName = ns ?? '';
-  const one = (o: KubeObject) => toEventsV1(o);
-  if (name === undefined) {
-    const selectors = { labelSelector: list?.labelSelector, fieldSelector: coreFieldSelector(list?.fieldSelector) };
-    if (method === 'GET' && list) {
-      if (v.watch || list.watch) return serveWatch(req, res, cluster, core, ns, { ...selectors, resourceVersion: list.resourceVersion, ...(list.timeoutSeconds !== undefined ? { timeoutSeconds: list.timeoutSeconds } : {}), view: one }, open);
-      const result = cluster.list(core, ns, { ...selectors, limit: list.limit, continue: list.continue });
-      if (wantsTable(req.headers.accept)) return send(res, 200, tableOf(core, result, cluster.clock.now()));
-      return send(res, 200, listBody(r, { ...result, items: result.items.map(one) }));
-    }
-    if (method === 'POST') {
-      checkEventsV1Create(r, body);
-      return send(res, dryRun ? 200 : 201, one(cluster.create(core, nsName, toCoreEvent(body), { dryRun })));
-    }
-    if (method === 'DELETE') {
-      const result = cluster.list(core, ns, selectors);
-      return send(res, 200, listBody(r, { ...result, items: result.items.map((o) => one(cluster.delete(core, o.metadata.namespace ?? '', o.metadata.name, { dryRun }))) }));
-    }
-    throw errors.methodNotAllowed('the server does not allow this method on the requested resource');
-  }
-  switch (method) {
-    case 'GET':
-      return send(res, 200, one(cluster.get(core, nsName, name)));
-    case 'PUT':
-      return send(res, 200, one(cluster.replace(core, nsName, name, toCoreEvent(body), { dryRun })));
-    case 'PATCH': {
-      // The patch applies to the v1 form, as the real server's conversion does, then is stored whole.
-      const type = v.contentType.split(';')[0]!.trim();
-      if (type === PATCH_TYPES.apply || !Object.values(PATCH_TYPES).includes(type as never)) throw errors.unsupportedMediaType(type);
-      let next: unknown;
-      try {
-        next = applyPatch(type, one(cluster.get(core, nsName, name)), body);
-      } catch (err) {
-        if (err instanceof PatchError) throw errors.invalid(r, name, 'patch', err.message);
-        if (err instanceof PatchTooLarge) throw errors.tooLarge(err.message);
-        throw err;
-      }
-      return send(res, 200, one(cluster.replace(core, nsName, name, toCoreEvent(next), { dryRun })));
-    }
-    case 'DELETE':
-      return send(res, 200, one(cluster.delete(core, nsName, name, { dryRun: dryRun || deleteOptions(body).dryRun })));
-    default:
-      throw errors.methodNotAllowed('the server does not allow this method on the requested resource');
-  }
-}
 
 export function createHandler(cluster: Cluster, open: Set<ServerResponse>, faults?: Faults) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
