@@ -27,6 +27,15 @@ describe('API surface: watch, leases, configmaps, events, daemonsets, discovery'
     expect(body.items[0]).toMatchObject({ kind: 'PartialObjectMetadata', metadata: { name: 'gpu-0', labels: { 'gpu-reflex.io/gpu': 'true' } } });
   });
 
+  it('gives every node its kubelet Lease in kube-node-lease, created and removed with the node', async () => {
+    expect((await c.coordination.readNamespacedLease({ name: 'gpu-0', namespace: 'kube-node-lease' })).spec).toMatchObject({ holderIdentity: 'gpu-0', leaseDurationSeconds: 40 });
+    await c.core.createNode({ body: { metadata: { name: 'joined' }, status: { allocatable: { cpu: '4' } } } });
+    const lease = await c.coordination.readNamespacedLease({ name: 'joined', namespace: 'kube-node-lease' });
+    expect(lease.metadata?.ownerReferences?.[0]).toMatchObject({ kind: 'Node', name: 'joined', uid: sim.store.node('joined')?.metadata.uid });
+    await c.core.deleteNode({ name: 'joined' });
+    expect(sim.store.get('leases.coordination.k8s.io', 'kube-node-lease', 'joined')).toBeUndefined();
+  });
+
   it('streams node changes to a client-node Watch, starting with the current objects', async () => {
     const events: string[] = [];
     const watch = new k8s.Watch(c.kc);
