@@ -6,6 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKubeSim, wallClock, type Fleet, type KubeSim } from '../infra/local/kube/index.ts';
 import { clients } from '../infra/local/kube/test-helpers.ts';
 import { commandWorks, requireTool } from './tools.ts';
+import { loadKubeConfig } from '../functions/adapters/kube/config.ts';
+import { kubePorts } from '../functions/adapters/kube/index.ts';
 
 /**
  * The simulated cluster driven by the real kubectl. Where kubectl is not installed the tests are
@@ -137,9 +139,34 @@ describe('kubectl against the simulated cluster', kubectlTool.options, () => {
     expect(r.stdout).toMatch(/nvidia\.com\/gpu\s+3\s+0/);
   });
 
-  it('kubectl get pods -A -o wide shows where each pod runs', async () => {
+  it('kubectl get pods -A -o wide shows where each pod runs, with its IP', async () => {
     const r = await kubectl(['get', 'pods', '-A', '-o', 'wide']);
-    expect(r.stdout).toMatch(/serve\s+llm-0\s+1\/1\s+Running\s+0\s+\S+\s+gpu-a/);
+    expect(r.stdout.split('\n')[0]).toMatch(/^NAMESPACE\s+NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE\s+IP\s+NODE\s+NOMINATED NODE\s+READINESS GATES$/);
+    expect(r.stdout).toMatch(/serve\s+llm-0\s+1\/1\s+Running\s+0\s+\S+\s+10\.244\.\d+\.\d+\s+gpu-a\s+<none>\s+<none>/);
+  });
+
+  it('kubectl get nodes -o wide shows the address, OS image, kernel and container runtime', async () => {
+    const r = await kubectl(['get', 'nodes', '-o', 'wide']);
+    expect(r.code).toBe(0);
+    expect(r.stdout.split('\n')[0]).toMatch(/^NAME\s+STATUS\s+ROLES\s+AGE\s+VERSION\s+INTERNAL-IP\s+EXTERNAL-IP\s+OS-IMAGE\s+KERNEL-VERSION\s+CONTAINER-RUNTIME$/);
+    expect(r.stdout).toMatch(/spare\s+Ready\S*\s+<none>\s+\S+\s+v1\.30\.0\s+10\.\d+\.\d+\.\d+\s+<none>\s+Ubuntu 22\.04\.4 LTS\s+5\.15\.0-1063-nvidia\s+containerd:\/\/1\.7\.13/);
+  });
+
+  it("gpu-reflex's cordon, taint and eviction show in kubectl get events and describe node, with the node's Lease", async () => {
+    const ports = kubePorts(loadKubeConfig({ kubeconfigText: sim.kubeconfig() }), { namespace: 'gpu-reflex' });
+    await ports.nodes.update('gpu-b', { unschedulable: true, addTaints: [{ key: 'gpu-reflex.io/xid', value: '79', effect: 'NoSchedule' }] });
+    const { core } = clients(sim);
+    await core.createNamespacedPod({ namespace: 'train', body: { metadata: { name: 'evictee' }, spec: { nodeName: 'gpu-b', terminationGracePeriodSeconds: 1, containers: [{ name: 'm', image: 'cuda:12' }] } } });
+    expect(await ports.pods.evict('train', 'evictee')).toEqual({ outcome: 'evicted' });
+    const events = await kubectl(['get', 'events', '-A']);
+    expect(events.stdout.split('\n')[0]).toMatch(/^NAMESPACE\s+LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE$/);
+    expect(events.stdout).toMatch(/default\s+\S+\s+Normal\s+Cordoned\s+node\/gpu-b\s+Node marked unschedulable by gpu-reflex/);
+    expect(events.stdout).toMatch(/default\s+\S+\s+Normal\s+Tainted\s+node\/gpu-b\s+Taint gpu-reflex.io\/xid=79:NoSchedule added by gpu-reflex/);
+    expect(events.stdout).toMatch(/train\s+\S+\s+Normal\s+Evicted\s+pod\/evictee\s+Pod evicted by gpu-reflex/);
+    const described = await kubectl(['describe', 'node', 'gpu-b']);
+    expect(described.stdout).toMatch(/Lease:\s+HolderIdentity:\s+gpu-b/);
+    expect(described.stdout).toMatch(/Boot ID:\s+[0-9a-f-]{36}/);
+    expect(described.stdout).toMatch(/Events:\n\s+Type\s+Reason\s+Age\s+From\s+Message\n.*\n\s+Normal\s+Cordoned\s+\S+\s+gpu-reflex\s+Node marked unschedulable by gpu-reflex\n\s+Normal\s+Tainted\s+/);
   });
 
   it('kubectl delete waits for the pod to finish its grace period and go', async () => {

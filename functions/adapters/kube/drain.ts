@@ -15,11 +15,13 @@ import type { Clock } from '../clock.ts';
 import { isRetryable } from '../errors.ts';
 import { MIRROR_POD_ANNOTATION, podKey } from './model.ts';
 import type { PodInfo } from './model.ts';
-import type { NodeOps, PodOps } from './ports.ts';
+import type { EventRecorder, KubeEventNote, NodeOps, PodOps } from './ports.ts';
 
 export interface DrainPorts {
   nodes: NodeOps;
   pods: PodOps;
+  /** Where a drain that ran out of time is recorded (`DrainStuck`); nowhere when omitted. */
+  events?: EventRecorder;
 }
 
 export interface DrainPassOptions {
@@ -121,10 +123,23 @@ export async function drain(ports: DrainPorts, node: string, options: DrainOptio
     for (const p of pass.evicted) evicted.add(p);
     const now = clock.now();
     if (pass.done || now >= deadline) {
+      if (!pass.done) await ports.events?.record({ kind: 'Node', name: node }, stuckNote(pass, passes, now - start));
       return { ...pass, evicted: [...evicted], passes, elapsedMs: now - start };
     }
     await clock.sleep(Math.min(interval, deadline - now));
   }
+}
+
+/** A Warning a person reads in `kubectl describe node`: what is left and why. */
+function stuckNote(pass: DrainPassReport, passes: number, elapsedMs: number): KubeEventNote {
+  const why = pass.blocked.map((b) => `${b.pod} (${b.reason})`);
+  const waiting = pass.terminating.map((p) => `${p} (terminating)`);
+  return {
+    type: 'Warning',
+    reason: 'DrainStuck',
+    action: 'Drain',
+    note: `Drain gave up after ${passes} passes in ${Math.round(elapsedMs / 1000)}s with ${pass.remaining.length} pod(s) left: ${[...why, ...waiting].join(', ')}`,
+  };
 }
 
 /** podFilter: pods named `namespace/name` (from the agent's GPU → pod inventory). */

@@ -9,7 +9,7 @@ import type { Clock } from '../clock.ts';
 import { mergeStringMap, withTaint, withoutTaint } from './kube-node-ops.ts';
 import { nodeDelta } from './node-change.ts';
 import type { ApplyResult, EvictResult, Json, LeaseAttempt, PodInfo, Taint, TaintEffect } from './model.ts';
-import type { EvictOptions, LeaseOps, LimitRangeSpec, NodeOps, PodOps, QuotaOps, QuotaSpec, StateStore } from './ports.ts';
+import type { EventRecorder, EvictOptions, LeaseOps, LimitRangeSpec, NodeOps, PodOps, QuotaOps, QuotaSpec, StateStore } from './ports.ts';
 import { sameJson } from './same-json.ts';
 
 export interface DryRunAction {
@@ -94,5 +94,7 @@ export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: Dr
     release: async (n, holder) => note('leases.release', [n, holder], (await leases.get(n))?.holder === holder),
   };
 
-  return { ...ports, nodes: nodeOps, pods: podOps, quotas: quotaOps, state: stateStore, leases: leaseOps };
+  // A dry run records nothing in the cluster, Events included; it notes what it would have recorded.
+  const events: EventRecorder = { record: async (regarding, event) => void note('events.record', [regarding, event], undefined) };
+  return { ...ports, nodes: nodeOps, pods: podOps, quotas: quotaOps, state: stateStore, leases: leaseOps, ...('events' in ports ? { events } : {}) };
 }

@@ -10,7 +10,8 @@ import type { KubeOpsOptions } from './kube-node-ops.ts';
 import { KubePodOps } from './kube-pod-ops.ts';
 import { KubeQuotaOps } from './kube-quota-ops.ts';
 import { KubeStateStore } from './kube-state-store.ts';
-import type { LeaseOps, NodeOps, PodOps, QuotaOps, StateStore } from './ports.ts';
+import { KubeEventRecorder, type KubeEventRecorderOptions } from './kube-event-recorder.ts';
+import type { EventRecorder, LeaseOps, NodeOps, PodOps, QuotaOps, StateStore } from './ports.ts';
 
 export * from './model.ts';
 export type { NodeChange } from './node-change.ts';
@@ -23,6 +24,9 @@ export { KubePodOps } from './kube-pod-ops.ts';
 export { KubeQuotaOps } from './kube-quota-ops.ts';
 export { KubeStateStore, STATE_CONFIGMAP } from './kube-state-store.ts';
 export { KubeLeaseOps } from './kube-lease-ops.ts';
+export { KubeEventRecorder, REPORTING_CONTROLLER, noEvents } from './kube-event-recorder.ts';
+export type { KubeEventRecorderOptions } from './kube-event-recorder.ts';
+export { nodeChangeEvents } from './kube-node-ops.ts';
 export { drain, drainOnce, podsNamed, podsRequesting, skipReason } from './drain.ts';
 export type { DrainOptions, DrainPassOptions, DrainPassReport, DrainPorts, DrainReport, SkipReason } from './drain.ts';
 export { dryRunPorts } from './dry-run.ts';
@@ -36,21 +40,28 @@ export interface KubePorts {
   quotas: QuotaOps;
   state: StateStore;
   leases: LeaseOps;
+  /** The Kubernetes Events the node and pod ports record their changes with (drain's DrainStuck too). */
+  events: EventRecorder;
 }
 
-export interface KubePortsOptions extends KubeOpsOptions {
+export interface KubePortsOptions extends Omit<KubeOpsOptions, 'events'> {
   /** Namespace of gpu-reflex's own objects: the state ConfigMap and the Leases. */
   namespace: string;
+  /** Clock, logger and instance name for the Event recorder. */
+  events?: KubeEventRecorderOptions;
 }
 
 /** Every port over one cluster connection; the handlers' wiring calls this once at cold start. */
 export function kubePorts(kc: KubeConfig, options: KubePortsOptions): KubePorts {
-  const { core, coordination } = makeKubeApis(kc);
+  const { core, coordination, events: eventsApi } = makeKubeApis(kc);
+  const events = new KubeEventRecorder(eventsApi, options.events);
+  const opts = { pageSize: options.pageSize, conflictAttempts: options.conflictAttempts, events };
   return {
-    nodes: new KubeNodeOps(core, options),
-    pods: new KubePodOps(core, options),
-    quotas: new KubeQuotaOps(core, options),
+    nodes: new KubeNodeOps(core, opts),
+    pods: new KubePodOps(core, opts),
+    quotas: new KubeQuotaOps(core, opts),
     state: new KubeStateStore(core, { namespace: options.namespace, conflictAttempts: options.conflictAttempts }),
     leases: new KubeLeaseOps(coordination, options.namespace, { conflictAttempts: options.conflictAttempts }),
+    events,
   };
 }

@@ -16,7 +16,8 @@ import { toNodeInfo } from './convert.ts';
 import { listAll } from './list-all.ts';
 import type { NodeInfo, NodeMeta, Taint, TaintEffect } from './model.ts';
 import { nodeDelta, type NodeChange } from './node-change.ts';
-import type { NodeOps } from './ports.ts';
+import { noEvents } from './kube-event-recorder.ts';
+import type { EventRecorder, KubeEventNote, NodeOps } from './ports.ts';
 import { DEFAULT_CONFLICT_ATTEMPTS, retryOnConflict } from './retry.ts';
 
 export interface KubeOpsOptions {
@@ -24,6 +25,26 @@ export interface KubeOpsOptions {
   pageSize?: number;
   /** Tries for a read-modify-write before ConflictError. */
   conflictAttempts?: number;
+  /** Where cordons, taints and evictions are recorded as Kubernetes Events; none when omitted. */
+  events?: EventRecorder;
+}
+
+const taintText = (t: V1Taint) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`;
+
+/** The Events a change to a node deserves: cordon or uncordon, taints added or removed. Labels and annotations are not news. */
+export function nodeChangeEvents(before: V1Node, patch: { spec?: { unschedulable?: boolean; taints?: V1Taint[] } }): KubeEventNote[] {
+  const out: KubeEventNote[] = [];
+  const spec = patch.spec ?? {};
+  if (spec.unschedulable === true) out.push({ type: 'Normal', reason: 'Cordoned', action: 'Cordon', note: 'Node marked unschedulable by gpu-reflex' });
+  if (spec.unschedulable === false) out.push({ type: 'Normal', reason: 'Uncordoned', action: 'Uncordon', note: 'Node marked schedulable by gpu-reflex' });
+  if (spec.taints) {
+    const old = before.spec?.taints ?? [];
+    const added = spec.taints.filter((t) => !old.some((o) => taintText(o) === taintText(t)));
+    const removed = old.filter((o) => !spec.taints!.some((t) => t.key === o.key && t.effect === o.effect));
+    if (added.length > 0) out.push({ type: 'Normal', reason: 'Tainted', action: 'Taint', note: `Taint ${added.map(taintText).join(', ')} added by gpu-reflex` });
+    if (removed.length > 0) out.push({ type: 'Normal', reason: 'Untainted', action: 'Untaint', note: `Taint ${removed.map(taintText).join(', ')} removed by gpu-reflex` });
+  }
+  return out;
 }
 
 const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
@@ -60,10 +81,12 @@ export function withoutTaint(current: V1Taint[], key: string, effect?: TaintEffe
 export class KubeNodeOps implements NodeOps {
   private readonly pageSize: number;
   private readonly attempts: number;
+  private readonly events: EventRecorder;
 
   constructor(private readonly core: CoreV1Api, options: KubeOpsOptions = {}) {
     this.pageSize = options.pageSize ?? 500;
     this.attempts = options.conflictAttempts ?? DEFAULT_CONFLICT_ATTEMPTS;
+    this.events = options.events ?? noEvents;
   }
 
   // RBAC: nodes get
@@ -160,27 +183,38 @@ export class KubeNodeOps implements NodeOps {
   private async setUnschedulable(name: string, on: boolean): Promise<boolean> {
     const node = await this.read(name);
     if ((node.spec?.unschedulable === true) === on) return false;
+    const body = { spec: { unschedulable: on } };
     try {
-      await this.core.patchNode({ name, body: { spec: { unschedulable: on } } }, MERGE_PATCH);
-      return true;
+      await this.core.patchNode({ name, body }, MERGE_PATCH);
     } catch (err) {
       throw fromKubeError(err, `${on ? 'cordoning' : 'uncordoning'} node ${name}`);
     }
+    await this.recordChange(node, body);
+    return true;
+  }
+
+  /** After a change went through: its Events (recording never throws). */
+  private async recordChange(before: V1Node, patch: Record<string, unknown>): Promise<void> {
+    const name = before.metadata?.name ?? '';
+    for (const note of nodeChangeEvents(before, patch)) await this.events.record({ kind: 'Node', name }, note);
   }
 
   /**
    * Read, compute a merge patch from what was read (undefined = nothing to do), send it with the
    * read resourceVersion; on 409 start over.
    */
-  private modify(name: string, what: string, compute: (n: V1Node) => Record<string, unknown> | undefined): Promise<boolean> {
-    return retryOnConflict(what, this.attempts, async () => {
+  private async modify(name: string, what: string, compute: (n: V1Node) => Record<string, unknown> | undefined): Promise<boolean> {
+    const done = await retryOnConflict(what, this.attempts, async () => {
       const node = await this.read(name);
       const change = compute(node);
-      if (change === undefined) return false;
+      if (change === undefined) return undefined;
       const meta = (change.metadata ?? {}) as Record<string, unknown>;
       const body = { ...change, metadata: { ...meta, resourceVersion: node.metadata?.resourceVersion } };
       await this.core.patchNode({ name, body }, MERGE_PATCH);
-      return true;
+      return { node, change };
     });
+    if (done === undefined) return false;
+    await this.recordChange(done.node, done.change);
+    return true;
   }
 }

@@ -8,13 +8,16 @@ import { toPodInfo } from './convert.ts';
 import type { KubeOpsOptions } from './kube-node-ops.ts';
 import { listAll } from './list-all.ts';
 import type { EvictResult, PodInfo } from './model.ts';
-import type { EvictOptions, PodOps, PodQuery } from './ports.ts';
+import { noEvents } from './kube-event-recorder.ts';
+import type { EventRecorder, EvictOptions, PodOps, PodQuery } from './ports.ts';
 
 export class KubePodOps implements PodOps {
   private readonly pageSize: number;
+  private readonly events: EventRecorder;
 
-  constructor(private readonly core: CoreV1Api, options: Pick<KubeOpsOptions, 'pageSize'> = {}) {
+  constructor(private readonly core: CoreV1Api, options: Pick<KubeOpsOptions, 'pageSize' | 'events'> = {}) {
     this.pageSize = options.pageSize ?? 500;
+    this.events = options.events ?? noEvents;
   }
 
   // RBAC: pods list
@@ -50,7 +53,6 @@ export class KubePodOps implements PodOps {
     };
     try {
       await this.core.createNamespacedPodEviction({ name, namespace, body });
-      return { outcome: 'evicted' };
     } catch (err) {
       const mapped = fromKubeError(err, `evicting pod ${namespace}/${name}`);
       if (mapped instanceof NotFoundError) return { outcome: 'gone' };
@@ -62,5 +64,7 @@ export class KubePodOps implements PodOps {
       }
       throw mapped;
     }
+    await this.events.record({ kind: 'Pod', name, namespace }, { type: 'Normal', reason: 'Evicted', action: 'Evict', note: 'Pod evicted by gpu-reflex through the Eviction API (PodDisruptionBudgets honoured)' });
+    return { outcome: 'evicted' };
   }
 }

@@ -61,6 +61,33 @@ export interface PodQuery {
   fieldSelector?: string;
 }
 
+/** What an Event is about: a node, or a pod in its namespace. */
+export interface KubeEventRef {
+  kind: 'Node' | 'Pod';
+  name: string;
+  namespace?: string;
+  /** Pods: their uid, so `kubectl describe pod` finds the event. Nodes: defaults to the name (the kubelet's convention). */
+  uid?: string;
+}
+
+export interface KubeEventNote {
+  type: 'Normal' | 'Warning';
+  /** CamelCase, what `kubectl get events` shows: `Cordoned`, `Tainted`, `Evicted`, `DrainStuck`. */
+  reason: string;
+  /** What was done: `Cordon`, `Taint`, `Evict`, `Drain`. */
+  action: string;
+  /** One human sentence (at most 1 KiB; longer is cut). */
+  note: string;
+}
+
+/**
+ * Kubernetes Events about gpu-reflex's own actions, recorded after a real change. Never throws:
+ * a failure to record is logged and the action it reports stands.
+ */
+export interface EventRecorder {
+  record(regarding: KubeEventRef, event: KubeEventNote): Promise<void>;
+}
+
 export interface EvictOptions {
   /**
    * Grace period for the eviction. Omit to honour the pod's own `terminationGracePeriodSeconds`

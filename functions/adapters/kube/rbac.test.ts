@@ -29,6 +29,10 @@ describe('KUBE_RBAC_RULES', () => {
     expect(flattenRbac(KUBE_RBAC_RULES)).toEqual(perms);
   });
 
+  it('lets the functions record Events (create only, in events.k8s.io)', () => {
+    expect(flattenRbac(KUBE_RBAC_RULES).filter((p) => p.includes('events'))).toEqual(['events.k8s.io/events create']);
+  });
+
   it('every public method of each Kube* class declares its RBAC', () => {
     for (const file of readdirSync(here).filter((f) => /^kube-.*-ops\.ts$|^kube-state-store\.ts$/.test(f))) {
       const lines = readFileSync(join(here, file), 'utf8').split('\n');
@@ -58,6 +62,7 @@ describe('missingRbac', () => {
       'coordination.k8s.io/leases create',
       'coordination.k8s.io/leases get',
       'coordination.k8s.io/leases update',
+      'events.k8s.io/events create',
     ]);
   });
 });

@@ -18,6 +18,7 @@ export const KUBE_RBAC_RULES: readonly RbacRule[] = [
   { apiGroups: [''], resources: ['limitranges'], verbs: ['get', 'list', 'create', 'update'] },
   { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'create', 'update'] },
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
+  { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create'] },
 ];
 
 /** `group/resource verb` strings, one per permission (`/nodes get` for the core group). */

@@ -1,10 +1,11 @@
+import { createHash } from 'node:crypto';
 import { errors } from './errors.ts';
 import { applyLimitRanges, RequestOverLimit } from './limit-range.ts';
 import { hostIpOf, pendingStatus } from './pods.ts';
 import { quotaRefusal } from './quota.ts';
 import { resource } from './resources.ts';
 import type { Store } from './store.ts';
-import type { KubeObject, Node, Pod, Taint } from './types.ts';
+import type { Container, KubeObject, Node, Pod, Taint } from './types.ts';
 
 /**
  * What happens to a new pod or node before it is stored: API defaulting and the admission
@@ -23,7 +24,19 @@ export function admitPod(input: Pod, store: Store, running: (pod: Pod, node: str
     if (err instanceof RequestOverLimit) throw errors.invalid(PODS, input.metadata.name, err.field, err.message);
     throw errors.forbidden(PODS, input.metadata.name, (err as Error).message);
   }
-  pod.spec = { restartPolicy: 'Always', terminationGracePeriodSeconds: 30, dnsPolicy: 'ClusterFirst', schedulerName: 'default-scheduler', ...pod.spec };
+  pod.spec = {
+    restartPolicy: 'Always',
+    terminationGracePeriodSeconds: 30,
+    dnsPolicy: 'ClusterFirst',
+    schedulerName: 'default-scheduler',
+    serviceAccountName: 'default',
+    securityContext: {},
+    priority: 0,
+    enableServiceLinks: true,
+    preemptionPolicy: 'PreemptLowerPriority',
+    ...pod.spec,
+  };
+  pod.spec.containers = pod.spec.containers.map(defaultContainer);
   // Quota needs the namespace's pods only when the namespace has a quota (most have none).
   const quotas = store.list('resourcequotas', ns);
   const refusal = quotas.length > 0 ? quotaRefusal(pod, quotas, store.pods(ns)) : undefined;
@@ -33,15 +46,88 @@ export function admitPod(input: Pod, store: Store, running: (pod: Pod, node: str
   return pod;
 }
 
-/** A node as its kubelet would register it: allocatable, Ready, addresses, node info. */
+/** A stable hex string per name and purpose: node IDs are deterministic, as every sim object. */
+function stableHex(seed: string, length: number): string {
+  return createHash('sha256').update(seed).digest('hex').slice(0, length);
+}
+
+const uuidOf = (seed: string) => {
+  const h = stableHex(seed, 32);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+};
+
+/** The conditions a healthy kubelet posts; a fleet's own (e.g. Ready=False) replace theirs by type. */
+function nodeConditions(given: { type: string; status: string; [k: string]: unknown }[] | undefined, nowIso: string) {
+  const base = [
+    { type: 'MemoryPressure', status: 'False', reason: 'KubeletHasSufficientMemory', message: 'kubelet has sufficient memory available' },
+    { type: 'DiskPressure', status: 'False', reason: 'KubeletHasNoDiskPressure', message: 'kubelet has no disk pressure' },
+    { type: 'PIDPressure', status: 'False', reason: 'KubeletHasSufficientPID', message: 'kubelet has sufficient PID available' },
+    { type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status' },
+  ];
+  const byType = new Map((given ?? []).map((c) => [c.type, c]));
+  const out = base.map((c) => ({ ...c, lastHeartbeatTime: nowIso, lastTransitionTime: nowIso, ...byType.get(c.type) }));
+  for (const c of given ?? []) if (!base.some((b) => b.type === c.type)) out.push({ lastHeartbeatTime: nowIso, lastTransitionTime: nowIso, reason: '', message: '', ...c });
+  return out;
+}
+
+/**
+ * A node as its kubelet would register it: allocatable, the four kubelet conditions, addresses,
+ * the kubelet endpoint, and a complete nodeInfo (typed clients such as the Python one refuse a
+ * Node whose nodeInfo lacks bootID, machineID, systemUUID, kernelVersion or kubeProxyVersion).
+ */
 export function defaultNode(node: Node, nowIso: string): Node {
+  const name = node.metadata.name;
   const status = { ...(node.status ?? {}) };
   status.capacity ??= status.allocatable ?? {};
   status.allocatable ??= status.capacity;
-  status.conditions ??= [{ type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status', lastHeartbeatTime: nowIso, lastTransitionTime: nowIso }];
-  status.addresses ??= [{ type: 'InternalIP', address: hostIpOf(node.metadata.name) }, { type: 'Hostname', address: node.metadata.name }];
-  status.nodeInfo ??= { kubeletVersion: 'v1.30.0', containerRuntimeVersion: 'containerd://1.7.0', osImage: 'gpu-reflex simulated node', operatingSystem: 'linux', architecture: 'amd64' };
+  status.conditions = nodeConditions(status.conditions, nowIso);
+  status.addresses ??= [{ type: 'InternalIP', address: hostIpOf(name) }, { type: 'Hostname', address: name }];
+  status.daemonEndpoints ??= { kubeletEndpoint: { Port: 10250 } };
+  status.nodeInfo = {
+    machineID: stableHex(`machine:${name}`, 32),
+    systemUUID: uuidOf(`system:${name}`),
+    bootID: uuidOf(`boot:${name}`),
+    kernelVersion: '5.15.0-1063-nvidia',
+    osImage: 'Ubuntu 22.04.4 LTS',
+    containerRuntimeVersion: 'containerd://1.7.13',
+    kubeletVersion: 'v1.30.0',
+    kubeProxyVersion: 'v1.30.0',
+    operatingSystem: 'linux',
+    architecture: 'amd64',
+    ...(status.nodeInfo as object | undefined),
+  };
   return { ...node, spec: node.spec ?? {}, status };
+}
+
+/** The Lease the node's kubelet renews in kube-node-lease (what `kubectl describe node` shows). */
+export function nodeLease(node: KubeObject, uid: string, nowMicro: string): KubeObject {
+  return {
+    apiVersion: 'coordination.k8s.io/v1',
+    kind: 'Lease',
+    metadata: {
+      name: node.metadata.name,
+      namespace: NODE_LEASE_NAMESPACE,
+      uid,
+      resourceVersion: '',
+      creationTimestamp: nowMicro.replace(/\.\d+Z$/, 'Z'),
+      ownerReferences: [{ apiVersion: 'v1', kind: 'Node', name: node.metadata.name, uid: node.metadata.uid }],
+    },
+    spec: { holderIdentity: node.metadata.name, leaseDurationSeconds: 40, renewTime: nowMicro },
+  };
+}
+
+export const NODE_LEASE_NAMESPACE = 'kube-node-lease';
+
+/** Container defaults the API server fills in, and the ones kubectl describe prints. */
+export function defaultContainer(c: Container): Container {
+  const tag = (c.image ?? '').split('/').pop() ?? '';
+  return {
+    terminationMessagePath: '/dev/termination-log',
+    terminationMessagePolicy: 'File',
+    imagePullPolicy: tag.includes(':') && !tag.endsWith(':latest') ? 'IfNotPresent' : 'Always',
+    resources: {},
+    ...c,
+  };
 }
 
 /**

@@ -27,6 +27,15 @@ describe('API surface: watch, leases, configmaps, events, daemonsets, discovery'
     expect(body.items[0]).toMatchObject({ kind: 'PartialObjectMetadata', metadata: { name: 'gpu-0', labels: { 'gpu-reflex.io/gpu': 'true' } } });
   });
 
+  it('gives every node its kubelet Lease in kube-node-lease, created and removed with the node', async () => {
+    expect((await c.coordination.readNamespacedLease({ name: 'gpu-0', namespace: 'kube-node-lease' })).spec).toMatchObject({ holderIdentity: 'gpu-0', leaseDurationSeconds: 40 });
+    await c.core.createNode({ body: { metadata: { name: 'joined' }, status: { allocatable: { cpu: '4' } } } });
+    const lease = await c.coordination.readNamespacedLease({ name: 'joined', namespace: 'kube-node-lease' });
+    expect(lease.metadata?.ownerReferences?.[0]).toMatchObject({ kind: 'Node', name: 'joined', uid: sim.store.node('joined')?.metadata.uid });
+    await c.core.deleteNode({ name: 'joined' });
+    expect(sim.store.get('leases.coordination.k8s.io', 'kube-node-lease', 'joined')).toBeUndefined();
+  });
+
   it('streams node changes to a client-node Watch, starting with the current objects', async () => {
     const events: string[] = [];
     const watch = new k8s.Watch(c.kc);
@@ -154,7 +163,7 @@ describe('API surface: watch, leases, configmaps, events, daemonsets, discovery'
   it.each([
     ['/version', (b: Record<string, unknown>) => expect(b.gitVersion).toMatch(/^v1\.\d+/)],
     ['/api', (b: Record<string, unknown>) => expect(b).toMatchObject({ kind: 'APIVersions', versions: ['v1'] })],
-    ['/apis', (b: Record<string, unknown>) => expect((b.groups as { name: string }[]).map((g) => g.name).sort()).toEqual(['apps', 'coordination.k8s.io', 'policy'])],
+    ['/apis', (b: Record<string, unknown>) => expect((b.groups as { name: string }[]).map((g) => g.name).sort()).toEqual(['apps', 'coordination.k8s.io', 'events.k8s.io', 'policy'])],
     ['/api/v1', (b: Record<string, unknown>) => expect((b.resources as { name: string; group?: string }[]).find((r) => r.name === 'pods/eviction')).toMatchObject({ group: 'policy', version: 'v1', kind: 'Eviction' })],
     ['/apis/policy/v1', (b: Record<string, unknown>) => expect((b.resources as { name: string }[]).map((r) => r.name)).toEqual(['poddisruptionbudgets', 'poddisruptionbudgets/status'])],
   ])('serves discovery at %s', async (path, check) => {
@@ -165,7 +174,7 @@ describe('API surface: watch, leases, configmaps, events, daemonsets, discovery'
   });
 
   it.each([
-    ['/api/v1/nodes', ['Name', 'Status', 'Roles', 'Age', 'Version'], ['cpu', 'Ready']],
+    ['/api/v1/nodes', ['Name', 'Status', 'Roles', 'Age', 'Version', 'Internal-IP', 'External-IP', 'OS-Image', 'Kernel-Version', 'Container-Runtime'], ['cpu', 'Ready']],
     ['/apis/apps/v1/namespaces/gpu-reflex/daemonsets', ['Name', 'Desired', 'Current', 'Ready', 'Age'], ['agent', 3, 3, 3]],
   ])('answers %s as a Table when kubectl asks for one', async (path, columns, firstCells) => {
     const res = await fetch(sim.url + path, { headers: { accept: 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json' } });

@@ -1,15 +1,16 @@
-import { admitPod, defaultNode, invalidField } from './admission.ts';
+import { admitPod, defaultNode, invalidField, NODE_LEASE_NAMESPACE, nodeLease } from './admission.ts';
 import { withDaemonSetStatus } from './daemonsets.ts';
 import { errors, success, type ApiError, type StatusBody } from './errors.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { MigManager, type MigLayouts } from './mig-manager.ts';
-import { applyMergePatch, applyPatch, PATCH_TYPES, PatchError } from './patch.ts';
+import { applyMergePatch, applyPatch, PATCH_TYPES, PatchError, PatchTooLarge } from './patch.ts';
 import { evictionVerdict, withPdbStatus } from './pdb.ts';
 import { normalizeQuantities } from './normalize.ts';
 import { withQuotaStatus } from './quota.ts';
 import { apiVersionOf, qualifiedName, resource, type ResourceDef } from './resources.ts';
 import { parseFieldSelector, parseLabelSelector, requirementsOf } from './selectors.ts';
 import { Store } from './store.ts';
+import { checkEviction, checkObject } from './validation.ts';
 import type { Clock, KubeObject, LabelSelectorSpec, Node, Pod } from './types.ts';
 
 /**
@@ -36,6 +37,8 @@ export interface WriteOptions {
   dryRun?: boolean;
   subresource?: string;
 }
+
+type UpdateVerb = 'update' | 'patch';
 
 const PODS = resource('pods');
 const NAMESPACES = resource('namespaces');
@@ -141,14 +144,22 @@ export class Cluster {
     const obj = this.prepareCreate(r, ns, body);
     if (opts.dryRun) return obj;
     const stored = this.store.put(qualifiedName(r), obj);
+    if (r.plural === 'nodes') this.putNodeLease(stored);
     this.lifecycle.created(r, stored);
     this.lifecycle.settle();
     return this.present(r, this.store.get(qualifiedName(r), obj.metadata.namespace ?? '', obj.metadata.name) ?? stored);
   }
 
+  /** Each node's kubelet holds a Lease in kube-node-lease (when that namespace exists, as it always does when seeded). */
+  private putNodeLease(node: KubeObject): void {
+    if (!this.store.get('namespaces', '', NODE_LEASE_NAMESPACE) || this.store.get('leases.coordination.k8s.io', NODE_LEASE_NAMESPACE, node.metadata.name)) return;
+    this.store.put('leases.coordination.k8s.io', nodeLease(node, this.uid(), new Date(this.clock.now()).toISOString().replace('Z', '000Z')));
+  }
+
   private prepareCreate(r: ResourceDef, ns: string, body: unknown): KubeObject {
     if (typeof body !== 'object' || body === null || Array.isArray(body)) throw errors.badRequest('the body of the request must be an object');
     const input = clone(body) as KubeObject;
+    checkObject(r, { ...input, apiVersion: apiVersionOf(r), kind: r.kind } as KubeObject, 'create');
     const meta = { ...(input.metadata ?? {}) };
     if (r.namespaced) {
       if (meta.namespace && meta.namespace !== ns) throw errors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
@@ -188,7 +199,7 @@ export class Cluster {
     if (typeof body !== 'object' || body === null) throw errors.badRequest('the body of the request must be an object');
     const next = body as KubeObject;
     if (next.metadata?.name !== undefined && next.metadata.name !== name) throw errors.badRequest(`the name of the object (${next.metadata.name}) does not match the name on the URL (${name})`);
-    return this.commitUpdate(r, current, clone(next), opts);
+    return this.commitUpdate(r, current, clone(next), opts, 'update');
   }
 
   patch(r: ResourceDef, ns: string, name: string, contentType: string, body: unknown, opts: WriteOptions & { fieldManager?: string } = {}): KubeObject {
@@ -198,7 +209,7 @@ export class Cluster {
       if (!opts.fieldManager) throw errors.invalidOptions('fieldManager: Required value: is required for apply patch');
       // Server-side apply without managed fields: create when absent, else merge the intent.
       if (!current) return this.create(r, ns, body, opts);
-      return this.commitUpdate(r, current, applyMergePatch(current, body) as KubeObject, opts);
+      return this.commitUpdate(r, current, applyMergePatch(current, body) as KubeObject, opts, 'patch');
     }
     if (!current) throw errors.notFound(r, name);
     if (!Object.values(PATCH_TYPES).includes(type as never)) throw errors.unsupportedMediaType(type);
@@ -207,15 +218,16 @@ export class Cluster {
       next = applyPatch(type, current, body) as KubeObject;
     } catch (err) {
       if (err instanceof PatchError) throw errors.invalid(r, name, 'patch', err.message);
+      if (err instanceof PatchTooLarge) throw errors.tooLarge(err.message);
       throw err;
     }
-    return this.commitUpdate(r, current, next, opts);
+    return this.commitUpdate(r, current, next, opts, 'patch');
   }
 
   /** Shared end of PUT and PATCH: preconditions, immutable fields, status ownership, no-op detection. */
-  private commitUpdate(r: ResourceDef, current: KubeObject, next: KubeObject, opts: WriteOptions): KubeObject {
+  private commitUpdate(r: ResourceDef, current: KubeObject, next: KubeObject, opts: WriteOptions, verb: UpdateVerb): KubeObject {
     const name = current.metadata.name;
-    if (typeof next !== 'object' || next === null || typeof next.metadata !== 'object') throw errors.badRequest('the object has no metadata');
+    if (typeof next !== 'object' || next === null || typeof next.metadata !== 'object' || next.metadata === null || Array.isArray(next.metadata)) throw errors.badRequest('the object has no metadata');
     const rv = next.metadata.resourceVersion;
     if (rv !== undefined && rv !== '' && rv !== current.metadata.resourceVersion) throw errors.conflict(r, name);
     if (next.metadata.name !== undefined && next.metadata.name !== name) throw errors.invalid(r, name, 'metadata.name', 'field is immutable');
@@ -234,6 +246,7 @@ export class Cluster {
       },
     };
     if (merged.metadata.deletionTimestamp === undefined) delete merged.metadata.deletionTimestamp;
+    checkObject(r, merged, verb);
     const bad = normalizeQuantities(merged);
     if (bad) throw errors.invalid(r, name, bad, 'Invalid value: must be a quantity such as 500m, 16Gi or 8');
     const wrong = invalidField(merged);
@@ -269,18 +282,19 @@ export class Cluster {
   }
 
   /** POST pods/{name}/eviction: a delete that first asks the pod's disruption budget. */
-  evict(ns: string, name: string, body: unknown): StatusBody {
+  evict(ns: string, name: string, body: unknown, opts: { dryRun?: boolean } = {}): StatusBody {
+    // The body is checked before the pod is looked up, as the real eviction REST handler does.
+    const options = checkEviction(ns, name, body);
     const pod = this.store.pod(ns, name);
     if (!pod) throw errors.notFound(PODS, name);
-    const opts = ((body ?? {}) as { deleteOptions?: { gracePeriodSeconds?: number; dryRun?: string[] } }).deleteOptions ?? {};
     if (pod.metadata.deletionTimestamp) return success(201);
     const verdict = evictionVerdict(pod, this.store.list('poddisruptionbudgets.policy', ns), (pdb) => this.podsSelectedBy(pdb));
     if (!verdict.allowed) {
       if (verdict.code === 500) throw errors.internal(verdict.message);
       throw errors.tooManyRequests(verdict.message, [{ reason: 'DisruptionBudget', message: verdict.cause ?? '' }]);
     }
-    if (!opts.dryRun?.includes('All')) {
-      this.lifecycle.delete(PODS, pod, opts.gracePeriodSeconds);
+    if (!(options.dryRun || opts.dryRun)) {
+      this.lifecycle.delete(PODS, pod, options.gracePeriodSeconds);
       this.lifecycle.settle();
     }
     return success(201);

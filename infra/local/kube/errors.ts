@@ -12,8 +12,15 @@ export interface StatusBody {
   status: 'Failure' | 'Success';
   message?: string;
   reason?: string;
-  details?: { name?: string; group?: string; kind?: string; causes?: { reason?: string; message: string; field?: string }[] };
+  details?: { name?: string; group?: string; kind?: string; causes?: Cause[] };
   code: number;
+}
+
+/** One entry of `details.causes`: what is wrong and where (`metadata.labels`, `spec.taints[0].key`). */
+export interface Cause {
+  reason?: string;
+  message: string;
+  field?: string;
 }
 
 export class ApiError extends Error {
@@ -26,7 +33,7 @@ export class ApiError extends Error {
   }
 }
 
-function failure(code: number, reason: string, message: string, details?: StatusBody['details']): ApiError {
+export function failure(code: number, reason: string, message: string, details?: StatusBody['details']): ApiError {
   return new ApiError({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, ...(details ? { details } : {}), code });
 }
 
@@ -47,7 +54,13 @@ export const errors = {
   forbidden: (r: ResourceDef, name: string, why: string) => failure(403, 'Forbidden', `${qualifiedName(r)} "${name}" is forbidden: ${why}`, detailsOf(r, name)),
   invalid: (r: ResourceDef, name: string, field: string, why: string) =>
     failure(422, 'Invalid', `${r.kind} "${name}" is invalid: ${field}: ${why}`, { ...detailsOf(r, name), kind: r.kind, causes: [{ reason: 'FieldValueInvalid', message: why, field }] }),
+  /** 422 with every cause; the message lists them as the real server does (`[a: ..., b: ...]` for several). */
+  invalidCauses: (r: ResourceDef, name: string, causes: Cause[]) => {
+    const each = causes.map((c) => `${c.field}: ${c.message}`);
+    return failure(422, 'Invalid', `${r.kind} "${name}" is invalid: ${each.length === 1 ? each[0] : `[${each.join(', ')}]`}`, { ...detailsOf(r, name), kind: r.kind, causes });
+  },
   badRequest: (message: string) => failure(400, 'BadRequest', message),
+  tooLarge: (message: string) => failure(413, 'RequestEntityTooLarge', message),
   /** Bad query options (PatchOptions, ListOptions): 422 naming the option, as the real server. */
   invalidOptions: (why: string) => failure(422, 'Invalid', `PatchOptions.meta.k8s.io "" is invalid: ${why}`, { group: 'meta.k8s.io', kind: 'PatchOptions', causes: [{ reason: 'FieldValueRequired', message: why, field: why.split(':')[0] ?? '' }] }),
   methodNotAllowed: (message: string) => failure(405, 'MethodNotAllowed', message),

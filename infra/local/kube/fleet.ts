@@ -142,7 +142,7 @@ export function seedFleet(cluster: Cluster, fleet: ParsedFleet): void {
     }
   };
   const create = (plural: string, ns: string, body: object) => cluster.create(resource(plural), ns, body);
-  for (const ns of ['default', 'kube-system', ...fleet.namespaces.map((n) => n.name)]) {
+  for (const ns of ['default', 'kube-system', 'kube-node-lease', 'kube-public', ...fleet.namespaces.map((n) => n.name)]) {
     if (!cluster.store.get('namespaces', '', ns)) run(`namespace ${ns}`, () => create('namespaces', '', { metadata: { name: ns, labels: fleet.namespaces.find((n) => n.name === ns)?.labels } }));
   }
   for (const g of fleet.nodes) {

@@ -26,6 +26,8 @@ const ALPHABET = 'bcdfghjklmnpqrstvwxz2456789';
 /** A pod annotated with this many seconds exits 0 (phase Succeeded) that long after it starts. */
 export const COMPLETE_AFTER = 'sim.gpu-reflex.io/complete-after-seconds';
 type CreatePod = (pod: KubeObject) => Pod;
+/** The last instant clients can parse back (Go's RFC 3339 stops at year 9999). */
+const MAX_TIME_MS = Date.UTC(9999, 11, 31, 23, 59, 59);
 
 export class Lifecycle {
   private epoch = 0;
@@ -131,7 +133,11 @@ export class Lifecycle {
   delete(r: ResourceDef, obj: KubeObject, gracePeriodSeconds?: number): KubeObject {
     const ns = obj.metadata.namespace ?? '';
     if (r.plural === 'pods') return this.deletePod(obj as Pod, gracePeriodSeconds);
-    if (r.plural === 'nodes') for (const p of this.store.podsOnNode(obj.metadata.name)) this.deletePod(p, 0);
+    if (r.plural === 'nodes') {
+      for (const p of this.store.podsOnNode(obj.metadata.name)) this.deletePod(p, 0);
+      // The garbage collector removes the node's Lease (its owner reference names the node).
+      this.store.remove('leases.coordination.k8s.io', 'kube-node-lease', obj.metadata.name);
+    }
     if (r.plural === 'daemonsets') {
       for (const p of this.store.pods(ns)) if (controllerOf(p)?.uid === obj.metadata.uid) this.deletePod(p, undefined, false);
     }
@@ -157,7 +163,8 @@ export class Lifecycle {
       this.replace(pod, true);
       return gone;
     }
-    const deadline = this.clock.now() + g * 1000;
+    // An int64 grace period can pass the last instant a timestamp can say: then it ends "never".
+    const deadline = Math.min(this.clock.now() + g * 1000, MAX_TIME_MS);
     const existing = this.terminating.get(key);
     if (existing !== undefined && existing <= deadline) return pod;
     this.terminating.set(key, deadline);

@@ -83,3 +83,52 @@ describe('strategic merge patch', () => {
     );
   });
 });
+
+describe('patch work stays linear in the input', () => {
+  it('merges 30,000 keyed list items by a map, not a scan per item', () => {
+    const ownerReferences = Array.from({ length: 30_000 }, (_, i) => ({ kind: 'Node', name: `n${i}`, uid: `u${i}` }));
+    const started = performance.now();
+    const out = applyStrategicMergePatch({ metadata: { ownerReferences: [{ kind: 'Node', name: 'n1', uid: 'u1', controller: true }] } }, { metadata: { ownerReferences } }) as { metadata: { ownerReferences: { uid: string; controller?: boolean }[] } };
+    expect(performance.now() - started).toBeLessThan(1000);
+    expect(out.metadata.ownerReferences).toHaveLength(30_000);
+    expect(out.metadata.ownerReferences[0]).toEqual({ kind: 'Node', name: 'n1', uid: 'u1', controller: true });
+    expect(out.metadata.ownerReferences[1]?.uid).toBe('u0');
+  });
+
+  it('deletes keyed items ($patch: delete) and keeps the order of the rest', () => {
+    const base = { spec: { containers: [{ name: 'a' }, { name: 'b', image: 'x' }, { name: 'c' }] } };
+    const out = applyStrategicMergePatch(base, { spec: { containers: [{ name: 'a', $patch: 'delete' }, { name: 'b', image: 'y' }, { name: 'd' }] } });
+    expect(out).toEqual({ spec: { containers: [{ name: 'b', image: 'y' }, { name: 'c' }, { name: 'd' }] } });
+    expect(base.spec.containers).toHaveLength(3);
+  });
+
+  it('test compares structurally without serializing, and stops at the first difference', () => {
+    expect(() => applyJsonPatch(node, [{ op: 'test', path: '/metadata/labels', value: { b: '2', a: '1' } }])).not.toThrow();
+    expect(() => applyJsonPatch(node, [{ op: 'test', path: '/metadata/labels', value: { a: '1' } }])).toThrow(PatchError);
+  });
+});
+
+describe('a __proto__ key is an ordinary field', () => {
+  it.each([
+    ['JSON patch', () => applyJsonPatch({ spec: {} }, [{ op: 'add', path: '/__proto__/polluted', value: 1 }])],
+    ['JSON patch into an existing object', () => applyJsonPatch({ spec: {} }, [{ op: 'add', path: '/spec/__proto__', value: { polluted: 1 } }])],
+    ['merge patch', () => applyMergePatch({ spec: {} }, JSON.parse('{"__proto__":{"polluted":1},"spec":{"__proto__":{"polluted":1}}}'))],
+    ['strategic merge patch', () => applyStrategicMergePatch({ spec: {} }, JSON.parse('{"__proto__":{"polluted":1},"spec":{"__proto__":{"polluted":1}}}'))],
+  ])('%s never reaches Object.prototype', (_what, run) => {
+    let out: unknown;
+    try {
+      out = run();
+    } catch (err) {
+      expect(err).toBeInstanceOf(PatchError);
+    }
+    expect(({} as Record<string, unknown>).polluted).toBeUndefined();
+    expect(Object.keys(Object.prototype)).toEqual([]);
+    if (out !== undefined) expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
+  });
+
+  it('a merge patch keeps it as data that round-trips through JSON', () => {
+    const out = applyMergePatch({}, JSON.parse('{"spec":{"__proto__":{"a":1}}}')) as { spec: object };
+    expect(JSON.stringify(out)).toBe('{"spec":{"__proto__":{"a":1}}}');
+    expect(Object.getPrototypeOf(out.spec)).toBe(Object.prototype);
+  });
+});

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { parseQuantity } from './quantity.ts';
 import type { Container, OwnerReference, Pod, ResourceList } from './types.ts';
 
@@ -71,6 +72,7 @@ export function runningStatus(pod: Pod, node: string, nowIso: string, podIp: str
     phase: 'Running',
     conditions: [cond('PodReadyToStartContainers'), cond('Initialized'), cond('Ready'), cond('ContainersReady'), cond('PodScheduled')],
     hostIP: hostIpOf(node),
+    hostIPs: [{ ip: hostIpOf(node) }],
     podIP: podIp,
     podIPs: [{ ip: podIp }],
     startTime: nowIso,
@@ -78,11 +80,12 @@ export function runningStatus(pod: Pod, node: string, nowIso: string, podIp: str
     containerStatuses: pod.spec.containers.map((c) => ({
       name: c.name,
       image: c.image ?? '',
-      imageID: '',
+      imageID: imageIdOf(c.image ?? ''),
       containerID: `containerd://${pod.metadata.uid.replace(/-/g, '')}${c.name}`,
       ready: true,
       started: true,
       restartCount: 0,
+      lastState: {},
       state: { running: { startedAt: nowIso } },
     })),
   };
@@ -98,7 +101,7 @@ export function succeededStatus(pod: Pod, nowIso: string): Pod['status'] {
     containerStatuses: pod.spec.containers.map((c) => ({
       name: c.name,
       image: c.image ?? '',
-      imageID: '',
+      imageID: imageIdOf(c.image ?? ''),
       ready: false,
       started: false,
       restartCount: 0,
@@ -125,6 +128,11 @@ function qosOf(pod: Pod): string {
     return ['cpu', 'memory'].every((k) => l[k] !== undefined && parseQuantity(l[k]) === parseQuantity(r[k]));
   });
   return guaranteed ? 'Guaranteed' : 'Burstable';
+}
+
+/** The digest a container runtime reports for an image, stable per image name. */
+function imageIdOf(image: string): string {
+  return `${image.split('@')[0]}@sha256:${createHash('sha256').update(image).digest('hex')}`;
 }
 
 /** A stable fake address per node name, so hostIP is deterministic. */

@@ -13,6 +13,8 @@ export interface ResourceDef {
   subresources?: string[];
   /** Whether the main endpoint ignores status changes (the status subresource owns them). */
   hasStatus?: boolean;
+  /** Served as a converted view of another resource's objects (events.k8s.io Events are core Events). */
+  viewOf?: string;
 }
 
 const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
@@ -27,6 +29,7 @@ export const RESOURCES: ResourceDef[] = [
   { group: '', version: 'v1', plural: 'limitranges', singular: 'limitrange', kind: 'LimitRange', namespaced: true, shortNames: ['limits'] },
   { group: 'policy', version: 'v1', plural: 'poddisruptionbudgets', singular: 'poddisruptionbudget', kind: 'PodDisruptionBudget', namespaced: true, shortNames: ['pdb'], subresources: ['status'], hasStatus: true },
   { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', singular: 'lease', kind: 'Lease', namespaced: true },
+  { group: 'events.k8s.io', version: 'v1', plural: 'events', singular: 'event', kind: 'Event', namespaced: true, viewOf: 'events' },
   { group: 'apps', version: 'v1', plural: 'daemonsets', singular: 'daemonset', kind: 'DaemonSet', namespaced: true, shortNames: ['ds'], subresources: ['status'], hasStatus: true },
 ];
 
@@ -44,7 +47,8 @@ export function apiVersionOf(r: ResourceDef): string {
 }
 
 const byPath = new Map<string, ResourceDef>(RESOURCES.map((r) => [`${apiVersionOf(r)}/${r.plural}`, r]));
-const byKind = new Map<string, ResourceDef>(RESOURCES.map((r) => [r.kind, r]));
+// The first row of a kind wins: a view (events.k8s.io Event) never shadows the stored kind.
+const byKind = new Map<string, ResourceDef>(RESOURCES.filter((r) => r.viewOf === undefined).map((r) => [r.kind, r]));
 
 export function findResource(apiVersion: string, plural: string): ResourceDef | undefined {
   return byPath.get(`${apiVersion}/${plural}`);

@@ -1,4 +1,5 @@
 import type { KubeObject, LabelSelectorSpec } from './types.ts';
+import { LABEL_VALUE, LABEL_VALUE_MSG, qualifiedNameErrors } from './validation.ts';
 
 /**
  * Label selectors (`a=b,c!=d,e in (x,y),f notin (z),g,!h`) and field selectors
@@ -29,27 +30,44 @@ function splitTop(text: string): string[] {
 
 /** Throws an Error with the real server's wording when the selector does not parse. */
 export function parseLabelSelector(text: string): Requirement[] {
-  return splitTop(text).map((part) => {
-    let m = /^(\S+)\s+(in|notin)\s*\(([^)]*)\)$/.exec(part);
-    if (m) return { key: m[1]!, op: m[2] as 'in' | 'notin', values: m[3]!.split(',').map((v) => v.trim()).filter((v) => v !== '') };
-    m = /^!\s*([^=!<>\s]+)$/.exec(part);
-    if (m) return { key: m[1]!, op: '!exists', values: [] };
-    m = /^([^=!<>\s]+)\s*(==|=|!=|>|<)\s*(\S*)$/.exec(part);
-    if (m) {
-      const op = m[2]!;
-      if (op === '!=') return { key: m[1]!, op: 'notin', values: [m[3]!] };
-      if (op === '>' || op === '<') return { key: m[1]!, op: op === '>' ? 'gt' : 'lt', values: [m[3]!] };
-      return { key: m[1]!, op: 'in', values: [m[3]!] };
+  const reqs = splitTop(text).map(parseRequirement);
+  for (const r of reqs) checkRequirement(r);
+  return reqs;
+}
+
+/** labels.NewRequirement's checks: a qualified-name key, label values, integers for Gt/Lt. */
+function checkRequirement(r: Requirement): void {
+  const keyErrors = qualifiedNameErrors(r.key);
+  if (keyErrors.length > 0) throw new Error(`unable to parse requirement: key: Invalid value: ${JSON.stringify(r.key)}: ${keyErrors.join('; ')}`);
+  r.values.forEach((v, i) => {
+    if (r.op === 'gt' || r.op === 'lt') {
+      if (!/^-?\d+$/.test(v)) throw new Error(`unable to parse requirement: values[${i}]: Invalid value: ${JSON.stringify(v)}: for 'Gt', 'Lt' operators, the value must be an integer`);
+    } else if (v.length > 63 || !LABEL_VALUE.test(v)) {
+      throw new Error(`unable to parse requirement: values[${i}][${r.key}]: Invalid value: ${JSON.stringify(v)}: ${v.length > 63 ? 'must be no more than 63 characters' : LABEL_VALUE_MSG}`);
     }
-    m = /^([^=!<>\s()]+)$/.exec(part);
-    if (m) return { key: m[1]!, op: 'exists', values: [] };
-    throw new Error(`unable to parse requirement: found '${part}', expected: identifier`);
   });
+}
+
+function parseRequirement(part: string): Requirement {
+  let m = /^(\S+)\s+(in|notin)\s*\(([^)]*)\)$/.exec(part);
+  if (m) return { key: m[1]!, op: m[2] as 'in' | 'notin', values: m[3]!.split(',').map((v) => v.trim()).filter((v) => v !== '') };
+  m = /^!\s*([^=!<>\s]+)$/.exec(part);
+  if (m) return { key: m[1]!, op: '!exists', values: [] };
+  m = /^([^=!<>\s]+)\s*(==|=|!=|>|<)\s*(\S*)$/.exec(part);
+  if (m) {
+    const op = m[2]!;
+    if (op === '!=') return { key: m[1]!, op: 'notin', values: [m[3]!] };
+    if (op === '>' || op === '<') return { key: m[1]!, op: op === '>' ? 'gt' : 'lt', values: [m[3]!] };
+    return { key: m[1]!, op: 'in', values: [m[3]!] };
+  }
+  m = /^([^=!<>\s()]+)$/.exec(part);
+  if (m) return { key: m[1]!, op: 'exists', values: [] };
+  throw new Error(`unable to parse requirement: found '${part}', expected: identifier`);
 }
 
 export function matchesRequirements(labels: Record<string, string> | undefined, reqs: readonly Requirement[]): boolean {
   for (const r of reqs) {
-    const v = labels?.[r.key];
+    const v = labels !== undefined && Object.hasOwn(labels, r.key) ? labels[r.key] : undefined;
     switch (r.op) {
       case 'in':
         if (v === undefined || !r.values.includes(v)) return false;
@@ -108,6 +126,8 @@ const FIELDS: Record<string, (o: KubeObject) => string> = {
   'involvedObject.resourceVersion': (o) => ((o.involvedObject as { resourceVersion?: string } | undefined)?.resourceVersion ?? ''),
   'involvedObject.fieldPath': (o) => ((o.involvedObject as { fieldPath?: string } | undefined)?.fieldPath ?? ''),
   reason: (o) => String(o.reason ?? ''),
+  reportingComponent: (o) => String(o.reportingComponent ?? ''),
+  source: (o) => String((o.source as { component?: string } | undefined)?.component ?? ''),
   type: (o) => String(o.type ?? ''),
   'spec.schedulerName': (o) => ((o.spec as { schedulerName?: string } | undefined)?.schedulerName ?? ''),
 };
@@ -116,7 +136,8 @@ export function parseFieldSelector(text: string): FieldRequirement[] {
   return splitTop(text).map((part) => {
     const m = /^([^=!\s]+)\s*(==|=|!=)\s*(.*)$/.exec(part);
     if (!m) throw new Error(`invalid selector: '${text}'; can't understand '${part}'`);
-    if (!FIELDS[m[1]!]) throw new Error(`field label not supported: ${m[1]}`);
+    // Own keys only: `constructor` or `toString` must not pass for a field.
+    if (!Object.hasOwn(FIELDS, m[1]!)) throw new Error(`field label not supported: ${m[1]}`);
     return { field: m[1]!, equal: m[2] !== '!=', value: m[3]!.trim() };
   });
 }

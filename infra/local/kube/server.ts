@@ -4,10 +4,14 @@ import type { Cluster, ListResult } from './cluster.ts';
 import { apiGroup, apiGroupList, apiResourceList, apiVersions, VERSION_INFO } from './discovery.ts';
 import { ApiError, errors } from './errors.ts';
 import type { Faults } from './faults.ts';
+import { serveEventsV1 } from './event-view.ts';
 import { apiVersionOf, findResource, type ResourceDef } from './resources.ts';
+import { listBody, send } from './respond.ts';
 import { openApiGroupVersion, openApiRoot } from './openapi.ts';
 import { tableOf, wantsTable } from './table.ts';
 import { serveWatch } from './watch.ts';
+import { deleteOptions, depthOf, MAX_BODY_DEPTH, textDepth, tooDeep } from './validation.ts';
+import { listQuery, queryInt, writeOptions } from './query.ts';
 
 /**
  * HTTP routing for the Kubernetes REST paths:
@@ -41,11 +45,6 @@ function readBody(req: IncomingMessage): Promise<string> {
   });
 }
 
-function send(res: ServerResponse, code: number, body: unknown): void {
-  const text = JSON.stringify(body);
-  res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-  res.end(text);
-}
 
 /** Splits the path into a resource route, or returns a discovery document / undefined. */
 function route(segs: string[]): Route | { doc: object } | undefined {
@@ -82,14 +81,37 @@ function route(segs: string[]): Route | { doc: object } | undefined {
   return { r, name: rest[1], sub: rest[2], watch };
 }
 
+/**
+ * JSON (V8's parser is iterative) or YAML, then refused when nested deeper than MAX_BODY_DEPTH,
+ * before any recursive code (patches, clones, JSON.stringify) walks it. The YAML parser recurses:
+ * its stack overflow is a parse error here, and `prettyErrors` stays off because rendering the
+ * context of an error in a deeply nested document exhausts memory and kills the process.
+ */
+/**
+ * A created or replaced object must be of the endpoint's kind and version when it says (a client
+ * may leave them out), as the real decoder checks before anything else.
+ */
+function checkKind(r: ResourceDef, body: unknown): unknown {
+  if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
+  const { apiVersion, kind } = body as { apiVersion?: unknown; kind?: unknown };
+  if (apiVersion !== undefined && apiVersion !== apiVersionOf(r)) throw errors.badRequest(`the API version in the data (${String(apiVersion)}) does not match the expected API version (${apiVersionOf(r)})`);
+  if (kind !== undefined && kind !== r.kind) throw errors.badRequest(`the kind in the data (${String(kind)}) does not match the expected kind (${r.kind})`);
+  return body;
+}
+
 function decode(text: string, contentType: string): unknown {
   if (text.trim() === '') return undefined;
+  const yaml = contentType.includes('yaml');
+  if (yaml && textDepth(text, MAX_BODY_DEPTH) > MAX_BODY_DEPTH) throw tooDeep();
+  let value: unknown;
   try {
-    if (contentType.includes('yaml')) return parseYaml(text) as unknown;
-    return JSON.parse(text) as unknown;
+    value = yaml ? parseYaml(text, { prettyErrors: false }) : JSON.parse(text);
   } catch (err) {
+    if (/Maximum call stack/.test((err as Error).message)) throw tooDeep();
     throw errors.badRequest(`couldn't decode the request body: ${(err as Error).message}`);
   }
+  if (depthOf(value, MAX_BODY_DEPTH) > MAX_BODY_DEPTH) throw tooDeep();
+  return value;
 }
 
 /**
@@ -106,18 +128,6 @@ function metadataListBody(r: ResourceDef, result: ListResult): object {
   return { ...body, kind: 'PartialObjectMetadataList', apiVersion: 'meta.k8s.io/v1', items: result.items.map((o) => ({ kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: o.metadata })) };
 }
 
-function listBody(r: ResourceDef, result: ListResult): object {
-  return {
-    kind: `${r.kind}List`,
-    apiVersion: apiVersionOf(r),
-    metadata: {
-      resourceVersion: result.resourceVersion,
-      ...(result.continue ? { continue: result.continue } : {}),
-      ...(result.remainingItemCount !== undefined ? { remainingItemCount: result.remainingItemCount } : {}),
-    },
-    items: result.items,
-  };
-}
 
 export function createHandler(cluster: Cluster, open: Set<ServerResponse>, faults?: Faults) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -168,33 +178,32 @@ async function handle(cluster: Cluster, req: IncomingMessage, res: ServerRespons
 
   const { r, name, sub } = hit;
   const ns = r.namespaced ? hit.ns : undefined;
-  const dryRun = q.getAll('dryRun').includes('All');
+  const optionsKind = ({ POST: 'CreateOptions', PUT: 'UpdateOptions', PATCH: 'PatchOptions', DELETE: 'DeleteOptions' } as const)[method as 'POST'];
+  // Options are checked before the body is read or anything runs, as the real handlers decode them first.
+  const list = method === 'GET' || (method === 'DELETE' && name === undefined) ? listQuery(q) : undefined;
+  const dryRun = optionsKind ? writeOptions(q, optionsKind) : false;
   const contentType = req.headers['content-type'] ?? 'application/json';
   const body = method === 'GET' ? undefined : decode(await readBody(req), contentType);
   const gone = () => {
     throw errors.methodNotAllowed(`the server does not allow this method on the requested resource`);
   };
   if (sub !== undefined && !(r.subresources ?? []).includes(sub)) return send(res, 404, errors.notFoundPath().status);
+  if (r.viewOf !== undefined) return serveEventsV1(cluster, req, res, open, { r, ns, name, method, list, dryRun, body, contentType, watch: hit.watch });
 
   if (name === undefined) {
-    if (method === 'GET') {
-      const opts = {
-        labelSelector: q.get('labelSelector') ?? undefined,
-        fieldSelector: q.get('fieldSelector') ?? undefined,
-      };
-      if (hit.watch || q.get('watch') === 'true' || q.get('watch') === '1') {
-        const timeout = q.get('timeoutSeconds');
-        return serveWatch(req, res, cluster, r, ns, { ...opts, resourceVersion: q.get('resourceVersion') ?? undefined, ...(timeout ? { timeoutSeconds: Number(timeout) } : {}) }, open);
+    if (method === 'GET' && list) {
+      const opts = { labelSelector: list.labelSelector, fieldSelector: list.fieldSelector };
+      if (hit.watch || list.watch) {
+        return serveWatch(req, res, cluster, r, ns, { ...opts, resourceVersion: list.resourceVersion, ...(list.timeoutSeconds !== undefined ? { timeoutSeconds: list.timeoutSeconds } : {}) }, open);
       }
-      const limit = Number(q.get('limit') ?? 0);
-      const result = cluster.list(r, ns, { ...opts, limit, continue: q.get('continue') ?? undefined });
+      const result = cluster.list(r, ns, { ...opts, limit: list.limit, continue: list.continue });
       if (wantsTable(req.headers.accept)) return send(res, 200, tableOf(r, result, cluster.clock.now()));
       if (wantsMetadata(req.headers.accept)) return send(res, 200, metadataListBody(r, result));
       return send(res, 200, listBody(r, result));
     }
-    if (method === 'POST') return send(res, dryRun ? 200 : 201, cluster.create(r, ns ?? '', body, { dryRun }));
+    if (method === 'POST') return send(res, dryRun ? 200 : 201, cluster.create(r, ns ?? '', checkKind(r, body), { dryRun }));
     if (method === 'DELETE') {
-      const result = cluster.list(r, ns, { labelSelector: q.get('labelSelector') ?? undefined, fieldSelector: q.get('fieldSelector') ?? undefined });
+      const result = cluster.list(r, ns, { labelSelector: list?.labelSelector, fieldSelector: list?.fieldSelector });
       const items = result.items.map((o) => cluster.delete(r, o.metadata.namespace ?? '', o.metadata.name, { dryRun }));
       return send(res, 200, listBody(r, { ...result, items }));
     }
@@ -204,7 +213,7 @@ async function handle(cluster: Cluster, req: IncomingMessage, res: ServerRespons
   const nsName = ns ?? '';
   if (sub === 'eviction' || sub === 'binding') {
     if (method !== 'POST') return gone();
-    return send(res, 201, sub === 'eviction' ? cluster.evict(nsName, name, body) : cluster.bind(nsName, name, body));
+    return send(res, 201, sub === 'eviction' ? cluster.evict(nsName, name, body, { dryRun }) : cluster.bind(nsName, name, body));
   }
   switch (method) {
     case 'GET': {
@@ -213,19 +222,19 @@ async function handle(cluster: Cluster, req: IncomingMessage, res: ServerRespons
       return send(res, 200, obj);
     }
     case 'PUT':
-      return send(res, 200, cluster.replace(r, nsName, name, body, { dryRun, ...(sub ? { subresource: sub } : {}) }));
+      return send(res, 200, cluster.replace(r, nsName, name, checkKind(r, body), { dryRun, ...(sub ? { subresource: sub } : {}) }));
     case 'PATCH': {
       const existed = cluster.store.get(`${r.group === '' ? r.plural : `${r.plural}.${r.group}`}`, nsName, name) !== undefined;
       const out = cluster.patch(r, nsName, name, contentType, body, { dryRun, ...(sub ? { subresource: sub } : {}), fieldManager: q.get('fieldManager') ?? undefined });
       return send(res, existed ? 200 : 201, out);
     }
     case 'DELETE': {
-      const opts = (body ?? {}) as { gracePeriodSeconds?: number; preconditions?: { uid?: string; resourceVersion?: string }; dryRun?: string[] };
-      const grace = q.get('gracePeriodSeconds');
+      const opts = deleteOptions(body);
+      const grace = queryInt(q, 'gracePeriodSeconds');
       const out = cluster.delete(r, nsName, name, {
         ...opts,
-        ...(grace !== null ? { gracePeriodSeconds: Number(grace) } : {}),
-        dryRun: dryRun || (opts.dryRun ?? []).includes('All'),
+        ...(grace !== undefined ? { gracePeriodSeconds: grace } : {}),
+        dryRun: dryRun || opts.dryRun,
       });
       return send(res, 200, out);
     }

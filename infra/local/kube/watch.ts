@@ -18,6 +18,8 @@ export interface WatchOptions {
   fieldSelector?: string;
   resourceVersion?: string;
   timeoutSeconds?: number;
+  /** Converts each object before it is sent (events.k8s.io's view of core Events). */
+  view?: (o: KubeObject) => KubeObject;
 }
 
 export function serveWatch(req: IncomingMessage, res: ServerResponse, cluster: Cluster, r: ResourceDef, ns: string | undefined, opts: WatchOptions, open: Set<ServerResponse>): void {
@@ -35,7 +37,9 @@ export function serveWatch(req: IncomingMessage, res: ServerResponse, cluster: C
     o !== undefined && (ns === undefined || o.metadata.namespace === ns) && matchesRequirements(o.metadata.labels, labels) && matchesFields(o, fields);
   res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked', 'Cache-Control': 'no-cache, private' });
   res.flushHeaders();
-  const send = (type: string, object: KubeObject | object) => {
+  const view = opts.view ?? ((o: KubeObject) => o);
+  const send = (type: string, raw: KubeObject | object) => {
+    const object = type === 'ERROR' || asTable ? raw : view(raw as KubeObject);
     const body = asTable && type !== 'ERROR' ? tableOf(r, { items: [object as KubeObject], resourceVersion: (object as KubeObject).metadata.resourceVersion }, cluster.clock.now()) : object;
     res.write(JSON.stringify({ type, object: body }) + '\n');
   };
@@ -68,7 +72,9 @@ export function serveWatch(req: IncomingMessage, res: ServerResponse, cluster: C
     if (!res.writableEnded) res.end();
   };
   // The server-side timeout is wall time by nature (it bounds an open HTTP stream, not simulated work).
-  const timer = setTimeout(finish, (opts.timeoutSeconds ?? 1800) * 1000);
+  // Zero or less means the default; setTimeout cannot wait past 2^31 - 1 ms.
+  const seconds = opts.timeoutSeconds !== undefined && opts.timeoutSeconds > 0 ? opts.timeoutSeconds : 1800;
+  const timer = setTimeout(finish, Math.min(seconds * 1000, 2 ** 31 - 1));
   timer.unref();
   req.on('close', finish);
   res.on('close', finish);
