@@ -6,8 +6,7 @@
  * API server, so a dry run cannot foresee `blocked`).
  */
 import type { Clock } from '../clock.ts';
-import { mergeStringMap, withTaint, withoutTaint } from './kube-node-ops.ts';
-import { nodeDelta } from './node-change.ts';
+import { mergeStringMap, nodeDelta, withTaint, withoutTaint } from './node-change.ts';
 import type { ApplyResult, EvictResult, Json, LeaseAttempt, PodInfo, Taint, TaintEffect } from './model.ts';
 import type { EvictOptions, LeaseOps, LimitRangeSpec, NodeOps, PodOps, QuotaOps, QuotaSpec, StateStore } from './ports.ts';
 import { sameJson } from './same-json.ts';

@@ -6,8 +6,7 @@
 import { NotFoundError } from '../errors.ts';
 import type { FakeCluster, FakePdb } from './fake-cluster.ts';
 import { injected } from './fake-cluster.ts';
-import { mergeStringMap, withTaint, withoutTaint } from './kube-node-ops.ts';
-import { nodeDelta, type NodeChange } from './node-change.ts';
+import { mergeStringMap, nodeDelta, withTaint, withoutTaint, type NodeChange } from './node-change.ts';
 import type { EvictResult, NodeInfo, NodeMeta, PodInfo, Taint, TaintEffect } from './model.ts';
 import type { EvictOptions, NodeOps, PodOps, PodQuery } from './ports.ts';
 

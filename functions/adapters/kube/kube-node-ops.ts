@@ -15,7 +15,9 @@ import { fromKubeError } from '../errors.ts';
 import { toNodeInfo } from './convert.ts';
 import { listAll } from './list-all.ts';
 import type { NodeInfo, NodeMeta, Taint, TaintEffect } from './model.ts';
-import { nodeDelta, type NodeChange } from './node-change.ts';
+import { mergeStringMap, nodeDelta, withTaint, withoutTaint, type NodeChange } from './node-change.ts';
+// The pure helpers live in node-change.ts (no import cycle); re-exported for existing callers.
+export { mergeStringMap, withTaint, withoutTaint } from './node-change.ts';
 import type { NodeOps } from './ports.ts';
 import { DEFAULT_CONFLICT_ATTEMPTS, retryOnConflict } from './retry.ts';
 
@@ -29,33 +31,6 @@ export interface KubeOpsOptions {
 const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 /** Metadata-only lists; a server that does not know the form answers the plain JSON list instead. */
 const METADATA_ONLY = setHeaderOptions('Accept', 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json');
-
-/** Applies label/annotation changes to a copy; null removes. Returns undefined when nothing changes. */
-export function mergeStringMap(
-  current: Record<string, string>,
-  changes: Record<string, string | null>,
-): Record<string, string | null> | undefined {
-  const patch: Record<string, string | null> = {};
-  for (const [k, v] of Object.entries(changes)) {
-    if (v === null ? k in current : current[k] !== v) patch[k] = v;
-  }
-  return Object.keys(patch).length === 0 ? undefined : patch;
-}
-
-/** Adds or replaces (same key and effect) a taint. Returns undefined when already present as given. */
-export function withTaint(current: V1Taint[], taint: Taint): V1Taint[] | undefined {
-  const i = current.findIndex((t) => t.key === taint.key && t.effect === taint.effect);
-  const value = taint.value ?? '';
-  if (i >= 0 && (current[i]?.value ?? '') === value) return undefined;
-  const next: V1Taint = taint.value === undefined ? { key: taint.key, effect: taint.effect } : { ...taint };
-  return i >= 0 ? current.map((t, j) => (j === i ? next : t)) : [...current, next];
-}
-
-/** Removes taints by key (and effect). Returns undefined when none matched. */
-export function withoutTaint(current: V1Taint[], key: string, effect?: TaintEffect): V1Taint[] | undefined {
-  const next = current.filter((t) => !(t.key === key && (effect === undefined || t.effect === effect)));
-  return next.length === current.length ? undefined : next;
-}
 
 export class KubeNodeOps implements NodeOps {
   private readonly pageSize: number;
