@@ -110,7 +110,7 @@ export const planCommand: Command = {
     const pool = { name: poolOf(policy, node.labels), nodes: 10, quarantinedInWindow: 0, quarantinedNodes: [], ...facts.pool };
     const state = parseNodeState(node.annotations, node.labels, node.taints, { taintKey: policy.taintKey, unschedulable: node.unschedulable });
     for (const w of state.warnings) io.err(`warning: ${w}`);
-    const plan = planRemediation({ now, event, node, state, pool, pods: facts.pods, dryRun: true }, policy);
+    const plan = planRemediation({ now, event, node, state, pool, pods: facts.pods }, policy);
     io.out(JSON.stringify(plan, null, 2));
     return 0;
   },
@@ -121,15 +121,17 @@ async function planAgainstCluster(event: TriggerEvent, policy: Policy, kubeconfi
   const { kubePorts, loadKubeConfig } = await import('../adapters/kube/index.ts');
   const { dryRunPorts } = await import('../adapters/kube/dry-run.ts');
   const { RecordingPublisher } = await import('../adapters/bus.ts');
-  const { RecordingNotifier } = await import('../adapters/chat/notifier.ts');
+  const { DryRunNotifier, DryRunPublisher, markingDryRun } = await import('../lib/dry-run.ts');
   const { systemClock } = await import('../adapters/clock.ts');
   const { silentLogger } = await import('../lib/logger.ts');
   const { remediate } = await import('./run.ts');
   const writes: { op: string; args: unknown[] }[] = [];
   const ports = dryRunPorts(kubePorts(loadKubeConfig({ kubeconfigPath }), { namespace: 'gpu-reflex' }), (a) => writes.push({ op: a.op, args: a.args }));
-  const publisher = new RecordingPublisher();
-  const notifier = new RecordingNotifier();
-  const out = await remediate(event, { ...ports, publisher, notifier, policy: { ...policy, dryRun: true }, clock: systemClock, logger: silentLogger, dryRun: true, holder: 'gpu-reflex-cli-plan' });
-  io.out(JSON.stringify({ plan: out.plan, wouldWrite: writes.filter((w) => !w.op.startsWith('leases.')), wouldPublish: publisher.published, wouldNotify: notifier.notices }, null, 2));
+  // The dry-run wiring, as DRY_RUN=true gives it to the function; the reports are kept, not sent.
+  const publisher = new DryRunPublisher();
+  const reported = new RecordingPublisher();
+  const notifier = new DryRunNotifier();
+  const out = await remediate(event, { ...ports, publisher, reports: markingDryRun(reported), notifier, policy, clock: systemClock, logger: silentLogger, holder: 'gpu-reflex-cli-plan' });
+  io.out(JSON.stringify({ plan: out.plan, wouldWrite: writes.filter((w) => !w.op.startsWith('leases.')), wouldPublish: [...reported.published, ...publisher.published], wouldNotify: notifier.notices }, null, 2));
   return 0;
 }

@@ -18,11 +18,11 @@ export function createRemediateHandler(getDeps: () => FunctionDeps) {
       const out = await remediate(triggerOf(event.detailType, event.detail), {
         ...d.kube,
         publisher: d.publisher,
+        reports: d.reports,
         notifier: d.notifier,
         policy: d.policy,
         clock: d.clock,
         logger: d.logger,
-        dryRun: d.config.DRY_RUN,
         holder: context?.awsRequestId ?? randomUUID(),
       });
       return { kind: out.plan.kind, action: out.plan.action, phase: out.plan.phase, reason: out.plan.reason };

@@ -31,6 +31,7 @@ const PolicyFileSchema = z
     quietPeriodMinutes: int().min(0).max(10_080).optional(),
     drainTimeoutMinutes: int().min(1).max(10_080).optional(),
     taintKey: z.string().optional(),
+    /** Not a rule: selects the dry-run wiring (functions/lib/wiring.ts), like DRY_RUN=true. */
     dryRun: z.boolean().optional(),
   })
   .strict();
@@ -38,6 +39,14 @@ type PolicyFile = z.infer<typeof PolicyFileSchema>;
 
 /** Parses `text` (named `fileName` in errors) and merges it over DEFAULT_POLICY. */
 export function loadPolicy(text: string, fileName: string): Policy {
+  return loadPolicyFile(text, fileName).policy;
+}
+
+/**
+ * The policy and the file's `dryRun`, which is no part of the policy: the core never sees it;
+ * the wiring uses it to choose the dry-run ports.
+ */
+export function loadPolicyFile(text: string, fileName: string): { policy: Policy; dryRun: boolean } {
   const lines = new LineCounter();
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
   if (doc.errors.length > 0) {
@@ -48,7 +57,7 @@ export function loadPolicy(text: string, fileName: string): Policy {
   if (!parsed.success) throw new PolicyFileError(parsed.error.issues.map((i) => located(doc, lines, fileName, i)));
   const merged = PolicySchema.safeParse(mergePolicy(DEFAULT_POLICY, parsed.data));
   if (!merged.success) throw new PolicyFileError(merged.error.issues.map((i) => located(doc, lines, fileName, i)));
-  return merged.data;
+  return { policy: merged.data, dryRun: parsed.data.dryRun ?? false };
 }
 
 /** Field-by-field merge: a rule in the file changes only the fields it names. */
@@ -69,7 +78,6 @@ export function mergePolicy(base: Policy, file: PolicyFile): Policy {
     quietPeriodMinutes: file.quietPeriodMinutes ?? base.quietPeriodMinutes,
     drainTimeoutMinutes: file.drainTimeoutMinutes ?? base.drainTimeoutMinutes,
     taintKey: file.taintKey ?? base.taintKey,
-    dryRun: file.dryRun ?? base.dryRun,
   } as Policy;
 }
 

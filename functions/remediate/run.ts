@@ -3,41 +3,43 @@
  * blast-radius slot, apply, publish. Used by the Lambda handler, the local stack and the CLI's
  * dry-run `plan`, so all three run the same code.
  */
-import { GPU_HEALTH_CHANGED, GPU_XID_ERROR, REMEDIATION, SOURCES, type GpuHealthChangedDetail, type GpuXidErrorDetail } from '../../events/index.ts';
+import { APPROVAL_REQUESTED, GPU_HEALTH_CHANGED, GPU_XID_ERROR, REMEDIATION, SOURCES, type GpuHealthChangedDetail, type GpuXidErrorDetail } from '../../events/index.ts';
 import type { Clock } from '../adapters/clock.ts';
-import type { EventPublisher } from '../adapters/bus.ts';
+import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notifier } from '../adapters/chat/notifier.ts';
 import { BlockedError } from '../adapters/errors.ts';
 import type { LeaseOps, NodeOps, PodOps, StateStore } from '../adapters/kube/ports.ts';
+import { applyActions, type Applied } from '../lib/apply.ts';
 import type { Logger } from '../lib/logger.ts';
-import { applyRemediation } from './apply.ts';
 import { poolAllowance, takesCapacity } from './blast-radius.ts';
-import { toRemediationDetail, type StepResult } from './detail.ts';
+import { toApprovalDetail, toRemediationDetail } from './detail.ts';
 import { nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
 import { ledgerNodes, reserveSlot } from './ledger.ts';
 import { planRemediation } from './plan.ts';
 import { poolLimits, type Policy } from './policy.ts';
-import type { Plan, PoolFacts, TriggerEvent } from './types.ts';
+import { historyCodec } from './reconcile.ts';
+import type { Plan, PoolFacts, RemediationFacts, TriggerEvent } from './types.ts';
 
 export interface RemediationDeps {
   nodes: NodeOps;
   pods: PodOps;
   state: StateStore;
   leases: LeaseOps;
+  /** Side effects on the bus (Approval Requested): the recording decorator in a dry run. */
   publisher: EventPublisher;
+  /** Reports (Remediation): published even in a dry run, where the wiring marks them dry-run. */
+  reports: EventPublisher;
   notifier: Notifier;
   policy: Policy;
   clock: Clock;
   logger: Logger;
-  /** Global dry run; the ports are then already the dry-run decorator. */
-  dryRun: boolean;
   /** Who holds the per-node lease: the invocation's request id. */
   holder: string;
 }
 
 export interface RemediationOutcome {
   plan: Plan;
-  results: StepResult[];
+  applied: Applied;
   published: boolean;
 }
 
@@ -55,6 +57,11 @@ async function poolWithLedger(deps: RemediationDeps, pool: PoolFacts): Promise<P
   return { ...pool, quarantinedNodes: nodes, quarantinedInWindow: nodes.length };
 }
 
+/** Takes capacity the pool has not already counted for this node: needs a ledger slot first. */
+function needsSlot(plan: Plan, pool: PoolFacts, node: string): boolean {
+  return plan.kind === 'act' && plan.action !== 'restore' && takesCapacity(plan.action) && !pool.quarantinedNodes.includes(node);
+}
+
 export async function remediate(event: TriggerEvent, deps: RemediationDeps): Promise<RemediationOutcome> {
   const nodeName = event.detail.node;
   // One remediation per node at a time: the node's annotations are its state, and two writers
@@ -69,30 +76,37 @@ export async function remediate(event: TriggerEvent, deps: RemediationDeps): Pro
     const pods = await podsOf(deps.pods, nodeName);
     const pool = await poolWithLedger(deps, await fetchPoolFacts(deps.nodes, deps.policy, info, new Date(deps.clock.now())));
     const now = new Date(deps.clock.now());
-    const facts = { now, event, node: nodeFacts(info), state, pool, pods, dryRun: deps.dryRun };
+    const facts: RemediationFacts = { now, event, node: nodeFacts(info), state, pool, pods };
     let plan = planRemediation(facts, deps.policy);
 
-    // Take a slot in the pool's ledger before taking capacity; a concurrent invocation may have
-    // taken the last one since we read the pool, and then this becomes an approval request.
-    if (plan.kind === 'act' && plan.action !== 'restore' && takesCapacity(plan.action) && !pool.quarantinedNodes.includes(nodeName) && !deps.dryRun) {
+    // Take a slot in the pool's ledger before taking capacity. A concurrent invocation may have
+    // taken the last one since we read the pool: that is a fact the planner decides on.
+    if (needsSlot(plan, pool, nodeName)) {
       const windowMs = poolLimits(deps.policy, pool.name).windowMinutes * 60_000;
-      const limit = poolAllowance(deps.policy, pool);
-      if (!(await reserveSlot(deps.state, pool.name, nodeName, limit, deps.clock.now(), windowMs))) {
-        const full = { ...pool, quarantinedInWindow: Math.max(limit, pool.quarantinedInWindow) + 1, quarantinedNodes: pool.quarantinedNodes };
-        plan = planRemediation({ ...facts, pool: full }, deps.policy);
+      if (!(await reserveSlot(deps.state, pool.name, nodeName, poolAllowance(deps.policy, pool), deps.clock.now(), windowMs))) {
+        plan = planRemediation({ ...facts, slotDenied: true }, deps.policy);
       }
     }
 
-    const results = await applyRemediation(plan, deps, { taintKey: deps.policy.taintKey, now });
+    const applied = await applyActions(plan, deps, historyCodec);
     // A duplicate or stale delivery changes nothing and says nothing: one incident, one event.
     const publish = plan.phase !== 'skipped';
     if (publish) {
-      const detail = toRemediationDetail(plan, results, { occurredAt: new Date(deps.clock.now()) });
-      await deps.publisher.publish([{ source: SOURCES.functions, detailType: REMEDIATION, detail, resources: [`node/${nodeName}`] }]);
+      const occurredAt = new Date(deps.clock.now());
+      if (plan.approval) await deps.publisher.publish([approvalEvent(plan, occurredAt)]);
+      await deps.reports.publish([remediationEvent(plan, applied, occurredAt)]);
     }
-    deps.logger.info('remediation', { node: nodeName, incident: plan.incident, kind: plan.kind, action: plan.action, phase: plan.phase, steps: plan.steps.length, reason: plan.reason });
-    return { plan, results, published: publish };
+    deps.logger.info('remediation', { node: nodeName, incident: plan.incident, kind: plan.kind, action: plan.action, phase: plan.phase, evictions: plan.evictions.length, reason: plan.reason });
+    return { plan, applied, published: publish };
   } finally {
     await deps.leases.release(lease, deps.holder).catch((err: unknown) => deps.logger.warn('releasing lease', { lease, error: err }));
   }
+}
+
+export function remediationEvent(plan: Plan, applied: Applied | undefined, occurredAt: Date): PublishedEvent {
+  return { source: SOURCES.functions, detailType: REMEDIATION, detail: toRemediationDetail(plan, applied, { occurredAt }), resources: [`node/${plan.target.node}`] };
+}
+
+export function approvalEvent(plan: Plan, now: Date): PublishedEvent {
+  return { source: SOURCES.functions, detailType: APPROVAL_REQUESTED, detail: toApprovalDetail(plan, { now }), resources: [`node/${plan.target.node}`] };
 }

@@ -3,11 +3,11 @@
  * incidents when the window has room, restore nodes that have been quiet long enough. Plans come
  * from the pure `planSweep`; this file fetches and applies, one node at a time under its lease.
  */
-import { REMEDIATION, SOURCES } from '../../events/index.ts';
-import { applyRemediation } from './apply.ts';
-import { toRemediationDetail } from './detail.ts';
+import { applyActions } from '../lib/apply.ts';
+import { editsScheduling } from '../lib/plan.ts';
 import { nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
-import type { RemediationDeps } from './run.ts';
+import { historyCodec } from './reconcile.ts';
+import { remediationEvent, type RemediationDeps } from './run.ts';
 import { poolOf } from './policy.ts';
 import { STATE_LABEL } from './state.ts';
 import { planSweep, type SweepNodeFacts } from './sweep.ts';
@@ -38,7 +38,7 @@ export async function sweep(deps: RemediationDeps): Promise<SweepOutcome> {
       facts.push({ node: nodeFacts(n), state: stateOf(n, deps.policy.taintKey), pool, pods: await podsOf(deps.pods, n.name) });
     }
     const now = new Date(deps.clock.now());
-    const plan = planSweep({ now, nodes: facts, dryRun: deps.dryRun }, deps.policy);
+    const plan = planSweep({ now, nodes: facts }, deps.policy);
     const version = new Map(tracked.map((n) => [n.name, n.resourceVersion]));
     const applied: Plan[] = [];
     const skipped: string[] = [];
@@ -55,10 +55,10 @@ export async function sweep(deps: RemediationDeps): Promise<SweepOutcome> {
           skipped.push(node);
           continue;
         }
-        const results = await applyRemediation(p, deps, { taintKey: deps.policy.taintKey, now });
-        if (p.phase !== 'skipped' && p.steps.some((s) => s.kind !== 'annotate')) {
-          const detail = toRemediationDetail(p, results, { occurredAt: new Date(deps.clock.now()) });
-          await deps.publisher.publish([{ source: SOURCES.functions, detailType: REMEDIATION, detail, resources: [`node/${node}`] }]);
+        const outcome = await applyActions(p, deps, historyCodec);
+        // Bookkeeping alone (our history) is nobody's news.
+        if (p.phase !== 'skipped' && (editsScheduling(p.nodeEdit) || p.evictions.length || p.notices.length || p.cloud.length)) {
+          await deps.reports.publish([remediationEvent(p, outcome, new Date(deps.clock.now()))]);
         }
         applied.push(p);
         deps.logger.info('sweep', { node, action: p.action, phase: p.phase, reason: p.reason });
