@@ -11,6 +11,7 @@
 import type { Notifier } from '../adapters/chat/notifier.ts';
 import type { NodeChange } from '../adapters/kube/node-change.ts';
 import type { NodeOps, PodOps } from '../adapters/kube/ports.ts';
+import { encodeOutbox, OUTBOX_ANNOTATION } from './outbox.ts';
 import type { Actions, CloudAction, NodeEdit } from './plan.ts';
 
 export interface StepOutcome {
@@ -75,7 +76,10 @@ export async function applyActions<R>(actions: Actions<R>, ports: ActionPorts, c
   return applied;
 }
 
-/** The port's one-patch change. The record is encoded here, once; a record without a codec is our bug. */
+/**
+ * The port's one-patch change. The record and the outbox are encoded here, once; a record without
+ * a codec is our bug.
+ */
 export function toNodeChange<R>(edit: NodeEdit<R>, codec?: RecordCodec<R>): NodeChange {
   let labels = edit.labels;
   let annotations = edit.annotations;
@@ -85,6 +89,7 @@ export function toNodeChange<R>(edit: NodeEdit<R>, codec?: RecordCodec<R>): Node
     labels = { ...labels, ...enc.labels };
     annotations = { ...annotations, ...enc.annotations };
   }
+  if (edit.outbox !== undefined) annotations = { ...annotations, [OUTBOX_ANNOTATION]: encodeOutbox(edit.outbox) };
   return {
     ...(edit.addTaints.length ? { addTaints: edit.addTaints } : {}),
     ...(edit.removeTaints.length ? { removeTaints: edit.removeTaints } : {}),

@@ -9,29 +9,35 @@ import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notice, Notifier } from '../adapters/chat/notifier.ts';
 import type { Logger } from './logger.ts';
 
-/** Marks what it publishes as a dry run: `dryRun: true`, and steps that acted read `dry-run`. */
-export function markingDryRun(inner: EventPublisher): EventPublisher {
-  return { publish: (events) => inner.publish(events.map(markEvent)) };
+/**
+ * The publisher of a dry run. A report — an event whose detail has a `dryRun` field (Remediation,
+ * MIG Layout Change, GPU Pool Scaled, Quota Rewritten) — is still published, marked `dryRun: true`
+ * with each step that acted reading `dry-run`. Any other event is a side effect (Approval
+ * Requested asks a person to act): it is kept and logged, never sent.
+ */
+export class DryRunPublisher implements EventPublisher {
+  readonly withheld: PublishedEvent[] = [];
+  constructor(private readonly reports: EventPublisher, private readonly logger?: Logger) {}
+
+  async publish(events: readonly PublishedEvent[]): Promise<void> {
+    const reports = events.filter(isReport).map(markEvent);
+    for (const e of events.filter((x) => !isReport(x))) {
+      this.withheld.push(e);
+      this.logger?.info('dry run: would publish', { detailType: e.detailType, eventId: e.detail.eventId });
+    }
+    if (reports.length > 0) await this.reports.publish(reports);
+  }
 }
 
+const isReport = (e: PublishedEvent) => 'dryRun' in e.detail;
+
 function markEvent(e: PublishedEvent): PublishedEvent {
-  if (!('dryRun' in e.detail)) return e;
   const detail: Record<string, unknown> = { ...e.detail, dryRun: true };
   const steps = e.detail.steps;
   if (Array.isArray(steps)) {
     detail.steps = steps.map((s: { result?: string }) => (s.result === 'done' || s.result === 'already' ? { ...s, result: 'dry-run' } : s));
   }
   return { ...e, detail };
-}
-
-/** Side-effect events (Approval Requested, …) are logged, never sent. */
-export class DryRunPublisher implements EventPublisher {
-  readonly published: PublishedEvent[] = [];
-  constructor(private readonly logger?: Logger) {}
-  async publish(events: readonly PublishedEvent[]): Promise<void> {
-    this.published.push(...events);
-    for (const e of events) this.logger?.info('dry run: would publish', { detailType: e.detailType, eventId: e.detail.eventId });
-  }
 }
 
 /** Chat is logged, never sent. */

@@ -4,6 +4,7 @@
  * chat text and logs are rendered from them. Nothing here is ever parsed back from a string.
  */
 import type { Taint, TaintEffect } from '../adapters/kube/model.ts';
+import type { PublishedEvent } from '../adapters/bus.ts';
 import type { Notice } from '../adapters/chat/notifier.ts';
 
 export type { Notice, Taint, TaintEffect };
@@ -23,6 +24,8 @@ export interface NodeEdit<R = never> {
   labels: Record<string, string | null>;
   annotations: Record<string, string | null>;
   record?: R;
+  /** Events to publish, written in this same patch (outbox.ts); `[]` clears the outbox. */
+  outbox?: PublishedEvent[];
 }
 
 export interface PodRef {
@@ -56,5 +59,5 @@ export function emptyEdit<R>(node: string): NodeEdit<R> {
 }
 
 export function isEmptyEdit(e: NodeEdit<unknown>): boolean {
-  return !editsScheduling(e) && Object.keys(e.annotations).length === 0 && e.record === undefined;
+  return !editsScheduling(e) && Object.keys(e.annotations).length === 0 && e.record === undefined && e.outbox === undefined;
 }

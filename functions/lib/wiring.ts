@@ -15,17 +15,15 @@ import { kubePorts, loadKubeConfig, type KubePorts } from '../adapters/kube/inde
 import { loadFunctionsConfig, type FunctionsConfig } from '../config.ts';
 import { DEFAULT_POLICY, type Policy } from '../remediate/policy.ts';
 import { loadPolicyFile } from '../remediate/policy-file.ts';
-import { DryRunNotifier, DryRunPublisher, markingDryRun } from './dry-run.ts';
+import { DryRunNotifier, DryRunPublisher } from './dry-run.ts';
 import { createLogger, type Logger } from './logger.ts';
 
 export interface FunctionDeps {
   config: FunctionsConfig;
   logger: Logger;
   kube: KubePorts;
-  /** Side effects on the bus (Approval Requested, …). */
+  /** The bus. In a dry run reports still go out, marked; side effects are withheld (lib/dry-run.ts). */
   publisher: EventPublisher;
-  /** Reports of what was decided and done (Remediation); still published in a dry run, marked. */
-  reports: EventPublisher;
   notifier: Notifier;
   policy: Policy;
   clock: Clock;
@@ -45,13 +43,12 @@ export function wireFromEnv(service: string, env: NodeJS.ProcessEnv = process.en
   const bus = new EventBridgePublisher(config.EVENT_BUS_NAME);
   const chat: Notifier = config.CHAT_WEBHOOK_URL && config.CHAT_PLATFORM ? new WebhookNotifier(config.CHAT_PLATFORM, config.CHAT_WEBHOOK_URL) : new RecordingNotifier();
   const base = { config, logger, policy: file.policy, clock: currentClock(), dryRun };
-  if (!dryRun) return { ...base, kube, publisher: bus, reports: bus, notifier: safeNotifier(chat, logger) };
+  if (!dryRun) return { ...base, kube, publisher: bus, notifier: safeNotifier(chat, logger) };
   logger.info('dry run: nothing in the cluster, on the bus or in chat changes; reports are published marked dry-run', { DRY_RUN: config.DRY_RUN, policyFile: file.dryRun });
   return {
     ...base,
     kube: dryRunPorts(kube, (a) => logger.info('dry run: would', { op: a.op, args: a.args })),
-    publisher: new DryRunPublisher(logger),
-    reports: markingDryRun(bus),
+    publisher: new DryRunPublisher(bus, logger),
     notifier: new DryRunNotifier(logger),
   };
 }

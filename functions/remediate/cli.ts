@@ -121,17 +121,17 @@ async function planAgainstCluster(event: TriggerEvent, policy: Policy, kubeconfi
   const { kubePorts, loadKubeConfig } = await import('../adapters/kube/index.ts');
   const { dryRunPorts } = await import('../adapters/kube/dry-run.ts');
   const { RecordingPublisher } = await import('../adapters/bus.ts');
-  const { DryRunNotifier, DryRunPublisher, markingDryRun } = await import('../lib/dry-run.ts');
+  const { DryRunNotifier, DryRunPublisher } = await import('../lib/dry-run.ts');
   const { systemClock } = await import('../adapters/clock.ts');
   const { silentLogger } = await import('../lib/logger.ts');
   const { remediate } = await import('./run.ts');
   const writes: { op: string; args: unknown[] }[] = [];
   const ports = dryRunPorts(kubePorts(loadKubeConfig({ kubeconfigPath }), { namespace: 'gpu-reflex' }), (a) => writes.push({ op: a.op, args: a.args }));
   // The dry-run wiring, as DRY_RUN=true gives it to the function; the reports are kept, not sent.
-  const publisher = new DryRunPublisher();
   const reported = new RecordingPublisher();
+  const publisher = new DryRunPublisher(reported);
   const notifier = new DryRunNotifier();
-  const out = await remediate(event, { ...ports, publisher, reports: markingDryRun(reported), notifier, policy, clock: systemClock, logger: silentLogger, holder: 'gpu-reflex-cli-plan' });
-  io.out(JSON.stringify({ plan: out.plan, wouldWrite: writes.filter((w) => !w.op.startsWith('leases.')), wouldPublish: [...reported.published, ...publisher.published], wouldNotify: notifier.notices }, null, 2));
+  const out = await remediate(event, { ...ports, publisher, notifier, policy, clock: systemClock, logger: silentLogger, holder: 'gpu-reflex-cli-plan' });
+  io.out(JSON.stringify({ plan: out.plan, wouldWrite: writes.filter((w) => !w.op.startsWith('leases.')), wouldPublish: [...reported.published, ...publisher.withheld], wouldNotify: notifier.notices }, null, 2));
   return 0;
 }

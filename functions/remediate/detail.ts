@@ -1,7 +1,7 @@
 /**
  * Builds the `Remediation` event detail (events/catalog/remediation.ts) from a plan and what
  * happened to each of its steps, and validates it against the catalog schema. The event id is
- * deterministic (incident + observedAt + phase), so publishing the same outcome twice is one event.
+ * deterministic (incident + observedAt + the decided phase), so publishing it twice is one event.
  */
 import { ApprovalRequestedDetailSchema, RemediationDetailSchema, SCHEMA_VERSION, type ApprovalRequestedDetail, type RemediationDetail, type RemediationStep } from '../../events/index.ts';
 import type { Applied, StepOutcome } from '../lib/apply.ts';
@@ -67,7 +67,9 @@ export function toRemediationDetail(plan: Plan, applied: Applied | undefined, op
   });
   const detail: RemediationDetail = {
     schemaVersion: SCHEMA_VERSION,
-    eventId: remediationEventId(plan.incident, plan.trigger.observedAt, phase),
+    // From the decision, not the outcome: the report kept in the outbox before acting and the one
+    // sent after carry one id, so a consumer that saw either dedupes the other.
+    eventId: remediationEventId(plan.incident, plan.trigger.observedAt, phaseOf(plan, undefined)),
     occurredAt: opts.occurredAt.toISOString(),
     incident: plan.incident.slice(0, 300),
     trigger: {

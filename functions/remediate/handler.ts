@@ -18,7 +18,6 @@ export function createRemediateHandler(getDeps: () => FunctionDeps) {
       const out = await remediate(triggerOf(event.detailType, event.detail), {
         ...d.kube,
         publisher: d.publisher,
-        reports: d.reports,
         notifier: d.notifier,
         policy: d.policy,
         clock: d.clock,

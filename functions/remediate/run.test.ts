@@ -46,7 +46,7 @@ beforeEach(() => {
   kube = fakeKube({ clock });
   publisher = new RecordingPublisher();
   notifier = new RecordingNotifier();
-  deps = { nodes: kube.nodes, pods: kube.pods, state: kube.state, leases: kube.leases, publisher, reports: publisher, notifier, policy: DEFAULT_POLICY, clock, logger: silentLogger, holder: 'req-1' };
+  deps = { nodes: kube.nodes, pods: kube.pods, state: kube.state, leases: kube.leases, publisher, notifier, policy: DEFAULT_POLICY, clock, logger: silentLogger, holder: 'req-1' };
 });
 
 const remediations = () => publisher.published.filter((e) => e.detailType === REMEDIATION);
@@ -124,11 +124,11 @@ describe('remediate', () => {
   it('changes nothing in dry run but still reports what it would do, marked dry-run', async () => {
     seedNode('gpu-a100-1');
     const { dryRunPorts } = await import('../adapters/kube/dry-run.ts');
-    const { DryRunNotifier, DryRunPublisher, markingDryRun } = await import('../lib/dry-run.ts');
+    const { DryRunNotifier, DryRunPublisher } = await import('../lib/dry-run.ts');
     const recorded: { op: string; args: unknown[] }[] = [];
     const dry = dryRunPorts({ nodes: kube.nodes, pods: kube.pods, quotas: kube.quotas, state: kube.state, leases: kube.leases }, (a) => recorded.push(a));
     // The dry-run wiring (lib/wiring.ts): the core itself is told nothing.
-    await remediate(triggerOf('GPU XID Error', xid('gpu-a100-1', 79, T0)), { ...deps, ...dry, publisher: new DryRunPublisher(), reports: markingDryRun(publisher), notifier: new DryRunNotifier() });
+    await remediate(triggerOf('GPU XID Error', xid('gpu-a100-1', 79, T0)), { ...deps, ...dry, publisher: new DryRunPublisher(publisher), notifier: new DryRunNotifier() });
     expect((await kube.nodes.get('gpu-a100-1')).unschedulable).toBe(false);
     const update = recorded.find((a) => a.op === 'nodes.update');
     expect(update?.args[1]).toMatchObject({ unschedulable: true, addTaints: [expect.objectContaining({ key: 'gpu-reflex.io/unhealthy' })] });

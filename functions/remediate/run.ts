@@ -1,16 +1,18 @@
 /**
- * One remediation, from event to published outcome: fetch facts, plan (pure), reserve a
- * blast-radius slot, apply, publish. Used by the Lambda handler, the local stack and the CLI's
+ * One remediation, from event to published outcome, on the reflex skeleton (lib/reflex.ts): lock
+ * the node, fetch facts, plan (pure), reserve a blast-radius slot, record the events with the
+ * node's state (outbox), apply, publish. Used by the Lambda handler, the local stack and the CLI's
  * dry-run `plan`, so all three run the same code.
  */
 import { APPROVAL_REQUESTED, GPU_HEALTH_CHANGED, GPU_XID_ERROR, REMEDIATION, SOURCES, type GpuHealthChangedDetail, type GpuXidErrorDetail } from '../../events/index.ts';
 import type { Clock } from '../adapters/clock.ts';
 import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notifier } from '../adapters/chat/notifier.ts';
-import { BlockedError } from '../adapters/errors.ts';
 import type { LeaseOps, NodeOps, PodOps, StateStore } from '../adapters/kube/ports.ts';
-import { applyActions, type Applied } from '../lib/apply.ts';
+import type { Applied } from '../lib/apply.ts';
 import type { Logger } from '../lib/logger.ts';
+import { readOutbox } from '../lib/outbox.ts';
+import { carryOut, withLease } from '../lib/reflex.ts';
 import { poolAllowance, takesCapacity } from './blast-radius.ts';
 import { toApprovalDetail, toRemediationDetail } from './detail.ts';
 import { nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
@@ -25,10 +27,8 @@ export interface RemediationDeps {
   pods: PodOps;
   state: StateStore;
   leases: LeaseOps;
-  /** Side effects on the bus (Approval Requested): the recording decorator in a dry run. */
+  /** The bus; in a dry run the wiring's DryRunPublisher (reports marked, side effects withheld). */
   publisher: EventPublisher;
-  /** Reports (Remediation): published even in a dry run, where the wiring marks them dry-run. */
-  reports: EventPublisher;
   notifier: Notifier;
   policy: Policy;
   clock: Clock;
@@ -66,13 +66,12 @@ export async function remediate(event: TriggerEvent, deps: RemediationDeps): Pro
   const nodeName = event.detail.node;
   // One remediation per node at a time: the node's annotations are its state, and two writers
   // planning from the same snapshot would lose an incident.
-  const lease = `remediate-${nodeName}`.slice(0, 253);
-  const got = await deps.leases.tryAcquire(lease, deps.holder, 60, deps.clock);
-  if (!got.acquired) throw new BlockedError(`node ${nodeName} is being remediated by another invocation`, { what: `lease ${lease}` });
-  try {
+  return withLease(nodeLease(nodeName), 60, deps, async () => {
     const info = await deps.nodes.get(nodeName);
     const state = stateOf(info, deps.policy.taintKey);
-    if (state.warnings.length) deps.logger.warn('node state partly unreadable', { node: nodeName, warnings: state.warnings });
+    const pending = readOutbox(info.annotations);
+    const warnings = [...state.warnings, ...(pending.warning ? [pending.warning] : [])];
+    if (warnings.length) deps.logger.warn('node state partly unreadable', { node: nodeName, warnings });
     const pods = await podsOf(deps.pods, nodeName);
     const pool = await poolWithLedger(deps, await fetchPoolFacts(deps.nodes, deps.policy, info, new Date(deps.clock.now())));
     const now = new Date(deps.clock.now());
@@ -88,19 +87,22 @@ export async function remediate(event: TriggerEvent, deps: RemediationDeps): Pro
       }
     }
 
-    const applied = await applyActions(plan, deps, historyCodec);
-    // A duplicate or stale delivery changes nothing and says nothing: one incident, one event.
-    const publish = plan.phase !== 'skipped';
-    if (publish) {
-      const occurredAt = new Date(deps.clock.now());
-      if (plan.approval) await deps.publisher.publish([approvalEvent(plan, occurredAt)]);
-      await deps.reports.publish([remediationEvent(plan, applied, occurredAt)]);
-    }
-    deps.logger.info('remediation', { node: nodeName, incident: plan.incident, kind: plan.kind, action: plan.action, phase: plan.phase, evictions: plan.evictions.length, reason: plan.reason });
-    return { plan, applied, published: publish };
-  } finally {
-    await deps.leases.release(lease, deps.holder).catch((err: unknown) => deps.logger.warn('releasing lease', { lease, error: err }));
-  }
+    const { applied, published } = await carryOut({ node: nodeName, pending: pending.events, actions: plan, events: (a) => eventsOf(plan, a, new Date(deps.clock.now())), codec: historyCodec }, deps);
+    deps.logger.info('remediation', { node: nodeName, incident: plan.incident, kind: plan.kind, action: plan.action, phase: plan.phase, evictions: plan.evictions.length, published: published.length, reason: plan.reason });
+    return { plan, applied, published: published.length > 0 };
+  });
+}
+
+/** The lease that serialises work on one node (remediation and the sweep). */
+export const nodeLease = (node: string) => `remediate-${node}`.slice(0, 253);
+
+/**
+ * What a remediation publishes: its Approval Requested (approval plans) and its Remediation
+ * report. A duplicate or stale delivery changes nothing and says nothing: one incident, one event.
+ */
+function eventsOf(plan: Plan, applied: Applied | undefined, now: Date): PublishedEvent[] {
+  if (plan.phase === 'skipped') return [];
+  return [...(plan.approval ? [approvalEvent(plan, now)] : []), remediationEvent(plan, applied, now)];
 }
 
 export function remediationEvent(plan: Plan, applied: Applied | undefined, occurredAt: Date): PublishedEvent {

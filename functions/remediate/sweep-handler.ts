@@ -11,7 +11,7 @@ export function createSweepHandler(getDeps: () => FunctionDeps) {
     const logger = d.logger.child({ function: 'remediate-sweep', requestId: context?.awsRequestId });
     try {
       const out = await sweep({
-        ...d.kube, publisher: d.publisher, reports: d.reports, notifier: d.notifier, policy: d.policy, clock: d.clock, logger,
+        ...d.kube, publisher: d.publisher, notifier: d.notifier, policy: d.policy, clock: d.clock, logger,
         holder: context?.awsRequestId ?? randomUUID(),
       });
       return { status: 'done', result: { nodes: out.nodes, acted: out.plans.length, skipped: out.skipped } };
