@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startKubeSim } from '../../infra/local/kube/index.ts';
 import { planCommand, policyCommand } from './cli.ts';
-import { renderSteps } from './detail.ts';
+import { renderSteps } from './core/detail.ts';
 
 function capture(files: Record<string, string> = {}): CliIo & { stdout: string[]; stderr: string[] } {
   const stdout: string[] = [];

@@ -9,11 +9,11 @@ import { parseArgs } from 'node:util';
 import { z } from 'zod';
 import { UsageError, type CliIo, type Command } from '../../bin/command.ts';
 import { GpuHealthChangedDetailSchema, GpuXidErrorDetailSchema, HEALTH_CONDITIONS, XID_CATALOG } from '../../events/index.ts';
-import { planRemediation } from './plan.ts';
-import { DEFAULT_POLICY, poolOf, resolveRule, type Policy } from './policy.ts';
-import { loadPolicy, PolicyFileError } from './policy-file.ts';
-import { parseNodeState } from './state.ts';
-import type { TriggerEvent } from './types.ts';
+import { planRemediation } from './core/plan.ts';
+import { DEFAULT_POLICY, poolOf, resolveRule, type Policy } from './core/policy.ts';
+import { loadPolicy, PolicyFileError } from './core/policy-file.ts';
+import { parseNodeState } from './core/state.ts';
+import type { TriggerEvent } from './core/types.ts';
 
 async function read(path: string, io: CliIo): Promise<string> {
   return io.readInput ? io.readInput(path) : readFile(path, 'utf8');

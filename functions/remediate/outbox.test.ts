@@ -12,9 +12,9 @@ import { TransientError } from '../adapters/errors.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { silentLogger } from '../lib/logger.ts';
 import { OUTBOX_ANNOTATION } from '../lib/outbox.ts';
-import { DEFAULT_POLICY, type Policy } from './policy.ts';
+import { DEFAULT_POLICY, type Policy } from './core/policy.ts';
 import { remediate, triggerOf, type RemediationDeps } from './run.ts';
-import { STATE_LABEL } from './state.ts';
+import { STATE_LABEL } from './core/state.ts';
 import { sweep } from './sweep-run.ts';
 
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');

@@ -11,9 +11,9 @@ import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { BlockedError } from '../adapters/errors.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { silentLogger } from '../lib/logger.ts';
-import { DEFAULT_POLICY } from './policy.ts';
+import { DEFAULT_POLICY } from './core/policy.ts';
 import { remediate, triggerOf, type RemediationDeps } from './run.ts';
-import { HISTORY_ANNOTATION, REPAIRED_AT_ANNOTATION, STATE_LABEL } from './state.ts';
+import { HISTORY_ANNOTATION, REPAIRED_AT_ANNOTATION, STATE_LABEL } from './core/state.ts';
 import { sweep } from './sweep-run.ts';
 
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');

@@ -13,14 +13,14 @@ import type { Applied } from '../lib/apply.ts';
 import type { Logger } from '../lib/logger.ts';
 import { readOutbox } from '../lib/outbox.ts';
 import { carryOut, withLease } from '../lib/reflex.ts';
-import { poolAllowance, takesCapacity } from './blast-radius.ts';
-import { toApprovalDetail, toRemediationDetail } from './detail.ts';
+import { poolAllowance, takesCapacity } from './core/blast-radius.ts';
+import { toApprovalDetail, toRemediationDetail } from './core/detail.ts';
 import { nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
 import { ledgerNodes, reserveSlot } from './ledger.ts';
-import { planRemediation } from './plan.ts';
-import { poolLimits, type Policy } from './policy.ts';
-import { historyCodec } from './reconcile.ts';
-import type { Plan, PoolFacts, RemediationFacts, TriggerEvent } from './types.ts';
+import { planRemediation } from './core/plan.ts';
+import { poolLimits, type Policy } from './core/policy.ts';
+import { historyCodec } from './core/reconcile.ts';
+import type { Plan, PoolFacts, RemediationFacts, TriggerEvent } from './core/types.ts';
 
 export interface RemediationDeps {
   nodes: NodeOps;

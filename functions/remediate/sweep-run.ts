@@ -9,12 +9,12 @@ import { readOutbox } from '../lib/outbox.ts';
 import { editsScheduling } from '../lib/plan.ts';
 import { carryOut, withLease } from '../lib/reflex.ts';
 import { nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
-import { historyCodec } from './reconcile.ts';
+import { historyCodec } from './core/reconcile.ts';
 import { nodeLease, remediationEvent, type RemediationDeps } from './run.ts';
-import { poolOf } from './policy.ts';
-import { STATE_LABEL } from './state.ts';
-import { planSweep, type SweepNodeFacts } from './sweep.ts';
-import type { Plan, PoolFacts } from './types.ts';
+import { poolOf } from './core/policy.ts';
+import { STATE_LABEL } from './core/state.ts';
+import { planSweep, type SweepNodeFacts } from './core/sweep.ts';
+import type { Plan, PoolFacts } from './core/types.ts';
 
 export interface SweepOutcome {
   nodes: number;

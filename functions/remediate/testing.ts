@@ -8,10 +8,10 @@ import { GPU_HEALTH_CHANGED, GPU_XID_ERROR, type GpuHealthChangedDetail, type Gp
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { FakeCluster, FakeNodeOps, FakePodOps } from '../adapters/kube/fake.ts';
 import { applyActions, type Applied } from '../lib/apply.ts';
-import type { Policy } from './policy.ts';
-import { historyCodec } from './reconcile.ts';
-import { parseNodeState } from './state.ts';
-import type { NodeFacts, Plan, PodFacts, PoolFacts, RemediationFacts, TriggerEvent } from './types.ts';
+import type { Policy } from './core/policy.ts';
+import { historyCodec } from './core/reconcile.ts';
+import { parseNodeState } from './core/state.ts';
+import type { NodeFacts, Plan, PodFacts, PoolFacts, RemediationFacts, TriggerEvent } from './core/types.ts';
 
 export const T0 = Date.parse('2026-11-21T03:00:00.000Z');
 export const at = (minutes: number): string => new Date(T0 + minutes * 60_000).toISOString();

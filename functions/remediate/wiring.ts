@@ -7,8 +7,8 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from '../config.ts';
 import { lazy, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
-import { DEFAULT_POLICY, type Policy } from './policy.ts';
-import { loadPolicyFile } from './policy-file.ts';
+import { DEFAULT_POLICY, type Policy } from './core/policy.ts';
+import { loadPolicyFile } from './core/policy-file.ts';
 
 const RemediationEnvSchema = z.object({ REMEDIATION_POLICY_FILE: z.string().min(1).optional() });
 

@@ -15,7 +15,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { APPROVAL_REQUESTED, REMEDIATION } from '../../events/index.ts';
-import { REPAIRED_AT_ANNOTATION, STATE_LABEL } from '../../functions/remediate/state.ts';
+import { REPAIRED_AT_ANNOTATION, STATE_LABEL } from '../../functions/remediate/core/state.ts';
 import type { Fleet } from '../../infra/local/kube/index.ts';
 import { resource } from '../../infra/local/kube/resources.ts';
 import { xidEvent } from '../../node-agent/events.ts';

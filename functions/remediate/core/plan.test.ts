@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { describeXid, XID_CATALOG, type RemediationAction } from '../../events/index.ts';
+import { describeXid, XID_CATALOG, type RemediationAction } from '../../../events/index.ts';
 import { poolFacts } from './blast-radius.ts';
 import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY } from './policy.ts';
 import { renderSteps } from './detail.ts';
-import { apply, factsFor, gpu, health, node, pod, pool, STANDARD_PODS, stateOf, xid } from './testing.ts';
+import { apply, factsFor, gpu, health, node, pod, pool, STANDARD_PODS, stateOf, xid } from '../testing.ts';
 import type { Plan, PodFacts, TriggerEvent } from './types.ts';
 
 const P = DEFAULT_POLICY;

@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { RemediationDetailSchema } from '../../events/index.ts';
+import { RemediationDetailSchema } from '../../../events/index.ts';
 import { approvalIdOf, remediationEventId, renderSteps, toRemediationDetail } from './detail.ts';
 import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY } from './policy.ts';
 import { planSweep } from './sweep.ts';
-import { allDone, apply, at, factsFor, node, pool, STANDARD_PODS, stateOf, xid } from './testing.ts';
+import { allDone, apply, at, factsFor, node, pool, STANDARD_PODS, stateOf, xid } from '../testing.ts';
 
 const occurredAt = new Date('2026-11-21T03:02:46.410Z');
 

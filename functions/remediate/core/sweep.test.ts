@@ -4,7 +4,7 @@ import { DEFAULT_POLICY } from './policy.ts';
 import { HISTORY_ANNOTATION, REPAIRED_AT_ANNOTATION, STATE_LABEL } from './state.ts';
 import { planSweep, type SweepFacts } from './sweep.ts';
 import { renderSteps } from './detail.ts';
-import { apply, at, factsFor, health, node, pod, pool, STANDARD_PODS, stateOf, xid } from './testing.ts';
+import { apply, at, factsFor, health, node, pod, pool, STANDARD_PODS, stateOf, xid } from '../testing.ts';
 import type { NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
 
 const P = DEFAULT_POLICY;

@@ -6,11 +6,11 @@
  * health → rule → escalation → blast radius → steps. Events may arrive late, twice or out of
  * order; what counts is the agent's `observedAt`, never the arrival time.
  */
-import type { RemediationAction } from '../../events/index.ts';
+import type { RemediationAction } from '../../../events/index.ts';
 import { checkBlastRadius, takesCapacity } from './blast-radius.ts';
 import { decideLevel, ladderOf } from './escalation.ts';
 import { resolveRule, type Policy, type RuleTrigger } from './policy.ts';
-import type { Notice } from '../lib/plan.ts';
+import type { Notice } from '../../lib/plan.ts';
 import { adoptOrphans, deriveNode, nodeEdit } from './reconcile.ts';
 import { affectedPods, evictable, faultSite, type FaultSite } from './scope.ts';
 import { boundState, cmp, isOpen, type Incident, type IncidentPhase, type NodeState } from './state.ts';

@@ -10,8 +10,8 @@ import type {
   HealthCondition,
   REMEDIATION_PHASES,
   RemediationAction,
-} from '../../events/index.ts';
-import type { Actions } from '../lib/plan.ts';
+} from '../../../events/index.ts';
+import type { Actions } from '../../lib/plan.ts';
 import type { NodeState, Taint } from './state.ts';
 
 export type TriggerEvent =

@@ -6,7 +6,7 @@
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import { z } from 'zod';
 import { DEFAULT_POLICY, PolicySchema, RuleOverrideSchema, PoolOverrideSchema, EscalateSchema, type Policy } from './policy.ts';
-import { GPU_RECOVERY_ACTIONS, HEALTH_CONDITIONS, int } from '../../events/index.ts';
+import { GPU_RECOVERY_ACTIONS, HEALTH_CONDITIONS, int } from '../../../events/index.ts';
 
 export class PolicyFileError extends Error {
   constructor(

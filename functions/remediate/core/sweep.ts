@@ -16,7 +16,7 @@
  */
 import { checkBlastRadius, takesCapacity } from './blast-radius.ts';
 import type { Policy } from './policy.ts';
-import { editsScheduling, type CloudAction, type Notice } from '../lib/plan.ts';
+import { editsScheduling, type CloudAction, type Notice } from '../../lib/plan.ts';
 import { adoptOrphans, nodeEdit } from './reconcile.ts';
 import { evictable } from './scope.ts';
 import { cmp, isOpen, type Incident, type NodeState } from './state.ts';

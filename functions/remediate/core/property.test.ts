@@ -1,14 +1,14 @@
 /** Property tests: no valid event and no node metadata crashes the planners, and plans stay inside their node. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { GPU_RECOVERY_ACTIONS, GpuHealthChangedDetailSchema, GpuXidErrorDetailSchema, HEALTH_CONDITIONS, XID_CATALOG } from '../../events/index.ts';
+import { GPU_RECOVERY_ACTIONS, GpuHealthChangedDetailSchema, GpuXidErrorDetailSchema, HEALTH_CONDITIONS, XID_CATALOG } from '../../../events/index.ts';
 import { renderSteps, toRemediationDetail } from './detail.ts';
 import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY } from './policy.ts';
 import { encodeHistory, HISTORY_ANNOTATION, LIMITS, QUARANTINED_GPUS_ANNOTATION, REPAIRED_AT_ANNOTATION, STATE_LABEL } from './state.ts';
 import { planSweep } from './sweep.ts';
 import { poolAllowance, poolFacts } from './blast-radius.ts';
-import { allDone, apply, at, gpu, node, pool, pod, stateOf } from './testing.ts';
+import { allDone, apply, at, gpu, node, pool, pod, stateOf } from '../testing.ts';
 import type { NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
 
 const NODE = 'gpu-a100-07';

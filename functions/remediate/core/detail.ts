@@ -3,8 +3,8 @@
  * happened to each of its steps, and validates it against the catalog schema. The event id is
  * deterministic (incident + observedAt + the decided phase), so publishing it twice is one event.
  */
-import { ApprovalRequestedDetailSchema, RemediationDetailSchema, SCHEMA_VERSION, type ApprovalRequestedDetail, type RemediationDetail, type RemediationStep } from '../../events/index.ts';
-import type { Applied, StepOutcome } from '../lib/apply.ts';
+import { ApprovalRequestedDetailSchema, RemediationDetailSchema, SCHEMA_VERSION, type ApprovalRequestedDetail, type RemediationDetail, type RemediationStep } from '../../../events/index.ts';
+import type { Applied, StepOutcome } from '../../lib/apply.ts';
 import { nodeTarget, podTarget } from './scope.ts';
 import { HISTORY_ANNOTATION } from './state.ts';
 import type { Plan, RemediationPhase } from './types.ts';

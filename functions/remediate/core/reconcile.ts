@@ -11,7 +11,7 @@
  * drain / repair is under way.
  */
 import { encodeHistory, isOpen, QUARANTINED_GPUS_ANNOTATION, HISTORY_ANNOTATION, STATE_LABEL, type Incident, type NodePhase, type NodeState } from './state.ts';
-import { emptyEdit, isEmptyEdit, type NodeEdit } from '../lib/plan.ts';
+import { emptyEdit, isEmptyEdit, type NodeEdit } from '../../lib/plan.ts';
 import type { NodeFacts } from './types.ts';
 
 const PHASE_RANK: Record<NodePhase, number> = { healthy: 0, 'awaiting-approval': 1, quarantined: 2, 'awaiting-repair': 3, draining: 4 };

@@ -14,7 +14,7 @@ import {
   type GpuRecoveryAction,
   type HealthCondition,
   type RemediationAction,
-} from '../../events/index.ts';
+} from '../../../events/index.ts';
 
 export const Action = z.enum(REMEDIATION_ACTIONS);
 
