@@ -9,6 +9,7 @@
  * reported and never fails anything; a cloud action without a cloud port is reported skipped.
  */
 import type { Notifier } from '../adapters/chat/notifier.ts';
+import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { NodeChange } from '../adapters/kube/node-change.ts';
 import type { NodeOps, PodOps } from '../adapters/kube/ports.ts';
 import { encodeOutbox, OUTBOX_ANNOTATION } from './outbox.ts';
@@ -44,10 +45,15 @@ export type RecordCodec<R> = (record: R) => { labels?: Record<string, string | n
 
 const clip = (s: string) => s.slice(0, 512);
 
-export async function applyActions<R>(actions: Actions<R>, ports: ActionPorts, codec?: RecordCodec<R>): Promise<Applied> {
+/**
+ * `basis`: the node as the caller read it (under its lease) when planning: the patch is computed
+ * from it and sent with its resourceVersion, one request; a node changed since is a 409 (retried).
+ */
+export async function applyActions<R>(actions: Actions<R>, ports: ActionPorts, codec?: RecordCodec<R>, basis?: NodeInfo): Promise<Applied> {
   const applied: Applied = { evictions: [], notices: [], cloud: [] };
   if (actions.nodeEdit) {
-    const changed = await ports.nodes.update(actions.nodeEdit.node, toNodeChange(actions.nodeEdit, codec));
+    const change = toNodeChange(actions.nodeEdit, codec);
+    const changed = await ports.nodes.update(actions.nodeEdit.node, change, basis?.name === actions.nodeEdit.node ? { basis } : undefined);
     applied.nodeEdit = { result: changed ? 'done' : 'already' };
   }
   for (const pod of actions.evictions) {

@@ -10,6 +10,7 @@
 import type { Clock } from '../adapters/clock.ts';
 import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import { BlockedError } from '../adapters/errors.ts';
+import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { LeaseOps, NodeOps } from '../adapters/kube/ports.ts';
 import { applyActions, type ActionPorts, type Applied, type RecordCodec } from './apply.ts';
 import type { Logger } from './logger.ts';
@@ -58,6 +59,8 @@ export interface CarryOut<R> {
    */
   events(applied?: Applied): PublishedEvent[];
   codec?: RecordCodec<R>;
+  /** The node as read for this plan: the state patch is sent against it, without another read. */
+  basis?: NodeInfo;
 }
 
 /**
@@ -68,12 +71,12 @@ export interface CarryOut<R> {
 export async function carryOut<R>(c: CarryOut<R>, ports: CarryOutPorts): Promise<{ applied: Applied; published: PublishedEvent[] }> {
   const decided = c.events();
   const recorded = decided.length > 0 ? { ...c.actions, nodeEdit: { ...(c.actions.nodeEdit ?? emptyEdit<R>(c.node)), outbox: mergeOutbox(c.pending, decided) } } : c.actions;
-  const applied = await applyActions(recorded, ports, c.codec);
+  const applied = await applyActions(recorded, ports, c.codec, c.basis);
   const send = mergeOutbox(c.pending, decided.length > 0 ? c.events(applied) : []);
   if (send.length === 0) return { applied, published: [] };
   await ports.publisher.publish(send);
-  // Acknowledged: a second, small write. Should it fail, the events go out again under the same
-  // ids, which consumers dedupe.
-  await ports.nodes.update(c.node, { annotations: { [OUTBOX_ANNOTATION]: null } });
+  // Acknowledged: a second, small write, blind (removing our own annotation needs no read). Should
+  // it fail, the events go out again under the same ids, which consumers dedupe.
+  await ports.nodes.update(c.node, { annotations: { [OUTBOX_ANNOTATION]: null } }, { blind: true });
   return { applied, published: send };
 }

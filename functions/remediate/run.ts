@@ -16,7 +16,7 @@ import { carryOut, withLease } from '../lib/reflex.ts';
 import { poolAllowance, takesCapacity } from './core/blast-radius.ts';
 import { toApprovalDetail, toRemediationDetail } from './core/detail.ts';
 import { nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
-import { ledgerNodes, reserveSlot } from './ledger.ts';
+import { reserveSlot } from './ledger.ts';
 import { planRemediation } from './core/plan.ts';
 import { poolLimits, type Policy } from './core/policy.ts';
 import { historyCodec } from './core/reconcile.ts';
@@ -49,14 +49,6 @@ export function triggerOf(detailType: string, detail: unknown): TriggerEvent {
   throw new Error(`remediation does not handle ${detailType}`);
 }
 
-/** Union of who is out by label and who holds a ledger slot within the window. */
-async function poolWithLedger(deps: RemediationDeps, pool: PoolFacts): Promise<PoolFacts> {
-  const windowMs = poolLimits(deps.policy, pool.name).windowMinutes * 60_000;
-  const held = await ledgerNodes(deps.state, pool.name, deps.clock.now(), windowMs);
-  const nodes = [...new Set([...pool.quarantinedNodes, ...held])];
-  return { ...pool, quarantinedNodes: nodes, quarantinedInWindow: nodes.length };
-}
-
 /** Takes capacity the pool has not already counted for this node: needs a ledger slot first. */
 function needsSlot(plan: Plan, pool: PoolFacts, node: string): boolean {
   return plan.kind === 'act' && plan.action !== 'restore' && takesCapacity(plan.action) && !pool.quarantinedNodes.includes(node);
@@ -73,7 +65,9 @@ export async function remediate(event: TriggerEvent, deps: RemediationDeps): Pro
     const warnings = [...state.warnings, ...(pending.warning ? [pending.warning] : [])];
     if (warnings.length) deps.logger.warn('node state partly unreadable', { node: nodeName, warnings });
     const pods = await podsOf(deps.pods, nodeName);
-    const pool = await poolWithLedger(deps, await fetchPoolFacts(deps.nodes, deps.policy, info, new Date(deps.clock.now())));
+    // The pool as its labels say. The ledger is not read here: reserveSlot below is its one,
+    // atomic reader, and a refused slot is a fact the planner decides on (one request saved).
+    const pool = await fetchPoolFacts(deps.nodes, deps.policy, info, new Date(deps.clock.now()));
     const now = new Date(deps.clock.now());
     const facts: RemediationFacts = { now, event, node: nodeFacts(info), state, pool, pods };
     let plan = planRemediation(facts, deps.policy);
@@ -87,7 +81,7 @@ export async function remediate(event: TriggerEvent, deps: RemediationDeps): Pro
       }
     }
 
-    const { applied, published } = await carryOut({ node: nodeName, pending: pending.events, actions: plan, events: (a) => eventsOf(plan, a, new Date(deps.clock.now())), codec: historyCodec }, deps);
+    const { applied, published } = await carryOut({ node: nodeName, pending: pending.events, actions: plan, events: (a) => eventsOf(plan, a, new Date(deps.clock.now())), codec: historyCodec, basis: info }, deps);
     deps.logger.info('remediation', { node: nodeName, incident: plan.incident, kind: plan.kind, action: plan.action, phase: plan.phase, evictions: plan.evictions.length, published: published.length, reason: plan.reason });
     return { plan, applied, published: published.length > 0 };
   });

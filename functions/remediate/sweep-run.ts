@@ -46,9 +46,10 @@ export async function sweep(deps: RemediationDeps): Promise<SweepOutcome> {
       if (!p && pending.length === 0) continue;
       const done = await withLease(nodeLease(n.name), 60, deps, async () => {
         // A remediation may have written the node since the snapshot: then next round decides.
-        if ((await deps.nodes.get(n.name)).resourceVersion !== n.resourceVersion) return false;
+        const fresh = await deps.nodes.get(n.name);
+        if (fresh.resourceVersion !== n.resourceVersion) return false;
         const actions = p ?? { evictions: [], notices: [], cloud: [] };
-        await carryOut({ node: n.name, pending, actions, events: (a) => (p && newsworthy(p) ? [remediationEvent(p, a, new Date(deps.clock.now()))] : []), codec: historyCodec }, deps);
+        await carryOut({ node: n.name, pending, actions, events: (a) => (p && newsworthy(p) ? [remediationEvent(p, a, new Date(deps.clock.now()))] : []), codec: historyCodec, basis: fresh }, deps);
         if (p) deps.logger.info('sweep', { node: n.name, action: p.action, phase: p.phase, reason: p.reason });
         return true;
       }, () => false);

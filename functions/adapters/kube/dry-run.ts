@@ -43,7 +43,7 @@ export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: Dr
     setLabels: async (n, l) => note('nodes.setLabels', [n, l], mergeStringMap((await nodes.get(n)).labels, l) !== undefined),
     setAnnotations: async (n, a) =>
       note('nodes.setAnnotations', [n, a], mergeStringMap((await nodes.get(n)).annotations, a) !== undefined),
-    update: async (n, c) => note('nodes.update', [n, c], nodeDelta(await nodes.get(n), c) !== undefined),
+    update: async (n, c, o) => note('nodes.update', [n, c], nodeDelta(o?.basis ?? (await nodes.get(n)), c) !== undefined),
   };
 
   const podOps: PodOps = {

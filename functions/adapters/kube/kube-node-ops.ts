@@ -18,7 +18,7 @@ import type { NodeInfo, NodeMeta, Taint, TaintEffect } from './model.ts';
 import { mergeStringMap, nodeDelta, withTaint, withoutTaint, type NodeChange } from './node-change.ts';
 // The pure helpers live in node-change.ts (no import cycle); re-exported for existing callers.
 export { mergeStringMap, withTaint, withoutTaint } from './node-change.ts';
-import type { NodeOps } from './ports.ts';
+import type { NodeOps, NodeUpdateOptions } from './ports.ts';
 import { DEFAULT_CONFLICT_ATTEMPTS, retryOnConflict } from './retry.ts';
 
 export interface KubeOpsOptions {
@@ -113,14 +113,37 @@ export class KubeNodeOps implements NodeOps {
   }
 
   // RBAC: nodes get, patch
-  update(name: string, change: NodeChange): Promise<boolean> {
-    return this.modify(name, `updating node ${name}`, (n) => {
-      const d = nodeDelta({ taints: n.spec?.taints ?? [], labels: n.metadata?.labels ?? {}, annotations: n.metadata?.annotations ?? {}, unschedulable: n.spec?.unschedulable === true }, change);
+  async update(name: string, change: NodeChange, options: NodeUpdateOptions = {}): Promise<boolean> {
+    const what = `updating node ${name}`;
+    const patchOf = (cur: { taints: V1Taint[]; labels: Record<string, string>; annotations: Record<string, string>; unschedulable: boolean }) => {
+      const d = nodeDelta(cur, change);
       if (!d) return undefined;
       const spec = { ...(d.taints ? { taints: d.taints } : {}), ...(d.unschedulable !== undefined ? { unschedulable: d.unschedulable } : {}) };
       const metadata = { ...(d.labels ? { labels: d.labels } : {}), ...(d.annotations ? { annotations: d.annotations } : {}) };
       return { ...(Object.keys(spec).length ? { spec } : {}), metadata };
-    });
+    };
+    if (options.blind) {
+      if (change.addTaints?.length || change.removeTaints?.length) throw new Error(`${what}: a blind update cannot change taints (a merge patch replaces the list)`);
+      const metadata = { ...(change.labels ? { labels: change.labels } : {}), ...(change.annotations ? { annotations: change.annotations } : {}) };
+      return this.send(name, what, { ...(change.unschedulable !== undefined ? { spec: { unschedulable: change.unschedulable } } : {}), metadata });
+    }
+    const basis = options.basis;
+    if (basis) {
+      // One request: the caller's read is the basis; a change since then is a 409, retried by the platform.
+      const patch = patchOf(basis);
+      if (!patch) return false;
+      return this.send(name, what, { ...patch, metadata: { ...patch.metadata, resourceVersion: basis.resourceVersion } });
+    }
+    return this.modify(name, what, (n) => patchOf({ taints: n.spec?.taints ?? [], labels: n.metadata?.labels ?? {}, annotations: n.metadata?.annotations ?? {}, unschedulable: n.spec?.unschedulable === true }));
+  }
+
+  private async send(name: string, what: string, body: Record<string, unknown>): Promise<boolean> {
+    try {
+      await this.core.patchNode({ name, body }, MERGE_PATCH);
+      return true;
+    } catch (err) {
+      throw fromKubeError(err, what);
+    }
   }
 
   private async read(name: string): Promise<V1Node> {
