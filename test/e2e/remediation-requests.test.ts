@@ -30,7 +30,7 @@ afterAll(async () => {
 });
 
 describe('requests per remediated node', () => {
-  it('drains a node in at most 13 Kubernetes API requests, not counting one eviction per pod', async () => {
+  it('drains a node in at most 10 Kubernetes API requests, not counting one eviction per pod', async () => {
     const gpu = { index: 0, uuid: 'GPU-00000000-0000-4000-8000-000000000000', pciBusId: '00000000:10:00.0', name: 'NVIDIA A100-SXM4-80GB' };
     await stack.send([xidEvent('req-0', clock.now(), { gpu, xid: 79, via: 'nvml', pid: null, process: null, message: 'Xid 79', podUids: [] })]);
     await stack.advance(0);
@@ -39,6 +39,6 @@ describe('requests per remediated node', () => {
     expect(evictions).toHaveLength(3);
     const rest = requests.filter((r) => !r.endsWith('/eviction'));
     console.log(`kube requests for one drain (excluding ${evictions.length} evictions): ${rest.length}\n  ${rest.join('\n  ')}`);
-    expect(rest.length).toBeLessThanOrEqual(13);
+    expect(rest.length).toBeLessThanOrEqual(10);
   });
 });
