@@ -4,8 +4,8 @@
  * chat text and logs are rendered from them. Nothing here is ever parsed back from a string.
  */
 import type { Taint, TaintEffect } from '../adapters/kube/model.ts';
-import type { PublishedEvent } from '../adapters/bus.ts';
 import type { Notice } from '../adapters/chat/notifier.ts';
+import type { Outbox } from './outbox.ts';
 
 export type { Notice, Taint, TaintEffect };
 
@@ -24,8 +24,8 @@ export interface NodeEdit<R = never> {
   labels: Record<string, string | null>;
   annotations: Record<string, string | null>;
   record?: R;
-  /** Events to publish, written in this same patch (outbox.ts); `[]` clears the outbox. */
-  outbox?: PublishedEvent[];
+  /** Events and notices to send, written in this same patch (outbox.ts); empty clears the outbox. */
+  outbox?: Outbox;
 }
 
 export interface PodRef {

@@ -9,7 +9,7 @@
  * port that acts wrapped in a recording decorator. No plan, fact or policy carries the flag.
  */
 import { EventBridgePublisher, type EventPublisher } from '../adapters/bus.ts';
-import { RecordingNotifier, safeNotifier, WebhookNotifier, type Notifier } from '../adapters/chat/notifier.ts';
+import { RecordingNotifier, WebhookNotifier, type Notifier } from '../adapters/chat/notifier.ts';
 import { currentClock, type Clock } from '../adapters/clock.ts';
 import { dryRunPorts } from '../adapters/kube/dry-run.ts';
 import { kubePorts, loadKubeConfig, type KubePorts } from '../adapters/kube/index.ts';
@@ -47,7 +47,9 @@ export function wireFromEnv<Own extends object = object>(service: string, ownCon
   const bus = new EventBridgePublisher(config.EVENT_BUS_NAME);
   const chat: Notifier = config.CHAT_WEBHOOK_URL && config.CHAT_PLATFORM ? new WebhookNotifier(config.CHAT_PLATFORM, config.CHAT_WEBHOOK_URL) : new RecordingNotifier();
   const base = { ...mine.own, config, logger, clock: currentClock(), dryRun };
-  if (!dryRun) return { ...base, kube, publisher: bus, notifier: safeNotifier(chat, logger) };
+  // Not safeNotifier: carryOut must see a failed notice to keep it in the outbox; it logs it and
+  // never lets it fail a remediation.
+  if (!dryRun) return { ...base, kube, publisher: bus, notifier: chat };
   logger.info('dry run: nothing in the cluster or in chat changes, no side-effect event is sent; reports are published marked dry-run', { DRY_RUN: config.DRY_RUN, byFunctionConfig: mine.dryRun === true });
   return {
     ...base,

@@ -6,7 +6,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { APPROVAL_REQUESTED, REMEDIATION, type GpuXidErrorDetail } from '../../events/index.ts';
 import { RecordingPublisher, type EventPublisher, type PublishedEvent } from '../adapters/bus.ts';
-import { RecordingNotifier } from '../adapters/chat/notifier.ts';
+import { RecordingNotifier, type Notice, type Notifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { TransientError } from '../adapters/errors.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
@@ -42,8 +42,18 @@ function xid(node: string, atMs: number): GpuXidErrorDetail {
 let kube: FakeKube;
 let clock: ManualClock;
 
-function depsWith(publisher: EventPublisher, policy: Policy = DEFAULT_POLICY): RemediationDeps {
-  return { nodes: kube.nodes, pods: kube.pods, state: kube.state, leases: kube.leases, publisher, notifier: new RecordingNotifier(), policy, clock, logger: silentLogger, holder: 'req-1' };
+function depsWith(publisher: EventPublisher, policy: Policy = DEFAULT_POLICY, notifier: Notifier = new RecordingNotifier()): RemediationDeps {
+  return { nodes: kube.nodes, pods: kube.pods, state: kube.state, leases: kube.leases, publisher, notifier, policy, clock, logger: silentLogger, holder: 'req-1' };
+}
+
+/** A chat webhook that is down for the first `failures` notices, and records what got through. */
+class FlakyChat implements Notifier {
+  readonly sent: Notice[] = [];
+  constructor(private failures: number) {}
+  async notify(n: Notice): Promise<void> {
+    if (this.failures-- > 0) throw new Error('webhook answered 503');
+    this.sent.push(n);
+  }
 }
 
 beforeEach(() => {
@@ -119,5 +129,27 @@ describe('outbox', () => {
     // first the remediation's own report, as decided; then the sweep's news (drained → awaiting repair)
     expect(ids(bus.accepted.published, REMEDIATION)[0]).toBe(ids(bus.attempts[0]!, REMEDIATION)[0]);
     expect(ids(bus.accepted.published, REMEDIATION).filter((id) => id === ids(bus.attempts[0]!, REMEDIATION)[0])).toHaveLength(1);
+  });
+
+  it('keeps a chat notice that failed, never fails the remediation for it, and the next sweep sends it once', async () => {
+    const chat = new FlakyChat(1);
+    const bus = new RecordingPublisher();
+    const out = await remediate(triggerOf('GPU XID Error', xid('gpu-a100-5', T0)), depsWith(bus, DEFAULT_POLICY, chat));
+    expect(out.plan.notices).toHaveLength(1);
+    expect(chat.sent).toHaveLength(0);
+    expect(bus.published.find((e) => e.detailType === REMEDIATION)?.detail).toMatchObject({ phase: 'acted' });
+    expect((await kube.nodes.get('gpu-a100-5')).annotations[OUTBOX_ANNOTATION]).toContain(out.plan.notices[0]!.title);
+    await sweep(depsWith(bus, DEFAULT_POLICY, chat));
+    await sweep(depsWith(bus, DEFAULT_POLICY, chat));
+    expect(chat.sent.filter((n) => n.text === out.plan.notices[0]!.text)).toHaveLength(1);
+  });
+
+  it('does not repeat a sent notice in chat when the publish fails and the invocation is retried', async () => {
+    const chat = new FlakyChat(0);
+    const bus = new FlakyPublisher(1);
+    const event = triggerOf('GPU XID Error', xid('gpu-a100-5', T0));
+    await retried(() => remediate(event, depsWith(bus, DEFAULT_POLICY, chat)));
+    expect(chat.sent).toHaveLength(1);
+    expect(ids(bus.accepted.published, REMEDIATION)).toHaveLength(1);
   });
 });

@@ -81,7 +81,7 @@ export async function remediate(event: TriggerEvent, deps: RemediationDeps): Pro
       }
     }
 
-    const { applied, published } = await carryOut({ node: nodeName, pending: pending.events, actions: plan, events: (a) => eventsOf(plan, a, new Date(deps.clock.now())), codec: historyCodec, basis: info }, deps);
+    const { applied, published } = await carryOut({ node: nodeName, pending, actions: plan, events: (a) => eventsOf(plan, a, new Date(deps.clock.now())), codec: historyCodec, basis: info }, deps);
     deps.logger.info('remediation', { node: nodeName, incident: plan.incident, kind: plan.kind, action: plan.action, phase: plan.phase, evictions: plan.evictions.length, published: published.length, reason: plan.reason });
     return { plan, applied, published: published.length > 0 };
   });

@@ -42,8 +42,8 @@ export async function sweep(deps: RemediationDeps): Promise<SweepOutcome> {
     for (const n of tracked) {
       const p = planned.get(n.name);
       // A node with nothing to do may still hold events an earlier invocation never got out.
-      const pending = readOutbox(n.annotations).events;
-      if (!p && pending.length === 0) continue;
+      const pending = readOutbox(n.annotations);
+      if (!p && pending.events.length === 0 && pending.notices.length === 0) continue;
       const done = await withLease(nodeLease(n.name), 60, deps, async () => {
         // A remediation may have written the node since the snapshot: then next round decides.
         const fresh = await deps.nodes.get(n.name);
