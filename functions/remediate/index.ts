@@ -1,4 +1,4 @@
-/** The pure decision core of remediation. The handler (I/O, adapters) imports from here. */
+/** The public surface of remediation's pure decision core (core/); the edge (handler, run, wiring, facts, ledger) imports it directly. */
 export { DEFAULT_POLICY, PolicySchema, resolveRule, poolOf, poolLimits, type Policy, type Rule, type RuleTrigger } from './core/policy.ts';
 export { loadPolicy, PolicyFileError } from './core/policy-file.ts';
 export {
