@@ -16,8 +16,6 @@ const FunctionsEnvSchema = z.object({
   GPU_REFLEX_NAMESPACE: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/).default('gpu-reflex'),
   /** Global dry run: decide and publish what would be done, change nothing. */
   DRY_RUN: z.stringbool().default(false),
-  /** Remediation policy file (YAML or JSON); NVIDIA-guided defaults when unset. */
-  REMEDIATION_POLICY_FILE: z.string().min(1).optional(),
   CHAT_PLATFORM: z.enum(['slack', 'dingtalk', 'feishu']).optional(),
   CHAT_WEBHOOK_URL: z.url().optional(),
   LOG_LEVEL: z.enum(['debug', 'info', 'warn', 'error']).default('info'),

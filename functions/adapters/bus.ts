@@ -4,7 +4,7 @@
  */
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { validateDetail } from '../../events/validate.ts';
-import { BadInputError, TransientError } from './errors.ts';
+import { TransientError } from './errors.ts';
 
 export interface PublishedEvent {
   source: string;
@@ -16,7 +16,8 @@ export interface PublishedEvent {
 /**
  * Port. `publish` resolves once EventBridge accepted every entry; it throws TransientError when
  * some were not (the caller's platform retry re-runs an idempotent handler, and consumers
- * deduplicate on `detail.eventId`). Invalid details throw BadInputError before anything is sent.
+ * deduplicate on `detail.eventId`). An invalid detail is our own bug: it throws a plain Error
+ * (never BadInputError, which the handler would drop) before anything is sent.
  * IAM: events:PutEvents on the bus.
  */
 export interface EventPublisher {
@@ -25,7 +26,7 @@ export interface EventPublisher {
 
 function check(e: PublishedEvent): void {
   const r = validateDetail(e.detailType, e.detail);
-  if (!r.ok) throw new BadInputError(`invalid ${e.detailType}: ${r.problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`, { what: e.detailType });
+  if (!r.ok) throw new Error(`publishing an invalid ${e.detailType} (a bug in what we built): ${r.problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`);
 }
 
 export class EventBridgePublisher implements EventPublisher {

@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { Context } from 'aws-lambda';
-import { eventHandler } from './handler.ts';
+import { z } from 'zod';
+import { eventHandler, httpHandler, scheduleHandler } from './handler.ts';
 import { createLogger } from './logger.ts';
 import { ConflictError, NotFoundError, BadInputError } from '../adapters/errors.ts';
 
@@ -46,5 +47,39 @@ describe('eventHandler', () => {
   it('throws retryable and unexpected failures so the platform retries them', async () => {
     await expect(setup(async () => { throw new ConflictError('stale'); }).h(example, ctx)).rejects.toThrow('stale');
     await expect(setup(async () => { throw new TypeError('bug'); }).h(example, ctx)).rejects.toThrow('bug');
+  });
+});
+
+describe('scheduleHandler', () => {
+  const logger = createLogger({ service: 't', sink: () => {} });
+  it('shares the classification: not found is done, a conflict and a bug are thrown', async () => {
+    expect(await scheduleHandler({ name: 's', logger, handle: async () => 3 })({}, ctx)).toEqual({ status: 'done', result: 3 });
+    expect(await scheduleHandler({ name: 's', logger, handle: async () => { throw new NotFoundError('gone'); } })({}, ctx)).toEqual({ status: 'already-done', reason: 'gone' });
+    await expect(scheduleHandler({ name: 's', logger, handle: async () => { throw new ConflictError('stale'); } })({}, ctx)).rejects.toThrow('stale');
+    await expect(scheduleHandler({ name: 's', logger, handle: async () => { throw new TypeError('bug'); } })({}, ctx)).rejects.toThrow('bug');
+  });
+});
+
+describe('httpHandler (API Gateway v2)', () => {
+  const lines: Record<string, unknown>[] = [];
+  const logger = createLogger({ service: 't', sink: (l) => lines.push(l), level: 'debug' });
+  const h = (handle: (b: { id: string }) => Promise<unknown>) => httpHandler({ name: 'chat', logger, body: z.object({ id: z.string().min(3) }), handle: (b) => handle(b) });
+  const req = (body: string) => ({ body, isBase64Encoded: false }) as never;
+  const parse = (r: unknown) => ({ status: (r as { statusCode: number }).statusCode, body: JSON.parse((r as { body: string }).body) as unknown });
+
+  it('answers 200 with the result of a valid body', async () => {
+    expect(parse(await h(async (b) => b.id)(req('{"id":"abc"}'), ctx))).toEqual({ status: 200, body: { status: 'done', result: 'abc' } });
+  });
+
+  it('answers 400 naming the problem for a body that is not JSON or fails its schema, without running the core', async () => {
+    const never = h(async () => { throw new Error('must not run'); });
+    expect(parse(await never(req('{'), ctx))).toMatchObject({ status: 400, body: { error: expect.stringMatching(/^body: not JSON/) } });
+    expect(parse(await never(req('{"id":"a"}'), ctx))).toMatchObject({ status: 400, body: { error: expect.stringMatching(/^body\.id: /) } });
+  });
+
+  it('answers 503 to a retryable failure and 500 to our own bug, logging it as an error', async () => {
+    expect(parse(await h(async () => { throw new ConflictError('stale'); })(req('{"id":"abc"}'), ctx)).status).toBe(503);
+    expect(parse(await h(async () => { throw new TypeError('bug'); })(req('{"id":"abc"}'), ctx)).status).toBe(500);
+    expect(lines.at(-1)).toMatchObject({ level: 'error', message: 'failed', function: 'chat' });
   });
 });

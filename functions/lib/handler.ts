@@ -1,14 +1,20 @@
 /**
- * The one middy wrapper every EventBridge-triggered function uses: parse the event against the
- * catalog at the edge, then hand a typed detail to the function's core; decide the retry meaning
- * of a failure once, here (STYLE.md "Errors"):
- *   bad input  → dropped with a clear message, never retried (retrying cannot fix it);
+ * The handler variants every function is built from: EventBridge events, schedules and HTTP (API
+ * Gateway v2). Each is middy with the same three middlewares, so the meaning of a failure is
+ * decided once, here (STYLE.md "Errors"):
+ *
+ *   logger context → parse the input at the edge → the function's core → classify errors
+ *
+ *   bad input  → dropped with a log line naming the problem, never retried (retrying cannot fix it);
  *   not found  → already done, acknowledged;
  *   retryable (conflict, throttling, transient, blocked) → thrown, so the platform retries;
- *   anything else → thrown (a bug should be visible and retried, then dead-lettered).
+ *   anything else, our own bugs included → thrown (visible, retried, then dead-lettered), never dropped.
+ *
+ * HTTP maps the same meanings onto status codes (400, 404, 503, 500) instead of throwing.
  */
 import middy from '@middy/core';
-import type { Context, EventBridgeEvent } from 'aws-lambda';
+import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context, EventBridgeEvent } from 'aws-lambda';
+import type { z } from 'zod';
 import { EventEnvelopeSchema } from '../../events/envelope.ts';
 import { problemsOf, validateDetail } from '../../events/validate.ts';
 import { AdapterError, BadInputError, NotFoundError } from '../adapters/errors.ts';
@@ -24,17 +30,76 @@ export interface TypedEvent<D> {
   detail: D;
 }
 
-export interface EventHandlerSpec<D> {
-  name: string;
-  /** Detail-types this function accepts; anything else is dropped as bad input. */
-  detailTypes: readonly string[];
-  /** A logger, or a function giving it (wiring that happens at the first invocation). */
-  logger: Logger | (() => Logger);
-  handle(event: TypedEvent<D>, ctx: { logger: Logger; context: Context }): Promise<unknown>;
+/** What the function's core gets besides its input: a logger with the invocation's context. */
+export interface HandlerContext {
+  logger: Logger;
+  context: Context;
 }
 
-class DropEvent extends Error {
+type LoggerSource = Logger | (() => Logger);
+
+/** Input that failed its schema at the edge: bad input, with every problem named. */
+export class DropEvent extends BadInputError {
   override name = 'DropEvent';
+}
+
+/** The retry meaning of a failure, decided once. */
+export type Meaning = 'dropped' | 'already-done' | 'retry' | 'bug';
+
+export function meaningOf(err: unknown): Meaning {
+  if (err instanceof BadInputError) return 'dropped';
+  if (err instanceof NotFoundError) return 'already-done';
+  if (err instanceof AdapterError && err.retryable) return 'retry';
+  return 'bug';
+}
+
+/** Logs a failure by its meaning; returns the outcome to acknowledge, or throws to retry. */
+export function classify(err: unknown, logger: Logger): HandlerOutcome {
+  const meaning = meaningOf(err);
+  const message = (err as Error).message;
+  if (meaning === 'dropped') {
+    logger.warn(err instanceof DropEvent ? 'dropping bad event' : 'dropping: bad input', { reason: message, error: err });
+    return { status: 'dropped', reason: message };
+  }
+  if (meaning === 'already-done') {
+    logger.info('already done: not found', { error: err });
+    return { status: 'already-done', reason: message };
+  }
+  if (meaning === 'retry') logger.warn('retrying later', { error: err });
+  else logger.error('failed', { error: err });
+  throw err;
+}
+
+/** The Lambda context, carrying the invocation's logger from the first middleware on. */
+type Ctx = Context & { logger?: Logger };
+type Req<E, R> = middy.Request<E, R, Error, Ctx>;
+type Mw<E, R> = middy.MiddlewareObj<E, R, Error, Ctx>;
+
+/** Middleware: a child logger named after the function and the request, for the core and errors. */
+function loggerContext<E, R>(name: string, source: LoggerSource): Mw<E, R> {
+  return {
+    before: (request: Req<E, R>) => {
+      const base = typeof source === 'function' ? source() : source;
+      request.context = Object.assign(request.context ?? ({} as Ctx), { logger: base.child({ function: name, requestId: request.context?.awsRequestId }) });
+    },
+  };
+}
+
+/** Middleware: the shared classification; `respond` turns an acknowledged outcome into the response. */
+function classifyErrors<E, R>(respond: (outcome: HandlerOutcome) => R, onThrow?: (err: unknown, meaning: Meaning) => R | undefined): Mw<E, R> {
+  return {
+    onError: (request: Req<E, R>) => {
+      const logger = request.context?.logger;
+      if (!logger) return; // failed before any context: let it throw
+      try {
+        request.response = respond(classify(request.error, logger));
+      } catch (err) {
+        const r = onThrow?.(err, meaningOf(err));
+        if (r === undefined) throw err;
+        request.response = r;
+      }
+    },
+  };
 }
 
 /** Parses an EventBridge event into a typed detail, or throws DropEvent naming every problem. */
@@ -48,38 +113,87 @@ export function parseEventBridgeEvent<D>(raw: unknown, detailTypes: readonly str
   return { id: e.id, detailType: e['detail-type'], source: e.source, time: e.time, detail: d.value as D };
 }
 
-export function eventHandler<D>(spec: EventHandlerSpec<D>) {
-  return middy<EventBridgeEvent<string, unknown>, HandlerOutcome>().handler(async (raw, context) => {
-    const base = typeof spec.logger === 'function' ? spec.logger() : spec.logger;
-    const logger = base.child({ function: spec.name, requestId: context?.awsRequestId });
-    let event: TypedEvent<D>;
-    try {
-      event = parseEventBridgeEvent<D>(raw, spec.detailTypes);
-    } catch (err) {
-      if (!(err instanceof DropEvent)) throw err;
-      logger.warn('dropping bad event', { reason: err.message, eventId: (raw as { id?: unknown })?.id });
-      return { status: 'dropped', reason: err.message };
-    }
-    try {
-      const result = await spec.handle(event, { logger: logger.child({ eventId: event.id, detailType: event.detailType }), context });
-      return { status: 'done', result };
-    } catch (err) {
-      return classify(err, logger);
-    }
-  });
+/** Middleware: the input parsed at the edge (the raw event is replaced by the typed one). */
+function parseInput<E, R>(parse: (raw: unknown) => unknown): Mw<E, R> {
+  return {
+    before: (request: Req<E, R>) => {
+      request.event = parse(request.event) as E;
+    },
+  };
 }
 
-/** The retry meaning of a failure, decided once. Returns an outcome to acknowledge, or throws to retry. */
-export function classify(err: unknown, logger: Logger): HandlerOutcome {
-  if (err instanceof BadInputError) {
-    logger.warn('dropping: bad input', { error: err });
-    return { status: 'dropped', reason: err.message };
-  }
-  if (err instanceof NotFoundError) {
-    logger.info('already done: not found', { error: err });
-    return { status: 'already-done', reason: err.message };
-  }
-  if (err instanceof AdapterError && err.retryable) logger.warn('retrying later', { error: err });
-  else logger.error('failed', { error: err });
-  throw err;
+export interface EventHandlerSpec<D> {
+  name: string;
+  /** Detail-types this function accepts; anything else is dropped as bad input. */
+  detailTypes: readonly string[];
+  /** A logger, or a function giving it (wiring that happens at the first invocation). */
+  logger: LoggerSource;
+  handle(event: TypedEvent<D>, ctx: HandlerContext): Promise<unknown>;
+}
+
+/** EventBridge rule target: a typed event in, `HandlerOutcome` out. */
+export function eventHandler<D>(spec: EventHandlerSpec<D>) {
+  return middy<EventBridgeEvent<string, unknown>, HandlerOutcome, Error, Ctx>()
+    .use(loggerContext(spec.name, spec.logger))
+    .use(parseInput((raw) => parseEventBridgeEvent<D>(raw, spec.detailTypes)))
+    .use(classifyErrors((o) => o))
+    .handler(async (event, context) => {
+      const typed = event as unknown as TypedEvent<D>;
+      const logger = loggerOf(context).child({ eventId: typed.id, detailType: typed.detailType });
+      return { status: 'done', result: await spec.handle(typed, { logger, context }) };
+    });
+}
+
+export interface ScheduleHandlerSpec {
+  name: string;
+  logger: LoggerSource;
+  handle(ctx: HandlerContext): Promise<unknown>;
+}
+
+/** Schedule target (`rate(1 minute)`): no input to parse; same classification. */
+export function scheduleHandler(spec: ScheduleHandlerSpec) {
+  return middy<unknown, HandlerOutcome, Error, Ctx>()
+    .use(loggerContext(spec.name, spec.logger))
+    .use(classifyErrors((o) => o))
+    .handler(async (_event, context) => ({ status: 'done', result: await spec.handle({ logger: loggerOf(context), context }) }));
+}
+
+export interface HttpHandlerSpec<B> {
+  name: string;
+  logger: LoggerSource;
+  /** The JSON body's schema; a body that fails it answers 400 naming every problem. */
+  body: z.ZodType<B>;
+  handle(body: B, ctx: HandlerContext & { request: APIGatewayProxyEventV2 }): Promise<unknown>;
+}
+
+const json = (statusCode: number, body: unknown): APIGatewayProxyStructuredResultV2 => ({ statusCode, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+
+/** API Gateway v2 (HTTP API): JSON body parsed at the edge; failures answered by their meaning. */
+export function httpHandler<B>(spec: HttpHandlerSpec<B>) {
+  return middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, Ctx>()
+    .use(loggerContext(spec.name, spec.logger))
+    .use(
+      classifyErrors(
+        (o) => (o.status === 'dropped' ? json(400, { error: o.reason }) : o.status === 'already-done' ? json(404, { error: o.reason }) : json(200, o)),
+        (_err, meaning) => (meaning === 'retry' ? json(503, { error: 'try again later' }) : json(500, { error: 'internal error' })),
+      ),
+    )
+    .handler(async (request, context) => {
+      let raw: unknown;
+      try {
+        const text = request.body === undefined ? '' : request.isBase64Encoded ? Buffer.from(request.body, 'base64').toString('utf8') : request.body;
+        raw = JSON.parse(text || 'null');
+      } catch (err) {
+        throw new DropEvent(`body: not JSON (${(err as Error).message})`);
+      }
+      const parsed = spec.body.safeParse(raw);
+      if (!parsed.success) throw new DropEvent(parsed.error.issues.map((i) => `body${i.path.length ? '.' + i.path.join('.') : ''}: ${i.message}`).join('; '));
+      const result = await spec.handle(parsed.data, { logger: loggerOf(context), context, request });
+      return json(200, { status: 'done', result });
+    });
+}
+
+function loggerOf(context: Ctx): Logger {
+  if (!context.logger) throw new Error('loggerContext middleware did not run');
+  return context.logger;
 }

@@ -1,42 +1,63 @@
 /**
- * Cold-start wiring shared by the functions: config → logger, Kubernetes ports (wrapped in the
- * dry-run decorator when DRY_RUN is on), bus publisher, notifier, remediation policy. Built once
- * per container and reused across invocations.
+ * Cold-start wiring shared by the functions: config → logger, Kubernetes ports, bus publisher,
+ * notifier, clock, plus what one function needs of its own (`own`: the remediation policy for
+ * remediation, nothing for a function that has no policy). Built once per container and reused
+ * across invocations.
+ *
+ * Dry-run is decided here and nowhere else: `DRY_RUN=true`, or a function's own config saying so
+ * (a remediation policy file's `dryRun: true`), selects the dry-run wiring (lib/dry-run.ts), every
+ * port that acts wrapped in a recording decorator. No plan, fact or policy carries the flag.
  */
-import { readFileSync } from 'node:fs';
-import { EventBridgePublisher, RecordingPublisher, type EventPublisher } from '../adapters/bus.ts';
-import { RecordingNotifier, safeNotifier, WebhookNotifier, type Notifier } from '../adapters/chat/notifier.ts';
+import { EventBridgePublisher, type EventPublisher } from '../adapters/bus.ts';
+import { RecordingNotifier, WebhookNotifier, type Notifier } from '../adapters/chat/notifier.ts';
 import { currentClock, type Clock } from '../adapters/clock.ts';
 import { dryRunPorts } from '../adapters/kube/dry-run.ts';
 import { kubePorts, loadKubeConfig, type KubePorts } from '../adapters/kube/index.ts';
 import { loadFunctionsConfig, type FunctionsConfig } from '../config.ts';
-import { DEFAULT_POLICY, type Policy } from '../remediate/policy.ts';
-import { loadPolicy } from '../remediate/policy-file.ts';
+import { DryRunNotifier, DryRunPublisher } from './dry-run.ts';
 import { createLogger, type Logger } from './logger.ts';
 
-export interface FunctionDeps {
+export interface BaseDeps {
   config: FunctionsConfig;
   logger: Logger;
   kube: KubePorts;
+  /** The bus. In a dry run reports still go out, marked; side effects are withheld (lib/dry-run.ts). */
   publisher: EventPublisher;
   notifier: Notifier;
-  policy: Policy;
   clock: Clock;
+  /** Which wiring this is (for logs); nothing downstream branches on it. */
+  dryRun: boolean;
 }
 
-export function wireFromEnv(service: string, env: NodeJS.ProcessEnv = process.env): FunctionDeps {
+/** The shared deps and what one function wired of its own. */
+export type FunctionDeps<Own extends object = object> = BaseDeps & Own;
+
+/** A function's own configuration, from its environment; `dryRun: true` selects the dry-run wiring. */
+export type OwnConfig<Own extends object> = (env: NodeJS.ProcessEnv) => { own: Own; dryRun?: boolean };
+
+export function wireFromEnv<Own extends object = object>(service: string, ownConfig?: OwnConfig<Own>, env: NodeJS.ProcessEnv = process.env): FunctionDeps<Own> {
   const config = loadFunctionsConfig(env);
   const logger = createLogger({ service, level: config.LOG_LEVEL });
   const kc = loadKubeConfig(
     config.KUBECONFIG ? { kubeconfigPath: config.KUBECONFIG } : config.GPU_REFLEX_KUBECONFIG_TEXT ? { kubeconfigText: config.GPU_REFLEX_KUBECONFIG_TEXT } : { inCluster: true },
   );
-  let kube = kubePorts(kc, { namespace: config.GPU_REFLEX_NAMESPACE });
-  // Dry run is one decorator chosen here, not a flag checked in every step.
-  if (config.DRY_RUN) kube = dryRunPorts(kube, (a) => logger.info('dry run: would', { op: a.op, args: a.args }));
-  const publisher: EventPublisher = config.DRY_RUN ? new RecordingPublisher() : new EventBridgePublisher(config.EVENT_BUS_NAME);
-  const inner: Notifier = config.CHAT_WEBHOOK_URL && config.CHAT_PLATFORM ? new WebhookNotifier(config.CHAT_PLATFORM, config.CHAT_WEBHOOK_URL) : new RecordingNotifier();
-  const policy = config.REMEDIATION_POLICY_FILE ? loadPolicy(readFileSync(config.REMEDIATION_POLICY_FILE, 'utf8'), config.REMEDIATION_POLICY_FILE) : DEFAULT_POLICY;
-  return { config, logger, kube, publisher, notifier: safeNotifier(inner, logger), policy: config.DRY_RUN ? { ...policy, dryRun: true } : policy, clock: currentClock() };
+  const mine = ownConfig ? ownConfig(env) : { own: {} as Own };
+  const dryRun = config.DRY_RUN || mine.dryRun === true;
+  // Events (kubectl describe node) carry the one clock's time and this function's name.
+  const kube = kubePorts(kc, { namespace: config.GPU_REFLEX_NAMESPACE, events: { clock: currentClock(), logger, instance: service } });
+  const bus = new EventBridgePublisher(config.EVENT_BUS_NAME);
+  const chat: Notifier = config.CHAT_WEBHOOK_URL && config.CHAT_PLATFORM ? new WebhookNotifier(config.CHAT_PLATFORM, config.CHAT_WEBHOOK_URL) : new RecordingNotifier();
+  const base = { ...mine.own, config, logger, clock: currentClock(), dryRun };
+  // Not safeNotifier: carryOut must see a failed notice to keep it in the outbox; it logs it and
+  // never lets it fail a remediation.
+  if (!dryRun) return { ...base, kube, publisher: bus, notifier: chat };
+  logger.info('dry run: nothing in the cluster or in chat changes, no side-effect event is sent; reports are published marked dry-run', { DRY_RUN: config.DRY_RUN, byFunctionConfig: mine.dryRun === true });
+  return {
+    ...base,
+    kube: dryRunPorts(kube, (a) => logger.info('dry run: would', { op: a.op, args: a.args })),
+    publisher: new DryRunPublisher(bus, logger),
+    notifier: new DryRunNotifier(logger),
+  };
 }
 
 /** Wiring happens at the first invocation, not at import, so a bad config is reported per call. */

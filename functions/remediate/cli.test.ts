@@ -6,6 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startKubeSim } from '../../infra/local/kube/index.ts';
 import { planCommand, policyCommand } from './cli.ts';
+import { renderSteps } from './core/detail.ts';
 
 function capture(files: Record<string, string> = {}): CliIo & { stdout: string[]; stderr: string[] } {
   const stdout: string[] = [];
@@ -42,8 +43,9 @@ describe('gpu-reflex remediate plan', () => {
     });
     expect(await planCommand.run(['events/catalog/gpu-xid-error.example.json', '--facts', 'facts.json'], io)).toBe(0);
     const plan = JSON.parse(io.stdout.join('\n'));
-    expect(plan).toMatchObject({ kind: 'act', action: 'drain-node', dryRun: true });
-    expect(plan.steps.map((s: { kind: string }) => s.kind)).toEqual(['taint', 'cordon', 'label', 'annotate', 'evict', 'notify']);
+    expect(plan).toMatchObject({ kind: 'act', action: 'drain-node' });
+    expect(plan).not.toHaveProperty('dryRun');
+    expect(renderSteps(plan).map((s: { kind: string }) => s.kind)).toEqual(['taint', 'cordon', 'label', 'annotate', 'evict', 'notify']);
   });
 
   it('refuses an event that is not a GPU fault', async () => {
@@ -64,7 +66,7 @@ describe('gpu-reflex remediate plan', () => {
       const io = capture();
       expect(await planCommand.run(['events/catalog/gpu-xid-error.example.json', '--kubeconfig', kubeconfig], io)).toBe(0);
       const out = JSON.parse(io.stdout.join('\n'));
-      expect(out.plan).toMatchObject({ kind: 'act', action: 'drain-node', dryRun: true });
+      expect(out.plan).toMatchObject({ kind: 'act', action: 'drain-node' });
       expect(out.wouldWrite).toContainEqual({ op: 'nodes.update', args: ['gpu-a100-07', expect.objectContaining({ unschedulable: true })] });
       // JSON output: the absent eviction options print as null.
       expect(out.wouldWrite).toContainEqual({ op: 'pods.evict', args: ['ml-training', 'llama-ft-worker-3', null] });

@@ -10,11 +10,11 @@ import { InputError, UsageError, type CliIo, type Command } from '../../bin/comm
 import { issuesLine } from '../../bin/errors.ts';
 import { readInputText, readJsonObject } from '../../bin/input.ts';
 import { GpuHealthChangedDetailSchema, GpuXidErrorDetailSchema, HEALTH_CONDITIONS, XID_CATALOG } from '../../events/index.ts';
-import { planRemediation } from './plan.ts';
-import { DEFAULT_POLICY, poolOf, resolveRule, type Policy } from './policy.ts';
-import { loadPolicy, PolicyFileError } from './policy-file.ts';
-import { parseNodeState } from './state.ts';
-import type { TriggerEvent } from './types.ts';
+import { planRemediation } from './core/plan.ts';
+import { DEFAULT_POLICY, poolOf, resolveRule, type Policy } from './core/policy.ts';
+import { loadPolicy, PolicyFileError } from './core/policy-file.ts';
+import { parseNodeState } from './core/state.ts';
+import type { TriggerEvent } from './core/types.ts';
 
 /** The policy in `path` over the defaults; `what` names the file in errors (`policy file`, `--policy`). */
 async function policyFrom(path: string | undefined, what: string, io: CliIo): Promise<Policy> {
@@ -125,7 +125,7 @@ export const planCommand: Command = {
     const pool = { name: poolOf(policy, node.labels), nodes: 10, quarantinedInWindow: 0, quarantinedNodes: [], ...facts.pool };
     const state = parseNodeState(node.annotations, node.labels, node.taints, { taintKey: policy.taintKey, unschedulable: node.unschedulable });
     for (const w of state.warnings) io.err(`warning: ${w}`);
-    const plan = planRemediation({ now: now ?? new Date(Date.parse(event.detail.observedAt) + 1000), event, node, state, pool, pods: facts.pods, dryRun: true }, policy);
+    const plan = planRemediation({ now: now ?? new Date(Date.parse(event.detail.observedAt) + 1000), event, node, state, pool, pods: facts.pods }, policy);
     io.out(JSON.stringify(plan, null, 2));
     return 0;
   },
@@ -136,15 +136,17 @@ async function planAgainstCluster(event: TriggerEvent, policy: Policy, kubeconfi
   const { kubePorts, loadKubeConfig } = await import('../adapters/kube/index.ts');
   const { dryRunPorts } = await import('../adapters/kube/dry-run.ts');
   const { RecordingPublisher } = await import('../adapters/bus.ts');
-  const { RecordingNotifier } = await import('../adapters/chat/notifier.ts');
+  const { DryRunNotifier, DryRunPublisher } = await import('../lib/dry-run.ts');
   const { systemClock } = await import('../adapters/clock.ts');
   const { silentLogger } = await import('../lib/logger.ts');
   const { remediate } = await import('./run.ts');
   const writes: { op: string; args: unknown[] }[] = [];
   const ports = dryRunPorts(kubePorts(loadKubeConfig({ kubeconfigPath }), { namespace: 'gpu-reflex' }), (a) => writes.push({ op: a.op, args: a.args }));
-  const publisher = new RecordingPublisher();
-  const notifier = new RecordingNotifier();
-  const out = await remediate(event, { ...ports, publisher, notifier, policy: { ...policy, dryRun: true }, clock: systemClock, logger: silentLogger, dryRun: true, holder: 'gpu-reflex-cli-plan' });
-  io.out(JSON.stringify({ plan: out.plan, wouldWrite: writes.filter((w) => !w.op.startsWith('leases.')), wouldPublish: publisher.published, wouldNotify: notifier.notices }, null, 2));
+  // The dry-run wiring, as DRY_RUN=true gives it to the function; the reports are kept, not sent.
+  const reported = new RecordingPublisher();
+  const publisher = new DryRunPublisher(reported);
+  const notifier = new DryRunNotifier();
+  const out = await remediate(event, { ...ports, publisher, notifier, policy, clock: systemClock, logger: silentLogger, holder: 'gpu-reflex-cli-plan' });
+  io.out(JSON.stringify({ plan: out.plan, wouldWrite: writes.filter((w) => !w.op.startsWith('leases.')), wouldPublish: [...reported.published, ...publisher.withheld], wouldNotify: notifier.notices }, null, 2));
   return 0;
 }

@@ -5,10 +5,10 @@
 import type { NodeInfo, NodeMeta, PodInfo } from '../adapters/kube/model.ts';
 import { MIRROR_POD_ANNOTATION } from '../adapters/kube/model.ts';
 import type { NodeOps, PodOps } from '../adapters/kube/ports.ts';
-import { poolOf, type Policy } from './policy.ts';
-import { poolFacts } from './blast-radius.ts';
-import { parseNodeState, type NodeState } from './state.ts';
-import type { NodeFacts, PodFacts, PoolFacts } from './types.ts';
+import { poolOf, type Policy } from './core/policy.ts';
+import { poolFacts } from './core/blast-radius.ts';
+import { parseNodeState, type NodeState } from './core/state.ts';
+import type { NodeFacts, PodFacts, PoolFacts } from './core/types.ts';
 
 /** Extended resources that mean "this pod uses a GPU" (seed notes' resource table). */
 const GPU_RESOURCE = /^(nvidia\.com\/(gpu|gpu\.shared|mig-.+|vgpu)|aliyun\.com\/gpu-(mem|core\.percentage)|amd\.com\/gpu|gpu\.intel\.com\/.+)$/;

@@ -1,6 +1,6 @@
-/** The pure decision core of remediation. The handler (I/O, adapters) imports from here. */
-export { DEFAULT_POLICY, PolicySchema, resolveRule, poolOf, poolLimits, type Policy, type Rule, type RuleTrigger } from './policy.ts';
-export { loadPolicy, PolicyFileError } from './policy-file.ts';
+/** The public surface of remediation's pure decision core (core/); the edge (handler, run, wiring, facts, ledger) imports it directly. */
+export { DEFAULT_POLICY, PolicySchema, resolveRule, poolOf, poolLimits, type Policy, type Rule, type RuleTrigger } from './core/policy.ts';
+export { loadPolicy, PolicyFileError } from './core/policy-file.ts';
 export {
   parseNodeState,
   encodeNodeState,
@@ -14,9 +14,9 @@ export {
   type Incident,
   type EncodedNodeState,
   type Taint,
-} from './state.ts';
-export { planRemediation } from './plan.ts';
-export { poolFacts, poolAllowance, checkBlastRadius } from './blast-radius.ts';
-export { planSweep, type SweepFacts, type SweepNodeFacts, type SweepPlan } from './sweep.ts';
-export { toRemediationDetail, remediationEventId, approvalIdOf, type StepResult } from './detail.ts';
-export type * from './types.ts';
+} from './core/state.ts';
+export { planRemediation } from './core/plan.ts';
+export { poolFacts, poolAllowance, checkBlastRadius } from './core/blast-radius.ts';
+export { planSweep, type SweepFacts, type SweepNodeFacts, type SweepPlan } from './core/sweep.ts';
+export { toRemediationDetail, remediationEventId, approvalIdOf, type StepResult } from './core/detail.ts';
+export type * from './core/types.ts';

@@ -11,9 +11,9 @@ import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { BlockedError } from '../adapters/errors.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { silentLogger } from '../lib/logger.ts';
-import { DEFAULT_POLICY } from './policy.ts';
+import { DEFAULT_POLICY } from './core/policy.ts';
 import { remediate, triggerOf, type RemediationDeps } from './run.ts';
-import { HISTORY_ANNOTATION, REPAIRED_AT_ANNOTATION, STATE_LABEL } from './state.ts';
+import { HISTORY_ANNOTATION, REPAIRED_AT_ANNOTATION, STATE_LABEL } from './core/state.ts';
 import { sweep } from './sweep-run.ts';
 
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');
@@ -46,7 +46,7 @@ beforeEach(() => {
   kube = fakeKube({ clock });
   publisher = new RecordingPublisher();
   notifier = new RecordingNotifier();
-  deps = { nodes: kube.nodes, pods: kube.pods, state: kube.state, leases: kube.leases, publisher, notifier, policy: DEFAULT_POLICY, clock, logger: silentLogger, dryRun: false, holder: 'req-1' };
+  deps = { nodes: kube.nodes, pods: kube.pods, state: kube.state, leases: kube.leases, publisher, notifier, policy: DEFAULT_POLICY, clock, logger: silentLogger, holder: 'req-1' };
 });
 
 const remediations = () => publisher.published.filter((e) => e.detailType === REMEDIATION);
@@ -69,7 +69,7 @@ describe('remediate', () => {
     expect(remediations()).toHaveLength(1);
     const detail = remediations()[0]!.detail;
     expect(validateDetail(REMEDIATION, detail).ok).toBe(true);
-    expect(detail).toMatchObject({ action: 'drain-node', phase: 'acted', dryRun: false, trigger: { xid: 79, node: 'gpu-a100-1' } });
+    expect(detail).toMatchObject({ action: 'drain-node', phase: 'acted', trigger: { xid: 79, node: 'gpu-a100-1' } });
     expect(String(detail.reason)).toMatch(/fallen off the bus/);
   });
 
@@ -121,18 +121,22 @@ describe('remediate', () => {
     await expect(remediate(triggerOf('GPU XID Error', xid('gpu-a100-1', 79, T0)), deps)).rejects.toBeInstanceOf(BlockedError);
   });
 
-  it('changes nothing in dry run but still says what it would do', async () => {
+  it('changes nothing in dry run but still reports what it would do, marked dry-run', async () => {
     seedNode('gpu-a100-1');
     const { dryRunPorts } = await import('../adapters/kube/dry-run.ts');
+    const { DryRunNotifier, DryRunPublisher } = await import('../lib/dry-run.ts');
     const recorded: { op: string; args: unknown[] }[] = [];
     const dry = dryRunPorts({ nodes: kube.nodes, pods: kube.pods, quotas: kube.quotas, state: kube.state, leases: kube.leases }, (a) => recorded.push(a));
-    const out = await remediate(triggerOf('GPU XID Error', xid('gpu-a100-1', 79, T0)), { ...deps, ...dry, dryRun: true });
+    // The dry-run wiring (lib/wiring.ts): the core itself is told nothing.
+    await remediate(triggerOf('GPU XID Error', xid('gpu-a100-1', 79, T0)), { ...deps, ...dry, publisher: new DryRunPublisher(publisher), notifier: new DryRunNotifier() });
     expect((await kube.nodes.get('gpu-a100-1')).unschedulable).toBe(false);
     const update = recorded.find((a) => a.op === 'nodes.update');
     expect(update?.args[1]).toMatchObject({ unschedulable: true, addTaints: [expect.objectContaining({ key: 'gpu-reflex.io/unhealthy' })] });
     expect(recorded.map((a) => a.op)).toContain('pods.evict');
-    expect(out.results.every((r) => r.result === 'dry-run')).toBe(true);
-    expect(remediations()[0]!.detail).toMatchObject({ dryRun: true });
+    expect(kube.cluster.pods().every((p) => !p.terminating)).toBe(true);
+    const detail = remediations()[0]!.detail as { dryRun: boolean; steps: { result: string }[] };
+    expect(detail.dryRun).toBe(true);
+    expect(detail.steps.every((s) => s.result === 'dry-run')).toBe(true);
   });
 
   it('puts a repaired node back in service after the quiet period, and not before', async () => {

@@ -1,43 +1,45 @@
 /**
- * One remediation, from event to published outcome: fetch facts, plan (pure), reserve a
- * blast-radius slot, apply, publish. Used by the Lambda handler, the local stack and the CLI's
+ * One remediation, from event to published outcome, on the reflex skeleton (lib/reflex.ts): lock
+ * the node, fetch facts, plan (pure), reserve a blast-radius slot, record the events with the
+ * node's state (outbox), apply, publish. Used by the Lambda handler, the local stack and the CLI's
  * dry-run `plan`, so all three run the same code.
  */
-import { GPU_HEALTH_CHANGED, GPU_XID_ERROR, REMEDIATION, SOURCES, type GpuHealthChangedDetail, type GpuXidErrorDetail } from '../../events/index.ts';
+import { APPROVAL_REQUESTED, GPU_HEALTH_CHANGED, GPU_XID_ERROR, REMEDIATION, SOURCES, type GpuHealthChangedDetail, type GpuXidErrorDetail } from '../../events/index.ts';
 import type { Clock } from '../adapters/clock.ts';
-import type { EventPublisher } from '../adapters/bus.ts';
+import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notifier } from '../adapters/chat/notifier.ts';
-import { BlockedError } from '../adapters/errors.ts';
 import type { LeaseOps, NodeOps, PodOps, StateStore } from '../adapters/kube/ports.ts';
+import type { Applied } from '../lib/apply.ts';
 import type { Logger } from '../lib/logger.ts';
-import { applyRemediation } from './apply.ts';
-import { poolAllowance, takesCapacity } from './blast-radius.ts';
-import { toRemediationDetail, type StepResult } from './detail.ts';
+import { readOutbox } from '../lib/outbox.ts';
+import { carryOut, withLease } from '../lib/reflex.ts';
+import { poolAllowance, takesCapacity } from './core/blast-radius.ts';
+import { toApprovalDetail, toRemediationDetail } from './core/detail.ts';
 import { nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
-import { ledgerNodes, reserveSlot } from './ledger.ts';
-import { planRemediation } from './plan.ts';
-import { poolLimits, type Policy } from './policy.ts';
-import type { Plan, PoolFacts, TriggerEvent } from './types.ts';
+import { reserveSlot } from './ledger.ts';
+import { planRemediation } from './core/plan.ts';
+import { poolLimits, type Policy } from './core/policy.ts';
+import { historyCodec } from './core/reconcile.ts';
+import type { Plan, PoolFacts, RemediationFacts, TriggerEvent } from './core/types.ts';
 
 export interface RemediationDeps {
   nodes: NodeOps;
   pods: PodOps;
   state: StateStore;
   leases: LeaseOps;
+  /** The bus; in a dry run the wiring's DryRunPublisher (reports marked, side effects withheld). */
   publisher: EventPublisher;
   notifier: Notifier;
   policy: Policy;
   clock: Clock;
   logger: Logger;
-  /** Global dry run; the ports are then already the dry-run decorator. */
-  dryRun: boolean;
   /** Who holds the per-node lease: the invocation's request id. */
   holder: string;
 }
 
 export interface RemediationOutcome {
   plan: Plan;
-  results: StepResult[];
+  applied: Applied;
   published: boolean;
 }
 
@@ -47,52 +49,60 @@ export function triggerOf(detailType: string, detail: unknown): TriggerEvent {
   throw new Error(`remediation does not handle ${detailType}`);
 }
 
-/** Union of who is out by label and who holds a ledger slot within the window. */
-async function poolWithLedger(deps: RemediationDeps, pool: PoolFacts): Promise<PoolFacts> {
-  const windowMs = poolLimits(deps.policy, pool.name).windowMinutes * 60_000;
-  const held = await ledgerNodes(deps.state, pool.name, deps.clock.now(), windowMs);
-  const nodes = [...new Set([...pool.quarantinedNodes, ...held])];
-  return { ...pool, quarantinedNodes: nodes, quarantinedInWindow: nodes.length };
+/** Takes capacity the pool has not already counted for this node: needs a ledger slot first. */
+function needsSlot(plan: Plan, pool: PoolFacts, node: string): boolean {
+  return plan.kind === 'act' && plan.action !== 'restore' && takesCapacity(plan.action) && !pool.quarantinedNodes.includes(node);
 }
 
 export async function remediate(event: TriggerEvent, deps: RemediationDeps): Promise<RemediationOutcome> {
   const nodeName = event.detail.node;
   // One remediation per node at a time: the node's annotations are its state, and two writers
   // planning from the same snapshot would lose an incident.
-  const lease = `remediate-${nodeName}`.slice(0, 253);
-  const got = await deps.leases.tryAcquire(lease, deps.holder, 60, deps.clock);
-  if (!got.acquired) throw new BlockedError(`node ${nodeName} is being remediated by another invocation`, { what: `lease ${lease}` });
-  try {
+  return withLease(nodeLease(nodeName), 60, deps, async () => {
     const info = await deps.nodes.get(nodeName);
     const state = stateOf(info, deps.policy.taintKey);
-    if (state.warnings.length) deps.logger.warn('node state partly unreadable', { node: nodeName, warnings: state.warnings });
+    const pending = readOutbox(info.annotations);
+    const warnings = [...state.warnings, ...(pending.warning ? [pending.warning] : [])];
+    if (warnings.length) deps.logger.warn('node state partly unreadable', { node: nodeName, warnings });
     const pods = await podsOf(deps.pods, nodeName);
-    const pool = await poolWithLedger(deps, await fetchPoolFacts(deps.nodes, deps.policy, info, new Date(deps.clock.now())));
+    // The pool as its labels say. The ledger is not read here: reserveSlot below is its one,
+    // atomic reader, and a refused slot is a fact the planner decides on (one request saved).
+    const pool = await fetchPoolFacts(deps.nodes, deps.policy, info, new Date(deps.clock.now()));
     const now = new Date(deps.clock.now());
-    const facts = { now, event, node: nodeFacts(info), state, pool, pods, dryRun: deps.dryRun };
+    const facts: RemediationFacts = { now, event, node: nodeFacts(info), state, pool, pods };
     let plan = planRemediation(facts, deps.policy);
 
-    // Take a slot in the pool's ledger before taking capacity; a concurrent invocation may have
-    // taken the last one since we read the pool, and then this becomes an approval request.
-    if (plan.kind === 'act' && plan.action !== 'restore' && takesCapacity(plan.action) && !pool.quarantinedNodes.includes(nodeName) && !deps.dryRun) {
+    // Take a slot in the pool's ledger before taking capacity. A concurrent invocation may have
+    // taken the last one since we read the pool: that is a fact the planner decides on.
+    if (needsSlot(plan, pool, nodeName)) {
       const windowMs = poolLimits(deps.policy, pool.name).windowMinutes * 60_000;
-      const limit = poolAllowance(deps.policy, pool);
-      if (!(await reserveSlot(deps.state, pool.name, nodeName, limit, deps.clock.now(), windowMs))) {
-        const full = { ...pool, quarantinedInWindow: Math.max(limit, pool.quarantinedInWindow) + 1, quarantinedNodes: pool.quarantinedNodes };
-        plan = planRemediation({ ...facts, pool: full }, deps.policy);
+      if (!(await reserveSlot(deps.state, pool.name, nodeName, poolAllowance(deps.policy, pool), deps.clock.now(), windowMs))) {
+        plan = planRemediation({ ...facts, slotDenied: true }, deps.policy);
       }
     }
 
-    const results = await applyRemediation(plan, deps, { taintKey: deps.policy.taintKey, now });
-    // A duplicate or stale delivery changes nothing and says nothing: one incident, one event.
-    const publish = plan.phase !== 'skipped';
-    if (publish) {
-      const detail = toRemediationDetail(plan, results, { occurredAt: new Date(deps.clock.now()) });
-      await deps.publisher.publish([{ source: SOURCES.functions, detailType: REMEDIATION, detail, resources: [`node/${nodeName}`] }]);
-    }
-    deps.logger.info('remediation', { node: nodeName, incident: plan.incident, kind: plan.kind, action: plan.action, phase: plan.phase, steps: plan.steps.length, reason: plan.reason });
-    return { plan, results, published: publish };
-  } finally {
-    await deps.leases.release(lease, deps.holder).catch((err: unknown) => deps.logger.warn('releasing lease', { lease, error: err }));
-  }
+    const { applied, published } = await carryOut({ node: nodeName, pending, actions: plan, events: (a) => eventsOf(plan, a, new Date(deps.clock.now())), codec: historyCodec, basis: info }, deps);
+    deps.logger.info('remediation', { node: nodeName, incident: plan.incident, kind: plan.kind, action: plan.action, phase: plan.phase, evictions: plan.evictions.length, published: published.length, reason: plan.reason });
+    return { plan, applied, published: published.length > 0 };
+  });
+}
+
+/** The lease that serialises work on one node (remediation and the sweep). */
+export const nodeLease = (node: string) => `remediate-${node}`.slice(0, 253);
+
+/**
+ * What a remediation publishes: its Approval Requested (approval plans) and its Remediation
+ * report. A duplicate or stale delivery changes nothing and says nothing: one incident, one event.
+ */
+function eventsOf(plan: Plan, applied: Applied | undefined, now: Date): PublishedEvent[] {
+  if (plan.phase === 'skipped') return [];
+  return [...(plan.approval ? [approvalEvent(plan, now)] : []), remediationEvent(plan, applied, now)];
+}
+
+export function remediationEvent(plan: Plan, applied: Applied | undefined, occurredAt: Date): PublishedEvent {
+  return { source: SOURCES.functions, detailType: REMEDIATION, detail: toRemediationDetail(plan, applied, { occurredAt }), resources: [`node/${plan.target.node}`] };
+}
+
+export function approvalEvent(plan: Plan, now: Date): PublishedEvent {
+  return { source: SOURCES.functions, detailType: APPROVAL_REQUESTED, detail: toApprovalDetail(plan, { now }), resources: [`node/${plan.target.node}`] };
 }

@@ -1,24 +1,19 @@
 /** Lambda `remediate-sweep`: runs on `rate(1 minute)`; see sweep-run.ts. */
 import { randomUUID } from 'node:crypto';
-import middy from '@middy/core';
-import { classify } from '../lib/handler.ts';
-import { lazy, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
+import { scheduleHandler } from '../lib/handler.ts';
 import { sweep } from './sweep-run.ts';
+import { lazyRemediationWiring, type RemediationWiring } from './wiring.ts';
 
-export function createSweepHandler(getDeps: () => FunctionDeps) {
-  return middy<unknown, unknown>().handler(async (_event, context) => {
-    const d = getDeps();
-    const logger = d.logger.child({ function: 'remediate-sweep', requestId: context?.awsRequestId });
-    try {
-      const out = await sweep({
-        ...d.kube, publisher: d.publisher, notifier: d.notifier, policy: d.policy, clock: d.clock, logger, dryRun: d.config.DRY_RUN,
-        holder: context?.awsRequestId ?? randomUUID(),
-      });
-      return { status: 'done', result: { nodes: out.nodes, acted: out.plans.length, skipped: out.skipped } };
-    } catch (err) {
-      return classify(err, logger);
-    }
+export function createSweepHandler(getDeps: () => RemediationWiring) {
+  return scheduleHandler({
+    name: 'remediate-sweep',
+    logger: () => getDeps().logger,
+    async handle({ logger, context }) {
+      const d = getDeps();
+      const out = await sweep({ ...d.kube, ...d, logger, holder: context?.awsRequestId ?? randomUUID() });
+      return { nodes: out.nodes, acted: out.plans.length, skipped: out.skipped };
+    },
   });
 }
 
-export const handler = createSweepHandler(lazy(() => wireFromEnv('remediate-sweep')));
+export const handler = createSweepHandler(lazyRemediationWiring('remediate-sweep'));

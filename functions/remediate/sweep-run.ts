@@ -1,17 +1,20 @@
 /**
  * The sweep, every minute: retry blocked evictions, time out stuck drains, act on held-back
  * incidents when the window has room, restore nodes that have been quiet long enough. Plans come
- * from the pure `planSweep`; this file fetches and applies, one node at a time under its lease.
+ * from the pure `planSweep`; this file fetches, then carries each node's plan out on the reflex
+ * skeleton (lib/reflex.ts), one node at a time under its lease, publishing what any earlier
+ * invocation left in a node's outbox on the way.
  */
-import { REMEDIATION, SOURCES } from '../../events/index.ts';
-import { applyRemediation } from './apply.ts';
-import { toRemediationDetail } from './detail.ts';
+import { readOutbox } from '../lib/outbox.ts';
+import { editsScheduling } from '../lib/plan.ts';
+import { carryOut, withLease } from '../lib/reflex.ts';
 import { nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
-import type { RemediationDeps } from './run.ts';
-import { poolOf } from './policy.ts';
-import { STATE_LABEL } from './state.ts';
-import { planSweep, type SweepNodeFacts } from './sweep.ts';
-import type { Plan, PoolFacts } from './types.ts';
+import { historyCodec } from './core/reconcile.ts';
+import { nodeLease, remediationEvent, type RemediationDeps } from './run.ts';
+import { poolOf } from './core/policy.ts';
+import { STATE_LABEL } from './core/state.ts';
+import { planSweep, type SweepNodeFacts } from './core/sweep.ts';
+import type { Plan, PoolFacts } from './core/types.ts';
 
 export interface SweepOutcome {
   nodes: number;
@@ -21,13 +24,8 @@ export interface SweepOutcome {
 }
 
 export async function sweep(deps: RemediationDeps): Promise<SweepOutcome> {
-  const lease = 'remediate-sweep';
-  const got = await deps.leases.tryAcquire(lease, deps.holder, 120, deps.clock);
-  if (!got.acquired) {
-    deps.logger.info('sweep already running elsewhere');
-    return { nodes: 0, plans: [], skipped: [] };
-  }
-  try {
+  const idle = (): SweepOutcome => (deps.logger.info('sweep already running elsewhere'), { nodes: 0, plans: [], skipped: [] });
+  return withLease('remediate-sweep', 120, deps, async () => {
     const tracked = await deps.nodes.list(STATE_LABEL);
     const pools = new Map<string, PoolFacts>();
     const facts: SweepNodeFacts[] = [];
@@ -38,36 +36,31 @@ export async function sweep(deps: RemediationDeps): Promise<SweepOutcome> {
       facts.push({ node: nodeFacts(n), state: stateOf(n, deps.policy.taintKey), pool, pods: await podsOf(deps.pods, n.name) });
     }
     const now = new Date(deps.clock.now());
-    const plan = planSweep({ now, nodes: facts, dryRun: deps.dryRun }, deps.policy);
-    const version = new Map(tracked.map((n) => [n.name, n.resourceVersion]));
+    const planned = new Map(planSweep({ now, nodes: facts }, deps.policy).plans.map((p) => [p.target.node, p]));
     const applied: Plan[] = [];
     const skipped: string[] = [];
-    for (const p of plan.plans) {
-      const node = p.target.node;
-      const nodeLease = `remediate-${node}`.slice(0, 253);
-      if (!(await deps.leases.tryAcquire(nodeLease, deps.holder, 60, deps.clock)).acquired) {
-        skipped.push(node);
-        continue;
-      }
-      try {
+    for (const n of tracked) {
+      const p = planned.get(n.name);
+      // A node with nothing to do may still hold events an earlier invocation never got out.
+      const pending = readOutbox(n.annotations);
+      if (!p && pending.events.length === 0 && pending.notices.length === 0) continue;
+      const done = await withLease(nodeLease(n.name), 60, deps, async () => {
         // A remediation may have written the node since the snapshot: then next round decides.
-        if ((await deps.nodes.get(node)).resourceVersion !== version.get(node)) {
-          skipped.push(node);
-          continue;
-        }
-        const results = await applyRemediation(p, deps, { taintKey: deps.policy.taintKey, now });
-        if (p.phase !== 'skipped' && p.steps.some((s) => s.kind !== 'annotate')) {
-          const detail = toRemediationDetail(p, results, { occurredAt: new Date(deps.clock.now()) });
-          await deps.publisher.publish([{ source: SOURCES.functions, detailType: REMEDIATION, detail, resources: [`node/${node}`] }]);
-        }
-        applied.push(p);
-        deps.logger.info('sweep', { node, action: p.action, phase: p.phase, reason: p.reason });
-      } finally {
-        await deps.leases.release(nodeLease, deps.holder).catch(() => undefined);
-      }
+        const fresh = await deps.nodes.get(n.name);
+        if (fresh.resourceVersion !== n.resourceVersion) return false;
+        const actions = p ?? { evictions: [], notices: [], cloud: [] };
+        await carryOut({ node: n.name, pending, actions, events: (a) => (p && newsworthy(p) ? [remediationEvent(p, a, new Date(deps.clock.now()))] : []), codec: historyCodec, basis: fresh }, deps);
+        if (p) deps.logger.info('sweep', { node: n.name, action: p.action, phase: p.phase, reason: p.reason });
+        return true;
+      }, () => false);
+      if (!done) skipped.push(n.name);
+      else if (p) applied.push(p);
     }
     return { nodes: tracked.length, plans: applied, skipped };
-  } finally {
-    await deps.leases.release(lease, deps.holder).catch(() => undefined);
-  }
+  }, idle);
+}
+
+/** Bookkeeping alone (our history) is nobody's news. */
+function newsworthy(p: Plan): boolean {
+  return p.phase !== 'skipped' && (editsScheduling(p.nodeEdit) || p.evictions.length > 0 || p.notices.length > 0 || p.cloud.length > 0);
 }

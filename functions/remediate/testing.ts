@@ -1,12 +1,17 @@
 /**
- * Test fixtures: valid events, nodes, pods, and a tiny in-memory applier that writes a plan's
- * nextState onto a node the way the real applier will (encodeNodeState), so tests can replay
- * event sequences through parse → plan → apply → parse without a cluster.
+ * Test fixtures: valid events, nodes, pods, and `apply`, which carries a plan out with the REAL
+ * applier (lib/apply.ts) over the fake ports (adapters/kube/fake-*.ts), so tests replay event
+ * sequences through parse → plan → apply → parse without a cluster and without a stand-in that
+ * could drift from production.
  */
 import { GPU_HEALTH_CHANGED, GPU_XID_ERROR, type GpuHealthChangedDetail, type GpuRef, type GpuXidErrorDetail, type MigRef, type PodRef } from '../../events/index.ts';
-import type { Policy } from './policy.ts';
-import { encodeNodeState, parseNodeState } from './state.ts';
-import type { NodeFacts, Plan, PodFacts, PoolFacts, RemediationFacts, TriggerEvent } from './types.ts';
+import { RecordingNotifier } from '../adapters/chat/notifier.ts';
+import { FakeCluster, FakeNodeOps, FakePodOps } from '../adapters/kube/fake.ts';
+import { applyActions, type Applied } from '../lib/apply.ts';
+import type { Policy } from './core/policy.ts';
+import { historyCodec } from './core/reconcile.ts';
+import { parseNodeState } from './core/state.ts';
+import type { NodeFacts, Plan, PodFacts, PoolFacts, RemediationFacts, TriggerEvent } from './core/types.ts';
 
 export const T0 = Date.parse('2026-11-21T03:00:00.000Z');
 export const at = (minutes: number): string => new Date(T0 + minutes * 60_000).toISOString();
@@ -86,31 +91,35 @@ export function factsFor(event: TriggerEvent, n: NodeFacts, o: Partial<Remediati
     state: parseNodeState(n.annotations, n.labels, n.taints, { unschedulable: n.unschedulable, ...(o.policy ? { taintKey: o.policy.taintKey } : {}) }),
     pool: pool(),
     pods: STANDARD_PODS,
-    dryRun: false,
     ...o,
   };
 }
 
-/** Writes `plan` onto `n` as the real applier will; evicts pods not in `blocked`. */
-export function apply(n: NodeFacts, pods: PodFacts[], plan: Plan, policy: Policy, blocked: ReadonlySet<string> = new Set()): { node: NodeFacts; pods: PodFacts[] } {
-  const enc = encodeNodeState(plan.nextState, { taintKey: policy.taintKey });
-  const annotations = { ...n.annotations };
-  for (const [k, v] of Object.entries(enc.annotations)) {
-    if (v === null) delete annotations[k];
-    else annotations[k] = v;
+/**
+ * Carries `plan` out on a fake cluster holding `n` and `pods` with the real applier, and reads the
+ * node and the pods still there back. Pods named in `blocked` are guarded by a disruption budget.
+ */
+export async function apply(n: NodeFacts, pods: PodFacts[], plan: Plan, blocked: ReadonlySet<string> = new Set()): Promise<{ node: NodeFacts; pods: PodFacts[] }> {
+  const cluster = new FakeCluster();
+  cluster.addNode({ name: n.name, labels: n.labels, annotations: n.annotations, taints: n.taints.map((t) => ({ ...t, effect: t.effect as 'NoSchedule' })), unschedulable: n.unschedulable });
+  for (const p of pods) {
+    // Grace 0: an evicted pod is gone at once on the fake's clock.
+    cluster.addPod({ namespace: p.namespace, name: p.name, uid: p.uid, nodeName: n.name, labels: blocked.has(p.name) ? { guarded: 'yes' } : {}, terminationGracePeriodSeconds: 0 });
   }
-  const taints = n.taints.filter((t) => t.key !== policy.taintKey);
-  if (enc.taint) taints.push(enc.taint);
-  let unschedulable = n.unschedulable;
-  for (const s of plan.steps) {
-    if (s.kind === 'cordon') unschedulable = true;
-    if (s.kind === 'uncordon') unschedulable = false;
-  }
-  const evicted = new Set(plan.steps.filter((s) => s.kind === 'evict').map((s) => s.target));
+  if (blocked.size > 0) for (const ns of new Set(pods.map((p) => p.namespace))) cluster.addPdb({ namespace: ns, matchLabels: { guarded: 'yes' }, minAvailable: pods.length });
+  await applyActions(plan, { nodes: new FakeNodeOps(cluster), pods: new FakePodOps(cluster), notifier: new RecordingNotifier() }, historyCodec);
+  const after = cluster.nodes.get(n.name)!;
+  const left = new Set(cluster.pods().map((p) => p.uid));
   return {
-    node: { ...n, labels: { ...n.labels, ...enc.labels }, annotations, taints, unschedulable },
-    pods: pods.filter((p) => !evicted.has(`pod/${p.namespace}/${p.name}`) || blocked.has(p.name)),
+    node: { ...n, labels: after.labels, annotations: after.annotations, taints: after.taints, unschedulable: after.unschedulable },
+    pods: pods.filter((p) => left.has(p.uid)),
   };
 }
 
 export const stateOf = (n: NodeFacts, policy?: Policy) => parseNodeState(n.annotations, n.labels, n.taints, { unschedulable: n.unschedulable, ...(policy ? { taintKey: policy.taintKey } : {}) });
+
+/** What the applier answers when every action of `plan` succeeded (for rendering events). */
+export function allDone(plan: Plan): Applied {
+  const done = { result: 'done' as const };
+  return { ...(plan.nodeEdit ? { nodeEdit: done } : {}), evictions: plan.evictions.map(() => done), notices: plan.notices.map(() => done), cloud: plan.cloud.map(() => done) };
+}

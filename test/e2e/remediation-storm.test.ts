@@ -12,7 +12,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APPROVAL_REQUESTED, REMEDIATION } from '../../events/index.ts';
 import { injectClock } from '../../functions/adapters/clock.ts';
-import { STATE_LABEL } from '../../functions/remediate/state.ts';
+import { STATE_LABEL } from '../../functions/remediate/core/state.ts';
 import type { Fleet, Node } from '../../infra/local/kube/index.ts';
 import { xidEvent } from '../../node-agent/events.ts';
 import { NAMESPACE, startRemediationStack, type RemediationStack } from './remediation-stack.ts';

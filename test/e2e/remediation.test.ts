@@ -16,7 +16,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { injectClock } from '../../functions/adapters/clock.ts';
 import { APPROVAL_REQUESTED, REMEDIATION } from '../../events/index.ts';
-import { REPAIRED_AT_ANNOTATION, STATE_LABEL } from '../../functions/remediate/state.ts';
+import { REPAIRED_AT_ANNOTATION, STATE_LABEL } from '../../functions/remediate/core/state.ts';
 import type { Fleet } from '../../infra/local/kube/index.ts';
 import { resource } from '../../infra/local/kube/resources.ts';
 import { xidEvent } from '../../node-agent/events.ts';
@@ -102,6 +102,9 @@ describe('remediation on the embedded stack', () => {
     expect(rem[0]!.detail).toMatchObject({ action: 'drain-node', phase: 'partial' });
     // All of it within the same virtual instant the event was observed in.
     expect(clock.now() - t0).toBe(0);
+    // As `kubectl describe node` shows it: the cordon and the taint are Events on the node.
+    const onNode = stack.sim.store.list('events').filter((e) => (e as { involvedObject?: { name?: string } }).involvedObject?.name === 'drain-0');
+    expect(onNode.map((e) => (e as { reason?: string }).reason).sort()).toEqual(['Cordoned', 'Tainted']);
 
     // Capacity frees up elsewhere (the job on drain-1 completes): the twin schedules and runs there.
     stack.sim.cluster.patch(resource('pods'), 'ml', 'fill-d1', 'application/merge-patch+json', { status: { phase: 'Succeeded' } }, { subresource: 'status' });

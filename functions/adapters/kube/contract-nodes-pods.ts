@@ -1,6 +1,6 @@
 /** NodeOps, PodOps and drain contracts; run by describePortContracts (contract.ts). */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { NotFoundError } from '../errors.ts';
+import { ConflictError, NotFoundError } from '../errors.ts';
 import type { KubeHarness } from './contract.ts';
 import { drain, drainOnce, podsNamed } from './drain.ts';
 
@@ -100,6 +100,25 @@ export function nodeAndPodContracts(harness: () => KubeHarness): void {
       expect(n.annotations['gpu-reflex.io/history']).toBe('{"v":1}');
       expect(await h.nodes.update('c-n5', change)).toBe(false);
       expect(await h.nodes.update('c-n5', {})).toBe(false);
+    });
+
+    it('update against a basis patches without a read, and a node changed since the basis throws ConflictError, changing nothing', async () => {
+      await h.seedNode({ name: 'c-n8' });
+      const basis = await h.nodes.get('c-n8');
+      expect(await h.nodes.update('c-n8', { labels: { a: '1' } }, { basis })).toBe(true);
+      // basis is now stale: our own write moved the resourceVersion on
+      await expect(h.nodes.update('c-n8', { unschedulable: true }, { basis })).rejects.toBeInstanceOf(ConflictError);
+      expect((await h.nodes.get('c-n8')).unschedulable).toBe(false);
+      const fresh = await h.nodes.get('c-n8');
+      expect(await h.nodes.update('c-n8', { labels: { a: '1' } }, { basis: fresh })).toBe(false);
+    });
+
+    it('a blind update removes an annotation without a basis, and refuses to touch taints', async () => {
+      await h.seedNode({ name: 'c-n9' });
+      await h.nodes.setAnnotations('c-n9', { 'gpu-reflex.io/outbox': '[]', keep: 'me' });
+      await h.nodes.update('c-n9', { annotations: { 'gpu-reflex.io/outbox': null } }, { blind: true });
+      expect((await h.nodes.get('c-n9')).annotations).toEqual({ keep: 'me' });
+      await expect(h.nodes.update('c-n9', { addTaints: [{ key: 'k', effect: 'NoSchedule' }] }, { blind: true })).rejects.toThrow(/blind/);
     });
 
     it('setAnnotations merges the same way', async () => {

@@ -6,8 +6,7 @@
  * API server, so a dry run cannot foresee `blocked`).
  */
 import type { Clock } from '../clock.ts';
-import { mergeStringMap, withTaint, withoutTaint } from './kube-node-ops.ts';
-import { nodeDelta } from './node-change.ts';
+import { mergeStringMap, nodeDelta, withTaint, withoutTaint } from './node-change.ts';
 import type { ApplyResult, EvictResult, Json, LeaseAttempt, PodInfo, Taint, TaintEffect } from './model.ts';
 import type { EventRecorder, EvictOptions, LeaseOps, LimitRangeSpec, NodeOps, PodOps, QuotaOps, QuotaSpec, StateStore } from './ports.ts';
 import { sameJson } from './same-json.ts';
@@ -44,7 +43,7 @@ export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: Dr
     setLabels: async (n, l) => note('nodes.setLabels', [n, l], mergeStringMap((await nodes.get(n)).labels, l) !== undefined),
     setAnnotations: async (n, a) =>
       note('nodes.setAnnotations', [n, a], mergeStringMap((await nodes.get(n)).annotations, a) !== undefined),
-    update: async (n, c) => note('nodes.update', [n, c], nodeDelta(await nodes.get(n), c) !== undefined),
+    update: async (n, c, o) => note('nodes.update', [n, c], nodeDelta(o?.basis ?? (await nodes.get(n)), c) !== undefined),
   };
 
   const podOps: PodOps = {

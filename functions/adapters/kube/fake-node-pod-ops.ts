@@ -3,13 +3,12 @@
  * writes that resolve whether they changed anything, NotFoundError for a missing node, eviction
  * that honours PodDisruptionBudgets and grace periods and answers `blocked` / `gone`.
  */
-import { NotFoundError } from '../errors.ts';
+import { ConflictError, NotFoundError } from '../errors.ts';
 import type { FakeCluster, FakePdb } from './fake-cluster.ts';
 import { injected } from './fake-cluster.ts';
-import { mergeStringMap, withTaint, withoutTaint } from './kube-node-ops.ts';
-import { nodeDelta, type NodeChange } from './node-change.ts';
+import { mergeStringMap, nodeDelta, withTaint, withoutTaint, type NodeChange } from './node-change.ts';
 import type { EvictResult, NodeInfo, NodeMeta, PodInfo, Taint, TaintEffect } from './model.ts';
-import type { EvictOptions, NodeOps, PodOps, PodQuery } from './ports.ts';
+import type { EvictOptions, NodeOps, NodeUpdateOptions, PodOps, PodQuery } from './ports.ts';
 
 /** `a=b,c!=d,e` label selectors, the subset the fakes need (no set-based `in (...)`). */
 export function matchesSelector(labels: Record<string, string>, selector: string | undefined): boolean {
@@ -84,8 +83,13 @@ export class FakeNodeOps implements NodeOps {
     return this.write(name, (n) => applyMap(n.annotations, annotations));
   }
 
-  async update(name: string, change: NodeChange): Promise<boolean> {
-    this.begin('nodes.update', [name, change], `updating node ${name}`, true);
+  async update(name: string, change: NodeChange, options: NodeUpdateOptions = {}): Promise<boolean> {
+    // Recorded with the change only, as before: options say how, not what.
+    this.begin('nodes.update', [name, change], `updating node ${name}`, options.basis === undefined && !options.blind);
+    if (options.blind && (change.addTaints?.length || change.removeTaints?.length)) throw new Error(`updating node ${name}: a blind update cannot change taints`);
+    if (options.basis && this.node(name).resourceVersion !== options.basis.resourceVersion) {
+      throw new ConflictError(`updating node ${name}: the object has been modified`, { what: `node ${name}`, status: 409 });
+    }
     return this.write(name, (n) => {
       const d = nodeDelta(n, change);
       if (!d) return false;

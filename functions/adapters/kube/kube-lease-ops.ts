@@ -10,7 +10,7 @@
 import { V1MicroTime } from '@kubernetes/client-node';
 import type { CoordinationV1Api, V1Lease } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
-import { BadInputError, NotFoundError, fromKubeError } from '../errors.ts';
+import { BadInputError, ConflictError, NotFoundError, fromKubeError } from '../errors.ts';
 import type { LeaseAttempt, LeaseState } from './model.ts';
 import type { LeaseOps } from './ports.ts';
 import { DEFAULT_CONFLICT_ATTEMPTS, retryOnConflict } from './retry.ts';
@@ -44,6 +44,9 @@ export class KubeLeaseOps implements LeaseOps {
     this.attempts = options.conflictAttempts ?? DEFAULT_CONFLICT_ATTEMPTS;
   }
 
+  /** The lease object as this process last wrote it, per name and holder (for a one-request release). */
+  private readonly held = new Map<string, V1Lease>();
+
   // RBAC: coordination.k8s.io leases get, create, update
   async tryAcquire(name: string, holder: string, durationS: number, clock: Clock): Promise<LeaseAttempt> {
     if (holder === '') throw new BadInputError('lease holder must not be empty', { what: `lease ${name}` });
@@ -61,6 +64,7 @@ export class KubeLeaseOps implements LeaseOps {
             spec: { holderIdentity: holder, leaseDurationSeconds: durationS, acquireTime: now, renewTime: now, leaseTransitions: 0 },
           },
         });
+        this.held.set(`${name}\u0000${holder}`, created);
         return { acquired: true, lease: toLeaseState(created) };
       }
       const state = toLeaseState(current);
@@ -77,6 +81,7 @@ export class KubeLeaseOps implements LeaseOps {
             leaseTransitions: (current.spec?.leaseTransitions ?? 0) + 1,
           };
       const replaced = await this.replace(name, { ...current, spec });
+      this.held.set(`${name}\u0000${holder}`, replaced);
       return { acquired: true, lease: toLeaseState(replaced) };
     });
   }
@@ -86,13 +91,29 @@ export class KubeLeaseOps implements LeaseOps {
     return retryOnConflict(`renewing lease ${this.namespace}/${name}`, this.attempts, async () => {
       const current = await this.read(name);
       if (current === undefined || toLeaseState(current).holder !== holder) return false;
-      await this.replace(name, { ...current, spec: { ...current.spec, renewTime: new V1MicroTime(clock.now()) } });
+      this.held.set(`${name}\u0000${holder}`, await this.replace(name, { ...current, spec: { ...current.spec, renewTime: new V1MicroTime(clock.now()) } }));
       return true;
     });
   }
 
   // RBAC: coordination.k8s.io leases get, update
-  release(name: string, holder: string): Promise<boolean> {
+  async release(name: string, holder: string): Promise<boolean> {
+    // What this process wrote when it acquired: freeing that exact version is one request (no
+    // read). Anything changed since (a renewal elsewhere, expiry and a new holder) answers 409,
+    // and the read-check-replace below decides.
+    const key = `${name}\u0000${holder}`;
+    const mine = this.held.get(key);
+    this.held.delete(key);
+    if (mine) {
+      const { holderIdentity: _gone, ...spec } = mine.spec ?? {};
+      try {
+        await this.replace(name, { ...mine, spec });
+        return true;
+      } catch (err) {
+        const mapped = fromKubeError(err, `releasing lease ${this.namespace}/${name}`);
+        if (!(mapped instanceof ConflictError)) throw mapped;
+      }
+    }
     return retryOnConflict(`releasing lease ${this.namespace}/${name}`, this.attempts, async () => {
       const current = await this.read(name);
       if (current === undefined || toLeaseState(current).holder !== holder) return false;

@@ -15,9 +15,11 @@ import { fromKubeError } from '../errors.ts';
 import { toNodeInfo } from './convert.ts';
 import { listAll } from './list-all.ts';
 import type { NodeInfo, NodeMeta, Taint, TaintEffect } from './model.ts';
-import { nodeDelta, type NodeChange } from './node-change.ts';
+import { mergeStringMap, nodeDelta, withTaint, withoutTaint, type NodeChange } from './node-change.ts';
+// The pure helpers live in node-change.ts (no import cycle); re-exported for existing callers.
+export { mergeStringMap, withTaint, withoutTaint } from './node-change.ts';
 import { noEvents } from './kube-event-recorder.ts';
-import type { EventRecorder, KubeEventNote, NodeOps } from './ports.ts';
+import type { EventRecorder, KubeEventNote, NodeOps, NodeUpdateOptions } from './ports.ts';
 import { DEFAULT_CONFLICT_ATTEMPTS, retryOnConflict } from './retry.ts';
 
 export interface KubeOpsOptions {
@@ -50,33 +52,6 @@ export function nodeChangeEvents(before: V1Node, patch: { spec?: { unschedulable
 const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 /** Metadata-only lists; a server that does not know the form answers the plain JSON list instead. */
 const METADATA_ONLY = setHeaderOptions('Accept', 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json');
-
-/** Applies label/annotation changes to a copy; null removes. Returns undefined when nothing changes. */
-export function mergeStringMap(
-  current: Record<string, string>,
-  changes: Record<string, string | null>,
-): Record<string, string | null> | undefined {
-  const patch: Record<string, string | null> = {};
-  for (const [k, v] of Object.entries(changes)) {
-    if (v === null ? k in current : current[k] !== v) patch[k] = v;
-  }
-  return Object.keys(patch).length === 0 ? undefined : patch;
-}
-
-/** Adds or replaces (same key and effect) a taint. Returns undefined when already present as given. */
-export function withTaint(current: V1Taint[], taint: Taint): V1Taint[] | undefined {
-  const i = current.findIndex((t) => t.key === taint.key && t.effect === taint.effect);
-  const value = taint.value ?? '';
-  if (i >= 0 && (current[i]?.value ?? '') === value) return undefined;
-  const next: V1Taint = taint.value === undefined ? { key: taint.key, effect: taint.effect } : { ...taint };
-  return i >= 0 ? current.map((t, j) => (j === i ? next : t)) : [...current, next];
-}
-
-/** Removes taints by key (and effect). Returns undefined when none matched. */
-export function withoutTaint(current: V1Taint[], key: string, effect?: TaintEffect): V1Taint[] | undefined {
-  const next = current.filter((t) => !(t.key === key && (effect === undefined || t.effect === effect)));
-  return next.length === current.length ? undefined : next;
-}
 
 export class KubeNodeOps implements NodeOps {
   private readonly pageSize: number;
@@ -161,14 +136,39 @@ export class KubeNodeOps implements NodeOps {
   }
 
   // RBAC: nodes get, patch
-  update(name: string, change: NodeChange): Promise<boolean> {
-    return this.modify(name, `updating node ${name}`, (n) => {
-      const d = nodeDelta({ taints: n.spec?.taints ?? [], labels: n.metadata?.labels ?? {}, annotations: n.metadata?.annotations ?? {}, unschedulable: n.spec?.unschedulable === true }, change);
+  async update(name: string, change: NodeChange, options: NodeUpdateOptions = {}): Promise<boolean> {
+    const what = `updating node ${name}`;
+    const patchOf = (cur: { taints: V1Taint[]; labels: Record<string, string>; annotations: Record<string, string>; unschedulable: boolean }) => {
+      const d = nodeDelta(cur, change);
       if (!d) return undefined;
       const spec = { ...(d.taints ? { taints: d.taints } : {}), ...(d.unschedulable !== undefined ? { unschedulable: d.unschedulable } : {}) };
       const metadata = { ...(d.labels ? { labels: d.labels } : {}), ...(d.annotations ? { annotations: d.annotations } : {}) };
       return { ...(Object.keys(spec).length ? { spec } : {}), metadata };
-    });
+    };
+    if (options.blind) {
+      if (change.addTaints?.length || change.removeTaints?.length) throw new Error(`${what}: a blind update cannot change taints (a merge patch replaces the list)`);
+      const metadata = { ...(change.labels ? { labels: change.labels } : {}), ...(change.annotations ? { annotations: change.annotations } : {}) };
+      return this.send(name, what, { ...(change.unschedulable !== undefined ? { spec: { unschedulable: change.unschedulable } } : {}), metadata });
+    }
+    const basis = options.basis;
+    if (basis) {
+      // One request: the caller's read is the basis; a change since then is a 409, retried by the platform.
+      const patch = patchOf(basis);
+      if (!patch) return false;
+      await this.send(name, what, { ...patch, metadata: { ...patch.metadata, resourceVersion: basis.resourceVersion } });
+      await this.recordChange({ metadata: { name }, spec: { taints: basis.taints } }, patch);
+      return true;
+    }
+    return this.modify(name, what, (n) => patchOf({ taints: n.spec?.taints ?? [], labels: n.metadata?.labels ?? {}, annotations: n.metadata?.annotations ?? {}, unschedulable: n.spec?.unschedulable === true }));
+  }
+
+  private async send(name: string, what: string, body: Record<string, unknown>): Promise<boolean> {
+    try {
+      await this.core.patchNode({ name, body }, MERGE_PATCH);
+      return true;
+    } catch (err) {
+      throw fromKubeError(err, what);
+    }
   }
 
   private async read(name: string): Promise<V1Node> {

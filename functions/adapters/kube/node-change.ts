@@ -4,8 +4,34 @@
  * API requests per remediation, ten of them on the node).
  */
 import type { V1Taint } from '@kubernetes/client-node';
-import { mergeStringMap, withoutTaint, withTaint } from './kube-node-ops.ts';
 import type { Taint, TaintEffect } from './model.ts';
+
+/** Applies label/annotation changes to a copy; null removes. Returns undefined when nothing changes. */
+export function mergeStringMap(
+  current: Record<string, string>,
+  changes: Record<string, string | null>,
+): Record<string, string | null> | undefined {
+  const patch: Record<string, string | null> = {};
+  for (const [k, v] of Object.entries(changes)) {
+    if (v === null ? k in current : current[k] !== v) patch[k] = v;
+  }
+  return Object.keys(patch).length === 0 ? undefined : patch;
+}
+
+/** Adds or replaces (same key and effect) a taint. Returns undefined when already present as given. */
+export function withTaint(current: V1Taint[], taint: Taint): V1Taint[] | undefined {
+  const i = current.findIndex((t) => t.key === taint.key && t.effect === taint.effect);
+  const value = taint.value ?? '';
+  if (i >= 0 && (current[i]?.value ?? '') === value) return undefined;
+  const next: V1Taint = taint.value === undefined ? { key: taint.key, effect: taint.effect } : { ...taint };
+  return i >= 0 ? current.map((t, j) => (j === i ? next : t)) : [...current, next];
+}
+
+/** Removes taints by key (and effect). Returns undefined when none matched. */
+export function withoutTaint(current: V1Taint[], key: string, effect?: TaintEffect): V1Taint[] | undefined {
+  const next = current.filter((t) => !(t.key === key && (effect === undefined || t.effect === effect)));
+  return next.length === current.length ? undefined : next;
+}
 
 export interface NodeChange {
   /** Added, or replacing one with the same key and effect. */

@@ -49,9 +49,19 @@ export interface NodeOps {
   setAnnotations(name: string, annotations: Record<string, string | null>): Promise<boolean>;
   /**
    * Taints, cordon, labels and annotations in one read-modify-write (one patch): what a
-   * remediation step list does to its node. Same idempotency as the single operations.
+   * remediation's node edit does to its node. Same idempotency as the single operations.
+   * `basis`: the node as the caller read it under its lease; the patch is computed from it and
+   * sent with its resourceVersion, without another read; a node changed since throws
+   * ConflictError (the invocation is retried). `blind`: labels and annotations only, patched
+   * without a read or a resourceVersion (removing our own annotation needs no basis); it may
+   * answer true without knowing whether anything changed.
    */
-  update(name: string, change: NodeChange): Promise<boolean>;
+  update(name: string, change: NodeChange, options?: NodeUpdateOptions): Promise<boolean>;
+}
+
+export interface NodeUpdateOptions {
+  basis?: NodeInfo;
+  blind?: boolean;
 }
 
 export interface PodQuery {

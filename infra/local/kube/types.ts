@@ -1,3 +1,4 @@
+import type { Clock as SharedClock } from '../../../events/clock.ts';
 /**
  * The shapes the simulated cluster stores. Objects are plain JSON as the API server would send
  * them; only the fields the simulation reads are typed, the rest ride along untouched.
@@ -118,4 +119,4 @@ export interface LabelSelectorSpec {
 }
 
 /** Time is injected (the one clock, events/clock.ts): tests step it, the CLI reads the wall clock. */
-export type Clock = Pick<import('../../../events/clock.ts').Clock, 'now'>;
+export type Clock = Pick<SharedClock, 'now'>;

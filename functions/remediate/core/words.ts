@@ -2,7 +2,7 @@
  * Reasons in words a person on call understands: what happened, what it means, why this action,
  * what comes next. They end up in the Remediation event, the chat message and the node history.
  */
-import { describeXid, type RemediationAction } from '../../events/index.ts';
+import { describeXid, type RemediationAction } from '../../../events/index.ts';
 import { gpuWords, type FaultSite } from './scope.ts';
 import type { Capabilities, TriggerEvent } from './types.ts';
 

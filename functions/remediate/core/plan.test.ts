@@ -1,29 +1,30 @@
 import { describe, expect, it } from 'vitest';
-import { describeXid, XID_CATALOG, type RemediationAction } from '../../events/index.ts';
+import { describeXid, XID_CATALOG, type RemediationAction } from '../../../events/index.ts';
 import { poolFacts } from './blast-radius.ts';
 import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY } from './policy.ts';
-import { apply, factsFor, gpu, health, node, pod, pool, STANDARD_PODS, stateOf, xid } from './testing.ts';
+import { renderSteps } from './detail.ts';
+import { apply, factsFor, gpu, health, node, pod, pool, STANDARD_PODS, stateOf, xid } from '../testing.ts';
 import type { Plan, PodFacts, TriggerEvent } from './types.ts';
 
 const P = DEFAULT_POLICY;
-const kinds = (plan: Plan) => plan.steps.map((s) => s.kind);
-const evicted = (plan: Plan) => plan.steps.filter((s) => s.kind === 'evict').map((s) => s.target).sort();
+const kinds = (plan: Plan) => renderSteps(plan).map((s) => s.kind);
+const evicted = (plan: Plan) => renderSteps(plan).filter((s) => s.kind === 'evict').map((s) => s.target).sort();
 
 /** Feeds events one after another through plan → apply, as the handler would. */
-function replay(events: TriggerEvent[], pods: PodFacts[] = STANDARD_PODS, n = node()): { plans: Plan[]; node: typeof n } {
+async function replay(events: TriggerEvent[], pods: PodFacts[] = STANDARD_PODS, n = node()): Promise<{ plans: Plan[]; node: typeof n }> {
   const plans: Plan[] = [];
   let cur = { node: n, pods };
   for (const e of events) {
     const plan = planRemediation(factsFor(e, cur.node, { pods: cur.pods }), P);
     plans.push(plan);
-    cur = apply(cur.node, cur.pods, plan, P);
+    cur = await apply(cur.node, cur.pods, plan);
   }
   return { plans, node: cur.node };
 }
 
 describe('planRemediation: first actions', () => {
-  it.each([...XID_CATALOG.keys()])('takes the documented first action for XID %i', (x) => {
+  it.each([...XID_CATALOG.keys()])('takes the documented first action for XID %i', async (x) => {
     const plan = planRemediation(factsFor(xid(x, { pods: [{ uid: 'uid-train-0' }] }), node()), P);
     expect(plan.action).toBe(describeXid(x).action);
     const expected: Record<RemediationAction, string[]> = {
@@ -53,17 +54,17 @@ describe('planRemediation: first actions', () => {
     ['utilization-high', 'info', 'ignore', 'noop'],
     ['framebuffer-high', 'info', 'ignore', 'noop'],
     ['monitoring-degraded', 'warning', 'observe', 'act'],
-  ] as const)('takes the documented first action for health condition %s (%s): %s', (condition, severity, action, kind) => {
+  ] as const)('takes the documented first action for health condition %s (%s): %s', async (condition, severity, action, kind) => {
     const plan = planRemediation(factsFor(health(condition, { severity }), node()), P);
     expect(plan).toMatchObject({ action, kind });
   });
 
-  it('drains the node for XID 79: taint, cordon, label, evict every pod but DaemonSet and mirror pods', () => {
+  it('drains the node for XID 79: taint, cordon, label, evict every pod but DaemonSet and mirror pods', async () => {
     const plan = planRemediation(factsFor(xid(79, { pods: [{ uid: 'uid-train-0' }] }), node()), P);
     expect(plan).toMatchObject({ kind: 'act', action: 'drain-node', scope: 'node', phase: 'decided' });
     expect(kinds(plan).slice(0, 3)).toEqual(['taint', 'cordon', 'label']);
-    expect(plan.steps[0]?.value).toBe('gpu-reflex.io/unhealthy=xid-79:NoSchedule');
-    expect(plan.steps[2]?.value).toBe('gpu-reflex.io/state=draining');
+    expect(plan.nodeEdit).toMatchObject({ addTaints: [{ key: 'gpu-reflex.io/unhealthy', value: 'xid-79', effect: 'NoSchedule' }], unschedulable: true, labels: { 'gpu-reflex.io/state': 'draining' } });
+    expect(plan.nodeEdit?.record).toBe(plan.nextState);
     expect(evicted(plan)).toEqual(['pod/ml/train-0', 'pod/ml/train-1', 'pod/ml/web']);
     expect(plan.nextState).toMatchObject({ phase: 'draining', taint: 'xid-79', cordoned: true });
     expect(plan.reason).toContain('GPU has fallen off the bus');
@@ -71,14 +72,14 @@ describe('planRemediation: first actions', () => {
     expect(kinds(plan)).toContain('notify');
   });
 
-  it('does not claim an admin cordon as its own', () => {
+  it('does not claim an admin cordon as its own', async () => {
     const n = { ...node(), unschedulable: true };
     const plan = planRemediation(factsFor(xid(79), n), P);
     expect(kinds(plan)).not.toContain('cordon');
     expect(plan.nextState.cordoned).toBe(false);
   });
 
-  it('quarantines one GPU without tainting a node that has other healthy GPUs', () => {
+  it('quarantines one GPU without tainting a node that has other healthy GPUs', async () => {
     const plan = planRemediation(factsFor(xid(48, { gpu: 1 }), node()), P);
     expect(plan).toMatchObject({ action: 'quarantine-gpu', scope: 'gpu' });
     expect(kinds(plan)).not.toContain('taint');
@@ -88,24 +89,24 @@ describe('planRemediation: first actions', () => {
     expect(evicted(plan)).toEqual(['pod/ml/train-1']);
   });
 
-  it('taints the node once every GPU on it is quarantined', () => {
+  it('taints the node once every GPU on it is quarantined', async () => {
     const plan = planRemediation(factsFor(xid(48, { gpu: 0 }), node('gpu-a100-07', 1)), P);
-    expect(plan.steps.find((s) => s.kind === 'taint')?.value).toBe('gpu-reflex.io/unhealthy=xid-48:NoSchedule');
+    expect(renderSteps(plan).find((s) => s.kind === 'taint')?.message).toBe('gpu-reflex.io/unhealthy=xid-48:NoSchedule');
   });
 
-  it('restarts only the reported workload for XID 94', () => {
+  it('restarts only the reported workload for XID 94', async () => {
     const plan = planRemediation(factsFor(xid(94, { pods: [{ uid: 'uid-train-1' }, { uid: 'uid-dcgm-exporter' }] }), node()), P);
     expect(evicted(plan)).toEqual(['pod/ml/train-1']);
     expect(plan.nextState.phase).toBe('healthy');
   });
 
-  it('evicts every GPU pod when nobody knows which pods used the GPU', () => {
+  it('evicts every GPU pod when nobody knows which pods used the GPU', async () => {
     const pods = [pod('a'), pod('b'), pod('cpu', { requestsGpu: false }), pod('ds', { daemonSet: true })];
     const plan = planRemediation(factsFor(xid(48), node(), { pods }), P);
     expect(evicted(plan)).toEqual(['pod/ml/a', 'pod/ml/b']);
   });
 
-  it('acts on a MIG instance only: the pods of that instance', () => {
+  it('acts on a MIG instance only: the pods of that instance', async () => {
     const mig = { gpuInstanceId: 3, computeInstanceId: 0, uuid: 'MIG-0a1b2c3d-4e5f-4061-8273-94a5b6c7d8e9', profile: '1g.10gb' };
     const pods = [pod('inst3', { migInstances: [mig.uuid] }), pod('inst5', { migInstances: ['MIG-11111111-4e5f-4061-8273-94a5b6c7d8e9'] })];
     for (const reported of [[{ uid: 'uid-inst3' }], []]) {
@@ -123,11 +124,11 @@ describe('planRemediation: first actions', () => {
     [154, 'none', 'observe'],
     [154, 'drain-and-reset', 'drain-node'],
     [48, 'drain-p2p', 'quarantine-gpu'],
-  ] as const)('lets the recovery action override the table: XID %i with %s → %s', (x, ra, action) => {
+  ] as const)('lets the recovery action override the table: XID %i with %s → %s', async (x, ra, action) => {
     expect(planRemediation(factsFor(xid(x, { recoveryAction: ra }), node()), P).action).toBe(action);
   });
 
-  it('reports monitoring-degraded and acts on nothing', () => {
+  it('reports monitoring-degraded and acts on nothing', async () => {
     for (const e of [health('monitoring-degraded', { gpu: null, severity: 'warning' }), health('monitoring-degraded', { severity: 'critical' })]) {
       const plan = planRemediation(factsFor(e, node()), P);
       expect(kinds(plan)).toContain('notify');
@@ -139,88 +140,90 @@ describe('planRemediation: first actions', () => {
 });
 
 describe('planRemediation: duplicates, replays, escalation', () => {
-  it('acts once on the same event delivered 5 times, then 4 noops', () => {
+  it('acts once on the same event delivered 5 times, then 4 noops', async () => {
     const e = xid(79);
-    const { plans } = replay([e, e, e, e, e]);
+    const { plans } = await replay([e, e, e, e, e]);
     expect(plans.map((p) => p.kind)).toEqual(['act', 'noop', 'noop', 'noop', 'noop']);
-    expect(plans.slice(1).every((p) => p.steps.length === 0 && p.phase === 'skipped' && p.reason.startsWith('already handled'))).toBe(true);
+    expect(plans.slice(1).every((p) => renderSteps(p).length === 0 && p.phase === 'skipped' && p.reason.startsWith('already handled'))).toBe(true);
   });
 
-  it('treats the same observation under another event id (nvml and kmsg) as a duplicate', () => {
-    const { plans } = replay([xid(48, { eventId: 'xid:a:nvml:1' }), xid(48, { eventId: 'xid:a:kmsg:1' })]);
+  it('treats the same observation under another event id (nvml and kmsg) as a duplicate', async () => {
+    const { plans } = await replay([xid(48, { eventId: 'xid:a:nvml:1' }), xid(48, { eventId: 'xid:a:kmsg:1' })]);
     expect(plans.map((p) => p.kind)).toEqual(['act', 'noop']);
   });
 
-  it('counts a repeat of an open incident without acting again', () => {
-    const { plans } = replay([xid(48, { minute: 0 }), xid(48, { minute: 5 })]);
+  it('counts a repeat of an open incident without acting again', async () => {
+    const { plans } = await replay([xid(48, { minute: 0 }), xid(48, { minute: 5 })]);
     expect(plans[1]).toMatchObject({ kind: 'noop', action: 'quarantine-gpu' });
     expect(plans[1]?.nextState.incidents[0]?.count).toBe(2);
     expect(kinds(plans[1]!)).toEqual(['annotate']);
   });
 
-  it.each([13, 31])('observes application XID %i once', (x) => {
+  it.each([13, 31])('observes application XID %i once', async (x) => {
     const plan = planRemediation(factsFor(xid(x, { pods: [{ uid: 'uid-train-0' }] }), node()), P);
     expect(plan).toMatchObject({ kind: 'act', action: 'observe' });
     expect(kinds(plan)).toEqual(['annotate']);
   });
 
-  it.each([13, 31])('escalates XID %i seen 3 times on one GPU across different workloads within the window', (x) => {
-    const { plans } = replay([
+  it.each([13, 31])('escalates XID %i seen 3 times on one GPU across different workloads within the window', async (x) => {
+    const { plans } = (await replay([
       xid(x, { minute: 0, pods: [{ uid: 'uid-a' }] }),
       xid(x, { minute: 20, pods: [{ uid: 'uid-b' }] }),
       xid(x, { minute: 40, pods: [{ uid: 'uid-train-0' }] }),
-    ]);
+    ]));
     expect(plans.map((p) => p.action)).toEqual(['observe', 'observe', 'restart-workload']);
     expect(plans[2]?.reason).toContain('Escalated');
     expect(evicted(plans[2]!)).toEqual(['pod/ml/train-0']);
   });
 
-  it('keeps climbing: 3 more across workloads after restart-workload quarantine the GPU', () => {
+  it('keeps climbing: 3 more across workloads after restart-workload quarantine the GPU', async () => {
     const ev = (m: number, uid: string) => xid(13, { minute: m, pods: [{ uid }] });
-    const { plans } = replay([ev(0, 'a'), ev(1, 'b'), ev(2, 'c'), ev(3, 'd'), ev(4, 'e'), ev(5, 'f')]);
+    const { plans } = await replay([ev(0, 'a'), ev(1, 'b'), ev(2, 'c'), ev(3, 'd'), ev(4, 'e'), ev(5, 'f')]);
     expect(plans.map((p) => p.action)).toEqual(['observe', 'observe', 'restart-workload', 'restart-workload', 'restart-workload', 'quarantine-gpu']);
   });
 
   // One program that keeps faulting is the program's problem, not the GPU's.
-  it('does not escalate when the same workload repeats the XID', () => {
-    const { plans } = replay([0, 10, 20, 30].map((m) => xid(13, { minute: m, pods: [{ uid: 'uid-same' }] })));
+  it('does not escalate when the same workload repeats the XID', async () => {
+    const { plans } = await replay([0, 10, 20, 30].map((m) => xid(13, { minute: m, pods: [{ uid: 'uid-same' }] })));
     expect(plans.map((p) => p.action)).toEqual(['observe', 'observe', 'observe', 'observe']);
   });
 
-  it('does not escalate repeats spread beyond the window', () => {
-    const { plans } = replay([0, 61, 122].map((m, i) => xid(13, { minute: m, pods: [{ uid: `u${i}` }] })));
+  it('does not escalate repeats spread beyond the window', async () => {
+    const { plans } = await replay([0, 61, 122].map((m, i) => xid(13, { minute: m, pods: [{ uid: `u${i}` }] })));
     expect(plans.map((p) => p.action)).toEqual(['observe', 'observe', 'observe']);
   });
 
-  it('never escalates XID 45, however often and across however many workloads', () => {
-    const { plans } = replay(Array.from({ length: 12 }, (_, i) => xid(45, { minute: i, pods: [{ uid: `u${i}` }] })));
+  it('never escalates XID 45, however often and across however many workloads', async () => {
+    const { plans } = await replay(Array.from({ length: 12 }, (_, i) => xid(45, { minute: i, pods: [{ uid: `u${i}` }] })));
     expect(new Set(plans.map((p) => p.action))).toEqual(new Set(['observe']));
     expect(plans.every((p) => !kinds(p).includes('evict'))).toBe(true);
   });
 
-  it('closes an observed condition when it resolves, and ignores a resolve older than the firing', () => {
-    const { plans } = replay([health('row-remap-pending', { minute: 5, severity: 'warning' }), health('row-remap-pending', { minute: 1, state: 'resolved' }), health('row-remap-pending', { minute: 9, state: 'resolved' })]);
+  it('closes an observed condition when it resolves, and ignores a resolve older than the firing', async () => {
+    const { plans } = await replay([health('row-remap-pending', { minute: 5, severity: 'warning' }), health('row-remap-pending', { minute: 1, state: 'resolved' }), health('row-remap-pending', { minute: 9, state: 'resolved' })]);
     expect(plans[1]?.reason).toContain('out of order');
     expect(plans[2]?.nextState.incidents[0]).toMatchObject({ phase: 'closed', closedAt: plans[2]?.trigger.observedAt });
   });
 
-  it('never reopens a closed incident from a stale replay', () => {
-    const { plans, node: n } = replay([health('ecc-uncorrected', { minute: 0 }), health('ecc-uncorrected', { minute: 10, state: 'resolved' })]);
+  it('never reopens a closed incident from a stale replay', async () => {
+    const { plans, node: n } = await replay([health('ecc-uncorrected', { minute: 0 }), health('ecc-uncorrected', { minute: 10, state: 'resolved' })]);
     expect(plans[0]?.action).toBe('quarantine-gpu');
     // close the incident as the sweep does after the quiet period
     const st = stateOf(n);
     const closed = { ...st, incidents: st.incidents.map((i) => ({ ...i, phase: 'closed' as const, closedAt: '2026-11-21T03:45:00.000Z' })) };
     const replayed = planRemediation({ ...factsFor(health('ecc-uncorrected', { minute: 0 }), n), state: closed, now: new Date('2026-11-21T04:00:00Z') }, P);
-    expect(replayed).toMatchObject({ kind: 'noop', phase: 'skipped', steps: [] });
+    expect(replayed).toMatchObject({ kind: 'noop', phase: 'skipped' });
+    expect(renderSteps(replayed)).toEqual([]);
     // even once the occurrence and the event id have aged out of the bounded history
     const forgotten = planRemediation({ ...factsFor(health('ecc-uncorrected', { minute: 0 }), n), state: { ...closed, recent: [], handled: [] }, now: new Date('2026-11-21T04:00:00Z') }, P);
-    expect(forgotten).toMatchObject({ kind: 'noop', phase: 'skipped', steps: [] });
+    expect(forgotten).toMatchObject({ kind: 'noop', phase: 'skipped' });
+    expect(renderSteps(forgotten)).toEqual([]);
     expect(forgotten.reason).toContain('stale replay');
     const fresh = planRemediation({ ...factsFor(health('ecc-uncorrected', { minute: 50 }), n), state: closed }, P);
     expect(fresh.kind).toBe('act');
   });
 
-  it('starts one rung higher when a hardware fault returns soon after a restore', () => {
+  it('starts one rung higher when a hardware fault returns soon after a restore', async () => {
     const n = node();
     const st = stateOf(n);
     const closedIncident = planRemediation(factsFor(xid(48, { minute: 0 }), n), P).nextState.incidents[0]!;
@@ -232,7 +235,7 @@ describe('planRemediation: duplicates, replays, escalation', () => {
 });
 
 describe('planRemediation: blast radius', () => {
-  it('acts on the allowed share of a pool in a storm and asks for approval for the rest, first come first served', () => {
+  it('acts on the allowed share of a pool in a storm and asks for approval for the rest, first come first served', async () => {
     const names = Array.from({ length: 6 }, (_, i) => `gpu-a100-0${i}`);
     const out: string[] = [];
     const results = names.map((name, i) => {
@@ -249,50 +252,50 @@ describe('planRemediation: blast radius', () => {
     expect(held.reason).toContain('2 of 10 nodes');
   });
 
-  it('lets a person-approved incident past the limit', () => {
+  it('lets a person-approved incident past the limit', async () => {
     const plan = planRemediation(factsFor(xid(79), node(), { pool: pool({ quarantinedInWindow: 5 }), approved: true }), P);
     expect(plan.kind).toBe('act');
   });
 
-  it('does not count a node twice: a second fault on a node already out is not held back', () => {
+  it('does not count a node twice: a second fault on a node already out is not held back', async () => {
     const first = planRemediation(factsFor(xid(48, { gpu: 0 }), node()), P);
-    const after = apply(node(), STANDARD_PODS, first, P);
+    const after = await apply(node(), STANDARD_PODS, first);
     const plan = planRemediation(factsFor(xid(79, { gpu: 2 }), after.node, { pool: pool({ quarantinedInWindow: 2, quarantinedNodes: ['gpu-a100-07', 'x'] }) }), P);
     expect(plan.kind).toBe('act');
   });
 
-  it('always allows one node in a small pool, and none when a limit is 0', () => {
+  it('always allows one node in a small pool, and none when a limit is 0', async () => {
     expect(planRemediation(factsFor(xid(79), node(), { pool: pool({ nodes: 2 }) }), P).kind).toBe('act');
     const strict = { ...P, blastRadius: { ...P.blastRadius, maxCount: 0 } };
     expect(planRemediation(factsFor(xid(79), node(), { pool: pool({ nodes: 100 }) }), strict).kind).toBe('approval');
   });
 
-  it('never holds back restarts and observations', () => {
+  it('never holds back restarts and observations', async () => {
     expect(planRemediation(factsFor(xid(94, { pods: [{ uid: 'uid-train-0' }] }), node(), { pool: pool({ quarantinedInWindow: 9 }) }), P).kind).toBe('act');
   });
 });
 
 describe('planRemediation: approvals are asked once', () => {
-  it('counts repeats of a held-back fault without asking again', () => {
+  it('counts repeats of a held-back fault without asking again', async () => {
     const full = pool({ quarantinedInWindow: 2, quarantinedNodes: ['x', 'y'] });
     const first = planRemediation(factsFor(xid(79, { minute: 0 }), node(), { pool: full }), P);
-    const w = apply(node(), STANDARD_PODS, first, P);
+    const w = await apply(node(), STANDARD_PODS, first);
     const again = planRemediation(factsFor(xid(79, { minute: 3 }), w.node, { pool: full }), P);
     expect(first.kind).toBe('approval');
     expect(again).toMatchObject({ kind: 'noop', action: 'drain-node' });
     expect(kinds(again)).toEqual(['annotate']);
     expect(again.nextState.incidents[0]).toMatchObject({ phase: 'awaiting-approval', count: 2 });
     // once there is room, the next occurrence acts
-    const room = planRemediation(factsFor(xid(79, { minute: 6 }), apply(w.node, w.pods, again, P).node, { pool: pool() }), P);
+    const room = planRemediation(factsFor(xid(79, { minute: 6 }), (await apply(w.node, w.pods, again)).node, { pool: pool() }), P);
     expect(room.kind).toBe('act');
   });
 });
 
 describe('poolFacts', () => {
-  it('counts nodes out now and nodes back within the window, not held-back ones', () => {
-    const out = apply(node('n-out'), STANDARD_PODS, planRemediation(factsFor(xid(79, { node: 'n-out' }), node('n-out')), P), P).node;
+  it('counts nodes out now and nodes back within the window, not held-back ones', async () => {
+    const out = (await apply(node('n-out'), STANDARD_PODS, planRemediation(factsFor(xid(79, { node: 'n-out' }), node('n-out')), P))).node;
     const heldPlan = planRemediation(factsFor(xid(79, { node: 'n-held' }), node('n-held'), { pool: pool({ quarantinedInWindow: 9 }) }), P);
-    const held = apply(node('n-held'), STANDARD_PODS, heldPlan, P).node;
+    const held = (await apply(node('n-held'), STANDARD_PODS, heldPlan)).node;
     const backState = stateOf(out);
     const back = { ...backState, phase: 'healthy' as const, incidents: backState.incidents.map((i) => ({ ...i, phase: 'closed' as const, closedAt: '2026-11-21T03:30:00.000Z' })) };
     const members = [

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { loadPolicy, PolicyFileError } from './policy-file.ts';
+import { loadPolicy, loadPolicyFile, PolicyFileError } from './policy-file.ts';
 import { DEFAULT_POLICY, resolveRule } from './policy.ts';
 
 const errorOf = (text: string, file = 'policy.yaml'): string => {
@@ -25,9 +25,11 @@ describe('loadPolicy', () => {
   });
 
   it('reads JSON too', () => {
-    const p = loadPolicy('{ "blastRadius": { "maxShare": 0.3 }, "dryRun": true }', 'p.json');
+    const { policy: p, dryRun } = loadPolicyFile('{ "blastRadius": { "maxShare": 0.3 }, "dryRun": true }', 'p.json');
     expect(p.blastRadius.maxShare).toBe(0.3);
-    expect(p.dryRun).toBe(true);
+    // dryRun selects the wiring; it is no part of the policy the core obeys
+    expect(dryRun).toBe(true);
+    expect(p).not.toHaveProperty('dryRun');
   });
 
   it.each([
@@ -56,7 +58,7 @@ describe('loadPolicy', () => {
 describe('the example policy file', () => {
   it('loads and says what it claims', async () => {
     const { readFile } = await import('node:fs/promises');
-    const text = await readFile(new URL('../../infra/policies/remediation.example.yaml', import.meta.url), 'utf8');
+    const text = await readFile(new URL('../../../infra/policies/remediation.example.yaml', import.meta.url), 'utf8');
     const p = loadPolicy(text, 'remediation.example.yaml');
     expect(resolveRule(p, undefined, 48).then).toEqual(['replace-node']);
     expect(resolveRule(p, 't4-inference', 94).action).toBe('quarantine-gpu');

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { describeXid, GPU_RECOVERY_ACTIONS, HEALTH_CONDITIONS, XID_CATALOG, type HealthCondition, type RemediationAction } from '../../events/index.ts';
+import { describeXid, GPU_RECOVERY_ACTIONS, HEALTH_CONDITIONS, XID_CATALOG, type HealthCondition, type RemediationAction } from '../../../events/index.ts';
 import { DEFAULT_POLICY, PolicySchema, poolOf, resolveRule } from './policy.ts';
 import { loadPolicy } from './policy-file.ts';
 

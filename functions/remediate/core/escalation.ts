@@ -11,7 +11,7 @@
  *   that took capacity (`outAt`) was restored starts one rung higher ("reset; if it persists, reboot; if it
  *   persists after reboot, replace").
  */
-import type { RemediationAction } from '../../events/index.ts';
+import type { RemediationAction } from '../../../events/index.ts';
 import type { Rule } from './policy.ts';
 import type { Incident, Occurrence } from './state.ts';
 

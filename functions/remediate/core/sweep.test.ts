@@ -3,68 +3,70 @@ import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY } from './policy.ts';
 import { HISTORY_ANNOTATION, REPAIRED_AT_ANNOTATION, STATE_LABEL } from './state.ts';
 import { planSweep, type SweepFacts } from './sweep.ts';
-import { apply, at, factsFor, health, node, pod, pool, STANDARD_PODS, stateOf, xid } from './testing.ts';
+import { renderSteps } from './detail.ts';
+import { apply, at, factsFor, health, node, pod, pool, STANDARD_PODS, stateOf, xid } from '../testing.ts';
 import type { NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
 
 const P = DEFAULT_POLICY;
-const kinds = (plan: Plan | undefined) => (plan?.steps ?? []).map((s) => s.kind);
+const kinds = (plan: Plan | undefined) => (plan ? renderSteps(plan) : []).map((s) => s.kind);
 
 interface World {
   node: NodeFacts;
   pods: PodFacts[];
 }
 
-function hit(w: World, e: TriggerEvent): World {
+async function hit(w: World, e: TriggerEvent): Promise<World> {
   const plan = planRemediation(factsFor(e, w.node, { pods: w.pods }), P);
-  return apply(w.node, w.pods, plan, P);
+  return await apply(w.node, w.pods, plan);
 }
 
-function sweep(w: World, minute: number, o: Partial<SweepFacts> = {}): { plan: Plan | undefined; world: World; retries: ReturnType<typeof planSweep>['retries'] } {
-  const out = planSweep({ now: new Date(at(minute)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }], dryRun: false, ...o }, P);
+async function sweep(w: World, minute: number, o: Partial<SweepFacts> = {}): Promise<{ plan: Plan | undefined; world: World; retries: ReturnType<typeof planSweep>['retries'] }> {
+  const out = planSweep({ now: new Date(at(minute)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }], ...o }, P);
   const plan = out.plans[0];
-  return { plan, world: plan ? apply(w.node, w.pods, plan, P) : w, retries: out.retries };
+  return { plan, world: plan ? (await apply(w.node, w.pods, plan)) : w, retries: out.retries };
 }
 
 const start = (pods: PodFacts[] = STANDARD_PODS): World => ({ node: node(), pods });
 
 describe('planSweep: restoring', () => {
-  it('returns a quarantined GPU after the quiet period and not before, closing the incident', () => {
-    const w = hit(start(), xid(48, { minute: 0 }));
+  it('returns a quarantined GPU after the quiet period and not before, closing the incident', async () => {
+    const w = await hit(start(), xid(48, { minute: 0 }));
     expect(w.node.labels[STATE_LABEL]).toBe('quarantined');
-    expect(sweep(w, 29).plan).toBeUndefined();
-    const { plan, world } = sweep(w, 31);
+    expect((await sweep(w, 29)).plan).toBeUndefined();
+    const { plan, world } = await sweep(w, 31);
     expect(plan).toMatchObject({ kind: 'act', action: 'restore', phase: 'restored' });
-    expect(plan?.steps.find((s) => s.kind === 'notify')?.value).toContain('back in service');
+    expect((plan ? renderSteps(plan) : []).find((s) => s.kind === 'notify')?.message).toContain('back in service');
     expect(world.node.labels[STATE_LABEL]).toBe('healthy');
     expect(world.node.annotations['gpu-reflex.io/quarantined-gpus']).toBeUndefined();
     expect(stateOf(world.node).incidents[0]).toMatchObject({ phase: 'closed', closedAt: at(31) });
     // the original event, replayed late, changes nothing
     const replay = planRemediation(factsFor(xid(48, { minute: 0 }), world.node, { now: new Date(at(40)) }), P);
-    expect(replay).toMatchObject({ kind: 'noop', steps: [] });
+    expect(replay).toMatchObject({ kind: 'noop' });
+    expect(renderSteps(replay)).toEqual([]);
   });
 
-  it('waits for a health condition to resolve before returning its GPU', () => {
-    let w = hit(start(), health('ecc-uncorrected', { minute: 0 }));
-    expect(sweep(w, 120).plan).toBeUndefined();
-    w = hit(w, health('ecc-uncorrected', { minute: 121, state: 'resolved' }));
-    expect(sweep(w, 140).plan).toBeUndefined();
-    expect(sweep(w, 152).plan?.action).toBe('restore');
+  it('waits for a health condition to resolve before returning its GPU', async () => {
+    let w = await hit(start(), health('ecc-uncorrected', { minute: 0 }));
+    expect((await sweep(w, 120)).plan).toBeUndefined();
+    w = await hit(w, health('ecc-uncorrected', { minute: 121, state: 'resolved' }));
+    expect((await sweep(w, 140)).plan).toBeUndefined();
+    expect((await sweep(w, 152)).plan?.action).toBe('restore');
   });
 
-  it('closes observed incidents once quiet for the escalation window', () => {
-    const w = hit(start(), xid(13, { minute: 0, pods: [{ uid: 'a' }] }));
-    expect(sweep(w, 59).plan).toBeUndefined();
-    const { plan } = sweep(w, 61);
+  it('closes observed incidents once quiet for the escalation window', async () => {
+    const w = await hit(start(), xid(13, { minute: 0, pods: [{ uid: 'a' }] }));
+    expect((await sweep(w, 59)).plan).toBeUndefined();
+    const { plan } = await sweep(w, 61);
     expect(plan).toMatchObject({ kind: 'noop' });
     expect(plan?.nextState.incidents[0]?.phase).toBe('closed');
   });
 });
 
 describe('planSweep: drains and repair', () => {
-  it('moves a drained node to awaiting-repair and says no cloud adapter can reboot it', () => {
-    const w = hit(start(), xid(79, { minute: 0 }));
+  it('moves a drained node to awaiting-repair and says no cloud adapter can reboot it', async () => {
+    const w = await hit(start(), xid(79, { minute: 0 }));
     expect(w.pods.map((p) => p.name)).toEqual(['dcgm-exporter', 'kube-proxy']);
-    const { plan, world } = sweep(w, 1);
+    const { plan, world } = await sweep(w, 1);
     expect(plan).toMatchObject({ phase: 'awaiting-repair' });
     expect(kinds(plan)).toContain('notify');
     expect(kinds(plan)).not.toContain('reboot');
@@ -73,101 +75,101 @@ describe('planSweep: drains and repair', () => {
     expect(world.node.unschedulable).toBe(true);
   });
 
-  it('reboots a drained node when a cloud adapter can', () => {
-    const w = hit(start(), xid(79, { minute: 0 }));
-    expect(kinds(sweep(w, 1, { capabilities: { reboot: true } }).plan)).toContain('reboot');
+  it('reboots a drained node when a cloud adapter can', async () => {
+    const w = await hit(start(), xid(79, { minute: 0 }));
+    expect(kinds((await sweep(w, 1, { capabilities: { reboot: true } })).plan)).toContain('reboot');
   });
 
-  it('restores a repaired node after the quiet period: untaint, uncordon, label healthy', () => {
-    let w = sweep(hit(start(), xid(79, { minute: 0 })), 1).world;
-    expect(sweep(w, 300).plan).toBeUndefined(); // not repaired: waits, never guesses
+  it('restores a repaired node after the quiet period: untaint, uncordon, label healthy', async () => {
+    let w = (await sweep((await hit(start(), xid(79, { minute: 0 }))), 1)).world;
+    expect((await sweep(w, 300)).plan).toBeUndefined(); // not repaired: waits, never guesses
     w = { ...w, node: { ...w.node, annotations: { ...w.node.annotations, [REPAIRED_AT_ANNOTATION]: at(60) } } };
-    expect(sweep(w, 80).plan).toBeUndefined();
-    const { plan, world } = sweep(w, 91);
+    expect((await sweep(w, 80)).plan).toBeUndefined();
+    const { plan, world } = await sweep(w, 91);
     expect(plan).toMatchObject({ action: 'restore', phase: 'restored' });
     expect(kinds(plan)).toEqual(expect.arrayContaining(['untaint', 'uncordon', 'label']));
     expect(world.node).toMatchObject({ unschedulable: false, taints: [] });
     expect(world.node.labels[STATE_LABEL]).toBe('healthy');
   });
 
-  it('retries blocked evictions and lists them', () => {
+  it('retries blocked evictions and lists them', async () => {
     const pods = [...STANDARD_PODS, pod('guarded')];
     const first = planRemediation(factsFor(xid(79, { minute: 0 }), node(), { pods }), P);
-    const w = apply(node(), pods, first, P, new Set(['guarded']));
-    const { plan, retries } = sweep(w, 10);
+    const w = await apply(node(), pods, first, new Set(['guarded']));
+    const { plan, retries } = await sweep(w, 10);
     expect(retries).toEqual([{ node: 'gpu-a100-07', pod: 'ml/guarded', incident: first.incident, since: expect.any(String) }]);
-    expect(plan?.steps.filter((s) => s.kind === 'evict').map((s) => s.target)).toEqual(['pod/ml/guarded']);
+    expect((plan ? renderSteps(plan) : []).filter((s) => s.kind === 'evict').map((s) => s.target)).toEqual(['pod/ml/guarded']);
   });
 
-  it('escalates a drain stuck past its timeout to the next action in then', () => {
+  it('escalates a drain stuck past its timeout to the next action in then', async () => {
     const pods = [...STANDARD_PODS, pod('guarded')];
     const first = planRemediation(factsFor(xid(79, { minute: 0 }), node(), { pods }), P);
-    const w = apply(node(), pods, first, P, new Set(['guarded']));
-    const { plan } = sweep(w, 31, { capabilities: { reboot: true } });
+    const w = await apply(node(), pods, first, new Set(['guarded']));
+    const { plan } = await sweep(w, 31, { capabilities: { reboot: true } });
     expect(kinds(plan)).toContain('reboot');
     expect(plan?.nextState.incidents[0]).toMatchObject({ phase: 'awaiting-repair', action: 'reboot-node', level: 1 });
     expect(plan?.reason).toContain('drain timeout');
   });
 
-  it('tells a person once when a stuck drain has nothing to escalate to (XID 54)', () => {
+  it('tells a person once when a stuck drain has nothing to escalate to (XID 54)', async () => {
     const pods = [...STANDARD_PODS, pod('guarded')];
     const first = planRemediation(factsFor(xid(54, { minute: 0 }), node(), { pods }), P);
-    let w = apply(node(), pods, first, P, new Set(['guarded']));
-    const a = sweep(w, 31);
+    let w = await apply(node(), pods, first, new Set(['guarded']));
+    const a = await sweep(w, 31);
     expect(kinds(a.plan)).toEqual(expect.arrayContaining(['evict', 'notify']));
-    w = apply(w.node, w.pods, a.plan!, P, new Set(['guarded']));
-    const b = sweep(w, 32);
+    w = await apply(w.node, w.pods, a.plan!, new Set(['guarded']));
+    const b = await sweep(w, 32);
     expect(kinds(b.plan)).not.toContain('notify');
     expect(kinds(b.plan)).toContain('evict');
   });
 });
 
 describe('planSweep: approvals and orphans', () => {
-  it('acts on held-back nodes by itself when the window has room, oldest fault first', () => {
-    const held = ['gpu-a100-03', 'gpu-a100-02'].map((name, i) => {
+  it('acts on held-back nodes by itself when the window has room, oldest fault first', async () => {
+    const held = await Promise.all(['gpu-a100-03', 'gpu-a100-02'].map(async (name, i) => {
       const plan = planRemediation(factsFor(xid(79, { node: name, minute: 5 - i }), node(name), { pool: pool({ quarantinedInWindow: 2, quarantinedNodes: ['x', 'y'] }) }), P);
       expect(plan.kind).toBe('approval');
-      return apply(node(name), STANDARD_PODS, plan, P);
-    });
-    const out = planSweep({ now: new Date(at(90)), dryRun: false, nodes: held.map((w) => ({ node: w.node, state: stateOf(w.node), pool: pool({ quarantinedInWindow: 1, quarantinedNodes: ['x'] }), pods: w.pods })) }, P);
+      return await apply(node(name), STANDARD_PODS, plan);
+    }));
+    const out = planSweep({ now: new Date(at(90)), nodes: held.map((w) => ({ node: w.node, state: stateOf(w.node), pool: pool({ quarantinedInWindow: 1, quarantinedNodes: ['x'] }), pods: w.pods })) }, P);
     const byNode = Object.fromEntries(out.plans.map((p) => [p.target.node, p]));
     // gpu-a100-02 saw its fault first (minute 4): it gets the one free slot
     expect(kinds(byNode['gpu-a100-02'])).toEqual(expect.arrayContaining(['taint', 'cordon', 'evict']));
     expect(byNode['gpu-a100-03']).toBeUndefined();
   });
 
-  it('adopts a node left out of service without a history and restores it after the quiet period', () => {
+  it('adopts a node left out of service without a history and restores it after the quiet period', async () => {
     const n: NodeFacts = { ...node(), labels: { ...node().labels, [STATE_LABEL]: 'draining' }, annotations: { [HISTORY_ANNOTATION]: '{broken' }, taints: [{ key: 'gpu-reflex.io/unhealthy', value: 'xid-79', effect: 'NoSchedule' }], unschedulable: true };
-    const first = sweep({ node: n, pods: [] }, 0);
+    const first = await sweep({ node: n, pods: [] }, 0);
     expect(first.plan?.nextState.incidents[0]).toMatchObject({ trigger: 'orphan' });
     const w = first.world;
-    expect(sweep(w, 29).plan).toBeUndefined();
+    expect((await sweep(w, 29)).plan).toBeUndefined();
     // an orphan drain waits for repair like any drain
     const repaired = { ...w, node: { ...w.node, annotations: { ...w.node.annotations, [REPAIRED_AT_ANNOTATION]: at(1) } } };
-    expect(sweep(repaired, 40).plan).toMatchObject({ action: 'restore' });
+    expect((await sweep(repaired, 40)).plan).toMatchObject({ action: 'restore' });
   });
 
   it.each([
     ['approved', 'act', 'draining'],
     ['rejected', 'act', 'closed'], // the label goes back to healthy
     ['expired', undefined, 'awaiting-approval'],
-  ] as const)('obeys a chat decision on a held-back incident: %s', (decision, kind, phase) => {
+  ] as const)('obeys a chat decision on a held-back incident: %s', async (decision, kind, phase) => {
     const full = pool({ quarantinedInWindow: 2, quarantinedNodes: ['x', 'y'] });
     const plan = planRemediation(factsFor(xid(79, { minute: 0 }), node(), { pool: full }), P);
-    const w = apply(node(), STANDARD_PODS, plan, P);
-    const out = planSweep({ now: new Date(at(5)), dryRun: false, nodes: [{ node: w.node, state: stateOf(w.node), pool: full, pods: w.pods }], decisions: [{ incident: plan.incident, decision }] }, P);
+    const w = await apply(node(), STANDARD_PODS, plan);
+    const out = planSweep({ now: new Date(at(5)), nodes: [{ node: w.node, state: stateOf(w.node), pool: full, pods: w.pods }], decisions: [{ incident: plan.incident, decision }] }, P);
     expect(out.plans[0]?.kind).toBe(kind);
     expect((out.plans[0]?.nextState ?? stateOf(w.node)).incidents[0]?.phase).toBe(phase);
     if (decision === 'rejected') {
-      expect(out.plans[0]?.steps.map((s) => s.value)).toContain('gpu-reflex.io/state=healthy');
+      expect((out.plans[0] ? renderSteps(out.plans[0]) : []).map((s) => s.message)).toContain('gpu-reflex.io/state=healthy');
       expect(out.plans[0]?.action).toBe('observe'); // never left service: nothing was restored
     }
   });
 
-  it('lets a held-back node without a history go back to healthy, adopting nothing', () => {
+  it('lets a held-back node without a history go back to healthy, adopting nothing', async () => {
     const n: NodeFacts = { ...node(), labels: { ...node().labels, [STATE_LABEL]: 'awaiting-approval' }, annotations: { [HISTORY_ANNOTATION]: 'null' } };
-    const { plan } = sweep({ node: n, pods: [] }, 0);
-    expect(plan?.steps.map((s) => s.value)).toContain('gpu-reflex.io/state=healthy');
+    const { plan } = await sweep({ node: n, pods: [] }, 0);
+    expect((plan ? renderSteps(plan) : []).map((s) => s.message)).toContain('gpu-reflex.io/state=healthy');
     expect(plan?.nextState.incidents).toEqual([]);
   });
 });

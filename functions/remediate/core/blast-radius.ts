@@ -4,7 +4,7 @@
  * the pool's current count, so in a storm the first faults to arrive (by the agent's observedAt,
  * as the bus delivers them) are acted on and the rest wait: first come, first served.
  */
-import type { RemediationAction } from '../../events/index.ts';
+import type { RemediationAction } from '../../../events/index.ts';
 import { poolLimits, type Policy } from './policy.ts';
 import type { NodeState } from './state.ts';
 import type { PoolFacts } from './types.ts';

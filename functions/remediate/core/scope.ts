@@ -5,7 +5,7 @@
  * knows, every GPU pod on the node. DaemonSet and mirror pods are never affected: evicting a
  * DaemonSet pod only brings it back, and mirror pods cannot be evicted.
  */
-import type { GpuRef, MigRef, PodRef } from '../../events/index.ts';
+import type { GpuRef, MigRef, PodRef } from '../../../events/index.ts';
 import type { PodFacts, RemediationFacts, Scope } from './types.ts';
 
 export interface FaultSite {

@@ -6,14 +6,15 @@
  * health → rule → escalation → blast radius → steps. Events may arrive late, twice or out of
  * order; what counts is the agent's `observedAt`, never the arrival time.
  */
-import type { RemediationAction } from '../../events/index.ts';
+import type { RemediationAction } from '../../../events/index.ts';
 import { checkBlastRadius, takesCapacity } from './blast-radius.ts';
 import { decideLevel, ladderOf } from './escalation.ts';
 import { resolveRule, type Policy, type RuleTrigger } from './policy.ts';
-import { adoptOrphans, deriveNode, nodeSteps } from './reconcile.ts';
-import { affectedPods, evictable, faultSite, nodeTarget, podTarget, type FaultSite } from './scope.ts';
+import type { Notice } from '../../lib/plan.ts';
+import { adoptOrphans, deriveNode, nodeEdit } from './reconcile.ts';
+import { affectedPods, evictable, faultSite, type FaultSite } from './scope.ts';
 import { boundState, cmp, isOpen, type Incident, type IncidentPhase, type NodeState } from './state.ts';
-import type { Plan, PlanStep, PlanTarget, PlanTrigger, PodFacts, RemediationFacts } from './types.ts';
+import type { NodeFacts, Plan, PlanTarget, PlanTrigger, PodFacts, RemediationFacts } from './types.ts';
 import { actionWords, nextWords, triggerWords } from './words.ts';
 
 /** Occurrences older than this are dropped from the history (longest sensible escalation window). */
@@ -26,15 +27,18 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   const prev = facts.state;
   const trigger = planTrigger(facts);
   const at = new Date(d.observedAt);
-  const dryRun = facts.dryRun || policy.dryRun;
-  const base = { incident: site.key, scope: site.scope, trigger, dryRun, target: targetOf(site, []) };
+  const base = { incident: site.key, scope: site.scope, trigger, target: targetOf(site, []), evictions: [], notices: [], cloud: [] };
+  const edit = (next: NodeState) => {
+    const e = nodeEdit(prev, next, node, policy.taintKey);
+    return e ? { nodeEdit: e } : {};
+  };
   const noop = (reason: string, action: Plan['action'] = 'observe', nextState: NodeState = prev): Plan => ({
     ...base,
     kind: 'noop',
     action,
     phase: 'skipped',
     // Duplicates and stale replays change nothing at all, not even a stray label.
-    steps: nextState === prev ? [] : nodeSteps(prev, nextState, node, policy.taintKey),
+    ...(nextState === prev ? {} : edit(nextState)),
     reason,
     nextState,
   });
@@ -74,8 +78,8 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   if (event.detailType === 'GPU Health Changed' && event.detail.condition === 'monitoring-degraded') {
     // Never a hardware verdict: the agent cannot see, which says nothing about the GPUs.
     const next = withState(prev, state, node);
-    const steps = [...nodeSteps(prev, next, node, policy.taintKey), { kind: 'notify' as const, target: nodeTarget(node.name), value: `gpu-reflex cannot watch node ${node.name}: ${d.message}` }];
-    return { ...base, kind: 'act', action: 'observe', phase: 'decided', steps, reason: `${words}. Monitoring is degraded: this is not a hardware verdict, so nothing is quarantined; a person is told`, nextState: next };
+    const notices = [notice('observe', node, `gpu-reflex cannot watch node ${node.name}: ${d.message}`)];
+    return { ...base, kind: 'act', action: 'observe', phase: 'decided', ...edit(next), notices, reason: `${words}. Monitoring is degraded: this is not a hardware verdict, so nothing is quarantined; a person is told`, nextState: next };
   }
 
   const reported = d.pods ?? [];
@@ -105,7 +109,10 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   const reasonCore = `${words}. ${rule.source} → ${action}.${escalation}`;
 
   if (takesCapacity(action) && !facts.approved) {
-    const verdict = checkBlastRadius(policy, facts.pool, node.name, prev.phase !== 'healthy' && prev.phase !== 'awaiting-approval');
+    const alreadyOut = prev.phase !== 'healthy' && prev.phase !== 'awaiting-approval';
+    const verdict = facts.slotDenied && !alreadyOut
+      ? { allowed: false, words: `the pool ${facts.pool.name} has no free slot left in its ledger: a concurrent remediation took the last one` }
+      : checkBlastRadius(policy, facts.pool, node.name, alreadyOut);
     if (!verdict.allowed) {
       if (retryApproval && open) {
         // Asked once already: count the repeat, do not ask again (no chat spam in a storm).
@@ -114,8 +121,7 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
       const waiting: Incident = { ...counted, action, level: decision.level, phase: 'awaiting-approval', since: open?.phase === 'awaiting-approval' ? open.since : now.toISOString() };
       const next = withState(prev, replace(s1, waiting), node);
       const summary = `${action} on node ${node.name} needs approval: ${verdict.words}`;
-      const steps: PlanStep[] = [...nodeSteps(prev, next, node, policy.taintKey), { kind: 'approval', target: nodeTarget(node.name), value: summary }, { kind: 'notify', target: nodeTarget(node.name), value: summary }];
-      return { ...base, kind: 'approval', action, scope, phase: 'awaiting-approval', target, steps, reason: `${reasonCore} Held back by the blast radius: ${verdict.words}. A person must approve; the sweep acts by itself once the window has room`, nextState: next };
+      return { ...base, kind: 'approval', action, scope, phase: 'awaiting-approval', target, ...edit(next), approval: { summary }, notices: [notice(action, node, summary)], reason: `${reasonCore} Held back by the blast radius: ${verdict.words}. A person must approve; the sweep acts by itself once the window has room`, nextState: next };
     }
   }
 
@@ -132,11 +138,16 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     ...(takesCapacity(action) && site.quarantineId && action === 'quarantine-gpu' ? { qid: site.quarantineId } : {}),
   };
   const next = withState(prev, replace(s1, acted), node);
-  const steps: PlanStep[] = [...nodeSteps(prev, next, node, policy.taintKey), ...moving.map((p) => ({ kind: 'evict' as const, target: podTarget(p) }))];
+  const evictions = moving.map((p) => ({ namespace: p.namespace, name: p.name, uid: p.uid }));
   const reason = `${reasonCore} Now ${actionWords(action, node.name, site, moving.length)}; ${nextWords(ladder, decision.level, facts.capabilities)}`;
   const notify = rule.notify || takesCapacity(action) || decision.escalated;
-  if (notify) steps.push({ kind: 'notify', target: nodeTarget(node.name), value: reason.slice(0, 500) });
-  return { ...base, kind: 'act', action, scope, phase: 'decided', target, steps, reason, nextState: next };
+  const notices = notify ? [notice(action, node, reason.slice(0, 500))] : [];
+  return { ...base, kind: 'act', action, scope, phase: 'decided', target, ...edit(next), evictions, notices, reason, nextState: next };
+}
+
+/** What people are told about a node, as a typed notice (rendered to chat by the notifier). */
+export function notice(action: Plan['action'], node: Pick<NodeFacts, 'name'>, text: string, severity: Notice['severity'] = 'warning'): Notice {
+  return { title: `gpu-reflex: ${action} on ${node.name}`, text, severity };
 }
 
 function planTrigger(facts: RemediationFacts): PlanTrigger {

@@ -11,7 +11,7 @@
  * parseNodeState never throws: garbage becomes an empty state plus a warning. Pure.
  */
 import { z } from 'zod';
-import { HEALTH_CONDITIONS, REMEDIATION_ACTIONS, Timestamp } from '../../events/index.ts';
+import { HEALTH_CONDITIONS, REMEDIATION_ACTIONS, Timestamp } from '../../../events/index.ts';
 
 export const STATE_LABEL = 'gpu-reflex.io/state';
 export const HISTORY_ANNOTATION = 'gpu-reflex.io/history';

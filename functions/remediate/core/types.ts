@@ -10,8 +10,8 @@ import type {
   HealthCondition,
   REMEDIATION_PHASES,
   RemediationAction,
-  STEP_KINDS,
-} from '../../events/index.ts';
+} from '../../../events/index.ts';
+import type { Actions } from '../../lib/plan.ts';
 import type { NodeState, Taint } from './state.ts';
 
 export type TriggerEvent =
@@ -63,23 +63,18 @@ export interface RemediationFacts {
   state: NodeState;
   pool: PoolFacts;
   pods: PodFacts[];
-  dryRun: boolean;
   capabilities?: Capabilities;
+  /**
+   * The pool's ledger refused this node a slot: a concurrent remediation took the last one since
+   * the pool was read. The planner then holds the plan back for approval, as the blast radius would.
+   */
+  slotDenied?: boolean;
   /** A person approved this incident in chat: the blast-radius limit no longer holds it back. */
   approved?: boolean;
 }
 
-export type StepKind = (typeof STEP_KINDS)[number];
 export type RemediationPhase = (typeof REMEDIATION_PHASES)[number];
 export type Scope = 'mig-instance' | 'gpu' | 'node';
-
-/** One thing to do. `target` is `node/<name>` or `pod/<namespace>/<name>`. */
-export interface PlanStep {
-  kind: StepKind;
-  target: string;
-  /** Taint `key=value:Effect`, label `key=value`, annotation key, notification text. */
-  value?: string;
-}
 
 export interface PlanTarget {
   node: string;
@@ -99,20 +94,21 @@ export interface PlanTrigger {
 }
 
 /**
- * What to do, as data. `noop` plans carry no step that touches scheduling or workloads (at most
- * the history `annotate`); `approval` plans carry an `approval` and a `notify` step, nothing else.
- * The applier writes `nextState` (encodeNodeState) whenever it differs from what the node has.
+ * What to do, as typed data: the node edit (its `record` is `nextState`, encoded by the applier),
+ * evictions, notices, cloud actions, and for `approval` plans the question for a person. `noop`
+ * plans change nothing but the history; `approval` plans change nothing but the history and the
+ * state label, and carry a notice. Event text is rendered from this (detail.ts).
  */
-export interface Plan {
+export interface Plan extends Actions<NodeState> {
   kind: 'act' | 'noop' | 'approval';
   incident: string;
   action: RemediationAction | 'restore';
   scope: Scope;
   phase: RemediationPhase;
   target: PlanTarget;
-  steps: PlanStep[];
   reason: string;
   trigger: PlanTrigger;
   nextState: NodeState;
-  dryRun: boolean;
+  /** Approval plans: what a person is asked to approve. */
+  approval?: { summary: string };
 }

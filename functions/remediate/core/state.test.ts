@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import fc from 'fast-check';
 import { emptyState, encodeHistory, encodeNodeState, HISTORY_ANNOTATION, LIMITS, parseNodeState, QUARANTINED_GPUS_ANNOTATION, REPAIRED_AT_ANNOTATION, STATE_LABEL, type Incident, type NodeState } from './state.ts';
-import { at } from './testing.ts';
+import { at } from '../testing.ts';
 
 function incident(n: number, o: Partial<Incident> = {}): Incident {
   return {

@@ -16,11 +16,12 @@
  */
 import { checkBlastRadius, takesCapacity } from './blast-radius.ts';
 import type { Policy } from './policy.ts';
-import { adoptOrphans, nodeSteps } from './reconcile.ts';
-import { evictable, nodeTarget, podTarget } from './scope.ts';
+import { editsScheduling, type CloudAction, type Notice } from '../../lib/plan.ts';
+import { adoptOrphans, nodeEdit } from './reconcile.ts';
+import { evictable } from './scope.ts';
 import { cmp, isOpen, type Incident, type NodeState } from './state.ts';
-import type { Capabilities, NodeFacts, Plan, PlanStep, PodFacts, PoolFacts } from './types.ts';
-import { withState } from './plan.ts';
+import type { Capabilities, NodeFacts, Plan, PodFacts, PoolFacts } from './types.ts';
+import { notice, withState } from './plan.ts';
 import { repairOf } from './words.ts';
 
 export interface SweepNodeFacts {
@@ -33,7 +34,6 @@ export interface SweepNodeFacts {
 export interface SweepFacts {
   now: Date;
   nodes: SweepNodeFacts[];
-  dryRun: boolean;
   capabilities?: Capabilities;
   /**
    * Decisions people made in chat on held-back incidents (by incident key): `approved` acts
@@ -53,7 +53,9 @@ export interface SweepPlan {
 interface Work {
   facts: SweepNodeFacts;
   state: NodeState;
-  extra: PlanStep[];
+  evictions: PodFacts[];
+  notices: Notice[];
+  cloud: CloudAction[];
   reasons: string[];
   touched: Incident[];
   /** Incidents that had GPUs or the node out of service and are now closed. */
@@ -65,7 +67,7 @@ const MIN = 60_000;
 export function planSweep(facts: SweepFacts, policy: Policy): SweepPlan {
   const now = facts.now;
   const retries: SweepPlan['retries'] = [];
-  const work: Work[] = [...facts.nodes].sort((a, b) => a.node.name.localeCompare(b.node.name)).map((f) => ({ facts: f, state: adoptOrphans(f.state, f.node.name, now), extra: [], reasons: [], touched: [], back: [] }));
+  const work: Work[] = [...facts.nodes].sort((a, b) => a.node.name.localeCompare(b.node.name)).map((f) => ({ facts: f, state: adoptOrphans(f.state, f.node.name, now), evictions: [], notices: [], cloud: [], reasons: [], touched: [], back: [] }));
 
   for (const w of work) {
     const incidents = w.state.incidents.map((i) => (isOpen(i) ? step(i, w, facts, policy, retries) : i));
@@ -90,7 +92,7 @@ function step(i: Incident, w: Work, facts: SweepFacts, policy: Policy, retries: 
   };
   const retry = (pods: PodFacts[]) => {
     for (const p of pods) {
-      w.extra.push({ kind: 'evict', target: podTarget(p) });
+      w.evictions.push(p);
       retries.push({ node, pod: `${p.namespace}/${p.name}`, incident: i.key, since: i.since });
     }
   };
@@ -123,7 +125,7 @@ function step(i: Incident, w: Work, facts: SweepFacts, policy: Policy, retries: 
       }
       retry(left);
       if (i.notifiedAt && Date.parse(i.notifiedAt) >= Date.parse(i.since)) return i;
-      w.extra.push({ kind: 'notify', target: nodeTarget(node), value: `${stuck}; nothing further to escalate to: a person must look (disruption budgets may be blocking)` });
+      w.notices.push(notice(i.action, w.facts.node, `${stuck}; nothing further to escalate to: a person must look (disruption budgets may be blocking)`));
       w.reasons.push(stuck);
       const notified = { ...i, notifiedAt: now.toISOString() };
       w.touched.push(notified);
@@ -147,12 +149,12 @@ function toRepair(i: Incident, repair: 'reboot-node' | 'replace-node' | undefine
   const can = repair === 'reboot-node' ? facts.capabilities?.reboot : repair === 'replace-node' ? facts.capabilities?.replace : false;
   const next: Incident = { ...i, phase: 'awaiting-repair', since: facts.now.toISOString(), notifiedAt: facts.now.toISOString() };
   if (repair && can) {
-    w.extra.push({ kind: repair === 'reboot-node' ? 'reboot' : 'replace', target: nodeTarget(node) });
+    w.cloud.push({ kind: repair === 'reboot-node' ? 'reboot' : 'replace', node });
     w.reasons.push(`${why}: ${repair === 'reboot-node' ? 'rebooting' : 'replacing'} it; it returns after the quiet period once repaired`);
   } else {
     const what = repair ? `${repair === 'reboot-node' ? 'reboot' : 'replace'} it (no cloud adapter can)` : 'repair it';
     const text = `${why}: awaiting-repair, a person must ${what}, then annotate gpu-reflex.io/repaired-at=<time>`;
-    w.extra.push({ kind: 'notify', target: nodeTarget(node), value: text });
+    w.notices.push(notice(i.action, w.facts.node, text));
     w.reasons.push(text);
   }
   w.touched.push(next);
@@ -183,9 +185,9 @@ function grantApprovals(work: Work[], facts: SweepFacts, policy: Policy): void {
     const pods = drains ? evictable(w.facts.pods) : evictable(w.facts.pods).filter((p) => (i.workloads.length > 0 ? i.workloads.includes(p.uid) : p.requestsGpu && (p.gpus === undefined || (i.gpu !== undefined && p.gpus.includes(i.gpu)))));
     const acted: Incident = { ...i, phase: drains ? 'draining' : 'quarantined', since: facts.now.toISOString(), outAt: i.outAt ?? facts.now.toISOString(), pods: [...new Set([...i.pods, ...pods.map((p) => p.uid)])] };
     w.state = { ...w.state, incidents: w.state.incidents.map((x) => (x === i ? acted : x)) };
-    w.extra.push(...pods.map((p) => ({ kind: 'evict' as const, target: podTarget(p) })));
+    w.evictions.push(...pods);
     const text = decision === 'approved' ? `${i.key}: ${i.action} approved in chat, going ahead` : `${i.key}: the pool ${pool.name} has room again, ${i.action} goes ahead (first come, first served)`;
-    w.extra.push({ kind: 'notify', target: nodeTarget(node), value: text });
+    w.notices.push(notice(i.action, w.facts.node, text));
     w.reasons.push(text);
     w.touched.push(acted);
     if (!out && !pool.quarantinedNodes.includes(node)) granted.set(pool.name, [...extra, node]);
@@ -199,18 +201,22 @@ function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undefined {
   // Back in service: it was out (a held-back node never left, so it is not "restored").
   const restored = next.phase === 'healthy' && prev.phase !== 'healthy' && prev.phase !== 'awaiting-approval';
   if (restored) next = { ...next, restoredAt: facts.now.toISOString() };
-  const steps = [...nodeSteps(prev, next, node, policy.taintKey), ...w.extra];
+  const edit = nodeEdit(prev, next, node, policy.taintKey);
+  const notices = [...w.notices];
   const back = w.back;
+  const main = w.touched.at(-1) ?? next.incidents.find(isOpen);
   if (restored || back.length > 0) {
     const what = restored ? `node ${node.name} is back in service` : `${back.map((i) => i.qid ?? i.gpu ?? i.key).join(', ')} back in service on ${node.name}`;
-    steps.push({ kind: 'notify', target: nodeTarget(node.name), value: `${what} after ${policy.quietPeriodMinutes} quiet minutes` });
+    notices.push(notice('restore', node, `${what} after ${policy.quietPeriodMinutes} quiet minutes`, 'info'));
   }
-  if (steps.length === 0) return undefined;
-  const main = w.touched.at(-1) ?? next.incidents.find(isOpen);
+  // One eviction per pod, however many incidents asked for it.
+  const evictions = [...new Map(w.evictions.map((p) => [p.uid, { namespace: p.namespace, name: p.name, uid: p.uid }])).values()];
+  if (!edit && evictions.length === 0 && notices.length === 0 && w.cloud.length === 0) return undefined;
   const rejectedOnly = !restored && back.length === 0 && main?.phase === 'closed';
   const action: Plan['action'] = restored || back.length > 0 ? 'restore' : rejectedOnly ? 'observe' : (main?.action ?? 'observe');
   const repairing = w.touched.some((i) => i.phase === 'awaiting-repair');
-  const onlyBookkeeping = steps.every((s) => s.kind === 'annotate');
+  // Only our own bookkeeping changes (history, quarantined-gpus): nothing anyone would notice.
+  const onlyBookkeeping = !editsScheduling(edit) && evictions.length === 0 && notices.length === 0 && w.cloud.length === 0;
   const scope = main?.scope === 'mig-instance' || main?.scope === 'gpu' ? (restored ? 'node' : main.scope) : 'node';
   return {
     kind: onlyBookkeeping ? 'noop' : 'act',
@@ -222,17 +228,14 @@ function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undefined {
       node: node.name,
       gpus: (main?.gpu ? [main.gpu] : (node.gpus ?? [])).slice(0, 16),
       migInstances: main?.gpu && main.mig ? [{ gpuUuid: main.gpu, gpuInstanceId: main.mig.gi, ...(main.mig.ci !== undefined ? { computeInstanceId: main.mig.ci } : {}) }] : [],
-      pods: w.extra.filter((s) => s.kind === 'evict').map((s) => podOf(s.target, w.facts.pods)).filter((p): p is NonNullable<typeof p> => p !== undefined),
+      pods: evictions,
     },
-    steps,
+    ...(edit ? { nodeEdit: edit } : {}),
+    evictions,
+    notices,
+    cloud: w.cloud,
     reason: (restored ? [`node ${node.name} is back in service: untainted, uncordoned, labelled healthy`, ...w.reasons] : w.reasons).join('. ') || `sweep of ${node.name}: bookkeeping only`,
     trigger: { eventId: `sweep:${node.name}:${facts.now.getTime()}`, detailType: 'Scheduled Event', node: node.name, observedAt: facts.now.toISOString() },
     nextState: next,
-    dryRun: facts.dryRun || policy.dryRun,
   };
-}
-
-function podOf(target: string, pods: PodFacts[]): { namespace: string; name: string; uid: string } | undefined {
-  const p = pods.find((x) => podTarget(x) === target);
-  return p ? { namespace: p.namespace, name: p.name, uid: p.uid } : undefined;
 }

@@ -1,14 +1,14 @@
 /** Property tests: no valid event and no node metadata crashes the planners, and plans stay inside their node. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { GPU_RECOVERY_ACTIONS, GpuHealthChangedDetailSchema, GpuXidErrorDetailSchema, HEALTH_CONDITIONS, XID_CATALOG } from '../../events/index.ts';
-import { toRemediationDetail } from './detail.ts';
+import { GPU_RECOVERY_ACTIONS, GpuHealthChangedDetailSchema, GpuXidErrorDetailSchema, HEALTH_CONDITIONS, XID_CATALOG } from '../../../events/index.ts';
+import { renderSteps, toRemediationDetail } from './detail.ts';
 import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY } from './policy.ts';
 import { encodeHistory, HISTORY_ANNOTATION, LIMITS, QUARANTINED_GPUS_ANNOTATION, REPAIRED_AT_ANNOTATION, STATE_LABEL } from './state.ts';
 import { planSweep } from './sweep.ts';
 import { poolAllowance, poolFacts } from './blast-radius.ts';
-import { apply, at, gpu, node, pool, pod, stateOf } from './testing.ts';
+import { allDone, apply, at, gpu, node, pool, pod, stateOf } from '../testing.ts';
 import type { NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
 
 const NODE = 'gpu-a100-07';
@@ -53,46 +53,47 @@ const nodeFacts: fc.Arbitrary<NodeFacts> = fc.record({
 
 function expectConfined(plan: Plan, pods: PodFacts[]): void {
   const allowed = new Set([`node/${NODE}`, ...pods.filter((p) => !p.daemonSet && !p.mirror).map((p) => `pod/${p.namespace}/${p.name}`)]);
-  for (const s of plan.steps) expect(allowed.has(s.target), `${s.kind} → ${s.target}`).toBe(true);
+  for (const s of renderSteps(plan)) expect(allowed.has(s.target), `${s.kind} → ${s.target}`).toBe(true);
+  if (plan.nodeEdit) expect(plan.nodeEdit.node).toBe(NODE);
   expect(plan.target.node).toBe(NODE);
   expect(Buffer.byteLength(encodeHistory(plan.nextState))).toBeLessThanOrEqual(LIMITS.historyBytes);
   // every plan can be published as a valid Remediation event
-  toRemediationDetail(plan, plan.steps.map(() => ({ result: 'done' as const })), { occurredAt: new Date(at(700)) });
+  toRemediationDetail(plan, allDone(plan), { occurredAt: new Date(at(700)) });
 }
 
 describe('planners (properties)', () => {
-  it('planRemediation never throws on a valid event and arbitrary node metadata, and stays on its node', () => {
+  it('planRemediation never throws on a valid event and arbitrary node metadata, and stays on its node', async () => {
     fc.assert(
-      fc.property(event, nodeFacts, fc.integer({ min: 0, max: 12 }), fc.boolean(), (e, n, used, dry) => {
-        const plan = planRemediation({ now: new Date(at(601)), event: e, node: n, state: stateOf(n), pool: pool({ quarantinedInWindow: used }), pods: PODS, dryRun: dry }, DEFAULT_POLICY);
+      fc.property(event, nodeFacts, fc.integer({ min: 0, max: 12 }), (e, n, used) => {
+        const plan = planRemediation({ now: new Date(at(601)), event: e, node: n, state: stateOf(n), pool: pool({ quarantinedInWindow: used }), pods: PODS }, DEFAULT_POLICY);
         expectConfined(plan, PODS);
       }),
       { numRuns: 400 },
     );
   });
 
-  it('sequences of events and sweeps never throw, stay on their node, keep the history bounded, and never latch', () => {
-    fc.assert(
-      fc.property(fc.array(fc.oneof(event, fc.constant('sweep' as const)), { minLength: 1, maxLength: 25 }), nodeFacts, (steps, n0) => {
+  it('sequences of events and sweeps never throw, stay on their node, keep the history bounded, and never latch', async () => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(fc.oneof(event, fc.constant('sweep' as const)), { minLength: 1, maxLength: 25 }), nodeFacts, async (steps, n0) => {
         let w = { node: n0, pods: PODS };
         let clock = 0;
         for (const s of steps) {
           clock += 7;
           const plan =
             s === 'sweep'
-              ? planSweep({ now: new Date(at(clock)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }], dryRun: false }, DEFAULT_POLICY).plans[0]
-              : planRemediation({ now: new Date(at(clock)), event: s, node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods, dryRun: false }, DEFAULT_POLICY);
+              ? planSweep({ now: new Date(at(clock)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }] }, DEFAULT_POLICY).plans[0]
+              : planRemediation({ now: new Date(at(clock)), event: s, node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }, DEFAULT_POLICY);
           if (!plan) continue;
           expectConfined(plan, w.pods);
-          w = apply(w.node, w.pods, plan, DEFAULT_POLICY);
+          w = await apply(w.node, w.pods, plan);
         }
         // After everything (events may carry agent times up to minute 600): mark repaired, and a
         // long quiet stretch of sweeps brings the node back.
         clock = Math.max(clock, 601);
         w = { ...w, node: { ...w.node, annotations: { ...w.node.annotations, [REPAIRED_AT_ANNOTATION]: at(clock) } } };
         for (let k = 1; k <= 8; k++) {
-          const plan = planSweep({ now: new Date(at(clock + k * 1500)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool({ quarantinedInWindow: 0 }), pods: w.pods }], dryRun: false }, DEFAULT_POLICY).plans[0];
-          if (plan) w = apply(w.node, w.pods, plan, DEFAULT_POLICY);
+          const plan = planSweep({ now: new Date(at(clock + k * 1500)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool({ quarantinedInWindow: 0 }), pods: w.pods }] }, DEFAULT_POLICY).plans[0];
+          if (plan) w = await apply(w.node, w.pods, plan);
         }
         const end = stateOf(w.node);
         expect(end.phase).toBe('healthy');
@@ -103,15 +104,15 @@ describe('planners (properties)', () => {
     );
   });
 
-  it('never has more nodes of a pool out than the blast radius allows, however faults and sweeps interleave', () => {
+  it('never has more nodes of a pool out than the blast radius allows, however faults and sweeps interleave', async () => {
     const names = Array.from({ length: 10 }, (_, i) => `gpu-a100-${i}`);
     const allowance = poolAllowance(DEFAULT_POLICY, pool({ nodes: 10 }));
     const step = fc.oneof(
       fc.record({ n: fc.integer({ min: 0, max: 9 }), x: fc.constantFrom(79, 48, 13, 54, 94, 154), g: fc.integer({ min: 0, max: 1 }) }),
       fc.constant('sweep' as const),
     );
-    fc.assert(
-      fc.property(fc.array(step, { minLength: 1, maxLength: 40 }), (steps) => {
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 40 }), async (steps) => {
         const world = new Map(names.map((n) => [n, { node: node(n, 2), pods: PODS }]));
         let clock = 0;
         const members = () => names.map((n) => ({ name: n, state: stateOf(world.get(n)!.node) }));
@@ -120,8 +121,8 @@ describe('planners (properties)', () => {
           const now = new Date(at(clock));
           const counted = poolFacts(DEFAULT_POLICY, 'a100', members(), now);
           if (s === 'sweep') {
-            const out = planSweep({ now, dryRun: false, nodes: names.map((n) => ({ ...world.get(n)!, state: stateOf(world.get(n)!.node), pool: counted })) }, DEFAULT_POLICY);
-            for (const plan of out.plans) world.set(plan.target.node, apply(world.get(plan.target.node)!.node, world.get(plan.target.node)!.pods, plan, DEFAULT_POLICY));
+            const out = planSweep({ now, nodes: names.map((n) => ({ ...world.get(n)!, state: stateOf(world.get(n)!.node), pool: counted })) }, DEFAULT_POLICY);
+            for (const plan of out.plans) world.set(plan.target.node, (await apply(world.get(plan.target.node)!.node, world.get(plan.target.node)!.pods, plan)));
           } else {
             const name = names[s.n]!;
             const w = world.get(name)!;
@@ -129,8 +130,8 @@ describe('planners (properties)', () => {
               detailType: 'GPU XID Error',
               detail: GpuXidErrorDetailSchema.parse({ schemaVersion: 1, eventId: `xid:${name}:${clock}`, node: name, observedAt: at(clock), gpu: gpu(s.g), xid: s.x, via: 'nvml', pid: null, process: null, message: 'm', pods: [] }),
             };
-            const plan = planRemediation({ now, event: e, node: w.node, state: stateOf(w.node), pool: counted, pods: w.pods, dryRun: false }, DEFAULT_POLICY);
-            world.set(name, apply(w.node, w.pods, plan, DEFAULT_POLICY));
+            const plan = planRemediation({ now, event: e, node: w.node, state: stateOf(w.node), pool: counted, pods: w.pods }, DEFAULT_POLICY);
+            world.set(name, (await apply(w.node, w.pods, plan)));
           }
           const outNow = members().filter((m) => ['quarantined', 'draining', 'awaiting-repair'].includes(m.state.phase));
           expect(outNow.length).toBeLessThanOrEqual(allowance);

@@ -1,7 +1,7 @@
 /**
  * The node-level half of every plan. Planners change incidents only; this derives what the node
  * must look like from the open incidents (state label, quarantined GPUs, taint, cordon) and the
- * steps that take it there from what it is now. One place decides it, so the event planner and
+ * typed node edit that takes it there from what it is now. One place decides it, so the event planner and
  * the sweep can never disagree about what "quarantined" looks like on a node.
  *
  * Per-GPU quarantine and taints: a taint cannot name one GPU, it makes the whole node
@@ -11,8 +11,8 @@
  * drain / repair is under way.
  */
 import { encodeHistory, isOpen, QUARANTINED_GPUS_ANNOTATION, HISTORY_ANNOTATION, STATE_LABEL, type Incident, type NodePhase, type NodeState } from './state.ts';
-import { nodeTarget } from './scope.ts';
-import type { NodeFacts, PlanStep } from './types.ts';
+import { emptyEdit, isEmptyEdit, type NodeEdit } from '../../lib/plan.ts';
+import type { NodeFacts } from './types.ts';
 
 const PHASE_RANK: Record<NodePhase, number> = { healthy: 0, 'awaiting-approval': 1, quarantined: 2, 'awaiting-repair': 3, draining: 4 };
 
@@ -63,20 +63,28 @@ export function taintValue(reason: string): string {
   return reason.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 63).replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '') || 'unhealthy';
 }
 
-/** Steps that take the node from `prev` (what it carries now) to `next`. */
-export function nodeSteps(prev: NodeState, next: NodeState, node: NodeFacts, taintKey: string): PlanStep[] {
-  const target = nodeTarget(node.name);
-  const steps: PlanStep[] = [];
-  if (next.taint && next.taint !== prev.taint) steps.push({ kind: 'taint', target, value: `${taintKey}=${next.taint}:NoSchedule` });
-  if (!next.taint && prev.taint) steps.push({ kind: 'untaint', target, value: `${taintKey}:NoSchedule` });
-  if (next.cordoned && !node.unschedulable) steps.push({ kind: 'cordon', target });
-  if (!next.cordoned && prev.cordoned && node.unschedulable) steps.push({ kind: 'uncordon', target });
-  if (next.phase !== prev.phase || (node.labels[STATE_LABEL] ?? 'healthy') !== next.phase) steps.push({ kind: 'label', target, value: `${STATE_LABEL}=${next.phase}` });
+/**
+ * The node edit that takes the node from `prev` (what it carries now) to `next`, as values; the
+ * history itself rides along as the typed `record` (encoded once, by the applier). Undefined
+ * when the node already is `next`.
+ */
+export function nodeEdit(prev: NodeState, next: NodeState, node: NodeFacts, taintKey: string): NodeEdit<NodeState> | undefined {
+  const edit = emptyEdit<NodeState>(node.name);
+  if (next.taint && next.taint !== prev.taint) edit.addTaints.push({ key: taintKey, value: next.taint, effect: 'NoSchedule' });
+  if (!next.taint && prev.taint) edit.removeTaints.push({ key: taintKey, effect: 'NoSchedule' });
+  if (next.cordoned && !node.unschedulable) edit.unschedulable = true;
+  if (!next.cordoned && prev.cordoned && node.unschedulable) edit.unschedulable = false;
+  if (next.phase !== prev.phase || (node.labels[STATE_LABEL] ?? 'healthy') !== next.phase) edit.labels[STATE_LABEL] = next.phase;
   if (JSON.stringify(next.quarantinedGpus) !== JSON.stringify(prev.quarantinedGpus)) {
-    steps.push({ kind: 'annotate', target, value: `${QUARANTINED_GPUS_ANNOTATION}=${JSON.stringify(next.quarantinedGpus)}` });
+    edit.annotations[QUARANTINED_GPUS_ANNOTATION] = next.quarantinedGpus.length > 0 ? JSON.stringify(next.quarantinedGpus) : null;
   }
-  if (encodeHistory(next) !== encodeHistory(prev)) steps.push({ kind: 'annotate', target, value: HISTORY_ANNOTATION });
-  return steps;
+  if (encodeHistory(next) !== encodeHistory(prev)) edit.record = next;
+  return isEmptyEdit(edit) ? undefined : edit;
+}
+
+/** How the history record is stored on the node: the applier's codec for `NodeEdit.record`. */
+export function historyCodec(state: NodeState): { annotations: Record<string, string> } {
+  return { annotations: { [HISTORY_ANNOTATION]: encodeHistory(state) } };
 }
 
 /**

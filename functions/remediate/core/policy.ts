@@ -14,7 +14,7 @@ import {
   type GpuRecoveryAction,
   type HealthCondition,
   type RemediationAction,
-} from '../../events/index.ts';
+} from '../../../events/index.ts';
 
 export const Action = z.enum(REMEDIATION_ACTIONS);
 
@@ -70,7 +70,6 @@ export const PolicySchema = z
     quietPeriodMinutes: int().min(0).max(10_080),
     drainTimeoutMinutes: int().min(1).max(10_080),
     taintKey: z.string().regex(/^([a-z0-9.-]+\/)?[A-Za-z0-9._-]{1,63}$/, 'expected a taint key like gpu-reflex.io/unhealthy'),
-    dryRun: z.boolean(),
   })
   .strict()
   .superRefine((p, ctx) => {
@@ -136,7 +135,6 @@ export const DEFAULT_POLICY: Policy = deepFreeze({
   quietPeriodMinutes: 30,
   drainTimeoutMinutes: 30,
   taintKey: 'gpu-reflex.io/unhealthy',
-  dryRun: false,
 });
 
 /** A rule after defaults, file and pool overrides are merged: what the planner obeys. */

@@ -6,8 +6,8 @@
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import { z } from 'zod';
 import { DEFAULT_POLICY, PolicySchema, RuleOverrideSchema, PoolOverrideSchema, EscalateSchema, type Policy } from './policy.ts';
-import { GPU_RECOVERY_ACTIONS, HEALTH_CONDITIONS, int } from '../../events/index.ts';
-import { checkAliasCount, yamlValue, YamlTextError } from '../lib/yaml-text.ts';
+import { GPU_RECOVERY_ACTIONS, HEALTH_CONDITIONS, int } from '../../../events/index.ts';
+import { checkAliasCount, yamlValue, YamlTextError } from '../../lib/yaml-text.ts';
 
 export class PolicyFileError extends Error {
   constructor(
@@ -32,6 +32,7 @@ const PolicyFileSchema = z
     quietPeriodMinutes: int().min(0).max(10_080).optional(),
     drainTimeoutMinutes: int().min(1).max(10_080).optional(),
     taintKey: z.string().optional(),
+    /** Not a rule: selects the dry-run wiring (functions/lib/wiring.ts), like DRY_RUN=true. */
     dryRun: z.boolean().optional(),
   })
   .strict();
@@ -39,6 +40,14 @@ type PolicyFile = z.infer<typeof PolicyFileSchema>;
 
 /** Parses `text` (named `fileName` in errors) and merges it over DEFAULT_POLICY. */
 export function loadPolicy(text: string, fileName: string): Policy {
+  return loadPolicyFile(text, fileName).policy;
+}
+
+/**
+ * The policy and the file's `dryRun`, which is no part of the policy: the core never sees it;
+ * the wiring uses it to choose the dry-run ports.
+ */
+export function loadPolicyFile(text: string, fileName: string): { policy: Policy; dryRun: boolean } {
   const lines = new LineCounter();
   // Aliases are bounded: an alias bomb is refused in one line, not with a stack trace or a hang.
   inFile(fileName, () => checkAliasCount(text));
@@ -51,7 +60,7 @@ export function loadPolicy(text: string, fileName: string): Policy {
   if (!parsed.success) throw new PolicyFileError(parsed.error.issues.map((i) => located(doc, lines, fileName, i)));
   const merged = PolicySchema.safeParse(mergePolicy(DEFAULT_POLICY, parsed.data));
   if (!merged.success) throw new PolicyFileError(merged.error.issues.map((i) => located(doc, lines, fileName, i)));
-  return merged.data;
+  return { policy: merged.data, dryRun: parsed.data.dryRun ?? false };
 }
 
 /** Runs `read`, turning a YamlTextError into a PolicyFileError naming the file. */
@@ -82,7 +91,6 @@ export function mergePolicy(base: Policy, file: PolicyFile): Policy {
     quietPeriodMinutes: file.quietPeriodMinutes ?? base.quietPeriodMinutes,
     drainTimeoutMinutes: file.drainTimeoutMinutes ?? base.drainTimeoutMinutes,
     taintKey: file.taintKey ?? base.taintKey,
-    dryRun: file.dryRun ?? base.dryRun,
   } as Policy;
 }
 

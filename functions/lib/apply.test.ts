@@ -1,0 +1,63 @@
+import { describe, expect, it } from 'vitest';
+import { RecordingNotifier, type Notifier } from '../adapters/chat/notifier.ts';
+import { BadInputError } from '../adapters/errors.ts';
+import { fakeKube } from '../adapters/kube/fake.ts';
+import { applyActions } from './apply.ts';
+import { emptyEdit, type Actions } from './plan.ts';
+
+function seeded() {
+  const kube = fakeKube();
+  kube.cluster.addNode({ name: 'n1', labels: { keep: 'me' } });
+  kube.cluster.addPod({ namespace: 'ml', name: 'a', uid: 'ua', nodeName: 'n1', terminationGracePeriodSeconds: 0 });
+  kube.cluster.addPod({ namespace: 'ml', name: 'b', uid: 'ub', nodeName: 'n1', labels: { guarded: 'yes' } });
+  kube.cluster.addPdb({ namespace: 'ml', matchLabels: { guarded: 'yes' }, minAvailable: 1 });
+  return kube;
+}
+
+const actions = (o: Partial<Actions<{ v: number }>> = {}): Actions<{ v: number }> => ({
+  nodeEdit: { ...emptyEdit<{ v: number }>('n1'), addTaints: [{ key: 'k', value: 'v', effect: 'NoSchedule' }], unschedulable: true, labels: { state: 'out' }, record: { v: 7 } },
+  evictions: [{ namespace: 'ml', name: 'a' }, { namespace: 'ml', name: 'b' }],
+  notices: [{ title: 't', text: 'x', severity: 'warning' }],
+  cloud: [{ kind: 'reboot', node: 'n1' }],
+  ...o,
+});
+const codec = (r: { v: number }) => ({ annotations: { rec: JSON.stringify(r) } });
+
+describe('applyActions', () => {
+  it('patches the node once (record encoded by the codec), then evicts, then notifies, then cloud', async () => {
+    const kube = seeded();
+    const notifier = new RecordingNotifier();
+    const out = await applyActions(actions(), { nodes: kube.nodes, pods: kube.pods, notifier }, codec);
+    expect(kube.cluster.calls.map((c) => c.op)).toEqual(['nodes.update', 'pods.evict', 'pods.evict']);
+    const n = await kube.nodes.get('n1');
+    expect(n).toMatchObject({ unschedulable: true, labels: { keep: 'me', state: 'out' }, annotations: { rec: '{"v":7}' }, taints: [{ key: 'k', value: 'v', effect: 'NoSchedule' }] });
+    expect(out).toEqual({
+      nodeEdit: { result: 'done' },
+      evictions: [{ result: 'done' }, { result: 'blocked', message: expect.any(String) }],
+      notices: [{ result: 'done' }],
+      cloud: [{ result: 'skipped', message: 'no cloud adapter to reboot n1: a person must' }],
+    });
+    expect(notifier.notices).toHaveLength(1);
+    // idempotent: a second run changes nothing on the node
+    expect((await applyActions(actions(), { nodes: kube.nodes, pods: kube.pods, notifier }, codec)).nodeEdit).toEqual({ result: 'already' });
+  });
+
+  it('throws a record without a codec as our own bug, not as bad input, before touching anything', async () => {
+    const kube = seeded();
+    const err = await applyActions(actions(), { nodes: kube.nodes, pods: kube.pods, notifier: new RecordingNotifier() }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(Error);
+    expect(err).not.toBeInstanceOf(BadInputError);
+    expect(kube.cluster.calls).toEqual([]);
+  });
+
+  it('reports a failed notice and goes on; a failed node patch throws before any eviction', async () => {
+    const kube = seeded();
+    const failing: Notifier = { notify: async () => { throw new Error('webhook down'); } };
+    const out = await applyActions(actions({ cloud: [] }), { nodes: kube.nodes, pods: kube.pods, notifier: failing }, codec);
+    expect(out.notices).toEqual([{ result: 'failed', message: 'webhook down' }]);
+    const k2 = seeded();
+    k2.cluster.failNext('nodes.update', 500);
+    await expect(applyActions(actions(), { nodes: k2.nodes, pods: k2.pods, notifier: failing }, codec)).rejects.toThrow();
+    expect(k2.cluster.callsTo('pods.evict')).toEqual([]);
+  });
+});

@@ -1,0 +1,106 @@
+/**
+ * applyActions: the one applier. Carries any plan's actions out through the ports, in this order:
+ * the node change as one patch (a taint and a cordon stop new work before anything moves), then
+ * evictions, notices, cloud actions. It checks no dry-run flag: dry-run is the ports' decorator,
+ * chosen in the wiring.
+ *
+ * Failure meaning: the node patch throws (the invocation is retried; every action is idempotent);
+ * a pod whose eviction fails is reported and left to the next round; a notice that fails is
+ * reported and never fails anything; a cloud action without a cloud port is reported skipped.
+ */
+import type { Notifier } from '../adapters/chat/notifier.ts';
+import type { NodeInfo } from '../adapters/kube/model.ts';
+import type { NodeChange } from '../adapters/kube/node-change.ts';
+import type { NodeOps, PodOps } from '../adapters/kube/ports.ts';
+import { encodeOutbox, OUTBOX_ANNOTATION } from './outbox.ts';
+import type { Actions, CloudAction, NodeEdit } from './plan.ts';
+
+export interface StepOutcome {
+  result: 'done' | 'already' | 'blocked' | 'failed' | 'skipped';
+  message?: string;
+}
+
+/** What happened to each action, index for index. */
+export interface Applied {
+  nodeEdit?: StepOutcome;
+  evictions: StepOutcome[];
+  notices: StepOutcome[];
+  cloud: StepOutcome[];
+}
+
+/** Port for cloud actions (repair, scaling). Each is idempotent; `false` = already so. */
+export interface CloudOps {
+  run(action: CloudAction): Promise<boolean>;
+}
+
+export interface ActionPorts {
+  nodes: Pick<NodeOps, 'update'>;
+  pods: Pick<PodOps, 'evict'>;
+  notifier: Notifier;
+  cloud?: CloudOps;
+}
+
+/** Encodes a function's typed node record into the metadata it is stored in. */
+export type RecordCodec<R> = (record: R) => { labels?: Record<string, string | null>; annotations?: Record<string, string | null> };
+
+const clip = (s: string) => s.slice(0, 512);
+
+/**
+ * `basis`: the node as the caller read it (under its lease) when planning: the patch is computed
+ * from it and sent with its resourceVersion, one request; a node changed since is a 409 (retried).
+ */
+export async function applyActions<R>(actions: Actions<R>, ports: ActionPorts, codec?: RecordCodec<R>, basis?: NodeInfo): Promise<Applied> {
+  const applied: Applied = { evictions: [], notices: [], cloud: [] };
+  if (actions.nodeEdit) {
+    const change = toNodeChange(actions.nodeEdit, codec);
+    const changed = await ports.nodes.update(actions.nodeEdit.node, change, basis?.name === actions.nodeEdit.node ? { basis } : undefined);
+    applied.nodeEdit = { result: changed ? 'done' : 'already' };
+  }
+  for (const pod of actions.evictions) {
+    try {
+      const r = await ports.pods.evict(pod.namespace, pod.name);
+      applied.evictions.push(r.outcome === 'blocked' ? { result: 'blocked', message: clip(r.reason) } : { result: r.outcome === 'gone' ? 'already' : 'done' });
+    } catch (err) {
+      applied.evictions.push({ result: 'failed', message: clip((err as Error).message) });
+    }
+  }
+  for (const notice of actions.notices) {
+    try {
+      await ports.notifier.notify(notice);
+      applied.notices.push({ result: 'done' });
+    } catch (err) {
+      applied.notices.push({ result: 'failed', message: clip((err as Error).message) });
+    }
+  }
+  for (const action of actions.cloud) {
+    if (!ports.cloud) {
+      applied.cloud.push({ result: 'skipped', message: `no cloud adapter to ${action.kind} ${'node' in action ? action.node : action.pool}: a person must` });
+      continue;
+    }
+    applied.cloud.push({ result: (await ports.cloud.run(action)) ? 'done' : 'already' });
+  }
+  return applied;
+}
+
+/**
+ * The port's one-patch change. The record and the outbox are encoded here, once; a record without
+ * a codec is our bug.
+ */
+export function toNodeChange<R>(edit: NodeEdit<R>, codec?: RecordCodec<R>): NodeChange {
+  let labels = edit.labels;
+  let annotations = edit.annotations;
+  if (edit.record !== undefined) {
+    if (!codec) throw new Error(`node edit for ${edit.node} carries a record but no codec was given`);
+    const enc = codec(edit.record);
+    labels = { ...labels, ...enc.labels };
+    annotations = { ...annotations, ...enc.annotations };
+  }
+  if (edit.outbox !== undefined) annotations = { ...annotations, [OUTBOX_ANNOTATION]: encodeOutbox(edit.outbox) };
+  return {
+    ...(edit.addTaints.length ? { addTaints: edit.addTaints } : {}),
+    ...(edit.removeTaints.length ? { removeTaints: edit.removeTaints } : {}),
+    ...(Object.keys(labels).length ? { labels } : {}),
+    ...(Object.keys(annotations).length ? { annotations } : {}),
+    ...(edit.unschedulable !== undefined ? { unschedulable: edit.unschedulable } : {}),
+  };
+}

@@ -1,0 +1,74 @@
+/**
+ * The outbox: events an invocation decided to publish are written with the state it writes (on
+ * the node, in the same patch as its history), published, and cleared once the bus accepted them.
+ * A retry of an event already handled (the state says so) finds them still pending and publishes
+ * them instead of answering "nothing to do"; so does the next sweep of that node. Event ids are
+ * deterministic, so a consumer that saw the first attempt dedupes the second.
+ */
+import { z } from 'zod';
+import type { PublishedEvent } from '../adapters/bus.ts';
+import type { Notice } from '../adapters/chat/notifier.ts';
+
+/** A chat notice waiting to be sent; `id` (from its content) keeps one copy per notice. */
+export type PendingNotice = Notice & { id: string };
+
+/** What a node's outbox holds. */
+export interface Outbox {
+  events: PublishedEvent[];
+  notices: PendingNotice[];
+}
+
+export const OUTBOX_ANNOTATION = 'gpu-reflex.io/outbox';
+
+/** Stay well inside the 256 KiB the API server allows for all of a node's annotations together. */
+const MAX_BYTES = 64 * 1024;
+
+const EventSchema = z.object({ source: z.string(), detailType: z.string(), detail: z.record(z.string(), z.unknown()), resources: z.array(z.string()).optional() });
+const NoticeSchema = z.object({ id: z.string(), title: z.string(), text: z.string(), severity: z.enum(['info', 'warning', 'critical']) });
+const PendingSchema = z.object({ events: z.array(EventSchema), notices: z.array(NoticeSchema) });
+
+/** What a node's outbox holds; a corrupt outbox reads as empty, with a warning (never throws). */
+export function readOutbox(annotations: Readonly<Record<string, string>>): Outbox & { warning?: string } {
+  const raw = annotations[OUTBOX_ANNOTATION];
+  if (raw === undefined) return { events: [], notices: [] };
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch {
+    json = undefined;
+  }
+  const parsed = PendingSchema.safeParse(json);
+  if (!parsed.success) return { events: [], notices: [], warning: `${OUTBOX_ANNOTATION} is corrupt: its events are lost` };
+  return {
+    events: parsed.data.events.map((e) => ({ source: e.source, detailType: e.detailType, detail: e.detail, ...(e.resources ? { resources: e.resources } : {}) })),
+    notices: parsed.data.notices,
+  };
+}
+
+/** The annotation value (null removes it when empty). Oversized step lists are trimmed to fit. */
+export function encodeOutbox(box: Outbox): string | null {
+  if (box.events.length === 0 && box.notices.length === 0) return null;
+  const text = JSON.stringify(box);
+  if (Buffer.byteLength(text) <= MAX_BYTES) return text;
+  const events = box.events.map((e) => (Array.isArray(e.detail.steps) ? { ...e, detail: { ...e.detail, steps: (e.detail.steps as { message?: string }[]).slice(0, 100).map(({ message: _m, ...s }) => s) } } : e));
+  return JSON.stringify({ events, notices: box.notices.map((n) => ({ ...n, text: n.text.slice(0, 1000) })) });
+}
+
+/** A notice with its id (FNV-1a of its content): the same notice twice is one. */
+export function pendingNotice(n: Notice): PendingNotice {
+  let h = 0x811c9dc5;
+  const text = `${n.severity}\u0000${n.title}\u0000${n.text}`;
+  for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+  return { ...n, id: `ntc-${h.toString(16)}` };
+}
+
+export function mergeNotices(a: readonly PendingNotice[], b: readonly PendingNotice[]): PendingNotice[] {
+  return [...new Map([...a, ...b].map((n) => [n.id, n])).values()];
+}
+
+/** Pending first, then the new ones; one entry per event id (the newest rendering wins). */
+export function mergeOutbox(pending: readonly PublishedEvent[], next: readonly PublishedEvent[]): PublishedEvent[] {
+  const byId = new Map<string, PublishedEvent>();
+  for (const e of [...pending, ...next]) byId.set(`${e.detailType}\u0000${String(e.detail.eventId)}`, e);
+  return [...byId.values()];
+}

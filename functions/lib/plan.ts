@@ -1,0 +1,63 @@
+/**
+ * What a function decided to do, as typed data (ARCHITECTURE.md "The reflex core"). A planner
+ * returns `Actions`; `applyActions` (apply.ts) carries them out through the ports; event text,
+ * chat text and logs are rendered from them. Nothing here is ever parsed back from a string.
+ */
+import type { Taint, TaintEffect } from '../adapters/kube/model.ts';
+import type { Notice } from '../adapters/chat/notifier.ts';
+import type { Outbox } from './outbox.ts';
+
+export type { Notice, Taint, TaintEffect };
+
+/**
+ * One node's change, sent as one patch. `record` is the function's own state for the node (for
+ * remediation: the typed next history), encoded once by the applier's codec, at the port.
+ */
+export interface NodeEdit<R = never> {
+  node: string;
+  addTaints: Taint[];
+  /** By key and effect; absent ones are ignored. */
+  removeTaints: { key: string; effect: TaintEffect }[];
+  /** `true` cordons, `false` uncordons, absent leaves it alone. */
+  unschedulable?: boolean;
+  /** A string sets, `null` removes. */
+  labels: Record<string, string | null>;
+  annotations: Record<string, string | null>;
+  record?: R;
+  /** Events and notices to send, written in this same patch (outbox.ts); empty clears the outbox. */
+  outbox?: Outbox;
+}
+
+export interface PodRef {
+  namespace: string;
+  name: string;
+  uid?: string;
+}
+
+/** Cloud work for the adapters to come (repair, pool autoscaler); typed now so plans can carry it. */
+export type CloudAction = { kind: 'reboot'; node: string } | { kind: 'replace'; node: string } | { kind: 'scale'; pool: string; desired: number };
+
+export interface Actions<R = never> {
+  nodeEdit?: NodeEdit<R>;
+  evictions: PodRef[];
+  notices: Notice[];
+  cloud: CloudAction[];
+}
+
+export function noActions<R = never>(): Actions<R> {
+  return { evictions: [], notices: [], cloud: [] };
+}
+
+/** True when the edit changes the node's scheduling or what people see (not only our record). */
+export function editsScheduling(e: NodeEdit<unknown> | undefined): boolean {
+  if (!e) return false;
+  return e.addTaints.length > 0 || e.removeTaints.length > 0 || e.unschedulable !== undefined || Object.keys(e.labels).length > 0;
+}
+
+export function emptyEdit<R>(node: string): NodeEdit<R> {
+  return { node, addTaints: [], removeTaints: [], labels: {}, annotations: {} };
+}
+
+export function isEmptyEdit(e: NodeEdit<unknown>): boolean {
+  return !editsScheduling(e) && Object.keys(e.annotations).length === 0 && e.record === undefined && e.outbox === undefined;
+}

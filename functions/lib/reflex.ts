@@ -1,0 +1,112 @@
+/**
+ * The reflex core's skeleton (ARCHITECTURE.md "The reflex core"), shared by every function:
+ *
+ *   lock (Lease) → gather facts (read-only ports) → plan (pure) → record the outbox (events and
+ *   chat notices) with the state → apply (applyActions) → notify, publish the outbox → report
+ *
+ * `withLease` is the lock; `carryOut` is everything after the plan. The function supplies the
+ * facts and the planner; the rest is here, once.
+ */
+import type { Clock } from '../adapters/clock.ts';
+import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
+import { BlockedError } from '../adapters/errors.ts';
+import type { NodeInfo } from '../adapters/kube/model.ts';
+import type { LeaseOps, NodeOps } from '../adapters/kube/ports.ts';
+import { applyActions, type ActionPorts, type Applied, type RecordCodec, type StepOutcome } from './apply.ts';
+import type { Logger } from './logger.ts';
+import { encodeOutbox, mergeNotices, mergeOutbox, OUTBOX_ANNOTATION, pendingNotice, type Outbox, type PendingNotice } from './outbox.ts';
+import { emptyEdit, type Actions } from './plan.ts';
+
+export interface LeasePorts {
+  leases: LeaseOps;
+  clock: Clock;
+  logger: Logger;
+  /** Who holds the lease: the invocation's request id. */
+  holder: string;
+}
+
+/**
+ * Runs `work` holding the lease `name` (an exclusive section across invocations). A lease held by
+ * another invocation throws BlockedError (the platform retries), unless `onBusy` says otherwise.
+ */
+export async function withLease<T>(name: string, durationS: number, ports: LeasePorts, work: () => Promise<T>, onBusy?: () => T): Promise<T> {
+  const got = await ports.leases.tryAcquire(name, ports.holder, durationS, ports.clock);
+  if (!got.acquired) {
+    if (onBusy) return onBusy();
+    throw new BlockedError(`${name} is held by another invocation`, { what: `lease ${name}` });
+  }
+  try {
+    return await work();
+  } finally {
+    await ports.leases.release(name, ports.holder).catch((err: unknown) => ports.logger.warn('releasing lease', { lease: name, error: err }));
+  }
+}
+
+export interface CarryOutPorts extends ActionPorts {
+  nodes: Pick<NodeOps, 'update'>;
+  publisher: EventPublisher;
+  logger: Logger;
+}
+
+export interface CarryOut<R> {
+  /** The node whose metadata holds the state and the outbox. */
+  node: string;
+  /** What an earlier invocation recorded and never got acknowledged (readOutbox). */
+  pending: Outbox;
+  actions: Actions<R>;
+  /**
+   * The events this plan publishes. Called with no outcome before acting (the copy recorded in
+   * the outbox) and with it after (the copy sent): the same events with the same ids.
+   */
+  events(applied?: Applied): PublishedEvent[];
+  codec?: RecordCodec<R>;
+  /** The node as read for this plan: the state patch is sent against it, without another read. */
+  basis?: NodeInfo;
+}
+
+/**
+ * Records the plan's events and chat notices with its node edit (one patch), applies the rest,
+ * sends the notices, publishes the events, and clears what was delivered from the outbox.
+ *
+ * A publish failure throws (the platform retries): the events stay recorded, and the retry, or
+ * the next sweep of the node, publishes them. A notice that fails is logged, stays in the outbox
+ * for the next invocation or sweep, and never fails anything; one that was sent leaves the outbox
+ * even when the publish then fails, so a retry does not repeat it in chat.
+ */
+export async function carryOut<R>(c: CarryOut<R>, ports: CarryOutPorts): Promise<{ applied: Applied; published: PublishedEvent[] }> {
+  const decided = c.events();
+  const mine = c.actions.notices.map(pendingNotice);
+  const fresh = decided.length > 0 || mine.length > 0;
+  const box: Outbox = { events: mergeOutbox(c.pending.events, decided), notices: mergeNotices(c.pending.notices, mine) };
+  const edit = fresh ? { nodeEdit: { ...(c.actions.nodeEdit ?? emptyEdit<R>(c.node)), outbox: box } } : {};
+  const applied = await applyActions({ ...c.actions, ...edit, notices: [] }, ports, c.codec, c.basis);
+
+  const unsent: PendingNotice[] = [];
+  const outcome = new Map<string, StepOutcome>();
+  for (const n of box.notices) {
+    try {
+      await ports.notifier.notify({ title: n.title, text: n.text, severity: n.severity });
+      outcome.set(n.id, { result: 'done' });
+    } catch (err) {
+      unsent.push(n);
+      outcome.set(n.id, { result: 'failed', message: (err as Error).message.slice(0, 512) });
+      ports.logger.warn('notice not sent: kept in the outbox for the next try', { node: c.node, title: n.title, error: err });
+    }
+  }
+  applied.notices = mine.map((n) => outcome.get(n.id) ?? { result: 'done' });
+
+  const send = mergeOutbox(c.pending.events, decided.length > 0 ? c.events(applied) : []);
+  if (send.length === 0 && box.notices.length === 0) return { applied, published: [] };
+  const rest = (events: PublishedEvent[]) => ({ annotations: { [OUTBOX_ANNOTATION]: encodeOutbox({ events, notices: unsent }) } });
+  try {
+    if (send.length > 0) await ports.publisher.publish(send);
+  } catch (err) {
+    // Best effort: forget the notices already sent; the events stay for the retry.
+    if (unsent.length < box.notices.length) await ports.nodes.update(c.node, rest(send), { blind: true }).catch(() => undefined);
+    throw err;
+  }
+  // Acknowledged: a second, small write, blind (our own annotation needs no read). Should it
+  // fail, the events go out again under the same ids, which consumers dedupe.
+  await ports.nodes.update(c.node, rest([]), { blind: true });
+  return { applied, published: send };
+}

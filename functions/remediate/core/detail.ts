@@ -1,0 +1,153 @@
+/**
+ * Builds the `Remediation` event detail (events/catalog/remediation.ts) from a plan and what
+ * happened to each of its steps, and validates it against the catalog schema. The event id is
+ * deterministic (incident + observedAt + the decided phase), so publishing it twice is one event.
+ */
+import { ApprovalRequestedDetailSchema, RemediationDetailSchema, SCHEMA_VERSION, type ApprovalRequestedDetail, type RemediationDetail, type RemediationStep } from '../../../events/index.ts';
+import type { Applied, StepOutcome } from '../../lib/apply.ts';
+import { nodeTarget, podTarget } from './scope.ts';
+import { HISTORY_ANNOTATION } from './state.ts';
+import type { Plan, RemediationPhase } from './types.ts';
+
+export type StepResult = Pick<RemediationStep, 'result' | 'message'>;
+
+/** A step as the event shows it: rendered from the plan's typed actions, never parsed back. */
+export interface RenderedStep {
+  kind: RemediationStep['kind'];
+  target: string;
+  message?: string;
+  /** Where its outcome is found in `Applied`. */
+  from: { part: 'nodeEdit' } | { part: 'evictions' | 'notices' | 'cloud'; index: number } | { part: 'approval' };
+}
+
+/** The plan's actions as Remediation steps, in the order the applier carries them out. */
+export function renderSteps(plan: Plan): RenderedStep[] {
+  const node = nodeTarget(plan.target.node);
+  const steps: RenderedStep[] = [];
+  const e = plan.nodeEdit;
+  if (e) {
+    const from = { part: 'nodeEdit' } as const;
+    for (const t of e.addTaints) steps.push({ kind: 'taint', target: node, message: `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`, from });
+    for (const t of e.removeTaints) steps.push({ kind: 'untaint', target: node, message: `${t.key}:${t.effect}`, from });
+    if (e.unschedulable !== undefined) steps.push({ kind: e.unschedulable ? 'cordon' : 'uncordon', target: node, from });
+    for (const [k, v] of Object.entries(e.labels)) steps.push({ kind: 'label', target: node, message: v === null ? `${k}-` : `${k}=${v}`, from });
+    for (const [k, v] of Object.entries(e.annotations)) steps.push({ kind: 'annotate', target: node, message: v === null ? `${k}-` : `${k}=${v}`, from });
+    if (e.record !== undefined) steps.push({ kind: 'annotate', target: node, message: HISTORY_ANNOTATION, from });
+  }
+  plan.evictions.forEach((p, index) => steps.push({ kind: 'evict', target: podTarget(p), from: { part: 'evictions', index } }));
+  if (plan.approval) steps.push({ kind: 'approval', target: node, message: plan.approval.summary, from: { part: 'approval' } });
+  plan.notices.forEach((n, index) => steps.push({ kind: 'notify', target: node, message: n.text, from: { part: 'notices', index } }));
+  plan.cloud.forEach((c, index) => steps.push({ kind: c.kind, target: c.kind === 'scale' ? `pool/${c.pool}` : nodeTarget(c.node), from: { part: 'cloud', index } }));
+  return steps;
+}
+
+function outcomeOf(step: RenderedStep, applied: Applied): StepOutcome | undefined {
+  const f = step.from;
+  if (f.part === 'nodeEdit') return applied.nodeEdit;
+  if (f.part === 'approval') return { result: 'done' };
+  return applied[f.part][f.index];
+}
+
+/**
+ * The Remediation event of a plan. `applied` is what the applier answered; leave it out to
+ * describe the decision before acting. `dryRun` marks a run whose ports were the recording
+ * decorator: every step that would have acted reads `dry-run`.
+ */
+export function toRemediationDetail(plan: Plan, applied: Applied | undefined, opts: { occurredAt: Date; dryRun?: boolean }): RemediationDetail {
+  const rendered = renderSteps(plan).slice(0, 600);
+  const outcomes = applied ? rendered.map((s) => outcomeOf(s, applied)) : undefined;
+  // A notice that failed never fails a remediation (STYLE.md "Errors").
+  const phase = phaseOf(plan, outcomes?.filter((_, i) => rendered[i]!.kind !== 'notify'));
+  const steps: RemediationStep[] = rendered.map((s, i) => {
+    const r = outcomes?.[i];
+    const acted = r?.result === 'done' || r?.result === 'already';
+    const result: RemediationStep['result'] = opts.dryRun && (acted || !r) ? 'dry-run' : (r?.result ?? 'skipped');
+    const message = r?.message ?? s.message;
+    return { kind: s.kind, target: s.target.slice(0, 300), result, ...(message ? { message: message.slice(0, 512) } : {}) };
+  });
+  const detail: RemediationDetail = {
+    schemaVersion: SCHEMA_VERSION,
+    // From the decision, not the outcome: the report kept in the outbox before acting and the one
+    // sent after carry one id, so a consumer that saw either dedupes the other.
+    eventId: remediationEventId(plan.incident, plan.trigger.observedAt, phaseOf(plan, undefined)),
+    occurredAt: opts.occurredAt.toISOString(),
+    incident: plan.incident.slice(0, 300),
+    trigger: {
+      eventId: plan.trigger.eventId,
+      detailType: plan.trigger.detailType,
+      node: plan.trigger.node,
+      ...(plan.trigger.gpuUuid ? { gpuUuid: plan.trigger.gpuUuid } : {}),
+      ...(plan.trigger.xid !== undefined ? { xid: plan.trigger.xid } : {}),
+      ...(plan.trigger.condition ? { condition: plan.trigger.condition } : {}),
+      observedAt: plan.trigger.observedAt,
+    },
+    action: plan.action,
+    phase,
+    scope: plan.scope,
+    target: {
+      node: plan.target.node,
+      gpus: plan.target.gpus.slice(0, 16),
+      ...(plan.target.migInstances.length > 0 ? { migInstances: plan.target.migInstances.slice(0, 56) } : {}),
+      pods: plan.target.pods.slice(0, 512).map((p) => ({ namespace: p.namespace, name: p.name })),
+    },
+    steps,
+    reason: plan.reason.slice(0, 2048),
+    dryRun: opts.dryRun ?? false,
+  };
+  return RemediationDetailSchema.parse(detail);
+}
+
+/** The phase the outcome reaches: blocked evictions → partial (the sweep retries), failures → failed. */
+export function phaseOf(plan: Plan, results: readonly (StepOutcome | undefined)[] | undefined): RemediationPhase {
+  if (plan.kind === 'noop') return 'skipped';
+  if (plan.kind === 'approval') return 'awaiting-approval';
+  if (!results) return plan.phase;
+  if (results.some((r) => r?.result === 'failed')) return 'failed';
+  if (results.some((r) => r?.result === 'blocked')) return 'partial';
+  if (plan.action === 'restore') return 'restored';
+  if (plan.phase === 'awaiting-repair' || plan.phase === 'restored') return plan.phase;
+  return 'acted';
+}
+
+/** `rem:<incident with ":" for "/">:<observedAt ms>:<phase>`, hashed when longer than 128. */
+export function remediationEventId(incident: string, observedAt: string, phase: RemediationPhase): string {
+  const ms = Date.parse(observedAt);
+  const plain = `rem:${incident.replace(/\//g, ':').replace(/[^A-Za-z0-9._:-]/g, '-')}:${ms}:${phase}`;
+  return plain.length <= 128 ? plain : `rem:${fnv1a(incident)}:${ms}:${phase}`;
+}
+
+/**
+ * The `Approval Requested` id of an approval plan: one per incident episode (key + when it was
+ * first seen), so a redelivered event or a second invocation asks under the same id.
+ */
+export function approvalIdOf(plan: Plan): string {
+  const incident = plan.nextState.incidents.find((i) => i.key === plan.incident && i.phase !== 'closed');
+  return `apr-${fnv1a(`${plan.incident}@${incident?.firstAt ?? plan.trigger.observedAt}`)}`;
+}
+
+/** The `Approval Requested` event of an approval plan; its id is stable per incident episode. */
+export function toApprovalDetail(plan: Plan, opts: { now: Date; ttlMs?: number }): ApprovalRequestedDetail {
+  const approvalId = approvalIdOf(plan);
+  return ApprovalRequestedDetailSchema.parse({
+    schemaVersion: SCHEMA_VERSION,
+    eventId: `${approvalId}:requested`,
+    occurredAt: opts.now.toISOString(),
+    approvalId,
+    requestedBy: 'remediate',
+    summary: (plan.approval?.summary ?? plan.reason).slice(0, 2048),
+    plan: { incident: plan.incident, action: plan.action, scope: plan.scope, node: plan.target.node, gpus: plan.target.gpus, pods: plan.target.pods.map((p) => `${p.namespace}/${p.name}`), reason: plan.reason },
+    expiresAt: new Date(opts.now.getTime() + (opts.ttlMs ?? 3_600_000)).toISOString(),
+  });
+}
+
+/** FNV-1a, 64-bit as two 32-bit halves: short, stable, dependency-free (not for security). */
+function fnv1a(text: string): string {
+  let h1 = 0x811c9dc5;
+  let h2 = 0x01000193 ^ text.length;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    h1 = Math.imul(h1 ^ c, 0x01000193) >>> 0;
+    h2 = Math.imul(h2 ^ c, 0x01000193 + 2) >>> 0;
+  }
+  return h1.toString(16).padStart(8, '0') + h2.toString(16).padStart(8, '0');
+}

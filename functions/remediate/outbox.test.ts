@@ -1,0 +1,155 @@
+/**
+ * The outbox (issue #10): PutEvents fails for the first N attempts; the platform retries the
+ * invocation (or the sweep runs again); each event is published exactly once after recovery, under
+ * the id it was decided with. Over the Kubernetes fakes with the real run.ts / sweep-run.ts.
+ */
+import { beforeEach, describe, expect, it } from 'vitest';
+import { APPROVAL_REQUESTED, REMEDIATION, type GpuXidErrorDetail } from '../../events/index.ts';
+import { RecordingPublisher, type EventPublisher, type PublishedEvent } from '../adapters/bus.ts';
+import { RecordingNotifier, type Notice, type Notifier } from '../adapters/chat/notifier.ts';
+import { manualClock, type ManualClock } from '../adapters/clock.ts';
+import { TransientError } from '../adapters/errors.ts';
+import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
+import { silentLogger } from '../lib/logger.ts';
+import { OUTBOX_ANNOTATION } from '../lib/outbox.ts';
+import { DEFAULT_POLICY, type Policy } from './core/policy.ts';
+import { remediate, triggerOf, type RemediationDeps } from './run.ts';
+import { STATE_LABEL } from './core/state.ts';
+import { sweep } from './sweep-run.ts';
+
+const T0 = Date.parse('2026-11-21T03:00:00.000Z');
+
+/** A bus that refuses the first `failures` PutEvents calls, and records what it was offered. */
+class FlakyPublisher implements EventPublisher {
+  readonly accepted = new RecordingPublisher();
+  readonly attempts: PublishedEvent[][] = [];
+  constructor(private failures: number) {}
+  async publish(events: readonly PublishedEvent[]): Promise<void> {
+    this.attempts.push([...events]);
+    if (this.failures-- > 0) throw new TransientError('publishing events: Region is missing');
+    await this.accepted.publish(events);
+  }
+}
+
+function xid(node: string, atMs: number): GpuXidErrorDetail {
+  return {
+    schemaVersion: 1, eventId: `xid:${node}:0:79:${atMs}`, node, observedAt: new Date(atMs).toISOString(),
+    gpu: { index: 0, uuid: 'GPU-00000001-0000-4000-8000-000000000000', pciBusId: '00000000:3B:00.0', name: 'NVIDIA A100-SXM4-80GB' },
+    xid: 79, via: 'nvml', pid: null, process: null, message: 'XID 79', pods: [],
+  };
+}
+
+let kube: FakeKube;
+let clock: ManualClock;
+
+function depsWith(publisher: EventPublisher, policy: Policy = DEFAULT_POLICY, notifier: Notifier = new RecordingNotifier()): RemediationDeps {
+  return { nodes: kube.nodes, pods: kube.pods, state: kube.state, leases: kube.leases, publisher, notifier, policy, clock, logger: silentLogger, holder: 'req-1' };
+}
+
+/** A chat webhook that is down for the first `failures` notices, and records what got through. */
+class FlakyChat implements Notifier {
+  readonly sent: Notice[] = [];
+  constructor(private failures: number) {}
+  async notify(n: Notice): Promise<void> {
+    if (this.failures-- > 0) throw new Error('webhook answered 503');
+    this.sent.push(n);
+  }
+}
+
+beforeEach(() => {
+  clock = manualClock(T0);
+  kube = fakeKube({ clock });
+  for (const name of ['gpu-a100-1', 'gpu-a100-2', 'gpu-a100-3', 'gpu-a100-4', 'gpu-a100-5']) {
+    kube.cluster.addNode({ name, labels: { 'gpu-reflex.io/pool': 'a100' }, allocatable: { 'nvidia.com/gpu': '8' } });
+    kube.cluster.addPod({ name: `${name}-train`, namespace: 'ml', uid: `${name}-train-uid`, nodeName: name, extendedResources: { 'nvidia.com/gpu': 1 }, terminationGracePeriodSeconds: 0 });
+  }
+});
+
+/** Runs `attempt` as the platform would retry it: until it succeeds (at most 10 tries). */
+async function retried(attempt: () => Promise<unknown>): Promise<number> {
+  for (let tries = 1; tries <= 10; tries++) {
+    try {
+      await attempt();
+      return tries;
+    } catch (err) {
+      if (!(err instanceof TransientError)) throw err;
+    }
+  }
+  throw new Error('never succeeded');
+}
+
+const ids = (events: readonly PublishedEvent[], detailType: string) => events.filter((e) => e.detailType === detailType).map((e) => e.detail.eventId);
+
+describe('outbox', () => {
+  it.each([1, 3])('publishes a Remediation exactly once, with the id it was decided with, when PutEvents fails %i time(s)', async (n) => {
+    const bus = new FlakyPublisher(n);
+    const event = triggerOf('GPU XID Error', xid('gpu-a100-1', T0));
+    expect(await retried(() => remediate(event, depsWith(bus)))).toBe(n + 1);
+    const sent = ids(bus.accepted.published, REMEDIATION);
+    expect(sent).toHaveLength(1);
+    expect(ids(bus.attempts[0]!, REMEDIATION)).toEqual(sent);
+    // The node was acted on once, and the outbox is empty again.
+    const node = await kube.nodes.get('gpu-a100-1');
+    expect(node.unschedulable).toBe(true);
+    expect(node.annotations[OUTBOX_ANNOTATION]).toBeUndefined();
+    // One more redelivery after recovery changes nothing and says nothing.
+    await remediate(event, depsWith(bus));
+    expect(ids(bus.accepted.published, REMEDIATION)).toHaveLength(1);
+  });
+
+  it('publishes an Approval Requested exactly once after PutEvents recovers', async () => {
+    const bus = new FlakyPublisher(2);
+    const held: Policy = { ...DEFAULT_POLICY, blastRadius: { ...DEFAULT_POLICY.blastRadius, maxCount: 0 } };
+    const event = triggerOf('GPU XID Error', xid('gpu-a100-2', T0));
+    await retried(() => remediate(event, depsWith(bus, held)));
+    const asked = ids(bus.accepted.published, APPROVAL_REQUESTED);
+    expect(asked).toHaveLength(1);
+    expect(ids(bus.attempts[0]!, APPROVAL_REQUESTED)).toEqual(asked);
+    expect(ids(bus.accepted.published, REMEDIATION)).toHaveLength(1);
+    expect((await kube.nodes.get('gpu-a100-2')).labels[STATE_LABEL]).toBe('awaiting-approval');
+  });
+
+  it('publishes the sweep Remediation exactly once after PutEvents recovers', async () => {
+    await remediate(triggerOf('GPU XID Error', xid('gpu-a100-3', T0)), depsWith(new RecordingPublisher()));
+    await clock.advance(5 * 60_000); // drained: the sweep moves the node to awaiting-repair
+    const bus = new FlakyPublisher(2);
+    await retried(() => sweep(depsWith(bus)));
+    const sent = ids(bus.accepted.published, REMEDIATION);
+    expect(sent).toHaveLength(1);
+    expect(ids(bus.attempts[0]!, REMEDIATION)).toEqual(sent);
+    expect((await kube.nodes.get('gpu-a100-3')).labels[STATE_LABEL]).toBe('awaiting-repair');
+    await sweep(depsWith(bus));
+    expect(ids(bus.accepted.published, REMEDIATION)).toHaveLength(1);
+  });
+
+  it('lets the next sweep deliver what a remediation could not', async () => {
+    const bus = new FlakyPublisher(1);
+    await expect(remediate(triggerOf('GPU XID Error', xid('gpu-a100-4', T0)), depsWith(bus))).rejects.toBeInstanceOf(TransientError);
+    await sweep(depsWith(bus));
+    // first the remediation's own report, as decided; then the sweep's news (drained → awaiting repair)
+    expect(ids(bus.accepted.published, REMEDIATION)[0]).toBe(ids(bus.attempts[0]!, REMEDIATION)[0]);
+    expect(ids(bus.accepted.published, REMEDIATION).filter((id) => id === ids(bus.attempts[0]!, REMEDIATION)[0])).toHaveLength(1);
+  });
+
+  it('keeps a chat notice that failed, never fails the remediation for it, and the next sweep sends it once', async () => {
+    const chat = new FlakyChat(1);
+    const bus = new RecordingPublisher();
+    const out = await remediate(triggerOf('GPU XID Error', xid('gpu-a100-5', T0)), depsWith(bus, DEFAULT_POLICY, chat));
+    expect(out.plan.notices).toHaveLength(1);
+    expect(chat.sent).toHaveLength(0);
+    expect(bus.published.find((e) => e.detailType === REMEDIATION)?.detail).toMatchObject({ phase: 'acted' });
+    expect((await kube.nodes.get('gpu-a100-5')).annotations[OUTBOX_ANNOTATION]).toContain(out.plan.notices[0]!.title);
+    await sweep(depsWith(bus, DEFAULT_POLICY, chat));
+    await sweep(depsWith(bus, DEFAULT_POLICY, chat));
+    expect(chat.sent.filter((n) => n.text === out.plan.notices[0]!.text)).toHaveLength(1);
+  });
+
+  it('does not repeat a sent notice in chat when the publish fails and the invocation is retried', async () => {
+    const chat = new FlakyChat(0);
+    const bus = new FlakyPublisher(1);
+    const event = triggerOf('GPU XID Error', xid('gpu-a100-5', T0));
+    await retried(() => remediate(event, depsWith(bus, DEFAULT_POLICY, chat)));
+    expect(chat.sent).toHaveLength(1);
+    expect(ids(bus.accepted.published, REMEDIATION)).toHaveLength(1);
+  });
+});

@@ -1,0 +1,51 @@
+/**
+ * Acceptance of "dry-run in one place" (issue #10): `gpu-reflex simulate` of the default scenario
+ * with dry-run selected (by a policy file's `dryRun: true`, or by `DRY_RUN=true`) leaves every node
+ * and pod exactly as it was, and the report still shows each Remediation, marked dry-run, with
+ * what it would have done.
+ *
+ * The functions wire themselves once per process from process.env (a Lambda cold start), so each
+ * way of selecting dry-run runs in its own test file.
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import type { CliIo } from '../../bin/command.ts';
+import { makeSimulateCommand } from '../../infra/local/cli.ts';
+import type { StackReport } from '../../infra/local/report.ts';
+
+export async function simulateDryRun(how: 'policy-file' | 'env'): Promise<StackReport> {
+  const dir = mkdtempSync(join(tmpdir(), 'gpu-reflex-dry-run-'));
+  const policyFile = join(dir, 'policy.yaml');
+  writeFileSync(policyFile, how === 'policy-file' ? 'dryRun: true\n' : 'quietPeriodMinutes: 30\n');
+  const saved = { REMEDIATION_POLICY_FILE: process.env.REMEDIATION_POLICY_FILE, DRY_RUN: process.env.DRY_RUN };
+  process.env.REMEDIATION_POLICY_FILE = policyFile;
+  if (how === 'env') process.env.DRY_RUN = 'true';
+  else delete process.env.DRY_RUN;
+  try {
+    const io: CliIo = { out: () => {}, err: () => {} };
+    const reportPath = join(dir, 'report.json');
+    // The scenario's own expectations (a cordoned node) fail in a dry run: that is the point.
+    await makeSimulateCommand().run(['--report', reportPath], io);
+    return JSON.parse(readFileSync(reportPath, 'utf8')) as StackReport;
+  } finally {
+    for (const [k, v] of Object.entries(saved)) {
+      if (v === undefined) delete process.env[k];
+      else process.env[k] = v;
+    }
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** What remediation could change on a node: scheduling and gpu-reflex's metadata. */
+export function nodeShape(report: StackReport, which: 'initial' | 'final') {
+  return Object.fromEntries(
+    report[which].nodes.map((n) => [n.metadata.name, { unschedulable: n.spec?.unschedulable ?? false, taints: n.spec?.taints ?? [], labels: n.metadata.labels ?? {}, annotations: n.metadata.annotations ?? {} }]),
+  );
+}
+
+/** The pods that were there at the start, as they stand at the end (same node, not deleted). */
+export function podsAtStart(report: StackReport) {
+  const final = new Map(report.final.pods.map((p) => [p.metadata.uid, p]));
+  return report.initial.pods.map((p) => ({ uid: p.metadata.uid, node: p.spec.nodeName, finalNode: final.get(p.metadata.uid)?.spec.nodeName, deleting: final.get(p.metadata.uid)?.metadata.deletionTimestamp !== undefined }));
+}

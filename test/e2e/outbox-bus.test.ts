@@ -1,0 +1,49 @@
+/**
+ * The outbox through the local bus and the real EventBridge client (issue #10): the bus refuses
+ * the functions' first PutEvents entries; the handler throws, the bus retries the delivery (and the
+ * sweep runs every minute); the Remediation is on the bus exactly once afterwards, and the node was
+ * acted on once.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { REMEDIATION } from '../../events/index.ts';
+import { xidEvent } from '../../node-agent/events.ts';
+import { NAMESPACE, startRemediationStack, type RemediationStack } from './remediation-stack.ts';
+
+let stack: RemediationStack;
+let t = Date.parse('2026-11-21T03:00:00.000Z');
+const clock = { now: () => t, advance: (ms: number) => void (t += ms), sleep: async (ms: number) => void (t += ms) };
+
+beforeAll(async () => {
+  stack = await startRemediationStack({
+    clock,
+    fleet: {
+      nodes: [{ name: 'flaky', count: 5, labels: { 'gpu-reflex.io/pool': 'flaky' }, allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': '8' } }],
+      namespaces: [{ name: NAMESPACE }, { name: 'ml' }],
+      pods: [{ name: 'train', namespace: 'ml', node: 'flaky-0', owner: { kind: 'Job' as const, name: 'train' }, requests: { 'nvidia.com/gpu': 2 } }],
+    },
+  });
+}, 60_000);
+
+afterAll(async () => {
+  await stack?.close();
+});
+
+describe('outbox on the embedded stack', () => {
+  it('puts the Remediation on the bus exactly once after PutEvents failed twice', async () => {
+    const gpu = { index: 0, uuid: 'GPU-00000000-0000-4000-8000-000000000000', pciBusId: '00000000:10:00.0', name: 'NVIDIA A100-SXM4-80GB' };
+    const xid = xidEvent('flaky-0', clock.now(), { gpu, xid: 79, via: 'nvml', pid: null, process: null, message: 'Xid 79', podUids: [] });
+    await stack.send([xid]);
+    stack.bus.failNext(2, { code: 'InternalFailure' });
+    let failed = 0;
+    stack.bus.on('failed', () => void failed++);
+    await stack.advance(0);
+    expect(stack.published(REMEDIATION)).toHaveLength(0);
+    for (let m = 0; m < 10; m++) await stack.advance(60_000);
+    expect(failed).toBeGreaterThanOrEqual(1); // the handler did throw, and was retried
+    const forThisFault = stack.published(REMEDIATION).filter((e) => (e.detail as { trigger: { eventId: string } }).trigger.eventId === (xid.detail as { eventId: string }).eventId);
+    expect(forThisFault).toHaveLength(1);
+    expect(forThisFault[0]!.detail).toMatchObject({ action: 'drain-node', target: { node: 'flaky-0' } });
+    expect(stack.sim.store.node('flaky-0')?.spec?.unschedulable).toBe(true);
+    expect(stack.sim.store.node('flaky-0')?.metadata.annotations?.['gpu-reflex.io/outbox']).toBeUndefined();
+  });
+});
