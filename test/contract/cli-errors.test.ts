@@ -39,6 +39,8 @@ beforeAll(async () => {
     'wrong-detail.json': JSON.stringify({ 'detail-type': 'GPU XID Error', detail: { xid: 'seventy-nine' } }),
     'facts-bad.json': JSON.stringify({ pods: [{ name: 'p' }] }),
     'kubeconfig-broken.yaml': 'clusters: [\n',
+    // A kubeconfig that loads (nothing listens there): bus serve insists on a cluster for its functions.
+    'kubeconfig-ok.yaml': 'apiVersion: v1\nkind: Config\nclusters: [{ name: c, cluster: { server: "http://127.0.0.1:9" } }]\nusers: [{ name: u, user: {} }]\ncontexts: [{ name: x, context: { cluster: c, user: u } }]\ncurrent-context: x\n',
     'existing-file': 'x',
   };
   for (const [name, text] of Object.entries(files)) writeFileSync(f(name), text);
@@ -109,8 +111,8 @@ const rows: Row[] = [
   ['cluster serve: --kubeconfig-out a directory', () => ['cluster', 'serve', '--kubeconfig-out', f('a-dir')], 1, /cannot write --kubeconfig-out \S+a-dir: is a directory, expected a file$/],
   ['cluster serve: --kubeconfig-out in a missing folder', () => ['cluster', 'serve', '--kubeconfig-out', f('no/such/kc')], 1, /cannot write --kubeconfig-out \S+kc: folder \S+such does not exist$/],
   // bus serve.
-  ['bus serve: a host that is no address', () => ['bus', 'serve', '--host', '256.1.1.1'], 1, /^gpu-reflex bus serve: cannot resolve host "256\.1\.1\.1"/],
-  ['bus serve: a port in use', () => ['bus', 'serve', '--port', String(busyPort)], 1, /cannot listen on 127\.0\.0\.1:\d+: address already in use$|address already in use/],
+  ['bus serve: a host that is no address', () => ['bus', 'serve', '--kubeconfig', f('kubeconfig-ok.yaml'), '--host', '256.1.1.1'], 1, /^gpu-reflex bus serve: cannot resolve host "256\.1\.1\.1"/],
+  ['bus serve: a port in use', () => ['bus', 'serve', '--kubeconfig', f('kubeconfig-ok.yaml'), '--port', String(busyPort)], 1, /cannot listen on 127\.0\.0\.1:\d+: address already in use$|address already in use/],
   ['bus serve: a serverless.yml that is not YAML', () => ['bus', 'serve', '--serverless', f('broken.yaml')], 1, /broken\.yaml: not valid YAML: line 2, column 1: /],
   ['bus serve: an alias bomb as serverless.yml', () => ['bus', 'serve', '--serverless', f('bomb.yaml')], 1, /bomb\.yaml: not valid YAML: Excessive alias count/],
   ['bus serve: --dlq a directory', () => ['bus', 'serve', '--dlq', f('a-dir')], 1, /cannot write --dlq \S+a-dir: is a directory, expected a file$/],
