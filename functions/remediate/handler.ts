@@ -16,7 +16,7 @@ export function createRemediateHandler(getDeps: () => RemediationWiring) {
     async handle(event, { logger, context }) {
       const d = getDeps();
       const out = await remediate(triggerOf(event.detailType, event.detail), { ...d.kube, ...d, logger, holder: context?.awsRequestId ?? randomUUID() });
-      return { kind: out.plan.kind, action: out.plan.action, phase: out.plan.phase, reason: out.plan.reason };
+      return { kind: out.plan.kind, action: out.plan.action, phase: out.plan.phase, reason: out.plan.reason, ...(out.plan.escalation ? { escalation: out.plan.escalation } : {}) };
     },
   });
 }

@@ -63,3 +63,15 @@ describe('the recorder prints causes before their effects', () => {
     expect(lines[1]).toContain('why: Incident already open (2 occurrences): observe stands');
   });
 });
+
+describe('the recorder does not repeat an idle line', () => {
+  it('says an idle sweep once per quiet stretch, and again after it did something', () => {
+    const { report, lines } = recorder();
+    const idle = delivered({ status: 'done', result: { nodes: 0, acted: 0, skipped: [] } });
+    for (let i = 0; i < 5; i++) report('delivered', idle);
+    expect(lines.filter((l) => l.includes('nothing to do'))).toHaveLength(1);
+    report('delivered', delivered({ status: 'done', result: { nodes: 1, acted: 1, skipped: [] } }));
+    report('delivered', idle);
+    expect(lines.filter((l) => l.includes('nothing to do'))).toHaveLength(2);
+  });
+});

@@ -38,6 +38,8 @@ export class StackRecorder {
   /** Cluster changes waiting for their cause to be printed. */
   private held: TimelineEntry[] = [];
   private missed = 0;
+  /** Each function's last no-change line (text and why), so a repeat is not printed again. */
+  private readonly lastUnchanged = new Map<string, string>();
   /** Functions already reported as missing: said once, counted in the summary. */
   private readonly announced = new Set<string>();
 
@@ -126,7 +128,12 @@ export class StackRecorder {
         const at = this.o.sinceStart();
         this.record({ atMs: at, rule: d.rule, function: fn(d.function), attempt: d.attempt, ok: true });
         const unchanged = deliveryEntry(at, fn(d.function), d.result);
-        if (unchanged) this.print(unchanged);
+        // An idle schedule says so once, not every minute of a quiet hour: a line that repeats
+        // the function's previous no-change line word for word is not printed again.
+        const said = unchanged && `${unchanged.text}\n${unchanged.why ?? ''}`;
+        if (unchanged && this.lastUnchanged.get(unchanged.who) !== said) this.print(unchanged);
+        if (unchanged) this.lastUnchanged.set(unchanged.who, said!);
+        else this.lastUnchanged.delete(fn(d.function));
         this.releaseEffects();
       }),
       this.bus.on('failed', (d) => {

@@ -42,6 +42,7 @@ describe('timeline lines', () => {
 
   it.each([
     ['a remediation that changed nothing', { status: 'done', result: { kind: 'noop', action: 'observe', phase: 'skipped', reason: 'Incident already open (observing since t, 2 occurrences): observe stands' } }, 'no change: observe stands', 'Incident already open (observing since t, 2 occurrences): observe stands', 'action'],
+    ['a repeat counted toward escalation', { status: 'done', result: { kind: 'noop', action: 'observe', phase: 'skipped', reason: 'r', escalation: { seen: 2, needed: 3, workloads: 1, neededWorkloads: 2, windowMinutes: 60, next: 'restart-workload' } } }, 'counted: 2 of 3 toward escalation to restart-workload within 60 min (1 of 2 workloads); observe stands', 'r', 'action'],
     ['a dropped event', { status: 'dropped', reason: 'detail.xid: expected number' }, 'dropped the event: it was not acted on', 'detail.xid: expected number', 'failure'],
     ['an event already handled', { status: 'already-done', reason: 'node gone' }, 'already done: nothing to change', 'node gone', 'action'],
     ['a sweep with nothing to do', { status: 'done', result: { nodes: 3, acted: 0, skipped: [] } }, 'checked 3 nodes: nothing to do', undefined, 'action'],

@@ -20,6 +20,19 @@ export interface LevelDecision {
   escalated: boolean;
   /** Words for the reason, empty when nothing escalated. */
   why: string;
+  /** How far an open incident is toward its next rung, when it can still escalate. */
+  progress?: EscalationProgress;
+}
+
+/** "Counted: 2 of 3 toward escalation" as data, for reports and the timeline to render. */
+export interface EscalationProgress {
+  seen: number;
+  needed: number;
+  workloads: number;
+  neededWorkloads: number;
+  windowMinutes: number;
+  /** The rung it escalates to once both counts are reached. */
+  next: string;
 }
 
 export function ladderOf(rule: Rule): RemediationAction[] {
@@ -63,7 +76,8 @@ export function decideLevel(
       why: `seen ${seen.length} times within ${rule.escalate.windowMinutes} min across ${workloads.size} different workloads (rule: ${rule.escalate.count} times, ${rule.escalate.distinctWorkloads} workloads), so it escalates from ${ladder[level]} to ${ladder[level + 1]}`,
     };
   }
-  return { level, escalated: false, why: '' };
+  const progress: EscalationProgress = { seen: seen.length, needed: rule.escalate.count, workloads: workloads.size, neededWorkloads: rule.escalate.distinctWorkloads, windowMinutes: rule.escalate.windowMinutes, next: ladder[level + 1]! };
+  return { level, escalated: false, why: '', progress };
 }
 
 function minutesBetween(fromMs: number, to: Date): number {

@@ -176,6 +176,14 @@ describe('planRemediation: duplicates, replays, escalation', () => {
     expect(evicted(plans[2]!)).toEqual(['pod/ml/train-0']);
   });
 
+  it('says how far a repeat that did not escalate is toward escalation, counting only the window', async () => {
+    const { plans } = await replay([0, 20, 70].map((m, i) => xid(13, { minute: m, pods: [{ uid: `u${i}` }] })));
+    expect(plans[0]?.escalation).toBeUndefined();
+    expect(plans[1]?.escalation).toEqual({ seen: 2, needed: 3, workloads: 2, neededWorkloads: 2, windowMinutes: 60, next: 'restart-workload' });
+    // At minute 70 the one at minute 0 has left the hour: only 20 and 70 count.
+    expect(plans[2]?.escalation).toMatchObject({ seen: 2, workloads: 2 });
+  });
+
   it('keeps climbing: 3 more across workloads after restart-workload quarantine the GPU', async () => {
     const ev = (m: number, uid: string) => xid(13, { minute: m, pods: [{ uid }] });
     const { plans } = await replay([ev(0, 'a'), ev(1, 'b'), ev(2, 'c'), ev(3, 'd'), ev(4, 'e'), ev(5, 'f')]);

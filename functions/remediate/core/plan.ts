@@ -98,7 +98,8 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
 
   if (open && !decision.escalated && !retryApproval && action !== 'restart-workload') {
     const next = withState(prev, replace(s1, counted), node);
-    return noop(`${words}. Incident already open (${open.phase} since ${open.since}, ${counted.count} occurrences): ${ladder[open.level]} stands`, open.action, next);
+    const stands = noop(`${words}. Incident already open (${open.phase} since ${open.since}, ${counted.count} occurrences): ${ladder[open.level]} stands`, open.action, next);
+    return decision.progress ? { ...stands, escalation: decision.progress } : stands;
   }
 
   const affected = affectedPods(site, reported, facts.pods);

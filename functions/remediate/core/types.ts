@@ -2,6 +2,7 @@
  * The facts the remediation core decides from, and the plan it returns. Both are plain data: the
  * handler fetches the facts (node, pods, pool counts) and carries the plan out through adapters.
  */
+import type { EscalationProgress } from './escalation.ts';
 import type {
   GPU_HEALTH_CHANGED,
   GPU_XID_ERROR,
@@ -111,4 +112,6 @@ export interface Plan extends Actions<NodeState> {
   nextState: NodeState;
   /** Approval plans: what a person is asked to approve. */
   approval?: { summary: string };
+  /** A repeat that did not (yet) escalate: how far it is toward the next rung. */
+  escalation?: EscalationProgress;
 }
