@@ -8,23 +8,32 @@ import { systemClock, type Clock as SharedClock } from '../../events/clock.ts';
 export type Clock = Pick<SharedClock, 'now' | 'sleep'>;
 export { systemClock };
 
-let injected: Clock | undefined;
+/**
+ * Where an injected clock is kept: on globalThis under a registered symbol rather than in a module
+ * variable, because a host and the handlers it loads can hold two instances of this module (a CJS
+ * host importing ESM handlers, a test runner's module graph); both must see one clock.
+ */
+const INJECTED = Symbol.for('gpu-reflex.functions.clock');
+const slot = globalThis as { [INJECTED]?: Clock };
+const active = (): Clock => slot[INJECTED] ?? systemClock;
 
 /**
  * The clock the functions' wiring uses: the system clock in Lambda, or the one a host injected
  * (the embedded stack under `simulate` injects its virtual clock so functions, bus, cluster and
- * agents share one time). Read at wiring time and on every `now()`.
+ * agents share one time). Read on every `now()` and `sleep()`, so wiring done before the
+ * injection follows it too.
  */
 export function currentClock(): Clock {
   return {
-    now: () => (injected ?? systemClock).now(),
-    sleep: (ms) => (injected ?? systemClock).sleep(ms),
+    now: () => active().now(),
+    sleep: (ms) => active().sleep(ms),
   };
 }
 
 /** Makes `currentClock()` follow `clock` in this process; `undefined` goes back to the system clock. */
 export function injectClock(clock: Clock | undefined): void {
-  injected = clock;
+  if (clock) slot[INJECTED] = clock;
+  else delete slot[INJECTED];
 }
 
 export interface ManualClock extends Clock {

@@ -37,17 +37,19 @@ export type OwnConfig<Own extends object> = (env: NodeJS.ProcessEnv) => { own: O
 
 export function wireFromEnv<Own extends object = object>(service: string, ownConfig?: OwnConfig<Own>, env: NodeJS.ProcessEnv = process.env): FunctionDeps<Own> {
   const config = loadFunctionsConfig(env);
-  const logger = createLogger({ service, level: config.LOG_LEVEL });
+  const clock = currentClock();
+  // Log lines carry the one clock's time too (virtual under simulate).
+  const logger = createLogger({ service, level: config.LOG_LEVEL, now: () => clock.now() });
   const kc = loadKubeConfig(
     config.KUBECONFIG ? { kubeconfigPath: config.KUBECONFIG } : config.GPU_REFLEX_KUBECONFIG_TEXT ? { kubeconfigText: config.GPU_REFLEX_KUBECONFIG_TEXT } : { inCluster: true },
   );
   const mine = ownConfig ? ownConfig(env) : { own: {} as Own };
   const dryRun = config.DRY_RUN || mine.dryRun === true;
   // Events (kubectl describe node) carry the one clock's time and this function's name.
-  const kube = kubePorts(kc, { namespace: config.GPU_REFLEX_NAMESPACE, events: { clock: currentClock(), logger, instance: service } });
+  const kube = kubePorts(kc, { namespace: config.GPU_REFLEX_NAMESPACE, events: { clock, logger, instance: service } });
   const bus = new EventBridgePublisher(config.EVENT_BUS_NAME);
   const chat: Notifier = config.CHAT_WEBHOOK_URL && config.CHAT_PLATFORM ? new WebhookNotifier(config.CHAT_PLATFORM, config.CHAT_WEBHOOK_URL) : new RecordingNotifier();
-  const base = { ...mine.own, config, logger, clock: currentClock(), dryRun };
+  const base = { ...mine.own, config, logger, clock, dryRun };
   // Not safeNotifier: carryOut must see a failed notice to keep it in the outbox; it logs it and
   // never lets it fail a remediation.
   if (!dryRun) return { ...base, kube, publisher: bus, notifier: chat };

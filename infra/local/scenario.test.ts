@@ -14,6 +14,8 @@ describe('parseDuration', () => {
     ['1.5s', 1500],
     ['500ms', 500],
     ['2m', 120_000],
+    ['3h', 10_800_000],
+    ['1.5h', 5_400_000],
     [3, 3000],
   ])('reads %s as %d ms', (text, ms) => expect(parseDuration(text)).toBe(ms));
 

@@ -13,15 +13,15 @@ import { loadFleet, validateFleet, type ParsedFleet } from './kube/fleet.ts';
  * components did. Format: docs/local-stack.md.
  */
 
-const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m)$/;
+const DURATION = /^(\d+(?:\.\d+)?)(ms|s|m|h)$/;
 
-/** '8s', '1.5s', '500ms', '2m' (or a number of seconds) → milliseconds. */
+/** '8s', '1.5s', '500ms', '2m', '3h' (or a number of seconds) → milliseconds. */
 export function parseDuration(text: string | number): number {
   if (typeof text === 'number') return Math.round(text * 1000);
   const m = DURATION.exec(text.trim());
-  if (!m) throw new Error(`"${text}" is not a duration such as 8s, 1.5s, 500ms or 2m`);
+  if (!m) throw new Error(`"${text}" is not a duration such as 8s, 1.5s, 500ms, 2m or 3h`);
   const n = Number(m[1]);
-  return Math.round(m[2] === 'ms' ? n : m[2] === 's' ? n * 1000 : n * 60_000);
+  return Math.round(n * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[m[2] as 'ms' | 's' | 'm' | 'h']);
 }
 
 const Duration = z.union([z.number().nonnegative(), z.string()]).transform((v, ctx) => {

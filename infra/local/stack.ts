@@ -70,6 +70,9 @@ export interface LocalStack {
 export async function startStack(scenario: Scenario, o: StackOptions): Promise<LocalStack> {
   const progress = (s: string) => o.out(o.colour ? `\u001b[2m${s}\u001b[0m` : s);
   const virtual = o.clock === 'virtual';
+  // A real cluster keeps its own time: functions on a virtual clock would disagree with its
+  // timestamps and Lease expiry, so a virtual run needs the simulated cluster.
+  if (virtual && o.kubeconfig) throw new Error('a virtual clock needs the simulated cluster: --kubeconfig works with `local` (the wall clock) only');
   const wallStart = Date.now();
   const work = mkdtempSync(join(tmpdir(), `gpu-reflex-local-${scenario.name.replace(/[^a-z0-9-]/gi, '')}-`));
   // One clock for everything. Virtual: the agents, the bus, the simulated cluster and the
@@ -82,7 +85,9 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
   // What was started, undone in reverse order at the end, or at once if starting fails.
   const cleanups: (() => unknown)[] = [() => rmSync(work, { recursive: true, force: true })];
   if (vclock) {
-    injectClock(vclock);
+    // A function's sleep (a drain's pause) moves the one clock itself: the bus is awaiting that
+    // invocation, so nothing else would move time and a plain virtual sleep would never end.
+    injectClock({ now: () => vclock.now(), sleep: async (ms) => vclock.advance(ms) });
     cleanups.push(() => injectClock(undefined));
   }
   const cleanup = async () => {

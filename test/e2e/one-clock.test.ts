@@ -6,6 +6,8 @@ import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { makeSimulateCommand } from '../../infra/local/cli.ts';
 import type { StackReport } from '../../infra/local/report.ts';
+import { loadScenario } from '../../infra/local/scenario.ts';
+import { startStack } from '../../infra/local/stack.ts';
 import { REPO_ROOT } from '../../infra/local/stack-env.ts';
 
 /**
@@ -87,4 +89,9 @@ timeline:
     expect(outcome(v).remediations.length).toBeGreaterThan(0);
     expect(outcome(v)).toEqual(outcome(w));
   }, 120_000);
+
+  it('refuses a virtual clock with a real cluster, whose timestamps and Leases keep their own time', async () => {
+    const scenario = loadScenario(join(REPO_ROOT, 'infra/local/scenarios/default.yaml'));
+    await expect(startStack(scenario, { clock: 'virtual', kubeconfig: join(dir, 'any.kubeconfig'), out: () => undefined })).rejects.toThrow(/virtual clock needs the simulated cluster/);
+  });
 });
