@@ -57,6 +57,9 @@ export interface StackResult {
   exitCode: number;
 }
 
+/** How much earlier than its NVML is due a fault step runs on the wall clock (see run()). */
+const WALL_FAULT_MARGIN_MS = 500;
+
 /** How long after a scenario step time keeps moving in fine steps before quiet steps may start. */
 const SETTLE_MS = 30_000;
 
@@ -212,7 +215,11 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
 
     async function run(): Promise<StackResult> {
       // A fault is due when the node's NVML fires it (its mock clock may run ahead, see StackAgents).
-      const dueAt = (s: TimelineStep) => ('fault' in s ? s.at - agents.leadMs(s.node) : s.at);
+      // On the wall clock a child agent's NVML fires the fault on its own clock, whose start the
+      // stack only estimates (leadMs): the step (its inject line, its kernel-log line) runs a
+      // margin early, so the cause is printed before the XID it causes.
+      const margin = virtual ? 0 : WALL_FAULT_MARGIN_MS;
+      const dueAt = (s: TimelineStep) => ('fault' in s ? Math.max(0, s.at - agents.leadMs(s.node) - margin) : s.at);
       const steps = [...scenario.timeline].sort((a, b) => dueAt(a) - dueAt(b));
       let next = 0;
       let lastWall = Date.now();
