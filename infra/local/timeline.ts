@@ -1,3 +1,4 @@
+import type { EscalationProgress } from '../../functions/remediate/core/escalation.ts';
 import type { EventEnvelope } from './bus/index.ts';
 import { describeXid } from '../../events/xid.ts';
 
@@ -160,18 +161,8 @@ export function eventEntry(atMs: number, e: EventEnvelope, podName: PodName): Ti
  * HandlerOutcome) as a line. Outcomes that did change something (a published Remediation) and
  * shapes it does not know give undefined: those are printed from their events.
  */
-/** What the remediate function returns of a repeat that did not escalate (functions/remediate/core/escalation.ts). */
-interface EscalationCount {
-  seen: number;
-  needed: number;
-  workloads: number;
-  neededWorkloads: number;
-  windowMinutes: number;
-  next: string;
-}
-
 /** "2 of 3 toward escalation to restart-workload within 60 min (1 of 2 workloads)". */
-export function countedText(e: EscalationCount): string {
+export function countedText(e: EscalationProgress): string {
   const workloads = e.neededWorkloads > 1 ? ` (${Math.min(e.workloads, e.neededWorkloads)} of ${e.neededWorkloads} workloads)` : '';
   return `${Math.min(e.seen, e.needed)} of ${e.needed} toward escalation to ${e.next} within ${e.windowMinutes} min${workloads}`;
 }
@@ -183,7 +174,7 @@ export function deliveryEntry(atMs: number, fn: string, outcome: unknown): Timel
   if (o.status === 'dropped') return line('dropped the event: it was not acted on', o.reason, 'failure');
   if (o.status === 'already-done') return line('already done: nothing to change', o.reason);
   if (o.status !== 'done' || typeof o.result !== 'object' || o.result === null) return undefined;
-  const r = o.result as { kind?: unknown; action?: unknown; phase?: unknown; reason?: unknown; nodes?: unknown; acted?: unknown; escalation?: EscalationCount };
+  const r = o.result as { kind?: unknown; action?: unknown; phase?: unknown; reason?: unknown; nodes?: unknown; acted?: unknown; escalation?: EscalationProgress };
   if (r.phase === 'skipped' && r.escalation) return line(`counted: ${countedText(r.escalation)}; ${String(r.action)} stands`, r.reason);
   if (r.phase === 'skipped') return line(`no change: ${String(r.action)} stands`, r.reason);
   if (r.acted === 0 && typeof r.nodes === 'number') return line(`checked ${r.nodes} node${r.nodes === 1 ? '' : 's'}: nothing to do`);

@@ -33,28 +33,6 @@ export function depthOf(value: unknown, limit = Number.POSITIVE_INFINITY): numbe
   return max;
 }
 
-/**
- * Flow-collection nesting of YAML (or JSON) text, skipping double-quoted strings, without parsing.
- * The YAML parser needs about a second to fail on a 100,000-deep body; this needs a millisecond.
- * It can overcount (brackets in plain or single-quoted scalars), never in a JSON text.
- */
-export function textDepth(text: string, limit: number): number {
-  let depth = 0;
-  let max = 0;
-  let inString = false;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 0x5c) i++; // backslash: skip the escaped character
-      else if (c === 0x22) inString = false;
-    } else if (c === 0x22) inString = true;
-    else if (c === 0x5b || c === 0x7b) {
-      if (++depth > max && (max = depth) > limit) return max;
-    } else if (c === 0x5d || c === 0x7d) depth--;
-  }
-  return max;
-}
-
 export function tooDeep(): ApiError {
   return errors.badRequest(`the request body is nested more than ${MAX_BODY_DEPTH} levels deep`);
 }
