@@ -7,6 +7,7 @@
  * The functions wire themselves once per process from process.env (a Lambda cold start), so each
  * way of selecting dry-run runs in its own test file.
  */
+import { beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -48,4 +49,33 @@ export function nodeShape(report: StackReport, which: 'initial' | 'final') {
 export function podsAtStart(report: StackReport) {
   const final = new Map(report.final.pods.map((p) => [p.metadata.uid, p]));
   return report.initial.pods.map((p) => ({ uid: p.metadata.uid, node: p.spec.nodeName, finalNode: final.get(p.metadata.uid)?.spec.nodeName, deleting: final.get(p.metadata.uid)?.metadata.deletionTimestamp !== undefined }));
+}
+
+/** The dry-run promise, asserted on one `simulate` run (one per file: the functions wire once per process). */
+export function describeDryRun(mode: 'env' | 'policy-file', how: string): void {
+  describe(`gpu-reflex simulate in dry run, selected by ${how}`, () => {
+    let report: StackReport;
+    beforeAll(async () => {
+      report = await simulateDryRun(mode);
+    }, 120_000);
+
+    it('leaves every node exactly as it was: no taint, no cordon, no label or annotation', () => {
+      expect(nodeShape(report, 'final')).toEqual(nodeShape(report, 'initial'));
+    });
+
+    it('leaves every pod that was there where it was: nothing evicted', () => {
+      expect(report.evicted).toEqual([]);
+      for (const p of podsAtStart(report)) expect(p).toEqual({ uid: p.uid, node: p.node, finalNode: p.node, deleting: false });
+    });
+
+    it('still reports each Remediation, marked dry-run, with what it would have done', () => {
+      const remediations = report.actions.filter((a) => a.detailType === 'Remediation');
+      expect(remediations.length).toBeGreaterThan(0);
+      for (const r of remediations) expect(r.detail).toMatchObject({ dryRun: true });
+      const drain = remediations.find((r) => r.detail.action === 'drain-node' && (r.detail.target as { node: string }).node === 'a100-train-1');
+      const steps = (drain?.detail.steps ?? []) as { kind: string; result: string }[];
+      expect(steps.map((s) => s.kind)).toEqual(expect.arrayContaining(['taint', 'cordon', 'evict']));
+      expect(steps.filter((s) => s.kind !== 'notify').every((s) => s.result === 'dry-run')).toBe(true);
+    });
+  });
 }
