@@ -66,6 +66,14 @@ export class BlockedError extends AdapterError {
   readonly retryable = true;
 }
 
+/**
+ * The cluster is not set up for gpu-reflex (its namespace is missing, say). Not "already done" and
+ * not the event's fault: thrown so it is logged as an error, retried, then dead-lettered, loudly.
+ */
+export class ConfigurationError extends AdapterError {
+  readonly retryable = false;
+}
+
 /** Server-side or network trouble (5xx, reset, timeout); the same call may succeed later. */
 export class TransientError extends AdapterError {
   readonly retryable = true;

@@ -10,7 +10,7 @@
 import { V1MicroTime } from '@kubernetes/client-node';
 import type { CoordinationV1Api, V1Lease } from '@kubernetes/client-node';
 import type { Clock } from '../clock.ts';
-import { BadInputError, ConflictError, NotFoundError, fromKubeError } from '../errors.ts';
+import { BadInputError, ConfigurationError, ConflictError, NotFoundError, fromKubeError } from '../errors.ts';
 import type { LeaseAttempt, LeaseState } from './model.ts';
 import type { LeaseOps } from './ports.ts';
 import { DEFAULT_CONFLICT_ATTEMPTS, retryOnConflict } from './retry.ts';
@@ -57,13 +57,21 @@ export class KubeLeaseOps implements LeaseOps {
       const now = new V1MicroTime(clock.now());
       const current = await this.read(name);
       if (current === undefined) {
-        const created = await this.coordination.createNamespacedLease({
-          namespace: this.namespace,
-          body: {
-            metadata: { name, namespace: this.namespace },
-            spec: { holderIdentity: holder, leaseDurationSeconds: durationS, acquireTime: now, renewTime: now, leaseTransitions: 0 },
-          },
-        });
+        const created = await this.coordination
+          .createNamespacedLease({
+            namespace: this.namespace,
+            body: {
+              metadata: { name, namespace: this.namespace },
+              spec: { holderIdentity: holder, leaseDurationSeconds: durationS, acquireTime: now, renewTime: now, leaseTransitions: 0 },
+            },
+          })
+          .catch((err: unknown) => {
+            // A 404 on create is the namespace, not the lease: the cluster is not set up, which
+            // must not read as "already done" (the event would be acknowledged and forgotten).
+            const mapped = fromKubeError(err, `creating lease ${this.namespace}/${name}`);
+            if (mapped instanceof NotFoundError) throw new ConfigurationError(`namespace "${this.namespace}" does not exist: create it (infra/k8s) so gpu-reflex can hold its leases`, { what: `lease ${name}`, cause: err, status: 404 });
+            throw err;
+          });
         this.held.set(`${name}\u0000${holder}`, created);
         return { acquired: true, lease: toLeaseState(created) };
       }

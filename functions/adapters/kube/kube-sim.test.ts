@@ -7,7 +7,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startKubeSim } from '../../../infra/local/kube/index.ts';
 import { manualClock } from '../clock.ts';
-import { ConflictError, ForbiddenError, fromKubeError } from '../errors.ts';
+import { ConfigurationError, ConflictError, ForbiddenError, fromKubeError } from '../errors.ts';
 import { loadKubeConfig, makeKubeApis } from './config.ts';
 import { describePortContracts } from './contract.ts';
 import { drain, drainOnce } from './drain.ts';
@@ -263,6 +263,13 @@ describe('real adapters on the simulated cluster: concurrency, pages, refusals',
     const { coordination } = makeKubeApis(ctx.kc);
     const results = await Promise.all(['fn-b', 'fn-c'].map((h) => new KubeLeaseOps(coordination, NS).tryAcquire('pool-y', h, 15, clock)));
     expect(results.filter((r) => r.acquired)).toHaveLength(1);
+  });
+
+  it('a missing namespace is a configuration error naming it, not an "already done" not-found', async () => {
+    const { coordination } = makeKubeApis(ctx.kc);
+    const attempt = new KubeLeaseOps(coordination, 'no-such-namespace').tryAcquire('remediate-n1', 'fn-a', 15, manualClock());
+    await expect(attempt).rejects.toBeInstanceOf(ConfigurationError);
+    await expect(attempt).rejects.toThrow(/namespace "no-such-namespace" does not exist/);
   });
 
   it('writes lease times as microsecond RFC 3339 (MicroTime) on the wire', async () => {
