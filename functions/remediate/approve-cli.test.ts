@@ -45,3 +45,40 @@ describe('gpu-reflex approve', () => {
     expect(bus.events).toHaveLength(before);
   });
 });
+
+describe('gpu-reflex approvals list', () => {
+  it('lists the stored approvals oldest first, --open only the open ones, reading the cluster only', async () => {
+    const { mkdtempSync, rmSync } = await import('node:fs');
+    const { tmpdir } = await import('node:os');
+    const { join } = await import('node:path');
+    const { startKubeSim } = await import('../../infra/local/kube/index.ts');
+    const { kubePorts, loadKubeConfig } = await import('../adapters/kube/index.ts');
+    const { closeApproval, recordApproval } = await import('./approvals.ts');
+    const { approvalsListCommand } = await import('./approve-cli.ts');
+    const sim = await startKubeSim({ fleet: { nodes: [{ name: 'gpu-a100-07', allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': 8 } }], namespaces: [{ name: 'gpu-reflex' }] } });
+    const dir = mkdtempSync(join(tmpdir(), 'gr-approvals-'));
+    try {
+      const kubeconfig = join(dir, 'kubeconfig');
+      sim.writeKubeconfig(kubeconfig);
+      const state = kubePorts(loadKubeConfig({ kubeconfigPath: kubeconfig }), { namespace: 'gpu-reflex' }).state;
+      const base = { node: 'gpu-a100-07', incident: 'i', action: 'drain-node', scope: 'node', target: { gpus: [], pods: [] }, expiresAt: '2026-11-21T04:00:00.000Z', approvers: [], status: 'open' as const };
+      await recordApproval(state, { ...base, id: 'apr-first000', requestedAt: '2026-11-21T03:00:00.000Z' });
+      await recordApproval(state, { ...base, id: 'apr-second00', requestedAt: '2026-11-21T03:01:00.000Z' });
+      await closeApproval(state, 'apr-first000', 'approved-applied', { decidedBy: 'cli:alice', at: NOW });
+      const lines: string[] = [];
+      const io = { out: (l: string) => void lines.push(l), err: (l: string) => void lines.push(l) };
+      expect(await approvalsListCommand.run(['--kubeconfig', kubeconfig], io)).toBe(0);
+      expect(lines).toEqual([
+        'apr-first000  approved-applied  gpu-a100-07  drain-node  expires 2026-11-21T04:00:00.000Z  by cli:alice',
+        'apr-second00  open  gpu-a100-07  drain-node  expires 2026-11-21T04:00:00.000Z',
+      ]);
+      lines.length = 0;
+      expect(await approvalsListCommand.run(['--kubeconfig', kubeconfig, '--open'], io)).toBe(0);
+      expect(lines).toEqual(['apr-second00  open  gpu-a100-07  drain-node  expires 2026-11-21T04:00:00.000Z']);
+      await expect(approvalsListCommand.run([], io)).rejects.toThrow(/--kubeconfig FILE is required/);
+    } finally {
+      await sim.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});

@@ -8,6 +8,7 @@ import { parseArgs } from 'node:util';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { UsageError, type CliIo, type Command } from '../../bin/command.ts';
 import { issuesLine } from '../../bin/errors.ts';
+import { readInputText } from '../../bin/input.ts';
 import { APPROVAL_DECIDED, ApprovalDecidedDetailSchema, SOURCES, type ApprovalDecidedDetail } from '../../events/index.ts';
 import { EventBridgePublisher } from '../adapters/bus.ts';
 
@@ -27,6 +28,35 @@ const HELP = [
   '  --bus NAME        the event bus (default EVENT_BUS_NAME, else gpu-reflex)',
   '  --region R        AWS region (default AWS_REGION, else us-east-1)',
 ].join('\n');
+
+const LIST_HELP = [
+  'Usage: gpu-reflex approvals list --kubeconfig FILE [--namespace NS] [--open] [--json]',
+  '',
+  'Lists the approvals in the store (ConfigMap gpu-reflex-state-approvals in NS, default',
+  'gpu-reflex), oldest first: id, status, node, action, expiry, who decided. Reads only.',
+  '  --open        only the open ones (the IDs gpu-reflex approve can still decide)',
+  '  --json        one JSON array of the stored records',
+].join('\n');
+
+export const approvalsListCommand: Command = {
+  path: ['approvals', 'list'],
+  summary: 'list the approvals in the store (open, approved-applied, rejected, expired)',
+  help: LIST_HELP,
+  async run(args: string[], io: CliIo): Promise<number> {
+    const { values, positionals } = parseArgs({ args, options: { kubeconfig: { type: 'string' }, namespace: { type: 'string' }, open: { type: 'boolean' }, json: { type: 'boolean' } }, allowPositionals: true, strict: true });
+    if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
+    if (!values.kubeconfig) throw new UsageError('--kubeconfig FILE is required: the store is a ConfigMap in the cluster');
+    await readInputText(values.kubeconfig, '--kubeconfig', io);
+    const { kubePorts, loadKubeConfig } = await import('../adapters/kube/index.ts');
+    const { listApprovals } = await import('./approvals.ts');
+    const ports = kubePorts(loadKubeConfig({ kubeconfigPath: values.kubeconfig }), { namespace: values.namespace ?? 'gpu-reflex' });
+    const all = (await listApprovals(ports.state)).filter((a) => !values.open || a.status === 'open');
+    if (values.json) io.out(JSON.stringify(all, null, 2));
+    else if (all.length === 0) io.out(values.open ? 'no open approvals' : 'no approvals');
+    else for (const a of all) io.out([a.id, a.status, a.node, a.action, `expires ${a.expiresAt}`, ...(a.decidedBy ? [`by ${a.decidedBy}`] : [])].join('  '));
+    return 0;
+  },
+};
 
 /** The event's detail; throws UsageError naming what is wrong. */
 export function decisionDetail(id: string, o: { reject: boolean; by: string; comment?: string; now: Date }): ApprovalDecidedDetail {
