@@ -13,7 +13,7 @@ import { historyCodec } from './core/reconcile.ts';
 import { nodeLease, remediationEvent, type RemediationDeps } from './run.ts';
 import { poolOf } from './core/policy.ts';
 import { emptyState, STATE_LABEL } from './core/state.ts';
-import { closeApproval, listApprovals, type ApprovalRecord } from './approvals.ts';
+import { closeApproval, getApproval, listApprovals, type ApprovalRecord } from './approvals.ts';
 import { planSweep, type SweepNodeFacts } from './core/sweep.ts';
 import type { Plan, PoolFacts } from './core/types.ts';
 
@@ -75,10 +75,17 @@ export async function expireApprovals(deps: RemediationDeps): Promise<string[]> 
   const due = (await listApprovals(deps.state)).filter((a) => a.status === 'open' && Date.parse(a.expiresAt) <= now.getTime());
   const closed: string[] = [];
   for (const a of due) {
-    const reason = `approval ${a.id} expired at ${a.expiresAt} undecided: ${a.action} on ${a.node} stays held back; the sweep acts once the pool's window has room`;
-    await deps.publisher.publish([remediationEvent(expiredPlan(a, reason), undefined, now)]);
-    if ((await closeApproval(deps.state, a.id, 'expired', { at: now, note: reason })).closed) closed.push(a.id);
-    deps.logger.info('approval expired', { approvalId: a.id, node: a.node, incident: a.incident });
+    // Under the node's lease, as remediate-approve decides: a decision and an expiry never cross.
+    const done = await withLease(nodeLease(a.node), 60, deps, async () => {
+      // Decided since the listing (remediate-approve held the lease): not expired after all.
+      if ((await getApproval(deps.state, a.id))?.status !== 'open') return false;
+      const reason = `approval ${a.id} expired at ${a.expiresAt} undecided: ${a.action} on ${a.node} stays held back; the sweep acts once the pool's window has room`;
+      await deps.publisher.publish([remediationEvent(expiredPlan(a, reason), undefined, now)]);
+      const r = await closeApproval(deps.state, a.id, 'expired', { at: now, note: reason });
+      deps.logger.info('approval expired', { approvalId: a.id, node: a.node, incident: a.incident, closed: r.closed });
+      return r.closed;
+    }, () => false);
+    if (done) closed.push(a.id);
   }
   return closed;
 }
