@@ -8,6 +8,8 @@
 import { z } from 'zod';
 import type { StateStore } from '../adapters/kube/ports.ts';
 import type { Json } from '../adapters/kube/model.ts';
+import { approvalIdFor } from './core/detail.ts';
+import type { NodeState } from './core/state.ts';
 
 export const APPROVAL_STATUSES = ['open', 'approved-applied', 'rejected', 'expired', 'no-longer-needed'] as const;
 export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
@@ -77,4 +79,9 @@ export async function closeApproval(state: StateStore, id: string, to: Exclude<A
     return record as unknown as Json;
   });
   return { closed, ...(record ? { record } : {}) };
+}
+
+/** The approval's incident episode still waits on its node (a later episode of the same key asks under a new id). */
+export function stillWaits(state: NodeState, rec: Pick<ApprovalRecord, 'id' | 'incident'>): boolean {
+  return state.incidents.some((i) => i.key === rec.incident && i.phase === 'awaiting-approval' && approvalIdFor(i.key, i.firstAt) === rec.id);
 }

@@ -15,6 +15,7 @@ import { decideApproval } from './approve.ts';
 import { DEFAULT_POLICY, type Policy } from './core/policy.ts';
 import { HISTORY_ANNOTATION, STATE_LABEL } from './core/state.ts';
 import { remediate, triggerOf, type RemediationDeps } from './run.ts';
+import { sweep } from './sweep-run.ts';
 
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');
 const MIN = 60_000;
@@ -72,6 +73,17 @@ describe('decideApproval', () => {
     expect(await getApproval(kube.state, id)).toMatchObject({ status: 'no-longer-needed', decidedBy: 'cli:alice' });
     expect(publisher.published.filter((e) => e.detailType === REMEDIATION)).toHaveLength(reports);
     expect(kube.cluster.calls.slice(calls).filter((c) => c.op.startsWith('nodes.') && c.op !== 'nodes.get')).toEqual([]);
+  });
+
+  it('the sweep closes it as no longer needed when it acted on the incident itself (the pool has room now)', async () => {
+    const id = await holdBack();
+    // A person raised the limit: the next sweep finds room and goes ahead by itself.
+    deps.policy = { ...POLICY, blastRadius: { ...POLICY.blastRadius, maxCount: 2 } };
+    await clock.advance(MIN);
+    expect((await sweep(deps)).expired).toEqual([]);
+    expect((await kube.nodes.get('gpu-2')).labels[STATE_LABEL]).toBe('draining');
+    expect(await getApproval(kube.state, id)).toMatchObject({ status: 'no-longer-needed' });
+    expect(await decideApproval(decision(id, 'approved', clock.now()), deps)).toMatchObject({ result: 'already-decided', status: 'no-longer-needed' });
   });
 
   it('refuses an unknown id, an "expired" decision, and a decision after the expiry, changing nothing', async () => {

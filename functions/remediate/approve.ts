@@ -7,8 +7,7 @@
 import type { ApprovalDecidedDetail } from '../../events/index.ts';
 import { readOutbox } from '../lib/outbox.ts';
 import { carryOut, withLease } from '../lib/reflex.ts';
-import { closeApproval, getApproval, type ApprovalRecord, type ApprovalStatus } from './approvals.ts';
-import { approvalIdFor } from './core/detail.ts';
+import { closeApproval, getApproval, stillWaits, type ApprovalRecord, type ApprovalStatus } from './approvals.ts';
 import { historyCodec } from './core/reconcile.ts';
 import { planSweep } from './core/sweep.ts';
 import { fetchPoolFacts, nodeFacts, podsOf, stateOf } from './facts.ts';
@@ -53,9 +52,7 @@ export async function decideApproval(d: ApprovalDecidedDetail, deps: Remediation
       const by = { ...(d.decidedBy ? { decidedBy: deciderOf(d)! } : {}), at: now };
       const info = await deps.nodes.get(rec.node);
       const state = stateOf(info, deps.policy.taintKey);
-      // The same episode only: a later hold-back of the same incident key asks under a new id.
-      const waiting = state.incidents.some((i) => i.key === rec.incident && i.phase === 'awaiting-approval' && approvalIdFor(i.key, i.firstAt) === rec.id);
-      if (!waiting) {
+      if (!stillWaits(state, rec)) {
         const note = `${rec.incident} on ${rec.node} no longer waits for approval (resolved, acted on, or restored): no longer needed`;
         await closeApproval(deps.state, rec.id, 'no-longer-needed', { ...by, note });
         return { result: 'closed', status: 'no-longer-needed', message: note };
