@@ -25,6 +25,8 @@ export const commands: Entry[] = [
   { path: ['simulate'], summary: 'run a scenario through the local stack on a virtual clock (seconds, reproducible)', load: async () => (await import('../infra/local/cli.ts')).simulateCommand },
   { path: ['pattern', 'test'], summary: 'test an EventBridge pattern against an event, like aws events test-event-pattern', load: async () => (await import('../events/pattern-cli.ts')).patternTestCommand },
   { path: ['remediate', 'policy'], summary: 'check a remediation policy file and print the rules it yields', load: async () => (await import('../functions/remediate/cli.ts')).policyCommand },
+  { path: ['approve'], summary: 'approve or reject a held-back remediation (puts Approval Decided on the bus)', load: async () => (await import('../functions/remediate/approve-cli.ts')).approveCommand },
+  { path: ['approvals', 'list'], summary: 'list the approvals in the store (open, approved-applied, rejected, expired)', load: async () => (await import('../functions/remediate/approve-cli.ts')).approvalsListCommand },
   { path: ['remediate', 'plan'], summary: 'print the remediation plan for one event, in dry run (from facts, or reading a live cluster)', load: async () => (await import('../functions/remediate/cli.ts')).planCommand },
 ];
 

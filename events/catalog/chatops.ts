@@ -45,7 +45,8 @@ export const ApprovalDecidedDetailSchema = z
     ...actorBase,
     approvalId: ApprovalId,
     decision: z.enum(['approved', 'rejected', 'expired']),
-    decidedBy: ChatUser.optional(),
+    /** Who decided: a chat user, or `cli` for `gpu-reflex approve --by NAME`. */
+    decidedBy: ChatUser.extend({ platform: z.enum([...CHAT_PLATFORMS, 'cli']) }).optional(),
     comment: z.string().max(1024).optional(),
   })
   .strict();

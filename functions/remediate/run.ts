@@ -14,7 +14,8 @@ import type { Logger } from '../lib/logger.ts';
 import { readOutbox } from '../lib/outbox.ts';
 import { carryOut, withLease } from '../lib/reflex.ts';
 import { poolAllowance, takesCapacity } from './core/blast-radius.ts';
-import { toApprovalDetail, toRemediationDetail } from './core/detail.ts';
+import { approvalIdOf, toApprovalDetail, toRemediationDetail } from './core/detail.ts';
+import { recordApproval, type ApprovalRecord } from './approvals.ts';
 import { nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
 import { reserveSlot } from './ledger.ts';
 import { planRemediation } from './core/plan.ts';
@@ -81,7 +82,9 @@ export async function remediate(event: TriggerEvent, deps: RemediationDeps): Pro
       }
     }
 
-    const { applied, published } = await carryOut({ node: nodeName, pending, actions: plan, events: (a) => eventsOf(plan, a, new Date(deps.clock.now())), codec: historyCodec, basis: info }, deps);
+    // Never publish an approval id the store does not hold: record it before the outbox is written.
+    const asked = plan.approval && plan.phase !== 'skipped' ? await recordApproval(deps.state, approvalRecord(plan, deps.policy, new Date(deps.clock.now()))) : undefined;
+    const { applied, published } = await carryOut({ node: nodeName, pending, actions: plan, events: (a) => eventsOf(plan, a, new Date(deps.clock.now()), asked), codec: historyCodec, basis: info }, deps);
     deps.logger.info('remediation', { node: nodeName, incident: plan.incident, kind: plan.kind, action: plan.action, phase: plan.phase, evictions: plan.evictions.length, published: published.length, reason: plan.reason });
     return { plan, applied, published: published.length > 0 };
   });
@@ -94,15 +97,33 @@ export const nodeLease = (node: string) => `remediate-${node}`.slice(0, 253);
  * What a remediation publishes: its Approval Requested (approval plans) and its Remediation
  * report. A duplicate or stale delivery changes nothing and says nothing: one incident, one event.
  */
-function eventsOf(plan: Plan, applied: Applied | undefined, now: Date): PublishedEvent[] {
+function eventsOf(plan: Plan, applied: Applied | undefined, now: Date, asked: ApprovalRecord | undefined): PublishedEvent[] {
   if (plan.phase === 'skipped') return [];
-  return [...(plan.approval ? [approvalEvent(plan, now)] : []), remediationEvent(plan, applied, now)];
+  return [...(plan.approval && asked ? [approvalEvent(plan, asked)] : []), remediationEvent(plan, applied, now)];
+}
+
+/** The store's record of an approval plan: what to act on, until when, and who may decide. */
+export function approvalRecord(plan: Plan, policy: Policy, now: Date): ApprovalRecord {
+  return {
+    id: approvalIdOf(plan),
+    node: plan.target.node,
+    incident: plan.incident,
+    action: plan.action,
+    scope: plan.scope,
+    target: { gpus: plan.target.gpus, pods: plan.target.pods.map((p) => `${p.namespace}/${p.name}`) },
+    requestedAt: now.toISOString(),
+    expiresAt: new Date(now.getTime() + policy.approvals.ttlMinutes * 60_000).toISOString(),
+    approvers: [...policy.approvals.approvers],
+    status: 'open',
+  };
 }
 
 export function remediationEvent(plan: Plan, applied: Applied | undefined, occurredAt: Date): PublishedEvent {
   return { source: SOURCES.functions, detailType: REMEDIATION, detail: toRemediationDetail(plan, applied, { occurredAt }), resources: [`node/${plan.target.node}`] };
 }
 
-export function approvalEvent(plan: Plan, now: Date): PublishedEvent {
-  return { source: SOURCES.functions, detailType: APPROVAL_REQUESTED, detail: toApprovalDetail(plan, { now }), resources: [`node/${plan.target.node}`] };
+/** The request as stored: asked at `requestedAt`, open until `expiresAt`. */
+export function approvalEvent(plan: Plan, rec: Pick<ApprovalRecord, 'requestedAt' | 'expiresAt'>): PublishedEvent {
+  const now = new Date(rec.requestedAt);
+  return { source: SOURCES.functions, detailType: APPROVAL_REQUESTED, detail: toApprovalDetail(plan, { now, ttlMs: Date.parse(rec.expiresAt) - now.getTime() }), resources: [`node/${plan.target.node}`] };
 }

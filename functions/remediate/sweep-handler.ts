@@ -11,7 +11,7 @@ export function createSweepHandler(getDeps: () => RemediationWiring) {
     async handle({ logger, context }) {
       const d = getDeps();
       const out = await sweep({ ...d.kube, ...d, logger, holder: context?.awsRequestId ?? randomUUID() });
-      return { nodes: out.nodes, acted: out.plans.length, skipped: out.skipped };
+      return { nodes: out.nodes, acted: out.plans.length, skipped: out.skipped, expired: out.expired };
     },
   });
 }

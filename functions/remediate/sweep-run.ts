@@ -12,7 +12,8 @@ import { nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
 import { historyCodec } from './core/reconcile.ts';
 import { nodeLease, remediationEvent, type RemediationDeps } from './run.ts';
 import { poolOf } from './core/policy.ts';
-import { STATE_LABEL } from './core/state.ts';
+import { emptyState, STATE_LABEL } from './core/state.ts';
+import { closeApproval, getApproval, listApprovals, stillWaits, type ApprovalRecord } from './approvals.ts';
 import { planSweep, type SweepNodeFacts } from './core/sweep.ts';
 import type { Plan, PoolFacts } from './core/types.ts';
 
@@ -21,10 +22,12 @@ export interface SweepOutcome {
   plans: Plan[];
   /** Nodes skipped this round: another invocation held them, or they changed since the snapshot. */
   skipped: string[];
+  /** Approvals closed as expired this round. */
+  expired: string[];
 }
 
 export async function sweep(deps: RemediationDeps): Promise<SweepOutcome> {
-  const idle = (): SweepOutcome => (deps.logger.info('sweep already running elsewhere'), { nodes: 0, plans: [], skipped: [] });
+  const idle = (): SweepOutcome => (deps.logger.info('sweep already running elsewhere'), { nodes: 0, plans: [], skipped: [], expired: [] });
   return withLease('remediate-sweep', 120, deps, async () => {
     const tracked = await deps.nodes.list(STATE_LABEL);
     const pools = new Map<string, PoolFacts>();
@@ -56,11 +59,66 @@ export async function sweep(deps: RemediationDeps): Promise<SweepOutcome> {
       if (!done) skipped.push(n.name);
       else if (p) applied.push(p);
     }
-    return { nodes: tracked.length, plans: applied, skipped };
+    const expired = await expireApprovals(deps, new Set(applied.map((p) => p.target.node)));
+    return { nodes: tracked.length, plans: applied, skipped, expired };
   }, idle);
 }
 
+/**
+ * Settles open approvals. One whose incident no longer waits (the sweep acted on it once the
+ * window had room, or it resolved) is closed `no-longer-needed`, quietly; one past its expiry is
+ * closed `expired` and reported as a Remediation (phase awaiting-approval, reason "approval …
+ * expired"): published first, then closed, so a failed publish is retried by the next sweep under
+ * the same event id. An expired incident still waits: the sweep acts once the pool has room.
+ * Only approvals due, or on nodes this sweep acted on (`touched`), are looked at: a node read each.
+ */
+export async function expireApprovals(deps: RemediationDeps, touched: ReadonlySet<string> = new Set()): Promise<string[]> {
+  const now = new Date(deps.clock.now());
+  const due = (a: ApprovalRecord) => Date.parse(a.expiresAt) <= now.getTime();
+  const open = (await listApprovals(deps.state)).filter((a) => a.status === 'open' && (due(a) || touched.has(a.node)));
+  const closed: string[] = [];
+  for (const a of open) {
+    // Under the node's lease, as remediate-approve decides: a decision and an expiry never cross.
+    const done = await withLease(nodeLease(a.node), 60, deps, async () => {
+      // Decided since the listing (remediate-approve held the lease): nothing to settle.
+      if ((await getApproval(deps.state, a.id))?.status !== 'open') return false;
+      if (!stillWaits(stateOf(await deps.nodes.get(a.node), deps.policy.taintKey), a)) {
+        const note = `${a.incident} on ${a.node} no longer waits for approval: no longer needed`;
+        await closeApproval(deps.state, a.id, 'no-longer-needed', { at: now, note });
+        deps.logger.info('approval no longer needed', { approvalId: a.id, node: a.node, incident: a.incident });
+        return false;
+      }
+      if (!due(a)) return false;
+      const reason = `approval ${a.id} expired at ${a.expiresAt} undecided: ${a.action} on ${a.node} stays held back; the sweep acts once the pool's window has room`;
+      await deps.publisher.publish([remediationEvent(expiredPlan(a, reason), undefined, now)]);
+      const r = await closeApproval(deps.state, a.id, 'expired', { at: now, note: reason });
+      deps.logger.info('approval expired', { approvalId: a.id, node: a.node, incident: a.incident, closed: r.closed });
+      return r.closed;
+    }, () => false);
+    if (done) closed.push(a.id);
+  }
+  return closed;
+}
+
+/** The report of an expiry: changes nothing, so a plan with no actions, rendered as a Remediation. */
+function expiredPlan(a: ApprovalRecord, reason: string): Plan {
+  return {
+    kind: 'approval',
+    incident: a.incident,
+    action: a.action as Plan['action'],
+    scope: a.scope as Plan['scope'],
+    phase: 'awaiting-approval',
+    target: { node: a.node, gpus: a.target.gpus, migInstances: [], pods: [] },
+    evictions: [],
+    notices: [],
+    cloud: [],
+    reason,
+    trigger: { eventId: `${a.id}:expired`, detailType: 'Approval Expired', node: a.node, observedAt: a.expiresAt },
+    nextState: emptyState(),
+  };
+}
+
 /** Bookkeeping alone (our history) is nobody's news. */
-function newsworthy(p: Plan): boolean {
+export function newsworthy(p: Plan): boolean {
   return p.phase !== 'skipped' && (editsScheduling(p.nodeEdit) || p.evictions.length > 0 || p.notices.length > 0 || p.cloud.length > 0);
 }

@@ -122,7 +122,12 @@ export function remediationEventId(incident: string, observedAt: string, phase: 
  */
 export function approvalIdOf(plan: Plan): string {
   const incident = plan.nextState.incidents.find((i) => i.key === plan.incident && i.phase !== 'closed');
-  return `apr-${fnv1a(`${plan.incident}@${incident?.firstAt ?? plan.trigger.observedAt}`)}`;
+  return approvalIdFor(plan.incident, incident?.firstAt ?? plan.trigger.observedAt);
+}
+
+/** The approval id of one incident episode: its key and when it was first seen. */
+export function approvalIdFor(incident: string, firstAt: string): string {
+  return `apr-${fnv1a(`${incident}@${firstAt}`)}`;
 }
 
 /** The `Approval Requested` event of an approval plan; its id is stable per incident episode. */

@@ -50,6 +50,13 @@ describe('loadPolicy', () => {
     expect(errorOf('xids:\n  79:\n    action: drain\n')).toMatch(/policy\.yaml:3: xids\.79\.action: .*drain-node/);
   });
 
+  it('merges approvals field by field and names a bad approver list by line', () => {
+    expect(loadPolicy('approvals:\n  approvers: [cli:alice]\n', 'p.yaml').approvals).toEqual({ ttlMinutes: DEFAULT_POLICY.approvals.ttlMinutes, approvers: ['cli:alice'] });
+    expect(loadPolicy('approvals:\n  ttlMinutes: 15\n', 'p.yaml').approvals).toEqual({ ttlMinutes: 15, approvers: [] });
+    expect(errorOf('approvals:\n  ttlMinutes: 0\n')).toMatch(/policy\.yaml:2: approvals\.ttlMinutes: /);
+    expect(errorOf('approvals:\n  approvers: [""]\n')).toMatch(/policy\.yaml:2: approvals\.approvers\.0: /);
+  });
+
   it('points a JSON error at its line', () => {
     expect(errorOf('{\n  "xids": {\n    "48": { "action": 7 }\n  }\n}', 'p.json')).toContain('p.json:3: xids.48.action');
   });

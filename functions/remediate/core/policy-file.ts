@@ -5,7 +5,7 @@
  */
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import { z } from 'zod';
-import { DEFAULT_POLICY, PolicySchema, RuleOverrideSchema, PoolOverrideSchema, EscalateSchema, type Policy } from './policy.ts';
+import { ApprovalsSchema, DEFAULT_POLICY, PolicySchema, RuleOverrideSchema, PoolOverrideSchema, EscalateSchema, type Policy } from './policy.ts';
 import { GPU_RECOVERY_ACTIONS, HEALTH_CONDITIONS, int } from '../../../events/index.ts';
 import { checkAliasCount, yamlValue, YamlTextError } from '../../lib/yaml-text.ts';
 
@@ -30,6 +30,7 @@ const PolicyFileSchema = z
     blastRadius: z.object({ maxShare: z.number().min(0).max(1).optional(), maxCount: int().min(0).optional(), windowMinutes: int().min(1).optional() }).strict().optional(),
     escalation: EscalateSchema.partial().extend({ recurrenceHours: int().min(0).max(720).optional() }).strict().optional(),
     quietPeriodMinutes: int().min(0).max(10_080).optional(),
+    approvals: ApprovalsSchema.partial().optional(),
     drainTimeoutMinutes: int().min(1).max(10_080).optional(),
     taintKey: z.string().optional(),
     /** Not a rule: selects the dry-run wiring (functions/lib/wiring.ts), like DRY_RUN=true. */
@@ -91,6 +92,7 @@ export function mergePolicy(base: Policy, file: PolicyFile): Policy {
     quietPeriodMinutes: file.quietPeriodMinutes ?? base.quietPeriodMinutes,
     drainTimeoutMinutes: file.drainTimeoutMinutes ?? base.drainTimeoutMinutes,
     taintKey: file.taintKey ?? base.taintKey,
+    approvals: { ...base.approvals, ...(file.approvals ?? {}) },
   } as Policy;
 }
 

@@ -52,6 +52,14 @@ export const PoolOverrideSchema = z
   })
   .strict();
 
+export const ApprovalsSchema = z
+  .object({
+    ttlMinutes: int().min(1).max(10_080),
+    /** Approver ids (`decidedBy.id`) allowed to decide; empty: anyone who can put the event on the bus. */
+    approvers: z.array(z.string().min(1).max(128)).max(256),
+  })
+  .strict();
+
 export const PolicySchema = z
   .object({
     xids: z.record(z.string().regex(/^\d+$/, 'expected an XID number'), RuleOverrideSchema),
@@ -70,6 +78,8 @@ export const PolicySchema = z
     quietPeriodMinutes: int().min(0).max(10_080),
     drainTimeoutMinutes: int().min(1).max(10_080),
     taintKey: z.string().regex(/^([a-z0-9.-]+\/)?[A-Za-z0-9._-]{1,63}$/, 'expected a taint key like gpu-reflex.io/unhealthy'),
+    /** Held-back plans: how long an approval stays open, and who may decide it (empty = anyone). */
+    approvals: ApprovalsSchema,
   })
   .strict()
   .superRefine((p, ctx) => {
@@ -135,6 +145,7 @@ export const DEFAULT_POLICY: Policy = deepFreeze({
   quietPeriodMinutes: 30,
   drainTimeoutMinutes: 30,
   taintKey: 'gpu-reflex.io/unhealthy',
+  approvals: { ttlMinutes: 60, approvers: [] },
 });
 
 /** A rule after defaults, file and pool overrides are merged: what the planner obeys. */

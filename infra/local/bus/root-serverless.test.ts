@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { CATALOG, EventEnvelopeSchema, GPU_HEALTH_CHANGED, GPU_XID_ERROR, SOURCES } from '../../../events/index.ts';
+import { APPROVAL_DECIDED, CATALOG, EventEnvelopeSchema, GPU_HEALTH_CHANGED, GPU_XID_ERROR, SOURCES } from '../../../events/index.ts';
 import { matchesPattern } from '../../../events/pattern.ts';
 import { ManualClock, startLocalBus, type LocalBus } from './index.ts';
 import { HandlerLoader } from './handler-loader.ts';
@@ -30,6 +30,15 @@ describe('serverless.yml at the repository root', () => {
     const example: unknown = JSON.parse(readFileSync(new URL(`../../../events/catalog/${slug}.example.json`, import.meta.url), 'utf8'));
     const wanted = entry.source === SOURCES.agent && (entry.detailType === GPU_XID_ERROR || entry.detailType === GPU_HEALTH_CHANGED);
     expect(matchesPattern(remediate?.pattern, example)).toBe(wanted);
+  });
+});
+
+describe('the remediate-approve rule', () => {
+  const approve = table.eventRules.find((r) => r.fn.key === 'remediate-approve');
+  it.each(CATALOG.map((e) => [e.slug, e]))('routes the %s example exactly when it is an Approval Decided from chat (or the CLI)', (slug, entry) => {
+    const example: unknown = JSON.parse(readFileSync(new URL(`../../../events/catalog/${slug}.example.json`, import.meta.url), 'utf8'));
+    expect(approve).toMatchObject({ busName: 'gpu-reflex', retryPolicy: { maximumRetryAttempts: 8, maximumEventAgeSeconds: 3600 }, deadLetterQueueArn: 'RemediateDlq.Arn' });
+    expect(matchesPattern(approve?.pattern, example)).toBe(entry.detailType === APPROVAL_DECIDED);
   });
 });
 

@@ -1,0 +1,87 @@
+/**
+ * The approval store: one key per approval id in the `approvals` shard of the state ConfigMap
+ * (functions hold nothing between invocations). A held-back remediation records its approval
+ * here before its `Approval Requested` is published, so no published id is unknown; a decision
+ * or the sweep's expiry moves it out of `open` once, with optimistic concurrency (store.update),
+ * and a closed approval never opens again.
+ */
+import { z } from 'zod';
+import type { StateStore } from '../adapters/kube/ports.ts';
+import type { Json } from '../adapters/kube/model.ts';
+import { approvalIdFor } from './core/detail.ts';
+import type { NodeState } from './core/state.ts';
+
+export const APPROVAL_STATUSES = ['open', 'approved-applied', 'rejected', 'expired', 'no-longer-needed'] as const;
+export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
+
+const ApprovalRecordSchema = z.object({
+  id: z.string(),
+  node: z.string(),
+  incident: z.string(),
+  action: z.string(),
+  scope: z.string(),
+  target: z.object({ gpus: z.array(z.string()), pods: z.array(z.string()) }),
+  requestedAt: z.string(),
+  expiresAt: z.string(),
+  /** Who may decide (decidedBy.id); empty: anyone. Copied from the policy when requested. */
+  approvers: z.array(z.string()),
+  status: z.enum(APPROVAL_STATUSES),
+  decidedBy: z.string().optional(),
+  decidedAt: z.string().optional(),
+  note: z.string().optional(),
+});
+export type ApprovalRecord = z.infer<typeof ApprovalRecordSchema>;
+
+/** All approvals share one shard: few are open at once, and each key is written a handful of times. */
+const storeOf = (state: StateStore): StateStore => (state.shard ? state.shard('approvals') : state);
+const keyOf = (id: string) => `approval.${id}`;
+
+function parse(v: Json | undefined): ApprovalRecord | undefined {
+  const r = ApprovalRecordSchema.safeParse(v);
+  return r.success ? r.data : undefined;
+}
+
+/** Records an open approval; one already recorded under that id (a redelivery) is kept as it is. */
+export async function recordApproval(state: StateStore, rec: ApprovalRecord): Promise<ApprovalRecord> {
+  let kept = rec;
+  await storeOf(state).update(keyOf(rec.id), (cur): Json | undefined => {
+    const old = parse(cur);
+    if (old) {
+      kept = old;
+      return cur; // unchanged (undefined would delete the key)
+    }
+    return rec as unknown as Json;
+  });
+  return kept;
+}
+
+export async function getApproval(state: StateStore, id: string): Promise<ApprovalRecord | undefined> {
+  return parse(await storeOf(state).get(keyOf(id)));
+}
+
+export async function listApprovals(state: StateStore): Promise<ApprovalRecord[]> {
+  return Object.values(await storeOf(state).getAll()).flatMap((v) => parse(v) ?? []).sort((a, b) => a.requestedAt.localeCompare(b.requestedAt) || a.id.localeCompare(b.id));
+}
+
+/**
+ * Closes an open approval. Returns the record as it is afterwards and whether this call closed
+ * it: a second decision finds it closed and changes nothing.
+ */
+export async function closeApproval(state: StateStore, id: string, to: Exclude<ApprovalStatus, 'open'>, by: { decidedBy?: string; at: Date; note?: string }): Promise<{ closed: boolean; record?: ApprovalRecord }> {
+  let closed = false;
+  let record: ApprovalRecord | undefined;
+  await storeOf(state).update(keyOf(id), (cur): Json | undefined => {
+    const old = parse(cur);
+    record = old;
+    if (!old || old.status !== 'open') return cur; // unchanged
+    closed = true;
+    record = { ...old, status: to, decidedAt: by.at.toISOString(), ...(by.decidedBy ? { decidedBy: by.decidedBy } : {}), ...(by.note ? { note: by.note.slice(0, 512) } : {}) };
+    return record as unknown as Json;
+  });
+  return { closed, ...(record ? { record } : {}) };
+}
+
+/** The approval's incident episode still waits on its node (a later episode of the same key asks under a new id). */
+export function stillWaits(state: NodeState, rec: Pick<ApprovalRecord, 'id' | 'incident'>): boolean {
+  return state.incidents.some((i) => i.key === rec.incident && i.phase === 'awaiting-approval' && approvalIdFor(i.key, i.firstAt) === rec.id);
+}

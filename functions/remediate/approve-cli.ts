@@ -1,0 +1,107 @@
+/**
+ * `gpu-reflex approve ID [--reject]`: puts an `Approval Decided` event on the bus, as a chat
+ * approval would; the `remediate-approve` function (serverless.yml) decides it. The CLI changes
+ * nothing itself and reads no cluster, so it needs only events:PutEvents on the bus.
+ */
+import { userInfo } from 'node:os';
+import { parseArgs } from 'node:util';
+import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
+import { UsageError, type CliIo, type Command } from '../../bin/command.ts';
+import { issuesLine } from '../../bin/errors.ts';
+import { readInputText } from '../../bin/input.ts';
+import { APPROVAL_DECIDED, ApprovalDecidedDetailSchema, SOURCES, type ApprovalDecidedDetail } from '../../events/index.ts';
+import { EventBridgePublisher } from '../adapters/bus.ts';
+
+const HELP = [
+  'Usage: gpu-reflex approve ID [--reject] [--by NAME] [--comment TEXT] [--endpoint URL] [--bus NAME] [--region R]',
+  '',
+  'Approves (or with --reject rejects) the held-back remediation ID (apr-..., from its',
+  'Approval Requested event) by putting an Approval Decided event on the bus. The',
+  'remediate-approve function then re-checks the node, acts once, and closes the approval; a',
+  'second decision for the same ID changes nothing. The policy\'s approvals.approvers, when set,',
+  'must name cli:NAME (or NAME). Prints the event id; exit code 1 when the bus refuses it.',
+  '  --reject          reject instead of approve: the incident is closed and left to a person',
+  '  --by NAME         who decides (default: the login name); sent as decidedBy {platform: cli}',
+  '  --comment TEXT    a note kept with the decision',
+  '  --endpoint URL    the bus endpoint (the local bus: http://127.0.0.1:PORT); default',
+  '                    AWS_ENDPOINT_URL_EVENTBRIDGE, else AWS EventBridge',
+  '  --bus NAME        the event bus (default EVENT_BUS_NAME, else gpu-reflex)',
+  '  --region R        AWS region (default AWS_REGION, else us-east-1)',
+].join('\n');
+
+const LIST_HELP = [
+  'Usage: gpu-reflex approvals list --kubeconfig FILE [--namespace NS] [--open] [--json]',
+  '',
+  'Lists the approvals in the store (ConfigMap gpu-reflex-state-approvals in NS, default',
+  'gpu-reflex), oldest first: id, status, node, action, expiry, who decided. Reads only.',
+  '  --open        only the open ones (the IDs gpu-reflex approve can still decide)',
+  '  --json        one JSON array of the stored records',
+].join('\n');
+
+export const approvalsListCommand: Command = {
+  path: ['approvals', 'list'],
+  summary: 'list the approvals in the store (open, approved-applied, rejected, expired)',
+  help: LIST_HELP,
+  async run(args: string[], io: CliIo): Promise<number> {
+    const { values, positionals } = parseArgs({ args, options: { kubeconfig: { type: 'string' }, namespace: { type: 'string' }, open: { type: 'boolean' }, json: { type: 'boolean' } }, allowPositionals: true, strict: true });
+    if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
+    if (!values.kubeconfig) throw new UsageError('--kubeconfig FILE is required: the store is a ConfigMap in the cluster');
+    await readInputText(values.kubeconfig, '--kubeconfig', io);
+    const { kubePorts, loadKubeConfig } = await import('../adapters/kube/index.ts');
+    const { listApprovals } = await import('./approvals.ts');
+    const ports = kubePorts(loadKubeConfig({ kubeconfigPath: values.kubeconfig }), { namespace: values.namespace ?? 'gpu-reflex' });
+    const all = (await listApprovals(ports.state)).filter((a) => !values.open || a.status === 'open');
+    if (values.json) io.out(JSON.stringify(all, null, 2));
+    else if (all.length === 0) io.out(values.open ? 'no open approvals' : 'no approvals');
+    else for (const a of all) io.out([a.id, a.status, a.node, a.action, `expires ${a.expiresAt}`, ...(a.decidedBy ? [`by ${a.decidedBy}`] : [])].join('  '));
+    return 0;
+  },
+};
+
+/** The event's detail; throws UsageError naming what is wrong. */
+export function decisionDetail(id: string, o: { reject: boolean; by: string; comment?: string; now: Date }): ApprovalDecidedDetail {
+  const decision = o.reject ? 'rejected' : 'approved';
+  const r = ApprovalDecidedDetailSchema.safeParse({
+    schemaVersion: 1,
+    // One event per decision: the same decision sent twice is one event to consumers that dedupe.
+    eventId: `${id}:${decision}`,
+    occurredAt: o.now.toISOString(),
+    approvalId: id,
+    decision,
+    decidedBy: { platform: 'cli', id: o.by },
+    ...(o.comment ? { comment: o.comment } : {}),
+  });
+  if (!r.success) throw new UsageError(issuesLine(r.error.issues, []));
+  return r.data;
+}
+
+export const approveCommand: Command = {
+  path: ['approve'],
+  summary: 'approve or reject a held-back remediation (puts Approval Decided on the bus)',
+  help: HELP,
+  async run(args: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env, now: () => Date = () => new Date()): Promise<number> {
+    const { values, positionals } = parseArgs({
+      args,
+      options: { reject: { type: 'boolean' }, by: { type: 'string' }, comment: { type: 'string' }, endpoint: { type: 'string' }, bus: { type: 'string' }, region: { type: 'string' } },
+      allowPositionals: true,
+      strict: true,
+    });
+    if (positionals.length !== 1) throw new UsageError(`expected one approval ID (apr-...), got ${positionals.length}`);
+    const by = values.by ?? env.USER ?? userInfo().username;
+    const detail = decisionDetail(positionals[0]!, { reject: values.reject ?? false, by, ...(values.comment ? { comment: values.comment } : {}), now: now() });
+    const endpoint = values.endpoint ?? env.AWS_ENDPOINT_URL_EVENTBRIDGE;
+    const client = new EventBridgeClient({
+      region: values.region ?? env.AWS_REGION ?? 'us-east-1',
+      ...(endpoint ? { endpoint } : {}),
+      // The local bus checks no signature: spare a laptop the AWS credentials it does not have.
+      ...(endpoint && !env.AWS_ACCESS_KEY_ID ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
+    });
+    try {
+      await new EventBridgePublisher(values.bus ?? env.EVENT_BUS_NAME ?? 'gpu-reflex', client).publish([{ source: SOURCES.chatops, detailType: APPROVAL_DECIDED, detail }]);
+    } finally {
+      client.destroy();
+    }
+    io.out(`${detail.decision} ${detail.approvalId} by cli:${by}: event ${detail.eventId} on the bus`);
+    return 0;
+  },
+};

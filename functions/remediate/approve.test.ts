@@ -1,0 +1,98 @@
+/**
+ * remediate-approve's core (approve.ts) over the Kubernetes fakes: the approval recorded before it
+ * is published, and each way a decision is refused or found no longer needed. The happy path and
+ * exactly-once over the real stack: test/e2e/approvals.test.ts.
+ */
+import { beforeEach, describe, expect, it } from 'vitest';
+import { APPROVAL_REQUESTED, REMEDIATION, type ApprovalDecidedDetail, type GpuXidErrorDetail } from '../../events/index.ts';
+import { RecordingPublisher, type PublishedEvent } from '../adapters/bus.ts';
+import { RecordingNotifier } from '../adapters/chat/notifier.ts';
+import { manualClock, type ManualClock } from '../adapters/clock.ts';
+import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
+import { silentLogger } from '../lib/logger.ts';
+import { getApproval } from './approvals.ts';
+import { decideApproval } from './approve.ts';
+import { DEFAULT_POLICY, type Policy } from './core/policy.ts';
+import { HISTORY_ANNOTATION, STATE_LABEL } from './core/state.ts';
+import { remediate, triggerOf, type RemediationDeps } from './run.ts';
+import { sweep } from './sweep-run.ts';
+
+const T0 = Date.parse('2026-11-21T03:00:00.000Z');
+const MIN = 60_000;
+const POLICY: Policy = { ...DEFAULT_POLICY, blastRadius: { maxShare: 1, maxCount: 1, windowMinutes: 60 }, approvals: { ttlMinutes: 120, approvers: [] } };
+
+const xid = (node: string, at: number): GpuXidErrorDetail => ({
+  schemaVersion: 1, eventId: `xid:${node}:${at}`, node, observedAt: new Date(at).toISOString(),
+  gpu: { index: 0, uuid: `GPU-${node.replace(/\D/g, '').padStart(8, '0')}-0000-4000-8000-000000000000`, pciBusId: '00000000:3B:00.0', name: 'NVIDIA A100-SXM4-80GB' },
+  xid: 79, via: 'nvml', pid: null, process: null, message: 'XID 79', pods: [],
+});
+const decision = (approvalId: string, d: ApprovalDecidedDetail['decision'], at: number): ApprovalDecidedDetail => ({ schemaVersion: 1, eventId: `${approvalId}:${d}`, occurredAt: new Date(at).toISOString(), approvalId, decision: d, decidedBy: { platform: 'cli', id: 'alice' } });
+
+let kube: FakeKube;
+let clock: ManualClock;
+let publisher: RecordingPublisher;
+let deps: RemediationDeps;
+
+beforeEach(() => {
+  clock = manualClock(T0);
+  kube = fakeKube({ clock });
+  publisher = new RecordingPublisher();
+  deps = { nodes: kube.nodes, pods: kube.pods, state: kube.state, leases: kube.leases, publisher, notifier: new RecordingNotifier(), policy: POLICY, clock, logger: silentLogger, holder: 'req-1' };
+  for (const n of ['gpu-1', 'gpu-2', 'gpu-3']) kube.cluster.addNode({ name: n, labels: { 'gpu-reflex.io/pool': 'p' }, allocatable: { 'nvidia.com/gpu': '8' } });
+});
+
+/** gpu-1 is acted on, gpu-2 held back: returns gpu-2's approval id. */
+async function holdBack(): Promise<string> {
+  await remediate(triggerOf('GPU XID Error', xid('gpu-1', T0)), deps);
+  await remediate(triggerOf('GPU XID Error', xid('gpu-2', T0)), deps);
+  const asked = publisher.published.filter((e) => e.detailType === APPROVAL_REQUESTED);
+  expect(asked).toHaveLength(1);
+  return String(asked[0]!.detail.approvalId);
+}
+
+describe('decideApproval', () => {
+  it('never publishes an approval id the store does not hold', async () => {
+    const seen: (string | undefined)[] = [];
+    deps.publisher = {
+      async publish(events: readonly PublishedEvent[]) {
+        for (const e of events) if (e.detailType === APPROVAL_REQUESTED) seen.push((await getApproval(kube.state, String(e.detail.approvalId)))?.status);
+        await publisher.publish(events);
+      },
+    };
+    await holdBack();
+    expect(seen).toEqual(['open']);
+  });
+
+  it('closes it as no longer needed when the incident no longer waits (a person reset the node): no write, no report', async () => {
+    const id = await holdBack();
+    await kube.nodes.update('gpu-2', { labels: { [STATE_LABEL]: null }, annotations: { [HISTORY_ANNOTATION]: null } });
+    const reports = publisher.published.filter((e) => e.detailType === REMEDIATION).length;
+    const calls = kube.cluster.calls.length;
+    const out = await decideApproval(decision(id, 'approved', clock.now()), deps);
+    expect(out).toMatchObject({ result: 'closed', status: 'no-longer-needed' });
+    expect(await getApproval(kube.state, id)).toMatchObject({ status: 'no-longer-needed', decidedBy: 'cli:alice' });
+    expect(publisher.published.filter((e) => e.detailType === REMEDIATION)).toHaveLength(reports);
+    expect(kube.cluster.calls.slice(calls).filter((c) => c.op.startsWith('nodes.') && c.op !== 'nodes.get')).toEqual([]);
+  });
+
+  it('the sweep closes it as no longer needed when it acted on the incident itself (the pool has room now)', async () => {
+    const id = await holdBack();
+    // A person raised the limit: the next sweep finds room and goes ahead by itself.
+    deps.policy = { ...POLICY, blastRadius: { ...POLICY.blastRadius, maxCount: 2 } };
+    await clock.advance(MIN);
+    expect((await sweep(deps)).expired).toEqual([]);
+    expect((await kube.nodes.get('gpu-2')).labels[STATE_LABEL]).toBe('draining');
+    expect(await getApproval(kube.state, id)).toMatchObject({ status: 'no-longer-needed' });
+    expect(await decideApproval(decision(id, 'approved', clock.now()), deps)).toMatchObject({ result: 'already-decided', status: 'no-longer-needed' });
+  });
+
+  it('refuses an unknown id, an "expired" decision, and a decision after the expiry, changing nothing', async () => {
+    const id = await holdBack();
+    expect(await decideApproval(decision('apr-unknown0', 'approved', clock.now()), deps)).toMatchObject({ result: 'unknown' });
+    expect(await decideApproval(decision(id, 'expired', clock.now()), deps)).toMatchObject({ result: 'refused' });
+    await clock.advance(120 * MIN);
+    expect(await decideApproval(decision(id, 'approved', clock.now()), deps)).toMatchObject({ result: 'refused', message: expect.stringMatching(/^expired at 2026-11-21T05:00:00.000Z: too late/) });
+    expect(await getApproval(kube.state, id)).toMatchObject({ status: 'open' });
+    expect((await kube.nodes.get('gpu-2')).labels[STATE_LABEL]).toBe('awaiting-approval');
+  });
+});

@@ -1,0 +1,74 @@
+/**
+ * An `Approval Decided` acted on: the approval's record (approvals.ts) says what was held back;
+ * the node is re-planned from current facts with the decision (the sweep's planner, for that one
+ * node, under the node's lease), the plan carried out on the reflex skeleton, the approval
+ * closed. Exactly once: a closed approval answers "already decided" and changes nothing.
+ */
+import type { ApprovalDecidedDetail } from '../../events/index.ts';
+import { readOutbox } from '../lib/outbox.ts';
+import { carryOut, withLease } from '../lib/reflex.ts';
+import { closeApproval, getApproval, stillWaits, type ApprovalRecord, type ApprovalStatus } from './approvals.ts';
+import { historyCodec } from './core/reconcile.ts';
+import { planSweep } from './core/sweep.ts';
+import { fetchPoolFacts, nodeFacts, podsOf, stateOf } from './facts.ts';
+import { nodeLease, remediationEvent, type RemediationDeps } from './run.ts';
+import { newsworthy } from './sweep-run.ts';
+
+export type DecisionResult =
+  | { result: 'unknown'; message: string }
+  | { result: 'refused'; message: string }
+  | { result: 'already-decided'; status: ApprovalStatus; message: string }
+  | { result: 'closed'; status: Exclude<ApprovalStatus, 'open'>; message: string };
+
+/** `platform:id` or the bare id, as the policy's approvers list names them. */
+export function deciderOf(d: ApprovalDecidedDetail): string | undefined {
+  return d.decidedBy ? `${d.decidedBy.platform}:${d.decidedBy.id}` : undefined;
+}
+
+function allowed(rec: ApprovalRecord, d: ApprovalDecidedDetail): boolean {
+  if (rec.approvers.length === 0) return true;
+  if (!d.decidedBy) return false;
+  return rec.approvers.includes(d.decidedBy.id) || rec.approvers.includes(`${d.decidedBy.platform}:${d.decidedBy.id}`);
+}
+
+export async function decideApproval(d: ApprovalDecidedDetail, deps: RemediationDeps): Promise<DecisionResult> {
+  const log = (r: DecisionResult): DecisionResult => {
+    (r.result === 'closed' ? deps.logger.info : deps.logger.warn).call(deps.logger, `approval ${d.approvalId}: ${r.message}`, { approvalId: d.approvalId, decision: d.decision, by: deciderOf(d), result: r.result });
+    return r;
+  };
+  if (d.decision === 'expired') return log({ result: 'refused', message: 'an expiry is the sweep\'s to decide, not an event\'s: nothing done' });
+  const first = await getApproval(deps.state, d.approvalId);
+  if (!first) return log({ result: 'unknown', message: 'no such approval in the store: nothing done' });
+  if (first.status !== 'open') return log({ result: 'already-decided', status: first.status, message: `already ${first.status}${first.decidedBy ? ` by ${first.decidedBy}` : ''}: this decision changes nothing` });
+  if (!allowed(first, d)) return log({ result: 'refused', message: `${deciderOf(d) ?? 'an anonymous decider'} may not decide it (approvers: ${first.approvers.join(', ')}): refused, nothing done` });
+  const now = new Date(deps.clock.now());
+  if (now.getTime() >= Date.parse(first.expiresAt)) return log({ result: 'refused', message: `expired at ${first.expiresAt}: too late, nothing done (the sweep reports it expired)` });
+
+  return log(
+    await withLease(nodeLease(first.node), 60, deps, async (): Promise<DecisionResult> => {
+      // Under the lease: another decision for this id may have closed it since the first read.
+      const rec = await getApproval(deps.state, d.approvalId);
+      if (!rec || rec.status !== 'open') return { result: 'already-decided', status: rec?.status ?? 'no-longer-needed', message: `already ${rec?.status ?? 'gone'}: this decision changes nothing` };
+      const by = { ...(d.decidedBy ? { decidedBy: deciderOf(d)! } : {}), at: now };
+      const info = await deps.nodes.get(rec.node);
+      const state = stateOf(info, deps.policy.taintKey);
+      if (!stillWaits(state, rec)) {
+        const note = `${rec.incident} on ${rec.node} no longer waits for approval (resolved, acted on, or restored): no longer needed`;
+        await closeApproval(deps.state, rec.id, 'no-longer-needed', { ...by, note });
+        return { result: 'closed', status: 'no-longer-needed', message: note };
+      }
+      const pool = await fetchPoolFacts(deps.nodes, deps.policy, info, now);
+      const facts = { node: nodeFacts(info), state, pool, pods: await podsOf(deps.pods, rec.node) };
+      const plan = planSweep({ now, nodes: [facts], decisions: [{ incident: rec.incident, decision: d.decision }] }, deps.policy).plans[0];
+      if (plan) {
+        // A rejection closes the incident (history and label) and says so in the log, nothing else.
+        const report = d.decision === 'approved' && newsworthy(plan);
+        await carryOut({ node: rec.node, pending: readOutbox(info.annotations), actions: plan, events: (a) => (report ? [remediationEvent(plan, a, now)] : []), codec: historyCodec, basis: info }, deps);
+      }
+      const status = d.decision === 'approved' ? 'approved-applied' : 'rejected';
+      const note = plan?.reason ?? `${rec.incident}: nothing left to do`;
+      await closeApproval(deps.state, rec.id, status, { ...by, note });
+      return { result: 'closed', status, message: note };
+    }),
+  );
+}
