@@ -9,7 +9,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APPROVAL_DECIDED, APPROVAL_REQUESTED, REMEDIATION, SOURCES } from '../../events/index.ts';
-import { injectClock } from '../../functions/adapters/clock.ts';
+import { manualClock } from '../../functions/adapters/clock.ts';
 import type { ApprovalRecord } from '../../functions/remediate/approvals.ts';
 import { STATE_LABEL } from '../../functions/remediate/core/state.ts';
 import type { Fleet, Node } from '../../infra/local/kube/index.ts';
@@ -22,8 +22,7 @@ const FAILING = 4;
 const TTL_MINUTES = 30;
 const TAINT_KEY = 'gpu-reflex.io/unhealthy';
 
-let t = Date.parse('2026-11-21T03:00:00.000Z');
-const clock = { now: () => t, sleep: async (ms: number) => void (t += ms), advance: (ms: number) => void (t += ms) };
+const clock = manualClock(Date.parse('2026-11-21T03:00:00.000Z'));
 
 const A100 = { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': '8' };
 const FLEET: Fleet = {
@@ -38,7 +37,6 @@ let stack: RemediationStack;
 let seq = 0;
 
 beforeAll(async () => {
-  injectClock(clock);
   stack = await startRemediationStack({
     fleet: FLEET,
     clock,
@@ -48,7 +46,6 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await stack?.close();
-  injectClock(undefined);
 });
 
 function decided(approvalId: string, decision: 'approved' | 'rejected', by: string): OutgoingEvent {

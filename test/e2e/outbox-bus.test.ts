@@ -4,14 +4,14 @@
  * sweep runs every minute); the Remediation is on the bus exactly once afterwards, and the node was
  * acted on once.
  */
+import { manualClock } from '../../functions/adapters/clock.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REMEDIATION } from '../../events/index.ts';
 import { xidEvent } from '../../node-agent/events.ts';
 import { NAMESPACE, startRemediationStack, type RemediationStack } from './remediation-stack.ts';
 
 let stack: RemediationStack;
-let t = Date.parse('2026-11-21T03:00:00.000Z');
-const clock = { now: () => t, advance: (ms: number) => void (t += ms), sleep: async (ms: number) => void (t += ms) };
+const clock = manualClock(Date.parse('2026-11-21T03:00:00.000Z'));
 
 beforeAll(async () => {
   stack = await startRemediationStack({

@@ -3,6 +3,7 @@
  * pod). One XID 79 drain through the real handler and @kubernetes/client-node against the
  * simulated cluster; every HTTP request the cluster receives is counted by method and path.
  */
+import { manualClock } from '../../functions/adapters/clock.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REMEDIATION } from '../../events/index.ts';
 import { xidEvent } from '../../node-agent/events.ts';
@@ -10,8 +11,7 @@ import { NAMESPACE, startRemediationStack, type RemediationStack } from './remed
 
 let stack: RemediationStack;
 const requests: string[] = [];
-let t = Date.parse('2026-11-21T03:00:00.000Z');
-const clock = { now: () => t, advance: (ms: number) => void (t += ms), sleep: async (ms: number) => void (t += ms) };
+const clock = manualClock(Date.parse('2026-11-21T03:00:00.000Z'));
 
 beforeAll(async () => {
   stack = await startRemediationStack({

@@ -10,6 +10,7 @@
  * The handler wires itself once per process at its first invocation (a Lambda cold start), from
  * process.env: so there is one stack per process (per test file under vitest) at a time.
  */
+import { injectClock, type Clock as FunctionsClock } from '../../functions/adapters/clock.ts';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -25,11 +26,11 @@ export const NAMESPACE = 'gpu-reflex';
 export interface RemediationStackOptions {
   fleet: Fleet | ParsedFleet;
   /**
-   * One clock for the bus, the cluster and (where the caller arranged it) the functions. A
-   * steppable clock (`advance(ms)`) gives virtual time: `stack.advance` moves all three. None:
-   * wall clock everywhere.
+   * One clock for the bus, the cluster and the functions (injected for the stack's life, as
+   * `simulate` does). A steppable clock (`advance(ms)`) gives virtual time: `stack.advance` moves
+   * all three. None: wall clock everywhere.
    */
-  clock?: BusClock & { advance(ms: number): void | Promise<void> };
+  clock?: BusClock & FunctionsClock & { advance(ms: number): void | Promise<void> };
   /** Remediation policy (the policy file's content), written to REMEDIATION_POLICY_FILE. */
   policy?: Record<string, unknown>;
   /** Concurrent deliveries on the bus (like concurrent Lambda invocations); default 1. */
@@ -56,6 +57,7 @@ export function toEntry(e: OutgoingEvent): PutEventsRequestEntry {
 }
 
 export async function startRemediationStack(opts: RemediationStackOptions): Promise<RemediationStack> {
+  if (opts.clock) injectClock(opts.clock);
   const sim = await startKubeSim({ fleet: opts.fleet, clock: opts.clock ?? wallClock });
   const dir = mkdtempSync(join(tmpdir(), 'gpu-reflex-e2e-'));
   const kubeconfig = join(dir, 'kubeconfig');
@@ -106,6 +108,7 @@ export async function startRemediationStack(opts: RemediationStackOptions): Prom
         else process.env[k] = v;
       }
       rmSync(dir, { recursive: true, force: true });
+      if (opts.clock) injectClock(undefined);
     },
   };
 }

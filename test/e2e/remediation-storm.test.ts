@@ -11,7 +11,7 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APPROVAL_REQUESTED, REMEDIATION } from '../../events/index.ts';
-import { injectClock } from '../../functions/adapters/clock.ts';
+import { manualClock } from '../../functions/adapters/clock.ts';
 import { STATE_LABEL } from '../../functions/remediate/core/state.ts';
 import type { Fleet, Node } from '../../infra/local/kube/index.ts';
 import { xidEvent } from '../../node-agent/events.ts';
@@ -25,8 +25,7 @@ const POOLS = Object.keys(SIZES) as (keyof typeof SIZES)[];
 const LIMIT = 3;
 const TAINT_KEY = 'gpu-reflex.io/unhealthy';
 
-let t = Date.parse('2026-11-21T03:00:00.000Z');
-const clock = { now: () => t, sleep: async (ms: number) => void (t += ms), advance: (ms: number) => void (t += ms) };
+const clock = manualClock(Date.parse('2026-11-21T03:00:00.000Z'));
 
 const A100 = { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': '8' };
 const FLEET: Fleet = {
@@ -43,12 +42,10 @@ const isOut = (n: Node) => n.spec?.unschedulable === true || (n.spec?.taints ?? 
 let stack: RemediationStack;
 
 beforeAll(async () => {
-  injectClock(clock);
   stack = await startRemediationStack({ fleet: FLEET, clock, concurrency: CONCURRENCY, policy: { blastRadius: { maxShare: 1, maxCount: LIMIT, windowMinutes: 60 } } });
 });
 afterAll(async () => {
   await stack?.close();
-  injectClock(undefined);
 });
 
 describe('an XID storm delivered concurrently', () => {

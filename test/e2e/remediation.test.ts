@@ -10,11 +10,9 @@
  * NVML is not in this chain (that is the local stack's test).
  *
  * Time is virtual: one clock drives the bus (schedules, retries), the cluster (grace periods) and
- * the functions. The functions read `currentClock()`, so this file injects the shared clock
- * (`injectClock`), as `simulate` does.
+ * the functions (the stack injects it into `currentClock()`, as `simulate` does).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { injectClock } from '../../functions/adapters/clock.ts';
 import { APPROVAL_REQUESTED, REMEDIATION } from '../../events/index.ts';
 import { REPAIRED_AT_ANNOTATION, STATE_LABEL } from '../../functions/remediate/core/state.ts';
 import type { Fleet } from '../../infra/local/kube/index.ts';
@@ -69,12 +67,10 @@ const FLEET: Fleet = {
 let stack: RemediationStack;
 
 beforeAll(async () => {
-  injectClock(clock);
   stack = await startRemediationStack({ fleet: FLEET, clock });
   clock.onAdvance(() => stack.sim.cluster.tick());
 });
 afterAll(async () => {
-  injectClock(undefined);
   await stack?.close();
 });
 

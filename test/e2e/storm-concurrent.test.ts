@@ -3,6 +3,7 @@
  * for. Eight invocations at once, each reading the same pool with nobody out yet; only the pool's
  * allowance may be taken out, the rest are held for approval.
  */
+import { manualClock } from '../../functions/adapters/clock.ts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APPROVAL_REQUESTED } from '../../events/index.ts';
 import { STATE_LABEL } from '../../functions/remediate/core/state.ts';
@@ -10,8 +11,7 @@ import { xidEvent } from '../../node-agent/events.ts';
 import { NAMESPACE, startRemediationStack, type RemediationStack } from './remediation-stack.ts';
 
 let stack: RemediationStack;
-let t = Date.parse('2026-11-21T03:00:00.000Z');
-const clock = { now: () => t, advance: (ms: number) => void (t += ms), sleep: async (ms: number) => void (t += ms) };
+const clock = manualClock(Date.parse('2026-11-21T03:00:00.000Z'));
 
 beforeAll(async () => {
   stack = await startRemediationStack({
