@@ -1,4 +1,4 @@
-import { systemClock, VirtualClock, type Clock as SharedClock } from '../../../events/clock.ts';
+import { systemClock, type Clock as SharedClock } from '../../../events/clock.ts';
 
 /**
  * Time for the local bus. Everything that waits (schedules, retry backoff, event age, Lambda
@@ -6,8 +6,8 @@ import { systemClock, VirtualClock, type Clock as SharedClock } from '../../../e
  */
 export type Clock = Pick<SharedClock, 'now'>;
 
-/** The one virtual clock (events/clock.ts); `set` and `advance` move it and fire its timers. */
-export class ManualClock extends VirtualClock {}
+/** The one virtual clock (events/clock.ts) under the bus's name for it; `set` and `advance` move it. */
+export { VirtualClock as ManualClock } from '../../../events/clock.ts';
 
 export { systemClock };
 
