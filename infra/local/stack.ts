@@ -178,6 +178,8 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     progress(`${agents.count} agents running (${agents.how})`);
 
     // ---- scenario steps: faults at the NVML layer (+ the kernel-log line), pods through the API
+    /** Kernel-log lines waiting for the instant their NVML fault fires. */
+    let kernelLines: { dueAt: number; write: () => void }[] = [];
     const doStep = async (s: TimelineStep) => {
       if ('fault' in s) {
         const f = files.get(s.node);
@@ -189,7 +191,9 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           // The kernel names the process on that GPU (instance) that hit it, if one runs there.
           const onGpu = f.tracker.current.filter((p) => p.gpu === s.gpu);
           const pid = fault.pid ?? (onGpu.find((p) => p.gpuInstanceId === fault.gpuInstanceId) ?? onGpu[0])?.pid;
-          appendKmsg(f.kmsgPath, kmsgXidLine(s.at, f.pci[s.gpu]!, fault.xid, pid, fault.gpuInstanceId));
+          const line = kmsgXidLine(s.at, f.pci[s.gpu]!, fault.xid, pid, fault.gpuInstanceId);
+          // Written when the node's NVML fires it (the step itself may run early, see run()).
+          kernelLines.push({ dueAt: s.at - agents.leadMs(s.node), write: () => appendKmsg(f.kmsgPath, line) });
         }
       } else if ('pods' in s) {
         // The step is printed before the pods exist: the scheduler's lines are its effects.
@@ -216,8 +220,8 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     async function run(): Promise<StackResult> {
       // A fault is due when the node's NVML fires it (its mock clock may run ahead, see StackAgents).
       // On the wall clock a child agent's NVML fires the fault on its own clock, whose start the
-      // stack only estimates (leadMs): the step (its inject line, its kernel-log line) runs a
-      // margin early, so the cause is printed before the XID it causes.
+      // stack only estimates (leadMs): the step (its inject line) runs a margin early, so the cause
+      // is printed before the XID it causes; its kernel-log line still waits for the NVML time.
       const margin = virtual ? 0 : WALL_FAULT_MARGIN_MS;
       const dueAt = (s: TimelineStep) => ('fault' in s ? Math.max(0, s.at - agents.leadMs(s.node) - margin) : s.at);
       const steps = [...scenario.timeline].sort((a, b) => dueAt(a) - dueAt(b));
@@ -253,6 +257,8 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
             await doStep(steps[next++]!);
             lastStepAt = t;
           }
+          for (const k of kernelLines.filter((k) => k.dueAt <= t)) k.write();
+          kernelLines = kernelLines.filter((k) => k.dueAt > t);
           syncProcesses();
           await agents.step(dt);
           await agents.whenIdle();
