@@ -13,6 +13,7 @@ import { REMEDIATION, RemediationDetailSchema } from './catalog/remediation.ts';
 import { MIG_LAYOUT_CHANGE, MigLayoutChangeDetailSchema } from './catalog/mig-layout-change.ts';
 import { GPU_POOL_SCALED, GpuPoolScaledDetailSchema } from './catalog/gpu-pool-scaled.ts';
 import { QUOTA_REWRITTEN, QuotaRewrittenDetailSchema } from './catalog/quota-rewritten.ts';
+import { GPU_ACTION_RESULT, GpuActionResultDetailSchema } from './catalog/gpu-action.ts';
 import {
   APPROVAL_DECIDED,
   APPROVAL_REQUESTED,
@@ -36,6 +37,7 @@ export const CATALOG: readonly CatalogEntry[] = [
   { detailType: GPU_HEALTH_CHANGED, source: SOURCES.agent, slug: 'gpu-health-changed', summary: 'a health threshold crossed or cleared', schema: GpuHealthChangedDetailSchema },
   { detailType: GPU_UTILIZATION_SUMMARY, source: SOURCES.agent, slug: 'gpu-utilization-summary', summary: 'per-GPU and per-MIG-device window aggregates', schema: GpuUtilizationSummaryDetailSchema },
   { detailType: GPU_INVENTORY, source: SOURCES.agent, slug: 'gpu-inventory', summary: 'GPUs, MIG layout and the pods using them', schema: GpuInventoryDetailSchema },
+  { detailType: GPU_ACTION_RESULT, source: SOURCES.agent, slug: 'gpu-action-result', summary: 'an agent finished a GPU action the functions requested (fence, drain, reset, probe)', schema: GpuActionResultDetailSchema },
   { detailType: REMEDIATION, source: SOURCES.functions, slug: 'remediation', summary: 'what was decided and done about a fault', schema: RemediationDetailSchema },
   { detailType: MIG_LAYOUT_CHANGE, source: SOURCES.functions, slug: 'mig-layout-change', summary: 'a MIG layout planned, applied or failed', schema: MigLayoutChangeDetailSchema },
   { detailType: GPU_POOL_SCALED, source: SOURCES.functions, slug: 'gpu-pool-scaled', summary: 'a GPU node pool resized', schema: GpuPoolScaledDetailSchema },

@@ -9,6 +9,7 @@ export * from './catalog/gpu-health-changed.ts';
 export * from './catalog/gpu-utilization-summary.ts';
 export * from './catalog/gpu-inventory.ts';
 export * from './catalog/remediation.ts';
+export * from './catalog/gpu-action.ts';
 export * from './catalog/mig-layout-change.ts';
 export * from './catalog/gpu-pool-scaled.ts';
 export * from './catalog/quota-rewritten.ts';

@@ -1,0 +1,107 @@
+/**
+ * GPU actions: what the functions ask one node's agent to do to one GPU, and what the agent
+ * answers (example: ./gpu-action-result.example.json).
+ *
+ * The functions cannot touch a GPU: fencing through a node-local file, NVML drain state, a reset
+ * and the post-reset health probe happen on the node. So the functions write requests into an
+ * annotation on the Node (`GPU_ACTIONS_ANNOTATION`, a JSON array of `GpuActionRequest`), the agent
+ * watches its own Node, carries each request out once (idempotent by `id`), writes the state back
+ * into `GPU_ACTION_RESULTS_ANNOTATION` (a JSON object `id → GpuActionState`) and publishes a
+ * `GPU Action Result` event when a request reaches `done` or `failed`. Each side writes only its
+ * own annotation (a JSON merge patch of that key), so neither overwrites the other.
+ */
+import { z } from 'zod';
+import { agentBase, count, EventId, GpuUuid, PciBusId, Timestamp } from '../common.ts';
+
+export const GPU_ACTION_RESULT = 'GPU Action Result';
+
+/** Node annotation the functions write: the requested actions (JSON array of GpuActionRequest). */
+export const GPU_ACTIONS_ANNOTATION = 'gpu-reflex.io/gpu-actions';
+/** Node annotation the agent writes: each request's state (JSON object id → GpuActionState). */
+export const GPU_ACTION_RESULTS_ANNOTATION = 'gpu-reflex.io/gpu-action-results';
+
+export const GPU_ACTIONS = [
+  'fence', // add the GPU to the node-local fence file (ACK device plugin's unhealthyDevices.json)
+  'unfence', // remove it from that file (only entries the agent added)
+  'drain-on', // NVML drain state on (nvidia-smi drain -p <pci> -m 1): new work cannot open the GPU
+  'drain-off', // NVML drain state off
+  'reset', // GPU reset (nvidia-smi --gpu-reset -i <uuid>); refused while processes hold the GPU
+  'probe', // post-reset health check: NVML answers, recovery action none, no remap pending/failed, counters still
+  'mig-cleanup', // destroy the GPU's MIG compute and GPU instances (before a reset of a MIG GPU)
+] as const;
+export type GpuActionKind = (typeof GPU_ACTIONS)[number];
+
+export const GPU_ACTION_STATES = ['requested', 'running', 'done', 'failed'] as const;
+export type GpuActionStateName = (typeof GPU_ACTION_STATES)[number];
+
+/** One request in the node's `gpu-reflex.io/gpu-actions` annotation. */
+export const GpuActionRequestSchema = z
+  .object({
+    /** Deterministic (incident + action + attempt), so a redelivered plan asks for the same thing. */
+    id: EventId,
+    action: z.enum(GPU_ACTIONS),
+    gpuUuid: GpuUuid,
+    /** NVML index and PCI bus id as the inventory last reported them (the agent re-resolves by UUID). */
+    index: count().optional(),
+    pciBusId: PciBusId.optional(),
+    /** The incident this serves (Remediation `incident`), for the timeline and the result event. */
+    incident: z.string().min(1).max(300),
+    requestedAt: Timestamp,
+    /** The agent fails the request with reason `timeout` when it cannot finish within this. */
+    timeoutSeconds: count().max(86_400),
+    /** probe only: how long the counters must stay still after the reset, in seconds. */
+    probeSeconds: count().max(3600).optional(),
+  })
+  .strict();
+export type GpuActionRequest = z.infer<typeof GpuActionRequestSchema>;
+export const GpuActionRequestsSchema = z.array(GpuActionRequestSchema).max(64);
+
+/** What the probe found: every field is evidence a restore is decided on. */
+export const GpuProbeSchema = z
+  .object({
+    nvmlAnswers: z.boolean(),
+    recoveryAction: z.string().min(1).max(32),
+    remapPending: z.boolean(),
+    remapFailed: z.boolean(),
+    /** Uncorrected ECC and XID counts that moved during the probe window (both 0 to pass). */
+    eccUncorrectedDelta: count(),
+    xidsDuringProbe: z.array(count()).max(64),
+    passed: z.boolean(),
+  })
+  .strict();
+export type GpuProbe = z.infer<typeof GpuProbeSchema>;
+
+/** One entry of the node's `gpu-reflex.io/gpu-action-results` annotation. */
+export const GpuActionStateSchema = z
+  .object({
+    state: z.enum(GPU_ACTION_STATES),
+    action: z.enum(GPU_ACTIONS),
+    gpuUuid: GpuUuid,
+    at: Timestamp,
+    /** failed: why (`timeout`, `busy`, `not-supported`, `nvml: …`), done: what happened, in words. */
+    reason: z.string().max(512).optional(),
+    /** reset refused as `busy`: the pods (namespace/name) or pids still holding the GPU. */
+    holders: z.array(z.string().min(1).max(300)).max(64).optional(),
+    probe: GpuProbeSchema.optional(),
+  })
+  .strict();
+export type GpuActionState = z.infer<typeof GpuActionStateSchema>;
+export const GpuActionStatesSchema = z.record(EventId, GpuActionStateSchema);
+
+/** `GPU Action Result` — an agent finished (done or failed) one requested GPU action. */
+export const GpuActionResultDetailSchema = z
+  .object({
+    ...agentBase,
+    requestId: EventId,
+    incident: z.string().min(1).max(300),
+    action: z.enum(GPU_ACTIONS),
+    gpuUuid: GpuUuid,
+    state: z.enum(['done', 'failed']),
+    reason: z.string().max(512).optional(),
+    holders: z.array(z.string().min(1).max(300)).max(64).optional(),
+    probe: GpuProbeSchema.optional(),
+    /** Whether the agent ran with --dry-run (it then did nothing to the GPU and says so). */
+    dryRun: z.boolean(),
+  })
+  .strict();
+export type GpuActionResultDetail = z.infer<typeof GpuActionResultDetailSchema>;
