@@ -56,19 +56,27 @@ export function toEntry(e: OutgoingEvent): PutEventsRequestEntry {
   return { EventBusName: BUS_NAME, Source: e.source, DetailType: e.detailType, Detail: JSON.stringify(e.detail), Time: e.time, Resources: e.resources ?? [] };
 }
 
-export async function startRemediationStack(opts: RemediationStackOptions): Promise<RemediationStack> {
-  if (opts.clock) injectClock(opts.clock);
-  const sim = await startKubeSim({ fleet: opts.fleet, clock: opts.clock ?? wallClock });
+/** The bus and the functions, acting on the cluster a kubeconfig names (the bench's own API-server process, or the sim below). */
+export interface FunctionsStackOptions extends Omit<RemediationStackOptions, 'fleet'> {
+  kubeconfig: string;
+}
+
+export type FunctionsStack = Omit<RemediationStack, 'sim' | 'advance'>;
+
+/**
+ * The local bus with serverless.yml's rules and the functions' environment, acting on whichever
+ * cluster `kubeconfig` names. The bench runs its simulated API server in a process of its own (as a
+ * real API server is never inside a Lambda) and starts only this half here.
+ */
+export async function startFunctionsStack(opts: FunctionsStackOptions): Promise<FunctionsStack> {
   const dir = mkdtempSync(join(tmpdir(), 'gpu-reflex-e2e-'));
-  const kubeconfig = join(dir, 'kubeconfig');
-  sim.writeKubeconfig(kubeconfig);
   const policyFile = join(dir, 'policy.json');
   if (opts.policy) writeFileSync(policyFile, JSON.stringify(opts.policy));
   const bus = await startLocalBus({ serverlessYml: ROOT_SERVERLESS_YML, ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.concurrency ? { concurrency: opts.concurrency } : {}) });
 
   // The functions' whole configuration, as Lambda would give it to them.
   const env: Record<string, string> = {
-    KUBECONFIG: kubeconfig,
+    KUBECONFIG: opts.kubeconfig,
     EVENT_BUS_NAME: BUS_NAME,
     GPU_REFLEX_NAMESPACE: NAMESPACE,
     LOG_LEVEL: 'error',
@@ -85,7 +93,6 @@ export async function startRemediationStack(opts: RemediationStackOptions): Prom
 
   const client = new EventBridgeClient({ endpoint: bus.url, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
   return {
-    sim,
     bus,
     client,
     async send(events) {
@@ -95,18 +102,36 @@ export async function startRemediationStack(opts: RemediationStackOptions): Prom
       }
     },
     published: (detailType) => bus.events.filter((e) => e['detail-type'] === detailType),
-    async advance(ms) {
-      await bus.advance(ms);
-      sim.cluster.tick();
-    },
     async close() {
       client.destroy();
       await bus.close();
-      await sim.close();
       for (const [k, v] of Object.entries(saved)) {
         if (v === undefined) delete process.env[k];
         else process.env[k] = v;
       }
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export async function startRemediationStack(opts: RemediationStackOptions): Promise<RemediationStack> {
+  if (opts.clock) injectClock(opts.clock);
+  const sim = await startKubeSim({ fleet: opts.fleet, clock: opts.clock ?? wallClock });
+  const dir = mkdtempSync(join(tmpdir(), 'gpu-reflex-e2e-'));
+  const kubeconfig = join(dir, 'kubeconfig');
+  sim.writeKubeconfig(kubeconfig);
+  const { fleet: _fleet, ...rest } = opts;
+  const functions = await startFunctionsStack({ ...rest, kubeconfig });
+  return {
+    ...functions,
+    sim,
+    async advance(ms) {
+      await functions.bus.advance(ms);
+      sim.cluster.tick();
+    },
+    async close() {
+      await functions.close();
+      await sim.close();
       rmSync(dir, { recursive: true, force: true });
       if (opts.clock) injectClock(undefined);
     },

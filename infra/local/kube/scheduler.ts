@@ -66,6 +66,15 @@ export function freeOn(node: Node, podsOnNode: Pod[]): Map<string, number> {
 
 /** Why `pod` cannot go to `node`, in kube-scheduler's words, or undefined when it fits. */
 export function unfitReason(pod: Pod, node: Node, free: Map<string, number>): string | undefined {
+  return unfitReasonOf(pod, node, () => free);
+}
+
+/**
+ * unfitReason with the node's free room computed only when the checks get that far: a node the
+ * pod's selector rules out costs no walk over its pods (a new pod shape's first pass in a
+ * 10,000-node fleet visits every node).
+ */
+function unfitReasonOf(pod: Pod, node: Node, freeOf: () => Map<string, number>): string | undefined {
   const unschedulable: Taint = { key: 'node.kubernetes.io/unschedulable', effect: 'NoSchedule' };
   if (node.spec?.unschedulable && !tolerates(pod.spec.tolerations, unschedulable)) return 'node(s) were unschedulable';
   // The node lifecycle controller taints a node whose Ready condition is not True.
@@ -77,6 +86,7 @@ export function unfitReason(pod: Pod, node: Node, free: Map<string, number>): st
     if (!tolerates(pod.spec.tolerations, t)) return `node(s) had untolerated taint {${t.key}: ${t.value ?? ''}}`;
   }
   if (!matchesNodeAffinity(pod, node)) return "node(s) didn't match Pod's node affinity/selector";
+  const free = freeOf();
   if ((free.get('pods') ?? 0) < 1) return 'Too many pods';
   for (const [k, v] of podRequests(pod)) {
     if (v <= 0) continue;
@@ -97,6 +107,8 @@ export function pickNode(pod: Pod, nodesByName: Node[], freeOf: (n: Node) => Map
   const requests = podRequests(pod);
   for (let i = start; i < nodesByName.length; i++) {
     const node = nodesByName[i]!;
+    // Selector first: it is cheap, and it spares the free-room walk of nodes the pod cannot use.
+    if (!matchesNodeAffinity(pod, node)) continue;
     const free = freeOf(node);
     let room = (free.get('pods') ?? 0) >= 1;
     for (const [k, v] of requests) if (room && v > 0 && (free.get(k) ?? 0) + 1e-9 < v) room = false;
@@ -104,7 +116,7 @@ export function pickNode(pod: Pod, nodesByName: Node[], freeOf: (n: Node) => Map
   }
   const reasons = new Map<string, number>();
   for (const node of nodesByName) {
-    const why = unfitReason(pod, node, freeOf(node)) ?? 'unknown';
+    const why = unfitReasonOf(pod, node, () => freeOf(node)) ?? 'unknown';
     reasons.set(why, (reasons.get(why) ?? 0) + 1);
   }
   // kube-scheduler sorts the "<count> <reason>" strings themselves (Go sort.Strings).
