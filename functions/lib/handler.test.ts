@@ -2,9 +2,9 @@ import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { Context } from 'aws-lambda';
 import { z } from 'zod';
-import { eventHandler, httpHandler, scheduleHandler } from './handler.ts';
+import { DropEvent, eventHandler, httpHandler, scheduleHandler } from './handler.ts';
 import { createLogger } from './logger.ts';
-import { ConflictError, NotFoundError, BadInputError } from '../adapters/errors.ts';
+import { ConflictError, NotFoundError, BadInputError, fromKubeError } from '../adapters/errors.ts';
 
 const example = JSON.parse(readFileSync(new URL('../../events/catalog/gpu-xid-error.example.json', import.meta.url), 'utf8'));
 const ctx = { awsRequestId: 'req-1' } as Context;
@@ -39,9 +39,15 @@ describe('eventHandler', () => {
     expect(await h(other, ctx)).toMatchObject({ status: 'dropped', reason: expect.stringMatching(/not one of "GPU XID Error"/) });
   });
 
-  it('acknowledges not-found as already done and bad input as dropped', async () => {
+  it('acknowledges not-found as already done and an event that fails its schema as dropped', async () => {
     expect(await setup(async () => { throw new NotFoundError('node gone'); }).h(example, ctx)).toEqual({ status: 'already-done', reason: 'node gone' });
-    expect(await setup(async () => { throw new BadInputError('nonsense'); }).h(example, ctx)).toEqual({ status: 'dropped', reason: 'nonsense' });
+    expect(await setup(async () => { throw new DropEvent('detail.node: expected a Kubernetes node name'); }).h(example, ctx)).toEqual({ status: 'dropped', reason: 'detail.node: expected a Kubernetes node name' });
+  });
+
+  it('throws a request the API server refused as malformed (400/422): that is our bug, never dropped', async () => {
+    const refused = fromKubeError({ code: 422, body: { kind: 'Status', message: 'Node "n1" is invalid: metadata.labels: Invalid value' } }, 'updating node n1');
+    expect(refused).toBeInstanceOf(BadInputError);
+    await expect(setup(async () => { throw refused; }).h(example, ctx)).rejects.toThrow(/updating node n1: Node "n1" is invalid/);
   });
 
   it('throws retryable and unexpected failures so the platform retries them', async () => {

@@ -47,7 +47,10 @@ export class DropEvent extends BadInputError {
 export type Meaning = 'dropped' | 'already-done' | 'retry' | 'bug';
 
 export function meaningOf(err: unknown): Meaning {
-  if (err instanceof BadInputError) return 'dropped';
+  // Only the event itself can be bad input: it failed its schema at the edge. A BadInputError from
+  // further in (the API server refusing a patch we built with 400/422, a state key we derived) is
+  // our own bug, and a bug is thrown and retried into the dead-letter queue, never dropped quietly.
+  if (err instanceof DropEvent) return 'dropped';
   if (err instanceof NotFoundError) return 'already-done';
   if (err instanceof AdapterError && err.retryable) return 'retry';
   return 'bug';
