@@ -42,6 +42,13 @@ describe('applyActions', () => {
     expect((await applyActions(actions(), { nodes: kube.nodes, pods: kube.pods, notifier }, codec)).nodeEdit).toEqual({ result: 'already' });
   });
 
+  it('evicts the pod the plan was made from, not a namesake created since (the uid is the precondition)', async () => {
+    const kube = seeded();
+    const out = await applyActions(actions({ nodeEdit: undefined, notices: [], cloud: [], evictions: [{ namespace: 'ml', name: 'a', uid: 'an-older-a' }] }), { nodes: kube.nodes, pods: kube.pods, notifier: new RecordingNotifier() });
+    expect(out.evictions).toEqual([{ result: 'already' }]);
+    expect((await kube.pods.listOnNode('n1')).find((p) => p.name === 'a')?.terminating).toBe(false);
+  });
+
   it('throws a record without a codec as our own bug, not as bad input, before touching anything', async () => {
     const kube = seeded();
     const err = await applyActions(actions(), { nodes: kube.nodes, pods: kube.pods, notifier: new RecordingNotifier() }).catch((e: unknown) => e);

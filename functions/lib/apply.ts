@@ -58,7 +58,7 @@ export async function applyActions<R>(actions: Actions<R>, ports: ActionPorts, c
   }
   for (const pod of actions.evictions) {
     try {
-      const r = await ports.pods.evict(pod.namespace, pod.name);
+      const r = await ports.pods.evict(pod.namespace, pod.name, pod.uid === undefined ? {} : { uid: pod.uid });
       applied.evictions.push(r.outcome === 'blocked' ? { result: 'blocked', message: clip(r.reason) } : { result: r.outcome === 'gone' ? 'already' : 'done' });
     } catch (err) {
       applied.evictions.push({ result: 'failed', message: clip((err as Error).message) });

@@ -69,7 +69,7 @@ describe('gpu-reflex remediate plan', () => {
       expect(out.plan).toMatchObject({ kind: 'act', action: 'drain-node' });
       expect(out.wouldWrite).toContainEqual({ op: 'nodes.update', args: ['gpu-a100-07', expect.objectContaining({ unschedulable: true })] });
       // JSON output: the absent eviction options print as null.
-      expect(out.wouldWrite).toContainEqual({ op: 'pods.evict', args: ['ml-training', 'llama-ft-worker-3', null] });
+      expect(out.wouldWrite).toContainEqual({ op: 'pods.evict', args: ['ml-training', 'llama-ft-worker-3', { uid: expect.any(String) }] });
       expect(out.wouldPublish[0]).toMatchObject({ detailType: 'Remediation', detail: { dryRun: true, action: 'drain-node' } });
       const node = sim.store.node('gpu-a100-07')!;
       expect(node.spec?.unschedulable ?? false).toBe(false);

@@ -163,6 +163,16 @@ export function nodeAndPodContracts(harness: () => KubeHarness): void {
       expect(await h.pods.evict('team-a', 'e1')).toEqual({ outcome: 'gone' });
     });
 
+    it('evict with the uid of the pod meant leaves a namesake alone: the pod meant is gone', async () => {
+      await h.seedNode({ name: 'c-p7' });
+      await h.seedPod({ namespace: 'team-a', name: 'ss-0', nodeName: 'c-p7' });
+      const [meant] = await h.pods.listOnNode('c-p7');
+      expect(await h.pods.evict('team-a', 'ss-0', { uid: `${meant!.uid}-not` })).toEqual({ outcome: 'gone' });
+      expect((await h.pods.listOnNode('c-p7')).map((p) => [p.name, p.terminating])).toEqual([['ss-0', false]]);
+      expect(await h.pods.evict('team-a', 'ss-0', { uid: meant!.uid })).toEqual({ outcome: 'evicted' });
+      expect((await h.pods.listOnNode('c-p7')).map((p) => p.terminating)).toEqual([true]);
+    });
+
     it('evict with an explicit grace period overrides the pod own', async () => {
       await h.seedNode({ name: 'c-p6' });
       await h.seedPod({ namespace: 'team-a', name: 'g1', nodeName: 'c-p6', gracePeriodSeconds: 300 });

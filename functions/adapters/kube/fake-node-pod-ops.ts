@@ -177,6 +177,7 @@ export class FakePodOps implements PodOps {
     if (status !== undefined) throw injected(status, `evicting pod ${namespace}/${name}`);
     const pod = this.cluster.pod(namespace, name);
     if (pod === undefined) return { outcome: 'gone' };
+    if (options.uid !== undefined && pod.uid !== options.uid) return { outcome: 'gone' };
     if (pod.terminating) return { outcome: 'evicted' };
     const all = this.cluster.pods();
     for (const pdb of this.cluster.pdbs) {

@@ -3,7 +3,7 @@
  * (policy/v1), never a DELETE, so the API server checks PodDisruptionBudgets for us.
  */
 import type { CoreV1Api, V1Eviction } from '@kubernetes/client-node';
-import { ThrottledError, NotFoundError, fromKubeError, kubeStatusMessage } from '../errors.ts';
+import { ConflictError, ThrottledError, NotFoundError, fromKubeError, kubeStatusMessage } from '../errors.ts';
 import { toPodInfo } from './convert.ts';
 import type { KubeOpsOptions } from './kube-node-ops.ts';
 import { listAll } from './list-all.ts';
@@ -49,13 +49,22 @@ export class KubePodOps implements PodOps {
       kind: 'Eviction',
       metadata: { name, namespace },
       // No grace period unless asked: the pod's own terminationGracePeriodSeconds then applies.
-      ...(options.gracePeriodSeconds === undefined ? {} : { deleteOptions: { gracePeriodSeconds: options.gracePeriodSeconds } }),
+      ...(options.gracePeriodSeconds === undefined && options.uid === undefined
+        ? {}
+        : {
+            deleteOptions: {
+              ...(options.gracePeriodSeconds === undefined ? {} : { gracePeriodSeconds: options.gracePeriodSeconds }),
+              ...(options.uid === undefined ? {} : { preconditions: { uid: options.uid } }),
+            },
+          }),
     };
     try {
       await this.core.createNamespacedPodEviction({ name, namespace, body });
     } catch (err) {
       const mapped = fromKubeError(err, `evicting pod ${namespace}/${name}`);
       if (mapped instanceof NotFoundError) return { outcome: 'gone' };
+      // The uid precondition failed: the name now belongs to another pod; the one meant is gone.
+      if (mapped instanceof ConflictError && options.uid !== undefined) return { outcome: 'gone' };
       // 429 on the eviction subresource is the disruption-budget refusal (Status reason
       // TooManyRequests); it is an answer, not a failure, so it is returned, not thrown.
       if (mapped instanceof ThrottledError) {
@@ -64,7 +73,7 @@ export class KubePodOps implements PodOps {
       }
       throw mapped;
     }
-    await this.events.record({ kind: 'Pod', name, namespace }, { type: 'Normal', reason: 'Evicted', action: 'Evict', note: 'Pod evicted by gpu-reflex through the Eviction API (PodDisruptionBudgets honoured)' });
+    await this.events.record({ kind: 'Pod', name, namespace, ...(options.uid === undefined ? {} : { uid: options.uid }) }, { type: 'Normal', reason: 'Evicted', action: 'Evict', note: 'Pod evicted by gpu-reflex through the Eviction API (PodDisruptionBudgets honoured)' });
     return { outcome: 'evicted' };
   }
 }

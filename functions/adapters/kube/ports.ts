@@ -104,6 +104,12 @@ export interface EvictOptions {
    * (the default, and what drain does).
    */
   gracePeriodSeconds?: number;
+  /**
+   * The uid of the pod meant (from the list the plan was made from). Sent as the eviction's
+   * precondition: a pod recreated under the same name since (a StatefulSet's replacement, maybe on a
+   * healthy node) is not evicted; the answer is `gone`, the pod meant no longer exists.
+   */
+  uid?: string;
 }
 
 /**

@@ -287,6 +287,15 @@ export class Cluster {
     const options = checkEviction(ns, name, body);
     const pod = this.store.pod(ns, name);
     if (!pod) throw errors.notFound(PODS, name);
+    // deleteOptions.preconditions, as the real eviction handler checks them: a pod recreated under
+    // the same name (a StatefulSet's) is another pod, and an eviction meant for the old one fails.
+    const pre = options.preconditions;
+    if (pre?.uid !== undefined && pre.uid !== pod.metadata.uid) {
+      throw errors.conflictMessage(PODS, name, `Operation cannot be fulfilled on pods "${name}": Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${pod.metadata.uid}`);
+    }
+    if (pre?.resourceVersion !== undefined && pre.resourceVersion !== pod.metadata.resourceVersion) {
+      throw errors.conflictMessage(PODS, name, `Operation cannot be fulfilled on pods "${name}": Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${pod.metadata.resourceVersion}`);
+    }
     if (pod.metadata.deletionTimestamp) return success(201);
     const verdict = evictionVerdict(pod, this.store.list('poddisruptionbudgets.policy', ns), (pdb) => this.podsSelectedBy(pdb));
     if (!verdict.allowed) {
