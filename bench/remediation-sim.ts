@@ -120,8 +120,7 @@ async function handle(cmd: SimCommand): Promise<void> {
     }
     case 'close':
       await sim?.close();
-      process.disconnect();
-      return;
+      process.exit(0);
   }
 }
 
@@ -129,6 +128,8 @@ if (!process.send) {
   process.stderr.write('remediation-sim.ts is started by bench/remediation-run.ts over an IPC channel\n');
   process.exit(2);
 }
+// The run that forked us is gone (finished, killed, timed out): so is its API server.
+process.on('disconnect', () => process.exit(0));
 process.on('message', (cmd: SimCommand) => {
   handle(cmd).catch((err: unknown) => send({ type: 'error', message: err instanceof Error ? (err.stack ?? err.message) : String(err) }));
 });
