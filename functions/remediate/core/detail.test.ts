@@ -4,7 +4,7 @@ import { approvalIdOf, remediationEventId, renderSteps, toRemediationDetail } fr
 import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY } from './policy.ts';
 import { planSweep } from './sweep.ts';
-import { allDone, apply, at, factsFor, node, pool, STANDARD_PODS, stateOf, xid } from '../testing.ts';
+import { allDone, apply, at, factsFor, health, node, pool, STANDARD_PODS, stateOf, xid } from '../testing.ts';
 
 const occurredAt = new Date('2026-11-21T03:02:46.410Z');
 
@@ -87,8 +87,10 @@ describe('approvalIdOf', () => {
 
 describe('toRemediationDetail for sweep plans', () => {
   it('publishes a restore as phase restored with a valid trigger', async () => {
-    const first = planRemediation(factsFor(xid(48, { minute: 0 }), node()), DEFAULT_POLICY);
-    const w = await apply(node(), STANDARD_PODS, first);
+    // A condition that clears by itself (a reset-class fault returns only on a reset and a probe: sweep.test.ts).
+    const first = planRemediation(factsFor(health('temperature', { minute: 0 }), node()), DEFAULT_POLICY);
+    const hot = await apply(node(), STANDARD_PODS, first);
+    const w = await apply(hot.node, hot.pods, planRemediation(factsFor(health('temperature', { minute: 1, state: 'resolved' }), hot.node, { pods: hot.pods }), DEFAULT_POLICY));
     const sweep = planSweep({ now: new Date(at(45)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }] }, DEFAULT_POLICY);
     const plan = sweep.plans[0]!;
     const detail = toRemediationDetail(plan, allDone(plan), { occurredAt });

@@ -3,11 +3,12 @@
  * happened to each of its steps, and validates it against the catalog schema. The event id is
  * deterministic (incident + observedAt + the decided phase), so publishing it twice is one event.
  */
-import { ApprovalRequestedDetailSchema, RemediationDetailSchema, SCHEMA_VERSION, type ApprovalRequestedDetail, type RemediationDetail, type RemediationStep } from '../../../events/index.ts';
+import { ApprovalRequestedDetailSchema, GPU_ACTIONS_ANNOTATION, RemediationDetailSchema, SCHEMA_VERSION, type ApprovalRequestedDetail, type RemediationDetail, type RemediationStep } from '../../../events/index.ts';
 import type { Applied, StepOutcome } from '../../lib/apply.ts';
 import { nodeTarget, podTarget } from './scope.ts';
 import { HISTORY_ANNOTATION } from './state.ts';
 import type { Plan, RemediationPhase } from './types.ts';
+import { fnv1a } from './hash.ts';
 
 export type StepResult = Pick<RemediationStep, 'result' | 'message'>;
 
@@ -31,7 +32,12 @@ export function renderSteps(plan: Plan): RenderedStep[] {
     for (const t of e.removeTaints) steps.push({ kind: 'untaint', target: node, message: `${t.key}:${t.effect}`, from });
     if (e.unschedulable !== undefined) steps.push({ kind: e.unschedulable ? 'cordon' : 'uncordon', target: node, from });
     for (const [k, v] of Object.entries(e.labels)) steps.push({ kind: 'label', target: node, message: v === null ? `${k}-` : `${k}=${v}`, from });
-    for (const [k, v] of Object.entries(e.annotations)) steps.push({ kind: 'annotate', target: node, message: v === null ? `${k}-` : `${k}=${v}`, from });
+    for (const [k, v] of Object.entries(e.annotations)) {
+      // The GPU actions are shown as what they ask, below, not as the annotation's JSON.
+      if (k === GPU_ACTIONS_ANNOTATION) continue;
+      steps.push({ kind: 'annotate', target: node, message: v === null ? `${k}-` : `${k}=${v}`, from });
+    }
+    for (const r of plan.gpuActions ?? []) steps.push({ kind: r.action === 'drain-on' || r.action === 'drain-off' || r.action === 'mig-cleanup' ? 'annotate' : r.action, target: `${node}/gpu/${r.gpuUuid}`, message: `asked of the node agent (${r.id})`, from });
     if (e.record !== undefined) steps.push({ kind: 'annotate', target: node, message: HISTORY_ANNOTATION, from });
   }
   plan.evictions.forEach((p, index) => steps.push({ kind: 'evict', target: podTarget(p), from: { part: 'evictions', index } }));
@@ -143,16 +149,4 @@ export function toApprovalDetail(plan: Plan, opts: { now: Date; ttlMs?: number }
     plan: { incident: plan.incident, action: plan.action, scope: plan.scope, node: plan.target.node, gpus: plan.target.gpus, pods: plan.target.pods.map((p) => `${p.namespace}/${p.name}`), reason: plan.reason },
     expiresAt: new Date(opts.now.getTime() + (opts.ttlMs ?? 3_600_000)).toISOString(),
   });
-}
-
-/** FNV-1a, 64-bit as two 32-bit halves: short, stable, dependency-free (not for security). */
-function fnv1a(text: string): string {
-  let h1 = 0x811c9dc5;
-  let h2 = 0x01000193 ^ text.length;
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    h1 = Math.imul(h1 ^ c, 0x01000193) >>> 0;
-    h2 = Math.imul(h2 ^ c, 0x01000193 + 2) >>> 0;
-  }
-  return h1.toString(16).padStart(8, '0') + h2.toString(16).padStart(8, '0');
 }

@@ -11,7 +11,7 @@ import { checkBlastRadius, takesCapacity } from './blast-radius.ts';
 import { decideLevel, ladderOf } from './escalation.ts';
 import { resolveRule, type Policy, type RuleTrigger } from './policy.ts';
 import type { Notice } from '../../lib/plan.ts';
-import { adoptOrphans, deriveNode, nodeEdit } from './reconcile.ts';
+import { adoptOrphans, deriveNode, newGpuActions, nodeEdit } from './reconcile.ts';
 import { affectedPods, evictable, faultSite, type FaultSite } from './scope.ts';
 import { boundState, cmp, isOpen, type Incident, type IncidentPhase, type NodeState } from './state.ts';
 import type { NodeFacts, Plan, PlanTarget, PlanTrigger, PodFacts, RemediationFacts } from './types.ts';
@@ -29,8 +29,9 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   const at = new Date(d.observedAt);
   const base = { incident: site.key, scope: site.scope, trigger, target: targetOf(site, []), evictions: [], notices: [], cloud: [] };
   const edit = (next: NodeState) => {
-    const e = nodeEdit(prev, next, node, policy.taintKey);
-    return e ? { nodeEdit: e } : {};
+    const e = nodeEdit(prev, next, node, policy);
+    const asked = newGpuActions(prev, next, policy);
+    return { ...(e ? { nodeEdit: e } : {}), ...(asked.length > 0 ? { gpuActions: asked } : {}) };
   };
   const noop = (reason: string, action: Plan['action'] = 'observe', nextState: NodeState = prev): Plan => ({
     ...base,

@@ -5,7 +5,7 @@
  */
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import { z } from 'zod';
-import { ApprovalsSchema, DEFAULT_POLICY, PolicySchema, RuleOverrideSchema, PoolOverrideSchema, EscalateSchema, type Policy } from './policy.ts';
+import { ApprovalsSchema, RepairSchema, DEFAULT_POLICY, PolicySchema, RuleOverrideSchema, PoolOverrideSchema, EscalateSchema, type Policy } from './policy.ts';
 import { GPU_RECOVERY_ACTIONS, HEALTH_CONDITIONS, int } from '../../../events/index.ts';
 import { checkAliasCount, yamlValue, YamlTextError } from '../../lib/yaml-text.ts';
 
@@ -31,6 +31,7 @@ const PolicyFileSchema = z
     escalation: EscalateSchema.partial().extend({ recurrenceHours: int().min(0).max(720).optional() }).strict().optional(),
     quietPeriodMinutes: int().min(0).max(10_080).optional(),
     approvals: ApprovalsSchema.partial().optional(),
+    repair: RepairSchema.partial().optional(),
     drainTimeoutMinutes: int().min(1).max(10_080).optional(),
     taintKey: z.string().optional(),
     /** Not a rule: selects the dry-run wiring (functions/lib/wiring.ts), like DRY_RUN=true. */
@@ -93,6 +94,7 @@ export function mergePolicy(base: Policy, file: PolicyFile): Policy {
     drainTimeoutMinutes: file.drainTimeoutMinutes ?? base.drainTimeoutMinutes,
     taintKey: file.taintKey ?? base.taintKey,
     approvals: { ...base.approvals, ...(file.approvals ?? {}) },
+    repair: { ...base.repair, ...(file.repair ?? {}) },
   } as Policy;
 }
 

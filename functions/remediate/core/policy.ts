@@ -60,6 +60,15 @@ export const ApprovalsSchema = z
   })
   .strict();
 
+export const RepairSchema = z
+  .object({
+    /** A requested reset or probe that the node agent has not answered within this is a failed one (is the actuator running?). */
+    answerTimeoutMinutes: int().min(1).max(1440),
+    /** How long the probe watches the reset GPU's counters before it passes it. */
+    probeSeconds: int().min(0).max(3600),
+  })
+  .strict();
+
 export const PolicySchema = z
   .object({
     xids: z.record(z.string().regex(/^\d+$/, 'expected an XID number'), RuleOverrideSchema),
@@ -80,6 +89,8 @@ export const PolicySchema = z
     taintKey: z.string().regex(/^([a-z0-9.-]+\/)?[A-Za-z0-9._-]{1,63}$/, 'expected a taint key like gpu-reflex.io/unhealthy'),
     /** Held-back plans: how long an approval stays open, and who may decide it (empty = anyone). */
     approvals: ApprovalsSchema,
+    /** GPU repair through the node agent (docs/remediation.md "Repair"): how long to wait for its answer, and the post-reset check. */
+    repair: RepairSchema,
   })
   .strict()
   .superRefine((p, ctx) => {
@@ -146,6 +157,7 @@ export const DEFAULT_POLICY: Policy = deepFreeze({
   drainTimeoutMinutes: 30,
   taintKey: 'gpu-reflex.io/unhealthy',
   approvals: { ttlMinutes: 60, approvers: [] },
+  repair: { answerTimeoutMinutes: 10, probeSeconds: 30 },
 });
 
 /** A rule after defaults, file and pool overrides are merged: what the planner obeys. */

@@ -1,12 +1,13 @@
 /** Property tests: no valid event and no node metadata crashes the planners, and plans stay inside their node. */
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { GPU_RECOVERY_ACTIONS, GpuHealthChangedDetailSchema, GpuXidErrorDetailSchema, HEALTH_CONDITIONS, XID_CATALOG } from '../../../events/index.ts';
+import { GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, GPU_RECOVERY_ACTIONS, GpuHealthChangedDetailSchema, type GpuActionRequest, type GpuActionState, GpuXidErrorDetailSchema, HEALTH_CONDITIONS, XID_CATALOG } from '../../../events/index.ts';
 import { renderSteps, toRemediationDetail } from './detail.ts';
 import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY } from './policy.ts';
 import { encodeHistory, HISTORY_ANNOTATION, LIMITS, QUARANTINED_GPUS_ANNOTATION, REPAIRED_AT_ANNOTATION, STATE_LABEL } from './state.ts';
 import { planSweep } from './sweep.ts';
+import { needsReset } from './gpu-repair.ts';
 import { poolAllowance, poolFacts } from './blast-radius.ts';
 import { allDone, apply, at, gpu, node, pool, pod, stateOf } from '../testing.ts';
 import type { NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
@@ -53,7 +54,7 @@ const nodeFacts: fc.Arbitrary<NodeFacts> = fc.record({
 
 function expectConfined(plan: Plan, pods: PodFacts[]): void {
   const allowed = new Set([`node/${NODE}`, ...pods.filter((p) => !p.daemonSet && !p.mirror).map((p) => `pod/${p.namespace}/${p.name}`)]);
-  for (const s of renderSteps(plan)) expect(allowed.has(s.target), `${s.kind} → ${s.target}`).toBe(true);
+  for (const s of renderSteps(plan)) expect(allowed.has(s.target) || s.target.startsWith(`node/${NODE}/gpu/GPU-`), `${s.kind} → ${s.target}`).toBe(true);
   if (plan.nodeEdit) expect(plan.nodeEdit.node).toBe(NODE);
   expect(plan.target.node).toBe(NODE);
   expect(Buffer.byteLength(encodeHistory(plan.nextState))).toBeLessThanOrEqual(LIMITS.historyBytes);
@@ -101,6 +102,53 @@ describe('planners (properties)', () => {
         expect(end.quarantinedGpus).toEqual([]);
       }),
       { numRuns: 150 },
+    );
+  });
+
+  it('a GPU NVIDIA answers with a reset returns only after a reset the agent did and a probe that passed, however the agent answers', async () => {
+    // The agent answers whatever it was asked, any way: done, failed, a probe that passes or not.
+    const answer = fc.record({ ok: fc.boolean(), passed: fc.boolean() });
+    const step = fc.oneof(
+      { arbitrary: fc.record({ x: fc.constantFrom(48, 79, 95, 119, 13), g: fc.integer({ min: 0, max: 1 }) }), weight: 1 },
+      { arbitrary: fc.constant('sweep' as const), weight: 2 },
+      { arbitrary: answer, weight: 2 },
+    );
+    await fc.assert(
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 40 }), async (steps) => {
+        let w = { node: node(NODE, 2), pods: PODS };
+        let clock = 0;
+        for (const s of steps) {
+          clock += 2;
+          const now = new Date(at(clock));
+          if (s === 'sweep') {
+            const plan = planSweep({ now, nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }] }, DEFAULT_POLICY).plans[0];
+            if (plan) w = await apply(w.node, w.pods, plan);
+          } else if ('ok' in s) {
+            const asked = JSON.parse(w.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[];
+            const results = JSON.parse(w.node.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>;
+            for (const r of asked) {
+              if (results[r.id]) continue;
+              const probe = r.action === 'probe' ? { probe: { nvmlAnswers: true, recoveryAction: 'none', remapPending: !s.passed, remapFailed: false, eccUncorrectedDelta: 0, xidsDuringProbe: [], passed: s.passed } } : {};
+              results[r.id] = { state: s.ok ? 'done' : 'failed', action: r.action, gpuUuid: r.gpuUuid, at: now.toISOString(), ...probe };
+            }
+            w = { ...w, node: { ...w.node, annotations: { ...w.node.annotations, [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify(results) } } };
+          } else {
+            const e: TriggerEvent = { detailType: 'GPU XID Error', detail: GpuXidErrorDetailSchema.parse({ schemaVersion: 1, eventId: `xid:${NODE}:${clock}`, node: NODE, observedAt: at(clock), gpu: gpu(s.g), xid: s.x, via: 'nvml', pid: null, process: null, message: 'm', pods: [] }) };
+            w = await apply(w.node, w.pods, planRemediation({ now, event: e, node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }, DEFAULT_POLICY));
+          }
+          const results = JSON.parse(w.node.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>;
+          for (const i of stateOf(w.node).incidents) {
+            // Closed while still a GPU quarantine (not climbed to a node repair): only on evidence.
+            if (i.phase !== 'closed' || i.action !== 'quarantine-gpu' || !needsReset(i) || !i.outAt) continue;
+            expect(i.resetAt, `${i.key} closed without a reset`).toBeDefined();
+            expect(i.probedAt, `${i.key} closed without a probe`).toBeDefined();
+            const probe = Object.values(results).find((r) => r.action === 'probe' && r.gpuUuid === i.gpu && r.at === i.probedAt);
+            expect(probe?.state === 'done' && probe.probe?.passed, `${i.key} closed on a probe that did not pass`).toBe(true);
+            expect(Date.parse(i.resetAt!)).toBeGreaterThanOrEqual(Date.parse(i.lastAt));
+          }
+        }
+      }),
+      { numRuns: 400 },
     );
   });
 

@@ -13,6 +13,9 @@
 import { encodeHistory, isOpen, QUARANTINED_GPUS_ANNOTATION, HISTORY_ANNOTATION, STATE_LABEL, type Incident, type NodePhase, type NodeState } from './state.ts';
 import { emptyEdit, isEmptyEdit, type NodeEdit } from '../../lib/plan.ts';
 import type { NodeFacts } from './types.ts';
+import { GPU_ACTIONS_ANNOTATION, type GpuActionRequest } from '../../../events/index.ts';
+import { gpuActionsOf } from './gpu-repair.ts';
+import type { Policy } from './policy.ts';
 
 const PHASE_RANK: Record<NodePhase, number> = { healthy: 0, 'awaiting-approval': 1, quarantined: 2, 'awaiting-repair': 3, draining: 4 };
 
@@ -68,7 +71,8 @@ export function taintValue(reason: string): string {
  * history itself rides along as the typed `record` (encoded once, by the applier). Undefined
  * when the node already is `next`.
  */
-export function nodeEdit(prev: NodeState, next: NodeState, node: NodeFacts, taintKey: string): NodeEdit<NodeState> | undefined {
+export function nodeEdit(prev: NodeState, next: NodeState, node: NodeFacts, policy: Pick<Policy, 'taintKey' | 'repair'>): NodeEdit<NodeState> | undefined {
+  const taintKey = policy.taintKey;
   const edit = emptyEdit<NodeState>(node.name);
   if (next.taint && next.taint !== prev.taint) edit.addTaints.push({ key: taintKey, value: next.taint, effect: 'NoSchedule' });
   if (!next.taint && prev.taint) edit.removeTaints.push({ key: taintKey, effect: 'NoSchedule' });
@@ -78,8 +82,18 @@ export function nodeEdit(prev: NodeState, next: NodeState, node: NodeFacts, tain
   if (JSON.stringify(next.quarantinedGpus) !== JSON.stringify(prev.quarantinedGpus)) {
     edit.annotations[QUARANTINED_GPUS_ANNOTATION] = next.quarantinedGpus.length > 0 ? JSON.stringify(next.quarantinedGpus) : null;
   }
+  // What the node's agent must do to its GPUs, as the node should carry it (drift corrected too).
+  const actions = gpuActionsOf(next, policy);
+  const wanted = actions.length > 0 ? JSON.stringify(actions) : null;
+  if (wanted !== (node.annotations[GPU_ACTIONS_ANNOTATION] ?? null)) edit.annotations[GPU_ACTIONS_ANNOTATION] = wanted;
   if (encodeHistory(next) !== encodeHistory(prev)) edit.record = next;
   return isEmptyEdit(edit) ? undefined : edit;
+}
+
+/** The GPU actions `next` asks of the node agent that `prev` did not (for the Remediation's steps). */
+export function newGpuActions(prev: NodeState, next: NodeState, policy: Pick<Policy, 'repair'>): GpuActionRequest[] {
+  const before = new Set(gpuActionsOf(prev, policy).map((r) => r.id));
+  return gpuActionsOf(next, policy).filter((r) => !before.has(r.id));
 }
 
 /** How the history record is stored on the node: the applier's codec for `NodeEdit.record`. */

@@ -59,6 +59,17 @@ const IncidentSchema = z.object({
   resolvedAt: Timestamp.optional(),
   notifiedAt: Timestamp.optional(),
   closedAt: Timestamp.optional(),
+  /**
+   * GPU repair through the node agent (gpu-repair.ts): the reset or probe asked for and not yet
+   * answered, with its request id and when it was asked.
+   */
+  repair: z.object({ step: z.enum(['reset', 'probe']), id: z.string(), at: Timestamp }).optional(),
+  /** The agent reset the GPU (its answer's time): the evidence a restore needs, with a passed probe. */
+  resetAt: Timestamp.optional(),
+  /** The probe after the reset passed: the GPU is back on evidence, not on quiet time. */
+  probedAt: Timestamp.optional(),
+  /** The node agent took the GPU out of its fence file again (after the incident closed). */
+  unfencedAt: Timestamp.optional(),
 });
 export type Incident = z.infer<typeof IncidentSchema>;
 

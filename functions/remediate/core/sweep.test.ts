@@ -6,6 +6,7 @@ import { planSweep, type SweepFacts } from './sweep.ts';
 import { renderSteps } from './detail.ts';
 import { apply, at, factsFor, health, node, pod, pool, STANDARD_PODS, stateOf, xid } from '../testing.ts';
 import type { NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
+import { GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, type GpuActionRequest, type GpuActionState } from '../../../events/index.ts';
 
 const P = DEFAULT_POLICY;
 const kinds = (plan: Plan | undefined) => (plan ? renderSteps(plan) : []).map((s) => s.kind);
@@ -28,27 +29,107 @@ async function sweep(w: World, minute: number, o: Partial<SweepFacts> = {}): Pro
 
 const start = (pods: PodFacts[] = STANDARD_PODS): World => ({ node: node(), pods });
 
+/** What the node carries for its agent: the requested GPU actions. */
+const requested = (w: World): GpuActionRequest[] => JSON.parse(w.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[];
+/** The node agent answers request `id` (as its actuator writes gpu-reflex.io/gpu-action-results). */
+function answer(w: World, id: string, state: GpuActionState): World {
+  const results = { ...(JSON.parse(w.node.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>), [id]: state };
+  return { ...w, node: { ...w.node, annotations: { ...w.node.annotations, [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify(results) } } };
+}
+const passed = { nvmlAnswers: true, recoveryAction: 'none', remapPending: false, remapFailed: false, eccUncorrectedDelta: 0, xidsDuringProbe: [], passed: true };
+
 describe('planSweep: restoring', () => {
-  it('returns a quarantined GPU after the quiet period and not before, closing the incident', async () => {
-    const w = await hit(start(), xid(48, { minute: 0 }));
+  it('returns a GPU NVIDIA answers with a reset only after a done reset and a passed probe, never on quiet time', async () => {
+    let w = await hit(start(), xid(48, { minute: 0 }));
     expect(w.node.labels[STATE_LABEL]).toBe('quarantined');
-    expect((await sweep(w, 29)).plan).toBeUndefined();
-    const { plan, world } = await sweep(w, 31);
+    const gpu = stateOf(w.node).incidents[0]!.gpu!;
+    // fenced at once, through the node agent
+    expect(requested(w).map((r) => [r.action, r.gpuUuid])).toEqual([['fence', gpu]]);
+    // its pods are gone: a reset is asked for
+    let s = await sweep(w, 1);
+    w = s.world;
+    const reset = requested(w).find((r) => r.action === 'reset')!;
+    expect(reset).toMatchObject({ gpuUuid: gpu, timeoutSeconds: P.repair.answerTimeoutMinutes * 60 });
+    // hours of quiet restore nothing while the agent has not answered (within its timeout)
+    expect((await sweep(w, 5)).plan).toBeUndefined();
+    w = answer(w, reset.id, { state: 'done', action: 'reset', gpuUuid: gpu, at: at(6) });
+    s = await sweep(w, 7);
+    w = s.world;
+    expect(s.plan?.reason).toContain('health probe requested');
+    const probe = requested(w).find((r) => r.action === 'probe')!;
+    expect(probe.probeSeconds).toBe(P.repair.probeSeconds);
+    expect(requested(w).some((r) => r.action === 'reset')).toBe(false);
+    w = answer(w, probe.id, { state: 'done', action: 'probe', gpuUuid: gpu, at: at(8), probe: passed });
+    const { plan, world } = await sweep(w, 9);
     expect(plan).toMatchObject({ kind: 'act', action: 'restore', phase: 'restored' });
-    expect((plan ? renderSteps(plan) : []).find((s) => s.kind === 'notify')?.message).toContain('back in service');
+    expect((plan ? renderSteps(plan) : []).find((st) => st.kind === 'notify')?.message).toContain('after a reset and a passed health probe');
     expect(world.node.labels[STATE_LABEL]).toBe('healthy');
     expect(world.node.annotations['gpu-reflex.io/quarantined-gpus']).toBeUndefined();
-    expect(stateOf(world.node).incidents[0]).toMatchObject({ phase: 'closed', closedAt: at(31) });
+    expect(stateOf(world.node).incidents[0]).toMatchObject({ phase: 'closed', closedAt: at(9), resetAt: at(6), probedAt: at(8) });
+    // the fence is lifted through the agent, and forgotten once it says so
+    const unfence = requested(world).find((r) => r.action === 'unfence')!;
+    expect(requested(world).map((r) => r.action)).toEqual(['unfence']);
+    const after = await sweep(answer(world, unfence.id, { state: 'done', action: 'unfence', gpuUuid: gpu, at: at(10) }), 11);
+    expect(after.world.node.annotations[GPU_ACTIONS_ANNOTATION]).toBeUndefined();
     // the original event, replayed late, changes nothing
-    const replay = planRemediation(factsFor(xid(48, { minute: 0 }), world.node, { now: new Date(at(40)) }), P);
+    const replay = planRemediation(factsFor(xid(48, { minute: 0 }), after.world.node, { now: new Date(at(40)) }), P);
     expect(replay).toMatchObject({ kind: 'noop' });
     expect(renderSteps(replay)).toEqual([]);
   });
 
-  it('waits for a health condition to resolve before returning its GPU', async () => {
-    let w = await hit(start(), health('ecc-uncorrected', { minute: 0 }));
+  it('never returns a reset-class GPU on quiet time alone: without an agent it climbs to awaiting-repair', async () => {
+    let w = await hit(start(), xid(95, { minute: 0 }));
+    w = (await sweep(w, 1)).world; // reset requested
+    for (const m of [5, 8]) expect((await sweep(w, m)).plan).toBeUndefined();
+    // nobody answered within the timeout: XID 95's ladder goes on to reboot the node (a drain first)
+    const s = await sweep(w, 1 + P.repair.answerTimeoutMinutes + 1);
+    expect(s.plan?.reason).toMatch(/did not answer the reset .* escalating to reboot-node/);
+    expect(s.world.node.labels[STATE_LABEL]).toBe('draining');
+    expect(s.world.node.unschedulable).toBe(true);
+    expect(stateOf(s.world.node).incidents.find((i) => i.phase !== 'closed')).toMatchObject({ action: 'reboot-node', phase: 'draining' });
+  });
+
+  it('a failed reset says why (the pods still holding the GPU) and climbs the ladder', async () => {
+    let w = await hit(start(), xid(95, { minute: 0 }));
+    w = (await sweep(w, 1)).world;
+    const reset = requested(w).find((r) => r.action === 'reset')!;
+    w = answer(w, reset.id, { state: 'failed', action: 'reset', gpuUuid: reset.gpuUuid, at: at(2), reason: 'busy', holders: ['ml/stray-0'] });
+    const s = await sweep(w, 3);
+    expect(s.plan?.reason).toContain('the reset of');
+    expect(s.plan?.reason).toContain('failed on the node: busy (held by ml/stray-0)');
+    expect(stateOf(s.world.node).incidents.find((i) => i.phase !== 'closed')?.action).toBe('reboot-node');
+  });
+
+  it('a fault seen again after the reset is a failed repair, whatever the probe says', async () => {
+    let w = await hit(start(), xid(95, { minute: 0 }));
+    w = (await sweep(w, 1)).world;
+    const gpu = requested(w)[0]!.gpuUuid;
+    w = answer(w, requested(w).find((r) => r.action === 'reset')!.id, { state: 'done', action: 'reset', gpuUuid: gpu, at: at(2) });
+    w = (await sweep(w, 3)).world;
+    w = await hit(w, xid(95, { minute: 4 }));
+    w = answer(w, requested(w).find((r) => r.action === 'probe')!.id, { state: 'done', action: 'probe', gpuUuid: gpu, at: at(5), probe: passed });
+    const s = await sweep(w, 6);
+    expect(s.plan?.action).not.toBe('restore');
+    expect(s.plan?.reason).toContain(`faulted again at ${at(4)}, after its reset at ${at(2)}`);
+  });
+
+  it('a probe that does not pass does not restore the GPU', async () => {
+    let w = await hit(start(), xid(95, { minute: 0 }));
+    w = (await sweep(w, 1)).world;
+    const gpu = requested(w)[0]!.gpuUuid;
+    w = answer(w, requested(w).find((r) => r.action === 'reset')!.id, { state: 'done', action: 'reset', gpuUuid: gpu, at: at(2) });
+    w = (await sweep(w, 3)).world;
+    w = answer(w, requested(w).find((r) => r.action === 'probe')!.id, { state: 'done', action: 'probe', gpuUuid: gpu, at: at(4), probe: { ...passed, remapPending: true, passed: false } });
+    const s = await sweep(w, 5);
+    expect(s.plan?.action).not.toBe('restore');
+    expect(s.plan?.reason).toContain('did not pass: a row remap is pending');
+  });
+
+  it('waits for a condition that clears by itself (temperature) to resolve before returning its GPU', async () => {
+    let w = await hit(start(), health('temperature', { minute: 0, severity: 'critical' }));
+    expect(w.node.labels[STATE_LABEL]).toBe('quarantined');
     expect((await sweep(w, 120)).plan).toBeUndefined();
-    w = await hit(w, health('ecc-uncorrected', { minute: 121, state: 'resolved' }));
+    w = await hit(w, health('temperature', { minute: 121, state: 'resolved' }));
     expect((await sweep(w, 140)).plan).toBeUndefined();
     expect((await sweep(w, 152)).plan?.action).toBe('restore');
   });

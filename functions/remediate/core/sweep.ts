@@ -17,12 +17,14 @@
 import { checkBlastRadius, takesCapacity } from './blast-radius.ts';
 import type { Policy } from './policy.ts';
 import { editsScheduling, type CloudAction, type Notice } from '../../lib/plan.ts';
-import { adoptOrphans, nodeEdit } from './reconcile.ts';
+import { adoptOrphans, newGpuActions, nodeEdit } from './reconcile.ts';
 import { evictable } from './scope.ts';
 import { cmp, isOpen, type Incident, type NodeState } from './state.ts';
 import type { Capabilities, NodeFacts, Plan, PodFacts, PoolFacts } from './types.ts';
 import { notice, withState } from './plan.ts';
 import { repairOf } from './words.ts';
+import { needsReset, readResults, stepRepair, unfenceDone } from './gpu-repair.ts';
+import type { GpuActionState } from '../../../events/index.ts';
 
 export interface SweepNodeFacts {
   node: NodeFacts;
@@ -52,6 +54,8 @@ export interface SweepPlan {
 
 interface Work {
   facts: SweepNodeFacts;
+  /** The node agent's answers to our GPU actions (gpu-repair.ts). */
+  results: Readonly<Record<string, GpuActionState>>;
   state: NodeState;
   evictions: PodFacts[];
   notices: Notice[];
@@ -67,10 +71,16 @@ const MIN = 60_000;
 export function planSweep(facts: SweepFacts, policy: Policy): SweepPlan {
   const now = facts.now;
   const retries: SweepPlan['retries'] = [];
-  const work: Work[] = [...facts.nodes].sort((a, b) => a.node.name.localeCompare(b.node.name)).map((f) => ({ facts: f, state: adoptOrphans(f.state, f.node.name, now), evictions: [], notices: [], cloud: [], reasons: [], touched: [], back: [] }));
+  const work: Work[] = [...facts.nodes]
+    .sort((a, b) => a.node.name.localeCompare(b.node.name))
+    .map((f) => {
+      const read = readResults(f.node.annotations);
+      return { facts: f, results: read.results, state: adoptOrphans(f.state, f.node.name, now), evictions: [], notices: [], cloud: [], reasons: read.warning ? [read.warning] : [], touched: [], back: [] };
+    });
 
   for (const w of work) {
-    const incidents = w.state.incidents.map((i) => (isOpen(i) ? step(i, w, facts, policy, retries) : i));
+    // A closed incident's GPU leaves the agent's fence file on the agent's word: bookkeeping only.
+    const incidents = w.state.incidents.map((i) => (isOpen(i) ? step(i, w, facts, policy, retries) : (unfenceDone(i, w.results) ?? i)));
     w.state = { ...w.state, incidents };
   }
   grantApprovals(work, facts, policy);
@@ -101,6 +111,7 @@ function step(i: Incident, w: Work, facts: SweepFacts, policy: Policy, retries: 
     case 'acted':
       return now.getTime() - Date.parse(i.lastAt) >= policy.escalation.windowMinutes * MIN ? close(`${i.key}: quiet for ${policy.escalation.windowMinutes} min, closed`) : i;
     case 'quarantined': {
+      if (needsReset(i)) return repairStep(i, w, facts, policy, retry);
       // A condition (unlike an XID) is still true until the agent says it resolved, or a person
       // says the node was repaired after the condition was last seen.
       const cleared = i.condition === undefined || i.resolvedAt !== undefined || (w.state.repairedAt !== undefined && cmp(w.state.repairedAt, i.lastAt) >= 0);
@@ -142,6 +153,59 @@ function step(i: Incident, w: Work, facts: SweepFacts, policy: Policy, retries: 
     default:
       return i; // awaiting-approval: grantApprovals
   }
+}
+
+/**
+ * A quarantined GPU that NVIDIA answers with a reset (gpu-repair.ts): its pods move, then the
+ * node agent resets and probes it, and only a passed probe returns it. Quiet time restores nothing.
+ */
+function repairStep(i: Incident, w: Work, facts: SweepFacts, policy: Policy, retry: (pods: PodFacts[]) => void): Incident {
+  const left = evictable(w.facts.pods).filter((p) => i.pods.includes(p.uid));
+  retry(left);
+  const s = stepRepair(i, left.length, w.results, facts.now, policy);
+  if (s.kind === 'wait') return i;
+  if (s.kind === 'failed') return climb(s.incident, s.why, w, facts, policy);
+  w.reasons.push(s.why);
+  w.touched.push(s.incident);
+  if (s.kind === 'restored') w.back.push(s.incident);
+  return s.incident;
+}
+
+/**
+ * A GPU repair failed: the incident climbs its ladder (reboot, then replace) as a node drain,
+ * within the blast radius like any drain; at the top of the ladder a person is told.
+ */
+function climb(i: Incident, why: string, w: Work, facts: SweepFacts, policy: Policy): Incident {
+  const node = w.facts.node;
+  const now = facts.now.toISOString();
+  const next = i.ladder[i.level + 1];
+  if (!next || next === 'quarantine-gpu' || next === 'observe' || next === 'restart-workload' || next === 'ignore') {
+    const text = `${why}; nothing further up its ladder: awaiting-repair, a person must repair ${i.gpu ?? node.name}, then annotate gpu-reflex.io/repaired-at=<time>`;
+    const waiting: Incident = { ...i, phase: 'awaiting-repair', since: now, notifiedAt: now };
+    w.notices.push(notice(i.action, node, text));
+    w.reasons.push(text);
+    w.touched.push(waiting);
+    return waiting;
+  }
+  const out = w.state.incidents.some((x) => isOpen(x) && x.key !== i.key && (x.phase === 'draining' || x.phase === 'awaiting-repair'));
+  const verdict = checkBlastRadius(policy, w.facts.pool, node.name, out);
+  const escalated: Incident = { ...i, action: next, level: i.level + 1, escalatedAt: now, since: now };
+  if (!verdict.allowed) {
+    const held: Incident = { ...escalated, phase: 'awaiting-approval' };
+    const text = `${why}; ${next} on node ${node.name} is held back: ${verdict.words}. A person must approve; the sweep acts once the window has room`;
+    w.notices.push(notice(next, node, text));
+    w.reasons.push(text);
+    w.touched.push(held);
+    return held;
+  }
+  const pods = evictable(w.facts.pods);
+  const draining: Incident = { ...escalated, phase: 'draining', pods: [...new Set([...i.pods, ...pods.map((p) => p.uid)])] };
+  w.evictions.push(...pods);
+  const text = `${why}; escalating to ${next}: draining node ${node.name} first`;
+  w.notices.push(notice(next, node, text));
+  w.reasons.push(text);
+  w.touched.push(draining);
+  return draining;
 }
 
 function toRepair(i: Incident, repair: 'reboot-node' | 'replace-node' | undefined, w: Work, facts: SweepFacts, why: string): Incident {
@@ -201,13 +265,15 @@ function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undefined {
   // Back in service: it was out (a held-back node never left, so it is not "restored").
   const restored = next.phase === 'healthy' && prev.phase !== 'healthy' && prev.phase !== 'awaiting-approval';
   if (restored) next = { ...next, restoredAt: facts.now.toISOString() };
-  const edit = nodeEdit(prev, next, node, policy.taintKey);
+  const edit = nodeEdit(prev, next, node, policy);
+  const asked = newGpuActions(prev, next, policy);
   const notices = [...w.notices];
   const back = w.back;
   const main = w.touched.at(-1) ?? next.incidents.find(isOpen);
   if (restored || back.length > 0) {
     const what = restored ? `node ${node.name} is back in service` : `${back.map((i) => i.qid ?? i.gpu ?? i.key).join(', ')} back in service on ${node.name}`;
-    notices.push(notice('restore', node, `${what} after ${policy.quietPeriodMinutes} quiet minutes`, 'info'));
+    const onEvidence = back.length > 0 && back.every((i) => i.probedAt !== undefined);
+    notices.push(notice('restore', node, onEvidence ? `${what} after a reset and a passed health probe` : `${what} after ${policy.quietPeriodMinutes} quiet minutes`, 'info'));
   }
   // One eviction per pod, however many incidents asked for it.
   const evictions = [...new Map(w.evictions.map((p) => [p.uid, { namespace: p.namespace, name: p.name, uid: p.uid }])).values()];
@@ -231,6 +297,7 @@ function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undefined {
       pods: evictions,
     },
     ...(edit ? { nodeEdit: edit } : {}),
+    ...(asked.length > 0 ? { gpuActions: asked } : {}),
     evictions,
     notices,
     cloud: w.cloud,

@@ -13,6 +13,7 @@ import type {
   RemediationAction,
 } from '../../../events/index.ts';
 import type { Actions } from '../../lib/plan.ts';
+import type { GpuActionRequest } from '../../../events/index.ts';
 import type { NodeState, Taint } from './state.ts';
 
 export type TriggerEvent =
@@ -114,4 +115,6 @@ export interface Plan extends Actions<NodeState> {
   approval?: { summary: string };
   /** A repeat that did not (yet) escalate: how far it is toward the next rung. */
   escalation?: EscalationProgress;
+  /** GPU actions this plan newly asks of the node agent (carried in the node edit's annotation). */
+  gpuActions?: GpuActionRequest[];
 }

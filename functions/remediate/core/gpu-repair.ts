@@ -1,0 +1,153 @@
+/**
+ * Fencing and repairing one GPU through its node's agent (issue #11). The functions cannot touch
+ * a GPU; the node agent can (events/catalog/gpu-action.ts is the contract). So the node carries,
+ * derived from its open incidents like every other part of its state (reconcile.ts):
+ *
+ *   gpu-reflex.io/gpu-actions = the GPU actions this node's agent must carry out:
+ *     fence   — while a whole-GPU incident holds the GPU out (the agent adds it to the device
+ *               plugin's unhealthy-devices file, so the GPU leaves the node's allocatable);
+ *     reset   — once no pod of ours is left on the GPU;
+ *     probe   — once the reset is done: NVML answers, recovery action none, no remap pending or
+ *               failed, counters still for `probeSeconds`;
+ *     unfence — once the incident closed on a passed probe, until the agent says it is done.
+ *
+ * and the agent answers in gpu-reflex.io/gpu-action-results, which the sweep reads. A GPU whose
+ * fault NVIDIA answers with a reset returns to service only on that evidence: a done reset and a
+ * passed probe after the fault. Quiet time restores nothing (a GPU nothing runs on is always quiet).
+ * A failed reset or probe, or no answer within `answerTimeoutMinutes`, climbs the incident's ladder
+ * (reboot, then replace: with no cloud adapter, awaiting-repair and a person is told). Pure.
+ */
+import { z } from 'zod';
+import { GPU_ACTION_RESULTS_ANNOTATION, GpuActionStatesSchema, type GpuActionRequest, type GpuActionState, type HealthCondition } from '../../../events/index.ts';
+import type { Policy } from './policy.ts';
+import { fnv1a } from './hash.ts';
+import { isOpen, type Incident, type NodeState } from './state.ts';
+
+/** Health conditions whose recovery is a GPU reset (the rest clear when the agent says so). */
+const RESET_CONDITIONS: ReadonlySet<HealthCondition> = new Set<HealthCondition>(['ecc-uncorrected', 'nvlink-down', 'recovery-action']);
+
+/**
+ * A whole-GPU incident the agent fences and that returns only after a reset and a probe: an XID
+ * quarantine (the RESET_GPU bucket and every XID that climbs to a GPU quarantine), a reset
+ * condition, or a quarantined GPU whose history was lost. MIG-instance incidents are the
+ * application's (restart), and conditions such as temperature clear when the agent resolves them.
+ */
+export function needsReset(i: Incident): boolean {
+  if (i.scope !== 'gpu' || !i.gpu || i.action !== 'quarantine-gpu') return false;
+  if (i.trigger === 'orphan') return true;
+  return i.condition === undefined || RESET_CONDITIONS.has(i.condition);
+}
+
+/** Whether the agent keeps the incident's GPU fenced: every whole-GPU incident that took it out. */
+function fenced(i: Incident): boolean {
+  return i.scope === 'gpu' && i.gpu !== undefined && i.outAt !== undefined && (i.action === 'quarantine-gpu' || i.phase === 'draining' || i.phase === 'awaiting-repair') && needsResetLadder(i);
+}
+
+/** Incidents that started as a GPU quarantine needing a reset stay fenced while they climb the ladder. */
+function needsResetLadder(i: Incident): boolean {
+  return needsReset({ ...i, action: i.ladder[0] ?? i.action });
+}
+
+/** Request ids: action + a hash of the incident episode (key and when it was first seen). */
+export function requestId(action: GpuActionRequest['action'], i: Pick<Incident, 'key' | 'firstAt'>): string {
+  return `${action}.${fnv1a(`${i.key}@${i.firstAt}`)}`;
+}
+
+/** The GPU actions the node's agent must carry out for this state, in a stable order. */
+export function gpuActionsOf(state: NodeState, policy: Pick<Policy, 'repair'>): GpuActionRequest[] {
+  const out: GpuActionRequest[] = [];
+  const timeoutSeconds = policy.repair.answerTimeoutMinutes * 60;
+  for (const i of state.incidents) {
+    if (!i.gpu) continue;
+    const base = { gpuUuid: i.gpu, incident: i.key, timeoutSeconds };
+    if (isOpen(i) && fenced(i)) out.push({ ...base, id: requestId('fence', i), action: 'fence', requestedAt: i.outAt! });
+    if (isOpen(i) && i.repair) {
+      out.push({ ...base, id: i.repair.id, action: i.repair.step, requestedAt: i.repair.at, ...(i.repair.step === 'probe' ? { probeSeconds: policy.repair.probeSeconds } : {}) });
+    }
+    if (!isOpen(i) && fenced(i) && !i.unfencedAt) out.push({ ...base, id: requestId('unfence', i), action: 'unfence', requestedAt: i.closedAt ?? i.lastAt });
+  }
+  return out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+}
+
+/** The agent's answers on the node (a corrupt annotation reads as no answers, with a warning). */
+export function readResults(annotations: Readonly<Record<string, string>>): { results: Record<string, GpuActionState>; warning?: string } {
+  const raw = annotations[GPU_ACTION_RESULTS_ANNOTATION];
+  if (raw === undefined) return { results: {} };
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch {
+    return { results: {}, warning: `${GPU_ACTION_RESULTS_ANNOTATION} is not JSON: ignoring the agent's answers` };
+  }
+  const parsed = GpuActionStatesSchema.safeParse(json);
+  if (!parsed.success) return { results: {}, warning: `${GPU_ACTION_RESULTS_ANNOTATION} does not match the contract (${z.prettifyError(parsed.error).split('\n')[0]}): ignoring the agent's answers` };
+  return { results: parsed.data };
+}
+
+/** What one sweep makes of a repairing incident. */
+export type RepairStep =
+  | { kind: 'wait'; incident: Incident }
+  | { kind: 'moved'; incident: Incident; why: string }
+  | { kind: 'restored'; incident: Incident; why: string }
+  | { kind: 'failed'; incident: Incident; why: string };
+
+const MIN = 60_000;
+
+/**
+ * One step of a quarantined GPU's repair: ask for the reset once its pods are gone, then the
+ * probe once the reset is done, and restore on a passed probe. `podsLeft`: our pods still on it.
+ */
+export function stepRepair(i: Incident, podsLeft: number, results: Readonly<Record<string, GpuActionState>>, now: Date, policy: Pick<Policy, 'repair'>): RepairStep {
+  const at = now.toISOString();
+  if (!i.repair) {
+    if (podsLeft > 0) return { kind: 'wait', incident: i };
+    const id = requestId('reset', i);
+    return { kind: 'moved', incident: { ...i, repair: { step: 'reset', id, at } }, why: `${i.gpu} has none of its pods left: reset requested from the node agent (${id})` };
+  }
+  const r = results[i.repair.id];
+  if (r === undefined || r.state === 'requested' || r.state === 'running') {
+    if (now.getTime() - Date.parse(i.repair.at) < policy.repair.answerTimeoutMinutes * MIN) return { kind: 'wait', incident: i };
+    const why = `the node agent did not answer the ${i.repair.step} of ${i.gpu} within ${policy.repair.answerTimeoutMinutes} min (${r ? `still ${r.state}` : 'no answer at all: is the agent running with its actuator?'})`;
+    return { kind: 'failed', incident: { ...i, repair: undefined }, why };
+  }
+  if (r.state === 'failed') {
+    const holders = r.holders?.length ? ` (held by ${r.holders.slice(0, 5).join(', ')})` : '';
+    return { kind: 'failed', incident: { ...i, repair: undefined }, why: `the ${i.repair.step} of ${i.gpu} failed on the node: ${r.reason ?? 'no reason given'}${holders}` };
+  }
+  // The fault came back after the reset (the agent saw it later than the reset): the reset did
+  // not cure it, so it is a failed repair, whatever a probe may say next.
+  const resetAt = i.repair.step === 'reset' ? r.at : i.resetAt;
+  if (resetAt !== undefined && Date.parse(i.lastAt) > Date.parse(resetAt)) {
+    return { kind: 'failed', incident: { ...i, repair: undefined }, why: `${i.gpu} faulted again at ${i.lastAt}, after its reset at ${resetAt}` };
+  }
+  if (i.repair.step === 'reset') {
+    const id = requestId('probe', i);
+    return { kind: 'moved', incident: { ...i, resetAt: r.at, repair: { step: 'probe', id, at } }, why: `${i.gpu} was reset at ${r.at}: health probe requested (${id}, ${policy.repair.probeSeconds} s)` };
+  }
+  if (!r.probe?.passed) {
+    return { kind: 'failed', incident: { ...i, repair: undefined }, why: `the health probe of ${i.gpu} after its reset did not pass: ${probeWords(r)}` };
+  }
+  const closed: Incident = { ...i, repair: undefined, probedAt: r.at, phase: 'closed', closedAt: at };
+  return { kind: 'restored', incident: closed, why: `${i.gpu} was reset at ${i.resetAt ?? '?'} and its health probe passed at ${r.at} (recovery action ${r.probe.recoveryAction}, no remap pending or failed, counters still): back in service` };
+}
+
+/** The unfence of a closed incident is done once the agent says so. */
+export function unfenceDone(i: Incident, results: Readonly<Record<string, GpuActionState>>): Incident | undefined {
+  if (isOpen(i) || !fenced(i) || i.unfencedAt) return undefined;
+  const r = results[requestId('unfence', i)];
+  return r?.state === 'done' ? { ...i, unfencedAt: r.at } : undefined;
+}
+
+function probeWords(r: GpuActionState): string {
+  const p = r.probe;
+  if (!p) return r.reason ?? 'no probe result';
+  const bad = [
+    !p.nvmlAnswers && 'NVML does not answer for it',
+    p.recoveryAction !== 'none' && `recovery action ${p.recoveryAction}`,
+    p.remapPending && 'a row remap is pending',
+    p.remapFailed && 'a row remap failed',
+    p.eccUncorrectedDelta > 0 && `${p.eccUncorrectedDelta} uncorrected ECC error(s) during the probe`,
+    p.xidsDuringProbe.length > 0 && `XID ${p.xidsDuringProbe.join(', ')} during the probe`,
+  ].filter((x): x is string => typeof x === 'string');
+  return bad.join('; ') || (r.reason ?? 'the probe says it did not pass');
+}
