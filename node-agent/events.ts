@@ -8,6 +8,7 @@ import { GPU_HEALTH_CHANGED, type GpuHealthChangedDetail } from '../events/catal
 import { GPU_INVENTORY, type GpuInventoryDetail } from '../events/catalog/gpu-inventory.ts';
 import { GPU_UTILIZATION_SUMMARY, type GpuUtilizationSummaryDetail } from '../events/catalog/gpu-utilization-summary.ts';
 import { GPU_XID_ERROR, type GpuXidErrorDetail } from '../events/catalog/gpu-xid-error.ts';
+import { GPU_ACTION_RESULT, type GpuActionResultDetail } from '../events/catalog/gpu-action.ts';
 import { SCHEMA_VERSION, SOURCES } from '../events/common.ts';
 import { validateDetail } from '../events/validate.ts';
 import type { HealthEvent } from './collectors/health.ts';
@@ -104,4 +105,9 @@ export function inventoryEvent(node: string, at: number, inv: Inventory): Outgoi
     ...inv,
   };
   return outgoing(GPU_INVENTORY, detail, at, 'normal');
+}
+
+/** `GPU Action Result`: the actuator answered a GPU action the functions asked for (critical: a restore waits on it). */
+export function gpuActionResultEvent(detail: GpuActionResultDetail): OutgoingEvent {
+  return outgoing(GPU_ACTION_RESULT, detail, Date.parse(detail.observedAt), 'critical');
 }

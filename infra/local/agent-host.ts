@@ -9,6 +9,13 @@ import { openPublisher } from '../../node-agent/publisher/open-publisher.ts';
 import type { Publisher } from '../../node-agent/publisher/publisher.ts';
 import { sdkSender } from '../../node-agent/publisher/sdk-sender.ts';
 import type { NodeFiles } from './node-files.ts';
+import { join } from 'node:path';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { loadKubeConfig } from '../../functions/adapters/kube/config.ts';
+import { GpuActuator } from '../../node-agent/actuator/actuator.ts';
+import { FenceFile } from '../../node-agent/actuator/fence-file.ts';
+import { kubeNode, nvmlGpus } from '../../node-agent/actuator/ports.ts';
+import { gpuActionResultEvent } from '../../node-agent/events.ts';
 
 /**
  * One node's agent in-process, for `simulate`: the real `Agent` (node-agent/agent.ts) on the
@@ -25,16 +32,27 @@ export interface AgentHostOptions {
   sampleIntervalMs: number;
   /** The agent's and publisher's clock: a FakeClock the stack advances. */
   clock: Clock;
+  /** The cluster the node's actuator reads its Node from (GPU actions); none: no actuator. */
+  kubeconfig?: string;
   log?: (line: string) => void;
 }
 
 /** At most this many NVML events are handled per step; the rest wait for the next step. */
 const EVENTS_PER_STEP = 64;
+/** How often the actuator reads its Node for GPU actions (virtual time). */
+const ACTUATOR_INTERVAL_MS = 5_000;
+
+/** Where the node's ACK device plugin reads its unhealthy devices (under the node's directory). */
+export function fenceFilePath(files: Pick<NodeFiles, 'dir'>): string {
+  return join(files.dir, 'etc/nvidia-device-plugin/unhealthyDevices.json');
+}
 
 export class LocalAgentHost {
   private nextSampleAt: number;
   private kmsgOffset = 0;
   private closed = false;
+  private nextActuatorAt = 0;
+  private actuator: GpuActuator | undefined;
 
   private constructor(
     private readonly o: AgentHostOptions,
@@ -44,6 +62,23 @@ export class LocalAgentHost {
     private readonly publisher: Publisher,
   ) {
     this.nextSampleAt = o.clock.now();
+    if (o.kubeconfig) {
+      const core = loadKubeConfig({ kubeconfigPath: o.kubeconfig }).makeApiClient(CoreV1Api);
+      // The mock's reset is what `nvidia-smi --gpu-reset` does to a real GPU (docs/mock-nvml.md).
+      const reset = (_uuid: string, index: number) => {
+        const rc = mock.resetGpu(index);
+        return rc === 0 ? ({ ok: true } as const) : ({ ok: false, reason: `nvidia-smi --gpu-reset: ${mock.lastError() || `NVML error ${rc}`}` } as const);
+      };
+      this.actuator = new GpuActuator({
+        node: o.files.node,
+        nodeApi: kubeNode(core, o.files.node),
+        gpus: nvmlGpus(nvml, reset),
+        fence: new FenceFile(fenceFilePath(o.files)),
+        publish: async (_type, detail) => void publisher.publish(gpuActionResultEvent(detail)),
+        now: () => o.clock.now(),
+        log: (l) => o.log?.(l),
+      });
+    }
   }
 
   static async start(o: AgentHostOptions): Promise<LocalAgentHost> {
@@ -78,6 +113,10 @@ export class LocalAgentHost {
       await this.agent.sampleOnce(now);
       // Fixed rate, as the agent's runtime samples.
       while (this.nextSampleAt <= now) this.nextSampleAt += this.o.sampleIntervalMs;
+    }
+    if (this.actuator && now >= this.nextActuatorAt) {
+      this.nextActuatorAt = now + ACTUATOR_INTERVAL_MS;
+      await this.actuator.tick();
     }
   }
 

@@ -138,14 +138,15 @@ const requestsOf = (pod: Pod): Record<string, number> => {
  * container does not move); pods no longer listed free theirs. New processes get pids from
  * `pidBase` up, so a pid is never reused within a run (the agent caches pid → pod).
  */
-export function allocateGpus(gpus: readonly GpuSpec[], pods: readonly Pod[], pidBase = 4100, existing: readonly GpuProcessOfPod[] = []): GpuProcessOfPod[] {
+/** `fenced`: GPU indices the device plugin reports unhealthy (its fence file): nothing new lands on them. */
+export function allocateGpus(gpus: readonly GpuSpec[], pods: readonly Pod[], pidBase = 4100, existing: readonly GpuProcessOfPod[] = [], fenced: ReadonlySet<number> = new Set()): GpuProcessOfPod[] {
   const present = new Set(pods.map((p) => p.metadata.uid));
   const kept = existing.filter((p) => present.has(p.pod.uid));
   const keptPods = new Set(kept.map((p) => p.pod.uid));
   const usedGpus = new Set(kept.filter((p) => p.gpuInstanceId === undefined).map((p) => p.gpu));
   const usedSlots = new Set(kept.filter((p) => p.gpuInstanceId !== undefined).map((p) => `${p.gpu}/${p.gpuInstanceId}`));
-  const freeGpus = gpus.filter((g) => g.mig.length === 0 && !usedGpus.has(g.index)).map((g) => g.index);
-  const freeMig = gpus.flatMap((g) => g.mig.filter((s) => !usedSlots.has(`${g.index}/${s.giId}`)).map((s) => ({ gpu: g.index, slot: s })));
+  const freeGpus = gpus.filter((g) => g.mig.length === 0 && !usedGpus.has(g.index) && !fenced.has(g.index)).map((g) => g.index);
+  const freeMig = gpus.filter((g) => !fenced.has(g.index)).flatMap((g) => g.mig.filter((s) => !usedSlots.has(`${g.index}/${s.giId}`)).map((s) => ({ gpu: g.index, slot: s })));
   const ordered = pods.filter((p) => !keptPods.has(p.metadata.uid)).sort((a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') || a.metadata.name.localeCompare(b.metadata.name));
   const out: GpuProcessOfPod[] = [...kept];
   let pid = pidBase;

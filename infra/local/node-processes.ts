@@ -31,9 +31,9 @@ export class NodeProcesses {
   }
 
   /** `pods`: the pods bound to the node now. Returns whether anything changed. */
-  update(pods: readonly Pod[]): boolean {
+  update(pods: readonly Pod[], fenced: ReadonlySet<number> = new Set()): boolean {
     const running = pods.filter((p) => p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed' && !p.metadata.ownerReferences?.some((o) => o.kind === 'DaemonSet'));
-    const next = allocateGpus(this.gpus, running, this.nextPid, this.procs);
+    const next = allocateGpus(this.gpus, running, this.nextPid, this.procs, fenced);
     const before = new Set(this.procs.map((p) => p.pid));
     const after = new Set(next.map((p) => p.pid));
     const added = next.filter((p) => !before.has(p.pid));

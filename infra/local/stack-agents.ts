@@ -28,7 +28,7 @@ export interface AgentCommon {
   log: (line: string) => void;
 }
 
-export async function startInProcessAgents(files: readonly NodeFiles[], c: AgentCommon & { clock: Clock }): Promise<StackAgents> {
+export async function startInProcessAgents(files: readonly NodeFiles[], c: AgentCommon & { clock: Clock; kubeconfig?: string }): Promise<StackAgents> {
   const hosts: LocalAgentHost[] = [];
   try {
     for (const f of files) hosts.push(await LocalAgentHost.start({ ...c, files: f, log: (l) => c.log(`  agent ${f.node}: ${l}`) }));

@@ -7,7 +7,7 @@ import { startLocalBus, type LocalBus } from './bus/index.ts';
 import { ClusterObserver, pendingByResource } from './cluster-observer.ts';
 import { startKubeSim, wallClock, type KubeSim } from './kube/index.ts';
 import { buildMockNvml } from './mock-nvml/build.ts';
-import { allocateGpus, gpuSpecsOf, isGpuNode } from './node-gpus.ts';
+import { allocateGpus, gpuSpecsOf, isGpuNode, type GpuSpec } from './node-gpus.ts';
 import { appendKmsg, kmsgXidLine, mockScenario, nodeDir, writeNodeFiles, type NodeFiles } from './node-files.ts';
 import { NodeProcesses } from './node-processes.ts';
 import { checkExpectations, summarize, type StackReport } from './report.ts';
@@ -16,6 +16,9 @@ import type { FaultStepT, Scenario, TimelineStep } from './scenario.ts';
 import { StackKube } from './stack-kube.ts';
 import { StackRecorder } from './stack-recorder.ts';
 import { startAgentProcesses, startInProcessAgents } from './stack-agents.ts';
+import { DevicePluginStandIn } from './device-plugin.ts';
+import { fenceFilePath } from './agent-host.ts';
+import { FenceFile } from '../../node-agent/actuator/fence-file.ts';
 import { formatSummary, kubeconfigText, runningText, type TimelineEntry } from './timeline.ts';
 import { functionEnv, gapNotice, REPO_ROOT, withEnv } from './stack-env.ts';
 
@@ -141,11 +144,13 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     const agentNodes = scenario.agents.nodes === 'all-gpu-nodes' ? nodes.filter(isGpuNode).map((n) => n.metadata.name) : scenario.agents.nodes;
     const faultSteps = scenario.timeline.filter((s): s is FaultStepT => 'fault' in s);
     const nodeFiles: NodeFiles[] = [];
+    const gpuSpecsByNode = new Map<string, GpuSpec[]>();
     const files = new Map<string, NodeFiles & { pci: string[]; tracker: NodeProcesses }>();
     for (const name of agentNodes) {
       const node = nodes.find((n) => n.metadata.name === name);
       if (!node) throw new Error(`agents.nodes: no node "${name}" in the cluster`);
       const gpus = gpuSpecsOf(node);
+      gpuSpecsByNode.set(name, gpus);
       const pods = (await kube.podsOn(name)).filter((p) => !p.metadata.ownerReferences?.some((r) => r.kind === 'DaemonSet'));
       for (const p of pods) podNames.set(p.metadata.uid, `${p.metadata.namespace}/${p.metadata.name}`);
       const procs = allocateGpus(gpus, pods);
@@ -166,12 +171,19 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       cleanups.push(off);
     }
     const syncProcesses = () => {
-      for (const n of dirty) files.get(n)!.tracker.update(sim!.store.podsOnNode(n));
+      for (const n of dirty) files.get(n)!.tracker.update(sim!.store.podsOnNode(n), fencedGpus(n));
       dirty.clear();
+    };
+    /** The GPUs the node's device plugin (its fence file) reports unhealthy: the kubelet hands them to no new pod. */
+    const fencedGpus = (n: string): Set<number> => {
+      const listed = new FenceFile(fenceFilePath(files.get(n)!)).read();
+      return new Set((gpuSpecsByNode.get(n) ?? []).filter((g) => listed.uuid.includes(g.uuid) || listed.index.includes(String(g.index))).map((g) => g.index));
     };
     const common = { busUrl: bus.url, busName, region: 'us-east-1', sampleIntervalMs: scenario.agents.sampleIntervalMs, log: progress };
     if (!virtual) progress(`starting ${nodeFiles.length} agents (gpu-reflex agent) ...`);
-    const agents = virtual ? await startInProcessAgents(nodeFiles, { ...common, clock: agentClock }) : await startAgentProcesses(nodeFiles, common);
+    const agents = virtual ? await startInProcessAgents(nodeFiles, { ...common, clock: agentClock, kubeconfig }) : await startAgentProcesses(nodeFiles, common);
+    // The ACK device plugin's part: the fence files the agents' actuators write drop allocatable.
+    const devicePlugin = sim && virtual ? new DevicePluginStandIn(sim, nodeFiles.map((f) => ({ ...f, gpus: gpuSpecsByNode.get(f.node) ?? [] }))) : undefined;
     cleanups.push(() => agents.close());
     // Scenario time starts once every agent runs.
     t0 = busClock.now();
@@ -261,6 +273,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           kernelLines = kernelLines.filter((k) => k.dueAt > t);
           syncProcesses();
           await agents.step(dt);
+          devicePlugin?.sync();
           await agents.whenIdle();
           await bus.drain();
           flushEvents();

@@ -211,6 +211,8 @@ export interface MockNvmlControls {
   nowMs(): number;
   injectXid(gpu: number, xid: number, gpuInstanceId?: number, computeInstanceId?: number): number;
   injectFault(fault: object): number;
+  /** What `nvidia-smi --gpu-reset` does to the mock GPU at `index` (0, or an NVML error code). */
+  resetGpu(index: number): number;
   lastError(): string;
 }
 
@@ -223,6 +225,7 @@ export function loadMockNvmlControls(path?: string): MockNvmlControls {
   const xid = lib.func('mockNvmlInjectXid', 'int32', [uint, ulonglong, uint, uint]);
   const fault = lib.func('mockNvmlInjectFault', 'int32', ['const char *']);
   const lastError = lib.func('mockNvmlLastError', 'const char *', []);
+  const reset = lib.func('mockNvmlResetGpu', 'int32', [uint]);
   const NONE = 0xffffffff;
   return {
     setScenario: (p) => setScenario(p) as number,
@@ -231,6 +234,7 @@ export function loadMockNvmlControls(path?: string): MockNvmlControls {
     nowMs: () => Number(now()),
     injectXid: (gpu, x, gi = NONE, ci = NONE) => xid(gpu, x, gi, ci) as number,
     injectFault: (f) => fault(JSON.stringify(f)) as number,
+    resetGpu: (index) => reset(index) as number,
     lastError: () => lastError() as string,
   };
 }

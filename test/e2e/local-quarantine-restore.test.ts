@@ -22,12 +22,12 @@ describe('gpu-reflex simulate, quarantine-restore scenario (6 h)', () => {
   }, 120_000);
 
   it('meets every expectation of the scenario', () => {
-    expect(result.report.summary.expectations?.length).toBe(3);
+    expect(result.report.summary.expectations?.length).toBe(4);
     expect(result.report.summary.expectations?.filter((x) => !x.ok)).toEqual([]);
     expect(result.exitCode).toBe(0);
   });
 
-  it('quarantines on the third XID 8, restores after the quiet period, and only observes XIDs 90 min apart', () => {
+  it('quarantines on the third XID 8, restores only after the agent reset and probed the GPU, and only observes XIDs 90 min apart', () => {
     const remediations = result.report.actions
       .filter((a) => a.detailType === 'Remediation')
       .map((a) => `${a.atMs / 60_000}m ${String(a.detail.action)} ${String(a.detail.phase)}`);
@@ -35,12 +35,21 @@ describe('gpu-reflex simulate, quarantine-restore scenario (6 h)', () => {
       '1m restart-workload acted',
       '4m restart-workload acted',
       '7m quarantine-gpu acted',
-      // quiet for 30 min after 7m; the sweep runs every minute
-      '37m restore restored',
+      // fenced at 7m05 by the agent; its pods gone, the 8m sweep asked for the reset (done 8.5m),
+      // the 9m sweep for the probe (30 s, passed 10.5m): the 11m sweep restores on that evidence
+      '11m restore restored',
       '180m observe acted',
       // 90 min after the last one: outside the 60 min escalation window, so no escalation
       '270m observe acted',
     ]);
+  });
+
+  it('the agent fenced, reset, probed and unfenced the GPU, in that order, each once', () => {
+    const answers = result.report.events
+      .filter((e) => (e.event as { 'detail-type': string })['detail-type'] === 'GPU Action Result')
+      .map((e) => (e.event as { detail: { action: string; state: string } }).detail)
+      .map((d) => `${d.action} ${d.state}`);
+    expect(answers).toEqual(['fence done', 'reset done', 'probe done', 'unfence done']);
   });
 
   it('runs all six hours of scenario time', () => {

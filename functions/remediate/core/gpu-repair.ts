@@ -38,14 +38,15 @@ export function needsReset(i: Incident): boolean {
   return i.condition === undefined || RESET_CONDITIONS.has(i.condition);
 }
 
-/** Whether the agent keeps the incident's GPU fenced: every whole-GPU incident that took it out. */
+/**
+ * Whether the agent keeps the incident's GPU fenced: a whole-GPU quarantine that needs a reset,
+ * from the moment it took the GPU out, and still while it climbs on to a node repair.
+ */
 function fenced(i: Incident): boolean {
-  return i.scope === 'gpu' && i.gpu !== undefined && i.outAt !== undefined && (i.action === 'quarantine-gpu' || i.phase === 'draining' || i.phase === 'awaiting-repair') && needsResetLadder(i);
-}
-
-/** Incidents that started as a GPU quarantine needing a reset stay fenced while they climb the ladder. */
-function needsResetLadder(i: Incident): boolean {
-  return needsReset({ ...i, action: i.ladder[0] ?? i.action });
+  if (i.outAt === undefined) return false;
+  if (i.action === 'quarantine-gpu') return needsReset(i);
+  const wasQuarantined = i.ladder.slice(0, i.level).includes('quarantine-gpu');
+  return wasQuarantined && needsReset({ ...i, action: 'quarantine-gpu' });
 }
 
 /** Request ids: action + a hash of the incident episode (key and when it was first seen). */

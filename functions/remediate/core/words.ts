@@ -64,7 +64,7 @@ export function nextWords(ladder: readonly RemediationAction[], level: number, c
       ? `next: once drained, ${repair === 'reboot-node' ? 'reboot' : 'replace'} the node, then return it after the quiet period`
       : `next: once drained, the node waits at awaiting-repair: no cloud adapter can ${repair === 'reboot-node' ? 'reboot' : 'replace'} it, so a person must, then annotate gpu-reflex.io/repaired-at`;
   }
-  if (action === 'quarantine-gpu') return `next: a GPU reset on the node, then the GPU returns after the quiet period${next ? `; if it persists: ${next}` : ''}`;
+  if (action === 'quarantine-gpu') return `next: once its pods are gone the node agent resets the GPU, and it returns only after a health probe passes${next ? `; if the reset fails or the fault returns: ${next}` : ''}`;
   return next ? `next: if it repeats, ${next}` : 'next: nothing unless it gets worse';
 }
 

@@ -73,6 +73,9 @@ void fire_fault(mock_fault *f) {
     case F_NVLINK_DOWN:
       if (f->value < MAX_LINKS) gpu->linkDown[f->value] = 1;
       break;
+    case F_RESET_FAILS:
+      gpu->resetFails = 1;
+      break;
     case F_GPU_LOST:
       gpu->lost = 1;
       for (int s = 0; s < MAX_SETS; s++)

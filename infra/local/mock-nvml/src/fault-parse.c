@@ -8,6 +8,7 @@ static const struct { const char *name; fault_kind kind; } FAULT_KINDS[] = {
   {"xid", F_XID}, {"ecc", F_ECC}, {"rowRemapPending", F_REMAP_PENDING},
   {"rowRemapFailure", F_REMAP_FAILURE}, {"retiredPagesPending", F_RETIRED_PENDING},
   {"gpuLost", F_GPU_LOST}, {"recoveryAction", F_RECOVERY_ACTION}, {"nvlinkDown", F_NVLINK_DOWN},
+  {"resetFails", F_RESET_FAILS},
 };
 
 /* One fault object; `atMs` absent means "now" (the injection API uses that). */
@@ -24,7 +25,7 @@ int fault_parse(const void *json_fault, mock_fault *f, char *err, size_t err_len
   size_t k, known = sizeof FAULT_KINDS / sizeof FAULT_KINDS[0];
   for (k = 0; k < known; k++)
     if (strcmp(kind, FAULT_KINDS[k].name) == 0) break;
-  if (k == known) return bad("fault.kind", "unknown kind (xid, ecc, rowRemapPending, rowRemapFailure, retiredPagesPending, gpuLost, recoveryAction, nvlinkDown)");
+  if (k == known) return bad("fault.kind", "unknown kind (xid, ecc, rowRemapPending, rowRemapFailure, retiredPagesPending, gpuLost, recoveryAction, nvlinkDown, resetFails)");
   f->kind = FAULT_KINDS[k].kind;
   n = (double)mock_now_ms(); if (!get_num(o, "atMs", path, &n, 0)) return 0; f->atMs = (unsigned long long)n;
   n = 0; if (!get_num(o, "gpu", path, &n, 0)) return 0;

@@ -155,10 +155,12 @@ typedef struct mock_gpu {
   mock_proc procs[MAX_PROCS];
   int procCount;
   int lost;
+  int resetFails; /* a `resetFails` fault fired: mockNvmlResetGpu answers failure */
+  unsigned int resets; /* resets done (mockNvmlResetGpu) */
 } mock_gpu;
 
 typedef enum { F_XID, F_ECC, F_REMAP_PENDING, F_REMAP_FAILURE, F_RETIRED_PENDING, F_GPU_LOST,
-               F_RECOVERY_ACTION, F_NVLINK_DOWN } fault_kind;
+               F_RECOVERY_ACTION, F_NVLINK_DOWN, F_RESET_FAILS } fault_kind;
 
 typedef struct {
   unsigned long long atMs;

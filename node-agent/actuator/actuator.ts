@@ -1,0 +1,196 @@
+/**
+ * The agent's other half: GPU actions the functions ask of this node (events/catalog/gpu-action.ts
+ * is the contract). The functions write requests into the Node annotation
+ * `gpu-reflex.io/gpu-actions`; on every tick the actuator reads its own Node, carries out each
+ * request it has not answered yet — once, by id — and writes the state back into
+ * `gpu-reflex.io/gpu-action-results` (a merge patch of that one key), then publishes a
+ * `GPU Action Result` for each request that reached done or failed.
+ *
+ *   fence / unfence — the device plugin's unhealthy-devices file (FenceFile: entries it did not add are never removed)
+ *   reset           — refused (`busy`, naming what holds it) while processes use the GPU; else the GPU reset
+ *   probe           — after `probeSeconds` of watching: NVML answers, recovery action none, no row
+ *                     remap pending or failed, no new uncorrected ECC error since the probe began
+ *   drain-on/off, mig-cleanup — answered `failed: not-supported` (not built yet; the functions fall back)
+ *
+ * A request older than its `timeoutSeconds` that could not finish fails `timeout`. `dryRun`: nothing
+ * is done to a GPU or a file, every request is answered done with "dry run: …" and the events say so.
+ * Time is the injected clock (the one clock), so a probe window passes in virtual time under simulate.
+ */
+import { GPU_ACTION_RESULT, GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, GpuActionRequestsSchema, GpuActionStatesSchema, SCHEMA_VERSION, type GpuActionRequest, type GpuActionResultDetail, type GpuActionState, type GpuProbe } from '../../events/index.ts';
+
+/** This node's Node object, as far as the actuator needs it (RBAC: nodes get, patch — its own). */
+export interface ActuatorNode {
+  annotations(): Promise<Record<string, string>>;
+  /** Merge-patches the results annotation (only that key). */
+  writeResults(json: string): Promise<void>;
+}
+
+export interface GpuHealthReading {
+  nvmlAnswers: boolean;
+  recoveryAction: string;
+  remapPending: boolean;
+  remapFailed: boolean;
+  /** Aggregate uncorrected ECC errors (a reset clears the volatile count, not this one). */
+  eccUncorrected: number;
+}
+
+/** The GPUs, by UUID (RBAC-free: NVML and the reset tool on this node). */
+export interface ActuatorGpus {
+  /** NVML index of the GPU, undefined when NVML does not know it. */
+  indexOf(uuid: string): number | undefined;
+  /** What holds the GPU now (pods `namespace/name`, or `pid N`): a reset waits for none. */
+  holders(uuid: string): string[];
+  reset(uuid: string): { ok: true } | { ok: false; reason: string };
+  health(uuid: string): GpuHealthReading;
+}
+
+/** The device plugin's unhealthy-devices file, keeping its own record of what it added. */
+export interface FenceFileOps {
+  add(uuid: string, index: number | undefined): void;
+  /** Removes an entry it added; false when the entry was not its own (left alone). */
+  remove(uuid: string): boolean;
+}
+
+export interface ActuatorOptions {
+  node: string;
+  nodeApi: ActuatorNode;
+  gpus: ActuatorGpus;
+  fence: FenceFileOps;
+  publish: (detailType: string, detail: GpuActionResultDetail) => Promise<void>;
+  now: () => number;
+  dryRun?: boolean;
+  log?: (line: string) => void;
+}
+
+interface Probing {
+  startedAt: number;
+  baseline: number;
+}
+
+export class GpuActuator {
+  /** Probes under way (in memory: a restarted agent starts a probe over). */
+  private readonly probing = new Map<string, Probing>();
+
+  constructor(private readonly o: ActuatorOptions) {}
+
+  /** One pass over the requests; returns the requests answered (done or failed) this pass. */
+  async tick(): Promise<GpuActionResultDetail[]> {
+    const annotations = await this.o.nodeApi.annotations();
+    const requests = parseRequests(annotations[GPU_ACTIONS_ANNOTATION], (why) => this.o.log?.(why));
+    const before = annotations[GPU_ACTION_RESULTS_ANNOTATION];
+    const results = parseResults(before);
+    const answered: GpuActionResultDetail[] = [];
+    const wanted = new Set(requests.map((r) => r.id));
+    // Forget answers nobody asks about any more: the annotation stays small.
+    for (const id of Object.keys(results)) if (!wanted.has(id)) delete results[id];
+    for (const id of this.probing.keys()) if (!wanted.has(id)) this.probing.delete(id);
+    // One action per GPU at a time: requests in order, a GPU busy with one waits for the next tick.
+    const busy = new Set<string>();
+    for (const r of requests) {
+      const prior = results[r.id];
+      if (prior && (prior.state === 'done' || prior.state === 'failed')) continue;
+      if (busy.has(r.gpuUuid)) continue;
+      const state = this.carryOut(r);
+      results[r.id] = state;
+      if (state.state === 'running') busy.add(r.gpuUuid);
+      if (state.state === 'done' || state.state === 'failed') {
+        answered.push(this.detail(r, state));
+        this.o.log?.(`gpu action ${r.id}: ${r.action} ${r.gpuUuid} ${state.state}${state.reason ? ` (${state.reason})` : ''}`);
+      }
+    }
+    const after = JSON.stringify(results);
+    if (after !== (before ?? '{}')) await this.o.nodeApi.writeResults(after);
+    // Written first: the functions read the annotation; the event is the prompt, never the only copy.
+    for (const d of answered) await this.o.publish(GPU_ACTION_RESULT, d);
+    return answered;
+  }
+
+  private carryOut(r: GpuActionRequest): GpuActionState {
+    const now = this.o.now();
+    const at = new Date(now).toISOString();
+    const base = { action: r.action, gpuUuid: r.gpuUuid, at };
+    // A fence or unfence is never late (the file is what it is); a reset or probe is.
+    const timed = r.action === 'reset' || r.action === 'probe';
+    if (timed && now - Date.parse(r.requestedAt) > r.timeoutSeconds * 1000) return { ...base, state: 'failed', reason: 'timeout' };
+    if (this.o.dryRun) return { ...base, state: 'done', reason: `dry run: would ${r.action} ${r.gpuUuid}; nothing done` };
+    const index = this.o.gpus.indexOf(r.gpuUuid);
+    switch (r.action) {
+      case 'fence':
+        this.o.fence.add(r.gpuUuid, index);
+        return { ...base, state: 'done', reason: 'listed in the device plugin\'s unhealthy devices' };
+      case 'unfence':
+        return { ...base, state: 'done', reason: this.o.fence.remove(r.gpuUuid) ? 'removed from the device plugin\'s unhealthy devices' : 'not listed by gpu-reflex: left as it was' };
+      case 'reset': {
+        if (index === undefined) return { ...base, state: 'failed', reason: 'NVML does not know this GPU' };
+        const holders = this.o.gpus.holders(r.gpuUuid);
+        if (holders.length > 0) return { ...base, state: 'failed', reason: 'busy', holders: holders.slice(0, 64) };
+        const done = this.o.gpus.reset(r.gpuUuid);
+        return done.ok ? { ...base, state: 'done', reason: 'GPU reset' } : { ...base, state: 'failed', reason: done.reason.slice(0, 512) };
+      }
+      case 'probe': {
+        const started = this.probing.get(r.id);
+        const reading = this.o.gpus.health(r.gpuUuid);
+        if (!started) {
+          this.probing.set(r.id, { startedAt: now, baseline: reading.eccUncorrected });
+          if ((r.probeSeconds ?? 0) > 0) return { ...base, state: 'running', reason: `watching for ${r.probeSeconds} s` };
+        }
+        const p = started ?? { startedAt: now, baseline: reading.eccUncorrected };
+        if (now - p.startedAt < (r.probeSeconds ?? 0) * 1000) return { ...base, state: 'running', reason: `watching for ${r.probeSeconds} s` };
+        this.probing.delete(r.id);
+        const probe: GpuProbe = {
+          nvmlAnswers: reading.nvmlAnswers,
+          recoveryAction: reading.recoveryAction,
+          remapPending: reading.remapPending,
+          remapFailed: reading.remapFailed,
+          eccUncorrectedDelta: Math.max(0, reading.eccUncorrected - p.baseline),
+          xidsDuringProbe: [],
+          passed: false,
+        };
+        probe.passed = probe.nvmlAnswers && probe.recoveryAction === 'none' && !probe.remapPending && !probe.remapFailed && probe.eccUncorrectedDelta === 0;
+        return { ...base, state: 'done', probe, reason: probe.passed ? 'probe passed' : 'probe did not pass' };
+      }
+      default:
+        return { ...base, state: 'failed', reason: `not-supported: ${r.action} is not built into this agent yet` };
+    }
+  }
+
+  private detail(r: GpuActionRequest, s: GpuActionState): GpuActionResultDetail {
+    return {
+      schemaVersion: SCHEMA_VERSION,
+      eventId: `gpu-action:${this.o.node}:${r.id}:${s.state}`.slice(0, 128),
+      node: this.o.node,
+      observedAt: s.at,
+      requestId: r.id,
+      incident: r.incident,
+      action: r.action,
+      gpuUuid: r.gpuUuid,
+      state: s.state === 'failed' ? 'failed' : 'done',
+      ...(s.reason ? { reason: s.reason } : {}),
+      ...(s.holders ? { holders: s.holders } : {}),
+      ...(s.probe ? { probe: s.probe } : {}),
+      dryRun: this.o.dryRun === true,
+    };
+  }
+}
+
+function parseRequests(raw: string | undefined, log: (why: string) => void): GpuActionRequest[] {
+  if (raw === undefined) return [];
+  try {
+    const parsed = GpuActionRequestsSchema.safeParse(JSON.parse(raw));
+    if (parsed.success) return parsed.data;
+    log(`${GPU_ACTIONS_ANNOTATION} does not match the contract: ${parsed.error.issues[0]?.message ?? 'invalid'}; nothing done`);
+  } catch {
+    log(`${GPU_ACTIONS_ANNOTATION} is not JSON: nothing done`);
+  }
+  return [];
+}
+
+function parseResults(raw: string | undefined): Record<string, GpuActionState> {
+  if (raw === undefined) return {};
+  try {
+    const parsed = GpuActionStatesSchema.safeParse(JSON.parse(raw));
+    return parsed.success ? { ...parsed.data } : {};
+  } catch {
+    return {};
+  }
+}

@@ -1,0 +1,72 @@
+/**
+ * The ACK GPU device plugin's unhealthy-devices file (`/etc/nvidia-device-plugin/unhealthyDevices.json`,
+ * `{"index": ["0", "3"], "uuid": ["GPU-…"]}`): a device listed there leaves the node's allocatable
+ * when the plugin re-reads it. Other tools (ACK's node-problem-detector, a person) write it too, so
+ * the agent keeps its own record of the entries it added (`<file>.gpu-reflex.json`) and removes only
+ * those. Writes go to a temporary file renamed over the original, so the plugin never reads half a file.
+ */
+import { existsSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { FenceFileOps } from './actuator.ts';
+
+interface Unhealthy {
+  index: string[];
+  uuid: string[];
+}
+
+export class FenceFile implements FenceFileOps {
+  constructor(readonly path: string) {}
+
+  /** What the file lists now (missing or unreadable: nothing). */
+  read(): Unhealthy {
+    if (!existsSync(this.path)) return { index: [], uuid: [] };
+    try {
+      const raw = JSON.parse(readFileSync(this.path, 'utf8')) as Partial<Unhealthy>;
+      return { index: (raw.index ?? []).map(String), uuid: (raw.uuid ?? []).map(String) };
+    } catch {
+      return { index: [], uuid: [] };
+    }
+  }
+
+  /** The UUIDs gpu-reflex added (its own record). */
+  ours(): string[] {
+    const record = `${this.path}.gpu-reflex.json`;
+    if (!existsSync(record)) return [];
+    try {
+      return (JSON.parse(readFileSync(record, 'utf8')) as string[]).map(String);
+    } catch {
+      return [];
+    }
+  }
+
+  add(uuid: string): void {
+    const now = this.read();
+    if (now.uuid.includes(uuid)) return; // listed already (by us or by someone else): nothing to add, nothing to own
+    this.write({ ...now, uuid: [...now.uuid, uuid] });
+    this.writeOurs([...this.ours(), uuid]);
+  }
+
+  remove(uuid: string): boolean {
+    const ours = this.ours();
+    if (!ours.includes(uuid)) return false;
+    const now = this.read();
+    this.write({ ...now, uuid: now.uuid.filter((u) => u !== uuid) });
+    this.writeOurs(ours.filter((u) => u !== uuid));
+    return true;
+  }
+
+  private write(content: Unhealthy): void {
+    atomicWrite(this.path, JSON.stringify(content));
+  }
+
+  private writeOurs(uuids: string[]): void {
+    atomicWrite(`${this.path}.gpu-reflex.json`, JSON.stringify([...new Set(uuids)]));
+  }
+}
+
+function atomicWrite(path: string, text: string): void {
+  mkdirSync(dirname(path), { recursive: true });
+  const tmp = `${path}.tmp-${process.pid}`;
+  writeFileSync(tmp, text);
+  renameSync(tmp, path);
+}

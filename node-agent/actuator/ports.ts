@@ -1,0 +1,62 @@
+/**
+ * The actuator's ports over what a node really has: its Node object through the Kubernetes API
+ * (client-node; RBAC nodes get/patch — the DaemonSet's service account), and its GPUs through
+ * NVML plus a reset tool (`nvidia-smi --gpu-reset`, or the mock NVML library's reset under the
+ * local stack).
+ */
+import { PatchStrategy, setHeaderOptions, type CoreV1Api } from '@kubernetes/client-node';
+import { GPU_ACTION_RESULTS_ANNOTATION } from '../../events/index.ts';
+import type { Nvml } from '../nvml/nvml.ts';
+import type { ActuatorGpus, ActuatorNode, GpuHealthReading } from './actuator.ts';
+
+const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+
+export function kubeNode(core: CoreV1Api, name: string): ActuatorNode {
+  return {
+    async annotations() {
+      const n = await core.readNode({ name });
+      return { ...(n.metadata?.annotations ?? {}) };
+    },
+    async writeResults(json) {
+      await core.patchNode({ name, body: { metadata: { annotations: { [GPU_ACTION_RESULTS_ANNOTATION]: json } } } }, MERGE_PATCH);
+    },
+  };
+}
+
+/** Resets one GPU by UUID: ok, or why not (the tool's own words). */
+export type GpuReset = (uuid: string, index: number) => { ok: true } | { ok: false; reason: string };
+
+export function nvmlGpus(nvml: Nvml, reset: GpuReset, podOfPid: (pid: number) => string | undefined = () => undefined): ActuatorGpus {
+  const indexOf = (uuid: string): number | undefined => {
+    const i = nvml.devices().findIndex((d) => d.uuid() === uuid);
+    return i >= 0 ? i : undefined;
+  };
+  const byUuid = (uuid: string) => {
+    const i = indexOf(uuid);
+    return i === undefined ? undefined : nvml.device(i);
+  };
+  return {
+    indexOf,
+    holders(uuid) {
+      const procs = byUuid(uuid)?.processes() ?? [];
+      return [...new Set(procs.map((p) => podOfPid(p.pid) ?? `pid ${p.pid}`))];
+    },
+    reset(uuid) {
+      const i = indexOf(uuid);
+      if (i === undefined) return { ok: false, reason: 'NVML does not know this GPU' };
+      return reset(uuid, i);
+    },
+    health(uuid): GpuHealthReading {
+      const d = byUuid(uuid);
+      if (!d) return { nvmlAnswers: false, recoveryAction: 'unknown', remapPending: false, remapFailed: false, eccUncorrected: 0 };
+      try {
+        const rows = d.remappedRows();
+        const ecc = d.ecc();
+        const ra = d.recoveryAction();
+        return { nvmlAnswers: true, recoveryAction: ra?.action ?? (ra ? `code ${ra.code}` : 'none'), remapPending: rows?.pending ?? false, remapFailed: rows?.failure ?? false, eccUncorrected: ecc?.aggregateUncorrected ?? 0 };
+      } catch {
+        return { nvmlAnswers: false, recoveryAction: 'unknown', remapPending: false, remapFailed: false, eccUncorrected: 0 };
+      }
+    },
+  };
+}
