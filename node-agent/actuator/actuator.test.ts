@@ -1,0 +1,129 @@
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { afterEach, describe, expect, it } from 'vitest';
+import { GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, type GpuActionRequest, type GpuActionResultDetail, type GpuActionState } from '../../events/index.ts';
+import { GpuActuator, type ActuatorGpus, type GpuHealthReading } from './actuator.ts';
+import { FenceFile } from './fence-file.ts';
+
+const G0 = 'GPU-00000000-0000-4000-8000-000000000000';
+const G1 = 'GPU-11111111-0000-4000-8000-000000000000';
+const T0 = Date.parse('2026-11-21T03:00:00.000Z');
+const dirs: string[] = [];
+afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+function rig(o: { holders?: string[]; resetFails?: string; health?: Partial<GpuHealthReading>; dryRun?: boolean } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'actuator-'));
+  dirs.push(dir);
+  let now = T0;
+  const annotations: Record<string, string> = {};
+  const published: GpuActionResultDetail[] = [];
+  const resets: string[] = [];
+  let ecc = 0;
+  const gpus: ActuatorGpus = {
+    indexOf: (u) => [G0, G1].indexOf(u) >= 0 ? [G0, G1].indexOf(u) : undefined,
+    holders: () => o.holders ?? [],
+    reset: (u) => (o.resetFails ? { ok: false, reason: o.resetFails } : (resets.push(u), { ok: true })),
+    health: () => ({ nvmlAnswers: true, recoveryAction: 'none', remapPending: false, remapFailed: false, eccUncorrected: ecc, ...o.health }),
+  };
+  const fence = new FenceFile(join(dir, 'unhealthyDevices.json'));
+  const actuator = new GpuActuator({
+    node: 'n1',
+    nodeApi: { annotations: async () => ({ ...annotations }), writeResults: async (json) => void (annotations[GPU_ACTION_RESULTS_ANNOTATION] = json) },
+    gpus,
+    fence,
+    publish: async (_t, d) => void published.push(d),
+    now: () => now,
+    ...(o.dryRun ? { dryRun: true } : {}),
+  });
+  const ask = (...reqs: Partial<GpuActionRequest>[]) => {
+    annotations[GPU_ACTIONS_ANNOTATION] = JSON.stringify(reqs.map((r, i) => ({ id: `req.${i}.${r.action}`, gpuUuid: G0, incident: 'n1/GPU-0/xid-95', requestedAt: new Date(T0).toISOString(), timeoutSeconds: 600, ...r })));
+  };
+  const results = () => JSON.parse(annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>;
+  return { dir, fence, actuator, ask, results, published, resets, advance: (ms: number) => (now += ms), bumpEcc: () => ecc++ };
+}
+
+describe('GpuActuator', () => {
+  it('fences, resets and probes once each, answering in the annotation and as events', async () => {
+    const r = rig();
+    r.ask({ action: 'fence' }, { action: 'reset', gpuUuid: G1 }, { action: 'probe', gpuUuid: G1, probeSeconds: 30 });
+    await r.actuator.tick();
+    expect(r.fence.read().uuid).toEqual([G0]);
+    expect(r.resets).toEqual([G1]);
+    expect(r.results()['req.2.probe']).toMatchObject({ state: 'running' });
+    r.advance(30_000);
+    await r.actuator.tick();
+    expect(r.results()['req.2.probe']).toMatchObject({ state: 'done', probe: { passed: true, eccUncorrectedDelta: 0 } });
+    expect(r.published.map((d) => `${d.action} ${d.state}`)).toEqual(['fence done', 'reset done', 'probe done']);
+    // redelivered / re-read: nothing is done twice
+    await r.actuator.tick();
+    expect(r.resets).toEqual([G1]);
+    expect(r.published).toHaveLength(3);
+  });
+
+  it('refuses a reset while processes hold the GPU and names them', async () => {
+    const r = rig({ holders: ['ml/train-0', 'pid 4242'] });
+    r.ask({ action: 'reset' });
+    await r.actuator.tick();
+    expect(r.results()['req.0.reset']).toMatchObject({ state: 'failed', reason: 'busy', holders: ['ml/train-0', 'pid 4242'] });
+    expect(r.resets).toEqual([]);
+  });
+
+  it('says why a reset failed, and fails a probe that saw a new uncorrected ECC error', async () => {
+    const r = rig({ resetFails: 'nvidia-smi --gpu-reset: GPU 0 did not come back' });
+    r.ask({ action: 'reset' }, { action: 'probe', gpuUuid: G1, probeSeconds: 10 });
+    await r.actuator.tick();
+    r.bumpEcc();
+    r.advance(10_000);
+    await r.actuator.tick();
+    expect(r.results()['req.0.reset']).toMatchObject({ state: 'failed', reason: 'nvidia-smi --gpu-reset: GPU 0 did not come back' });
+    expect(r.results()['req.1.probe']).toMatchObject({ state: 'done', probe: { passed: false, eccUncorrectedDelta: 1 } });
+  });
+
+  it('fails a reset it could not start within its timeout', async () => {
+    const r = rig();
+    r.ask({ action: 'reset', timeoutSeconds: 60 });
+    r.advance(61_000);
+    await r.actuator.tick();
+    expect(r.results()['req.0.reset']).toMatchObject({ state: 'failed', reason: 'timeout' });
+  });
+
+  it('dry run touches neither a GPU nor the file, and says so', async () => {
+    const r = rig({ dryRun: true });
+    r.ask({ action: 'fence' }, { action: 'reset', gpuUuid: G1 });
+    await r.actuator.tick();
+    expect(r.fence.read().uuid).toEqual([]);
+    expect(r.resets).toEqual([]);
+    expect(r.published.every((d) => d.dryRun && d.reason?.startsWith('dry run'))).toBe(true);
+  });
+
+  it('answers what it cannot do yet as not-supported, never as done', async () => {
+    const r = rig();
+    r.ask({ action: 'drain-on' });
+    await r.actuator.tick();
+    expect(r.results()['req.0.drain-on']).toMatchObject({ state: 'failed', reason: expect.stringMatching(/^not-supported/) });
+  });
+});
+
+describe('FenceFile (the ACK device plugin\'s unhealthy devices)', () => {
+  it('never removes an entry it did not add, whatever it is asked', () => {
+    fc.assert(
+      fc.property(fc.array(fc.record({ op: fc.constantFrom('add' as const, 'remove' as const), g: fc.constantFrom(G0, G1) }), { maxLength: 20 }), (ops) => {
+        const dir = mkdtempSync(join(tmpdir(), 'fence-'));
+        try {
+          const path = join(dir, 'unhealthyDevices.json');
+          writeFileSync(path, JSON.stringify({ index: ['3'], uuid: [G1] })); // written by someone else (NPD, a person)
+          const f = new FenceFile(path);
+          for (const o of ops) (o.op === 'add' ? f.add(o.g) : f.remove(o.g));
+          const now = JSON.parse(readFileSync(path, 'utf8')) as { index: string[]; uuid: string[] };
+          expect(now.index).toEqual(['3']);
+          expect(now.uuid).toContain(G1);
+        } finally {
+          rmSync(dir, { recursive: true, force: true });
+        }
+      }),
+      { numRuns: 100 },
+    );
+  });
+});
