@@ -115,7 +115,10 @@ describe('FenceFile (the ACK device plugin\'s unhealthy devices)', () => {
           const path = join(dir, 'unhealthyDevices.json');
           writeFileSync(path, JSON.stringify({ index: ['3'], uuid: [G1] })); // written by someone else (NPD, a person)
           const f = new FenceFile(path);
-          for (const o of ops) (o.op === 'add' ? f.add(o.g) : f.remove(o.g));
+          for (const o of ops) {
+            if (o.op === 'add') f.add(o.g);
+            else f.remove(o.g);
+          }
           const now = JSON.parse(readFileSync(path, 'utf8')) as { index: string[]; uuid: string[] };
           expect(now.index).toEqual(['3']);
           expect(now.uuid).toContain(G1);
