@@ -54,6 +54,13 @@ export class ClusterObserver {
     const labels = n.metadata.labels ?? {};
     const old = prev.metadata.labels ?? {};
     for (const [k, v] of Object.entries(labels)) if (k.startsWith('gpu-reflex.io/') && old[k] !== v) this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `node ${name} labelled ${k}=${v}` });
+    // GPU devices the device plugin reports (a fenced GPU leaving, returning): what the scheduler counts.
+    const alloc = (n.status?.allocatable ?? {}) as Record<string, string>;
+    const was = (prev.status?.allocatable ?? {}) as Record<string, string>;
+    for (const k of Object.keys({ ...was, ...alloc })) {
+      if (!(k === 'nvidia.com/gpu' || k.startsWith('nvidia.com/mig-')) || alloc[k] === was[k]) continue;
+      this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `node ${name} allocatable ${k} ${was[k] ?? 0} → ${alloc[k] ?? 0} (device plugin)` });
+    }
   }
 
   private pod(e: StoreEvent): void {

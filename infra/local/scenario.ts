@@ -46,6 +46,8 @@ export const FaultSchema = z.discriminatedUnion('kind', [
   z.object({ kind: z.literal('retiredPagesPending') }).strict(),
   z.object({ kind: z.literal('recoveryAction'), action: z.number().int().min(0).max(8) }).strict(),
   z.object({ kind: z.literal('nvlinkDown'), link: z.number().int().nonnegative() }).strict(),
+  // From then on the GPU does not come back from a reset (nvidia-smi --gpu-reset fails).
+  z.object({ kind: z.literal('resetFails') }).strict(),
 ]);
 export type Fault = z.infer<typeof FaultSchema>;
 

@@ -47,7 +47,7 @@ describe('gpu-reflex simulate, quarantine-restore scenario (6 h)', () => {
   it('the agent fenced, reset, probed and unfenced the GPU, in that order, each once', () => {
     const answers = result.report.events
       .filter((e) => (e.event as { 'detail-type': string })['detail-type'] === 'GPU Action Result')
-      .map((e) => (e.event as { detail: { action: string; state: string } }).detail)
+      .map((e) => (e.event as unknown as { detail: { action: string; state: string } }).detail)
       .map((d) => `${d.action} ${d.state}`);
     expect(answers).toEqual(['fence done', 'reset done', 'probe done', 'unfence done']);
   });

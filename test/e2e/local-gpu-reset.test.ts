@@ -1,0 +1,60 @@
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadScenario } from '../../infra/local/scenario.ts';
+import { startStack, type StackResult } from '../../infra/local/stack.ts';
+import { REPO_ROOT } from '../../infra/local/stack-env.ts';
+
+/**
+ * Issue #11 on the embedded stack, real agents (their actuators) and the device-plugin stand-in:
+ * XID 95 on GPU 0 of a100-fit-0 → fenced (allocatable 8 → 7, node schedulable), its pod evicted, an
+ * 8-GPU pod waits → reset → probe passed → allocatable 8, the 8-GPU pod runs. On a100-bad-0 the GPU
+ * does not come back from its reset → reboot-node → drained → awaiting-repair, a person told.
+ */
+describe('gpu-reflex simulate, gpu-reset scenario', () => {
+  let result: StackResult;
+  const lines: string[] = [];
+  beforeAll(async () => {
+    const scenario = loadScenario(join(REPO_ROOT, 'infra/local/scenarios/gpu-reset.yaml'));
+    result = await (await startStack(scenario, { clock: 'virtual', out: (l) => void lines.push(l) })).run();
+  }, 120_000);
+
+  const at = (re: RegExp) => {
+    const line = lines.find((l) => re.test(l));
+    expect(line, `no timeline line matches ${re}`).toBeDefined();
+    const [m, s] = line!.trim().split(/\s+/)[0]!.split(':').map(Number);
+    return m! * 60 + s!;
+  };
+
+  it('meets every expectation of the scenario', () => {
+    expect(result.report.summary.expectations?.filter((x) => !x.ok)).toEqual([]);
+    expect(result.report.summary.expectations?.length).toBe(3);
+  });
+
+  it('fences the GPU (allocatable 7, node schedulable), keeps an 8-GPU pod out until a passed probe returns it', () => {
+    const fenced = at(/node a100-fit-0 allocatable nvidia\.com\/gpu 8 → 7/);
+    const reset = at(/a100-fit-0\s+GPU Action Result\s+reset GPU reset/);
+    const probed = at(/a100-fit-0\s+GPU Action Result\s+probe probe passed/);
+    const restored = at(/remediate\s+restore restored/);
+    const back = at(/node a100-fit-0 allocatable nvidia\.com\/gpu 7 → 8/);
+    const runs = at(/pod ml-train\/whole-node scheduled on a100-fit-0/);
+    expect(fenced).toBeLessThan(reset);
+    expect(reset).toBeLessThan(probed);
+    expect(probed).toBeLessThanOrEqual(restored);
+    expect(restored).toBeLessThanOrEqual(back);
+    expect(back).toBeLessThanOrEqual(runs);
+    expect(lines.some((l) => /node a100-fit-0 cordoned/.test(l))).toBe(false);
+    const pod = result.report.final.pods.find((p) => p.metadata.name === 'whole-node')!;
+    expect(pod.spec.nodeName).toBe('a100-fit-0');
+  });
+
+  it('a GPU that does not come back from its reset climbs to reboot-node and waits for a person', () => {
+    const remediations = result.report.actions
+      .filter((a) => a.detailType === 'Remediation' && (a.detail.target as { node: string }).node === 'a100-bad-0')
+      .map((a) => `${String(a.detail.action)} ${String(a.detail.phase)}`);
+    expect(remediations).toEqual(['quarantine-gpu acted', 'reboot-node acted', 'reboot-node awaiting-repair']);
+    const last = result.report.actions.filter((a) => a.detailType === 'Remediation').find((a) => a.detail.phase === 'awaiting-repair')!;
+    expect(String(last.detail.reason)).toContain('a person must reboot it');
+    const failed = result.report.actions.find((a) => a.detail.action === 'reboot-node' && a.detail.phase === 'acted')!;
+    expect(String(failed.detail.reason)).toContain('did not come back from its reset');
+  });
+});
