@@ -19,7 +19,11 @@ import { Agent, type EventSink } from './agent.ts';
 import { registerAgentMetrics } from './agent-metrics.ts';
 import type { HealthThresholds } from './collectors/health.ts';
 import type { AgentConfig } from './config.ts';
-import type { OutgoingEvent } from './events.ts';
+import { gpuActionResultEvent, type OutgoingEvent } from './events.ts';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { GpuActuator } from './actuator/actuator.ts';
+import { FenceFile } from './actuator/fence-file.ts';
+import { kubeNode, nvidiaSmiReset, nvmlGpus } from './actuator/ports.ts';
 import { AgentHealth, startAgentHttp, type AgentHttpServer } from './http.ts';
 import { readLogLines } from './kmsg/read-log.ts';
 import { jsonLog } from './log.ts';
@@ -143,7 +147,7 @@ export async function runAgent(o: RunAgentOptions): Promise<number> {
         health,
         publisherStatus: () => (p ? p.status() : { lastPublishAt: null, spooledEvents: 0 }),
       });
-      await runLoops(agent, config, o, log, http.port);
+      await runLoops(agent, nvml, publisher ?? printSink(io.out), config, o, log, http.port);
       agent.flush();
     }
     return EXIT.ok;
@@ -160,7 +164,30 @@ export async function runAgent(o: RunAgentOptions): Promise<number> {
   }
 }
 
-async function runLoops(agent: Agent, config: AgentConfig, o: RunAgentOptions, log: PublisherLog, httpPort: number): Promise<void> {
+/** The actuator's loop: reads this node's GPU actions every `intervalMs` (docs/node-agent.md "The actuator"). */
+async function runActuator(nvml: Nvml, sink: EventSink, config: AgentConfig, o: RunAgentOptions, log: PublisherLog): Promise<void> {
+  const a = config.gpuActions;
+  const kc = new KubeConfig();
+  if (a.kubeconfig) kc.loadFromFile(a.kubeconfig);
+  else kc.loadFromCluster();
+  const actuator = new GpuActuator({
+    node: config.nodeName,
+    nodeApi: kubeNode(kc.makeApiClient(CoreV1Api), config.nodeName),
+    gpus: nvmlGpus(nvml, nvidiaSmiReset(a.nvidiaSmi)),
+    fence: new FenceFile(a.fenceFile),
+    publish: async (_type, detail) => void sink.publish(gpuActionResultEvent(detail)),
+    now: Date.now,
+    dryRun: o.print === true,
+    log: (line) => log.info(line),
+  });
+  log.info('actuator started', { fenceFile: a.fenceFile, nvidiaSmi: a.nvidiaSmi, everyMs: a.intervalMs });
+  while (!o.stop.aborted) {
+    await actuator.tick().catch((err: unknown) => log.error('gpu actions failed', { error: err instanceof Error ? err.message : String(err) }));
+    await sleep(a.intervalMs, undefined, { signal: o.stop }).catch(() => undefined);
+  }
+}
+
+async function runLoops(agent: Agent, nvml: Nvml, sink: EventSink, config: AgentConfig, o: RunAgentOptions, log: PublisherLog, httpPort: number): Promise<void> {
   const { stop } = o;
   const failed = (step: string) => (err: unknown) => {
     log.error(`${step} failed`, { error: err instanceof Error ? err.message : String(err) });
@@ -182,8 +209,9 @@ async function runLoops(agent: Agent, config: AgentConfig, o: RunAgentOptions, l
     }
   })();
   const kernel = followKernelLog(agent, config.kmsgPath, stop, log);
+  const actions = config.gpuActions.enabled ? runActuator(nvml, sink, config, o, log) : Promise.resolve();
   o.onReady?.({ httpPort, agent });
-  await Promise.all([sampling, events, kernel]);
+  await Promise.all([sampling, events, kernel, actions]);
 }
 
 /** /dev/kmsg records carry microseconds since boot: `6,1234,5678901,-;NVRM: Xid ...`. */

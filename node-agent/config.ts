@@ -41,6 +41,13 @@ const EnvSchema = z.object({
   KMSG_PATH: z.string().trim().min(1).default('/dev/kmsg'),
   PROC_ROOT: z.string().trim().min(1).default('/proc'),
   DRY_RUN: z.stringbool().default(false),
+  // The actuator (GPU actions the functions ask for in the Node annotation gpu-reflex.io/gpu-actions).
+  GPU_ACTIONS: z.stringbool().default(false),
+  GPU_ACTIONS_INTERVAL_MS: ms(5_000),
+  FENCE_FILE: z.string().trim().min(1).default('/etc/nvidia-device-plugin/unhealthyDevices.json'),
+  NVIDIA_SMI: z.string().trim().min(1).default('nvidia-smi'),
+  /** Outside a cluster: where the Node is read from. In-cluster the ServiceAccount is used. */
+  KUBECONFIG: optionalText,
 });
 
 export interface AgentConfig {
@@ -72,6 +79,8 @@ export interface AgentConfig {
   readonly procRoot: string;
   /** Publish nothing: events are logged instead of sent (wired as a decorator on the sender). */
   readonly dryRun: boolean;
+  /** The actuator: off unless GPU_ACTIONS=true (it needs the Node, the fence file's hostPath and nvidia-smi). */
+  readonly gpuActions: Readonly<{ enabled: boolean; intervalMs: number; fenceFile: string; nvidiaSmi: string; kubeconfig: string | undefined; inCluster: boolean }>;
 }
 
 export class ConfigError extends Error {
@@ -89,6 +98,9 @@ export function loadAgentConfig(env: Record<string, string | undefined> = proces
   const e = parsed.data;
   if (e.NODE_NAME === undefined && e.KUBERNETES_SERVICE_HOST !== undefined) {
     throw new ConfigError('NODE_NAME: required in-cluster; set it from the downward API (fieldRef: spec.nodeName)');
+  }
+  if (e.GPU_ACTIONS && e.KUBECONFIG === undefined && e.KUBERNETES_SERVICE_HOST === undefined) {
+    throw new ConfigError('GPU_ACTIONS: the actuator reads this node\'s Node object; set KUBECONFIG, or run it in-cluster');
   }
   if (e.TEMP_WARN_C >= e.TEMP_CRIT_C) {
     throw new ConfigError(`TEMP_WARN_C (${e.TEMP_WARN_C}) must be below TEMP_CRIT_C (${e.TEMP_CRIT_C})`);
@@ -120,6 +132,7 @@ export function loadAgentConfig(env: Record<string, string | undefined> = proces
     kmsgPath: e.KMSG_PATH,
     procRoot: e.PROC_ROOT,
     dryRun: e.DRY_RUN,
+    gpuActions: Object.freeze({ enabled: e.GPU_ACTIONS, intervalMs: e.GPU_ACTIONS_INTERVAL_MS, fenceFile: e.FENCE_FILE, nvidiaSmi: e.NVIDIA_SMI, kubeconfig: e.KUBECONFIG, inCluster: e.KUBERNETES_SERVICE_HOST !== undefined }),
   };
   return Object.freeze(config);
 }

@@ -96,6 +96,9 @@ describe('GpuActuator', () => {
     expect(r.fence.read().uuid).toEqual([]);
     expect(r.resets).toEqual([]);
     expect(r.published.every((d) => d.dryRun && d.reason?.startsWith('dry run'))).toBe(true);
+    expect(r.results()).toEqual({}); // nothing written to the Node
+    await r.actuator.tick();
+    expect(r.published).toHaveLength(2); // answered once
   });
 
   it('answers what it cannot do yet as not-supported, never as done', async () => {

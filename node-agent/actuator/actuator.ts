@@ -13,7 +13,8 @@
  *   drain-on/off, mig-cleanup — answered `failed: not-supported` (not built yet; the functions fall back)
  *
  * A request older than its `timeoutSeconds` that could not finish fails `timeout`. `dryRun`: nothing
- * is done to a GPU or a file, every request is answered done with "dry run: …" and the events say so.
+ * is done to a GPU, a file or the Node; every request is answered once, in the event only, done with
+ * "dry run: …", and the events say so.
  * Time is the injected clock (the one clock), so a probe window passes in virtual time under simulate.
  */
 import { GPU_ACTION_RESULT, GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, GpuActionRequestsSchema, GpuActionStatesSchema, SCHEMA_VERSION, type GpuActionRequest, type GpuActionResultDetail, type GpuActionState, type GpuProbe } from '../../events/index.ts';
@@ -70,6 +71,8 @@ interface Probing {
 export class GpuActuator {
   /** Probes under way (in memory: a restarted agent starts a probe over). */
   private readonly probing = new Map<string, Probing>();
+  /** Dry run writes nothing to the Node: what it answered is remembered here instead. */
+  private readonly dryAnswered = new Set<string>();
 
   constructor(private readonly o: ActuatorOptions) {}
 
@@ -89,17 +92,20 @@ export class GpuActuator {
     for (const r of requests) {
       const prior = results[r.id];
       if (prior && (prior.state === 'done' || prior.state === 'failed')) continue;
+      if (this.dryAnswered.has(r.id)) continue;
       if (busy.has(r.gpuUuid)) continue;
       const state = this.carryOut(r);
       results[r.id] = state;
       if (state.state === 'running') busy.add(r.gpuUuid);
       if (state.state === 'done' || state.state === 'failed') {
+        if (this.o.dryRun) this.dryAnswered.add(r.id);
         answered.push(this.detail(r, state));
         this.o.log?.(`gpu action ${r.id}: ${r.action} ${r.gpuUuid} ${state.state}${state.reason ? ` (${state.reason})` : ''}`);
       }
     }
     const after = JSON.stringify(results);
-    if (after !== (before ?? '{}')) await this.o.nodeApi.writeResults(after);
+    // A dry run changes nothing in the cluster either: its answers are only printed.
+    if (!this.o.dryRun && after !== (before ?? '{}')) await this.o.nodeApi.writeResults(after);
     // Written first: the functions read the annotation; the event is the prompt, never the only copy.
     for (const d of answered) await this.o.publish(GPU_ACTION_RESULT, d);
     return answered;

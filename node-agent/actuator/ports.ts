@@ -4,6 +4,7 @@
  * NVML plus a reset tool (`nvidia-smi --gpu-reset`, or the mock NVML library's reset under the
  * local stack).
  */
+import { spawnSync } from 'node:child_process';
 import { PatchStrategy, setHeaderOptions, type CoreV1Api } from '@kubernetes/client-node';
 import { GPU_ACTION_RESULTS_ANNOTATION } from '../../events/index.ts';
 import type { Nvml } from '../nvml/nvml.ts';
@@ -58,5 +59,19 @@ export function nvmlGpus(nvml: Nvml, reset: GpuReset, podOfPid: (pid: number) =>
         return { nvmlAnswers: false, recoveryAction: 'unknown', remapPending: false, remapFailed: false, eccUncorrected: 0 };
       }
     },
+  };
+}
+
+/**
+ * `nvidia-smi --gpu-reset -i <uuid>`: ok on exit 0; otherwise its own words (last line of its
+ * output), or why it could not run. Bounded (a reset that hangs is a failed reset).
+ */
+export function nvidiaSmiReset(path: string, timeoutMs = 120_000): GpuReset {
+  return (uuid) => {
+    const r = spawnSync(path, ['--gpu-reset', '-i', uuid], { encoding: 'utf8', timeout: timeoutMs });
+    if (r.error) return { ok: false, reason: `${path}: ${(r.error as NodeJS.ErrnoException).code ?? r.error.message}` };
+    if (r.status === 0) return { ok: true };
+    const said = `${r.stdout ?? ''}\n${r.stderr ?? ''}`.trim().split('\n').filter(Boolean).at(-1) ?? '';
+    return { ok: false, reason: `${path} --gpu-reset exited ${r.status ?? r.signal}${said ? `: ${said}` : ''}` };
   };
 }

@@ -20,3 +20,14 @@ describe('infra/k8s RBAC for the functions', () => {
     expect(flattenRbac(granted)).not.toContain('/pods delete');
   });
 });
+
+describe('infra/k8s RBAC for the node agent actuator', () => {
+  const actuator = parseAllDocuments(readFileSync(new URL('../../infra/k8s/node-agent-actuator.yaml', import.meta.url), 'utf8')).map((d) => d.toJS() as { kind: string; rules?: RbacRule[]; subjects?: { name: string }[] });
+  it('grants exactly what node-agent/actuator/ports.ts calls (get and patch nodes), bound to the agent', () => {
+    const role = actuator.find((d) => d.kind === 'ClusterRole')!;
+    expect(role.rules).toEqual([{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'patch'] }]);
+    const calls = readFileSync(new URL('../../node-agent/actuator/ports.ts', import.meta.url), 'utf8').match(/core\.(\w+)\(/g);
+    expect([...new Set(calls)].sort()).toEqual(['core.patchNode(', 'core.readNode(']);
+    expect(actuator.find((d) => d.kind === 'ClusterRoleBinding')!.subjects).toEqual([expect.objectContaining({ name: 'gpu-reflex-node-agent' })]);
+  });
+});
