@@ -23,10 +23,17 @@ describe('XID catalog', () => {
     expect(describeXid(45).escalateOnRepeat).toBe(false);
   });
 
-  it('observes and notifies on unknown XIDs, 999 included', () => {
+  it('quarantines the GPU and tells a person on unknown XIDs, 999 included: never a node drain, never a silent observe', () => {
     for (const xid of [999, 12345]) {
-      expect(describeXid(xid)).toMatchObject({ action: 'observe', notify: true });
+      expect(describeXid(xid)).toMatchObject({ action: 'quarantine-gpu', then: [], notify: true });
     }
+  });
+
+  it('follows the current catalog where it corrected older tables (xid.md review, 2026-11-23)', () => {
+    // 142: CONTACT_SUPPORT, no automated action; 160: IGNORE; 61: unused. Observe and tell a person.
+    for (const xid of [61, 142, 160]) expect(describeXid(xid), `XID ${xid}`).toMatchObject({ action: 'observe', then: [], notify: true });
+    expect(describeXid(142).nvidiaAction).toBe('CONTACT_SUPPORT');
+    expect(describeXid(160).nvidiaAction).toBe('IGNORE');
   });
 
   it('only uses known actions', () => {

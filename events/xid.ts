@@ -62,7 +62,7 @@ const ROWS: Row[] = [
   [46, 'GPU timeout', 'RESET_GPU', 'hardware', 'quarantine-gpu', RESET, false, false, 'quarantine the GPU and reset it; reboot if it persists'],
   [48, 'double-bit ECC error (uncorrectable)', 'RESET_GPU', 'hardware', 'quarantine-gpu', RESET, false, false, 'quarantine the GPU and reset it; 5 or more in 24 h: replace'],
   [54, 'auxiliary power not connected', 'CHECK_MECHANICALS', 'hardware', 'drain-node', [], false, true, 'drain the node; a person must check power cabling'],
-  [61, 'internal micro-controller breakpoint/warning', 'CONTACT_SUPPORT', 'driver', 'observe', [], false, true, 'observe and notify; contact support if it recurs'],
+  [61, 'unused in NVIDIA\'s current catalog (older drivers: internal micro-controller breakpoint/warning)', 'CONTACT_SUPPORT', 'driver', 'observe', [], false, true, 'observe and notify; contact support if it recurs'],
   [62, 'internal micro-controller halt', 'RESET_GPU', 'hardware', 'quarantine-gpu', RESET, false, false, 'quarantine the GPU and reset it'],
   [63, 'row remap / page retirement recorded', 'IGNORE', 'hardware', 'observe', ['quarantine-gpu'], false, false, 'observe; schedule a GPU reset when it is idle to apply the pending remap'],
   [64, 'row remap / page retirement failed', 'RESET_GPU', 'hardware', 'quarantine-gpu', ['reboot-node', 'replace-node'], false, false, 'quarantine the GPU and reset it; if it recurs, replace'],
@@ -81,7 +81,7 @@ const ROWS: Row[] = [
   [136, 'link training failed', 'RESET_GPU', 'hardware', 'quarantine-gpu', RESET, false, false, 'quarantine the GPU and reset it'],
   [137, 'illegal NVLink peer access (application)', 'IGNORE', 'application', 'observe', [], false, false, 'observe'],
   [140, 'unrecovered ECC error', 'RESET_GPU', 'hardware', 'quarantine-gpu', RESET, false, false, 'quarantine the GPU and reset it'],
-  [142, 'NVENC3 hardware failure', 'CONTACT_SUPPORT', 'hardware', 'drain-node', ['replace-node'], false, true, 'drain the node and replace it; contact support'],
+  [142, 'NVENC3 engine error (GB200)', 'CONTACT_SUPPORT', 'hardware', 'observe', [], false, true, 'observe and tell a person: NVIDIA names no automated action; never drain on its own'],
   [143, 'GPU initialization error', 'RESET_GPU', 'hardware', 'quarantine-gpu', RESET, false, false, 'quarantine the GPU and reset it'],
   ...[144, 145, 146, 147, 148, 149, 150].map((x): Row => [x, 'NVLink5 error (Blackwell)', 'RESET_GPU', 'hardware', 'quarantine-gpu', RESET, false, false, 'quarantine the GPU, reset it, then reboot; decode per NVIDIA\'s NVLink5 sheet']),
   [151, 'confidential-computing key rotation failed', 'RESTART_VM', 'driver', 'drain-node', ['replace-node'], false, false, 'drain the node and replace the instance'],
@@ -90,7 +90,7 @@ const ROWS: Row[] = [
   [156, 'resource retirement event', 'RESET_GPU', 'hardware', 'quarantine-gpu', RESET, false, false, 'quarantine the GPU and reset it'],
   [157, 'resource retirement failed (no spare resources)', 'IGNORE', 'hardware', 'observe', [], false, true, 'observe and notify; investigate with support'],
   [158, 'GPU fatal timeout', 'RESET_GPU', 'hardware', 'quarantine-gpu', RESET, false, false, 'quarantine the GPU and reset it'],
-  [160, 'channel retirement', 'RESTART_BM', 'hardware', 'drain-node', ['reboot-node', 'replace-node'], false, false, 'drain the node and power-cycle it'],
+  [160, 'channel retirement event (B100/GB200)', 'IGNORE', 'hardware', 'observe', [], false, true, 'observe and notify: NVIDIA\'s current catalog says IGNORE (investigate software)'],
 ];
 
 export const XID_CATALOG: ReadonlyMap<number, XidInfo> = new Map(
@@ -103,7 +103,11 @@ export const XID_CATALOG: ReadonlyMap<number, XidInfo> = new Map(
 /** NVML reports 999 when the driver does not know the XID. */
 export const UNKNOWN_XID = 999;
 
-/** Unknown XIDs are observed and a person is told (xid.md: "Unknown XIDs: observe and notify"). */
+/**
+ * An XID not in the catalog: its GPU is quarantined (fenced, its pods moved) and a person is told —
+ * never a node drain for something nobody can name, never a silent observe. It returns like any
+ * GPU quarantine: on a reset and a passed probe.
+ */
 export function describeXid(xid: number): XidInfo {
   return (
     XID_CATALOG.get(xid) ?? {
@@ -111,11 +115,11 @@ export function describeXid(xid: number): XidInfo {
       meaning: xid === UNKNOWN_XID ? 'unknown XID (NVML reports 999)' : `XID ${xid} is not in the catalog`,
       nvidiaAction: 'CONTACT_SUPPORT',
       fault: 'unknown',
-      action: 'observe',
+      action: 'quarantine-gpu',
       then: [],
       escalateOnRepeat: false,
       notify: true,
-      recommendation: 'observe and notify; look the XID up in NVIDIA\'s catalog',
+      recommendation: 'quarantine the GPU and tell a person; look the XID up in NVIDIA\'s catalog',
     }
   );
 }

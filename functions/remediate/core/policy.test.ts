@@ -63,8 +63,8 @@ describe('default policy', () => {
     expect(resolveRule(DEFAULT_POLICY, undefined, { kind: 'xid', xid: 79, recoveryAction: 'none' }).action).toBe('drain-node');
   });
 
-  it('observes and notifies on XIDs outside the catalog', () => {
-    expect(resolveRule(DEFAULT_POLICY, undefined, 999)).toMatchObject({ action: 'observe', notify: true, escalate: null });
+  it('quarantines the GPU and notifies on XIDs outside the catalog (never a node drain)', () => {
+    expect(resolveRule(DEFAULT_POLICY, undefined, 999)).toMatchObject({ action: 'quarantine-gpu', then: [], notify: true, escalate: null });
   });
 
   it('never lets XID 45 escalate, even when a pool asks', () => {
