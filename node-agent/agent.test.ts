@@ -48,6 +48,19 @@ describe('Agent.sampleOnce', () => {
     expectValid(health);
   });
 
+  it('publishes throttling from the clock-event bit mask through the real path (0x48: hardware and thermal slowdown)', async () => {
+    // mock NVML mask → koffi binding → clock-reason names → health collector → event
+    fx = await startAgent(oneGpu({ series: { intervalMs: 1000, clockEventReasons: [0, 0x48, 0x48, 0x1, 0x1] } }));
+    const health: OutgoingEvent[] = [];
+    for (let s = 0; s < 5; s++) {
+      health.push(...ofType(await fx.agent.sampleOnce(), 'GPU Health Changed'));
+      fx.advance(1000);
+    }
+    expect(health.map((e) => [detail(e).condition, detail(e).state])).toEqual([['throttling', 'firing'], ['throttling', 'resolved']]);
+    expect(String(detail(health[0]!).message)).toContain('hwSlowdown, hwThermalSlowdown');
+    expectValid(health);
+  });
+
   it('publishes one utilization summary when the window closes, and the rest on flush', async () => {
     fx = await startAgent('dgx-a100-8x.json');
     const summaries: OutgoingEvent[] = [];

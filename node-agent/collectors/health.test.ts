@@ -72,7 +72,7 @@ describe('HealthEvaluator', () => {
   });
 
   it('ignores normal clock reasons and reports hardware throttling', () => {
-    expect(run([{ throttleReasons: ['gpu-idle'] }, { throttleReasons: ['sw-power-cap'] }, { throttleReasons: ['hw-slowdown'] }, { throttleReasons: [] }])).toEqual([
+    expect(run([{ throttleReasons: ['gpuIdle'] }, { throttleReasons: ['swPowerCap'] }, { throttleReasons: ['hwSlowdown'] }, { throttleReasons: [] }])).toEqual([
       [2, 'throttling', 'firing', 'warning'],
       [3, 'throttling', 'resolved', 'info'],
     ]);

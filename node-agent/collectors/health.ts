@@ -6,6 +6,7 @@
  * temperature > 80 °C warning / > 85 °C critical, power > 90% of the enforced limit, any
  * uncorrected ECC error, pending page retirement or row remap.
  */
+import { HW_THROTTLE_REASONS } from '../nvml/clock-reasons.ts';
 import type { GpuHealthChangedDetail, HealthCondition } from '../../events/catalog/gpu-health-changed.ts';
 import { refOf, type GpuReading, type GpuRef } from './reading.ts';
 
@@ -39,7 +40,7 @@ type Level = 0 | Severity;
 const RANK: Record<string, number> = { 0: 0, info: 1, warning: 2, critical: 3 };
 
 /** Throttle reasons that mean hardware trouble; idle, app-clock and SW power cap are normal. */
-const HW_THROTTLE = new Set(['hw-slowdown', 'hw-thermal-slowdown', 'hw-power-brake-slowdown', 'sw-thermal-slowdown']);
+const HW_THROTTLE = HW_THROTTLE_REASONS;
 
 interface CondState {
   level: Level;

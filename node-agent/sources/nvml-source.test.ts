@@ -19,7 +19,7 @@ describe('toReading (GpuSample → GpuReading)', () => {
     ['volatile uncorrected ECC only', { ecc: { volatileCorrected: 9, volatileUncorrected: 2, aggregateCorrected: 90, aggregateUncorrected: 20 } }, { eccUncorrectedVolatile: 2 }],
     ['zero is not absent', { ecc: { volatileCorrected: 0, volatileUncorrected: 0, aggregateCorrected: 0, aggregateUncorrected: 0 }, retiredPagesPending: false }, { eccUncorrectedVolatile: 0, retiredPagesPending: false }],
     ['remapped rows', { remappedRows: { correctable: 1, uncorrectable: 2, pending: true, failure: false } }, { remappedRows: { correctable: 1, uncorrectable: 2, pending: true, failure: false } }],
-    ['clock reasons by name', { clockEventReasons: { mask: 0x8, reasons: ['hw-slowdown'] } }, { throttleReasons: ['hw-slowdown'] }],
+    ['clock reasons by name', { clockEventReasons: { mask: 0x8, reasons: ['hwSlowdown'] } }, { throttleReasons: ['hwSlowdown'] }],
     ['NVLinks by link index', { nvlinks: [{ link: 0, active: true }, { link: 1, active: false }, { link: 2, active: true }] }, { nvlinkActive: [true, false, true] }],
     ['a named recovery action', { recoveryAction: { code: 4, action: 'drain-and-reset' } }, { recoveryAction: 'drain-and-reset' }],
     ['an unnamed recovery action code stays absent', { recoveryAction: { code: 42 } }, {}],
