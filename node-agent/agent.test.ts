@@ -61,6 +61,19 @@ describe('Agent.sampleOnce', () => {
     expectValid(health);
   });
 
+  it('publishes every change of the recovery action, not only none ↔ not-none', async () => {
+    // field 230 through the real path: gpu-reset (1) → node-reboot (2) → none (0)
+    const faults = [1, 2, 0].map((action, i) => ({ atMs: 1000 * (i + 1), gpu: 0, kind: 'recoveryAction', action }));
+    fx = await startAgent(oneGpu({}, { faults }));
+    const health: OutgoingEvent[] = [];
+    for (let s = 0; s < 5; s++) {
+      health.push(...ofType(await fx.agent.sampleOnce(), 'GPU Health Changed').filter((e) => detail(e).condition === 'recovery-action'));
+      fx.advance(1000);
+    }
+    expect(health.map((e) => [detail(e).state, detail(e).recoveryAction])).toEqual([['firing', 'gpu-reset'], ['firing', 'node-reboot'], ['resolved', 'none']]);
+    expectValid(health);
+  });
+
   it('publishes one utilization summary when the window closes, and the rest on flush', async () => {
     fx = await startAgent('dgx-a100-8x.json');
     const summaries: OutgoingEvent[] = [];

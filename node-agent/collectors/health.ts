@@ -48,6 +48,8 @@ interface CondState {
   since?: number;
   /** For counters (ECC): the last value seen. */
   last?: number;
+  /** recovery-action: the action NVML named last (every change is an event). */
+  action?: string;
 }
 
 export type HealthEvent = Omit<GpuHealthChangedDetail, 'schemaVersion' | 'eventId' | 'node' | 'observedAt'>;
@@ -145,8 +147,16 @@ export class HealthEvaluator {
     }
     if (r.nvlinkActive) out.push(...this.nvlink(r, gpu));
     if (r.recoveryAction !== undefined) {
+      // Every change of the value is news (gpu-reset → node-reboot is not "still firing"), so the
+      // state remembers the action itself, not only whether one is asked.
       const act = r.recoveryAction;
-      step('recovery-action', act === 'none' ? 0 : 'critical', act === 'none' ? 'no recovery action needed' : `NVML asks for recovery action ${act}`, { recoveryAction: act });
+      const key = `${r.uuid}/recovery-action`;
+      const prev = this.state.get(key);
+      const level: Level = act === 'none' ? 0 : 'critical';
+      if (prev === undefined ? level !== 0 : prev.action !== act) {
+        this.state.set(key, { level, action: act });
+        out.push(event(gpu, 'recovery-action', level, act === 'none' ? 'no recovery action needed' : `NVML asks for recovery action ${act}${prev?.action && prev.action !== 'none' ? ` (was ${prev.action})` : ''}`, { recoveryAction: act }));
+      }
     }
     return out;
   }
