@@ -61,6 +61,14 @@ describe('Agent.sampleOnce', () => {
     expectValid(health);
   });
 
+  it('an odd NVML answer for one optional field fails that field alone: the rest is sampled, the error counted', async () => {
+    // Field 230 (recovery action) answering NVML_ERROR_UNKNOWN, as some pre-R565 drivers do.
+    fx = await startAgent(oneGpu({ recoveryActionReturn: 999, series: { intervalMs: 1000, tempC: [90] } }));
+    const out = await fx.agent.sampleOnce();
+    expect(ofType(out, 'GPU Health Changed').map((e) => detail(e).condition)).toEqual(['temperature']);
+    expect(ofType(out, 'GPU Health Changed').some((e) => detail(e).condition === 'monitoring-degraded')).toBe(false);
+  });
+
   it('publishes every change of the recovery action, not only none ↔ not-none', async () => {
     // field 230 through the real path: gpu-reset (1) → node-reboot (2) → none (0)
     const faults = [1, 2, 0].map((action, i) => ({ atMs: 1000 * (i + 1), gpu: 0, kind: 'recoveryAction', action }));

@@ -127,6 +127,7 @@ export class Agent {
       if (crossings.some((h) => h.state === 'firing')) this.o.health?.setNvmlHealthy(false, `NVML sampling fails: ${result.reason}`);
       return this.emit(crossings.map((h) => healthEvent(this.o.nodeName, nowMs, h)));
     }
+    for (const e of result.fieldErrors ?? []) this.metrics.nvmlError(e);
     if (this.sampleFailures > 0) this.log.info('sampling the GPUs works again', { failedSamples: this.sampleFailures });
     this.sampleFailures = 0;
     this.o.health?.setNvmlHealthy(true);

@@ -1,4 +1,4 @@
-import { isGpuLost } from './errors.ts';
+import { isGpuLost, NvmlError } from './errors.ts';
 import type { ClockEventReasons, EccCounts, GpuProcess, MemoryInfo, NvLinkState, NvmlDevice, RecoveryAction, RemappedRows } from './device.ts';
 import { migDevices, migMode, type MigDeviceInfo } from './mig.ts';
 import type { Nvml } from './nvml.ts';
@@ -28,6 +28,12 @@ export interface GpuSample {
   migDevices?: MigDeviceInfo[];
   recoveryAction?: RecoveryAction;
   unsupported: string[];
+  /**
+   * Optional fields whose NVML call failed with an error other than NOT_SUPPORTED (an older driver
+   * answering field 230 with something odd, a transient driver error): each fails alone, named here
+   * with NVML's error, and the rest of the sample stands.
+   */
+  unavailable?: { field: string; error: string }[];
 }
 
 /** The GPU answered NVML_ERROR_GPU_IS_LOST: the health collector turns this into "GPU lost". */
@@ -80,7 +86,15 @@ export function sampleDevice(nvml: Nvml, index: number): GpuSampleResult {
       recoveryAction: () => d.recoveryAction(),
     };
     for (const [name, read] of Object.entries(fields) as [keyof GpuSample, () => unknown][]) {
-      const value = read();
+      let value: unknown;
+      try {
+        value = read();
+      } catch (err) {
+        // A lost GPU is the whole sample's story; any other NVML error is this field's alone.
+        if (!(err instanceof NvmlError) || isGpuLost(err)) throw err;
+        (sample.unavailable ??= []).push({ field: name, error: (err as NvmlError).nvmlName });
+        continue;
+      }
       if (value === undefined) sample.unsupported.push(name);
       else (sample as unknown as Record<string, unknown>)[name] = value;
     }

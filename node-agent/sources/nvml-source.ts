@@ -71,7 +71,7 @@ export function toReading(sample: GpuSample, name: string): GpuReading {
 }
 
 export type SampleResult =
-  | { ok: true; readings: GpuReading[] }
+  | { ok: true; readings: GpuReading[]; /** NVML error names of optional fields that failed alone (metrics). */ fieldErrors?: string[] }
   /** `reason` is NVML's name for the error (`NVML_ERROR_UNKNOWN`), or the message. */
   | { ok: false; reason: string; error: unknown };
 
@@ -111,9 +111,11 @@ export class NvmlSource {
   /** One sample of every known GPU. Never throws an NvmlError: see the contract above. */
   sample(): SampleResult {
     const readings: GpuReading[] = [];
+    const fieldErrors: string[] = [];
     try {
       for (const gpu of this.gpus) {
         const s = sampleDevice(this.nvml, gpu.index);
+        if (s.state === 'ok') fieldErrors.push(...(s.unavailable ?? []).map((u) => u.error));
         readings.push(s.state === 'ok' ? toReading(s, gpu.name) : { ...gpu, lost: true });
       }
     } catch (err) {
@@ -121,7 +123,7 @@ export class NvmlSource {
       if (!(err instanceof NvmlError)) throw err;
       return { ok: false, reason: err.nvmlName, error: err };
     }
-    return { ok: true, readings };
+    return fieldErrors.length > 0 ? { ok: true, readings, fieldErrors } : { ok: true, readings };
   }
 
   /** The GPU's recovery action now, or undefined (unsupported, unnamed code, or GPU gone). */

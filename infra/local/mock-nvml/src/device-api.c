@@ -212,7 +212,9 @@ EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCoun
     v->timestamp = (long long)now.tv_sec * 1000000 + now.tv_nsec / 1000;
     v->latencyUsec = 0;
     v->value.ullVal = 0;
-    if (v->fieldId == NVML_FI_DEV_GET_GPU_RECOVERY_ACTION && !(gpu->unsupported & U_RECOVERY_ACTION)) {
+    if (v->fieldId == NVML_FI_DEV_GET_GPU_RECOVERY_ACTION && gpu->recoveryActionReturn) {
+      v->nvmlReturn = (nvmlReturn_t)gpu->recoveryActionReturn;
+    } else if (v->fieldId == NVML_FI_DEV_GET_GPU_RECOVERY_ACTION && !(gpu->unsupported & U_RECOVERY_ACTION)) {
       v->valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
       v->value.uiVal = gpu->recoveryAction;
       v->nvmlReturn = NVML_SUCCESS;
