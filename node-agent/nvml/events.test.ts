@@ -69,6 +69,16 @@ describe('NvmlEventWatcher', () => {
     expect(await watcher.wait(0)).toBeNull();
   });
 
+  it('a GPU that refuses event registration is skipped, and the set keeps the others', async () => {
+    const two = oneGpu() as { gpus: Record<string, unknown>[] };
+    const scenario = { ...two, gpus: [{ ...two.gpus[0], registerEventsReturn: 999 }, { ...two.gpus[0], uuid: 'GPU-00000000-1111-2222-3333-555555555555', pciBusId: '00000000:3C:00.0' }] };
+    const { mock, watcher } = await watch(scenario);
+    expect(watcher.registered.map((r) => r.index)).toEqual([1]);
+    expect(watcher.skipped).toEqual([{ index: 0, reason: 'nvmlDeviceRegisterEvents: Unknown Error' }]);
+    expect(mock.injectXid(1, 79)).toBe(0);
+    expect(await watcher.wait(1000)).toMatchObject({ kind: 'event', deviceIndex: 1, xid: 79 });
+  });
+
   it('reports a lost GPU once and keeps delivering the others', async () => {
     const { mock, watcher, nvml } = await watch('dgx-a100-8x.json');
     const uuid = nvml.device(5).uuid();

@@ -98,7 +98,13 @@ export class NvmlEventWatcher {
         if (!this.skipped.some((s) => s.index === r.index)) this.skipped.push({ index: r.index, reason: src === NVML.SUCCESS ? 'no requested event type supported' : this.nvml.lib.nvmlErrorString(src) });
         continue;
       }
-      this.nvml.check('nvmlDeviceRegisterEvents', this.nvml.lib.nvmlDeviceRegisterEvents(r.handle, types, this.set));
+      // One GPU refusing registration does not take the others down: NVML documents the set stays
+      // usable. That GPU is skipped (its XIDs still come from the kernel log, its health from sampling).
+      const rc = this.nvml.lib.nvmlDeviceRegisterEvents(r.handle, types, this.set);
+      if (rc !== NVML.SUCCESS) {
+        if (!this.skipped.some((s) => s.index === r.index)) this.skipped.push({ index: r.index, reason: `nvmlDeviceRegisterEvents: ${this.nvml.lib.nvmlErrorString(rc)}` });
+        continue;
+      }
       keep.push(r);
     }
     this.registered.splice(0, this.registered.length, ...keep);

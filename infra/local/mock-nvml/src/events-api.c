@@ -46,6 +46,7 @@ EXPORT nvmlReturn_t nvmlDeviceRegisterEvents(nvmlDevice_t device, unsigned long 
   mock_set *s = as_set(set);
   if (!s) return end(NVML_ERROR_INVALID_ARGUMENT);
   if ((gpu->unsupported & U_EVENTS) || (eventTypes & ~gpu->supportedEvents)) return end(NVML_ERROR_NOT_SUPPORTED);
+  if (gpu->registerEventsReturn) return end((nvmlReturn_t)gpu->registerEventsReturn);
   s->mask[gpu->index] |= eventTypes;
   return end(NVML_SUCCESS);
 }

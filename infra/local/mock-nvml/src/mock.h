@@ -156,6 +156,7 @@ typedef struct mock_gpu {
   int procCount;
   int lost;
   int resetFails; /* a `resetFails` fault fired: mockNvmlResetGpu answers failure */
+  unsigned int registerEventsReturn; /* non-zero: nvmlDeviceRegisterEvents refuses this GPU with it */
   unsigned int recoveryActionReturn; /* non-zero: field 230 answers this NVML error (a pre-R565 driver's oddity) */
   unsigned int resets; /* resets done (mockNvmlResetGpu) */
 } mock_gpu;

@@ -132,6 +132,7 @@ static int load_gpu(const json_value *o, int i) {
   gpu->nvlinkCount = (unsigned int)n;
   n = 0; if (!get_num(o, "recoveryAction", path, &n, 0)) return 0; gpu->recoveryAction = (unsigned int)n;
   n = 0; if (!get_num(o, "recoveryActionReturn", path, &n, 0)) return 0; gpu->recoveryActionReturn = (unsigned int)n;
+  n = 0; if (!get_num(o, "registerEventsReturn", path, &n, 0)) return 0; gpu->registerEventsReturn = (unsigned int)n;
   n = 0; if (!get_num(o, "clockEventReasons", path, &n, 0)) return 0; gpu->clockEventReasons = (unsigned long long)n;
   n = (double)(EV_SINGLE_BIT_ECC | EV_DOUBLE_BIT_ECC | EV_PSTATE | EV_XID);
   if (!get_num(o, "supportedEvents", path, &n, 0)) return 0;
