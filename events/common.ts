@@ -31,7 +31,7 @@ export const PciBusId = z.string().regex(/^[0-9A-F]{8}:[0-9A-F]{2}:[0-9A-F]{2}\.
 /** A Kubernetes node name (DNS-1123 subdomain). */
 export const NodeName = z.string().min(1).max(253).regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'expected a Kubernetes node name');
 /** A MIG profile name as nvidia-smi prints it: `1g.10gb`, `1g.10gb+me`, `3g.40gb`. */
-export const MigProfile = z.string().regex(/^\d+g\.\d+gb(\+me)?$/, 'expected a MIG profile like 1g.10gb');
+export const MigProfile = z.string().regex(/^\d+g\.\d+gb(\+me|\+me\.all|-me|\+gfx)?$/, 'expected a MIG profile like 1g.10gb');
 
 /** Deterministic id chosen by the producer, so consumers can deduplicate redelivery and replay. */
 export const EventId = z.string().min(8).max(128).regex(/^[A-Za-z0-9._:-]+$/, 'expected an event id of letters, digits, ".", "_", ":" or "-"');

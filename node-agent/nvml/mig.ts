@@ -32,7 +32,7 @@ export interface GpuInstanceProfile {
   profileIndex: number;
   /** The profile ID NVML uses everywhere else (placements, GI info). */
   id: number;
-  /** Derived as `<slices>g.<ceil(GiB)>gb` (+me for the media-engine variant). */
+  /** NVIDIA's name (migProfileName): `<slices>g.<GB>gb` with the variant's suffix. */
   name: string;
   sliceCount: number;
   instanceCount: number;
@@ -43,7 +43,32 @@ export interface GpuInstanceProfile {
 
 /** Current NVML headers define profile indexes 0..16 (NVML_GPU_INSTANCE_PROFILE_COUNT = 17). */
 const PROFILE_INDEX_COUNT = 17;
-const ME_PROFILES = new Set([7, 8]); // *_SLICE_REV1: the +me variants
+
+/**
+ * The suffix NVIDIA's names give a profile index: 7–8 (`*_SLICE_REV1`) carry the media engines
+ * (`+me`), 0xA–0xC are the graphics variants (`+gfx`), 0xD–0xE have no media engine (`-me`),
+ * 0xF–0x10 take all of them (`+me.all`). Without these the variants' names collide with the base
+ * profiles'.
+ */
+export function migProfileSuffix(profileIndex: number): string {
+  if (profileIndex === 7 || profileIndex === 8) return '+me';
+  if (profileIndex >= 0xa && profileIndex <= 0xc) return '+gfx';
+  if (profileIndex === 0xd || profileIndex === 0xe) return '-me';
+  if (profileIndex === 0xf || profileIndex === 0x10) return '+me.all';
+  return '';
+}
+
+/**
+ * A GPU-instance profile's name as NVIDIA writes it: `<slices>g.<GB>gb<suffix>`, the GB being the
+ * profile's share of the GPU's memory rounded up to the nearest eighth, times the GPU's memory in
+ * whole GB — not `ceil(MiB / 1024)`, which calls an H200's 16.00 GiB slice `1g.16gb` where NVIDIA
+ * (nvidia-smi, the device plugin's resource names) says `1g.18gb`.
+ */
+export function migProfileName(sliceCount: number, memoryMiB: number, gpuMemoryMiB: number, profileIndex: number): string {
+  const share = Math.ceil((memoryMiB / gpuMemoryMiB) * 8) / 8;
+  const gpuGb = Math.ceil(gpuMemoryMiB / 1024);
+  return `${sliceCount}g.${Math.round(share * gpuGb)}gb${migProfileSuffix(profileIndex)}`;
+}
 const INVALID_STATE = 29;
 
 export function migMode(nvml: Nvml, device: NvmlDevice): { current: boolean; pending: boolean } | undefined {
@@ -109,6 +134,7 @@ function placementsFor(nvml: Nvml, device: NvmlDevice, profileId: number): MigPl
 /** Every GPU-instance profile the GPU supports, with its possible placements; [] without MIG. */
 export function gpuInstanceProfiles(nvml: Nvml, device: NvmlDevice): GpuInstanceProfile[] {
   const out: GpuInstanceProfile[] = [];
+  const gpuMemoryMiB = device.memory()?.totalMiB;
   for (let profileIndex = 0; profileIndex < PROFILE_INDEX_COUNT; profileIndex++) {
     const info = {} as { id: number; sliceCount: number; instanceCount: number; multiprocessorCount: number; memorySizeMB: number | bigint };
     const rc = nvml.lib.nvmlDeviceGetGpuInstanceProfileInfo(device.handle, profileIndex, info);
@@ -121,7 +147,7 @@ export function gpuInstanceProfiles(nvml: Nvml, device: NvmlDevice): GpuInstance
     out.push({
       profileIndex,
       id: info.id,
-      name: `${info.sliceCount}g.${Math.ceil(memoryMiB / 1024)}gb${ME_PROFILES.has(profileIndex) ? '+me' : ''}`,
+      name: gpuMemoryMiB ? migProfileName(info.sliceCount, memoryMiB, gpuMemoryMiB, profileIndex) : `${info.sliceCount}g.${Math.ceil(memoryMiB / 1024)}gb${migProfileSuffix(profileIndex)}`,
       sliceCount: info.sliceCount,
       instanceCount: info.instanceCount,
       multiprocessorCount: info.multiprocessorCount,
