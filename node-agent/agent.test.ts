@@ -174,6 +174,18 @@ describe('Agent.pollEventsOnce and onKernelLine', () => {
     expect(fx.published.filter((e) => e.detailType === 'GPU XID Error')).toHaveLength(2);
   });
 
+  it('on a shared GPU, an application XID names the pod of the pid the kernel log gives; a hardware XID every pod there', async () => {
+    // Two pods time-slicing one GPU.
+    fx = await startAgent(oneGpu({ processes: [{ pid: 5001, usedMiB: 1000 }, { pid: 5002, usedMiB: 1000 }] }), { pids: [5001, 5002] });
+    await fx.agent.sampleOnce();
+    const app = fx.agent.onKernelLine('NVRM: Xid (PCI:0000:3b:00): 13, pid=5002, name=python, Graphics Exception');
+    expect(detail(app[0]).pods).toEqual([{ uid: podUidOf(5002) }]);
+    fx.advance(60_000);
+    const hw = fx.agent.onKernelLine('NVRM: Xid (PCI:0000:3b:00): 95, pid=5002, name=python, Uncontained ECC error');
+    expect((detail(hw[0]).pods as { uid: string }[]).map((p) => p.uid).sort()).toEqual([podUidOf(5001), podUidOf(5002)].sort());
+    expectValid([...app, ...hw]);
+  });
+
   it('publishes a kernel-log XID first and absorbs the NVML sighting that follows', async () => {
     fx = await startAgent('dgx-a100-8x.json', { pids: DGX_PIDS });
     await fx.agent.sampleOnce();

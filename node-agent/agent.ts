@@ -232,7 +232,8 @@ export class Agent {
       message: k.message || k.meaning,
       ...(mig ? { mig } : {}),
       ...(recoveryAction ? { recoveryAction } : {}),
-      podUids: podsOnGpu(this.inventory, gpu.uuid, k.gpuInstanceId),
+      // An application XID is the named process's alone; a hardware XID concerns every pod on the GPU.
+      podUids: podsOnGpu(this.inventory, gpu.uuid, k.gpuInstanceId, describeXid(k.xid).fault === 'application' ? k.pid : undefined),
     });
     this.metrics.xidPublished('kmsg', now);
     return this.emit([event]);

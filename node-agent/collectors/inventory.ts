@@ -55,9 +55,16 @@ export function inventoryKey(inv: Inventory): string {
 }
 
 /** Pods (by UID) using a GPU, or one MIG instance of it, per the latest inventory. */
-export function podsOnGpu(inv: Inventory | undefined, gpuUuid: string, gpuInstanceId?: number): string[] {
+/**
+ * The pods on a GPU (or one MIG instance of it). With `pid` — the process the kernel log names for
+ * an application XID — only the pod that owns that process, when the inventory knows it: on a
+ * GPU shared by time-slicing or MPS, one buggy application is one workload, not every pod there.
+ */
+export function podsOnGpu(inv: Inventory | undefined, gpuUuid: string, gpuInstanceId?: number, pid?: number | null): string[] {
   const gpu = inv?.gpus.find((g) => g.uuid === gpuUuid);
   if (!gpu) return [];
+  const owner = pid ? gpu.processes.find((p) => p.pid === pid)?.podUid : undefined;
+  if (owner) return [owner];
   const uids = gpu.processes
     .filter((p) => gpuInstanceId === undefined || p.gpuInstanceId === gpuInstanceId)
     .flatMap((p) => (p.podUid ? [p.podUid] : []));
