@@ -135,6 +135,8 @@ export async function runAgent(o: RunAgentOptions): Promise<number> {
       metrics: registerAgentMetrics(registry),
       health,
       log,
+      // --dry-run keeps nothing on disk; otherwise the counters live beside the spool.
+      ...(o.print ? {} : { eccStatePath: `${config.spoolPath}.ecc.json` }),
     });
     log.info('agent started', { node: config.nodeName, gpus: agent.source.gpus.length, driver: agent.source.system.driverVersion, once: o.once ?? false, dryRun: o.print ?? false });
     if (o.once) {

@@ -1,3 +1,6 @@
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { oneGpu } from '../infra/local/mock-nvml/testing.ts';
 import { validateDetail } from '../events/validate.ts';
@@ -67,6 +70,32 @@ describe('Agent.sampleOnce', () => {
     const out = await fx.agent.sampleOnce();
     expect(ofType(out, 'GPU Health Changed').map((e) => detail(e).condition)).toEqual(['temperature']);
     expect(ofType(out, 'GPU Health Changed').some((e) => detail(e).condition === 'monitoring-degraded')).toBe(false);
+  });
+
+  it('keeps the ECC counters across a restart: a restarted agent does not report old errors as new', async () => {
+    const state = join(await mkdtemp(join(tmpdir(), 'gr-ecc-')), 'spool.jsonl.ecc.json');
+    const scenario = oneGpu({ ecc: { volatileCorrected: 0, volatileUncorrected: 2, aggregateCorrected: 0, aggregateUncorrected: 2 } });
+    fx = await startAgent(scenario, { overrides: { eccStatePath: state } });
+    const first = ofType(await fx.agent.sampleOnce(), 'GPU Health Changed').map((e) => detail(e).condition);
+    expect(first).toEqual(['ecc-uncorrected']); // first start: nobody has seen these before
+    await fx.close();
+    fx = await startAgent(scenario, { overrides: { eccStatePath: state } });
+    expect(ofType(await fx.agent.sampleOnce(), 'GPU Health Changed')).toEqual([]);
+    fx.mock.injectFault({ kind: 'ecc', gpu: 0, uncorrected: 1 });
+    expect(ofType(await fx.agent.sampleOnce(), 'GPU Health Changed').map((e) => detail(e).condition)).toEqual(['ecc-uncorrected']);
+  });
+
+  it('a contained ECC error (XID 94) bumps the counter without raising ecc-uncorrected; an uncontained one does', async () => {
+    fx = await startAgent(oneGpu());
+    await fx.agent.sampleOnce();
+    fx.mock.injectXid(0, 94);
+    fx.mock.injectFault({ kind: 'ecc', gpu: 0, uncorrected: 1 });
+    expect(ofType(await fx.agent.pollEventsOnce(0), 'GPU XID Error').map((e) => detail(e).xid)).toEqual([94]);
+    fx.advance(1000);
+    expect(ofType(await fx.agent.sampleOnce(), 'GPU Health Changed')).toEqual([]);
+    fx.mock.injectFault({ kind: 'ecc', gpu: 0, uncorrected: 1 });
+    fx.advance(1000);
+    expect(ofType(await fx.agent.sampleOnce(), 'GPU Health Changed').map((e) => [detail(e).condition, detail(e).value])).toEqual([['ecc-uncorrected', 2]]);
   });
 
   it('publishes every change of the recovery action, not only none ↔ not-none', async () => {

@@ -16,10 +16,11 @@
  * re-sent as `via: 'both'`: it has already left, and a second event would be a second XID to
  * consumers. Repeats from one source are new occurrences and are always published.
  */
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { describeXid } from '../events/xid.ts';
 import type { MigRef } from '../events/common.ts';
 import { noAgentMetrics, type AgentMetrics } from './agent-metrics.ts';
-import { HealthEvaluator, type HealthEvent, type HealthThresholds } from './collectors/health.ts';
+import { HealthEvaluator, type EccMemory, type HealthEvent, type HealthThresholds } from './collectors/health.ts';
 import { buildInventory, inventoryKey, podsOnGpu, type Inventory } from './collectors/inventory.ts';
 import { PodResolver } from './collectors/pods.ts';
 import type { GpuReading } from './collectors/reading.ts';
@@ -63,6 +64,23 @@ export interface AgentOptions {
   metrics?: AgentMetrics;
   health?: AgentHealth;
   log?: PublisherLog;
+  /**
+   * Where the last-seen uncorrected-ECC counters are kept across restarts (beside the spool). None:
+   * in memory only, and a restart re-reports an old count as new errors.
+   */
+  eccStatePath?: string;
+}
+
+/** XID 94: an uncorrected ECC error the driver contained (only the application was killed). */
+const CONTAINED_ECC_XID = 94;
+
+function readEccState(path: string): EccMemory {
+  try {
+    const raw = JSON.parse(readFileSync(path, 'utf8')) as unknown;
+    return raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as EccMemory) : {};
+  } catch {
+    return {}; // first start, or unreadable: counting starts over
+  }
 }
 
 export class Agent {
@@ -75,6 +93,7 @@ export class Agent {
   private readonly metrics: AgentMetrics;
   private readonly log: PublisherLog;
   private inventory: Inventory | undefined;
+  private eccSaved: string;
   private inventoryKey: string | undefined;
   private inventorySentAt = -Infinity;
   private readings: GpuReading[] = [];
@@ -91,6 +110,8 @@ export class Agent {
     this.source = new NvmlSource(o.nvml);
     for (const index of this.source.unnamed) this.log.warn('GPU lost before the agent could name it; it is not monitored', { index });
     this.evaluator = new HealthEvaluator(o.thresholds);
+    if (o.eccStatePath) this.evaluator.restoreEcc(readEccState(o.eccStatePath));
+    this.eccSaved = JSON.stringify(this.evaluator.eccMemory());
     this.window = new UtilizationWindow(o.utilizationWindowMs, o.now());
     this.pods = new PodResolver(o.procRoot);
     this.dedupe = new XidDeduper({ windowMs: XID_DEDUPE_WINDOW_MS, now: o.now });
@@ -146,6 +167,7 @@ export class Agent {
       out.push(inventoryEvent(this.o.nodeName, nowMs, inv));
     }
     for (const h of this.evaluator.evaluate(result.readings, nowMs)) out.push(healthEvent(this.o.nodeName, nowMs, h, this.podsFor(h, previous)));
+    this.saveEcc();
     const summary = this.window.add(result.readings, nowMs);
     if (summary) out.push(utilizationEvent(this.o.nodeName, nowMs, summary));
     return this.emit(out);
@@ -189,6 +211,7 @@ export class Agent {
       this.metrics.xidDuplicate('nvml');
       return [];
     }
+    if (xid === CONTAINED_ECC_XID) this.evaluator.containedEcc(gpu.uuid);
     const mig = this.migRef(gpu.uuid, e.gpuInstanceId, e.computeInstanceId);
     const recoveryAction = this.source.recoveryAction(gpu.index);
     const event = xidEvent(this.o.nodeName, now, {
@@ -206,6 +229,20 @@ export class Agent {
     return this.emit([event]);
   }
 
+  /** Writes the ECC counters when they moved (temporary file renamed over the old: never half a file). */
+  private saveEcc(): void {
+    const path = this.o.eccStatePath;
+    const now = JSON.stringify(this.evaluator.eccMemory());
+    if (!path || now === this.eccSaved) return;
+    try {
+      writeFileSync(`${path}.tmp`, now);
+      renameSync(`${path}.tmp`, path);
+      this.eccSaved = now;
+    } catch (err) {
+      this.log.warn('ECC counters not saved', { path, error: String(err) });
+    }
+  }
+
   /** A kernel-log line; anything but an XID for a GPU of this node is ignored. */
   onKernelLine(line: string): OutgoingEvent[] {
     const k = parseXidLine(line);
@@ -220,6 +257,7 @@ export class Agent {
       this.metrics.xidDuplicate('kmsg');
       return [];
     }
+    if (k.xid === CONTAINED_ECC_XID) this.evaluator.containedEcc(gpu.uuid);
     const mig = this.migRef(gpu.uuid, k.gpuInstanceId);
     const recoveryAction = this.source.recoveryAction(gpu.index);
     const event = xidEvent(this.o.nodeName, now, {

@@ -55,12 +55,41 @@ interface CondState {
 export type HealthEvent = Omit<GpuHealthChangedDetail, 'schemaVersion' | 'eventId' | 'node' | 'observedAt'>;
 
 /** Per-node evaluator. Keeps the last level of every (GPU, condition); pure apart from that memory. */
+/** The ECC counters last seen per GPU UUID: kept across agent restarts (the agent's health state file). */
+export type EccMemory = Record<string, number>;
+
 export class HealthEvaluator {
   private readonly state = new Map<string, CondState>();
+  /** Contained uncorrected ECC errors (XID 94) not yet seen in the counter, per GPU UUID. */
+  private readonly contained = new Map<string, number>();
   private failures = 0;
   private degraded = false;
 
   constructor(private readonly t: HealthThresholds = DEFAULT_THRESHOLDS) {}
+
+  /**
+   * The last uncorrected-ECC counts, to be kept across restarts: without them every restart sees the
+   * counter "rise" from 0 and re-fires ecc-uncorrected (which quarantines the GPU again).
+   */
+  eccMemory(): EccMemory {
+    const out: EccMemory = {};
+    for (const [key, s] of this.state) if (key.endsWith('/ecc-uncorrected') && s.last !== undefined) out[key.slice(0, -'/ecc-uncorrected'.length)] = s.last;
+    return out;
+  }
+
+  /** Restores what eccMemory() returned before a restart (the condition's level is not restored). */
+  restoreEcc(memory: EccMemory): void {
+    for (const [uuid, last] of Object.entries(memory)) if (Number.isFinite(last) && last >= 0) this.state.set(`${uuid}/ecc-uncorrected`, { level: 0, last });
+  }
+
+  /**
+   * A contained uncorrected ECC error (XID 94) on `uuid`: NVIDIA's answer is to restart the
+   * application, which the driver already killed. It also bumps the uncorrected counter; that rise
+   * is this error, not a new one, and must not quarantine the GPU (the uncontained one is XID 95).
+   */
+  containedEcc(uuid: string): void {
+    this.contained.set(uuid, (this.contained.get(uuid) ?? 0) + 1);
+  }
 
   /** Evaluates one sample of every GPU taken at `nowMs`; returns the crossings. */
   evaluate(readings: readonly GpuReading[], nowMs: number): HealthEvent[] {
@@ -127,9 +156,15 @@ export class HealthEvaluator {
       const key = `${r.uuid}/ecc-uncorrected`;
       const prev = this.state.get(key) ?? { level: 0 as Level, last: 0 };
       const n = r.eccUncorrectedVolatile;
-      if (n > (prev.last ?? 0)) {
+      const rise = n - (prev.last ?? 0);
+      const explained = Math.min(Math.max(0, rise), this.contained.get(r.uuid) ?? 0);
+      if (explained > 0) this.contained.set(r.uuid, (this.contained.get(r.uuid) ?? 0) - explained);
+      if (rise > 0 && rise === explained) {
+        // Every new error was a contained one (XID 94): counted, not a GPU fault.
+        this.state.set(key, { ...prev, last: n });
+      } else if (rise > 0) {
         this.state.set(key, { level: 'critical', last: n });
-        out.push(event(gpu, 'ecc-uncorrected', 'critical', `${n - (prev.last ?? 0)} new uncorrected ECC error(s) (${n} since last reset)`, { value: n, threshold: 0, unit: 'errors' }));
+        out.push(event(gpu, 'ecc-uncorrected', 'critical', `${rise - explained} new uncorrected ECC error(s) (${n} since last reset${explained ? `; ${explained} more were contained, XID 94` : ''})`, { value: n, threshold: 0, unit: 'errors' }));
       } else if (n < (prev.last ?? 0) || (n === 0 && prev.level !== 0)) {
         // Volatile counters reset with the GPU: the reset is what clears the condition.
         this.state.set(key, { level: 0, last: n });
