@@ -32,16 +32,38 @@ export async function openPublisher(options: OpenPublisherOptions): Promise<Publ
   const log = options.log ?? silentLog;
   const { spool, recovered } = await Spool.open({ path: options.spoolPath, maxBytes: options.spoolMaxBytes, log });
   if (recovered.events > 0) log.info('spool recovered; replaying before new events', { ...recovered });
+  const settings = { ...DEFAULT_PUBLISHER_SETTINGS, ...options.settings, busName: options.busName };
+  const journal = settings.writeAheadCritical ? await openJournal(`${options.spoolPath}.wal`, spool, log) : undefined;
   const deps = {
     send: options.send ?? sdkSender(),
     spool,
+    ...(journal ? { journal } : {}),
     deadLetter: fileDeadLetter(options.deadLetterPath),
     clock: options.clock ?? systemClock,
     random: options.random ?? Math.random,
     log,
     ...(options.metrics ? { metrics: options.metrics } : {}),
   };
-  return new Publisher(deps, { ...DEFAULT_PUBLISHER_SETTINGS, ...options.settings, busName: options.busName });
+  return new Publisher(deps, settings);
+}
+
+/**
+ * Opens the write-ahead journal. Critical events a killed process had journaled but neither
+ * delivered nor spooled are moved into the spool (after what it holds), so they are replayed like
+ * any spooled event; the journal then forgets them. An event delivered just before the kill, its
+ * acknowledgement not yet written, goes out again under its own id (consumers deduplicate).
+ */
+async function openJournal(path: string, spool: Spool, log: PublisherLog): Promise<Spool> {
+  const { spool: journal } = await Spool.open({ path, maxBytes: 16 * 1024 * 1024, log });
+  if (journal.events === 0) return journal;
+  const inSpool = new Set((await spool.readHead(spool.events)).map((r) => r.seq));
+  const left = (await journal.readHead(journal.events)).filter((r) => !inSpool.has(r.seq));
+  if (left.length > 0) {
+    await spool.append(left);
+    log.info('write-ahead journal recovered; replaying', { events: left.length });
+  }
+  await journal.ack((await journal.readHead(journal.events)).map((r) => r.seq));
+  return journal;
 }
 
 /** The agent entry point's one call: everything from the frozen config. */

@@ -10,6 +10,11 @@ export interface PublisherSettings {
    * batch window: the window saves calls for inventory and utilization, not for alarms.
    */
   criticalImmediately: boolean;
+  /**
+   * Write a critical event (and what is queued before it) to the spool, fsynced, before its first
+   * send, and drop it from there on the bus's acknowledgement: a kill at any moment loses none.
+   */
+  writeAheadCritical: boolean;
   /** Attempts for one batch before it is spooled (bus unreachable) or dead-lettered (rejected). */
   maxAttempts: number;
   backoff: BackoffPolicy;
@@ -22,6 +27,7 @@ export interface PublisherSettings {
 export const DEFAULT_PUBLISHER_SETTINGS: Omit<PublisherSettings, 'busName'> = {
   batchDelayMs: 200,
   criticalImmediately: true,
+  writeAheadCritical: true,
   maxAttempts: 5,
   backoff: { baseMs: 100, capMs: 5_000 },
   probeIntervalMs: 10_000,

@@ -7,10 +7,17 @@ import { EventTooLargeError } from './batching.ts';
 import { fileDeadLetter } from './dead-letter.ts';
 import { Publisher } from './publisher.ts';
 import { Spool } from './spool.ts';
-import { MalformedEventError, type OutgoingEvent } from './types.ts';
+import { MalformedEventError, type OutgoingEvent, type PutEventsSender } from './types.ts';
 import { FakePutEvents, httpError, networkError } from './fake-put-events.ts';
 import { PUBLISHER_METRIC_NAMES as M } from './publisher-metrics.ts';
 import { makeHarness, TEST_SETTINGS, testEvent } from './test-harness.ts';
+
+/** A PutEvents that never answers; `called` resolves once a call was made. */
+function hangingSender(): { send: PutEventsSender; called: Promise<void> } {
+  let done = () => {};
+  const called = new Promise<void>((resolve) => (done = resolve));
+  return { send: () => (done(), new Promise(() => {})), called };
+}
 
 const ids = (n: number, priority: 'critical' | 'normal' | 'bulk' = 'critical', from = 0) => Array.from({ length: n }, (_, i) => `${priority}-${from + i}`);
 
@@ -60,6 +67,36 @@ describe('batching', () => {
     h.publisher.publish(testEvent(1, 'critical'));
     await h.tick(0);
     expect(bus.calls.map((c) => c.length)).toEqual([2]);
+  });
+
+  it('writes an XID ahead: killed while its first send hangs, the restarted publisher delivers it once', async () => {
+    const bus = new FakePutEvents();
+    // The bus hangs: the call never answers, as when the process is killed mid-call.
+    const hung = hangingSender();
+    const h = await makeHarness(hung.send, { settings: { criticalImmediately: true, writeAheadCritical: true } });
+    h.publisher.publish(testEvent(0, 'bulk'));
+    h.publisher.publish(testEvent(1, 'critical'));
+    await hung.called;
+    // SIGKILL now, the first call in flight: whatever was only in memory is gone.
+    await h.restart(bus.send);
+    await h.tick(0);
+    // The XID, once; the bulk event was only in memory (bulk keeps the batch window's risk).
+    expect(bus.acceptedIds()).toEqual(['critical-1']);
+    // Acknowledged: nothing is replayed by a third start.
+    await h.restart(bus.send);
+    await h.tick(0);
+    expect(bus.acceptedIds()).toEqual(['critical-1']);
+  });
+
+  it('without write-ahead, the same kill loses the XID (what the setting is for)', async () => {
+    const bus = new FakePutEvents();
+    const hung = hangingSender();
+    const h = await makeHarness(hung.send, { settings: { criticalImmediately: true, writeAheadCritical: false } });
+    h.publisher.publish(testEvent(1, 'critical'));
+    await hung.called;
+    await h.restart(bus.send);
+    await h.tick(0);
+    expect(bus.acceptedIds()).toEqual([]);
   });
 
   it('splits calls at 256 KB of entry size', async () => {

@@ -22,6 +22,12 @@ import { recordFromEvent, silentLog, toEntry, type OutgoingEvent, type Publisher
 export interface PublisherDeps {
   send: PutEventsSender;
   spool: SpoolPort;
+  /**
+   * The write-ahead journal for critical events (XIDs, health alarms): each is fsynced here the
+   * moment it is published, before any send, and forgotten once the bus acknowledged it or the
+   * spool holds it. openPublisher moves what a killed process left here into the spool.
+   */
+  journal?: SpoolPort;
   deadLetter: DeadLetterSink;
   clock: Clock;
   /** Uniform in [0, 1): the jitter source. */
@@ -117,6 +123,7 @@ export class Publisher {
     }
     this.nextSeq++;
     this.inbox.push(record);
+    if (record.priority === 'critical') this.writeAhead(record);
     this.poke();
     return { ok: true, seq: record.seq };
   }
@@ -161,6 +168,26 @@ export class Publisher {
     return { spooled: this.deps.spool.events, deadlineHit: this.closing?.hit ?? false };
   }
 
+  /** Journal operations, one at a time, in publish order; sends wait for it (write-ahead). */
+  private journaled: Promise<void> = Promise.resolve();
+
+  /** Fsyncs a critical record to the journal at once, whatever the pump is doing (a hung call too). */
+  private writeAhead(record: QueuedRecord): void {
+    const journal = this.deps.journal;
+    if (!journal || !this.settings.writeAheadCritical) return;
+    this.journaled = this.journaled
+      .then(() => journal.append([record]))
+      .then(() => undefined)
+      .catch((err: unknown) => this.log.error('write-ahead journal failed; the event is kept in memory', { eventId: record.eventId, error: String(err) }));
+  }
+
+  /** The journal forgets records the bus acknowledged (or dead-lettered) or the spool now holds. */
+  private unjournal(seqs: readonly number[]): void {
+    const journal = this.deps.journal;
+    if (!journal || seqs.length === 0) return;
+    this.journaled = this.journaled.then(() => journal.ack(seqs)).catch((err: unknown) => this.log.warn('write-ahead journal ack failed', { error: String(err) }));
+  }
+
   private poke(): void {
     const w = this.wake;
     this.wake = null;
@@ -187,6 +214,8 @@ export class Publisher {
     this.sealed = true;
     try {
       await this.spill();
+      await this.journaled;
+      await this.deps.journal?.close();
       await this.deps.spool.close();
     } catch (err) {
       const lost = this.queue.length + this.inbox.length;
@@ -252,6 +281,8 @@ export class Publisher {
   }
 
   private async sendBatch(batch: QueuedRecord[]): Promise<void> {
+    // Write-ahead: no critical record leaves before its journal line is on disk.
+    await this.journaled;
     const entries = batch.map((r) => toEntry(r, this.settings.busName));
     let results;
     try {
@@ -336,6 +367,8 @@ export class Publisher {
     const outcome = await this.deps.spool.append(records);
     const droppedSeqs = new Set(outcome.dropped.map((d) => d.seq));
     const kept = records.filter((r) => !droppedSeqs.has(r.seq)).length;
+    // In the spool now (fsynced): the journal need not keep them.
+    this.unjournal(records.filter((r) => r.priority === 'critical' && !droppedSeqs.has(r.seq)).map((r) => r.seq));
     if (kept > 0) this.metrics.spooled(kept);
     for (const d of outcome.dropped) {
       this.metrics.dropped(d.priority, 1);
@@ -355,6 +388,7 @@ export class Publisher {
     const seqs = new Set(records.map((r) => r.seq));
     this.queue = this.queue.filter((r) => !seqs.has(r.seq));
     await this.deps.spool.ack([...seqs]);
+    this.unjournal(records.filter((r) => r.priority === 'critical').map((r) => r.seq));
     this.updateSpoolGauges();
   }
 

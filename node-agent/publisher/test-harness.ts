@@ -17,6 +17,8 @@ export const TEST_SETTINGS: Omit<PublisherSettings, 'busName'> = {
   batchDelayMs: 200,
   // Most tests exercise the batch window with critical events; the immediate path has its own test.
   criticalImmediately: false,
+  // Most tests follow one event's path through memory; write-ahead has its own tests.
+  writeAheadCritical: false,
   maxAttempts: 3,
   backoff: { baseMs: 100, capMs: 1_000 },
   probeIntervalMs: 5_000,
