@@ -122,7 +122,7 @@ describe('planRemediation: first actions', () => {
     [13, 'node-reboot', 'drain-node'],
     [154, 'gpu-reset', 'quarantine-gpu'],
     [154, 'none', 'observe'],
-    [154, 'drain-and-reset', 'drain-node'],
+    [154, 'drain-and-reset', 'quarantine-gpu'],
     [48, 'drain-p2p', 'quarantine-gpu'],
   ] as const)('lets the recovery action override the table: XID %i with %s → %s', async (x, ra, action) => {
     expect(planRemediation(factsFor(xid(x, { recoveryAction: ra }), node()), P).action).toBe(action);

@@ -46,7 +46,7 @@ describe('default policy', () => {
     ['node-reboot', 'drain-node'],
     ['system-reboot', 'drain-node'],
     ['drain-p2p', 'quarantine-gpu'],
-    ['drain-and-reset', 'drain-node'],
+    ['drain-and-reset', 'quarantine-gpu'],
     ['bus-reset', 'quarantine-gpu'],
     ['recover-imex-domain', 'observe'],
   ] as const)('obeys recovery action %s with %s', (ra, action) => {

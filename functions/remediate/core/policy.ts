@@ -131,7 +131,8 @@ const RECOVERY_DEFAULTS: Record<GpuRecoveryAction, RuleOverride> = {
   'node-reboot': { action: 'drain-node', then: RESET },
   'system-reboot': { action: 'drain-node', then: RESET },
   'drain-p2p': { action: 'quarantine-gpu', then: RESET },
-  'drain-and-reset': { action: 'drain-node', then: RESET },
+  // "Reduced capacity; running work is safe; reset when convenient": one GPU, never the node.
+  'drain-and-reset': { action: 'quarantine-gpu', then: RESET },
   'bus-reset': { action: 'quarantine-gpu', then: RESET },
   'recover-imex-domain': { action: 'observe', then: [], notify: true },
 };
