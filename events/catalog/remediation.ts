@@ -17,7 +17,7 @@ export const REMEDIATION_PHASES = [
   'skipped', // duplicate, stale or superseded event: nothing to do
 ] as const;
 
-export const STEP_KINDS = ['taint', 'untaint', 'cordon', 'uncordon', 'label', 'annotate', 'evict', 'fence', 'unfence', 'reset', 'probe', 'reboot', 'replace', 'scale', 'notify', 'approval'] as const;
+export const STEP_KINDS = ['taint', 'untaint', 'cordon', 'uncordon', 'label', 'annotate', 'evict', 'fence', 'unfence', 'reset', 'probe', 'condition', 'reboot', 'replace', 'scale', 'notify', 'approval'] as const;
 
 export const RemediationStepSchema = z
   .object({

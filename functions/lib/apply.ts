@@ -34,7 +34,7 @@ export interface CloudOps {
 }
 
 export interface ActionPorts {
-  nodes: Pick<NodeOps, 'update'>;
+  nodes: Pick<NodeOps, 'update' | 'setCondition'>;
   pods: Pick<PodOps, 'evict'>;
   notifier: Notifier;
   cloud?: CloudOps;
@@ -54,7 +54,9 @@ export async function applyActions<R>(actions: Actions<R>, ports: ActionPorts, c
   if (actions.nodeEdit) {
     const change = toNodeChange(actions.nodeEdit, codec);
     const changed = await ports.nodes.update(actions.nodeEdit.node, change, basis?.name === actions.nodeEdit.node ? { basis } : undefined);
-    applied.nodeEdit = { result: changed ? 'done' : 'already' };
+    // The condition rides on nodes/status, a second request: only when the edit has one.
+    const condition = actions.nodeEdit.condition ? await ports.nodes.setCondition(actions.nodeEdit.node, actions.nodeEdit.condition) : false;
+    applied.nodeEdit = { result: changed || condition ? 'done' : 'already' };
   }
   for (const pod of actions.evictions) {
     try {

@@ -3,7 +3,7 @@
  * returns `Actions`; `applyActions` (apply.ts) carries them out through the ports; event text,
  * chat text and logs are rendered from them. Nothing here is ever parsed back from a string.
  */
-import type { Taint, TaintEffect } from '../adapters/kube/model.ts';
+import type { NodeCondition, Taint, TaintEffect } from '../adapters/kube/model.ts';
 import type { Notice } from '../adapters/chat/notifier.ts';
 import type { Outbox } from './outbox.ts';
 
@@ -26,6 +26,8 @@ export interface NodeEdit<R = never> {
   record?: R;
   /** Events and notices to send, written in this same patch (outbox.ts); empty clears the outbox. */
   outbox?: Outbox;
+  /** A Node condition to set through `nodes/status` after the patch (where `kubectl describe node` shows it). */
+  condition?: NodeCondition;
 }
 
 export interface PodRef {
@@ -59,5 +61,5 @@ export function emptyEdit<R>(node: string): NodeEdit<R> {
 }
 
 export function isEmptyEdit(e: NodeEdit<unknown>): boolean {
-  return !editsScheduling(e) && Object.keys(e.annotations).length === 0 && e.record === undefined && e.outbox === undefined;
+  return !editsScheduling(e) && Object.keys(e.annotations).length === 0 && e.record === undefined && e.outbox === undefined && e.condition === undefined;
 }

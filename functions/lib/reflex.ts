@@ -43,7 +43,7 @@ export async function withLease<T>(name: string, durationS: number, ports: Lease
 }
 
 export interface CarryOutPorts extends ActionPorts {
-  nodes: Pick<NodeOps, 'update'>;
+  nodes: Pick<NodeOps, 'update' | 'setCondition'>;
   publisher: EventPublisher;
   logger: Logger;
 }

@@ -18,7 +18,7 @@ export function requestsGpu(pod: Pick<PodInfo, 'extendedResources'>): boolean {
 }
 
 export function nodeFacts(n: NodeInfo): NodeFacts {
-  return { name: n.name, labels: n.labels, annotations: n.annotations, taints: n.taints, unschedulable: n.unschedulable };
+  return { name: n.name, labels: n.labels, annotations: n.annotations, taints: n.taints, unschedulable: n.unschedulable, ...(n.conditions ? { conditions: n.conditions } : {}) };
 }
 
 export function podFacts(p: PodInfo): PodFacts {

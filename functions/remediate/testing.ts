@@ -101,7 +101,8 @@ export function factsFor(event: TriggerEvent, n: NodeFacts, o: Partial<Remediati
  */
 export async function apply(n: NodeFacts, pods: PodFacts[], plan: Plan, blocked: ReadonlySet<string> = new Set()): Promise<{ node: NodeFacts; pods: PodFacts[] }> {
   const cluster = new FakeCluster();
-  cluster.addNode({ name: n.name, labels: n.labels, annotations: n.annotations, taints: n.taints.map((t) => ({ ...t, effect: t.effect as 'NoSchedule' })), unschedulable: n.unschedulable });
+  const conditions = Object.fromEntries(Object.entries(n.conditions ?? {}).map(([type, c]) => [type, { type, status: c.status as 'True' | 'False', reason: '', message: c.message }]));
+  cluster.addNode({ name: n.name, labels: n.labels, annotations: n.annotations, taints: n.taints.map((t) => ({ ...t, effect: t.effect as 'NoSchedule' })), unschedulable: n.unschedulable, conditions });
   for (const p of pods) {
     // Grace 0: an evicted pod is gone at once on the fake's clock.
     cluster.addPod({ namespace: p.namespace, name: p.name, uid: p.uid, nodeName: n.name, labels: blocked.has(p.name) ? { guarded: 'yes' } : {}, terminationGracePeriodSeconds: 0 });
@@ -111,7 +112,7 @@ export async function apply(n: NodeFacts, pods: PodFacts[], plan: Plan, blocked:
   const after = cluster.nodes.get(n.name)!;
   const left = new Set(cluster.pods().map((p) => p.uid));
   return {
-    node: { ...n, labels: after.labels, annotations: after.annotations, taints: after.taints, unschedulable: after.unschedulable },
+    node: { ...n, labels: after.labels, annotations: after.annotations, taints: after.taints, unschedulable: after.unschedulable, ...(after.conditions && Object.keys(after.conditions).length > 0 ? { conditions: after.conditions } : {}) },
     pods: pods.filter((p) => left.has(p.uid)),
   };
 }

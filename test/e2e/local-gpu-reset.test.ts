@@ -45,6 +45,10 @@ describe('gpu-reflex simulate, gpu-reset scenario', () => {
     expect(lines.some((l) => /node a100-fit-0 cordoned/.test(l))).toBe(false);
     const pod = result.report.final.pods.find((p) => p.metadata.name === 'whole-node')!;
     expect(pod.spec.nodeName).toBe('a100-fit-0');
+    const condition = (name: string) => (result.report.final.nodes.find((n) => n.metadata.name === name)?.status as { conditions?: { type: string; status: string; message?: string }[] }).conditions?.find((c) => c.type === 'GpuReflexGpuFenced');
+    expect(condition('a100-fit-0')).toMatchObject({ status: 'False' });
+    // Still held out on the node waiting for a person, and said so where kubectl describe node shows it.
+    expect(condition('a100-bad-0')).toMatchObject({ status: 'True', message: expect.stringContaining('GPU-') });
   });
 
   it('a GPU that does not come back from its reset climbs to reboot-node and waits for a person', () => {

@@ -163,6 +163,17 @@ export function nodeAndPodContracts(harness: () => KubeHarness): void {
       expect(await h.pods.evict('team-a', 'e1')).toEqual({ outcome: 'gone' });
     });
 
+    it('setCondition writes one condition through nodes/status, keeps the others, and is idempotent', async () => {
+      await h.seedNode({ name: 'c-cond' });
+      const fenced = { type: 'GpuReflexGpuFenced', status: 'True' as const, reason: 'GpuFenced', message: 'GPU-1 held out' };
+      expect(await h.nodes.setCondition('c-cond', fenced)).toBe(true);
+      expect(await h.nodes.setCondition('c-cond', fenced)).toBe(false);
+      const n = await h.nodes.get('c-cond');
+      expect(n.conditions?.GpuReflexGpuFenced).toEqual(fenced);
+      expect(await h.nodes.setCondition('c-cond', { ...fenced, status: 'False', reason: 'NoGpuFenced', message: 'none' })).toBe(true);
+      expect((await h.nodes.get('c-cond')).conditions?.GpuReflexGpuFenced?.status).toBe('False');
+    });
+
     it('evict with the uid of the pod meant leaves a namesake alone: the pod meant is gone', async () => {
       await h.seedNode({ name: 'c-p7' });
       await h.seedPod({ namespace: 'team-a', name: 'ss-0', nodeName: 'c-p7' });

@@ -23,6 +23,9 @@ export function toNodeInfo(n: V1Node): NodeInfo {
     ready: ready === undefined ? undefined : ready.status === 'True',
     allocatable: { ...(n.status?.allocatable ?? {}) },
     resourceVersion: n.metadata?.resourceVersion ?? '',
+    conditions: Object.fromEntries(
+      (n.status?.conditions ?? []).filter((c) => c.type !== 'Ready').map((c) => [c.type, { type: c.type, status: c.status as 'True' | 'False' | 'Unknown', reason: c.reason ?? '', message: c.message ?? '' }]),
+    ),
   };
 }
 

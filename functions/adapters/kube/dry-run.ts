@@ -6,8 +6,8 @@
  * API server, so a dry run cannot foresee `blocked`).
  */
 import type { Clock } from '../clock.ts';
-import { mergeStringMap, nodeDelta, withTaint, withoutTaint } from './node-change.ts';
-import type { ApplyResult, EvictResult, Json, LeaseAttempt, PodInfo, Taint, TaintEffect } from './model.ts';
+import { mergeStringMap, nodeDelta, sameCondition, withTaint, withoutTaint } from './node-change.ts';
+import type { ApplyResult, EvictResult, Json, LeaseAttempt, NodeCondition, PodInfo, Taint, TaintEffect } from './model.ts';
 import type { EventRecorder, EvictOptions, LeaseOps, LimitRangeSpec, NodeOps, PodOps, QuotaOps, QuotaSpec, StateStore } from './ports.ts';
 import { sameJson } from './same-json.ts';
 
@@ -44,6 +44,7 @@ export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: Dr
     setAnnotations: async (n, a) =>
       note('nodes.setAnnotations', [n, a], mergeStringMap((await nodes.get(n)).annotations, a) !== undefined),
     update: async (n, c, o) => note('nodes.update', [n, c], nodeDelta(o?.basis ?? (await nodes.get(n)), c) !== undefined),
+    setCondition: async (n, c) => note('nodes.setCondition', [n, c], !sameCondition((await nodes.get(n)).conditions?.[c.type], c)),
   };
 
   const podOps: PodOps = {

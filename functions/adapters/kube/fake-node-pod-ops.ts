@@ -6,8 +6,8 @@
 import { ConflictError, NotFoundError } from '../errors.ts';
 import type { FakeCluster, FakePdb } from './fake-cluster.ts';
 import { injected } from './fake-cluster.ts';
-import { mergeStringMap, nodeDelta, withTaint, withoutTaint, type NodeChange } from './node-change.ts';
-import type { EvictResult, NodeInfo, NodeMeta, PodInfo, Taint, TaintEffect } from './model.ts';
+import { mergeStringMap, nodeDelta, sameCondition, withTaint, withoutTaint, type NodeChange } from './node-change.ts';
+import type { EvictResult, NodeCondition, NodeInfo, NodeMeta, PodInfo, Taint, TaintEffect } from './model.ts';
 import type { EvictOptions, NodeOps, NodeUpdateOptions, PodOps, PodQuery } from './ports.ts';
 
 /** `a=b,c!=d,e` label selectors, the subset the fakes need (no set-based `in (...)`). */
@@ -42,6 +42,15 @@ export class FakeNodeOps implements NodeOps {
   async listMetadata(labelSelector?: string): Promise<NodeMeta[]> {
     this.begin('nodes.listMetadata', [labelSelector], 'listing node metadata');
     return [...this.cluster.nodes.values()].filter((n) => matchesSelector(n.labels, labelSelector)).map((n) => ({ name: n.name, labels: { ...n.labels }, annotations: { ...n.annotations } }));
+  }
+
+  async setCondition(name: string, condition: NodeCondition): Promise<boolean> {
+    this.begin('nodes.setCondition', [name, condition], `setting condition ${condition.type} on node ${name}`, true);
+    return this.write(name, (n) => {
+      if (sameCondition(n.conditions?.[condition.type], condition)) return false;
+      n.conditions = { ...(n.conditions ?? {}), [condition.type]: { ...condition } };
+      return true;
+    });
   }
 
   async cordon(name: string): Promise<boolean> {

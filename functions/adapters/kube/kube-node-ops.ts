@@ -12,10 +12,11 @@
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import type { CoreV1Api, V1Node, V1Taint } from '@kubernetes/client-node';
 import { fromKubeError } from '../errors.ts';
+import { currentClock } from '../clock.ts';
 import { toNodeInfo } from './convert.ts';
 import { listAll } from './list-all.ts';
-import type { NodeInfo, NodeMeta, Taint, TaintEffect } from './model.ts';
-import { mergeStringMap, nodeDelta, withTaint, withoutTaint, type NodeChange } from './node-change.ts';
+import type { NodeCondition, NodeInfo, NodeMeta, Taint, TaintEffect } from './model.ts';
+import { mergeStringMap, nodeDelta, sameCondition, withTaint, withoutTaint, type NodeChange } from './node-change.ts';
 // The pure helpers live in node-change.ts (no import cycle); re-exported for existing callers.
 export { mergeStringMap, withTaint, withoutTaint } from './node-change.ts';
 import { noEvents } from './kube-event-recorder.ts';
@@ -50,6 +51,7 @@ export function nodeChangeEvents(before: V1Node, patch: { spec?: { unschedulable
 }
 
 const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
+const STRATEGIC_PATCH = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
 /** Metadata-only lists; a server that does not know the form answers the plain JSON list instead. */
 const METADATA_ONLY = setHeaderOptions('Accept', 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json');
 
@@ -91,6 +93,23 @@ export class KubeNodeOps implements NodeOps {
     } catch (err) {
       throw fromKubeError(err, `listing node metadata${labelSelector ? ` (${labelSelector})` : ''}`);
     }
+  }
+
+  // RBAC: nodes get
+  // RBAC: nodes/status patch
+  async setCondition(name: string, condition: NodeCondition): Promise<boolean> {
+    const node = await this.read(name);
+    const now = (node.status?.conditions ?? []).find((c) => c.type === condition.type);
+    if (now && sameCondition({ type: now.type, status: now.status as NodeCondition['status'], reason: now.reason ?? '', message: now.message ?? '' }, condition)) return false;
+    const at = new Date(currentClock().now());
+    // Strategic merge by `type`: the kubelet's Ready and node-problem-detector's conditions stay.
+    const entry = { type: condition.type, status: condition.status, reason: condition.reason, message: condition.message, lastHeartbeatTime: at, lastTransitionTime: now && now.status === condition.status ? now.lastTransitionTime : at };
+    try {
+      await this.core.patchNodeStatus({ name, body: { status: { conditions: [entry] } } }, STRATEGIC_PATCH);
+    } catch (err) {
+      throw fromKubeError(err, `setting condition ${condition.type} on node ${name}`);
+    }
+    return true;
   }
 
   // RBAC: nodes get, patch

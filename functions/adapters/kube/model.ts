@@ -30,6 +30,16 @@ export interface NodeInfo {
   /** `status.allocatable`, quantities as the API writes them (e.g. `nvidia.com/gpu: "8"`). */
   allocatable: Record<string, string>;
   resourceVersion: string;
+  /** `status.conditions` other than Ready, by type (what node-problem-detector and gpu-reflex report). */
+  conditions?: Record<string, NodeCondition>;
+}
+
+/** A Node condition as written through `nodes/status` (node-problem-detector's convention). */
+export interface NodeCondition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
 }
 
 export interface OwnerRef {

@@ -3,6 +3,7 @@
  * annotates a node sends one patch, not four read-modify-writes (the storm bench measured ~26
  * API requests per remediation, ten of them on the node).
  */
+import type { NodeCondition } from './model.ts';
 import type { V1Taint } from '@kubernetes/client-node';
 import type { Taint, TaintEffect } from './model.ts';
 
@@ -74,4 +75,9 @@ export function nodeDelta(node: { taints: V1Taint[]; labels: Record<string, stri
     ...(unschedulable !== undefined ? { unschedulable } : {}),
   };
   return Object.keys(delta).length ? delta : undefined;
+}
+
+/** Whether a node already reads this condition (status, reason and message). */
+export function sameCondition(now: NodeCondition | undefined, want: NodeCondition): boolean {
+  return now !== undefined && now.status === want.status && now.reason === want.reason && now.message === want.message;
 }

@@ -12,8 +12,7 @@ import type { Clock } from '../clock.ts';
 import type { NodeChange } from './node-change.ts';
 import type {
   ApplyResult, EvictResult, Json, LeaseAttempt, LeaseState, LimitItem, LimitRangeInfo, NodeInfo, NodeMeta,
-  PodInfo, QuotaInfo, Taint, TaintEffect,
-} from './model.ts';
+  PodInfo, QuotaInfo, Taint, TaintEffect, NodeCondition } from './model.ts';
 
 /**
  * Nodes. Reads follow `continue` until the list is complete. Writes that read-modify-write
@@ -57,6 +56,11 @@ export interface NodeOps {
    * answer true without knowing whether anything changed.
    */
   update(name: string, change: NodeChange, options?: NodeUpdateOptions): Promise<boolean>;
+  /**
+   * Sets one condition of the node's status (`nodes/status`, merged by type: the kubelet's and
+   * node-problem-detector's conditions stay). False when it already reads so. Idempotent.
+   */
+  setCondition(name: string, condition: NodeCondition): Promise<boolean>;
 }
 
 export interface NodeUpdateOptions {

@@ -12,6 +12,7 @@ export interface RbacRule {
 
 export const KUBE_RBAC_RULES: readonly RbacRule[] = [
   { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'list', 'patch'] },
+  { apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['list'] },
   { apiGroups: [''], resources: ['pods/eviction'], verbs: ['create'] },
   { apiGroups: [''], resources: ['resourcequotas'], verbs: ['get', 'list', 'create', 'update'] },

@@ -39,6 +39,7 @@ export function renderSteps(plan: Plan): RenderedStep[] {
     }
     for (const r of plan.gpuActions ?? []) steps.push({ kind: r.action === 'drain-on' || r.action === 'drain-off' || r.action === 'mig-cleanup' ? 'annotate' : r.action, target: `${node}/gpu/${r.gpuUuid}`, message: `asked of the node agent (${r.id})`, from });
     if (e.record !== undefined) steps.push({ kind: 'annotate', target: node, message: HISTORY_ANNOTATION, from });
+    if (e.condition) steps.push({ kind: 'condition', target: node, message: `${e.condition.type}=${e.condition.status}: ${e.condition.message}`, from });
   }
   plan.evictions.forEach((p, index) => steps.push({ kind: 'evict', target: podTarget(p), from: { part: 'evictions', index } }));
   if (plan.approval) steps.push({ kind: 'approval', target: node, message: plan.approval.summary, from: { part: 'approval' } });

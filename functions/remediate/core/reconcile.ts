@@ -84,10 +84,26 @@ export function nodeEdit(prev: NodeState, next: NodeState, node: NodeFacts, poli
   }
   // What the node's agent must do to its GPUs, as the node should carry it (drift corrected too).
   const actions = gpuActionsOf(next, policy);
+  // Where people look (kubectl describe node): a condition that names the GPUs held out.
+  const condition = fencedCondition(actions);
+  const had = node.conditions?.[FENCED_CONDITION];
+  if (condition.status === 'True' || had !== undefined) {
+    if (!had || had.status !== condition.status || had.message !== condition.message) edit.condition = condition;
+  }
   const wanted = actions.length > 0 ? JSON.stringify(actions) : null;
   if (wanted !== (node.annotations[GPU_ACTIONS_ANNOTATION] ?? null)) edit.annotations[GPU_ACTIONS_ANNOTATION] = wanted;
   if (encodeHistory(next) !== encodeHistory(prev)) edit.record = next;
   return isEmptyEdit(edit) ? undefined : edit;
+}
+
+/** The Node condition gpu-reflex keeps: which GPUs it holds out of scheduling, if any. */
+export const FENCED_CONDITION = 'GpuReflexGpuFenced';
+
+function fencedCondition(actions: readonly GpuActionRequest[]): NonNullable<NodeEdit<NodeState>['condition']> {
+  const gpus = [...new Set(actions.filter((a) => a.action === 'fence').map((a) => a.gpuUuid))].sort();
+  return gpus.length > 0
+    ? { type: FENCED_CONDITION, status: 'True', reason: 'GpuFenced', message: `gpu-reflex holds ${gpus.length === 1 ? 'GPU' : `${gpus.length} GPUs`} out of scheduling until a reset and a passed health probe: ${gpus.join(', ')}` }
+    : { type: FENCED_CONDITION, status: 'False', reason: 'NoGpuFenced', message: 'gpu-reflex holds no GPU of this node out of scheduling' };
 }
 
 /** The GPU actions `next` asks of the node agent that `prev` did not (for the Remediation's steps). */

@@ -43,8 +43,9 @@ describe('planSweep: restoring', () => {
     let w = await hit(start(), xid(48, { minute: 0 }));
     expect(w.node.labels[STATE_LABEL]).toBe('quarantined');
     const gpu = stateOf(w.node).incidents[0]!.gpu!;
-    // fenced at once, through the node agent
+    // fenced at once, through the node agent, and said where people look (kubectl describe node)
     expect(requested(w).map((r) => [r.action, r.gpuUuid])).toEqual([['fence', gpu]]);
+    expect(w.node.conditions?.GpuReflexGpuFenced).toMatchObject({ status: 'True', message: expect.stringContaining(gpu) });
     // its pods are gone: a reset is asked for
     let s = await sweep(w, 1);
     w = s.world;
@@ -66,6 +67,7 @@ describe('planSweep: restoring', () => {
     expect(world.node.labels[STATE_LABEL]).toBe('healthy');
     expect(world.node.annotations['gpu-reflex.io/quarantined-gpus']).toBeUndefined();
     expect(stateOf(world.node).incidents[0]).toMatchObject({ phase: 'closed', closedAt: at(9), resetAt: at(6), probedAt: at(8) });
+    expect(world.node.conditions?.GpuReflexGpuFenced).toMatchObject({ status: 'False' });
     // the fence is lifted through the agent, and forgotten once it says so
     const unfence = requested(world).find((r) => r.action === 'unfence')!;
     expect(requested(world).map((r) => r.action)).toEqual(['unfence']);

@@ -28,6 +28,8 @@ export interface NodeFacts {
   unschedulable: boolean;
   /** GPU UUIDs on the node when known (inventory); lets a full per-GPU quarantine taint the node. */
   gpus?: string[];
+  /** Node conditions by type (gpu-reflex keeps GpuReflexGpuFenced current). */
+  conditions?: Record<string, { status: string; message: string }>;
 }
 
 export interface PodFacts {
