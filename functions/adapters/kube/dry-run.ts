@@ -7,7 +7,7 @@
  */
 import type { Clock } from '../clock.ts';
 import { mergeStringMap, nodeDelta, sameCondition, withTaint, withoutTaint } from './node-change.ts';
-import type { ApplyResult, EvictResult, Json, LeaseAttempt, NodeCondition, PodInfo, Taint, TaintEffect } from './model.ts';
+import type { ApplyResult, EvictResult, Json, LeaseAttempt, PodInfo, Taint, TaintEffect } from './model.ts';
 import type { EventRecorder, EvictOptions, LeaseOps, LimitRangeSpec, NodeOps, PodOps, QuotaOps, QuotaSpec, StateStore } from './ports.ts';
 import { sameJson } from './same-json.ts';
 
