@@ -215,6 +215,14 @@ describe('Agent.pollEventsOnce and onKernelLine', () => {
     expectValid([...app, ...hw]);
   });
 
+  it('passes an NVLink5 line\'s Nonfatal/Fatal verdict on in the XID event', async () => {
+    fx = await startAgent('dgx-a100-8x.json', { pids: DGX_PIDS });
+    await fx.agent.sampleOnce();
+    const out = fx.agent.onKernelLine('NVRM: Xid (PCI:0000:07:00): 145, RLW_REMAP Nonfatal XC0 i0 Link 09 (0x00000000 0x00000000)');
+    expect(detail(out[0])).toMatchObject({ xid: 145, via: 'kmsg', severity: 'nonfatal' });
+    expectValid(out);
+  });
+
   it('publishes a kernel-log XID first and absorbs the NVML sighting that follows', async () => {
     fx = await startAgent('dgx-a100-8x.json', { pids: DGX_PIDS });
     await fx.agent.sampleOnce();

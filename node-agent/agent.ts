@@ -270,6 +270,7 @@ export class Agent {
       message: k.message || k.meaning,
       ...(mig ? { mig } : {}),
       ...(recoveryAction ? { recoveryAction } : {}),
+      ...(k.severity ? { severity: k.severity } : {}),
       // An application XID is the named process's alone; a hardware XID concerns every pod on the GPU.
       podUids: podsOnGpu(this.inventory, gpu.uuid, k.gpuInstanceId, describeXid(k.xid).fault === 'application' ? k.pid : undefined),
     });

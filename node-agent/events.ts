@@ -49,6 +49,7 @@ export interface XidObservation {
   message: string;
   mig?: GpuXidErrorDetail['mig'];
   recoveryAction?: GpuXidErrorDetail['recoveryAction'];
+  severity?: GpuXidErrorDetail['severity'];
   podUids: string[];
 }
 
@@ -66,6 +67,7 @@ export function xidEvent(node: string, at: number, o: XidObservation): OutgoingE
     process: o.process,
     message: o.message.slice(0, 1024),
     ...(o.recoveryAction ? { recoveryAction: o.recoveryAction } : {}),
+    ...(o.severity ? { severity: o.severity } : {}),
     pods: o.podUids.slice(0, 128).map((uid) => ({ uid })),
   };
   return outgoing(GPU_XID_ERROR, detail, at, 'critical');

@@ -17,6 +17,11 @@ export const GpuXidErrorDetailSchema = z
     pid: count().nullable(),
     process: z.string().max(256).nullable(),
     message: z.string().max(1024),
+    /**
+     * What the kernel line says of an NVLink5 error (XID 144–150): `Fatal` or `Nonfatal`. Absent when
+     * the line says neither or the XID came from NVML only (its event carries no such word).
+     */
+    severity: z.enum(['fatal', 'nonfatal']).optional(),
     /** NVML's recovery action at the time, when the driver reports one (XID 154 and newer drivers). */
     recoveryAction: z.enum(GPU_RECOVERY_ACTIONS).optional(),
     /** Pods the agent saw on this GPU (or MIG instance) when the XID arrived. */

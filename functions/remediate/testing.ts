@@ -22,7 +22,7 @@ export function gpu(index: number): GpuRef {
 }
 
 let seq = 0;
-export function xid(x: number, o: { node?: string; gpu?: number; minute?: number; pods?: PodRef[]; mig?: MigRef; recoveryAction?: GpuXidErrorDetail['recoveryAction']; eventId?: string } = {}): TriggerEvent {
+export function xid(x: number, o: { node?: string; gpu?: number; minute?: number; pods?: PodRef[]; mig?: MigRef; recoveryAction?: GpuXidErrorDetail['recoveryAction']; severity?: GpuXidErrorDetail['severity']; eventId?: string } = {}): TriggerEvent {
   const node = o.node ?? 'gpu-a100-07';
   const detail: GpuXidErrorDetail = {
     schemaVersion: 1,
@@ -37,6 +37,7 @@ export function xid(x: number, o: { node?: string; gpu?: number; minute?: number
     process: null,
     message: `Xid ${x}`,
     ...(o.recoveryAction ? { recoveryAction: o.recoveryAction } : {}),
+    ...(o.severity ? { severity: o.severity } : {}),
     pods: o.pods ?? [],
   };
   return { detailType: GPU_XID_ERROR, detail };

@@ -34,6 +34,12 @@ describe('parseXidLine', () => {
     expect(parseXidLine(line)).toBeUndefined();
   });
 
+  it('reads an NVLink5 line\'s own verdict: Nonfatal, Fatal, or nothing', () => {
+    expect(parseXidLine('NVRM: Xid (PCI:0000:8d:00): 145, RLW_REMAP Nonfatal XC0 i0 Link 09 (0x00000000 0x00000000 0x00000000)')?.severity).toBe('nonfatal');
+    expect(parseXidLine('NVRM: Xid (PCI:0000:8d:00): 149, NETIR_LINK_EVT Fatal XC0 i0 Link 02 (0x00000004 0x00000000)')?.severity).toBe('fatal');
+    expect(parseXidLine('NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, GPU has fallen off the bus.')?.severity).toBeUndefined();
+  });
+
   it('never throws, whatever the line', () => {
     const pieces = fc.constantFrom('NVRM: Xid (', 'PCI:', '0000:3b:00', '):', ' 79', ', pid=', "'<unknown>'", ', name=', '<unknown>', ',', ' GPU-I:', '\r', '[1.0] ', '6,1,2,-;');
     fc.assert(

@@ -24,6 +24,8 @@ export interface KernelXid {
   message: string;
   /** MIG GPU instance named in the line (`GPU-I:05`), when there is one. */
   gpuInstanceId?: number;
+  /** The line's own verdict, where the driver writes one (NVLink5 errors, XID 144–150). */
+  severity?: 'fatal' | 'nonfatal';
   meaning: string;
   recommendation: string;
   action: RemediationAction;
@@ -103,6 +105,8 @@ export function parseXidLine(line: string): KernelXid | undefined {
   }
   const gi = GPU_INSTANCE.exec(instances)?.[1];
   const info = describeXid(xid);
+  // `Nonfatal` is checked first: it contains `fatal`.
+  const severity = /\bnon-?fatal\b/i.test(rest) ? 'nonfatal' : /\bfatal\b/i.test(rest) ? 'fatal' : undefined;
   return {
     pci,
     xid,
@@ -110,6 +114,7 @@ export function parseXidLine(line: string): KernelXid | undefined {
     process,
     message: rest.trim(),
     ...(gi === undefined ? {} : { gpuInstanceId: Number.parseInt(gi, 16) }),
+    ...(severity ? { severity } : {}),
     meaning: info.meaning,
     recommendation: info.recommendation,
     action: info.action,

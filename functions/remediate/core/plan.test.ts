@@ -128,6 +128,16 @@ describe('planRemediation: first actions', () => {
     expect(planRemediation(factsFor(xid(x, { recoveryAction: ra }), node()), P).action).toBe(action);
   });
 
+  it.each([
+    ['nonfatal', undefined, 'observe'],
+    ['fatal', undefined, 'quarantine-gpu'],
+    [undefined, undefined, 'quarantine-gpu'], // NVML only: no word either way, so the catalog's action
+    ['nonfatal', 'gpu-reset', 'quarantine-gpu'], // a recovery action NVML asks for still wins
+  ] as const)('NVLink5 XID 145 whose kernel line says %s (recovery action %s) → %s', async (severity, ra, action) => {
+    const e = xid(145, { ...(severity ? { severity } : {}), ...(ra ? { recoveryAction: ra } : {}) });
+    expect(planRemediation(factsFor(e, node()), P).action).toBe(action);
+  });
+
   it('reports monitoring-degraded and acts on nothing', async () => {
     for (const e of [health('monitoring-degraded', { gpu: null, severity: 'warning' }), health('monitoring-degraded', { severity: 'critical' })]) {
       const plan = planRemediation(factsFor(e, node()), P);
