@@ -1,8 +1,10 @@
+import { readFileSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { oneGpu } from '../infra/local/mock-nvml/testing.ts';
+import { MOCK_NVML_SCENARIOS } from '../infra/local/mock-nvml/build.ts';
 import { validateDetail } from '../events/validate.ts';
 import { AgentHealth } from './http.ts';
 import type { OutgoingEvent } from './events.ts';
@@ -83,6 +85,22 @@ describe('Agent.sampleOnce', () => {
     expect(ofType(await fx.agent.sampleOnce(), 'GPU Health Changed')).toEqual([]);
     fx.mock.injectFault({ kind: 'ecc', gpu: 0, uncorrected: 1 });
     expect(ofType(await fx.agent.sampleOnce(), 'GPU Health Changed').map((e) => detail(e).condition)).toEqual(['ecc-uncorrected']);
+  });
+
+  it('reports a GPU that was here before and NVML no longer lists at start (gpu-missing), and its return', async () => {
+    const memory = join(await mkdtemp(join(tmpdir(), 'gr-gpus-')), 'spool.jsonl.gpus.json');
+    const dgx = JSON.parse(readFileSync(join(MOCK_NVML_SCENARIOS, 'dgx-a100-8x.json'), 'utf8')) as { gpus: { uuid: string }[] };
+    fx = await startAgent(dgx, { overrides: { gpuMemoryPath: memory } });
+    expect(ofType(await fx.agent.sampleOnce(), 'GPU Health Changed')).toEqual([]);
+    await fx.close();
+    // GPU 3 fell off the bus while the agent was down: the driver now enumerates seven.
+    fx = await startAgent({ ...dgx, gpus: dgx.gpus.filter((_, i) => i !== 3) }, { overrides: { gpuMemoryPath: memory } });
+    const missing = ofType(await fx.agent.sampleOnce(), 'GPU Health Changed');
+    expect(missing.map((e) => [detail(e).condition, detail(e).state, (detail(e).gpu as { uuid: string }).uuid])).toEqual([['gpu-missing', 'firing', dgx.gpus[3]!.uuid]]);
+    expectValid(missing);
+    await fx.close();
+    fx = await startAgent(dgx, { overrides: { gpuMemoryPath: memory } });
+    expect(ofType(await fx.agent.sampleOnce(), 'GPU Health Changed').map((e) => [detail(e).condition, detail(e).state])).toEqual([['gpu-missing', 'resolved']]);
   });
 
   it('a contained ECC error (XID 94) bumps the counter without raising ecc-uncorrected; an uncontained one does', async () => {

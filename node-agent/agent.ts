@@ -18,7 +18,7 @@
  */
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { describeXid } from '../events/xid.ts';
-import type { MigRef } from '../events/common.ts';
+import type { GpuRef, MigRef } from '../events/common.ts';
 import { noAgentMetrics, type AgentMetrics } from './agent-metrics.ts';
 import { HealthEvaluator, type EccMemory, type HealthEvent, type HealthThresholds } from './collectors/health.ts';
 import { buildInventory, inventoryKey, podsOnGpu, type Inventory } from './collectors/inventory.ts';
@@ -69,6 +69,12 @@ export interface AgentOptions {
    * in memory only, and a restart re-reports an old count as new errors.
    */
   eccStatePath?: string;
+  /**
+   * Where the GPUs this node has had are remembered (beside the spool), so one that NVML no longer
+   * lists at start — it fell off the bus before the agent could watch it — is reported
+   * (`gpu-missing`) instead of silently not being there.
+   */
+  gpuMemoryPath?: string;
 }
 
 /** XID 94: an uncorrected ECC error the driver contained (only the application was killed). */
@@ -94,6 +100,8 @@ export class Agent {
   private readonly log: PublisherLog;
   private inventory: Inventory | undefined;
   private eccSaved: string;
+  /** gpu-missing events (and their resolutions) found at start, sent with the first sample. */
+  private pendingGpuReport: HealthEvent[];
   private inventoryKey: string | undefined;
   private inventorySentAt = -Infinity;
   private readings: GpuReading[] = [];
@@ -111,6 +119,7 @@ export class Agent {
     for (const index of this.source.unnamed) this.log.warn('GPU lost before the agent could name it; it is not monitored', { index });
     this.evaluator = new HealthEvaluator(o.thresholds);
     if (o.eccStatePath) this.evaluator.restoreEcc(readEccState(o.eccStatePath));
+    this.pendingGpuReport = o.gpuMemoryPath ? this.compareGpus(o.gpuMemoryPath) : [];
     this.eccSaved = JSON.stringify(this.evaluator.eccMemory());
     this.window = new UtilizationWindow(o.utilizationWindowMs, o.now());
     this.pods = new PodResolver(o.procRoot);
@@ -167,6 +176,7 @@ export class Agent {
       out.push(inventoryEvent(this.o.nodeName, nowMs, inv));
     }
     for (const h of this.evaluator.evaluate(result.readings, nowMs)) out.push(healthEvent(this.o.nodeName, nowMs, h, this.podsFor(h, previous)));
+    for (const h of this.pendingGpuReport.splice(0)) out.push(healthEvent(this.o.nodeName, nowMs, h));
     this.saveEcc();
     const summary = this.window.add(result.readings, nowMs);
     if (summary) out.push(utilizationEvent(this.o.nodeName, nowMs, summary));
@@ -227,6 +237,43 @@ export class Agent {
     });
     this.metrics.xidPublished('nvml', now);
     return this.emit([event]);
+  }
+
+  /**
+   * GPUs remembered from earlier runs that NVML does not list now fire `gpu-missing`; ones that were
+   * missing and are back resolve it. The memory keeps every GPU ever seen here (a GPU removed on
+   * purpose: delete the file).
+   */
+  private compareGpus(path: string): HealthEvent[] {
+    let memory: { gpus: GpuRef[]; missing: string[] } = { gpus: [], missing: [] };
+    try {
+      const raw = JSON.parse(readFileSync(path, 'utf8')) as { gpus?: GpuRef[]; missing?: string[] };
+      memory = { gpus: Array.isArray(raw.gpus) ? raw.gpus : [], missing: Array.isArray(raw.missing) ? raw.missing : [] };
+    } catch {
+      // first start on this node: nothing to compare with
+    }
+    const now = new Set(this.source.gpus.map((g) => g.uuid));
+    const out: HealthEvent[] = [];
+    const missing: string[] = [];
+    for (const g of memory.gpus) {
+      if (now.has(g.uuid)) {
+        if (memory.missing.includes(g.uuid)) out.push({ gpu: g, condition: 'gpu-missing', state: 'resolved', severity: 'info', message: `GPU ${g.uuid} is listed by NVML again` });
+        continue;
+      }
+      missing.push(g.uuid);
+      if (!memory.missing.includes(g.uuid)) {
+        out.push({ gpu: g, condition: 'gpu-missing', state: 'firing', severity: 'critical', message: `GPU ${g.index} (${g.uuid}, PCI ${g.pciBusId}) was on this node and NVML no longer lists it: ${this.source.gpus.length} GPUs now, ${memory.gpus.length} before`, value: this.source.gpus.length, threshold: memory.gpus.length, unit: 'GPUs' });
+      }
+    }
+    const known = new Set(memory.gpus.map((g) => g.uuid));
+    const gpus = [...memory.gpus, ...this.source.gpus.filter((g) => !known.has(g.uuid)).map((g) => ({ index: g.index, uuid: g.uuid, pciBusId: g.pciBusId, name: g.name }))];
+    try {
+      writeFileSync(`${path}.tmp`, JSON.stringify({ gpus, missing }));
+      renameSync(`${path}.tmp`, path);
+    } catch (err) {
+      this.log.warn('GPU memory not saved', { path, error: String(err) });
+    }
+    return out;
   }
 
   /** Writes the ECC counters when they moved (temporary file renamed over the old: never half a file). */

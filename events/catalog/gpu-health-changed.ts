@@ -17,6 +17,8 @@ export const HEALTH_CONDITIONS = [
   'throttling',
   'nvlink-down',
   'gpu-lost',
+  /** A GPU this node had that NVML no longer lists (fell off the bus before the agent started, or was removed). */
+  'gpu-missing',
   'recovery-action',
   /** The agent itself cannot see (NVML hung or failing): never a hardware verdict. */
   'monitoring-degraded',

@@ -99,6 +99,7 @@ export class LocalAgentHost {
       inventoryIntervalMs: 300_000,
       watcher: { sliceMs: 0 },
       eccStatePath: `${o.files.spoolPath}.ecc.json`,
+      gpuMemoryPath: `${o.files.spoolPath}.gpus.json`,
     });
     o.log?.(`NVML ${agent.source.system.driverVersion}: ${agent.source.gpus.length} GPUs (${agent.source.gpus[0]?.name ?? 'none'})`);
     return new LocalAgentHost(o, mock, nvml, agent, publisher);

@@ -120,6 +120,8 @@ const CONDITION_DEFAULTS: Record<HealthCondition, RuleOverride> = {
   throttling: { action: 'observe', then: [] },
   'nvlink-down': { action: 'quarantine-gpu', then: RESET },
   'gpu-lost': { action: 'drain-node', then: RESET },
+  // Gone before the agent could see it fall: the same verdict as a GPU lost while watched.
+  'gpu-missing': { action: 'drain-node', then: RESET, notify: true },
   // Placeholder: a recovery-action event obeys `recoveryActions` below.
   'recovery-action': { action: 'observe', then: [] },
   'monitoring-degraded': { action: 'observe', then: [], notify: true },
