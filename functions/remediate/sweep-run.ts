@@ -26,10 +26,14 @@ export interface SweepOutcome {
   expired: string[];
 }
 
-export async function sweep(deps: RemediationDeps): Promise<SweepOutcome> {
+/**
+ * `only`: one node (a `GPU Action Result` from its agent): the repair moves on now instead of at the
+ * next minute, under a lease of its own, and approvals are left to the scheduled sweep.
+ */
+export async function sweep(deps: RemediationDeps, only?: string): Promise<SweepOutcome> {
   const idle = (): SweepOutcome => (deps.logger.info('sweep already running elsewhere'), { nodes: 0, plans: [], skipped: [], expired: [] });
-  return withLease('remediate-sweep', 120, deps, async () => {
-    const tracked = await deps.nodes.list(STATE_LABEL);
+  return withLease(only ? `remediate-repair-${only}` : 'remediate-sweep', 120, deps, async () => {
+    const tracked = only ? (await deps.nodes.list(STATE_LABEL)).filter((n) => n.name === only) : await deps.nodes.list(STATE_LABEL);
     const pools = new Map<string, PoolFacts>();
     const facts: SweepNodeFacts[] = [];
     for (const n of tracked) {
@@ -59,7 +63,7 @@ export async function sweep(deps: RemediationDeps): Promise<SweepOutcome> {
       if (!done) skipped.push(n.name);
       else if (p) applied.push(p);
     }
-    const expired = await expireApprovals(deps, new Set(applied.map((p) => p.target.node)));
+    const expired = only ? [] : await expireApprovals(deps, new Set(applied.map((p) => p.target.node)));
     return { nodes: tracked.length, plans: applied, skipped, expired };
   }, idle);
 }

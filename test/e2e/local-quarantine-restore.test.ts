@@ -35,21 +35,22 @@ describe('gpu-reflex simulate, quarantine-restore scenario (6 h)', () => {
       '1m restart-workload acted',
       '4m restart-workload acted',
       '7m quarantine-gpu acted',
-      // fenced at 7m05 by the agent; its pods gone, the 8m sweep asked for the reset (done 8.5m),
-      // the 9m sweep for the probe (30 s, passed 10.5m): the 11m sweep restores on that evidence
-      '11m restore restored',
+      // fenced at 7m05 by the agent (its answer moves the repair on at once: remediate-gpu-action);
+      // the reset asked while the evicted pods were still in their grace period is refused busy and
+      // asked again once they are gone, the probe (30 s) passes, and the GPU is restored at 10.5m
+      '10.5m restore restored',
       '180m observe acted',
       // 90 min after the last one: outside the 60 min escalation window, so no escalation
       '270m observe acted',
     ]);
   });
 
-  it('the agent fenced, reset, probed and unfenced the GPU, in that order, each once', () => {
+  it('the agent fenced, reset (once refused while the evicted pods still held the GPU), probed and unfenced the GPU, in that order', () => {
     const answers = result.report.events
       .filter((e) => (e.event as { 'detail-type': string })['detail-type'] === 'GPU Action Result')
       .map((e) => (e.event as unknown as { detail: { action: string; state: string } }).detail)
       .map((d) => `${d.action} ${d.state}`);
-    expect(answers).toEqual(['fence done', 'reset done', 'probe done', 'unfence done']);
+    expect(answers).toEqual(['fence done', 'reset failed', 'reset done', 'probe done', 'unfence done']);
   });
 
   it('runs all six hours of scenario time', () => {

@@ -89,10 +89,14 @@ export function readResults(annotations: Readonly<Record<string, string>>): { re
 export type RepairStep =
   | { kind: 'wait'; incident: Incident }
   | { kind: 'moved'; incident: Incident; why: string }
+  /** Asked again, quietly (the GPU was still busy: a pod in its termination grace still holds it). */
+  | { kind: 'retry'; incident: Incident }
   | { kind: 'restored'; incident: Incident; why: string }
   | { kind: 'failed'; incident: Incident; why: string };
 
 const MIN = 60_000;
+/** How long a reset refused as busy waits before it is asked again. */
+const BUSY_RETRY_MS = 30_000;
 
 /**
  * One step of a quarantined GPU's repair: ask for the reset once its pods are gone, then the
@@ -110,6 +114,16 @@ export function stepRepair(i: Incident, podsLeft: number, results: Readonly<Reco
     if (now.getTime() - Date.parse(i.repair.at) < policy.repair.answerTimeoutMinutes * MIN) return { kind: 'wait', incident: i };
     const why = `the node agent did not answer the ${i.repair.step} of ${i.gpu} within ${policy.repair.answerTimeoutMinutes} min (${r ? `still ${r.state}` : 'no answer at all: is the agent running with its actuator?'})`;
     return { kind: 'failed', incident: { ...i, repair: undefined }, why };
+  }
+  // Still held (a pod in its grace period, a process the pod left behind): not a failed reset yet.
+  // Asked again every BUSY_RETRY_MS under a new id, until the answer timeout from the first ask.
+  if (r.state === 'failed' && r.reason === 'busy' && i.repair.step === 'reset') {
+    const since = i.repair.since ?? i.repair.at;
+    if (now.getTime() - Date.parse(since) < policy.repair.answerTimeoutMinutes * MIN) {
+      if (now.getTime() - Date.parse(i.repair.at) < BUSY_RETRY_MS) return { kind: 'wait', incident: i };
+      const attempt = (i.repair.attempt ?? 1) + 1;
+      return { kind: 'retry', incident: { ...i, repair: { step: 'reset', id: `${requestId('reset', i)}.${attempt}`, at: at, since, attempt } } };
+    }
   }
   if (r.state === 'failed') {
     const holders = r.holders?.length ? ` (held by ${r.holders.slice(0, 5).join(', ')})` : '';

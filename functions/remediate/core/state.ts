@@ -63,7 +63,7 @@ const IncidentSchema = z.object({
    * GPU repair through the node agent (gpu-repair.ts): the reset or probe asked for and not yet
    * answered, with its request id and when it was asked.
    */
-  repair: z.object({ step: z.enum(['reset', 'probe']), id: z.string(), at: Timestamp }).optional(),
+  repair: z.object({ step: z.enum(['reset', 'probe']), id: z.string(), at: Timestamp, since: Timestamp.optional(), attempt: z.number().int().min(1).optional() }).optional(),
   /** The agent reset the GPU (its answer's time): the evidence a restore needs, with a passed probe. */
   resetAt: Timestamp.optional(),
   /** The probe after the reset passed: the GPU is back on evidence, not on quiet time. */

@@ -91,13 +91,25 @@ describe('planSweep: restoring', () => {
     expect(stateOf(s.world.node).incidents.find((i) => i.phase !== 'closed')).toMatchObject({ action: 'reboot-node', phase: 'draining' });
   });
 
-  it('a failed reset says why (the pods still holding the GPU) and climbs the ladder', async () => {
+  it('a reset refused as busy is asked again quietly; still busy at the answer timeout, it climbs and says what held the GPU', async () => {
     let w = await hit(start(), xid(95, { minute: 0 }));
     w = (await sweep(w, 1)).world;
     const reset = requested(w).find((r) => r.action === 'reset')!;
+    // a pod in its termination grace still holds the GPU
     w = answer(w, reset.id, { state: 'failed', action: 'reset', gpuUuid: reset.gpuUuid, at: at(2), reason: 'busy', holders: ['ml/stray-0'] });
-    const s = await sweep(w, 3);
-    expect(s.plan?.reason).toContain('the reset of');
+    const again = await sweep(w, 3);
+    expect(again.plan?.kind).toBe('noop'); // bookkeeping: no Remediation event for a retry
+    const second = requested(again.world).find((r) => r.action === 'reset')!;
+    expect(second.id).toBe(`${reset.id}.2`);
+    w = answer(again.world, second.id, { state: 'failed', action: 'reset', gpuUuid: reset.gpuUuid, at: at(4), reason: 'busy', holders: ['ml/stray-0'] });
+    for (let m = 5; m <= 10; m++) {
+      const s = await sweep(w, m);
+      w = s.world;
+      for (const r of requested(w).filter((x) => x.action === 'reset' && !JSON.parse(w.node.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}')[x.id])) {
+        w = answer(w, r.id, { state: 'failed', action: 'reset', gpuUuid: r.gpuUuid, at: at(m), reason: 'busy', holders: ['ml/stray-0'] });
+      }
+    }
+    const s = await sweep(w, 1 + P.repair.answerTimeoutMinutes + 1);
     expect(s.plan?.reason).toContain('failed on the node: busy (held by ml/stray-0)');
     expect(stateOf(s.world.node).incidents.find((i) => i.phase !== 'closed')?.action).toBe('reboot-node');
   });

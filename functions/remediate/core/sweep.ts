@@ -164,6 +164,8 @@ function repairStep(i: Incident, w: Work, facts: SweepFacts, policy: Policy, ret
   retry(left);
   const s = stepRepair(i, left.length, w.results, facts.now, policy);
   if (s.kind === 'wait') return i;
+  // Bookkeeping only: the new request goes out with the node's state, no Remediation of its own.
+  if (s.kind === 'retry') return s.incident;
   if (s.kind === 'failed') return climb(s.incident, s.why, w, facts, policy);
   w.reasons.push(s.why);
   w.touched.push(s.incident);

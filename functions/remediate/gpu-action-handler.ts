@@ -1,0 +1,27 @@
+/**
+ * Lambda `remediate-gpu-action`: a `GPU Action Result` from a node's agent (a fence, reset or probe
+ * done or failed) moves that node's repair on at once — the sweep's own step for one node — instead
+ * of at the next minute. The answer itself is read from the Node (gpu-reflex.io/gpu-action-results),
+ * as the scheduled sweep reads it: the event only says when to look, so a lost event costs a minute,
+ * never a repair.
+ */
+import { randomUUID } from 'node:crypto';
+import { GPU_ACTION_RESULT, type GpuActionResultDetail } from '../../events/index.ts';
+import { eventHandler } from '../lib/handler.ts';
+import { sweep } from './sweep-run.ts';
+import { lazyRemediationWiring, type RemediationWiring } from './wiring.ts';
+
+export function createGpuActionHandler(getDeps: () => RemediationWiring) {
+  return eventHandler<GpuActionResultDetail>({
+    name: 'remediate-gpu-action',
+    detailTypes: [GPU_ACTION_RESULT],
+    logger: () => getDeps().logger,
+    async handle(event, { logger, context }) {
+      const d = getDeps();
+      const out = await sweep({ ...d.kube, ...d, logger, holder: context?.awsRequestId ?? randomUUID() }, event.detail.node);
+      return { node: event.detail.node, acted: out.plans.map((p) => `${p.action} ${p.phase}`), skipped: out.skipped };
+    },
+  });
+}
+
+export const handler = createGpuActionHandler(lazyRemediationWiring('remediate-gpu-action'));
