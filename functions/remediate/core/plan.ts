@@ -71,9 +71,9 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
 
   const ruleTrigger: RuleTrigger =
     event.detailType === 'GPU XID Error'
-      ? { kind: 'xid', xid: event.detail.xid, ...(event.detail.recoveryAction ? { recoveryAction: event.detail.recoveryAction } : {}) }
+      ? { kind: 'xid', xid: event.detail.xid, ...(event.detail.recoveryAction ? { recoveryAction: event.detail.recoveryAction } : {}), ...(event.detail.severity ? { severity: event.detail.severity } : {}) }
       : { kind: 'condition', condition: event.detail.condition, severity: event.detail.severity, ...(event.detail.recoveryAction ? { recoveryAction: event.detail.recoveryAction } : {}) };
-  const rule = nonFatalNvlink5(event, resolveRule(policy, facts.pool.name, ruleTrigger));
+  const rule = resolveRule(policy, facts.pool.name, ruleTrigger);
   if (rule.action === 'ignore') return noop(`${words}: informational (${rule.source} → ignore)`, 'ignore');
 
   if (event.detailType === 'GPU Health Changed' && event.detail.condition === 'monitoring-degraded') {
@@ -216,13 +216,3 @@ function union(a: readonly string[], b: readonly string[]): string[] {
 }
 const maxIso = (a: string, b: string) => (cmp(a, b) >= 0 ? a : b);
 const minIso = (a: string, b: string) => (cmp(a, b) <= 0 ? a : b);
-
-/** NVLink5 errors (XID 144–150) whose kernel line says `Nonfatal`: observed and counted, per NVIDIA's NVLink5 workflow. */
-const NVLINK5_XIDS = new Set([144, 145, 146, 147, 148, 149, 150]);
-
-function nonFatalNvlink5(event: RemediationFacts['event'], rule: ReturnType<typeof resolveRule>): ReturnType<typeof resolveRule> {
-  if (event.detailType !== 'GPU XID Error' || !NVLINK5_XIDS.has(event.detail.xid) || event.detail.severity !== 'nonfatal') return rule;
-  // A recovery action NVML asks for still wins.
-  if (event.detail.recoveryAction !== undefined && event.detail.recoveryAction !== 'none') return rule;
-  return { ...rule, action: 'observe', then: [], escalate: null, source: `${rule.source} (Nonfatal: observe and count)` };
-}

@@ -174,7 +174,8 @@ export interface Rule {
 }
 
 export type RuleTrigger =
-  | { kind: 'xid'; xid: number; recoveryAction?: GpuRecoveryAction }
+  /** `severity`: the kernel line's own Fatal/Nonfatal (NVLink5 XIDs 144–150). */
+  | { kind: 'xid'; xid: number; recoveryAction?: GpuRecoveryAction; severity?: 'fatal' | 'nonfatal' }
   | { kind: 'condition'; condition: HealthCondition; severity?: 'info' | 'warning' | 'critical'; recoveryAction?: GpuRecoveryAction };
 
 function merge(base: RuleOverride, over: RuleOverride | undefined): RuleOverride {
@@ -186,6 +187,8 @@ function merge(base: RuleOverride, over: RuleOverride | undefined): RuleOverride
  * (XID 154 always; other XIDs only when it asks for more than `none`, so a driver that reports
  * `none` beside XID 79 does not talk us out of draining a GPU that fell off the bus).
  */
+const NVLINK5_XIDS: ReadonlySet<number> = new Set([144, 145, 146, 147, 148, 149, 150]);
+
 export function resolveRule(policy: Policy, pool: string | undefined, trigger: number | HealthCondition | RuleTrigger): Rule {
   const t: RuleTrigger = typeof trigger === 'number' ? { kind: 'xid', xid: trigger } : typeof trigger === 'string' ? { kind: 'condition', condition: trigger } : trigger;
   const poolOver = pool !== undefined ? policy.pools[pool] : undefined;
@@ -203,7 +206,10 @@ export function resolveRule(policy: Policy, pool: string | undefined, trigger: n
     rule = merge(rule, poolOver?.xids?.[k]);
     const r = finish(rule, poolOver?.xids?.[k] ? `XID ${k} (pool ${pool})` : `XID ${k}`, undefined);
     // Never escalate on XID 45 noise, whatever a file says (the schema rejects it too).
-    return t.xid === 45 ? { ...r, escalate: null } : r;
+    if (t.xid === 45) return { ...r, escalate: null };
+    // NVIDIA's NVLink5 workflow: a line that says Nonfatal is observed and counted.
+    if (NVLINK5_XIDS.has(t.xid) && t.severity === 'nonfatal') return { ...r, action: 'observe', then: [], escalate: null, source: `${r.source} (Nonfatal: observe and count)` };
+    return r;
   }
   let rule = merge(CONDITION_DEFAULTS[t.condition], policy.conditions[t.condition]);
   rule = merge(rule, poolOver?.conditions?.[t.condition]);
