@@ -16,6 +16,8 @@ import { emptyState, STATE_LABEL } from './core/state.ts';
 import { closeApproval, getApproval, listApprovals, stillWaits, type ApprovalRecord } from './approvals.ts';
 import { planSweep, type SweepNodeFacts } from './core/sweep.ts';
 import type { Plan, PoolFacts } from './core/types.ts';
+import type { NodeInfo } from '../adapters/kube/model.ts';
+import { NotFoundError } from '../adapters/errors.ts';
 
 export interface SweepOutcome {
   nodes: number;
@@ -26,6 +28,17 @@ export interface SweepOutcome {
   expired: string[];
 }
 
+/** The node, when it still exists and carries gpu-reflex state (what `list(STATE_LABEL)` would select). */
+async function oneTracked(deps: RemediationDeps, name: string): Promise<NodeInfo[]> {
+  try {
+    const n = await deps.nodes.get(name);
+    return STATE_LABEL in n.labels ? [n] : [];
+  } catch (err) {
+    if (err instanceof NotFoundError) return [];
+    throw err;
+  }
+}
+
 /**
  * `only`: one node (a `GPU Action Result` from its agent): the repair moves on now instead of at the
  * next minute, under a lease of its own, and approvals are left to the scheduled sweep.
@@ -33,7 +46,8 @@ export interface SweepOutcome {
 export async function sweep(deps: RemediationDeps, only?: string): Promise<SweepOutcome> {
   const idle = (): SweepOutcome => (deps.logger.info('sweep already running elsewhere'), { nodes: 0, plans: [], skipped: [], expired: [] });
   return withLease(only ? `remediate-repair-${only}` : 'remediate-sweep', 120, deps, async () => {
-    const tracked = only ? (await deps.nodes.list(STATE_LABEL)).filter((n) => n.name === only) : await deps.nodes.list(STATE_LABEL);
+    // One node: read it alone (each agent answer would otherwise list every tracked node of the fleet).
+    const tracked = only ? (await oneTracked(deps, only)) : await deps.nodes.list(STATE_LABEL);
     const pools = new Map<string, PoolFacts>();
     const facts: SweepNodeFacts[] = [];
     for (const n of tracked) {
