@@ -28,6 +28,13 @@ function devicesOf(g: GpuSpec): Map<string, number> {
 export class DevicePluginStandIn {
   /** Each node's allocatable as the plugin first enumerated it (every device healthy). */
   private readonly base = new Map<string, Record<string, string>>();
+  /** GPU indices each node's file listed at the last sync. */
+  private readonly unhealthy = new Map<string, ReadonlySet<number>>();
+
+  /** The GPUs the plugin reports unhealthy on `node` (as of the last sync): the kubelet hands them to no new pod. */
+  fenced(node: string): ReadonlySet<number> {
+    return this.unhealthy.get(node) ?? new Set();
+  }
 
   constructor(
     private readonly sim: KubeSim,
@@ -45,6 +52,7 @@ export class DevicePluginStandIn {
       const base = this.base.get(f.node)!;
       const listed = new FenceFile(fenceFilePath(f)).read();
       const fenced = f.gpus.filter((g) => listed.uuid.includes(g.uuid) || listed.index.includes(String(g.index)));
+      this.unhealthy.set(f.node, new Set(fenced.map((g) => g.index)));
       const want: Record<string, string> = { ...(status.allocatable ?? {}) };
       for (const key of new Set(f.gpus.flatMap((g) => [...devicesOf(g).keys()]))) {
         if (base[key] === undefined) continue;

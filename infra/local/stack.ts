@@ -17,8 +17,6 @@ import { StackKube } from './stack-kube.ts';
 import { StackRecorder } from './stack-recorder.ts';
 import { startAgentProcesses, startInProcessAgents } from './stack-agents.ts';
 import { DevicePluginStandIn } from './device-plugin.ts';
-import { fenceFilePath } from './agent-host.ts';
-import { FenceFile } from '../../node-agent/actuator/fence-file.ts';
 import { formatSummary, kubeconfigText, runningText, type TimelineEntry } from './timeline.ts';
 import { functionEnv, gapNotice, REPO_ROOT, withEnv } from './stack-env.ts';
 
@@ -171,13 +169,8 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       cleanups.push(off);
     }
     const syncProcesses = () => {
-      for (const n of dirty) files.get(n)!.tracker.update(sim!.store.podsOnNode(n), fencedGpus(n));
+      for (const n of dirty) files.get(n)!.tracker.update(sim!.store.podsOnNode(n), devicePlugin?.fenced(n));
       dirty.clear();
-    };
-    /** The GPUs the node's device plugin (its fence file) reports unhealthy: the kubelet hands them to no new pod. */
-    const fencedGpus = (n: string): Set<number> => {
-      const listed = new FenceFile(fenceFilePath(files.get(n)!)).read();
-      return new Set((gpuSpecsByNode.get(n) ?? []).filter((g) => listed.uuid.includes(g.uuid) || listed.index.includes(String(g.index))).map((g) => g.index));
     };
     const common = { busUrl: bus.url, busName, region: 'us-east-1', sampleIntervalMs: scenario.agents.sampleIntervalMs, log: progress };
     if (!virtual) progress(`starting ${nodeFiles.length} agents (gpu-reflex agent) ...`);
