@@ -80,6 +80,12 @@ export interface AgentOptions {
 /** XID 94: an uncorrected ECC error the driver contained (only the application was killed). */
 const CONTAINED_ECC_XID = 94;
 
+/** A small state file replaced whole: written beside it, renamed over it (never half a file). */
+function replaceFile(path: string, text: string): void {
+  writeFileSync(`${path}.tmp`, text);
+  renameSync(`${path}.tmp`, path);
+}
+
 function readEccState(path: string): EccMemory {
   try {
     const raw = JSON.parse(readFileSync(path, 'utf8')) as unknown;
@@ -268,8 +274,7 @@ export class Agent {
     const known = new Set(memory.gpus.map((g) => g.uuid));
     const gpus = [...memory.gpus, ...this.source.gpus.filter((g) => !known.has(g.uuid)).map((g) => ({ index: g.index, uuid: g.uuid, pciBusId: g.pciBusId, name: g.name }))];
     try {
-      writeFileSync(`${path}.tmp`, JSON.stringify({ gpus, missing }));
-      renameSync(`${path}.tmp`, path);
+      replaceFile(path, JSON.stringify({ gpus, missing }));
     } catch (err) {
       this.log.warn('GPU memory not saved', { path, error: String(err) });
     }
@@ -282,8 +287,7 @@ export class Agent {
     const now = JSON.stringify(this.evaluator.eccMemory());
     if (!path || now === this.eccSaved) return;
     try {
-      writeFileSync(`${path}.tmp`, now);
-      renameSync(`${path}.tmp`, path);
+      replaceFile(path, now);
       this.eccSaved = now;
     } catch (err) {
       this.log.warn('ECC counters not saved', { path, error: String(err) });

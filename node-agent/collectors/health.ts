@@ -40,7 +40,6 @@ type Level = 0 | Severity;
 const RANK: Record<string, number> = { 0: 0, info: 1, warning: 2, critical: 3 };
 
 /** Throttle reasons that mean hardware trouble; idle, app-clock and SW power cap are normal. */
-const HW_THROTTLE = HW_THROTTLE_REASONS;
 
 interface CondState {
   level: Level;
@@ -177,7 +176,7 @@ export class HealthEvaluator {
       step('row-remap-failure', r.remappedRows.failure ? 'critical' : 0, r.remappedRows.failure ? 'row remapping failed: no spare rows left' : 'row remapping healthy');
     }
     if (r.throttleReasons) {
-      const hw = r.throttleReasons.filter((x) => HW_THROTTLE.has(x));
+      const hw = r.throttleReasons.filter((x) => HW_THROTTLE_REASONS.has(x));
       step('throttling', hw.length ? 'warning' : 0, hw.length ? `clocks throttled: ${hw.join(', ')}` : 'clocks no longer throttled by hardware');
     }
     if (r.nvlinkActive) out.push(...this.nvlink(r, gpu));
