@@ -18,7 +18,15 @@ export function requestsGpu(pod: Pick<PodInfo, 'extendedResources'>): boolean {
 }
 
 export function nodeFacts(n: NodeInfo): NodeFacts {
-  return { name: n.name, labels: n.labels, annotations: n.annotations, taints: n.taints, unschedulable: n.unschedulable, ...(n.conditions ? { conditions: n.conditions } : {}) };
+  return {
+    name: n.name,
+    labels: n.labels,
+    annotations: n.annotations,
+    taints: n.taints,
+    unschedulable: n.unschedulable,
+    ...(n.conditions ? { conditions: n.conditions } : {}),
+    ...(n.capacity ? { capacity: n.capacity, allocatable: n.allocatable } : {}),
+  };
 }
 
 export function podFacts(p: PodInfo): PodFacts {
@@ -29,6 +37,7 @@ export function podFacts(p: PodInfo): PodFacts {
     requestsGpu: requestsGpu(p),
     daemonSet: p.owners.some((o) => o.kind === 'DaemonSet'),
     mirror: MIRROR_POD_ANNOTATION in p.annotations,
+    labels: p.labels,
   };
 }
 

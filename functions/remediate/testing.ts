@@ -4,7 +4,7 @@
  * sequences through parse → plan → apply → parse without a cluster and without a stand-in that
  * could drift from production.
  */
-import { GPU_HEALTH_CHANGED, GPU_XID_ERROR, type GpuHealthChangedDetail, type GpuRef, type GpuXidErrorDetail, type MigRef, type PodRef } from '../../events/index.ts';
+import { GPU_ACTIONS_ANNOTATION, GPU_HEALTH_CHANGED, GPU_XID_ERROR, type GpuHealthChangedDetail, type GpuRef, type GpuXidErrorDetail, type MigRef, type PodRef } from '../../events/index.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { FakeCluster, FakeNodeOps, FakePodOps } from '../adapters/kube/fake.ts';
 import { applyActions, type Applied } from '../lib/apply.ts';
@@ -65,7 +65,8 @@ export function health(
 }
 
 export function node(name = 'gpu-a100-07', gpus = 8): NodeFacts {
-  return { name, labels: { 'gpu-reflex.io/pool': 'a100' }, annotations: {}, taints: [], unschedulable: false, gpus: Array.from({ length: gpus }, (_, i) => gpu(i).uuid) };
+  const count = { 'nvidia.com/gpu': String(gpus) };
+  return { name, labels: { 'gpu-reflex.io/pool': 'a100' }, annotations: {}, taints: [], unschedulable: false, gpus: Array.from({ length: gpus }, (_, i) => gpu(i).uuid), capacity: count, allocatable: { ...count } };
 }
 
 export function pod(name: string, o: Partial<PodFacts> = {}): PodFacts {
@@ -97,10 +98,17 @@ export function factsFor(event: TriggerEvent, n: NodeFacts, o: Partial<Remediati
 }
 
 /**
+ * How the node's device plugin answers the fence requests the node carries: `honours` (the ACK
+ * plugin with the node agent's actuator running: each GPU with a `fence` request leaves
+ * `nvidia.com/gpu` allocatable), or `ignores` (no actuator, or a plugin that reads no file).
+ */
+export type PluginModel = 'honours' | 'ignores';
+
+/**
  * Carries `plan` out on a fake cluster holding `n` and `pods` with the real applier, and reads the
  * node and the pods still there back. Pods named in `blocked` are guarded by a disruption budget.
  */
-export async function apply(n: NodeFacts, pods: PodFacts[], plan: Plan, blocked: ReadonlySet<string> = new Set()): Promise<{ node: NodeFacts; pods: PodFacts[] }> {
+export async function apply(n: NodeFacts, pods: PodFacts[], plan: Plan, blocked: ReadonlySet<string> = new Set(), plugin: PluginModel = 'honours'): Promise<{ node: NodeFacts; pods: PodFacts[] }> {
   const cluster = new FakeCluster();
   const conditions = Object.fromEntries(Object.entries(n.conditions ?? {}).map(([type, c]) => [type, { type, status: c.status as 'True' | 'False', reason: '', message: c.message }]));
   cluster.addNode({ name: n.name, labels: n.labels, annotations: n.annotations, taints: n.taints.map((t) => ({ ...t, effect: t.effect as 'NoSchedule' })), unschedulable: n.unschedulable, conditions });
@@ -112,8 +120,9 @@ export async function apply(n: NodeFacts, pods: PodFacts[], plan: Plan, blocked:
   await applyActions(plan, { nodes: new FakeNodeOps(cluster), pods: new FakePodOps(cluster), notifier: new RecordingNotifier() }, historyCodec);
   const after = cluster.nodes.get(n.name)!;
   const left = new Set(cluster.pods().map((p) => p.uid));
+  const allocatable = plugin === 'honours' && n.capacity ? allocatableFor(n.capacity, after.annotations) : n.allocatable;
   return {
-    node: { ...n, labels: after.labels, annotations: after.annotations, taints: after.taints, unschedulable: after.unschedulable, ...(after.conditions && Object.keys(after.conditions).length > 0 ? { conditions: after.conditions } : {}) },
+    node: { ...n, ...(allocatable ? { allocatable } : {}), labels: after.labels, annotations: after.annotations, taints: after.taints, unschedulable: after.unschedulable, ...(after.conditions && Object.keys(after.conditions).length > 0 ? { conditions: after.conditions } : {}) },
     pods: pods.filter((p) => left.has(p.uid)),
   };
 }
@@ -124,4 +133,12 @@ export const stateOf = (n: NodeFacts, policy?: Policy) => parseNodeState(n.annot
 export function allDone(plan: Plan): Applied {
   const done = { result: 'done' as const };
   return { ...(plan.nodeEdit ? { nodeEdit: done } : {}), evictions: plan.evictions.map(() => done), notices: plan.notices.map(() => done), cloud: plan.cloud.map(() => done) };
+}
+
+/** `nvidia.com/gpu` allocatable as a device plugin that honours the node's fence requests reports it. */
+function allocatableFor(capacity: Record<string, string>, annotations: Record<string, string>): Record<string, string> {
+  const requests = JSON.parse(annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as { action: string; gpuUuid: string }[];
+  const fenced = new Set(requests.filter((r) => r.action === 'fence').map((r) => r.gpuUuid)).size;
+  const total = Number(capacity['nvidia.com/gpu'] ?? 0);
+  return { ...capacity, 'nvidia.com/gpu': String(Math.max(0, total - fenced)) };
 }

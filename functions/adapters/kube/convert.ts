@@ -22,6 +22,7 @@ export function toNodeInfo(n: V1Node): NodeInfo {
     unschedulable: n.spec?.unschedulable === true,
     ready: ready === undefined ? undefined : ready.status === 'True',
     allocatable: { ...(n.status?.allocatable ?? {}) },
+    ...(n.status?.capacity ? { capacity: { ...n.status.capacity } } : {}),
     resourceVersion: n.metadata?.resourceVersion ?? '',
     conditions: Object.fromEntries(
       (n.status?.conditions ?? []).filter((c) => c.type !== 'Ready').map((c) => [c.type, { type: c.type, status: c.status as 'True' | 'False' | 'Unknown', reason: c.reason ?? '', message: c.message ?? '' }]),

@@ -29,6 +29,8 @@ export interface NodeInfo {
   ready: boolean | undefined;
   /** `status.allocatable`, quantities as the API writes them (e.g. `nvidia.com/gpu: "8"`). */
   allocatable: Record<string, string>;
+  /** `status.capacity`; a device plugin's unhealthy devices are in it and not in `allocatable`. */
+  capacity?: Record<string, string>;
   resourceVersion: string;
   /** `status.conditions` other than Ready, by type (what node-problem-detector and gpu-reflex report). */
   conditions?: Record<string, NodeCondition>;

@@ -9,9 +9,10 @@
 import type { RemediationAction } from '../../../events/index.ts';
 import { checkBlastRadius, takesCapacity } from './blast-radius.ts';
 import { decideLevel, ladderOf } from './escalation.ts';
-import { resolveRule, type Policy, type RuleTrigger } from './policy.ts';
+import { fenceBackendOf, resolveRule, type FenceBackend, type Policy, type RuleTrigger } from './policy.ts';
 import type { Notice } from '../../lib/plan.ts';
 import { adoptOrphans, deriveNode, newGpuActions, nodeEdit } from './reconcile.ts';
+import { fenceWords } from './gpu-repair.ts';
 import { affectedPods, evictable, faultSite, type FaultSite } from './scope.ts';
 import { boundState, cmp, isOpen, type Incident, type IncidentPhase, type NodeState } from './state.ts';
 import type { NodeFacts, Plan, PlanTarget, PlanTrigger, PodFacts, RemediationFacts } from './types.ts';
@@ -25,6 +26,8 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   const d = event.detail;
   const site = faultSite(facts);
   const prev = facts.state;
+  const backend = fenceBackendOf(policy, facts.pool.name);
+  const ws = (next: NodeState) => withState(prev, next, node, backend);
   const trigger = planTrigger(facts);
   const at = new Date(d.observedAt);
   const base = { incident: site.key, scope: site.scope, trigger, target: targetOf(site, []), evictions: [], notices: [], cloud: [] };
@@ -61,11 +64,11 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   const words = triggerWords(event, site);
 
   if (event.detailType === 'GPU Health Changed' && event.detail.state === 'resolved') {
-    if (!open) return noop(`${words}: resolved, and nothing is open for it`, 'observe', withState(prev, state, node));
-    if (cmp(d.observedAt, open.lastAt) < 0) return noop(`${words}: a resolve observed before the last firing (${open.lastAt}) is out of order: ignored`, open.action, withState(prev, state, node));
+    if (!open) return noop(`${words}: resolved, and nothing is open for it`, 'observe', ws(state));
+    if (cmp(d.observedAt, open.lastAt) < 0) return noop(`${words}: a resolve observed before the last firing (${open.lastAt}) is out of order: ignored`, open.action, ws(state));
     const closes = open.phase === 'observing' || open.phase === 'acted';
     const updated: Incident = closes ? { ...open, phase: 'closed', closedAt: d.observedAt, resolvedAt: d.observedAt } : { ...open, resolvedAt: d.observedAt };
-    const next = withState(prev, replace(state, updated), node);
+    const next = ws(replace(state, updated));
     return noop(closes ? `${words}: resolved; incident closed` : `${words}: resolved; the sweep returns it to service after ${policy.quietPeriodMinutes} quiet minutes`, open.action, next);
   }
 
@@ -78,7 +81,7 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
 
   if (event.detailType === 'GPU Health Changed' && event.detail.condition === 'monitoring-degraded') {
     // Never a hardware verdict: the agent cannot see, which says nothing about the GPUs.
-    const next = withState(prev, state, node);
+    const next = ws(state);
     const notices = [notice('observe', node, `gpu-reflex cannot watch node ${node.name}: ${d.message}`)];
     return { ...base, kind: 'act', action: 'observe', phase: 'decided', ...edit(next), notices, reason: `${words}. Monitoring is degraded: this is not a hardware verdict, so nothing is quarantined; a person is told`, nextState: next };
   }
@@ -98,7 +101,7 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   const retryApproval = open?.phase === 'awaiting-approval';
 
   if (open && !decision.escalated && !retryApproval && action !== 'restart-workload') {
-    const next = withState(prev, replace(s1, counted), node);
+    const next = ws(replace(s1, counted));
     const stands = noop(`${words}. Incident already open (${open.phase} since ${open.since}, ${counted.count} occurrences): ${ladder[open.level]} stands`, open.action, next);
     return decision.progress ? { ...stands, escalation: decision.progress } : stands;
   }
@@ -118,10 +121,10 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     if (!verdict.allowed) {
       if (retryApproval && open) {
         // Asked once already: count the repeat, do not ask again (no chat spam in a storm).
-        return noop(`${reasonCore} Still awaiting approval since ${open.since}: ${verdict.words}`, action, withState(prev, replace(s1, { ...counted, phase: 'awaiting-approval' }), node));
+        return noop(`${reasonCore} Still awaiting approval since ${open.since}: ${verdict.words}`, action, ws(replace(s1, { ...counted, phase: 'awaiting-approval' })));
       }
       const waiting: Incident = { ...counted, action, level: decision.level, phase: 'awaiting-approval', since: open?.phase === 'awaiting-approval' ? open.since : now.toISOString() };
-      const next = withState(prev, replace(s1, waiting), node);
+      const next = ws(replace(s1, waiting));
       const summary = `${action} on node ${node.name} needs approval: ${verdict.words}`;
       return { ...base, kind: 'approval', action, scope, phase: 'awaiting-approval', target, ...edit(next), approval: { summary }, notices: [notice(action, node, summary)], reason: `${reasonCore} Held back by the blast radius: ${verdict.words}. A person must approve; the sweep acts by itself once the window has room`, nextState: next };
     }
@@ -139,9 +142,11 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     ...(takesCapacity(action) && !counted.outAt ? { outAt: now.toISOString() } : {}),
     ...(takesCapacity(action) && site.quarantineId && action === 'quarantine-gpu' ? { qid: site.quarantineId } : {}),
   };
-  const next = withState(prev, replace(s1, acted), node);
+  const next = ws(replace(s1, acted));
   const evictions = moving.map((p) => ({ namespace: p.namespace, name: p.name, uid: p.uid }));
-  const reason = `${reasonCore} Now ${actionWords(action, node.name, site, moving.length)}; ${nextWords(ladder, decision.level, facts.capabilities)}`;
+  const stamped = next.incidents.find((i) => i.key === acted.key);
+  const fence = stamped?.fence && !open?.fence ? ` ${fenceWords(stamped, policy)}` : '';
+  const reason = `${reasonCore} Now ${actionWords(action, node.name, site, moving.length)};${fence} ${nextWords(ladder, decision.level, facts.capabilities)}`;
   const notify = rule.notify || takesCapacity(action) || decision.escalated;
   const notices = notify ? [notice(action, node, reason.slice(0, 500))] : [];
   return { ...base, kind: 'act', action, scope, phase: 'decided', target, ...edit(next), evictions, notices, reason, nextState: next };
@@ -207,8 +212,8 @@ export function replace(state: NodeState, incident: Incident): NodeState {
 }
 
 /** Bounds the state and derives its node-level fields (phase, taint, cordon, quarantined GPUs). */
-export function withState(prev: NodeState, next: NodeState, node: RemediationFacts['node']): NodeState {
-  return deriveNode(prev, boundState(next), node);
+export function withState(prev: NodeState, next: NodeState, node: RemediationFacts['node'], backend: FenceBackend): NodeState {
+  return deriveNode(prev, boundState(next), node, backend);
 }
 
 function union(a: readonly string[], b: readonly string[]): string[] {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadPolicy, loadPolicyFile, PolicyFileError } from './policy-file.ts';
-import { DEFAULT_POLICY, resolveRule } from './policy.ts';
+import { DEFAULT_POLICY, fenceBackendOf, resolveRule } from './policy.ts';
 
 const errorOf = (text: string, file = 'policy.yaml'): string => {
   try {
@@ -72,5 +72,8 @@ describe('the example policy file', () => {
     expect(resolveRule(p, undefined, 94).action).toBe('restart-workload');
     expect(resolveRule(p, undefined, { kind: 'condition', condition: 'temperature', severity: 'warning' }).action).toBe('observe');
     expect(p.pools['h100-train']?.maxQuarantinedShare).toBe(0.3);
+    expect(fenceBackendOf(p, 'h100-train')).toBe('nvidia-plugin');
+    expect(fenceBackendOf(p, 't4-inference')).toBe('ack-file');
+    expect(p.fence.nvidiaPlugin).toEqual({ namespace: 'gpu-operator', selector: { app: 'nvidia-device-plugin-daemonset' } });
   });
 });

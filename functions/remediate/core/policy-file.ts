@@ -5,7 +5,7 @@
  */
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import { z } from 'zod';
-import { ApprovalsSchema, RepairSchema, DEFAULT_POLICY, PolicySchema, RuleOverrideSchema, PoolOverrideSchema, EscalateSchema, type Policy } from './policy.ts';
+import { ApprovalsSchema, FenceSchema, RepairSchema, DEFAULT_POLICY, PolicySchema, RuleOverrideSchema, PoolOverrideSchema, EscalateSchema, type Policy } from './policy.ts';
 import { GPU_RECOVERY_ACTIONS, HEALTH_CONDITIONS, int } from '../../../events/index.ts';
 import { checkAliasCount, yamlValue, YamlTextError } from '../../lib/yaml-text.ts';
 
@@ -32,6 +32,7 @@ const PolicyFileSchema = z
     quietPeriodMinutes: int().min(0).max(10_080).optional(),
     approvals: ApprovalsSchema.partial().optional(),
     repair: RepairSchema.partial().optional(),
+    fence: FenceSchema.partial().optional(),
     drainTimeoutMinutes: int().min(1).max(10_080).optional(),
     taintKey: z.string().optional(),
     /** Not a rule: selects the dry-run wiring (functions/lib/wiring.ts), like DRY_RUN=true. */
@@ -95,6 +96,7 @@ export function mergePolicy(base: Policy, file: PolicyFile): Policy {
     taintKey: file.taintKey ?? base.taintKey,
     approvals: { ...base.approvals, ...(file.approvals ?? {}) },
     repair: { ...base.repair, ...(file.repair ?? {}) },
+    fence: { ...base.fence, ...(file.fence ?? {}) },
   } as Policy;
 }
 

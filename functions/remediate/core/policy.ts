@@ -43,12 +43,39 @@ export const RuleOverrideSchema = z
   .strict();
 export type RuleOverride = z.infer<typeof RuleOverrideSchema>;
 
+/**
+ * How one GPU is kept out of scheduling (docs/remediation.md "Fence backends"), per pool:
+ * - `ack-file`: the node agent lists it in the ACK device plugin's unhealthyDevices.json;
+ * - `nvidia-plugin`: NVIDIA's device plugin fences critical XIDs itself and never un-fences (its
+ *   latch): we verify it did, and restart its pod on the node after a verified reset; what it does
+ *   not fence (health conditions, escalated application XIDs) falls back to `cordon`;
+ * - `cordon`: no per-GPU fence: the node is tainted NoSchedule while the GPU is out.
+ */
+export const FENCE_BACKENDS = ['ack-file', 'nvidia-plugin', 'cordon'] as const;
+export type FenceBackend = (typeof FENCE_BACKENDS)[number];
+
+/** A Kubernetes label name (`example.com/name` or `name`) and value. */
+const LabelName = z.string().regex(/^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/, 'expected a label name like app.kubernetes.io/name');
+const LabelValue = z.string().regex(/^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/, 'expected a label value (63 characters of [A-Za-z0-9._-])');
+
+export const FenceSchema = z
+  .object({
+    backend: z.enum(FENCE_BACKENDS),
+    /** A fence not seen in the node's allocatable within this is escalated one scope up (the node is tainted). */
+    verifyMinutes: int().min(1).max(1440),
+    /** Where NVIDIA's device plugin runs: its pod on the node is restarted to undo the latch. */
+    nvidiaPlugin: z.object({ namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'expected a namespace name'), selector: z.record(LabelName, LabelValue) }).strict(),
+  })
+  .strict();
+
 export const PoolOverrideSchema = z
   .object({
     xids: z.record(z.string().regex(/^\d+$/, 'expected an XID number'), RuleOverrideSchema).optional(),
     conditions: z.partialRecord(z.enum(HEALTH_CONDITIONS), RuleOverrideSchema).optional(),
     maxQuarantinedShare: z.number().min(0).max(1).optional(),
     maxQuarantinedCount: int().min(0).max(100_000).optional(),
+    /** How this pool's GPUs are fenced (its device plugin), when it differs from `fence.backend`. */
+    fenceBackend: z.enum(FENCE_BACKENDS).optional(),
   })
   .strict();
 
@@ -91,6 +118,8 @@ export const PolicySchema = z
     approvals: ApprovalsSchema,
     /** GPU repair through the node agent (docs/remediation.md "Repair"): how long to wait for its answer, and the post-reset check. */
     repair: RepairSchema,
+    /** How a GPU is fenced, and how the fence is verified (FenceSchema). */
+    fence: FenceSchema,
   })
   .strict()
   .superRefine((p, ctx) => {
@@ -161,6 +190,9 @@ export const DEFAULT_POLICY: Policy = deepFreeze({
   taintKey: 'gpu-reflex.io/unhealthy',
   approvals: { ttlMinutes: 60, approvers: [] },
   repair: { answerTimeoutMinutes: 10, probeSeconds: 30 },
+  // NVIDIA's static DaemonSet manifest (nvidia-device-plugin.yml); the Helm chart and the GPU
+  // Operator use other names: set fence.nvidiaPlugin for them.
+  fence: { backend: 'ack-file', verifyMinutes: 2, nvidiaPlugin: { namespace: 'kube-system', selector: { name: 'nvidia-device-plugin-ds' } } },
 });
 
 /** A rule after defaults, file and pool overrides are merged: what the planner obeys. */
@@ -235,6 +267,11 @@ function finish(rule: RuleOverride, source: string, severity: 'info' | 'warning'
 export function poolLimits(policy: Policy, pool: string): { maxShare: number; maxCount: number; windowMinutes: number } {
   const p = policy.pools[pool];
   return { maxShare: p?.maxQuarantinedShare ?? policy.blastRadius.maxShare, maxCount: p?.maxQuarantinedCount ?? policy.blastRadius.maxCount, windowMinutes: policy.blastRadius.windowMinutes };
+}
+
+/** How a pool's GPUs are fenced: the pool's own backend, else the policy's. */
+export function fenceBackendOf(policy: Pick<Policy, 'fence' | 'pools'>, pool: string): FenceBackend {
+  return policy.pools[pool]?.fenceBackend ?? policy.fence.backend;
 }
 
 /** The pool a node belongs to: the first of `poolLabels` it carries, else `default`. */

@@ -4,15 +4,17 @@ import { describe, expect, it } from 'vitest';
 import { GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, GPU_RECOVERY_ACTIONS, GpuHealthChangedDetailSchema, type GpuActionRequest, type GpuActionState, GpuXidErrorDetailSchema, HEALTH_CONDITIONS, XID_CATALOG } from '../../../events/index.ts';
 import { renderSteps, toRemediationDetail } from './detail.ts';
 import { planRemediation } from './plan.ts';
-import { DEFAULT_POLICY } from './policy.ts';
+import { DEFAULT_POLICY, FENCE_BACKENDS, type Policy } from './policy.ts';
 import { encodeHistory, HISTORY_ANNOTATION, LIMITS, QUARANTINED_GPUS_ANNOTATION, REPAIRED_AT_ANNOTATION, STATE_LABEL } from './state.ts';
 import { planSweep } from './sweep.ts';
-import { needsReset } from './gpu-repair.ts';
+import { devicesOut, fenced, fencedByTaint, needsReset } from './gpu-repair.ts';
+import { isOpen } from './state.ts';
 import { poolAllowance, poolFacts } from './blast-radius.ts';
-import { allDone, apply, at, gpu, node, pool, pod, stateOf } from '../testing.ts';
+import { allDone, apply, at, gpu, node, pool, pod, stateOf, type PluginModel } from '../testing.ts';
 import type { NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
 
 const NODE = 'gpu-a100-07';
+const minutesOf = (iso: string) => (Date.parse(iso) - Date.parse(at(0))) / 60_000;
 const PODS: PodFacts[] = [pod('a', { gpus: [gpu(0).uuid] }), pod('b', { gpus: [gpu(1).uuid] }), pod('c', { requestsGpu: false }), pod('ds', { daemonSet: true }), pod('m', { mirror: true })];
 const uid = fc.constantFrom('uid-a', 'uid-b', 'uid-c', 'uid-ds', 'uid-gone', 'x');
 const minute = fc.integer({ min: 0, max: 600 });
@@ -34,6 +36,9 @@ const healthEvent: fc.Arbitrary<TriggerEvent> = fc
   }));
 
 const event = fc.oneof(xidEvent, healthEvent);
+
+/** Every fence backend, with a device plugin that honours the node's fence requests or ignores them. */
+const fencing = fc.record({ backend: fc.constantFrom(...FENCE_BACKENDS), plugin: fc.constantFrom<PluginModel>('honours', 'ignores') }).map(({ backend, plugin }) => ({ policy: { ...DEFAULT_POLICY, fence: { ...DEFAULT_POLICY.fence, backend } } as Policy, plugin }));
 
 const ourKeys = fc.constantFrom(HISTORY_ANNOTATION, QUARANTINED_GPUS_ANNOTATION, REPAIRED_AT_ANNOTATION, 'other');
 const junk = fc.oneof(fc.string(), fc.json(), fc.constant('{"v":1,"incidents":[],"recent":[],"handled":[],"cordoned":true}'), fc.constant(at(3)));
@@ -75,26 +80,26 @@ describe('planners (properties)', () => {
 
   it('sequences of events and sweeps never throw, stay on their node, keep the history bounded, and never latch', async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.oneof(event, fc.constant('sweep' as const)), { minLength: 1, maxLength: 25 }), nodeFacts, async (steps, n0) => {
+      fc.asyncProperty(fc.array(fc.oneof(event, fc.constant('sweep' as const)), { minLength: 1, maxLength: 25 }), nodeFacts, fencing, async (steps, n0, { policy, plugin }) => {
         let w = { node: n0, pods: PODS };
         let clock = 0;
         for (const s of steps) {
           clock += 7;
           const plan =
             s === 'sweep'
-              ? planSweep({ now: new Date(at(clock)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }] }, DEFAULT_POLICY).plans[0]
-              : planRemediation({ now: new Date(at(clock)), event: s, node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }, DEFAULT_POLICY);
+              ? planSweep({ now: new Date(at(clock)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }] }, policy).plans[0]
+              : planRemediation({ now: new Date(at(clock)), event: s, node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }, policy);
           if (!plan) continue;
           expectConfined(plan, w.pods);
-          w = await apply(w.node, w.pods, plan);
+          w = await apply(w.node, w.pods, plan, new Set(), plugin);
         }
         // After everything (events may carry agent times up to minute 600): mark repaired, and a
         // long quiet stretch of sweeps brings the node back.
         clock = Math.max(clock, 601);
         w = { ...w, node: { ...w.node, annotations: { ...w.node.annotations, [REPAIRED_AT_ANNOTATION]: at(clock) } } };
         for (let k = 1; k <= 8; k++) {
-          const plan = planSweep({ now: new Date(at(clock + k * 1500)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool({ quarantinedInWindow: 0 }), pods: w.pods }] }, DEFAULT_POLICY).plans[0];
-          if (plan) w = await apply(w.node, w.pods, plan);
+          const plan = planSweep({ now: new Date(at(clock + k * 1500)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool({ quarantinedInWindow: 0 }), pods: w.pods }] }, policy).plans[0];
+          if (plan) w = await apply(w.node, w.pods, plan, new Set(), plugin);
         }
         const end = stateOf(w.node);
         expect(end.phase).toBe('healthy');
@@ -105,7 +110,7 @@ describe('planners (properties)', () => {
     );
   });
 
-  it('a GPU NVIDIA answers with a reset returns only after a reset the agent did and a probe that passed, however the agent answers', async () => {
+  it('a GPU NVIDIA answers with a reset returns only after a reset the agent did and a probe that passed, and is held out meanwhile, whatever the backend and however the agent answers', async () => {
     // The agent answers whatever it was asked, any way: done, failed, a probe that passes or not.
     const answer = fc.record({ ok: fc.boolean(), passed: fc.boolean() });
     const step = fc.oneof(
@@ -114,15 +119,17 @@ describe('planners (properties)', () => {
       { arbitrary: answer, weight: 2 },
     );
     await fc.assert(
-      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 40 }), async (steps) => {
+      fc.asyncProperty(fc.array(step, { minLength: 1, maxLength: 40 }), fencing, async (steps, { policy, plugin }) => {
         let w = { node: node(NODE, 2), pods: PODS };
         let clock = 0;
+        let lastSweep = -1;
         for (const s of steps) {
           clock += 2;
           const now = new Date(at(clock));
           if (s === 'sweep') {
-            const plan = planSweep({ now, nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }] }, DEFAULT_POLICY).plans[0];
-            if (plan) w = await apply(w.node, w.pods, plan);
+            lastSweep = clock;
+            const plan = planSweep({ now, nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }] }, policy).plans[0];
+            if (plan) w = await apply(w.node, w.pods, plan, new Set(), plugin);
           } else if ('ok' in s) {
             const asked = JSON.parse(w.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[];
             const results = JSON.parse(w.node.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>;
@@ -134,10 +141,18 @@ describe('planners (properties)', () => {
             w = { ...w, node: { ...w.node, annotations: { ...w.node.annotations, [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify(results) } } };
           } else {
             const e: TriggerEvent = { detailType: 'GPU XID Error', detail: GpuXidErrorDetailSchema.parse({ schemaVersion: 1, eventId: `xid:${NODE}:${clock}`, node: NODE, observedAt: at(clock), gpu: gpu(s.g), xid: s.x, via: 'nvml', pid: null, process: null, message: 'm', pods: [] }) };
-            w = await apply(w.node, w.pods, planRemediation({ now, event: e, node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }, DEFAULT_POLICY));
+            w = await apply(w.node, w.pods, planRemediation({ now, event: e, node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }, policy), new Set(), plugin);
           }
           const results = JSON.parse(w.node.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>;
           for (const i of stateOf(w.node).incidents) {
+            // Held out by a node taint (the cordon backend, or a fence that fell back): the node carries it.
+            const tainted = w.node.taints.some((t) => t.key === policy.taintKey && t.effect === 'NoSchedule');
+            if (fencedByTaint(i)) expect(tainted, `${i.key} not held out`).toBe(true);
+            // Past the verify window (and a sweep since) every fenced GPU is out: by its device plugin, or by the taint.
+            const held = stateOf(w.node).incidents.filter((x) => isOpen(x) && fenced(x) && x.gpu);
+            if (isOpen(i) && fenced(i) && i.outAt && lastSweep - minutesOf(i.outAt) >= policy.fence.verifyMinutes) {
+              expect(tainted || (devicesOut(w.node) ?? 0) >= new Set(held.map((x) => x.gpu)).size, `${i.key} fenced only on paper`).toBe(true);
+            }
             // Closed while still a GPU quarantine (not climbed to a node repair): only on evidence.
             if (i.phase !== 'closed' || i.action !== 'quarantine-gpu' || !needsReset(i) || !i.outAt) continue;
             expect(i.resetAt, `${i.key} closed without a reset`).toBeDefined();

@@ -14,8 +14,8 @@ import { encodeHistory, isOpen, QUARANTINED_GPUS_ANNOTATION, HISTORY_ANNOTATION,
 import { emptyEdit, isEmptyEdit, type NodeEdit } from '../../lib/plan.ts';
 import type { NodeFacts } from './types.ts';
 import { GPU_ACTIONS_ANNOTATION, type GpuActionRequest } from '../../../events/index.ts';
-import { gpuActionsOf } from './gpu-repair.ts';
-import type { Policy } from './policy.ts';
+import { backendOf, fenced, fencedByTaint, gpuActionsOf, withFence } from './gpu-repair.ts';
+import type { FenceBackend, Policy } from './policy.ts';
 
 const PHASE_RANK: Record<NodePhase, number> = { healthy: 0, 'awaiting-approval': 1, quarantined: 2, 'awaiting-repair': 3, draining: 4 };
 
@@ -43,8 +43,12 @@ function newest(incidents: Incident[]): Incident | undefined {
   return [...incidents].sort((a, b) => Date.parse(a.since) - Date.parse(b.since)).at(-1);
 }
 
-/** Derives the node-level fields of `next` from its open incidents. */
-export function deriveNode(prev: NodeState, next: NodeState, node: NodeFacts): NodeState {
+/**
+ * Derives the node-level fields of `next` from its open incidents. `backend`: how the node's pool
+ * fences a GPU, given to each incident that starts holding its GPU out.
+ */
+export function deriveNode(prev: NodeState, next0: NodeState, node: NodeFacts, backend: FenceBackend): NodeState {
+  const next = { ...next0, incidents: next0.incidents.map((i) => withFence(i, backend)) };
   const open = next.incidents.filter(isOpen);
   const phase = open.map(nodePhaseOf).reduce<NodePhase>((a, b) => (PHASE_RANK[b] > PHASE_RANK[a] ? b : a), 'healthy');
   const quarantined = open.filter((i) => i.phase === 'quarantined');
@@ -52,7 +56,8 @@ export function deriveNode(prev: NodeState, next: NodeState, node: NodeFacts): N
   const out = open.filter((i) => i.phase === 'draining' || i.phase === 'awaiting-repair');
   const gpus = node.gpus ?? [];
   const allGpusOut = gpus.length > 0 && gpus.every((g) => quarantinedGpus.includes(g));
-  const why = newest(out) ?? (allGpusOut ? newest(quarantined) : undefined);
+  // A GPU no device plugin can hold out (the `cordon` backend, or a fence that fell back) takes the node.
+  const why = newest(out) ?? (allGpusOut ? newest(quarantined) : undefined) ?? newest(open.filter(fencedByTaint));
   // Keep the value the node already has while a taint is still needed: no churn, no flapping.
   const taint = why ? (prev.taint ?? why.trigger) : undefined;
   // We cordon only a node that is schedulable; an admin's cordon stays the admin's.
@@ -85,7 +90,7 @@ export function nodeEdit(prev: NodeState, next: NodeState, node: NodeFacts, poli
   // What the node's agent must do to its GPUs, as the node should carry it (drift corrected too).
   const actions = gpuActionsOf(next, policy);
   // Where people look (kubectl describe node): a condition that names the GPUs held out.
-  const condition = fencedCondition(actions);
+  const condition = fencedCondition(next);
   const had = node.conditions?.[FENCED_CONDITION];
   if (condition.status === 'True' || had !== undefined) {
     if (!had || had.status !== condition.status || had.message !== condition.message) edit.condition = condition;
@@ -99,11 +104,19 @@ export function nodeEdit(prev: NodeState, next: NodeState, node: NodeFacts, poli
 /** The Node condition gpu-reflex keeps: which GPUs it holds out of scheduling, if any. */
 export const FENCED_CONDITION = 'GpuReflexGpuFenced';
 
-function fencedCondition(actions: readonly GpuActionRequest[]): NonNullable<NodeEdit<NodeState>['condition']> {
-  const gpus = [...new Set(actions.filter((a) => a.action === 'fence').map((a) => a.gpuUuid))].sort();
-  return gpus.length > 0
-    ? { type: FENCED_CONDITION, status: 'True', reason: 'GpuFenced', message: `gpu-reflex holds ${gpus.length === 1 ? 'GPU' : `${gpus.length} GPUs`} out of scheduling until a reset and a passed health probe: ${gpus.join(', ')}` }
-    : { type: FENCED_CONDITION, status: 'False', reason: 'NoGpuFenced', message: 'gpu-reflex holds no GPU of this node out of scheduling' };
+const HOW: Record<FenceBackend, string> = { 'ack-file': "the ACK device plugin's unhealthy-devices file", 'nvidia-plugin': "NVIDIA's device plugin", cordon: 'a NoSchedule taint on the node' };
+
+function fencedCondition(state: NodeState): NonNullable<NodeEdit<NodeState>['condition']> {
+  const held = state.incidents.filter((i) => isOpen(i) && fenced(i) && i.gpu);
+  const gpus = [...new Set(held.map((i) => i.gpu!))].sort();
+  if (gpus.length === 0) return { type: FENCED_CONDITION, status: 'False', reason: 'NoGpuFenced', message: 'gpu-reflex holds no GPU of this node out of scheduling' };
+  const how = [...new Set(held.map((i) => (fencedByTaint(i) ? HOW.cordon : HOW[backendOf(i)])))].join(' and ');
+  return {
+    type: FENCED_CONDITION,
+    status: 'True',
+    reason: held.some(fencedByTaint) ? 'GpuFencedByNodeTaint' : 'GpuFenced',
+    message: `gpu-reflex holds ${gpus.length === 1 ? 'GPU' : `${gpus.length} GPUs`} out of scheduling (through ${how}) until a reset and a passed health probe: ${gpus.join(', ')}`,
+  };
 }
 
 /** The GPU actions `next` asks of the node agent that `prev` did not (for the Remediation's steps). */

@@ -12,6 +12,28 @@
  */
 import { z } from 'zod';
 import { HEALTH_CONDITIONS, REMEDIATION_ACTIONS, Timestamp } from '../../../events/index.ts';
+import { FENCE_BACKENDS } from './policy.ts';
+
+/**
+ * Why a GPU fence was escalated one scope up (the node tainted NoSchedule while the GPU is out):
+ * `not-fenced-by-plugin`: NVIDIA's device plugin does not fence this fault (a health condition,
+ * an application XID on its skip list); `not-verified`: the node's allocatable did not drop
+ * within `fence.verifyMinutes`.
+ */
+export const FENCE_FALLBACKS = ['not-fenced-by-plugin', 'not-verified'] as const;
+export type FenceFallback = (typeof FENCE_FALLBACKS)[number];
+
+const FenceStateSchema = z.object({
+  /** The pool's backend when the GPU went out (a later policy change does not strand the fence). */
+  backend: z.enum(FENCE_BACKENDS),
+  /** The node's allocatable showed the GPU gone (the fence is real, not assumed). */
+  verifiedAt: Timestamp.optional(),
+  fallback: z.enum(FENCE_FALLBACKS).optional(),
+  fallbackAt: Timestamp.optional(),
+  /** nvidia-plugin: when its pod on the node was restarted to undo the latch, after the restore. */
+  restartedAt: Timestamp.optional(),
+});
+export type FenceState = z.infer<typeof FenceStateSchema>;
 
 export const STATE_LABEL = 'gpu-reflex.io/state';
 export const HISTORY_ANNOTATION = 'gpu-reflex.io/history';
@@ -68,8 +90,10 @@ const IncidentSchema = z.object({
   resetAt: Timestamp.optional(),
   /** The probe after the reset passed: the GPU is back on evidence, not on quiet time. */
   probedAt: Timestamp.optional(),
-  /** The node agent took the GPU out of its fence file again (after the incident closed). */
+  /** The GPU is schedulable again (after the incident closed): the agent took it out of its fence file, or the device plugin counts it again. */
   unfencedAt: Timestamp.optional(),
+  /** How the GPU is kept out of scheduling while the incident holds it (gpu-repair.ts). */
+  fence: FenceStateSchema.optional(),
 });
 export type Incident = z.infer<typeof IncidentSchema>;
 

@@ -23,7 +23,8 @@ import { cmp, isOpen, type Incident, type NodeState } from './state.ts';
 import type { Capabilities, NodeFacts, Plan, PodFacts, PoolFacts } from './types.ts';
 import { notice, withState } from './plan.ts';
 import { repairOf } from './words.ts';
-import { needsReset, readResults, stepRepair, unfenceDone } from './gpu-repair.ts';
+import { checkFence, needsReset, readResults, stepRepair, stepUnlatch, unfenceDone, withFence } from './gpu-repair.ts';
+import { fenceBackendOf } from './policy.ts';
 import type { GpuActionState } from '../../../events/index.ts';
 
 export interface SweepNodeFacts {
@@ -64,6 +65,8 @@ interface Work {
   touched: Incident[];
   /** Incidents that had GPUs or the node out of service and are now closed. */
   back: Incident[];
+  /** A restored GPU's fence is being lifted (NVIDIA's device plugin restarted): part of its restore. */
+  unlatching: boolean;
 }
 
 const MIN = 60_000;
@@ -75,12 +78,15 @@ export function planSweep(facts: SweepFacts, policy: Policy): SweepPlan {
     .sort((a, b) => a.node.name.localeCompare(b.node.name))
     .map((f) => {
       const read = readResults(f.node.annotations);
-      return { facts: f, results: read.results, state: adoptOrphans(f.state, f.node.name, now), evictions: [], notices: [], cloud: [], reasons: read.warning ? [read.warning] : [], touched: [], back: [] };
+      return { facts: f, results: read.results, state: adoptOrphans(f.state, f.node.name, now), evictions: [], notices: [], cloud: [], reasons: read.warning ? [read.warning] : [], touched: [], back: [], unlatching: false };
     });
 
   for (const w of work) {
-    // A closed incident's GPU leaves the agent's fence file on the agent's word: bookkeeping only.
-    const incidents = w.state.incidents.map((i) => (isOpen(i) ? step(i, w, facts, policy, retries) : (unfenceDone(i, w.results) ?? i)));
+    const backend = fenceBackendOf(policy, w.facts.pool.name);
+    const incidents = w.state.incidents.map((i) => {
+      const s = isOpen(i) ? step(withFence(i, backend), w, facts, policy, retries) : i;
+      return isOpen(s) ? s : lift(s, w, facts, policy);
+    });
     w.state = { ...w.state, incidents };
   }
   grantApprovals(work, facts, policy);
@@ -156,10 +162,40 @@ function step(i: Incident, w: Work, facts: SweepFacts, policy: Policy, retries: 
 }
 
 /**
- * A quarantined GPU that NVIDIA answers with a reset (gpu-repair.ts): its pods move, then the
- * node agent resets and probes it, and only a passed probe returns it. Quiet time restores nothing.
+ * A closed incident's GPU fence is lifted: the agent's word that it left the fence file (bookkeeping
+ * only), or NVIDIA's device plugin restarted on the node so it counts the GPU again (gpu-repair.ts).
  */
-function repairStep(i: Incident, w: Work, facts: SweepFacts, policy: Policy, retry: (pods: PodFacts[]) => void): Incident {
+function lift(i: Incident, w: Work, facts: SweepFacts, policy: Policy): Incident {
+  const done = unfenceDone(i, w.results);
+  if (done) return done;
+  const u = stepUnlatch(i, w.state, w.facts.node, w.facts.pods, facts.now, policy);
+  if (u.kind === 'none') return i;
+  w.reasons.push(u.why);
+  if (u.kind === 'restart') {
+    w.unlatching = true;
+    // Through the Eviction API like every pod we move; its DaemonSet recreates it.
+    w.evictions.push(...u.pods);
+    if (u.pods.length === 0 && !i.fence?.restartedAt) w.notices.push(notice('restore', w.facts.node, u.why));
+  }
+  return u.incident;
+}
+
+/**
+ * A quarantined GPU that NVIDIA answers with a reset (gpu-repair.ts): its fence is verified, its
+ * pods move, then the node agent resets and probes it, and only a passed probe returns it. Quiet
+ * time restores nothing.
+ */
+function repairStep(i0: Incident, w: Work, facts: SweepFacts, policy: Policy, retry: (pods: PodFacts[]) => void): Incident {
+  let i = i0;
+  const check = checkFence(i, w.state, w.facts.node, facts.now, policy);
+  if (check.kind !== 'wait') {
+    i = check.incident;
+    w.reasons.push(check.why);
+    if (check.kind === 'fallback') {
+      w.notices.push(notice(i.action, w.facts.node, check.why));
+      w.touched.push(i);
+    }
+  }
   const left = evictable(w.facts.pods).filter((p) => i.pods.includes(p.uid));
   retry(left);
   const s = stepRepair(i, left.length, w.results, facts.now, policy);
@@ -263,7 +299,7 @@ function grantApprovals(work: Work[], facts: SweepFacts, policy: Policy): void {
 function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undefined {
   const { node } = w.facts;
   const prev = w.facts.state;
-  let next = withState(prev, w.state, node);
+  let next = withState(prev, w.state, node, fenceBackendOf(policy, w.facts.pool.name));
   // Back in service: it was out (a held-back node never left, so it is not "restored").
   const restored = next.phase === 'healthy' && prev.phase !== 'healthy' && prev.phase !== 'awaiting-approval';
   if (restored) next = { ...next, restoredAt: facts.now.toISOString() };
@@ -281,7 +317,7 @@ function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undefined {
   const evictions = [...new Map(w.evictions.map((p) => [p.uid, { namespace: p.namespace, name: p.name, uid: p.uid }])).values()];
   if (!edit && evictions.length === 0 && notices.length === 0 && w.cloud.length === 0) return undefined;
   const rejectedOnly = !restored && back.length === 0 && main?.phase === 'closed';
-  const action: Plan['action'] = restored || back.length > 0 ? 'restore' : rejectedOnly ? 'observe' : (main?.action ?? 'observe');
+  const action: Plan['action'] = restored || back.length > 0 || (w.unlatching && w.touched.length === 0) ? 'restore' : rejectedOnly ? 'observe' : (main?.action ?? 'observe');
   const repairing = w.touched.some((i) => i.phase === 'awaiting-repair');
   // Only our own bookkeeping changes (history, quarantined-gpus): nothing anyone would notice.
   const onlyBookkeeping = !editsScheduling(edit) && evictions.length === 0 && notices.length === 0 && w.cloud.length === 0;

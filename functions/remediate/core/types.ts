@@ -30,6 +30,9 @@ export interface NodeFacts {
   gpus?: string[];
   /** Node conditions by type (gpu-reflex keeps GpuReflexGpuFenced current). */
   conditions?: Record<string, { status: string; message: string }>;
+  /** `status.capacity` / `status.allocatable` (quantities as written): a device plugin's fence shows as the difference. */
+  capacity?: Record<string, string>;
+  allocatable?: Record<string, string>;
 }
 
 export interface PodFacts {
@@ -44,6 +47,8 @@ export interface PodFacts {
   daemonSet: boolean;
   /** Static (mirror) pods cannot be evicted through the API. */
   mirror: boolean;
+  /** The pod's labels, when read (finding NVIDIA's device plugin pod on the node). */
+  labels?: Record<string, string>;
 }
 
 export interface PoolFacts {

@@ -1,0 +1,212 @@
+/**
+ * Fence backends (issue #11): how a quarantined GPU is really kept out of scheduling, verified in
+ * the node's allocatable, escalated to a node taint when it is not, and lifted after the repair —
+ * for NVIDIA's device plugin by restarting its pod once the reset is verified. Plans go through the
+ * real applier over the fake ports (testing.ts); the device plugin is modelled by `apply`'s plugin
+ * argument or by setting the node's allocatable as that plugin would.
+ */
+import { describe, expect, it } from 'vitest';
+import { planRemediation } from './plan.ts';
+import { DEFAULT_POLICY, type Policy } from './policy.ts';
+import { loadPolicy, PolicyFileError } from './policy-file.ts';
+import { planSweep } from './sweep.ts';
+import { renderSteps } from './detail.ts';
+import { FENCED_CONDITION } from './reconcile.ts';
+import { STATE_LABEL } from './state.ts';
+import { apply, at, factsFor, gpu, health, node, pod, pool, stateOf, xid, type PluginModel } from '../testing.ts';
+import type { NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
+import { GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, type GpuActionRequest, type GpuActionState } from '../../../events/index.ts';
+
+interface World {
+  node: NodeFacts;
+  pods: PodFacts[];
+}
+
+const withBackend = (backend: Policy['fence']['backend']): Policy => ({ ...DEFAULT_POLICY, pools: { a100: { fenceBackend: backend } } });
+
+const PLUGIN = pod('nvidia-device-plugin-ds-x7k2p', { namespace: 'kube-system', daemonSet: true, requestsGpu: false, labels: { name: 'nvidia-device-plugin-ds' } });
+const PODS = [pod('train-0', { gpus: [gpu(0).uuid] }), pod('train-3', { gpus: [gpu(3).uuid] }), PLUGIN];
+
+async function hit(w: World, e: TriggerEvent, policy: Policy, plugin: PluginModel = 'honours'): Promise<{ plan: Plan; world: World }> {
+  const plan = planRemediation(factsFor(e, w.node, { pods: w.pods, now: new Date(e.detail.observedAt) }), policy);
+  return { plan, world: await apply(w.node, w.pods, plan, new Set(), plugin) };
+}
+
+async function sweep(w: World, minute: number, policy: Policy, plugin: PluginModel = 'honours'): Promise<{ plan: Plan | undefined; world: World }> {
+  const plan = planSweep({ now: new Date(at(minute)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }] }, policy).plans[0];
+  return { plan, world: plan ? await apply(w.node, w.pods, plan, new Set(), plugin) : w };
+}
+
+const requested = (w: World): GpuActionRequest[] => JSON.parse(w.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[];
+function answer(w: World, id: string, state: GpuActionState): World {
+  const results = { ...(JSON.parse(w.node.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>), [id]: state };
+  return { ...w, node: { ...w.node, annotations: { ...w.node.annotations, [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify(results) } } };
+}
+const passed = { nvmlAnswers: true, recoveryAction: 'none', remapPending: false, remapFailed: false, eccUncorrectedDelta: 0, xidsDuringProbe: [], passed: true };
+const allocatable = (w: World, n: number): World => ({ ...w, node: { ...w.node, allocatable: { 'nvidia.com/gpu': String(n) } } });
+const ourTaint = (w: World) => w.node.taints.find((t) => t.key === DEFAULT_POLICY.taintKey);
+const fenceOf = (w: World) => stateOf(w.node).incidents[0]!.fence;
+
+/** Reset then probe answered done/passed by the node agent; returns the world after the restore. */
+async function repair(w0: World, from: number, policy: Policy, plugin: PluginModel): Promise<{ plan: Plan | undefined; world: World }> {
+  let w = (await sweep(w0, from, policy, plugin)).world;
+  const reset = requested(w).find((r) => r.action === 'reset')!;
+  expect(reset).toBeDefined();
+  w = (await sweep(answer(w, reset.id, { state: 'done', action: 'reset', gpuUuid: reset.gpuUuid, at: at(from + 1) }), from + 2, policy, plugin)).world;
+  const probe = requested(w).find((r) => r.action === 'probe')!;
+  return sweep(answer(w, probe.id, { state: 'done', action: 'probe', gpuUuid: probe.gpuUuid, at: at(from + 3), probe: passed }), from + 4, policy, plugin);
+}
+
+describe('fence backends: the ACK device plugin file (the default)', () => {
+  it('is verified in the node allocatable and never taints the node', async () => {
+    const P = DEFAULT_POLICY;
+    const { plan, world } = await hit({ node: node(), pods: PODS }, xid(48, { gpu: 3 }), P);
+    expect(plan.reason).toContain("ACK device plugin's unhealthy-devices file");
+    expect(requested(world).map((r) => r.action)).toEqual(['fence']);
+    expect(world.node.allocatable?.['nvidia.com/gpu']).toBe('7');
+    const s = await sweep(world, 1, P);
+    expect(s.plan?.reason).toContain('is fenced');
+    expect(fenceOf(s.world)).toMatchObject({ backend: 'ack-file', verifiedAt: at(1) });
+    expect(fenceOf(s.world)?.fallback).toBeUndefined();
+    // long past the verify window: still no taint, the node stays schedulable for its other GPUs
+    const later = await sweep(s.world, 5, P);
+    expect(ourTaint(later.world)).toBeUndefined();
+    expect(later.world.node.unschedulable).toBe(false);
+  });
+
+  it('not seen in the allocatable within fence.verifyMinutes: the node is tainted instead, said so, and untainted on the verified restore', async () => {
+    const P = DEFAULT_POLICY;
+    let w = (await hit({ node: node(), pods: PODS }, xid(48, { gpu: 3 }), P, 'ignores')).world;
+    expect(w.node.allocatable?.['nvidia.com/gpu']).toBe('8'); // no actuator: nothing left the allocatable
+    // within the window: wait, quietly
+    const early = await sweep(w, P.fence.verifyMinutes - 1, P, 'ignores');
+    expect(ourTaint(early.world)).toBeUndefined();
+    w = early.world;
+    const s = await sweep(w, P.fence.verifyMinutes, P, 'ignores');
+    expect(s.plan?.kind).toBe('act');
+    expect(kinds(s.plan)).toContain('taint');
+    expect(s.plan?.reason).toContain(`was not fenced within ${P.fence.verifyMinutes} min`);
+    expect(s.plan?.notices[0]?.text).toContain('0 GPU device(s) missing from its allocatable, 1 expected');
+    expect(ourTaint(s.world)).toMatchObject({ effect: 'NoSchedule' });
+    expect(s.world.node.labels[STATE_LABEL]).toBe('quarantined');
+    expect(fenceOf(s.world)).toMatchObject({ fallback: 'not-verified', fallbackAt: at(P.fence.verifyMinutes) });
+    expect(s.world.node.conditions?.[FENCED_CONDITION]).toMatchObject({ status: 'True', message: expect.stringContaining('a NoSchedule taint on the node') });
+    // the repair still runs (the reset is the cure); the restore lifts the taint
+    const back = await repair(s.world, P.fence.verifyMinutes + 1, P, 'ignores');
+    expect(back.plan).toMatchObject({ action: 'restore', phase: 'restored' });
+    expect(ourTaint(back.world)).toBeUndefined();
+    expect(back.world.node.labels[STATE_LABEL]).toBe('healthy');
+  });
+
+  it('a node that reports no GPU capacity cannot show a fence: tainted once the window passes', async () => {
+    const P = DEFAULT_POLICY;
+    const bare: NodeFacts = { ...node(), capacity: { cpu: '64' }, allocatable: { cpu: '64' } };
+    const w = (await hit({ node: bare, pods: PODS }, xid(48, { gpu: 3 }), P, 'ignores')).world;
+    const s = await sweep(w, P.fence.verifyMinutes, P, 'ignores');
+    expect(s.plan?.reason).toContain('the node reports no nvidia.com GPU capacity');
+    expect(ourTaint(s.world)).toBeDefined();
+  });
+});
+
+describe('fence backends: cordon', () => {
+  it('taints the node NoSchedule with the quarantine, asks the agent for no fence, and lifts the taint on the verified restore', async () => {
+    const P = withBackend('cordon');
+    const { plan, world } = await hit({ node: node(), pods: PODS }, xid(48, { gpu: 3 }), P, 'ignores');
+    expect(plan.reason).toContain('fence backend cordon');
+    expect(kinds(plan)).toContain('taint');
+    expect(ourTaint(world)).toMatchObject({ value: 'xid-48', effect: 'NoSchedule' });
+    expect(world.node.unschedulable).toBe(false); // tainted, not cordoned: running pods of other GPUs stay
+    expect(requested(world).map((r) => r.action)).toEqual([]);
+    const back = await repair(world, 1, P, 'ignores');
+    expect(back.plan).toMatchObject({ action: 'restore' });
+    expect(ourTaint(back.world)).toBeUndefined();
+    expect(requested(back.world)).toEqual([]); // no unfence either: nothing was in a file
+  });
+});
+
+describe("fence backends: NVIDIA's device plugin (its latch)", () => {
+  const P = withBackend('nvidia-plugin');
+
+  it('a critical XID is fenced by the plugin itself: verified, then after the verified reset its pod is restarted, and the GPU is unfenced once counted again', async () => {
+    const { plan, world } = await hit({ node: node(), pods: PODS }, xid(48, { gpu: 3 }), P, 'ignores');
+    expect(plan.reason).toContain("NVIDIA's device plugin takes");
+    expect(requested(world).map((r) => r.action)).toEqual([]); // no file to write
+    expect(ourTaint(world)).toBeUndefined();
+    // the plugin latched GPU 3
+    let w = allocatable(world, 7);
+    const v = await sweep(w, 1, P, 'ignores');
+    expect(fenceOf(v.world)).toMatchObject({ backend: 'nvidia-plugin', verifiedAt: at(1) });
+    const back = await repair(v.world, 2, P, 'ignores');
+    expect(back.plan).toMatchObject({ action: 'restore', phase: 'restored' });
+    // the restore restarts the plugin on this node (an eviction: its DaemonSet recreates it)
+    expect(back.plan?.evictions).toEqual([{ namespace: 'kube-system', name: PLUGIN.name, uid: PLUGIN.uid }]);
+    expect(back.plan?.reason).toContain(`restarting kube-system/${PLUGIN.name}`);
+    expect(fenceOf(back.world)).toMatchObject({ restartedAt: at(6) });
+    // a new plugin pod: the GPU counts again → unfenced, bookkeeping only
+    w = allocatable({ ...back.world, pods: [...back.world.pods.filter((p) => p.uid !== PLUGIN.uid), { ...PLUGIN, name: 'nvidia-device-plugin-ds-9qzrf', uid: 'uid-new' }] }, 8);
+    const lifted = await sweep(w, 7, P, 'ignores');
+    expect(lifted.plan?.kind).toBe('noop');
+    expect(stateOf(lifted.world.node).incidents[0]).toMatchObject({ unfencedAt: at(7) });
+    expect((await sweep(lifted.world, 30, P, 'ignores')).plan).toBeUndefined();
+  });
+
+  it('a plugin that did not come back counting the GPU is restarted again after fence.verifyMinutes', async () => {
+    let w = allocatable((await hit({ node: node(), pods: PODS }, xid(48, { gpu: 3 }), P, 'ignores')).world, 7);
+    w = (await repair(w, 1, P, 'ignores')).world;
+    expect(fenceOf(w)?.restartedAt).toBe(at(5));
+    // its DaemonSet recreated it, but the GPU is still not counted
+    const fresh = { ...PLUGIN, name: 'nvidia-device-plugin-ds-9qzrf', uid: 'uid-new' };
+    w = { ...w, pods: [...w.pods, fresh] };
+    expect((await sweep(w, 5 + P.fence.verifyMinutes - 1, P, 'ignores')).plan?.evictions ?? []).toEqual([]);
+    const again = await sweep(w, 5 + P.fence.verifyMinutes, P, 'ignores');
+    expect(again.plan?.evictions.map((e) => e.name)).toEqual([fresh.name]);
+    expect(again.plan?.reason).toContain('again');
+  });
+
+  it('never restarts the plugin while another GPU of the node is still held out (the restart would return it too)', async () => {
+    let w = allocatable((await hit({ node: node(), pods: PODS }, xid(48, { gpu: 3 }), P, 'ignores')).world, 7);
+    w = allocatable((await hit(w, xid(48, { gpu: 0, minute: 1 }), P, 'ignores')).world, 6);
+    const inc3 = stateOf(w.node).incidents.find((i) => i.gpu === gpu(3).uuid)!;
+    // GPU 3 is repaired; GPU 0 still waits for its own reset
+    w = (await sweep(w, 2, P, 'ignores')).world;
+    const reset3 = requested(w).find((r) => r.action === 'reset' && r.gpuUuid === inc3.gpu)!;
+    w = (await sweep(answer(w, reset3.id, { state: 'done', action: 'reset', gpuUuid: inc3.gpu!, at: at(3) }), 4, P, 'ignores')).world;
+    const probe3 = requested(w).find((r) => r.action === 'probe' && r.gpuUuid === inc3.gpu)!;
+    const s = await sweep(answer(w, probe3.id, { state: 'done', action: 'probe', gpuUuid: inc3.gpu!, at: at(5), probe: passed }), 6, P, 'ignores');
+    expect(stateOf(s.world.node).incidents.find((i) => i.key === inc3.key)).toMatchObject({ phase: 'closed' });
+    expect(s.plan?.evictions ?? []).toEqual([]);
+    expect(stateOf(s.world.node).incidents.find((i) => i.key === inc3.key)?.fence?.restartedAt).toBeUndefined();
+  });
+
+  it('a fault the plugin does not fence (a health condition) taints the node at once, and the Remediation says why', async () => {
+    const { plan, world } = await hit({ node: node(), pods: PODS }, health('ecc-uncorrected', { gpu: 3 }), P, 'ignores');
+    expect(plan.reason).toContain("NVIDIA's device plugin does not take the GPU out for ecc-uncorrected");
+    expect(ourTaint(world)).toMatchObject({ effect: 'NoSchedule' });
+    expect(fenceOf(world)).toMatchObject({ backend: 'nvidia-plugin', fallback: 'not-fenced-by-plugin' });
+    // restored on evidence, the taint goes, and no plugin restart (it never latched this GPU)
+    const back = await repair(world, 1, P, 'ignores');
+    expect(back.plan).toMatchObject({ action: 'restore' });
+    expect(ourTaint(back.world)).toBeUndefined();
+    expect(back.plan?.evictions ?? []).toEqual([]);
+  });
+
+  it('XID 13 escalated to a GPU quarantine is on the plugin skip list: a node taint, not the latch', async () => {
+    const esc: Policy = { ...P, xids: { ...P.xids, '13': { action: 'quarantine-gpu', then: [] } } };
+    const { world } = await hit({ node: node(), pods: PODS }, xid(13, { gpu: 3 }), esc, 'ignores');
+    expect(fenceOf(world)?.fallback).toBe('not-fenced-by-plugin');
+    expect(ourTaint(world)).toBeDefined();
+  });
+});
+
+describe('fence backends: policy', () => {
+  it('reads fence settings and per-pool backends from the file, and names what is wrong', () => {
+    const p = loadPolicy('fence:\n  backend: nvidia-plugin\n  verifyMinutes: 5\npools:\n  h100:\n    fenceBackend: cordon\n', 'policy.yaml');
+    expect(p.fence).toMatchObject({ backend: 'nvidia-plugin', verifyMinutes: 5, nvidiaPlugin: DEFAULT_POLICY.fence.nvidiaPlugin });
+    expect(p.pools.h100?.fenceBackend).toBe('cordon');
+    expect(() => loadPolicy('fence:\n  backend: magic\n', 'policy.yaml')).toThrow(PolicyFileError);
+    expect(() => loadPolicy('fence:\n  backend: magic\n', 'policy.yaml')).toThrow(/policy.yaml:2: fence.backend: expected one of "ack-file"\|"nvidia-plugin"\|"cordon"/);
+    expect(() => loadPolicy('fence:\n  nvidiaPlugin:\n    namespace: Kube_System\n    selector: {}\n', 'p.yaml')).toThrow(/fence.nvidiaPlugin.namespace: expected a namespace name/);
+  });
+});
+
+const kinds = (plan: Plan | undefined) => (plan ? renderSteps(plan) : []).map((s) => s.kind);
