@@ -292,7 +292,7 @@ export class Lifecycle {
         this.bind(pod, pick.node);
         continue;
       }
-      this.unfit.unfit(shape, this.epoch, this.nodeListVersion, pick.reason);
+      this.unfit.unfit(shape, this.epoch, this.nodeListVersion, pick.reason, this.selectedBy.get(key) ?? []);
       this.tried.set(key, this.epoch);
       const cond = pod.status?.conditions?.find((c) => c.type === 'PodScheduled') as { message?: string } | undefined;
       if (cond?.message !== pick.reason) this.store.put('pods', { ...pod, status: pendingStatus(pod, 'Unschedulable', pick.reason) });
@@ -434,6 +434,8 @@ export class Lifecycle {
         this.hints.clear();
       }
       if (e.type === 'ADDED' || (e.type === 'MODIFIED' && loosened(e.previous as Node, node, (k) => this.selectedLabelKey(k)))) this.bumpEpoch(node.metadata.name);
+      // Labels no waiting pod selects on: a shape remembered as fitting nowhere may fit there now.
+      else if (e.type === 'MODIFIED') this.unfit.forgetSelecting(changedLabels(e.previous as Node, node));
       if (e.type !== 'DELETED' && node.spec?.taints?.some((t) => t.effect === 'NoExecute')) this.noExecuteCheck.add(node.metadata.name);
       if (e.type === 'ADDED') this.markDaemonNode(node.metadata.name);
     }
@@ -455,6 +457,13 @@ function loosened(before: Node, after: Node, selected: (key: string) => boolean)
   const changed = [...new Set([...Object.keys(a), ...Object.keys(b)])].filter((k) => a[k] !== b[k]);
   if (changed.some(selected)) return true;
   return JSON.stringify(before.status?.allocatable) !== JSON.stringify(after.status?.allocatable);
+}
+
+/** The node label keys whose values differ between `before` and `after`. */
+function changedLabels(before: Node, after: Node): string[] {
+  const a = before.metadata.labels ?? {};
+  const b = after.metadata.labels ?? {};
+  return [...new Set([...Object.keys(a), ...Object.keys(b)])].filter((k) => a[k] !== b[k]);
 }
 
 /** What decides where a pod can go: two pods of one shape fit the same nodes. */

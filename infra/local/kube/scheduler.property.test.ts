@@ -96,7 +96,14 @@ describe('the scheduler under churn', () => {
           }
         }
       }),
-      { numRuns: 200 },
+      {
+        numRuns: 200,
+        examples: [
+          // A shape remembered as fitting nowhere, its only pod gone, then a node relabelled into its
+          // pool while nobody waited on that label: the next pod of the shape must still find the node.
+          [[{ kind: 'pod', pool: 'c', gpus: 3 }, { kind: 'delete', pick: 0, grace: false }, { kind: 'relabel', pick: 0, pool: 'c' }, { kind: 'pod', pool: 'c', gpus: 3 }]],
+        ],
+      },
     );
   });
 });

@@ -14,6 +14,8 @@ interface Verdict {
   epoch: number;
   list: number;
   reason: string;
+  /** Node label keys the shape selects on (nodeSelector, required node affinity). */
+  keys: readonly string[];
 }
 
 const MAX_LOG = 100_000;
@@ -23,6 +25,8 @@ export type Recall = { unfit: string } | { retry: string[]; reason: string } | u
 
 export class UnfitShapes {
   private readonly shapes = new Map<string, Verdict>();
+  /** Shapes remembered, by a node label key they select on. */
+  private readonly byKey = new Map<string, Set<string>>();
   /** Nodes that gained room, by epoch (ascending). */
   private log: { epoch: number; node: string }[] = [];
   /** Epochs up to this one were trimmed from the log: verdicts that old need a full pass. */
@@ -57,9 +61,31 @@ export class UnfitShapes {
     return { retry: [...new Set(this.log.slice(lo).map((e) => e.node))].sort(), reason: v.reason };
   }
 
-  /** `shape` fits no node at (`epoch`, `list`). */
-  unfit(shape: string, epoch: number, list: number, reason: string): void {
-    if (this.shapes.size > MAX_SHAPES) this.shapes.clear();
-    this.shapes.set(shape, { epoch, list, reason });
+  /** `shape` (selecting on node label `keys`) fits no node at (`epoch`, `list`). */
+  unfit(shape: string, epoch: number, list: number, reason: string, keys: readonly string[] = []): void {
+    if (this.shapes.size > MAX_SHAPES) {
+      this.shapes.clear();
+      this.byKey.clear();
+    }
+    this.shapes.set(shape, { epoch, list, reason, keys });
+    for (const k of keys) {
+      let s = this.byKey.get(k);
+      if (!s) this.byKey.set(k, (s = new Set()));
+      s.add(shape);
+    }
+  }
+
+  /**
+   * A node's labels `changed` while no waiting pod selected on them (so no epoch bump sent anyone
+   * back): what is remembered of shapes selecting on them is no longer known, since the node may
+   * now be theirs. The next pod of such a shape scans every node.
+   */
+  forgetSelecting(changed: readonly string[]): void {
+    for (const k of changed) {
+      const shapes = this.byKey.get(k);
+      if (!shapes) continue;
+      this.byKey.delete(k);
+      for (const shape of shapes) this.shapes.delete(shape);
+    }
   }
 }
