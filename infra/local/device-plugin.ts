@@ -1,20 +1,39 @@
 /**
- * The local stack's stand-in for the ACK GPU device plugin on every agent node: it reads the node's
- * unhealthy-devices file (`etc/nvidia-device-plugin/unhealthyDevices.json` under the node's
- * directory, where the node agent's actuator writes it) and reports what is left healthy as the
- * Node's allocatable, as the kubelet does from the plugin's ListAndWatch: a fenced whole GPU leaves
- * `nvidia.com/gpu`; a fenced MIG GPU takes every one of its instances out of its
- * `nvidia.com/mig-<profile>` count. So a fenced GPU really leaves the schedulable pool: a pod
- * asking for every GPU of the node no longer fits there. Capacity stays what the node has.
+ * The local stack's stand-in for the GPU device plugin on every agent node, reporting what it
+ * counts healthy as the Node's allocatable, as the kubelet does from the plugin's ListAndWatch: a
+ * GPU held out leaves `nvidia.com/gpu`; a MIG GPU held out takes every one of its instances out of
+ * its `nvidia.com/mig-<profile>` count. Capacity stays what the node has. Two plugins, per node:
+ *
+ * - `ack` — Alibaba Cloud's ACK device plugin: the GPUs listed in the node's unhealthy-devices file
+ *   (`etc/nvidia-device-plugin/unhealthyDevices.json` under the node's directory, where the node
+ *   agent's actuator writes it) are held out; removing an entry returns the GPU.
+ * - `nvidia` — NVIDIA's k8s-device-plugin: it watches the GPUs' XIDs itself, marks a GPU unhealthy
+ *   on every XID not on its skip list, and never marks it healthy again until the plugin restarts
+ *   (its latch). Here: a GPU latches when an XID is injected into it (`onXid`), and the latch is
+ *   undone when the plugin's pod on the node is replaced by a new one (its DaemonSet recreates it
+ *   after an eviction), which enumerates the GPUs afresh. It reads no file.
+ *
+ * So a fenced GPU really leaves the schedulable pool: a pod asking for every GPU of the node no
+ * longer fits there.
  */
 import type { KubeSim } from './kube/index.ts';
 import { fenceFilePath } from './agent-host.ts';
 import type { NodeFiles } from './node-files.ts';
 import type { GpuSpec } from './node-gpus.ts';
 import { FenceFile } from '../../node-agent/actuator/fence-file.ts';
+import { NVIDIA_PLUGIN_SKIPPED_XIDS } from '../../functions/remediate/core/gpu-repair.ts';
+
+export type DevicePluginKind = 'ack' | 'nvidia';
 
 export interface PluginNode extends Pick<NodeFiles, 'node' | 'dir'> {
   gpus: readonly GpuSpec[];
+  kind: DevicePluginKind;
+}
+
+/** Where NVIDIA's device plugin runs (the remediation policy's `fence.nvidiaPlugin`). */
+export interface PluginPods {
+  namespace: string;
+  selector: Readonly<Record<string, string>>;
 }
 
 /** What one GPU gives the node's allocatable: its MIG instances by profile, or one whole GPU. */
@@ -28,20 +47,58 @@ function devicesOf(g: GpuSpec): Map<string, number> {
 export class DevicePluginStandIn {
   /** Each node's allocatable as the plugin first enumerated it (every device healthy). */
   private readonly base = new Map<string, Record<string, string>>();
-  /** GPU indices each node's file listed at the last sync. */
+  /** GPU indices each node's plugin held out at the last sync. */
   private readonly unhealthy = new Map<string, ReadonlySet<number>>();
+  /** NVIDIA plugin: GPU indices latched per node, and the uid of the plugin pod that latched them. */
+  private readonly latched = new Map<string, { gpus: Set<number>; pod: string | undefined }>();
+
+  constructor(
+    private readonly sim: KubeSim,
+    private readonly nodes: readonly PluginNode[],
+    private readonly pluginPods: PluginPods = { namespace: 'kube-system', selector: { name: 'nvidia-device-plugin-ds' } },
+  ) {}
 
   /** The GPUs the plugin reports unhealthy on `node` (as of the last sync): the kubelet hands them to no new pod. */
   fenced(node: string): ReadonlySet<number> {
     return this.unhealthy.get(node) ?? new Set();
   }
 
-  constructor(
-    private readonly sim: KubeSim,
-    private readonly nodes: readonly PluginNode[],
-  ) {}
+  /** An XID reached GPU `index` of `node` (NVIDIA's plugin sees it through NVML, as the agent does). */
+  onXid(node: string, index: number, xid: number): void {
+    const n = this.nodes.find((x) => x.node === node);
+    if (n?.kind !== 'nvidia' || NVIDIA_PLUGIN_SKIPPED_XIDS.has(xid)) return;
+    const l = this.latched.get(node) ?? { gpus: new Set<number>(), pod: this.pluginPod(node) };
+    l.gpus.add(index);
+    this.latched.set(node, l);
+  }
 
-  /** Re-reads every node's file; returns the nodes whose allocatable changed. */
+  /** The uid of the live NVIDIA device plugin pod on `node`, if one runs there. */
+  private pluginPod(node: string): string | undefined {
+    const { namespace, selector } = this.pluginPods;
+    const pod = this.sim.store
+      .podsOnNode(node)
+      .find((p) => p.metadata.namespace === namespace && !p.metadata.deletionTimestamp && Object.entries(selector).every(([k, v]) => p.metadata.labels?.[k] === v));
+    return pod?.metadata.uid;
+  }
+
+  /** The GPUs `f`'s plugin holds out now. */
+  private heldOut(f: PluginNode): GpuSpec[] {
+    if (f.kind === 'ack') {
+      const listed = new FenceFile(fenceFilePath(f)).read();
+      return f.gpus.filter((g) => listed.uuid.includes(g.uuid) || listed.index.includes(String(g.index)));
+    }
+    const l = this.latched.get(f.node);
+    if (!l) return [];
+    // A new plugin pod enumerated the GPUs afresh: the latch is gone.
+    const pod = this.pluginPod(f.node);
+    if (pod !== undefined && pod !== l.pod) {
+      this.latched.delete(f.node);
+      return [];
+    }
+    return f.gpus.filter((g) => l.gpus.has(g.index));
+  }
+
+  /** Re-reads every node's plugin state; returns the nodes whose allocatable changed. */
   sync(): string[] {
     const changed: string[] = [];
     for (const f of this.nodes) {
@@ -50,8 +107,7 @@ export class DevicePluginStandIn {
       const status = (node.status ?? {}) as { allocatable?: Record<string, string> };
       if (!this.base.has(f.node)) this.base.set(f.node, { ...(status.allocatable ?? {}) });
       const base = this.base.get(f.node)!;
-      const listed = new FenceFile(fenceFilePath(f)).read();
-      const fenced = f.gpus.filter((g) => listed.uuid.includes(g.uuid) || listed.index.includes(String(g.index)));
+      const fenced = this.heldOut(f);
       this.unhealthy.set(f.node, new Set(fenced.map((g) => g.index)));
       const want: Record<string, string> = { ...(status.allocatable ?? {}) };
       for (const key of new Set(f.gpus.flatMap((g) => [...devicesOf(g).keys()]))) {

@@ -62,6 +62,16 @@ describe('scenario validation', () => {
     expect(() => parseScenario('name: t\ndurationSeconds: 5\nfleet: { nodes: [{ name: BAD, allocatable: {} }] }', 's.yaml')).toThrow(/s\.yaml: fleet: .*nodes\.0\.name/s);
   });
 
+  it('carries a policy, inline or as a file beside it, checked as the functions will load it', () => {
+    const inline = parseScenario(ok('policy:\n  pools:\n    gpu: { fenceBackend: nvidia-plugin }'), 't.yaml');
+    expect(inline.policyFile?.policy.pools.gpu?.fenceBackend).toBe('nvidia-plugin');
+    expect(JSON.parse(inline.policyFile!.text)).toEqual({ pools: { gpu: { fenceBackend: 'nvidia-plugin' } } });
+    const fromFile = loadScenario(new URL('./scenarios/nvidia-plugin.yaml', import.meta.url).pathname);
+    expect(fromFile.policyFile?.policy.pools['a100-nv']?.fenceBackend).toBe('nvidia-plugin');
+    expect(() => parseScenario(ok('policy:\n  fence: { backend: magic }'), 't.yaml')).toThrow(/t\.yaml: policy:\n {2}t\.yaml \(policy\):\d+: fence\.backend: expected one of/);
+    expect(() => parseScenario(ok('policy: ./missing-policy.yaml'), 't.yaml')).toThrow(/t\.yaml: policy: cannot read .*missing-policy\.yaml: ENOENT/);
+  });
+
   it('says when the file cannot be read', () => {
     expect(() => loadScenario('/nonexistent/scenario.yaml')).toThrow(ScenarioError);
   });

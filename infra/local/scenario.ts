@@ -3,6 +3,8 @@ import { dirname, resolve } from 'node:path';
 import { parseYamlText } from '../../functions/lib/yaml-text.ts';
 import { z } from 'zod';
 import { loadFleet, validateFleet, type ParsedFleet } from './kube/fleet.ts';
+import { loadPolicyFile, PolicyFileError } from '../../functions/remediate/core/policy-file.ts';
+import type { Policy } from '../../functions/remediate/core/policy.ts';
 
 /**
  * The scenario file of the local stack (`gpu-reflex local|simulate --scenario FILE`): a fleet,
@@ -126,6 +128,12 @@ export const ScenarioSchema = z
       .strict()
       .default({ nodes: 'all-gpu-nodes', sampleIntervalMs: 1000 }),
     nvml: z.record(Name, NvmlNodeOverride).default({}),
+    /**
+     * The remediation policy the functions run with (docs/remediation.md): a policy file path
+     * (relative to the scenario file) or an inline policy. The simulated cluster runs the device
+     * plugin each pool's `fence` backend names. Absent: REMEDIATION_POLICY_FILE, else the defaults.
+     */
+    policy: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
     timeline: z.array(TimelineStepSchema).default([]),
     expect: z.array(ExpectSchema).optional(),
   })
@@ -137,6 +145,8 @@ export type ScenarioFile = z.output<typeof ScenarioSchema>;
 export interface Scenario extends ScenarioFile {
   source: string;
   parsedFleet: ParsedFleet;
+  /** The scenario's policy, checked: its text (given to the functions as a file) and what it says. */
+  policyFile?: { text: string; policy: Policy };
 }
 
 export class ScenarioError extends Error {
@@ -161,7 +171,30 @@ export function validateScenario(raw: unknown, source = 'scenario', baseDir = pr
   }
   const problems = crossCheck(s, parsedFleet);
   if (problems.length > 0) throw new ScenarioError(`${source} is invalid:\n  ${problems.join('\n  ')}`);
-  return { ...s, source, parsedFleet };
+  return { ...s, source, parsedFleet, ...(s.policy !== undefined ? { policyFile: readPolicy(s.policy, source, baseDir) } : {}) };
+}
+
+/** The scenario's policy, loaded as the functions will load it: a bad one names its file, line and field. */
+function readPolicy(policy: string | Record<string, unknown>, source: string, baseDir: string): { text: string; policy: Policy } {
+  let text: string;
+  let name: string;
+  if (typeof policy === 'string') {
+    name = resolve(baseDir, policy);
+    try {
+      text = readFileSync(name, 'utf8');
+    } catch (err) {
+      throw new ScenarioError(`${source}: policy: cannot read ${name}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+  } else {
+    name = `${source} (policy)`;
+    text = JSON.stringify(policy, null, 2);
+  }
+  try {
+    return { text, policy: loadPolicyFile(text, name).policy };
+  } catch (err) {
+    if (err instanceof PolicyFileError) throw new ScenarioError(`${source}: policy:\n  ${err.problems.join('\n  ')}`);
+    throw err;
+  }
 }
 
 /** Names that must exist in the fleet, and times inside the run. */

@@ -16,7 +16,9 @@ import type { FaultStepT, Scenario, TimelineStep } from './scenario.ts';
 import { StackKube } from './stack-kube.ts';
 import { StackRecorder } from './stack-recorder.ts';
 import { startAgentProcesses, startInProcessAgents } from './stack-agents.ts';
-import { DevicePluginStandIn } from './device-plugin.ts';
+import { DevicePluginStandIn, type DevicePluginKind } from './device-plugin.ts';
+import { remediationConfig } from '../../functions/remediate/wiring.ts';
+import { fenceBackendOf, poolOf } from '../../functions/remediate/core/policy.ts';
 import { formatSummary, kubeconfigText, runningText, type TimelineEntry } from './timeline.ts';
 import { functionEnv, gapNotice, REPO_ROOT, withEnv } from './stack-env.ts';
 
@@ -120,6 +122,14 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     progress('starting the event bus with serverless.yml ...');
     const busName = 'gpu-reflex';
     cleanups.push(withEnv(functionEnv({ kubeconfig, busUrl: 'http://pending', busName })));
+    // The scenario's policy is the functions' policy file (else the caller's REMEDIATION_POLICY_FILE, else the defaults).
+    if (scenario.policyFile) {
+      const policyPath = join(work, 'remediation-policy.yaml');
+      writeFileSync(policyPath, scenario.policyFile.text);
+      cleanups.push(withEnv({ REMEDIATION_POLICY_FILE: policyPath }));
+      progress(`  remediation policy: the scenario's (${policyPath})`);
+    }
+    const policy = scenario.policyFile?.policy ?? remediationConfig(process.env).own.policy;
     const bus: LocalBus = await startLocalBus({ serverlessYml: o.serverlessYml ?? join(REPO_ROOT, 'serverless.yml'), clock: busClock, dlqPath: join(work, 'dead-letters.jsonl'), busName, ...(o.historySize !== undefined ? { historySize: o.historySize } : {}) });
     cleanups.push(() => bus.close());
     process.env.AWS_ENDPOINT_URL_EVENTBRIDGE = bus.url;
@@ -176,7 +186,13 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     if (!virtual) progress(`starting ${nodeFiles.length} agents (gpu-reflex agent) ...`);
     const agents = virtual ? await startInProcessAgents(nodeFiles, { ...common, clock: agentClock, kubeconfig }) : await startAgentProcesses(nodeFiles, common);
     // The ACK device plugin's part: the fence files the agents' actuators write drop allocatable.
-    const devicePlugin = sim && virtual ? new DevicePluginStandIn(sim, nodeFiles.map((f) => ({ ...f, gpus: gpuSpecsByNode.get(f.node) ?? [] }))) : undefined;
+    // Each pool runs the device plugin its fence backend is written for: NVIDIA's where it says
+    // `nvidia-plugin`, the ACK plugin (reading the actuator's fence file) elsewhere.
+    const pluginKind = (name: string): DevicePluginKind => {
+      const labels = nodes.find((n) => n.metadata.name === name)?.metadata.labels ?? {};
+      return fenceBackendOf(policy, poolOf(policy, labels)) === 'nvidia-plugin' ? 'nvidia' : 'ack';
+    };
+    const devicePlugin = sim && virtual ? new DevicePluginStandIn(sim, nodeFiles.map((f) => ({ ...f, gpus: gpuSpecsByNode.get(f.node) ?? [], kind: pluginKind(f.node) })), policy.fence.nvidiaPlugin) : undefined;
     cleanups.push(() => agents.close());
     // Scenario time starts once every agent runs.
     t0 = busClock.now();
@@ -199,6 +215,8 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           const line = kmsgXidLine(s.at, f.pci[s.gpu]!, fault.xid, pid, fault.gpuInstanceId);
           // Written when the node's NVML fires it (the step itself may run early, see run()).
           kernelLines.push({ dueAt: s.at - agents.leadMs(s.node), write: () => appendKmsg(f.kmsgPath, line) });
+          // NVIDIA's device plugin sees the same XID through NVML (and latches the GPU).
+          devicePlugin?.onXid(s.node, s.gpu, fault.xid);
         }
       } else if ('pods' in s) {
         // The step is printed before the pods exist: the scheduler's lines are its effects.

@@ -51,7 +51,8 @@ export function fenced(i: Incident): boolean {
 }
 
 /** XIDs NVIDIA's device plugin does not mark a GPU unhealthy for (its default skip list). */
-const PLUGIN_SKIPS: ReadonlySet<number> = new Set([13, 31, 43, 45, 68, 109]);
+export const NVIDIA_PLUGIN_SKIPPED_XIDS: ReadonlySet<number> = new Set([13, 31, 43, 45, 68, 109]);
+const PLUGIN_SKIPS = NVIDIA_PLUGIN_SKIPPED_XIDS;
 
 /** Whether NVIDIA's device plugin fences this incident's GPU by itself (a critical XID it watches). */
 export function pluginFences(i: Pick<Incident, 'xid' | 'condition' | 'trigger'>): boolean {
