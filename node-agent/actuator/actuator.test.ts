@@ -24,7 +24,7 @@ function rig(o: { holders?: string[]; resetFails?: string; health?: Partial<GpuH
   const gpus: ActuatorGpus = {
     indexOf: (u) => [G0, G1].indexOf(u) >= 0 ? [G0, G1].indexOf(u) : undefined,
     holders: () => o.holders ?? [],
-    reset: (u) => (o.resetFails ? { ok: false, reason: o.resetFails } : (resets.push(u), { ok: true })),
+    reset: async (u) => (o.resetFails ? { ok: false, reason: o.resetFails } : (resets.push(u), { ok: true })),
     health: () => ({ nvmlAnswers: true, recoveryAction: 'none', remapPending: false, remapFailed: false, eccUncorrected: ecc, ...o.health }),
   };
   const fence = new FenceFile(join(dir, 'unhealthyDevices.json'));

@@ -41,7 +41,8 @@ export interface ActuatorGpus {
   indexOf(uuid: string): number | undefined;
   /** What holds the GPU now (pods `namespace/name`, or `pid N`): a reset waits for none. */
   holders(uuid: string): string[];
-  reset(uuid: string): { ok: true } | { ok: false; reason: string };
+  /** Asynchronous: a reset takes seconds, and the agent keeps watching the other GPUs meanwhile. */
+  reset(uuid: string): Promise<{ ok: true } | { ok: false; reason: string }>;
   health(uuid: string): GpuHealthReading;
 }
 
@@ -94,7 +95,7 @@ export class GpuActuator {
       if (prior && (prior.state === 'done' || prior.state === 'failed')) continue;
       if (this.dryAnswered.has(r.id)) continue;
       if (busy.has(r.gpuUuid)) continue;
-      const state = this.carryOut(r);
+      const state = await this.carryOut(r);
       results[r.id] = state;
       if (state.state === 'running') busy.add(r.gpuUuid);
       if (state.state === 'done' || state.state === 'failed') {
@@ -111,7 +112,7 @@ export class GpuActuator {
     return answered;
   }
 
-  private carryOut(r: GpuActionRequest): GpuActionState {
+  private async carryOut(r: GpuActionRequest): Promise<GpuActionState> {
     const now = this.o.now();
     const at = new Date(now).toISOString();
     const base = { action: r.action, gpuUuid: r.gpuUuid, at };
@@ -130,7 +131,7 @@ export class GpuActuator {
         if (index === undefined) return { ...base, state: 'failed', reason: 'NVML does not know this GPU' };
         const holders = this.o.gpus.holders(r.gpuUuid);
         if (holders.length > 0) return { ...base, state: 'failed', reason: 'busy', holders: holders.slice(0, 64) };
-        const done = this.o.gpus.reset(r.gpuUuid);
+        const done = await this.o.gpus.reset(r.gpuUuid);
         return done.ok ? { ...base, state: 'done', reason: 'GPU reset' } : { ...base, state: 'failed', reason: done.reason.slice(0, 512) };
       }
       case 'probe': {

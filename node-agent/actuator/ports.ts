@@ -4,7 +4,7 @@
  * NVML plus a reset tool (`nvidia-smi --gpu-reset`, or the mock NVML library's reset under the
  * local stack).
  */
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { PatchStrategy, setHeaderOptions, type CoreV1Api } from '@kubernetes/client-node';
 import { GPU_ACTION_RESULTS_ANNOTATION } from '../../events/index.ts';
 import type { Nvml } from '../nvml/nvml.ts';
@@ -25,7 +25,7 @@ export function kubeNode(core: CoreV1Api, name: string): ActuatorNode {
 }
 
 /** Resets one GPU by UUID: ok, or why not (the tool's own words). */
-export type GpuReset = (uuid: string, index: number) => { ok: true } | { ok: false; reason: string };
+export type GpuReset = (uuid: string, index: number) => Promise<{ ok: true } | { ok: false; reason: string }>;
 
 export function nvmlGpus(nvml: Nvml, reset: GpuReset, podOfPid: (pid: number) => string | undefined = () => undefined): ActuatorGpus {
   const indexOf = (uuid: string): number | undefined => {
@@ -42,7 +42,7 @@ export function nvmlGpus(nvml: Nvml, reset: GpuReset, podOfPid: (pid: number) =>
       const procs = byUuid(uuid)?.processes() ?? [];
       return [...new Set(procs.map((p) => podOfPid(p.pid) ?? `pid ${p.pid}`))];
     },
-    reset(uuid) {
+    async reset(uuid) {
       const i = indexOf(uuid);
       if (i === undefined) return { ok: false, reason: 'NVML does not know this GPU' };
       return reset(uuid, i);
@@ -64,14 +64,20 @@ export function nvmlGpus(nvml: Nvml, reset: GpuReset, podOfPid: (pid: number) =>
 
 /**
  * `nvidia-smi --gpu-reset -i <uuid>`: ok on exit 0; otherwise its own words (last line of its
- * output), or why it could not run. Bounded (a reset that hangs is a failed reset).
+ * output), or why it could not run. Bounded (a reset that hangs is a failed reset). Run without
+ * blocking: a reset takes seconds, and the agent keeps watching its other GPUs (XIDs, health)
+ * meanwhile; the local stack's mock nvidia-smi even needs the agent's NVML calls to answer it.
  */
 export function nvidiaSmiReset(path: string, timeoutMs = 120_000): GpuReset {
-  return (uuid) => {
-    const r = spawnSync(path, ['--gpu-reset', '-i', uuid], { encoding: 'utf8', timeout: timeoutMs });
-    if (r.error) return { ok: false, reason: `${path}: ${(r.error as NodeJS.ErrnoException).code ?? r.error.message}` };
-    if (r.status === 0) return { ok: true };
-    const said = `${r.stdout ?? ''}\n${r.stderr ?? ''}`.trim().split('\n').filter(Boolean).at(-1) ?? '';
-    return { ok: false, reason: `${path} --gpu-reset exited ${r.status ?? r.signal}${said ? `: ${said}` : ''}` };
-  };
+  return (uuid) =>
+    new Promise((done) => {
+      execFile(path, ['--gpu-reset', '-i', uuid], { encoding: 'utf8', timeout: timeoutMs }, (err, stdout, stderr) => {
+        if (!err) return done({ ok: true });
+        const e = err as NodeJS.ErrnoException & { code?: string | number; killed?: boolean; signal?: string | null };
+        if (typeof e.code === 'string') return done({ ok: false, reason: `${path}: ${e.code}` });
+        const said = `${stdout ?? ''}\n${stderr ?? ''}`.trim().split('\n').filter(Boolean).at(-1) ?? '';
+        const how = e.killed ? `timed out after ${timeoutMs} ms` : `exited ${e.code ?? e.signal}`;
+        done({ ok: false, reason: `${path} --gpu-reset ${how}${said ? `: ${said}` : ''}` });
+      });
+    });
 }

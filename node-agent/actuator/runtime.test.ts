@@ -34,13 +34,25 @@ function script(name: string, body: string): string {
 }
 
 describe('nvidiaSmiReset', () => {
-  it('passes the UUID to nvidia-smi --gpu-reset and reports its own words when it fails', () => {
+  it('passes the UUID to nvidia-smi --gpu-reset and reports its own words when it fails', async () => {
     const ok = script('smi-ok', 'echo "$@" > "$(dirname "$0")/smi-args"; exit 0');
-    expect(nvidiaSmiReset(ok)('GPU-1', 0)).toEqual({ ok: true });
+    expect(await nvidiaSmiReset(ok)('GPU-1', 0)).toEqual({ ok: true });
     expect(readFileSync(join(dir, 'smi-args'), 'utf8').trim()).toBe('--gpu-reset -i GPU-1');
     const busy = script('smi-busy', 'echo "GPU 00000000:10:00.0 is currently in use by another process." >&2; exit 255');
-    expect(nvidiaSmiReset(busy)('GPU-1', 0)).toEqual({ ok: false, reason: `${busy} --gpu-reset exited 255: GPU 00000000:10:00.0 is currently in use by another process.` });
-    expect(nvidiaSmiReset(join(dir, 'absent'))('GPU-1', 0)).toMatchObject({ ok: false, reason: expect.stringContaining('ENOENT') });
+    expect(await nvidiaSmiReset(busy)('GPU-1', 0)).toEqual({ ok: false, reason: `${busy} --gpu-reset exited 255: GPU 00000000:10:00.0 is currently in use by another process.` });
+    expect(await nvidiaSmiReset(join(dir, 'absent'))('GPU-1', 0)).toMatchObject({ ok: false, reason: expect.stringContaining('ENOENT') });
+  });
+
+  it('does not block the event loop while the reset runs, and bounds it', async () => {
+    const slow = script('smi-slow', 'sleep 0.3; exit 0');
+    let ticks = 0;
+    const timer = setInterval(() => ticks++, 10);
+    const r = await nvidiaSmiReset(slow)('GPU-1', 0);
+    clearInterval(timer);
+    expect(r).toEqual({ ok: true });
+    // A blocking spawn lets no timer fire before the await resumes: 0 ticks.
+    expect(ticks).toBeGreaterThan(0);
+    expect(await nvidiaSmiReset(script('smi-hang', 'sleep 5'), 200)('GPU-1', 0)).toMatchObject({ ok: false, reason: expect.stringContaining('timed out after 200 ms') });
   });
 });
 
