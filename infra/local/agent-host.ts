@@ -65,7 +65,7 @@ export class LocalAgentHost {
     if (o.kubeconfig) {
       const core = loadKubeConfig({ kubeconfigPath: o.kubeconfig }).makeApiClient(CoreV1Api);
       // The mock's reset is what `nvidia-smi --gpu-reset` does to a real GPU (docs/mock-nvml.md).
-      const reset = (_uuid: string, index: number) => {
+      const reset = async (_uuid: string, index: number) => {
         const rc = mock.resetGpu(index);
         return rc === 0 ? ({ ok: true } as const) : ({ ok: false, reason: `nvidia-smi --gpu-reset: ${mock.lastError() || `NVML error ${rc}`}` } as const);
       };

@@ -3,6 +3,7 @@ import { createWriteStream, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NodeFiles } from './node-files.ts';
 import { REPO_ROOT } from './stack-env.ts';
+import { fenceFilePath } from './agent-host.ts';
 
 /**
  * One node's agent as a child process, for `local` (wall clock): `node bin/gpu-reflex.js agent`
@@ -17,7 +18,16 @@ export interface AgentProcessOptions {
   busName: string;
   region: string;
   sampleIntervalMs: number;
+  /**
+   * The cluster the agent's actuator reads its Node from: with it, GPU_ACTIONS=true, the fence file
+   * under the node's directory and the mock `nvidia-smi` (mock-nvml/nvidia-smi.mjs), so fence, reset
+   * and probe run in `local` as on a real node.
+   */
+  kubeconfig?: string;
 }
+
+/** The local stack's `nvidia-smi` (only `--gpu-reset -i <uuid>`, through the node's mock NVML). */
+export const MOCK_NVIDIA_SMI = join(REPO_ROOT, 'infra/local/mock-nvml/nvidia-smi.mjs');
 
 export function agentEnv(o: AgentProcessOptions, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   return {
@@ -40,6 +50,9 @@ export function agentEnv(o: AgentProcessOptions, base: NodeJS.ProcessEnv = proce
     SAMPLE_INTERVAL_MS: String(o.sampleIntervalMs),
     // Several agents on one machine: let the OS pick each /healthz port.
     HTTP_PORT: '0',
+    ...(o.kubeconfig
+      ? { GPU_ACTIONS: 'true', GPU_ACTIONS_INTERVAL_MS: '500', KUBECONFIG: o.kubeconfig, FENCE_FILE: fenceFilePath(o.files), NVIDIA_SMI: MOCK_NVIDIA_SMI }
+      : {}),
   };
 }
 

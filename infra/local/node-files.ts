@@ -56,7 +56,7 @@ function mockFault(f: NodeFault): Record<string, unknown> {
 }
 
 /** The node's mock NVML scenario: generated GPUs and processes, scenario overrides, faults. */
-export function mockScenario(gpus: readonly GpuSpec[], procs: readonly GpuProcessOfPod[], faults: readonly NodeFault[], override: NvmlOverride = {}, processesFile?: string): object {
+export function mockScenario(gpus: readonly GpuSpec[], procs: readonly GpuProcessOfPod[], faults: readonly NodeFault[], override: NvmlOverride = {}, processesFile?: string, controlDir?: string): object {
   const t4 = (g: GpuSpec) => g.name.includes('T4');
   const generated = gpus.map((g) => ({
     name: g.name,
@@ -77,15 +77,17 @@ export function mockScenario(gpus: readonly GpuSpec[], procs: readonly GpuProces
     driverVersion: override.driverVersion ?? '550.54.15',
     cudaVersion: override.cudaVersion ?? 12040,
     ...(processesFile ? { processesFile } : {}),
+    // Where the mock nvidia-smi asks the agent's library for a reset (mock-nvml/src/control-dir.c).
+    ...(controlDir ? { controlDir } : {}),
     gpus: [...generated, ...(override.extraGpus ?? [])],
     faults: [...faults].sort((a, b) => a.atMs - b.atMs).map(mockFault),
   };
 }
 
 /** Where a node's files go under `root` (the processes file must be named in its scenario). */
-export function nodeDir(root: string, node: string): { dir: string; procRoot: string; processesPath: string } {
+export function nodeDir(root: string, node: string): { dir: string; procRoot: string; processesPath: string; controlDir: string } {
   const dir = join(root, node);
-  return { dir, procRoot: join(dir, 'proc'), processesPath: join(dir, 'processes.json') };
+  return { dir, procRoot: join(dir, 'proc'), processesPath: join(dir, 'processes.json'), controlDir: join(dir, 'nvml-control') };
 }
 
 /**
@@ -93,9 +95,10 @@ export function nodeDir(root: string, node: string): { dir: string; procRoot: st
  * /proc and the processes file are NodeProcesses' to write. `library` is the built mock.
  */
 export function writeNodeFiles(root: string, node: string, library: string, scenario: object): NodeFiles {
-  const { dir, procRoot, processesPath } = nodeDir(root, node);
+  const { dir, procRoot, processesPath, controlDir } = nodeDir(root, node);
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(procRoot, { recursive: true });
+  mkdirSync(controlDir, { recursive: true });
   const libraryPath = join(dir, 'libnvidia-ml.so.1');
   copyFileSync(library, libraryPath);
   const scenarioPath = join(dir, 'nvml-scenario.json');

@@ -26,9 +26,11 @@ export interface AgentCommon {
   region: string;
   sampleIntervalMs: number;
   log: (line: string) => void;
+  /** The cluster the agents' actuators read their Nodes from (GPU actions); none: no actuator. */
+  kubeconfig?: string;
 }
 
-export async function startInProcessAgents(files: readonly NodeFiles[], c: AgentCommon & { clock: Clock; kubeconfig?: string }): Promise<StackAgents> {
+export async function startInProcessAgents(files: readonly NodeFiles[], c: AgentCommon & { clock: Clock }): Promise<StackAgents> {
   const hosts: LocalAgentHost[] = [];
   try {
     for (const f of files) hosts.push(await LocalAgentHost.start({ ...c, files: f, log: (l) => c.log(`  agent ${f.node}: ${l}`) }));

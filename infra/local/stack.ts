@@ -164,7 +164,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       const procs = allocateGpus(gpus, pods);
       const faults = faultSteps.filter((s) => s.node === name).map((s) => ({ atMs: s.at, gpu: s.gpu, fault: s.fault }));
       for (const f of faults) if (f.gpu >= gpus.length) throw new Error(`timeline: node ${name} has ${gpus.length} GPUs; there is no GPU ${f.gpu}`);
-      const nf = writeNodeFiles(work, name, library, mockScenario(gpus, procs, faults, scenario.nvml[name], nodeDir(work, name).processesPath));
+      const nf = writeNodeFiles(work, name, library, mockScenario(gpus, procs, faults, scenario.nvml[name], nodeDir(work, name).processesPath, nodeDir(work, name).controlDir));
       const tracker = new NodeProcesses(gpus, nf.procRoot, nf.processesPath, procs);
       files.set(name, { ...nf, pci: gpus.map((g) => g.pciBusId), tracker });
       nodeFiles.push(nf);
@@ -182,9 +182,9 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       for (const n of dirty) files.get(n)!.tracker.update(sim!.store.podsOnNode(n), devicePlugin?.fenced(n));
       dirty.clear();
     };
-    const common = { busUrl: bus.url, busName, region: 'us-east-1', sampleIntervalMs: scenario.agents.sampleIntervalMs, log: progress };
+    const common = { busUrl: bus.url, busName, region: 'us-east-1', sampleIntervalMs: scenario.agents.sampleIntervalMs, log: progress, kubeconfig };
     if (!virtual) progress(`starting ${nodeFiles.length} agents (gpu-reflex agent) ...`);
-    const agents = virtual ? await startInProcessAgents(nodeFiles, { ...common, clock: agentClock, kubeconfig }) : await startAgentProcesses(nodeFiles, common);
+    const agents = virtual ? await startInProcessAgents(nodeFiles, { ...common, clock: agentClock }) : await startAgentProcesses(nodeFiles, common);
     // The ACK device plugin's part: the fence files the agents' actuators write drop allocatable.
     // Each pool runs the device plugin its fence backend is written for: NVIDIA's where it says
     // `nvidia-plugin`, the ACK plugin (reading the actuator's fence file) elsewhere.
@@ -192,7 +192,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       const labels = nodes.find((n) => n.metadata.name === name)?.metadata.labels ?? {};
       return fenceBackendOf(policy, poolOf(policy, labels)) === 'nvidia-plugin' ? 'nvidia' : 'ack';
     };
-    const devicePlugin = sim && virtual ? new DevicePluginStandIn(sim, nodeFiles.map((f) => ({ ...f, gpus: gpuSpecsByNode.get(f.node) ?? [], kind: pluginKind(f.node) })), policy.fence.nvidiaPlugin) : undefined;
+    const devicePlugin = sim ? new DevicePluginStandIn(sim, nodeFiles.map((f) => ({ ...f, gpus: gpuSpecsByNode.get(f.node) ?? [], kind: pluginKind(f.node) })), policy.fence.nvidiaPlugin) : undefined;
     cleanups.push(() => agents.close());
     // Scenario time starts once every agent runs.
     t0 = busClock.now();

@@ -182,25 +182,7 @@ EXPORT int mockNvmlInjectFault(const char *json) {
  */
 EXPORT int mockNvmlResetGpu(unsigned int index) {
   BEGIN();
-  if (index >= (unsigned int)g.gpuCount) return end(NVML_ERROR_INVALID_ARGUMENT);
-  mock_gpu *gpu = &g.gpus[index];
-  if (gpu->procCount > 0) {
-    snprintf(g.lastError, sizeof g.lastError, "GPU %u is in use by %d process(es)", index, gpu->procCount);
-    return end(NVML_ERROR_IN_USE);
-  }
-  if (gpu->resetFails) {
-    snprintf(g.lastError, sizeof g.lastError, "GPU %u did not come back from its reset", index);
-    return end(NVML_ERROR_UNKNOWN);
-  }
-  gpu->eccVolatile[0] = gpu->eccVolatile[1] = 0;
-  if (gpu->remapPending) gpu->remapPending = 0;
-  gpu->retiredPagesPending = 0;
-  gpu->recoveryAction = 0;
-  for (int l = 0; l < MAX_LINKS; l++) gpu->linkDown[l] = 0;
-  gpu->lost = 0;
-  gpu->resets++;
-  g.lastError[0] = 0;
-  return end(NVML_SUCCESS);
+  return end(reset_gpu(index));
 }
 
 /* Why the last nvmlInit or injection failed ("" when it did not). */

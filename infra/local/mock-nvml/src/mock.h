@@ -204,6 +204,9 @@ typedef struct {
   /* Optional live process list (scenario `processesFile`), re-read when its mtime or size moves. */
   char processesFile[1024];
   long long processesStamp[2];
+  /* Optional directory of requests from other processes (scenario `controlDir`, control-dir.c). */
+  char controlDir[1024];
+  long long controlStamp;
   int clockOverride; /* -1: $MOCK_NVML_CLOCK decides; 0 real; 1 manual */
 } mock_state;
 
@@ -214,6 +217,9 @@ int scenario_load(const char *path);
 char *mock_read_file(const char *path);
 /* processes-file.c — callers hold g.lock */
 void refresh_processes_file(void);
+/* control-dir.c — callers hold g.lock */
+void refresh_control_dir(void);
+nvmlReturn_t reset_gpu(unsigned int index);
 int fault_parse(const void *json_fault, mock_fault *out, char *err, size_t err_len);
 
 /* clock-faults.c — callers hold g.lock */

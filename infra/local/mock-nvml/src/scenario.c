@@ -238,6 +238,9 @@ int scenario_load(const char *path) {
   g.processesFile[0] = '\0';
   g.processesStamp[0] = g.processesStamp[1] = -1;
   if (!get_str(root, "processesFile", "", g.processesFile, sizeof g.processesFile, 0)) goto done;
+  g.controlDir[0] = '\0';
+  g.controlStamp = -1;
+  if (!get_str(root, "controlDir", "", g.controlDir, sizeof g.controlDir, 0)) goto done;
   const json_value *gpus = json_get(root, "gpus");
   if (!gpus || gpus->type != JSON_ARRAY) { bad("gpus", "expected an array"); goto done; }
   if (gpus->count > MAX_GPUS) { bad("gpus", "at most 16 GPUs"); goto done; }
