@@ -132,6 +132,23 @@ describe('kubectl against the simulated cluster', kubectlTool.options, () => {
     expect((sim.store.get('resourcequotas', 'train', 'gpu-ssa')!.spec as { hard: Record<string, string> }).hard['requests.nvidia.com/gpu']).toBe('16');
   });
 
+  it('DRA: a ResourceSlice kubectl applies is what gpu-reflex reads, and the DeviceTaintRule gpu-reflex creates is what kubectl lists and deletes', async () => {
+    const file = join(dir, 'slice.yaml');
+    writeFileSync(
+      file,
+      `apiVersion: resource.k8s.io/v1\nkind: ResourceSlice\nmetadata:\n  name: gpu-b-gpu.nvidia.com\nspec:\n  driver: gpu.nvidia.com\n  nodeName: gpu-b\n  pool: { name: gpu-b, generation: 1, resourceSliceCount: 1 }\n  devices:\n    - name: gpu-0\n      attributes:\n        uuid: { string: GPU-b0 }\n        index: { int: 0 }\n`,
+    );
+    expect((await kubectl(['apply', '-f', file])).stdout).toContain('resourceslice.resource.k8s.io/gpu-b-gpu.nvidia.com created');
+    const { deviceTaints } = kubePorts(loadKubeConfig({ kubeconfigPath: kubeconfig }), { namespace: 'gpu-reflex' });
+    const devices = await deviceTaints.devices('gpu-b', 'gpu.nvidia.com');
+    expect(devices).toEqual({ 'GPU-b0': { driver: 'gpu.nvidia.com', pool: 'gpu-b', device: 'gpu-0' } });
+    await deviceTaints.create({ name: 'gpu-reflex-test', node: 'gpu-b', gpuUuid: 'GPU-b0', ...devices['GPU-b0']!, taint: { key: 'gpu-reflex.io/unhealthy', value: 'xid-95', effect: 'NoSchedule' } });
+    const listed = await kubectl(['get', 'devicetaintrules', '-l', 'gpu-reflex.io/node=gpu-b', '-o', 'jsonpath={.items[*].spec.deviceSelector.device}']);
+    expect(listed.stdout).toBe('gpu-0');
+    expect((await kubectl(['delete', 'devicetaintrule', 'gpu-reflex-test'])).stdout).toContain('deleted');
+    expect(await deviceTaints.rules('gpu-b')).toEqual([]);
+  });
+
   it('kubectl describe node lists the pods on it and their GPU requests', async () => {
     const r = await kubectl(['describe', 'node', 'gpu-a']);
     expect(r.code).toBe(0);

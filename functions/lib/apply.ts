@@ -1,17 +1,19 @@
 /**
  * applyActions: the one applier. Carries any plan's actions out through the ports, in this order:
- * the node change as one patch (a taint and a cordon stop new work before anything moves), then
- * evictions, notices, cloud actions. It checks no dry-run flag: dry-run is the ports' decorator,
+ * the node change as one patch (a taint and a cordon stop new work before anything moves), the
+ * DRA DeviceTaintRules (created, then deleted), then evictions, notices, cloud actions. It checks no dry-run flag: dry-run is the ports' decorator,
  * chosen in the wiring.
  *
  * Failure meaning: the node patch throws (the invocation is retried; every action is idempotent);
  * a pod whose eviction fails is reported and left to the next round; a notice that fails is
- * reported and never fails anything; a cloud action without a cloud port is reported skipped.
+ * reported and never fails anything; a cloud action without a cloud port is reported skipped, and
+ * so is a device taint without a DRA port (the fence check then falls back to a node taint). A
+ * device-taint call that fails throws, like the node patch: the fence must not be half-applied.
  */
 import type { Notifier } from '../adapters/chat/notifier.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { NodeChange } from '../adapters/kube/node-change.ts';
-import type { NodeOps, PodOps } from '../adapters/kube/ports.ts';
+import type { DeviceTaintOps, NodeOps, PodOps } from '../adapters/kube/ports.ts';
 import { encodeOutbox, OUTBOX_ANNOTATION } from './outbox.ts';
 import type { Actions, CloudAction, NodeEdit } from './plan.ts';
 
@@ -23,6 +25,8 @@ export interface StepOutcome {
 /** What happened to each action, index for index. */
 export interface Applied {
   nodeEdit?: StepOutcome;
+  /** `deviceTaints.add` then `deviceTaints.remove`, index for index. */
+  deviceTaints?: StepOutcome[];
   evictions: StepOutcome[];
   notices: StepOutcome[];
   cloud: StepOutcome[];
@@ -38,6 +42,8 @@ export interface ActionPorts {
   pods: Pick<PodOps, 'evict'>;
   notifier: Notifier;
   cloud?: CloudOps;
+  /** DRA DeviceTaintRules; absent where the deployment has no resource.k8s.io access. */
+  deviceTaints?: Pick<DeviceTaintOps, 'create' | 'remove'>;
 }
 
 /** Encodes a function's typed node record into the metadata it is stored in. */
@@ -57,6 +63,17 @@ export async function applyActions<R>(actions: Actions<R>, ports: ActionPorts, c
     // The condition rides on nodes/status, a second request: only when the edit has one.
     const condition = actions.nodeEdit.condition ? await ports.nodes.setCondition(actions.nodeEdit.node, actions.nodeEdit.condition) : false;
     applied.nodeEdit = { result: changed || condition ? 'done' : 'already' };
+  }
+  if (actions.deviceTaints) {
+    const dra = ports.deviceTaints;
+    const out: StepOutcome[] = [];
+    for (const t of actions.deviceTaints.add) {
+      out.push(dra ? { result: (await dra.create(t)) ? 'done' : 'already' } : { result: 'skipped', message: `no DRA access to create DeviceTaintRule ${t.name}` });
+    }
+    for (const t of actions.deviceTaints.remove) {
+      out.push(dra ? { result: (await dra.remove(t.name)) ? 'done' : 'already' } : { result: 'skipped', message: `no DRA access to delete DeviceTaintRule ${t.name}` });
+    }
+    applied.deviceTaints = out;
   }
   for (const pod of actions.evictions) {
     try {

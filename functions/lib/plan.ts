@@ -36,11 +36,29 @@ export interface PodRef {
   uid?: string;
 }
 
+/** A DRA device: what a DeviceTaintRule's `deviceSelector` names (resource.k8s.io). */
+export interface DeviceRef {
+  driver: string;
+  pool: string;
+  device: string;
+}
+
+/** A DeviceTaintRule gpu-reflex keeps on one GPU's DRA device while the GPU is held out. */
+export interface DeviceTaint extends DeviceRef {
+  /** Deterministic per node and GPU, so a redelivered plan asks for the same rule. */
+  name: string;
+  node: string;
+  gpuUuid: string;
+  taint: { key: string; value: string; effect: 'NoSchedule' };
+}
+
 /** Cloud work for the adapters to come (repair, pool autoscaler); typed now so plans can carry it. */
 export type CloudAction = { kind: 'reboot'; node: string } | { kind: 'replace'; node: string } | { kind: 'scale'; pool: string; desired: number };
 
 export interface Actions<R = never> {
   nodeEdit?: NodeEdit<R>;
+  /** DRA DeviceTaintRules to create and delete (after the node change, before evictions). */
+  deviceTaints?: { add: DeviceTaint[]; remove: { name: string; gpuUuid: string }[] };
   evictions: PodRef[];
   notices: Notice[];
   cloud: CloudAction[];

@@ -12,7 +12,7 @@ import { EventBridgePublisher, type EventPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier, WebhookNotifier, type Notifier } from '../adapters/chat/notifier.ts';
 import { currentClock, type Clock } from '../adapters/clock.ts';
 import { dryRunPorts } from '../adapters/kube/dry-run.ts';
-import { kubePorts, loadKubeConfig, type KubePorts } from '../adapters/kube/index.ts';
+import { kubePorts, loadKubeConfig, type KubePorts, type KubePortsOptions } from '../adapters/kube/index.ts';
 import { loadFunctionsConfig, type FunctionsConfig } from '../config.ts';
 import { DryRunNotifier, DryRunPublisher } from './dry-run.ts';
 import { createLogger, type Logger } from './logger.ts';
@@ -33,7 +33,7 @@ export interface BaseDeps {
 export type FunctionDeps<Own extends object = object> = BaseDeps & Own;
 
 /** A function's own configuration, from its environment; `dryRun: true` selects the dry-run wiring. */
-export type OwnConfig<Own extends object> = (env: NodeJS.ProcessEnv) => { own: Own; dryRun?: boolean };
+export type OwnConfig<Own extends object> = (env: NodeJS.ProcessEnv) => { own: Own; dryRun?: boolean; kube?: Pick<KubePortsOptions, 'dra'> };
 
 export function wireFromEnv<Own extends object = object>(service: string, ownConfig?: OwnConfig<Own>, env: NodeJS.ProcessEnv = process.env): FunctionDeps<Own> {
   const config = loadFunctionsConfig(env);
@@ -46,7 +46,7 @@ export function wireFromEnv<Own extends object = object>(service: string, ownCon
   const mine = ownConfig ? ownConfig(env) : { own: {} as Own };
   const dryRun = config.DRY_RUN || mine.dryRun === true;
   // Events (kubectl describe node) carry the one clock's time and this function's name.
-  const kube = kubePorts(kc, { namespace: config.GPU_REFLEX_NAMESPACE, events: { clock, logger, instance: service } });
+  const kube = kubePorts(kc, { namespace: config.GPU_REFLEX_NAMESPACE, events: { clock, logger, instance: service }, ...mine.kube });
   const bus = new EventBridgePublisher(config.EVENT_BUS_NAME);
   const chat: Notifier = config.CHAT_WEBHOOK_URL && config.CHAT_PLATFORM ? new WebhookNotifier(config.CHAT_PLATFORM, config.CHAT_WEBHOOK_URL) : new RecordingNotifier();
   const base = { ...mine.own, config, logger, clock, dryRun };

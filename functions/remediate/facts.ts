@@ -4,8 +4,9 @@
  */
 import type { NodeInfo, NodeMeta, PodInfo } from '../adapters/kube/model.ts';
 import { MIRROR_POD_ANNOTATION } from '../adapters/kube/model.ts';
-import type { NodeOps, PodOps } from '../adapters/kube/ports.ts';
-import { poolOf, type Policy } from './core/policy.ts';
+import type { DeviceTaintOps, NodeOps, PodOps } from '../adapters/kube/ports.ts';
+import { ForbiddenError, NotFoundError } from '../adapters/errors.ts';
+import { fenceBackendOf, poolOf, type Policy } from './core/policy.ts';
 import { poolFacts } from './core/blast-radius.ts';
 import { parseNodeState, type NodeState } from './core/state.ts';
 import type { NodeFacts, PodFacts, PoolFacts } from './core/types.ts';
@@ -17,8 +18,9 @@ export function requestsGpu(pod: Pick<PodInfo, 'extendedResources'>): boolean {
   return Object.entries(pod.extendedResources).some(([k, v]) => v > 0 && GPU_RESOURCE.test(k));
 }
 
-export function nodeFacts(n: NodeInfo): NodeFacts {
+export function nodeFacts(n: NodeInfo, dra?: NodeFacts['dra']): NodeFacts {
   return {
+    ...(dra ? { dra } : {}),
     name: n.name,
     labels: n.labels,
     annotations: n.annotations,
@@ -64,6 +66,24 @@ export async function fetchPoolFacts(nodes: NodeOps, policy: Policy, node: NodeI
 /** A pool member's state as the count reads it: phase (label) and incidents (history annotation). */
 function memberState(m: NodeMeta): NodeState {
   return parseNodeState(m.annotations, m.labels, [], {});
+}
+
+/**
+ * The node's DRA devices and gpu-reflex's DeviceTaintRules for it, read only where the node's pool
+ * fences by `dra` and the deployment has the port. An API the cluster does not serve (404) or
+ * does not let us read (403) is a warning and no reading: the fence check then falls back to a
+ * node taint after `fence.verifyMinutes`, and says why. Anything else throws (retried).
+ */
+export async function draFacts(ops: DeviceTaintOps | undefined, policy: Policy, node: NodeInfo, warn: (message: string, fields: Record<string, unknown>) => void): Promise<NodeFacts['dra']> {
+  if (!ops || fenceBackendOf(policy, poolOf(policy, node.labels)) !== 'dra') return undefined;
+  try {
+    const [devices, rules] = await Promise.all([ops.devices(node.name, policy.fence.dra.driver), ops.rules(node.name)]);
+    return { devices, rules };
+  } catch (err) {
+    if (!(err instanceof NotFoundError || err instanceof ForbiddenError)) throw err;
+    warn('DRA not readable: this node\'s GPU fences fall back to a node taint', { node: node.name, error: (err as Error).message });
+    return undefined;
+  }
 }
 
 export async function podsOf(pods: PodOps, node: string): Promise<PodFacts[]> {

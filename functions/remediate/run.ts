@@ -8,7 +8,7 @@ import { APPROVAL_REQUESTED, GPU_HEALTH_CHANGED, GPU_XID_ERROR, REMEDIATION, SOU
 import type { Clock } from '../adapters/clock.ts';
 import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notifier } from '../adapters/chat/notifier.ts';
-import type { LeaseOps, NodeOps, PodOps, StateStore } from '../adapters/kube/ports.ts';
+import type { DeviceTaintOps, LeaseOps, NodeOps, PodOps, StateStore } from '../adapters/kube/ports.ts';
 import type { Applied } from '../lib/apply.ts';
 import type { Logger } from '../lib/logger.ts';
 import { readOutbox } from '../lib/outbox.ts';
@@ -16,7 +16,7 @@ import { carryOut, withLease } from '../lib/reflex.ts';
 import { poolAllowance, takesCapacity } from './core/blast-radius.ts';
 import { approvalIdOf, toApprovalDetail, toRemediationDetail } from './core/detail.ts';
 import { recordApproval, type ApprovalRecord } from './approvals.ts';
-import { nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
+import { draFacts, nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
 import { reserveSlot } from './ledger.ts';
 import { planRemediation } from './core/plan.ts';
 import { poolLimits, type Policy } from './core/policy.ts';
@@ -28,6 +28,8 @@ export interface RemediationDeps {
   pods: PodOps;
   state: StateStore;
   leases: LeaseOps;
+  /** DRA DeviceTaintRules (pools fencing by `dra`); absent: those fences fall back to a node taint. */
+  deviceTaints?: DeviceTaintOps;
   /** The bus; in a dry run the wiring's DryRunPublisher (reports marked, side effects withheld). */
   publisher: EventPublisher;
   notifier: Notifier;
@@ -70,7 +72,8 @@ export async function remediate(event: TriggerEvent, deps: RemediationDeps): Pro
     // atomic reader, and a refused slot is a fact the planner decides on (one request saved).
     const pool = await fetchPoolFacts(deps.nodes, deps.policy, info, new Date(deps.clock.now()));
     const now = new Date(deps.clock.now());
-    const facts: RemediationFacts = { now, event, node: nodeFacts(info), state, pool, pods };
+    const dra = await draFacts(deps.deviceTaints, deps.policy, info, (m, f) => deps.logger.warn(m, f));
+    const facts: RemediationFacts = { now, event, node: nodeFacts(info, dra), state, pool, pods };
     let plan = planRemediation(facts, deps.policy);
 
     // Take a slot in the pool's ledger before taking capacity. A concurrent invocation may have

@@ -8,7 +8,7 @@
 import { readOutbox } from '../lib/outbox.ts';
 import { editsScheduling } from '../lib/plan.ts';
 import { carryOut, withLease } from '../lib/reflex.ts';
-import { nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
+import { draFacts, nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
 import { historyCodec } from './core/reconcile.ts';
 import { nodeLease, remediationEvent, type RemediationDeps } from './run.ts';
 import { poolOf } from './core/policy.ts';
@@ -54,7 +54,8 @@ export async function sweep(deps: RemediationDeps, only?: string): Promise<Sweep
       const key = poolOf(deps.policy, n.labels);
       const pool = pools.get(key) ?? (await fetchPoolFacts(deps.nodes, deps.policy, n, new Date(deps.clock.now())));
       pools.set(key, pool);
-      facts.push({ node: nodeFacts(n), state: stateOf(n, deps.policy.taintKey), pool, pods: await podsOf(deps.pods, n.name) });
+      const dra = await draFacts(deps.deviceTaints, deps.policy, n, (m, f) => deps.logger.warn(m, f));
+      facts.push({ node: nodeFacts(n, dra), state: stateOf(n, deps.policy.taintKey), pool, pods: await podsOf(deps.pods, n.name) });
     }
     const now = new Date(deps.clock.now());
     const planned = new Map(planSweep({ now, nodes: facts }, deps.policy).plans.map((p) => [p.target.node, p]));
@@ -138,5 +139,5 @@ function expiredPlan(a: ApprovalRecord, reason: string): Plan {
 
 /** Bookkeeping alone (our history) is nobody's news. */
 export function newsworthy(p: Plan): boolean {
-  return p.phase !== 'skipped' && (editsScheduling(p.nodeEdit) || p.evictions.length > 0 || p.notices.length > 0 || p.cloud.length > 0);
+  return p.phase !== 'skipped' && (editsScheduling(p.nodeEdit) || p.deviceTaints !== undefined || p.evictions.length > 0 || p.notices.length > 0 || p.cloud.length > 0);
 }

@@ -6,7 +6,7 @@
  */
 import { GPU_ACTIONS_ANNOTATION, GPU_HEALTH_CHANGED, GPU_XID_ERROR, type GpuHealthChangedDetail, type GpuRef, type GpuXidErrorDetail, type MigRef, type PodRef } from '../../events/index.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
-import { FakeCluster, FakeNodeOps, FakePodOps } from '../adapters/kube/fake.ts';
+import { FakeCluster, FakeDeviceTaintOps, FakeNodeOps, FakePodOps } from '../adapters/kube/fake.ts';
 import { applyActions, type Applied } from '../lib/apply.ts';
 import type { Policy } from './core/policy.ts';
 import { historyCodec } from './core/reconcile.ts';
@@ -69,6 +69,12 @@ export function node(name = 'gpu-a100-07', gpus = 8): NodeFacts {
   return { name, labels: { 'gpu-reflex.io/pool': 'a100' }, annotations: {}, taints: [], unschedulable: false, gpus: Array.from({ length: gpus }, (_, i) => gpu(i).uuid), capacity: count, allocatable: { ...count } };
 }
 
+/** The node as a DRA cluster shows it: NVIDIA's driver publishes each GPU as `gpu-<index>` in the node's pool. */
+export function withDra(n: NodeFacts, rules: string[] = []): NodeFacts {
+  const devices = Object.fromEntries((n.gpus ?? []).map((uuid, i) => [uuid, { driver: 'gpu.nvidia.com', pool: n.name, device: `gpu-${i}` }]));
+  return { ...n, dra: { devices, rules } };
+}
+
 export function pod(name: string, o: Partial<PodFacts> = {}): PodFacts {
   return { namespace: 'ml', name, uid: `uid-${name}`, requestsGpu: true, daemonSet: false, mirror: false, ...o };
 }
@@ -117,12 +123,19 @@ export async function apply(n: NodeFacts, pods: PodFacts[], plan: Plan, blocked:
     cluster.addPod({ namespace: p.namespace, name: p.name, uid: p.uid, nodeName: n.name, labels: blocked.has(p.name) ? { guarded: 'yes' } : {}, terminationGracePeriodSeconds: 0 });
   }
   if (blocked.size > 0) for (const ns of new Set(pods.map((p) => p.namespace))) cluster.addPdb({ namespace: ns, matchLabels: { guarded: 'yes' }, minAvailable: pods.length });
-  await applyActions(plan, { nodes: new FakeNodeOps(cluster), pods: new FakePodOps(cluster), notifier: new RecordingNotifier() }, historyCodec);
+  // DRA: the node's ResourceSlice devices and the rules it has, as the facts read them.
+  if (n.dra) {
+    cluster.draDevices.set(n.name, n.dra.devices);
+    for (const name of n.dra.rules) cluster.deviceTaintRules.set(name, { name, node: n.name, gpuUuid: '', driver: '', pool: '', device: '', taint: { key: '', value: '', effect: 'NoSchedule' } });
+  }
+  const deviceTaints = new FakeDeviceTaintOps(cluster);
+  await applyActions(plan, { nodes: new FakeNodeOps(cluster), pods: new FakePodOps(cluster), notifier: new RecordingNotifier(), deviceTaints }, historyCodec);
   const after = cluster.nodes.get(n.name)!;
+  const dra = n.dra ? { devices: n.dra.devices, rules: await deviceTaints.rules(n.name) } : undefined;
   const left = new Set(cluster.pods().map((p) => p.uid));
   const allocatable = plugin === 'honours' && n.capacity ? allocatableFor(n.capacity, after.annotations) : n.allocatable;
   return {
-    node: { ...n, ...(allocatable ? { allocatable } : {}), labels: after.labels, annotations: after.annotations, taints: after.taints, unschedulable: after.unschedulable, ...(after.conditions && Object.keys(after.conditions).length > 0 ? { conditions: after.conditions } : {}) },
+    node: { ...n, ...(allocatable ? { allocatable } : {}), ...(dra ? { dra } : {}), labels: after.labels, annotations: after.annotations, taints: after.taints, unschedulable: after.unschedulable, ...(after.conditions && Object.keys(after.conditions).length > 0 ? { conditions: after.conditions } : {}) },
     pods: pods.filter((p) => left.has(p.uid)),
   };
 }
@@ -132,7 +145,8 @@ export const stateOf = (n: NodeFacts, policy?: Policy) => parseNodeState(n.annot
 /** What the applier answers when every action of `plan` succeeded (for rendering events). */
 export function allDone(plan: Plan): Applied {
   const done = { result: 'done' as const };
-  return { ...(plan.nodeEdit ? { nodeEdit: done } : {}), evictions: plan.evictions.map(() => done), notices: plan.notices.map(() => done), cloud: plan.cloud.map(() => done) };
+  const dra = plan.deviceTaints ? [...plan.deviceTaints.add, ...plan.deviceTaints.remove].map(() => done) : undefined;
+  return { ...(plan.nodeEdit ? { nodeEdit: done } : {}), ...(dra ? { deviceTaints: dra } : {}), evictions: plan.evictions.map(() => done), notices: plan.notices.map(() => done), cloud: plan.cloud.map(() => done) };
 }
 
 /** `nvidia.com/gpu` allocatable as a device plugin that honours the node's fence requests reports it. */

@@ -6,6 +6,7 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from '../config.ts';
+import type { DraVersions } from '../adapters/kube/index.ts';
 import { lazy, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
 import { DEFAULT_POLICY, type Policy } from './core/policy.ts';
 import { loadPolicyFile } from './core/policy-file.ts';
@@ -14,13 +15,14 @@ const RemediationEnvSchema = z.object({ REMEDIATION_POLICY_FILE: z.string().min(
 
 export type RemediationWiring = FunctionDeps<{ policy: Policy }>;
 
-export function remediationConfig(env: NodeJS.ProcessEnv): { own: { policy: Policy }; dryRun: boolean } {
+export function remediationConfig(env: NodeJS.ProcessEnv): { own: { policy: Policy }; dryRun: boolean; kube: { dra: DraVersions } } {
   const r = RemediationEnvSchema.safeParse(env);
   if (!r.success) throw new ConfigError(`bad configuration: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   const path = r.data.REMEDIATION_POLICY_FILE;
-  if (!path) return { own: { policy: DEFAULT_POLICY }, dryRun: false };
-  const file = loadPolicyFile(readFileSync(path, 'utf8'), path);
-  return { own: { policy: file.policy }, dryRun: file.dryRun };
+  const file = path ? loadPolicyFile(readFileSync(path, 'utf8'), path) : { policy: DEFAULT_POLICY, dryRun: false };
+  // The DRA port speaks the resource.k8s.io versions the policy says this cluster serves.
+  const { deviceTaintRuleVersion, resourceSliceVersion } = file.policy.fence.dra;
+  return { own: { policy: file.policy }, dryRun: file.dryRun, kube: { dra: { deviceTaintRuleVersion, resourceSliceVersion } } };
 }
 
 /** Wiring at the first invocation (a Lambda cold start), once per container. */

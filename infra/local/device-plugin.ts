@@ -12,6 +12,11 @@
  *   (its latch). Here: a GPU latches when an XID is injected into it (`onXid`), and the latch is
  *   undone when the plugin's pod on the node is replaced by a new one (its DaemonSet recreates it
  *   after an eviction), which enumerates the GPUs afresh. It reads no file.
+ * - `dra` — a DRA driver (NVIDIA's publishes driver `gpu.nvidia.com`, pool = the node): it
+ *   publishes one ResourceSlice per node listing each whole GPU as `gpu-<index>` with its `uuid`
+ *   attribute; a GPU whose device a DeviceTaintRule (NoSchedule or NoExecute) selects is held out.
+ *   The simulated scheduler allocates no ResourceClaims: a DRA node's GPUs are still counted as
+ *   `nvidia.com/gpu`, so a tainted device leaves that count, as it leaves the claims' allocator.
  *
  * So a fenced GPU really leaves the schedulable pool: a pod asking for every GPU of the node no
  * longer fits there.
@@ -23,7 +28,10 @@ import type { GpuSpec } from './node-gpus.ts';
 import { FenceFile } from '../../node-agent/actuator/fence-file.ts';
 import { NVIDIA_PLUGIN_SKIPPED_XIDS } from '../../functions/remediate/core/gpu-repair.ts';
 
-export type DevicePluginKind = 'ack' | 'nvidia';
+const SLICES = 'resourceslices.resource.k8s.io';
+const RULES = 'devicetaintrules.resource.k8s.io';
+
+export type DevicePluginKind = 'ack' | 'nvidia' | 'dra';
 
 export interface PluginNode extends Pick<NodeFiles, 'node' | 'dir'> {
   gpus: readonly GpuSpec[];
@@ -56,7 +64,38 @@ export class DevicePluginStandIn {
     private readonly sim: KubeSim,
     private readonly nodes: readonly PluginNode[],
     private readonly pluginPods: PluginPods = { namespace: 'kube-system', selector: { name: 'nvidia-device-plugin-ds' } },
+    /** The DRA driver name the `dra` nodes' slices carry (the policy's `fence.dra.driver`). */
+    private readonly draDriver = 'gpu.nvidia.com',
   ) {}
+
+  /** The `dra` node's ResourceSlice, published once (as the driver's kubelet plugin does at start). */
+  private publishSlice(f: PluginNode): void {
+    const name = `${f.node}-${this.draDriver}`;
+    if (this.sim.store.get(SLICES, '', name)) return;
+    this.sim.store.put(SLICES, {
+      apiVersion: 'resource.k8s.io/v1',
+      kind: 'ResourceSlice',
+      metadata: { name, uid: `slice-${f.node}`, resourceVersion: '', creationTimestamp: new Date(this.sim.clock.now()).toISOString() },
+      spec: {
+        driver: this.draDriver,
+        nodeName: f.node,
+        pool: { name: f.node, generation: 1, resourceSliceCount: 1 },
+        devices: f.gpus.filter((g) => g.mig.length === 0).map((g) => ({ name: `gpu-${g.index}`, attributes: { uuid: { string: g.uuid }, index: { int: g.index }, productName: { string: g.name } } })),
+      },
+    });
+  }
+
+  /** The GPUs of a `dra` node whose device a DeviceTaintRule with an effect selects. */
+  private tainted(f: PluginNode): GpuSpec[] {
+    const rules = this.sim.store.list(RULES).map((r) => r.spec as { deviceSelector?: { driver?: string; pool?: string; device?: string }; taint?: { effect?: string } } | undefined);
+    const selects = (g: GpuSpec) =>
+      rules.some((r) => {
+        const sel = r?.deviceSelector;
+        if (!sel || (r?.taint?.effect !== 'NoSchedule' && r?.taint?.effect !== 'NoExecute')) return false;
+        return (sel.driver === undefined || sel.driver === this.draDriver) && (sel.pool === undefined || sel.pool === f.node) && (sel.device === undefined || sel.device === `gpu-${g.index}`);
+      });
+    return f.gpus.filter(selects);
+  }
 
   /** The GPUs the plugin reports unhealthy on `node` (as of the last sync): the kubelet hands them to no new pod. */
   fenced(node: string): ReadonlySet<number> {
@@ -83,6 +122,10 @@ export class DevicePluginStandIn {
 
   /** The GPUs `f`'s plugin holds out now. */
   private heldOut(f: PluginNode): GpuSpec[] {
+    if (f.kind === 'dra') {
+      this.publishSlice(f);
+      return this.tainted(f);
+    }
     if (f.kind === 'ack') {
       const listed = new FenceFile(fenceFilePath(f)).read();
       return f.gpus.filter((g) => listed.uuid.includes(g.uuid) || listed.index.includes(String(g.index)));

@@ -187,12 +187,14 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     const agents = virtual ? await startInProcessAgents(nodeFiles, { ...common, clock: agentClock }) : await startAgentProcesses(nodeFiles, common);
     // The ACK device plugin's part: the fence files the agents' actuators write drop allocatable.
     // Each pool runs the device plugin its fence backend is written for: NVIDIA's where it says
-    // `nvidia-plugin`, the ACK plugin (reading the actuator's fence file) elsewhere.
+    // `nvidia-plugin`, a DRA driver where it says `dra`, the ACK plugin (reading the actuator's fence
+    // file) elsewhere.
     const pluginKind = (name: string): DevicePluginKind => {
       const labels = nodes.find((n) => n.metadata.name === name)?.metadata.labels ?? {};
-      return fenceBackendOf(policy, poolOf(policy, labels)) === 'nvidia-plugin' ? 'nvidia' : 'ack';
+      const backend = fenceBackendOf(policy, poolOf(policy, labels));
+      return backend === 'nvidia-plugin' ? 'nvidia' : backend === 'dra' ? 'dra' : 'ack';
     };
-    const devicePlugin = sim ? new DevicePluginStandIn(sim, nodeFiles.map((f) => ({ ...f, gpus: gpuSpecsByNode.get(f.node) ?? [], kind: pluginKind(f.node) })), policy.fence.nvidiaPlugin) : undefined;
+    const devicePlugin = sim ? new DevicePluginStandIn(sim, nodeFiles.map((f) => ({ ...f, gpus: gpuSpecsByNode.get(f.node) ?? [], kind: pluginKind(f.node) })), policy.fence.nvidiaPlugin, policy.fence.dra.driver) : undefined;
     cleanups.push(() => agents.close());
     // Scenario time starts once every agent runs.
     t0 = busClock.now();
@@ -287,6 +289,9 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           devicePlugin?.sync();
           await agents.whenIdle();
           await bus.drain();
+          // The functions may have changed what a plugin reads (a DRA rule deleted): the kubelet
+          // and the scheduler see it now, not at the next step (which may be a minute away).
+          if (devicePlugin && devicePlugin.sync().length > 0) sim?.tick();
           flushEvents();
           if (t - lastPendingCheck >= 1000) {
             lastPendingCheck = t;

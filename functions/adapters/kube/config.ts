@@ -7,7 +7,7 @@
  * The simulated cluster serves plain http; its kubeconfig already carries
  * `insecure-skip-tls-verify: true`, which the client needs for an http:// server.
  */
-import { CoordinationV1Api, CoreV1Api, EventsV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, EventsV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { z } from 'zod';
 import { BadInputError } from '../errors.ts';
 import { PooledKubeConfig } from './pooled-agent.ts';
@@ -64,8 +64,10 @@ export interface KubeApis {
   core: CoreV1Api;
   coordination: CoordinationV1Api;
   events: EventsV1Api;
+  /** resource.k8s.io (DRA), whose versions differ from cluster to cluster. */
+  custom: CustomObjectsApi;
 }
 
 export function makeKubeApis(kc: KubeConfig): KubeApis {
-  return { core: kc.makeApiClient(CoreV1Api), coordination: kc.makeApiClient(CoordinationV1Api), events: kc.makeApiClient(EventsV1Api) };
+  return { core: kc.makeApiClient(CoreV1Api), coordination: kc.makeApiClient(CoordinationV1Api), events: kc.makeApiClient(EventsV1Api), custom: kc.makeApiClient(CustomObjectsApi) };
 }

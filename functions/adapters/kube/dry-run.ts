@@ -8,7 +8,7 @@
 import type { Clock } from '../clock.ts';
 import { mergeStringMap, nodeDelta, sameCondition, withTaint, withoutTaint } from './node-change.ts';
 import type { ApplyResult, EvictResult, Json, LeaseAttempt, PodInfo, Taint, TaintEffect } from './model.ts';
-import type { EventRecorder, EvictOptions, LeaseOps, LimitRangeSpec, NodeOps, PodOps, QuotaOps, QuotaSpec, StateStore } from './ports.ts';
+import type { DeviceTaintOps, EventRecorder, EvictOptions, LeaseOps, LimitRangeSpec, NodeOps, PodOps, QuotaOps, QuotaSpec, StateStore } from './ports.ts';
 import { sameJson } from './same-json.ts';
 
 export interface DryRunAction {
@@ -25,6 +25,7 @@ export interface DryRunnable {
   quotas: QuotaOps;
   state: StateStore;
   leases: LeaseOps;
+  deviceTaints?: DeviceTaintOps;
 }
 
 export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: DryRunAction) => void): P {
@@ -94,7 +95,17 @@ export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: Dr
     release: async (n, holder) => note('leases.release', [n, holder], (await leases.get(n))?.holder === holder),
   };
 
+  // DRA: reads go through; a rule is answered as created when the node has none by that name.
+  const dra = ports.deviceTaints;
+  const deviceTaints: DeviceTaintOps | undefined = dra && {
+    devices: (n, d) => dra.devices(n, d),
+    rules: (n) => dra.rules(n),
+    create: async (r) => note('deviceTaints.create', [r], !(await dra.rules(r.node)).includes(r.name)),
+    // Which node a rule is for is in its name only as a hash: say it would be deleted.
+    remove: async (name) => note('deviceTaints.remove', [name], true),
+  };
+
   // A dry run records nothing in the cluster, Events included; it notes what it would have recorded.
   const events: EventRecorder = { record: async (regarding, event) => void note('events.record', [regarding, event], undefined) };
-  return { ...ports, nodes: nodeOps, pods: podOps, quotas: quotaOps, state: stateStore, leases: leaseOps, ...('events' in ports ? { events } : {}) };
+  return { ...ports, nodes: nodeOps, pods: podOps, quotas: quotaOps, state: stateStore, leases: leaseOps, ...('events' in ports ? { events } : {}), ...(deviceTaints ? { deviceTaints } : {}) };
 }

@@ -8,6 +8,7 @@
  * controllers that replace evicted pods. Handler tests that depend on those belong on the
  * simulated cluster.
  */
+import type { DeviceRef, DeviceTaint } from '../../lib/plan.ts';
 import type { Clock } from '../clock.ts';
 import { ConflictError, fromKubeError } from '../errors.ts';
 import type { AdapterError } from '../errors.ts';
@@ -51,6 +52,9 @@ export class FakeCluster {
   /** The state ConfigMap's `data`: JSON text per key, as the real store keeps it. */
   readonly state = new Map<string, string>();
   readonly leases = new Map<string, FakeLease>();
+  /** DRA: each node's GPU devices by UUID (its ResourceSlices), and the DeviceTaintRules by name. */
+  readonly draDevices = new Map<string, Record<string, DeviceRef>>();
+  readonly deviceTaintRules = new Map<string, DeviceTaint>();
   readonly calls: FakeCall[] = [];
   readonly clock: Clock;
   readonly conflictAttempts: number;

@@ -8,7 +8,8 @@ import { BadInputError } from '../errors.ts';
 import type { FakeCluster } from './fake-cluster.ts';
 import { decodeValue } from './kube-state-store.ts';
 import type { ApplyResult, Json, LeaseAttempt, LeaseState, LimitRangeInfo, QuotaInfo } from './model.ts';
-import type { LeaseOps, LimitRangeSpec, QuotaOps, QuotaSpec, StateStore } from './ports.ts';
+import type { DeviceTaintOps, LeaseOps, LimitRangeSpec, QuotaOps, QuotaSpec, StateStore } from './ports.ts';
+import type { DeviceRef, DeviceTaint } from '../../lib/plan.ts';
 import { sameJson } from './same-json.ts';
 
 export class FakeQuotaOps implements QuotaOps {
@@ -150,4 +151,34 @@ export class FakeLeaseOps implements LeaseOps {
 
 function state(name: string, l: { holder: string | undefined; durationS: number; renewMs: number }): LeaseState {
   return { name, holder: l.holder, durationS: l.durationS, expiresAtMs: l.holder === undefined ? 0 : l.renewMs + l.durationS * 1000 };
+}
+
+export class FakeDeviceTaintOps implements DeviceTaintOps {
+  constructor(readonly cluster: FakeCluster) {}
+
+  async devices(node: string, driver: string): Promise<Record<string, DeviceRef>> {
+    this.cluster.record('deviceTaints.devices', [node, driver]);
+    this.cluster.guard('deviceTaints.devices', `listing resourceslices of node ${node}`, false);
+    return Object.fromEntries(Object.entries(this.cluster.draDevices.get(node) ?? {}).filter(([, d]) => d.driver === driver));
+  }
+
+  async rules(node: string): Promise<string[]> {
+    this.cluster.record('deviceTaints.rules', [node]);
+    this.cluster.guard('deviceTaints.rules', `listing devicetaintrules of node ${node}`, false);
+    return [...this.cluster.deviceTaintRules.values()].filter((r) => r.node === node).map((r) => r.name).sort();
+  }
+
+  async create(rule: DeviceTaint): Promise<boolean> {
+    this.cluster.record('deviceTaints.create', [rule]);
+    this.cluster.guard('deviceTaints.create', `creating devicetaintrule ${rule.name}`, false);
+    if (this.cluster.deviceTaintRules.has(rule.name)) return false;
+    this.cluster.deviceTaintRules.set(rule.name, structuredClone(rule));
+    return true;
+  }
+
+  async remove(name: string): Promise<boolean> {
+    this.cluster.record('deviceTaints.remove', [name]);
+    this.cluster.guard('deviceTaints.remove', `deleting devicetaintrule ${name}`, false);
+    return this.cluster.deviceTaintRules.delete(name);
+  }
 }

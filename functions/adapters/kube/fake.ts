@@ -6,12 +6,12 @@
 import type { Clock } from '../clock.ts';
 import { FakeCluster } from './fake-cluster.ts';
 import { FakeNodeOps, FakePodOps } from './fake-node-pod-ops.ts';
-import { FakeLeaseOps, FakeQuotaOps, FakeStateStore } from './fake-stores.ts';
+import { FakeDeviceTaintOps, FakeLeaseOps, FakeQuotaOps, FakeStateStore } from './fake-stores.ts';
 
 export { FakeCluster, injected } from './fake-cluster.ts';
 export type { FakeCall, FakeLease, FakePdb, InjectedStatus } from './fake-cluster.ts';
 export { FakeNodeOps, FakePodOps, matchesSelector, pdbRefusal } from './fake-node-pod-ops.ts';
-export { FakeLeaseOps, FakeQuotaOps, FakeStateStore } from './fake-stores.ts';
+export { FakeDeviceTaintOps, FakeLeaseOps, FakeQuotaOps, FakeStateStore } from './fake-stores.ts';
 
 export interface FakeKube {
   cluster: FakeCluster;
@@ -20,6 +20,7 @@ export interface FakeKube {
   quotas: FakeQuotaOps;
   state: FakeStateStore;
   leases: FakeLeaseOps;
+  deviceTaints: FakeDeviceTaintOps;
 }
 
 export function fakeKube(options: { clock?: Clock; conflictAttempts?: number } = {}): FakeKube {
@@ -31,5 +32,6 @@ export function fakeKube(options: { clock?: Clock; conflictAttempts?: number } =
     quotas: new FakeQuotaOps(cluster),
     state: new FakeStateStore(cluster),
     leases: new FakeLeaseOps(cluster),
+    deviceTaints: new FakeDeviceTaintOps(cluster),
   };
 }

@@ -5,13 +5,14 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { makeKubeApis } from './config.ts';
 import { KubeLeaseOps } from './kube-lease-ops.ts';
+import { KubeDeviceTaintOps, type DraVersions } from './kube-device-taint-ops.ts';
 import { KubeNodeOps } from './kube-node-ops.ts';
 import type { KubeOpsOptions } from './kube-node-ops.ts';
 import { KubePodOps } from './kube-pod-ops.ts';
 import { KubeQuotaOps } from './kube-quota-ops.ts';
 import { KubeStateStore } from './kube-state-store.ts';
 import { KubeEventRecorder, type KubeEventRecorderOptions } from './kube-event-recorder.ts';
-import type { EventRecorder, LeaseOps, NodeOps, PodOps, QuotaOps, StateStore } from './ports.ts';
+import type { DeviceTaintOps, EventRecorder, LeaseOps, NodeOps, PodOps, QuotaOps, StateStore } from './ports.ts';
 
 export * from './model.ts';
 export type { NodeChange } from './node-change.ts';
@@ -24,6 +25,8 @@ export { KubePodOps } from './kube-pod-ops.ts';
 export { KubeQuotaOps } from './kube-quota-ops.ts';
 export { KubeStateStore, STATE_CONFIGMAP } from './kube-state-store.ts';
 export { KubeLeaseOps } from './kube-lease-ops.ts';
+export { KubeDeviceTaintOps, RULE_NODE_LABEL } from './kube-device-taint-ops.ts';
+export type { DraVersions } from './kube-device-taint-ops.ts';
 export { KubeEventRecorder, REPORTING_CONTROLLER, noEvents } from './kube-event-recorder.ts';
 export type { KubeEventRecorderOptions } from './kube-event-recorder.ts';
 export { nodeChangeEvents } from './kube-node-ops.ts';
@@ -42,6 +45,8 @@ export interface KubePorts {
   leases: LeaseOps;
   /** The Kubernetes Events the node and pod ports record their changes with (drain's DrainStuck too). */
   events: EventRecorder;
+  /** DRA ResourceSlices and DeviceTaintRules (only read for pools that fence by `dra`). */
+  deviceTaints: DeviceTaintOps;
 }
 
 export interface KubePortsOptions extends Omit<KubeOpsOptions, 'events'> {
@@ -49,11 +54,13 @@ export interface KubePortsOptions extends Omit<KubeOpsOptions, 'events'> {
   namespace: string;
   /** Clock, logger and instance name for the Event recorder. */
   events?: KubeEventRecorderOptions;
+  /** The resource.k8s.io versions this cluster serves (the remediation policy's `fence.dra`). */
+  dra?: DraVersions;
 }
 
 /** Every port over one cluster connection; the handlers' wiring calls this once at cold start. */
 export function kubePorts(kc: KubeConfig, options: KubePortsOptions): KubePorts {
-  const { core, coordination, events: eventsApi } = makeKubeApis(kc);
+  const { core, coordination, events: eventsApi, custom } = makeKubeApis(kc);
   const events = new KubeEventRecorder(eventsApi, options.events);
   const opts = { pageSize: options.pageSize, conflictAttempts: options.conflictAttempts, events };
   return {
@@ -63,5 +70,6 @@ export function kubePorts(kc: KubeConfig, options: KubePortsOptions): KubePorts 
     state: new KubeStateStore(core, { namespace: options.namespace, conflictAttempts: options.conflictAttempts }),
     leases: new KubeLeaseOps(coordination, options.namespace, { conflictAttempts: options.conflictAttempts }),
     events,
+    deviceTaints: new KubeDeviceTaintOps(custom, options.dra),
   };
 }

@@ -9,6 +9,7 @@
  * BadInputError (400/422), TransientError (5xx, network).
  */
 import type { Clock } from '../clock.ts';
+import type { DeviceRef, DeviceTaint } from '../../lib/plan.ts';
 import type { NodeChange } from './node-change.ts';
 import type {
   ApplyResult, EvictResult, Json, LeaseAttempt, LeaseState, LimitItem, LimitRangeInfo, NodeInfo, NodeMeta,
@@ -195,4 +196,19 @@ export interface LeaseOps {
   release(name: string, holder: string): Promise<boolean>;
   /** The lease as it stands, or undefined when it was never created. */
   get(name: string): Promise<LeaseState | undefined>;
+}
+
+/**
+ * DRA device taints (resource.k8s.io): the GPUs a node's ResourceSlices publish, and the
+ * DeviceTaintRules gpu-reflex keeps on them (labelled with the node, so a node's are listed alone).
+ */
+export interface DeviceTaintOps {
+  /** The node's devices of `driver` that carry a GPU UUID attribute, by UUID. */
+  devices(node: string, driver: string): Promise<Record<string, DeviceRef>>;
+  /** Names of the DeviceTaintRules gpu-reflex keeps for the node. */
+  rules(node: string): Promise<string[]>;
+  /** Creates the rule; `false` when it already exists. */
+  create(rule: DeviceTaint): Promise<boolean>;
+  /** Deletes the rule; `false` when it is already gone. */
+  remove(name: string): Promise<boolean>;
 }

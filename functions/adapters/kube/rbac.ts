@@ -20,6 +20,8 @@ export const KUBE_RBAC_RULES: readonly RbacRule[] = [
   { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'create', 'update'] },
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
   { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create'] },
+  { apiGroups: ['resource.k8s.io'], resources: ['resourceslices'], verbs: ['list'] },
+  { apiGroups: ['resource.k8s.io'], resources: ['devicetaintrules'], verbs: ['list', 'create', 'delete'] },
 ];
 
 /** `group/resource verb` strings, one per permission (`/nodes get` for the core group). */

@@ -18,7 +18,7 @@ export interface RenderedStep {
   target: string;
   message?: string;
   /** Where its outcome is found in `Applied`. */
-  from: { part: 'nodeEdit' } | { part: 'evictions' | 'notices' | 'cloud'; index: number } | { part: 'approval' };
+  from: { part: 'nodeEdit' } | { part: 'evictions' | 'notices' | 'cloud' | 'deviceTaints'; index: number } | { part: 'approval' };
 }
 
 /** The plan's actions as Remediation steps, in the order the applier carries them out. */
@@ -41,6 +41,13 @@ export function renderSteps(plan: Plan): RenderedStep[] {
     if (e.record !== undefined) steps.push({ kind: 'annotate', target: node, message: HISTORY_ANNOTATION, from });
     if (e.condition) steps.push({ kind: 'condition', target: node, message: `${e.condition.type}=${e.condition.status}: ${e.condition.message}`, from });
   }
+  const dra = plan.deviceTaints;
+  if (dra) {
+    dra.add.forEach((t, index) =>
+      steps.push({ kind: 'fence', target: `${node}/gpu/${t.gpuUuid}`, message: `DeviceTaintRule ${t.name}: ${t.taint.key}=${t.taint.value}:${t.taint.effect} on DRA device ${t.driver}/${t.pool}/${t.device}`, from: { part: 'deviceTaints', index } }),
+    );
+    dra.remove.forEach((t, i) => steps.push({ kind: 'unfence', target: `${node}/gpu/${t.gpuUuid}`, message: `DeviceTaintRule ${t.name} deleted`, from: { part: 'deviceTaints', index: dra.add.length + i } }));
+  }
   plan.evictions.forEach((p, index) => steps.push({ kind: 'evict', target: podTarget(p), from: { part: 'evictions', index } }));
   if (plan.approval) steps.push({ kind: 'approval', target: node, message: plan.approval.summary, from: { part: 'approval' } });
   plan.notices.forEach((n, index) => steps.push({ kind: 'notify', target: node, message: n.text, from: { part: 'notices', index } }));
@@ -52,6 +59,7 @@ function outcomeOf(step: RenderedStep, applied: Applied): StepOutcome | undefine
   const f = step.from;
   if (f.part === 'nodeEdit') return applied.nodeEdit;
   if (f.part === 'approval') return { result: 'done' };
+  if (f.part === 'deviceTaints') return applied.deviceTaints?.[f.index];
   return applied[f.part][f.index];
 }
 

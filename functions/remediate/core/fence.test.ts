@@ -11,9 +11,10 @@ import { DEFAULT_POLICY, type Policy } from './policy.ts';
 import { loadPolicy, PolicyFileError } from './policy-file.ts';
 import { planSweep } from './sweep.ts';
 import { renderSteps } from './detail.ts';
+import { deviceTaintName } from './gpu-repair.ts';
 import { FENCED_CONDITION } from './reconcile.ts';
 import { STATE_LABEL } from './state.ts';
-import { apply, at, factsFor, gpu, health, node, pod, pool, stateOf, xid, type PluginModel } from '../testing.ts';
+import { apply, at, factsFor, gpu, health, node, pod, pool, stateOf, withDra, xid, type PluginModel } from '../testing.ts';
 import type { NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
 import { GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, type GpuActionRequest, type GpuActionState } from '../../../events/index.ts';
 
@@ -124,6 +125,70 @@ describe('fence backends: cordon', () => {
   });
 });
 
+describe('fence backends: DRA device taints', () => {
+  const P = withBackend('dra');
+  const RULE = deviceTaintName('gpu-a100-07', gpu(3).uuid);
+
+  it('a DeviceTaintRule on the GPU\'s device, verified when listed, no node taint, no agent fence; deleted after the verified repair, then unfenced', async () => {
+    const { plan, world } = await hit({ node: withDra(node()), pods: PODS }, xid(48, { gpu: 3 }), P, 'ignores');
+    expect(plan.deviceTaints?.add).toEqual([
+      { name: RULE, node: 'gpu-a100-07', gpuUuid: gpu(3).uuid, driver: 'gpu.nvidia.com', pool: 'gpu-a100-07', device: 'gpu-3', taint: { key: P.taintKey, value: 'xid-48', effect: 'NoSchedule' } },
+    ]);
+    expect(renderSteps(plan).find((x) => x.kind === 'fence')?.message).toBe(`DeviceTaintRule ${RULE}: ${P.taintKey}=xid-48:NoSchedule on DRA device gpu.nvidia.com/gpu-a100-07/gpu-3`);
+    expect(plan.reason).toContain('DRA DeviceTaintRule');
+    expect(world.node.dra?.rules).toEqual([RULE]);
+    expect(ourTaint(world)).toBeUndefined();
+    expect(world.node.unschedulable).toBe(false);
+    expect(requested(world).map((r) => r.action)).toEqual([]); // no node access needed to fence
+    // the same event again: the rule is there, nothing more to create
+    const again = planRemediation(factsFor(xid(48, { gpu: 3 }), world.node, { pods: world.pods }), P);
+    expect(again.deviceTaints).toBeUndefined();
+    const s = await sweep(world, 1, P, 'ignores');
+    expect(fenceOf(s.world)).toMatchObject({ backend: 'dra', verifiedAt: at(1) });
+    expect(s.plan?.reason).toContain(`DeviceTaintRule ${RULE} (NoSchedule) holds out DRA device gpu.nvidia.com/gpu-a100-07/gpu-3`);
+    expect(s.world.node.conditions?.[FENCED_CONDITION]).toMatchObject({ status: 'True', message: expect.stringContaining('a DRA DeviceTaintRule on its device') });
+    // the repair still goes through the agent (reset, probe); the restore deletes the rule
+    const back = await repair(s.world, 2, P, 'ignores');
+    expect(back.plan).toMatchObject({ action: 'restore', phase: 'restored' });
+    expect(back.plan?.deviceTaints).toEqual({ add: [], remove: [{ name: RULE, gpuUuid: gpu(3).uuid }] });
+    expect(kinds(back.plan)).toContain('unfence');
+    expect(back.world.node.dra?.rules).toEqual([]);
+    const done = await sweep(back.world, 7, P, 'ignores');
+    expect(stateOf(done.world.node).incidents[0]?.unfencedAt).toBe(at(7));
+    expect((await sweep(done.world, 8, P, 'ignores')).plan).toBeUndefined();
+  });
+
+  it('a rule deleted by someone while the GPU is still out is created again by the sweep', async () => {
+    const w = (await hit({ node: withDra(node()), pods: PODS }, xid(48, { gpu: 3 }), P, 'ignores')).world;
+    const gone = { ...w, node: { ...w.node, dra: { ...w.node.dra!, rules: [] } } };
+    const s = await sweep(gone, 1, P, 'ignores');
+    expect(s.plan?.deviceTaints?.add.map((t) => t.name)).toEqual([RULE]);
+    expect(s.world.node.dra?.rules).toEqual([RULE]);
+  });
+
+  it('a GPU no ResourceSlice lists: the node is tainted at once and the reason says why', async () => {
+    const n = withDra(node());
+    const missing: NodeFacts = { ...n, dra: { devices: Object.fromEntries(Object.entries(n.dra!.devices).filter(([u]) => u !== gpu(3).uuid)), rules: [] } };
+    const w = (await hit({ node: missing, pods: PODS }, xid(48, { gpu: 3 }), P, 'ignores')).world;
+    expect(w.node.dra?.rules).toEqual([]);
+    const s = await sweep(w, 0, P, 'ignores');
+    expect(fenceOf(s.world)).toMatchObject({ fallback: 'no-dra-device' });
+    expect(s.plan?.notices[0]?.text).toContain(`no ResourceSlice of gpu-a100-07 lists ${gpu(3).uuid} under the DRA driver gpu.nvidia.com`);
+    expect(ourTaint(s.world)).toMatchObject({ effect: 'NoSchedule' });
+  });
+
+  it('DRA not readable here (no port, or the API is not served): waits fence.verifyMinutes, then taints the node and says so', async () => {
+    const w = (await hit({ node: node(), pods: PODS }, xid(48, { gpu: 3 }), P, 'ignores')).world;
+    const early = await sweep(w, P.fence.verifyMinutes - 1, P, 'ignores');
+    expect(ourTaint(early.world)).toBeUndefined();
+    expect(fenceOf(early.world)?.fallback).toBeUndefined();
+    const s = await sweep(w, P.fence.verifyMinutes, P, 'ignores');
+    expect(fenceOf(s.world)).toMatchObject({ fallback: 'not-verified' });
+    expect(s.plan?.reason).toContain('DRA was not read for this node');
+    expect(ourTaint(s.world)).toBeDefined();
+  });
+});
+
 describe("fence backends: NVIDIA's device plugin (its latch)", () => {
   const P = withBackend('nvidia-plugin');
 
@@ -204,7 +269,10 @@ describe('fence backends: policy', () => {
     expect(p.fence).toMatchObject({ backend: 'nvidia-plugin', verifyMinutes: 5, nvidiaPlugin: DEFAULT_POLICY.fence.nvidiaPlugin });
     expect(p.pools.h100?.fenceBackend).toBe('cordon');
     expect(() => loadPolicy('fence:\n  backend: magic\n', 'policy.yaml')).toThrow(PolicyFileError);
-    expect(() => loadPolicy('fence:\n  backend: magic\n', 'policy.yaml')).toThrow(/policy.yaml:2: fence.backend: expected one of "ack-file"\|"nvidia-plugin"\|"cordon"/);
+    expect(() => loadPolicy('fence:\n  backend: magic\n', 'policy.yaml')).toThrow(/policy.yaml:2: fence.backend: expected one of "ack-file"\|"nvidia-plugin"\|"dra"\|"cordon"/);
+    const d = loadPolicy('fence:\n  dra: { deviceTaintRuleVersion: v1alpha3 }\n', 'policy.yaml');
+    expect(d.fence.dra).toEqual({ driver: 'gpu.nvidia.com', deviceTaintRuleVersion: 'v1alpha3', resourceSliceVersion: 'v1' });
+    expect(() => loadPolicy('fence:\n  dra: { deviceTaintRuleVersion: v2 }\n', 'p.yaml')).toThrow(/fence.dra.deviceTaintRuleVersion/);
     expect(() => loadPolicy('fence:\n  nvidiaPlugin:\n    namespace: Kube_System\n    selector: {}\n', 'p.yaml')).toThrow(/fence.nvidiaPlugin.namespace: expected a namespace name/);
   });
 });

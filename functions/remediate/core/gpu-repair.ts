@@ -19,6 +19,7 @@
  */
 import { z } from 'zod';
 import { GPU_ACTION_RESULTS_ANNOTATION, GpuActionStatesSchema, type GpuActionRequest, type GpuActionState, type HealthCondition } from '../../../events/index.ts';
+import type { DeviceTaint } from '../../lib/plan.ts';
 import type { FenceBackend, Policy } from './policy.ts';
 import { fnv1a } from './hash.ts';
 import { isOpen, type FenceFallback, type Incident, type NodeState } from './state.ts';
@@ -239,9 +240,10 @@ const MINUTE = 60_000;
  * `fence.verifyMinutes` of the quarantine: escalated one scope up (the node is tainted NoSchedule)
  * and said so. A node that reports no GPU capacity cannot show the fence: the same.
  */
-export function checkFence(i: Incident, state: Pick<NodeState, 'incidents'>, node: Pick<NodeFacts, 'capacity' | 'allocatable'>, now: Date, policy: Pick<Policy, 'fence'>): FenceCheck {
+export function checkFence(i: Incident, state: Pick<NodeState, 'incidents'>, node: Pick<NodeFacts, 'name' | 'capacity' | 'allocatable' | 'dra'>, now: Date, policy: Pick<Policy, 'fence'>): FenceCheck {
   const f = i.fence;
   if (!f || f.verifiedAt || f.fallback || f.backend === 'cordon' || !isOpen(i) || !fenced(i)) return { kind: 'wait' };
+  if (f.backend === 'dra') return checkDra(i, node, now, policy);
   const want = pluginFencedGpus(state).size;
   const out = devicesOut(node);
   const at = now.toISOString();
@@ -256,6 +258,76 @@ export function checkFence(i: Incident, state: Pick<NodeState, 'incidents'>, nod
     incident: { ...i, fence: { ...f, fallback, fallbackAt: at } },
     why: `${i.gpu} was not fenced within ${policy.fence.verifyMinutes} min (${f.backend}: ${seen}): the node is tainted NoSchedule instead, until the GPU is repaired`,
   };
+}
+
+/**
+ * The DRA fence is our own object: verified once the DeviceTaintRule naming the GPU's device is
+ * there. A GPU no ResourceSlice of the node lists cannot be named by a rule: the node is tainted at
+ * once. DRA not read for this node (no DRA port in this deployment): waits, then falls back.
+ */
+function checkDra(i: Incident, node: Pick<NodeFacts, 'name' | 'dra'>, now: Date, policy: Pick<Policy, 'fence'>): FenceCheck {
+  const f = i.fence!;
+  const at = now.toISOString();
+  const driver = policy.fence.dra.driver;
+  if (node.dra && i.gpu && !node.dra.devices[i.gpu]) {
+    return {
+      kind: 'fallback',
+      incident: { ...i, fence: { ...f, fallback: 'no-dra-device', fallbackAt: at } },
+      why: `no ResourceSlice of ${node.name} lists ${i.gpu} under the DRA driver ${driver}, so no DeviceTaintRule can hold it out: the node is tainted NoSchedule instead, until the GPU is repaired`,
+    };
+  }
+  const name = deviceTaintName(node.name, i.gpu ?? '');
+  if (node.dra?.rules.includes(name)) {
+    const d = node.dra.devices[i.gpu!]!;
+    return { kind: 'verified', incident: { ...i, fence: { ...f, verifiedAt: at } }, why: `${i.gpu} is fenced: DeviceTaintRule ${name} (NoSchedule) holds out DRA device ${d.driver}/${d.pool}/${d.device}` };
+  }
+  if (now.getTime() - Date.parse(i.outAt ?? i.since) < policy.fence.verifyMinutes * MINUTE) return { kind: 'wait' };
+  const seen = node.dra ? `DeviceTaintRule ${name} is not there` : 'DRA was not read for this node (no DeviceTaintRule access in this deployment)';
+  return {
+    kind: 'fallback',
+    incident: { ...i, fence: { ...f, fallback: 'not-verified', fallbackAt: at } },
+    why: `${i.gpu} was not fenced within ${policy.fence.verifyMinutes} min (dra: ${seen}): the node is tainted NoSchedule instead, until the GPU is repaired`,
+  };
+}
+
+/** The DeviceTaintRule gpu-reflex keeps for one GPU of one node: the same name on every redelivery. */
+export function deviceTaintName(node: string, gpu: string): string {
+  return `gpu-reflex-${fnv1a(node)}-${fnv1a(gpu)}`;
+}
+
+/** An incident whose GPU a DeviceTaintRule should hold out now. */
+function draHeld(i: Incident): boolean {
+  return isOpen(i) && fenced(i) && backendOf(i) === 'dra' && i.fence?.fallback === undefined && i.gpu !== undefined;
+}
+
+/**
+ * The DeviceTaintRules the node should have for this state, against those it has: a rule for each
+ * GPU a `dra` incident holds out (its device found in the node's ResourceSlices), none for the
+ * rest. Undefined when nothing changes, or when DRA was not read for the node.
+ */
+export function deviceTaintChange(state: Pick<NodeState, 'incidents'>, node: Pick<NodeFacts, 'name' | 'dra'>, policy: Pick<Policy, 'taintKey'>): { add: DeviceTaint[]; remove: { name: string; gpuUuid: string }[] } | undefined {
+  if (!node.dra) return undefined;
+  const want = new Map<string, DeviceTaint>();
+  for (const i of state.incidents) {
+    if (!draHeld(i)) continue;
+    const device = node.dra.devices[i.gpu!];
+    if (!device) continue;
+    const name = deviceTaintName(node.name, i.gpu!);
+    const value = (i.xid !== undefined ? `xid-${i.xid}` : (i.condition ?? i.trigger)).replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 63);
+    want.set(name, { ...device, name, node: node.name, gpuUuid: i.gpu!, taint: { key: policy.taintKey, value, effect: 'NoSchedule' } });
+  }
+  const have = new Set(node.dra.rules);
+  const add = [...want.values()].filter((t) => !have.has(t.name));
+  const gpuOf = new Map(state.incidents.filter((i) => i.gpu).map((i) => [deviceTaintName(node.name, i.gpu!), i.gpu!]));
+  const remove = [...have].filter((n) => !want.has(n)).sort().map((name) => ({ name, gpuUuid: gpuOf.get(name) ?? 'unknown' }));
+  return add.length > 0 || remove.length > 0 ? { add, remove } : undefined;
+}
+
+/** A closed `dra` incident's fence is lifted once its DeviceTaintRule is gone from the node. */
+export function draLifted(i: Incident, node: Pick<NodeFacts, 'name' | 'dra'>, now: Date): Incident | undefined {
+  if (isOpen(i) || !fenced(i) || i.unfencedAt || backendOf(i) !== 'dra' || !i.gpu || !node.dra) return undefined;
+  if (i.fence?.fallback !== undefined) return { ...i, unfencedAt: now.toISOString() };
+  return node.dra.rules.includes(deviceTaintName(node.name, i.gpu)) ? undefined : { ...i, unfencedAt: now.toISOString() };
 }
 
 /** NVIDIA's device plugin pods on the node (the policy's namespace and labels). */
@@ -305,6 +377,8 @@ export function fenceWords(i: Incident, policy: Pick<Policy, 'fence'>): string {
   const what = i.xid !== undefined ? `XID ${i.xid}` : (i.condition ?? i.trigger);
   if (f.fallback === 'not-fenced-by-plugin') return `NVIDIA's device plugin does not take the GPU out for ${what} by itself, so the node is tainted NoSchedule while ${i.gpu} is out (fence fallback).`;
   if (f.backend === 'cordon') return `This pool fences by node taint (fence backend cordon): the node is tainted NoSchedule while ${i.gpu} is out.`;
+  if (f.fallback === 'no-dra-device') return `No ResourceSlice of the node lists ${i.gpu} under the DRA driver ${policy.fence.dra.driver}, so the node is tainted NoSchedule while it is out (fence fallback).`;
+  if (f.backend === 'dra') return `${i.gpu} is fenced by a DRA DeviceTaintRule (NoSchedule) on its device; it must be there within ${policy.fence.verifyMinutes} min, else the node is tainted.`;
   if (f.backend === 'nvidia-plugin') return `NVIDIA's device plugin takes ${i.gpu} out for ${what} by itself; the node's allocatable must show it within ${policy.fence.verifyMinutes} min, else the node is tainted.`;
   return `${i.gpu} is fenced through the ACK device plugin's unhealthy-devices file (the node agent writes it); the node's allocatable must show it within ${policy.fence.verifyMinutes} min, else the node is tainted.`;
 }

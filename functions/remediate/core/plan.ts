@@ -12,7 +12,7 @@ import { decideLevel, ladderOf } from './escalation.ts';
 import { fenceBackendOf, resolveRule, type FenceBackend, type Policy, type RuleTrigger } from './policy.ts';
 import type { Notice } from '../../lib/plan.ts';
 import { adoptOrphans, deriveNode, newGpuActions, nodeEdit } from './reconcile.ts';
-import { fenceWords } from './gpu-repair.ts';
+import { deviceTaintChange, fenceWords } from './gpu-repair.ts';
 import { affectedPods, evictable, faultSite, type FaultSite } from './scope.ts';
 import { boundState, cmp, isOpen, type Incident, type IncidentPhase, type NodeState } from './state.ts';
 import type { NodeFacts, Plan, PlanTarget, PlanTrigger, PodFacts, RemediationFacts } from './types.ts';
@@ -34,7 +34,8 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   const edit = (next: NodeState) => {
     const e = nodeEdit(prev, next, node, policy);
     const asked = newGpuActions(prev, next, policy);
-    return { ...(e ? { nodeEdit: e } : {}), ...(asked.length > 0 ? { gpuActions: asked } : {}) };
+    const taints = deviceTaintChange(next, node, policy);
+    return { ...(e ? { nodeEdit: e } : {}), ...(taints ? { deviceTaints: taints } : {}), ...(asked.length > 0 ? { gpuActions: asked } : {}) };
   };
   const noop = (reason: string, action: Plan['action'] = 'observe', nextState: NodeState = prev): Plan => ({
     ...base,

@@ -32,7 +32,7 @@ const PolicyFileSchema = z
     quietPeriodMinutes: int().min(0).max(10_080).optional(),
     approvals: ApprovalsSchema.partial().optional(),
     repair: RepairSchema.partial().optional(),
-    fence: FenceSchema.partial().optional(),
+    fence: FenceSchema.extend({ dra: FenceSchema.shape.dra.partial() }).partial().optional(),
     drainTimeoutMinutes: int().min(1).max(10_080).optional(),
     taintKey: z.string().optional(),
     /** Not a rule: selects the dry-run wiring (functions/lib/wiring.ts), like DRY_RUN=true. */
@@ -96,7 +96,7 @@ export function mergePolicy(base: Policy, file: PolicyFile): Policy {
     taintKey: file.taintKey ?? base.taintKey,
     approvals: { ...base.approvals, ...(file.approvals ?? {}) },
     repair: { ...base.repair, ...(file.repair ?? {}) },
-    fence: { ...base.fence, ...(file.fence ?? {}) },
+    fence: { ...base.fence, ...(file.fence ?? {}), dra: { ...base.fence.dra, ...(file.fence?.dra ?? {}) } },
   } as Policy;
 }
 

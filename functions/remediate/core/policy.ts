@@ -49,9 +49,11 @@ export type RuleOverride = z.infer<typeof RuleOverrideSchema>;
  * - `nvidia-plugin`: NVIDIA's device plugin fences critical XIDs itself and never un-fences (its
  *   latch): we verify it did, and restart its pod on the node after a verified reset; what it does
  *   not fence (health conditions, escalated application XIDs) falls back to `cordon`;
+ * - `dra`: clusters that hand GPUs out through DRA: a `DeviceTaintRule` (NoSchedule) on the
+ *   GPU's device in the node's ResourceSlice; deleted on restore. No node access needed;
  * - `cordon`: no per-GPU fence: the node is tainted NoSchedule while the GPU is out.
  */
-export const FENCE_BACKENDS = ['ack-file', 'nvidia-plugin', 'cordon'] as const;
+export const FENCE_BACKENDS = ['ack-file', 'nvidia-plugin', 'dra', 'cordon'] as const;
 export type FenceBackend = (typeof FENCE_BACKENDS)[number];
 
 /** A Kubernetes label name (`example.com/name` or `name`) and value. */
@@ -65,6 +67,17 @@ export const FenceSchema = z
     verifyMinutes: int().min(1).max(1440),
     /** Where NVIDIA's device plugin runs: its pod on the node is restarted to undo the latch. */
     nvidiaPlugin: z.object({ namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'expected a namespace name'), selector: z.record(LabelName, LabelValue) }).strict(),
+    /**
+     * The DRA driver whose devices are the GPUs, and the resource.k8s.io versions this cluster
+     * serves: DeviceTaintRule is v1alpha3 in Kubernetes 1.33–1.35, v1beta2 from 1.36; ResourceSlice v1 from 1.34.
+     */
+    dra: z
+      .object({
+        driver: z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'expected a DRA driver name like gpu.nvidia.com'),
+        deviceTaintRuleVersion: z.enum(['v1alpha3', 'v1beta2', 'v1']),
+        resourceSliceVersion: z.enum(['v1beta1', 'v1beta2', 'v1']),
+      })
+      .strict(),
   })
   .strict();
 
@@ -192,7 +205,12 @@ export const DEFAULT_POLICY: Policy = deepFreeze({
   repair: { answerTimeoutMinutes: 10, probeSeconds: 30 },
   // NVIDIA's static DaemonSet manifest (nvidia-device-plugin.yml); the Helm chart and the GPU
   // Operator use other names: set fence.nvidiaPlugin for them.
-  fence: { backend: 'ack-file', verifyMinutes: 2, nvidiaPlugin: { namespace: 'kube-system', selector: { name: 'nvidia-device-plugin-ds' } } },
+  fence: {
+    backend: 'ack-file',
+    verifyMinutes: 2,
+    nvidiaPlugin: { namespace: 'kube-system', selector: { name: 'nvidia-device-plugin-ds' } },
+    dra: { driver: 'gpu.nvidia.com', deviceTaintRuleVersion: 'v1', resourceSliceVersion: 'v1' },
+  },
 });
 
 /** A rule after defaults, file and pool overrides are merged: what the planner obeys. */

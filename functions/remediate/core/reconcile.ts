@@ -104,7 +104,7 @@ export function nodeEdit(prev: NodeState, next: NodeState, node: NodeFacts, poli
 /** The Node condition gpu-reflex keeps: which GPUs it holds out of scheduling, if any. */
 export const FENCED_CONDITION = 'GpuReflexGpuFenced';
 
-const HOW: Record<FenceBackend, string> = { 'ack-file': "the ACK device plugin's unhealthy-devices file", 'nvidia-plugin': "NVIDIA's device plugin", cordon: 'a NoSchedule taint on the node' };
+const HOW: Record<FenceBackend, string> = { 'ack-file': "the ACK device plugin's unhealthy-devices file", 'nvidia-plugin': "NVIDIA's device plugin", dra: 'a DRA DeviceTaintRule on its device', cordon: 'a NoSchedule taint on the node' };
 
 function fencedCondition(state: NodeState): NonNullable<NodeEdit<NodeState>['condition']> {
   const held = state.incidents.filter((i) => isOpen(i) && fenced(i) && i.gpu);

@@ -18,9 +18,10 @@ import { FENCE_BACKENDS } from './policy.ts';
  * Why a GPU fence was escalated one scope up (the node tainted NoSchedule while the GPU is out):
  * `not-fenced-by-plugin`: NVIDIA's device plugin does not fence this fault (a health condition,
  * an application XID on its skip list); `not-verified`: the node's allocatable did not drop
- * within `fence.verifyMinutes`.
+ * (or the DeviceTaintRule was not there) within `fence.verifyMinutes`; `no-dra-device`: no
+ * ResourceSlice of the node lists the GPU, so no DeviceTaintRule can name it.
  */
-export const FENCE_FALLBACKS = ['not-fenced-by-plugin', 'not-verified'] as const;
+export const FENCE_FALLBACKS = ['not-fenced-by-plugin', 'not-verified', 'no-dra-device'] as const;
 export type FenceFallback = (typeof FENCE_FALLBACKS)[number];
 
 const FenceStateSchema = z.object({

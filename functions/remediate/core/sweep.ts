@@ -23,7 +23,7 @@ import { cmp, isOpen, type Incident, type NodeState } from './state.ts';
 import type { Capabilities, NodeFacts, Plan, PodFacts, PoolFacts } from './types.ts';
 import { notice, withState } from './plan.ts';
 import { repairOf } from './words.ts';
-import { checkFence, needsReset, readResults, stepRepair, stepUnlatch, unfenceDone, withFence } from './gpu-repair.ts';
+import { checkFence, deviceTaintChange, draLifted, needsReset, readResults, stepRepair, stepUnlatch, unfenceDone, withFence } from './gpu-repair.ts';
 import { fenceBackendOf } from './policy.ts';
 import type { GpuActionState } from '../../../events/index.ts';
 
@@ -166,7 +166,7 @@ function step(i: Incident, w: Work, facts: SweepFacts, policy: Policy, retries: 
  * only), or NVIDIA's device plugin restarted on the node so it counts the GPU again (gpu-repair.ts).
  */
 function lift(i: Incident, w: Work, facts: SweepFacts, policy: Policy): Incident {
-  const done = unfenceDone(i, w.results);
+  const done = unfenceDone(i, w.results) ?? draLifted(i, w.facts.node, facts.now);
   if (done) return done;
   const u = stepUnlatch(i, w.state, w.facts.node, w.facts.pods, facts.now, policy);
   if (u.kind === 'none') return i;
@@ -304,6 +304,7 @@ function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undefined {
   const restored = next.phase === 'healthy' && prev.phase !== 'healthy' && prev.phase !== 'awaiting-approval';
   if (restored) next = { ...next, restoredAt: facts.now.toISOString() };
   const edit = nodeEdit(prev, next, node, policy);
+  const taints = deviceTaintChange(next, node, policy);
   const asked = newGpuActions(prev, next, policy);
   const notices = [...w.notices];
   const back = w.back;
@@ -315,12 +316,12 @@ function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undefined {
   }
   // One eviction per pod, however many incidents asked for it.
   const evictions = [...new Map(w.evictions.map((p) => [p.uid, { namespace: p.namespace, name: p.name, uid: p.uid }])).values()];
-  if (!edit && evictions.length === 0 && notices.length === 0 && w.cloud.length === 0) return undefined;
+  if (!edit && !taints && evictions.length === 0 && notices.length === 0 && w.cloud.length === 0) return undefined;
   const rejectedOnly = !restored && back.length === 0 && main?.phase === 'closed';
   const action: Plan['action'] = restored || back.length > 0 || (w.unlatching && w.touched.length === 0) ? 'restore' : rejectedOnly ? 'observe' : (main?.action ?? 'observe');
   const repairing = w.touched.some((i) => i.phase === 'awaiting-repair');
   // Only our own bookkeeping changes (history, quarantined-gpus): nothing anyone would notice.
-  const onlyBookkeeping = !editsScheduling(edit) && evictions.length === 0 && notices.length === 0 && w.cloud.length === 0;
+  const onlyBookkeeping = !editsScheduling(edit) && !taints && evictions.length === 0 && notices.length === 0 && w.cloud.length === 0;
   const scope = main?.scope === 'mig-instance' || main?.scope === 'gpu' ? (restored ? 'node' : main.scope) : 'node';
   return {
     kind: onlyBookkeeping ? 'noop' : 'act',
@@ -335,6 +336,7 @@ function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undefined {
       pods: evictions,
     },
     ...(edit ? { nodeEdit: edit } : {}),
+    ...(taints ? { deviceTaints: taints } : {}),
     ...(asked.length > 0 ? { gpuActions: asked } : {}),
     evictions,
     notices,

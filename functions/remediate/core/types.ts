@@ -12,7 +12,7 @@ import type {
   REMEDIATION_PHASES,
   RemediationAction,
 } from '../../../events/index.ts';
-import type { Actions } from '../../lib/plan.ts';
+import type { Actions, DeviceRef } from '../../lib/plan.ts';
 import type { GpuActionRequest } from '../../../events/index.ts';
 import type { NodeState, Taint } from './state.ts';
 
@@ -33,6 +33,12 @@ export interface NodeFacts {
   /** `status.capacity` / `status.allocatable` (quantities as written): a device plugin's fence shows as the difference. */
   capacity?: Record<string, string>;
   allocatable?: Record<string, string>;
+  /**
+   * DRA, read only for nodes whose pool fences by `dra`: the node's devices of the policy's
+   * driver by GPU UUID (its ResourceSlices), and the names of gpu-reflex's DeviceTaintRules
+   * for the node.
+   */
+  dra?: { devices: Record<string, DeviceRef>; rules: string[] };
 }
 
 export interface PodFacts {

@@ -163,7 +163,7 @@ describe('API surface: watch, leases, configmaps, events, daemonsets, discovery'
   it.each([
     ['/version', (b: Record<string, unknown>) => expect(b.gitVersion).toMatch(/^v1\.\d+/)],
     ['/api', (b: Record<string, unknown>) => expect(b).toMatchObject({ kind: 'APIVersions', versions: ['v1'] })],
-    ['/apis', (b: Record<string, unknown>) => expect((b.groups as { name: string }[]).map((g) => g.name).sort()).toEqual(['apps', 'coordination.k8s.io', 'events.k8s.io', 'policy'])],
+    ['/apis', (b: Record<string, unknown>) => expect((b.groups as { name: string }[]).map((g) => g.name).sort()).toEqual(['apps', 'coordination.k8s.io', 'events.k8s.io', 'policy', 'resource.k8s.io'])],
     ['/api/v1', (b: Record<string, unknown>) => expect((b.resources as { name: string; group?: string }[]).find((r) => r.name === 'pods/eviction')).toMatchObject({ group: 'policy', version: 'v1', kind: 'Eviction' })],
     ['/apis/policy/v1', (b: Record<string, unknown>) => expect((b.resources as { name: string }[]).map((r) => r.name)).toEqual(['poddisruptionbudgets', 'poddisruptionbudgets/status'])],
   ])('serves discovery at %s', async (path, check) => {

@@ -31,6 +31,9 @@ export const RESOURCES: ResourceDef[] = [
   { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', singular: 'lease', kind: 'Lease', namespaced: true },
   { group: 'events.k8s.io', version: 'v1', plural: 'events', singular: 'event', kind: 'Event', namespaced: true, viewOf: 'events' },
   { group: 'apps', version: 'v1', plural: 'daemonsets', singular: 'daemonset', kind: 'DaemonSet', namespaced: true, shortNames: ['ds'], subresources: ['status'], hasStatus: true },
+  // DRA (resource.k8s.io), as Kubernetes 1.37 serves it: a node's devices, and taints on them.
+  { group: 'resource.k8s.io', version: 'v1', plural: 'resourceslices', singular: 'resourceslice', kind: 'ResourceSlice', namespaced: false },
+  { group: 'resource.k8s.io', version: 'v1', plural: 'devicetaintrules', singular: 'devicetaintrule', kind: 'DeviceTaintRule', namespaced: false },
 ];
 
 export function verbsFor(_r: ResourceDef): string[] {

@@ -130,6 +130,8 @@ const FIELDS: Record<string, (o: KubeObject) => string> = {
   source: (o) => String((o.source as { component?: string } | undefined)?.component ?? ''),
   type: (o) => String(o.type ?? ''),
   'spec.schedulerName': (o) => ((o.spec as { schedulerName?: string } | undefined)?.schedulerName ?? ''),
+  // ResourceSlice
+  'spec.driver': (o) => ((o.spec as { driver?: string } | undefined)?.driver ?? ''),
 };
 
 export function parseFieldSelector(text: string): FieldRequirement[] {

@@ -1,0 +1,58 @@
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { loadScenario } from '../../infra/local/scenario.ts';
+import { startStack, type StackResult } from '../../infra/local/stack.ts';
+import { REPO_ROOT } from '../../infra/local/stack-env.ts';
+import { HISTORY_ANNOTATION } from '../../functions/remediate/core/state.ts';
+
+/**
+ * Issue #11, the DRA backend on the embedded stack: XID 95 on GPU 0 → a DeviceTaintRule on the
+ * GPU's device in the node's ResourceSlice (the stand-in DRA driver then leaves it out: 8 → 7), no
+ * node taint or cordon, no fence file; the agent resets and probes the GPU; only the passed probe
+ * deletes the rule (7 → 8) and an 8-GPU pod runs.
+ */
+describe('gpu-reflex simulate, dra scenario', () => {
+  let result: StackResult;
+  const lines: string[] = [];
+  beforeAll(async () => {
+    const scenario = loadScenario(join(REPO_ROOT, 'infra/local/scenarios/dra.yaml'));
+    result = await (await startStack(scenario, { clock: 'virtual', out: (l) => void lines.push(l) })).run();
+  }, 120_000);
+
+  const at = (re: RegExp) => {
+    const line = lines.find((l) => re.test(l));
+    expect(line, `no timeline line matches ${re}`).toBeDefined();
+    const [m, s] = line!.trim().split(/\s+/)[0]!.split(':').map(Number);
+    return m! * 60 + s!;
+  };
+  const remediations = () => result.report.actions.filter((a) => a.detailType === 'Remediation');
+  type Step = { kind: string; result: string; message?: string };
+
+  it('meets every expectation of the scenario', () => {
+    expect(result.report.summary.expectations?.filter((x) => !x.ok)).toEqual([]);
+    expect(result.report.summary.expectations?.length).toBe(2);
+  });
+
+  it('fences with a DeviceTaintRule at once, keeps it through the repair, and deletes it only after the passed probe', () => {
+    const out = at(/node a100-dra-0 allocatable nvidia\.com\/gpu 8 → 7/);
+    const reset = at(/a100-dra-0\s+GPU Action Result\s+reset GPU reset/);
+    const probed = at(/a100-dra-0\s+GPU Action Result\s+probe probe passed/);
+    const back = at(/node a100-dra-0 allocatable nvidia\.com\/gpu 7 → 8/);
+    const runs = at(/pod ml-train\/whole-node scheduled on a100-dra-0/);
+    expect(out).toBe(60);
+    expect(out).toBeLessThan(reset);
+    expect(reset).toBeLessThan(probed);
+    expect(probed).toBeLessThanOrEqual(back);
+    expect(back).toBeLessThanOrEqual(runs);
+    const [quarantine, restore] = remediations();
+    const fence = (quarantine!.detail.steps as Step[]).find((s) => s.kind === 'fence');
+    expect(fence).toMatchObject({ result: 'done', message: expect.stringMatching(/^DeviceTaintRule gpu-reflex-[0-9a-f]{16}-[0-9a-f]{16}: gpu-reflex\.io\/unhealthy=xid-95:NoSchedule on DRA device gpu\.nvidia\.com\/a100-dra-0\/gpu-0$/) });
+    expect((restore!.detail.steps as Step[]).find((s) => s.kind === 'unfence')).toMatchObject({ result: 'done', message: expect.stringContaining('deleted') });
+    // no node taint, no cordon, and nothing asked of the agent but the repair
+    expect(lines.some((l) => /node a100-dra-0 (cordoned|tainted)/.test(l))).toBe(false);
+    expect(lines.some((l) => /GPU Action Result\s+(fence|unfence)/.test(l))).toBe(false);
+    const node = result.report.final.nodes.find((n) => n.metadata.name === 'a100-dra-0')!;
+    const history = JSON.parse(node.metadata.annotations?.[HISTORY_ANNOTATION] ?? '{}') as { incidents: { fence?: Record<string, string>; unfencedAt?: string; resetAt?: string; probedAt?: string }[] };
+    expect(history.incidents[0]).toMatchObject({ fence: { backend: 'dra', verifiedAt: expect.any(String) }, resetAt: expect.any(String), probedAt: expect.any(String), unfencedAt: expect.any(String) });
+  });
+});
