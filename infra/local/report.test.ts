@@ -56,3 +56,17 @@ describe('expect checks', () => {
     expect(checkExpectations([check], nodes, pods, events)[0]!.ok).toBe(ok);
   });
 });
+
+describe('allocatable checks', () => {
+  const fenced: Node = { ...node('f'), status: { allocatable: { cpu: '32', memory: '256Gi', 'nvidia.com/gpu': '7' } } };
+  const none = tallyOf([]);
+  it.each([
+    [{ 'nvidia.com/gpu': 7 }, true, 'as expected'],
+    [{ 'nvidia.com/gpu': '7', memory: '262144Mi' }, true, 'as expected'],
+    [{ 'nvidia.com/gpu': 8 }, false, 'allocatable nvidia.com/gpu is 7, not 8'],
+    [{ 'nvidia.com/mig-1g.10gb': 1 }, false, 'allocatable nvidia.com/mig-1g.10gb is absent, not 1'],
+  ])('%j passes: %s', (allocatable, ok, detail) => {
+    const [c] = checkExpectations([{ node: 'f', allocatable }], [fenced], [], none);
+    expect(c).toMatchObject({ ok, detail });
+  });
+});

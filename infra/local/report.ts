@@ -1,6 +1,7 @@
 import type { DeadLetter, EventEnvelope } from './bus/index.ts';
 import { pendingByResource, type ClusterCounters } from './cluster-observer.ts';
 import type { Node, Pod } from './kube/types.ts';
+import { parseQuantity } from './kube/quantity.ts';
 import type { Expectation } from './scenario.ts';
 import type { Summary, TimelineEntry } from './timeline.ts';
 
@@ -134,7 +135,18 @@ export function checkExpectations(expect: readonly Expectation[], nodes: readonl
     if (x.cordoned !== undefined && !!node.spec?.unschedulable !== x.cordoned) problems.push(x.cordoned ? 'not cordoned' : 'cordoned');
     if (x.tainted !== undefined && !(node.spec?.taints ?? []).some((t) => t.key === x.tainted)) problems.push(`no taint ${x.tainted}`);
     for (const [k, v] of Object.entries(x.label ?? {})) if (node.metadata.labels?.[k] !== v) problems.push(`label ${k} is ${node.metadata.labels?.[k] ?? 'unset'}, not ${v}`);
-    const wanted = [x.cordoned !== undefined ? (x.cordoned ? 'cordoned' : 'schedulable') : '', x.tainted ? `tainted ${x.tainted}` : '', ...Object.entries(x.label ?? {}).map(([k, v]) => `${k}=${v}`)].filter(Boolean).join(', ');
+    for (const [k, v] of Object.entries(x.allocatable ?? {})) {
+      const have = node.status?.allocatable?.[k];
+      if (have === undefined || parseQuantity(have) !== parseQuantity(v)) problems.push(`allocatable ${k} is ${have ?? 'absent'}, not ${v}`);
+    }
+    const wanted = [
+      x.cordoned !== undefined ? (x.cordoned ? 'cordoned' : 'schedulable') : '',
+      x.tainted ? `tainted ${x.tainted}` : '',
+      ...Object.entries(x.label ?? {}).map(([k, v]) => `${k}=${v}`),
+      ...Object.entries(x.allocatable ?? {}).map(([k, v]) => `allocatable ${k} ${v}`),
+    ]
+      .filter(Boolean)
+      .join(', ');
     return { check: `node ${x.node} ${wanted}`, ok: problems.length === 0, detail: problems.length ? problems.join('; ') : 'as expected' };
   });
 }

@@ -72,6 +72,13 @@ describe('scenario validation', () => {
     expect(() => parseScenario(ok('policy: ./missing-policy.yaml'), 't.yaml')).toThrow(/t\.yaml: policy: cannot read .*missing-policy\.yaml: ENOENT/);
   });
 
+  it('takes endWhenMet only with checks to meet, and allocatable checks only with quantities', () => {
+    expect(parseScenario(ok('endWhenMet: true\nexpect:\n  - { node: gpu-0, allocatable: { nvidia.com/gpu: 2, memory: 64Gi } }'), 't.yaml').endWhenMet).toBe(true);
+    expect(parseScenario(ok(''), 't.yaml').endWhenMet).toBe(false);
+    expect(() => parseScenario(ok('endWhenMet: true'), 't.yaml')).toThrow(/t\.yaml is invalid:\n {2}endWhenMet: endWhenMet needs at least one expect check/);
+    expect(() => parseScenario(ok('expect:\n  - { node: gpu-0, allocatable: { nvidia.com/gpu: two } }'), 't.yaml')).toThrow(/expect\.0\.allocatable\.nvidia\.com\/gpu: not a Kubernetes quantity/);
+  });
+
   it('says when the file cannot be read', () => {
     expect(() => loadScenario('/nonexistent/scenario.yaml')).toThrow(ScenarioError);
   });

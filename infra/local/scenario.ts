@@ -3,6 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { parseYamlText } from '../../functions/lib/yaml-text.ts';
 import { z } from 'zod';
 import { loadFleet, validateFleet, type ParsedFleet } from './kube/fleet.ts';
+import { isQuantity } from './kube/quantity.ts';
 import { loadPolicyFile, PolicyFileError } from '../../functions/remediate/core/policy-file.ts';
 import type { Policy } from '../../functions/remediate/core/policy.ts';
 
@@ -104,7 +105,16 @@ const NvmlNodeOverride = z
 
 /** Checks on the final cluster state, printed as pass/fail in the summary. */
 export const ExpectSchema = z.union([
-  z.object({ node: Name, cordoned: z.boolean().optional(), tainted: z.string().optional(), label: z.record(z.string(), z.string()).optional() }).strict(),
+  z
+    .object({
+      node: Name,
+      cordoned: z.boolean().optional(),
+      tainted: z.string().optional(),
+      label: z.record(z.string(), z.string()).optional(),
+      /** Allocatable quantities as the kubelet reports them (a fenced GPU leaves nvidia.com/gpu). */
+      allocatable: z.record(z.string(), Quantity.refine((v) => typeof v === 'number' || isQuantity(v), 'not a Kubernetes quantity (2, 500m, 16Gi)')).optional(),
+    })
+    .strict(),
   z.object({ pendingPods: z.object({ resource: z.string().min(1), atLeast: z.number().int().nonnegative() }).strict() }).strict(),
   z.object({ event: z.string().min(1), node: Name.optional(), atLeast: z.number().int().nonnegative().default(1) }).strict(),
 ]);
@@ -136,8 +146,14 @@ export const ScenarioSchema = z
     policy: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
     timeline: z.array(TimelineStepSchema).default([]),
     expect: z.array(ExpectSchema).optional(),
+    /**
+     * End the run at the first whole second at which every `expect` check holds; durationSeconds is
+     * then the deadline (the checks are judged there if they never all held). Needs `expect`.
+     */
+    endWhenMet: z.boolean().default(false),
   })
-  .strict();
+  .strict()
+  .refine((s) => !s.endWhenMet || (s.expect?.length ?? 0) > 0, { message: 'endWhenMet needs at least one expect check', path: ['endWhenMet'] });
 
 export type ScenarioInput = z.input<typeof ScenarioSchema>;
 export type ScenarioFile = z.output<typeof ScenarioSchema>;

@@ -242,6 +242,12 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       for (const [resource, n] of Object.entries(pending)) emit({ who: 'cluster', kind: 'gap', what: '', text: `${n} pod${n === 1 ? '' : 's'} pending on ${resource}${gapNotice(resource, functions)}` });
     };
 
+    let met = false;
+    const expectationsHold = async (expect: NonNullable<Scenario['expect']>) => {
+      const [ns, ps] = await Promise.all([kube.nodes(), kube.pods()]);
+      return checkExpectations(expect, ns, ps, rec.tally).every((c) => c.ok);
+    };
+
     async function run(): Promise<StackResult> {
       // A fault is due when the node's NVML fires it (its mock clock may run ahead, see StackAgents).
       // On the wall clock a child agent's NVML fires the fault on its own clock, whose start the
@@ -296,6 +302,11 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           if (t - lastPendingCheck >= 1000) {
             lastPendingCheck = t;
             await checkPending();
+            if (scenario.endWhenMet && scenario.expect && (await expectationsHold(scenario.expect))) {
+              met = true;
+              progress(`expect: every check holds at ${(t / 1000).toFixed(1)}s; the run ends here (endWhenMet)`);
+              break;
+            }
           }
         }
         await agents.close();
@@ -304,7 +315,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
         const [finalNodes, finalPods] = await Promise.all([kube.nodes(), kube.pods()]);
         const summary = summarize({ tally: rec.tally, deadLetters: bus.counts.deadLetters, counters: observer?.counters ?? { evicted: [], rescheduled: [] }, observed: observer !== undefined, nodes: finalNodes, pods: finalPods });
         // The checks describe the scenario's end state: a run stopped or cut short before it is not judged.
-        const complete = t >= scenario.durationSeconds * 1000;
+        const complete = met || t >= scenario.durationSeconds * 1000;
         if (scenario.expect && complete) summary.expectations = checkExpectations(scenario.expect, finalNodes, finalPods, rec.tally);
         else if (scenario.expect) progress(`expect: not checked, the run ended at ${(t / 1000).toFixed(1)}s, before the scenario's end (${scenario.durationSeconds}s)`);
         for (const l of formatSummary(summary)) o.out(l);
