@@ -7,7 +7,8 @@ import { makeLocalCommand } from '../../infra/local/cli.ts';
 import type { StackReport } from '../../infra/local/report.ts';
 
 /**
- * `gpu-reflex local` on the wall clock, once, with a tiny scenario (one node, 1.5 s). Its own file
+ * `gpu-reflex local` on the wall clock, once, with a tiny scenario (one node, ended as soon as the XID
+ * is on the bus: endWhenMet, with a 60 s deadline for a loaded machine). Its own file
  * on purpose: the functions wire themselves once per process (functions/lib/wiring.ts), so each
  * stack run that reaches them needs a fresh module graph, which vitest gives every test file.
  */
@@ -20,26 +21,30 @@ describe('gpu-reflex local, on the wall clock', () => {
     writeFileSync(
       path,
       `name: tiny
-durationSeconds: 1.5
+durationSeconds: 60
+endWhenMet: true
 fleet:
   nodes:
     - { name: t4, count: 1, labels: { nvidia.com/gpu.product: Tesla-T4, nvidia.com/gpu.count: "1" }, allocatable: { cpu: "8", memory: 32Gi, nvidia.com/gpu: 1 } }
-  namespaces: [{ name: ml }]
+  namespaces: [{ name: ml }, { name: gpu-reflex }]
   pods:
     - { name: serve, namespace: ml, requests: { nvidia.com/gpu: 1 } }
 timeline:
   - { at: 0.3s, node: t4-0, gpu: 0, fault: { kind: xid, xid: 79 } }
+expect:
+  - { event: GPU XID Error, node: t4-0, atLeast: 1 }
 `,
     );
     const reportPath = join(dir, 'tiny.json');
     expect(await makeLocalCommand().run(['--scenario', path, '--report', reportPath], io)).toBe(0);
     const r = JSON.parse(readFileSync(reportPath, 'utf8')) as StackReport;
     expect(r.clock).toBe('wall');
+    expect(r.scenario.durationSeconds).toBeLessThan(60);
     const xid = r.events.find((e) => e.detailType === 'GPU XID Error');
     expect(validateEvent(xid?.event)).toMatchObject({ ok: true });
     const serve = r.final.pods.find((p) => p.metadata.name === 'serve');
     expect((xid?.detail as { pods: { uid: string }[] }).pods[0]?.uid).toBe(serve?.metadata.uid);
-  }, 30_000);
+  }, 90_000);
 });
 
 describe('gpu-reflex local, start-up failures', () => {
