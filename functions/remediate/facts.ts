@@ -86,6 +86,11 @@ export async function draFacts(ops: DeviceTaintOps | undefined, policy: Policy, 
   }
 }
 
+/**
+ * The node's pods that still run or will: terminating pods are leaving, and finished ones
+ * (Succeeded, Failed) hold no GPU, so neither is a pod to move or to wait for (a GPU whose work
+ * was left to finish is reset once its pods are done).
+ */
 export async function podsOf(pods: PodOps, node: string): Promise<PodFacts[]> {
-  return (await pods.listOnNode(node)).filter((p) => !p.terminating).map(podFacts);
+  return (await pods.listOnNode(node)).filter((p) => !p.terminating && p.phase !== 'Succeeded' && p.phase !== 'Failed').map(podFacts);
 }

@@ -263,6 +263,68 @@ describe("fence backends: NVIDIA's device plugin (its latch)", () => {
   });
 });
 
+describe('DRAIN_AND_RESET: new work fenced at once, running work left to finish, then the reset', () => {
+  const P = DEFAULT_POLICY;
+  const drainAndReset = (minute = 0) => health('recovery-action', { gpu: 3, minute, recoveryAction: 'drain-and-reset' });
+  const evicted = (plan: Plan | undefined) => (plan?.evictions ?? []).map((e) => e.name);
+
+  it('fences the GPU, evicts nothing, keeps the node schedulable, and resets once its pod has finished', async () => {
+    const { plan, world } = await hit({ node: node(), pods: PODS }, drainAndReset(), P);
+    expect(plan).toMatchObject({ action: 'quarantine-gpu', scope: 'gpu' });
+    expect(evicted(plan)).toEqual([]);
+    expect(plan.reason).toContain(`its 1 running pod is left to finish until ${at(480)}`);
+    expect(requested(world).map((r) => r.action)).toEqual(['fence']);
+    expect(world.node.allocatable?.['nvidia.com/gpu']).toBe('7');
+    expect(world.node.unschedulable).toBe(false);
+    expect(ourTaint(world)).toBeUndefined();
+    expect(world.pods.map((p) => p.name)).toContain('train-3');
+    // An hour on, train-3 still runs: nothing is evicted and no reset is asked for.
+    let s = await sweep(world, 60, P);
+    expect(evicted(s.plan)).toEqual([]);
+    expect(requested(s.world).map((r) => r.action)).toEqual(['fence']);
+    // train-3 finishes (Succeeded pods are not among the node's pods): the reset is asked for.
+    s = await sweep({ ...s.world, pods: s.world.pods.filter((p) => p.name !== 'train-3') }, 61, P);
+    expect(s.plan?.reason).toContain(`the running work on ${gpu(3).uuid} has finished`);
+    expect(requested(s.world).map((r) => r.action).sort()).toEqual(['fence', 'reset']);
+    expect(stateOf(s.world.node).incidents[0]?.evictAt).toBeUndefined();
+    const back = await repair(s.world, 62, P, 'honours');
+    expect(back.plan).toMatchObject({ action: 'restore' });
+    expect(back.world.node.allocatable?.['nvidia.com/gpu']).toBe('8');
+  });
+
+  it('evicts what still runs at the deadline, then resets', async () => {
+    const P1: Policy = { ...P, recoveryActions: { ...P.recoveryActions, 'drain-and-reset': { letWorkFinish: { deadlineMinutes: 60 } } } };
+    let { world } = await hit({ node: node(), pods: PODS }, drainAndReset(), P1);
+    let s = await sweep(world, 59, P1);
+    expect(evicted(s.plan)).toEqual([]);
+    s = await sweep(s.world, 60, P1);
+    expect(evicted(s.plan)).toEqual(['train-3']);
+    expect(s.plan?.reason).toContain(`1 pod(s) still on ${gpu(3).uuid} at the ${at(60)} deadline for running work to finish (ml/train-3): evicting them`);
+    world = s.world;
+    expect(world.pods.map((p) => p.name)).not.toContain('train-3');
+    s = await sweep(world, 61, P1);
+    expect(requested(s.world).map((r) => r.action).sort()).toEqual(['fence', 'reset']);
+  });
+
+  it('letWorkFinish: false in the policy evicts at once, as every other GPU quarantine does', async () => {
+    const P0 = loadPolicy('recoveryActions:\n  drain-and-reset: { letWorkFinish: false }\n', 'policy.yaml');
+    const { plan } = await hit({ node: node(), pods: PODS }, drainAndReset(), P0);
+    expect(evicted(plan)).toEqual(['train-3']);
+    expect(() => loadPolicy('recoveryActions:\n  drain-and-reset: { letWorkFinish: { deadlineMinutes: 0 } }\n', 'p.yaml')).toThrow(/recoveryActions.drain-and-reset.letWorkFinish/);
+  });
+
+  it('the recovery action clearing (after the reset) does not promise a return on quiet time', async () => {
+    const { world } = await hit({ node: node(), pods: PODS }, drainAndReset(), P);
+    const { plan } = await hit(world, health('recovery-action', { gpu: 3, minute: 5, state: 'resolved' }), P);
+    expect(plan.reason).toContain('resolved; it returns to service only after its reset and a passed health probe, never on quiet time');
+  });
+
+  it('a GPU reset (not drain-and-reset) still evicts its pods at once', async () => {
+    const { plan } = await hit({ node: node(), pods: PODS }, health('recovery-action', { gpu: 3, recoveryAction: 'gpu-reset' }), P);
+    expect(evicted(plan)).toEqual(['train-3']);
+  });
+});
+
 describe('fence backends: policy', () => {
   it('reads fence settings and per-pool backends from the file, and names what is wrong', () => {
     const p = loadPolicy('fence:\n  backend: nvidia-plugin\n  verifyMinutes: 5\npools:\n  h100:\n    fenceBackend: cordon\n', 'policy.yaml');

@@ -12,11 +12,11 @@ import { decideLevel, ladderOf } from './escalation.ts';
 import { fenceBackendOf, resolveRule, type FenceBackend, type Policy, type RuleTrigger } from './policy.ts';
 import type { Notice } from '../../lib/plan.ts';
 import { adoptOrphans, deriveNode, newGpuActions, nodeEdit } from './reconcile.ts';
-import { deviceTaintChange, fenceWords } from './gpu-repair.ts';
+import { deviceTaintChange, fenceWords, needsReset } from './gpu-repair.ts';
 import { affectedPods, evictable, faultSite, type FaultSite } from './scope.ts';
 import { boundState, cmp, isOpen, type Incident, type IncidentPhase, type NodeState } from './state.ts';
 import type { NodeFacts, Plan, PlanTarget, PlanTrigger, PodFacts, RemediationFacts } from './types.ts';
-import { actionWords, nextWords, triggerWords } from './words.ts';
+import { actionWords, letFinishWords, nextWords, triggerWords } from './words.ts';
 
 /** Occurrences older than this are dropped from the history (longest sensible escalation window). */
 const RECENT_HORIZON_MS = 24 * 3_600_000;
@@ -70,7 +70,8 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     const closes = open.phase === 'observing' || open.phase === 'acted';
     const updated: Incident = closes ? { ...open, phase: 'closed', closedAt: d.observedAt, resolvedAt: d.observedAt } : { ...open, resolvedAt: d.observedAt };
     const next = ws(replace(state, updated));
-    return noop(closes ? `${words}: resolved; incident closed` : `${words}: resolved; the sweep returns it to service after ${policy.quietPeriodMinutes} quiet minutes`, open.action, next);
+    const after = needsReset(open) ? 'it returns to service only after its reset and a passed health probe, never on quiet time' : `the sweep returns it to service after ${policy.quietPeriodMinutes} quiet minutes`;
+    return noop(closes ? `${words}: resolved; incident closed` : `${words}: resolved; ${after}`, open.action, next);
   }
 
   const ruleTrigger: RuleTrigger =
@@ -108,7 +109,11 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   }
 
   const affected = affectedPods(site, reported, facts.pods);
-  const moving: PodFacts[] = ['drain-node', 'reboot-node', 'replace-node'].includes(action) ? evictable(facts.pods) : action === 'restart-workload' || action === 'quarantine-gpu' ? affected : [];
+  // DRAIN_AND_RESET (rule letWorkFinish): the GPU is fenced now, its running pods are left to end
+  // by themselves until the deadline; the sweep evicts what is left then, and the reset waits for them.
+  const patient = action === 'quarantine-gpu' && rule.letWorkFinish !== null && rule.action === 'quarantine-gpu';
+  const evictAt = patient ? new Date(now.getTime() + rule.letWorkFinish!.deadlineMinutes * 60_000).toISOString() : undefined;
+  const moving: PodFacts[] = ['drain-node', 'reboot-node', 'replace-node'].includes(action) ? evictable(facts.pods) : action === 'restart-workload' || (action === 'quarantine-gpu' && !patient) ? affected : [];
   const scope = ['drain-node', 'reboot-node', 'replace-node'].includes(action) ? 'node' : site.scope;
   const target = targetOf(site, moving, scope === 'node' ? node.gpus : undefined);
   const escalation = decision.escalated ? ` Escalated: ${decision.why}.` : '';
@@ -138,7 +143,8 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     level: decision.level,
     phase,
     since: open && open.phase === phase ? open.since : now.toISOString(),
-    pods: union(counted.pods, moving.map((p) => p.uid)),
+    pods: union(counted.pods, (patient ? affected : moving).map((p) => p.uid)),
+    ...(evictAt ? { evictAt } : {}),
     ...(decision.escalated ? { escalatedAt: d.observedAt } : {}),
     ...(takesCapacity(action) && !counted.outAt ? { outAt: now.toISOString() } : {}),
     ...(takesCapacity(action) && site.quarantineId && action === 'quarantine-gpu' ? { qid: site.quarantineId } : {}),
@@ -147,7 +153,8 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   const evictions = moving.map((p) => ({ namespace: p.namespace, name: p.name, uid: p.uid }));
   const stamped = next.incidents.find((i) => i.key === acted.key);
   const fence = stamped?.fence && !open?.fence ? ` ${fenceWords(stamped, policy)}` : '';
-  const reason = `${reasonCore} Now ${actionWords(action, node.name, site, moving.length)};${fence} ${nextWords(ladder, decision.level, facts.capabilities)}`;
+  const doing = patient ? letFinishWords(site, affected.length, evictAt!) : actionWords(action, node.name, site, moving.length);
+  const reason = `${reasonCore} Now ${doing};${fence} ${nextWords(ladder, decision.level, facts.capabilities)}`;
   const notify = rule.notify || takesCapacity(action) || decision.escalated;
   const notices = notify ? [notice(action, node, reason.slice(0, 500))] : [];
   return { ...base, kind: 'act', action, scope, phase: 'decided', target, ...edit(next), evictions, notices, reason, nextState: next };

@@ -39,6 +39,12 @@ export const RuleOverrideSchema = z
     notify: z.boolean().optional(),
     /** Per-severity first action (temperature: warning → observe, critical → quarantine-gpu). */
     bySeverity: z.object({ info: Action.optional(), warning: Action.optional(), critical: Action.optional() }).strict().optional(),
+    /**
+     * quarantine-gpu only: new work is fenced off the GPU at once, but the pods running on it are
+     * left to finish (NVML's DRAIN_AND_RESET: "running work is safe"); the reset waits for them,
+     * and whatever still runs after `deadlineMinutes` is evicted. `false`: evict at once.
+     */
+    letWorkFinish: z.union([z.object({ deadlineMinutes: int().min(1).max(10_080) }).strict(), z.literal(false)]).optional(),
   })
   .strict();
 export type RuleOverride = z.infer<typeof RuleOverrideSchema>;
@@ -176,7 +182,8 @@ const RECOVERY_DEFAULTS: Record<GpuRecoveryAction, RuleOverride> = {
   'system-reboot': { action: 'drain-node', then: RESET },
   'drain-p2p': { action: 'quarantine-gpu', then: RESET },
   // "Reduced capacity; running work is safe; reset when convenient": one GPU, never the node.
-  'drain-and-reset': { action: 'quarantine-gpu', then: RESET },
+  // New work is fenced off it at once; its running pods get up to 8 h to finish before they move.
+  'drain-and-reset': { action: 'quarantine-gpu', then: RESET, letWorkFinish: { deadlineMinutes: 480 } },
   'bus-reset': { action: 'quarantine-gpu', then: RESET },
   'recover-imex-domain': { action: 'observe', then: [], notify: true },
 };
@@ -221,6 +228,8 @@ export interface Rule {
   notify: boolean;
   /** Where the rule came from, for reasons: `XID 79`, `recovery action gpu-reset`, `pool a100`. */
   source: string;
+  /** quarantine-gpu: leave the GPU's running pods until this deadline (RuleOverrideSchema.letWorkFinish); null: evict at once. */
+  letWorkFinish: { deadlineMinutes: number } | null;
 }
 
 export type RuleTrigger =
@@ -278,6 +287,7 @@ function finish(rule: RuleOverride, source: string, severity: 'info' | 'warning'
     escalate: rule.escalate ? { ...rule.escalate } : null,
     notify: rule.notify ?? false,
     source: bySeverity ? `${source} (${severity})` : source,
+    letWorkFinish: rule.letWorkFinish ? { ...rule.letWorkFinish } : null,
   };
 }
 

@@ -87,6 +87,11 @@ const IncidentSchema = z.object({
    * answered, with its request id and when it was asked.
    */
   repair: z.object({ step: z.enum(['reset', 'probe']), id: z.string(), at: Timestamp, since: Timestamp.optional(), attempt: z.number().int().min(1).optional() }).optional(),
+  /**
+   * Rule letWorkFinish (DRAIN_AND_RESET): the GPU is fenced but its pods (`pods`) are left to end by
+   * themselves until this time; then the ones still running are evicted (and this is cleared).
+   */
+  evictAt: Timestamp.optional(),
   /** The agent reset the GPU (its answer's time): the evidence a restore needs, with a passed probe. */
   resetAt: Timestamp.optional(),
   /** The probe after the reset passed: the GPU is back on evidence, not on quiet time. */

@@ -197,6 +197,17 @@ function repairStep(i0: Incident, w: Work, facts: SweepFacts, policy: Policy, re
     }
   }
   const left = evictable(w.facts.pods).filter((p) => i.pods.includes(p.uid));
+  if (i.evictAt !== undefined) {
+    // letWorkFinish (DRAIN_AND_RESET): its pods end by themselves until the deadline; then they move.
+    if (left.length > 0 && facts.now.getTime() < Date.parse(i.evictAt)) return i;
+    const why =
+      left.length > 0
+        ? `${left.length} pod(s) still on ${i.gpu} at the ${i.evictAt} deadline for running work to finish (${left.slice(0, 5).map((p) => `${p.namespace}/${p.name}`).join(', ')}): evicting them so the GPU can be reset`
+        : `the running work on ${i.gpu} has finished`;
+    i = { ...i, evictAt: undefined };
+    w.reasons.push(why);
+    w.touched.push(i);
+  }
   retry(left);
   const s = stepRepair(i, left.length, w.results, facts.now, policy);
   if (s.kind === 'wait') return i;

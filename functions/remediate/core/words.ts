@@ -52,6 +52,12 @@ export function actionWords(action: RemediationAction, node: string, site: Fault
   }
 }
 
+/** quarantine-gpu under letWorkFinish (DRAIN_AND_RESET): fenced now, its pods left to finish. */
+export function letFinishWords(site: FaultSite, pods: number, until: string): string {
+  const running = pods === 0 ? 'nothing runs on it' : `its ${pods === 1 ? '1 running pod is' : `${pods} running pods are`} left to finish until ${until} (then what is left is evicted, disruption budgets apply)`;
+  return `quarantining ${gpuWords(site)}: no new work lands on it; ${running}; the reset waits for them; the rest of the node keeps working`;
+}
+
 /** What happens after this action, given what the handler can repair. */
 export function nextWords(ladder: readonly RemediationAction[], level: number, capabilities: Capabilities | undefined): string {
   const action = ladder[level];
