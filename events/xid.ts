@@ -124,6 +124,18 @@ export function describeXid(xid: number): XidInfo {
   );
 }
 
+/**
+ * XIDs that concern one MIG instance when NVML names one (the application-class XIDs). Every other
+ * XID carrying a GPU-instance id is a whole-GPU fault: its remedy (a reset) destroys every MIG
+ * instance on the GPU, so every instance's pods are affected and move first.
+ */
+export const INSTANCE_SCOPED_XIDS: ReadonlySet<number> = new Set([13, 31, 43, 45, 68, 69, 94]);
+
+/** Whether an XID seen on a MIG instance stays that instance's (else it is the whole GPU's). */
+export function xidStaysInInstance(xid: number): boolean {
+  return INSTANCE_SCOPED_XIDS.has(xid);
+}
+
 /** `nvmlDeviceGpuRecoveryAction_t` (field value NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, 230). */
 export const GPU_RECOVERY_ACTIONS = ['none', 'gpu-reset', 'node-reboot', 'drain-p2p', 'drain-and-reset', 'recover-imex-domain', 'bus-reset', 'system-reboot'] as const;
 export type GpuRecoveryAction = (typeof GPU_RECOVERY_ACTIONS)[number];

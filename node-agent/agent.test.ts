@@ -204,6 +204,15 @@ describe('Agent.pollEventsOnce and onKernelLine', () => {
     expect(detail(event).pods).toEqual([{ uid: podUidOf(2202) }]);
   });
 
+  it('names the pods of every instance for a whole-GPU XID seen on one MIG instance (its reset destroys them all)', async () => {
+    fx = await startAgent('h100-mig.json', { pids: MIG_PIDS });
+    await fx.agent.sampleOnce();
+    fx.mock.injectXid(0, 95, 9, 0);
+    const [event] = await fx.agent.pollEventsOnce(0);
+    expect(detail(event)).toMatchObject({ xid: 95, mig: { gpuInstanceId: 9 } });
+    expect((detail(event).pods as { uid: string }[]).map((p) => p.uid).sort()).toEqual([podUidOf(2201), podUidOf(2202)].sort());
+  });
+
   it('does not publish the kernel-log sighting of an XID NVML already reported', async () => {
     fx = await startAgent('h100-mig.json', { pids: MIG_PIDS });
     await fx.agent.sampleOnce();

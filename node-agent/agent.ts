@@ -17,7 +17,7 @@
  * consumers. Repeats from one source are new occurrences and are always published.
  */
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { describeXid } from '../events/xid.ts';
+import { describeXid, xidStaysInInstance } from '../events/xid.ts';
 import type { GpuRef, MigRef } from '../events/common.ts';
 import { noAgentMetrics, type AgentMetrics } from './agent-metrics.ts';
 import { HealthEvaluator, type EccMemory, type HealthEvent, type HealthThresholds } from './collectors/health.ts';
@@ -239,7 +239,8 @@ export class Agent {
       message: describeXid(xid).meaning,
       ...(mig ? { mig } : {}),
       ...(recoveryAction ? { recoveryAction } : {}),
-      podUids: podsOnGpu(this.inventory, gpu.uuid, e.gpuInstanceId),
+      // A whole-GPU XID on a MIG instance affects every instance's pods (events/xid.ts INSTANCE_SCOPED_XIDS).
+      podUids: podsOnGpu(this.inventory, gpu.uuid, xidStaysInInstance(xid) ? e.gpuInstanceId : undefined),
     });
     this.metrics.xidPublished('nvml', now);
     return this.emit([event]);
@@ -323,7 +324,7 @@ export class Agent {
       ...(recoveryAction ? { recoveryAction } : {}),
       ...(k.severity ? { severity: k.severity } : {}),
       // An application XID is the named process's alone; a hardware XID concerns every pod on the GPU.
-      podUids: podsOnGpu(this.inventory, gpu.uuid, k.gpuInstanceId, describeXid(k.xid).fault === 'application' ? k.pid : undefined),
+      podUids: podsOnGpu(this.inventory, gpu.uuid, xidStaysInInstance(k.xid) ? k.gpuInstanceId : undefined, describeXid(k.xid).fault === 'application' ? k.pid : undefined),
     });
     this.metrics.xidPublished('kmsg', now);
     return this.emit([event]);

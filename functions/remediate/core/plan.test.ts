@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { describeXid, XID_CATALOG, type RemediationAction } from '../../../events/index.ts';
 import { poolFacts } from './blast-radius.ts';
 import { planRemediation } from './plan.ts';
-import { DEFAULT_POLICY } from './policy.ts';
+import { DEFAULT_POLICY, type Policy } from './policy.ts';
 import { renderSteps } from './detail.ts';
 import { apply, factsFor, gpu, health, node, pod, pool, STANDARD_PODS, stateOf, xid } from '../testing.ts';
 import type { Plan, PodFacts, TriggerEvent } from './types.ts';
@@ -106,15 +106,29 @@ describe('planRemediation: first actions', () => {
     expect(evicted(plan)).toEqual(['pod/ml/a', 'pod/ml/b']);
   });
 
-  it('acts on a MIG instance only: the pods of that instance', async () => {
+  it('acts on a MIG instance only for an application XID: the pods of that instance', async () => {
     const mig = { gpuInstanceId: 3, computeInstanceId: 0, uuid: 'MIG-0a1b2c3d-4e5f-4061-8273-94a5b6c7d8e9', profile: '1g.10gb' };
     const pods = [pod('inst3', { migInstances: [mig.uuid] }), pod('inst5', { migInstances: ['MIG-11111111-4e5f-4061-8273-94a5b6c7d8e9'] })];
+    const quarantine94: Policy = { ...P, xids: { ...P.xids, '94': { action: 'quarantine-gpu', then: [] } } };
     for (const reported of [[{ uid: 'uid-inst3' }], []]) {
-      const plan = planRemediation(factsFor(xid(48, { mig, pods: reported }), node(), { pods }), P);
-      expect(plan).toMatchObject({ scope: 'mig-instance', incident: `gpu-a100-07/${gpu(0).uuid}/gi3/xid-48` });
+      const plan = planRemediation(factsFor(xid(94, { mig, pods: reported }), node(), { pods }), quarantine94);
+      expect(plan).toMatchObject({ scope: 'mig-instance', incident: `gpu-a100-07/${gpu(0).uuid}/gi3/xid-94` });
       expect(evicted(plan)).toEqual(['pod/ml/inst3']);
       expect(plan.target.migInstances).toEqual([{ gpuUuid: gpu(0).uuid, gpuInstanceId: 3, computeInstanceId: 0 }]);
       expect(plan.nextState.quarantinedGpus).toEqual([mig.uuid]);
+    }
+  });
+
+  it('treats a whole-GPU XID seen on a MIG instance as the whole GPU\'s: every instance\'s pods move, the GPU is fenced and reset', async () => {
+    const mig = { gpuInstanceId: 3, computeInstanceId: 0, uuid: 'MIG-0a1b2c3d-4e5f-4061-8273-94a5b6c7d8e9', profile: '1g.10gb' };
+    const pods = [pod('inst3', { migInstances: [mig.uuid] }), pod('inst5', { migInstances: ['MIG-11111111-4e5f-4061-8273-94a5b6c7d8e9'] })];
+    for (const x of [95, 48, 64]) {
+      // The agent reports the pods of every instance of the GPU for such an XID.
+      const plan = planRemediation(factsFor(xid(x, { mig, pods: [{ uid: 'uid-inst3' }, { uid: 'uid-inst5' }] }), node(), { pods }), P);
+      expect(plan).toMatchObject({ scope: 'gpu', action: 'quarantine-gpu', incident: `gpu-a100-07/${gpu(0).uuid}/xid-${x}` });
+      expect(evicted(plan).sort()).toEqual(['pod/ml/inst3', 'pod/ml/inst5']);
+      expect(plan.nextState.quarantinedGpus).toEqual([gpu(0).uuid]);
+      expect(plan.reason).toContain('the node agent resets the GPU');
     }
   });
 

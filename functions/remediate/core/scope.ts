@@ -5,7 +5,7 @@
  * knows, every GPU pod on the node. DaemonSet and mirror pods are never affected: evicting a
  * DaemonSet pod only brings it back, and mirror pods cannot be evicted.
  */
-import type { GpuRef, MigRef, PodRef } from '../../../events/index.ts';
+import { xidStaysInInstance, type GpuRef, type MigRef, type PodRef } from '../../../events/index.ts';
 import type { PodFacts, RemediationFacts, Scope } from './types.ts';
 
 export interface FaultSite {
@@ -26,7 +26,10 @@ export function faultSite(facts: Pick<RemediationFacts, 'event'>): FaultSite {
   const d = event.detail;
   const trigger = event.detailType === 'GPU XID Error' ? `xid-${event.detail.xid}` : event.detail.condition;
   const gpu = d.gpu;
-  const mig = gpu ? d.mig : undefined;
+  // A whole-GPU XID seen on a MIG instance (95, 64, 48, …) is the whole GPU's: its reset destroys
+  // every instance, so the incident, its fence and its pods are the GPU's (INSTANCE_SCOPED_XIDS).
+  const wholeGpu = event.detailType === 'GPU XID Error' && !xidStaysInInstance(event.detail.xid);
+  const mig = gpu && !wholeGpu ? d.mig : undefined;
   if (!gpu) return { scope: 'node', node: d.node, trigger, key: `${d.node}/${trigger}` };
   if (mig) {
     return { scope: 'mig-instance', node: d.node, gpu, mig, trigger, key: `${d.node}/${gpu.uuid}/gi${mig.gpuInstanceId}/${trigger}`, quarantineId: mig.uuid ?? `${gpu.uuid}/gi${mig.gpuInstanceId}` };
