@@ -1,0 +1,71 @@
+import { describe, expect, it } from 'vitest';
+import type { CliIo } from '../../bin/command.ts';
+import { main } from '../../bin/main.ts';
+import { parseLayout } from './cli.ts';
+
+function capture(): CliIo & { stdout: string[]; stderr: string[] } {
+  const stdout: string[] = [];
+  const stderr: string[] = [];
+  return { stdout, stderr, out: (l) => stdout.push(l), err: (l) => stderr.push(l) };
+}
+
+const run = async (...args: string[]) => {
+  const io = capture();
+  const code = await main(args, io, {});
+  return { code, out: io.stdout.join('\n'), err: io.stderr.join('\n') };
+};
+
+describe('gpu-reflex mig validate', () => {
+  it('exits 0 for a valid layout and shows where each instance sits', async () => {
+    const r = await run('mig', 'validate', '--model', 'A100-80GB', '3g.40gb,2g.20gb,1g.10gb');
+    expect(r.code).toBe(0);
+    expect(r.out).toContain('valid on A100-80GB: 3g.40gb + 2g.20gb + 1g.10gb');
+    expect(r.out).toContain('memory slices  AAAABBC·  (7 of 8 used)');
+    expect(r.out).toMatch(/C {2}1g\.10gb\s+start 6, 1 slice {2}nvidia\.com\/mig-1g\.10gb/);
+    expect(r.out).toContain('compute slices 6 of 7; unused: 1 compute, 1 memory');
+  });
+
+  it('exits 1 for an invalid layout and says exactly why', async () => {
+    const r = await run('mig', 'validate', '--model', 'NVIDIA H100 80GB HBM3', '4g.40gb,4g.40gb');
+    expect(r.code).toBe(1);
+    expect(r.out.split('\n')).toEqual(['invalid on H100-80GB: 2×4g.40gb', '  - 2 × 4g.40gb: an H100-80GB GPU holds at most 1', '  - compute slices 4+4 = 8: an H100-80GB GPU has 7']);
+  });
+
+  it('takes repeats as 2x1g.10gb or 1g.10gb:2, and answers JSON', async () => {
+    const r = await run('mig', 'validate', '--model', 'A100-80GB', '2x1g.10gb,3g.40gb,2g.20gb:1', '--json');
+    expect(r.code).toBe(0);
+    expect(JSON.parse(r.out)).toMatchObject({ model: 'A100-80GB', valid: true, waste: { compute: 0, memory: 0 }, layout: ['1g.10gb', '1g.10gb', '3g.40gb', '2g.20gb'] });
+    const bad = await run('mig', 'validate', '--model', 'A100-80GB', '1g.5gb', '--json');
+    expect(bad.code).toBe(1);
+    expect(JSON.parse(bad.out)).toMatchObject({ valid: false, problems: [expect.stringContaining('1g.5gb is not a MIG profile of A100-80GB')] });
+  });
+
+  it('exits 2 naming the known models for an unknown one, and for a missing layout', async () => {
+    const r = await run('mig', 'validate', '--model', 'V100', '1g.5gb');
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('--model "V100" is not a MIG-capable model gpu-reflex knows (A100-40GB, A100-80GB, H100-80GB');
+    expect((await run('mig', 'validate', '--model', 'A100-80GB')).err).toContain('expected the LAYOUT to check');
+    expect((await run('mig', 'validate', '3g.40gb')).err).toContain('--model MODEL is required');
+  });
+
+  it('reads layouts people write, and refuses the rest with the entry named', () => {
+    expect(parseLayout('3g.40gb, 2x1g.10gb,1g.10gb:2')).toEqual(['3g.40gb', '1g.10gb', '1g.10gb', '1g.10gb', '1g.10gb']);
+    expect(() => parseLayout('3g.40gb,,1g.10gb')).toThrow(/an empty entry between commas/);
+    expect(() => parseLayout('0x1g.10gb')).toThrow(/layout entry "0x1g.10gb": the count must be 1 to 64/);
+  });
+});
+
+describe('gpu-reflex mig layouts', () => {
+  it('lists every layout, or only the zero-waste ones', async () => {
+    const all = await run('mig', 'layouts', '--model', 'A100-40GB', '--json');
+    expect(all.code).toBe(0);
+    const layouts = JSON.parse(all.out) as string[][];
+    expect(layouts).toContainEqual(['4g.20gb', '3g.20gb']);
+    const zero = await run('mig', 'layouts', '--model', 'A100-40GB', '--zero-waste');
+    expect(zero.out).toContain('7g.40gb');
+    expect(zero.out).not.toContain('unused 1');
+    const n = Number(/(\d+) layouts on A100-40GB with zero waste/.exec(zero.out)?.[1]);
+    expect(n).toBeGreaterThan(0);
+    expect(n).toBeLessThan(layouts.length);
+  });
+});

@@ -1,0 +1,115 @@
+/**
+ * `gpu-reflex mig validate` (is this one GPU's MIG layout possible on that model, and where would
+ * each instance sit) and `gpu-reflex mig layouts` (every layout one GPU of a model can hold).
+ * Both read only the built-in catalog (functions/mig/core/profiles.ts, facts in docs/mig.md).
+ */
+import { parseArgs } from 'node:util';
+import { UsageError, type Command } from '../../bin/command.ts';
+import { checkLayout, enumerateLayouts, layoutWords, waste, type LayoutCheck } from './core/layout.ts';
+import { knownModelNames, migModel, migResourceName, type MigModel } from './core/profiles.ts';
+
+function modelFrom(name: string | undefined): MigModel {
+  if (!name) throw new UsageError(`--model MODEL is required (one of ${knownModelNames().join(', ')}, or an NVML product name such as "NVIDIA A100-SXM4-80GB")`);
+  const m = migModel(name);
+  if (!m) throw new UsageError(`--model ${JSON.stringify(name)} is not a MIG-capable model gpu-reflex knows (${knownModelNames().join(', ')}; NVML product names such as "NVIDIA H100 80GB HBM3" work too)`);
+  return m;
+}
+
+/** `3g.40gb,2g.20gb,1g.10gb`, `2x1g.10gb,3g.40gb` or `1g.10gb:2` → one name per instance. */
+export function parseLayout(text: string): string[] {
+  const out: string[] = [];
+  for (const raw of text.split(',').map((s) => s.trim())) {
+    if (raw === '') throw new UsageError(`layout ${JSON.stringify(text)}: an empty entry between commas`);
+    const m = /^(?:(\d+)\s*[x×*]\s*)?([^:\s]+?)(?::(\d+))?$/.exec(raw);
+    if (!m) throw new UsageError(`layout entry ${JSON.stringify(raw)}: expected PROFILE, NxPROFILE or PROFILE:N`);
+    const n = Number(m[1] ?? m[3] ?? 1);
+    if (!Number.isInteger(n) || n < 1 || n > 64) throw new UsageError(`layout entry ${JSON.stringify(raw)}: the count must be 1 to 64`);
+    for (let i = 0; i < n; i++) out.push(m[2]!);
+  }
+  return out;
+}
+
+function placementMap(model: MigModel, check: Extract<LayoutCheck, { valid: true }>): string {
+  const cells: string[] = Array.from({ length: model.memorySlices }, () => '·');
+  check.placement.forEach((p, i) => {
+    for (let s = p.start; s < p.start + p.size; s++) cells[s] = String.fromCharCode(65 + i);
+  });
+  return cells.join('');
+}
+
+export const migValidateCommand: Command = {
+  path: ['mig', 'validate'],
+  summary: 'check one GPU\'s MIG layout against its model: valid (and where each instance sits) or why not',
+  help: [
+    'Usage: gpu-reflex mig validate --model MODEL LAYOUT [--json]',
+    '',
+    'Checks whether one GPU of MODEL can hold LAYOUT, the way NVIDIA places GPU instances: every',
+    'instance at one of its profile\'s allowed starts on the memory slices, no overlap, compute',
+    'slices within the GPU\'s, per-profile maxima, at most one +me instance. Exit code 0 when it is',
+    'valid (prints where each instance sits), 1 when it is not (prints every reason), 2 for bad usage.',
+    '  --model MODEL  A100-40GB, A100-80GB, H100-80GB, H100-NVL, H200-141GB, B200, A30-24GB, or an',
+    '                 NVML product name / GPU Feature Discovery label ("NVIDIA A100-SXM4-80GB")',
+    '  LAYOUT         profiles, comma-separated; repeats as 2x1g.10gb or 1g.10gb:2',
+    '  --json         print the result as JSON',
+    '',
+    'Examples:',
+    '  gpu-reflex mig validate --model A100-80GB 3g.40gb,2g.20gb,1g.10gb',
+    '  gpu-reflex mig validate --model "NVIDIA H100 80GB HBM3" 4g.40gb,3g.40gb',
+  ].join('\n'),
+  async run(args, io) {
+    const { values, positionals } = parseArgs({ args, options: { model: { type: 'string' }, json: { type: 'boolean' } }, allowPositionals: true, strict: true });
+    const model = modelFrom(values.model);
+    if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'expected the LAYOUT to check, e.g. 3g.40gb,2g.20gb,1g.10gb' : `expected one LAYOUT, got ${positionals.length} (separate profiles with commas, no spaces)`);
+    const profiles = parseLayout(positionals[0]!);
+    const check = checkLayout(model, profiles);
+    if (values.json) {
+      io.out(JSON.stringify({ model: model.name, layout: profiles, ...check, ...(check.valid ? { waste: waste(model, check) } : {}) }, null, 2));
+      return check.valid ? 0 : 1;
+    }
+    const words = layoutWords(profiles);
+    if (!check.valid) {
+      io.out(`invalid on ${model.name}: ${words}`);
+      for (const p of check.problems) io.out(`  - ${p}`);
+      return 1;
+    }
+    const w = waste(model, check);
+    io.out(`valid on ${model.name}: ${words}`);
+    io.out(`  memory slices  ${placementMap(model, check)}  (${check.memorySlices} of ${model.memorySlices} used)`);
+    check.placement.forEach((p, i) => io.out(`  ${String.fromCharCode(65 + i)}  ${p.profile.padEnd(12)} start ${p.start}, ${p.size} slice${p.size === 1 ? '' : 's'}  ${migResourceName(p.profile)}`));
+    io.out(`  compute slices ${check.computeSlices} of ${model.computeSlices}${w.compute === 0 && w.memory === 0 ? '; zero waste' : `; unused: ${w.compute} compute, ${w.memory} memory`}`);
+    if (model.expected) io.out(`  (${model.name}'s table is expected, not seen on hardware: the node agent's NVML report is the authority)`);
+    return 0;
+  },
+};
+
+export const migLayoutsCommand: Command = {
+  path: ['mig', 'layouts'],
+  summary: 'list every MIG layout one GPU of a model can hold',
+  help: [
+    'Usage: gpu-reflex mig layouts --model MODEL [--zero-waste] [--json]',
+    '',
+    'Every valid layout of one GPU of MODEL (instances largest first), each once, with its unused',
+    'compute and memory slices. The planner picks from these.',
+    '  --model MODEL   as for gpu-reflex mig validate',
+    '  --zero-waste    only layouts that use every compute and memory slice',
+    '  --json          one JSON array of layouts (each an array of profile names)',
+  ].join('\n'),
+  async run(args, io) {
+    const { values, positionals } = parseArgs({ args, options: { model: { type: 'string' }, 'zero-waste': { type: 'boolean' }, json: { type: 'boolean' } }, allowPositionals: true, strict: true });
+    if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
+    const model = modelFrom(values.model);
+    const rows = enumerateLayouts(model)
+      .map((layout) => {
+        const check = checkLayout(model, layout);
+        return { layout, waste: check.valid ? waste(model, check) : { compute: NaN, memory: NaN } };
+      })
+      .filter((r) => !values['zero-waste'] || (r.waste.compute === 0 && r.waste.memory === 0));
+    if (values.json) {
+      io.out(JSON.stringify(rows.map((r) => r.layout)));
+      return 0;
+    }
+    for (const r of rows) io.out(`${layoutWords(r.layout).padEnd(48)}  unused ${r.waste.compute} compute, ${r.waste.memory} memory`);
+    io.out(`${rows.length} layout${rows.length === 1 ? '' : 's'} on ${model.name}${values['zero-waste'] ? ' with zero waste' : ''}`);
+    return 0;
+  },
+};

@@ -1,0 +1,179 @@
+/**
+ * The built-in MIG profile catalog: per GPU model, the GPU-instance profiles with their geometry
+ * (compute slices, memory slices, allowed starts, per-GPU maximum). Facts: docs/mig.md. What the
+ * node agent reads from NVML (`GpuInstanceProfile`: name, slices, memory, placements) wins over
+ * this table wherever both exist (`fromReported`). Pure data.
+ *
+ * Names are NVIDIA's (`nvidia-smi mig -lgip`, the device plugin's `nvidia.com/mig-<name>`), never
+ * `ceil(MiB / 1024)`: an H200's 16 GiB slice is `1g.18gb`.
+ */
+
+export interface MigProfile {
+  /** `1g.10gb`, `1g.10gb+me`, `1g.20gb` … */
+  name: string;
+  /** NVML GPU-instance profile ID, where the facts give it (undefined: not recorded for the model). */
+  giProfileId?: number;
+  /** Compute slices (the `g` number). */
+  slices: number;
+  /** Memory slices the instance occupies (its placement size). */
+  size: number;
+  /** Allowed placement starts, in memory slices. */
+  starts: readonly number[];
+  /** At most this many per GPU. */
+  max: number;
+  /** `+me`: the instance that holds the media engines (at most one per GPU). */
+  mediaExtensions: boolean;
+}
+
+export interface MigModel {
+  /** The short name the CLI and the docs use: `A100-80GB`. */
+  name: string;
+  /** NVML product names (and so, spaces → `-`, GPU Feature Discovery's `nvidia.com/gpu.product`). */
+  products: readonly string[];
+  memorySlices: number;
+  computeSlices: number;
+  profiles: readonly MigProfile[];
+  /** The table was not seen on hardware (docs/mig.md *expected*): the agent's report should confirm it. */
+  expected?: boolean;
+}
+
+/** The 8-slice family (A100, H100, H200, B200): one geometry, names per model's memory. */
+function eightSlice(mem: { one: string; oneDouble: string; two: string; three: string; four: string; seven: string }): MigProfile[] {
+  const all = [0, 1, 2, 3, 4, 5, 6];
+  return [
+    { name: mem.one, giProfileId: 19, slices: 1, size: 1, starts: all, max: 7, mediaExtensions: false },
+    { name: `${mem.one}+me`, giProfileId: 20, slices: 1, size: 1, starts: all, max: 1, mediaExtensions: true },
+    { name: mem.oneDouble, giProfileId: 15, slices: 1, size: 2, starts: [0, 2, 4, 6], max: 4, mediaExtensions: false },
+    { name: mem.two, giProfileId: 14, slices: 2, size: 2, starts: [0, 2, 4], max: 3, mediaExtensions: false },
+    { name: mem.three, giProfileId: 9, slices: 3, size: 4, starts: [0, 4], max: 2, mediaExtensions: false },
+    { name: mem.four, giProfileId: 5, slices: 4, size: 4, starts: [0], max: 1, mediaExtensions: false },
+    { name: mem.seven, giProfileId: 0, slices: 7, size: 8, starts: [0], max: 1, mediaExtensions: false },
+  ];
+}
+
+export const MIG_MODELS: readonly MigModel[] = [
+  {
+    name: 'A100-40GB',
+    products: ['NVIDIA A100-SXM4-40GB', 'NVIDIA A100-PCIE-40GB'],
+    memorySlices: 8,
+    computeSlices: 7,
+    profiles: eightSlice({ one: '1g.5gb', oneDouble: '1g.10gb', two: '2g.10gb', three: '3g.20gb', four: '4g.20gb', seven: '7g.40gb' }),
+  },
+  {
+    name: 'A100-80GB',
+    products: ['NVIDIA A100-SXM4-80GB', 'NVIDIA A100 80GB PCIe'],
+    memorySlices: 8,
+    computeSlices: 7,
+    profiles: eightSlice({ one: '1g.10gb', oneDouble: '1g.20gb', two: '2g.20gb', three: '3g.40gb', four: '4g.40gb', seven: '7g.80gb' }),
+  },
+  {
+    name: 'H100-80GB',
+    products: ['NVIDIA H100 80GB HBM3', 'NVIDIA H100 PCIe'],
+    memorySlices: 8,
+    computeSlices: 7,
+    profiles: eightSlice({ one: '1g.10gb', oneDouble: '1g.20gb', two: '2g.20gb', three: '3g.40gb', four: '4g.40gb', seven: '7g.80gb' }),
+  },
+  {
+    name: 'H100-NVL',
+    products: ['NVIDIA H100 NVL'],
+    memorySlices: 8,
+    computeSlices: 7,
+    profiles: eightSlice({ one: '1g.12gb', oneDouble: '1g.24gb', two: '2g.24gb', three: '3g.47gb', four: '4g.47gb', seven: '7g.94gb' }),
+  },
+  {
+    name: 'H200-141GB',
+    products: ['NVIDIA H200', 'NVIDIA H200 NVL'],
+    memorySlices: 8,
+    computeSlices: 7,
+    profiles: eightSlice({ one: '1g.18gb', oneDouble: '1g.35gb', two: '2g.35gb', three: '3g.71gb', four: '4g.71gb', seven: '7g.141gb' }),
+    expected: true,
+  },
+  {
+    name: 'B200',
+    products: ['NVIDIA B200'],
+    memorySlices: 8,
+    computeSlices: 7,
+    profiles: eightSlice({ one: '1g.23gb', oneDouble: '1g.45gb', two: '2g.45gb', three: '3g.90gb', four: '4g.90gb', seven: '7g.180gb' }),
+    expected: true,
+  },
+  {
+    // 4 slices; profile IDs not recorded here (the agent reports them).
+    name: 'A30-24GB',
+    products: ['NVIDIA A30'],
+    memorySlices: 4,
+    computeSlices: 4,
+    profiles: [
+      { name: '1g.6gb', slices: 1, size: 1, starts: [0, 1, 2, 3], max: 4, mediaExtensions: false },
+      { name: '1g.6gb+me', slices: 1, size: 1, starts: [0, 1, 2, 3], max: 1, mediaExtensions: true },
+      { name: '2g.12gb', slices: 2, size: 2, starts: [0, 2], max: 2, mediaExtensions: false },
+      { name: '2g.12gb+me', slices: 2, size: 2, starts: [0, 2], max: 1, mediaExtensions: true },
+      { name: '4g.24gb', slices: 4, size: 4, starts: [0], max: 1, mediaExtensions: false },
+    ],
+    expected: true,
+  },
+];
+
+/** Case, `NVIDIA`, spaces, dashes and GPU Feature Discovery's `-MIG-<profile>` / `-SHARED` suffixes do not matter. */
+function key(s: string): string {
+  return s
+    .replace(/-MIG-.*$/i, '')
+    .replace(/-SHARED$/i, '')
+    .toUpperCase()
+    .replace(/^NVIDIA/, '')
+    .replace(/[^A-Z0-9]/g, '');
+}
+
+const BY_KEY = new Map<string, MigModel>();
+for (const m of MIG_MODELS) for (const n of [m.name, ...m.products]) BY_KEY.set(key(n), m);
+
+/**
+ * The model a name means: the short name (`A100-80GB`, `h100-80gb`), an NVML product name
+ * (`NVIDIA A100-SXM4-80GB`) or GPU Feature Discovery's product label (`NVIDIA-A100-SXM4-80GB`,
+ * `NVIDIA-A100-SXM4-40GB-MIG-1g.5gb`). Undefined when it is not a MIG-capable model we know.
+ */
+export function migModel(name: string): MigModel | undefined {
+  return BY_KEY.get(key(name));
+}
+
+export function knownModelNames(): string[] {
+  return MIG_MODELS.map((m) => m.name);
+}
+
+export function profileOf(model: MigModel, name: string): MigProfile | undefined {
+  return model.profiles.find((p) => p.name === name);
+}
+
+/** The device plugin's resource for a profile under the `mixed` strategy: `+` becomes `.` (docs/mig.md). */
+export function migResourceName(profile: string): string {
+  return `nvidia.com/mig-${profile.replaceAll('+', '.')}`;
+}
+
+/** What the node agent read from NVML for one GPU-instance profile (node-agent/nvml/mig.ts). */
+export interface ReportedProfile {
+  name: string;
+  id: number;
+  sliceCount: number;
+  instanceCount: number;
+  placements: readonly { start: number; size: number }[];
+}
+
+/**
+ * The model as this GPU really is: NVML's reported profiles (names, IDs, maxima, placements) win
+ * over the built-in table; built-in profiles NVML did not report are dropped (the driver does not
+ * offer them). Without a report, the table.
+ */
+export function fromReported(model: MigModel, reported: readonly ReportedProfile[] | undefined): MigModel {
+  if (!reported || reported.length === 0) return model;
+  const profiles: MigProfile[] = reported
+    .filter((r) => r.placements.length > 0 && r.instanceCount > 0)
+    .map((r) => ({
+      name: r.name,
+      giProfileId: r.id,
+      slices: r.sliceCount,
+      size: r.placements[0]!.size,
+      starts: [...new Set(r.placements.map((p) => p.start))].sort((a, b) => a - b),
+      max: r.instanceCount,
+      mediaExtensions: /\+me(\.|$)/.test(r.name),
+    }));
+  return { ...model, profiles, expected: false };
+}
