@@ -1,8 +1,6 @@
-import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadScenario } from '../../infra/local/scenario.ts';
-import { startStack, type StackResult } from '../../infra/local/stack.ts';
-import { REPO_ROOT } from '../../infra/local/stack-env.ts';
+import type { StackResult } from '../../infra/local/stack.ts';
+import { lineAt, simulateScenario } from './scenario-run.ts';
 import { HISTORY_ANNOTATION } from '../../functions/remediate/core/state.ts';
 
 /**
@@ -15,16 +13,10 @@ describe('gpu-reflex simulate, dra scenario', () => {
   let result: StackResult;
   const lines: string[] = [];
   beforeAll(async () => {
-    const scenario = loadScenario(join(REPO_ROOT, 'infra/local/scenarios/dra.yaml'));
-    result = await (await startStack(scenario, { clock: 'virtual', out: (l) => void lines.push(l) })).run();
+    result = await simulateScenario('dra.yaml', lines);
   }, 120_000);
 
-  const at = (re: RegExp) => {
-    const line = lines.find((l) => re.test(l));
-    expect(line, `no timeline line matches ${re}`).toBeDefined();
-    const [m, s] = line!.trim().split(/\s+/)[0]!.split(':').map(Number);
-    return m! * 60 + s!;
-  };
+  const at = (re: RegExp) => lineAt(lines, re);
   const remediations = () => result.report.actions.filter((a) => a.detailType === 'Remediation');
   type Step = { kind: string; result: string; message?: string };
 

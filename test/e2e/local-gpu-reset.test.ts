@@ -1,8 +1,6 @@
-import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { loadScenario } from '../../infra/local/scenario.ts';
-import { startStack, type StackResult } from '../../infra/local/stack.ts';
-import { REPO_ROOT } from '../../infra/local/stack-env.ts';
+import type { StackResult } from '../../infra/local/stack.ts';
+import { lineAt, simulateScenario } from './scenario-run.ts';
 
 /**
  * Issue #11 on the embedded stack, real agents (their actuators) and the device-plugin stand-in:
@@ -14,16 +12,10 @@ describe('gpu-reflex simulate, gpu-reset scenario', () => {
   let result: StackResult;
   const lines: string[] = [];
   beforeAll(async () => {
-    const scenario = loadScenario(join(REPO_ROOT, 'infra/local/scenarios/gpu-reset.yaml'));
-    result = await (await startStack(scenario, { clock: 'virtual', out: (l) => void lines.push(l) })).run();
+    result = await simulateScenario('gpu-reset.yaml', lines);
   }, 120_000);
 
-  const at = (re: RegExp) => {
-    const line = lines.find((l) => re.test(l));
-    expect(line, `no timeline line matches ${re}`).toBeDefined();
-    const [m, s] = line!.trim().split(/\s+/)[0]!.split(':').map(Number);
-    return m! * 60 + s!;
-  };
+  const at = (re: RegExp) => lineAt(lines, re);
 
   it('meets every expectation of the scenario', () => {
     expect(result.report.summary.expectations?.filter((x) => !x.ok)).toEqual([]);

@@ -49,23 +49,20 @@ export class KubeDeviceTaintOps implements DeviceTaintOps {
     private readonly pageSize = 500,
   ) {}
 
-  // RBAC: resource.k8s.io resourceslices list
-  async devices(node: string, driver: string): Promise<Record<string, DeviceRef>> {
-    const what = `listing resourceslices of node ${node}`;
-    const slices = await listAll<Slice>(async (cont) => {
+  /** Every object of a cluster-scoped resource.k8s.io kind matching `selector`, page by page. */
+  private list<T>(version: string, plural: string, selector: { fieldSelector?: string; labelSelector?: string }, what: string): Promise<T[]> {
+    return listAll<T>(async (cont) => {
       try {
-        return (await this.custom.listClusterCustomObject({
-          group: GROUP,
-          version: this.versions.resourceSliceVersion,
-          plural: 'resourceslices',
-          fieldSelector: `spec.nodeName=${node}`,
-          limit: this.pageSize,
-          ...(cont ? { _continue: cont } : {}),
-        })) as Page<Slice>;
+        return (await this.custom.listClusterCustomObject({ group: GROUP, version, plural, ...selector, limit: this.pageSize, ...(cont ? { _continue: cont } : {}) })) as Page<T>;
       } catch (err) {
         throw fromKubeError(err, what);
       }
     });
+  }
+
+  // RBAC: resource.k8s.io resourceslices list
+  async devices(node: string, driver: string): Promise<Record<string, DeviceRef>> {
+    const slices = await this.list<Slice>(this.versions.resourceSliceVersion, 'resourceslices', { fieldSelector: `spec.nodeName=${node}` }, `listing resourceslices of node ${node}`);
     const out: Record<string, DeviceRef> = {};
     for (const s of slices) {
       if (s.spec?.driver !== driver || !s.spec.pool?.name) continue;
@@ -79,21 +76,7 @@ export class KubeDeviceTaintOps implements DeviceTaintOps {
 
   // RBAC: resource.k8s.io devicetaintrules list
   async rules(node: string): Promise<string[]> {
-    const what = `listing devicetaintrules of node ${node}`;
-    const rules = await listAll<Named>(async (cont) => {
-      try {
-        return (await this.custom.listClusterCustomObject({
-          group: GROUP,
-          version: this.versions.deviceTaintRuleVersion,
-          plural: 'devicetaintrules',
-          labelSelector: `${RULE_NODE_LABEL}=${node}`,
-          limit: this.pageSize,
-          ...(cont ? { _continue: cont } : {}),
-        })) as Page<Named>;
-      } catch (err) {
-        throw fromKubeError(err, what);
-      }
-    });
+    const rules = await this.list<Named>(this.versions.deviceTaintRuleVersion, 'devicetaintrules', { labelSelector: `${RULE_NODE_LABEL}=${node}` }, `listing devicetaintrules of node ${node}`);
     return rules.map((r) => r.metadata?.name ?? '').filter(Boolean).sort();
   }
 
