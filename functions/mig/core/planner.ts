@@ -1,0 +1,263 @@
+/**
+ * The MIG rebalancer's planner (issue #12): which idle MIG GPUs to carve differently so that
+ * pending pods asking for `nvidia.com/mig-<profile>` can run. Pure and deterministic.
+ *
+ * Supply is every MIG-enabled GPU with its instances and whether each is in use; demand is the
+ * pending pods, each with its per-profile requests, priority and the nodes it may land on. The
+ * objective, in order:
+ *   1. satisfy the most demand, higher priorities first;
+ *   2. change the fewest GPUs (mig-manager wipes every instance of a GPU it changes);
+ *   3. never touch a GPU with an instance in use (no preemption);
+ *   4. never leave a MIG-enabled GPU empty (every candidate layout holds an instance);
+ *   5. keep as much of a changed GPU's old layout as possible, then prefer zero-waste layouts.
+ * Greedy: one GPU at a time, the change that satisfies the most more demand; ties go to the
+ * layout closest to the old one, then zero waste, then node and GPU order. It stops when no
+ * change satisfies more, so replanning on the applied state is a no-op.
+ *
+ * How demand is matched to supply (also how "satisfied" is counted): pods in priority order
+ * (then namespace/name), each on the first node (by name) it may use where every instance it asks
+ * for is free; instances are taken GPU by GPU in index order.
+ */
+import { checkLayout, enumerateLayouts, layoutWords, waste } from './layout.ts';
+import type { MigModel } from './profiles.ts';
+
+export interface MigInstanceState {
+  profile: string;
+  /** A pod holds it: the GPU must not be relaid (mig-manager would destroy it). */
+  inUse: boolean;
+}
+
+export interface MigGpu {
+  node: string;
+  index: number;
+  model: MigModel;
+  instances: MigInstanceState[];
+}
+
+export interface MigNode {
+  name: string;
+  labels: Readonly<Record<string, string>>;
+  /** Cordoned nodes take no new pods: their GPUs count as supply for nobody. */
+  schedulable: boolean;
+  gpus: MigGpu[];
+}
+
+export interface PendingMigPod {
+  namespace: string;
+  name: string;
+  priority: number;
+  /** profile → instances, from its `nvidia.com/mig-<profile>` requests. */
+  requests: Readonly<Record<string, number>>;
+  /** Its nodeSelector: a node qualifies when it carries every one of these labels. */
+  nodeSelector: Readonly<Record<string, string>>;
+}
+
+export interface GpuChange {
+  node: string;
+  gpu: number;
+  model: string;
+  from: string[];
+  to: string[];
+  /** Pods (`namespace/name`) that run on this GPU's new instances. */
+  unblocks: string[];
+  /** Pods whose instances this change destroys: none, the planner never touches a GPU in use. */
+  disrupts: string[];
+  why: string;
+}
+
+export interface MigPlan {
+  changes: GpuChange[];
+  /** Pending pods satisfied by the current layouts, and after the changes. */
+  satisfiedBefore: number;
+  satisfiedAfter: number;
+  /** Pending pods no change of an idle GPU can satisfy, with why. */
+  unmet: { pod: string; why: string }[];
+}
+
+type Layouts = Map<string, string[]>;
+const gpuKey = (g: Pick<MigGpu, 'node' | 'index'>) => `${g.node}#${g.index}`;
+const podKey = (p: PendingMigPod) => `${p.namespace}/${p.name}`;
+
+function fits(node: MigNode, pod: PendingMigPod): boolean {
+  return node.schedulable && Object.entries(pod.nodeSelector).every(([k, v]) => node.labels[k] === v);
+}
+
+function podOrder(a: PendingMigPod, b: PendingMigPod): number {
+  return b.priority - a.priority || podKey(a).localeCompare(podKey(b));
+}
+
+interface Assignment {
+  /** pod → GPU keys its instances come from. */
+  placed: Map<string, string[]>;
+  /** pod → [gpu key, profile] of every instance it takes. */
+  taken: Map<string, [string, string][]>;
+  /** Satisfied pods per priority, highest first: compared lexicographically. */
+  score: number[];
+}
+
+/**
+ * Matches pods to free instances (see the file comment). `layouts` overrides GPUs' instances by
+ * key (a relaid GPU: all its instances free).
+ */
+function assign(nodes: readonly MigNode[], pods: readonly PendingMigPod[], layouts: Layouts, priorities: readonly number[]): Assignment {
+  const free = new Map<string, Map<string, number>>(); // gpu key → profile → free count
+  for (const n of nodes) {
+    for (const g of n.gpus) {
+      const k = gpuKey(g);
+      const counts = new Map<string, number>();
+      const relaid = layouts.get(k);
+      for (const p of relaid ?? g.instances.filter((i) => !i.inUse).map((i) => i.profile)) counts.set(p, (counts.get(p) ?? 0) + 1);
+      free.set(k, counts);
+    }
+  }
+  const placed = new Map<string, string[]>();
+  const taken = new Map<string, [string, string][]>();
+  const byPriority = new Map<number, number>();
+  for (const pod of pods) {
+    for (const n of nodes) {
+      if (!fits(n, pod)) continue;
+      const take: [string, string][] = []; // [gpu key, profile]
+      const trial = new Map(n.gpus.map((g) => [gpuKey(g), new Map(free.get(gpuKey(g)))]));
+      let ok = true;
+      for (const [profile, want] of Object.entries(pod.requests)) {
+        let left = want;
+        for (const g of n.gpus) {
+          const c = trial.get(gpuKey(g))!;
+          while (left > 0 && (c.get(profile) ?? 0) > 0) {
+            c.set(profile, c.get(profile)! - 1);
+            take.push([gpuKey(g), profile]);
+            left--;
+          }
+        }
+        if (left > 0) ok = false;
+      }
+      if (!ok) continue;
+      for (const [k, c] of trial) free.set(k, c);
+      placed.set(podKey(pod), [...new Set(take.map(([k]) => k))]);
+      taken.set(podKey(pod), take);
+      byPriority.set(pod.priority, (byPriority.get(pod.priority) ?? 0) + 1);
+      break;
+    }
+  }
+  return { placed, taken, score: priorities.map((p) => byPriority.get(p) ?? 0) };
+}
+
+function better(a: readonly number[], b: readonly number[]): number {
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
+  return 0;
+}
+
+/** Instances the two layouts share, counted by profile (what a change keeps of the old layout). */
+function kept(from: readonly string[], to: readonly string[]): number {
+  const left = new Map<string, number>();
+  for (const p of from) left.set(p, (left.get(p) ?? 0) + 1);
+  let n = 0;
+  for (const p of to) {
+    if ((left.get(p) ?? 0) > 0) {
+      left.set(p, left.get(p)! - 1);
+      n++;
+    }
+  }
+  return n;
+}
+
+const sameLayout = (a: readonly string[], b: readonly string[]) => a.length === b.length && kept(a, b) === a.length;
+
+export function planMig(nodes: readonly MigNode[], pendingPods: readonly PendingMigPod[]): MigPlan {
+  const sortedNodes = [...nodes].sort((a, b) => a.name.localeCompare(b.name)).map((n) => ({ ...n, gpus: [...n.gpus].sort((a, b) => a.index - b.index) }));
+  const pods = pendingPods.filter((p) => Object.values(p.requests).some((v) => v > 0)).sort(podOrder);
+  const priorities = [...new Set(pods.map((p) => p.priority))].sort((a, b) => b - a);
+  const layoutsOf = new Map<MigModel, string[][]>();
+  const enumerated = (m: MigModel) => layoutsOf.get(m) ?? (layoutsOf.set(m, enumerateLayouts(m)), layoutsOf.get(m)!);
+
+  const relaid: Layouts = new Map();
+  const before = assign(sortedNodes, pods, relaid, priorities);
+  let current = before;
+  const demanded = new Set(pods.flatMap((p) => Object.keys(p.requests)));
+  // Candidates: MIG GPUs with no instance in use, on a node some still-unplaced pod may use.
+  const candidates = sortedNodes.flatMap((n) => n.gpus.filter((g) => g.instances.every((i) => !i.inUse)).map((g) => ({ node: n, gpu: g })));
+  for (;;) {
+    const unplaced = pods.filter((p) => !current.placed.has(podKey(p)));
+    if (unplaced.length === 0) break;
+    let best: { key: string; layout: string[]; result: Assignment; keep: number; zero: boolean } | undefined;
+    for (const { node, gpu } of candidates) {
+      const key = gpuKey(gpu);
+      if (relaid.has(key) || !unplaced.some((p) => fits(node, p))) continue;
+      const old = gpu.instances.map((i) => i.profile);
+      for (const layout of enumerated(gpu.model)) {
+        if (sameLayout(layout, old) || !layout.some((p) => demanded.has(p))) continue;
+        const trial = new Map(relaid).set(key, layout);
+        const result = assign(sortedNodes, pods, trial, priorities);
+        const gain = better(result.score, current.score);
+        if (gain <= 0) continue;
+        const check = checkLayout(gpu.model, layout);
+        const w = check.valid ? waste(gpu.model, check) : { compute: 1, memory: 1 };
+        const cand = { key, layout, result, keep: kept(old, layout), zero: w.compute === 0 && w.memory === 0 };
+        if (!best) {
+          best = cand;
+          continue;
+        }
+        const vs = better(cand.result.score, best.result.score) || cand.keep - best.keep || Number(cand.zero) - Number(best.zero);
+        if (vs > 0) best = cand;
+      }
+    }
+    if (!best) break;
+    relaid.set(best.key, best.layout);
+    current = best.result;
+  }
+
+  const changes: GpuChange[] = [];
+  for (const n of sortedNodes) {
+    for (const g of n.gpus) {
+      const to = relaid.get(gpuKey(g));
+      if (!to) continue;
+      const from = g.instances.map((i) => i.profile);
+      const unblocks = pods.filter((p) => current.placed.get(podKey(p))?.includes(gpuKey(g)) && !before.placed.has(podKey(p))).map(podKey);
+      const wanted = [...new Set(unblocks.flatMap((u) => Object.keys(pods.find((p) => podKey(p) === u)!.requests)))];
+      changes.push({
+        node: n.name,
+        gpu: g.index,
+        model: g.model.name,
+        from,
+        to,
+        unblocks,
+        disrupts: [],
+        why: `${n.name} GPU ${g.index} is idle (no instance in use); ${layoutWords(from)} → ${layoutWords(to)} gives ${unblocks.length} pending pod${unblocks.length === 1 ? '' : 's'} the ${wanted.join(', ')} instance${unblocks.length === 1 ? '' : 's'} ${unblocks.length === 1 ? 'it waits' : 'they wait'} for, keeping ${kept(from, to)} of its ${from.length} instance${from.length === 1 ? '' : 's'}`,
+      });
+    }
+  }
+  const unmet = pods.filter((p) => !current.placed.has(podKey(p))).map((p) => ({ pod: podKey(p), why: unmetWhy(sortedNodes, p) }));
+  return { changes, satisfiedBefore: before.placed.size, satisfiedAfter: current.placed.size, unmet };
+}
+
+function unmetWhy(nodes: readonly MigNode[], pod: PendingMigPod): string {
+  const want = Object.entries(pod.requests).map(([p, n]) => (n === 1 ? p : `${n}×${p}`)).join(' + ');
+  const eligible = nodes.filter((n) => fits(n, pod));
+  if (eligible.length === 0) return `no schedulable MIG node matches its nodeSelector (${Object.entries(pod.nodeSelector).map(([k, v]) => `${k}=${v}`).join(', ') || 'none'})`;
+  const offers = eligible.some((n) => n.gpus.some((g) => Object.keys(pod.requests).every((p) => g.model.profiles.some((q) => q.name === p))));
+  if (!offers) return `no GPU model on the ${eligible.length} node(s) it may use has the profile(s) ${want}`;
+  return `${want}: every GPU that could be relaid for it on the ${eligible.length} node(s) it may use has an instance in use, or went to a pod before it`;
+}
+
+/**
+ * The fleet once `plan` is applied and the pods that fit have started (matched as the planner
+ * matches them): relaid GPUs carry their new layouts, the instances the pods took are in use, and
+ * the pods still pending are returned. What `simulate`-free tests replan on.
+ */
+export function afterPlan(nodes: readonly MigNode[], pendingPods: readonly PendingMigPod[], plan: Pick<MigPlan, 'changes'>): { nodes: MigNode[]; pending: PendingMigPod[] } {
+  const to = new Map(plan.changes.map((c) => [`${c.node}#${c.gpu}`, c.to]));
+  const relaid: MigNode[] = [...nodes]
+    .sort((a, b) => a.name.localeCompare(b.name))
+    .map((n) => ({ ...n, gpus: [...n.gpus].sort((a, b) => a.index - b.index).map((g) => ({ ...g, instances: (to.get(gpuKey(g)) ?? null)?.map((profile) => ({ profile, inUse: false })) ?? g.instances.map((i) => ({ ...i })) })) }));
+  const pods = pendingPods.filter((p) => Object.values(p.requests).some((v) => v > 0)).sort(podOrder);
+  const priorities = [...new Set(pods.map((p) => p.priority))].sort((a, b) => b - a);
+  const result = assign(relaid, pods, new Map(), priorities);
+  const byKey = new Map(relaid.flatMap((n) => n.gpus.map((g) => [gpuKey(g), g] as const)));
+  for (const take of result.taken.values()) {
+    for (const [k, profile] of take) {
+      const inst = byKey.get(k)!.instances.find((i) => i.profile === profile && !i.inUse);
+      if (inst) inst.inUse = true;
+    }
+  }
+  return { nodes: relaid, pending: pods.filter((p) => !result.placed.has(podKey(p))) };
+}
