@@ -64,6 +64,8 @@ export function toPodInfo(p: V1Pod): PodInfo {
     terminating: p.metadata?.deletionTimestamp !== undefined && p.metadata.deletionTimestamp !== null,
     terminationGracePeriodSeconds: p.spec?.terminationGracePeriodSeconds,
     extendedResources: extendedResources(p),
+    ...(p.spec?.nodeSelector && Object.keys(p.spec.nodeSelector).length > 0 ? { nodeSelector: { ...p.spec.nodeSelector } } : {}),
+    ...(typeof p.spec?.priority === 'number' ? { priority: p.spec.priority } : {}),
   };
 }
 

@@ -68,6 +68,10 @@ export interface PodInfo {
    * requests), e.g. `{ 'nvidia.com/gpu': 2 }` or `{ 'nvidia.com/mig-1g.10gb': 1 }`.
    */
   extendedResources: Record<string, number>;
+  /** `spec.nodeSelector` (where a pending pod may land), when it has one. */
+  nodeSelector?: Record<string, string>;
+  /** `spec.priority` (resolved from its PriorityClass by admission), when set. */
+  priority?: number;
 }
 
 /** `namespace/name`, the key pods are reported by. */

@@ -47,6 +47,13 @@ describe('planMig', () => {
     expect(plan.unmet.map((u) => u.pod)).toEqual(['ml/low']);
   });
 
+  it('never takes away instances pending pods can already use, even for a higher priority', () => {
+    const n = node('h', [gpu('h', 0, H100, ['2g.20gb', '1g.10gb']), gpu('h', 1, H100, SEVEN_1G, 7)]);
+    const plan = planMig([n], [pending('small-2g', { '2g.20gb': 1 }), pending('small-1g', { '1g.10gb': 1 }), pending('whole', { '7g.80gb': 1 }, { priority: 10 })]);
+    expect(plan).toMatchObject({ changes: [], satisfiedBefore: 2, satisfiedAfter: 2 });
+    expect(plan.unmet).toEqual([{ pod: 'ml/whole', why: expect.stringContaining('holds instances other pending pods can use') }]);
+  });
+
   it('honours nodeSelectors and cordons', () => {
     const a = node('a', [gpu('a', 0, H100, SEVEN_1G)], { pool: 'x' });
     const b = node('b', [gpu('b', 0, H100, SEVEN_1G)], { pool: 'y' });
@@ -73,7 +80,7 @@ const fleetArb = fc
     fc.record({
       model: fc.constantFrom(...MODELS),
       pool: fc.constantFrom('p', 'q'),
-      schedulable: fc.boolean({ falsePercent: 10 } as never),
+      schedulable: fc.integer({ min: 0, max: 9 }).map((x) => x > 0),
       gpus: fc.array(fc.record({ layout: fc.nat(), used: fc.nat({ max: 8 }), busy: fc.boolean() }), { minLength: 1, maxLength: 4 }),
     }),
     { minLength: 1, maxLength: 3 },
@@ -82,7 +89,7 @@ const fleetArb = fc
     specs.map((s, ni): MigNode => {
       const name = `n${ni}`;
       const layouts = LAYOUTS.get(s.model)!;
-      return node(name, s.gpus.map((g, gi) => { const l = layouts[g.layout % layouts.length]!; return gpu(name, gi, s.model, l, g.busy ? Math.min(g.used, l.length) : 0); }), { pool: s.pool }, s.schedulable !== false);
+      return node(name, s.gpus.map((g, gi) => { const l = layouts[g.layout % layouts.length]!; return gpu(name, gi, s.model, l, g.busy ? Math.min(g.used, l.length) : 0); }), { pool: s.pool }, s.schedulable);
     }),
   );
 const podsArb = (profiles: string[]) =>

@@ -5,7 +5,8 @@
  * Supply is every MIG-enabled GPU with its instances and whether each is in use; demand is the
  * pending pods, each with its per-profile requests, priority and the nodes it may land on. The
  * objective, in order:
- *   1. satisfy the most demand, higher priorities first;
+ *   1. satisfy more demand, higher priorities first, and never less at any priority: a relayout
+ *      never takes away an instance a pending pod could already use;
  *   2. change the fewest GPUs (mig-manager wipes every instance of a GPU it changes);
  *   3. never touch a GPU with an instance in use (no preemption);
  *   4. never leave a MIG-enabled GPU empty (every candidate layout holds an instance);
@@ -147,6 +148,11 @@ function better(a: readonly number[], b: readonly number[]): number {
   return 0;
 }
 
+/** At least as many satisfied at every priority, and more at one. */
+function dominates(a: readonly number[], b: readonly number[]): boolean {
+  return a.every((x, i) => x >= b[i]!) && a.some((x, i) => x > b[i]!);
+}
+
 /** Instances the two layouts share, counted by profile (what a change keeps of the old layout). */
 function kept(from: readonly string[], to: readonly string[]): number {
   const left = new Map<string, number>();
@@ -188,8 +194,9 @@ export function planMig(nodes: readonly MigNode[], pendingPods: readonly Pending
         if (sameLayout(layout, old) || !layout.some((p) => demanded.has(p))) continue;
         const trial = new Map(relaid).set(key, layout);
         const result = assign(sortedNodes, pods, trial, priorities);
-        const gain = better(result.score, current.score);
-        if (gain <= 0) continue;
+        // Only a change that leaves every priority at least as served as now: a relayout never
+        // takes away an instance a pending pod could already use, whatever its priority.
+        if (!dominates(result.score, current.score)) continue;
         const check = checkLayout(gpu.model, layout);
         const w = check.valid ? waste(gpu.model, check) : { compute: 1, memory: 1 };
         const cand = { key, layout, result, keep: kept(old, layout), zero: w.compute === 0 && w.memory === 0 };
@@ -212,7 +219,9 @@ export function planMig(nodes: readonly MigNode[], pendingPods: readonly Pending
       const to = relaid.get(gpuKey(g));
       if (!to) continue;
       const from = g.instances.map((i) => i.profile);
-      const unblocks = pods.filter((p) => current.placed.get(podKey(p))?.includes(gpuKey(g)) && !before.placed.has(podKey(p))).map(podKey);
+      // Every pod that lands on the new instances (all of a relaid GPU's instances are new; a pod
+      // that had a free instance elsewhere may move here to make room for a higher priority).
+      const unblocks = pods.filter((p) => current.placed.get(podKey(p))?.includes(gpuKey(g))).map(podKey);
       const wanted = [...new Set(unblocks.flatMap((u) => Object.keys(pods.find((p) => podKey(p) === u)!.requests)))];
       changes.push({
         node: n.name,
@@ -236,7 +245,7 @@ function unmetWhy(nodes: readonly MigNode[], pod: PendingMigPod): string {
   if (eligible.length === 0) return `no schedulable MIG node matches its nodeSelector (${Object.entries(pod.nodeSelector).map(([k, v]) => `${k}=${v}`).join(', ') || 'none'})`;
   const offers = eligible.some((n) => n.gpus.some((g) => Object.keys(pod.requests).every((p) => g.model.profiles.some((q) => q.name === p))));
   if (!offers) return `no GPU model on the ${eligible.length} node(s) it may use has the profile(s) ${want}`;
-  return `${want}: every GPU that could be relaid for it on the ${eligible.length} node(s) it may use has an instance in use, or went to a pod before it`;
+  return `${want}: every GPU that could be relaid for it on the ${eligible.length} node(s) it may use has an instance in use, holds instances other pending pods can use, or went to a pod before it`;
 }
 
 /**
