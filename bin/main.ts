@@ -28,6 +28,7 @@ export const commands: Entry[] = [
   { path: ['approve'], summary: 'approve or reject a held-back remediation (puts Approval Decided on the bus)', load: async () => (await import('../functions/remediate/approve-cli.ts')).approveCommand },
   { path: ['approvals', 'list'], summary: 'list the approvals in the store (open, approved-applied, rejected, expired)', load: async () => (await import('../functions/remediate/approve-cli.ts')).approvalsListCommand },
   { path: ['mig', 'validate'], summary: 'check one GPU\'s MIG layout against its model: valid (and where each instance sits) or why not', load: async () => (await import('../functions/mig/cli.ts')).migValidateCommand },
+  { path: ['mig', 'plan'], summary: 'print which idle MIG GPUs to relay so pending MIG pods can run (fleet file or live cluster; changes nothing)', load: async () => (await import('../functions/mig/cli.ts')).migPlanCommand },
   { path: ['mig', 'layouts'], summary: 'list every MIG layout one GPU of a model can hold', load: async () => (await import('../functions/mig/cli.ts')).migLayoutsCommand },
   { path: ['remediate', 'plan'], summary: 'print the remediation plan for one event, in dry run (from facts, or reading a live cluster)', load: async () => (await import('../functions/remediate/cli.ts')).planCommand },
 ];

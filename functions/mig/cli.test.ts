@@ -1,5 +1,9 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { CliIo } from '../../bin/command.ts';
+import { startKubeSim } from '../../infra/local/kube/index.ts';
 import { main } from '../../bin/main.ts';
 import { parseLayout } from './cli.ts';
 
@@ -67,5 +71,47 @@ describe('gpu-reflex mig layouts', () => {
     const n = Number(/(\d+) layouts on A100-40GB with zero waste/.exec(zero.out)?.[1]);
     expect(n).toBeGreaterThan(0);
     expect(n).toBeLessThan(layouts.length);
+  });
+});
+
+const FLEET = new URL('./testdata/h100-mig.yaml', import.meta.url).pathname;
+
+describe('gpu-reflex mig plan', () => {
+  it('plans on a fleet file: the idle GPU relaid for the pods waiting on 3g.40gb, the busy ones left', async () => {
+    const r = await run('mig', 'plan', '--fleet', FLEET);
+    expect(r.code).toBe(0);
+    const lines = r.out.split('\n');
+    expect(lines[0]).toMatch(/^GPU\s+FROM\s+TO\s+UNBLOCKS\s+DISRUPTS$/);
+    expect(lines[1]).toMatch(/^h100-0\/2\s+7×1g\.10gb\s+2×3g\.40gb\s+ml-train\/finetune-0, ml-train\/finetune-1\s+-$/);
+    expect(r.out).toContain('pending MIG pods that can run: 0 now, 2 after 1 GPU change');
+    const json = JSON.parse((await run('mig', 'plan', '--fleet', FLEET, '--json')).out) as { changes: { node: string; gpu: number; to: string[] }[]; notes: string[] };
+    expect(json.changes.map((c) => `${c.node}/${c.gpu}`)).toEqual(['h100-0/2']);
+    expect(json.notes).toEqual([]);
+  });
+
+  it('plans on a live cluster, reading only, and relays nothing on a node whose pods\' GPUs it cannot know', async () => {
+    const sim = await startKubeSim({ fleet: FLEET });
+    try {
+      sim.tick();
+      const kubeconfig = join(mkdtempSync(join(tmpdir(), 'mig-plan-')), 'kubeconfig');
+      sim.writeKubeconfig(kubeconfig);
+      const before = JSON.stringify(sim.store.list('nodes'));
+      const r = await run('mig', 'plan', '--kubeconfig', kubeconfig);
+      expect(r.code).toBe(0);
+      expect(r.out).toContain('no GPU to relay');
+      expect(r.out).toContain('note: h100-0: 10 pod(s) use MIG instances there, but not which GPUs: none of its GPUs will be relaid');
+      expect(r.out).toMatch(/still pending ml-train\/finetune-0: 3g\.40gb: every GPU that could be relaid/);
+      expect(JSON.stringify(sim.store.list('nodes'))).toBe(before);
+    } finally {
+      await sim.close();
+    }
+  });
+
+  it('needs exactly one of --fleet and --kubeconfig', async () => {
+    expect((await run('mig', 'plan')).code).toBe(2);
+    expect((await run('mig', 'plan', '--fleet', FLEET, '--kubeconfig', FLEET)).err).toContain('give exactly one of --fleet FILE or --kubeconfig FILE');
+    const missing = await run('mig', 'plan', '--fleet', '/nonexistent/fleet.yaml');
+    expect(missing.code).toBe(1);
+    expect(missing.err).toContain('/nonexistent/fleet.yaml');
   });
 });

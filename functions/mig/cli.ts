@@ -1,11 +1,15 @@
 /**
  * `gpu-reflex mig validate` (is this one GPU's MIG layout possible on that model, and where would
- * each instance sit) and `gpu-reflex mig layouts` (every layout one GPU of a model can hold).
- * Both read only the built-in catalog (functions/mig/core/profiles.ts, facts in docs/mig.md).
+ * each instance sit), `gpu-reflex mig layouts` (every layout one GPU of a model can hold) — both
+ * read only the built-in catalog (functions/mig/core/profiles.ts, facts in docs/mig.md) — and
+ * `gpu-reflex mig plan` (which idle GPUs to relay for the pending MIG pods of a fleet file or a
+ * live cluster; it changes nothing).
  */
 import { parseArgs } from 'node:util';
 import { UsageError, type Command } from '../../bin/command.ts';
+import { readInputText } from '../../bin/input.ts';
 import { checkLayout, enumerateLayouts, layoutWords, waste, type LayoutCheck } from './core/layout.ts';
+import { planMig, type MigPlan } from './core/planner.ts';
 import { knownModelNames, migModel, migResourceName, type MigModel } from './core/profiles.ts';
 
 function modelFrom(name: string | undefined): MigModel {
@@ -110,6 +114,60 @@ export const migLayoutsCommand: Command = {
     }
     for (const r of rows) io.out(`${layoutWords(r.layout).padEnd(48)}  unused ${r.waste.compute} compute, ${r.waste.memory} memory`);
     io.out(`${rows.length} layout${rows.length === 1 ? '' : 's'} on ${model.name}${values['zero-waste'] ? ' with zero waste' : ''}`);
+    return 0;
+  },
+};
+
+function planTable(plan: MigPlan, notes: readonly string[]): string[] {
+  const rows = plan.changes.map((c) => [`${c.node}/${c.gpu}`, layoutWords(c.from), layoutWords(c.to), c.unblocks.join(', ') || '-', c.disrupts.join(', ') || '-']);
+  const head = ['GPU', 'FROM', 'TO', 'UNBLOCKS', 'DISRUPTS'];
+  const width = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
+  const line = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(width[i]!))).join('  ');
+  const out = plan.changes.length > 0 ? [line(head), ...rows.map(line)] : ['no GPU to relay'];
+  out.push(`pending MIG pods that can run: ${plan.satisfiedBefore} now, ${plan.satisfiedAfter} after ${plan.changes.length} GPU change${plan.changes.length === 1 ? '' : 's'}`);
+  for (const c of plan.changes) out.push(`  why ${c.node}/${c.gpu}: ${c.why}`);
+  for (const u of plan.unmet) out.push(`  still pending ${u.pod}: ${u.why}`);
+  for (const n of notes) out.push(`  note: ${n}`);
+  return out;
+}
+
+export const migPlanCommand: Command = {
+  path: ['mig', 'plan'],
+  summary: 'print which idle MIG GPUs to relay so pending MIG pods can run (fleet file or live cluster; changes nothing)',
+  help: [
+    'Usage: gpu-reflex mig plan (--fleet FILE | --kubeconfig FILE) [--json]',
+    '',
+    'Reads the MIG nodes (mixed strategy) and the pending pods asking for nvidia.com/mig-<profile>,',
+    'and prints the plan as a table: GPU, its layout now, the layout it would get, the pods that',
+    'would run on it, the pods it would disrupt (always none: a GPU with an instance in use is never',
+    'relaid). Then why each GPU was chosen and why the pods left pending stay so. Changes nothing.',
+    '  --fleet FILE       a fleet file (infra/local/kube/fleet.ts format), as the simulated cluster',
+    '                     seeds and schedules it; which GPU each pod holds is known exactly',
+    '  --kubeconfig FILE  a live cluster (reads nodes and pods); without the node agent\'s inventory',
+    '                     a node that runs MIG pods has none of its GPUs relaid, and the plan says so',
+    '  --json             the plan and the notes as JSON',
+  ].join('\n'),
+  async run(args, io) {
+    const { values, positionals } = parseArgs({ args, options: { fleet: { type: 'string' }, kubeconfig: { type: 'string' }, json: { type: 'boolean' } }, allowPositionals: true, strict: true });
+    if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
+    if (!values.fleet === !values.kubeconfig) throw new UsageError('give exactly one of --fleet FILE or --kubeconfig FILE');
+    const { readMigFleet } = await import('./supply.ts');
+    let fleet;
+    if (values.fleet) {
+      await readInputText(values.fleet, '--fleet', io);
+      const { readFleetForMig } = await import('../../infra/local/mig-fleet.ts');
+      const read = readFleetForMig(values.fleet);
+      fleet = readMigFleet(read.nodes, read.pods, read.usage);
+    } else {
+      await readInputText(values.kubeconfig!, '--kubeconfig', io);
+      const { kubePorts, loadKubeConfig } = await import('../adapters/kube/index.ts');
+      // Reads only: nodes and pods (every namespace), page by page.
+      const ports = kubePorts(loadKubeConfig({ kubeconfigPath: values.kubeconfig! }), { namespace: 'gpu-reflex' });
+      fleet = readMigFleet(await ports.nodes.list(), await ports.pods.list());
+    }
+    const plan = planMig(fleet.nodes, fleet.pending);
+    if (values.json) io.out(JSON.stringify({ ...plan, notes: fleet.notes }, null, 2));
+    else for (const l of planTable(plan, fleet.notes)) io.out(l);
     return 0;
   },
 };

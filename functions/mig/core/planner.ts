@@ -33,6 +33,8 @@ export interface MigGpu {
   index: number;
   model: MigModel;
   instances: MigInstanceState[];
+  /** Never relaid, and why (its pods' instances are not known one by one). */
+  locked?: string;
 }
 
 export interface MigNode {
@@ -181,7 +183,7 @@ export function planMig(nodes: readonly MigNode[], pendingPods: readonly Pending
   let current = before;
   const demanded = new Set(pods.flatMap((p) => Object.keys(p.requests)));
   // Candidates: MIG GPUs with no instance in use, on a node some still-unplaced pod may use.
-  const candidates = sortedNodes.flatMap((n) => n.gpus.filter((g) => g.instances.every((i) => !i.inUse)).map((g) => ({ node: n, gpu: g })));
+  const candidates = sortedNodes.flatMap((n) => n.gpus.filter((g) => !g.locked && g.instances.every((i) => !i.inUse)).map((g) => ({ node: n, gpu: g })));
   for (;;) {
     const unplaced = pods.filter((p) => !current.placed.has(podKey(p)));
     if (unplaced.length === 0) break;

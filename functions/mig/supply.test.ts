@@ -1,0 +1,70 @@
+import { describe, expect, it } from 'vitest';
+import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
+import { readMigFleet } from './supply.ts';
+
+const node = (name: string, labels: Record<string, string>, allocatable: Record<string, string>, o: Partial<NodeInfo> = {}): NodeInfo => ({
+  name,
+  labels: { 'nvidia.com/mig.strategy': 'mixed', 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3', 'nvidia.com/gpu.count': '2', ...labels },
+  annotations: {},
+  taints: [],
+  unschedulable: false,
+  ready: true,
+  allocatable,
+  resourceVersion: '1',
+  ...o,
+});
+const pod = (name: string, resources: Record<string, number>, o: Partial<PodInfo> = {}): PodInfo => ({
+  namespace: 'ml', name, uid: `uid-${name}`, nodeName: undefined, phase: 'Pending', labels: {}, annotations: {}, owners: [], terminating: false, terminationGracePeriodSeconds: 30, extendedResources: resources, ...o,
+});
+const layout = (f: ReturnType<typeof readMigFleet>, n = 0) => f.nodes[n]!.gpus.map((g) => g.instances.map((i) => `${i.profile}${i.inUse ? '*' : ''}`).join(','));
+
+describe('readMigFleet', () => {
+  it('spreads the node\'s MIG capacity over its GPUs, spelling +me back from the resource name', () => {
+    const f = readMigFleet([node('h', {}, { 'nvidia.com/mig-3g.40gb': '2', 'nvidia.com/mig-1g.10gb': '6', 'nvidia.com/mig-1g.10gb.me': '2' })], []);
+    expect(layout(f)).toEqual(['1g.10gb,1g.10gb,1g.10gb,1g.10gb+me,3g.40gb', '1g.10gb,1g.10gb,1g.10gb,1g.10gb+me,3g.40gb']);
+    expect(f.nodes[0]!.gpus[0]!.model.name).toBe('H100-80GB');
+  });
+
+  it('reads capacity, not allocatable (a paused or fencing device plugin does not change the GPUs)', () => {
+    const f = readMigFleet([node('h', {}, { 'nvidia.com/mig-7g.80gb': '0' }, { capacity: { 'nvidia.com/mig-7g.80gb': '2' } })], []);
+    expect(layout(f)).toEqual(['7g.80gb', '7g.80gb']);
+  });
+
+  it('leaves out what it cannot plan on, and says why', () => {
+    const f = readMigFleet(
+      [
+        node('whole', { 'nvidia.com/mig.strategy': 'none' }, { 'nvidia.com/gpu': '8' }),
+        node('odd', { 'nvidia.com/gpu.product': 'Tesla-T4' }, { 'nvidia.com/mig-1g.5gb': '2' }),
+        node('busy', { 'nvidia.com/mig.config.state': 'pending' }, { 'nvidia.com/mig-1g.10gb': '14' }),
+      ],
+      [],
+    );
+    expect(f.nodes).toEqual([]);
+    expect(f.notes).toEqual(['odd: Tesla-T4 is not a MIG model gpu-reflex knows: left out', 'busy: mig-manager is reconfiguring it (nvidia.com/mig.config.state=pending): left out until it is done']);
+  });
+
+  it('marks the instances in use per GPU when it knows them', () => {
+    const f = readMigFleet([node('h', {}, { 'nvidia.com/mig-1g.10gb': '14' })], [pod('nb', { 'nvidia.com/mig-1g.10gb': 1 }, { nodeName: 'h', phase: 'Running' })], new Map([['h', [[], ['1g.10gb']]]]));
+    expect(f.nodes[0]!.gpus.map((g) => g.instances.filter((i) => i.inUse).length)).toEqual([0, 1]);
+    expect(f.nodes[0]!.gpus.some((g) => g.locked)).toBe(false);
+    expect(f.notes).toEqual([]);
+  });
+
+  it('without knowing which GPU holds a pod, counts its instances and locks the node\'s GPUs, saying so', () => {
+    const running = [pod('nb', { 'nvidia.com/mig-1g.10gb': 2 }, { nodeName: 'h', phase: 'Running' }), pod('done', { 'nvidia.com/mig-1g.10gb': 5 }, { nodeName: 'h', phase: 'Succeeded' })];
+    const f = readMigFleet([node('h', {}, { 'nvidia.com/mig-1g.10gb': '14' })], running);
+    expect(f.nodes[0]!.gpus.flatMap((g) => g.instances).filter((i) => i.inUse)).toHaveLength(2);
+    expect(f.nodes[0]!.gpus.every((g) => g.locked?.includes('which GPUs they use is unknown'))).toBe(true);
+    expect(f.notes).toEqual(['h: 1 pod(s) use MIG instances there, but not which GPUs: none of its GPUs will be relaid (the node agent\'s inventory tells)']);
+  });
+
+  it('takes the pending pods that ask for MIG instances, with priority and nodeSelector', () => {
+    const f = readMigFleet([], [
+      pod('big', { 'nvidia.com/mig-3g.40gb': 1, 'nvidia.com/mig-1g.10gb.me': 1 }, { priority: 1000, nodeSelector: { pool: 'h100' } }),
+      pod('cpu-only', {}),
+      pod('whole', { 'nvidia.com/gpu': 1 }),
+      pod('bound', { 'nvidia.com/mig-3g.40gb': 1 }, { nodeName: 'x', phase: 'Running' }),
+    ]);
+    expect(f.pending).toEqual([{ namespace: 'ml', name: 'big', priority: 1000, requests: { '3g.40gb': 1, '1g.10gb+me': 1 }, nodeSelector: { pool: 'h100' } }]);
+  });
+});

@@ -1,0 +1,117 @@
+/**
+ * What the MIG planner plans on, read from Kubernetes: MIG nodes (mixed strategy) with one layout
+ * per GPU and which instances are in use, and the pending pods that ask for MIG instances. Pure:
+ * the callers read nodes and pods (a live cluster, or a fleet file through the simulated cluster).
+ *
+ * A node's layout comes from its MIG capacity (capacity rather than allocatable: a fenced device or
+ * a paused device plugin does not change what the GPUs hold) spread over `nvidia.com/gpu.count`
+ * GPUs, as NVIDIA's mixed strategy advertises totals only. Which GPU holds a running pod is not in
+ * the API: `usage` (node → per-GPU profiles in use, e.g. from the node agent's inventory or the
+ * simulated device plugin) says it; without it, every GPU of a node that runs a MIG pod is locked
+ * (counted as supply, never relaid) and a note says so.
+ */
+import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
+import type { MigGpu, MigNode, PendingMigPod } from './core/planner.ts';
+import { MIG_MODELS, migModel, migResourceName, type MigModel } from './core/profiles.ts';
+
+export const MIG_STRATEGY_LABEL = 'nvidia.com/mig.strategy';
+export const MIG_CONFIG_STATE_LABEL = 'nvidia.com/mig.config.state';
+const MIG_RESOURCE = /^nvidia\.com\/mig-(.+)$/;
+
+/** node → per GPU index → profiles of the instances in use there. */
+export type MigUsage = ReadonlyMap<string, readonly (readonly string[])[]>;
+
+export interface MigFleet {
+  nodes: MigNode[];
+  pending: PendingMigPod[];
+  /** What was left out or assumed, in words (a node mid-reconfiguration, an unknown model, …). */
+  notes: string[];
+}
+
+/** The profile a `nvidia.com/mig-…` resource stands for on this model (`+` was spelled `.`). */
+function profileOfResource(model: MigModel | undefined, resource: string): string | undefined {
+  const m = MIG_RESOURCE.exec(resource);
+  if (!m) return undefined;
+  const models = model ? [model] : MIG_MODELS;
+  for (const mm of models) for (const p of mm.profiles) if (migResourceName(p.name) === resource) return p.name;
+  return m[1];
+}
+
+const finished = (p: PodInfo) => p.phase === 'Succeeded' || p.phase === 'Failed';
+
+function migRequests(pod: PodInfo, model?: MigModel): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(pod.extendedResources)) {
+    const profile = profileOfResource(model, k);
+    if (profile && v > 0) out[profile] = (out[profile] ?? 0) + v;
+  }
+  return out;
+}
+
+export function readMigFleet(nodes: readonly NodeInfo[], pods: readonly PodInfo[], usage?: MigUsage): MigFleet {
+  const notes: string[] = [];
+  const out: MigNode[] = [];
+  for (const n of nodes) {
+    const counts = n.capacity ?? n.allocatable;
+    const migKeys = Object.keys(counts).filter((k) => MIG_RESOURCE.test(k));
+    if (n.labels[MIG_STRATEGY_LABEL] !== 'mixed' || migKeys.length === 0) continue;
+    const product = n.labels['nvidia.com/gpu.product'] ?? '';
+    const model = migModel(product);
+    if (!model) {
+      notes.push(`${n.name}: ${product || 'no nvidia.com/gpu.product label'} is not a MIG model gpu-reflex knows: left out`);
+      continue;
+    }
+    const state = n.labels[MIG_CONFIG_STATE_LABEL];
+    if (state === 'pending' || state === 'rebooting') {
+      notes.push(`${n.name}: mig-manager is reconfiguring it (${MIG_CONFIG_STATE_LABEL}=${state}): left out until it is done`);
+      continue;
+    }
+    const gpuCount = Number(n.labels['nvidia.com/gpu.count'] ?? '1') || 1;
+    // Totals spread over the GPUs, largest profiles first (the remainder goes to the first GPUs).
+    const perGpu: string[][] = Array.from({ length: gpuCount }, () => []);
+    for (const k of migKeys.sort()) {
+      const profile = profileOfResource(model, k)!;
+      const total = Number(counts[k]) || 0;
+      for (let i = 0; i < total; i++) perGpu[i % gpuCount]!.push(profile);
+    }
+    const running = pods.filter((p) => p.nodeName === n.name && !finished(p) && Object.keys(migRequests(p, model)).length > 0);
+    const known = usage?.get(n.name);
+    const gpus: MigGpu[] = perGpu.map((profiles, index) => {
+      const used = [...(known?.[index] ?? [])];
+      return {
+        node: n.name,
+        index,
+        model,
+        instances: profiles.map((profile) => {
+          const at = used.indexOf(profile);
+          if (at >= 0) used.splice(at, 1);
+          return { profile, inUse: at >= 0 };
+        }),
+      };
+    });
+    if (!known && running.length > 0) {
+      // Which GPU holds which pod is unknown: count the instances they use (so free supply is
+      // right), taken GPU by GPU, and lock every GPU of the node against a relayout.
+      for (const pod of running) {
+        for (const [profile, want] of Object.entries(migRequests(pod, model))) {
+          let left = want;
+          for (const i of gpus.flatMap((g) => g.instances)) {
+            if (left === 0) break;
+            if (i.inUse || i.profile !== profile) continue;
+            i.inUse = true;
+            left--;
+          }
+        }
+      }
+      for (const g of gpus) g.locked = `${running.length} pod(s) hold MIG instances on ${n.name} and which GPUs they use is unknown`;
+      notes.push(`${n.name}: ${running.length} pod(s) use MIG instances there, but not which GPUs: none of its GPUs will be relaid (the node agent's inventory tells)`);
+    }
+    out.push({ name: n.name, labels: n.labels, schedulable: !n.unschedulable, gpus });
+  }
+  const pending: PendingMigPod[] = pods
+    .filter((p) => !p.nodeName && !finished(p) && !p.terminating)
+    .map((p) => ({ pod: p, requests: migRequests(p) }))
+    .filter((x) => Object.keys(x.requests).length > 0)
+    .map(({ pod, requests }) => ({ namespace: pod.namespace, name: pod.name, priority: pod.priority ?? 0, requests, nodeSelector: pod.nodeSelector ?? {} }));
+  return { nodes: out, pending, notes };
+}

@@ -1,0 +1,37 @@
+/**
+ * A fleet file as the MIG planner sees it (`gpu-reflex mig plan --fleet`): the simulated cluster
+ * is seeded in process (no server), its scheduler places what fits, and the simulated device
+ * plugin's allocation says which GPU instance each running pod holds, so the planner knows which
+ * GPUs are idle exactly, as the node agent's inventory would tell it on a real node.
+ */
+import type { V1Node, V1Pod } from '@kubernetes/client-node';
+import { toNodeInfo, toPodInfo } from '../../functions/adapters/kube/convert.ts';
+import type { NodeInfo, PodInfo } from '../../functions/adapters/kube/model.ts';
+import type { MigUsage } from '../../functions/mig/supply.ts';
+import { Cluster, ManualClock, loadFleet } from './kube/index.ts';
+import { seedFleet } from './kube/fleet.ts';
+import type { Node, Pod } from './kube/types.ts';
+import { allocateGpus, gpuSpecsOf, isGpuNode } from './node-gpus.ts';
+
+export function readFleetForMig(path: string): { nodes: NodeInfo[]; pods: PodInfo[]; usage: MigUsage } {
+  const fleet = loadFleet(path);
+  const cluster = new Cluster(new ManualClock(), { migLayouts: fleet.migConfigs, migReconfigureSeconds: fleet.migReconfigureSeconds });
+  seedFleet(cluster, fleet);
+  cluster.tick();
+  const nodes = cluster.store.list('nodes') as Node[];
+  const pods = cluster.store.list('pods') as Pod[];
+  const usage = new Map<string, string[][]>();
+  for (const n of nodes.filter(isGpuNode)) {
+    const specs = gpuSpecsOf(n);
+    if (!specs.some((g) => g.mig.length > 0)) continue;
+    const on = pods.filter((p) => p.spec.nodeName === n.metadata.name && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed');
+    const perGpu = specs.map(() => [] as string[]);
+    for (const proc of allocateGpus(specs, on)) {
+      if (proc.gpuInstanceId === undefined) continue;
+      const slot = specs[proc.gpu]?.mig.find((s) => s.giId === proc.gpuInstanceId);
+      if (slot) perGpu[proc.gpu]!.push(slot.profile);
+    }
+    usage.set(n.metadata.name, perGpu);
+  }
+  return { nodes: nodes.map((n) => toNodeInfo(n as unknown as V1Node)), pods: pods.map((p) => toPodInfo(p as unknown as V1Pod)), usage };
+}
