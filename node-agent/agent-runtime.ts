@@ -23,7 +23,7 @@ import { gpuActionResultEvent, type OutgoingEvent } from './events.ts';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { GpuActuator } from './actuator/actuator.ts';
 import { FenceFile } from './actuator/fence-file.ts';
-import { kubeNode, nvidiaSmiReset, nvmlGpus } from './actuator/ports.ts';
+import { kubeNode, nvidiaSmiReset, nvmlGpus, nvmlMigInventory } from './actuator/ports.ts';
 import { AgentHealth, startAgentHttp, type AgentHttpServer } from './http.ts';
 import { readLogLines } from './kmsg/read-log.ts';
 import { jsonLog } from './log.ts';
@@ -177,6 +177,7 @@ async function runActuator(nvml: Nvml, sink: EventSink, config: AgentConfig, o: 
     nodeApi: kubeNode(kc.makeApiClient(CoreV1Api), config.nodeName),
     gpus: nvmlGpus(nvml, nvidiaSmiReset(a.nvidiaSmi)),
     fence: new FenceFile(a.fenceFile),
+    migInventory: nvmlMigInventory(nvml),
     publish: async (_type, detail) => void sink.publish(gpuActionResultEvent(detail)),
     now: Date.now,
     dryRun: o.print === true,

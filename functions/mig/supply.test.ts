@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
+import { MIG_INVENTORY_ANNOTATION, type MigInventory } from '../../events/index.ts';
 import { readMigFleet } from './supply.ts';
 
 const node = (name: string, labels: Record<string, string>, allocatable: Record<string, string>, o: Partial<NodeInfo> = {}): NodeInfo => ({
@@ -66,5 +67,29 @@ describe('readMigFleet', () => {
       pod('bound', { 'nvidia.com/mig-3g.40gb': 1 }, { nodeName: 'x', phase: 'Running' }),
     ]);
     expect(f.pending).toEqual([{ namespace: 'ml', name: 'big', priority: 1000, requests: { '3g.40gb': 1, '1g.10gb+me': 1 }, nodeSelector: { pool: 'h100' } }]);
+  });
+
+  it('takes exact layouts and usage from the node agent\'s MIG inventory, checked against the pods bound there', () => {
+    const inv: MigInventory = {
+      v: 1,
+      at: '2026-11-21T03:00:00.000Z',
+      gpus: [
+        { index: 0, uuid: 'GPU-00000000-0000-4000-8000-000000000000', instances: [{ profile: '4g.40gb', gi: 1, start: 0, size: 4, inUse: true }, { profile: '3g.40gb', gi: 2, start: 4, size: 4, inUse: false }] },
+        { index: 1, uuid: 'GPU-11111111-0000-4000-8000-000000000000', instances: [{ profile: '7g.80gb', gi: 0, start: 0, size: 8, inUse: false }] },
+      ],
+    };
+    const n = node('h', {}, { 'nvidia.com/mig-4g.40gb': '1', 'nvidia.com/mig-3g.40gb': '1', 'nvidia.com/mig-7g.80gb': '1' }, { annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inv) } });
+    const one = [pod('train', { 'nvidia.com/mig-4g.40gb': 1 }, { nodeName: 'h', phase: 'Running' })];
+    const f = readMigFleet([n], one);
+    expect(layout(f)).toEqual(['4g.40gb*,3g.40gb', '7g.80gb']);
+    expect(f.nodes[0]!.gpus.some((g) => g.locked)).toBe(false);
+    expect(f.notes).toEqual([]);
+    // A pod started since the agent last wrote it: the inventory is behind, nothing is relaid.
+    const stale = readMigFleet([n], [...one, pod('new', { 'nvidia.com/mig-7g.80gb': 1 }, { nodeName: 'h', phase: 'Running' })]);
+    expect(stale.nodes[0]!.gpus.every((g) => g.locked)).toBe(true);
+    expect(stale.notes).toEqual(["h: the node agent's MIG inventory (2026-11-21T03:00:00.000Z) shows fewer instances in use than its pods hold (7g.80gb: 0 < 1): none of its GPUs will be relaid until it catches up"]);
+    const broken = readMigFleet([{ ...n, annotations: { [MIG_INVENTORY_ANNOTATION]: 'nope' } }], one);
+    expect(broken.notes[0]).toBe(`h: ${MIG_INVENTORY_ANNOTATION} is not JSON: read as unknown`);
+    expect(broken.nodes[0]!.gpus.every((g) => g.locked)).toBe(true);
   });
 });

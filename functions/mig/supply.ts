@@ -6,10 +6,12 @@
  * A node's layout comes from its MIG capacity (capacity rather than allocatable: a fenced device or
  * a paused device plugin does not change what the GPUs hold) spread over `nvidia.com/gpu.count`
  * GPUs, as NVIDIA's mixed strategy advertises totals only. Which GPU holds a running pod is not in
- * the API: `usage` (node → per-GPU profiles in use, e.g. from the node agent's inventory or the
- * simulated device plugin) says it; without it, every GPU of a node that runs a MIG pod is locked
- * (counted as supply, never relaid) and a note says so.
+ * the API: `usage` (node → per-GPU profiles in use: the simulated device plugin's allocation) or
+ * the node agent's `gpu-reflex.io/mig-inventory` annotation (events/mig-inventory.ts: exact
+ * layouts and usage, checked against the pods bound there) says it; without either, every GPU of a
+ * node that runs a MIG pod is locked (counted as supply, never relaid) and a note says so.
  */
+import { readMigInventory } from '../../events/index.ts';
 import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
 import type { MigGpu, MigNode, PendingMigPod } from './core/planner.ts';
 import { MIG_MODELS, migModel, migResourceName, type MigModel } from './core/profiles.ts';
@@ -48,6 +50,29 @@ function migRequests(pod: PodInfo, model?: MigModel): Record<string, number> {
   return out;
 }
 
+/**
+ * The node agent's MIG inventory annotation, as planner GPUs: exact layouts and instances in use.
+ * Checked against the API: when the pods bound to the node use more instances of a profile than
+ * the inventory shows in use, it is older than they are, and the node's GPUs are locked.
+ */
+function agentInventory(n: NodeInfo, model: MigModel, running: readonly PodInfo[], notes: string[]): MigGpu[] | undefined {
+  const { inventory, problem } = readMigInventory(n.annotations);
+  if (problem) notes.push(`${n.name}: ${problem}: read as unknown`);
+  if (!inventory) return undefined;
+  const gpus: MigGpu[] = inventory.gpus.map((g) => ({ node: n.name, index: g.index, model, instances: g.instances.map((i) => ({ profile: i.profile, inUse: i.inUse })) }));
+  const inUse = new Map<string, number>();
+  for (const i of gpus.flatMap((g) => g.instances)) if (i.inUse) inUse.set(i.profile, (inUse.get(i.profile) ?? 0) + 1);
+  const wanted = new Map<string, number>();
+  for (const p of running) for (const [profile, k] of Object.entries(migRequests(p, model))) wanted.set(profile, (wanted.get(profile) ?? 0) + k);
+  const behind = [...wanted].filter(([profile, k]) => k > (inUse.get(profile) ?? 0));
+  if (behind.length > 0) {
+    const why = `the node agent's MIG inventory (${inventory.at}) shows fewer instances in use than its pods hold (${behind.map(([p, k]) => `${p}: ${inUse.get(p) ?? 0} < ${k}`).join(', ')})`;
+    for (const g of gpus) g.locked = why;
+    notes.push(`${n.name}: ${why}: none of its GPUs will be relaid until it catches up`);
+  }
+  return gpus;
+}
+
 export function readMigFleet(nodes: readonly NodeInfo[], pods: readonly PodInfo[], usage?: MigUsage): MigFleet {
   const notes: string[] = [];
   const out: MigNode[] = [];
@@ -75,6 +100,11 @@ export function readMigFleet(nodes: readonly NodeInfo[], pods: readonly PodInfo[
       for (let i = 0; i < total; i++) perGpu[i % gpuCount]!.push(profile);
     }
     const running = pods.filter((p) => p.nodeName === n.name && !finished(p) && Object.keys(migRequests(p, model)).length > 0);
+    const fromAgent = usage?.get(n.name) ? undefined : agentInventory(n, model, running, notes);
+    if (fromAgent) {
+      out.push({ name: n.name, labels: n.labels, schedulable: !n.unschedulable, gpus: fromAgent });
+      continue;
+    }
     const known = usage?.get(n.name);
     const gpus: MigGpu[] = perGpu.map((profiles, index) => {
       const used = [...(known?.[index] ?? [])];

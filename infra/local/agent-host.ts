@@ -14,7 +14,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../../functions/adapters/kube/config.ts';
 import { GpuActuator } from '../../node-agent/actuator/actuator.ts';
 import { FenceFile } from '../../node-agent/actuator/fence-file.ts';
-import { kubeNode, nvmlGpus } from '../../node-agent/actuator/ports.ts';
+import { kubeNode, nvmlGpus, nvmlMigInventory } from '../../node-agent/actuator/ports.ts';
 import { gpuActionResultEvent } from '../../node-agent/events.ts';
 
 /**
@@ -74,6 +74,7 @@ export class LocalAgentHost {
         nodeApi: kubeNode(core, o.files.node),
         gpus: nvmlGpus(nvml, reset),
         fence: new FenceFile(fenceFilePath(o.files)),
+        migInventory: nvmlMigInventory(nvml),
         publish: async (_type, detail) => void publisher.publish(gpuActionResultEvent(detail)),
         now: () => o.clock.now(),
         log: (l) => o.log?.(l),

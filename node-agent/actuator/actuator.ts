@@ -17,13 +17,15 @@
  * "dry run: …", and the events say so.
  * Time is the injected clock (the one clock), so a probe window passes in virtual time under simulate.
  */
-import { GPU_ACTION_RESULT, GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, GpuActionRequestsSchema, GpuActionStatesSchema, SCHEMA_VERSION, type GpuActionRequest, type GpuActionResultDetail, type GpuActionState, type GpuProbe } from '../../events/index.ts';
+import { GPU_ACTION_RESULT, GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, GpuActionRequestsSchema, GpuActionStatesSchema, MIG_INVENTORY_ANNOTATION, readMigInventory, SCHEMA_VERSION, type GpuActionRequest, type GpuActionResultDetail, type GpuActionState, type GpuProbe, type MigInventory } from '../../events/index.ts';
 
 /** This node's Node object, as far as the actuator needs it (RBAC: nodes get, patch — its own). */
 export interface ActuatorNode {
   annotations(): Promise<Record<string, string>>;
   /** Merge-patches the results annotation (only that key). */
   writeResults(json: string): Promise<void>;
+  /** Merge-patches the MIG inventory annotation (only that key). */
+  writeMigInventory?(json: string): Promise<void>;
 }
 
 export interface GpuHealthReading {
@@ -62,6 +64,8 @@ export interface ActuatorOptions {
   now: () => number;
   dryRun?: boolean;
   log?: (line: string) => void;
+  /** This node's MIG GPUs as NVML sees them now (no MIG GPU: an empty list); written to the Node when it changes. */
+  migInventory?: () => Omit<MigInventory, 'at' | 'v'>['gpus'];
 }
 
 interface Probing {
@@ -109,7 +113,29 @@ export class GpuActuator {
     if (!this.o.dryRun && after !== (before ?? '{}')) await this.o.nodeApi.writeResults(after);
     // Written first: the functions read the annotation; the event is the prompt, never the only copy.
     for (const d of answered) await this.o.publish(GPU_ACTION_RESULT, d);
+    await this.writeMigInventory(annotations[MIG_INVENTORY_ANNOTATION]);
     return answered;
+  }
+
+  /**
+   * The MIG inventory annotation, rewritten only when what it says changed (its `at` is when it
+   * last did). A GPU without MIG is not listed; a node without MIG GPUs gets no annotation. A
+   * failure to read NVML is logged and leaves the annotation as it was.
+   */
+  private async writeMigInventory(before: string | undefined): Promise<void> {
+    if (!this.o.migInventory || !this.o.nodeApi.writeMigInventory || this.o.dryRun) return;
+    let gpus: MigInventory['gpus'];
+    try {
+      gpus = this.o.migInventory();
+    } catch (err) {
+      this.o.log?.(`MIG inventory not read: ${err instanceof Error ? err.message : String(err)}`);
+      return;
+    }
+    if (gpus.length === 0 && before === undefined) return;
+    const prior = before === undefined ? undefined : readMigInventory({ [MIG_INVENTORY_ANNOTATION]: before }).inventory;
+    if (prior && JSON.stringify(prior.gpus) === JSON.stringify(gpus)) return;
+    const inventory: MigInventory = { v: 1, at: new Date(this.o.now()).toISOString(), gpus };
+    await this.o.nodeApi.writeMigInventory(JSON.stringify(inventory));
   }
 
   private async carryOut(r: GpuActionRequest): Promise<GpuActionState> {

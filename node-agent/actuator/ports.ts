@@ -6,7 +6,8 @@
  */
 import { execFile } from 'node:child_process';
 import { PatchStrategy, setHeaderOptions, type CoreV1Api } from '@kubernetes/client-node';
-import { GPU_ACTION_RESULTS_ANNOTATION } from '../../events/index.ts';
+import { GPU_ACTION_RESULTS_ANNOTATION, MIG_INVENTORY_ANNOTATION, type MigInventory } from '../../events/index.ts';
+import { migDevices } from '../nvml/mig.ts';
 import type { Nvml } from '../nvml/nvml.ts';
 import type { ActuatorGpus, ActuatorNode, GpuHealthReading } from './actuator.ts';
 
@@ -20,6 +21,9 @@ export function kubeNode(core: CoreV1Api, name: string): ActuatorNode {
     },
     async writeResults(json) {
       await core.patchNode({ name, body: { metadata: { annotations: { [GPU_ACTION_RESULTS_ANNOTATION]: json } } } }, MERGE_PATCH);
+    },
+    async writeMigInventory(json) {
+      await core.patchNode({ name, body: { metadata: { annotations: { [MIG_INVENTORY_ANNOTATION]: json } } } }, MERGE_PATCH);
     },
   };
 }
@@ -80,4 +84,26 @@ export function nvidiaSmiReset(path: string, timeoutMs = 120_000): GpuReset {
         done({ ok: false, reason: `${path} --gpu-reset ${how}${said ? `: ${said}` : ''}` });
       });
     });
+}
+
+/**
+ * Each MIG GPU's instances through NVML, with whether a process runs in each (its GPU instance
+ * id): what the MIG planner needs and the Kubernetes API cannot say. GPUs without MIG devices are
+ * left out.
+ */
+export function nvmlMigInventory(nvml: Nvml): () => MigInventory['gpus'] {
+  return () => {
+    const out: MigInventory['gpus'] = [];
+    nvml.devices().forEach((d, index) => {
+      const devices = migDevices(nvml, d);
+      if (devices.length === 0) return;
+      const busy = new Set((d.processes() ?? []).map((p) => p.gpuInstanceId).filter((gi): gi is number => gi !== undefined));
+      const instances = devices
+        .filter((m): m is typeof m & { profile: string } => m.profile !== undefined)
+        .map((m) => ({ profile: m.profile, gi: m.gpuInstanceId, ...(m.placement ? { start: m.placement.start, size: m.placement.size } : {}), inUse: busy.has(m.gpuInstanceId) }))
+        .sort((a, b) => (a.start ?? 0) - (b.start ?? 0) || a.gi - b.gi);
+      out.push({ index, uuid: d.uuid(), instances });
+    });
+    return out;
+  };
 }

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import type { CliIo } from '../../bin/command.ts';
 import { makeSimulateCommand } from '../../infra/local/cli.ts';
 import type { StackReport } from '../../infra/local/report.ts';
+import { MIG_INVENTORY_ANNOTATION } from '../../events/index.ts';
 
 export async function simulateDryRun(how: 'policy-file' | 'env'): Promise<StackReport> {
   const dir = mkdtempSync(join(tmpdir(), 'gpu-reflex-dry-run-'));
@@ -38,10 +39,15 @@ export async function simulateDryRun(how: 'policy-file' | 'env'): Promise<StackR
   }
 }
 
-/** What remediation could change on a node: scheduling and gpu-reflex's metadata. */
+/**
+ * What remediation could change on a node: scheduling and gpu-reflex's metadata. The node agents
+ * are not in dry run (only the functions are): the MIG inventory their actuators write is their
+ * report of the GPUs, not an action, and is left out; every other annotation counts.
+ */
 export function nodeShape(report: StackReport, which: 'initial' | 'final') {
+  const annotations = (a: Record<string, string> = {}) => Object.fromEntries(Object.entries(a).filter(([k]) => k !== MIG_INVENTORY_ANNOTATION));
   return Object.fromEntries(
-    report[which].nodes.map((n) => [n.metadata.name, { unschedulable: n.spec?.unschedulable ?? false, taints: n.spec?.taints ?? [], labels: n.metadata.labels ?? {}, annotations: n.metadata.annotations ?? {} }]),
+    report[which].nodes.map((n) => [n.metadata.name, { unschedulable: n.spec?.unschedulable ?? false, taints: n.spec?.taints ?? [], labels: n.metadata.labels ?? {}, annotations: annotations(n.metadata.annotations) }]),
   );
 }
 

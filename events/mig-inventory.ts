@@ -1,0 +1,46 @@
+/**
+ * The node annotation `gpu-reflex.io/mig-inventory`: what the node agent's actuator reads through
+ * NVML about each MIG GPU — its instances, where they sit, and which ones a process runs in. The
+ * Kubernetes API says how many instances of a profile a node has, never which GPU holds which pod;
+ * the MIG planner needs exactly that to relay only GPUs nothing runs on (functions/mig/supply.ts).
+ * The agent writes it (a JSON merge patch of that key) whenever it changes; `at` is when it last did.
+ */
+import { z } from 'zod';
+import { count, GpuUuid, MigProfile, Timestamp } from './common.ts';
+
+export const MIG_INVENTORY_ANNOTATION = 'gpu-reflex.io/mig-inventory';
+
+export const MigInventorySchema = z
+  .object({
+    v: z.literal(1),
+    at: Timestamp,
+    gpus: z
+      .array(
+        z
+          .object({
+            index: count(),
+            uuid: GpuUuid,
+            instances: z
+              .array(z.object({ profile: MigProfile, gi: count(), start: count().optional(), size: count().optional(), inUse: z.boolean() }).strict())
+              .max(7),
+          })
+          .strict(),
+      )
+      .max(16),
+  })
+  .strict();
+export type MigInventory = z.infer<typeof MigInventorySchema>;
+
+/** The annotation's inventory, or why it cannot be read (absent: undefined, no reason). */
+export function readMigInventory(annotations: Readonly<Record<string, string>>): { inventory?: MigInventory; problem?: string } {
+  const raw = annotations[MIG_INVENTORY_ANNOTATION];
+  if (raw === undefined) return {};
+  let json: unknown;
+  try {
+    json = JSON.parse(raw);
+  } catch {
+    return { problem: `${MIG_INVENTORY_ANNOTATION} is not JSON` };
+  }
+  const parsed = MigInventorySchema.safeParse(json);
+  return parsed.success ? { inventory: parsed.data } : { problem: `${MIG_INVENTORY_ANNOTATION} does not match the contract (${parsed.error.issues[0]?.path.join('.') ?? ''}: ${parsed.error.issues[0]?.message ?? 'invalid'})` };
+}

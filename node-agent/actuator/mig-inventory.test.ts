@@ -1,0 +1,72 @@
+import { describe, expect, it } from 'vitest';
+import { MIG_INVENTORY_ANNOTATION, readMigInventory, type MigInventory } from '../../events/index.ts';
+import { GpuActuator, type ActuatorGpus } from './actuator.ts';
+
+const G0 = 'GPU-00000000-0000-4000-8000-000000000000';
+const T0 = Date.parse('2026-11-21T03:00:00.000Z');
+const NO_GPUS: ActuatorGpus = { indexOf: () => undefined, holders: () => [], reset: async () => ({ ok: true }), health: () => ({ nvmlAnswers: true, recoveryAction: 'none', remapPending: false, remapFailed: false, eccUncorrected: 0 }) };
+
+function rig(o: { dryRun?: boolean; gpus?: () => MigInventory['gpus'] } = {}) {
+  let now = T0;
+  const annotations: Record<string, string> = {};
+  let writes = 0;
+  let gpus: MigInventory['gpus'] = [{ index: 0, uuid: G0, instances: [{ profile: '3g.40gb', gi: 1, start: 0, size: 4, inUse: true }, { profile: '3g.40gb', gi: 2, start: 4, size: 4, inUse: false }] }];
+  const actuator = new GpuActuator({
+    node: 'n1',
+    nodeApi: {
+      annotations: async () => ({ ...annotations }),
+      writeResults: async () => undefined,
+      writeMigInventory: async (json) => {
+        writes++;
+        annotations[MIG_INVENTORY_ANNOTATION] = json;
+      },
+    },
+    gpus: NO_GPUS,
+    fence: { add: () => undefined, remove: () => false },
+    publish: async () => undefined,
+    now: () => now,
+    migInventory: o.gpus ?? (() => gpus),
+    ...(o.dryRun ? { dryRun: true } : {}),
+  });
+  return { actuator, annotations, writes: () => writes, set: (g: MigInventory['gpus']) => (gpus = g), advance: (ms: number) => (now += ms) };
+}
+
+describe('the actuator\'s MIG inventory annotation', () => {
+  it('writes which instances are in use, and rewrites it only when that changes', async () => {
+    const r = rig();
+    await r.actuator.tick();
+    const first = readMigInventory(r.annotations).inventory;
+    expect(first).toMatchObject({ v: 1, at: new Date(T0).toISOString(), gpus: [{ index: 0, instances: [{ profile: '3g.40gb', inUse: true }, { profile: '3g.40gb', inUse: false }] }] });
+    r.advance(10_000);
+    await r.actuator.tick();
+    expect(r.writes()).toBe(1);
+    r.set([{ index: 0, uuid: G0, instances: [{ profile: '3g.40gb', gi: 1, start: 0, size: 4, inUse: true }, { profile: '3g.40gb', gi: 2, start: 4, size: 4, inUse: true }] }]);
+    await r.actuator.tick();
+    expect(r.writes()).toBe(2);
+    expect(readMigInventory(r.annotations).inventory?.at).toBe(new Date(T0 + 10_000).toISOString());
+  });
+
+  it('writes nothing in dry run, and nothing for a node without MIG GPUs', async () => {
+    const dry = rig({ dryRun: true });
+    await dry.actuator.tick();
+    expect(dry.writes()).toBe(0);
+    const none = rig({ gpus: () => [] });
+    await none.actuator.tick();
+    expect(none.writes()).toBe(0);
+  });
+
+  it('keeps the last annotation when NVML cannot be read', async () => {
+    let fail = false;
+    const r = rig({ gpus: () => { if (fail) throw new Error('NVML_ERROR_GPU_IS_LOST'); return [{ index: 0, uuid: G0, instances: [] }]; } });
+    await r.actuator.tick();
+    fail = true;
+    await r.actuator.tick();
+    expect(r.writes()).toBe(1);
+  });
+
+  it('reads a bad annotation as a problem, not an inventory', () => {
+    expect(readMigInventory({ [MIG_INVENTORY_ANNOTATION]: '{' })).toEqual({ problem: `${MIG_INVENTORY_ANNOTATION} is not JSON` });
+    expect(readMigInventory({ [MIG_INVENTORY_ANNOTATION]: '{"v":2}' }).problem).toContain('does not match the contract');
+    expect(readMigInventory({})).toEqual({});
+  });
+});
