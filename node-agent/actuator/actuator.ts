@@ -10,7 +10,8 @@
  *   reset           — refused (`busy`, naming what holds it) while processes use the GPU; else the GPU reset
  *   probe           — after `probeSeconds` of watching: NVML answers, recovery action none, no row
  *                     remap pending or failed, no new uncorrected ECC error since the probe began
- *   drain-on/off, mig-cleanup — answered `failed: not-supported` (not built yet; the functions fall back)
+ *   drain-on/off    — NVML drain state (refused `busy` while processes use the GPU, to turn it on)
+ *   mig-cleanup     — answered `failed: not-supported` (not built yet; a reset destroys the instances anyway)
  *
  * A request older than its `timeoutSeconds` that could not finish fails `timeout`. `dryRun`: nothing
  * is done to a GPU, a file or the Node; every request is answered once, in the event only, done with
@@ -46,6 +47,8 @@ export interface ActuatorGpus {
   /** Asynchronous: a reset takes seconds, and the agent keeps watching the other GPUs meanwhile. */
   reset(uuid: string): Promise<{ ok: true } | { ok: false; reason: string }>;
   health(uuid: string): GpuHealthReading;
+  /** NVML drain state on or off (`nvidia-smi drain -p <pci> -m 1|0`); absent: not supported here. */
+  drain?(uuid: string, on: boolean): { ok: true } | { ok: false; reason: string };
 }
 
 /** The device plugin's unhealthy-devices file, keeping its own record of what it added. */
@@ -181,6 +184,17 @@ export class GpuActuator {
         };
         probe.passed = probe.nvmlAnswers && probe.recoveryAction === 'none' && !probe.remapPending && !probe.remapFailed && probe.eccUncorrectedDelta === 0;
         return { ...base, state: 'done', probe, reason: probe.passed ? 'probe passed' : 'probe did not pass' };
+      }
+      case 'drain-on':
+      case 'drain-off': {
+        if (!this.o.gpus.drain) return { ...base, state: 'failed', reason: 'not-supported: this NVML library has no drain state' };
+        if (index === undefined) return { ...base, state: 'failed', reason: 'NVML does not know this GPU' };
+        const on = r.action === 'drain-on';
+        // NVML refuses to drain a GPU in use: say what holds it, as a refused reset does.
+        const holders = on ? this.o.gpus.holders(r.gpuUuid) : [];
+        if (holders.length > 0) return { ...base, state: 'failed', reason: 'busy', holders: holders.slice(0, 64) };
+        const done = this.o.gpus.drain(r.gpuUuid, on);
+        return done.ok ? { ...base, state: 'done', reason: on ? 'NVML drain state on: the GPU accepts no new work' : 'NVML drain state off' } : { ...base, state: 'failed', reason: done.reason.slice(0, 512) };
       }
       default:
         return { ...base, state: 'failed', reason: `not-supported: ${r.action} is not built into this agent yet` };

@@ -51,6 +51,16 @@ export function nvmlGpus(nvml: Nvml, reset: GpuReset, podOfPid: (pid: number) =>
       if (i === undefined) return { ok: false, reason: 'NVML does not know this GPU' };
       return reset(uuid, i);
     },
+    drain(uuid, on) {
+      const d = byUuid(uuid);
+      if (!d) return { ok: false, reason: 'NVML does not know this GPU' };
+      try {
+        d.setDrainState(on);
+        return { ok: true };
+      } catch (err) {
+        return { ok: false, reason: err instanceof Error ? err.message : String(err) };
+      }
+    },
     health(uuid): GpuHealthReading {
       const d = byUuid(uuid);
       if (!d) return { nvmlAnswers: false, recoveryAction: 'unknown', remapPending: false, remapFailed: false, eccUncorrected: 0 };

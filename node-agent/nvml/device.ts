@@ -1,5 +1,5 @@
 import { GPU_RECOVERY_ACTIONS, type GpuRecoveryAction } from '../../events/xid.ts';
-import { NVML } from './errors.ts';
+import { NVML, NvmlError } from './errors.ts';
 import { decodeArray, decodeStruct, encodeStruct, FieldValue, ProcessInfo, type NvmlLibrary } from './ffi.ts';
 import { clockEventReasonNames } from './clock-reasons.ts';
 import type { Nvml } from './nvml.ts';
@@ -74,6 +74,25 @@ export class NvmlDevice {
     const out = {} as { busId: string; busIdLegacy: string; domain: number; bus: number; device: number; pciDeviceId: number; pciSubSystemId: number };
     this.nvml.check('nvmlDeviceGetPciInfo_v3', this.lib.nvmlDeviceGetPciInfo_v3(this.handle, out));
     return { ...out };
+  }
+
+  /**
+   * NVML drain state (`nvidia-smi drain -p <pci> -q`): whether the GPU refuses new work; undefined
+   * where the driver does not offer it. Addressed by PCI bus id, as the call is.
+   */
+  drainState(): boolean | undefined {
+    const q = this.lib.nvmlDeviceQueryDrainState;
+    if (!q) return undefined;
+    const out: [number] = [0];
+    if (!this.supported('nvmlDeviceQueryDrainState', q(this.pci(), out))) return undefined;
+    return out[0] === 1;
+  }
+
+  /** Turns the drain state on or off (admin; the GPU must be idle to turn it on); throws NvmlError. */
+  setDrainState(on: boolean): void {
+    const m = this.lib.nvmlDeviceModifyDrainState;
+    if (!m) throw new NvmlError('nvmlDeviceModifyDrainState', NVML.NOT_SUPPORTED, 'not in this NVML library');
+    this.nvml.check('nvmlDeviceModifyDrainState', m(this.pci(), on ? 1 : 0));
   }
 
   memory(): MemoryInfo | undefined {

@@ -76,6 +76,9 @@ export interface NvmlLibrary {
   nvmlDeviceGetRemappedRows(device: Handle, corr: Out<number>, unc: Out<number>, pending: Out<number>, failure: Out<number>): Rc;
   /** nvmlDeviceGetCurrentClocksEventReasons, or the older ...ThrottleReasons on drivers before 535. */
   clocksEventReasons(device: Handle, out: Out<number | bigint>): Rc;
+  /** Drain state by PCI address (`nvidia-smi drain`); undefined where the library lacks it. */
+  nvmlDeviceQueryDrainState?: (pci: object, out: Out<number>) => Rc;
+  nvmlDeviceModifyDrainState?: (pci: object, state: number) => Rc;
   nvmlDeviceGetNvLinkState(device: Handle, link: number, out: Out<number>): Rc;
   nvmlDeviceGetComputeRunningProcesses_v3(device: Handle, count: Out<number>, infos: Buffer | null): Rc;
   nvmlDeviceGetMigMode(device: Handle, current: Out<number>, pending: Out<number>): Rc;
@@ -160,6 +163,8 @@ export function loadNvml(path?: string): NvmlLibrary {
     nvmlDeviceGetRetiredPagesPendingStatus: fn('nvmlDeviceGetRetiredPagesPendingStatus', [handle, koffi.out(koffi.pointer('int32'))]),
     nvmlDeviceGetRemappedRows: fn('nvmlDeviceGetRemappedRows', [handle, outU32, outU32, outU32, outU32]),
     clocksEventReasons: clocks,
+    nvmlDeviceQueryDrainState: optional('nvmlDeviceQueryDrainState', [koffi.pointer(PciInfo), koffi.out(koffi.pointer('int32'))]),
+    nvmlDeviceModifyDrainState: optional('nvmlDeviceModifyDrainState', [koffi.pointer(PciInfo), 'int32']),
     nvmlDeviceGetNvLinkState: fn('nvmlDeviceGetNvLinkState', [handle, uint, koffi.out(koffi.pointer('int32'))]),
     nvmlDeviceGetComputeRunningProcesses_v3: fn('nvmlDeviceGetComputeRunningProcesses_v3', [handle, koffi.inout(koffi.pointer(uint)), 'void *']),
     nvmlDeviceGetMigMode: fn('nvmlDeviceGetMigMode', [handle, outU32, outU32]),

@@ -159,6 +159,7 @@ typedef struct mock_gpu {
   unsigned int registerEventsReturn; /* non-zero: nvmlDeviceRegisterEvents refuses this GPU with it */
   unsigned int recoveryActionReturn; /* non-zero: field 230 answers this NVML error (a pre-R565 driver's oddity) */
   unsigned int resets; /* resets done (mockNvmlResetGpu) */
+  int drained; /* NVML drain state (nvmlDeviceModifyDrainState): new work cannot open the GPU */
 } mock_gpu;
 
 typedef enum { F_XID, F_ECC, F_REMAP_PENDING, F_REMAP_FAILURE, F_RETIRED_PENDING, F_GPU_LOST,
