@@ -20,7 +20,10 @@ startAt: "2041-01-01T00:00:00Z"
 fleet: ../../functions/mig/testdata/h100-mig.yaml
 agents: { sampleIntervalMs: 60000 }
 `, 'mig-inventory.yaml', new URL('.', import.meta.url).pathname);
-    const { report } = await (await startStack(scenario, { clock: 'virtual', out: () => undefined })).run();
+    const lines: string[] = [];
+    const { report } = await (await startStack(scenario, { clock: 'virtual', out: (l) => void lines.push(l) })).run();
+    // The timeline says what the planner would do, from the same Node and Pod objects.
+    expect(lines).toContainEqual(expect.stringMatching(/cluster\s+the MIG planner would relay h100-0 GPU 2: 7×1g\.10gb → 2×3g\.40gb, for 2 pending pods \(ml-train\/finetune-0, ml-train\/finetune-1\); applying a plan is not built yet$/));
     const node = report.final.nodes.find((n) => n.metadata.name === 'h100-0')!;
     const inv = readMigInventory(node.metadata.annotations ?? {}).inventory;
     expect(inv?.gpus.map((g) => g.instances.filter((i) => i.inUse).length)).toEqual([7, 3, 0, 0]);

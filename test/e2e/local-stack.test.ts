@@ -93,6 +93,9 @@ describe('gpu-reflex simulate, default scenario', () => {
     const gaps = report.timeline.filter((t) => t.kind === 'gap').map((t) => t.text);
     expect(gaps.some((t) => t.includes('nvidia.com/mig-1g.10gb') && t.includes('MIG rebalancing is not built yet'))).toBe(true);
     expect(gaps.some((t) => t.includes('nvidia.com/gpu') && t.includes('pool autoscaling is not built yet'))).toBe(true);
+    // The planner's view, read from the Nodes (the agents' MIG inventory) and Pods as the product
+    // would: every H100 GPU holds a notebook, so nothing idle can be relaid for the burst.
+    expect(gaps).toContainEqual(expect.stringMatching(/^the MIG planner finds no idle GPU to relay: research\/mig-burst-\d waits for 1g\.10gb: every GPU that could be relaid/));
   });
 
   it('matches the report to the cluster the simulation left', () => {
