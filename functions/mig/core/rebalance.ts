@@ -1,0 +1,180 @@
+/**
+ * Applying a MIG plan through NVIDIA's mig-manager, one node at a time (issue #12). Pure: it
+ * takes a node's labels, cordon and record, the planned GPU changes and the time, and returns
+ * what to write. The protocol (docs/mig.md "How a layout is applied"):
+ *
+ *   writing   the node's whole layout (every GPU: changed ones with their new layout, the rest as
+ *             they are, so mig-parted touches only the changed) goes into the mig-parted config
+ *             under a name of its own, and the node is cordoned (new pods would land on instances
+ *             about to be wiped); the label waits `configSyncSeconds`, as the kubelet takes up to
+ *             a minute to show a ConfigMap's change in mig-manager's mounted file;
+ *   applying  `nvidia.com/mig.config=<name>`; mig-manager writes `nvidia.com/mig.config.state`
+ *             pending → (rebooting) → success | failed. Meanwhile the node's MIG allocatable drops
+ *             to 0: that is not a fault;
+ *   success   uncordoned (only if we cordoned it), the record removed;
+ *   failed    (or no success within `timeoutMinutes`): the previous config label is put back, the
+ *             node stays cordoned with the reason in the record, a person is told.
+ *
+ * The planner only relays GPUs nothing runs on, so nothing is evicted.
+ */
+import { z } from 'zod';
+import { fnv1a } from '../../remediate/core/hash.ts';
+import { countProfiles } from './layout.ts';
+
+export const MIG_CONFIG_LABEL = 'nvidia.com/mig.config';
+export const MIG_CONFIG_STATE_LABEL = 'nvidia.com/mig.config.state';
+export const MIG_REBALANCE_ANNOTATION = 'gpu-reflex.io/mig-rebalance';
+
+const Layout = z.array(z.string().min(1)).max(7);
+
+export const MigRecordSchema = z
+  .object({
+    v: z.literal(1),
+    phase: z.enum(['writing', 'applying', 'failed']),
+    config: z.string().min(1).max(63),
+    /** The config label before ours (restored on failure); null when there was none. */
+    previous: z.string().nullable(),
+    /** We cordoned the node (it was schedulable): we uncordon it after. */
+    cordoned: z.boolean(),
+    since: z.iso.datetime(),
+    gpus: z.array(z.object({ gpu: z.number().int().min(0), from: Layout, to: Layout }).strict()).min(1).max(16),
+    /** The whole node's layout, GPU by GPU, as written into the mig-parted config. */
+    layout: z.array(Layout).max(16),
+    unblocks: z.array(z.string()).max(64),
+    reason: z.string().max(1024).optional(),
+  })
+  .strict();
+export type MigRecord = z.infer<typeof MigRecordSchema>;
+
+export interface MigRebalancePolicy {
+  configSyncSeconds: number;
+  timeoutMinutes: number;
+}
+
+export const DEFAULT_MIG_REBALANCE: MigRebalancePolicy = { configSyncSeconds: 90, timeoutMinutes: 20 };
+
+export interface MigNodeFacts {
+  name: string;
+  labels: Readonly<Record<string, string>>;
+  unschedulable: boolean;
+  record?: MigRecord;
+}
+
+export interface PlannedNodeChange {
+  /** Every GPU's current layout (index order), from the supply reader. */
+  current: string[][];
+  changes: { gpu: number; from: string[]; to: string[]; unblocks: string[] }[];
+}
+
+/** What one step writes. `config`: an entry to put into the mig-parted config before the node edit. */
+export interface MigStep {
+  kind: 'start' | 'wait' | 'label' | 'done' | 'failed' | 'none';
+  config?: { name: string; layout: string[][] };
+  labels: Record<string, string | null>;
+  unschedulable?: boolean;
+  /** The record to keep (undefined with `kind: done`: removed). */
+  record?: MigRecord;
+  /** For the MIG Layout Change event and the notice. */
+  state?: 'pending' | 'success' | 'failed';
+  why: string;
+}
+
+/** A config name of our own for one node's layout: a label value (≤ 63 of [A-Za-z0-9._-]). */
+export function migConfigName(node: string, layout: readonly (readonly string[])[]): string {
+  const slug = node.toLowerCase().replace(/[^a-z0-9.-]/g, '-').slice(0, 40).replace(/[-.]+$/, '');
+  return `gpu-reflex-${slug}-${fnv1a(JSON.stringify([node, layout])).slice(0, 8)}`;
+}
+
+/**
+ * The mig-parted config entry for a node's layout: one item per distinct GPU layout, naming its
+ * devices (`mig-parted`'s `version: v1` format; docs/mig.md).
+ */
+export function partedEntry(layout: readonly (readonly string[])[]): { devices: number[]; 'mig-enabled': boolean; 'mig-devices': Record<string, number> }[] {
+  const groups = new Map<string, { devices: number[]; counts: Record<string, number> }>();
+  layout.forEach((profiles, gpu) => {
+    const counts = Object.fromEntries([...countProfiles(profiles)].sort(([a], [b]) => a.localeCompare(b)));
+    const key = JSON.stringify(counts);
+    const g = groups.get(key) ?? { devices: [], counts };
+    g.devices.push(gpu);
+    groups.set(key, g);
+  });
+  return [...groups.values()].map((g) => ({ devices: g.devices, 'mig-enabled': true, 'mig-devices': g.counts }));
+}
+
+const words = (l: readonly string[]) => [...countProfiles(l)].map(([p, n]) => (n === 1 ? p : `${n}×${p}`)).join(' + ') || '(empty)';
+
+export function stepMigNode(n: MigNodeFacts, planned: PlannedNodeChange | undefined, now: Date, policy: MigRebalancePolicy = DEFAULT_MIG_REBALANCE): MigStep {
+  const at = now.toISOString();
+  const r = n.record;
+  if (!r) {
+    if (!planned || planned.changes.length === 0) return { kind: 'none', labels: {}, why: '' };
+    const layout = planned.current.map((l, gpu) => planned.changes.find((c) => c.gpu === gpu)?.to ?? l);
+    const config = migConfigName(n.name, layout);
+    const record: MigRecord = {
+      v: 1,
+      phase: 'writing',
+      config,
+      previous: n.labels[MIG_CONFIG_LABEL] ?? null,
+      cordoned: !n.unschedulable,
+      since: at,
+      gpus: planned.changes.map((c) => ({ gpu: c.gpu, from: c.from, to: c.to })),
+      layout,
+      unblocks: [...new Set(planned.changes.flatMap((c) => c.unblocks))].slice(0, 64),
+    };
+    const what = planned.changes.map((c) => `GPU ${c.gpu} ${words(c.from)} → ${words(c.to)}`).join(', ');
+    return {
+      kind: 'start',
+      config: { name: config, layout },
+      labels: {},
+      ...(n.unschedulable ? {} : { unschedulable: true }),
+      record,
+      state: 'pending',
+      why: `${n.name}: ${what} for ${record.unblocks.length} pending pod(s); mig-parted config ${config} written, node cordoned while mig-manager works (no instance in use is touched); the label follows in ${policy.configSyncSeconds} s`,
+    };
+  }
+  if (r.phase === 'failed') return { kind: 'none', labels: {}, why: '' };
+  const elapsed = now.getTime() - Date.parse(r.since);
+  if (r.phase === 'writing') {
+    if (elapsed < policy.configSyncSeconds * 1000) return { kind: 'wait', labels: {}, why: '' };
+    return { kind: 'label', labels: { [MIG_CONFIG_LABEL]: r.config }, record: { ...r, phase: 'applying', since: at }, why: `${n.name}: ${MIG_CONFIG_LABEL}=${r.config} set; mig-manager reconfigures ${r.gpus.map((g) => `GPU ${g.gpu}`).join(', ')}` };
+  }
+  const state = n.labels[MIG_CONFIG_STATE_LABEL];
+  const ours = n.labels[MIG_CONFIG_LABEL] === r.config;
+  if (ours && state === 'success') {
+    return {
+      kind: 'done',
+      labels: {},
+      ...(r.cordoned ? { unschedulable: false } : {}),
+      state: 'success',
+      why: `${n.name}: mig-manager applied ${r.config} (${r.gpus.map((g) => `GPU ${g.gpu} ${words(g.to)}`).join(', ')})${r.cordoned ? '; uncordoned' : '; left cordoned as it was before'}`,
+    };
+  }
+  const failed = ours && state === 'failed';
+  const late = elapsed >= policy.timeoutMinutes * 60_000;
+  if (!failed && !late && ours) return { kind: 'wait', labels: {}, why: '' };
+  const reason = failed
+    ? `mig-manager reports ${MIG_CONFIG_STATE_LABEL}=failed for ${r.config}`
+    : !ours
+      ? `${MIG_CONFIG_LABEL} was changed to ${n.labels[MIG_CONFIG_LABEL] ?? '(removed)'} by someone else while ${r.config} was applying`
+      : `mig-manager did not report success for ${r.config} within ${policy.timeoutMinutes} min (state: ${state ?? 'none'})`;
+  return {
+    kind: 'failed',
+    // Put the previous layout's name back only where the label is still ours.
+    labels: ours ? { [MIG_CONFIG_LABEL]: r.previous } : {},
+    record: { ...r, phase: 'failed', since: at, reason },
+    state: 'failed',
+    why: `${n.name}: ${reason}; ${ours ? `${MIG_CONFIG_LABEL} set back to ${r.previous ?? '(none)'}, ` : ''}the node stays cordoned for a person to look (remove ${MIG_REBALANCE_ANNOTATION} and uncordon when done)`,
+  };
+}
+
+/** The record on a node, or undefined (a corrupt one reads as absent and is reported). */
+export function readMigRecord(annotations: Readonly<Record<string, string>>): { record?: MigRecord; problem?: string } {
+  const raw = annotations[MIG_REBALANCE_ANNOTATION];
+  if (raw === undefined) return {};
+  try {
+    const parsed = MigRecordSchema.safeParse(JSON.parse(raw));
+    return parsed.success ? { record: parsed.data } : { problem: `${MIG_REBALANCE_ANNOTATION} does not match its format: ${parsed.error.issues[0]?.message ?? ''}` };
+  } catch {
+    return { problem: `${MIG_REBALANCE_ANNOTATION} is not JSON` };
+  }
+}
