@@ -8,7 +8,7 @@
 import type { Clock } from '../clock.ts';
 import { mergeStringMap, nodeDelta, sameCondition, withTaint, withoutTaint } from './node-change.ts';
 import type { ApplyResult, EvictResult, Json, LeaseAttempt, PodInfo, Taint, TaintEffect } from './model.ts';
-import type { DeviceTaintOps, EventRecorder, EvictOptions, LeaseOps, LimitRangeSpec, NodeOps, PodOps, QuotaOps, QuotaSpec, StateStore } from './ports.ts';
+import type { ConfigFileOps, DeviceTaintOps, EventRecorder, EvictOptions, LeaseOps, LimitRangeSpec, NodeOps, PodOps, QuotaOps, QuotaSpec, StateStore } from './ports.ts';
 import { sameJson } from './same-json.ts';
 
 export interface DryRunAction {
@@ -26,6 +26,7 @@ export interface DryRunnable {
   state: StateStore;
   leases: LeaseOps;
   deviceTaints?: DeviceTaintOps;
+  migParted?: ConfigFileOps;
 }
 
 export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: DryRunAction) => void): P {
@@ -107,5 +108,13 @@ export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: Dr
 
   // A dry run records nothing in the cluster, Events included; it notes what it would have recorded.
   const events: EventRecorder = { record: async (regarding, event) => void note('events.record', [regarding, event], undefined) };
-  return { ...ports, nodes: nodeOps, pods: podOps, quotas: quotaOps, state: stateStore, leases: leaseOps, ...('events' in ports ? { events } : {}), ...(deviceTaints ? { deviceTaints } : {}) };
+  const parted = ports.migParted;
+  const migParted: ConfigFileOps | undefined = parted && {
+    read: () => parted.read(),
+    update: async (fn) => {
+      const current = await parted.read();
+      note('migParted.update', [fn(current)], undefined);
+    },
+  };
+  return { ...ports, nodes: nodeOps, pods: podOps, quotas: quotaOps, state: stateStore, leases: leaseOps, ...('events' in ports ? { events } : {}), ...(deviceTaints ? { deviceTaints } : {}), ...(migParted ? { migParted } : {}) };
 }

@@ -55,6 +55,8 @@ export class FakeCluster {
   /** DRA: each node's GPU devices by UUID (its ResourceSlices), and the DeviceTaintRules by name. */
   readonly draDevices = new Map<string, Record<string, DeviceRef>>();
   readonly deviceTaintRules = new Map<string, DeviceTaint>();
+  /** ConfigMap files (`namespace/name/key` → text): mig-manager's mig-parted config. */
+  readonly configFiles = new Map<string, string>();
   readonly calls: FakeCall[] = [];
   readonly clock: Clock;
   readonly conflictAttempts: number;

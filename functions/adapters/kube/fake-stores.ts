@@ -8,7 +8,7 @@ import { BadInputError } from '../errors.ts';
 import type { FakeCluster } from './fake-cluster.ts';
 import { decodeValue } from './kube-state-store.ts';
 import type { ApplyResult, Json, LeaseAttempt, LeaseState, LimitRangeInfo, QuotaInfo } from './model.ts';
-import type { DeviceTaintOps, LeaseOps, LimitRangeSpec, QuotaOps, QuotaSpec, StateStore } from './ports.ts';
+import type { ConfigFileOps, DeviceTaintOps, LeaseOps, LimitRangeSpec, QuotaOps, QuotaSpec, StateStore } from './ports.ts';
 import type { DeviceRef, DeviceTaint } from '../../lib/plan.ts';
 import { sameJson } from './same-json.ts';
 
@@ -180,5 +180,29 @@ export class FakeDeviceTaintOps implements DeviceTaintOps {
     this.cluster.record('deviceTaints.remove', [name]);
     this.cluster.guard('deviceTaints.remove', `deleting devicetaintrule ${name}`, false);
     return this.cluster.deviceTaintRules.delete(name);
+  }
+}
+
+/** ConfigFileOps over the FakeCluster's `configFiles`; every write is recorded as `configFile.update`. */
+export class FakeConfigFile implements ConfigFileOps {
+  constructor(
+    private readonly cluster: FakeCluster,
+    readonly ref: { namespace: string; name: string; key: string } = { namespace: 'gpu-operator', name: 'default-mig-parted-config', key: 'config.yaml' },
+  ) {}
+
+  private get id(): string {
+    return `${this.ref.namespace}/${this.ref.name}/${this.ref.key}`;
+  }
+
+  async read(): Promise<string | undefined> {
+    return this.cluster.configFiles.get(this.id);
+  }
+
+  async update(fn: (current: string | undefined) => string): Promise<void> {
+    const current = this.cluster.configFiles.get(this.id);
+    const next = fn(current);
+    if (next === current) return;
+    this.cluster.record('configFile.update', [this.id]);
+    this.cluster.configFiles.set(this.id, next);
   }
 }

@@ -6,12 +6,12 @@
 import type { Clock } from '../clock.ts';
 import { FakeCluster } from './fake-cluster.ts';
 import { FakeNodeOps, FakePodOps } from './fake-node-pod-ops.ts';
-import { FakeDeviceTaintOps, FakeLeaseOps, FakeQuotaOps, FakeStateStore } from './fake-stores.ts';
+import { FakeConfigFile, FakeDeviceTaintOps, FakeLeaseOps, FakeQuotaOps, FakeStateStore } from './fake-stores.ts';
 
 export { FakeCluster, injected } from './fake-cluster.ts';
 export type { FakeCall, FakeLease, FakePdb, InjectedStatus } from './fake-cluster.ts';
 export { FakeNodeOps, FakePodOps, matchesSelector, pdbRefusal } from './fake-node-pod-ops.ts';
-export { FakeDeviceTaintOps, FakeLeaseOps, FakeQuotaOps, FakeStateStore } from './fake-stores.ts';
+export { FakeConfigFile, FakeDeviceTaintOps, FakeLeaseOps, FakeQuotaOps, FakeStateStore } from './fake-stores.ts';
 
 export interface FakeKube {
   cluster: FakeCluster;
@@ -21,6 +21,7 @@ export interface FakeKube {
   state: FakeStateStore;
   leases: FakeLeaseOps;
   deviceTaints: FakeDeviceTaintOps;
+  migParted: FakeConfigFile;
 }
 
 export function fakeKube(options: { clock?: Clock; conflictAttempts?: number } = {}): FakeKube {
@@ -33,5 +34,6 @@ export function fakeKube(options: { clock?: Clock; conflictAttempts?: number } =
     state: new FakeStateStore(cluster),
     leases: new FakeLeaseOps(cluster),
     deviceTaints: new FakeDeviceTaintOps(cluster),
+    migParted: new FakeConfigFile(cluster),
   };
 }

@@ -11,8 +11,9 @@ import type { KubeOpsOptions } from './kube-node-ops.ts';
 import { KubePodOps } from './kube-pod-ops.ts';
 import { KubeQuotaOps } from './kube-quota-ops.ts';
 import { KubeStateStore } from './kube-state-store.ts';
+import { DEFAULT_MIG_PARTED_CONFIG, KubeConfigFile, type ConfigFileRef } from './kube-config-file.ts';
 import { KubeEventRecorder, type KubeEventRecorderOptions } from './kube-event-recorder.ts';
-import type { DeviceTaintOps, EventRecorder, LeaseOps, NodeOps, PodOps, QuotaOps, StateStore } from './ports.ts';
+import type { ConfigFileOps, DeviceTaintOps, EventRecorder, LeaseOps, NodeOps, PodOps, QuotaOps, StateStore } from './ports.ts';
 
 export * from './model.ts';
 export type { NodeChange } from './node-change.ts';
@@ -24,6 +25,7 @@ export type { KubeOpsOptions } from './kube-node-ops.ts';
 export { KubePodOps } from './kube-pod-ops.ts';
 export { KubeQuotaOps } from './kube-quota-ops.ts';
 export { KubeStateStore, STATE_CONFIGMAP } from './kube-state-store.ts';
+export { DEFAULT_MIG_PARTED_CONFIG, KubeConfigFile, type ConfigFileRef } from './kube-config-file.ts';
 export { KubeLeaseOps } from './kube-lease-ops.ts';
 export { KubeDeviceTaintOps, RULE_NODE_LABEL } from './kube-device-taint-ops.ts';
 export type { DraVersions } from './kube-device-taint-ops.ts';
@@ -47,6 +49,8 @@ export interface KubePorts {
   events: EventRecorder;
   /** DRA ResourceSlices and DeviceTaintRules (only read for pools that fence by `dra`). */
   deviceTaints: DeviceTaintOps;
+  /** NVIDIA mig-manager's mig-parted config (the MIG rebalancer writes its layouts there). */
+  migParted: ConfigFileOps;
 }
 
 export interface KubePortsOptions extends Omit<KubeOpsOptions, 'events'> {
@@ -56,6 +60,8 @@ export interface KubePortsOptions extends Omit<KubeOpsOptions, 'events'> {
   events?: KubeEventRecorderOptions;
   /** The resource.k8s.io versions this cluster serves (the remediation policy's `fence.dra`). */
   dra?: DraVersions;
+  /** Where mig-manager reads its mig-parted config (default: the GPU Operator's). */
+  migParted?: ConfigFileRef;
 }
 
 /** Every port over one cluster connection; the handlers' wiring calls this once at cold start. */
@@ -71,5 +77,6 @@ export function kubePorts(kc: KubeConfig, options: KubePortsOptions): KubePorts 
     leases: new KubeLeaseOps(coordination, options.namespace, { conflictAttempts: options.conflictAttempts }),
     events,
     deviceTaints: new KubeDeviceTaintOps(custom, options.dra),
+    migParted: new KubeConfigFile(core, options.migParted ?? DEFAULT_MIG_PARTED_CONFIG, options.conflictAttempts),
   };
 }

@@ -212,3 +212,11 @@ export interface DeviceTaintOps {
   /** Deletes the rule; `false` when it is already gone. */
   remove(name: string): Promise<boolean>;
 }
+
+/** A text file in one key of a ConfigMap another component reads (mig-manager's mig-parted config). */
+export interface ConfigFileOps {
+  /** The file's text; undefined when the ConfigMap or the key is absent. */
+  read(): Promise<string | undefined>;
+  /** Rewrites it with `fn` (a conflicting write re-reads and applies `fn` again); an unchanged text writes nothing. */
+  update(fn: (current: string | undefined) => string): Promise<void>;
+}
