@@ -33,7 +33,7 @@ export interface BaseDeps {
 export type FunctionDeps<Own extends object = object> = BaseDeps & Own;
 
 /** A function's own configuration, from its environment; `dryRun: true` selects the dry-run wiring. */
-export type OwnConfig<Own extends object> = (env: NodeJS.ProcessEnv) => { own: Own; dryRun?: boolean; kube?: Pick<KubePortsOptions, 'dra'> };
+export type OwnConfig<Own extends object> = (env: NodeJS.ProcessEnv) => { own: Own; dryRun?: boolean; kube?: Pick<KubePortsOptions, 'dra' | 'migParted'> };
 
 export function wireFromEnv<Own extends object = object>(service: string, ownConfig?: OwnConfig<Own>, env: NodeJS.ProcessEnv = process.env): FunctionDeps<Own> {
   const config = loadFunctionsConfig(env);

@@ -74,7 +74,7 @@ describe('gpu-reflex mig layouts', () => {
   });
 });
 
-const FLEET = new URL('./testdata/h100-mig.yaml', import.meta.url).pathname;
+const FLEET = new URL('../../infra/local/scenarios/fleets/h100-mig.yaml', import.meta.url).pathname;
 
 describe('gpu-reflex mig plan', () => {
   it('plans on a fleet file: the idle GPU relaid for the pods waiting on 3g.40gb, the busy ones left', async () => {

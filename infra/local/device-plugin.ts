@@ -147,9 +147,11 @@ export class DevicePluginStandIn {
     for (const f of this.nodes) {
       const node = this.sim.store.node(f.node);
       if (!node) continue;
-      const status = (node.status ?? {}) as { allocatable?: Record<string, string> };
+      const status = (node.status ?? {}) as { allocatable?: Record<string, string>; capacity?: Record<string, string> };
       if (!this.base.has(f.node)) this.base.set(f.node, { ...(status.allocatable ?? {}) });
-      const base = this.base.get(f.node)!;
+      // What the plugin enumerates is the node's capacity (mig-manager changes it with a relayout);
+      // a node that reports none keeps what the plugin first saw.
+      const base = status.capacity ?? this.base.get(f.node)!;
       const fenced = this.heldOut(f);
       this.unhealthy.set(f.node, new Set(fenced.map((g) => g.index)));
       const want: Record<string, string> = { ...(status.allocatable ?? {}) };

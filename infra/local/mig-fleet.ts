@@ -7,9 +7,7 @@
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { toNodeInfo, toPodInfo } from '../../functions/adapters/kube/convert.ts';
 import type { NodeInfo, PodInfo } from '../../functions/adapters/kube/model.ts';
-import { layoutWords } from '../../functions/mig/core/layout.ts';
-import { planMig } from '../../functions/mig/core/planner.ts';
-import { readMigFleet, type MigUsage } from '../../functions/mig/supply.ts';
+import type { MigUsage } from '../../functions/mig/supply.ts';
 import { Cluster, ManualClock, loadFleet } from './kube/index.ts';
 import { seedFleet } from './kube/fleet.ts';
 import type { Node, Pod } from './kube/types.ts';
@@ -36,22 +34,4 @@ export function readFleetForMig(path: string): { nodes: NodeInfo[]; pods: PodInf
     usage.set(n.metadata.name, perGpu);
   }
   return { nodes: nodes.map((n) => toNodeInfo(n as unknown as V1Node)), pods: pods.map((p) => toPodInfo(p as unknown as V1Pod)), usage };
-}
-
-/**
- * What the MIG planner would do about the MIG pods pending in the stack's cluster right now, in
- * timeline words (the rebalancer that applies a plan is not built yet). It reads only what the
- * product would: the Nodes (with the agents' gpu-reflex.io/mig-inventory) and the Pods.
- */
-export function migPlanWords(nodes: readonly Node[], pods: readonly Pod[]): string[] {
-  const fleet = readMigFleet(nodes.map((n) => toNodeInfo(n as unknown as V1Node)), pods.map((p) => toPodInfo(p as unknown as V1Pod)));
-  if (fleet.pending.length === 0) return [];
-  const plan = planMig(fleet.nodes, fleet.pending);
-  const out = plan.changes.map((c) => `the MIG planner would relay ${c.node} GPU ${c.gpu}: ${layoutWords(c.from)} → ${layoutWords(c.to)}, for ${c.unblocks.length} pending pod${c.unblocks.length === 1 ? '' : 's'} (${c.unblocks.slice(0, 3).join(', ')}${c.unblocks.length > 3 ? ', …' : ''}); applying a plan is not built yet`);
-  if (plan.changes.length === 0) {
-    const first = plan.unmet[0];
-    out.push(`the MIG planner finds no idle GPU to relay${first ? `: ${first.pod} waits for ${first.why}` : ''}`);
-  }
-  for (const n of fleet.notes) out.push(`MIG planner: ${n}`);
-  return out;
 }

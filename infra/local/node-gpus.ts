@@ -1,5 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Node, Pod } from './kube/index.ts';
+import { SIM_GPU_LAYOUT_ANNOTATION } from './kube/mig-manager.ts';
+import { place } from '../../functions/mig/core/layout.ts';
+import { migModel, profileOf } from '../../functions/mig/core/profiles.ts';
 
 /**
  * What a simulated GPU node physically has, derived from its Kubernetes object the way GPU
@@ -92,6 +95,23 @@ function migLayout(alloc: Record<string, string | number>, gpus: number, memoryM
   return Array.from({ length: gpus }, () => layout.map((s, i) => ({ ...s, giId: i + 1 })));
 }
 
+/**
+ * The per-GPU layouts the simulated mig-manager applied from a per-device mig-parted config
+ * (SIM_GPU_LAYOUT_ANNOTATION), each placed as NVIDIA places instances (the MIG catalog).
+ * Undefined when there is none, or the model is not in the catalog.
+ */
+function perGpuLayout(node: Node, product: string, count: number): MigSlot[][] | undefined {
+  const raw = node.metadata.annotations?.[SIM_GPU_LAYOUT_ANNOTATION];
+  const model = migModel(product);
+  if (!raw || !model) return undefined;
+  const perGpu = JSON.parse(raw) as string[][];
+  if (perGpu.length !== count) return undefined;
+  return perGpu.map((profiles) => {
+    const ps = profiles.map((p) => profileOf(model, p)).filter((p) => p !== undefined);
+    return (place(model, ps) ?? []).map((slot, i) => ({ profile: slot.profile, giProfileId: profileOf(model, slot.profile)?.giProfileId ?? 19, start: slot.start, size: slot.size, giId: i + 1 }));
+  });
+}
+
 export function gpuSpecsOf(node: Node): GpuSpec[] {
   const name = node.metadata.name;
   const labels = node.metadata.labels ?? {};
@@ -101,7 +121,8 @@ export function gpuSpecsOf(node: Node): GpuSpec[] {
   const product = labels['nvidia.com/gpu.product'] ?? 'NVIDIA-A100-SXM4-80GB';
   const known = PRODUCTS[product];
   const memoryMiB = num(labels['nvidia.com/gpu.memory']) ?? 16384;
-  const mig = labels['nvidia.com/mig.strategy'] === 'mixed' && migKeys.length > 0 ? migLayout(alloc, count, memoryMiB) : undefined;
+  const mixed = labels['nvidia.com/mig.strategy'] === 'mixed' && migKeys.length > 0;
+  const mig = mixed ? (perGpuLayout(node, product, count) ?? migLayout(alloc, count, memoryMiB)) : undefined;
   return Array.from({ length: count }, (_, index) => ({
     index,
     name: known?.name ?? product.replaceAll('-', ' '),

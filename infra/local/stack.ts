@@ -20,7 +20,6 @@ import { DevicePluginStandIn, type DevicePluginKind } from './device-plugin.ts';
 import { remediationConfig } from '../../functions/remediate/wiring.ts';
 import { fenceBackendOf, poolOf } from '../../functions/remediate/core/policy.ts';
 import { formatSummary, kubeconfigText, runningText, type TimelineEntry } from './timeline.ts';
-import { migPlanWords } from './mig-fleet.ts';
 import { functionEnv, gapNotice, REPO_ROOT, withEnv } from './stack-env.ts';
 
 /**
@@ -241,11 +240,6 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       if (key === lastPending) return;
       lastPending = key;
       for (const [resource, n] of Object.entries(pending)) emit({ who: 'cluster', kind: 'gap', what: '', text: `${n} pod${n === 1 ? '' : 's'} pending on ${resource}${gapNotice(resource, functions)}` });
-      // Until a function applies MIG plans, the timeline says what the planner would do.
-      if (!functions.has('rebalance-mig') && Object.keys(pending).some((r) => r.startsWith('nvidia.com/mig-'))) {
-        const [ns, ps] = await Promise.all([kube.nodes(), kube.pods()]);
-        for (const text of migPlanWords(ns, ps)) emit({ who: 'cluster', kind: 'gap', what: '', text });
-      }
     };
 
     let met = false;

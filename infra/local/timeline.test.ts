@@ -46,6 +46,10 @@ describe('timeline lines', () => {
     ['a dropped event', { status: 'dropped', reason: 'detail.xid: expected number' }, 'dropped the event: it was not acted on', 'detail.xid: expected number', 'failure'],
     ['an event already handled', { status: 'already-done', reason: 'node gone' }, 'already done: nothing to change', 'node gone', 'action'],
     ['a sweep with nothing to do', { status: 'done', result: { nodes: 3, acted: 0, skipped: [] } }, 'checked 3 nodes: nothing to do', undefined, 'action'],
+    ['a MIG label set (no event of its own)', { status: 'done', result: { migNodes: 2, pending: 2, satisfiedAfter: 2, steps: { 'h100-0': 'label' }, underWay: ['h100-0'], failed: [] } }, 'nvidia.com/mig.config set on h100-0: mig-manager reconfigures', undefined, 'action'],
+    ['MIG pods waiting while mig-manager works', { status: 'done', result: { migNodes: 2, pending: 2, satisfiedAfter: 2, steps: {}, underWay: ['h100-0'], failed: [] } }, '2 pods wait for MIG instances; mig-manager is reconfiguring h100-0', undefined, 'action'],
+    ['MIG pods no idle GPU can serve', { status: 'done', result: { migNodes: 1, pending: 4, satisfiedAfter: 0, steps: {}, underWay: [], failed: ['h100-1'] } }, '4 pods wait for MIG instances: no idle GPU can be relaid for them (h100-1 left cordoned after a failed relayout)', undefined, 'action'],
+    ['no MIG pod waiting', { status: 'done', result: { migNodes: 1, pending: 0, satisfiedAfter: 0, steps: {}, underWay: [], failed: [] } }, 'checked 1 MIG node: no pod waits for a MIG instance', undefined, 'action'],
   ])('gives %s a line of its own', (_name, outcome, text, why, kind) => {
     const e = deliveryEntry(18_000, 'remediate', outcome);
     expect(e).toEqual({ atMs: 18_000, who: 'remediate', kind, what: '', text, ...(why ? { why } : {}) });
@@ -54,6 +58,7 @@ describe('timeline lines', () => {
   it.each([
     ['an action (its Remediation event has the line)', { status: 'done', result: { kind: 'act', action: 'drain-node', phase: 'decided', reason: 'r' } }],
     ['a sweep that acted', { status: 'done', result: { nodes: 3, acted: 1, skipped: [] } }],
+    ['a MIG relayout started (its MIG Layout Change has the line)', { status: 'done', result: { migNodes: 1, pending: 2, satisfiedAfter: 2, steps: { 'h100-0': 'start' }, underWay: ['h100-0'], failed: [] } }],
     ['an unknown shape', 'ok'],
   ])('prints nothing extra for %s', (_name, outcome) => {
     expect(deliveryEntry(0, 'remediate', outcome)).toBeUndefined();

@@ -178,7 +178,29 @@ export function deliveryEntry(atMs: number, fn: string, outcome: unknown): Timel
   if (r.phase === 'skipped' && r.escalation) return line(`counted: ${countedText(r.escalation)}; ${String(r.action)} stands`, r.reason);
   if (r.phase === 'skipped') return line(`no change: ${String(r.action)} stands`, r.reason);
   if (r.acted === 0 && typeof r.nodes === 'number') return line(`checked ${r.nodes} node${r.nodes === 1 ? '' : 's'}: nothing to do`);
+  if (typeof (r as { migNodes?: unknown }).migNodes === 'number') return migLine(r as unknown as MigOutcome, line);
   return undefined;
+}
+
+/** rebalance-mig's outcome (functions/mig/handler.ts): its MIG Layout Change events print the rest. */
+interface MigOutcome {
+  migNodes: number;
+  pending: number;
+  satisfiedAfter: number;
+  steps: Record<string, string>;
+  underWay: string[];
+  failed: string[];
+}
+
+function migLine(m: MigOutcome, line: (text: string) => TimelineEntry): TimelineEntry | undefined {
+  const labelled = Object.entries(m.steps).filter(([, k]) => k === 'label').map(([n]) => n);
+  if (labelled.length > 0) return line(`nvidia.com/mig.config set on ${labelled.join(', ')}: mig-manager reconfigures`);
+  if (Object.keys(m.steps).length > 0) return undefined;
+  const pods = `${m.pending} pod${m.pending === 1 ? '' : 's'}`;
+  if (m.underWay.length > 0) return line(`${pods} wait for MIG instances; mig-manager is reconfiguring ${m.underWay.join(', ')}`);
+  const failed = m.failed.length > 0 ? ` (${m.failed.join(', ')} left cordoned after a failed relayout)` : '';
+  if (m.pending === 0) return line(`checked ${m.migNodes} MIG node${m.migNodes === 1 ? '' : 's'}: no pod waits for a MIG instance${failed}`);
+  return line(`${pods} wait for MIG instances: no idle GPU can be relaid for them${failed}`);
 }
 
 /** What the summary counts. Built by the stack from what it observed; printed and put in the report. */

@@ -105,7 +105,12 @@ export function nvmlMigInventory(nvml: Nvml): () => MigInventory['gpus'] {
   return () => {
     const out: MigInventory['gpus'] = [];
     nvml.devices().forEach((d, index) => {
-      const devices = migDevices(nvml, d);
+      let devices: ReturnType<typeof migDevices>;
+      try {
+        devices = migDevices(nvml, d);
+      } catch {
+        return; // a GPU NVML cannot read (lost, or refusing) is not listed: the planner then sees no layout for it
+      }
       if (devices.length === 0) return;
       const busy = new Set((d.processes() ?? []).map((p) => p.gpuInstanceId).filter((gi): gi is number => gi !== undefined));
       const instances = devices

@@ -86,16 +86,14 @@ describe('gpu-reflex simulate, default scenario', () => {
     expect(report.summary.podsEvicted).toBe(report.evicted.length);
   });
 
-  it('leaves the MIG burst and the T4 growth pending, and says nothing rebalances or scales them', () => {
+  it('leaves the MIG burst and the T4 growth pending, and says nothing scales the T4s', () => {
     const pendingOn = (resource: string) => report.final.pods.filter((p: Pod) => !p.spec.nodeName && JSON.stringify(p.spec.containers).includes(resource));
     expect(pendingOn('nvidia.com/mig-1g.10gb').length).toBe(4);
     expect(pendingOn('nvidia.com/gpu').length).toBeGreaterThanOrEqual(3);
     const gaps = report.timeline.filter((t) => t.kind === 'gap').map((t) => t.text);
-    expect(gaps.some((t) => t.includes('nvidia.com/mig-1g.10gb') && t.includes('MIG rebalancing is not built yet'))).toBe(true);
+    // rebalance-mig exists (its minute is not reached in 45 s; every H100 GPU holds a notebook anyway).
+    expect(gaps).toContain('4 pods pending on nvidia.com/mig-1g.10gb');
     expect(gaps.some((t) => t.includes('nvidia.com/gpu') && t.includes('pool autoscaling is not built yet'))).toBe(true);
-    // The planner's view, read from the Nodes (the agents' MIG inventory) and Pods as the product
-    // would: every H100 GPU holds a notebook, so nothing idle can be relaid for the burst.
-    expect(gaps).toContainEqual(expect.stringMatching(/^the MIG planner finds no idle GPU to relay: research\/mig-burst-\d waits for 1g\.10gb: every GPU that could be relaid/));
   });
 
   it('matches the report to the cluster the simulation left', () => {

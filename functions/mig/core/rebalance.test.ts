@@ -24,7 +24,7 @@ describe('applying a MIG plan through mig-manager', () => {
     const start = stepMigNode(node(), planned, at(0));
     expect(start).toMatchObject({ kind: 'start', unschedulable: true, labels: {}, state: 'pending', record: { phase: 'writing', previous: 'all-1g.10gb', cordoned: true } });
     expect(start.config).toEqual({ name: start.record!.config, layout: [SEVEN, SEVEN, ['3g.40gb', '3g.40gb']] });
-    expect(start.why).toContain('h100-0: GPU 2 7×1g.10gb → 2×3g.40gb for 2 pending pod(s)');
+    expect(start.why).toContain('GPU 2 7×1g.10gb → 2×3g.40gb for 2 pending pod(s)');
     let n = run(node(), start);
     expect(stepMigNode(n, undefined, at(DEFAULT_MIG_REBALANCE.configSyncSeconds - 1)).kind).toBe('wait');
     const label = stepMigNode(n, undefined, at(DEFAULT_MIG_REBALANCE.configSyncSeconds));

@@ -129,14 +129,14 @@ export function stepMigNode(n: MigNodeFacts, planned: PlannedNodeChange | undefi
       ...(n.unschedulable ? {} : { unschedulable: true }),
       record,
       state: 'pending',
-      why: `${n.name}: ${what} for ${record.unblocks.length} pending pod(s); mig-parted config ${config} written, node cordoned while mig-manager works (no instance in use is touched); the label follows in ${policy.configSyncSeconds} s`,
+      why: `${what} for ${record.unblocks.length} pending pod(s); mig-parted config ${config} written, node cordoned while mig-manager works (no instance in use is touched); the label follows in ${policy.configSyncSeconds} s`,
     };
   }
   if (r.phase === 'failed') return { kind: 'none', labels: {}, why: '' };
   const elapsed = now.getTime() - Date.parse(r.since);
   if (r.phase === 'writing') {
     if (elapsed < policy.configSyncSeconds * 1000) return { kind: 'wait', labels: {}, why: '' };
-    return { kind: 'label', labels: { [MIG_CONFIG_LABEL]: r.config }, record: { ...r, phase: 'applying', since: at }, why: `${n.name}: ${MIG_CONFIG_LABEL}=${r.config} set; mig-manager reconfigures ${r.gpus.map((g) => `GPU ${g.gpu}`).join(', ')}` };
+    return { kind: 'label', labels: { [MIG_CONFIG_LABEL]: r.config }, record: { ...r, phase: 'applying', since: at }, why: `${MIG_CONFIG_LABEL}=${r.config} set; mig-manager reconfigures ${r.gpus.map((g) => `GPU ${g.gpu}`).join(', ')}` };
   }
   const state = n.labels[MIG_CONFIG_STATE_LABEL];
   const ours = n.labels[MIG_CONFIG_LABEL] === r.config;
@@ -146,7 +146,7 @@ export function stepMigNode(n: MigNodeFacts, planned: PlannedNodeChange | undefi
       labels: {},
       ...(r.cordoned ? { unschedulable: false } : {}),
       state: 'success',
-      why: `${n.name}: mig-manager applied ${r.config} (${r.gpus.map((g) => `GPU ${g.gpu} ${words(g.to)}`).join(', ')})${r.cordoned ? '; uncordoned' : '; left cordoned as it was before'}`,
+      why: `mig-manager applied ${r.config} (${r.gpus.map((g) => `GPU ${g.gpu} ${words(g.to)}`).join(', ')})${r.cordoned ? '; uncordoned' : '; left cordoned as it was before'}`,
     };
   }
   const failed = ours && state === 'failed';
@@ -163,7 +163,7 @@ export function stepMigNode(n: MigNodeFacts, planned: PlannedNodeChange | undefi
     labels: ours ? { [MIG_CONFIG_LABEL]: r.previous } : {},
     record: { ...r, phase: 'failed', since: at, reason },
     state: 'failed',
-    why: `${n.name}: ${reason}; ${ours ? `${MIG_CONFIG_LABEL} set back to ${r.previous ?? '(none)'}, ` : ''}the node stays cordoned for a person to look (remove ${MIG_REBALANCE_ANNOTATION} and uncordon when done)`,
+    why: `${reason}; ${ours ? `${MIG_CONFIG_LABEL} set back to ${r.previous ?? '(none)'}, ` : ''}the node stays cordoned for a person to look (remove ${MIG_REBALANCE_ANNOTATION} and uncordon when done)`,
   };
 }
 

@@ -20,7 +20,10 @@ describe('serverless.yml at the repository root', () => {
       retryPolicy: { maximumRetryAttempts: 8, maximumEventAgeSeconds: 3600 },
       deadLetterQueueArn: 'RemediateDlq.Arn',
     });
-    expect(table.schedules.map((s) => [s.fn.key, s.schedule.expression])).toEqual([['remediate-sweep', 'rate(1 minute)']]);
+    expect(table.schedules.map((s) => [s.fn.key, s.schedule.expression])).toEqual([
+      ['remediate-sweep', 'rate(1 minute)'],
+      ['rebalance-mig', 'rate(1 minute)'],
+    ]);
     // The chat route arrives with the ChatOps function; no function is declared before it exists.
     expect(table.routes).toEqual([]);
     expect(table.warnings).toEqual([]);

@@ -4,6 +4,7 @@ import type { Cluster } from './cluster.ts';
 import { ApiError } from './errors.ts';
 import { parseYamlText } from '../../../functions/lib/yaml-text.ts';
 import { COMPLETE_AFTER } from './lifecycle.ts';
+import { MIG_PARTED_CONFIGMAP } from './mig-manager.ts';
 import { resource, resourceForKind } from './resources.ts';
 
 /**
@@ -159,6 +160,13 @@ export function seedFleet(cluster: Cluster, fleet: ParsedFleet): void {
         }),
       );
     }
+  }
+  // A fleet with MIG nodes under the mixed strategy runs NVIDIA's mig-manager (the simulated one in
+  // mig-manager.ts): the GPU Operator installs its namespace and an empty mig-parted config.
+  if (fleet.nodes.some((g) => g.labels?.['nvidia.com/mig.strategy'] === 'mixed')) {
+    const { namespace, name, key } = MIG_PARTED_CONFIGMAP;
+    if (!cluster.store.get('namespaces', '', namespace)) run(`namespace ${namespace}`, () => create('namespaces', '', { metadata: { name: namespace } }));
+    if (!cluster.store.get('configmaps', namespace, name)) run(`configmap ${namespace}/${name}`, () => create('configmaps', namespace, { metadata: { name }, data: { [key]: 'version: v1\nmig-configs: {}\n' } }));
   }
   for (const ns of fleet.namespaces) {
     for (const lr of ns.limitRanges ?? []) run(`limitrange ${ns.name}/${lr.name}`, () => create('limitranges', ns.name, { metadata: { name: lr.name }, spec: { limits: lr.limits } }));

@@ -1,3 +1,4 @@
+import { parse } from 'yaml';
 import { parseQuantity } from './quantity.ts';
 import type { Store, StoreEvent } from './store.ts';
 import type { Node } from './types.ts';
@@ -51,7 +52,13 @@ export class MigManager {
       if (job.due > now) continue;
       this.work.delete(name);
       const layout = this.layouts[job.config];
-      store.put('nodes', layout ? applyLayout(node, layout) : withLabels(node, { [STATE]: 'failed' }));
+      if (layout) {
+        store.put('nodes', applyLayout(node, layout));
+        continue;
+      }
+      // Not a fleet layout: the mig-parted config in its ConfigMap, as the real mig-manager reads it.
+      const parted = partedLayout(store, job.config, Number(node.metadata.labels?.['nvidia.com/gpu.count'] ?? 1) || 1);
+      store.put('nodes', parted ? withGpuLayouts(applyLayout(node, parted.resources), parted.perGpu) : withLabels(node, { [STATE]: 'failed' }));
     }
   }
 }
@@ -74,5 +81,44 @@ function applyLayout(node: Node, layout: Record<string, string | number>): Node 
     if (m) labels[`nvidia.com/mig-${m[1]}.count`] = String(parseQuantity(v));
   }
   labels[STATE] = 'success';
-  return { ...node, metadata: { ...node.metadata, labels }, status: { ...node.status, capacity: swap(node.status?.capacity), allocatable: swap(node.status?.allocatable) } };
+  const annotations = { ...node.metadata.annotations };
+  delete annotations[SIM_GPU_LAYOUT_ANNOTATION];
+  return { ...node, metadata: { ...node.metadata, labels, annotations }, status: { ...node.status, capacity: swap(node.status?.capacity), allocatable: swap(node.status?.allocatable) } };
+}
+
+/** Where the simulated mig-manager reads its mig-parted config (the GPU Operator's default). */
+export const MIG_PARTED_CONFIGMAP = { namespace: 'gpu-operator', name: 'default-mig-parted-config', key: 'config.yaml' } as const;
+/** The simulator's own record of each GPU's layout after a per-device config (node-gpus.ts reads it). */
+export const SIM_GPU_LAYOUT_ANNOTATION = 'sim.gpu-reflex.io/mig-layout';
+
+/**
+ * A named mig-parted config (`version: v1`) for a node of `gpus` GPUs: the per-GPU profiles and the
+ * node's resource totals (`nvidia.com/mig-<profile>`, `+` spelled `.`). Undefined when the
+ * ConfigMap, the name or a GPU's entry is missing: mig-manager then fails.
+ */
+function partedLayout(store: Store, config: string, gpus: number): { perGpu: string[][]; resources: Record<string, number> } | undefined {
+  const cm = store.get('configmaps', MIG_PARTED_CONFIGMAP.namespace, MIG_PARTED_CONFIGMAP.name) as { data?: Record<string, string> } | undefined;
+  const text = cm?.data?.[MIG_PARTED_CONFIGMAP.key];
+  if (!text) return undefined;
+  let parsed: { 'mig-configs'?: Record<string, { devices: number[] | 'all'; 'mig-enabled'?: boolean; 'mig-devices'?: Record<string, number> }[]> };
+  try {
+    parsed = parse(text) as typeof parsed;
+  } catch {
+    return undefined;
+  }
+  const entries = parsed['mig-configs']?.[config];
+  if (!Array.isArray(entries)) return undefined;
+  const perGpu: (string[] | undefined)[] = Array.from({ length: gpus }, () => undefined);
+  for (const e of entries) {
+    const devices = e.devices === 'all' ? perGpu.map((_, i) => i) : e.devices;
+    for (const d of devices) if (d < gpus) perGpu[d] = Object.entries(e['mig-devices'] ?? {}).flatMap(([p, n]) => Array<string>(n).fill(p));
+  }
+  if (perGpu.some((g) => g === undefined)) return undefined;
+  const resources: Record<string, number> = {};
+  for (const p of perGpu.flat() as string[]) resources[`nvidia.com/mig-${p.replaceAll('+', '.')}`] = (resources[`nvidia.com/mig-${p.replaceAll('+', '.')}`] ?? 0) + 1;
+  return { perGpu: perGpu as string[][], resources };
+}
+
+function withGpuLayouts(node: Node, perGpu: string[][]): Node {
+  return { ...node, metadata: { ...node.metadata, annotations: { ...node.metadata.annotations, [SIM_GPU_LAYOUT_ANNOTATION]: JSON.stringify(perGpu) } } };
 }

@@ -1,0 +1,133 @@
+/**
+ * The MIG rebalancer, every minute (`rebalance-mig`): read the MIG nodes and pending pods, plan
+ * (core/planner.ts), and move each node along the mig-manager protocol (core/rebalance.ts) on the
+ * reflex skeleton: the node's labels, cordon and record in one patch with the MIG Layout Change
+ * event recorded in its outbox, then published. At most `maxNodesAtOnce` nodes are reconfigured
+ * at a time (a node being reconfigured is cordoned and its MIG allocatable is 0 meanwhile).
+ */
+import { MIG_LAYOUT_CHANGE, SCHEMA_VERSION, SOURCES, type MigLayoutChangeDetail } from '../../events/index.ts';
+import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
+import type { Notifier } from '../adapters/chat/notifier.ts';
+import type { Clock } from '../adapters/clock.ts';
+import type { ConfigFileOps, LeaseOps, NodeOps, PodOps } from '../adapters/kube/ports.ts';
+import type { Logger } from '../lib/logger.ts';
+import { readOutbox } from '../lib/outbox.ts';
+import { emptyEdit, noActions } from '../lib/plan.ts';
+import { carryOut, withLease } from '../lib/reflex.ts';
+import { countProfiles } from './core/layout.ts';
+import { withPartedEntry } from './core/parted.ts';
+import { planMig } from './core/planner.ts';
+import { migResourceName } from './core/profiles.ts';
+import { MIG_CONFIG_LABEL, MIG_REBALANCE_ANNOTATION, readMigRecord, stepMigNode, type MigRebalancePolicy, type MigStep, type PlannedNodeChange } from './core/rebalance.ts';
+import { readMigFleet } from './supply.ts';
+
+export interface MigRebalanceConfig extends MigRebalancePolicy {
+  /** Nodes under reconfiguration at once (each is cordoned meanwhile). */
+  maxNodesAtOnce: number;
+}
+
+export const DEFAULT_MIG_REBALANCE_CONFIG: MigRebalanceConfig = { configSyncSeconds: 90, timeoutMinutes: 20, maxNodesAtOnce: 1 };
+
+export interface MigRebalanceDeps {
+  nodes: NodeOps;
+  pods: PodOps;
+  leases: LeaseOps;
+  migParted: ConfigFileOps;
+  publisher: EventPublisher;
+  notifier: Notifier;
+  clock: Clock;
+  logger: Logger;
+  holder: string;
+  mig: MigRebalanceConfig;
+}
+
+export interface MigRebalanceOutcome {
+  /** MIG nodes read. */
+  nodes: number;
+  /** Node → what this round did (`start`, `label`, `done`, `failed`). */
+  steps: Record<string, MigStep['kind']>;
+  /** Pending MIG pods, and how many the plan would let run. */
+  pending: number;
+  satisfiedAfter: number;
+  /** Nodes whose relayout is under way after this round, and ones left failed for a person. */
+  underWay: string[];
+  failed: string[];
+}
+
+const profileCounts = (l: readonly string[]) => Object.fromEntries(countProfiles(l));
+
+function layoutEvent(node: string, step: MigStep, now: Date, demand: Record<string, number>): PublishedEvent | undefined {
+  const r = step.record;
+  if (!step.state || !r) return undefined;
+  const detail: MigLayoutChangeDetail = {
+    schemaVersion: SCHEMA_VERSION,
+    eventId: `mig:${node}:${r.config}:${step.kind}`.slice(0, 128),
+    occurredAt: now.toISOString(),
+    node,
+    config: r.config,
+    state: step.state,
+    gpus: r.gpus.map((g) => ({ index: g.gpu, from: profileCounts(g.from), to: profileCounts(g.to) })),
+    ...(Object.keys(demand).length > 0 ? { demand } : {}),
+    evictedPods: 0,
+    reason: step.why.slice(0, 2048),
+    dryRun: false,
+  };
+  return { source: SOURCES.functions, detailType: MIG_LAYOUT_CHANGE, detail, resources: [`node/${node}`] };
+}
+
+export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalanceOutcome> {
+  const idle = (): MigRebalanceOutcome => (deps.logger.info('rebalance-mig already running elsewhere'), { nodes: 0, steps: {}, pending: 0, satisfiedAfter: 0, underWay: [], failed: [] });
+  return withLease('rebalance-mig', 120, deps, async () => {
+    const [nodes, pods] = await Promise.all([deps.nodes.list(), deps.pods.list()]);
+    const fleet = readMigFleet(nodes, pods);
+    for (const note of fleet.notes) deps.logger.info('rebalance-mig', { note });
+    const records = new Map(nodes.map((n) => [n.name, readMigRecord(n.annotations)] as const));
+    for (const [name, r] of records) if (r.problem) deps.logger.warn('rebalance-mig', { node: name, problem: r.problem });
+    // A node under way is not planned again until it is done.
+    for (const n of fleet.nodes) if (records.get(n.name)?.record) for (const g of n.gpus) g.locked = 'a relayout is under way';
+    const plan = planMig(fleet.nodes, fleet.pending);
+    const byNode = new Map<string, PlannedNodeChange>();
+    for (const c of plan.changes) {
+      const n = fleet.nodes.find((x) => x.name === c.node)!;
+      const p = byNode.get(c.node) ?? { current: n.gpus.map((g) => g.instances.map((i) => i.profile)), changes: [] };
+      p.changes.push({ gpu: c.gpu, from: c.from, to: c.to, unblocks: c.unblocks });
+      byNode.set(c.node, p);
+    }
+    const demand: Record<string, number> = {};
+    for (const p of fleet.pending) for (const [profile, k] of Object.entries(p.requests)) demand[migResourceName(profile)] = (demand[migResourceName(profile)] ?? 0) + k;
+    let underWay = [...records.values()].filter((r) => r.record && r.record.phase !== 'failed').length;
+    const steps: Record<string, MigStep['kind']> = {};
+    for (const n of [...nodes].sort((a, b) => a.name.localeCompare(b.name))) {
+      const record = records.get(n.name)?.record;
+      const planned = byNode.get(n.name);
+      if (!record && (!planned || underWay >= deps.mig.maxNodesAtOnce)) continue;
+      const now = new Date(deps.clock.now());
+      const step = stepMigNode({ name: n.name, labels: n.labels, unschedulable: n.unschedulable, ...(record ? { record } : {}) }, planned, now, deps.mig);
+      if (step.kind === 'none' || step.kind === 'wait') continue;
+      if (step.kind === 'start') underWay++;
+      // The config first: the label that names it comes a sync later (core/rebalance.ts).
+      if (step.config) {
+        const { name, layout } = step.config;
+        const keep = new Set([n.labels[MIG_CONFIG_LABEL]].filter((x): x is string => x !== undefined));
+        await deps.migParted.update((text) => withPartedEntry(text, name, layout, keep));
+      }
+      const edit = { ...emptyEdit<never>(n.name), labels: step.labels, annotations: { [MIG_REBALANCE_ANNOTATION]: step.kind === 'done' ? null : JSON.stringify(step.record) }, ...(step.unschedulable !== undefined ? { unschedulable: step.unschedulable } : {}) };
+      const notices = step.kind === 'failed' ? [{ title: `gpu-reflex: MIG relayout failed on ${n.name}`, text: step.why.slice(0, 500), severity: 'warning' as const }] : [];
+      const eventRecord = step.record ?? record;
+      const event = layoutEvent(n.name, { ...step, ...(eventRecord ? { record: eventRecord } : {}) }, now, step.kind === 'start' ? demand : {});
+      await carryOut({ node: n.name, pending: readOutbox(n.annotations), actions: { ...noActions<never>(), nodeEdit: edit, notices }, events: () => (event ? [event] : []), basis: n }, deps);
+      deps.logger.info('rebalance-mig', { node: n.name, step: step.kind, why: step.why });
+      steps[n.name] = step.kind;
+    }
+    const phaseAfter = (name: string) => (steps[name] === 'done' ? undefined : steps[name] === 'failed' ? 'failed' : steps[name] === 'start' ? 'writing' : records.get(name)?.record?.phase);
+    const names = nodes.map((n) => n.name).sort();
+    return {
+      nodes: fleet.nodes.length,
+      steps,
+      pending: fleet.pending.length,
+      satisfiedAfter: plan.satisfiedAfter,
+      underWay: names.filter((n) => phaseAfter(n) === 'writing' || phaseAfter(n) === 'applying'),
+      failed: names.filter((n) => phaseAfter(n) === 'failed'),
+    };
+  }, idle);
+}
