@@ -56,7 +56,12 @@ function mockFault(f: NodeFault): Record<string, unknown> {
 }
 
 /** The node's mock NVML scenario: generated GPUs and processes, scenario overrides, faults. */
-export function mockScenario(gpus: readonly GpuSpec[], procs: readonly GpuProcessOfPod[], faults: readonly NodeFault[], override: NvmlOverride = {}, processesFile?: string, controlDir?: string): object {
+/** A GPU's MIG devices in the mock's format (scenario `migDevices`, and each entry of its `migFile`). */
+export function migDevicesJson(g: GpuSpec): object[] {
+  return g.mig.map((s) => ({ profile: s.profile, giProfileId: s.giProfileId, start: s.start, size: s.size, giId: s.giId, ciId: 0, uuid: `MIG-${g.uuid.slice(4, 28)}${String(s.giId).padStart(12, '0')}` }));
+}
+
+export function mockScenario(gpus: readonly GpuSpec[], procs: readonly GpuProcessOfPod[], faults: readonly NodeFault[], override: NvmlOverride = {}, processesFile?: string, controlDir?: string, migFile?: string): object {
   const t4 = (g: GpuSpec) => g.name.includes('T4');
   const generated = gpus.map((g) => ({
     name: g.name,
@@ -66,7 +71,7 @@ export function mockScenario(gpus: readonly GpuSpec[], procs: readonly GpuProces
     memoryTotalMiB: g.memoryTotalMiB,
     powerLimitW: g.powerLimitW,
     ...(g.mig.length > 0
-      ? { migCapable: true, migMode: true, migDevices: g.mig.map((s) => ({ profile: s.profile, giProfileId: s.giProfileId, start: s.start, size: s.size, giId: s.giId, ciId: 0, uuid: `MIG-${g.uuid.slice(4, 28)}${String(s.giId).padStart(12, '0')}` })) }
+      ? { migCapable: true, migMode: true, migDevices: migDevicesJson(g) }
       : {}),
     ...(t4(g) ? { unsupported: ['remappedRows', 'nvlink', 'recoveryAction'], supportedEvents: 15 } : { nvlinkCount: g.name.includes('A10 ') || g.name.endsWith('A10') ? 0 : 12 }),
     series: { intervalMs: 1000, loop: true, util: [62, 71, 68, 75], memUtil: [40, 44, 41, 47], tempC: [58, 60, 61, 59], powerW: [Math.round(g.powerLimitW * 0.55), Math.round(g.powerLimitW * 0.6)] },
@@ -79,15 +84,17 @@ export function mockScenario(gpus: readonly GpuSpec[], procs: readonly GpuProces
     ...(processesFile ? { processesFile } : {}),
     // Where the mock nvidia-smi asks the agent's library for a reset (mock-nvml/src/control-dir.c).
     ...(controlDir ? { controlDir } : {}),
+    // What mig-manager leaves on the GPUs after a relayout (mock-nvml/src/mig-file.c), kept by NodeProcesses.
+    ...(migFile && gpus.some((g) => g.mig.length > 0) ? { migFile } : {}),
     gpus: [...generated, ...(override.extraGpus ?? [])],
     faults: [...faults].sort((a, b) => a.atMs - b.atMs).map(mockFault),
   };
 }
 
 /** Where a node's files go under `root` (the processes file must be named in its scenario). */
-export function nodeDir(root: string, node: string): { dir: string; procRoot: string; processesPath: string; controlDir: string } {
+export function nodeDir(root: string, node: string): { dir: string; procRoot: string; processesPath: string; controlDir: string; migPath: string } {
   const dir = join(root, node);
-  return { dir, procRoot: join(dir, 'proc'), processesPath: join(dir, 'processes.json'), controlDir: join(dir, 'nvml-control') };
+  return { dir, procRoot: join(dir, 'proc'), processesPath: join(dir, 'processes.json'), controlDir: join(dir, 'nvml-control'), migPath: join(dir, 'mig.json') };
 }
 
 /**

@@ -2,6 +2,7 @@ import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Pod } from './kube/types.ts';
 import { allocateGpus, cgroupLine, type GpuProcessOfPod, type GpuSpec } from './node-gpus.ts';
+import { migDevicesJson } from './node-files.ts';
 
 /**
  * What runs on one simulated node's GPUs, kept in step with the cluster: when pods arrive on the
@@ -16,7 +17,7 @@ export class NodeProcesses {
   private nextPid: number;
 
   constructor(
-    private readonly gpus: readonly GpuSpec[],
+    private gpus: readonly GpuSpec[],
     private readonly procRoot: string,
     private readonly processesFile: string,
     initial: readonly GpuProcessOfPod[],
@@ -28,6 +29,24 @@ export class NodeProcesses {
 
   get current(): readonly GpuProcessOfPod[] {
     return this.procs;
+  }
+
+  /**
+   * mig-manager changed the node's MIG layout: the mock's `migFile` gets every GPU's new instances
+   * (what NVML lists from now on), and processes on GPUs whose layout changed are dropped (a
+   * relayout wipes their instances; the rebalancer only relays GPUs nothing runs on). The next
+   * `update` allocates on the new instances.
+   */
+  relayout(gpus: readonly GpuSpec[], migFile: string): void {
+    const same = (a: GpuSpec | undefined, b: GpuSpec) => JSON.stringify(a?.mig ?? []) === JSON.stringify(b.mig);
+    const changed = new Set(gpus.filter((g) => !same(this.gpus[g.index], g)).map((g) => g.index));
+    this.gpus = gpus;
+    writeFileSync(`${migFile}.tmp`, JSON.stringify(gpus.map(migDevicesJson)));
+    renameSync(`${migFile}.tmp`, migFile);
+    const dropped = this.procs.filter((p) => changed.has(p.gpu));
+    if (dropped.length === 0) return;
+    this.procs = this.procs.filter((p) => !changed.has(p.gpu));
+    this.write([], dropped);
   }
 
   /** `pods`: the pods bound to the node now. Returns whether anything changed. */

@@ -11,7 +11,8 @@ import { allocateGpus, gpuSpecsOf, isGpuNode, type GpuSpec } from './node-gpus.t
 import { appendKmsg, kmsgXidLine, mockScenario, nodeDir, writeNodeFiles, type NodeFiles } from './node-files.ts';
 import { NodeProcesses } from './node-processes.ts';
 import { checkExpectations, summarize, type StackReport } from './report.ts';
-import type { Pod } from './kube/types.ts';
+import type { Node, Pod } from './kube/types.ts';
+import { SIM_GPU_LAYOUT_ANNOTATION } from './kube/mig-manager.ts';
 import type { FaultStepT, Scenario, TimelineStep } from './scenario.ts';
 import { StackKube } from './stack-kube.ts';
 import { StackRecorder } from './stack-recorder.ts';
@@ -164,7 +165,8 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       const procs = allocateGpus(gpus, pods);
       const faults = faultSteps.filter((s) => s.node === name).map((s) => ({ atMs: s.at, gpu: s.gpu, fault: s.fault }));
       for (const f of faults) if (f.gpu >= gpus.length) throw new Error(`timeline: node ${name} has ${gpus.length} GPUs; there is no GPU ${f.gpu}`);
-      const nf = writeNodeFiles(work, name, library, mockScenario(gpus, procs, faults, scenario.nvml[name], nodeDir(work, name).processesPath, nodeDir(work, name).controlDir));
+      const dirs = nodeDir(work, name);
+      const nf = writeNodeFiles(work, name, library, mockScenario(gpus, procs, faults, scenario.nvml[name], dirs.processesPath, dirs.controlDir, dirs.migPath));
       const tracker = new NodeProcesses(gpus, nf.procRoot, nf.processesPath, procs);
       files.set(name, { ...nf, pci: gpus.map((g) => g.pciBusId), tracker });
       nodeFiles.push(nf);
@@ -173,6 +175,17 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     const dirty = new Set<string>();
     if (sim) {
       const off = sim.store.subscribe((e) => {
+        if (e.resource === 'nodes' && e.type === 'MODIFIED' && files.has(e.object.metadata.name)) {
+          // mig-manager relaid the node's GPUs: its agent's NVML lists the new instances from now on.
+          const before = e.previous?.metadata.annotations?.[SIM_GPU_LAYOUT_ANNOTATION];
+          const after = e.object.metadata.annotations?.[SIM_GPU_LAYOUT_ANNOTATION];
+          if (before !== after) {
+            const name = e.object.metadata.name;
+            files.get(name)!.tracker.relayout(gpuSpecsOf(e.object as Node), nodeDir(work, name).migPath);
+            dirty.add(name);
+          }
+          return;
+        }
         if (e.resource !== 'pods') return;
         for (const o of [e.object, e.previous] as (Pod | undefined)[]) if (o?.spec.nodeName && files.has(o.spec.nodeName)) dirty.add(o.spec.nodeName);
       });

@@ -8,7 +8,8 @@ import { simulateScenario } from './scenario-run.ts';
  * GPUs 0 and 1, two pods waiting for 3g.40gb. The node agent's MIG inventory says which GPUs are
  * busy; rebalance-mig writes the node's layout into the mig-parted ConfigMap, cordons, sets
  * nvidia.com/mig.config after the sync delay; the simulated mig-manager applies it; the function
- * uncordons on success and the pods run. Busy GPUs keep their layout; nothing is evicted.
+ * uncordons on success and the pods run; the agent's NVML shows the new instances. Busy GPUs keep
+ * their layout; nothing is evicted.
  */
 describe('rebalance-mig on the embedded stack', () => {
   it('relays the idle GPU for the pods waiting on 3g.40gb, touching no busy GPU', async () => {
@@ -29,8 +30,12 @@ describe('rebalance-mig on the embedded stack', () => {
       Array(7).fill('1g.10gb'),
     ]);
     expect(report.evicted).toEqual([]);
-    // The plan stood on the agent's word for which GPUs were busy (notebooks on GPUs 0 and 1).
-    expect(readMigInventory(node.metadata.annotations ?? {}).inventory?.gpus.map((g) => g.instances.filter((i) => i.inUse).length)).toEqual([7, 3, 0, 0]);
+    // The agent's NVML follows mig-manager (the mock's migFile): its inventory now shows GPU 2's
+    // two 3g.40gb instances, both running the fine-tuning pods, beside the notebooks on GPUs 0 and 1.
+    const inv = readMigInventory(node.metadata.annotations ?? {}).inventory!;
+    expect(inv.gpus.map((g) => g.instances.filter((i) => i.inUse).length)).toEqual([7, 3, 2, 0]);
+    expect(inv.gpus[2]?.instances.map((i) => i.profile)).toEqual(['3g.40gb', '3g.40gb']);
+    expect(lines).toContainEqual(expect.stringMatching(/rebalance-mig\s+checked 1 MIG node: no pod waits for a MIG instance/));
     expect(lines).toContainEqual(expect.stringMatching(/rebalance-mig\s+nvidia\.com\/mig\.config set on h100-0: mig-manager reconfigures/));
   }, 60_000);
 });

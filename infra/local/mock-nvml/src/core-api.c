@@ -28,6 +28,7 @@ nvmlReturn_t begin(void) {
   }
   fire_due_faults();
   refresh_processes_file();
+  refresh_mig_file();
   refresh_control_dir();
   return NVML_SUCCESS;
 }

@@ -205,6 +205,9 @@ typedef struct {
   /* Optional live process list (scenario `processesFile`), re-read when its mtime or size moves. */
   char processesFile[1024];
   long long processesStamp[2];
+  /* Optional live MIG layout (scenario `migFile`, mig-file.c), re-read when its mtime or size moves. */
+  char migFile[1024];
+  long long migStamp[2];
   /* Optional directory of requests from other processes (scenario `controlDir`, control-dir.c). */
   char controlDir[1024];
   long long controlStamp;
@@ -218,6 +221,8 @@ int scenario_load(const char *path);
 char *mock_read_file(const char *path);
 /* processes-file.c — callers hold g.lock */
 void refresh_processes_file(void);
+/* mig-file.c — callers hold g.lock */
+void refresh_mig_file(void);
 /* control-dir.c — callers hold g.lock */
 void refresh_control_dir(void);
 nvmlReturn_t reset_gpu(unsigned int index);

@@ -58,7 +58,7 @@ static int contains_ci(const char *hay, const char *needle) {
   return 0;
 }
 
-static int load_mig(const json_value *m, mock_gpu *gpu, int j, const char *gpath) {
+int load_mig(const json_value *m, mock_gpu *gpu, int j, const char *gpath) {
   char path[256];
   snprintf(path, sizeof path, "%s.migDevices[%d]", gpath, j);
   mock_mig *mig = &gpu->migs[j];
@@ -241,6 +241,9 @@ int scenario_load(const char *path) {
   g.controlDir[0] = '\0';
   g.controlStamp = -1;
   if (!get_str(root, "controlDir", "", g.controlDir, sizeof g.controlDir, 0)) goto done;
+  g.migFile[0] = '\0';
+  g.migStamp[0] = g.migStamp[1] = -1;
+  if (!get_str(root, "migFile", "", g.migFile, sizeof g.migFile, 0)) goto done;
   const json_value *gpus = json_get(root, "gpus");
   if (!gpus || gpus->type != JSON_ARRAY) { bad("gpus", "expected an array"); goto done; }
   if (gpus->count > MAX_GPUS) { bad("gpus", "at most 16 GPUs"); goto done; }
