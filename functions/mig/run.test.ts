@@ -115,6 +115,16 @@ describe('rebalance-mig', () => {
     expect(Object.values((await rebalanceMig(deps)).steps)).not.toContain('start');
   });
 
+  it('counts a pending pod as demand only once it has waited minPendingSeconds', async () => {
+    seed();
+    kube.cluster.addPod({ name: 'ft-new', namespace: 'ml', uid: 'ft-new', phase: 'Pending', createdAt: new Date(T0).toISOString(), extendedResources: { 'nvidia.com/mig-3g.40gb': 1 } });
+    expect(await rebalanceMig(deps)).toMatchObject({ steps: {}, pending: 0 });
+    clock.advance(59_000);
+    expect((await rebalanceMig(deps)).steps).toEqual({});
+    clock.advance(1_000);
+    expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'start' });
+  });
+
   it('touches nothing when every GPU runs something', async () => {
     seed('h100-0', [1, 1, 1, 1]);
     waiting(1);

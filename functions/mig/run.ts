@@ -24,9 +24,11 @@ import { readMigFleet } from './supply.ts';
 export interface MigRebalanceConfig extends MigRebalancePolicy {
   /** Nodes under reconfiguration at once (each is cordoned meanwhile). */
   maxNodesAtOnce: number;
+  /** A pending pod counts as demand once it has waited this long (the scheduler may still bind it). */
+  minPendingSeconds: number;
 }
 
-export const DEFAULT_MIG_REBALANCE_CONFIG: MigRebalanceConfig = { configSyncSeconds: 90, timeoutMinutes: 20, maxNodesAtOnce: 1 };
+export const DEFAULT_MIG_REBALANCE_CONFIG: MigRebalanceConfig = { configSyncSeconds: 90, timeoutMinutes: 20, maxNodesAtOnce: 1, minPendingSeconds: 60 };
 
 export interface MigRebalanceDeps {
   nodes: NodeOps;
@@ -79,7 +81,7 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
   const idle = (): MigRebalanceOutcome => (deps.logger.info('rebalance-mig already running elsewhere'), { nodes: 0, steps: {}, pending: 0, satisfiedAfter: 0, underWay: [], failed: [] });
   return withLease('rebalance-mig', 120, deps, async () => {
     const [nodes, pods] = await Promise.all([deps.nodes.list(), deps.pods.list()]);
-    const fleet = readMigFleet(nodes, pods);
+    const fleet = readMigFleet(nodes, pods, undefined, { now: new Date(deps.clock.now()), seconds: deps.mig.minPendingSeconds });
     for (const note of fleet.notes) deps.logger.info('rebalance-mig', { note });
     const records = new Map(nodes.map((n) => [n.name, readMigRecord(n.annotations)] as const));
     for (const [name, r] of records) if (r.problem) deps.logger.warn('rebalance-mig', { node: name, problem: r.problem });

@@ -73,7 +73,11 @@ function agentInventory(n: NodeInfo, model: MigModel, running: readonly PodInfo[
   return gpus;
 }
 
-export function readMigFleet(nodes: readonly NodeInfo[], pods: readonly PodInfo[], usage?: MigUsage): MigFleet {
+/**
+ * `waited`: pending pods count as demand only once they have waited this long at `now` (a pod the
+ * scheduler is about to bind is not a reason to relay a GPU; nos batches over 60 s).
+ */
+export function readMigFleet(nodes: readonly NodeInfo[], pods: readonly PodInfo[], usage?: MigUsage, waited?: { now: Date; seconds: number }): MigFleet {
   const notes: string[] = [];
   const out: MigNode[] = [];
   for (const n of nodes) {
@@ -140,6 +144,7 @@ export function readMigFleet(nodes: readonly NodeInfo[], pods: readonly PodInfo[
   }
   const pending: PendingMigPod[] = pods
     .filter((p) => !p.nodeName && !finished(p) && !p.terminating)
+    .filter((p) => !waited || !p.createdAt || waited.now.getTime() - Date.parse(p.createdAt) >= waited.seconds * 1000)
     .map((p) => ({ pod: p, requests: migRequests(p) }))
     .filter((x) => Object.keys(x.requests).length > 0)
     .map(({ pod, requests }) => ({ namespace: pod.namespace, name: pod.name, priority: pod.priority ?? 0, requests, nodeSelector: pod.nodeSelector ?? {} }));

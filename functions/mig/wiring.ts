@@ -7,6 +7,7 @@
  *                            the kubelet takes up to a minute to show a ConfigMap's change)
  *   MIG_TIMEOUT_MINUTES      mig-manager must report success within this (default 20)
  *   MIG_MAX_NODES_AT_ONCE    nodes under reconfiguration at once (default 1)
+ *   MIG_MIN_PENDING_SECONDS  a pending pod counts as demand once it waited this long (default 60)
  */
 import { z } from 'zod';
 import { DEFAULT_MIG_PARTED_CONFIG } from '../adapters/kube/index.ts';
@@ -21,6 +22,7 @@ const MigEnvSchema = z.object({
   MIG_CONFIG_SYNC_SECONDS: int(0, 3600).optional(),
   MIG_TIMEOUT_MINUTES: int(1, 1440).optional(),
   MIG_MAX_NODES_AT_ONCE: int(1, 1000).optional(),
+  MIG_MIN_PENDING_SECONDS: int(0, 86_400).optional(),
 });
 
 export type MigWiring = FunctionDeps<{ mig: MigRebalanceConfig }>;
@@ -34,6 +36,7 @@ export function migConfig(env: NodeJS.ProcessEnv) {
     configSyncSeconds: e.MIG_CONFIG_SYNC_SECONDS ?? DEFAULT_MIG_REBALANCE_CONFIG.configSyncSeconds,
     timeoutMinutes: e.MIG_TIMEOUT_MINUTES ?? DEFAULT_MIG_REBALANCE_CONFIG.timeoutMinutes,
     maxNodesAtOnce: e.MIG_MAX_NODES_AT_ONCE ?? DEFAULT_MIG_REBALANCE_CONFIG.maxNodesAtOnce,
+    minPendingSeconds: e.MIG_MIN_PENDING_SECONDS ?? DEFAULT_MIG_REBALANCE_CONFIG.minPendingSeconds,
   };
   return { own: { mig }, kube: { migParted: { namespace, name, key: e.MIG_PARTED_KEY ?? DEFAULT_MIG_PARTED_CONFIG.key } } };
 }

@@ -66,6 +66,7 @@ export function toPodInfo(p: V1Pod): PodInfo {
     extendedResources: extendedResources(p),
     ...(p.spec?.nodeSelector && Object.keys(p.spec.nodeSelector).length > 0 ? { nodeSelector: { ...p.spec.nodeSelector } } : {}),
     ...(typeof p.spec?.priority === 'number' ? { priority: p.spec.priority } : {}),
+    ...(p.metadata?.creationTimestamp ? { createdAt: new Date(p.metadata.creationTimestamp).toISOString() } : {}),
   };
 }
 

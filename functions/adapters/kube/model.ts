@@ -72,6 +72,8 @@ export interface PodInfo {
   nodeSelector?: Record<string, string>;
   /** `spec.priority` (resolved from its PriorityClass by admission), when set. */
   priority?: number;
+  /** `metadata.creationTimestamp` (ISO), when the API gave one: how long a pending pod has waited. */
+  createdAt?: string;
 }
 
 /** `namespace/name`, the key pods are reported by. */
