@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 #include "fields.h"
 #include "json.h"
@@ -18,14 +17,7 @@
 int load_mig(const json_value *m, mock_gpu *gpu, int j, const char *gpath);
 
 void refresh_mig_file(void) {
-  if (!g.migFile[0]) return;
-  struct stat st;
-  if (stat(g.migFile, &st) != 0) return;
-  long long stamp[2] = {(long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec, (long long)st.st_size};
-  if (stamp[0] == g.migStamp[0] && stamp[1] == g.migStamp[1]) return;
-  g.migStamp[0] = stamp[0];
-  g.migStamp[1] = stamp[1];
-  char *text = mock_read_file(g.migFile);
+  char *text = read_if_changed(g.migFile, g.migStamp);
   if (!text) return;
   char perr[256], local_err[400] = "";
   json_value *root = json_parse(text, perr, sizeof perr);

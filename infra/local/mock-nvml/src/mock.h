@@ -221,6 +221,7 @@ int scenario_load(const char *path);
 char *mock_read_file(const char *path);
 /* processes-file.c — callers hold g.lock */
 void refresh_processes_file(void);
+char *read_if_changed(const char *path, long long stamp[2]);
 /* mig-file.c — callers hold g.lock */
 void refresh_mig_file(void);
 /* control-dir.c — callers hold g.lock */

@@ -14,15 +14,20 @@
 #include "fields.h"
 #include "mock.h"
 
-void refresh_processes_file(void) {
-  if (!g.processesFile[0]) return;
+/* The file's text when its mtime or size moved since `stamp` (which it updates), else NULL. */
+char *read_if_changed(const char *path, long long stamp[2]) {
+  if (!path[0]) return NULL;
   struct stat st;
-  if (stat(g.processesFile, &st) != 0) return;
-  long long stamp[2] = {(long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec, (long long)st.st_size};
-  if (stamp[0] == g.processesStamp[0] && stamp[1] == g.processesStamp[1]) return;
-  g.processesStamp[0] = stamp[0];
-  g.processesStamp[1] = stamp[1];
-  char *text = mock_read_file(g.processesFile);
+  if (stat(path, &st) != 0) return NULL;
+  long long now[2] = {(long long)st.st_mtim.tv_sec * 1000000000LL + st.st_mtim.tv_nsec, (long long)st.st_size};
+  if (now[0] == stamp[0] && now[1] == stamp[1]) return NULL;
+  stamp[0] = now[0];
+  stamp[1] = now[1];
+  return mock_read_file(path);
+}
+
+void refresh_processes_file(void) {
+  char *text = read_if_changed(g.processesFile, g.processesStamp);
   if (!text) return;
   char perr[256], local_err[400] = "";
   json_value *root = json_parse(text, perr, sizeof perr);
