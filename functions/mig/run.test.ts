@@ -106,6 +106,21 @@ describe('rebalance-mig', () => {
     expect((await rebalanceMig(deps)).steps).toEqual({});
   });
 
+  it('leaves the node cordoned when a remediation drained it meanwhile', async () => {
+    seed();
+    waiting(1);
+    await rebalanceMig(deps);
+    clock.advance(90_000);
+    await rebalanceMig(deps);
+    const stored = kube.cluster.nodes.get('h100-0')!;
+    stored.labels[MIG_CONFIG_STATE_LABEL] = 'success';
+    stored.labels['gpu-reflex.io/state'] = 'draining';
+    clock.advance(60_000);
+    expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'done' });
+    expect((await kube.nodes.get('h100-0')).unschedulable).toBe(true);
+    expect(layoutEvents().at(-1)?.reason).toContain('left cordoned: gpu-reflex remediation holds it (gpu-reflex.io/state=draining)');
+  });
+
   it('reconfigures one node at a time', async () => {
     seed('h100-0');
     seed('h100-1');

@@ -9,7 +9,9 @@ import { MIG_LAYOUT_CHANGE, SCHEMA_VERSION, SOURCES, type MigLayoutChangeDetail 
 import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notifier } from '../adapters/chat/notifier.ts';
 import type { Clock } from '../adapters/clock.ts';
+import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { ConfigFileOps, LeaseOps, NodeOps, PodOps } from '../adapters/kube/ports.ts';
+import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../remediate/core/state.ts';
 import type { Logger } from '../lib/logger.ts';
 import { readOutbox } from '../lib/outbox.ts';
 import { emptyEdit, noActions } from '../lib/plan.ts';
@@ -77,6 +79,14 @@ function layoutEvent(node: string, step: MigStep, now: Date, demand: Record<stri
   return { source: SOURCES.functions, detailType: MIG_LAYOUT_CHANGE, detail, resources: [`node/${node}`] };
 }
 
+/** A remediation that keeps the node out (its state label or taint): the relayout must not uncordon it. */
+function remediationHold(n: NodeInfo): string | undefined {
+  const state = n.labels[STATE_LABEL];
+  if (state && state !== 'healthy' && state !== 'quarantined') return `gpu-reflex remediation holds it (${STATE_LABEL}=${state})`;
+  if (n.taints.some((t) => t.key === DEFAULT_TAINT_KEY)) return `gpu-reflex remediation holds it (taint ${DEFAULT_TAINT_KEY})`;
+  return undefined;
+}
+
 export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalanceOutcome> {
   const idle = (): MigRebalanceOutcome => (deps.logger.info('rebalance-mig already running elsewhere'), { nodes: 0, steps: {}, pending: 0, satisfiedAfter: 0, underWay: [], failed: [] });
   return withLease('rebalance-mig', 120, deps, async () => {
@@ -104,7 +114,8 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
       const planned = byNode.get(n.name);
       if (!record && (!planned || underWay >= deps.mig.maxNodesAtOnce)) continue;
       const now = new Date(deps.clock.now());
-      const step = stepMigNode({ name: n.name, labels: n.labels, unschedulable: n.unschedulable, ...(record ? { record } : {}) }, planned, now, deps.mig);
+      const held = remediationHold(n);
+      const step = stepMigNode({ name: n.name, labels: n.labels, unschedulable: n.unschedulable, ...(record ? { record } : {}), ...(held ? { heldBy: held } : {}) }, planned, now, deps.mig);
       if (step.kind === 'none' || step.kind === 'wait') continue;
       if (step.kind === 'start') underWay++;
       // The config first: the label that names it comes a sync later (core/rebalance.ts).

@@ -58,6 +58,8 @@ export interface MigNodeFacts {
   labels: Readonly<Record<string, string>>;
   unschedulable: boolean;
   record?: MigRecord;
+  /** Another part of gpu-reflex holds the node out (a remediation drained it meanwhile): it stays cordoned. */
+  heldBy?: string;
 }
 
 export interface PlannedNodeChange {
@@ -141,12 +143,14 @@ export function stepMigNode(n: MigNodeFacts, planned: PlannedNodeChange | undefi
   const state = n.labels[MIG_CONFIG_STATE_LABEL];
   const ours = n.labels[MIG_CONFIG_LABEL] === r.config;
   if (ours && state === 'success') {
+    const uncordon = r.cordoned && !n.heldBy;
+    const after = uncordon ? '; uncordoned' : r.cordoned ? `; left cordoned: ${n.heldBy}` : '; left cordoned as it was before';
     return {
       kind: 'done',
       labels: {},
-      ...(r.cordoned ? { unschedulable: false } : {}),
+      ...(uncordon ? { unschedulable: false } : {}),
       state: 'success',
-      why: `mig-manager applied ${r.config} (${r.gpus.map((g) => `GPU ${g.gpu} ${words(g.to)}`).join(', ')})${r.cordoned ? '; uncordoned' : '; left cordoned as it was before'}`,
+      why: `mig-manager applied ${r.config} (${r.gpus.map((g) => `GPU ${g.gpu} ${words(g.to)}`).join(', ')})${after}`,
     };
   }
   const failed = ours && state === 'failed';
