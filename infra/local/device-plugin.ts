@@ -141,10 +141,14 @@ export class DevicePluginStandIn {
     return f.gpus.filter((g) => l.gpus.has(g.index));
   }
 
-  /** Re-reads every node's plugin state; returns the nodes whose allocatable changed. */
-  sync(): string[] {
+  /**
+   * Re-reads every node's plugin state (only nodes of `kind` when given); returns the nodes whose
+   * allocatable changed.
+   */
+  sync(kind?: DevicePluginKind): string[] {
     const changed: string[] = [];
     for (const f of this.nodes) {
+      if (kind && f.kind !== kind) continue;
       const node = this.sim.store.node(f.node);
       if (!node) continue;
       const status = (node.status ?? {}) as { allocatable?: Record<string, string>; capacity?: Record<string, string> };

@@ -308,9 +308,10 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           devicePlugin?.sync();
           await agents.whenIdle();
           await bus.drain();
-          // The functions may have changed what a plugin reads (a DRA rule deleted): the kubelet
-          // and the scheduler see it now, not at the next step (which may be a minute away).
-          if (devicePlugin && devicePlugin.sync().length > 0) sim?.tick();
+          // The functions may have changed what a DRA plugin reads (a rule deleted): the kubelet
+          // and the scheduler see it now, not at the next step (which may be a minute away). The
+          // other plugins read node-local files or NVML, which only the step above changes.
+          if (devicePlugin && devicePlugin.sync('dra').length > 0) sim?.tick();
           flushEvents();
           if (t - lastPendingCheck >= 1000) {
             lastPendingCheck = t;
