@@ -15,9 +15,9 @@ import { readMigInventory } from '../../events/index.ts';
 import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
 import type { MigGpu, MigNode, PendingMigPod } from './core/planner.ts';
 import { MIG_MODELS, migModel, migResourceName, type MigModel } from './core/profiles.ts';
+import { MIG_CONFIG_STATE_LABEL } from './core/rebalance.ts';
 
-export const MIG_STRATEGY_LABEL = 'nvidia.com/mig.strategy';
-export const MIG_CONFIG_STATE_LABEL = 'nvidia.com/mig.config.state';
+const MIG_STRATEGY_LABEL = 'nvidia.com/mig.strategy';
 const MIG_RESOURCE = /^nvidia\.com\/mig-(.+)$/;
 
 /** node → per GPU index → profiles of the instances in use there. */

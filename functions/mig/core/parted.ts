@@ -5,7 +5,7 @@
  * Operator's `all-1g.10gb`, a person's) is left exactly as it was. Pure.
  */
 import { parseDocument, stringify } from 'yaml';
-import { partedEntry } from './rebalance.ts';
+import { countProfiles } from './layout.ts';
 
 export class PartedConfigError extends Error {
   override name = 'PartedConfigError';
@@ -30,4 +30,20 @@ export function withPartedEntry(text: string | undefined, name: string, layout: 
   for (const [k, v] of Object.entries(configs)) if (!(k.startsWith(prefix) && k !== name && !keep.has(k))) out[k] = v;
   out[name] = partedEntry(layout);
   return stringify({ ...root, version: 'v1', 'mig-configs': out });
+}
+
+/**
+ * The mig-parted config entry for a node's layout: one item per distinct GPU layout, naming its
+ * devices (`mig-parted`'s `version: v1` format; docs/mig.md).
+ */
+export function partedEntry(layout: readonly (readonly string[])[]): { devices: number[]; 'mig-enabled': boolean; 'mig-devices': Record<string, number> }[] {
+  const groups = new Map<string, { devices: number[]; counts: Record<string, number> }>();
+  layout.forEach((profiles, gpu) => {
+    const counts = Object.fromEntries([...countProfiles(profiles)].sort(([a], [b]) => a.localeCompare(b)));
+    const key = JSON.stringify(counts);
+    const g = groups.get(key) ?? { devices: [], counts };
+    g.devices.push(gpu);
+    groups.set(key, g);
+  });
+  return [...groups.values()].map((g) => ({ devices: g.devices, 'mig-enabled': true, 'mig-devices': g.counts }));
 }

@@ -19,7 +19,7 @@
  * (then namespace/name), each on the first node (by name) it may use where every instance it asks
  * for is free; instances are taken GPU by GPU in index order.
  */
-import { checkLayout, enumerateLayouts, layoutWords, waste } from './layout.ts';
+import { enumerateLayouts, layoutWords } from './layout.ts';
 import type { MigModel } from './profiles.ts';
 
 export interface MigInstanceState {
@@ -150,6 +150,12 @@ function better(a: readonly number[], b: readonly number[]): number {
   return 0;
 }
 
+/** Every compute and memory slice used (the layouts here come from enumerateLayouts: valid, placed). */
+function zeroWaste(model: MigModel, layout: readonly string[]): boolean {
+  const ps = layout.map((n) => model.profiles.find((p) => p.name === n)!);
+  return ps.reduce((s, p) => s + p.slices, 0) === model.computeSlices && ps.reduce((s, p) => s + p.size, 0) === model.memorySlices;
+}
+
 /** At least as many satisfied at every priority, and more at one. */
 function dominates(a: readonly number[], b: readonly number[]): boolean {
   return a.every((x, i) => x >= b[i]!) && a.some((x, i) => x > b[i]!);
@@ -199,9 +205,7 @@ export function planMig(nodes: readonly MigNode[], pendingPods: readonly Pending
         // Only a change that leaves every priority at least as served as now: a relayout never
         // takes away an instance a pending pod could already use, whatever its priority.
         if (!dominates(result.score, current.score)) continue;
-        const check = checkLayout(gpu.model, layout);
-        const w = check.valid ? waste(gpu.model, check) : { compute: 1, memory: 1 };
-        const cand = { key, layout, result, keep: kept(old, layout), zero: w.compute === 0 && w.memory === 0 };
+        const cand = { key, layout, result, keep: kept(old, layout), zero: zeroWaste(gpu.model, layout) };
         if (!best) {
           best = cand;
           continue;

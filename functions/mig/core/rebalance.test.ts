@@ -1,7 +1,7 @@
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
-import { PartedConfigError, withPartedEntry } from './parted.ts';
-import { DEFAULT_MIG_REBALANCE, MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL, migConfigName, partedEntry, stepMigNode, type MigNodeFacts, type PlannedNodeChange } from './rebalance.ts';
+import { PartedConfigError, partedEntry, withPartedEntry } from './parted.ts';
+import { DEFAULT_MIG_REBALANCE, MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL, migConfigName, stepMigNode, type MigNodeFacts, type PlannedNodeChange } from './rebalance.ts';
 
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');
 const at = (s: number) => new Date(T0 + s * 1000);

@@ -19,7 +19,7 @@
  */
 import { z } from 'zod';
 import { fnv1a } from '../../remediate/core/hash.ts';
-import { countProfiles } from './layout.ts';
+import { layoutWords } from './layout.ts';
 
 export const MIG_CONFIG_LABEL = 'nvidia.com/mig.config';
 export const MIG_CONFIG_STATE_LABEL = 'nvidia.com/mig.config.state';
@@ -87,24 +87,6 @@ export function migConfigName(node: string, layout: readonly (readonly string[])
   return `gpu-reflex-${slug}-${fnv1a(JSON.stringify([node, layout])).slice(0, 8)}`;
 }
 
-/**
- * The mig-parted config entry for a node's layout: one item per distinct GPU layout, naming its
- * devices (`mig-parted`'s `version: v1` format; docs/mig.md).
- */
-export function partedEntry(layout: readonly (readonly string[])[]): { devices: number[]; 'mig-enabled': boolean; 'mig-devices': Record<string, number> }[] {
-  const groups = new Map<string, { devices: number[]; counts: Record<string, number> }>();
-  layout.forEach((profiles, gpu) => {
-    const counts = Object.fromEntries([...countProfiles(profiles)].sort(([a], [b]) => a.localeCompare(b)));
-    const key = JSON.stringify(counts);
-    const g = groups.get(key) ?? { devices: [], counts };
-    g.devices.push(gpu);
-    groups.set(key, g);
-  });
-  return [...groups.values()].map((g) => ({ devices: g.devices, 'mig-enabled': true, 'mig-devices': g.counts }));
-}
-
-const words = (l: readonly string[]) => [...countProfiles(l)].map(([p, n]) => (n === 1 ? p : `${n}×${p}`)).join(' + ') || '(empty)';
-
 export function stepMigNode(n: MigNodeFacts, planned: PlannedNodeChange | undefined, now: Date, policy: MigRebalancePolicy = DEFAULT_MIG_REBALANCE): MigStep {
   const at = now.toISOString();
   const r = n.record;
@@ -123,7 +105,7 @@ export function stepMigNode(n: MigNodeFacts, planned: PlannedNodeChange | undefi
       layout,
       unblocks: [...new Set(planned.changes.flatMap((c) => c.unblocks))].slice(0, 64),
     };
-    const what = planned.changes.map((c) => `GPU ${c.gpu} ${words(c.from)} → ${words(c.to)}`).join(', ');
+    const what = planned.changes.map((c) => `GPU ${c.gpu} ${layoutWords(c.from)} → ${layoutWords(c.to)}`).join(', ');
     return {
       kind: 'start',
       config: { name: config, layout },
@@ -150,7 +132,7 @@ export function stepMigNode(n: MigNodeFacts, planned: PlannedNodeChange | undefi
       labels: {},
       ...(uncordon ? { unschedulable: false } : {}),
       state: 'success',
-      why: `mig-manager applied ${r.config} (${r.gpus.map((g) => `GPU ${g.gpu} ${words(g.to)}`).join(', ')})${after}`,
+      why: `mig-manager applied ${r.config} (${r.gpus.map((g) => `GPU ${g.gpu} ${layoutWords(g.to)}`).join(', ')})${after}`,
     };
   }
   const failed = ours && state === 'failed';

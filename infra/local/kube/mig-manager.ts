@@ -1,4 +1,5 @@
 import { parse } from 'yaml';
+import { migResourceName } from '../../../functions/mig/core/profiles.ts';
 import { parseQuantity } from './quantity.ts';
 import type { Store, StoreEvent } from './store.ts';
 import type { Node } from './types.ts';
@@ -115,7 +116,7 @@ function partedLayout(store: Store, config: string, gpus: number): { perGpu: str
   }
   if (perGpu.some((g) => g === undefined)) return undefined;
   const resources: Record<string, number> = {};
-  for (const p of perGpu.flat() as string[]) resources[`nvidia.com/mig-${p.replaceAll('+', '.')}`] = (resources[`nvidia.com/mig-${p.replaceAll('+', '.')}`] ?? 0) + 1;
+  for (const p of perGpu.flat() as string[]) resources[migResourceName(p)] = (resources[migResourceName(p)] ?? 0) + 1;
   return { perGpu: perGpu as string[][], resources };
 }
 
