@@ -21,6 +21,7 @@ export const commands: Entry[] = [
   { path: ['agent'], summary: 'run the node agent: NVML → events on the bus', load: async () => (await import('../node-agent/cli/agent.ts')).agentCommand },
   { path: ['bus', 'serve'], summary: 'run the local EventBridge (PutEvents, rules, schedules, httpApi) on serverless.yml', load: async () => (await import('../infra/local/bus/cli.ts')).busServeCommand },
   { path: ['cluster', 'serve'], summary: 'run the simulated Kubernetes cluster alone and write a kubeconfig for it', load: async () => (await import('../infra/local/kube/cli.ts')).clusterServeCommand },
+  { path: ['alicloud', 'serve'], summary: 'run the Alibaba Cloud OpenAPI simulator (ACK node pools, ECS) alone', load: async () => (await import('../infra/local/alicloud/cli.ts')).aliCloudServeCommand },
   { path: ['local'], summary: 'run the whole pipeline on this machine (simulated cluster, bus, functions, agents on mock GPUs)', load: async () => (await import('../infra/local/cli.ts')).localCommand },
   { path: ['simulate'], summary: 'run a scenario through the local stack on a virtual clock (seconds, reproducible)', load: async () => (await import('../infra/local/cli.ts')).simulateCommand },
   { path: ['pattern', 'test'], summary: 'test an EventBridge pattern against an event, like aws events test-event-pattern', load: async () => (await import('../events/pattern-cli.ts')).patternTestCommand },

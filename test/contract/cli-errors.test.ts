@@ -110,6 +110,12 @@ const rows: Row[] = [
   ['cluster serve: a host that is no address', () => ['cluster', 'serve', '--host', '256.1.1.1', '--kubeconfig-out', f('kc-2')], 1, /cannot resolve host "256\.1\.1\.1"/],
   ['cluster serve: --kubeconfig-out a directory', () => ['cluster', 'serve', '--kubeconfig-out', f('a-dir')], 1, /cannot write --kubeconfig-out \S+a-dir: is a directory, expected a file$/],
   ['cluster serve: --kubeconfig-out in a missing folder', () => ['cluster', 'serve', '--kubeconfig-out', f('no/such/kc')], 1, /cannot write --kubeconfig-out \S+kc: folder \S+such does not exist$/],
+  // alicloud serve: cloud file, port, host, connection output.
+  ['alicloud serve: a missing cloud file', () => ['alicloud', 'serve', '--fleet', f('missing.yaml')], 1, /^gpu-reflex alicloud serve: cannot read --fleet \S+missing\.yaml: no such file or directory$/],
+  ['alicloud serve: an array as cloud file', () => ['alicloud', 'serve', '--fleet', f('array.json')], 1, /array\.json is invalid: \(root\): .*expected object/],
+  ['alicloud serve: a port in use', () => ['alicloud', 'serve', '--port', String(busyPort)], 1, /^gpu-reflex alicloud serve: cannot listen on 127\.0\.0\.1:\d+: address already in use$/],
+  ['alicloud serve: a host that is no address', () => ['alicloud', 'serve', '--host', '256.1.1.1'], 1, /cannot resolve host "256\.1\.1\.1"/],
+  ['alicloud serve: --out a directory', () => ['alicloud', 'serve', '--out', f('a-dir')], 1, /cannot write --out \S+a-dir: is a directory, expected a file$/],
   // bus serve.
   ['bus serve: a host that is no address', () => ['bus', 'serve', '--kubeconfig', f('kubeconfig-ok.yaml'), '--host', '256.1.1.1'], 1, /^gpu-reflex bus serve: cannot resolve host "256\.1\.1\.1"/],
   ['bus serve: a port in use', () => ['bus', 'serve', '--kubeconfig', f('kubeconfig-ok.yaml'), '--port', String(busyPort)], 1, /cannot listen on 127\.0\.0\.1:\d+: address already in use$|address already in use/],

@@ -1,0 +1,86 @@
+/**
+ * The Alibaba Cloud port: what the pool autoscaler and node repair may ask of ACK and ECS, in our
+ * own types (no SDK types leak out). Every method names the one RAM action it needs
+ * (`RAM_ACTIONS`); `infra/alicloud/ram-policy.json` grants exactly those, and a test keeps the two
+ * equal.
+ *
+ * Scaling goes through ACK node pools only (ACK owns the scaling group: never ESS or ECS directly).
+ * The desired size is set absolutely, so a retried event cannot scale twice.
+ */
+export interface NodePoolTaint {
+  key: string;
+  value: string;
+  effect: string;
+}
+
+export interface NodePool {
+  id: string;
+  name: string;
+  /** `active`, `scaling`, `removing`, `deleting`, `updating`. */
+  state: string;
+  desiredSize: number;
+  totalNodes: number;
+  instanceTypes: string[];
+  /** `PostPaid` (pay-as-you-go) or `PrePaid` (subscription: never released on removal). */
+  chargeType: string;
+  /** ACK's own autoscaler for this pool; when enabled, gpu-reflex leaves the pool's size to it. */
+  ackAutoScaling: { enable: boolean; min: number; max: number };
+  /** ACK managed auto repair (with GPU fault isolation); when on, gpu-reflex defers repair to it. */
+  ackAutoRepair: boolean;
+  labels: Record<string, string>;
+  taints: NodePoolTaint[];
+}
+
+export type CloudTaskState = 'running' | 'success' | 'failed';
+
+export interface CloudTask {
+  id: string;
+  state: CloudTaskState;
+  error?: { code: string; message: string };
+}
+
+export interface InstanceTypeInfo {
+  id: string;
+  gpuAmount: number;
+  /** `NVIDIA A10`. */
+  gpuSpec: string;
+  /** GiB per GPU. */
+  gpuMemoryGiB: number;
+  cpu: number;
+  memoryGiB: number;
+}
+
+export interface InstanceInfo {
+  id: string;
+  status: string;
+  hostName: string;
+  instanceType: string;
+  chargeType: string;
+  /** ISO time of the last start, '' when never started. */
+  startTime: string;
+}
+
+export interface CloudPools {
+  listNodePools(): Promise<NodePool[]>;
+  /** Absolute: safe to retry. */
+  setDesiredSize(poolId: string, desiredSize: number): Promise<{ taskId: string }>;
+  removeNodes(poolId: string, instanceIds: string[], opts: { release: boolean; drain: boolean }): Promise<{ taskId: string }>;
+  task(taskId: string): Promise<CloudTask>;
+  instanceTypes(ids: string[]): Promise<InstanceTypeInfo[]>;
+  /** Pay-as-you-go price per hour (TradePrice) in the account's currency. */
+  hourlyPrice(instanceType: string): Promise<number>;
+  instances(ids: string[]): Promise<InstanceInfo[]>;
+  reboot(instanceId: string): Promise<void>;
+}
+
+/** The RAM action each method needs: the adapter's whole reach into the account. */
+export const RAM_ACTIONS: Readonly<Record<keyof CloudPools, string>> = {
+  listNodePools: 'cs:DescribeClusterNodePools',
+  setDesiredSize: 'cs:ModifyClusterNodePool',
+  removeNodes: 'cs:RemoveNodePoolNodes',
+  task: 'cs:DescribeTaskInfo',
+  instanceTypes: 'ecs:DescribeInstanceTypes',
+  hourlyPrice: 'ecs:DescribePrice',
+  instances: 'ecs:DescribeInstances',
+  reboot: 'ecs:RebootInstance',
+};

@@ -1,0 +1,28 @@
+import { readFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
+import { RAM_ACTIONS } from './ports.ts';
+
+const policy = JSON.parse(readFileSync(new URL('../../../infra/alicloud/ram-policy.json', import.meta.url), 'utf8')) as { Version: string; Statement: { Effect: string; Action: string[]; Resource: string[] }[] };
+
+describe('infra/alicloud/ram-policy.json', () => {
+  const granted = policy.Statement.flatMap((s) => s.Action);
+
+  it('grants exactly the RAM actions the adapter names, each once', () => {
+    expect([...granted].sort()).toEqual([...new Set(Object.values(RAM_ACTIONS))].sort());
+  });
+
+  it('allows only (no Deny needed), uses no wildcard action, and writes to ECS only to reboot', () => {
+    expect(policy.Version).toBe('1');
+    expect(policy.Statement.every((s) => s.Effect === 'Allow')).toBe(true);
+    expect(granted.filter((a) => a.includes('*'))).toEqual([]);
+    expect(granted.filter((a) => a.startsWith('ess:'))).toEqual([]);
+    expect(granted.filter((a) => a.startsWith('ecs:') && !a.startsWith('ecs:Describe'))).toEqual(['ecs:RebootInstance']);
+  });
+
+  it('limits the node-pool writes to the one cluster', () => {
+    for (const action of ['cs:ModifyClusterNodePool', 'cs:RemoveNodePoolNodes']) {
+      const st = policy.Statement.find((s) => s.Action.includes(action))!;
+      expect(st.Resource).toEqual(['acs:cs:*:*:cluster/${ACK_CLUSTER_ID}']);
+    }
+  });
+});

@@ -1,0 +1,110 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { parseYamlText } from '../../../functions/lib/yaml-text.ts';
+
+/**
+ * The cloud file: what the Alibaba Cloud simulator starts with (region, one ACK cluster, its node
+ * pools and their running instances, AccessKeys, timings, injected faults). YAML or JSON,
+ * validated with zod so a mistake names its field.
+ */
+const Labels = z.record(z.string(), z.string());
+const Taint = z.object({ key: z.string(), value: z.string().optional(), effect: z.enum(['NoSchedule', 'PreferNoSchedule', 'NoExecute']) }).strict();
+
+const InstanceType = z
+  .object({
+    id: z.string().regex(/^ecs\.[a-z0-9-]+\.[a-z0-9-]+$/, 'must look like ecs.<family>.<size>, e.g. ecs.gn7i-c8g1.2xlarge'),
+    family: z.string().optional(),
+    gpuAmount: z.number().int().nonnegative(),
+    gpuSpec: z.string(),
+    gpuMemoryGiB: z.number().nonnegative(),
+    cpu: z.number().int().positive(),
+    memoryGiB: z.number().positive(),
+    pricePerHour: z.number().nonnegative(),
+  })
+  .strict();
+
+const Pool = z
+  .object({
+    id: z.string().regex(/^np[a-z0-9-]*$/, 'must start with "np" (ACK node pool ids do)'),
+    name: z.string().min(1),
+    instanceTypes: z.array(z.string()).min(1),
+    /** Instances running when the simulator starts; also the pool's desired size then. */
+    size: z.number().int().nonnegative().default(0),
+    /** ACK's own autoscaler settings for the pool (`auto_scaling`); gpu-reflex defers to an enabled one. */
+    autoScaling: z.object({ enable: z.boolean().default(false), min: z.number().int().nonnegative().default(0), max: z.number().int().positive().max(2000).default(100) }).strict().default({ enable: false, min: 0, max: 100 }),
+    /** ACK managed auto repair (GPU fault isolation) on for this pool. */
+    autoRepair: z.boolean().default(false),
+    chargeType: z.enum(['PostPaid', 'PrePaid']).default('PostPaid'),
+    labels: Labels.default({}),
+    taints: z.array(Taint).default([]),
+  })
+  .strict();
+
+const Fault = z
+  .object({
+    action: z.string(),
+    /** The next N calls of `action` answer `Throttling.User`. */
+    throttle: z.number().int().positive().optional(),
+    /** The next N tasks `action` starts end `failed`. */
+    failTasks: z.number().int().positive().optional(),
+  })
+  .strict();
+
+export const CloudFileSchema = z
+  .object({
+    regionId: z.string().default('cn-hangzhou'),
+    zoneId: z.string().optional(),
+    clusterId: z.string().default('c0gpureflexlocal'),
+    credentials: z
+      .array(z.object({ accessKeyId: z.string().min(1), accessKeySecret: z.string().min(1) }).strict())
+      .min(1)
+      .default([{ accessKeyId: 'LTAI5tLocalGpuReflex', accessKeySecret: 'local-simulator-secret' }]),
+    /** From ModifyClusterNodePool/ScaleClusterNodePool to the instance Running (and its node joining). */
+    bootSeconds: z.number().nonnegative().default(180),
+    rebootSeconds: z.number().nonnegative().default(60),
+    /** From RemoveNodePoolNodes to the instances gone. */
+    removeSeconds: z.number().nonnegative().default(60),
+    instanceTypes: z.array(InstanceType).default([]),
+    pools: z.array(Pool).default([]),
+    faults: z.array(Fault).default([]),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    const ids = new Set<string>();
+    c.pools.forEach((p, i) => {
+      if (ids.has(p.id)) ctx.addIssue({ code: 'custom', path: ['pools', i, 'id'], message: `duplicate node pool id ${p.id}` });
+      ids.add(p.id);
+    });
+  });
+
+export type CloudFile = z.input<typeof CloudFileSchema>;
+export type ParsedCloudFile = z.output<typeof CloudFileSchema>;
+
+export class CloudFileError extends Error {
+  override name = 'CloudFileError';
+}
+
+export function validateCloudFile(raw: unknown, source = 'cloud file'): ParsedCloudFile {
+  const r = CloudFileSchema.safeParse(raw ?? {});
+  if (!r.success) {
+    const lines = r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
+    throw new CloudFileError(`${source} is invalid:\n  ${lines.join('\n  ')}`);
+  }
+  return r.data;
+}
+
+export function parseCloudFile(text: string, source = 'cloud file'): ParsedCloudFile {
+  let raw: unknown;
+  try {
+    raw = parseYamlText(text);
+  } catch (err) {
+    throw new CloudFileError(`${source}: not YAML or JSON: ${(err as Error).message}`);
+  }
+  return validateCloudFile(raw, source);
+}
+
+export function loadCloudFile(path: string): ParsedCloudFile {
+  return parseCloudFile(readFileSync(path, 'utf8'), path);
+}
+
+export const EXAMPLE_CLOUD_PATH = new URL('./clouds/example.yaml', import.meta.url).pathname;

@@ -1,0 +1,318 @@
+import type { Clock } from '../../../events/clock.ts';
+import { DEFAULT_INSTANCE_TYPES, type InstanceTypeSpec } from './catalog.ts';
+import type { ParsedCloudFile } from './cloud-file.ts';
+
+/**
+ * The simulated region: one ACK cluster's node pools, the ECS instances behind them, and the
+ * asynchronous tasks that change them. Everything that takes time (boot, reboot, removal) is a
+ * timer on the injected clock, so `simulate` replays a scale-out in virtual seconds and the wall
+ * clock serves `gpu-reflex alicloud serve`.
+ *
+ * Listeners hear instances become Running (a node joins), start rebooting (the node goes away for a
+ * while) and leave the pool (the node is deleted): the local stack turns those into Nodes.
+ */
+export type InstanceStatus = 'Pending' | 'Starting' | 'Running' | 'Stopping' | 'Stopped';
+
+export interface SimInstance {
+  id: string;
+  /** Undefined once removed from its pool without being released (subscription instances). */
+  poolId: string | undefined;
+  instanceType: string;
+  status: InstanceStatus;
+  /** The Kubernetes node name ACK gives it: `<region>.<private ip>`. */
+  nodeName: string;
+  privateIp: string;
+  chargeType: 'PostPaid' | 'PrePaid';
+  createdMs: number;
+  startedMs: number | undefined;
+  /** Changes on every boot, as a node's `status.nodeInfo.bootID` does. */
+  bootId: string;
+  removing: boolean;
+}
+
+export interface SimPool {
+  spec: ParsedCloudFile['pools'][number];
+  desired: number;
+  createdMs: number;
+  updatedMs: number;
+}
+
+export type TaskState = 'running' | 'success' | 'failed';
+
+export interface SimTask {
+  id: string;
+  type: 'nodepool_scale' | 'nodepool_remove_nodes';
+  poolId: string;
+  state: TaskState;
+  createdMs: number;
+  updatedMs: number;
+  instanceIds: string[];
+  error?: { code: string; message: string };
+}
+
+export type CloudChange =
+  | { type: 'running'; instance: SimInstance; pool: SimPool | undefined }
+  | { type: 'rebooting'; instance: SimInstance; pool: SimPool | undefined }
+  | { type: 'removing'; instance: SimInstance; pool: SimPool; drain: boolean }
+  | { type: 'removed'; instance: SimInstance; pool: SimPool; released: boolean };
+
+/** A refusal with the status, code and message Alibaba Cloud answers with. */
+export class CloudError extends Error {
+  override name = 'CloudError';
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** ACK adds at most this many nodes in one call. */
+export const MAX_ADD_PER_CALL = 500;
+export const MAX_POOL_SIZE = 2000;
+
+export class AliCloud {
+  readonly regionId: string;
+  readonly zoneId: string;
+  readonly clusterId: string;
+  readonly pools = new Map<string, SimPool>();
+  readonly instances = new Map<string, SimInstance>();
+  readonly tasks = new Map<string, SimTask>();
+  readonly types = new Map<string, InstanceTypeSpec>();
+  /** Every call that reached an action, in order (action and caller's AccessKey id): tests count them. */
+  readonly calls: { action: string; accessKeyId: string }[] = [];
+  private readonly secrets = new Map<string, string>();
+  private readonly throttles = new Map<string, number>();
+  private readonly taskFailures = new Map<string, number>();
+  private readonly listeners: ((c: CloudChange) => void)[] = [];
+  private seq = 0;
+
+  constructor(
+    private readonly file: ParsedCloudFile,
+    readonly clock: Clock,
+  ) {
+    this.regionId = file.regionId;
+    this.zoneId = file.zoneId ?? `${file.regionId}-k`;
+    this.clusterId = file.clusterId;
+    for (const t of DEFAULT_INSTANCE_TYPES) this.types.set(t.id, t);
+    for (const t of file.instanceTypes) this.types.set(t.id, { ...t, family: t.family ?? t.id.split('.').slice(0, 2).join('.').replace(/-.*$/, '') });
+    for (const c of file.credentials) this.secrets.set(c.accessKeyId, c.accessKeySecret);
+    for (const f of file.faults) this.inject(f);
+    const now = clock.now();
+    for (const spec of file.pools) {
+      const unknown = spec.instanceTypes.filter((t) => !this.types.has(t));
+      if (unknown.length > 0) throw new CloudError(400, 'InvalidParameter', `node pool ${spec.id}: unknown instance type ${unknown.join(', ')} (add it under instanceTypes)`);
+      this.pools.set(spec.id, { spec, desired: spec.size, createdMs: now, updatedMs: now });
+      for (let i = 0; i < spec.size; i++) {
+        const inst = this.newInstance(spec.id);
+        inst.status = 'Running';
+        inst.startedMs = now;
+      }
+    }
+  }
+
+  get bootMs(): number {
+    return this.file.bootSeconds * 1000;
+  }
+
+  secretOf(accessKeyId: string): string | undefined {
+    return this.secrets.get(accessKeyId);
+  }
+
+  onChange(fn: (c: CloudChange) => void): () => void {
+    this.listeners.push(fn);
+    return () => {
+      const i = this.listeners.indexOf(fn);
+      if (i >= 0) this.listeners.splice(i, 1);
+    };
+  }
+
+  /** Makes the next calls of `action` answer Throttling.User, or the next tasks it starts fail. */
+  inject(f: { action: string; throttle?: number | undefined; failTasks?: number | undefined }): void {
+    if (f.throttle) this.throttles.set(f.action, (this.throttles.get(f.action) ?? 0) + f.throttle);
+    if (f.failTasks) this.taskFailures.set(f.action, (this.taskFailures.get(f.action) ?? 0) + f.failTasks);
+  }
+
+  /** Called for every authenticated call before it is served; throws the injected throttling. */
+  admit(action: string, accessKeyId: string): void {
+    this.calls.push({ action, accessKeyId });
+    const n = this.throttles.get(action) ?? 0;
+    if (n > 0) {
+      this.throttles.set(action, n - 1);
+      throw new CloudError(400, 'Throttling.User', 'Request was denied due to user flow control.');
+    }
+  }
+
+  pool(poolId: string): SimPool {
+    const p = this.pools.get(poolId);
+    if (!p) throw new CloudError(404, 'ErrorNodePoolNotFound', `node pool ${poolId} not found in cluster ${this.clusterId}`);
+    return p;
+  }
+
+  /** The pool's instances that count towards its size (not being removed). */
+  members(poolId: string): SimInstance[] {
+    return [...this.instances.values()].filter((i) => i.poolId === poolId && !i.removing);
+  }
+
+  cluster(clusterId: string): void {
+    if (clusterId !== this.clusterId) throw new CloudError(404, 'ErrorClusterNotFound', `cluster ${clusterId} not found`);
+  }
+
+  /** ModifyClusterNodePool: the absolute desired size; a retry with the same size changes nothing. */
+  setDesired(poolId: string, desired: number): SimTask {
+    const pool = this.pool(poolId);
+    if (!Number.isInteger(desired) || desired < 0 || desired > MAX_POOL_SIZE) throw new CloudError(400, 'InvalidParameter', `scaling_group.desired_size must be an integer from 0 to ${MAX_POOL_SIZE} (got ${desired})`);
+    const members = this.members(poolId);
+    if (desired - members.length > MAX_ADD_PER_CALL) throw new CloudError(400, 'InvalidParameter', `at most ${MAX_ADD_PER_CALL} nodes can be added in one call (asked for ${desired - members.length})`);
+    pool.desired = desired;
+    pool.updatedMs = this.clock.now();
+    if (desired > members.length) return this.grow(pool, desired - members.length, 'ModifyClusterNodePool');
+    const surplus = members.slice(desired).reverse();
+    return this.remove(pool, surplus, { release: true, drain: true }, 'ModifyClusterNodePool', false);
+  }
+
+  /** ScaleClusterNodePool: adds `count` (not safe to retry: every call adds again). */
+  scale(poolId: string, count: number): SimTask {
+    const pool = this.pool(poolId);
+    if (!Number.isInteger(count) || count < 1 || count > MAX_ADD_PER_CALL) throw new CloudError(400, 'InvalidParameter', `count must be an integer from 1 to ${MAX_ADD_PER_CALL} (got ${count})`);
+    if (this.members(poolId).length + count > MAX_POOL_SIZE) throw new CloudError(400, 'InvalidParameter', `a node pool holds at most ${MAX_POOL_SIZE} nodes`);
+    pool.desired = this.members(poolId).length + count;
+    pool.updatedMs = this.clock.now();
+    return this.grow(pool, count, 'ScaleClusterNodePool');
+  }
+
+  /** RemoveNodePoolNodes: takes the instances out (and lowers the desired size), releasing pay-as-you-go ones when asked. */
+  removeNodes(poolId: string, instanceIds: string[], opts: { release: boolean; drain: boolean }): SimTask {
+    const pool = this.pool(poolId);
+    if (instanceIds.length === 0) throw new CloudError(400, 'InvalidParameter', 'instance_ids must name at least one instance');
+    const found = instanceIds.map((id) => this.instances.get(id));
+    const strangers = instanceIds.filter((id, k) => found[k]?.poolId !== poolId || found[k]?.removing);
+    if (strangers.length > 0) throw new CloudError(400, 'InvalidParameter', `instances not in node pool ${poolId} (or already being removed): ${strangers.join(', ')}`);
+    pool.desired = Math.max(0, pool.desired - instanceIds.length);
+    pool.updatedMs = this.clock.now();
+    return this.remove(pool, found as SimInstance[], opts, 'RemoveNodePoolNodes', true);
+  }
+
+  /** ECS RebootInstance: only a Running instance; it comes back with a new boot id. */
+  reboot(instanceId: string, opts: { dryRun: boolean; forceStop: boolean }): void {
+    const inst = this.instances.get(instanceId);
+    if (!inst) throw new CloudError(404, 'InvalidInstanceId.NotFound', `The specified InstanceId does not exist: ${instanceId}`);
+    if (inst.status !== 'Running') throw new CloudError(403, 'IncorrectInstanceStatus', `The current status of the resource does not support this operation (instance ${instanceId} is ${inst.status}).`);
+    if (opts.dryRun) throw new CloudError(400, 'DryRunOperation', 'Request validation has been passed with DryRun flag set.');
+    inst.status = 'Stopping';
+    this.emit({ type: 'rebooting', instance: inst, pool: inst.poolId ? this.pools.get(inst.poolId) : undefined });
+    this.clock.setTimer(this.file.rebootSeconds * 1000, () => {
+      if (!this.instances.has(inst.id) || inst.status !== 'Stopping') return;
+      this.boot(inst);
+    });
+  }
+
+  task(taskId: string): SimTask {
+    const t = this.tasks.get(taskId);
+    if (!t) throw new CloudError(404, 'ErrorTaskNotFound', `task ${taskId} not found`);
+    return t;
+  }
+
+  private emit(c: CloudChange): void {
+    for (const l of [...this.listeners]) l(c);
+  }
+
+  private next(): number {
+    return ++this.seq;
+  }
+
+  private newInstance(poolId: string): SimInstance {
+    const pool = this.pool(poolId);
+    const n = this.next();
+    const ip = `10.0.${Math.floor(n / 250)}.${(n % 250) + 2}`;
+    const inst: SimInstance = {
+      id: `i-gr${n.toString(36).padStart(16, '0')}`,
+      poolId,
+      instanceType: pool.spec.instanceTypes[0]!,
+      status: 'Pending',
+      nodeName: `${this.regionId}.${ip}`,
+      privateIp: ip,
+      chargeType: pool.spec.chargeType,
+      createdMs: this.clock.now(),
+      startedMs: undefined,
+      bootId: `boot-${n}-0`,
+      removing: false,
+    };
+    this.instances.set(inst.id, inst);
+    return inst;
+  }
+
+  private newTask(type: SimTask['type'], poolId: string, instanceIds: string[]): SimTask {
+    const now = this.clock.now();
+    const task: SimTask = { id: `T-${this.next().toString(16).padStart(24, '0')}`, type, poolId, state: 'running', createdMs: now, updatedMs: now, instanceIds };
+    this.tasks.set(task.id, task);
+    return task;
+  }
+
+  private failsNext(action: string): boolean {
+    const n = this.taskFailures.get(action) ?? 0;
+    if (n > 0) this.taskFailures.set(action, n - 1);
+    return n > 0;
+  }
+
+  private boot(inst: SimInstance): void {
+    const [prefix, gen] = [inst.bootId.replace(/-\d+$/, ''), Number(inst.bootId.split('-').pop())];
+    inst.bootId = inst.startedMs === undefined ? inst.bootId : `${prefix}-${gen + 1}`;
+    inst.status = 'Running';
+    inst.startedMs = this.clock.now();
+    this.emit({ type: 'running', instance: inst, pool: inst.poolId ? this.pools.get(inst.poolId) : undefined });
+  }
+
+  private grow(pool: SimPool, count: number, action: string): SimTask {
+    const created = Array.from({ length: count }, () => this.newInstance(pool.spec.id));
+    const task = this.newTask('nodepool_scale', pool.spec.id, created.map((i) => i.id));
+    const fail = this.failsNext(action);
+    this.clock.setTimer(this.bootMs, () => {
+      task.updatedMs = this.clock.now();
+      if (fail) {
+        const type = created[0]?.instanceType ?? pool.spec.instanceTypes[0]!;
+        for (const i of created) this.instances.delete(i.id);
+        pool.desired = this.members(pool.spec.id).length;
+        task.state = 'failed';
+        task.error = { code: 'OperationDenied.NoStock', message: `The requested resource is sold out in the specified zone; try other types of resources or other regions and zones (${type}, ${this.zoneId}; injected).` };
+        return;
+      }
+      for (const i of created) if (this.instances.has(i.id) && i.status === 'Pending') this.boot(i);
+      task.state = 'success';
+    });
+    return task;
+  }
+
+  private remove(pool: SimPool, victims: SimInstance[], opts: { release: boolean; drain: boolean }, action: string, explicit: boolean): SimTask {
+    const task = this.newTask('nodepool_remove_nodes', pool.spec.id, victims.map((i) => i.id));
+    if (victims.length === 0) {
+      task.state = 'success';
+      return task;
+    }
+    const fail = this.failsNext(action);
+    for (const v of victims) {
+      v.removing = true;
+      this.emit({ type: 'removing', instance: v, pool, drain: opts.drain });
+    }
+    this.clock.setTimer(this.file.removeSeconds * 1000, () => {
+      task.updatedMs = this.clock.now();
+      if (fail) {
+        for (const v of victims) v.removing = false;
+        if (explicit) pool.desired += victims.length;
+        task.state = 'failed';
+        task.error = { code: 'RemoveNodesFailed', message: `removing ${victims.map((v) => v.id).join(', ')} from ${pool.spec.id} failed (injected)` };
+        return;
+      }
+      for (const v of victims) {
+        const released = opts.release && v.chargeType === 'PostPaid';
+        v.poolId = undefined;
+        v.removing = false;
+        if (released) this.instances.delete(v.id);
+        this.emit({ type: 'removed', instance: v, pool, released });
+      }
+      task.state = 'success';
+    });
+    return task;
+  }
+}
