@@ -1,0 +1,348 @@
+import { whyNot, type NodeTemplate, type PodConstraints } from './fit.ts';
+
+/**
+ * Scale-out planning (pure): which node pools to grow, by how many nodes, so the pending pods run
+ * at the lowest hourly price, within each pool's bounds. Deterministic: the same facts give the
+ * same plan, and re-planning while the chosen nodes boot asks for nothing more (nodes on their
+ * way are counted as capacity first).
+ *
+ * How: pods are grouped into shapes (same requests, same pools that can host them, same
+ * priority). Nodes on their way and nodes owed to a pool's minimum are filled first. Then nodes are
+ * added one pool at a time, each time the pool whose one new node, packed with what is still
+ * pending (highest priority first, largest first), serves demand at the lowest price per unit of
+ * demand, where a pod's demand is what the cheapest pool able to host it would charge for its
+ * dominant share of a node. A node is packed two ways, largest first and balanced across
+ * resources, and the better packing counts. Last, a new node whose pods fit in the room left on
+ * the others is dropped (most expensive first).
+ */
+export interface PendingPod extends PodConstraints {
+  /** `namespace/name`. */
+  key: string;
+  priority: number;
+}
+
+export interface PoolState extends NodeTemplate {
+  id: string;
+  name: string;
+  instanceType: string;
+  /** Price of one node per hour. */
+  hourlyPrice: number;
+  /** The pool's desired size now. */
+  desired: number;
+  /** Nodes of the pool that have joined the cluster; `desired - ready` are on their way. */
+  ready: number;
+  min: number;
+  max: number;
+  /** At most this many nodes added by one plan. */
+  maxStep: number;
+  /** Why the pool may not grow now (cooldown, ACK's own autoscaler, …); unset when it may. */
+  frozen?: string;
+}
+
+export interface Increment {
+  poolId: string;
+  poolName: string;
+  instanceType: string;
+  from: number;
+  to: number;
+  /** Nodes added for pending pods (`to - from` also counts nodes owed to the pool's minimum). */
+  add: number;
+  hourlyCost: number;
+  /** Pods (`namespace/name`) the new nodes are for. */
+  pods: string[];
+  /** The same pods node by node, as the plan packed them. */
+  nodes: string[][];
+  why: string;
+}
+
+export interface ScaleOutPlan {
+  increments: Increment[];
+  /** Price per hour of every node the plan adds. */
+  hourlyCost: number;
+  /** Pods the nodes already on their way will host: nothing more is asked for them. */
+  awaitingInFlight: string[];
+  /** Pods no pool can ever host, with why (reported, not chased). */
+  unhostable: { pod: string; why: string }[];
+  /** Pods a pool could host but no such pool may grow enough now, with why. */
+  deferred: { pod: string; why: string }[];
+}
+
+interface Shape {
+  vec: Float64Array;
+  pools: number[];
+  priority: number;
+  pods: string[];
+  /** Demand of one pod: the cheapest price of its dominant share of a node (also its size). */
+  value: number;
+}
+
+interface Bin {
+  pool: number;
+  free: Float64Array;
+  /** shape index → pods of that shape in this bin. */
+  load: Map<number, number>;
+  kind: 'in-flight' | 'minimum' | 'new';
+  /** Creation order: ties are broken by it. */
+  seq: number;
+}
+
+const EPS = 1e-9;
+/** How many of a pool's pending shapes the balanced packing weighs (largest first). */
+const BALANCE_SHAPES = 48;
+
+function fitCount(vec: Float64Array, free: Float64Array, limit: number): number {
+  let n = limit;
+  for (let d = 0; d < vec.length && n > 0; d++) if (vec[d]! > 0) n = Math.min(n, Math.floor((free[d]! + EPS) / vec[d]!));
+  return Math.max(0, n);
+}
+
+function take(bin: Bin, s: number, shape: Shape, n: number): void {
+  for (let d = 0; d < shape.vec.length; d++) bin.free[d]! -= n * shape.vec[d]!;
+  bin.load.set(s, (bin.load.get(s) ?? 0) + n);
+}
+
+function release(bin: Bin, s: number, shape: Shape, n: number): void {
+  for (let d = 0; d < shape.vec.length; d++) bin.free[d]! += n * shape.vec[d]!;
+  const left = (bin.load.get(s) ?? 0) - n;
+  if (left > 0) bin.load.set(s, left);
+  else bin.load.delete(s);
+}
+
+export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly PendingPod[]): ScaleOutPlan {
+  const pools = [...poolsIn].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const pending = [...pendingIn].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const dims = [...new Set(pending.flatMap((p) => Object.entries(p.requests).filter(([, v]) => v > 0).map(([k]) => k)))].sort();
+  const cap = pools.map((p) => Float64Array.from(dims, (d) => p.allocatable[d] ?? 0));
+  const room = pools.map((p) => (p.frozen ? 0 : Math.max(0, Math.min(p.maxStep, p.max - Math.max(p.desired, p.min)))));
+  const unhostable: ScaleOutPlan['unhostable'] = [];
+
+  // Shapes.
+  const byKey = new Map<string, number>();
+  const shapes: Shape[] = [];
+  // Pods with the same constraints get the same answer: checked once.
+  const checked = new Map<string, { feasible: number[]; why: string }>();
+  for (const pod of pending) {
+    const sig = JSON.stringify([pod.requests, pod.nodeSelector, pod.requiredTerms, pod.tolerations]);
+    let check = checked.get(sig);
+    if (!check) {
+      const feasible: number[] = [];
+      const reasons: string[] = [];
+      for (let i = 0; i < pools.length; i++) {
+        const why = whyNot(pod, pools[i]!);
+        if (why === undefined) feasible.push(i);
+        else reasons.push(`${pools[i]!.name}: ${why}`);
+      }
+      check = { feasible, why: feasible.length > 0 ? '' : pools.length === 0 ? 'no node pool is configured' : `no node pool can host it (${reasons.join('; ')})` };
+      checked.set(sig, check);
+    }
+    const { feasible } = check;
+    if (feasible.length === 0) {
+      unhostable.push({ pod: pod.key, why: check.why });
+      continue;
+    }
+    const vec = Float64Array.from(dims, (d) => pod.requests[d] ?? 0);
+    const key = `${pod.priority}|${vec.join(',')}|${feasible.join(',')}`;
+    let s = byKey.get(key);
+    if (s === undefined) {
+      const share = (i: number) => Math.max(...dims.map((_, d) => (vec[d]! > 0 ? vec[d]! / cap[i]![d]! : 0)));
+      s = shapes.length;
+      byKey.set(key, s);
+      shapes.push({ vec, pools: feasible, priority: pod.priority, pods: [], value: Math.min(...feasible.map((i) => pools[i]!.hourlyPrice * share(i))) });
+    }
+    shapes[s]!.pods.push(pod.key);
+  }
+  // Highest priority first, then the largest demand, then a stable order.
+  const order = shapes.map((_, i) => i).sort((a, b) => shapes[b]!.priority - shapes[a]!.priority || shapes[b]!.value - shapes[a]!.value || a - b);
+  const left = shapes.map((s) => s.pods.length);
+  const hosts = shapes.map((sh) => {
+    const b = new Uint8Array(pools.length);
+    for (const i of sh.pools) b[i] = 1;
+    return b;
+  });
+  const fits = (s: number, pool: number) => hosts[s]![pool] === 1;
+  /** Each pool's shapes, in packing order. */
+  const mineOf = pools.map((_, p) => order.filter((s) => fits(s, p)));
+
+  const bins: Bin[] = [];
+  let seq = 0;
+  const newBin = (pool: number, kind: Bin['kind']): Bin => ({ pool, free: Float64Array.from(cap[pool]!), load: new Map(), kind, seq: seq++ });
+  pools.forEach((p, i) => {
+    for (let k = 0; k < Math.max(0, p.desired - p.ready); k++) bins.push(newBin(i, 'in-flight'));
+    for (let k = 0; k < Math.max(0, p.min - p.desired); k++) bins.push(newBin(i, 'minimum'));
+  });
+  // Fill what is coming anyway.
+  for (const s of order) {
+    for (const bin of bins) {
+      if (left[s] === 0) break;
+      if (!fits(s, bin.pool)) continue;
+      const n = fitCount(shapes[s]!.vec, bin.free, left[s]!);
+      if (n > 0) {
+        take(bin, s, shapes[s]!, n);
+        left[s]! -= n;
+      }
+    }
+  }
+
+  // Greedy: one pool's node at a time (repeated while its packing stays the same).
+  const added = pools.map(() => 0);
+  /** Largest demand first, as many of each shape as fit. */
+  const packInOrder = (pool: number, mine: readonly number[]): { load: [number, number][]; value: number } => {
+    const free = Float64Array.from(cap[pool]!);
+    const load: [number, number][] = [];
+    let value = 0;
+    for (const s of mine) {
+      const n = fitCount(shapes[s]!.vec, free, left[s]!);
+      if (n === 0) continue;
+      for (let d = 0; d < dims.length; d++) free[d]! -= n * shapes[s]!.vec[d]!;
+      load.push([s, n]);
+      value += n * shapes[s]!.value;
+    }
+    return { load, value };
+  };
+  /**
+   * One pod at a time, the one with the most demand per share of what is still free (a resource
+   * running out weighs more): mixes GPU-heavy and CPU-heavy pods on one node where the order
+   * above would fill one dimension and strand the other.
+   */
+  const packBalanced = (pool: number, mine: readonly number[]): { load: [number, number][]; value: number } => {
+    const free = Float64Array.from(cap[pool]!);
+    const taken = new Map<number, number>();
+    let value = 0;
+    const top = shapes[mine[0]!]!.priority;
+    // The largest shapes are where GPU-heavy and CPU-heavy pods meet; the rest only fill gaps.
+    const head = mine.length > BALANCE_SHAPES ? mine.slice(0, BALANCE_SHAPES) : mine;
+    for (;;) {
+      let pick = -1;
+      let bestRatio = 0;
+      for (const s of head) {
+        const sh = shapes[s]!;
+        if (sh.priority !== top || (taken.get(s) ?? 0) >= left[s]! || fitCount(sh.vec, free, 1) === 0) continue;
+        let use = 0;
+        for (let d = 0; d < dims.length; d++) if (sh.vec[d]! > 0) use += sh.vec[d]! / Math.max(free[d]!, EPS);
+        const ratio = sh.value / use;
+        if (ratio > bestRatio + EPS) {
+          bestRatio = ratio;
+          pick = s;
+        }
+      }
+      if (pick < 0) break;
+      for (let d = 0; d < dims.length; d++) free[d]! -= shapes[pick]!.vec[d]!;
+      taken.set(pick, (taken.get(pick) ?? 0) + 1);
+      value += shapes[pick]!.value;
+    }
+    // What is left fills the gaps, in order (lower priorities included).
+    for (const s of mine) {
+      const had = taken.get(s) ?? 0;
+      const n = fitCount(shapes[s]!.vec, free, left[s]! - had);
+      if (n === 0) continue;
+      for (let d = 0; d < dims.length; d++) free[d]! -= n * shapes[s]!.vec[d]!;
+      taken.set(s, had + n);
+      value += n * shapes[s]!.value;
+    }
+    return { load: [...taken], value };
+  };
+  const packOne = (pool: number): { load: [number, number][]; value: number } => {
+    const mine = mineOf[pool]!.filter((s) => left[s]! > 0);
+    if (mine.length === 0) return { load: [], value: 0 };
+    const plain = packInOrder(pool, mine);
+    if (mine.length === 1 || dims.length === 1) return plain;
+    // The largest shapes are where GPU-heavy and CPU-heavy pods meet; the rest only fill gaps.
+    const balanced = packBalanced(pool, mine);
+    return balanced.value > plain.value + EPS ? balanced : plain;
+  };
+  // A pool's best node changes only when a shape it can host loses pods: cached until then.
+  const cache: ({ load: [number, number][]; value: number } | undefined)[] = pools.map(() => undefined);
+  for (;;) {
+    let best: { pool: number; load: [number, number][]; score: number } | undefined;
+    for (let i = 0; i < pools.length; i++) {
+      if (added[i]! >= room[i]!) continue;
+      const { load, value } = (cache[i] ??= packOne(i));
+      if (load.length === 0) continue;
+      const score = pools[i]!.hourlyPrice / value;
+      if (!best || score < best.score - EPS) best = { pool: i, load, score };
+    }
+    if (!best) break;
+    let repeat = room[best.pool]! - added[best.pool]!;
+    for (const [s, n] of best.load) repeat = Math.min(repeat, Math.floor(left[s]! / n));
+    for (let r = 0; r < Math.max(1, repeat); r++) {
+      const bin = newBin(best.pool, 'new');
+      for (const [s, n] of best.load) {
+        take(bin, s, shapes[s]!, n);
+        left[s]! -= n;
+      }
+      bins.push(bin);
+      added[best.pool]!++;
+    }
+    for (const [sh] of best.load) for (const p of shapes[sh]!.pools) cache[p] = undefined;
+  }
+
+  // Waste removal: drop a new node whose pods fit in the room left on the other nodes.
+  const newest = () => bins.filter((b) => b.kind === 'new').sort((a, b) => pools[b.pool]!.hourlyPrice - pools[a.pool]!.hourlyPrice || b.seq - a.seq);
+  // A node like one that could not be emptied cannot be either, until some move succeeds.
+  let stuck = new Set<string>();
+  for (const victim of newest()) {
+    const sig = `${victim.pool}|${[...victim.load].sort(([a], [b]) => a - b).join(';')}`;
+    if (stuck.has(sig)) continue;
+    const moves: [Bin, number, number][] = [];
+    let ok = true;
+    for (const [s, n] of [...victim.load]) {
+      let rest = n;
+      for (const other of bins) {
+        if (other === victim || rest === 0 || !fits(s, other.pool)) continue;
+        const k = fitCount(shapes[s]!.vec, other.free, rest);
+        if (k > 0) {
+          take(other, s, shapes[s]!, k);
+          moves.push([other, s, k]);
+          rest -= k;
+        }
+      }
+      if (rest > 0) {
+        ok = false;
+        break;
+      }
+    }
+    if (ok) {
+      bins.splice(bins.indexOf(victim), 1);
+      added[victim.pool]!--;
+      stuck = new Set();
+    } else {
+      for (const [other, s, k] of moves) release(other, s, shapes[s]!, k);
+      stuck.add(sig);
+    }
+  }
+  // Name the pods: each shape's pods go to its bins in order.
+  const cursor = shapes.map(() => 0);
+  const podsOf = (bin: Bin) => [...bin.load].sort(([a], [b]) => a - b).flatMap(([s, n]) => shapes[s]!.pods.slice(cursor[s]!, (cursor[s]! += n)));
+  const awaitingInFlight: string[] = [];
+  const forPool = pools.map(() => [] as string[][]);
+  for (const bin of bins) {
+    const named = podsOf(bin);
+    if (bin.kind === 'in-flight') awaitingInFlight.push(...named);
+    else forPool[bin.pool]!.push(named);
+  }
+  const deferred: ScaleOutPlan['deferred'] = [];
+  for (const s of order) {
+    const rest = shapes[s]!.pods.slice(cursor[s]!);
+    if (rest.length === 0) continue;
+    const why = shapes[s]!.pools.map((i) => {
+      const p = pools[i]!;
+      if (p.frozen) return `${p.name}: ${p.frozen}`;
+      if (Math.max(p.desired, p.min) + added[i]! >= p.max) return `${p.name}: at its maximum of ${p.max} nodes`;
+      return `${p.name}: at most ${p.maxStep} nodes per step`;
+    });
+    for (const pod of rest) deferred.push({ pod, why: why.join('; ') });
+  }
+
+  const increments: Increment[] = [];
+  pools.forEach((p, i) => {
+    const owed = Math.max(0, p.min - p.desired);
+    const add = added[i]!;
+    if (add === 0 && owed === 0) return;
+    const to = p.desired + owed + add;
+    const nodes = forPool[i]!;
+    const podsHere = nodes.flat().sort();
+    const reasons = [...(owed > 0 ? [`${owed} to reach its minimum of ${p.min}`] : []), ...(add > 0 ? [`${add} for ${podsHere.length} pending pod(s)`] : [])];
+    increments.push({ poolId: p.id, poolName: p.name, instanceType: p.instanceType, from: p.desired, to, add, hourlyCost: (to - p.desired) * p.hourlyPrice, pods: podsHere, nodes, why: `${p.name}: ${p.desired} → ${to} (${reasons.join(', ')}) at ${p.hourlyPrice}/h each` });
+  });
+  return { increments, hourlyCost: increments.reduce((t, x) => t + x.hourlyCost, 0), awaitingInFlight: awaitingInFlight.sort(), unhostable, deferred };
+}
