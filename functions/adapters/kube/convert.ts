@@ -3,7 +3,8 @@
  * absent maps become `{}`, so callers never branch on undefined metadata.
  */
 import type { V1LimitRange, V1Node, V1Pod, V1ResourceQuota } from '@kubernetes/client-node';
-import type { LimitItem, LimitRangeInfo, NodeInfo, PodInfo, QuotaInfo, Taint, TaintEffect } from './model.ts';
+import type { LimitItem, LimitRangeInfo, NodeInfo, NodeSelectorExpression, PodInfo, PodToleration, QuotaInfo, Taint, TaintEffect } from './model.ts';
+import { parseQuantity } from './quantity.ts';
 
 const EFFECTS = new Set<string>(['NoSchedule', 'PreferNoSchedule', 'NoExecute']);
 
@@ -51,7 +52,50 @@ function extendedResources(pod: V1Pod): Record<string, number> {
   return out;
 }
 
+function quantity(q: string | undefined): number {
+  try {
+    return parseQuantity(q);
+  } catch {
+    return 0;
+  }
+}
+
+/** The scheduler's view of a pod's requests (see PodInfo.requests). */
+function podRequests(pod: V1Pod): Record<string, number> {
+  const of = (c: { resources?: { requests?: Record<string, string>; limits?: Record<string, string> } }) => {
+    const out: Record<string, number> = {};
+    for (const r of new Set([...Object.keys(c.resources?.requests ?? {}), ...Object.keys(c.resources?.limits ?? {})])) out[r] = quantity(c.resources?.requests?.[r] ?? c.resources?.limits?.[r]);
+    return out;
+  };
+  const sum: Record<string, number> = {};
+  for (const c of pod.spec?.containers ?? []) for (const [r, v] of Object.entries(of(c))) sum[r] = (sum[r] ?? 0) + v;
+  for (const c of pod.spec?.initContainers ?? []) for (const [r, v] of Object.entries(of(c))) sum[r] = Math.max(sum[r] ?? 0, v);
+  for (const [r, q] of Object.entries(pod.spec?.overhead ?? {})) sum[r] = (sum[r] ?? 0) + quantity(q);
+  return sum;
+}
+
+const OPERATORS = new Set(['In', 'NotIn', 'Exists', 'DoesNotExist', 'Gt', 'Lt']);
+
+function tolerations(pod: V1Pod): PodToleration[] {
+  return (pod.spec?.tolerations ?? []).map((t) => ({
+    ...(t.key ? { key: t.key } : {}),
+    ...(t.operator === 'Exists' || t.operator === 'Equal' ? { operator: t.operator } : {}),
+    ...(t.value !== undefined ? { value: t.value } : {}),
+    ...(t.effect ? { effect: t.effect } : {}),
+  }));
+}
+
+function requiredNodeTerms(pod: V1Pod): { matchExpressions: NodeSelectorExpression[] }[] {
+  const terms = pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
+  return terms.map((t) => ({
+    matchExpressions: (t.matchExpressions ?? []).filter((e) => OPERATORS.has(e.operator)).map((e) => ({ key: e.key, operator: e.operator as NodeSelectorExpression['operator'], ...(e.values ? { values: [...e.values] } : {}) })),
+  }));
+}
+
 export function toPodInfo(p: V1Pod): PodInfo {
+  const requests = podRequests(p);
+  const tol = tolerations(p);
+  const terms = requiredNodeTerms(p);
   return {
     namespace: p.metadata?.namespace ?? 'default',
     name: p.metadata?.name ?? '',
@@ -64,7 +108,10 @@ export function toPodInfo(p: V1Pod): PodInfo {
     terminating: p.metadata?.deletionTimestamp !== undefined && p.metadata.deletionTimestamp !== null,
     terminationGracePeriodSeconds: p.spec?.terminationGracePeriodSeconds,
     extendedResources: extendedResources(p),
+    ...(Object.keys(requests).length > 0 ? { requests } : {}),
     ...(p.spec?.nodeSelector && Object.keys(p.spec.nodeSelector).length > 0 ? { nodeSelector: { ...p.spec.nodeSelector } } : {}),
+    ...(tol.length > 0 ? { tolerations: tol } : {}),
+    ...(terms.length > 0 ? { requiredNodeTerms: terms } : {}),
     ...(typeof p.spec?.priority === 'number' ? { priority: p.spec.priority } : {}),
     ...(p.metadata?.creationTimestamp ? { createdAt: new Date(p.metadata.creationTimestamp).toISOString() } : {}),
   };

@@ -68,12 +68,36 @@ export interface PodInfo {
    * requests), e.g. `{ 'nvidia.com/gpu': 2 }` or `{ 'nvidia.com/mig-1g.10gb': 1 }`.
    */
   extendedResources: Record<string, number>;
+  /**
+   * What the scheduler reserves for the pod, in base units (cpu in cores, memory in bytes,
+   * extended resources in their counts): the containers' requests (a limit stands in for a missing
+   * request, as the API server defaults it), or the largest init container's when that is more,
+   * plus `spec.overhead`.
+   */
+  requests?: Record<string, number>;
   /** `spec.nodeSelector` (where a pending pod may land), when it has one. */
   nodeSelector?: Record<string, string>;
+  /** `spec.tolerations`, when any. */
+  tolerations?: PodToleration[];
+  /** requiredDuringSchedulingIgnoredDuringExecution node selector terms (any one term must hold), when any. */
+  requiredNodeTerms?: { matchExpressions: NodeSelectorExpression[] }[];
   /** `spec.priority` (resolved from its PriorityClass by admission), when set. */
   priority?: number;
   /** `metadata.creationTimestamp` (ISO), when the API gave one: how long a pending pod has waited. */
   createdAt?: string;
+}
+
+export interface PodToleration {
+  key?: string;
+  operator?: 'Exists' | 'Equal';
+  value?: string;
+  effect?: string;
+}
+
+export interface NodeSelectorExpression {
+  key: string;
+  operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
+  values?: string[];
 }
 
 /** `namespace/name`, the key pods are reported by. */

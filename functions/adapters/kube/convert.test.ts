@@ -1,0 +1,40 @@
+import type { V1Pod } from '@kubernetes/client-node';
+import { describe, expect, it } from 'vitest';
+import { toPodInfo } from './convert.ts';
+
+const GiB = 2 ** 30;
+
+describe('toPodInfo: what the scheduler (and the pool autoscaler) sees of a pending pod', () => {
+  it('sums the containers’ requests (a limit stands in for a missing request), takes the larger init container, adds the overhead', () => {
+    const pod: V1Pod = {
+      metadata: { name: 'p', namespace: 'ml' },
+      spec: {
+        containers: [
+          { name: 'a', resources: { requests: { cpu: '1500m', memory: '4Gi' }, limits: { 'nvidia.com/gpu': '1' } } },
+          { name: 'b', resources: { requests: { cpu: '500m', memory: '2Gi' } } },
+        ],
+        initContainers: [{ name: 'warm', resources: { requests: { cpu: '4', memory: '1Gi' } } }],
+        overhead: { cpu: '250m' },
+      },
+    };
+    expect(toPodInfo(pod).requests).toEqual({ cpu: 4.25, memory: 6 * GiB, 'nvidia.com/gpu': 1 });
+  });
+
+  it('keeps tolerations and required node affinity, and leaves them out when there are none', () => {
+    const pod: V1Pod = {
+      metadata: { name: 'p', namespace: 'ml' },
+      spec: {
+        containers: [{ name: 'a' }],
+        tolerations: [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }],
+        affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'accelerator', operator: 'In', values: ['nvidia-tesla-t4'] }] }] } } },
+      },
+    };
+    const info = toPodInfo(pod);
+    expect(info.tolerations).toEqual([{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }]);
+    expect(info.requiredNodeTerms).toEqual([{ matchExpressions: [{ key: 'accelerator', operator: 'In', values: ['nvidia-tesla-t4'] }] }]);
+    const bare = toPodInfo({ metadata: { name: 'q' }, spec: { containers: [{ name: 'a' }] } });
+    expect(bare).not.toHaveProperty('tolerations');
+    expect(bare).not.toHaveProperty('requiredNodeTerms');
+    expect(bare).not.toHaveProperty('requests');
+  });
+});
