@@ -23,6 +23,7 @@ describe('serverless.yml at the repository root', () => {
     expect(table.schedules.map((s) => [s.fn.key, s.schedule.expression])).toEqual([
       ['remediate-sweep', 'rate(1 minute)'],
       ['rebalance-mig', 'rate(1 minute)'],
+      ['autoscale-pools', 'rate(1 minute)'],
     ]);
     // The chat route arrives with the ChatOps function; no function is declared before it exists.
     expect(table.routes).toEqual([]);

@@ -1,0 +1,50 @@
+/**
+ * The pool autoscaler's policy: which ACK node pools gpu-reflex may size, their bounds, and how
+ * patient to be. YAML or JSON (AUTOSCALE_POLICY_FILE), validated with zod so a mistake names its
+ * field. A node pool the policy does not name is never touched.
+ *
+ *   pendingSeconds: 60        # a pod counts as demand once it has waited this long
+ *   cooldownMinutes: 3        # after a pool grew, wait this long before growing it again
+ *   reserve: { cpu: 0.5, memoryGiB: 1 }   # kept back from an instance type's size when the pool has no node to read allocatable from
+ *   pools:
+ *     np-t4-inference: { min: 0, max: 10, maxStep: 4 }
+ */
+import { z } from 'zod';
+import { parseYamlText } from '../lib/yaml-text.ts';
+
+const PoolBounds = z
+  .object({
+    min: z.number().int().nonnegative().default(0),
+    max: z.number().int().positive().max(2000),
+    maxStep: z.number().int().positive().max(500).default(10),
+    cooldownMinutes: z.number().nonnegative().optional(),
+  })
+  .strict()
+  .refine((p) => p.min <= p.max, { message: 'min must not exceed max' });
+
+export const AutoscalePolicySchema = z
+  .object({
+    pendingSeconds: z.number().int().nonnegative().max(86_400).default(60),
+    cooldownMinutes: z.number().nonnegative().max(1440).default(3),
+    reserve: z.object({ cpu: z.number().nonnegative().default(0.5), memoryGiB: z.number().nonnegative().default(1) }).strict().default({ cpu: 0.5, memoryGiB: 1 }),
+    pools: z.record(z.string().regex(/^np[a-z0-9-]*$/, 'node pool ids start with "np"'), PoolBounds).default({}),
+  })
+  .strict();
+
+export type AutoscalePolicy = z.output<typeof AutoscalePolicySchema>;
+
+export class AutoscalePolicyError extends Error {
+  override name = 'AutoscalePolicyError';
+}
+
+export function parseAutoscalePolicy(text: string, source = 'autoscale policy'): AutoscalePolicy {
+  let raw: unknown;
+  try {
+    raw = parseYamlText(text);
+  } catch (err) {
+    throw new AutoscalePolicyError(`${source}: not YAML or JSON: ${(err as Error).message}`);
+  }
+  const r = AutoscalePolicySchema.safeParse(raw ?? {});
+  if (!r.success) throw new AutoscalePolicyError(`${source} is invalid:\n  ${r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('\n  ')}`);
+  return r.data;
+}

@@ -1,0 +1,167 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { VirtualClock } from '../../events/clock.ts';
+import { GPU_POOL_SCALED, type GpuPoolScaledDetail } from '../../events/index.ts';
+import { startAliCloudSim, type AliCloudSim } from '../../infra/local/alicloud/index.ts';
+import { AliCloudPools } from '../adapters/alicloud/client.ts';
+import { RecordingPublisher } from '../adapters/bus.ts';
+import { RecordingNotifier } from '../adapters/chat/notifier.ts';
+import { manualClock, type ManualClock } from '../adapters/clock.ts';
+import { TransientError } from '../adapters/errors.ts';
+import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
+import { silentLogger } from '../lib/logger.ts';
+import { AutoscalePolicySchema } from './policy.ts';
+import { autoscalePools, NODEPOOL_LABEL, type AutoscaleDeps } from './run.ts';
+
+const T0 = Date.parse('2026-01-01T00:00:00.000Z');
+let sim: AliCloudSim;
+let simClock: VirtualClock;
+let kube: FakeKube;
+let clock: ManualClock;
+let publisher: RecordingPublisher;
+let notifier: RecordingNotifier;
+let deps: AutoscaleDeps;
+
+beforeEach(async () => {
+  simClock = new VirtualClock(T0);
+  sim = await startAliCloudSim({
+    clock: simClock,
+    cloud: {
+      bootSeconds: 120,
+      pools: [
+        { id: 'np-t4', name: 't4', instanceTypes: ['ecs.gn6i-c4g1.xlarge'], size: 1, labels: { 'gpu-reflex.io/pool': 't4' } },
+        { id: 'np-a10', name: 'a10', instanceTypes: ['ecs.gn7i-c8g1.2xlarge'], size: 0 },
+        { id: 'np-ack-managed', name: 'managed', instanceTypes: ['ecs.gn6i-c4g1.xlarge'], autoScaling: { enable: true, min: 0, max: 9 } },
+        { id: 'np-not-ours', name: 'other', instanceTypes: ['ecs.gn6i-c4g1.xlarge'] },
+      ],
+    },
+  });
+  clock = manualClock(T0, (ms) => simClock.advance(ms));
+  kube = fakeKube({ clock });
+  const [t4] = sim.cloud.members('np-t4');
+  kube.cluster.addNode({ name: t4!.nodeName, labels: { [NODEPOOL_LABEL]: 'np-t4', 'gpu-reflex.io/pool': 't4' }, allocatable: { 'nvidia.com/gpu': '1', cpu: '3500m', memory: '14Gi' } });
+  publisher = new RecordingPublisher();
+  notifier = new RecordingNotifier();
+  const c = sim.connection;
+  deps = {
+    nodes: kube.nodes,
+    pods: kube.pods,
+    leases: kube.leases,
+    state: kube.state,
+    cloud: new AliCloudPools({ regionId: c.regionId, clusterId: c.clusterId, accessKeyId: c.accessKeyId, accessKeySecret: c.accessKeySecret, endpoint: c.endpoint, protocol: 'http' }, clock),
+    publisher,
+    notifier,
+    clock,
+    logger: silentLogger,
+    holder: 'req-1',
+    clusterId: c.clusterId,
+    policy: AutoscalePolicySchema.parse({ pendingSeconds: 60, cooldownMinutes: 3, pools: { 'np-t4': { max: 4, maxStep: 4 }, 'np-a10': { max: 2 }, 'np-ack-managed': { max: 9 } } }),
+  };
+});
+afterEach(() => sim.close());
+
+const pendingGpuPods = (n: number, prefix = 'infer', extra: object = {}) => {
+  for (let i = 0; i < n; i++) kube.cluster.addPod({ name: `${prefix}-${i}`, namespace: 'ml', uid: `${prefix}-${i}`, phase: 'Pending', extendedResources: { 'nvidia.com/gpu': 1 }, requests: { 'nvidia.com/gpu': 1, cpu: 2, memory: 8 * 2 ** 30 }, createdAt: new Date(T0).toISOString(), ...extra });
+};
+const poolEvents = () => publisher.published.filter((e) => e.detailType === GPU_POOL_SCALED).map((e) => e.detail as GpuPoolScaledDetail);
+
+describe('autoscale-pools', () => {
+  it('grows the cheapest pool for GPU pods that have waited, publishes GPU Pool Scaled, then reports the task done', async () => {
+    pendingGpuPods(3);
+    // Not yet waited 60 s: nothing.
+    expect((await autoscalePools(deps)).scaled).toEqual({});
+    await clock.advance(60_000);
+    const out = await autoscalePools(deps);
+    expect(out.scaled).toEqual({ 'np-t4': 4 });
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(4);
+    expect(sim.cloud.calls.filter((c) => c.action === 'ModifyClusterNodePool')).toHaveLength(1);
+    const [requested] = poolEvents();
+    expect(requested).toMatchObject({ nodepoolId: 'np-t4', nodepoolName: 't4', from: 1, to: 4, state: 'requested', hourlyCostDelta: { amount: 25.5, currency: 'CNY' }, instanceTypes: ['ecs.gn6i-c4g1.xlarge'], dryRun: false });
+    expect(requested!.reason).toContain('t4: 1 → 4 (3 for 3 pending pod(s)) at 8.5/h each: ml/infer-0, ml/infer-1, ml/infer-2');
+    expect(notifier.notices.map((n) => n.title)).toEqual(['gpu-reflex: growing node pool t4 1 → 4']);
+    // The pools no policy names, and the one ACK scales itself, are never written to.
+    expect(sim.cloud.calls.filter((c) => c.action === 'ModifyClusterNodePool' || c.action === 'ScaleClusterNodePool')).toHaveLength(1);
+
+    await clock.advance(120_000);
+    const later = await autoscalePools(deps);
+    expect(later.finished).toEqual({ 'np-t4': 'succeeded' });
+    expect(poolEvents().map((e) => e.state)).toEqual(['requested', 'succeeded']);
+    expect(poolEvents()[1]!.taskId).toBe(requested!.taskId);
+  });
+
+  it('asks for nothing more while the nodes boot, however often it runs', async () => {
+    pendingGpuPods(2);
+    await clock.advance(60_000);
+    await autoscalePools(deps);
+    for (let i = 0; i < 3; i++) {
+      await clock.advance(20_000);
+      expect((await autoscalePools(deps)).scaled).toEqual({});
+    }
+    // Even after the cooldown, the two nodes on their way are counted for the two pods.
+    await clock.advance(200_000);
+    const out = await autoscalePools(deps);
+    expect(out.scaled).toEqual({});
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(3);
+    expect(sim.cloud.calls.filter((c) => c.action === 'ModifyClusterNodePool')).toHaveLength(1);
+  });
+
+  it('holds a pool through its cooldown, and says why the pods wait', async () => {
+    pendingGpuPods(1);
+    await clock.advance(60_000);
+    await autoscalePools(deps);
+    // The node joined; a new wave arrives within the cooldown.
+    const [, fresh] = sim.cloud.members('np-t4');
+    kube.cluster.addNode({ name: fresh!.nodeName, labels: { [NODEPOOL_LABEL]: 'np-t4' }, allocatable: { 'nvidia.com/gpu': '1', cpu: '3500m', memory: '14Gi' } });
+    pendingGpuPods(2, 'wave2', { createdAt: new Date(clock.now()).toISOString() });
+    kube.cluster.addPod({ name: 'infer-0-bound', namespace: 'ml', uid: 'x', nodeName: fresh!.nodeName });
+    await clock.advance(60_000);
+    const held = await autoscalePools(deps);
+    // t4 is cooling down: the a10 pool (18/h) takes the pods instead of nobody.
+    expect(held.scaled).toEqual({ 'np-a10': 2 });
+  });
+
+  it('re-sends a decided size that may not have reached ACK (a crash between deciding and sending) before planning again', async () => {
+    pendingGpuPods(2);
+    await clock.advance(60_000);
+    const real = deps.cloud;
+    let calls = 0;
+    deps.cloud = { ...real, listNodePools: () => real.listNodePools(), instanceTypes: (x) => real.instanceTypes(x), hourlyPrice: (x) => real.hourlyPrice(x), task: (x) => real.task(x), setDesiredSize: async () => { calls++; throw new Error('connection reset'); } } as typeof real;
+    await expect(autoscalePools(deps)).rejects.toThrow('connection reset');
+    expect(calls).toBe(1);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(1);
+    expect(poolEvents()).toEqual([]);
+    deps.cloud = real;
+    const retry = await autoscalePools(deps);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(3);
+    expect(retry.scaled).toEqual({});
+    expect(poolEvents().map((e) => [e.state, e.from, e.to])).toEqual([['requested', 1, 3]]);
+  });
+
+  it('publishes an event the bus refused on the next round, exactly once, without growing the pool again', async () => {
+    pendingGpuPods(1);
+    await clock.advance(60_000);
+    let failures = 2;
+    deps.publisher = { publish: async (events) => (failures-- > 0 ? Promise.reject(new TransientError('publishing events: Region is missing')) : publisher.publish(events)) };
+    await expect(autoscalePools(deps)).rejects.toThrow('Region is missing');
+    await expect(autoscalePools(deps)).rejects.toThrow('Region is missing');
+    expect(poolEvents()).toEqual([]);
+    await autoscalePools(deps);
+    await autoscalePools(deps);
+    expect(poolEvents().map((e) => [e.state, e.from, e.to])).toEqual([['requested', 1, 2]]);
+    expect(sim.cloud.calls.filter((c) => c.action === 'ModifyClusterNodePool')).toHaveLength(1);
+  });
+
+  it('reports a failed scale-out once, with ACK\'s error, and tells chat', async () => {
+    sim.cloud.inject({ action: 'ModifyClusterNodePool', failTasks: 1 });
+    pendingGpuPods(1);
+    await clock.advance(60_000);
+    await autoscalePools(deps);
+    await clock.advance(120_000);
+    const out = await autoscalePools(deps);
+    expect(out.finished).toEqual({ 'np-t4': 'failed' });
+    const failed = poolEvents().find((e) => e.state === 'failed')!;
+    expect(failed.reason).toContain('OperationDenied.NoStock');
+    expect(notifier.notices.map((n) => n.title)).toContain('gpu-reflex: node pool t4 could not grow');
+    await autoscalePools(deps);
+    expect(poolEvents().filter((e) => e.state === 'failed')).toHaveLength(1);
+  });
+});

@@ -1,0 +1,283 @@
+/**
+ * The pool autoscaler, every minute (`autoscale-pools`), on the reflex skeleton:
+ *
+ *   lease → follow up earlier requests (their ACK task ended: GPU Pool Scaled succeeded/failed)
+ *   → gather facts (node pools from ACK, nodes and pending GPU pods from Kubernetes, prices from
+ *   ECS) → plan (core/planner.ts, pure) → for each pool to grow: record the intent in the state
+ *   ConfigMap, set the pool's desired size (absolute: a retry cannot grow it twice), record the
+ *   request with its event and notice (the outbox), publish, clear → report.
+ *
+ * Only pools the policy names are touched; a pool whose own ACK autoscaler is on is left to it.
+ * Scale-in, and reboot/replace for remediation, are not built yet.
+ */
+import { GPU_POOL_SCALED, SCHEMA_VERSION, SOURCES, type GpuPoolScaledDetail } from '../../events/index.ts';
+import type { CloudPools, NodePool } from '../adapters/alicloud/ports.ts';
+import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
+import type { Notice, Notifier } from '../adapters/chat/notifier.ts';
+import type { Clock } from '../adapters/clock.ts';
+import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
+import type { Json } from '../adapters/kube/model.ts';
+import type { LeaseOps, NodeOps, PodOps, StateStore } from '../adapters/kube/ports.ts';
+import { parseQuantity } from '../adapters/kube/quantity.ts';
+import type { Logger } from '../lib/logger.ts';
+import { mergeNotices, mergeOutbox, pendingNotice, type PendingNotice } from '../lib/outbox.ts';
+import { withLease } from '../lib/reflex.ts';
+import { planScaleOut, type Increment, type PendingPod, type PoolState, type ScaleOutPlan } from './core/planner.ts';
+import type { AutoscalePolicy } from './policy.ts';
+
+/** ACK's label on every node of a node pool. */
+export const NODEPOOL_LABEL = 'alibabacloud.com/nodepool-id';
+/** ACK GPU sharing: nodes of such pools offer `aliyun.com/gpu-mem` instead of whole GPUs. */
+export const GPU_SHARE_LABEL = 'ack.node.gpu.schedule';
+const GiB = 2 ** 30;
+
+export interface AutoscaleDeps {
+  nodes: Pick<NodeOps, 'list'>;
+  pods: Pick<PodOps, 'list'>;
+  leases: LeaseOps;
+  state: StateStore;
+  cloud: CloudPools;
+  publisher: EventPublisher;
+  notifier: Notifier;
+  clock: Clock;
+  logger: Logger;
+  holder: string;
+  policy: AutoscalePolicy;
+  clusterId: string;
+}
+
+export interface AutoscaleOutcome {
+  /** Pools grown this round: id → new desired size. */
+  scaled: Record<string, number>;
+  /** Earlier requests whose ACK task ended this round: pool → succeeded/failed. */
+  finished: Record<string, 'succeeded' | 'failed'>;
+  pending: number;
+  awaitingInFlight: number;
+  deferred: number;
+  unhostable: number;
+  hourlyCost: number;
+}
+
+/** What the state ConfigMap holds per pool (key `autoscale.<pool id>`). */
+interface PoolRecord {
+  /** A desired size decided but maybe not yet sent: re-sent (it is absolute) before anything else. */
+  intent?: { from: number; to: number; at: number; reason: string; cost: number };
+  /** The last request sent, until its ACK task ends. */
+  request?: { taskId: string; from: number; to: number; at: number };
+  cooldownUntil?: number;
+  events?: PublishedEvent[];
+  notices?: PendingNotice[];
+}
+
+const key = (poolId: string) => `autoscale.${poolId}`;
+const isGpuResource = (r: string) => /gpu/i.test(r) || r.startsWith('nvidia.com/mig-');
+
+function podsOf(pods: readonly PodInfo[], now: number, waitS: number): PendingPod[] {
+  return pods
+    .filter((p) => p.phase === 'Pending' && !p.nodeName && !p.terminating)
+    .filter((p) => Object.entries(p.requests ?? p.extendedResources).some(([r, v]) => v > 0 && isGpuResource(r)))
+    .filter((p) => !p.createdAt || now - Date.parse(p.createdAt) >= waitS * 1000)
+    .map((p) => ({
+      key: `${p.namespace}/${p.name}`,
+      priority: p.priority ?? 0,
+      requests: { ...(p.requests ?? p.extendedResources) },
+      ...(p.nodeSelector ? { nodeSelector: p.nodeSelector } : {}),
+      ...(p.tolerations ? { tolerations: p.tolerations } : {}),
+      ...(p.requiredNodeTerms ? { requiredTerms: p.requiredNodeTerms } : {}),
+    }));
+}
+
+const NODE_SPECIFIC = /^(kubernetes\.io\/hostname|gpu-reflex\.io\/|nvidia\.com\/mig\.config\.state|node\.kubernetes\.io\/exclude)/;
+
+function numeric(r: Readonly<Record<string, string>>): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const [k, v] of Object.entries(r)) {
+    try {
+      out[k] = parseQuantity(v);
+    } catch {
+      // An unreadable quantity offers nothing.
+    }
+  }
+  return out;
+}
+
+async function poolStates(deps: AutoscaleDeps, pools: NodePool[], nodes: NodeInfo[], records: Map<string, PoolRecord>, now: number): Promise<PoolState[]> {
+  const typeIds = [...new Set(pools.map((p) => p.instanceTypes[0]).filter((t): t is string => t !== undefined))];
+  const types = new Map((typeIds.length > 0 ? await deps.cloud.instanceTypes(typeIds) : []).map((t) => [t.id, t]));
+  const out: PoolState[] = [];
+  for (const p of pools) {
+    const bounds = deps.policy.pools[p.id]!;
+    const type = p.instanceTypes[0];
+    const spec = type ? types.get(type) : undefined;
+    if (!type || !spec) {
+      deps.logger.warn('autoscale-pools: node pool has no instance type gpu-reflex can read; left alone', { pool: p.id, type });
+      continue;
+    }
+    const members = nodes.filter((n) => n.labels[NODEPOOL_LABEL] === p.id);
+    const sample = members.find((n) => n.ready === true) ?? members[0];
+    const share = p.labels[GPU_SHARE_LABEL] !== undefined && p.labels[GPU_SHARE_LABEL] !== 'exclusive';
+    const fromType: Record<string, number> = {
+      cpu: Math.max(0, spec.cpu - deps.policy.reserve.cpu),
+      memory: Math.max(0, spec.memoryGiB - deps.policy.reserve.memoryGiB) * GiB,
+      ...(share ? { 'aliyun.com/gpu-mem': spec.gpuAmount * spec.gpuMemoryGiB } : { 'nvidia.com/gpu': spec.gpuAmount }),
+    };
+    const sampleLabels = Object.fromEntries(Object.entries(sample?.labels ?? {}).filter(([k]) => !NODE_SPECIFIC.test(k)));
+    const record = records.get(p.id);
+    const frozen = p.ackAutoScaling.enable
+      ? "ACK's own autoscaler manages this pool"
+      : record?.cooldownUntil !== undefined && record.cooldownUntil > now
+        ? `cooling down until ${new Date(record.cooldownUntil).toISOString().slice(11, 16)} after its last scale-out`
+        : undefined;
+    out.push({
+      id: p.id,
+      name: p.name,
+      instanceType: type,
+      hourlyPrice: await deps.cloud.hourlyPrice(type),
+      desired: p.desiredSize,
+      ready: members.filter((n) => n.ready === true).length,
+      min: bounds.min,
+      max: bounds.max,
+      maxStep: bounds.maxStep,
+      labels: { ...sampleLabels, ...p.labels, [NODEPOOL_LABEL]: p.id, 'node.kubernetes.io/instance-type': type, 'kubernetes.io/os': 'linux' },
+      taints: p.taints.map((t) => ({ key: t.key, ...(t.value ? { value: t.value } : {}), effect: t.effect })),
+      allocatable: sample ? numeric(sample.allocatable) : fromType,
+      ...(frozen ? { frozen } : {}),
+    });
+  }
+  return out;
+}
+
+function poolEvent(deps: AutoscaleDeps, pool: { id: string; name: string; instanceTypes: string[] }, at: number, from: number, to: number, state: GpuPoolScaledDetail['state'], reason: string, extra: { taskId?: string; cost?: number } = {}): PublishedEvent {
+  const detail: GpuPoolScaledDetail = {
+    schemaVersion: SCHEMA_VERSION,
+    eventId: `pool:${deps.clusterId}:${pool.id}:${from}-${to}:${at}:${state}`.slice(0, 128),
+    occurredAt: new Date(deps.clock.now()).toISOString(),
+    provider: 'alicloud',
+    clusterId: deps.clusterId,
+    nodepoolId: pool.id,
+    nodepoolName: pool.name,
+    instanceTypes: pool.instanceTypes.slice(0, 20),
+    from,
+    to,
+    state,
+    ...(extra.taskId ? { taskId: extra.taskId } : {}),
+    ...(extra.cost !== undefined ? { hourlyCostDelta: { amount: Math.round(extra.cost * 100) / 100, currency: 'CNY' } } : {}),
+    reason: reason.slice(0, 2048),
+    dryRun: false,
+  };
+  return { source: SOURCES.functions, detailType: GPU_POOL_SCALED, detail, resources: [`nodepool/${pool.id}`] };
+}
+
+/**
+ * Sends a pool's outbox (notices best-effort, events until the bus takes them), then clears what
+ * went. `r` is the record as just written (what a dry run's state port answered, too); absent, the
+ * stored one.
+ */
+async function flush(deps: AutoscaleDeps, poolId: string, written?: PoolRecord): Promise<void> {
+  const r = written ?? (((await deps.state.get(key(poolId))) ?? {}) as PoolRecord);
+  const sent = new Set<string>();
+  for (const n of r.notices ?? []) {
+    try {
+      await deps.notifier.notify({ title: n.title, text: n.text, severity: n.severity });
+      sent.add(n.id);
+    } catch (err) {
+      deps.logger.warn('autoscale-pools: chat notice failed; kept for the next round', { pool: poolId, error: err });
+    }
+  }
+  const events = r.events ?? [];
+  if (events.length > 0) await deps.publisher.publish(events);
+  const published = new Set(events.map((e) => String(e.detail.eventId)));
+  await deps.state.update(key(poolId), (cur) => {
+    const c = { ...((cur ?? {}) as PoolRecord) };
+    const events = (c.events ?? []).filter((e) => !published.has(String(e.detail.eventId)));
+    const notices = (c.notices ?? []).filter((n) => !sent.has(n.id));
+    if (events.length > 0) c.events = events;
+    else delete c.events;
+    if (notices.length > 0) c.notices = notices;
+    else delete c.notices;
+    return Object.keys(c).length > 0 ? (c as unknown as Json) : undefined;
+  });
+}
+
+async function record(deps: AutoscaleDeps, poolId: string, change: (r: PoolRecord) => PoolRecord, events: PublishedEvent[] = [], notices: Notice[] = []): Promise<PoolRecord> {
+  const written = await deps.state.update(key(poolId), (cur) => {
+    const r = change({ ...((cur ?? {}) as PoolRecord) });
+    const ev = mergeOutbox(r.events ?? [], events);
+    const nt = mergeNotices(r.notices ?? [], notices.map(pendingNotice));
+    return { ...r, ...(ev.length > 0 ? { events: ev } : {}), ...(nt.length > 0 ? { notices: nt } : {}) } as unknown as Json;
+  });
+  return (written ?? {}) as PoolRecord;
+}
+
+function reasonOf(inc: Increment, plan: ScaleOutPlan): string {
+  const waiting = plan.deferred.length > 0 ? `; ${plan.deferred.length} more pod(s) wait on pool limits` : '';
+  return `${inc.why}: ${inc.pods.slice(0, 10).join(', ')}${inc.pods.length > 10 ? ` and ${inc.pods.length - 10} more` : ''}${waiting}`;
+}
+
+export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutcome> {
+  const empty: AutoscaleOutcome = { scaled: {}, finished: {}, pending: 0, awaitingInFlight: 0, deferred: 0, unhostable: 0, hourlyCost: 0 };
+  return withLease('autoscale-pools', 120, deps, async () => {
+    const out: AutoscaleOutcome = { ...empty, scaled: {}, finished: {} };
+    const all = await deps.cloud.listNodePools();
+    for (const id of Object.keys(deps.policy.pools)) if (!all.some((p) => p.id === id)) deps.logger.warn('autoscale-pools: the policy names a node pool the cluster does not have', { pool: id, cluster: deps.clusterId });
+    const managed = all.filter((p) => deps.policy.pools[p.id] !== undefined);
+    const stored = await deps.state.getAll();
+    const records = new Map(managed.map((p) => [p.id, (stored[key(p.id)] ?? {}) as PoolRecord]));
+
+    // 1. Requests decided earlier: an intent not known to be sent is sent again (absolute size);
+    //    a request whose ACK task ended is reported once.
+    const written = new Map<string, PoolRecord>();
+    for (const p of managed) {
+      const r = records.get(p.id)!;
+      if (r.intent) {
+        const { taskId } = await deps.cloud.setDesiredSize(p.id, r.intent.to);
+        const intent = r.intent;
+        const ev = poolEvent(deps, p, intent.at, intent.from, intent.to, 'requested', intent.reason, { taskId, cost: intent.cost });
+        written.set(p.id, await record(deps, p.id, (x) => ({ ...x, intent: undefined, request: { taskId, from: intent.from, to: intent.to, at: intent.at }, cooldownUntil: intent.at + cooldownMs(deps, p.id) }), [ev]));
+        p.desiredSize = intent.to;
+      } else if (r.request) {
+        const task = await deps.cloud.task(r.request.taskId);
+        if (task.state !== 'running') {
+          const req = r.request;
+          const ok = task.state === 'success';
+          const why = ok ? `${p.name}: ${req.to} nodes requested, the ACK task ended successfully` : `${p.name}: growing ${req.from} → ${req.to} failed: ${task.error?.code ?? 'unknown'}: ${task.error?.message ?? 'no detail'}`;
+          const notices: Notice[] = ok ? [] : [{ title: `gpu-reflex: node pool ${p.name} could not grow`, text: why.slice(0, 500), severity: 'warning' }];
+          written.set(p.id, await record(deps, p.id, (x) => ({ ...x, request: undefined }), [poolEvent(deps, p, req.at, req.from, req.to, ok ? 'succeeded' : 'failed', why, { taskId: req.taskId })], notices));
+          out.finished[p.id] = ok ? 'succeeded' : 'failed';
+        }
+      }
+    }
+    for (const p of managed) await flush(deps, p.id, written.get(p.id));
+
+    // 2. Plan on fresh facts.
+    const now = deps.clock.now();
+    const after = await deps.state.getAll();
+    const fresh = new Map(managed.map((p) => [p.id, (after[key(p.id)] ?? {}) as PoolRecord]));
+    const [nodes, pods] = await Promise.all([deps.nodes.list(), deps.pods.list()]);
+    const pending = podsOf(pods, now, deps.policy.pendingSeconds);
+    const states = await poolStates(deps, managed, nodes, fresh, now);
+    const plan = planScaleOut(states, pending);
+    Object.assign(out, { pending: pending.length, awaitingInFlight: plan.awaitingInFlight.length, deferred: plan.deferred.length, unhostable: plan.unhostable.length, hourlyCost: plan.hourlyCost });
+    for (const u of plan.unhostable.slice(0, 20)) deps.logger.info('autoscale-pools: no pool can host this pod', u);
+    for (const d of plan.deferred.slice(0, 20)) deps.logger.info('autoscale-pools: pod waits on pool limits', d);
+
+    // 3. Act: intent first, then the absolute size, then the request with its event.
+    for (const inc of plan.increments) {
+      const pool = managed.find((p) => p.id === inc.poolId)!;
+      const reason = reasonOf(inc, plan);
+      await record(deps, pool.id, (x) => ({ ...x, intent: { from: inc.from, to: inc.to, at: now, reason, cost: inc.hourlyCost } }));
+      const { taskId } = await deps.cloud.setDesiredSize(pool.id, inc.to);
+      const ev = poolEvent(deps, pool, now, inc.from, inc.to, 'requested', reason, { taskId, cost: inc.hourlyCost });
+      const notice: Notice = { title: `gpu-reflex: growing node pool ${pool.name} ${inc.from} → ${inc.to}`, text: `${reason} (+${inc.hourlyCost}/h)`.slice(0, 1000), severity: 'info' };
+      const rec = await record(deps, pool.id, (x) => ({ ...x, intent: undefined, request: { taskId, from: inc.from, to: inc.to, at: now }, cooldownUntil: now + cooldownMs(deps, pool.id) }), [ev], [notice]);
+      await flush(deps, pool.id, rec);
+      deps.logger.info('autoscale-pools: growing node pool', { pool: pool.id, from: inc.from, to: inc.to, taskId, pods: inc.pods.length, hourlyCost: inc.hourlyCost });
+      out.scaled[pool.id] = inc.to;
+    }
+    return out;
+  }, () => (deps.logger.info('autoscale-pools already running elsewhere'), empty));
+}
+
+function cooldownMs(deps: AutoscaleDeps, poolId: string): number {
+  return (deps.policy.pools[poolId]?.cooldownMinutes ?? deps.policy.cooldownMinutes) * 60_000;
+}

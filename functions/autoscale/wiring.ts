@@ -1,0 +1,52 @@
+/**
+ * The pool autoscaler's own configuration and ports, from its environment:
+ *   AUTOSCALE_POLICY_FILE   YAML/JSON policy (policy.ts): which node pools, bounds, patience.
+ *                           Unset: no pool is managed (the function reads and changes nothing).
+ *   ALIBABA_CLOUD_REGION_ID, ACK_CLUSTER_ID, ALIBABA_CLOUD_ACCESS_KEY_ID/_SECRET (or RRSA),
+ *   ALIBABA_CLOUD_ENDPOINT, ALIBABA_CLOUD_PROTOCOL: the cloud (functions/adapters/alicloud/client.ts).
+ * In a dry run (DRY_RUN=true) the cloud port is wrapped like the Kubernetes ones: reads go
+ * through, writes are only logged.
+ */
+import { readFileSync } from 'node:fs';
+import { AliCloudPools, aliCloudSettingsFromEnv } from '../adapters/alicloud/client.ts';
+import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
+import type { CloudPools } from '../adapters/alicloud/ports.ts';
+import { ConfigError } from '../config.ts';
+import { lazy, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
+import { AutoscalePolicyError, AutoscalePolicySchema, parseAutoscalePolicy, type AutoscalePolicy } from './policy.ts';
+
+export type AutoscaleWiring = FunctionDeps<{ policy: AutoscalePolicy; cloud: CloudPools; clusterId: string }>;
+
+export function autoscalePolicyFromEnv(env: NodeJS.ProcessEnv): AutoscalePolicy {
+  const file = env['AUTOSCALE_POLICY_FILE'];
+  if (!file) return AutoscalePolicySchema.parse({});
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`bad configuration: AUTOSCALE_POLICY_FILE ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  try {
+    return parseAutoscalePolicy(text, file);
+  } catch (err) {
+    if (err instanceof AutoscalePolicyError) throw new ConfigError(`bad configuration: ${err.message}`);
+    throw err;
+  }
+}
+
+/** Where no pool is managed, nothing may reach the cloud: every call says why. */
+const NO_CLOUD = new Proxy({} as CloudPools, {
+  get: (_t, method) => () => Promise.reject(new ConfigError(`autoscale-pools: no node pool is managed (AUTOSCALE_POLICY_FILE names none), so the cloud is not wired; ${String(method)} was called`)),
+});
+
+export function wireAutoscale(service: string, env: NodeJS.ProcessEnv = process.env): AutoscaleWiring {
+  const base = wireFromEnv(service, () => ({ own: { policy: autoscalePolicyFromEnv(env) } }), env);
+  // A deployment that manages no pool needs no Alibaba Cloud settings.
+  if (Object.keys(base.policy.pools).length === 0) return { ...base, cloud: NO_CLOUD, clusterId: env['ACK_CLUSTER_ID'] ?? '' };
+  const settings = aliCloudSettingsFromEnv(env);
+  const real = new AliCloudPools(settings, base.clock);
+  const cloud = base.dryRun ? dryRunCloudPools(real, (a) => base.logger.info('dry run: would', { op: a.op, args: a.args })) : real;
+  return { ...base, cloud, clusterId: settings.clusterId };
+}
+
+export const lazyAutoscaleWiring = (service: string) => lazy((): AutoscaleWiring => wireAutoscale(service));
