@@ -50,10 +50,20 @@ describe('expect checks', () => {
     [{ node: 'zz', cordoned: false }, false],
     [{ pendingPods: { resource: 'nvidia.com/gpu', atLeast: 1 } }, true],
     [{ pendingPods: { resource: 'nvidia.com/gpu', atLeast: 2 } }, false],
+    [{ pendingPods: { resource: 'nvidia.com/gpu', atMost: 1 } }, true],
+    [{ pendingPods: { resource: 'nvidia.com/gpu', atMost: 0 } }, false],
+    [{ pendingPods: { resource: 'nvidia.com/mig-1g.10gb', atLeast: 1, atMost: 1 } }, true],
+    [{ nodes: { selector: { pool: 't4' }, atLeast: 2 } }, true],
+    [{ nodes: { selector: { pool: 't4' }, atLeast: 3 } }, false],
+    [{ nodes: { selector: { pool: 't4' }, atMost: 1 } }, false],
+    [{ nodes: { selector: { pool: 'none' }, atMost: 0 } }, true],
     [{ event: 'GPU XID Error', node: 'a', atLeast: 1 }, true],
     [{ event: 'GPU XID Error', node: 'b', atLeast: 1 }, false],
   ])('%j passes: %s', (check, ok) => {
-    expect(checkExpectations([check], nodes, pods, events)[0]!.ok).toBe(ok);
+    // Node checks count Ready nodes: t4-0 and t4-1 are, t4-down is not.
+    const ready = (n: Node, status: string): Node => ({ ...n, status: { conditions: [{ type: 'Ready', status }] } } as Node);
+    const pool = [ready(node('t4-0', {}, { pool: 't4' }), 'True'), ready(node('t4-1', {}, { pool: 't4' }), 'True'), ready(node('t4-down', {}, { pool: 't4' }), 'Unknown')];
+    expect(checkExpectations([check], [...nodes, ...pool], pods, events)[0]!.ok).toBe(ok);
   });
 });
 

@@ -119,11 +119,23 @@ export function summarize(i: SummaryInput): Summary {
 }
 
 /** Each `expect` entry of the scenario against the final state and the events. */
+function bounds(atLeast: number | undefined, atMost: number | undefined): string {
+  if (atLeast !== undefined && atMost !== undefined) return atLeast === atMost ? `exactly ${atLeast}` : `${atLeast} to ${atMost}`;
+  return atLeast !== undefined ? `at least ${atLeast}` : `at most ${atMost}`;
+}
+
 export function checkExpectations(expect: readonly Expectation[], nodes: readonly Node[], pods: readonly Pod[], events: Pick<EventTally, 'count'>): NonNullable<Summary['expectations']> {
   return expect.map((x) => {
     if ('pendingPods' in x) {
-      const n = pendingByResource(pods)[x.pendingPods.resource] ?? 0;
-      return { check: `at least ${x.pendingPods.atLeast} pods pending on ${x.pendingPods.resource}`, ok: n >= x.pendingPods.atLeast, detail: `${n} pending` };
+      const { resource, atLeast, atMost } = x.pendingPods;
+      const n = pendingByResource(pods)[resource] ?? 0;
+      return { check: `${bounds(atLeast, atMost)} pods pending on ${resource}`, ok: (atLeast === undefined || n >= atLeast) && (atMost === undefined || n <= atMost), detail: `${n} pending` };
+    }
+    if ('nodes' in x) {
+      const { selector, atLeast, atMost } = x.nodes;
+      const n = nodes.filter((node) => Object.entries(selector).every(([k, v]) => node.metadata.labels?.[k] === v) && node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length;
+      const sel = Object.entries(selector).map(([k, v]) => `${k}=${v}`).join(',');
+      return { check: `${bounds(atLeast, atMost)} ready nodes with ${sel}`, ok: (atLeast === undefined || n >= atLeast) && (atMost === undefined || n <= atMost), detail: `${n} ready` };
     }
     if ('event' in x) {
       const n = events.count(x.event, x.node);

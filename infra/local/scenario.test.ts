@@ -79,6 +79,20 @@ describe('scenario validation', () => {
     expect(() => parseScenario(ok('expect:\n  - { node: gpu-0, allocatable: { nvidia.com/gpu: two } }'), 't.yaml')).toThrow(/expect\.0\.allocatable\.nvidia\.com\/gpu: not a Kubernetes quantity/);
   });
 
+  it('gives a cloud pool the fleet nodes labelled with its id, and takes an autoscale policy only with a cloud', () => {
+    const fleet = `
+fleet:
+  nodes:
+    - { name: t4, count: 2, labels: { alibabacloud.com/nodepool-id: np-t4 }, allocatable: { nvidia.com/gpu: 1 } }
+`;
+    const s = parseScenario(`name: t\ndurationSeconds: 10\n${fleet}\ncloud:\n  pools: [{ id: np-t4, name: t4, instanceTypes: [ecs.gn6i-c4g1.xlarge] }]\nautoscale:\n  pools: { np-t4: { max: 4 } }`, 't.yaml');
+    expect(s.cloudFile?.pools[0]).toMatchObject({ id: 'np-t4', nodeNames: ['t4-0', 't4-1'], size: 2 });
+    expect(s.autoscaleFile?.policy.pools['np-t4']).toEqual({ min: 0, max: 4, maxStep: 10 });
+    expect(() => parseScenario(ok('autoscale:\n  pools: { np-t4: { max: 4 } }'), 't.yaml')).toThrow('t.yaml: autoscale: needs a cloud to scale (add `cloud:`)');
+    expect(() => parseScenario(ok('cloud:\n  pools: [{ id: t4, name: t4, instanceTypes: [x] }]'), 't.yaml')).toThrow(/t\.yaml: cloud: .*pools\.0\.id: must start with "np"/s);
+    expect(() => parseScenario(ok('cloud: {}\nautoscale:\n  pools: { np-t4: { min: 5, max: 4 } }'), 't.yaml')).toThrow(/t\.yaml: autoscale: .*pools\.np-t4: min must not exceed max/s);
+  });
+
   it('says when the file cannot be read', () => {
     expect(() => loadScenario('/nonexistent/scenario.yaml')).toThrow(ScenarioError);
   });

@@ -6,6 +6,9 @@ import { loadFleet, validateFleet, type ParsedFleet } from './kube/fleet.ts';
 import { isQuantity } from './kube/quantity.ts';
 import { loadPolicyFile, PolicyFileError } from '../../functions/remediate/core/policy-file.ts';
 import type { Policy } from '../../functions/remediate/core/policy.ts';
+import { AutoscalePolicyError, parseAutoscalePolicy, type AutoscalePolicy } from '../../functions/autoscale/policy.ts';
+import { NODEPOOL_LABEL } from '../../functions/autoscale/run.ts';
+import { CloudFileError, parseCloudFile, type ParsedCloudFile } from './alicloud/cloud-file.ts';
 
 /**
  * The scenario file of the local stack (`gpu-reflex local|simulate --scenario FILE`): a fleet,
@@ -115,7 +118,23 @@ export const ExpectSchema = z.union([
       allocatable: z.record(z.string(), Quantity.refine((v) => typeof v === 'number' || isQuantity(v), 'not a Kubernetes quantity (2, 500m, 16Gi)')).optional(),
     })
     .strict(),
-  z.object({ pendingPods: z.object({ resource: z.string().min(1), atLeast: z.number().int().nonnegative() }).strict() }).strict(),
+  z
+    .object({
+      pendingPods: z
+        .object({ resource: z.string().min(1), atLeast: z.number().int().nonnegative().optional(), atMost: z.number().int().nonnegative().optional() })
+        .strict()
+        .refine((p) => p.atLeast !== undefined || p.atMost !== undefined, { message: 'set atLeast, atMost or both' }),
+    })
+    .strict(),
+  /** Ready nodes carrying every label of `selector` (a node pool that grew or shrank). */
+  z
+    .object({
+      nodes: z
+        .object({ selector: z.record(z.string(), z.string()), atLeast: z.number().int().nonnegative().optional(), atMost: z.number().int().nonnegative().optional() })
+        .strict()
+        .refine((p) => p.atLeast !== undefined || p.atMost !== undefined, { message: 'set atLeast, atMost or both' }),
+    })
+    .strict(),
   z.object({ event: z.string().min(1), node: Name.optional(), atLeast: z.number().int().nonnegative().default(1) }).strict(),
 ]);
 export type Expectation = z.infer<typeof ExpectSchema>;
@@ -144,6 +163,14 @@ export const ScenarioSchema = z
      * plugin each pool's `fence` backend names. Absent: REMEDIATION_POLICY_FILE, else the defaults.
      */
     policy: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
+    /**
+     * The simulated Alibaba Cloud region (docs/alicloud.md): a cloud file path (relative to the
+     * scenario file) or inline. Its node pools own the fleet's nodes labelled
+     * `alibabacloud.com/nodepool-id`; instances it boots join the cluster as nodes.
+     */
+    cloud: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
+    /** The pool autoscaler's policy (functions/autoscale/policy.ts), path or inline; needs `cloud`. */
+    autoscale: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
     timeline: z.array(TimelineStepSchema).default([]),
     expect: z.array(ExpectSchema).optional(),
     /**
@@ -163,6 +190,10 @@ export interface Scenario extends ScenarioFile {
   parsedFleet: ParsedFleet;
   /** The scenario's policy, checked: its text (given to the functions as a file) and what it says. */
   policyFile?: { text: string; policy: Policy };
+  /** The scenario's cloud, checked (infra/local/alicloud/cloud-file.ts). */
+  cloudFile?: ParsedCloudFile;
+  /** The autoscaler policy's text (given to the functions as AUTOSCALE_POLICY_FILE), checked. */
+  autoscaleFile?: { text: string; policy: AutoscalePolicy };
 }
 
 export class ScenarioError extends Error {
@@ -187,7 +218,51 @@ export function validateScenario(raw: unknown, source = 'scenario', baseDir = pr
   }
   const problems = crossCheck(s, parsedFleet);
   if (problems.length > 0) throw new ScenarioError(`${source} is invalid:\n  ${problems.join('\n  ')}`);
-  return { ...s, source, parsedFleet, ...(s.policy !== undefined ? { policyFile: readPolicy(s.policy, source, baseDir) } : {}) };
+  const cloudFile = s.cloud === undefined ? undefined : readCloud(s.cloud, source, baseDir, parsedFleet);
+  if (s.autoscale !== undefined && !cloudFile) throw new ScenarioError(`${source}: autoscale: needs a cloud to scale (add \`cloud:\`)`);
+  const autoscaleFile = s.autoscale === undefined ? undefined : readAutoscale(s.autoscale, source, baseDir);
+  return {
+    ...s,
+    source,
+    parsedFleet,
+    ...(s.policy !== undefined ? { policyFile: readPolicy(s.policy, source, baseDir) } : {}),
+    ...(cloudFile ? { cloudFile } : {}),
+    ...(autoscaleFile ? { autoscaleFile } : {}),
+  };
+}
+
+function readText(ref: string | Record<string, unknown>, what: string, source: string, baseDir: string): { text: string; name: string } {
+  if (typeof ref !== 'string') return { text: JSON.stringify(ref, null, 2), name: `${source} (${what})` };
+  const name = resolve(baseDir, ref);
+  try {
+    return { text: readFileSync(name, 'utf8'), name };
+  } catch (err) {
+    throw new ScenarioError(`${source}: ${what}: cannot read ${name}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+}
+
+/** The cloud file; a pool's initial instances are the fleet's nodes labelled with its id. */
+function readCloud(ref: string | Record<string, unknown>, source: string, baseDir: string, fleet: ParsedFleet): ParsedCloudFile {
+  const { text, name } = readText(ref, 'cloud', source, baseDir);
+  let cloud: ParsedCloudFile;
+  try {
+    cloud = parseCloudFile(text, name);
+  } catch (err) {
+    if (err instanceof CloudFileError) throw new ScenarioError(`${source}: cloud: ${err.message}`);
+    throw err;
+  }
+  const members = (poolId: string) => fleet.nodes.flatMap((g) => (g.labels?.[NODEPOOL_LABEL] === poolId ? (g.count === undefined ? [g.name] : Array.from({ length: g.count }, (_, i) => `${g.name}-${i}`)) : []));
+  return { ...cloud, pools: cloud.pools.map((p) => ({ ...p, nodeNames: p.nodeNames.length > 0 ? p.nodeNames : members(p.id), size: Math.max(p.size, (p.nodeNames.length > 0 ? p.nodeNames : members(p.id)).length) })) };
+}
+
+function readAutoscale(ref: string | Record<string, unknown>, source: string, baseDir: string): { text: string; policy: AutoscalePolicy } {
+  const { text, name } = readText(ref, 'autoscale', source, baseDir);
+  try {
+    return { text, policy: parseAutoscalePolicy(text, name) };
+  } catch (err) {
+    if (err instanceof AutoscalePolicyError) throw new ScenarioError(`${source}: autoscale: ${err.message}`);
+    throw err;
+  }
 }
 
 /** The scenario's policy, loaded as the functions will load it: a bad one names its file, line and field. */

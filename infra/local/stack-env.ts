@@ -43,10 +43,14 @@ export function withEnv(vars: Record<string, string | undefined>): () => void {
 
 /**
  * What the timeline says next to pending GPU pods. serverless.yml is the truth about what is
- * deployed: while it has no MIG rebalancer or pool autoscaler, the timeline says so plainly.
+ * deployed: while it has no MIG rebalancer or pool autoscaler, the timeline says so plainly; and a
+ * scenario whose node pools no autoscaler manages says that instead of letting the reader wait.
  */
-export function gapNotice(resource: string, functionKeys: ReadonlySet<string>): string {
+export function gapNotice(resource: string, functionKeys: ReadonlySet<string>, autoscaledPools = 0): string {
   if (resource.startsWith('nvidia.com/mig-')) return functionKeys.has('rebalance-mig') ? '' : ' — MIG rebalancing is not built yet';
-  if (resource === 'nvidia.com/gpu') return functionKeys.has('autoscale-pools') ? '' : ' — pool autoscaling is not built yet';
+  if (resource === 'nvidia.com/gpu') {
+    if (!functionKeys.has('autoscale-pools')) return ' — pool autoscaling is not built yet';
+    return autoscaledPools > 0 ? '' : ' — no node pool in this scenario is autoscaled (infra/local/scenarios/pool-autoscale.yaml has one)';
+  }
   return '';
 }

@@ -22,6 +22,7 @@ import { remediationConfig } from '../../functions/remediate/wiring.ts';
 import { fenceBackendOf, poolOf } from '../../functions/remediate/core/policy.ts';
 import { formatSummary, kubeconfigText, runningText, type TimelineEntry } from './timeline.ts';
 import { functionEnv, gapNotice, REPO_ROOT, withEnv } from './stack-env.ts';
+import { startStackCloud } from './stack-cloud.ts';
 
 /**
  * The whole pipeline on one machine: the simulated cluster (or a real one through a kubeconfig),
@@ -148,6 +149,14 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     const observer = sim ? new ClusterObserver(sim.store, (e) => rec.effect(e)) : undefined;
     cleanups.push(() => observer?.close());
 
+    // ---- the simulated Alibaba Cloud, when the scenario has one: its instances are the pools' nodes
+    if (scenario.cloudFile) {
+      const cloud = await startStackCloud({ cloud: scenario.cloudFile, clock: busClock, cluster: sim?.cluster, work, ...(scenario.autoscaleFile ? { autoscalePolicyText: scenario.autoscaleFile.text } : {}), emit });
+      cleanups.push(() => cloud.close());
+      cleanups.push(withEnv(cloud.env));
+      progress(`  Alibaba Cloud simulator at ${cloud.sim.url}: ${scenario.cloudFile.pools.map((p) => `${p.name} ${cloud.sim.cloud.members(p.id).length}`).join(', ')}${scenario.autoscaleFile ? `; autoscaler manages ${Object.keys(scenario.autoscaleFile.policy.pools).join(', ') || 'no pool'}` : ''}`);
+    }
+
     // ---- one agent per GPU node, on its own mock NVML box
     const [nodes, initialPods] = await Promise.all([kube.nodes(), kube.pods()]);
     const agentNodes = scenario.agents.nodes === 'all-gpu-nodes' ? nodes.filter(isGpuNode).map((n) => n.metadata.name) : scenario.agents.nodes;
@@ -252,7 +261,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       const key = JSON.stringify(pending);
       if (key === lastPending) return;
       lastPending = key;
-      for (const [resource, n] of Object.entries(pending)) emit({ who: 'cluster', kind: 'gap', what: '', text: `${n} pod${n === 1 ? '' : 's'} pending on ${resource}${gapNotice(resource, functions)}` });
+      for (const [resource, n] of Object.entries(pending)) emit({ who: 'cluster', kind: 'gap', what: '', text: `${n} pod${n === 1 ? '' : 's'} pending on ${resource}${gapNotice(resource, functions, Object.keys(scenario.autoscaleFile?.policy.pools ?? {}).length)}` });
     };
 
     let met = false;

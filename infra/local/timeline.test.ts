@@ -18,6 +18,15 @@ describe('timeline lines', () => {
     expect(e.text).toBe('XID 79 (GPU has fallen off the bus) on GPU 3 via both, pods ml-training/llama-ft-worker-3');
   });
 
+  it('says which node pool grows, by how much and at what price, and why', () => {
+    const e = eventEntry(60_000, example('gpu-pool-scaled'), () => undefined);
+    expect(e).toMatchObject({ who: 'autoscale-pools', kind: 'action', what: 'GPU Pool Scaled', text: 'node pool a100-train grow 3 → 5 (+130 CNY/h)' });
+    expect(e.why).toBe('4 pods pending on nvidia.com/gpu for 6 min; pool at 3 of max 10');
+    const failed = example('gpu-pool-scaled');
+    (failed.detail as Record<string, unknown>).state = 'failed';
+    expect(eventEntry(0, failed, () => undefined)).toMatchObject({ kind: 'failure', text: 'node pool a100-train failed to grow 3 → 5 (+130 CNY/h)' });
+  });
+
   it('summarises a Remediation by what its steps did, and keeps its whole reason as the why', () => {
     const event = example('remediation');
     const e = eventEntry(8400, event, () => undefined);
@@ -50,6 +59,8 @@ describe('timeline lines', () => {
     ['MIG pods waiting while mig-manager works', { status: 'done', result: { migNodes: 2, pending: 2, satisfiedAfter: 2, steps: {}, underWay: ['h100-0'], failed: [] } }, '2 pods wait for MIG instances; mig-manager is reconfiguring h100-0', undefined, 'action'],
     ['MIG pods no idle GPU can serve', { status: 'done', result: { migNodes: 1, pending: 4, satisfiedAfter: 0, steps: {}, underWay: [], failed: ['h100-1'] } }, '4 pods wait for MIG instances: no idle GPU can be relaid for them (h100-1 left cordoned after a failed relayout)', undefined, 'action'],
     ['no MIG pod waiting', { status: 'done', result: { migNodes: 1, pending: 0, satisfiedAfter: 0, steps: {}, underWay: [], failed: [] } }, 'checked 1 MIG node: no pod waits for a MIG instance', undefined, 'action'],
+    ['GPU pods waiting for booting nodes', { status: 'done', result: { managedPools: 2, scaled: {}, finished: {}, pending: 3, awaitingInFlight: 3, deferred: 0, unhostable: 0 } }, '3 GPU pods pending: 3 wait for nodes on their way', undefined, 'action'],
+    ['GPU pods held by pool limits', { status: 'done', result: { managedPools: 1, scaled: {}, finished: {}, pending: 2, awaitingInFlight: 0, deferred: 1, unhostable: 1 } }, '2 GPU pods pending: 1 wait on pool limits (max, step or cooldown); 1 no managed pool can host', undefined, 'action'],
   ])('gives %s a line of its own', (_name, outcome, text, why, kind) => {
     const e = deliveryEntry(18_000, 'remediate', outcome);
     expect(e).toEqual({ atMs: 18_000, who: 'remediate', kind, what: '', text, ...(why ? { why } : {}) });
@@ -59,6 +70,9 @@ describe('timeline lines', () => {
     ['an action (its Remediation event has the line)', { status: 'done', result: { kind: 'act', action: 'drain-node', phase: 'decided', reason: 'r' } }],
     ['a sweep that acted', { status: 'done', result: { nodes: 3, acted: 1, skipped: [] } }],
     ['a MIG relayout started (its MIG Layout Change has the line)', { status: 'done', result: { migNodes: 1, pending: 2, satisfiedAfter: 2, steps: { 'h100-0': 'start' }, underWay: ['h100-0'], failed: [] } }],
+    ['an autoscaler round that grew a pool (its GPU Pool Scaled has the line)', { status: 'done', result: { managedPools: 1, scaled: { 'np-t4': 3 }, finished: {}, pending: 1 } }],
+    ['an autoscaler with no pool to manage', { status: 'done', result: { managedPools: 0 } }],
+    ['an autoscaler round with no GPU pod waiting', { status: 'done', result: { managedPools: 1, scaled: {}, finished: {}, pending: 0 } }],
     ['an unknown shape', 'ok'],
   ])('prints nothing extra for %s', (_name, outcome) => {
     expect(deliveryEntry(0, 'remediate', outcome)).toBeUndefined();

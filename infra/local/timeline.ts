@@ -145,6 +145,12 @@ export function eventEntry(atMs: number, e: EventEnvelope, podName: PodName): Ti
       return { atMs, who: node, kind: 'event', what: 'GPU Utilization Summary', text: utilizationText(d) };
     case 'Remediation':
       return { atMs, who: 'remediate', kind: 'action', what: '', text: remediationText(d), ...(d.reason ? { why: String(d.reason) } : {}) };
+    case 'GPU Pool Scaled': {
+      const cost = d.hourlyCostDelta as { amount?: number; currency?: string } | undefined;
+      const what = d.state === 'requested' ? 'grow' : d.state === 'succeeded' ? 'grown' : d.state === 'failed' ? 'failed to grow' : String(d.state);
+      const text = `node pool ${String(d.nodepoolName ?? d.nodepoolId)} ${what} ${String(d.from)} → ${String(d.to)}${cost?.amount !== undefined ? ` (+${cost.amount} ${cost.currency ?? ''}/h)` : ''}${d.dryRun ? ' [dry run]' : ''}`;
+      return { atMs, who: 'autoscale-pools', kind: d.state === 'failed' ? 'failure' : 'action', what: 'GPU Pool Scaled', text, ...(d.state !== 'succeeded' && d.reason ? { why: String(d.reason) } : {}) };
+    }
     default: {
       // Any other detail-type: the fields most details share, so a new event type reads sensibly.
       const fromFunctions = e.source.endsWith('.functions');
@@ -179,7 +185,30 @@ export function deliveryEntry(atMs: number, fn: string, outcome: unknown): Timel
   if (r.phase === 'skipped') return line(`no change: ${String(r.action)} stands`, r.reason);
   if (r.acted === 0 && typeof r.nodes === 'number') return line(`checked ${r.nodes} node${r.nodes === 1 ? '' : 's'}: nothing to do`);
   if (typeof (r as { migNodes?: unknown }).migNodes === 'number') return migLine(r as unknown as MigOutcome, line);
+  if (typeof (r as { managedPools?: unknown }).managedPools === 'number') return autoscaleLine(r as unknown as AutoscaleOutcome, line);
   return undefined;
+}
+
+/** autoscale-pools' outcome (functions/autoscale/handler.ts): its GPU Pool Scaled events print the rest. */
+interface AutoscaleOutcome {
+  managedPools: number;
+  scaled?: Record<string, number>;
+  finished?: Record<string, string>;
+  pending?: number;
+  awaitingInFlight?: number;
+  deferred?: number;
+  unhostable?: number;
+}
+
+function autoscaleLine(a: AutoscaleOutcome, line: (text: string) => TimelineEntry): TimelineEntry | undefined {
+  if (a.managedPools === 0 || Object.keys(a.scaled ?? {}).length > 0 || Object.keys(a.finished ?? {}).length > 0) return undefined;
+  const parts = [
+    a.awaitingInFlight ? `${a.awaitingInFlight} wait for nodes on their way` : '',
+    a.deferred ? `${a.deferred} wait on pool limits (max, step or cooldown)` : '',
+    a.unhostable ? `${a.unhostable} no managed pool can host` : '',
+  ].filter(Boolean);
+  if (!a.pending) return undefined;
+  return line(`${a.pending} GPU pod${a.pending === 1 ? '' : 's'} pending: ${parts.join('; ') || 'none needs a new node'}`);
 }
 
 /** rebalance-mig's outcome (functions/mig/handler.ts): its MIG Layout Change events print the rest. */

@@ -86,14 +86,14 @@ describe('gpu-reflex simulate, default scenario', () => {
     expect(report.summary.podsEvicted).toBe(report.evicted.length);
   });
 
-  it('leaves the MIG burst and the T4 growth pending, and says nothing scales the T4s', () => {
+  it('leaves the MIG burst and the T4 growth pending, and says no autoscaler manages the T4s here', () => {
     const pendingOn = (resource: string) => report.final.pods.filter((p: Pod) => !p.spec.nodeName && JSON.stringify(p.spec.containers).includes(resource));
     expect(pendingOn('nvidia.com/mig-1g.10gb').length).toBe(4);
     expect(pendingOn('nvidia.com/gpu').length).toBeGreaterThanOrEqual(3);
     const gaps = report.timeline.filter((t) => t.kind === 'gap').map((t) => t.text);
     // rebalance-mig exists (its minute is not reached in 45 s; every H100 GPU holds a notebook anyway).
     expect(gaps).toContain('4 pods pending on nvidia.com/mig-1g.10gb');
-    expect(gaps.some((t) => t.includes('nvidia.com/gpu') && t.includes('pool autoscaling is not built yet'))).toBe(true);
+    expect(gaps.some((t) => t.includes('nvidia.com/gpu') && t.includes('no node pool in this scenario is autoscaled'))).toBe(true);
   });
 
   it('matches the report to the cluster the simulation left', () => {

@@ -30,6 +30,8 @@ const Pool = z
     instanceTypes: z.array(z.string()).min(1),
     /** Instances running when the simulator starts; also the pool's desired size then. */
     size: z.number().int().nonnegative().default(0),
+    /** Node names of the first running instances (the local stack passes the fleet's nodes of this pool). */
+    nodeNames: z.array(z.string().min(1)).default([]),
     /** ACK's own autoscaler settings for the pool (`auto_scaling`); gpu-reflex defers to an enabled one. */
     autoScaling: z.object({ enable: z.boolean().default(false), min: z.number().int().nonnegative().default(0), max: z.number().int().positive().max(2000).default(100) }).strict().default({ enable: false, min: 0, max: 100 }),
     /** ACK managed auto repair (GPU fault isolation) on for this pool. */

@@ -103,9 +103,9 @@ export class AliCloud {
     for (const spec of file.pools) {
       const unknown = spec.instanceTypes.filter((t) => !this.types.has(t));
       if (unknown.length > 0) throw new CloudError(400, 'InvalidParameter', `node pool ${spec.id}: unknown instance type ${unknown.join(', ')} (add it under instanceTypes)`);
-      this.pools.set(spec.id, { spec, desired: spec.size, createdMs: now, updatedMs: now });
-      for (let i = 0; i < spec.size; i++) {
-        const inst = this.newInstance(spec.id);
+      this.pools.set(spec.id, { spec, desired: Math.max(spec.size, spec.nodeNames.length), createdMs: now, updatedMs: now });
+      for (let i = 0; i < Math.max(spec.size, spec.nodeNames.length); i++) {
+        const inst = this.newInstance(spec.id, spec.nodeNames[i]);
         inst.status = 'Running';
         inst.startedMs = now;
       }
@@ -222,7 +222,7 @@ export class AliCloud {
     return ++this.seq;
   }
 
-  private newInstance(poolId: string): SimInstance {
+  private newInstance(poolId: string, nodeName?: string): SimInstance {
     const pool = this.pool(poolId);
     const n = this.next();
     const ip = `10.0.${Math.floor(n / 250)}.${(n % 250) + 2}`;
@@ -231,7 +231,7 @@ export class AliCloud {
       poolId,
       instanceType: pool.spec.instanceTypes[0]!,
       status: 'Pending',
-      nodeName: `${this.regionId}.${ip}`,
+      nodeName: nodeName ?? `${this.regionId}.${ip}`,
       privateIp: ip,
       chargeType: pool.spec.chargeType,
       createdMs: this.clock.now(),
