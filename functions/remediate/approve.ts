@@ -59,7 +59,7 @@ export async function decideApproval(d: ApprovalDecidedDetail, deps: Remediation
       }
       const pool = await fetchPoolFacts(deps.nodes, deps.policy, info, now);
       const facts = { node: nodeFacts(info), state, pool, pods: await podsOf(deps.pods, rec.node) };
-      const plan = planSweep({ now, nodes: [facts], decisions: [{ incident: rec.incident, decision: d.decision }] }, deps.policy).plans[0];
+      const plan = planSweep({ now, nodes: [facts], decisions: [{ incident: rec.incident, decision: d.decision }], ...(deps.capabilities ? { capabilities: deps.capabilities } : {}) }, deps.policy).plans[0];
       if (plan) {
         // A rejection closes the incident (history and label) and says so in the log, nothing else.
         const report = d.decision === 'approved' && newsworthy(plan);

@@ -28,6 +28,8 @@ export function nodeFacts(n: NodeInfo, dra?: NodeFacts['dra']): NodeFacts {
     unschedulable: n.unschedulable,
     ...(n.conditions ? { conditions: n.conditions } : {}),
     ...(n.capacity ? { capacity: n.capacity, allocatable: n.allocatable } : {}),
+    ...(n.bootId ? { bootId: n.bootId } : {}),
+    ...(n.ready !== undefined ? { ready: n.ready } : {}),
   };
 }
 

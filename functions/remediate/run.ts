@@ -9,7 +9,7 @@ import type { Clock } from '../adapters/clock.ts';
 import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notifier } from '../adapters/chat/notifier.ts';
 import type { DeviceTaintOps, LeaseOps, NodeOps, PodOps, StateStore } from '../adapters/kube/ports.ts';
-import type { Applied } from '../lib/apply.ts';
+import type { Applied, CloudOps } from '../lib/apply.ts';
 import type { Logger } from '../lib/logger.ts';
 import { readOutbox } from '../lib/outbox.ts';
 import { carryOut, withLease } from '../lib/reflex.ts';
@@ -21,7 +21,7 @@ import { reserveSlot } from './ledger.ts';
 import { planRemediation } from './core/plan.ts';
 import { poolLimits, type Policy } from './core/policy.ts';
 import { historyCodec } from './core/reconcile.ts';
-import type { Plan, PoolFacts, RemediationFacts, TriggerEvent } from './core/types.ts';
+import type { Capabilities, Plan, PoolFacts, RemediationFacts, TriggerEvent } from './core/types.ts';
 
 export interface RemediationDeps {
   nodes: NodeOps;
@@ -38,6 +38,10 @@ export interface RemediationDeps {
   logger: Logger;
   /** Who holds the per-node lease: the invocation's request id. */
   holder: string;
+  /** The cloud's hands (reboot), when the deployment has a cloud adapter for repair. */
+  cloud?: CloudOps;
+  /** What `cloud` can do; the planner says "a person must" for the rest. */
+  capabilities?: Capabilities;
 }
 
 export interface RemediationOutcome {
@@ -73,7 +77,7 @@ export async function remediate(event: TriggerEvent, deps: RemediationDeps): Pro
     const pool = await fetchPoolFacts(deps.nodes, deps.policy, info, new Date(deps.clock.now()));
     const now = new Date(deps.clock.now());
     const dra = await draFacts(deps.deviceTaints, deps.policy, info, (m, f) => deps.logger.warn(m, f));
-    const facts: RemediationFacts = { now, event, node: nodeFacts(info, dra), state, pool, pods };
+    const facts: RemediationFacts = { now, event, node: nodeFacts(info, dra), state, pool, pods, ...(deps.capabilities ? { capabilities: deps.capabilities } : {}) };
     let plan = planRemediation(facts, deps.policy);
 
     // Take a slot in the pool's ledger before taking capacity. A concurrent invocation may have

@@ -58,7 +58,7 @@ export async function sweep(deps: RemediationDeps, only?: string): Promise<Sweep
       facts.push({ node: nodeFacts(n, dra), state: stateOf(n, deps.policy.taintKey), pool, pods: await podsOf(deps.pods, n.name) });
     }
     const now = new Date(deps.clock.now());
-    const planned = new Map(planSweep({ now, nodes: facts }, deps.policy).plans.map((p) => [p.target.node, p]));
+    const planned = new Map(planSweep({ now, nodes: facts, ...(deps.capabilities ? { capabilities: deps.capabilities } : {}) }, deps.policy).plans.map((p) => [p.target.node, p]));
     const applied: Plan[] = [];
     const skipped: string[] = [];
     for (const n of tracked) {

@@ -6,7 +6,8 @@
  * boot id, a removed one is cordoned (drained when asked) and then leaves with its pods.
  *
  * The functions reach it through ALIBABA_CLOUD_* variables (`env`), as they would reach the real
- * endpoint. Nodes that join have no node agent yet (see docs/alicloud.md).
+ * endpoint, and remediation reboots through it (REMEDIATION_REPAIR=alicloud). Nodes that join have
+ * no node agent yet (see docs/alicloud.md).
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -54,10 +55,25 @@ function nodeBody(sim: AliCloudSim, inst: SimInstance, pool: SimPool) {
   };
 }
 
-export async function startStackCloud(o: { cloud: ParsedCloudFile; clock: Clock; cluster: Cluster | undefined; work: string; autoscalePolicyText?: string; emit: Emit }): Promise<StackCloud> {
+export interface StackCloudOptions {
+  cloud: ParsedCloudFile;
+  clock: Clock;
+  cluster: Cluster | undefined;
+  work: string;
+  autoscalePolicyText?: string;
+  emit: Emit;
+  /** A node's instance starts rebooting: its GPUs come back reset (the stack's mock NVML). */
+  onReboot?: (node: string) => void;
+}
+
+export async function startStackCloud(o: StackCloudOptions): Promise<StackCloud> {
   const sim = await startAliCloudSim({ cloud: o.cloud, clock: o.clock });
   const nodes = resource('nodes');
   const pods = resource('pods');
+  // The fleet's nodes of a pool are its first instances: ACK's providerID names them.
+  for (const inst of sim.cloud.instances.values()) {
+    if (o.cluster?.store.get('nodes', '', inst.nodeName)) o.cluster.patch(nodes, '', inst.nodeName, 'application/merge-patch+json', { spec: { providerID: `${sim.cloud.regionId}.${inst.id}` } });
+  }
   const who = `alicloud`;
   const setReady = (name: string, ready: boolean, bootId?: string) => {
     const node = o.cluster?.store.get('nodes', '', name);
@@ -81,6 +97,7 @@ export async function startStackCloud(o: { cloud: ParsedCloudFile; clock: Clock;
       o.emit({ who, kind: 'cluster', what: '', text: `${inst.nodeName} joined the cluster: ${inst.id}, ${inst.instanceType}, node pool ${c.pool.spec.name}` });
     } else if (c.type === 'rebooting') {
       setReady(inst.nodeName, false);
+      o.onReboot?.(inst.nodeName);
       o.emit({ who, kind: 'cluster', what: '', text: `${inst.id} (${inst.nodeName}) is rebooting` });
     } else if (c.type === 'removing') {
       if (cluster?.store.get('nodes', '', inst.nodeName)) cluster.patch(nodes, '', inst.nodeName, 'application/merge-patch+json', { spec: { unschedulable: true } });
@@ -101,6 +118,8 @@ export async function startStackCloud(o: { cloud: ParsedCloudFile; clock: Clock;
     ALIBABA_CLOUD_ACCESS_KEY_SECRET: c.accessKeySecret,
     ALIBABA_CLOUD_ENDPOINT: c.endpoint,
     ALIBABA_CLOUD_PROTOCOL: 'http',
+    // Remediation's cloud hands: a drained node is rebooted through ECS.
+    REMEDIATION_REPAIR: 'alicloud',
   };
   if (o.autoscalePolicyText !== undefined) {
     const path = join(o.work, 'autoscale-policy.yaml');

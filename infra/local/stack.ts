@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { systemClock, VirtualClock } from '../../events/clock.ts';
@@ -151,7 +151,18 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
 
     // ---- the simulated Alibaba Cloud, when the scenario has one: its instances are the pools' nodes
     if (scenario.cloudFile) {
-      const cloud = await startStackCloud({ cloud: scenario.cloudFile, clock: busClock, cluster: sim?.cluster, work, ...(scenario.autoscaleFile ? { autoscalePolicyText: scenario.autoscaleFile.text } : {}), emit });
+      // A reboot power-cycles the node's GPUs: its agent's mock NVML resets each one (control dir,
+      // as the mock nvidia-smi asks), so a lost GPU comes back as it would from a real reboot.
+      let rebootSeq = 0;
+      const onReboot = (node: string) => {
+        const dir = nodeDir(work, node).controlDir;
+        for (const g of gpuSpecsByNode.get(node) ?? []) {
+          const id = `reboot-${++rebootSeq}`;
+          writeFileSync(join(dir, `.${id}.tmp`), `reset ${g.uuid}\n`);
+          renameSync(join(dir, `.${id}.tmp`), join(dir, `${id}.req`));
+        }
+      };
+      const cloud = await startStackCloud({ cloud: scenario.cloudFile, clock: busClock, cluster: sim?.cluster, work, ...(scenario.autoscaleFile ? { autoscalePolicyText: scenario.autoscaleFile.text } : {}), emit, onReboot });
       cleanups.push(() => cloud.close());
       cleanups.push(withEnv(cloud.env));
       progress(`  Alibaba Cloud simulator at ${cloud.sim.url}: ${scenario.cloudFile.pools.map((p) => `${p.name} ${cloud.sim.cloud.members(p.id).length}`).join(', ')}${scenario.autoscaleFile ? `; autoscaler manages ${Object.keys(scenario.autoscaleFile.policy.pools).join(', ') || 'no pool'}` : ''}`);

@@ -28,6 +28,8 @@ export function toNodeInfo(n: V1Node): NodeInfo {
     conditions: Object.fromEntries(
       (n.status?.conditions ?? []).filter((c) => c.type !== 'Ready').map((c) => [c.type, { type: c.type, status: c.status as 'True' | 'False' | 'Unknown', reason: c.reason ?? '', message: c.message ?? '' }]),
     ),
+    ...(n.status?.nodeInfo?.bootID ? { bootId: n.status.nodeInfo.bootID } : {}),
+    ...(n.spec?.providerID ? { providerId: n.spec.providerID } : {}),
   };
 }
 

@@ -34,6 +34,10 @@ export interface NodeInfo {
   resourceVersion: string;
   /** `status.conditions` other than Ready, by type (what node-problem-detector and gpu-reflex report). */
   conditions?: Record<string, NodeCondition>;
+  /** `status.nodeInfo.bootID`: changes on every boot (how a reboot is seen to have happened). */
+  bootId?: string;
+  /** `spec.providerID`: on ACK `<region>.<ECS instance id>`. */
+  providerId?: string;
 }
 
 /** A Node condition as written through `nodes/status` (node-problem-detector's convention). */

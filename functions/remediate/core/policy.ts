@@ -112,6 +112,8 @@ export const RepairSchema = z
     answerTimeoutMinutes: int().min(1).max(1440),
     /** How long the probe watches the reset GPU's counters before it passes it. */
     probeSeconds: int().min(0).max(3600),
+    /** A rebooted node that shows no new boot id (and Ready) within this is reported to a person. */
+    rebootTimeoutMinutes: int().min(1).max(1440),
   })
   .strict();
 
@@ -209,7 +211,7 @@ export const DEFAULT_POLICY: Policy = deepFreeze({
   drainTimeoutMinutes: 30,
   taintKey: 'gpu-reflex.io/unhealthy',
   approvals: { ttlMinutes: 60, approvers: [] },
-  repair: { answerTimeoutMinutes: 10, probeSeconds: 30 },
+  repair: { answerTimeoutMinutes: 10, probeSeconds: 30, rebootTimeoutMinutes: 30 },
   // NVIDIA's static DaemonSet manifest (nvidia-device-plugin.yml); the Helm chart and the GPU
   // Operator use other names: set fence.nvidiaPlugin for them.
   fence: {

@@ -100,6 +100,12 @@ const IncidentSchema = z.object({
   unfencedAt: Timestamp.optional(),
   /** How the GPU is kept out of scheduling while the incident holds it (gpu-repair.ts). */
   fence: FenceStateSchema.optional(),
+  /**
+   * A reboot asked of the cloud for this incident: when, the node's boot id then, and when the node
+   * came back (a new boot id, Ready). The quiet period runs from `backAt`; the fault seen after it
+   * climbs the ladder (replace).
+   */
+  reboot: z.object({ at: Timestamp, fromBoot: z.string().optional(), backAt: Timestamp.optional() }).optional(),
 });
 export type Incident = z.infer<typeof IncidentSchema>;
 

@@ -175,6 +175,52 @@ describe('planSweep: drains and repair', () => {
     expect(kinds((await sweep(w, 1, { capabilities: { reboot: true } })).plan)).toContain('reboot');
   });
 
+  it('returns a rebooted node once it shows a new boot id and stays quiet, with no person in the loop', async () => {
+    const booted = (w: World, bootId: string, ready = true): World => ({ ...w, node: { ...w.node, bootId, ready } });
+    let w = booted(await hit(start(), xid(79, { minute: 0 })), 'boot-1');
+    const asked = await sweep(w, 1, { capabilities: { reboot: true } });
+    expect(kinds(asked.plan)).toContain('reboot');
+    expect(asked.plan?.nextState.incidents[0]?.reboot).toEqual({ at: at(1), fromBoot: 'boot-1' });
+    w = asked.world;
+    // Rebooting: the old boot id, then a new one but not Ready yet: nothing moves.
+    expect((await sweep(w, 3, { capabilities: { reboot: true } })).plan).toBeUndefined();
+    expect((await sweep(booted(w, 'boot-2', false), 4, { capabilities: { reboot: true } })).plan).toBeUndefined();
+    const back = await sweep(booted(w, 'boot-2'), 5, { capabilities: { reboot: true } });
+    expect(back.plan?.nextState.incidents[0]?.reboot).toEqual({ at: at(1), fromBoot: 'boot-1', backAt: at(5) });
+    expect(back.plan?.reason).toContain('is back from its reboot');
+    w = back.world;
+    expect((await sweep(w, 5 + P.quietPeriodMinutes - 1, { capabilities: { reboot: true } })).plan).toBeUndefined();
+    const { plan, world } = await sweep(w, 5 + P.quietPeriodMinutes, { capabilities: { reboot: true } });
+    expect(plan).toMatchObject({ action: 'restore', phase: 'restored' });
+    expect(plan?.reason).toContain(`rebooted at ${at(1)}, back at ${at(5)}`);
+    expect(world.node).toMatchObject({ unschedulable: false, taints: [] });
+    expect(world.node.labels[STATE_LABEL]).toBe('healthy');
+  });
+
+  it('climbs to replace-node when the fault comes back after the reboot', async () => {
+    let w = await hit(start(), xid(79, { minute: 0 }));
+    w = { ...w, node: { ...w.node, bootId: 'boot-1', ready: true } };
+    w = (await sweep(w, 1, { capabilities: { reboot: true } })).world;
+    w = (await sweep({ ...w, node: { ...w.node, bootId: 'boot-2' } }, 5, { capabilities: { reboot: true } })).world;
+    w = await hit(w, xid(79, { minute: 7 }));
+    const { plan } = await sweep(w, 8, { capabilities: { reboot: true } });
+    expect(plan?.nextState.incidents[0]).toMatchObject({ phase: 'awaiting-repair', action: 'replace-node' });
+    expect(plan?.nextState.incidents[0]?.reboot).toBeUndefined();
+    expect(plan?.reason).toMatch(/the fault came back at .*, after the reboot \(back at .*\); escalating to replace-node/);
+    expect(plan?.reason).toContain('no cloud adapter can');
+  });
+
+  it('tells a person once when a rebooted node does not come back', async () => {
+    let w: World = await hit(start(), xid(79, { minute: 0 }));
+    w = { ...w, node: { ...w.node, bootId: 'boot-1', ready: false } };
+    w = (await sweep(w, 1, { capabilities: { reboot: true } })).world;
+    expect((await sweep(w, 1 + P.repair.rebootTimeoutMinutes - 1, { capabilities: { reboot: true } })).plan).toBeUndefined();
+    const late = await sweep(w, 1 + P.repair.rebootTimeoutMinutes, { capabilities: { reboot: true } });
+    expect(kinds(late.plan)).toContain('notify');
+    expect(late.plan?.reason).toContain(`has not come back (no new boot id, not Ready) after ${P.repair.rebootTimeoutMinutes} min: a person must look`);
+    expect((await sweep(late.world, 1 + P.repair.rebootTimeoutMinutes + 10, { capabilities: { reboot: true } })).plan).toBeUndefined();
+  });
+
   it('restores a repaired node after the quiet period: untaint, uncordon, label healthy', async () => {
     let w = (await sweep((await hit(start(), xid(79, { minute: 0 }))), 1)).world;
     expect((await sweep(w, 300)).plan).toBeUndefined(); // not repaired: waits, never guesses

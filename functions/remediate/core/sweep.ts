@@ -149,6 +149,7 @@ function step(i: Incident, w: Work, facts: SweepFacts, policy: Policy, retries: 
       return notified;
     }
     case 'awaiting-repair': {
+      if (i.reboot) return afterReboot(i, i.reboot, w, facts, policy, close);
       // A repair counts when it happened after the fault was last seen (an older repaired-at is a
       // past repair); for an orphan nobody knows when the fault was, so any repair counts.
       const repaired = w.state.repairedAt && (i.trigger === 'orphan' || cmp(w.state.repairedAt, i.lastAt) >= 0);
@@ -260,9 +261,14 @@ function climb(i: Incident, why: string, w: Work, facts: SweepFacts, policy: Pol
 function toRepair(i: Incident, repair: 'reboot-node' | 'replace-node' | undefined, w: Work, facts: SweepFacts, why: string): Incident {
   const node = w.facts.node.name;
   const can = repair === 'reboot-node' ? facts.capabilities?.reboot : repair === 'replace-node' ? facts.capabilities?.replace : false;
-  const next: Incident = { ...i, phase: 'awaiting-repair', since: facts.now.toISOString(), notifiedAt: facts.now.toISOString() };
+  const now = facts.now.toISOString();
+  const { reboot: _done, ...rest } = i;
+  const rebooting = repair === 'reboot-node' && can ? { reboot: { at: now, ...(w.facts.node.bootId ? { fromBoot: w.facts.node.bootId } : {}) } } : {};
+  const next: Incident = { ...rest, ...rebooting, phase: 'awaiting-repair', since: now, notifiedAt: now };
   if (repair && can) {
-    w.cloud.push({ kind: repair === 'reboot-node' ? 'reboot' : 'replace', node });
+    const kind = repair === 'reboot-node' ? 'reboot' : 'replace';
+    // One reboot per node, however many of its incidents lead to it.
+    if (!w.cloud.some((c) => c.kind === kind && 'node' in c && c.node === node)) w.cloud.push({ kind, node });
     w.reasons.push(`${why}: ${repair === 'reboot-node' ? 'rebooting' : 'replacing'} it; it returns after the quiet period once repaired`);
   } else {
     const what = repair ? `${repair === 'reboot-node' ? 'reboot' : 'replace'} it (no cloud adapter can)` : 'repair it';
@@ -272,6 +278,42 @@ function toRepair(i: Incident, repair: 'reboot-node' | 'replace-node' | undefine
   }
   w.touched.push(next);
   return next;
+}
+
+/**
+ * After a reboot the cloud adapter asked for: the node is back when it shows a new boot id and is
+ * Ready; it returns after the quiet period from then. The fault seen again after it came back
+ * climbs the ladder (replace-node); no return within `repair.rebootTimeoutMinutes` is told to a
+ * person once.
+ */
+function afterReboot(i: Incident, r: NonNullable<Incident['reboot']>, w: Work, facts: SweepFacts, policy: Policy, close: (why: string) => Incident): Incident {
+  const node = w.facts.node;
+  const now = facts.now;
+  if (!r.backAt) {
+    const back = node.bootId !== undefined && node.bootId !== r.fromBoot && node.ready !== false;
+    if (back) {
+      const next: Incident = { ...i, reboot: { ...r, backAt: now.toISOString() } };
+      w.reasons.push(`${node.name} is back from its reboot (new boot id, Ready): it returns after ${policy.quietPeriodMinutes} min without the fault`);
+      w.touched.push(next);
+      return next;
+    }
+    const late = now.getTime() - Date.parse(r.at) >= policy.repair.rebootTimeoutMinutes * MIN;
+    if (!late || (i.notifiedAt && Date.parse(i.notifiedAt) > Date.parse(r.at))) return i;
+    const text = `${node.name} was rebooted at ${r.at} and has not come back (no new boot id${node.ready === false ? ', not Ready' : ''}) after ${policy.repair.rebootTimeoutMinutes} min: a person must look`;
+    w.notices.push(notice(i.action, node, text));
+    w.reasons.push(text);
+    const told: Incident = { ...i, notifiedAt: now.toISOString() };
+    w.touched.push(told);
+    return told;
+  }
+  if (cmp(i.lastAt, r.backAt) > 0) {
+    const nextRung = i.ladder.indexOf('replace-node', i.level + 1) >= 0 ? 'replace-node' : undefined;
+    const why = `${i.key}: the fault came back at ${i.lastAt}, after the reboot (back at ${r.backAt})`;
+    if (nextRung) return toRepair({ ...i, level: i.ladder.indexOf(nextRung, i.level + 1), action: nextRung, escalatedAt: now.toISOString() }, nextRung, w, facts, `${why}; escalating to ${nextRung}`);
+    return toRepair(i, undefined, w, facts, why);
+  }
+  if (now.getTime() - Date.parse(r.backAt) >= policy.quietPeriodMinutes * MIN) return close(`${i.key}: rebooted at ${r.at}, back at ${r.backAt} and quiet for ${policy.quietPeriodMinutes} min, back in service`);
+  return i;
 }
 
 /** Held-back incidents, oldest first across all nodes, get acted on while their pool has room. */
@@ -352,7 +394,8 @@ function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undefined {
     evictions,
     notices,
     cloud: w.cloud,
-    reason: (restored ? [`node ${node.name} is back in service: untainted, uncordoned, labelled healthy`, ...w.reasons] : w.reasons).join('. ') || `sweep of ${node.name}: bookkeeping only`,
+    // Two incidents on one node (an XID and its health condition) often say the same thing: once.
+    reason: [...new Set(restored ? [`node ${node.name} is back in service: untainted, uncordoned, labelled healthy`, ...w.reasons] : w.reasons)].join('. ') || `sweep of ${node.name}: bookkeeping only`,
     trigger: { eventId: `sweep:${node.name}:${facts.now.getTime()}`, detailType: 'Scheduled Event', node: node.name, observedAt: facts.now.toISOString() },
     nextState: next,
   };

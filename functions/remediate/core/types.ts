@@ -39,6 +39,10 @@ export interface NodeFacts {
    * for the node.
    */
   dra?: { devices: Record<string, DeviceRef>; rules: string[] };
+  /** `status.nodeInfo.bootID`: a reboot shows as a new one. */
+  bootId?: string;
+  /** The Ready condition (undefined: the node reports none). */
+  ready?: boolean;
 }
 
 export interface PodFacts {

@@ -1,0 +1,29 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { wireRemediation } from './wiring.ts';
+
+const dir = mkdtempSync(join(tmpdir(), 'remediation-wiring-'));
+const KUBECONFIG = join(dir, 'kubeconfig');
+writeFileSync(KUBECONFIG, 'apiVersion: v1\nkind: Config\nclusters: [{ name: c, cluster: { server: "http://127.0.0.1:9" } }]\nusers: [{ name: u, user: {} }]\ncontexts: [{ name: x, context: { cluster: c, user: u } }]\ncurrent-context: x\n');
+const CLOUD = { ALIBABA_CLOUD_REGION_ID: 'cn-hangzhou', ACK_CLUSTER_ID: 'c1', ALIBABA_CLOUD_ACCESS_KEY_ID: 'k', ALIBABA_CLOUD_ACCESS_KEY_SECRET: 's' };
+
+describe('remediation wiring: the cloud repair', () => {
+  it('has no cloud hands unless REMEDIATION_REPAIR asks, so the planner tells a person', () => {
+    const deps = wireRemediation('remediate', { KUBECONFIG, LOG_LEVEL: 'error', ...CLOUD });
+    expect(deps.cloud).toBeUndefined();
+    expect(deps.capabilities).toBeUndefined();
+  });
+
+  it('reboots through Alibaba Cloud with REMEDIATION_REPAIR=alicloud, and replaces nothing', () => {
+    const deps = wireRemediation('remediate', { KUBECONFIG, LOG_LEVEL: 'error', REMEDIATION_REPAIR: 'alicloud', ...CLOUD });
+    expect(deps.cloud).toBeDefined();
+    expect(deps.capabilities).toEqual({ reboot: true, replace: false });
+  });
+
+  it('names what is wrong: an unknown repair, or the cloud settings it needs', () => {
+    expect(() => wireRemediation('remediate', { KUBECONFIG, LOG_LEVEL: 'error', REMEDIATION_REPAIR: 'aws' })).toThrow(/REMEDIATION_REPAIR: /);
+    expect(() => wireRemediation('remediate', { KUBECONFIG, LOG_LEVEL: 'error', REMEDIATION_REPAIR: 'alicloud' })).toThrow('ALIBABA_CLOUD_REGION_ID is not set');
+  });
+});

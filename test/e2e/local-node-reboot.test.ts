@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import type { RemediationDetail } from '../../events/index.ts';
+import { lineAt, simulateScenario } from './scenario-run.ts';
+
+/**
+ * Issue #13's repair hands for remediation, on the embedded stack and the virtual clock: XID 79
+ * drains an A100 node; once drained the sweep reboots its ECS instance through the real Alibaba
+ * Cloud SDK (the simulated region); the node goes NotReady, comes back with a new boot id and its
+ * GPUs reset; after the quiet period it returns to service, with no person in the loop.
+ */
+describe('a drained node rebooted through Alibaba Cloud', () => {
+  it('reboots once, sees it back, and returns it after the quiet period', async () => {
+    const lines: string[] = [];
+    const { report, exitCode } = await simulateScenario('node-reboot.yaml', lines);
+    expect(exitCode).toBe(0);
+    expect(report.summary.expectations?.filter((x) => !x.ok)).toEqual([]);
+    const remediations = report.events.filter((e) => e.detailType === 'Remediation').map((e) => e.detail as RemediationDetail);
+    const rebooted = remediations.filter((r) => r.steps.some((s) => s.kind === 'reboot'));
+    expect(rebooted).toHaveLength(1);
+    expect(rebooted[0]!.steps.filter((s) => s.kind === 'reboot')).toEqual([expect.objectContaining({ result: 'done', target: 'node/a100-train-0' })]);
+    expect(remediations.at(-1)).toMatchObject({ action: 'restore', phase: 'restored' });
+    // Drained at 0:30 (XID) and rebooted at the next sweep; back 2 min later; 10 quiet minutes on.
+    expect(lineAt(lines, /alicloud\s+i-\w+ \(a100-train-0\) is rebooting/)).toBe(60);
+    expect(lineAt(lines, /a100-train-0 \(i-\w+\) is back from its reboot/)).toBe(180);
+    expect(lineAt(lines, /remediate\s+restore restored/)).toBe(13 * 60);
+    // The reboot reset the lost GPU: its agent says so.
+    expect(lineAt(lines, /a100-train-0\s+GPU Health Changed\s+gpu-lost resolved/)).toBe(60);
+  }, 60_000);
+});
