@@ -6,6 +6,7 @@
  *   pendingSeconds: 60        # a pod counts as demand once it has waited this long
  *   cooldownMinutes: 3        # after a pool grew, wait this long before growing it again
  *   reserve: { cpu: 0.5, memoryGiB: 1 }   # kept back from an instance type's size when the pool has no node to read allocatable from
+ *   scaleIn: { idleMinutes: 10, drainTimeoutMinutes: 30 }   # give back nodes that ran no GPU pod this long
  *   pools:
  *     np-t4-inference: { min: 0, max: 10, maxStep: 4 }
  */
@@ -27,6 +28,8 @@ export const AutoscalePolicySchema = z
     pendingSeconds: z.number().int().nonnegative().max(86_400).default(60),
     cooldownMinutes: z.number().nonnegative().max(1440).default(3),
     reserve: z.object({ cpu: z.number().nonnegative().default(0.5), memoryGiB: z.number().nonnegative().default(1) }).strict().default({ cpu: 0.5, memoryGiB: 1 }),
+    /** Giving idle nodes back: after this long with no GPU pod, drained (Eviction API) and released; a drain stuck this long is abandoned. */
+    scaleIn: z.object({ idleMinutes: z.number().positive().max(10_080).default(10), drainTimeoutMinutes: z.number().positive().max(1440).default(30) }).strict().default({ idleMinutes: 10, drainTimeoutMinutes: 30 }),
     pools: z.record(z.string().regex(/^np[a-z0-9-]*$/, 'node pool ids start with "np"'), PoolBounds).default({}),
   })
   .strict();

@@ -23,6 +23,11 @@ import type { Logger } from '../lib/logger.ts';
 import { mergeNotices, mergeOutbox, pendingNotice, type PendingNotice } from '../lib/outbox.ts';
 import { withLease } from '../lib/reflex.ts';
 import { planScaleOut, type Increment, type PendingPod, type PoolState, type ScaleOutPlan } from './core/planner.ts';
+import { planScaleIn } from './core/scale-in.ts';
+import { instanceIdOf } from '../adapters/alicloud/repair.ts';
+import { BadInputError } from '../adapters/errors.ts';
+import { MIRROR_POD_ANNOTATION } from '../adapters/kube/model.ts';
+import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../remediate/core/state.ts';
 import type { AutoscalePolicy } from './policy.ts';
 
 /** ACK's label on every node of a node pool. */
@@ -32,8 +37,8 @@ export const GPU_SHARE_LABEL = 'ack.node.gpu.schedule';
 const GiB = 2 ** 30;
 
 export interface AutoscaleDeps {
-  nodes: Pick<NodeOps, 'list'>;
-  pods: Pick<PodOps, 'list'>;
+  nodes: Pick<NodeOps, 'list' | 'cordon' | 'uncordon'>;
+  pods: Pick<PodOps, 'list' | 'evict'>;
   leases: LeaseOps;
   state: StateStore;
   cloud: CloudPools;
@@ -51,6 +56,10 @@ export interface AutoscaleOutcome {
   scaled: Record<string, number>;
   /** Earlier requests whose ACK task ended this round: pool → succeeded/failed. */
   finished: Record<string, 'succeeded' | 'failed'>;
+  /** Nodes given back this round (drained, then removed from their pool and released). */
+  released: string[];
+  /** Idle nodes being drained for release after this round. */
+  draining: string[];
   pending: number;
   awaitingInFlight: number;
   deferred: number;
@@ -65,6 +74,12 @@ interface PoolRecord {
   /** The last request sent, until its ACK task ends. */
   request?: { taskId: string; from: number; to: number; at: number };
   cooldownUntil?: number;
+  /** Node → when it was first seen running no GPU pod (ms). */
+  idle?: Record<string, number>;
+  /** Idle nodes being drained for release: the instance, and when the drain began. */
+  leaving?: { node: string; instanceId: string; since: number }[];
+  /** A removal decided but maybe not yet sent (re-sent, or found done, first thing next round). */
+  removal?: { nodes: string[]; instanceIds: string[]; from: number; to: number; at: number; reason: string; cost: number };
   events?: PublishedEvent[];
   notices?: PendingNotice[];
 }
@@ -215,9 +230,9 @@ function reasonOf(inc: Increment, plan: ScaleOutPlan): string {
 }
 
 export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutcome> {
-  const empty: AutoscaleOutcome = { scaled: {}, finished: {}, pending: 0, awaitingInFlight: 0, deferred: 0, unhostable: 0, hourlyCost: 0 };
+  const empty: AutoscaleOutcome = { scaled: {}, finished: {}, released: [], draining: [], pending: 0, awaitingInFlight: 0, deferred: 0, unhostable: 0, hourlyCost: 0 };
   return withLease('autoscale-pools', 120, deps, async () => {
-    const out: AutoscaleOutcome = { ...empty, scaled: {}, finished: {} };
+    const out: AutoscaleOutcome = { ...empty, scaled: {}, finished: {}, released: [], draining: [] };
     const all = await deps.cloud.listNodePools();
     for (const id of Object.keys(deps.policy.pools)) if (!all.some((p) => p.id === id)) deps.logger.warn('autoscale-pools: the policy names a node pool the cluster does not have', { pool: id, cluster: deps.clusterId });
     const managed = all.filter((p) => deps.policy.pools[p.id] !== undefined);
@@ -235,6 +250,8 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
         const ev = poolEvent(deps, p, intent.at, intent.from, intent.to, 'requested', intent.reason, { taskId, cost: intent.cost });
         written.set(p.id, await record(deps, p.id, (x) => ({ ...x, intent: undefined, request: { taskId, from: intent.from, to: intent.to, at: intent.at }, cooldownUntil: intent.at + cooldownMs(deps, p.id) }), [ev]));
         p.desiredSize = intent.to;
+      } else if (r.removal) {
+        written.set(p.id, await sendRemoval(deps, p, r.removal));
       } else if (r.request) {
         const task = await deps.cloud.task(r.request.taskId);
         if (task.state !== 'running') {
@@ -274,8 +291,115 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
       deps.logger.info('autoscale-pools: growing node pool', { pool: pool.id, from: inc.from, to: inc.to, taskId, pods: inc.pods.length, hourlyCost: inc.hourlyCost });
       out.scaled[pool.id] = inc.to;
     }
+
+    // 4. Scale-in: idle nodes of pools that did not just grow are drained, then given back.
+    for (const p of managed) {
+      const template = states.find((x) => x.id === p.id);
+      if (!template || out.scaled[p.id] !== undefined || p.ackAutoScaling.enable) continue;
+      await scaleIn(deps, p, template, nodes, pods, pending, now, out);
+    }
     return out;
   }, () => (deps.logger.info('autoscale-pools already running elsewhere'), empty));
+}
+
+const movable = (p: PodInfo) => !p.terminating && p.phase !== 'Succeeded' && p.phase !== 'Failed' && !p.owners.some((o) => o.kind === 'DaemonSet') && !(MIRROR_POD_ANNOTATION in p.annotations);
+const usesGpu = (p: PodInfo) => Object.entries(p.requests ?? p.extendedResources).some(([r, v]) => v > 0 && isGpuResource(r));
+
+/** Sends a decided removal (RemoveNodePoolNodes: drain done by us, release pay-as-you-go), then records the request with its event. */
+async function sendRemoval(deps: AutoscaleDeps, pool: NodePool, removal: NonNullable<PoolRecord['removal']>): Promise<PoolRecord> {
+  let taskId: string | undefined;
+  try {
+    ({ taskId } = await deps.cloud.removeNodes(pool.id, removal.instanceIds, { release: true, drain: false }));
+  } catch (err) {
+    // Sent before and under way (the answer was lost): ACK refuses them as already leaving.
+    if (!(err instanceof BadInputError)) throw err;
+    deps.logger.warn('autoscale-pools: removal refused, taken as already under way', { pool: pool.id, nodes: removal.nodes, error: err });
+  }
+  const ev = poolEvent(deps, pool, removal.at, removal.from, removal.to, 'requested', removal.reason, { ...(taskId ? { taskId } : {}), cost: removal.cost });
+  const notice: Notice = { title: `gpu-reflex: shrinking node pool ${pool.name} ${removal.from} → ${removal.to}`, text: removal.reason.slice(0, 1000), severity: 'info' };
+  return record(deps, pool.id, (x) => ({ ...x, removal: undefined, ...(taskId ? { request: { taskId, from: removal.from, to: removal.to, at: removal.at } } : {}) }), [ev], [notice]);
+}
+
+async function scaleIn(deps: AutoscaleDeps, pool: NodePool, template: PoolState, nodes: readonly NodeInfo[], pods: readonly PodInfo[], pending: readonly PendingPod[], now: number, out: AutoscaleOutcome): Promise<void> {
+  const rec = ((await deps.state.get(key(pool.id))) ?? {}) as PoolRecord;
+  const members = nodes.filter((n) => n.labels[NODEPOOL_LABEL] === pool.id);
+  const on = (node: string) => pods.filter((p) => p.nodeName === node && movable(p));
+  const policy = deps.policy.scaleIn;
+  // Drains under way: a drained node is given back; one that will not drain is handed back to scheduling.
+  const leaving: NonNullable<PoolRecord['leaving']> = [];
+  const drained: NonNullable<PoolRecord['leaving']> = [];
+  // A node being drained is not counted idle (planScaleIn), so one whose drain is abandoned must
+  // idle a full period again before it is tried again.
+  const idleBefore = rec.idle ?? {};
+  for (const l of rec.leaving ?? []) {
+    if (!members.some((n) => n.name === l.node)) continue;
+    const left = on(l.node);
+    if (left.length === 0) drained.push(l);
+    else if (now - l.since >= policy.drainTimeoutMinutes * 60_000) {
+      await deps.nodes.uncordon(l.node);
+      const text = `${l.node} still runs ${left.length} pod(s) after ${policy.drainTimeoutMinutes} min of draining (${left.slice(0, 5).map((p) => `${p.namespace}/${p.name}`).join(', ')}; disruption budgets?): kept, uncordoned`;
+      await flush(deps, pool.id, await record(deps, pool.id, (x) => x, [], [{ title: `gpu-reflex: could not give back ${l.node}`, text, severity: 'warning' }]));
+      deps.logger.warn('autoscale-pools: drain for scale-in timed out', { pool: pool.id, node: l.node, pods: left.length });
+    } else {
+      leaving.push(l);
+      for (const p of left) await evict(deps, p);
+    }
+  }
+  if (drained.length > 0) {
+    const from = pool.desiredSize;
+    const to = Math.max(0, from - drained.length);
+    const reason = `${pool.name}: ${from} → ${to}: ${drained.map((d) => d.node).join(', ')} ran no GPU pod for ${policy.idleMinutes} min and ${drained.length === 1 ? 'is' : 'are'} drained; released`;
+    const removal = { nodes: drained.map((d) => d.node), instanceIds: drained.map((d) => d.instanceId), from, to, at: now, reason, cost: -(from - to) * template.hourlyPrice };
+    await record(deps, pool.id, (x) => ({ ...x, leaving, removal }));
+    const rec2 = await sendRemoval(deps, pool, removal);
+    await flush(deps, pool.id, rec2);
+    out.released.push(...removal.nodes);
+  }
+  // New releases.
+  const held = (n: NodeInfo): string | undefined => {
+    const st = n.labels[STATE_LABEL];
+    if (st && st !== 'healthy') return `remediation holds it (${STATE_LABEL}=${st})`;
+    if (n.taints.some((t) => t.key === DEFAULT_TAINT_KEY)) return `remediation holds it (taint ${DEFAULT_TAINT_KEY})`;
+    if (n.unschedulable) return 'cordoned by someone else';
+    if (n.ready !== true) return 'not Ready';
+    if (!instanceIdOf(n.providerId)) return `spec.providerID names no ECS instance (${n.providerId ?? 'unset'})`;
+    return undefined;
+  };
+  const members2 = members.filter((n) => !drained.some((d) => d.node === n.name));
+  const decision = planScaleIn(
+    {
+      id: pool.id,
+      name: pool.name,
+      min: deps.policy.pools[pool.id]!.min,
+      maxStep: deps.policy.pools[pool.id]!.maxStep,
+      nodes: members2.map((n) => {
+        const why = held(n);
+        return { name: n.name, eligible: why === undefined, ...(why ? { heldBy: why } : {}), gpuPods: pods.filter((p) => p.nodeName === n.name && movable(p) && usesGpu(p)).length };
+      }),
+      leaving: leaving.map((l) => l.node),
+      template,
+      ...(rec.cooldownUntil !== undefined && rec.cooldownUntil > now ? { frozen: `${pool.name} grew within its cooldown (until ${new Date(rec.cooldownUntil).toISOString().slice(11, 16)})` } : {}),
+    },
+    idleBefore,
+    pending,
+    now,
+    policy.idleMinutes,
+  );
+  for (const k of decision.kept) deps.logger.info('autoscale-pools: idle node kept', { pool: pool.id, ...k });
+  const starting = decision.release.map((r) => ({ node: r.node, instanceId: instanceIdOf(members2.find((n) => n.name === r.node)!.providerId)!, since: now }));
+  // The intent first (this node is ours to drain), then the cordon and the evictions.
+  await record(deps, pool.id, (x) => ({ ...x, idle: decision.idleSince, leaving: [...leaving, ...starting] }));
+  for (const s of starting) {
+    await deps.nodes.cordon(s.node);
+    for (const p of on(s.node)) await evict(deps, p);
+    deps.logger.info('autoscale-pools: draining an idle node to give it back', { pool: pool.id, node: s.node, why: decision.release.find((r) => r.node === s.node)?.why });
+  }
+  out.draining.push(...leaving.map((l) => l.node), ...starting.map((s) => s.node));
+}
+
+async function evict(deps: AutoscaleDeps, p: PodInfo): Promise<void> {
+  const r = await deps.pods.evict(p.namespace, p.name, { uid: p.uid });
+  if (r.outcome === 'blocked') deps.logger.info('autoscale-pools: eviction blocked for now', { pod: `${p.namespace}/${p.name}`, reason: r.reason });
 }
 
 function cooldownMs(deps: AutoscaleDeps, poolId: string): number {

@@ -70,6 +70,8 @@ export const PodArrivalSchema = z
     limits: z.record(z.string(), Quantity).optional(),
     nodeSelector: z.record(z.string(), z.string()).optional(),
     tolerations: z.array(Toleration).optional(),
+    /** The pods exit 0 (Succeeded) this long after they start running: batch work that ends. */
+    completeAfterSeconds: z.number().nonnegative().optional(),
   })
   .strict();
 export type PodArrival = z.infer<typeof PodArrivalSchema>;

@@ -1,6 +1,7 @@
 import { CoreV1Api } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../../functions/adapters/kube/config.ts';
 import type { Node, Pod } from './kube/types.ts';
+import { COMPLETE_AFTER } from './kube/lifecycle.ts';
 import type { PodArrival } from './scenario.ts';
 
 /**
@@ -38,7 +39,7 @@ export class StackKube {
         body: {
           apiVersion: 'v1',
           kind: 'Pod',
-          metadata: { name, labels: { app: a.name, ...a.labels } },
+          metadata: { name, labels: { app: a.name, ...a.labels }, ...(a.completeAfterSeconds !== undefined ? { annotations: { [COMPLETE_AFTER]: String(a.completeAfterSeconds) } } : {}) },
           spec: {
             containers: [{ name: 'main', image: 'registry.local/gpu-reflex/sim:latest', resources }],
             ...(a.nodeSelector ? { nodeSelector: a.nodeSelector } : {}),

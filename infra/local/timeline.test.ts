@@ -25,6 +25,9 @@ describe('timeline lines', () => {
     const failed = example('gpu-pool-scaled');
     (failed.detail as Record<string, unknown>).state = 'failed';
     expect(eventEntry(0, failed, () => undefined)).toMatchObject({ kind: 'failure', text: 'node pool a100-train failed to grow 3 → 5 (+130 CNY/h)' });
+    const shrink = example('gpu-pool-scaled');
+    Object.assign(shrink.detail as Record<string, unknown>, { from: 5, to: 3, hourlyCostDelta: { amount: -130, currency: 'CNY' } });
+    expect(eventEntry(0, shrink, () => undefined).text).toBe('node pool a100-train shrink 5 → 3 (−130 CNY/h)');
   });
 
   it('summarises a Remediation by what its steps did, and keeps its whole reason as the why', () => {
@@ -60,6 +63,7 @@ describe('timeline lines', () => {
     ['MIG pods no idle GPU can serve', { status: 'done', result: { migNodes: 1, pending: 4, satisfiedAfter: 0, steps: {}, underWay: [], failed: ['h100-1'] } }, '4 pods wait for MIG instances: no idle GPU can be relaid for them (h100-1 left cordoned after a failed relayout)', undefined, 'action'],
     ['no MIG pod waiting', { status: 'done', result: { migNodes: 1, pending: 0, satisfiedAfter: 0, steps: {}, underWay: [], failed: [] } }, 'checked 1 MIG node: no pod waits for a MIG instance', undefined, 'action'],
     ['GPU pods waiting for booting nodes', { status: 'done', result: { managedPools: 2, scaled: {}, finished: {}, pending: 3, awaitingInFlight: 3, deferred: 0, unhostable: 0 } }, '3 GPU pods pending: 3 wait for nodes on their way', undefined, 'action'],
+    ['idle nodes being drained', { status: 'done', result: { managedPools: 1, scaled: {}, finished: {}, released: [], draining: ['cn-hangzhou.10.0.0.5'], pending: 0 } }, 'draining cn-hangzhou.10.0.0.5 to give back: idle, no GPU pod', undefined, 'action'],
     ['GPU pods held by pool limits', { status: 'done', result: { managedPools: 1, scaled: {}, finished: {}, pending: 2, awaitingInFlight: 0, deferred: 1, unhostable: 1 } }, '2 GPU pods pending: 1 wait on pool limits (max, step or cooldown); 1 no managed pool can host', undefined, 'action'],
   ])('gives %s a line of its own', (_name, outcome, text, why, kind) => {
     const e = deliveryEntry(18_000, 'remediate', outcome);

@@ -147,8 +147,10 @@ export function eventEntry(atMs: number, e: EventEnvelope, podName: PodName): Ti
       return { atMs, who: 'remediate', kind: 'action', what: '', text: remediationText(d), ...(d.reason ? { why: String(d.reason) } : {}) };
     case 'GPU Pool Scaled': {
       const cost = d.hourlyCostDelta as { amount?: number; currency?: string } | undefined;
-      const what = d.state === 'requested' ? 'grow' : d.state === 'succeeded' ? 'grown' : d.state === 'failed' ? 'failed to grow' : String(d.state);
-      const text = `node pool ${String(d.nodepoolName ?? d.nodepoolId)} ${what} ${String(d.from)} → ${String(d.to)}${cost?.amount !== undefined ? ` (+${cost.amount} ${cost.currency ?? ''}/h)` : ''}${d.dryRun ? ' [dry run]' : ''}`;
+      const grow = Number(d.to) >= Number(d.from);
+      const what = d.state === 'requested' ? (grow ? 'grow' : 'shrink') : d.state === 'succeeded' ? (grow ? 'grown' : 'shrunk') : d.state === 'failed' ? `failed to ${grow ? 'grow' : 'shrink'}` : String(d.state);
+      const price = cost?.amount === undefined ? '' : ` (${cost.amount < 0 ? '−' : '+'}${Math.abs(cost.amount)} ${cost.currency ?? ''}/h)`;
+      const text = `node pool ${String(d.nodepoolName ?? d.nodepoolId)} ${what} ${String(d.from)} → ${String(d.to)}${price}${d.dryRun ? ' [dry run]' : ''}`;
       return { atMs, who: 'autoscale-pools', kind: d.state === 'failed' ? 'failure' : 'action', what: 'GPU Pool Scaled', text, ...(d.state !== 'succeeded' && d.reason ? { why: String(d.reason) } : {}) };
     }
     default: {
@@ -194,6 +196,8 @@ interface AutoscaleOutcome {
   managedPools: number;
   scaled?: Record<string, number>;
   finished?: Record<string, string>;
+  released?: string[];
+  draining?: string[];
   pending?: number;
   awaitingInFlight?: number;
   deferred?: number;
@@ -201,7 +205,8 @@ interface AutoscaleOutcome {
 }
 
 function autoscaleLine(a: AutoscaleOutcome, line: (text: string) => TimelineEntry): TimelineEntry | undefined {
-  if (a.managedPools === 0 || Object.keys(a.scaled ?? {}).length > 0 || Object.keys(a.finished ?? {}).length > 0) return undefined;
+  if (a.managedPools === 0 || Object.keys(a.scaled ?? {}).length > 0 || Object.keys(a.finished ?? {}).length > 0 || (a.released ?? []).length > 0) return undefined;
+  if ((a.draining ?? []).length > 0) return line(`draining ${a.draining!.join(', ')} to give back: idle, no GPU pod`);
   const parts = [
     a.awaitingInFlight ? `${a.awaitingInFlight} wait for nodes on their way` : '',
     a.deferred ? `${a.deferred} wait on pool limits (max, step or cooldown)` : '',

@@ -7,7 +7,9 @@ import { lineAt, simulateScenario } from './scenario-run.ts';
  * the ACK node pool are busy. autoscale-pools (through the real Alibaba Cloud SDK, against the
  * simulated region) grows the T4 pool, not the dearer A10 one, by exactly the three nodes needed;
  * the instances boot and join the cluster as nodes of that pool, the pods run there, and the next
- * round reports the ACK task done. Re-running while they boot asks for nothing more.
+ * round reports the ACK task done. Re-running while they boot asks for nothing more. When the
+ * batch has finished and the new nodes have idled, they are drained and given back, and the pool
+ * is at its minimum again.
  */
 describe('autoscale-pools on the embedded stack', () => {
   it('grows the T4 pool by three for three waiting pods; the new nodes join and run them', async () => {
@@ -19,17 +21,25 @@ describe('autoscale-pools on the embedded stack', () => {
     expect(scaled.map((e) => [e.nodepoolId, e.state, e.from, e.to])).toEqual([
       ['np-t4-inference', 'requested', 2, 5],
       ['np-t4-inference', 'succeeded', 2, 5],
+      ['np-t4-inference', 'requested', 5, 2],
+      ['np-t4-inference', 'succeeded', 5, 2],
     ]);
     expect(scaled[0]).toMatchObject({ provider: 'alicloud', hourlyCostDelta: { amount: 25.5, currency: 'CNY' }, dryRun: false });
-    const joined = report.final.nodes.filter((n) => n.metadata.labels?.['alibabacloud.com/nodepool-id'] === 'np-t4-inference' && !n.metadata.name.startsWith('t4-infer'));
+    expect(scaled[2]).toMatchObject({ hourlyCostDelta: { amount: -25.5, currency: 'CNY' } });
+    // The three nodes that joined ran the batch, then left; the pool's own two stayed.
+    const joined = [...new Set(lines.map((l) => /(cn-hangzhou\.\S+) joined the cluster/.exec(l)?.[1]).filter((x): x is string => x !== undefined))];
     expect(joined).toHaveLength(3);
-    for (const n of joined) expect(n.metadata.labels).toMatchObject({ accelerator: 'nvidia-tesla-t4', 'node.kubernetes.io/instance-type': 'ecs.gn6i-c4g1.xlarge' });
-    const onNew = report.final.pods.filter((p) => p.metadata.name.startsWith('batch-embed')).map((p) => p.spec.nodeName);
-    expect(new Set(onNew)).toEqual(new Set(joined.map((n) => n.metadata.name)));
+    for (const n of joined) expect(lines).toContainEqual(expect.stringMatching(new RegExp(`${n.replace(/\./g, '\\.')} left the cluster; i-\\w+ released`)));
+    expect(report.final.nodes.filter((n) => n.metadata.labels?.['alibabacloud.com/nodepool-id'] === 'np-t4-inference').map((n) => n.metadata.name)).toEqual(['t4-infer-0', 't4-infer-1']);
+    for (let i = 0; i < 3; i++) expect(lines).toContainEqual(expect.stringMatching(new RegExp(`pod ml-infer/batch-embed-${i} scheduled on cn-hangzhou\\.`)));
     // Pods arrive at 10 s and wait 30 s; the first round after that (1:00) grows the pool; the
     // instances take 90 s to boot; the round between (2:00) asks for nothing more.
     expect(lineAt(lines, /autoscale-pools\s+GPU Pool Scaled\s+node pool t4-inference grow 2 → 5/)).toBe(60);
     expect(lines).toContainEqual(expect.stringMatching(/02:00\.0\s+autoscale-pools\s+3 GPU pods pending: 3 wait for nodes on their way/));
     expect(lineAt(lines, /joined the cluster: .* node pool t4-inference/)).toBe(150);
+    // The batch ends 5 min after it starts (2:30); the nodes idle from the next round (8:00) for
+    // 5 min (scaleIn.idleMinutes), are drained at 13:00 and given back at the round after.
+    expect(lineAt(lines, /autoscale-pools\s+draining .* to give back: idle, no GPU pod/)).toBe(13 * 60);
+    expect(lineAt(lines, /autoscale-pools\s+GPU Pool Scaled\s+node pool t4-inference shrink 5 → 2 \(−25\.5 CNY\/h\)/)).toBe(14 * 60);
   }, 60_000);
 });

@@ -1,0 +1,127 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { VirtualClock } from '../../events/clock.ts';
+import { GPU_POOL_SCALED, type GpuPoolScaledDetail } from '../../events/index.ts';
+import { startAliCloudSim, type AliCloudSim } from '../../infra/local/alicloud/index.ts';
+import { AliCloudPools } from '../adapters/alicloud/client.ts';
+import { RecordingPublisher } from '../adapters/bus.ts';
+import { RecordingNotifier } from '../adapters/chat/notifier.ts';
+import { manualClock, type ManualClock } from '../adapters/clock.ts';
+import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
+import { silentLogger } from '../lib/logger.ts';
+import { STATE_LABEL } from '../remediate/core/state.ts';
+import { AutoscalePolicySchema } from './policy.ts';
+import { autoscalePools, NODEPOOL_LABEL, type AutoscaleDeps } from './run.ts';
+
+/**
+ * Scale-in through the real SDK against the simulated region: a T4 pool of four, one node busy
+ * with a GPU pod, one holding a CPU-only pod, one held by remediation, one bare. After
+ * idleMinutes the idle ones (not the remediation's, never under min) are cordoned and drained
+ * through the Eviction API, then removed from the pool and released; GPU Pool Scaled says so.
+ */
+const T0 = Date.parse('2026-01-01T00:00:00.000Z');
+const MIN = 60_000;
+let sim: AliCloudSim;
+let simClock: VirtualClock;
+let kube: FakeKube;
+let clock: ManualClock;
+let publisher: RecordingPublisher;
+let deps: AutoscaleDeps;
+let names: string[];
+
+beforeEach(async () => {
+  simClock = new VirtualClock(T0);
+  sim = await startAliCloudSim({ clock: simClock, cloud: { removeSeconds: 30, pools: [{ id: 'np-t4', name: 't4', instanceTypes: ['ecs.gn6i-c4g1.xlarge'], size: 4 }] } });
+  clock = manualClock(T0, (ms) => simClock.advance(ms));
+  kube = fakeKube({ clock });
+  names = sim.cloud.members('np-t4').map((i) => i.nodeName);
+  for (const inst of sim.cloud.members('np-t4')) kube.cluster.addNode({ name: inst.nodeName, providerId: `cn-hangzhou.${inst.id}`, labels: { [NODEPOOL_LABEL]: 'np-t4' }, allocatable: { 'nvidia.com/gpu': '1', cpu: '3500m', memory: '14Gi' } });
+  const [busy, withCpuPod, held] = names;
+  kube.cluster.addPod({ name: 'serve-0', namespace: 'ml', nodeName: busy, extendedResources: { 'nvidia.com/gpu': 1 }, requests: { 'nvidia.com/gpu': 1 } });
+  kube.cluster.addPod({ name: 'sidecar', namespace: 'ml', nodeName: withCpuPod, requests: { cpu: 1 } });
+  kube.cluster.addPod({ name: 'agent-x', namespace: 'gpu-reflex', nodeName: withCpuPod, owners: [{ kind: 'DaemonSet', name: 'agent' }] });
+  await kube.nodes.setLabels(held!, { [STATE_LABEL]: 'draining' });
+  publisher = new RecordingPublisher();
+  const c = sim.connection;
+  deps = {
+    nodes: kube.nodes,
+    pods: kube.pods,
+    leases: kube.leases,
+    state: kube.state,
+    cloud: new AliCloudPools({ regionId: c.regionId, clusterId: c.clusterId, accessKeyId: c.accessKeyId, accessKeySecret: c.accessKeySecret, endpoint: c.endpoint, protocol: 'http' }, clock),
+    publisher,
+    notifier: new RecordingNotifier(),
+    clock,
+    logger: silentLogger,
+    holder: 'req-1',
+    clusterId: c.clusterId,
+    policy: AutoscalePolicySchema.parse({ pools: { 'np-t4': { min: 1, max: 6 } }, scaleIn: { idleMinutes: 10 } }),
+  };
+});
+afterEach(() => sim.close());
+
+const events = () => publisher.published.filter((e) => e.detailType === GPU_POOL_SCALED).map((e) => e.detail as GpuPoolScaledDetail);
+
+describe('autoscale-pools gives idle nodes back', () => {
+  it('drains the idle nodes after idleMinutes, then removes and releases them, leaving the busy and the held', async () => {
+    const [busy, withCpuPod, held, bare] = names as [string, string, string, string];
+    expect((await autoscalePools(deps)).draining).toEqual([]);
+    await clock.advance(9 * MIN);
+    expect((await autoscalePools(deps)).draining).toEqual([]);
+    await clock.advance(1 * MIN);
+    const start = await autoscalePools(deps);
+    expect(start.draining.sort()).toEqual([withCpuPod, bare].sort());
+    expect((await kube.nodes.get(withCpuPod)).unschedulable).toBe(true);
+    expect((await kube.nodes.get(busy)).unschedulable).toBe(false);
+    expect((await kube.nodes.get(held)).unschedulable).toBe(false);
+    // The CPU pod was evicted (the DaemonSet pod stays); once it is gone the nodes are given back.
+    expect(kube.cluster.calls.filter((c) => c.op === 'pods.evict').map((c) => c.args[1])).toEqual(['sidecar']);
+    await clock.advance(MIN);
+    const gone = await autoscalePools(deps);
+    expect(gone.released.sort()).toEqual([withCpuPod, bare].sort());
+    expect(sim.cloud.calls.filter((c) => c.action === 'RemoveNodePoolNodes')).toHaveLength(1);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(2);
+    const [shrink] = events();
+    expect(shrink).toMatchObject({ from: 4, to: 2, state: 'requested', hourlyCostDelta: { amount: -17, currency: 'CNY' } });
+    expect(shrink!.reason).toContain('ran no GPU pod for 10 min');
+    await clock.advance(MIN);
+    await autoscalePools(deps);
+    expect(events().map((e) => e.state)).toEqual(['requested', 'succeeded']);
+    expect(sim.cloud.instances.size).toBe(2);
+  });
+
+  it('keeps every node while a waiting GPU pod could run on the pool', async () => {
+    kube.cluster.addPod({ name: 'embed-0', namespace: 'ml', phase: 'Pending', extendedResources: { 'nvidia.com/gpu': 1 }, requests: { 'nvidia.com/gpu': 1 }, createdAt: new Date(T0).toISOString() });
+    await autoscalePools(deps);
+    await clock.advance(15 * MIN);
+    const out = await autoscalePools(deps);
+    expect(out.draining).toEqual([]);
+    expect(sim.cloud.calls.filter((c) => c.action === 'RemoveNodePoolNodes')).toHaveLength(0);
+  });
+
+  it('gives a node back to scheduling when its drain is blocked past the timeout, and tries again only after another idle period', async () => {
+    const [, withCpuPod, , bare] = names as [string, string, string, string];
+    // Only the node with the CPU pod is idle; a disruption budget keeps that pod where it is.
+    kube.cluster.addPod({ name: 'serve-1', namespace: 'ml', nodeName: bare, extendedResources: { 'nvidia.com/gpu': 1 }, requests: { 'nvidia.com/gpu': 1 } });
+    kube.cluster.pod('ml', 'sidecar')!.labels = { app: 'sidecar' };
+    kube.cluster.addPdb({ namespace: 'ml', matchLabels: { app: 'sidecar' }, minAvailable: 1 });
+    const notifier = new RecordingNotifier();
+    deps.notifier = notifier;
+    deps.policy = AutoscalePolicySchema.parse({ pools: { 'np-t4': { min: 1, max: 6 } }, scaleIn: { idleMinutes: 10, drainTimeoutMinutes: 5 } });
+    await autoscalePools(deps);
+    await clock.advance(10 * MIN);
+    expect((await autoscalePools(deps)).draining).toEqual([withCpuPod]);
+    await clock.advance(4 * MIN);
+    expect((await autoscalePools(deps)).draining).toEqual([withCpuPod]);
+    expect((await kube.nodes.get(withCpuPod)).unschedulable).toBe(true);
+    await clock.advance(1 * MIN);
+    expect((await autoscalePools(deps)).draining).toEqual([]);
+    expect((await kube.nodes.get(withCpuPod)).unschedulable).toBe(false);
+    expect(notifier.notices.map((n) => n.title)).toEqual([`gpu-reflex: could not give back ${withCpuPod}`]);
+    expect(notifier.notices[0]!.text).toContain('still runs 1 pod(s) after 5 min of draining (ml/sidecar');
+    await clock.advance(9 * MIN);
+    expect((await autoscalePools(deps)).draining).toEqual([]);
+    await clock.advance(1 * MIN);
+    expect((await autoscalePools(deps)).draining).toEqual([withCpuPod]);
+    expect(sim.cloud.calls.filter((c) => c.action === 'RemoveNodePoolNodes')).toHaveLength(0);
+  });
+});
