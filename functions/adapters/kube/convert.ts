@@ -124,6 +124,7 @@ export function toQuotaInfo(q: V1ResourceQuota): QuotaInfo {
     namespace: q.metadata?.namespace ?? '',
     name: q.metadata?.name ?? '',
     labels: { ...(q.metadata?.labels ?? {}) },
+    annotations: { ...(q.metadata?.annotations ?? {}) },
     hard: { ...(q.spec?.hard ?? {}) },
     used: { ...(q.status?.used ?? {}) },
     resourceVersion: q.metadata?.resourceVersion ?? '',

@@ -68,7 +68,7 @@ export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: Dr
     listLimitRanges: (ns) => quotas.listLimitRanges(ns),
     applyQuota: async (ns, n, spec: QuotaSpec) => {
       const cur = await quotas.getQuota(ns, n);
-      return note('quotas.applyQuota', [ns, n, spec], applied(cur !== undefined, cur !== undefined && sameJson(cur.hard, spec.hard) && hasLabels(cur.labels, spec.labels)));
+      return note('quotas.applyQuota', [ns, n, spec], applied(cur !== undefined, cur !== undefined && sameJson(cur.hard, spec.hard) && hasLabels(cur.labels, spec.labels) && hasLabels(cur.annotations ?? {}, spec.annotations)));
     },
     applyLimitRange: async (ns, n, spec: LimitRangeSpec) => {
       const cur = await quotas.getLimitRange(ns, n);

@@ -30,10 +30,11 @@ export class FakeQuotaOps implements QuotaOps {
     this.begin('quotas.applyQuota', [namespace, name, spec], true);
     const key = `${namespace}/${name}`;
     const cur = this.cluster.quotas.get(key);
-    if (cur !== undefined && sameJson(cur.hard, spec.hard) && hasAll(cur.labels, spec.labels)) return 'unchanged';
+    if (cur !== undefined && sameJson(cur.hard, spec.hard) && hasAll(cur.labels, spec.labels) && hasAll(cur.annotations ?? {}, spec.annotations)) return 'unchanged';
     const labels = { ...(cur?.labels ?? {}), ...spec.labels };
+    const annotations = { ...(cur?.annotations ?? {}), ...spec.annotations };
     const rv = this.cluster.nextResourceVersion();
-    this.cluster.quotas.set(key, { namespace, name, labels, hard: { ...spec.hard }, used: cur?.used ?? {}, resourceVersion: rv });
+    this.cluster.quotas.set(key, { namespace, name, labels, annotations, hard: { ...spec.hard }, used: cur?.used ?? {}, resourceVersion: rv });
     return cur === undefined ? 'created' : 'updated';
   }
 

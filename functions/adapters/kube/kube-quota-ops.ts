@@ -64,15 +64,16 @@ export class KubeQuotaOps implements QuotaOps {
       if (current === undefined) {
         await this.core.createNamespacedResourceQuota({
           namespace,
-          body: { metadata: { name, namespace, labels: spec.labels }, spec: { hard: spec.hard } },
+          body: { metadata: { name, namespace, labels: spec.labels, ...(spec.annotations ? { annotations: spec.annotations } : {}) }, spec: { hard: spec.hard } },
         });
         return 'created';
       }
       const labels = current.metadata?.labels ?? {};
-      if (sameJson(current.spec?.hard ?? {}, spec.hard) && hasLabels(labels, spec.labels)) return 'unchanged';
+      const annotations = current.metadata?.annotations ?? {};
+      if (sameJson(current.spec?.hard ?? {}, spec.hard) && hasLabels(labels, spec.labels) && hasLabels(annotations, spec.annotations)) return 'unchanged';
       const body: V1ResourceQuota = {
         ...current,
-        metadata: { ...current.metadata, labels: { ...labels, ...spec.labels } },
+        metadata: { ...current.metadata, labels: { ...labels, ...spec.labels }, ...(spec.annotations ? { annotations: { ...annotations, ...spec.annotations } } : {}) },
         spec: { ...current.spec, hard: spec.hard },
       };
       await this.core.replaceNamespacedResourceQuota({ namespace, name, body });

@@ -123,6 +123,7 @@ export interface QuotaInfo {
   namespace: string;
   name: string;
   labels: Record<string, string>;
+  annotations?: Record<string, string>;
   hard: Record<string, string>;
   used: Record<string, string>;
   resourceVersion: string;

@@ -138,6 +138,8 @@ export interface PodOps {
 export interface QuotaSpec {
   hard: Record<string, string>;
   labels?: Record<string, string>;
+  /** Set (merged) with the spec; gpu-reflex keeps the previous hard values here for a rollback. */
+  annotations?: Record<string, string>;
 }
 
 export interface LimitRangeSpec {

@@ -24,6 +24,7 @@ describe('serverless.yml at the repository root', () => {
       ['remediate-sweep', 'rate(1 minute)'],
       ['rebalance-mig', 'rate(1 minute)'],
       ['autoscale-pools', 'rate(1 minute)'],
+      ['rewrite-quotas', 'rate(5 minutes)'],
     ]);
     // The chat route arrives with the ChatOps function; no function is declared before it exists.
     expect(table.routes).toEqual([]);
@@ -43,6 +44,16 @@ describe('the remediate-approve rule', () => {
     const example: unknown = JSON.parse(readFileSync(new URL(`../../../events/catalog/${slug}.example.json`, import.meta.url), 'utf8'));
     expect(approve).toMatchObject({ busName: 'gpu-reflex', retryPolicy: { maximumRetryAttempts: 8, maximumEventAgeSeconds: 3600 }, deadLetterQueueArn: 'RemediateDlq.Arn' });
     expect(matchesPattern(approve?.pattern, example)).toBe(entry.detailType === APPROVAL_DECIDED);
+  });
+});
+
+describe('the rewrite-quotas rule', () => {
+  const rule = table.eventRules.find((r) => r.fn.key === 'rewrite-quotas');
+  const capacity = new Set(['Remediation', 'GPU Pool Scaled', 'MIG Layout Change']);
+  it.each(CATALOG.map((e) => [e.slug, e]))('routes the %s example exactly when it says capacity may have changed', (slug, entry) => {
+    const example: unknown = JSON.parse(readFileSync(new URL(`../../../events/catalog/${slug}.example.json`, import.meta.url), 'utf8'));
+    expect(rule).toMatchObject({ busName: 'gpu-reflex', retryPolicy: { maximumRetryAttempts: 2, maximumEventAgeSeconds: 600 } });
+    expect(matchesPattern(rule?.pattern, example)).toBe(entry.source === SOURCES.functions && capacity.has(entry.detailType));
   });
 });
 

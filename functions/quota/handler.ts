@@ -1,0 +1,23 @@
+/** Lambda `rewrite-quotas`: on a schedule and on capacity-changing events; see run.ts. */
+import { randomUUID } from 'node:crypto';
+import { scheduleHandler } from '../lib/handler.ts';
+import { rewriteQuotas } from './run.ts';
+import { lazyQuotaWiring, type QuotaWiring } from './wiring.ts';
+
+export function createQuotaHandler(getDeps: () => QuotaWiring) {
+  return scheduleHandler({
+    name: 'rewrite-quotas',
+    logger: () => getDeps().logger,
+    async handle({ logger, context }) {
+      const d = getDeps();
+      if (!d.quotaConfig) {
+        logger.info('rewrite-quotas: no QUOTA_CONFIG_FILE: no team is managed, nothing to do');
+        return { teams: 0 };
+      }
+      const out = await rewriteQuotas({ ...d.kube, ...d, config: d.quotaConfig, logger, holder: context?.awsRequestId ?? randomUUID() });
+      return { teams: d.quotaConfig.teams.length, changed: out.changed, held: out.held, warnings: out.plan.warnings };
+    },
+  });
+}
+
+export const handler = createQuotaHandler(lazyQuotaWiring('rewrite-quotas'));

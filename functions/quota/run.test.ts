@@ -1,0 +1,108 @@
+import { beforeEach, describe, expect, it } from 'vitest';
+import { QUOTA_REWRITTEN, type QuotaRewrittenDetail } from '../../events/index.ts';
+import { RecordingPublisher, type EventPublisher } from '../adapters/bus.ts';
+import { RecordingNotifier } from '../adapters/chat/notifier.ts';
+import { manualClock, type ManualClock } from '../adapters/clock.ts';
+import { TransientError } from '../adapters/errors.ts';
+import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
+import { silentLogger } from '../lib/logger.ts';
+import { DEFAULT_TAINT_KEY } from '../remediate/core/state.ts';
+import { QuotaConfigSchema } from './core/config.ts';
+import { HOLD_UNTIL_ANNOTATION, PREVIOUS_HARD_ANNOTATION, rewriteQuotas, rollbackQuotas, type QuotaDeps } from './run.ts';
+
+const GPU = 'nvidia.com/gpu';
+const K = `requests.${GPU}`;
+const T0 = Date.parse('2026-11-25T00:00:00Z');
+let kube: FakeKube;
+let clock: ManualClock;
+let publisher: RecordingPublisher;
+let notifier: RecordingNotifier;
+let deps: QuotaDeps;
+
+const config = QuotaConfigSchema.parse({
+  limitRange: { default: { [GPU]: 1 }, max: { [GPU]: 8 } },
+  teams: [
+    { name: 'ml', namespaces: ['ml'], weight: 2, guarantee: { [GPU]: 8 } },
+    { name: 'nlp', namespaces: ['nlp'], weight: 1, guarantee: { [GPU]: 8 } },
+  ],
+});
+
+beforeEach(() => {
+  clock = manualClock(T0);
+  kube = fakeKube({ clock });
+  for (let i = 0; i < 3; i++) kube.cluster.addNode({ name: `gpu-${i}`, allocatable: { [GPU]: '8' } });
+  for (let i = 0; i < 6; i++) kube.cluster.addPod({ name: `train-${i}`, namespace: 'ml', nodeName: 'gpu-0', requests: { [GPU]: 1 }, extendedResources: { [GPU]: 1 } });
+  kube.cluster.addPod({ name: 'done', namespace: 'nlp', phase: 'Succeeded', nodeName: 'gpu-1', requests: { [GPU]: 4 }, extendedResources: { [GPU]: 4 } });
+  publisher = new RecordingPublisher();
+  notifier = new RecordingNotifier();
+  deps = { nodes: kube.nodes, pods: kube.pods, quotas: kube.quotas, state: kube.state, leases: kube.leases, publisher, notifier, clock, logger: silentLogger, holder: 'r1', config };
+});
+
+const hard = async (ns: string) => (await kube.quotas.getQuota(ns, 'gpu-reflex'))?.hard[K];
+const events = () => publisher.published.filter((e) => e.detailType === QUOTA_REWRITTEN).map((e) => e.detail as QuotaRewrittenDetail);
+
+describe('rewrite-quotas', () => {
+  it('writes each team’s quota and LimitRange, keeping what it replaced, and says so once', async () => {
+    const out = await rewriteQuotas(deps);
+    expect(out.changed).toEqual(['ml', 'nlp']);
+    // 24 GPUs; guarantees 8 + 8; ml uses 6, nlp nothing (its finished pod does not count).
+    expect([await hard('ml'), await hard('nlp')]).toEqual(['8', '8']);
+    const q = await kube.quotas.getQuota('ml', 'gpu-reflex');
+    expect(q?.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'gpu-reflex' });
+    expect(q?.annotations?.[PREVIOUS_HARD_ANNOTATION]).toBe('{}');
+    expect((await kube.quotas.getLimitRange('ml', 'gpu-reflex'))?.limits).toEqual([{ type: 'Container', default: { [GPU]: '1' }, defaultRequest: { [GPU]: '1' }, max: { [GPU]: '8' } }]);
+    expect(events().map((e) => [e.namespace, e.changes])).toEqual([
+      ['ml', [{ resource: K, from: null, to: '8' }]],
+      ['nlp', [{ resource: K, from: null, to: '8' }]],
+    ]);
+    expect(notifier.notices.map((n) => n.title)).toEqual(['gpu-reflex: rewrote 2 team quotas']);
+    // Nothing changed: nothing written, nothing said.
+    await rewriteQuotas(deps);
+    expect(events()).toHaveLength(2);
+    expect(kube.cluster.calls.filter((c) => c.op === 'quotas.applyQuota')).toHaveLength(2);
+  });
+
+  it('lends idle capacity to a quota-bound team, and shrinks fairly when a node is taken out', async () => {
+    await rewriteQuotas(deps);
+    for (let i = 6; i < 8; i++) kube.cluster.addPod({ name: `train-${i}`, namespace: 'ml', nodeName: 'gpu-1', requests: { [GPU]: 1 }, extendedResources: { [GPU]: 1 } });
+    // ml runs 8 of its 8: quota-bound, it may borrow from nlp's idle share.
+    await rewriteQuotas(deps);
+    expect([await hard('ml'), await hard('nlp')]).toEqual(['10', '8']);
+    // Remediation taints gpu-2: 16 GPUs left for 8 + 8 guaranteed; ml keeps its 8 running.
+    await kube.nodes.addTaint('gpu-2', { key: DEFAULT_TAINT_KEY, value: 'xid-79', effect: 'NoSchedule' });
+    const out = await rewriteQuotas(deps);
+    expect([await hard('ml'), await hard('nlp')]).toEqual(['8', '8']);
+    expect(events().at(-1)).toMatchObject({ namespace: 'ml', changes: [{ resource: K, from: '10', to: '8' }] });
+    expect(out.plan.pool[GPU]).toEqual({ capacity: 16, shared: 16 });
+  });
+
+  it('publishes a Quota Rewritten the bus refused on the next round, exactly once', async () => {
+    let failures = 1;
+    const flaky: EventPublisher = { publish: async (e) => (failures-- > 0 ? Promise.reject(new TransientError('publishing events: Region is missing')) : publisher.publish(e)) };
+    await expect(rewriteQuotas({ ...deps, publisher: flaky })).rejects.toThrow('Region is missing');
+    expect(await hard('ml')).toBe('8');
+    await rewriteQuotas({ ...deps, publisher: flaky });
+    await rewriteQuotas({ ...deps, publisher: flaky });
+    expect(events().map((e) => e.namespace)).toEqual(['ml', 'nlp']);
+  });
+
+  it('rolls back to the values before the last rewrite and holds the quota from rewrites for a while', async () => {
+    await rewriteQuotas(deps);
+    for (let i = 6; i < 8; i++) kube.cluster.addPod({ name: `train-${i}`, namespace: 'ml', nodeName: 'gpu-1', requests: { [GPU]: 1 }, extendedResources: { [GPU]: 1 } });
+    await rewriteQuotas(deps);
+    expect(await hard('ml')).toBe('10');
+    const r = await rollbackQuotas(deps, ['ml', 'nope'], 60);
+    expect(r.restored.map((x) => [x.namespace, x.to[K]])).toEqual([['ml', '8']]);
+    expect(r.skipped).toEqual([{ namespace: 'nope', why: 'no ResourceQuota gpu-reflex there' }]);
+    const q = await kube.quotas.getQuota('ml', 'gpu-reflex');
+    expect(q?.hard[K]).toBe('8');
+    expect(q?.annotations?.[HOLD_UNTIL_ANNOTATION]).toBe(new Date(T0 + 3_600_000).toISOString());
+    expect(events().at(-1)?.reason).toMatch(/^rolled back by a person/);
+    const held = await rewriteQuotas(deps);
+    expect(held.held).toEqual(['ml']);
+    expect(await hard('ml')).toBe('8');
+    await clock.advance(61 * 60_000);
+    expect((await rewriteQuotas(deps)).held).toEqual([]);
+    expect(await hard('ml')).toBe('10');
+  });
+});

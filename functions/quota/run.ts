@@ -1,0 +1,180 @@
+/**
+ * The quota rewriter (`rewrite-quotas`): on a schedule and when capacity changes (a remediation,
+ * a pool scaled, a MIG relayout), holding the Lease `rewrite-quotas`: read nodes, pods and quotas
+ * → plan (core/planner.ts, pure) → per namespace whose quota changes: record its Quota Rewritten
+ * event (the outbox, state key `quota.<namespace>`), write the ResourceQuota (keeping the values
+ * it replaces in an annotation, for `gpu-reflex quota rollback`) and the LimitRange, publish,
+ * clear → one chat notice for the round.
+ *
+ * A quota a person rolled back is held (annotation `gpu-reflex.io/quota-hold-until`): left alone
+ * until then, and said so.
+ */
+import { createHash } from 'node:crypto';
+import { QUOTA_REWRITTEN, SCHEMA_VERSION, SOURCES, type QuotaRewrittenDetail } from '../../events/index.ts';
+import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
+import type { Notice, Notifier } from '../adapters/chat/notifier.ts';
+import type { Clock } from '../adapters/clock.ts';
+import type { Json, LimitItem, QuotaInfo } from '../adapters/kube/model.ts';
+import type { LeaseOps, NodeOps, PodOps, QuotaOps, StateStore } from '../adapters/kube/ports.ts';
+import type { Logger } from '../lib/logger.ts';
+import { mergeOutbox } from '../lib/outbox.ts';
+import { withLease } from '../lib/reflex.ts';
+import { resourcesOf, type QuotaConfig } from './core/config.ts';
+import { planQuotas, quotaKey, type NamespaceQuota, type QuotaPlan } from './core/planner.ts';
+import { quotaFacts } from './facts.ts';
+
+export const PREVIOUS_HARD_ANNOTATION = 'gpu-reflex.io/previous-hard';
+export const HOLD_UNTIL_ANNOTATION = 'gpu-reflex.io/quota-hold-until';
+export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'gpu-reflex' } as const;
+
+export interface QuotaDeps {
+  nodes: Pick<NodeOps, 'list'>;
+  pods: Pick<PodOps, 'list'>;
+  quotas: QuotaOps;
+  state: StateStore;
+  leases: LeaseOps;
+  publisher: EventPublisher;
+  notifier: Notifier;
+  clock: Clock;
+  logger: Logger;
+  holder: string;
+  config: QuotaConfig;
+}
+
+export interface QuotaOutcome {
+  plan: QuotaPlan;
+  /** Namespaces whose quota was written this round. */
+  changed: string[];
+  /** Namespaces left alone: a rollback holds them. */
+  held: string[];
+}
+
+const key = (ns: string) => `quota.${ns}`;
+
+type EventChange = QuotaRewrittenDetail['changes'][number];
+
+const changesOf = (nq: NamespaceQuota): EventChange[] => nq.changes.map((c) => ({ resource: c.key, from: c.from === null ? null : String(c.from), to: String(c.to) }));
+
+function quotaEvent(deps: Pick<QuotaDeps, 'clock' | 'config'>, namespace: string, changes: EventChange[], reason: string, now: number): PublishedEvent {
+  const digest = createHash('sha256').update(JSON.stringify(changes)).digest('hex').slice(0, 12);
+  const detail: QuotaRewrittenDetail = {
+    schemaVersion: SCHEMA_VERSION,
+    eventId: `quota:${namespace}:${digest}:${now}`.slice(0, 128),
+    occurredAt: new Date(deps.clock.now()).toISOString(),
+    namespace,
+    quota: deps.config.quotaName,
+    changes: changes.slice(0, 64),
+    reason: reason.slice(0, 2048),
+    dryRun: false,
+  };
+  return { source: SOURCES.functions, detailType: QUOTA_REWRITTEN, detail, resources: [`namespace/${namespace}`] };
+}
+
+/** Publishes what a namespace's outbox holds, then clears what went (the outbox rule). */
+async function flush(deps: QuotaDeps, ns: string, events?: PublishedEvent[]): Promise<void> {
+  const pending = events ?? ((((await deps.state.get(key(ns))) ?? {}) as { events?: PublishedEvent[] }).events ?? []);
+  if (pending.length === 0) return;
+  await deps.publisher.publish(pending);
+  const sent = new Set(pending.map((e) => String(e.detail.eventId)));
+  await deps.state.update(key(ns), (cur) => {
+    const left = (((cur ?? {}) as { events?: PublishedEvent[] }).events ?? []).filter((e) => !sent.has(String(e.detail.eventId)));
+    return left.length > 0 ? ({ events: left } as unknown as Json) : undefined;
+  });
+}
+
+async function record(deps: QuotaDeps, ns: string, event: PublishedEvent): Promise<PublishedEvent[]> {
+  const written = (await deps.state.update(key(ns), (cur) => ({ events: mergeOutbox((((cur ?? {}) as { events?: PublishedEvent[] }).events ?? []), [event]) }) as unknown as Json)) as { events?: PublishedEvent[] } | undefined;
+  return written?.events ?? [event];
+}
+
+function limitItems(config: QuotaConfig): LimitItem[] | undefined {
+  const lr = config.limitRange;
+  if (!lr || (!lr.default && !lr.max)) return undefined;
+  const str = (m: Record<string, number> | undefined) => (m ? Object.fromEntries(Object.entries(m).map(([k, v]) => [k, String(v)])) : undefined);
+  const d = str(lr.default);
+  const max = str(lr.max);
+  return [{ type: 'Container', ...(d ? { default: d, defaultRequest: d } : {}), ...(max ? { max } : {}) }];
+}
+
+function hardStrings(nq: NamespaceQuota, current: QuotaInfo | undefined): Record<string, string> {
+  // Keys gpu-reflex does not manage (cpu, pods, …) are kept as they are.
+  const keep = Object.fromEntries(Object.entries(current?.hard ?? {}).filter(([k]) => !(k in nq.hard)));
+  return { ...keep, ...Object.fromEntries(Object.entries(nq.hard).map(([k, v]) => [k, String(v)])) };
+}
+
+export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
+  const empty = (): QuotaOutcome => (deps.logger.info('rewrite-quotas already running elsewhere'), { plan: { pool: {}, teams: [], namespaces: [], warnings: [] }, changed: [], held: [] });
+  return withLease('rewrite-quotas', 120, deps, async () => {
+    const [nodes, pods, quotas] = await Promise.all([deps.nodes.list(), deps.pods.list(), deps.quotas.listQuotas()]);
+    const facts = quotaFacts(deps.config, nodes, pods, quotas);
+    const plan = planQuotas(deps.config, facts);
+    for (const w of plan.warnings) deps.logger.warn('rewrite-quotas', { warning: w });
+    const now = deps.clock.now();
+    const changed: string[] = [];
+    const held: string[] = [];
+    const lr = limitItems(deps.config);
+    for (const nq of plan.namespaces) {
+      // What an earlier round decided and never got out goes first.
+      await flush(deps, nq.namespace);
+      const current = quotas.find((q) => q.namespace === nq.namespace && q.name === deps.config.quotaName);
+      const holdUntil = current?.annotations?.[HOLD_UNTIL_ANNOTATION];
+      if (holdUntil && Date.parse(holdUntil) > now) {
+        held.push(nq.namespace);
+        continue;
+      }
+      if (lr) await deps.quotas.applyLimitRange(nq.namespace, deps.config.quotaName, { limits: lr, labels: { ...MANAGED_BY } });
+      if (nq.changes.length === 0 && current) continue;
+      const events = await record(deps, nq.namespace, quotaEvent(deps, nq.namespace, changesOf(nq), nq.reason, now));
+      await deps.quotas.applyQuota(nq.namespace, deps.config.quotaName, {
+        hard: hardStrings(nq, current),
+        labels: { ...MANAGED_BY },
+        annotations: { [PREVIOUS_HARD_ANNOTATION]: JSON.stringify(current?.hard ?? {}) },
+      });
+      await flush(deps, nq.namespace, events);
+      changed.push(nq.namespace);
+      deps.logger.info('rewrite-quotas', { namespace: nq.namespace, changes: nq.changes });
+    }
+    if (changed.length > 0) {
+      const lines = plan.namespaces.filter((n) => changed.includes(n.namespace)).map((n) => `${n.namespace}: ${n.changes.map((c) => `${c.key} ${c.from ?? 'unset'} → ${c.to}`).join(', ')}`);
+      const notice: Notice = { title: `gpu-reflex: rewrote ${changed.length} team quota${changed.length === 1 ? '' : 's'}`, text: [...lines, ...plan.warnings].join('\n').slice(0, 1000), severity: plan.warnings.length > 0 ? 'warning' : 'info' };
+      await deps.notifier.notify(notice).catch((err: unknown) => deps.logger.warn('rewrite-quotas: chat notice failed', { error: err }));
+    }
+    return { plan, changed, held };
+  }, empty);
+}
+
+/**
+ * `gpu-reflex quota rollback`: each gpu-reflex quota (of `namespaces`, or all) goes back to the
+ * values its last rewrite replaced, and is held from further rewrites for `holdMinutes`. The
+ * values it leaves become the new "previous", so a rollback can itself be rolled back.
+ */
+export async function rollbackQuotas(deps: Omit<QuotaDeps, 'nodes' | 'pods' | 'leases' | 'holder'>, namespaces: readonly string[] | undefined, holdMinutes: number): Promise<{ restored: { namespace: string; from: Record<string, string>; to: Record<string, string> }[]; skipped: { namespace: string; why: string }[] }> {
+  const now = deps.clock.now();
+  const mine = (await deps.quotas.listQuotas()).filter((q) => q.name === deps.config.quotaName && (namespaces === undefined || namespaces.includes(q.namespace)));
+  const restored: { namespace: string; from: Record<string, string>; to: Record<string, string> }[] = [];
+  const skipped: { namespace: string; why: string }[] = [];
+  for (const ns of namespaces ?? []) if (!mine.some((q) => q.namespace === ns)) skipped.push({ namespace: ns, why: `no ResourceQuota ${deps.config.quotaName} there` });
+  for (const q of mine.sort((a, b) => a.namespace.localeCompare(b.namespace))) {
+    const raw = q.annotations?.[PREVIOUS_HARD_ANNOTATION];
+    let previous: Record<string, string>;
+    try {
+      previous = JSON.parse(raw ?? 'null') as Record<string, string>;
+      if (previous === null || typeof previous !== 'object') throw new Error('absent');
+    } catch {
+      skipped.push({ namespace: q.namespace, why: `no readable ${PREVIOUS_HARD_ANNOTATION} annotation: nothing to go back to` });
+      continue;
+    }
+    const until = new Date(now + holdMinutes * 60_000).toISOString();
+    await deps.quotas.applyQuota(q.namespace, q.name, { hard: previous, labels: { ...MANAGED_BY }, annotations: { [PREVIOUS_HARD_ANNOTATION]: JSON.stringify(q.hard), [HOLD_UNTIL_ANNOTATION]: until } });
+    const changes: EventChange[] = [...new Set([...Object.keys(previous), ...Object.keys(q.hard)])]
+      .filter((k) => previous[k] !== q.hard[k])
+      .sort()
+      .map((k) => ({ resource: k, from: q.hard[k] ?? null, to: previous[k] ?? null }));
+    if (changes.length > 0) await deps.publisher.publish([quotaEvent(deps, q.namespace, changes, `rolled back by a person to the values before the last rewrite; held from rewrites until ${until}`, now)]);
+    restored.push({ namespace: q.namespace, from: q.hard, to: previous });
+  }
+  return { restored, skipped };
+}
+
+/** The resources' quota keys, for tables. */
+export const keysOf = (config: QuotaConfig) => resourcesOf(config).map(quotaKey);
