@@ -108,7 +108,6 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
     const [nodes, pods, quotas] = await Promise.all([deps.nodes.list(), deps.pods.list(), deps.quotas.listQuotas()]);
     const facts = quotaFacts(deps.config, nodes, pods, quotas);
     const plan = planQuotas(deps.config, facts);
-    for (const w of plan.warnings) deps.logger.warn('rewrite-quotas', { warning: w });
     const now = deps.clock.now();
     const changed: string[] = [];
     const held: string[] = [];
@@ -134,6 +133,8 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
       changed.push(nq.namespace);
       deps.logger.info('rewrite-quotas', { namespace: nq.namespace, changes: nq.changes });
     }
+    // A warning is news when the quotas change with it; every 5 minutes after that it is not.
+    for (const w of plan.warnings) (changed.length > 0 ? deps.logger.warn : deps.logger.info).call(deps.logger, 'rewrite-quotas', { warning: w });
     if (changed.length > 0) {
       const lines = plan.namespaces.filter((n) => changed.includes(n.namespace)).map((n) => `${n.namespace}: ${n.changes.map((c) => `${c.key} ${c.from ?? 'unset'} → ${c.to}`).join(', ')}`);
       const notice: Notice = { title: `gpu-reflex: rewrote ${changed.length} team quota${changed.length === 1 ? '' : 's'}`, text: [...lines, ...plan.warnings].join('\n').slice(0, 1000), severity: plan.warnings.length > 0 ? 'warning' : 'info' };

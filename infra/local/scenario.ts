@@ -9,6 +9,7 @@ import type { Policy } from '../../functions/remediate/core/policy.ts';
 import { AutoscalePolicyError, parseAutoscalePolicy, type AutoscalePolicy } from '../../functions/autoscale/policy.ts';
 import { NODEPOOL_LABEL } from '../../functions/autoscale/run.ts';
 import { CloudFileError, parseCloudFile, type ParsedCloudFile } from './alicloud/cloud-file.ts';
+import { parseQuotaConfig, QuotaConfigError, type QuotaConfig } from '../../functions/quota/core/config.ts';
 
 /**
  * The scenario file of the local stack (`gpu-reflex local|simulate --scenario FILE`): a fleet,
@@ -173,6 +174,8 @@ export const ScenarioSchema = z
     cloud: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
     /** The pool autoscaler's policy (functions/autoscale/policy.ts), path or inline; needs `cloud`. */
     autoscale: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
+    /** The quota rewriter's teams (functions/quota/core/config.ts), path or inline. */
+    quota: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
     timeline: z.array(TimelineStepSchema).default([]),
     expect: z.array(ExpectSchema).optional(),
     /**
@@ -196,6 +199,8 @@ export interface Scenario extends ScenarioFile {
   cloudFile?: ParsedCloudFile;
   /** The autoscaler policy's text (given to the functions as AUTOSCALE_POLICY_FILE), checked. */
   autoscaleFile?: { text: string; policy: AutoscalePolicy };
+  /** The quota teams' text (given to the functions as QUOTA_CONFIG_FILE), checked. */
+  quotaFile?: { text: string; config: QuotaConfig };
 }
 
 export class ScenarioError extends Error {
@@ -230,7 +235,18 @@ export function validateScenario(raw: unknown, source = 'scenario', baseDir = pr
     ...(s.policy !== undefined ? { policyFile: readPolicy(s.policy, source, baseDir) } : {}),
     ...(cloudFile ? { cloudFile } : {}),
     ...(autoscaleFile ? { autoscaleFile } : {}),
+    ...(s.quota !== undefined ? { quotaFile: readQuota(s.quota, source, baseDir) } : {}),
   };
+}
+
+function readQuota(ref: string | Record<string, unknown>, source: string, baseDir: string): { text: string; config: QuotaConfig } {
+  const { text, name } = readText(ref, 'quota', source, baseDir);
+  try {
+    return { text, config: parseQuotaConfig(text, name) };
+  } catch (err) {
+    if (err instanceof QuotaConfigError) throw new ScenarioError(`${source}: quota: ${err.message}`);
+    throw err;
+  }
 }
 
 function readText(ref: string | Record<string, unknown>, what: string, source: string, baseDir: string): { text: string; name: string } {

@@ -28,28 +28,44 @@ export class StackKube {
     return plain<Pod[]>((await this.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` })).items);
   }
 
-  /** Creates `count` pods named `<name>-<i>`; returns the names created. */
-  async createPods(a: PodArrival): Promise<string[]> {
+  /**
+   * Creates `count` pods named `<name>-<i>`; returns the names created and the ones admission
+   * refused (a ResourceQuota, 403), with the API server's words: their controller would retry.
+   */
+  async createPods(a: PodArrival, only?: string): Promise<{ created: string[]; refused: { name: string; reason: string }[] }> {
     const names: string[] = [];
+    const refused: { name: string; reason: string }[] = [];
     for (let i = 0; i < a.count; i++) {
       const name = a.count === 1 ? a.name : `${a.name}-${i}`;
+      if (only !== undefined && name !== only) continue;
       const resources = { requests: strings(a.requests), ...(a.limits ? { limits: strings(a.limits) } : {}) };
-      await this.core.createNamespacedPod({
-        namespace: a.namespace,
-        body: {
-          apiVersion: 'v1',
-          kind: 'Pod',
-          metadata: { name, labels: { app: a.name, ...a.labels }, ...(a.completeAfterSeconds !== undefined ? { annotations: { [COMPLETE_AFTER]: String(a.completeAfterSeconds) } } : {}) },
-          spec: {
-            containers: [{ name: 'main', image: 'registry.local/gpu-reflex/sim:latest', resources }],
-            ...(a.nodeSelector ? { nodeSelector: a.nodeSelector } : {}),
-            ...(a.tolerations ? { tolerations: a.tolerations } : {}),
-          },
+      const body = {
+        apiVersion: 'v1',
+        kind: 'Pod',
+        metadata: { name, labels: { app: a.name, ...a.labels }, ...(a.completeAfterSeconds !== undefined ? { annotations: { [COMPLETE_AFTER]: String(a.completeAfterSeconds) } } : {}) },
+        spec: {
+          containers: [{ name: 'main', image: 'registry.local/gpu-reflex/sim:latest', resources }],
+          ...(a.nodeSelector ? { nodeSelector: a.nodeSelector } : {}),
+          ...(a.tolerations ? { tolerations: a.tolerations } : {}),
         },
-      });
+      };
+      try {
+        await this.core.createNamespacedPod({ namespace: a.namespace, body });
+      } catch (err) {
+        const e = err as { code?: number; body?: string };
+        if (e.code !== 403) throw err;
+        let reason = String(e.body ?? 'forbidden');
+        try {
+          reason = (JSON.parse(reason) as { message?: string }).message ?? reason;
+        } catch {
+          // the body as it came
+        }
+        refused.push({ name, reason });
+        continue;
+      }
       names.push(name);
     }
-    return names;
+    return { created: names, refused };
   }
 }
 

@@ -23,6 +23,7 @@ import { fenceBackendOf, poolOf } from '../../functions/remediate/core/policy.ts
 import { formatSummary, kubeconfigText, runningText, type TimelineEntry } from './timeline.ts';
 import { functionEnv, gapNotice, REPO_ROOT, withEnv } from './stack-env.ts';
 import { startStackCloud } from './stack-cloud.ts';
+import type { PodArrival } from './scenario.ts';
 
 /**
  * The whole pipeline on one machine: the simulated cluster (or a real one through a kubeconfig),
@@ -67,6 +68,8 @@ const WALL_FAULT_MARGIN_MS = 500;
 
 /** How long after a scenario step time keeps moving in fine steps before quiet steps may start. */
 const SETTLE_MS = 30_000;
+/** How often a pod admission refused is created again (a controller's retry). */
+const RETRY_CREATE_MS = 10_000;
 
 export interface LocalStack {
   /** Runs the scenario to its end (or until `stop()`), then shuts everything down. */
@@ -130,6 +133,12 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       writeFileSync(policyPath, scenario.policyFile.text);
       cleanups.push(withEnv({ REMEDIATION_POLICY_FILE: policyPath }));
       progress(`  remediation policy: the scenario's (${policyPath})`);
+    }
+    if (scenario.quotaFile) {
+      const quotaPath = join(work, 'quota-teams.yaml');
+      writeFileSync(quotaPath, scenario.quotaFile.text);
+      cleanups.push(withEnv({ QUOTA_CONFIG_FILE: quotaPath }));
+      progress(`  quota teams: the scenario's (${scenario.quotaFile.config.teams.map((t) => t.name).join(', ')})`);
     }
     const policy = scenario.policyFile?.policy ?? remediationConfig(process.env).own.policy;
     const bus: LocalBus = await startLocalBus({ serverlessYml: o.serverlessYml ?? join(REPO_ROOT, 'serverless.yml'), clock: busClock, dlqPath: join(work, 'dead-letters.jsonl'), busName, ...(o.historySize !== undefined ? { historySize: o.historySize } : {}) });
@@ -257,8 +266,26 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
         // The step is printed before the pods exist: the scheduler's lines are its effects.
         const n = s.pods.count;
         emit({ who: 'scenario', kind: 'note', what: '', text: `create ${n} pod${n === 1 ? '' : 's'} ${s.pods.namespace}/${s.pods.name}${n > 1 ? '-*' : ''} requesting ${Object.keys(s.pods.requests).filter((k) => k.includes('/')).join(', ')}${s.note ? ` — ${s.note}` : ''}` });
-        await kube.createPods(s.pods);
+        const r = await kube.createPods(s.pods);
+        for (const x of r.refused) {
+          emit({ who: 'cluster', kind: 'gap', what: '', text: `pod ${s.pods.namespace}/${x.name} refused: ${x.reason} — its controller retries every ${RETRY_CREATE_MS / 1000}s` });
+          refusedPods.push({ arrival: s.pods, name: x.name, at: sinceStart() + RETRY_CREATE_MS });
+        }
       } else emit({ who: 'scenario', kind: 'note', what: '', text: s.note });
+    };
+    // Pods admission refused (a quota): created again every RETRY_CREATE_MS, as a Job or
+    // ReplicaSet controller retries a failed create.
+    let refusedPods: { arrival: PodArrival; name: string; at: number }[] = [];
+    const retryRefused = async () => {
+      const now = sinceStart();
+      const due = refusedPods.filter((x) => x.at <= now);
+      if (due.length === 0) return;
+      refusedPods = refusedPods.filter((x) => x.at > now);
+      for (const x of due) {
+        const r = await kube.createPods(x.arrival, x.name);
+        if (r.created.length > 0) emit({ who: 'cluster', kind: 'cluster', what: '', text: `pod ${x.arrival.namespace}/${x.name} created on its controller's retry: the quota admits it now` });
+        else refusedPods.push({ ...x, at: now + RETRY_CREATE_MS });
+      }
     };
 
     const duration = o.durationMs ?? scenario.durationSeconds * 1000;
@@ -321,6 +348,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
             await doStep(steps[next++]!);
             lastStepAt = t;
           }
+          await retryRefused();
           for (const k of kernelLines.filter((k) => k.dueAt <= t)) k.write();
           kernelLines = kernelLines.filter((k) => k.dueAt > t);
           syncProcesses();

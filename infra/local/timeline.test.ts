@@ -18,6 +18,13 @@ describe('timeline lines', () => {
     expect(e.text).toBe('XID 79 (GPU has fallen off the bus) on GPU 3 via both, pods ml-training/llama-ft-worker-3');
   });
 
+  it('says which namespace’s quota changed, from what to what, and why', () => {
+    const e = eventEntry(0, example('quota-rewritten'), () => undefined);
+    expect(e).toMatchObject({ who: 'rewrite-quotas', kind: 'action', what: 'Quota Rewritten' });
+    expect(e.text).toMatch(/^\S+: requests\.nvidia\.com\/gpu \S+ → \S+/);
+    expect(e.why).toBe((example('quota-rewritten').detail as { reason: string }).reason);
+  });
+
   it('says which node pool grows, by how much and at what price, and why', () => {
     const e = eventEntry(60_000, example('gpu-pool-scaled'), () => undefined);
     expect(e).toMatchObject({ who: 'autoscale-pools', kind: 'action', what: 'GPU Pool Scaled', text: 'node pool a100-train grow 3 → 5 (+130 CNY/h)' });

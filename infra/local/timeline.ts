@@ -145,6 +145,11 @@ export function eventEntry(atMs: number, e: EventEnvelope, podName: PodName): Ti
       return { atMs, who: node, kind: 'event', what: 'GPU Utilization Summary', text: utilizationText(d) };
     case 'Remediation':
       return { atMs, who: 'remediate', kind: 'action', what: '', text: remediationText(d), ...(d.reason ? { why: String(d.reason) } : {}) };
+    case 'Quota Rewritten': {
+      const changes = (d.changes as { resource: string; from: string | null; to: string | null }[] | undefined) ?? [];
+      const text = `${String(d.namespace)}: ${changes.map((c) => `${c.resource} ${c.from ?? 'unset'} → ${c.to ?? 'unset'}`).join(', ')}${d.dryRun ? ' [dry run]' : ''}`;
+      return { atMs, who: 'rewrite-quotas', kind: 'action', what: 'Quota Rewritten', text, ...(d.reason ? { why: String(d.reason) } : {}) };
+    }
     case 'GPU Pool Scaled': {
       const cost = d.hourlyCostDelta as { amount?: number; currency?: string } | undefined;
       const grow = Number(d.to) >= Number(d.from);
