@@ -31,6 +31,7 @@ export const commands: Entry[] = [
   { path: ['mig', 'validate'], summary: 'check one GPU\'s MIG layout against its model: valid (and where each instance sits) or why not', load: async () => (await import('../functions/mig/cli.ts')).migValidateCommand },
   { path: ['mig', 'plan'], summary: 'print which idle MIG GPUs to relay so pending MIG pods can run (fleet file or live cluster; changes nothing)', load: async () => (await import('../functions/mig/cli.ts')).migPlanCommand },
   { path: ['mig', 'layouts'], summary: 'list every MIG layout one GPU of a model can hold', load: async () => (await import('../functions/mig/cli.ts')).migLayoutsCommand },
+  { path: ['chat', 'verify'], summary: 'check a captured Slack, DingTalk or Feishu request the way the webhook does, and say why it would be refused', load: async () => (await import('../functions/chatops/cli.ts')).chatVerifyCommand },
   { path: ['quota', 'plan'], summary: 'print the team quotas the rewriter would write (fleet file or live cluster; changes nothing)', load: async () => (await import('../functions/quota/cli.ts')).quotaPlanCommand },
   { path: ['quota', 'rollback'], summary: "put gpu-reflex's team quotas back to the values before their last rewrite, and hold them", load: async () => (await import('../functions/quota/cli.ts')).quotaRollbackCommand },
   { path: ['remediate', 'plan'], summary: 'print the remediation plan for one event, in dry run (from facts, or reading a live cluster)', load: async () => (await import('../functions/remediate/cli.ts')).planCommand },
