@@ -22,6 +22,9 @@ export const ChatOpsCommandDetailSchema = z
     text: z.string().min(1).max(4000),
     command: z.string().min(1).max(64),
     args: z.array(z.string().max(256)).max(32),
+    /** What came of it: the answer given, or why it was refused. */
+    result: z.string().max(2048).optional(),
+    dryRun: z.boolean().optional(),
   })
   .strict();
 export type ChatOpsCommandDetail = z.infer<typeof ChatOpsCommandDetailSchema>;

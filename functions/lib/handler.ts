@@ -196,6 +196,33 @@ export function httpHandler<B>(spec: HttpHandlerSpec<B>) {
     });
 }
 
+export interface RawHttpHandlerSpec {
+  name: string;
+  logger: LoggerSource;
+  /** The raw body text (base64 undone) and the request: signed webhooks must see the bytes as sent. */
+  handle(body: string, ctx: HandlerContext & { request: APIGatewayProxyEventV2 }): Promise<APIGatewayProxyStructuredResultV2>;
+}
+
+/**
+ * API Gateway v2 for webhooks that verify a signature over the raw body and answer in their
+ * platform's shape (chat): the function builds its own response; failures are classified as for
+ * every handler (retryable → 503, anything else → 500, logged).
+ */
+export function rawHttpHandler(spec: RawHttpHandlerSpec) {
+  return middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, Ctx>()
+    .use(loggerContext(spec.name, spec.logger))
+    .use(
+      classifyErrors(
+        (o) => (o.status === 'dropped' ? json(400, { error: o.reason }) : json(200, o)),
+        (_err, meaning) => (meaning === 'retry' ? json(503, { error: 'try again later' }) : json(500, { error: 'internal error' })),
+      ),
+    )
+    .handler(async (request, context) => {
+      const text = request.body === undefined ? '' : request.isBase64Encoded ? Buffer.from(request.body, 'base64').toString('utf8') : request.body;
+      return spec.handle(text, { logger: loggerOf(context), context, request });
+    });
+}
+
 function loggerOf(context: Ctx): Logger {
   if (!context.logger) throw new Error('loggerContext middleware did not run');
   return context.logger;

@@ -26,8 +26,8 @@ describe('serverless.yml at the repository root', () => {
       ['autoscale-pools', 'rate(1 minute)'],
       ['rewrite-quotas', 'rate(5 minutes)'],
     ]);
-    // The chat route arrives with the ChatOps function; no function is declared before it exists.
-    expect(table.routes).toEqual([]);
+    // The chat webhook: one route, the platform in the path.
+    expect(table.routes.map((r) => [r.method, r.path, r.fn.key])).toEqual([['POST', '/chat/{platform}', 'chatops']]);
     expect(table.warnings).toEqual([]);
   });
 

@@ -1,0 +1,49 @@
+/**
+ * Lambda `chatops`: HTTP API `POST /chat/{platform}` (slack, dingtalk, feishu). Configuration:
+ *   CHAT_SLACK_SIGNING_SECRET, CHAT_DINGTALK_APP_SECRET, CHAT_FEISHU_VERIFICATION_TOKEN,
+ *   CHAT_FEISHU_ENCRYPT_KEY   the platforms' secrets (a platform without one refuses everything)
+ *   CHATOPS_CONFIG_FILE       roles: who may do what (default: everyone a viewer)
+ */
+import { readFileSync } from 'node:fs';
+import { ConfigError } from '../config.ts';
+import { rawHttpHandler } from '../lib/handler.ts';
+import { lazy, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
+import type { ChatSecrets } from './core/signature.ts';
+import { ChatOpsConfigSchema, parseChatOpsConfig, type ChatOpsConfig } from './run.ts';
+import { handleChatRequest } from './webhook.ts';
+
+export type ChatWiring = FunctionDeps<{ chat: ChatOpsConfig; secrets: ChatSecrets }>;
+
+export function wireChat(service: string, env: NodeJS.ProcessEnv = process.env): ChatWiring {
+  return wireFromEnv(service, () => {
+    let chat = ChatOpsConfigSchema.parse({});
+    const file = env['CHATOPS_CONFIG_FILE'];
+    if (file) {
+      try {
+        chat = parseChatOpsConfig(readFileSync(file, 'utf8'), file);
+      } catch (err) {
+        throw new ConfigError(`bad configuration: CHATOPS_CONFIG_FILE ${file}: ${(err as Error).message}`);
+      }
+    }
+    const secrets: ChatSecrets = {
+      ...(env['CHAT_SLACK_SIGNING_SECRET'] ? { slackSigningSecret: env['CHAT_SLACK_SIGNING_SECRET'] } : {}),
+      ...(env['CHAT_DINGTALK_APP_SECRET'] ? { dingtalkAppSecret: env['CHAT_DINGTALK_APP_SECRET'] } : {}),
+      ...(env['CHAT_FEISHU_VERIFICATION_TOKEN'] ? { feishuVerificationToken: env['CHAT_FEISHU_VERIFICATION_TOKEN'] } : {}),
+      ...(env['CHAT_FEISHU_ENCRYPT_KEY'] ? { feishuEncryptKey: env['CHAT_FEISHU_ENCRYPT_KEY'] } : {}),
+    };
+    return { own: { chat, secrets } };
+  }, env);
+}
+
+export function createChatHandler(getDeps: () => ChatWiring) {
+  return rawHttpHandler({
+    name: 'chatops',
+    logger: () => getDeps().logger,
+    async handle(body, { logger, request }) {
+      const d = getDeps();
+      return handleChatRequest({ kube: d.kube, publisher: d.publisher, clock: d.clock, config: d.chat, secrets: d.secrets, logger }, request, body);
+    },
+  });
+}
+
+export const handler = createChatHandler(lazy((): ChatWiring => wireChat('chatops')));

@@ -1,0 +1,128 @@
+/**
+ * One chat command, carried out through the same adapters as the automation: authorised by role,
+ * `--dry-run` through the dry-run ports (the wiring's decorator, chosen per command), published
+ * as a ChatOps Command event (who, what, the answer), answered in words.
+ */
+import { z } from 'zod';
+import { APPROVAL_DECIDED, CHATOPS_COMMAND, SCHEMA_VERSION, SOURCES, type ApprovalDecidedDetail, type ChatOpsCommandDetail } from '../../events/index.ts';
+import type { EventPublisher } from '../adapters/bus.ts';
+import type { Clock } from '../adapters/clock.ts';
+import { dryRunPorts, type DryRunnable } from '../adapters/kube/dry-run.ts';
+import { STATE_LABEL } from '../remediate/core/state.ts';
+import { parseYamlText } from '../lib/yaml-text.ts';
+import { helpText, parseCommand, ROLE_RANK, roleNeeded, type ChatCommand, type Role } from './core/command.ts';
+import type { ChatPlatform } from './core/signature.ts';
+
+export interface ChatUser {
+  platform: ChatPlatform;
+  id: string;
+  name?: string;
+  channel: string;
+}
+
+const Match = z.object({ platform: z.enum(['slack', 'dingtalk', 'feishu']).optional(), user: z.string().optional(), channel: z.string().optional() }).strict();
+export const ChatOpsConfigSchema = z
+  .object({
+    /** First match wins; a rule names a platform, a user id, a channel id, or several. */
+    roles: z.array(z.object({ match: Match, role: z.enum(['viewer', 'operator', 'admin']) }).strict()).default([]),
+    /** Everyone no rule names. */
+    default: z.enum(['none', 'viewer', 'operator', 'admin']).default('viewer'),
+  })
+  .strict();
+export type ChatOpsConfig = z.output<typeof ChatOpsConfigSchema>;
+
+export function parseChatOpsConfig(text: string, source = 'chatops config'): ChatOpsConfig {
+  const r = ChatOpsConfigSchema.safeParse(parseYamlText(text) ?? {});
+  if (!r.success) throw new Error(`${source} is invalid:\n  ${r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('\n  ')}`);
+  return r.data;
+}
+
+export function roleOf(config: ChatOpsConfig, who: ChatUser): Role | 'none' {
+  const rule = config.roles.find((r) => (!r.match.platform || r.match.platform === who.platform) && (!r.match.user || r.match.user === who.id) && (!r.match.channel || r.match.channel === who.channel));
+  return rule?.role ?? config.default;
+}
+
+export interface ChatDeps {
+  kube: DryRunnable;
+  publisher: EventPublisher;
+  clock: Clock;
+  config: ChatOpsConfig;
+}
+
+async function status(kube: DryRunnable, node: string | undefined): Promise<string> {
+  if (node) {
+    const n = await kube.nodes.get(node);
+    const gpus = n.allocatable['nvidia.com/gpu'];
+    return `${n.name}: ${n.ready === false ? 'NotReady' : 'Ready'}${n.unschedulable ? ', cordoned' : ''}; gpu-reflex state ${n.labels[STATE_LABEL] ?? 'healthy'}${n.taints.length > 0 ? `; taints ${n.taints.map((t) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`).join(', ')}` : ''}${gpus ? `; ${gpus} GPUs allocatable` : ''}`;
+  }
+  const [nodes, pods] = await Promise.all([kube.nodes.list(), kube.pods.list()]);
+  const byState = new Map<string, number>();
+  for (const n of nodes) byState.set(n.labels[STATE_LABEL] ?? 'healthy', (byState.get(n.labels[STATE_LABEL] ?? 'healthy') ?? 0) + 1);
+  const pending = pods.filter((p) => p.phase === 'Pending' && !p.nodeName && Object.keys(p.extendedResources).some((r) => r.includes('gpu') || r.startsWith('nvidia.com/mig-'))).length;
+  return `${nodes.length} nodes (${[...byState].map(([s, k]) => `${k} ${s}`).join(', ')}), ${nodes.filter((n) => n.unschedulable).length} cordoned; ${pending} GPU pod${pending === 1 ? '' : 's'} pending`;
+}
+
+/** Runs one command text for `who`; returns the answer. Publishes ChatOps Command whatever happens. */
+export async function runChatCommand(deps: ChatDeps, who: ChatUser, text: string): Promise<string> {
+  const parsed = parseCommand(text);
+  const now = deps.clock.now();
+  const publish = async (command: string, args: string[], result: string, dryRun?: boolean) => {
+    const detail: ChatOpsCommandDetail = {
+      schemaVersion: SCHEMA_VERSION,
+      eventId: `chat:${who.platform}:${who.id}:${now}`.slice(0, 128),
+      occurredAt: new Date(now).toISOString(),
+      user: { platform: who.platform, id: who.id.slice(0, 128), ...(who.name ? { name: who.name.slice(0, 128) } : {}) },
+      channel: who.channel.slice(0, 128) || 'unknown',
+      text: (text.trim() || '(empty)').slice(0, 4000),
+      command: command.slice(0, 64),
+      args: args.slice(0, 32).map((a) => a.slice(0, 256)),
+      result: result.slice(0, 2048),
+      ...(dryRun !== undefined ? { dryRun } : {}),
+    };
+    await deps.publisher.publish([{ source: SOURCES.chatops, detailType: CHATOPS_COMMAND, detail }]);
+  };
+  if (!parsed.ok) {
+    await publish(parsed.words[0] ?? 'help', parsed.words.slice(1), `refused: ${parsed.error.split('\n')[0]}`);
+    return parsed.error;
+  }
+  const c: ChatCommand = parsed.command;
+  const args = parsed.words.slice(1);
+  const role = roleOf(deps.config, who);
+  const need = roleNeeded(c);
+  if (role === 'none' || ROLE_RANK[role] < ROLE_RANK[need]) {
+    const answer = `not allowed: ${c.name} needs the ${need} role; ${who.platform} user ${who.id} has ${role === 'none' ? 'none' : `only ${role}`}`;
+    await publish(c.name, args, answer, c.dryRun);
+    return answer;
+  }
+  const kube = c.dryRun ? dryRunPorts(deps.kube, () => {}) : deps.kube;
+  let answer: string;
+  switch (c.name) {
+    case 'help':
+      answer = helpText();
+      break;
+    case 'status':
+      answer = await status(kube, c.node);
+      break;
+    case 'cordon':
+    case 'uncordon': {
+      const changed = c.name === 'cordon' ? await kube.nodes.cordon(c.node) : await kube.nodes.uncordon(c.node);
+      const verb = c.name === 'cordon' ? 'cordoned' : 'uncordoned';
+      answer = c.dryRun ? `dry run: would have ${changed ? verb : `left ${c.node} as it is (already ${verb})`}${changed ? ` ${c.node}` : ''}` : changed ? `${verb} ${c.node}` : `${c.node} was already ${verb}`;
+      break;
+    }
+    case 'approve':
+    case 'deny': {
+      const decision = c.name === 'approve' ? 'approved' : 'rejected';
+      if (c.dryRun) {
+        answer = `dry run: would have ${decision} ${c.id}`;
+        break;
+      }
+      const detail: ApprovalDecidedDetail = { schemaVersion: SCHEMA_VERSION, eventId: `decision:${c.id}:${who.platform}:${who.id}:${now}`.slice(0, 128), occurredAt: new Date(now).toISOString(), approvalId: c.id, decision, decidedBy: { platform: who.platform, id: who.id.slice(0, 128), ...(who.name ? { name: who.name.slice(0, 128) } : {}) } };
+      await deps.publisher.publish([{ source: SOURCES.chatops, detailType: APPROVAL_DECIDED, detail }]);
+      answer = `${decision} ${c.id}: remediate-approve acts on it once (a second click changes nothing)`;
+      break;
+    }
+  }
+  await publish(c.name, args, answer, c.dryRun);
+  return answer;
+}
