@@ -6,21 +6,12 @@
 import { performance } from 'node:perf_hooks';
 import { planScaleOut, type PendingPod, type PoolState } from '../functions/autoscale/core/planner.ts';
 import { clusterAutoscalerStyle, exactScaleOut } from './autoscale-reference.ts';
+import { mulberry32 } from '../infra/local/bus/router.ts';
 import { below, info, percentile, type BenchSuite, type Measurement } from './harness.ts';
 
 const GiB = 1024 ** 3;
 
-/** A small seeded PRNG: the same fleet every run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 const MODELS = [
   { model: 'T4', perGpu: 8.5 },

@@ -7,20 +7,12 @@
 import { performance } from 'node:perf_hooks';
 import { QuotaConfigSchema, type QuotaConfig } from '../functions/quota/core/config.ts';
 import { planQuotas, type QuotaFacts } from '../functions/quota/core/planner.ts';
+import { mulberry32 } from '../infra/local/bus/router.ts';
 import { below, info, percentile, type BenchSuite, type Measurement } from './harness.ts';
 
 const RESOURCES = ['nvidia.com/gpu', 'nvidia.com/mig-1g.10gb', 'nvidia.com/mig-2g.20gb', 'nvidia.com/mig-3g.40gb', 'aliyun.com/gpu-mem', 'amd.com/gpu'];
 
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+const rng = mulberry32;
 
 /** 500 namespaces in 125 teams of 4; a third of the teams idle, a third quota-bound. */
 export function benchQuotaFleet(seed = 3): { config: QuotaConfig; facts: QuotaFacts; bound: Set<string> } {

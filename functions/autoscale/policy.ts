@@ -11,7 +11,7 @@
  *     np-t4-inference: { min: 0, max: 10, maxStep: 4 }
  */
 import { z } from 'zod';
-import { parseYamlText } from '../lib/yaml-text.ts';
+import { parseConfigText } from '../lib/yaml-text.ts';
 
 const PoolBounds = z
   .object({
@@ -41,13 +41,5 @@ export class AutoscalePolicyError extends Error {
 }
 
 export function parseAutoscalePolicy(text: string, source = 'autoscale policy'): AutoscalePolicy {
-  let raw: unknown;
-  try {
-    raw = parseYamlText(text);
-  } catch (err) {
-    throw new AutoscalePolicyError(`${source}: not YAML or JSON: ${(err as Error).message}`);
-  }
-  const r = AutoscalePolicySchema.safeParse(raw ?? {});
-  if (!r.success) throw new AutoscalePolicyError(`${source} is invalid:\n  ${r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('\n  ')}`);
-  return r.data;
+  return parseConfigText(text, source, AutoscalePolicySchema, (m) => new AutoscalePolicyError(m));
 }

@@ -2,15 +2,14 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../events/clock.ts';
 import { GPU_POOL_SCALED, type GpuPoolScaledDetail } from '../../events/index.ts';
 import { startAliCloudSim, type AliCloudSim } from '../../infra/local/alicloud/index.ts';
-import { AliCloudPools } from '../adapters/alicloud/client.ts';
 import { RecordingPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { TransientError } from '../adapters/errors.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
-import { silentLogger } from '../lib/logger.ts';
 import { AutoscalePolicySchema } from './policy.ts';
 import { autoscalePools, NODEPOOL_LABEL, type AutoscaleDeps } from './run.ts';
+import { simDeps } from './testing.ts';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 let sim: AliCloudSim;
@@ -41,21 +40,8 @@ beforeEach(async () => {
   kube.cluster.addNode({ name: t4!.nodeName, labels: { [NODEPOOL_LABEL]: 'np-t4', 'gpu-reflex.io/pool': 't4' }, allocatable: { 'nvidia.com/gpu': '1', cpu: '3500m', memory: '14Gi' } });
   publisher = new RecordingPublisher();
   notifier = new RecordingNotifier();
-  const c = sim.connection;
-  deps = {
-    nodes: kube.nodes,
-    pods: kube.pods,
-    leases: kube.leases,
-    state: kube.state,
-    cloud: new AliCloudPools({ regionId: c.regionId, clusterId: c.clusterId, accessKeyId: c.accessKeyId, accessKeySecret: c.accessKeySecret, endpoint: c.endpoint, protocol: 'http' }, clock),
-    publisher,
-    notifier,
-    clock,
-    logger: silentLogger,
-    holder: 'req-1',
-    clusterId: c.clusterId,
-    policy: AutoscalePolicySchema.parse({ pendingSeconds: 60, cooldownMinutes: 3, pools: { 'np-t4': { max: 4, maxStep: 4 }, 'np-a10': { max: 2 }, 'np-ack-managed': { max: 9 } } }),
-  };
+  deps = { ...simDeps(sim, kube, clock, publisher, AutoscalePolicySchema.parse({ pendingSeconds: 60, cooldownMinutes: 3, pools: { 'np-t4': { max: 4, maxStep: 4 }, 'np-a10': { max: 2 }, 'np-ack-managed': { max: 9 } } })), notifier };
+
 });
 afterEach(() => sim.close());
 

@@ -2,15 +2,14 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../events/clock.ts';
 import { GPU_POOL_SCALED, type GpuPoolScaledDetail } from '../../events/index.ts';
 import { startAliCloudSim, type AliCloudSim } from '../../infra/local/alicloud/index.ts';
-import { AliCloudPools } from '../adapters/alicloud/client.ts';
 import { RecordingPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
-import { silentLogger } from '../lib/logger.ts';
 import { STATE_LABEL } from '../remediate/core/state.ts';
 import { AutoscalePolicySchema } from './policy.ts';
 import { autoscalePools, NODEPOOL_LABEL, type AutoscaleDeps } from './run.ts';
+import { simDeps } from './testing.ts';
 
 /**
  * Scale-in through the real SDK against the simulated region: a T4 pool of four, one node busy
@@ -41,21 +40,8 @@ beforeEach(async () => {
   kube.cluster.addPod({ name: 'agent-x', namespace: 'gpu-reflex', nodeName: withCpuPod, owners: [{ kind: 'DaemonSet', name: 'agent' }] });
   await kube.nodes.setLabels(held!, { [STATE_LABEL]: 'draining' });
   publisher = new RecordingPublisher();
-  const c = sim.connection;
-  deps = {
-    nodes: kube.nodes,
-    pods: kube.pods,
-    leases: kube.leases,
-    state: kube.state,
-    cloud: new AliCloudPools({ regionId: c.regionId, clusterId: c.clusterId, accessKeyId: c.accessKeyId, accessKeySecret: c.accessKeySecret, endpoint: c.endpoint, protocol: 'http' }, clock),
-    publisher,
-    notifier: new RecordingNotifier(),
-    clock,
-    logger: silentLogger,
-    holder: 'req-1',
-    clusterId: c.clusterId,
-    policy: AutoscalePolicySchema.parse({ pools: { 'np-t4': { min: 1, max: 6 } }, scaleIn: { idleMinutes: 10 } }),
-  };
+  deps = simDeps(sim, kube, clock, publisher, AutoscalePolicySchema.parse({ pools: { 'np-t4': { min: 1, max: 6 } }, scaleIn: { idleMinutes: 10 } }));
+
 });
 afterEach(() => sim.close());
 

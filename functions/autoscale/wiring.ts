@@ -7,31 +7,17 @@
  * In a dry run (DRY_RUN=true) the cloud port is wrapped like the Kubernetes ones: reads go
  * through, writes are only logged.
  */
-import { readFileSync } from 'node:fs';
 import { AliCloudPools, aliCloudSettingsFromEnv } from '../adapters/alicloud/client.ts';
 import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
 import type { CloudPools } from '../adapters/alicloud/ports.ts';
 import { ConfigError } from '../config.ts';
-import { lazy, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
+import { configFileFromEnv, lazy, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
 import { AutoscalePolicyError, AutoscalePolicySchema, parseAutoscalePolicy, type AutoscalePolicy } from './policy.ts';
 
 export type AutoscaleWiring = FunctionDeps<{ policy: AutoscalePolicy; cloud: CloudPools; clusterId: string }>;
 
 export function autoscalePolicyFromEnv(env: NodeJS.ProcessEnv): AutoscalePolicy {
-  const file = env['AUTOSCALE_POLICY_FILE'];
-  if (!file) return AutoscalePolicySchema.parse({});
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new ConfigError(`bad configuration: AUTOSCALE_POLICY_FILE ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-  }
-  try {
-    return parseAutoscalePolicy(text, file);
-  } catch (err) {
-    if (err instanceof AutoscalePolicyError) throw new ConfigError(`bad configuration: ${err.message}`);
-    throw err;
-  }
+  return configFileFromEnv(env, 'AUTOSCALE_POLICY_FILE', parseAutoscalePolicy, AutoscalePolicyError) ?? AutoscalePolicySchema.parse({});
 }
 
 /** Where no pool is managed, nothing may reach the cloud: every call says why. */

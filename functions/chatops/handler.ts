@@ -4,27 +4,17 @@
  *   CHAT_FEISHU_ENCRYPT_KEY   the platforms' secrets (a platform without one refuses everything)
  *   CHATOPS_CONFIG_FILE       roles: who may do what (default: everyone a viewer)
  */
-import { readFileSync } from 'node:fs';
-import { ConfigError } from '../config.ts';
 import { rawHttpHandler } from '../lib/handler.ts';
-import { lazy, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
+import { configFileFromEnv, lazy, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
 import type { ChatSecrets } from './core/signature.ts';
-import { ChatOpsConfigSchema, parseChatOpsConfig, type ChatOpsConfig } from './run.ts';
+import { ChatOpsConfigError, ChatOpsConfigSchema, parseChatOpsConfig, type ChatOpsConfig } from './run.ts';
 import { handleChatRequest } from './webhook.ts';
 
 export type ChatWiring = FunctionDeps<{ chat: ChatOpsConfig; secrets: ChatSecrets }>;
 
 export function wireChat(service: string, env: NodeJS.ProcessEnv = process.env): ChatWiring {
   return wireFromEnv(service, () => {
-    let chat = ChatOpsConfigSchema.parse({});
-    const file = env['CHATOPS_CONFIG_FILE'];
-    if (file) {
-      try {
-        chat = parseChatOpsConfig(readFileSync(file, 'utf8'), file);
-      } catch (err) {
-        throw new ConfigError(`bad configuration: CHATOPS_CONFIG_FILE ${file}: ${(err as Error).message}`);
-      }
-    }
+    const chat = configFileFromEnv(env, 'CHATOPS_CONFIG_FILE', parseChatOpsConfig, ChatOpsConfigError) ?? ChatOpsConfigSchema.parse({});
     const secrets: ChatSecrets = {
       ...(env['CHAT_SLACK_SIGNING_SECRET'] ? { slackSigningSecret: env['CHAT_SLACK_SIGNING_SECRET'] } : {}),
       ...(env['CHAT_DINGTALK_APP_SECRET'] ? { dingtalkAppSecret: env['CHAT_DINGTALK_APP_SECRET'] } : {}),

@@ -9,7 +9,7 @@ import type { EventPublisher } from '../adapters/bus.ts';
 import type { Clock } from '../adapters/clock.ts';
 import { dryRunPorts, type DryRunnable } from '../adapters/kube/dry-run.ts';
 import { STATE_LABEL } from '../remediate/core/state.ts';
-import { parseYamlText } from '../lib/yaml-text.ts';
+import { parseConfigText } from '../lib/yaml-text.ts';
 import { helpText, parseCommand, ROLE_RANK, roleNeeded, type ChatCommand, type Role } from './core/command.ts';
 import type { ChatPlatform } from './core/signature.ts';
 
@@ -31,10 +31,12 @@ export const ChatOpsConfigSchema = z
   .strict();
 export type ChatOpsConfig = z.output<typeof ChatOpsConfigSchema>;
 
+export class ChatOpsConfigError extends Error {
+  override name = 'ChatOpsConfigError';
+}
+
 export function parseChatOpsConfig(text: string, source = 'chatops config'): ChatOpsConfig {
-  const r = ChatOpsConfigSchema.safeParse(parseYamlText(text) ?? {});
-  if (!r.success) throw new Error(`${source} is invalid:\n  ${r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('\n  ')}`);
-  return r.data;
+  return parseConfigText(text, source, ChatOpsConfigSchema, (m) => new ChatOpsConfigError(m));
 }
 
 export function roleOf(config: ChatOpsConfig, who: ChatUser): Role | 'none' {

@@ -8,12 +8,13 @@
  * (a remediation policy file's `dryRun: true`), selects the dry-run wiring (lib/dry-run.ts), every
  * port that acts wrapped in a recording decorator. No plan, fact or policy carries the flag.
  */
+import { readFileSync } from 'node:fs';
 import { EventBridgePublisher, type EventPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier, WebhookNotifier, type Notifier } from '../adapters/chat/notifier.ts';
 import { currentClock, type Clock } from '../adapters/clock.ts';
 import { dryRunPorts } from '../adapters/kube/dry-run.ts';
 import { kubePorts, loadKubeConfig, type KubePorts, type KubePortsOptions } from '../adapters/kube/index.ts';
-import { loadFunctionsConfig, type FunctionsConfig } from '../config.ts';
+import { ConfigError, loadFunctionsConfig, type FunctionsConfig } from '../config.ts';
 import { DryRunNotifier, DryRunPublisher } from './dry-run.ts';
 import { createLogger, type Logger } from './logger.ts';
 
@@ -66,4 +67,26 @@ export function wireFromEnv<Own extends object = object>(service: string, ownCon
 export function lazy<T>(make: () => T): () => T {
   let v: T | undefined;
   return () => (v ??= make());
+}
+
+/**
+ * A function's own configuration file, named by the environment variable `variable`: undefined when
+ * unset; read and parsed with `parse` (which throws `errorClass` for bad content); any failure is a
+ * ConfigError naming the variable, the file and what is wrong.
+ */
+export function configFileFromEnv<T>(env: NodeJS.ProcessEnv, variable: string, parse: (text: string, source: string) => T, errorClass: new (...args: never[]) => Error): T | undefined {
+  const file = env[variable];
+  if (!file) return undefined;
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`bad configuration: ${variable} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+  }
+  try {
+    return parse(text, file);
+  } catch (err) {
+    if (err instanceof errorClass) throw new ConfigError(`bad configuration: ${err.message}`);
+    throw err;
+  }
 }

@@ -59,3 +59,34 @@ export function parseYamlText(text: string, options: YamlOptions = {}): unknown 
   }
   return yamlValue(doc);
 }
+
+/** What a schema can do for parseConfigText (any zod schema). */
+interface Validator<T> {
+  safeParse(raw: unknown): { success: true; data: T } | { success: false; error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] } };
+}
+
+/** Every problem of a failed validation, one per field path: `teams.0.name: …`. */
+export function issueLines(issues: readonly { path: readonly PropertyKey[]; message: string }[]): string[] {
+  return issues.map((i) => `${i.path.map(String).join('.') || '(root)'}: ${i.message}`);
+}
+
+/** Validates a parsed document; throws `fail(message)` naming the source and every bad field. */
+export function validateConfig<T>(raw: unknown, source: string, schema: Validator<T>, fail: (message: string) => Error): T {
+  const r = schema.safeParse(raw ?? {});
+  if (!r.success) throw fail(`${source} is invalid:\n  ${issueLines(r.error.issues).join('\n  ')}`);
+  return r.data;
+}
+
+/**
+ * A configuration file's text (YAML or JSON) → its validated value; every failure is `fail(message)`
+ * naming the source: not YAML or JSON (with the line), or each bad field by path.
+ */
+export function parseConfigText<T>(text: string, source: string, schema: Validator<T>, fail: (message: string) => Error): T {
+  let raw: unknown;
+  try {
+    raw = parseYamlText(text);
+  } catch (err) {
+    throw fail(`${source}: not YAML or JSON: ${(err as Error).message}`);
+  }
+  return validateConfig(raw, source, schema, fail);
+}

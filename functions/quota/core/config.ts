@@ -16,7 +16,7 @@
  *     - { name: ml, namespaces: [ml-train, ml-infer], weight: 4, guarantee: { nvidia.com/gpu: 16 }, max: { nvidia.com/gpu: 32 } }
  */
 import { z } from 'zod';
-import { parseYamlText } from '../../lib/yaml-text.ts';
+import { parseConfigText } from '../../lib/yaml-text.ts';
 
 const EXTENDED = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\/[-a-zA-Z0-9._]+$/;
 
@@ -88,15 +88,7 @@ export class QuotaConfigError extends Error {
 }
 
 export function parseQuotaConfig(text: string, source = 'quota config'): QuotaConfig {
-  let raw: unknown;
-  try {
-    raw = parseYamlText(text);
-  } catch (err) {
-    throw new QuotaConfigError(`${source}: not YAML or JSON: ${(err as Error).message}`);
-  }
-  const r = QuotaConfigSchema.safeParse(raw ?? {});
-  if (!r.success) throw new QuotaConfigError(`${source} is invalid:\n  ${r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`).join('\n  ')}`);
-  return r.data;
+  return parseConfigText(text, source, QuotaConfigSchema, (m) => new QuotaConfigError(m));
 }
 
 /** The resources shared out: the configured list, else every resource a team names, else nvidia.com/gpu. */

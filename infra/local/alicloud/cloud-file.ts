@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { parseYamlText } from '../../../functions/lib/yaml-text.ts';
+import { parseConfigText, validateConfig } from '../../../functions/lib/yaml-text.ts';
 
 /**
  * The cloud file: what the Alibaba Cloud simulator starts with (region, one ACK cluster, its node
@@ -87,22 +87,11 @@ export class CloudFileError extends Error {
 }
 
 export function validateCloudFile(raw: unknown, source = 'cloud file'): ParsedCloudFile {
-  const r = CloudFileSchema.safeParse(raw ?? {});
-  if (!r.success) {
-    const lines = r.error.issues.map((i) => `${i.path.join('.') || '(root)'}: ${i.message}`);
-    throw new CloudFileError(`${source} is invalid:\n  ${lines.join('\n  ')}`);
-  }
-  return r.data;
+  return validateConfig(raw, source, CloudFileSchema, (m) => new CloudFileError(m));
 }
 
 export function parseCloudFile(text: string, source = 'cloud file'): ParsedCloudFile {
-  let raw: unknown;
-  try {
-    raw = parseYamlText(text);
-  } catch (err) {
-    throw new CloudFileError(`${source}: not YAML or JSON: ${(err as Error).message}`);
-  }
-  return validateCloudFile(raw, source);
+  return parseConfigText(text, source, CloudFileSchema, (m) => new CloudFileError(m));
 }
 
 export function loadCloudFile(path: string): ParsedCloudFile {
