@@ -3,14 +3,17 @@
  *   CHAT_SLACK_SIGNING_SECRET, CHAT_DINGTALK_APP_SECRET, CHAT_FEISHU_VERIFICATION_TOKEN,
  *   CHAT_FEISHU_ENCRYPT_KEY   the platforms' secrets (a platform without one refuses everything)
  *   CHATOPS_CONFIG_FILE       roles: who may do what (default: everyone a viewer)
+ *   QUOTA_CONFIG_FILE         the rewriter's teams, for `quota plan` (optional)
  */
 import { rawHttpHandler } from '../lib/handler.ts';
 import { configFileFromEnv, lazy, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
+import type { QuotaConfig } from '../quota/core/config.ts';
+import { quotaConfigFromEnv } from '../quota/wiring.ts';
 import type { ChatSecrets } from './core/signature.ts';
 import { ChatOpsConfigError, ChatOpsConfigSchema, parseChatOpsConfig, type ChatOpsConfig } from './run.ts';
 import { handleChatRequest } from './webhook.ts';
 
-export type ChatWiring = FunctionDeps<{ chat: ChatOpsConfig; secrets: ChatSecrets }>;
+export type ChatWiring = FunctionDeps<{ chat: ChatOpsConfig; secrets: ChatSecrets; quotaTeams?: QuotaConfig }>;
 
 export function wireChat(service: string, env: NodeJS.ProcessEnv = process.env): ChatWiring {
   return wireFromEnv(service, () => {
@@ -21,7 +24,8 @@ export function wireChat(service: string, env: NodeJS.ProcessEnv = process.env):
       ...(env['CHAT_FEISHU_VERIFICATION_TOKEN'] ? { feishuVerificationToken: env['CHAT_FEISHU_VERIFICATION_TOKEN'] } : {}),
       ...(env['CHAT_FEISHU_ENCRYPT_KEY'] ? { feishuEncryptKey: env['CHAT_FEISHU_ENCRYPT_KEY'] } : {}),
     };
-    return { own: { chat, secrets } };
+    const quotaTeams = quotaConfigFromEnv(env);
+    return { own: { chat, secrets, ...(quotaTeams ? { quotaTeams } : {}) } };
   }, env);
 }
 
@@ -31,7 +35,7 @@ export function createChatHandler(getDeps: () => ChatWiring) {
     logger: () => getDeps().logger,
     async handle(body, { logger, request }) {
       const d = getDeps();
-      return handleChatRequest({ kube: d.kube, publisher: d.publisher, clock: d.clock, config: d.chat, secrets: d.secrets, logger }, request, body);
+      return handleChatRequest({ kube: d.kube, publisher: d.publisher, clock: d.clock, config: d.chat, secrets: d.secrets, logger, ...(d.quotaTeams ? { quota: d.quotaTeams } : {}) }, request, body);
     },
   });
 }

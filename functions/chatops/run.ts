@@ -10,6 +10,13 @@ import type { Clock } from '../adapters/clock.ts';
 import { dryRunPorts, type DryRunnable } from '../adapters/kube/dry-run.ts';
 import { STATE_LABEL } from '../remediate/core/state.ts';
 import { parseConfigText } from '../lib/yaml-text.ts';
+import { drainOnce } from '../adapters/kube/drain.ts';
+import { planTable as migPlanTable } from '../mig/cli.ts';
+import { planMig } from '../mig/core/planner.ts';
+import { readMigFleet } from '../mig/supply.ts';
+import type { QuotaConfig } from '../quota/core/config.ts';
+import { planQuotas } from '../quota/core/planner.ts';
+import { quotaFacts } from '../quota/facts.ts';
 import { helpText, parseCommand, ROLE_RANK, roleNeeded, type ChatCommand, type Role } from './core/command.ts';
 import type { ChatPlatform } from './core/signature.ts';
 
@@ -49,6 +56,8 @@ export interface ChatDeps {
   publisher: EventPublisher;
   clock: Clock;
   config: ChatOpsConfig;
+  /** The quota rewriter's teams, when this deployment has them (`quota plan`). */
+  quota?: QuotaConfig;
 }
 
 async function status(kube: DryRunnable, node: string | undefined): Promise<string> {
@@ -110,6 +119,35 @@ export async function runChatCommand(deps: ChatDeps, who: ChatUser, text: string
       const changed = c.name === 'cordon' ? await kube.nodes.cordon(c.node) : await kube.nodes.uncordon(c.node);
       const verb = c.name === 'cordon' ? 'cordoned' : 'uncordoned';
       answer = c.dryRun ? `dry run: would have ${changed ? verb : `left ${c.node} as it is (already ${verb})`}${changed ? ` ${c.node}` : ''}` : changed ? `${verb} ${c.node}` : `${c.node} was already ${verb}`;
+      break;
+    }
+    case 'drain': {
+      // One pass, as `kubectl drain` does per attempt; blocked pods are said, a second drain retries them.
+      const r = await drainOnce(kube, c.node);
+      const pods = (xs: string[]) => xs.slice(0, 5).join(', ') + (xs.length > 5 ? ` and ${xs.length - 5} more` : '');
+      const parts = [
+        r.evicted.length > 0 ? `${c.dryRun ? 'would evict' : 'evicting'} ${r.evicted.length} pod(s) (${pods(r.evicted)})` : 'no pod to evict',
+        ...(r.blocked.length > 0 ? [`${r.blocked.length} blocked for now (${pods(r.blocked.map((b) => b.pod))}: ${r.blocked[0]!.reason}); drain again to retry`] : []),
+        ...(r.skipped.length > 0 ? [`${r.skipped.length} DaemonSet/mirror pod(s) left`] : []),
+      ];
+      answer = `${c.dryRun ? 'dry run: would have cordoned and drained' : 'cordoned and draining'} ${c.node}: ${parts.join('; ')}`;
+      break;
+    }
+    case 'quota': {
+      if (!deps.quota) {
+        answer = 'no teams are configured here (QUOTA_CONFIG_FILE): there are no quotas to plan';
+        break;
+      }
+      const [nodes, pods, quotas] = await Promise.all([kube.nodes.list(), kube.pods.list(), kube.quotas.listQuotas()]);
+      const plan = planQuotas(deps.quota, quotaFacts(deps.quota, nodes, pods, quotas));
+      const lines = plan.namespaces.flatMap((n) => n.changes.map((ch) => `${n.namespace}: ${ch.key} ${ch.from ?? 'unset'} → ${ch.to}`));
+      answer = [lines.length > 0 ? `rewrite-quotas would change ${lines.length} quota value(s):` : 'every team quota is as rewrite-quotas would write it', ...lines, ...plan.warnings.map((w) => `warning: ${w}`)].join('\n');
+      break;
+    }
+    case 'mig': {
+      const [nodes, pods] = await Promise.all([kube.nodes.list(), kube.pods.list()]);
+      const fleet = readMigFleet(nodes, pods);
+      answer = migPlanTable(planMig(fleet.nodes, fleet.pending), fleet.notes).join('\n');
       break;
     }
     case 'approve':

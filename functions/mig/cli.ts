@@ -118,7 +118,7 @@ export const migLayoutsCommand: Command = {
   },
 };
 
-function planTable(plan: MigPlan, notes: readonly string[]): string[] {
+export function planTable(plan: MigPlan, notes: readonly string[]): string[] {
   const rows = plan.changes.map((c) => [`${c.node}/${c.gpu}`, layoutWords(c.from), layoutWords(c.to), c.unblocks.join(', ') || '-', c.disrupts.join(', ') || '-']);
   const head = ['GPU', 'FROM', 'TO', 'UNBLOCKS', 'DISRUPTS'];
   const width = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));

@@ -22,13 +22,21 @@ let restore: () => void;
 
 beforeAll(async () => {
   const dir = mkdtempSync(join(tmpdir(), 'chatops-e2e-'));
-  sim = await startKubeSim({ fleet: { nodes: [{ name: 'gpu-0', allocatable: { 'nvidia.com/gpu': 8 } }, { name: 'gpu-1', allocatable: { 'nvidia.com/gpu': 8 } }], namespaces: [{ name: 'gpu-reflex' }] } });
+  sim = await startKubeSim({
+    fleet: {
+      nodes: [{ name: 'gpu-0', allocatable: { 'nvidia.com/gpu': 8 } }, { name: 'gpu-1', allocatable: { 'nvidia.com/gpu': 8 } }, { name: 'gpu-2', allocatable: { 'nvidia.com/gpu': 8 } }],
+      namespaces: [{ name: 'gpu-reflex' }, { name: 'ml' }],
+      pods: [{ name: 'train', namespace: 'ml', node: 'gpu-2', owner: { kind: 'ReplicaSet', name: 'train' }, requests: { 'nvidia.com/gpu': 2 } }],
+    },
+  });
   const kubeconfig = join(dir, 'kubeconfig');
   sim.writeKubeconfig(kubeconfig);
   const roles = join(dir, 'chatops.yaml');
   writeFileSync(roles, 'roles:\n  - { match: { platform: slack, user: U-OPS }, role: operator }\ndefault: viewer\n');
   bus = await startLocalBus({ serverlessYml: join(REPO_ROOT, 'serverless.yml'), clock: new VirtualClock(), busName: 'gpu-reflex' });
-  restore = withEnv({ ...functionEnv({ kubeconfig, busUrl: bus.url, busName: 'gpu-reflex' }), CHAT_SLACK_SIGNING_SECRET: SECRET, CHATOPS_CONFIG_FILE: roles, LOG_LEVEL: 'error' });
+  const teams = join(dir, 'teams.yaml');
+  writeFileSync(teams, 'teams: [{ name: ml, namespaces: [ml], guarantee: { nvidia.com/gpu: 4 } }]\n');
+  restore = withEnv({ ...functionEnv({ kubeconfig, busUrl: bus.url, busName: 'gpu-reflex' }), CHAT_SLACK_SIGNING_SECRET: SECRET, CHATOPS_CONFIG_FILE: roles, QUOTA_CONFIG_FILE: teams, LOG_LEVEL: 'error' });
 });
 afterAll(async () => {
   restore();
@@ -60,6 +68,15 @@ describe('chatops webhook on the local bus', () => {
     expect(cordoned('gpu-0')).toBe(false);
     expect((await post(signed('U-VIEW', 'cordon'))).json.text).toBe('expected one node name, got 0. Usage: cordon NODE [--dry-run]');
     expect((await post(signed('U-VIEW', 'reboot gpu-0'))).json.text).toMatch(/^unknown command "reboot"\.\ngpu-reflex commands/);
+  });
+
+  it('drains a node through the Eviction API, and shows the quota and MIG plans, read only', async () => {
+    expect((await post(signed('U-VIEW', 'drain gpu-2 --dry-run'))).json.text).toBe('dry run: would have cordoned and drained gpu-2: would evict 1 pod(s) (ml/train)');
+    expect(cordoned('gpu-2')).toBe(false);
+    expect((await post(signed('U-OPS', 'drain gpu-2'))).json.text).toBe('cordoned and draining gpu-2: evicting 1 pod(s) (ml/train)');
+    expect(cordoned('gpu-2')).toBe(true);
+    expect((await post(signed('U-VIEW', 'quota plan'))).json.text).toBe('rewrite-quotas would change 1 quota value(s):\nml: requests.nvidia.com/gpu unset → 4');
+    expect((await post(signed('U-VIEW', 'mig plan'))).json.text).toBe('no GPU to relay\npending MIG pods that can run: 0 now, 0 after 0 GPU changes');
   });
 
   it('answers 401 with no detail to unsigned, forged, stale and replayed requests', async () => {

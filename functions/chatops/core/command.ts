@@ -8,8 +8,9 @@ export const ROLE_RANK: Record<Role, number> = { viewer: 0, operator: 1, admin: 
 export type ChatCommand =
   | { name: 'help'; dryRun: boolean }
   | { name: 'status'; node?: string; dryRun: boolean }
-  | { name: 'cordon' | 'uncordon'; node: string; dryRun: boolean }
-  | { name: 'approve' | 'deny'; id: string; dryRun: boolean };
+  | { name: 'cordon' | 'uncordon' | 'drain'; node: string; dryRun: boolean }
+  | { name: 'approve' | 'deny'; id: string; dryRun: boolean }
+  | { name: 'quota' | 'mig'; sub: 'plan'; dryRun: boolean };
 
 interface Spec {
   usage: string;
@@ -18,7 +19,7 @@ interface Spec {
 }
 
 const NODE = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
-const node = (name: 'cordon' | 'uncordon') => (args: string[]) =>
+const node = (name: 'cordon' | 'uncordon' | 'drain') => (args: string[]) =>
   args.length !== 1 ? `expected one node name, got ${args.length}` : NODE.test(args[0]!) ? { name, node: args[0]! } : `"${args[0]}" is not a node name`;
 const decide = (name: 'approve' | 'deny') => (args: string[]) =>
   args.length !== 1 ? `expected one approval id, got ${args.length}` : /^apr-[a-z0-9-]{4,64}$/.test(args[0]!) ? { name, id: args[0]! } : `"${args[0]}" is not an approval id (apr-…)`;
@@ -28,6 +29,9 @@ export const COMMANDS: Record<ChatCommand['name'], Spec> = {
   status: { usage: 'status [NODE]', role: 'viewer', parse: (a) => (a.length === 0 ? { name: 'status' } : a.length === 1 && NODE.test(a[0]!) ? { name: 'status', node: a[0]! } : 'expected at most one node name') },
   cordon: { usage: 'cordon NODE [--dry-run]', role: 'operator', parse: node('cordon') },
   uncordon: { usage: 'uncordon NODE [--dry-run]', role: 'operator', parse: node('uncordon') },
+  drain: { usage: 'drain NODE [--dry-run]', role: 'operator', parse: node('drain') },
+  quota: { usage: 'quota plan', role: 'viewer', parse: (a) => (a.length === 1 && a[0] === 'plan' ? { name: 'quota', sub: 'plan' } : 'the quota command here is "quota plan" (show the quotas the rewriter would write)') },
+  mig: { usage: 'mig plan', role: 'viewer', parse: (a) => (a.length === 1 && a[0] === 'plan' ? { name: 'mig', sub: 'plan' } : 'the mig command here is "mig plan" (which idle GPUs would be relaid)') },
   approve: { usage: 'approve ID [--dry-run]', role: 'operator', parse: decide('approve') },
   deny: { usage: 'deny ID [--dry-run]', role: 'operator', parse: decide('deny') },
 };
