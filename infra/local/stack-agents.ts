@@ -17,6 +17,10 @@ export interface StackAgents {
   leadMs(node: string): number;
   step(ms: number): Promise<void>;
   whenIdle(): Promise<void>;
+  /** Starts the agent of a node that joined during the run (a booted cloud instance). */
+  add(files: NodeFiles): Promise<void>;
+  /** Stops the agent of a node that left (its instance was removed). */
+  remove(node: string): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -32,15 +36,30 @@ export interface AgentCommon {
 
 export async function startInProcessAgents(files: readonly NodeFiles[], c: AgentCommon & { clock: Clock }): Promise<StackAgents> {
   const hosts: LocalAgentHost[] = [];
+  const nodeOf = new Map<LocalAgentHost, string>();
+  const start = async (f: NodeFiles) => {
+    const h = await LocalAgentHost.start({ ...c, files: f, log: (l) => c.log(`  agent ${f.node}: ${l}`) });
+    hosts.push(h);
+    nodeOf.set(h, f.node);
+  };
   try {
-    for (const f of files) hosts.push(await LocalAgentHost.start({ ...c, files: f, log: (l) => c.log(`  agent ${f.node}: ${l}`) }));
+    for (const f of files) await start(f);
   } catch (err) {
     await Promise.allSettled(hosts.map((h) => h.close()));
     throw err;
   }
   return {
-    count: hosts.length,
+    get count() {
+      return hosts.length;
+    },
     how: 'in-process, each on its own copy of the mock NVML library',
+    add: start,
+    async remove(node) {
+      const h = hosts.find((x) => nodeOf.get(x) === node);
+      if (!h) return;
+      hosts.splice(hosts.indexOf(h), 1);
+      await h.close();
+    },
     leadMs: () => 0,
     async step(ms) {
       for (const h of hosts) await h.step(ms);
@@ -71,8 +90,20 @@ export async function startAgentProcesses(files: readonly NodeFiles[], c: AgentC
   for (const p of procs) c.log(`  agent ${p.node}: running (pid ${p.pid}), log ${p.logPath}`);
   const t0 = Date.now();
   return {
-    count: procs.length,
+    get count() {
+      return procs.length;
+    },
     how: 'child processes: node bin/gpu-reflex.js agent, one per node',
+    // A joined node's agent starts as a DaemonSet pod would on a new node: it reports once it is up.
+    async add(f) {
+      procs.push(new AgentProcess({ ...c, files: f }));
+    },
+    async remove(node) {
+      const p = procs.find((x) => x.node === node);
+      if (!p) return;
+      procs.splice(procs.indexOf(p), 1);
+      await p.stop();
+    },
     leadMs: (node) => {
       const p = procs.find((x) => x.node === node);
       return p?.startedAt !== undefined ? t0 - p.startedAt : 0;

@@ -6,8 +6,8 @@
  * boot id, a removed one is cordoned (drained when asked) and then leaves with its pods.
  *
  * The functions reach it through ALIBABA_CLOUD_* variables (`env`), as they would reach the real
- * endpoint, and remediation reboots through it (REMEDIATION_REPAIR=alicloud). Nodes that join have
- * no node agent yet (see docs/alicloud.md).
+ * endpoint, and remediation reboots through it (REMEDIATION_REPAIR=alicloud). A GPU node that joins
+ * gets its agent, on a mock NVML of its own, as the DaemonSet would start one (stack.ts).
  */
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -64,6 +64,10 @@ export interface StackCloudOptions {
   emit: Emit;
   /** A node's instance starts rebooting: its GPUs come back reset (the stack's mock NVML). */
   onReboot?: (node: string) => void;
+  /** A new instance joined as this node: the stack starts its agent (the DaemonSet's pod). */
+  onJoin?: (node: string) => void;
+  /** The node left with its instance: the stack stops its agent. */
+  onLeave?: (node: string) => void;
 }
 
 export async function startStackCloud(o: StackCloudOptions): Promise<StackCloud> {
@@ -95,6 +99,7 @@ export async function startStackCloud(o: StackCloudOptions): Promise<StackCloud>
       }
       cluster.create(nodes, '', nodeBody(sim, inst, c.pool));
       o.emit({ who, kind: 'cluster', what: '', text: `${inst.nodeName} joined the cluster: ${inst.id}, ${inst.instanceType}, node pool ${c.pool.spec.name}` });
+      o.onJoin?.(inst.nodeName);
     } else if (c.type === 'rebooting') {
       setReady(inst.nodeName, false);
       o.onReboot?.(inst.nodeName);
@@ -107,6 +112,7 @@ export async function startStackCloud(o: StackCloudOptions): Promise<StackCloud>
         for (const p of cluster.store.podsOnNode(inst.nodeName)) cluster.delete(pods, p.metadata.namespace!, p.metadata.name, { gracePeriodSeconds: 0 });
         cluster.delete(nodes, '', inst.nodeName);
       }
+      o.onLeave?.(inst.nodeName);
       o.emit({ who, kind: 'cluster', what: '', text: `${inst.nodeName} left the cluster${c.released ? `; ${inst.id} released` : ` (${inst.id} is subscription: kept, not released)`}` });
     }
   });

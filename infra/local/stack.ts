@@ -159,6 +159,9 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     cleanups.push(() => observer?.close());
 
     // ---- the simulated Alibaba Cloud, when the scenario has one: its instances are the pools' nodes
+    /** GPU nodes that joined since the last step: their agents start at the next one. */
+    const joinedNodes: string[] = [];
+    const leftNodes: string[] = [];
     if (scenario.cloudFile) {
       // A reboot power-cycles the node's GPUs: its agent's mock NVML resets each one (control dir,
       // as the mock nvidia-smi asks), so a lost GPU comes back as it would from a real reboot.
@@ -171,7 +174,9 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           renameSync(join(dir, `.${id}.tmp`), join(dir, `${id}.req`));
         }
       };
-      const cloud = await startStackCloud({ cloud: scenario.cloudFile, clock: busClock, cluster: sim?.cluster, work, ...(scenario.autoscaleFile ? { autoscalePolicyText: scenario.autoscaleFile.text } : {}), emit, onReboot });
+      const onJoin = (node: string) => void joinedNodes.push(node);
+      const onLeave = (node: string) => void leftNodes.push(node);
+      const cloud = await startStackCloud({ cloud: scenario.cloudFile, clock: busClock, cluster: sim?.cluster, work, ...(scenario.autoscaleFile ? { autoscalePolicyText: scenario.autoscaleFile.text } : {}), emit, onReboot, onJoin, onLeave });
       cleanups.push(() => cloud.close());
       cleanups.push(withEnv(cloud.env));
       progress(`  Alibaba Cloud simulator at ${cloud.sim.url}: ${scenario.cloudFile.pools.map((p) => `${p.name} ${cloud.sim.cloud.members(p.id).length}`).join(', ')}${scenario.autoscaleFile ? `; autoscaler manages ${Object.keys(scenario.autoscaleFile.policy.pools).join(', ') || 'no pool'}` : ''}`);
@@ -221,7 +226,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       cleanups.push(off);
     }
     const syncProcesses = () => {
-      for (const n of dirty) files.get(n)!.tracker.update(sim!.store.podsOnNode(n), devicePlugin?.fenced(n));
+      for (const n of dirty) files.get(n)?.tracker.update(sim!.store.podsOnNode(n), devicePlugin?.fenced(n));
       dirty.clear();
     };
     const common = { busUrl: bus.url, busName, region: 'us-east-1', sampleIntervalMs: scenario.agents.sampleIntervalMs, log: progress, kubeconfig };
@@ -238,6 +243,30 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     };
     const devicePlugin = sim ? new DevicePluginStandIn(sim, nodeFiles.map((f) => ({ ...f, gpus: gpuSpecsByNode.get(f.node) ?? [], kind: pluginKind(f.node) })), policy.fence.nvidiaPlugin, policy.fence.dra.driver) : undefined;
     cleanups.push(() => agents.close());
+    // A GPU node that joined (a booted cloud instance) gets its agent, as the DaemonSet starts a pod
+    // on a new node: its own mock NVML with the GPUs its labels say, no process on them yet.
+    const startJoinedAgents = async () => {
+      for (const name of leftNodes.splice(0)) {
+        if (!files.has(name)) continue;
+        files.delete(name);
+        await agents.remove(name);
+        emit({ who: 'stack', kind: 'stack', what: '', text: `${name} left: its node agent stops` });
+      }
+      if (scenario.agents.nodes !== 'all-gpu-nodes' || !sim) return;
+      for (const name of joinedNodes.splice(0)) {
+        const node = sim.store.get('nodes', '', name) as Node | undefined;
+        if (!node || !isGpuNode(node) || files.has(name)) continue;
+        const gpus = gpuSpecsOf(node);
+        gpuSpecsByNode.set(name, gpus);
+        const dirs = nodeDir(work, name);
+        const nf = writeNodeFiles(work, name, library, mockScenario(gpus, [], [], scenario.nvml[name], dirs.processesPath, dirs.controlDir, dirs.migPath));
+        files.set(name, { ...nf, pci: gpus.map((g) => g.pciBusId), tracker: new NodeProcesses(gpus, nf.procRoot, nf.processesPath, []) });
+        await agents.add(nf);
+        // Pods the scheduler placed on it in the same step run on its GPUs from now on.
+        dirty.add(name);
+        emit({ who: 'stack', kind: 'stack', what: '', text: `${name} joined with ${gpus.length} GPU${gpus.length === 1 ? '' : 's'}: its node agent starts` });
+      }
+    };
     // Scenario time starts once every agent runs.
     t0 = busClock.now();
     progress(`${agents.count} agents running (${agents.how})`);
@@ -349,6 +378,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
             lastStepAt = t;
           }
           await retryRefused();
+          await startJoinedAgents();
           for (const k of kernelLines.filter((k) => k.dueAt <= t)) k.write();
           kernelLines = kernelLines.filter((k) => k.dueAt > t);
           syncProcesses();

@@ -32,6 +32,14 @@ describe('autoscale-pools on the embedded stack', () => {
     for (const n of joined) expect(lines).toContainEqual(expect.stringMatching(new RegExp(`${n.replace(/\./g, '\\.')} left the cluster; i-\\w+ released`)));
     expect(report.final.nodes.filter((n) => n.metadata.labels?.['alibabacloud.com/nodepool-id'] === 'np-t4-inference').map((n) => n.metadata.name)).toEqual(['t4-infer-0', 't4-infer-1']);
     for (let i = 0; i < 3; i++) expect(lines).toContainEqual(expect.stringMatching(new RegExp(`pod ml-infer/batch-embed-${i} scheduled on cn-hangzhou\\.`)));
+    // Each joined node got its agent, as the DaemonSet starts one: it reports its GPU and the pod on
+    // it, and stops when the node leaves.
+    for (const n of joined) {
+      const inventories = report.events.filter((e) => e.detailType === 'GPU Inventory' && (e.detail as { node: string }).node === n);
+      expect(inventories.length).toBeGreaterThan(0);
+      expect(lines).toContainEqual(expect.stringMatching(new RegExp(`${n.replace(/\./g, '\\.')} left: its node agent stops`)));
+    }
+    expect(lineAt(lines, /cn-hangzhou\.\S+\s+GPU Inventory\s+1 × Tesla T4, 1 pod on them/)).toBe(151);
     // Pods arrive at 10 s and wait 30 s; the first round after that (1:00) grows the pool; the
     // instances take 90 s to boot; the round between (2:00) asks for nothing more.
     expect(lineAt(lines, /autoscale-pools\s+GPU Pool Scaled\s+node pool t4-inference grow 2 → 5/)).toBe(60);
