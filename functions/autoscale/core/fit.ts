@@ -41,15 +41,19 @@ export interface NodeTemplate {
   allocatable: Resources;
 }
 
-function tolerates(t: Toleration, taint: Taint): boolean {
+/**
+ * kube-scheduler's rules, shared with the simulated cluster's scheduler (infra/local/kube/scheduler.ts)
+ * so both decide the same: does one toleration tolerate a taint?
+ */
+export function tolerates(t: { key?: string; operator?: string; value?: string; effect?: string }, taint: { key: string; value?: string; effect: string }): boolean {
   if (t.effect && t.effect !== taint.effect) return false;
   if (t.key === undefined || t.key === '') return t.operator === 'Exists';
   if (t.key !== taint.key) return false;
   return t.operator === 'Exists' || (t.value ?? '') === (taint.value ?? '');
 }
 
-function expressionHolds(e: MatchExpression, labels: Readonly<Record<string, string>>): boolean {
-  const v = labels[e.key];
+/** Does a node selector requirement hold for the value its key has (undefined: the label is absent)? */
+export function expressionHolds(e: { operator: string; values?: readonly string[] }, v: string | undefined): boolean {
   const values = e.values ?? [];
   switch (e.operator) {
     case 'In':
@@ -67,6 +71,8 @@ function expressionHolds(e: MatchExpression, labels: Readonly<Record<string, str
       if (v === undefined || !Number.isInteger(n) || !Number.isInteger(bound)) return false;
       return e.operator === 'Gt' ? n > bound : n < bound;
     }
+    default:
+      return false;
   }
 }
 
@@ -76,7 +82,7 @@ export function whyNot(pod: PodConstraints, node: NodeTemplate): string | undefi
     if (node.labels[k] !== v) return `nodeSelector ${k}=${v} (the pool's nodes have ${node.labels[k] === undefined ? `no ${k}` : `${k}=${node.labels[k]}`})`;
   }
   const terms = pod.requiredTerms ?? [];
-  if (terms.length > 0 && !terms.some((t) => t.matchExpressions.every((e) => expressionHolds(e, node.labels)))) return 'required node affinity matches none of its labels';
+  if (terms.length > 0 && !terms.some((t) => t.matchExpressions.every((e) => expressionHolds(e, node.labels[e.key])))) return 'required node affinity matches none of its labels';
   for (const taint of node.taints) {
     if (taint.effect !== 'NoSchedule' && taint.effect !== 'NoExecute') continue;
     if (!(pod.tolerations ?? []).some((t) => tolerates(t, taint))) return `taint ${taint.key}${taint.value ? `=${taint.value}` : ''}:${taint.effect} not tolerated`;

@@ -1,42 +1,18 @@
 import { holdsResources, podRequests } from './pods.ts';
 import { parseQuantity } from './quantity.ts';
-import type { Node, NodeSelectorRequirement, Pod, Taint, Toleration } from './types.ts';
+import { expressionHolds, tolerates as toleratesOne } from '../../../functions/autoscale/core/fit.ts';
+import type { Node, Pod, Taint, Toleration } from './types.ts';
 
 /**
  * The scheduler's filter: does a pod fit a node? Pure functions over plain objects, the same
  * checks kube-scheduler's default filters make for what this fleet uses: resources (cpu, memory,
  * pods and any extended resource such as `nvidia.com/gpu` or `nvidia.com/mig-1g.10gb`), node
- * unschedulable, taints against tolerations, nodeSelector and required node affinity.
+ * unschedulable, taints against tolerations, nodeSelector and required node affinity. The
+ * toleration and selector rules are the pool autoscaler's own (functions/autoscale/core/fit.ts), so
+ * the planner and this scheduler cannot disagree about where a pod may land.
  */
 export function tolerates(tolerations: Toleration[] | undefined, taint: Taint): boolean {
-  return (tolerations ?? []).some((t) => {
-    if (t.effect && t.effect !== taint.effect) return false;
-    if (t.operator === 'Exists') return !t.key || t.key === taint.key;
-    return t.key === taint.key && (t.value ?? '') === (taint.value ?? '');
-  });
-}
-
-function matchExpr(value: string | undefined, r: NodeSelectorRequirement): boolean {
-  const vals = r.values ?? [];
-  switch (r.operator) {
-    case 'In':
-      return value !== undefined && vals.includes(value);
-    case 'NotIn':
-      return value === undefined || !vals.includes(value);
-    case 'Exists':
-      return value !== undefined;
-    case 'DoesNotExist':
-      return value === undefined;
-    case 'Gt':
-    case 'Lt': {
-      if (value === undefined) return false;
-      const a = Number(value);
-      const b = Number(vals[0]);
-      return r.operator === 'Gt' ? a > b : a < b;
-    }
-    default:
-      return false;
-  }
+  return (tolerations ?? []).some((t) => toleratesOne(t, taint));
 }
 
 export function matchesNodeAffinity(pod: Pod, node: Node): boolean {
@@ -46,8 +22,8 @@ export function matchesNodeAffinity(pod: Pod, node: Node): boolean {
   if (!terms || terms.length === 0) return true;
   return terms.some(
     (t) =>
-      (t.matchExpressions ?? []).every((e) => matchExpr(labels[e.key], e)) &&
-      (t.matchFields ?? []).every((e) => matchExpr(e.key === 'metadata.name' ? node.metadata.name : undefined, e)),
+      (t.matchExpressions ?? []).every((e) => expressionHolds(e, labels[e.key])) &&
+      (t.matchFields ?? []).every((e) => expressionHolds(e, e.key === 'metadata.name' ? node.metadata.name : undefined)),
   );
 }
 
