@@ -119,6 +119,9 @@ function numeric(r: Readonly<Record<string, string>>): Record<string, number> {
 async function poolStates(deps: AutoscaleDeps, pools: NodePool[], nodes: NodeInfo[], records: Map<string, PoolRecord>, now: number): Promise<PoolState[]> {
   const typeIds = [...new Set(pools.map((p) => p.instanceTypes[0]).filter((t): t is string => t !== undefined))];
   const types = new Map((typeIds.length > 0 ? await deps.cloud.instanceTypes(typeIds) : []).map((t) => [t.id, t]));
+  // One DescribePrice per instance type, however many pools share it.
+  const prices = new Map<string, number>();
+  for (const t of types.keys()) prices.set(t, await deps.cloud.hourlyPrice(t));
   const out: PoolState[] = [];
   for (const p of pools) {
     const bounds = deps.policy.pools[p.id]!;
@@ -147,7 +150,7 @@ async function poolStates(deps: AutoscaleDeps, pools: NodePool[], nodes: NodeInf
       id: p.id,
       name: p.name,
       instanceType: type,
-      hourlyPrice: await deps.cloud.hourlyPrice(type),
+      hourlyPrice: prices.get(type)!,
       desired: p.desiredSize,
       ready: members.filter((n) => n.ready === true).length,
       min: bounds.min,
@@ -185,11 +188,11 @@ function poolEvent(deps: AutoscaleDeps, pool: { id: string; name: string; instan
 
 /**
  * Sends a pool's outbox (notices best-effort, events until the bus takes them), then clears what
- * went. `r` is the record as just written (what a dry run's state port answered, too); absent, the
- * stored one.
+ * went. `r` is the record as just written (what a dry run's state port answered, too), or as this
+ * round read it.
  */
-async function flush(deps: AutoscaleDeps, poolId: string, written?: PoolRecord): Promise<void> {
-  const r = written ?? (((await deps.state.get(key(poolId))) ?? {}) as PoolRecord);
+async function flush(deps: AutoscaleDeps, poolId: string, r: PoolRecord): Promise<void> {
+  if ((r.events ?? []).length === 0 && (r.notices ?? []).length === 0) return;
   const sent = new Set<string>();
   for (const n of r.notices ?? []) {
     try {
@@ -264,7 +267,8 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
         }
       }
     }
-    for (const p of managed) await flush(deps, p.id, written.get(p.id));
+    // The round's first read of the state holds what earlier rounds left unsent: no read per pool.
+    for (const p of managed) await flush(deps, p.id, written.get(p.id) ?? records.get(p.id)!);
 
     // 2. Plan on fresh facts.
     const now = deps.clock.now();
@@ -296,7 +300,7 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
     for (const p of managed) {
       const template = states.find((x) => x.id === p.id);
       if (!template || out.scaled[p.id] !== undefined || p.ackAutoScaling.enable) continue;
-      await scaleIn(deps, p, template, nodes, pods, pending, now, out);
+      await scaleIn(deps, p, fresh.get(p.id)!, template, nodes, pods, pending, now, out);
     }
     return out;
   }, () => (deps.logger.info('autoscale-pools already running elsewhere'), empty));
@@ -320,8 +324,8 @@ async function sendRemoval(deps: AutoscaleDeps, pool: NodePool, removal: NonNull
   return record(deps, pool.id, (x) => ({ ...x, removal: undefined, ...(taskId ? { request: { taskId, from: removal.from, to: removal.to, at: removal.at } } : {}) }), [ev], [notice]);
 }
 
-async function scaleIn(deps: AutoscaleDeps, pool: NodePool, template: PoolState, nodes: readonly NodeInfo[], pods: readonly PodInfo[], pending: readonly PendingPod[], now: number, out: AutoscaleOutcome): Promise<void> {
-  const rec = ((await deps.state.get(key(pool.id))) ?? {}) as PoolRecord;
+/** `rec`: the pool's record as this round read it (a pool that grew this round is not shrunk). */
+async function scaleIn(deps: AutoscaleDeps, pool: NodePool, rec: PoolRecord, template: PoolState, nodes: readonly NodeInfo[], pods: readonly PodInfo[], pending: readonly PendingPod[], now: number, out: AutoscaleOutcome): Promise<void> {
   const members = nodes.filter((n) => n.labels[NODEPOOL_LABEL] === pool.id);
   const on = (node: string) => pods.filter((p) => p.nodeName === node && movable(p));
   const policy = deps.policy.scaleIn;

@@ -71,8 +71,7 @@ function quotaEvent(deps: Pick<QuotaDeps, 'clock' | 'config'>, namespace: string
 }
 
 /** Publishes what a namespace's outbox holds, then clears what went (the outbox rule). */
-async function flush(deps: QuotaDeps, ns: string, events?: PublishedEvent[]): Promise<void> {
-  const pending = events ?? ((((await deps.state.get(key(ns))) ?? {}) as { events?: PublishedEvent[] }).events ?? []);
+async function flush(deps: QuotaDeps, ns: string, pending: PublishedEvent[]): Promise<void> {
   if (pending.length === 0) return;
   await deps.publisher.publish(pending);
   const sent = new Set(pending.map((e) => String(e.detail.eventId)));
@@ -105,7 +104,7 @@ function hardStrings(nq: NamespaceQuota, current: QuotaInfo | undefined): Record
 export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
   const empty = (): QuotaOutcome => (deps.logger.info('rewrite-quotas already running elsewhere'), { plan: { pool: {}, teams: [], namespaces: [], warnings: [] }, changed: [], held: [] });
   return withLease('rewrite-quotas', 120, deps, async () => {
-    const [nodes, pods, quotas] = await Promise.all([deps.nodes.list(), deps.pods.list(), deps.quotas.listQuotas()]);
+    const [nodes, pods, quotas, stored] = await Promise.all([deps.nodes.list(), deps.pods.list(), deps.quotas.listQuotas(), deps.state.getAll()]);
     const facts = quotaFacts(deps.config, nodes, pods, quotas);
     const plan = planQuotas(deps.config, facts);
     const now = deps.clock.now();
@@ -113,8 +112,9 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
     const held: string[] = [];
     const lr = limitItems(deps.config);
     for (const nq of plan.namespaces) {
-      // What an earlier round decided and never got out goes first.
-      await flush(deps, nq.namespace);
+      // What an earlier round decided and never got out goes first (read once, with the round).
+      const unsent = ((stored[key(nq.namespace)] ?? {}) as { events?: PublishedEvent[] }).events ?? [];
+      if (unsent.length > 0) await flush(deps, nq.namespace, unsent);
       const current = quotas.find((q) => q.namespace === nq.namespace && q.name === deps.config.quotaName);
       const holdUntil = current?.annotations?.[HOLD_UNTIL_ANNOTATION];
       if (holdUntil && Date.parse(holdUntil) > now) {
