@@ -26,7 +26,7 @@ import { planScaleOut, type Increment, type PendingPod, type PoolState, type Sca
 import { planScaleIn } from './core/scale-in.ts';
 import { instanceIdOf } from '../adapters/alicloud/repair.ts';
 import { BadInputError } from '../adapters/errors.ts';
-import { MIRROR_POD_ANNOTATION } from '../adapters/kube/model.ts';
+import { MIRROR_POD_ANNOTATION, requestsGpu } from '../adapters/kube/model.ts';
 import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../remediate/core/state.ts';
 import type { AutoscalePolicy } from './policy.ts';
 
@@ -85,12 +85,11 @@ interface PoolRecord {
 }
 
 const key = (poolId: string) => `autoscale.${poolId}`;
-const isGpuResource = (r: string) => /gpu/i.test(r) || r.startsWith('nvidia.com/mig-');
 
 function podsOf(pods: readonly PodInfo[], now: number, waitS: number): PendingPod[] {
   return pods
     .filter((p) => p.phase === 'Pending' && !p.nodeName && !p.terminating)
-    .filter((p) => Object.entries(p.requests ?? p.extendedResources).some(([r, v]) => v > 0 && isGpuResource(r)))
+    .filter(requestsGpu)
     .filter((p) => !p.createdAt || now - Date.parse(p.createdAt) >= waitS * 1000)
     .map((p) => ({
       key: `${p.namespace}/${p.name}`,
@@ -307,7 +306,6 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
 }
 
 const movable = (p: PodInfo) => !p.terminating && p.phase !== 'Succeeded' && p.phase !== 'Failed' && !p.owners.some((o) => o.kind === 'DaemonSet') && !(MIRROR_POD_ANNOTATION in p.annotations);
-const usesGpu = (p: PodInfo) => Object.entries(p.requests ?? p.extendedResources).some(([r, v]) => v > 0 && isGpuResource(r));
 
 /** Sends a decided removal (RemoveNodePoolNodes: drain done by us, release pay-as-you-go), then records the request with its event. */
 async function sendRemoval(deps: AutoscaleDeps, pool: NodePool, removal: NonNullable<PoolRecord['removal']>): Promise<PoolRecord> {
@@ -378,7 +376,7 @@ async function scaleIn(deps: AutoscaleDeps, pool: NodePool, rec: PoolRecord, tem
       maxStep: deps.policy.pools[pool.id]!.maxStep,
       nodes: members2.map((n) => {
         const why = held(n);
-        return { name: n.name, eligible: why === undefined, ...(why ? { heldBy: why } : {}), gpuPods: pods.filter((p) => p.nodeName === n.name && movable(p) && usesGpu(p)).length };
+        return { name: n.name, eligible: why === undefined, ...(why ? { heldBy: why } : {}), gpuPods: pods.filter((p) => p.nodeName === n.name && movable(p) && requestsGpu(p)).length };
       }),
       leaving: leaving.map((l) => l.node),
       template,

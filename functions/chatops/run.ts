@@ -11,6 +11,7 @@ import { dryRunPorts, type DryRunnable } from '../adapters/kube/dry-run.ts';
 import { STATE_LABEL } from '../remediate/core/state.ts';
 import { parseConfigText } from '../lib/yaml-text.ts';
 import { drainOnce } from '../adapters/kube/drain.ts';
+import { requestsGpu } from '../adapters/kube/model.ts';
 import { planTable as migPlanTable } from '../mig/cli.ts';
 import { planMig } from '../mig/core/planner.ts';
 import { readMigFleet } from '../mig/supply.ts';
@@ -69,7 +70,7 @@ async function status(kube: DryRunnable, node: string | undefined): Promise<stri
   const [nodes, pods] = await Promise.all([kube.nodes.list(), kube.pods.list()]);
   const byState = new Map<string, number>();
   for (const n of nodes) byState.set(n.labels[STATE_LABEL] ?? 'healthy', (byState.get(n.labels[STATE_LABEL] ?? 'healthy') ?? 0) + 1);
-  const pending = pods.filter((p) => p.phase === 'Pending' && !p.nodeName && Object.keys(p.extendedResources).some((r) => r.includes('gpu') || r.startsWith('nvidia.com/mig-'))).length;
+  const pending = pods.filter((p) => p.phase === 'Pending' && !p.nodeName && requestsGpu(p)).length;
   return `${nodes.length} nodes (${[...byState].map(([s, k]) => `${k} ${s}`).join(', ')}), ${nodes.filter((n) => n.unschedulable).length} cordoned; ${pending} GPU pod${pending === 1 ? '' : 's'} pending`;
 }
 

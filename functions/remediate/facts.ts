@@ -3,7 +3,7 @@
  * remediation handler makes; everything after is the pure planner.
  */
 import type { NodeInfo, NodeMeta, PodInfo } from '../adapters/kube/model.ts';
-import { MIRROR_POD_ANNOTATION } from '../adapters/kube/model.ts';
+import { MIRROR_POD_ANNOTATION, requestsGpu } from '../adapters/kube/model.ts';
 import type { DeviceTaintOps, NodeOps, PodOps } from '../adapters/kube/ports.ts';
 import { ForbiddenError, NotFoundError } from '../adapters/errors.ts';
 import { fenceBackendOf, poolOf, type Policy } from './core/policy.ts';
@@ -11,12 +11,7 @@ import { poolFacts } from './core/blast-radius.ts';
 import { parseNodeState, type NodeState } from './core/state.ts';
 import type { NodeFacts, PodFacts, PoolFacts } from './core/types.ts';
 
-/** Extended resources that mean "this pod uses a GPU" (seed notes' resource table). */
-const GPU_RESOURCE = /^(nvidia\.com\/(gpu|gpu\.shared|mig-.+|vgpu)|aliyun\.com\/gpu-(mem|core\.percentage)|amd\.com\/gpu|gpu\.intel\.com\/.+)$/;
-
-export function requestsGpu(pod: Pick<PodInfo, 'extendedResources'>): boolean {
-  return Object.entries(pod.extendedResources).some(([k, v]) => v > 0 && GPU_RESOURCE.test(k));
-}
+export { requestsGpu };
 
 export function nodeFacts(n: NodeInfo, dra?: NodeFacts['dra']): NodeFacts {
   return {

@@ -104,6 +104,14 @@ export interface NodeSelectorExpression {
   values?: string[];
 }
 
+/** Extended resources that mean "this pod uses a GPU" (seed notes' resource table). */
+const GPU_RESOURCE = /^(nvidia\.com\/(gpu|gpu\.shared|mig-.+|vgpu)|aliyun\.com\/gpu-(mem|core\.percentage)|amd\.com\/gpu|gpu\.intel\.com\/.+)$/;
+
+/** True when the pod asks for any GPU resource: whole GPUs, MIG instances, shared GPU memory… */
+export function requestsGpu(pod: Pick<PodInfo, 'extendedResources'>): boolean {
+  return Object.entries(pod.extendedResources).some(([k, v]) => v > 0 && GPU_RESOURCE.test(k));
+}
+
 /** `namespace/name`, the key pods are reported by. */
 export function podKey(pod: Pick<PodInfo, 'namespace' | 'name'>): string {
   return `${pod.namespace}/${pod.name}`;
