@@ -32,6 +32,10 @@ export interface GpuReading {
   memoryUsedMiB?: number;
   memoryTotalMiB?: number;
   temperatureC?: number;
+  /** HBM temperature, °C. */
+  memoryTemperatureC?: number;
+  /** This GPU's own limits (°C): the temperature thresholds follow them unless configured. */
+  temperatureLimits?: { shutdownC?: number; slowdownC?: number; gpuMaxC?: number; memMaxC?: number };
   powerW?: number;
   powerLimitW?: number;
   eccUncorrectedVolatile?: number;
@@ -42,6 +46,12 @@ export interface GpuReading {
   /** Per NVLink index: true when active. */
   nvlinkActive?: boolean[];
   recoveryAction?: GpuRecoveryAction;
+  /** PCIe link generation and width now, and the most the link can do. */
+  pcieLink?: { gen: number; maxGen: number; width: number; maxWidth: number };
+  /** NVLink fabric probe (HGX): absent where the GPU has no fabric (state not-supported). */
+  fabric?: { state: 'not-started' | 'in-progress' | 'completed'; status?: number; statusName?: string; degradedBandwidth?: boolean };
+  /** The SRAM uncorrectable-error threshold (NVIDIA's RMA test for XID 48) is exceeded. */
+  sramThresholdExceeded?: boolean;
   migMode?: 'enabled' | 'disabled' | 'unsupported';
   migDevices?: MigReading[];
   processes?: ProcessReading[];

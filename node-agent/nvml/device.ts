@@ -1,6 +1,6 @@
 import { GPU_RECOVERY_ACTIONS, type GpuRecoveryAction } from '../../events/xid.ts';
-import { NVML, NvmlError } from './errors.ts';
-import { decodeArray, decodeStruct, encodeStruct, FieldValue, ProcessInfo, type NvmlLibrary } from './ffi.ts';
+import { NVML, NvmlError, nvmlReturnName as nvmlName } from './errors.ts';
+import { decodeArray, decodeStruct, EccSramErrorStatusV1, encodeStruct, FieldValue, GpuFabricInfoV3, ProcessInfo, structVersion, type NvmlLibrary, type Out } from './ffi.ts';
 import { clockEventReasonNames } from './clock-reasons.ts';
 import type { Nvml } from './nvml.ts';
 
@@ -13,6 +13,12 @@ const VALUE_NOT_AVAILABLE = 0xffffffffffffffffn;
 const MAX_NVLINKS = 18;
 /** NVML_FI_DEV_GET_GPU_RECOVERY_ACTION. */
 export const FIELD_GPU_RECOVERY_ACTION = 230;
+/** NVML_FI_DEV_MEMORY_TEMP: HBM temperature, °C (unsigned int). */
+export const FIELD_MEMORY_TEMP = 82;
+/** nvmlTemperatureThresholds_t values the agent reads. */
+const THRESHOLD = { shutdown: 0, slowdown: 1, memMax: 2, gpuMax: 3 } as const;
+/** NVML_GPU_FABRIC_STATE_*, by value. */
+const FABRIC_STATES = ['not-supported', 'not-started', 'in-progress', 'completed'] as const;
 
 export interface PciInfo { busId: string; busIdLegacy: string; domain: number; bus: number; device: number; pciDeviceId: number; pciSubSystemId: number }
 export interface MemoryInfo { totalMiB: number; usedMiB: number; freeMiB: number }
@@ -22,6 +28,19 @@ export interface ClockEventReasons { mask: number; reasons: string[] }
 export interface NvLinkState { link: number; active: boolean }
 export interface GpuProcess { pid: number; usedMiB?: number; gpuInstanceId?: number; computeInstanceId?: number }
 export interface RecoveryAction { code: number; action?: GpuRecoveryAction }
+/** The GPU's own temperature limits (°C); each absent where NVML does not report it. */
+export interface TemperatureLimits { shutdownC?: number; slowdownC?: number; gpuMaxC?: number; memMaxC?: number }
+/** PCIe link now and the most the link (GPU and slot together) can do. */
+export interface PcieLink { gen: number; maxGen: number; width: number; maxWidth: number }
+export type FabricState = (typeof FABRIC_STATES)[number];
+/**
+ * NVLink fabric registration (HGX/NVSwitch systems): `state` of the GPU's probe, and once
+ * `completed`, its `status` (an NVML return code: 0 is success). `degradedBandwidth` from the health
+ * mask where the driver reports it.
+ */
+export interface FabricInfo { state: FabricState; status?: number; statusName?: string; cliqueId?: number; degradedBandwidth?: boolean }
+/** SRAM uncorrectable errors (aggregate) and whether NVIDIA's field-diag threshold is exceeded (XID 48's RMA test). */
+export interface SramEccStatus { thresholdExceeded: boolean; aggregateUncorrected: number; volatileUncorrected: number }
 
 export function toNumber(v: number | bigint): number {
   return typeof v === 'bigint' ? Number(v) : v;
@@ -193,16 +212,102 @@ export class NvmlDevice {
     return undefined;
   }
 
+  /**
+   * One field of nvmlDeviceGetFieldValues as an unsigned number (the union's low 4 bytes for
+   * unsigned int fields, all 8 for unsigned long long), or undefined when NOT_SUPPORTED for the call
+   * or for the field. Any other per-field error throws, for sampleDevice to record against this field alone.
+   */
+  fieldValue(fieldId: number, scopeId = 0): number | undefined {
+    const buf = Buffer.alloc(FieldValue.size);
+    encodeStruct(buf, 0, FieldValue, { fieldId, scopeId, timestamp: 0, latencyUsec: 0, valueType: 0, nvmlReturn: 0, value: 0 });
+    if (!this.supported('nvmlDeviceGetFieldValues', this.lib.nvmlDeviceGetFieldValues(this.handle, 1, buf))) return undefined;
+    const field = decodeStruct<{ nvmlReturn: number; valueType: number; value: number | bigint }>(buf, FieldValue);
+    if (!this.supported(`nvmlDeviceGetFieldValues(${fieldId})`, field.nvmlReturn)) return undefined;
+    const raw = BigInt(field.value);
+    // NVML_VALUE_TYPE_UNSIGNED_INT (1) and SIGNED_INT (5) use 4 bytes; the long types all 8.
+    return Number(field.valueType === 1 || field.valueType === 5 ? raw & 0xffffffffn : raw);
+  }
+
   /** Field 230 (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION), named from events/xid.ts. */
   recoveryAction(): RecoveryAction | undefined {
-    const buf = Buffer.alloc(FieldValue.size);
-    encodeStruct(buf, 0, FieldValue, { fieldId: FIELD_GPU_RECOVERY_ACTION, scopeId: 0, timestamp: 0, latencyUsec: 0, valueType: 0, nvmlReturn: 0, value: 0 });
-    if (!this.supported('nvmlDeviceGetFieldValues', this.lib.nvmlDeviceGetFieldValues(this.handle, 1, buf))) return undefined;
-    const field = decodeStruct<{ nvmlReturn: number; value: number | bigint }>(buf, FieldValue);
-    if (!this.supported('nvmlDeviceGetFieldValues(230)', field.nvmlReturn)) return undefined;
-    const code = Number(BigInt(field.value) & 0xffffffffn); // uiVal: the union's low 4 bytes
+    const code = this.fieldValue(FIELD_GPU_RECOVERY_ACTION);
+    if (code === undefined) return undefined;
     const action = GPU_RECOVERY_ACTIONS[code];
     return action ? { code, action } : { code };
+  }
+
+  /** HBM temperature (field 82), °C. */
+  memoryTemperatureC(): number | undefined {
+    return this.fieldValue(FIELD_MEMORY_TEMP);
+  }
+
+  /** A call that may be missing from an older library: undefined when missing or NOT_SUPPORTED. */
+  private optionalU32(call: string, fn: ((device: bigint, out: Out<number>) => number) | undefined): number | undefined {
+    if (!fn) return undefined;
+    const out: [number] = [0];
+    return this.supported(call, fn(this.handle, out)) ? out[0] : undefined;
+  }
+
+  /** The GPU's own limits: slowdown and shutdown (every recent GPU), max operating GPU and memory (Ada, Hopper and later). */
+  temperatureLimits(): TemperatureLimits | undefined {
+    const read = this.lib.nvmlDeviceGetTemperatureThreshold;
+    if (!read) return undefined;
+    const out: TemperatureLimits = {};
+    for (const [name, type] of Object.entries(THRESHOLD)) {
+      const v = this.optionalU32('nvmlDeviceGetTemperatureThreshold', (h, o) => read(h, type, o));
+      // 0 is what some drivers leave for a limit they do not have.
+      if (v) out[`${name}C` as keyof TemperatureLimits] = v;
+    }
+    return Object.keys(out).length ? out : undefined;
+  }
+
+  pcieLink(): PcieLink | undefined {
+    const gen = this.optionalU32('nvmlDeviceGetCurrPcieLinkGeneration', this.lib.nvmlDeviceGetCurrPcieLinkGeneration);
+    const maxGen = this.optionalU32('nvmlDeviceGetMaxPcieLinkGeneration', this.lib.nvmlDeviceGetMaxPcieLinkGeneration);
+    const width = this.optionalU32('nvmlDeviceGetCurrPcieLinkWidth', this.lib.nvmlDeviceGetCurrPcieLinkWidth);
+    const maxWidth = this.optionalU32('nvmlDeviceGetMaxPcieLinkWidth', this.lib.nvmlDeviceGetMaxPcieLinkWidth);
+    if (gen === undefined || maxGen === undefined || width === undefined || maxWidth === undefined) return undefined;
+    return { gen, maxGen, width, maxWidth };
+  }
+
+  /** Fabric probe (nvmlDeviceGetGpuFabricInfoV, v3; v2 on drivers that refuse v3's size). */
+  fabric(): FabricInfo | undefined {
+    const read = this.lib.nvmlDeviceGetGpuFabricInfoV;
+    if (!read) return undefined;
+    const buf = Buffer.alloc(GpuFabricInfoV3.size);
+    buf.writeUInt32LE(structVersion(GpuFabricInfoV3.size, 3), 0);
+    let rc = read(this.handle, buf);
+    if (rc === NVML.ARGUMENT_VERSION_MISMATCH) {
+      buf.fill(0);
+      buf.writeUInt32LE(structVersion(36, 2), 0);
+      rc = read(this.handle, buf);
+    }
+    if (!this.supported('nvmlDeviceGetGpuFabricInfoV', rc)) return undefined;
+    const info = decodeStruct<{ status: number; cliqueId: number; state: number; healthMask: number }>(buf, GpuFabricInfoV3);
+    const state = FABRIC_STATES[info.state];
+    if (!state || state === 'not-supported') return state ? { state } : undefined;
+    if (state !== 'completed') return { state };
+    // Bits 0–1 of the health mask: 1 bandwidth degraded, 2 not degraded, 0 not reported.
+    const bw = info.healthMask & 0x3;
+    return {
+      state, status: info.status, statusName: nvmlName(info.status), cliqueId: info.cliqueId,
+      ...(bw === 1 ? { degradedBandwidth: true } : bw === 2 ? { degradedBandwidth: false } : {}),
+    };
+  }
+
+  sramEcc(): SramEccStatus | undefined {
+    const read = this.lib.nvmlDeviceGetSramEccErrorStatus;
+    if (!read) return undefined;
+    const buf = Buffer.alloc(EccSramErrorStatusV1.size);
+    buf.writeUInt32LE(structVersion(EccSramErrorStatusV1.size, 1), 0);
+    if (!this.supported('nvmlDeviceGetSramEccErrorStatus', read(this.handle, buf))) return undefined;
+    const s = decodeStruct<Record<string, number | bigint>>(buf, EccSramErrorStatusV1);
+    const n = (k: string) => toNumber(s[k] ?? 0);
+    return {
+      thresholdExceeded: n('bThresholdExceeded') !== 0,
+      aggregateUncorrected: n('aggregateUncParity') + n('aggregateUncSecDed'),
+      volatileUncorrected: n('volatileUncParity') + n('volatileUncSecDed'),
+    };
   }
 
   supportedEventTypes(): bigint | undefined {

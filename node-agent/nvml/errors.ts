@@ -46,6 +46,7 @@ export const NVML = {
   INSUFFICIENT_SIZE: 7,
   TIMEOUT: 10,
   GPU_IS_LOST: 15,
+  ARGUMENT_VERSION_MISMATCH: 25,
 } as const;
 
 export function nvmlReturnName(code: number): string {

@@ -48,6 +48,22 @@ export const FieldValue = koffi.struct({
   fieldId: uint, scopeId: uint, timestamp: 'int64', latencyUsec: 'int64', valueType: uint, nvmlReturn: 'int32', value: 'uint64',
 });
 
+/**
+ * nvmlGpuFabricInfo_v3_t (40 bytes): version, cluster UUID, probe status, clique, probe state,
+ * health mask, health summary. Version 2 is the same without the summary (36 bytes).
+ */
+export const GpuFabricInfoV3 = koffi.struct({
+  version: uint, clusterUuid: koffi.array('uint8', 16, 'Array'), status: 'int32', cliqueId: uint, state: 'uint8', healthMask: uint, healthSummary: 'uint8',
+});
+/** nvmlEccSramErrorStatus_v1_t (104 bytes): SRAM error counters and whether the field-diag threshold is exceeded. */
+export const EccSramErrorStatusV1 = koffi.struct({
+  version: uint, aggregateUncParity: ulonglong, aggregateUncSecDed: ulonglong, aggregateCor: ulonglong, volatileUncParity: ulonglong,
+  volatileUncSecDed: ulonglong, volatileCor: ulonglong, aggregateUncBucketL2: ulonglong, aggregateUncBucketSm: ulonglong,
+  aggregateUncBucketPcie: ulonglong, aggregateUncBucketMcu: ulonglong, aggregateUncBucketOther: ulonglong, bThresholdExceeded: uint,
+});
+/** NVML_STRUCT_VERSION(x, v): the struct's size with the version in the top byte. */
+export const structVersion = (size: number, version: number): number => (size | (version << 24)) >>> 0;
+
 export type Handle = bigint;
 export type Out<T> = [T];
 type Rc = number;
@@ -80,6 +96,19 @@ export interface NvmlLibrary {
   nvmlDeviceQueryDrainState?: (pci: object, out: Out<number>) => Rc;
   nvmlDeviceModifyDrainState?: (pci: object, state: number) => Rc;
   nvmlDeviceGetNvLinkState(device: Handle, link: number, out: Out<number>): Rc;
+  /**
+   * Calls newer than the agent's oldest supported driver: undefined where the library lacks them
+   * (the reading is then absent, as for NOT_SUPPORTED).
+   */
+  nvmlDeviceGetTemperatureThreshold?: (device: Handle, type: number, out: Out<number>) => Rc;
+  nvmlDeviceGetCurrPcieLinkGeneration?: (device: Handle, out: Out<number>) => Rc;
+  nvmlDeviceGetMaxPcieLinkGeneration?: (device: Handle, out: Out<number>) => Rc;
+  nvmlDeviceGetCurrPcieLinkWidth?: (device: Handle, out: Out<number>) => Rc;
+  nvmlDeviceGetMaxPcieLinkWidth?: (device: Handle, out: Out<number>) => Rc;
+  /** `info` is a Buffer holding a versioned nvmlGpuFabricInfoV_t (its first 4 bytes the version). */
+  nvmlDeviceGetGpuFabricInfoV?: (device: Handle, info: Buffer) => Rc;
+  /** `status` is a Buffer holding nvmlEccSramErrorStatus_v1_t with its version set. */
+  nvmlDeviceGetSramEccErrorStatus?: (device: Handle, status: Buffer) => Rc;
   nvmlDeviceGetComputeRunningProcesses_v3(device: Handle, count: Out<number>, infos: Buffer | null): Rc;
   nvmlDeviceGetMigMode(device: Handle, current: Out<number>, pending: Out<number>): Rc;
   nvmlDeviceGetMaxMigDeviceCount(device: Handle, out: Out<number>): Rc;
@@ -166,6 +195,13 @@ export function loadNvml(path?: string): NvmlLibrary {
     nvmlDeviceQueryDrainState: optional('nvmlDeviceQueryDrainState', [koffi.pointer(PciInfo), koffi.out(koffi.pointer('int32'))]),
     nvmlDeviceModifyDrainState: optional('nvmlDeviceModifyDrainState', [koffi.pointer(PciInfo), 'int32']),
     nvmlDeviceGetNvLinkState: fn('nvmlDeviceGetNvLinkState', [handle, uint, koffi.out(koffi.pointer('int32'))]),
+    nvmlDeviceGetTemperatureThreshold: optional('nvmlDeviceGetTemperatureThreshold', [handle, 'int32', outU32]),
+    nvmlDeviceGetCurrPcieLinkGeneration: optional('nvmlDeviceGetCurrPcieLinkGeneration', [handle, outU32]),
+    nvmlDeviceGetMaxPcieLinkGeneration: optional('nvmlDeviceGetMaxPcieLinkGeneration', [handle, outU32]),
+    nvmlDeviceGetCurrPcieLinkWidth: optional('nvmlDeviceGetCurrPcieLinkWidth', [handle, outU32]),
+    nvmlDeviceGetMaxPcieLinkWidth: optional('nvmlDeviceGetMaxPcieLinkWidth', [handle, outU32]),
+    nvmlDeviceGetGpuFabricInfoV: optional('nvmlDeviceGetGpuFabricInfoV', [handle, 'void *']),
+    nvmlDeviceGetSramEccErrorStatus: optional('nvmlDeviceGetSramEccErrorStatus', [handle, 'void *']),
     nvmlDeviceGetComputeRunningProcesses_v3: fn('nvmlDeviceGetComputeRunningProcesses_v3', [handle, koffi.inout(koffi.pointer(uint)), 'void *']),
     nvmlDeviceGetMigMode: fn('nvmlDeviceGetMigMode', [handle, outU32, outU32]),
     nvmlDeviceGetMaxMigDeviceCount: fn('nvmlDeviceGetMaxMigDeviceCount', [handle, outU32]),

@@ -24,7 +24,11 @@ const series = { intervalMs: 1000, util: [10, 20, 30], memUtil: [1, 2, 3], tempC
 
 describe('sampleDevice', () => {
   it('reads every field of a healthy A100 with nothing unsupported', async () => {
-    const { nvml } = await session(oneGpu({ series, processes: [{ pid: 4242, usedMiB: 4000 }], ecc: { aggregateCorrected: 3 } }));
+    const { nvml } = await session(oneGpu({
+      series: { ...series, memTempC: [50] }, processes: [{ pid: 4242, usedMiB: 4000 }], ecc: { aggregateCorrected: 3 },
+      temperatureLimits: { shutdownC: 92, slowdownC: 89, memMaxC: 95, gpuMaxC: 85 }, pcieLink: { gen: 4, maxGen: 4, width: 16, maxWidth: 16 },
+      fabric: { state: 3, status: 0, healthMask: 2 }, sram: { thresholdExceeded: false },
+    }));
     const s = ok(sampleDevice(nvml, 0));
     expect(s).toEqual({
       state: 'ok',
@@ -34,6 +38,8 @@ describe('sampleDevice', () => {
       utilization: { gpu: 10, memory: 1 },
       memory: { totalMiB: 81920, usedMiB: 4000, freeMiB: 77920 },
       temperatureC: 40,
+      memoryTemperatureC: 50,
+      temperatureLimits: { shutdownC: 92, slowdownC: 89, memMaxC: 95, gpuMaxC: 85 },
       powerW: 100,
       powerLimitW: 400,
       ecc: { volatileCorrected: 0, volatileUncorrected: 0, aggregateCorrected: 3, aggregateUncorrected: 0 },
@@ -44,6 +50,9 @@ describe('sampleDevice', () => {
       processes: [{ pid: 4242, usedMiB: 4000 }],
       migMode: { current: false, pending: false },
       recoveryAction: { code: 0, action: 'none' },
+      pcieLink: { gen: 4, maxGen: 4, width: 16, maxWidth: 16 },
+      fabric: { state: 'completed', status: 0, statusName: 'NVML_SUCCESS', cliqueId: 0, degradedBandwidth: false },
+      sramEcc: { thresholdExceeded: false, aggregateUncorrected: 0, volatileUncorrected: 0 },
       unsupported: [],
     });
   });
@@ -61,7 +70,7 @@ describe('sampleDevice', () => {
   it('omits what the GPU does not support and names it', async () => {
     const { nvml } = await session('t4-node.json');
     const s = ok(sampleDevice(nvml, 0));
-    expect(s.unsupported.sort()).toEqual(['migMode', 'nvlinks', 'recoveryAction', 'remappedRows']);
+    expect(s.unsupported.sort()).toEqual(['memoryTemperatureC', 'migMode', 'nvlinks', 'recoveryAction', 'remappedRows', 'sramEcc', 'temperatureLimits']);
     for (const field of s.unsupported) expect(s).not.toHaveProperty(field);
     expect(s.utilization).toEqual({ gpu: 35, memory: 20 });
   });
@@ -69,7 +78,7 @@ describe('sampleDevice', () => {
   it('on a MIG GPU omits utilization and remapped rows and lists MIG devices and processes', async () => {
     const { nvml } = await session('h100-mig.json');
     const s = ok(sampleDevice(nvml, 0));
-    expect(s.unsupported.sort()).toEqual(['remappedRows', 'utilization']);
+    expect(s.unsupported.sort()).toEqual(['memoryTemperatureC', 'remappedRows', 'sramEcc', 'temperatureLimits', 'utilization']);
     expect(s.migDevices).toHaveLength(7);
     expect(s.processes).toEqual([
       { pid: 2201, usedMiB: 8000, gpuInstanceId: 7, computeInstanceId: 0 },

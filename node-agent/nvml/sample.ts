@@ -1,5 +1,5 @@
 import { isGpuLost, NvmlError } from './errors.ts';
-import type { ClockEventReasons, EccCounts, GpuProcess, MemoryInfo, NvLinkState, NvmlDevice, RecoveryAction, RemappedRows } from './device.ts';
+import type { ClockEventReasons, EccCounts, FabricInfo, GpuProcess, MemoryInfo, NvLinkState, NvmlDevice, PcieLink, RecoveryAction, RemappedRows, SramEccStatus, TemperatureLimits } from './device.ts';
 import { migDevices, migMode, type MigDeviceInfo } from './mig.ts';
 import type { Nvml } from './nvml.ts';
 
@@ -16,6 +16,10 @@ export interface GpuSample {
   utilization?: { gpu: number; memory: number };
   memory?: MemoryInfo;
   temperatureC?: number;
+  /** HBM temperature (field 82). */
+  memoryTemperatureC?: number;
+  /** The GPU's own slowdown/shutdown/max-operating limits: the health thresholds of this SKU. */
+  temperatureLimits?: TemperatureLimits;
   powerW?: number;
   powerLimitW?: number;
   ecc?: EccCounts;
@@ -27,6 +31,9 @@ export interface GpuSample {
   migMode?: { current: boolean; pending: boolean };
   migDevices?: MigDeviceInfo[];
   recoveryAction?: RecoveryAction;
+  pcieLink?: PcieLink;
+  fabric?: FabricInfo;
+  sramEcc?: SramEccStatus;
   unsupported: string[];
   /**
    * Optional fields whose NVML call failed with an error other than NOT_SUPPORTED (an older driver
@@ -74,6 +81,8 @@ export function sampleDevice(nvml: Nvml, index: number): GpuSampleResult {
       utilization: () => d.utilization(),
       memory: () => d.memory(),
       temperatureC: () => d.temperatureC(),
+      memoryTemperatureC: () => d.memoryTemperatureC(),
+      temperatureLimits: () => d.temperatureLimits(),
       powerW: () => d.powerW(),
       powerLimitW: () => d.powerLimitW(),
       ecc: () => d.ecc(),
@@ -84,6 +93,9 @@ export function sampleDevice(nvml: Nvml, index: number): GpuSampleResult {
       processes: () => d.processes(),
       migMode: () => migMode(nvml, d),
       recoveryAction: () => d.recoveryAction(),
+      pcieLink: () => d.pcieLink(),
+      fabric: () => d.fabric(),
+      sramEcc: () => d.sramEcc(),
     };
     for (const [name, read] of Object.entries(fields) as [keyof GpuSample, () => unknown][]) {
       let value: unknown;

@@ -29,6 +29,14 @@ export function toReading(sample: GpuSample, name: string): GpuReading {
     r.memoryTotalMiB = sample.memory.totalMiB;
   }
   if (sample.temperatureC !== undefined) r.temperatureC = sample.temperatureC;
+  if (sample.memoryTemperatureC !== undefined) r.memoryTemperatureC = sample.memoryTemperatureC;
+  if (sample.temperatureLimits) r.temperatureLimits = { ...sample.temperatureLimits };
+  if (sample.pcieLink) r.pcieLink = { ...sample.pcieLink };
+  if (sample.fabric && sample.fabric.state !== 'not-supported') {
+    const { state, status, statusName, degradedBandwidth } = sample.fabric;
+    r.fabric = { state, ...(status === undefined ? {} : { status }), ...(statusName ? { statusName } : {}), ...(degradedBandwidth === undefined ? {} : { degradedBandwidth }) };
+  }
+  if (sample.sramEcc) r.sramThresholdExceeded = sample.sramEcc.thresholdExceeded;
   if (sample.powerW !== undefined) r.powerW = sample.powerW;
   if (sample.powerLimitW !== undefined) r.powerLimitW = sample.powerLimitW;
   if (sample.ecc) r.eccUncorrectedVolatile = sample.ecc.volatileUncorrected;

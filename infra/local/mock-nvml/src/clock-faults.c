@@ -76,6 +76,18 @@ void fire_fault(mock_fault *f) {
     case F_RESET_FAILS:
       gpu->resetFails = 1;
       break;
+    case F_PCIE_LINK:
+      if (f->value) gpu->pcieWidth = f->value;
+      if (f->value2) gpu->pcieGen = f->value2;
+      break;
+    case F_FABRIC:
+      gpu->fabricState = f->value;
+      gpu->fabricStatus = f->value2;
+      break;
+    case F_SRAM_THRESHOLD:
+      gpu->hasSram = 1;
+      gpu->sramThresholdExceeded = 1;
+      break;
     case F_GPU_LOST:
       gpu->lost = 1;
       for (int s = 0; s < MAX_SETS; s++)

@@ -218,10 +218,63 @@ EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCoun
       v->valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
       v->value.uiVal = gpu->recoveryAction;
       v->nvmlReturn = NVML_SUCCESS;
+    } else if (v->fieldId == NVML_FI_DEV_MEMORY_TEMP && gpu->memTempC.n) {
+      v->valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
+      v->value.uiVal = (unsigned int)series_at(&gpu->memTempC, gpu, 0);
+      v->nvmlReturn = NVML_SUCCESS;
     } else {
-      v->nvmlReturn = NVML_ERROR_NOT_SUPPORTED; /* the mock knows only field 230 */
+      v->nvmlReturn = NVML_ERROR_NOT_SUPPORTED; /* the mock knows fields 82 and 230 */
     }
   }
+  return end(NVML_SUCCESS);
+}
+
+/* ---- limits, PCIe, fabric, SRAM (real-driver shapes: docs/node-agent.md "Read on a real driver") ---- */
+
+EXPORT nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device, int thresholdType, unsigned int *temp) {
+  BEGIN_GPU(device);
+  if (!temp || thresholdType < 0) return end(NVML_ERROR_INVALID_ARGUMENT);
+  if (thresholdType > 3 || !gpu->tempLimit[thresholdType]) return end(NVML_ERROR_NOT_SUPPORTED);
+  *temp = gpu->tempLimit[thresholdType];
+  return end(NVML_SUCCESS);
+}
+
+static nvmlReturn_t pcie_value(nvmlDevice_t device, unsigned int *out, int which) {
+  BEGIN_GPU(device);
+  if (!out) return end(NVML_ERROR_INVALID_ARGUMENT);
+  if (!gpu->hasPcie) return end(NVML_ERROR_NOT_SUPPORTED);
+  *out = which == 0 ? gpu->pcieGen : which == 1 ? gpu->pcieMaxGen : which == 2 ? gpu->pcieWidth : gpu->pcieMaxWidth;
+  return end(NVML_SUCCESS);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t d, unsigned int *v) { return pcie_value(d, v, 0); }
+EXPORT nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t d, unsigned int *v) { return pcie_value(d, v, 1); }
+EXPORT nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t d, unsigned int *v) { return pcie_value(d, v, 2); }
+EXPORT nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t d, unsigned int *v) { return pcie_value(d, v, 3); }
+
+EXPORT nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t device, nvmlGpuFabricInfoV_t *info) {
+  BEGIN_GPU(device);
+  if (!info) return end(NVML_ERROR_INVALID_ARGUMENT);
+  unsigned int size = info->version & 0xFFFFFFu, version = info->version >> 24;
+  if (!((version == 3 && size == sizeof *info) || (version == 2 && size == 36))) return end(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+  /* Like the real driver on a GPU with no NVSwitch: SUCCESS, state NOT_SUPPORTED, the rest zero. */
+  memset(info->clusterUuid, 0, sizeof info->clusterUuid);
+  info->state = (unsigned char)gpu->fabricState;
+  info->status = gpu->fabricState == 3 ? (nvmlReturn_t)gpu->fabricStatus : NVML_SUCCESS;
+  info->cliqueId = 0;
+  info->healthMask = gpu->fabricHealthMask;
+  if (version == 3) info->healthSummary = 0;
+  return end(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetSramEccErrorStatus(nvmlDevice_t device, nvmlEccSramErrorStatus_t *status) {
+  BEGIN_GPU(device);
+  if (!status) return end(NVML_ERROR_INVALID_ARGUMENT);
+  if (status->version != (sizeof *status | 1u << 24)) return end(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+  if (!gpu->hasSram) return end(NVML_ERROR_NOT_SUPPORTED);
+  unsigned int version = status->version;
+  memset(status, 0, sizeof *status);
+  status->version = version;
+  status->bThresholdExceeded = gpu->sramThresholdExceeded;
   return end(NVML_SUCCESS);
 }
 

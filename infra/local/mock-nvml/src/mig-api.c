@@ -117,7 +117,9 @@ EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, uns
   info->jpegCount = p->compute == 7 ? 1 : 0;
   info->ofaCount = p->compute == 7 || p->suffix[0] ? 1 : 0;
   /* Memory is whole slices minus a little reserved, as real GIs report (e.g. 9984 MiB of 10 GB). */
-  info->memorySizeMB = (gpu->memoryTotalMiB * p->memSlices / 8) / 256 * 256;
+  /* A scenario may carry what a real driver reported (`migProfileMemoryMiB`); else eighths of the GPU. */
+  unsigned long long real = p->memSlices <= 8 ? gpu->migSliceMemoryMiB[p->memSlices] : 0;
+  info->memorySizeMB = real ? real : (gpu->memoryTotalMiB * p->memSlices / 8) / 256 * 256;
   return end(NVML_SUCCESS);
 }
 

@@ -86,6 +86,7 @@ typedef struct {
 _Static_assert(sizeof(nvmlFieldValue_t) == 40, "nvmlFieldValue_t");
 
 #define NVML_FI_DEV_GET_GPU_RECOVERY_ACTION 230
+#define NVML_FI_DEV_MEMORY_TEMP 82
 #define NVML_VALUE_TYPE_UNSIGNED_INT 1
 #define NO_INSTANCE 0xFFFFFFFFu
 
@@ -97,6 +98,28 @@ _Static_assert(sizeof(nvmlFieldValue_t) == 40, "nvmlFieldValue_t");
 #define EV_DRAM_RETIREMENT 0x400ull
 #define EV_DRAM_RETIREMENT_FAILURE 0x800ull
 #define EV_RECOVERY_ACTION 0x8000ull
+
+/* nvmlGpuFabricInfo_v3_t (driver 550+); version = sizeof | 3 << 24 (v2: 36 bytes, no summary). */
+typedef struct {
+  unsigned int version;
+  unsigned char clusterUuid[16];
+  nvmlReturn_t status;
+  unsigned int cliqueId;
+  unsigned char state;
+  unsigned int healthMask;
+  unsigned char healthSummary;
+} nvmlGpuFabricInfoV_t;
+_Static_assert(sizeof(nvmlGpuFabricInfoV_t) == 40, "nvmlGpuFabricInfoV_t");
+
+/* nvmlEccSramErrorStatus_v1_t; version = sizeof | 1 << 24. */
+typedef struct {
+  unsigned int version;
+  unsigned long long aggregateUncParity, aggregateUncSecDed, aggregateCor, volatileUncParity, volatileUncSecDed,
+      volatileCor, aggregateUncBucketL2, aggregateUncBucketSm, aggregateUncBucketPcie, aggregateUncBucketMcu,
+      aggregateUncBucketOther;
+  unsigned int bThresholdExceeded;
+} nvmlEccSramErrorStatus_t;
+_Static_assert(sizeof(nvmlEccSramErrorStatus_t) == 104, "nvmlEccSramErrorStatus_t");
 
 /* ---- model -------------------------------------------------------------------------------- */
 
@@ -160,10 +183,18 @@ typedef struct mock_gpu {
   unsigned int recoveryActionReturn; /* non-zero: field 230 answers this NVML error (a pre-R565 driver's oddity) */
   unsigned int resets; /* resets done (mockNvmlResetGpu) */
   int drained; /* NVML drain state (nvmlDeviceModifyDrainState): new work cannot open the GPU */
+  /* Temperature limits (nvmlDeviceGetTemperatureThreshold), 0 = NOT_SUPPORTED: shutdown, slowdown, memMax, gpuMax. */
+  unsigned int tempLimit[4];
+  series_t memTempC; /* field 82; no series = NOT_SUPPORTED */
+  int hasPcie; /* pcieLink given */
+  unsigned int pcieGen, pcieMaxGen, pcieWidth, pcieMaxWidth;
+  unsigned int fabricState, fabricStatus, fabricHealthMask; /* state 0 = NOT_SUPPORTED (what a GPU with no NVSwitch answers) */
+  int hasSram; unsigned int sramThresholdExceeded; /* `sram` given; else NOT_SUPPORTED */
+  unsigned long long migSliceMemoryMiB[9]; /* by memory slices (1, 2, 4, 8): a real driver's profile sizes; 0 = eighths */
 } mock_gpu;
 
 typedef enum { F_XID, F_ECC, F_REMAP_PENDING, F_REMAP_FAILURE, F_RETIRED_PENDING, F_GPU_LOST,
-               F_RECOVERY_ACTION, F_NVLINK_DOWN, F_RESET_FAILS } fault_kind;
+               F_RECOVERY_ACTION, F_NVLINK_DOWN, F_RESET_FAILS, F_PCIE_LINK, F_FABRIC, F_SRAM_THRESHOLD } fault_kind;
 
 typedef struct {
   unsigned long long atMs;
@@ -172,7 +203,8 @@ typedef struct {
   unsigned long long xid;
   unsigned int gi, ci;
   unsigned long long corrected, uncorrected;
-  unsigned int value; /* recovery action, link index */
+  unsigned int value; /* recovery action, link index, PCIe width, fabric state */
+  unsigned int value2; /* PCIe generation, fabric status */
   int fired;
 } mock_fault;
 

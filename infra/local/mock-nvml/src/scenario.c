@@ -137,6 +137,59 @@ static int load_gpu(const json_value *o, int i) {
   n = (double)(EV_SINGLE_BIT_ECC | EV_DOUBLE_BIT_ECC | EV_PSTATE | EV_XID);
   if (!get_num(o, "supportedEvents", path, &n, 0)) return 0;
   gpu->supportedEvents = (unsigned long long)n;
+  const json_value *limits = json_get(o, "temperatureLimits");
+  if (limits) {
+    char where[96];
+    static const char *const LIMITS[4] = {"shutdownC", "slowdownC", "memMaxC", "gpuMaxC"};
+    snprintf(where, sizeof where, "%s.temperatureLimits", path);
+    if (limits->type != JSON_OBJECT) return bad(where, "expected an object");
+    for (int k = 0; k < 4; k++) {
+      n = 0; if (!get_num(limits, LIMITS[k], where, &n, 0)) return 0; gpu->tempLimit[k] = (unsigned int)n;
+    }
+  }
+  const json_value *pcie = json_get(o, "pcieLink");
+  if (pcie) {
+    char where[96];
+    snprintf(where, sizeof where, "%s.pcieLink", path);
+    if (pcie->type != JSON_OBJECT) return bad(where, "expected an object");
+    n = 0; if (!get_num(pcie, "maxGen", where, &n, 1)) return 0; gpu->pcieMaxGen = (unsigned int)n;
+    n = 0; if (!get_num(pcie, "maxWidth", where, &n, 1)) return 0; gpu->pcieMaxWidth = (unsigned int)n;
+    n = gpu->pcieMaxGen; if (!get_num(pcie, "gen", where, &n, 0)) return 0; gpu->pcieGen = (unsigned int)n;
+    n = gpu->pcieMaxWidth; if (!get_num(pcie, "width", where, &n, 0)) return 0; gpu->pcieWidth = (unsigned int)n;
+    gpu->hasPcie = 1;
+  }
+  const json_value *fabric = json_get(o, "fabric");
+  if (fabric) {
+    char where[96];
+    snprintf(where, sizeof where, "%s.fabric", path);
+    if (fabric->type != JSON_OBJECT) return bad(where, "expected an object");
+    n = 3; if (!get_num(fabric, "state", where, &n, 0)) return 0;
+    if (n < 0 || n > 3) return bad(where, "state: 0 not-supported, 1 not-started, 2 in-progress, 3 completed");
+    gpu->fabricState = (unsigned int)n;
+    n = 0; if (!get_num(fabric, "status", where, &n, 0)) return 0; gpu->fabricStatus = (unsigned int)n;
+    n = 0; if (!get_num(fabric, "healthMask", where, &n, 0)) return 0; gpu->fabricHealthMask = (unsigned int)n;
+  }
+  const json_value *migMem = json_get(o, "migProfileMemoryMiB");
+  if (migMem) {
+    char where[96];
+    static const char *const SLICES[4] = {"1", "2", "4", "8"};
+    snprintf(where, sizeof where, "%s.migProfileMemoryMiB", path);
+    if (migMem->type != JSON_OBJECT) return bad(where, "expected an object keyed by memory slices (1, 2, 4, 8)");
+    for (int k = 0; k < 4; k++) {
+      n = 0; if (!get_num(migMem, SLICES[k], where, &n, 0)) return 0;
+      gpu->migSliceMemoryMiB[1 << k] = (unsigned long long)n;
+    }
+  }
+  const json_value *sram = json_get(o, "sram");
+  if (sram) {
+    char where[96];
+    snprintf(where, sizeof where, "%s.sram", path);
+    if (sram->type != JSON_OBJECT) return bad(where, "expected an object");
+    gpu->hasSram = 1;
+    int exceeded = 0;
+    if (!get_bool(sram, "thresholdExceeded", where, &exceeded)) return 0;
+    gpu->sramThresholdExceeded = (unsigned int)exceeded;
+  }
   const json_value *ecc = json_get(o, "ecc");
   if (ecc) {
     char where[96];
@@ -157,7 +210,7 @@ static int load_gpu(const json_value *o, int i) {
     if (!get_bool(series, "loop", where, &gpu->loop)) return 0;
     if (!get_series(series, "util", path, &gpu->util) || !get_series(series, "memUtil", path, &gpu->memUtil) ||
         !get_series(series, "memUsedMiB", path, &gpu->memUsedMiB) || !get_series(series, "tempC", path, &gpu->tempC) ||
-        !get_series(series, "powerW", path, &gpu->powerW) ||
+        !get_series(series, "powerW", path, &gpu->powerW) || !get_series(series, "memTempC", path, &gpu->memTempC) ||
         !get_series(series, "clockEventReasons", path, &gpu->clockEvents))
       return 0;
   }
@@ -201,7 +254,7 @@ char *mock_read_file(const char *path) {
 
 static void free_model(void) {
   for (int i = 0; i < MAX_GPUS; i++) {
-    series_t *all[] = {&g.gpus[i].util, &g.gpus[i].memUtil, &g.gpus[i].memUsedMiB, &g.gpus[i].tempC,
+    series_t *all[] = {&g.gpus[i].util, &g.gpus[i].memUtil, &g.gpus[i].memUsedMiB, &g.gpus[i].tempC, &g.gpus[i].memTempC,
                        &g.gpus[i].powerW, &g.gpus[i].clockEvents};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) { free(all[k]->v); all[k]->v = NULL; all[k]->n = 0; }
   }

@@ -1,0 +1,81 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { openMockNvml } from '../../infra/local/mock-nvml/testing.ts';
+import type { Nvml } from './nvml.ts';
+import { inventory } from './inventory.ts';
+import { gpuInstanceProfiles } from './mig.ts';
+import { sampleDevice, type GpuSample } from './sample.ts';
+
+/**
+ * The mock NVML is only as good as its likeness to a real driver. test/fixtures/real-driver/ holds
+ * what the agent's own binding read on a real GPU (scripts/real-driver/nvml-probe.ts: `agent` is
+ * what `gpu-reflex agent` sees, `raw` each NVML call with its return code), beside NVIDIA's Python
+ * binding and nvidia-smi on the same machine. The mock's scenario for that GPU must answer the
+ * binding the same way; where it cannot, the difference is listed in docs/node-agent.md.
+ */
+const FIXTURE = join(import.meta.dirname, '..', '..', 'test', 'fixtures', 'real-driver', 'h200-580.159.04');
+const read = <T>(file: string): T => JSON.parse(readFileSync(join(FIXTURE, file), 'utf8')) as T;
+
+interface Probe {
+  agent: { inventory: { driverVersion: string; nvmlVersion: string; cudaVersion: string; gpus: Record<string, unknown>[] }; samples: GpuSample[]; migProfiles: unknown[][] };
+  raw: {
+    temperatureThresholds: Record<string, { rc?: number; value: number }>;
+    pcie: Record<string, { rc?: number; value: number }>;
+    fieldValues: { values: Record<string, { rc: number; raw: string }> };
+    fabricV3: { rc: number; value: { state: number } };
+    sramEccErrorStatus: { rc: number; value: { bThresholdExceeded: number } };
+  }[];
+}
+const real = read<Probe>('nvml-probe.json');
+const python = read<{ gpus: { supportedEvents: { ok: number }; clockReasons: { ok: number } }[] }>('pynvml-probe.json');
+
+let nvml: Nvml | undefined;
+afterEach(() => {
+  nvml?.close();
+  nvml = undefined;
+});
+
+describe('the mock H200 answers the agent\'s binding as the real H200 did (driver 580.159.04)', () => {
+  it('the same inventory: identity, memory, MIG mode, and every GPU-instance profile with NVML\'s names, sizes and placements', async () => {
+    ({ nvml } = await openMockNvml('h200-1x.json'));
+    const inv = inventory(nvml);
+    const { migProfiles: realProfiles, ...realGpu } = real.agent.inventory.gpus[0]!;
+    const { migProfiles, ...gpu } = inv.gpus[0] as Record<string, unknown>;
+    expect(gpu).toEqual(realGpu);
+    expect(migProfiles).toEqual(realProfiles);
+    expect(gpuInstanceProfiles(nvml, nvml.device(0))).toEqual(real.agent.migProfiles[0]);
+    expect(inv.driverVersion).toBe(real.agent.inventory.driverVersion);
+    expect(inv.cudaVersion).toBe(real.agent.inventory.cudaVersion);
+  });
+
+  it('the same unsupported fields (no page retirement on Hopper, no NVLink in a one-GPU VM) and no field failing', async () => {
+    ({ nvml } = await openMockNvml('h200-1x.json'));
+    const s = sampleDevice(nvml, 0) as GpuSample;
+    expect(s.state).toBe('ok');
+    // The recording predates the new fields; those it has, the mock must answer alike.
+    expect(s.unsupported).toEqual(real.agent.samples[0]!.unsupported);
+    expect(s.unavailable).toBeUndefined();
+    expect(nvml.device(0).supportedEventTypes()).toBe(BigInt(python.gpus[0]!.supportedEvents.ok));
+  });
+
+  it('the same raw answers for the limits, the PCIe link, HBM temperature, fabric and SRAM', async () => {
+    ({ nvml } = await openMockNvml('h200-1x.json'));
+    const r = real.raw[0]!;
+    const s = sampleDevice(nvml, 0) as GpuSample;
+    const t = r.temperatureThresholds;
+    expect(s.temperatureLimits).toEqual({ shutdownC: t.shutdown!.value, slowdownC: t.slowdown!.value, memMaxC: t.memMax!.value, gpuMaxC: t.gpuMax!.value });
+    const p = r.pcie;
+    expect(s.pcieLink).toEqual({
+      gen: p.nvmlDeviceGetCurrPcieLinkGeneration!.value, maxGen: p.nvmlDeviceGetMaxPcieLinkGeneration!.value,
+      width: p.nvmlDeviceGetCurrPcieLinkWidth!.value, maxWidth: p.nvmlDeviceGetMaxPcieLinkWidth!.value,
+    });
+    expect(r.fieldValues.values.memoryTemp!.rc).toBe(0);
+    expect(s.memoryTemperatureC).toEqual(expect.any(Number));
+    expect(r.fieldValues.values.recoveryAction).toMatchObject({ rc: 0, raw: String(s.recoveryAction!.code) });
+    expect(r.fabricV3).toMatchObject({ rc: 0, value: { state: 0 } });
+    expect(s.fabric).toEqual({ state: 'not-supported' });
+    expect(r.sramEccErrorStatus).toMatchObject({ rc: 0, value: { bThresholdExceeded: 0 } });
+    expect(s.sramEcc).toEqual({ thresholdExceeded: false, aggregateUncorrected: 0, volatileUncorrected: 0 });
+  });
+});
