@@ -17,7 +17,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { CliIo } from '../bin/command.ts';
 import { Agent, type EventSink } from './agent.ts';
 import { registerAgentMetrics } from './agent-metrics.ts';
-import type { HealthThresholds } from './collectors/health.ts';
+import { DEFAULT_THRESHOLDS, type HealthThresholds } from './collectors/health.ts';
 import type { AgentConfig } from './config.ts';
 import { gpuActionResultEvent, type OutgoingEvent } from './events.ts';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
@@ -77,9 +77,13 @@ export function thresholdsOf(config: AgentConfig): HealthThresholds {
     framebufferHighPercent: t.fbUsedHighPercent,
     temperatureWarnC: t.tempWarnC,
     temperatureCritC: t.tempCritC,
+    temperatureFromGpu: t.tempFromGpu,
     powerHighPercent: t.powerHighPercent,
     hysteresis: t.hysteresisPercent,
-    monitoringFailures: 3,
+    monitoringFailures: DEFAULT_THRESHOLDS.monitoringFailures,
+    memoryTemperatureMaxC: DEFAULT_THRESHOLDS.memoryTemperatureMaxC,
+    pcieBusyPercent: DEFAULT_THRESHOLDS.pcieBusyPercent,
+    fabricGraceMs: DEFAULT_THRESHOLDS.fabricGraceMs,
   };
 }
 

@@ -20,7 +20,7 @@ describe('loadAgentConfig', () => {
       procRoot: '/proc',
       dryRun: false,
     });
-    expect(c.thresholds).toEqual({ gpuUtilHighPercent: 95, gpuUtilHighForMs: 300000, fbUsedHighPercent: 90, tempWarnC: 80, tempCritC: 85, powerHighPercent: 90, hysteresisPercent: 5 });
+    expect(c.thresholds).toEqual({ gpuUtilHighPercent: 95, gpuUtilHighForMs: 300000, fbUsedHighPercent: 90, tempWarnC: 80, tempCritC: 85, tempFromGpu: true, powerHighPercent: 90, hysteresisPercent: 5 });
   });
 
   it('returns a frozen object, thresholds included', () => {

@@ -65,6 +65,8 @@ export interface AgentConfig {
     fbUsedHighPercent: number;
     tempWarnC: number;
     tempCritC: number;
+    /** Neither TEMP_WARN_C nor TEMP_CRIT_C set: each GPU's own limits decide (80/85 °C where it has none). */
+    tempFromGpu: boolean;
     powerHighPercent: number;
     hysteresisPercent: number;
   }>;
@@ -119,6 +121,7 @@ export function loadAgentConfig(env: Record<string, string | undefined> = proces
       fbUsedHighPercent: e.FB_USED_HIGH_PERCENT,
       tempWarnC: e.TEMP_WARN_C,
       tempCritC: e.TEMP_CRIT_C,
+      tempFromGpu: cleaned.TEMP_WARN_C === undefined && cleaned.TEMP_CRIT_C === undefined,
       powerHighPercent: e.POWER_HIGH_PERCENT,
       hysteresisPercent: e.HYSTERESIS_PERCENT,
     }),

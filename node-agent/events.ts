@@ -73,6 +73,8 @@ export function xidEvent(node: string, at: number, o: XidObservation): OutgoingE
   return outgoing(GPU_XID_ERROR, detail, at, 'critical');
 }
 
+const INFORMATIONAL: ReadonlySet<string> = new Set(['utilization-high', 'framebuffer-high', 'power']);
+
 export function healthEvent(node: string, at: number, h: HealthEvent, podUids: string[] = []): OutgoingEvent {
   const subject = h.gpu?.uuid ?? 'node';
   const detail: GpuHealthChangedDetail = {
@@ -83,8 +85,8 @@ export function healthEvent(node: string, at: number, h: HealthEvent, podUids: s
     ...h,
     ...(podUids.length && h.state === 'firing' ? { pods: podUids.slice(0, 128).map((uid) => ({ uid })) } : {}),
   };
-  // Informational crossings (utilization) travel with inventory's priority, not as alarms.
-  return outgoing(GPU_HEALTH_CHANGED, detail, at, h.condition === 'utilization-high' || h.condition === 'framebuffer-high' ? 'normal' : 'critical');
+  // Informational crossings (load, not faults) travel with inventory's priority, not as alarms.
+  return outgoing(GPU_HEALTH_CHANGED, detail, at, INFORMATIONAL.has(h.condition) ? 'normal' : 'critical');
 }
 
 export function utilizationEvent(node: string, at: number, s: Omit<GpuUtilizationSummaryDetail, 'schemaVersion' | 'eventId' | 'node' | 'observedAt'>): OutgoingEvent {

@@ -7,6 +7,8 @@ export const GPU_HEALTH_CHANGED = 'GPU Health Changed';
 
 export const HEALTH_CONDITIONS = [
   'temperature',
+  /** HBM temperature against the GPU's own memory limit (NVML_FI_DEV_MEMORY_TEMP). */
+  'memory-temperature',
   'power',
   'utilization-high',
   'framebuffer-high',
@@ -16,6 +18,12 @@ export const HEALTH_CONDITIONS = [
   'row-remap-failure',
   'throttling',
   'nvlink-down',
+  /** PCIe link narrower than it can be, or slower while the GPU is busy. */
+  'pcie-link-degraded',
+  /** NVLink fabric registration (HGX/NVSwitch) failed, stalled, or runs with degraded bandwidth. */
+  'fabric',
+  /** SRAM uncorrectable errors passed NVIDIA's field-diag threshold: the GPU is an RMA candidate (XID 48's test). */
+  'sram-threshold-exceeded',
   'gpu-lost',
   /** A GPU this node had that NVML no longer lists (fell off the bus before the agent started, or was removed). */
   'gpu-missing',

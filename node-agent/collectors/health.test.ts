@@ -27,9 +27,9 @@ describe('HealthEvaluator', () => {
     expect(run(temps.map((temperatureC) => ({ temperatureC })))).toEqual([[1, 'temperature', 'firing', 'warning']]);
   });
 
-  it('reports power above 90% of the enforced limit', () => {
+  it('reports power above 90% of the enforced limit, as information (a busy GPU runs at its limit)', () => {
     expect(run([{ powerW: 300, powerLimitW: 400 }, { powerW: 380, powerLimitW: 400 }, { powerW: 330, powerLimitW: 400 }])).toEqual([
-      [1, 'power', 'firing', 'warning'],
+      [1, 'power', 'firing', 'info'],
       [2, 'power', 'resolved', 'info'],
     ]);
   });

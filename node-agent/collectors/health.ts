@@ -3,8 +3,10 @@
  * crossing, never one per sample. Every condition has hysteresis (it clears only below the
  * threshold minus a margin) so a GPU hovering at 85 °C does not flap.
  * Defaults (docs/node-agent.md, Environment): util > 95% for 5 min, framebuffer > 90%,
- * temperature > 80 °C warning / > 85 °C critical, power > 90% of the enforced limit, any
- * uncorrected ECC error, pending page retirement or row remap.
+ * temperature at the GPU's own max operating temperature warning / slowdown temperature critical
+ * (80/85 °C where the GPU reports no limits), HBM at its limit, power > 90% of the enforced limit
+ * (info: a busy GPU runs there), any uncorrected ECC error, pending page retirement or row remap,
+ * a PCIe link below what it can do, a fabric that failed or stalled, the SRAM RMA threshold.
  */
 import { HW_THROTTLE_REASONS } from '../nvml/clock-reasons.ts';
 import type { GpuHealthChangedDetail, HealthCondition } from '../../events/catalog/gpu-health-changed.ts';
@@ -14,8 +16,20 @@ export interface HealthThresholds {
   utilHighPercent: number;
   utilHighForMs: number;
   framebufferHighPercent: number;
+  /** Used where the GPU reports no limits of its own, or always when `temperatureFromGpu` is false. */
   temperatureWarnC: number;
   temperatureCritC: number;
+  /**
+   * Follow each GPU's own limits (nvmlDeviceGetTemperatureThreshold): warning at its max operating
+   * temperature, critical at its slowdown temperature. False when TEMP_WARN_C/TEMP_CRIT_C are set.
+   */
+  temperatureFromGpu: boolean;
+  /** HBM limit where the GPU does not report one (95 °C, what an H200 reports). */
+  memoryTemperatureMaxC: number;
+  /** PCIe generation below the link's maximum counts only while the GPU is this busy (an idle link slows down on purpose). */
+  pcieBusyPercent: number;
+  /** How long a fabric probe may stay not-started/in-progress before it is reported. */
+  fabricGraceMs: number;
   powerHighPercent: number;
   /** Margin below a threshold before a condition clears (percent points or °C). */
   hysteresis: number;
@@ -29,6 +43,10 @@ export const DEFAULT_THRESHOLDS: HealthThresholds = {
   framebufferHighPercent: 90,
   temperatureWarnC: 80,
   temperatureCritC: 85,
+  temperatureFromGpu: true,
+  memoryTemperatureMaxC: 95,
+  pcieBusyPercent: 50,
+  fabricGraceMs: 5 * 60_000,
   powerHighPercent: 90,
   hysteresis: 5,
   monitoringFailures: 3,
@@ -127,21 +145,37 @@ export class HealthEvaluator {
 
     if (r.temperatureC !== undefined) {
       const t = r.temperatureC;
-      const cur = levelOf('temperature');
-      const lvl = banded(t, cur, [
-        [this.t.temperatureCritC, 'critical'],
-        [this.t.temperatureWarnC, 'warning'],
-      ], this.t.hysteresis);
-      step('temperature', lvl, lvl ? `temperature ${t} °C above ${lvl === 'critical' ? this.t.temperatureCritC : this.t.temperatureWarnC} °C` : `temperature back to ${t} °C`, {
-        value: t, threshold: lvl === 'critical' ? this.t.temperatureCritC : this.t.temperatureWarnC, unit: 'C',
+      const { warn, crit, own } = this.temperatureLimits(r);
+      // A GPU's own limit is reached AT its value (integer °C), the configured ones are exceeded.
+      const edge = own ? 1 : 0;
+      const lvl = banded(t, levelOf('temperature'), [[crit - edge, 'critical'], [warn - edge, 'warning']], this.t.hysteresis);
+      const limit = lvl === 'critical' ? crit : warn;
+      const what = own ? (lvl === 'critical' ? "this GPU's slowdown temperature" : "this GPU's max operating temperature") : 'the configured limit';
+      step('temperature', lvl, lvl ? `temperature ${t} °C ${own ? 'reached' : 'above'} ${what} (${limit} °C)` : `temperature back to ${t} °C`, {
+        value: t, threshold: limit, unit: 'C',
+      });
+    }
+    if (r.memoryTemperatureC !== undefined) {
+      const t = r.memoryTemperatureC;
+      const max = r.temperatureLimits?.memMaxC ?? this.t.memoryTemperatureMaxC;
+      const lvl = banded(t, levelOf('memory-temperature'), [[max - 1, 'critical'], [max - 6, 'warning']], this.t.hysteresis);
+      step('memory-temperature', lvl, lvl ? `memory (HBM) temperature ${t} °C ${lvl === 'critical' ? 'reached' : 'within 5 °C of'} its limit (${max} °C)` : `memory temperature back to ${t} °C`, {
+        value: t, threshold: lvl === 'warning' ? max - 5 : max, unit: 'C',
       });
     }
     if (r.powerW !== undefined && r.powerLimitW) {
+      // Information, not an alarm: a busy GPU runs at its power limit (a healthy H200 under load
+      // read 99% of 700 W), and the hardware enforces the cap itself.
       const pct = (100 * r.powerW) / r.powerLimitW;
-      const lvl = banded(pct, levelOf('power'), [[this.t.powerHighPercent, 'warning']], this.t.hysteresis);
+      const lvl = banded(pct, levelOf('power'), [[this.t.powerHighPercent, 'info']], this.t.hysteresis);
       step('power', lvl, lvl ? `power ${r.powerW} W is ${pct.toFixed(0)}% of the ${r.powerLimitW} W limit` : `power back to ${pct.toFixed(0)}% of the limit`, {
         value: round(pct), threshold: this.t.powerHighPercent, unit: '%',
       });
+    }
+    if (r.pcieLink) out.push(...this.pcie(r, gpu));
+    if (r.fabric) out.push(...this.fabric(r, gpu, now));
+    if (r.sramThresholdExceeded !== undefined) {
+      step('sram-threshold-exceeded', r.sramThresholdExceeded ? 'critical' : 0, r.sramThresholdExceeded ? 'SRAM uncorrectable errors exceed NVIDIA\'s field-diagnostic threshold: replace the GPU (RMA)' : 'SRAM errors below the RMA threshold');
     }
     if (r.memoryUsedMiB !== undefined && r.memoryTotalMiB) {
       const pct = (100 * r.memoryUsedMiB) / r.memoryTotalMiB;
@@ -217,6 +251,62 @@ export class HealthEvaluator {
       return [event(gpu, 'utilization-high', 0, `utilization back to ${u}%`, { value: u, threshold: this.t.utilHighPercent, unit: '%' })];
     }
     return [];
+  }
+
+  /** Warning and critical temperatures for this GPU, and whether they are its own. */
+  private temperatureLimits(r: GpuReading): { warn: number; crit: number; own: boolean } {
+    const own = r.temperatureLimits;
+    if (this.t.temperatureFromGpu && own?.slowdownC) {
+      const crit = own.slowdownC;
+      return { warn: own.gpuMaxC && own.gpuMaxC < crit ? own.gpuMaxC : crit - 5, crit, own: true };
+    }
+    return { warn: this.t.temperatureWarnC, crit: this.t.temperatureCritC, own: false };
+  }
+
+  private pcie(r: GpuReading, gpu: GpuRef): HealthEvent[] {
+    const key = `${r.uuid}/pcie-link-degraded`;
+    const s = this.state.get(key) ?? { level: 0 as Level };
+    const { gen, maxGen, width, maxWidth } = r.pcieLink!;
+    const narrow = width < maxWidth;
+    const slow = gen < maxGen;
+    // An idle GPU lowers its link speed on purpose, so a slow link is a finding only while the GPU
+    // is busy; once found, it stays until the link runs at full speed again (idle says nothing).
+    const busy = (r.utilPercent ?? 0) >= this.t.pcieBusyPercent;
+    const level: Level = narrow || (slow && (busy || s.level !== 0)) ? 'warning' : 0;
+    if (level === s.level) return [];
+    this.state.set(key, { level });
+    const parts = [narrow ? `x${width} of x${maxWidth}` : '', slow ? `Gen${gen} of Gen${maxGen}` : ''].filter(Boolean);
+    return [event(gpu, 'pcie-link-degraded', level, level ? `PCIe link degraded: ${parts.join(', ')}${slow && busy ? ` at ${r.utilPercent}% utilization` : ''}` : `PCIe link back to Gen${gen} x${width}`, { value: width, threshold: maxWidth, unit: 'lanes' })];
+  }
+
+  private fabric(r: GpuReading, gpu: GpuRef, now: number): HealthEvent[] {
+    const key = `${r.uuid}/fabric`;
+    const s = this.state.get(key) ?? { level: 0 as Level };
+    const f = r.fabric!;
+    let level: Level = 0;
+    let message = 'fabric registered';
+    let since: number | undefined;
+    if (f.state === 'completed') {
+      if (f.status !== undefined && f.status !== 0) {
+        level = 'critical';
+        message = `fabric registration failed: ${f.statusName ?? `NVML error ${f.status}`} (is nvidia-fabricmanager running?)`;
+      } else if (f.degradedBandwidth) {
+        level = 'warning';
+        message = 'fabric registered with degraded NVLink bandwidth';
+      }
+    } else {
+      since = s.since ?? now;
+      const waited = now - since;
+      if (waited >= this.t.fabricGraceMs) {
+        level = 'critical';
+        message = `fabric not ready for ${Math.round(waited / 60_000)} min (probe ${f.state}): CUDA work fails on this GPU until it registers`;
+      } else {
+        level = s.level; // still within the grace time: no news either way
+      }
+    }
+    this.state.set(key, { level, ...(since === undefined ? {} : { since }) });
+    if (level === s.level) return [];
+    return [event(gpu, 'fabric', level, message)];
   }
 
   private nvlink(r: GpuReading, gpu: GpuRef): HealthEvent[] {

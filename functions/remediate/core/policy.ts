@@ -160,6 +160,8 @@ const DEFAULT_ESCALATION = { count: 3, windowMinutes: 60, distinctWorkloads: 2 }
 /** Health conditions (docs/remediation.md has the why of each row). */
 const CONDITION_DEFAULTS: Record<HealthCondition, RuleOverride> = {
   temperature: { action: 'quarantine-gpu', then: [], notify: true, bySeverity: { info: 'observe', warning: 'observe' } },
+  // The HBM past its limit is as urgent as the GPU past its slowdown temperature.
+  'memory-temperature': { action: 'quarantine-gpu', then: [], notify: true, bySeverity: { info: 'observe', warning: 'observe' } },
   power: { action: 'observe', then: [] },
   'utilization-high': { action: 'ignore', then: [] },
   'framebuffer-high': { action: 'ignore', then: [] },
@@ -169,6 +171,12 @@ const CONDITION_DEFAULTS: Record<HealthCondition, RuleOverride> = {
   'row-remap-failure': { action: 'quarantine-gpu', then: ['replace-node'], notify: true },
   throttling: { action: 'observe', then: [] },
   'nvlink-down': { action: 'quarantine-gpu', then: RESET },
+  // A lane down or a link trained slow: work still runs, slower; a person reseats or replaces.
+  'pcie-link-degraded': { action: 'observe', then: [], notify: true },
+  // The fabric manager is a node service; restarting it (or not) is a person's call.
+  fabric: { action: 'observe', then: [], notify: true },
+  // NVIDIA's RMA test for XID 48: the GPU goes, whatever the count of XIDs.
+  'sram-threshold-exceeded': { action: 'quarantine-gpu', then: ['replace-node'], notify: true },
   'gpu-lost': { action: 'drain-node', then: RESET },
   // Gone before the agent could see it fall: the same verdict as a GPU lost while watched.
   'gpu-missing': { action: 'drain-node', then: RESET, notify: true },
