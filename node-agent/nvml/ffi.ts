@@ -42,6 +42,12 @@ export const GpuInstanceProfileInfo = koffi.struct({
   copyEngineCount: uint, decoderCount: uint, encoderCount: uint, jpegCount: uint, ofaCount: uint,
   memorySizeMB: ulonglong,
 });
+/** nvmlGpuInstanceProfileInfo_v2_t (152 bytes): the v1 fields after a version, and NVML's own name ("MIG 1g.18gb"). */
+export const GpuInstanceProfileInfoV2 = koffi.struct({
+  version: uint, id: uint, isP2pSupported: uint, sliceCount: uint, instanceCount: uint, multiprocessorCount: uint,
+  copyEngineCount: uint, decoderCount: uint, encoderCount: uint, jpegCount: uint, ofaCount: uint,
+  memorySizeMB: ulonglong, name: koffi.array('char', 96, 'String'),
+});
 export const GpuInstanceInfo = koffi.struct({ device: 'uint64', id: uint, profileId: uint, placement: Placement });
 /** nvmlFieldValue_t (40 bytes); the value union is read as its raw 8 bytes. */
 export const FieldValue = koffi.struct({
@@ -116,6 +122,8 @@ export interface NvmlLibrary {
   nvmlDeviceGetGpuInstanceId(device: Handle, out: Out<number>): Rc;
   nvmlDeviceGetComputeInstanceId(device: Handle, out: Out<number>): Rc;
   nvmlDeviceGetGpuInstanceProfileInfo(device: Handle, profile: number, out: object): Rc;
+  /** `info` is a Buffer holding nvmlGpuInstanceProfileInfo_v2_t with its version set; undefined before R470. */
+  nvmlDeviceGetGpuInstanceProfileInfoV?: (device: Handle, profile: number, info: Buffer) => Rc;
   nvmlDeviceGetGpuInstancePossiblePlacements_v2(device: Handle, profileId: number, placements: Buffer | null, count: Out<number>): Rc;
   nvmlDeviceGetGpuInstanceById(device: Handle, id: number, out: Out<Handle>): Rc;
   nvmlGpuInstanceGetInfo(gpuInstance: Handle, out: object): Rc;
@@ -209,6 +217,7 @@ export function loadNvml(path?: string): NvmlLibrary {
     nvmlDeviceGetGpuInstanceId: fn('nvmlDeviceGetGpuInstanceId', [handle, outU32]),
     nvmlDeviceGetComputeInstanceId: fn('nvmlDeviceGetComputeInstanceId', [handle, outU32]),
     nvmlDeviceGetGpuInstanceProfileInfo: fn('nvmlDeviceGetGpuInstanceProfileInfo', [handle, uint, outStruct(GpuInstanceProfileInfo)]),
+    nvmlDeviceGetGpuInstanceProfileInfoV: optional('nvmlDeviceGetGpuInstanceProfileInfoV', [handle, uint, 'void *']),
     nvmlDeviceGetGpuInstancePossiblePlacements_v2: fn('nvmlDeviceGetGpuInstancePossiblePlacements_v2', [handle, uint, 'void *', koffi.inout(koffi.pointer(uint))]),
     nvmlDeviceGetGpuInstanceById: fn('nvmlDeviceGetGpuInstanceById', [handle, uint, outHandle]),
     nvmlGpuInstanceGetInfo: fn('nvmlGpuInstanceGetInfo', [handle, outStruct(GpuInstanceInfo)]),

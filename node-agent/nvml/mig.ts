@@ -1,5 +1,5 @@
 import { NVML } from './errors.ts';
-import { decodeArray, Placement } from './ffi.ts';
+import { decodeArray, decodeStruct, GpuInstanceProfileInfoV2, Placement, structVersion } from './ffi.ts';
 import type { NvmlDevice } from './device.ts';
 import type { Nvml } from './nvml.ts';
 
@@ -32,7 +32,7 @@ export interface GpuInstanceProfile {
   profileIndex: number;
   /** The profile ID NVML uses everywhere else (placements, GI info). */
   id: number;
-  /** NVIDIA's name (migProfileName): `<slices>g.<GB>gb` with the variant's suffix. */
+  /** NVML's own name where the driver gives one (…ProfileInfoV, "MIG 1g.18gb" → `1g.18gb`), else NVIDIA's rule (migProfileName). */
   name: string;
   sliceCount: number;
   instanceCount: number;
@@ -131,23 +131,47 @@ function placementsFor(nvml: Nvml, device: NvmlDevice, profileId: number): MigPl
   return decodeArray<MigPlacement>(buf, Placement, count[0]).map((p) => ({ start: p.start, size: p.size }));
 }
 
+type ProfileInfo = { id: number; sliceCount: number; instanceCount: number; multiprocessorCount: number; memorySizeMB: number | bigint; name?: string };
+
+/**
+ * One profile: the versioned call first (it carries NVML's own name), the v1 call where the driver
+ * lacks it or does not name this profile. `undefined` when the GPU lacks the profile; `null` when no
+ * table can be read (MIG refused: INVALID_STATE or NO_PERMISSION).
+ */
+function profileInfo(nvml: Nvml, device: NvmlDevice, profileIndex: number): ProfileInfo | undefined | null {
+  const readV = nvml.lib.nvmlDeviceGetGpuInstanceProfileInfoV;
+  if (readV) {
+    const buf = Buffer.alloc(GpuInstanceProfileInfoV2.size);
+    buf.writeUInt32LE(structVersion(GpuInstanceProfileInfoV2.size, 2), 0);
+    if (readV(device.handle, profileIndex, buf) === NVML.SUCCESS) {
+      const info = decodeStruct<ProfileInfo & { name: string }>(buf, GpuInstanceProfileInfoV2);
+      const name = info.name.replace(/^MIG /, '').trim();
+      return { ...info, ...(name ? { name } : {}) };
+    }
+  }
+  const info = {} as ProfileInfo;
+  const rc = nvml.lib.nvmlDeviceGetGpuInstanceProfileInfo(device.handle, profileIndex, info);
+  // NOT_SUPPORTED: this GPU lacks the profile; INVALID_ARGUMENT: an older driver's shorter list.
+  if (rc === NVML.NOT_SUPPORTED || rc === 2) return undefined;
+  // Some drivers answer INVALID_STATE while MIG is disabled, or NO_PERMISSION: no table then.
+  if (rc === INVALID_STATE || rc === NVML.NO_PERMISSION) return null;
+  nvml.check('nvmlDeviceGetGpuInstanceProfileInfo', rc);
+  return info;
+}
+
 /** Every GPU-instance profile the GPU supports, with its possible placements; [] without MIG. */
 export function gpuInstanceProfiles(nvml: Nvml, device: NvmlDevice): GpuInstanceProfile[] {
   const out: GpuInstanceProfile[] = [];
   const gpuMemoryMiB = device.memory()?.totalMiB;
   for (let profileIndex = 0; profileIndex < PROFILE_INDEX_COUNT; profileIndex++) {
-    const info = {} as { id: number; sliceCount: number; instanceCount: number; multiprocessorCount: number; memorySizeMB: number | bigint };
-    const rc = nvml.lib.nvmlDeviceGetGpuInstanceProfileInfo(device.handle, profileIndex, info);
-    // NOT_SUPPORTED: this GPU lacks the profile; INVALID_ARGUMENT: an older driver's shorter list.
-    if (rc === NVML.NOT_SUPPORTED || rc === 2) continue;
-    // Some drivers answer INVALID_STATE while MIG is disabled, or NO_PERMISSION: no table then.
-    if (rc === INVALID_STATE || rc === NVML.NO_PERMISSION) return [];
-    nvml.check('nvmlDeviceGetGpuInstanceProfileInfo', rc);
+    const info = profileInfo(nvml, device, profileIndex);
+    if (info === null) return [];
+    if (info === undefined) continue;
     const memoryMiB = Number(info.memorySizeMB);
     out.push({
       profileIndex,
       id: info.id,
-      name: gpuMemoryMiB ? migProfileName(info.sliceCount, memoryMiB, gpuMemoryMiB, profileIndex) : `${info.sliceCount}g.${Math.ceil(memoryMiB / 1024)}gb${migProfileSuffix(profileIndex)}`,
+      name: info.name ?? (gpuMemoryMiB ? migProfileName(info.sliceCount, memoryMiB, gpuMemoryMiB, profileIndex) : `${info.sliceCount}g.${Math.ceil(memoryMiB / 1024)}gb${migProfileSuffix(profileIndex)}`),
       sliceCount: info.sliceCount,
       instanceCount: info.instanceCount,
       multiprocessorCount: info.multiprocessorCount,

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { openMockNvml } from '../../infra/local/mock-nvml/testing.ts';
+import { oneGpu, openMockNvml } from '../../infra/local/mock-nvml/testing.ts';
 import type { Nvml } from './nvml.ts';
 import { inventory } from './inventory.ts';
 import { gpuInstanceProfiles } from './mig.ts';
@@ -47,6 +47,16 @@ describe('the mock H200 answers the agent\'s binding as the real H200 did (drive
     expect(gpuInstanceProfiles(nvml, nvml.device(0))).toEqual(real.agent.migProfiles[0]);
     expect(inv.driverVersion).toBe(real.agent.inventory.driverVersion);
     expect(inv.cudaVersion).toBe(real.agent.inventory.cudaVersion);
+  });
+
+  it('profile names come from NVML where the driver names them (…ProfileInfoV, "MIG 1g.18gb"), from NVIDIA\'s rule where not', async () => {
+    interface Raw { profileInfoV2: { profile: number; rc?: number; value?: { id: number; name: string } }[] }
+    const realNames = Object.fromEntries((real.raw[0] as unknown as Raw).profileInfoV2.filter((p) => p.rc === 0).map((p) => [p.value!.id, p.value!.name]));
+    expect(realNames[19]).toBe('MIG 1g.18gb');
+    // A name NVIDIA's rule would never give, for profile 19 only: the driver's word wins there.
+    ({ nvml } = await openMockNvml(oneGpu({ migProfileNames: { 19: '1g.9gb' } })));
+    const names = Object.fromEntries(gpuInstanceProfiles(nvml, nvml.device(0)).map((p) => [p.id, p.name]));
+    expect(names).toMatchObject({ 19: '1g.9gb', 14: '2g.20gb', 9: '3g.40gb', 20: '1g.10gb+me' });
   });
 
   it('the same unsupported fields (no page retirement on Hopper, no NVLink in a one-GPU VM) and no field failing', async () => {

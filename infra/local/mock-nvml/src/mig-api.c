@@ -100,11 +100,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeInstanceId(nvmlDevice_t device, unsigned
   return end(NVML_SUCCESS);
 }
 
-EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, unsigned int profile, nvmlGpuInstanceProfileInfo_t *info) {
-  BEGIN_GPU(device);
-  if (!info || profile >= PROFILE_COUNT_MAX) return end(NVML_ERROR_INVALID_ARGUMENT);
-  const gi_profile *p = by_index(profile);
-  if (!gpu->migCapable || !p) return end(NVML_ERROR_NOT_SUPPORTED);
+static void fill_profile(const mock_gpu *gpu, const gi_profile *p, nvmlGpuInstanceProfileInfo_t *info) {
   memset(info, 0, sizeof *info);
   info->id = p->id;
   info->isP2pSupported = 0;
@@ -116,10 +112,43 @@ EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, uns
   info->encoderCount = 0;
   info->jpegCount = p->compute == 7 ? 1 : 0;
   info->ofaCount = p->compute == 7 || p->suffix[0] ? 1 : 0;
-  /* Memory is whole slices minus a little reserved, as real GIs report (e.g. 9984 MiB of 10 GB). */
-  /* A scenario may carry what a real driver reported (`migProfileMemoryMiB`); else eighths of the GPU. */
+  /* Memory is whole slices rounded down, or what a real driver reported (`migProfileMemoryMiB`). */
   unsigned long long real = p->memSlices <= 8 ? gpu->migSliceMemoryMiB[p->memSlices] : 0;
   info->memorySizeMB = real ? real : (gpu->memoryTotalMiB * p->memSlices / 8) / 256 * 256;
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfo(nvmlDevice_t device, unsigned int profile, nvmlGpuInstanceProfileInfo_t *info) {
+  BEGIN_GPU(device);
+  if (!info || profile >= PROFILE_COUNT_MAX) return end(NVML_ERROR_INVALID_ARGUMENT);
+  const gi_profile *p = by_index(profile);
+  if (!gpu->migCapable || !p) return end(NVML_ERROR_NOT_SUPPORTED);
+  fill_profile(gpu, p, info);
+  return end(NVML_SUCCESS);
+}
+
+/*
+ * The versioned call that also names the profile (v2: 152 bytes). Real drivers answer names like
+ * "MIG 1g.18gb"; the mock knows a name only where the scenario gives one (`migProfileNames`, by
+ * profile ID) and answers NOT_SUPPORTED otherwise, as a driver without the call would leave the
+ * agent to its own rule.
+ */
+EXPORT nvmlReturn_t nvmlDeviceGetGpuInstanceProfileInfoV(nvmlDevice_t device, unsigned int profile, nvmlGpuInstanceProfileInfo_v2_t *info) {
+  BEGIN_GPU(device);
+  if (!info || profile >= PROFILE_COUNT_MAX) return end(NVML_ERROR_INVALID_ARGUMENT);
+  if (info->version != (sizeof *info | 2u << 24)) return end(NVML_ERROR_ARGUMENT_VERSION_MISMATCH);
+  const gi_profile *p = by_index(profile);
+  if (!gpu->migCapable || !p || p->id >= MAX_PROFILE_IDS || !gpu->migProfileNames[p->id][0]) return end(NVML_ERROR_NOT_SUPPORTED);
+  nvmlGpuInstanceProfileInfo_t base;
+  fill_profile(gpu, p, &base);
+  unsigned int version = info->version;
+  memset(info, 0, sizeof *info);
+  info->version = version;
+  info->id = base.id; info->isP2pSupported = base.isP2pSupported; info->sliceCount = base.sliceCount;
+  info->instanceCount = base.instanceCount; info->multiprocessorCount = base.multiprocessorCount;
+  info->copyEngineCount = base.copyEngineCount; info->decoderCount = base.decoderCount;
+  info->encoderCount = base.encoderCount; info->jpegCount = base.jpegCount; info->ofaCount = base.ofaCount;
+  info->memorySizeMB = base.memorySizeMB;
+  snprintf(info->name, sizeof info->name, "MIG %s", gpu->migProfileNames[p->id]);
   return end(NVML_SUCCESS);
 }
 

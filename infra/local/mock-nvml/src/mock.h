@@ -64,6 +64,15 @@ typedef struct {
 } nvmlGpuInstanceProfileInfo_t;
 _Static_assert(sizeof(nvmlGpuInstanceProfileInfo_t) == 48, "nvmlGpuInstanceProfileInfo_t");
 
+/* nvmlGpuInstanceProfileInfo_v2_t: version first, the name last (NVML_DEVICE_NAME_V2_BUFFER_SIZE 96). */
+typedef struct {
+  unsigned int version, id, isP2pSupported, sliceCount, instanceCount, multiprocessorCount, copyEngineCount,
+      decoderCount, encoderCount, jpegCount, ofaCount;
+  unsigned long long memorySizeMB;
+  char name[96];
+} nvmlGpuInstanceProfileInfo_v2_t;
+_Static_assert(sizeof(nvmlGpuInstanceProfileInfo_v2_t) == 152, "nvmlGpuInstanceProfileInfo_v2_t");
+
 typedef struct {
   nvmlDevice_t device;
   unsigned int id, profileId;
@@ -130,6 +139,7 @@ _Static_assert(sizeof(nvmlEccSramErrorStatus_t) == 104, "nvmlEccSramErrorStatus_
 #define MAX_SETS 32
 #define MAX_QUEUE 256
 #define MAX_LINKS 18
+#define MAX_PROFILE_IDS 32
 
 /* Things a scenario can mark NOT_SUPPORTED (`unsupported: [...]`). */
 enum {
@@ -190,6 +200,7 @@ typedef struct mock_gpu {
   unsigned int pcieGen, pcieMaxGen, pcieWidth, pcieMaxWidth;
   unsigned int fabricState, fabricStatus, fabricHealthMask; /* state 0 = NOT_SUPPORTED (what a GPU with no NVSwitch answers) */
   int hasSram; unsigned int sramThresholdExceeded; /* `sram` given; else NOT_SUPPORTED */
+  char migProfileNames[MAX_PROFILE_IDS][32]; /* by GI profile ID: NVML's own name (…ProfileInfoV), "" = NOT_SUPPORTED */
   unsigned long long migSliceMemoryMiB[9]; /* by memory slices (1, 2, 4, 8): a real driver's profile sizes; 0 = eighths */
 } mock_gpu;
 

@@ -180,6 +180,20 @@ static int load_gpu(const json_value *o, int i) {
       gpu->migSliceMemoryMiB[1 << k] = (unsigned long long)n;
     }
   }
+  const json_value *names = json_get(o, "migProfileNames");
+  if (names) {
+    char where[96];
+    snprintf(where, sizeof where, "%s.migProfileNames", path);
+    if (names->type != JSON_OBJECT) return bad(where, "expected an object of profile ID → name");
+    for (size_t k = 0; k < names->count; k++) {
+      char *end = NULL;
+      long id = strtol(names->keys[k], &end, 10);
+      if (!end || *end || id < 0 || id >= MAX_PROFILE_IDS) return bad(where, "keys are GPU-instance profile IDs 0..31");
+      const json_value *v = names->items[k];
+      if (v->type != JSON_STRING || strlen(v->string) >= sizeof gpu->migProfileNames[0]) return bad(where, "values are profile names under 32 characters");
+      strcpy(gpu->migProfileNames[id], v->string);
+    }
+  }
   const json_value *sram = json_get(o, "sram");
   if (sram) {
     char where[96];
