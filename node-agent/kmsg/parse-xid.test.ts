@@ -13,6 +13,8 @@ describe('parseXidLine', () => {
     ['bare unknown pid', 'NVRM: Xid (PCI:0000:4e:00): 74, pid=<unknown>, name=<unknown>, NVLink: fatal error', { pid: null, process: null, message: 'NVLink: fatal error' }],
     ['no message at all', 'NVRM: Xid (PCI:0000:4e:00): 45', { xid: 45, pid: null, process: null, message: '' }],
     ['MIG GPU instance', 'NVRM: Xid (PCI:0000:c1:00 GPU-I:05): 43, pid=2201, name=python3, Ch 00000010', { pci: '00000000:C1:00.0', xid: 43, gpuInstanceId: 5 }],
+    // Read from /dev/kmsg on a real H200 (driver 580.159.04, 2026-11-26) after a kernel wrote to an unmapped address.
+    ['real driver 580 record (flag c, "channel" wording)', '4,360,42811810,c;NVRM: Xid (PCI:0000:00:06): 31, pid=560, name=python3, channel 0x0000001e, intr 00000000. MMU Fault: ENGINE GRAPHICS GPC1 GPCCLIENT_T1_8 faulted @ 0x0_00000000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_WRITE', { pci: '00000000:00:06.0', xid: 31, pid: 560, process: 'python3', message: 'channel 0x0000001e, intr 00000000. MMU Fault: ENGINE GRAPHICS GPC1 GPCCLIENT_T1_8 faulted @ 0x0_00000000. Fault is of type FAULT_PDE ACCESS_TYPE_VIRT_WRITE' }],
     ['Windows line ending', 'NVRM: Xid (PCI:0000:3b:00): 48, pid=1, name=a, DBE\r', { xid: 48, message: 'DBE' }],
   ])('parses the %s', (_what, line, expected) => {
     expect(parseXidLine(line)).toMatchObject(expected);

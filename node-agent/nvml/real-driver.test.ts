@@ -69,6 +69,18 @@ describe('the mock H200 answers the agent\'s binding as the real H200 did (drive
     expect(nvml.device(0).supportedEventTypes()).toBe(BigInt(python.gpus[0]!.supportedEvents.ok));
   });
 
+  it('the second recording, through the new binding on the real driver, reads what the mock H200 answers', async () => {
+    const second = read<Probe>('nvml-probe-2.json');
+    ({ nvml } = await openMockNvml('h200-1x.json'));
+    const s = sampleDevice(nvml, 0) as GpuSample;
+    const r = second.agent.samples[0]!;
+    expect(r.unavailable).toBeUndefined();
+    expect({ limits: s.temperatureLimits, pcie: s.pcieLink, fabric: s.fabric, sram: s.sramEcc, unsupported: s.unsupported })
+      .toEqual({ limits: r.temperatureLimits, pcie: r.pcieLink, fabric: r.fabric, sram: r.sramEcc, unsupported: r.unsupported });
+    expect(r.memoryTemperatureC).toEqual(expect.any(Number));
+    expect(gpuInstanceProfiles(nvml, nvml.device(0))).toEqual(second.agent.migProfiles[0]);
+  });
+
   it('the same raw answers for the limits, the PCIe link, HBM temperature, fabric and SRAM', async () => {
     ({ nvml } = await openMockNvml('h200-1x.json'));
     const r = real.raw[0]!;
