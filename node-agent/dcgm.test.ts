@@ -49,7 +49,15 @@ describe('DCGM-compatible metrics on /metrics', () => {
     const a = await agentWithMetrics('dgx-a100-8x.json', [4100, 4101, 4102, 4103, 4104, 4105], podNames(NAMED));
     await a.fx.agent.sampleOnce();
     const families = parseExposition(await a.scrapeText());
-    for (const f of DCGM_GPU_FIELDS.filter((x) => families.has(x.name))) expect([f.name, families.get(f.name)!.type]).toEqual([f.name, f.type]);
+    // Types as dcgm-exporter's counters CSV declares them (written out here, not read from our table).
+    const types = Object.fromEntries(dcgm(families).map((n) => [n, families.get(n)!.type]));
+    expect(types).toEqual({
+      DCGM_FI_DEV_GPU_UTIL: 'gauge', DCGM_FI_DEV_MEM_COPY_UTIL: 'gauge', DCGM_FI_DEV_FB_USED: 'gauge', DCGM_FI_DEV_FB_FREE: 'gauge',
+      DCGM_FI_DEV_FB_TOTAL: 'gauge', DCGM_FI_DEV_GPU_TEMP: 'gauge', DCGM_FI_DEV_POWER_USAGE: 'gauge', DCGM_FI_DEV_ENFORCED_POWER_LIMIT: 'gauge',
+      DCGM_FI_DEV_ECC_SBE_VOL_TOTAL: 'counter', DCGM_FI_DEV_ECC_DBE_VOL_TOTAL: 'counter', DCGM_FI_DEV_ECC_SBE_AGG_TOTAL: 'counter', DCGM_FI_DEV_ECC_DBE_AGG_TOTAL: 'counter',
+      DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS: 'counter', DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS: 'counter', DCGM_FI_DEV_ROW_REMAP_FAILURE: 'gauge', DCGM_FI_DEV_ROW_REMAP_PENDING: 'gauge',
+    });
+    expect(DCGM_GPU_FIELDS.map((f) => f.name).sort()).toEqual(Object.keys(types).sort());
     expect(families.get('DCGM_FI_DEV_GPU_UTIL')?.help).toBe('GPU utilization (in %).');
     // Values as the scenario's series give them at t=0 (util) and as NVML reports memory (MiB), °C, W.
     expect(byGpu(families.get('DCGM_FI_DEV_GPU_UTIL'))).toEqual({ 0: 92, 1: 95, 2: 97, 3: 92, 4: 95, 5: 97, 6: 92, 7: 95 });
