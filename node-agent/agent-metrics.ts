@@ -2,18 +2,21 @@
  * The agent's own metrics (the publisher registers its own beside them). Names are public:
  * dashboards and alerts use them (docs/node-agent.md).
  */
+import { registerDcgmMetrics, type DcgmMetrics, type DcgmOptions } from './dcgm.ts';
 import type { Metrics } from './metrics.ts';
 
 export interface AgentMetrics {
   /** An NVML call failed (not NOT_SUPPORTED, not a lost GPU): `error` is NVML's name for it. */
   nvmlError(error: string): void;
-  /** An XID went out; `atMs` is when the agent saw it. */
-  xidPublished(via: 'nvml' | 'kmsg', atMs: number): void;
+  /** An XID went out for the GPU `gpuUuid`; `atMs` is when the agent saw it. */
+  xidPublished(via: 'nvml' | 'kmsg', atMs: number, gpuUuid: string, xid: number): void;
   /** The second sighting of an XID (NVML and kernel log) that the deduper absorbed. */
   xidDuplicate(via: 'nvml' | 'kmsg'): void;
+  /** Every sample, failed ones included (`samples` empty): the DCGM-named GPU series (dcgm.ts). */
+  gpusSampled: DcgmMetrics['sampled'];
 }
 
-export const noAgentMetrics: AgentMetrics = { nvmlError() {}, xidPublished() {}, xidDuplicate() {} };
+export const noAgentMetrics: AgentMetrics = { nvmlError() {}, xidPublished() {}, xidDuplicate() {}, gpusSampled: async () => {} };
 
 export const AGENT_METRIC_NAMES = {
   nvmlErrors: 'gpu_reflex_nvml_errors_total',
@@ -22,19 +25,23 @@ export const AGENT_METRIC_NAMES = {
   xidDuplicates: 'gpu_reflex_xid_duplicates_total',
 } as const;
 
-export function registerAgentMetrics(registry: Metrics): AgentMetrics {
+/** `dcgm`: also export the GPUs under dcgm-exporter's names; without it there are none. */
+export function registerAgentMetrics(registry: Metrics, dcgm?: DcgmOptions): AgentMetrics {
   const n = AGENT_METRIC_NAMES;
   const errors = registry.counter(n.nvmlErrors, 'NVML calls that failed (NOT_SUPPORTED and lost GPUs excluded), by NVML error name.', ['error']);
   const lastXid = registry.gauge(n.lastXid, 'Unix time (seconds) of the last XID the agent published; 0 before the first.');
   const xids = registry.counter(n.xids, 'XIDs published, by where the agent saw them first (nvml or kmsg).', ['via']);
   const dups = registry.counter(n.xidDuplicates, 'XID sightings suppressed because the other source already reported them.', ['via']);
+  const gpus = dcgm ? registerDcgmMetrics(registry, dcgm) : undefined;
   lastXid.set({}, 0);
   return {
     nvmlError: (error) => errors.inc({ error }),
-    xidPublished(via, atMs) {
+    xidPublished(via, atMs, gpuUuid, xid) {
       xids.inc({ via });
       lastXid.set({}, atMs / 1000);
+      gpus?.xid(gpuUuid, xid);
     },
     xidDuplicate: (via) => dups.inc({ via }),
+    gpusSampled: async (s) => gpus?.sampled(s),
   };
 }

@@ -75,6 +75,9 @@ describe('runAgent', () => {
     expect(metrics).toContain('gpu_reflex_xids_total{via="kmsg"} 1');
     expect(metrics).toContain('gpu_reflex_xids_total{via="nvml"} 1');
     expect(metrics).toMatch(/^# TYPE gpu_reflex_nvml_errors_total counter$/m);
+    // The GPUs under dcgm-exporter's names, labelled with the node (dcgm.test.ts covers the rest).
+    expect(metrics).toMatch(/^# TYPE DCGM_FI_DEV_GPU_UTIL gauge$/m);
+    expect(metrics).toMatch(/^DCGM_FI_DEV_XID_ERRORS\{gpu="5",.*Hostname="gpu-node-1".*\} 79$/m);
     const lastXid = Number(/^gpu_reflex_last_xid_timestamp_seconds (\S+)$/m.exec(metrics)?.[1]);
     expect(lastXid).toBe(Date.parse(fromNvml.detail.observedAt as string) / 1000);
 

@@ -136,7 +136,7 @@ export async function runAgent(o: RunAgentOptions): Promise<number> {
       utilizationWindowMs: config.utilizationWindowMs,
       inventoryIntervalMs: config.inventoryIntervalMs,
       watchEvents: !o.once,
-      metrics: registerAgentMetrics(registry),
+      metrics: registerAgentMetrics(registry, { hostname: config.nodeName }),
       health,
       log,
       // --dry-run keeps nothing on disk; otherwise the counters live beside the spool.

@@ -159,6 +159,8 @@ export class Agent {
     if (!result.ok) {
       this.metrics.nvmlError(result.reason);
       if (++this.sampleFailures === 1) this.log.warn('sampling the GPUs failed', { error: String(result.error) });
+      // What NVML did not answer is absent from /metrics, not frozen at its last value.
+      await this.metrics.gpusSampled({ gpus: this.source.gpus, samples: [] });
       const crossings = this.evaluator.sampleFailed(result.reason);
       if (crossings.some((h) => h.state === 'firing')) this.o.health?.setNvmlHealthy(false, `NVML sampling fails: ${result.reason}`);
       return this.emit(crossings.map((h) => healthEvent(this.o.nodeName, nowMs, h)));
@@ -176,6 +178,7 @@ export class Agent {
     const inv = buildInventory(this.source.system, live, podOfPid);
     const key = inventoryKey(inv);
     this.inventory = inv;
+    await this.metrics.gpusSampled({ gpus: this.source.gpus, samples: result.samples, inventory: inv, driverVersion: this.source.system.driverVersion });
     if (key !== this.inventoryKey || nowMs - this.inventorySentAt >= this.o.inventoryIntervalMs) {
       this.inventoryKey = key;
       this.inventorySentAt = nowMs;
@@ -242,7 +245,7 @@ export class Agent {
       // A whole-GPU XID on a MIG instance affects every instance's pods (events/xid.ts INSTANCE_SCOPED_XIDS).
       podUids: podsOnGpu(this.inventory, gpu.uuid, xidStaysInInstance(xid) ? e.gpuInstanceId : undefined),
     });
-    this.metrics.xidPublished('nvml', now);
+    this.metrics.xidPublished('nvml', now, gpu.uuid, xid);
     return this.emit([event]);
   }
 
@@ -326,7 +329,7 @@ export class Agent {
       // An application XID is the named process's alone; a hardware XID concerns every pod on the GPU.
       podUids: podsOnGpu(this.inventory, gpu.uuid, xidStaysInInstance(k.xid) ? k.gpuInstanceId : undefined, describeXid(k.xid).fault === 'application' ? k.pid : undefined),
     });
-    this.metrics.xidPublished('kmsg', now);
+    this.metrics.xidPublished('kmsg', now, gpu.uuid, k.xid);
     return this.emit([event]);
   }
 

@@ -79,7 +79,14 @@ export function toReading(sample: GpuSample, name: string): GpuReading {
 }
 
 export type SampleResult =
-  | { ok: true; readings: GpuReading[]; /** NVML error names of optional fields that failed alone (metrics). */ fieldErrors?: string[] }
+  | {
+      ok: true;
+      readings: GpuReading[];
+      /** The raw sample of each GPU that answered (not the lost ones): dcgm.ts exports from these. */
+      samples: GpuSample[];
+      /** NVML error names of optional fields that failed alone (metrics). */
+      fieldErrors?: string[];
+    }
   /** `reason` is NVML's name for the error (`NVML_ERROR_UNKNOWN`), or the message. */
   | { ok: false; reason: string; error: unknown };
 
@@ -119,11 +126,15 @@ export class NvmlSource {
   /** One sample of every known GPU. Never throws an NvmlError: see the contract above. */
   sample(): SampleResult {
     const readings: GpuReading[] = [];
+    const samples: GpuSample[] = [];
     const fieldErrors: string[] = [];
     try {
       for (const gpu of this.gpus) {
         const s = sampleDevice(this.nvml, gpu.index);
-        if (s.state === 'ok') fieldErrors.push(...(s.unavailable ?? []).map((u) => u.error));
+        if (s.state === 'ok') {
+          fieldErrors.push(...(s.unavailable ?? []).map((u) => u.error));
+          samples.push(s);
+        }
         readings.push(s.state === 'ok' ? toReading(s, gpu.name) : { ...gpu, lost: true });
       }
     } catch (err) {
@@ -131,7 +142,7 @@ export class NvmlSource {
       if (!(err instanceof NvmlError)) throw err;
       return { ok: false, reason: err.nvmlName, error: err };
     }
-    return fieldErrors.length > 0 ? { ok: true, readings, fieldErrors } : { ok: true, readings };
+    return fieldErrors.length > 0 ? { ok: true, readings, samples, fieldErrors } : { ok: true, readings, samples };
   }
 
   /** The GPU's recovery action now, or undefined (unsupported, unnamed code, or GPU gone). */
