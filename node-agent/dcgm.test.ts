@@ -45,6 +45,14 @@ const dcgm = (families: Map<string, ParsedFamily>) => [...families.keys()].filte
 const byGpu = (f: ParsedFamily | undefined) => Object.fromEntries((f?.series ?? []).map((s) => [s.labels.gpu, s.value]));
 
 describe('DCGM-compatible metrics on /metrics', () => {
+  it('exports HBM temperature (field 82) as DCGM_FI_DEV_MEMORY_TEMP where the GPU reports it (the real H200 did)', async () => {
+    const a = await agentWithMetrics('h200-1x.json', [], podNames({}));
+    await a.fx.agent.sampleOnce();
+    const families = parseExposition(await a.scrapeText());
+    expect(families.get('DCGM_FI_DEV_MEMORY_TEMP')).toMatchObject({ type: 'gauge' });
+    expect(byGpu(families.get('DCGM_FI_DEV_MEMORY_TEMP'))).toEqual({ 0: 43 });
+  });
+
   it('exports each GPU reading under dcgm-exporter names, types, units and labels', async () => {
     const a = await agentWithMetrics('dgx-a100-8x.json', [4100, 4101, 4102, 4103, 4104, 4105], podNames(NAMED));
     await a.fx.agent.sampleOnce();
@@ -57,7 +65,8 @@ describe('DCGM-compatible metrics on /metrics', () => {
       DCGM_FI_DEV_ECC_SBE_VOL_TOTAL: 'counter', DCGM_FI_DEV_ECC_DBE_VOL_TOTAL: 'counter', DCGM_FI_DEV_ECC_SBE_AGG_TOTAL: 'counter', DCGM_FI_DEV_ECC_DBE_AGG_TOTAL: 'counter',
       DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS: 'counter', DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS: 'counter', DCGM_FI_DEV_ROW_REMAP_FAILURE: 'gauge', DCGM_FI_DEV_ROW_REMAP_PENDING: 'gauge',
     });
-    expect(DCGM_GPU_FIELDS.map((f) => f.name).sort()).toEqual(Object.keys(types).sort());
+    // The A100 scenario reports no HBM temperature (absent, never 0); the H200 test below reads it.
+    expect(DCGM_GPU_FIELDS.map((f) => f.name).sort()).toEqual([...Object.keys(types), 'DCGM_FI_DEV_MEMORY_TEMP'].sort());
     expect(families.get('DCGM_FI_DEV_GPU_UTIL')?.help).toBe('GPU utilization (in %).');
     // Values as the scenario's series give them at t=0 (util) and as NVML reports memory (MiB), °C, W.
     expect(byGpu(families.get('DCGM_FI_DEV_GPU_UTIL'))).toEqual({ 0: 92, 1: 95, 2: 97, 3: 92, 4: 95, 5: 97, 6: 92, 7: 95 });

@@ -5,7 +5,7 @@
  * pod mapper (docs/node-agent.md "DCGM-compatible metrics").
  *
  * - One table per entity (GPU, MIG GPU instance) maps a sample field to a DCGM name: a new field
- *   in GpuSample is one new line here (DCGM_FI_DEV_MEMORY_TEMP is the next one).
+ *   in GpuSample is one new line here.
  * - A value NVML did not supply is absent, never 0: DCGM itself skips blank values, and a 0 would
  *   pass for "idle" or "cool" on a dashboard.
  * - Every series is rebuilt from the latest sample: a lost GPU or a pod that left is gone from the
@@ -37,6 +37,7 @@ export const DCGM_GPU_FIELDS: readonly DcgmField<GpuSample>[] = [
   // field notes' alert divides FB_USED by it, and NVML gives the total with used and free.
   { name: 'DCGM_FI_DEV_FB_TOTAL', type: 'gauge', help: 'Framebuffer memory total (in MiB).', read: (s) => s.memory?.totalMiB },
   { name: 'DCGM_FI_DEV_GPU_TEMP', type: 'gauge', help: 'GPU temperature (in C).', read: (s) => s.temperatureC },
+  { name: 'DCGM_FI_DEV_MEMORY_TEMP', type: 'gauge', help: 'Memory temperature (in C).', read: (s) => s.memoryTemperatureC },
   { name: 'DCGM_FI_DEV_POWER_USAGE', type: 'gauge', help: 'Power draw (in W).', read: (s) => s.powerW },
   // nvmlDeviceGetEnforcedPowerLimit is DCGM field 164, not POWER_MGMT_LIMIT (160, the configured one).
   { name: 'DCGM_FI_DEV_ENFORCED_POWER_LIMIT', type: 'gauge', help: 'Effective power limit the driver enforces (in W).', read: (s) => s.powerLimitW },
