@@ -7,7 +7,9 @@ import { readFileSync, existsSync } from 'node:fs';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
+import { tsImport } from 'tsx/esm/api';
 import { parseDocument } from 'yaml';
+import { kubeApiSlim } from './kube-api-slim.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const doc = parseDocument(readFileSync(join(root, 'serverless.yml'), 'utf8'), { logLevel: 'silent' });
@@ -17,6 +19,39 @@ if (names.length === 0) {
   console.error('serverless.yml declares no functions: nothing to build');
   process.exit(1);
 }
+// What the functions' bundles leave out, none of it reachable on Node (docs/deploy.md#bundles):
+const { KUBE_API_METHODS } = await tsImport('../functions/adapters/kube/api-methods.ts', import.meta.url);
+const shim = (name, filter, contents) => ({
+  name,
+  setup(b) {
+    b.onResolve({ filter }, (args) => ({ path: args.path, namespace: name }));
+    b.onLoad({ filter: /.*/, namespace: name }, () => ({ contents, loader: 'js', resolveDir: root }));
+  },
+});
+const functionPlugins = [
+  // client-node's barrel pulls in exec, attach, port-forward and cp (ws, tar): the adapters use none.
+  shim('kube-client', /^@kubernetes\/client-node$/, [
+    "export { KubeConfig } from '@kubernetes/client-node/dist/config.js';",
+    "export * from '@kubernetes/client-node/dist/gen/index.js';",
+    "export { PatchStrategy } from '@kubernetes/client-node/dist/patch.js';",
+    "export { setHeaderOptions } from '@kubernetes/client-node/dist/middleware.js';",
+    "export { V1MicroTime } from '@kubernetes/client-node/dist/types.js';",
+  ].join('\n')),
+  // node-fetch 2 takes Node's own URL (`Url.URL || whatwgUrl.URL`): whatwg-url and its 0.26 MB
+  // Unicode table (tr46) never run here.
+  shim('whatwg-url', /^whatwg-url$/, 'exports.URL = globalThis.URL;'),
+  // zod's `z.locales` namespace holds every language's messages (0.26 MB); the functions speak English.
+  {
+    name: 'zod-locales',
+    setup(b) {
+      b.onResolve({ filter: /[\\/]locales[\\/]index\.js$|^\.\.\/locales\/index\.js$/ }, (args) =>
+        /[\\/]zod[\\/]/.test(args.importer) ? { path: join(dirname(args.importer), args.path.replace(/index\.js$/, 'en.js')), namespace: 'zod-en' } : undefined);
+      b.onLoad({ filter: /.*/, namespace: 'zod-en' }, (args) => ({ contents: `export { default as en } from ${JSON.stringify(args.path)};`, loader: 'js', resolveDir: root }));
+    },
+  },
+  // Only the Kubernetes operations the adapters call (functions/adapters/kube/api-methods.ts).
+  kubeApiSlim(KUBE_API_METHODS),
+];
 let failed = 0;
 for (const name of names) {
   const handler = String(functions[name].handler ?? '');
@@ -40,6 +75,9 @@ for (const name of names) {
     sourcemap: 'linked',
     legalComments: 'none',
     banner: { js: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);" },
+    // The SDK's and others' ES module builds: esbuild can drop what is not used of them (CommonJS it cannot).
+    mainFields: ['module', 'main'],
+    plugins: functionPlugins,
     logLevel: 'warning',
   });
   const { size } = await stat(outfile);

@@ -5,7 +5,8 @@
  * applies the change again, so a concurrent writer's edit is never lost. The ConfigMap is created
  * when absent (labelled as ours).
  */
-import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
+import type { V1ConfigMap } from '@kubernetes/client-node';
+import type { CoreApi } from './api-methods.ts';
 import { NotFoundError, fromKubeError } from '../errors.ts';
 import type { ConfigFileOps } from './ports.ts';
 import { DEFAULT_CONFLICT_ATTEMPTS, retryOnConflict } from './retry.ts';
@@ -21,7 +22,7 @@ export const DEFAULT_MIG_PARTED_CONFIG: ConfigFileRef = { namespace: 'gpu-operat
 
 export class KubeConfigFile implements ConfigFileOps {
   constructor(
-    private readonly core: CoreV1Api,
+    private readonly core: CoreApi,
     readonly ref: ConfigFileRef,
     private readonly attempts = DEFAULT_CONFLICT_ATTEMPTS,
   ) {}

@@ -8,7 +8,7 @@
  * Our rules carry the label `gpu-reflex.io/node=<node>`, so a node's rules are listed alone and a
  * rule someone else made is never deleted.
  */
-import type { CustomObjectsApi } from '@kubernetes/client-node';
+import type { CustomApi } from './api-methods.ts';
 import { ConflictError, NotFoundError, fromKubeError } from '../errors.ts';
 import type { DeviceRef, DeviceTaint } from '../../lib/plan.ts';
 import { listAll, type Page } from './list-all.ts';
@@ -44,7 +44,7 @@ export function uuidOf(d: SliceDevice, driver: string): string | undefined {
 
 export class KubeDeviceTaintOps implements DeviceTaintOps {
   constructor(
-    private readonly custom: CustomObjectsApi,
+    private readonly custom: CustomApi,
     private readonly versions: DraVersions = { deviceTaintRuleVersion: 'v1', resourceSliceVersion: 'v1' },
     private readonly pageSize = 500,
   ) {}

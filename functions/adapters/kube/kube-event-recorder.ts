@@ -8,7 +8,8 @@
  * notification. Node events follow the kubelet's convention (namespace `default`, regarding.uid =
  * the node name), which is what `kubectl describe node` searches for.
  */
-import { V1MicroTime, type EventsV1Api, type EventsV1Event } from '@kubernetes/client-node';
+import { V1MicroTime, type EventsV1Event } from '@kubernetes/client-node';
+import type { EventsApi } from './api-methods.ts';
 import type { Clock } from '../clock.ts';
 import { currentClock } from '../clock.ts';
 import { createLogger, type Logger } from '../../lib/logger.ts';
@@ -38,7 +39,7 @@ export class KubeEventRecorder implements EventRecorder {
   private readonly instance: string;
   private seq = 0;
 
-  constructor(private readonly api: EventsV1Api, options: KubeEventRecorderOptions = {}) {
+  constructor(private readonly api: EventsApi, options: KubeEventRecorderOptions = {}) {
     this.clock = options.clock ?? currentClock();
     this.logger = options.logger ?? createLogger({ service: 'gpu-reflex' });
     this.instance = options.instance ?? process.env.AWS_LAMBDA_FUNCTION_NAME ?? 'gpu-reflex';

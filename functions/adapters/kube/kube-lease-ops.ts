@@ -8,7 +8,8 @@
  * Lease times; a plain Date would serialize with milliseconds only).
  */
 import { V1MicroTime } from '@kubernetes/client-node';
-import type { CoordinationV1Api, V1Lease } from '@kubernetes/client-node';
+import type { V1Lease } from '@kubernetes/client-node';
+import type { CoordinationApi } from './api-methods.ts';
 import type { Clock } from '../clock.ts';
 import { BadInputError, ConfigurationError, ConflictError, NotFoundError, fromKubeError } from '../errors.ts';
 import type { LeaseAttempt, LeaseState } from './model.ts';
@@ -37,7 +38,7 @@ export class KubeLeaseOps implements LeaseOps {
   private readonly attempts: number;
 
   constructor(
-    private readonly coordination: CoordinationV1Api,
+    private readonly coordination: CoordinationApi,
     private readonly namespace: string,
     options: { conflictAttempts?: number } = {},
   ) {

@@ -10,7 +10,8 @@
  * exactly the read-modify-write we want; other taints keep their fields (timeAdded) untouched.
  */
 import { PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
-import type { CoreV1Api, V1Node, V1Taint } from '@kubernetes/client-node';
+import type { V1Node, V1Taint } from '@kubernetes/client-node';
+import type { CoreApi } from './api-methods.ts';
 import { fromKubeError } from '../errors.ts';
 import { currentClock } from '../clock.ts';
 import { toNodeInfo } from './convert.ts';
@@ -60,7 +61,7 @@ export class KubeNodeOps implements NodeOps {
   private readonly attempts: number;
   private readonly events: EventRecorder;
 
-  constructor(private readonly core: CoreV1Api, options: KubeOpsOptions = {}) {
+  constructor(private readonly core: CoreApi, options: KubeOpsOptions = {}) {
     this.pageSize = options.pageSize ?? 500;
     this.attempts = options.conflictAttempts ?? DEFAULT_CONFLICT_ATTEMPTS;
     this.events = options.events ?? noEvents;

@@ -2,7 +2,8 @@
  * PodOps over the Kubernetes API. Eviction goes through the Eviction subresource
  * (policy/v1), never a DELETE, so the API server checks PodDisruptionBudgets for us.
  */
-import type { CoreV1Api, V1Eviction } from '@kubernetes/client-node';
+import type { V1Eviction } from '@kubernetes/client-node';
+import type { CoreApi } from './api-methods.ts';
 import { ConflictError, ThrottledError, NotFoundError, fromKubeError, kubeStatusMessage } from '../errors.ts';
 import { toPodInfo } from './convert.ts';
 import type { KubeOpsOptions } from './kube-node-ops.ts';
@@ -15,7 +16,7 @@ export class KubePodOps implements PodOps {
   private readonly pageSize: number;
   private readonly events: EventRecorder;
 
-  constructor(private readonly core: CoreV1Api, options: Pick<KubeOpsOptions, 'pageSize' | 'events'> = {}) {
+  constructor(private readonly core: CoreApi, options: Pick<KubeOpsOptions, 'pageSize' | 'events'> = {}) {
     this.pageSize = options.pageSize ?? 500;
     this.events = options.events ?? noEvents;
   }

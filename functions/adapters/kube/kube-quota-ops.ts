@@ -9,7 +9,8 @@
  * A replace carries the resourceVersion we read, so a concurrent edit gives 409 and we re-read
  * and re-decide instead of overwriting it blind.
  */
-import type { CoreV1Api, V1LimitRange, V1ResourceQuota } from '@kubernetes/client-node';
+import type { V1LimitRange, V1ResourceQuota } from '@kubernetes/client-node';
+import type { CoreApi } from './api-methods.ts';
 import { NotFoundError, fromKubeError } from '../errors.ts';
 import { toLimitRangeInfo, toQuotaInfo } from './convert.ts';
 import type { KubeOpsOptions } from './kube-node-ops.ts';
@@ -32,7 +33,7 @@ export class KubeQuotaOps implements QuotaOps {
   private readonly pageSize: number;
   private readonly attempts: number;
 
-  constructor(private readonly core: CoreV1Api, options: KubeOpsOptions = {}) {
+  constructor(private readonly core: CoreApi, options: KubeOpsOptions = {}) {
     this.pageSize = options.pageSize ?? 500;
     this.attempts = options.conflictAttempts ?? DEFAULT_CONFLICT_ATTEMPTS;
   }

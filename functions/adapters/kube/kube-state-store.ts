@@ -4,7 +4,8 @@
  * functions updating at once cannot lose each other's changes: the loser gets 409 and re-applies
  * its pure update to the winner's data.
  */
-import type { CoreV1Api, V1ConfigMap } from '@kubernetes/client-node';
+import type { V1ConfigMap } from '@kubernetes/client-node';
+import type { CoreApi } from './api-methods.ts';
 import { BadInputError, NotFoundError, fromKubeError } from '../errors.ts';
 import type { Json } from './model.ts';
 import type { StateStore } from './ports.ts';
@@ -35,7 +36,7 @@ export class KubeStateStore implements StateStore {
   readonly name: string;
   private readonly attempts: number;
 
-  constructor(private readonly core: CoreV1Api, options: KubeStateStoreOptions) {
+  constructor(private readonly core: CoreApi, options: KubeStateStoreOptions) {
     this.namespace = options.namespace;
     this.name = options.name ?? STATE_CONFIGMAP;
     this.attempts = options.conflictAttempts ?? DEFAULT_CONFLICT_ATTEMPTS;
