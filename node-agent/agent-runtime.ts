@@ -25,7 +25,7 @@ import { GpuActuator } from './actuator/actuator.ts';
 import { FenceFile } from './actuator/fence-file.ts';
 import { kubeNode, nvidiaSmiReset, nvmlGpus, nvmlMigInventory } from './actuator/ports.ts';
 import { AgentHealth, startAgentHttp, type AgentHttpServer } from './http.ts';
-import { readLogLines } from './kmsg/read-log.ts';
+import { KernelLogCatchUp, readLogLines } from './kmsg/read-log.ts';
 import { jsonLog } from './log.ts';
 import { Metrics } from './metrics.ts';
 import { Nvml, NvmlError, NvmlNotFoundError } from './nvml/nvml.ts';
@@ -124,9 +124,12 @@ export async function runAgent(o: RunAgentOptions): Promise<number> {
   let publisher: Publisher | undefined;
   let agent: Agent | undefined;
   let http: AgentHttpServer | undefined;
+  // The follower of the kernel log (runLoops) and the agent's XID handling meet here.
+  const kernelLog = new KernelLogCatchUp();
   try {
     if (!o.print) publisher = await openPublisherFromConfig(config, { metrics: registerPublisherMetrics(registry), log });
     agent = new Agent({
+      kernelLog,
       nodeName: config.nodeName,
       nvml,
       sink: publisher ?? printSink(io.out),
@@ -153,7 +156,7 @@ export async function runAgent(o: RunAgentOptions): Promise<number> {
         health,
         publisherStatus: () => (p ? p.status() : { lastPublishAt: null, spooledEvents: 0 }),
       });
-      await runLoops(agent, nvml, publisher ?? printSink(io.out), config, o, log, http.port);
+      await runLoops(agent, nvml, publisher ?? printSink(io.out), config, o, log, http.port, kernelLog);
       agent.flush();
     }
     return EXIT.ok;
@@ -194,7 +197,7 @@ async function runActuator(nvml: Nvml, sink: EventSink, config: AgentConfig, o: 
   }
 }
 
-async function runLoops(agent: Agent, nvml: Nvml, sink: EventSink, config: AgentConfig, o: RunAgentOptions, log: PublisherLog, httpPort: number): Promise<void> {
+async function runLoops(agent: Agent, nvml: Nvml, sink: EventSink, config: AgentConfig, o: RunAgentOptions, log: PublisherLog, httpPort: number, kernelLog: KernelLogCatchUp): Promise<void> {
   const { stop } = o;
   const failed = (step: string) => (err: unknown) => {
     log.error(`${step} failed`, { error: err instanceof Error ? err.message : String(err) });
@@ -215,7 +218,7 @@ async function runLoops(agent: Agent, nvml: Nvml, sink: EventSink, config: Agent
       if (agent.eventWaitFailing) await sleep(EVENT_RETRY_MS, undefined, { signal: stop }).catch(() => undefined);
     }
   })();
-  const kernel = followKernelLog(agent, config.kmsgPath, stop, log);
+  const kernel = followKernelLog(agent, config.kmsgPath, stop, log, kernelLog);
   const actions = config.gpuActions.enabled ? runActuator(nvml, sink, config, o, log) : Promise.resolve();
   o.onReady?.({ httpPort, agent });
   await Promise.all([sampling, events, kernel, actions]);
@@ -237,10 +240,10 @@ async function uptimeUs(): Promise<number> {
  * agent started were reported by the previous run (or predate it) and are skipped, or every
  * restart would re-publish every XID since boot.
  */
-async function followKernelLog(agent: Agent, path: string, stop: AbortSignal, log: PublisherLog): Promise<void> {
+async function followKernelLog(agent: Agent, path: string, stop: AbortSignal, log: PublisherLog, catchUp: KernelLogCatchUp): Promise<void> {
   const startedUs = await uptimeUs();
   try {
-    for await (const line of readLogLines(path, { follow: true, signal: stop })) {
+    for await (const line of readLogLines(path, { follow: true, signal: stop, sleep: catchUp.sleep })) {
       if (kmsgRecordBefore(line, startedUs)) continue;
       try {
         agent.onKernelLine(line);
@@ -252,5 +255,7 @@ async function followKernelLog(agent: Agent, path: string, stop: AbortSignal, lo
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
     log.warn('kernel log not readable; XIDs come from NVML only', { path, error: code ?? String(err), ...(code === 'EACCES' || code === 'EPERM' ? { hint: 'reading /dev/kmsg needs CAP_SYSLOG' } : {}) });
+  } finally {
+    catchUp.stopped();
   }
 }

@@ -27,6 +27,35 @@ function expectValid(events: OutgoingEvent[]): void {
   for (const e of events) expect(validateDetail(e.detailType, e.detail)).toMatchObject({ ok: true });
 }
 
+describe('an NVML XID and its kernel-log line', () => {
+  // On a real H200 the NVML event won the race every time and the kernel line, the only one naming
+  // the pid, was dropped as its duplicate. The agent now lets the kernel log be read first.
+  const LINE = '4,360,42811810,c;NVRM: Xid (PCI:0000:3B:00): 31, pid=4242, name=python3, channel 0x0000001e, intr 00000000. MMU Fault: ENGINE GRAPHICS';
+
+  it('publishes the kernel line (with pid and process) when the follower has it, and counts the NVML sighting as its duplicate', async () => {
+    const duplicates: string[] = [];
+    const caughtUp: number[] = [];
+    const metrics = { nvmlError() {}, xidPublished() {}, xidDuplicate: (via: string) => duplicates.push(via), gpusSampled: async () => {} };
+    fx = await startAgent(oneGpu(), { overrides: { metrics, kernelLog: { catchUp: async (ms) => { caughtUp.push(ms); fx!.agent.onKernelLine(LINE); return true; } } } });
+    await fx.agent.sampleOnce();
+    fx.mock.injectXid(0, 31);
+    await fx.agent.pollEventsOnce(0);
+    const xids = ofType(fx.published, 'GPU XID Error');
+    expect(xids.map((e) => [detail(e).xid, detail(e).via, detail(e).pid, detail(e).process])).toEqual([[31, 'kmsg', 4242, 'python3']]);
+    expect(duplicates).toEqual(['nvml']);
+    expect(caughtUp).toEqual([100]);
+    expectValid(xids);
+  });
+
+  it('publishes the NVML sighting when the kernel log has nothing (unreadable, or slower than the catch-up)', async () => {
+    fx = await startAgent(oneGpu(), { overrides: { kernelLog: { catchUp: async () => false } } });
+    await fx.agent.sampleOnce();
+    fx.mock.injectXid(0, 79);
+    await fx.agent.pollEventsOnce(0);
+    expect(ofType(fx.published, 'GPU XID Error').map((e) => [detail(e).xid, detail(e).via, detail(e).pid])).toEqual([[79, 'nvml', null]]);
+  });
+});
+
 describe('Agent.sampleOnce', () => {
   it('publishes the inventory at start, with pods from /proc, and again only when it changes', async () => {
     fx = await startAgent('dgx-a100-8x.json', { pids: DGX_PIDS });

@@ -75,7 +75,16 @@ export interface AgentOptions {
    * (`gpu-missing`) instead of silently not being there.
    */
   gpuMemoryPath?: string;
+  /**
+   * The kernel-log follower: before an NVML XID is published, the agent lets it read what the
+   * kernel logged meanwhile (at most KMSG_CATCH_UP_MS), so the kernel's line — with the pid, the
+   * process and an NVLink5 XID's Fatal/Nonfatal — is the first sighting when it exists.
+   */
+  kernelLog?: { catchUp(timeoutMs: number): Promise<boolean> };
 }
+
+/** How long an NVML XID waits for the kernel log to be read; the line is usually there already. */
+export const KMSG_CATCH_UP_MS = 100;
 
 /** XID 94: an uncorrected ECC error the driver contained (only the application was killed). */
 const CONTAINED_ECC_XID = 94;
@@ -218,7 +227,10 @@ export class Agent {
       this.log.error('GPU lost', { index: event.deviceIndex, uuid: event.uuid, pciBusId: event.pciBusId });
       return this.sampleOnce(now);
     }
-    if (event.xid !== undefined) return this.nvmlXid(event, event.xid, now);
+    if (event.xid !== undefined) {
+      await this.o.kernelLog?.catchUp(KMSG_CATCH_UP_MS);
+      return this.nvmlXid(event, event.xid, now);
+    }
     // ECC, retirement, recovery action: the counters the sample reads just moved.
     return now - this.lastSampleAt >= EVENT_SAMPLE_MIN_GAP_MS ? this.sampleOnce(now) : [];
   }

@@ -98,3 +98,69 @@ async function* chunks(path: string, options: ReadLogOptions): AsyncGenerator<Bu
 export function readLogLines(path: string, options: ReadLogOptions = {}): AsyncGenerator<string> {
   return splitLines(chunks(path, options));
 }
+
+/**
+ * Lets the agent ask the kernel-log follower to read, now, what the kernel has logged so far, and
+ * wait until every such line has been handed over. The follower reads /dev/kmsg between sleeps of
+ * `pollMs`; NVML delivers an XID within milliseconds of the driver logging it, so without this the
+ * NVML sighting always wins the race and the kernel line — the only one naming the pid, the process
+ * and an NVLink5 XID's Fatal/Nonfatal — arrives as a duplicate and is dropped (seen on a real H200,
+ * docs/node-agent.md "Read on a real driver").
+ *
+ * Pass `sleep` to readLogLines: where the follower sleeps it has read everything there was, so
+ * that is where waiting callers are released, and a catch-up wakes it.
+ */
+export class KernelLogCatchUp {
+  private wake: (() => void) | undefined;
+  private waiters: (() => void)[] = [];
+  private following = false;
+
+  readonly sleep = (ms: number, signal?: AbortSignal): Promise<void> => {
+    this.following = true;
+    for (const release of this.waiters.splice(0)) release();
+    if (signal?.aborted) return Promise.resolve();
+    return new Promise<void>((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        if (this.wake === done) this.wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal?.addEventListener('abort', done, { once: true });
+      this.wake = done;
+    });
+  };
+
+  /** A follower is reading the log (it has read the ring buffer it found at start). */
+  get isFollowing(): boolean {
+    return this.following;
+  }
+
+  /** The follower ended (or the log is unreadable): nothing to wait for any more. */
+  stopped(): void {
+    this.following = false;
+    for (const release of this.waiters.splice(0)) release();
+  }
+
+  /**
+   * true once the follower has read everything logged before this call; false at once when no
+   * follower is reading (not started, still reading the old ring buffer, or stopped), or after
+   * `timeoutMs` (the caller goes on without the kernel's line).
+   */
+  catchUp(timeoutMs: number): Promise<boolean> {
+    if (!this.following) return Promise.resolve(false);
+    return new Promise<boolean>((resolve) => {
+      let settled = false;
+      const finish = (ok: boolean) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        resolve(ok);
+      };
+      const timer = setTimeout(() => finish(false), timeoutMs);
+      this.waiters.push(() => finish(this.following));
+      this.wake?.();
+    });
+  }
+}
