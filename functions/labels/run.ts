@@ -66,9 +66,10 @@ export async function labelNode(deps: LabelDeps, inv: GpuInventoryDetail): Promi
   const node = await deps.nodes.get(inv.node);
   const plan = planLabels(node, inv, deps.config);
   for (const w of plan.warnings) deps.logger.warn('label-nodes', { node: node.name, warning: w });
-  // Someone else's label that disagrees with the inventory: reported, never touched.
+  // Someone else's label that disagrees with the inventory: reported (here, in the handler's
+  // outcome and in the event's leftAlone), never touched. Info: it repeats with every inventory.
   const theirs = plan.left.filter((l) => l.why !== 'gfd-runs-here');
-  if (theirs.length > 0) deps.logger.warn('label-nodes: labels left alone', { node: node.name, left: theirs });
+  if (theirs.length > 0) deps.logger.info('label-nodes: labels left alone', { node: node.name, left: theirs });
   const pending = readOutbox(node.annotations);
   const events = () => (plan.kind === 'relabel' && plan.changes.length > 0 ? [labelsEvent(plan, deps.clock.now())] : []);
   const out = await carryOut({ node: node.name, pending, actions: labelActions(plan), events, codec, basis: node }, deps);
