@@ -14,6 +14,7 @@ import { MIG_LAYOUT_CHANGE, MigLayoutChangeDetailSchema } from './catalog/mig-la
 import { GPU_POOL_SCALED, GpuPoolScaledDetailSchema } from './catalog/gpu-pool-scaled.ts';
 import { QUOTA_REWRITTEN, QuotaRewrittenDetailSchema } from './catalog/quota-rewritten.ts';
 import { GPU_ACTION_RESULT, GpuActionResultDetailSchema } from './catalog/gpu-action.ts';
+import { NODE_LABELS_CHANGED, NodeLabelsChangedDetailSchema } from './catalog/node-labels-changed.ts';
 import {
   APPROVAL_DECIDED,
   APPROVAL_REQUESTED,
@@ -42,6 +43,7 @@ export const CATALOG: readonly CatalogEntry[] = [
   { detailType: MIG_LAYOUT_CHANGE, source: SOURCES.functions, slug: 'mig-layout-change', summary: 'a MIG layout planned, applied or failed', schema: MigLayoutChangeDetailSchema },
   { detailType: GPU_POOL_SCALED, source: SOURCES.functions, slug: 'gpu-pool-scaled', summary: 'a GPU node pool resized', schema: GpuPoolScaledDetailSchema },
   { detailType: QUOTA_REWRITTEN, source: SOURCES.functions, slug: 'quota-rewritten', summary: 'a team ResourceQuota rewritten', schema: QuotaRewrittenDetailSchema },
+  { detailType: NODE_LABELS_CHANGED, source: SOURCES.functions, slug: 'node-labels-changed', summary: "a GPU node's labels changed to follow its inventory", schema: NodeLabelsChangedDetailSchema },
   { detailType: APPROVAL_REQUESTED, source: SOURCES.functions, slug: 'approval-requested', summary: 'a plan waits for a person in chat', schema: ApprovalRequestedDetailSchema },
   { detailType: CHATOPS_COMMAND, source: SOURCES.chatops, slug: 'chatops-command', summary: 'a command typed in Slack, DingTalk or Feishu', schema: ChatOpsCommandDetailSchema },
   { detailType: APPROVAL_DECIDED, source: SOURCES.chatops, slug: 'approval-decided', summary: 'a person approved or rejected a plan', schema: ApprovalDecidedDetailSchema },

@@ -14,4 +14,5 @@ export * from './mig-inventory.ts';
 export * from './catalog/mig-layout-change.ts';
 export * from './catalog/gpu-pool-scaled.ts';
 export * from './catalog/quota-rewritten.ts';
+export * from './catalog/node-labels-changed.ts';
 export * from './catalog/chatops.ts';

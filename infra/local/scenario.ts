@@ -10,6 +10,7 @@ import { AutoscalePolicyError, parseAutoscalePolicy, type AutoscalePolicy } from
 import { NODEPOOL_LABEL } from '../../functions/autoscale/run.ts';
 import { CloudFileError, parseCloudFile, type ParsedCloudFile } from './alicloud/cloud-file.ts';
 import { parseQuotaConfig, QuotaConfigError, type QuotaConfig } from '../../functions/quota/core/config.ts';
+import { LabelerConfigError, parseLabelerConfig, type LabelerConfig } from '../../functions/labels/core/config.ts';
 
 /**
  * The scenario file of the local stack (`gpu-reflex local|simulate --scenario FILE`): a fleet,
@@ -81,7 +82,7 @@ const FaultStep = z.object({ at: Duration, node: Name, gpu: z.number().int().non
 const PodsStep = z.object({ at: Duration, pods: PodArrivalSchema, note: z.string().optional() }).strict();
 /** A narration line printed at its time: tells the reader what to look for next. */
 const NoteStep = z.object({ at: Duration, note: z.string().min(1) }).strict();
-export type TimelineStep = z.infer<typeof FaultStep> | z.infer<typeof PodsStep> | z.infer<typeof NoteStep>;
+export type TimelineStep = z.infer<typeof FaultStep> | z.infer<typeof PodsStep> | z.infer<typeof NvmlStepSchema> | z.infer<typeof NoteStep>;
 
 /**
  * A step's kind is chosen by its key (`fault`, `pods`, else a note), then that schema alone is
@@ -89,13 +90,14 @@ export type TimelineStep = z.infer<typeof FaultStep> | z.infer<typeof PodsStep> 
  */
 export const TimelineStepSchema = z.unknown().transform((v, ctx): TimelineStep => {
   const o = typeof v === 'object' && v !== null ? v : {};
-  const schema = 'fault' in o ? FaultStep : 'pods' in o ? PodsStep : NoteStep;
+  const schema = 'fault' in o ? FaultStep : 'pods' in o ? PodsStep : 'nvml' in o ? NvmlStepSchema : NoteStep;
   const r = schema.safeParse(v);
   if (r.success) return r.data;
   for (const i of r.error.issues) ctx.addIssue({ code: 'custom', message: i.message, path: i.path });
   return z.NEVER;
 });
 export type FaultStepT = z.infer<typeof FaultStep>;
+export type NvmlStepT = z.infer<typeof NvmlStepSchema>;
 export type PodsStepT = z.infer<typeof PodsStep>;
 
 /** Per-node NVML overrides: fields merged into the generated GPUs (by index) and extra GPUs. */
@@ -108,6 +110,13 @@ const NvmlNodeOverride = z
     extraGpus: z.array(GpuOverride).optional(),
   })
   .strict();
+
+/**
+ * Maintenance on a node: its NVML changes (a driver upgrade, MIG mode switched on a GPU), fields
+ * merged into what the node had, and its agent restarts, as both take a GPU reset or a reboot on a
+ * real node. Faults of that node still to come keep their scenario times.
+ */
+const NvmlStepSchema = z.object({ at: Duration, node: Name, nvml: NvmlNodeOverride, note: z.string().optional() }).strict();
 
 /** Checks on the final cluster state, printed as pass/fail in the summary. */
 export const ExpectSchema = z.union([
@@ -176,6 +185,8 @@ export const ScenarioSchema = z
     autoscale: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
     /** The quota rewriter's teams (functions/quota/core/config.ts), path or inline. */
     quota: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
+    /** The node labeler's configuration (functions/labels/core/config.ts), path or inline; absent: its defaults. */
+    labels: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
     timeline: z.array(TimelineStepSchema).default([]),
     expect: z.array(ExpectSchema).optional(),
     /**
@@ -201,6 +212,8 @@ export interface Scenario extends ScenarioFile {
   autoscaleFile?: { text: string; policy: AutoscalePolicy };
   /** The quota teams' text (given to the functions as QUOTA_CONFIG_FILE), checked. */
   quotaFile?: { text: string; config: QuotaConfig };
+  /** The labeler's configuration text (given to the functions as LABELER_CONFIG_FILE), checked. */
+  labelsFile?: { text: string; config: LabelerConfig };
 }
 
 export class ScenarioError extends Error {
@@ -236,7 +249,18 @@ export function validateScenario(raw: unknown, source = 'scenario', baseDir = pr
     ...(cloudFile ? { cloudFile } : {}),
     ...(autoscaleFile ? { autoscaleFile } : {}),
     ...(s.quota !== undefined ? { quotaFile: readQuota(s.quota, source, baseDir) } : {}),
+    ...(s.labels !== undefined ? { labelsFile: readLabels(s.labels, source, baseDir) } : {}),
   };
+}
+
+function readLabels(ref: string | Record<string, unknown>, source: string, baseDir: string): { text: string; config: LabelerConfig } {
+  const { text, name } = readText(ref, 'labels', source, baseDir);
+  try {
+    return { text, config: parseLabelerConfig(text, name) };
+  } catch (err) {
+    if (err instanceof LabelerConfigError) throw new ScenarioError(`${source}: labels: ${err.message}`);
+    throw err;
+  }
 }
 
 function readQuota(ref: string | Record<string, unknown>, source: string, baseDir: string): { text: string; config: QuotaConfig } {

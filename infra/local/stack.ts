@@ -8,12 +8,12 @@ import { ClusterObserver, pendingByResource } from './cluster-observer.ts';
 import { startKubeSim, wallClock, type KubeSim } from './kube/index.ts';
 import { buildMockNvml } from './mock-nvml/build.ts';
 import { allocateGpus, gpuSpecsOf, isGpuNode, type GpuSpec } from './node-gpus.ts';
-import { appendKmsg, kmsgXidLine, mockScenario, nodeDir, writeNodeFiles, type NodeFiles } from './node-files.ts';
+import { appendKmsg, kmsgXidLine, mockScenario, nodeDir, writeNodeFiles, type NodeFiles, type NvmlOverride } from './node-files.ts';
 import { NodeProcesses } from './node-processes.ts';
 import { checkExpectations, summarize, type StackReport } from './report.ts';
 import type { Node, Pod } from './kube/types.ts';
 import { SIM_GPU_LAYOUT_ANNOTATION } from './kube/mig-manager.ts';
-import type { FaultStepT, Scenario, TimelineStep } from './scenario.ts';
+import type { FaultStepT, NvmlStepT, Scenario, TimelineStep } from './scenario.ts';
 import { StackKube } from './stack-kube.ts';
 import { StackRecorder } from './stack-recorder.ts';
 import { startAgentProcesses, startInProcessAgents } from './stack-agents.ts';
@@ -133,6 +133,12 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       writeFileSync(policyPath, scenario.policyFile.text);
       cleanups.push(withEnv({ REMEDIATION_POLICY_FILE: policyPath }));
       progress(`  remediation policy: the scenario's (${policyPath})`);
+    }
+    if (scenario.labelsFile) {
+      const labelsPath = join(work, 'node-labels.yaml');
+      writeFileSync(labelsPath, scenario.labelsFile.text);
+      cleanups.push(withEnv({ LABELER_CONFIG_FILE: labelsPath }));
+      progress(`  node labeler: the scenario's configuration (${labelsPath})`);
     }
     if (scenario.quotaFile) {
       const quotaPath = join(work, 'quota-teams.yaml');
@@ -271,6 +277,27 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     t0 = busClock.now();
     progress(`${agents.count} agents running (${agents.how})`);
 
+    // ---- maintenance: a node's NVML changes (driver upgrade, MIG mode) and its agent restarts
+    const overrides = new Map<string, NvmlOverride>(Object.entries(scenario.nvml));
+    const maintain = async (s: NvmlStepT) => {
+      const f = files.get(s.node);
+      if (!f) return emit({ who: 'scenario', kind: 'note', what: '', text: `${s.node} runs no agent: its NVML is not changed` });
+      const was = overrides.get(s.node) ?? {};
+      const gpus: Record<string, Record<string, unknown>> = { ...was.gpus };
+      for (const [i, g] of Object.entries(s.nvml.gpus ?? {})) gpus[i] = { ...gpus[i], ...g };
+      const next: NvmlOverride = { ...was, ...s.nvml, gpus };
+      overrides.set(s.node, next);
+      const said = [s.nvml.driverVersion ? `driver ${s.nvml.driverVersion}` : '', ...Object.entries(s.nvml.gpus ?? {}).map(([i, g]) => `GPU ${i} ${JSON.stringify(g)}`)].filter(Boolean).join(', ');
+      emit({ who: 'scenario', kind: 'note', what: '', text: `maintenance on ${s.node}: ${said || 'its NVML changes'}; its node agent restarts${s.note ? ` — ${s.note}` : ''}` });
+      // The mock's clock starts again at the new nvmlInit: faults still to come move with it.
+      const faults = faultSteps.filter((x) => x.node === s.node && x.at > s.at).map((x) => ({ atMs: x.at - s.at, gpu: x.gpu, fault: x.fault }));
+      const dirs = nodeDir(work, s.node);
+      await agents.remove(s.node);
+      writeFileSync(`${f.scenarioPath}.tmp`, JSON.stringify(mockScenario(gpuSpecsByNode.get(s.node) ?? [], f.tracker.current, faults, next, dirs.processesPath, dirs.controlDir, dirs.migPath), null, 2));
+      renameSync(`${f.scenarioPath}.tmp`, f.scenarioPath);
+      await agents.add(f);
+    };
+
     // ---- scenario steps: faults at the NVML layer (+ the kernel-log line), pods through the API
     /** Kernel-log lines waiting for the instant their NVML fault fires. */
     let kernelLines: { dueAt: number; write: () => void }[] = [];
@@ -291,6 +318,8 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           // NVIDIA's device plugin sees the same XID through NVML (and latches the GPU).
           devicePlugin?.onXid(s.node, s.gpu, fault.xid);
         }
+      } else if ('nvml' in s) {
+        await maintain(s);
       } else if ('pods' in s) {
         // The step is printed before the pods exist: the scheduler's lines are its effects.
         const n = s.pods.count;

@@ -25,6 +25,12 @@ describe('timeline lines', () => {
     expect(e.why).toBe((example('quota-rewritten').detail as { reason: string }).reason);
   });
 
+  it('says which labels of which node changed, from what to what, and what was left alone', () => {
+    const e = eventEntry(0, example('node-labels-changed'), () => undefined);
+    expect(e).toMatchObject({ who: 'label-nodes', kind: 'action', what: 'Node Labels Changed' });
+    expect(e.text).toBe('gpu-h100-mig-01: gpu-reflex.io/mig.enabled false → true, gpu-reflex.io/mig.strategy none → mixed, gpu-reflex.io/driver.version 535.161.08 → 550.54.14; left alone: accelerator=nvidia-tesla-h100');
+  });
+
   it('says which node pool grows, by how much and at what price, and why', () => {
     const e = eventEntry(60_000, example('gpu-pool-scaled'), () => undefined);
     expect(e).toMatchObject({ who: 'autoscale-pools', kind: 'action', what: 'GPU Pool Scaled', text: 'node pool a100-train grow 3 → 5 (+130 CNY/h)' });

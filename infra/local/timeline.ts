@@ -150,6 +150,12 @@ export function eventEntry(atMs: number, e: EventEnvelope, podName: PodName): Ti
       const text = `${String(d.namespace)}: ${changes.map((c) => `${c.resource} ${c.from ?? 'unset'} → ${c.to ?? 'unset'}`).join(', ')}${d.dryRun ? ' [dry run]' : ''}`;
       return { atMs, who: 'rewrite-quotas', kind: 'action', what: 'Quota Rewritten', text, ...(d.reason ? { why: String(d.reason) } : {}) };
     }
+    case 'Node Labels Changed': {
+      const changes = (d.changes as { key: string; from: string | null; to: string | null }[] | undefined) ?? [];
+      const left = (d.leftAlone as { key: string; value: string | null }[] | undefined) ?? [];
+      const text = `${String(d.node)}: ${changes.map((c) => `${c.key} ${c.from ?? 'unset'} → ${c.to ?? 'unset'}`).join(', ')}${left.length ? `; left alone: ${left.map((l) => `${l.key}=${l.value ?? 'unset'}`).join(', ')}` : ''}${d.dryRun ? ' [dry run]' : ''}`;
+      return { atMs, who: 'label-nodes', kind: 'action', what: 'Node Labels Changed', text, ...(d.reason ? { why: String(d.reason) } : {}) };
+    }
     case 'GPU Pool Scaled': {
       const cost = d.hourlyCostDelta as { amount?: number; currency?: string } | undefined;
       const grow = Number(d.to) >= Number(d.from);

@@ -1,6 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { APPROVAL_DECIDED, CATALOG, EventEnvelopeSchema, GPU_HEALTH_CHANGED, GPU_XID_ERROR, SOURCES } from '../../../events/index.ts';
+import { APPROVAL_DECIDED, CATALOG, EventEnvelopeSchema, GPU_HEALTH_CHANGED, GPU_INVENTORY, GPU_XID_ERROR, SOURCES } from '../../../events/index.ts';
 import { matchesPattern } from '../../../events/pattern.ts';
 import { ManualClock, startLocalBus, type LocalBus } from './index.ts';
 import { HandlerLoader } from './handler-loader.ts';
@@ -54,6 +54,15 @@ describe('the rewrite-quotas rule', () => {
     const example: unknown = JSON.parse(readFileSync(new URL(`../../../events/catalog/${slug}.example.json`, import.meta.url), 'utf8'));
     expect(rule).toMatchObject({ busName: 'gpu-reflex', retryPolicy: { maximumRetryAttempts: 2, maximumEventAgeSeconds: 600 } });
     expect(matchesPattern(rule?.pattern, example)).toBe(entry.source === SOURCES.functions && capacity.has(entry.detailType));
+  });
+});
+
+describe('the label-nodes rule', () => {
+  const rule = table.eventRules.find((r) => r.fn.key === 'label-nodes');
+  it.each(CATALOG.map((e) => [e.slug, e]))('routes the %s example exactly when it is an agent GPU Inventory', (slug, entry) => {
+    const example: unknown = JSON.parse(readFileSync(new URL(`../../../events/catalog/${slug}.example.json`, import.meta.url), 'utf8'));
+    expect(rule).toMatchObject({ busName: 'gpu-reflex', retryPolicy: { maximumRetryAttempts: 4, maximumEventAgeSeconds: 900 } });
+    expect(matchesPattern(rule?.pattern, example)).toBe(entry.source === SOURCES.agent && entry.detailType === GPU_INVENTORY);
   });
 });
 
