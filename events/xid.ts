@@ -27,7 +27,11 @@ export type NvidiaBucket =
   | 'CHECK_MECHANICALS'
   | 'CONTACT_SUPPORT'
   | 'RESTART_FABRIC_MANAGER'
-  | 'OBEY_RECOVERY_ACTION';
+  | 'OBEY_RECOVERY_ACTION'
+  /** Check the host's unified-memory (UVM) driver: XID 159. */
+  | 'CHECK_UVM'
+  /** NVIDIA's catalog lists the XID without a bucket yet (162–172 as of 2026-11): gpu-reflex's own default. */
+  | 'NONE_GIVEN';
 
 export interface XidInfo {
   xid: number;
@@ -90,7 +94,23 @@ const ROWS: Row[] = [
   [156, 'resource retirement event', 'RESET_GPU', 'hardware', 'quarantine-gpu', RESET, false, false, 'quarantine the GPU and reset it'],
   [157, 'resource retirement failed (no spare resources)', 'IGNORE', 'hardware', 'observe', [], false, true, 'observe and notify; investigate with support'],
   [158, 'GPU fatal timeout', 'RESET_GPU', 'hardware', 'quarantine-gpu', RESET, false, false, 'quarantine the GPU and reset it'],
+  [159, 'CHI non-data error (Grace C2C link)', 'CHECK_UVM', 'driver', 'observe', [], false, true, 'observe and tell a person: NVIDIA says check the host\'s UVM driver; usually a report sympathetic to another fault'],
   [160, 'channel retirement event (B100/GB200)', 'IGNORE', 'hardware', 'observe', [], false, true, 'observe and notify: NVIDIA\'s current catalog says IGNORE (investigate software)'],
+  [161, 'channel retirement failure', 'IGNORE', 'hardware', 'observe', [], false, true, 'observe and notify: NVIDIA\'s current catalog says IGNORE (investigate software)'],
+  // 162–172: in NVIDIA's catalog by name, without a resolution bucket yet. Where the name says the
+  // GPU keeps working (power smoothing), observe; where it says the GPU or its memory failed, do
+  // what an XID nobody can name gets: quarantine the GPU and ask a person. 171/172 detail an XID 48.
+  [162, 'power-smoothing circuitry re-engaged', 'NONE_GIVEN', 'hardware', 'observe', [], false, false, 'information: the power-smoothing capability is back'],
+  [163, 'power-smoothing circuitry disengaged', 'NONE_GIVEN', 'hardware', 'observe', [], false, true, 'observe and tell a person: the GPU works, its power smoothing does not'],
+  [164, 'power-smoothing circuitry near the end of its lifetime', 'NONE_GIVEN', 'hardware', 'observe', [], false, true, 'observe and tell a person: plan the board\'s service'],
+  [165, 'power-smoothing circuitry lifetime exhausted', 'NONE_GIVEN', 'hardware', 'observe', [], false, true, 'observe and tell a person: service the board at the next window'],
+  [166, 'NVLink traffic before the link was set up for encryption (confidential computing)', 'NONE_GIVEN', 'driver', 'quarantine-gpu', [], false, true, 'quarantine the GPU and tell a person: NVIDIA gives no bucket yet'],
+  [167, 'PCIe fatal timeout', 'NONE_GIVEN', 'hardware', 'quarantine-gpu', [], false, true, 'quarantine the GPU and tell a person: NVIDIA gives no bucket yet'],
+  [168, 'reduced GPU memory capacity (errors in the write-protected region)', 'NONE_GIVEN', 'hardware', 'quarantine-gpu', [], false, true, 'quarantine the GPU and tell a person: NVIDIA gives no bucket yet'],
+  [169, 'SEC2 micro-controller halt', 'NONE_GIVEN', 'hardware', 'quarantine-gpu', [], false, true, 'quarantine the GPU and tell a person: NVIDIA gives no bucket yet'],
+  [170, 'NVLink interrupt in confidential-computing mode', 'NONE_GIVEN', 'driver', 'quarantine-gpu', [], false, true, 'quarantine the GPU and tell a person: NVIDIA gives no bucket yet'],
+  [171, 'uncorrectable DRAM error (detail of an XID 48)', 'NONE_GIVEN', 'hardware', 'quarantine-gpu', RESET, false, false, 'as XID 48: quarantine the GPU and reset it; row remapping decides the rest'],
+  [172, 'uncorrectable SRAM error (detail of an XID 48)', 'NONE_GIVEN', 'hardware', 'quarantine-gpu', RESET, false, true, 'as XID 48: quarantine the GPU and reset it; the SRAM threshold (sram-threshold-exceeded) decides an RMA'],
 ];
 
 export const XID_CATALOG: ReadonlyMap<number, XidInfo> = new Map(

@@ -2,11 +2,11 @@
  * Reasons in words a person on call understands: what happened, what it means, why this action,
  * what comes next. They end up in the Remediation event, the chat message and the node history.
  */
-import { describeXid, type RemediationAction } from '../../../events/index.ts';
+import { describeXid, type NvidiaBucket, type RemediationAction } from '../../../events/index.ts';
 import { gpuWords, type FaultSite } from './scope.ts';
 import type { Capabilities, TriggerEvent } from './types.ts';
 
-const BUCKET_WORDS: Record<string, string> = {
+const BUCKET_WORDS: Record<NvidiaBucket, string> = {
   IGNORE: 'NVIDIA says no action is needed',
   RESTART_APP: 'NVIDIA says restart the application',
   RESET_GPU: 'NVIDIA says reset the GPU (reboot if it persists, replace if it persists after that)',
@@ -16,6 +16,8 @@ const BUCKET_WORDS: Record<string, string> = {
   CONTACT_SUPPORT: 'NVIDIA says contact support',
   RESTART_FABRIC_MANAGER: 'NVIDIA says restart the fabric manager',
   OBEY_RECOVERY_ACTION: 'NVIDIA says obey the recovery action the driver names',
+  CHECK_UVM: "NVIDIA says check the host's unified-memory (UVM) driver",
+  NONE_GIVEN: "NVIDIA's catalog names this XID but gives no action yet",
 };
 
 /** "XID 79 (GPU has fallen off the bus) on GPU 3 (GPU-5f2c3a1e…) of node gpu-a100-07: NVIDIA says …" */
@@ -24,7 +26,7 @@ export function triggerWords(event: TriggerEvent, site: FaultSite): string {
     const d = event.detail;
     const info = describeXid(d.xid);
     const ra = d.recoveryAction ? `; the driver asks for recovery action ${d.recoveryAction}` : '';
-    return `XID ${d.xid} (${info.meaning}) on ${gpuWords(site)} of node ${d.node}: ${BUCKET_WORDS[info.nvidiaAction] ?? info.nvidiaAction}${ra}`;
+    return `XID ${d.xid} (${info.meaning}) on ${gpuWords(site)} of node ${d.node}: ${BUCKET_WORDS[info.nvidiaAction]}${ra}`;
   }
   const d = event.detail;
   const measured = d.value !== undefined ? ` (${d.value}${d.unit ? ' ' + d.unit : ''}${d.threshold !== undefined ? `, threshold ${d.threshold}` : ''})` : '';
