@@ -84,6 +84,8 @@ export function thresholdsOf(config: AgentConfig): HealthThresholds {
     memoryTemperatureMaxC: DEFAULT_THRESHOLDS.memoryTemperatureMaxC,
     pcieBusyPercent: DEFAULT_THRESHOLDS.pcieBusyPercent,
     fabricGraceMs: DEFAULT_THRESHOLDS.fabricGraceMs,
+    nvlinkCrcPerMinute: DEFAULT_THRESHOLDS.nvlinkCrcPerMinute,
+    nvlinkReplayPerMinute: DEFAULT_THRESHOLDS.nvlinkReplayPerMinute,
   };
 }
 

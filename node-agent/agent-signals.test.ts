@@ -133,6 +133,42 @@ describe('NVLink fabric (HGX)', () => {
   });
 });
 
+describe('NVLink error rates', () => {
+  const withLinks = (extra: Record<string, unknown> = {}) => h200({ nvlinkErrors: { crcFlit: 10, crcData: 0, replay: 3, recovery: 0 }, ...series({}), ...extra });
+
+  it('a link recovery (down and back) is reported at once, and cleared after a quiet minute', async () => {
+    fx = await startAgent(withLinks());
+    const events = await health(3, (s) => {
+      if (s === 1) fx!.mock.injectFault({ kind: 'nvlinkErrors', gpu: 0, recovery: 1 });
+    });
+    expect(brief(events)).toEqual([['nvlink-errors', 'firing', 'warning', 1, undefined]]);
+    expect(String(events[0]!.message)).toContain('1 link recovery');
+    fx.advance(61_000);
+    expect(brief(await health(1))).toEqual([['nvlink-errors', 'resolved', 'info', 0, undefined]]);
+  });
+
+  it('CRC errors count only above their per-minute limit, across samples of the same minute', async () => {
+    fx = await startAgent(withLinks());
+    const events = await health(4, (s) => {
+      if (s === 1) fx!.mock.injectFault({ kind: 'nvlinkErrors', gpu: 0, crcFlit: 60 });
+      if (s === 3) fx!.mock.injectFault({ kind: 'nvlinkErrors', gpu: 0, crcData: 50 });
+    });
+    // 60 in the minute: under 100; 110 within the same minute: over.
+    expect(brief(events)).toEqual([['nvlink-errors', 'firing', 'warning', 110, undefined]]);
+    expect(String(events[0]!.message)).toContain('110 CRC errors (limit 100)');
+  });
+
+  it('counters a GPU reset cleared start a new count: what came after the reset is what counts', async () => {
+    fx = await startAgent(withLinks({ nvlinkErrors: { crcFlit: 5000, crcData: 0, replay: 0, recovery: 0 } }));
+    const events = await health(3, (s) => {
+      if (s === 1) expect(fx!.mock.resetGpu(0)).toBe(0); // counters back to 0
+      if (s === 2) fx!.mock.injectFault({ kind: 'nvlinkErrors', gpu: 0, crcFlit: 150 });
+    });
+    // 150 new errors since the reset (not 150 - 5000, not 5000 + 150): over the limit.
+    expect(brief(events)).toEqual([['nvlink-errors', 'firing', 'warning', 150, undefined]]);
+  });
+});
+
 describe('SRAM threshold (XID 48\'s RMA test)', () => {
   it('fires once when NVML says the SRAM error threshold is exceeded', async () => {
     fx = await startAgent(h200(series({})));

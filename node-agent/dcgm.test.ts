@@ -1,4 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { MOCK_NVML_SCENARIOS } from '../infra/local/mock-nvml/build.ts';
 import { oneGpu } from '../infra/local/mock-nvml/testing.ts';
 import { registerAgentMetrics } from './agent-metrics.ts';
 import { DCGM_GPU_FIELDS, type PodName, type PodNames } from './dcgm.ts';
@@ -53,6 +56,17 @@ describe('DCGM-compatible metrics on /metrics', () => {
     expect(byGpu(families.get('DCGM_FI_DEV_MEMORY_TEMP'))).toEqual({ 0: 43 });
   });
 
+  it('exports the NVLink error totals as counters where the GPU has NVLink', async () => {
+    const h200 = JSON.parse(readFileSync(join(MOCK_NVML_SCENARIOS, 'h200-1x.json'), 'utf8')) as { gpus: Record<string, unknown>[] };
+    h200.gpus[0]!.nvlinkErrors = { crcFlit: 7, crcData: 1, replay: 2, recovery: 0 };
+    const a = await agentWithMetrics(h200, [], podNames({}));
+    await a.fx.agent.sampleOnce();
+    const families = parseExposition(await a.scrapeText());
+    expect(families.get('DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL')).toMatchObject({ type: 'counter' });
+    expect(byGpu(families.get('DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL'))).toEqual({ 0: 7 });
+    expect(byGpu(families.get('DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL'))).toEqual({ 0: 2 });
+  });
+
   it('exports each GPU reading under dcgm-exporter names, types, units and labels', async () => {
     const a = await agentWithMetrics('dgx-a100-8x.json', [4100, 4101, 4102, 4103, 4104, 4105], podNames(NAMED));
     await a.fx.agent.sampleOnce();
@@ -65,8 +79,10 @@ describe('DCGM-compatible metrics on /metrics', () => {
       DCGM_FI_DEV_ECC_SBE_VOL_TOTAL: 'counter', DCGM_FI_DEV_ECC_DBE_VOL_TOTAL: 'counter', DCGM_FI_DEV_ECC_SBE_AGG_TOTAL: 'counter', DCGM_FI_DEV_ECC_DBE_AGG_TOTAL: 'counter',
       DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS: 'counter', DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS: 'counter', DCGM_FI_DEV_ROW_REMAP_FAILURE: 'gauge', DCGM_FI_DEV_ROW_REMAP_PENDING: 'gauge',
     });
-    // The A100 scenario reports no HBM temperature (absent, never 0); the H200 test below reads it.
-    expect(DCGM_GPU_FIELDS.map((f) => f.name).sort()).toEqual([...Object.keys(types), 'DCGM_FI_DEV_MEMORY_TEMP'].sort());
+    // The A100 scenario reports no HBM temperature and no NVLink error totals (absent, never 0);
+    // the tests below read them where the GPU reports them.
+    const notInThisScenario = ['DCGM_FI_DEV_MEMORY_TEMP', 'DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL', 'DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL', 'DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL', 'DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL'];
+    expect(DCGM_GPU_FIELDS.map((f) => f.name).sort()).toEqual([...Object.keys(types), ...notInThisScenario].sort());
     expect(families.get('DCGM_FI_DEV_GPU_UTIL')?.help).toBe('GPU utilization (in %).');
     // Values as the scenario's series give them at t=0 (util) and as NVML reports memory (MiB), °C, W.
     expect(byGpu(families.get('DCGM_FI_DEV_GPU_UTIL'))).toEqual({ 0: 92, 1: 95, 2: 97, 3: 92, 4: 95, 5: 97, 6: 92, 7: 95 });

@@ -48,6 +48,10 @@ export const DCGM_GPU_FIELDS: readonly DcgmField<GpuSample>[] = [
   { name: 'DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS', type: 'counter', help: 'Number of remapped rows for uncorrectable errors', read: (s) => s.remappedRows?.uncorrectable },
   { name: 'DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS', type: 'counter', help: 'Number of remapped rows for correctable errors', read: (s) => s.remappedRows?.correctable },
   { name: 'DCGM_FI_DEV_ROW_REMAP_FAILURE', type: 'gauge', help: 'Whether remapping of rows has failed', read: (s) => s.remappedRows?.failure },
+  { name: 'DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL', type: 'counter', help: 'Total number of NVLink flow-control CRC errors.', read: (s) => s.nvlinkErrors?.crcFlit },
+  { name: 'DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL', type: 'counter', help: 'Total number of NVLink data CRC errors.', read: (s) => s.nvlinkErrors?.crcData },
+  { name: 'DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL', type: 'counter', help: 'Total number of NVLink retries.', read: (s) => s.nvlinkErrors?.replay },
+  { name: 'DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL', type: 'counter', help: 'Total number of NVLink recovery errors.', read: (s) => s.nvlinkErrors?.recovery },
   { name: 'DCGM_FI_DEV_ROW_REMAP_PENDING', type: 'gauge', help: 'Whether remapping of rows is pending', read: (s) => s.remappedRows?.pending },
 ];
 

@@ -18,6 +18,8 @@ export const HEALTH_CONDITIONS = [
   'row-remap-failure',
   'throttling',
   'nvlink-down',
+  /** NVLink CRC errors or replays above their per-minute limits, or a link recovery (down and back). */
+  'nvlink-errors',
   /** PCIe link narrower than it can be, or slower while the GPU is busy. */
   'pcie-link-degraded',
   /** NVLink fabric registration (HGX/NVSwitch) failed, stalled, or runs with degraded bandwidth. */

@@ -30,6 +30,10 @@ export interface HealthThresholds {
   pcieBusyPercent: number;
   /** How long a fabric probe may stay not-started/in-progress before it is reported. */
   fabricGraceMs: number;
+  /** NVLink CRC errors (flit + data, all links) per minute above which the links are degrading. */
+  nvlinkCrcPerMinute: number;
+  /** NVLink replays per minute above which the links are degrading. */
+  nvlinkReplayPerMinute: number;
   powerHighPercent: number;
   /** Margin below a threshold before a condition clears (percent points or °C). */
   hysteresis: number;
@@ -47,6 +51,9 @@ export const DEFAULT_THRESHOLDS: HealthThresholds = {
   memoryTemperatureMaxC: 95,
   pcieBusyPercent: 50,
   fabricGraceMs: 5 * 60_000,
+  // gpu-reflex's defaults, not NVIDIA's (NVIDIA publishes no rate): a healthy link counts few or none.
+  nvlinkCrcPerMinute: 100,
+  nvlinkReplayPerMinute: 100,
   powerHighPercent: 90,
   hysteresis: 5,
   monitoringFailures: 3,
@@ -77,6 +84,8 @@ export type EccMemory = Record<string, number>;
 
 export class HealthEvaluator {
   private readonly state = new Map<string, CondState>();
+  /** NVLink error totals seen in the last minute, per GPU UUID (oldest first). */
+  private readonly linkHistory = new Map<string, { at: number; c: NonNullable<GpuReading['nvlinkErrors']> }[]>();
   /** Contained uncorrected ECC errors (XID 94) not yet seen in the counter, per GPU UUID. */
   private readonly contained = new Map<string, number>();
   private failures = 0;
@@ -214,6 +223,7 @@ export class HealthEvaluator {
       step('throttling', hw.length ? 'warning' : 0, hw.length ? `clocks throttled: ${hw.join(', ')}` : 'clocks no longer throttled by hardware');
     }
     if (r.nvlinkActive) out.push(...this.nvlink(r, gpu));
+    if (r.nvlinkErrors) out.push(...this.nvlinkErrors(r, gpu, now));
     if (r.recoveryAction !== undefined) {
       // Every change of the value is news (gpu-reset → node-reboot is not "still firing"), so the
       // state remembers the action itself, not only whether one is asked.
@@ -307,6 +317,39 @@ export class HealthEvaluator {
     this.state.set(key, { level, ...(since === undefined ? {} : { since }) });
     if (level === s.level) return [];
     return [event(gpu, 'fabric', level, message)];
+  }
+
+  /**
+   * NVLink error rates over the last minute: any link recovery (a link went down and came back), or
+   * CRC errors or replays above their per-minute limits. Counters that went down (a GPU reset clears
+   * them) start a new count; the condition clears when a whole minute is quiet again.
+   */
+  private nvlinkErrors(r: GpuReading, gpu: GpuRef, now: number): HealthEvent[] {
+    const c = r.nvlinkErrors!;
+    // The samples of the last minute, and the newest one before it: the count's baseline.
+    const all = this.linkHistory.get(r.uuid) ?? [];
+    const seen = all.slice(Math.max(0, all.findLastIndex((h) => now - h.at > 60_000)));
+    const last = seen.at(-1);
+    if (last && (c.crcFlit < last.c.crcFlit || c.crcData < last.c.crcData || c.replay < last.c.replay || c.recovery < last.c.recovery)) seen.length = 0;
+    seen.push({ at: now, c });
+    this.linkHistory.set(r.uuid, seen);
+    const first = seen[0]!;
+    const crc = c.crcFlit + c.crcData - (first.c.crcFlit + first.c.crcData);
+    const replay = c.replay - first.c.replay;
+    const recovery = c.recovery - first.c.recovery;
+    const parts = [
+      recovery > 0 ? `${recovery} link recover${recovery === 1 ? 'y' : 'ies'} (a link went down and came back)` : '',
+      crc > this.t.nvlinkCrcPerMinute ? `${crc} CRC errors (limit ${this.t.nvlinkCrcPerMinute})` : '',
+      replay > this.t.nvlinkReplayPerMinute ? `${replay} replays (limit ${this.t.nvlinkReplayPerMinute})` : '',
+    ].filter(Boolean);
+    const key = `${r.uuid}/nvlink-errors`;
+    const prev = this.state.get(key) ?? { level: 0 as Level };
+    const level: Level = parts.length > 0 ? 'warning' : 0;
+    // Cleared only by a quiet minute: the window must span one before "no errors" means anything.
+    if (level === 0 && prev.level !== 0 && now - first.at < 60_000) return [];
+    if (level === prev.level) return [];
+    this.state.set(key, { level });
+    return [event(gpu, 'nvlink-errors', level, level ? `NVLink errors in the last minute: ${parts.join(', ')}` : 'NVLink error rates back to normal', { value: crc + replay + recovery, unit: 'errors/min' })];
   }
 
   private nvlink(r: GpuReading, gpu: GpuRef): HealthEvent[] {

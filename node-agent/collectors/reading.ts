@@ -45,6 +45,8 @@ export interface GpuReading {
   throttleReasons?: string[];
   /** Per NVLink index: true when active. */
   nvlinkActive?: boolean[];
+  /** NVLink error totals, all links summed: CRC flit/data errors, replays, link recoveries. */
+  nvlinkErrors?: { crcFlit: number; crcData: number; replay: number; recovery: number };
   recoveryAction?: GpuRecoveryAction;
   /** PCIe link generation and width now, and the most the link can do. */
   pcieLink?: { gen: number; maxGen: number; width: number; maxWidth: number };

@@ -15,6 +15,8 @@ const MAX_NVLINKS = 18;
 export const FIELD_GPU_RECOVERY_ACTION = 230;
 /** NVML_FI_DEV_MEMORY_TEMP: HBM temperature, °C (unsigned int). */
 export const FIELD_MEMORY_TEMP = 82;
+/** NVML_FI_DEV_NVLINK_*_ERROR_COUNT_TOTAL: every link's counters summed, per GPU. */
+const NVLINK_ERROR_FIELDS = { crcFlit: 38, crcData: 45, replay: 52, recovery: 59 } as const;
 /** nvmlTemperatureThresholds_t values the agent reads. */
 const THRESHOLD = { shutdown: 0, slowdown: 1, memMax: 2, gpuMax: 3 } as const;
 /** NVML_GPU_FABRIC_STATE_*, by value. */
@@ -39,6 +41,8 @@ export type FabricState = (typeof FABRIC_STATES)[number];
  * mask where the driver reports it.
  */
 export interface FabricInfo { state: FabricState; status?: number; statusName?: string; cliqueId?: number; degradedBandwidth?: boolean }
+/** NVLink error counters, all links summed (CRC flit and data errors, replays, link recoveries). */
+export interface NvLinkErrors { crcFlit: number; crcData: number; replay: number; recovery: number }
 /** SRAM uncorrectable errors (aggregate) and whether NVIDIA's field-diag threshold is exceeded (XID 48's RMA test). */
 export interface SramEccStatus { thresholdExceeded: boolean; aggregateUncorrected: number; volatileUncorrected: number }
 
@@ -234,6 +238,24 @@ export class NvmlDevice {
     if (code === undefined) return undefined;
     const action = GPU_RECOVERY_ACTIONS[code];
     return action ? { code, action } : { code };
+  }
+
+  /**
+   * NVLink error totals (fields 38, 45, 52, 59) in one call; undefined when the GPU has no NVLink
+   * (the real H200 in a one-GPU VM answered NOT_SUPPORTED for each). A counter the driver lacks
+   * while others answer counts as absent, not as the sample's failure.
+   */
+  nvlinkErrors(): NvLinkErrors | undefined {
+    const names = Object.keys(NVLINK_ERROR_FIELDS) as (keyof NvLinkErrors)[];
+    const buf = Buffer.alloc(names.length * FieldValue.size);
+    names.forEach((n, i) => encodeStruct(buf, i * FieldValue.size, FieldValue, { fieldId: NVLINK_ERROR_FIELDS[n], scopeId: 0, timestamp: 0, latencyUsec: 0, valueType: 0, nvmlReturn: 0, value: 0 }));
+    if (!this.supported('nvmlDeviceGetFieldValues', this.lib.nvmlDeviceGetFieldValues(this.handle, names.length, buf))) return undefined;
+    const out: Partial<NvLinkErrors> = {};
+    names.forEach((n, i) => {
+      const f = decodeArray<{ nvmlReturn: number; value: number | bigint }>(buf.subarray(i * FieldValue.size), FieldValue, 1)[0]!;
+      if (f.nvmlReturn === NVML.SUCCESS) out[n] = Number(BigInt(f.value));
+    });
+    return names.every((n) => out[n] !== undefined) ? (out as NvLinkErrors) : undefined;
   }
 
   /** HBM temperature (field 82), °C. */

@@ -63,8 +63,11 @@ describe('the mock H200 answers the agent\'s binding as the real H200 did (drive
     ({ nvml } = await openMockNvml('h200-1x.json'));
     const s = sampleDevice(nvml, 0) as GpuSample;
     expect(s.state).toBe('ok');
-    // The recording predates the new fields; those it has, the mock must answer alike.
-    expect(s.unsupported).toEqual(real.agent.samples[0]!.unsupported);
+    // The recording predates the newer fields; those it has, the mock must answer alike. NVLink
+    // error totals came later: the real driver answered NOT_SUPPORTED for each of their fields.
+    expect(s.unsupported.filter((f) => f !== 'nvlinkErrors')).toEqual(real.agent.samples[0]!.unsupported);
+    for (const f of ['nvlinkCrcFlitTotal', 'nvlinkCrcDataTotal', 'nvlinkReplayTotal', 'nvlinkRecoveryTotal']) expect(real.raw[0]!.fieldValues.values[f]!.rc, f).toBe(3);
+    expect(s.unsupported).toContain('nvlinkErrors');
     expect(s.unavailable).toBeUndefined();
     expect(nvml.device(0).supportedEventTypes()).toBe(BigInt(python.gpus[0]!.supportedEvents.ok));
   });
@@ -75,7 +78,7 @@ describe('the mock H200 answers the agent\'s binding as the real H200 did (drive
     const s = sampleDevice(nvml, 0) as GpuSample;
     const r = second.agent.samples[0]!;
     expect(r.unavailable).toBeUndefined();
-    expect({ limits: s.temperatureLimits, pcie: s.pcieLink, fabric: s.fabric, sram: s.sramEcc, unsupported: s.unsupported })
+    expect({ limits: s.temperatureLimits, pcie: s.pcieLink, fabric: s.fabric, sram: s.sramEcc, unsupported: s.unsupported.filter((f) => f !== 'nvlinkErrors') })
       .toEqual({ limits: r.temperatureLimits, pcie: r.pcieLink, fabric: r.fabric, sram: r.sramEcc, unsupported: r.unsupported });
     expect(r.memoryTemperatureC).toEqual(expect.any(Number));
     expect(gpuInstanceProfiles(nvml, nvml.device(0))).toEqual(second.agent.migProfiles[0]);

@@ -27,7 +27,7 @@ describe('sampleDevice', () => {
     const { nvml } = await session(oneGpu({
       series: { ...series, memTempC: [50] }, processes: [{ pid: 4242, usedMiB: 4000 }], ecc: { aggregateCorrected: 3 },
       temperatureLimits: { shutdownC: 92, slowdownC: 89, memMaxC: 95, gpuMaxC: 85 }, pcieLink: { gen: 4, maxGen: 4, width: 16, maxWidth: 16 },
-      fabric: { state: 3, status: 0, healthMask: 2 }, sram: { thresholdExceeded: false },
+      fabric: { state: 3, status: 0, healthMask: 2 }, sram: { thresholdExceeded: false }, nvlinkErrors: { crcFlit: 1, crcData: 2, replay: 3, recovery: 4 },
     }));
     const s = ok(sampleDevice(nvml, 0));
     expect(s).toEqual({
@@ -47,6 +47,7 @@ describe('sampleDevice', () => {
       remappedRows: { correctable: 0, uncorrectable: 0, pending: false, failure: false },
       clockEventReasons: { mask: 0, reasons: [] },
       nvlinks: Array.from({ length: 12 }, (_, link) => ({ link, active: true })),
+      nvlinkErrors: { crcFlit: 1, crcData: 2, replay: 3, recovery: 4 },
       processes: [{ pid: 4242, usedMiB: 4000 }],
       migMode: { current: false, pending: false },
       recoveryAction: { code: 0, action: 'none' },
@@ -70,7 +71,7 @@ describe('sampleDevice', () => {
   it('omits what the GPU does not support and names it', async () => {
     const { nvml } = await session('t4-node.json');
     const s = ok(sampleDevice(nvml, 0));
-    expect(s.unsupported.sort()).toEqual(['memoryTemperatureC', 'migMode', 'nvlinks', 'recoveryAction', 'remappedRows', 'sramEcc', 'temperatureLimits']);
+    expect(s.unsupported.sort()).toEqual(['memoryTemperatureC', 'migMode', 'nvlinkErrors', 'nvlinks', 'recoveryAction', 'remappedRows', 'sramEcc', 'temperatureLimits']);
     for (const field of s.unsupported) expect(s).not.toHaveProperty(field);
     expect(s.utilization).toEqual({ gpu: 35, memory: 20 });
   });
@@ -78,7 +79,7 @@ describe('sampleDevice', () => {
   it('on a MIG GPU omits utilization and remapped rows and lists MIG devices and processes', async () => {
     const { nvml } = await session('h100-mig.json');
     const s = ok(sampleDevice(nvml, 0));
-    expect(s.unsupported.sort()).toEqual(['memoryTemperatureC', 'remappedRows', 'sramEcc', 'temperatureLimits', 'utilization']);
+    expect(s.unsupported.sort()).toEqual(['memoryTemperatureC', 'nvlinkErrors', 'remappedRows', 'sramEcc', 'temperatureLimits', 'utilization']);
     expect(s.migDevices).toHaveLength(7);
     expect(s.processes).toEqual([
       { pid: 2201, usedMiB: 8000, gpuInstanceId: 7, computeInstanceId: 0 },

@@ -1,5 +1,5 @@
 import { isGpuLost, NvmlError } from './errors.ts';
-import type { ClockEventReasons, EccCounts, FabricInfo, GpuProcess, MemoryInfo, NvLinkState, NvmlDevice, PcieLink, RecoveryAction, RemappedRows, SramEccStatus, TemperatureLimits } from './device.ts';
+import type { ClockEventReasons, EccCounts, FabricInfo, GpuProcess, MemoryInfo, NvLinkErrors, NvLinkState, NvmlDevice, PcieLink, RecoveryAction, RemappedRows, SramEccStatus, TemperatureLimits } from './device.ts';
 import { migDevices, migMode, type MigDeviceInfo } from './mig.ts';
 import type { Nvml } from './nvml.ts';
 
@@ -27,6 +27,8 @@ export interface GpuSample {
   remappedRows?: RemappedRows;
   clockEventReasons?: ClockEventReasons;
   nvlinks?: NvLinkState[];
+  /** NVLink error totals over all links (fields 38/45/52/59). */
+  nvlinkErrors?: NvLinkErrors;
   processes?: GpuProcess[];
   migMode?: { current: boolean; pending: boolean };
   migDevices?: MigDeviceInfo[];
@@ -90,6 +92,7 @@ export function sampleDevice(nvml: Nvml, index: number): GpuSampleResult {
       remappedRows: () => d.remappedRows(),
       clockEventReasons: () => d.clockEventReasons(),
       nvlinks: () => d.nvlinks(),
+      nvlinkErrors: () => d.nvlinkErrors(),
       processes: () => d.processes(),
       migMode: () => migMode(nvml, d),
       recoveryAction: () => d.recoveryAction(),

@@ -36,6 +36,7 @@ export function toReading(sample: GpuSample, name: string): GpuReading {
     const { state, status, statusName, degradedBandwidth } = sample.fabric;
     r.fabric = { state, ...(status === undefined ? {} : { status }), ...(statusName ? { statusName } : {}), ...(degradedBandwidth === undefined ? {} : { degradedBandwidth }) };
   }
+  if (sample.nvlinkErrors) r.nvlinkErrors = { ...sample.nvlinkErrors };
   if (sample.sramEcc) r.sramThresholdExceeded = sample.sramEcc.thresholdExceeded;
   if (sample.powerW !== undefined) r.powerW = sample.powerW;
   if (sample.powerLimitW !== undefined) r.powerLimitW = sample.powerLimitW;

@@ -171,6 +171,8 @@ const CONDITION_DEFAULTS: Record<HealthCondition, RuleOverride> = {
   'row-remap-failure': { action: 'quarantine-gpu', then: ['replace-node'], notify: true },
   throttling: { action: 'observe', then: [] },
   'nvlink-down': { action: 'quarantine-gpu', then: RESET },
+  // A degrading link still carries traffic; a link that goes down is nvlink-down's business.
+  'nvlink-errors': { action: 'observe', then: [], notify: true },
   // A lane down or a link trained slow: work still runs, slower; a person reseats or replaces.
   'pcie-link-degraded': { action: 'observe', then: [], notify: true },
   // The fabric manager is a node service; restarting it (or not) is a person's call.

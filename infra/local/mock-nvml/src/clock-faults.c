@@ -84,6 +84,10 @@ void fire_fault(mock_fault *f) {
       gpu->fabricState = f->value;
       gpu->fabricStatus = f->value2;
       break;
+    case F_NVLINK_ERRORS:
+      gpu->hasLinkErrors = 1;
+      for (int k = 0; k < 4; k++) gpu->linkErrors[k] += f->linkErrors[k];
+      break;
     case F_SRAM_THRESHOLD:
       gpu->hasSram = 1;
       gpu->sramThresholdExceeded = 1;

@@ -32,6 +32,7 @@ nvmlReturn_t reset_gpu(unsigned int index) {
   gpu->retiredPagesPending = 0;
   gpu->recoveryAction = 0;
   for (int l = 0; l < MAX_LINKS; l++) gpu->linkDown[l] = 0;
+  memset(gpu->linkErrors, 0, sizeof gpu->linkErrors); /* NVLink error counters are volatile */
   gpu->lost = 0;
   gpu->resets++;
   g.lastError[0] = 0;

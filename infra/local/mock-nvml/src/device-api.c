@@ -222,8 +222,14 @@ EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCoun
       v->valueType = NVML_VALUE_TYPE_UNSIGNED_INT;
       v->value.uiVal = (unsigned int)series_at(&gpu->memTempC, gpu, 0);
       v->nvmlReturn = NVML_SUCCESS;
+    } else if (gpu->hasLinkErrors && (v->fieldId == 38 || v->fieldId == 45 || v->fieldId == 52 || v->fieldId == 59)) {
+      /* NVML_FI_DEV_NVLINK_{CRC_FLIT,CRC_DATA,REPLAY,RECOVERY}_ERROR_COUNT_TOTAL */
+      int k = v->fieldId == 38 ? 0 : v->fieldId == 45 ? 1 : v->fieldId == 52 ? 2 : 3;
+      v->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+      v->value.ullVal = gpu->linkErrors[k];
+      v->nvmlReturn = NVML_SUCCESS;
     } else {
-      v->nvmlReturn = NVML_ERROR_NOT_SUPPORTED; /* the mock knows fields 82 and 230 */
+      v->nvmlReturn = NVML_ERROR_NOT_SUPPORTED; /* the mock knows fields 38/45/52/59, 82 and 230 */
     }
   }
   return end(NVML_SUCCESS);

@@ -9,7 +9,7 @@ static const struct { const char *name; fault_kind kind; } FAULT_KINDS[] = {
   {"rowRemapFailure", F_REMAP_FAILURE}, {"retiredPagesPending", F_RETIRED_PENDING},
   {"gpuLost", F_GPU_LOST}, {"recoveryAction", F_RECOVERY_ACTION}, {"nvlinkDown", F_NVLINK_DOWN},
   {"resetFails", F_RESET_FAILS}, {"pcieLink", F_PCIE_LINK}, {"fabric", F_FABRIC},
-  {"sramThresholdExceeded", F_SRAM_THRESHOLD},
+  {"sramThresholdExceeded", F_SRAM_THRESHOLD}, {"nvlinkErrors", F_NVLINK_ERRORS},
 };
 
 /* One fault object; `atMs` absent means "now" (the injection API uses that). */
@@ -26,7 +26,7 @@ int fault_parse(const void *json_fault, mock_fault *f, char *err, size_t err_len
   size_t k, known = sizeof FAULT_KINDS / sizeof FAULT_KINDS[0];
   for (k = 0; k < known; k++)
     if (strcmp(kind, FAULT_KINDS[k].name) == 0) break;
-  if (k == known) return bad("fault.kind", "unknown kind (xid, ecc, rowRemapPending, rowRemapFailure, retiredPagesPending, gpuLost, recoveryAction, nvlinkDown, resetFails, pcieLink, fabric, sramThresholdExceeded)");
+  if (k == known) return bad("fault.kind", "unknown kind (xid, ecc, rowRemapPending, rowRemapFailure, retiredPagesPending, gpuLost, recoveryAction, nvlinkDown, resetFails, pcieLink, fabric, sramThresholdExceeded, nvlinkErrors)");
   f->kind = FAULT_KINDS[k].kind;
   n = (double)mock_now_ms(); if (!get_num(o, "atMs", path, &n, 0)) return 0; f->atMs = (unsigned long long)n;
   n = 0; if (!get_num(o, "gpu", path, &n, 0)) return 0;
@@ -44,6 +44,14 @@ int fault_parse(const void *json_fault, mock_fault *f, char *err, size_t err_len
     n = 0; if (!get_num(o, "width", path, &n, 0)) return 0; f->value = (unsigned int)n;
     n = 0; if (!get_num(o, "gen", path, &n, 0)) return 0; f->value2 = (unsigned int)n;
     if (!f->value && !f->value2) return bad("fault", "pcieLink needs width or gen");
+    return 1;
+  }
+  if (f->kind == F_NVLINK_ERRORS) {
+    /* Adds to the NVLink error counters: crcFlit, crcData, replay, recovery (each default 0). */
+    static const char *const NAMES[4] = {"crcFlit", "crcData", "replay", "recovery"};
+    for (int k = 0; k < 4; k++) {
+      n = 0; if (!get_num(o, NAMES[k], path, &n, 0)) return 0; f->linkErrors[k] = (unsigned long long)n;
+    }
     return 1;
   }
   if (f->kind == F_FABRIC) {

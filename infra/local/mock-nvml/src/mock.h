@@ -97,6 +97,7 @@ _Static_assert(sizeof(nvmlFieldValue_t) == 40, "nvmlFieldValue_t");
 #define NVML_FI_DEV_GET_GPU_RECOVERY_ACTION 230
 #define NVML_FI_DEV_MEMORY_TEMP 82
 #define NVML_VALUE_TYPE_UNSIGNED_INT 1
+#define NVML_VALUE_TYPE_UNSIGNED_LONG_LONG 3
 #define NO_INSTANCE 0xFFFFFFFFu
 
 /* Event type bits (nvml.h nvmlEventType*). */
@@ -199,13 +200,14 @@ typedef struct mock_gpu {
   int hasPcie; /* pcieLink given */
   unsigned int pcieGen, pcieMaxGen, pcieWidth, pcieMaxWidth;
   unsigned int fabricState, fabricStatus, fabricHealthMask; /* state 0 = NOT_SUPPORTED (what a GPU with no NVSwitch answers) */
+  int hasLinkErrors; unsigned long long linkErrors[4]; /* `nvlinkErrors`: CRC flit, CRC data, replay, recovery (fields 38/45/52/59) */
   int hasSram; unsigned int sramThresholdExceeded; /* `sram` given; else NOT_SUPPORTED */
   char migProfileNames[MAX_PROFILE_IDS][32]; /* by GI profile ID: NVML's own name (…ProfileInfoV), "" = NOT_SUPPORTED */
   unsigned long long migSliceMemoryMiB[9]; /* by memory slices (1, 2, 4, 8): a real driver's profile sizes; 0 = eighths */
 } mock_gpu;
 
 typedef enum { F_XID, F_ECC, F_REMAP_PENDING, F_REMAP_FAILURE, F_RETIRED_PENDING, F_GPU_LOST,
-               F_RECOVERY_ACTION, F_NVLINK_DOWN, F_RESET_FAILS, F_PCIE_LINK, F_FABRIC, F_SRAM_THRESHOLD } fault_kind;
+               F_RECOVERY_ACTION, F_NVLINK_DOWN, F_RESET_FAILS, F_PCIE_LINK, F_FABRIC, F_SRAM_THRESHOLD, F_NVLINK_ERRORS } fault_kind;
 
 typedef struct {
   unsigned long long atMs;
@@ -216,6 +218,7 @@ typedef struct {
   unsigned long long corrected, uncorrected;
   unsigned int value; /* recovery action, link index, PCIe width, fabric state */
   unsigned int value2; /* PCIe generation, fabric status */
+  unsigned long long linkErrors[4]; /* nvlinkErrors: added to the counters */
   int fired;
 } mock_fault;
 

@@ -194,6 +194,17 @@ static int load_gpu(const json_value *o, int i) {
       strcpy(gpu->migProfileNames[id], v->string);
     }
   }
+  const json_value *linkErr = json_get(o, "nvlinkErrors");
+  if (linkErr) {
+    char where[96];
+    static const char *const NAMES[4] = {"crcFlit", "crcData", "replay", "recovery"};
+    snprintf(where, sizeof where, "%s.nvlinkErrors", path);
+    if (linkErr->type != JSON_OBJECT) return bad(where, "expected an object");
+    for (int k = 0; k < 4; k++) {
+      n = 0; if (!get_num(linkErr, NAMES[k], where, &n, 0)) return 0; gpu->linkErrors[k] = (unsigned long long)n;
+    }
+    gpu->hasLinkErrors = 1;
+  }
   const json_value *sram = json_get(o, "sram");
   if (sram) {
     char where[96];
