@@ -15,6 +15,7 @@ import { GPU_POOL_SCALED, GpuPoolScaledDetailSchema } from './catalog/gpu-pool-s
 import { QUOTA_REWRITTEN, QuotaRewrittenDetailSchema } from './catalog/quota-rewritten.ts';
 import { GPU_ACTION_RESULT, GpuActionResultDetailSchema } from './catalog/gpu-action.ts';
 import { NODE_LABELS_CHANGED, NodeLabelsChangedDetailSchema } from './catalog/node-labels-changed.ts';
+import { NVSWITCH_SXID_ERROR, NvSwitchSxidErrorDetailSchema } from './catalog/nvswitch-sxid-error.ts';
 import {
   APPROVAL_DECIDED,
   APPROVAL_REQUESTED,
@@ -38,6 +39,7 @@ export const CATALOG: readonly CatalogEntry[] = [
   { detailType: GPU_HEALTH_CHANGED, source: SOURCES.agent, slug: 'gpu-health-changed', summary: 'a health threshold crossed or cleared', schema: GpuHealthChangedDetailSchema },
   { detailType: GPU_UTILIZATION_SUMMARY, source: SOURCES.agent, slug: 'gpu-utilization-summary', summary: 'per-GPU and per-MIG-device window aggregates', schema: GpuUtilizationSummaryDetailSchema },
   { detailType: GPU_INVENTORY, source: SOURCES.agent, slug: 'gpu-inventory', summary: 'GPUs, MIG layout and the pods using them', schema: GpuInventoryDetailSchema },
+  { detailType: NVSWITCH_SXID_ERROR, source: SOURCES.agent, slug: 'nvswitch-sxid-error', summary: 'an NVSwitch error (SXid) from the kernel log', schema: NvSwitchSxidErrorDetailSchema },
   { detailType: GPU_ACTION_RESULT, source: SOURCES.agent, slug: 'gpu-action-result', summary: 'an agent finished a GPU action the functions requested (fence, drain, reset, probe)', schema: GpuActionResultDetailSchema },
   { detailType: REMEDIATION, source: SOURCES.functions, slug: 'remediation', summary: 'what was decided and done about a fault', schema: RemediationDetailSchema },
   { detailType: MIG_LAYOUT_CHANGE, source: SOURCES.functions, slug: 'mig-layout-change', summary: 'a MIG layout planned, applied or failed', schema: MigLayoutChangeDetailSchema },

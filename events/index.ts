@@ -15,4 +15,5 @@ export * from './catalog/mig-layout-change.ts';
 export * from './catalog/gpu-pool-scaled.ts';
 export * from './catalog/quota-rewritten.ts';
 export * from './catalog/node-labels-changed.ts';
+export * from './catalog/nvswitch-sxid-error.ts';
 export * from './catalog/chatops.ts';

@@ -27,6 +27,24 @@ function expectValid(events: OutgoingEvent[]): void {
   for (const e of events) expect(validateDetail(e.detailType, e.detail)).toMatchObject({ ok: true });
 }
 
+describe('NVSwitch SXids from the kernel log', () => {
+  it('publishes a fatal SXid as a critical NVSwitch SXid Error, a non-fatal one as normal, and not the detail lines after them', async () => {
+    fx = await startAgent(oneGpu());
+    const lines = [
+      '[6781753.400584] nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Fatal, Link 48 LTSSM Fault Up',
+      '[6781753.404848] nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Severity 1 Engine instance 48 Sub-engine instance 00',
+      '[6781753.406566] nvidia-nvswitch1: SXid (PCI:0000:06:00.0): 20034, Data {0x10000000, 0x10000000, 0x00000000}',
+      '[6781760.000001] nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32 egress non-posted PRIV error (First)',
+    ];
+    const out = lines.flatMap((l) => fx!.agent.onKernelLine(l));
+    expect(out.map((e) => [e.detailType, e.priority, detail(e).switch, detail(e).sxid, detail(e).severity, detail(e).link])).toEqual([
+      ['NVSwitch SXid Error', 'critical', 'nvidia-nvswitch1', 20034, 'fatal', 48],
+      ['NVSwitch SXid Error', 'normal', 'nvidia-nvswitch3', 12028, 'nonfatal', 32],
+    ]);
+    expectValid(out);
+  });
+});
+
 describe('an NVML XID and its kernel-log line', () => {
   // On a real H200 the NVML event won the race every time and the kernel line, the only one naming
   // the pid, was dropped as its duplicate. The agent now lets the kernel log be read first.

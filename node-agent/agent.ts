@@ -25,10 +25,11 @@ import { buildInventory, inventoryKey, podsOnGpu, type Inventory } from './colle
 import { PodResolver } from './collectors/pods.ts';
 import type { GpuReading } from './collectors/reading.ts';
 import { UtilizationWindow } from './collectors/utilization.ts';
-import { healthEvent, inventoryEvent, utilizationEvent, xidEvent, type OutgoingEvent } from './events.ts';
+import { healthEvent, inventoryEvent, sxidEvent, utilizationEvent, xidEvent, type OutgoingEvent } from './events.ts';
 import type { AgentHealth } from './http.ts';
 import { XidDeduper } from './kmsg/dedupe.ts';
 import { parseXidLine } from './kmsg/parse-xid.ts';
+import { parseSxidLine } from './kmsg/parse-sxid.ts';
 import { NVML_EVENT, type NvmlEvent, type NvmlEventWatcher, type NvmlEventWatcherOptions } from './nvml/events.ts';
 import { NvmlError, type Nvml } from './nvml/nvml.ts';
 import { silentLog, type PublisherLog } from './publisher/types.ts';
@@ -310,10 +311,14 @@ export class Agent {
     }
   }
 
-  /** A kernel-log line; anything but an XID for a GPU of this node is ignored. */
+  /** A kernel-log line: an XID for a GPU of this node, or an NVSwitch SXid; anything else is ignored. */
   onKernelLine(line: string): OutgoingEvent[] {
     const k = parseXidLine(line);
-    if (!k) return [];
+    if (!k) {
+      // NVSwitch errors have no NVML event: the kernel log is their only source.
+      const sxid = parseSxidLine(line);
+      return sxid ? this.emit([sxidEvent(this.o.nodeName, this.o.now(), sxid)]) : [];
+    }
     const gpu = this.source.byPciBusId(k.pci);
     if (!gpu) {
       this.log.warn('kernel-log XID for a GPU NVML does not list; ignored', { pci: k.pci, xid: k.xid });

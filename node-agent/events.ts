@@ -9,6 +9,8 @@ import { GPU_INVENTORY, type GpuInventoryDetail } from '../events/catalog/gpu-in
 import { GPU_UTILIZATION_SUMMARY, type GpuUtilizationSummaryDetail } from '../events/catalog/gpu-utilization-summary.ts';
 import { GPU_XID_ERROR, type GpuXidErrorDetail } from '../events/catalog/gpu-xid-error.ts';
 import { GPU_ACTION_RESULT, type GpuActionResultDetail } from '../events/catalog/gpu-action.ts';
+import { NVSWITCH_SXID_ERROR, type NvSwitchSxidErrorDetail } from '../events/catalog/nvswitch-sxid-error.ts';
+import type { KernelSxid } from './kmsg/parse-sxid.ts';
 import { SCHEMA_VERSION, SOURCES } from '../events/common.ts';
 import { validateDetail } from '../events/validate.ts';
 import type { HealthEvent } from './collectors/health.ts';
@@ -71,6 +73,23 @@ export function xidEvent(node: string, at: number, o: XidObservation): OutgoingE
     pods: o.podUids.slice(0, 128).map((uid) => ({ uid })),
   };
   return outgoing(GPU_XID_ERROR, detail, at, 'critical');
+}
+
+/** An NVSwitch error from the kernel log: fatal ones travel as alarms, non-fatal ones as news. */
+export function sxidEvent(node: string, at: number, k: KernelSxid): OutgoingEvent {
+  const detail: NvSwitchSxidErrorDetail = {
+    schemaVersion: SCHEMA_VERSION,
+    eventId: `sxid:${node}:${k.switch}:${k.sxid}:${k.link ?? '-'}:${at}`,
+    node,
+    observedAt: new Date(at).toISOString(),
+    switch: k.switch,
+    pciBusId: k.pci,
+    sxid: k.sxid,
+    severity: k.severity,
+    ...(k.link === undefined ? {} : { link: k.link }),
+    message: k.message,
+  };
+  return outgoing(NVSWITCH_SXID_ERROR, detail, at, k.severity === 'fatal' ? 'critical' : 'normal');
 }
 
 const INFORMATIONAL: ReadonlySet<string> = new Set(['utilization-high', 'framebuffer-high', 'power']);

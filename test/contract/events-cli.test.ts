@@ -18,7 +18,7 @@ describe('gpu-reflex events', () => {
   it('lists one detail-type per line with its source', async () => {
     const io = capture();
     expect(await main(['events', 'list'], io)).toBe(0);
-    expect(io.stdout).toHaveLength(13); // the catalog's detail-types (Node Labels Changed is the 13th)
+    expect(io.stdout).toHaveLength(14); // the catalog's detail-types
     expect(io.stdout[0]).toMatch(/^GPU XID Error\s+gpu-reflex\.node-agent$/);
   });
 
@@ -57,7 +57,7 @@ describe('gpu-reflex events', () => {
     const io = capture();
     expect(await main(['events', 'schemas', '--out', dir], io)).toBe(0);
     const files = await readdir(dir);
-    expect(files).toHaveLength(13);
+    expect(files).toHaveLength(14);
     const xid = JSON.parse(await readFile(join(dir, 'gpu-xid-error.schema.json'), 'utf8'));
     expect(xid.properties.xid.type).toBe('integer');
   });
