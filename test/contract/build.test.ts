@@ -12,6 +12,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { parseDocument } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadKubeConfig } from '../../functions/adapters/kube/config.ts';
+import { assembleStage, parseDockerfile } from '../dockerfile.ts';
 import { EXAMPLE_FLEET_PATH, startKubeSim } from '../../infra/local/kube/index.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -80,6 +81,18 @@ describe('npm run build', () => {
     } finally {
       delete process.env.KUBECONFIG;
     }
+  });
+
+  // No Docker engine here: lay out /app as the Dockerfile's runtime stage copies it from the build
+  // stage (this checkout, just built), outside the repository so no other node_modules is in reach,
+  // and start the agent as the DaemonSet does. koffi must load from the pruned copy (exit 3 is
+  // "NVML not found", after koffi; a missing file of koffi's fails the import first).
+  it("runs the agent from the image's runtime stage, assembled from the Dockerfile's COPY lines", async () => {
+    const { stages } = parseDockerfile(readFileSync(join(root, 'Dockerfile'), 'utf8'));
+    const image = await mkdtemp(join(tmpdir(), 'gr-image-'));
+    assembleStage(stages.at(-1)!, stages.find((s) => s.name === 'build')!, root, image);
+    const agent = await promisify(execFile)(process.execPath, [join(image, 'app/agent.mjs'), '--once', '--dry-run'], { cwd: image, env: { PATH: process.env.PATH, NVML_LIBRARY_PATH: '/nonexistent/libnvidia-ml.so.1' } }).catch((e: { code: number; stderr: string }) => e);
+    expect(agent).toMatchObject({ code: 3, stderr: expect.stringContaining('NVML not found at /nonexistent/libnvidia-ml.so.1') });
   });
 
   // The bundles carry a trimmed client-node (only the operations in api-methods.ts, only the models
