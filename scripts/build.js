@@ -1,14 +1,17 @@
 #!/usr/bin/env node
-// `npm run build`: one esbuild bundle per function in serverless.yml, under .build/functions/<name>/.
+// `npm run build`: one esbuild bundle per function in serverless.yml, under .build/functions/<name>/,
+// and the zip Lambda is given, .build/artifacts/<name>.zip (serverless.yml's `package.artifact`).
 // Bundles target node20 (so they also run here) while Lambda runs nodejs22.x; ESM bundles need the
 // createRequire banner because the AWS SDK and client-node still call require() inside.
-import { mkdir, stat } from 'node:fs/promises';
-import { readFileSync, existsSync } from 'node:fs';
+import { mkdir, readFile, stat } from 'node:fs/promises';
+import { createWriteStream, readFileSync, existsSync } from 'node:fs';
+import { pipeline } from 'node:stream/promises';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 import { tsImport } from 'tsx/esm/api';
 import { parseDocument } from 'yaml';
+import yazl from 'yazl';
 import { kubeApiSlim } from './kube-api-slim.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -82,6 +85,23 @@ for (const name of names) {
   });
   const { size } = await stat(outfile);
   console.log(`${name.padEnd(20)} ${relative(root, outfile)}  ${(size / 1024 / 1024).toFixed(2)} MB`);
+  await writeArtifact(join(root, '.build', 'artifacts', `${name}.zip`), `${handler.slice(0, dot)}.mjs`, outfile);
+}
+
+/**
+ * The function's Lambda artifact: its bundle, alone, at the path serverless.yml's `handler` names
+ * (functions/remediate/handler.handler → functions/remediate/handler.mjs; the Node runtime tries
+ * .js, .mjs, .cjs). So one `handler` serves the bundler, the local bus (the .ts beside it) and
+ * Lambda, with no rewriting at package time. The source map stays out: it is larger than the
+ * bundle and the 1.5 MB budget is for what Lambda unpacks. A fixed timestamp keeps the zip the same
+ * bytes for the same bundle, so a deploy skips functions whose code did not change.
+ */
+async function writeArtifact(zipPath, entryName, bundle) {
+  await mkdir(dirname(zipPath), { recursive: true });
+  const zip = new yazl.ZipFile();
+  zip.addBuffer(await readFile(bundle), entryName, { mtime: new Date('2000-01-01T00:00:00Z'), mode: 0o100644 });
+  zip.end();
+  await pipeline(zip.outputStream, createWriteStream(zipPath));
 }
 // The node agent as the DaemonSet image would run it: plain JavaScript, koffi (a native addon)
 // left to node_modules.

@@ -1,15 +1,18 @@
 import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
+import { inflateRawSync } from 'node:zlib';
 import { pathToFileURL } from 'node:url';
 import { CoreV1Api } from '@kubernetes/client-node';
+import { parseDocument } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadKubeConfig } from '../../functions/adapters/kube/config.ts';
+import { assembleStage, parseDockerfile } from '../dockerfile.ts';
 import { EXAMPLE_FLEET_PATH, startKubeSim } from '../../infra/local/kube/index.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -31,12 +34,34 @@ async function fakeBus(): Promise<{ server: Server; url: string; entries: { Deta
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, entries };
 }
 
-describe('npm run build', () => {
-  let stdout = '';
+// `npm run package` = `npm run build` + `serverless package` (osls), run once for this file and
+// exactly as a fresh clone would: no AWS credentials, HOME with no ~/.aws, every proxy variable
+// pointing at a closed port, and every TCP connection any node process of it attempts refused and
+// logged (test/no-network.mjs). One file, so the bundles are not rebuilt under another test's feet.
+let stdout = '';
+let stderr = '';
+let networkLog = '';
+beforeAll(async () => {
+  const dir = await mkdtemp(join(tmpdir(), 'gr-package-'));
+  const log = join(dir, 'network.log');
+  const closed = 'http://127.0.0.1:9';
+  const env = {
+    PATH: process.env.PATH,
+    TMPDIR: tmpdir(),
+    HOME: dir,
+    AWS_CONFIG_FILE: join(dir, 'no-aws-config'),
+    AWS_SHARED_CREDENTIALS_FILE: join(dir, 'no-aws-credentials'),
+    HTTPS_PROXY: closed, HTTP_PROXY: closed, https_proxy: closed, http_proxy: closed,
+    NODE_OPTIONS: `--import ${pathToFileURL(join(root, 'test/no-network.mjs')).href}`,
+    NO_NETWORK_LOG: log,
+    npm_config_update_notifier: 'false',
+  };
   // The build parses client-node's generated API once (scripts/kube-api-slim.js): allow for a loaded machine.
-  beforeAll(async () => {
-    ({ stdout } = await promisify(execFile)(process.execPath, [join(root, 'scripts/build.js')], { cwd: root }));
-  }, 180_000);
+  ({ stdout, stderr } = await promisify(execFile)('npm', ['run', 'package'], { cwd: root, env }));
+  networkLog = existsSync(log) ? readFileSync(log, 'utf8') : '';
+}, 180_000);
+
+describe('npm run build', () => {
 
   it('bundles every function in serverless.yml into an ESM file that loads and answers like the handler', async () => {
     expect(stdout).toMatch(/^remediate\s+\.build\/functions\/remediate\/index\.mjs/m);
@@ -56,6 +81,18 @@ describe('npm run build', () => {
     } finally {
       delete process.env.KUBECONFIG;
     }
+  });
+
+  // No Docker engine here: lay out /app as the Dockerfile's runtime stage copies it from the build
+  // stage (this checkout, just built), outside the repository so no other node_modules is in reach,
+  // and start the agent as the DaemonSet does. koffi must load from the pruned copy (exit 3 is
+  // "NVML not found", after koffi; a missing file of koffi's fails the import first).
+  it("runs the agent from the image's runtime stage, assembled from the Dockerfile's COPY lines", async () => {
+    const { stages } = parseDockerfile(readFileSync(join(root, 'Dockerfile'), 'utf8'));
+    const image = await mkdtemp(join(tmpdir(), 'gr-image-'));
+    assembleStage(stages.at(-1)!, stages.find((s) => s.name === 'build')!, root, image);
+    const agent = await promisify(execFile)(process.execPath, [join(image, 'app/agent.mjs'), '--once', '--dry-run'], { cwd: image, env: { PATH: process.env.PATH, NVML_LIBRARY_PATH: '/nonexistent/libnvidia-ml.so.1' } }).catch((e: { code: number; stderr: string }) => e);
+    expect(agent).toMatchObject({ code: 3, stderr: expect.stringContaining('NVML not found at /nonexistent/libnvidia-ml.so.1') });
   });
 
   // The bundles carry a trimmed client-node (only the operations in api-methods.ts, only the models
@@ -82,6 +119,152 @@ describe('npm run build', () => {
     } finally {
       bus.server.close();
       await sim.close();
+    }
+  });
+});
+
+// What `npm run package` left: osls's CloudFormation template and state, and the zips it points at.
+type Cf = { Type: string; Properties: Record<string, any>; DependsOn?: unknown }; // eslint-disable-line @typescript-eslint/no-explicit-any
+type Statement = { Effect: string; Action: string | string[]; Resource: unknown; Principal?: unknown; Condition?: unknown };
+const yml = () => parseDocument(readFileSync(join(root, 'serverless.yml'), 'utf8'), { logLevel: 'silent' }).toJS({ maxAliasCount: 100 }) as { functions: Record<string, { handler: string; events?: Record<string, unknown>[] }> };
+const template = () => (JSON.parse(readFileSync(join(root, '.serverless/cloudformation-template-update-stack.json'), 'utf8')) as { Resources: Record<string, Cf> }).Resources;
+const getAtt = (id: string, att = 'Arn') => ({ 'Fn::GetAtt': [id, att] });
+/** The template's Lambda function for a serverless.yml key (found by its name, not osls's logical-id spelling). */
+function lambda(res: Record<string, Cf>, key: string): [string, Cf] {
+  const found = Object.entries(res).find(([, r]) => r.Type === 'AWS::Lambda::Function' && r.Properties.FunctionName === `gpu-reflex-dev-${key}`);
+  if (!found) throw new Error(`no Lambda function gpu-reflex-dev-${key} in the packaged template`);
+  return found;
+}
+const isAsync = (events: Record<string, unknown>[] = []) => events.some((e) => 'eventBridge' in e || 'schedule' in e);
+
+/** Name → content of every file in a zip (stored or deflated: what yazl and osls write). */
+function unzip(buf: Buffer): Map<string, Buffer> {
+  const eocd = buf.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
+  const files = new Map<string, Buffer>();
+  for (let i = 0, p = buf.readUInt32LE(eocd + 16); i < buf.readUInt16LE(eocd + 10); i++) {
+    const [method, size, nameLen, extraLen, commentLen, local] = [buf.readUInt16LE(p + 10), buf.readUInt32LE(p + 20), buf.readUInt16LE(p + 28), buf.readUInt16LE(p + 30), buf.readUInt16LE(p + 32), buf.readUInt32LE(p + 42)];
+    const name = buf.toString('utf8', p + 46, p + 46 + nameLen);
+    const start = local + 30 + buf.readUInt16LE(local + 26) + buf.readUInt16LE(local + 28);
+    const data = buf.subarray(start, start + size);
+    files.set(name, method === 8 ? inflateRawSync(data) : data);
+    p += 46 + nameLen + extraLen + commentLen;
+  }
+  return files;
+}
+
+describe('npm run package (osls, offline)', () => {
+  it('packages every function without AWS credentials and without opening a connection', () => {
+    expect(networkLog).toBe('');
+    expect(stderr).toMatch(/Service packaged/); // osls reports on stderr
+    const res = template();
+    for (const key of Object.keys(yml().functions)) expect(lambda(res, key)[1].Properties.Runtime).toBe('nodejs22.x');
+    expect(Object.values(res).filter((r) => r.Type === 'AWS::Lambda::Function')).toHaveLength(Object.keys(yml().functions).length);
+  });
+
+  it("ships each function's bundle alone, at the path its handler names, under 1.5 MB unpacked", () => {
+    const res = template();
+    const state = JSON.parse(readFileSync(join(root, '.serverless/serverless-state.json'), 'utf8')) as { service: { functions: Record<string, { package: { artifact: string } }> } };
+    for (const [key, fn] of Object.entries(yml().functions)) {
+      const { Properties: p } = lambda(res, key)[1];
+      expect(p.Handler).toBe(fn.handler);
+      // The template's code is the artifact osls uploads: build.js's zip, never the repository.
+      const artifact = state.service.functions[key]!.package.artifact;
+      expect(artifact, `${key}: serverless.yml needs package: { artifact: .build/artifacts/${key}.zip }`).toBe(`.build/artifacts/${key}.zip`);
+      expect(p.Code.S3Key).toMatch(new RegExp(`/${key}\\.zip$`));
+      const files = unzip(readFileSync(join(root, artifact)));
+      const entry = `${fn.handler.slice(0, fn.handler.lastIndexOf('.'))}.mjs`;
+      expect([...files.keys()]).toEqual([entry]);
+      expect(files.get(entry)!.equals(readFileSync(join(root, `.build/functions/${key}/index.mjs`)))).toBe(true);
+      expect(files.get(entry)!.length).toBeLessThanOrEqual(1_500_000);
+    }
+  });
+});
+
+describe('least privilege per function (the packaged template)', () => {
+  it('creates no shared execution role: every function assumes a role of its own, for Lambda only', () => {
+    const res = template();
+    expect(res.IamRoleLambdaExecution).toBeUndefined();
+    const roles = Object.keys(yml().functions).map((key) => {
+      const role = (lambda(res, key)[1].Properties.Role as { 'Fn::GetAtt': [string, string] })['Fn::GetAtt'];
+      expect(role[1]).toBe('Arn');
+      const r = res[role[0]]!;
+      expect(r.Type).toBe('AWS::IAM::Role');
+      expect(r.Properties.AssumeRolePolicyDocument.Statement).toEqual([{ Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' }, Action: 'sts:AssumeRole' }]);
+      expect(r.Properties.ManagedPolicyArns).toBeUndefined();
+      return role[0];
+    });
+    expect(new Set(roles).size).toBe(roles.length);
+  });
+
+  // What each function's code needs: CloudWatch Logs for its own log group (Lambda's runtime writes
+  // them), PutEvents on the bus where its bundle calls it (functions/adapters/bus.ts), SendMessage
+  // to the dead-letter queue its failures go to. Nothing else, no wildcard action or resource.
+  it('grants each function exactly what its code calls, on its own resources', () => {
+    const res = template();
+    for (const [key, fn] of Object.entries(yml().functions)) {
+      const [id, f] = lambda(res, key);
+      const role = res[(f.Properties.Role as { 'Fn::GetAtt': [string] })['Fn::GetAtt'][0]]!;
+      const granted = (role.Properties.Policies as { PolicyDocument: { Statement: Statement[] } }[])
+        .flatMap((p) => p.PolicyDocument.Statement)
+        .flatMap((st) => {
+          expect(st.Effect).toBe('Allow');
+          return [st.Action].flat().flatMap((a) => [st.Resource].flat().map((r) => `${a} ${JSON.stringify(r)}`));
+        });
+      const logGroup = Object.entries(res).find(([, r]) => r.Type === 'AWS::Logs::LogGroup' && r.Properties.LogGroupName === `/aws/lambda/gpu-reflex-dev-${key}`)![0];
+      const expected = [`logs:CreateLogStream ${JSON.stringify(getAtt(logGroup))}`, `logs:PutLogEvents ${JSON.stringify(getAtt(logGroup))}`];
+      if (readFileSync(join(root, `.build/functions/${key}/index.mjs`), 'utf8').includes('"PutEvents"')) expected.push(`events:PutEvents ${JSON.stringify(getAtt('GpuReflexBus'))}`);
+      const evConf = Object.values(res).find((r) => r.Type === 'AWS::Lambda::EventInvokeConfig' && r.Properties.FunctionName?.Ref === id);
+      const dlq = evConf?.Properties.DestinationConfig?.OnFailure?.Destination;
+      if (isAsync(fn.events)) expected.push(`sqs:SendMessage ${JSON.stringify(dlq)}`);
+      expect(granted.sort(), key).toEqual(expected.sort());
+      expect(JSON.stringify(role.Properties.Policies)).not.toContain('*');
+    }
+  });
+});
+
+describe('asynchronous functions (the packaged template)', () => {
+  it('bound their retries and keep what they could not handle in a queue of their own', () => {
+    const res = template();
+    const queues: unknown[] = [];
+    const eventBridgeDlqs: unknown[] = [];
+    for (const [key, fn] of Object.entries(yml().functions)) {
+      const [id] = lambda(res, key);
+      const evConf = Object.values(res).find((r) => r.Type === 'AWS::Lambda::EventInvokeConfig' && r.Properties.FunctionName?.Ref === id);
+      if (!isAsync(fn.events)) {
+        expect(evConf, `${key} is invoked synchronously: retries are its caller's`).toBeUndefined();
+        continue;
+      }
+      // The handler threw (conflict, throttling, a held lease): Lambda retries, then the queue.
+      expect(evConf?.Properties, key).toMatchObject({ MaximumRetryAttempts: expect.any(Number), MaximumEventAgeInSeconds: expect.any(Number) });
+      const dlq = evConf!.Properties.DestinationConfig?.OnFailure?.Destination as { 'Fn::GetAtt': [string, string] } | undefined;
+      expect(dlq && res[dlq['Fn::GetAtt'][0]]?.Type, `${key}: destinations.onFailure to an SQS queue`).toBe('AWS::SQS::Queue');
+      queues.push(dlq);
+      // EventBridge could not deliver: its own retries, then the same queue.
+      const rules = Object.values(res).filter((r) => r.Type === 'AWS::Events::Rule' && r.Properties.EventPattern && r.Properties.Targets.some((t: { Arn: unknown }) => JSON.stringify(t.Arn) === JSON.stringify(getAtt(id))));
+      expect(rules).toHaveLength((fn.events ?? []).filter((e) => 'eventBridge' in e).length);
+      for (const rule of rules) {
+        expect(rule.Properties.Targets[0], key).toMatchObject({ RetryPolicy: expect.any(Object), DeadLetterConfig: { Arn: dlq } });
+        eventBridgeDlqs.push(dlq);
+      }
+    }
+    expect(new Set(queues.map((q) => JSON.stringify(q))).size).toBe(queues.length);
+    // EventBridge may write to exactly the queues its rules name, for rules of this account.
+    const policies = Object.values(res).filter((r) => r.Type === 'AWS::SQS::QueuePolicy');
+    const statements = policies.flatMap((p) => p.Properties.PolicyDocument.Statement as Statement[]);
+    expect(statements).toEqual([{ Effect: 'Allow', Principal: { Service: 'events.amazonaws.com' }, Action: 'sqs:SendMessage', Resource: expect.any(Array), Condition: { StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } } }]);
+    expect((statements[0]!.Resource as unknown[]).map((r) => JSON.stringify(r)).sort()).toEqual(eventBridgeDlqs.map((r) => JSON.stringify(r)).sort());
+  });
+
+  // A function whose code takes one global Lease (withLease('<its name>')) runs one at a time: a
+  // second invocation waits in Lambda's queue rather than failing on the lease. The others scale out
+  // (remediate takes a lease per node and must run many at once in a storm).
+  it('run one at a time exactly where the code takes a global lease', () => {
+    const res = template();
+    const sources = readdirSync(join(root, 'functions'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'));
+    const globalLeases = new Set(sources.flatMap((f) => [...readFileSync(join(root, 'functions', f), 'utf8').matchAll(/withLease\([^,]*?'([a-z-]+)'/g)].map((m) => m[1]!)));
+    expect(globalLeases.size).toBeGreaterThan(0);
+    for (const key of Object.keys(yml().functions)) {
+      expect(lambda(res, key)[1].Properties.ReservedConcurrentExecutions, key).toBe(globalLeases.has(key) ? 1 : undefined);
     }
   });
 });

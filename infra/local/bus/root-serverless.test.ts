@@ -42,7 +42,7 @@ describe('the remediate-approve rule', () => {
   const approve = table.eventRules.find((r) => r.fn.key === 'remediate-approve');
   it.each(CATALOG.map((e) => [e.slug, e]))('routes the %s example exactly when it is an Approval Decided from chat (or the CLI)', (slug, entry) => {
     const example: unknown = JSON.parse(readFileSync(new URL(`../../../events/catalog/${slug}.example.json`, import.meta.url), 'utf8'));
-    expect(approve).toMatchObject({ busName: 'gpu-reflex', retryPolicy: { maximumRetryAttempts: 8, maximumEventAgeSeconds: 3600 }, deadLetterQueueArn: 'RemediateDlq.Arn' });
+    expect(approve).toMatchObject({ busName: 'gpu-reflex', retryPolicy: { maximumRetryAttempts: 8, maximumEventAgeSeconds: 3600 }, deadLetterQueueArn: 'RemediateApproveDlq.Arn' });
     expect(matchesPattern(approve?.pattern, example)).toBe(entry.detailType === APPROVAL_DECIDED);
   });
 });
