@@ -12,7 +12,7 @@ import { STATE_LABEL } from '../remediate/core/state.ts';
 import { parseConfigText } from '../lib/yaml-text.ts';
 import { drainOnce } from '../adapters/kube/drain.ts';
 import { requestsGpu } from '../adapters/kube/model.ts';
-import { planTable as migPlanTable } from '../mig/cli.ts';
+import { planTable as migPlanTable } from '../mig/core/plan-table.ts';
 import { planMig } from '../mig/core/planner.ts';
 import { readMigFleet } from '../mig/supply.ts';
 import type { QuotaConfig } from '../quota/core/config.ts';

@@ -9,7 +9,10 @@ import { parseArgs } from 'node:util';
 import { UsageError, type Command } from '../../bin/command.ts';
 import { readInputText } from '../../bin/input.ts';
 import { checkLayout, enumerateLayouts, layoutWords, waste, type LayoutCheck } from './core/layout.ts';
-import { planMig, type MigPlan } from './core/planner.ts';
+import { planMig } from './core/planner.ts';
+import { planTable } from './core/plan-table.ts';
+
+export { planTable };
 import { knownModelNames, migModel, migResourceName, type MigModel } from './core/profiles.ts';
 
 function modelFrom(name: string | undefined): MigModel {
@@ -117,19 +120,6 @@ export const migLayoutsCommand: Command = {
     return 0;
   },
 };
-
-export function planTable(plan: MigPlan, notes: readonly string[]): string[] {
-  const rows = plan.changes.map((c) => [`${c.node}/${c.gpu}`, layoutWords(c.from), layoutWords(c.to), c.unblocks.join(', ') || '-', c.disrupts.join(', ') || '-']);
-  const head = ['GPU', 'FROM', 'TO', 'UNBLOCKS', 'DISRUPTS'];
-  const width = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i]!.length)));
-  const line = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(width[i]!))).join('  ');
-  const out = plan.changes.length > 0 ? [line(head), ...rows.map(line)] : ['no GPU to relay'];
-  out.push(`pending MIG pods that can run: ${plan.satisfiedBefore} now, ${plan.satisfiedAfter} after ${plan.changes.length} GPU change${plan.changes.length === 1 ? '' : 's'}`);
-  for (const c of plan.changes) out.push(`  why ${c.node}/${c.gpu}: ${c.why}`);
-  for (const u of plan.unmet) out.push(`  still pending ${u.pod}: ${u.why}`);
-  for (const n of notes) out.push(`  note: ${n}`);
-  return out;
-}
 
 export const migPlanCommand: Command = {
   path: ['mig', 'plan'],
