@@ -325,6 +325,44 @@ describe('DRAIN_AND_RESET: new work fenced at once, running work left to finish,
   });
 });
 
+describe('DRAIN_P2P: quiesce peer-to-peer traffic, then read the recovery action again', () => {
+  const P = DEFAULT_POLICY;
+  const drainP2p = (minute = 0) => health('recovery-action', { gpu: 3, minute, recoveryAction: 'drain-p2p' });
+  const everAsked = new Set<string>();
+  const track = (w: World) => {
+    for (const r of requested(w)) everAsked.add(r.action);
+    return w;
+  };
+
+  it('fences the GPU and moves its pods, asks for no reset, and returns it when the driver answers none', async () => {
+    everAsked.clear();
+    const { plan, world } = await hit({ node: node(), pods: PODS }, drainP2p(), P);
+    expect(plan).toMatchObject({ action: 'quarantine-gpu', scope: 'gpu' });
+    expect(plan.evictions.map((e) => e.name)).toEqual(['train-3']);
+    expect(requested(track(world)).map((r) => r.action)).toEqual(['fence']);
+    let s = await sweep(world, 10, P);
+    expect(requested(track(s.world)).map((r) => r.action)).toEqual(['fence']); // pods gone: still no reset
+    // The driver, asked again, answers none: the agent resolves the condition.
+    const resolved = await hit(s.world, health('recovery-action', { gpu: 3, minute: 11, state: 'resolved' }), P);
+    expect(resolved.plan.reason).toContain(`the sweep returns it to service after ${P.quietPeriodMinutes} quiet minutes`);
+    s = await sweep(resolved.world, 11 + P.quietPeriodMinutes + 1, P);
+    track(s.world);
+    expect(stateOf(s.world.node).incidents[0]).toMatchObject({ phase: 'closed' });
+    s = await sweep(s.world, 11 + P.quietPeriodMinutes + 2, P);
+    track(s.world);
+    expect(everAsked).toContain('unfence');
+    expect(everAsked).not.toContain('reset');
+  });
+
+  it('when the driver then asks for a GPU reset, the same incident resets the GPU', async () => {
+    const { world } = await hit({ node: node(), pods: PODS }, drainP2p(), P);
+    const again = await hit(world, health('recovery-action', { gpu: 3, minute: 3, recoveryAction: 'gpu-reset' }), P);
+    expect(stateOf(again.world.node).incidents).toHaveLength(1);
+    const s = await sweep(again.world, 4, P);
+    expect(requested(s.world).map((r) => r.action).sort()).toEqual(['fence', 'reset']);
+  });
+});
+
 describe('fence backends: policy', () => {
   it('reads fence settings and per-pool backends from the file, and names what is wrong', () => {
     const p = loadPolicy('fence:\n  backend: nvidia-plugin\n  verifyMinutes: 5\npools:\n  h100:\n    fenceBackend: cordon\n', 'policy.yaml');

@@ -36,17 +36,28 @@ const RESET_CONDITIONS: ReadonlySet<HealthCondition> = new Set<HealthCondition>(
  */
 export function needsReset(i: Incident): boolean {
   if (i.scope !== 'gpu' || !i.gpu || i.action !== 'quarantine-gpu') return false;
+  if (quiesces(i)) return false;
   if (i.trigger === 'orphan') return true;
   return i.condition === undefined || RESET_CONDITIONS.has(i.condition);
 }
 
 /**
- * Whether the agent keeps the incident's GPU fenced: a whole-GPU quarantine that needs a reset,
- * from the moment it took the GPU out, and still while it climbs on to a node repair.
+ * NVML's DRAIN_P2P (field 230, or XID 154 naming it): quiesce peer-to-peer traffic — the GPU is
+ * fenced and its pods move, which stops its P2P work — then the driver's answer is read again. No
+ * reset unless the driver then asks for one (the incident's recovery action changes to gpu-reset);
+ * when it answers none, the GPU returns like any fenced quarantine that needs no reset.
+ */
+export function quiesces(i: Incident): boolean {
+  return i.scope === 'gpu' && !!i.gpu && i.action === 'quarantine-gpu' && i.recoveryAction === 'drain-p2p' && (i.condition === 'recovery-action' || i.xid === 154);
+}
+
+/**
+ * Whether the agent keeps the incident's GPU fenced: a whole-GPU quarantine that needs a reset (or
+ * quiesces P2P traffic), from the moment it took the GPU out, and still while it climbs on to a node repair.
  */
 export function fenced(i: Incident): boolean {
   if (i.outAt === undefined) return false;
-  if (i.action === 'quarantine-gpu') return needsReset(i);
+  if (i.action === 'quarantine-gpu') return needsReset(i) || quiesces(i);
   const wasQuarantined = i.ladder.slice(0, i.level).includes('quarantine-gpu');
   return wasQuarantined && needsReset({ ...i, action: 'quarantine-gpu' });
 }

@@ -96,8 +96,14 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   let action: RemediationAction = ladder[decision.level] ?? rule.action;
   // A GPU action needs a GPU; a node-wide event asking for one drains the node instead.
   if (action === 'quarantine-gpu' && !site.gpu) action = 'drain-node';
+  // The recovery action the newest firing names: DRAIN_P2P quiesces, a later GPU_RESET resets.
+  const named = d.recoveryAction;
   const counted: Incident = open
-    ? { ...open, lastAt: maxIso(open.lastAt, d.observedAt), firstAt: minIso(open.firstAt, d.observedAt), count: open.count + 1, workloads: union(open.workloads, podUids), eventId: d.eventId, ...(open.resolvedAt && cmp(d.observedAt, open.resolvedAt) > 0 ? { resolvedAt: undefined } : {}) }
+    ? {
+        ...open, lastAt: maxIso(open.lastAt, d.observedAt), firstAt: minIso(open.firstAt, d.observedAt), count: open.count + 1, workloads: union(open.workloads, podUids), eventId: d.eventId,
+        ...(open.resolvedAt && cmp(d.observedAt, open.resolvedAt) > 0 ? { resolvedAt: undefined } : {}),
+        ...(named && cmp(d.observedAt, open.lastAt) >= 0 ? { recoveryAction: named } : {}),
+      }
     : newIncident(site, facts, ladder, decision.level, action, podUids);
   const s1: NodeState = { ...state, recent };
   const retryApproval = open?.phase === 'awaiting-approval';
@@ -185,6 +191,7 @@ function newIncident(site: FaultSite, facts: RemediationFacts, ladder: Remediati
     key: site.key,
     trigger: site.trigger,
     ...(ev.detailType === 'GPU XID Error' ? { xid: ev.detail.xid } : { condition: ev.detail.condition }),
+    ...(d.recoveryAction ? { recoveryAction: d.recoveryAction } : {}),
     ...(site.gpu ? { gpu: site.gpu.uuid } : {}),
     ...(site.mig ? { mig: { gi: site.mig.gpuInstanceId, ...(site.mig.computeInstanceId !== undefined ? { ci: site.mig.computeInstanceId } : {}), ...(site.mig.uuid ? { uuid: site.mig.uuid } : {}) } } : {}),
     scope: site.scope,

@@ -11,7 +11,7 @@
  * parseNodeState never throws: garbage becomes an empty state plus a warning. Pure.
  */
 import { z } from 'zod';
-import { HEALTH_CONDITIONS, REMEDIATION_ACTIONS, Timestamp } from '../../../events/index.ts';
+import { GPU_RECOVERY_ACTIONS, HEALTH_CONDITIONS, REMEDIATION_ACTIONS, Timestamp } from '../../../events/index.ts';
 import { FENCE_BACKENDS } from './policy.ts';
 
 /**
@@ -57,6 +57,8 @@ const IncidentSchema = z.object({
   condition: z.enum(HEALTH_CONDITIONS).optional(),
   gpu: z.string().optional(),
   mig: z.object({ gi: z.number(), ci: z.number().optional(), uuid: z.string().optional() }).optional(),
+  /** The recovery action (field 230) the incident's latest firing event named. */
+  recoveryAction: z.enum(GPU_RECOVERY_ACTIONS).optional(),
   /** The quarantined-gpus entry this incident holds (MIG UUID, `GPU-…/gi<n>` or GPU UUID). */
   qid: z.string().optional(),
   scope: z.enum(['mig-instance', 'gpu', 'node']),
