@@ -203,3 +203,24 @@ describe('DCGM-compatible metrics on /metrics', () => {
     for (const s of wholeGpu) expect(Object.keys(s.labels)).not.toContain('pod_uid');
   });
 });
+
+describe('/metrics as the agent served it on a real H200 (driver 580.159.04, test/fixtures/real-driver)', () => {
+  const text = readFileSync(join(import.meta.dirname, '..', 'test', 'fixtures', 'real-driver', 'h200-580.159.04', 'metrics-dcgm-after-xid31.txt'), 'utf8');
+
+  it('parses strictly as Prometheus text, with dcgm-exporter\'s label keys and the readings the driver gave', () => {
+    const families = parseExposition(text);
+    const temp = families.get('DCGM_FI_DEV_GPU_TEMP')!.series[0]!;
+    expect(Object.keys(temp.labels).sort()).toEqual(['DCGM_FI_DRIVER_VERSION', 'Hostname', 'UUID', 'device', 'gpu', 'modelName', 'pci_bus_id']);
+    expect(temp.labels).toMatchObject({ gpu: '0', device: 'nvidia0', modelName: 'NVIDIA H200', DCGM_FI_DRIVER_VERSION: '580.159.04' });
+    expect(families.get('DCGM_FI_DEV_XID_ERRORS')!.series[0]!.value).toBe(31);
+    expect(families.get('DCGM_FI_DEV_FB_TOTAL')!.series[0]!.value).toBe(143771);
+    // What the one-GPU VM does not have is absent, never a zero: no NVLink counters.
+    expect(families.has('DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL')).toBe(false);
+  });
+
+  it('answers the field notes\' queries after a ServiceMonitor scrape', () => {
+    const series = scrape(parseExposition(text), SERVICE_MONITOR_TARGET);
+    for (const { query } of FIELD_NOTE_QUERIES.filter((q) => !q.query.includes('DCGM_FI_DEV_DEC_UTIL'))) expect(() => evalPromql(query, series), query).not.toThrow();
+    expect(evalPromql('DCGM_FI_DEV_FB_USED / DCGM_FI_DEV_FB_TOTAL > 0.95', series)).toEqual([]);
+  });
+});
