@@ -19,7 +19,7 @@ describe('mock NVML library', () => {
     expect(statSync(MOCK_NVML_LIBRARY).mtimeMs).toBe(before);
   });
 
-  it.each(['dgx-a100-8x.json', 'h100-mig.json', 't4-node.json'])('loads the example scenario %s', async (name) => {
+  it.each(['dgx-a100-8x.json', 'h100-mig.json', 't4-node.json', 'h200-1x.json'])('loads the example scenario %s', async (name) => {
     nvml = (await openMockNvml(name)).nvml;
     const inv = inventory(nvml);
     expect(inv.gpus.length).toBeGreaterThan(0);
@@ -32,6 +32,10 @@ describe('mock NVML library', () => {
     ['an unknown unsupported name', oneGpu({ unsupported: ['teleport'] }), /gpus\[0\]\.unsupported: unknown name/],
     ['MIG devices without MIG mode', oneGpu({ migDevices: [{ profile: '1g.10gb', giProfileId: 19, start: 0, size: 1, uuid: 'MIG-x' }] }), /migDevices: needs migMode: true/],
     ['a placement past slice 8', oneGpu({ migMode: true, migDevices: [{ profile: '3g.40gb', giProfileId: 9, start: 6, size: 4, uuid: 'MIG-x' }] }), /migDevices\[0\]: start \+ size must be at most 8/],
+    ['hardware knobs that are not objects', oneGpu({ pcieLink: 5 }), /gpus\[0\]\.pcieLink: expected an object/],
+    ['a PCIe link without its maxima', oneGpu({ pcieLink: { gen: 4 } }), /gpus\[0\]\.pcieLink\.maxGen: is required/],
+    ['a fabric state past completed', oneGpu({ fabric: { state: 7 } }), /gpus\[0\]\.fabric: state: 0 not-supported/],
+    ['a MIG profile name keyed by something else than an ID', oneGpu({ migProfileNames: { small: '1g.10gb' } }), /gpus\[0\]\.migProfileNames: keys are GPU-instance profile IDs/],
     ['a fault on a GPU that does not exist', oneGpu({}, { faults: [{ atMs: 1, gpu: 3, kind: 'xid', xid: 79 }] }), /faults\[0\]: fault\.gpu: no such GPU index/],
     ['an unknown fault kind', oneGpu({}, { faults: [{ atMs: 1, kind: 'meteor' }] }), /faults\[0\]: fault\.kind: unknown kind/],
     ['a fault without atMs', oneGpu({}, { faults: [{ kind: 'gpuLost' }] }), /faults\[0\]\.atMs: is required/],

@@ -78,6 +78,93 @@ int load_mig(const json_value *m, mock_gpu *gpu, int j, const char *gpath) {
   return 1;
 }
 
+/*
+ * An optional object field: 1 present (its path in `where`), 0 absent, -1 wrong type (error set).
+ */
+static int sub_object(const json_value *o, const char *key, const char *path, char *where, size_t cap, const json_value **out) {
+  *out = json_get(o, key);
+  if (!*out) return 0;
+  snprintf(where, cap, "%s.%s", path, key);
+  if ((*out)->type != JSON_OBJECT) {
+    bad(where, "expected an object");
+    return -1;
+  }
+  return 1;
+}
+
+/* `count` optional numbers of `obj` named `names` into `out` (absent: 0). */
+static int get_nums(const json_value *obj, const char *const *names, int count, const char *where, unsigned long long *out) {
+  for (int k = 0; k < count; k++) {
+    double n = 0;
+    if (!get_num(obj, names[k], where, &n, 0)) return 0;
+    out[k] = (unsigned long long)n;
+  }
+  return 1;
+}
+
+/*
+ * What a GPU reports beyond the basics, each optional (absent: NOT_SUPPORTED, as drivers answer):
+ * temperature limits, PCIe link, fabric, MIG profile sizes and names, NVLink error totals, SRAM.
+ */
+static int load_hardware(const json_value *o, mock_gpu *gpu, const char *path) {
+  char where[96];
+  const json_value *v;
+  double n;
+  unsigned long long nums[4];
+  int has;
+  if ((has = sub_object(o, "temperatureLimits", path, where, sizeof where, &v)) < 0) return 0;
+  if (has) {
+    static const char *const LIMITS[4] = {"shutdownC", "slowdownC", "memMaxC", "gpuMaxC"};
+    if (!get_nums(v, LIMITS, 4, where, nums)) return 0;
+    for (int k = 0; k < 4; k++) gpu->tempLimit[k] = (unsigned int)nums[k];
+  }
+  if ((has = sub_object(o, "pcieLink", path, where, sizeof where, &v)) < 0) return 0;
+  if (has) {
+    n = 0; if (!get_num(v, "maxGen", where, &n, 1)) return 0; gpu->pcieMaxGen = (unsigned int)n;
+    n = 0; if (!get_num(v, "maxWidth", where, &n, 1)) return 0; gpu->pcieMaxWidth = (unsigned int)n;
+    n = gpu->pcieMaxGen; if (!get_num(v, "gen", where, &n, 0)) return 0; gpu->pcieGen = (unsigned int)n;
+    n = gpu->pcieMaxWidth; if (!get_num(v, "width", where, &n, 0)) return 0; gpu->pcieWidth = (unsigned int)n;
+    gpu->hasPcie = 1;
+  }
+  if ((has = sub_object(o, "fabric", path, where, sizeof where, &v)) < 0) return 0;
+  if (has) {
+    n = 3; if (!get_num(v, "state", where, &n, 0)) return 0;
+    if (n < 0 || n > 3) return bad(where, "state: 0 not-supported, 1 not-started, 2 in-progress, 3 completed");
+    gpu->fabricState = (unsigned int)n;
+    n = 0; if (!get_num(v, "status", where, &n, 0)) return 0; gpu->fabricStatus = (unsigned int)n;
+    n = 0; if (!get_num(v, "healthMask", where, &n, 0)) return 0; gpu->fabricHealthMask = (unsigned int)n;
+  }
+  if ((has = sub_object(o, "migProfileMemoryMiB", path, where, sizeof where, &v)) < 0) return 0;
+  if (has) {
+    static const char *const SLICES[4] = {"1", "2", "4", "8"};
+    if (!get_nums(v, SLICES, 4, where, nums)) return 0;
+    for (int k = 0; k < 4; k++) gpu->migSliceMemoryMiB[1 << k] = nums[k];
+  }
+  if ((has = sub_object(o, "migProfileNames", path, where, sizeof where, &v)) < 0) return 0;
+  for (size_t k = 0; has && k < v->count; k++) {
+    char *end = NULL;
+    long id = strtol(v->keys[k], &end, 10);
+    if (!end || *end || id < 0 || id >= MAX_PROFILE_IDS) return bad(where, "keys are GPU-instance profile IDs 0..31");
+    const json_value *name = v->items[k];
+    if (name->type != JSON_STRING || strlen(name->string) >= sizeof gpu->migProfileNames[0]) return bad(where, "values are profile names under 32 characters");
+    strcpy(gpu->migProfileNames[id], name->string);
+  }
+  if ((has = sub_object(o, "nvlinkErrors", path, where, sizeof where, &v)) < 0) return 0;
+  if (has) {
+    static const char *const NAMES[4] = {"crcFlit", "crcData", "replay", "recovery"};
+    if (!get_nums(v, NAMES, 4, where, gpu->linkErrors)) return 0;
+    gpu->hasLinkErrors = 1;
+  }
+  if ((has = sub_object(o, "sram", path, where, sizeof where, &v)) < 0) return 0;
+  if (has) {
+    int exceeded = 0;
+    if (!get_bool(v, "thresholdExceeded", where, &exceeded)) return 0;
+    gpu->hasSram = 1;
+    gpu->sramThresholdExceeded = (unsigned int)exceeded;
+  }
+  return 1;
+}
+
 static int load_gpu(const json_value *o, int i) {
   char path[64];
   snprintf(path, sizeof path, "gpus[%d]", i);
@@ -137,84 +224,7 @@ static int load_gpu(const json_value *o, int i) {
   n = (double)(EV_SINGLE_BIT_ECC | EV_DOUBLE_BIT_ECC | EV_PSTATE | EV_XID);
   if (!get_num(o, "supportedEvents", path, &n, 0)) return 0;
   gpu->supportedEvents = (unsigned long long)n;
-  const json_value *limits = json_get(o, "temperatureLimits");
-  if (limits) {
-    char where[96];
-    static const char *const LIMITS[4] = {"shutdownC", "slowdownC", "memMaxC", "gpuMaxC"};
-    snprintf(where, sizeof where, "%s.temperatureLimits", path);
-    if (limits->type != JSON_OBJECT) return bad(where, "expected an object");
-    for (int k = 0; k < 4; k++) {
-      n = 0; if (!get_num(limits, LIMITS[k], where, &n, 0)) return 0; gpu->tempLimit[k] = (unsigned int)n;
-    }
-  }
-  const json_value *pcie = json_get(o, "pcieLink");
-  if (pcie) {
-    char where[96];
-    snprintf(where, sizeof where, "%s.pcieLink", path);
-    if (pcie->type != JSON_OBJECT) return bad(where, "expected an object");
-    n = 0; if (!get_num(pcie, "maxGen", where, &n, 1)) return 0; gpu->pcieMaxGen = (unsigned int)n;
-    n = 0; if (!get_num(pcie, "maxWidth", where, &n, 1)) return 0; gpu->pcieMaxWidth = (unsigned int)n;
-    n = gpu->pcieMaxGen; if (!get_num(pcie, "gen", where, &n, 0)) return 0; gpu->pcieGen = (unsigned int)n;
-    n = gpu->pcieMaxWidth; if (!get_num(pcie, "width", where, &n, 0)) return 0; gpu->pcieWidth = (unsigned int)n;
-    gpu->hasPcie = 1;
-  }
-  const json_value *fabric = json_get(o, "fabric");
-  if (fabric) {
-    char where[96];
-    snprintf(where, sizeof where, "%s.fabric", path);
-    if (fabric->type != JSON_OBJECT) return bad(where, "expected an object");
-    n = 3; if (!get_num(fabric, "state", where, &n, 0)) return 0;
-    if (n < 0 || n > 3) return bad(where, "state: 0 not-supported, 1 not-started, 2 in-progress, 3 completed");
-    gpu->fabricState = (unsigned int)n;
-    n = 0; if (!get_num(fabric, "status", where, &n, 0)) return 0; gpu->fabricStatus = (unsigned int)n;
-    n = 0; if (!get_num(fabric, "healthMask", where, &n, 0)) return 0; gpu->fabricHealthMask = (unsigned int)n;
-  }
-  const json_value *migMem = json_get(o, "migProfileMemoryMiB");
-  if (migMem) {
-    char where[96];
-    static const char *const SLICES[4] = {"1", "2", "4", "8"};
-    snprintf(where, sizeof where, "%s.migProfileMemoryMiB", path);
-    if (migMem->type != JSON_OBJECT) return bad(where, "expected an object keyed by memory slices (1, 2, 4, 8)");
-    for (int k = 0; k < 4; k++) {
-      n = 0; if (!get_num(migMem, SLICES[k], where, &n, 0)) return 0;
-      gpu->migSliceMemoryMiB[1 << k] = (unsigned long long)n;
-    }
-  }
-  const json_value *names = json_get(o, "migProfileNames");
-  if (names) {
-    char where[96];
-    snprintf(where, sizeof where, "%s.migProfileNames", path);
-    if (names->type != JSON_OBJECT) return bad(where, "expected an object of profile ID → name");
-    for (size_t k = 0; k < names->count; k++) {
-      char *end = NULL;
-      long id = strtol(names->keys[k], &end, 10);
-      if (!end || *end || id < 0 || id >= MAX_PROFILE_IDS) return bad(where, "keys are GPU-instance profile IDs 0..31");
-      const json_value *v = names->items[k];
-      if (v->type != JSON_STRING || strlen(v->string) >= sizeof gpu->migProfileNames[0]) return bad(where, "values are profile names under 32 characters");
-      strcpy(gpu->migProfileNames[id], v->string);
-    }
-  }
-  const json_value *linkErr = json_get(o, "nvlinkErrors");
-  if (linkErr) {
-    char where[96];
-    static const char *const NAMES[4] = {"crcFlit", "crcData", "replay", "recovery"};
-    snprintf(where, sizeof where, "%s.nvlinkErrors", path);
-    if (linkErr->type != JSON_OBJECT) return bad(where, "expected an object");
-    for (int k = 0; k < 4; k++) {
-      n = 0; if (!get_num(linkErr, NAMES[k], where, &n, 0)) return 0; gpu->linkErrors[k] = (unsigned long long)n;
-    }
-    gpu->hasLinkErrors = 1;
-  }
-  const json_value *sram = json_get(o, "sram");
-  if (sram) {
-    char where[96];
-    snprintf(where, sizeof where, "%s.sram", path);
-    if (sram->type != JSON_OBJECT) return bad(where, "expected an object");
-    gpu->hasSram = 1;
-    int exceeded = 0;
-    if (!get_bool(sram, "thresholdExceeded", where, &exceeded)) return 0;
-    gpu->sramThresholdExceeded = (unsigned int)exceeded;
-  }
+  if (!load_hardware(o, gpu, path)) return 0;
   const json_value *ecc = json_get(o, "ecc");
   if (ecc) {
     char where[96];
