@@ -11,7 +11,7 @@
  * Scale-in, and reboot/replace for remediation, are not built yet.
  */
 import { GPU_POOL_SCALED, SCHEMA_VERSION, SOURCES, type GpuPoolScaledDetail } from '../../events/index.ts';
-import type { CloudPools, NodePool } from '../adapters/alicloud/ports.ts';
+import { NODEPOOL_LABEL, type CloudPools, type NodePool } from '../adapters/alicloud/ports.ts';
 import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notice, Notifier } from '../adapters/chat/notifier.ts';
 import type { Clock } from '../adapters/clock.ts';
@@ -31,7 +31,7 @@ import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../remediate/core/state.ts';
 import type { AutoscalePolicy } from './policy.ts';
 
 /** ACK's label on every node of a node pool. */
-export const NODEPOOL_LABEL = 'alibabacloud.com/nodepool-id';
+export { NODEPOOL_LABEL };
 /** ACK GPU sharing: nodes of such pools offer `aliyun.com/gpu-mem` instead of whole GPUs. */
 export const GPU_SHARE_LABEL = 'ack.node.gpu.schedule';
 const GiB = 2 ** 30;

@@ -9,6 +9,7 @@ import type { Clock } from '../adapters/clock.ts';
 import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notifier } from '../adapters/chat/notifier.ts';
 import type { DeviceTaintOps, LeaseOps, NodeOps, PodOps, StateStore } from '../adapters/kube/ports.ts';
+import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { Applied, CloudOps } from '../lib/apply.ts';
 import type { Logger } from '../lib/logger.ts';
 import { readOutbox } from '../lib/outbox.ts';
@@ -42,6 +43,14 @@ export interface RemediationDeps {
   cloud?: CloudOps;
   /** What `cloud` can do; the planner says "a person must" for the rest. */
   capabilities?: Capabilities;
+  /** Another controller that repairs this node (its pool's ACK auto repair): gpu-reflex defers to it. */
+  repairOwner?: (node: NodeInfo) => Promise<string | undefined>;
+}
+
+/** The capabilities for one node: the deployment's, unless the node's pool repairs its nodes itself. */
+export async function capabilitiesFor(deps: Pick<RemediationDeps, 'capabilities' | 'repairOwner'>, node: NodeInfo): Promise<Capabilities | undefined> {
+  const owner = await deps.repairOwner?.(node);
+  return owner ? { ...deps.capabilities, reboot: false, replace: false, repairOwner: owner } : deps.capabilities;
 }
 
 export interface RemediationOutcome {
@@ -77,7 +86,8 @@ export async function remediate(event: TriggerEvent, deps: RemediationDeps): Pro
     const pool = await fetchPoolFacts(deps.nodes, deps.policy, info, new Date(deps.clock.now()));
     const now = new Date(deps.clock.now());
     const dra = await draFacts(deps.deviceTaints, deps.policy, info, (m, f) => deps.logger.warn(m, f));
-    const facts: RemediationFacts = { now, event, node: nodeFacts(info, dra), state, pool, pods, ...(deps.capabilities ? { capabilities: deps.capabilities } : {}) };
+    const capabilities = await capabilitiesFor(deps, info);
+    const facts: RemediationFacts = { now, event, node: nodeFacts(info, dra), state, pool, pods, ...(capabilities ? { capabilities } : {}) };
     let plan = planRemediation(facts, deps.policy);
 
     // Take a slot in the pool's ledger before taking capacity. A concurrent invocation may have

@@ -10,7 +10,7 @@ import { editsScheduling } from '../lib/plan.ts';
 import { carryOut, withLease } from '../lib/reflex.ts';
 import { draFacts, nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
 import { historyCodec } from './core/reconcile.ts';
-import { nodeLease, remediationEvent, type RemediationDeps } from './run.ts';
+import { capabilitiesFor, nodeLease, remediationEvent, type RemediationDeps } from './run.ts';
 import { poolOf } from './core/policy.ts';
 import { emptyState, STATE_LABEL } from './core/state.ts';
 import { closeApproval, getApproval, listApprovals, stillWaits, type ApprovalRecord } from './approvals.ts';
@@ -55,7 +55,8 @@ export async function sweep(deps: RemediationDeps, only?: string): Promise<Sweep
       const pool = pools.get(key) ?? (await fetchPoolFacts(deps.nodes, deps.policy, n, new Date(deps.clock.now())));
       pools.set(key, pool);
       const dra = await draFacts(deps.deviceTaints, deps.policy, n, (m, f) => deps.logger.warn(m, f));
-      facts.push({ node: nodeFacts(n, dra), state: stateOf(n, deps.policy.taintKey), pool, pods: await podsOf(deps.pods, n.name) });
+      const owned = deps.repairOwner ? await capabilitiesFor(deps, n) : undefined;
+      facts.push({ node: nodeFacts(n, dra), state: stateOf(n, deps.policy.taintKey), pool, pods: await podsOf(deps.pods, n.name), ...(owned ? { capabilities: owned } : {}) });
     }
     const now = new Date(deps.clock.now());
     const planned = new Map(planSweep({ now, nodes: facts, ...(deps.capabilities ? { capabilities: deps.capabilities } : {}) }, deps.policy).plans.map((p) => [p.target.node, p]));

@@ -9,10 +9,11 @@ import { ConfigError } from '../config.ts';
 import type { DraVersions } from '../adapters/kube/index.ts';
 import { AliCloudPools, aliCloudSettingsFromEnv } from '../adapters/alicloud/client.ts';
 import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
-import { aliCloudRepair } from '../adapters/alicloud/repair.ts';
+import { ackRepairOwner, aliCloudRepair } from '../adapters/alicloud/repair.ts';
 import type { CloudOps } from '../lib/apply.ts';
 import { lazy, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
 import type { Capabilities } from './core/types.ts';
+import type { RemediationDeps } from './run.ts';
 import { DEFAULT_POLICY, type Policy } from './core/policy.ts';
 import { loadPolicyFile } from './core/policy-file.ts';
 
@@ -22,7 +23,7 @@ const RemediationEnvSchema = z.object({
   REMEDIATION_REPAIR: z.enum(['alicloud']).optional(),
 });
 
-export type RemediationWiring = FunctionDeps<{ policy: Policy; cloud?: CloudOps; capabilities?: Capabilities }>;
+export type RemediationWiring = FunctionDeps<{ policy: Policy; cloud?: CloudOps; capabilities?: Capabilities; repairOwner?: RemediationDeps['repairOwner'] }>;
 
 export function remediationConfig(env: NodeJS.ProcessEnv): { own: { policy: Policy }; dryRun: boolean; kube: { dra: DraVersions } } {
   const r = RemediationEnvSchema.safeParse(env);
@@ -43,7 +44,8 @@ export function wireRemediation(service: string, env: NodeJS.ProcessEnv = proces
   if (env['REMEDIATION_REPAIR'] !== 'alicloud') return base;
   const real = new AliCloudPools(aliCloudSettingsFromEnv(env), base.clock);
   const cloud = base.dryRun ? dryRunCloudPools(real, (a) => base.logger.info('dry run: would', { op: a.op, args: a.args })) : real;
-  return { ...base, cloud: aliCloudRepair(cloud, base.kube.nodes), capabilities: { reboot: true, replace: false } };
+  // A node pool with ACK's own auto repair repairs its nodes itself: remediation defers to it there.
+  return { ...base, cloud: aliCloudRepair(cloud, base.kube.nodes), capabilities: { reboot: true, replace: false }, repairOwner: ackRepairOwner(real, () => base.clock.now()) };
 }
 
 /** Wiring at the first invocation (a Lambda cold start), once per container. */

@@ -7,6 +7,9 @@
  * Scaling goes through ACK node pools only (ACK owns the scaling group: never ESS or ECS directly).
  * The desired size is set absolutely, so a retried event cannot scale twice.
  */
+/** The label ACK puts on each node of a node pool: the pool's id. */
+export const NODEPOOL_LABEL = 'alibabacloud.com/nodepool-id';
+
 export interface NodePoolTaint {
   key: string;
   value: string;

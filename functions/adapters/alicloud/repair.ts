@@ -8,7 +8,8 @@ import type { CloudAction } from '../../lib/plan.ts';
 import type { CloudOps } from '../../lib/apply.ts';
 import { BadInputError, ForbiddenError } from '../errors.ts';
 import type { NodeOps } from '../kube/ports.ts';
-import type { CloudPools } from './ports.ts';
+import { NODEPOOL_LABEL, type CloudPools, type NodePool } from './ports.ts';
+import type { NodeInfo } from '../kube/model.ts';
 
 /** The ECS instance id in an ACK node's providerID (`cn-hangzhou.i-bp1...`); undefined when it names none. */
 export function instanceIdOf(providerId: string | undefined): string | undefined {
@@ -36,5 +37,26 @@ export function aliCloudRepair(cloud: Pick<CloudPools, 'reboot' | 'setDesiredSiz
         throw err;
       }
     },
+  };
+}
+
+/**
+ * Who repairs a node besides gpu-reflex: ACK's managed auto repair, when the node's pool has it on
+ * (it reboots or replaces the node itself, with GPU fault isolation: a second controller gpu-reflex
+ * must not fight). The pools are read at most once per `ttlMs`. A pool that cannot be read throws:
+ * no repair is decided on a guess.
+ */
+export function ackRepairOwner(cloud: Pick<CloudPools, 'listNodePools'>, now: () => number, ttlMs = 60_000): (node: Pick<NodeInfo, 'labels'>) => Promise<string | undefined> {
+  let cached: { at: number; pools: Promise<NodePool[]> } | undefined;
+  return async (node) => {
+    const id = node.labels[NODEPOOL_LABEL];
+    if (!id) return undefined;
+    if (!cached || now() - cached.at >= ttlMs) {
+      const pools = cloud.listNodePools();
+      cached = { at: now(), pools };
+      pools.catch(() => (cached = undefined));
+    }
+    const pool = (await cached.pools).find((p) => p.id === id);
+    return pool?.ackAutoRepair ? `ACK auto repair of node pool ${pool.name} (${pool.id})` : undefined;
   };
 }

@@ -103,11 +103,11 @@ const IncidentSchema = z.object({
   /** How the GPU is kept out of scheduling while the incident holds it (gpu-repair.ts). */
   fence: FenceStateSchema.optional(),
   /**
-   * A reboot asked of the cloud for this incident: when, the node's boot id then, and when the node
-   * came back (a new boot id, Ready). The quiet period runs from `backAt`; the fault seen after it
+   * A reboot asked of the cloud for this incident (or a repair left to `by`, the node pool's own
+   * auto repair): when, the node's boot id then, and when the node came back (a new boot id, Ready). The quiet period runs from `backAt`; the fault seen after it
    * climbs the ladder (replace).
    */
-  reboot: z.object({ at: Timestamp, fromBoot: z.string().optional(), backAt: Timestamp.optional() }).optional(),
+  reboot: z.object({ at: Timestamp, fromBoot: z.string().optional(), backAt: Timestamp.optional(), by: z.string().max(128).optional() }).optional(),
 });
 export type Incident = z.infer<typeof IncidentSchema>;
 

@@ -197,6 +197,27 @@ describe('planSweep: drains and repair', () => {
     expect(world.node.labels[STATE_LABEL]).toBe('healthy');
   });
 
+  it('defers to the node pool\'s own auto repair: no reboot of its own, the node\'s return watched, restored after the quiet period', async () => {
+    const OWNER = 'ACK auto repair of node pool gpu-a100';
+    // The sweep could reboot (a cloud adapter), but this node's pool repairs its nodes itself.
+    const sweepOwned = async (w: World, minute: number) => {
+      const out = planSweep({ now: new Date(at(minute)), capabilities: { reboot: true }, nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods, capabilities: { repairOwner: OWNER } }] }, P);
+      const plan = out.plans[0];
+      return { plan, world: plan ? await apply(w.node, w.pods, plan) : w };
+    };
+    let w: World = await hit(start(), xid(79, { minute: 0 }));
+    w = { ...w, node: { ...w.node, bootId: 'boot-1', ready: true } };
+    const handed = await sweepOwned(w, 1);
+    expect(kinds(handed.plan)).not.toContain('reboot');
+    expect(handed.plan?.reason).toContain(`${OWNER} repairs this node, so gpu-reflex defers`);
+    expect(handed.plan?.nextState.incidents[0]).toMatchObject({ phase: 'awaiting-repair', reboot: { at: at(1), fromBoot: 'boot-1', by: OWNER } });
+    w = { ...handed.world, node: { ...handed.world.node, bootId: 'boot-2' } };
+    w = (await sweepOwned(w, 6)).world;
+    const { plan } = await sweepOwned(w, 6 + P.quietPeriodMinutes);
+    expect(plan).toMatchObject({ action: 'restore' });
+    expect(plan?.reason).toContain(`repaired by ${OWNER} at ${at(1)}, back at ${at(6)}`);
+  });
+
   it('climbs to replace-node when the fault comes back after the reboot', async () => {
     let w = await hit(start(), xid(79, { minute: 0 }));
     w = { ...w, node: { ...w.node, bootId: 'boot-1', ready: true } };

@@ -32,6 +32,8 @@ export interface SweepNodeFacts {
   state: NodeState;
   pool: PoolFacts;
   pods: PodFacts[];
+  /** What can repair this node, where it differs from the sweep's (its pool's own auto repair). */
+  capabilities?: Capabilities;
 }
 
 export interface SweepFacts {
@@ -260,9 +262,20 @@ function climb(i: Incident, why: string, w: Work, facts: SweepFacts, policy: Pol
 
 function toRepair(i: Incident, repair: 'reboot-node' | 'replace-node' | undefined, w: Work, facts: SweepFacts, why: string): Incident {
   const node = w.facts.node.name;
-  const can = repair === 'reboot-node' ? facts.capabilities?.reboot : repair === 'replace-node' ? facts.capabilities?.replace : false;
+  const caps = w.facts.capabilities ?? facts.capabilities;
   const now = facts.now.toISOString();
   const { reboot: _done, ...rest } = i;
+  if (repair && caps?.repairOwner) {
+    // Not ours to repair: no cloud call; the node's return (new boot id, Ready) is watched as after
+    // our own reboot, and no return within repair.rebootTimeoutMinutes is told to a person.
+    const next: Incident = { ...rest, reboot: { at: now, ...(w.facts.node.bootId ? { fromBoot: w.facts.node.bootId } : {}), by: caps.repairOwner.slice(0, 128) }, phase: 'awaiting-repair', since: now, notifiedAt: now };
+    const text = `${why}: ${caps.repairOwner} repairs this node, so gpu-reflex defers (no reboot or replace of its own); it returns after the quiet period once the node is back`;
+    w.notices.push(notice(i.action, w.facts.node, text));
+    w.reasons.push(text);
+    w.touched.push(next);
+    return next;
+  }
+  const can = repair === 'reboot-node' ? caps?.reboot : repair === 'replace-node' ? caps?.replace : false;
   const rebooting = repair === 'reboot-node' && can ? { reboot: { at: now, ...(w.facts.node.bootId ? { fromBoot: w.facts.node.bootId } : {}) } } : {};
   const next: Incident = { ...rest, ...rebooting, phase: 'awaiting-repair', since: now, notifiedAt: now };
   if (repair && can) {
@@ -299,7 +312,7 @@ function afterReboot(i: Incident, r: NonNullable<Incident['reboot']>, w: Work, f
     }
     const late = now.getTime() - Date.parse(r.at) >= policy.repair.rebootTimeoutMinutes * MIN;
     if (!late || (i.notifiedAt && Date.parse(i.notifiedAt) > Date.parse(r.at))) return i;
-    const text = `${node.name} was rebooted at ${r.at} and has not come back (no new boot id${node.ready === false ? ', not Ready' : ''}) after ${policy.repair.rebootTimeoutMinutes} min: a person must look`;
+    const text = `${node.name} was ${r.by ? `left to ${r.by}` : 'rebooted'} at ${r.at} and has not come back (no new boot id${node.ready === false ? ', not Ready' : ''}) after ${policy.repair.rebootTimeoutMinutes} min: a person must look`;
     w.notices.push(notice(i.action, node, text));
     w.reasons.push(text);
     const told: Incident = { ...i, notifiedAt: now.toISOString() };
@@ -312,7 +325,7 @@ function afterReboot(i: Incident, r: NonNullable<Incident['reboot']>, w: Work, f
     if (nextRung) return toRepair({ ...i, level: i.ladder.indexOf(nextRung, i.level + 1), action: nextRung, escalatedAt: now.toISOString() }, nextRung, w, facts, `${why}; escalating to ${nextRung}`);
     return toRepair(i, undefined, w, facts, why);
   }
-  if (now.getTime() - Date.parse(r.backAt) >= policy.quietPeriodMinutes * MIN) return close(`${i.key}: rebooted at ${r.at}, back at ${r.backAt} and quiet for ${policy.quietPeriodMinutes} min, back in service`);
+  if (now.getTime() - Date.parse(r.backAt) >= policy.quietPeriodMinutes * MIN) return close(`${i.key}: ${r.by ? `repaired by ${r.by}` : 'rebooted'} at ${r.at}, back at ${r.backAt} and quiet for ${policy.quietPeriodMinutes} min, back in service`);
   return i;
 }
 

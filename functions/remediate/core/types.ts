@@ -73,6 +73,12 @@ export interface PoolFacts {
 export interface Capabilities {
   reboot?: boolean;
   replace?: boolean;
+  /**
+   * Another controller repairs this node (ACK's managed auto repair of its node pool): gpu-reflex
+   * reboots and replaces nothing itself, and watches for the node's return (a new boot id, Ready),
+   * as after a reboot of its own. The words name it.
+   */
+  repairOwner?: string;
 }
 
 export interface RemediationFacts {

@@ -67,6 +67,7 @@ export function nextWords(ladder: readonly RemediationAction[], level: number, c
   const repair = repairOf(ladder, level);
   if (action === 'drain-node' || action === 'reboot-node' || action === 'replace-node') {
     if (!repair) return 'next: once drained, the node waits for a person to repair it and annotate gpu-reflex.io/repaired-at';
+    if (capabilities?.repairOwner) return `next: once drained, ${capabilities.repairOwner} repairs the node (gpu-reflex defers to it), and it returns after the quiet period once back`;
     const can = repair === 'reboot-node' ? capabilities?.reboot : capabilities?.replace;
     return can
       ? `next: once drained, ${repair === 'reboot-node' ? 'reboot' : 'replace'} the node, then return it after the quiet period`
