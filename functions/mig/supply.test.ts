@@ -92,4 +92,19 @@ describe('readMigFleet', () => {
     expect(broken.notes[0]).toBe(`h: ${MIG_INVENTORY_ANNOTATION} is not JSON: read as unknown`);
     expect(broken.nodes[0]!.gpus.every((g) => g.locked)).toBe(true);
   });
+
+  it('never relays a MIG GPU the agent lists with no instance (a reset emptied it; its repair re-applies the node\'s config)', () => {
+    const inv: MigInventory = {
+      v: 1,
+      at: '2026-11-21T03:00:00.000Z',
+      gpus: [
+        { index: 0, uuid: 'GPU-00000000-0000-4000-8000-000000000000', instances: [] },
+        { index: 1, uuid: 'GPU-11111111-0000-4000-8000-000000000000', instances: [{ profile: '7g.80gb', gi: 0, start: 0, size: 8, inUse: false }] },
+      ],
+    };
+    const n = node('h', {}, { 'nvidia.com/mig-7g.80gb': '2' }, { annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inv) } });
+    const f = readMigFleet([n], []);
+    expect(f.nodes[0]!.gpus.map((g) => g.locked !== undefined)).toEqual([true, false]);
+    expect(f.notes).toEqual(["h: GPU 0 is in MIG mode with no instance (a reset destroyed them; its repair has mig-manager apply the node's config again): not relaid"]);
+  });
 });

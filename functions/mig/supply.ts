@@ -60,6 +60,14 @@ function agentInventory(n: NodeInfo, model: MigModel, running: readonly PodInfo[
   if (problem) notes.push(`${n.name}: ${problem}: read as unknown`);
   if (!inventory) return undefined;
   const gpus: MigGpu[] = inventory.gpus.map((g) => ({ node: n.name, index: g.index, model, instances: g.instances.map((i) => ({ profile: i.profile, inUse: i.inUse })) }));
+  // A MIG GPU with no instance was just reset (a reset destroys them all): its repair restarts
+  // mig-manager so the node's config is applied again (docs/remediation.md). Relaying it here would
+  // race that repair and return a fenced GPU by another road.
+  for (const g of gpus) {
+    if (g.instances.length > 0) continue;
+    g.locked = `GPU ${g.index} is in MIG mode with no instance (a reset destroyed them; its repair has mig-manager apply the node's config again)`;
+    notes.push(`${n.name}: ${g.locked}: not relaid`);
+  }
   const inUse = new Map<string, number>();
   for (const i of gpus.flatMap((g) => g.instances)) if (i.inUse) inUse.set(i.profile, (inUse.get(i.profile) ?? 0) + 1);
   const wanted = new Map<string, number>();

@@ -12,7 +12,7 @@ import { appendKmsg, kmsgXidLine, mockScenario, nodeDir, writeNodeFiles, type No
 import { NodeProcesses } from './node-processes.ts';
 import { checkExpectations, summarize, type StackReport } from './report.ts';
 import type { Node, Pod } from './kube/types.ts';
-import { SIM_GPU_LAYOUT_ANNOTATION } from './kube/mig-manager.ts';
+import { SIM_GPU_LAYOUT_ANNOTATION, SIM_MIG_APPLIED_ANNOTATION } from './kube/mig-manager.ts';
 import type { FaultStepT, NvmlStepT, Scenario, TimelineStep } from './scenario.ts';
 import { StackKube } from './stack-kube.ts';
 import { StackRecorder } from './stack-recorder.ts';
@@ -216,10 +216,10 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     if (sim) {
       const off = sim.store.subscribe((e) => {
         if (e.resource === 'nodes' && e.type === 'MODIFIED' && files.has(e.object.metadata.name)) {
-          // mig-manager relaid the node's GPUs: its agent's NVML lists the new instances from now on.
-          const before = e.previous?.metadata.annotations?.[SIM_GPU_LAYOUT_ANNOTATION];
-          const after = e.object.metadata.annotations?.[SIM_GPU_LAYOUT_ANNOTATION];
-          if (before !== after) {
+          // mig-manager applied a config to the node's GPUs: its agent's NVML lists what it left
+          // from now on, even when the layout did not change (instances a reset destroyed return).
+          const applied = (n: Node | undefined) => `${n?.metadata.annotations?.[SIM_GPU_LAYOUT_ANNOTATION]}|${n?.metadata.annotations?.[SIM_MIG_APPLIED_ANNOTATION]}`;
+          if (applied(e.previous as Node | undefined) !== applied(e.object as Node)) {
             const name = e.object.metadata.name;
             files.get(name)!.tracker.relayout(gpuSpecsOf(e.object as Node), nodeDir(work, name).migPath);
             dirty.add(name);

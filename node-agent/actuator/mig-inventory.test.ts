@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { MIG_INVENTORY_ANNOTATION, readMigInventory, type MigInventory } from '../../events/index.ts';
+import { oneGpu, openMockNvml } from '../../infra/local/mock-nvml/testing.ts';
 import { GpuActuator, type ActuatorGpus } from './actuator.ts';
+import { nvmlMigInventory } from './ports.ts';
 
 const G0 = 'GPU-00000000-0000-4000-8000-000000000000';
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');
@@ -68,5 +70,22 @@ describe('the actuator\'s MIG inventory annotation', () => {
     expect(readMigInventory({ [MIG_INVENTORY_ANNOTATION]: '{' })).toEqual({ problem: `${MIG_INVENTORY_ANNOTATION} is not JSON` });
     expect(readMigInventory({ [MIG_INVENTORY_ANNOTATION]: '{"v":2}' }).problem).toContain('does not match the contract');
     expect(readMigInventory({})).toEqual({});
+  });
+});
+
+describe('nvmlMigInventory (NVML through the mock library)', () => {
+  it('lists a MIG GPU a reset left without instances, with none; a GPU without MIG mode is not listed', async () => {
+    const mig = { profile: '3g.40gb', giProfileId: 9, size: 4 };
+    const scenario = oneGpu({ migMode: true, migDevices: [{ ...mig, start: 0, giId: 1, uuid: 'MIG-00000000-1111-2222-3333-444444444401' }, { ...mig, start: 4, giId: 2, uuid: 'MIG-00000000-1111-2222-3333-444444444402' }] }) as { gpus: object[] };
+    scenario.gpus.push({ name: 'NVIDIA A100-SXM4-80GB', uuid: 'GPU-00000000-1111-2222-3333-555555555555', pciBusId: '00000000:3C:00.0', memoryTotalMiB: 81920 });
+    const { nvml, mock } = await openMockNvml(scenario);
+    try {
+      const inventory = nvmlMigInventory(nvml);
+      expect(inventory().map((g) => [g.index, g.instances.map((i) => `${i.profile}@${i.start}`)])).toEqual([[0, ['3g.40gb@0', '3g.40gb@4']]]);
+      expect(mock.resetGpu(0)).toBe(0);
+      expect(inventory()).toEqual([{ index: 0, uuid: 'GPU-00000000-1111-2222-3333-444444444444', instances: [] }]);
+    } finally {
+      nvml.close();
+    }
   });
 });

@@ -7,7 +7,7 @@
 import { execFile } from 'node:child_process';
 import { PatchStrategy, setHeaderOptions, type CoreV1Api } from '@kubernetes/client-node';
 import { GPU_ACTION_RESULTS_ANNOTATION, MIG_INVENTORY_ANNOTATION, type MigInventory } from '../../events/index.ts';
-import { migDevices } from '../nvml/mig.ts';
+import { migDevices, migMode } from '../nvml/mig.ts';
 import type { Nvml } from '../nvml/nvml.ts';
 import type { ActuatorGpus, ActuatorNode, GpuHealthReading } from './actuator.ts';
 
@@ -98,8 +98,10 @@ export function nvidiaSmiReset(path: string, timeoutMs = 120_000): GpuReset {
 
 /**
  * Each MIG GPU's instances through NVML, with whether a process runs in each (its GPU instance
- * id): what the MIG planner needs and the Kubernetes API cannot say. GPUs without MIG devices are
- * left out.
+ * id): what the MIG planner needs and the Kubernetes API cannot say. A GPU in MIG mode with no
+ * instance is listed with none: a reset destroys every instance and only mig-manager recreates
+ * them, so an empty MIG GPU is a fact the functions must see (never returned to service so).
+ * GPUs without MIG mode are left out.
  */
 export function nvmlMigInventory(nvml: Nvml): () => MigInventory['gpus'] {
   return () => {
@@ -111,7 +113,8 @@ export function nvmlMigInventory(nvml: Nvml): () => MigInventory['gpus'] {
       } catch {
         return; // a GPU NVML cannot read (lost, or refusing) is not listed: the planner then sees no layout for it
       }
-      if (devices.length === 0) return;
+      // Read only for a GPU with no instance (most of a fleet has none): is it MIG-enabled but empty?
+      if (devices.length === 0 && !migModeOn(nvml, d)) return;
       const busy = new Set((d.processes() ?? []).map((p) => p.gpuInstanceId).filter((gi): gi is number => gi !== undefined));
       const instances = devices
         .filter((m): m is typeof m & { profile: string } => m.profile !== undefined)
@@ -121,4 +124,13 @@ export function nvmlMigInventory(nvml: Nvml): () => MigInventory['gpus'] {
     });
     return out;
   };
+}
+
+/** MIG mode is on now; a GPU that cannot say is read as not in MIG mode (it was not listed before either). */
+function migModeOn(nvml: Nvml, d: ReturnType<Nvml['devices']>[number]): boolean {
+  try {
+    return migMode(nvml, d)?.current === true;
+  } catch {
+    return false;
+  }
 }

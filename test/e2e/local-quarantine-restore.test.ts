@@ -37,8 +37,11 @@ describe('gpu-reflex simulate, quarantine-restore scenario (6 h)', () => {
       '7m quarantine-gpu acted',
       // fenced at 7m05 by the agent (its answer moves the repair on at once: remediate-gpu-action);
       // the reset asked while the evicted pods were still in their grace period is refused busy and
-      // asked again once they are gone, the probe (30 s) passes, and the GPU is restored at 10.5m
-      '10.5m restore restored',
+      // asked again once they are gone, and the probe (30 s) passes at 10.5m; the reset destroyed the
+      // MIG GPU's instances, so mig-manager's pod is restarted then, and the GPU is restored once it
+      // applied the node's config again and the agent lists the instances
+      '10.5m quarantine-gpu acted',
+      '12m restore restored',
       '180m observe acted',
       // 90 min after the last one: outside the 60 min escalation window, so no escalation
       '270m observe acted',
@@ -63,7 +66,7 @@ describe('gpu-reflex simulate, quarantine-restore scenario (6 h)', () => {
     expect(times.length).toBeGreaterThan(100);
     expect(times.filter((t) => !inRun(t))).toEqual([]);
     const remediationTimes = result.report.actions.filter((a) => a.detailType === 'Remediation').map((a) => String(a.detail.occurredAt));
-    expect(remediationTimes).toHaveLength(6);
+    expect(remediationTimes).toHaveLength(7);
     expect(remediationTimes.filter((t) => !inRun(t))).toEqual([]);
     const node = result.report.final.nodes.find((n) => n.metadata.name === 'h100-mig-0')!;
     const history = node.metadata.annotations?.['gpu-reflex.io/history'] ?? '';

@@ -65,6 +65,8 @@ export type FenceBackend = (typeof FENCE_BACKENDS)[number];
 /** A Kubernetes label name (`example.com/name` or `name`) and value. */
 const LabelName = z.string().regex(/^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/, 'expected a label name like app.kubernetes.io/name');
 const LabelValue = z.string().regex(/^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/, 'expected a label value (63 characters of [A-Za-z0-9._-])');
+/** A DaemonSet's pods: their namespace and the labels that pick them (one per node). */
+const DaemonPods = z.object({ namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'expected a namespace name'), selector: z.record(LabelName, LabelValue) }).strict();
 
 export const FenceSchema = z
   .object({
@@ -72,7 +74,7 @@ export const FenceSchema = z
     /** A fence not seen in the node's allocatable within this is escalated one scope up (the node is tainted). */
     verifyMinutes: int().min(1).max(1440),
     /** Where NVIDIA's device plugin runs: its pod on the node is restarted to undo the latch. */
-    nvidiaPlugin: z.object({ namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'expected a namespace name'), selector: z.record(LabelName, LabelValue) }).strict(),
+    nvidiaPlugin: DaemonPods,
     /**
      * The DRA driver whose devices are the GPUs, and the resource.k8s.io versions this cluster
      * serves: DeviceTaintRule is v1alpha3 in Kubernetes 1.33–1.35, v1beta2 from 1.36; ResourceSlice v1 from 1.34.
@@ -114,6 +116,11 @@ export const RepairSchema = z
     probeSeconds: int().min(0).max(3600),
     /** A rebooted node that shows no new boot id (and Ready) within this is reported to a person. */
     rebootTimeoutMinutes: int().min(1).max(1440),
+    /**
+     * Where NVIDIA's mig-manager runs: after the reset of a MIG GPU its pod on the node is restarted,
+     * so it applies the node's config again (a reset destroys every instance; docs/remediation.md).
+     */
+    migManager: DaemonPods,
   })
   .strict();
 
@@ -221,7 +228,8 @@ export const DEFAULT_POLICY: Policy = deepFreeze({
   drainTimeoutMinutes: 30,
   taintKey: 'gpu-reflex.io/unhealthy',
   approvals: { ttlMinutes: 60, approvers: [] },
-  repair: { answerTimeoutMinutes: 10, probeSeconds: 30, rebootTimeoutMinutes: 30 },
+  // The GPU Operator's mig-manager DaemonSet (its default namespace and pod label).
+  repair: { answerTimeoutMinutes: 10, probeSeconds: 30, rebootTimeoutMinutes: 30, migManager: { namespace: 'gpu-operator', selector: { app: 'nvidia-mig-manager' } } },
   // NVIDIA's static DaemonSet manifest (nvidia-device-plugin.yml); the Helm chart and the GPU
   // Operator use other names: set fence.nvidiaPlugin for them.
   fence: {

@@ -25,6 +25,7 @@ import { notice, withState } from './plan.ts';
 import { repairOf } from './words.ts';
 import { checkFence, deviceTaintChange, draLifted, needsReset, readResults, stepRepair, stepUnlatch, unfenceDone, withFence } from './gpu-repair.ts';
 import { fenceBackendOf } from './policy.ts';
+import { stepMigRestore } from './mig-restore.ts';
 import type { GpuActionState } from '../../../events/index.ts';
 
 export interface SweepNodeFacts {
@@ -217,10 +218,34 @@ function repairStep(i0: Incident, w: Work, facts: SweepFacts, policy: Policy, re
   // Bookkeeping only: the new request goes out with the node's state, no Remediation of its own.
   if (s.kind === 'retry') return s.incident;
   if (s.kind === 'failed') return climb(s.incident, s.why, w, facts, policy);
+  if (s.kind === 'restored') return restoreMig(i, s.incident, s.why, w, facts, policy);
   w.reasons.push(s.why);
   w.touched.push(s.incident);
-  if (s.kind === 'restored') w.back.push(s.incident);
   return s.incident;
+}
+
+/**
+ * The probe passed: the GPU returns, unless the reset emptied a MIG GPU (mig-restore.ts). Then it
+ * stays open, probe and all, while mig-manager applies the node's config again; every sweep re-reads
+ * the probe's answer, so a fault seen after the reset still fails the repair meanwhile.
+ */
+function restoreMig(open: Incident, closed: Incident, why: string, w: Work, facts: SweepFacts, policy: Policy): Incident {
+  const m = stepMigRestore(open, w.facts.node, w.facts.pods, facts.now, policy);
+  if (m.kind === 'wait') return open;
+  if (m.kind === 'failed') return climb({ ...m.incident, repair: undefined }, m.why, w, facts, policy);
+  if (m.kind === 'restart') {
+    // Through the Eviction API like every pod we move; its DaemonSet recreates it.
+    w.evictions.push(...m.pods);
+    if (m.pods.length === 0) w.notices.push(notice(open.action, w.facts.node, m.why));
+    w.reasons.push(m.why);
+    w.touched.push(m.incident);
+    return m.incident;
+  }
+  const restored: Incident = m.incident.migBackAt ? { ...closed, migBackAt: m.incident.migBackAt } : closed;
+  w.reasons.push(m.why ? `${why}; ${m.why}` : why);
+  w.touched.push(restored);
+  w.back.push(restored);
+  return restored;
 }
 
 /**
@@ -378,7 +403,8 @@ function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undefined {
   if (restored || back.length > 0) {
     const what = restored ? `node ${node.name} is back in service` : `${back.map((i) => i.qid ?? i.gpu ?? i.key).join(', ')} back in service on ${node.name}`;
     const onEvidence = back.length > 0 && back.every((i) => i.probedAt !== undefined);
-    notices.push(notice('restore', node, onEvidence ? `${what} after a reset and a passed health probe` : `${what} after ${policy.quietPeriodMinutes} quiet minutes`, 'info'));
+    const mig = back.some((i) => i.migBackAt !== undefined) ? ', its MIG instances applied again by mig-manager' : '';
+    notices.push(notice('restore', node, onEvidence ? `${what} after a reset and a passed health probe${mig}` : `${what} after ${policy.quietPeriodMinutes} quiet minutes`, 'info'));
   }
   // One eviction per pod, however many incidents asked for it.
   const evictions = [...new Map(w.evictions.map((p) => [p.uid, { namespace: p.namespace, name: p.name, uid: p.uid }])).values()];

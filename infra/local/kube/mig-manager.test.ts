@@ -1,6 +1,7 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startKubeSim, type Fleet, type KubeSim } from './index.ts';
 import { clients, k8s, patchWith } from './test-helpers.ts';
+import { MIG_MANAGER_POD, SIM_MIG_APPLIED_ANNOTATION } from './mig-manager.ts';
 
 const fleet: Fleet = {
   nodes: [{ name: 'h100', labels: { 'nvidia.com/mig.strategy': 'mixed', 'nvidia.com/mig.config': 'all-balanced', 'nvidia.com/mig-1g.10gb.count': '16' }, allocatable: { cpu: '190', memory: '1800Gi', 'nvidia.com/mig-1g.10gb': 16, 'nvidia.com/mig-3g.40gb': 8 } }],
@@ -47,5 +48,42 @@ describe('the simulated mig-manager', () => {
     sim.advance(20_000);
     expect(labels()['nvidia.com/mig.config.state']).toBe('failed');
     expect(sim.store.node('h100')!.status?.allocatable?.['nvidia.com/mig-3g.40gb']).toBe('8');
+  });
+});
+
+describe('the simulated mig-manager on its pod\'s restart', () => {
+  const withManager: Fleet = {
+    nodes: [{ name: 'h100', labels: { 'nvidia.com/mig.strategy': 'mixed', 'nvidia.com/mig.config': 'all-1g.10gb', 'nvidia.com/mig.config.state': 'success' }, allocatable: { cpu: '190', memory: '1800Gi', 'nvidia.com/mig-1g.10gb': 56 } }],
+    namespaces: [{ name: 'gpu-operator' }],
+    daemonSets: [{ name: 'nvidia-mig-manager', namespace: 'gpu-operator', labels: { app: 'nvidia-mig-manager' }, tolerations: [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }] }],
+    migConfigs: { 'all-1g.10gb': { 'nvidia.com/mig-1g.10gb': 56 } },
+    migReconfigureSeconds: 20,
+  };
+  let sim: KubeSim;
+  beforeEach(async () => {
+    sim = await startKubeSim({ fleet: withManager });
+    sim.advance(1_000);
+  });
+  afterEach(() => sim.close());
+
+  const node = () => sim.store.node('h100')!;
+  const managers = () => sim.store.podsOnNode('h100').filter((p) => p.metadata.namespace === MIG_MANAGER_POD.namespace && !p.metadata.deletionTimestamp);
+
+  it('applies the node\'s config again when a new pod of it starts, though the label did not change', async () => {
+    expect(managers()).toHaveLength(1);
+    // The pod running from the start has applied it already; the same label set again is no change.
+    await clients(sim).core.patchNode({ name: 'h100', body: { metadata: { labels: { 'nvidia.com/mig.config': 'all-1g.10gb' } } } }, patchWith(k8s.PatchStrategy.MergePatch));
+    sim.advance(30_000);
+    expect(node().metadata.annotations?.[SIM_MIG_APPLIED_ANNOTATION]).toBeUndefined();
+    const first = managers()[0]!;
+    await clients(sim).core.deleteNamespacedPod({ namespace: first.metadata.namespace!, name: first.metadata.name, gracePeriodSeconds: 0 });
+    for (let i = 0; i < 10 && managers().length === 0; i++) sim.advance(1_000);
+    expect(managers()[0]?.metadata.uid).not.toBe(first.metadata.uid);
+    sim.advance(1_000); // the new pod starts, reads its Node, and goes to work
+    expect(node().metadata.labels?.['nvidia.com/mig.config.state']).toBe('pending');
+    sim.advance(20_000);
+    expect(node().metadata.labels?.['nvidia.com/mig.config.state']).toBe('success');
+    expect(node().metadata.annotations?.[SIM_MIG_APPLIED_ANNOTATION]).toBeDefined();
+    expect(node().status?.allocatable?.['nvidia.com/mig-1g.10gb']).toBe('56');
   });
 });

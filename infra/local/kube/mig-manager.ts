@@ -12,6 +12,15 @@ import type { Node } from './types.ts';
  * named layout's, then writes `success`; an unknown layout name ends in `failed`.
  * Like the real one it never evicts pods: the caller must drain first (docs/mig.md).
  *
+ * Like the real one it also applies the label's config when its pod starts (a new pod of the GPU
+ * Operator's `nvidia-mig-manager` DaemonSet on the node: its informer's first sight of the Node),
+ * and never on a label set again to the same value. The real one first asserts the config against
+ * NVML and skips GPUs already so; this one cannot see NVML, so it applies the config each time, which
+ * for an unchanged GPU changes nothing. The pod that runs when the simulation starts is taken to
+ * have applied it already. Every apply stamps `sim.gpu-reflex.io/mig-applied` on the node, so the
+ * local stack rewrites the mock NVML's `migFile` even when the layout did not change: that is how
+ * a GPU a reset emptied gets its instances back.
+ *
  * Layouts are per node, as device-plugin resources: `{ "all-1g.10gb": { "nvidia.com/mig-1g.10gb": 56 } }`.
  */
 export type MigLayouts = Record<string, Record<string, string | number>>;
@@ -21,9 +30,18 @@ const STATE = 'nvidia.com/mig.config.state';
 const MIG_RESOURCE = /^nvidia\.com\/mig-(.+)$/;
 const MIG_COUNT_LABEL = /^nvidia\.com\/mig-.+\.count$/;
 
+/** Where NVIDIA's mig-manager runs under the GPU Operator (its DaemonSet's namespace and pod label). */
+export const MIG_MANAGER_POD = { namespace: 'gpu-operator', labels: { app: 'nvidia-mig-manager' } } as const;
+/** When the simulated mig-manager last applied a config to the node (the stack rewrites the migFile then). */
+export const SIM_MIG_APPLIED_ANNOTATION = 'sim.gpu-reflex.io/mig-applied';
+
 export class MigManager {
   /** Node → the config it must move to, and when it is done (undefined until `pending` is written). */
   private readonly work = new Map<string, { config: string; due?: number }>();
+  /** Node → the uid of the mig-manager pod seen running there. */
+  private readonly pods = new Map<string, string>();
+  /** Nodes where a new mig-manager pod started since the last settle. */
+  private readonly started = new Set<string>();
 
   constructor(
     private readonly layouts: MigLayouts,
@@ -31,14 +49,33 @@ export class MigManager {
   ) {}
 
   observe(e: StoreEvent): void {
+    if (e.resource === 'pods') return this.observePod(e);
     if (e.resource !== 'nodes' || e.type !== 'MODIFIED') return;
     const before = e.previous?.metadata.labels?.[CONFIG];
     const after = e.object.metadata.labels?.[CONFIG];
     if (after !== undefined && after !== before) this.work.set(e.object.metadata.name, { config: after });
   }
 
+  /** A new mig-manager pod on a node that had one: it starts, and applies the node's config. */
+  private observePod(e: StoreEvent): void {
+    const p = e.object as { metadata: { uid?: string; namespace?: string; labels?: Record<string, string> }; spec?: { nodeName?: string } };
+    const node = p.spec?.nodeName;
+    const uid = p.metadata.uid;
+    if (e.type === 'DELETED' || !node || !uid || p.metadata.namespace !== MIG_MANAGER_POD.namespace) return;
+    if (!Object.entries(MIG_MANAGER_POD.labels).every(([k, v]) => p.metadata.labels?.[k] === v)) return;
+    const before = this.pods.get(node);
+    this.pods.set(node, uid);
+    if (before !== undefined && before !== uid) this.started.add(node);
+  }
+
   /** Writes due state changes; returns nothing, every change goes through the store. */
   settle(store: Store, now: number): void {
+    // Its informer's first sight of the Node: whatever the label names (no label: it waits).
+    for (const name of this.started) {
+      const config = store.node(name)?.metadata.labels?.[CONFIG];
+      if (config) this.work.set(name, { config });
+    }
+    this.started.clear();
     for (const [name, job] of [...this.work]) {
       const node = store.node(name);
       if (!node || node.metadata.labels?.[CONFIG] !== job.config) {
@@ -53,13 +90,14 @@ export class MigManager {
       if (job.due > now) continue;
       this.work.delete(name);
       const layout = this.layouts[job.config];
+      const at = new Date(now).toISOString();
       if (layout) {
-        store.put('nodes', applyLayout(node, layout));
+        store.put('nodes', applyLayout(node, layout, at));
         continue;
       }
       // Not a fleet layout: the mig-parted config in its ConfigMap, as the real mig-manager reads it.
       const parted = partedLayout(store, job.config, Number(node.metadata.labels?.['nvidia.com/gpu.count'] ?? 1) || 1);
-      store.put('nodes', parted ? withGpuLayouts(applyLayout(node, parted.resources), parted.perGpu) : withLabels(node, { [STATE]: 'failed' }));
+      store.put('nodes', parted ? withGpuLayouts(applyLayout(node, parted.resources, at), parted.perGpu) : withLabels(node, { [STATE]: 'failed' }));
     }
   }
 }
@@ -68,7 +106,7 @@ function withLabels(node: Node, labels: Record<string, string>): Node {
   return { ...node, metadata: { ...node.metadata, labels: { ...node.metadata.labels, ...labels } } };
 }
 
-function applyLayout(node: Node, layout: Record<string, string | number>): Node {
+function applyLayout(node: Node, layout: Record<string, string | number>, at: string): Node {
   const swap = (list: Record<string, string | number> | undefined) => {
     const out: Record<string, string | number> = {};
     for (const [k, v] of Object.entries(list ?? {})) if (!MIG_RESOURCE.test(k)) out[k] = v;
@@ -84,6 +122,7 @@ function applyLayout(node: Node, layout: Record<string, string | number>): Node 
   labels[STATE] = 'success';
   const annotations = { ...node.metadata.annotations };
   delete annotations[SIM_GPU_LAYOUT_ANNOTATION];
+  annotations[SIM_MIG_APPLIED_ANNOTATION] = at;
   return { ...node, metadata: { ...node.metadata, labels, annotations }, status: { ...node.status, capacity: swap(node.status?.capacity), allocatable: swap(node.status?.allocatable) } };
 }
 

@@ -1,8 +1,8 @@
-import { mkdtempSync, renameSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, renameSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { migDevices } from '../../../node-agent/nvml/mig.ts';
+import { migDevices, migMode } from '../../../node-agent/nvml/mig.ts';
 import type { Nvml } from '../../../node-agent/nvml/nvml.ts';
 import { oneGpu, openMockNvml } from './testing.ts';
 
@@ -37,5 +37,28 @@ describe('mock NVML migFile (what mig-manager leaves after a relayout)', () => {
     write(path, JSON.stringify([[{ profile: '3g.40gb', giProfileId: 9, start: 6, size: 4, giId: 1, uuid: `${UUID}01` }]]));
     expect(migDevices(nvml, nvml.device(0))).toHaveLength(7);
     expect(s.mock.lastError()).toContain('migFile[0].migDevices[0]: start + size must be at most 8 memory slices');
+  });
+});
+
+describe('mock NVML reset of a MIG GPU', () => {
+  it('destroys every instance and leaves MIG mode on; a rewritten migFile, even the same layout, brings them back', async () => {
+    const path = join(mkdtempSync(join(tmpdir(), 'mock-mig-')), 'mig.json');
+    const s = await openMockNvml(oneGpu({ migMode: true, migDevices: seven }, { migFile: path }));
+    nvml = s.nvml;
+    const d = nvml.device(0);
+    const same = JSON.stringify([seven]);
+    write(path, same);
+    expect(migDevices(nvml, d)).toHaveLength(7);
+    expect(s.mock.resetGpu(0)).toBe(0);
+    expect(migDevices(nvml, d)).toEqual([]);
+    expect(migMode(nvml, d)).toEqual({ current: true, pending: true });
+    // Nothing recreates them by itself: the next calls still see an empty GPU.
+    expect(migDevices(nvml, d)).toEqual([]);
+    write(path, same);
+    // The mock sees a rewrite by mtime and size; the same bytes written within the file system's
+    // timestamp granularity would look unchanged, so the rewrite is stamped a second later.
+    const later = new Date(statSync(path).mtimeMs + 1000);
+    utimesSync(path, later, later);
+    expect(migDevices(nvml, d).map((m) => m.profile)).toEqual(Array(7).fill('1g.10gb'));
   });
 });

@@ -34,6 +34,9 @@ nvmlReturn_t reset_gpu(unsigned int index) {
   for (int l = 0; l < MAX_LINKS; l++) gpu->linkDown[l] = 0;
   memset(gpu->linkErrors, 0, sizeof gpu->linkErrors); /* NVLink error counters are volatile */
   gpu->lost = 0;
+  /* A reset destroys every GPU and compute instance; MIG mode stays on. The instances return only
+   * when mig-manager creates them again (the migFile rewritten, even with the same layout). */
+  gpu->migCount = 0;
   gpu->resets++;
   g.lastError[0] = 0;
   return NVML_SUCCESS;
