@@ -3,17 +3,23 @@
  *   CHAT_SLACK_SIGNING_SECRET, CHAT_DINGTALK_APP_SECRET, CHAT_FEISHU_VERIFICATION_TOKEN,
  *   CHAT_FEISHU_ENCRYPT_KEY   the platforms' secrets (a platform without one refuses everything)
  *   CHATOPS_CONFIG_FILE       roles: who may do what (default: everyone a viewer)
- *   QUOTA_CONFIG_FILE         the rewriter's teams, for `quota plan` (optional)
+ *   QUOTA_CONFIG_FILE         the rewriter's teams, for `quota show/plan/rollback` (optional)
+ *   REMEDIATION_POLICY_FILE   remediation's policy, for `quarantine` (its `dryRun` is remediation's, not chat's)
+ *   MIG_*                     the MIG rebalancer's settings, for `mig apply` (functions/mig/wiring.ts)
  */
 import { rawHttpHandler } from '../lib/handler.ts';
 import { configFileFromEnv, lazy, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
 import type { QuotaConfig } from '../quota/core/config.ts';
 import { quotaConfigFromEnv } from '../quota/wiring.ts';
+import { migConfig } from '../mig/wiring.ts';
+import type { MigRebalanceConfig } from '../mig/run.ts';
+import type { Policy } from '../remediate/core/policy.ts';
+import { remediationConfig } from '../remediate/wiring.ts';
 import type { ChatSecrets } from './core/signature.ts';
 import { ChatOpsConfigError, ChatOpsConfigSchema, parseChatOpsConfig, type ChatOpsConfig } from './run.ts';
 import { handleChatRequest } from './webhook.ts';
 
-export type ChatWiring = FunctionDeps<{ chat: ChatOpsConfig; secrets: ChatSecrets; quotaTeams?: QuotaConfig }>;
+export type ChatWiring = FunctionDeps<{ chat: ChatOpsConfig; secrets: ChatSecrets; quotaTeams?: QuotaConfig; policy: Policy; mig: MigRebalanceConfig }>;
 
 export function wireChat(service: string, env: NodeJS.ProcessEnv = process.env): ChatWiring {
   return wireFromEnv(service, () => {
@@ -25,7 +31,10 @@ export function wireChat(service: string, env: NodeJS.ProcessEnv = process.env):
       ...(env['CHAT_FEISHU_ENCRYPT_KEY'] ? { feishuEncryptKey: env['CHAT_FEISHU_ENCRYPT_KEY'] } : {}),
     };
     const quotaTeams = quotaConfigFromEnv(env);
-    return { own: { chat, secrets, ...(quotaTeams ? { quotaTeams } : {}) } };
+    // The cores' own configuration, read as their functions read it; the ports they need with it.
+    const remediation = remediationConfig(env);
+    const mig = migConfig(env);
+    return { own: { chat, secrets, ...(quotaTeams ? { quotaTeams } : {}), policy: remediation.own.policy, mig: mig.own.mig }, kube: { ...remediation.kube, ...mig.kube } };
   }, env);
 }
 
@@ -35,7 +44,7 @@ export function createChatHandler(getDeps: () => ChatWiring) {
     logger: () => getDeps().logger,
     async handle(body, { logger, request }) {
       const d = getDeps();
-      return handleChatRequest({ kube: d.kube, publisher: d.publisher, clock: d.clock, config: d.chat, secrets: d.secrets, logger, ...(d.quotaTeams ? { quota: d.quotaTeams } : {}) }, request, body);
+      return handleChatRequest({ kube: d.kube, publisher: d.publisher, notifier: d.notifier, clock: d.clock, config: d.chat, secrets: d.secrets, logger, policy: d.policy, mig: d.mig, ...(d.quotaTeams ? { quota: d.quotaTeams } : {}) }, request, body);
     },
   });
 }
