@@ -8,6 +8,7 @@ import { APPROVAL_DECIDED, CHATOPS_COMMAND, SCHEMA_VERSION, SOURCES, type Approv
 import type { EventPublisher } from '../adapters/bus.ts';
 import type { Clock } from '../adapters/clock.ts';
 import { dryRunPorts, type DryRunnable } from '../adapters/kube/dry-run.ts';
+import { getApproval } from '../remediate/approvals.ts';
 import { STATE_LABEL } from '../remediate/core/state.ts';
 import { parseConfigText } from '../lib/yaml-text.ts';
 import { drainOnce } from '../adapters/kube/drain.ts';
@@ -196,13 +197,28 @@ export async function runChatCommand(deps: ChatDeps, who: ChatUser, text: string
     case 'approve':
     case 'deny': {
       const decision = c.name === 'approve' ? 'approved' : 'rejected';
+      // The store says whether there is anything left to decide; remediate-approve's own
+      // exactly-once guard still decides two clicks that both found it open.
+      const rec = await getApproval(kube.state, c.id);
+      if (!rec) {
+        answer = `no approval ${c.id} is waiting (unknown id): nothing done`;
+        break;
+      }
+      if (rec.status !== 'open') {
+        answer = `${c.id} is already ${rec.status}${rec.decidedBy ? ` by ${rec.decidedBy}` : ''}: nothing more done`;
+        break;
+      }
+      if (now >= Date.parse(rec.expiresAt)) {
+        answer = `${c.id} expired at ${rec.expiresAt}: too late, nothing done (${rec.action} on ${rec.node} stays held back)`;
+        break;
+      }
       if (c.dryRun) {
-        answer = `dry run: would have ${decision} ${c.id}`;
+        answer = `dry run: would have ${decision} ${c.id} (${rec.action} on ${rec.node})`;
         break;
       }
       const detail: ApprovalDecidedDetail = { schemaVersion: SCHEMA_VERSION, eventId: `decision:${c.id}:${who.platform}:${who.id}:${now}`.slice(0, 128), occurredAt: new Date(now).toISOString(), approvalId: c.id, decision, decidedBy: { platform: who.platform, id: who.id.slice(0, 128), ...(who.name ? { name: who.name.slice(0, 128) } : {}) } };
       await deps.publisher.publish([{ source: SOURCES.chatops, detailType: APPROVAL_DECIDED, detail }]);
-      answer = `${decision} ${c.id}: remediate-approve acts on it once (a second click changes nothing)`;
+      answer = `${decision} ${c.id} (${rec.action} on ${rec.node}): remediate-approve ${decision === 'approved' ? 'carries it out' : 'closes it'}, once however often it is clicked`;
       break;
     }
   }
