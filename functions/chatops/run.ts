@@ -24,7 +24,8 @@ import { DryRunNotifier, DryRunPublisher } from '../lib/dry-run.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { MigRebalanceConfig } from '../mig/run.ts';
 import type { Policy } from '../remediate/core/policy.ts';
-import { migApply, quarantine, quotaRollback, quotaShow, type CommandPorts } from './actions.ts';
+import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
+import { CHAT_APPROVALS_SHARD, decidePoolScale, migApply, poolScale, quarantine, quotaRollback, quotaShow, type CommandPorts, type PoolPorts } from './actions.ts';
 import { COMMANDS, helpText, parseCommand, ROLE_RANK, roleNeeded, type ChatCommand, type Role } from './core/command.ts';
 import type { ChatPlatform } from './core/signature.ts';
 
@@ -75,6 +76,8 @@ export interface ChatDeps {
   policy: Policy;
   /** The MIG rebalancer's settings (`mig apply`). */
   mig: MigRebalanceConfig;
+  /** The autoscaler's policy and cloud port (`pool scale`), when it manages pools here. */
+  pools?: PoolPorts;
 }
 
 /** The ports a command runs on: for `--dry-run` every one that acts is the dry-run decorator (lib/wiring.ts's choice, per command). */
@@ -82,6 +85,10 @@ function portsFor(deps: ChatDeps, dryRun: boolean, holder: string): CommandPorts
   const base = { clock: deps.clock, logger: deps.logger, holder };
   if (!dryRun) return { ...base, kube: deps.kube, publisher: deps.publisher, notifier: deps.notifier };
   return { ...base, kube: dryRunPorts(deps.kube, () => {}), publisher: new DryRunPublisher(deps.publisher, deps.logger), notifier: new DryRunNotifier(deps.logger) };
+}
+
+function poolsFor(deps: ChatDeps, dryRun: boolean): PoolPorts | undefined {
+  return deps.pools && dryRun ? { ...deps.pools, cloud: dryRunCloudPools(deps.pools.cloud, () => {}) } : deps.pools;
 }
 
 async function status(kube: DryRunnable, node: string | undefined): Promise<string> {
@@ -163,7 +170,7 @@ export async function runChatCommand(deps: ChatDeps, who: ChatUser, text: string
       answer = await quarantine(ports, deps.policy, who, c.node, c.gpu, usage, c.dryRun);
       break;
     case 'pool':
-      answer = 'pool scale is not built yet';
+      answer = await poolScale(ports, poolsFor(deps, c.dryRun), deps.policy.approvals.ttlMinutes, c.pool, c.size, usage, c.dryRun);
       break;
     case 'quota': {
       if (!deps.quota) {
@@ -199,7 +206,13 @@ export async function runChatCommand(deps: ChatDeps, who: ChatUser, text: string
       const decision = c.name === 'approve' ? 'approved' : 'rejected';
       // The store says whether there is anything left to decide; remediate-approve's own
       // exactly-once guard still decides two clicks that both found it open.
-      const rec = await getApproval(kube.state, c.id);
+      // A pool scale is chat's own approval: decided and carried out here, once.
+      const pool = c.dryRun ? undefined : await decidePoolScale(ports, poolsFor(deps, false), c.id, decision, `${who.platform}:${who.id}`);
+      if (pool) {
+        answer = pool;
+        break;
+      }
+      const rec = (await getApproval(kube.state, c.id)) ?? (await getApproval(kube.state, c.id, CHAT_APPROVALS_SHARD));
       if (!rec) {
         answer = `no approval ${c.id} is waiting (unknown id): nothing done`;
         break;
@@ -213,7 +226,7 @@ export async function runChatCommand(deps: ChatDeps, who: ChatUser, text: string
         break;
       }
       if (c.dryRun) {
-        answer = `dry run: would have ${decision} ${c.id} (${rec.action} on ${rec.node})`;
+        answer = `dry run: would have ${decision} ${c.id} (${rec.scale ? `${rec.scale.pool} ${rec.scale.from} → ${rec.scale.to}` : `${rec.action} on ${rec.node}`})`;
         break;
       }
       const detail: ApprovalDecidedDetail = { schemaVersion: SCHEMA_VERSION, eventId: `decision:${c.id}:${who.platform}:${who.id}:${now}`.slice(0, 128), occurredAt: new Date(now).toISOString(), approvalId: c.id, decision, decidedBy: { platform: who.platform, id: who.id.slice(0, 128), ...(who.name ? { name: who.name.slice(0, 128) } : {}) } };
