@@ -8,6 +8,7 @@ import { APPROVAL_DECIDED, CHATOPS_COMMAND, SCHEMA_VERSION, SOURCES, type Approv
 import type { EventPublisher } from '../adapters/bus.ts';
 import type { Clock } from '../adapters/clock.ts';
 import { dryRunPorts, type DryRunnable } from '../adapters/kube/dry-run.ts';
+import { getApproval } from '../remediate/approvals.ts';
 import { STATE_LABEL } from '../remediate/core/state.ts';
 import { parseConfigText } from '../lib/yaml-text.ts';
 import { drainOnce } from '../adapters/kube/drain.ts';
@@ -18,7 +19,14 @@ import { readMigFleet } from '../mig/supply.ts';
 import type { QuotaConfig } from '../quota/core/config.ts';
 import { planQuotas } from '../quota/core/planner.ts';
 import { quotaFacts } from '../quota/facts.ts';
-import { helpText, parseCommand, ROLE_RANK, roleNeeded, type ChatCommand, type Role } from './core/command.ts';
+import type { Notifier } from '../adapters/chat/notifier.ts';
+import { DryRunNotifier, DryRunPublisher } from '../lib/dry-run.ts';
+import type { Logger } from '../lib/logger.ts';
+import type { MigRebalanceConfig } from '../mig/run.ts';
+import type { Policy } from '../remediate/core/policy.ts';
+import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
+import { CHAT_APPROVALS_SHARD, decidePoolScale, migApply, poolScale, quarantine, quotaRollback, quotaShow, type CommandPorts, type PoolPorts } from './actions.ts';
+import { COMMANDS, helpText, parseCommand, ROLE_RANK, roleNeeded, type ChatCommand, type Role } from './core/command.ts';
 import type { ChatPlatform } from './core/signature.ts';
 
 export interface ChatUser {
@@ -35,6 +43,8 @@ export const ChatOpsConfigSchema = z
     roles: z.array(z.object({ match: Match, role: z.enum(['viewer', 'operator', 'admin']) }).strict()).default([]),
     /** Everyone no rule names. */
     default: z.enum(['none', 'viewer', 'operator', 'admin']).default('viewer'),
+    /** A higher role for a command than its own (`pool: admin`); never a lower one. */
+    require: z.partialRecord(z.enum(['help', 'status', 'cordon', 'uncordon', 'drain', 'approve', 'deny', 'quarantine', 'mig', 'quota', 'pool']), z.enum(['viewer', 'operator', 'admin'])).default({}),
   })
   .strict();
 export type ChatOpsConfig = z.output<typeof ChatOpsConfigSchema>;
@@ -55,10 +65,30 @@ export function roleOf(config: ChatOpsConfig, who: ChatUser): Role | 'none' {
 export interface ChatDeps {
   kube: DryRunnable;
   publisher: EventPublisher;
+  /** Where the cores' own notices go (remediation's, the MIG rebalancer's), as when they run by themselves. */
+  notifier: Notifier;
   clock: Clock;
+  logger: Logger;
   config: ChatOpsConfig;
-  /** The quota rewriter's teams, when this deployment has them (`quota plan`). */
+  /** The quota rewriter's teams, when this deployment has them (`quota show/plan/rollback`). */
   quota?: QuotaConfig;
+  /** Remediation's policy (`quarantine`: blast radius, fence backend, approvals). */
+  policy: Policy;
+  /** The MIG rebalancer's settings (`mig apply`). */
+  mig: MigRebalanceConfig;
+  /** The autoscaler's policy and cloud port (`pool scale`), when it manages pools here. */
+  pools?: PoolPorts;
+}
+
+/** The ports a command runs on: for `--dry-run` every one that acts is the dry-run decorator (lib/wiring.ts's choice, per command). */
+function portsFor(deps: ChatDeps, dryRun: boolean, holder: string): CommandPorts {
+  const base = { clock: deps.clock, logger: deps.logger, holder };
+  if (!dryRun) return { ...base, kube: deps.kube, publisher: deps.publisher, notifier: deps.notifier };
+  return { ...base, kube: dryRunPorts(deps.kube, () => {}), publisher: new DryRunPublisher(deps.publisher, deps.logger), notifier: new DryRunNotifier(deps.logger) };
+}
+
+function poolsFor(deps: ChatDeps, dryRun: boolean): PoolPorts | undefined {
+  return deps.pools && dryRun ? { ...deps.pools, cloud: dryRunCloudPools(deps.pools.cloud, () => {}) } : deps.pools;
 }
 
 async function status(kube: DryRunnable, node: string | undefined): Promise<string> {
@@ -100,13 +130,15 @@ export async function runChatCommand(deps: ChatDeps, who: ChatUser, text: string
   const c: ChatCommand = parsed.command;
   const args = parsed.words.slice(1);
   const role = roleOf(deps.config, who);
-  const need = roleNeeded(c);
+  const need = roleNeeded(c, deps.config.require);
   if (role === 'none' || ROLE_RANK[role] < ROLE_RANK[need]) {
     const answer = `not allowed: ${c.name} needs the ${need} role; ${who.platform} user ${who.id} has ${role === 'none' ? 'none' : `only ${role}`}`;
     await publish(c.name, args, answer, c.dryRun);
     return answer;
   }
-  const kube = c.dryRun ? dryRunPorts(deps.kube, () => {}) : deps.kube;
+  const ports = portsFor(deps, c.dryRun, `chatops-${who.platform}-${who.id}-${now}`.replace(/[^A-Za-z0-9.-]/g, '-').slice(0, 128));
+  const kube = ports.kube;
+  const usage = COMMANDS[c.name].usage;
   let answer: string;
   switch (c.name) {
     case 'help':
@@ -134,9 +166,23 @@ export async function runChatCommand(deps: ChatDeps, who: ChatUser, text: string
       answer = `${c.dryRun ? 'dry run: would have cordoned and drained' : 'cordoned and draining'} ${c.node}: ${parts.join('; ')}`;
       break;
     }
+    case 'quarantine':
+      answer = await quarantine(ports, deps.policy, who, c.node, c.gpu, usage, c.dryRun);
+      break;
+    case 'pool':
+      answer = await poolScale(ports, poolsFor(deps, c.dryRun), deps.policy.approvals.ttlMinutes, c.pool, c.size, usage, c.dryRun);
+      break;
     case 'quota': {
       if (!deps.quota) {
-        answer = 'no teams are configured here (QUOTA_CONFIG_FILE): there are no quotas to plan';
+        answer = `no teams are configured here (QUOTA_CONFIG_FILE): there are no quotas to ${c.sub === 'plan' ? 'plan' : c.sub}`;
+        break;
+      }
+      if (c.sub === 'show') {
+        answer = await quotaShow(ports, deps.quota);
+        break;
+      }
+      if (c.sub === 'rollback') {
+        answer = await quotaRollback(ports, deps.quota, c.namespace, c.dryRun);
         break;
       }
       const [nodes, pods, quotas] = await Promise.all([kube.nodes.list(), kube.pods.list(), kube.quotas.listQuotas()]);
@@ -146,6 +192,10 @@ export async function runChatCommand(deps: ChatDeps, who: ChatUser, text: string
       break;
     }
     case 'mig': {
+      if (c.sub === 'apply') {
+        answer = await migApply(ports, deps.mig, c.dryRun);
+        break;
+      }
       const [nodes, pods] = await Promise.all([kube.nodes.list(), kube.pods.list()]);
       const fleet = readMigFleet(nodes, pods);
       answer = migPlanTable(planMig(fleet.nodes, fleet.pending), fleet.notes).join('\n');
@@ -154,13 +204,34 @@ export async function runChatCommand(deps: ChatDeps, who: ChatUser, text: string
     case 'approve':
     case 'deny': {
       const decision = c.name === 'approve' ? 'approved' : 'rejected';
+      // The store says whether there is anything left to decide; remediate-approve's own
+      // exactly-once guard still decides two clicks that both found it open.
+      // A pool scale is chat's own approval: decided and carried out here, once.
+      const pool = c.dryRun ? undefined : await decidePoolScale(ports, poolsFor(deps, false), c.id, decision, `${who.platform}:${who.id}`);
+      if (pool) {
+        answer = pool;
+        break;
+      }
+      const rec = (await getApproval(kube.state, c.id)) ?? (await getApproval(kube.state, c.id, CHAT_APPROVALS_SHARD));
+      if (!rec) {
+        answer = `no approval ${c.id} is waiting (unknown id): nothing done`;
+        break;
+      }
+      if (rec.status !== 'open') {
+        answer = `${c.id} is already ${rec.status}${rec.decidedBy ? ` by ${rec.decidedBy}` : ''}: nothing more done`;
+        break;
+      }
+      if (now >= Date.parse(rec.expiresAt)) {
+        answer = `${c.id} expired at ${rec.expiresAt}: too late, nothing done (${rec.action} on ${rec.node} stays held back)`;
+        break;
+      }
       if (c.dryRun) {
-        answer = `dry run: would have ${decision} ${c.id}`;
+        answer = `dry run: would have ${decision} ${c.id} (${rec.scale ? `${rec.scale.pool} ${rec.scale.from} → ${rec.scale.to}` : `${rec.action} on ${rec.node}`})`;
         break;
       }
       const detail: ApprovalDecidedDetail = { schemaVersion: SCHEMA_VERSION, eventId: `decision:${c.id}:${who.platform}:${who.id}:${now}`.slice(0, 128), occurredAt: new Date(now).toISOString(), approvalId: c.id, decision, decidedBy: { platform: who.platform, id: who.id.slice(0, 128), ...(who.name ? { name: who.name.slice(0, 128) } : {}) } };
       await deps.publisher.publish([{ source: SOURCES.chatops, detailType: APPROVAL_DECIDED, detail }]);
-      answer = `${decision} ${c.id}: remediate-approve acts on it once (a second click changes nothing)`;
+      answer = `${decision} ${c.id} (${rec.action} on ${rec.node}): remediate-approve ${decision === 'approved' ? 'carries it out' : 'closes it'}, once however often it is clicked`;
       break;
     }
   }

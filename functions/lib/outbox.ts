@@ -24,7 +24,7 @@ export const OUTBOX_ANNOTATION = 'gpu-reflex.io/outbox';
 const MAX_BYTES = 64 * 1024;
 
 const EventSchema = z.object({ source: z.string(), detailType: z.string(), detail: z.record(z.string(), z.unknown()), resources: z.array(z.string()).optional() });
-const NoticeSchema = z.object({ id: z.string(), title: z.string(), text: z.string(), severity: z.enum(['info', 'warning', 'critical']) });
+const NoticeSchema = z.object({ id: z.string(), title: z.string(), text: z.string(), severity: z.enum(['info', 'warning', 'critical']), approval: z.object({ id: z.string() }).optional() });
 const PendingSchema = z.object({ events: z.array(EventSchema), notices: z.array(NoticeSchema) });
 
 /** What a node's outbox holds; a corrupt outbox reads as empty, with a warning (never throws). */
@@ -41,7 +41,7 @@ export function readOutbox(annotations: Readonly<Record<string, string>>): Outbo
   if (!parsed.success) return { events: [], notices: [], warning: `${OUTBOX_ANNOTATION} is corrupt: its events are lost` };
   return {
     events: parsed.data.events.map((e) => ({ source: e.source, detailType: e.detailType, detail: e.detail, ...(e.resources ? { resources: e.resources } : {}) })),
-    notices: parsed.data.notices,
+    notices: parsed.data.notices.map(({ approval, ...n }) => ({ ...n, ...(approval ? { approval } : {}) })),
   };
 }
 

@@ -85,7 +85,7 @@ export async function carryOut<R>(c: CarryOut<R>, ports: CarryOutPorts): Promise
   const outcome = new Map<string, StepOutcome>();
   for (const n of box.notices) {
     try {
-      await ports.notifier.notify({ title: n.title, text: n.text, severity: n.severity });
+      await ports.notifier.notify({ title: n.title, text: n.text, severity: n.severity, ...(n.approval ? { approval: n.approval } : {}) });
       outcome.set(n.id, { result: 'done' });
     } catch (err) {
       unsent.push(n);

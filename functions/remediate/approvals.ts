@@ -29,11 +29,18 @@ const ApprovalRecordSchema = z.object({
   decidedBy: z.string().optional(),
   decidedAt: z.string().optional(),
   note: z.string().optional(),
+  /** A pool scale held for approval (chat's `pool scale`): the node pool and the sizes, typed. */
+  scale: z.object({ pool: z.string(), from: z.number().int(), to: z.number().int() }).optional(),
 });
 export type ApprovalRecord = z.infer<typeof ApprovalRecordSchema>;
 
-/** All approvals share one shard: few are open at once, and each key is written a handful of times. */
-const storeOf = (state: StateStore): StateStore => (state.shard ? state.shard('approvals') : state);
+/**
+ * Remediation's approvals share one shard: few are open at once, and each key is written a handful
+ * of times. Another owner (chat's pool scales) keeps its own shard, which remediation's sweep and
+ * remediate-approve never read.
+ */
+export const APPROVALS_SHARD = 'approvals';
+const storeOf = (state: StateStore, shard = APPROVALS_SHARD): StateStore => (state.shard ? state.shard(shard) : state);
 const keyOf = (id: string) => `approval.${id}`;
 
 function parse(v: Json | undefined): ApprovalRecord | undefined {
@@ -42,9 +49,9 @@ function parse(v: Json | undefined): ApprovalRecord | undefined {
 }
 
 /** Records an open approval; one already recorded under that id (a redelivery) is kept as it is. */
-export async function recordApproval(state: StateStore, rec: ApprovalRecord): Promise<ApprovalRecord> {
+export async function recordApproval(state: StateStore, rec: ApprovalRecord, shard?: string): Promise<ApprovalRecord> {
   let kept = rec;
-  await storeOf(state).update(keyOf(rec.id), (cur): Json | undefined => {
+  await storeOf(state, shard).update(keyOf(rec.id), (cur): Json | undefined => {
     const old = parse(cur);
     if (old) {
       kept = old;
@@ -55,8 +62,8 @@ export async function recordApproval(state: StateStore, rec: ApprovalRecord): Pr
   return kept;
 }
 
-export async function getApproval(state: StateStore, id: string): Promise<ApprovalRecord | undefined> {
-  return parse(await storeOf(state).get(keyOf(id)));
+export async function getApproval(state: StateStore, id: string, shard?: string): Promise<ApprovalRecord | undefined> {
+  return parse(await storeOf(state, shard).get(keyOf(id)));
 }
 
 export async function listApprovals(state: StateStore): Promise<ApprovalRecord[]> {
@@ -67,10 +74,10 @@ export async function listApprovals(state: StateStore): Promise<ApprovalRecord[]
  * Closes an open approval. Returns the record as it is afterwards and whether this call closed
  * it: a second decision finds it closed and changes nothing.
  */
-export async function closeApproval(state: StateStore, id: string, to: Exclude<ApprovalStatus, 'open'>, by: { decidedBy?: string; at: Date; note?: string }): Promise<{ closed: boolean; record?: ApprovalRecord }> {
+export async function closeApproval(state: StateStore, id: string, to: Exclude<ApprovalStatus, 'open'>, by: { decidedBy?: string; at: Date; note?: string }, shard?: string): Promise<{ closed: boolean; record?: ApprovalRecord }> {
   let closed = false;
   let record: ApprovalRecord | undefined;
-  await storeOf(state).update(keyOf(id), (cur): Json | undefined => {
+  await storeOf(state, shard).update(keyOf(id), (cur): Json | undefined => {
     const old = parse(cur);
     record = old;
     if (!old || old.status !== 'open') return cur; // unchanged

@@ -8,6 +8,8 @@ export interface Notice {
   title: string;
   text: string;
   severity: 'info' | 'warning' | 'critical';
+  /** An approval request: the text says how to answer (`approve ID`); Slack also gets buttons. */
+  approval?: { id: string };
 }
 
 /** Port. `notify` may throw; wrap it with `safeNotifier` where a failure must not propagate. */

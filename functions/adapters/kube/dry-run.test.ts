@@ -6,6 +6,8 @@ import { dryRunPorts } from './dry-run.ts';
 import type { DryRunAction } from './dry-run.ts';
 import { fakeKube } from './fake.ts';
 import type { FakeKube } from './fake.ts';
+import type { Json } from './model.ts';
+import type { StateStore } from './ports.ts';
 
 function seeded(): FakeKube {
   const k = fakeKube({ clock: manualClock() });
@@ -82,6 +84,31 @@ describe('dryRunPorts', () => {
     expect(actions.map((a) => a.op)).toEqual(['nodes.cordon', 'pods.evict']);
     expect(k.cluster.pods().every((p) => !p.terminating)).toBe(true);
     expect((await k.nodes.get('n1')).unschedulable).toBe(false);
+  });
+
+  it('reads a shard where the real store keeps it, and writes nothing there', async () => {
+    const objects = new Map<string, Map<string, Json>>();
+    const store = (name: string): StateStore => {
+      const m = objects.get(name) ?? objects.set(name, new Map()).get(name)!;
+      return {
+        get: async (k) => m.get(k),
+        getAll: async () => Object.fromEntries(m),
+        update: async (k, fn) => {
+          const v = fn(m.get(k));
+          if (v === undefined) m.delete(k);
+          else m.set(k, v);
+          return v;
+        },
+        shard: (n) => store(`${name}-${n}`),
+      };
+    };
+    await store('state').shard!('approvals').update('approval.apr-1', () => ({ status: 'open' }));
+    const seen: DryRunAction[] = [];
+    const dry = dryRunPorts({ ...seeded(), state: store('state') }, (a) => seen.push(a));
+    expect(await dry.state.shard!('approvals').get('approval.apr-1')).toEqual({ status: 'open' });
+    expect(await dry.state.shard!('approvals').update('approval.apr-1', () => ({ status: 'approved-applied' }))).toEqual({ status: 'approved-applied' });
+    expect(objects.get('state-approvals')?.get('approval.apr-1')).toEqual({ status: 'open' });
+    expect(seen.map((a) => a.args)).toEqual([['approvals/approval.apr-1']]);
   });
 
   it('reads still fail as the real ports do', async () => {

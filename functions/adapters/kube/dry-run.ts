@@ -76,12 +76,15 @@ export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: Dr
     },
   };
 
-  const stateStore: StateStore = {
-    get: (k) => state.get(k),
-    getAll: () => state.getAll(),
+  // Shards too: a dry run must read the approvals and the ledger where the real run keeps them.
+  const dryStore = (store: StateStore, prefix: string): StateStore => ({
+    get: (k) => store.get(k),
+    getAll: () => store.getAll(),
     update: async <T extends Json>(k: string, fn: (cur: Json | undefined) => T | undefined) =>
-      note('state.update', [k], fn(await state.get(k))),
-  };
+      note('state.update', [`${prefix}${k}`], fn(await store.get(k))),
+    ...(store.shard ? { shard: (name: string) => dryStore(store.shard!(name), `${prefix}${name}/`) } : {}),
+  });
+  const stateStore = dryStore(state, '');
 
   const leaseOps: LeaseOps = {
     get: (n) => leases.get(n),

@@ -10,17 +10,28 @@ export type ChatCommand =
   | { name: 'status'; node?: string; dryRun: boolean }
   | { name: 'cordon' | 'uncordon' | 'drain'; node: string; dryRun: boolean }
   | { name: 'approve' | 'deny'; id: string; dryRun: boolean }
-  | { name: 'quota' | 'mig'; sub: 'plan'; dryRun: boolean };
+  /** GPU: an index (`3`) or a UUID (`GPU-…`), checked against the node by the runner. */
+  | { name: 'quarantine'; node: string; gpu: string; dryRun: boolean }
+  | { name: 'mig'; sub: 'plan' | 'apply'; dryRun: boolean }
+  | { name: 'quota'; sub: 'plan' | 'show'; dryRun: boolean }
+  | { name: 'quota'; sub: 'rollback'; namespace?: string; dryRun: boolean }
+  | { name: 'pool'; sub: 'scale'; pool: string; size: number; dryRun: boolean };
+
+type Bare = ChatCommand extends infer C ? (C extends ChatCommand ? Omit<C, 'dryRun'> : never) : never;
 
 interface Spec {
   usage: string;
-  role: Role;
-  parse(args: string[]): Omit<ChatCommand, 'dryRun'> | string;
+  /** The role the command needs; per sub-command where reading and acting share a word. */
+  role: Role | ((c: Bare) => Role);
+  parse(args: string[]): Bare | string;
 }
 
 const NODE = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 const node = (name: 'cordon' | 'uncordon' | 'drain') => (args: string[]) =>
   args.length !== 1 ? `expected one node name, got ${args.length}` : NODE.test(args[0]!) ? { name, node: args[0]! } : `"${args[0]}" is not a node name`;
+const GPU = /^(\d{1,2}|GPU-[0-9a-fA-F-]{8,64})$/;
+const NAMESPACE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
+const POOL = /^np[a-z0-9-]*$/;
 const decide = (name: 'approve' | 'deny') => (args: string[]) =>
   args.length !== 1 ? `expected one approval id, got ${args.length}` : /^apr-[a-z0-9-]{4,64}$/.test(args[0]!) ? { name, id: args[0]! } : `"${args[0]}" is not an approval id (apr-…)`;
 
@@ -30,8 +41,32 @@ export const COMMANDS: Record<ChatCommand['name'], Spec> = {
   cordon: { usage: 'cordon NODE [--dry-run]', role: 'operator', parse: node('cordon') },
   uncordon: { usage: 'uncordon NODE [--dry-run]', role: 'operator', parse: node('uncordon') },
   drain: { usage: 'drain NODE [--dry-run]', role: 'operator', parse: node('drain') },
-  quota: { usage: 'quota plan', role: 'viewer', parse: (a) => (a.length === 1 && a[0] === 'plan' ? { name: 'quota', sub: 'plan' } : 'the quota command here is "quota plan" (show the quotas the rewriter would write)') },
-  mig: { usage: 'mig plan', role: 'viewer', parse: (a) => (a.length === 1 && a[0] === 'plan' ? { name: 'mig', sub: 'plan' } : 'the mig command here is "mig plan" (which idle GPUs would be relaid)') },
+  quarantine: {
+    usage: 'quarantine NODE GPU [--dry-run]  (GPU: index or UUID)',
+    role: 'operator',
+    parse: (a) =>
+      a.length !== 2 ? `expected a node and a GPU, got ${a.length} word(s)` : !NODE.test(a[0]!) ? `"${a[0]}" is not a node name` : !GPU.test(a[1]!) ? `"${a[1]}" is not a GPU index or UUID (GPU-…)` : { name: 'quarantine', node: a[0]!, gpu: a[1]! },
+  },
+  quota: {
+    usage: 'quota show | quota plan | quota rollback [NAMESPACE] [--dry-run]',
+    role: (c) => (c.name === 'quota' && c.sub === 'rollback' ? 'operator' : 'viewer'),
+    parse: (a) => {
+      if (a.length === 1 && (a[0] === 'plan' || a[0] === 'show')) return { name: 'quota', sub: a[0] };
+      if (a[0] === 'rollback' && a.length <= 2) return a[1] === undefined ? { name: 'quota', sub: 'rollback' } : NAMESPACE.test(a[1]) ? { name: 'quota', sub: 'rollback', namespace: a[1] } : `"${a[1]}" is not a namespace`;
+      return 'expected show, plan or rollback [NAMESPACE]';
+    },
+  },
+  mig: {
+    usage: 'mig plan | mig apply [--dry-run]',
+    role: (c) => (c.name === 'mig' && c.sub === 'apply' ? 'operator' : 'viewer'),
+    parse: (a) => (a.length === 1 && (a[0] === 'plan' || a[0] === 'apply') ? { name: 'mig', sub: a[0] } : 'expected plan (which idle GPUs would be relaid) or apply (relay them)'),
+  },
+  pool: {
+    usage: 'pool scale POOL N [--dry-run]  (N: the desired size)',
+    role: 'operator',
+    parse: (a) =>
+      a[0] !== 'scale' || a.length !== 3 ? 'expected scale, a node pool id and a size' : !POOL.test(a[1]!) ? `"${a[1]}" is not a node pool id (np…)` : !/^\d{1,4}$/.test(a[2]!) ? `"${a[2]}" is not a node count` : { name: 'pool', sub: 'scale', pool: a[1]!, size: Number(a[2]) },
+  },
   approve: { usage: 'approve ID [--dry-run]', role: 'operator', parse: decide('approve') },
   deny: { usage: 'deny ID [--dry-run]', role: 'operator', parse: decide('deny') },
 };
@@ -56,10 +91,17 @@ export function parseCommand(text: string): Parsed {
   if (unknownFlag) return { ok: false, error: `unknown flag ${unknownFlag}. Usage: ${spec.usage}`, words: cleaned };
   const r = spec.parse(args);
   if (typeof r === 'string') return { ok: false, error: `${r}. Usage: ${spec.usage}`, words: cleaned };
-  return { ok: true, command: { ...r, dryRun } as ChatCommand, words: cleaned };
+  return { ok: true, command: { ...r, dryRun }, words: cleaned };
 }
 
-/** The role a command needs; a dry run of a mutating command needs only a viewer. */
-export function roleNeeded(c: ChatCommand): Role {
-  return c.dryRun ? 'viewer' : COMMANDS[c.name].role;
+/**
+ * The role a command needs: its own, raised by the config's `require` (never lowered); a dry run
+ * of any command needs only a viewer.
+ */
+export function roleNeeded(c: ChatCommand, require: Partial<Record<ChatCommand['name'], Role>> = {}): Role {
+  if (c.dryRun) return 'viewer';
+  const role = COMMANDS[c.name].role;
+  const own = typeof role === 'function' ? role(c) : role;
+  const raised = require[c.name];
+  return raised && ROLE_RANK[raised] > ROLE_RANK[own] ? raised : own;
 }

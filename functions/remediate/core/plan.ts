@@ -9,13 +9,14 @@
 import type { RemediationAction } from '../../../events/index.ts';
 import { checkBlastRadius, takesCapacity } from './blast-radius.ts';
 import { decideLevel, ladderOf } from './escalation.ts';
-import { fenceBackendOf, resolveRule, type FenceBackend, type Policy, type RuleTrigger } from './policy.ts';
+import { fenceBackendOf, resolveRule, type FenceBackend, type Policy, type Rule, type RuleTrigger } from './policy.ts';
 import type { Notice } from '../../lib/plan.ts';
 import { adoptOrphans, deriveNode, newGpuActions, nodeEdit } from './reconcile.ts';
 import { deviceTaintChange, fenceWords, needsReset } from './gpu-repair.ts';
 import { affectedPods, evictable, faultSite, type FaultSite } from './scope.ts';
+import { approvalIdFor } from './detail.ts';
 import { boundState, cmp, isOpen, type Incident, type IncidentPhase, type NodeState } from './state.ts';
-import type { NodeFacts, Plan, PlanTarget, PlanTrigger, PodFacts, RemediationFacts } from './types.ts';
+import type { NodeFacts, Plan, PlanTarget, PlanTrigger, PodFacts, RemediationFacts, TriggerEvent } from './types.ts';
 import { actionWords, letFinishWords, nextWords, triggerWords } from './words.ts';
 
 /** Occurrences older than this are dropped from the history (longest sensible escalation window). */
@@ -74,17 +75,13 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     return noop(closes ? `${words}: resolved; incident closed` : `${words}: resolved; ${after}`, open.action, next);
   }
 
-  const ruleTrigger: RuleTrigger =
-    event.detailType === 'GPU XID Error'
-      ? { kind: 'xid', xid: event.detail.xid, ...(event.detail.recoveryAction ? { recoveryAction: event.detail.recoveryAction } : {}), ...(event.detail.severity ? { severity: event.detail.severity } : {}) }
-      : { kind: 'condition', condition: event.detail.condition, severity: event.detail.severity, ...(event.detail.recoveryAction ? { recoveryAction: event.detail.recoveryAction } : {}) };
-  const rule = resolveRule(policy, facts.pool.name, ruleTrigger);
+  const rule = event.detailType === 'Operator Request' ? operatorRule(event.detail.by) : resolveRule(policy, facts.pool.name, ruleTriggerOf(event));
   if (rule.action === 'ignore') return noop(`${words}: informational (${rule.source} → ignore)`, 'ignore');
 
   if (event.detailType === 'GPU Health Changed' && event.detail.condition === 'monitoring-degraded') {
     // Never a hardware verdict: the agent cannot see, which says nothing about the GPUs.
     const next = ws(state);
-    const notices = [notice('observe', node, `gpu-reflex cannot watch node ${node.name}: ${d.message}`)];
+    const notices = [notice('observe', node, `gpu-reflex cannot watch node ${node.name}: ${event.detail.message}`)];
     return { ...base, kind: 'act', action: 'observe', phase: 'decided', ...edit(next), notices, reason: `${words}. Monitoring is degraded: this is not a hardware verdict, so nothing is quarantined; a person is told`, nextState: next };
   }
 
@@ -97,7 +94,7 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   // A GPU action needs a GPU; a node-wide event asking for one drains the node instead.
   if (action === 'quarantine-gpu' && !site.gpu) action = 'drain-node';
   // The recovery action the newest firing names: DRAIN_P2P quiesces, a later GPU_RESET resets.
-  const named = d.recoveryAction;
+  const named = recoveryActionOf(event);
   const counted: Incident = open
     ? {
         ...open, lastAt: maxIso(open.lastAt, d.observedAt), firstAt: minIso(open.firstAt, d.observedAt), count: open.count + 1, workloads: union(open.workloads, podUids), eventId: d.eventId,
@@ -138,7 +135,10 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
       const waiting: Incident = { ...counted, action, level: decision.level, phase: 'awaiting-approval', since: open?.phase === 'awaiting-approval' ? open.since : now.toISOString() };
       const next = ws(replace(s1, waiting));
       const summary = `${action} on node ${node.name} needs approval: ${verdict.words}`;
-      return { ...base, kind: 'approval', action, scope, phase: 'awaiting-approval', target, ...edit(next), approval: { summary }, notices: [notice(action, node, summary)], reason: `${reasonCore} Held back by the blast radius: ${verdict.words}. A person must approve; the sweep acts by itself once the window has room`, nextState: next };
+      // The id the store records it under (run.ts): what a person answers in chat.
+      const id = approvalIdFor(waiting.key, waiting.firstAt);
+      const ask = { ...notice(action, node, `${summary}. Answer "approve ${id}" or "deny ${id}" within ${policy.approvals.ttlMinutes} min`), approval: { id } };
+      return { ...base, kind: 'approval', action, scope, phase: 'awaiting-approval', target, ...edit(next), approval: { summary }, notices: [ask], reason: `${reasonCore} Held back by the blast radius: ${verdict.words}. A person must approve; the sweep acts by itself once the window has room`, nextState: next };
     }
   }
 
@@ -166,6 +166,20 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   return { ...base, kind: 'act', action, scope, phase: 'decided', target, ...edit(next), evictions, notices, reason, nextState: next };
 }
 
+function ruleTriggerOf(event: Exclude<TriggerEvent, { detailType: 'Operator Request' }>): RuleTrigger {
+  return event.detailType === 'GPU XID Error'
+    ? { kind: 'xid', xid: event.detail.xid, ...(event.detail.recoveryAction ? { recoveryAction: event.detail.recoveryAction } : {}), ...(event.detail.severity ? { severity: event.detail.severity } : {}) }
+    : { kind: 'condition', condition: event.detail.condition, severity: event.detail.severity, ...(event.detail.recoveryAction ? { recoveryAction: event.detail.recoveryAction } : {}) };
+}
+
+/**
+ * A person's quarantine: the GPU is fenced, its pods moved, and it comes back after a verified
+ * reset and probe, as any quarantine; no rung above it (a person asked for this, not more).
+ */
+function operatorRule(by: string): Rule {
+  return { action: 'quarantine-gpu', then: [], escalate: null, notify: true, source: `asked by ${by}`, letWorkFinish: null };
+}
+
 /** What people are told about a node, as a typed notice (rendered to chat by the notifier). */
 export function notice(action: Plan['action'], node: Pick<NodeFacts, 'name'>, text: string, severity: Notice['severity'] = 'warning'): Notice {
   return { title: `gpu-reflex: ${action} on ${node.name}`, text, severity };
@@ -179,9 +193,14 @@ function planTrigger(facts: RemediationFacts): PlanTrigger {
     detailType: event.detailType,
     node: d.node,
     ...(d.gpu ? { gpuUuid: d.gpu.uuid } : {}),
-    ...(event.detailType === 'GPU XID Error' ? { xid: event.detail.xid } : { condition: event.detail.condition }),
+    ...(event.detailType === 'GPU XID Error' ? { xid: event.detail.xid } : event.detailType === 'GPU Health Changed' ? { condition: event.detail.condition } : {}),
     observedAt: d.observedAt,
   };
+}
+
+/** The recovery action (field 230) an agent's event names; a person's request names none. */
+function recoveryActionOf(event: RemediationFacts['event']): Incident['recoveryAction'] {
+  return 'recoveryAction' in event.detail ? event.detail.recoveryAction : undefined;
 }
 
 function newIncident(site: FaultSite, facts: RemediationFacts, ladder: RemediationAction[], level: number, action: RemediationAction, podUids: string[]): Incident {
@@ -190,8 +209,8 @@ function newIncident(site: FaultSite, facts: RemediationFacts, ladder: Remediati
   return {
     key: site.key,
     trigger: site.trigger,
-    ...(ev.detailType === 'GPU XID Error' ? { xid: ev.detail.xid } : { condition: ev.detail.condition }),
-    ...(d.recoveryAction ? { recoveryAction: d.recoveryAction } : {}),
+    ...(ev.detailType === 'GPU XID Error' ? { xid: ev.detail.xid } : ev.detailType === 'GPU Health Changed' ? { condition: ev.detail.condition } : {}),
+    ...(recoveryActionOf(ev) ? { recoveryAction: recoveryActionOf(ev) } : {}),
     ...(site.gpu ? { gpu: site.gpu.uuid } : {}),
     ...(site.mig ? { mig: { gi: site.mig.gpuInstanceId, ...(site.mig.computeInstanceId !== undefined ? { ci: site.mig.computeInstanceId } : {}), ...(site.mig.uuid ? { uuid: site.mig.uuid } : {}) } } : {}),
     scope: site.scope,

@@ -8,10 +8,13 @@
 import { xidStaysInInstance, type GpuRef, type MigRef, type PodRef } from '../../../events/index.ts';
 import type { PodFacts, RemediationFacts, Scope } from './types.ts';
 
+/** The GPU a fault concerns: always its UUID; its index when the trigger knows it. */
+export type GpuSite = Pick<GpuRef, 'uuid'> & { index?: number };
+
 export interface FaultSite {
   scope: Scope;
   node: string;
-  gpu?: GpuRef;
+  gpu?: GpuSite;
   mig?: MigRef;
   /** `xid-79` or the health condition. */
   trigger: string;
@@ -24,7 +27,7 @@ export interface FaultSite {
 export function faultSite(facts: Pick<RemediationFacts, 'event'>): FaultSite {
   const { event } = facts;
   const d = event.detail;
-  const trigger = event.detailType === 'GPU XID Error' ? `xid-${event.detail.xid}` : event.detail.condition;
+  const trigger = event.detailType === 'GPU XID Error' ? `xid-${event.detail.xid}` : event.detailType === 'GPU Health Changed' ? event.detail.condition : 'operator';
   const gpu = d.gpu;
   // A whole-GPU XID seen on a MIG instance (95, 64, 48, …) is the whole GPU's: its reset destroys
   // every instance, so the incident, its fence and its pods are the GPU's (INSTANCE_SCOPED_XIDS).
@@ -72,6 +75,6 @@ export function nodeTarget(node: string): string {
 /** Short GPU label for reasons: `GPU 3 (GPU-5f2c3a1e…)`. */
 export function gpuWords(site: FaultSite): string {
   if (!site.gpu) return `node ${site.node}`;
-  const g = `GPU ${site.gpu.index} (${site.gpu.uuid.slice(0, 12)}…)`;
+  const g = site.gpu.index !== undefined ? `GPU ${site.gpu.index} (${site.gpu.uuid.slice(0, 12)}…)` : `GPU ${site.gpu.uuid}`;
   return site.mig ? `MIG instance ${site.mig.gpuInstanceId}${site.mig.profile ? ` (${site.mig.profile})` : ''} of ${g}` : g;
 }

@@ -18,7 +18,28 @@ import type { NodeState, Taint } from './state.ts';
 
 export type TriggerEvent =
   | { detailType: typeof GPU_XID_ERROR; detail: GpuXidErrorDetail }
-  | { detailType: typeof GPU_HEALTH_CHANGED; detail: GpuHealthChangedDetail };
+  | { detailType: typeof GPU_HEALTH_CHANGED; detail: GpuHealthChangedDetail }
+  | { detailType: typeof OPERATOR_REQUEST; detail: OperatorRequestDetail };
+
+/**
+ * A person asked for a GPU quarantine (chat `quarantine NODE GPU`). Planned and applied as
+ * remediation's own quarantine-gpu (same blast radius, fence, reset, probe and restore); it is
+ * not an agent's observation, so no policy rule, no escalation and no XID or condition.
+ */
+export const OPERATOR_REQUEST = 'Operator Request';
+export interface OperatorRequestDetail {
+  eventId: string;
+  node: string;
+  /** When the person asked. */
+  observedAt: string;
+  /** The index is known only where the node lists its GPUs (the agent's MIG inventory). */
+  gpu: { uuid: string; index?: number };
+  action: 'quarantine-gpu';
+  /** `platform:id` of who asked. */
+  by: string;
+  pods?: undefined;
+  mig?: undefined;
+}
 
 export interface NodeFacts {
   name: string;

@@ -28,6 +28,7 @@ export function triggerWords(event: TriggerEvent, site: FaultSite): string {
     const ra = d.recoveryAction ? `; the driver asks for recovery action ${d.recoveryAction}` : '';
     return `XID ${d.xid} (${info.meaning}) on ${gpuWords(site)} of node ${d.node}: ${BUCKET_WORDS[info.nvidiaAction]}${ra}`;
   }
+  if (event.detailType === 'Operator Request') return `quarantine of ${gpuWords(site)} of node ${event.detail.node} asked by ${event.detail.by}`;
   const d = event.detail;
   const measured = d.value !== undefined ? ` (${d.value}${d.unit ? ' ' + d.unit : ''}${d.threshold !== undefined ? `, threshold ${d.threshold}` : ''})` : '';
   const ra = d.recoveryAction ? ` asking for ${d.recoveryAction}` : '';
