@@ -13,7 +13,8 @@
 import type { Notifier } from '../adapters/chat/notifier.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { NodeChange } from '../adapters/kube/node-change.ts';
-import type { DeviceTaintOps, NodeOps, PodOps } from '../adapters/kube/ports.ts';
+import { evictionsNote } from '../adapters/kube/event-notes.ts';
+import type { DeviceTaintOps, EventRecorder, NodeOps, PodOps } from '../adapters/kube/ports.ts';
 import { encodeOutbox, OUTBOX_ANNOTATION } from './outbox.ts';
 import type { Actions, CloudAction, NodeEdit } from './plan.ts';
 
@@ -44,6 +45,8 @@ export interface ActionPorts {
   cloud?: CloudOps;
   /** DRA DeviceTaintRules; absent where the deployment has no resource.k8s.io access. */
   deviceTaints?: Pick<DeviceTaintOps, 'create' | 'remove'>;
+  /** Kubernetes Events: the accepted evictions as one Event on the node (event-notes.ts). */
+  events?: EventRecorder;
 }
 
 /** Encodes a function's typed node record into the metadata it is stored in. */
@@ -83,6 +86,10 @@ export async function applyActions<R>(actions: Actions<R>, ports: ActionPorts, c
       applied.evictions.push({ result: 'failed', message: clip((err as Error).message) });
     }
   }
+  // The evictions are about the node being edited (or read as the plan's basis); recording never throws.
+  const evicted = actions.evictions.filter((_, i) => applied.evictions[i]?.result === 'done').map((p) => `${p.namespace}/${p.name}`);
+  const node = actions.nodeEdit?.node ?? basis?.name;
+  if (evicted.length > 0 && node && ports.events) await ports.events.record({ kind: 'Node', name: node }, evictionsNote(evicted));
   for (const notice of actions.notices) {
     try {
       await ports.notifier.notify(notice);
