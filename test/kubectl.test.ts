@@ -7,7 +7,7 @@ import { startKubeSim, wallClock, type Fleet, type KubeSim } from '../infra/loca
 import { clients } from '../infra/local/kube/test-helpers.ts';
 import { commandWorks, requireTool } from './tools.ts';
 import { loadKubeConfig } from '../functions/adapters/kube/config.ts';
-import { kubePorts } from '../functions/adapters/kube/index.ts';
+import { kubePorts } from '../functions/adapters/kube/client.ts';
 
 /**
  * The simulated cluster driven by the real kubectl. Where kubectl is not installed the tests are

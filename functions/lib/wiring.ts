@@ -9,11 +9,13 @@
  * port that acts wrapped in a recording decorator. No plan, fact or policy carries the flag.
  */
 import { readFileSync } from 'node:fs';
-import { EventBridgePublisher, type EventPublisher } from '../adapters/bus.ts';
+import type { EventPublisher } from '../adapters/bus.ts';
+import { EventBridgePublisher } from '../adapters/bus-eventbridge.ts';
 import { RecordingNotifier, WebhookNotifier, type Notifier } from '../adapters/chat/notifier.ts';
 import { currentClock, type Clock } from '../adapters/clock.ts';
 import { dryRunPorts } from '../adapters/kube/dry-run.ts';
-import { kubePorts, loadKubeConfig, type KubePorts, type KubePortsOptions } from '../adapters/kube/index.ts';
+import { kubePorts, loadKubeConfig } from '../adapters/kube/client.ts';
+import type { KubePorts, KubePortsOptions } from '../adapters/kube/index.ts';
 import { ConfigError, loadFunctionsConfig, type FunctionsConfig } from '../config.ts';
 import { DryRunNotifier, DryRunPublisher } from './dry-run.ts';
 import { createLogger, type Logger } from './logger.ts';

@@ -11,7 +11,8 @@ import { createLogger } from '../../lib/logger.ts';
 import { loadKubeConfig } from './config.ts';
 import { dryRunPorts } from './dry-run.ts';
 import { drain } from './drain.ts';
-import { kubePorts, type KubePorts } from './index.ts';
+import { kubePorts } from './client.ts';
+import type { KubePorts } from './index.ts';
 
 type Sim = Awaited<ReturnType<typeof startKubeSim>>;
 
