@@ -15,7 +15,7 @@ import { handleChatRequest } from './webhook.ts';
 
 export type ChatWiring = FunctionDeps<{ chat: ChatOpsConfig; secrets: ChatSecrets; quotaTeams?: QuotaConfig }>;
 
-export function wireChat(service: string, env: NodeJS.ProcessEnv = process.env): ChatWiring {
+export function wireChat(service: string, env: NodeJS.ProcessEnv = process.env): Promise<ChatWiring> {
   return wireFromEnv(service, () => {
     const chat = configFileFromEnv(env, 'CHATOPS_CONFIG_FILE', parseChatOpsConfig, ChatOpsConfigError) ?? ChatOpsConfigSchema.parse({});
     const secrets: ChatSecrets = {
@@ -29,15 +29,15 @@ export function wireChat(service: string, env: NodeJS.ProcessEnv = process.env):
   }, env);
 }
 
-export function createChatHandler(getDeps: () => ChatWiring) {
+export function createChatHandler(getDeps: () => ChatWiring | Promise<ChatWiring>) {
   return rawHttpHandler({
     name: 'chatops',
-    logger: () => getDeps().logger,
+    logger: async () => (await getDeps()).logger,
     async handle(body, { logger, request }) {
-      const d = getDeps();
+      const d = await getDeps();
       return handleChatRequest({ kube: d.kube, publisher: d.publisher, clock: d.clock, config: d.chat, secrets: d.secrets, logger, ...(d.quotaTeams ? { quota: d.quotaTeams } : {}) }, request, body);
     },
   });
 }
 
-export const handler = createChatHandler(lazy((): ChatWiring => wireChat('chatops')));
+export const handler = createChatHandler(lazy((): Promise<ChatWiring> => wireChat('chatops')));
