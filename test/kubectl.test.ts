@@ -7,7 +7,7 @@ import { startKubeSim, wallClock, type Fleet, type KubeSim } from '../infra/loca
 import { clients } from '../infra/local/kube/test-helpers.ts';
 import { commandWorks, requireTool } from './tools.ts';
 import { loadKubeConfig } from '../functions/adapters/kube/config.ts';
-import { kubePorts } from '../functions/adapters/kube/index.ts';
+import { kubePorts } from '../functions/adapters/kube/client.ts';
 import { applyActions } from '../functions/lib/apply.ts';
 import { noActions } from '../functions/lib/plan.ts';
 import { RecordingNotifier } from '../functions/adapters/chat/notifier.ts';

@@ -16,7 +16,6 @@ import { migConfig } from '../mig/wiring.ts';
 import type { MigRebalanceConfig } from '../mig/run.ts';
 import type { Policy } from '../remediate/core/policy.ts';
 import { remediationConfig } from '../remediate/wiring.ts';
-import { AliCloudPools, aliCloudSettingsFromEnv } from '../adapters/alicloud/client.ts';
 import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
 import { autoscalePolicyFromEnv } from '../autoscale/wiring.ts';
 import type { PoolPorts } from './actions.ts';
@@ -26,8 +25,8 @@ import { handleChatRequest } from './webhook.ts';
 
 export type ChatWiring = FunctionDeps<{ chat: ChatOpsConfig; secrets: ChatSecrets; quotaTeams?: QuotaConfig; policy: Policy; mig: MigRebalanceConfig; pools?: PoolPorts }>;
 
-export function wireChat(service: string, env: NodeJS.ProcessEnv = process.env): ChatWiring {
-  const base = wireFromEnv(service, () => {
+export async function wireChat(service: string, env: NodeJS.ProcessEnv = process.env): Promise<ChatWiring> {
+  const base = await wireFromEnv(service, () => {
     const chat = configFileFromEnv(env, 'CHATOPS_CONFIG_FILE', parseChatOpsConfig, ChatOpsConfigError) ?? ChatOpsConfigSchema.parse({});
     const secrets: ChatSecrets = {
       ...(env['CHAT_SLACK_SIGNING_SECRET'] ? { slackSigningSecret: env['CHAT_SLACK_SIGNING_SECRET'] } : {}),
@@ -41,22 +40,24 @@ export function wireChat(service: string, env: NodeJS.ProcessEnv = process.env):
     const mig = migConfig(env);
     return { own: { chat, secrets, ...(quotaTeams ? { quotaTeams } : {}), policy: remediation.own.policy, mig: mig.own.mig }, kube: { ...remediation.kube, ...mig.kube } };
   }, env);
-  // `pool scale` reaches the cloud as autoscale-pools does, and only where its policy names pools.
+  // `pool scale` reaches the cloud as autoscale-pools does, and only where its policy names pools;
+  // the Alibaba client loads only then (cold start: docs/deploy.md).
   const autoscale = autoscalePolicyFromEnv(env);
   if (Object.keys(autoscale.pools).length === 0) return base;
+  const { AliCloudPools, aliCloudSettingsFromEnv } = await import('../adapters/alicloud/client.ts');
   const real = new AliCloudPools(aliCloudSettingsFromEnv(env), base.clock);
   return { ...base, pools: { policy: autoscale, cloud: base.dryRun ? dryRunCloudPools(real, (a) => base.logger.info('dry run: would', { op: a.op, args: a.args })) : real } };
 }
 
-export function createChatHandler(getDeps: () => ChatWiring) {
+export function createChatHandler(getDeps: () => ChatWiring | Promise<ChatWiring>) {
   return rawHttpHandler({
     name: 'chatops',
-    logger: () => getDeps().logger,
+    logger: async () => (await getDeps()).logger,
     async handle(body, { logger, request }) {
-      const d = getDeps();
+      const d = await getDeps();
       return handleChatRequest({ kube: d.kube, publisher: d.publisher, notifier: d.notifier, clock: d.clock, config: d.chat, secrets: d.secrets, logger, policy: d.policy, mig: d.mig, ...(d.quotaTeams ? { quota: d.quotaTeams } : {}), ...(d.pools ? { pools: d.pools } : {}) }, request, body);
     },
   });
 }
 
-export const handler = createChatHandler(lazy((): ChatWiring => wireChat('chatops')));
+export const handler = createChatHandler(lazy((): Promise<ChatWiring> => wireChat('chatops')));

@@ -14,7 +14,8 @@ import { drain } from './drain.ts';
 import { applyActions } from '../../lib/apply.ts';
 import { noActions } from '../../lib/plan.ts';
 import { RecordingNotifier } from '../chat/notifier.ts';
-import { kubePorts, type KubePorts } from './index.ts';
+import { kubePorts } from './client.ts';
+import type { KubePorts } from './index.ts';
 
 type Sim = Awaited<ReturnType<typeof startKubeSim>>;
 
