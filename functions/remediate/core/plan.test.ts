@@ -142,6 +142,18 @@ describe('planRemediation: first actions', () => {
     expect(planRemediation(factsFor(xid(x, { recoveryAction: ra }), node()), P).action).toBe(action);
   });
 
+  it('counts XID 74 from two GPUs of a node at once as one NVLink incident: one quarantine, not two', async () => {
+    const { plans, node: after } = await replay([xid(74, { gpu: 0, minute: 0, pods: [{ uid: 'uid-train-0' }] }), xid(74, { gpu: 1, minute: 0, pods: [{ uid: 'uid-train-1' }] })]);
+    expect(plans[0]).toMatchObject({ action: 'quarantine-gpu', kind: 'act' });
+    expect(plans[1]).toMatchObject({ kind: 'noop' });
+    expect(plans[1]!.reason).toContain(`the same NVLink incident as ${gpu(0).uuid}`);
+    expect(evicted(plans[1]!)).toEqual([]);
+    expect(stateOf(after).quarantinedGpus).toEqual([gpu(0).uuid]);
+    // Later, on its own, GPU 1's 74 is its own incident.
+    const later = planRemediation(factsFor(xid(74, { gpu: 1, minute: 5 }), after), P);
+    expect(later).toMatchObject({ action: 'quarantine-gpu', kind: 'act', incident: `gpu-a100-07/${gpu(1).uuid}/xid-74` });
+  });
+
   it.each([
     ['nonfatal', undefined, 'observe'],
     ['fatal', undefined, 'quarantine-gpu'],

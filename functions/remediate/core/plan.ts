@@ -65,6 +65,14 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   const state = adoptOrphans({ ...prev, handled: [...prev.handled, d.eventId] }, node.name, now);
   const words = triggerWords(event, site);
 
+  // Peers on one NVLink report XID 74 together: a 74 on another GPU of this node within the link
+  // window of an open 74 incident is that incident's sympathetic report, not a second quarantine.
+  const link = !open && event.detailType === 'GPU XID Error' && event.detail.xid === LINK_XID ? linkIncident(state, site, d.observedAt) : undefined;
+  if (link) {
+    const next = ws(replace(state, { ...link, count: link.count + 1, lastAt: maxIso(link.lastAt, d.observedAt) }));
+    return noop(`${words}: the same NVLink incident as ${link.gpu} (XID 74 first at ${link.firstAt}): peers on one link report 74 together, so ${link.action} of ${link.gpu} stands and this GPU is not quarantined for it`, link.action, next);
+  }
+
   if (event.detailType === 'GPU Health Changed' && event.detail.state === 'resolved') {
     if (!open) return noop(`${words}: resolved, and nothing is open for it`, 'observe', ws(state));
     if (cmp(d.observedAt, open.lastAt) < 0) return noop(`${words}: a resolve observed before the last firing (${open.lastAt}) is out of order: ignored`, open.action, ws(state));
@@ -196,6 +204,18 @@ function planTrigger(facts: RemediationFacts): PlanTrigger {
     ...(event.detailType === 'GPU XID Error' ? { xid: event.detail.xid } : event.detailType === 'GPU Health Changed' ? { condition: event.detail.condition } : {}),
     observedAt: d.observedAt,
   };
+}
+
+/** XID 74 (NVLink error), which the GPUs on both ends of a link report. */
+const LINK_XID = 74;
+/** How close together two GPUs' XID 74s must be to be one link incident. */
+export const LINK_INCIDENT_WINDOW_MS = 10_000;
+
+/** An open XID 74 incident on another GPU of the node that began within the window of `at`. */
+function linkIncident(state: NodeState, site: FaultSite, at: string): Incident | undefined {
+  if (site.scope !== 'gpu' || !site.gpu) return undefined;
+  const t = Date.parse(at);
+  return state.incidents.find((i) => isOpen(i) && i.xid === LINK_XID && i.gpu !== undefined && i.gpu !== site.gpu!.uuid && Math.abs(t - Date.parse(i.firstAt)) <= LINK_INCIDENT_WINDOW_MS);
 }
 
 /** The recovery action (field 230) an agent's event names; a person's request names none. */
