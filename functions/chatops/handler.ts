@@ -7,6 +7,8 @@
  *   REMEDIATION_POLICY_FILE   remediation's policy, for `quarantine` (its `dryRun` is remediation's, not chat's)
  *   MIG_*                     the MIG rebalancer's settings, for `mig apply` (functions/mig/wiring.ts)
  *   AUTOSCALE_POLICY_FILE, ALIBABA_CLOUD_*, ACK_CLUSTER_ID   the autoscaler's pools and cloud, for `pool scale`
+ *   CHAT_SLACK_RESPONSE_URL_PREFIX   where a Slack response_url may point (default https://hooks.slack.com/)
+ * chatops-worker (worker-handler.ts) is wired the same way: it runs the long commands.
  */
 import { rawHttpHandler } from '../lib/handler.ts';
 import { configFileFromEnv, lazy, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
@@ -19,12 +21,15 @@ import { remediationConfig } from '../remediate/wiring.ts';
 import { AliCloudPools, aliCloudSettingsFromEnv } from '../adapters/alicloud/client.ts';
 import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
 import { autoscalePolicyFromEnv } from '../autoscale/wiring.ts';
+import { HttpSlackResponder } from '../adapters/chat/slack-response.ts';
 import type { PoolPorts } from './actions.ts';
 import type { ChatSecrets } from './core/signature.ts';
 import { ChatOpsConfigError, ChatOpsConfigSchema, parseChatOpsConfig, type ChatOpsConfig } from './run.ts';
-import { handleChatRequest } from './webhook.ts';
+import { handleChatRequest, type WebhookDeps } from './webhook.ts';
+import type { Logger } from '../lib/logger.ts';
+import type { SlackResponder } from '../adapters/chat/slack-response.ts';
 
-export type ChatWiring = FunctionDeps<{ chat: ChatOpsConfig; secrets: ChatSecrets; quotaTeams?: QuotaConfig; policy: Policy; mig: MigRebalanceConfig; pools?: PoolPorts }>;
+export type ChatWiring = FunctionDeps<{ chat: ChatOpsConfig; secrets: ChatSecrets; quotaTeams?: QuotaConfig; policy: Policy; mig: MigRebalanceConfig; pools?: PoolPorts; responder: SlackResponder }>;
 
 export function wireChat(service: string, env: NodeJS.ProcessEnv = process.env): ChatWiring {
   const base = wireFromEnv(service, () => {
@@ -39,7 +44,8 @@ export function wireChat(service: string, env: NodeJS.ProcessEnv = process.env):
     // The cores' own configuration, read as their functions read it; the ports they need with it.
     const remediation = remediationConfig(env);
     const mig = migConfig(env);
-    return { own: { chat, secrets, ...(quotaTeams ? { quotaTeams } : {}), policy: remediation.own.policy, mig: mig.own.mig }, kube: { ...remediation.kube, ...mig.kube } };
+    const responder = new HttpSlackResponder(env['CHAT_SLACK_RESPONSE_URL_PREFIX'] || undefined);
+    return { own: { chat, secrets, ...(quotaTeams ? { quotaTeams } : {}), policy: remediation.own.policy, mig: mig.own.mig, responder }, kube: { ...remediation.kube, ...mig.kube } };
   }, env);
   // `pool scale` reaches the cloud as autoscale-pools does, and only where its policy names pools.
   const autoscale = autoscalePolicyFromEnv(env);
@@ -48,13 +54,17 @@ export function wireChat(service: string, env: NodeJS.ProcessEnv = process.env):
   return { ...base, pools: { policy: autoscale, cloud: base.dryRun ? dryRunCloudPools(real, (a) => base.logger.info('dry run: would', { op: a.op, args: a.args })) : real } };
 }
 
+/** What the webhook and the worker run on, from the wiring. */
+export function chatDeps(d: ChatWiring, logger: Logger): WebhookDeps {
+  return { kube: d.kube, publisher: d.publisher, notifier: d.notifier, clock: d.clock, config: d.chat, secrets: d.secrets, logger, policy: d.policy, mig: d.mig, responder: d.responder, ...(d.quotaTeams ? { quota: d.quotaTeams } : {}), ...(d.pools ? { pools: d.pools } : {}) };
+}
+
 export function createChatHandler(getDeps: () => ChatWiring) {
   return rawHttpHandler({
     name: 'chatops',
     logger: () => getDeps().logger,
     async handle(body, { logger, request }) {
-      const d = getDeps();
-      return handleChatRequest({ kube: d.kube, publisher: d.publisher, notifier: d.notifier, clock: d.clock, config: d.chat, secrets: d.secrets, logger, policy: d.policy, mig: d.mig, ...(d.quotaTeams ? { quota: d.quotaTeams } : {}), ...(d.pools ? { pools: d.pools } : {}) }, request, body);
+      return handleChatRequest(chatDeps(getDeps(), logger), request, body);
     },
   });
 }

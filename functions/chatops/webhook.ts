@@ -3,21 +3,30 @@
  * take the user, channel and text out of the platform's payload → run the command → answer in the
  * platform's shape. Anything unsigned, badly signed, stale or replayed is 401 with no detail (the
  * reason goes to the log). Feishu's URL verification is answered with its challenge.
+ *
+ * Slack waits 3 seconds. A long command (`isLong`) from Slack is answered "working on it" and put
+ * on the bus as `ChatOps Command Requested`, exactly as Slack signed it; chatops-worker carries it
+ * out and answers at its response_url (worker.ts). A Lambda is frozen once it has answered, so no
+ * work is left running after the return. A button press (block_actions) runs `approve ID` /
+ * `deny ID` and rewrites the message it was on to say who decided.
  */
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import { CHATOPS_COMMAND_REQUESTED, SCHEMA_VERSION, SOURCES, type ChatOpsCommandRequestedDetail } from '../../events/index.ts';
+import type { SlackResponder } from '../adapters/chat/slack-response.ts';
 import type { Logger } from '../lib/logger.ts';
+import { isLong, parseCommand } from './core/command.ts';
 import { CHAT_PLATFORMS, DINGTALK_WINDOW_MS, ReplayGuard, SLACK_WINDOW_S, verifyChatRequest, type ChatPlatform, type ChatSecrets } from './core/signature.ts';
-import { runChatCommand, type ChatDeps, type ChatUser } from './run.ts';
+import { readSlackForm, type SlackSaid } from './core/slack-form.ts';
+import { refusal, runChat, runChatCommand, type ChatDeps, type ChatUser } from './run.ts';
 
 const json = (statusCode: number, body: unknown): APIGatewayProxyStructuredResultV2 => ({ statusCode, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
 /** Who said what where, from the platform's (verified) body; undefined when it carries no command. */
-export function commandOf(platform: ChatPlatform, body: string): { who: ChatUser; text: string } | { challenge: string } | undefined {
+export function commandOf(platform: ChatPlatform, body: string): { who: ChatUser; text: string; slack?: SlackSaid } | { challenge: string } | undefined {
   if (platform === 'slack') {
-    const f = new URLSearchParams(body);
-    const user = f.get('user_id');
-    if (!user) return undefined;
-    return { who: { platform, id: user, ...(f.get('user_name') ? { name: f.get('user_name')! } : {}), channel: f.get('channel_id') ?? '' }, text: f.get('text') ?? '' };
+    const said = readSlackForm(body);
+    if (!said) return undefined;
+    return { who: { platform, id: said.user.id, ...(said.user.name ? { name: said.user.name } : {}), channel: said.channel }, text: said.text, slack: said };
   }
   let j: Record<string, unknown>;
   try {
@@ -53,7 +62,43 @@ function answer(platform: ChatPlatform, text: string): APIGatewayProxyStructured
 
 const guard = new ReplayGuard();
 
-export async function handleChatRequest(deps: ChatDeps & { secrets: ChatSecrets; logger: Logger }, request: APIGatewayProxyEventV2, body: string): Promise<APIGatewayProxyStructuredResultV2> {
+export type WebhookDeps = ChatDeps & { secrets: ChatSecrets; logger: Logger; responder: SlackResponder };
+
+/** A button press: the command it stands for, then the message it was on rewritten to say who decided. */
+async function pressButton(deps: WebhookDeps, who: ChatUser, said: SlackSaid): Promise<APIGatewayProxyStructuredResultV2> {
+  const out = await runChat(deps, who, said.text);
+  if (said.responseUrl) {
+    // Decided: the request's message now says so, buttons gone. Not decided (refused, already
+    // decided, expired): only the presser is told why, and the buttons stay for whoever may.
+    const message = out.decided
+      ? { text: `${out.decided.decision === 'approved' ? '✅' : '⛔'} ${out.decided.id} ${out.decided.decision} by <@${who.id}>: ${out.answer}`, replaceOriginal: true, responseType: 'in_channel' as const }
+      : { text: out.answer };
+    try {
+      await deps.responder.respond(said.responseUrl, message);
+    } catch (err) {
+      deps.logger.warn('slack response_url post failed', { error: err });
+    }
+  }
+  // Slack wants only a quick 200 for block_actions; what there is to say went to the response_url.
+  return { statusCode: 200 };
+}
+
+/** A long Slack command: on the bus as Slack signed it, for chatops-worker; answered "working on it". */
+async function defer(deps: WebhookDeps, headers: Record<string, string | undefined>, body: string, words: string[]): Promise<APIGatewayProxyStructuredResultV2> {
+  const signature = headers['x-slack-signature']!;
+  const now = deps.clock.now();
+  const detail: ChatOpsCommandRequestedDetail = {
+    schemaVersion: SCHEMA_VERSION,
+    eventId: `chat-request:slack:${signature.slice(3, 35)}`,
+    occurredAt: new Date(now).toISOString(),
+    platform: 'slack',
+    request: { timestamp: headers['x-slack-request-timestamp']!, signature, body },
+  };
+  await deps.publisher.publish([{ source: SOURCES.chatops, detailType: CHATOPS_COMMAND_REQUESTED, detail }]);
+  return answer('slack', `working on it… (${words.join(' ')}): the answer follows here`);
+}
+
+export async function handleChatRequest(deps: WebhookDeps, request: APIGatewayProxyEventV2, body: string): Promise<APIGatewayProxyStructuredResultV2> {
   const platform = (request.pathParameters?.platform ?? request.rawPath.split('/').pop() ?? '') as ChatPlatform;
   if (!CHAT_PLATFORMS.includes(platform)) return json(404, { error: 'unknown chat platform' });
   const headers = Object.fromEntries(Object.entries(request.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
@@ -70,6 +115,12 @@ export async function handleChatRequest(deps: ChatDeps & { secrets: ChatSecrets;
   const c = commandOf(platform, v.body);
   if (!c) return json(200, {});
   if ('challenge' in c) return json(200, { challenge: c.challenge });
+  if (c.slack?.button) return pressButton(deps, c.who, c.slack);
+  if (c.slack?.responseUrl) {
+    // Refusals and usage errors are quick: answered here, as the synchronous path words them.
+    const parsed = parseCommand(c.text);
+    if (parsed.ok && isLong(parsed.command) && !refusal(deps.config, c.who, parsed.command)) return defer(deps, headers, v.body, parsed.words);
+  }
   const text = await runChatCommand(deps, c.who, c.text);
   return answer(platform, text);
 }

@@ -1,0 +1,167 @@
+/**
+ * The webhook's Slack paths over fake ports (the real cores): button presses (block_actions), long
+ * commands answered at once and carried out by the worker, and refusal of anything not signed,
+ * fresh and new — fast-checked over mutations of an interactive payload.
+ */
+import { createHmac } from 'node:crypto';
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { APPROVAL_DECIDED, CHATOPS_COMMAND, CHATOPS_COMMAND_REQUESTED, type ChatOpsCommandRequestedDetail } from '../../events/index.ts';
+import { RecordingPublisher } from '../adapters/bus.ts';
+import { RecordingNotifier } from '../adapters/chat/notifier.ts';
+import { RecordingSlackResponder } from '../adapters/chat/slack-response.ts';
+import { manualClock } from '../adapters/clock.ts';
+import { fakeKube } from '../adapters/kube/fake.ts';
+import { createLogger } from '../lib/logger.ts';
+import { DEFAULT_MIG_REBALANCE_CONFIG } from '../mig/run.ts';
+import { getApproval, recordApproval } from '../remediate/approvals.ts';
+import { DEFAULT_POLICY } from '../remediate/core/policy.ts';
+import { parseChatOpsConfig } from './run.ts';
+import { handleChatRequest, type WebhookDeps } from './webhook.ts';
+import { carryOutRequested, RESPONSE_URL_WINDOW_S } from './worker.ts';
+
+const SECRET = 'slack-signing-secret-for-tests';
+const HOOK = 'https://hooks.slack.com/actions/T0/1/abc';
+
+function setup() {
+  const clock = manualClock(Date.parse('2026-11-21T03:00:00.000Z'));
+  const kube = fakeKube({ clock });
+  kube.cluster.addNode({ name: 'gpu-0', allocatable: { 'nvidia.com/gpu': '8' } });
+  kube.cluster.addPod({ name: 'train', namespace: 'ml', nodeName: 'gpu-0', phase: 'Running', owner: { kind: 'Job', name: 'train' } } as never);
+  const publisher = new RecordingPublisher();
+  const responder = new RecordingSlackResponder();
+  const logs: Record<string, unknown>[] = [];
+  const deps: WebhookDeps = {
+    kube,
+    publisher,
+    notifier: new RecordingNotifier(),
+    clock,
+    logger: createLogger({ service: 't', sink: (l) => logs.push(l) }),
+    config: parseChatOpsConfig('roles:\n  - { match: { platform: slack, user: U-OPS }, role: operator }\ndefault: viewer\n'),
+    secrets: { slackSigningSecret: SECRET },
+    policy: DEFAULT_POLICY,
+    mig: DEFAULT_MIG_REBALANCE_CONFIG,
+    responder,
+  };
+  const sign = (body: string, ts = Math.floor(clock.now() / 1000)) => ({ 'x-slack-request-timestamp': String(ts), 'x-slack-signature': `v0=${createHmac('sha256', SECRET).update(`v0:${ts}:${body}`).digest('hex')}` });
+  const post = (body: string, headers: Record<string, string> = sign(body)) => handleChatRequest(deps, { rawPath: '/chat/slack', pathParameters: { platform: 'slack' }, headers } as unknown as APIGatewayProxyEventV2, body);
+  let seq = 0;
+  const press = (user: string, value: string) =>
+    new URLSearchParams({ payload: JSON.stringify({ type: 'block_actions', user: { id: user, username: user.toLowerCase() }, channel: { id: 'C-GPU' }, container: { type: 'message', channel_id: 'C-GPU' }, response_url: HOOK, actions: [{ type: 'button', action_id: 'gpu-reflex-approve', value, action_ts: String(seq++) }] }) }).toString();
+  const slash = (user: string, text: string, responseUrl = HOOK) => new URLSearchParams({ user_id: user, user_name: user.toLowerCase(), channel_id: 'C-GPU', command: '/gpu', text, trigger_id: `t-${seq++}`, ...(responseUrl ? { response_url: responseUrl } : {}) }).toString();
+  const open = (id: string) =>
+    recordApproval(kube.state, { id, node: 'gpu-0', incident: 'inc-1', action: 'drain-node', scope: 'node', target: { gpus: [], pods: [] }, requestedAt: new Date(clock.now()).toISOString(), expiresAt: new Date(clock.now() + 30 * 60_000).toISOString(), approvers: [], status: 'open' });
+  const published = (t: string) => publisher.published.filter((e) => e.detailType === t);
+  return { clock, kube, deps, publisher, responder, logs, post, press, slash, open, published, sign };
+}
+
+describe('Slack buttons', () => {
+  it('runs an Approve press as "approve ID", and rewrites the request’s message to say who decided', async () => {
+    const t = setup();
+    await t.open('apr-0000beef');
+    expect(await t.post(t.press('U-OPS', 'approve apr-0000beef'))).toEqual({ statusCode: 200 });
+    expect(t.published(APPROVAL_DECIDED).map((e) => e.detail)).toEqual([expect.objectContaining({ approvalId: 'apr-0000beef', decision: 'approved', decidedBy: { platform: 'slack', id: 'U-OPS', name: 'u-ops' } })]);
+    expect(t.responder.sent).toEqual([{ url: HOOK, message: { text: expect.stringMatching(/^✅ apr-0000beef approved by <@U-OPS>: approved apr-0000beef \(drain-node on gpu-0\)/), replaceOriginal: true, responseType: 'in_channel' } }]);
+    expect(t.published(CHATOPS_COMMAND).map((e) => e.detail)).toEqual([expect.objectContaining({ user: expect.objectContaining({ id: 'U-OPS' }), channel: 'C-GPU', text: 'approve apr-0000beef', command: 'approve' })]);
+  });
+
+  it('tells a viewer only, leaving the buttons for whoever may decide', async () => {
+    const t = setup();
+    await t.open('apr-0000beef');
+    await t.post(t.press('U-VIEW', 'deny apr-0000beef'));
+    expect(t.published(APPROVAL_DECIDED)).toEqual([]);
+    expect(t.responder.sent.map((s) => s.message)).toEqual([{ text: 'not allowed: deny needs the operator role; slack user U-VIEW has only viewer' }]);
+    expect((await getApproval(t.kube.state, 'apr-0000beef'))?.status).toBe('open');
+  });
+
+  it('answers a press on an expired request so, deciding nothing', async () => {
+    const t = setup();
+    await t.open('apr-0000beef');
+    await t.clock.advance(31 * 60_000);
+    await t.post(t.press('U-OPS', 'approve apr-0000beef'));
+    expect(t.published(APPROVAL_DECIDED)).toEqual([]);
+    expect(t.responder.sent.map((s) => s.message)).toEqual([{ text: expect.stringMatching(/^apr-0000beef expired at .*: too late, nothing done/) }]);
+  });
+
+  it('ignores a button it did not make', async () => {
+    const t = setup();
+    expect(await t.post(t.press('U-OPS', 'cordon gpu-0'))).toMatchObject({ statusCode: 200 });
+    expect(t.publisher.published).toEqual([]);
+    expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBeFalsy();
+  });
+
+  it('refuses any change to a signed button press with 401 and no detail, and logs why (fast-check)', async () => {
+    const t = setup();
+    await t.open('apr-0000beef');
+    const body = t.press('U-VIEW', 'approve apr-0000beef');
+    const headers = t.sign(body);
+    const flip = (s: string, i: number, c: string) => s.slice(0, i % (s.length + 1)) + c + s.slice((i % (s.length + 1)) + 1);
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('body', 'x-slack-request-timestamp', 'x-slack-signature'), fc.nat(), fc.string({ minLength: 1, maxLength: 1 }), async (field, i, c) => {
+        const b = field === 'body' ? flip(body, i, c) : body;
+        const h = field === 'body' ? headers : { ...headers, [field]: flip(headers[field], i, c) };
+        fc.pre(b !== body || JSON.stringify(h) !== JSON.stringify(headers));
+        const before = t.logs.length;
+        expect(await t.post(b, h)).toMatchObject({ statusCode: 401, body: '{"error":"unauthorized"}' });
+        expect(t.logs.slice(before)).toEqual([expect.objectContaining({ level: 'warn', message: 'chat request refused', platform: 'slack', reason: expect.any(String) })]);
+      }),
+      { numRuns: 200 },
+    );
+    expect(t.publisher.published).toEqual([]);
+    expect(t.responder.sent).toEqual([]);
+    // Stale (6 minutes old) and replayed presses too.
+    const old = t.press('U-OPS', 'approve apr-0000beef');
+    expect(await t.post(old, t.sign(old, Math.floor(t.clock.now() / 1000) - 360))).toMatchObject({ statusCode: 401 });
+    const fresh = t.press('U-VIEW', 'approve apr-0000beef');
+    const signed = t.sign(fresh);
+    expect(await t.post(fresh, signed)).toEqual({ statusCode: 200 });
+    expect(await t.post(fresh, signed)).toMatchObject({ statusCode: 401, body: '{"error":"unauthorized"}' });
+  });
+});
+
+describe('Slack’s 3 seconds', () => {
+  it('answers a long command at once and leaves it, as Slack signed it, for the worker, which does it and answers at the response_url', async () => {
+    const t = setup();
+    const body = t.slash('U-OPS', 'drain gpu-0');
+    const r = await t.post(body);
+    expect(JSON.parse(String(r.body))).toEqual({ response_type: 'ephemeral', text: 'working on it… (drain gpu-0): the answer follows here' });
+    // Nothing was done in the request: no cordon, no eviction, no ChatOps Command yet.
+    expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBeFalsy();
+    expect(t.published(CHATOPS_COMMAND)).toEqual([]);
+    const [req] = t.published(CHATOPS_COMMAND_REQUESTED);
+    const detail = req!.detail as ChatOpsCommandRequestedDetail;
+    expect(detail.request.body).toBe(body);
+
+    await t.clock.advance(2_000);
+    expect(await carryOutRequested(t.deps, detail)).toEqual({ answered: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)' });
+    expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBe(true);
+    expect(t.responder.sent).toEqual([{ url: HOOK, message: { text: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)' } }]);
+    expect(t.published(CHATOPS_COMMAND).map((e) => e.detail)).toEqual([expect.objectContaining({ command: 'drain', result: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)' })]);
+  });
+
+  it.each([
+    ['a viewer’s long command is refused', 'U-VIEW', 'drain gpu-0', HOOK, 'not allowed: drain needs the operator role; slack user U-VIEW has only viewer'],
+    ['a quick command', 'U-VIEW', 'status gpu-0', HOOK, 'gpu-0: Ready; gpu-reflex state healthy; 8 GPUs allocatable'],
+    ['a usage error', 'U-OPS', 'drain', HOOK, 'expected one node name, got 0. Usage: drain NODE [--dry-run]'],
+    ['a request without response_url (nowhere to answer later)', 'U-OPS', 'drain gpu-0 --dry-run', '', 'dry run: would have cordoned and drained gpu-0: would evict 1 pod(s) (ml/train)'],
+  ])('answers in the request: %s', async (_what, user, text, url, want) => {
+    const t = setup();
+    expect(JSON.parse(String((await t.post(t.slash(user, text, url))).body))).toEqual({ response_type: 'ephemeral', text: want });
+    expect(t.published(CHATOPS_COMMAND_REQUESTED)).toEqual([]);
+  });
+
+  it('the worker believes only what Slack signed, and not after the response_url has lapsed', async () => {
+    const t = setup();
+    const body = t.slash('U-VIEW', 'drain gpu-0');
+    const h = t.sign(body);
+    const forged: ChatOpsCommandRequestedDetail = { schemaVersion: 1, eventId: 'x', occurredAt: new Date(t.clock.now()).toISOString(), platform: 'slack', request: { timestamp: h['x-slack-request-timestamp'], signature: h['x-slack-signature'], body: body.replace('U-VIEW', 'U-OPS') } };
+    expect(await carryOutRequested(t.deps, forged)).toEqual({ refused: expect.stringMatching(/^bad signature/) });
+    const ops = t.slash('U-OPS', 'drain gpu-0');
+    const hs = t.sign(ops);
+    await t.clock.advance((RESPONSE_URL_WINDOW_S + 1) * 1000);
+    expect(await carryOutRequested(t.deps, { ...forged, request: { timestamp: hs['x-slack-request-timestamp'], signature: hs['x-slack-signature'], body: ops } })).toEqual({ refused: expect.stringMatching(/^stale/) });
+    expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBeFalsy();
+    expect(t.responder.sent).toEqual([]);
+  });
+});
