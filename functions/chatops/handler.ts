@@ -28,8 +28,9 @@ import { ChatOpsConfigError, ChatOpsConfigSchema, parseChatOpsConfig, type ChatO
 import { handleChatRequest, type WebhookDeps } from './webhook.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { SlackResponder } from '../adapters/chat/slack-response.ts';
+import { sharedReplayGuard, type ReplayCheck } from './replay.ts';
 
-export type ChatWiring = FunctionDeps<{ chat: ChatOpsConfig; secrets: ChatSecrets; quotaTeams?: QuotaConfig; policy: Policy; mig: MigRebalanceConfig; pools?: PoolPorts; responder: SlackResponder }>;
+export type ChatWiring = FunctionDeps<{ chat: ChatOpsConfig; secrets: ChatSecrets; quotaTeams?: QuotaConfig; policy: Policy; mig: MigRebalanceConfig; pools?: PoolPorts; responder: SlackResponder }> & { replay: ReplayCheck };
 
 export function wireChat(service: string, env: NodeJS.ProcessEnv = process.env): ChatWiring {
   const base = wireFromEnv(service, () => {
@@ -47,16 +48,18 @@ export function wireChat(service: string, env: NodeJS.ProcessEnv = process.env):
     const responder = new HttpSlackResponder(env['CHAT_SLACK_RESPONSE_URL_PREFIX'] || undefined);
     return { own: { chat, secrets, ...(quotaTeams ? { quotaTeams } : {}), policy: remediation.own.policy, mig: mig.own.mig, responder }, kube: { ...remediation.kube, ...mig.kube } };
   }, env);
+  // Once per container: its memory of accepted requests, over the store every container shares.
+  const wired = { ...base, replay: sharedReplayGuard(base.kube.state) };
   // `pool scale` reaches the cloud as autoscale-pools does, and only where its policy names pools.
   const autoscale = autoscalePolicyFromEnv(env);
-  if (Object.keys(autoscale.pools).length === 0) return base;
+  if (Object.keys(autoscale.pools).length === 0) return wired;
   const real = new AliCloudPools(aliCloudSettingsFromEnv(env), base.clock);
-  return { ...base, pools: { policy: autoscale, cloud: base.dryRun ? dryRunCloudPools(real, (a) => base.logger.info('dry run: would', { op: a.op, args: a.args })) : real } };
+  return { ...wired, pools: { policy: autoscale, cloud: base.dryRun ? dryRunCloudPools(real, (a) => base.logger.info('dry run: would', { op: a.op, args: a.args })) : real } };
 }
 
 /** What the webhook and the worker run on, from the wiring. */
 export function chatDeps(d: ChatWiring, logger: Logger): WebhookDeps {
-  return { kube: d.kube, publisher: d.publisher, notifier: d.notifier, clock: d.clock, config: d.chat, secrets: d.secrets, logger, policy: d.policy, mig: d.mig, responder: d.responder, ...(d.quotaTeams ? { quota: d.quotaTeams } : {}), ...(d.pools ? { pools: d.pools } : {}) };
+  return { kube: d.kube, publisher: d.publisher, notifier: d.notifier, clock: d.clock, config: d.chat, secrets: d.secrets, logger, policy: d.policy, mig: d.mig, responder: d.responder, replay: d.replay, ...(d.quotaTeams ? { quota: d.quotaTeams } : {}), ...(d.pools ? { pools: d.pools } : {}) };
 }
 
 export function createChatHandler(getDeps: () => ChatWiring) {

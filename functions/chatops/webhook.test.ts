@@ -11,12 +11,14 @@ import { APPROVAL_DECIDED, CHATOPS_COMMAND, CHATOPS_COMMAND_REQUESTED, type Chat
 import { RecordingPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { RecordingSlackResponder } from '../adapters/chat/slack-response.ts';
-import { manualClock } from '../adapters/clock.ts';
-import { fakeKube } from '../adapters/kube/fake.ts';
+import { manualClock, type ManualClock } from '../adapters/clock.ts';
+import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
+import type { StateStore } from '../adapters/kube/ports.ts';
 import { createLogger } from '../lib/logger.ts';
 import { DEFAULT_MIG_REBALANCE_CONFIG } from '../mig/run.ts';
 import { getApproval, recordApproval } from '../remediate/approvals.ts';
 import { DEFAULT_POLICY } from '../remediate/core/policy.ts';
+import { REPLAY_SHARD, sharedReplayGuard } from './replay.ts';
 import { parseChatOpsConfig } from './run.ts';
 import { handleChatRequest, type WebhookDeps } from './webhook.ts';
 import { carryOutRequested, RESPONSE_URL_WINDOW_S } from './worker.ts';
@@ -24,11 +26,11 @@ import { carryOutRequested, RESPONSE_URL_WINDOW_S } from './worker.ts';
 const SECRET = 'slack-signing-secret-for-tests';
 const HOOK = 'https://hooks.slack.com/actions/T0/1/abc';
 
-function setup() {
-  const clock = manualClock(Date.parse('2026-11-21T03:00:00.000Z'));
-  const kube = fakeKube({ clock });
-  kube.cluster.addNode({ name: 'gpu-0', allocatable: { 'nvidia.com/gpu': '8' } });
-  kube.cluster.addPod({ name: 'train', namespace: 'ml', nodeName: 'gpu-0', phase: 'Running', owner: { kind: 'Job', name: 'train' } } as never);
+function setup(shared?: { clock: ManualClock; kube: FakeKube }) {
+  const clock = shared?.clock ?? manualClock(Date.parse('2026-11-21T03:00:00.000Z'));
+  const kube = shared?.kube ?? fakeKube({ clock });
+  if (!shared) kube.cluster.addNode({ name: 'gpu-0', allocatable: { 'nvidia.com/gpu': '8' } });
+  if (!shared) kube.cluster.addPod({ name: 'train', namespace: 'ml', nodeName: 'gpu-0', phase: 'Running', owner: { kind: 'Job', name: 'train' } } as never);
   const publisher = new RecordingPublisher();
   const responder = new RecordingSlackResponder();
   const logs: Record<string, unknown>[] = [];
@@ -43,6 +45,7 @@ function setup() {
     policy: DEFAULT_POLICY,
     mig: DEFAULT_MIG_REBALANCE_CONFIG,
     responder,
+    replay: sharedReplayGuard(kube.state),
   };
   const sign = (body: string, ts = Math.floor(clock.now() / 1000)) => ({ 'x-slack-request-timestamp': String(ts), 'x-slack-signature': `v0=${createHmac('sha256', SECRET).update(`v0:${ts}:${body}`).digest('hex')}` });
   const post = (body: string, headers: Record<string, string> = sign(body)) => handleChatRequest(deps, { rawPath: '/chat/slack', pathParameters: { platform: 'slack' }, headers } as unknown as APIGatewayProxyEventV2, body);
@@ -117,6 +120,33 @@ describe('Slack buttons', () => {
     const signed = t.sign(fresh);
     expect(await t.post(fresh, signed)).toEqual({ statusCode: 200 });
     expect(await t.post(fresh, signed)).toMatchObject({ statusCode: 401, body: '{"error":"unauthorized"}' });
+  });
+});
+
+describe('the replay guard across containers', () => {
+  it('lets only one of two webhook containers accept one signed request, and forgets it after its window', async () => {
+    const a = setup();
+    const b = setup({ clock: a.clock, kube: a.kube });
+    await a.open('apr-0000beef');
+    const body = a.press('U-VIEW', 'approve apr-0000beef');
+    const headers = a.sign(body);
+    expect(await a.post(body, headers)).toEqual({ statusCode: 200 });
+    expect(await b.post(body, headers)).toMatchObject({ statusCode: 401, body: '{"error":"unauthorized"}' });
+    expect(b.logs).toContainEqual(expect.objectContaining({ level: 'warn', message: 'chat request refused', reason: 'replayed: this signed request was already accepted' }));
+    expect(a.responder.sent).toHaveLength(1);
+    expect(b.responder.sent).toEqual([]);
+    // Both at once: still one.
+    const again = a.press('U-VIEW', 'approve apr-0000beef');
+    const h = a.sign(again);
+    const answers = await Promise.all([a.post(again, h), b.post(again, h)]);
+    expect(answers.map((r) => r.statusCode).sort()).toEqual([200, 401]);
+    // Past the window the keys are dropped as new requests come: the shard does not grow.
+    await a.clock.advance(11 * 60_000);
+    const later = a.press('U-VIEW', 'approve apr-0000beef');
+    expect(await b.post(later)).toEqual({ statusCode: 200 });
+    const store: StateStore = a.kube.state;
+    const kept = Object.keys(await (store.shard?.(REPLAY_SHARD) ?? store).getAll()).filter((k) => k.startsWith('replay.'));
+    expect(kept).toHaveLength(1);
   });
 });
 

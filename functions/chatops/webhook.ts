@@ -15,8 +15,9 @@ import { CHATOPS_COMMAND_REQUESTED, SCHEMA_VERSION, SOURCES, type ChatOpsCommand
 import type { SlackResponder } from '../adapters/chat/slack-response.ts';
 import type { Logger } from '../lib/logger.ts';
 import { isLong, parseCommand } from './core/command.ts';
-import { CHAT_PLATFORMS, DINGTALK_WINDOW_MS, ReplayGuard, SLACK_WINDOW_S, verifyChatRequest, type ChatPlatform, type ChatSecrets } from './core/signature.ts';
+import { CHAT_PLATFORMS, DINGTALK_WINDOW_MS, SLACK_WINDOW_S, verifyChatRequest, type ChatPlatform, type ChatSecrets } from './core/signature.ts';
 import { readSlackForm, type SlackSaid } from './core/slack-form.ts';
+import type { ReplayCheck } from './replay.ts';
 import { refusal, runChat, runChatCommand, type ChatDeps, type ChatUser } from './run.ts';
 
 const json = (statusCode: number, body: unknown): APIGatewayProxyStructuredResultV2 => ({ statusCode, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
@@ -60,9 +61,7 @@ function answer(platform: ChatPlatform, text: string): APIGatewayProxyStructured
   return json(200, {});
 }
 
-const guard = new ReplayGuard();
-
-export type WebhookDeps = ChatDeps & { secrets: ChatSecrets; logger: Logger; responder: SlackResponder };
+export type WebhookDeps = ChatDeps & { secrets: ChatSecrets; logger: Logger; responder: SlackResponder; /** One per container (replay.ts). */ replay: ReplayCheck };
 
 /** A button press: the command it stands for, then the message it was on rewritten to say who decided. */
 async function pressButton(deps: WebhookDeps, who: ChatUser, said: SlackSaid): Promise<APIGatewayProxyStructuredResultV2> {
@@ -108,7 +107,7 @@ export async function handleChatRequest(deps: WebhookDeps, request: APIGatewayPr
     deps.logger.warn('chat request refused', { platform, reason: v.reason });
     return json(401, { error: 'unauthorized' });
   }
-  if (!guard.accept(v.replayKey, now, platform === 'dingtalk' ? DINGTALK_WINDOW_MS : SLACK_WINDOW_S * 1000 * 2)) {
+  if (!(await deps.replay.accept(v.replayKey, now, platform === 'dingtalk' ? DINGTALK_WINDOW_MS : SLACK_WINDOW_S * 1000 * 2))) {
     deps.logger.warn('chat request refused', { platform, reason: 'replayed: this signed request was already accepted' });
     return json(401, { error: 'unauthorized' });
   }
