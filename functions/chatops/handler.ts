@@ -8,6 +8,8 @@
  *   MIG_*                     the MIG rebalancer's settings, for `mig apply` (functions/mig/wiring.ts)
  *   AUTOSCALE_POLICY_FILE, ALIBABA_CLOUD_*, ACK_CLUSTER_ID   the autoscaler's pools and cloud, for `pool scale`
  *   CHAT_SLACK_RESPONSE_URL_PREFIX   where a Slack response_url may point (default https://hooks.slack.com/)
+ *   CHAT_FEISHU_APP_ID, CHAT_FEISHU_APP_SECRET, CHAT_FEISHU_API_URL   Feishu's message API, for replies
+ *                             (default https://open.feishu.cn; Lark: https://open.larksuite.com)
  * chatops-worker (worker-handler.ts) is wired the same way: it runs the long commands.
  */
 import { rawHttpHandler } from '../lib/handler.ts';
@@ -29,8 +31,9 @@ import { handleChatRequest, type WebhookDeps } from './webhook.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { SlackResponder } from '../adapters/chat/slack-response.ts';
 import { sharedReplayGuard, type ReplayCheck } from './replay.ts';
+import { HttpFeishuReplier, type FeishuReplier } from '../adapters/chat/feishu-replier.ts';
 
-export type ChatWiring = FunctionDeps<{ chat: ChatOpsConfig; secrets: ChatSecrets; quotaTeams?: QuotaConfig; policy: Policy; mig: MigRebalanceConfig; pools?: PoolPorts; responder: SlackResponder }> & { replay: ReplayCheck };
+export type ChatWiring = FunctionDeps<{ chat: ChatOpsConfig; secrets: ChatSecrets; quotaTeams?: QuotaConfig; policy: Policy; mig: MigRebalanceConfig; pools?: PoolPorts; responder: SlackResponder }> & { replay: ReplayCheck; feishu?: FeishuReplier };
 
 export function wireChat(service: string, env: NodeJS.ProcessEnv = process.env): ChatWiring {
   const base = wireFromEnv(service, () => {
@@ -49,7 +52,10 @@ export function wireChat(service: string, env: NodeJS.ProcessEnv = process.env):
     return { own: { chat, secrets, ...(quotaTeams ? { quotaTeams } : {}), policy: remediation.own.policy, mig: mig.own.mig, responder }, kube: { ...remediation.kube, ...mig.kube } };
   }, env);
   // Once per container: its memory of accepted requests, over the store every container shares.
-  const wired = { ...base, replay: sharedReplayGuard(base.kube.state) };
+  const appId = env['CHAT_FEISHU_APP_ID'];
+  const appSecret = env['CHAT_FEISHU_APP_SECRET'];
+  const feishu = appId && appSecret ? new HttpFeishuReplier({ appId, appSecret, baseUrl: env['CHAT_FEISHU_API_URL'] || 'https://open.feishu.cn' }, base.clock) : undefined;
+  const wired = { ...base, replay: sharedReplayGuard(base.kube.state), ...(feishu ? { feishu } : {}) };
   // `pool scale` reaches the cloud as autoscale-pools does, and only where its policy names pools.
   const autoscale = autoscalePolicyFromEnv(env);
   if (Object.keys(autoscale.pools).length === 0) return wired;
@@ -59,7 +65,7 @@ export function wireChat(service: string, env: NodeJS.ProcessEnv = process.env):
 
 /** What the webhook and the worker run on, from the wiring. */
 export function chatDeps(d: ChatWiring, logger: Logger): WebhookDeps {
-  return { kube: d.kube, publisher: d.publisher, notifier: d.notifier, clock: d.clock, config: d.chat, secrets: d.secrets, logger, policy: d.policy, mig: d.mig, responder: d.responder, replay: d.replay, ...(d.quotaTeams ? { quota: d.quotaTeams } : {}), ...(d.pools ? { pools: d.pools } : {}) };
+  return { kube: d.kube, publisher: d.publisher, notifier: d.notifier, clock: d.clock, config: d.chat, secrets: d.secrets, logger, policy: d.policy, mig: d.mig, responder: d.responder, replay: d.replay, ...(d.feishu ? { feishu: d.feishu } : {}), ...(d.quotaTeams ? { quota: d.quotaTeams } : {}), ...(d.pools ? { pools: d.pools } : {}) };
 }
 
 export function createChatHandler(getDeps: () => ChatWiring) {

@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { APPROVAL_DECIDED, CHATOPS_COMMAND, CHATOPS_COMMAND_REQUESTED, type ChatOpsCommandRequestedDetail } from '../../events/index.ts';
 import { RecordingPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
+import { RecordingFeishuReplier } from '../adapters/chat/feishu-replier.ts';
 import { RecordingSlackResponder } from '../adapters/chat/slack-response.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
@@ -120,6 +121,32 @@ describe('Slack buttons', () => {
     const signed = t.sign(fresh);
     expect(await t.post(fresh, signed)).toEqual({ statusCode: 200 });
     expect(await t.post(fresh, signed)).toMatchObject({ statusCode: 401, body: '{"error":"unauthorized"}' });
+  });
+});
+
+describe('Feishu replies', () => {
+  const event = (text: string, id: string) => JSON.stringify({ schema: '2.0', header: { event_id: id, token: 'feishu-token', event_type: 'im.message.receive_v1' }, event: { sender: { sender_id: { open_id: 'ou_view' } }, message: { message_id: `om_${id}`, chat_id: 'oc_gpu', content: JSON.stringify({ text }) } } });
+  const feishuPost = (t: ReturnType<typeof setup>, body: string) => handleChatRequest(t.deps, { rawPath: '/chat/feishu', pathParameters: { platform: 'feishu' }, headers: {} } as unknown as APIGatewayProxyEventV2, body);
+
+  it('answers the callback with a bare 200 and the command through the message API, once per event', async () => {
+    const t = setup();
+    const feishu = new RecordingFeishuReplier();
+    t.deps.secrets = { feishuVerificationToken: 'feishu-token' };
+    t.deps.feishu = feishu;
+    expect(JSON.parse(String((await feishuPost(t, event('status gpu-0', 'ev1'))).body))).toEqual({});
+    expect(feishu.replies).toEqual([{ messageId: 'om_ev1', text: 'gpu-0: Ready; gpu-reflex state healthy; 8 GPUs allocatable', uuid: 'ev1' }]);
+    // Feishu retrying the same event is a replay: no second command, no second reply.
+    expect((await feishuPost(t, event('status gpu-0', 'ev1'))).statusCode).toBe(401);
+    expect(feishu.replies).toHaveLength(1);
+  });
+
+  it('never lets a failed reply fail the command, and logs it', async () => {
+    const t = setup();
+    t.deps.secrets = { feishuVerificationToken: 'feishu-token' };
+    t.deps.feishu = { reply: async () => Promise.reject(new Error('feishu down')) };
+    expect((await feishuPost(t, event('status', 'ev2'))).statusCode).toBe(200);
+    expect(t.logs).toContainEqual(expect.objectContaining({ level: 'warn', message: 'feishu reply failed' }));
+    expect(t.published(CHATOPS_COMMAND)).toHaveLength(1);
   });
 });
 

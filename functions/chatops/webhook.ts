@@ -12,6 +12,7 @@
  */
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { CHATOPS_COMMAND_REQUESTED, SCHEMA_VERSION, SOURCES, type ChatOpsCommandRequestedDetail } from '../../events/index.ts';
+import type { FeishuReplier } from '../adapters/chat/feishu-replier.ts';
 import type { SlackResponder } from '../adapters/chat/slack-response.ts';
 import type { Logger } from '../lib/logger.ts';
 import { isLong, parseCommand } from './core/command.ts';
@@ -23,7 +24,7 @@ import { refusal, runChat, runChatCommand, type ChatDeps, type ChatUser } from '
 const json = (statusCode: number, body: unknown): APIGatewayProxyStructuredResultV2 => ({ statusCode, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
 /** Who said what where, from the platform's (verified) body; undefined when it carries no command. */
-export function commandOf(platform: ChatPlatform, body: string): { who: ChatUser; text: string; slack?: SlackSaid } | { challenge: string } | undefined {
+export function commandOf(platform: ChatPlatform, body: string): { who: ChatUser; text: string; slack?: SlackSaid; feishu?: { messageId: string; eventId?: string } } | { challenge: string } | undefined {
   if (platform === 'slack') {
     const said = readSlackForm(body);
     if (!said) return undefined;
@@ -41,7 +42,7 @@ export function commandOf(platform: ChatPlatform, body: string): { who: ChatUser
     return { who: { platform, id, ...(typeof j.senderNick === 'string' ? { name: j.senderNick } : {}), channel: String(j.conversationId ?? '') }, text: String((j.text as { content?: unknown } | undefined)?.content ?? '') };
   }
   if (j.type === 'url_verification' && typeof j.challenge === 'string') return { challenge: j.challenge };
-  const ev = j.event as { sender?: { sender_id?: { open_id?: string; user_id?: string } }; message?: { chat_id?: string; content?: string } } | undefined;
+  const ev = j.event as { sender?: { sender_id?: { open_id?: string; user_id?: string } }; message?: { message_id?: string; chat_id?: string; content?: string } } | undefined;
   const id = ev?.sender?.sender_id?.open_id ?? ev?.sender?.sender_id?.user_id;
   if (!id) return undefined;
   let text = '';
@@ -50,18 +51,27 @@ export function commandOf(platform: ChatPlatform, body: string): { who: ChatUser
   } catch {
     text = '';
   }
-  return { who: { platform, id, channel: ev?.message?.chat_id ?? '' }, text };
+  const messageId = ev?.message?.message_id;
+  const eventId = (j.header as { event_id?: unknown } | undefined)?.event_id;
+  return { who: { platform, id, channel: ev?.message?.chat_id ?? '' }, text, ...(typeof messageId === 'string' && messageId ? { feishu: { messageId, ...(typeof eventId === 'string' ? { eventId } : {}) } } : {}) };
 }
 
 function answer(platform: ChatPlatform, text: string): APIGatewayProxyStructuredResultV2 {
   if (platform === 'slack') return json(200, { response_type: 'ephemeral', text });
   if (platform === 'dingtalk') return json(200, { msgtype: 'text', text: { content: text } });
-  // Feishu answers a message through its API, not in the callback's response (not built): the
-  // answer is in the ChatOps Command event.
+  // Feishu takes only a 200 here; the answer went through its message API (FeishuReplier).
   return json(200, {});
 }
 
-export type WebhookDeps = ChatDeps & { secrets: ChatSecrets; logger: Logger; responder: SlackResponder; /** One per container (replay.ts). */ replay: ReplayCheck };
+export type WebhookDeps = ChatDeps & {
+  secrets: ChatSecrets;
+  logger: Logger;
+  responder: SlackResponder;
+  /** One per container (replay.ts). */
+  replay: ReplayCheck;
+  /** Feishu's message API, where the app's id and secret are configured; without it the answer is only in the ChatOps Command event. */
+  feishu?: FeishuReplier;
+};
 
 /** A button press: the command it stands for, then the message it was on rewritten to say who decided. */
 async function pressButton(deps: WebhookDeps, who: ChatUser, said: SlackSaid): Promise<APIGatewayProxyStructuredResultV2> {
@@ -121,5 +131,9 @@ export async function handleChatRequest(deps: WebhookDeps, request: APIGatewayPr
     if (parsed.ok && isLong(parsed.command) && !refusal(deps.config, c.who, parsed.command)) return defer(deps, headers, v.body, parsed.words);
   }
   const text = await runChatCommand(deps, c.who, c.text);
+  if (c.feishu && deps.feishu) {
+    // A reply failure is logged, never undoes the command; the event id keeps a retried callback's reply single.
+    await deps.feishu.reply(c.feishu.messageId, text, c.feishu.eventId).catch((err: unknown) => deps.logger.warn('feishu reply failed', { error: err }));
+  }
   return answer(platform, text);
 }
