@@ -6,17 +6,19 @@
  * frame (an `await` continuation inside a library, HTTP parsing, GC) are charged by their own
  * frame's package, or to "runtime".
  */
+import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 
-interface ProfileNode {
+export interface ProfileNode {
   id: number;
-  callFrame: { url: string; functionName: string };
+  callFrame: { url: string; functionName: string; lineNumber?: number; columnNumber?: number };
   children?: number[];
 }
-interface Profile {
+export interface Profile {
   nodes: ProfileNode[];
   samples?: number[];
   timeDeltas?: number[];
@@ -91,8 +93,15 @@ export function sharesOf(profile: Profile): CpuShares {
   return { ms, total };
 }
 
+/**
+ * Where raw profiles go: with GPU_REFLEX_BENCH_PROFILE_DIR set, stop() also writes the whole V8
+ * profile there as `<label>-<pid>.cpuprofile` (Chrome DevTools, speedscope, bench/profile-top.ts
+ * read it): the shares say which part of the stack, the raw profile says which call site.
+ */
+const PROFILE_DIR = process.env['GPU_REFLEX_BENCH_PROFILE_DIR'];
+
 /** Starts sampling this process every `intervalUs`; the returned stop() gives the shares. */
-export async function startCpuProfile(intervalUs = 1000): Promise<{ stop(): Promise<CpuShares> }> {
+export async function startCpuProfile(intervalUs = 1000, label = 'bench'): Promise<{ stop(): Promise<CpuShares> }> {
   const session = new Session();
   session.connect();
   await session.post('Profiler.enable');
@@ -102,6 +111,7 @@ export async function startCpuProfile(intervalUs = 1000): Promise<{ stop(): Prom
     async stop() {
       const { profile } = (await session.post('Profiler.stop')) as unknown as { profile: Profile };
       session.disconnect();
+      if (PROFILE_DIR) writeFileSync(join(PROFILE_DIR, `${label}-${process.pid}.cpuprofile`), JSON.stringify(profile));
       return sharesOf(profile);
     },
   };

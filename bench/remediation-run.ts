@@ -168,7 +168,7 @@ async function storm(stack: FunctionsStack, sim: SimProcess, spec: RunSpec, prog
   const offSweep = stack.bus.on('delivered', ({ function: fn }) => void (fn.includes('sweep') && sweeps++));
   progress(`storm: ${failing.length} nodes fail at once (${spec.pools} pools of ${spec.nodesPerPool})`);
   await sim.request({ type: 'storm-begin', nodes }, 'storm-begun');
-  const profile = await startCpuProfile();
+  const profile = await startCpuProfile(1000, 'functions');
   const cpu0 = process.cpuUsage();
   const observedAt = Date.now();
   // Every agent puts its own event on the bus at the same moment.

@@ -92,7 +92,7 @@ async function handle(cmd: SimCommand): Promise<void> {
         podsBefore: new Map(cmd.nodes.map((n) => [n, s.store.podsOnNode(n).length])),
         requests: countRequests(s.server),
         pools: watchPools(s),
-        profile: await startCpuProfile(),
+        profile: await startCpuProfile(1000, 'api-server'),
         cpu0: process.cpuUsage(),
       };
       send({ type: 'storm-begun' });

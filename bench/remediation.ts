@@ -72,8 +72,8 @@ function stormRows(label: string, r: RunResult, targets: { p99s: number }): Meas
     info(`${label}: approval requests (none expected)`, s.approvals, 'events'),
     info(`${label}: deliveries retried by the bus`, s.retried, 'deliveries'),
     info(`${label}: sweeps that ran meanwhile (their requests count below)`, s.sweeps, 'invocations'),
-    // The issue's target (≤ 10) counts the remediation's own work: Kubernetes Events (Cordoned,
-    // Tainted, one Evicted per pod: what kubectl describe shows) are counted on their own row.
+    // The issue's target (≤ 10) counts the remediation's own work: Kubernetes Events (Cordoned with
+    // its taint, PodsEvicted: what kubectl describe node shows) are counted on their own row.
     // The limit is 10.5, not 10: one drain is 10 (test/e2e/remediation-requests.test.ts holds it
     // to ≤ 10); under 32 concurrent invocations ledger conflict retries add a few hundredths.
     below(`${label}: API requests per remediated node, evictions and Event records excluded`, perNode(total - evictions - events), 'requests', 10.5),

@@ -3,8 +3,8 @@
 // and the zip Lambda is given, .build/artifacts/<name>.zip (serverless.yml's `package.artifact`).
 // Bundles target node20 (so they also run here) while Lambda runs nodejs22.x; ESM bundles need the
 // createRequire banner because the AWS SDK and client-node still call require() inside.
-import { mkdir, readFile, stat } from 'node:fs/promises';
-import { createWriteStream, readFileSync, existsSync } from 'node:fs';
+import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { createWriteStream, readFileSync, readdirSync, statSync, existsSync } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { dirname, join, relative } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -65,11 +65,19 @@ for (const name of names) {
     failed++;
     continue;
   }
-  const outfile = join(root, '.build', 'functions', name, 'index.mjs');
-  await mkdir(dirname(outfile), { recursive: true });
-  await build({
-    entryPoints: [entry],
-    outfile,
+  const outdir = join(root, '.build', 'functions', name);
+  // Chunks are named by content hash: a stale one from an earlier build would ship and count.
+  await rm(outdir, { recursive: true, force: true });
+  const { metafile } = await build({
+    entryPoints: { index: entry },
+    outdir,
+    // Code reached only through `import()` (the wiring's clients: client-node, the AWS SDK, the
+    // Alibaba SDKs) goes into chunks of its own, loaded at the first invocation: the module Lambda
+    // imports at a cold start is only what the handler needs before it is called.
+    splitting: true,
+    chunkNames: 'chunk-[hash]',
+    outExtension: { '.js': '.mjs' },
+    metafile: true,
     bundle: true,
     platform: 'node',
     target: 'node20',
@@ -77,29 +85,45 @@ for (const name of names) {
     minify: true,
     sourcemap: 'linked',
     legalComments: 'none',
+    // Every chunk gets it: each is a module of its own that may call require().
     banner: { js: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);" },
     // The SDK's and others' ES module builds: esbuild can drop what is not used of them (CommonJS it cannot).
     mainFields: ['module', 'main'],
     plugins: functionPlugins,
     logLevel: 'warning',
   });
-  const { size } = await stat(outfile);
-  console.log(`${name.padEnd(20)} ${relative(root, outfile)}  ${(size / 1024 / 1024).toFixed(2)} MB`);
-  await writeArtifact(join(root, '.build', 'artifacts', `${name}.zip`), `${handler.slice(0, dot)}.mjs`, outfile);
+  // What went into which file and what imports what, statically or by import(): the deferral
+  // test (test/contract/build.test.ts) and `bench deploy` read it.
+  await mkdir(join(root, '.build', 'meta'), { recursive: true });
+  await writeFile(join(root, '.build', 'meta', `${name}.json`), JSON.stringify(metafile));
+  const files = readdirSync(outdir).filter((f) => f.endsWith('.mjs')).sort();
+  const mb = (paths) => `${([...paths].reduce((n, f) => n + statSync(join(root, f)).size, 0) / 1024 / 1024).toFixed(2)} MB`;
+  const entryOut = relative(root, join(outdir, 'index.mjs'));
+  console.log(`${name.padEnd(20)} ${entryOut}  ${mb(files.map((f) => relative(root, join(outdir, f))))} in ${files.length} files, ${mb(staticallyLoaded(metafile, entryOut))} of them at import`);
+  const base = handler.slice(0, dot);
+  await writeArtifact(join(root, '.build', 'artifacts', `${name}.zip`), files.map((f) => [f === 'index.mjs' ? `${base}.mjs` : join(dirname(base), f), join(outdir, f)]));
+}
+
+/** The outputs node loads when it imports `entry`: it and every chunk it imports statically. */
+function staticallyLoaded(metafile, entry) {
+  const seen = new Set([entry]);
+  for (const out of seen) for (const i of metafile.outputs[out].imports) if (i.kind === 'import-statement' && !i.external) seen.add(i.path);
+  return seen;
 }
 
 /**
- * The function's Lambda artifact: its bundle, alone, at the path serverless.yml's `handler` names
- * (functions/remediate/handler.handler → functions/remediate/handler.mjs; the Node runtime tries
- * .js, .mjs, .cjs). So one `handler` serves the bundler, the local bus (the .ts beside it) and
- * Lambda, with no rewriting at package time. The source map stays out: it is larger than the
- * bundle and the 1.5 MB budget is for what Lambda unpacks. A fixed timestamp keeps the zip the same
+ * The function's Lambda artifact: its bundle, alone: the entry at the path serverless.yml's
+ * `handler` names (functions/remediate/handler.handler → functions/remediate/handler.mjs; the Node
+ * runtime tries .js, .mjs, .cjs) and its chunks beside it, where the entry's `import './chunk-…'`
+ * finds them. So one `handler` serves the bundler, the local bus (the .ts beside it) and Lambda,
+ * with no rewriting at package time. Source maps stay out: they are larger than the bundle and the
+ * 1.5 MB budget is for what Lambda unpacks. A fixed timestamp keeps the zip the same
  * bytes for the same bundle, so a deploy skips functions whose code did not change.
  */
-async function writeArtifact(zipPath, entryName, bundle) {
+async function writeArtifact(zipPath, entries) {
   await mkdir(dirname(zipPath), { recursive: true });
   const zip = new yazl.ZipFile();
-  zip.addBuffer(await readFile(bundle), entryName, { mtime: new Date('2000-01-01T00:00:00Z'), mode: 0o100644 });
+  for (const [name, file] of entries) zip.addBuffer(await readFile(file), name, { mtime: new Date('2000-01-01T00:00:00Z'), mode: 0o100644 });
   zip.end();
   await pipeline(zip.outputStream, createWriteStream(zipPath));
 }

@@ -7,7 +7,10 @@ import { startKubeSim, wallClock, type Fleet, type KubeSim } from '../infra/loca
 import { clients } from '../infra/local/kube/test-helpers.ts';
 import { commandWorks, requireTool } from './tools.ts';
 import { loadKubeConfig } from '../functions/adapters/kube/config.ts';
-import { kubePorts } from '../functions/adapters/kube/index.ts';
+import { kubePorts } from '../functions/adapters/kube/client.ts';
+import { applyActions } from '../functions/lib/apply.ts';
+import { noActions } from '../functions/lib/plan.ts';
+import { RecordingNotifier } from '../functions/adapters/chat/notifier.ts';
 
 /**
  * The simulated cluster driven by the real kubectl. Where kubectl is not installed the tests are
@@ -169,21 +172,21 @@ describe('kubectl against the simulated cluster', kubectlTool.options, () => {
     expect(r.stdout).toMatch(/spare\s+Ready\S*\s+<none>\s+\S+\s+v1\.30\.0\s+10\.\d+\.\d+\.\d+\s+<none>\s+Ubuntu 22\.04\.4 LTS\s+5\.15\.0-1063-nvidia\s+containerd:\/\/1\.7\.13/);
   });
 
-  it("gpu-reflex's cordon, taint and eviction show in kubectl get events and describe node, with the node's Lease", async () => {
+  it("gpu-reflex's cordon with its taint, and its evictions, show in kubectl get events and describe node as one Event each, with the node's Lease", async () => {
     const ports = kubePorts(loadKubeConfig({ kubeconfigText: sim.kubeconfig() }), { namespace: 'gpu-reflex' });
     await ports.nodes.update('gpu-b', { unschedulable: true, addTaints: [{ key: 'gpu-reflex.io/xid', value: '79', effect: 'NoSchedule' }] });
     const { core } = clients(sim);
     await core.createNamespacedPod({ namespace: 'train', body: { metadata: { name: 'evictee' }, spec: { nodeName: 'gpu-b', terminationGracePeriodSeconds: 1, containers: [{ name: 'm', image: 'cuda:12' }] } } });
-    expect(await ports.pods.evict('train', 'evictee')).toEqual({ outcome: 'evicted' });
+    const applied = await applyActions({ ...noActions(), evictions: [{ namespace: 'train', name: 'evictee' }] }, { ...ports, notifier: new RecordingNotifier() }, undefined, await ports.nodes.get('gpu-b'));
+    expect(applied.evictions).toEqual([{ result: 'done' }]);
     const events = await kubectl(['get', 'events', '-A']);
     expect(events.stdout.split('\n')[0]).toMatch(/^NAMESPACE\s+LAST SEEN\s+TYPE\s+REASON\s+OBJECT\s+MESSAGE$/);
-    expect(events.stdout).toMatch(/default\s+\S+\s+Normal\s+Cordoned\s+node\/gpu-b\s+Node marked unschedulable by gpu-reflex/);
-    expect(events.stdout).toMatch(/default\s+\S+\s+Normal\s+Tainted\s+node\/gpu-b\s+Taint gpu-reflex.io\/xid=79:NoSchedule added by gpu-reflex/);
-    expect(events.stdout).toMatch(/train\s+\S+\s+Normal\s+Evicted\s+pod\/evictee\s+Pod evicted by gpu-reflex/);
+    expect(events.stdout).toMatch(/default\s+\S+\s+Normal\s+Cordoned\s+node\/gpu-b\s+Node marked unschedulable by gpu-reflex; taint gpu-reflex.io\/xid=79:NoSchedule added/);
+    expect(events.stdout).toMatch(/default\s+\S+\s+Normal\s+PodsEvicted\s+node\/gpu-b\s+1 pod evicted by gpu-reflex through the Eviction API \(PodDisruptionBudgets honoured\): train\/evictee/);
     const described = await kubectl(['describe', 'node', 'gpu-b']);
     expect(described.stdout).toMatch(/Lease:\s+HolderIdentity:\s+gpu-b/);
     expect(described.stdout).toMatch(/Boot ID:\s+[0-9a-f-]{36}/);
-    expect(described.stdout).toMatch(/Events:\n\s+Type\s+Reason\s+Age\s+From\s+Message\n.*\n\s+Normal\s+Cordoned\s+\S+\s+gpu-reflex\s+Node marked unschedulable by gpu-reflex\n\s+Normal\s+Tainted\s+/);
+    expect(described.stdout).toMatch(/Events:\n\s+Type\s+Reason\s+Age\s+From\s+Message\n.*\n\s+Normal\s+Cordoned\s+\S+\s+gpu-reflex\s+Node marked unschedulable by gpu-reflex; taint \S+ added\n\s+Normal\s+PodsEvicted\s+/);
   });
 
   it('kubectl delete waits for the pod to finish its grace period and go', async () => {

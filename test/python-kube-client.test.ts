@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadKubeConfig } from '../functions/adapters/kube/config.ts';
-import { kubePorts } from '../functions/adapters/kube/index.ts';
+import { kubePorts } from '../functions/adapters/kube/client.ts';
 import { startKubeSim, type Fleet, type KubeSim } from '../infra/local/kube/index.ts';
 
 /**

@@ -23,16 +23,16 @@ describe('autoscale-pools wiring', () => {
   });
 
   it('needs no Alibaba Cloud settings while no pool is managed, and says so when run', async () => {
-    const deps = wireAutoscale('autoscale-pools', { KUBECONFIG, LOG_LEVEL: 'error' });
+    const deps = await wireAutoscale('autoscale-pools', { KUBECONFIG, LOG_LEVEL: 'error' });
     await expect(deps.cloud.listNodePools()).rejects.toThrow(/no node pool is managed/);
     const handler = createAutoscaleHandler(() => deps);
     expect(await handler({}, { awsRequestId: 'r1' } as Context)).toEqual({ status: 'done', result: { managedPools: 0 } });
   });
 
-  it('names the missing cloud variable once a pool is managed', () => {
+  it('names the missing cloud variable once a pool is managed', async () => {
     const AUTOSCALE_POLICY_FILE = file('one.yaml', 'pools:\n  np-t4: { max: 3 }\n');
-    expect(() => wireAutoscale('autoscale-pools', { KUBECONFIG, AUTOSCALE_POLICY_FILE, LOG_LEVEL: 'error' })).toThrow('ALIBABA_CLOUD_REGION_ID is not set (needed to reach Alibaba Cloud)');
-    const deps = wireAutoscale('autoscale-pools', { KUBECONFIG, AUTOSCALE_POLICY_FILE, LOG_LEVEL: 'error', ALIBABA_CLOUD_REGION_ID: 'cn-hangzhou', ACK_CLUSTER_ID: 'c1', ALIBABA_CLOUD_ACCESS_KEY_ID: 'k', ALIBABA_CLOUD_ACCESS_KEY_SECRET: 's' });
+    await expect(wireAutoscale('autoscale-pools', { KUBECONFIG, AUTOSCALE_POLICY_FILE, LOG_LEVEL: 'error' })).rejects.toThrow('ALIBABA_CLOUD_REGION_ID is not set (needed to reach Alibaba Cloud)');
+    const deps = await wireAutoscale('autoscale-pools', { KUBECONFIG, AUTOSCALE_POLICY_FILE, LOG_LEVEL: 'error', ALIBABA_CLOUD_REGION_ID: 'cn-hangzhou', ACK_CLUSTER_ID: 'c1', ALIBABA_CLOUD_ACCESS_KEY_ID: 'k', ALIBABA_CLOUD_ACCESS_KEY_SECRET: 's' });
     expect(deps.clusterId).toBe('c1');
   });
 });

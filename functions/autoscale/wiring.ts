@@ -7,11 +7,10 @@
  * In a dry run (DRY_RUN=true) the cloud port is wrapped like the Kubernetes ones: reads go
  * through, writes are only logged.
  */
-import { AliCloudPools, aliCloudSettingsFromEnv } from '../adapters/alicloud/client.ts';
 import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
 import type { CloudPools } from '../adapters/alicloud/ports.ts';
 import { ConfigError } from '../config.ts';
-import { configFileFromEnv, lazy, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
+import { configFileFromEnv, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
 import { AutoscalePolicyError, AutoscalePolicySchema, parseAutoscalePolicy, type AutoscalePolicy } from './policy.ts';
 
 export type AutoscaleWiring = FunctionDeps<{ policy: AutoscalePolicy; cloud: CloudPools; clusterId: string }>;
@@ -25,14 +24,14 @@ const NO_CLOUD = new Proxy({} as CloudPools, {
   get: (_t, method) => () => Promise.reject(new ConfigError(`autoscale-pools: no node pool is managed (AUTOSCALE_POLICY_FILE names none), so the cloud is not wired; ${String(method)} was called`)),
 });
 
-export function wireAutoscale(service: string, env: NodeJS.ProcessEnv = process.env): AutoscaleWiring {
-  const base = wireFromEnv(service, () => ({ own: { policy: autoscalePolicyFromEnv(env) } }), env);
+export async function wireAutoscale(service: string, env: NodeJS.ProcessEnv = process.env): Promise<AutoscaleWiring> {
+  const base = await wireFromEnv(service, () => ({ own: { policy: autoscalePolicyFromEnv(env) } }), env);
   // A deployment that manages no pool needs no Alibaba Cloud settings.
   if (Object.keys(base.policy.pools).length === 0) return { ...base, cloud: NO_CLOUD, clusterId: env['ACK_CLUSTER_ID'] ?? '' };
+  // The Alibaba SDK clients load here, at the first invocation, and only where a pool is managed.
+  const { AliCloudPools, aliCloudSettingsFromEnv } = await import('../adapters/alicloud/client.ts');
   const settings = aliCloudSettingsFromEnv(env);
   const real = new AliCloudPools(settings, base.clock);
   const cloud = base.dryRun ? dryRunCloudPools(real, (a) => base.logger.info('dry run: would', { op: a.op, args: a.args })) : real;
   return { ...base, cloud, clusterId: settings.clusterId };
 }
-
-export const lazyAutoscaleWiring = (service: string) => lazy((): AutoscaleWiring => wireAutoscale(service));

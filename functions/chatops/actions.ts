@@ -12,7 +12,7 @@ import { NotFoundError } from '../adapters/errors.ts';
 import type { DryRunnable } from '../adapters/kube/dry-run.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { Logger } from '../lib/logger.ts';
-import { planTable as migPlanTable } from '../mig/cli.ts';
+import { planTable as migPlanTable } from '../mig/core/plan-table.ts';
 import { rebalanceMig, type MigRebalanceConfig } from '../mig/run.ts';
 import type { QuotaConfig } from '../quota/core/config.ts';
 import { HOLD_UNTIL_ANNOTATION, rollbackQuotas } from '../quota/run.ts';

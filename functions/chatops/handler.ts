@@ -20,23 +20,21 @@ import { migConfig } from '../mig/wiring.ts';
 import type { MigRebalanceConfig } from '../mig/run.ts';
 import type { Policy } from '../remediate/core/policy.ts';
 import { remediationConfig } from '../remediate/wiring.ts';
-import { AliCloudPools, aliCloudSettingsFromEnv } from '../adapters/alicloud/client.ts';
 import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
 import { autoscalePolicyFromEnv } from '../autoscale/wiring.ts';
-import { HttpSlackResponder } from '../adapters/chat/slack-response.ts';
+import { HttpFeishuReplier, type FeishuReplier } from '../adapters/chat/feishu-replier.ts';
+import { HttpSlackResponder, type SlackResponder } from '../adapters/chat/slack-response.ts';
+import type { Logger } from '../lib/logger.ts';
 import type { PoolPorts } from './actions.ts';
+import { sharedReplayGuard, type ReplayCheck } from './replay.ts';
 import type { ChatSecrets } from './core/signature.ts';
 import { ChatOpsConfigError, ChatOpsConfigSchema, parseChatOpsConfig, type ChatOpsConfig } from './run.ts';
 import { handleChatRequest, type WebhookDeps } from './webhook.ts';
-import type { Logger } from '../lib/logger.ts';
-import type { SlackResponder } from '../adapters/chat/slack-response.ts';
-import { sharedReplayGuard, type ReplayCheck } from './replay.ts';
-import { HttpFeishuReplier, type FeishuReplier } from '../adapters/chat/feishu-replier.ts';
 
 export type ChatWiring = FunctionDeps<{ chat: ChatOpsConfig; secrets: ChatSecrets; quotaTeams?: QuotaConfig; policy: Policy; mig: MigRebalanceConfig; pools?: PoolPorts; responder: SlackResponder }> & { replay: ReplayCheck; feishu?: FeishuReplier };
 
-export function wireChat(service: string, env: NodeJS.ProcessEnv = process.env): ChatWiring {
-  const base = wireFromEnv(service, () => {
+export async function wireChat(service: string, env: NodeJS.ProcessEnv = process.env): Promise<ChatWiring> {
+  const base = await wireFromEnv(service, () => {
     const chat = configFileFromEnv(env, 'CHATOPS_CONFIG_FILE', parseChatOpsConfig, ChatOpsConfigError) ?? ChatOpsConfigSchema.parse({});
     const secrets: ChatSecrets = {
       ...(env['CHAT_SLACK_SIGNING_SECRET'] ? { slackSigningSecret: env['CHAT_SLACK_SIGNING_SECRET'] } : {}),
@@ -51,14 +49,16 @@ export function wireChat(service: string, env: NodeJS.ProcessEnv = process.env):
     const responder = new HttpSlackResponder(env['CHAT_SLACK_RESPONSE_URL_PREFIX'] || undefined);
     return { own: { chat, secrets, ...(quotaTeams ? { quotaTeams } : {}), policy: remediation.own.policy, mig: mig.own.mig, responder }, kube: { ...remediation.kube, ...mig.kube } };
   }, env);
-  // Once per container: its memory of accepted requests, over the store every container shares.
   const appId = env['CHAT_FEISHU_APP_ID'];
   const appSecret = env['CHAT_FEISHU_APP_SECRET'];
   const feishu = appId && appSecret ? new HttpFeishuReplier({ appId, appSecret, baseUrl: env['CHAT_FEISHU_API_URL'] || 'https://open.feishu.cn' }, base.clock) : undefined;
+  // Once per container: its memory of accepted requests, over the store every container shares.
   const wired = { ...base, replay: sharedReplayGuard(base.kube.state), ...(feishu ? { feishu } : {}) };
-  // `pool scale` reaches the cloud as autoscale-pools does, and only where its policy names pools.
+  // `pool scale` reaches the cloud as autoscale-pools does, and only where its policy names pools;
+  // the Alibaba client loads only then (cold start: docs/deploy.md).
   const autoscale = autoscalePolicyFromEnv(env);
   if (Object.keys(autoscale.pools).length === 0) return wired;
+  const { AliCloudPools, aliCloudSettingsFromEnv } = await import('../adapters/alicloud/client.ts');
   const real = new AliCloudPools(aliCloudSettingsFromEnv(env), base.clock);
   return { ...wired, pools: { policy: autoscale, cloud: base.dryRun ? dryRunCloudPools(real, (a) => base.logger.info('dry run: would', { op: a.op, args: a.args })) : real } };
 }
@@ -68,14 +68,14 @@ export function chatDeps(d: ChatWiring, logger: Logger): WebhookDeps {
   return { kube: d.kube, publisher: d.publisher, notifier: d.notifier, clock: d.clock, config: d.chat, secrets: d.secrets, logger, policy: d.policy, mig: d.mig, responder: d.responder, replay: d.replay, ...(d.feishu ? { feishu: d.feishu } : {}), ...(d.quotaTeams ? { quota: d.quotaTeams } : {}), ...(d.pools ? { pools: d.pools } : {}) };
 }
 
-export function createChatHandler(getDeps: () => ChatWiring) {
+export function createChatHandler(getDeps: () => ChatWiring | Promise<ChatWiring>) {
   return rawHttpHandler({
     name: 'chatops',
-    logger: () => getDeps().logger,
+    logger: async () => (await getDeps()).logger,
     async handle(body, { logger, request }) {
-      return handleChatRequest(chatDeps(getDeps(), logger), request, body);
+      return handleChatRequest(chatDeps(await getDeps(), logger), request, body);
     },
   });
 }
 
-export const handler = createChatHandler(lazy((): ChatWiring => wireChat('chatops')));
+export const handler = createChatHandler(lazy((): Promise<ChatWiring> => wireChat('chatops')));

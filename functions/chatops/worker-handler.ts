@@ -10,13 +10,13 @@ import { lazy } from '../lib/wiring.ts';
 import { chatDeps, wireChat, type ChatWiring } from './handler.ts';
 import { carryOutRequested } from './worker.ts';
 
-export function createChatWorkerHandler(getDeps: () => ChatWiring) {
+export function createChatWorkerHandler(getDeps: () => ChatWiring | Promise<ChatWiring>) {
   return eventHandler<ChatOpsCommandRequestedDetail>({
     name: 'chatops-worker',
     detailTypes: [CHATOPS_COMMAND_REQUESTED],
-    logger: () => getDeps().logger,
-    handle: (event, { logger }) => carryOutRequested(chatDeps(getDeps(), logger), event.detail),
+    logger: async () => (await getDeps()).logger,
+    handle: async (event, { logger }) => carryOutRequested(chatDeps(await getDeps(), logger), event.detail),
   });
 }
 
-export const handler = createChatWorkerHandler(lazy((): ChatWiring => wireChat('chatops-worker')));
+export const handler = createChatWorkerHandler(lazy((): Promise<ChatWiring> => wireChat('chatops-worker')));

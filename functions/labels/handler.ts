@@ -2,15 +2,16 @@
 import { GPU_INVENTORY, type GpuInventoryDetail } from '../../events/index.ts';
 import { eventHandler } from '../lib/handler.ts';
 import { labelNode } from './run.ts';
-import { lazyLabelWiring, type LabelWiring } from './wiring.ts';
+import { lazy } from '../lib/wiring.ts';
+import type { LabelWiring } from './wiring.ts';
 
-export function createLabelHandler(getDeps: () => LabelWiring) {
+export function createLabelHandler(getDeps: () => LabelWiring | Promise<LabelWiring>) {
   return eventHandler<GpuInventoryDetail>({
     name: 'label-nodes',
     detailTypes: [GPU_INVENTORY],
-    logger: () => getDeps().logger,
+    logger: async () => (await getDeps()).logger,
     async handle(event, { logger }) {
-      const d = getDeps();
+      const d = await getDeps();
       const out = await labelNode({ ...d.kube, ...d, config: d.labelerConfig, logger }, event.detail);
       const p = out.plan;
       return {
@@ -23,4 +24,5 @@ export function createLabelHandler(getDeps: () => LabelWiring) {
   });
 }
 
-export const handler = createLabelHandler(lazyLabelWiring('label-nodes'));
+// The wiring (config files, the clients) loads at the first invocation: lib/wiring.ts.
+export const handler = createLabelHandler(lazy(async () => (await import('./wiring.ts')).wireLabels('label-nodes')));

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { RecordingNotifier, type Notifier } from '../adapters/chat/notifier.ts';
 import { BadInputError } from '../adapters/errors.ts';
 import { fakeKube } from '../adapters/kube/fake.ts';
@@ -24,6 +24,24 @@ const actions = (o: Partial<Actions<{ v: number }>> = {}): Actions<{ v: number }
 const codec = (r: { v: number }) => ({ annotations: { rec: JSON.stringify(r) } });
 
 describe('applyActions', () => {
+  it('asks for every eviction at once and reports each, index for index, whatever order the answers come in', async () => {
+    const kube = seeded();
+    const asked: string[] = [];
+    const answers = new Map<string, () => void>();
+    // Answers held until every eviction was asked for: a one-at-a-time applier never gets past the first.
+    const pods = {
+      evict: (_ns: string, name: string) => {
+        asked.push(name);
+        return new Promise<{ outcome: 'evicted' } | { outcome: 'gone' }>((resolve) => answers.set(name, () => resolve(name === 'a' ? { outcome: 'gone' } : { outcome: 'evicted' })));
+      },
+    };
+    const out = applyActions(actions({ nodeEdit: undefined, notices: [], cloud: [] }), { nodes: kube.nodes, pods, notifier: new RecordingNotifier() }, codec);
+    await vi.waitFor(() => expect(asked).toEqual(['a', 'b']));
+    answers.get('b')!();
+    answers.get('a')!();
+    expect((await out).evictions).toEqual([{ result: 'already' }, { result: 'done' }]);
+  });
+
   it('patches the node once (record encoded by the codec), then evicts, then notifies, then cloud', async () => {
     const kube = seeded();
     const notifier = new RecordingNotifier();

@@ -1,7 +1,7 @@
 /**
  * applyActions: the one applier. Carries any plan's actions out through the ports, in this order:
  * the node change as one patch (a taint and a cordon stop new work before anything moves), the
- * DRA DeviceTaintRules (created, then deleted), then evictions, notices, cloud actions. It checks no dry-run flag: dry-run is the ports' decorator,
+ * DRA DeviceTaintRules (created, then deleted), then evictions (all at once), notices, cloud actions. It checks no dry-run flag: dry-run is the ports' decorator,
  * chosen in the wiring.
  *
  * Failure meaning: the node patch throws (the invocation is retried; every action is idempotent);
@@ -13,7 +13,8 @@
 import type { Notifier } from '../adapters/chat/notifier.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { NodeChange } from '../adapters/kube/node-change.ts';
-import type { DeviceTaintOps, NodeOps, PodOps } from '../adapters/kube/ports.ts';
+import { evictionsNote } from '../adapters/kube/event-notes.ts';
+import type { DeviceTaintOps, EventRecorder, NodeOps, PodOps } from '../adapters/kube/ports.ts';
 import { encodeOutbox, OUTBOX_ANNOTATION } from './outbox.ts';
 import type { Actions, CloudAction, NodeEdit } from './plan.ts';
 
@@ -44,6 +45,8 @@ export interface ActionPorts {
   cloud?: CloudOps;
   /** DRA DeviceTaintRules; absent where the deployment has no resource.k8s.io access. */
   deviceTaints?: Pick<DeviceTaintOps, 'create' | 'remove'>;
+  /** Kubernetes Events: the accepted evictions as one Event on the node (event-notes.ts). */
+  events?: EventRecorder;
 }
 
 /** Encodes a function's typed node record into the metadata it is stored in. */
@@ -75,14 +78,22 @@ export async function applyActions<R>(actions: Actions<R>, ports: ActionPorts, c
     }
     applied.deviceTaints = out;
   }
-  for (const pod of actions.evictions) {
-    try {
-      const r = await ports.pods.evict(pod.namespace, pod.name, pod.uid === undefined ? {} : { uid: pod.uid });
-      applied.evictions.push(r.outcome === 'blocked' ? { result: 'blocked', message: clip(r.reason) } : { result: r.outcome === 'gone' ? 'already' : 'done' });
-    } catch (err) {
-      applied.evictions.push({ result: 'failed', message: clip((err as Error).message) });
-    }
-  }
+  // Concurrently, as kubectl drain evicts: each eviction is its own answer (a budget's refusal is
+  // per pod), and a node's pods leave sooner. Outcomes stay index for index.
+  applied.evictions = await Promise.all(
+    actions.evictions.map(async (pod): Promise<StepOutcome> => {
+      try {
+        const r = await ports.pods.evict(pod.namespace, pod.name, pod.uid === undefined ? {} : { uid: pod.uid });
+        return r.outcome === 'blocked' ? { result: 'blocked', message: clip(r.reason) } : { result: r.outcome === 'gone' ? 'already' : 'done' };
+      } catch (err) {
+        return { result: 'failed', message: clip((err as Error).message) };
+      }
+    }),
+  );
+  // The evictions are about the node being edited (or read as the plan's basis); recording never throws.
+  const evicted = actions.evictions.filter((_, i) => applied.evictions[i]?.result === 'done').map((p) => `${p.namespace}/${p.name}`);
+  const node = actions.nodeEdit?.node ?? basis?.name;
+  if (evicted.length > 0 && node && ports.events) await ports.events.record({ kind: 'Node', name: node }, evictionsNote(evicted));
   for (const notice of actions.notices) {
     try {
       await ports.notifier.notify(notice);

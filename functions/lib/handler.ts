@@ -36,7 +36,8 @@ export interface HandlerContext {
   context: Context;
 }
 
-type LoggerSource = Logger | (() => Logger);
+/** A logger, or a function giving it: the wiring's, which is built (asynchronously) at the first invocation. */
+type LoggerSource = Logger | (() => Logger | Promise<Logger>);
 
 /** Input that failed its schema at the edge: bad input, with every problem named. */
 export class DropEvent extends BadInputError {
@@ -81,8 +82,8 @@ type Mw<E, R> = middy.MiddlewareObj<E, R, Error, Ctx>;
 /** Middleware: a child logger named after the function and the request, for the core and errors. */
 function loggerContext<E, R>(name: string, source: LoggerSource): Mw<E, R> {
   return {
-    before: (request: Req<E, R>) => {
-      const base = typeof source === 'function' ? source() : source;
+    before: async (request: Req<E, R>) => {
+      const base = typeof source === 'function' ? await source() : source;
       request.context = Object.assign(request.context ?? ({} as Ctx), { logger: base.child({ function: name, requestId: request.context?.awsRequestId }) });
     },
   };

@@ -4,16 +4,21 @@
  * remediation, nothing for a function that has no policy). Built once per container and reused
  * across invocations.
  *
+ * The modules that hold a client (client-node's ports, the EventBridge publisher) are loaded here
+ * with `import()`, not imported at the top: a bundle's import then evaluates neither, and what a
+ * cold start pays for them it pays at the first invocation, where the wiring runs anyway
+ * (docs/deploy.md#bundles; test/contract/build.test.ts fails if one is imported statically again).
+ *
  * Dry-run is decided here and nowhere else: `DRY_RUN=true`, or a function's own config saying so
  * (a remediation policy file's `dryRun: true`), selects the dry-run wiring (lib/dry-run.ts), every
  * port that acts wrapped in a recording decorator. No plan, fact or policy carries the flag.
  */
 import { readFileSync } from 'node:fs';
-import { EventBridgePublisher, type EventPublisher } from '../adapters/bus.ts';
+import type { EventPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier, WebhookNotifier, type Notifier } from '../adapters/chat/notifier.ts';
 import { currentClock, type Clock } from '../adapters/clock.ts';
 import { dryRunPorts } from '../adapters/kube/dry-run.ts';
-import { kubePorts, loadKubeConfig, type KubePorts, type KubePortsOptions } from '../adapters/kube/index.ts';
+import type { KubePorts, KubePortsOptions } from '../adapters/kube/index.ts';
 import { ConfigError, loadFunctionsConfig, type FunctionsConfig } from '../config.ts';
 import { DryRunNotifier, DryRunPublisher } from './dry-run.ts';
 import { createLogger, type Logger } from './logger.ts';
@@ -36,8 +41,9 @@ export type FunctionDeps<Own extends object = object> = BaseDeps & Own;
 /** A function's own configuration, from its environment; `dryRun: true` selects the dry-run wiring. */
 export type OwnConfig<Own extends object> = (env: NodeJS.ProcessEnv) => { own: Own; dryRun?: boolean; kube?: Pick<KubePortsOptions, 'dra' | 'migParted'> };
 
-export function wireFromEnv<Own extends object = object>(service: string, ownConfig?: OwnConfig<Own>, env: NodeJS.ProcessEnv = process.env): FunctionDeps<Own> {
+export async function wireFromEnv<Own extends object = object>(service: string, ownConfig?: OwnConfig<Own>, env: NodeJS.ProcessEnv = process.env): Promise<FunctionDeps<Own>> {
   const config = loadFunctionsConfig(env);
+  const [{ kubePorts, loadKubeConfig }, { EventBridgePublisher }] = await Promise.all([import('../adapters/kube/client.ts'), import('../adapters/bus-eventbridge.ts')]);
   const clock = currentClock();
   // Log lines carry the one clock's time too (virtual under simulate).
   const logger = createLogger({ service, level: config.LOG_LEVEL, now: () => clock.now() });
@@ -63,10 +69,17 @@ export function wireFromEnv<Own extends object = object>(service: string, ownCon
   };
 }
 
-/** Wiring happens at the first invocation, not at import, so a bad config is reported per call. */
-export function lazy<T>(make: () => T): () => T {
-  let v: T | undefined;
-  return () => (v ??= make());
+/**
+ * Wiring happens at the first invocation, not at import, once per container. A wiring that fails
+ * (a bad config) is not kept: the next call wires again and reports it again.
+ */
+export function lazy<T>(make: () => Promise<T>): () => Promise<T> {
+  let v: Promise<T> | undefined;
+  return () =>
+    (v ??= make().catch((err: unknown) => {
+      v = undefined;
+      throw err;
+    }));
 }
 
 /**

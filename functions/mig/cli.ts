@@ -150,7 +150,7 @@ export const migPlanCommand: Command = {
       fleet = readMigFleet(read.nodes, read.pods, read.usage);
     } else {
       await readInputText(values.kubeconfig!, '--kubeconfig', io);
-      const { kubePorts, loadKubeConfig } = await import('../adapters/kube/index.ts');
+      const { kubePorts, loadKubeConfig } = await import('../adapters/kube/client.ts');
       // Reads only: nodes and pods (every namespace), page by page.
       const ports = kubePorts(loadKubeConfig({ kubeconfigPath: values.kubeconfig! }), { namespace: 'gpu-reflex' });
       fleet = readMigFleet(await ports.nodes.list(), await ports.pods.list());

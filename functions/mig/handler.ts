@@ -2,18 +2,20 @@
 import { randomUUID } from 'node:crypto';
 import { scheduleHandler } from '../lib/handler.ts';
 import { rebalanceMig } from './run.ts';
-import { lazyMigWiring, type MigWiring } from './wiring.ts';
+import { lazy } from '../lib/wiring.ts';
+import type { MigWiring } from './wiring.ts';
 
-export function createMigHandler(getDeps: () => MigWiring) {
+export function createMigHandler(getDeps: () => MigWiring | Promise<MigWiring>) {
   return scheduleHandler({
     name: 'rebalance-mig',
-    logger: () => getDeps().logger,
+    logger: async () => (await getDeps()).logger,
     async handle({ logger, context }) {
-      const d = getDeps();
+      const d = await getDeps();
       const out = await rebalanceMig({ ...d.kube, ...d, logger, holder: context?.awsRequestId ?? randomUUID() });
       return { migNodes: out.nodes, pending: out.pending, satisfiedAfter: out.satisfiedAfter, steps: out.steps, underWay: out.underWay, failed: out.failed };
     },
   });
 }
 
-export const handler = createMigHandler(lazyMigWiring('rebalance-mig'));
+// The wiring (config files, the clients) loads at the first invocation: lib/wiring.ts.
+export const handler = createMigHandler(lazy(async () => (await import('./wiring.ts')).wireMig('rebalance-mig')));

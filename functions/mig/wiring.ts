@@ -12,7 +12,7 @@
 import { z } from 'zod';
 import { DEFAULT_MIG_PARTED_CONFIG } from '../adapters/kube/index.ts';
 import { ConfigError } from '../config.ts';
-import { lazy, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
+import { wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
 import { DEFAULT_MIG_REBALANCE_CONFIG, type MigRebalanceConfig } from './run.ts';
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
@@ -41,4 +41,6 @@ export function migConfig(env: NodeJS.ProcessEnv) {
   return { own: { mig }, kube: { migParted: { namespace, name, key: e.MIG_PARTED_KEY ?? DEFAULT_MIG_PARTED_CONFIG.key } } };
 }
 
-export const lazyMigWiring = (service: string) => lazy((): MigWiring => wireFromEnv(service, migConfig));
+export function wireMig(service: string, env: NodeJS.ProcessEnv = process.env): Promise<MigWiring> {
+  return wireFromEnv(service, migConfig, env);
+}

@@ -7,7 +7,8 @@ import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { parseArgs } from 'node:util';
 import { InputError, UsageError, type CliIo, type Command } from '../../bin/command.ts';
 import { readInputText } from '../../bin/input.ts';
-import { EventBridgePublisher, RecordingPublisher, type EventPublisher } from '../adapters/bus.ts';
+import { RecordingPublisher, type EventPublisher } from '../adapters/bus.ts';
+import { EventBridgePublisher } from '../adapters/bus-eventbridge.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { systemClock } from '../adapters/clock.ts';
 import { createLogger } from '../lib/logger.ts';
@@ -79,7 +80,7 @@ export const quotaPlanCommand: Command = {
       }
     } else {
       await readInputText(values.kubeconfig!, '--kubeconfig', io);
-      const { kubePorts, loadKubeConfig } = await import('../adapters/kube/index.ts');
+      const { kubePorts, loadKubeConfig } = await import('../adapters/kube/client.ts');
       const ports = kubePorts(loadKubeConfig({ kubeconfigPath: values.kubeconfig! }), { namespace: 'gpu-reflex' });
       const [nodes, pods, quotas] = await Promise.all([ports.nodes.list(), ports.pods.list(), ports.quotas.listQuotas()]);
       read = { nodes, pods, quotas };
@@ -113,7 +114,7 @@ export const quotaRollbackCommand: Command = {
     if (!Number.isInteger(hold) || hold < 0 || hold > 10_080) throw new UsageError(`--hold-minutes must be an integer from 0 to 10080 (got "${values['hold-minutes']}")`);
     const config = await readConfig(values.config, io);
     await readInputText(values.kubeconfig, '--kubeconfig', io);
-    const { kubePorts, loadKubeConfig } = await import('../adapters/kube/index.ts');
+    const { kubePorts, loadKubeConfig } = await import('../adapters/kube/client.ts');
     const { dryRunPorts } = await import('../adapters/kube/dry-run.ts');
     const real = kubePorts(loadKubeConfig({ kubeconfigPath: values.kubeconfig }), { namespace: 'gpu-reflex' });
     const dry = values['dry-run'] === true;

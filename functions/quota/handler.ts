@@ -2,14 +2,15 @@
 import { randomUUID } from 'node:crypto';
 import { scheduleHandler } from '../lib/handler.ts';
 import { rewriteQuotas } from './run.ts';
-import { lazyQuotaWiring, type QuotaWiring } from './wiring.ts';
+import { lazy } from '../lib/wiring.ts';
+import type { QuotaWiring } from './wiring.ts';
 
-export function createQuotaHandler(getDeps: () => QuotaWiring) {
+export function createQuotaHandler(getDeps: () => QuotaWiring | Promise<QuotaWiring>) {
   return scheduleHandler({
     name: 'rewrite-quotas',
-    logger: () => getDeps().logger,
+    logger: async () => (await getDeps()).logger,
     async handle({ logger, context }) {
-      const d = getDeps();
+      const d = await getDeps();
       if (!d.quotaConfig) {
         logger.info('rewrite-quotas: no QUOTA_CONFIG_FILE: no team is managed, nothing to do');
         return { teams: 0 };
@@ -20,4 +21,5 @@ export function createQuotaHandler(getDeps: () => QuotaWiring) {
   });
 }
 
-export const handler = createQuotaHandler(lazyQuotaWiring('rewrite-quotas'));
+// The wiring (config files, the clients) loads at the first invocation: lib/wiring.ts.
+export const handler = createQuotaHandler(lazy(async () => (await import('./wiring.ts')).wireQuota('rewrite-quotas')));

@@ -19,12 +19,12 @@ describe('rewrite-quotas wiring', () => {
   });
 
   it('manages no team without a teams file: the function reads nothing and says so', async () => {
-    const deps = wireQuota('rewrite-quotas', { KUBECONFIG, LOG_LEVEL: 'error' });
+    const deps = await wireQuota('rewrite-quotas', { KUBECONFIG, LOG_LEVEL: 'error' });
     expect(await createQuotaHandler(() => deps)({}, { awsRequestId: 'r' } as Context)).toEqual({ status: 'done', result: { teams: 0 } });
   });
 
-  it('keeps the teams apart from the shared configuration', () => {
-    const deps = wireQuota('rewrite-quotas', { KUBECONFIG, LOG_LEVEL: 'error', QUOTA_CONFIG_FILE: file('two.yaml', 'teams: [{ name: a, namespaces: [a] }, { name: b, namespaces: [b] }]\n') });
+  it('keeps the teams apart from the shared configuration', async () => {
+    const deps = await wireQuota('rewrite-quotas', { KUBECONFIG, LOG_LEVEL: 'error', QUOTA_CONFIG_FILE: file('two.yaml', 'teams: [{ name: a, namespaces: [a] }, { name: b, namespaces: [b] }]\n') });
     expect(deps.quotaConfig?.teams.map((t) => t.name)).toEqual(['a', 'b']);
     expect(deps.config.EVENT_BUS_NAME).toBe('gpu-reflex');
   });

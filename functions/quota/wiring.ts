@@ -3,7 +3,7 @@
  *   QUOTA_CONFIG_FILE  YAML/JSON teams configuration (core/config.ts). Unset: no team is managed
  *                      (the function reads and changes nothing).
  */
-import { configFileFromEnv, lazy, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
+import { configFileFromEnv, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
 import { parseQuotaConfig, QuotaConfigError, type QuotaConfig } from './core/config.ts';
 
 /** `quotaConfig`: `config` is the shared wiring's (functions/config.ts). */
@@ -13,11 +13,9 @@ export function quotaConfigFromEnv(env: NodeJS.ProcessEnv): QuotaConfig | undefi
   return configFileFromEnv(env, 'QUOTA_CONFIG_FILE', parseQuotaConfig, QuotaConfigError);
 }
 
-export function wireQuota(service: string, env: NodeJS.ProcessEnv = process.env): QuotaWiring {
+export function wireQuota(service: string, env: NodeJS.ProcessEnv = process.env): Promise<QuotaWiring> {
   return wireFromEnv(service, () => {
     const config = quotaConfigFromEnv(env);
     return { own: config ? { quotaConfig: config } : {} };
   }, env);
 }
-
-export const lazyQuotaWiring = (service: string) => lazy((): QuotaWiring => wireQuota(service));

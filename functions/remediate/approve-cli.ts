@@ -10,7 +10,7 @@ import { UsageError, type CliIo, type Command } from '../../bin/command.ts';
 import { issuesLine } from '../../bin/errors.ts';
 import { readInputText } from '../../bin/input.ts';
 import { APPROVAL_DECIDED, ApprovalDecidedDetailSchema, SOURCES, type ApprovalDecidedDetail } from '../../events/index.ts';
-import { EventBridgePublisher } from '../adapters/bus.ts';
+import { EventBridgePublisher } from '../adapters/bus-eventbridge.ts';
 
 const HELP = [
   'Usage: gpu-reflex approve ID [--reject] [--by NAME] [--comment TEXT] [--endpoint URL] [--bus NAME] [--region R]',
@@ -47,7 +47,7 @@ export const approvalsListCommand: Command = {
     if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
     if (!values.kubeconfig) throw new UsageError('--kubeconfig FILE is required: the store is a ConfigMap in the cluster');
     await readInputText(values.kubeconfig, '--kubeconfig', io);
-    const { kubePorts, loadKubeConfig } = await import('../adapters/kube/index.ts');
+    const { kubePorts, loadKubeConfig } = await import('../adapters/kube/client.ts');
     const { listApprovals } = await import('./approvals.ts');
     const ports = kubePorts(loadKubeConfig({ kubeconfigPath: values.kubeconfig }), { namespace: values.namespace ?? 'gpu-reflex' });
     const all = (await listApprovals(ports.state)).filter((a) => !values.open || a.status === 'open');

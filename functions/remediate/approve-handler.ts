@@ -6,18 +6,20 @@ import { randomUUID } from 'node:crypto';
 import { APPROVAL_DECIDED, type ApprovalDecidedDetail } from '../../events/index.ts';
 import { eventHandler } from '../lib/handler.ts';
 import { decideApproval } from './approve.ts';
-import { lazyRemediationWiring, type RemediationWiring } from './wiring.ts';
+import { lazy } from '../lib/wiring.ts';
+import type { RemediationWiring } from './wiring.ts';
 
-export function createApproveHandler(getDeps: () => RemediationWiring) {
+export function createApproveHandler(getDeps: () => RemediationWiring | Promise<RemediationWiring>) {
   return eventHandler<ApprovalDecidedDetail>({
     name: 'remediate-approve',
     detailTypes: [APPROVAL_DECIDED],
-    logger: () => getDeps().logger,
+    logger: async () => (await getDeps()).logger,
     async handle(event, { logger, context }) {
-      const d = getDeps();
+      const d = await getDeps();
       return decideApproval(event.detail, { ...d.kube, ...d, logger, holder: context?.awsRequestId ?? randomUUID() });
     },
   });
 }
 
-export const handler = createApproveHandler(lazyRemediationWiring('remediate-approve'));
+// The wiring (policy file, YAML, the clients) loads at the first invocation: lib/wiring.ts.
+export const handler = createApproveHandler(lazy(async () => (await import('./wiring.ts')).wireRemediation('remediate-approve')));

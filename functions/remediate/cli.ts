@@ -133,7 +133,7 @@ export const planCommand: Command = {
 
 /** The handler's run (run.ts) against a live cluster, every write recorded instead of made. */
 async function planAgainstCluster(event: TriggerEvent, policy: Policy, kubeconfigPath: string, io: CliIo): Promise<number> {
-  const { kubePorts, loadKubeConfig } = await import('../adapters/kube/index.ts');
+  const { kubePorts, loadKubeConfig } = await import('../adapters/kube/client.ts');
   const { dryRunPorts } = await import('../adapters/kube/dry-run.ts');
   const { RecordingPublisher } = await import('../adapters/bus.ts');
   const { DryRunNotifier, DryRunPublisher } = await import('../lib/dry-run.ts');

@@ -9,19 +9,21 @@ import { randomUUID } from 'node:crypto';
 import { GPU_ACTION_RESULT, type GpuActionResultDetail } from '../../events/index.ts';
 import { eventHandler } from '../lib/handler.ts';
 import { sweep } from './sweep-run.ts';
-import { lazyRemediationWiring, type RemediationWiring } from './wiring.ts';
+import { lazy } from '../lib/wiring.ts';
+import type { RemediationWiring } from './wiring.ts';
 
-export function createGpuActionHandler(getDeps: () => RemediationWiring) {
+export function createGpuActionHandler(getDeps: () => RemediationWiring | Promise<RemediationWiring>) {
   return eventHandler<GpuActionResultDetail>({
     name: 'remediate-gpu-action',
     detailTypes: [GPU_ACTION_RESULT],
-    logger: () => getDeps().logger,
+    logger: async () => (await getDeps()).logger,
     async handle(event, { logger, context }) {
-      const d = getDeps();
+      const d = await getDeps();
       const out = await sweep({ ...d.kube, ...d, logger, holder: context?.awsRequestId ?? randomUUID() }, event.detail.node);
       return { node: event.detail.node, acted: out.plans.map((p) => `${p.action} ${p.phase}`), skipped: out.skipped };
     },
   });
 }
 
-export const handler = createGpuActionHandler(lazyRemediationWiring('remediate-gpu-action'));
+// The wiring (policy file, YAML, the clients) loads at the first invocation: lib/wiring.ts.
+export const handler = createGpuActionHandler(lazy(async () => (await import('./wiring.ts')).wireRemediation('remediate-gpu-action')));

@@ -2,18 +2,20 @@
 import { randomUUID } from 'node:crypto';
 import { scheduleHandler } from '../lib/handler.ts';
 import { sweep } from './sweep-run.ts';
-import { lazyRemediationWiring, type RemediationWiring } from './wiring.ts';
+import { lazy } from '../lib/wiring.ts';
+import type { RemediationWiring } from './wiring.ts';
 
-export function createSweepHandler(getDeps: () => RemediationWiring) {
+export function createSweepHandler(getDeps: () => RemediationWiring | Promise<RemediationWiring>) {
   return scheduleHandler({
     name: 'remediate-sweep',
-    logger: () => getDeps().logger,
+    logger: async () => (await getDeps()).logger,
     async handle({ logger, context }) {
-      const d = getDeps();
+      const d = await getDeps();
       const out = await sweep({ ...d.kube, ...d, logger, holder: context?.awsRequestId ?? randomUUID() });
       return { nodes: out.nodes, acted: out.plans.length, skipped: out.skipped, expired: out.expired };
     },
   });
 }
 
-export const handler = createSweepHandler(lazyRemediationWiring('remediate-sweep'));
+// The wiring (policy file, YAML, the clients) loads at the first invocation: lib/wiring.ts.
+export const handler = createSweepHandler(lazy(async () => (await import('./wiring.ts')).wireRemediation('remediate-sweep')));

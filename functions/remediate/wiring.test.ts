@@ -10,20 +10,20 @@ writeFileSync(KUBECONFIG, 'apiVersion: v1\nkind: Config\nclusters: [{ name: c, c
 const CLOUD = { ALIBABA_CLOUD_REGION_ID: 'cn-hangzhou', ACK_CLUSTER_ID: 'c1', ALIBABA_CLOUD_ACCESS_KEY_ID: 'k', ALIBABA_CLOUD_ACCESS_KEY_SECRET: 's' };
 
 describe('remediation wiring: the cloud repair', () => {
-  it('has no cloud hands unless REMEDIATION_REPAIR asks, so the planner tells a person', () => {
-    const deps = wireRemediation('remediate', { KUBECONFIG, LOG_LEVEL: 'error', ...CLOUD });
+  it('has no cloud hands unless REMEDIATION_REPAIR asks, so the planner tells a person', async () => {
+    const deps = await wireRemediation('remediate', { KUBECONFIG, LOG_LEVEL: 'error', ...CLOUD });
     expect(deps.cloud).toBeUndefined();
     expect(deps.capabilities).toBeUndefined();
   });
 
-  it('reboots through Alibaba Cloud with REMEDIATION_REPAIR=alicloud, and replaces nothing', () => {
-    const deps = wireRemediation('remediate', { KUBECONFIG, LOG_LEVEL: 'error', REMEDIATION_REPAIR: 'alicloud', ...CLOUD });
+  it('reboots through Alibaba Cloud with REMEDIATION_REPAIR=alicloud, and replaces nothing', async () => {
+    const deps = await wireRemediation('remediate', { KUBECONFIG, LOG_LEVEL: 'error', REMEDIATION_REPAIR: 'alicloud', ...CLOUD });
     expect(deps.cloud).toBeDefined();
     expect(deps.capabilities).toEqual({ reboot: true, replace: false });
   });
 
-  it('names what is wrong: an unknown repair, or the cloud settings it needs', () => {
-    expect(() => wireRemediation('remediate', { KUBECONFIG, LOG_LEVEL: 'error', REMEDIATION_REPAIR: 'aws' })).toThrow(/REMEDIATION_REPAIR: /);
-    expect(() => wireRemediation('remediate', { KUBECONFIG, LOG_LEVEL: 'error', REMEDIATION_REPAIR: 'alicloud' })).toThrow('ALIBABA_CLOUD_REGION_ID is not set');
+  it('names what is wrong: an unknown repair, or the cloud settings it needs', async () => {
+    await expect(wireRemediation('remediate', { KUBECONFIG, LOG_LEVEL: 'error', REMEDIATION_REPAIR: 'aws' })).rejects.toThrow(/REMEDIATION_REPAIR: /);
+    await expect(wireRemediation('remediate', { KUBECONFIG, LOG_LEVEL: 'error', REMEDIATION_REPAIR: 'alicloud' })).rejects.toThrow('ALIBABA_CLOUD_REGION_ID is not set');
   });
 });

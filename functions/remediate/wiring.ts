@@ -7,11 +7,10 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from '../config.ts';
 import type { DraVersions } from '../adapters/kube/index.ts';
-import { AliCloudPools, aliCloudSettingsFromEnv } from '../adapters/alicloud/client.ts';
 import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
 import { ackRepairOwner, aliCloudRepair } from '../adapters/alicloud/repair.ts';
 import type { CloudOps } from '../lib/apply.ts';
-import { lazy, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
+import { wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
 import type { Capabilities } from './core/types.ts';
 import type { RemediationDeps } from './run.ts';
 import { DEFAULT_POLICY, type Policy } from './core/policy.ts';
@@ -39,14 +38,13 @@ export function remediationConfig(env: NodeJS.ProcessEnv): { own: { policy: Poli
  * The shared wiring plus, with REMEDIATION_REPAIR=alicloud, the cloud's hands: reboots through ECS
  * (dry run: wrapped like every port that acts, so a dry run reboots nothing).
  */
-export function wireRemediation(service: string, env: NodeJS.ProcessEnv = process.env): RemediationWiring {
-  const base: RemediationWiring = wireFromEnv(service, remediationConfig, env);
+export async function wireRemediation(service: string, env: NodeJS.ProcessEnv = process.env): Promise<RemediationWiring> {
+  const base: RemediationWiring = await wireFromEnv(service, remediationConfig, env);
   if (env['REMEDIATION_REPAIR'] !== 'alicloud') return base;
+  // The Alibaba SDK clients load here, at the first invocation, and only where repair is on.
+  const { AliCloudPools, aliCloudSettingsFromEnv } = await import('../adapters/alicloud/client.ts');
   const real = new AliCloudPools(aliCloudSettingsFromEnv(env), base.clock);
   const cloud = base.dryRun ? dryRunCloudPools(real, (a) => base.logger.info('dry run: would', { op: a.op, args: a.args })) : real;
   // A node pool with ACK's own auto repair repairs its nodes itself: remediation defers to it there.
   return { ...base, cloud: aliCloudRepair(cloud, base.kube.nodes), capabilities: { reboot: true, replace: false }, repairOwner: ackRepairOwner(real, () => base.clock.now()) };
 }
-
-/** Wiring at the first invocation (a Lambda cold start), once per container. */
-export const lazyRemediationWiring = (service: string) => lazy((): RemediationWiring => wireRemediation(service));

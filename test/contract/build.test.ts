@@ -4,7 +4,7 @@ import { mkdtemp, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { inflateRawSync } from 'node:zlib';
 import { pathToFileURL } from 'node:url';
@@ -32,6 +32,35 @@ async function fakeBus(): Promise<{ server: Server; url: string; entries: { Deta
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, entries };
+}
+
+/**
+ * The files of a function's bundle that hold a client's SDK (@kubernetes/client-node, the AWS SDK's
+ * EventBridge client, the Alibaba SDKs), by the build's metafile: what a cold start must not load.
+ */
+function clientChunks(key: string): Map<string, string[]> {
+  const meta = JSON.parse(readFileSync(join(root, `.build/meta/${key}.json`), 'utf8')) as { outputs: Record<string, { inputs: Record<string, unknown> }> };
+  const held = new Map<string, string[]>();
+  for (const [out, { inputs }] of Object.entries(meta.outputs)) {
+    const sdks = [...new Set(Object.keys(inputs).flatMap((i) => i.match(/node_modules\/(@kubernetes\/client-node|@aws-sdk\/client-eventbridge|@alicloud\/[^/]+)\//)?.[1] ?? []))];
+    if (out.endsWith('.mjs') && sdks.length) held.set(pathToFileURL(join(root, out)).href, sdks);
+  }
+  return held;
+}
+
+/**
+ * Runs `script` (an ES module's text) in a fresh node process with test/module-load-log.mjs
+ * registered; returns every module URL node loaded, in order, and the lines the script logged
+ * itself (`mark(text)`) in between.
+ */
+async function loadedModules(script: string, env: NodeJS.ProcessEnv): Promise<{ log: string[]; stdout: string }> {
+  const log = join(await mkdtemp(join(tmpdir(), 'gr-loaded-')), 'modules.log');
+  const prelude = `import { register } from 'node:module'; import { appendFileSync } from 'node:fs';
+    register(${JSON.stringify(pathToFileURL(join(root, 'test/module-load-log.mjs')).href)}, { data: { log: ${JSON.stringify(log)} } });
+    const mark = (text) => appendFileSync(${JSON.stringify(log)}, text + '\\n');
+`;
+  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', prelude + script], { env });
+  return { log: readFileSync(log, 'utf8').trim().split('\n'), stdout };
 }
 
 // `npm run package` = `npm run build` + `serverless package` (osls), run once for this file and
@@ -83,6 +112,19 @@ describe('npm run build', () => {
     }
   });
 
+  // A cold start pays for the import of the entry module and what it imports statically: the
+  // clients (and their SDKs) must stay in chunks that only the wiring's import() loads, at the first
+  // invocation. A static import of functions/adapters/kube/client.ts, bus-eventbridge.ts or
+  // alicloud/client.ts anywhere on the handler's path puts them back and fails this.
+  it.each(Object.keys(yml().functions))("%s: importing the bundle evaluates none of client-node, the AWS SDK's client or the Alibaba SDKs", async (key) => {
+    const held = clientChunks(key);
+    // Not vacuous: the bundle has the clients, in files of their own.
+    expect([...new Set([...held.values()].flat())]).toEqual(expect.arrayContaining(['@kubernetes/client-node', '@aws-sdk/client-eventbridge']));
+    const { log } = await loadedModules(`await import(${JSON.stringify(pathToFileURL(join(root, `.build/functions/${key}/index.mjs`)).href)});`, { PATH: process.env.PATH, AWS_REGION: 'us-east-1' });
+    expect(log).toContain(pathToFileURL(join(root, `.build/functions/${key}/index.mjs`)).href);
+    expect(log.filter((u) => held.has(u)).map((u) => `${u.slice(u.lastIndexOf('/') + 1)}: ${held.get(u)!.join(', ')}`)).toEqual([]);
+  });
+
   // No Docker engine here: lay out /app as the Dockerfile's runtime stage copies it from the build
   // stage (this checkout, just built), outside the repository so no other node_modules is in reach,
   // and start the agent as the DaemonSet does. koffi must load from the pruned copy (exit 3 is
@@ -108,11 +150,16 @@ describe('npm run build', () => {
       const event = JSON.parse(readFileSync(join(root, 'events/catalog/gpu-xid-error.example.json'), 'utf8')) as { detail: { node: string; pods: unknown[] } };
       event.detail = { ...event.detail, node: 'a100-train-0', pods: [] };
       const script = `const m = await import(${JSON.stringify(pathToFileURL(join(root, '.build/functions/remediate/index.mjs')).href)});
+        mark('-- imported');
         console.log(JSON.stringify(await m.handler(${JSON.stringify(event)}, { awsRequestId: 'r1' })));`;
-      const out = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', script], {
-        env: { PATH: process.env.PATH, KUBECONFIG: kubeconfig, AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', AWS_ENDPOINT_URL_EVENTBRIDGE: bus.url, LOG_LEVEL: 'error' },
-      });
+      const out = await loadedModules(script, { PATH: process.env.PATH, KUBECONFIG: kubeconfig, AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', AWS_ENDPOINT_URL_EVENTBRIDGE: bus.url, LOG_LEVEL: 'error' });
       expect(JSON.parse(out.stdout.trim().split('\n').at(-1)!)).toMatchObject({ status: 'done' });
+      // client-node and the AWS SDK were evaluated for the call, not at the import before it.
+      const imported = out.log.indexOf('-- imported');
+      const held = clientChunks('remediate');
+      const sdksLoaded = (urls: string[]) => [...new Set(urls.flatMap((u) => held.get(u) ?? []))].sort();
+      expect(sdksLoaded(out.log.slice(0, imported))).toEqual([]);
+      expect(sdksLoaded(out.log.slice(imported + 1))).toEqual(['@aws-sdk/client-eventbridge', '@kubernetes/client-node']);
       const node = await loadKubeConfig({ kubeconfigText: sim.kubeconfig() }).makeApiClient(CoreV1Api).readNode({ name: 'a100-train-0' });
       expect(node.spec?.unschedulable).toBe(true);
       expect(bus.entries.map((e) => e.DetailType)).toContain('Remediation');
@@ -135,6 +182,8 @@ function lambda(res: Record<string, Cf>, key: string): [string, Cf] {
   if (!found) throw new Error(`no Lambda function gpu-reflex-dev-${key} in the packaged template`);
   return found;
 }
+/** Every file of a function's bundle: the entry and its chunks. */
+const bundleFiles = (key: string) => readdirSync(join(root, `.build/functions/${key}`)).filter((f) => f.endsWith('.mjs')).map((f) => join(root, `.build/functions/${key}`, f));
 const isAsync = (events: Record<string, unknown>[] = []) => events.some((e) => 'eventBridge' in e || 'schedule' in e);
 
 /** Name → content of every file in a zip (stored or deflated: what yazl and osls write). */
@@ -172,10 +221,12 @@ describe('npm run package (osls, offline)', () => {
       expect(artifact, `${key}: serverless.yml needs package: { artifact: .build/artifacts/${key}.zip }`).toBe(`.build/artifacts/${key}.zip`);
       expect(p.Code.S3Key).toMatch(new RegExp(`/${key}\\.zip$`));
       const files = unzip(readFileSync(join(root, artifact)));
-      const entry = `${fn.handler.slice(0, fn.handler.lastIndexOf('.'))}.mjs`;
-      expect([...files.keys()]).toEqual([entry]);
-      expect(files.get(entry)!.equals(readFileSync(join(root, `.build/functions/${key}/index.mjs`)))).toBe(true);
-      expect(files.get(entry)!.length).toBeLessThanOrEqual(1_500_000);
+      // The entry where the handler names it, its chunks beside it (the entry imports './chunk-….mjs').
+      const base = fn.handler.slice(0, fn.handler.lastIndexOf('.'));
+      const built = readdirSync(join(root, `.build/functions/${key}`)).filter((f) => f.endsWith('.mjs')).sort();
+      expect([...files.keys()].sort()).toEqual(built.map((f) => (f === 'index.mjs' ? `${base}.mjs` : join(dirname(base), f))).sort());
+      for (const f of built) expect(files.get(f === 'index.mjs' ? `${base}.mjs` : join(dirname(base), f))!.equals(readFileSync(join(root, `.build/functions/${key}/${f}`))), f).toBe(true);
+      expect([...files.values()].reduce((n, b) => n + b.length, 0)).toBeLessThanOrEqual(1_500_000);
     }
   });
 });
@@ -197,7 +248,7 @@ describe('least privilege per function (the packaged template)', () => {
   });
 
   // What each function's code needs: CloudWatch Logs for its own log group (Lambda's runtime writes
-  // them), PutEvents on the bus where its bundle calls it (functions/adapters/bus.ts), SendMessage
+  // them), PutEvents on the bus where its bundle calls it (functions/adapters/bus-eventbridge.ts), SendMessage
   // to the dead-letter queue its failures go to. Nothing else, no wildcard action or resource.
   it('grants each function exactly what its code calls, on its own resources', () => {
     const res = template();
@@ -212,7 +263,7 @@ describe('least privilege per function (the packaged template)', () => {
         });
       const logGroup = Object.entries(res).find(([, r]) => r.Type === 'AWS::Logs::LogGroup' && r.Properties.LogGroupName === `/aws/lambda/gpu-reflex-dev-${key}`)![0];
       const expected = [`logs:CreateLogStream ${JSON.stringify(getAtt(logGroup))}`, `logs:PutLogEvents ${JSON.stringify(getAtt(logGroup))}`];
-      if (readFileSync(join(root, `.build/functions/${key}/index.mjs`), 'utf8').includes('"PutEvents"')) expected.push(`events:PutEvents ${JSON.stringify(getAtt('GpuReflexBus'))}`);
+      if (bundleFiles(key).some((f) => readFileSync(f, 'utf8').includes('"PutEvents"'))) expected.push(`events:PutEvents ${JSON.stringify(getAtt('GpuReflexBus'))}`);
       const evConf = Object.values(res).find((r) => r.Type === 'AWS::Lambda::EventInvokeConfig' && r.Properties.FunctionName?.Ref === id);
       const dlq = evConf?.Properties.DestinationConfig?.OnFailure?.Destination;
       if (isAsync(fn.events)) expected.push(`sqs:SendMessage ${JSON.stringify(dlq)}`);

@@ -98,9 +98,14 @@ describe('remediation on the embedded stack', () => {
     expect(rem[0]!.detail).toMatchObject({ action: 'drain-node', phase: 'partial' });
     // All of it within the same virtual instant the event was observed in.
     expect(clock.now() - t0).toBe(0);
-    // As `kubectl describe node` shows it: the cordon and the taint are Events on the node.
-    const onNode = stack.sim.store.list('events').filter((e) => (e as { involvedObject?: { name?: string } }).involvedObject?.name === 'drain-0');
-    expect(onNode.map((e) => (e as { reason?: string }).reason).sort()).toEqual(['Cordoned', 'Tainted']);
+    // As `kubectl describe node` shows it: one Event for the patch (cordon and taint), one for the
+    // evictions, naming the pod evicted (not the one the budget kept); none per pod.
+    const onNode = stack.sim.store.list('events').filter((e) => (e as { involvedObject?: { name?: string } }).involvedObject?.name === 'drain-0') as { reason?: string; message?: string }[];
+    expect(onNode.map((e) => [e.reason, e.message]).sort()).toEqual([
+      ['Cordoned', `Node marked unschedulable by gpu-reflex; taint ${TAINT_KEY}=xid-79:NoSchedule added`],
+      ['PodsEvicted', '1 pod evicted by gpu-reflex through the Eviction API (PodDisruptionBudgets honoured): ml/train-d0'],
+    ]);
+    expect(stack.sim.store.list('events').filter((e) => (e as { involvedObject?: { kind?: string } }).involvedObject?.kind === 'Pod')).toEqual([]);
 
     // Capacity frees up elsewhere (the job on drain-1 completes): the twin schedules and runs there.
     stack.sim.cluster.patch(resource('pods'), 'ml', 'fill-d1', 'application/merge-patch+json', { status: { phase: 'Succeeded' } }, { subresource: 'status' });

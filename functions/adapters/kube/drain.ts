@@ -13,6 +13,7 @@
  */
 import type { Clock } from '../clock.ts';
 import { isRetryable } from '../errors.ts';
+import { evictionsNote } from './event-notes.ts';
 import { MIRROR_POD_ANNOTATION, podKey } from './model.ts';
 import type { PodInfo } from './model.ts';
 import type { EventRecorder, KubeEventNote, NodeOps, PodOps } from './ports.ts';
@@ -89,6 +90,7 @@ export async function drainOnce(ports: DrainPorts, node: string, options: DrainP
     }
   }
   report.done = report.remaining.length === 0;
+  if (report.evicted.length > 0) await ports.events?.record({ kind: 'Node', name: node }, evictionsNote(report.evicted));
   return report;
 }
 

@@ -11,7 +11,11 @@ import { createLogger } from '../../lib/logger.ts';
 import { loadKubeConfig } from './config.ts';
 import { dryRunPorts } from './dry-run.ts';
 import { drain } from './drain.ts';
-import { kubePorts, type KubePorts } from './index.ts';
+import { applyActions } from '../../lib/apply.ts';
+import { noActions } from '../../lib/plan.ts';
+import { RecordingNotifier } from '../chat/notifier.ts';
+import { kubePorts } from './client.ts';
+import type { KubePorts } from './index.ts';
 
 type Sim = Awaited<ReturnType<typeof startKubeSim>>;
 
@@ -45,13 +49,10 @@ describe('Events recorded by the Kubernetes adapter', () => {
     return list.items;
   }
 
-  it('a cordon and a taint in one node change are two Events on the node, found as kubectl describe node looks', async () => {
+  it('a cordon and a taint in one node change are one Event on the node, found as kubectl describe node looks', async () => {
     expect(await ports.nodes.update('gpu-1', { unschedulable: true, addTaints: [{ key: 'gpu-reflex.io/xid', value: '79', effect: 'NoSchedule' }] })).toBe(true);
     const events = await eventsAbout('Node', 'gpu-1', 'gpu-1');
-    expect(events.map((e) => [e.type, e.reason, e.message])).toEqual([
-      ['Normal', 'Cordoned', 'Node marked unschedulable by gpu-reflex'],
-      ['Normal', 'Tainted', 'Taint gpu-reflex.io/xid=79:NoSchedule added by gpu-reflex'],
-    ]);
+    expect(events.map((e) => [e.type, e.reason, e.message])).toEqual([['Normal', 'Cordoned', 'Node marked unschedulable by gpu-reflex; taint gpu-reflex.io/xid=79:NoSchedule added']]);
     expect(events[0]).toMatchObject({ metadata: { namespace: 'default' }, reportingComponent: 'gpu-reflex', reportingInstance: 'remediate', action: 'Cordon', involvedObject: { kind: 'Node', name: 'gpu-1' } });
     expect(events[0]?.eventTime).toBeDefined();
   });
@@ -70,12 +71,14 @@ describe('Events recorded by the Kubernetes adapter', () => {
     expect((await eventsAbout('Node', 'gpu-1', 'gpu-1')).map((e) => `${e.reason}: ${e.message}`)).toEqual(['Tainted: Taint k:NoExecute added by gpu-reflex', 'Untainted: Taint k:NoExecute removed by gpu-reflex']);
   });
 
-  it('an eviction is an Evicted Event in the pod\'s namespace; a PDB refusal records none', async () => {
-    await core.createNamespacedPod({ namespace: 'serve', body: { metadata: { name: 'batch', labels: { app: 'batch' } }, spec: { nodeName: 'gpu-1', containers: [{ name: 'main', image: 'cuda:12' }] } } });
-    expect(await ports.pods.evict('serve', 'batch')).toEqual({ outcome: 'evicted' });
-    expect((await ports.pods.evict('serve', 'llm-0')).outcome).toBe('blocked');
-    const events = (await core.listNamespacedEvent({ namespace: 'serve' })).items;
-    expect(events.map((e) => [e.reason, e.involvedObject.kind, e.involvedObject.name, e.action])).toEqual([['Evicted', 'Pod', 'batch', 'Evict']]);
+  it('a plan\'s evictions are one PodsEvicted Event on the node naming the pods evicted; a PDB refusal is not named, and pods get none of their own', async () => {
+    await core.createNamespacedPod({ namespace: 'serve', body: { metadata: { name: 'batch', labels: { app: 'batch' } }, spec: { nodeName: 'gpu-0', containers: [{ name: 'main', image: 'cuda:12' }] } } });
+    const applied = await applyActions({ ...noActions(), evictions: [{ namespace: 'serve', name: 'batch' }, { namespace: 'serve', name: 'llm-0' }] }, { ...ports, notifier: new RecordingNotifier() }, undefined, await ports.nodes.get('gpu-0'));
+    expect(applied.evictions.map((e) => e.result)).toEqual(['done', 'blocked']);
+    expect((await eventsAbout('Node', 'gpu-0', 'gpu-0')).map((e) => [e.reason, e.action, e.message])).toEqual([
+      ['PodsEvicted', 'Evict', '1 pod evicted by gpu-reflex through the Eviction API (PodDisruptionBudgets honoured): serve/batch'],
+    ]);
+    expect((await core.listNamespacedEvent({ namespace: 'serve' })).items).toEqual([]);
   });
 
   it('a drain that runs out of time is a DrainStuck Warning naming what is left and why', async () => {

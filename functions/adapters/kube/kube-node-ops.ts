@@ -35,20 +35,32 @@ export interface KubeOpsOptions {
 
 const taintText = (t: V1Taint) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`;
 
-/** The Events a change to a node deserves: cordon or uncordon, taints added or removed. Labels and annotations are not news. */
+/**
+ * The Event a change to a node deserves: one per write, as the kubelet records one
+ * NodeNotSchedulable per change. A remediation's patch cordons and taints at once, and reads as
+ * one line in `kubectl describe node` (reason Cordoned, the taint in the note): one request, not
+ * one per field. Labels and annotations are not news. Empty when nothing newsworthy changed.
+ */
 export function nodeChangeEvents(before: V1Node, patch: { spec?: { unschedulable?: boolean; taints?: V1Taint[] } }): KubeEventNote[] {
-  const out: KubeEventNote[] = [];
   const spec = patch.spec ?? {};
-  if (spec.unschedulable === true) out.push({ type: 'Normal', reason: 'Cordoned', action: 'Cordon', note: 'Node marked unschedulable by gpu-reflex' });
-  if (spec.unschedulable === false) out.push({ type: 'Normal', reason: 'Uncordoned', action: 'Uncordon', note: 'Node marked schedulable by gpu-reflex' });
+  const taintNews: string[] = [];
+  let added = false;
   if (spec.taints) {
     const old = before.spec?.taints ?? [];
-    const added = spec.taints.filter((t) => !old.some((o) => taintText(o) === taintText(t)));
-    const removed = old.filter((o) => !spec.taints!.some((t) => t.key === o.key && t.effect === o.effect));
-    if (added.length > 0) out.push({ type: 'Normal', reason: 'Tainted', action: 'Taint', note: `Taint ${added.map(taintText).join(', ')} added by gpu-reflex` });
-    if (removed.length > 0) out.push({ type: 'Normal', reason: 'Untainted', action: 'Untaint', note: `Taint ${removed.map(taintText).join(', ')} removed by gpu-reflex` });
+    const plus = spec.taints.filter((t) => !old.some((o) => taintText(o) === taintText(t)));
+    const minus = old.filter((o) => !spec.taints!.some((t) => t.key === o.key && t.effect === o.effect));
+    if (plus.length > 0) taintNews.push(`taint ${plus.map(taintText).join(', ')} added`);
+    if (minus.length > 0) taintNews.push(`taint ${minus.map(taintText).join(', ')} removed`);
+    added = plus.length > 0;
   }
-  return out;
+  if (spec.unschedulable !== undefined) {
+    const on = spec.unschedulable;
+    const note = `Node marked ${on ? 'unschedulable' : 'schedulable'} by gpu-reflex${taintNews.length ? `; ${taintNews.join(', ')}` : ''}`;
+    return [{ type: 'Normal', reason: on ? 'Cordoned' : 'Uncordoned', action: on ? 'Cordon' : 'Uncordon', note }];
+  }
+  if (taintNews.length === 0) return [];
+  const text = taintNews.join(', ');
+  return [{ type: 'Normal', reason: added ? 'Tainted' : 'Untainted', action: added ? 'Taint' : 'Untaint', note: `${text[0]!.toUpperCase()}${text.slice(1)} by gpu-reflex` }];
 }
 
 const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);

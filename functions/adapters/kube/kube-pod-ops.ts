@@ -9,16 +9,17 @@ import { toPodInfo } from './convert.ts';
 import type { KubeOpsOptions } from './kube-node-ops.ts';
 import { listAll } from './list-all.ts';
 import type { EvictResult, PodInfo } from './model.ts';
-import { noEvents } from './kube-event-recorder.ts';
-import type { EventRecorder, EvictOptions, PodOps, PodQuery } from './ports.ts';
+import type { EvictOptions, PodOps, PodQuery } from './ports.ts';
 
 export class KubePodOps implements PodOps {
   private readonly pageSize: number;
-  private readonly events: EventRecorder;
 
+  /**
+   * `events` is accepted and unused: an eviction records no Event per pod (event-notes.ts says
+   * why); the applier and drain record one on the node for all of a drain's evictions.
+   */
   constructor(private readonly core: CoreApi, options: Pick<KubeOpsOptions, 'pageSize' | 'events'> = {}) {
     this.pageSize = options.pageSize ?? 500;
-    this.events = options.events ?? noEvents;
   }
 
   // RBAC: pods list
@@ -74,7 +75,6 @@ export class KubePodOps implements PodOps {
       }
       throw mapped;
     }
-    await this.events.record({ kind: 'Pod', name, namespace, ...(options.uid === undefined ? {} : { uid: options.uid }) }, { type: 'Normal', reason: 'Evicted', action: 'Evict', note: 'Pod evicted by gpu-reflex through the Eviction API (PodDisruptionBudgets honoured)' });
     return { outcome: 'evicted' };
   }
 }

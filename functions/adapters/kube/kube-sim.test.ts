@@ -12,7 +12,7 @@ import { loadKubeConfig, makeKubeApis } from './config.ts';
 import { describePortContracts } from './contract.ts';
 import { drain, drainOnce } from './drain.ts';
 import type { KubeHarness, PodSeed } from './contract.ts';
-import { kubePorts } from './index.ts';
+import { kubePorts } from './client.ts';
 import { KubeLeaseOps } from './kube-lease-ops.ts';
 import { KubeNodeOps } from './kube-node-ops.ts';
 import { KubePodOps } from './kube-pod-ops.ts';
