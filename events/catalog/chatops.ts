@@ -1,12 +1,14 @@
 /**
- * Chat-side events: `ChatOps Command` (a person asked for something), `Approval Requested`
- * (a plan needs a person) and `Approval Decided`. Examples: ./chatops-command.example.json,
+ * Chat-side events: `ChatOps Command` (a person asked for something), `ChatOps Command Requested`
+ * (a long one, left for chatops-worker), `Approval Requested` (a plan needs a person) and
+ * `Approval Decided`. Examples: ./chatops-command.example.json, ./chatops-command-requested.example.json,
  * ./approval-requested.example.json, ./approval-decided.example.json.
  */
 import { z } from 'zod';
 import { actorBase, Timestamp } from '../common.ts';
 
 export const CHATOPS_COMMAND = 'ChatOps Command';
+export const CHATOPS_COMMAND_REQUESTED = 'ChatOps Command Requested';
 export const APPROVAL_REQUESTED = 'Approval Requested';
 export const APPROVAL_DECIDED = 'Approval Decided';
 
@@ -28,6 +30,30 @@ export const ChatOpsCommandDetailSchema = z
   })
   .strict();
 export type ChatOpsCommandDetail = z.infer<typeof ChatOpsCommandDetailSchema>;
+
+/**
+ * A Slack command that can outlast Slack's 3 seconds (drain, mig apply, …), answered "working on
+ * it" and left for chatops-worker, which answers at its response_url. The request travels as Slack
+ * signed it: the worker believes who asked, what, and where to answer only by that signature, never
+ * because an event on the bus says so.
+ */
+export const ChatOpsCommandRequestedDetailSchema = z
+  .object({
+    ...actorBase,
+    platform: z.literal('slack'),
+    request: z
+      .object({
+        /** X-Slack-Request-Timestamp. */
+        timestamp: z.string().regex(/^\d{1,12}$/),
+        /** X-Slack-Signature (`v0=` + 64 hex). */
+        signature: z.string().regex(/^v0=[0-9a-f]{64}$/),
+        /** The raw form body, byte for byte. */
+        body: z.string().min(1).max(16_000),
+      })
+      .strict(),
+  })
+  .strict();
+export type ChatOpsCommandRequestedDetail = z.infer<typeof ChatOpsCommandRequestedDetailSchema>;
 
 export const ApprovalRequestedDetailSchema = z
   .object({

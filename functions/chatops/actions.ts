@@ -18,7 +18,7 @@ import type { QuotaConfig } from '../quota/core/config.ts';
 import { HOLD_UNTIL_ANNOTATION, rollbackQuotas } from '../quota/run.ts';
 import type { CloudPools } from '../adapters/alicloud/ports.ts';
 import type { AutoscalePolicy } from '../autoscale/policy.ts';
-import { closeApproval, getApproval, recordApproval } from '../remediate/approvals.ts';
+import { closeApproval, getApproval, recordApproval, type ApprovalRecord } from '../remediate/approvals.ts';
 import { approvalIdOf } from '../remediate/core/detail.ts';
 import { fnv1a } from '../remediate/core/hash.ts';
 import type { Policy } from '../remediate/core/policy.ts';
@@ -158,10 +158,18 @@ export async function poolScale(p: CommandPorts, pools: PoolPorts | undefined, a
   return `${lead}${dryRun ? 'would set' : 'set'} ${poolId}'s desired size ${pool.desiredSize} → ${size}${dryRun ? '' : ` (task ${taskId})`}`;
 }
 
-/** `approve`/`deny` of a held pool scale: closed once, then carried out; a second click finds it closed. */
-export async function decidePoolScale(p: CommandPorts, pools: PoolPorts | undefined, id: string, decision: 'approved' | 'rejected', by: string): Promise<string | undefined> {
+/**
+ * `approve`/`deny` of a held pool scale: closed once, then carried out; a second click finds it
+ * closed. `decided` is true only for the click that closed it.
+ */
+export async function decidePoolScale(p: CommandPorts, pools: PoolPorts | undefined, id: string, decision: 'approved' | 'rejected', by: string): Promise<{ answer: string; decided: boolean } | undefined> {
   const rec = await getApproval(p.kube.state, id, CHAT_APPROVALS_SHARD);
   if (!rec?.scale) return undefined;
+  const answer = await decideScale(p, pools, id, { ...rec, scale: rec.scale }, decision, by);
+  return typeof answer === 'string' ? { answer, decided: false } : answer;
+}
+
+async function decideScale(p: CommandPorts, pools: PoolPorts | undefined, id: string, rec: ApprovalRecord & { scale: NonNullable<ApprovalRecord['scale']> }, decision: 'approved' | 'rejected', by: string): Promise<string | { answer: string; decided: true }> {
   const now = new Date(p.clock.now());
   if (rec.status !== 'open') return `${id} is already ${rec.status}${rec.decidedBy ? ` by ${rec.decidedBy}` : ''}: nothing more done`;
   if (now.getTime() >= Date.parse(rec.expiresAt)) {
@@ -171,8 +179,8 @@ export async function decidePoolScale(p: CommandPorts, pools: PoolPorts | undefi
   const { pool, from, to } = rec.scale;
   const closed = await closeApproval(p.kube.state, id, decision === 'approved' ? 'approved-applied' : 'rejected', { decidedBy: by, at: now }, CHAT_APPROVALS_SHARD);
   if (!closed.closed) return `${id} is already ${closed.record?.status ?? 'gone'}: nothing more done`;
-  if (decision === 'rejected') return `rejected ${id}: ${pool} stays as it is`;
-  if (!pools) return `approved ${id}, but this deployment has no cloud wired (AUTOSCALE_POLICY_FILE): nothing done`;
+  if (decision === 'rejected') return { answer: `rejected ${id}: ${pool} stays as it is`, decided: true };
+  if (!pools) return { answer: `approved ${id}, but this deployment has no cloud wired (AUTOSCALE_POLICY_FILE): nothing done`, decided: true };
   const { taskId } = await pools.cloud.setDesiredSize(pool, to);
-  return `approved ${id}: set ${pool}'s desired size ${from} → ${to} (task ${taskId})`;
+  return { answer: `approved ${id}: set ${pool}'s desired size ${from} → ${to} (task ${taskId})`, decided: true };
 }

@@ -7,6 +7,10 @@
  *   REMEDIATION_POLICY_FILE   remediation's policy, for `quarantine` (its `dryRun` is remediation's, not chat's)
  *   MIG_*                     the MIG rebalancer's settings, for `mig apply` (functions/mig/wiring.ts)
  *   AUTOSCALE_POLICY_FILE, ALIBABA_CLOUD_*, ACK_CLUSTER_ID   the autoscaler's pools and cloud, for `pool scale`
+ *   CHAT_SLACK_RESPONSE_URL_PREFIX   where a Slack response_url may point (default https://hooks.slack.com/)
+ *   CHAT_FEISHU_APP_ID, CHAT_FEISHU_APP_SECRET, CHAT_FEISHU_API_URL   Feishu's message API, for replies
+ *                             (default https://open.feishu.cn; Lark: https://open.larksuite.com)
+ * chatops-worker (worker-handler.ts) is wired the same way: it runs the long commands.
  */
 import { rawHttpHandler } from '../lib/handler.ts';
 import { configFileFromEnv, lazy, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
@@ -18,12 +22,16 @@ import type { Policy } from '../remediate/core/policy.ts';
 import { remediationConfig } from '../remediate/wiring.ts';
 import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
 import { autoscalePolicyFromEnv } from '../autoscale/wiring.ts';
+import { HttpFeishuReplier, type FeishuReplier } from '../adapters/chat/feishu-replier.ts';
+import { HttpSlackResponder, type SlackResponder } from '../adapters/chat/slack-response.ts';
+import type { Logger } from '../lib/logger.ts';
 import type { PoolPorts } from './actions.ts';
+import { sharedReplayGuard, type ReplayCheck } from './replay.ts';
 import type { ChatSecrets } from './core/signature.ts';
 import { ChatOpsConfigError, ChatOpsConfigSchema, parseChatOpsConfig, type ChatOpsConfig } from './run.ts';
-import { handleChatRequest } from './webhook.ts';
+import { handleChatRequest, type WebhookDeps } from './webhook.ts';
 
-export type ChatWiring = FunctionDeps<{ chat: ChatOpsConfig; secrets: ChatSecrets; quotaTeams?: QuotaConfig; policy: Policy; mig: MigRebalanceConfig; pools?: PoolPorts }>;
+export type ChatWiring = FunctionDeps<{ chat: ChatOpsConfig; secrets: ChatSecrets; quotaTeams?: QuotaConfig; policy: Policy; mig: MigRebalanceConfig; pools?: PoolPorts; responder: SlackResponder }> & { replay: ReplayCheck; feishu?: FeishuReplier };
 
 export async function wireChat(service: string, env: NodeJS.ProcessEnv = process.env): Promise<ChatWiring> {
   const base = await wireFromEnv(service, () => {
@@ -38,15 +46,26 @@ export async function wireChat(service: string, env: NodeJS.ProcessEnv = process
     // The cores' own configuration, read as their functions read it; the ports they need with it.
     const remediation = remediationConfig(env);
     const mig = migConfig(env);
-    return { own: { chat, secrets, ...(quotaTeams ? { quotaTeams } : {}), policy: remediation.own.policy, mig: mig.own.mig }, kube: { ...remediation.kube, ...mig.kube } };
+    const responder = new HttpSlackResponder(env['CHAT_SLACK_RESPONSE_URL_PREFIX'] || undefined);
+    return { own: { chat, secrets, ...(quotaTeams ? { quotaTeams } : {}), policy: remediation.own.policy, mig: mig.own.mig, responder }, kube: { ...remediation.kube, ...mig.kube } };
   }, env);
+  const appId = env['CHAT_FEISHU_APP_ID'];
+  const appSecret = env['CHAT_FEISHU_APP_SECRET'];
+  const feishu = appId && appSecret ? new HttpFeishuReplier({ appId, appSecret, baseUrl: env['CHAT_FEISHU_API_URL'] || 'https://open.feishu.cn' }, base.clock) : undefined;
+  // Once per container: its memory of accepted requests, over the store every container shares.
+  const wired = { ...base, replay: sharedReplayGuard(base.kube.state), ...(feishu ? { feishu } : {}) };
   // `pool scale` reaches the cloud as autoscale-pools does, and only where its policy names pools;
   // the Alibaba client loads only then (cold start: docs/deploy.md).
   const autoscale = autoscalePolicyFromEnv(env);
-  if (Object.keys(autoscale.pools).length === 0) return base;
+  if (Object.keys(autoscale.pools).length === 0) return wired;
   const { AliCloudPools, aliCloudSettingsFromEnv } = await import('../adapters/alicloud/client.ts');
   const real = new AliCloudPools(aliCloudSettingsFromEnv(env), base.clock);
-  return { ...base, pools: { policy: autoscale, cloud: base.dryRun ? dryRunCloudPools(real, (a) => base.logger.info('dry run: would', { op: a.op, args: a.args })) : real } };
+  return { ...wired, pools: { policy: autoscale, cloud: base.dryRun ? dryRunCloudPools(real, (a) => base.logger.info('dry run: would', { op: a.op, args: a.args })) : real } };
+}
+
+/** What the webhook and the worker run on, from the wiring. */
+export function chatDeps(d: ChatWiring, logger: Logger): WebhookDeps {
+  return { kube: d.kube, publisher: d.publisher, notifier: d.notifier, clock: d.clock, config: d.chat, secrets: d.secrets, logger, policy: d.policy, mig: d.mig, responder: d.responder, replay: d.replay, ...(d.feishu ? { feishu: d.feishu } : {}), ...(d.quotaTeams ? { quota: d.quotaTeams } : {}), ...(d.pools ? { pools: d.pools } : {}) };
 }
 
 export function createChatHandler(getDeps: () => ChatWiring | Promise<ChatWiring>) {
@@ -54,8 +73,7 @@ export function createChatHandler(getDeps: () => ChatWiring | Promise<ChatWiring
     name: 'chatops',
     logger: async () => (await getDeps()).logger,
     async handle(body, { logger, request }) {
-      const d = await getDeps();
-      return handleChatRequest({ kube: d.kube, publisher: d.publisher, notifier: d.notifier, clock: d.clock, config: d.chat, secrets: d.secrets, logger, policy: d.policy, mig: d.mig, ...(d.quotaTeams ? { quota: d.quotaTeams } : {}), ...(d.pools ? { pools: d.pools } : {}) }, request, body);
+      return handleChatRequest(chatDeps(await getDeps(), logger), request, body);
     },
   });
 }

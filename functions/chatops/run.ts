@@ -104,8 +104,27 @@ async function status(kube: DryRunnable, node: string | undefined): Promise<stri
   return `${nodes.length} nodes (${[...byState].map(([s, k]) => `${k} ${s}`).join(', ')}), ${nodes.filter((n) => n.unschedulable).length} cordoned; ${pending} GPU pod${pending === 1 ? '' : 's'} pending`;
 }
 
+/** Why `who` may not run `c`, in words; undefined when they may. */
+export function refusal(config: ChatOpsConfig, who: ChatUser, c: ChatCommand): string | undefined {
+  const role = roleOf(config, who);
+  const need = roleNeeded(c, config.require);
+  if (role !== 'none' && ROLE_RANK[role] >= ROLE_RANK[need]) return undefined;
+  return `not allowed: ${c.name} needs the ${need} role; ${who.platform} user ${who.id} has ${role === 'none' ? 'none' : `only ${role}`}`;
+}
+
+/** What a command came to: the answer, and for approve/deny whether a decision was sent or made. */
+export interface ChatOutcome {
+  answer: string;
+  decided?: { id: string; decision: 'approved' | 'rejected' };
+}
+
 /** Runs one command text for `who`; returns the answer. Publishes ChatOps Command whatever happens. */
 export async function runChatCommand(deps: ChatDeps, who: ChatUser, text: string): Promise<string> {
+  return (await runChat(deps, who, text)).answer;
+}
+
+/** `runChatCommand`, saying also whether an approval was decided (a button's message then shows who). */
+export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Promise<ChatOutcome> {
   const parsed = parseCommand(text);
   const now = deps.clock.now();
   const publish = async (command: string, args: string[], result: string, dryRun?: boolean) => {
@@ -125,21 +144,20 @@ export async function runChatCommand(deps: ChatDeps, who: ChatUser, text: string
   };
   if (!parsed.ok) {
     await publish(parsed.words[0] ?? 'help', parsed.words.slice(1), `refused: ${parsed.error.split('\n')[0]}`);
-    return parsed.error;
+    return { answer: parsed.error };
   }
   const c: ChatCommand = parsed.command;
   const args = parsed.words.slice(1);
-  const role = roleOf(deps.config, who);
-  const need = roleNeeded(c, deps.config.require);
-  if (role === 'none' || ROLE_RANK[role] < ROLE_RANK[need]) {
-    const answer = `not allowed: ${c.name} needs the ${need} role; ${who.platform} user ${who.id} has ${role === 'none' ? 'none' : `only ${role}`}`;
-    await publish(c.name, args, answer, c.dryRun);
-    return answer;
+  const refused = refusal(deps.config, who, c);
+  if (refused) {
+    await publish(c.name, args, refused, c.dryRun);
+    return { answer: refused };
   }
   const ports = portsFor(deps, c.dryRun, `chatops-${who.platform}-${who.id}-${now}`.replace(/[^A-Za-z0-9.-]/g, '-').slice(0, 128));
   const kube = ports.kube;
   const usage = COMMANDS[c.name].usage;
   let answer: string;
+  let decided: ChatOutcome['decided'];
   switch (c.name) {
     case 'help':
       answer = helpText();
@@ -209,7 +227,8 @@ export async function runChatCommand(deps: ChatDeps, who: ChatUser, text: string
       // A pool scale is chat's own approval: decided and carried out here, once.
       const pool = c.dryRun ? undefined : await decidePoolScale(ports, poolsFor(deps, false), c.id, decision, `${who.platform}:${who.id}`);
       if (pool) {
-        answer = pool;
+        answer = pool.answer;
+        if (pool.decided) decided = { id: c.id, decision };
         break;
       }
       const rec = (await getApproval(kube.state, c.id)) ?? (await getApproval(kube.state, c.id, CHAT_APPROVALS_SHARD));
@@ -231,10 +250,11 @@ export async function runChatCommand(deps: ChatDeps, who: ChatUser, text: string
       }
       const detail: ApprovalDecidedDetail = { schemaVersion: SCHEMA_VERSION, eventId: `decision:${c.id}:${who.platform}:${who.id}:${now}`.slice(0, 128), occurredAt: new Date(now).toISOString(), approvalId: c.id, decision, decidedBy: { platform: who.platform, id: who.id.slice(0, 128), ...(who.name ? { name: who.name.slice(0, 128) } : {}) } };
       await deps.publisher.publish([{ source: SOURCES.chatops, detailType: APPROVAL_DECIDED, detail }]);
+      decided = { id: c.id, decision };
       answer = `${decision} ${c.id} (${rec.action} on ${rec.node}): remediate-approve ${decision === 'approved' ? 'carries it out' : 'closes it'}, once however often it is clicked`;
       break;
     }
   }
   await publish(c.name, args, answer, c.dryRun);
-  return answer;
+  return { answer, ...(decided ? { decided } : {}) };
 }

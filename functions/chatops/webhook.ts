@@ -3,21 +3,32 @@
  * take the user, channel and text out of the platform's payload → run the command → answer in the
  * platform's shape. Anything unsigned, badly signed, stale or replayed is 401 with no detail (the
  * reason goes to the log). Feishu's URL verification is answered with its challenge.
+ *
+ * Slack waits 3 seconds. A long command (`isLong`) from Slack is answered "working on it" and put
+ * on the bus as `ChatOps Command Requested`, exactly as Slack signed it; chatops-worker carries it
+ * out and answers at its response_url (worker.ts). A Lambda is frozen once it has answered, so no
+ * work is left running after the return. A button press (block_actions) runs `approve ID` /
+ * `deny ID` and rewrites the message it was on to say who decided.
  */
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
+import { CHATOPS_COMMAND_REQUESTED, SCHEMA_VERSION, SOURCES, type ChatOpsCommandRequestedDetail } from '../../events/index.ts';
+import type { FeishuReplier } from '../adapters/chat/feishu-replier.ts';
+import type { SlackResponder } from '../adapters/chat/slack-response.ts';
 import type { Logger } from '../lib/logger.ts';
-import { CHAT_PLATFORMS, DINGTALK_WINDOW_MS, ReplayGuard, SLACK_WINDOW_S, verifyChatRequest, type ChatPlatform, type ChatSecrets } from './core/signature.ts';
-import { runChatCommand, type ChatDeps, type ChatUser } from './run.ts';
+import { isLong, parseCommand } from './core/command.ts';
+import { CHAT_PLATFORMS, DINGTALK_WINDOW_MS, SLACK_WINDOW_S, verifyChatRequest, type ChatPlatform, type ChatSecrets } from './core/signature.ts';
+import { readSlackForm, type SlackSaid } from './core/slack-form.ts';
+import type { ReplayCheck } from './replay.ts';
+import { refusal, runChat, runChatCommand, type ChatDeps, type ChatUser } from './run.ts';
 
 const json = (statusCode: number, body: unknown): APIGatewayProxyStructuredResultV2 => ({ statusCode, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
 /** Who said what where, from the platform's (verified) body; undefined when it carries no command. */
-export function commandOf(platform: ChatPlatform, body: string): { who: ChatUser; text: string } | { challenge: string } | undefined {
+export function commandOf(platform: ChatPlatform, body: string): { who: ChatUser; text: string; slack?: SlackSaid; feishu?: { messageId: string; eventId?: string } } | { challenge: string } | undefined {
   if (platform === 'slack') {
-    const f = new URLSearchParams(body);
-    const user = f.get('user_id');
-    if (!user) return undefined;
-    return { who: { platform, id: user, ...(f.get('user_name') ? { name: f.get('user_name')! } : {}), channel: f.get('channel_id') ?? '' }, text: f.get('text') ?? '' };
+    const said = readSlackForm(body);
+    if (!said) return undefined;
+    return { who: { platform, id: said.user.id, ...(said.user.name ? { name: said.user.name } : {}), channel: said.channel }, text: said.text, slack: said };
   }
   let j: Record<string, unknown>;
   try {
@@ -31,7 +42,7 @@ export function commandOf(platform: ChatPlatform, body: string): { who: ChatUser
     return { who: { platform, id, ...(typeof j.senderNick === 'string' ? { name: j.senderNick } : {}), channel: String(j.conversationId ?? '') }, text: String((j.text as { content?: unknown } | undefined)?.content ?? '') };
   }
   if (j.type === 'url_verification' && typeof j.challenge === 'string') return { challenge: j.challenge };
-  const ev = j.event as { sender?: { sender_id?: { open_id?: string; user_id?: string } }; message?: { chat_id?: string; content?: string } } | undefined;
+  const ev = j.event as { sender?: { sender_id?: { open_id?: string; user_id?: string } }; message?: { message_id?: string; chat_id?: string; content?: string } } | undefined;
   const id = ev?.sender?.sender_id?.open_id ?? ev?.sender?.sender_id?.user_id;
   if (!id) return undefined;
   let text = '';
@@ -40,20 +51,63 @@ export function commandOf(platform: ChatPlatform, body: string): { who: ChatUser
   } catch {
     text = '';
   }
-  return { who: { platform, id, channel: ev?.message?.chat_id ?? '' }, text };
+  const messageId = ev?.message?.message_id;
+  const eventId = (j.header as { event_id?: unknown } | undefined)?.event_id;
+  return { who: { platform, id, channel: ev?.message?.chat_id ?? '' }, text, ...(typeof messageId === 'string' && messageId ? { feishu: { messageId, ...(typeof eventId === 'string' ? { eventId } : {}) } } : {}) };
 }
 
 function answer(platform: ChatPlatform, text: string): APIGatewayProxyStructuredResultV2 {
   if (platform === 'slack') return json(200, { response_type: 'ephemeral', text });
   if (platform === 'dingtalk') return json(200, { msgtype: 'text', text: { content: text } });
-  // Feishu answers a message through its API, not in the callback's response (not built): the
-  // answer is in the ChatOps Command event.
+  // Feishu takes only a 200 here; the answer went through its message API (FeishuReplier).
   return json(200, {});
 }
 
-const guard = new ReplayGuard();
+export type WebhookDeps = ChatDeps & {
+  secrets: ChatSecrets;
+  logger: Logger;
+  responder: SlackResponder;
+  /** One per container (replay.ts). */
+  replay: ReplayCheck;
+  /** Feishu's message API, where the app's id and secret are configured; without it the answer is only in the ChatOps Command event. */
+  feishu?: FeishuReplier;
+};
 
-export async function handleChatRequest(deps: ChatDeps & { secrets: ChatSecrets; logger: Logger }, request: APIGatewayProxyEventV2, body: string): Promise<APIGatewayProxyStructuredResultV2> {
+/** A button press: the command it stands for, then the message it was on rewritten to say who decided. */
+async function pressButton(deps: WebhookDeps, who: ChatUser, said: SlackSaid): Promise<APIGatewayProxyStructuredResultV2> {
+  const out = await runChat(deps, who, said.text);
+  if (said.responseUrl) {
+    // Decided: the request's message now says so, buttons gone. Not decided (refused, already
+    // decided, expired): only the presser is told why, and the buttons stay for whoever may.
+    const message = out.decided
+      ? { text: `${out.decided.decision === 'approved' ? '✅' : '⛔'} ${out.decided.id} ${out.decided.decision} by <@${who.id}>: ${out.answer}`, replaceOriginal: true, responseType: 'in_channel' as const }
+      : { text: out.answer };
+    try {
+      await deps.responder.respond(said.responseUrl, message);
+    } catch (err) {
+      deps.logger.warn('slack response_url post failed', { error: err });
+    }
+  }
+  // Slack wants only a quick 200 for block_actions; what there is to say went to the response_url.
+  return { statusCode: 200 };
+}
+
+/** A long Slack command: on the bus as Slack signed it, for chatops-worker; answered "working on it". */
+async function defer(deps: WebhookDeps, headers: Record<string, string | undefined>, body: string, words: string[]): Promise<APIGatewayProxyStructuredResultV2> {
+  const signature = headers['x-slack-signature']!;
+  const now = deps.clock.now();
+  const detail: ChatOpsCommandRequestedDetail = {
+    schemaVersion: SCHEMA_VERSION,
+    eventId: `chat-request:slack:${signature.slice(3, 35)}`,
+    occurredAt: new Date(now).toISOString(),
+    platform: 'slack',
+    request: { timestamp: headers['x-slack-request-timestamp']!, signature, body },
+  };
+  await deps.publisher.publish([{ source: SOURCES.chatops, detailType: CHATOPS_COMMAND_REQUESTED, detail }]);
+  return answer('slack', `working on it… (${words.join(' ')}): the answer follows here`);
+}
+
+export async function handleChatRequest(deps: WebhookDeps, request: APIGatewayProxyEventV2, body: string): Promise<APIGatewayProxyStructuredResultV2> {
   const platform = (request.pathParameters?.platform ?? request.rawPath.split('/').pop() ?? '') as ChatPlatform;
   if (!CHAT_PLATFORMS.includes(platform)) return json(404, { error: 'unknown chat platform' });
   const headers = Object.fromEntries(Object.entries(request.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
@@ -63,13 +117,23 @@ export async function handleChatRequest(deps: ChatDeps & { secrets: ChatSecrets;
     deps.logger.warn('chat request refused', { platform, reason: v.reason });
     return json(401, { error: 'unauthorized' });
   }
-  if (!guard.accept(v.replayKey, now, platform === 'dingtalk' ? DINGTALK_WINDOW_MS : SLACK_WINDOW_S * 1000 * 2)) {
+  if (!(await deps.replay.accept(v.replayKey, now, platform === 'dingtalk' ? DINGTALK_WINDOW_MS : SLACK_WINDOW_S * 1000 * 2))) {
     deps.logger.warn('chat request refused', { platform, reason: 'replayed: this signed request was already accepted' });
     return json(401, { error: 'unauthorized' });
   }
   const c = commandOf(platform, v.body);
   if (!c) return json(200, {});
   if ('challenge' in c) return json(200, { challenge: c.challenge });
+  if (c.slack?.button) return pressButton(deps, c.who, c.slack);
+  if (c.slack?.responseUrl) {
+    // Refusals and usage errors are quick: answered here, as the synchronous path words them.
+    const parsed = parseCommand(c.text);
+    if (parsed.ok && isLong(parsed.command) && !refusal(deps.config, c.who, parsed.command)) return defer(deps, headers, v.body, parsed.words);
+  }
   const text = await runChatCommand(deps, c.who, c.text);
+  if (c.feishu && deps.feishu) {
+    // A reply failure is logged, never undoes the command; the event id keeps a retried callback's reply single.
+    await deps.feishu.reply(c.feishu.messageId, text, c.feishu.eventId).catch((err: unknown) => deps.logger.warn('feishu reply failed', { error: err }));
+  }
   return answer(platform, text);
 }

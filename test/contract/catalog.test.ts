@@ -20,6 +20,7 @@ describe('event catalog', () => {
         `${SOURCES.functions} Quota Rewritten`,
         `${SOURCES.functions} Approval Requested`,
         `${SOURCES.chatops} ChatOps Command`,
+        `${SOURCES.chatops} ChatOps Command Requested`,
         `${SOURCES.chatops} Approval Decided`,
       ]),
     );

@@ -6,11 +6,22 @@ const notice = { title: 'Node gpu-a100-07 drained', text: 'XID 79 on GPU 3', sev
 
 describe('notifier', () => {
   it.each([
-    ['slack', { text: expect.stringContaining('Node gpu-a100-07 drained') }],
+    ['slack', { text: expect.stringContaining('Node gpu-a100-07 drained'), blocks: [{ type: 'section', text: { type: 'mrkdwn', text: expect.stringContaining('XID 79') } }] }],
     ['dingtalk', { msgtype: 'text', text: { content: expect.stringContaining('XID 79') } }],
     ['feishu', { msg_type: 'text', content: { text: expect.stringContaining('XID 79') } }],
   ] as const)('speaks %s webhook JSON', (platform, shape) => {
     expect(webhookBody(platform, notice)).toEqual(shape);
+  });
+
+  it('gives a Slack approval request Approve and Deny buttons whose values are the commands they stand for', () => {
+    const body = webhookBody('slack', { ...notice, approval: { id: 'apr-7f3c9a12' } }) as { blocks: { type: string; elements?: { type: string; value: string; action_id: string }[] }[] };
+    const actions = body.blocks.find((b) => b.type === 'actions');
+    expect(actions?.elements?.map((e) => [e.type, e.action_id, e.value])).toEqual([
+      ['button', 'gpu-reflex-approve', 'approve apr-7f3c9a12'],
+      ['button', 'gpu-reflex-deny', 'deny apr-7f3c9a12'],
+    ]);
+    // Other platforms have no buttons: their text says "approve ID".
+    expect(JSON.stringify(webhookBody('dingtalk', { ...notice, approval: { id: 'apr-7f3c9a12' } }))).not.toContain('button');
   });
 
   it('posts to the webhook and reports a refusal', async () => {

@@ -19,12 +19,33 @@ export interface Notifier {
 
 export type ChatPlatform = 'slack' | 'dingtalk' | 'feishu';
 
+/** A button's `value`: the very command it stands for (`approve apr-…`), which the webhook runs. */
+export function approvalButtonValue(decision: 'approve' | 'deny', id: string): string {
+  return `${decision} ${id}`;
+}
+export const APPROVAL_ACTION_IDS = { approve: 'gpu-reflex-approve', deny: 'gpu-reflex-deny' } as const;
+
+/** Block Kit for Slack: the text, and for an approval request Approve / Deny buttons naming its id. */
+function slackBlocks(text: string, approval: { id: string } | undefined): unknown[] {
+  const section = { type: 'section', text: { type: 'mrkdwn', text: text.slice(0, 3000) } };
+  if (!approval) return [section];
+  const button = (d: 'approve' | 'deny') => ({
+    type: 'button',
+    action_id: APPROVAL_ACTION_IDS[d],
+    text: { type: 'plain_text', text: d === 'approve' ? 'Approve' : 'Deny' },
+    style: d === 'approve' ? 'primary' : 'danger',
+    value: approvalButtonValue(d, approval.id),
+  });
+  return [section, { type: 'actions', block_id: `approval:${approval.id}`, elements: [button('approve'), button('deny')] }];
+}
+
 /** The JSON each platform's incoming webhook expects for a plain text message. */
 export function webhookBody(platform: ChatPlatform, n: Notice): unknown {
   const text = `${n.severity === 'critical' ? '🔴' : n.severity === 'warning' ? '🟠' : 'ℹ️'} ${n.title}\n${n.text}`;
   switch (platform) {
     case 'slack':
-      return { text };
+      // `text` stays: it is the notification's fallback and what the `approve ID` answer reads.
+      return { text, blocks: slackBlocks(text, n.approval) };
     case 'dingtalk':
       return { msgtype: 'text', text: { content: text } };
     case 'feishu':

@@ -71,6 +71,15 @@ export const COMMANDS: Record<ChatCommand['name'], Spec> = {
   deny: { usage: 'deny ID [--dry-run]', role: 'operator', parse: decide('deny') },
 };
 
+/**
+ * Commands that can outlast Slack's 3 seconds (evictions, a MIG round, a cloud call, quota
+ * rewrites, remediation): answered at once and finished by chatops-worker. Reads, plans and
+ * approve/deny stay synchronous.
+ */
+export function isLong(c: ChatCommand): boolean {
+  return c.name === 'drain' || c.name === 'quarantine' || c.name === 'pool' || (c.name === 'mig' && c.sub === 'apply') || (c.name === 'quota' && c.sub === 'rollback');
+}
+
 export function helpText(): string {
   return ['gpu-reflex commands (every one takes --dry-run):', ...Object.values(COMMANDS).map((c) => `  ${c.usage}`)].join('\n');
 }

@@ -50,14 +50,14 @@ function sameText(a: string, b: string): boolean {
 const refuse = (platform: ChatPlatform, reason: string): Verdict => ({ ok: false, platform, reason });
 
 /** `now` in seconds (Slack, Feishu) or milliseconds (DingTalk): see each platform's clock. */
-export function verifySlack(req: ChatRequest, secret: string | undefined, nowS: number): Verdict {
+export function verifySlack(req: ChatRequest, secret: string | undefined, nowS: number, windowS = SLACK_WINDOW_S): Verdict {
   if (!secret) return refuse('slack', 'no Slack signing secret is configured (CHAT_SLACK_SIGNING_SECRET)');
   const ts = req.headers['x-slack-request-timestamp'];
   const sig = req.headers['x-slack-signature'];
   if (!ts) return refuse('slack', 'missing header X-Slack-Request-Timestamp');
   if (!sig) return refuse('slack', 'missing header X-Slack-Signature');
   if (!/^\d+$/.test(ts)) return refuse('slack', `X-Slack-Request-Timestamp "${ts}" is not a number of seconds`);
-  if (Math.abs(nowS - Number(ts)) > SLACK_WINDOW_S) return refuse('slack', `stale: X-Slack-Request-Timestamp ${ts} is ${Math.abs(nowS - Number(ts))} s from now (window ${SLACK_WINDOW_S} s)`);
+  if (Math.abs(nowS - Number(ts)) > windowS) return refuse('slack', `stale: X-Slack-Request-Timestamp ${ts} is ${Math.abs(nowS - Number(ts))} s from now (window ${windowS} s)`);
   if (!sig.startsWith('v0=')) return refuse('slack', `X-Slack-Signature must start with "v0=" (got "${sig.slice(0, 8)}…")`);
   const want = `v0=${createHmac('sha256', secret).update(`v0:${ts}:${req.body}`).digest('hex')}`;
   if (!sameText(sig, want)) return refuse('slack', 'bad signature: X-Slack-Signature is not HMAC-SHA256 of "v0:<timestamp>:<body>" with the signing secret');

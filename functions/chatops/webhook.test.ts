@@ -1,0 +1,224 @@
+/**
+ * The webhook's Slack paths over fake ports (the real cores): button presses (block_actions), long
+ * commands answered at once and carried out by the worker, and refusal of anything not signed,
+ * fresh and new — fast-checked over mutations of an interactive payload.
+ */
+import { createHmac } from 'node:crypto';
+import type { APIGatewayProxyEventV2 } from 'aws-lambda';
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { APPROVAL_DECIDED, CHATOPS_COMMAND, CHATOPS_COMMAND_REQUESTED, type ChatOpsCommandRequestedDetail } from '../../events/index.ts';
+import { RecordingPublisher } from '../adapters/bus.ts';
+import { RecordingNotifier } from '../adapters/chat/notifier.ts';
+import { RecordingFeishuReplier } from '../adapters/chat/feishu-replier.ts';
+import { RecordingSlackResponder } from '../adapters/chat/slack-response.ts';
+import { manualClock, type ManualClock } from '../adapters/clock.ts';
+import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
+import type { StateStore } from '../adapters/kube/ports.ts';
+import { createLogger } from '../lib/logger.ts';
+import { DEFAULT_MIG_REBALANCE_CONFIG } from '../mig/run.ts';
+import { getApproval, recordApproval } from '../remediate/approvals.ts';
+import { DEFAULT_POLICY } from '../remediate/core/policy.ts';
+import { REPLAY_SHARD, sharedReplayGuard } from './replay.ts';
+import { parseChatOpsConfig } from './run.ts';
+import { handleChatRequest, type WebhookDeps } from './webhook.ts';
+import { carryOutRequested, RESPONSE_URL_WINDOW_S } from './worker.ts';
+
+const SECRET = 'slack-signing-secret-for-tests';
+const HOOK = 'https://hooks.slack.com/actions/T0/1/abc';
+
+function setup(shared?: { clock: ManualClock; kube: FakeKube }) {
+  const clock = shared?.clock ?? manualClock(Date.parse('2026-11-21T03:00:00.000Z'));
+  const kube = shared?.kube ?? fakeKube({ clock });
+  if (!shared) kube.cluster.addNode({ name: 'gpu-0', allocatable: { 'nvidia.com/gpu': '8' } });
+  if (!shared) kube.cluster.addPod({ name: 'train', namespace: 'ml', nodeName: 'gpu-0', phase: 'Running', owner: { kind: 'Job', name: 'train' } } as never);
+  const publisher = new RecordingPublisher();
+  const responder = new RecordingSlackResponder();
+  const logs: Record<string, unknown>[] = [];
+  const deps: WebhookDeps = {
+    kube,
+    publisher,
+    notifier: new RecordingNotifier(),
+    clock,
+    logger: createLogger({ service: 't', sink: (l) => logs.push(l) }),
+    config: parseChatOpsConfig('roles:\n  - { match: { platform: slack, user: U-OPS }, role: operator }\ndefault: viewer\n'),
+    secrets: { slackSigningSecret: SECRET },
+    policy: DEFAULT_POLICY,
+    mig: DEFAULT_MIG_REBALANCE_CONFIG,
+    responder,
+    replay: sharedReplayGuard(kube.state),
+  };
+  const sign = (body: string, ts = Math.floor(clock.now() / 1000)) => ({ 'x-slack-request-timestamp': String(ts), 'x-slack-signature': `v0=${createHmac('sha256', SECRET).update(`v0:${ts}:${body}`).digest('hex')}` });
+  const post = (body: string, headers: Record<string, string> = sign(body)) => handleChatRequest(deps, { rawPath: '/chat/slack', pathParameters: { platform: 'slack' }, headers } as unknown as APIGatewayProxyEventV2, body);
+  let seq = 0;
+  const press = (user: string, value: string) =>
+    new URLSearchParams({ payload: JSON.stringify({ type: 'block_actions', user: { id: user, username: user.toLowerCase() }, channel: { id: 'C-GPU' }, container: { type: 'message', channel_id: 'C-GPU' }, response_url: HOOK, actions: [{ type: 'button', action_id: 'gpu-reflex-approve', value, action_ts: String(seq++) }] }) }).toString();
+  const slash = (user: string, text: string, responseUrl = HOOK) => new URLSearchParams({ user_id: user, user_name: user.toLowerCase(), channel_id: 'C-GPU', command: '/gpu', text, trigger_id: `t-${seq++}`, ...(responseUrl ? { response_url: responseUrl } : {}) }).toString();
+  const open = (id: string) =>
+    recordApproval(kube.state, { id, node: 'gpu-0', incident: 'inc-1', action: 'drain-node', scope: 'node', target: { gpus: [], pods: [] }, requestedAt: new Date(clock.now()).toISOString(), expiresAt: new Date(clock.now() + 30 * 60_000).toISOString(), approvers: [], status: 'open' });
+  const published = (t: string) => publisher.published.filter((e) => e.detailType === t);
+  return { clock, kube, deps, publisher, responder, logs, post, press, slash, open, published, sign };
+}
+
+describe('Slack buttons', () => {
+  it('runs an Approve press as "approve ID", and rewrites the request’s message to say who decided', async () => {
+    const t = setup();
+    await t.open('apr-0000beef');
+    expect(await t.post(t.press('U-OPS', 'approve apr-0000beef'))).toEqual({ statusCode: 200 });
+    expect(t.published(APPROVAL_DECIDED).map((e) => e.detail)).toEqual([expect.objectContaining({ approvalId: 'apr-0000beef', decision: 'approved', decidedBy: { platform: 'slack', id: 'U-OPS', name: 'u-ops' } })]);
+    expect(t.responder.sent).toEqual([{ url: HOOK, message: { text: expect.stringMatching(/^✅ apr-0000beef approved by <@U-OPS>: approved apr-0000beef \(drain-node on gpu-0\)/), replaceOriginal: true, responseType: 'in_channel' } }]);
+    expect(t.published(CHATOPS_COMMAND).map((e) => e.detail)).toEqual([expect.objectContaining({ user: expect.objectContaining({ id: 'U-OPS' }), channel: 'C-GPU', text: 'approve apr-0000beef', command: 'approve' })]);
+  });
+
+  it('tells a viewer only, leaving the buttons for whoever may decide', async () => {
+    const t = setup();
+    await t.open('apr-0000beef');
+    await t.post(t.press('U-VIEW', 'deny apr-0000beef'));
+    expect(t.published(APPROVAL_DECIDED)).toEqual([]);
+    expect(t.responder.sent.map((s) => s.message)).toEqual([{ text: 'not allowed: deny needs the operator role; slack user U-VIEW has only viewer' }]);
+    expect((await getApproval(t.kube.state, 'apr-0000beef'))?.status).toBe('open');
+  });
+
+  it('answers a press on an expired request so, deciding nothing', async () => {
+    const t = setup();
+    await t.open('apr-0000beef');
+    await t.clock.advance(31 * 60_000);
+    await t.post(t.press('U-OPS', 'approve apr-0000beef'));
+    expect(t.published(APPROVAL_DECIDED)).toEqual([]);
+    expect(t.responder.sent.map((s) => s.message)).toEqual([{ text: expect.stringMatching(/^apr-0000beef expired at .*: too late, nothing done/) }]);
+  });
+
+  it('ignores a button it did not make', async () => {
+    const t = setup();
+    expect(await t.post(t.press('U-OPS', 'cordon gpu-0'))).toMatchObject({ statusCode: 200 });
+    expect(t.publisher.published).toEqual([]);
+    expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBeFalsy();
+  });
+
+  it('refuses any change to a signed button press with 401 and no detail, and logs why (fast-check)', async () => {
+    const t = setup();
+    await t.open('apr-0000beef');
+    const body = t.press('U-VIEW', 'approve apr-0000beef');
+    const headers = t.sign(body);
+    const flip = (s: string, i: number, c: string) => s.slice(0, i % (s.length + 1)) + c + s.slice((i % (s.length + 1)) + 1);
+    await fc.assert(
+      fc.asyncProperty(fc.constantFrom('body', 'x-slack-request-timestamp', 'x-slack-signature'), fc.nat(), fc.string({ minLength: 1, maxLength: 1 }), async (field, i, c) => {
+        const b = field === 'body' ? flip(body, i, c) : body;
+        const h = field === 'body' ? headers : { ...headers, [field]: flip(headers[field], i, c) };
+        fc.pre(b !== body || JSON.stringify(h) !== JSON.stringify(headers));
+        const before = t.logs.length;
+        expect(await t.post(b, h)).toMatchObject({ statusCode: 401, body: '{"error":"unauthorized"}' });
+        expect(t.logs.slice(before)).toEqual([expect.objectContaining({ level: 'warn', message: 'chat request refused', platform: 'slack', reason: expect.any(String) })]);
+      }),
+      { numRuns: 200 },
+    );
+    expect(t.publisher.published).toEqual([]);
+    expect(t.responder.sent).toEqual([]);
+    // Stale (6 minutes old) and replayed presses too.
+    const old = t.press('U-OPS', 'approve apr-0000beef');
+    expect(await t.post(old, t.sign(old, Math.floor(t.clock.now() / 1000) - 360))).toMatchObject({ statusCode: 401 });
+    const fresh = t.press('U-VIEW', 'approve apr-0000beef');
+    const signed = t.sign(fresh);
+    expect(await t.post(fresh, signed)).toEqual({ statusCode: 200 });
+    expect(await t.post(fresh, signed)).toMatchObject({ statusCode: 401, body: '{"error":"unauthorized"}' });
+  });
+});
+
+describe('Feishu replies', () => {
+  const event = (text: string, id: string) => JSON.stringify({ schema: '2.0', header: { event_id: id, token: 'feishu-token', event_type: 'im.message.receive_v1' }, event: { sender: { sender_id: { open_id: 'ou_view' } }, message: { message_id: `om_${id}`, chat_id: 'oc_gpu', content: JSON.stringify({ text }) } } });
+  const feishuPost = (t: ReturnType<typeof setup>, body: string) => handleChatRequest(t.deps, { rawPath: '/chat/feishu', pathParameters: { platform: 'feishu' }, headers: {} } as unknown as APIGatewayProxyEventV2, body);
+
+  it('answers the callback with a bare 200 and the command through the message API, once per event', async () => {
+    const t = setup();
+    const feishu = new RecordingFeishuReplier();
+    t.deps.secrets = { feishuVerificationToken: 'feishu-token' };
+    t.deps.feishu = feishu;
+    expect(JSON.parse(String((await feishuPost(t, event('status gpu-0', 'ev1'))).body))).toEqual({});
+    expect(feishu.replies).toEqual([{ messageId: 'om_ev1', text: 'gpu-0: Ready; gpu-reflex state healthy; 8 GPUs allocatable', uuid: 'ev1' }]);
+    // Feishu retrying the same event is a replay: no second command, no second reply.
+    expect((await feishuPost(t, event('status gpu-0', 'ev1'))).statusCode).toBe(401);
+    expect(feishu.replies).toHaveLength(1);
+  });
+
+  it('never lets a failed reply fail the command, and logs it', async () => {
+    const t = setup();
+    t.deps.secrets = { feishuVerificationToken: 'feishu-token' };
+    t.deps.feishu = { reply: async () => Promise.reject(new Error('feishu down')) };
+    expect((await feishuPost(t, event('status', 'ev2'))).statusCode).toBe(200);
+    expect(t.logs).toContainEqual(expect.objectContaining({ level: 'warn', message: 'feishu reply failed' }));
+    expect(t.published(CHATOPS_COMMAND)).toHaveLength(1);
+  });
+});
+
+describe('the replay guard across containers', () => {
+  it('lets only one of two webhook containers accept one signed request, and forgets it after its window', async () => {
+    const a = setup();
+    const b = setup({ clock: a.clock, kube: a.kube });
+    await a.open('apr-0000beef');
+    const body = a.press('U-VIEW', 'approve apr-0000beef');
+    const headers = a.sign(body);
+    expect(await a.post(body, headers)).toEqual({ statusCode: 200 });
+    expect(await b.post(body, headers)).toMatchObject({ statusCode: 401, body: '{"error":"unauthorized"}' });
+    expect(b.logs).toContainEqual(expect.objectContaining({ level: 'warn', message: 'chat request refused', reason: 'replayed: this signed request was already accepted' }));
+    expect(a.responder.sent).toHaveLength(1);
+    expect(b.responder.sent).toEqual([]);
+    // Both at once: still one.
+    const again = a.press('U-VIEW', 'approve apr-0000beef');
+    const h = a.sign(again);
+    const answers = await Promise.all([a.post(again, h), b.post(again, h)]);
+    expect(answers.map((r) => r.statusCode).sort()).toEqual([200, 401]);
+    // Past the window the keys are dropped as new requests come: the shard does not grow.
+    await a.clock.advance(11 * 60_000);
+    const later = a.press('U-VIEW', 'approve apr-0000beef');
+    expect(await b.post(later)).toEqual({ statusCode: 200 });
+    const store: StateStore = a.kube.state;
+    const kept = Object.keys(await (store.shard?.(REPLAY_SHARD) ?? store).getAll()).filter((k) => k.startsWith('replay.'));
+    expect(kept).toHaveLength(1);
+  });
+});
+
+describe('Slack’s 3 seconds', () => {
+  it('answers a long command at once and leaves it, as Slack signed it, for the worker, which does it and answers at the response_url', async () => {
+    const t = setup();
+    const body = t.slash('U-OPS', 'drain gpu-0');
+    const r = await t.post(body);
+    expect(JSON.parse(String(r.body))).toEqual({ response_type: 'ephemeral', text: 'working on it… (drain gpu-0): the answer follows here' });
+    // Nothing was done in the request: no cordon, no eviction, no ChatOps Command yet.
+    expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBeFalsy();
+    expect(t.published(CHATOPS_COMMAND)).toEqual([]);
+    const [req] = t.published(CHATOPS_COMMAND_REQUESTED);
+    const detail = req!.detail as ChatOpsCommandRequestedDetail;
+    expect(detail.request.body).toBe(body);
+
+    await t.clock.advance(2_000);
+    expect(await carryOutRequested(t.deps, detail)).toEqual({ answered: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)' });
+    expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBe(true);
+    expect(t.responder.sent).toEqual([{ url: HOOK, message: { text: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)' } }]);
+    expect(t.published(CHATOPS_COMMAND).map((e) => e.detail)).toEqual([expect.objectContaining({ command: 'drain', result: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)' })]);
+  });
+
+  it.each([
+    ['a viewer’s long command is refused', 'U-VIEW', 'drain gpu-0', HOOK, 'not allowed: drain needs the operator role; slack user U-VIEW has only viewer'],
+    ['a quick command', 'U-VIEW', 'status gpu-0', HOOK, 'gpu-0: Ready; gpu-reflex state healthy; 8 GPUs allocatable'],
+    ['a usage error', 'U-OPS', 'drain', HOOK, 'expected one node name, got 0. Usage: drain NODE [--dry-run]'],
+    ['a request without response_url (nowhere to answer later)', 'U-OPS', 'drain gpu-0 --dry-run', '', 'dry run: would have cordoned and drained gpu-0: would evict 1 pod(s) (ml/train)'],
+  ])('answers in the request: %s', async (_what, user, text, url, want) => {
+    const t = setup();
+    expect(JSON.parse(String((await t.post(t.slash(user, text, url))).body))).toEqual({ response_type: 'ephemeral', text: want });
+    expect(t.published(CHATOPS_COMMAND_REQUESTED)).toEqual([]);
+  });
+
+  it('the worker believes only what Slack signed, and not after the response_url has lapsed', async () => {
+    const t = setup();
+    const body = t.slash('U-VIEW', 'drain gpu-0');
+    const h = t.sign(body);
+    const forged: ChatOpsCommandRequestedDetail = { schemaVersion: 1, eventId: 'x', occurredAt: new Date(t.clock.now()).toISOString(), platform: 'slack', request: { timestamp: h['x-slack-request-timestamp'], signature: h['x-slack-signature'], body: body.replace('U-VIEW', 'U-OPS') } };
+    expect(await carryOutRequested(t.deps, forged)).toEqual({ refused: expect.stringMatching(/^bad signature/) });
+    const ops = t.slash('U-OPS', 'drain gpu-0');
+    const hs = t.sign(ops);
+    await t.clock.advance((RESPONSE_URL_WINDOW_S + 1) * 1000);
+    expect(await carryOutRequested(t.deps, { ...forged, request: { timestamp: hs['x-slack-request-timestamp'], signature: hs['x-slack-signature'], body: ops } })).toEqual({ refused: expect.stringMatching(/^stale/) });
+    expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBeFalsy();
+    expect(t.responder.sent).toEqual([]);
+  });
+});
