@@ -6,6 +6,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../bin/main.ts';
 import type { CliIo } from '../../bin/command.ts';
+import { CATALOG } from '../../events/catalog.ts';
 
 function capture(): CliIo & { stdout: string[]; stderr: string[] } {
   const stdout: string[] = [];
@@ -18,7 +19,7 @@ describe('gpu-reflex events', () => {
   it('lists one detail-type per line with its source', async () => {
     const io = capture();
     expect(await main(['events', 'list'], io)).toBe(0);
-    expect(io.stdout).toHaveLength(14); // the catalog's detail-types
+    expect(io.stdout).toHaveLength(CATALOG.length); // one line per detail-type of the catalog
     expect(io.stdout[0]).toMatch(/^GPU XID Error\s+gpu-reflex\.node-agent$/);
   });
 
@@ -57,7 +58,7 @@ describe('gpu-reflex events', () => {
     const io = capture();
     expect(await main(['events', 'schemas', '--out', dir], io)).toBe(0);
     const files = await readdir(dir);
-    expect(files).toHaveLength(14);
+    expect(files).toHaveLength(CATALOG.length);
     const xid = JSON.parse(await readFile(join(dir, 'gpu-xid-error.schema.json'), 'utf8'));
     expect(xid.properties.xid.type).toBe('integer');
   });
