@@ -208,6 +208,8 @@ describe('rebalance-mig', () => {
       expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'evict' });
       expect((await kube.nodes.get('h100-0')).labels[MIG_CONFIG_LABEL]).toBe('mine');
       clock.advance(61_000);
+      // A StatefulSet's replacement under the same name (another uid) is not the preempted pod.
+      kube.cluster.addPod({ name: 'nb-c', namespace: 'research', uid: 'c2', nodeName: 'h100-0', priority: 0, extendedResources: { 'nvidia.com/mig-7g.80gb': 1 } });
       expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'label' });
       node = await kube.nodes.get('h100-0');
       expect(node.labels[MIG_CONFIG_LABEL]).toBe(readMigRecord(node.annotations).record!.config);
