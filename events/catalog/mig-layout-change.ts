@@ -18,6 +18,8 @@ export const MigLayoutChangeDetailSchema = z
     /** Pending pods this layout is meant to serve, by resource name (`nvidia.com/mig-1g.10gb`). */
     demand: z.record(z.string(), count()).optional(),
     evictedPods: count(),
+    /** Pods preempted for this layout (lower priority, by policy), evicted before the relayout. */
+    preempted: z.array(z.object({ namespace: z.string().min(1).max(63), name: z.string().min(1).max(253), priority: z.number().int().optional() }).strict()).max(64).optional(),
     reason: z.string().min(1).max(2048),
     dryRun: z.boolean(),
   })

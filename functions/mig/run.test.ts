@@ -7,6 +7,7 @@ import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { silentLogger } from '../lib/logger.ts';
 import { MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL, MIG_REBALANCE_ANNOTATION, readMigRecord } from './core/rebalance.ts';
+import { PreemptionPolicySchema } from './core/policy.ts';
 import { DEFAULT_MIG_REBALANCE_CONFIG, rebalanceMig, type MigRebalanceDeps } from './run.ts';
 
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');
@@ -146,5 +147,89 @@ describe('rebalance-mig', () => {
     expect((await rebalanceMig(deps)).steps).toEqual({});
     expect(kube.cluster.callsTo('configFile.update')).toEqual([]);
     expect((await kube.nodes.get('h100-0')).unschedulable).toBe(false);
+  });
+
+  describe('with preemption', () => {
+    /** Two GPUs, each whole (7g.80gb) and running one low-priority notebook; high priority waits for 1g.10gb. */
+    function notebooks() {
+      const inventory: MigInventory = { v: 1, at: new Date(T0).toISOString(), gpus: [0, 1].map((index) => ({ index, uuid: GPU(index), instances: [{ profile: '7g.80gb', gi: 0, start: 0, size: 8, inUse: true }] })) };
+      kube.cluster.addNode({
+        name: 'h100-0',
+        labels: { 'nvidia.com/mig.strategy': 'mixed', 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3', 'nvidia.com/gpu.count': '2', [MIG_CONFIG_LABEL]: 'all-7g', [MIG_CONFIG_STATE_LABEL]: 'success' },
+        annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inventory) },
+        allocatable: { 'nvidia.com/mig-7g.80gb': '2' },
+      });
+      // Both GPUs hold a 7g.80gb in use: which notebook runs on which is not known.
+      kube.cluster.addPod({ name: 'notebook-0', namespace: 'research', uid: 'nb-0', nodeName: 'h100-0', priority: 0, labels: { app: 'notebook' }, extendedResources: { 'nvidia.com/mig-7g.80gb': 1 } });
+      kube.cluster.addPod({ name: 'notebook-1', namespace: 'research', uid: 'nb-1', nodeName: 'h100-0', priority: 0, labels: { app: 'notebook' }, extendedResources: { 'nvidia.com/mig-7g.80gb': 1 } });
+      for (let i = 0; i < 2; i++) kube.cluster.addPod({ name: `infer-${i}`, namespace: 'serve', uid: `infer-${i}`, phase: 'Pending', priority: 1000, extendedResources: { 'nvidia.com/mig-1g.10gb': 1 } });
+    }
+    const on = (o = {}) => ({ ...DEFAULT_MIG_REBALANCE_CONFIG, preemption: PreemptionPolicySchema.parse({ enabled: true, ...o }) });
+
+    it('never preempts when off, nor where it cannot tell which pod holds which GPU', async () => {
+      notebooks();
+      expect((await rebalanceMig(deps)).steps).toEqual({});
+      expect((await rebalanceMig({ ...deps, mig: on() })).steps).toEqual({});
+      expect(kube.cluster.callsTo('pods.evict')).toEqual([]);
+    });
+
+    it('evicts the preempted pod after the cordon, waits for it to leave, then relabels; a PDB that blocks holds the GPU back', async () => {
+      const inventory: MigInventory = { v: 1, at: new Date(T0).toISOString(), gpus: [{ index: 0, uuid: GPU(0), instances: [{ profile: '4g.40gb', gi: 1, start: 0, size: 4, inUse: true }, { profile: '3g.40gb', gi: 2, start: 4, size: 4, inUse: true }] }, { index: 1, uuid: GPU(1), instances: [{ profile: '7g.80gb', gi: 0, start: 0, size: 8, inUse: true }] }] };
+      kube.cluster.addNode({
+        name: 'h100-0',
+        labels: { 'nvidia.com/mig.strategy': 'mixed', 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3', 'nvidia.com/gpu.count': '2', [MIG_CONFIG_LABEL]: 'mine', [MIG_CONFIG_STATE_LABEL]: 'success' },
+        annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inventory) },
+        allocatable: { 'nvidia.com/mig-4g.40gb': '1', 'nvidia.com/mig-3g.40gb': '1', 'nvidia.com/mig-7g.80gb': '1' },
+      });
+      kube.cluster.addPod({ name: 'nb-a', namespace: 'research', uid: 'a', nodeName: 'h100-0', priority: 0, extendedResources: { 'nvidia.com/mig-4g.40gb': 1 } });
+      kube.cluster.addPod({ name: 'nb-b', namespace: 'research', uid: 'b', nodeName: 'h100-0', priority: 0, extendedResources: { 'nvidia.com/mig-3g.40gb': 1 } });
+      kube.cluster.addPod({ name: 'nb-c', namespace: 'research', uid: 'c', nodeName: 'h100-0', priority: 0, labels: { app: 'nb-c' }, terminationGracePeriodSeconds: 120, extendedResources: { 'nvidia.com/mig-7g.80gb': 1 } });
+      for (let i = 0; i < 2; i++) kube.cluster.addPod({ name: `infer-${i}`, namespace: 'serve', uid: `infer-${i}`, phase: 'Pending', priority: 1000, extendedResources: { 'nvidia.com/mig-1g.10gb': 1 } });
+      kube.cluster.addPdb({ namespace: 'research', matchLabels: { app: 'nb-c' }, minAvailable: 1 });
+      deps = { ...deps, mig: on() };
+
+      expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'start' });
+      let node = await kube.nodes.get('h100-0');
+      expect(node.unschedulable).toBe(true);
+      expect(readMigRecord(node.annotations).record).toMatchObject({ phase: 'writing', gpus: [{ gpu: 1, from: ['7g.80gb'] }], preempt: [{ namespace: 'research', name: 'nb-c', uid: 'c' }] });
+      expect(kube.cluster.callsTo('pods.evict').map((c) => c.args.slice(0, 2))).toEqual([['research', 'nb-c']]);
+      // The budget blocked it: the event says what is preempted, and that the GPU waits.
+      expect(layoutEvents()).toEqual([expect.objectContaining({ state: 'pending', evictedPods: 0, preempted: [{ namespace: 'research', name: 'nb-c', priority: 0 }], reason: expect.stringContaining('eviction of research/nb-c refused') })]);
+      expect(notifier.notices.map((n) => n.title)).toEqual(['gpu-reflex: preempting 1 pod(s) on h100-0 for a MIG relayout']);
+      // Past the config sync, still blocked: asked again, no label.
+      clock.advance(120_000);
+      expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'evict' });
+      expect((await kube.nodes.get('h100-0')).labels[MIG_CONFIG_LABEL]).toBe('mine');
+      // The budget lets go: evicted; the label waits out its grace period.
+      kube.cluster.pdbs.length = 0;
+      clock.advance(60_000);
+      expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'evict' });
+      clock.advance(60_000);
+      expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'evict' });
+      expect((await kube.nodes.get('h100-0')).labels[MIG_CONFIG_LABEL]).toBe('mine');
+      clock.advance(61_000);
+      // A StatefulSet's replacement under the same name (another uid) is not the preempted pod.
+      kube.cluster.addPod({ name: 'nb-c', namespace: 'research', uid: 'c2', nodeName: 'h100-0', priority: 0, extendedResources: { 'nvidia.com/mig-7g.80gb': 1 } });
+      expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'label' });
+      node = await kube.nodes.get('h100-0');
+      expect(node.labels[MIG_CONFIG_LABEL]).toBe(readMigRecord(node.annotations).record!.config);
+      expect(kube.cluster.pod('research', 'nb-a')).toBeDefined();
+    });
+
+    it('gives up before relaying anything when the preempted pod never leaves', async () => {
+      const inventory: MigInventory = { v: 1, at: new Date(T0).toISOString(), gpus: [{ index: 0, uuid: GPU(0), instances: [{ profile: '7g.80gb', gi: 0, start: 0, size: 8, inUse: true }] }] };
+      kube.cluster.addNode({ name: 'h100-0', labels: { 'nvidia.com/mig.strategy': 'mixed', 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3', 'nvidia.com/gpu.count': '1' }, annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inventory) }, allocatable: { 'nvidia.com/mig-7g.80gb': '1' } });
+      kube.cluster.addPod({ name: 'nb', namespace: 'research', uid: 'nb', nodeName: 'h100-0', priority: 0, labels: { app: 'nb' }, extendedResources: { 'nvidia.com/mig-7g.80gb': 1 } });
+      kube.cluster.addPod({ name: 'infer', namespace: 'serve', uid: 'infer', phase: 'Pending', priority: 1000, extendedResources: { 'nvidia.com/mig-1g.10gb': 1 } });
+      kube.cluster.addPdb({ namespace: 'research', matchLabels: { app: 'nb' }, minAvailable: 1 });
+      deps = { ...deps, mig: on({ notify: false }) };
+      expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'start' });
+      expect(notifier.notices).toEqual([]);
+      clock.advance(21 * 60_000);
+      expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'failed' });
+      const node = await kube.nodes.get('h100-0');
+      expect(node.labels[MIG_CONFIG_LABEL]).toBeUndefined();
+      expect(readMigRecord(node.annotations).record?.reason).toContain('did not leave within 20 min');
+    });
   });
 });

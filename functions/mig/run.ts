@@ -13,17 +13,21 @@ import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { ConfigFileOps, LeaseOps, NodeOps, PodOps } from '../adapters/kube/ports.ts';
 import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../remediate/core/state.ts';
 import type { Logger } from '../lib/logger.ts';
+import type { Applied } from '../lib/apply.ts';
 import { readOutbox } from '../lib/outbox.ts';
 import { emptyEdit, noActions } from '../lib/plan.ts';
 import { carryOut, withLease } from '../lib/reflex.ts';
 import { countProfiles } from './core/layout.ts';
 import { withPartedEntry } from './core/parted.ts';
-import { planMig } from './core/planner.ts';
+import { planMig, type MigHolder } from './core/planner.ts';
+import type { PreemptionPolicy } from './core/policy.ts';
 import { migResourceName } from './core/profiles.ts';
 import { MIG_CONFIG_LABEL, MIG_REBALANCE_ANNOTATION, readMigRecord, stepMigNode, type MigRebalancePolicy, type MigStep, type PlannedNodeChange } from './core/rebalance.ts';
 import { readMigFleet } from './supply.ts';
 
 export interface MigRebalanceConfig extends MigRebalancePolicy {
+  /** MIG_POLICY_FILE's preemption (core/policy.ts); absent: off. */
+  preemption?: PreemptionPolicy;
   /** Nodes under reconfiguration at once (each is cordoned meanwhile). */
   maxNodesAtOnce: number;
   /** A pending pod counts as demand once it has waited this long (the scheduler may still bind it). */
@@ -48,7 +52,7 @@ export interface MigRebalanceDeps {
 export interface MigRebalanceOutcome {
   /** MIG nodes read. */
   nodes: number;
-  /** Node → what this round did (`start`, `label`, `done`, `failed`). */
+  /** Node → what this round did (`start`, `evict`, `label`, `done`, `failed`). */
   steps: Record<string, MigStep['kind']>;
   /** Pending MIG pods, and how many the plan would let run. */
   pending: number;
@@ -60,7 +64,7 @@ export interface MigRebalanceOutcome {
 
 const profileCounts = (l: readonly string[]) => Object.fromEntries(countProfiles(l));
 
-function layoutEvent(node: string, step: MigStep, now: Date, demand: Record<string, number>): PublishedEvent | undefined {
+function layoutEvent(node: string, step: MigStep, now: Date, demand: Record<string, number>, preempted: readonly MigHolder[] = [], applied?: Applied): PublishedEvent | undefined {
   const r = step.record;
   if (!step.state || !r) return undefined;
   const detail: MigLayoutChangeDetail = {
@@ -72,11 +76,19 @@ function layoutEvent(node: string, step: MigStep, now: Date, demand: Record<stri
     state: step.state,
     gpus: r.gpus.map((g) => ({ index: g.gpu, from: profileCounts(g.from), to: profileCounts(g.to) })),
     ...(Object.keys(demand).length > 0 ? { demand } : {}),
-    evictedPods: 0,
-    reason: step.why.slice(0, 2048),
+    evictedPods: applied?.evictions.filter((e) => e.result === 'done' || e.result === 'already').length ?? 0,
+    ...(preempted.length > 0 ? { preempted: preempted.slice(0, 64).map((p) => ({ namespace: p.namespace, name: p.name, priority: p.priority })) } : {}),
+    reason: `${step.why}${blockedWords(step, applied)}`.slice(0, 2048),
     dryRun: false,
   };
   return { source: SOURCES.functions, detailType: MIG_LAYOUT_CHANGE, detail, resources: [`node/${node}`] };
+}
+
+/** What the Eviction API refused, in words: that GPU is not relaid this round. */
+function blockedWords(step: MigStep, applied?: Applied): string {
+  const blocked = (step.evictions ?? []).filter((_, i) => applied?.evictions[i]?.result === 'blocked' || applied?.evictions[i]?.result === 'failed');
+  if (blocked.length === 0) return '';
+  return `; eviction of ${blocked.map((p) => `${p.namespace}/${p.name}`).join(', ')} refused (${applied!.evictions.find((e) => e.result === 'blocked' || e.result === 'failed')?.message ?? ''}): not relaid this round, asked again each minute`;
 }
 
 /** A remediation that keeps the node out (its state label or taint): the relayout must not uncordon it. */
@@ -97,12 +109,12 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
     for (const [name, r] of records) if (r.problem) deps.logger.warn('rebalance-mig', { node: name, problem: r.problem });
     // A node under way is not planned again until it is done.
     for (const n of fleet.nodes) if (records.get(n.name)?.record) for (const g of n.gpus) g.locked = 'a relayout is under way';
-    const plan = planMig(fleet.nodes, fleet.pending);
+    const plan = planMig(fleet.nodes, fleet.pending, deps.mig.preemption ? { preemption: deps.mig.preemption } : {});
     const byNode = new Map<string, PlannedNodeChange>();
     for (const c of plan.changes) {
       const n = fleet.nodes.find((x) => x.name === c.node)!;
       const p = byNode.get(c.node) ?? { current: n.gpus.map((g) => g.instances.map((i) => i.profile)), changes: [] };
-      p.changes.push({ gpu: c.gpu, from: c.from, to: c.to, unblocks: c.unblocks });
+      p.changes.push({ gpu: c.gpu, from: c.from, to: c.to, unblocks: c.unblocks, preempts: c.preempts });
       byNode.set(c.node, p);
     }
     const demand: Record<string, number> = {};
@@ -115,8 +127,16 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
       if (!record && (!planned || underWay >= deps.mig.maxNodesAtOnce)) continue;
       const now = new Date(deps.clock.now());
       const held = remediationHold(n);
-      const step = stepMigNode({ name: n.name, labels: n.labels, unschedulable: n.unschedulable, ...(record ? { record } : {}), ...(held ? { heldBy: held } : {}) }, planned, now, deps.mig);
+      // Preempted pods still there: the same pod (by uid, a StatefulSet's replacement keeps the name).
+      const remaining = (record?.preempt ?? []).filter((r) => pods.some((p) => p.namespace === r.namespace && p.name === r.name && p.nodeName === n.name && (!r.uid || p.uid === r.uid)));
+      const step = stepMigNode({ name: n.name, labels: n.labels, unschedulable: n.unschedulable, ...(record ? { record } : {}), ...(held ? { heldBy: held } : {}), remaining }, planned, now, deps.mig);
       if (step.kind === 'none' || step.kind === 'wait') continue;
+      if (step.kind === 'evict') {
+        const { applied } = await carryOut({ node: n.name, pending: readOutbox(n.annotations), actions: { ...noActions<never>(), evictions: step.evictions ?? [] }, events: () => [], basis: n }, deps);
+        deps.logger.info('rebalance-mig', { node: n.name, step: step.kind, why: `${step.why}${blockedWords(step, applied)}` });
+        steps[n.name] = step.kind;
+        continue;
+      }
       if (step.kind === 'start') underWay++;
       // The config first: the label that names it comes a sync later (core/rebalance.ts).
       if (step.config) {
@@ -125,10 +145,17 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
         await deps.migParted.update((text) => withPartedEntry(text, name, layout, keep));
       }
       const edit = { ...emptyEdit<never>(n.name), labels: step.labels, annotations: { [MIG_REBALANCE_ANNOTATION]: step.kind === 'done' ? null : JSON.stringify(step.record) }, ...(step.unschedulable !== undefined ? { unschedulable: step.unschedulable } : {}) };
+      const preempted = step.kind === 'start' ? (planned?.changes ?? []).flatMap((c) => plan.changes.find((x) => x.node === n.name && x.gpu === c.gpu)?.preempts ?? []) : [];
       const notices = step.kind === 'failed' ? [{ title: `gpu-reflex: MIG relayout failed on ${n.name}`, text: step.why.slice(0, 500), severity: 'warning' as const }] : [];
+      if (preempted.length > 0 && deps.mig.preemption?.notify) notices.push({ title: `gpu-reflex: preempting ${preempted.length} pod(s) on ${n.name} for a MIG relayout`, text: step.why.slice(0, 500), severity: 'warning' as const });
       const eventRecord = step.record ?? record;
-      const event = layoutEvent(n.name, { ...step, ...(eventRecord ? { record: eventRecord } : {}) }, now, step.kind === 'start' ? demand : {});
-      await carryOut({ node: n.name, pending: readOutbox(n.annotations), actions: { ...noActions<never>(), nodeEdit: edit, notices }, events: () => (event ? [event] : []), basis: n }, deps);
+      const eventStep = { ...step, ...(eventRecord ? { record: eventRecord } : {}) };
+      const events = (applied?: Applied) => {
+        const e = layoutEvent(n.name, eventStep, now, step.kind === 'start' ? demand : {}, preempted, applied);
+        return e ? [e] : [];
+      };
+      const { applied } = await carryOut({ node: n.name, pending: readOutbox(n.annotations), actions: { ...noActions<never>(), nodeEdit: edit, notices, evictions: step.evictions ?? [] }, events, basis: n }, deps);
+      if (blockedWords(step, applied)) deps.logger.warn('rebalance-mig', { node: n.name, blocked: blockedWords(step, applied).slice(2) });
       deps.logger.info('rebalance-mig', { node: n.name, step: step.kind, why: step.why });
       steps[n.name] = step.kind;
     }

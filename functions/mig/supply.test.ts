@@ -107,4 +107,24 @@ describe('readMigFleet', () => {
     expect(f.nodes[0]!.gpus.map((g) => g.locked !== undefined)).toEqual([true, false]);
     expect(f.notes).toEqual(["h: GPU 0 is in MIG mode with no instance (a reset destroyed them; its repair has mig-manager apply the node's config again): not relaid"]);
   });
+
+  it('names the pods holding a GPU only where its profiles in use are on no other GPU and the pods hold exactly that many', () => {
+    const running = (name: string, profile: string, o: Partial<PodInfo> = {}) => pod(name, { [`nvidia.com/mig-${profile}`]: 1 }, { nodeName: 'h', phase: 'Running', priority: 0, ...o });
+    const uuid = (i: number) => `GPU-${String(i).repeat(8)}-0000-4000-8000-000000000000`;
+    const inventory = (gpus: [string, boolean][][]) =>
+      JSON.stringify({ v: 1, at: '2026-11-21T03:00:00.000Z', gpus: gpus.map((is, index) => ({ index, uuid: uuid(index), instances: is.map(([profile, inUse], gi) => ({ profile, gi, inUse })) })) } satisfies MigInventory);
+    const at = (gpus: [string, boolean][][]) => node('h', { 'nvidia.com/gpu.count': String(gpus.length) }, { 'nvidia.com/mig-1g.10gb': '1' }, { annotations: { [MIG_INVENTORY_ANNOTATION]: inventory(gpus) } });
+    const layout3: [string, boolean][][] = [[['4g.40gb', true], ['3g.40gb', true]], [['7g.80gb', true]], [['1g.10gb', true], ['1g.10gb', false]], [['7g.80gb', false]]];
+    const pods = [running('a', '4g.40gb'), running('b', '3g.40gb', { priorityClassName: 'notebooks', priority: 5 }), running('c', '7g.80gb'), running('d', '1g.10gb')];
+    const f = readMigFleet([at(layout3)], pods);
+    const holders = f.nodes[0]!.gpus.map((g) => g.holders?.map((h) => `${h.name}@${h.priority}${h.priorityClassName ? `/${h.priorityClassName}` : ''}`));
+    expect(holders).toEqual([['a@0', 'b@5/notebooks'], ['c@0'], ['d@0'], undefined]);
+    expect(f.nodes[0]!.gpus[0]!.holders![0]!.uid).toBe('uid-a');
+    // 1g.10gb in use on two GPUs: which of the two pods sits where is not known.
+    const twice = readMigFleet([at([layout3[0]!, [['7g.80gb', false]], [['1g.10gb', true]], [['1g.10gb', true]]])], [...pods.filter((p) => p.name !== 'c'), running('e', '1g.10gb')]);
+    expect(twice.nodes[0]!.gpus.map((g) => g.holders?.length)).toEqual([2, undefined, undefined, undefined]);
+    // More in use than the pods hold (a process outside Kubernetes, or a pod gone meanwhile): unknown.
+    const extra = readMigFleet([at(layout3)], pods.filter((p) => p.name !== 'c'));
+    expect(extra.nodes[0]!.gpus[1]!.holders).toBeUndefined();
+  });
 });

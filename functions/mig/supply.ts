@@ -13,7 +13,7 @@
  */
 import { readMigInventory } from '../../events/index.ts';
 import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
-import type { MigGpu, MigNode, PendingMigPod } from './core/planner.ts';
+import type { MigGpu, MigHolder, MigNode, PendingMigPod } from './core/planner.ts';
 import { MIG_MODELS, migModel, migResourceName, type MigModel } from './core/profiles.ts';
 import { MIG_CONFIG_STATE_LABEL } from './core/rebalance.ts';
 
@@ -81,6 +81,36 @@ function agentInventory(n: NodeInfo, model: MigModel, running: readonly PodInfo[
   return gpus;
 }
 
+const holderOf = (p: PodInfo): MigHolder => ({ namespace: p.namespace, name: p.name, ...(p.uid ? { uid: p.uid } : {}), priority: p.priority ?? 0, ...(p.priorityClassName ? { priorityClassName: p.priorityClassName } : {}) });
+
+/**
+ * Which running pods hold each GPU's in-use instances, where the API and the usage tell it
+ * exactly: the pods of a node say how many instances of a profile they hold, never on which GPU,
+ * so a GPU's holders are known when every profile in use on it is in use on no other GPU of the
+ * node and the node's pods hold exactly as many of it as are in use. Then every pod asking for
+ * one of those profiles is on that GPU. Elsewhere the holders stay unknown and the GPU is never
+ * preempted (core/preemption.ts): evicting the wrong pod would leave the right one to mig-manager.
+ */
+function attachHolders(gpus: MigGpu[], running: readonly PodInfo[], model: MigModel): void {
+  const on = new Map<string, Set<number>>();
+  const used = new Map<string, number>();
+  for (const g of gpus) {
+    for (const i of g.instances.filter((x) => x.inUse)) {
+      on.set(i.profile, (on.get(i.profile) ?? new Set()).add(g.index));
+      used.set(i.profile, (used.get(i.profile) ?? 0) + 1);
+    }
+  }
+  const requests = running.map((p) => ({ pod: p, req: migRequests(p, model) }));
+  const held = new Map<string, number>();
+  for (const { req } of requests) for (const [profile, k] of Object.entries(req)) held.set(profile, (held.get(profile) ?? 0) + k);
+  for (const g of gpus) {
+    if (g.locked) continue;
+    const profiles = [...new Set(g.instances.filter((i) => i.inUse).map((i) => i.profile))];
+    if (profiles.length === 0 || !profiles.every((p) => on.get(p)!.size === 1 && held.get(p) === used.get(p))) continue;
+    g.holders = requests.filter(({ req }) => profiles.some((p) => (req[p] ?? 0) > 0)).map(({ pod }) => holderOf(pod));
+  }
+}
+
 /**
  * `waited`: pending pods count as demand only once they have waited this long at `now` (a pod the
  * scheduler is about to bind is not a reason to relay a GPU; nos batches over 60 s).
@@ -114,6 +144,7 @@ export function readMigFleet(nodes: readonly NodeInfo[], pods: readonly PodInfo[
     const running = pods.filter((p) => p.nodeName === n.name && !finished(p) && Object.keys(migRequests(p, model)).length > 0);
     const fromAgent = usage?.get(n.name) ? undefined : agentInventory(n, model, running, notes);
     if (fromAgent) {
+      attachHolders(fromAgent, running, model);
       out.push({ name: n.name, labels: n.labels, schedulable: !n.unschedulable, gpus: fromAgent });
       continue;
     }
@@ -147,7 +178,7 @@ export function readMigFleet(nodes: readonly NodeInfo[], pods: readonly PodInfo[
       }
       for (const g of gpus) g.locked = `${running.length} pod(s) hold MIG instances on ${n.name} and which GPUs they use is unknown`;
       notes.push(`${n.name}: ${running.length} pod(s) use MIG instances there, but not which GPUs: none of its GPUs will be relaid (the node agent's inventory tells)`);
-    }
+    } else attachHolders(gpus, running, model);
     out.push({ name: n.name, labels: n.labels, schedulable: !n.unschedulable, gpus });
   }
   const pending: PendingMigPod[] = pods
@@ -155,6 +186,6 @@ export function readMigFleet(nodes: readonly NodeInfo[], pods: readonly PodInfo[
     .filter((p) => !waited || !p.createdAt || waited.now.getTime() - Date.parse(p.createdAt) >= waited.seconds * 1000)
     .map((p) => ({ pod: p, requests: migRequests(p) }))
     .filter((x) => Object.keys(x.requests).length > 0)
-    .map(({ pod, requests }) => ({ namespace: pod.namespace, name: pod.name, priority: pod.priority ?? 0, requests, nodeSelector: pod.nodeSelector ?? {} }));
+    .map(({ pod, requests }) => ({ namespace: pod.namespace, name: pod.name, priority: pod.priority ?? 0, ...(pod.priorityClassName ? { priorityClassName: pod.priorityClassName } : {}), requests, nodeSelector: pod.nodeSelector ?? {} }));
   return { nodes: out, pending, notes };
 }

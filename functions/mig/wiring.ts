@@ -8,11 +8,14 @@
  *   MIG_TIMEOUT_MINUTES      mig-manager must report success within this (default 20)
  *   MIG_MAX_NODES_AT_ONCE    nodes under reconfiguration at once (default 1)
  *   MIG_MIN_PENDING_SECONDS  a pending pod counts as demand once it waited this long (default 60)
+ *   MIG_POLICY_FILE          YAML/JSON (core/policy.ts): preemption of lower-priority instances
+ *                            (default: off)
  */
 import { z } from 'zod';
 import { DEFAULT_MIG_PARTED_CONFIG } from '../adapters/kube/index.ts';
 import { ConfigError } from '../config.ts';
-import { wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
+import { configFileFromEnv, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
+import { DEFAULT_MIG_POLICY, MigPolicyError, parseMigPolicy } from './core/policy.ts';
 import { DEFAULT_MIG_REBALANCE_CONFIG, type MigRebalanceConfig } from './run.ts';
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
@@ -23,6 +26,7 @@ const MigEnvSchema = z.object({
   MIG_TIMEOUT_MINUTES: int(1, 1440).optional(),
   MIG_MAX_NODES_AT_ONCE: int(1, 1000).optional(),
   MIG_MIN_PENDING_SECONDS: int(0, 86_400).optional(),
+  MIG_POLICY_FILE: z.string().optional(),
 });
 
 export type MigWiring = FunctionDeps<{ mig: MigRebalanceConfig }>;
@@ -37,6 +41,7 @@ export function migConfig(env: NodeJS.ProcessEnv) {
     timeoutMinutes: e.MIG_TIMEOUT_MINUTES ?? DEFAULT_MIG_REBALANCE_CONFIG.timeoutMinutes,
     maxNodesAtOnce: e.MIG_MAX_NODES_AT_ONCE ?? DEFAULT_MIG_REBALANCE_CONFIG.maxNodesAtOnce,
     minPendingSeconds: e.MIG_MIN_PENDING_SECONDS ?? DEFAULT_MIG_REBALANCE_CONFIG.minPendingSeconds,
+    preemption: (configFileFromEnv(env, 'MIG_POLICY_FILE', parseMigPolicy, MigPolicyError) ?? DEFAULT_MIG_POLICY).preemption,
   };
   return { own: { mig }, kube: { migParted: { namespace, name, key: e.MIG_PARTED_KEY ?? DEFAULT_MIG_PARTED_CONFIG.key } } };
 }

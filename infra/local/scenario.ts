@@ -11,6 +11,7 @@ import { NODEPOOL_LABEL } from '../../functions/autoscale/run.ts';
 import { CloudFileError, parseCloudFile, type ParsedCloudFile } from './alicloud/cloud-file.ts';
 import { parseQuotaConfig, QuotaConfigError, type QuotaConfig } from '../../functions/quota/core/config.ts';
 import { LabelerConfigError, parseLabelerConfig, type LabelerConfig } from '../../functions/labels/core/config.ts';
+import { MigPolicyError, parseMigPolicy, type MigPolicy } from '../../functions/mig/core/policy.ts';
 
 /**
  * The scenario file of the local stack (`gpu-reflex local|simulate --scenario FILE`): a fleet,
@@ -187,6 +188,8 @@ export const ScenarioSchema = z
     quota: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
     /** The node labeler's configuration (functions/labels/core/config.ts), path or inline; absent: its defaults. */
     labels: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
+    /** The MIG rebalancer's policy (functions/mig/core/policy.ts: preemption), path or inline; absent: its defaults. */
+    mig: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
     timeline: z.array(TimelineStepSchema).default([]),
     expect: z.array(ExpectSchema).optional(),
     /**
@@ -214,6 +217,8 @@ export interface Scenario extends ScenarioFile {
   quotaFile?: { text: string; config: QuotaConfig };
   /** The labeler's configuration text (given to the functions as LABELER_CONFIG_FILE), checked. */
   labelsFile?: { text: string; config: LabelerConfig };
+  /** The MIG policy's text (given to the functions as MIG_POLICY_FILE), checked. */
+  migFile?: { text: string; policy: MigPolicy };
 }
 
 export class ScenarioError extends Error {
@@ -250,7 +255,18 @@ export function validateScenario(raw: unknown, source = 'scenario', baseDir = pr
     ...(autoscaleFile ? { autoscaleFile } : {}),
     ...(s.quota !== undefined ? { quotaFile: readQuota(s.quota, source, baseDir) } : {}),
     ...(s.labels !== undefined ? { labelsFile: readLabels(s.labels, source, baseDir) } : {}),
+    ...(s.mig !== undefined ? { migFile: readMig(s.mig, source, baseDir) } : {}),
   };
+}
+
+function readMig(ref: string | Record<string, unknown>, source: string, baseDir: string): { text: string; policy: MigPolicy } {
+  const { text, name } = readText(ref, 'mig', source, baseDir);
+  try {
+    return { text, policy: parseMigPolicy(text, name) };
+  } catch (err) {
+    if (err instanceof MigPolicyError) throw new ScenarioError(`${source}: mig: ${err.message}`);
+    throw err;
+  }
 }
 
 function readLabels(ref: string | Record<string, unknown>, source: string, baseDir: string): { text: string; config: LabelerConfig } {

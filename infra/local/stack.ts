@@ -140,6 +140,12 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       cleanups.push(withEnv({ LABELER_CONFIG_FILE: labelsPath }));
       progress(`  node labeler: the scenario's configuration (${labelsPath})`);
     }
+    if (scenario.migFile) {
+      const migPath = join(work, 'mig-policy.yaml');
+      writeFileSync(migPath, scenario.migFile.text);
+      cleanups.push(withEnv({ MIG_POLICY_FILE: migPath }));
+      progress(`  MIG policy: the scenario's (preemption ${scenario.migFile.policy.preemption.enabled ? 'on' : 'off'})`);
+    }
     if (scenario.quotaFile) {
       const quotaPath = join(work, 'quota-teams.yaml');
       writeFileSync(quotaPath, scenario.quotaFile.text);

@@ -115,6 +115,7 @@ export function toPodInfo(p: V1Pod): PodInfo {
     ...(tol.length > 0 ? { tolerations: tol } : {}),
     ...(terms.length > 0 ? { requiredNodeTerms: terms } : {}),
     ...(typeof p.spec?.priority === 'number' ? { priority: p.spec.priority } : {}),
+    ...(p.spec?.priorityClassName ? { priorityClassName: p.spec.priorityClassName } : {}),
     ...(p.metadata?.creationTimestamp ? { createdAt: new Date(p.metadata.creationTimestamp).toISOString() } : {}),
   };
 }

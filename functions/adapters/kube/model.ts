@@ -87,6 +87,8 @@ export interface PodInfo {
   requiredNodeTerms?: { matchExpressions: NodeSelectorExpression[] }[];
   /** `spec.priority` (resolved from its PriorityClass by admission), when set. */
   priority?: number;
+  /** `spec.priorityClassName`, when set. */
+  priorityClassName?: string;
   /** `metadata.creationTimestamp` (ISO), when the API gave one: how long a pending pod has waited. */
   createdAt?: string;
 }

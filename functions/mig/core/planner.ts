@@ -8,19 +8,25 @@
  *   1. satisfy more demand, higher priorities first, and never less at any priority: a relayout
  *      never takes away an instance a pending pod could already use;
  *   2. change the fewest GPUs (mig-manager wipes every instance of a GPU it changes);
- *   3. never touch a GPU with an instance in use (no preemption);
+ *   3. never touch a GPU with an instance in use, unless the policy allows preempting lower
+ *      priorities (preemption.ts): then destroy the least, and only for pods far enough above;
  *   4. never leave a MIG-enabled GPU empty (every candidate layout holds an instance);
  *   5. keep as much of a changed GPU's old layout as possible, then prefer zero-waste layouts.
  * Greedy: one GPU at a time, the change that satisfies the most more demand; ties go to the
- * layout closest to the old one, then zero waste, then node and GPU order. It stops when no
- * change satisfies more, so replanning on the applied state is a no-op.
+ * change that destroys the least (an idle GPU destroys nothing), then the layout closest to the
+ * old one, then zero waste, then node and GPU order. It stops when no change satisfies more, so
+ * replanning on the applied state is a no-op.
  *
  * How demand is matched to supply (also how "satisfied" is counted): pods in priority order
  * (then namespace/name), each on the first node (by name) it may use where every instance it asks
  * for is free; instances are taken GPU by GPU in index order.
  */
 import { enumerateLayouts, layoutWords } from './layout.ts';
+import { protectedBy, type PreemptionPolicy } from './policy.ts';
+import { holderKey, notPreemptible, preemptionJustified, weigh, type MigHolder } from './preemption.ts';
 import type { MigModel } from './profiles.ts';
+
+export type { MigHolder };
 
 export interface MigInstanceState {
   profile: string;
@@ -35,6 +41,11 @@ export interface MigGpu {
   instances: MigInstanceState[];
   /** Never relaid, and why (its pods' instances are not known one by one). */
   locked?: string;
+  /**
+   * The running pods holding its in-use instances, when known exactly (supply.ts); only such a
+   * GPU can be preempted. Undefined: unknown.
+   */
+  holders?: MigHolder[];
 }
 
 export interface MigNode {
@@ -49,6 +60,7 @@ export interface PendingMigPod {
   namespace: string;
   name: string;
   priority: number;
+  priorityClassName?: string;
   /** profile → instances, from its `nvidia.com/mig-<profile>` requests. */
   requests: Readonly<Record<string, number>>;
   /** Its nodeSelector: a node qualifies when it carries every one of these labels. */
@@ -63,8 +75,10 @@ export interface GpuChange {
   to: string[];
   /** Pods (`namespace/name`) that run on this GPU's new instances. */
   unblocks: string[];
-  /** Pods whose instances this change destroys: none, the planner never touches a GPU in use. */
+  /** Pods (`namespace/name`) whose instances this change destroys: the pods it preempts. */
   disrupts: string[];
+  /** The pods it preempts (empty unless the policy allows it): evicted before the relayout. */
+  preempts: MigHolder[];
   why: string;
 }
 
@@ -177,7 +191,15 @@ function kept(from: readonly string[], to: readonly string[]): number {
 
 const sameLayout = (a: readonly string[], b: readonly string[]) => a.length === b.length && kept(a, b) === a.length;
 
-export function planMig(nodes: readonly MigNode[], pendingPods: readonly PendingMigPod[]): MigPlan {
+export interface PlanOptions {
+  /** Absent or disabled: a GPU with an instance in use is never relaid. */
+  preemption?: PreemptionPolicy;
+}
+
+const byPriority = (a: MigHolder, b: MigHolder) => b.priority - a.priority || holderKey(a).localeCompare(holderKey(b));
+
+export function planMig(nodes: readonly MigNode[], pendingPods: readonly PendingMigPod[], options: PlanOptions = {}): MigPlan {
+  const preemption = options.preemption?.enabled ? options.preemption : undefined;
   const sortedNodes = [...nodes].sort((a, b) => a.name.localeCompare(b.name)).map((n) => ({ ...n, gpus: [...n.gpus].sort((a, b) => a.index - b.index) }));
   const pods = pendingPods.filter((p) => Object.values(p.requests).some((v) => v > 0)).sort(podOrder);
   const priorities = [...new Set(pods.map((p) => p.priority))].sort((a, b) => b - a);
@@ -188,15 +210,28 @@ export function planMig(nodes: readonly MigNode[], pendingPods: readonly Pending
   const before = assign(sortedNodes, pods, relaid, priorities);
   let current = before;
   const demanded = new Set(pods.flatMap((p) => Object.keys(p.requests)));
-  // Candidates: MIG GPUs with no instance in use, on a node some still-unplaced pod may use.
-  const candidates = sortedNodes.flatMap((n) => n.gpus.filter((g) => !g.locked && g.instances.every((i) => !i.inUse)).map((g) => ({ node: n, gpu: g })));
+  // Candidates: MIG GPUs with no instance in use, on a node some still-unplaced pod may use; with
+  // preemption, also GPUs whose every holder is known and unprotected (the gap is judged per layout).
+  const idle = (g: MigGpu) => g.instances.every((i) => !i.inUse);
+  const candidates = sortedNodes.flatMap((n) => n.gpus.filter((g) => (idle(g) ? !g.locked : notPreemptible(g, preemption) === undefined)).map((g) => ({ node: n, gpu: g, holders: idle(g) ? [] : [...g.holders!].sort(byPriority) })));
+  const preempted = new Map<string, MigHolder[]>(); // gpu key → its holders, for GPUs relaid in use
+  const podByKey = new Map(pods.map((p) => [podKey(p), p]));
+  const servedOn = (result: Assignment, key: string) => [...result.placed].filter(([, ks]) => ks.includes(key)).map(([k]) => podByKey.get(k)!);
+  // Every GPU preempted so far still serves pods that justify it (a later change may move them).
+  const justified = (result: Assignment, extra?: [string, MigHolder[]]) => [...preempted, ...(extra ? [extra] : [])].every(([k, hs]) => preemptionJustified(hs, servedOn(result, k), preemption!));
+  const displacesFairly = (from: Assignment, to: Assignment) => {
+    const lost = [...from.placed.keys()].filter((k) => !to.placed.has(k)).map((k) => podByKey.get(k)!);
+    const gained = [...to.placed.keys()].filter((k) => !from.placed.has(k)).map((k) => podByKey.get(k)!);
+    return lost.length > 0 && preemptionJustified(lost.map((p) => ({ ...p, priority: p.priority })), gained, preemption!) && lost.every((p) => !protectedBy(p, preemption!.protect));
+  };
   for (;;) {
     const unplaced = pods.filter((p) => !current.placed.has(podKey(p)));
     if (unplaced.length === 0) break;
-    let best: { key: string; layout: string[]; result: Assignment; keep: number; zero: boolean } | undefined;
-    for (const { node, gpu } of candidates) {
+    let best: { key: string; layout: string[]; result: Assignment; holders: MigHolder[]; keep: number; zero: boolean } | undefined;
+    for (const { node, gpu, holders } of candidates) {
       const key = gpuKey(gpu);
       if (relaid.has(key) || !unplaced.some((p) => fits(node, p))) continue;
+      if (holders.length > 0 && preempted.size >= preemption!.maxGpusPerRound) continue;
       const old = gpu.instances.map((i) => i.profile);
       for (const layout of enumerated(gpu.model)) {
         if (sameLayout(layout, old) || !layout.some((p) => demanded.has(p))) continue;
@@ -204,18 +239,25 @@ export function planMig(nodes: readonly MigNode[], pendingPods: readonly Pending
         const result = assign(sortedNodes, pods, trial, priorities);
         // Only a change that leaves every priority at least as served as now: a relayout never
         // takes away an instance a pending pod could already use, whatever its priority.
-        if (!dominates(result.score, current.score)) continue;
-        const cand = { key, layout, result, keep: kept(old, layout), zero: zeroWaste(gpu.model, layout) };
+        // With preemption on, a pending pod may also lose the free instance it would have taken,
+        // on the same terms as a running one (else the next round would preempt it there).
+        if (!dominates(result.score, current.score) && !(preemption && displacesFairly(current, result))) continue;
+        if (preempted.size > 0 || holders.length > 0) {
+          if (!justified(result, holders.length > 0 ? [key, holders] : undefined)) continue;
+        }
+        const cand = { key, layout, result, holders, keep: kept(old, layout), zero: zeroWaste(gpu.model, layout) };
         if (!best) {
           best = cand;
           continue;
         }
-        const vs = better(cand.result.score, best.result.score) || cand.keep - best.keep || Number(cand.zero) - Number(best.zero);
+        const destroysLess = -weigh(cand.holders.map((h) => h.priority), best.holders.map((h) => h.priority));
+        const vs = better(cand.result.score, best.result.score) || destroysLess || cand.keep - best.keep || Number(cand.zero) - Number(best.zero);
         if (vs > 0) best = cand;
       }
     }
     if (!best) break;
     relaid.set(best.key, best.layout);
+    if (best.holders.length > 0) preempted.set(best.key, best.holders);
     current = best.result;
   }
 
@@ -229,6 +271,8 @@ export function planMig(nodes: readonly MigNode[], pendingPods: readonly Pending
       // that had a free instance elsewhere may move here to make room for a higher priority).
       const unblocks = pods.filter((p) => current.placed.get(podKey(p))?.includes(gpuKey(g))).map(podKey);
       const wanted = [...new Set(unblocks.flatMap((u) => Object.keys(pods.find((p) => podKey(p) === u)!.requests)))];
+      const preempts = preempted.get(gpuKey(g)) ?? [];
+      const serves = `${layoutWords(from)} → ${layoutWords(to)} gives ${unblocks.length} pending pod${unblocks.length === 1 ? '' : 's'} the ${wanted.join(', ')} instance${unblocks.length === 1 ? '' : 's'} ${unblocks.length === 1 ? 'it waits' : 'they wait'} for`;
       changes.push({
         node: n.name,
         gpu: g.index,
@@ -236,8 +280,12 @@ export function planMig(nodes: readonly MigNode[], pendingPods: readonly Pending
         from,
         to,
         unblocks,
-        disrupts: [],
-        why: `${n.name} GPU ${g.index} is idle (no instance in use); ${layoutWords(from)} → ${layoutWords(to)} gives ${unblocks.length} pending pod${unblocks.length === 1 ? '' : 's'} the ${wanted.join(', ')} instance${unblocks.length === 1 ? '' : 's'} ${unblocks.length === 1 ? 'it waits' : 'they wait'} for, keeping ${kept(from, to)} of its ${from.length} instance${from.length === 1 ? '' : 's'}`,
+        disrupts: preempts.map(holderKey),
+        preempts,
+        why:
+          preempts.length === 0
+            ? `${n.name} GPU ${g.index} is idle (no instance in use); ${serves}, keeping ${kept(from, to)} of its ${from.length} instance${from.length === 1 ? '' : 's'}`
+            : `${n.name} GPU ${g.index} runs only pods of priority ${Math.max(...preempts.map((h) => h.priority))} or lower (${preempts.map((h) => `${holderKey(h)} at ${h.priority}`).join(', ')}), at least ${preemption!.minPriorityGap} below the pending pods of priority ${Math.max(...unblocks.map((u) => podByKey.get(u)!.priority))} it serves; preempting ${preempts.length === 1 ? 'it' : 'them'} (mig-manager recreates every instance of a changed GPU), ${serves}`,
       });
     }
   }
@@ -261,17 +309,33 @@ function unmetWhy(nodes: readonly MigNode[], pod: PendingMigPod): string {
  */
 export function afterPlan(nodes: readonly MigNode[], pendingPods: readonly PendingMigPod[], plan: Pick<MigPlan, 'changes'>): { nodes: MigNode[]; pending: PendingMigPod[] } {
   const to = new Map(plan.changes.map((c) => [`${c.node}#${c.gpu}`, c.to]));
+  // Preempted pods are gone (evicted); their controllers' replacements are not modelled here.
+  const gone = new Set(plan.changes.flatMap((c) => c.disrupts));
   const relaid: MigNode[] = [...nodes]
     .sort((a, b) => a.name.localeCompare(b.name))
-    .map((n) => ({ ...n, gpus: [...n.gpus].sort((a, b) => a.index - b.index).map((g) => ({ ...g, instances: (to.get(gpuKey(g)) ?? null)?.map((profile) => ({ profile, inUse: false })) ?? g.instances.map((i) => ({ ...i })) })) }));
+    .map((n) => ({
+      ...n,
+      gpus: [...n.gpus]
+        .sort((a, b) => a.index - b.index)
+        .map((g): MigGpu => {
+          const layout = to.get(gpuKey(g));
+          const { holders, ...rest } = g;
+          if (layout) return { ...rest, instances: layout.map((profile) => ({ profile, inUse: false })), holders: [] };
+          const known = holders ?? (g.instances.every((i) => !i.inUse) ? [] : undefined);
+          return { ...rest, instances: g.instances.map((i) => ({ ...i })), ...(known ? { holders: known.filter((h) => !gone.has(holderKey(h))) } : {}) };
+        }),
+    }));
   const pods = pendingPods.filter((p) => Object.values(p.requests).some((v) => v > 0)).sort(podOrder);
   const priorities = [...new Set(pods.map((p) => p.priority))].sort((a, b) => b - a);
   const result = assign(relaid, pods, new Map(), priorities);
   const byKey = new Map(relaid.flatMap((n) => n.gpus.map((g) => [gpuKey(g), g] as const)));
-  for (const take of result.taken.values()) {
-    for (const [k, profile] of take) {
-      const inst = byKey.get(k)!.instances.find((i) => i.profile === profile && !i.inUse);
+  for (const pod of pods) {
+    for (const [k, profile] of result.taken.get(podKey(pod)) ?? []) {
+      const g = byKey.get(k)!;
+      const inst = g.instances.find((i) => i.profile === profile && !i.inUse);
       if (inst) inst.inUse = true;
+      const holder: MigHolder = { namespace: pod.namespace, name: pod.name, priority: pod.priority, ...(pod.priorityClassName ? { priorityClassName: pod.priorityClassName } : {}) };
+      if (g.holders && !g.holders.some((h) => holderKey(h) === podKey(pod))) g.holders.push(holder);
     }
   }
   return { nodes: relaid, pending: pods.filter((p) => !result.placed.has(podKey(p))) };

@@ -15,10 +15,15 @@
  *   failed    (or no success within `timeoutMinutes`): the previous config label is put back, the
  *             node stays cordoned with the reason in the record, a person is told.
  *
- * The planner only relays GPUs nothing runs on, so nothing is evicted.
+ * Preemption (only where the policy allows it, core/policy.ts): the pods a change preempts are
+ * evicted (Eviction API: PodDisruptionBudgets hold) in the same step that cordons, and the label
+ * waits until every one of them has left the node, however long the config sync; an eviction a
+ * budget blocks is asked again each round, so that GPU is not relaid this round; still blocked
+ * after `timeoutMinutes`, the relayout fails before anything was relaid.
  */
 import { z } from 'zod';
 import { fnv1a } from '../../remediate/core/hash.ts';
+import type { PodRef } from '../../lib/plan.ts';
 import { layoutWords } from './layout.ts';
 
 export const MIG_CONFIG_LABEL = 'nvidia.com/mig.config';
@@ -41,6 +46,8 @@ export const MigRecordSchema = z
     /** The whole node's layout, GPU by GPU, as written into the mig-parted config. */
     layout: z.array(Layout).max(16),
     unblocks: z.array(z.string()).max(64),
+    /** Pods preempted for this relayout: evicted before the label is set. */
+    preempt: z.array(z.object({ namespace: z.string().min(1), name: z.string().min(1), uid: z.string().optional() }).strict()).max(64).optional(),
     reason: z.string().max(1024).optional(),
   })
   .strict();
@@ -60,22 +67,26 @@ export interface MigNodeFacts {
   record?: MigRecord;
   /** Another part of gpu-reflex holds the node out (a remediation drained it meanwhile): it stays cordoned. */
   heldBy?: string;
+  /** The record's preempted pods still on the node (same uid), as the caller read the pods. */
+  remaining?: PodRef[];
 }
 
 export interface PlannedNodeChange {
   /** Every GPU's current layout (index order), from the supply reader. */
   current: string[][];
-  changes: { gpu: number; from: string[]; to: string[]; unblocks: string[] }[];
+  changes: { gpu: number; from: string[]; to: string[]; unblocks: string[]; preempts?: PodRef[] }[];
 }
 
 /** What one step writes. `config`: an entry to put into the mig-parted config before the node edit. */
 export interface MigStep {
-  kind: 'start' | 'wait' | 'label' | 'done' | 'failed' | 'none';
+  kind: 'start' | 'evict' | 'wait' | 'label' | 'done' | 'failed' | 'none';
   config?: { name: string; layout: string[][] };
   labels: Record<string, string | null>;
   unschedulable?: boolean;
   /** The record to keep (undefined with `kind: done`: removed). */
   record?: MigRecord;
+  /** Preempted pods to evict (Eviction API), after the cordon. */
+  evictions?: PodRef[];
   /** For the MIG Layout Change event and the notice. */
   state?: 'pending' | 'success' | 'failed';
   why: string;
@@ -105,20 +116,37 @@ export function stepMigNode(n: MigNodeFacts, planned: PlannedNodeChange | undefi
       layout,
       unblocks: [...new Set(planned.changes.flatMap((c) => c.unblocks))].slice(0, 64),
     };
+    const preempt = planned.changes.flatMap((c) => c.preempts ?? []).map((p) => ({ namespace: p.namespace, name: p.name, ...(p.uid ? { uid: p.uid } : {}) }));
+    if (preempt.length > 0) record.preempt = preempt.slice(0, 64);
     const what = planned.changes.map((c) => `GPU ${c.gpu} ${layoutWords(c.from)} → ${layoutWords(c.to)}`).join(', ');
+    const touched =
+      preempt.length === 0
+        ? 'no instance in use is touched'
+        : `preempting ${preempt.map((p) => `${p.namespace}/${p.name}`).join(', ')}: evicted now, the label waits until they have left`;
     return {
       kind: 'start',
       config: { name: config, layout },
       labels: {},
       ...(n.unschedulable ? {} : { unschedulable: true }),
       record,
+      ...(preempt.length > 0 ? { evictions: preempt } : {}),
       state: 'pending',
-      why: `${what} for ${record.unblocks.length} pending pod(s); mig-parted config ${config} written, node cordoned while mig-manager works (no instance in use is touched); the label follows in ${policy.configSyncSeconds} s`,
+      why: `${what} for ${record.unblocks.length} pending pod(s); mig-parted config ${config} written, node cordoned while mig-manager works (${touched}); the label follows in ${policy.configSyncSeconds} s`,
     };
   }
   if (r.phase === 'failed') return { kind: 'none', labels: {}, why: '' };
   const elapsed = now.getTime() - Date.parse(r.since);
   if (r.phase === 'writing') {
+    const left = n.remaining ?? [];
+    if (left.length > 0) {
+      const names = left.map((p) => `${p.namespace}/${p.name}`).join(', ');
+      if (elapsed < policy.timeoutMinutes * 60_000) {
+        // Asked again each round: a budget that blocked may allow it now; a terminating pod answers evicted.
+        return { kind: 'evict', labels: {}, evictions: left, why: `waiting for preempted pod(s) ${names} to leave ${n.name} before ${MIG_CONFIG_LABEL} is set: GPU(s) ${r.gpus.map((g) => g.gpu).join(', ')} not relaid this round` };
+      }
+      const reason = `preempted pod(s) ${names} did not leave within ${policy.timeoutMinutes} min (a PodDisruptionBudget blocks the eviction, or they do not terminate); ${MIG_CONFIG_LABEL} was never set, nothing was relaid`;
+      return { kind: 'failed', labels: {}, record: { ...r, phase: 'failed', since: at, reason }, state: 'failed', why: `${reason}; the node stays cordoned for a person to look (remove ${MIG_REBALANCE_ANNOTATION} and uncordon when done)` };
+    }
     if (elapsed < policy.configSyncSeconds * 1000) return { kind: 'wait', labels: {}, why: '' };
     return { kind: 'label', labels: { [MIG_CONFIG_LABEL]: r.config }, record: { ...r, phase: 'applying', since: at }, why: `${MIG_CONFIG_LABEL}=${r.config} set; mig-manager reconfigures ${r.gpus.map((g) => `GPU ${g.gpu}`).join(', ')}` };
   }

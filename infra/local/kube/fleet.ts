@@ -73,6 +73,9 @@ const PodGroup = z
     emptyDir: z.boolean().optional(),
     /** The pods exit 0 (Succeeded) this long after starting: Jobs that finish and free their GPUs. */
     completeAfterSeconds: z.number().nonnegative().optional(),
+    /** `spec.priority` and `spec.priorityClassName` as admission would resolve them (no PriorityClass objects here). */
+    priority: z.number().int().optional(),
+    priorityClassName: Name.optional(),
     ...Workload,
   })
   .strict();
@@ -208,6 +211,8 @@ export function seedFleet(cluster: Cluster, fleet: ParsedFleet): void {
             ...(g.nodeSelector ? { nodeSelector: g.nodeSelector } : {}),
             ...(g.terminationGracePeriodSeconds !== undefined ? { terminationGracePeriodSeconds: g.terminationGracePeriodSeconds } : {}),
             ...(g.emptyDir ? { volumes: [{ name: 'scratch', emptyDir: {} }] } : {}),
+            ...(g.priority !== undefined ? { priority: g.priority } : {}),
+            ...(g.priorityClassName ? { priorityClassName: g.priorityClassName } : {}),
           },
         }),
       );
