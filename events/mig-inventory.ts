@@ -21,7 +21,15 @@ export const MigInventorySchema = z
             index: count(),
             uuid: GpuUuid,
             instances: z
-              .array(z.object({ profile: MigProfile, gi: count(), start: count().optional(), size: count().optional(), inUse: z.boolean() }).strict())
+              .array(
+                z
+                  .object({
+                    profile: MigProfile, gi: count(), start: count().optional(), size: count().optional(), inUse: z.boolean(),
+                    /** UIDs of the pods whose processes run in this instance, where the agent knows them. */
+                    pods: z.array(z.string().min(1).max(64)).max(16).optional(),
+                  })
+                  .strict(),
+              )
               .max(7),
           })
           .strict(),

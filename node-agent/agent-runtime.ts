@@ -176,7 +176,7 @@ export async function runAgent(o: RunAgentOptions): Promise<number> {
 }
 
 /** The actuator's loop: reads this node's GPU actions every `intervalMs` (docs/node-agent.md "The actuator"). */
-async function runActuator(nvml: Nvml, sink: EventSink, config: AgentConfig, o: RunAgentOptions, log: PublisherLog): Promise<void> {
+async function runActuator(nvml: Nvml, sink: EventSink, config: AgentConfig, o: RunAgentOptions, log: PublisherLog, agent: Agent): Promise<void> {
   const a = config.gpuActions;
   const kc = new KubeConfig();
   if (a.kubeconfig) kc.loadFromFile(a.kubeconfig);
@@ -186,7 +186,7 @@ async function runActuator(nvml: Nvml, sink: EventSink, config: AgentConfig, o: 
     nodeApi: kubeNode(kc.makeApiClient(CoreV1Api), config.nodeName),
     gpus: nvmlGpus(nvml, nvidiaSmiReset(a.nvidiaSmi)),
     fence: new FenceFile(a.fenceFile),
-    migInventory: nvmlMigInventory(nvml),
+    migInventory: nvmlMigInventory(nvml, (pid) => agent.podOfPid(pid)),
     publish: async (_type, detail) => void sink.publish(gpuActionResultEvent(detail)),
     now: Date.now,
     dryRun: o.print === true,
@@ -221,7 +221,7 @@ async function runLoops(agent: Agent, nvml: Nvml, sink: EventSink, config: Agent
     }
   })();
   const kernel = followKernelLog(agent, config.kmsgPath, stop, log, kernelLog);
-  const actions = config.gpuActions.enabled ? runActuator(nvml, sink, config, o, log) : Promise.resolve();
+  const actions = config.gpuActions.enabled ? runActuator(nvml, sink, config, o, log, agent) : Promise.resolve();
   o.onReady?.({ httpPort, agent });
   await Promise.all([sampling, events, kernel, actions]);
 }

@@ -202,6 +202,15 @@ export class Agent {
     return this.emit(out);
   }
 
+  /** The pod (UID) a GPU process belongs to, as the last inventory resolved it; undefined when unknown. */
+  podOfPid(pid: number): string | undefined {
+    for (const g of this.inventory?.gpus ?? []) {
+      const p = g.processes.find((x) => x.pid === pid);
+      if (p) return p.podUid;
+    }
+    return undefined;
+  }
+
   /** Pods on the GPU now, or, for a GPU just lost (no longer in the inventory), as last seen. */
   private podsFor(h: HealthEvent, previous: Inventory | undefined): string[] {
     if (!h.gpu) return [];

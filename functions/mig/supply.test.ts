@@ -127,4 +127,24 @@ describe('readMigFleet', () => {
     const extra = readMigFleet([at(layout3)], pods.filter((p) => p.name !== 'c'));
     expect(extra.nodes[0]!.gpus[1]!.holders).toBeUndefined();
   });
+
+  it('names the holders exactly where the agent names the pod in each instance in use, shared profiles too', () => {
+    const running = (name: string) => pod(name, { 'nvidia.com/mig-1g.10gb': 1 }, { nodeName: 'h', phase: 'Running', priority: 0 });
+    const uuid = (i: number) => `GPU-${String(i).repeat(8)}-0000-4000-8000-000000000000`;
+    const inv = (pods: (string[] | undefined)[]): MigInventory => ({
+      v: 1,
+      at: '2026-11-21T03:00:00.000Z',
+      gpus: pods.map((p, index) => ({ index, uuid: uuid(index), instances: [{ profile: '1g.10gb', gi: 9, inUse: true, ...(p ? { pods: p } : {}) }, { profile: '1g.10gb', gi: 10, inUse: false }] })),
+    });
+    const at = (i: MigInventory) => node('h', {}, { 'nvidia.com/mig-1g.10gb': '4' }, { annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(i) } });
+    // 1g.10gb in use on both GPUs: the API alone cannot tell which pod is where; the agent can.
+    const f = readMigFleet([at(inv([['uid-n0'], ['uid-n1']]))], [running('n0'), running('n1')]);
+    expect(f.nodes[0]!.gpus.map((g) => g.holders?.map((h) => h.name))).toEqual([['n0'], ['n1']]);
+    // The agent names a pod on one GPU only: that GPU is exact, the other stays unknown.
+    const half = readMigFleet([at(inv([['uid-n0'], undefined]))], [running('n0'), running('n1')]);
+    expect(half.nodes[0]!.gpus.map((g) => g.holders?.map((h) => h.name))).toEqual([['n0'], undefined]);
+    // A pod the agent names that the API does not list (gone meanwhile): not exact.
+    const gone = readMigFleet([at(inv([['uid-gone'], ['uid-n1']]))], [running('n1')]);
+    expect(gone.nodes[0]!.gpus[0]!.holders).toBeUndefined();
+  });
 });

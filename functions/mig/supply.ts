@@ -60,6 +60,15 @@ function agentInventory(n: NodeInfo, model: MigModel, running: readonly PodInfo[
   if (problem) notes.push(`${n.name}: ${problem}: read as unknown`);
   if (!inventory) return undefined;
   const gpus: MigGpu[] = inventory.gpus.map((g) => ({ node: n.name, index: g.index, model, instances: g.instances.map((i) => ({ profile: i.profile, inUse: i.inUse })) }));
+  // Where the agent names the pod in every instance in use, the GPU's holders are known exactly.
+  for (const [k, g] of inventory.gpus.entries()) {
+    const inUse = g.instances.filter((i) => i.inUse);
+    if (inUse.length === 0 || !inUse.every((i) => i.pods && i.pods.length > 0)) continue;
+    const uids = new Set(inUse.flatMap((i) => i.pods ?? []));
+    const holders = running.filter((p) => p.uid !== undefined && uids.has(p.uid));
+    // A pod the agent names that the API does not (yet) list: not exact after all.
+    if (holders.length === uids.size) gpus[k]!.holders = holders.map(holderOf);
+  }
   // A MIG GPU with no instance was just reset (a reset destroys them all): its repair restarts
   // mig-manager so the node's config is applied again (docs/remediation.md). Relaying it here would
   // race that repair and return a fenced GPU by another road.
@@ -104,7 +113,7 @@ function attachHolders(gpus: MigGpu[], running: readonly PodInfo[], model: MigMo
   const held = new Map<string, number>();
   for (const { req } of requests) for (const [profile, k] of Object.entries(req)) held.set(profile, (held.get(profile) ?? 0) + k);
   for (const g of gpus) {
-    if (g.locked) continue;
+    if (g.locked || g.holders) continue;
     const profiles = [...new Set(g.instances.filter((i) => i.inUse).map((i) => i.profile))];
     if (profiles.length === 0 || !profiles.every((p) => on.get(p)!.size === 1 && held.get(p) === used.get(p))) continue;
     g.holders = requests.filter(({ req }) => profiles.some((p) => (req[p] ?? 0) > 0)).map(({ pod }) => holderOf(pod));

@@ -74,7 +74,7 @@ export class LocalAgentHost {
         nodeApi: kubeNode(core, o.files.node),
         gpus: nvmlGpus(nvml, reset),
         fence: new FenceFile(fenceFilePath(o.files)),
-        migInventory: nvmlMigInventory(nvml),
+        migInventory: nvmlMigInventory(nvml, (pid) => agent.podOfPid(pid)),
         publish: async (_type, detail) => void publisher.publish(gpuActionResultEvent(detail)),
         now: () => o.clock.now(),
         log: (l) => o.log?.(l),

@@ -88,4 +88,21 @@ describe('nvmlMigInventory (NVML through the mock library)', () => {
       nvml.close();
     }
   });
+
+  it('names the pods running in each instance, where the agent knows the process\'s pod', async () => {
+    const mig = { profile: '3g.40gb', giProfileId: 9, size: 4 };
+    const scenario = oneGpu({
+      migMode: true,
+      migDevices: [{ ...mig, start: 0, giId: 1, uuid: 'MIG-00000000-1111-2222-3333-444444444401' }, { ...mig, start: 4, giId: 2, uuid: 'MIG-00000000-1111-2222-3333-444444444402' }],
+      processes: [{ pid: 4242, usedMiB: 1000, gpuInstanceId: 1, computeInstanceId: 0 }, { pid: 4343, usedMiB: 1000, gpuInstanceId: 2, computeInstanceId: 0 }],
+    });
+    const { nvml } = await openMockNvml(scenario);
+    try {
+      // pid 4343 is not a pod the agent knows (a process outside Kubernetes): in use, no pods named.
+      const named = nvmlMigInventory(nvml, (pid) => (pid === 4242 ? 'uid-trainer' : undefined))();
+      expect(named[0]!.instances.map((i) => [i.gi, i.inUse, i.pods])).toEqual([[1, true, ['uid-trainer']], [2, true, undefined]]);
+    } finally {
+      nvml.close();
+    }
+  });
 });

@@ -103,7 +103,7 @@ export function nvidiaSmiReset(path: string, timeoutMs = 120_000): GpuReset {
  * them, so an empty MIG GPU is a fact the functions must see (never returned to service so).
  * GPUs without MIG mode are left out.
  */
-export function nvmlMigInventory(nvml: Nvml): () => MigInventory['gpus'] {
+export function nvmlMigInventory(nvml: Nvml, podOfPid: (pid: number) => string | undefined = () => undefined): () => MigInventory['gpus'] {
   return () => {
     const out: MigInventory['gpus'] = [];
     nvml.devices().forEach((d, index) => {
@@ -115,10 +115,17 @@ export function nvmlMigInventory(nvml: Nvml): () => MigInventory['gpus'] {
       }
       // Read only for a GPU with no instance (most of a fleet has none): is it MIG-enabled but empty?
       if (devices.length === 0 && !migModeOn(nvml, d)) return;
-      const busy = new Set((d.processes() ?? []).map((p) => p.gpuInstanceId).filter((gi): gi is number => gi !== undefined));
+      const procs = d.processes() ?? [];
+      const busy = new Set(procs.map((p) => p.gpuInstanceId).filter((gi): gi is number => gi !== undefined));
+      // The pods running in each instance, where the agent knows the process's pod: which pod holds
+      // which instance is what the MIG planner cannot get from the Kubernetes API (preemption).
+      const podsIn = (gi: number) => [...new Set(procs.filter((p) => p.gpuInstanceId === gi).map((p) => podOfPid(p.pid)).filter((u): u is string => u !== undefined))].sort().slice(0, 16);
       const instances = devices
         .filter((m): m is typeof m & { profile: string } => m.profile !== undefined)
-        .map((m) => ({ profile: m.profile, gi: m.gpuInstanceId, ...(m.placement ? { start: m.placement.start, size: m.placement.size } : {}), inUse: busy.has(m.gpuInstanceId) }))
+        .map((m) => {
+          const pods = podsIn(m.gpuInstanceId);
+          return { profile: m.profile, gi: m.gpuInstanceId, ...(m.placement ? { start: m.placement.start, size: m.placement.size } : {}), inUse: busy.has(m.gpuInstanceId), ...(pods.length ? { pods } : {}) };
+        })
         .sort((a, b) => (a.start ?? 0) - (b.start ?? 0) || a.gi - b.gi);
       out.push({ index, uuid: d.uuid(), instances });
     });
