@@ -58,6 +58,18 @@ describe('sampleDevice', () => {
     });
   });
 
+  it('reads a GPU\'s temperature limits once (they are its SKU\'s), not every sample', async () => {
+    const { nvml } = await session('h200-1x.json');
+    const lib = nvml.lib as { nvmlDeviceGetTemperatureThreshold?: (...a: never[]) => number };
+    const real = lib.nvmlDeviceGetTemperatureThreshold!;
+    let calls = 0;
+    lib.nvmlDeviceGetTemperatureThreshold = (...a) => (calls++, real(...a));
+    const first = ok(sampleDevice(nvml, 0)).temperatureLimits;
+    expect(ok(sampleDevice(nvml, 0)).temperatureLimits).toEqual(first);
+    expect(first).toEqual({ shutdownC: 95, slowdownC: 89, memMaxC: 95, gpuMaxC: 87 });
+    expect(calls).toBe(4);
+  });
+
   it('indexes series by mock time and holds the last value past the end', async () => {
     const { nvml, mock } = await session(oneGpu({ series }));
     const at = () => { const s = ok(sampleDevice(nvml, 0)); return [s.utilization?.gpu, s.temperatureC, s.powerW, s.clockEventReasons?.reasons]; };

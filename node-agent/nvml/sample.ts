@@ -56,6 +56,21 @@ export interface GpuLostSample {
 
 export type GpuSampleResult = GpuSample | GpuLostSample;
 
+/**
+ * A GPU's temperature limits are its SKU's: read once. On a real H200 the four threshold calls took
+ * ~0.6 ms, 40% of a whole sample (docs/node-agent.md "Read on a real driver").
+ */
+const limits = new WeakMap<NvmlDevice, { value: GpuSample['temperatureLimits'] }>();
+
+function temperatureLimitsOf(device: NvmlDevice): GpuSample['temperatureLimits'] {
+  let known = limits.get(device);
+  if (!known) {
+    known = { value: device.temperatureLimits() };
+    limits.set(device, known);
+  }
+  return known.value;
+}
+
 /** Identity read at open, so a lost GPU can still be named. */
 const identities = new WeakMap<NvmlDevice, { uuid: string; pciBusId: string }>();
 
@@ -84,7 +99,7 @@ export function sampleDevice(nvml: Nvml, index: number): GpuSampleResult {
       memory: () => d.memory(),
       temperatureC: () => d.temperatureC(),
       memoryTemperatureC: () => d.memoryTemperatureC(),
-      temperatureLimits: () => d.temperatureLimits(),
+      temperatureLimits: () => temperatureLimitsOf(d),
       powerW: () => d.powerW(),
       powerLimitW: () => d.powerLimitW(),
       ecc: () => d.ecc(),
