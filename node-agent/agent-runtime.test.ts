@@ -3,7 +3,7 @@
  * library, as on a driver), a kernel log file, HTTP on port 0. The test waits for the lines the
  * agent prints (promises resolved by its output), never for time to pass.
  */
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -12,7 +12,7 @@ import type { CliIo } from '../bin/command.ts';
 import { kmsgRecordBefore, runAgent, threadPoolWarning } from './agent-runtime.ts';
 import { loadAgentConfig } from './config.ts';
 import { loadMockNvmlControls } from './nvml/ffi.ts';
-import { fakeProcRoot } from './test-support/agent-fixture.ts';
+import { fakeProcRoot, podUidOf } from './test-support/agent-fixture.ts';
 
 type Printed = { detailType: string; detail: Record<string, unknown> };
 
@@ -51,7 +51,10 @@ describe('runAgent', () => {
     const dir = await mkdtemp(join(tmpdir(), 'gr-runtime-'));
     const kmsg = join(dir, 'kern.log');
     await writeFile(kmsg, '[ 8123.000001] NVRM: Xid (PCI:0000:47:00): 31, pid=4102, name=python, Ch 00000008, intr 00000000\n');
-    const config = loadAgentConfig({ NODE_NAME: 'gpu-node-1', NVML_LIBRARY_PATH: library, HTTP_PORT: '0', KMSG_PATH: kmsg, PROC_ROOT: await fakeProcRoot([]), SAMPLE_INTERVAL_MS: '60000' });
+    // GPU 2's process (pid 4102) is a pod whose kubelet log directory names it.
+    const podLogs = join(dir, 'pods');
+    await mkdir(join(podLogs, `ml-training_trainer-2_${podUidOf(4102)}`, 'main'), { recursive: true });
+    const config = loadAgentConfig({ NODE_NAME: 'gpu-node-1', NVML_LIBRARY_PATH: library, HTTP_PORT: '0', KMSG_PATH: kmsg, PROC_ROOT: await fakeProcRoot([4102]), POD_LOG_DIR: podLogs, SAMPLE_INTERVAL_MS: '60000' });
     const { io, events, logs, next } = capture();
     const stop = new AbortController();
     let port = 0;
@@ -78,6 +81,8 @@ describe('runAgent', () => {
     // The GPUs under dcgm-exporter's names, labelled with the node (dcgm.test.ts covers the rest).
     expect(metrics).toMatch(/^# TYPE DCGM_FI_DEV_GPU_UTIL gauge$/m);
     expect(metrics).toMatch(/^DCGM_FI_DEV_XID_ERRORS\{gpu="5",.*Hostname="gpu-node-1".*\} 79$/m);
+    // Its pod named from POD_LOG_DIR, as dcgm-exporter's Kubernetes mode would.
+    expect(metrics).toMatch(/^DCGM_FI_DEV_GPU_TEMP\{gpu="2",.*namespace="ml-training",pod="trainer-2",container="main",pod_uid="[0-9a-f-]+"\} /m);
     const lastXid = Number(/^gpu_reflex_last_xid_timestamp_seconds (\S+)$/m.exec(metrics)?.[1]);
     expect(lastXid).toBe(Date.parse(fromNvml.detail.observedAt as string) / 1000);
 

@@ -17,6 +17,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import type { CliIo } from '../bin/command.ts';
 import { Agent, type EventSink } from './agent.ts';
 import { registerAgentMetrics } from './agent-metrics.ts';
+import { kubeletLogPodNames } from './collectors/pod-names.ts';
 import { DEFAULT_THRESHOLDS, type HealthThresholds } from './collectors/health.ts';
 import type { AgentConfig } from './config.ts';
 import { gpuActionResultEvent, type OutgoingEvent } from './events.ts';
@@ -141,7 +142,7 @@ export async function runAgent(o: RunAgentOptions): Promise<number> {
       utilizationWindowMs: config.utilizationWindowMs,
       inventoryIntervalMs: config.inventoryIntervalMs,
       watchEvents: !o.once,
-      metrics: registerAgentMetrics(registry, { hostname: config.nodeName }),
+      metrics: registerAgentMetrics(registry, { hostname: config.nodeName, podNames: kubeletLogPodNames(config.podLogDir) }),
       health,
       log,
       // --dry-run keeps nothing on disk; otherwise the counters live beside the spool.

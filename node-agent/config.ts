@@ -40,6 +40,7 @@ const EnvSchema = z.object({
   HTTP_PORT: z.coerce.number().int().min(0).max(65_535).default(9400),
   KMSG_PATH: z.string().trim().min(1).default('/dev/kmsg'),
   PROC_ROOT: z.string().trim().min(1).default('/proc'),
+  POD_LOG_DIR: z.string().trim().min(1).default('/var/log/pods'),
   DRY_RUN: z.stringbool().default(false),
   // The actuator (GPU actions the functions ask for in the Node annotation gpu-reflex.io/gpu-actions).
   GPU_ACTIONS: z.stringbool().default(false),
@@ -79,6 +80,8 @@ export interface AgentConfig {
   readonly httpPort: number;
   readonly kmsgPath: string;
   readonly procRoot: string;
+  /** The kubelet's pod log directories (`<namespace>_<pod>_<uid>`): pod names for /metrics. */
+  readonly podLogDir: string;
   /** Publish nothing: events are logged instead of sent (wired as a decorator on the sender). */
   readonly dryRun: boolean;
   /** The actuator: off unless GPU_ACTIONS=true (it needs the Node, the fence file's hostPath and nvidia-smi). */
@@ -134,6 +137,7 @@ export function loadAgentConfig(env: Record<string, string | undefined> = proces
     httpPort: e.HTTP_PORT,
     kmsgPath: e.KMSG_PATH,
     procRoot: e.PROC_ROOT,
+    podLogDir: e.POD_LOG_DIR,
     dryRun: e.DRY_RUN,
     gpuActions: Object.freeze({ enabled: e.GPU_ACTIONS, intervalMs: e.GPU_ACTIONS_INTERVAL_MS, fenceFile: e.FENCE_FILE, nvidiaSmi: e.NVIDIA_SMI, kubeconfig: e.KUBECONFIG, inCluster: e.KUBERNETES_SERVICE_HOST !== undefined }),
   };
