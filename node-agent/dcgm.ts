@@ -31,6 +31,8 @@ export interface DcgmField<T> {
 export const DCGM_GPU_FIELDS: readonly DcgmField<GpuSample>[] = [
   { name: 'DCGM_FI_DEV_GPU_UTIL', type: 'gauge', help: 'GPU utilization (in %).', read: (s) => s.utilization?.gpu },
   { name: 'DCGM_FI_DEV_MEM_COPY_UTIL', type: 'gauge', help: 'Memory utilization (in %).', read: (s) => s.utilization?.memory },
+  { name: 'DCGM_FI_DEV_ENC_UTIL', type: 'gauge', help: 'Encoder utilization (in %).', read: (s) => s.codecUtilization?.encoder },
+  { name: 'DCGM_FI_DEV_DEC_UTIL', type: 'gauge', help: 'Decoder utilization (in %).', read: (s) => s.codecUtilization?.decoder },
   { name: 'DCGM_FI_DEV_FB_USED', type: 'gauge', help: 'Framebuffer memory used (in MiB).', read: (s) => s.memory?.usedMiB },
   { name: 'DCGM_FI_DEV_FB_FREE', type: 'gauge', help: 'Framebuffer memory free (in MiB).', read: (s) => s.memory?.freeMiB },
   // Not in dcgm-exporter's default counters (a DCGM field all the same, 250): exported because the

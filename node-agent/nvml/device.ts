@@ -258,6 +258,20 @@ export class NvmlDevice {
     return names.every((n) => out[n] !== undefined) ? (out as NvLinkErrors) : undefined;
   }
 
+  /** Video encoder and decoder utilization (%), where the GPU has them (an H100/H200 has NVDECs, no NVENC). */
+  codecUtilization(): { encoder?: number; decoder?: number } | undefined {
+    const read = (call: string, fn: NvmlLibrary['nvmlDeviceGetDecoderUtilization']): number | undefined => {
+      if (!fn) return undefined;
+      const util: [number] = [0];
+      const period: [number] = [0];
+      return this.supported(call, fn(this.handle, util, period)) ? util[0] : undefined;
+    };
+    const encoder = read('nvmlDeviceGetEncoderUtilization', this.lib.nvmlDeviceGetEncoderUtilization);
+    const decoder = read('nvmlDeviceGetDecoderUtilization', this.lib.nvmlDeviceGetDecoderUtilization);
+    if (encoder === undefined && decoder === undefined) return undefined;
+    return { ...(encoder === undefined ? {} : { encoder }), ...(decoder === undefined ? {} : { decoder }) };
+  }
+
   /** HBM temperature (field 82), °C. */
   memoryTemperatureC(): number | undefined {
     return this.fieldValue(FIELD_MEMORY_TEMP);

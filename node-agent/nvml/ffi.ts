@@ -107,6 +107,8 @@ export interface NvmlLibrary {
    * (the reading is then absent, as for NOT_SUPPORTED).
    */
   nvmlDeviceGetTemperatureThreshold?: (device: Handle, type: number, out: Out<number>) => Rc;
+  nvmlDeviceGetEncoderUtilization?: (device: Handle, util: Out<number>, samplingPeriodUs: Out<number>) => Rc;
+  nvmlDeviceGetDecoderUtilization?: (device: Handle, util: Out<number>, samplingPeriodUs: Out<number>) => Rc;
   nvmlDeviceGetCurrPcieLinkGeneration?: (device: Handle, out: Out<number>) => Rc;
   nvmlDeviceGetMaxPcieLinkGeneration?: (device: Handle, out: Out<number>) => Rc;
   nvmlDeviceGetCurrPcieLinkWidth?: (device: Handle, out: Out<number>) => Rc;
@@ -204,6 +206,8 @@ export function loadNvml(path?: string): NvmlLibrary {
     nvmlDeviceModifyDrainState: optional('nvmlDeviceModifyDrainState', [koffi.pointer(PciInfo), 'int32']),
     nvmlDeviceGetNvLinkState: fn('nvmlDeviceGetNvLinkState', [handle, uint, koffi.out(koffi.pointer('int32'))]),
     nvmlDeviceGetTemperatureThreshold: optional('nvmlDeviceGetTemperatureThreshold', [handle, 'int32', outU32]),
+    nvmlDeviceGetEncoderUtilization: optional('nvmlDeviceGetEncoderUtilization', [handle, outU32, outU32]),
+    nvmlDeviceGetDecoderUtilization: optional('nvmlDeviceGetDecoderUtilization', [handle, outU32, outU32]),
     nvmlDeviceGetCurrPcieLinkGeneration: optional('nvmlDeviceGetCurrPcieLinkGeneration', [handle, outU32]),
     nvmlDeviceGetMaxPcieLinkGeneration: optional('nvmlDeviceGetMaxPcieLinkGeneration', [handle, outU32]),
     nvmlDeviceGetCurrPcieLinkWidth: optional('nvmlDeviceGetCurrPcieLinkWidth', [handle, outU32]),

@@ -84,6 +84,14 @@ describe('the mock H200 answers the agent\'s binding as the real H200 did (drive
     expect(gpuInstanceProfiles(nvml, nvml.device(0))).toEqual(second.agent.migProfiles[0]);
   });
 
+  it('video encoder and decoder utilization: the real H200 answers both (0 when idle), the mock alike', async () => {
+    const fourth = read<Probe & { raw: { codec: Record<string, { rc: number }> }[] }>('nvml-probe-4.json');
+    expect(fourth.raw[0]!.codec.nvmlDeviceGetEncoderUtilization!.rc).toBe(0);
+    expect(fourth.raw[0]!.codec.nvmlDeviceGetDecoderUtilization!.rc).toBe(0);
+    ({ nvml } = await openMockNvml('h200-1x.json'));
+    expect((sampleDevice(nvml, 0) as GpuSample).codecUtilization).toEqual(fourth.agent.samples[0]!.codecUtilization);
+  });
+
   it('the same raw answers for the limits, the PCIe link, HBM temperature, fabric and SRAM', async () => {
     ({ nvml } = await openMockNvml('h200-1x.json'));
     const r = real.raw[0]!;

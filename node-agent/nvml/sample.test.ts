@@ -25,7 +25,7 @@ const series = { intervalMs: 1000, util: [10, 20, 30], memUtil: [1, 2, 3], tempC
 describe('sampleDevice', () => {
   it('reads every field of a healthy A100 with nothing unsupported', async () => {
     const { nvml } = await session(oneGpu({
-      series: { ...series, memTempC: [50] }, processes: [{ pid: 4242, usedMiB: 4000 }], ecc: { aggregateCorrected: 3 },
+      series: { ...series, memTempC: [50], encUtil: [3], decUtil: [7] }, processes: [{ pid: 4242, usedMiB: 4000 }], ecc: { aggregateCorrected: 3 },
       temperatureLimits: { shutdownC: 92, slowdownC: 89, memMaxC: 95, gpuMaxC: 85 }, pcieLink: { gen: 4, maxGen: 4, width: 16, maxWidth: 16 },
       fabric: { state: 3, status: 0, healthMask: 2 }, sram: { thresholdExceeded: false }, nvlinkErrors: { crcFlit: 1, crcData: 2, replay: 3, recovery: 4 },
     }));
@@ -36,6 +36,7 @@ describe('sampleDevice', () => {
       uuid: 'GPU-00000000-1111-2222-3333-444444444444',
       pciBusId: '00000000:3B:00.0',
       utilization: { gpu: 10, memory: 1 },
+      codecUtilization: { encoder: 3, decoder: 7 },
       memory: { totalMiB: 81920, usedMiB: 4000, freeMiB: 77920 },
       temperatureC: 40,
       memoryTemperatureC: 50,
@@ -83,7 +84,7 @@ describe('sampleDevice', () => {
   it('omits what the GPU does not support and names it', async () => {
     const { nvml } = await session('t4-node.json');
     const s = ok(sampleDevice(nvml, 0));
-    expect(s.unsupported.sort()).toEqual(['memoryTemperatureC', 'migMode', 'nvlinkErrors', 'nvlinks', 'recoveryAction', 'remappedRows', 'sramEcc', 'temperatureLimits']);
+    expect(s.unsupported.sort()).toEqual(['codecUtilization', 'memoryTemperatureC', 'migMode', 'nvlinkErrors', 'nvlinks', 'recoveryAction', 'remappedRows', 'sramEcc', 'temperatureLimits']);
     for (const field of s.unsupported) expect(s).not.toHaveProperty(field);
     expect(s.utilization).toEqual({ gpu: 35, memory: 20 });
   });
@@ -91,7 +92,7 @@ describe('sampleDevice', () => {
   it('on a MIG GPU omits utilization and remapped rows and lists MIG devices and processes', async () => {
     const { nvml } = await session('h100-mig.json');
     const s = ok(sampleDevice(nvml, 0));
-    expect(s.unsupported.sort()).toEqual(['memoryTemperatureC', 'nvlinkErrors', 'remappedRows', 'sramEcc', 'temperatureLimits', 'utilization']);
+    expect(s.unsupported.sort()).toEqual(['codecUtilization', 'memoryTemperatureC', 'nvlinkErrors', 'remappedRows', 'sramEcc', 'temperatureLimits', 'utilization']);
     expect(s.migDevices).toHaveLength(7);
     expect(s.processes).toEqual([
       { pid: 2201, usedMiB: 8000, gpuInstanceId: 7, computeInstanceId: 0 },

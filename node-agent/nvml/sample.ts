@@ -14,6 +14,8 @@ export interface GpuSample {
   uuid: string;
   pciBusId: string;
   utilization?: { gpu: number; memory: number };
+  /** Video encoder / decoder utilization (%): dcgm-exporter's ENC_UTIL / DEC_UTIL. */
+  codecUtilization?: { encoder?: number; decoder?: number };
   memory?: MemoryInfo;
   temperatureC?: number;
   /** HBM temperature (field 82). */
@@ -96,6 +98,7 @@ export function sampleDevice(nvml: Nvml, index: number): GpuSampleResult {
     const d = device;
     const fields: { [K in keyof GpuSample]?: () => GpuSample[K] | undefined } = {
       utilization: () => d.utilization(),
+      codecUtilization: () => d.codecUtilization(),
       memory: () => d.memory(),
       temperatureC: () => d.temperatureC(),
       memoryTemperatureC: () => d.memoryTemperatureC(),

@@ -99,6 +99,13 @@ async function main(): Promise<void> {
       pcie[name] = { ...call(name, [device, v], [h, u32]), value: v[0] };
     }
     r.pcie = pcie;
+    const codec: Record<string, unknown> = {};
+    for (const name of ['nvmlDeviceGetEncoderUtilization', 'nvmlDeviceGetDecoderUtilization', 'nvmlDeviceGetJpgUtilization', 'nvmlDeviceGetOfaUtilization']) {
+      const v: [number] = [0];
+      const period: [number] = [0];
+      codec[name] = { ...call(name, [device, v, period], [h, u32, u32]), value: v[0], samplingPeriodUs: period[0] };
+    }
+    r.codec = codec;
     const ids = Object.entries(FIELDS);
     const buf = Buffer.alloc(ids.length * FieldValue.size);
     ids.forEach(([, id], i) => koffi.encode(buf, i * FieldValue.size, FieldValue, { fieldId: id, scopeId: 0, timestamp: 0, latencyUsec: 0, valueType: 0, nvmlReturn: 0, value: 0 }));

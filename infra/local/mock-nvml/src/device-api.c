@@ -235,6 +235,18 @@ EXPORT nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t device, int valuesCoun
   return end(NVML_SUCCESS);
 }
 
+static nvmlReturn_t codec_util(nvmlDevice_t device, unsigned int *util, unsigned int *period, int decoder) {
+  BEGIN_GPU(device);
+  if (!util || !period) return end(NVML_ERROR_INVALID_ARGUMENT);
+  const series_t *s = decoder ? &gpu->decUtil : &gpu->encUtil;
+  if (!s->n) return end(NVML_ERROR_NOT_SUPPORTED);
+  *util = (unsigned int)series_at(s, gpu, 0);
+  *period = 100000; /* the sampling window; the agent does not use it */
+  return end(NVML_SUCCESS);
+}
+EXPORT nvmlReturn_t nvmlDeviceGetEncoderUtilization(nvmlDevice_t d, unsigned int *u, unsigned int *p) { return codec_util(d, u, p, 0); }
+EXPORT nvmlReturn_t nvmlDeviceGetDecoderUtilization(nvmlDevice_t d, unsigned int *u, unsigned int *p) { return codec_util(d, u, p, 1); }
+
 /* ---- limits, PCIe, fabric, SRAM (real-driver shapes: docs/node-agent.md "Read on a real driver") ---- */
 
 EXPORT nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t device, int thresholdType, unsigned int *temp) {

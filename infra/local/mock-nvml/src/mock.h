@@ -197,6 +197,7 @@ typedef struct mock_gpu {
   /* Temperature limits (nvmlDeviceGetTemperatureThreshold), 0 = NOT_SUPPORTED: shutdown, slowdown, memMax, gpuMax. */
   unsigned int tempLimit[4];
   series_t memTempC; /* field 82; no series = NOT_SUPPORTED */
+  series_t encUtil, decUtil; /* encoder / decoder utilization; no series = NOT_SUPPORTED */
   int hasPcie; /* pcieLink given */
   unsigned int pcieGen, pcieMaxGen, pcieWidth, pcieMaxWidth;
   unsigned int fabricState, fabricStatus, fabricHealthMask; /* state 0 = NOT_SUPPORTED (what a GPU with no NVSwitch answers) */

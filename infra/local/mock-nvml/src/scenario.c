@@ -246,6 +246,7 @@ static int load_gpu(const json_value *o, int i) {
     if (!get_series(series, "util", path, &gpu->util) || !get_series(series, "memUtil", path, &gpu->memUtil) ||
         !get_series(series, "memUsedMiB", path, &gpu->memUsedMiB) || !get_series(series, "tempC", path, &gpu->tempC) ||
         !get_series(series, "powerW", path, &gpu->powerW) || !get_series(series, "memTempC", path, &gpu->memTempC) ||
+        !get_series(series, "encUtil", path, &gpu->encUtil) || !get_series(series, "decUtil", path, &gpu->decUtil) ||
         !get_series(series, "clockEventReasons", path, &gpu->clockEvents))
       return 0;
   }
@@ -289,7 +290,7 @@ char *mock_read_file(const char *path) {
 
 static void free_model(void) {
   for (int i = 0; i < MAX_GPUS; i++) {
-    series_t *all[] = {&g.gpus[i].util, &g.gpus[i].memUtil, &g.gpus[i].memUsedMiB, &g.gpus[i].tempC, &g.gpus[i].memTempC,
+    series_t *all[] = {&g.gpus[i].util, &g.gpus[i].memUtil, &g.gpus[i].memUsedMiB, &g.gpus[i].tempC, &g.gpus[i].memTempC, &g.gpus[i].encUtil, &g.gpus[i].decUtil,
                        &g.gpus[i].powerW, &g.gpus[i].clockEvents};
     for (size_t k = 0; k < sizeof all / sizeof all[0]; k++) { free(all[k]->v); all[k]->v = NULL; all[k]->n = 0; }
   }
