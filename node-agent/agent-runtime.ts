@@ -147,6 +147,7 @@ export async function runAgent(o: RunAgentOptions): Promise<number> {
       log,
       // --dry-run keeps nothing on disk; otherwise the counters live beside the spool.
       ...(o.print ? {} : { eccStatePath: `${config.spoolPath}.ecc.json`, gpuMemoryPath: `${config.spoolPath}.gpus.json` }),
+      ...(config.expectedGpus ? { expectedGpus: config.expectedGpus } : {}),
     });
     log.info('agent started', { node: config.nodeName, gpus: agent.source.gpus.length, driver: agent.source.system.driverVersion, once: o.once ?? false, dryRun: o.print ?? false });
     if (o.once) {

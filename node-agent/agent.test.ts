@@ -150,6 +150,23 @@ describe('Agent.sampleOnce', () => {
     expect(ofType(await fx.agent.sampleOnce(), 'GPU Health Changed').map((e) => [detail(e).condition, detail(e).state])).toEqual([['gpu-missing', 'resolved']]);
   });
 
+  it('reports fewer GPUs than the node should have (EXPECTED_GPUS) at start, with no GPU to name, and its return', async () => {
+    const memory = join(await mkdtemp(join(tmpdir(), 'gr-count-')), 'spool.jsonl.gpus.json');
+    const dgx = JSON.parse(readFileSync(join(MOCK_NVML_SCENARIOS, 'dgx-a100-8x.json'), 'utf8')) as { gpus: { uuid: string }[] };
+    // GPU 3 was dead before any agent ran here: no memory can name it; only the count says so.
+    fx = await startAgent({ ...dgx, gpus: dgx.gpus.filter((_, i) => i !== 3) }, { overrides: { gpuMemoryPath: memory, expectedGpus: 8 } });
+    const short = ofType(await fx.agent.sampleOnce(), 'GPU Health Changed');
+    expect(short.map((e) => [detail(e).condition, detail(e).state, detail(e).value, detail(e).threshold, detail(e).gpu])).toEqual([['gpu-count', 'firing', 7, 8, undefined]]);
+    expect(short[0]!.priority).toBe('critical');
+    expectValid(short);
+    await fx.close();
+    fx = await startAgent(dgx, { overrides: { gpuMemoryPath: memory, expectedGpus: 8 } });
+    expect(ofType(await fx.agent.sampleOnce(), 'GPU Health Changed').map((e) => [detail(e).condition, detail(e).state])).toEqual([['gpu-count', 'resolved']]);
+    await fx.close();
+    fx = await startAgent(dgx, { overrides: { gpuMemoryPath: memory, expectedGpus: 8 } });
+    expect(ofType(await fx.agent.sampleOnce(), 'GPU Health Changed')).toEqual([]);
+  });
+
   it('a contained ECC error (XID 94) bumps the counter without raising ecc-uncorrected; an uncontained one does', async () => {
     fx = await startAgent(oneGpu());
     await fx.agent.sampleOnce();

@@ -77,6 +77,11 @@ export interface AgentOptions {
    */
   gpuMemoryPath?: string;
   /**
+   * How many GPUs this node should have (EXPECTED_GPUS: its instance type's). NVML listing fewer at
+   * start fires `gpu-count` — the one way to see a GPU that was gone before any agent ran here.
+   */
+  expectedGpus?: number;
+  /**
    * The kernel-log follower: before an NVML XID is published, the agent lets it read what the
    * kernel logged meanwhile (at most KMSG_CATCH_UP_MS), so the kernel's line — with the pid, the
    * process and an NVLink5 XID's Fatal/Nonfatal — is the first sighting when it exists.
@@ -135,7 +140,7 @@ export class Agent {
     for (const index of this.source.unnamed) this.log.warn('GPU lost before the agent could name it; it is not monitored', { index });
     this.evaluator = new HealthEvaluator(o.thresholds);
     if (o.eccStatePath) this.evaluator.restoreEcc(readEccState(o.eccStatePath));
-    this.pendingGpuReport = o.gpuMemoryPath ? this.compareGpus(o.gpuMemoryPath) : [];
+    this.pendingGpuReport = [...(o.gpuMemoryPath ? this.compareGpus(o.gpuMemoryPath) : []), ...this.compareCount()];
     this.eccSaved = JSON.stringify(this.evaluator.eccMemory());
     this.window = new UtilizationWindow(o.utilizationWindowMs, o.now());
     this.pods = new PodResolver(o.procRoot);
@@ -305,6 +310,33 @@ export class Agent {
       this.log.warn('GPU memory not saved', { path, error: String(err) });
     }
     return out;
+  }
+
+  /**
+   * NVML's GPU count against EXPECTED_GPUS. Firing each start while short (the functions deduplicate
+   * it as one open incident); resolved at a start with enough, when the last start was short (kept
+   * beside the GPU memory, or in the process only without it).
+   */
+  private compareCount(): HealthEvent[] {
+    const expected = this.o.expectedGpus;
+    const path = this.o.gpuMemoryPath ? `${this.o.gpuMemoryPath}.count` : undefined;
+    let wasShort = false;
+    try {
+      wasShort = path !== undefined && readFileSync(path, 'utf8').trim() === 'short';
+    } catch {
+      // never short before
+    }
+    const seen = this.source.gpus.length + this.source.unnamed.length;
+    const short = expected !== undefined && seen < expected;
+    if (path && short !== wasShort) {
+      try {
+        replaceFile(path, short ? 'short' : 'ok');
+      } catch (err) {
+        this.log.warn('GPU count state not saved', { path, error: String(err) });
+      }
+    }
+    if (short) return [{ condition: 'gpu-count', state: 'firing', severity: 'critical', message: `NVML lists ${seen} GPU${seen === 1 ? '' : 's'}; this node should have ${expected} (EXPECTED_GPUS): ${expected! - seen} missing since before the agent started`, value: seen, threshold: expected, unit: 'GPUs' }];
+    return wasShort ? [{ condition: 'gpu-count', state: 'resolved', severity: 'info', message: `NVML lists ${seen} GPUs again, as this node should have`, value: seen, unit: 'GPUs' }] : [];
   }
 
   /** Writes the ECC counters when they moved (temporary file renamed over the old: never half a file). */

@@ -41,6 +41,7 @@ const EnvSchema = z.object({
   KMSG_PATH: z.string().trim().min(1).default('/dev/kmsg'),
   PROC_ROOT: z.string().trim().min(1).default('/proc'),
   POD_LOG_DIR: z.string().trim().min(1).default('/var/log/pods'),
+  EXPECTED_GPUS: z.coerce.number().int().min(1).max(64).optional(),
   DRY_RUN: z.stringbool().default(false),
   // The actuator (GPU actions the functions ask for in the Node annotation gpu-reflex.io/gpu-actions).
   GPU_ACTIONS: z.stringbool().default(false),
@@ -82,6 +83,8 @@ export interface AgentConfig {
   readonly procRoot: string;
   /** The kubelet's pod log directories (`<namespace>_<pod>_<uid>`): pod names for /metrics. */
   readonly podLogDir: string;
+  /** How many GPUs this node should have (its instance type's); fewer at start fires `gpu-count`. */
+  readonly expectedGpus: number | undefined;
   /** Publish nothing: events are logged instead of sent (wired as a decorator on the sender). */
   readonly dryRun: boolean;
   /** The actuator: off unless GPU_ACTIONS=true (it needs the Node, the fence file's hostPath and nvidia-smi). */
@@ -138,6 +141,7 @@ export function loadAgentConfig(env: Record<string, string | undefined> = proces
     kmsgPath: e.KMSG_PATH,
     procRoot: e.PROC_ROOT,
     podLogDir: e.POD_LOG_DIR,
+    expectedGpus: e.EXPECTED_GPUS,
     dryRun: e.DRY_RUN,
     gpuActions: Object.freeze({ enabled: e.GPU_ACTIONS, intervalMs: e.GPU_ACTIONS_INTERVAL_MS, fenceFile: e.FENCE_FILE, nvidiaSmi: e.NVIDIA_SMI, kubeconfig: e.KUBECONFIG, inCluster: e.KUBERNETES_SERVICE_HOST !== undefined }),
   };

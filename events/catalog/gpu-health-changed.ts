@@ -29,6 +29,8 @@ export const HEALTH_CONDITIONS = [
   'gpu-lost',
   /** A GPU this node had that NVML no longer lists (fell off the bus before the agent started, or was removed). */
   'gpu-missing',
+  /** The node has fewer GPUs than it should (EXPECTED_GPUS, e.g. its instance type's): a node-level fact, no GPU to name. */
+  'gpu-count',
   'recovery-action',
   /** The agent itself cannot see (NVML hung or failing): never a hardware verdict. */
   'monitoring-degraded',
@@ -38,7 +40,7 @@ export type HealthCondition = (typeof HEALTH_CONDITIONS)[number];
 export const GpuHealthChangedDetailSchema = z
   .object({
     ...agentBase,
-    /** Absent only for `monitoring-degraded` that concerns the whole node (NVML not answering). */
+    /** Absent only for what concerns the whole node: `monitoring-degraded` (NVML not answering), `gpu-count`. */
     gpu: GpuRef.optional(),
     mig: MigRef.optional(),
     condition: z.enum(HEALTH_CONDITIONS),
@@ -52,8 +54,8 @@ export const GpuHealthChangedDetailSchema = z
     pods: z.array(PodRef).max(128).optional(),
   })
   .strict()
-  .refine((d) => d.gpu !== undefined || d.condition === 'monitoring-degraded', {
+  .refine((d) => d.gpu !== undefined || d.condition === 'monitoring-degraded' || d.condition === 'gpu-count', {
     path: ['gpu'],
-    message: 'required unless condition is monitoring-degraded',
+    message: 'required unless condition is monitoring-degraded or gpu-count',
   });
 export type GpuHealthChangedDetail = z.infer<typeof GpuHealthChangedDetailSchema>;

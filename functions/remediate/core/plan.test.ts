@@ -54,6 +54,7 @@ describe('planRemediation: first actions', () => {
     ['utilization-high', 'info', 'ignore', 'noop'],
     ['framebuffer-high', 'info', 'ignore', 'noop'],
     ['monitoring-degraded', 'warning', 'observe', 'act'],
+    ['gpu-missing', 'critical', 'drain-node', 'act'],
   ] as const)('takes the documented first action for health condition %s (%s): %s', async (condition, severity, action, kind) => {
     const plan = planRemediation(factsFor(health(condition, { severity }), node()), P);
     expect(plan).toMatchObject({ action, kind });
@@ -162,6 +163,11 @@ describe('planRemediation: first actions', () => {
   ] as const)('NVLink5 XID 145 whose kernel line says %s (recovery action %s) → %s', async (severity, ra, action) => {
     const e = xid(145, { ...(severity ? { severity } : {}), ...(ra ? { recoveryAction: ra } : {}) });
     expect(planRemediation(factsFor(e, node()), P).action).toBe(action);
+  });
+
+  it('drains a node that has fewer GPUs than it should (gpu-count: node-level, no GPU to name)', async () => {
+    const plan = planRemediation(factsFor(health('gpu-count', { gpu: null }), node()), P);
+    expect(plan).toMatchObject({ action: 'drain-node', scope: 'node', kind: 'act' });
   });
 
   it('reports monitoring-degraded and acts on nothing', async () => {

@@ -189,6 +189,8 @@ const CONDITION_DEFAULTS: Record<HealthCondition, RuleOverride> = {
   'gpu-lost': { action: 'drain-node', then: RESET },
   // Gone before the agent could see it fall: the same verdict as a GPU lost while watched.
   'gpu-missing': { action: 'drain-node', then: RESET, notify: true },
+  // Fewer GPUs than the node should have, none to name (it was gone before any agent saw it).
+  'gpu-count': { action: 'drain-node', then: RESET, notify: true },
   // Placeholder: a recovery-action event obeys `recoveryActions` below.
   'recovery-action': { action: 'observe', then: [] },
   'monitoring-degraded': { action: 'observe', then: [], notify: true },
