@@ -2,20 +2,32 @@
  * Quota planning (pure): each team's hard value per resource, then each namespace's, from what
  * the fleet offers and what the teams use and want. Deterministic; integers throughout.
  *
- * Per resource r, with T = floor(capacity × overcommit) − buffer shared out:
+ * Per resource r, with S_r = floor(capacity × overcommit) − buffer shared out:
  * 1. Base: every team keeps max(usage, guarantee) (capped by its max, never below usage): a team
  *    can always come back up to its guarantee, and running pods are never made over-quota.
- * 2. Capacity loss: when the bases exceed T, they come down towards usage by weighted max-min —
- *    a level L with base_t ≤ max(usage_t, L·w_t) — so the teams holding most per unit of weight
- *    give back first. Usage itself is never cut (the plan says when even that does not fit).
- * 3. Lending: what is left of T goes to teams that want more than their base, by weighted
- *    max-min (water-filling) up to their want and max. A team wants its usage, plus a burst when
- *    it is quota-bound (usage at its current hard value: its next pods would be refused). The
- *    lent share comes back as the lender's usage returns: its base rises with it.
+ * 2. Capacity loss: when the bases exceed S_r, they come down towards usage by weighted DRF
+ *    (below) over what each team holds above its usage, the demand vector being its bases — so
+ *    the teams holding most per unit of weight, measured on their dominant resource, give back
+ *    first. Usage itself is never cut (the plan says when even that does not fit).
+ * 3. Lending: what is left of S_r goes to teams that want more than their base, by weighted DRF
+ *    up to their want and max, the demand vector being their wants. A team wants its usage, plus
+ *    a burst when it is quota-bound (usage at its current hard value: its next pods would be
+ *    refused). The lent share comes back as the lender's usage returns: its base rises with it.
  * 4. Namespaces of a team split its hard: each keeps its usage, the rest goes by usage, evenly
  *    when none (largest remainders, ties by name).
+ *
+ * Weighted DRF (steps 2 and 3; fill.ts): team t's dominant share is max_r d_t,r / S_r over its
+ * demand vector d_t. Progressive filling raises every team's weighted dominant share at one pace
+ * along its demand vector; a team stops on a resource when it has all it may take of it or the
+ * resource runs out, and goes on rising on the others (quotas are not Leontief: a team's pods ask
+ * for each resource separately, so GPU quota that ran out must not leave MIG quota unlent). That
+ * is, per resource, a water-fill with weight w_t·(d_t,r / S_r)/δ_t. A team using one resource
+ * only (or all in one proportion) keeps weight w_t, and gets exactly the per-resource result;
+ * one that already asks for a large share of another resource gets this one more slowly.
+ * Reals are rounded by largest remainders, ties by team name.
  */
 import { resourcesOf, type QuotaConfig } from './config.ts';
+import { drfWeights, integers, waterFill } from './fill.ts';
 
 export interface QuotaFacts {
   /** Per resource: what Ready, schedulable nodes offer (a fenced GPU has left allocatable). */
@@ -46,7 +58,14 @@ export interface TeamShare {
   team: string;
   weight: number;
   /** Resource → numbers behind the team's hard value. */
-  resources: Record<string, { usage: number; guarantee: number; want: number; hard: number }>;
+  resources: Record<string, {
+    usage: number;
+    guarantee: number;
+    want: number;
+    /** What it keeps before lending: max(usage, guarantee) less its part of a capacity loss. */
+    base: number;
+    hard: number;
+  }>;
 }
 
 export interface QuotaPlan {
@@ -60,43 +79,6 @@ export interface QuotaPlan {
 
 export const quotaKey = (resource: string) => `requests.${resource}`;
 
-/** Weighted max-min: x_t = min(cap_t, L·w_t) with Σx = min(total, Σcap); real-valued. */
-function waterFill(caps: readonly number[], weights: readonly number[], total: number): number[] {
-  const out = caps.map(() => 0);
-  let left = Math.max(0, total);
-  let open = caps.map((c, i) => i).filter((i) => caps[i]! > 0);
-  while (open.length > 0 && left > 1e-9) {
-    const w = open.reduce((s, i) => s + weights[i]!, 0);
-    const level = left / w;
-    const full = open.filter((i) => caps[i]! - out[i]! <= level * weights[i]! + 1e-9);
-    if (full.length === 0) {
-      for (const i of open) out[i]! += level * weights[i]!;
-      break;
-    }
-    for (const i of full) {
-      left -= caps[i]! - out[i]!;
-      out[i] = caps[i]!;
-    }
-    open = open.filter((i) => !full.includes(i));
-  }
-  return out;
-}
-
-/** Integers summing to floor(Σ real), each ≥ floor and ≤ its cap: largest remainders, ties by name. */
-function integers(real: readonly number[], caps: readonly number[], names: readonly string[]): number[] {
-  const out = real.map((x) => Math.floor(x + 1e-9));
-  let extra = Math.floor(real.reduce((s, x) => s + x, 0) + 1e-9) - out.reduce((s, x) => s + x, 0);
-  const order = real.map((x, i) => i).sort((a, b) => real[b]! - Math.floor(real[b]! + 1e-9) - (real[a]! - Math.floor(real[a]! + 1e-9)) || (names[a]! < names[b]! ? -1 : 1));
-  for (const i of order) {
-    if (extra <= 0) break;
-    if (out[i]! < caps[i]!) {
-      out[i]!++;
-      extra--;
-    }
-  }
-  return out;
-}
-
 export function planQuotas(config: QuotaConfig, facts: QuotaFacts): QuotaPlan {
   const teams = [...config.teams].sort((a, b) => (a.name < b.name ? -1 : 1));
   const names = teams.map((t) => t.name);
@@ -108,7 +90,8 @@ export function planQuotas(config: QuotaConfig, facts: QuotaFacts): QuotaPlan {
   const resources = resourcesOf(config);
   const sum = (nss: readonly string[], m: QuotaFacts['usage'], r: string) => nss.reduce((s, ns) => s + (m[ns]?.[r] ?? 0), 0);
 
-  resources.forEach((r, ri) => {
+  // 1. Per resource: the pool, and each team's usage, guarantee, max, want and base.
+  const lines = resources.map((r) => {
     const capacity = facts.capacity[r] ?? 0;
     const shared = Math.max(0, Math.floor(capacity * config.overcommit + 1e-9) - (config.buffer[r] ?? 0));
     pool[r] = { capacity, shared };
@@ -116,34 +99,44 @@ export function planQuotas(config: QuotaConfig, facts: QuotaFacts): QuotaPlan {
     const current = teams.map((t) => (t.namespaces.some((ns) => facts.current[ns]?.[r] !== undefined) ? sum(t.namespaces, facts.current, r) : undefined));
     const max = teams.map((t) => t.max[r] ?? Infinity);
     const guarantee = teams.map((t) => t.guarantee[r] ?? 0);
-    let base = teams.map((_, i) => Math.max(usage[i]!, Math.min(guarantee[i]!, max[i]!)));
-    // 2. Capacity loss: bring bases down towards usage, weighted max-min from above.
-    const totalBase = base.reduce((s, x) => s + x, 0);
-    if (totalBase > shared) {
-      const floorSum = usage.reduce((s, x) => s + x, 0);
-      if (floorSum > shared) {
-        warnings.push(`${r}: the teams already use ${floorSum}, more than the ${shared} shared out (capacity ${capacity}): no quota goes below usage, so the total is ${floorSum}`);
-        base = [...usage];
-      } else {
-        const above = waterFill(base.map((b, i) => b - usage[i]!), weights, shared - floorSum);
-        base = integers(above.map((a, i) => usage[i]! + a), base, names);
-        teams.forEach((t, i) => {
-          if (base[i]! < Math.min(guarantee[i]!, max[i]!)) warnings.push(`${r}: ${t.name} gets ${base[i]} of its guarantee ${guarantee[i]}: capacity (${capacity}, ${shared} shared out) cannot back every guarantee`);
-        });
-      }
-    }
-    // 3. Lending what is left.
+    const base = teams.map((_, i) => Math.max(usage[i]!, Math.min(guarantee[i]!, max[i]!)));
     const want = teams.map((t, i) => {
       const bound = current[i] !== undefined && usage[i]! >= current[i]! && usage[i]! > 0;
       const burst = bound ? Math.max(1, Math.ceil(current[i]! * 0.25)) : 0;
       return Math.min(max[i]!, usage[i]! + burst);
     });
-    const left = shared - base.reduce((s, x) => s + x, 0);
-    const extra = waterFill(want.map((w, i) => Math.max(0, w - base[i]!)), weights, left);
+    return { r, capacity, shared, usage, max, guarantee, base, want };
+  });
+  const sharedAll = lines.map((l) => l.shared);
+
+  // 2. Capacity loss: bases come down towards usage, weighted DRF over what each holds above it.
+  const lossWeights = drfWeights(lines.map((l) => l.base), sharedAll, weights);
+  lines.forEach((l, ri) => {
+    const { r, capacity, shared, usage, guarantee, max } = l;
+    if (l.base.reduce((s, x) => s + x, 0) <= shared) return;
+    const floorSum = usage.reduce((s, x) => s + x, 0);
+    if (floorSum > shared) {
+      warnings.push(`${r}: the teams already use ${floorSum}, more than the ${shared} shared out (capacity ${capacity}): no quota goes below usage, so the total is ${floorSum}`);
+      l.base = [...usage];
+      return;
+    }
+    const above = waterFill(l.base.map((b, i) => b - usage[i]!), lossWeights[ri]!, shared - floorSum);
+    l.base = integers(above.map((a, i) => usage[i]! + a), l.base, names);
+    teams.forEach((t, i) => {
+      if (l.base[i]! < Math.min(guarantee[i]!, max[i]!)) warnings.push(`${r}: ${t.name} gets ${l.base[i]} of its guarantee ${guarantee[i]}: capacity (${capacity}, ${shared} shared out) cannot back every guarantee`);
+    });
+  });
+
+  // 3. Lending what is left: weighted DRF along what the teams want.
+  const lendWeights = drfWeights(lines.map((l) => l.want), sharedAll, weights);
+  lines.forEach((l, ri) => {
+    const { base, want } = l;
+    const left = l.shared - base.reduce((s, x) => s + x, 0);
+    const extra = waterFill(want.map((w, i) => Math.max(0, w - base[i]!)), lendWeights[ri]!, left);
     const hard = integers(extra.map((x, i) => base[i]! + x), want.map((w, i) => Math.max(w, base[i]!)), names);
     teams.forEach((_, i) => {
       hardOf[i]![ri] = hard[i]!;
-      shares[i]!.resources[r] = { usage: usage[i]!, guarantee: guarantee[i]!, want: want[i]!, hard: hard[i]! };
+      shares[i]!.resources[l.r] = { usage: l.usage[i]!, guarantee: l.guarantee[i]!, want: want[i]!, base: base[i]!, hard: hard[i]! };
     });
   });
 
