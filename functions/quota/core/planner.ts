@@ -28,6 +28,7 @@
  */
 import { resourcesOf, type QuotaConfig } from './config.ts';
 import { drfWeights, integers, waterFill } from './fill.ts';
+import { splitProfiles, type ProfilePool } from './mig-shares.ts';
 
 export interface QuotaFacts {
   /** Per resource: what Ready, schedulable nodes offer (a fenced GPU has left allocatable). */
@@ -36,6 +37,11 @@ export interface QuotaFacts {
   usage: Readonly<Record<string, Readonly<Record<string, number>>>>;
   /** Namespace → resource → gpu-reflex's quota now (hard), when it has one. */
   current: Readonly<Record<string, Readonly<Record<string, number>>>>;
+  /**
+   * MIG profile resource → its size in eighths of a GPU (mig-shares.ts), from the models of the
+   * nodes that offer it. A profile of a MIG group missing here counts as a whole GPU (8).
+   */
+  gpuEighths?: Readonly<Record<string, number>>;
 }
 
 export interface QuotaChange {
@@ -69,8 +75,8 @@ export interface TeamShare {
 }
 
 export interface QuotaPlan {
-  /** Resource → shared out (T), and what the fleet offers. */
-  pool: Record<string, { capacity: number; shared: number }>;
+  /** Resource → shared out (T), and what the fleet offers; a MIG group's in eighths of a GPU. */
+  pool: Record<string, { capacity: number; shared: number; unit?: 'eighths of a GPU' }>;
   teams: TeamShare[];
   namespaces: NamespaceQuota[];
   /** Things a person should know: usage that does not fit, a guarantee capacity cannot back. */
@@ -85,27 +91,47 @@ export function planQuotas(config: QuotaConfig, facts: QuotaFacts): QuotaPlan {
   const weights = teams.map((t) => t.weight);
   const warnings: string[] = [];
   const pool: QuotaPlan['pool'] = {};
-  const hardOf: number[][] = teams.map(() => []);
+  const hardOf: Record<string, number>[] = teams.map(() => ({}));
   const shares: TeamShare[] = teams.map((t) => ({ team: t.name, weight: t.weight, resources: {} }));
   const resources = resourcesOf(config);
   const sum = (nss: readonly string[], m: QuotaFacts['usage'], r: string) => nss.reduce((s, ns) => s + (m[ns]?.[r] ?? 0), 0);
+  const sharedOf = (r: string, capacity: number) => Math.max(0, Math.floor(capacity * config.overcommit + 1e-9) - (config.buffer[r] ?? 0));
+  const grouped = new Set(config.migGroups.flatMap((g) => g.profiles));
+  const eighths = (p: string) => facts.gpuEighths?.[p] ?? 8;
+  for (const p of grouped) if (facts.gpuEighths?.[p] === undefined && (facts.capacity[p] ?? 0) > 0) warnings.push(`${p}: no node offering it has a GPU model gpu-reflex knows (nvidia.com/gpu.product): counted as a whole GPU`);
 
-  // 1. Per resource: the pool, and each team's usage, guarantee, max, want and base.
-  const lines = resources.map((r) => {
-    const capacity = facts.capacity[r] ?? 0;
-    const shared = Math.max(0, Math.floor(capacity * config.overcommit + 1e-9) - (config.buffer[r] ?? 0));
-    pool[r] = { capacity, shared };
-    const usage = teams.map((t) => sum(t.namespaces, facts.usage, r));
-    const current = teams.map((t) => (t.namespaces.some((ns) => facts.current[ns]?.[r] !== undefined) ? sum(t.namespaces, facts.current, r) : undefined));
-    const max = teams.map((t) => t.max[r] ?? Infinity);
-    const guarantee = teams.map((t) => t.guarantee[r] ?? 0);
-    const base = teams.map((_, i) => Math.max(usage[i]!, Math.min(guarantee[i]!, max[i]!)));
-    const want = teams.map((t, i) => {
-      const bound = current[i] !== undefined && usage[i]! >= current[i]! && usage[i]! > 0;
-      const burst = bound ? Math.max(1, Math.ceil(current[i]! * 0.25)) : 0;
-      return Math.min(max[i]!, usage[i]! + burst);
+  // 1. Per resource: the pool, and each team's usage, guarantee, max, want and base. A MIG group
+  // is one resource in eighths of a GPU, its profiles summed by size.
+  type Line = { r: string; capacity: number; shared: number; usage: number[]; current: (number | undefined)[]; minBurst: number; unit?: 'eighths of a GPU' };
+  const plain: Line[] = resources
+    .filter((r) => !grouped.has(r))
+    .map((r) => {
+      const capacity = facts.capacity[r] ?? 0;
+      const usage = teams.map((t) => sum(t.namespaces, facts.usage, r));
+      const current = teams.map((t) => (t.namespaces.some((ns) => facts.current[ns]?.[r] !== undefined) ? sum(t.namespaces, facts.current, r) : undefined));
+      return { r, capacity, shared: sharedOf(r, capacity), usage, current, minBurst: 1 };
     });
-    return { r, capacity, shared, usage, max, guarantee, base, want };
+  const groupLines: Line[] = config.migGroups.map((g) => {
+    const by = (f: (p: string) => number) => g.profiles.reduce((s, p) => s + f(p) * eighths(p), 0);
+    const usage = teams.map((t) => by((p) => sum(t.namespaces, facts.usage, p)));
+    const current = teams.map((t) => (t.namespaces.some((ns) => g.profiles.some((p) => facts.current[ns]?.[p] !== undefined)) ? by((p) => sum(t.namespaces, facts.current, p)) : undefined));
+    const shared = Math.max(0, by((p) => sharedOf(p, facts.capacity[p] ?? 0)) - 8 * (config.buffer[g.name] ?? 0));
+    // A quota-bound team's burst is at least one GPU-equivalent.
+    return { r: g.name, capacity: by((p) => facts.capacity[p] ?? 0), shared, usage, current, minBurst: 8, unit: 'eighths of a GPU' as const };
+  });
+  const per = (x: number, line: Line) => (line.unit ? x * 8 : x);
+  const lines = [...plain, ...groupLines].map((l) => {
+    pool[l.r] = { capacity: l.capacity, shared: l.shared, ...(l.unit ? { unit: l.unit } : {}) };
+    const max = teams.map((t) => (t.max[l.r] === undefined ? Infinity : per(t.max[l.r]!, l)));
+    const guarantee = teams.map((t) => per(t.guarantee[l.r] ?? 0, l));
+    const base = teams.map((_, i) => Math.max(l.usage[i]!, Math.min(guarantee[i]!, max[i]!)));
+    const want = teams.map((_, i) => {
+      const cur = l.current[i];
+      const bound = cur !== undefined && l.usage[i]! >= cur && l.usage[i]! > 0;
+      const burst = bound ? Math.max(l.minBurst, Math.ceil(cur * 0.25)) : 0;
+      return Math.min(max[i]!, l.usage[i]! + burst);
+    });
+    return { ...l, max, guarantee, base, want };
   });
   const sharedAll = lines.map((l) => l.shared);
 
@@ -135,18 +161,31 @@ export function planQuotas(config: QuotaConfig, facts: QuotaFacts): QuotaPlan {
     const extra = waterFill(want.map((w, i) => Math.max(0, w - base[i]!)), lendWeights[ri]!, left);
     const hard = integers(extra.map((x, i) => base[i]! + x), want.map((w, i) => Math.max(w, base[i]!)), names);
     teams.forEach((_, i) => {
-      hardOf[i]![ri] = hard[i]!;
+      hardOf[i]![l.r] = hard[i]!;
       shares[i]!.resources[l.r] = { usage: l.usage[i]!, guarantee: l.guarantee[i]!, want: want[i]!, base: base[i]!, hard: hard[i]! };
     });
   });
+
+  // 3b. A MIG group's share becomes its profiles' hard values (mig-shares.ts).
+  for (const g of config.migGroups) {
+    const profiles: ProfilePool[] = g.profiles.map((p) => ({ resource: p, eighths: eighths(p), shared: sharedOf(p, facts.capacity[p] ?? 0), usage: teams.map((t) => sum(t.namespaces, facts.usage, p)) }));
+    const split = splitProfiles(profiles, teams.map((_, i) => hardOf[i]![g.name]!));
+    profiles.forEach((p, k) => {
+      pool[p.resource] = { capacity: facts.capacity[p.resource] ?? 0, shared: p.shared };
+      teams.forEach((_, i) => {
+        hardOf[i]![p.resource] = split[k]![i]!;
+        shares[i]!.resources[p.resource] = { usage: p.usage[i]!, guarantee: 0, want: p.usage[i]!, base: p.usage[i]!, hard: split[k]![i]! };
+      });
+    });
+  }
 
   // 4. Namespaces.
   const namespaces: NamespaceQuota[] = [];
   teams.forEach((t, ti) => {
     const nss = [...t.namespaces].sort();
     const perNs: Record<string, Record<string, number>> = Object.fromEntries(nss.map((ns) => [ns, {}]));
-    resources.forEach((r, ri) => {
-      const total = hardOf[ti]![ri]!;
+    resources.forEach((r) => {
+      const total = hardOf[ti]![r]!;
       const used = nss.map((ns) => facts.usage[ns]?.[r] ?? 0);
       const rest = Math.max(0, total - used.reduce((s, x) => s + x, 0));
       const usedSum = used.reduce((s, x) => s + x, 0);
@@ -159,9 +198,12 @@ export function planQuotas(config: QuotaConfig, facts: QuotaFacts): QuotaPlan {
         .map((r) => ({ key: quotaKey(r), from: facts.current[ns]?.[r] ?? null, to: hard[quotaKey(r)]! }))
         .filter((c) => c.from !== c.to);
       const s = shares[ti]!;
-      const words = resources.map((r) => {
+      const words = [...resources.filter((r) => !grouped.has(r)), ...config.migGroups.map((g) => g.name)].map((r) => {
         const x = s.resources[r]!;
-        return `${r}: team ${t.name} (weight ${t.weight}) uses ${x.usage}, guaranteed ${x.guarantee}, wants ${x.want} → ${x.hard} of ${pool[r]!.shared} shared out`;
+        const g = config.migGroups.find((m) => m.name === r);
+        if (!g) return `${r}: team ${t.name} (weight ${t.weight}) uses ${x.usage}, guaranteed ${x.guarantee}, wants ${x.want} → ${x.hard} of ${pool[r]!.shared} shared out`;
+        const gpus = (n: number) => `${n / 8} GPU${n === 8 ? '' : 's'}`;
+        return `${r} (in GPU-equivalents): team ${t.name} (weight ${t.weight}) uses ${gpus(x.usage)}, guaranteed ${gpus(x.guarantee)}, wants ${gpus(x.want)} → ${gpus(x.hard)} of ${gpus(pool[r]!.shared)} shared out, as ${g.profiles.map((p) => `${p.slice('nvidia.com/mig-'.length)} ${s.resources[p]!.hard}`).join(', ')}`;
       });
       namespaces.push({ namespace: ns, team: t.name, hard, changes, reason: words.join('; ') });
     }
