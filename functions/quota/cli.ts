@@ -38,7 +38,11 @@ export function planTable(config: QuotaConfig, plan: QuotaPlan, usage: Record<st
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
   const out = rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
-  for (const [r, p] of Object.entries(plan.pool)) out.push(`${r}: capacity ${p.capacity}, ${p.shared} shared out (overcommit ${config.overcommit}, buffer ${config.buffer[r] ?? 0})`);
+  for (const [r, p] of Object.entries(plan.pool)) {
+    // A MIG group is planned in eighths of a GPU; people read GPUs.
+    const u = p.unit ? (n: number) => `${n / 8}` : String;
+    out.push(`${r}: capacity ${u(p.capacity)}${p.unit ? ' GPU-equivalents' : ''}, ${u(p.shared)} shared out (overcommit ${config.overcommit}, buffer ${config.buffer[r] ?? 0})`);
+  }
   if (excluded.length > 0) out.push(`not counted: ${excluded.join(', ')}`);
   for (const w of plan.warnings) out.push(`warning: ${w}`);
   return out;

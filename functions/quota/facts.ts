@@ -5,6 +5,7 @@
  */
 import type { NodeInfo, PodInfo, QuotaInfo } from '../adapters/kube/model.ts';
 import { parseQuantity } from '../adapters/kube/quantity.ts';
+import { migModel, migResourceName } from '../mig/core/profiles.ts';
 import { DEFAULT_TAINT_KEY } from '../remediate/core/state.ts';
 import { resourcesOf, type QuotaConfig } from './core/config.ts';
 import { quotaKey, type QuotaFacts } from './core/planner.ts';
@@ -49,5 +50,27 @@ export function quotaFacts(config: QuotaConfig, nodes: readonly NodeInfo[], pods
     if (q.name !== config.quotaName || !teamNs.has(q.namespace)) continue;
     for (const r of resources) if (q.hard[quotaKey(r)] !== undefined) (current[q.namespace] ??= {})[r] = quantity(q.hard[quotaKey(r)]);
   }
-  return { capacity, usage, current, excluded };
+  return { capacity, usage, current, excluded, gpuEighths: gpuEighths(config, nodes) };
+}
+
+/**
+ * Each MIG group profile's size in eighths of a GPU — memory slices × 8 / the model's memory
+ * slices (why memory: core/mig-shares.ts) — from the GPU model (GPU Feature Discovery's
+ * `nvidia.com/gpu.product`) of the nodes that offer it. The same name can differ in size between
+ * models (1g.10gb is the double-memory 1g on an A100-40GB): the largest wins, so a team's
+ * GPU-equivalents are never under-counted.
+ */
+export function gpuEighths(config: QuotaConfig, nodes: readonly NodeInfo[]): Record<string, number> {
+  const wanted = new Set(config.migGroups.flatMap((g) => g.profiles));
+  const out: Record<string, number> = {};
+  for (const n of nodes) {
+    const model = migModel(n.labels['nvidia.com/gpu.product'] ?? '');
+    if (!model) continue;
+    for (const p of model.profiles) {
+      const r = migResourceName(p.name);
+      if (!wanted.has(r) || quantity(n.allocatable[r]) <= 0) continue;
+      out[r] = Math.max(out[r] ?? 0, (p.size * 8) / model.memorySlices);
+    }
+  }
+  return out;
 }

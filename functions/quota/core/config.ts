@@ -14,6 +14,12 @@
  *   limitRange: { default: { nvidia.com/gpu: 1 }, max: { nvidia.com/gpu: 8 } }
  *   teams:
  *     - { name: ml, namespaces: [ml-train, ml-infer], weight: 4, guarantee: { nvidia.com/gpu: 16 }, max: { nvidia.com/gpu: 32 } }
+ *
+ * MIG profiles from GPU-equivalents (opt-in, per group of profiles): a team states its share of
+ * the group in GPUs under the group's name, and gpu-reflex derives its per-profile quotas:
+ *
+ *   migGroups: [{ name: gpu-reflex.io/mig-gpus, profiles: [nvidia.com/mig-1g.10gb, nvidia.com/mig-3g.40gb] }]
+ *   teams: [{ name: research, namespaces: [research], guarantee: { gpu-reflex.io/mig-gpus: 2 } }]
  */
 import { z } from 'zod';
 import { parseConfigText } from '../../lib/yaml-text.ts';
@@ -56,6 +62,15 @@ const Team = z
     }
   });
 
+const MigGroup = z
+  .object({
+    /** The name teams state their share under, in GPUs; never written as a quota key. */
+    name: ResourceName,
+    /** The MIG profile resources (`nvidia.com/mig-<profile>`) whose quotas derive from the share. */
+    profiles: z.array(ResourceName.refine((k) => k.startsWith('nvidia.com/mig-'), 'not a MIG profile resource (nvidia.com/mig-<profile>)')).min(1),
+  })
+  .strict();
+
 export const QuotaConfigSchema = z
   .object({
     /** The ResourceQuota and LimitRange gpu-reflex owns in each namespace. */
@@ -65,10 +80,33 @@ export const QuotaConfigSchema = z
     overcommit: z.number().min(1).max(2).default(1),
     buffer: Amounts.default({}),
     limitRange: z.object({ default: Amounts.optional(), max: Amounts.optional() }).strict().optional(),
+    /** Opt-in: MIG profile quotas derived from GPU-equivalent shares (docs/quota.md). */
+    migGroups: z.array(MigGroup).default([]),
     teams: z.array(Team).min(1),
   })
   .strict()
   .superRefine((c, ctx) => {
+    const groupOf = new Map<string, string>();
+    c.migGroups.forEach((g, i) => {
+      if (g.name.startsWith('nvidia.com/mig-')) ctx.addIssue({ code: 'custom', path: ['migGroups', i, 'name'], message: `${g.name} is a MIG profile resource: name the group something else (gpu-reflex.io/mig-gpus)` });
+      if (c.migGroups.findIndex((x) => x.name === g.name) !== i) ctx.addIssue({ code: 'custom', path: ['migGroups', i, 'name'], message: `group ${g.name} is named twice` });
+      g.profiles.forEach((p, j) => {
+        const other = groupOf.get(p);
+        if (other !== undefined) ctx.addIssue({ code: 'custom', path: ['migGroups', i, 'profiles', j], message: `${p} already belongs to group ${other}` });
+        groupOf.set(p, g.name);
+      });
+    });
+    c.teams.forEach((t, i) => {
+      for (const field of ['guarantee', 'max'] as const) {
+        for (const r of Object.keys(t[field])) {
+          const g = groupOf.get(r);
+          if (g !== undefined) ctx.addIssue({ code: 'custom', path: ['teams', i, field, r], message: `${r} is derived from group ${g}: state the team's share in GPUs under ${g}` });
+        }
+      }
+    });
+    (c.resources ?? []).forEach((r, i) => {
+      if (groupOf.has(r) || c.migGroups.some((g) => g.name === r)) ctx.addIssue({ code: 'custom', path: ['resources', i], message: `${r} belongs to a MIG group (migGroups): its profiles are shared out through it` });
+    });
     const seen = new Map<string, string>();
     c.teams.forEach((t, i) => {
       if (c.teams.findIndex((x) => x.name === t.name) !== i) ctx.addIssue({ code: 'custom', path: ['teams', i, 'name'], message: `team ${t.name} is named twice` });
@@ -91,9 +129,13 @@ export function parseQuotaConfig(text: string, source = 'quota config'): QuotaCo
   return parseConfigText(text, source, QuotaConfigSchema, (m) => new QuotaConfigError(m));
 }
 
-/** The resources shared out: the configured list, else every resource a team names, else nvidia.com/gpu. */
+/**
+ * The resources gpu-reflex writes quota keys for: the configured list, else every resource a team
+ * names, else nvidia.com/gpu (less MIG group names); then every MIG group's profiles.
+ */
 export function resourcesOf(c: QuotaConfig): string[] {
-  if (c.resources) return [...c.resources];
-  const named = new Set(c.teams.flatMap((t) => [...Object.keys(t.guarantee), ...Object.keys(t.max)]));
-  return named.size > 0 ? [...named].sort() : ['nvidia.com/gpu'];
+  const groups = new Set(c.migGroups.map((g) => g.name));
+  const named = c.resources ? [...c.resources] : [...new Set(c.teams.flatMap((t) => [...Object.keys(t.guarantee), ...Object.keys(t.max)]))].filter((r) => !groups.has(r)).sort();
+  const own = named.length > 0 || groups.size > 0 ? named : ['nvidia.com/gpu'];
+  return [...own, ...c.migGroups.flatMap((g) => g.profiles)];
 }
