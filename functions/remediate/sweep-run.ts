@@ -16,6 +16,7 @@ import { emptyState, isOpen, STATE_LABEL } from './core/state.ts';
 import { forgetReplacement, nodeOrGone, noteReplacement, replacedPlan, replacementsIn, replacing, replacingIn, type ReplacementRecord } from './replacements.ts';
 import { closeApproval, getApproval, listApprovals, stillWaits, type ApprovalRecord } from './approvals.ts';
 import { planSweep, type SweepNodeFacts } from './core/sweep.ts';
+import { needsReplaceFacts } from './core/replace.ts';
 import type { Plan, PoolFacts } from './core/types.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import { NotFoundError } from '../adapters/errors.ts';
@@ -60,8 +61,8 @@ export async function sweep(deps: RemediationDeps, only?: string): Promise<Sweep
       const dra = await draFacts(deps.deviceTaints, deps.policy, n, (m, f) => deps.logger.warn(m, f));
       const owned = deps.repairOwner ? await capabilitiesFor(deps, n) : undefined;
       const state = stateOf(n, deps.policy.taintKey);
-      // Read for any node in repair whose ladder leads to replace-node: it may climb there this round.
-      const atReplace = deps.replacements && !owned?.repairOwner && state.incidents.some((i) => isOpen(i) && i.ladder.slice(i.level).includes('replace-node') && (i.phase === 'draining' || i.phase === 'awaiting-repair'));
+      // Read only where this round may start or move a replacement (a drain's every sweep would cost ACK a call).
+      const atReplace = deps.replacements && !owned?.repairOwner && state.incidents.some((i) => isOpen(i) && needsReplaceFacts(i));
       const claimed = new Set([...records.values()].filter((r) => r.node !== n.name && r.newNode).map((r) => r.newNode!));
       const replace = atReplace ? await deps.replacements!.facts(n, records.get(n.name), claimed) : undefined;
       facts.push({ node: nodeFacts(n, dra), state, pool, pods: await podsOf(deps.pods, n.name), ...(owned ? { capabilities: owned } : {}), ...(replace ? { replace } : {}) });

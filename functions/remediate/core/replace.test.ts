@@ -4,6 +4,8 @@ import type { CloudAction } from '../../lib/plan.ts';
 import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY } from './policy.ts';
 import { planSweep } from './sweep.ts';
+import { needsReplaceFacts } from './replace.ts';
+import type { Incident } from './state.ts';
 import { renderSteps } from './detail.ts';
 import { apply, at, factsFor, node, pool, STANDARD_PODS, stateOf, xid } from '../testing.ts';
 import type { NodeFacts, Plan, PodFacts, ReplaceFacts, TriggerEvent } from './types.ts';
@@ -167,5 +169,18 @@ describe('replace-node, capacity first', () => {
     const out = planSweep({ now: new Date(at(8)), ...CAN, nodes: [a, b].map((x) => ({ node: x.node, state: stateOf(x.node), pool: pool(), pods: x.pods, replace: facts })) }, P);
     const grows = out.plans.flatMap((p) => p.cloud).map((c) => (c.kind === 'replace' && c.step === 'grow' ? `${c.from}→${c.to}` : ''));
     expect(grows).toEqual(['3→4', '4→5']);
+  });
+
+  const base = planRemediation(factsFor(xid(79, { minute: 0 }), node(), { pods: [] }), P).nextState.incidents[0]!;
+  const inc = (o: Partial<Incident>): Incident => ({ ...base, ladder: ['drain-node', 'reboot-node', 'replace-node'], level: 0, action: 'drain-node', phase: 'draining', lastAt: at(0), ...o });
+  it.each([
+    ['a drain that leads to a reboot', inc({}), false],
+    ['a drain whose next rung is replace-node', inc({ ladder: ['drain-node', 'replace-node'] }), true],
+    ['a reboot under way', inc({ level: 1, action: 'reboot-node', phase: 'awaiting-repair', reboot: { at: at(1) } }), false],
+    ['back from the reboot, quiet', inc({ level: 1, action: 'reboot-node', phase: 'awaiting-repair', reboot: { at: at(1), backAt: at(3) }, lastAt: at(0) }), false],
+    ['the fault again after the reboot', inc({ level: 1, action: 'reboot-node', phase: 'awaiting-repair', reboot: { at: at(1), backAt: at(3) }, lastAt: at(5) }), true],
+    ['a replacement under way', inc({ level: 2, action: 'replace-node', phase: 'awaiting-repair', replace: { at: at(6), pool: 'np', instanceId: 'i-1', to: 3 } }), true],
+  ])('reads a pool only where the round may start or move a replacement: %s', (_name, i, wanted) => {
+    expect(needsReplaceFacts(i)).toBe(wanted);
   });
 });

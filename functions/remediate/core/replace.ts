@@ -18,6 +18,19 @@ import type { Policy } from './policy.ts';
 import { cmp, type Incident } from './state.ts';
 import type { NodeFacts, ReplaceFacts } from './types.ts';
 
+/**
+ * True when this round may start or move a replacement for the incident, so its pool's facts are
+ * worth reading: one under way, a drain that leads to replace-node (when done or timed out), or a
+ * fault seen again after a reboot with replace-node up its ladder.
+ */
+export function needsReplaceFacts(i: Incident): boolean {
+  if (i.phase !== 'draining' && i.phase !== 'awaiting-repair') return false;
+  if (i.replace) return true;
+  const rest = i.ladder.slice(i.level + 1);
+  if (i.phase === 'draining') return i.action === 'replace-node' || rest[0] === 'replace-node';
+  return i.reboot?.backAt !== undefined && cmp(i.lastAt, i.reboot.backAt) > 0 && rest.includes('replace-node');
+}
+
 /** What the sweep does with a replacement this round: nothing, or a new incident with what to do and say. */
 export type ReplaceStep = { kind: 'wait' } | { kind: 'act'; incident: Incident; cloud?: CloudAction; why: string; tell: boolean };
 
