@@ -8,6 +8,7 @@ import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { STATE_LABEL } from '../remediate/core/state.ts';
 import { REPLACEMENT_KEY_PREFIX } from '../remediate/replacements.ts';
+import { POOL_SIZE_LEASE } from '../adapters/alicloud/ports.ts';
 import { AutoscalePolicySchema } from './policy.ts';
 import { autoscalePools, NODEPOOL_LABEL, type AutoscaleDeps } from './run.ts';
 import { simDeps } from './testing.ts';
@@ -137,5 +138,17 @@ describe('autoscale-pools gives idle nodes back', () => {
     await autoscalePools(deps);
     expect(sim.cloud.pools.get('np-t4')!.desired).toBe(6);
     expect(sim.cloud.members('np-t4')).toHaveLength(6);
+  });
+
+  it('sets no size while remediation holds the pool-size Lease for a replacement', async () => {
+    await autoscalePools(deps);
+    await clock.advance(15 * MIN);
+    const before = sim.cloud.calls.length;
+    await kube.leases.tryAcquire(POOL_SIZE_LEASE, 'remediate-sweep', 60, clock);
+    // Idle long enough to give nodes back, but the round waits for the Lease: no call at all.
+    expect(await autoscalePools(deps)).toMatchObject({ draining: [], released: [] });
+    expect(sim.cloud.calls.slice(before)).toEqual([]);
+    await kube.leases.release(POOL_SIZE_LEASE, 'remediate-sweep');
+    expect((await autoscalePools(deps)).draining).not.toEqual([]);
   });
 });
