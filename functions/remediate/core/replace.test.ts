@@ -5,7 +5,7 @@ import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY } from './policy.ts';
 import { planSweep } from './sweep.ts';
 import { needsReplaceFacts } from './replace.ts';
-import type { Incident } from './state.ts';
+import { REPAIRED_AT_ANNOTATION, type Incident } from './state.ts';
 import { renderSteps } from './detail.ts';
 import { apply, at, factsFor, node, pool, STANDARD_PODS, stateOf, xid } from '../testing.ts';
 import type { NodeFacts, Plan, PodFacts, ReplaceFacts, TriggerEvent } from './types.ts';
@@ -132,6 +132,11 @@ describe('replace-node, capacity first', () => {
     expect(steps(late.plan)).toEqual(expect.arrayContaining(['notify']));
     expect(late.plan?.reason).toContain(`no new node is Ready after ${P.repair.replaceTimeoutMinutes} min: nothing was removed`);
     expect((await sweep(late.world, 8 + P.repair.replaceTimeoutMinutes + 5, cloud)).plan).toBeUndefined();
+    expect(cloud.removed).toEqual([]);
+    // A person repairs it by hand and says so: it returns after the quiet period, nothing latches.
+    const fixed = 8 + P.repair.replaceTimeoutMinutes + 10;
+    const marked: World = { ...late.world, node: { ...late.world.node, annotations: { ...late.world.node.annotations, [REPAIRED_AT_ANNOTATION]: at(fixed) } } };
+    expect((await sweep(marked, fixed + P.quietPeriodMinutes, cloud)).plan).toMatchObject({ action: 'restore', phase: 'restored' });
     expect(cloud.removed).toEqual([]);
   });
 

@@ -165,11 +165,12 @@ function step(i: Incident, w: Work, facts: SweepFacts, policy: Policy, retries: 
       return notified;
     }
     case 'awaiting-repair': {
-      if (i.replace) return replaced(stepReplace(i, i.replace, w.facts.node, w.facts.replace, now, policy, w.round.claimed), i, w);
-      if (i.reboot) return afterReboot(i, i.reboot, w, facts, policy, close);
       // A repair counts when it happened after the fault was last seen (an older repaired-at is a
       // past repair); for an orphan nobody knows when the fault was, so any repair counts.
       const repaired = w.state.repairedAt && (i.trigger === 'orphan' || cmp(w.state.repairedAt, i.lastAt) >= 0);
+      // A person's repaired-at also ends a replacement that stalled (no new node, a failed removal).
+      if (i.replace && !repaired) return replaced(stepReplace(i, i.replace, w.facts.node, w.facts.replace, now, policy, w.round.claimed), i, w);
+      if (i.reboot) return afterReboot(i, i.reboot, w, facts, policy, close);
       const sinceRepair = repaired ? now.getTime() - Math.max(Date.parse(w.state.repairedAt!), i.trigger === 'orphan' ? 0 : Date.parse(i.lastAt)) : -1;
       if (repaired && sinceRepair >= policy.quietPeriodMinutes * MIN) return close(`${i.key}: repaired at ${w.state.repairedAt} and quiet for ${policy.quietPeriodMinutes} min, back in service`);
       return i;
