@@ -8,7 +8,10 @@
  *   request with its event and notice (the outbox), publish, clear → report.
  *
  * Only pools the policy names are touched; a pool whose own ACK autoscaler is on is left to it.
- * Scale-in, and reboot/replace for remediation, are not built yet.
+ * A pool remediation is replacing a node of (its `replace.<node>` records, remediate/replacements.ts)
+ * gives no node back meanwhile, and its nodes' idle time starts over once the replacement is done:
+ * the new node is the broken one's capacity, not demand that went away. Remediation sets sizes
+ * under the same Lease (POOL_SIZE_LEASE), so the two never write over each other's size.
  */
 import { GPU_POOL_SCALED, SCHEMA_VERSION, SOURCES, type GpuPoolScaledDetail } from '../../events/index.ts';
 import { NODEPOOL_LABEL, type CloudPools, type NodePool } from '../adapters/alicloud/ports.ts';
@@ -28,6 +31,7 @@ import { instanceIdOf } from '../adapters/alicloud/repair.ts';
 import { BadInputError } from '../adapters/errors.ts';
 import { MIRROR_POD_ANNOTATION, requestsGpu } from '../adapters/kube/model.ts';
 import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../remediate/core/state.ts';
+import { replacementsByPool, type ReplacementRecord } from '../remediate/replacements.ts';
 import type { AutoscalePolicy } from './policy.ts';
 
 /** ACK's label on every node of a node pool. */
@@ -233,6 +237,8 @@ function reasonOf(inc: Increment, plan: ScaleOutPlan): string {
 
 export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutcome> {
   const empty: AutoscaleOutcome = { scaled: {}, finished: {}, released: [], draining: [], pending: 0, awaitingInFlight: 0, deferred: 0, unhostable: 0, hourlyCost: 0 };
+  // The literal is POOL_SIZE_LEASE (adapters/alicloud/ports.ts), which remediation's replacements
+  // hold too; it stays spelled out so the build's check finds this function's global Lease.
   return withLease('autoscale-pools', 120, deps, async () => {
     const out: AutoscaleOutcome = { ...empty, scaled: {}, finished: {}, released: [], draining: [] };
     const all = await deps.cloud.listNodePools();
@@ -247,8 +253,9 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
     for (const p of managed) {
       const r = records.get(p.id)!;
       if (r.intent) {
-        const { taskId } = await deps.cloud.setDesiredSize(p.id, r.intent.to);
-        const intent = r.intent;
+        // Never lower on a re-send: a size above the intent is a replacement's node (or ours, sent).
+        const intent = { ...r.intent, to: Math.max(r.intent.to, p.desiredSize) };
+        const { taskId } = await deps.cloud.setDesiredSize(p.id, intent.to);
         const ev = poolEvent(deps, p, intent.at, intent.from, intent.to, 'requested', intent.reason, { taskId, cost: intent.cost });
         written.set(p.id, await record(deps, p.id, (x) => ({ ...x, intent: undefined, request: { taskId, from: intent.from, to: intent.to, at: intent.at }, cooldownUntil: intent.at + cooldownMs(deps, p.id) }), [ev]));
         p.desiredSize = intent.to;
@@ -296,10 +303,11 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
     }
 
     // 4. Scale-in: idle nodes of pools that did not just grow are drained, then given back.
+    const replacing = replacementsByPool(after);
     for (const p of managed) {
       const template = states.find((x) => x.id === p.id);
       if (!template || out.scaled[p.id] !== undefined || p.ackAutoScaling.enable) continue;
-      await scaleIn(deps, p, fresh.get(p.id)!, template, nodes, pods, pending, now, out);
+      await scaleIn(deps, p, fresh.get(p.id)!, template, nodes, pods, pending, now, out, replacing.get(p.id) ?? []);
     }
     return out;
   }, () => (deps.logger.info('autoscale-pools already running elsewhere'), empty));
@@ -323,7 +331,8 @@ async function sendRemoval(deps: AutoscaleDeps, pool: NodePool, removal: NonNull
 }
 
 /** `rec`: the pool's record as this round read it (a pool that grew this round is not shrunk). */
-async function scaleIn(deps: AutoscaleDeps, pool: NodePool, rec: PoolRecord, template: PoolState, nodes: readonly NodeInfo[], pods: readonly PodInfo[], pending: readonly PendingPod[], now: number, out: AutoscaleOutcome): Promise<void> {
+/** `replacing`: remediation's replacements into this pool: none of its nodes leaves meanwhile, and idle time starts over after. */
+async function scaleIn(deps: AutoscaleDeps, pool: NodePool, rec: PoolRecord, template: PoolState, nodes: readonly NodeInfo[], pods: readonly PodInfo[], pending: readonly PendingPod[], now: number, out: AutoscaleOutcome, replacing: readonly ReplacementRecord[] = []): Promise<void> {
   const members = nodes.filter((n) => n.labels[NODEPOOL_LABEL] === pool.id);
   const on = (node: string) => pods.filter((p) => p.nodeName === node && movable(p));
   const policy = deps.policy.scaleIn;
@@ -332,7 +341,10 @@ async function scaleIn(deps: AutoscaleDeps, pool: NodePool, rec: PoolRecord, tem
   const drained: NonNullable<PoolRecord['leaving']> = [];
   // A node being drained is not counted idle (planScaleIn), so one whose drain is abandoned must
   // idle a full period again before it is tried again.
-  const idleBefore = rec.idle ?? {};
+  // While remediation replaces a node of the pool, no node counts as idle: none leaves meanwhile,
+  // and the new node (the broken one's capacity, not demand that went away) idles a full period after.
+  const idleBefore = replacing.length > 0 ? {} : (rec.idle ?? {});
+  if (replacing.length > 0) deps.logger.info('autoscale-pools: a node of the pool is being replaced; idle time starts over after', { pool: pool.id, nodes: replacing.map((r) => r.node) });
   for (const l of rec.leaving ?? []) {
     if (!members.some((n) => n.name === l.node)) continue;
     const left = on(l.node);

@@ -7,6 +7,8 @@ import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { STATE_LABEL } from '../remediate/core/state.ts';
+import { REPLACEMENT_KEY_PREFIX } from '../remediate/replacements.ts';
+import { POOL_SIZE_LEASE } from '../adapters/alicloud/ports.ts';
 import { AutoscalePolicySchema } from './policy.ts';
 import { autoscalePools, NODEPOOL_LABEL, type AutoscaleDeps } from './run.ts';
 import { simDeps } from './testing.ts';
@@ -109,5 +111,44 @@ describe('autoscale-pools gives idle nodes back', () => {
     await clock.advance(1 * MIN);
     expect((await autoscalePools(deps)).draining).toEqual([withCpuPod]);
     expect(sim.cloud.calls.filter((c) => c.action === 'RemoveNodePoolNodes')).toHaveLength(0);
+  });
+
+  it('gives back no node of a pool remediation is replacing a node of, and starts their idle time over after', async () => {
+    const [, withCpuPod, held, bare] = names as [string, string, string, string];
+    const record = { node: held, incident: `${held}/gpu/xid-79`, pool: 'np-t4', instanceId: 'i-held', since: T0 };
+    await kube.state.update(`${REPLACEMENT_KEY_PREFIX}${held}`, () => record);
+    await autoscalePools(deps);
+    await clock.advance(15 * MIN);
+    // Idle for 15 min, but the new node (and every other) stays while the replacement runs.
+    expect((await autoscalePools(deps)).draining).toEqual([]);
+    expect(sim.cloud.calls.filter((c) => c.action === 'RemoveNodePoolNodes')).toHaveLength(0);
+    // The replacement is done (the sweep forgot its record): idle time counts from now, not from before.
+    await kube.state.update(`${REPLACEMENT_KEY_PREFIX}${held}`, () => undefined);
+    await autoscalePools(deps);
+    await clock.advance(9 * MIN);
+    expect((await autoscalePools(deps)).draining).toEqual([]);
+    await clock.advance(1 * MIN);
+    expect((await autoscalePools(deps)).draining.sort()).toEqual([withCpuPod, bare].sort());
+  });
+
+  it('never lowers a pool when it sends an earlier size again: a size above it is a replacement\'s node', async () => {
+    // An intent to grow 4 → 5 was recorded, and its answer lost; since then a replacement asked for 6.
+    await kube.state.update('autoscale.np-t4', () => ({ intent: { from: 4, to: 5, at: T0, reason: 'pods', cost: 8.5 } }));
+    await deps.cloud.setDesiredSize('np-t4', 6);
+    await autoscalePools(deps);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(6);
+    expect(sim.cloud.members('np-t4')).toHaveLength(6);
+  });
+
+  it('sets no size while remediation holds the pool-size Lease for a replacement', async () => {
+    await autoscalePools(deps);
+    await clock.advance(15 * MIN);
+    const before = sim.cloud.calls.length;
+    await kube.leases.tryAcquire(POOL_SIZE_LEASE, 'remediate-sweep', 60, clock);
+    // Idle long enough to give nodes back, but the round waits for the Lease: no call at all.
+    expect(await autoscalePools(deps)).toMatchObject({ draining: [], released: [] });
+    expect(sim.cloud.calls.slice(before)).toEqual([]);
+    await kube.leases.release(POOL_SIZE_LEASE, 'remediate-sweep');
+    expect((await autoscalePools(deps)).draining).not.toEqual([]);
   });
 });

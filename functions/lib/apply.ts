@@ -21,6 +21,8 @@ import type { Actions, CloudAction, NodeEdit } from './plan.ts';
 export interface StepOutcome {
   result: 'done' | 'already' | 'blocked' | 'failed' | 'skipped';
   message?: string;
+  /** The cloud's task for an asynchronous action (ACK's task id), to follow it. */
+  taskId?: string;
 }
 
 /** What happened to each action, index for index. */
@@ -33,9 +35,12 @@ export interface Applied {
   cloud: StepOutcome[];
 }
 
-/** Port for cloud actions (repair, scaling). Each is idempotent; `false` = already so. */
+/**
+ * Port for cloud actions (repair, scaling). Each is idempotent; `false` = already so. An
+ * asynchronous one may answer its task id, and a message where "not done" needs saying why.
+ */
 export interface CloudOps {
-  run(action: CloudAction): Promise<boolean>;
+  run(action: CloudAction): Promise<boolean | { done: boolean; taskId?: string; message?: string }>;
 }
 
 export interface ActionPorts {
@@ -107,7 +112,9 @@ export async function applyActions<R>(actions: Actions<R>, ports: ActionPorts, c
       applied.cloud.push({ result: 'skipped', message: `no cloud adapter to ${action.kind} ${'node' in action ? action.node : action.pool}: a person must` });
       continue;
     }
-    applied.cloud.push({ result: (await ports.cloud.run(action)) ? 'done' : 'already' });
+    const r = await ports.cloud.run(action);
+    const o = typeof r === 'boolean' ? { done: r } : r;
+    applied.cloud.push({ result: o.done ? 'done' : 'already', ...(o.message ? { message: clip(o.message) } : {}), ...(o.taskId ? { taskId: o.taskId } : {}) });
   }
   return applied;
 }

@@ -52,8 +52,17 @@ export interface DeviceTaint extends DeviceRef {
   taint: { key: string; value: string; effect: 'NoSchedule' };
 }
 
-/** Cloud work for the adapters to come (repair, pool autoscaler); typed now so plans can carry it. */
-export type CloudAction = { kind: 'reboot'; node: string } | { kind: 'replace'; node: string } | { kind: 'scale'; pool: string; desired: number };
+/**
+ * Cloud work (repair, pool sizes). A replacement is two steps, capacity first: `grow` sets the
+ * node's pool to `to` nodes (absolute, so a retry cannot add two; sent only while the pool still
+ * has `from`), then, once a new node is Ready, `remove` takes the node's instance out of its pool
+ * and releases it.
+ */
+export type CloudAction =
+  | { kind: 'reboot'; node: string }
+  | { kind: 'replace'; step: 'grow'; node: string; pool: string; from: number; to: number }
+  | { kind: 'replace'; step: 'remove'; node: string; pool: string; instanceId: string }
+  | { kind: 'scale'; pool: string; desired: number };
 
 export interface Actions<R = never> {
   nodeEdit?: NodeEdit<R>;

@@ -23,6 +23,7 @@ import { planRemediation } from './core/plan.ts';
 import { poolLimits, type Policy } from './core/policy.ts';
 import { historyCodec } from './core/reconcile.ts';
 import type { Capabilities, Plan, PoolFacts, RemediationFacts, TriggerEvent } from './core/types.ts';
+import type { ReplaceReader } from './replacements.ts';
 
 export interface RemediationDeps {
   nodes: NodeOps;
@@ -45,6 +46,8 @@ export interface RemediationDeps {
   capabilities?: Capabilities;
   /** Another controller that repairs this node (its pool's ACK auto repair): gpu-reflex defers to it. */
   repairOwner?: (node: NodeInfo) => Promise<string | undefined>;
+  /** Where `cloud` can replace nodes: what a replacement reads (its node pool, the removal's task). */
+  replacements?: ReplaceReader;
 }
 
 /** The capabilities for one node: the deployment's, unless the node's pool repairs its nodes itself. */

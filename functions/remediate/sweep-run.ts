@@ -12,9 +12,11 @@ import { draFacts, nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts
 import { historyCodec } from './core/reconcile.ts';
 import { capabilitiesFor, nodeLease, remediationEvent, type RemediationDeps } from './run.ts';
 import { poolOf } from './core/policy.ts';
-import { emptyState, STATE_LABEL } from './core/state.ts';
+import { emptyState, isOpen, STATE_LABEL } from './core/state.ts';
+import { forgetReplacement, nodeOrGone, noteReplacement, replacedPlan, replacementsIn, replacing, replacingIn, type ReplacementRecord } from './replacements.ts';
 import { closeApproval, getApproval, listApprovals, stillWaits, type ApprovalRecord } from './approvals.ts';
 import { planSweep, type SweepNodeFacts } from './core/sweep.ts';
+import { needsReplaceFacts } from './core/replace.ts';
 import type { Plan, PoolFacts } from './core/types.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import { NotFoundError } from '../adapters/errors.ts';
@@ -50,13 +52,20 @@ export async function sweep(deps: RemediationDeps, only?: string): Promise<Sweep
     const tracked = only ? (await oneTracked(deps, only)) : await deps.nodes.list(STATE_LABEL);
     const pools = new Map<string, PoolFacts>();
     const facts: SweepNodeFacts[] = [];
+    // Replacements on record: the removal's task to follow, and new nodes already claimed.
+    const records = deps.replacements ? replacementsIn(await deps.state.getAll()) : new Map<string, ReplacementRecord>();
     for (const n of tracked) {
       const key = poolOf(deps.policy, n.labels);
       const pool = pools.get(key) ?? (await fetchPoolFacts(deps.nodes, deps.policy, n, new Date(deps.clock.now())));
       pools.set(key, pool);
       const dra = await draFacts(deps.deviceTaints, deps.policy, n, (m, f) => deps.logger.warn(m, f));
       const owned = deps.repairOwner ? await capabilitiesFor(deps, n) : undefined;
-      facts.push({ node: nodeFacts(n, dra), state: stateOf(n, deps.policy.taintKey), pool, pods: await podsOf(deps.pods, n.name), ...(owned ? { capabilities: owned } : {}) });
+      const state = stateOf(n, deps.policy.taintKey);
+      // Read only where this round may start or move a replacement (a drain's every sweep would cost ACK a call).
+      const atReplace = deps.replacements && !owned?.repairOwner && state.incidents.some((i) => isOpen(i) && needsReplaceFacts(i));
+      const claimed = new Set([...records.values()].filter((r) => r.node !== n.name && r.newNode).map((r) => r.newNode!));
+      const replace = atReplace ? await deps.replacements!.facts(n, records.get(n.name), claimed) : undefined;
+      facts.push({ node: nodeFacts(n, dra), state, pool, pods: await podsOf(deps.pods, n.name), ...(owned ? { capabilities: owned } : {}), ...(replace ? { replace } : {}) });
     }
     const now = new Date(deps.clock.now());
     const planned = new Map(planSweep({ now, nodes: facts, ...(deps.capabilities ? { capabilities: deps.capabilities } : {}) }, deps.policy).plans.map((p) => [p.target.node, p]));
@@ -72,7 +81,10 @@ export async function sweep(deps: RemediationDeps, only?: string): Promise<Sweep
         const fresh = await deps.nodes.get(n.name);
         if (fresh.resourceVersion !== n.resourceVersion) return false;
         const actions = p ?? { evictions: [], notices: [], cloud: [] };
-        await carryOut({ node: n.name, pending, actions, events: (a) => (p && newsworthy(p) ? [remediationEvent(p, a, new Date(deps.clock.now()))] : []), codec: historyCodec, basis: fresh }, deps);
+        // A replacement is on record before the cloud is asked, and its removal's task id after.
+        if (replacing(p)) await noteReplacement(deps.state, p!);
+        const { applied } = await carryOut({ node: n.name, pending, actions, events: (a) => (p && newsworthy(p) ? [remediationEvent(p, a, new Date(deps.clock.now()))] : []), codec: historyCodec, basis: fresh }, deps);
+        if (replacing(p)) await noteReplacement(deps.state, p!, applied);
         if (p) deps.logger.info('sweep', { node: n.name, action: p.action, phase: p.phase, reason: p.reason });
         return true;
       }, () => false);
@@ -80,8 +92,29 @@ export async function sweep(deps: RemediationDeps, only?: string): Promise<Sweep
       else if (p) applied.push(p);
     }
     const expired = only ? [] : await expireApprovals(deps, new Set(applied.map((p) => p.target.node)));
+    if (!only && deps.replacements) await followReplacements(deps, records);
     return { nodes: tracked.length, plans: applied, skipped, expired };
   }, idle);
+}
+
+/**
+ * Replacements whose node is gone (RemoveNodePoolNodes took it, and its history with it) are
+ * closed with their last Remediation event: published first, then forgotten, so a failed publish
+ * is retried next round under the same event id. A record whose node no longer replaces (a person
+ * closed the incident) is forgotten quietly.
+ */
+async function followReplacements(deps: RemediationDeps, records: ReadonlyMap<string, ReplacementRecord>): Promise<void> {
+  for (const r of records.values()) {
+    const node = await nodeOrGone(deps.nodes, r.node);
+    if (node && replacingIn(stateOf(node, deps.policy.taintKey))) continue;
+    if (!node) {
+      const task = r.taskId ? await deps.replacements!.task(r.taskId).catch(() => undefined) : undefined;
+      const plan = replacedPlan(r, task);
+      await deps.publisher.publish([remediationEvent(plan, { evictions: [], notices: [], cloud: [{ result: 'done' }] }, new Date(deps.clock.now()))]);
+      deps.logger.info('sweep', { node: r.node, action: plan.action, phase: plan.phase, reason: plan.reason });
+    }
+    await forgetReplacement(deps.state, r.node);
+  }
 }
 
 /**

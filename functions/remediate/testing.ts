@@ -7,7 +7,7 @@
 import { GPU_ACTIONS_ANNOTATION, GPU_HEALTH_CHANGED, GPU_XID_ERROR, type GpuHealthChangedDetail, type GpuRef, type GpuXidErrorDetail, type MigRef, type PodRef } from '../../events/index.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { FakeCluster, FakeDeviceTaintOps, FakeNodeOps, FakePodOps } from '../adapters/kube/fake.ts';
-import { applyActions, type Applied } from '../lib/apply.ts';
+import { applyActions, type Applied, type CloudOps } from '../lib/apply.ts';
 import type { Policy } from './core/policy.ts';
 import { historyCodec } from './core/reconcile.ts';
 import { parseNodeState } from './core/state.ts';
@@ -114,7 +114,7 @@ export type PluginModel = 'honours' | 'ignores';
  * Carries `plan` out on a fake cluster holding `n` and `pods` with the real applier, and reads the
  * node and the pods still there back. Pods named in `blocked` are guarded by a disruption budget.
  */
-export async function apply(n: NodeFacts, pods: PodFacts[], plan: Plan, blocked: ReadonlySet<string> = new Set(), plugin: PluginModel = 'honours'): Promise<{ node: NodeFacts; pods: PodFacts[] }> {
+export async function apply(n: NodeFacts, pods: PodFacts[], plan: Plan, blocked: ReadonlySet<string> = new Set(), plugin: PluginModel = 'honours', cloud?: CloudOps): Promise<{ node: NodeFacts; pods: PodFacts[] }> {
   const cluster = new FakeCluster();
   const conditions = Object.fromEntries(Object.entries(n.conditions ?? {}).map(([type, c]) => [type, { type, status: c.status as 'True' | 'False', reason: '', message: c.message }]));
   cluster.addNode({ name: n.name, labels: n.labels, annotations: n.annotations, taints: n.taints.map((t) => ({ ...t, effect: t.effect as 'NoSchedule' })), unschedulable: n.unschedulable, conditions });
@@ -129,7 +129,7 @@ export async function apply(n: NodeFacts, pods: PodFacts[], plan: Plan, blocked:
     for (const name of n.dra.rules) cluster.deviceTaintRules.set(name, { name, node: n.name, gpuUuid: '', driver: '', pool: '', device: '', taint: { key: '', value: '', effect: 'NoSchedule' } });
   }
   const deviceTaints = new FakeDeviceTaintOps(cluster);
-  await applyActions(plan, { nodes: new FakeNodeOps(cluster), pods: new FakePodOps(cluster), notifier: new RecordingNotifier(), deviceTaints }, historyCodec);
+  await applyActions(plan, { nodes: new FakeNodeOps(cluster), pods: new FakePodOps(cluster), notifier: new RecordingNotifier(), deviceTaints, ...(cloud ? { cloud } : {}) }, historyCodec);
   const after = cluster.nodes.get(n.name)!;
   const dra = n.dra ? { devices: n.dra.devices, rules: await deviceTaints.rules(n.name) } : undefined;
   const left = new Set(cluster.pods().map((p) => p.uid));

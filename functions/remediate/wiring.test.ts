@@ -16,10 +16,11 @@ describe('remediation wiring: the cloud repair', () => {
     expect(deps.capabilities).toBeUndefined();
   });
 
-  it('reboots through Alibaba Cloud with REMEDIATION_REPAIR=alicloud, and replaces nothing', async () => {
+  it('reboots and replaces through Alibaba Cloud with REMEDIATION_REPAIR=alicloud', async () => {
     const deps = await wireRemediation('remediate', { KUBECONFIG, LOG_LEVEL: 'error', REMEDIATION_REPAIR: 'alicloud', ...CLOUD });
     expect(deps.cloud).toBeDefined();
-    expect(deps.capabilities).toEqual({ reboot: true, replace: false });
+    expect(deps.replacements).toBeDefined();
+    expect(deps.capabilities).toEqual({ reboot: true, replace: true });
   });
 
   it('names what is wrong: an unknown repair, or the cloud settings it needs', async () => {

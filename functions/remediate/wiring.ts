@@ -8,7 +8,12 @@ import { z } from 'zod';
 import { ConfigError } from '../config.ts';
 import type { DraVersions } from '../adapters/kube/index.ts';
 import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
-import { ackRepairOwner, aliCloudRepair } from '../adapters/alicloud/repair.ts';
+import { randomUUID } from 'node:crypto';
+import { ackRepairOwner, aliCloudRepair, type PoolLock } from '../adapters/alicloud/repair.ts';
+import { POOL_SIZE_LEASE } from '../adapters/alicloud/ports.ts';
+import { autoscalePolicyFromEnv } from '../autoscale/wiring.ts';
+import { withLease } from '../lib/reflex.ts';
+import { aliCloudReplaceReader } from './replacements.ts';
 import type { CloudOps } from '../lib/apply.ts';
 import { wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
 import type { Capabilities } from './core/types.ts';
@@ -18,11 +23,15 @@ import { loadPolicyFile } from './core/policy-file.ts';
 
 const RemediationEnvSchema = z.object({
   REMEDIATION_POLICY_FILE: z.string().min(1).optional(),
-  /** `alicloud`: reboot drained nodes through ECS (the ALIBABA_CLOUD_* variables say where). Unset: a person repairs. */
+  /**
+   * `alicloud`: reboot drained nodes through ECS, and replace them through their ACK node pool
+   * where the autoscale policy (AUTOSCALE_POLICY_FILE) lets gpu-reflex size it (the ALIBABA_CLOUD_*
+   * variables say where). Unset: a person repairs.
+   */
   REMEDIATION_REPAIR: z.enum(['alicloud']).optional(),
 });
 
-export type RemediationWiring = FunctionDeps<{ policy: Policy; cloud?: CloudOps; capabilities?: Capabilities; repairOwner?: RemediationDeps['repairOwner'] }>;
+export type RemediationWiring = FunctionDeps<{ policy: Policy; cloud?: CloudOps; capabilities?: Capabilities; repairOwner?: RemediationDeps['repairOwner']; replacements?: RemediationDeps['replacements'] }>;
 
 export function remediationConfig(env: NodeJS.ProcessEnv): { own: { policy: Policy }; dryRun: boolean; kube: { dra: DraVersions } } {
   const r = RemediationEnvSchema.safeParse(env);
@@ -36,7 +45,8 @@ export function remediationConfig(env: NodeJS.ProcessEnv): { own: { policy: Poli
 
 /**
  * The shared wiring plus, with REMEDIATION_REPAIR=alicloud, the cloud's hands: reboots through ECS
- * (dry run: wrapped like every port that acts, so a dry run reboots nothing).
+ * and replacements through ACK node pools (dry run: wrapped like every port that acts, so a dry
+ * run reboots, buys and releases nothing).
  */
 export async function wireRemediation(service: string, env: NodeJS.ProcessEnv = process.env): Promise<RemediationWiring> {
   const base: RemediationWiring = await wireFromEnv(service, remediationConfig, env);
@@ -45,6 +55,10 @@ export async function wireRemediation(service: string, env: NodeJS.ProcessEnv = 
   const { AliCloudPools, aliCloudSettingsFromEnv } = await import('../adapters/alicloud/client.ts');
   const real = new AliCloudPools(aliCloudSettingsFromEnv(env), base.clock);
   const cloud = base.dryRun ? dryRunCloudPools(real, (a) => base.logger.info('dry run: would', { op: a.op, args: a.args })) : real;
+  // A replacement sets pool sizes under the autoscaler's Lease, so the two never write over each other.
+  const holder = `${service}-${randomUUID()}`;
+  const lock: PoolLock = (work) => withLease(POOL_SIZE_LEASE, 60, { leases: base.kube.leases, clock: base.clock, logger: base.logger, holder }, work, () => undefined);
+  const replacements = aliCloudReplaceReader(cloud, base.kube.nodes, autoscalePolicyFromEnv(env).pools);
   // A node pool with ACK's own auto repair repairs its nodes itself: remediation defers to it there.
-  return { ...base, cloud: aliCloudRepair(cloud, base.kube.nodes), capabilities: { reboot: true, replace: false }, repairOwner: ackRepairOwner(real, () => base.clock.now()) };
+  return { ...base, cloud: aliCloudRepair(cloud, base.kube.nodes, lock), capabilities: { reboot: true, replace: true }, repairOwner: ackRepairOwner(real, () => base.clock.now()), replacements };
 }

@@ -142,6 +142,7 @@ export function checkExpectations(expect: readonly Expectation[], nodes: readonl
       return { check: `at least ${x.atLeast} "${x.event}"${x.node ? ` from ${x.node}` : ''}`, ok: n >= x.atLeast, detail: `${n} seen` };
     }
     const node = nodes.find((n) => n.metadata.name === x.node);
+    if (x.absent) return { check: `node ${x.node} is gone`, ok: !node, detail: node ? 'still in the cluster' : 'as expected' };
     if (!node) return { check: `node ${x.node}`, ok: false, detail: 'no such node' };
     const problems: string[] = [];
     if (x.cordoned !== undefined && !!node.spec?.unschedulable !== x.cordoned) problems.push(x.cordoned ? 'not cordoned' : 'cordoned');

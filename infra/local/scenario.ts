@@ -124,6 +124,8 @@ export const ExpectSchema = z.union([
   z
     .object({
       node: Name,
+      /** The node is gone (replaced, given back). */
+      absent: z.literal(true).optional(),
       cordoned: z.boolean().optional(),
       tainted: z.string().optional(),
       label: z.record(z.string(), z.string()).optional(),

@@ -10,6 +10,13 @@
 /** The label ACK puts on each node of a node pool: the pool's id. */
 export const NODEPOOL_LABEL = 'alibabacloud.com/nodepool-id';
 
+/**
+ * The Lease held by whoever sets a node pool's desired size (autoscale-pools every round,
+ * remediation for a replacement's grow and removal): sizes are absolute, so two writers that read
+ * the same size must not both write.
+ */
+export const POOL_SIZE_LEASE = 'autoscale-pools';
+
 export interface NodePoolTaint {
   key: string;
   value: string;

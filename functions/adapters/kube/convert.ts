@@ -30,6 +30,7 @@ export function toNodeInfo(n: V1Node): NodeInfo {
     ),
     ...(n.status?.nodeInfo?.bootID ? { bootId: n.status.nodeInfo.bootID } : {}),
     ...(n.spec?.providerID ? { providerId: n.spec.providerID } : {}),
+    ...(n.metadata?.creationTimestamp ? { createdAt: new Date(n.metadata.creationTimestamp).toISOString() } : {}),
   };
 }
 

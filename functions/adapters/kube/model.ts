@@ -38,6 +38,8 @@ export interface NodeInfo {
   bootId?: string;
   /** `spec.providerID`: on ACK `<region>.<ECS instance id>`. */
   providerId?: string;
+  /** `metadata.creationTimestamp` (ISO): a node that joined after a pool grew is its new node. */
+  createdAt?: string;
 }
 
 /** A Node condition as written through `nodes/status` (node-problem-detector's convention). */

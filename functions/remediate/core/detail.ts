@@ -5,6 +5,7 @@
  */
 import { ApprovalRequestedDetailSchema, GPU_ACTIONS_ANNOTATION, RemediationDetailSchema, SCHEMA_VERSION, type ApprovalRequestedDetail, type RemediationDetail, type RemediationStep } from '../../../events/index.ts';
 import type { Applied, StepOutcome } from '../../lib/apply.ts';
+import type { CloudAction } from '../../lib/plan.ts';
 import { nodeTarget, podTarget } from './scope.ts';
 import { HISTORY_ANNOTATION } from './state.ts';
 import type { Plan, RemediationPhase } from './types.ts';
@@ -51,8 +52,12 @@ export function renderSteps(plan: Plan): RenderedStep[] {
   plan.evictions.forEach((p, index) => steps.push({ kind: 'evict', target: podTarget(p), from: { part: 'evictions', index } }));
   if (plan.approval) steps.push({ kind: 'approval', target: node, message: plan.approval.summary, from: { part: 'approval' } });
   plan.notices.forEach((n, index) => steps.push({ kind: 'notify', target: node, message: n.text, from: { part: 'notices', index } }));
-  plan.cloud.forEach((c, index) => steps.push({ kind: c.kind, target: c.kind === 'scale' ? `pool/${c.pool}` : nodeTarget(c.node), from: { part: 'cloud', index } }));
+  plan.cloud.forEach((c, index) => steps.push({ kind: c.kind, target: c.kind === 'scale' ? `pool/${c.pool}` : nodeTarget(c.node), ...(c.kind === 'replace' ? { message: replaceStepWords(c) } : {}), from: { part: 'cloud', index } }));
   return steps;
+}
+
+function replaceStepWords(c: Extract<CloudAction, { kind: 'replace' }>): string {
+  return c.step === 'grow' ? `node pool ${c.pool}: desired size ${c.from} → ${c.to} (capacity first)` : `node pool ${c.pool}: instance ${c.instanceId} removed and released (RemoveNodePoolNodes)`;
 }
 
 function outcomeOf(step: RenderedStep, applied: Applied): StepOutcome | undefined {

@@ -117,6 +117,11 @@ export const RepairSchema = z
     /** A rebooted node that shows no new boot id (and Ready) within this is reported to a person. */
     rebootTimeoutMinutes: int().min(1).max(1440),
     /**
+     * A replacement whose node pool shows no new Ready node within this is told to a person, and
+     * nothing is removed. ACK's scale-out time is not documented: set it to what the pool takes.
+     */
+    replaceTimeoutMinutes: int().min(1).max(1440),
+    /**
      * Where NVIDIA's mig-manager runs: after the reset of a MIG GPU its pod on the node is restarted,
      * so it applies the node's config again (a reset destroys every instance; docs/remediation.md).
      */
@@ -231,7 +236,7 @@ export const DEFAULT_POLICY: Policy = deepFreeze({
   taintKey: 'gpu-reflex.io/unhealthy',
   approvals: { ttlMinutes: 60, approvers: [] },
   // The GPU Operator's mig-manager DaemonSet (its default namespace and pod label).
-  repair: { answerTimeoutMinutes: 10, probeSeconds: 30, rebootTimeoutMinutes: 30, migManager: { namespace: 'gpu-operator', selector: { app: 'nvidia-mig-manager' } } },
+  repair: { answerTimeoutMinutes: 10, probeSeconds: 30, rebootTimeoutMinutes: 30, replaceTimeoutMinutes: 45, migManager: { namespace: 'gpu-operator', selector: { app: 'nvidia-mig-manager' } } },
   // NVIDIA's static DaemonSet manifest (nvidia-device-plugin.yml); the Helm chart and the GPU
   // Operator use other names: set fence.nvidiaPlugin for them.
   fence: {

@@ -112,6 +112,14 @@ const IncidentSchema = z.object({
    * climbs the ladder (replace).
    */
   reboot: z.object({ at: Timestamp, fromBoot: z.string().optional(), backAt: Timestamp.optional(), by: z.string().max(128).optional() }).optional(),
+  /**
+   * A replacement through the node's ACK node pool, capacity first (sweep.ts): since `at` the pool
+   * was asked for `to` nodes (absolute); `newNode`, Ready at `readyAt`, is the capacity that came,
+   * and from then the node's instance is being removed and released. It closes when the node is gone.
+   */
+  replace: z
+    .object({ at: Timestamp, pool: z.string().max(128), instanceId: z.string().max(64), to: z.number().int().nonnegative(), newNode: z.string().max(253).optional(), readyAt: Timestamp.optional() })
+    .optional(),
 });
 export type Incident = z.infer<typeof IncidentSchema>;
 

@@ -8,7 +8,9 @@
  * - draining               → evictions retried; drained → awaiting-repair (+ reboot/replace when a
  *                            cloud adapter can, else a person is told); stuck past the drain
  *                            timeout → the next rung of `then`, or a person is told
- * - awaiting-repair        → restored once `gpu-reflex.io/repaired-at` is set and quiet has passed
+ * - awaiting-repair        → after our reboot: back (new boot id, Ready), then quiet → restored;
+ *                            a replacement (replace.ts): new node Ready → old one removed; else
+ *                            restored once `gpu-reflex.io/repaired-at` is set and quiet has passed
  * - awaiting-approval      → acted on by itself when the pool's window has room again (first come,
  *                            first served by when the fault was first seen), or when approved
  *
@@ -20,7 +22,8 @@ import { editsScheduling, type CloudAction, type Notice } from '../../lib/plan.t
 import { adoptOrphans, newGpuActions, nodeEdit } from './reconcile.ts';
 import { evictable } from './scope.ts';
 import { cmp, isOpen, type Incident, type NodeState } from './state.ts';
-import type { Capabilities, NodeFacts, Plan, PodFacts, PoolFacts } from './types.ts';
+import type { Capabilities, NodeFacts, Plan, PodFacts, PoolFacts, ReplaceFacts } from './types.ts';
+import { startReplace, stepReplace, type ReplaceStep } from './replace.ts';
 import { notice, withState } from './plan.ts';
 import { repairOf } from './words.ts';
 import { checkFence, deviceTaintChange, draLifted, needsReset, readResults, stepRepair, stepUnlatch, unfenceDone, withFence } from './gpu-repair.ts';
@@ -35,6 +38,8 @@ export interface SweepNodeFacts {
   pods: PodFacts[];
   /** What can repair this node, where it differs from the sweep's (its pool's own auto repair). */
   capabilities?: Capabilities;
+  /** Its ACK node pool, read for a node whose incident is at replace-node (replace.ts). */
+  replace?: ReplaceFacts;
 }
 
 export interface SweepFacts {
@@ -70,6 +75,13 @@ interface Work {
   back: Incident[];
   /** A restored GPU's fence is being lifted (NVIDIA's device plugin restarted): part of its restore. */
   unlatching: boolean;
+  /** Shared by all nodes this round: replacements' grows per pool, and new nodes already claimed. */
+  round: Round;
+}
+
+interface Round {
+  grows: Map<string, number>;
+  claimed: Set<string>;
 }
 
 const MIN = 60_000;
@@ -77,11 +89,12 @@ const MIN = 60_000;
 export function planSweep(facts: SweepFacts, policy: Policy): SweepPlan {
   const now = facts.now;
   const retries: SweepPlan['retries'] = [];
+  const round: Round = { grows: new Map(), claimed: new Set() };
   const work: Work[] = [...facts.nodes]
     .sort((a, b) => a.node.name.localeCompare(b.node.name))
     .map((f) => {
       const read = readResults(f.node.annotations);
-      return { facts: f, results: read.results, state: adoptOrphans(f.state, f.node.name, now), evictions: [], notices: [], cloud: [], reasons: read.warning ? [read.warning] : [], touched: [], back: [], unlatching: false };
+      return { facts: f, results: read.results, state: adoptOrphans(f.state, f.node.name, now), evictions: [], notices: [], cloud: [], reasons: read.warning ? [read.warning] : [], touched: [], back: [], unlatching: false, round };
     });
 
   for (const w of work) {
@@ -152,10 +165,12 @@ function step(i: Incident, w: Work, facts: SweepFacts, policy: Policy, retries: 
       return notified;
     }
     case 'awaiting-repair': {
-      if (i.reboot) return afterReboot(i, i.reboot, w, facts, policy, close);
       // A repair counts when it happened after the fault was last seen (an older repaired-at is a
       // past repair); for an orphan nobody knows when the fault was, so any repair counts.
       const repaired = w.state.repairedAt && (i.trigger === 'orphan' || cmp(w.state.repairedAt, i.lastAt) >= 0);
+      // A person's repaired-at also ends a replacement that stalled (no new node, a failed removal).
+      if (i.replace && !repaired) return replaced(stepReplace(i, i.replace, w.facts.node, w.facts.replace, now, policy, w.round.claimed), i, w);
+      if (i.reboot) return afterReboot(i, i.reboot, w, facts, policy, close);
       const sinceRepair = repaired ? now.getTime() - Math.max(Date.parse(w.state.repairedAt!), i.trigger === 'orphan' ? 0 : Date.parse(i.lastAt)) : -1;
       if (repaired && sinceRepair >= policy.quietPeriodMinutes * MIN) return close(`${i.key}: repaired at ${w.state.repairedAt} and quiet for ${policy.quietPeriodMinutes} min, back in service`);
       return i;
@@ -301,13 +316,20 @@ function toRepair(i: Incident, repair: 'reboot-node' | 'replace-node' | undefine
     return next;
   }
   const can = repair === 'reboot-node' ? caps?.reboot : repair === 'replace-node' ? caps?.replace : false;
+  if (repair === 'replace-node' && can) {
+    const waiting: Incident = { ...rest, phase: 'awaiting-repair', since: now, notifiedAt: now };
+    // One replacement per node, however many of its incidents lead to it: a second one follows the first.
+    const sibling = [...w.touched, ...w.state.incidents].find((x) => x.key !== i.key && isOpen(x) && x.replace)?.replace;
+    if (sibling) return replaced({ kind: 'act', incident: { ...waiting, replace: sibling }, why: `${why}: the replacement under way replaces it`, tell: false }, waiting, w);
+    const pool = w.facts.replace?.pool?.id;
+    return replaced(startReplace(waiting, w.facts.node, w.facts.replace, facts.now, why, pool ? (w.round.grows.get(pool) ?? 0) : 0), waiting, w);
+  }
   const rebooting = repair === 'reboot-node' && can ? { reboot: { at: now, ...(w.facts.node.bootId ? { fromBoot: w.facts.node.bootId } : {}) } } : {};
   const next: Incident = { ...rest, ...rebooting, phase: 'awaiting-repair', since: now, notifiedAt: now };
-  if (repair && can) {
-    const kind = repair === 'reboot-node' ? 'reboot' : 'replace';
+  if (repair === 'reboot-node' && can) {
     // One reboot per node, however many of its incidents lead to it.
-    if (!w.cloud.some((c) => c.kind === kind && 'node' in c && c.node === node)) w.cloud.push({ kind, node });
-    w.reasons.push(`${why}: ${repair === 'reboot-node' ? 'rebooting' : 'replacing'} it; it returns after the quiet period once repaired`);
+    if (!w.cloud.some((c) => c.kind === 'reboot' && c.node === node)) w.cloud.push({ kind: 'reboot', node });
+    w.reasons.push(`${why}: rebooting it; it returns after the quiet period once repaired`);
   } else {
     const what = repair ? `${repair === 'reboot-node' ? 'reboot' : 'replace'} it (no cloud adapter can)` : 'repair it';
     const text = `${why}: awaiting-repair, a person must ${what}, then annotate gpu-reflex.io/repaired-at=<time>`;
@@ -316,6 +338,21 @@ function toRepair(i: Incident, repair: 'reboot-node' | 'replace-node' | undefine
   }
   w.touched.push(next);
   return next;
+}
+
+/** Carries a replacement's step into the sweep's work: its cloud action, its words, a notice when a person must act. */
+function replaced(s: ReplaceStep, i: Incident, w: Work): Incident {
+  if (s.kind === 'wait') return i;
+  const c = s.cloud;
+  if (c?.kind === 'replace' && !w.cloud.some((x) => x.kind === 'replace' && x.step === c.step && x.node === c.node)) {
+    w.cloud.push(c);
+    if (c.step === 'grow') w.round.grows.set(c.pool, (w.round.grows.get(c.pool) ?? 0) + 1);
+  }
+  if (s.incident.replace?.newNode) w.round.claimed.add(s.incident.replace.newNode);
+  if (s.tell) w.notices.push(notice(s.incident.action, w.facts.node, s.why));
+  w.reasons.push(s.why);
+  w.touched.push(s.incident);
+  return s.incident;
 }
 
 /**

@@ -102,6 +102,23 @@ export interface Capabilities {
   repairOwner?: string;
 }
 
+/**
+ * What a replacement needs to know about the node's ACK node pool (read only for a node whose
+ * incident is at replace-node): the pool's size and bound, its other nodes, and the removal's task.
+ */
+export interface ReplaceFacts {
+  /** Why gpu-reflex may not replace this node through its pool (a person must); unset when it may. */
+  refused?: string;
+  /** The pool: its desired size now and the most nodes the autoscaler's policy allows it. */
+  pool?: { id: string; name: string; desired: number; max: number };
+  /** The node's ECS instance (its providerID). */
+  instanceId?: string;
+  /** The pool's other nodes; one created after the grow, Ready and not held, is the new capacity. */
+  members: { name: string; createdAt?: string; ready: boolean; held: boolean }[];
+  /** The removal's ACK task (RemoveNodePoolNodes), once one was asked for and recorded. */
+  removal?: { state: 'running' | 'success' | 'failed'; error?: string };
+}
+
 export interface RemediationFacts {
   now: Date;
   event: TriggerEvent;

@@ -70,8 +70,9 @@ export function nextWords(ladder: readonly RemediationAction[], level: number, c
     if (!repair) return 'next: once drained, the node waits for a person to repair it and annotate gpu-reflex.io/repaired-at';
     if (capabilities?.repairOwner) return `next: once drained, ${capabilities.repairOwner} repairs the node (gpu-reflex defers to it), and it returns after the quiet period once back`;
     const can = repair === 'reboot-node' ? capabilities?.reboot : capabilities?.replace;
+    if (can && repair === 'replace-node') return 'next: once drained, replace the node, capacity first: its node pool grows by one, and once the new node is Ready the old one is removed from the pool and released';
     return can
-      ? `next: once drained, ${repair === 'reboot-node' ? 'reboot' : 'replace'} the node, then return it after the quiet period`
+      ? 'next: once drained, reboot the node, then return it after the quiet period'
       : `next: once drained, the node waits at awaiting-repair: no cloud adapter can ${repair === 'reboot-node' ? 'reboot' : 'replace'} it, so a person must, then annotate gpu-reflex.io/repaired-at`;
   }
   if (action === 'quarantine-gpu') return `next: once its pods are gone the node agent resets the GPU, and it returns only after a health probe passes${next ? `; if the reset fails or the fault returns: ${next}` : ''}`;

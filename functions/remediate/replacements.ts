@@ -1,0 +1,166 @@
+/**
+ * Replacements under way, outside the node (core/replace.ts decides them). The node's history
+ * leaves with the node, so each replacement is also kept in the state ConfigMap (key
+ * `replace.<node>`), where
+ * - the sweep finds the removal's ACK task id (the applier's answer, recorded after acting) and,
+ *   once the node is gone, closes the incident with its last Remediation event;
+ * - autoscale-pools sees that a pool is being replaced into (`replacementsByPool`): it gives back
+ *   none of the pool's nodes meanwhile, and a new node's idle time starts only after.
+ * The record is written before the cloud is asked (an intent: a crash after the call still leaves
+ * it to follow) and deleted once the incident is closed or no longer replacing.
+ */
+import type { Json } from '../adapters/kube/model.ts';
+import type { NodeInfo } from '../adapters/kube/model.ts';
+import type { NodeOps, StateStore } from '../adapters/kube/ports.ts';
+import { instanceIdOf } from '../adapters/alicloud/repair.ts';
+import { NODEPOOL_LABEL, type CloudPools } from '../adapters/alicloud/ports.ts';
+import { NotFoundError } from '../adapters/errors.ts';
+import type { Applied } from '../lib/apply.ts';
+import { emptyState, isOpen, STATE_LABEL, type NodeState } from './core/state.ts';
+import type { Plan, ReplaceFacts } from './core/types.ts';
+
+export const REPLACEMENT_KEY_PREFIX = 'replace.';
+
+export interface ReplacementRecord {
+  node: string;
+  incident: string;
+  pool: string;
+  instanceId: string;
+  /** When the pool was asked to grow (ms). */
+  since: number;
+  newNode?: string;
+  /** When the removal was asked (ms). */
+  removeAt?: number;
+  taskId?: string;
+  gpus?: string[];
+}
+
+const keyOf = (node: string) => `${REPLACEMENT_KEY_PREFIX}${node}`;
+
+/** Every replacement on record, by node. */
+export function replacementsIn(all: Readonly<Record<string, Json>>): Map<string, ReplacementRecord> {
+  const out = new Map<string, ReplacementRecord>();
+  for (const [k, v] of Object.entries(all)) if (k.startsWith(REPLACEMENT_KEY_PREFIX) && v && typeof v === 'object') out.set(k.slice(REPLACEMENT_KEY_PREFIX.length), v as unknown as ReplacementRecord);
+  return out;
+}
+
+/** Node pool → its replacements on record (for autoscale-pools). */
+export function replacementsByPool(all: Readonly<Record<string, Json>>): Map<string, ReplacementRecord[]> {
+  const out = new Map<string, ReplacementRecord[]>();
+  for (const r of replacementsIn(all).values()) out.set(r.pool, [...(out.get(r.pool) ?? []), r]);
+  return out;
+}
+
+/** True when a replacement step is in the plan (the record goes with it). */
+export const replacing = (p: Plan | undefined): boolean => p?.cloud.some((c) => c.kind === 'replace') ?? false;
+
+/**
+ * Records the node's replacement as its plan decides it (before acting), and the removal's task
+ * id once the applier answered it (`applied`).
+ */
+export async function noteReplacement(state: StateStore, p: Plan, applied?: Applied): Promise<void> {
+  const inc = p.nextState.incidents.find((i) => isOpen(i) && i.replace);
+  const r = inc?.replace;
+  if (!inc || !r) return;
+  const removeIdx = p.cloud.findIndex((c) => c.kind === 'replace' && c.step === 'remove');
+  const taskId = removeIdx >= 0 ? applied?.cloud[removeIdx]?.taskId : undefined;
+  await state.update(keyOf(p.target.node), (cur) => {
+    const old = (cur ?? {}) as Partial<ReplacementRecord>;
+    const rec: ReplacementRecord = {
+      node: p.target.node,
+      incident: inc.key,
+      pool: r.pool,
+      instanceId: r.instanceId,
+      since: Date.parse(r.at),
+      ...(r.newNode ? { newNode: r.newNode } : {}),
+      ...(r.readyAt ? { removeAt: Date.parse(r.readyAt) } : {}),
+      ...(taskId ?? old.taskId ? { taskId: taskId ?? old.taskId } : {}),
+      gpus: p.target.gpus.slice(0, 16),
+    };
+    return rec as unknown as Json;
+  });
+}
+
+/** What the sweep reads for a node at replace-node (core/replace.ts), and a removal task's state. */
+export interface ReplaceReader {
+  facts(node: NodeInfo, record: ReplacementRecord | undefined, claimed: ReadonlySet<string>): Promise<ReplaceFacts>;
+  task(taskId: string): Promise<NonNullable<ReplaceFacts['removal']>>;
+}
+
+/**
+ * Reads a replacement's facts from ACK and Kubernetes: the node's pool, fresh (its size is about to
+ * be set absolutely), whether gpu-reflex may size it (`bounds`: the autoscaler's policy), and its nodes.
+ */
+export function aliCloudReplaceReader(cloud: Pick<CloudPools, 'listNodePools' | 'task'>, nodes: Pick<NodeOps, 'list'>, bounds: Readonly<Record<string, { max: number }>>): ReplaceReader {
+  const task = async (id: string) => {
+    const t = await cloud.task(id);
+    return { state: t.state, ...(t.error ? { error: `${t.error.code}: ${t.error.message}` } : {}) };
+  };
+  return {
+    task,
+    async facts(node, record, claimed) {
+      const poolId = node.labels[NODEPOOL_LABEL];
+      const instanceId = instanceIdOf(node.providerId);
+      if (!poolId) return { refused: `it is not a node of an ACK node pool (no ${NODEPOOL_LABEL} label)`, members: [] };
+      const pool = (await cloud.listNodePools()).find((p) => p.id === poolId);
+      const why = !pool
+        ? `its node pool ${poolId} is not in the cluster`
+        : bounds[pool.id] === undefined
+          ? `node pool ${pool.name} (${pool.id}) is not one gpu-reflex may size: the autoscale policy does not name it`
+          : pool.ackAutoScaling.enable
+            ? `ACK's own autoscaler sizes node pool ${pool.name} (${pool.id})`
+            : pool.chargeType === 'PrePaid'
+              ? `node pool ${pool.name} is subscription (PrePaid): ACK never releases its instances, so gpu-reflex does not replace them`
+              : !instanceId
+                ? `spec.providerID names no ECS instance (${node.providerId ?? 'unset'})`
+                : undefined;
+      // Once begun, a replacement follows its pool even if the policy changed since: only a start is refused.
+      if (why && !record) return { refused: why, members: [] };
+      const members = (await nodes.list(`${NODEPOOL_LABEL}=${poolId}`)).map((m) => {
+        const st = m.labels[STATE_LABEL];
+        return { name: m.name, ...(m.createdAt ? { createdAt: m.createdAt } : {}), ready: m.ready === true && !m.unschedulable, held: (st !== undefined && st !== 'healthy') || claimed.has(m.name) };
+      });
+      return {
+        ...(pool ? { pool: { id: pool.id, name: pool.name, desired: pool.desiredSize, max: bounds[pool.id]?.max ?? pool.desiredSize } } : {}),
+        ...(instanceId ? { instanceId } : {}),
+        members,
+        ...(record?.taskId ? { removal: await task(record.taskId) } : {}),
+      };
+    },
+  };
+}
+
+/** True while the node's state has a replacement open. */
+export const replacingIn = (s: NodeState): boolean => s.incidents.some((i) => isOpen(i) && i.replace !== undefined);
+
+/** The report that closes a replacement once its node is gone: the removal done, the incident over. */
+export function replacedPlan(r: ReplacementRecord, task?: NonNullable<ReplaceFacts['removal']>): Plan {
+  const at = new Date(r.removeAt ?? r.since).toISOString();
+  const how = task ? `; its ACK task ${r.taskId} is ${task.state}${task.error ? ` (${task.error})` : ''}` : '';
+  return {
+    kind: 'act',
+    incident: r.incident,
+    action: 'replace-node',
+    scope: 'node',
+    phase: 'acted',
+    target: { node: r.node, gpus: r.gpus ?? [], migInstances: [], pods: [] },
+    evictions: [],
+    notices: [],
+    cloud: [{ kind: 'replace', step: 'remove', node: r.node, pool: r.pool, instanceId: r.instanceId }],
+    reason: `node ${r.node} is gone: replaced by ${r.newNode ?? 'a new node'} of node pool ${r.pool}, its instance ${r.instanceId} removed from the pool and released${how}; the incident is closed`,
+    trigger: { eventId: `replace:${r.node}:${r.removeAt ?? r.since}`, detailType: 'Scheduled Event', node: r.node, observedAt: at },
+    nextState: emptyState(),
+  };
+}
+
+export const forgetReplacement = (state: StateStore, node: string) => state.update(keyOf(node), () => undefined);
+
+/** The node still exists (undefined: it is gone). */
+export async function nodeOrGone(nodes: Pick<NodeOps, 'get'>, name: string): Promise<NodeInfo | undefined> {
+  try {
+    return await nodes.get(name);
+  } catch (err) {
+    if (err instanceof NotFoundError) return undefined;
+    throw err;
+  }
+}
