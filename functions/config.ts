@@ -8,8 +8,14 @@ const FunctionsEnvSchema = z.object({
   EVENT_BUS_NAME: z.string().min(1).default('gpu-reflex'),
   /** Path of a kubeconfig file (laptop, the embedded stack). */
   KUBECONFIG: z.string().min(1).optional(),
-  /** A kubeconfig's text, e.g. injected from a secret. */
+  /** A kubeconfig's text (local runs and tests: never packaged, it would sit in the template). */
   GPU_REFLEX_KUBECONFIG_TEXT: z.string().min(1).optional(),
+  /** A Parameter Store SecureString (name or ARN) holding the kubeconfig, read at the first invocation. */
+  GPU_REFLEX_KUBECONFIG_PARAMETER: z.string().regex(/^(\/[\w.\-/]+|arn:aws[\w-]*:ssm:[\w-]+:\d{12}:parameter\/[\w.\-/]+)$/, 'a parameter name starting with / or its ARN').optional(),
+  /** ACK's DescribeClusterUserKubeconfig for ACK_CLUSTER_ID: the API server's `public` or `private` (VPC) endpoint. */
+  GPU_REFLEX_KUBECONFIG_ACK: z.enum(['public', 'private']).optional(),
+  /** How long ACK's temporary kubeconfig lasts (minutes, ACK's bounds); renewed at 80% of it. */
+  GPU_REFLEX_KUBECONFIG_ACK_MINUTES: z.coerce.number().int().min(15).max(4320).default(60),
   /** Use the pod's service account (functions running inside the cluster). */
   GPU_REFLEX_IN_CLUSTER: z.stringbool().default(false),
   /** Namespace of gpu-reflex's own objects: the state ConfigMap and Leases. */
@@ -30,8 +36,8 @@ export function loadFunctionsConfig(env: NodeJS.ProcessEnv = process.env): Funct
   const r = FunctionsEnvSchema.safeParse(env);
   if (!r.success) throw new ConfigError(`bad configuration: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   const c = r.data;
-  const sources = [c.KUBECONFIG, c.GPU_REFLEX_KUBECONFIG_TEXT, c.GPU_REFLEX_IN_CLUSTER || undefined].filter(Boolean).length;
-  if (sources !== 1) throw new ConfigError('bad configuration: set exactly one of KUBECONFIG, GPU_REFLEX_KUBECONFIG_TEXT, GPU_REFLEX_IN_CLUSTER=true');
+  const sources = [c.KUBECONFIG, c.GPU_REFLEX_KUBECONFIG_TEXT, c.GPU_REFLEX_KUBECONFIG_PARAMETER, c.GPU_REFLEX_KUBECONFIG_ACK, c.GPU_REFLEX_IN_CLUSTER || undefined].filter(Boolean).length;
+  if (sources !== 1) throw new ConfigError('bad configuration: set exactly one of KUBECONFIG, GPU_REFLEX_KUBECONFIG_TEXT, GPU_REFLEX_KUBECONFIG_PARAMETER, GPU_REFLEX_KUBECONFIG_ACK, GPU_REFLEX_IN_CLUSTER=true');
   if (c.CHAT_WEBHOOK_URL && !c.CHAT_PLATFORM) throw new ConfigError('bad configuration: CHAT_WEBHOOK_URL needs CHAT_PLATFORM (slack, dingtalk or feishu)');
   return Object.freeze(c);
 }

@@ -43,6 +43,12 @@ const functionPlugins = [
   // node-fetch 2 takes Node's own URL (`Url.URL || whatwgUrl.URL`): whatwg-url and its 0.26 MB
   // Unicode table (tr46) never run here.
   shim('whatwg-url', /^whatwg-url$/, 'exports.URL = globalThis.URL;'),
+  // The AWS SDK's browser user-agent parser (bowser, 34 kB) is imported only by
+  // createUserAgentStringParsingProvider, which parses `window.navigator.userAgent`: browsers only.
+  shim('bowser', /^bowser$/, 'module.exports = {};'),
+  // xml2js's Builder (xmlbuilder, 68 kB) serves @alicloud/tea-xml's toXML, which
+  // @alicloud/openapi-client never calls (it only parses XML answers, with parseXml); a call throws.
+  shim('xmlbuilder', /^xmlbuilder$/, "module.exports = { create() { throw new Error('xmlbuilder is left out of the bundle (scripts/build.js)'); } };"),
   // zod's `z.locales` namespace holds every language's messages (0.26 MB); the functions speak English.
   {
     name: 'zod-locales',

@@ -18,6 +18,7 @@ import type { EventPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier, WebhookNotifier, type Notifier } from '../adapters/chat/notifier.ts';
 import { currentClock, type Clock } from '../adapters/clock.ts';
 import { dryRunPorts } from '../adapters/kube/dry-run.ts';
+import { kubeconfigSource, renewAt } from '../adapters/kubeconfig/source.ts';
 import type { KubePorts, KubePortsOptions } from '../adapters/kube/index.ts';
 import { ConfigError, loadFunctionsConfig, type FunctionsConfig } from '../config.ts';
 import { DryRunNotifier, DryRunPublisher } from './dry-run.ts';
@@ -33,6 +34,11 @@ export interface BaseDeps {
   clock: Clock;
   /** Which wiring this is (for logs); nothing downstream branches on it. */
   dryRun: boolean;
+  /**
+   * When this wiring must be built again (the clock's epoch ms): its kubeconfig is temporary (ACK's
+   * DescribeClusterUserKubeconfig) and `lazy` wires anew from here on. Absent: never.
+   */
+  renewAt?: number;
 }
 
 /** The shared deps and what one function wired of its own. */
@@ -47,16 +53,23 @@ export async function wireFromEnv<Own extends object = object>(service: string, 
   const clock = currentClock();
   // Log lines carry the one clock's time too (virtual under simulate).
   const logger = createLogger({ service, level: config.LOG_LEVEL, now: () => clock.now() });
+  // A kubeconfig from a secret store is fetched here, at the first invocation, with the function's
+  // own role: the template holds only where it is (docs/deploy.md#cluster-access).
+  const source = await kubeconfigSource(config, env, () => clock.now());
+  const fetchedAt = clock.now();
+  const fetched = source ? await source.fetch() : undefined;
   const kc = loadKubeConfig(
-    config.KUBECONFIG ? { kubeconfigPath: config.KUBECONFIG } : config.GPU_REFLEX_KUBECONFIG_TEXT ? { kubeconfigText: config.GPU_REFLEX_KUBECONFIG_TEXT } : { inCluster: true },
+    fetched ? { kubeconfigText: fetched.text } : config.KUBECONFIG ? { kubeconfigPath: config.KUBECONFIG } : config.GPU_REFLEX_KUBECONFIG_TEXT ? { kubeconfigText: config.GPU_REFLEX_KUBECONFIG_TEXT } : { inCluster: true },
   );
+  const renew = renewAt(fetchedAt, fetched?.expiresAt);
+  if (source) logger.info('kubeconfig fetched', { source: source.name, ...(fetched?.expiresAt !== undefined ? { expiresAt: new Date(fetched.expiresAt).toISOString(), renewAt: new Date(renew!).toISOString() } : {}) });
   const mine = ownConfig ? ownConfig(env) : { own: {} as Own };
   const dryRun = config.DRY_RUN || mine.dryRun === true;
   // Events (kubectl describe node) carry the one clock's time and this function's name.
   const kube = kubePorts(kc, { namespace: config.GPU_REFLEX_NAMESPACE, events: { clock, logger, instance: service }, ...mine.kube });
   const bus = new EventBridgePublisher(config.EVENT_BUS_NAME);
   const chat: Notifier = config.CHAT_WEBHOOK_URL && config.CHAT_PLATFORM ? new WebhookNotifier(config.CHAT_PLATFORM, config.CHAT_WEBHOOK_URL) : new RecordingNotifier();
-  const base = { ...mine.own, config, logger, clock, dryRun };
+  const base = { ...mine.own, config, logger, clock, dryRun, ...(renew !== undefined ? { renewAt: renew } : {}) };
   // Not safeNotifier: carryOut must see a failed notice to keep it in the outbox; it logs it and
   // never lets it fail a remediation.
   if (!dryRun) return { ...base, kube, publisher: bus, notifier: chat };
@@ -71,15 +84,27 @@ export async function wireFromEnv<Own extends object = object>(service: string, 
 
 /**
  * Wiring happens at the first invocation, not at import, once per container. A wiring that fails
- * (a bad config) is not kept: the next call wires again and reports it again.
+ * (a bad config) is not kept: the next call wires again and reports it again. A wiring that says
+ * when to renew (`renewAt` on its own `clock`: a temporary kubeconfig) is built again by the first
+ * call from then on; calls already holding the old one finish with it.
  */
 export function lazy<T>(make: () => Promise<T>): () => Promise<T> {
   let v: Promise<T> | undefined;
-  return () =>
-    (v ??= make().catch((err: unknown) => {
-      v = undefined;
-      throw err;
-    }));
+  let due = (): boolean => false;
+  return () => {
+    if (v && due()) v = undefined;
+    return (v ??= make().then(
+      (made) => {
+        const { renewAt: at, clock } = (made ?? {}) as { renewAt?: number; clock?: Pick<Clock, 'now'> };
+        due = at !== undefined && clock ? () => clock.now() >= at : () => false;
+        return made;
+      },
+      (err: unknown) => {
+        v = undefined;
+        throw err;
+      },
+    ));
+  };
 }
 
 /**

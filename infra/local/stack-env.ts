@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 /**
  * The environment the stack gives the functions it runs in-process (they read it as a Lambda
  * reads its configuration, functions/config.ts): where the cluster is, and where to publish back.
- * The other two cluster sources are unset, because the functions insist on exactly one.
+ * The other cluster sources are unset, because the functions insist on exactly one.
  * Documented in docs/local-stack.md.
  */
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -14,6 +14,8 @@ export function functionEnv(o: { kubeconfig: string; busUrl: string; busName: st
     KUBECONFIG: o.kubeconfig,
     GPU_REFLEX_KUBECONFIG_TEXT: undefined,
     GPU_REFLEX_IN_CLUSTER: undefined,
+    GPU_REFLEX_KUBECONFIG_PARAMETER: undefined,
+    GPU_REFLEX_KUBECONFIG_ACK: undefined,
     EVENT_BUS_NAME: o.busName,
     AWS_ENDPOINT_URL_EVENTBRIDGE: o.busUrl,
     // Dummy credentials: the local bus checks the SigV4 shape, never the secret.

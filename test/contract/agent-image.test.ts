@@ -103,8 +103,7 @@ describe('the DaemonSet env and the agent\'s documented variables', () => {
   });
 
   it('sets only documented variables, in the DaemonSet and in the actuator patch', () => {
-    const patch = read('infra/k8s/node-agent-actuator.yaml').match(/^# spec:\n([\s\S]*?)^# P$/m)![0].split('\n').slice(0, -1).map((l) => l.slice(2)).join('\n');
-    const patched = (parseYaml(patch) as { spec: { template: { spec: { containers: Container[] } } } }).spec.template.spec.containers[0]!;
+    const patched = (parseYaml(read('infra/k8s/actuator/daemonset-patch.yaml')) as { spec: { template: { spec: { containers: Container[] } } } }).spec.template.spec.containers[0]!;
     const set = [...(agent.env ?? []), ...(patched.env ?? [])].map((e) => e.name);
     expect(set.length).toBeGreaterThan(3);
     expect(set.filter((n) => !documented.has(n))).toEqual([]);

@@ -42,7 +42,7 @@ function clientChunks(key: string): Map<string, string[]> {
   const meta = JSON.parse(readFileSync(join(root, `.build/meta/${key}.json`), 'utf8')) as { outputs: Record<string, { inputs: Record<string, unknown> }> };
   const held = new Map<string, string[]>();
   for (const [out, { inputs }] of Object.entries(meta.outputs)) {
-    const sdks = [...new Set(Object.keys(inputs).flatMap((i) => i.match(/node_modules\/(@kubernetes\/client-node|@aws-sdk\/client-eventbridge|@alicloud\/[^/]+)\//)?.[1] ?? []))];
+    const sdks = [...new Set(Object.keys(inputs).flatMap((i) => i.match(/node_modules\/(@kubernetes\/client-node|@aws-sdk\/client-(?:eventbridge|ssm)|@alicloud\/[^/]+)\//)?.[1] ?? []))];
     if (out.endsWith('.mjs') && sdks.length) held.set(pathToFileURL(join(root, out)).href, sdks);
   }
   return held;
@@ -67,6 +67,7 @@ async function loadedModules(script: string, env: NodeJS.ProcessEnv): Promise<{ 
 // exactly as a fresh clone would: no AWS credentials, HOME with no ~/.aws, every proxy variable
 // pointing at a closed port, and every TCP connection any node process of it attempts refused and
 // logged (test/no-network.mjs). One file, so the bundles are not rebuilt under another test's feet.
+const KUBECONFIG_SECRET = 'not-for-the-template-3f9c';
 let stdout = '';
 let stderr = '';
 let networkLog = '';
@@ -84,6 +85,8 @@ beforeAll(async () => {
     NODE_OPTIONS: `--import ${pathToFileURL(join(root, 'test/no-network.mjs')).href}`,
     NO_NETWORK_LOG: log,
     npm_config_update_notifier: 'false',
+    // A developer's shell may hold a kubeconfig: it must not reach the template.
+    GPU_REFLEX_KUBECONFIG_TEXT: `apiVersion: v1\nkind: Config\nusers: [{name: u, user: {token: ${KUBECONFIG_SECRET}}}]\n`,
   };
   // The build parses client-node's generated API once (scripts/kube-api-slim.js): allow for a loaded machine.
   ({ stdout, stderr } = await promisify(execFile)('npm', ['run', 'package'], { cwd: root, env }));
@@ -119,7 +122,7 @@ describe('npm run build', () => {
   it.each(Object.keys(yml().functions))("%s: importing the bundle evaluates none of client-node, the AWS SDK's client or the Alibaba SDKs", async (key) => {
     const held = clientChunks(key);
     // Not vacuous: the bundle has the clients, in files of their own.
-    expect([...new Set([...held.values()].flat())]).toEqual(expect.arrayContaining(['@kubernetes/client-node', '@aws-sdk/client-eventbridge']));
+    expect([...new Set([...held.values()].flat())]).toEqual(expect.arrayContaining(['@kubernetes/client-node', '@aws-sdk/client-eventbridge', '@aws-sdk/client-ssm']));
     const { log } = await loadedModules(`await import(${JSON.stringify(pathToFileURL(join(root, `.build/functions/${key}/index.mjs`)).href)});`, { PATH: process.env.PATH, AWS_REGION: 'us-east-1' });
     expect(log).toContain(pathToFileURL(join(root, `.build/functions/${key}/index.mjs`)).href);
     expect(log.filter((u) => held.has(u)).map((u) => `${u.slice(u.lastIndexOf('/') + 1)}: ${held.get(u)!.join(', ')}`)).toEqual([]);
@@ -176,6 +179,8 @@ type Statement = { Effect: string; Action: string | string[]; Resource: unknown;
 const yml = () => parseDocument(readFileSync(join(root, 'serverless.yml'), 'utf8'), { logLevel: 'silent' }).toJS({ maxAliasCount: 100 }) as { functions: Record<string, { handler: string; events?: Record<string, unknown>[] }> };
 const template = () => (JSON.parse(readFileSync(join(root, '.serverless/cloudformation-template-update-stack.json'), 'utf8')) as { Resources: Record<string, Cf> }).Resources;
 const getAtt = (id: string, att = 'Arn') => ({ 'Fn::GetAtt': [id, att] });
+/** A Parameter Store parameter's ARN in this account, partition and region, as CloudFormation builds it. */
+const parameterArn = (name: string) => ({ 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':ssm:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, `:parameter${name}`]] });
 /** The template's Lambda function for a serverless.yml key (found by its name, not osls's logical-id spelling). */
 function lambda(res: Record<string, Cf>, key: string): [string, Cf] {
   const found = Object.entries(res).find(([, r]) => r.Type === 'AWS::Lambda::Function' && r.Properties.FunctionName === `gpu-reflex-dev-${key}`);
@@ -231,6 +236,22 @@ describe('npm run package (osls, offline)', () => {
   });
 });
 
+describe('cluster access (the packaged template)', () => {
+  // The kubeconfig is a secret: the template names the parameter it is kept in, never its text, even
+  // when the shell that packages has one (the beforeAll's environment sets GPU_REFLEX_KUBECONFIG_TEXT).
+  it('holds no kubeconfig: each function fetches it from the one parameter at its first invocation', () => {
+    const text = readFileSync(join(root, '.serverless/cloudformation-template-update-stack.json'), 'utf8');
+    expect(text).not.toContain(KUBECONFIG_SECRET);
+    expect(text).not.toMatch(/GPU_REFLEX_KUBECONFIG_TEXT|client-key-data|certificate-authority-data|current-context/);
+    const res = template();
+    for (const key of Object.keys(yml().functions)) {
+      const vars = (lambda(res, key)[1].Properties.Environment?.Variables ?? {}) as Record<string, unknown>;
+      expect(vars.GPU_REFLEX_KUBECONFIG_PARAMETER, key).toBe('/gpu-reflex/dev/kubeconfig');
+      expect(Object.keys(vars).filter((v) => /^(KUBECONFIG|GPU_REFLEX_KUBECONFIG_(TEXT|ACK)|GPU_REFLEX_IN_CLUSTER)$/.test(v)), key).toEqual([]);
+    }
+  });
+});
+
 describe('least privilege per function (the packaged template)', () => {
   it('creates no shared execution role: every function assumes a role of its own, for Lambda only', () => {
     const res = template();
@@ -249,7 +270,9 @@ describe('least privilege per function (the packaged template)', () => {
 
   // What each function's code needs: CloudWatch Logs for its own log group (Lambda's runtime writes
   // them), PutEvents on the bus where its bundle calls it (functions/adapters/bus-eventbridge.ts), SendMessage
-  // to the dead-letter queue its failures go to. Nothing else, no wildcard action or resource.
+  // to the dead-letter queue its failures go to, GetParameter on the one parameter its
+  // GPU_REFLEX_KUBECONFIG_PARAMETER names where its bundle calls it (functions/adapters/kubeconfig/ssm.ts).
+  // Nothing else, no wildcard action or resource.
   it('grants each function exactly what its code calls, on its own resources', () => {
     const res = template();
     for (const [key, fn] of Object.entries(yml().functions)) {
@@ -267,6 +290,8 @@ describe('least privilege per function (the packaged template)', () => {
       const evConf = Object.values(res).find((r) => r.Type === 'AWS::Lambda::EventInvokeConfig' && r.Properties.FunctionName?.Ref === id);
       const dlq = evConf?.Properties.DestinationConfig?.OnFailure?.Destination;
       if (isAsync(fn.events)) expected.push(`sqs:SendMessage ${JSON.stringify(dlq)}`);
+      const parameter = f.Properties.Environment?.Variables?.GPU_REFLEX_KUBECONFIG_PARAMETER as string | undefined;
+      if (parameter && bundleFiles(key).some((f) => readFileSync(f, 'utf8').includes('"GetParameter"'))) expected.push(`ssm:GetParameter ${JSON.stringify(parameterArn(parameter))}`);
       expect(granted.sort(), key).toEqual(expected.sort());
       expect(JSON.stringify(role.Properties.Policies)).not.toContain('*');
     }

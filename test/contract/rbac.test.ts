@@ -22,7 +22,7 @@ describe('infra/k8s RBAC for the functions', () => {
 });
 
 describe('infra/k8s RBAC for the node agent actuator', () => {
-  const actuator = parseAllDocuments(readFileSync(new URL('../../infra/k8s/node-agent-actuator.yaml', import.meta.url), 'utf8')).map((d) => d.toJS() as { kind: string; rules?: RbacRule[]; subjects?: { name: string }[] });
+  const actuator = parseAllDocuments(readFileSync(new URL('../../infra/k8s/actuator/rbac.yaml', import.meta.url), 'utf8')).map((d) => d.toJS() as { kind: string; rules?: RbacRule[]; subjects?: { name: string }[] });
   it('grants exactly what node-agent/actuator/ports.ts calls (get and patch nodes), bound to the agent', () => {
     const role = actuator.find((d) => d.kind === 'ClusterRole')!;
     expect(role.rules).toEqual([{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'patch'] }]);

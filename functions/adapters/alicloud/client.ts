@@ -91,13 +91,13 @@ export function mapAliCloudError(err: unknown, action: string): AdapterError {
 type Ctor = new (config: openapi.Config) => { callApi(params: openapi.Params, request: openapi.OpenApiRequest, runtime: object): Promise<{ body: unknown }> };
 
 /** A CJS module's class whichever way it was imported (node's ESM interop or a bundler). */
-function defaultClass<T>(mod: unknown): T {
+export function defaultClass<T>(mod: unknown): T {
   const m = mod as { default: T | { default: T } };
   return (typeof m.default === 'function' ? m.default : (m.default as { default: T }).default) as T;
 }
 
 /** Alibaba's default credential chain: env access keys, RRSA (the OIDC variables ACK injects), the ECS RAM role… */
-function defaultCredential(): unknown {
+export function defaultCredential(): unknown {
   const Credential = defaultClass<new () => unknown>(credentials);
   return new Credential();
 }

@@ -159,6 +159,20 @@ export class AliCloud {
     if (clusterId !== this.clusterId) throw new CloudError(404, 'ErrorClusterNotFound', `cluster ${clusterId} not found`);
   }
 
+  /**
+   * The kubeconfigs DescribeClusterUserKubeconfig hands out (`public` and `private` endpoint), set
+   * by whoever runs the cluster beside this cloud (a test, the embedded stack). Unset: the call fails.
+   */
+  readonly userKubeconfigs: { public?: string; private?: string } = {};
+
+  /** DescribeClusterUserKubeconfig: a temporary one lasts `minutes` (15–4320); without, 3 years (ACK's default certificate). */
+  userKubeconfig(privateIp: boolean, minutes: number | undefined): { config: string; expiresMs: number } {
+    if (minutes !== undefined && (!Number.isInteger(minutes) || minutes < 15 || minutes > 4320)) throw new CloudError(400, 'InvalidParameter', `TemporaryDurationMinutes must be an integer from 15 to 4320 (got ${minutes})`);
+    const config = this.userKubeconfigs[privateIp ? 'private' : 'public'];
+    if (config === undefined) throw new CloudError(400, 'InvalidParameter', `this simulator has no ${privateIp ? 'private' : 'public'} kubeconfig for cluster ${this.clusterId} (set cloud.userKubeconfigs)`);
+    return { config, expiresMs: this.clock.now() + (minutes ?? 3 * 365 * 24 * 60) * 60_000 };
+  }
+
   /** ModifyClusterNodePool: the absolute desired size; a retry with the same size changes nothing. */
   setDesired(poolId: string, desired: number): SimTask {
     const pool = this.pool(poolId);

@@ -7,7 +7,7 @@ import { loadCloudFile, validateCloudFile, type CloudFile, type ParsedCloudFile 
 import { createHandler } from './server.ts';
 
 /**
- * The Alibaba Cloud OpenAPI simulator: CS (ACK node pools, tasks) and ECS (instance types, prices,
+ * The Alibaba Cloud OpenAPI simulator: CS (ACK node pools, tasks, user kubeconfigs) and ECS (instance types, prices,
  * instances, reboot) on one loopback endpoint, checking ACS3-HMAC-SHA256 signatures, so the
  * official SDKs and our adapter run against it unchanged.
  *

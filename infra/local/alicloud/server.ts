@@ -160,6 +160,7 @@ function csRoute(call: Call): { action: string; clusterId?: string; poolId?: str
   }
   if (m === 'DELETE' && s.length === 5 && s[0] === 'clusters' && s[2] === 'nodepools' && s[4] === 'nodes') return { action: 'RemoveNodePoolNodes', clusterId: s[1]!, poolId: s[3]! };
   if (m === 'GET' && s.length === 2 && s[0] === 'tasks') return { action: 'DescribeTaskInfo', taskId: s[1]! };
+  if (m === 'GET' && s.length === 3 && s[0] === 'k8s' && s[2] === 'user_config') return { action: 'DescribeClusterUserKubeconfig', clusterId: s[1]! };
   return undefined;
 }
 
@@ -198,6 +199,11 @@ function serveCs(cloud: AliCloud, call: Call, requestId: string): Json {
       if (ids.length === 0 && call.query.get('nodes')) throw new CloudError(400, 'InvalidParameter', '`nodes` is deprecated and not served here: name the nodes by instance_ids');
       const task = cloud.removeNodes(r.poolId!, ids, { release: bool(call.query.get('release_node'), false), drain: bool(call.query.get('drain_node'), false) });
       return { task_id: task.id, request_id: requestId };
+    }
+    case 'DescribeClusterUserKubeconfig': {
+      const minutes = call.query.get('TemporaryDurationMinutes');
+      const got = cloud.userKubeconfig(bool(call.query.get('PrivateIpAddress'), false), minutes === null ? undefined : intParam(minutes, 'TemporaryDurationMinutes'));
+      return { config: got.config, expiration: iso(got.expiresMs) };
     }
     default:
       return taskView(cloud, cloud.task(r.taskId!));

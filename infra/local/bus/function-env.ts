@@ -7,7 +7,7 @@ import { parse as parseYaml } from 'yaml';
  * cluster. `local` does the same through infra/local/stack-env.ts.
  *
  * The functions read exactly one cluster source (functions/config.ts): a kubeconfig file, a
- * kubeconfig's text, or the pod's service account. Without one every delivery would fail and be
+ * kubeconfig's text, one fetched from Parameter Store or ACK, or the pod's service account. Without one every delivery would fail and be
  * retried until it dead-letters, so the command refuses to start instead.
  */
 export interface FunctionCluster {
@@ -22,7 +22,7 @@ export class ClusterSourceError extends Error {
   override name = 'ClusterSourceError';
 }
 
-const SOURCES = ['KUBECONFIG', 'GPU_REFLEX_KUBECONFIG_TEXT', 'GPU_REFLEX_IN_CLUSTER'] as const;
+const SOURCES = ['KUBECONFIG', 'GPU_REFLEX_KUBECONFIG_TEXT', 'GPU_REFLEX_KUBECONFIG_PARAMETER', 'GPU_REFLEX_KUBECONFIG_ACK', 'GPU_REFLEX_IN_CLUSTER'] as const;
 const NONE = Object.fromEntries(SOURCES.map((k) => [k, undefined])) as Record<(typeof SOURCES)[number], undefined>;
 
 /** `--kubeconfig FILE` wins; otherwise exactly one of the functions' own variables must be set. */
@@ -37,6 +37,8 @@ export function resolveFunctionCluster(flag: string | undefined, env: Record<str
   const keep = { ...NONE, [source]: env[source] };
   if (source === 'KUBECONFIG') return { description: `kubeconfig ${env.KUBECONFIG} (KUBECONFIG; ${kubeconfigTarget(read, env.KUBECONFIG!)})`, env: keep };
   if (source === 'GPU_REFLEX_KUBECONFIG_TEXT') return { description: `the kubeconfig in GPU_REFLEX_KUBECONFIG_TEXT (${describeKubeconfig(env.GPU_REFLEX_KUBECONFIG_TEXT!)})`, env: keep };
+  if (source === 'GPU_REFLEX_KUBECONFIG_PARAMETER') return { description: `the kubeconfig in Parameter Store ${env[source]} (fetched at the first delivery)`, env: keep };
+  if (source === 'GPU_REFLEX_KUBECONFIG_ACK') return { description: `ACK's kubeconfig for ${env.ACK_CLUSTER_ID ?? 'ACK_CLUSTER_ID'} (${env[source]} endpoint, fetched at the first delivery)`, env: keep };
   return { description: 'the service account of this pod (GPU_REFLEX_IN_CLUSTER=true)', env: keep };
 }
 

@@ -1,0 +1,151 @@
+import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { afterEach, describe, expect, it } from 'vitest';
+import { VirtualClock } from '../../../events/clock.ts';
+import { startAliCloudSim, type AliCloudSim } from '../../../infra/local/alicloud/index.ts';
+import { EXAMPLE_FLEET_PATH, startKubeSim, type KubeSim } from '../../../infra/local/kube/index.ts';
+import { withEnv } from '../../../infra/local/stack-env.ts';
+import { lazy, wireFromEnv } from '../../lib/wiring.ts';
+import { injectClock } from '../clock.ts';
+import { ConfigurationError, ForbiddenError, NotFoundError } from '../errors.ts';
+import { ACK_KUBECONFIG_ACTION, AckKubeconfigSource } from './ack.ts';
+import { renewAt } from './source.ts';
+import { SsmKubeconfigSource } from './ssm.ts';
+
+/**
+ * A stand-in for Parameter Store on a loopback port: the AWS SDK's own client (AwsJson1_1, SigV4)
+ * talks to it through `AWS_ENDPOINT_URL_SSM`, as Lambda's would to SSM. It keeps every request.
+ */
+async function fakeSsm(answer: (name: string) => { status: number; body: object }): Promise<{ server: Server; url: string; requests: { headers: IncomingHttpHeaders; body: Record<string, unknown> }[] }> {
+  const requests: { headers: IncomingHttpHeaders; body: Record<string, unknown> }[] = [];
+  const server = createServer((req, res) => {
+    let text = '';
+    req.on('data', (c: Buffer) => (text += c.toString()));
+    req.on('end', () => {
+      const body = JSON.parse(text) as Record<string, unknown>;
+      requests.push({ headers: req.headers, body });
+      const a = answer(String(body['Name']));
+      res.writeHead(a.status, { 'content-type': 'application/x-amz-json-1.1' }).end(JSON.stringify(a.body));
+    });
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  return { server, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, requests };
+}
+
+const AWS_ENV = { AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', AWS_SESSION_TOKEN: undefined };
+const cleanups: (() => unknown)[] = [];
+afterEach(async () => {
+  for (const c of cleanups.splice(0).reverse()) await c();
+  injectClock(undefined);
+});
+
+async function ssmWith(answer: Parameters<typeof fakeSsm>[0]) {
+  const ssm = await fakeSsm(answer);
+  cleanups.push(() => ssm.server.close());
+  cleanups.push(withEnv({ ...AWS_ENV, AWS_ENDPOINT_URL_SSM: ssm.url }));
+  return ssm;
+}
+
+async function kubeSim(): Promise<KubeSim> {
+  const sim = await startKubeSim({ fleet: EXAMPLE_FLEET_PATH });
+  cleanups.push(() => sim.close());
+  return sim;
+}
+
+async function aliSim(clock: VirtualClock): Promise<AliCloudSim> {
+  const sim = await startAliCloudSim({ clock });
+  cleanups.push(() => sim.close());
+  return sim;
+}
+
+describe('Parameter Store (SecureString) through the AWS SDK', () => {
+  it('reads the parameter decrypted, by the name it was given', async () => {
+    const ssm = await ssmWith((name) => ({ status: 200, body: { Parameter: { Name: name, Type: 'SecureString', Value: 'apiVersion: v1\n', Version: 3 } } }));
+    await expect(new SsmKubeconfigSource('/gpu-reflex/prod/kubeconfig').fetch()).resolves.toEqual({ text: 'apiVersion: v1\n' });
+    expect(ssm.requests).toHaveLength(1);
+    expect(ssm.requests[0]!.headers['x-amz-target']).toBe('AmazonSSM.GetParameter');
+    expect(ssm.requests[0]!.body).toEqual({ Name: '/gpu-reflex/prod/kubeconfig', WithDecryption: true });
+  });
+
+  it.each([
+    ['a missing parameter', { __type: 'ParameterNotFound', message: 'x' }, NotFoundError, 'no such parameter'],
+    ['a role without ssm:GetParameter', { __type: 'AccessDeniedException', Message: 'not authorized' }, ForbiddenError, "the function's role needs ssm:GetParameter"],
+    ['a key the role may not use', { __type: 'InvalidKeyId', message: 'x' }, ForbiddenError, 'kms:Decrypt'],
+  ])('names the parameter and what to grant on %s, never a value', async (_what, body, errorClass, text) => {
+    await ssmWith(() => ({ status: 400, body }));
+    const err = await new SsmKubeconfigSource('/gpu-reflex/prod/kubeconfig').fetch().catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(errorClass);
+    expect((err as Error).message).toContain('ssm:/gpu-reflex/prod/kubeconfig');
+    expect((err as Error).message).toContain(text);
+  });
+
+  it('refuses a plain String parameter: a kubeconfig is kept encrypted', async () => {
+    await ssmWith((name) => ({ status: 200, body: { Parameter: { Name: name, Type: 'String', Value: 'apiVersion: v1\n' } } }));
+    await expect(new SsmKubeconfigSource('/k').fetch()).rejects.toThrow(ConfigurationError);
+  });
+});
+
+describe("ACK's DescribeClusterUserKubeconfig (real @alicloud/openapi-client against the simulator, ACS3-signed)", () => {
+  it('asks for a temporary kubeconfig of the endpoint configured, and returns its expiry', async () => {
+    const clock = new VirtualClock(Date.UTC(2026, 0, 1));
+    const sim = await aliSim(clock);
+    sim.cloud.userKubeconfigs.public = 'public-config';
+    sim.cloud.userKubeconfigs.private = 'private-config';
+    const c = sim.connection;
+    const settings = { regionId: c.regionId, clusterId: c.clusterId, accessKeyId: c.accessKeyId, accessKeySecret: c.accessKeySecret, endpoint: c.endpoint, protocol: 'http' as const };
+    const now = () => clock.now();
+    await expect(new AckKubeconfigSource(settings, { endpoint: 'private', minutes: 90, now }).fetch()).resolves.toEqual({ text: 'private-config', expiresAt: Date.UTC(2026, 0, 1, 1, 30) });
+    await expect(new AckKubeconfigSource(settings, { endpoint: 'public', minutes: 15, now }).fetch()).resolves.toEqual({ text: 'public-config', expiresAt: Date.UTC(2026, 0, 1, 0, 15) });
+    expect(sim.cloud.calls.map((x) => x.action)).toEqual(['DescribeClusterUserKubeconfig', 'DescribeClusterUserKubeconfig']);
+    const wrong = await new AckKubeconfigSource({ ...settings, clusterId: 'c-other' }, { endpoint: 'public', minutes: 15, now }).fetch().catch((e: unknown) => e);
+    expect(wrong).toBeInstanceOf(NotFoundError);
+    expect((wrong as Error).message).toContain(ACK_KUBECONFIG_ACTION);
+  });
+});
+
+describe('renewing before expiry', () => {
+  it.each([
+    [0, 60 * 60_000, 48 * 60_000],
+    [1_000, 1_000 + 3 * 24 * 3600_000, 1_000 + Math.floor(0.8 * 3 * 24 * 3600_000)],
+    [5_000, 4_000, 5_000],
+    [0, undefined, undefined],
+  ])('fetched at %d, expiring at %s: renewed at %s', (fetched, expires, at) => {
+    expect(renewAt(fetched, expires)).toBe(at);
+  });
+});
+
+describe('the wiring reaches the cluster with a fetched kubeconfig', () => {
+  it('from Parameter Store, once per container', async () => {
+    const kube = await kubeSim();
+    const ssm = await ssmWith((name) => ({ status: 200, body: { Parameter: { Name: name, Type: 'SecureString', Value: kube.kubeconfig() } } }));
+    const get = lazy(() => wireFromEnv('test', undefined, { GPU_REFLEX_KUBECONFIG_PARAMETER: '/gpu-reflex/dev/kubeconfig', LOG_LEVEL: 'error' }));
+    const deps = await get();
+    expect((await deps.kube.nodes.get('a100-train-0')).name).toBe('a100-train-0');
+    expect(deps.renewAt).toBeUndefined();
+    expect(await get()).toBe(deps);
+    expect(ssm.requests).toHaveLength(1);
+  });
+
+  it("from ACK, wired again once 80% of the temporary kubeconfig's life has passed", async () => {
+    const clock = new VirtualClock(Date.UTC(2026, 0, 1));
+    injectClock(clock);
+    const kube = await kubeSim();
+    const ali = await aliSim(clock);
+    ali.cloud.userKubeconfigs.public = kube.kubeconfig();
+    const c = ali.connection;
+    const env = { GPU_REFLEX_KUBECONFIG_ACK: 'public', GPU_REFLEX_KUBECONFIG_ACK_MINUTES: '60', ALIBABA_CLOUD_REGION_ID: c.regionId, ACK_CLUSTER_ID: c.clusterId, ALIBABA_CLOUD_ACCESS_KEY_ID: c.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: c.accessKeySecret, ALIBABA_CLOUD_ENDPOINT: c.endpoint, ALIBABA_CLOUD_PROTOCOL: 'http', LOG_LEVEL: 'error' };
+    cleanups.push(withEnv(AWS_ENV));
+    const get = lazy(() => wireFromEnv('test', undefined, env));
+    const first = await get();
+    expect((await first.kube.nodes.get('a100-train-0')).name).toBe('a100-train-0');
+    expect(first.renewAt).toBe(Date.UTC(2026, 0, 1, 0, 48));
+    clock.advance(48 * 60_000 - 1);
+    expect(await get()).toBe(first);
+    clock.advance(1);
+    const second = await get();
+    expect(second).not.toBe(first);
+    expect(second.renewAt).toBe(Date.UTC(2026, 0, 1, 1, 36));
+    expect((await second.kube.nodes.get('a100-train-0')).name).toBe('a100-train-0');
+    expect(ali.cloud.calls.map((x) => x.action)).toEqual(['DescribeClusterUserKubeconfig', 'DescribeClusterUserKubeconfig']);
+  });
+});

@@ -1,0 +1,52 @@
+/**
+ * Where a function's kubeconfig comes from when it is not a file: a secret store its own role may
+ * read, fetched at the first invocation (the wiring runs there anyway) and never written into the
+ * CloudFormation template (docs/deploy.md#cluster-access).
+ *
+ * This file holds no SDK: each source is an adapter loaded with `import()` by `kubeconfigSource`,
+ * so a bundle's import evaluates none of them (test/contract/build.test.ts).
+ */
+import type { FunctionsConfig } from '../../config.ts';
+
+export interface FetchedKubeconfig {
+  /** The kubeconfig's text. Never logged. */
+  text: string;
+  /** When the credentials in it stop working (epoch ms); absent: they do not expire on their own. */
+  expiresAt?: number;
+}
+
+/**
+ * A kubeconfig from outside the function. `fetch` is a read: safe to repeat, and repeated before
+ * `expiresAt` to renew a temporary one. A source the role may not read throws ForbiddenError, a
+ * missing secret NotFoundError (errors.ts), naming the secret but never its value.
+ */
+export interface KubeconfigSource {
+  /** For logs and errors: `ssm:/gpu-reflex/prod/kubeconfig`, `ack:c-123 (public)`. */
+  readonly name: string;
+  /** The cloud permission a fetch needs, so IAM / RAM can be checked against the code. */
+  readonly permission: string;
+  fetch(): Promise<FetchedKubeconfig>;
+}
+
+/**
+ * When to fetch again: at 80% of the time left when it was fetched, so a renewal that fails (the
+ * invocation then fails and the platform retries it) still has the old credentials' last fifth to
+ * succeed in. No expiry: never.
+ */
+export function renewAt(fetchedAt: number, expiresAt: number | undefined): number | undefined {
+  if (expiresAt === undefined) return undefined;
+  return fetchedAt + Math.max(0, Math.floor((expiresAt - fetchedAt) * 0.8));
+}
+
+/** The source the configuration names, or undefined (a file, the text, or in-cluster access). */
+export async function kubeconfigSource(config: FunctionsConfig, env: NodeJS.ProcessEnv, now: () => number): Promise<KubeconfigSource | undefined> {
+  if (config.GPU_REFLEX_KUBECONFIG_PARAMETER) {
+    const { SsmKubeconfigSource } = await import('./ssm.ts');
+    return new SsmKubeconfigSource(config.GPU_REFLEX_KUBECONFIG_PARAMETER);
+  }
+  if (config.GPU_REFLEX_KUBECONFIG_ACK) {
+    const { AckKubeconfigSource } = await import('./ack.ts');
+    return AckKubeconfigSource.fromEnv(env, { endpoint: config.GPU_REFLEX_KUBECONFIG_ACK, minutes: config.GPU_REFLEX_KUBECONFIG_ACK_MINUTES, now });
+  }
+  return undefined;
+}

@@ -1,0 +1,128 @@
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { parse as parseYaml, parseAllDocuments } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { commandWorks, requireTool } from '../tools.ts';
+
+/**
+ * infra/k8s/kustomization.yaml, rendered two ways: by reading every file it names (always), and by
+ * the real `kubectl kustomize` where kubectl is installed; both must give the same objects.
+ */
+const root = new URL('../../', import.meta.url).pathname;
+const k8s = join(root, 'infra/k8s');
+
+type Obj = {
+  apiVersion: string;
+  kind: string;
+  metadata: { name: string; namespace?: string; annotations?: Record<string, string> };
+  subjects?: { kind: string; name: string; namespace?: string }[];
+  roleRef?: { kind: string; name: string };
+  spec?: { template: { spec: { serviceAccountName?: string; automountServiceAccountToken?: boolean; containers: { name: string; image: string; env?: { name: string }[] }[] } } };
+};
+type Kustomization = { kind: string; resources?: string[]; components?: string[]; patches?: { path: string }[]; images?: { name: string; newName?: string; newTag?: string }[] };
+
+const CLUSTER_SCOPED = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding']);
+/** Namespaces gpu-reflex uses but does not create: NVIDIA's GPU Operator's (the mig-parted ConfigMap). */
+const EXTERNAL_NAMESPACES = new Set(['gpu-operator']);
+const key = (o: Obj) => `${o.apiVersion.split('/').slice(0, -1).join('/') || 'core'}/${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+
+/** The objects of a kustomization without kubectl: its resources' documents, its components' too; patches only checked to have a target. */
+function render(dir: string, components: string[] = []): { objects: Obj[]; patches: Obj[]; images: Kustomization['images'] } {
+  const k = parseYaml(readFileSync(join(dir, 'kustomization.yaml'), 'utf8')) as Kustomization;
+  const objects: Obj[] = [];
+  const patches: Obj[] = [];
+  for (const r of k.resources ?? []) {
+    expect(existsSync(join(dir, r)), `${dir}: resource ${r}`).toBe(true);
+    objects.push(...parseAllDocuments(readFileSync(join(dir, r), 'utf8')).map((d) => d.toJS() as Obj));
+  }
+  for (const p of k.patches ?? []) patches.push(parseYaml(readFileSync(join(dir, p.path), 'utf8')) as Obj);
+  for (const c of [...(k.components ?? []), ...components]) {
+    const sub = render(join(dir, c));
+    expect((parseYaml(readFileSync(join(dir, c, 'kustomization.yaml'), 'utf8')) as Kustomization).kind).toBe('Component');
+    objects.push(...sub.objects);
+    patches.push(...sub.patches);
+  }
+  return { objects, patches, images: k.images };
+}
+
+function checkConsistent(objects: Obj[]): void {
+  const keys = objects.map(key);
+  expect(keys.filter((k, i) => keys.indexOf(k) !== i), 'every kind/namespace/name once').toEqual([]);
+  const namespaces = new Set(objects.filter((o) => o.kind === 'Namespace').map((o) => o.metadata.name));
+  for (const o of objects) {
+    if (CLUSTER_SCOPED.has(o.kind)) expect(o.metadata.namespace, key(o)).toBeUndefined();
+    else expect(namespaces.has(o.metadata.namespace!) || EXTERNAL_NAMESPACES.has(o.metadata.namespace!), `${key(o)}: a namespace this creates`).toBe(true);
+  }
+  const has = (kind: string, name: string, namespace?: string) => objects.some((o) => o.kind === kind && o.metadata.name === name && o.metadata.namespace === namespace);
+  for (const b of objects.filter((o) => o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding')) {
+    expect(has(b.roleRef!.kind, b.roleRef!.name, b.roleRef!.kind === 'Role' ? b.metadata.namespace : undefined), `${key(b)}: its role`).toBe(true);
+    for (const s of b.subjects!.filter((s) => s.kind === 'ServiceAccount')) expect(has('ServiceAccount', s.name, s.namespace), `${key(b)}: ServiceAccount ${s.name}`).toBe(true);
+  }
+  for (const s of objects.filter((o) => o.kind === 'Secret' && o.metadata.annotations?.['kubernetes.io/service-account.name'])) {
+    expect(has('ServiceAccount', s.metadata.annotations!['kubernetes.io/service-account.name']!, s.metadata.namespace), key(s)).toBe(true);
+  }
+  for (const d of objects.filter((o) => o.kind === 'DaemonSet')) expect(has('ServiceAccount', d.spec!.template.spec.serviceAccountName!, d.metadata.namespace), key(d)).toBe(true);
+}
+
+describe('infra/k8s/kustomization.yaml (read file by file)', () => {
+  const base = render(k8s);
+
+  it('assembles the agent, the functions RBAC and their identity, each object once, in namespaces it creates', () => {
+    checkConsistent(base.objects);
+    expect(base.objects.map(key)).toEqual(
+      expect.arrayContaining(['core/Namespace//gpu-reflex', 'apps/DaemonSet/gpu-reflex/gpu-reflex-node-agent', 'rbac.authorization.k8s.io/ClusterRole//gpu-reflex-functions', 'core/ServiceAccount/gpu-reflex/gpu-reflex-functions']),
+    );
+    // The actuator's RBAC is opt-in: not in the base.
+    expect(base.objects.map(key)).not.toContain('rbac.authorization.k8s.io/ClusterRole//gpu-reflex-node-agent-actuator');
+  });
+
+  it("binds every one of the functions' roles to their group and their ServiceAccount alike", () => {
+    const bindings = base.objects.filter((o) => /Binding$/.test(o.kind) && o.roleRef!.name.startsWith('gpu-reflex-functions'));
+    expect(bindings).toHaveLength(3);
+    for (const b of bindings) expect(b.subjects!.map((s) => `${s.kind}/${s.name}`).sort(), key(b)).toEqual(['Group/gpu-reflex:functions', 'ServiceAccount/gpu-reflex-functions']);
+  });
+
+  it('with the actuator component: its ClusterRole bound to the agent, and a patch for the DaemonSet that exists', () => {
+    const withActuator = render(k8s, ['actuator']);
+    checkConsistent(withActuator.objects);
+    expect(withActuator.objects.map(key)).toContain('rbac.authorization.k8s.io/ClusterRole//gpu-reflex-node-agent-actuator');
+    for (const p of withActuator.patches) expect(withActuator.objects.map(key), 'patch target').toContain(key(p));
+  });
+
+  it('runs the image docs/deploy.md names, set in one place', () => {
+    const ds = base.objects.find((o) => o.kind === 'DaemonSet')!;
+    const image = ds.spec!.template.spec.containers[0]!.image;
+    expect(readFileSync(join(root, 'docs/deploy.md'), 'utf8')).toContain(image);
+    expect(base.images).toEqual([{ name: image.split(':')[0], newTag: image.split(':')[1] }]);
+  });
+});
+
+const kubectl = requireTool('kubectl', () => commandWorks('kubectl', ['version', '--client']));
+
+describe('infra/k8s/kustomization.yaml (kubectl kustomize)', kubectl.options, () => {
+  const kustomize = (dir: string) => parseAllDocuments(execFileSync('kubectl', ['kustomize', dir], { encoding: 'utf8' })).map((d) => d.toJS() as Obj);
+
+  it('renders the same objects as the files say', () => {
+    const rendered = kustomize(k8s);
+    expect(rendered.map(key).sort()).toEqual(render(k8s).objects.map(key).sort());
+    checkConsistent(rendered);
+  });
+
+  it('with the actuator component, the DaemonSet mounts its token and runs the actuator', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'gr-kustomize-'));
+    try {
+      // An overlay elsewhere names the base and the component as folders, by relative paths (kustomize refuses absolute ones).
+      writeFileSync(join(dir, 'kustomization.yaml'), `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [${relative(dir, k8s)}]\ncomponents: [${relative(dir, join(k8s, 'actuator'))}]\n`);
+      const rendered = kustomize(dir);
+      expect(rendered.map(key).sort()).toEqual(render(k8s, ['actuator']).objects.map(key).sort());
+      const spec = rendered.find((o) => o.kind === 'DaemonSet')!.spec!.template.spec;
+      expect(spec.automountServiceAccountToken).toBe(true);
+      expect(spec.containers[0]!.env!.map((e) => e.name)).toEqual(expect.arrayContaining(['NODE_NAME', 'GPU_ACTIONS', 'FENCE_FILE']));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+});
+
