@@ -13,13 +13,14 @@ export const SUITES: Record<string, { summary: string; load: () => Promise<Bench
   bus: { summary: 'local EventBridge: PutEvents via the real SDK, delivery, cron', load: async () => (await import('../infra/local/bus/bench.ts')).busSuite },
   autoscale: { summary: 'scale-out planner: 10,000 pending pods × 50 pools, cost against cluster-autoscaler-style expanders and the exact optimum', load: async () => (await import('./autoscale.ts')).autoscaleSuite },
   quota: { summary: 'quota planner: 500 namespaces × 6 resources plan time; demand served and idle quota beside a static weight split', load: async () => (await import('./quota.ts')).quotaSuite },
+  mig: { summary: 'MIG planner: 1,000 nodes × 8 GPUs solve time; satisfied demand against the exact optimum; beside a nos-style greedy', load: async () => (await import('./mig.ts')).migSuite },
   deploy: { summary: 'function artifacts: unpacked size; module init and first invocation beside a bare EventBridge-client import', load: async () => (await import('./deploy.ts')).deploySuite },
   xid: { summary: 'kernel-log XID scan on 50 MB lines', load: async () => (await import('../node-agent/kmsg/scan.bench.ts')).xidScanBenchSuite },
 };
 
 export const benchCommand: Command = {
   path: ['bench'],
-  summary: 'run the benchmarks (agent, publisher, remediation, bus, xid, autoscale, quota, deploy) and print their numbers',
+  summary: 'run the benchmarks (agent, publisher, remediation, bus, xid, autoscale, quota, mig, deploy) and print their numbers',
   help: [
     'Usage: gpu-reflex bench [SUITE...] [--record FILE]',
     '',
