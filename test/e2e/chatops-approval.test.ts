@@ -6,19 +6,14 @@
  * `remediate-approve` carries the held action out once — a double click (two approvals before
  * either is acted on) and a later third click do nothing more; an expired approval answers so.
  */
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REMEDIATION } from '../../events/index.ts';
 import { manualClock } from '../../functions/adapters/clock.ts';
 import type { ApprovalRecord } from '../../functions/remediate/approvals.ts';
 import { STATE_LABEL } from '../../functions/remediate/core/state.ts';
-import type { Fleet, Node } from '../../infra/local/kube/index.ts';
 import { xidEvent } from '../../node-agent/events.ts';
 import { slackClient, type SlackClient } from './chat-client.ts';
+import { isOut, operatorRoles, startChatStandIn, stormFleet, stormGpu as gpu, type ChatStandIn } from './chat-fixtures.ts';
 import { NAMESPACE, startRemediationStack, type RemediationStack } from './remediation-stack.ts';
 
 const SECRET = 'slack-signing-secret-for-tests';
@@ -26,47 +21,30 @@ const POOL = 'appr';
 const SIZE = 6;
 const FAILING = 3;
 const TTL_MINUTES = 30;
-const TAINT_KEY = 'gpu-reflex.io/unhealthy';
 const clock = manualClock(Date.parse('2026-11-21T03:00:00.000Z'));
 
-const FLEET: Fleet = {
-  nodes: [{ name: POOL, count: SIZE, labels: { 'gpu-reflex.io/pool': POOL }, allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': '8' } }],
-  namespaces: [{ name: NAMESPACE }, { name: 'ml' }],
-  pods: Array.from({ length: SIZE }, (_, i) => ({ name: `w-${i}`, namespace: 'ml', node: `${POOL}-${i}`, owner: { kind: 'Job' as const, name: `w-${i}` }, requests: { 'nvidia.com/gpu': 2 } })),
-};
-const gpu = (i: number) => ({ index: 0, uuid: `GPU-${String(i).padStart(8, '0')}-0000-4000-8000-000000000000`, pciBusId: '00000000:10:00.0', name: 'NVIDIA A100-SXM4-80GB' });
-const isOut = (n: Node) => n.spec?.unschedulable === true || (n.spec?.taints ?? []).some((x) => x.key === TAINT_KEY);
+const FLEET = stormFleet(POOL, SIZE);
 
 /** What the functions posted to chat (Slack incoming-webhook bodies). */
-const chat: { text: string }[] = [];
-let hook: Server;
+let hook: ChatStandIn;
+const chat = { map: <T>(f: (m: { text: string }) => T) => hook.posts.map((p) => f(p.json as { text: string })) };
 let stack: RemediationStack;
 let slack: SlackClient;
 
 beforeAll(async () => {
-  hook = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString()));
-    req.on('end', () => {
-      chat.push(JSON.parse(body) as { text: string });
-      res.end('ok');
-    });
-  });
-  await new Promise<void>((r) => hook.listen(0, '127.0.0.1', r));
-  const dir = mkdtempSync(join(tmpdir(), 'chatops-approval-'));
-  const roles = join(dir, 'chatops.yaml');
-  writeFileSync(roles, 'roles:\n  - { match: { platform: slack, user: U-OPS }, role: operator }\ndefault: viewer\n');
+  hook = await startChatStandIn();
+  const roles = operatorRoles('chatops-approval-');
   stack = await startRemediationStack({
     fleet: FLEET,
     clock,
     policy: { blastRadius: { maxShare: 1, maxCount: 1, windowMinutes: 120 }, approvals: { ttlMinutes: TTL_MINUTES, approvers: [] } },
-    env: { CHAT_SLACK_SIGNING_SECRET: SECRET, CHATOPS_CONFIG_FILE: roles, CHAT_PLATFORM: 'slack', CHAT_WEBHOOK_URL: `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook` },
+    env: { CHAT_SLACK_SIGNING_SECRET: SECRET, CHATOPS_CONFIG_FILE: roles, CHAT_PLATFORM: 'slack', CHAT_WEBHOOK_URL: `${hook.url}/hook` },
   });
   slack = slackClient(stack.bus.httpUrl!, SECRET, () => clock.now());
 });
 afterAll(async () => {
   await stack?.close();
-  await new Promise((r) => hook?.close(r));
+  await hook?.close();
 });
 
 function approval(id: string): ApprovalRecord {

@@ -5,8 +5,6 @@
  * held as an approval, asked in chat, and carried out once when an operator approves it.
  */
 import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -15,23 +13,19 @@ import { manualClock } from '../../functions/adapters/clock.ts';
 import { startAliCloudSim, type AliCloudSim } from '../../infra/local/alicloud/index.ts';
 import { REPO_ROOT } from '../../infra/local/stack-env.ts';
 import { slackClient, type SlackClient } from './chat-client.ts';
+import { startChatStandIn, type ChatStandIn } from './chat-fixtures.ts';
 import { NAMESPACE, startRemediationStack, type RemediationStack } from './remediation-stack.ts';
 
 const SECRET = 'slack-signing-secret-for-tests';
 const clock = manualClock(Date.parse('2026-11-21T03:00:00.000Z'));
-const chat: { text: string }[] = [];
-let hook: Server;
+let hook: ChatStandIn;
+const chat = { map: <T>(f: (m: { text: string }) => T) => hook.posts.map((p) => f(p.json as { text: string })) };
 let cloud: AliCloudSim;
 let stack: RemediationStack;
 let slack: SlackClient;
 
 beforeAll(async () => {
-  hook = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString()));
-    req.on('end', () => (chat.push(JSON.parse(body) as { text: string }), res.end('ok')));
-  });
-  await new Promise<void>((r) => hook.listen(0, '127.0.0.1', r));
+  hook = await startChatStandIn();
   cloud = await startAliCloudSim({ cloud: join(REPO_ROOT, 'infra/local/alicloud/clouds/example.yaml') });
   const dir = mkdtempSync(join(tmpdir(), 'chatops-pool-'));
   const roles = join(dir, 'chatops.yaml');
@@ -46,7 +40,7 @@ beforeAll(async () => {
       CHAT_SLACK_SIGNING_SECRET: SECRET,
       CHATOPS_CONFIG_FILE: roles,
       CHAT_PLATFORM: 'slack',
-      CHAT_WEBHOOK_URL: `http://127.0.0.1:${(hook.address() as AddressInfo).port}/hook`,
+      CHAT_WEBHOOK_URL: `${hook.url}/hook`,
       AUTOSCALE_POLICY_FILE: policy,
       ALIBABA_CLOUD_REGION_ID: c.regionId,
       ACK_CLUSTER_ID: c.clusterId,
@@ -61,7 +55,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await stack?.close();
   await cloud?.close();
-  await new Promise((r) => hook?.close(r));
+  await hook?.close();
 });
 
 const desired = (id: string) => cloud.cloud.pools.get(id)!.desired;

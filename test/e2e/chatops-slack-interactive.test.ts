@@ -8,18 +8,13 @@
  * to the request's response_url.
  */
 import { createHmac } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatOpsCommandDetail } from '../../events/index.ts';
 import { manualClock } from '../../functions/adapters/clock.ts';
 import type { ApprovalRecord } from '../../functions/remediate/approvals.ts';
 import { STATE_LABEL } from '../../functions/remediate/core/state.ts';
-import type { Fleet, Node } from '../../infra/local/kube/index.ts';
 import { xidEvent } from '../../node-agent/events.ts';
+import { isOut, operatorRoles, startChatStandIn, stormFleet, stormGpu as gpu, type ChatStandIn } from './chat-fixtures.ts';
 import { NAMESPACE, startRemediationStack, type RemediationStack } from './remediation-stack.ts';
 
 const SECRET = 'slack-signing-secret-for-tests';
@@ -27,35 +22,19 @@ const POOL = 'btn';
 const SIZE = 6;
 const FAILING = 3;
 const TTL_MINUTES = 30;
-const TAINT_KEY = 'gpu-reflex.io/unhealthy';
 const clock = manualClock(Date.parse('2026-11-21T03:00:00.000Z'));
 
-const FLEET: Fleet = {
-  nodes: [{ name: POOL, count: SIZE, labels: { 'gpu-reflex.io/pool': POOL }, allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': '8' } }],
-  namespaces: [{ name: NAMESPACE }, { name: 'ml' }],
-  pods: Array.from({ length: SIZE }, (_, i) => ({ name: `w-${i}`, namespace: 'ml', node: `${POOL}-${i}`, owner: { kind: 'Job' as const, name: `w-${i}` }, requests: { 'nvidia.com/gpu': 2 } })),
-};
-const gpu = (i: number) => ({ index: 0, uuid: `GPU-${String(i).padStart(8, '0')}-0000-4000-8000-000000000000`, pciBusId: '00000000:10:00.0', name: 'NVIDIA A100-SXM4-80GB' });
-const isOut = (n: Node) => n.spec?.unschedulable === true || (n.spec?.taints ?? []).some((x) => x.key === TAINT_KEY);
+const FLEET = stormFleet(POOL, SIZE);
 
-interface Posted { path: string; json: Record<string, unknown> }
 /** The stand-in Slack: incoming-webhook posts (/hook) and response_url posts (/response/…). */
-const slack: Posted[] = [];
-let hook: Server;
+let hook: ChatStandIn;
 let base: string;
 let stack: RemediationStack;
 
 beforeAll(async () => {
-  hook = createServer((req, res) => {
-    let body = '';
-    req.on('data', (c: Buffer) => (body += c.toString()));
-    req.on('end', () => (slack.push({ path: req.url ?? '', json: JSON.parse(body) as Record<string, unknown> }), res.end('ok')));
-  });
-  await new Promise<void>((r) => hook.listen(0, '127.0.0.1', r));
-  base = `http://127.0.0.1:${(hook.address() as AddressInfo).port}`;
-  const dir = mkdtempSync(join(tmpdir(), 'chatops-interactive-'));
-  const roles = join(dir, 'chatops.yaml');
-  writeFileSync(roles, 'roles:\n  - { match: { platform: slack, user: U-OPS }, role: operator }\ndefault: viewer\n');
+  hook = await startChatStandIn();
+  base = hook.url;
+  const roles = operatorRoles('chatops-interactive-');
   stack = await startRemediationStack({
     fleet: FLEET,
     clock,
@@ -65,7 +44,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   await stack?.close();
-  await new Promise((r) => hook?.close(r));
+  await hook?.close();
 });
 
 let seq = 0;
@@ -81,7 +60,7 @@ function press(user: string, button: { action_id: string; value: string }, respo
   const payload = { type: 'block_actions', user: { id: user, username: user.toLowerCase(), team_id: 'T0' }, channel: { id: 'C-GPU', name: 'gpu-ops' }, container: { type: 'message', channel_id: 'C-GPU', message_ts: '1795317480.000100' }, response_url: `${base}${responseUrl}`, trigger_id: `t-${seq}`, actions: [{ type: 'button', block_id: 'b', action_id: button.action_id, value: button.value, action_ts: `1795317480.${seq++}` }] };
   return signedPost(new URLSearchParams({ payload: JSON.stringify(payload) }).toString());
 }
-const at = (path: string) => slack.filter((p) => p.path === path).map((p) => p.json);
+const at = (path: string) => hook.posts.filter((p) => p.path === path).map((p) => p.json);
 function approval(id: string): ApprovalRecord {
   const cm = stack.sim.store.get('configmaps', NAMESPACE, 'gpu-reflex-state-approvals') as { data?: Record<string, string> } | undefined;
   return JSON.parse(cm?.data?.[`approval.${id}`] ?? 'null') as ApprovalRecord;
