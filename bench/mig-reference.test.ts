@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { afterPlan, planMig, type MigGpu, type MigNode, type PendingMigPod } from '../functions/mig/core/planner.ts';
 import { H100, migScenario } from './mig-fleet.ts';
-import { exactMig, lexWeight, nosStyleMig } from './mig-reference.ts';
+import { exactMig, lexWeight, nosStyleMig, servableWeight } from './mig-reference.ts';
 
 const gpu = (node: string, index: number, profiles: string[], inUse = 0): MigGpu => ({ node, index, model: H100, instances: profiles.map((profile, i) => ({ profile, inUse: i < inUse })) });
 const node = (name: string, gpus: MigGpu[], labels: Record<string, string> = {}): MigNode => ({ name, labels, schedulable: true, gpus });
@@ -49,6 +49,17 @@ describe('exactMig (the optimum on small fleets)', () => {
       { numRuns: 60, seed: 12 },
     );
     expect(relaid).toBeGreaterThan(10);
+  });
+});
+
+describe('servableWeight (what planned layouts serve, matched at best)', () => {
+  it('counts the pods the layouts can serve together, relaying nothing more', () => {
+    const pods = [pod('one', { '3g.40gb': 1 }), pod('two', { '3g.40gb': 2 })];
+    // Two nodes with two and one free 3g: both pods fit only if "two" takes the node with two.
+    const nodes = [node('a', [gpu('a', 0, ['3g.40gb', '3g.40gb'])]), node('b', [gpu('b', 0, ['4g.40gb', '3g.40gb'])])];
+    expect(servableWeight(nodes, pods, [])).toBe(lexWeight(pods, pods));
+    expect(servableWeight([node('a', [gpu('a', 0, SEVEN_1G)])], pods, [])).toBe(0);
+    expect(servableWeight([node('a', [gpu('a', 0, SEVEN_1G)])], pods, [{ node: 'a', gpu: 0, to: ['3g.40gb', '3g.40gb'] }])).toBe(lexWeight(pods, [pods[1]!]));
   });
 });
 

@@ -189,3 +189,20 @@ function countFree(profiles: readonly string[]): Map<string, number> {
   for (const p of profiles) m.set(p, (m.get(p) ?? 0) + 1);
   return m;
 }
+
+/**
+ * The most the fleet serves once `changes` are applied, weighed as exactMig weighs: every GPU keeps
+ * its (new) layout, and pods are matched to the free instances as well as they can be (the
+ * optimum's way of counting, where the planner's own matching takes each pod in turn).
+ */
+export function servableWeight(nodes: readonly MigNode[], pods: readonly PendingMigPod[], changes: readonly { node: string; gpu: number; to: readonly string[] }[]): number {
+  const to = new Map(changes.map((c) => [`${c.node}#${c.gpu}`, c.to]));
+  const fixed = nodes.map((n) => ({
+    ...n,
+    gpus: n.gpus.map((g): MigGpu => {
+      const layout = to.get(`${g.node}#${g.index}`);
+      return { ...g, locked: 'kept as planned', instances: layout ? layout.map((profile) => ({ profile, inUse: false })) : g.instances };
+    }),
+  }));
+  return exactMig(fixed, pods).weight;
+}

@@ -13,14 +13,22 @@ import { fileURLToPath } from 'node:url';
 import { afterPlan, planMig, type GpuChange, type MigNode, type PendingMigPod } from '../functions/mig/core/planner.ts';
 import { atLeast, below, info, percentile, type BenchSuite, type Measurement } from './harness.ts';
 import { BIG_FLEET, migScenario, smallMigScenarios } from './mig-fleet.ts';
-import { exactMig, lexWeight, nosStyleMig } from './mig-reference.ts';
+import { exactMig, lexWeight, nosStyleMig, servableWeight } from './mig-reference.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..');
 /** A plan of the big fleet is stopped here: the target is 1 s, and the bench must stay short. */
 const DEADLINE_MS = 60_000;
 
 /** One plan of a bench fleet in a child process; undefined when it ran past the deadline. */
-function planInChild(nodes: number, gpus: number, pods: number, seed: number): Promise<{ ms: number; changes: number; satisfiedBefore: number; satisfiedAfter: number } | undefined> {
+interface ChildPlan {
+  ms: number;
+  changes: number;
+  satisfiedBefore: number;
+  satisfiedAfter: number;
+  replanned: number;
+}
+
+function planInChild(nodes: number, gpus: number, pods: number, seed: number): Promise<ChildPlan | undefined> {
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/mig-child.ts'), String(nodes), String(gpus), String(pods), String(seed)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
@@ -30,7 +38,7 @@ function planInChild(nodes: number, gpus: number, pods: number, seed: number): P
     child.on('exit', (code) => {
       clearTimeout(timer);
       if (code !== 0) return resolve(undefined);
-      const r = JSON.parse(out) as { ms: number; changes: number; satisfiedBefore: number; satisfiedAfter: number };
+      const r = JSON.parse(out) as ChildPlan;
       resolve(r.ms <= DEADLINE_MS ? r : undefined);
     });
   });
@@ -62,7 +70,7 @@ export const migSuite: BenchSuite = {
       const times = [big.ms];
       for (let i = 0; i < 4; i++) times.push((await planInChild(BIG_FLEET.nodes, 8, BIG_FLEET.pods, seed))!.ms);
       rows.push(below('solve time, 1,000 nodes × 8 GPUs (median of 5)', percentile(times, 50), 'ms', 1000));
-      rows.push(info('pods satisfied before → after', big.satisfiedAfter, `(from ${big.satisfiedBefore}; ${big.changes} GPUs changed)`));
+      rows.push(info('pods satisfied before → after', big.satisfiedAfter, `(from ${big.satisfiedBefore}; ${big.changes} GPUs changed; a replan of the applied state changes ${big.replanned})`));
     } else {
       rows.push({ metric: `solve time, 1,000 nodes × 8 GPUs (stopped at ${DEADLINE_MS / 1000} s)`, value: DEADLINE_MS, unit: 'ms (more)', target: '< 1000 ms', ok: false });
     }
@@ -70,6 +78,15 @@ export const migSuite: BenchSuite = {
     const [bigNos, nosMs] = timed(() => nosStyleMig(bigNodes, bigPods));
     rows.push(info('nos-style greedy, 1,000 × 8: time', nosMs, 'ms'));
     rows.push(info('nos-style greedy, 1,000 × 8: pods placed', placed(bigNodes, bigPods, bigNos).length, `of ${bigPods.length} (${bigNos.length} GPUs changed)`));
+
+    // The same fleet with three times the demand: hundreds of GPUs must be relaid.
+    const heavyPods = 3 * BIG_FLEET.pods;
+    progress(`planning 1,000 nodes × 8 GPUs, ${heavyPods.toLocaleString('en-US')} pending pods`);
+    const heavy = await planInChild(BIG_FLEET.nodes, 8, heavyPods, seed);
+    if (heavy) {
+      rows.push(info(`solve time, 1,000 × 8, ${heavyPods.toLocaleString('en-US')} pending pods`, heavy.ms, 'ms'));
+      rows.push(info(`  ${heavyPods.toLocaleString('en-US')} pods: satisfied before → after`, heavy.satisfiedAfter, `(from ${heavy.satisfiedBefore}; ${heavy.changes} GPUs changed; a replan of the applied state changes ${heavy.replanned})`));
+    } else rows.push(info(`solve time, 1,000 × 8, ${heavyPods.toLocaleString('en-US')} pending pods (stopped at ${DEADLINE_MS / 1000} s)`, DEADLINE_MS, 'ms (more)'));
 
     // How the planner's time grows with the fleet (same shape, fewer nodes).
     for (const n of [5, 10, 20]) {
@@ -91,6 +108,8 @@ export const migSuite: BenchSuite = {
     progress('exact optimum on 300 small fleets (1–3 nodes × 1–4 GPUs, 2–10 pods)');
     const shares: number[] = [];
     const nosShares: number[] = [];
+    const bestShares: number[] = [];
+    const nosBestShares: number[] = [];
     const extraChanges: number[] = [];
     let ours = { pods: 0, changes: 0 };
     let theirs = { pods: 0, changes: 0 };
@@ -108,6 +127,9 @@ export const migSuite: BenchSuite = {
       const w = lexWeight(pods, mine);
       shares.push(w / exact.weight);
       nosShares.push(lexWeight(pods, nos) / exact.weight);
+      // Counted as the optimum is: the most the planned layouts serve, pods matched as well as can be.
+      bestShares.push(servableWeight(nodes, pods, plan.changes) / exact.weight);
+      nosBestShares.push(servableWeight(nodes, pods, nosChanges) / exact.weight);
       if (w === exact.weight) extraChanges.push(plan.changes.length - exact.changes);
     }
     const mean = (xs: number[]) => (100 * xs.reduce((t, x) => t + x, 0)) / xs.length;
@@ -117,6 +139,8 @@ export const migSuite: BenchSuite = {
     rows.push(info('GPUs changed beyond the fewest, where optimal', extraChanges.reduce((t, x) => t + x, 0), `GPUs over ${extraChanges.length} fleets`));
     rows.push(info('nos-style: satisfied demand ÷ optimum, mean', mean(nosShares), '%'));
     rows.push(info('nos-style: worst fleet', 100 * Math.min(...nosShares), '%'));
+    rows.push(info('what the planned layouts can serve ÷ optimum (pods matched at best, as the optimum counts), mean', mean(bestShares), '%'));
+    rows.push(info('  the same for nos-style', mean(nosBestShares), '%'));
     rows.push(info('pods placed: optimum / planner / nos-style', optimum.pods, `/ ${ours.pods} / ${theirs.pods}`));
     rows.push(info('GPUs changed: optimum / planner / nos-style', optimum.changes, `/ ${ours.changes} / ${theirs.changes}`));
     return rows;

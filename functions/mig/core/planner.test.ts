@@ -70,6 +70,52 @@ describe('planMig', () => {
     expect(plan.changes.map((c) => `${c.node}/${c.gpu}`)).toEqual(['b/1']);
     expect(plan.satisfiedAfter).toBe(1);
   });
+
+  it('relays an idle GPU a lower pending pod would take when no priority is then served less (it waits, others run)', () => {
+    // The 7g instance would go to low-whole; as 3g + 4×1g it serves high-3g and both small pods instead.
+    const n = node('h', [gpu('h', 0, H100, ['7g.80gb'])]);
+    const pods = [pending('high-3g', { '3g.40gb': 1 }, { priority: 100 }), pending('low-whole', { '7g.80gb': 1 }), pending('low-a', { '1g.10gb': 1 }), pending('low-b', { '1g.10gb': 1 })];
+    const plan = planMig([n], pods);
+    expect(plan).toMatchObject({ satisfiedBefore: 1, satisfiedAfter: 3 });
+    expect(plan.changes).toHaveLength(1);
+    expect([...plan.changes[0]!.unblocks].sort()).toEqual(['ml/high-3g', 'ml/low-a', 'ml/low-b']);
+    expect(plan.unmet.map((u) => u.pod)).toEqual(['ml/low-whole']);
+  });
+
+  it('relays two GPUs of one node together for a pod that needs both', () => {
+    const n = node('h', [gpu('h', 0, H100, SEVEN_1G), gpu('h', 1, H100, SEVEN_1G), gpu('h', 2, H100, SEVEN_1G, 7)]);
+    const plan = planMig([n], [pending('two-whole', { '7g.80gb': 2 })]);
+    expect(plan.changes.map((c) => [c.gpu, c.to])).toEqual([
+      [0, ['7g.80gb']],
+      [1, ['7g.80gb']],
+    ]);
+    expect(plan.changes.every((c) => c.unblocks.includes('ml/two-whole'))).toBe(true);
+  });
+
+  it('relays one GPU, not two, when one can hold what pods relaid onto two GPUs of its node take', () => {
+    // "pair" alone would go to GPU 2 (losing nothing there); "big" then needs GPU 0. GPU 0 alone holds both.
+    const n = node('h', [gpu('h', 0, H100, ['2g.20gb', '2g.20gb', '2g.20gb']), gpu('h', 1, H100, ['2g.20gb', '2g.20gb', '2g.20gb']), gpu('h', 2, H100, ['1g.20gb', '1g.10gb+me'])]);
+    const pods = [pending('pair', { '1g.10gb': 2 }, { priority: 100 }), pending('big', { '4g.40gb': 1 }), pending('c', { '1g.20gb': 1 }), pending('d', { '1g.20gb': 1 })];
+    const plan = planMig([n], pods);
+    expect(plan).toMatchObject({ satisfiedBefore: 1, satisfiedAfter: 4, unmet: [] });
+    expect(plan.changes.map((c) => c.gpu)).toHaveLength(1);
+  });
+
+  it('leaves a node whole for a pod that needs two of its GPUs rather than carving one for a small pod first', () => {
+    const a = node('a', [gpu('a', 0, H100, SEVEN_1G), gpu('a', 1, H100, SEVEN_1G)]);
+    const b = node('b', [gpu('b', 0, H100, SEVEN_1G)]);
+    const plan = planMig([a, b], [pending('small', { '3g.40gb': 1 }), pending('big', { '7g.80gb': 2 })]);
+    expect(plan).toMatchObject({ satisfiedAfter: 2, unmet: [] });
+    expect(plan.changes.map((c) => `${c.node}/${c.gpu} ${c.unblocks.join()}`)).toEqual(['a/0 ml/big', 'a/1 ml/big', 'b/0 ml/small']);
+  });
+
+  it('keeps the instance only one node offers for the pod that may use only that node', () => {
+    // Matched by name, "any" would take a's 3g and "only-a" would wait although b has one too.
+    const a = node('a', [gpu('a', 0, H100, ['4g.40gb', '3g.40gb'], 1)], { pool: 'x' });
+    const b = node('b', [gpu('b', 0, H100, ['4g.40gb', '3g.40gb'], 1)], { pool: 'y' });
+    const plan = planMig([a, b], [pending('any', { '3g.40gb': 1 }), pending('only-a', { '3g.40gb': 1 }, { nodeSelector: { pool: 'x' } })]);
+    expect(plan).toMatchObject({ changes: [], satisfiedBefore: 2, satisfiedAfter: 2, unmet: [] });
+  });
 });
 
 /** A random MIG fleet: 1–3 nodes, 1–4 GPUs each, a valid layout per GPU, some instances in use. */
@@ -123,6 +169,33 @@ describe('planMig properties', () => {
     );
     // The properties mean something only if many fleets do get relaid.
     expect(planned).toBeGreaterThan(60);
+  });
+
+  it('on a fleet of 40 nodes × 8 GPUs with 400 pending pods: valid layouts, idle GPUs only, and the applied state replans to nothing', () => {
+    for (const seed of [1, 2, 3]) {
+      const r = fc.sample(fc.tuple(fc.array(fc.nat(), { minLength: 320, maxLength: 320 }), fc.array(fc.tuple(fc.nat(), fc.nat({ max: 9 }), fc.nat({ max: 2 })), { minLength: 400, maxLength: 400 })), { numRuns: 1, seed })[0]!;
+      const [layoutPicks, podPicks] = r;
+      const nodes = Array.from({ length: 40 }, (_, i) => {
+        const model = i % 2 ? A100 : H100;
+        const layouts = LAYOUTS.get(model)!;
+        return node(`n${String(i).padStart(2, '0')}`, Array.from({ length: 8 }, (_, g) => { const pick = layoutPicks[i * 8 + g]!; const l = layouts[pick % layouts.length]!; return gpu(`n${String(i).padStart(2, '0')}`, g, model, l, pick % 5 === 0 ? 1 : 0); }), { pool: i % 3 ? 'p' : 'q' });
+      });
+      const profiles = ['1g.10gb', '1g.10gb', '1g.20gb', '2g.20gb', '3g.40gb', '4g.40gb', '7g.80gb'];
+      const pods = podPicks.map(([p, sel, pr], i) => pending(`p${i}`, { [profiles[p % profiles.length]!]: p % 7 === 0 ? 2 : 1 }, { priority: [0, 0, 100][pr]!, nodeSelector: sel < 2 ? { pool: sel ? 'p' : 'q' } : {} }));
+      const plan = planMig(nodes, pods);
+      expect(plan.changes.length).toBeGreaterThan(10);
+      const byKey = new Map(nodes.flatMap((n) => n.gpus.map((g) => [`${g.node}#${g.index}`, g] as const)));
+      for (const c of plan.changes) {
+        const g = byKey.get(`${c.node}#${c.gpu}`)!;
+        expect(checkLayout(g.model, c.to).valid).toBe(true);
+        expect(g.instances.some((i) => i.inUse)).toBe(false);
+        expect(c.unblocks.length).toBeGreaterThan(0);
+      }
+      expect(plan.satisfiedAfter).toBeGreaterThan(plan.satisfiedBefore);
+      const applied = afterPlan(nodes, pods, plan);
+      expect(applied.pending.length).toBe(pods.length - plan.satisfiedAfter);
+      expect(planMig(applied.nodes, applied.pending).changes).toEqual([]);
+    }
   });
 
   it('is deterministic: the same fleet in any order gives the same plan', () => {

@@ -12,19 +12,28 @@
  *      priorities (preemption.ts): then destroy the least, and only for pods far enough above;
  *   4. never leave a MIG-enabled GPU empty (every candidate layout holds an instance);
  *   5. keep as much of a changed GPU's old layout as possible, then prefer zero-waste layouts.
- * Greedy: one GPU at a time, the change that satisfies the most more demand; ties go to the
- * change that destroys the least (an idle GPU destroys nothing), then the layout closest to the
- * old one, then zero waste, then node and GPU order. It stops when no change satisfies more, so
- * replanning on the applied state is a no-op.
+ * "Never less at any priority" counts pods: a relayout may give the instance one pending pod
+ * would take to another of higher priority when that pod then runs elsewhere, or when as many of
+ * its priority run anyway.
  *
- * How demand is matched to supply (also how "satisfied" is counted): pods in priority order
- * (then namespace/name), each on the first node (by name) it may use where every instance it asks
- * for is free; instances are taken GPU by GPU in index order.
+ * Without preemption (the default), relay.ts plans: pods in priority order packed onto idle GPUs,
+ * a GPU already relaid filled before another is changed, checked by matching (match.ts), in a
+ * few rounds until one serves nobody more, so replanning on the applied state is a no-op. With
+ * preemption on, a greedy here: one GPU at a time (idle, or preemptible), the change that
+ * satisfies the most more demand; ties go to the change that destroys the least (an idle GPU
+ * destroys nothing), then the layout closest to the old one, then zero waste, then node and GPU
+ * order. It tries every candidate GPU in every layout each round, so it is much slower on big
+ * fleets (docs/mig.md).
+ *
+ * How demand is matched to supply (also how "satisfied" is counted): match.ts.
  */
 import { enumerateLayouts, layoutWords } from './layout.ts';
+import { assign, better, dominates, fits, gpuKey, kept, matchingOrder, podKey, sameLayout, sortFleet, type Assignment } from './match.ts';
 import { protectedBy, type PreemptionPolicy } from './policy.ts';
 import { holderKey, notPreemptible, preemptionJustified, weigh, type MigHolder } from './preemption.ts';
 import type { MigModel } from './profiles.ts';
+import { zeroWaste } from './layout-index.ts';
+import { relayIdle } from './relay.ts';
 
 export type { MigHolder };
 
@@ -91,106 +100,6 @@ export interface MigPlan {
   unmet: { pod: string; why: string }[];
 }
 
-type Layouts = Map<string, string[]>;
-const gpuKey = (g: Pick<MigGpu, 'node' | 'index'>) => `${g.node}#${g.index}`;
-const podKey = (p: PendingMigPod) => `${p.namespace}/${p.name}`;
-
-function fits(node: MigNode, pod: PendingMigPod): boolean {
-  return node.schedulable && Object.entries(pod.nodeSelector).every(([k, v]) => node.labels[k] === v);
-}
-
-function podOrder(a: PendingMigPod, b: PendingMigPod): number {
-  return b.priority - a.priority || podKey(a).localeCompare(podKey(b));
-}
-
-interface Assignment {
-  /** pod → GPU keys its instances come from. */
-  placed: Map<string, string[]>;
-  /** pod → [gpu key, profile] of every instance it takes. */
-  taken: Map<string, [string, string][]>;
-  /** Satisfied pods per priority, highest first: compared lexicographically. */
-  score: number[];
-}
-
-/**
- * Matches pods to free instances (see the file comment). `layouts` overrides GPUs' instances by
- * key (a relaid GPU: all its instances free).
- */
-function assign(nodes: readonly MigNode[], pods: readonly PendingMigPod[], layouts: Layouts, priorities: readonly number[]): Assignment {
-  const free = new Map<string, Map<string, number>>(); // gpu key → profile → free count
-  for (const n of nodes) {
-    for (const g of n.gpus) {
-      const k = gpuKey(g);
-      const counts = new Map<string, number>();
-      const relaid = layouts.get(k);
-      for (const p of relaid ?? g.instances.filter((i) => !i.inUse).map((i) => i.profile)) counts.set(p, (counts.get(p) ?? 0) + 1);
-      free.set(k, counts);
-    }
-  }
-  const placed = new Map<string, string[]>();
-  const taken = new Map<string, [string, string][]>();
-  const byPriority = new Map<number, number>();
-  for (const pod of pods) {
-    for (const n of nodes) {
-      if (!fits(n, pod)) continue;
-      const take: [string, string][] = []; // [gpu key, profile]
-      const trial = new Map(n.gpus.map((g) => [gpuKey(g), new Map(free.get(gpuKey(g)))]));
-      let ok = true;
-      for (const [profile, want] of Object.entries(pod.requests)) {
-        let left = want;
-        for (const g of n.gpus) {
-          const c = trial.get(gpuKey(g))!;
-          while (left > 0 && (c.get(profile) ?? 0) > 0) {
-            c.set(profile, c.get(profile)! - 1);
-            take.push([gpuKey(g), profile]);
-            left--;
-          }
-        }
-        if (left > 0) ok = false;
-      }
-      if (!ok) continue;
-      for (const [k, c] of trial) free.set(k, c);
-      placed.set(podKey(pod), [...new Set(take.map(([k]) => k))]);
-      taken.set(podKey(pod), take);
-      byPriority.set(pod.priority, (byPriority.get(pod.priority) ?? 0) + 1);
-      break;
-    }
-  }
-  return { placed, taken, score: priorities.map((p) => byPriority.get(p) ?? 0) };
-}
-
-function better(a: readonly number[], b: readonly number[]): number {
-  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i]! - b[i]!;
-  return 0;
-}
-
-/** Every compute and memory slice used (the layouts here come from enumerateLayouts: valid, placed). */
-function zeroWaste(model: MigModel, layout: readonly string[]): boolean {
-  const ps = layout.map((n) => model.profiles.find((p) => p.name === n)!);
-  return ps.reduce((s, p) => s + p.slices, 0) === model.computeSlices && ps.reduce((s, p) => s + p.size, 0) === model.memorySlices;
-}
-
-/** At least as many satisfied at every priority, and more at one. */
-function dominates(a: readonly number[], b: readonly number[]): boolean {
-  return a.every((x, i) => x >= b[i]!) && a.some((x, i) => x > b[i]!);
-}
-
-/** Instances the two layouts share, counted by profile (what a change keeps of the old layout). */
-function kept(from: readonly string[], to: readonly string[]): number {
-  const left = new Map<string, number>();
-  for (const p of from) left.set(p, (left.get(p) ?? 0) + 1);
-  let n = 0;
-  for (const p of to) {
-    if ((left.get(p) ?? 0) > 0) {
-      left.set(p, left.get(p)! - 1);
-      n++;
-    }
-  }
-  return n;
-}
-
-const sameLayout = (a: readonly string[], b: readonly string[]) => a.length === b.length && kept(a, b) === a.length;
-
 export interface PlanOptions {
   /** Absent or disabled: a GPU with an instance in use is never relaid. */
   preemption?: PreemptionPolicy;
@@ -200,29 +109,35 @@ const byPriority = (a: MigHolder, b: MigHolder) => b.priority - a.priority || ho
 
 export function planMig(nodes: readonly MigNode[], pendingPods: readonly PendingMigPod[], options: PlanOptions = {}): MigPlan {
   const preemption = options.preemption?.enabled ? options.preemption : undefined;
-  const sortedNodes = [...nodes].sort((a, b) => a.name.localeCompare(b.name)).map((n) => ({ ...n, gpus: [...n.gpus].sort((a, b) => a.index - b.index) }));
-  const pods = pendingPods.filter((p) => Object.values(p.requests).some((v) => v > 0)).sort(podOrder);
+  const sortedNodes = sortFleet(nodes);
+  const { pods, eligible } = matchingOrder(sortedNodes, pendingPods);
   const priorities = [...new Set(pods.map((p) => p.priority))].sort((a, b) => b - a);
+  const before = assign(sortedNodes, pods, new Map(), priorities, eligible);
+  if (!preemption) {
+    // Idle GPUs only (relay.ts): fast, and nothing running is destroyed.
+    const { layouts, result } = relayIdle(sortedNodes, pods, priorities, eligible, before);
+    return describe(sortedNodes, pods, layouts, new Map(), result, before, preemption);
+  }
+
+  // With preemption on: one GPU at a time, every candidate in every layout, the change that serves
+  // the most. Candidates: MIG GPUs with no instance in use, and GPUs whose every holder is known
+  // and unprotected (the gap is judged per layout). Exhaustive per round, so slower on big fleets.
+  const relaid = new Map<string, string[]>();
+  let current = before;
   const layoutsOf = new Map<MigModel, string[][]>();
   const enumerated = (m: MigModel) => layoutsOf.get(m) ?? (layoutsOf.set(m, enumerateLayouts(m)), layoutsOf.get(m)!);
-
-  const relaid: Layouts = new Map();
-  const before = assign(sortedNodes, pods, relaid, priorities);
-  let current = before;
   const demanded = new Set(pods.flatMap((p) => Object.keys(p.requests)));
-  // Candidates: MIG GPUs with no instance in use, on a node some still-unplaced pod may use; with
-  // preemption, also GPUs whose every holder is known and unprotected (the gap is judged per layout).
   const idle = (g: MigGpu) => g.instances.every((i) => !i.inUse);
   const candidates = sortedNodes.flatMap((n) => n.gpus.filter((g) => (idle(g) ? !g.locked : notPreemptible(g, preemption) === undefined)).map((g) => ({ node: n, gpu: g, holders: idle(g) ? [] : [...g.holders!].sort(byPriority) })));
   const preempted = new Map<string, MigHolder[]>(); // gpu key → its holders, for GPUs relaid in use
   const podByKey = new Map(pods.map((p) => [podKey(p), p]));
   const servedOn = (result: Assignment, key: string) => [...result.placed].filter(([, ks]) => ks.includes(key)).map(([k]) => podByKey.get(k)!);
   // Every GPU preempted so far still serves pods that justify it (a later change may move them).
-  const justified = (result: Assignment, extra?: [string, MigHolder[]]) => [...preempted, ...(extra ? [extra] : [])].every(([k, hs]) => preemptionJustified(hs, servedOn(result, k), preemption!));
+  const justified = (result: Assignment, extra?: [string, MigHolder[]]) => [...preempted, ...(extra ? [extra] : [])].every(([k, hs]) => preemptionJustified(hs, servedOn(result, k), preemption));
   const displacesFairly = (from: Assignment, to: Assignment) => {
     const lost = [...from.placed.keys()].filter((k) => !to.placed.has(k)).map((k) => podByKey.get(k)!);
     const gained = [...to.placed.keys()].filter((k) => !from.placed.has(k)).map((k) => podByKey.get(k)!);
-    return lost.length > 0 && preemptionJustified(lost.map((p) => ({ ...p, priority: p.priority })), gained, preemption!) && lost.every((p) => !protectedBy(p, preemption!.protect));
+    return lost.length > 0 && preemptionJustified(lost, gained, preemption) && lost.every((p) => !protectedBy(p, preemption.protect));
   };
   for (;;) {
     const unplaced = pods.filter((p) => !current.placed.has(podKey(p)));
@@ -236,7 +151,7 @@ export function planMig(nodes: readonly MigNode[], pendingPods: readonly Pending
       for (const layout of enumerated(gpu.model)) {
         if (sameLayout(layout, old) || !layout.some((p) => demanded.has(p))) continue;
         const trial = new Map(relaid).set(key, layout);
-        const result = assign(sortedNodes, pods, trial, priorities);
+        const result = assign(sortedNodes, pods, trial, priorities, eligible);
         // Only a change that leaves every priority at least as served as now: a relayout never
         // takes away an instance a pending pod could already use, whatever its priority.
         // With preemption on, a pending pod may also lose the free instance it would have taken,
@@ -261,6 +176,15 @@ export function planMig(nodes: readonly MigNode[], pendingPods: readonly Pending
     current = best.result;
   }
 
+  return describe(sortedNodes, pods, relaid, preempted, current, before, preemption);
+}
+
+/** The plan: a change per relaid GPU (nodes by name, GPUs by index), with whom it serves and why. */
+function describe(sortedNodes: readonly MigNode[], pods: readonly PendingMigPod[], relaid: ReadonlyMap<string, string[]>, preempted: ReadonlyMap<string, MigHolder[]>, current: Assignment, before: Assignment, preemption: PreemptionPolicy | undefined): MigPlan {
+  const podByKey = new Map(pods.map((p) => [podKey(p), p]));
+  // GPU key → the pods placed on it, in matching order.
+  const servedBy = new Map<string, PendingMigPod[]>();
+  for (const p of pods) for (const k of current.placed.get(podKey(p)) ?? []) (servedBy.get(k) ?? servedBy.set(k, []).get(k)!).push(p);
   const changes: GpuChange[] = [];
   for (const n of sortedNodes) {
     for (const g of n.gpus) {
@@ -269,8 +193,8 @@ export function planMig(nodes: readonly MigNode[], pendingPods: readonly Pending
       const from = g.instances.map((i) => i.profile);
       // Every pod that lands on the new instances (all of a relaid GPU's instances are new; a pod
       // that had a free instance elsewhere may move here to make room for a higher priority).
-      const unblocks = pods.filter((p) => current.placed.get(podKey(p))?.includes(gpuKey(g))).map(podKey);
-      const wanted = [...new Set(unblocks.flatMap((u) => Object.keys(pods.find((p) => podKey(p) === u)!.requests)))];
+      const unblocks = (servedBy.get(gpuKey(g)) ?? []).map(podKey);
+      const wanted = [...new Set(unblocks.flatMap((u) => Object.keys(podByKey.get(u)!.requests)))];
       const preempts = preempted.get(gpuKey(g)) ?? [];
       const serves = `${layoutWords(from)} → ${layoutWords(to)} gives ${unblocks.length} pending pod${unblocks.length === 1 ? '' : 's'} the ${wanted.join(', ')} instance${unblocks.length === 1 ? '' : 's'} ${unblocks.length === 1 ? 'it waits' : 'they wait'} for`;
       changes.push({
@@ -325,9 +249,9 @@ export function afterPlan(nodes: readonly MigNode[], pendingPods: readonly Pendi
           return { ...rest, instances: g.instances.map((i) => ({ ...i })), ...(known ? { holders: known.filter((h) => !gone.has(holderKey(h))) } : {}) };
         }),
     }));
-  const pods = pendingPods.filter((p) => Object.values(p.requests).some((v) => v > 0)).sort(podOrder);
+  const { pods, eligible } = matchingOrder(relaid, pendingPods);
   const priorities = [...new Set(pods.map((p) => p.priority))].sort((a, b) => b - a);
-  const result = assign(relaid, pods, new Map(), priorities);
+  const result = assign(relaid, pods, new Map(), priorities, eligible);
   const byKey = new Map(relaid.flatMap((n) => n.gpus.map((g) => [gpuKey(g), g] as const)));
   for (const pod of pods) {
     for (const [k, profile] of result.taken.get(podKey(pod)) ?? []) {

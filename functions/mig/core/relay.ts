@@ -1,0 +1,444 @@
+/**
+ * The planner's main phase (planner.ts): which idle MIG GPUs to relay, and to what, so that more
+ * pending pods find their instances. Pure and deterministic.
+ *
+ * Pods are served in matching order (priority, then namespace/name). A pod that no node's free
+ * instances fit is given instances of GPUs relaid for it: first of GPUs this plan already relays
+ * (a relaid GPU is not one fixed layout while planning but "any valid layout holding what its pods
+ * take", so pods are packed onto GPUs already changed before another is changed), then of idle
+ * GPUs no pending pod takes an instance of, the fewest per pod. Among the nodes the pod may use
+ * the choice is the one that changes the fewest GPUs, destroys the fewest instances other waiting
+ * pods ask for, and keeps the most of the old layouts, then the first by name. A pod asking for
+ * several instances may need several GPUs of one node changed together.
+ *
+ * When every pod has had its turn, each relaid GPU takes the valid layout that holds its pods'
+ * instances and keeps the most of its old layout (then zero waste), and the pods are matched again
+ * the way the scheduler is modelled (match.ts) — that, not the packing above, is what counts. A
+ * relaid GPU nothing lands on is put back as it was, and the phase runs again from the matched
+ * state, until a round serves nobody more. So a plan's applied state replans to nothing, and no
+ * round is kept that serves fewer pods at any priority than the fleet did before.
+ *
+ * The cost is a few matchings of the fleet plus, per pod not served as things are, a walk over the
+ * nodes it may use (one pass for a fit, one for the relays) with layout lookups memoised per GPU
+ * model: 1,000 nodes × 8 GPUs in well under a second.
+ */
+import { assign, atLeast, better, gpuKey, kept, podKey, podOrder, sameLayout, tally, type Assignment, type Layouts } from './match.ts';
+import type { MigGpu, MigNode, PendingMigPod } from './planner.ts';
+import { fresh, holds, layoutFor, minus, multisetKey, offers } from './layout-index.ts';
+
+/** Rounds of relay-then-match: each must serve more, so few are ever used. */
+const MAX_ROUNDS = 8;
+/** Nodes with a way to relay for a pod looked at beyond the first one found (big fleets). */
+const NODES_COMPARED = 8;
+
+/** `3g.40gb` → [3, 40]: compute slices, then memory, of a profile by its name. */
+const sizeOf = (profile: string): [number, number] => {
+  const m = /^(\d+)g\.(\d+)gb/.exec(profile);
+  return m ? [Number(m[1]), Number(m[2])] : [0, 0];
+};
+const demands = new WeakMap<PendingMigPod, [number, number]>();
+const demand = (pod: PendingMigPod): [number, number] => {
+  let d = demands.get(pod);
+  if (!d) demands.set(pod, (d = Object.entries(pod.requests).reduce<[number, number]>(([c, m], [p, n]) => [c + n * sizeOf(p)[0], m + n * sizeOf(p)[1]], [0, 0])));
+  return d;
+};
+
+/**
+ * The order waiting pods are served in: priority, then the smallest first (more pods fit in what is
+ * left), then namespace/name.
+ */
+type Order = (a: PendingMigPod, b: PendingMigPod) => number;
+
+/**
+ * The orders tried (the plan that serves the most, then changes the fewest GPUs, is kept): by
+ * priority, then the pods that may use fewer nodes, then the smallest first (more pods fit in
+ * what is left) or the largest first (a big pod may need GPUs small ones would scatter over).
+ */
+function orders(eligible: ReadonlyMap<PendingMigPod, readonly number[]>): Order[] {
+  const nodes = (a: PendingMigPod, b: PendingMigPod) => eligible.get(a)!.length - eligible.get(b)!.length;
+  const size = (a: PendingMigPod, b: PendingMigPod) => {
+    const [ca, ma] = demand(a);
+    const [cb, mb] = demand(b);
+    return ca - cb || ma - mb;
+  };
+  return [(a, b) => b.priority - a.priority || nodes(a, b) || size(a, b) || podOrder(a, b), (a, b) => b.priority - a.priority || nodes(a, b) || size(b, a) || podOrder(a, b)];
+}
+
+interface Slot {
+  key: string;
+  node: number;
+  gpu: MigGpu;
+  old: string[];
+  oldKey: string;
+  /** Free instances no pod takes (a GPU keeping its layout). */
+  free: Map<string, number>;
+  /** No instance in use, not locked, not relaid yet: may be relaid (keeping what pods take of it, or not). */
+  relayable: boolean;
+  /** Relaid by this plan: the instances pods take from it. */
+  req?: string[];
+  /** The pending pods taking its instances, with the profiles each takes. */
+  takers: Map<PendingMigPod, string[]>;
+  /** Relaid: whether one more instance of a profile still fits with `req` (cleared when it changes). */
+  fitsMore: Map<string, boolean>;
+  /** Relayable: whether relaying it could give a pod of a priority one instance of a profile (cleared when its takers change). */
+  couldGive: Map<string, boolean>;
+}
+
+/** A GPU newly relaid for a pod: what it then holds, and the pods it displaces. */
+interface Relay {
+  s: Slot;
+  /** The instances pods take of it: those of the pods that stay, and this pod's. */
+  req: string[];
+  /** This pod's part of `req`. */
+  takes: string[];
+  displaced: PendingMigPod[];
+  scarce: number;
+  destroyed: number;
+  keep: number;
+}
+
+/** One way to give a pod its instances on one node. */
+interface Option {
+  node: number;
+  /** [slot, profile] from free instances of GPUs that keep their layouts. */
+  fromFree: [Slot, string][];
+  /** [slot, profile] added to GPUs this plan already relays. */
+  fromRelaid: [Slot, string][];
+  relays: Relay[];
+}
+
+/**
+ * Lower is better: fewest pods displaced, fewest new relays, fewest instances destroyed that
+ * waiting pods ask for, most of the old layouts kept, fewest destroyed.
+ */
+function cost(o: Option): number[] {
+  const sum = (f: (r: Relay) => number) => o.relays.reduce((t, r) => t + f(r), 0);
+  return [sum((r) => r.displaced.length), o.relays.length, sum((r) => r.scarce), -sum((r) => r.keep), sum((r) => r.destroyed)];
+}
+
+function cheaper(a: readonly number[], b: readonly number[]): boolean {
+  for (let i = 0; i < a.length; i++) if (a[i] !== b[i]) return a[i]! < b[i]!;
+  return false;
+}
+
+
+/**
+ * One round: serve what it can of the pods `state` leaves waiting; the layouts of every GPU it
+ * relays. With `displace`, a GPU may be relaid for a pod although pods of lower priority take
+ * some of its free instances: those that no longer fit wait again (and have their turn again).
+ */
+function construct(nodes: readonly MigNode[], pods: readonly PendingMigPod[], eligible: ReadonlyMap<PendingMigPod, readonly number[]>, layouts: Layouts, state: Assignment, displace: boolean, servingOrder: Order, frozen: boolean): { layouts: Map<string, string[]>; servedMore: boolean } {
+  const slots: Slot[][] = nodes.map((n, at) =>
+    n.gpus.map((g): Slot => {
+      const key = gpuKey(g);
+      const old = g.instances.map((i) => i.profile);
+      const base = { key, node: at, gpu: g, old, oldKey: multisetKey(old), takers: new Map<PendingMigPod, string[]>(), fitsMore: new Map<string, boolean>(), couldGive: new Map<string, boolean>() };
+      const relaid = layouts.get(key);
+      if (relaid && frozen) return { ...base, free: tally(relaid), relayable: false };
+      if (relaid) return { ...base, free: new Map(), relayable: false, req: [] };
+      return { ...base, free: tally(g.instances.filter((i) => !i.inUse).map((i) => i.profile)), relayable: !g.locked && g.instances.every((i) => !i.inUse) };
+    }),
+  );
+  const slotOf = new Map(slots.flat().map((s) => [s.key, s]));
+  const held = new Map<PendingMigPod, [Slot, string][]>();
+  const take = (pod: PendingMigPod, s: Slot, profile: string) => {
+    (held.get(pod) ?? held.set(pod, []).get(pod)!).push([s, profile]);
+    (s.takers.get(pod) ?? s.takers.set(pod, []).get(pod)!).push(profile);
+    s.couldGive.clear();
+  };
+  for (const pod of pods) {
+    for (const [k, profile] of state.taken.get(podKey(pod)) ?? []) {
+      const s = slotOf.get(k)!;
+      if (s.req) s.req.push(profile);
+      else s.free.set(profile, s.free.get(profile)! - 1);
+      take(pod, s, profile);
+    }
+  }
+  // Per node: free instances of the GPUs keeping their layouts, summed.
+  const nodeFree = slots.map((ss) => {
+    const sum = new Map<string, number>();
+    for (const s of ss) for (const [p, c] of s.free) sum.set(p, (sum.get(p) ?? 0) + c);
+    return sum;
+  });
+  const fitsMore = (s: Slot, p: string) => {
+    let yes = s.fitsMore.get(p);
+    if (yes === undefined) s.fitsMore.set(p, (yes = holds(s.gpu.model, [...s.req!, p])));
+    return yes;
+  };
+  /** Cheap necessary conditions, before an option is worked out: without relaying, and with. */
+  // Per node, the profiles one more instance of fits on a GPU relaid here (undefined: work it out again).
+  const addable: (Set<string> | undefined)[] = slots.map(() => undefined);
+  const addableOn = (at: number) => {
+    let set = addable[at];
+    if (!set) {
+      set = new Set();
+      for (const s of slots[at]!) if (s.req) for (const p of s.gpu.model.profiles) if (fitsMore(s, p.name)) set.add(p.name);
+      addable[at] = set;
+    }
+    return set;
+  };
+  const mayFitNow = (at: number, asks: [string, number][]) => asks.every(([p, n]) => (nodeFree[at]!.get(p) ?? 0) >= n || addableOn(at).has(p));
+  const couldGive = (s: Slot, p: string, priority: number) => {
+    const memo = `${p}|${priority}`;
+    let yes = s.couldGive.get(memo);
+    if (yes === undefined) {
+      const stay = [...s.takers].flatMap(([q, ps]) => (displace && q.priority <= priority ? [] : ps));
+      s.couldGive.set(memo, (yes = offers(s.gpu.model, p) && holds(s.gpu.model, [...stay, p])));
+    }
+    return yes;
+  };
+  const mayFitRelaid = (at: number, asks: [string, number][], priority: number) =>
+    asks.every(([p, n]) => (nodeFree[at]!.get(p) ?? 0) >= n || addableOn(at).has(p) || slots[at]!.some((s) => s.relayable && couldGive(s, p, priority)));
+  // Shapes (what a pod asks for, where it may go) nothing could be found for: consuming instances
+  // never makes room, so they stay failed until a pod is displaced.
+  const failed = new Map<readonly number[], Set<string>>();
+  const waiting = pods.filter((p) => !state.placed.has(podKey(p))).sort(servingOrder);
+  // What the pods still waiting ask for: destroying such an instance may cost one of them.
+  const wanted = new Map<string, number>();
+  const want = (pod: PendingMigPod, sign: number) => {
+    for (const [prof, n] of Object.entries(pod.requests)) if (n > 0) wanted.set(prof, (wanted.get(prof) ?? 0) + sign * n);
+  };
+  for (const p of waiting) want(p, 1);
+
+  /** Relaying `s` for `pod`'s `rest` (besides what the option already takes of it). */
+  const relayOf = (s: Slot, pod: PendingMigPod, own: string[], rest: readonly string[]): Relay | undefined => {
+    if (own.length === 0 && s.takers.size === 0) {
+      const f = fresh(s.gpu.model, s.old, rest, s.oldKey);
+      if (!f) return undefined;
+      let scarce = 0;
+      for (const [p, n] of f.lost) if ((wanted.get(p) ?? 0) > 0) scarce += n;
+      return { s, req: [...f.takes], takes: f.takes, displaced: [], scarce, destroyed: f.destroyed, keep: f.keep };
+    }
+    const stay: string[] = [...own];
+    const lower: [PendingMigPod, string[]][] = [];
+    for (const [q, ps] of s.takers) {
+      if (displace && q.priority <= pod.priority) lower.push([q, ps]);
+      else stay.push(...ps);
+    }
+    const takes: string[] = [];
+    for (const profile of rest) if (holds(s.gpu.model, [...stay, ...takes, profile])) takes.push(profile);
+    if (takes.length === 0) return undefined;
+    const req = [...stay, ...takes];
+    const displaced: PendingMigPod[] = [];
+    for (const [q, ps] of lower.sort(([a], [b]) => podOrder(a, b))) {
+      if (holds(s.gpu.model, [...req, ...ps])) req.push(...ps);
+      else displaced.push(q);
+    }
+    const to = layoutFor(s.gpu.model, s.old, req)!;
+    let scarce = 0;
+    let destroyed = 0;
+    for (const [p, n] of tally(minus(s.old, to))) {
+      destroyed += n;
+      if ((wanted.get(p) ?? 0) > 0) scarce += n;
+    }
+    return { s, req, takes, displaced, scarce, destroyed, keep: kept(s.old, to) };
+  };
+
+  const option = (at: number, pod: PendingMigPod, asks: [string, number][], relay: boolean): Option | undefined => {
+    const o: Option = { node: at, fromFree: [], fromRelaid: [], relays: [] };
+    const left: string[] = [];
+    for (const [profile, n] of asks) {
+      let need = n;
+      for (const s of slots[at]!) {
+        if (s.req || need === 0) continue;
+        const k = Math.min(need, s.free.get(profile) ?? 0);
+        for (let i = 0; i < k; i++) o.fromFree.push([s, profile]);
+        need -= k;
+      }
+      for (let i = 0; i < need; i++) left.push(profile);
+    }
+    const grown = new Map<Slot, string[]>();
+    let rest = left.filter((profile) =>
+      !slots[at]!.some((s) => {
+        if (!s.req) return false;
+        const next = [...(grown.get(s) ?? s.req), profile];
+        if (!holds(s.gpu.model, next)) return false;
+        grown.set(s, next);
+        o.fromRelaid.push([s, profile]);
+        return true;
+      }),
+    );
+    if (rest.length === 0) return o;
+    if (!relay) return undefined;
+    // Taking free instances of a GPU and then relaying it: its layout keeps them.
+    for (;;) {
+      let pick: Relay | undefined;
+      for (const s of slots[at]!) {
+        if (!s.relayable || o.relays.some((r) => r.s === s)) continue;
+        const r = relayOf(s, pod, o.fromFree.filter(([t]) => t === s).map(([, p]) => p), rest);
+        if (!r) continue;
+        if (!pick || cheaper([-r.takes.length, r.displaced.length, r.scarce, -r.keep, r.destroyed], [-pick.takes.length, pick.displaced.length, pick.scarce, -pick.keep, pick.destroyed])) pick = r;
+      }
+      if (!pick) return undefined;
+      o.relays.push(pick);
+      rest = minus(rest, pick.takes);
+      if (rest.length === 0) return o;
+    }
+  };
+
+  const release = (q: PendingMigPod, relaid: ReadonlySet<Slot>) => {
+    for (const [t, p] of held.get(q) ?? []) {
+      t.takers.delete(q);
+      t.couldGive.clear();
+      if (relaid.has(t)) continue;
+      if (t.req) {
+        t.req.splice(t.req.lastIndexOf(p) >>> 0, 1);
+        t.fitsMore.clear();
+        addable[t.node] = undefined;
+      }
+      else {
+        t.free.set(p, t.free.get(p)! + 1);
+        nodeFree[t.node]!.set(p, (nodeFree[t.node]!.get(p) ?? 0) + 1);
+      }
+    }
+    held.delete(q);
+    failed.clear();
+  };
+
+  let servedMore = false;
+  // A displaced pod waits again, next in serving order after the pod that displaced it (at its
+  // priority or below), before lower pods take what it could use. Each pod is displaced a few
+  // times at most.
+  const queue = [...waiting];
+  const displacedTimes = new Map<PendingMigPod, number>();
+  for (let i = 0; i < queue.length; i++) {
+    const pod = queue[i]!;
+    {
+      const asks = Object.entries(pod.requests).filter(([, n]) => n > 0);
+      const where = eligible.get(pod)!;
+      const shape = JSON.stringify(asks);
+      const failedHere = failed.get(where) ?? failed.set(where, new Set()).get(where)!;
+      if (failedHere.has(shape)) continue;
+      let chosen: Option | undefined;
+      for (const at of where) if (mayFitNow(at, asks) && (chosen = option(at, pod, asks, false))) break;
+      if (!chosen) {
+        let seen = 0;
+        let best: number[] = [];
+        for (const at of where) {
+          if (!mayFitRelaid(at, asks, pod.priority)) continue;
+          const o = option(at, pod, asks, true);
+          if (!o) continue;
+          const c = cost(o);
+          if (!chosen || cheaper(c, best)) [chosen, best] = [o, c];
+          if (++seen > NODES_COMPARED) break;
+        }
+      }
+      if (!chosen) {
+        failedHere.add(shape);
+        continue;
+      }
+      const sum = nodeFree[chosen.node]!;
+      for (const [s, p] of chosen.fromFree) {
+        s.free.set(p, s.free.get(p)! - 1);
+        sum.set(p, sum.get(p)! - 1);
+        take(pod, s, p);
+      }
+      const relaid = new Set(chosen.relays.map((r) => r.s));
+      for (const r of chosen.relays) {
+        for (const [p, c] of r.s.free) sum.set(p, sum.get(p)! - c);
+        r.s.free = new Map();
+        r.s.relayable = false;
+        r.s.req = r.req;
+        r.s.fitsMore.clear();
+        addable[r.s.node] = undefined;
+        for (const p of r.takes) take(pod, r.s, p);
+      }
+      for (const r of chosen.relays) {
+        for (const q of r.displaced) {
+          if (!held.has(q)) continue;
+          release(q, relaid);
+          want(q, 1);
+          const times = (displacedTimes.get(q) ?? 0) + 1;
+          displacedTimes.set(q, times);
+          if (times > 3) continue;
+          let at = i + 1;
+          while (at < queue.length && servingOrder(queue[at]!, q) < 0) at++;
+          queue.splice(at, 0, q);
+        }
+      }
+      for (const [s, p] of chosen.fromRelaid) {
+        s.req!.push(p);
+        s.fitsMore.clear();
+        addable[s.node] = undefined;
+        take(pod, s, p);
+      }
+      want(pod, -1);
+      servedMore = true;
+    }
+  }
+
+  // Two GPUs of a node relaid where one could hold what the other's pods take beyond its old
+  // layout: relay only that one (keeping more of its old layout when both could); the other keeps
+  // its layout, the pods that took instances it still has staying there.
+  for (const ss of slots) {
+    for (let merged = true; merged; ) {
+      merged = false;
+      const relaid = ss.filter((x) => x.req);
+      const onto = (into: Slot, from: Slot) => {
+        const both = [...into.req!, ...minus(from.req!, from.old)];
+        return holds(into.gpu.model, both) ? { into, from, both, keep: kept(into.old, layoutFor(into.gpu.model, into.old, both)!) } : undefined;
+      };
+      for (let i = 0; i < relaid.length && !merged; i++) {
+        for (let j = i + 1; j < relaid.length && !merged; j++) {
+          const [x, y] = [onto(relaid[i]!, relaid[j]!), onto(relaid[j]!, relaid[i]!)];
+          const m = x && (!y || x.keep >= y.keep) ? x : y;
+          if (!m) continue;
+          m.into.req = m.both;
+          m.from.req = undefined;
+          merged = true;
+        }
+      }
+    }
+  }
+
+  const out = new Map<string, string[]>(frozen ? [...layouts].map(([k, l]) => [k, [...l]]) : []);
+  for (const s of slots.flat()) {
+    if (!s.req) continue;
+    const to = layoutFor(s.gpu.model, s.old, s.req)!;
+    if (!sameLayout(to, s.old)) out.set(s.key, to);
+  }
+  return { layouts: out, servedMore };
+}
+
+/**
+ * The relayouts of idle GPUs (GPU key → new layout) and the matching they give. `before` is the
+ * matching of the fleet as it is.
+ */
+export function relayIdle(nodes: readonly MigNode[], pods: readonly PendingMigPod[], priorities: readonly number[], eligible: ReadonlyMap<PendingMigPod, readonly number[]>, before: Assignment): { layouts: Map<string, string[]>; result: Assignment } {
+  let best: { layouts: Map<string, string[]>; result: Assignment } | undefined;
+  if (before.placed.size === pods.length) return { layouts: new Map(), result: before };
+  for (const order of orders(eligible)) {
+    const plan = rounds(nodes, pods, priorities, eligible, before, order);
+    if (!best || better(plan.result.score, best.result.score) > 0 || (better(plan.result.score, best.result.score) === 0 && plan.layouts.size < best.layouts.size)) best = plan;
+  }
+  return best!;
+}
+
+function rounds(nodes: readonly MigNode[], pods: readonly PendingMigPod[], priorities: readonly number[], eligible: ReadonlyMap<PendingMigPod, readonly number[]>, before: Assignment, order: Order): { layouts: Map<string, string[]>; result: Assignment } {
+  let layouts = new Map<string, string[]>();
+  let result = before;
+  const round = (displace: boolean) => {
+    const built = construct(nodes, pods, eligible, layouts, result, displace, order, layouts.size > 0);
+    if (!built.servedMore) return undefined;
+    let nextLayouts = built.layouts;
+    let next = assign(nodes, pods, nextLayouts, priorities, eligible);
+    // A relaid GPU nothing lands on once matched is put back as it was (and again, as the pods
+    // then land a little differently), unless that serves fewer.
+    for (;;) {
+      const landed = new Set([...next.taken.values()].flatMap((t) => t.map(([k]) => k)));
+      const trimmed = new Map([...nextLayouts].filter(([k]) => landed.has(k)));
+      if (trimmed.size === nextLayouts.size) break;
+      const again = assign(nodes, pods, trimmed, priorities, eligible);
+      if (!atLeast(again.score, next.score)) break;
+      [nextLayouts, next] = [trimmed, again];
+    }
+    // Kept only when it serves more, and no fewer at any priority than the fleet as it is.
+    return better(next.score, result.score) > 0 && atLeast(next.score, before.score) ? { layouts: nextLayouts, result: next } : undefined;
+  };
+  for (let i = 0; i < MAX_ROUNDS; i++) {
+    const next = round(true) ?? round(false);
+    if (!next) break;
+    ({ layouts, result } = next);
+  }
+  return { layouts, result };
+}
