@@ -109,6 +109,14 @@ describe('planMig', () => {
     expect(plan.changes.map((c) => `${c.node}/${c.gpu} ${c.unblocks.join()}`)).toEqual(['a/0 ml/big', 'a/1 ml/big', 'b/0 ml/small']);
   });
 
+  it('serves three smaller pods of a priority rather than one big one when one GPU cannot hold all', () => {
+    const n = node('h', [gpu('h', 0, H100, ['3g.40gb', '1g.20gb', '1g.10gb+me'])]);
+    const pods = [pending('big', { '4g.40gb': 1 }, { priority: 100 }), pending('mid', { '2g.20gb': 1 }, { priority: 100 }), pending('tiny', { '1g.10gb': 1 }, { priority: 100 }), pending('three', { '3g.40gb': 1 }, { priority: 100 }), pending('low', { '1g.10gb': 1 })];
+    const plan = planMig([n], pods);
+    expect(plan).toMatchObject({ satisfiedBefore: 1, satisfiedAfter: 4 });
+    expect(plan.unmet.map((u) => u.pod)).toEqual(['ml/big']);
+  });
+
   it('keeps the instance only one node offers for the pod that may use only that node', () => {
     // Matched by name, "any" would take a's 3g and "only-a" would wait although b has one too.
     const a = node('a', [gpu('a', 0, H100, ['4g.40gb', '3g.40gb'], 1)], { pool: 'x' });

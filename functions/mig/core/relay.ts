@@ -50,9 +50,10 @@ const demand = (pod: PendingMigPod): [number, number] => {
 type Order = (a: PendingMigPod, b: PendingMigPod) => number;
 
 /**
- * The orders tried (the plan that serves the most, then changes the fewest GPUs, is kept): by
- * priority, then the pods that may use fewer nodes, then the smallest first (more pods fit in
- * what is left) or the largest first (a big pod may need GPUs small ones would scatter over).
+ * The orders tried (the plan that serves the most, then changes the fewest GPUs, is kept; the
+ * second only when the first leaves a pod waiting): by priority, then the pods that may use fewer
+ * nodes, then the largest first (a big pod may need GPUs small ones would scatter over) or the
+ * smallest first (more pods fit in what is left).
  */
 function orders(eligible: ReadonlyMap<PendingMigPod, readonly number[]>): Order[] {
   const nodes = (a: PendingMigPod, b: PendingMigPod) => eligible.get(a)!.length - eligible.get(b)!.length;
@@ -61,7 +62,7 @@ function orders(eligible: ReadonlyMap<PendingMigPod, readonly number[]>): Order[
     const [cb, mb] = demand(b);
     return ca - cb || ma - mb;
   };
-  return [(a, b) => b.priority - a.priority || nodes(a, b) || size(a, b) || podOrder(a, b), (a, b) => b.priority - a.priority || nodes(a, b) || size(b, a) || podOrder(a, b)];
+  return [(a, b) => b.priority - a.priority || nodes(a, b) || size(b, a) || podOrder(a, b), (a, b) => b.priority - a.priority || nodes(a, b) || size(a, b) || podOrder(a, b)];
 }
 
 interface Slot {
@@ -408,6 +409,8 @@ export function relayIdle(nodes: readonly MigNode[], pods: readonly PendingMigPo
   let best: { layouts: Map<string, string[]>; result: Assignment } | undefined;
   if (before.placed.size === pods.length) return { layouts: new Map(), result: before };
   for (const order of orders(eligible)) {
+    // Every pod served: the other order could only change fewer GPUs; not worth another plan.
+    if (best && best.result.placed.size === pods.length) break;
     const plan = rounds(nodes, pods, priorities, eligible, before, order);
     if (!best || better(plan.result.score, best.result.score) > 0 || (better(plan.result.score, best.result.score) === 0 && plan.layouts.size < best.layouts.size)) best = plan;
   }
@@ -418,6 +421,7 @@ function rounds(nodes: readonly MigNode[], pods: readonly PendingMigPod[], prior
   let layouts = new Map<string, string[]>();
   let result = before;
   const round = (displace: boolean) => {
+    if (result.placed.size === pods.length) return undefined;
     const built = construct(nodes, pods, eligible, layouts, result, displace, order, layouts.size > 0);
     if (!built.servedMore) return undefined;
     let nextLayouts = built.layouts;
