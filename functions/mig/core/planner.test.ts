@@ -117,6 +117,28 @@ describe('planMig', () => {
     expect(plan.unmet.map((u) => u.pod)).toEqual(['ml/big']);
   });
 
+  it('moves a pending pod to a spare instance of another GPU of its node to make room on the one relaid', () => {
+    // "high" would take GPU 0's 1g; on GPU 1's spare 1g instead, GPU 0 holds 3g + 2×1g.20gb for the other two.
+    const n = node('h', [gpu('h', 0, H100, ['3g.40gb', '2g.20gb', '1g.10gb', '1g.10gb']), gpu('h', 1, H100, SEVEN_1G, 3)]);
+    const pods = [pending('high', { '1g.10gb': 1 }, { priority: 100 }), pending('low-3g', { '3g.40gb': 1 }), pending('pair', { '1g.20gb': 2 })];
+    const plan = planMig([n], pods);
+    expect(plan).toMatchObject({ satisfiedBefore: 2, satisfiedAfter: 3, unmet: [] });
+    expect(plan.changes.map((c) => [c.gpu, [...c.to].sort()])).toEqual([[0, ['1g.20gb', '1g.20gb', '3g.40gb']]]);
+  });
+
+  it('still displaces at the priorities that lose nothing when displacing at another would serve it less', () => {
+    // Displacing q0 for p1 leaves q0 nowhere (priority 0 served less): not done. Displacing q10
+    // for p2 is: q10 runs on c instead.
+    const a = node('a', [gpu('a', 0, H100, ['7g.80gb'])], { pool: 'a' });
+    const b = node('z', [gpu('z', 0, H100, ['7g.80gb'])], { pool: 'b' });
+    const c = node('c', [gpu('c', 0, H100, SEVEN_1G)], { pool: 'c' });
+    const pods = [pending('p1', { '3g.40gb': 1 }, { priority: 100, nodeSelector: { pool: 'b' } }), pending('p2', { '3g.40gb': 1 }, { priority: 50, nodeSelector: { pool: 'a' } }), pending('q10', { '7g.80gb': 1 }, { priority: 10 }), pending('q0', { '7g.80gb': 1 }, { nodeSelector: { pool: 'b' } })];
+    const plan = planMig([a, b, c], pods);
+    expect(plan).toMatchObject({ satisfiedBefore: 2, satisfiedAfter: 3 });
+    expect(plan.unmet.map((u) => u.pod)).toEqual(['ml/p1']);
+    expect(plan.changes.map((ch) => `${ch.node} ${ch.unblocks.join()}`)).toEqual(['a ml/p2', 'c ml/q10']);
+  });
+
   it('keeps the instance only one node offers for the pod that may use only that node', () => {
     // Matched by name, "any" would take a's 3g and "only-a" would wait although b has one too.
     const a = node('a', [gpu('a', 0, H100, ['4g.40gb', '3g.40gb'], 1)], { pool: 'x' });

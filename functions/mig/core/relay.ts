@@ -93,10 +93,14 @@ interface Relay {
   /** This pod's part of `req`. */
   takes: string[];
   displaced: PendingMigPod[];
+  /** Pods moved off it: [pod, profile, the GPU of the node whose free instance it takes instead]. */
+  moves: Move[];
   scarce: number;
   destroyed: number;
   keep: number;
 }
+
+type Move = [PendingMigPod, string, Slot];
 
 /** One way to give a pod its instances on one node. */
 interface Option {
@@ -125,10 +129,11 @@ function cheaper(a: readonly number[], b: readonly number[]): boolean {
 
 /**
  * One round: serve what it can of the pods `state` leaves waiting; the layouts of every GPU it
- * relays. With `displace`, a GPU may be relaid for a pod although pods of lower priority take
- * some of its free instances: those that no longer fit wait again (and have their turn again).
+ * relays. A GPU may be relaid for a pod although pending pods of its priority or lower take some
+ * of its free instances (unless their priority is `shielded`): those that no longer fit wait
+ * again (and have their turn again).
  */
-function construct(nodes: readonly MigNode[], pods: readonly PendingMigPod[], eligible: ReadonlyMap<PendingMigPod, readonly number[]>, layouts: Layouts, state: Assignment, displace: boolean, servingOrder: Order, frozen: boolean): { layouts: Map<string, string[]>; servedMore: boolean } {
+function construct(nodes: readonly MigNode[], pods: readonly PendingMigPod[], eligible: ReadonlyMap<PendingMigPod, readonly number[]>, layouts: Layouts, state: Assignment, shielded: ReadonlySet<number>, servingOrder: Order, frozen: boolean): { layouts: Map<string, string[]>; servedMore: boolean } {
   const slots: Slot[][] = nodes.map((n, at) =>
     n.gpus.map((g): Slot => {
       const key = gpuKey(g);
@@ -179,11 +184,12 @@ function construct(nodes: readonly MigNode[], pods: readonly PendingMigPod[], el
     return set;
   };
   const mayFitNow = (at: number, asks: [string, number][]) => asks.every(([p, n]) => (nodeFree[at]!.get(p) ?? 0) >= n || addableOn(at).has(p));
+  const displaceable = (q: PendingMigPod, priority: number) => q.priority <= priority && !shielded.has(q.priority);
   const couldGive = (s: Slot, p: string, priority: number) => {
     const memo = `${p}|${priority}`;
     let yes = s.couldGive.get(memo);
     if (yes === undefined) {
-      const stay = [...s.takers].flatMap(([q, ps]) => (displace && q.priority <= priority ? [] : ps));
+      const stay = [...s.takers].flatMap(([q, ps]) => (displaceable(q, priority) ? [] : ps));
       s.couldGive.set(memo, (yes = offers(s.gpu.model, p) && holds(s.gpu.model, [...stay, p])));
     }
     return yes;
@@ -202,29 +208,53 @@ function construct(nodes: readonly MigNode[], pods: readonly PendingMigPod[], el
   for (const p of waiting) want(p, 1);
 
   /** Relaying `s` for `pod`'s `rest` (besides what the option already takes of it). */
-  const relayOf = (s: Slot, pod: PendingMigPod, own: string[], rest: readonly string[]): Relay | undefined => {
+  const relayOf = (s: Slot, pod: PendingMigPod, own: string[], rest: readonly string[], o: Option): Relay | undefined => {
     if (own.length === 0 && s.takers.size === 0) {
       const f = fresh(s.gpu.model, s.old, rest, s.oldKey);
       if (!f) return undefined;
       let scarce = 0;
       for (const [p, n] of f.lost) if ((wanted.get(p) ?? 0) > 0) scarce += n;
-      return { s, req: [...f.takes], takes: f.takes, displaced: [], scarce, destroyed: f.destroyed, keep: f.keep };
+      return { s, req: [...f.takes], takes: f.takes, displaced: [], moves: [], scarce, destroyed: f.destroyed, keep: f.keep };
     }
-    const stay: string[] = [...own];
-    const lower: [PendingMigPod, string[]][] = [];
-    for (const [q, ps] of s.takers) {
-      if (displace && q.priority <= pod.priority) lower.push([q, ps]);
-      else stay.push(...ps);
-    }
-    const takes: string[] = [];
-    for (const profile of rest) if (holds(s.gpu.model, [...stay, ...takes, profile])) takes.push(profile);
-    if (takes.length === 0) return undefined;
-    const req = [...stay, ...takes];
-    const displaced: PendingMigPod[] = [];
-    for (const [q, ps] of lower.sort(([a], [b]) => podOrder(a, b))) {
-      if (holds(s.gpu.model, [...req, ...ps])) req.push(...ps);
-      else displaced.push(q);
-    }
+    // Free instances of a GPU of the node that keeps its layout and is not relaid for anyone, left
+    // after what this option already takes there.
+    const spare = (t: Slot, p: string, moves: readonly Move[]) => {
+      let n = t.free.get(p) ?? 0;
+      for (const [x, q] of o.fromFree) if (x === t && q === p) n--;
+      for (const [, q, x] of [...o.relays.flatMap((r) => r.moves), ...moves]) if (x === t && q === p) n--;
+      return n;
+    };
+    const attempt = (moveTakers: boolean) => {
+      const moves: Move[] = [];
+      const stay: string[] = [...own];
+      const lower: [PendingMigPod, string[]][] = [];
+      for (const [q, ps] of s.takers) {
+        const left: string[] = [];
+        for (const p of ps) {
+          const t = moveTakers ? slots[s.node]!.find((x) => x !== s && !x.req && !x.relayable && spare(x, p, moves) > 0) : undefined;
+          if (t) moves.push([q, p, t]);
+          else left.push(p);
+        }
+        if (left.length === 0) continue;
+        if (displaceable(q, pod.priority)) lower.push([q, left]);
+        else stay.push(...left);
+      }
+      const takes: string[] = [];
+      for (const profile of rest) if (holds(s.gpu.model, [...stay, ...takes, profile])) takes.push(profile);
+      const req = [...stay, ...takes];
+      const displaced: PendingMigPod[] = [];
+      for (const [q, ps] of lower.sort(([a], [b]) => podOrder(a, b))) {
+        if (holds(s.gpu.model, [...req, ...ps])) req.push(...ps);
+        else displaced.push(q);
+      }
+      return { takes, req, displaced, moves: moves.filter(([q]) => !displaced.includes(q)) };
+    };
+    // Pods keep what they take of it, unless moving them to spare instances of the node's other
+    // GPUs lets it take more of this pod, or displace fewer.
+    const [a, b] = [attempt(false), s.takers.size > 0 ? attempt(true) : undefined];
+    const best = b && (b.takes.length > a.takes.length || (b.takes.length === a.takes.length && b.displaced.length < a.displaced.length)) ? b : a;
+    if (best.takes.length === 0) return undefined;
+    const { takes, req, displaced, moves } = best;
     const to = layoutFor(s.gpu.model, s.old, req)!;
     let scarce = 0;
     let destroyed = 0;
@@ -232,8 +262,9 @@ function construct(nodes: readonly MigNode[], pods: readonly PendingMigPod[], el
       destroyed += n;
       if ((wanted.get(p) ?? 0) > 0) scarce += n;
     }
-    return { s, req, takes, displaced, scarce, destroyed, keep: kept(s.old, to) };
+    return { s, req, takes, displaced, moves, scarce, destroyed, keep: kept(s.old, to) };
   };
+
 
   const option = (at: number, pod: PendingMigPod, asks: [string, number][], relay: boolean): Option | undefined => {
     const o: Option = { node: at, fromFree: [], fromRelaid: [], relays: [] };
@@ -266,7 +297,7 @@ function construct(nodes: readonly MigNode[], pods: readonly PendingMigPod[], el
       let pick: Relay | undefined;
       for (const s of slots[at]!) {
         if (!s.relayable || o.relays.some((r) => r.s === s)) continue;
-        const r = relayOf(s, pod, o.fromFree.filter(([t]) => t === s).map(([, p]) => p), rest);
+        const r = relayOf(s, pod, o.fromFree.filter(([t]) => t === s).map(([, p]) => p), rest, o);
         if (!r) continue;
         if (!pick || cheaper([-r.takes.length, r.displaced.length, r.scarce, -r.keep, r.destroyed], [-pick.takes.length, pick.displaced.length, pick.scarce, -pick.keep, pick.destroyed])) pick = r;
       }
@@ -345,6 +376,16 @@ function construct(nodes: readonly MigNode[], pods: readonly PendingMigPod[], el
         for (const p of r.takes) take(pod, r.s, p);
       }
       for (const r of chosen.relays) {
+        for (const [q, p, t] of r.moves) {
+          t.free.set(p, t.free.get(p)! - 1);
+          sum.set(p, sum.get(p)! - 1);
+          const hs = held.get(q)!;
+          hs[hs.findIndex(([x, y]) => x === r.s && y === p)] = [t, p];
+          (t.takers.get(q) ?? t.takers.set(q, []).get(q)!).push(p);
+          t.couldGive.clear();
+        }
+      }
+      for (const r of chosen.relays) {
         for (const q of r.displaced) {
           if (!held.has(q)) continue;
           release(q, relaid);
@@ -420,9 +461,9 @@ export function relayIdle(nodes: readonly MigNode[], pods: readonly PendingMigPo
 function rounds(nodes: readonly MigNode[], pods: readonly PendingMigPod[], priorities: readonly number[], eligible: ReadonlyMap<PendingMigPod, readonly number[]>, before: Assignment, order: Order): { layouts: Map<string, string[]>; result: Assignment } {
   let layouts = new Map<string, string[]>();
   let result = before;
-  const round = (displace: boolean) => {
+  const round = (shielded: ReadonlySet<number>) => {
     if (result.placed.size === pods.length) return undefined;
-    const built = construct(nodes, pods, eligible, layouts, result, displace, order, layouts.size > 0);
+    const built = construct(nodes, pods, eligible, layouts, result, shielded, order, layouts.size > 0);
     if (!built.servedMore) return undefined;
     let nextLayouts = built.layouts;
     let next = assign(nodes, pods, nextLayouts, priorities, eligible);
@@ -436,11 +477,24 @@ function rounds(nodes: readonly MigNode[], pods: readonly PendingMigPod[], prior
       if (!atLeast(again.score, next.score)) break;
       [nextLayouts, next] = [trimmed, again];
     }
-    // Kept only when it serves more, and no fewer at any priority than the fleet as it is.
-    return better(next.score, result.score) > 0 && atLeast(next.score, before.score) ? { layouts: nextLayouts, result: next } : undefined;
+    return { layouts: nextLayouts, result: next };
   };
   for (let i = 0; i < MAX_ROUNDS; i++) {
-    const next = round(true) ?? round(false);
+    // Kept only when it serves more, and no fewer at any priority than the fleet as it is; else
+    // again with the pods of the priorities served fewer (or, failing that, all) not displaced.
+    const shielded = new Set<number>();
+    let next: ReturnType<typeof round>;
+    for (;;) {
+      next = round(shielded);
+      if (!next || (better(next.result.score, result.score) > 0 && atLeast(next.result.score, before.score))) break;
+      const fewer = priorities.filter((p, k) => next!.result.score[k]! < before.score[k]! && !shielded.has(p));
+      const more = (fewer.length > 0 ? fewer : priorities).filter((p) => !shielded.has(p));
+      if (more.length === 0) {
+        next = undefined;
+        break;
+      }
+      for (const p of more) shielded.add(p);
+    }
     if (!next) break;
     ({ layouts, result } = next);
   }
