@@ -83,7 +83,8 @@ export async function migApply(p: CommandPorts, mig: MigRebalanceConfig, dryRun:
   if (!p.kube.migParted) return 'mig apply: this deployment has no mig-parted config wired (MIG_PARTED_CONFIGMAP)';
   const [nodes, pods] = await Promise.all([p.kube.nodes.list(), p.kube.pods.list()]);
   const fleet = readMigFleet(nodes, pods, undefined, { now: new Date(p.clock.now()), seconds: mig.minPendingSeconds });
-  const table = migPlanTable(planMig(fleet.nodes, fleet.pending), fleet.notes);
+  // The plan rebalanceMig carries out below: with its preemption policy.
+  const table = migPlanTable(planMig(fleet.nodes, fleet.pending, mig.preemption ? { preemption: mig.preemption } : {}), fleet.notes);
   const out = await rebalanceMig({ ...p.kube, migParted: p.kube.migParted, publisher: p.publisher, notifier: p.notifier, clock: p.clock, logger: p.logger, holder: p.holder, mig });
   const started = Object.entries(out.steps).filter(([, s]) => s === 'start').map(([n]) => n);
   const moved = Object.entries(out.steps).filter(([, s]) => s !== 'start').map(([n, s]) => `${n} ${s}`);

@@ -216,7 +216,8 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
       }
       const [nodes, pods] = await Promise.all([kube.nodes.list(), kube.pods.list()]);
       const fleet = readMigFleet(nodes, pods);
-      answer = migPlanTable(planMig(fleet.nodes, fleet.pending), fleet.notes).join('\n');
+      // As rebalance-mig would plan: with its preemption policy.
+      answer = migPlanTable(planMig(fleet.nodes, fleet.pending, deps.mig.preemption ? { preemption: deps.mig.preemption } : {}), fleet.notes).join('\n');
       break;
     }
     case 'approve':

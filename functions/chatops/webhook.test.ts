@@ -7,7 +7,7 @@ import { createHmac } from 'node:crypto';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { APPROVAL_DECIDED, CHATOPS_COMMAND, CHATOPS_COMMAND_REQUESTED, type ChatOpsCommandRequestedDetail } from '../../events/index.ts';
+import { APPROVAL_DECIDED, CHATOPS_COMMAND, CHATOPS_COMMAND_REQUESTED, MIG_INVENTORY_ANNOTATION, type ChatOpsCommandRequestedDetail, type MigInventory } from '../../events/index.ts';
 import { RecordingPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { RecordingFeishuReplier } from '../adapters/chat/feishu-replier.ts';
@@ -220,5 +220,37 @@ describe('Slack’s 3 seconds', () => {
     expect(await carryOutRequested(t.deps, { ...forged, request: { timestamp: hs['x-slack-request-timestamp'], signature: hs['x-slack-signature'], body: ops } })).toEqual({ refused: expect.stringMatching(/^stale/) });
     expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBeFalsy();
     expect(t.responder.sent).toEqual([]);
+  });
+});
+
+describe('mig plan in chat', () => {
+  it('plans as rebalance-mig would, with its preemption policy', async () => {
+    const t = setup();
+    const inventory: MigInventory = {
+      v: 1,
+      at: '2026-11-21T03:00:00.000Z',
+      gpus: [
+        { index: 0, uuid: 'GPU-00000000-0000-4000-8000-000000000000', instances: [{ profile: '4g.40gb', gi: 1, start: 0, size: 4, inUse: true }, { profile: '3g.40gb', gi: 2, start: 4, size: 4, inUse: true }] },
+        { index: 1, uuid: 'GPU-11111111-0000-4000-8000-000000000000', instances: [{ profile: '7g.80gb', gi: 0, start: 0, size: 8, inUse: true }] },
+      ],
+    };
+    t.kube.cluster.addNode({
+      name: 'h100-nb-0',
+      labels: { 'nvidia.com/mig.strategy': 'mixed', 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3', 'nvidia.com/gpu.count': '2' },
+      annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inventory) },
+      allocatable: { 'nvidia.com/mig-4g.40gb': '1', 'nvidia.com/mig-3g.40gb': '1', 'nvidia.com/mig-7g.80gb': '1' },
+    });
+    for (const [name, profile] of [['notebook-mid-0', '4g.40gb'], ['notebook-small-0', '3g.40gb'], ['notebook-big-0', '7g.80gb']] as const) {
+      t.kube.cluster.addPod({ name, namespace: 'research', nodeName: 'h100-nb-0', phase: 'Running', priority: 0, extendedResources: { [`nvidia.com/mig-${profile}`]: 1 } });
+    }
+    for (let i = 0; i < 4; i++) t.kube.cluster.addPod({ name: `infer-${i}`, namespace: 'serve', phase: 'Pending', priority: 1000, extendedResources: { 'nvidia.com/mig-1g.10gb': 1 } });
+    const ask = async (deps: WebhookDeps) => {
+      const body = t.slash('U-VIEW', 'mig plan', '');
+      const r = await handleChatRequest(deps, { rawPath: '/chat/slack', pathParameters: { platform: 'slack' }, headers: t.sign(body) } as unknown as APIGatewayProxyEventV2, body);
+      return (JSON.parse(String(r.body)) as { text: string }).text;
+    };
+    expect(await ask(t.deps)).toContain('no GPU to relay');
+    const preempting = await ask({ ...t.deps, mig: { ...DEFAULT_MIG_REBALANCE_CONFIG, preemption: { enabled: true, minPriorityGap: 1000, maxGpusPerRound: 1, protect: [], notify: false } } });
+    expect(preempting.split('\n')[1]).toMatch(/^h100-nb-0\/1\s+7g\.80gb\s+.*research\/notebook-big-0$/);
   });
 });

@@ -1,4 +1,4 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -105,6 +105,24 @@ describe('gpu-reflex mig plan', () => {
     } finally {
       await sim.close();
     }
+  });
+
+  it('plans with the MIG policy given, preemption included, and names a bad policy file', async () => {
+    const notebooks = FLEET.replace(/h100-mig\.yaml$/, 'h100-notebooks.yaml');
+    const off = await run('mig', 'plan', '--fleet', notebooks);
+    expect(off.code).toBe(0);
+    expect(off.out).toContain('no GPU to relay');
+    const dir = mkdtempSync(join(tmpdir(), 'mig-policy-'));
+    const policy = join(dir, 'mig-policy.yaml');
+    writeFileSync(policy, 'preemption: { enabled: true, minPriorityGap: 1000, maxGpusPerRound: 1 }\n');
+    const on = await run('mig', 'plan', '--fleet', notebooks, '--policy', policy);
+    expect(on.code).toBe(0);
+    expect(on.out.split('\n')[1]).toMatch(/^h100-nb-0\/1\s+7g\.80gb\s+.*1g\.10gb.*notebook-big-0$/);
+    const bad = join(dir, 'bad.yaml');
+    writeFileSync(bad, 'preemption: { enabled: maybe }\n');
+    const refused = await run('mig', 'plan', '--fleet', notebooks, '--policy', bad);
+    expect(refused.code).toBe(2);
+    expect(refused.err).toContain(`--policy: ${bad}`);
   });
 
   it('needs exactly one of --fleet and --kubeconfig', async () => {

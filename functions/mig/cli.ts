@@ -10,6 +10,7 @@ import { UsageError, type Command } from '../../bin/command.ts';
 import { readInputText } from '../../bin/input.ts';
 import { checkLayout, enumerateLayouts, layoutWords, waste, type LayoutCheck } from './core/layout.ts';
 import { planMig } from './core/planner.ts';
+import { MigPolicyError, parseMigPolicy } from './core/policy.ts';
 import { planTable } from './core/plan-table.ts';
 
 export { planTable };
@@ -125,22 +126,35 @@ export const migPlanCommand: Command = {
   path: ['mig', 'plan'],
   summary: 'print which idle MIG GPUs to relay so pending MIG pods can run (fleet file or live cluster; changes nothing)',
   help: [
-    'Usage: gpu-reflex mig plan (--fleet FILE | --kubeconfig FILE) [--json]',
+    'Usage: gpu-reflex mig plan (--fleet FILE | --kubeconfig FILE) [--policy FILE] [--json]',
     '',
     'Reads the MIG nodes (mixed strategy) and the pending pods asking for nvidia.com/mig-<profile>,',
     'and prints the plan as a table: GPU, its layout now, the layout it would get, the pods that',
-    'would run on it, the pods it would disrupt (always none: a GPU with an instance in use is never',
-    'relaid). Then why each GPU was chosen and why the pods left pending stay so. Changes nothing.',
+    'would run on it, the pods it would disrupt (none unless the policy allows preemption: without',
+    'it a GPU with an instance in use is never relaid). Then why each GPU was chosen and why the',
+    'pods left pending stay so. Changes nothing.',
     '  --fleet FILE       a fleet file (infra/local/kube/fleet.ts format), as the simulated cluster',
     '                     seeds and schedules it; which GPU each pod holds is known exactly',
     '  --kubeconfig FILE  a live cluster (reads nodes and pods); without the node agent\'s inventory',
     '                     a node that runs MIG pods has none of its GPUs relaid, and the plan says so',
+    '  --policy FILE      the MIG policy rebalance-mig runs with (MIG_POLICY_FILE, YAML or JSON;',
+    '                     docs/mig.md "Preemption"): plan as it would, preemption included',
     '  --json             the plan and the notes as JSON',
   ].join('\n'),
   async run(args, io) {
-    const { values, positionals } = parseArgs({ args, options: { fleet: { type: 'string' }, kubeconfig: { type: 'string' }, json: { type: 'boolean' } }, allowPositionals: true, strict: true });
+    const { values, positionals } = parseArgs({ args, options: { fleet: { type: 'string' }, kubeconfig: { type: 'string' }, policy: { type: 'string' }, json: { type: 'boolean' } }, allowPositionals: true, strict: true });
     if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
     if (!values.fleet === !values.kubeconfig) throw new UsageError('give exactly one of --fleet FILE or --kubeconfig FILE');
+    let preemption;
+    if (values.policy) {
+      const text = await readInputText(values.policy, '--policy', io);
+      try {
+        preemption = parseMigPolicy(text, values.policy).preemption;
+      } catch (err) {
+        if (err instanceof MigPolicyError) throw new UsageError(`--policy: ${err.message}`);
+        throw err;
+      }
+    }
     const { readMigFleet } = await import('./supply.ts');
     let fleet;
     if (values.fleet) {
@@ -155,7 +169,7 @@ export const migPlanCommand: Command = {
       const ports = kubePorts(loadKubeConfig({ kubeconfigPath: values.kubeconfig! }), { namespace: 'gpu-reflex' });
       fleet = readMigFleet(await ports.nodes.list(), await ports.pods.list());
     }
-    const plan = planMig(fleet.nodes, fleet.pending);
+    const plan = planMig(fleet.nodes, fleet.pending, preemption ? { preemption } : {});
     if (values.json) io.out(JSON.stringify({ ...plan, notes: fleet.notes }, null, 2));
     else for (const l of planTable(plan, fleet.notes)) io.out(l);
     return 0;

@@ -22,8 +22,17 @@ const layout = (f: ReturnType<typeof readMigFleet>, n = 0) => f.nodes[n]!.gpus.m
 describe('readMigFleet', () => {
   it('spreads the node\'s MIG capacity over its GPUs, spelling +me back from the resource name', () => {
     const f = readMigFleet([node('h', {}, { 'nvidia.com/mig-3g.40gb': '2', 'nvidia.com/mig-1g.10gb': '6', 'nvidia.com/mig-1g.10gb.me': '2' })], []);
-    expect(layout(f)).toEqual(['1g.10gb,1g.10gb,1g.10gb,1g.10gb+me,3g.40gb', '1g.10gb,1g.10gb,1g.10gb,1g.10gb+me,3g.40gb']);
+    expect(layout(f)).toEqual(['3g.40gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb+me', '3g.40gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb+me']);
     expect(f.nodes[0]!.gpus[0]!.model.name).toBe('H100-80GB');
+  });
+
+  it('spreads totals so every GPU holds a valid layout, keeping in-use instances on the GPU that holds them', () => {
+    // By profile name round robin, 4g, 3g and 7g all landed on GPU 0: no GPU holds that.
+    const totals = { 'nvidia.com/mig-4g.40gb': '1', 'nvidia.com/mig-3g.40gb': '1', 'nvidia.com/mig-7g.80gb': '1' };
+    expect(layout(readMigFleet([node('h', {}, totals)], []))).toEqual(['7g.80gb', '3g.40gb,4g.40gb']);
+    const running = [pod('nb-mid', { 'nvidia.com/mig-4g.40gb': 1 }, { nodeName: 'h', phase: 'Running' }), pod('nb-small', { 'nvidia.com/mig-3g.40gb': 1 }, { nodeName: 'h', phase: 'Running' }), pod('nb-big', { 'nvidia.com/mig-7g.80gb': 1 }, { nodeName: 'h', phase: 'Running' })];
+    const f = readMigFleet([node('h', {}, totals)], running, new Map([['h', [['4g.40gb', '3g.40gb'], ['7g.80gb']]]]));
+    expect(layout(f)).toEqual(['4g.40gb*,3g.40gb*', '7g.80gb*']);
   });
 
   it('reads capacity, not allocatable (a paused or fencing device plugin does not change the GPUs)', () => {

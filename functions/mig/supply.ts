@@ -5,7 +5,8 @@
  *
  * A node's layout comes from its MIG capacity (capacity rather than allocatable: a fenced device or
  * a paused device plugin does not change what the GPUs hold) spread over `nvidia.com/gpu.count`
- * GPUs, as NVIDIA's mixed strategy advertises totals only. Which GPU holds a running pod is not in
+ * GPUs so each holds a valid layout (spreadTotals), as NVIDIA's mixed strategy advertises totals
+ * only. Which GPU holds a running pod is not in
  * the API: `usage` (node → per-GPU profiles in use: the simulated device plugin's allocation) or
  * the node agent's `gpu-reflex.io/mig-inventory` annotation (events/mig-inventory.ts: exact
  * layouts and usage, checked against the pods bound there) says it; without either, every GPU of a
@@ -16,6 +17,7 @@ import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
 import type { MigGpu, MigHolder, MigNode, PendingMigPod } from './core/planner.ts';
 import { MIG_MODELS, migModel, migResourceName, type MigModel } from './core/profiles.ts';
 import { MIG_CONFIG_STATE_LABEL } from './core/rebalance.ts';
+import { checkLayout } from './core/layout.ts';
 
 const MIG_STRATEGY_LABEL = 'nvidia.com/mig.strategy';
 const MIG_RESOURCE = /^nvidia\.com\/mig-(.+)$/;
@@ -124,6 +126,27 @@ function attachHolders(gpus: MigGpu[], running: readonly PodInfo[], model: MigMo
  * `waited`: pending pods count as demand only once they have waited this long at `now` (a pod the
  * scheduler is about to bind is not a reason to relay a GPU; nos batches over 60 s).
  */
+/**
+ * The node's MIG totals as one layout per GPU: the instances `inUse` says a GPU holds stay on it,
+ * the rest go largest first to the emptiest GPU they still fit on validly (else the emptiest).
+ * The API gives totals only; this is a guess that at least never makes a layout no GPU can hold.
+ */
+export function spreadTotals(model: MigModel, gpuCount: number, totals: readonly (readonly [string, number])[], inUse?: readonly (readonly string[])[]): string[][] {
+  const perGpu: string[][] = Array.from({ length: gpuCount }, (_, i) => [...(inUse?.[i] ?? [])]);
+  const left = new Map(totals.map(([p, n]) => [p, n]));
+  for (const p of perGpu.flat()) left.set(p, (left.get(p) ?? 0) - 1);
+  const size = (p: string) => model.profiles.find((q) => q.name === p)?.size ?? 0;
+  for (const [profile, n] of [...left].sort(([a], [b]) => size(b) - size(a) || a.localeCompare(b))) {
+    for (let i = 0; i < n; i++) {
+      const used = (g: readonly string[]) => g.reduce((t, q) => t + size(q), 0);
+      const emptiest = (gs: string[][]) => gs.reduce((a, b) => (used(b) < used(a) ? b : a));
+      const fits = perGpu.filter((g) => checkLayout(model, [...g, profile]).valid);
+      emptiest(fits.length > 0 ? fits : perGpu).push(profile);
+    }
+  }
+  return perGpu;
+}
+
 export function readMigFleet(nodes: readonly NodeInfo[], pods: readonly PodInfo[], usage?: MigUsage, waited?: { now: Date; seconds: number }): MigFleet {
   const notes: string[] = [];
   const out: MigNode[] = [];
@@ -143,13 +166,7 @@ export function readMigFleet(nodes: readonly NodeInfo[], pods: readonly PodInfo[
       continue;
     }
     const gpuCount = Number(n.labels['nvidia.com/gpu.count'] ?? '1') || 1;
-    // Totals spread over the GPUs, largest profiles first (the remainder goes to the first GPUs).
-    const perGpu: string[][] = Array.from({ length: gpuCount }, () => []);
-    for (const k of migKeys.sort()) {
-      const profile = profileOfResource(model, k)!;
-      const total = Number(counts[k]) || 0;
-      for (let i = 0; i < total; i++) perGpu[i % gpuCount]!.push(profile);
-    }
+    const perGpu = spreadTotals(model, gpuCount, migKeys.map((k) => [profileOfResource(model, k)!, Number(counts[k]) || 0]), usage?.get(n.name));
     const running = pods.filter((p) => p.nodeName === n.name && !finished(p) && Object.keys(migRequests(p, model)).length > 0);
     const fromAgent = usage?.get(n.name) ? undefined : agentInventory(n, model, running, notes);
     if (fromAgent) {
