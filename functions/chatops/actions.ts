@@ -13,7 +13,7 @@ import type { DryRunnable } from '../adapters/kube/dry-run.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { Logger } from '../lib/logger.ts';
 import { planTable as migPlanTable } from '../mig/core/plan-table.ts';
-import { rebalanceMig, type MigRebalanceConfig } from '../mig/run.ts';
+import { MIG_APPROVALS_SHARD, rebalanceMig, type MigRebalanceConfig } from '../mig/run.ts';
 import type { QuotaConfig } from '../quota/core/config.ts';
 import { HOLD_UNTIL_ANNOTATION, rollbackQuotas } from '../quota/run.ts';
 import type { CloudPools } from '../adapters/alicloud/ports.ts';
@@ -157,6 +157,29 @@ export async function poolScale(p: CommandPorts, pools: PoolPorts | undefined, a
   }
   const { taskId } = await pools.cloud.setDesiredSize(poolId, size);
   return `${lead}${dryRun ? 'would set' : 'set'} ${poolId}'s desired size ${pool.desiredSize} → ${size}${dryRun ? '' : ` (task ${taskId})`}`;
+}
+
+/**
+ * `approve`/`deny` of a preempting MIG relayout held by rebalance-mig: closed once here; the
+ * rebalancer's next round (each minute) carries an approved one out, while the same pods still
+ * hold those GPUs. `decided` is true only for the click that closed it.
+ */
+export async function decideMigPreemption(p: CommandPorts, id: string, decision: 'approved' | 'rejected', by: string): Promise<{ answer: string; decided: boolean } | undefined> {
+  const rec = await getApproval(p.kube.state, id, MIG_APPROVALS_SHARD);
+  if (!rec?.mig) return undefined;
+  const now = new Date(p.clock.now());
+  if (rec.status !== 'open') return { answer: `${id} is already ${rec.status}${rec.decidedBy ? ` by ${rec.decidedBy}` : ''}: nothing more done`, decided: false };
+  if (now.getTime() >= Date.parse(rec.expiresAt)) {
+    await closeApproval(p.kube.state, id, 'expired', { at: now, note: 'expired undecided' }, MIG_APPROVALS_SHARD);
+    return { answer: `${id} expired at ${rec.expiresAt}: too late, nothing done (${rec.mig.preempts.join(', ')} keep their GPUs)`, decided: false };
+  }
+  const closed = await closeApproval(p.kube.state, id, decision === 'approved' ? 'approved-applied' : 'rejected', { decidedBy: by, at: now }, MIG_APPROVALS_SHARD);
+  if (!closed.closed) return { answer: `${id} is already ${closed.record?.status ?? 'gone'}: nothing more done`, decided: false };
+  const gpus = `${rec.node} GPU${rec.mig.gpus.length === 1 ? '' : 's'} ${rec.mig.gpus.join(', ')}`;
+  return {
+    answer: decision === 'approved' ? `approved ${id}: rebalance-mig preempts ${rec.mig.preempts.join(', ')} and relays ${gpus} at its next round` : `rejected ${id}: ${rec.mig.preempts.join(', ')} keep ${gpus}; not asked again while they hold them`,
+    decided: true,
+  };
 }
 
 /**

@@ -22,10 +22,10 @@ import { quotaFacts } from '../quota/facts.ts';
 import type { Notifier } from '../adapters/chat/notifier.ts';
 import { DryRunNotifier, DryRunPublisher } from '../lib/dry-run.ts';
 import type { Logger } from '../lib/logger.ts';
-import type { MigRebalanceConfig } from '../mig/run.ts';
+import { MIG_APPROVALS_SHARD, type MigRebalanceConfig } from '../mig/run.ts';
 import type { Policy } from '../remediate/core/policy.ts';
 import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
-import { CHAT_APPROVALS_SHARD, decidePoolScale, migApply, poolScale, quarantine, quotaRollback, quotaShow, type CommandPorts, type PoolPorts } from './actions.ts';
+import { CHAT_APPROVALS_SHARD, decideMigPreemption, decidePoolScale, migApply, poolScale, quarantine, quotaRollback, quotaShow, type CommandPorts, type PoolPorts } from './actions.ts';
 import { COMMANDS, helpText, parseCommand, ROLE_RANK, roleNeeded, type ChatCommand, type Role } from './core/command.ts';
 import type { ChatPlatform } from './core/signature.ts';
 
@@ -226,13 +226,20 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
       // The store says whether there is anything left to decide; remediate-approve's own
       // exactly-once guard still decides two clicks that both found it open.
       // A pool scale is chat's own approval: decided and carried out here, once.
+      // A preempting MIG relayout too: decided here, carried out by rebalance-mig's next round.
+      const mig = c.dryRun ? undefined : await decideMigPreemption(ports, c.id, decision, `${who.platform}:${who.id}`);
+      if (mig) {
+        answer = mig.answer;
+        if (mig.decided) decided = { id: c.id, decision };
+        break;
+      }
       const pool = c.dryRun ? undefined : await decidePoolScale(ports, poolsFor(deps, false), c.id, decision, `${who.platform}:${who.id}`);
       if (pool) {
         answer = pool.answer;
         if (pool.decided) decided = { id: c.id, decision };
         break;
       }
-      const rec = (await getApproval(kube.state, c.id)) ?? (await getApproval(kube.state, c.id, CHAT_APPROVALS_SHARD));
+      const rec = (await getApproval(kube.state, c.id)) ?? (await getApproval(kube.state, c.id, CHAT_APPROVALS_SHARD)) ?? (await getApproval(kube.state, c.id, MIG_APPROVALS_SHARD));
       if (!rec) {
         answer = `no approval ${c.id} is waiting (unknown id): nothing done`;
         break;

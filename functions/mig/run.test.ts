@@ -8,7 +8,9 @@ import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { silentLogger } from '../lib/logger.ts';
 import { MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL, MIG_REBALANCE_ANNOTATION, readMigRecord } from './core/rebalance.ts';
 import { PreemptionPolicySchema } from './core/policy.ts';
-import { DEFAULT_MIG_REBALANCE_CONFIG, rebalanceMig, type MigRebalanceDeps } from './run.ts';
+import { decideMigPreemption, type CommandPorts } from '../chatops/actions.ts';
+import { getApproval } from '../remediate/approvals.ts';
+import { DEFAULT_MIG_REBALANCE_CONFIG, MIG_APPROVALS_SHARD, rebalanceMig, type MigRebalanceDeps } from './run.ts';
 
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');
 const SEVEN = Array<string>(7).fill('1g.10gb');
@@ -165,6 +167,20 @@ describe('rebalance-mig', () => {
       for (let i = 0; i < 2; i++) kube.cluster.addPod({ name: `infer-${i}`, namespace: 'serve', uid: `infer-${i}`, phase: 'Pending', priority: 1000, extendedResources: { 'nvidia.com/mig-1g.10gb': 1 } });
     }
     const on = (o = {}) => ({ ...DEFAULT_MIG_REBALANCE_CONFIG, preemption: PreemptionPolicySchema.parse({ enabled: true, ...o }) });
+    /** GPU 0: 4g.40gb + 3g.40gb, GPU 1: 7g.80gb, each instance a notebook at 0; two pods at 1000 wait for 1g.10gb. */
+    function twoGpus() {
+      const inventory: MigInventory = { v: 1, at: new Date(T0).toISOString(), gpus: [{ index: 0, uuid: GPU(0), instances: [{ profile: '4g.40gb', gi: 1, start: 0, size: 4, inUse: true }, { profile: '3g.40gb', gi: 2, start: 4, size: 4, inUse: true }] }, { index: 1, uuid: GPU(1), instances: [{ profile: '7g.80gb', gi: 0, start: 0, size: 8, inUse: true }] }] };
+      kube.cluster.addNode({
+        name: 'h100-0',
+        labels: { 'nvidia.com/mig.strategy': 'mixed', 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3', 'nvidia.com/gpu.count': '2', [MIG_CONFIG_LABEL]: 'mine', [MIG_CONFIG_STATE_LABEL]: 'success' },
+        annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inventory) },
+        allocatable: { 'nvidia.com/mig-4g.40gb': '1', 'nvidia.com/mig-3g.40gb': '1', 'nvidia.com/mig-7g.80gb': '1' },
+      });
+      kube.cluster.addPod({ name: 'nb-a', namespace: 'research', uid: 'a', nodeName: 'h100-0', priority: 0, extendedResources: { 'nvidia.com/mig-4g.40gb': 1 } });
+      kube.cluster.addPod({ name: 'nb-b', namespace: 'research', uid: 'b', nodeName: 'h100-0', priority: 0, extendedResources: { 'nvidia.com/mig-3g.40gb': 1 } });
+      kube.cluster.addPod({ name: 'nb-c', namespace: 'research', uid: 'c', nodeName: 'h100-0', priority: 0, extendedResources: { 'nvidia.com/mig-7g.80gb': 1 } });
+      for (let i = 0; i < 2; i++) kube.cluster.addPod({ name: `infer-${i}`, namespace: 'serve', uid: `infer-${i}`, phase: 'Pending', priority: 1000, extendedResources: { 'nvidia.com/mig-1g.10gb': 1 } });
+    }
 
     it('never preempts when off, nor where it cannot tell which pod holds which GPU', async () => {
       notebooks();
@@ -214,6 +230,48 @@ describe('rebalance-mig', () => {
       node = await kube.nodes.get('h100-0');
       expect(node.labels[MIG_CONFIG_LABEL]).toBe(readMigRecord(node.annotations).record!.config);
       expect(kube.cluster.pod('research', 'nb-a')).toBeDefined();
+    });
+
+    it('holds a preempting relayout for approval in chat: asked once, waits, carried out once approved', async () => {
+      twoGpus();
+      deps = { ...deps, state: kube.state, mig: on({ approvalMinutes: 30 }) };
+      expect((await rebalanceMig(deps)).steps).toEqual({});
+      expect(kube.cluster.callsTo('pods.evict')).toEqual([]);
+      expect(notifier.notices).toEqual([expect.objectContaining({ title: 'gpu-reflex: approve preempting 1 pod(s) on h100-0 for a MIG relayout?', approval: { id: expect.stringMatching(/^apr-mig-/) } })]);
+      const id = notifier.notices[0]!.approval!.id;
+      expect(notifier.notices[0]!.text).toContain(`Answer "approve ${id}" or "deny ${id}" within 30 min`);
+      expect(await getApproval(kube.state, id, MIG_APPROVALS_SHARD)).toMatchObject({ status: 'open', node: 'h100-0', mig: { gpus: [1], preempts: ['research/nb-c'] } });
+      clock.advance(60_000);
+      expect((await rebalanceMig(deps)).steps).toEqual({});
+      expect(notifier.notices).toHaveLength(1);
+      const chat = { kube, clock } as unknown as CommandPorts;
+      expect(await decideMigPreemption(chat, id, 'approved', 'slack:U-OPS')).toEqual({ answer: `approved ${id}: rebalance-mig preempts research/nb-c and relays h100-0 GPU 1 at its next round`, decided: true });
+      expect((await decideMigPreemption(chat, id, 'approved', 'slack:U-OPS'))!.decided).toBe(false);
+      expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'start' });
+      expect(kube.cluster.callsTo('pods.evict').map((c) => c.args.slice(0, 2))).toEqual([['research', 'nb-c']]);
+    });
+
+    it('does not preempt what was denied or left to expire, and does not ask again for the same pods', async () => {
+      twoGpus();
+      deps = { ...deps, state: kube.state, mig: on({ approvalMinutes: 30 }) };
+      await rebalanceMig(deps);
+      const id = notifier.notices[0]!.approval!.id;
+      expect((await decideMigPreemption({ kube, clock } as unknown as CommandPorts, id, 'rejected', 'slack:U-OPS'))!.answer).toBe(`rejected ${id}: research/nb-c keep h100-0 GPU 1; not asked again while they hold them`);
+      clock.advance(60_000);
+      expect((await rebalanceMig(deps)).steps).toEqual({});
+      expect(notifier.notices).toHaveLength(1);
+      expect(kube.cluster.callsTo('pods.evict')).toEqual([]);
+      // Another node, left undecided past its 30 minutes: expired, never carried out.
+      kube = fakeKube({ clock });
+      deps = { ...deps, nodes: kube.nodes, pods: kube.pods, leases: kube.leases, migParted: kube.migParted, state: kube.state };
+      twoGpus();
+      await rebalanceMig(deps);
+      const late = notifier.notices[1]!.approval!.id;
+      clock.advance(31 * 60_000);
+      expect((await rebalanceMig(deps)).steps).toEqual({});
+      expect(await getApproval(kube.state, late, MIG_APPROVALS_SHARD)).toMatchObject({ status: 'expired' });
+      expect((await decideMigPreemption({ kube, clock } as unknown as CommandPorts, late, 'approved', 'slack:U-OPS'))!.answer).toBe(`${late} is already expired: nothing more done`);
+      expect(kube.cluster.callsTo('pods.evict')).toEqual([]);
     });
 
     it('gives up before relaying anything when the preempted pod never leaves', async () => {

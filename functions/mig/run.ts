@@ -10,7 +10,9 @@ import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notifier } from '../adapters/chat/notifier.ts';
 import type { Clock } from '../adapters/clock.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
-import type { ConfigFileOps, LeaseOps, NodeOps, PodOps } from '../adapters/kube/ports.ts';
+import type { ConfigFileOps, LeaseOps, NodeOps, PodOps, StateStore } from '../adapters/kube/ports.ts';
+import { closeApproval, getApproval, recordApproval } from '../remediate/approvals.ts';
+import { fnv1a } from '../remediate/core/hash.ts';
 import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../remediate/core/state.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { Applied } from '../lib/apply.ts';
@@ -47,6 +49,60 @@ export interface MigRebalanceDeps {
   logger: Logger;
   holder: string;
   mig: MigRebalanceConfig;
+  /** Where approvals of preempting relayouts are kept (the policy's `approvalMinutes`). */
+  state?: StateStore;
+}
+
+/** Approvals of preempting relayouts: a shard of the rebalancer's own (chat decides them). */
+export const MIG_APPROVALS_SHARD = 'mig-approvals';
+
+type NodeChange = PlannedNodeChange['changes'][number];
+
+/** The approval id of a preempting relayout: the node, the GPUs, their new layouts and who is preempted. */
+export function migApprovalId(node: string, changes: readonly NodeChange[]): string {
+  return `apr-mig-${fnv1a(JSON.stringify([node, changes.map((c) => [c.gpu, [...c.to].sort(), (c.preempts ?? []).map((h) => `${h.namespace}/${h.name}/${h.uid ?? ''}`).sort()])]))}`;
+}
+
+/**
+ * With `approvalMinutes` set, a node's preempting changes go ahead only once approved in chat: the
+ * first round asks (a notice with the approval id), later rounds wait; denied, expired or no
+ * state store to keep the approval in, those GPUs keep their layouts. The node's other changes
+ * go ahead meanwhile. The same pods on the same GPUs are asked about once.
+ */
+async function approvedChanges(deps: MigRebalanceDeps, node: string, planned: PlannedNodeChange, why: (gpu: number) => string): Promise<PlannedNodeChange | undefined> {
+  const minutes = deps.mig.preemption?.approvalMinutes;
+  const preempting = planned.changes.filter((c) => (c.preempts ?? []).length > 0);
+  if (!minutes || preempting.length === 0) return planned;
+  const others = planned.changes.filter((c) => !preempting.includes(c));
+  const without = others.length > 0 ? { ...planned, changes: others } : undefined;
+  if (!deps.state) {
+    deps.logger.warn('rebalance-mig', { node, problem: 'preempting relayouts need approval, and there is no state store to keep approvals in: not preempting' });
+    return without;
+  }
+  const id = migApprovalId(node, preempting);
+  const now = new Date(deps.clock.now());
+  const rec = await getApproval(deps.state, id, MIG_APPROVALS_SHARD);
+  if (rec?.status === 'approved-applied') return planned;
+  if (rec?.status === 'open' && now.getTime() >= Date.parse(rec.expiresAt)) await closeApproval(deps.state, id, 'expired', { at: now, note: 'expired undecided' }, MIG_APPROVALS_SHARD);
+  if (rec) {
+    deps.logger.info('rebalance-mig', { node, approval: id, status: rec.status, why: 'preempting relayout not approved (yet): those GPUs keep their layouts' });
+    return without;
+  }
+  const pods = preempting.flatMap((c) => (c.preempts ?? []).map((h) => `${h.namespace}/${h.name}`));
+  // Told first, then recorded: a notice that fails is asked again next round, never lost.
+  await deps.notifier.notify({
+    title: `gpu-reflex: approve preempting ${pods.length} pod(s) on ${node} for a MIG relayout?`,
+    text: `${preempting.map((c) => why(c.gpu)).join('; ')}. Answer "approve ${id}" or "deny ${id}" within ${minutes} min`.slice(0, 1500),
+    severity: 'warning',
+    approval: { id },
+  });
+  await recordApproval(
+    deps.state,
+    { id, node, incident: `mig/${node}`, action: 'mig-preempt', scope: 'gpu', target: { gpus: preempting.map((c) => String(c.gpu)), pods }, requestedAt: now.toISOString(), expiresAt: new Date(now.getTime() + minutes * 60_000).toISOString(), approvers: [], status: 'open', mig: { gpus: preempting.map((c) => c.gpu), preempts: pods } },
+    MIG_APPROVALS_SHARD,
+  );
+  deps.logger.info('rebalance-mig', { node, approval: id, why: 'preempting relayout asked for approval' });
+  return without;
 }
 
 export interface MigRebalanceOutcome {
@@ -123,7 +179,8 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
     const steps: Record<string, MigStep['kind']> = {};
     for (const n of [...nodes].sort((a, b) => a.name.localeCompare(b.name))) {
       const record = records.get(n.name)?.record;
-      const planned = byNode.get(n.name);
+      const proposed = byNode.get(n.name);
+      const planned = proposed && !record ? await approvedChanges(deps, n.name, proposed, (gpu) => plan.changes.find((x) => x.node === n.name && x.gpu === gpu)?.why ?? `GPU ${gpu}`) : proposed;
       if (!record && (!planned || underWay >= deps.mig.maxNodesAtOnce)) continue;
       const now = new Date(deps.clock.now());
       const held = remediationHold(n);

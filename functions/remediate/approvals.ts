@@ -31,6 +31,8 @@ const ApprovalRecordSchema = z.object({
   note: z.string().optional(),
   /** A pool scale held for approval (chat's `pool scale`): the node pool and the sizes, typed. */
   scale: z.object({ pool: z.string(), from: z.number().int(), to: z.number().int() }).optional(),
+  /** A MIG relayout that preempts, held for approval (rebalance-mig): the GPUs and the pods. */
+  mig: z.object({ gpus: z.array(z.number().int()), preempts: z.array(z.string()) }).optional(),
 });
 export type ApprovalRecord = z.infer<typeof ApprovalRecordSchema>;
 

@@ -10,6 +10,8 @@
  *       - { namespace: kube-system }
  *       - { priorityClassName: system-node-critical }
  *     notify: true            # a chat notice names the pods preempted
+ *     approvalMinutes: 30     # set: each preempting relayout waits for "approve ID" in chat (this
+ *                             # long; undecided, denied or expired, those pods are not preempted)
  *
  * Why preemption is opt-in: a relaid GPU loses every instance (mig-manager recreates them all),
  * so each preempted pod loses its work; only an operator can say that a priority gap is worth it.
@@ -34,6 +36,8 @@ export const PreemptionPolicySchema = z
     maxGpusPerRound: z.number().int().min(1).max(64).default(1),
     protect: z.array(ProtectRule).max(100).default([]),
     notify: z.boolean().default(true),
+    // Set: a relayout that preempts waits for a person's "approve ID" in chat, this many minutes.
+    approvalMinutes: z.number().int().min(1).max(1440).optional(),
   })
   .strict();
 export type PreemptionPolicy = z.output<typeof PreemptionPolicySchema>;
