@@ -28,9 +28,9 @@ interface ChildPlan {
   replanned: number;
 }
 
-function planInChild(nodes: number, gpus: number, pods: number, seed: number): Promise<ChildPlan | undefined> {
+function planInChild(nodes: number, gpus: number, pods: number, seed: number, preempt = false): Promise<ChildPlan | undefined> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/mig-child.ts'), String(nodes), String(gpus), String(pods), String(seed)], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/mig-child.ts'), String(nodes), String(gpus), String(pods), String(seed), ...(preempt ? ['preempt'] : [])], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (b: Buffer) => (out += b.toString()));
     const timer = setTimeout(() => child.kill('SIGKILL'), DEADLINE_MS + 15_000); // + fleet generation and tsx start
@@ -87,6 +87,12 @@ export const migSuite: BenchSuite = {
       rows.push(info(`solve time, 1,000 × 8, ${heavyPods.toLocaleString('en-US')} pending pods`, heavy.ms, 'ms'));
       rows.push(info(`  ${heavyPods.toLocaleString('en-US')} pods: satisfied before → after`, heavy.satisfiedAfter, `(from ${heavy.satisfiedBefore}; ${heavy.changes} GPUs changed; a replan of the applied state changes ${heavy.replanned})`));
     } else rows.push(info(`solve time, 1,000 × 8, ${heavyPods.toLocaleString('en-US')} pending pods (stopped at ${DEADLINE_MS / 1000} s)`, DEADLINE_MS, 'ms (more)'));
+    progress(`the same with preemption on (every busy GPU's holders known, priority 0; gap 100)`);
+    const preempting = await planInChild(BIG_FLEET.nodes, 8, heavyPods, seed, true);
+    if (preempting) {
+      rows.push(info(`solve time, 1,000 × 8, ${heavyPods.toLocaleString('en-US')} pods, preemption on`, preempting.ms, 'ms'));
+      rows.push(info(`  preemption on: satisfied before → after`, preempting.satisfiedAfter, `(from ${preempting.satisfiedBefore}; ${preempting.changes} GPUs changed; a replan of the applied state changes ${preempting.replanned})`));
+    } else rows.push(info(`solve time, 1,000 × 8, preemption on (stopped at ${DEADLINE_MS / 1000} s)`, DEADLINE_MS, 'ms (more)'));
 
     // How the planner's time grows with the fleet (same shape, fewer nodes).
     for (const n of [5, 10, 20]) {

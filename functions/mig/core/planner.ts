@@ -16,23 +16,20 @@
  * would take to another of higher priority when that pod then runs elsewhere, or when as many of
  * its priority run anyway.
  *
- * Without preemption (the default), relay.ts plans: pods in priority order packed onto idle GPUs,
- * a GPU already relaid filled before another is changed, checked by matching (match.ts), in a
- * few rounds until one serves nobody more, so replanning on the applied state is a no-op. With
- * preemption on, a greedy here: one GPU at a time (idle, or preemptible), the change that
- * satisfies the most more demand; ties go to the change that destroys the least (an idle GPU
- * destroys nothing), then the layout closest to the old one, then zero waste, then node and GPU
- * order. It tries every candidate GPU in every layout each round, so it is much slower on big
- * fleets (docs/mig.md).
+ * relay.ts plans: pods in priority order packed onto idle GPUs, a GPU already relaid filled before
+ * another is changed, checked by matching (match.ts), in a few rounds until one serves nobody
+ * more, so replanning on the applied state is a no-op. With preemption on, a GPU whose running
+ * pods the policy lets go is a candidate too, for pods far enough above them, after every idle
+ * one (the fewest preempted, the lowest priorities), at most maxGpusPerRound of them, each kept
+ * only where what it serves outweighs what it destroys (preemption.ts).
  *
  * How demand is matched to supply (also how "satisfied" is counted): match.ts.
  */
-import { enumerateLayouts, layoutWords } from './layout.ts';
-import { assign, better, dominates, fits, gpuKey, kept, matchingOrder, podKey, sameLayout, sortFleet, type Assignment } from './match.ts';
-import { protectedBy, type PreemptionPolicy } from './policy.ts';
-import { holderKey, notPreemptible, preemptionJustified, weigh, type MigHolder } from './preemption.ts';
+import { layoutWords } from './layout.ts';
+import { assign, fits, gpuKey, kept, matchingOrder, podKey, sortFleet, type Assignment } from './match.ts';
+import type { PreemptionPolicy } from './policy.ts';
+import { holderKey, type MigHolder } from './preemption.ts';
 import type { MigModel } from './profiles.ts';
-import { zeroWaste } from './layout-index.ts';
 import { relayIdle } from './relay.ts';
 
 export type { MigHolder };
@@ -105,78 +102,15 @@ export interface PlanOptions {
   preemption?: PreemptionPolicy;
 }
 
-const byPriority = (a: MigHolder, b: MigHolder) => b.priority - a.priority || holderKey(a).localeCompare(holderKey(b));
-
 export function planMig(nodes: readonly MigNode[], pendingPods: readonly PendingMigPod[], options: PlanOptions = {}): MigPlan {
   const preemption = options.preemption?.enabled ? options.preemption : undefined;
   const sortedNodes = sortFleet(nodes);
   const { pods, eligible } = matchingOrder(sortedNodes, pendingPods);
   const priorities = [...new Set(pods.map((p) => p.priority))].sort((a, b) => b - a);
   const before = assign(sortedNodes, pods, new Map(), priorities, eligible);
-  if (!preemption) {
-    // Idle GPUs only (relay.ts): fast, and nothing running is destroyed.
-    const { layouts, result } = relayIdle(sortedNodes, pods, priorities, eligible, before);
-    return describe(sortedNodes, pods, layouts, new Map(), result, before, preemption);
-  }
-
-  // With preemption on: one GPU at a time, every candidate in every layout, the change that serves
-  // the most. Candidates: MIG GPUs with no instance in use, and GPUs whose every holder is known
-  // and unprotected (the gap is judged per layout). Exhaustive per round, so slower on big fleets.
-  const relaid = new Map<string, string[]>();
-  let current = before;
-  const layoutsOf = new Map<MigModel, string[][]>();
-  const enumerated = (m: MigModel) => layoutsOf.get(m) ?? (layoutsOf.set(m, enumerateLayouts(m)), layoutsOf.get(m)!);
-  const demanded = new Set(pods.flatMap((p) => Object.keys(p.requests)));
-  const idle = (g: MigGpu) => g.instances.every((i) => !i.inUse);
-  const candidates = sortedNodes.flatMap((n) => n.gpus.filter((g) => (idle(g) ? !g.locked : notPreemptible(g, preemption) === undefined)).map((g) => ({ node: n, gpu: g, holders: idle(g) ? [] : [...g.holders!].sort(byPriority) })));
-  const preempted = new Map<string, MigHolder[]>(); // gpu key → its holders, for GPUs relaid in use
-  const podByKey = new Map(pods.map((p) => [podKey(p), p]));
-  const servedOn = (result: Assignment, key: string) => [...result.placed].filter(([, ks]) => ks.includes(key)).map(([k]) => podByKey.get(k)!);
-  // Every GPU preempted so far still serves pods that justify it (a later change may move them).
-  const justified = (result: Assignment, extra?: [string, MigHolder[]]) => [...preempted, ...(extra ? [extra] : [])].every(([k, hs]) => preemptionJustified(hs, servedOn(result, k), preemption));
-  const displacesFairly = (from: Assignment, to: Assignment) => {
-    const lost = [...from.placed.keys()].filter((k) => !to.placed.has(k)).map((k) => podByKey.get(k)!);
-    const gained = [...to.placed.keys()].filter((k) => !from.placed.has(k)).map((k) => podByKey.get(k)!);
-    return lost.length > 0 && preemptionJustified(lost, gained, preemption) && lost.every((p) => !protectedBy(p, preemption.protect));
-  };
-  for (;;) {
-    const unplaced = pods.filter((p) => !current.placed.has(podKey(p)));
-    if (unplaced.length === 0) break;
-    let best: { key: string; layout: string[]; result: Assignment; holders: MigHolder[]; keep: number; zero: boolean } | undefined;
-    for (const { node, gpu, holders } of candidates) {
-      const key = gpuKey(gpu);
-      if (relaid.has(key) || !unplaced.some((p) => fits(node, p))) continue;
-      if (holders.length > 0 && preempted.size >= preemption!.maxGpusPerRound) continue;
-      const old = gpu.instances.map((i) => i.profile);
-      for (const layout of enumerated(gpu.model)) {
-        if (sameLayout(layout, old) || !layout.some((p) => demanded.has(p))) continue;
-        const trial = new Map(relaid).set(key, layout);
-        const result = assign(sortedNodes, pods, trial, priorities, eligible);
-        // Only a change that leaves every priority at least as served as now: a relayout never
-        // takes away an instance a pending pod could already use, whatever its priority.
-        // With preemption on, a pending pod may also lose the free instance it would have taken,
-        // on the same terms as a running one (else the next round would preempt it there).
-        if (!dominates(result.score, current.score) && !(preemption && displacesFairly(current, result))) continue;
-        if (preempted.size > 0 || holders.length > 0) {
-          if (!justified(result, holders.length > 0 ? [key, holders] : undefined)) continue;
-        }
-        const cand = { key, layout, result, holders, keep: kept(old, layout), zero: zeroWaste(gpu.model, layout) };
-        if (!best) {
-          best = cand;
-          continue;
-        }
-        const destroysLess = -weigh(cand.holders.map((h) => h.priority), best.holders.map((h) => h.priority));
-        const vs = better(cand.result.score, best.result.score) || destroysLess || cand.keep - best.keep || Number(cand.zero) - Number(best.zero);
-        if (vs > 0) best = cand;
-      }
-    }
-    if (!best) break;
-    relaid.set(best.key, best.layout);
-    if (best.holders.length > 0) preempted.set(best.key, best.holders);
-    current = best.result;
-  }
-
-  return describe(sortedNodes, pods, relaid, preempted, current, before, preemption);
+  // relay.ts: idle GPUs, and with preemption on GPUs whose running pods the policy lets go.
+  const { layouts, result, preempted } = relayIdle(sortedNodes, pods, priorities, eligible, before, preemption);
+  return describe(sortedNodes, pods, layouts, preempted, result, before, preemption);
 }
 
 /** The plan: a change per relaid GPU (nodes by name, GPUs by index), with whom it serves and why. */

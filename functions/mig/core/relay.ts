@@ -23,7 +23,9 @@
  * model: 1,000 nodes × 8 GPUs in well under a second.
  */
 import { assign, atLeast, better, gpuKey, kept, podKey, podOrder, sameLayout, tally, type Assignment, type Layouts } from './match.ts';
-import type { MigGpu, MigNode, PendingMigPod } from './planner.ts';
+import type { MigGpu, MigHolder, MigNode, PendingMigPod } from './planner.ts';
+import { protectedBy, type PreemptionPolicy } from './policy.ts';
+import { holderKey, notPreemptible, preemptionJustified } from './preemption.ts';
 import { fresh, holds, layoutFor, minus, multisetKey, offers } from './layout-index.ts';
 
 /** Rounds of relay-then-match: each must serve more, so few are ever used. */
@@ -75,6 +77,10 @@ interface Slot {
   free: Map<string, number>;
   /** No instance in use, not locked, not relaid yet: may be relaid (keeping what pods take of it, or not). */
   relayable: boolean;
+  /** Instances in use by pods the preemption policy lets go (all known, none protected): may be relaid for pods far enough above them. */
+  holders?: MigHolder[];
+  /** Relaid by this plan over its holders: they are preempted. */
+  preempts?: MigHolder[];
   /** Relaid by this plan: the instances pods take from it. */
   req?: string[];
   /** The pending pods taking its instances, with the profiles each takes. */
@@ -93,6 +99,8 @@ interface Relay {
   /** This pod's part of `req`. */
   takes: string[];
   displaced: PendingMigPod[];
+  /** Running pods it preempts (its holders), or none: an idle GPU. */
+  preempts: MigHolder[];
   /** Pods moved off it: [pod, profile, the GPU of the node whose free instance it takes instead]. */
   moves: Move[];
   scarce: number;
@@ -113,12 +121,12 @@ interface Option {
 }
 
 /**
- * Lower is better: fewest pods displaced, fewest new relays, fewest instances destroyed that
+ * Lower is better: fewest running pods preempted (then the lowest priorities), fewest pods displaced, fewest new relays, fewest instances destroyed that
  * waiting pods ask for, most of the old layouts kept, fewest destroyed.
  */
 function cost(o: Option): number[] {
   const sum = (f: (r: Relay) => number) => o.relays.reduce((t, r) => t + f(r), 0);
-  return [sum((r) => r.displaced.length), o.relays.length, sum((r) => r.scarce), -sum((r) => r.keep), sum((r) => r.destroyed)];
+  return [sum((r) => r.preempts.length), sum((r) => r.preempts.reduce((t, h) => t + h.priority, 0)), sum((r) => r.displaced.length), o.relays.length, sum((r) => r.scarce), -sum((r) => r.keep), sum((r) => r.destroyed)];
 }
 
 function cheaper(a: readonly number[], b: readonly number[]): boolean {
@@ -133,7 +141,7 @@ function cheaper(a: readonly number[], b: readonly number[]): boolean {
  * of its free instances (unless their priority is `shielded`): those that no longer fit wait
  * again (and have their turn again).
  */
-function construct(nodes: readonly MigNode[], pods: readonly PendingMigPod[], eligible: ReadonlyMap<PendingMigPod, readonly number[]>, layouts: Layouts, state: Assignment, shielded: ReadonlySet<number>, servingOrder: Order, frozen: boolean): { layouts: Map<string, string[]>; servedMore: boolean } {
+function construct(nodes: readonly MigNode[], pods: readonly PendingMigPod[], eligible: ReadonlyMap<PendingMigPod, readonly number[]>, layouts: Layouts, state: Assignment, shielded: ReadonlySet<number>, servingOrder: Order, frozen: boolean, preemption?: { policy: PreemptionPolicy; done: number }): { layouts: Map<string, string[]>; preempted: Map<string, MigHolder[]>; servedMore: boolean } {
   const slots: Slot[][] = nodes.map((n, at) =>
     n.gpus.map((g): Slot => {
       const key = gpuKey(g);
@@ -142,7 +150,9 @@ function construct(nodes: readonly MigNode[], pods: readonly PendingMigPod[], el
       const relaid = layouts.get(key);
       if (relaid && frozen) return { ...base, free: tally(relaid), relayable: false };
       if (relaid) return { ...base, free: new Map(), relayable: false, req: [] };
-      return { ...base, free: tally(g.instances.filter((i) => !i.inUse).map((i) => i.profile)), relayable: !g.locked && g.instances.every((i) => !i.inUse) };
+      const relayable = !g.locked && g.instances.every((i) => !i.inUse);
+      const holders = !relayable && preemption && notPreemptible(g, preemption.policy) === undefined ? [...g.holders!].sort((a, b) => b.priority - a.priority || holderKey(a).localeCompare(holderKey(b))) : undefined;
+      return { ...base, free: tally(g.instances.filter((i) => !i.inUse).map((i) => i.profile)), relayable, ...(holders ? { holders } : {}) };
     }),
   );
   const slotOf = new Map(slots.flat().map((s) => [s.key, s]));
@@ -185,6 +195,10 @@ function construct(nodes: readonly MigNode[], pods: readonly PendingMigPod[], el
   };
   const mayFitNow = (at: number, asks: [string, number][]) => asks.every(([p, n]) => (nodeFree[at]!.get(p) ?? 0) >= n || addableOn(at).has(p));
   const displaceable = (q: PendingMigPod, priority: number) => q.priority <= priority && !shielded.has(q.priority);
+  // GPUs preempted so far (earlier rounds and this one): at most the policy's maxGpusPerRound.
+  let preemptedNow = preemption?.done ?? 0;
+  const mayPreempt = (s: Slot, priority: number, inOption: number) =>
+    !!s.holders && !!preemption && preemptedNow + inOption < preemption.policy.maxGpusPerRound && s.holders.every((h) => h.priority + preemption.policy.minPriorityGap <= priority);
   const couldGive = (s: Slot, p: string, priority: number) => {
     const memo = `${p}|${priority}`;
     let yes = s.couldGive.get(memo);
@@ -195,7 +209,7 @@ function construct(nodes: readonly MigNode[], pods: readonly PendingMigPod[], el
     return yes;
   };
   const mayFitRelaid = (at: number, asks: [string, number][], priority: number) =>
-    asks.every(([p, n]) => (nodeFree[at]!.get(p) ?? 0) >= n || addableOn(at).has(p) || slots[at]!.some((s) => s.relayable && couldGive(s, p, priority)));
+    asks.every(([p, n]) => (nodeFree[at]!.get(p) ?? 0) >= n || addableOn(at).has(p) || slots[at]!.some((s) => (s.relayable || mayPreempt(s, priority, 0)) && couldGive(s, p, priority)));
   // Shapes (what a pod asks for, where it may go) nothing could be found for: consuming instances
   // never makes room, so they stay failed until a pod is displaced.
   const failed = new Map<readonly number[], Set<string>>();
@@ -214,7 +228,7 @@ function construct(nodes: readonly MigNode[], pods: readonly PendingMigPod[], el
       if (!f) return undefined;
       let scarce = 0;
       for (const [p, n] of f.lost) if ((wanted.get(p) ?? 0) > 0) scarce += n;
-      return { s, req: [...f.takes], takes: f.takes, displaced: [], moves: [], scarce, destroyed: f.destroyed, keep: f.keep };
+      return { s, req: [...f.takes], takes: f.takes, displaced: [], preempts: s.holders ?? [], moves: [], scarce, destroyed: f.destroyed, keep: f.keep };
     }
     // Free instances of a GPU of the node that keeps its layout and is not relaid for anyone, left
     // after what this option already takes there.
@@ -231,7 +245,7 @@ function construct(nodes: readonly MigNode[], pods: readonly PendingMigPod[], el
       for (const [q, ps] of s.takers) {
         const left: string[] = [];
         for (const p of ps) {
-          const t = moveTakers ? slots[s.node]!.find((x) => x !== s && !x.req && !x.relayable && spare(x, p, moves) > 0) : undefined;
+          const t = moveTakers ? slots[s.node]!.find((x) => x !== s && !x.req && !x.relayable && !x.holders && spare(x, p, moves) > 0) : undefined;
           if (t) moves.push([q, p, t]);
           else left.push(p);
         }
@@ -262,7 +276,7 @@ function construct(nodes: readonly MigNode[], pods: readonly PendingMigPod[], el
       destroyed += n;
       if ((wanted.get(p) ?? 0) > 0) scarce += n;
     }
-    return { s, req, takes, displaced, moves, scarce, destroyed, keep: kept(s.old, to) };
+    return { s, req, takes, displaced, preempts: s.holders ?? [], moves, scarce, destroyed, keep: kept(s.old, to) };
   };
 
 
@@ -296,10 +310,11 @@ function construct(nodes: readonly MigNode[], pods: readonly PendingMigPod[], el
     for (;;) {
       let pick: Relay | undefined;
       for (const s of slots[at]!) {
-        if (!s.relayable || o.relays.some((r) => r.s === s)) continue;
+        if (o.relays.some((r) => r.s === s) || !(s.relayable || mayPreempt(s, pod.priority, o.relays.filter((r) => r.preempts.length > 0).length))) continue;
         const r = relayOf(s, pod, o.fromFree.filter(([t]) => t === s).map(([, p]) => p), rest, o);
         if (!r) continue;
-        if (!pick || cheaper([-r.takes.length, r.displaced.length, r.scarce, -r.keep, r.destroyed], [-pick.takes.length, pick.displaced.length, pick.scarce, -pick.keep, pick.destroyed])) pick = r;
+        const rank = (x: Relay) => [x.preempts.length, x.preempts.reduce((t, h) => t + h.priority, 0), -x.takes.length, x.displaced.length, x.scarce, -x.keep, x.destroyed];
+        if (!pick || cheaper(rank(r), rank(pick))) pick = r;
       }
       if (!pick) return undefined;
       o.relays.push(pick);
@@ -370,6 +385,11 @@ function construct(nodes: readonly MigNode[], pods: readonly PendingMigPod[], el
         for (const [p, c] of r.s.free) sum.set(p, sum.get(p)! - c);
         r.s.free = new Map();
         r.s.relayable = false;
+        if (r.preempts.length > 0) {
+          r.s.preempts = r.preempts;
+          r.s.holders = undefined;
+          preemptedNow++;
+        }
         r.s.req = r.req;
         r.s.fitsMore.clear();
         addable[r.s.node] = undefined;
@@ -417,7 +437,7 @@ function construct(nodes: readonly MigNode[], pods: readonly PendingMigPod[], el
       merged = false;
       const relaid = ss.filter((x) => x.req);
       const onto = (into: Slot, from: Slot) => {
-        const both = [...into.req!, ...minus(from.req!, from.old)];
+        const both = [...into.req!, ...minus(from.req!, from.gpu.instances.filter((i) => !i.inUse).map((i) => i.profile))];
         return holds(into.gpu.model, both) ? { into, from, both, keep: kept(into.old, layoutFor(into.gpu.model, into.old, both)!) } : undefined;
       };
       for (let i = 0; i < relaid.length && !merged; i++) {
@@ -427,6 +447,7 @@ function construct(nodes: readonly MigNode[], pods: readonly PendingMigPod[], el
           if (!m) continue;
           m.into.req = m.both;
           m.from.req = undefined;
+          m.from.preempts = undefined;
           merged = true;
         }
       }
@@ -439,54 +460,79 @@ function construct(nodes: readonly MigNode[], pods: readonly PendingMigPod[], el
     const to = layoutFor(s.gpu.model, s.old, s.req)!;
     if (!sameLayout(to, s.old)) out.set(s.key, to);
   }
-  return { layouts: out, servedMore };
+  const preempted = new Map(slots.flat().filter((x) => x.req && x.preempts && out.has(x.key)).map((x) => [x.key, x.preempts!] as const));
+  return { layouts: out, preempted, servedMore };
 }
 
 /**
  * The relayouts of idle GPUs (GPU key → new layout) and the matching they give. `before` is the
  * matching of the fleet as it is.
  */
-export function relayIdle(nodes: readonly MigNode[], pods: readonly PendingMigPod[], priorities: readonly number[], eligible: ReadonlyMap<PendingMigPod, readonly number[]>, before: Assignment): { layouts: Map<string, string[]>; result: Assignment } {
-  let best: { layouts: Map<string, string[]>; result: Assignment } | undefined;
-  if (before.placed.size === pods.length) return { layouts: new Map(), result: before };
+type Planned = { layouts: Map<string, string[]>; result: Assignment; preempted: Map<string, MigHolder[]> };
+
+/**
+ * The relayouts (GPU key → new layout), the matching they give, and the GPUs relaid over running
+ * pods (with `preemption` on: GPU key → the pods preempted). `before` is the matching of the fleet
+ * as it is.
+ */
+export function relayIdle(nodes: readonly MigNode[], pods: readonly PendingMigPod[], priorities: readonly number[], eligible: ReadonlyMap<PendingMigPod, readonly number[]>, before: Assignment, preemption?: PreemptionPolicy): Planned {
+  let best: Planned | undefined;
+  if (before.placed.size === pods.length) return { layouts: new Map(), result: before, preempted: new Map() };
+  const preemptedPods = (p: Planned) => [...p.preempted.values()].reduce((t, hs) => t + hs.length, 0);
   for (const order of orders(eligible)) {
     // Every pod served: the other order could only change fewer GPUs; not worth another plan.
     if (best && best.result.placed.size === pods.length) break;
-    const plan = rounds(nodes, pods, priorities, eligible, before, order);
-    if (!best || better(plan.result.score, best.result.score) > 0 || (better(plan.result.score, best.result.score) === 0 && plan.layouts.size < best.layouts.size)) best = plan;
+    const plan = rounds(nodes, pods, priorities, eligible, before, order, preemption);
+    const vs = best ? better(plan.result.score, best.result.score) || preemptedPods(best) - preemptedPods(plan) || best.layouts.size - plan.layouts.size : 1;
+    if (vs > 0) best = plan;
   }
   return best!;
 }
 
-function rounds(nodes: readonly MigNode[], pods: readonly PendingMigPod[], priorities: readonly number[], eligible: ReadonlyMap<PendingMigPod, readonly number[]>, before: Assignment, order: Order): { layouts: Map<string, string[]>; result: Assignment } {
-  let layouts = new Map<string, string[]>();
-  let result = before;
-  const round = (shielded: ReadonlySet<number>) => {
+function rounds(nodes: readonly MigNode[], pods: readonly PendingMigPod[], priorities: readonly number[], eligible: ReadonlyMap<PendingMigPod, readonly number[]>, before: Assignment, order: Order, preemption?: PreemptionPolicy): Planned {
+  let planned: Planned = { layouts: new Map(), result: before, preempted: new Map() };
+  const podByKey = new Map(pods.map((p) => [podKey(p), p]));
+  const servedOn = (r: Assignment, key: string) => [...r.placed].filter(([, ks]) => ks.includes(key)).map(([k]) => podByKey.get(k)!);
+  const round = (shielded: ReadonlySet<number>): Planned | undefined => {
+    const { layouts, result } = planned;
     if (result.placed.size === pods.length) return undefined;
-    const built = construct(nodes, pods, eligible, layouts, result, shielded, order, layouts.size > 0);
+    const built = construct(nodes, pods, eligible, layouts, result, shielded, order, layouts.size > 0, preemption ? { policy: preemption, done: planned.preempted.size } : undefined);
     if (!built.servedMore) return undefined;
+    const preempted = new Map([...planned.preempted, ...built.preempted]);
     let nextLayouts = built.layouts;
     let next = assign(nodes, pods, nextLayouts, priorities, eligible);
     // A relaid GPU nothing lands on once matched is put back as it was (and again, as the pods
-    // then land a little differently), unless that serves fewer.
+    // then land a little differently), unless that serves fewer; so is a GPU relaid over running
+    // pods that the pods landing there do not justify (preemption.ts).
     for (;;) {
       const landed = new Set([...next.taken.values()].flatMap((t) => t.map(([k]) => k)));
-      const trimmed = new Map([...nextLayouts].filter(([k]) => landed.has(k)));
+      const unjustified = (k: string) => preempted.has(k) && !preemptionJustified(preempted.get(k)!, servedOn(next, k), preemption!);
+      const trimmed = new Map([...nextLayouts].filter(([k]) => landed.has(k) && !unjustified(k)));
       if (trimmed.size === nextLayouts.size) break;
       const again = assign(nodes, pods, trimmed, priorities, eligible);
-      if (!atLeast(again.score, next.score)) break;
+      if (!atLeast(again.score, next.score) && ![...nextLayouts.keys()].some(unjustified)) break;
       [nextLayouts, next] = [trimmed, again];
     }
-    return { layouts: nextLayouts, result: next };
+    for (const k of [...preempted.keys()]) if (!nextLayouts.has(k)) preempted.delete(k);
+    return { layouts: nextLayouts, result: next, preempted };
+  };
+  // Kept only when it serves more, and no fewer at any priority than the fleet as it is, unless
+  // (preemption on) the pending pods served no longer are unprotected and far enough below those
+  // served instead, as running ones would be.
+  const fair = (next: Assignment) => {
+    if (atLeast(next.score, before.score)) return true;
+    if (!preemption) return false;
+    const lost = [...before.placed.keys()].filter((k) => !next.placed.has(k)).map((k) => podByKey.get(k)!);
+    const gained = [...next.placed.keys()].filter((k) => !before.placed.has(k)).map((k) => podByKey.get(k)!);
+    return preemptionJustified(lost, gained, preemption) && lost.every((p) => !protectedBy(p, preemption.protect));
   };
   for (let i = 0; i < MAX_ROUNDS; i++) {
-    // Kept only when it serves more, and no fewer at any priority than the fleet as it is; else
-    // again with the pods of the priorities served fewer (or, failing that, all) not displaced.
+    // Else again with the pods of the priorities served fewer (or, failing that, all) not displaced.
     const shielded = new Set<number>();
-    let next: ReturnType<typeof round>;
+    let next: Planned | undefined;
     for (;;) {
       next = round(shielded);
-      if (!next || (better(next.result.score, result.score) > 0 && atLeast(next.result.score, before.score))) break;
+      if (!next || (better(next.result.score, planned.result.score) > 0 && fair(next.result))) break;
       const fewer = priorities.filter((p, k) => next!.result.score[k]! < before.score[k]! && !shielded.has(p));
       const more = (fewer.length > 0 ? fewer : priorities).filter((p) => !shielded.has(p));
       if (more.length === 0) {
@@ -496,7 +542,7 @@ function rounds(nodes: readonly MigNode[], pods: readonly PendingMigPod[], prior
       for (const p of more) shielded.add(p);
     }
     if (!next) break;
-    ({ layouts, result } = next);
+    planned = next;
   }
-  return { layouts, result };
+  return planned;
 }
