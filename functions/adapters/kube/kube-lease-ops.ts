@@ -14,7 +14,7 @@ import { V1MicroTime } from '@kubernetes/client-node';
 import type { V1Lease } from '@kubernetes/client-node';
 import type { CoordinationApi } from './api-methods.ts';
 import type { Clock } from '../clock.ts';
-import { BadInputError, ConfigurationError, ConflictError, NotFoundError, fromKubeError } from '../errors.ts';
+import { BadInputError, ConfigurationError, ConflictError, ForbiddenError, NotFoundError, fromKubeError } from '../errors.ts';
 import type { LeaseAttempt, LeaseState } from './model.ts';
 import type { LeaseOps } from './ports.ts';
 import { DEFAULT_CONFLICT_ATTEMPTS, retryOnConflict } from './retry.ts';
@@ -116,7 +116,7 @@ export class KubeLeaseOps implements LeaseOps {
     });
   }
 
-  // RBAC: coordination.k8s.io leases get, delete
+  // RBAC: coordination.k8s.io leases get, update, delete
   async release(name: string, holder: string): Promise<boolean> {
     // What this process wrote when it acquired: deleting that exact version is one request (no
     // read). Anything changed since (a renewal elsewhere, expiry and a new holder) fails the
@@ -126,7 +126,7 @@ export class KubeLeaseOps implements LeaseOps {
     this.held.delete(key);
     if (mine?.metadata?.resourceVersion) {
       try {
-        await this.remove(name, mine.metadata.resourceVersion);
+        await this.remove(name, mine);
         return true;
       } catch (err) {
         const mapped = fromKubeError(err, `releasing lease ${this.namespace}/${name}`);
@@ -138,7 +138,7 @@ export class KubeLeaseOps implements LeaseOps {
       const current = await this.read(name);
       if (current === undefined || toLeaseState(current).holder !== holder) return false;
       try {
-        await this.remove(name, current.metadata?.resourceVersion);
+        await this.remove(name, current);
       } catch (err) {
         if (fromKubeError(err, `releasing lease ${this.namespace}/${name}`) instanceof NotFoundError) return false;
         throw err;
@@ -153,9 +153,19 @@ export class KubeLeaseOps implements LeaseOps {
     return l && toLeaseState(l);
   }
 
-  /** Deletes the lease if it is still at `resourceVersion` (else 409). */
-  private async remove(name: string, resourceVersion: string | undefined): Promise<void> {
-    await this.coordination.deleteNamespacedLease({ namespace: this.namespace, name, body: { preconditions: { resourceVersion } } });
+  /**
+   * Frees `lease` if it is still at the version read or written (else 409): deletes it. Where the
+   * Role does not grant delete yet (infra/k8s applied after the functions were updated), frees it
+   * as before, by a replace without holder, so a rolling upgrade never leaves leases held.
+   */
+  private async remove(name: string, lease: V1Lease): Promise<void> {
+    try {
+      await this.coordination.deleteNamespacedLease({ namespace: this.namespace, name, body: { preconditions: { resourceVersion: lease.metadata?.resourceVersion } } });
+    } catch (err) {
+      if (!(fromKubeError(err, `releasing lease ${this.namespace}/${name}`) instanceof ForbiddenError)) throw err;
+      const { holderIdentity: _gone, ...spec } = lease.spec ?? {};
+      await this.replace(name, { ...lease, spec });
+    }
   }
 
   private replace(name: string, body: V1Lease): Promise<V1Lease> {

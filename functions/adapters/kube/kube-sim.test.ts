@@ -292,6 +292,17 @@ describe('real adapters on the simulated cluster: concurrency, pages, refusals',
     expect(await b!.get('remediate-n3')).toBeUndefined();
   });
 
+  it('where the Role does not grant delete yet, release frees the lease as before (a rolling upgrade leaves none held)', async () => {
+    const clock = manualClock();
+    const { coordination } = makeKubeApis(ctx.kc);
+    const [a, b] = [0, 1].map(() => new KubeLeaseOps(coordination, NS));
+    await a!.tryAcquire('remediate-n4', 'fn-a', 15, clock);
+    ctx.sim.faults.inject({ method: 'DELETE', path: '/leases/remediate-n4', code: 403 });
+    expect(await a!.release('remediate-n4', 'fn-a')).toBe(true);
+    expect(await a!.get('remediate-n4')).toMatchObject({ holder: undefined });
+    expect((await b!.tryAcquire('remediate-n4', 'fn-b', 15, clock)).acquired).toBe(true);
+  });
+
   it('a missing namespace is a configuration error naming it, not an "already done" not-found', async () => {
     const { coordination } = makeKubeApis(ctx.kc);
     const attempt = new KubeLeaseOps(coordination, 'no-such-namespace').tryAcquire('remediate-n1', 'fn-a', 15, manualClock());
