@@ -47,8 +47,25 @@ export function problemsOf(error: z.ZodError, prefix = ''): Problem[] {
   });
 }
 
+/**
+ * Details a builder got from its detail-type's catalog schema (parseDetail's results, never its
+ * input): validateDetail answers for them without parsing them again, so an event the functions
+ * build and publish is checked once, where it is built (before anything is recorded or done), not
+ * again at the publisher. They are frozen, so the answer stays true.
+ */
+const parsedAs = new WeakMap<object, string>();
+
+/** Parses a detail with `detailType`'s catalog schema (throws ZodError as `schema.parse` does). */
+export function parseDetail<T>(detailType: string, schema: z.ZodType<T>, detail: unknown): T {
+  if (catalogEntry(detailType)?.schema !== schema) throw new Error(`parseDetail: not the catalog schema of ${detailType}`);
+  const out = schema.parse(detail);
+  if (typeof out === 'object' && out !== null) parsedAs.set(Object.freeze(out), detailType);
+  return out;
+}
+
 /** Parses a detail of a known detail-type. Unknown detail-types are a problem, not a pass. */
 export function validateDetail(detailType: string, detail: unknown, prefix = 'detail'): Validation<Record<string, unknown>> {
+  if (typeof detail === 'object' && detail !== null && parsedAs.get(detail) === detailType) return { ok: true, value: detail as Record<string, unknown> };
   const entry = catalogEntry(detailType);
   if (!entry) return { ok: false, problems: [{ path: 'detail-type', message: `unknown detail-type ${JSON.stringify(detailType)}` }] };
   const r = entry.schema.safeParse(detail, { reportInput: true });

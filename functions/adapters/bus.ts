@@ -24,7 +24,10 @@ export interface EventPublisher {
   publish(events: readonly PublishedEvent[]): Promise<void>;
 }
 
-/** Throws a plain Error (our own bug, never bad input) when a detail fails its catalog schema. */
+/**
+ * Throws a plain Error (our own bug, never bad input) when a detail fails its catalog schema. A
+ * detail its builder made with parseDetail (events/validate.ts) was checked there and is not parsed again.
+ */
 export function checkPublished(e: PublishedEvent): void {
   const r = validateDetail(e.detailType, e.detail);
   if (!r.ok) throw new Error(`publishing an invalid ${e.detailType} (a bug in what we built): ${r.problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`);

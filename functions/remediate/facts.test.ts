@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { FakeCluster } from '../adapters/kube/fake-cluster.ts';
-import { FakePodOps } from '../adapters/kube/fake-node-pod-ops.ts';
-import { podsOf } from './facts.ts';
+import { FakeNodeOps, FakePodOps } from '../adapters/kube/fake-node-pod-ops.ts';
+import { DEFAULT_POLICY } from './core/policy.ts';
+import { HISTORY_ANNOTATION, STATE_LABEL } from './core/state.ts';
+import { fetchPoolFacts, podsOf } from './facts.ts';
 
 describe('podsOf: the pods a remediation moves or waits for', () => {
   it('leaves out finished pods (they hold no GPU) and pods already terminating', async () => {
@@ -14,5 +16,31 @@ describe('podsOf: the pods a remediation moves or waits for', () => {
     cluster.addPod({ name: 'leaving', nodeName: 'n1', uid: 'u5', terminating: true });
     cluster.addPod({ name: 'elsewhere', nodeName: 'n2', uid: 'u6' });
     expect((await podsOf(new FakePodOps(cluster), 'n1')).map((p) => p.name).sort()).toEqual(['pending', 'running']);
+  });
+});
+
+describe('fetchPoolFacts: who in the pool counts against its blast radius', () => {
+  const now = new Date('2026-11-26T03:00:00Z');
+  const pool = { 'gpu-reflex.io/pool': 'p' };
+  const closedAt = (iso: string) =>
+    JSON.stringify({
+      v: 1,
+      incidents: [{ key: 'k', trigger: 'xid-79', scope: 'node', action: 'drain-node', ladder: ['drain-node'], level: 0, phase: 'closed', firstAt: iso, lastAt: iso, count: 1, workloads: [], pods: [], since: iso, eventId: 'e', outAt: iso, closedAt: iso }],
+      recent: [],
+      handled: [],
+      cordoned: false,
+    });
+
+  it('counts members out by their label (history unread) and members back within the window by their history', async () => {
+    const cluster = new FakeCluster();
+    cluster.addNode({ name: 'self', labels: pool });
+    // Out by its label: counted even though its history is unreadable.
+    cluster.addNode({ name: 'draining', labels: { ...pool, [STATE_LABEL]: 'draining' }, annotations: { [HISTORY_ANNOTATION]: '{corrupt' } });
+    cluster.addNode({ name: 'back-recently', labels: { ...pool, [STATE_LABEL]: 'healthy' }, annotations: { [HISTORY_ANNOTATION]: closedAt('2026-11-26T02:30:00Z') } });
+    cluster.addNode({ name: 'back-long-ago', labels: { ...pool, [STATE_LABEL]: 'healthy' }, annotations: { [HISTORY_ANNOTATION]: closedAt('2026-11-25T02:30:00Z') } });
+    cluster.addNode({ name: 'garbled', labels: { ...pool, [STATE_LABEL]: 'healthy' }, annotations: { [HISTORY_ANNOTATION]: '{corrupt' } });
+    const nodes = new FakeNodeOps(cluster);
+    const facts = await fetchPoolFacts(nodes, DEFAULT_POLICY, await nodes.get('self'), now);
+    expect(facts).toEqual({ name: 'p', nodes: 5, quarantinedInWindow: 2, quarantinedNodes: ['back-recently', 'draining'] });
   });
 });

@@ -7,8 +7,8 @@ import { MIRROR_POD_ANNOTATION, requestsGpu } from '../adapters/kube/model.ts';
 import type { DeviceTaintOps, NodeOps, PodOps } from '../adapters/kube/ports.ts';
 import { ForbiddenError, NotFoundError } from '../adapters/errors.ts';
 import { fenceBackendOf, poolOf, type Policy } from './core/policy.ts';
-import { poolFacts } from './core/blast-radius.ts';
-import { parseNodeState, type NodeState } from './core/state.ts';
+import { OUT_OF_SERVICE, poolFacts } from './core/blast-radius.ts';
+import { emptyState, parseNodeState, STATE_LABEL, type NodePhase, type NodeState } from './core/state.ts';
 import type { NodeFacts, PodFacts, PoolFacts } from './core/types.ts';
 
 export { requestsGpu };
@@ -60,8 +60,15 @@ export async function fetchPoolFacts(nodes: NodeOps, policy: Policy, node: NodeI
   return poolFacts(policy, name, members.map((m) => ({ name: m.name, state: memberState(m) })), now);
 }
 
-/** A pool member's state as the count reads it: phase (label) and incidents (history annotation). */
+/**
+ * A pool member's state as the count reads it: phase (label) and incidents (history annotation).
+ * A member whose label already says it is out counts whatever its history holds, so its history is
+ * not parsed: in a storm those are the members that carry one, and each remediation of the pool
+ * parsed all of them again.
+ */
 function memberState(m: NodeMeta): NodeState {
+  const phase = m.labels[STATE_LABEL] as NodePhase | undefined;
+  if (phase !== undefined && OUT_OF_SERVICE.has(phase)) return { ...emptyState(), phase };
   return parseNodeState(m.annotations, m.labels, [], {});
 }
 

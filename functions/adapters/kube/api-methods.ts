@@ -15,7 +15,7 @@ export const KUBE_API_METHODS = {
     'readNamespacedResourceQuota', 'listNamespacedResourceQuota', 'listResourceQuotaForAllNamespaces', 'createNamespacedResourceQuota', 'replaceNamespacedResourceQuota',
     'readNamespacedLimitRange', 'listNamespacedLimitRange', 'listLimitRangeForAllNamespaces', 'createNamespacedLimitRange', 'replaceNamespacedLimitRange',
   ],
-  CoordinationV1Api: ['readNamespacedLease', 'createNamespacedLease', 'replaceNamespacedLease'],
+  CoordinationV1Api: ['readNamespacedLease', 'createNamespacedLease', 'replaceNamespacedLease', 'deleteNamespacedLease'],
   EventsV1Api: ['createNamespacedEvent'],
   CustomObjectsApi: ['listClusterCustomObject', 'createClusterCustomObject', 'deleteClusterCustomObject'],
 } as const;

@@ -99,6 +99,8 @@ export function storeContracts(harness: () => KubeHarness): void {
       await h.clock.advance(50_000);
       expect((await h.leases.tryAcquire('rebalance-pool-c', 'fn-2', 60, h.clock)).acquired).toBe(false);
       expect(await h.leases.release('rebalance-pool-c', 'fn-1')).toBe(true);
+      // A free lease is no object (a fleet keeps no Lease per node it ever remediated).
+      expect(await h.leases.get('rebalance-pool-c')).toBeUndefined();
       expect(await h.leases.release('rebalance-pool-c', 'fn-1')).toBe(false);
       expect((await h.leases.tryAcquire('rebalance-pool-c', 'fn-2', 60, h.clock)).acquired).toBe(true);
     });

@@ -138,7 +138,8 @@ export class FakeLeaseOps implements LeaseOps {
     this.cluster.guard('leases.release', `releasing lease ${name}`, true);
     const cur = this.cluster.leases.get(name);
     if (cur === undefined || cur.holder !== holder) return false;
-    cur.holder = undefined;
+    // As the real adapter: a free lease is no object.
+    this.cluster.leases.delete(name);
     return true;
   }
 

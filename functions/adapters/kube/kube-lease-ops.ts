@@ -1,8 +1,11 @@
 /**
- * LeaseOps over coordination.k8s.io/v1 Leases. Every change is a replace carrying the
- * resourceVersion that was read, so of two contenders for a free or expired lease exactly one
- * wins: the other gets 409, re-reads, sees the winner's unexpired holding and answers
- * `acquired: false`.
+ * LeaseOps over coordination.k8s.io/v1 Leases. A free lease is no object: acquiring creates it,
+ * releasing deletes it (with the resourceVersion we wrote as a precondition). So the common case —
+ * a node's first remediation, or its next one after the last was released — is one request each
+ * way, and a fleet leaves no Lease behind per node it ever remediated. Of two contenders exactly
+ * one create wins; the other gets 409 AlreadyExists, reads, sees the winner's unexpired holding
+ * and answers `acquired: false`. A lease left held by a crashed holder is taken over once expired
+ * by a replace carrying the resourceVersion that was read (again one winner).
  *
  * Times are written as V1MicroTime (microsecond RFC 3339, which the API server requires for
  * Lease times; a plain Date would serialize with milliseconds only).
@@ -11,7 +14,7 @@ import { V1MicroTime } from '@kubernetes/client-node';
 import type { V1Lease } from '@kubernetes/client-node';
 import type { CoordinationApi } from './api-methods.ts';
 import type { Clock } from '../clock.ts';
-import { BadInputError, ConfigurationError, ConflictError, NotFoundError, fromKubeError } from '../errors.ts';
+import { BadInputError, ConfigurationError, ConflictError, ForbiddenError, NotFoundError, fromKubeError } from '../errors.ts';
 import type { LeaseAttempt, LeaseState } from './model.ts';
 import type { LeaseOps } from './ports.ts';
 import { DEFAULT_CONFLICT_ATTEMPTS, retryOnConflict } from './retry.ts';
@@ -56,26 +59,14 @@ export class KubeLeaseOps implements LeaseOps {
     }
     return retryOnConflict(`acquiring lease ${this.namespace}/${name}`, this.attempts, async () => {
       const now = new V1MicroTime(clock.now());
-      const current = await this.read(name);
-      if (current === undefined) {
-        const created = await this.coordination
-          .createNamespacedLease({
-            namespace: this.namespace,
-            body: {
-              metadata: { name, namespace: this.namespace },
-              spec: { holderIdentity: holder, leaseDurationSeconds: durationS, acquireTime: now, renewTime: now, leaseTransitions: 0 },
-            },
-          })
-          .catch((err: unknown) => {
-            // A 404 on create is the namespace, not the lease: the cluster is not set up, which
-            // must not read as "already done" (the event would be acknowledged and forgotten).
-            const mapped = fromKubeError(err, `creating lease ${this.namespace}/${name}`);
-            if (mapped instanceof NotFoundError) throw new ConfigurationError(`namespace "${this.namespace}" does not exist: create it (infra/k8s) so gpu-reflex can hold its leases`, { what: `lease ${name}`, cause: err, status: 404 });
-            throw err;
-          });
+      const created = await this.create(name, holder, durationS, now);
+      if (created) {
         this.held.set(`${name}\u0000${holder}`, created);
         return { acquired: true, lease: toLeaseState(created) };
       }
+      const current = await this.read(name);
+      // Released between our create and our read: the next try creates it.
+      if (current === undefined) throw new ConflictError(`lease ${this.namespace}/${name} went away while acquiring`, { what: `lease ${name}`, status: 409 });
       const state = toLeaseState(current);
       const ours = state.holder === holder;
       if (!ours && state.holder !== undefined && state.expiresAtMs > clock.now()) return { acquired: false, lease: state };
@@ -95,6 +86,26 @@ export class KubeLeaseOps implements LeaseOps {
     });
   }
 
+  /** Creates the lease held by `holder`; undefined when it already exists (409 AlreadyExists). */
+  private async create(name: string, holder: string, durationS: number, now: V1MicroTime): Promise<V1Lease | undefined> {
+    try {
+      return await this.coordination.createNamespacedLease({
+        namespace: this.namespace,
+        body: {
+          metadata: { name, namespace: this.namespace },
+          spec: { holderIdentity: holder, leaseDurationSeconds: durationS, acquireTime: now, renewTime: now, leaseTransitions: 0 },
+        },
+      });
+    } catch (err) {
+      const mapped = fromKubeError(err, `creating lease ${this.namespace}/${name}`);
+      if (mapped instanceof ConflictError) return undefined;
+      // A 404 on create is the namespace, not the lease: the cluster is not set up, which
+      // must not read as "already done" (the event would be acknowledged and forgotten).
+      if (mapped instanceof NotFoundError) throw new ConfigurationError(`namespace "${this.namespace}" does not exist: create it (infra/k8s) so gpu-reflex can hold its leases`, { what: `lease ${name}`, cause: err, status: 404 });
+      throw mapped;
+    }
+  }
+
   // RBAC: coordination.k8s.io leases get, update
   renew(name: string, holder: string, clock: Clock): Promise<boolean> {
     return retryOnConflict(`renewing lease ${this.namespace}/${name}`, this.attempts, async () => {
@@ -105,30 +116,33 @@ export class KubeLeaseOps implements LeaseOps {
     });
   }
 
-  // RBAC: coordination.k8s.io leases get, update
+  // RBAC: coordination.k8s.io leases get, update, delete
   async release(name: string, holder: string): Promise<boolean> {
-    // What this process wrote when it acquired: freeing that exact version is one request (no
-    // read). Anything changed since (a renewal elsewhere, expiry and a new holder) answers 409,
-    // and the read-check-replace below decides.
+    // What this process wrote when it acquired: deleting that exact version is one request (no
+    // read). Anything changed since (a renewal elsewhere, expiry and a new holder) fails the
+    // precondition with 409, and the read-check-delete below decides.
     const key = `${name}\u0000${holder}`;
     const mine = this.held.get(key);
     this.held.delete(key);
-    if (mine) {
-      const { holderIdentity: _gone, ...spec } = mine.spec ?? {};
+    if (mine?.metadata?.resourceVersion) {
       try {
-        await this.replace(name, { ...mine, spec });
+        await this.remove(name, mine);
         return true;
       } catch (err) {
         const mapped = fromKubeError(err, `releasing lease ${this.namespace}/${name}`);
+        if (mapped instanceof NotFoundError) return false;
         if (!(mapped instanceof ConflictError)) throw mapped;
       }
     }
     return retryOnConflict(`releasing lease ${this.namespace}/${name}`, this.attempts, async () => {
       const current = await this.read(name);
       if (current === undefined || toLeaseState(current).holder !== holder) return false;
-      // Free the lease but keep the object (and its leaseTransitions history), as client-go does.
-      const { holderIdentity: _gone, ...spec } = current.spec ?? {};
-      await this.replace(name, { ...current, spec });
+      try {
+        await this.remove(name, current);
+      } catch (err) {
+        if (fromKubeError(err, `releasing lease ${this.namespace}/${name}`) instanceof NotFoundError) return false;
+        throw err;
+      }
       return true;
     });
   }
@@ -137,6 +151,21 @@ export class KubeLeaseOps implements LeaseOps {
   async get(name: string): Promise<LeaseState | undefined> {
     const l = await this.read(name);
     return l && toLeaseState(l);
+  }
+
+  /**
+   * Frees `lease` if it is still at the version read or written (else 409): deletes it. Where the
+   * Role does not grant delete yet (infra/k8s applied after the functions were updated), frees it
+   * as before, by a replace without holder, so a rolling upgrade never leaves leases held.
+   */
+  private async remove(name: string, lease: V1Lease): Promise<void> {
+    try {
+      await this.coordination.deleteNamespacedLease({ namespace: this.namespace, name, body: { preconditions: { resourceVersion: lease.metadata?.resourceVersion } } });
+    } catch (err) {
+      if (!(fromKubeError(err, `releasing lease ${this.namespace}/${name}`) instanceof ForbiddenError)) throw err;
+      const { holderIdentity: _gone, ...spec } = lease.spec ?? {};
+      await this.replace(name, { ...lease, spec });
+    }
   }
 
   private replace(name: string, body: V1Lease): Promise<V1Lease> {

@@ -265,6 +265,44 @@ describe('real adapters on the simulated cluster: concurrency, pages, refusals',
     expect(results.filter((r) => r.acquired)).toHaveLength(1);
   });
 
+  it('takes a free lease in one request and frees it in one, leaving no Lease behind', async () => {
+    const clock = manualClock();
+    const { coordination } = makeKubeApis(ctx.kc);
+    const leases = new KubeLeaseOps(coordination, NS);
+    const seen: string[] = [];
+    const count = (req: { method?: string; url?: string }) => seen.push(`${req.method} ${(req.url ?? '').split('?')[0]}`);
+    ctx.sim.server.on('request', count);
+    expect((await leases.tryAcquire('remediate-n2', 'fn-a', 15, clock)).acquired).toBe(true);
+    expect(await leases.release('remediate-n2', 'fn-a')).toBe(true);
+    ctx.sim.server.off('request', count);
+    expect(seen).toEqual([`POST /apis/coordination.k8s.io/v1/namespaces/${NS}/leases`, `DELETE /apis/coordination.k8s.io/v1/namespaces/${NS}/leases/remediate-n2`]);
+    expect(await leases.get('remediate-n2')).toBeUndefined();
+  });
+
+  it('a holder whose lease expired and was taken over releases nothing of the new holder\'s', async () => {
+    const clock = manualClock();
+    const { coordination } = makeKubeApis(ctx.kc);
+    const [a, b] = [0, 1].map(() => new KubeLeaseOps(coordination, NS));
+    await a!.tryAcquire('remediate-n3', 'fn-a', 15, clock);
+    await clock.advance(16_000);
+    expect((await b!.tryAcquire('remediate-n3', 'fn-b', 15, clock)).acquired).toBe(true);
+    expect(await a!.release('remediate-n3', 'fn-a')).toBe(false);
+    expect((await b!.get('remediate-n3'))?.holder).toBe('fn-b');
+    expect(await b!.release('remediate-n3', 'fn-b')).toBe(true);
+    expect(await b!.get('remediate-n3')).toBeUndefined();
+  });
+
+  it('where the Role does not grant delete yet, release frees the lease as before (a rolling upgrade leaves none held)', async () => {
+    const clock = manualClock();
+    const { coordination } = makeKubeApis(ctx.kc);
+    const [a, b] = [0, 1].map(() => new KubeLeaseOps(coordination, NS));
+    await a!.tryAcquire('remediate-n4', 'fn-a', 15, clock);
+    ctx.sim.faults.inject({ method: 'DELETE', path: '/leases/remediate-n4', code: 403 });
+    expect(await a!.release('remediate-n4', 'fn-a')).toBe(true);
+    expect(await a!.get('remediate-n4')).toMatchObject({ holder: undefined });
+    expect((await b!.tryAcquire('remediate-n4', 'fn-b', 15, clock)).acquired).toBe(true);
+  });
+
   it('a missing namespace is a configuration error naming it, not an "already done" not-found', async () => {
     const { coordination } = makeKubeApis(ctx.kc);
     const attempt = new KubeLeaseOps(coordination, 'no-such-namespace').tryAcquire('remediate-n1', 'fn-a', 15, manualClock());

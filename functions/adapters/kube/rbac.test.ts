@@ -60,6 +60,7 @@ describe('missingRbac', () => {
     expect(missingRbac(KUBE_RBAC_RULES, [{ apiGroups: ['*'], resources: ['*'], verbs: ['*'] }])).toEqual([]);
     expect(missingRbac(KUBE_RBAC_RULES, [{ apiGroups: [''], resources: ['*'], verbs: ['*'] }])).toEqual([
       'coordination.k8s.io/leases create',
+      'coordination.k8s.io/leases delete',
       'coordination.k8s.io/leases get',
       'coordination.k8s.io/leases update',
       'events.k8s.io/events create',

@@ -18,7 +18,7 @@ export const KUBE_RBAC_RULES: readonly RbacRule[] = [
   { apiGroups: [''], resources: ['resourcequotas'], verbs: ['get', 'list', 'create', 'update'] },
   { apiGroups: [''], resources: ['limitranges'], verbs: ['get', 'list', 'create', 'update'] },
   { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'create', 'update'] },
-  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
+  { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update', 'delete'] },
   { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create'] },
   { apiGroups: ['resource.k8s.io'], resources: ['resourceslices'], verbs: ['list'] },
   { apiGroups: ['resource.k8s.io'], resources: ['devicetaintrules'], verbs: ['list', 'create', 'delete'] },

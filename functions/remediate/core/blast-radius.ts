@@ -6,7 +6,7 @@
  */
 import type { RemediationAction } from '../../../events/index.ts';
 import { poolLimits, type Policy } from './policy.ts';
-import type { NodeState } from './state.ts';
+import type { NodePhase, NodeState } from './state.ts';
 import type { PoolFacts } from './types.ts';
 
 const CAPACITY_ACTIONS: ReadonlySet<RemediationAction> = new Set(['quarantine-gpu', 'drain-node', 'reboot-node', 'replace-node']);
@@ -48,6 +48,9 @@ export function checkBlastRadius(policy: Policy, pool: PoolFacts, node: string, 
   return { allowed: used + 1 <= limit, used, limit, words };
 }
 
+/** A node in one of these phases counts against its pool whatever its history says. */
+export const OUT_OF_SERVICE: ReadonlySet<NodePhase> = new Set<NodePhase>(['quarantined', 'draining', 'awaiting-repair']);
+
 /**
  * The pool's count as the planners expect it, from the states of its nodes (pure; the handler
  * lists the pool's nodes and parses their state): a node counts when it is out of service now
@@ -58,7 +61,7 @@ export function poolFacts(policy: Policy, name: string, members: readonly { name
   const { windowMinutes } = poolLimits(policy, name);
   const from = now.getTime() - windowMinutes * 60_000;
   const out = members.filter(({ state }) => {
-    if (state.phase === 'quarantined' || state.phase === 'draining' || state.phase === 'awaiting-repair') return true;
+    if (OUT_OF_SERVICE.has(state.phase)) return true;
     return state.incidents.some((i) => i.phase === 'closed' && i.outAt !== undefined && i.closedAt !== undefined && Date.parse(i.closedAt) >= from);
   });
   const names = out.map((m) => m.name).sort();

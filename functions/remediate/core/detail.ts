@@ -3,7 +3,7 @@
  * happened to each of its steps, and validates it against the catalog schema. The event id is
  * deterministic (incident + observedAt + the decided phase), so publishing it twice is one event.
  */
-import { ApprovalRequestedDetailSchema, GPU_ACTIONS_ANNOTATION, RemediationDetailSchema, SCHEMA_VERSION, type ApprovalRequestedDetail, type RemediationDetail, type RemediationStep } from '../../../events/index.ts';
+import { APPROVAL_REQUESTED, ApprovalRequestedDetailSchema, GPU_ACTIONS_ANNOTATION, parseDetail, REMEDIATION, RemediationDetailSchema, SCHEMA_VERSION, type ApprovalRequestedDetail, type RemediationDetail, type RemediationStep } from '../../../events/index.ts';
 import type { Applied, StepOutcome } from '../../lib/apply.ts';
 import type { CloudAction } from '../../lib/plan.ts';
 import { nodeTarget, podTarget } from './scope.ts';
@@ -114,7 +114,7 @@ export function toRemediationDetail(plan: Plan, applied: Applied | undefined, op
     reason: plan.reason.slice(0, 2048),
     dryRun: opts.dryRun ?? false,
   };
-  return RemediationDetailSchema.parse(detail);
+  return parseDetail(REMEDIATION, RemediationDetailSchema, detail);
 }
 
 /** The phase the outcome reaches: blocked evictions → partial (the sweep retries), failures → failed. */
@@ -153,7 +153,7 @@ export function approvalIdFor(incident: string, firstAt: string): string {
 /** The `Approval Requested` event of an approval plan; its id is stable per incident episode. */
 export function toApprovalDetail(plan: Plan, opts: { now: Date; ttlMs?: number }): ApprovalRequestedDetail {
   const approvalId = approvalIdOf(plan);
-  return ApprovalRequestedDetailSchema.parse({
+  return parseDetail(APPROVAL_REQUESTED, ApprovalRequestedDetailSchema, {
     schemaVersion: SCHEMA_VERSION,
     eventId: `${approvalId}:requested`,
     occurredAt: opts.now.toISOString(),

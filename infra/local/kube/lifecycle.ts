@@ -2,7 +2,7 @@ import { daemonPod, eligible, hasDaemonPod } from './daemonsets.ts';
 import { MigManager } from './mig-manager.ts';
 import { controllerOf, holdsResources, isTerminal, podRequests, runningStatus, pendingStatus, succeededStatus } from './pods.ts';
 import { qualifiedName, type ResourceDef } from './resources.ts';
-import { freeOn, matchesNodeAffinity, pickNode, tolerates, unfitReason } from './scheduler.ts';
+import { freeOn, matchesNodeAffinity, nodeView, pickNode, tolerates, unfitReason, type NodeView } from './scheduler.ts';
 import { UnfitShapes } from './unfit-shapes.ts';
 import type { Store, StoreEvent } from './store.ts';
 import type { Clock, KubeObject, Node, Pod, PodSpec, Taint } from './types.ts';
@@ -61,7 +61,8 @@ export class Lifecycle {
    */
   private readonly selectedBy = new Map<string, string[]>();
   private readonly selectedCount = new Map<string, number>();
-  private sortedNodes: Node[] | undefined;
+  /** The fleet in name order, as the scheduler reads it (scheduler.ts NodeView). */
+  private sortedNodes: NodeView[] | undefined;
   /** What each node has left, kept across scheduling runs; dropped when its pods or the node change. */
   private readonly freeCache = new Map<string, Map<string, number>>();
   /**
@@ -259,7 +260,7 @@ export class Lifecycle {
     const keys = [...this.dirtyShapes].flatMap((shape) => [...(this.byShape.get(shape) ?? [])]);
     this.dirtyShapes.clear();
     keys.sort((a, b) => this.queued.get(a)! - this.queued.get(b)!);
-    let nodes: Node[] | undefined;
+    let nodes: NodeView[] | undefined;
     const free = this.freeCache;
     const freeOf = (n: Node) => {
       let f = free.get(n.metadata.name);
@@ -340,10 +341,10 @@ export class Lifecycle {
     for (const shape of this.byShape.keys()) this.dirtyShapes.add(shape);
   }
 
-  private nodesByName(): Node[] {
+  private nodesByName(): NodeView[] {
     if (!this.sortedNodes) {
-      this.sortedNodes = this.store.nodes().sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1));
-      this.nodeIndex = new Map(this.sortedNodes.map((n, i) => [n.metadata.name, i]));
+      this.sortedNodes = this.store.nodes().sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1)).map(nodeView);
+      this.nodeIndex = new Map(this.sortedNodes.map((v, i) => [v.name, i]));
     }
     return this.sortedNodes;
   }
@@ -426,7 +427,7 @@ export class Lifecycle {
       this.freeCache.delete(node.metadata.name);
       // A changed node keeps its place in name order; only a node joining or leaving re-sorts.
       const at = this.nodeIndex.get(node.metadata.name);
-      if (e.type === 'MODIFIED' && this.sortedNodes && at !== undefined) this.sortedNodes[at] = node;
+      if (e.type === 'MODIFIED' && this.sortedNodes && at !== undefined) this.sortedNodes[at] = nodeView(node);
       else this.sortedNodes = undefined;
       if (e.type !== 'MODIFIED') {
         this.nodeListVersion++;
