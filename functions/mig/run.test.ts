@@ -5,6 +5,7 @@ import { RecordingPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
+import type { PodInfo } from '../adapters/kube/model.ts';
 import { silentLogger } from '../lib/logger.ts';
 import { MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL, MIG_REBALANCE_ANNOTATION, readMigRecord } from './core/rebalance.ts';
 import { PreemptionPolicySchema } from './core/policy.ts';
@@ -168,7 +169,7 @@ describe('rebalance-mig', () => {
     }
     const on = (o = {}) => ({ ...DEFAULT_MIG_REBALANCE_CONFIG, preemption: PreemptionPolicySchema.parse({ enabled: true, ...o }) });
     /** GPU 0: 4g.40gb + 3g.40gb, GPU 1: 7g.80gb, each instance a notebook at 0; two pods at 1000 wait for 1g.10gb. */
-    function twoGpus() {
+    function twoGpus(big: Partial<PodInfo> = {}) {
       const inventory: MigInventory = { v: 1, at: new Date(T0).toISOString(), gpus: [{ index: 0, uuid: GPU(0), instances: [{ profile: '4g.40gb', gi: 1, start: 0, size: 4, inUse: true }, { profile: '3g.40gb', gi: 2, start: 4, size: 4, inUse: true }] }, { index: 1, uuid: GPU(1), instances: [{ profile: '7g.80gb', gi: 0, start: 0, size: 8, inUse: true }] }] };
       kube.cluster.addNode({
         name: 'h100-0',
@@ -178,7 +179,7 @@ describe('rebalance-mig', () => {
       });
       kube.cluster.addPod({ name: 'nb-a', namespace: 'research', uid: 'a', nodeName: 'h100-0', priority: 0, extendedResources: { 'nvidia.com/mig-4g.40gb': 1 } });
       kube.cluster.addPod({ name: 'nb-b', namespace: 'research', uid: 'b', nodeName: 'h100-0', priority: 0, extendedResources: { 'nvidia.com/mig-3g.40gb': 1 } });
-      kube.cluster.addPod({ name: 'nb-c', namespace: 'research', uid: 'c', nodeName: 'h100-0', priority: 0, extendedResources: { 'nvidia.com/mig-7g.80gb': 1 } });
+      kube.cluster.addPod({ name: 'nb-c', namespace: 'research', uid: 'c', nodeName: 'h100-0', priority: 0, extendedResources: { 'nvidia.com/mig-7g.80gb': 1 }, ...big });
       for (let i = 0; i < 2; i++) kube.cluster.addPod({ name: `infer-${i}`, namespace: 'serve', uid: `infer-${i}`, phase: 'Pending', priority: 1000, extendedResources: { 'nvidia.com/mig-1g.10gb': 1 } });
     }
 
@@ -190,17 +191,7 @@ describe('rebalance-mig', () => {
     });
 
     it('evicts the preempted pod after the cordon, waits for it to leave, then relabels; a PDB that blocks holds the GPU back', async () => {
-      const inventory: MigInventory = { v: 1, at: new Date(T0).toISOString(), gpus: [{ index: 0, uuid: GPU(0), instances: [{ profile: '4g.40gb', gi: 1, start: 0, size: 4, inUse: true }, { profile: '3g.40gb', gi: 2, start: 4, size: 4, inUse: true }] }, { index: 1, uuid: GPU(1), instances: [{ profile: '7g.80gb', gi: 0, start: 0, size: 8, inUse: true }] }] };
-      kube.cluster.addNode({
-        name: 'h100-0',
-        labels: { 'nvidia.com/mig.strategy': 'mixed', 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3', 'nvidia.com/gpu.count': '2', [MIG_CONFIG_LABEL]: 'mine', [MIG_CONFIG_STATE_LABEL]: 'success' },
-        annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inventory) },
-        allocatable: { 'nvidia.com/mig-4g.40gb': '1', 'nvidia.com/mig-3g.40gb': '1', 'nvidia.com/mig-7g.80gb': '1' },
-      });
-      kube.cluster.addPod({ name: 'nb-a', namespace: 'research', uid: 'a', nodeName: 'h100-0', priority: 0, extendedResources: { 'nvidia.com/mig-4g.40gb': 1 } });
-      kube.cluster.addPod({ name: 'nb-b', namespace: 'research', uid: 'b', nodeName: 'h100-0', priority: 0, extendedResources: { 'nvidia.com/mig-3g.40gb': 1 } });
-      kube.cluster.addPod({ name: 'nb-c', namespace: 'research', uid: 'c', nodeName: 'h100-0', priority: 0, labels: { app: 'nb-c' }, terminationGracePeriodSeconds: 120, extendedResources: { 'nvidia.com/mig-7g.80gb': 1 } });
-      for (let i = 0; i < 2; i++) kube.cluster.addPod({ name: `infer-${i}`, namespace: 'serve', uid: `infer-${i}`, phase: 'Pending', priority: 1000, extendedResources: { 'nvidia.com/mig-1g.10gb': 1 } });
+      twoGpus({ labels: { app: 'nb-c' }, terminationGracePeriodSeconds: 120 });
       kube.cluster.addPdb({ namespace: 'research', matchLabels: { app: 'nb-c' }, minAvailable: 1 });
       deps = { ...deps, mig: on() };
 

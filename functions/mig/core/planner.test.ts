@@ -175,6 +175,21 @@ const podsArb = (profiles: string[]) =>
 const ALL_PROFILES = [...new Set(MODELS.flatMap((m) => m.profiles.map((p) => p.name)))];
 const scenarioArb = fc.tuple(fleetArb, podsArb(ALL_PROFILES));
 
+/** Valid layouts on idle GPUs only, each serving a pod; never fewer satisfied; the applied state replans to nothing. */
+function holdsThePromises(nodes: MigNode[], pods: PendingMigPod[], plan: ReturnType<typeof planMig>) {
+  const byKey = new Map(nodes.flatMap((n) => n.gpus.map((g) => [`${g.node}#${g.index}`, g] as const)));
+  for (const c of plan.changes) {
+    const g = byKey.get(`${c.node}#${c.gpu}`)!;
+    expect(checkLayout(g.model, c.to).valid).toBe(true);
+    expect(g.instances.some((i) => i.inUse)).toBe(false);
+    expect(c.unblocks.length).toBeGreaterThan(0);
+  }
+  expect(plan.satisfiedAfter).toBeGreaterThanOrEqual(plan.satisfiedBefore);
+  const applied = afterPlan(nodes, pods, plan);
+  expect(applied.pending.length).toBe(pods.length - plan.satisfiedAfter);
+  expect(planMig(applied.nodes, applied.pending).changes).toEqual([]);
+}
+
 describe('planMig properties', () => {
   it('emits only valid layouts, touches only idle GPUs, never satisfies less, and its applied state replans to nothing', () => {
     let planned = 0;
@@ -182,18 +197,8 @@ describe('planMig properties', () => {
       fc.property(scenarioArb, ([nodes, pods]) => {
         const plan = planMig(nodes, pods);
         if (plan.changes.length > 0) planned++;
-        const byKey = new Map(nodes.flatMap((n) => n.gpus.map((g) => [`${g.node}#${g.index}`, g] as const)));
-        for (const c of plan.changes) {
-          const g = byKey.get(`${c.node}#${c.gpu}`)!;
-          expect(checkLayout(g.model, c.to).valid).toBe(true);
-          expect(g.instances.some((i) => i.inUse)).toBe(false);
-          expect(c.unblocks.length).toBeGreaterThan(0);
-        }
-        expect(plan.satisfiedAfter).toBeGreaterThanOrEqual(plan.satisfiedBefore);
+        holdsThePromises(nodes, pods, plan);
         if (plan.changes.length === 0) expect(plan.satisfiedAfter).toBe(plan.satisfiedBefore);
-        const applied = afterPlan(nodes, pods, plan);
-        expect(applied.pending.length).toBe(pods.length - plan.satisfiedAfter);
-        expect(planMig(applied.nodes, applied.pending).changes).toEqual([]);
       }),
       { numRuns: 300, seed: 12 },
     );
@@ -214,17 +219,8 @@ describe('planMig properties', () => {
       const pods = podPicks.map(([p, sel, pr], i) => pending(`p${i}`, { [profiles[p % profiles.length]!]: p % 7 === 0 ? 2 : 1 }, { priority: [0, 0, 100][pr]!, nodeSelector: sel < 2 ? { pool: sel ? 'p' : 'q' } : {} }));
       const plan = planMig(nodes, pods);
       expect(plan.changes.length).toBeGreaterThan(10);
-      const byKey = new Map(nodes.flatMap((n) => n.gpus.map((g) => [`${g.node}#${g.index}`, g] as const)));
-      for (const c of plan.changes) {
-        const g = byKey.get(`${c.node}#${c.gpu}`)!;
-        expect(checkLayout(g.model, c.to).valid).toBe(true);
-        expect(g.instances.some((i) => i.inUse)).toBe(false);
-        expect(c.unblocks.length).toBeGreaterThan(0);
-      }
       expect(plan.satisfiedAfter).toBeGreaterThan(plan.satisfiedBefore);
-      const applied = afterPlan(nodes, pods, plan);
-      expect(applied.pending.length).toBe(pods.length - plan.satisfiedAfter);
-      expect(planMig(applied.nodes, applied.pending).changes).toEqual([]);
+      holdsThePromises(nodes, pods, plan);
     }
   });
 
