@@ -7,6 +7,7 @@
  *   cooldownMinutes: 3        # after a pool grew, wait this long before growing it again
  *   reserve: { cpu: 0.5, memoryGiB: 1 }   # kept back from an instance type's size when the pool has no node to read allocatable from
  *   scaleIn: { idleMinutes: 10, drainTimeoutMinutes: 30 }   # give back nodes that ran no GPU pod this long
+ *   approval: { aboveHourlyCost: 100, ttlMinutes: 30 }      # a scale-out adding more than this per hour waits for "approve ID" in chat
  *   pools:
  *     np-t4-inference: { min: 0, max: 10, maxStep: 4 }
  */
@@ -31,6 +32,8 @@ export const AutoscalePolicySchema = z
     /** Giving idle nodes back: after this long with no GPU pod, drained (Eviction API) and released; a drain stuck this long is abandoned. */
     scaleIn: z.object({ idleMinutes: z.number().positive().max(10_080).default(10), drainTimeoutMinutes: z.number().positive().max(1440).default(30) }).strict().default({ idleMinutes: 10, drainTimeoutMinutes: 30 }),
     pools: z.record(z.string().regex(/^np[a-z0-9-]*$/, 'node pool ids start with "np"'), PoolBounds).default({}),
+    /** Set: a scale-out that adds more than `aboveHourlyCost` (the instance type's price × nodes added, CNY) waits for a person. */
+    approval: z.object({ aboveHourlyCost: z.number().nonnegative(), ttlMinutes: z.number().int().min(1).max(1440).default(30) }).strict().optional(),
   })
   .strict();
 

@@ -8,7 +8,8 @@ import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { TransientError } from '../adapters/errors.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { AutoscalePolicySchema } from './policy.ts';
-import { autoscalePools, NODEPOOL_LABEL, type AutoscaleDeps } from './run.ts';
+import { decideHeldPlan, type CommandPorts } from '../chatops/actions.ts';
+import { autoscalePools, NODEPOOL_LABEL, scaleOutApprovalId, type AutoscaleDeps } from './run.ts';
 import { simDeps } from './testing.ts';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
@@ -72,6 +73,42 @@ describe('autoscale-pools', () => {
     expect(later.finished).toEqual({ 'np-t4': 'succeeded' });
     expect(poolEvents().map((e) => e.state)).toEqual(['requested', 'succeeded']);
     expect(poolEvents()[1]!.taskId).toBe(requested!.taskId);
+  });
+
+  it('holds a scale-out above the policy\'s hourly cost for approval in chat: asked once, carried out once approved', async () => {
+    deps = { ...deps, policy: AutoscalePolicySchema.parse({ ...deps.policy, approval: { aboveHourlyCost: 20 } }) };
+    pendingGpuPods(3);
+    await clock.advance(60_000);
+    // 3 nodes at 8.5/h = 25.5/h, above 20/h: asked, not grown.
+    expect(await autoscalePools(deps)).toMatchObject({ scaled: {}, held: { 'np-t4': 4 } });
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(1);
+    expect(notifier.notices).toEqual([expect.objectContaining({ title: 'gpu-reflex: approve growing node pool t4 1 → 4 (+25.5/h)?', approval: { id: scaleOutApprovalId(deps.clusterId, 'np-t4', 1, 4) } })]);
+    const id = notifier.notices[0]!.approval!.id;
+    expect(notifier.notices[0]!.text).toContain(`above the 20/h the policy lets the autoscaler spend alone. Answer "approve ${id}" or "deny ${id}" within 30 min`);
+    await clock.advance(60_000);
+    expect((await autoscalePools(deps)).held).toEqual({ 'np-t4': 4 });
+    expect(notifier.notices).toHaveLength(1);
+    const chat = { kube, clock } as unknown as CommandPorts;
+    expect(await decideHeldPlan(chat, id, 'approved', 'slack:U-OPS')).toEqual({ answer: `approved ${id}: autoscale-pools grows np-t4 1 → 4 at its next round, if its plan is still that`, decided: true });
+    expect(await autoscalePools(deps)).toMatchObject({ scaled: { 'np-t4': 4 }, held: {} });
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(4);
+    expect(poolEvents().map((e) => [e.from, e.to, e.state])).toEqual([[1, 4, 'requested']]);
+  });
+
+  it('grows nothing that was denied, nor asks again for the same plan; cheaper plans go ahead alone', async () => {
+    deps = { ...deps, policy: AutoscalePolicySchema.parse({ ...deps.policy, approval: { aboveHourlyCost: 20, ttlMinutes: 10 } }) };
+    pendingGpuPods(3);
+    await clock.advance(60_000);
+    await autoscalePools(deps);
+    const id = notifier.notices[0]!.approval!.id;
+    expect((await decideHeldPlan({ kube, clock } as unknown as CommandPorts, id, 'rejected', 'slack:U-OPS'))!.answer).toBe(`rejected ${id}: np-t4 is not grown to 4; that plan is not asked about again`);
+    await clock.advance(60_000);
+    expect(await autoscalePools(deps)).toMatchObject({ scaled: {}, held: { 'np-t4': 4 } });
+    expect(notifier.notices).toHaveLength(1);
+    // Two of the pods go: 1 → 2 adds 8.5/h, under the limit, and goes ahead without asking.
+    for (const name of ['infer-1', 'infer-2']) kube.cluster.terminate(kube.cluster.pod('ml', name)!, 0);
+    expect((await autoscalePools(deps)).scaled).toEqual({ 'np-t4': 2 });
+    expect(notifier.notices.map((n) => n.title)).toEqual(['gpu-reflex: approve growing node pool t4 1 → 4 (+25.5/h)?', 'gpu-reflex: growing node pool t4 1 → 2']);
   });
 
   it('asks for nothing more while the nodes boot, however often it runs', async () => {

@@ -33,6 +33,44 @@ import { MIRROR_POD_ANNOTATION, requestsGpu } from '../adapters/kube/model.ts';
 import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../remediate/core/state.ts';
 import { replacementsByPool, type ReplacementRecord } from '../remediate/replacements.ts';
 import type { AutoscalePolicy } from './policy.ts';
+import { AUTOSCALE_APPROVALS_SHARD, closeApproval, getApproval, recordApproval } from '../remediate/approvals.ts';
+import { fnv1a } from '../remediate/core/hash.ts';
+
+/** The approval id of a scale-out: the cluster, the pool and the sizes (the same plan asks once). */
+export const scaleOutApprovalId = (clusterId: string, pool: string, from: number, to: number) => `apr-pool-${fnv1a(`${clusterId}/${pool}:${from}->${to}`)}`;
+
+/**
+ * With the policy's `approval` set, a scale-out adding more than its hourly cost goes ahead only
+ * once approved in chat: the first round asks (a notice with the approval id) and records it,
+ * later rounds wait; approved, the next round carries it out; denied or expired, that plan is not
+ * carried out nor asked about again (a different size is a new request). True while it is held.
+ */
+async function heldForApproval(deps: AutoscaleDeps, pool: NodePool, inc: Increment, reason: string, now: number): Promise<boolean> {
+  const approval = deps.policy.approval;
+  if (!approval || inc.hourlyCost <= approval.aboveHourlyCost) return false;
+  const id = scaleOutApprovalId(deps.clusterId, pool.id, inc.from, inc.to);
+  const rec = await getApproval(deps.state, id, AUTOSCALE_APPROVALS_SHARD);
+  if (rec?.status === 'approved-applied') return false;
+  if (rec?.status === 'open' && now >= Date.parse(rec.expiresAt)) await closeApproval(deps.state, id, 'expired', { at: new Date(now), note: 'expired undecided' }, AUTOSCALE_APPROVALS_SHARD);
+  if (rec) {
+    deps.logger.info('autoscale-pools: scale-out waits for approval', { pool: pool.id, from: inc.from, to: inc.to, approval: id, status: rec.status });
+    return true;
+  }
+  // Told first, then recorded: a notice that fails is asked again next round, never lost.
+  await deps.notifier.notify({
+    title: `gpu-reflex: approve growing node pool ${pool.name} ${inc.from} → ${inc.to} (+${inc.hourlyCost}/h)?`,
+    text: `${reason}. It adds ${inc.hourlyCost}/h, above the ${approval.aboveHourlyCost}/h the policy lets the autoscaler spend alone. Answer "approve ${id}" or "deny ${id}" within ${approval.ttlMinutes} min`.slice(0, 1500),
+    severity: 'warning',
+    approval: { id },
+  });
+  await recordApproval(
+    deps.state,
+    { id, node: '', incident: `pool/${pool.id}`, action: 'pool-scale-out', scope: 'pool', target: { gpus: [], pods: inc.pods.slice(0, 50) }, requestedAt: new Date(now).toISOString(), expiresAt: new Date(now + approval.ttlMinutes * 60_000).toISOString(), approvers: [], status: 'open', scale: { pool: pool.id, from: inc.from, to: inc.to } },
+    AUTOSCALE_APPROVALS_SHARD,
+  );
+  deps.logger.info('autoscale-pools: scale-out asked for approval', { pool: pool.id, from: inc.from, to: inc.to, approval: id, hourlyCost: inc.hourlyCost });
+  return true;
+}
 
 /** ACK's label on every node of a node pool. */
 export { NODEPOOL_LABEL };
@@ -58,6 +96,8 @@ export interface AutoscaleDeps {
 export interface AutoscaleOutcome {
   /** Pools grown this round: id → new desired size. */
   scaled: Record<string, number>;
+  /** Scale-outs waiting for approval in chat (the policy's `approval`): id → the size asked for. */
+  held: Record<string, number>;
   /** Earlier requests whose ACK task ended this round: pool → succeeded/failed. */
   finished: Record<string, 'succeeded' | 'failed'>;
   /** Nodes given back this round (drained, then removed from their pool and released). */
@@ -236,11 +276,11 @@ function reasonOf(inc: Increment, plan: ScaleOutPlan): string {
 }
 
 export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutcome> {
-  const empty: AutoscaleOutcome = { scaled: {}, finished: {}, released: [], draining: [], pending: 0, awaitingInFlight: 0, deferred: 0, unhostable: 0, hourlyCost: 0 };
+  const empty: AutoscaleOutcome = { scaled: {}, held: {}, finished: {}, released: [], draining: [], pending: 0, awaitingInFlight: 0, deferred: 0, unhostable: 0, hourlyCost: 0 };
   // The literal is POOL_SIZE_LEASE (adapters/alicloud/ports.ts), which remediation's replacements
   // hold too; it stays spelled out so the build's check finds this function's global Lease.
   return withLease('autoscale-pools', 120, deps, async () => {
-    const out: AutoscaleOutcome = { ...empty, scaled: {}, finished: {}, released: [], draining: [] };
+    const out: AutoscaleOutcome = { ...empty, scaled: {}, held: {}, finished: {}, released: [], draining: [] };
     const all = await deps.cloud.listNodePools();
     for (const id of Object.keys(deps.policy.pools)) if (!all.some((p) => p.id === id)) deps.logger.warn('autoscale-pools: the policy names a node pool the cluster does not have', { pool: id, cluster: deps.clusterId });
     const managed = all.filter((p) => deps.policy.pools[p.id] !== undefined);
@@ -292,6 +332,10 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
     for (const inc of plan.increments) {
       const pool = managed.find((p) => p.id === inc.poolId)!;
       const reason = reasonOf(inc, plan);
+      if (await heldForApproval(deps, pool, inc, reason, now)) {
+        out.held[pool.id] = inc.to;
+        continue;
+      }
       await record(deps, pool.id, (x) => ({ ...x, intent: { from: inc.from, to: inc.to, at: now, reason, cost: inc.hourlyCost } }));
       const { taskId } = await deps.cloud.setDesiredSize(pool.id, inc.to);
       const ev = poolEvent(deps, pool, now, inc.from, inc.to, 'requested', reason, { taskId, cost: inc.hourlyCost });

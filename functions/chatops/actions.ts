@@ -13,12 +13,12 @@ import type { DryRunnable } from '../adapters/kube/dry-run.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { Logger } from '../lib/logger.ts';
 import { planTable as migPlanTable } from '../mig/core/plan-table.ts';
-import { MIG_APPROVALS_SHARD, rebalanceMig, type MigRebalanceConfig } from '../mig/run.ts';
+import { rebalanceMig, type MigRebalanceConfig } from '../mig/run.ts';
 import type { QuotaConfig } from '../quota/core/config.ts';
 import { HOLD_UNTIL_ANNOTATION, rollbackQuotas } from '../quota/run.ts';
 import type { CloudPools } from '../adapters/alicloud/ports.ts';
 import type { AutoscalePolicy } from '../autoscale/policy.ts';
-import { closeApproval, getApproval, recordApproval, type ApprovalRecord } from '../remediate/approvals.ts';
+import { AUTOSCALE_APPROVALS_SHARD, closeApproval, getApproval, MIG_APPROVALS_SHARD, recordApproval, type ApprovalRecord } from '../remediate/approvals.ts';
 import { approvalIdOf } from '../remediate/core/detail.ts';
 import { fnv1a } from '../remediate/core/hash.ts';
 import type { Policy } from '../remediate/core/policy.ts';
@@ -160,26 +160,29 @@ export async function poolScale(p: CommandPorts, pools: PoolPorts | undefined, a
 }
 
 /**
- * `approve`/`deny` of a preempting MIG relayout held by rebalance-mig: closed once here; the
- * rebalancer's next round (each minute) carries an approved one out, while the same pods still
- * hold those GPUs. `decided` is true only for the click that closed it.
+ * `approve`/`deny` of a plan a scheduled function holds for a person — a preempting MIG relayout
+ * (rebalance-mig) or a costly scale-out (autoscale-pools): closed once here; that function's next
+ * round carries an approved one out while its plan is still the same. `decided` is true only for
+ * the click that closed it. Undefined: no such held plan.
  */
-export async function decideMigPreemption(p: CommandPorts, id: string, decision: 'approved' | 'rejected', by: string): Promise<{ answer: string; decided: boolean } | undefined> {
-  const rec = await getApproval(p.kube.state, id, MIG_APPROVALS_SHARD);
-  if (!rec?.mig) return undefined;
+export async function decideHeldPlan(p: CommandPorts, id: string, decision: 'approved' | 'rejected', by: string): Promise<{ answer: string; decided: boolean } | undefined> {
+  const mig = await getApproval(p.kube.state, id, MIG_APPROVALS_SHARD);
+  const pool = mig?.mig ? undefined : await getApproval(p.kube.state, id, AUTOSCALE_APPROVALS_SHARD);
+  const shard = mig?.mig ? MIG_APPROVALS_SHARD : AUTOSCALE_APPROVALS_SHARD;
+  const rec = mig?.mig ? mig : pool?.scale ? pool : undefined;
+  if (!rec) return undefined;
+  const what = rec.mig
+    ? { yes: `rebalance-mig preempts ${rec.mig.preempts.join(', ')} and relays ${rec.node} GPU${rec.mig.gpus.length === 1 ? '' : 's'} ${rec.mig.gpus.join(', ')} at its next round`, no: `${rec.mig.preempts.join(', ')} keep ${rec.node} GPU${rec.mig.gpus.length === 1 ? '' : 's'} ${rec.mig.gpus.join(', ')}; not asked again while they hold them`, late: `${rec.mig.preempts.join(', ')} keep their GPUs` }
+    : { yes: `autoscale-pools grows ${rec.scale!.pool} ${rec.scale!.from} → ${rec.scale!.to} at its next round, if its plan is still that`, no: `${rec.scale!.pool} is not grown to ${rec.scale!.to}; that plan is not asked about again`, late: `${rec.scale!.pool} is not grown to ${rec.scale!.to}` };
   const now = new Date(p.clock.now());
   if (rec.status !== 'open') return { answer: `${id} is already ${rec.status}${rec.decidedBy ? ` by ${rec.decidedBy}` : ''}: nothing more done`, decided: false };
   if (now.getTime() >= Date.parse(rec.expiresAt)) {
-    await closeApproval(p.kube.state, id, 'expired', { at: now, note: 'expired undecided' }, MIG_APPROVALS_SHARD);
-    return { answer: `${id} expired at ${rec.expiresAt}: too late, nothing done (${rec.mig.preempts.join(', ')} keep their GPUs)`, decided: false };
+    await closeApproval(p.kube.state, id, 'expired', { at: now, note: 'expired undecided' }, shard);
+    return { answer: `${id} expired at ${rec.expiresAt}: too late, nothing done (${what.late})`, decided: false };
   }
-  const closed = await closeApproval(p.kube.state, id, decision === 'approved' ? 'approved-applied' : 'rejected', { decidedBy: by, at: now }, MIG_APPROVALS_SHARD);
+  const closed = await closeApproval(p.kube.state, id, decision === 'approved' ? 'approved-applied' : 'rejected', { decidedBy: by, at: now }, shard);
   if (!closed.closed) return { answer: `${id} is already ${closed.record?.status ?? 'gone'}: nothing more done`, decided: false };
-  const gpus = `${rec.node} GPU${rec.mig.gpus.length === 1 ? '' : 's'} ${rec.mig.gpus.join(', ')}`;
-  return {
-    answer: decision === 'approved' ? `approved ${id}: rebalance-mig preempts ${rec.mig.preempts.join(', ')} and relays ${gpus} at its next round` : `rejected ${id}: ${rec.mig.preempts.join(', ')} keep ${gpus}; not asked again while they hold them`,
-    decided: true,
-  };
+  return { answer: decision === 'approved' ? `approved ${id}: ${what.yes}` : `rejected ${id}: ${what.no}`, decided: true };
 }
 
 /**

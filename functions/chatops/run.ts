@@ -8,7 +8,7 @@ import { APPROVAL_DECIDED, CHATOPS_COMMAND, SCHEMA_VERSION, SOURCES, type Approv
 import type { EventPublisher } from '../adapters/bus.ts';
 import type { Clock } from '../adapters/clock.ts';
 import { dryRunPorts, type DryRunnable } from '../adapters/kube/dry-run.ts';
-import { getApproval } from '../remediate/approvals.ts';
+import { AUTOSCALE_APPROVALS_SHARD, getApproval, MIG_APPROVALS_SHARD } from '../remediate/approvals.ts';
 import { STATE_LABEL } from '../remediate/core/state.ts';
 import { parseConfigText } from '../lib/yaml-text.ts';
 import { drainOnce } from '../adapters/kube/drain.ts';
@@ -22,10 +22,10 @@ import { quotaFacts } from '../quota/facts.ts';
 import type { Notifier } from '../adapters/chat/notifier.ts';
 import { DryRunNotifier, DryRunPublisher } from '../lib/dry-run.ts';
 import type { Logger } from '../lib/logger.ts';
-import { MIG_APPROVALS_SHARD, type MigRebalanceConfig } from '../mig/run.ts';
+import type { MigRebalanceConfig } from '../mig/run.ts';
 import type { Policy } from '../remediate/core/policy.ts';
 import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
-import { CHAT_APPROVALS_SHARD, decideMigPreemption, decidePoolScale, migApply, poolScale, quarantine, quotaRollback, quotaShow, type CommandPorts, type PoolPorts } from './actions.ts';
+import { CHAT_APPROVALS_SHARD, decideHeldPlan, decidePoolScale, migApply, poolScale, quarantine, quotaRollback, quotaShow, type CommandPorts, type PoolPorts } from './actions.ts';
 import { COMMANDS, helpText, parseCommand, ROLE_RANK, roleNeeded, type ChatCommand, type Role } from './core/command.ts';
 import type { ChatPlatform } from './core/signature.ts';
 
@@ -226,11 +226,12 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
       // The store says whether there is anything left to decide; remediate-approve's own
       // exactly-once guard still decides two clicks that both found it open.
       // A pool scale is chat's own approval: decided and carried out here, once.
-      // A preempting MIG relayout too: decided here, carried out by rebalance-mig's next round.
-      const mig = c.dryRun ? undefined : await decideMigPreemption(ports, c.id, decision, `${who.platform}:${who.id}`);
-      if (mig) {
-        answer = mig.answer;
-        if (mig.decided) decided = { id: c.id, decision };
+      // A plan a scheduled function holds (a preempting MIG relayout, a costly scale-out): decided
+      // here, carried out by that function's next round.
+      const held = c.dryRun ? undefined : await decideHeldPlan(ports, c.id, decision, `${who.platform}:${who.id}`);
+      if (held) {
+        answer = held.answer;
+        if (held.decided) decided = { id: c.id, decision };
         break;
       }
       const pool = c.dryRun ? undefined : await decidePoolScale(ports, poolsFor(deps, false), c.id, decision, `${who.platform}:${who.id}`);
@@ -239,7 +240,7 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
         if (pool.decided) decided = { id: c.id, decision };
         break;
       }
-      const rec = (await getApproval(kube.state, c.id)) ?? (await getApproval(kube.state, c.id, CHAT_APPROVALS_SHARD)) ?? (await getApproval(kube.state, c.id, MIG_APPROVALS_SHARD));
+      const rec = (await getApproval(kube.state, c.id)) ?? (await getApproval(kube.state, c.id, CHAT_APPROVALS_SHARD)) ?? (await getApproval(kube.state, c.id, MIG_APPROVALS_SHARD)) ?? (await getApproval(kube.state, c.id, AUTOSCALE_APPROVALS_SHARD));
       if (!rec) {
         answer = `no approval ${c.id} is waiting (unknown id): nothing done`;
         break;

@@ -9,9 +9,9 @@ import type { PodInfo } from '../adapters/kube/model.ts';
 import { silentLogger } from '../lib/logger.ts';
 import { MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL, MIG_REBALANCE_ANNOTATION, readMigRecord } from './core/rebalance.ts';
 import { PreemptionPolicySchema } from './core/policy.ts';
-import { decideMigPreemption, type CommandPorts } from '../chatops/actions.ts';
-import { getApproval } from '../remediate/approvals.ts';
-import { DEFAULT_MIG_REBALANCE_CONFIG, MIG_APPROVALS_SHARD, rebalanceMig, type MigRebalanceDeps } from './run.ts';
+import { decideHeldPlan, type CommandPorts } from '../chatops/actions.ts';
+import { getApproval, MIG_APPROVALS_SHARD } from '../remediate/approvals.ts';
+import { DEFAULT_MIG_REBALANCE_CONFIG, rebalanceMig, type MigRebalanceDeps } from './run.ts';
 
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');
 const SEVEN = Array<string>(7).fill('1g.10gb');
@@ -236,8 +236,8 @@ describe('rebalance-mig', () => {
       expect((await rebalanceMig(deps)).steps).toEqual({});
       expect(notifier.notices).toHaveLength(1);
       const chat = { kube, clock } as unknown as CommandPorts;
-      expect(await decideMigPreemption(chat, id, 'approved', 'slack:U-OPS')).toEqual({ answer: `approved ${id}: rebalance-mig preempts research/nb-c and relays h100-0 GPU 1 at its next round`, decided: true });
-      expect((await decideMigPreemption(chat, id, 'approved', 'slack:U-OPS'))!.decided).toBe(false);
+      expect(await decideHeldPlan(chat, id, 'approved', 'slack:U-OPS')).toEqual({ answer: `approved ${id}: rebalance-mig preempts research/nb-c and relays h100-0 GPU 1 at its next round`, decided: true });
+      expect((await decideHeldPlan(chat, id, 'approved', 'slack:U-OPS'))!.decided).toBe(false);
       expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'start' });
       expect(kube.cluster.callsTo('pods.evict').map((c) => c.args.slice(0, 2))).toEqual([['research', 'nb-c']]);
     });
@@ -247,7 +247,7 @@ describe('rebalance-mig', () => {
       deps = { ...deps, state: kube.state, mig: on({ approvalMinutes: 30 }) };
       await rebalanceMig(deps);
       const id = notifier.notices[0]!.approval!.id;
-      expect((await decideMigPreemption({ kube, clock } as unknown as CommandPorts, id, 'rejected', 'slack:U-OPS'))!.answer).toBe(`rejected ${id}: research/nb-c keep h100-0 GPU 1; not asked again while they hold them`);
+      expect((await decideHeldPlan({ kube, clock } as unknown as CommandPorts, id, 'rejected', 'slack:U-OPS'))!.answer).toBe(`rejected ${id}: research/nb-c keep h100-0 GPU 1; not asked again while they hold them`);
       clock.advance(60_000);
       expect((await rebalanceMig(deps)).steps).toEqual({});
       expect(notifier.notices).toHaveLength(1);
@@ -261,7 +261,7 @@ describe('rebalance-mig', () => {
       clock.advance(31 * 60_000);
       expect((await rebalanceMig(deps)).steps).toEqual({});
       expect(await getApproval(kube.state, late, MIG_APPROVALS_SHARD)).toMatchObject({ status: 'expired' });
-      expect((await decideMigPreemption({ kube, clock } as unknown as CommandPorts, late, 'approved', 'slack:U-OPS'))!.answer).toBe(`${late} is already expired: nothing more done`);
+      expect((await decideHeldPlan({ kube, clock } as unknown as CommandPorts, late, 'approved', 'slack:U-OPS'))!.answer).toBe(`${late} is already expired: nothing more done`);
       expect(kube.cluster.callsTo('pods.evict')).toEqual([]);
     });
 

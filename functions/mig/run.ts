@@ -11,7 +11,7 @@ import type { Notifier } from '../adapters/chat/notifier.ts';
 import type { Clock } from '../adapters/clock.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { ConfigFileOps, LeaseOps, NodeOps, PodOps, StateStore } from '../adapters/kube/ports.ts';
-import { closeApproval, getApproval, recordApproval } from '../remediate/approvals.ts';
+import { closeApproval, getApproval, MIG_APPROVALS_SHARD, recordApproval } from '../remediate/approvals.ts';
 import { fnv1a } from '../remediate/core/hash.ts';
 import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../remediate/core/state.ts';
 import type { Logger } from '../lib/logger.ts';
@@ -53,8 +53,6 @@ export interface MigRebalanceDeps {
   state?: StateStore;
 }
 
-/** Approvals of preempting relayouts: a shard of the rebalancer's own (chat decides them). */
-export const MIG_APPROVALS_SHARD = 'mig-approvals';
 
 type NodeChange = PlannedNodeChange['changes'][number];
 

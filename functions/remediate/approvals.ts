@@ -42,6 +42,10 @@ export type ApprovalRecord = z.infer<typeof ApprovalRecordSchema>;
  * remediate-approve never read.
  */
 export const APPROVALS_SHARD = 'approvals';
+
+/** Plans scheduled functions hold for a person, each in a shard of its own (chat decides them). */
+export const MIG_APPROVALS_SHARD = 'mig-approvals';
+export const AUTOSCALE_APPROVALS_SHARD = 'autoscale-approvals';
 const storeOf = (state: StateStore, shard = APPROVALS_SHARD): StateStore => (state.shard ? state.shard(shard) : state);
 const keyOf = (id: string) => `approval.${id}`;
 
