@@ -3,7 +3,7 @@
  * commands answered at once and carried out by the worker, and refusal of anything not signed,
  * fresh and new — fast-checked over mutations of an interactive payload.
  */
-import { createHmac } from 'node:crypto';
+import { createCipheriv, createHash, createHmac, randomBytes } from 'node:crypto';
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
@@ -135,8 +135,33 @@ describe('Feishu replies', () => {
     t.deps.feishu = feishu;
     expect(JSON.parse(String((await feishuPost(t, event('status gpu-0', 'ev1'))).body))).toEqual({});
     expect(feishu.replies).toEqual([{ messageId: 'om_ev1', text: 'gpu-0: Ready; gpu-reflex state healthy; 8 GPUs allocatable', uuid: 'ev1' }]);
-    // Feishu retrying the same event is a replay: no second command, no second reply.
-    expect((await feishuPost(t, event('status gpu-0', 'ev1'))).statusCode).toBe(401);
+    // Feishu re-sending the same event: acknowledged (else it re-sends again), no second command, no second reply.
+    expect((await feishuPost(t, event('status gpu-0', 'ev1'))).statusCode).toBe(200);
+    expect(feishu.replies).toHaveLength(1);
+    expect(t.published(CHATOPS_COMMAND)).toHaveLength(1);
+  });
+
+  it('knows a re-sent encrypted event by its event_id, though Feishu signs each delivery anew', async () => {
+    const t = setup();
+    const feishu = new RecordingFeishuReplier();
+    const key = 'encrypt-key';
+    t.deps.secrets = { feishuVerificationToken: 'feishu-token', feishuEncryptKey: key };
+    t.deps.feishu = feishu;
+    const encrypt = (json: string) => {
+      const iv = randomBytes(16);
+      const c = createCipheriv('aes-256-cbc', createHash('sha256').update(key).digest(), iv);
+      return Buffer.concat([iv, c.update(json, 'utf8'), c.final()]).toString('base64');
+    };
+    const body = JSON.stringify({ encrypt: encrypt(event('status gpu-0', 'ev9')) });
+    const deliver = (after: number, nonce: string) => {
+      const ts = String(Math.floor(t.clock.now() / 1000) + after);
+      const headers = { 'x-lark-request-timestamp': ts, 'x-lark-request-nonce': nonce, 'x-lark-signature': createHash('sha256').update(ts + nonce + key + body).digest('hex') };
+      return handleChatRequest(t.deps, { rawPath: '/chat/feishu', pathParameters: { platform: 'feishu' }, headers } as unknown as APIGatewayProxyEventV2, body);
+    };
+    expect((await deliver(0, 'n-1')).statusCode).toBe(200);
+    t.clock.advance(15_000);
+    expect((await deliver(15, 'n-2')).statusCode).toBe(200);
+    expect(t.published(CHATOPS_COMMAND)).toHaveLength(1);
     expect(feishu.replies).toHaveLength(1);
   });
 

@@ -16,7 +16,7 @@ import type { FeishuReplier } from '../adapters/chat/feishu-replier.ts';
 import type { SlackResponder } from '../adapters/chat/slack-response.ts';
 import type { Logger } from '../lib/logger.ts';
 import { isLong, parseCommand } from './core/command.ts';
-import { CHAT_PLATFORMS, DINGTALK_WINDOW_MS, SLACK_WINDOW_S, verifyChatRequest, type ChatPlatform, type ChatSecrets } from './core/signature.ts';
+import { CHAT_PLATFORMS, DINGTALK_WINDOW_MS, FEISHU_RETRY_WINDOW_MS, SLACK_WINDOW_S, verifyChatRequest, type ChatPlatform, type ChatSecrets } from './core/signature.ts';
 import { readSlackForm, type SlackSaid } from './core/slack-form.ts';
 import type { ReplayCheck } from './replay.ts';
 import { refusal, runChat, runChatCommand, type ChatDeps, type ChatUser } from './run.ts';
@@ -117,7 +117,14 @@ export async function handleChatRequest(deps: WebhookDeps, request: APIGatewayPr
     deps.logger.warn('chat request refused', { platform, reason: v.reason });
     return json(401, { error: 'unauthorized' });
   }
-  if (!(await deps.replay.accept(v.replayKey, now, platform === 'dingtalk' ? DINGTALK_WINDOW_MS : SLACK_WINDOW_S * 1000 * 2))) {
+  const window = platform === 'dingtalk' ? DINGTALK_WINDOW_MS : platform === 'feishu' ? FEISHU_RETRY_WINDOW_MS : SLACK_WINDOW_S * 1000 * 2;
+  if (!(await deps.replay.accept(v.replayKey, now, window))) {
+    // Feishu re-sends what it got no 200 for (a slow answer included): the event was handled, so
+    // it is acknowledged, and nothing runs twice. Elsewhere a replay is a forgery until shown otherwise.
+    if (platform === 'feishu') {
+      deps.logger.info('feishu event already handled: acknowledged, not run again', { key: v.replayKey });
+      return json(200, {});
+    }
     deps.logger.warn('chat request refused', { platform, reason: 'replayed: this signed request was already accepted' });
     return json(401, { error: 'unauthorized' });
   }

@@ -40,6 +40,12 @@ export type Verdict =
 export const SLACK_WINDOW_S = 300;
 export const DINGTALK_WINDOW_MS = 3_600_000;
 export const FEISHU_WINDOW_S = 300;
+/**
+ * Feishu re-sends an event it got no 200 for within 3 s at 15 s, 5 min, 1 h and 6 h (about 7.1 h
+ * in all), each time signed anew (a new timestamp and nonce): the same event is known by its
+ * event_id (a 2.0 event) or uuid (1.0) for this long.
+ */
+export const FEISHU_RETRY_WINDOW_MS = 8 * 3_600_000;
 
 function sameText(a: string, b: string): boolean {
   const x = Buffer.from(a);
@@ -90,7 +96,6 @@ export function verifyFeishu(req: ChatRequest, secrets: Pick<ChatSecrets, 'feish
   const token = secrets.feishuVerificationToken;
   if (!token) return refuse('feishu', 'no Feishu verification token is configured (CHAT_FEISHU_VERIFICATION_TOKEN)');
   let body = req.body;
-  let replayKey = '';
   const key = secrets.feishuEncryptKey;
   if (key) {
     const ts = req.headers['x-lark-request-timestamp'];
@@ -112,7 +117,6 @@ export function verifyFeishu(req: ChatRequest, secrets: Pick<ChatSecrets, 'feish
       if (Math.abs(nowS - Number(ts)) > FEISHU_WINDOW_S) return refuse('feishu', `stale: X-Lark-Request-Timestamp ${ts} is ${Math.abs(nowS - Number(ts))} s from now (window ${FEISHU_WINDOW_S} s)`);
       const want = createHash('sha256').update(ts + nonce + key + req.body).digest('hex');
       if (!sameText(sig, want)) return refuse('feishu', 'bad signature: X-Lark-Signature is not SHA-256 of timestamp + nonce + encrypt key + body');
-      replayKey = `feishu:${sig}`;
     }
     try {
       body = feishuDecrypt(encrypted, key);
@@ -128,8 +132,10 @@ export function verifyFeishu(req: ChatRequest, secrets: Pick<ChatSecrets, 'feish
   }
   const given = event.header?.token ?? event.token;
   if (typeof given !== 'string' || !sameText(given, token)) return refuse('feishu', 'bad verification token: the event\'s token is not the configured one');
-  // Unsigned (no Encrypt Key, or the URL challenge): the event id, or the challenge, dedupes.
-  if (!replayKey) replayKey = `feishu:${String(event.header?.event_id ?? (event as { challenge?: unknown }).challenge ?? createHash('sha256').update(body).digest('hex'))}`;
+  // The event, not the delivery: a re-sent event is signed anew but keeps its event_id (2.0) or
+  // uuid (1.0). The URL challenge by its challenge; anything else by its body.
+  const id = event.header?.event_id ?? (event as { uuid?: unknown }).uuid;
+  const replayKey = typeof id === 'string' && id ? `feishu:event:${id}` : `feishu:${String((event as { challenge?: unknown }).challenge ?? createHash('sha256').update(body).digest('hex'))}`;
   return { ok: true, platform: 'feishu', body, replayKey };
 }
 
