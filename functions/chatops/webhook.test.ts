@@ -220,6 +220,11 @@ describe('Slack’s 3 seconds', () => {
     expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBe(true);
     expect(t.responder.sent).toEqual([{ url: HOOK, message: { text: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)' } }]);
     expect(t.published(CHATOPS_COMMAND).map((e) => e.detail)).toEqual([expect.objectContaining({ command: 'drain', result: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)' })]);
+    // The bus delivering it again (to another container, over the same store): not done twice.
+    const other = { ...t.deps, replay: sharedReplayGuard(t.kube.state) };
+    expect(await carryOutRequested(other, detail)).toEqual({ refused: 'already carried out' });
+    expect(t.published(CHATOPS_COMMAND)).toHaveLength(1);
+    expect(t.responder.sent).toHaveLength(1);
   });
 
   it.each([

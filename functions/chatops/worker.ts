@@ -2,8 +2,9 @@
  * chatops-worker's core: a long Slack command the webhook answered "working on it" for, carried
  * out and answered at its response_url. It believes the request only by Slack's signature (the
  * event carries the request byte for byte), within the response_url's own 30 minutes: an event on
- * the bus cannot make it act for anyone Slack did not sign for. The command then runs as a typed
- * one would (role, ChatOps Command event, the same cores).
+ * the bus cannot make it act for anyone Slack did not sign for, and once: the bus may deliver an
+ * event twice, so the replay guard (replay.ts, shared through the state store) keeps each request's
+ * signature. The command then runs as a typed one would (role, ChatOps Command event, the same cores).
  */
 import type { ChatOpsCommandRequestedDetail } from '../../events/index.ts';
 import { verifySlack } from './core/signature.ts';
@@ -24,6 +25,11 @@ export async function carryOutRequested(deps: WebhookDeps, detail: ChatOpsComman
     const reason = v.ok ? 'not a slash command with a response_url' : v.reason;
     deps.logger.warn('chat request refused', { platform: 'slack', reason });
     return { refused: reason };
+  }
+  // The bus delivers at least once: a request is carried out once, whichever container gets it again.
+  if (!(await deps.replay.accept(`worker:slack:${signature}`, deps.clock.now(), RESPONSE_URL_WINDOW_S * 1000))) {
+    deps.logger.info('chat request already carried out by chatops-worker: not again', { platform: 'slack' });
+    return { refused: 'already carried out' };
   }
   const who = { platform: 'slack' as const, id: said.user.id, ...(said.user.name ? { name: said.user.name } : {}), channel: said.channel };
   let text: string;
