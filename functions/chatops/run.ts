@@ -9,6 +9,7 @@ import type { EventPublisher } from '../adapters/bus.ts';
 import type { Clock } from '../adapters/clock.ts';
 import { dryRunPorts, type DryRunnable } from '../adapters/kube/dry-run.ts';
 import { AUTOSCALE_APPROVALS_SHARD, getApproval, MIG_APPROVALS_SHARD } from '../remediate/approvals.ts';
+import { fnv1a } from '../remediate/core/hash.ts';
 import { STATE_LABEL } from '../remediate/core/state.ts';
 import { parseConfigText } from '../lib/yaml-text.ts';
 import { drainOnce } from '../adapters/kube/drain.ts';
@@ -130,7 +131,8 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
   const publish = async (command: string, args: string[], result: string, dryRun?: boolean) => {
     const detail: ChatOpsCommandDetail = {
       schemaVersion: SCHEMA_VERSION,
-      eventId: `chat:${who.platform}:${who.id}:${now}`.slice(0, 128),
+      // Who, when and what: two commands in one millisecond (one clock step in a simulation) stay two events.
+      eventId: `chat:${who.platform}:${who.id.slice(0, 64)}:${now}:${fnv1a(text)}`.slice(0, 128),
       occurredAt: new Date(now).toISOString(),
       user: { platform: who.platform, id: who.id.slice(0, 128), ...(who.name ? { name: who.name.slice(0, 128) } : {}) },
       channel: who.channel.slice(0, 128) || 'unknown',

@@ -284,3 +284,15 @@ describe('mig plan in chat', () => {
     expect(preempting.split('\n')[1]).toMatch(/^h100-nb-0\/1\s+7g\.80gb\s+.*research\/notebook-big-0$/);
   });
 });
+
+describe('ChatOps Command events', () => {
+  it('keeps two commands of one person in one clock step as two events', async () => {
+    const t = setup();
+    await t.post(t.slash('U-VIEW', 'status gpu-0', ''));
+    await t.post(t.slash('U-VIEW', 'help', ''));
+    const ids = t.published(CHATOPS_COMMAND).map((e) => (e.detail as { eventId: string }).eventId);
+    expect(ids).toHaveLength(2);
+    expect(new Set(ids).size).toBe(2);
+  });
+});
+
