@@ -29,8 +29,9 @@ export async function wireAutoscale(service: string, env: NodeJS.ProcessEnv = pr
   // A deployment that manages no pool needs no Alibaba Cloud settings.
   if (Object.keys(base.policy.pools).length === 0) return { ...base, cloud: NO_CLOUD, clusterId: env['ACK_CLUSTER_ID'] ?? '' };
   // The Alibaba SDK clients load here, at the first invocation, and only where a pool is managed.
-  const { AliCloudPools, aliCloudSettingsFromEnv } = await import('../adapters/alicloud/client.ts');
-  const settings = aliCloudSettingsFromEnv(env);
+  const { AliCloudPools } = await import('../adapters/alicloud/client.ts');
+  const { aliCloudSettingsWithSecret } = await import('../adapters/alicloud/access-key.ts');
+  const settings = await aliCloudSettingsWithSecret(env);
   const real = new AliCloudPools(settings, base.clock);
   const cloud = base.dryRun ? dryRunCloudPools(real, (a) => base.logger.info('dry run: would', { op: a.op, args: a.args })) : real;
   return { ...base, cloud, clusterId: settings.clusterId };

@@ -58,8 +58,9 @@ export async function wireChat(service: string, env: NodeJS.ProcessEnv = process
   // the Alibaba client loads only then (cold start: docs/deploy.md).
   const autoscale = autoscalePolicyFromEnv(env);
   if (Object.keys(autoscale.pools).length === 0) return wired;
-  const { AliCloudPools, aliCloudSettingsFromEnv } = await import('../adapters/alicloud/client.ts');
-  const real = new AliCloudPools(aliCloudSettingsFromEnv(env), base.clock);
+  const { AliCloudPools } = await import('../adapters/alicloud/client.ts');
+  const { aliCloudSettingsWithSecret } = await import('../adapters/alicloud/access-key.ts');
+  const real = new AliCloudPools(await aliCloudSettingsWithSecret(env), base.clock);
   return { ...wired, pools: { policy: autoscale, cloud: base.dryRun ? dryRunCloudPools(real, (a) => base.logger.info('dry run: would', { op: a.op, args: a.args })) : real } };
 }
 

@@ -52,8 +52,9 @@ export async function wireRemediation(service: string, env: NodeJS.ProcessEnv = 
   const base: RemediationWiring = await wireFromEnv(service, remediationConfig, env);
   if (env['REMEDIATION_REPAIR'] !== 'alicloud') return base;
   // The Alibaba SDK clients load here, at the first invocation, and only where repair is on.
-  const { AliCloudPools, aliCloudSettingsFromEnv } = await import('../adapters/alicloud/client.ts');
-  const real = new AliCloudPools(aliCloudSettingsFromEnv(env), base.clock);
+  const { AliCloudPools } = await import('../adapters/alicloud/client.ts');
+  const { aliCloudSettingsWithSecret } = await import('../adapters/alicloud/access-key.ts');
+  const real = new AliCloudPools(await aliCloudSettingsWithSecret(env), base.clock);
   const cloud = base.dryRun ? dryRunCloudPools(real, (a) => base.logger.info('dry run: would', { op: a.op, args: a.args })) : real;
   // A replacement sets pool sizes under the autoscaler's Lease, so the two never write over each other.
   const holder = `${service}-${randomUUID()}`;

@@ -271,7 +271,8 @@ describe('least privilege per function (the packaged template)', () => {
   // What each function's code needs: CloudWatch Logs for its own log group (Lambda's runtime writes
   // them), PutEvents on the bus where its bundle calls it (functions/adapters/bus-eventbridge.ts), SendMessage
   // to the dead-letter queue its failures go to, GetParameter on the one parameter its
-  // GPU_REFLEX_KUBECONFIG_PARAMETER names where its bundle calls it (functions/adapters/kubeconfig/ssm.ts).
+  // GPU_REFLEX_KUBECONFIG_PARAMETER names where its bundle calls it (functions/adapters/kubeconfig/ssm.ts),
+  // and on the Alibaba Cloud AccessKey's where it may reach the cloud.
   // Nothing else, no wildcard action or resource.
   it('grants each function exactly what its code calls, on its own resources', () => {
     const res = template();
@@ -292,6 +293,12 @@ describe('least privilege per function (the packaged template)', () => {
       if (isAsync(fn.events)) expected.push(`sqs:SendMessage ${JSON.stringify(dlq)}`);
       const parameter = f.Properties.Environment?.Variables?.GPU_REFLEX_KUBECONFIG_PARAMETER as string | undefined;
       if (parameter && bundleFiles(key).some((f) => readFileSync(f, 'utf8').includes('"GetParameter"'))) expected.push(`ssm:GetParameter ${JSON.stringify(parameterArn(parameter))}`);
+      // The Alibaba Cloud AccessKey's parameter, where the function may reach the cloud: its bundle
+      // reads ALIBABA_CLOUD_ACCESS_KEY_PARAMETER (functions/adapters/alicloud/access-key.ts), and only then.
+      const accessKey = f.Properties.Environment?.Variables?.ALIBABA_CLOUD_ACCESS_KEY_PARAMETER as string | undefined;
+      const readsAccessKey = bundleFiles(key).some((f) => readFileSync(f, 'utf8').includes('ALIBABA_CLOUD_ACCESS_KEY_PARAMETER'));
+      expect(Boolean(accessKey), `${key}: ALIBABA_CLOUD_ACCESS_KEY_PARAMETER set exactly where its code reads it`).toBe(readsAccessKey);
+      if (accessKey) expected.push(`ssm:GetParameter ${JSON.stringify(parameterArn(accessKey))}`);
       expect(granted.sort(), key).toEqual(expected.sort());
       expect(JSON.stringify(role.Properties.Policies)).not.toContain('*');
     }

@@ -1,0 +1,41 @@
+/**
+ * A secret kept in AWS Systems Manager Parameter Store as a SecureString, read with the function's
+ * own role: `ssm:GetParameter` on that one parameter (serverless.yml grants exactly that). Decryption
+ * needs `kms:Decrypt` on the parameter's key: the AWS managed key `aws/ssm` grants it to every
+ * principal of the account; a customer managed key restricts it (docs/deploy.md#cluster-access).
+ * Errors name the parameter and the permission, never a value.
+ *
+ * `AWS_ENDPOINT_URL_SSM` points the SDK elsewhere (the tests' loopback stand-in).
+ */
+import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import type { AdapterError } from './errors.ts';
+import { BadInputError, ConfigurationError, ForbiddenError, NotFoundError, ThrottledError, TransientError } from './errors.ts';
+
+export const SSM_ACTION = 'ssm:GetParameter';
+
+/** The SecureString `parameter` holds; `label` says what it is in errors (`kubeconfig`, `Alibaba Cloud AccessKey`). */
+export async function readSecureString(parameter: string, label: string, client: Pick<SSMClient, 'send'> = new SSMClient({})): Promise<string> {
+  const what = `ssm:${parameter}`;
+  let out;
+  try {
+    out = await client.send(new GetParameterCommand({ Name: parameter, WithDecryption: true }));
+  } catch (err) {
+    throw mapSsmError(err, what, label);
+  }
+  const p = out.Parameter;
+  if (p?.Type !== 'SecureString') throw new ConfigurationError(`${label} ${what}: the parameter must be a SecureString (it is ${p?.Type ?? 'empty'})`, { what });
+  if (!p.Value) throw new ConfigurationError(`${label} ${what}: the parameter is empty`, { what });
+  return p.Value;
+}
+
+/** The SDK's error by its name. */
+function mapSsmError(err: unknown, what: string, label: string): AdapterError {
+  const name = (err as { name?: string }).name ?? '';
+  const fields = { what, cause: err };
+  if (name === 'ParameterNotFound' || name === 'ParameterVersionNotFound') return new NotFoundError(`${label} ${what}: no such parameter`, fields);
+  if (name === 'AccessDeniedException' || name === 'AccessDenied') return new ForbiddenError(`${label} ${what}: denied — the function's role needs ${SSM_ACTION} on it (and kms:Decrypt on its key)`, fields);
+  if (/^KMS|InvalidKeyId/.test(name)) return new ForbiddenError(`${label} ${what}: cannot decrypt (${name}) — kms:Decrypt on the parameter's key`, fields);
+  if (name === 'ThrottlingException' || name === 'TooManyUpdates') return new ThrottledError(`${label} ${what}: throttled`, fields);
+  if (name === 'InternalServerError' || (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === undefined) return new TransientError(`${label} ${what}: ${name || 'unreachable'}`, fields);
+  return new BadInputError(`${label} ${what}: ${name}`, fields);
+}
