@@ -293,11 +293,16 @@ describe('least privilege per function (the packaged template)', () => {
       if (isAsync(fn.events)) expected.push(`sqs:SendMessage ${JSON.stringify(dlq)}`);
       const parameter = f.Properties.Environment?.Variables?.GPU_REFLEX_KUBECONFIG_PARAMETER as string | undefined;
       if (parameter && bundleFiles(key).some((f) => readFileSync(f, 'utf8').includes('"GetParameter"'))) expected.push(`ssm:GetParameter ${JSON.stringify(parameterArn(parameter))}`);
-      // The Alibaba Cloud AccessKey's parameter, where the function may reach the cloud: its bundle
-      // reads ALIBABA_CLOUD_ACCESS_KEY_PARAMETER (functions/adapters/alicloud/access-key.ts), and only then.
-      const accessKey = f.Properties.Environment?.Variables?.ALIBABA_CLOUD_ACCESS_KEY_PARAMETER as string | undefined;
-      const readsAccessKey = bundleFiles(key).some((f) => readFileSync(f, 'utf8').includes('ALIBABA_CLOUD_ACCESS_KEY_PARAMETER'));
-      expect(Boolean(accessKey), `${key}: ALIBABA_CLOUD_ACCESS_KEY_PARAMETER set exactly where its code reads it`).toBe(readsAccessKey);
+      // The Alibaba Cloud AccessKey's parameter, where the function may reach the cloud's pools and
+      // instances: its bundle reads ALIBABA_CLOUD_ACCESS_KEY_PARAMETER (functions/adapters/alicloud/
+      // access-key.ts) and calls ACK's node pools, and only then. Every bundle reads it for ACK's
+      // kubeconfig source too, which this template does not use (it sets the kubeconfig parameter).
+      const variables = (f.Properties.Environment?.Variables ?? {}) as Record<string, string | undefined>;
+      expect(variables.GPU_REFLEX_KUBECONFIG_ACK, key).toBeUndefined();
+      const accessKey = variables.ALIBABA_CLOUD_ACCESS_KEY_PARAMETER;
+      const code = bundleFiles(key).map((f) => readFileSync(f, 'utf8')).join('\n');
+      const readsAccessKey = code.includes('ALIBABA_CLOUD_ACCESS_KEY_PARAMETER') && code.includes('DescribeClusterNodePools');
+      expect(Boolean(accessKey), `${key}: ALIBABA_CLOUD_ACCESS_KEY_PARAMETER set exactly where its code reads it to call the cloud`).toBe(readsAccessKey);
       if (accessKey) expected.push(`ssm:GetParameter ${JSON.stringify(parameterArn(accessKey))}`);
       expect(granted.sort(), key).toEqual(expected.sort());
       expect(JSON.stringify(role.Properties.Policies)).not.toContain('*');

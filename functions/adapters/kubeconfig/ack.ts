@@ -8,7 +8,8 @@
  * (docs/deploy.md#cluster-access).
  */
 import * as openapi from '@alicloud/openapi-client';
-import { aliCloudSettingsFromEnv, defaultClass, defaultCredential, mapAliCloudError, type AliCloudSettings } from '../alicloud/client.ts';
+import { aliCloudSettingsWithSecret } from '../alicloud/access-key.ts';
+import { defaultClass, defaultCredential, mapAliCloudError, type AliCloudSettings } from '../alicloud/client.ts';
 import { ConfigurationError } from '../errors.ts';
 import type { FetchedKubeconfig, KubeconfigSource } from './source.ts';
 
@@ -45,8 +46,13 @@ export class AckKubeconfigSource implements KubeconfigSource {
     this.client = new Client(new openapi.Config({ regionId: settings.regionId, protocol: this.protocol, readTimeout: settings.readTimeoutMs ?? 10_000, connectTimeout: 5_000, endpoint: settings.endpoint ?? `cs.${settings.regionId}.aliyuncs.com`, ...auth }));
   }
 
-  static fromEnv(env: NodeJS.ProcessEnv, options: AckKubeconfigOptions): AckKubeconfigSource {
-    return new AckKubeconfigSource(aliCloudSettingsFromEnv(env), options);
+  /**
+   * The identity the cloud clients use: an AccessKey in the environment, else the one the
+   * SecureString `ALIBABA_CLOUD_ACCESS_KEY_PARAMETER` names (functions on Lambda), else the
+   * default credential chain (RRSA in ACK).
+   */
+  static async fromEnv(env: NodeJS.ProcessEnv, options: AckKubeconfigOptions, readSecret?: (parameter: string, label: string) => Promise<string>): Promise<AckKubeconfigSource> {
+    return new AckKubeconfigSource(await aliCloudSettingsWithSecret(env, readSecret), options);
   }
 
   async fetch(): Promise<FetchedKubeconfig> {

@@ -81,6 +81,23 @@ describe("ACK's DescribeClusterUserKubeconfig (real @alicloud/openapi-client aga
   });
 });
 
+describe("ACK's kubeconfig with the AccessKey from Parameter Store (functions on Lambda)", () => {
+  it('signs DescribeClusterUserKubeconfig with the key the SecureString holds, read through the real SSM client', async () => {
+    const clock = new VirtualClock(Date.UTC(2026, 0, 1));
+    const sim = await aliSim(clock);
+    sim.cloud.userKubeconfigs.public = 'public-config';
+    const c = sim.connection;
+    const ssm = await ssmWith((name) => ({ status: 200, body: { Parameter: { Name: name, Type: 'SecureString', Value: JSON.stringify({ accessKeyId: c.accessKeyId, accessKeySecret: c.accessKeySecret }) } } }));
+    const env = { ALIBABA_CLOUD_REGION_ID: c.regionId, ACK_CLUSTER_ID: c.clusterId, ALIBABA_CLOUD_ENDPOINT: c.endpoint, ALIBABA_CLOUD_PROTOCOL: 'http', ALIBABA_CLOUD_ACCESS_KEY_PARAMETER: '/gpu-reflex/prod/alicloud-access-key' };
+    const source = await AckKubeconfigSource.fromEnv(env, { endpoint: 'public', minutes: 15, now: () => clock.now() });
+    await expect(source.fetch()).resolves.toEqual({ text: 'public-config', expiresAt: Date.UTC(2026, 0, 1, 0, 15) });
+    expect(ssm.requests.map((r) => r.body)).toEqual([{ Name: '/gpu-reflex/prod/alicloud-access-key', WithDecryption: true }]);
+    // The simulator verifies each signature against its key pair: another secret is refused.
+    const other = await AckKubeconfigSource.fromEnv(env, { endpoint: 'public', minutes: 15, now: () => clock.now() }, async () => JSON.stringify({ accessKeyId: c.accessKeyId, accessKeySecret: 'not-it' }));
+    await expect(other.fetch()).rejects.toThrow(/SignatureDoesNotMatch/);
+  });
+});
+
 describe('renewing before expiry', () => {
   it.each([
     [0, 60 * 60_000, 48 * 60_000],
