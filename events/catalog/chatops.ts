@@ -32,12 +32,14 @@ export const ChatOpsCommandDetailSchema = z
 export type ChatOpsCommandDetail = z.infer<typeof ChatOpsCommandDetailSchema>;
 
 /**
- * A Slack command that can outlast Slack's 3 seconds (drain, mig apply, …), answered "working on
- * it" and left for chatops-worker, which answers at its response_url. The request travels as Slack
- * signed it: the worker believes who asked, what, and where to answer only by that signature, never
- * because an event on the bus says so.
+ * A chat command that can outlast the platform's 3 seconds (drain, mig apply, …), answered at once
+ * and left for chatops-worker, which answers where the platform takes a late answer (Slack: the
+ * response_url; Feishu: a reply to the message through its API). The request travels as the
+ * platform signed it: the worker believes who asked, what, and where to answer only by that
+ * signature (Slack's, or Feishu's signature and verification token), never because an event on the
+ * bus says so.
  */
-export const ChatOpsCommandRequestedDetailSchema = z
+const SlackRequested = z
   .object({
     ...actorBase,
     platform: z.literal('slack'),
@@ -53,6 +55,23 @@ export const ChatOpsCommandRequestedDetailSchema = z
       .strict(),
   })
   .strict();
+const FeishuRequested = z
+  .object({
+    ...actorBase,
+    platform: z.literal('feishu'),
+    request: z
+      .object({
+        /** X-Lark-Request-Timestamp, X-Lark-Request-Nonce, X-Lark-Signature: where an Encrypt Key is set. */
+        timestamp: z.string().regex(/^\d{1,12}$/).optional(),
+        nonce: z.string().min(1).max(128).optional(),
+        signature: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+        /** The raw JSON body (`{"encrypt": …}` with an Encrypt Key), byte for byte. */
+        body: z.string().min(1).max(16_000),
+      })
+      .strict(),
+  })
+  .strict();
+export const ChatOpsCommandRequestedDetailSchema = z.discriminatedUnion('platform', [SlackRequested, FeishuRequested]);
 export type ChatOpsCommandRequestedDetail = z.infer<typeof ChatOpsCommandRequestedDetailSchema>;
 
 export const ApprovalRequestedDetailSchema = z

@@ -253,6 +253,101 @@ describe('Slack’s 3 seconds', () => {
   });
 });
 
+describe("Feishu's 3 seconds", () => {
+  const KEY = 'feishu-encrypt-key';
+  const message = (user: string, text: string, id: string) => JSON.stringify({ schema: '2.0', header: { event_id: id, token: 'feishu-token', event_type: 'im.message.receive_v1' }, event: { sender: { sender_id: { open_id: user } }, message: { message_id: `om_${id}`, chat_id: 'oc_gpu', content: JSON.stringify({ text }) } } });
+  const encrypt = (json: string) => {
+    const iv = randomBytes(16);
+    const c = createCipheriv('aes-256-cbc', createHash('sha256').update(KEY).digest(), iv);
+    return JSON.stringify({ encrypt: Buffer.concat([iv, c.update(json, 'utf8'), c.final()]).toString('base64') });
+  };
+  const signed = (t: ReturnType<typeof setup>, body: string, nonce = 'n-1') => {
+    const ts = String(Math.floor(t.clock.now() / 1000));
+    return { 'x-lark-request-timestamp': ts, 'x-lark-request-nonce': nonce, 'x-lark-signature': createHash('sha256').update(ts + nonce + KEY + body).digest('hex') };
+  };
+  const feishuSetup = (encryptKey?: string) => {
+    const t = setup();
+    const feishu = new RecordingFeishuReplier();
+    t.deps.secrets = { feishuVerificationToken: 'feishu-token', ...(encryptKey ? { feishuEncryptKey: encryptKey } : {}) };
+    t.deps.feishu = feishu;
+    t.deps.config = parseChatOpsConfig('roles:\n  - { match: { platform: feishu, user: ou_ops }, role: operator }\ndefault: viewer\n');
+    const post = (body: string, headers: Record<string, string> = {}) => handleChatRequest(t.deps, { rawPath: '/chat/feishu', pathParameters: { platform: 'feishu' }, headers } as unknown as APIGatewayProxyEventV2, body);
+    return { ...t, feishu, post };
+  };
+  const requested = (t: ReturnType<typeof setup>) => t.published(CHATOPS_COMMAND_REQUESTED).map((e) => e.detail as ChatOpsCommandRequestedDetail);
+
+  it('answers a long command at once and leaves it, as Feishu sent it, for the worker, which does it and replies to the message', async () => {
+    const t = feishuSetup();
+    const body = message('ou_ops', 'drain gpu-0', 'evlong');
+    expect(JSON.parse(String((await t.post(body)).body))).toEqual({});
+    expect(t.feishu.replies).toEqual([{ messageId: 'om_evlong', text: 'working on it… (drain gpu-0): the answer follows here', uuid: 'evlong:ack' }]);
+    // Nothing was done in the callback.
+    expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBeFalsy();
+    expect(t.published(CHATOPS_COMMAND)).toEqual([]);
+    const [detail] = requested(t);
+    expect(detail).toMatchObject({ platform: 'feishu', eventId: 'chat-request:feishu:evlong', request: { body } });
+
+    await t.clock.advance(2_000);
+    expect(await carryOutRequested(t.deps, detail!)).toEqual({ answered: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)' });
+    expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBe(true);
+    expect(t.feishu.replies[1]).toEqual({ messageId: 'om_evlong', text: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)', uuid: 'evlong' });
+    expect(t.published(CHATOPS_COMMAND).map((e) => e.detail)).toEqual([expect.objectContaining({ user: expect.objectContaining({ platform: 'feishu', id: 'ou_ops' }), command: 'drain' })]);
+    // The bus delivering it again, and Feishu re-sending the event: neither runs it twice.
+    expect(await carryOutRequested({ ...t.deps, replay: sharedReplayGuard(t.kube.state) }, detail!)).toEqual({ refused: 'already carried out' });
+    expect((await t.post(body)).statusCode).toBe(200);
+    expect(t.published(CHATOPS_COMMAND)).toHaveLength(1);
+    expect(requested(t)).toHaveLength(1);
+    expect(t.feishu.replies).toHaveLength(2);
+  });
+
+  it('with an Encrypt Key, the worker believes only what Feishu signed, and not after 30 minutes', async () => {
+    const t = feishuSetup(KEY);
+    const body = encrypt(message('ou_ops', 'drain gpu-0', 'evenc'));
+    expect((await t.post(body, signed(t, body))).statusCode).toBe(200);
+    const [detail] = requested(t);
+    const { 'x-lark-request-timestamp': timestamp, 'x-lark-signature': signature } = signed(t, body);
+    expect(detail!.request).toEqual({ timestamp, nonce: 'n-1', signature, body });
+    // The same signature over another request (a viewer's body swapped for an operator's): refused.
+    const other = encrypt(message('ou_ops', 'drain gpu-0', 'evother'));
+    expect(await carryOutRequested(t.deps, { ...detail!, request: { ...detail!.request, body: other } } as ChatOpsCommandRequestedDetail)).toEqual({ refused: expect.stringMatching(/^bad signature/) });
+    // The captured body without its headers (which carry its age): refused, only the URL challenge comes unsigned.
+    expect(await carryOutRequested(t.deps, { ...detail!, request: { body } } as ChatOpsCommandRequestedDetail)).toEqual({ refused: expect.stringMatching(/^missing header X-Lark-Signature/) });
+    await t.clock.advance(1801_000);
+    expect(await carryOutRequested(t.deps, detail!)).toEqual({ refused: expect.stringMatching(/^stale/) });
+    expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBeFalsy();
+    expect(t.feishu.replies).toHaveLength(1);
+  });
+
+  it('without an Encrypt Key, the worker believes the verification token in the body, and nothing else', async () => {
+    const t = feishuSetup();
+    await t.post(message('ou_ops', 'drain gpu-0', 'evtok'));
+    const [detail] = requested(t);
+    const forged = { ...detail!, request: { body: detail!.request.body.replace('feishu-token', 'guessed-token') } } as ChatOpsCommandRequestedDetail;
+    expect(await carryOutRequested(t.deps, forged)).toEqual({ refused: expect.stringMatching(/^bad verification token/) });
+    expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBeFalsy();
+  });
+
+  it.each([
+    ['a viewer’s long command is refused', 'ou_view', 'drain gpu-0', 'not allowed: drain needs the operator role; feishu user ou_view has only viewer'],
+    ['a quick command', 'ou_view', 'status gpu-0', 'gpu-0: Ready; gpu-reflex state healthy; 8 GPUs allocatable'],
+    ['a usage error', 'ou_ops', 'drain', 'expected one node name, got 0. Usage: drain NODE [--dry-run]'],
+  ])('answers in the callback: %s', async (_what, user, text, want) => {
+    const t = feishuSetup();
+    await t.post(message(user, text, 'evq'));
+    expect(t.feishu.replies).toEqual([{ messageId: 'om_evq', text: want, uuid: 'evq' }]);
+    expect(requested(t)).toEqual([]);
+  });
+
+  it('says so when the request cannot be handed to the worker, and does nothing', async () => {
+    const t = feishuSetup();
+    t.deps.publisher = { publish: async () => Promise.reject(new Error('bus unreachable')) };
+    expect((await t.post(message('ou_ops', 'drain gpu-0', 'evfail'))).statusCode).toBe(200);
+    expect(t.feishu.replies).toEqual([{ messageId: 'om_evfail', text: 'failed: drain gpu-0: could not hand it to chatops-worker (bus unreachable); nothing was done, ask again', uuid: 'evfail:ack' }]);
+    expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBeFalsy();
+    expect(t.logs).toContainEqual(expect.objectContaining({ level: 'error', message: 'chat request not handed to chatops-worker' }));
+  });
+});
+
 describe('mig plan in chat', () => {
   it('plans as rebalance-mig would, with its preemption policy', async () => {
     const t = setup();

@@ -4,10 +4,11 @@
  * platform's shape. Anything unsigned, badly signed, stale or replayed is 401 with no detail (the
  * reason goes to the log). Feishu's URL verification is answered with its challenge.
  *
- * Slack waits 3 seconds. A long command (`isLong`) from Slack is answered "working on it" and put
- * on the bus as `ChatOps Command Requested`, exactly as Slack signed it; chatops-worker carries it
- * out and answers at its response_url (worker.ts). A Lambda is frozen once it has answered, so no
- * work is left running after the return. A button press (block_actions) runs `approve ID` /
+ * Slack and Feishu wait 3 seconds. A long command (`isLong`) from either is answered "working on
+ * it" (Feishu: a reply to the message, then the 200) and put on the bus as `ChatOps Command
+ * Requested`, exactly as the platform signed it; chatops-worker carries it out and answers at the
+ * response_url or as a reply to the Feishu message (worker.ts). A Lambda is frozen once it has
+ * answered, so no work is left running after the return. A button press (block_actions) runs `approve ID` /
  * `deny ID` and rewrites the message it was on to say who decided.
  */
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
@@ -92,6 +93,36 @@ async function pressButton(deps: WebhookDeps, who: ChatUser, said: SlackSaid): P
   return { statusCode: 200 };
 }
 
+/**
+ * A long Feishu command: on the bus as Feishu sent it (the raw body, and its signature headers
+ * where an Encrypt Key signs them), for chatops-worker; "working on it" said as a reply. Not put
+ * on the bus: the person is told so and may ask again (Feishu's re-sends of this event are
+ * acknowledged, not run).
+ */
+async function deferFeishu(deps: WebhookDeps & { feishu: FeishuReplier }, headers: Record<string, string | undefined>, body: string, said: { messageId: string; eventId?: string }, words: string[]): Promise<APIGatewayProxyStructuredResultV2> {
+  const now = deps.clock.now();
+  const ts = headers['x-lark-request-timestamp'];
+  const nonce = headers['x-lark-request-nonce'];
+  const signature = headers['x-lark-signature'];
+  const detail: ChatOpsCommandRequestedDetail = {
+    schemaVersion: SCHEMA_VERSION,
+    eventId: `chat-request:feishu:${said.eventId ?? said.messageId}`.replace(/[^A-Za-z0-9._:-]/g, "-").slice(0, 128),
+    occurredAt: new Date(now).toISOString(),
+    platform: 'feishu',
+    request: { ...(ts ? { timestamp: ts } : {}), ...(nonce ? { nonce } : {}), ...(signature ? { signature } : {}), body },
+  };
+  const ack = said.eventId ? `${said.eventId}:ack` : undefined;
+  let text = `working on it… (${words.join(' ')}): the answer follows here`;
+  try {
+    await deps.publisher.publish([{ source: SOURCES.chatops, detailType: CHATOPS_COMMAND_REQUESTED, detail }]);
+  } catch (err) {
+    deps.logger.error('chat request not handed to chatops-worker', { platform: 'feishu', error: err });
+    text = `failed: ${words.join(' ')}: could not hand it to chatops-worker (${(err as Error).message}); nothing was done, ask again`;
+  }
+  await deps.feishu.reply(said.messageId, text, ack).catch((err: unknown) => deps.logger.warn('feishu reply failed', { error: err }));
+  return answer('feishu', text);
+}
+
 /** A long Slack command: on the bus as Slack signed it, for chatops-worker; answered "working on it". */
 async function defer(deps: WebhookDeps, headers: Record<string, string | undefined>, body: string, words: string[]): Promise<APIGatewayProxyStructuredResultV2> {
   const signature = headers['x-slack-signature']!;
@@ -136,6 +167,11 @@ export async function handleChatRequest(deps: WebhookDeps, request: APIGatewayPr
     // Refusals and usage errors are quick: answered here, as the synchronous path words them.
     const parsed = parseCommand(c.text);
     if (parsed.ok && isLong(parsed.command) && !refusal(deps.config, c.who, parsed.command)) return defer(deps, headers, v.body, parsed.words);
+  }
+  if (c.feishu && deps.feishu) {
+    // Long commands are left for the worker, which replies to the message; quick ones answer here.
+    const parsed = parseCommand(c.text);
+    if (parsed.ok && isLong(parsed.command) && !refusal(deps.config, c.who, parsed.command)) return deferFeishu({ ...deps, feishu: deps.feishu }, headers, body, c.feishu, parsed.words);
   }
   const text = await runChatCommand(deps, c.who, c.text);
   if (c.feishu && deps.feishu) {

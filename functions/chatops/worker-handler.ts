@@ -1,6 +1,7 @@
 /**
  * Lambda `chatops-worker`: `ChatOps Command Requested` from the bus (events/patterns/chatops-worker.json),
- * a long Slack command the webhook answered at once; carried out and answered at its response_url.
+ * a long Slack or Feishu command the webhook answered at once; carried out and answered at the
+ * response_url or as a reply to the Feishu message.
  * Configured exactly as `chatops` (handler.ts).
  */
 import type { ChatOpsCommandRequestedDetail } from '../../events/index.ts';

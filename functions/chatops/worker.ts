@@ -1,45 +1,78 @@
 /**
- * chatops-worker's core: a long Slack command the webhook answered "working on it" for, carried
- * out and answered at its response_url. It believes the request only by Slack's signature (the
- * event carries the request byte for byte), within the response_url's own 30 minutes: an event on
- * the bus cannot make it act for anyone Slack did not sign for, and once: the bus may deliver an
- * event twice, so the replay guard (replay.ts, shared through the state store) keeps each request's
- * signature. The command then runs as a typed one would (role, ChatOps Command event, the same cores).
+ * chatops-worker's core: a long chat command the webhook answered at once ("working on it"),
+ * carried out and answered where the platform takes a late answer: Slack's response_url, or a
+ * reply to the Feishu message through its API. It believes the request only by the platform's own
+ * proof (the event carries the request byte for byte): Slack's signature within the response_url's
+ * 30 minutes; Feishu's signature (with an Encrypt Key, within the same 30 minutes) and verification
+ * token. An event on the bus cannot make it act for anyone the platform did not vouch for, and it
+ * acts once: the bus may deliver an event twice, so the replay guard (replay.ts, shared through the
+ * state store) keeps each request. The command then runs as a typed one would (role, ChatOps
+ * Command event, the same cores).
  */
 import type { ChatOpsCommandRequestedDetail } from '../../events/index.ts';
-import { verifySlack } from './core/signature.ts';
+import { verifyFeishu, verifySlack } from './core/signature.ts';
 import { readSlackForm } from './core/slack-form.ts';
-import { runChatCommand } from './run.ts';
-import type { WebhookDeps } from './webhook.ts';
+import { runChatCommand, type ChatUser } from './run.ts';
+import { commandOf, type WebhookDeps } from './webhook.ts';
 
 /** How long Slack takes posts at a response_url; a request older than this has no one to answer. */
 export const RESPONSE_URL_WINDOW_S = 1800;
+/** How long a Feishu request left for the worker stays good: as long as the bus keeps it for chatops-worker (serverless.yml). */
+export const FEISHU_WORKER_WINDOW_S = 1800;
 
 export type WorkerOutcome = { answered: string } | { refused: string };
 
-export async function carryOutRequested(deps: WebhookDeps, detail: ChatOpsCommandRequestedDetail): Promise<WorkerOutcome> {
+/** A request the platform vouches for: who asked what, its replay key, and how to answer it. */
+type Vouched = { who: ChatUser; text: string; key: string; windowS: number; answer: (text: string) => Promise<void> };
+
+function slackRequest(deps: WebhookDeps, detail: Extract<ChatOpsCommandRequestedDetail, { platform: 'slack' }>): Vouched | { refused: string } {
   const { timestamp, signature, body } = detail.request;
   const v = verifySlack({ headers: { 'x-slack-request-timestamp': timestamp, 'x-slack-signature': signature }, body }, deps.secrets.slackSigningSecret, Math.floor(deps.clock.now() / 1000), RESPONSE_URL_WINDOW_S);
   const said = v.ok ? readSlackForm(v.body) : undefined;
-  if (!v.ok || !said?.responseUrl || said.button) {
-    const reason = v.ok ? 'not a slash command with a response_url' : v.reason;
-    deps.logger.warn('chat request refused', { platform: 'slack', reason });
-    return { refused: reason };
+  if (!v.ok || !said?.responseUrl || said.button) return { refused: v.ok ? 'not a slash command with a response_url' : v.reason };
+  const url = said.responseUrl;
+  return {
+    who: { platform: 'slack', id: said.user.id, ...(said.user.name ? { name: said.user.name } : {}), channel: said.channel },
+    text: said.text,
+    key: `slack:${signature}`,
+    windowS: RESPONSE_URL_WINDOW_S,
+    answer: (text) => deps.responder.respond(url, { text }),
+  };
+}
+
+function feishuRequest(deps: WebhookDeps, detail: Extract<ChatOpsCommandRequestedDetail, { platform: 'feishu' }>): Vouched | { refused: string } {
+  const { timestamp, nonce, signature, body } = detail.request;
+  const headers = { 'x-lark-request-timestamp': timestamp, 'x-lark-request-nonce': nonce, 'x-lark-signature': signature };
+  const v = verifyFeishu({ headers, body }, deps.secrets, Math.floor(deps.clock.now() / 1000), FEISHU_WORKER_WINDOW_S);
+  if (!v.ok) return { refused: v.reason };
+  const c = commandOf('feishu', v.body);
+  if (!c || 'challenge' in c || !c.feishu) return { refused: 'not a Feishu message with a command' };
+  const feishu = deps.feishu;
+  if (!feishu) return { refused: 'no Feishu app to answer with (CHAT_FEISHU_APP_ID, CHAT_FEISHU_APP_SECRET)' };
+  const { messageId, eventId } = c.feishu;
+  return { who: c.who, text: c.text, key: v.replayKey, windowS: FEISHU_WORKER_WINDOW_S, answer: (text) => feishu.reply(messageId, text, eventId) };
+}
+
+export async function carryOutRequested(deps: WebhookDeps, detail: ChatOpsCommandRequestedDetail): Promise<WorkerOutcome> {
+  const platform = detail.platform;
+  const said = platform === 'slack' ? slackRequest(deps, detail) : feishuRequest(deps, detail);
+  if ('refused' in said) {
+    deps.logger.warn('chat request refused', { platform, reason: said.refused });
+    return said;
   }
   // The bus delivers at least once: a request is carried out once, whichever container gets it again.
-  if (!(await deps.replay.accept(`worker:slack:${signature}`, deps.clock.now(), RESPONSE_URL_WINDOW_S * 1000))) {
-    deps.logger.info('chat request already carried out by chatops-worker: not again', { platform: 'slack' });
+  if (!(await deps.replay.accept(`worker:${said.key}`, deps.clock.now(), said.windowS * 1000))) {
+    deps.logger.info('chat request already carried out by chatops-worker: not again', { platform });
     return { refused: 'already carried out' };
   }
-  const who = { platform: 'slack' as const, id: said.user.id, ...(said.user.name ? { name: said.user.name } : {}), channel: said.channel };
   let text: string;
   try {
-    text = await runChatCommand(deps, who, said.text);
+    text = await runChatCommand(deps, said.who, said.text);
   } catch (err) {
     // Not retried (serverless.yml): the person hears it failed and may ask again.
-    await deps.responder.respond(said.responseUrl, { text: `failed: ${said.text}: ${(err as Error).message}` }).catch((e: unknown) => deps.logger.warn('slack response_url post failed', { error: e }));
+    await said.answer(`failed: ${said.text}: ${(err as Error).message}`).catch((e: unknown) => deps.logger.warn(`${platform} answer failed`, { error: e }));
     throw err;
   }
-  await deps.responder.respond(said.responseUrl, { text });
+  await said.answer(text);
   return { answered: text };
 }

@@ -62,6 +62,7 @@ describe('Feishu / Lark', () => {
     ['with another token', feishuReq({ ...feishuEvent, header: { ...feishuEvent.header, token: 'other' } }), /^bad verification token/],
     ['encrypted with another key', feishuReq(feishuEvent, '1700000000', 'n-1', 'other key'), /^bad signature: /],
     ['stale', feishuReq(feishuEvent, '1699999000'), /^stale: /],
+    ['without its signature headers (only the URL challenge comes unsigned)', { ...feishuReq(feishuEvent), headers: {} }, /^missing header X-Lark-Signature/],
   ])('refuses an event %s', (_what, req, reason) => {
     const v = verifyFeishu(req, FEISHU, 1_700_000_010);
     expect(v.ok ? '' : v.reason).toMatch(reason);

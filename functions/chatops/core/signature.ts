@@ -92,11 +92,12 @@ export function feishuDecrypt(encrypted: string, encryptKey: string): string {
   return Buffer.concat([d.update(buf.subarray(16)), d.final()]).toString('utf8');
 }
 
-export function verifyFeishu(req: ChatRequest, secrets: Pick<ChatSecrets, 'feishuVerificationToken' | 'feishuEncryptKey'>, nowS: number): Verdict {
+export function verifyFeishu(req: ChatRequest, secrets: Pick<ChatSecrets, 'feishuVerificationToken' | 'feishuEncryptKey'>, nowS: number, windowS = FEISHU_WINDOW_S): Verdict {
   const token = secrets.feishuVerificationToken;
   if (!token) return refuse('feishu', 'no Feishu verification token is configured (CHAT_FEISHU_VERIFICATION_TOKEN)');
   let body = req.body;
   const key = secrets.feishuEncryptKey;
+  let signed = false;
   if (key) {
     const ts = req.headers['x-lark-request-timestamp'];
     const nonce = req.headers['x-lark-request-nonce'];
@@ -109,12 +110,13 @@ export function verifyFeishu(req: ChatRequest, secrets: Pick<ChatSecrets, 'feish
     }
     if (typeof encrypted !== 'string') return refuse('feishu', 'an Encrypt Key is configured but the body has no "encrypt" field');
     // The URL verification challenge comes encrypted but unsigned; every event is signed.
-    if (sig || ts || nonce) {
+    signed = Boolean(sig || ts || nonce);
+    if (signed) {
       if (!ts) return refuse('feishu', 'missing header X-Lark-Request-Timestamp');
       if (!nonce) return refuse('feishu', 'missing header X-Lark-Request-Nonce');
       if (!sig) return refuse('feishu', 'missing header X-Lark-Signature');
       if (!/^\d+$/.test(ts)) return refuse('feishu', `X-Lark-Request-Timestamp "${ts}" is not a number of seconds`);
-      if (Math.abs(nowS - Number(ts)) > FEISHU_WINDOW_S) return refuse('feishu', `stale: X-Lark-Request-Timestamp ${ts} is ${Math.abs(nowS - Number(ts))} s from now (window ${FEISHU_WINDOW_S} s)`);
+      if (Math.abs(nowS - Number(ts)) > windowS) return refuse('feishu', `stale: X-Lark-Request-Timestamp ${ts} is ${Math.abs(nowS - Number(ts))} s from now (window ${windowS} s)`);
       const want = createHash('sha256').update(ts + nonce + key + req.body).digest('hex');
       if (!sameText(sig, want)) return refuse('feishu', 'bad signature: X-Lark-Signature is not SHA-256 of timestamp + nonce + encrypt key + body');
     }
@@ -130,6 +132,9 @@ export function verifyFeishu(req: ChatRequest, secrets: Pick<ChatSecrets, 'feish
   } catch {
     return refuse('feishu', 'the (decrypted) body is not JSON');
   }
+  // Unsigned where an Encrypt Key is set: only the challenge. Anything else would be a captured
+  // body replayed without its headers, which carry its age.
+  if (key && !signed && event.type !== 'url_verification') return refuse('feishu', 'missing header X-Lark-Signature: with an Encrypt Key only the URL verification challenge comes unsigned');
   const given = event.header?.token ?? event.token;
   if (typeof given !== 'string' || !sameText(given, token)) return refuse('feishu', 'bad verification token: the event\'s token is not the configured one');
   // The event, not the delivery: a re-sent event is signed anew but keeps its event_id (2.0) or
