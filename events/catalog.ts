@@ -50,7 +50,7 @@ export const CATALOG: readonly CatalogEntry[] = [
   { detailType: NODE_LABELS_CHANGED, source: SOURCES.functions, slug: 'node-labels-changed', summary: "a GPU node's labels changed to follow its inventory", schema: NodeLabelsChangedDetailSchema },
   { detailType: APPROVAL_REQUESTED, source: SOURCES.functions, slug: 'approval-requested', summary: 'a plan waits for a person in chat', schema: ApprovalRequestedDetailSchema },
   { detailType: CHATOPS_COMMAND, source: SOURCES.chatops, slug: 'chatops-command', summary: 'a command typed in Slack, DingTalk or Feishu', schema: ChatOpsCommandDetailSchema },
-  { detailType: CHATOPS_COMMAND_REQUESTED, source: SOURCES.chatops, slug: 'chatops-command-requested', summary: 'a long Slack or Feishu command left for chatops-worker, as the platform signed it', schema: ChatOpsCommandRequestedDetailSchema },
+  { detailType: CHATOPS_COMMAND_REQUESTED, source: SOURCES.chatops, slug: 'chatops-command-requested', summary: 'a long Slack, Feishu or DingTalk command left for chatops-worker, as the platform signed it', schema: ChatOpsCommandRequestedDetailSchema },
   { detailType: APPROVAL_DECIDED, source: SOURCES.chatops, slug: 'approval-decided', summary: 'a person approved or rejected a plan', schema: ApprovalDecidedDetailSchema },
 ];
 

@@ -34,10 +34,11 @@ export type ChatOpsCommandDetail = z.infer<typeof ChatOpsCommandDetailSchema>;
 /**
  * A chat command that can outlast the platform's 3 seconds (drain, mig apply, …), answered at once
  * and left for chatops-worker, which answers where the platform takes a late answer (Slack: the
- * response_url; Feishu: a reply to the message through its API). The request travels as the
- * platform signed it: the worker believes who asked, what, and where to answer only by that
- * signature (Slack's, or Feishu's signature and verification token), never because an event on the
- * bus says so.
+ * response_url; Feishu: a reply to the message through its API; DingTalk: the conversation's
+ * sessionWebhook). The request travels as the platform signed it: the worker believes who asked,
+ * what, and where to answer only by that signature (Slack's; Feishu's signature and verification
+ * token; DingTalk's sign and the webhook's MAC over the body), never because an event on the bus
+ * says so.
  */
 const SlackRequested = z
   .object({
@@ -71,7 +72,29 @@ const FeishuRequested = z
       .strict(),
   })
   .strict();
-export const ChatOpsCommandRequestedDetailSchema = z.discriminatedUnion('platform', [SlackRequested, FeishuRequested]);
+/**
+ * DingTalk's `sign` covers only the timestamp, not the body: the webhook adds `mac`, an HMAC-SHA256
+ * with the app secret over the timestamp, sign and body it verified, so the worker believes only a
+ * request that passed the webhook (functions/chatops/core/signature.ts `dingtalkRequestMac`).
+ */
+const DingTalkRequested = z
+  .object({
+    ...actorBase,
+    platform: z.literal('dingtalk'),
+    request: z
+      .object({
+        /** Header `timestamp` (ms). */
+        timestamp: z.string().regex(/^\d{1,16}$/),
+        /** Header `sign` (base64 HMAC-SHA256). */
+        sign: z.string().regex(/^[A-Za-z0-9+/=]{1,128}$/),
+        /** The raw JSON body, byte for byte. */
+        body: z.string().min(1).max(16_000),
+        mac: z.string().regex(/^[0-9a-f]{64}$/),
+      })
+      .strict(),
+  })
+  .strict();
+export const ChatOpsCommandRequestedDetailSchema = z.discriminatedUnion('platform', [SlackRequested, FeishuRequested, DingTalkRequested]);
 export type ChatOpsCommandRequestedDetail = z.infer<typeof ChatOpsCommandRequestedDetailSchema>;
 
 export const ApprovalRequestedDetailSchema = z

@@ -8,6 +8,8 @@
  *   MIG_*                     the MIG rebalancer's settings, for `mig apply` (functions/mig/wiring.ts)
  *   AUTOSCALE_POLICY_FILE, ALIBABA_CLOUD_*, ACK_CLUSTER_ID   the autoscaler's pools and cloud, for `pool scale`
  *   CHAT_SLACK_RESPONSE_URL_PREFIX   where a Slack response_url may point (default https://hooks.slack.com/)
+ *   CHAT_DINGTALK_SESSION_WEBHOOK_PREFIX   where a DingTalk sessionWebhook may point, for long commands
+ *                             (default https://oapi.dingtalk.com/robot/sendBySession)
  *   CHAT_FEISHU_APP_ID, CHAT_FEISHU_APP_SECRET, CHAT_FEISHU_API_URL   Feishu's message API, for replies
  *                             (default https://open.feishu.cn; Lark: https://open.larksuite.com)
  * chatops-worker (worker-handler.ts) is wired the same way: it runs the long commands.
@@ -22,6 +24,7 @@ import type { Policy } from '../remediate/core/policy.ts';
 import { remediationConfig } from '../remediate/wiring.ts';
 import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
 import { autoscalePolicyFromEnv } from '../autoscale/wiring.ts';
+import { HttpDingTalkSessionResponder, type DingTalkSessionResponder } from '../adapters/chat/dingtalk-session.ts';
 import { HttpFeishuReplier, type FeishuReplier } from '../adapters/chat/feishu-replier.ts';
 import { HttpSlackResponder, type SlackResponder } from '../adapters/chat/slack-response.ts';
 import type { Logger } from '../lib/logger.ts';
@@ -31,7 +34,7 @@ import type { ChatSecrets } from './core/signature.ts';
 import { ChatOpsConfigError, ChatOpsConfigSchema, parseChatOpsConfig, type ChatOpsConfig } from './run.ts';
 import { handleChatRequest, type WebhookDeps } from './webhook.ts';
 
-export type ChatWiring = FunctionDeps<{ chat: ChatOpsConfig; secrets: ChatSecrets; quotaTeams?: QuotaConfig; policy: Policy; mig: MigRebalanceConfig; pools?: PoolPorts; responder: SlackResponder }> & { replay: ReplayCheck; feishu?: FeishuReplier };
+export type ChatWiring = FunctionDeps<{ chat: ChatOpsConfig; secrets: ChatSecrets; quotaTeams?: QuotaConfig; policy: Policy; mig: MigRebalanceConfig; pools?: PoolPorts; responder: SlackResponder; dingtalk: DingTalkSessionResponder }> & { replay: ReplayCheck; feishu?: FeishuReplier };
 
 export async function wireChat(service: string, env: NodeJS.ProcessEnv = process.env): Promise<ChatWiring> {
   const base = await wireFromEnv(service, () => {
@@ -47,7 +50,8 @@ export async function wireChat(service: string, env: NodeJS.ProcessEnv = process
     const remediation = remediationConfig(env);
     const mig = migConfig(env);
     const responder = new HttpSlackResponder(env['CHAT_SLACK_RESPONSE_URL_PREFIX'] || undefined);
-    return { own: { chat, secrets, ...(quotaTeams ? { quotaTeams } : {}), policy: remediation.own.policy, mig: mig.own.mig, responder }, kube: { ...remediation.kube, ...mig.kube } };
+    const dingtalk = new HttpDingTalkSessionResponder(env['CHAT_DINGTALK_SESSION_WEBHOOK_PREFIX'] || undefined);
+    return { own: { chat, secrets, ...(quotaTeams ? { quotaTeams } : {}), policy: remediation.own.policy, mig: mig.own.mig, responder, dingtalk }, kube: { ...remediation.kube, ...mig.kube } };
   }, env);
   const appId = env['CHAT_FEISHU_APP_ID'];
   const appSecret = env['CHAT_FEISHU_APP_SECRET'];
@@ -66,7 +70,7 @@ export async function wireChat(service: string, env: NodeJS.ProcessEnv = process
 
 /** What the webhook and the worker run on, from the wiring. */
 export function chatDeps(d: ChatWiring, logger: Logger): WebhookDeps {
-  return { kube: d.kube, publisher: d.publisher, notifier: d.notifier, clock: d.clock, config: d.chat, secrets: d.secrets, logger, policy: d.policy, mig: d.mig, responder: d.responder, replay: d.replay, ...(d.feishu ? { feishu: d.feishu } : {}), ...(d.quotaTeams ? { quota: d.quotaTeams } : {}), ...(d.pools ? { pools: d.pools } : {}) };
+  return { kube: d.kube, publisher: d.publisher, notifier: d.notifier, clock: d.clock, config: d.chat, secrets: d.secrets, logger, policy: d.policy, mig: d.mig, responder: d.responder, dingtalk: d.dingtalk, replay: d.replay, ...(d.feishu ? { feishu: d.feishu } : {}), ...(d.quotaTeams ? { quota: d.quotaTeams } : {}), ...(d.pools ? { pools: d.pools } : {}) };
 }
 
 export function createChatHandler(getDeps: () => ChatWiring | Promise<ChatWiring>) {

@@ -10,6 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { APPROVAL_DECIDED, CHATOPS_COMMAND, CHATOPS_COMMAND_REQUESTED, MIG_INVENTORY_ANNOTATION, type ChatOpsCommandRequestedDetail, type MigInventory } from '../../events/index.ts';
 import { RecordingPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
+import { RecordingDingTalkSessionResponder } from '../adapters/chat/dingtalk-session.ts';
 import { RecordingFeishuReplier } from '../adapters/chat/feishu-replier.ts';
 import { RecordingSlackResponder } from '../adapters/chat/slack-response.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
@@ -345,6 +346,81 @@ describe("Feishu's 3 seconds", () => {
     expect(t.feishu.replies).toEqual([{ messageId: 'om_evfail', text: 'failed: drain gpu-0: could not hand it to chatops-worker (bus unreachable); nothing was done, ask again', uuid: 'evfail:ack' }]);
     expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBeFalsy();
     expect(t.logs).toContainEqual(expect.objectContaining({ level: 'error', message: 'chat request not handed to chatops-worker' }));
+  });
+});
+
+describe("DingTalk's long commands", () => {
+  const SECRET_DT = 'dingtalk-app-secret';
+  const SESSION = 'https://oapi.dingtalk.com/robot/sendBySession?session=abc123';
+  const setupDt = () => {
+    const t = setup();
+    const dingtalk = new RecordingDingTalkSessionResponder();
+    t.deps.secrets = { dingtalkAppSecret: SECRET_DT };
+    t.deps.dingtalk = dingtalk;
+    t.deps.config = parseChatOpsConfig('roles:\n  - { match: { platform: dingtalk, user: staff-ops }, role: operator }\ndefault: viewer\n');
+    const message = (user: string, text: string, session = SESSION, expires = t.clock.now() + 90 * 60_000) => JSON.stringify({ msgtype: 'text', text: { content: ` ${text}` }, msgId: `msg-${user}`, senderStaffId: user, senderNick: user, conversationId: 'cid-gpu', conversationType: '2', sessionWebhook: session, sessionWebhookExpiredTime: expires });
+    const headers = () => {
+      const ts = String(t.clock.now());
+      return { timestamp: ts, sign: createHmac('sha256', SECRET_DT).update(`${ts}\n${SECRET_DT}`).digest('base64') };
+    };
+    const post = (body: string, h: Record<string, string> = headers()) => handleChatRequest(t.deps, { rawPath: '/chat/dingtalk', pathParameters: { platform: 'dingtalk' }, headers: h } as unknown as APIGatewayProxyEventV2, body);
+    const requested = () => t.published(CHATOPS_COMMAND_REQUESTED).map((e) => e.detail as ChatOpsCommandRequestedDetail);
+    return { ...t, dingtalk, message, headers, post, requested };
+  };
+  const content = (r: { body?: string }) => (JSON.parse(String(r.body)) as { text: { content: string } }).text.content;
+
+  it('answers at once and leaves it for the worker, which does it and answers at the sessionWebhook, once', async () => {
+    const t = setupDt();
+    expect(content(await t.post(t.message('staff-ops', 'drain gpu-0')))).toBe('working on it… (drain gpu-0): the answer follows here');
+    expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBeFalsy();
+    expect(t.published(CHATOPS_COMMAND)).toEqual([]);
+    const [detail] = t.requested();
+    expect(detail).toMatchObject({ platform: 'dingtalk', request: { mac: expect.stringMatching(/^[0-9a-f]{64}$/) } });
+
+    await t.clock.advance(2_000);
+    expect(await carryOutRequested(t.deps, detail!)).toEqual({ answered: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)' });
+    expect(t.dingtalk.sent).toEqual([{ url: SESSION, text: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)' }]);
+    expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBe(true);
+    expect(await carryOutRequested({ ...t.deps, replay: sharedReplayGuard(t.kube.state) }, detail!)).toEqual({ refused: 'already carried out' });
+    expect(t.published(CHATOPS_COMMAND)).toHaveLength(1);
+  });
+
+  it('the worker believes only the body the webhook verified (DingTalk signs the timestamp alone), and not after the sessionWebhook lapsed', async () => {
+    const t = setupDt();
+    await t.post(t.message('staff-ops', 'drain gpu-0'));
+    const [detail] = t.requested();
+    if (detail?.platform !== 'dingtalk') throw new Error('expected a DingTalk request');
+    // The same valid timestamp and sign, another body: DingTalk's sign still holds, the MAC does not.
+    const other = t.message('staff-ops', 'drain gpu-0', 'https://oapi.dingtalk.com/robot/sendBySession?session=evil');
+    expect(await carryOutRequested(t.deps, { ...detail, request: { ...detail.request, body: other } })).toEqual({ refused: 'bad MAC: the body is not the one the webhook verified' });
+    const forgedMac = createHmac('sha256', 'guessed').update(other).digest('hex');
+    expect(await carryOutRequested(t.deps, { ...detail, request: { ...detail.request, body: other, mac: forgedMac } })).toEqual({ refused: 'bad MAC: the body is not the one the webhook verified' });
+    // A sessionWebhook that lapsed: nobody to answer, nothing done.
+    const lapsing = t.message('staff-ops', 'drain gpu-0', SESSION, t.clock.now() + 60_000);
+    await t.clock.advance(1);
+    await t.post(lapsing);
+    const [, late] = t.requested();
+    await t.clock.advance(61_000);
+    expect(await carryOutRequested(t.deps, late!)).toEqual({ refused: expect.stringMatching(/^its sessionWebhook lapsed at /) });
+    expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBeFalsy();
+    expect(t.dingtalk.sent).toEqual([]);
+  });
+
+  it.each([
+    ['a viewer’s long command is refused', 'staff-view', 'drain gpu-0', SESSION, 'not allowed: drain needs the operator role; dingtalk user staff-view has only viewer'],
+    ['a quick command', 'staff-view', 'status gpu-0', SESSION, 'gpu-0: Ready; gpu-reflex state healthy; 8 GPUs allocatable'],
+    ['a sessionWebhook elsewhere than DingTalk (run here, as before)', 'staff-ops', 'drain gpu-0 --dry-run', 'https://example.com/robot/sendBySession', 'dry run: would have cordoned and drained gpu-0: would evict 1 pod(s) (ml/train)'],
+  ])('answers in the callback: %s', async (_what, user, text, session, want) => {
+    const t = setupDt();
+    expect(content(await t.post(t.message(user, text, session)))).toBe(want);
+    expect(t.requested()).toEqual([]);
+  });
+
+  it('says so when the request cannot be handed to the worker', async () => {
+    const t = setupDt();
+    t.deps.publisher = { publish: async () => Promise.reject(new Error('bus unreachable')) };
+    expect(content(await t.post(t.message('staff-ops', 'drain gpu-0')))).toBe('failed: drain gpu-0: could not hand it to chatops-worker (bus unreachable); nothing was done, ask again');
+    expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBeFalsy();
   });
 });
 

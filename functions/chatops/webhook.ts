@@ -4,20 +4,23 @@
  * platform's shape. Anything unsigned, badly signed, stale or replayed is 401 with no detail (the
  * reason goes to the log). Feishu's URL verification is answered with its challenge.
  *
- * Slack and Feishu wait 3 seconds. A long command (`isLong`) from either is answered "working on
- * it" (Feishu: a reply to the message, then the 200) and put on the bus as `ChatOps Command
- * Requested`, exactly as the platform signed it; chatops-worker carries it out and answers at the
- * response_url or as a reply to the Feishu message (worker.ts). A Lambda is frozen once it has
+ * The platforms wait about 3 seconds. A long command (`isLong`) is answered "working on it"
+ * (Feishu: a reply to the message, then the 200) and put on the bus as `ChatOps Command Requested`,
+ * exactly as the platform signed it (DingTalk's with the webhook's MAC over the body); chatops-worker
+ * carries it out and answers at the response_url, as a reply to the Feishu message, or at the
+ * DingTalk conversation's sessionWebhook (worker.ts). A Lambda is frozen once it has
  * answered, so no work is left running after the return. A button press (block_actions) runs `approve ID` /
  * `deny ID` and rewrites the message it was on to say who decided.
  */
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
 import { CHATOPS_COMMAND_REQUESTED, SCHEMA_VERSION, SOURCES, type ChatOpsCommandRequestedDetail } from '../../events/index.ts';
+import { createHash } from 'node:crypto';
+import type { DingTalkSessionResponder } from '../adapters/chat/dingtalk-session.ts';
 import type { FeishuReplier } from '../adapters/chat/feishu-replier.ts';
 import type { SlackResponder } from '../adapters/chat/slack-response.ts';
 import type { Logger } from '../lib/logger.ts';
 import { isLong, parseCommand } from './core/command.ts';
-import { CHAT_PLATFORMS, DINGTALK_WINDOW_MS, FEISHU_RETRY_WINDOW_MS, SLACK_WINDOW_S, verifyChatRequest, type ChatPlatform, type ChatSecrets } from './core/signature.ts';
+import { CHAT_PLATFORMS, dingtalkRequestMac, DINGTALK_WINDOW_MS, FEISHU_RETRY_WINDOW_MS, SLACK_WINDOW_S, verifyChatRequest, type ChatPlatform, type ChatSecrets } from './core/signature.ts';
 import { readSlackForm, type SlackSaid } from './core/slack-form.ts';
 import type { ReplayCheck } from './replay.ts';
 import { refusal, runChat, runChatCommand, type ChatDeps, type ChatUser } from './run.ts';
@@ -25,7 +28,7 @@ import { refusal, runChat, runChatCommand, type ChatDeps, type ChatUser } from '
 const json = (statusCode: number, body: unknown): APIGatewayProxyStructuredResultV2 => ({ statusCode, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
 /** Who said what where, from the platform's (verified) body; undefined when it carries no command. */
-export function commandOf(platform: ChatPlatform, body: string): { who: ChatUser; text: string; slack?: SlackSaid; feishu?: { messageId: string; eventId?: string } } | { challenge: string } | undefined {
+export function commandOf(platform: ChatPlatform, body: string): { who: ChatUser; text: string; slack?: SlackSaid; feishu?: { messageId: string; eventId?: string }; dingtalk?: { sessionWebhook: string; expiresAt?: number } } | { challenge: string } | undefined {
   if (platform === 'slack') {
     const said = readSlackForm(body);
     if (!said) return undefined;
@@ -40,7 +43,8 @@ export function commandOf(platform: ChatPlatform, body: string): { who: ChatUser
   if (platform === 'dingtalk') {
     const id = (j.senderStaffId ?? j.senderId) as string | undefined;
     if (!id) return undefined;
-    return { who: { platform, id, ...(typeof j.senderNick === 'string' ? { name: j.senderNick } : {}), channel: String(j.conversationId ?? '') }, text: String((j.text as { content?: unknown } | undefined)?.content ?? '') };
+    const session = typeof j.sessionWebhook === 'string' && j.sessionWebhook ? { sessionWebhook: j.sessionWebhook, ...(typeof j.sessionWebhookExpiredTime === 'number' ? { expiresAt: j.sessionWebhookExpiredTime } : {}) } : undefined;
+    return { who: { platform, id, ...(typeof j.senderNick === 'string' ? { name: j.senderNick } : {}), channel: String(j.conversationId ?? '') }, text: String((j.text as { content?: unknown } | undefined)?.content ?? ''), ...(session ? { dingtalk: session } : {}) };
   }
   if (j.type === 'url_verification' && typeof j.challenge === 'string') return { challenge: j.challenge };
   const ev = j.event as { sender?: { sender_id?: { open_id?: string; user_id?: string } }; message?: { message_id?: string; chat_id?: string; content?: string } } | undefined;
@@ -72,6 +76,8 @@ export type WebhookDeps = ChatDeps & {
   replay: ReplayCheck;
   /** Feishu's message API, where the app's id and secret are configured; without it the answer is only in the ChatOps Command event. */
   feishu?: FeishuReplier;
+  /** Where a DingTalk conversation takes a late answer; without it long DingTalk commands run in the callback. */
+  dingtalk?: DingTalkSessionResponder;
 };
 
 /** A button press: the command it stands for, then the message it was on rewritten to say who decided. */
@@ -123,6 +129,30 @@ async function deferFeishu(deps: WebhookDeps & { feishu: FeishuReplier }, header
   return answer('feishu', text);
 }
 
+/**
+ * A long DingTalk command: on the bus with DingTalk's timestamp and sign and, since those do not
+ * cover the body, the webhook's MAC over all three (`dingtalkRequestMac`), for chatops-worker,
+ * which answers at the conversation's sessionWebhook; "working on it" answered here.
+ */
+async function deferDingTalk(deps: WebhookDeps, headers: Record<string, string | undefined>, body: string, words: string[]): Promise<APIGatewayProxyStructuredResultV2> {
+  const timestamp = headers['timestamp']!;
+  const sign = headers['sign']!;
+  const detail: ChatOpsCommandRequestedDetail = {
+    schemaVersion: SCHEMA_VERSION,
+    eventId: `chat-request:dingtalk:${createHash('sha256').update(`${timestamp}\n${sign}`).digest('hex').slice(0, 32)}`,
+    occurredAt: new Date(deps.clock.now()).toISOString(),
+    platform: 'dingtalk',
+    request: { timestamp, sign, body, mac: dingtalkRequestMac(deps.secrets.dingtalkAppSecret!, timestamp, sign, body) },
+  };
+  try {
+    await deps.publisher.publish([{ source: SOURCES.chatops, detailType: CHATOPS_COMMAND_REQUESTED, detail }]);
+  } catch (err) {
+    deps.logger.error('chat request not handed to chatops-worker', { platform: 'dingtalk', error: err });
+    return answer('dingtalk', `failed: ${words.join(' ')}: could not hand it to chatops-worker (${(err as Error).message}); nothing was done, ask again`);
+  }
+  return answer('dingtalk', `working on it… (${words.join(' ')}): the answer follows here`);
+}
+
 /** A long Slack command: on the bus as Slack signed it, for chatops-worker; answered "working on it". */
 async function defer(deps: WebhookDeps, headers: Record<string, string | undefined>, body: string, words: string[]): Promise<APIGatewayProxyStructuredResultV2> {
   const signature = headers['x-slack-signature']!;
@@ -172,6 +202,11 @@ export async function handleChatRequest(deps: WebhookDeps, request: APIGatewayPr
     // Long commands are left for the worker, which replies to the message; quick ones answer here.
     const parsed = parseCommand(c.text);
     if (parsed.ok && isLong(parsed.command) && !refusal(deps.config, c.who, parsed.command)) return deferFeishu({ ...deps, feishu: deps.feishu }, headers, body, c.feishu, parsed.words);
+  }
+  if (c.dingtalk && deps.dingtalk?.reaches(c.dingtalk.sessionWebhook) && (c.dingtalk.expiresAt ?? Infinity) > now) {
+    // Long commands are left for the worker, which answers at the sessionWebhook; quick ones answer here.
+    const parsed = parseCommand(c.text);
+    if (parsed.ok && isLong(parsed.command) && !refusal(deps.config, c.who, parsed.command)) return deferDingTalk(deps, headers, body, parsed.words);
   }
   const text = await runChatCommand(deps, c.who, c.text);
   if (c.feishu && deps.feishu) {

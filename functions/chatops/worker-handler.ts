@@ -1,7 +1,7 @@
 /**
  * Lambda `chatops-worker`: `ChatOps Command Requested` from the bus (events/patterns/chatops-worker.json),
- * a long Slack or Feishu command the webhook answered at once; carried out and answered at the
- * response_url or as a reply to the Feishu message.
+ * a long Slack, Feishu or DingTalk command the webhook answered at once; carried out and answered
+ * at the response_url, as a reply to the Feishu message, or at the DingTalk sessionWebhook.
  * Configured exactly as `chatops` (handler.ts).
  */
 import type { ChatOpsCommandRequestedDetail } from '../../events/index.ts';

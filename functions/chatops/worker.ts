@@ -1,16 +1,17 @@
 /**
  * chatops-worker's core: a long chat command the webhook answered at once ("working on it"),
  * carried out and answered where the platform takes a late answer: Slack's response_url, or a
- * reply to the Feishu message through its API. It believes the request only by the platform's own
- * proof (the event carries the request byte for byte): Slack's signature within the response_url's
- * 30 minutes; Feishu's signature (with an Encrypt Key, within the same 30 minutes) and verification
- * token. An event on the bus cannot make it act for anyone the platform did not vouch for, and it
+ * reply to the Feishu message through its API, or the DingTalk conversation's sessionWebhook. It
+ * believes the request only by the platform's own proof (the event carries the request byte for
+ * byte): Slack's signature within the response_url's 30 minutes; Feishu's signature (with an
+ * Encrypt Key, within the same 30 minutes) and verification token; DingTalk's sign (its hour) and,
+ * as that does not cover the body, the webhook's MAC over it. An event on the bus cannot make it act for anyone the platform did not vouch for, and it
  * acts once: the bus may deliver an event twice, so the replay guard (replay.ts, shared through the
  * state store) keeps each request. The command then runs as a typed one would (role, ChatOps
  * Command event, the same cores).
  */
 import type { ChatOpsCommandRequestedDetail } from '../../events/index.ts';
-import { verifyFeishu, verifySlack } from './core/signature.ts';
+import { dingtalkMacMatches, DINGTALK_WINDOW_MS, verifyDingTalk, verifyFeishu, verifySlack } from './core/signature.ts';
 import { readSlackForm } from './core/slack-form.ts';
 import { runChatCommand, type ChatUser } from './run.ts';
 import { commandOf, type WebhookDeps } from './webhook.ts';
@@ -53,9 +54,26 @@ function feishuRequest(deps: WebhookDeps, detail: Extract<ChatOpsCommandRequeste
   return { who: c.who, text: c.text, key: v.replayKey, windowS: FEISHU_WORKER_WINDOW_S, answer: (text) => feishu.reply(messageId, text, eventId) };
 }
 
+function dingtalkRequest(deps: WebhookDeps, detail: Extract<ChatOpsCommandRequestedDetail, { platform: 'dingtalk' }>): Vouched | { refused: string } {
+  const { timestamp, sign, body, mac } = detail.request;
+  const now = deps.clock.now();
+  const secret = deps.secrets.dingtalkAppSecret;
+  const v = verifyDingTalk({ headers: { timestamp, sign }, body }, secret, now);
+  if (!v.ok) return { refused: v.reason };
+  // DingTalk's sign does not cover the body: the webhook's MAC does.
+  if (!dingtalkMacMatches(secret!, timestamp, sign, body, mac)) return { refused: 'bad MAC: the body is not the one the webhook verified' };
+  const c = commandOf('dingtalk', v.body);
+  if (!c || 'challenge' in c || !c.dingtalk) return { refused: 'not a DingTalk message with a sessionWebhook' };
+  const session = deps.dingtalk;
+  const { sessionWebhook, expiresAt } = c.dingtalk;
+  if (!session?.reaches(sessionWebhook)) return { refused: 'its sessionWebhook is not one this function posts to (CHAT_DINGTALK_SESSION_WEBHOOK_PREFIX)' };
+  if (expiresAt !== undefined && expiresAt <= now) return { refused: `its sessionWebhook lapsed at ${new Date(expiresAt).toISOString()}` };
+  return { who: c.who, text: c.text, key: v.replayKey, windowS: DINGTALK_WINDOW_MS / 1000, answer: (text) => session.say(sessionWebhook, text) };
+}
+
 export async function carryOutRequested(deps: WebhookDeps, detail: ChatOpsCommandRequestedDetail): Promise<WorkerOutcome> {
   const platform = detail.platform;
-  const said = platform === 'slack' ? slackRequest(deps, detail) : feishuRequest(deps, detail);
+  const said = detail.platform === 'slack' ? slackRequest(deps, detail) : detail.platform === 'feishu' ? feishuRequest(deps, detail) : dingtalkRequest(deps, detail);
   if ('refused' in said) {
     deps.logger.warn('chat request refused', { platform, reason: said.refused });
     return said;

@@ -83,6 +83,20 @@ export function verifyDingTalk(req: ChatRequest, secret: string | undefined, now
   return { ok: true, platform: 'dingtalk', body: req.body, replayKey: `dingtalk:${ts}:${sign}` };
 }
 
+/**
+ * DingTalk signs the timestamp alone: a request the webhook verified travels to chatops-worker with
+ * this MAC over its timestamp, sign and body (HMAC-SHA256 with the app secret, hex), which only the
+ * functions can make.
+ */
+export function dingtalkRequestMac(secret: string, timestamp: string, sign: string, body: string): string {
+  return createHmac('sha256', secret).update(`gpu-reflex dingtalk request v1\n${timestamp}\n${sign}\n${body}`).digest('hex');
+}
+
+/** Whether `mac` is the request's MAC (constant time). */
+export function dingtalkMacMatches(secret: string, timestamp: string, sign: string, body: string, mac: string): boolean {
+  return sameText(mac, dingtalkRequestMac(secret, timestamp, sign, body));
+}
+
 /** Feishu/Lark's encrypted body: base64(iv ‖ AES-256-CBC ciphertext), key SHA-256(encrypt key). */
 export function feishuDecrypt(encrypted: string, encryptKey: string): string {
   const buf = Buffer.from(encrypted, 'base64');
