@@ -7,6 +7,7 @@
  * so a bundle's import evaluates none of them (test/contract/build.test.ts).
  */
 import type { FunctionsConfig } from '../../config.ts';
+import { ConfigurationError } from '../errors.ts';
 
 export interface FetchedKubeconfig {
   /** The kubeconfig's text. Never logged. */
@@ -21,7 +22,7 @@ export interface FetchedKubeconfig {
  * missing secret NotFoundError (errors.ts), naming the secret but never its value.
  */
 export interface KubeconfigSource {
-  /** For logs and errors: `ssm:/gpu-reflex/prod/kubeconfig`, `ack:c-123 (public)`. */
+  /** For logs and errors: `ssm:/gpu-reflex/prod/kubeconfig`, `ack:c-123 (public)`, `eks:gpu-prod (us-east-1)`. */
   readonly name: string;
   /** The cloud permission a fetch needs, so IAM / RAM can be checked against the code. */
   readonly permission: string;
@@ -47,6 +48,13 @@ export async function kubeconfigSource(config: FunctionsConfig, env: NodeJS.Proc
   if (config.GPU_REFLEX_KUBECONFIG_ACK) {
     const { AckKubeconfigSource } = await import('./ack.ts');
     return AckKubeconfigSource.fromEnv(env, { endpoint: config.GPU_REFLEX_KUBECONFIG_ACK, minutes: config.GPU_REFLEX_KUBECONFIG_ACK_MINUTES, now });
+  }
+  if (config.GPU_REFLEX_KUBECONFIG_EKS) {
+    const { EksKubeconfigSource, credentialsFromEnv } = await import('./eks.ts');
+    const region = env['AWS_REGION'] ?? env['AWS_DEFAULT_REGION'];
+    if (!region) throw new ConfigurationError('EKS token: no AWS_REGION in the environment (the Lambda runtime sets it)', { what: 'AWS_REGION' });
+    const cluster = { name: config.GPU_REFLEX_KUBECONFIG_EKS, region, endpoint: config.GPU_REFLEX_EKS_ENDPOINT!, caData: config.GPU_REFLEX_EKS_CA_DATA!.replace(/\s/g, '') };
+    return new EksKubeconfigSource(cluster, () => credentialsFromEnv(env), now);
   }
   return undefined;
 }
