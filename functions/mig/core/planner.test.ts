@@ -40,6 +40,26 @@ describe('planMig', () => {
     expect(planMig([n], [pending('a30', { '1g.6gb': 1 })]).unmet[0]!.why).toBe('no GPU model on the 1 node(s) it may use has the profile(s) 1g.6gb');
   });
 
+  it('leaves as it is a GPU a later relay made unnecessary (a bench fleet: two changes where one serves as many)', () => {
+    const H = { 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3' };
+    const A = { 'nvidia.com/gpu.product': 'NVIDIA-A100-SXM4-80GB' };
+    const nodes = [
+      node('h100-0', [gpu('h100-0', 0, H100, ['7g.80gb']), gpu('h100-0', 1, H100, ['2g.20gb', '1g.20gb', '1g.10gb+me'], 3), gpu('h100-0', 2, H100, ['2g.20gb', '1g.20gb', '1g.20gb', '1g.20gb']), gpu('h100-0', 3, H100, ['2g.20gb', '2g.20gb', '2g.20gb'], 1)], H),
+      node('a100-1', [gpu('a100-1', 0, A100, ['3g.40gb', '1g.10gb', '1g.10gb+me']), gpu('a100-1', 1, A100, ['3g.40gb', '1g.10gb', '1g.10gb', '1g.10gb+me'])], A),
+    ];
+    const pods = [
+      pending('job-0', { '2g.20gb': 1 }, { priority: 100 }),
+      pending('job-1', { '7g.80gb': 1 }, { priority: 100, nodeSelector: A }),
+      pending('job-2', { '1g.10gb': 1 }, { nodeSelector: A }),
+      pending('job-3', { '7g.80gb': 1 }, { priority: 100 }),
+      pending('job-4', { '2g.20gb': 1 }, { nodeSelector: A }),
+    ];
+    const plan = planMig(nodes, pods);
+    // a100-1 GPU 0 was relaid for job-0 too, which has a free 2g.20gb on h100-0.
+    expect(plan.changes.map((c) => [c.node, c.gpu, c.to])).toEqual([['a100-1', 1, ['7g.80gb']]]);
+    expect(plan).toMatchObject({ satisfiedBefore: 3, satisfiedAfter: 4 });
+  });
+
   it('serves higher priority first when one idle GPU cannot serve both', () => {
     const n = node('h', [gpu('h', 0, H100, SEVEN_1G)]);
     const plan = planMig([n], [pending('low', { '7g.80gb': 1 }, { priority: 0 }), pending('high', { '4g.40gb': 1 }, { priority: 100 })]);

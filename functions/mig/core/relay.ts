@@ -32,6 +32,8 @@ import { preemptionJustified } from './preemption.ts';
 
 /** Rounds of relay-then-match: each must serve more, so few are ever used. */
 const MAX_ROUNDS = 8;
+/** GPUs + pods matched, summed over the matchings spent on changing fewer GPUs (fewerChanges). */
+const DROP_BUDGET = 20_000;
 
 /** `3g.40gb` → [3, 40]: compute slices, then memory, of a profile by its name. */
 const sizeOf = (profile: string): [number, number] => {
@@ -76,18 +78,51 @@ export function relayIdle(nodes: readonly MigNode[], pods: readonly PendingMigPo
   let best: Planned | undefined;
   if (before.placed.size === pods.length) return { layouts: new Map(), result: before, preempted: new Map() };
   const preemptedPods = (p: Planned) => [...p.preempted.values()].reduce((t, hs) => t + hs.length, 0);
+  let bestOrder: Order | undefined;
   for (const order of orders(eligible)) {
     // Every pod served: the other order could only change fewer GPUs; not worth another plan.
     if (best && best.result.placed.size === pods.length) break;
     const plan = rounds(nodes, pods, priorities, eligible, before, order, preemption);
     const vs = best ? better(plan.result.score, best.result.score) || preemptedPods(best) - preemptedPods(plan) || best.layouts.size - plan.layouts.size : 1;
-    if (vs > 0) best = plan;
+    if (vs > 0) [best, bestOrder] = [plan, order];
+  }
+  // GPUs a later relay made unnecessary are left as they are; the rounds then go on from there
+  // (a GPU left idle may serve another pod), so the applied state still replans to nothing.
+  for (let i = 0; i < MAX_ROUNDS; i++) {
+    const trimmed = fewerChanges(nodes, pods, priorities, eligible, best!);
+    if (trimmed === best) break;
+    best = rounds(nodes, pods, priorities, eligible, before, bestOrder!, preemption, trimmed);
   }
   return best!;
 }
 
-function rounds(nodes: readonly MigNode[], pods: readonly PendingMigPod[], priorities: readonly number[], eligible: ReadonlyMap<PendingMigPod, readonly number[]>, before: Assignment, order: Order, preemption?: PreemptionPolicy): Planned {
-  let planned: Planned = { layouts: new Map(), result: before, preempted: new Map() };
+/**
+ * Each relaid GPU the plan could do without (the pods matched as well, at every priority, with it
+ * as it is) is left as it is, fewest pods landed on it first, while the matchings this costs stay
+ * within a budget (a matching of 1,000 nodes takes ~25 ms). Rounds relay greedily; this undoes a
+ * relay a later one made unnecessary.
+ */
+function fewerChanges(nodes: readonly MigNode[], pods: readonly PendingMigPod[], priorities: readonly number[], eligible: ReadonlyMap<PendingMigPod, readonly number[]>, plan: Planned): Planned {
+  if (plan.layouts.size < 2) return plan;
+  const gpus = nodes.reduce((t, n) => t + n.gpus.length, 0);
+  let tries = Math.floor(DROP_BUDGET / (gpus + pods.length));
+  const landed = new Map<string, number>();
+  for (const t of plan.result.taken.values()) for (const [k] of t) landed.set(k, (landed.get(k) ?? 0) + 1);
+  const candidates = [...plan.layouts.keys()].sort((a, b) => (landed.get(a) ?? 0) - (landed.get(b) ?? 0) || a.localeCompare(b));
+  let { layouts, result } = plan;
+  for (const k of candidates) {
+    if (tries-- <= 0) break;
+    const trimmed = new Map(layouts);
+    trimmed.delete(k);
+    const again = assign(nodes, pods, trimmed, priorities, eligible);
+    if (atLeast(again.score, result.score)) [layouts, result] = [trimmed, again];
+  }
+  if (layouts === plan.layouts) return plan;
+  return { layouts, result, preempted: new Map([...plan.preempted].filter(([k]) => layouts.has(k))) };
+}
+
+function rounds(nodes: readonly MigNode[], pods: readonly PendingMigPod[], priorities: readonly number[], eligible: ReadonlyMap<PendingMigPod, readonly number[]>, before: Assignment, order: Order, preemption?: PreemptionPolicy, start?: Planned): Planned {
+  let planned: Planned = start ?? { layouts: new Map(), result: before, preempted: new Map() };
   const podByKey = new Map(pods.map((p) => [podKey(p), p]));
   const servedOn = (r: Assignment, key: string) => [...r.placed].filter(([, ks]) => ks.includes(key)).map(([k]) => podByKey.get(k)!);
   const round = (shielded: ReadonlySet<number>): Planned | undefined => {
