@@ -49,6 +49,9 @@ describe('scenario validation', () => {
     ['a step after the end', 'timeline:\n  - { at: 11s, note: late }', /timeline\.0\.at: 11000 ms is after the end/],
     ['an unknown agent node', 'agents: { nodes: [gpu-0, cpu-1] }', /agents\.nodes\.1: no node "cpu-1"/],
     ['an unknown top-level field', 'colour: true', /\(root\): Unrecognized key: "colour"/],
+    ['a setting that is not a function\'s', 'env: { KUBECONFIG: /etc/k }', /env\.KUBECONFIG: not a function setting: MIG_\*/],
+    ['a file setting', 'env: { MIG_POLICY_FILE: p.yaml }', /env\.MIG_POLICY_FILE: .*comes from its own field/],
+    ['a MIG setting out of range', 'env: { MIG_MIN_PENDING_SECONDS: "-5" }', /env: bad configuration: MIG_MIN_PENDING_SECONDS: /],
     ['pods without requests', 'timeline:\n  - { at: 2s, pods: { name: p, namespace: default } }', /timeline\.0\.pods\.requests/],
   ])('names the field for %s', (_what, extra, message) => {
     expect(() => parseScenario(ok(extra), 'test.yaml')).toThrow(message);

@@ -12,6 +12,7 @@ import { CloudFileError, parseCloudFile, type ParsedCloudFile } from './alicloud
 import { parseQuotaConfig, QuotaConfigError, type QuotaConfig } from '../../functions/quota/core/config.ts';
 import { LabelerConfigError, parseLabelerConfig, type LabelerConfig } from '../../functions/labels/core/config.ts';
 import { MigPolicyError, parseMigPolicy, type MigPolicy } from '../../functions/mig/core/policy.ts';
+import { migConfig } from '../../functions/mig/wiring.ts';
 
 /**
  * The scenario file of the local stack (`gpu-reflex local|simulate --scenario FILE`): a fleet,
@@ -192,6 +193,19 @@ export const ScenarioSchema = z
     labels: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
     /** The MIG rebalancer's policy (functions/mig/core/policy.ts: preemption), path or inline; absent: its defaults. */
     mig: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
+    /**
+     * The functions' settings for this scenario (README "Configuration"): MIG_*, AUTOSCALE_*,
+     * QUOTA_*, REMEDIATION_*, LABELER_* variables, as text. Their files come from the fields above.
+     */
+    env: z
+      .record(z.string(), z.string())
+      .superRefine((env, ctx) => {
+        for (const k of Object.keys(env)) {
+          if (!/^(MIG|AUTOSCALE|QUOTA|REMEDIATION|LABELER)_[A-Z0-9_]+$/.test(k)) ctx.addIssue({ code: 'custom', path: [k], message: 'not a function setting: MIG_*, AUTOSCALE_*, QUOTA_*, REMEDIATION_* or LABELER_*' });
+          else if (k.endsWith('_FILE')) ctx.addIssue({ code: 'custom', path: [k], message: 'a *_FILE setting comes from its own field (policy, mig, autoscale, quota, labels)' });
+        }
+      })
+      .default({}),
     timeline: z.array(TimelineStepSchema).default([]),
     expect: z.array(ExpectSchema).optional(),
     /**
@@ -248,6 +262,14 @@ export function validateScenario(raw: unknown, source = 'scenario', baseDir = pr
   const cloudFile = s.cloud === undefined ? undefined : readCloud(s.cloud, source, baseDir, parsedFleet);
   if (s.autoscale !== undefined && !cloudFile) throw new ScenarioError(`${source}: autoscale: needs a cloud to scale (add \`cloud:\`)`);
   const autoscaleFile = s.autoscale === undefined ? undefined : readAutoscale(s.autoscale, source, baseDir);
+  // The MIG settings as rebalance-mig reads them at its cold start: a bad one is named here.
+  if (Object.keys(s.env).some((k) => k.startsWith('MIG_'))) {
+    try {
+      migConfig(s.env);
+    } catch (err) {
+      throw new ScenarioError(`${source}: env: ${(err as Error).message}`);
+    }
+  }
   return {
     ...s,
     source,

@@ -146,6 +146,10 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       cleanups.push(withEnv({ MIG_POLICY_FILE: migPath }));
       progress(`  MIG policy: the scenario's (preemption ${scenario.migFile.policy.preemption.enabled ? 'on' : 'off'})`);
     }
+    if (Object.keys(scenario.env).length > 0) {
+      cleanups.push(withEnv(scenario.env));
+      progress(`  function settings: the scenario's (${Object.entries(scenario.env).map(([k, v]) => `${k}=${v}`).join(', ')})`);
+    }
     if (scenario.quotaFile) {
       const quotaPath = join(work, 'quota-teams.yaml');
       writeFileSync(quotaPath, scenario.quotaFile.text);

@@ -86,13 +86,18 @@ describe('gpu-reflex simulate, default scenario', () => {
     expect(report.summary.podsEvicted).toBe(report.evicted.length);
   });
 
-  it('leaves the MIG burst and the T4 growth pending, and says no autoscaler manages the T4s here', () => {
+  it('runs the MIG burst after relaying the two idle H100 GPUs, and says no autoscaler manages the T4s here', () => {
     const pendingOn = (resource: string) => report.final.pods.filter((p: Pod) => !p.spec.nodeName && JSON.stringify(p.spec.containers).includes(resource));
-    expect(pendingOn('nvidia.com/mig-1g.10gb').length).toBe(4);
+    expect(pendingOn('nvidia.com/mig-1g.20gb')).toEqual([]);
+    expect(report.final.pods.filter((p: Pod) => p.metadata.name.startsWith('mig-burst-') && p.spec.nodeName === 'h100-mig-0')).toHaveLength(8);
+    // The plan, as the timeline explains it: which GPUs, from what to what; the notebooks' GPUs untouched.
+    const changes = report.events.filter((e) => e.detailType === 'MIG Layout Change').map((e) => e.detail as { node: string; state: string; evictedPods?: number; preempted?: unknown[]; gpus: { index: number; from: Record<string, number>; to: Record<string, number> }[] });
+    expect(changes.map((c) => [c.node, c.state])).toEqual([['h100-mig-0', 'pending'], ['h100-mig-0', 'success']]);
+    expect(changes[0]!.gpus.map((g) => [g.index, g.from, g.to])).toEqual([6, 7].map((i) => [i, { '1g.10gb': 2, '2g.20gb': 1, '3g.40gb': 1 }, { '1g.20gb': 4 }]));
+    // Idle GPUs: nobody evicted or preempted for the relayout (the notebooks restarted at 22 s were remediation's XID 13).
+    expect(changes.map((c) => [c.evictedPods ?? 0, c.preempted ?? []])).toEqual([[0, []], [0, []]]);
     expect(pendingOn('nvidia.com/gpu').length).toBeGreaterThanOrEqual(3);
     const gaps = report.timeline.filter((t) => t.kind === 'gap').map((t) => t.text);
-    // rebalance-mig exists (its minute is not reached in 45 s; every H100 GPU holds a notebook anyway).
-    expect(gaps).toContain('4 pods pending on nvidia.com/mig-1g.10gb');
     expect(gaps.some((t) => t.includes('nvidia.com/gpu') && t.includes('no node pool in this scenario is autoscaled'))).toBe(true);
   });
 
