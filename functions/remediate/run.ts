@@ -46,14 +46,21 @@ export interface RemediationDeps {
   capabilities?: Capabilities;
   /** Another controller that repairs this node (its pool's ACK auto repair): gpu-reflex defers to it. */
   repairOwner?: (node: NodeInfo) => Promise<string | undefined>;
+  /** Why `cloud` cannot reach this node (no ECS instance behind it), or undefined when it can. */
+  unreachable?: (node: NodeInfo) => string | undefined;
   /** Where `cloud` can replace nodes: what a replacement reads (its node pool, the removal's task). */
   replacements?: ReplaceReader;
 }
 
-/** The capabilities for one node: the deployment's, unless the node's pool repairs its nodes itself. */
-export async function capabilitiesFor(deps: Pick<RemediationDeps, 'capabilities' | 'repairOwner'>, node: NodeInfo): Promise<Capabilities | undefined> {
+/**
+ * The capabilities for one node: the deployment's, unless the node's pool repairs its nodes itself,
+ * or the cloud cannot reach the node (a person repairs it, and is told why).
+ */
+export async function capabilitiesFor(deps: Pick<RemediationDeps, 'capabilities' | 'repairOwner' | 'unreachable'>, node: NodeInfo): Promise<Capabilities | undefined> {
   const owner = await deps.repairOwner?.(node);
-  return owner ? { ...deps.capabilities, reboot: false, replace: false, repairOwner: owner } : deps.capabilities;
+  if (owner) return { ...deps.capabilities, reboot: false, replace: false, repairOwner: owner };
+  const unreachable = deps.capabilities?.reboot || deps.capabilities?.replace ? deps.unreachable?.(node) : undefined;
+  return unreachable ? { ...deps.capabilities, reboot: false, replace: false, unreachable } : deps.capabilities;
 }
 
 export interface RemediationOutcome {

@@ -59,7 +59,7 @@ export async function sweep(deps: RemediationDeps, only?: string): Promise<Sweep
       const pool = pools.get(key) ?? (await fetchPoolFacts(deps.nodes, deps.policy, n, new Date(deps.clock.now())));
       pools.set(key, pool);
       const dra = await draFacts(deps.deviceTaints, deps.policy, n, (m, f) => deps.logger.warn(m, f));
-      const owned = deps.repairOwner ? await capabilitiesFor(deps, n) : undefined;
+      const owned = deps.repairOwner || deps.unreachable ? await capabilitiesFor(deps, n) : undefined;
       const state = stateOf(n, deps.policy.taintKey);
       // Read only where this round may start or move a replacement (a drain's every sweep would cost ACK a call).
       const atReplace = deps.replacements && !owned?.repairOwner && state.incidents.some((i) => isOpen(i) && needsReplaceFacts(i));

@@ -2,6 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { capabilitiesFor } from './run.ts';
 import { wireRemediation } from './wiring.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'remediation-wiring-'));
@@ -21,6 +22,12 @@ describe('remediation wiring: the cloud repair', () => {
     expect(deps.cloud).toBeDefined();
     expect(deps.replacements).toBeDefined();
     expect(deps.capabilities).toEqual({ reboot: true, replace: true });
+    // A node with no ECS instance behind it is a person's to repair, and the words say why.
+    expect(deps.unreachable?.({ providerId: 'cn-hangzhou.i-bp1abc' } as never)).toBeUndefined();
+    expect(deps.unreachable?.({} as never)).toBe('it names no ECS instance: spec.providerID unset');
+    const caps = await capabilitiesFor(deps, { name: 'idc-gpu-0', labels: {} } as never);
+    expect(caps).toEqual({ reboot: false, replace: false, unreachable: 'it names no ECS instance: spec.providerID unset' });
+    expect(await capabilitiesFor(deps, { name: 'ack-gpu-0', labels: {}, providerId: 'cn-hangzhou.i-bp1abc' } as never)).toEqual({ reboot: true, replace: true });
   });
 
   it('names what is wrong: an unknown repair, or the cloud settings it needs', async () => {

@@ -9,7 +9,8 @@ import { ConfigError } from '../config.ts';
 import type { DraVersions } from '../adapters/kube/index.ts';
 import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
 import { randomUUID } from 'node:crypto';
-import { ackRepairOwner, aliCloudRepair, type PoolLock } from '../adapters/alicloud/repair.ts';
+import { ackRepairOwner, aliCloudRepair, instanceIdOf, type PoolLock } from '../adapters/alicloud/repair.ts';
+import type { NodeInfo } from '../adapters/kube/model.ts';
 import { POOL_SIZE_LEASE } from '../adapters/alicloud/ports.ts';
 import { autoscalePolicyFromEnv } from '../autoscale/wiring.ts';
 import { withLease } from '../lib/reflex.ts';
@@ -31,7 +32,7 @@ const RemediationEnvSchema = z.object({
   REMEDIATION_REPAIR: z.enum(['alicloud']).optional(),
 });
 
-export type RemediationWiring = FunctionDeps<{ policy: Policy; cloud?: CloudOps; capabilities?: Capabilities; repairOwner?: RemediationDeps['repairOwner']; replacements?: RemediationDeps['replacements'] }>;
+export type RemediationWiring = FunctionDeps<{ policy: Policy; cloud?: CloudOps; capabilities?: Capabilities; repairOwner?: RemediationDeps['repairOwner']; replacements?: RemediationDeps['replacements']; unreachable?: RemediationDeps['unreachable'] }>;
 
 export function remediationConfig(env: NodeJS.ProcessEnv): { own: { policy: Policy }; dryRun: boolean; kube: { dra: DraVersions } } {
   const r = RemediationEnvSchema.safeParse(env);
@@ -61,5 +62,7 @@ export async function wireRemediation(service: string, env: NodeJS.ProcessEnv = 
   const lock: PoolLock = (work) => withLease(POOL_SIZE_LEASE, 60, { leases: base.kube.leases, clock: base.clock, logger: base.logger, holder }, work, () => undefined);
   const replacements = aliCloudReplaceReader(cloud, base.kube.nodes, autoscalePolicyFromEnv(env).pools);
   // A node pool with ACK's own auto repair repairs its nodes itself: remediation defers to it there.
-  return { ...base, cloud: aliCloudRepair(cloud, base.kube.nodes, lock), capabilities: { reboot: true, replace: true }, repairOwner: ackRepairOwner(real, () => base.clock.now()), replacements };
+  // A node with no ECS instance behind it (a registered IDC node, another provider's) is a person's to repair.
+  const unreachable = (n: NodeInfo) => (instanceIdOf(n.providerId) ? undefined : `it names no ECS instance: spec.providerID ${n.providerId ?? 'unset'}`);
+  return { ...base, cloud: aliCloudRepair(cloud, base.kube.nodes, lock), capabilities: { reboot: true, replace: true }, repairOwner: ackRepairOwner(real, () => base.clock.now()), unreachable, replacements };
 }

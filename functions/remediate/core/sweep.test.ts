@@ -218,6 +218,19 @@ describe('planSweep: drains and repair', () => {
     expect(plan?.reason).toContain(`repaired by ${OWNER} at ${at(1)}, back at ${at(6)}`);
   });
 
+  it('leaves a node the cloud cannot reach to a person, saying why, though the deployment can reboot others', async () => {
+    const WHY = 'it names no ECS instance: spec.providerID unset';
+    let w: World = await hit(start(), xid(79, { minute: 0 }));
+    w = { ...w, node: { ...w.node, bootId: 'boot-1', ready: true } };
+    const out = planSweep({ now: new Date(at(1)), capabilities: { reboot: true, replace: true }, nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods, capabilities: { reboot: false, replace: false, unreachable: WHY } }] }, P);
+    const plan = out.plans[0];
+    expect(kinds(plan)).not.toContain('reboot');
+    expect(plan?.cloud ?? []).toEqual([]);
+    expect(plan?.reason).toContain(`awaiting-repair, a person must reboot it (${WHY}), then annotate gpu-reflex.io/repaired-at=<time>`);
+    expect(plan?.nextState.incidents[0]).toMatchObject({ phase: 'awaiting-repair' });
+    expect(plan?.nextState.incidents[0]?.reboot).toBeUndefined();
+  });
+
   it('climbs to replace-node when the fault comes back after the reboot', async () => {
     let w = await hit(start(), xid(79, { minute: 0 }));
     w = { ...w, node: { ...w.node, bootId: 'boot-1', ready: true } };

@@ -331,7 +331,7 @@ function toRepair(i: Incident, repair: 'reboot-node' | 'replace-node' | undefine
     if (!w.cloud.some((c) => c.kind === 'reboot' && c.node === node)) w.cloud.push({ kind: 'reboot', node });
     w.reasons.push(`${why}: rebooting it; it returns after the quiet period once repaired`);
   } else {
-    const what = repair ? `${repair === 'reboot-node' ? 'reboot' : 'replace'} it (no cloud adapter can)` : 'repair it';
+    const what = repair ? `${repair === 'reboot-node' ? 'reboot' : 'replace'} it (${caps?.unreachable ?? 'no cloud adapter can'})` : 'repair it';
     const text = `${why}: awaiting-repair, a person must ${what}, then annotate gpu-reflex.io/repaired-at=<time>`;
     w.notices.push(notice(i.action, w.facts.node, text));
     w.reasons.push(text);

@@ -100,6 +100,11 @@ export interface Capabilities {
    * as after a reboot of its own. The words name it.
    */
   repairOwner?: string;
+  /**
+   * Why the cloud cannot reboot or replace this node although the deployment's adapter can others
+   * (it names no ECS instance: a registered IDC node, another provider's): a person repairs it.
+   */
+  unreachable?: string;
 }
 
 /**

@@ -73,7 +73,7 @@ export function nextWords(ladder: readonly RemediationAction[], level: number, c
     if (can && repair === 'replace-node') return 'next: once drained, replace the node, capacity first: its node pool grows by one, and once the new node is Ready the old one is removed from the pool and released';
     return can
       ? 'next: once drained, reboot the node, then return it after the quiet period'
-      : `next: once drained, the node waits at awaiting-repair: no cloud adapter can ${repair === 'reboot-node' ? 'reboot' : 'replace'} it, so a person must, then annotate gpu-reflex.io/repaired-at`;
+      : `next: once drained, the node waits at awaiting-repair: ${capabilities?.unreachable ? `the cloud cannot ${repair === 'reboot-node' ? 'reboot' : 'replace'} it (${capabilities.unreachable})` : `no cloud adapter can ${repair === 'reboot-node' ? 'reboot' : 'replace'} it`}, so a person must, then annotate gpu-reflex.io/repaired-at`;
   }
   if (action === 'quarantine-gpu') return `next: once its pods are gone the node agent resets the GPU, and it returns only after a health probe passes${next ? `; if the reset fails or the fault returns: ${next}` : ''}`;
   return next ? `next: if it repeats, ${next}` : 'next: nothing unless it gets worse';
