@@ -75,6 +75,17 @@ describe('autoscale-pools', () => {
     expect(poolEvents()[1]!.taskId).toBe(requested!.taskId);
   });
 
+  it('sizes new nodes by the type they will be, not by a member of another type', async () => {
+    // The pool's member is a bigger, older type (two GPUs); ACK adds ecs.gn6i-c4g1.xlarge (one).
+    const [t4] = sim.cloud.members('np-t4');
+    kube.cluster.nodes.get(t4!.nodeName)!.labels['node.kubernetes.io/instance-type'] = 'ecs.gn6i-c24g1.12xlarge';
+    Object.assign(kube.cluster.nodes.get(t4!.nodeName)!.allocatable, { 'nvidia.com/gpu': '2', cpu: '46', memory: '180Gi' });
+    pendingGpuPods(3);
+    await clock.advance(60_000);
+    expect((await autoscalePools(deps)).scaled).toEqual({ 'np-t4': 4 });
+    expect(poolEvents()[0]!.reason).toContain('t4: 1 → 4 (3 for 3 pending pod(s))');
+  });
+
   it('holds a scale-out above the policy\'s hourly cost for approval in chat: asked once, carried out once approved', async () => {
     deps = { ...deps, policy: AutoscalePolicySchema.parse({ ...deps.policy, approval: { aboveHourlyCost: 20 } }) };
     pendingGpuPods(3);

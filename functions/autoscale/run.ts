@@ -145,6 +145,7 @@ function podsOf(pods: readonly PodInfo[], now: number, waitS: number): PendingPo
     }));
 }
 
+const INSTANCE_TYPE_LABEL = 'node.kubernetes.io/instance-type';
 const NODE_SPECIFIC = /^(kubernetes\.io\/hostname|gpu-reflex\.io\/|nvidia\.com\/mig\.config\.state|node\.kubernetes\.io\/exclude)/;
 
 function numeric(r: Readonly<Record<string, string>>): Record<string, number> {
@@ -175,7 +176,11 @@ async function poolStates(deps: AutoscaleDeps, pools: NodePool[], nodes: NodeInf
       continue;
     }
     const members = nodes.filter((n) => n.labels[NODEPOOL_LABEL] === p.id);
-    const sample = members.find((n) => n.ready === true) ?? members[0];
+    // A new node holds what a member of the type it will be holds (exact: the kubelet's reserve
+    // taken), else what the type says: a member of another type says nothing of its size.
+    const alike = members.filter((n) => n.labels[INSTANCE_TYPE_LABEL] === type);
+    const sized = alike.find((n) => n.ready === true) ?? alike[0];
+    const sample = sized ?? members.find((n) => n.ready === true) ?? members[0];
     const share = p.labels[GPU_SHARE_LABEL] !== undefined && p.labels[GPU_SHARE_LABEL] !== 'exclusive';
     const fromType: Record<string, number> = {
       cpu: Math.max(0, spec.cpu - deps.policy.reserve.cpu),
@@ -199,9 +204,9 @@ async function poolStates(deps: AutoscaleDeps, pools: NodePool[], nodes: NodeInf
       min: bounds.min,
       max: bounds.max,
       maxStep: bounds.maxStep,
-      labels: { ...sampleLabels, ...p.labels, [NODEPOOL_LABEL]: p.id, 'node.kubernetes.io/instance-type': type, 'kubernetes.io/os': 'linux' },
+      labels: { ...sampleLabels, ...p.labels, [NODEPOOL_LABEL]: p.id, [INSTANCE_TYPE_LABEL]: type, 'kubernetes.io/os': 'linux' },
       taints: p.taints.map((t) => ({ key: t.key, ...(t.value ? { value: t.value } : {}), effect: t.effect })),
-      allocatable: sample ? numeric(sample.allocatable) : fromType,
+      allocatable: sized ? numeric(sized.allocatable) : fromType,
       ...(frozen ? { frozen } : {}),
     });
   }
