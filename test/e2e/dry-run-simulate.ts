@@ -44,17 +44,19 @@ export async function simulateDryRun(how: 'policy-file' | 'env'): Promise<StackR
  * What remediation could change on a node: scheduling and gpu-reflex's metadata. The node agents
  * are not in dry run (only the functions are): the MIG inventory their actuators write is their
  * report of the GPUs, not an action, and is left out; every other annotation counts.
- * `remediationOnly`: a remediation policy's `dryRun` is remediation's own; label-nodes and
- * rebalance-mig, configured apart, still act, so the labels label-nodes' record lists and the
- * record itself, and the MIG layout's labels (`nvidia.com/mig.config`, the device plugin's
- * `nvidia.com/mig-*.count`) and the simulated mig-manager's annotations are left out too.
+ * `remediationOnly`: a remediation policy's `dryRun` is remediation's own; label-nodes,
+ * rebalance-mig and autoscale-pools, configured apart, still act, so the labels label-nodes' record
+ * lists and the record itself, the MIG layout's labels (`nvidia.com/mig.config`, the device
+ * plugin's `nvidia.com/mig-*.count`) and the simulated mig-manager's annotations, and the nodes the
+ * pool autoscaler added are left out too.
  */
 export function nodeShape(report: StackReport, which: 'initial' | 'final', remediationOnly = false) {
   const labelerKeys = (a: Record<string, string> = {}): string[] => (remediationOnly && a[LABELER_ANNOTATION] ? Object.keys((JSON.parse(a[LABELER_ANNOTATION]) as { labels: Record<string, string> }).labels) : []);
   const migKey = (k: string) => remediationOnly && (k === 'nvidia.com/mig.config' || /^nvidia\.com\/mig-.+\.count$/.test(k) || k.startsWith('sim.gpu-reflex.io/'));
   const annotations = (a: Record<string, string> = {}) => Object.fromEntries(Object.entries(a).filter(([k]) => k !== MIG_INVENTORY_ANNOTATION && !(remediationOnly && k === LABELER_ANNOTATION) && !migKey(k)));
+  const atStart = new Set(report.initial.nodes.map((n) => n.metadata.name));
   return Object.fromEntries(
-    report[which].nodes.map((n) => {
+    report[which].nodes.filter((n) => !remediationOnly || atStart.has(n.metadata.name)).map((n) => {
       const finalNode = report.final.nodes.find((f) => f.metadata.name === n.metadata.name);
       const theirs = new Set(labelerKeys(finalNode?.metadata.annotations));
       const labels = Object.fromEntries(Object.entries(n.metadata.labels ?? {}).filter(([k]) => !theirs.has(k) && !migKey(k)));

@@ -86,7 +86,7 @@ describe('gpu-reflex simulate, default scenario', () => {
     expect(report.summary.podsEvicted).toBe(report.evicted.length);
   });
 
-  it('runs the MIG burst after relaying the two idle H100 GPUs, and says no autoscaler manages the T4s here', () => {
+  it('runs the MIG burst after relaying the two idle H100 GPUs, and the T4 batch after growing the T4 pool', () => {
     const pendingOn = (resource: string) => report.final.pods.filter((p: Pod) => !p.spec.nodeName && JSON.stringify(p.spec.containers).includes(resource));
     expect(pendingOn('nvidia.com/mig-1g.20gb')).toEqual([]);
     expect(report.final.pods.filter((p: Pod) => p.metadata.name.startsWith('mig-burst-') && p.spec.nodeName === 'h100-mig-0')).toHaveLength(8);
@@ -96,9 +96,13 @@ describe('gpu-reflex simulate, default scenario', () => {
     expect(changes[0]!.gpus.map((g) => [g.index, g.from, g.to])).toEqual([6, 7].map((i) => [i, { '1g.10gb': 2, '2g.20gb': 1, '3g.40gb': 1 }, { '1g.20gb': 4 }]));
     // Idle GPUs: nobody evicted or preempted for the relayout (the notebooks restarted at 22 s were remediation's XID 13).
     expect(changes.map((c) => [c.evictedPods ?? 0, c.preempted ?? []])).toEqual([[0, []], [0, []]]);
-    expect(pendingOn('nvidia.com/gpu').length).toBeGreaterThanOrEqual(3);
-    const gaps = report.timeline.filter((t) => t.kind === 'gap').map((t) => t.text);
-    expect(gaps.some((t) => t.includes('nvidia.com/gpu') && t.includes('no node pool in this scenario is autoscaled'))).toBe(true);
+    // The T4 pool: grown by the three pods' worth of its instance type (one T4 each), joined, the batch runs there.
+    expect(pendingOn('nvidia.com/gpu')).toEqual([]);
+    const scaled = report.events.filter((e) => e.detailType === 'GPU Pool Scaled').map((e) => e.detail as { nodepoolId: string; from: number; to: number; state: string });
+    expect(scaled.map((e) => [e.nodepoolId, e.from, e.to, e.state])).toEqual([['np-t4-inference', 2, 5, 'requested'], ['np-t4-inference', 2, 5, 'succeeded']]);
+    const joined = new Set(report.final.nodes.filter((n) => !report.initial.nodes.some((i) => i.metadata.name === n.metadata.name)).map((n) => n.metadata.name));
+    expect(joined.size).toBe(3);
+    expect(report.final.pods.filter((p: Pod) => p.metadata.name.startsWith('batch-embed-') && joined.has(p.spec.nodeName ?? ''))).toHaveLength(3);
   });
 
   it('matches the report to the cluster the simulation left', () => {
