@@ -99,73 +99,46 @@ async function pressButton(deps: WebhookDeps, who: ChatUser, said: SlackSaid): P
   return { statusCode: 200 };
 }
 
+type Said = Exclude<ReturnType<typeof commandOf>, { challenge: string } | undefined>;
+
 /**
- * A long Feishu command: on the bus as Feishu sent it (the raw body, and its signature headers
- * where an Encrypt Key signs them), for chatops-worker; "working on it" said as a reply. Not put
- * on the bus: the person is told so and may ask again (Feishu's re-sends of this event are
- * acknowledged, not run).
+ * The request as chatops-worker will believe it, where the platform takes a late answer: Slack's
+ * signed form (its response_url), Feishu's raw body and signature headers (a reply through the
+ * message API), DingTalk's timestamp and sign with the webhook's MAC over the body, which they do
+ * not cover (a sessionWebhook under the allowed prefix, not lapsed). Undefined: nowhere to answer
+ * later, so the command runs here.
  */
-async function deferFeishu(deps: WebhookDeps & { feishu: FeishuReplier }, headers: Record<string, string | undefined>, body: string, said: { messageId: string; eventId?: string }, words: string[]): Promise<APIGatewayProxyStructuredResultV2> {
-  const now = deps.clock.now();
-  const ts = headers['x-lark-request-timestamp'];
-  const nonce = headers['x-lark-request-nonce'];
-  const signature = headers['x-lark-signature'];
-  const detail: ChatOpsCommandRequestedDetail = {
-    schemaVersion: SCHEMA_VERSION,
-    eventId: `chat-request:feishu:${said.eventId ?? said.messageId}`.replace(/[^A-Za-z0-9._:-]/g, "-").slice(0, 128),
-    occurredAt: new Date(now).toISOString(),
-    platform: 'feishu',
-    request: { ...(ts ? { timestamp: ts } : {}), ...(nonce ? { nonce } : {}), ...(signature ? { signature } : {}), body },
-  };
-  const ack = said.eventId ? `${said.eventId}:ack` : undefined;
-  let text = `working on it… (${words.join(' ')}): the answer follows here`;
-  try {
-    await deps.publisher.publish([{ source: SOURCES.chatops, detailType: CHATOPS_COMMAND_REQUESTED, detail }]);
-  } catch (err) {
-    deps.logger.error('chat request not handed to chatops-worker', { platform: 'feishu', error: err });
-    text = `failed: ${words.join(' ')}: could not hand it to chatops-worker (${(err as Error).message}); nothing was done, ask again`;
+function laterRequest(deps: WebhookDeps, c: Said, headers: Record<string, string | undefined>, body: string, now: number): ChatOpsCommandRequestedDetail | undefined {
+  const base = { schemaVersion: SCHEMA_VERSION, occurredAt: new Date(now).toISOString() } as const;
+  if (c.slack?.responseUrl) {
+    const signature = headers['x-slack-signature']!;
+    return { ...base, eventId: `chat-request:slack:${signature.slice(3, 35)}`, platform: 'slack', request: { timestamp: headers['x-slack-request-timestamp']!, signature, body } };
   }
-  await deps.feishu.reply(said.messageId, text, ack).catch((err: unknown) => deps.logger.warn('feishu reply failed', { error: err }));
-  return answer('feishu', text);
+  if (c.feishu && deps.feishu) {
+    const [timestamp, nonce, signature] = [headers['x-lark-request-timestamp'], headers['x-lark-request-nonce'], headers['x-lark-signature']];
+    const eventId = `chat-request:feishu:${c.feishu.eventId ?? c.feishu.messageId}`.replace(/[^A-Za-z0-9._:-]/g, '-').slice(0, 128);
+    return { ...base, eventId, platform: 'feishu', request: { ...(timestamp ? { timestamp } : {}), ...(nonce ? { nonce } : {}), ...(signature ? { signature } : {}), body } };
+  }
+  if (c.dingtalk && deps.dingtalk?.reaches(c.dingtalk.sessionWebhook) && (c.dingtalk.expiresAt ?? Infinity) > now) {
+    const [timestamp, sign] = [headers['timestamp']!, headers['sign']!];
+    const eventId = `chat-request:dingtalk:${createHash('sha256').update(`${timestamp}\n${sign}`).digest('hex').slice(0, 32)}`;
+    return { ...base, eventId, platform: 'dingtalk', request: { timestamp, sign, body, mac: dingtalkRequestMac(deps.secrets.dingtalkAppSecret!, timestamp, sign, body) } };
+  }
+  return undefined;
 }
 
 /**
- * A long DingTalk command: on the bus with DingTalk's timestamp and sign and, since those do not
- * cover the body, the webhook's MAC over all three (`dingtalkRequestMac`), for chatops-worker,
- * which answers at the conversation's sessionWebhook; "working on it" answered here.
+ * A long command left for chatops-worker: "working on it", or, when the bus refuses it, that
+ * nothing was done (the person may ask again; a Feishu re-send of the event is acknowledged, not run).
  */
-async function deferDingTalk(deps: WebhookDeps, headers: Record<string, string | undefined>, body: string, words: string[]): Promise<APIGatewayProxyStructuredResultV2> {
-  const timestamp = headers['timestamp']!;
-  const sign = headers['sign']!;
-  const detail: ChatOpsCommandRequestedDetail = {
-    schemaVersion: SCHEMA_VERSION,
-    eventId: `chat-request:dingtalk:${createHash('sha256').update(`${timestamp}\n${sign}`).digest('hex').slice(0, 32)}`,
-    occurredAt: new Date(deps.clock.now()).toISOString(),
-    platform: 'dingtalk',
-    request: { timestamp, sign, body, mac: dingtalkRequestMac(deps.secrets.dingtalkAppSecret!, timestamp, sign, body) },
-  };
+async function handOff(deps: WebhookDeps, detail: ChatOpsCommandRequestedDetail, words: string[]): Promise<string> {
   try {
     await deps.publisher.publish([{ source: SOURCES.chatops, detailType: CHATOPS_COMMAND_REQUESTED, detail }]);
+    return `working on it… (${words.join(' ')}): the answer follows here`;
   } catch (err) {
-    deps.logger.error('chat request not handed to chatops-worker', { platform: 'dingtalk', error: err });
-    return answer('dingtalk', `failed: ${words.join(' ')}: could not hand it to chatops-worker (${(err as Error).message}); nothing was done, ask again`);
+    deps.logger.error('chat request not handed to chatops-worker', { platform: detail.platform, error: err });
+    return `failed: ${words.join(' ')}: could not hand it to chatops-worker (${(err as Error).message}); nothing was done, ask again`;
   }
-  return answer('dingtalk', `working on it… (${words.join(' ')}): the answer follows here`);
-}
-
-/** A long Slack command: on the bus as Slack signed it, for chatops-worker; answered "working on it". */
-async function defer(deps: WebhookDeps, headers: Record<string, string | undefined>, body: string, words: string[]): Promise<APIGatewayProxyStructuredResultV2> {
-  const signature = headers['x-slack-signature']!;
-  const now = deps.clock.now();
-  const detail: ChatOpsCommandRequestedDetail = {
-    schemaVersion: SCHEMA_VERSION,
-    eventId: `chat-request:slack:${signature.slice(3, 35)}`,
-    occurredAt: new Date(now).toISOString(),
-    platform: 'slack',
-    request: { timestamp: headers['x-slack-request-timestamp']!, signature, body },
-  };
-  await deps.publisher.publish([{ source: SOURCES.chatops, detailType: CHATOPS_COMMAND_REQUESTED, detail }]);
-  return answer('slack', `working on it… (${words.join(' ')}): the answer follows here`);
 }
 
 export async function handleChatRequest(deps: WebhookDeps, request: APIGatewayProxyEventV2, body: string): Promise<APIGatewayProxyStructuredResultV2> {
@@ -193,25 +166,17 @@ export async function handleChatRequest(deps: WebhookDeps, request: APIGatewayPr
   if (!c) return json(200, {});
   if ('challenge' in c) return json(200, { challenge: c.challenge });
   if (c.slack?.button) return pressButton(deps, c.who, c.slack);
-  if (c.slack?.responseUrl) {
-    // Refusals and usage errors are quick: answered here, as the synchronous path words them.
-    const parsed = parseCommand(c.text);
-    if (parsed.ok && isLong(parsed.command) && !refusal(deps.config, c.who, parsed.command)) return defer(deps, headers, v.body, parsed.words);
-  }
+  // A long command goes to the worker where the platform takes a late answer; quick ones, refusals
+  // and usage errors are answered here, as the synchronous path words them.
+  const later = laterRequest(deps, c, headers, body, now);
+  const parsed = later ? parseCommand(c.text) : undefined;
+  const long = later && parsed?.ok && isLong(parsed.command) && !refusal(deps.config, c.who, parsed.command);
+  const text = long ? await handOff(deps, later, parsed.words) : await runChatCommand(deps, c.who, c.text);
   if (c.feishu && deps.feishu) {
-    // Long commands are left for the worker, which replies to the message; quick ones answer here.
-    const parsed = parseCommand(c.text);
-    if (parsed.ok && isLong(parsed.command) && !refusal(deps.config, c.who, parsed.command)) return deferFeishu({ ...deps, feishu: deps.feishu }, headers, body, c.feishu, parsed.words);
-  }
-  if (c.dingtalk && deps.dingtalk?.reaches(c.dingtalk.sessionWebhook) && (c.dingtalk.expiresAt ?? Infinity) > now) {
-    // Long commands are left for the worker, which answers at the sessionWebhook; quick ones answer here.
-    const parsed = parseCommand(c.text);
-    if (parsed.ok && isLong(parsed.command) && !refusal(deps.config, c.who, parsed.command)) return deferDingTalk(deps, headers, body, parsed.words);
-  }
-  const text = await runChatCommand(deps, c.who, c.text);
-  if (c.feishu && deps.feishu) {
-    // A reply failure is logged, never undoes the command; the event id keeps a retried callback's reply single.
-    await deps.feishu.reply(c.feishu.messageId, text, c.feishu.eventId).catch((err: unknown) => deps.logger.warn('feishu reply failed', { error: err }));
+    // A reply failure is logged, never undoes the command; the event id keeps a retried callback's
+    // reply single (the worker's answer takes the event id, so "working on it" takes another).
+    const uuid = c.feishu.eventId && long ? `${c.feishu.eventId}:ack` : c.feishu.eventId;
+    await deps.feishu.reply(c.feishu.messageId, text, uuid).catch((err: unknown) => deps.logger.warn('feishu reply failed', { error: err }));
   }
   return answer(platform, text);
 }

@@ -12,6 +12,9 @@ export interface DingTalkSessionResponder {
   say(sessionWebhook: string, text: string): Promise<void>;
 }
 
+/** DingTalk's own sessionWebhook URLs: the only ones posted to unless configured. */
+export const DINGTALK_SESSION_PREFIX = 'https://oapi.dingtalk.com/robot/sendBySession';
+
 /**
  * POSTs a text message to a sessionWebhook, only under `allowedPrefix` (DingTalk's own
  * `https://oapi.dingtalk.com/robot/sendBySession` unless configured): the URL comes from a request
@@ -19,7 +22,7 @@ export interface DingTalkSessionResponder {
  */
 export class HttpDingTalkSessionResponder implements DingTalkSessionResponder {
   constructor(
-    private readonly allowedPrefix = 'https://oapi.dingtalk.com/robot/sendBySession',
+    private readonly allowedPrefix = DINGTALK_SESSION_PREFIX,
     private readonly fetchFn: typeof fetch = fetch,
   ) {}
 
@@ -37,7 +40,7 @@ export class HttpDingTalkSessionResponder implements DingTalkSessionResponder {
 
 export class RecordingDingTalkSessionResponder implements DingTalkSessionResponder {
   readonly sent: { url: string; text: string }[] = [];
-  constructor(private readonly allowedPrefix = 'https://oapi.dingtalk.com/robot/sendBySession') {}
+  constructor(private readonly allowedPrefix = DINGTALK_SESSION_PREFIX) {}
   reaches(url: string): boolean {
     return url.startsWith(this.allowedPrefix);
   }
