@@ -28,7 +28,6 @@ type Client = { callApi(params: openapi.Params, request: openapi.OpenApiRequest,
 
 export class AckKubeconfigSource implements KubeconfigSource {
   readonly name: string;
-  readonly permission = ACK_KUBECONFIG_ACTION;
   private readonly client: Client;
   private readonly protocol: string;
 

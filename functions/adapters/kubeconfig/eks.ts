@@ -104,8 +104,6 @@ export function eksKubeconfig(cluster: EksCluster, token: string): string {
 
 export class EksKubeconfigSource implements KubeconfigSource {
   readonly name: string;
-  /** None to make the token; the cluster's access entry for the role decides what it may do. */
-  readonly permission = 'eks access entry (no IAM action)';
 
   constructor(
     private readonly cluster: EksCluster,

@@ -24,8 +24,6 @@ export interface FetchedKubeconfig {
 export interface KubeconfigSource {
   /** For logs and errors: `ssm:/gpu-reflex/prod/kubeconfig`, `ack:c-123 (public)`, `eks:gpu-prod (us-east-1)`. */
   readonly name: string;
-  /** The cloud permission a fetch needs, so IAM / RAM can be checked against the code. */
-  readonly permission: string;
   fetch(): Promise<FetchedKubeconfig>;
 }
 

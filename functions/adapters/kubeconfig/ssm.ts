@@ -3,14 +3,11 @@
  * the function's own role, `ssm:GetParameter` on that one parameter; docs/deploy.md#cluster-access).
  */
 import type { SSMClient } from '@aws-sdk/client-ssm';
-import { readSecureString, SSM_ACTION } from '../ssm.ts';
+import { readSecureString } from '../ssm.ts';
 import type { FetchedKubeconfig, KubeconfigSource } from './source.ts';
-
-export { SSM_ACTION };
 
 export class SsmKubeconfigSource implements KubeconfigSource {
   readonly name: string;
-  readonly permission = SSM_ACTION;
 
   constructor(
     /** The parameter's name (`/gpu-reflex/prod/kubeconfig`) or ARN. */
