@@ -19,7 +19,7 @@ import type { StateStore } from '../adapters/kube/ports.ts';
 import { approvalKey, checkSeal } from '../lib/approval-seal.ts';
 import { createLogger } from '../lib/logger.ts';
 import { DEFAULT_MIG_REBALANCE_CONFIG } from '../mig/run.ts';
-import { getApproval, recordApproval } from '../remediate/approvals.ts';
+import { getApproval, recordApproval } from '../lib/approvals.ts';
 import { DEFAULT_POLICY } from '../remediate/core/policy.ts';
 import { REPLAY_SHARD, sharedReplayGuard } from './replay.ts';
 import { parseChatOpsConfig } from './run.ts';

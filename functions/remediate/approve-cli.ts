@@ -56,7 +56,7 @@ export const approvalsListCommand: Command = {
     if (!values.kubeconfig) throw new UsageError('--kubeconfig FILE is required: the store is a ConfigMap in the cluster');
     await readInputText(values.kubeconfig, '--kubeconfig', io);
     const { kubePorts, loadKubeConfig } = await import('../adapters/kube/client.ts');
-    const { listApprovals } = await import('./approvals.ts');
+    const { listApprovals } = await import('../lib/approvals.ts');
     const ports = kubePorts(loadKubeConfig({ kubeconfigPath: values.kubeconfig }), { namespace: values.namespace ?? 'gpu-reflex' });
     const all = (await listApprovals(ports.state)).filter((a) => !values.open || a.status === 'open');
     if (values.json) io.out(JSON.stringify(all, null, 2));

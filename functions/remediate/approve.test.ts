@@ -11,7 +11,7 @@ import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { approvalKey, sealDecision } from '../lib/approval-seal.ts';
 import { silentLogger } from '../lib/logger.ts';
-import { getApproval } from './approvals.ts';
+import { getApproval } from '../lib/approvals.ts';
 import { decideApproval } from './approve.ts';
 import { DEFAULT_POLICY, type Policy } from './core/policy.ts';
 import { HISTORY_ANNOTATION, STATE_LABEL } from './core/state.ts';

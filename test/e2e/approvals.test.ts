@@ -10,7 +10,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APPROVAL_DECIDED, APPROVAL_REQUESTED, REMEDIATION, SOURCES } from '../../events/index.ts';
 import { manualClock } from '../../functions/adapters/clock.ts';
-import type { ApprovalRecord } from '../../functions/remediate/approvals.ts';
+import type { ApprovalRecord } from '../../functions/lib/approvals.ts';
 import { STATE_LABEL } from '../../functions/remediate/core/state.ts';
 import type { Fleet, Node } from '../../infra/local/kube/index.ts';
 import { xidEvent, type OutgoingEvent } from '../../node-agent/events.ts';

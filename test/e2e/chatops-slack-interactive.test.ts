@@ -11,7 +11,7 @@ import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatOpsCommandDetail } from '../../events/index.ts';
 import { manualClock } from '../../functions/adapters/clock.ts';
-import type { ApprovalRecord } from '../../functions/remediate/approvals.ts';
+import type { ApprovalRecord } from '../../functions/lib/approvals.ts';
 import { STATE_LABEL } from '../../functions/remediate/core/state.ts';
 import { xidEvent } from '../../node-agent/events.ts';
 import { isOut, operatorRoles, startChatStandIn, stormFleet, stormGpu as gpu, type ChatStandIn } from './chat-fixtures.ts';

@@ -21,7 +21,7 @@ import { z } from 'zod';
 import { GPU_ACTION_RESULTS_ANNOTATION, GpuActionStatesSchema, type GpuActionRequest, type GpuActionState, type HealthCondition } from '../../../events/index.ts';
 import type { DeviceTaint } from '../../lib/plan.ts';
 import type { FenceBackend, Policy } from './policy.ts';
-import { fnv1a } from './hash.ts';
+import { fnv1a } from '../../lib/hash.ts';
 import { isOpen, type FenceFallback, type Incident, type NodeState } from './state.ts';
 import type { NodeFacts, PodFacts } from './types.ts';
 
