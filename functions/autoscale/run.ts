@@ -19,11 +19,10 @@ import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notice, Notifier } from '../adapters/chat/notifier.ts';
 import type { Clock } from '../adapters/clock.ts';
 import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
-import type { Json } from '../adapters/kube/model.ts';
 import type { LeaseOps, NodeOps, PodOps, StateStore } from '../adapters/kube/ports.ts';
 import { parseQuantity } from '../adapters/kube/quantity.ts';
 import type { Logger } from '../lib/logger.ts';
-import { mergeNotices, mergeOutbox, pendingNotice, type PendingNotice } from '../lib/outbox.ts';
+import { flushStoreOutbox, recordWithOutbox, type PendingNotice } from '../lib/outbox.ts';
 import { withLease } from '../lib/reflex.ts';
 import { planScaleOut, type Increment, type PendingPod, type PoolState, type ScaleOutPlan } from './core/planner.ts';
 import { planScaleIn } from './core/scale-in.ts';
@@ -234,46 +233,11 @@ function poolEvent(deps: AutoscaleDeps, pool: { id: string; name: string; instan
   return { source: SOURCES.functions, detailType: GPU_POOL_SCALED, detail, resources: [`nodepool/${pool.id}`] };
 }
 
-/**
- * Sends a pool's outbox (notices best-effort, events until the bus takes them), then clears what
- * went. `r` is the record as just written (what a dry run's state port answered, too), or as this
- * round read it.
- */
-async function flush(deps: AutoscaleDeps, poolId: string, r: PoolRecord): Promise<void> {
-  if ((r.events ?? []).length === 0 && (r.notices ?? []).length === 0) return;
-  const sent = new Set<string>();
-  for (const n of r.notices ?? []) {
-    try {
-      await deps.notifier.notify({ title: n.title, text: n.text, severity: n.severity });
-      sent.add(n.id);
-    } catch (err) {
-      deps.logger.warn('autoscale-pools: chat notice failed; kept for the next round', { pool: poolId, error: err });
-    }
-  }
-  const events = r.events ?? [];
-  if (events.length > 0) await deps.publisher.publish(events);
-  const published = new Set(events.map((e) => String(e.detail.eventId)));
-  await deps.state.update(key(poolId), (cur) => {
-    const c = { ...((cur ?? {}) as PoolRecord) };
-    const events = (c.events ?? []).filter((e) => !published.has(String(e.detail.eventId)));
-    const notices = (c.notices ?? []).filter((n) => !sent.has(n.id));
-    if (events.length > 0) c.events = events;
-    else delete c.events;
-    if (notices.length > 0) c.notices = notices;
-    else delete c.notices;
-    return Object.keys(c).length > 0 ? (c as unknown as Json) : undefined;
-  });
-}
+/** Sends a pool's outbox (lib/outbox.ts), then clears what went. */
+const flush = (deps: AutoscaleDeps, poolId: string, r: PoolRecord): Promise<void> => flushStoreOutbox(deps, key(poolId), r);
 
-async function record(deps: AutoscaleDeps, poolId: string, change: (r: PoolRecord) => PoolRecord, events: PublishedEvent[] = [], notices: Notice[] = []): Promise<PoolRecord> {
-  const written = await deps.state.update(key(poolId), (cur) => {
-    const r = change({ ...((cur ?? {}) as PoolRecord) });
-    const ev = mergeOutbox(r.events ?? [], events);
-    const nt = mergeNotices(r.notices ?? [], notices.map(pendingNotice));
-    return { ...r, ...(ev.length > 0 ? { events: ev } : {}), ...(nt.length > 0 ? { notices: nt } : {}) } as unknown as Json;
-  });
-  return (written ?? {}) as PoolRecord;
-}
+/** Writes a pool's record with events and notices in its outbox, in one write (lib/outbox.ts). */
+const record = (deps: AutoscaleDeps, poolId: string, change: (r: PoolRecord) => PoolRecord, events: PublishedEvent[] = [], notices: Notice[] = []): Promise<PoolRecord> => recordWithOutbox(deps.state, key(poolId), change, events, notices);
 
 function reasonOf(inc: Increment, plan: ScaleOutPlan): string {
   const waiting = plan.deferred.length > 0 ? `; ${plan.deferred.length} more pod(s) wait on pool limits` : '';

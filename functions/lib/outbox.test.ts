@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { encodeOutbox, mergeNotices, mergeOutbox, OUTBOX_ANNOTATION, pendingNotice, readOutbox } from './outbox.ts';
+import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
+import { NoChatNotifier, RecordingNotifier } from '../adapters/chat/notifier.ts';
+import { manualClock } from '../adapters/clock.ts';
+import { fakeKube } from '../adapters/kube/fake.ts';
+import { silentLogger } from './logger.ts';
+import { encodeOutbox, flushStoreOutbox, mergeNotices, mergeOutbox, OUTBOX_ANNOTATION, pendingNotice, readOutbox, recordWithOutbox, type WithOutbox } from './outbox.ts';
 
 const event = (id: string, steps = 0) => ({ source: 'gpu-reflex.functions', detailType: 'Remediation', detail: { eventId: id, steps: Array.from({ length: steps }, (_, i) => ({ kind: 'evict', target: `pod/ml/p${i}`, result: 'done', message: 'x'.repeat(400) })) } });
 
@@ -28,5 +33,40 @@ describe('outbox', () => {
     expect(merged.map((e) => e.detail)).toEqual([{ eventId: 'rem:a', phase: 'acted' }, expect.objectContaining({ eventId: 'rem:b' })]);
     const n = pendingNotice({ title: 't', text: 'same', severity: 'info' });
     expect(mergeNotices([n], [pendingNotice({ title: 't', text: 'same', severity: 'info' })])).toHaveLength(1);
+  });
+});
+
+describe('an outbox anchored on a state-store key (autoscale-pools’ pool records)', () => {
+  const ev = (id: string): PublishedEvent => ({ source: 'gpu-reflex.functions', detailType: 'GPU Pool Scaled', detail: { eventId: id } });
+  const logger = silentLogger;
+  /** Takes anything (these are not real GPU Pool Scaled events), and keeps it. */
+  const bus = (): EventPublisher & { published: PublishedEvent[] } => {
+    const published: PublishedEvent[] = [];
+    return { published, publish: async (e) => void published.push(...e) };
+  };
+
+  it('keeps what was recorded until the bus takes it, and clears only what went', async () => {
+    const kube = fakeKube({ clock: manualClock(0) });
+    const rec = await recordWithOutbox<{ n?: number } & WithOutbox>(kube.state, 'autoscale.p', (r) => ({ ...r, n: 1 }), [ev('a')], [{ title: 't', text: 'x', severity: 'info' }]);
+    expect(rec).toMatchObject({ n: 1, events: [ev('a')], notices: [expect.objectContaining({ title: 't' })] });
+    // The bus is down: the events stay, the notice that went does not.
+    const chat = new RecordingNotifier();
+    const down = { publish: async () => Promise.reject(new Error('bus down')) };
+    await expect(flushStoreOutbox({ state: kube.state, publisher: down, notifier: chat, logger }, 'autoscale.p', rec)).rejects.toThrow('bus down');
+    expect(await kube.state.get('autoscale.p')).toEqual({ n: 1, events: [ev('a')] });
+    // A record written meanwhile keeps its own; the next flush sends and clears.
+    const again = await recordWithOutbox<WithOutbox>(kube.state, 'autoscale.p', (r) => r, [ev('b')]);
+    const up = bus();
+    await flushStoreOutbox({ state: kube.state, publisher: up, notifier: chat, logger }, 'autoscale.p', again);
+    expect(up.published.map((e) => e.detail.eventId)).toEqual(['a', 'b']);
+    expect(await kube.state.get('autoscale.p')).toEqual({ n: 1 });
+    expect(chat.notices).toHaveLength(1); // sent before the bus failed, and not again
+  });
+
+  it('keeps no notice where no chat is configured', async () => {
+    const kube = fakeKube({ clock: manualClock(0) });
+    const rec = await recordWithOutbox<WithOutbox>(kube.state, 'k', (r) => r, [], [{ title: 't', text: 'x', severity: 'info' }]);
+    await flushStoreOutbox({ state: kube.state, publisher: bus(), notifier: new NoChatNotifier(), logger }, 'k', rec);
+    expect(await kube.state.get('k')).toBeUndefined();
   });
 });

@@ -1,13 +1,18 @@
 /**
  * The outbox: events an invocation decided to publish are written with the state it writes (on
- * the node, in the same patch as its history), published, and cleared once the bus accepted them.
+ * the node, in the same patch as its history — or, for a reflex whose state is a state-store key
+ * rather than a node, in that key's record: `recordWithOutbox`, `flushStoreOutbox`), published,
+ * and cleared once the bus accepted them.
  * A retry of an event already handled (the state says so) finds them still pending and publishes
  * them instead of answering "nothing to do"; so does the next sweep of that node. Event ids are
  * deterministic, so a consumer that saw the first attempt dedupes the second.
  */
 import { z } from 'zod';
-import type { PublishedEvent } from '../adapters/bus.ts';
-import type { Notice } from '../adapters/chat/notifier.ts';
+import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
+import type { Notice, Notifier } from '../adapters/chat/notifier.ts';
+import type { Json } from '../adapters/kube/model.ts';
+import type { StateStore } from '../adapters/kube/ports.ts';
+import type { Logger } from './logger.ts';
 
 /** A chat notice waiting to be sent; `id` (from its content) keeps one copy per notice. */
 export type PendingNotice = Notice & { id: string };
@@ -71,4 +76,61 @@ export function mergeOutbox(pending: readonly PublishedEvent[], next: readonly P
   const byId = new Map<string, PublishedEvent>();
   for (const e of [...pending, ...next]) byId.set(`${e.detailType}\u0000${String(e.detail.eventId)}`, e);
   return [...byId.values()];
+}
+
+/** A state-store record that carries its own outbox. */
+export interface WithOutbox {
+  events?: PublishedEvent[];
+  notices?: PendingNotice[];
+}
+
+/**
+ * Writes `key`'s record as `change` makes it, with `events` and `notices` added to its outbox in the
+ * same write (optimistic concurrency: store.update). Returns the record as written.
+ */
+export async function recordWithOutbox<R extends WithOutbox>(state: Pick<StateStore, 'update'>, key: string, change: (r: R) => R, events: readonly PublishedEvent[] = [], notices: readonly Notice[] = []): Promise<R> {
+  const written = await state.update(key, (cur) => {
+    const r = change({ ...((cur ?? {}) as R) });
+    const ev = mergeOutbox(r.events ?? [], events);
+    const nt = mergeNotices(r.notices ?? [], notices.map(pendingNotice));
+    return { ...r, ...(ev.length > 0 ? { events: ev } : {}), ...(nt.length > 0 ? { notices: nt } : {}) } as unknown as Json;
+  });
+  return (written ?? {}) as R;
+}
+
+/**
+ * Sends `key`'s outbox: notices best-effort (a failed one stays for the next round), then the events until the bus takes them (a failure throws, the
+ * events stay); then clears from the record what went. `r` is the record as just written or read.
+ */
+export async function flushStoreOutbox(ports: { state: Pick<StateStore, 'update'>; publisher: EventPublisher; notifier: Notifier; logger: Logger }, key: string, r: WithOutbox): Promise<void> {
+  if ((r.events ?? []).length === 0 && (r.notices ?? []).length === 0) return;
+  const sent = new Set<string>();
+  for (const n of r.notices ?? []) {
+    try {
+      await ports.notifier.notify({ title: n.title, text: n.text, severity: n.severity, ...(n.approval ? { approval: n.approval } : {}) });
+      sent.add(n.id);
+    } catch (err) {
+      ports.logger.warn('chat notice failed; kept for the next round', { key, title: n.title, error: err });
+    }
+  }
+  const events = r.events ?? [];
+  const clear = (published: ReadonlySet<string>) =>
+    ports.state.update(key, (cur) => {
+      const c = { ...((cur ?? {}) as WithOutbox & Record<string, unknown>) };
+      const left = (c.events ?? []).filter((e) => !published.has(`${e.detailType}\u0000${String(e.detail.eventId)}`));
+      const notices = (c.notices ?? []).filter((n) => !sent.has(n.id));
+      if (left.length > 0) c.events = left;
+      else delete c.events;
+      if (notices.length > 0) c.notices = notices;
+      else delete c.notices;
+      return Object.keys(c).length > 0 ? (c as unknown as Json) : undefined;
+    });
+  try {
+    if (events.length > 0) await ports.publisher.publish(events);
+  } catch (err) {
+    // The events stay for the next round; the notices that went do not (never twice in chat).
+    if (sent.size > 0) await clear(new Set()).catch(() => undefined);
+    throw err;
+  }
+  await clear(new Set(events.map((e) => `${e.detailType}\u0000${String(e.detail.eventId)}`)));
 }
