@@ -13,10 +13,14 @@ const BUCKET_WORDS: Record<NvidiaBucket, string> = {
   RESTART_BM: 'NVIDIA says power-cycle the machine',
   RESTART_VM: 'NVIDIA says replace the VM',
   CHECK_MECHANICALS: 'NVIDIA says a person must check the hardware (power cabling)',
-  CONTACT_SUPPORT: 'NVIDIA says contact support',
-  RESTART_FABRIC_MANAGER: 'NVIDIA says restart the fabric manager',
-  OBEY_RECOVERY_ACTION: 'NVIDIA says obey the recovery action the driver names',
+  CONTACT_SUPPORT: 'NVIDIA says contact support (no automated action)',
+  UPDATE_SWFW: 'NVIDIA says update the driver or firmware',
   CHECK_UVM: "NVIDIA says check the host's unified-memory (UVM) driver",
+  WORKFLOW_XID_45: 'NVIDIA says: alone, restart Fabric Manager; with other XIDs, ignore it and follow them',
+  WORKFLOW_XID_48: 'NVIDIA says reset the GPU (reboot if that fails); replace it only when the SRAM uncorrectable threshold is exceeded',
+  WORKFLOW_NVLINK_ERR: 'NVIDIA says reset the GPU or reboot, check the links, replace if it recurs',
+  WORKFLOW_NVLINK5_ERR: "NVIDIA says decode intrinfo/errorStatus and act on the decode sheet's row",
+  XID_154: 'NVIDIA says obey the recovery action the driver names',
   NONE_GIVEN: "NVIDIA's catalog names this XID but gives no action yet",
 };
 
@@ -26,7 +30,8 @@ export function triggerWords(event: TriggerEvent, site: FaultSite): string {
     const d = event.detail;
     const info = describeXid(d.xid);
     const ra = d.recoveryAction ? `; the driver asks for recovery action ${d.recoveryAction}` : '';
-    return `XID ${d.xid} (${info.meaning}) on ${gpuWords(site)} of node ${d.node}: ${BUCKET_WORDS[info.nvidiaAction]}${ra}`;
+    const nvidia = info.listed ? BUCKET_WORDS[info.nvidiaAction] : "NVIDIA's catalog does not list it";
+    return `XID ${d.xid} (${info.meaning}) on ${gpuWords(site)} of node ${d.node}: ${nvidia}${ra}`;
   }
   if (event.detailType === 'Operator Request') return `quarantine of ${gpuWords(site)} of node ${event.detail.node} asked by ${event.detail.by}`;
   const d = event.detail;
