@@ -87,6 +87,10 @@ describe('XID catalog', () => {
     expect(describeXid(48)).toMatchObject({ action: 'quarantine-gpu', then: ['reboot-node'], escalateOnRepeat: false });
   });
 
+  it("resets for XID 74 and tells a person to check the links (NVIDIA's WORKFLOW_NVLINK_ERR)", () => {
+    expect(describeXid(74)).toMatchObject({ action: 'quarantine-gpu', then: ['reboot-node', 'replace-node'], notify: true });
+  });
+
   it('observes 147 and 148, whose every decode row is IGNORE; the other NVLink5 XIDs reset when undecoded', () => {
     for (const x of [147, 148]) expect(describeXid(x), `XID ${x}`).toMatchObject({ action: 'observe', then: [] });
     for (const x of [144, 145, 146, 149, 150]) expect(describeXid(x).action, `XID ${x}`).toBe('quarantine-gpu');

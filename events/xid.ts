@@ -13,7 +13,7 @@ import type { NvidiaBucket, NvidiaXidEntry } from './xid/types.ts';
 
 export { REMEDIATION_ACTIONS, type RemediationAction } from './xid/defaults.ts';
 export { NVIDIA_BUCKETS, type NvidiaBucket } from './xid/types.ts';
-export { decodeNvlink5, decodeWords, NVLINK5_XIDS, type Nvlink5Decode } from './xid/nvlink5.ts';
+export { decodeNvlink5, decodeWords, NVLINK5_XIDS, nvlink5Verdict, type Nvlink5Decode } from './xid/nvlink5.ts';
 
 export interface XidInfo {
   xid: number;

@@ -294,6 +294,18 @@ describe('Agent.pollEventsOnce and onKernelLine', () => {
     expect(fx.published.filter((e) => e.detailType === 'GPU XID Error')).toHaveLength(2);
   });
 
+  it("carries an NVLink5 line's words and NVIDIA's decode of them on the event", async () => {
+    fx = await startAgent('h100-mig.json', { pids: MIG_PIDS });
+    await fx.agent.sampleOnce();
+    const [event] = fx.agent.onKernelLine('NVRM: Xid (PCI:0000:2a:00): 149, NETIR_BER_EVENT Nonfatal XC0 i0 Link 08 (0x00000013 0x00000000 0x00000000 0x00000000)');
+    expectValid([event!]);
+    expect(detail(event)).toMatchObject({
+      xid: 149,
+      severity: 'nonfatal',
+      nvlink: { unit: 'NETIR_BER_EVENT', link: 8, intrinfo: 0x13, errorStatus: 0, decoded: { unit: 'NETIR_BER_EVENT', resolution: 'IGNORE', reason: expect.stringContaining('INVESTIGATE_LINK_SI_AND_CABLES') } },
+    });
+  });
+
   it('on a shared GPU, an application XID names the pod of the pid the kernel log gives; a hardware XID every pod there', async () => {
     // Two pods time-slicing one GPU.
     fx = await startAgent(oneGpu({ processes: [{ pid: 5001, usedMiB: 1000 }, { pid: 5002, usedMiB: 1000 }] }), { pids: [5001, 5002] });

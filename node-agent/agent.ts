@@ -384,6 +384,7 @@ export class Agent {
       ...(mig ? { mig } : {}),
       ...(recoveryAction ? { recoveryAction } : {}),
       ...(k.severity ? { severity: k.severity } : {}),
+      ...(k.nvlink ? { nvlink: k.nvlink } : {}),
       // An application XID is the named process's alone; a hardware XID concerns every pod on the GPU.
       podUids: podsOnGpu(this.inventory, gpu.uuid, xidStaysInInstance(k.xid) ? k.gpuInstanceId : undefined, describeXid(k.xid).fault === 'application' ? k.pid : undefined),
     });

@@ -90,3 +90,30 @@ export function decodeWords(d: Nvlink5Decode): string {
   const investigate = [...new Set(d.rows.map((r) => r.investigatory).filter((x) => x !== ''))].join(', ');
   return `${where}: ${d.resolution}, ${severities}${investigate ? `; investigate: ${investigate}` : ''}`;
 }
+
+/** The kernel line's NVLink5 words, as the agent parses them (node-agent/kmsg/parse-xid.ts). */
+export interface Nvlink5Words {
+  unit: string;
+  link?: number;
+  intrinfo: number;
+  errorStatus: number;
+}
+
+/** The event's `nvlink` field: the line's words and NVIDIA's decode of them, when a row matches. */
+export function nvlinkDetail(xid: number, w: Nvlink5Words): Nvlink5Words & { decoded?: { unit: string; resolution?: Nvlink5Resolution; reason: string } } {
+  const d = decodeNvlink5(xid, w.intrinfo, w.errorStatus);
+  return { ...w, ...(d ? { decoded: { unit: d.unit, ...(d.resolution ? { resolution: d.resolution } : {}), reason: decodeWords(d).slice(0, 512) } } : {}) };
+}
+
+/**
+ * One NVLink5 sighting's verdict, as the policy and the incident key both need it: the decode row
+ * when one matches (IGNORE and XID_154_EVAL observe, RESET_GPU resets); 147/148 always observe;
+ * undecoded, the kernel line's own word (Nonfatal observes; Fatal, or none — NVML only — resets).
+ */
+export function nvlink5Verdict(xid: number, words: { intrinfo: number; errorStatus: number } | undefined, severity: 'fatal' | 'nonfatal' | undefined): { verdict: 'observe' | 'reset'; why: string; decode?: Nvlink5Decode } {
+  const decode = words ? decodeNvlink5(xid, words.intrinfo, words.errorStatus) : undefined;
+  if (decode?.resolution) return { verdict: decode.resolution === 'RESET_GPU' ? 'reset' : 'observe', why: `${decode.unit}: NVIDIA's decode says ${decode.resolution}`, decode };
+  if (alwaysIgnored(xid)) return { verdict: 'observe', why: `every row of NVIDIA's decode for XID ${xid} is IGNORE`, ...(decode ? { decode } : {}) };
+  if (severity === 'nonfatal') return { verdict: 'observe', why: 'Nonfatal: observe and count', ...(decode ? { decode } : {}) };
+  return { verdict: 'reset', why: severity === 'fatal' ? 'Fatal, not decoded' : 'not decoded (no kernel line)', ...(decode ? { decode } : {}) };
+}
