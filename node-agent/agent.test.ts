@@ -306,15 +306,19 @@ describe('Agent.pollEventsOnce and onKernelLine', () => {
     });
   });
 
-  it('on a shared GPU, an application XID names the pod of the pid the kernel log gives; a hardware XID every pod there', async () => {
+  it('on a shared GPU, an application XID names the pod of the pid the kernel log gives as its culprit; a hardware XID names none', async () => {
     // Two pods time-slicing one GPU.
     fx = await startAgent(oneGpu({ processes: [{ pid: 5001, usedMiB: 1000 }, { pid: 5002, usedMiB: 1000 }] }), { pids: [5001, 5002] });
     await fx.agent.sampleOnce();
+    const both = [podUidOf(5001), podUidOf(5002)].sort();
     const app = fx.agent.onKernelLine('NVRM: Xid (PCI:0000:3b:00): 13, pid=5002, name=python, Graphics Exception');
-    expect(detail(app[0]).pods).toEqual([{ uid: podUidOf(5002) }]);
+    expect(detail(app[0]).culprit).toEqual({ uid: podUidOf(5002) });
+    // Every pod on the GPU is still listed: a quarantine the XID escalates to moves them all.
+    expect((detail(app[0]).pods as { uid: string }[]).map((p) => p.uid).sort()).toEqual(both);
     fx.advance(60_000);
     const hw = fx.agent.onKernelLine('NVRM: Xid (PCI:0000:3b:00): 95, pid=5002, name=python, Uncontained ECC error');
-    expect((detail(hw[0]).pods as { uid: string }[]).map((p) => p.uid).sort()).toEqual([podUidOf(5001), podUidOf(5002)].sort());
+    expect((detail(hw[0]).pods as { uid: string }[]).map((p) => p.uid).sort()).toEqual(both);
+    expect(detail(hw[0]).culprit).toBeUndefined();
     expectValid([...app, ...hw]);
   });
 

@@ -56,6 +56,8 @@ export interface XidObservation {
   /** NVLink5 XIDs: the kernel line's unit, link and words; the event carries NVIDIA's decode beside them. */
   nvlink?: Nvlink5Words;
   podUids: string[];
+  /** The pod the kernel line's pid names, for an application XID (GpuXidErrorDetail.culprit). */
+  culpritUid?: string;
 }
 
 export function xidEvent(node: string, at: number, o: XidObservation): OutgoingEvent {
@@ -75,6 +77,7 @@ export function xidEvent(node: string, at: number, o: XidObservation): OutgoingE
     ...(o.severity ? { severity: o.severity } : {}),
     ...(o.nvlink ? { nvlink: nvlinkDetail(o.xid, o.nvlink) } : {}),
     pods: o.podUids.slice(0, 128).map((uid) => ({ uid })),
+    ...(o.culpritUid ? { culprit: { uid: o.culpritUid } } : {}),
   };
   return outgoing(GPU_XID_ERROR, detail, at, 'critical');
 }

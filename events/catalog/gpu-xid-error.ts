@@ -45,6 +45,12 @@ export const GpuXidErrorDetailSchema = z
     recoveryAction: z.enum(GPU_RECOVERY_ACTIONS).optional(),
     /** Pods the agent saw on this GPU (or MIG instance) when the XID arrived. */
     pods: z.array(PodRef).max(128),
+    /**
+     * An application XID whose kernel line names the process (pid → its pod's cgroup): the pod that
+     * hit it, the one workload it restarts and counts. Absent when nothing names one (NVML only, a
+     * hardware XID): then every pod of `pods` is affected.
+     */
+    culprit: PodRef.optional(),
   })
   .strict();
 export type GpuXidErrorDetail = z.infer<typeof GpuXidErrorDetailSchema>;

@@ -98,7 +98,10 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   }
 
   const reported = d.pods ?? [];
-  const podUids = [...new Set(reported.map((p) => p.uid))];
+  // An application XID whose kernel line named the process: that pod is the one workload it restarts
+  // and counts toward escalation; a quarantine still moves every pod on the GPU (`reported`).
+  const culprit = event.detailType === 'GPU XID Error' && event.detail.culprit ? [event.detail.culprit] : reported;
+  const podUids = [...new Set(culprit.map((p) => p.uid))];
   const recent = [...state.recent.filter((o) => now.getTime() - Date.parse(o.at) <= RECENT_HORIZON_MS), { key: site.key, at: d.observedAt, pods: podUids }].sort((a, b) => cmp(a.at, b.at));
   const ladder = open?.ladder ?? ladderOf(rule);
   const decision = decideLevel(rule, ladder, open, lastClosed, recent, site.key, at, policy.escalation.recurrenceHours);
@@ -123,7 +126,7 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     return decision.progress ? { ...stands, escalation: decision.progress } : stands;
   }
 
-  const affected = affectedPods(site, reported, facts.pods);
+  const affected = affectedPods(site, action === 'restart-workload' ? culprit : reported, facts.pods);
   // DRAIN_AND_RESET (rule letWorkFinish): the GPU is fenced now, its running pods are left to end
   // by themselves until the deadline; the sweep evicts what is left then, and the reset waits for them.
   const patient = action === 'quarantine-gpu' && rule.letWorkFinish !== null && rule.action === 'quarantine-gpu';
