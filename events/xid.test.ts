@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { describeXid, XID_CATALOG, REMEDIATION_ACTIONS, type NvidiaBucket } from './xid.ts';
 import { BUCKET_DEFAULTS, CURATED } from './xid/defaults.ts';
+import { nvidiaNames } from './xid/names.ts';
 
 const range = (a: number, b: number) => Array.from({ length: b - a + 1 }, (_, i) => a + i);
 
@@ -28,7 +29,8 @@ describe('XID catalog', () => {
     [159, 'ROBUST_CHANNEL_CHI_NON_DATA_ERROR', 'CHI Non-Data Error', 'CHECK_UVM', 'SYMPATHETIC_REPORT_SOLO'],
     [167, 'PCIE_FATAL_TIMEOUT', 'PCIE_FATAL_TIMEOUT', 'NONE_GIVEN', ''],
   ] as const)('XID %i is %s, "%s", %s (NVIDIA\'s words)', (code, mnemonic, description, bucket, investigatory) => {
-    expect(describeXid(code)).toMatchObject({ mnemonic, description, nvidiaAction: bucket, investigatory });
+    expect(describeXid(code)).toMatchObject({ description, nvidiaAction: bucket });
+    expect(nvidiaNames(code)).toEqual({ mnemonic, investigatory });
   });
 
   // The lists of the 2026-12-01 review of NVIDIA's catalog (issue #36).

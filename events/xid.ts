@@ -8,7 +8,7 @@
 import { BUCKET_DEFAULTS, CURATED, type Reflex, type RemediationAction } from './xid/defaults.ts';
 import { NVIDIA_XIDS } from './xid/nvidia.generated.ts';
 import { alwaysIgnored } from './xid/nvlink5.ts';
-import type { NvidiaBucket, NvidiaXidEntry } from './xid/types.ts';
+import type { CatalogTuple, NvidiaBucket } from './xid/types.ts';
 
 
 export { REMEDIATION_ACTIONS, type RemediationAction } from './xid/defaults.ts';
@@ -19,13 +19,10 @@ export interface XidInfo {
   xid: number;
   /** A short phrase for timelines and reasons (NVIDIA's description where we have none of our own). */
   meaning: string;
-  /** NVIDIA's mnemonic and description, unchanged ('' for a code NVIDIA does not list). */
-  mnemonic: string;
+  /** NVIDIA's description, unchanged ('' for a code NVIDIA does not list; its mnemonic: events/xid/names.ts). */
   description: string;
   /** NVIDIA's "Resolution Bucket (Immediate Action)"; NONE_GIVEN where it gives none. */
   nvidiaAction: NvidiaBucket;
-  /** NVIDIA's "Resolution Bucket (Investigatory Action)" ('' where it gives none). */
-  investigatory: string;
   /** Whether NVIDIA's catalog lists the code: only unlisted codes get the unknown-XID fallback. */
   listed: boolean;
   /** Who is usually at fault: the application, the hardware, or firmware/driver. */
@@ -42,13 +39,14 @@ export interface XidInfo {
   recommendation: string;
 }
 
-/** "Unused" in NVIDIA's sheet reads as a sentence with its mnemonic. */
-function meaningOf(e: NvidiaXidEntry): string {
-  const d = e.description.replace(/\s*\n\s*/g, ' ');
-  return d === 'Unused' ? `unused in NVIDIA's current catalog (${e.mnemonic})` : d;
+/** "Unused" in NVIDIA's sheet reads as a sentence. */
+function meaningOf(description: string): string {
+  const d = description.replace(/\s*\n\s*/g, ' ');
+  return d === 'Unused' ? "unused in NVIDIA's current catalog" : d;
 }
 
-function infoOf(e: NvidiaXidEntry): XidInfo {
+function infoOf([code, description, immediate]: CatalogTuple): XidInfo {
+  const e = { code, description, immediate };
   const bucket = BUCKET_DEFAULTS[e.immediate];
   // 147 (TREX) and 148 (NVLPW_CTRL): every row of NVIDIA's decode sheet is IGNORE.
   const ignoredNvlink5 = e.immediate === 'WORKFLOW_NVLINK5_ERR' && alwaysIgnored(e.code);
@@ -57,11 +55,9 @@ function infoOf(e: NvidiaXidEntry): XidInfo {
   const r = { ...base, ...reflex };
   return Object.freeze({
     xid: e.code,
-    meaning: meaning ?? meaningOf(e),
-    mnemonic: e.mnemonic,
+    meaning: meaning ?? meaningOf(e.description),
     description: e.description,
     nvidiaAction: e.immediate,
-    investigatory: e.investigatory,
     listed: true,
     fault: r.fault,
     action: r.action,
@@ -73,7 +69,7 @@ function infoOf(e: NvidiaXidEntry): XidInfo {
 }
 
 /** Every code in NVIDIA's catalog (events/xid/nvidia.generated.ts), with gpu-reflex's default reflex. */
-export const XID_CATALOG: ReadonlyMap<number, XidInfo> = new Map(NVIDIA_XIDS.map((e) => [e.code, infoOf(e)]));
+export const XID_CATALOG: ReadonlyMap<number, XidInfo> = new Map(NVIDIA_XIDS.map((t) => [t[0], infoOf(t)]));
 
 /** NVML reports 999 when the driver does not know the XID. */
 export const UNKNOWN_XID = 999;
@@ -88,10 +84,8 @@ export function describeXid(xid: number): XidInfo {
     XID_CATALOG.get(xid) ?? {
       xid,
       meaning: xid === UNKNOWN_XID ? 'unknown XID (NVML reports 999)' : `XID ${xid} is not in NVIDIA's catalog`,
-      mnemonic: '',
       description: '',
       nvidiaAction: 'NONE_GIVEN',
-      investigatory: '',
       listed: false,
       fault: 'unknown',
       action: 'quarantine-gpu',

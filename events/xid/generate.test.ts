@@ -1,12 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { CATALOG_TABLE, DECODE_TABLE, GENERATED, parseCatalog, parseDecode, render } from './generate.ts';
+import { CATALOG_TABLE, DECODE_TABLE, GENERATED, GENERATED_NAMES, parseCatalog, parseDecode, render } from './generate.ts';
 
 const HEADER = 'code\tmnemonic\tdescription\timmediate_action\tinvestigatory_action\n';
 
 describe('events/xid/generate.ts', () => {
-  it('nvidia.generated.ts is what the committed tables generate (run npx tsx events/xid/generate.ts)', () => {
-    expect(readFileSync(GENERATED, 'utf8')).toBe(render(readFileSync(CATALOG_TABLE, 'utf8'), readFileSync(DECODE_TABLE, 'utf8')));
+  it('nvidia.generated.ts and nvidia-names.generated.ts are what the committed tables generate (run npx tsx events/xid/generate.ts)', () => {
+    const out = render(readFileSync(CATALOG_TABLE, 'utf8'), readFileSync(DECODE_TABLE, 'utf8'));
+    expect(readFileSync(GENERATED, 'utf8')).toBe(out.catalog);
+    expect(readFileSync(GENERATED_NAMES, 'utf8')).toBe(out.names);
   });
 
   it('reads NVIDIA line breaks, and an empty bucket as NONE_GIVEN', () => {

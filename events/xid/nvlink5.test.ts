@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { NVLINK5_DECODE } from './nvidia.generated.ts';
-import { alwaysIgnored, decodeNvlink5, matchesPattern, nvlink5Verdict } from './nvlink5.ts';
+import { alwaysIgnored, decodeNvlink5, matchesPattern, NVLINK5_DECODE, nvlink5Verdict } from './nvlink5.ts';
 
 describe("NVLink5 decode (NVIDIA's XID 144-150 Decode sheet)", () => {
   // intrinfo / errorStatus pairs as drivers print them (line shapes as in leptonai/gpud's NVLink log tests).

@@ -7,8 +7,16 @@
  * intrinfo names the unit (its low bits, and for NETIR_LINK_DOWN bits 20–25 the reason), errorStatus
  * the error within the unit; each row of the sheet says IGNORE, RESET_GPU or XID_154_EVAL. Pure.
  */
-import { NVLINK5_DECODE } from './nvidia.generated.ts';
+import { NVLINK5_UNITS } from './nvidia.generated.ts';
 import type { Nvlink5DecodeRow, Nvlink5Resolution } from './types.ts';
+
+/** A decode row as decisions and reasons use it (the sheet's other columns stay in the table). */
+export type Nvlink5Row = Pick<Nvlink5DecodeRow, 'xid' | 'unit' | 'intrinfoV1' | 'intrinfoV2' | 'errorStatus' | 'resolution' | 'investigatory' | 'severity'>;
+
+/** Every row of NVIDIA's decode sheet, expanded from the generated units. */
+export const NVLINK5_DECODE: readonly Nvlink5Row[] = NVLINK5_UNITS.flatMap(([xid, unit, intrinfoV1, intrinfoV2, rows]) =>
+  rows.map(([errorStatus, resolution, investigatory, severity]) => ({ xid, unit, intrinfoV1, intrinfoV2, errorStatus, resolution, investigatory, severity })),
+);
 
 export const NVLINK5_XIDS: ReadonlySet<number> = new Set([144, 145, 146, 147, 148, 149, 150]);
 
@@ -19,7 +27,7 @@ export interface Nvlink5Decode {
   intrinfo: number;
   errorStatus: number;
   /** The sheet's rows that matched (more than one when errorStatus has several bits set). */
-  rows: readonly Nvlink5DecodeRow[];
+  rows: readonly Nvlink5Row[];
   /** The strongest of the rows' resolutions; undefined when the unit is known but the status is not in the sheet. */
   resolution: Nvlink5Resolution | undefined;
 }
@@ -38,7 +46,7 @@ export function matchesPattern(pattern: string, word: number): boolean {
 // Stronger resolutions win when several rows match: a fatal bit among non-fatal ones is fatal.
 const STRENGTH: Record<Nvlink5Resolution, number> = { IGNORE: 0, XID_154_EVAL: 1, RESET_GPU: 2 };
 
-function strongest(rows: readonly Nvlink5DecodeRow[]): Nvlink5Resolution {
+function strongest(rows: readonly Nvlink5Row[]): Nvlink5Resolution {
   return rows.reduce<Nvlink5Resolution>((a, r) => (STRENGTH[r.resolution] > STRENGTH[a] ? r.resolution : a), 'IGNORE');
 }
 

@@ -15,6 +15,10 @@ export interface NvidiaXidEntry {
   investigatory: string;
 }
 
+/** The generated forms (generate.ts `render`): one catalog row, one decode unit with its rows. */
+export type CatalogTuple = readonly [code: number, description: string, immediate: NvidiaBucket];
+export type UnitTuple = readonly [xid: number, unit: string, intrinfoV1: string, intrinfoV2: string, rows: readonly (readonly [errorStatus: number, resolution: Nvlink5Resolution, investigatory: string, severity: string])[]];
+
 /** One row of NVIDIA's "XID 144-150 Decode" sheet. */
 export interface Nvlink5DecodeRow {
   xid: number;

@@ -1,6 +1,7 @@
 import { parseArgs } from 'node:util';
 import { UsageError, type Command } from '../../bin/command.ts';
 import { describeXid, NVLINK5_XIDS, nvlink5Verdict, decodeWords, type XidInfo } from '../../events/xid.ts';
+import { nvidiaNames } from '../../events/xid/names.ts';
 
 const HELP = `Usage: gpu-reflex xid explain XID [--subcode INTRINFO,ERRORSTATUS] [--json]
 
@@ -41,15 +42,16 @@ function chain(info: Pick<XidInfo, 'action' | 'then'>): string {
 
 function explain(xid: number, subcode: { intrinfo: number; errorStatus: number } | undefined) {
   const info = describeXid(xid);
+  const names = nvidiaNames(xid);
   const decoded = subcode ? nvlink5Verdict(xid, subcode, undefined) : undefined;
   const action = decoded ? (decoded.verdict === 'observe' ? { action: 'observe' as const, then: [] } : { action: info.action, then: info.then }) : { action: info.action, then: info.then };
   return {
     xid,
     listed: info.listed,
-    mnemonic: info.mnemonic,
+    mnemonic: names?.mnemonic ?? '',
     description: info.description,
     meaning: info.meaning,
-    nvidia: { immediate: info.nvidiaAction, investigatory: info.investigatory },
+    nvidia: { immediate: info.nvidiaAction, investigatory: names?.investigatory ?? '' },
     ...(subcode ? { subcode: { ...subcode, decoded: decoded?.decode ? decodeWords(decoded.decode) : 'not in NVIDIA\'s decode sheet', verdict: decoded!.verdict, why: decoded!.why } } : {}),
     gpuReflex: { ...action, escalateOnRepeat: info.escalateOnRepeat, notify: info.notify, recommendation: info.recommendation },
   };
