@@ -1,4 +1,4 @@
-import { describeXid, NVLINK5_XIDS, type RemediationAction } from '../../events/xid.ts';
+import { describeXid, NVLINK5_XIDS, nvlink5Verdict, type RemediationAction } from '../../events/xid.ts';
 import type { Nvlink5Words } from '../../events/xid/nvlink5.ts';
 
 /**
@@ -129,6 +129,9 @@ export function parseXidLine(line: string): KernelXid | undefined {
   // `Nonfatal` is checked first: it contains `fatal`.
   const severity = /\bnon-?fatal\b/i.test(rest) ? 'nonfatal' : /\bfatal\b/i.test(rest) ? 'fatal' : undefined;
   const nvlink = NVLINK5_XIDS.has(xid) ? parseNvlinkWords(rest.trim()) : undefined;
+  // An NVLink5 XID's action is its decode row's (or its Nonfatal word's), not the XID's alone.
+  const verdict = NVLINK5_XIDS.has(xid) ? nvlink5Verdict(xid, nvlink, severity) : undefined;
+  const observed = verdict?.verdict === 'observe';
   return {
     pci,
     xid,
@@ -139,7 +142,7 @@ export function parseXidLine(line: string): KernelXid | undefined {
     ...(gi === undefined ? {} : { gpuInstanceId: Number.parseInt(gi, 16) }),
     ...(severity ? { severity } : {}),
     meaning: info.meaning,
-    recommendation: info.recommendation,
-    action: info.action,
+    recommendation: verdict ? `${verdict.why}: ${observed ? 'observe and count' : info.recommendation}` : info.recommendation,
+    action: observed ? 'observe' : info.action,
   };
 }
