@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { exitQuietlyOnEpipe, processIo, type CliIo, type Command } from './command.ts';
+import { exitQuietlyOnEpipe, processIo, UsageError, type CliIo, type Command } from './command.ts';
 import { debugText, describeFailure } from './errors.ts';
 
 /**
@@ -18,6 +18,7 @@ export const commands: Entry[] = [
   { path: ['events', 'schemas'], summary: 'write the JSON Schema of every detail-type', load: async () => (await import('../events/cli.ts')).schemasCommand },
   { path: ['bench'], summary: 'run the benchmarks and print their numbers with the machine and date', load: async () => (await import('../bench/cli.ts')).benchCommand },
   { path: ['xid', 'scan'], summary: 'print the XIDs found in a kernel log (dmesg, journald or /dev/kmsg)', load: async () => (await import('../node-agent/cli/xid-scan.ts')).xidScanCommand },
+  { path: ['xid', 'explain'], summary: "print what an XID means (NVIDIA's words) and what gpu-reflex does about it", load: async () => (await import('../node-agent/cli/xid-explain.ts')).createXidExplainCommand({ usage: (m) => new UsageError(m) }) },
   { path: ['agent'], summary: 'run the node agent: NVML → events on the bus', load: async () => (await import('../node-agent/cli/agent.ts')).agentCommand },
   { path: ['bus', 'serve'], summary: 'run the local EventBridge (PutEvents, rules, schedules, httpApi) on serverless.yml', load: async () => (await import('../infra/local/bus/cli.ts')).busServeCommand },
   { path: ['cluster', 'serve'], summary: 'run the simulated Kubernetes cluster alone and write a kubeconfig for it', load: async () => (await import('../infra/local/kube/cli.ts')).clusterServeCommand },

@@ -294,15 +294,31 @@ describe('Agent.pollEventsOnce and onKernelLine', () => {
     expect(fx.published.filter((e) => e.detailType === 'GPU XID Error')).toHaveLength(2);
   });
 
-  it('on a shared GPU, an application XID names the pod of the pid the kernel log gives; a hardware XID every pod there', async () => {
+  it("carries an NVLink5 line's words and NVIDIA's decode of them on the event", async () => {
+    fx = await startAgent('h100-mig.json', { pids: MIG_PIDS });
+    await fx.agent.sampleOnce();
+    const [event] = fx.agent.onKernelLine('NVRM: Xid (PCI:0000:2a:00): 149, NETIR_BER_EVENT Nonfatal XC0 i0 Link 08 (0x00000013 0x00000000 0x00000000 0x00000000)');
+    expectValid([event!]);
+    expect(detail(event)).toMatchObject({
+      xid: 149,
+      severity: 'nonfatal',
+      nvlink: { unit: 'NETIR_BER_EVENT', link: 8, intrinfo: 0x13, errorStatus: 0, decoded: { unit: 'NETIR_BER_EVENT', resolution: 'IGNORE', reason: expect.stringContaining('INVESTIGATE_LINK_SI_AND_CABLES') } },
+    });
+  });
+
+  it('on a shared GPU, an application XID names the pod of the pid the kernel log gives as its culprit; a hardware XID names none', async () => {
     // Two pods time-slicing one GPU.
     fx = await startAgent(oneGpu({ processes: [{ pid: 5001, usedMiB: 1000 }, { pid: 5002, usedMiB: 1000 }] }), { pids: [5001, 5002] });
     await fx.agent.sampleOnce();
+    const both = [podUidOf(5001), podUidOf(5002)].sort();
     const app = fx.agent.onKernelLine('NVRM: Xid (PCI:0000:3b:00): 13, pid=5002, name=python, Graphics Exception');
-    expect(detail(app[0]).pods).toEqual([{ uid: podUidOf(5002) }]);
+    expect(detail(app[0]).culprit).toEqual({ uid: podUidOf(5002) });
+    // Every pod on the GPU is still listed: a quarantine the XID escalates to moves them all.
+    expect((detail(app[0]).pods as { uid: string }[]).map((p) => p.uid).sort()).toEqual(both);
     fx.advance(60_000);
     const hw = fx.agent.onKernelLine('NVRM: Xid (PCI:0000:3b:00): 95, pid=5002, name=python, Uncontained ECC error');
-    expect((detail(hw[0]).pods as { uid: string }[]).map((p) => p.uid).sort()).toEqual([podUidOf(5001), podUidOf(5002)].sort());
+    expect((detail(hw[0]).pods as { uid: string }[]).map((p) => p.uid).sort()).toEqual(both);
+    expect(detail(hw[0]).culprit).toBeUndefined();
     expectValid([...app, ...hw]);
   });
 

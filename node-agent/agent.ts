@@ -21,7 +21,7 @@ import { describeXid, xidStaysInInstance } from '../events/xid.ts';
 import type { GpuRef, MigRef } from '../events/common.ts';
 import { noAgentMetrics, type AgentMetrics } from './agent-metrics.ts';
 import { HealthEvaluator, type EccMemory, type HealthEvent, type HealthThresholds } from './collectors/health.ts';
-import { buildInventory, inventoryKey, podsOnGpu, type Inventory } from './collectors/inventory.ts';
+import { buildInventory, inventoryKey, podOfPidOnGpu, podsOnGpu, type Inventory } from './collectors/inventory.ts';
 import { PodResolver } from './collectors/pods.ts';
 import type { GpuReading } from './collectors/reading.ts';
 import { UtilizationWindow } from './collectors/utilization.ts';
@@ -373,6 +373,7 @@ export class Agent {
     if (k.xid === CONTAINED_ECC_XID) this.evaluator.containedEcc(gpu.uuid);
     const mig = this.migRef(gpu.uuid, k.gpuInstanceId);
     const recoveryAction = this.source.recoveryAction(gpu.index);
+    const culprit = describeXid(k.xid).fault === 'application' ? podOfPidOnGpu(this.inventory, gpu.uuid, k.pid) : undefined;
     const event = xidEvent(this.o.nodeName, now, {
       gpu,
       xid: k.xid,
@@ -384,8 +385,11 @@ export class Agent {
       ...(mig ? { mig } : {}),
       ...(recoveryAction ? { recoveryAction } : {}),
       ...(k.severity ? { severity: k.severity } : {}),
-      // An application XID is the named process's alone; a hardware XID concerns every pod on the GPU.
-      podUids: podsOnGpu(this.inventory, gpu.uuid, xidStaysInInstance(k.xid) ? k.gpuInstanceId : undefined, describeXid(k.xid).fault === 'application' ? k.pid : undefined),
+      ...(k.nvlink ? { nvlink: k.nvlink } : {}),
+      // Every pod on the GPU (instance) is affected; an application XID is the named process's fault:
+      // that pod alone is restarted and counted, while a quarantine still moves them all.
+      podUids: podsOnGpu(this.inventory, gpu.uuid, xidStaysInInstance(k.xid) ? k.gpuInstanceId : undefined),
+      ...(culprit ? { culpritUid: culprit } : {}),
     });
     this.metrics.xidPublished('kmsg', now, gpu.uuid, k.xid);
     return this.emit([event]);

@@ -12,6 +12,7 @@ import { GPU_ACTION_RESULT, type GpuActionResultDetail } from '../events/catalog
 import { NVSWITCH_SXID_ERROR, type NvSwitchSxidErrorDetail } from '../events/catalog/nvswitch-sxid-error.ts';
 import type { KernelSxid } from './kmsg/parse-sxid.ts';
 import { SCHEMA_VERSION, SOURCES } from '../events/common.ts';
+import { nvlinkDetail, type Nvlink5Words } from '../events/xid/nvlink5.ts';
 import { validateDetail } from '../events/validate.ts';
 import type { HealthEvent } from './collectors/health.ts';
 import type { Inventory } from './collectors/inventory.ts';
@@ -52,7 +53,11 @@ export interface XidObservation {
   mig?: GpuXidErrorDetail['mig'];
   recoveryAction?: GpuXidErrorDetail['recoveryAction'];
   severity?: GpuXidErrorDetail['severity'];
+  /** NVLink5 XIDs: the kernel line's unit, link and words; the event carries NVIDIA's decode beside them. */
+  nvlink?: Nvlink5Words;
   podUids: string[];
+  /** The pod the kernel line's pid names, for an application XID (GpuXidErrorDetail.culprit). */
+  culpritUid?: string;
 }
 
 export function xidEvent(node: string, at: number, o: XidObservation): OutgoingEvent {
@@ -70,7 +75,9 @@ export function xidEvent(node: string, at: number, o: XidObservation): OutgoingE
     message: o.message.slice(0, 1024),
     ...(o.recoveryAction ? { recoveryAction: o.recoveryAction } : {}),
     ...(o.severity ? { severity: o.severity } : {}),
+    ...(o.nvlink ? { nvlink: nvlinkDetail(o.xid, o.nvlink) } : {}),
     pods: o.podUids.slice(0, 128).map((uid) => ({ uid })),
+    ...(o.culpritUid ? { culprit: { uid: o.culpritUid } } : {}),
   };
   return outgoing(GPU_XID_ERROR, detail, at, 'critical');
 }

@@ -1,6 +1,10 @@
-/** `GPU XID Error` — one XID seen on one GPU (example: ./gpu-xid-error.example.json). */
+/**
+ * `GPU XID Error` — one XID seen on one GPU (examples: ./gpu-xid-error.example.json, and an NVLink5 XID
+ * with its decoded sub-code: ./gpu-xid-error-nvlink5.example.json).
+ */
 import { z } from 'zod';
 import { GPU_RECOVERY_ACTIONS } from '../xid.ts';
+import { NVLINK5_RESOLUTIONS } from '../xid/types.ts';
 import { agentBase, count, GpuRef, int, MigRef, PodRef } from '../common.ts';
 
 export const GPU_XID_ERROR = 'GPU XID Error';
@@ -22,10 +26,31 @@ export const GpuXidErrorDetailSchema = z
      * the line says neither or the XID came from NVML only (its event carries no such word).
      */
     severity: z.enum(['fatal', 'nonfatal']).optional(),
+    /**
+     * NVLink5 XIDs (144–150) from the kernel line: the unit and link it names, its intrinfo and
+     * errorStatus words, and what NVIDIA's "XID 144-150 Decode" sheet says of them (absent when no row
+     * matches). The functions decode the two words again with the same table (events/xid/nvlink5.ts).
+     */
+    nvlink: z
+      .object({
+        unit: z.string().max(64),
+        link: int().min(0).max(1023).optional(),
+        intrinfo: int().min(0).max(0xffffffff),
+        errorStatus: int().min(0).max(0xffffffff),
+        decoded: z.object({ unit: z.string().max(64), resolution: z.enum(NVLINK5_RESOLUTIONS).optional(), reason: z.string().max(512) }).strict().optional(),
+      })
+      .strict()
+      .optional(),
     /** NVML's recovery action at the time, when the driver reports one (XID 154 and newer drivers). */
     recoveryAction: z.enum(GPU_RECOVERY_ACTIONS).optional(),
     /** Pods the agent saw on this GPU (or MIG instance) when the XID arrived. */
     pods: z.array(PodRef).max(128),
+    /**
+     * An application XID whose kernel line names the process (pid → its pod's cgroup): the pod that
+     * hit it, the one workload it restarts and counts. Absent when nothing names one (NVML only, a
+     * hardware XID): then every pod of `pods` is affected.
+     */
+    culprit: PodRef.optional(),
   })
   .strict();
 export type GpuXidErrorDetail = z.infer<typeof GpuXidErrorDetailSchema>;

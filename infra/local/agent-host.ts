@@ -109,8 +109,10 @@ export class LocalAgentHost {
   /** Moves this node's NVML time by `ms`, then does what the agent's loops would have done. */
   async step(ms: number): Promise<void> {
     if (ms > 0) this.mock.advanceMs(ms);
-    for (let i = 0; i < EVENTS_PER_STEP; i++) if ((await this.agent.pollEventsOnce(0)).length === 0) break;
+    // The kernel log first, as the agent's runtime reads it before publishing an NVML XID (its
+    // KernelLogCatchUp): the driver's line — pid, NVLink5 words — is the sighting that goes out.
     await this.readKernelLog();
+    for (let i = 0; i < EVENTS_PER_STEP; i++) if ((await this.agent.pollEventsOnce(0)).length === 0) break;
     const now = this.o.clock.now();
     if (now >= this.nextSampleAt) {
       await this.agent.sampleOnce(now);

@@ -121,12 +121,15 @@ function kernelPci(pciBusId: string): string {
   return `0000:${bus}:${dev}`.toLowerCase();
 }
 
-/** The driver's kernel-log line for an XID, as `dmesg` prints it. */
-export function kmsgXidLine(atMs: number, pciBusId: string, xid: number, pid: number | undefined, gpuInstanceId?: number): string {
+/**
+ * The driver's kernel-log line for an XID, as `dmesg` prints it. `text`: the driver's own words after
+ * the number, written as given (NVLink5 lines name no pid: `149, NETIR_BER_EVENT Nonfatal … (0x… 0x…)`).
+ */
+export function kmsgXidLine(atMs: number, pciBusId: string, xid: number, pid: number | undefined, gpuInstanceId?: number, text?: string): string {
   const stamp = `[${(atMs / 1000).toFixed(6).padStart(12)}]`;
   const gi = gpuInstanceId !== undefined ? ` GPU-I:${String(gpuInstanceId).padStart(2, '0')}` : '';
   const who = pid !== undefined ? `pid=${pid}, name=python` : `pid='<unknown>', name=<unknown>`;
-  return `${stamp} NVRM: Xid (PCI:${kernelPci(pciBusId)}${gi}): ${xid}, ${who}, ${describeXid(xid).meaning}\n`;
+  return `${stamp} NVRM: Xid (PCI:${kernelPci(pciBusId)}${gi}): ${xid}, ${text ?? `${who}, ${describeXid(xid).meaning}`}\n`;
 }
 
 export function appendKmsg(path: string, line: string): void {

@@ -48,7 +48,22 @@ const Quantity = z.union([z.string().min(1), z.number()]);
 
 /** Fault kinds the mock NVML library fires (docs/mock-nvml.md), with their fields. */
 export const FaultSchema = z.discriminatedUnion('kind', [
-  z.object({ kind: z.literal('xid'), xid: z.number().int().positive(), gpuInstanceId: z.number().int().nonnegative().optional(), pid: z.number().int().positive().optional() }).strict(),
+  z
+    .object({
+      kind: z.literal('xid'),
+      xid: z.number().int().positive(),
+      gpuInstanceId: z.number().int().nonnegative().optional(),
+      pid: z.number().int().positive().optional(),
+      /** The pod whose process hit it: the kernel line names that process's pid (default: the first process on the GPU or instance). */
+      pod: Name.optional(),
+      /**
+       * The driver's text after the XID number on the kernel line, as the driver writes it for this
+       * XID — an NVLink5 XID's `NETIR_BER_EVENT Nonfatal XC0 i0 Link 08 (0x00000013 0x00000000 …)`.
+       * Without it the line carries pid, name and the catalog's meaning.
+       */
+      text: z.string().min(1).max(512).optional(),
+    })
+    .strict(),
   z.object({ kind: z.literal('gpuLost') }).strict(),
   z.object({ kind: z.literal('ecc'), corrected: z.number().int().nonnegative().optional(), uncorrected: z.number().int().nonnegative().optional() }).strict(),
   z.object({ kind: z.literal('rowRemapPending') }).strict(),

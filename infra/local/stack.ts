@@ -321,8 +321,9 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
         if (fault.kind === 'xid') {
           // The kernel names the process on that GPU (instance) that hit it, if one runs there.
           const onGpu = f.tracker.current.filter((p) => p.gpu === s.gpu);
-          const pid = fault.pid ?? (onGpu.find((p) => p.gpuInstanceId === fault.gpuInstanceId) ?? onGpu[0])?.pid;
-          const line = kmsgXidLine(s.at, f.pci[s.gpu]!, fault.xid, pid, fault.gpuInstanceId);
+          const named = fault.pod !== undefined ? onGpu.find((p) => p.pod.name === fault.pod) : undefined;
+          const pid = fault.pid ?? (named ?? onGpu.find((p) => p.gpuInstanceId === fault.gpuInstanceId) ?? onGpu[0])?.pid;
+          const line = kmsgXidLine(s.at, f.pci[s.gpu]!, fault.xid, pid, fault.gpuInstanceId, fault.text);
           // Written when the node's NVML fires it (the step itself may run early, see run()).
           kernelLines.push({ dueAt: s.at - agents.leadMs(s.node), write: () => appendKmsg(f.kmsgPath, line) });
           // NVIDIA's device plugin sees the same XID through NVML (and latches the GPU).

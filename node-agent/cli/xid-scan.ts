@@ -9,7 +9,8 @@ const HELP = `Usage: gpu-reflex xid scan [FILE|-] [--follow]
 Prints one JSON object per NVIDIA XID found in a kernel log: dmesg output, journald
 (journalctl -k) output, or /dev/kmsg records. Each object carries the GPU's PCI bus id in
 NVML's form (00000000:3B:00.0), the XID, pid and process when the driver names them, the
-driver's message, and the catalog's meaning, recommendation and action.
+driver's message, and the catalog's meaning, recommendation and action (for an NVLink5
+XID, 144-150, the row of NVIDIA's decode sheet its intrinfo and errorStatus pick).
 
 Arguments:
   FILE            the log to scan; /dev/kmsg scans the kernel ring buffer as it is now

@@ -60,6 +60,12 @@ export function inventoryKey(inv: Inventory): string {
  * an application XID — only the pod that owns that process, when the inventory knows it: on a
  * GPU shared by time-slicing or MPS, one buggy application is one workload, not every pod there.
  */
+/** The pod whose process `pid` runs on the GPU, when the inventory knows it. */
+export function podOfPidOnGpu(inv: Inventory | undefined, gpuUuid: string, pid: number | null | undefined): string | undefined {
+  if (!pid) return undefined;
+  return inv?.gpus.find((g) => g.uuid === gpuUuid)?.processes.find((p) => p.pid === pid)?.podUid;
+}
+
 export function podsOnGpu(inv: Inventory | undefined, gpuUuid: string, gpuInstanceId?: number, pid?: number | null): string[] {
   const gpu = inv?.gpus.find((g) => g.uuid === gpuUuid);
   if (!gpu) return [];

@@ -42,6 +42,20 @@ describe('parseXidLine', () => {
     expect(parseXidLine('NVRM: Xid (PCI:0000:3b:00): 79, pid=1, name=x, GPU has fallen off the bus.')?.severity).toBeUndefined();
   });
 
+  it("reads an NVLink5 line's unit, link, intrinfo and errorStatus for NVIDIA's decode", () => {
+    const ber = parseXidLine('[ 812.000001] NVRM: Xid (PCI:0000:04:00): 149, NETIR_BER_EVENT Nonfatal XC0 i0 Link 08 (0x00000013 0x00000000 0x00000000 0x00000000)');
+    expect(ber).toMatchObject({ xid: 149, severity: 'nonfatal', nvlink: { unit: 'NETIR_BER_EVENT', link: 8, intrinfo: 0x13, errorStatus: 0 } });
+    const down = parseXidLine('NVRM: Xid (PCI:0000:04:00): 149, NETIR_LINK_EVT/NETIR_LINK_DOWN Fatal XC0 i0 Link 00 (0x01000011 0x00000000 0x00000000 0x00000000)');
+    expect(down?.nvlink).toEqual({ unit: 'NETIR_LINK_EVT/NETIR_LINK_DOWN', link: 0, intrinfo: 0x01000011, errorStatus: 0 });
+    expect(parseXidLine('NVRM: Xid (PCI:0000:04:00): 148, NVLPW_CTRL/NVLPW Nonfatal XC0 i0 Link 00 (0x0000000f 0x80000000 0x00000000 0x00000000)')?.nvlink).toMatchObject({ errorStatus: 0x80000000 });
+    // What `xid scan` prints follows NVIDIA's decode row, not the XID alone.
+    expect(ber).toMatchObject({ action: 'observe', recommendation: expect.stringContaining("NETIR_BER_EVENT: NVIDIA's decode says IGNORE") });
+    expect(down).toMatchObject({ action: 'quarantine-gpu', recommendation: expect.stringContaining("NVIDIA's decode says RESET_GPU") });
+    // Only the NVLink5 XIDs carry the words; another XID's hex is not a sub-code.
+    expect(parseXidLine('NVRM: Xid (PCI:0000:3b:00): 13, Graphics Exception (0x00000013 0x00000000)')?.nvlink).toBeUndefined();
+    expect(parseXidLine('NVRM: Xid (PCI:0000:04:00): 149, NETIR_BER_EVENT Nonfatal')?.nvlink).toBeUndefined();
+  });
+
   it('never throws, whatever the line', () => {
     const pieces = fc.constantFrom('NVRM: Xid (', 'PCI:', '0000:3b:00', '):', ' 79', ', pid=', "'<unknown>'", ', name=', '<unknown>', ',', ' GPU-I:', '\r', '[1.0] ', '6,1,2,-;');
     fc.assert(

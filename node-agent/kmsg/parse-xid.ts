@@ -1,4 +1,5 @@
-import { describeXid, type RemediationAction } from '../../events/xid.ts';
+import { describeXid, NVLINK5_XIDS, nvlink5Verdict, type RemediationAction } from '../../events/xid.ts';
+import type { Nvlink5Words } from '../../events/xid/nvlink5.ts';
 
 /**
  * Parses NVIDIA driver XID lines from a kernel log: dmesg (`[12345.678901] `, `[Fri Nov 21 ...] `),
@@ -10,6 +11,11 @@ import { describeXid, type RemediationAction } from '../../events/xid.ts';
  *   NVRM: Xid (PCI:0000:07:00): 31, pid='<unknown>', name=<unknown>, Ch 00000008, ...
  *   NVRM: Xid (PCI:0000:c1:00 GPU-I:05): 43, pid=2201, name=python3, Ch 00000010
  *   NVRM: Xid (0000:01:00): 13, 0000 00000000 0000a197 ...           (older drivers)
+ *   NVRM: Xid (PCI:0000:04:00): 149, NETIR_BER_EVENT Nonfatal XC0 i0 Link 08 (0x00000013 0x00000000 0x00000000 0x00000000)
+ *
+ * The NVLink5 XIDs (144–150) name their unit first and carry intrinfo and errorStatus as the first two
+ * words in parentheses (NVIDIA's "XID 144-150 Decode" sheet; line shape as in leptonai/gpud's NVLink
+ * log tests): they are returned as `nvlink` for the decode (events/xid/nvlink5.ts).
  *
  * The PCI id is normalised to NVML's form (`00000000:3B:00.0`) so it matches nvmlPciInfo_t.busId.
  */
@@ -26,6 +32,8 @@ export interface KernelXid {
   gpuInstanceId?: number;
   /** The line's own verdict, where the driver writes one (NVLink5 errors, XID 144–150). */
   severity?: 'fatal' | 'nonfatal';
+  /** NVLink5 XIDs (144–150): the unit, link, intrinfo and errorStatus the line names. */
+  nvlink?: Nvlink5Words;
   meaning: string;
   recommendation: string;
   action: RemediationAction;
@@ -43,6 +51,19 @@ const LINE_TERMINATOR = /[\n\r\u2028\u2029]/g;
 const GPU_INSTANCE = /GPU-I:\s*([0-9a-fA-F]+)/;
 const PID = /^pid='?(<unknown>|\d+)'?(?:,\s*|$)/;
 const NAME = /^name=([^,]*)(?:,\s*|$)/;
+/** `NETIR_BER_EVENT Nonfatal XC0 i0 Link 08 (0x00000013 0x00000000 …)`: unit, link, intrinfo, errorStatus. */
+const NVLINK_UNIT = /^([A-Za-z0-9_/]{1,64})\s/;
+const NVLINK_LINK = /\bLink\s+(\d{1,4})\b/;
+const NVLINK_WORDS = /\((0x[0-9a-fA-F]{1,8})[\s,]+(0x[0-9a-fA-F]{1,8})/;
+
+/** The NVLink5 words of the driver's text, or undefined when it does not carry them. */
+export function parseNvlinkWords(text: string): Nvlink5Words | undefined {
+  const unit = NVLINK_UNIT.exec(text)?.[1];
+  const words = NVLINK_WORDS.exec(text);
+  if (!unit || !words) return undefined;
+  const link = NVLINK_LINK.exec(text)?.[1];
+  return { unit, ...(link === undefined ? {} : { link: Number(link) }), intrinfo: Number.parseInt(words[1]!, 16), errorStatus: Number.parseInt(words[2]!, 16) };
+}
 
 /** `0000:3b:00` / `3b:00.0` forms → `00000000:3B:00.0`; undefined when it is not a bus id. */
 export function normalizePciBusId(id: string): string | undefined {
@@ -107,16 +128,21 @@ export function parseXidLine(line: string): KernelXid | undefined {
   const info = describeXid(xid);
   // `Nonfatal` is checked first: it contains `fatal`.
   const severity = /\bnon-?fatal\b/i.test(rest) ? 'nonfatal' : /\bfatal\b/i.test(rest) ? 'fatal' : undefined;
+  const nvlink = NVLINK5_XIDS.has(xid) ? parseNvlinkWords(rest.trim()) : undefined;
+  // An NVLink5 XID's action is its decode row's (or its Nonfatal word's), not the XID's alone.
+  const verdict = NVLINK5_XIDS.has(xid) ? nvlink5Verdict(xid, nvlink, severity) : undefined;
+  const observed = verdict?.verdict === 'observe';
   return {
     pci,
     xid,
     pid,
     process,
     message: rest.trim(),
+    ...(nvlink ? { nvlink } : {}),
     ...(gi === undefined ? {} : { gpuInstanceId: Number.parseInt(gi, 16) }),
     ...(severity ? { severity } : {}),
     meaning: info.meaning,
-    recommendation: info.recommendation,
-    action: info.action,
+    recommendation: verdict ? `${verdict.why}: ${observed ? 'observe and count' : info.recommendation}` : info.recommendation,
+    action: observed ? 'observe' : info.action,
   };
 }

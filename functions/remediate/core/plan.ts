@@ -17,7 +17,8 @@ import { affectedPods, evictable, faultSite, type FaultSite } from './scope.ts';
 import { approvalIdFor } from './detail.ts';
 import { boundState, cmp, isOpen, type Incident, type IncidentPhase, type NodeState } from './state.ts';
 import type { NodeFacts, Plan, PlanTarget, PlanTrigger, PodFacts, RemediationFacts, TriggerEvent } from './types.ts';
-import { actionWords, letFinishWords, nextWords, triggerWords } from './words.ts';
+import { actionWords, letFinishWords, nextWords, triggerWords, xid45FollowsWords } from './words.ts';
+import { xid45Follows } from './workflows.ts';
 
 /** Occurrences older than this are dropped from the history (longest sensible escalation window). */
 const RECENT_HORIZON_MS = 24 * 3_600_000;
@@ -85,6 +86,9 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
 
   const rule = event.detailType === 'Operator Request' ? operatorRule(event.detail.by) : resolveRule(policy, facts.pool.name, ruleTriggerOf(event));
   if (rule.action === 'ignore') return noop(`${words}: informational (${rule.source} → ignore)`, 'ignore');
+  // NVIDIA's WORKFLOW_XID_45: with another XID on the GPU just before, it is that XID's cleanup.
+  const follows = event.detailType === 'GPU XID Error' && event.detail.xid === 45 ? xid45Follows(state, site, d.observedAt) : undefined;
+  if (follows) return noop(xid45FollowsWords(words, follows), 'ignore');
 
   if (event.detailType === 'GPU Health Changed' && event.detail.condition === 'monitoring-degraded') {
     // Never a hardware verdict: the agent cannot see, which says nothing about the GPUs.
@@ -94,7 +98,10 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   }
 
   const reported = d.pods ?? [];
-  const podUids = [...new Set(reported.map((p) => p.uid))];
+  // An application XID whose kernel line named the process: that pod is the one workload it restarts
+  // and counts toward escalation; a quarantine still moves every pod on the GPU (`reported`).
+  const culprit = event.detailType === 'GPU XID Error' && event.detail.culprit ? [event.detail.culprit] : reported;
+  const podUids = [...new Set(culprit.map((p) => p.uid))];
   const recent = [...state.recent.filter((o) => now.getTime() - Date.parse(o.at) <= RECENT_HORIZON_MS), { key: site.key, at: d.observedAt, pods: podUids }].sort((a, b) => cmp(a.at, b.at));
   const ladder = open?.ladder ?? ladderOf(rule);
   const decision = decideLevel(rule, ladder, open, lastClosed, recent, site.key, at, policy.escalation.recurrenceHours);
@@ -119,7 +126,7 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     return decision.progress ? { ...stands, escalation: decision.progress } : stands;
   }
 
-  const affected = affectedPods(site, reported, facts.pods);
+  const affected = affectedPods(site, action === 'restart-workload' ? culprit : reported, facts.pods);
   // DRAIN_AND_RESET (rule letWorkFinish): the GPU is fenced now, its running pods are left to end
   // by themselves until the deadline; the sweep evicts what is left then, and the reset waits for them.
   const patient = action === 'quarantine-gpu' && rule.letWorkFinish !== null && rule.action === 'quarantine-gpu';
@@ -176,7 +183,7 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
 
 function ruleTriggerOf(event: Exclude<TriggerEvent, { detailType: 'Operator Request' }>): RuleTrigger {
   return event.detailType === 'GPU XID Error'
-    ? { kind: 'xid', xid: event.detail.xid, ...(event.detail.recoveryAction ? { recoveryAction: event.detail.recoveryAction } : {}), ...(event.detail.severity ? { severity: event.detail.severity } : {}) }
+    ? { kind: 'xid', xid: event.detail.xid, ...(event.detail.recoveryAction ? { recoveryAction: event.detail.recoveryAction } : {}), ...(event.detail.severity ? { severity: event.detail.severity } : {}), ...(event.detail.nvlink ? { nvlink: event.detail.nvlink } : {}) }
     : { kind: 'condition', condition: event.detail.condition, severity: event.detail.severity, ...(event.detail.recoveryAction ? { recoveryAction: event.detail.recoveryAction } : {}) };
 }
 

@@ -76,7 +76,8 @@ describe('default policy', () => {
     const p = loadPolicy('xids:\n  48: { action: drain-node }\npools:\n  t4:\n    xids:\n      48: { action: observe }\n', 'p.yaml');
     expect(resolveRule(p, undefined, 48).action).toBe('drain-node');
     expect(resolveRule(p, 't4', 48)).toMatchObject({ action: 'observe', source: 'XID 48 (pool t4)' });
-    expect(resolveRule(p, 't4', 48).then).toEqual(['reboot-node', 'replace-node']);
+    // XID 48's chain is NVIDIA's WORKFLOW_XID_48: reset, then reboot; replacing it is the SRAM threshold's call.
+    expect(resolveRule(p, 't4', 48).then).toEqual(['reboot-node']);
   });
 
   it.each([

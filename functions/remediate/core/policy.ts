@@ -9,6 +9,8 @@ import {
   GPU_RECOVERY_ACTIONS,
   HEALTH_CONDITIONS,
   int,
+  NVLINK5_XIDS,
+  nvlink5Verdict,
   REMEDIATION_ACTIONS,
   XID_CATALOG,
   type GpuRecoveryAction,
@@ -260,8 +262,8 @@ export interface Rule {
 }
 
 export type RuleTrigger =
-  /** `severity`: the kernel line's own Fatal/Nonfatal (NVLink5 XIDs 144–150). */
-  | { kind: 'xid'; xid: number; recoveryAction?: GpuRecoveryAction; severity?: 'fatal' | 'nonfatal' }
+  /** `severity`: the kernel line's own Fatal/Nonfatal; `nvlink`: its intrinfo and errorStatus (NVLink5 XIDs 144–150). */
+  | { kind: 'xid'; xid: number; recoveryAction?: GpuRecoveryAction; severity?: 'fatal' | 'nonfatal'; nvlink?: { intrinfo: number; errorStatus: number } }
   | { kind: 'condition'; condition: HealthCondition; severity?: 'info' | 'warning' | 'critical'; recoveryAction?: GpuRecoveryAction };
 
 function merge(base: RuleOverride, over: RuleOverride | undefined): RuleOverride {
@@ -273,8 +275,6 @@ function merge(base: RuleOverride, over: RuleOverride | undefined): RuleOverride
  * (XID 154 always; other XIDs only when it asks for more than `none`, so a driver that reports
  * `none` beside XID 79 does not talk us out of draining a GPU that fell off the bus).
  */
-const NVLINK5_XIDS: ReadonlySet<number> = new Set([144, 145, 146, 147, 148, 149, 150]);
-
 export function resolveRule(policy: Policy, pool: string | undefined, trigger: number | HealthCondition | RuleTrigger): Rule {
   const t: RuleTrigger = typeof trigger === 'number' ? { kind: 'xid', xid: trigger } : typeof trigger === 'string' ? { kind: 'condition', condition: trigger } : trigger;
   const poolOver = pool !== undefined ? policy.pools[pool] : undefined;
@@ -292,9 +292,9 @@ export function resolveRule(policy: Policy, pool: string | undefined, trigger: n
     rule = merge(rule, poolOver?.xids?.[k]);
     const r = finish(rule, poolOver?.xids?.[k] ? `XID ${k} (pool ${pool})` : `XID ${k}`, undefined);
     // Never escalate on XID 45 noise, whatever a file says (the schema rejects it too).
-    if (t.xid === 45) return { ...r, escalate: null };
-    // NVIDIA's NVLink5 workflow: a line that says Nonfatal is observed and counted.
-    if (NVLINK5_XIDS.has(t.xid) && t.severity === 'nonfatal') return { ...r, action: 'observe', then: [], escalate: null, source: `${r.source} (Nonfatal: observe and count)` };
+    // Alone on its GPU (plan.ts ignores one that follows another XID): NVIDIA says restart Fabric Manager, a person's call.
+    if (t.xid === 45) return { ...r, escalate: null, source: `${r.source} (alone: restart Fabric Manager)` };
+    if (NVLINK5_XIDS.has(t.xid)) return nvlink5Rule(r, t);
     return r;
   }
   let rule = merge(CONDITION_DEFAULTS[t.condition], policy.conditions[t.condition]);
@@ -302,6 +302,17 @@ export function resolveRule(policy: Policy, pool: string | undefined, trigger: n
   const r = finish(rule, poolOver?.conditions?.[t.condition] ? `${t.condition} (pool ${pool})` : t.condition, t.severity);
   if (t.condition === 'monitoring-degraded') return { ...r, action: r.action === 'ignore' ? 'ignore' : 'observe', then: [], escalate: null };
   return r;
+}
+
+/**
+ * NVIDIA's WORKFLOW_NVLINK5_ERR: the decode sheet's row decides (nvlink5Verdict in events/xid/nvlink5.ts).
+ * IGNORE and XID_154_EVAL (the XID 154 that follows says what to do) observe; RESET_GPU keeps the XID's
+ * rule. Undecoded (NVML only, or a row the sheet lacks): a line that says Nonfatal is observed and counted.
+ */
+function nvlink5Rule(r: Rule, t: Extract<RuleTrigger, { kind: 'xid' }>): Rule {
+  const v = nvlink5Verdict(t.xid, t.nvlink, t.severity);
+  if (v.verdict === 'observe') return { ...r, action: 'observe', then: [], escalate: null, source: `${r.source} (${v.why})` };
+  return v.decode ? { ...r, source: `${r.source} (${v.why})` } : r;
 }
 
 function finish(rule: RuleOverride, source: string, severity: 'info' | 'warning' | 'critical' | undefined): Rule {

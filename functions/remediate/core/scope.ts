@@ -5,7 +5,7 @@
  * knows, every GPU pod on the node. DaemonSet and mirror pods are never affected: evicting a
  * DaemonSet pod only brings it back, and mirror pods cannot be evicted.
  */
-import { xidStaysInInstance, type GpuRef, type MigRef, type PodRef } from '../../../events/index.ts';
+import { NVLINK5_XIDS, nvlink5Verdict, xidStaysInInstance, type GpuRef, type GpuXidErrorDetail, type MigRef, type PodRef } from '../../../events/index.ts';
 import type { PodFacts, RemediationFacts, Scope } from './types.ts';
 
 /** The GPU a fault concerns: always its UUID; its index when the trigger knows it. */
@@ -27,7 +27,7 @@ export interface FaultSite {
 export function faultSite(facts: Pick<RemediationFacts, 'event'>): FaultSite {
   const { event } = facts;
   const d = event.detail;
-  const trigger = event.detailType === 'GPU XID Error' ? `xid-${event.detail.xid}` : event.detailType === 'GPU Health Changed' ? event.detail.condition : 'operator';
+  const trigger = event.detailType === 'GPU XID Error' ? xidTrigger(event.detail) : event.detailType === 'GPU Health Changed' ? event.detail.condition : 'operator';
   const gpu = d.gpu;
   // A whole-GPU XID seen on a MIG instance (95, 64, 48, …) is the whole GPU's: its reset destroys
   // every instance, so the incident, its fence and its pods are the GPU's (INSTANCE_SCOPED_XIDS).
@@ -38,6 +38,16 @@ export function faultSite(facts: Pick<RemediationFacts, 'event'>): FaultSite {
     return { scope: 'mig-instance', node: d.node, gpu, mig, trigger, key: `${d.node}/${gpu.uuid}/gi${mig.gpuInstanceId}/${trigger}`, quarantineId: mig.uuid ?? `${gpu.uuid}/gi${mig.gpuInstanceId}` };
   }
   return { scope: 'gpu', node: d.node, gpu, trigger, key: `${d.node}/${gpu.uuid}/${trigger}`, quarantineId: gpu.uuid };
+}
+
+/**
+ * `xid-79`. An NVLink5 XID (144–150) that NVIDIA's decode (or its Nonfatal line) calls non-fatal is
+ * `xid-149-nonfatal`, its own observed incident: otherwise an open observe of a BER event would stand
+ * in for the fatal NETIR_LINK_DOWN of the same XID that follows it, and the GPU would never be reset.
+ */
+function xidTrigger(d: GpuXidErrorDetail): string {
+  if (!NVLINK5_XIDS.has(d.xid)) return `xid-${d.xid}`;
+  return nvlink5Verdict(d.xid, d.nvlink, d.severity).verdict === 'observe' ? `xid-${d.xid}-nonfatal` : `xid-${d.xid}`;
 }
 
 /** Pods that can be moved: not DaemonSet-owned, not mirror pods. */

@@ -2,7 +2,7 @@
  * Reasons in words a person on call understands: what happened, what it means, why this action,
  * what comes next. They end up in the Remediation event, the chat message and the node history.
  */
-import { describeXid, type NvidiaBucket, type RemediationAction } from '../../../events/index.ts';
+import { decodeNvlink5, decodeWords, describeXid, type GpuXidErrorDetail, type NvidiaBucket, type RemediationAction } from '../../../events/index.ts';
 import { gpuWords, type FaultSite } from './scope.ts';
 import type { Capabilities, TriggerEvent } from './types.ts';
 
@@ -13,10 +13,14 @@ const BUCKET_WORDS: Record<NvidiaBucket, string> = {
   RESTART_BM: 'NVIDIA says power-cycle the machine',
   RESTART_VM: 'NVIDIA says replace the VM',
   CHECK_MECHANICALS: 'NVIDIA says a person must check the hardware (power cabling)',
-  CONTACT_SUPPORT: 'NVIDIA says contact support',
-  RESTART_FABRIC_MANAGER: 'NVIDIA says restart the fabric manager',
-  OBEY_RECOVERY_ACTION: 'NVIDIA says obey the recovery action the driver names',
+  CONTACT_SUPPORT: 'NVIDIA says contact support (no automated action)',
+  UPDATE_SWFW: 'NVIDIA says update the driver or firmware',
   CHECK_UVM: "NVIDIA says check the host's unified-memory (UVM) driver",
+  WORKFLOW_XID_45: 'NVIDIA says: alone, restart Fabric Manager; with other XIDs, ignore it and follow them',
+  WORKFLOW_XID_48: 'NVIDIA says reset the GPU (reboot if that fails); replace it only when the SRAM uncorrectable threshold is exceeded',
+  WORKFLOW_NVLINK_ERR: 'NVIDIA says reset the GPU or reboot, check the links, replace if it recurs',
+  WORKFLOW_NVLINK5_ERR: "NVIDIA says decode intrinfo/errorStatus and act on the decode sheet's row",
+  XID_154: 'NVIDIA says obey the recovery action the driver names',
   NONE_GIVEN: "NVIDIA's catalog names this XID but gives no action yet",
 };
 
@@ -26,13 +30,27 @@ export function triggerWords(event: TriggerEvent, site: FaultSite): string {
     const d = event.detail;
     const info = describeXid(d.xid);
     const ra = d.recoveryAction ? `; the driver asks for recovery action ${d.recoveryAction}` : '';
-    return `XID ${d.xid} (${info.meaning}) on ${gpuWords(site)} of node ${d.node}: ${BUCKET_WORDS[info.nvidiaAction]}${ra}`;
+    const nvidia = info.listed ? BUCKET_WORDS[info.nvidiaAction] : "NVIDIA's catalog does not list it";
+    return `XID ${d.xid} (${info.meaning}) on ${gpuWords(site)} of node ${d.node}: ${nvidia}${nvlinkWords(d)}${ra}`;
   }
   if (event.detailType === 'Operator Request') return `quarantine of ${gpuWords(site)} of node ${event.detail.node} asked by ${event.detail.by}`;
   const d = event.detail;
   const measured = d.value !== undefined ? ` (${d.value}${d.unit ? ' ' + d.unit : ''}${d.threshold !== undefined ? `, threshold ${d.threshold}` : ''})` : '';
   const ra = d.recoveryAction ? ` asking for ${d.recoveryAction}` : '';
   return `health condition ${d.condition}${ra} ${d.state} at ${d.severity}${measured} on ${gpuWords(site)} of node ${d.node}: ${d.message}`;
+}
+
+/** "; decoded: NETIR_BER_EVENT (intrinfo 0x00000013, errorStatus 0x00000000): IGNORE, Non-fatal; …" for NVLink5 XIDs. */
+function nvlinkWords(d: GpuXidErrorDetail): string {
+  if (!d.nvlink) return '';
+  const decoded = decodeNvlink5(d.xid, d.nvlink.intrinfo, d.nvlink.errorStatus);
+  const link = d.nvlink.link !== undefined ? ` on link ${d.nvlink.link}` : '';
+  return decoded ? `; decoded${link}: ${decodeWords(decoded)}` : `; ${d.nvlink.unit}${link} is not in NVIDIA's decode sheet`;
+}
+
+/** An XID 45 that is another XID's cleanup (NVIDIA's WORKFLOW_XID_45, not solo). */
+export function xid45FollowsWords(words: string, other: string): string {
+  return `${words}: it follows ${other} on this GPU, so it is that error's cleanup: ignored, the ${other} incident decides`;
 }
 
 export function actionWords(action: RemediationAction, node: string, site: FaultSite, pods: number): string {
