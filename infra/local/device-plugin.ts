@@ -26,7 +26,7 @@ import { fenceFilePath } from './agent-host.ts';
 import type { NodeFiles } from './node-files.ts';
 import type { GpuSpec } from './node-gpus.ts';
 import { FenceFile } from '../../node-agent/actuator/fence-file.ts';
-import { NVIDIA_PLUGIN_SKIPPED_XIDS } from '../../functions/remediate/core/gpu-repair.ts';
+import { NVIDIA_PLUGIN_SKIPPED_XIDS } from '../../functions/remediate/core/fence.ts';
 
 const SLICES = 'resourceslices.resource.k8s.io';
 const RULES = 'devicetaintrules.resource.k8s.io';

@@ -12,12 +12,13 @@ import { decideLevel, ladderOf } from './escalation.ts';
 import { fenceBackendOf, resolveRule, type FenceBackend, type Policy, type Rule, type RuleTrigger } from './policy.ts';
 import type { Notice } from '../../lib/plan.ts';
 import { adoptOrphans, deriveNode, newGpuActions, nodeEdit } from './reconcile.ts';
-import { deviceTaintChange, fenceWords, needsReset } from './gpu-repair.ts';
+import { deviceTaintChange } from './fence-dra.ts';
+import { needsReset } from './recovery.ts';
 import { affectedPods, evictable, faultSite, type FaultSite } from './scope.ts';
 import { approvalIdFor } from './detail.ts';
 import { boundState, cmp, isOpen, type Incident, type IncidentPhase, type NodeState } from './state.ts';
 import type { NodeFacts, Plan, PlanTarget, PlanTrigger, PodFacts, RemediationFacts, TriggerEvent } from './types.ts';
-import { actionWords, letFinishWords, nextWords, triggerWords } from './words.ts';
+import { actionWords, fenceWords, letFinishWords, nextWords, triggerWords } from './words.ts';
 
 /** Occurrences older than this are dropped from the history (longest sensible escalation window). */
 const RECENT_HORIZON_MS = 24 * 3_600_000;

@@ -14,7 +14,8 @@ import { encodeHistory, isOpen, QUARANTINED_GPUS_ANNOTATION, HISTORY_ANNOTATION,
 import { emptyEdit, isEmptyEdit, type NodeEdit } from '../../lib/plan.ts';
 import type { NodeFacts } from './types.ts';
 import { GPU_ACTIONS_ANNOTATION, type GpuActionRequest } from '../../../events/index.ts';
-import { backendOf, fenced, fencedByTaint, gpuActionsOf, withFence } from './gpu-repair.ts';
+import { gpuActionsOf } from './gpu-repair.ts';
+import { backendOf, fenced, fencedByTaint, withFence } from './fence.ts';
 import type { FenceBackend, Policy } from './policy.ts';
 
 const PHASE_RANK: Record<NodePhase, number> = { healthy: 0, 'awaiting-approval': 1, quarantined: 2, 'awaiting-repair': 3, draining: 4 };

@@ -26,7 +26,10 @@ import type { Capabilities, NodeFacts, Plan, PodFacts, PoolFacts, ReplaceFacts }
 import { startReplace, stepReplace, type ReplaceStep } from './replace.ts';
 import { notice, withState } from './plan.ts';
 import { repairOf } from './words.ts';
-import { checkFence, deviceTaintChange, draLifted, needsReset, readResults, stepRepair, stepUnlatch, unfenceDone, withFence } from './gpu-repair.ts';
+import { readResults, stepRepair, unfenceDone } from './gpu-repair.ts';
+import { checkFence, stepUnlatch, withFence } from './fence.ts';
+import { deviceTaintChange, draLifted } from './fence-dra.ts';
+import { needsReset } from './recovery.ts';
 import { fenceBackendOf } from './policy.ts';
 import { stepMigRestore } from './mig-restore.ts';
 import type { GpuActionState } from '../../../events/index.ts';

@@ -5,6 +5,8 @@
 import { describeXid, type NvidiaBucket, type RemediationAction } from '../../../events/index.ts';
 import { gpuWords, type FaultSite } from './scope.ts';
 import type { Capabilities, TriggerEvent } from './types.ts';
+import type { Policy } from './policy.ts';
+import type { Incident } from './state.ts';
 
 const BUCKET_WORDS: Record<NvidiaBucket, string> = {
   IGNORE: 'NVIDIA says no action is needed',
@@ -84,3 +86,17 @@ export function repairOf(ladder: readonly RemediationAction[], level: number): '
   for (const a of [ladder[level], ladder[level + 1]]) if (a === 'reboot-node' || a === 'replace-node') return a;
   return undefined;
 }
+
+/** How an incident's GPU is being kept out of scheduling, in words (the Remediation's reason). */
+export function fenceWords(i: Incident, policy: Pick<Policy, 'fence'>): string {
+  const f = i.fence;
+  if (!f) return '';
+  const what = i.xid !== undefined ? `XID ${i.xid}` : (i.condition ?? i.trigger);
+  if (f.fallback === 'not-fenced-by-plugin') return `NVIDIA's device plugin does not take the GPU out for ${what} by itself, so the node is tainted NoSchedule while ${i.gpu} is out (fence fallback).`;
+  if (f.backend === 'cordon') return `This pool fences by node taint (fence backend cordon): the node is tainted NoSchedule while ${i.gpu} is out.`;
+  if (f.fallback === 'no-dra-device') return `No ResourceSlice of the node lists ${i.gpu} under the DRA driver ${policy.fence.dra.driver}, so the node is tainted NoSchedule while it is out (fence fallback).`;
+  if (f.backend === 'dra') return `${i.gpu} is fenced by a DRA DeviceTaintRule (NoSchedule) on its device; it must be there within ${policy.fence.verifyMinutes} min, else the node is tainted.`;
+  if (f.backend === 'nvidia-plugin') return `NVIDIA's device plugin takes ${i.gpu} out for ${what} by itself; the node's allocatable must show it within ${policy.fence.verifyMinutes} min, else the node is tainted.`;
+  return `${i.gpu} is fenced through the ACK device plugin's unhealthy-devices file (the node agent writes it); the node's allocatable must show it within ${policy.fence.verifyMinutes} min, else the node is tainted.`;
+}
+

@@ -1,0 +1,153 @@
+/**
+ * Which incidents hold their GPU out of scheduling, through which backend, and whether the node
+ * shows it (pure). The backends (policy.ts `FENCE_BACKENDS`): the ACK device plugin's file (the node
+ * agent writes it), NVIDIA's device plugin latch (it fences critical XIDs by itself), a DRA
+ * DeviceTaintRule (fence-dra.ts), or a node taint. A fence is real only when the node shows it;
+ * one that does not within `fence.verifyMinutes` is escalated one scope up (the node is tainted).
+ */
+import type { FenceBackend, Policy } from './policy.ts';
+import { needsReset, quiesces } from './recovery.ts';
+import { isOpen, type FenceFallback, type Incident, type NodeState } from './state.ts';
+import type { NodeFacts, PodFacts } from './types.ts';
+import { checkDra } from './fence-dra.ts';
+
+/**
+ * Whether the agent keeps the incident's GPU fenced: a whole-GPU quarantine that needs a reset (or
+ * quiesces P2P traffic), from the moment it took the GPU out, and still while it climbs on to a node repair.
+ */
+export function fenced(i: Incident): boolean {
+  if (i.outAt === undefined) return false;
+  if (i.action === 'quarantine-gpu') return needsReset(i) || quiesces(i);
+  const wasQuarantined = i.ladder.slice(0, i.level).includes('quarantine-gpu');
+  return wasQuarantined && needsReset({ ...i, action: 'quarantine-gpu' });
+}
+
+/** XIDs NVIDIA's device plugin does not mark a GPU unhealthy for (its default skip list). */
+export const NVIDIA_PLUGIN_SKIPPED_XIDS: ReadonlySet<number> = new Set([13, 31, 43, 45, 68, 109]);
+const PLUGIN_SKIPS = NVIDIA_PLUGIN_SKIPPED_XIDS;
+
+/** Whether NVIDIA's device plugin fences this incident's GPU by itself (a critical XID it watches). */
+export function pluginFences(i: Pick<Incident, 'xid' | 'condition' | 'trigger'>): boolean {
+  return i.xid !== undefined && i.condition === undefined && i.trigger !== 'orphan' && !PLUGIN_SKIPS.has(i.xid);
+}
+
+/**
+ * The fence an incident gets when it first holds its GPU out: the pool's backend, escalated to a
+ * node taint at once where that backend cannot fence this fault (NVIDIA's plugin and a health
+ * condition). Incidents that fence nothing, or already carry their fence, are returned as they are.
+ */
+export function withFence(i: Incident, backend: FenceBackend): Incident {
+  if (i.fence || !isOpen(i) || !fenced(i)) return i;
+  if (backend === 'nvidia-plugin' && !pluginFences(i)) return { ...i, fence: { backend, fallback: 'not-fenced-by-plugin', fallbackAt: i.outAt! } };
+  return { ...i, fence: { backend } };
+}
+
+/** The backend an incident's GPU is fenced by (incidents from before backends existed: the ACK file). */
+export function backendOf(i: Incident): FenceBackend {
+  return i.fence?.backend ?? 'ack-file';
+}
+
+/** An open incident whose GPU is held out by a node taint rather than a per-GPU fence. */
+export function fencedByTaint(i: Incident): boolean {
+  return isOpen(i) && fenced(i) && (backendOf(i) === 'cordon' || i.fence?.fallback !== undefined);
+}
+
+/** Extended resources a device plugin reports GPUs under: whole GPUs and MIG instances. */
+const GPU_DEVICE = /^nvidia\.com\/(gpu|mig-.+)$/;
+
+/** Devices the node's capacity has and its allocatable does not (what the device plugin holds out). */
+export function devicesOut(node: Pick<NodeFacts, 'capacity' | 'allocatable'>): number | undefined {
+  if (!node.capacity || !node.allocatable) return undefined;
+  let out = 0;
+  let seen = false;
+  for (const [k, v] of Object.entries(node.capacity)) {
+    if (!GPU_DEVICE.test(k)) continue;
+    seen = true;
+    out += Math.max(0, (Number(v) || 0) - (Number(node.allocatable[k]) || 0));
+  }
+  return seen ? out : undefined;
+}
+
+/** Open incidents of a state whose GPU a device plugin should be holding out now (one per GPU). */
+function pluginFencedGpus(state: Pick<NodeState, 'incidents'>, except?: Incident): Set<string> {
+  const gpus = new Set<string>();
+  for (const x of state.incidents) {
+    if (x.key === except?.key || !isOpen(x) || !fenced(x) || !x.gpu || x.fence?.fallback !== undefined) continue;
+    const b = backendOf(x);
+    if (b === 'ack-file' || b === 'nvidia-plugin') gpus.add(x.gpu);
+  }
+  return gpus;
+}
+
+export type FenceCheck =
+  | { kind: 'wait' }
+  | { kind: 'verified'; incident: Incident; why: string }
+  | { kind: 'fallback'; incident: Incident; why: string };
+
+const MINUTE = 60_000;
+
+/**
+ * Is the GPU really out of scheduling? A device-plugin fence (ACK file, NVIDIA's latch) is seen
+ * in the node's allocatable: as many GPU devices missing from it as GPUs held out. Not seen within
+ * `fence.verifyMinutes` of the quarantine: escalated one scope up (the node is tainted NoSchedule)
+ * and said so. A node that reports no GPU capacity cannot show the fence: the same.
+ */
+export function checkFence(i: Incident, state: Pick<NodeState, 'incidents'>, node: Pick<NodeFacts, 'name' | 'capacity' | 'allocatable' | 'dra'>, now: Date, policy: Pick<Policy, 'fence'>): FenceCheck {
+  const f = i.fence;
+  if (!f || f.verifiedAt || f.fallback || f.backend === 'cordon' || !isOpen(i) || !fenced(i)) return { kind: 'wait' };
+  if (f.backend === 'dra') return checkDra(i, node, now, policy);
+  const want = pluginFencedGpus(state).size;
+  const out = devicesOut(node);
+  const at = now.toISOString();
+  const seen = out === undefined ? 'the node reports no nvidia.com GPU capacity' : `${out} GPU device(s) missing from its allocatable, ${want} expected`;
+  if (out !== undefined && out >= want) {
+    return { kind: 'verified', incident: { ...i, fence: { ...f, verifiedAt: at } }, why: `${i.gpu} is fenced (${f.backend === 'ack-file' ? "ACK device plugin's unhealthy-devices file" : "NVIDIA device plugin's own health check"}): ${seen}` };
+  }
+  if (now.getTime() - Date.parse(i.outAt ?? i.since) < policy.fence.verifyMinutes * MINUTE) return { kind: 'wait' };
+  const fallback: FenceFallback = 'not-verified';
+  return {
+    kind: 'fallback',
+    incident: { ...i, fence: { ...f, fallback, fallbackAt: at } },
+    why: `${i.gpu} was not fenced within ${policy.fence.verifyMinutes} min (${f.backend}: ${seen}): the node is tainted NoSchedule instead, until the GPU is repaired`,
+  };
+}
+
+/** NVIDIA's device plugin pods on the node (the policy's namespace and labels). */
+export function pluginPods(pods: readonly PodFacts[], policy: Pick<Policy, 'fence'>): PodFacts[] {
+  const { namespace, selector } = policy.fence.nvidiaPlugin;
+  return pods.filter((p) => p.namespace === namespace && Object.entries(selector).every(([k, v]) => p.labels?.[k] === v));
+}
+
+export type UnlatchStep =
+  | { kind: 'none' }
+  /** Restart NVIDIA's device plugin on the node: its latch is undone only by a restart. */
+  | { kind: 'restart'; incident: Incident; pods: PodFacts[]; why: string }
+  | { kind: 'unfenced'; incident: Incident; why: string };
+
+/**
+ * After a verified restore on a node whose GPUs NVIDIA's device plugin fences: the plugin keeps the
+ * GPU unhealthy until it restarts, so its pod on the node is deleted (its DaemonSet recreates it and
+ * it enumerates the GPUs afresh). Never while another GPU of the node is still held out by that
+ * latch (a restart would return it too): then it waits for that one. Done once the allocatable
+ * is back; asked again each `fence.verifyMinutes` until it is.
+ */
+export function stepUnlatch(i: Incident, state: Pick<NodeState, 'incidents'>, node: Pick<NodeFacts, 'capacity' | 'allocatable'>, pods: readonly PodFacts[], now: Date, policy: Pick<Policy, 'fence'>): UnlatchStep {
+  const f = i.fence;
+  if (isOpen(i) || !fenced(i) || i.unfencedAt || !f || f.backend !== 'nvidia-plugin' || f.fallback === 'not-fenced-by-plugin') return { kind: 'none' };
+  const at = now.toISOString();
+  const stillOut = pluginFencedGpus(state, i).size;
+  const out = devicesOut(node);
+  if (f.restartedAt && out !== undefined && out <= stillOut) {
+    return { kind: 'unfenced', incident: { ...i, unfencedAt: at }, why: `${i.gpu} is schedulable again: NVIDIA's device plugin counts it after its restart` };
+  }
+  if (f.restartedAt && now.getTime() - Date.parse(f.restartedAt) < policy.fence.verifyMinutes * MINUTE) return { kind: 'none' };
+  // Another GPU of the node still held out (by the latch, or by a taint the new plugin pod would
+  // have to tolerate): the restart waits for it.
+  if (state.incidents.some((x) => x.key !== i.key && isOpen(x) && fenced(x))) return { kind: 'none' };
+  const plugin = pluginPods(pods, policy);
+  const where = `${policy.fence.nvidiaPlugin.namespace} (${Object.entries(policy.fence.nvidiaPlugin.selector).map(([k, v]) => `${k}=${v}`).join(',')})`;
+  const why = plugin.length > 0
+    ? `${i.gpu} passed its reset and probe; NVIDIA's device plugin keeps it unhealthy until it restarts: restarting ${plugin.map((p) => `${p.namespace}/${p.name}`).join(', ')}${f.restartedAt ? ` again (the GPU was not back ${policy.fence.verifyMinutes} min after ${f.restartedAt})` : ''}`
+    : `${i.gpu} passed its reset and probe, but no NVIDIA device plugin pod was found on the node in ${where}: the GPU stays unschedulable until that plugin restarts (check fence.nvidiaPlugin)`;
+  return { kind: 'restart', incident: { ...i, fence: { ...f, restartedAt: at } }, pods: plugin, why };
+}
