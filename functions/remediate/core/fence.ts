@@ -6,20 +6,19 @@
  * one that does not within `fence.verifyMinutes` is escalated one scope up (the node is tainted).
  */
 import type { FenceBackend, Policy } from './policy.ts';
-import { needsReset, quiesces } from './recovery.ts';
 import { isOpen, type FenceFallback, type Incident, type NodeState } from './state.ts';
 import type { NodeFacts, PodFacts } from './types.ts';
 import { checkDra } from './fence-dra.ts';
 
 /**
- * Whether the agent keeps the incident's GPU fenced: a whole-GPU quarantine that needs a reset (or
- * quiesces P2P traffic), from the moment it took the GPU out, and still while it climbs on to a node repair.
+ * Whether the incident holds its GPU out of scheduling: every whole-GPU quarantine, whatever raised
+ * it (an XID, a health condition, a person), from the moment it took the GPU out, and still while it
+ * climbs on to a node repair. "No new work lands on it" is only true of a fenced GPU (issue #27).
+ * MIG-instance incidents are not fenced here: the fence files and the plugin latch name whole GPUs.
  */
 export function fenced(i: Incident): boolean {
-  if (i.outAt === undefined) return false;
-  if (i.action === 'quarantine-gpu') return needsReset(i) || quiesces(i);
-  const wasQuarantined = i.ladder.slice(0, i.level).includes('quarantine-gpu');
-  return wasQuarantined && needsReset({ ...i, action: 'quarantine-gpu' });
+  if (i.outAt === undefined || i.scope !== 'gpu' || !i.gpu) return false;
+  return i.action === 'quarantine-gpu' || i.ladder.slice(0, i.level).includes('quarantine-gpu');
 }
 
 /** XIDs NVIDIA's device plugin does not mark a GPU unhealthy for (its default skip list). */

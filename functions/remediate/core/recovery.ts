@@ -6,8 +6,36 @@
 import type { HealthCondition } from '../../../events/index.ts';
 import type { Incident } from './state.ts';
 
-/** Health conditions whose recovery is a GPU reset (the rest clear when the agent says so). */
-const RESET_CONDITIONS: ReadonlySet<HealthCondition> = new Set<HealthCondition>(['ecc-uncorrected', 'nvlink-down', 'recovery-action']);
+/**
+ * Health conditions whose recovery is a GPU reset (the rest clear when the agent says so). A pending
+ * row remap or page retirement is applied by the next GPU reset (NVIDIA's XID catalog, XID 63: "pending
+ * remap needs a reset"; the agent's own words for both conditions say so), so nothing else clears it.
+ */
+const RESET_CONDITIONS: ReadonlySet<HealthCondition> = new Set<HealthCondition>(['ecc-uncorrected', 'nvlink-down', 'recovery-action', 'row-remap-pending', 'retired-pages-pending']);
+
+/**
+ * RMA class: NVIDIA says the GPU must be replaced, and no reset cures it. A row-remap failure means
+ * no spare rows are left (NVIDIA's "Memory error management" guide: the GPU should be RMA'd); the SRAM
+ * uncorrectable threshold is NVIDIA's WORKFLOW_XID_48 test for RMA (docs.nvidia.com/deploy/xid-errors).
+ */
+const RMA_CONDITIONS: ReadonlySet<HealthCondition> = new Set<HealthCondition>(['row-remap-failure', 'sram-threshold-exceeded']);
+
+/** What a quarantined GPU needs before it may return (the words of the plan say the same). */
+export type Recovery = 'reset' | 'replace' | 'quiesce' | 'resolve';
+
+export function recoveryOf(i: Incident): Recovery {
+  if (needsReplace(i)) return 'replace';
+  if (quiesces(i)) return 'quiesce';
+  return needsReset(i) ? 'reset' : 'resolve';
+}
+
+/**
+ * A whole-GPU quarantine NVIDIA answers with a replacement: the GPU stays fenced, no reset is tried,
+ * and the sweep climbs to the next rung (replace-node, or awaiting-repair for a person).
+ */
+export function needsReplace(i: Incident): boolean {
+  return i.scope === 'gpu' && !!i.gpu && i.action === 'quarantine-gpu' && i.condition !== undefined && RMA_CONDITIONS.has(i.condition);
+}
 
 /**
  * A whole-GPU incident the agent fences and that returns only after a reset and a probe: an XID

@@ -29,7 +29,7 @@ import { repairOf } from './words.ts';
 import { readResults, stepRepair, unfenceDone } from './gpu-repair.ts';
 import { checkFence, stepUnlatch, withFence } from './fence.ts';
 import { deviceTaintChange, draLifted } from './fence-dra.ts';
-import { needsReset } from './recovery.ts';
+import { needsReplace, needsReset } from './recovery.ts';
 import { fenceBackendOf } from './policy.ts';
 import { stepMigRestore } from './mig-restore.ts';
 import type { GpuActionState } from '../../../events/index.ts';
@@ -118,9 +118,9 @@ function step(i: Incident, w: Work, facts: SweepFacts, policy: Policy, retries: 
   const node = w.facts.node.name;
   const quietSince = Math.max(Date.parse(i.lastAt), Date.parse(i.since), i.resolvedAt ? Date.parse(i.resolvedAt) : 0);
   const quiet = now.getTime() - quietSince >= policy.quietPeriodMinutes * MIN;
-  const close = (why: string): Incident => {
+  const close = (why: string, x: Incident = i): Incident => {
     w.reasons.push(why);
-    const closed: Incident = { ...i, phase: 'closed', closedAt: now.toISOString() };
+    const closed: Incident = { ...x, phase: 'closed', closedAt: now.toISOString() };
     w.touched.push(closed);
     if (i.phase === 'quarantined' || i.phase === 'draining' || i.phase === 'awaiting-repair') w.back.push(closed);
     return closed;
@@ -136,13 +136,16 @@ function step(i: Incident, w: Work, facts: SweepFacts, policy: Policy, retries: 
     case 'acted':
       return now.getTime() - Date.parse(i.lastAt) >= policy.escalation.windowMinutes * MIN ? close(`${i.key}: quiet for ${policy.escalation.windowMinutes} min, closed`) : i;
     case 'quarantined': {
-      if (needsReset(i)) return repairStep(i, w, facts, policy, retry);
+      // Every GPU quarantine is fenced, whatever its cure: first the fence is seen (or escalated).
+      const held = holdFence(i, w, facts, policy);
+      if (needsReset(held)) return repairStep(held, w, facts, policy, retry);
+      if (needsReplace(held)) return replaceGpu(held, w, facts, policy, retry);
       // A condition (unlike an XID) is still true until the agent says it resolved, or a person
       // says the node was repaired after the condition was last seen.
-      const cleared = i.condition === undefined || i.resolvedAt !== undefined || (w.state.repairedAt !== undefined && cmp(w.state.repairedAt, i.lastAt) >= 0);
-      if (quiet && cleared) return close(`${i.key}: quiet for ${policy.quietPeriodMinutes} min after quarantine, the GPU returns to service`);
-      retry(evictable(w.facts.pods).filter((p) => i.pods.includes(p.uid)));
-      return i;
+      const cleared = held.condition === undefined || held.resolvedAt !== undefined || (w.state.repairedAt !== undefined && cmp(w.state.repairedAt, held.lastAt) >= 0);
+      if (quiet && cleared) return close(`${held.key}: quiet for ${policy.quietPeriodMinutes} min after quarantine, the GPU returns to service`, held);
+      retry(evictable(w.facts.pods).filter((p) => held.pods.includes(p.uid)));
+      return held;
     }
     case 'draining': {
       const left = evictable(w.facts.pods);
@@ -209,15 +212,6 @@ function lift(i: Incident, w: Work, facts: SweepFacts, policy: Policy): Incident
  */
 function repairStep(i0: Incident, w: Work, facts: SweepFacts, policy: Policy, retry: (pods: PodFacts[]) => void): Incident {
   let i = i0;
-  const check = checkFence(i, w.state, w.facts.node, facts.now, policy);
-  if (check.kind !== 'wait') {
-    i = check.incident;
-    w.reasons.push(check.why);
-    if (check.kind === 'fallback') {
-      w.notices.push(notice(i.action, w.facts.node, check.why));
-      w.touched.push(i);
-    }
-  }
   const left = evictable(w.facts.pods).filter((p) => i.pods.includes(p.uid));
   if (i.evictAt !== undefined) {
     // letWorkFinish (DRAIN_AND_RESET): its pods end by themselves until the deadline; then they move.
@@ -240,6 +234,37 @@ function repairStep(i0: Incident, w: Work, facts: SweepFacts, policy: Policy, re
   w.reasons.push(s.why);
   w.touched.push(s.incident);
   return s.incident;
+}
+
+/**
+ * Is the quarantined GPU really out of scheduling (fence.ts checkFence)? Verified, it is said so;
+ * not seen within `fence.verifyMinutes`, the node is tainted instead and a person is told.
+ */
+function holdFence(i: Incident, w: Work, facts: SweepFacts, policy: Policy): Incident {
+  const check = checkFence(i, w.state, w.facts.node, facts.now, policy);
+  if (check.kind === 'wait') return i;
+  w.reasons.push(check.why);
+  if (check.kind === 'fallback') {
+    w.notices.push(notice(check.incident.action, w.facts.node, check.why));
+    w.touched.push(check.incident);
+  }
+  return check.incident;
+}
+
+/**
+ * RMA class (recovery.ts needsReplace): no reset cures the GPU. Once its fence is seen (verified,
+ * or the node taint holding it), the incident climbs: replace-node (drained first; through the
+ * cloud, or a person told), or awaiting-repair for a person when its ladder ends here. Its pods
+ * keep moving meanwhile.
+ */
+function replaceGpu(i: Incident, w: Work, facts: SweepFacts, policy: Policy, retry: (pods: PodFacts[]) => void): Incident {
+  const f = i.fence;
+  const out = f !== undefined && (f.verifiedAt !== undefined || f.fallback !== undefined || f.backend === 'cordon');
+  if (!out) {
+    retry(evictable(w.facts.pods).filter((p) => i.pods.includes(p.uid)));
+    return i;
+  }
+  return climb(i, `NVIDIA says ${i.gpu} must be replaced (${i.condition}: RMA class, no reset cures it); it stays fenced`, w, facts, policy);
 }
 
 /**

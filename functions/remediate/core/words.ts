@@ -7,6 +7,7 @@ import { gpuWords, type FaultSite } from './scope.ts';
 import type { Capabilities, TriggerEvent } from './types.ts';
 import type { Policy } from './policy.ts';
 import type { Incident } from './state.ts';
+import type { Recovery } from './recovery.ts';
 
 const BUCKET_WORDS: Record<NvidiaBucket, string> = {
   IGNORE: 'NVIDIA says no action is needed',
@@ -64,7 +65,7 @@ export function letFinishWords(site: FaultSite, pods: number, until: string): st
 }
 
 /** What happens after this action, given what the handler can repair. */
-export function nextWords(ladder: readonly RemediationAction[], level: number, capabilities: Capabilities | undefined): string {
+export function nextWords(ladder: readonly RemediationAction[], level: number, capabilities: Capabilities | undefined, recovery: Recovery = 'reset'): string {
   const action = ladder[level];
   const next = ladder[level + 1];
   const repair = repairOf(ladder, level);
@@ -77,8 +78,28 @@ export function nextWords(ladder: readonly RemediationAction[], level: number, c
       ? 'next: once drained, reboot the node, then return it after the quiet period'
       : `next: once drained, the node waits at awaiting-repair: ${capabilities?.unreachable ? `the cloud cannot ${repair === 'reboot-node' ? 'reboot' : 'replace'} it (${capabilities.unreachable})` : `no cloud adapter can ${repair === 'reboot-node' ? 'reboot' : 'replace'} it`}, so a person must, then annotate gpu-reflex.io/repaired-at`;
   }
-  if (action === 'quarantine-gpu') return `next: once its pods are gone the node agent resets the GPU, and it returns only after a health probe passes${next ? `; if the reset fails or the fault returns: ${next}` : ''}`;
+  if (action === 'quarantine-gpu') {
+    switch (recovery) {
+      case 'replace':
+        return `next: NVIDIA says this GPU must be replaced (RMA), so it stays fenced and no reset is tried; once the fence is seen, ${replaceWords(next, capabilities)}`;
+      case 'quiesce':
+        return "next: once its pods are gone the driver's recovery action is read again: none returns the GPU after the quiet period, a reset request has it reset and probed";
+      case 'resolve':
+        return `next: it stays fenced until the node agent reports the condition resolved, then returns after the quiet period${next ? `; if it comes back: ${next}` : ''}`;
+      default:
+        return `next: once its pods are gone the node agent resets the GPU, and it returns only after a health probe passes${next ? `; if the reset fails or the fault returns: ${next}` : ''}`;
+    }
+  }
   return next ? `next: if it repeats, ${next}` : 'next: nothing unless it gets worse';
+}
+
+/** Where an RMA-class GPU quarantine goes once its fence is seen (sweep.ts replaceGpu, then climb). */
+function replaceWords(next: RemediationAction | undefined, caps: Capabilities | undefined): string {
+  const person = 'a person must replace it, then annotate gpu-reflex.io/repaired-at';
+  if (next !== 'replace-node') return `it waits at awaiting-repair: ${person}`;
+  if (caps?.repairOwner) return `the node is drained and left to ${caps.repairOwner} to repair`;
+  if (caps?.replace) return 'the node is drained and replaced through its node pool, capacity first';
+  return `the node is drained and waits at awaiting-repair (${caps?.unreachable ?? 'no cloud adapter can replace it'}): ${person}`;
 }
 
 /** The repair a drain leads to: the action itself if it is one, else the next rung if it is one. */
