@@ -8,7 +8,9 @@ import type { Policy } from './policy.ts';
 import { fnv1a } from './hash.ts';
 import { isOpen, type Incident, type NodeState } from './state.ts';
 import type { NodeFacts } from './types.ts';
-import { backendOf, fenced, type FenceCheck } from './fence.ts';
+import { backendOf, fenced } from './fence.ts';
+import type { FenceCheck } from './fence-check.ts';
+import type { FenceState } from './state.ts';
 
 const MINUTE = 60_000;
 
@@ -29,6 +31,7 @@ export function checkDra(i: Incident, node: Pick<NodeFacts, 'name' | 'dra'>, now
     };
   }
   const name = deviceTaintName(node.name, i.gpu ?? '');
+  if (f.verifiedAt !== undefined) return heldRule(i, f, name, node, now, policy);
   if (node.dra?.rules.includes(name)) {
     const d = node.dra.devices[i.gpu!]!;
     return { kind: 'verified', incident: { ...i, fence: { ...f, verifiedAt: at } }, why: `${i.gpu} is fenced: DeviceTaintRule ${name} (NoSchedule) holds out DRA device ${d.driver}/${d.pool}/${d.device}` };
@@ -40,6 +43,23 @@ export function checkDra(i: Incident, node: Pick<NodeFacts, 'name' | 'dra'>, now
     incident: { ...i, fence: { ...f, fallback: 'not-verified', fallbackAt: at } },
     why: `${i.gpu} was not fenced within ${policy.fence.verifyMinutes} min (dra: ${seen}): the node is tainted NoSchedule instead, until the GPU is repaired`,
   };
+}
+
+/**
+ * A verified DRA fence, on a later sweep: a rule someone deleted is reported and created again by the
+ * same plan (deviceTaintChange); still not listed `fence.verifyMinutes` later, the node is tainted.
+ */
+function heldRule(i: Incident, f: FenceState, name: string, node: Pick<NodeFacts, 'name' | 'dra'>, now: Date, policy: Pick<Policy, 'fence'>): FenceCheck {
+  if (!node.dra) return { kind: 'wait' };
+  const at = now.toISOString();
+  if (node.dra.rules.includes(name)) {
+    if (f.driftAt === undefined) return { kind: 'wait' };
+    const { driftAt: _gone, ...rest } = f;
+    return { kind: 'drift', incident: { ...i, fence: rest }, why: `the fence of ${i.gpu} holds again: DeviceTaintRule ${name} is listed (it was missing from ${f.driftAt})` };
+  }
+  if (f.driftAt === undefined) return { kind: 'drift', incident: { ...i, fence: { ...f, driftAt: at } }, why: `the fence of ${i.gpu} no longer holds: DeviceTaintRule ${name} was deleted by someone; creating it again` };
+  if (now.getTime() - Date.parse(f.driftAt) < policy.fence.verifyMinutes * MINUTE) return { kind: 'wait' };
+  return { kind: 'fallback', incident: { ...i, fence: { ...f, fallback: 'not-verified', fallbackAt: at } }, why: `DeviceTaintRule ${name} for ${i.gpu} has been missing since ${f.driftAt} and could not be created again within ${policy.fence.verifyMinutes} min: the node is tainted NoSchedule instead, until the GPU is repaired` };
 }
 
 /** The DeviceTaintRule gpu-reflex keeps for one GPU of one node: the same name on every redelivery. */

@@ -5,10 +5,10 @@
  * DeviceTaintRule (fence-dra.ts), or a node taint. A fence is real only when the node shows it;
  * one that does not within `fence.verifyMinutes` is escalated one scope up (the node is tainted).
  */
+import { readMigInventory } from '../../../events/index.ts';
 import type { FenceBackend, Policy } from './policy.ts';
-import { isOpen, type FenceFallback, type Incident, type NodeState } from './state.ts';
+import { isOpen, type Incident, type NodeState } from './state.ts';
 import type { NodeFacts, PodFacts } from './types.ts';
-import { checkDra } from './fence-dra.ts';
 
 /**
  * Whether the incident holds its GPU out of scheduling: every whole-GPU quarantine, whatever raised
@@ -33,12 +33,27 @@ export function pluginFences(i: Pick<Incident, 'xid' | 'condition' | 'trigger'>)
 /**
  * The fence an incident gets when it first holds its GPU out: the pool's backend, escalated to a
  * node taint at once where that backend cannot fence this fault (NVIDIA's plugin and a health
- * condition). Incidents that fence nothing, or already carry their fence, are returned as they are.
+ * condition). `node`: the node as read before the fence, to record how many GPU devices were already
+ * out of its allocatable for other reasons (`outBefore`: ACK's own isolation, a latch on an XID we only
+ * observe, a GPU missing at boot), so that a count never takes them for ours (fence-check.ts).
+ * Incidents that fence nothing, or already carry their fence, are returned as they are.
  */
-export function withFence(i: Incident, backend: FenceBackend): Incident {
+export function withFence(i: Incident, backend: FenceBackend, node?: Pick<NodeFacts, 'capacity' | 'allocatable' | 'annotations'>, state?: Pick<NodeState, 'incidents'>): Incident {
   if (i.fence || !isOpen(i) || !fenced(i)) return i;
   if (backend === 'nvidia-plugin' && !pluginFences(i)) return { ...i, fence: { backend, fallback: 'not-fenced-by-plugin', fallbackAt: i.outAt! } };
-  return { ...i, fence: { backend } };
+  const out = node ? devicesOut(node) : undefined;
+  const ours = node && state ? [...pluginFencedGpus(state, i)].reduce((n, g) => n + devicesOfGpu(node, g), 0) : 0;
+  return { ...i, fence: { backend, ...(out !== undefined ? { outBefore: Math.max(0, out - ours) } : {}) } };
+}
+
+/**
+ * How many devices one GPU gives the node's allocatable: its MIG instances, as the node agent's
+ * inventory lists them (NVIDIA's plugin advertises each as its own `nvidia.com/mig-<profile>`
+ * device), else one whole GPU.
+ */
+export function devicesOfGpu(node: Pick<NodeFacts, 'annotations'>, gpu: string): number {
+  const listed = readMigInventory(node.annotations).inventory?.gpus.find((g) => g.uuid === gpu);
+  return listed && listed.instances.length > 0 ? listed.instances.length : 1;
 }
 
 /** The backend an incident's GPU is fenced by (incidents from before backends existed: the ACK file). */
@@ -68,7 +83,7 @@ export function devicesOut(node: Pick<NodeFacts, 'capacity' | 'allocatable'>): n
 }
 
 /** Open incidents of a state whose GPU a device plugin should be holding out now (one per GPU). */
-function pluginFencedGpus(state: Pick<NodeState, 'incidents'>, except?: Incident): Set<string> {
+export function pluginFencedGpus(state: Pick<NodeState, 'incidents'>, except?: Incident): Set<string> {
   const gpus = new Set<string>();
   for (const x of state.incidents) {
     if (x.key === except?.key || !isOpen(x) || !fenced(x) || !x.gpu || x.fence?.fallback !== undefined) continue;
@@ -78,38 +93,7 @@ function pluginFencedGpus(state: Pick<NodeState, 'incidents'>, except?: Incident
   return gpus;
 }
 
-export type FenceCheck =
-  | { kind: 'wait' }
-  | { kind: 'verified'; incident: Incident; why: string }
-  | { kind: 'fallback'; incident: Incident; why: string };
-
 const MINUTE = 60_000;
-
-/**
- * Is the GPU really out of scheduling? A device-plugin fence (ACK file, NVIDIA's latch) is seen
- * in the node's allocatable: as many GPU devices missing from it as GPUs held out. Not seen within
- * `fence.verifyMinutes` of the quarantine: escalated one scope up (the node is tainted NoSchedule)
- * and said so. A node that reports no GPU capacity cannot show the fence: the same.
- */
-export function checkFence(i: Incident, state: Pick<NodeState, 'incidents'>, node: Pick<NodeFacts, 'name' | 'capacity' | 'allocatable' | 'dra'>, now: Date, policy: Pick<Policy, 'fence'>): FenceCheck {
-  const f = i.fence;
-  if (!f || f.verifiedAt || f.fallback || f.backend === 'cordon' || !isOpen(i) || !fenced(i)) return { kind: 'wait' };
-  if (f.backend === 'dra') return checkDra(i, node, now, policy);
-  const want = pluginFencedGpus(state).size;
-  const out = devicesOut(node);
-  const at = now.toISOString();
-  const seen = out === undefined ? 'the node reports no nvidia.com GPU capacity' : `${out} GPU device(s) missing from its allocatable, ${want} expected`;
-  if (out !== undefined && out >= want) {
-    return { kind: 'verified', incident: { ...i, fence: { ...f, verifiedAt: at } }, why: `${i.gpu} is fenced (${f.backend === 'ack-file' ? "ACK device plugin's unhealthy-devices file" : "NVIDIA device plugin's own health check"}): ${seen}` };
-  }
-  if (now.getTime() - Date.parse(i.outAt ?? i.since) < policy.fence.verifyMinutes * MINUTE) return { kind: 'wait' };
-  const fallback: FenceFallback = 'not-verified';
-  return {
-    kind: 'fallback',
-    incident: { ...i, fence: { ...f, fallback, fallbackAt: at } },
-    why: `${i.gpu} was not fenced within ${policy.fence.verifyMinutes} min (${f.backend}: ${seen}): the node is tainted NoSchedule instead, until the GPU is repaired`,
-  };
-}
 
 /** NVIDIA's device plugin pods on the node (the policy's namespace and labels). */
 export function pluginPods(pods: readonly PodFacts[], policy: Pick<Policy, 'fence'>): PodFacts[] {

@@ -49,7 +49,7 @@ function newest(incidents: Incident[]): Incident | undefined {
  * fences a GPU, given to each incident that starts holding its GPU out.
  */
 export function deriveNode(prev: NodeState, next0: NodeState, node: NodeFacts, backend: FenceBackend): NodeState {
-  const next = { ...next0, incidents: next0.incidents.map((i) => withFence(i, backend)) };
+  const next = { ...next0, incidents: next0.incidents.map((i) => withFence(i, backend, node, next0)) };
   const open = next.incidents.filter(isOpen);
   const phase = open.map(nodePhaseOf).reduce<NodePhase>((a, b) => (PHASE_RANK[b] > PHASE_RANK[a] ? b : a), 'healthy');
   const quarantined = open.filter((i) => i.phase === 'quarantined');

@@ -33,6 +33,12 @@ const FenceStateSchema = z.object({
   fallbackAt: Timestamp.optional(),
   /** nvidia-plugin: when its pod on the node was restarted to undo the latch, after the restore. */
   restartedAt: Timestamp.optional(),
+  /** GPU devices already out of the node's allocatable before this fence, for other reasons: never counted as ours. */
+  outBefore: z.number().int().min(0).max(1024).optional(),
+  /** A verified fence was found not to hold (fence-check.ts): since when, until it holds again. */
+  driftAt: Timestamp.optional(),
+  /** The last write-back of the fence by the node agent that was reported (its `restoredAt`). */
+  restoredSeen: Timestamp.optional(),
 });
 export type FenceState = z.infer<typeof FenceStateSchema>;
 

@@ -27,7 +27,8 @@ import { startReplace, stepReplace, type ReplaceStep } from './replace.ts';
 import { notice, withState } from './plan.ts';
 import { repairOf } from './words.ts';
 import { readResults, stepRepair, unfenceDone } from './gpu-repair.ts';
-import { checkFence, stepUnlatch, withFence } from './fence.ts';
+import { fenced, stepUnlatch, withFence } from './fence.ts';
+import { checkFence } from './fence-check.ts';
 import { deviceTaintChange, draLifted } from './fence-dra.ts';
 import { needsReplace, needsReset } from './recovery.ts';
 import { fenceBackendOf } from './policy.ts';
@@ -103,7 +104,7 @@ export function planSweep(facts: SweepFacts, policy: Policy): SweepPlan {
   for (const w of work) {
     const backend = fenceBackendOf(policy, w.facts.pool.name);
     const incidents = w.state.incidents.map((i) => {
-      const s = isOpen(i) ? step(withFence(i, backend), w, facts, policy, retries) : i;
+      const s = isOpen(i) ? step(withFence(i, backend, w.facts.node, w.state), w, facts, policy, retries) : i;
       return isOpen(s) ? s : lift(s, w, facts, policy);
     });
     w.state = { ...w.state, incidents };
@@ -113,7 +114,9 @@ export function planSweep(facts: SweepFacts, policy: Policy): SweepPlan {
 }
 
 /** Moves one open incident along (see the file comment). */
-function step(i: Incident, w: Work, facts: SweepFacts, policy: Policy, retries: SweepPlan['retries']): Incident {
+function step(i0: Incident, w: Work, facts: SweepFacts, policy: Policy, retries: SweepPlan['retries']): Incident {
+  // Every fence is held, whatever phase its incident is in: seen, re-verified, restored, reported.
+  const i = fenced(i0) ? holdFence(i0, w, facts, policy) : i0;
   const now = facts.now;
   const node = w.facts.node.name;
   const quietSince = Math.max(Date.parse(i.lastAt), Date.parse(i.since), i.resolvedAt ? Date.parse(i.resolvedAt) : 0);
@@ -136,8 +139,7 @@ function step(i: Incident, w: Work, facts: SweepFacts, policy: Policy, retries: 
     case 'acted':
       return now.getTime() - Date.parse(i.lastAt) >= policy.escalation.windowMinutes * MIN ? close(`${i.key}: quiet for ${policy.escalation.windowMinutes} min, closed`) : i;
     case 'quarantined': {
-      // Every GPU quarantine is fenced, whatever its cure: first the fence is seen (or escalated).
-      const held = holdFence(i, w, facts, policy);
+      const held = i;
       if (needsReset(held)) return repairStep(held, w, facts, policy, retry);
       if (needsReplace(held)) return replaceGpu(held, w, facts, policy, retry);
       // A condition (unlike an XID) is still true until the agent says it resolved, or a person
@@ -237,14 +239,15 @@ function repairStep(i0: Incident, w: Work, facts: SweepFacts, policy: Policy, re
 }
 
 /**
- * Is the quarantined GPU really out of scheduling (fence.ts checkFence)? Verified, it is said so;
- * not seen within `fence.verifyMinutes`, the node is tainted instead and a person is told.
+ * Is the GPU really out of scheduling, and still (fence-check.ts)? Verified, it is said so; not seen
+ * within `fence.verifyMinutes`, the node is tainted instead and a person is told; a held fence that
+ * drifts (or was written back by the agent) is told too.
  */
 function holdFence(i: Incident, w: Work, facts: SweepFacts, policy: Policy): Incident {
-  const check = checkFence(i, w.state, w.facts.node, facts.now, policy);
+  const check = checkFence(i, w.state, w.facts.node, w.results, facts.now, policy);
   if (check.kind === 'wait') return i;
   w.reasons.push(check.why);
-  if (check.kind === 'fallback') {
+  if (check.kind === 'fallback' || check.kind === 'drift') {
     w.notices.push(notice(check.incident.action, w.facts.node, check.why));
     w.touched.push(check.incident);
   }
