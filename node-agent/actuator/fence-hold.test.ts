@@ -16,7 +16,7 @@ const T0 = Date.parse('2026-11-21T03:00:00.000Z');
 const dirs: string[] = [];
 afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
 
-function rig(o: { failWritesAfter?: number } = {}) {
+function rig(o: { failWritesAfter?: number; dropWrites?: boolean } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'fence-hold-'));
   dirs.push(dir);
   let now = T0;
@@ -29,7 +29,7 @@ function rig(o: { failWritesAfter?: number } = {}) {
   // The real file, whose writes can be made to fail (a read-only mount) after the first ones.
   const fence = { read: () => file.read(), ours: () => file.ours(), remove: (u: string) => file.remove(u), add: (u: string) => {
     if (o.failWritesAfter !== undefined && writes++ >= o.failWritesAfter) throw new Error('read-only file system');
-    file.add(u);
+    if (!o.dropWrites) file.add(u);
   } };
   const actuator = new GpuActuator({
     node: 'n1',
@@ -68,6 +68,12 @@ describe('the fence, by identity and held', () => {
     expect(r.result()).toMatchObject({ state: 'done', fence: { listed: true, restored: 1, restoredAt: new Date(T0 + 5_000).toISOString() } });
     expect(r.published.at(-1)).toMatchObject({ action: 'fence', state: 'done', eventId: 'gpu-action:n1:fence.0001:done:restored-1', fence: { restored: 1 } });
     expect(r.published.at(-1)?.reason).toContain('another writer removed the GPU from the fence file; written back');
+  });
+
+  it('never answers done on faith: a write the file does not show fails the fence', async () => {
+    const r = rig({ dropWrites: true });
+    await r.actuator.tick();
+    expect(r.result()).toMatchObject({ state: 'failed', reason: 'the fence file does not list the GPU after it was written', fence: { listed: false } });
   });
 
   it('fails the fence when the file can no longer be written, so the functions escalate it', async () => {
