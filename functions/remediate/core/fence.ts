@@ -42,7 +42,10 @@ export function withFence(i: Incident, backend: FenceBackend, node?: Pick<NodeFa
   if (i.fence || !isOpen(i) || !fenced(i)) return i;
   if (backend === 'nvidia-plugin' && !pluginFences(i)) return { ...i, fence: { backend, fallback: 'not-fenced-by-plugin', fallbackAt: i.outAt! } };
   const out = node ? devicesOut(node) : undefined;
-  const ours = node && state ? [...pluginFencedGpus(state, i)].reduce((n, g) => n + devicesOfGpu(node, g), 0) : 0;
+  // NVIDIA's plugin latches the GPU on the very XID that raised this incident, often before the
+  // node is read: what is out then may already be this GPU, so its devices are not counted as others'.
+  const self = node && backend === 'nvidia-plugin' && i.gpu ? devicesOfGpu(node, i.gpu) : 0;
+  const ours = self + (node && state ? [...pluginFencedGpus(state, i)].reduce((n, g) => n + devicesOfGpu(node, g), 0) : 0);
   return { ...i, fence: { backend, ...(out !== undefined ? { outBefore: Math.max(0, out - ours) } : {}) } };
 }
 
