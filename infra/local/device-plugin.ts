@@ -22,11 +22,16 @@
  * longer fits there.
  */
 import type { KubeSim } from './kube/index.ts';
-import { fenceFilePath } from './agent-host.ts';
+import { fenceFilePath, readUnhealthyDevices } from './ack-fence-file.ts';
 import type { NodeFiles } from './node-files.ts';
 import type { GpuSpec } from './node-gpus.ts';
-import { FenceFile } from '../../node-agent/actuator/fence-file.ts';
-import { NVIDIA_PLUGIN_SKIPPED_XIDS } from '../../functions/remediate/core/fence.ts';
+
+/**
+ * XIDs NVIDIA's device plugin does not mark a GPU unhealthy for: its default skip list, written
+ * here from NVIDIA/k8s-device-plugin `internal/rm/health.go` (13, 31, 43, 45, 68, 109; fencing.md,
+ * corrections 2026-12-01), not imported from the functions (which must not agree with a bug).
+ */
+const PLUGIN_SKIPPED_XIDS: ReadonlySet<number> = new Set([13, 31, 43, 45, 68, 109]);
 
 const SLICES = 'resourceslices.resource.k8s.io';
 const RULES = 'devicetaintrules.resource.k8s.io';
@@ -105,7 +110,7 @@ export class DevicePluginStandIn {
   /** An XID reached GPU `index` of `node` (NVIDIA's plugin sees it through NVML, as the agent does). */
   onXid(node: string, index: number, xid: number): void {
     const n = this.nodes.find((x) => x.node === node);
-    if (n?.kind !== 'nvidia' || NVIDIA_PLUGIN_SKIPPED_XIDS.has(xid)) return;
+    if (n?.kind !== 'nvidia' || PLUGIN_SKIPPED_XIDS.has(xid)) return;
     const l = this.latched.get(node) ?? { gpus: new Set<number>(), pod: this.pluginPod(node) };
     l.gpus.add(index);
     this.latched.set(node, l);
@@ -127,7 +132,7 @@ export class DevicePluginStandIn {
       return this.tainted(f);
     }
     if (f.kind === 'ack') {
-      const listed = new FenceFile(fenceFilePath(f)).read();
+      const listed = readUnhealthyDevices(fenceFilePath(f));
       return f.gpus.filter((g) => listed.uuid.includes(g.uuid) || listed.index.includes(String(g.index)));
     }
     const l = this.latched.get(f.node);

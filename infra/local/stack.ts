@@ -18,6 +18,7 @@ import { StackKube } from './stack-kube.ts';
 import { StackRecorder } from './stack-recorder.ts';
 import { startAgentProcesses, startInProcessAgents } from './stack-agents.ts';
 import { DevicePluginStandIn, type DevicePluginKind } from './device-plugin.ts';
+import { fenceFilePath, replaceUnhealthyDevices } from './ack-fence-file.ts';
 import { remediationConfig } from '../../functions/remediate/wiring.ts';
 import { fenceBackendOf, poolOf } from '../../functions/remediate/core/policy.ts';
 import { formatSummary, kubeconfigText, runningText, type TimelineEntry } from './timeline.ts';
@@ -330,6 +331,13 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
         }
       } else if ('nvml' in s) {
         await maintain(s);
+      } else if ('fenceFile' in s) {
+        const f = files.get(s.node);
+        if (!f) return emit({ who: 'scenario', kind: 'note', what: '', text: `${s.node} runs no agent: its fence file is not written` });
+        const gpus = gpuSpecsByNode.get(s.node) ?? [];
+        const content = { ...(s.fenceFile.index ? { index: s.fenceFile.index.map(String) } : {}), ...(s.fenceFile.gpus ? { uuid: s.fenceFile.gpus.map((g) => gpus[g]?.uuid ?? `GPU-unknown-${g}`) } : {}) };
+        replaceUnhealthyDevices(fenceFilePath(f), content);
+        emit({ who: 'scenario', kind: 'note', what: '', text: `${s.fenceFile.by} replaces the unhealthy-devices file of ${s.node} with ${JSON.stringify(content)}${s.note ? ` — ${s.note}` : ''}` });
       } else if ('pods' in s) {
         // The step is printed before the pods exist: the scheduler's lines are its effects.
         const n = s.pods.count;
