@@ -94,6 +94,24 @@ describe('fence identity: the ACK file lists our UUID, and the count is past wha
   });
 });
 
+/** An 8-GPU node carved 7×1g.10gb per GPU, as the node agent's MIG inventory lists it. */
+function migNode(): NodeFacts {
+  const mig = { 'nvidia.com/mig-1g.10gb': '56' };
+  const inventory = { v: 1, at: at(0), gpus: Array.from({ length: 8 }, (_, g) => ({ index: g, uuid: gpu(g).uuid, instances: Array.from({ length: 7 }, (_, k) => ({ profile: '1g.10gb', gi: k + 7, inUse: false })) })) };
+  return { ...node(), capacity: mig, allocatable: { ...mig }, annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inventory) } };
+}
+
+describe('fence identity on a MIG GPU: every instance counts', () => {
+  it('the ACK file fence of a MIG GPU is verified only when all seven of its instances left allocatable', async () => {
+    const w = agent(await hit({ node: migNode(), pods: PODS }, xid(48, { gpu: 3 }), P), { listed: true, before: [] });
+    const one = await sweep(setAllocatable(w, 'nvidia.com/mig-1g.10gb', 55), P.fence.verifyMinutes, P);
+    expect(one.plan?.notices[0]?.text).toContain('1 GPU device(s) missing from its allocatable, 7 expected');
+    expect(ourTaint(one.world)).toBeDefined();
+    const all = await sweep(setAllocatable(w, 'nvidia.com/mig-1g.10gb', 49), 1, P);
+    expect(fenceOf(all.world)?.verifiedAt).toBe(at(1));
+  });
+});
+
 describe("fence identity under NVIDIA's plugin: only a count, so the baseline and the MIG instances matter", () => {
   const NV = withBackend('nvidia-plugin');
 
@@ -108,16 +126,12 @@ describe("fence identity under NVIDIA's plugin: only a count, so the baseline an
     expect(fenceOf(latched.world)?.verifiedAt).toBe(at(1));
   });
 
-  it('a MIG GPU latched one instance of seven (the upstream MIG latch) is not fenced: the node is tainted', async () => {
-    const mig = { 'nvidia.com/mig-1g.10gb': '56' };
-    const inventory = { v: 1, at: at(0), gpus: Array.from({ length: 8 }, (_, g) => ({ index: g, uuid: gpu(g).uuid, instances: Array.from({ length: 7 }, (_, k) => ({ profile: '1g.10gb', gi: k + 7, inUse: false })) })) };
-    const n: NodeFacts = { ...node(), capacity: mig, allocatable: { ...mig }, annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inventory) } };
-    const w = await hit({ node: n, pods: PODS }, xid(48, { gpu: 3 }), NV);
-    const one = await sweep(setAllocatable(w, 'nvidia.com/mig-1g.10gb', 55), NV.fence.verifyMinutes, NV);
-    expect(one.plan?.notices[0]?.text).toContain('1 GPU device(s) missing from its allocatable, 7 expected');
-    expect(ourTaint(one.world)).toBeDefined();
-    const all = await sweep(setAllocatable(w, 'nvidia.com/mig-1g.10gb', 49), 1, NV);
-    expect(fenceOf(all.world)?.verifiedAt).toBe(at(1));
+  it('a MIG GPU: the upstream plugin latches one instance of seven, which is no fence, so the node is tainted at once and the words say why', async () => {
+    const w = await hit({ node: migNode(), pods: PODS }, xid(48, { gpu: 3 }), NV);
+    expect(fenceOf(w)).toMatchObject({ backend: 'nvidia-plugin', fallback: 'plugin-latches-one-mig-device' });
+    expect(ourTaint(w)).toMatchObject({ effect: 'NoSchedule' });
+    const plan = planRemediation(factsFor(xid(48, { gpu: 3 }), migNode(), { pods: PODS }), NV);
+    expect(plan.reason).toContain("is a MIG GPU, and NVIDIA's device plugin latches only one of its instances for XID 48");
   });
 
   it('a verified latch undone by someone (the plugin restarted) cannot be set again by gpu-reflex: the node is tainted at once', async () => {

@@ -41,6 +41,11 @@ export function pluginFences(i: Pick<Incident, 'xid' | 'condition' | 'trigger'>)
 export function withFence(i: Incident, backend: FenceBackend, node?: Pick<NodeFacts, 'capacity' | 'allocatable' | 'annotations'>, state?: Pick<NodeState, 'incidents'>): Incident {
   if (i.fence || !isOpen(i) || !fenced(i)) return i;
   if (backend === 'nvidia-plugin' && !pluginFences(i)) return { ...i, fence: { backend, fallback: 'not-fenced-by-plugin', fallbackAt: i.outAt! } };
+  // NVIDIA's plugin keys health by the parent GPU's UUID: on a MIG GPU its latch takes one instance
+  // out and leaves the rest schedulable (k8s-device-plugin internal/rm/health.go; fencing.md,
+  // corrections 2026-12-01). No fence, then: the node taint at once, and the plugin restart after
+  // the repair still undoes the one it latched.
+  if (backend === 'nvidia-plugin' && node && i.gpu && devicesOfGpu(node, i.gpu) > 1) return { ...i, fence: { backend, fallback: 'plugin-latches-one-mig-device', fallbackAt: i.outAt! } };
   const out = node ? devicesOut(node) : undefined;
   // NVIDIA's plugin latches the GPU on the very XID that raised this incident, often before the
   // node is read: what is out then may already be this GPU, so its devices are not counted as others'.

@@ -19,9 +19,11 @@ import { FENCE_BACKENDS } from './policy.ts';
  * `not-fenced-by-plugin`: NVIDIA's device plugin does not fence this fault (a health condition,
  * an application XID on its skip list); `not-verified`: the node's allocatable did not drop
  * (or the DeviceTaintRule was not there) within `fence.verifyMinutes`; `no-dra-device`: no
- * ResourceSlice of the node lists the GPU, so no DeviceTaintRule can name it.
+ * ResourceSlice of the node lists the GPU, so no DeviceTaintRule can name it;
+ * `plugin-latches-one-mig-device`: NVIDIA's plugin keys health by the parent GPU, so a whole-GPU XID on
+ * a MIG GPU latches one of its instances and leaves the others schedulable (fencing.md, corrections).
  */
-export const FENCE_FALLBACKS = ['not-fenced-by-plugin', 'not-verified', 'no-dra-device'] as const;
+export const FENCE_FALLBACKS = ['not-fenced-by-plugin', 'not-verified', 'no-dra-device', 'plugin-latches-one-mig-device'] as const;
 export type FenceFallback = (typeof FENCE_FALLBACKS)[number];
 
 const FenceStateSchema = z.object({

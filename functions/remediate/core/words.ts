@@ -113,6 +113,7 @@ export function fenceWords(i: Incident, policy: Pick<Policy, 'fence'>): string {
   const f = i.fence;
   if (!f) return '';
   const what = i.xid !== undefined ? `XID ${i.xid}` : (i.condition ?? i.trigger);
+  if (f.fallback === 'plugin-latches-one-mig-device') return `${i.gpu} is a MIG GPU, and NVIDIA's device plugin latches only one of its instances for ${what} (it keys health by the parent GPU), leaving the others schedulable: the node is tainted NoSchedule while it is out (fence fallback).`;
   if (f.fallback === 'not-fenced-by-plugin') return `NVIDIA's device plugin does not take the GPU out for ${what} by itself, so the node is tainted NoSchedule while ${i.gpu} is out (fence fallback).`;
   if (f.backend === 'cordon') return `This pool fences by node taint (fence backend cordon): the node is tainted NoSchedule while ${i.gpu} is out.`;
   if (f.fallback === 'no-dra-device') return `No ResourceSlice of the node lists ${i.gpu} under the DRA driver ${policy.fence.dra.driver}, so the node is tainted NoSchedule while it is out (fence fallback).`;
