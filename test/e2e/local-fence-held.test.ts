@@ -31,5 +31,8 @@ describe('gpu-reflex simulate, fence-held scenario', () => {
     expect(reports).toHaveLength(2);
     expect(lines.some((l) => /written back \(2 times\)/.test(l))).toBe(true);
     expect(historyOf(result, 'a100-fit-0').incidents[0]?.fence).toMatchObject({ restoredSeen: expect.any(String) });
+    // and where kubectl describe node shows it: a Kubernetes Event on the node each time
+    const events = (result.sim?.store.list('events') ?? []) as { reason?: string; involvedObject?: { kind?: string; name?: string } }[];
+    expect(events.filter((e) => e.reason === 'GpuFenceRestored' && e.involvedObject?.name === 'a100-fit-0')).toHaveLength(2);
   });
 });

@@ -158,6 +158,7 @@ describe('a fence is held: re-verified on every sweep, restored, escalated, repo
     expect(s.plan?.reason).toContain(`the fence of ${gpu(3).uuid} holds again (ACK device plugin's unhealthy-devices file): another writer removed it from the fence file and the node agent wrote it back at ${at(2)}`);
     expect(s.plan?.notices[0]?.text).toContain('wrote it back');
     expect(fenceOf(s.world)?.restoredSeen).toBe(at(2));
+    expect(s.plan?.nodeEvents).toEqual([expect.objectContaining({ type: 'Normal', reason: 'GpuFenceRestored', action: 'Fence' })]);
     expect((await sweep(s.world, 4, P)).plan?.notices ?? []).toEqual([]);
   });
 
@@ -167,9 +168,11 @@ describe('a fence is held: re-verified on every sweep, restored, escalated, repo
     expect(s.plan?.notices[0]?.text).toContain(`the fence of ${gpu(3).uuid} no longer holds (the file does not list it; 0 GPU device(s) missing from its allocatable, 1 expected)`);
     expect(ourTaint(s.world)).toBeUndefined();
     expect(fenceOf(s.world)?.driftAt).toBe(at(2));
+    expect(s.plan?.nodeEvents?.map((e) => `${e.type} ${e.reason}`)).toEqual(['Warning GpuFenceLost']);
     expect((await sweep(s.world, 2 + P.fence.verifyMinutes - 1, P)).plan).toBeUndefined();
     const late = await sweep(s.world, 2 + P.fence.verifyMinutes, P);
     expect(late.plan?.notices[0]?.text).toContain(`has not held since ${at(2)}`);
+    expect(late.plan?.nodeEvents?.map((e) => e.reason)).toEqual(['GpuFenceEscalated']);
     expect(ourTaint(late.world)).toMatchObject({ effect: 'NoSchedule' });
   });
 

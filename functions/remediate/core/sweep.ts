@@ -18,14 +18,14 @@
  */
 import { checkBlastRadius, takesCapacity } from './blast-radius.ts';
 import type { Policy } from './policy.ts';
-import { editsScheduling, type CloudAction, type Notice } from '../../lib/plan.ts';
+import { editsScheduling, type CloudAction, type KubeEventNote, type Notice } from '../../lib/plan.ts';
 import { adoptOrphans, newGpuActions, nodeEdit } from './reconcile.ts';
 import { evictable } from './scope.ts';
 import { cmp, isOpen, type Incident, type NodeState } from './state.ts';
 import type { Capabilities, NodeFacts, Plan, PodFacts, PoolFacts, ReplaceFacts } from './types.ts';
 import { startReplace, stepReplace, type ReplaceStep } from './replace.ts';
 import { notice, withState } from './plan.ts';
-import { repairOf } from './words.ts';
+import { fenceEventNote, repairOf } from './words.ts';
 import { readResults, stepRepair, unfenceDone } from './gpu-repair.ts';
 import { fenced, stepUnlatch, withFence } from './fence.ts';
 import { checkFence } from './fence-check.ts';
@@ -73,6 +73,8 @@ interface Work {
   evictions: PodFacts[];
   notices: Notice[];
   cloud: CloudAction[];
+  /** Kubernetes Events for the node (a fence that drifted, was restored, fell back). */
+  nodeEvents: KubeEventNote[];
   reasons: string[];
   touched: Incident[];
   /** Incidents that had GPUs or the node out of service and are now closed. */
@@ -98,7 +100,7 @@ export function planSweep(facts: SweepFacts, policy: Policy): SweepPlan {
     .sort((a, b) => a.node.name.localeCompare(b.node.name))
     .map((f) => {
       const read = readResults(f.node.annotations);
-      return { facts: f, results: read.results, state: adoptOrphans(f.state, f.node.name, now), evictions: [], notices: [], cloud: [], reasons: read.warning ? [read.warning] : [], touched: [], back: [], unlatching: false, round };
+      return { facts: f, results: read.results, state: adoptOrphans(f.state, f.node.name, now), evictions: [], notices: [], cloud: [], nodeEvents: [], reasons: read.warning ? [read.warning] : [], touched: [], back: [], unlatching: false, round };
     });
 
   for (const w of work) {
@@ -249,6 +251,7 @@ function holdFence(i: Incident, w: Work, facts: SweepFacts, policy: Policy): Inc
   w.reasons.push(check.why);
   if (check.kind === 'fallback' || check.kind === 'drift') {
     w.notices.push(notice(check.incident.action, w.facts.node, check.why));
+    w.nodeEvents.push(fenceEventNote(check.kind === 'fallback' ? 'escalated' : check.incident.fence?.driftAt ? 'lost' : 'restored', check.why));
     w.touched.push(check.incident);
   }
   return check.incident;
@@ -476,7 +479,7 @@ function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undefined {
   }
   // One eviction per pod, however many incidents asked for it.
   const evictions = [...new Map(w.evictions.map((p) => [p.uid, { namespace: p.namespace, name: p.name, uid: p.uid }])).values()];
-  if (!edit && !taints && evictions.length === 0 && notices.length === 0 && w.cloud.length === 0) return undefined;
+  if (!edit && !taints && evictions.length === 0 && notices.length === 0 && w.cloud.length === 0 && w.nodeEvents.length === 0) return undefined;
   const rejectedOnly = !restored && back.length === 0 && main?.phase === 'closed';
   const action: Plan['action'] = restored || back.length > 0 || (w.unlatching && w.touched.length === 0) ? 'restore' : rejectedOnly ? 'observe' : (main?.action ?? 'observe');
   const repairing = w.touched.some((i) => i.phase === 'awaiting-repair');
@@ -501,6 +504,7 @@ function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undefined {
     evictions,
     notices,
     cloud: w.cloud,
+    ...(w.nodeEvents.length > 0 ? { nodeEvents: w.nodeEvents } : {}),
     // Two incidents on one node (an XID and its health condition) often say the same thing: once.
     reason: [...new Set(restored ? [`node ${node.name} is back in service: untainted, uncordoned, labelled healthy`, ...w.reasons] : w.reasons)].join('. ') || `sweep of ${node.name}: bookkeeping only`,
     trigger: { eventId: `sweep:${node.name}:${facts.now.getTime()}`, detailType: 'Scheduled Event', node: node.name, observedAt: facts.now.toISOString() },

@@ -7,6 +7,7 @@ import { gpuWords, type FaultSite } from './scope.ts';
 import type { Capabilities, TriggerEvent } from './types.ts';
 import type { Policy } from './policy.ts';
 import type { Incident } from './state.ts';
+import type { KubeEventNote } from '../../lib/plan.ts';
 import type { Recovery } from './recovery.ts';
 
 const BUCKET_WORDS: Record<NvidiaBucket, string> = {
@@ -122,3 +123,12 @@ export function fenceWords(i: Incident, policy: Pick<Policy, 'fence'>): string {
   return `${i.gpu} is fenced through the ACK device plugin's unhealthy-devices file (the node agent writes it); the node's allocatable must show it within ${policy.fence.verifyMinutes} min, else the node is tainted.`;
 }
 
+
+/**
+ * The Kubernetes Event on the node for a fence that did not hold, was restored, or fell back to the
+ * node taint (fence-check.ts): `kubectl describe node` shows why the GPU's scheduling changed.
+ */
+export function fenceEventNote(kind: 'lost' | 'restored' | 'escalated', why: string): KubeEventNote {
+  const reason = { lost: 'GpuFenceLost', restored: 'GpuFenceRestored', escalated: 'GpuFenceEscalated' }[kind];
+  return { type: kind === 'restored' ? 'Normal' : 'Warning', reason, action: 'Fence', note: `gpu-reflex: ${why}` };
+}
