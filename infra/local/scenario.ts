@@ -183,6 +183,8 @@ export const ScenarioSchema = z
       .object({
         nodes: z.union([z.literal('all-gpu-nodes'), z.array(Name).min(1)]).default('all-gpu-nodes'),
         sampleIntervalMs: z.number().int().min(100).max(60_000).default(1000),
+        /** `false`: the agents run without their actuator (the DaemonSet as shipped, GPU_ACTIONS off): nobody fences, resets or probes. */
+        actuator: z.boolean().optional(),
       })
       .strict()
       .default({ nodes: 'all-gpu-nodes', sampleIntervalMs: 1000 }),

@@ -246,7 +246,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       for (const n of dirty) files.get(n)?.tracker.update(sim!.store.podsOnNode(n), devicePlugin?.fenced(n));
       dirty.clear();
     };
-    const common = { busUrl: bus.url, busName, region: 'us-east-1', sampleIntervalMs: scenario.agents.sampleIntervalMs, log: progress, kubeconfig };
+    const common = { busUrl: bus.url, busName, region: 'us-east-1', sampleIntervalMs: scenario.agents.sampleIntervalMs, log: progress, ...(scenario.agents.actuator === false ? {} : { kubeconfig }) };
     if (!virtual) progress(`starting ${nodeFiles.length} agents (gpu-reflex agent) ...`);
     const agents = virtual ? await startInProcessAgents(nodeFiles, { ...common, clock: agentClock }) : await startAgentProcesses(nodeFiles, common);
     // The ACK device plugin's part: the fence files the agents' actuators write drop allocatable.
