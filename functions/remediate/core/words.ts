@@ -120,7 +120,7 @@ export function fenceWords(i: Incident, policy: Pick<Policy, 'fence'>): string {
   if (f.fallback === 'no-dra-device') return `No ResourceSlice of the node lists ${i.gpu} under the DRA driver ${policy.fence.dra.driver}, so the node is tainted NoSchedule while it is out (fence fallback).`;
   if (f.backend === 'dra') return `${i.gpu} is fenced by a DRA DeviceTaintRule (NoSchedule) on its device; it must be there within ${policy.fence.verifyMinutes} min, else the node is tainted.`;
   if (f.backend === 'nvidia-plugin') return `NVIDIA's device plugin takes ${i.gpu} out for ${what} by itself; the node's allocatable must show it within ${policy.fence.verifyMinutes} min, else the node is tainted.`;
-  return `${i.gpu} is fenced through the ACK device plugin's unhealthy-devices file (the node agent writes it); the node's allocatable must show it within ${policy.fence.verifyMinutes} min, else the node is tainted.`;
+  return `${i.gpu} is fenced through the ACK device plugin's unhealthy-devices file (the node agent writes it and keeps it there); within ${policy.fence.verifyMinutes} min the agent must say the file lists it and the node's allocatable must show it out, past what was out before, else the node is tainted.`;
 }
 
 
