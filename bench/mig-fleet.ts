@@ -6,7 +6,7 @@
  */
 import { enumerateLayouts } from '../functions/mig/core/layout.ts';
 import type { MigNode, PendingMigPod } from '../functions/mig/core/planner.ts';
-import { migModel, type MigModel } from '../functions/mig/core/profiles.ts';
+import { migModel, type MigModel } from '../functions/lib/mig-profiles.ts';
 import { mulberry32 } from '../infra/local/bus/router.ts';
 
 export const A100 = migModel('A100-80GB')!;

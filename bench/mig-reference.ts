@@ -18,7 +18,7 @@
  */
 import { enumerateLayouts } from '../functions/mig/core/layout.ts';
 import type { MigGpu, MigNode, PendingMigPod } from '../functions/mig/core/planner.ts';
-import type { MigModel } from '../functions/mig/core/profiles.ts';
+import type { MigModel } from '../functions/lib/mig-profiles.ts';
 
 const podKey = (p: PendingMigPod) => `${p.namespace}/${p.name}`;
 const fits = (n: MigNode, p: PendingMigPod) => n.schedulable && Object.entries(p.nodeSelector).every(([k, v]) => n.labels[k] === v);

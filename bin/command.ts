@@ -31,11 +31,17 @@ export class InputError extends Error {
   override name = 'InputError';
 }
 
-// `gpu-reflex xid scan | head -2`: a reader that went away is not an error worth a stack trace.
-process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-  if (err.code === 'EPIPE') process.exit(0);
-  throw err;
-});
+/**
+ * `gpu-reflex xid scan | head -2`: a reader that went away is not an error worth a stack trace.
+ * Called by the CLI's own entry (main.ts), never on import: the modules that import this file
+ * (the node agent's shipped entry among them) must not have their process's stdout rewired.
+ */
+export function exitQuietlyOnEpipe(): void {
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
+}
 
 export const processIo: CliIo = {
   out: (line) => process.stdout.write(line + '\n'),

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { processIo, type CliIo, type Command } from './command.ts';
+import { exitQuietlyOnEpipe, processIo, type CliIo, type Command } from './command.ts';
 import { debugText, describeFailure } from './errors.ts';
 
 /**
@@ -154,6 +154,7 @@ export async function main(rawArgv: string[], io: CliIo = processIo, env: NodeJS
  * later by a server, a stray rejection) the same way, so no path prints a bare stack.
  */
 export async function runProcess(argv: string[]): Promise<void> {
+  exitQuietlyOnEpipe();
   const { debug } = takeDebug(argv);
   const escaped = (err: unknown) => {
     const code = reportFailure(err, 'gpu-reflex', processIo, debug || debugFromEnv(process.env));

@@ -119,6 +119,13 @@ export const ApprovalDecidedDetailSchema = z
     /** Who decided: a chat user, or `cli` for `gpu-reflex approve --by NAME`. */
     decidedBy: ChatUser.extend({ platform: z.enum([...CHAT_PLATFORMS, 'cli']) }).optional(),
     comment: z.string().max(1024).optional(),
+    /**
+     * HMAC-SHA256 (base64url) over the decision's fields, with a key only chatops and
+     * remediate-approve read (functions/lib/approval-seal.ts). remediate-approve refuses a decision
+     * without it or with a wrong one: the source and `decidedBy` alone can be written by anyone who
+     * may put events on the bus. Optional here so such a decision parses and is refused by name.
+     */
+    seal: z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'a base64url HMAC-SHA256 (43 characters)').optional(),
   })
   .strict();
 export type ApprovalDecidedDetail = z.infer<typeof ApprovalDecidedDetailSchema>;

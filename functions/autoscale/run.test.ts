@@ -7,7 +7,7 @@ import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { TransientError } from '../adapters/errors.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
-import { AutoscalePolicySchema } from './policy.ts';
+import { AutoscalePolicySchema } from '../lib/pool-policy.ts';
 import { decideHeldPlan, type CommandPorts } from '../chatops/actions.ts';
 import { autoscalePools, NODEPOOL_LABEL, scaleOutApprovalId, type AutoscaleDeps } from './run.ts';
 import { simDeps } from './testing.ts';

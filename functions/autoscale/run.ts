@@ -30,11 +30,11 @@ import { planScaleIn } from './core/scale-in.ts';
 import { instanceIdOf } from '../adapters/alicloud/repair.ts';
 import { BadInputError } from '../adapters/errors.ts';
 import { MIRROR_POD_ANNOTATION, requestsGpu } from '../adapters/kube/model.ts';
-import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../remediate/core/state.ts';
-import { replacementsByPool, type ReplacementRecord } from '../remediate/replacements.ts';
-import type { AutoscalePolicy } from './policy.ts';
-import { AUTOSCALE_APPROVALS_SHARD, closeApproval, getApproval, recordApproval } from '../remediate/approvals.ts';
-import { fnv1a } from '../remediate/core/hash.ts';
+import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../lib/node-state.ts';
+import { replacementsByPool, type ReplacementRecord } from '../lib/replacements.ts';
+import type { AutoscalePolicy } from '../lib/pool-policy.ts';
+import { AUTOSCALE_APPROVALS_SHARD, closeApproval, getApproval, recordApproval } from '../lib/approvals.ts';
+import { fnv1a } from '../lib/hash.ts';
 
 /** The approval id of a scale-out: the cluster, the pool and the sizes (the same plan asks once). */
 export const scaleOutApprovalId = (clusterId: string, pool: string, from: number, to: number) => `apr-pool-${fnv1a(`${clusterId}/${pool}:${from}->${to}`)}`;

@@ -6,10 +6,10 @@ import { RecordingPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
-import { STATE_LABEL } from '../remediate/core/state.ts';
-import { REPLACEMENT_KEY_PREFIX } from '../remediate/replacements.ts';
+import { STATE_LABEL } from '../lib/node-state.ts';
+import { REPLACEMENT_KEY_PREFIX } from '../lib/replacements.ts';
 import { POOL_SIZE_LEASE } from '../adapters/alicloud/ports.ts';
-import { AutoscalePolicySchema } from './policy.ts';
+import { AutoscalePolicySchema } from '../lib/pool-policy.ts';
 import { autoscalePools, NODEPOOL_LABEL, type AutoscaleDeps } from './run.ts';
 import { simDeps } from './testing.ts';
 

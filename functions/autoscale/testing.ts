@@ -6,7 +6,7 @@ import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import type { ManualClock } from '../adapters/clock.ts';
 import type { FakeKube } from '../adapters/kube/fake.ts';
 import { silentLogger } from '../lib/logger.ts';
-import type { AutoscalePolicy } from './policy.ts';
+import type { AutoscalePolicy } from '../lib/pool-policy.ts';
 import type { AutoscaleDeps } from './run.ts';
 
 export function simDeps(sim: AliCloudSim, kube: FakeKube, clock: ManualClock, publisher: EventPublisher, policy: AutoscalePolicy): AutoscaleDeps {

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { Context } from 'aws-lambda';
 import { createAutoscaleHandler } from './handler.ts';
-import { autoscalePolicyFromEnv, wireAutoscale } from './wiring.ts';
+import { autoscalePolicyFromEnv } from '../lib/pool-policy.ts';
+import { wireAutoscale } from './wiring.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'autoscale-wiring-'));
 const file = (name: string, text: string) => {

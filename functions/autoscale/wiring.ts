@@ -10,14 +10,10 @@
 import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
 import type { CloudPools } from '../adapters/alicloud/ports.ts';
 import { ConfigError } from '../config.ts';
-import { configFileFromEnv, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
-import { AutoscalePolicyError, AutoscalePolicySchema, parseAutoscalePolicy, type AutoscalePolicy } from './policy.ts';
+import { wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
+import { autoscalePolicyFromEnv, type AutoscalePolicy } from '../lib/pool-policy.ts';
 
 export type AutoscaleWiring = FunctionDeps<{ policy: AutoscalePolicy; cloud: CloudPools; clusterId: string }>;
-
-export function autoscalePolicyFromEnv(env: NodeJS.ProcessEnv): AutoscalePolicy {
-  return configFileFromEnv(env, 'AUTOSCALE_POLICY_FILE', parseAutoscalePolicy, AutoscalePolicyError) ?? AutoscalePolicySchema.parse({});
-}
 
 /** Where no pool is managed, nothing may reach the cloud: every call says why. */
 const NO_CLOUD = new Proxy({} as CloudPools, {

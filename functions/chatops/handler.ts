@@ -10,20 +10,23 @@
  *   CHAT_SLACK_RESPONSE_URL_PREFIX   where a Slack response_url may point (default https://hooks.slack.com/)
  *   CHAT_DINGTALK_SESSION_WEBHOOK_PREFIX   where a DingTalk sessionWebhook may point, for long commands
  *                             (default https://oapi.dingtalk.com/robot/sendBySession)
+ *   GPU_REFLEX_APPROVAL_KEY_PARAMETER  the SecureString that seals `approve`/`deny` of a remediation
+ *                             (lib/approval-seal.ts; GPU_REFLEX_APPROVAL_KEY the key itself, locally)
  *   CHAT_FEISHU_APP_ID, CHAT_FEISHU_APP_SECRET, CHAT_FEISHU_API_URL   Feishu's message API, for replies
  *                             (default https://open.feishu.cn; Lark: https://open.larksuite.com)
  * chatops-worker (worker-handler.ts) is wired the same way: it runs the long commands.
  */
+import { approvalKeyFromEnv, type ApprovalKey } from '../lib/approval-seal.ts';
 import { rawHttpHandler } from '../lib/handler.ts';
 import { configFileFromEnv, lazy, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
-import type { QuotaConfig } from '../quota/core/config.ts';
-import { quotaConfigFromEnv } from '../quota/wiring.ts';
-import { migConfig } from '../mig/wiring.ts';
-import type { MigRebalanceConfig } from '../mig/run.ts';
-import type { Policy } from '../remediate/core/policy.ts';
-import { remediationConfig } from '../remediate/wiring.ts';
+import type { QuotaConfig } from '../quota/index.ts';
+import { quotaConfigFromEnv } from '../quota/index.ts';
+import { migConfig } from '../mig/index.ts';
+import type { MigRebalanceConfig } from '../mig/index.ts';
+import type { Policy } from '../remediate/index.ts';
+import { remediationConfig } from '../remediate/index.ts';
 import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
-import { autoscalePolicyFromEnv } from '../autoscale/wiring.ts';
+import { autoscalePolicyFromEnv } from '../lib/pool-policy.ts';
 import { HttpDingTalkSessionResponder, type DingTalkSessionResponder } from '../adapters/chat/dingtalk-session.ts';
 import { HttpFeishuReplier, type FeishuReplier } from '../adapters/chat/feishu-replier.ts';
 import { HttpSlackResponder, type SlackResponder } from '../adapters/chat/slack-response.ts';
@@ -34,7 +37,7 @@ import type { ChatSecrets } from './core/signature.ts';
 import { ChatOpsConfigError, ChatOpsConfigSchema, parseChatOpsConfig, type ChatOpsConfig } from './run.ts';
 import { handleChatRequest, type WebhookDeps } from './webhook.ts';
 
-export type ChatWiring = FunctionDeps<{ chat: ChatOpsConfig; secrets: ChatSecrets; quotaTeams?: QuotaConfig; policy: Policy; mig: MigRebalanceConfig; pools?: PoolPorts; responder: SlackResponder; dingtalk: DingTalkSessionResponder }> & { replay: ReplayCheck; feishu?: FeishuReplier };
+export type ChatWiring = FunctionDeps<{ chat: ChatOpsConfig; secrets: ChatSecrets; quotaTeams?: QuotaConfig; policy: Policy; mig: MigRebalanceConfig; pools?: PoolPorts; responder: SlackResponder; dingtalk: DingTalkSessionResponder }> & { replay: ReplayCheck; feishu?: FeishuReplier; approvalKey?: () => Promise<ApprovalKey | undefined> };
 
 export async function wireChat(service: string, env: NodeJS.ProcessEnv = process.env): Promise<ChatWiring> {
   const base = await wireFromEnv(service, () => {
@@ -57,7 +60,9 @@ export async function wireChat(service: string, env: NodeJS.ProcessEnv = process
   const appSecret = env['CHAT_FEISHU_APP_SECRET'];
   const feishu = appId && appSecret ? new HttpFeishuReplier({ appId, appSecret, baseUrl: env['CHAT_FEISHU_API_URL'] || 'https://open.feishu.cn' }, base.clock) : undefined;
   // Once per container: its memory of accepted requests, over the store every container shares.
-  const wired = { ...base, replay: sharedReplayGuard(base.kube.state), ...(feishu ? { feishu } : {}) };
+  // The approval key is read when an approve first needs it: chatops-worker never does, and its role may not.
+  const approvalKey = lazy(() => approvalKeyFromEnv(env));
+  const wired = { ...base, replay: sharedReplayGuard(base.kube.state), approvalKey, ...(feishu ? { feishu } : {}) };
   // `pool scale` reaches the cloud as autoscale-pools does, and only where its policy names pools;
   // the Alibaba client loads only then (cold start: docs/deploy.md).
   const autoscale = autoscalePolicyFromEnv(env);
@@ -70,7 +75,7 @@ export async function wireChat(service: string, env: NodeJS.ProcessEnv = process
 
 /** What the webhook and the worker run on, from the wiring. */
 export function chatDeps(d: ChatWiring, logger: Logger): WebhookDeps {
-  return { kube: d.kube, publisher: d.publisher, notifier: d.notifier, clock: d.clock, config: d.chat, secrets: d.secrets, logger, policy: d.policy, mig: d.mig, responder: d.responder, dingtalk: d.dingtalk, replay: d.replay, ...(d.feishu ? { feishu: d.feishu } : {}), ...(d.quotaTeams ? { quota: d.quotaTeams } : {}), ...(d.pools ? { pools: d.pools } : {}) };
+  return { kube: d.kube, publisher: d.publisher, notifier: d.notifier, clock: d.clock, config: d.chat, secrets: d.secrets, logger, policy: d.policy, mig: d.mig, responder: d.responder, dingtalk: d.dingtalk, replay: d.replay, ...(d.approvalKey ? { approvalKey: d.approvalKey } : {}), ...(d.feishu ? { feishu: d.feishu } : {}), ...(d.quotaTeams ? { quota: d.quotaTeams } : {}), ...(d.pools ? { pools: d.pools } : {}) };
 }
 
 export function createChatHandler(getDeps: () => ChatWiring | Promise<ChatWiring>) {

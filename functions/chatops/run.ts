@@ -8,23 +8,24 @@ import { APPROVAL_DECIDED, CHATOPS_COMMAND, SCHEMA_VERSION, SOURCES, type Approv
 import type { EventPublisher } from '../adapters/bus.ts';
 import type { Clock } from '../adapters/clock.ts';
 import { dryRunPorts, type DryRunnable } from '../adapters/kube/dry-run.ts';
-import { AUTOSCALE_APPROVALS_SHARD, getApproval, MIG_APPROVALS_SHARD } from '../remediate/approvals.ts';
-import { fnv1a } from '../remediate/core/hash.ts';
-import { STATE_LABEL } from '../remediate/core/state.ts';
+import { APPROVAL_KEY_PARAMETER_ENV, sealDecision, type ApprovalKey } from '../lib/approval-seal.ts';
+import { AUTOSCALE_APPROVALS_SHARD, getApproval, MIG_APPROVALS_SHARD } from '../lib/approvals.ts';
+import { fnv1a } from '../lib/hash.ts';
+import { STATE_LABEL } from '../lib/node-state.ts';
 import { parseConfigText } from '../lib/yaml-text.ts';
 import { drainOnce } from '../adapters/kube/drain.ts';
 import { requestsGpu } from '../adapters/kube/model.ts';
-import { planTable as migPlanTable } from '../mig/core/plan-table.ts';
-import { planMig } from '../mig/core/planner.ts';
-import { readMigFleet } from '../mig/supply.ts';
-import type { QuotaConfig } from '../quota/core/config.ts';
-import { planQuotas } from '../quota/core/planner.ts';
-import { quotaFacts } from '../quota/facts.ts';
+import { planTable as migPlanTable } from '../mig/index.ts';
+import { planMig } from '../mig/index.ts';
+import { readMigFleet } from '../mig/index.ts';
+import type { QuotaConfig } from '../quota/index.ts';
+import { planQuotas } from '../quota/index.ts';
+import { quotaFacts } from '../quota/index.ts';
 import type { Notifier } from '../adapters/chat/notifier.ts';
 import { DryRunNotifier, DryRunPublisher } from '../lib/dry-run.ts';
 import type { Logger } from '../lib/logger.ts';
-import type { MigRebalanceConfig } from '../mig/run.ts';
-import type { Policy } from '../remediate/core/policy.ts';
+import type { MigRebalanceConfig } from '../mig/index.ts';
+import type { Policy } from '../remediate/index.ts';
 import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
 import { CHAT_APPROVALS_SHARD, decideHeldPlan, decidePoolScale, migApply, poolScale, quarantine, quotaRollback, quotaShow, type CommandPorts, type PoolPorts } from './actions.ts';
 import { COMMANDS, helpText, parseCommand, ROLE_RANK, roleNeeded, type ChatCommand, type Role } from './core/command.ts';
@@ -79,6 +80,11 @@ export interface ChatDeps {
   mig: MigRebalanceConfig;
   /** The autoscaler's policy and cloud port (`pool scale`), when it manages pools here. */
   pools?: PoolPorts;
+  /**
+   * The approval key that seals a remediation's `Approval Decided` (lib/approval-seal.ts), read
+   * when an `approve`/`deny` first needs it; undefined where this deployment has none.
+   */
+  approvalKey?: () => Promise<ApprovalKey | undefined>;
 }
 
 /** The ports a command runs on: for `--dry-run` every one that acts is the dry-run decorator (lib/wiring.ts's choice, per command). */
@@ -259,8 +265,14 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
         answer = `dry run: would have ${decision} ${c.id} (${rec.scale ? `${rec.scale.pool} ${rec.scale.from} → ${rec.scale.to}` : `${rec.action} on ${rec.node}`})`;
         break;
       }
+      // remediate-approve believes only a sealed decision (lib/approval-seal.ts); the role was checked above.
+      const key = await deps.approvalKey?.();
+      if (!key) {
+        answer = `cannot decide ${c.id}: this deployment has no approval key (${APPROVAL_KEY_PARAMETER_ENV}), and remediate-approve refuses a decision it cannot prove; nothing done`;
+        break;
+      }
       const detail: ApprovalDecidedDetail = { schemaVersion: SCHEMA_VERSION, eventId: `decision:${c.id}:${who.platform}:${who.id}:${now}`.slice(0, 128), occurredAt: new Date(now).toISOString(), approvalId: c.id, decision, decidedBy: { platform: who.platform, id: who.id.slice(0, 128), ...(who.name ? { name: who.name.slice(0, 128) } : {}) } };
-      await deps.publisher.publish([{ source: SOURCES.chatops, detailType: APPROVAL_DECIDED, detail }]);
+      await deps.publisher.publish([{ source: SOURCES.chatops, detailType: APPROVAL_DECIDED, detail: sealDecision(key, detail) }]);
       decided = { id: c.id, decision };
       answer = `${decision} ${c.id} (${rec.action} on ${rec.node}): remediate-approve ${decision === 'approved' ? 'carries it out' : 'closes it'}, once however often it is clicked`;
       break;

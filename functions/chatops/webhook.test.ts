@@ -16,9 +16,10 @@ import { RecordingSlackResponder } from '../adapters/chat/slack-response.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import type { StateStore } from '../adapters/kube/ports.ts';
+import { approvalKey, checkSeal } from '../lib/approval-seal.ts';
 import { createLogger } from '../lib/logger.ts';
 import { DEFAULT_MIG_REBALANCE_CONFIG } from '../mig/run.ts';
-import { getApproval, recordApproval } from '../remediate/approvals.ts';
+import { getApproval, recordApproval } from '../lib/approvals.ts';
 import { DEFAULT_POLICY } from '../remediate/core/policy.ts';
 import { REPLAY_SHARD, sharedReplayGuard } from './replay.ts';
 import { parseChatOpsConfig } from './run.ts';
@@ -28,7 +29,9 @@ import { carryOutRequested, RESPONSE_URL_WINDOW_S } from './worker.ts';
 const SECRET = 'slack-signing-secret-for-tests';
 const HOOK = 'https://hooks.slack.com/actions/T0/1/abc';
 
-function setup(shared?: { clock: ManualClock; kube: FakeKube }) {
+const APPROVAL_KEY = approvalKey('a-webhook-test-approval-key-0000000', 'test');
+
+function setup(shared?: { clock: ManualClock; kube: FakeKube }, o: { approvalKey?: boolean } = {}) {
   const clock = shared?.clock ?? manualClock(Date.parse('2026-11-21T03:00:00.000Z'));
   const kube = shared?.kube ?? fakeKube({ clock });
   if (!shared) kube.cluster.addNode({ name: 'gpu-0', allocatable: { 'nvidia.com/gpu': '8' } });
@@ -48,6 +51,7 @@ function setup(shared?: { clock: ManualClock; kube: FakeKube }) {
     mig: DEFAULT_MIG_REBALANCE_CONFIG,
     responder,
     replay: sharedReplayGuard(kube.state),
+    ...(o.approvalKey === false ? {} : { approvalKey: async () => APPROVAL_KEY }),
   };
   const sign = (body: string, ts = Math.floor(clock.now() / 1000)) => ({ 'x-slack-request-timestamp': String(ts), 'x-slack-signature': `v0=${createHmac('sha256', SECRET).update(`v0:${ts}:${body}`).digest('hex')}` });
   const post = (body: string, headers: Record<string, string> = sign(body)) => handleChatRequest(deps, { rawPath: '/chat/slack', pathParameters: { platform: 'slack' }, headers } as unknown as APIGatewayProxyEventV2, body);
@@ -69,6 +73,17 @@ describe('Slack buttons', () => {
     expect(t.published(APPROVAL_DECIDED).map((e) => e.detail)).toEqual([expect.objectContaining({ approvalId: 'apr-0000beef', decision: 'approved', decidedBy: { platform: 'slack', id: 'U-OPS', name: 'u-ops' } })]);
     expect(t.responder.sent).toEqual([{ url: HOOK, message: { text: expect.stringMatching(/^✅ apr-0000beef approved by <@U-OPS>: approved apr-0000beef \(drain-node on gpu-0\)/), replaceOriginal: true, responseType: 'in_channel' } }]);
     expect(t.published(CHATOPS_COMMAND).map((e) => e.detail)).toEqual([expect.objectContaining({ user: expect.objectContaining({ id: 'U-OPS' }), channel: 'C-GPU', text: 'approve apr-0000beef', command: 'approve' })]);
+    // Sealed, so remediate-approve can tell it from one anybody with bus access wrote (issue #29).
+    expect(checkSeal(APPROVAL_KEY, t.published(APPROVAL_DECIDED)[0]!.detail as never)).toBe('valid');
+  });
+
+  it('decides nothing where the deployment has no approval key, and says why', async () => {
+    const t = setup(undefined, { approvalKey: false });
+    await t.open('apr-0000beef');
+    await t.post(t.press('U-OPS', 'approve apr-0000beef'));
+    expect(t.published(APPROVAL_DECIDED)).toEqual([]);
+    expect(t.responder.sent.map((s) => s.message.text)).toEqual([expect.stringMatching(/cannot decide apr-0000beef: this deployment has no approval key \(GPU_REFLEX_APPROVAL_KEY_PARAMETER\)/)]);
+    expect((await getApproval(t.kube.state, 'apr-0000beef'))?.status).toBe('open');
   });
 
   it('tells a viewer only, leaving the buttons for whoever may decide', async () => {

@@ -84,6 +84,10 @@ export async function carryOut<R>(c: CarryOut<R>, ports: CarryOutPorts): Promise
   const unsent: PendingNotice[] = [];
   const outcome = new Map<string, StepOutcome>();
   for (const n of box.notices) {
+    if (ports.notifier.skipReason) {
+      outcome.set(n.id, { result: 'skipped', message: ports.notifier.skipReason });
+      continue;
+    }
     try {
       await ports.notifier.notify({ title: n.title, text: n.text, severity: n.severity, ...(n.approval ? { approval: n.approval } : {}) });
       outcome.set(n.id, { result: 'done' });

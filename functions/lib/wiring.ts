@@ -15,7 +15,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { EventPublisher } from '../adapters/bus.ts';
-import { RecordingNotifier, WebhookNotifier, type Notifier } from '../adapters/chat/notifier.ts';
+import { NoChatNotifier, WebhookNotifier, type Notifier } from '../adapters/chat/notifier.ts';
 import { currentClock, type Clock } from '../adapters/clock.ts';
 import { dryRunPorts } from '../adapters/kube/dry-run.ts';
 import { kubeconfigSource, renewAt } from '../adapters/kubeconfig/source.ts';
@@ -68,7 +68,7 @@ export async function wireFromEnv<Own extends object = object>(service: string, 
   // Events (kubectl describe node) carry the one clock's time and this function's name.
   const kube = kubePorts(kc, { namespace: config.GPU_REFLEX_NAMESPACE, events: { clock, logger, instance: service }, ...mine.kube });
   const bus = new EventBridgePublisher(config.EVENT_BUS_NAME);
-  const chat: Notifier = config.CHAT_WEBHOOK_URL && config.CHAT_PLATFORM ? new WebhookNotifier(config.CHAT_PLATFORM, config.CHAT_WEBHOOK_URL) : new RecordingNotifier();
+  const chat: Notifier = config.CHAT_WEBHOOK_URL && config.CHAT_PLATFORM ? new WebhookNotifier(config.CHAT_PLATFORM, config.CHAT_WEBHOOK_URL) : new NoChatNotifier();
   const base = { ...mine.own, config, logger, clock, dryRun, ...(renew !== undefined ? { renewAt: renew } : {}) };
   // Not safeNotifier: carryOut must see a failed notice to keep it in the outbox; it logs it and
   // never lets it fail a remediation.

@@ -1,7 +1,7 @@
 /**
  * `gpu-reflex mig validate` (is this one GPU's MIG layout possible on that model, and where would
  * each instance sit), `gpu-reflex mig layouts` (every layout one GPU of a model can hold) — both
- * read only the built-in catalog (functions/mig/core/profiles.ts, facts in docs/mig.md) — and
+ * read only the built-in catalog (functions/lib/mig-profiles.ts, facts in docs/mig.md) — and
  * `gpu-reflex mig plan` (which idle GPUs to relay for the pending MIG pods of a fleet file or a
  * live cluster; it changes nothing).
  */
@@ -14,7 +14,7 @@ import { MigPolicyError, parseMigPolicy } from './core/policy.ts';
 import { planTable } from './core/plan-table.ts';
 
 export { planTable };
-import { knownModelNames, migModel, migResourceName, type MigModel } from './core/profiles.ts';
+import { knownModelNames, migModel, migResourceName, type MigModel } from '../lib/mig-profiles.ts';
 
 function modelFrom(name: string | undefined): MigModel {
   if (!name) throw new UsageError(`--model MODEL is required (one of ${knownModelNames().join(', ')}, or an NVML product name such as "NVIDIA A100-SXM4-80GB")`);

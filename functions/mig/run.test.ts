@@ -10,7 +10,7 @@ import { silentLogger } from '../lib/logger.ts';
 import { MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL, MIG_REBALANCE_ANNOTATION, readMigRecord } from './core/rebalance.ts';
 import { PreemptionPolicySchema } from './core/policy.ts';
 import { decideHeldPlan, type CommandPorts } from '../chatops/actions.ts';
-import { getApproval, MIG_APPROVALS_SHARD } from '../remediate/approvals.ts';
+import { getApproval, MIG_APPROVALS_SHARD } from '../lib/approvals.ts';
 import { DEFAULT_MIG_REBALANCE_CONFIG, rebalanceMig, type MigRebalanceDeps } from './run.ts';
 
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');

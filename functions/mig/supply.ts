@@ -15,7 +15,7 @@
 import { readMigInventory } from '../../events/index.ts';
 import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
 import type { MigGpu, MigHolder, MigNode, PendingMigPod } from './core/planner.ts';
-import { MIG_MODELS, migModel, migResourceName, type MigModel } from './core/profiles.ts';
+import { MIG_MODELS, migModel, migResourceName, type MigModel } from '../lib/mig-profiles.ts';
 import { MIG_CONFIG_STATE_LABEL } from './core/rebalance.ts';
 import { checkLayout } from './core/layout.ts';
 

@@ -5,8 +5,8 @@
  */
 import type { NodeInfo, PodInfo, QuotaInfo } from '../adapters/kube/model.ts';
 import { parseQuantity } from '../adapters/kube/quantity.ts';
-import { migModel, migResourceName } from '../mig/core/profiles.ts';
-import { DEFAULT_TAINT_KEY } from '../remediate/core/state.ts';
+import { migModel, migResourceName } from '../lib/mig-profiles.ts';
+import { DEFAULT_TAINT_KEY } from '../lib/node-state.ts';
 import { resourcesOf, type QuotaConfig } from './core/config.ts';
 import { quotaKey, type QuotaFacts } from './core/planner.ts';
 

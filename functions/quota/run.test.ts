@@ -6,7 +6,7 @@ import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { TransientError } from '../adapters/errors.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { silentLogger } from '../lib/logger.ts';
-import { DEFAULT_TAINT_KEY } from '../remediate/core/state.ts';
+import { DEFAULT_TAINT_KEY } from '../lib/node-state.ts';
 import { QuotaConfigSchema } from './core/config.ts';
 import { HOLD_UNTIL_ANNOTATION, PREVIOUS_HARD_ANNOTATION, rewriteQuotas, rollbackQuotas, type QuotaDeps } from './run.ts';
 

@@ -2,11 +2,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UsageError } from '../../bin/command.ts';
 import { APPROVAL_DECIDED, SOURCES } from '../../events/index.ts';
 import { startLocalBus, type LocalBus } from '../../infra/local/bus/index.ts';
+import { approvalKey, checkSeal } from '../lib/approval-seal.ts';
 import { approveCommand } from './approve-cli.ts';
 
 let bus: LocalBus;
 const NOW = new Date('2026-11-21T03:05:00.000Z');
-const ENV = { USER: 'alice' };
+const KEY_TEXT = 'an-approval-key-for-this-test-only-000';
+let ENV: NodeJS.ProcessEnv = { USER: 'alice', GPU_REFLEX_APPROVAL_KEY: KEY_TEXT };
 
 beforeAll(async () => {
   bus = await startLocalBus({ busName: 'gpu-reflex' });
@@ -22,13 +24,14 @@ function run(args: string[]) {
 }
 
 describe('gpu-reflex approve', () => {
-  it('puts an Approval Decided on the bus, decided by cli:NAME', async () => {
+  it('puts an Approval Decided on the bus, decided by cli:NAME and sealed with the approval key', async () => {
     const { out, done } = run(['apr-7f3c9a12', '--endpoint', bus.url, '--by', 'bob', '--comment', 'capacity is fine']);
     expect(await done).toBe(0);
     const sent = bus.events.filter((e) => e['detail-type'] === APPROVAL_DECIDED);
     expect(sent).toHaveLength(1);
     expect(sent[0]!.source).toBe(SOURCES.chatops);
-    expect(sent[0]!.detail).toEqual({ schemaVersion: 1, eventId: 'apr-7f3c9a12:approved', occurredAt: NOW.toISOString(), approvalId: 'apr-7f3c9a12', decision: 'approved', decidedBy: { platform: 'cli', id: 'bob' }, comment: 'capacity is fine' });
+    expect(sent[0]!.detail).toEqual({ schemaVersion: 1, eventId: 'apr-7f3c9a12:approved', occurredAt: NOW.toISOString(), approvalId: 'apr-7f3c9a12', decision: 'approved', decidedBy: { platform: 'cli', id: 'bob' }, comment: 'capacity is fine', seal: expect.any(String) });
+    expect(checkSeal(approvalKey(KEY_TEXT, 'test'), sent[0]!.detail as never)).toBe('valid');
     expect(out).toEqual(['approved apr-7f3c9a12 by cli:bob: event apr-7f3c9a12:approved on the bus']);
   });
 
@@ -36,6 +39,20 @@ describe('gpu-reflex approve', () => {
     const { done } = run(['apr-7f3c9a12', '--reject', '--endpoint', bus.url]);
     expect(await done).toBe(0);
     expect(bus.events.at(-1)!.detail).toMatchObject({ decision: 'rejected', decidedBy: { platform: 'cli', id: 'alice' } });
+  });
+
+  it('sends nothing without an approval key, saying where one comes from (exit 1)', async () => {
+    const before = bus.events.length;
+    const saved = ENV;
+    ENV = { USER: 'alice' };
+    try {
+      await expect(run(['apr-7f3c9a12', '--endpoint', bus.url]).done).rejects.toThrow(/^no approval key: remediate-approve refuses an unsealed decision; pass --key-parameter/);
+      ENV = { USER: 'alice', GPU_REFLEX_APPROVAL_KEY: 'short' };
+      await expect(run(['apr-7f3c9a12', '--endpoint', bus.url]).done).rejects.toThrow(/GPU_REFLEX_APPROVAL_KEY: the approval key must be at least 32 characters \(it has 5\)/);
+    } finally {
+      ENV = saved;
+    }
+    expect(bus.events).toHaveLength(before);
   });
 
   it('refuses a malformed ID or a missing one in one line, before sending anything', async () => {
@@ -53,7 +70,7 @@ describe('gpu-reflex approvals list', () => {
     const { join } = await import('node:path');
     const { startKubeSim } = await import('../../infra/local/kube/index.ts');
     const { kubePorts, loadKubeConfig } = await import('../adapters/kube/client.ts');
-    const { closeApproval, recordApproval } = await import('./approvals.ts');
+    const { closeApproval, recordApproval } = await import('../lib/approvals.ts');
     const { approvalsListCommand } = await import('./approve-cli.ts');
     const sim = await startKubeSim({ fleet: { nodes: [{ name: 'gpu-a100-07', allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': 8 } }], namespaces: [{ name: 'gpu-reflex' }] } });
     const dir = mkdtempSync(join(tmpdir(), 'gr-approvals-'));

@@ -1,7 +1,9 @@
 /**
  * `gpu-reflex approve ID [--reject]`: puts an `Approval Decided` event on the bus, as a chat
  * approval would; the `remediate-approve` function (serverless.yml) decides it. The CLI changes
- * nothing itself and reads no cluster, so it needs only events:PutEvents on the bus.
+ * nothing itself and reads no cluster: it needs events:PutEvents on the bus and the approval key
+ * that seals the decision (lib/approval-seal.ts) — ssm:GetParameter on its parameter, which is
+ * what makes the person at the terminal someone who may decide.
  */
 import { userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -11,18 +13,24 @@ import { issuesLine } from '../../bin/errors.ts';
 import { readInputText } from '../../bin/input.ts';
 import { APPROVAL_DECIDED, ApprovalDecidedDetailSchema, SOURCES, type ApprovalDecidedDetail } from '../../events/index.ts';
 import { EventBridgePublisher } from '../adapters/bus-eventbridge.ts';
+import { ConfigurationError } from '../adapters/errors.ts';
+import { APPROVAL_KEY_ENV, APPROVAL_KEY_PARAMETER_ENV, approvalKeyFromEnv, sealDecision } from '../lib/approval-seal.ts';
 
 const HELP = [
-  'Usage: gpu-reflex approve ID [--reject] [--by NAME] [--comment TEXT] [--endpoint URL] [--bus NAME] [--region R]',
+  'Usage: gpu-reflex approve ID [--reject] [--by NAME] [--comment TEXT] [--key-parameter NAME] [--endpoint URL] [--bus NAME] [--region R]',
   '',
   'Approves (or with --reject rejects) the held-back remediation ID (apr-..., from its',
-  'Approval Requested event) by putting an Approval Decided event on the bus. The',
-  'remediate-approve function then re-checks the node, acts once, and closes the approval; a',
-  'second decision for the same ID changes nothing. The policy\'s approvals.approvers, when set,',
-  'must name cli:NAME (or NAME). Prints the event id; exit code 1 when the bus refuses it.',
+  'Approval Requested event) by putting an Approval Decided event on the bus, sealed with the',
+  'deployment\'s approval key. The remediate-approve function refuses a decision without that',
+  'seal; it then re-checks the node, acts once, and closes the approval; a second decision for',
+  'the same ID changes nothing. The policy\'s approvals.approvers, when set, must name cli:NAME',
+  '(or NAME). Prints the event id; exit code 1 when the key cannot be read or the bus refuses it.',
   '  --reject          reject instead of approve: the incident is closed and left to a person',
   '  --by NAME         who decides (default: the login name); sent as decidedBy {platform: cli}',
   '  --comment TEXT    a note kept with the decision',
+  `  --key-parameter NAME  the approval key's SecureString (/gpu-reflex/STAGE/approval-key),`,
+  `                    read with your AWS identity; default ${APPROVAL_KEY_PARAMETER_ENV}, or the`,
+  `                    key itself in ${APPROVAL_KEY_ENV} (the embedded stack prints it)`,
   '  --endpoint URL    the bus endpoint (the local bus: http://127.0.0.1:PORT); default',
   '                    AWS_ENDPOINT_URL_EVENTBRIDGE, else AWS EventBridge',
   '  --bus NAME        the event bus (default EVENT_BUS_NAME, else gpu-reflex)',
@@ -48,7 +56,7 @@ export const approvalsListCommand: Command = {
     if (!values.kubeconfig) throw new UsageError('--kubeconfig FILE is required: the store is a ConfigMap in the cluster');
     await readInputText(values.kubeconfig, '--kubeconfig', io);
     const { kubePorts, loadKubeConfig } = await import('../adapters/kube/client.ts');
-    const { listApprovals } = await import('./approvals.ts');
+    const { listApprovals } = await import('../lib/approvals.ts');
     const ports = kubePorts(loadKubeConfig({ kubeconfigPath: values.kubeconfig }), { namespace: values.namespace ?? 'gpu-reflex' });
     const all = (await listApprovals(ports.state)).filter((a) => !values.open || a.status === 'open');
     if (values.json) io.out(JSON.stringify(all, null, 2));
@@ -82,16 +90,29 @@ export const approveCommand: Command = {
   async run(args: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env, now: () => Date = () => new Date()): Promise<number> {
     const { values, positionals } = parseArgs({
       args,
-      options: { reject: { type: 'boolean' }, by: { type: 'string' }, comment: { type: 'string' }, endpoint: { type: 'string' }, bus: { type: 'string' }, region: { type: 'string' } },
+      options: { reject: { type: 'boolean' }, by: { type: 'string' }, comment: { type: 'string' }, 'key-parameter': { type: 'string' }, endpoint: { type: 'string' }, bus: { type: 'string' }, region: { type: 'string' } },
       allowPositionals: true,
       strict: true,
     });
     if (positionals.length !== 1) throw new UsageError(`expected one approval ID (apr-...), got ${positionals.length}`);
     const by = values.by ?? env.USER ?? userInfo().username;
-    const detail = decisionDetail(positionals[0]!, { reject: values.reject ?? false, by, ...(values.comment ? { comment: values.comment } : {}), now: now() });
+    const unsealed = decisionDetail(positionals[0]!, { reject: values.reject ?? false, by, ...(values.comment ? { comment: values.comment } : {}), now: now() });
+    const region = values.region ?? env.AWS_REGION ?? 'us-east-1';
+    const keyEnv = values['key-parameter'] ? { [APPROVAL_KEY_PARAMETER_ENV]: values['key-parameter'] } : env;
+    const key = await approvalKeyFromEnv(keyEnv, async (parameter, label) => {
+      const [{ SSMClient }, { readSecureString }] = await Promise.all([import('@aws-sdk/client-ssm'), import('../adapters/ssm.ts')]);
+      const ssm = new SSMClient({ region });
+      try {
+        return await readSecureString(parameter, label, ssm);
+      } finally {
+        ssm.destroy();
+      }
+    });
+    if (!key) throw new ConfigurationError(`no approval key: remediate-approve refuses an unsealed decision; pass --key-parameter /gpu-reflex/STAGE/approval-key (ssm:GetParameter on it) or set ${APPROVAL_KEY_PARAMETER_ENV} or ${APPROVAL_KEY_ENV}`, { what: APPROVAL_KEY_PARAMETER_ENV });
+    const detail = sealDecision(key, unsealed);
     const endpoint = values.endpoint ?? env.AWS_ENDPOINT_URL_EVENTBRIDGE;
     const client = new EventBridgeClient({
-      region: values.region ?? env.AWS_REGION ?? 'us-east-1',
+      region,
       ...(endpoint ? { endpoint } : {}),
       // The local bus checks no signature: spare a laptop the AWS credentials it does not have.
       ...(endpoint && !env.AWS_ACCESS_KEY_ID ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),

@@ -9,8 +9,9 @@ import { RecordingPublisher, type PublishedEvent } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
+import { approvalKey, sealDecision } from '../lib/approval-seal.ts';
 import { silentLogger } from '../lib/logger.ts';
-import { getApproval } from './approvals.ts';
+import { getApproval } from '../lib/approvals.ts';
 import { decideApproval } from './approve.ts';
 import { DEFAULT_POLICY, type Policy } from './core/policy.ts';
 import { HISTORY_ANNOTATION, STATE_LABEL } from './core/state.ts';
@@ -26,7 +27,9 @@ const xid = (node: string, at: number): GpuXidErrorDetail => ({
   gpu: { index: 0, uuid: `GPU-${node.replace(/\D/g, '').padStart(8, '0')}-0000-4000-8000-000000000000`, pciBusId: '00000000:3B:00.0', name: 'NVIDIA A100-SXM4-80GB' },
   xid: 79, via: 'nvml', pid: null, process: null, message: 'XID 79', pods: [],
 });
-const decision = (approvalId: string, d: ApprovalDecidedDetail['decision'], at: number): ApprovalDecidedDetail => ({ schemaVersion: 1, eventId: `${approvalId}:${d}`, occurredAt: new Date(at).toISOString(), approvalId, decision: d, decidedBy: { platform: 'cli', id: 'alice' } });
+const KEY = approvalKey('k'.repeat(32), 'test');
+const unsealed = (approvalId: string, d: ApprovalDecidedDetail['decision'], at: number, by = 'alice'): ApprovalDecidedDetail => ({ schemaVersion: 1, eventId: `${approvalId}:${d}`, occurredAt: new Date(at).toISOString(), approvalId, decision: d, decidedBy: { platform: 'cli', id: by } });
+const decision = (approvalId: string, d: ApprovalDecidedDetail['decision'], at: number): ApprovalDecidedDetail => sealDecision(KEY, unsealed(approvalId, d, at));
 
 let kube: FakeKube;
 let clock: ManualClock;
@@ -68,7 +71,7 @@ describe('decideApproval', () => {
     await kube.nodes.update('gpu-2', { labels: { [STATE_LABEL]: null }, annotations: { [HISTORY_ANNOTATION]: null } });
     const reports = publisher.published.filter((e) => e.detailType === REMEDIATION).length;
     const calls = kube.cluster.calls.length;
-    const out = await decideApproval(decision(id, 'approved', clock.now()), deps);
+    const out = await decideApproval(decision(id, 'approved', clock.now()), deps, KEY);
     expect(out).toMatchObject({ result: 'closed', status: 'no-longer-needed' });
     expect(await getApproval(kube.state, id)).toMatchObject({ status: 'no-longer-needed', decidedBy: 'cli:alice' });
     expect(publisher.published.filter((e) => e.detailType === REMEDIATION)).toHaveLength(reports);
@@ -83,16 +86,43 @@ describe('decideApproval', () => {
     expect((await sweep(deps)).expired).toEqual([]);
     expect((await kube.nodes.get('gpu-2')).labels[STATE_LABEL]).toBe('draining');
     expect(await getApproval(kube.state, id)).toMatchObject({ status: 'no-longer-needed' });
-    expect(await decideApproval(decision(id, 'approved', clock.now()), deps)).toMatchObject({ result: 'already-decided', status: 'no-longer-needed' });
+    expect(await decideApproval(decision(id, 'approved', clock.now()), deps, KEY)).toMatchObject({ result: 'already-decided', status: 'no-longer-needed' });
   });
 
   it('refuses an unknown id, an "expired" decision, and a decision after the expiry, changing nothing', async () => {
     const id = await holdBack();
-    expect(await decideApproval(decision('apr-unknown0', 'approved', clock.now()), deps)).toMatchObject({ result: 'unknown' });
-    expect(await decideApproval(decision(id, 'expired', clock.now()), deps)).toMatchObject({ result: 'refused' });
+    expect(await decideApproval(decision('apr-unknown0', 'approved', clock.now()), deps, KEY)).toMatchObject({ result: 'unknown' });
+    expect(await decideApproval(decision(id, 'expired', clock.now()), deps, KEY)).toMatchObject({ result: 'refused' });
     await clock.advance(120 * MIN);
-    expect(await decideApproval(decision(id, 'approved', clock.now()), deps)).toMatchObject({ result: 'refused', message: expect.stringMatching(/^expired at 2026-11-21T05:00:00.000Z: too late/) });
+    expect(await decideApproval(decision(id, 'approved', clock.now()), deps, KEY)).toMatchObject({ result: 'refused', message: expect.stringMatching(/^expired at 2026-11-21T05:00:00.000Z: too late/) });
     expect(await getApproval(kube.state, id)).toMatchObject({ status: 'open' });
     expect((await kube.nodes.get('gpu-2')).labels[STATE_LABEL]).toBe('awaiting-approval');
+  });
+
+  it.each([
+    ['no seal (an agent key or a function role putting source gpu-reflex.chatops)', (id: string) => unsealed(id, 'approved', T0)],
+    ['a seal made with another key', (id: string) => sealDecision(approvalKey('m'.repeat(32), 'x'), unsealed(id, 'approved', T0))],
+    ['a real seal with the approver changed', (id: string) => ({ ...decision(id, 'approved', T0), decidedBy: { platform: 'cli' as const, id: 'mallory' } })],
+    ['a real rejection turned into an approval', (id: string) => ({ ...sealDecision(KEY, unsealed(id, 'rejected', T0)), decision: 'approved' as const })],
+    ['a real seal for another approval', (id: string) => ({ ...decision('apr-other000', 'approved', T0), approvalId: id })],
+  ])('refuses a forged decision (%s): nothing approved, nothing read, nothing written', async (_what, forge) => {
+    const id = await holdBack();
+    const calls = kube.cluster.calls.length;
+    expect(await decideApproval(forge(id), deps, KEY)).toMatchObject({ result: 'refused', message: expect.stringMatching(/^(unsealed|its seal does not match)/) });
+    expect(kube.cluster.calls.slice(calls)).toEqual([]);
+    expect(await getApproval(kube.state, id)).toMatchObject({ status: 'open' });
+    expect((await kube.nodes.get('gpu-2')).labels[STATE_LABEL]).toBe('awaiting-approval');
+  });
+
+  it('refuses every decision, sealed or not, where the deployment has no approval key: it never approves everything', async () => {
+    const id = await holdBack();
+    expect(await decideApproval(decision(id, 'approved', clock.now()), deps, undefined)).toMatchObject({ result: 'refused', message: expect.stringMatching(/no approval key \(GPU_REFLEX_APPROVAL_KEY_PARAMETER\)/) });
+    expect(await getApproval(kube.state, id)).toMatchObject({ status: 'open' });
+  });
+
+  it('acts on a sealed decision with an empty approvers list (the sealer checked the role)', async () => {
+    const id = await holdBack();
+    expect(await decideApproval(decision(id, 'approved', clock.now()), deps, KEY)).toMatchObject({ result: 'closed', status: 'approved-applied' });
+    expect((await kube.nodes.get('gpu-2')).labels[STATE_LABEL]).toBe('draining');
   });
 });

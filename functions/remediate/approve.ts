@@ -6,8 +6,10 @@
  */
 import type { ApprovalDecidedDetail } from '../../events/index.ts';
 import { readOutbox } from '../lib/outbox.ts';
+import { checkSeal, APPROVAL_KEY_PARAMETER_ENV, type ApprovalKey } from '../lib/approval-seal.ts';
 import { carryOut, withLease } from '../lib/reflex.ts';
-import { closeApproval, getApproval, stillWaits, type ApprovalRecord, type ApprovalStatus } from './approvals.ts';
+import { closeApproval, getApproval, type ApprovalRecord, type ApprovalStatus } from '../lib/approvals.ts';
+import { stillWaits } from './approval-waits.ts';
 import { historyCodec } from './core/reconcile.ts';
 import { planSweep } from './core/sweep.ts';
 import { fetchPoolFacts, nodeFacts, podsOf, stateOf } from './facts.ts';
@@ -25,18 +27,36 @@ export function deciderOf(d: ApprovalDecidedDetail): string | undefined {
   return d.decidedBy ? `${d.decidedBy.platform}:${d.decidedBy.id}` : undefined;
 }
 
+/**
+ * An empty approvers list leaves it to whoever could seal the decision: chatops seals only for
+ * callers whose role (the roles file, `approve` needs operator) allows it, and `gpu-reflex approve`
+ * only for a person whose own identity may read the key. Never anyone who can put an event.
+ */
 function allowed(rec: ApprovalRecord, d: ApprovalDecidedDetail): boolean {
   if (rec.approvers.length === 0) return true;
   if (!d.decidedBy) return false;
   return rec.approvers.includes(d.decidedBy.id) || rec.approvers.includes(`${d.decidedBy.platform}:${d.decidedBy.id}`);
 }
 
-export async function decideApproval(d: ApprovalDecidedDetail, deps: RemediationDeps): Promise<DecisionResult> {
+/** Why an unproven decision is refused; undefined when it carries this deployment's seal. */
+function unproven(d: ApprovalDecidedDetail, key: ApprovalKey | undefined): string | undefined {
+  if (!key) return `this deployment has no approval key (${APPROVAL_KEY_PARAMETER_ENV}), so no decision can be proven: refused, nothing done`;
+  const seal = checkSeal(key, d);
+  if (seal === 'missing') return 'unsealed: it did not come from chatops or gpu-reflex approve with the approval key: refused, nothing done';
+  if (seal === 'forged') return 'its seal does not match (forged, or altered on the way): refused, nothing done';
+  return undefined;
+}
+
+/** `key` is the approval key (lib/approval-seal.ts): without it every decision is refused. */
+export async function decideApproval(d: ApprovalDecidedDetail, deps: RemediationDeps, key: ApprovalKey | undefined): Promise<DecisionResult> {
   const log = (r: DecisionResult): DecisionResult => {
     (r.result === 'closed' ? deps.logger.info : deps.logger.warn).call(deps.logger, `approval ${d.approvalId}: ${r.message}`, { approvalId: d.approvalId, decision: d.decision, by: deciderOf(d), result: r.result });
     return r;
   };
   if (d.decision === 'expired') return log({ result: 'refused', message: 'an expiry is the sweep\'s to decide, not an event\'s: nothing done' });
+  // Before anything is read: a forger learns nothing about the store from the answer.
+  const why = unproven(d, key);
+  if (why) return log({ result: 'refused', message: why });
   const first = await getApproval(deps.state, d.approvalId);
   if (!first) return log({ result: 'unknown', message: 'no such approval in the store: nothing done' });
   if (first.status !== 'open') return log({ result: 'already-decided', status: first.status, message: `already ${first.status}${first.decidedBy ? ` by ${first.decidedBy}` : ''}: this decision changes nothing` });

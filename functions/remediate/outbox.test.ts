@@ -6,7 +6,7 @@
 import { beforeEach, describe, expect, it } from 'vitest';
 import { APPROVAL_REQUESTED, REMEDIATION, type GpuXidErrorDetail } from '../../events/index.ts';
 import { RecordingPublisher, type EventPublisher, type PublishedEvent } from '../adapters/bus.ts';
-import { RecordingNotifier, type Notice, type Notifier } from '../adapters/chat/notifier.ts';
+import { NoChatNotifier, RecordingNotifier, type Notice, type Notifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { TransientError } from '../adapters/errors.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
@@ -151,5 +151,18 @@ describe('outbox', () => {
     await retried(() => remediate(event, depsWith(bus, DEFAULT_POLICY, chat)));
     expect(chat.sent).toHaveLength(1);
     expect(ids(bus.accepted.published, REMEDIATION)).toHaveLength(1);
+  });
+
+  it('says a notice was skipped, and why, where no chat is configured — never "done" — and keeps nothing for later', async () => {
+    const bus = new RecordingPublisher();
+    const out = await remediate(triggerOf('GPU XID Error', xid('gpu-a100-1', T0)), depsWith(bus, DEFAULT_POLICY, new NoChatNotifier()));
+    expect(out.plan.notices.length).toBeGreaterThan(0);
+    const report = bus.published.find((e) => e.detailType === REMEDIATION)!.detail as { phase: string; steps: { kind: string; result: string; message?: string }[] };
+    expect(report.phase).toBe('acted');
+    const notify = report.steps.filter((st) => st.kind === 'notify');
+    expect(notify.length).toBeGreaterThan(0);
+    for (const st of notify) expect(st).toMatchObject({ result: 'skipped' });
+    expect(JSON.stringify(notify)).toContain('no chat webhook is configured');
+    expect((await kube.nodes.get('gpu-a100-1')).annotations[OUTBOX_ANNOTATION]).toBeUndefined();
   });
 });

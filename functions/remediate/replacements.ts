@@ -18,38 +18,9 @@ import { NotFoundError } from '../adapters/errors.ts';
 import type { Applied } from '../lib/apply.ts';
 import { emptyState, isOpen, STATE_LABEL, type NodeState } from './core/state.ts';
 import type { Plan, ReplaceFacts } from './core/types.ts';
-
-export const REPLACEMENT_KEY_PREFIX = 'replace.';
-
-export interface ReplacementRecord {
-  node: string;
-  incident: string;
-  pool: string;
-  instanceId: string;
-  /** When the pool was asked to grow (ms). */
-  since: number;
-  newNode?: string;
-  /** When the removal was asked (ms). */
-  removeAt?: number;
-  taskId?: string;
-  gpus?: string[];
-}
+import { REPLACEMENT_KEY_PREFIX, type ReplacementRecord } from '../lib/replacements.ts';
 
 const keyOf = (node: string) => `${REPLACEMENT_KEY_PREFIX}${node}`;
-
-/** Every replacement on record, by node. */
-export function replacementsIn(all: Readonly<Record<string, Json>>): Map<string, ReplacementRecord> {
-  const out = new Map<string, ReplacementRecord>();
-  for (const [k, v] of Object.entries(all)) if (k.startsWith(REPLACEMENT_KEY_PREFIX) && v && typeof v === 'object') out.set(k.slice(REPLACEMENT_KEY_PREFIX.length), v as unknown as ReplacementRecord);
-  return out;
-}
-
-/** Node pool → its replacements on record (for autoscale-pools). */
-export function replacementsByPool(all: Readonly<Record<string, Json>>): Map<string, ReplacementRecord[]> {
-  const out = new Map<string, ReplacementRecord[]>();
-  for (const r of replacementsIn(all).values()) out.set(r.pool, [...(out.get(r.pool) ?? []), r]);
-  return out;
-}
 
 /** True when a replacement step is in the plan (the record goes with it). */
 export const replacing = (p: Plan | undefined): boolean => p?.cloud.some((c) => c.kind === 'replace') ?? false;

@@ -16,7 +16,7 @@ import { readOutbox } from '../lib/outbox.ts';
 import { carryOut, withLease } from '../lib/reflex.ts';
 import { poolAllowance, takesCapacity } from './core/blast-radius.ts';
 import { approvalIdOf, toApprovalDetail, toRemediationDetail } from './core/detail.ts';
-import { recordApproval, type ApprovalRecord } from './approvals.ts';
+import { recordApproval, type ApprovalRecord } from '../lib/approvals.ts';
 import { draFacts, nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
 import { reserveSlot } from './ledger.ts';
 import { planRemediation } from './core/plan.ts';

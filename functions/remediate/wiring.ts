@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { ackRepairOwner, aliCloudRepair, instanceIdOf, type PoolLock } from '../adapters/alicloud/repair.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import { POOL_SIZE_LEASE } from '../adapters/alicloud/ports.ts';
-import { autoscalePolicyFromEnv } from '../autoscale/wiring.ts';
+import { autoscalePolicyFromEnv } from '../lib/pool-policy.ts';
 import { withLease } from '../lib/reflex.ts';
 import { aliCloudReplaceReader } from './replacements.ts';
 import type { CloudOps } from '../lib/apply.ts';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Node, Pod } from './kube/index.ts';
 import { SIM_GPU_LAYOUT_ANNOTATION } from './kube/mig-manager.ts';
 import { place } from '../../functions/mig/core/layout.ts';
-import { migModel, profileOf } from '../../functions/mig/core/profiles.ts';
+import { migModel, profileOf } from '../../functions/lib/mig-profiles.ts';
 
 /**
  * What a simulated GPU node physically has, derived from its Kubernetes object the way GPU

@@ -6,7 +6,7 @@ import { loadFleet, validateFleet, type ParsedFleet } from './kube/fleet.ts';
 import { isQuantity } from './kube/quantity.ts';
 import { loadPolicyFile, PolicyFileError } from '../../functions/remediate/core/policy-file.ts';
 import type { Policy } from '../../functions/remediate/core/policy.ts';
-import { AutoscalePolicyError, parseAutoscalePolicy, type AutoscalePolicy } from '../../functions/autoscale/policy.ts';
+import { AutoscalePolicyError, parseAutoscalePolicy, type AutoscalePolicy } from '../../functions/lib/pool-policy.ts';
 import { NODEPOOL_LABEL } from '../../functions/autoscale/run.ts';
 import { CloudFileError, parseCloudFile, type ParsedCloudFile } from './alicloud/cloud-file.ts';
 import { parseQuotaConfig, QuotaConfigError, type QuotaConfig } from '../../functions/quota/core/config.ts';
@@ -201,7 +201,7 @@ export const ScenarioSchema = z
      * `alibabacloud.com/nodepool-id`; instances it boots join the cluster as nodes.
      */
     cloud: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
-    /** The pool autoscaler's policy (functions/autoscale/policy.ts), path or inline; needs `cloud`. */
+    /** The pool autoscaler's policy (functions/lib/pool-policy.ts), path or inline; needs `cloud`. */
     autoscale: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
     /** The quota rewriter's teams (functions/quota/core/config.ts), path or inline. */
     quota: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),

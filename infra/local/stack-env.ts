@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -9,8 +10,12 @@ import { fileURLToPath } from 'node:url';
  */
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-export function functionEnv(o: { kubeconfig: string; busUrl: string; busName: string; region?: string }): Record<string, string | undefined> {
+export function functionEnv(o: { kubeconfig: string; busUrl: string; busName: string; region?: string; approvalKey?: string }): Record<string, string | undefined> {
   return {
+    // The key that seals approvals (functions/lib/approval-seal.ts): one per stack, never a default
+    // a deployment could inherit; `gpu-reflex approve` against this stack takes it from the environment.
+    GPU_REFLEX_APPROVAL_KEY: o.approvalKey ?? randomBytes(32).toString('base64url'),
+    GPU_REFLEX_APPROVAL_KEY_PARAMETER: undefined,
     KUBECONFIG: o.kubeconfig,
     GPU_REFLEX_KUBECONFIG_TEXT: undefined,
     GPU_REFLEX_IN_CLUSTER: undefined,

@@ -14,6 +14,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { loadKubeConfig } from '../../functions/adapters/kube/config.ts';
 import { assembleStage, parseDockerfile } from '../dockerfile.ts';
 import { EXAMPLE_FLEET_PATH, startKubeSim } from '../../infra/local/kube/index.ts';
+import { APPROVAL_DECIDED, CHATOPS_COMMAND, CHATOPS_COMMAND_REQUESTED, SOURCES } from '../../events/index.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
 type Handler = { handler: (e: unknown, c: unknown) => Promise<unknown> };
@@ -252,7 +253,37 @@ describe('cluster access (the packaged template)', () => {
   });
 });
 
+/**
+ * Who may put what on the bus (IAM condition keys events:source and events:detail-type on PutEvents:
+ * https://docs.aws.amazon.com/eventbridge/latest/userguide/policy-keys-eventbridge.html). Every
+ * function publishes as gpu-reflex.functions; only chat's two functions as gpu-reflex.chatops, each
+ * with the detail-types its code sends; nobody as the node agent.
+ */
+const AS_FUNCTIONS = { StringEquals: { 'events:source': SOURCES.functions } };
+const PUT_AS: Record<string, unknown[]> = {
+  chatops: [AS_FUNCTIONS, { StringEquals: { 'events:source': SOURCES.chatops, 'events:detail-type': [CHATOPS_COMMAND, CHATOPS_COMMAND_REQUESTED, APPROVAL_DECIDED] } }],
+  'chatops-worker': [AS_FUNCTIONS, { StringEquals: { 'events:source': SOURCES.chatops, 'events:detail-type': [CHATOPS_COMMAND] } }],
+};
+const APPROVAL_KEY_READERS = ['chatops', 'remediate-approve'];
+
 describe('least privilege per function (the packaged template)', () => {
+  it('lets only chatops put an Approval Decided, and no function put an agent\'s event (issue #29)', () => {
+    const res = template();
+    const putters = Object.entries(res)
+      .filter(([, r]) => r.Type === 'AWS::IAM::Role')
+      .flatMap(([id, r]) => (r.Properties.Policies as { PolicyDocument: { Statement: Statement[] } }[]).flatMap((p) => p.PolicyDocument.Statement).filter((st) => [st.Action].flat().includes('events:PutEvents')).map((st) => ({ id, condition: st.Condition as { StringEquals?: Record<string, string | string[]> } | undefined })));
+    expect(putters.length).toBeGreaterThan(0);
+    for (const p of putters) expect(p.condition?.StringEquals?.['events:source'], `${p.id}: PutEvents without an events:source condition`).toBeDefined();
+    const may = (source: string, type: string) => putters.filter((p) => [p.condition!.StringEquals!['events:source']].flat().includes(source) && (p.condition!.StringEquals!['events:detail-type'] === undefined || [p.condition!.StringEquals!['events:detail-type']].flat().includes(type))).map((p) => p.id);
+    expect(may(SOURCES.chatops, APPROVAL_DECIDED)).toEqual(['ChatopsRole']);
+    expect(may(SOURCES.agent, 'GPU XID Error')).toEqual([]);
+    // The agents' own policy, shipped for their identity: their source, nothing else.
+    const agent = res.NodeAgentPublishPolicy!;
+    expect(agent.Type).toBe('AWS::IAM::ManagedPolicy');
+    expect(agent.Properties.PolicyDocument.Statement).toEqual([{ Effect: 'Allow', Action: 'events:PutEvents', Resource: getAtt('GpuReflexBus'), Condition: { StringEquals: { 'events:source': SOURCES.agent } } }]);
+  });
+
+
   it('creates no shared execution role: every function assumes a role of its own, for Lambda only', () => {
     const res = template();
     expect(res.IamRoleLambdaExecution).toBeUndefined();
@@ -283,11 +314,17 @@ describe('least privilege per function (the packaged template)', () => {
         .flatMap((p) => p.PolicyDocument.Statement)
         .flatMap((st) => {
           expect(st.Effect).toBe('Allow');
-          return [st.Action].flat().flatMap((a) => [st.Resource].flat().map((r) => `${a} ${JSON.stringify(r)}`));
+          return [st.Action].flat().flatMap((a) => [st.Resource].flat().map((r) => `${a} ${JSON.stringify(r)}${st.Condition ? ` if ${JSON.stringify(st.Condition)}` : ''}`));
         });
       const logGroup = Object.entries(res).find(([, r]) => r.Type === 'AWS::Logs::LogGroup' && r.Properties.LogGroupName === `/aws/lambda/gpu-reflex-dev-${key}`)![0];
       const expected = [`logs:CreateLogStream ${JSON.stringify(getAtt(logGroup))}`, `logs:PutLogEvents ${JSON.stringify(getAtt(logGroup))}`];
-      if (bundleFiles(key).some((f) => readFileSync(f, 'utf8').includes('"PutEvents"'))) expected.push(`events:PutEvents ${JSON.stringify(getAtt('GpuReflexBus'))}`);
+      // PutEvents only under the function's own source (issue #29): a function's role cannot write a
+      // chat decision; chat's own detail-types only where chat's code sends them.
+      if (bundleFiles(key).some((f) => readFileSync(f, 'utf8').includes('"PutEvents"'))) {
+        for (const condition of PUT_AS[key] ?? [AS_FUNCTIONS]) expected.push(`events:PutEvents ${JSON.stringify(getAtt('GpuReflexBus'))} if ${JSON.stringify(condition)}`);
+      }
+      // The approval key seals and checks decisions: chatops and remediate-approve read it, nobody else.
+      if (APPROVAL_KEY_READERS.includes(key)) expected.push(`ssm:GetParameter ${JSON.stringify(parameterArn('/gpu-reflex/dev/approval-key'))}`);
       const evConf = Object.values(res).find((r) => r.Type === 'AWS::Lambda::EventInvokeConfig' && r.Properties.FunctionName?.Ref === id);
       const dlq = evConf?.Properties.DestinationConfig?.OnFailure?.Destination;
       if (isAsync(fn.events)) expected.push(`sqs:SendMessage ${JSON.stringify(dlq)}`);

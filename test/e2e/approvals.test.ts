@@ -10,11 +10,12 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { APPROVAL_DECIDED, APPROVAL_REQUESTED, REMEDIATION, SOURCES } from '../../events/index.ts';
 import { manualClock } from '../../functions/adapters/clock.ts';
-import type { ApprovalRecord } from '../../functions/remediate/approvals.ts';
+import type { ApprovalRecord } from '../../functions/lib/approvals.ts';
 import { STATE_LABEL } from '../../functions/remediate/core/state.ts';
 import type { Fleet, Node } from '../../infra/local/kube/index.ts';
 import { xidEvent, type OutgoingEvent } from '../../node-agent/events.ts';
-import { NAMESPACE, startRemediationStack, type RemediationStack } from './remediation-stack.ts';
+import { approvalKey, sealDecision } from '../../functions/lib/approval-seal.ts';
+import { E2E_APPROVAL_KEY, NAMESPACE, startRemediationStack, type RemediationStack } from './remediation-stack.ts';
 
 const POOL = 'appr';
 const SIZE = 6;
@@ -48,11 +49,15 @@ afterAll(async () => {
   await stack?.close();
 });
 
-function decided(approvalId: string, decision: 'approved' | 'rejected', by: string): OutgoingEvent {
+const KEY = approvalKey(E2E_APPROVAL_KEY, 'e2e');
+
+/** A decision as chatops or `gpu-reflex approve` sends it (sealed); `forged` leaves the seal off, `source` puts it elsewhere. */
+function decided(approvalId: string, decision: 'approved' | 'rejected', by: string, o: { forged?: boolean; source?: string } = {}): OutgoingEvent {
+  const detail = { schemaVersion: 1, eventId: `${approvalId}:decided:${seq++}`, occurredAt: new Date(clock.now()).toISOString(), approvalId, decision, decidedBy: { platform: 'cli' as const, id: by } };
   return {
-    source: SOURCES.chatops,
+    source: o.source ?? SOURCES.chatops,
     detailType: APPROVAL_DECIDED,
-    detail: { schemaVersion: 1, eventId: `${approvalId}:decided:${seq++}`, occurredAt: new Date(clock.now()).toISOString(), approvalId, decision, decidedBy: { platform: 'cli', id: by } },
+    detail: o.forged ? detail : sealDecision(KEY, detail),
     time: new Date(clock.now()),
     priority: 'normal',
   } as OutgoingEvent;
@@ -89,6 +94,18 @@ describe('approvals that resume', () => {
     const before = reportsFor(a).length;
     await stack.send([decided(idA, 'approved', 'mallory')]);
     await stack.advance(0);
+    expect(approval(idA).status).toBe('open');
+    expect(isOut(node(a))).toBe(false);
+
+    // Forged (issue #29): the right shape and an allowed approver, but unsealed — anyone who may put
+    // events on the bus (a node's agent key, any function's role) could send it; and a sealed one
+    // under the agent's source, which no rule routes to remediate-approve. Nothing is approved.
+    const refusals: unknown[] = [];
+    const stopForged = stack.bus.on('delivered', (d) => void (d.function === 'remediate-approve' && refusals.push(d.result)));
+    await stack.send([decided(idA, 'approved', 'alice', { forged: true }), decided(idA, 'approved', 'alice', { source: SOURCES.agent })]);
+    await stack.advance(0);
+    stopForged();
+    expect(refusals).toEqual([{ status: 'done', result: expect.objectContaining({ result: 'refused', message: expect.stringMatching(/^unsealed/) }) }]);
     expect(approval(idA).status).toBe('open');
     expect(isOut(node(a))).toBe(false);
 

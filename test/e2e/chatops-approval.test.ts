@@ -9,7 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { REMEDIATION } from '../../events/index.ts';
 import { manualClock } from '../../functions/adapters/clock.ts';
-import type { ApprovalRecord } from '../../functions/remediate/approvals.ts';
+import type { ApprovalRecord } from '../../functions/lib/approvals.ts';
 import { STATE_LABEL } from '../../functions/remediate/core/state.ts';
 import { xidEvent } from '../../node-agent/events.ts';
 import { slackClient, type SlackClient } from './chat-client.ts';

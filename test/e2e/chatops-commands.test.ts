@@ -21,6 +21,7 @@ import { QUARANTINED_GPUS_ANNOTATION, STATE_LABEL } from '../../functions/remedi
 import type { Fleet } from '../../infra/local/kube/index.ts';
 import { slackClient, type SlackClient } from './chat-client.ts';
 import { NAMESPACE, startRemediationStack, type RemediationStack } from './remediation-stack.ts';
+import { evicted } from './evicted.ts';
 
 const SECRET = 'slack-signing-secret-for-tests';
 const UUID = 'GPU-5f2c3a00-8d41-4b7a-9e0f-1c2d3e4f5a6b';
@@ -81,7 +82,7 @@ describe('chat commands through the automation’s own cores', () => {
     expect(JSON.parse(n.metadata.annotations?.[QUARANTINED_GPUS_ANNOTATION] ?? '[]')).toEqual([UUID]);
     expect(n.metadata.annotations?.['gpu-reflex.io/gpu-actions']).toContain(UUID);
     // No allocation is known, so every GPU pod of the node is the GPU's: evicted (a Job pod: gone).
-    expect(pod('ml', 'train')?.metadata.deletionTimestamp ?? 'evicted').toBeTruthy();
+    expect(evicted(pod('ml', 'train')), 'ml/train evicted').toBe(true);
     // Its Remediation report is on the bus, naming who asked.
     const reports = stack.published('Remediation').map((e) => e.detail as { trigger: { detailType: string }; action: string; dryRun: boolean });
     expect(reports.filter((d) => !d.dryRun)).toEqual([expect.objectContaining({ action: 'quarantine-gpu', trigger: expect.objectContaining({ detailType: 'Operator Request' }) })]);

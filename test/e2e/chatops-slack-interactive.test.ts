@@ -11,11 +11,12 @@ import { createHmac } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ChatOpsCommandDetail } from '../../events/index.ts';
 import { manualClock } from '../../functions/adapters/clock.ts';
-import type { ApprovalRecord } from '../../functions/remediate/approvals.ts';
+import type { ApprovalRecord } from '../../functions/lib/approvals.ts';
 import { STATE_LABEL } from '../../functions/remediate/core/state.ts';
 import { xidEvent } from '../../node-agent/events.ts';
 import { isOut, operatorRoles, startChatStandIn, stormFleet, stormGpu as gpu, type ChatStandIn } from './chat-fixtures.ts';
 import { NAMESPACE, startRemediationStack, type RemediationStack } from './remediation-stack.ts';
+import { evicted } from './evicted.ts';
 
 const SECRET = 'slack-signing-secret-for-tests';
 const POOL = 'btn';
@@ -156,7 +157,7 @@ describe('a long slash command within Slack’s 3 seconds', () => {
     expect(worker).toEqual([{ status: 'done', result: { answered: `cordoned and draining ${target}: evicting 1 pod(s) (ml/w-5)` } }]);
     expect(at('/response/drain')).toEqual([{ response_type: 'ephemeral', replace_original: false, text: `cordoned and draining ${target}: evicting 1 pod(s) (ml/w-5)` }]);
     expect(node(target).spec?.unschedulable).toBe(true);
-    expect(stack.sim.store.pod('ml', 'w-5')?.metadata.deletionTimestamp ?? 'gone').toBeTruthy();
+    expect(evicted(stack.sim.store.pod('ml', 'w-5')), 'ml/w-5 evicted').toBe(true);
     expect(stack.published('ChatOps Command Requested')).toHaveLength(1);
     expect(stack.published('ChatOps Command').map((e) => e.detail as ChatOpsCommandDetail).filter((d) => d.command === 'drain')).toEqual([expect.objectContaining({ user: expect.objectContaining({ id: 'U-OPS' }), result: `cordoned and draining ${target}: evicting 1 pod(s) (ml/w-5)` })]);
   });

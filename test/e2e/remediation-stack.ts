@@ -22,6 +22,8 @@ import type { OutgoingEvent } from '../../node-agent/events.ts';
 export const ROOT_SERVERLESS_YML = new URL('../../serverless.yml', import.meta.url).pathname;
 export const BUS_NAME = 'gpu-reflex';
 export const NAMESPACE = 'gpu-reflex';
+/** The approval key the stack's functions are given (functions/lib/approval-seal.ts): tests seal real decisions with it. */
+export const E2E_APPROVAL_KEY = 'e2e-approval-key-for-the-embedded-stack-only';
 
 export interface RemediationStackOptions {
   fleet: Fleet | ParsedFleet;
@@ -84,6 +86,7 @@ export async function startFunctionsStack(opts: FunctionsStackOptions): Promise<
     AWS_ACCESS_KEY_ID: 'local',
     AWS_SECRET_ACCESS_KEY: 'local',
     AWS_ENDPOINT_URL_EVENTBRIDGE: bus.url,
+    GPU_REFLEX_APPROVAL_KEY: E2E_APPROVAL_KEY,
     ...(opts.policy ? { REMEDIATION_POLICY_FILE: policyFile } : {}),
     ...opts.env,
   };

@@ -19,6 +19,7 @@ import type { Fleet } from '../../infra/local/kube/index.ts';
 import { resource } from '../../infra/local/kube/resources.ts';
 import { xidEvent } from '../../node-agent/events.ts';
 import { NAMESPACE, startRemediationStack, type RemediationStack } from './remediation-stack.ts';
+import { evicted } from './evicted.ts';
 
 const clock = (() => {
   let t = Date.parse('2026-11-21T03:00:00.000Z');
@@ -112,7 +113,7 @@ describe('remediation on the embedded stack', () => {
     stack.sim.cluster.tick();
     expect(stack.sim.store.pod('serve', 'serve-b')?.spec?.nodeName).toBe('drain-1');
     await stack.advance(60_000); // the sweep runs
-    expect(stack.sim.store.pod('serve', 'serve-a')?.metadata.deletionTimestamp ?? 'gone').toBeTruthy();
+    expect(evicted(stack.sim.store.pod('serve', 'serve-a')), 'serve/serve-a evicted').toBe(true);
     expect(podsOn('drain-0').filter((p) => p.metadata.namespace !== 'kube-system')).toEqual([]);
     expect(node('drain-0').spec?.unschedulable).toBe(true);
   });
@@ -154,7 +155,7 @@ describe('remediation on the embedded stack', () => {
     expect(actions.at(-1)).toMatchObject({ action: 'restart-workload' });
     expect(actions.filter((x) => x.action === 'restart-workload')).toHaveLength(1);
     // The workload is restarted (evicted), the GPU and the node stay in service.
-    expect(stack.sim.store.pod('ml', 'w-app-0')?.metadata.deletionTimestamp ?? 'gone').toBeTruthy();
+    expect(evicted(stack.sim.store.pod('ml', 'w-app-0')), 'ml/w-app-0 evicted').toBe(true);
     expect(node('app-0').spec?.unschedulable).toBeFalsy();
     expect(taintsOf('app-0')).toEqual([]);
   });

@@ -15,6 +15,17 @@ export interface Notice {
 /** Port. `notify` may throw; wrap it with `safeNotifier` where a failure must not propagate. */
 export interface Notifier {
   notify(notice: Notice): Promise<void>;
+  /**
+   * Set where notices go nowhere (no chat is configured): the reflex skeleton reports each notice
+   * `skipped` with this reason instead of `done`, and keeps none of them for a later try.
+   */
+  readonly skipReason?: string;
+}
+
+/** The notifier of a deployment with no chat webhook: nothing is sent, and reports say so. */
+export class NoChatNotifier implements Notifier {
+  readonly skipReason = 'no chat webhook is configured (CHAT_WEBHOOK_URL and CHAT_PLATFORM): nobody was told';
+  async notify(): Promise<void> {}
 }
 
 export type ChatPlatform = 'slack' | 'dingtalk' | 'feishu';

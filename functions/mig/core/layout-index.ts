@@ -6,7 +6,7 @@
  */
 import { enumerateLayouts } from './layout.ts';
 import { kept, tally } from './match.ts';
-import type { MigModel } from './profiles.ts';
+import type { MigModel } from '../../lib/mig-profiles.ts';
 
 export const multisetKey = (ps: readonly string[]) => [...ps].sort().join(',');
 

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { checkLayout, enumerateLayouts, layoutWords, place } from './layout.ts';
-import { fromReported, MIG_MODELS, migModel, migResourceName, type MigModel } from './profiles.ts';
+import { fromReported, MIG_MODELS, migModel, migResourceName, type MigModel } from '../../lib/mig-profiles.ts';
 
 const A100_80 = migModel('A100-80GB')!;
 const canon = (layout: readonly string[]) => [...layout].sort().join(',');

@@ -6,7 +6,7 @@
  * 1g at start 4 leaves no room for a 3g), so validity is decided by a search over placements, not
  * by counting. Pure.
  */
-import { profileOf, type MigModel, type MigProfile } from './profiles.ts';
+import { profileOf, type MigModel, type MigProfile } from '../../lib/mig-profiles.ts';
 
 export interface PlacedInstance {
   profile: string;

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { assign, matchingOrder, sortFleet } from './match.ts';
 import type { MigGpu, MigNode, PendingMigPod } from './planner.ts';
-import { migModel } from './profiles.ts';
+import { migModel } from '../../lib/mig-profiles.ts';
 
 const H100 = migModel('H100-80GB')!;
 const gpu = (node: string, index: number, profiles: string[], inUse = 0): MigGpu => ({ node, index, model: H100, instances: profiles.map((profile, i) => ({ profile, inUse: i < inUse })) });

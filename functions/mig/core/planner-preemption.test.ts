@@ -4,7 +4,7 @@ import { checkLayout, enumerateLayouts } from './layout.ts';
 import { afterPlan, planMig, type MigGpu, type MigHolder, type MigNode, type PendingMigPod } from './planner.ts';
 import { PreemptionPolicySchema, protectedBy, type PreemptionPolicy } from './policy.ts';
 import { weigh } from './preemption.ts';
-import { migModel, type MigModel } from './profiles.ts';
+import { migModel, type MigModel } from '../../lib/mig-profiles.ts';
 
 const H100 = migModel('H100-80GB')!;
 const A100 = migModel('A100-80GB')!;

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { checkLayout, enumerateLayouts } from './layout.ts';
 import { afterPlan, planMig, type MigGpu, type MigNode, type PendingMigPod } from './planner.ts';
-import { migModel, type MigModel } from './profiles.ts';
+import { migModel, type MigModel } from '../../lib/mig-profiles.ts';
 
 const H100 = migModel('H100-80GB')!;
 const A100 = migModel('A100-80GB')!;

@@ -29,7 +29,7 @@ import { layoutWords } from './layout.ts';
 import { assign, fits, gpuKey, kept, matchingOrder, podKey, sortFleet, type Assignment } from './match.ts';
 import type { PreemptionPolicy } from './policy.ts';
 import { holderKey, type MigHolder } from './preemption.ts';
-import type { MigModel } from './profiles.ts';
+import type { MigModel } from '../../lib/mig-profiles.ts';
 import { relayIdle } from './relay.ts';
 
 export type { MigHolder };

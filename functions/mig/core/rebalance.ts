@@ -22,7 +22,7 @@
  * after `timeoutMinutes`, the relayout fails before anything was relaid.
  */
 import { z } from 'zod';
-import { fnv1a } from '../../remediate/core/hash.ts';
+import { fnv1a } from '../../lib/hash.ts';
 import type { PodRef } from '../../lib/plan.ts';
 import { layoutWords } from './layout.ts';
 

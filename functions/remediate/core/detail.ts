@@ -9,7 +9,7 @@ import type { CloudAction } from '../../lib/plan.ts';
 import { nodeTarget, podTarget } from './scope.ts';
 import { HISTORY_ANNOTATION } from './state.ts';
 import type { Plan, RemediationPhase } from './types.ts';
-import { fnv1a } from './hash.ts';
+import { fnv1a } from '../../lib/hash.ts';
 
 export type StepResult = Pick<RemediationStep, 'result' | 'message'>;
 

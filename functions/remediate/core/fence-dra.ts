@@ -5,7 +5,7 @@
  */
 import type { DeviceTaint } from '../../lib/plan.ts';
 import type { Policy } from './policy.ts';
-import { fnv1a } from './hash.ts';
+import { fnv1a } from '../../lib/hash.ts';
 import { isOpen, type Incident, type NodeState } from './state.ts';
 import type { NodeFacts } from './types.ts';
 import { backendOf, fenced } from './fence.ts';

@@ -20,7 +20,7 @@
 import { z } from 'zod';
 import { GPU_ACTION_RESULTS_ANNOTATION, GpuActionStatesSchema, type GpuActionRequest, type GpuActionState } from '../../../events/index.ts';
 import type { Policy } from './policy.ts';
-import { fnv1a } from './hash.ts';
+import { fnv1a } from '../../lib/hash.ts';
 import { backendOf, fenced } from './fence.ts';
 import { isOpen, type Incident, type NodeState } from './state.ts';
 

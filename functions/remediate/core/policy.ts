@@ -103,7 +103,7 @@ export const PoolOverrideSchema = z
 export const ApprovalsSchema = z
   .object({
     ttlMinutes: int().min(1).max(10_080),
-    /** Approver ids (`decidedBy.id`) allowed to decide; empty: anyone who can put the event on the bus. */
+    /** Approver ids (`decidedBy.id`) allowed to decide; empty: whoever may seal a decision (chat roles allowing approve, holders of the approval key), never anyone who can put the event on the bus. */
     approvers: z.array(z.string().min(1).max(128)).max(256),
   })
   .strict();
@@ -147,7 +147,7 @@ export const PolicySchema = z
     quietPeriodMinutes: int().min(0).max(10_080),
     drainTimeoutMinutes: int().min(1).max(10_080),
     taintKey: z.string().regex(/^([a-z0-9.-]+\/)?[A-Za-z0-9._-]{1,63}$/, 'expected a taint key like gpu-reflex.io/unhealthy'),
-    /** Held-back plans: how long an approval stays open, and who may decide it (empty = anyone). */
+    /** Held-back plans: how long an approval stays open, and who may decide it (empty = whoever may seal a decision). */
     approvals: ApprovalsSchema,
     /** GPU repair through the node agent (docs/remediation.md "Repair"): how long to wait for its answer, and the post-reset check. */
     repair: RepairSchema,

@@ -13,6 +13,8 @@
 import { z } from 'zod';
 import { GPU_RECOVERY_ACTIONS, HEALTH_CONDITIONS, REMEDIATION_ACTIONS, Timestamp } from '../../../events/index.ts';
 import { FENCE_BACKENDS } from './policy.ts';
+import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../../lib/node-state.ts';
+export { DEFAULT_TAINT_KEY, STATE_LABEL };
 
 /**
  * Why a GPU fence was escalated one scope up (the node tainted NoSchedule while the GPU is out):
@@ -44,11 +46,9 @@ const FenceStateSchema = z.object({
 });
 export type FenceState = z.infer<typeof FenceStateSchema>;
 
-export const STATE_LABEL = 'gpu-reflex.io/state';
 export const HISTORY_ANNOTATION = 'gpu-reflex.io/history';
 export const QUARANTINED_GPUS_ANNOTATION = 'gpu-reflex.io/quarantined-gpus';
 export const REPAIRED_AT_ANNOTATION = 'gpu-reflex.io/repaired-at';
-export const DEFAULT_TAINT_KEY = 'gpu-reflex.io/unhealthy';
 
 export const NODE_PHASES = ['healthy', 'quarantined', 'draining', 'awaiting-repair', 'awaiting-approval'] as const;
 export type NodePhase = (typeof NODE_PHASES)[number];

@@ -1,5 +1,5 @@
 import { parse } from 'yaml';
-import { migResourceName } from '../../../functions/mig/core/profiles.ts';
+import { migResourceName } from '../../../functions/lib/mig-profiles.ts';
 import { parseQuantity } from './quantity.ts';
 import type { Store, StoreEvent } from './store.ts';
 import type { Node } from './types.ts';

@@ -1,5 +1,6 @@
 /**
- * The pool autoscaler's policy: which ACK node pools gpu-reflex may size, their bounds, and how
+ * The pools gpu-reflex manages, the kernel's (autoscale-pools sizes them, remediation replaces a
+ * node within their bounds, chat's `pool scale` keeps to them): the pool autoscaler's policy, which ACK node pools gpu-reflex may size, their bounds, and how
  * patient to be. YAML or JSON (AUTOSCALE_POLICY_FILE), validated with zod so a mistake names its
  * field. A node pool the policy does not name is never touched.
  *
@@ -12,7 +13,8 @@
  *     np-t4-inference: { min: 0, max: 10, maxStep: 4 }
  */
 import { z } from 'zod';
-import { parseConfigText } from '../lib/yaml-text.ts';
+import { configFileFromEnv } from './wiring.ts';
+import { parseConfigText } from './yaml-text.ts';
 
 const PoolBounds = z
   .object({
@@ -45,4 +47,9 @@ export class AutoscalePolicyError extends Error {
 
 export function parseAutoscalePolicy(text: string, source = 'autoscale policy'): AutoscalePolicy {
   return parseConfigText(text, source, AutoscalePolicySchema, (m) => new AutoscalePolicyError(m));
+}
+
+/** The policy AUTOSCALE_POLICY_FILE names; unset: no pool is managed. */
+export function autoscalePolicyFromEnv(env: NodeJS.ProcessEnv): AutoscalePolicy {
+  return configFileFromEnv(env, 'AUTOSCALE_POLICY_FILE', parseAutoscalePolicy, AutoscalePolicyError) ?? AutoscalePolicySchema.parse({});
 }

@@ -1,6 +1,7 @@
 /**
- * The approval store: one key per approval id in the `approvals` shard of the state ConfigMap
- * (functions hold nothing between invocations). A held-back remediation records its approval
+ * The approval store, the kernel's (any reflex may hold a plan for a person): one key per approval
+ * id in its owner's shard of the state ConfigMap (functions hold nothing between invocations).
+ * A held-back remediation records its approval
  * here before its `Approval Requested` is published, so no published id is unknown; a decision
  * or the sweep's expiry moves it out of `open` once, with optimistic concurrency (store.update),
  * and a closed approval never opens again.
@@ -8,8 +9,6 @@
 import { z } from 'zod';
 import type { StateStore } from '../adapters/kube/ports.ts';
 import type { Json } from '../adapters/kube/model.ts';
-import { approvalIdFor } from './core/detail.ts';
-import type { NodeState } from './core/state.ts';
 
 export const APPROVAL_STATUSES = ['open', 'approved-applied', 'rejected', 'expired', 'no-longer-needed'] as const;
 export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
@@ -23,7 +22,7 @@ const ApprovalRecordSchema = z.object({
   target: z.object({ gpus: z.array(z.string()), pods: z.array(z.string()) }),
   requestedAt: z.string(),
   expiresAt: z.string(),
-  /** Who may decide (decidedBy.id); empty: anyone. Copied from the policy when requested. */
+  /** Who may decide (decidedBy.id); empty: whoever may seal a decision (chat roles, the approval key: lib/approval-seal.ts). Copied from the policy when requested. */
   approvers: z.array(z.string()),
   status: z.enum(APPROVAL_STATUSES),
   decidedBy: z.string().optional(),
@@ -92,9 +91,4 @@ export async function closeApproval(state: StateStore, id: string, to: Exclude<A
     return record as unknown as Json;
   });
   return { closed, ...(record ? { record } : {}) };
-}
-
-/** The approval's incident episode still waits on its node (a later episode of the same key asks under a new id). */
-export function stillWaits(state: NodeState, rec: Pick<ApprovalRecord, 'id' | 'incident'>): boolean {
-  return state.incidents.some((i) => i.key === rec.incident && i.phase === 'awaiting-approval' && approvalIdFor(i.key, i.firstAt) === rec.id);
 }
