@@ -9,7 +9,7 @@ import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY, type Policy } from './policy.ts';
 import { planSweep } from './sweep.ts';
 import { STATE_LABEL } from './state.ts';
-import { apply, at, factsFor, gpu, health, node, pod, pool, stateOf, type PluginModel } from '../testing.ts';
+import { apply, at, factsFor, gpu, health, node, pod, pool, stateOf, xid, type PluginModel } from '../testing.ts';
 import type { Capabilities, NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
 import { GPU_ACTIONS_ANNOTATION, type GpuActionRequest, type HealthCondition } from '../../../events/index.ts';
 
@@ -77,6 +77,18 @@ describe('every quarantine fences (issue #27)', () => {
     const w = (await hit(start(), health('row-remap-pending', { gpu: 3 }), P)).world;
     const s = await sweep(w, 1, P);
     expect(requested(s.world).map((r) => r.action).sort()).toEqual(['fence', 'reset']);
+  });
+});
+
+describe('a MIG-instance quarantine (an instance-scoped XID a policy quarantines)', () => {
+  it('promises no fence it does not have: nothing holds one instance out, and the words say so', async () => {
+    const P: Policy = { ...DEFAULT_POLICY, xids: { ...DEFAULT_POLICY.xids, '13': { action: 'quarantine-gpu', then: [] } } };
+    const { plan, world } = await hit(start(), xid(13, { gpu: 3, mig: { gpuInstanceId: 2 } }), P);
+    expect(plan).toMatchObject({ action: 'quarantine-gpu', scope: 'mig-instance' });
+    expect(requested(world)).toEqual([]);
+    expect(plan.reason).not.toContain('no new work lands on it');
+    expect(plan.reason).toContain('no fence holds one MIG instance out');
+    expect(plan.reason).toContain('next: the incident closes after the quiet period');
   });
 });
 

@@ -20,10 +20,14 @@ const RESET_CONDITIONS: ReadonlySet<HealthCondition> = new Set<HealthCondition>(
  */
 const RMA_CONDITIONS: ReadonlySet<HealthCondition> = new Set<HealthCondition>(['row-remap-failure', 'sram-threshold-exceeded']);
 
-/** What a quarantined GPU needs before it may return (the words of the plan say the same). */
-export type Recovery = 'reset' | 'replace' | 'quiesce' | 'resolve';
+/**
+ * What a quarantined GPU needs before it may return (the words of the plan say the same).
+ * `instance`: one MIG instance's quarantine, which nothing fences (fence.ts) and quiet time ends.
+ */
+export type Recovery = 'reset' | 'replace' | 'quiesce' | 'resolve' | 'instance';
 
 export function recoveryOf(i: Incident): Recovery {
+  if (i.scope === 'mig-instance') return 'instance';
   if (needsReplace(i)) return 'replace';
   if (quiesces(i)) return 'quiesce';
   return needsReset(i) ? 'reset' : 'resolve';

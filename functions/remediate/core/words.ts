@@ -49,6 +49,8 @@ export function actionWords(action: RemediationAction, node: string, site: Fault
     case 'restart-workload':
       return `restarting the affected workload: evicting ${moved} (disruption budgets apply)`;
     case 'quarantine-gpu':
+      // Device plugins fence whole GPUs (the ACK file, NVIDIA's latch): one MIG instance has no fence.
+      if (site.scope === 'mig-instance') return `quarantining ${gpuWords(site)}: evicting the ${moved} on it (disruption budgets apply); no fence holds one MIG instance out (the device plugins fence whole GPUs), so new work may still be placed on it; the rest of the node keeps working`;
       return `quarantining ${gpuWords(site)}: no new work lands on it, evicting the ${moved} on it (disruption budgets apply); the rest of the node keeps working`;
     case 'drain-node':
       return `draining node ${node}: taint, cordon, evict ${moved} (disruption budgets apply)`;
@@ -85,6 +87,8 @@ export function nextWords(ladder: readonly RemediationAction[], level: number, c
         return `next: NVIDIA says this GPU must be replaced (RMA), so it stays fenced and no reset is tried; once the fence is seen, ${replaceWords(next, capabilities)}`;
       case 'quiesce':
         return "next: once its pods are gone the driver's recovery action is read again: none returns the GPU after the quiet period, a reset request has it reset and probed";
+      case 'instance':
+        return `next: the incident closes after the quiet period${next ? `; if it repeats: ${next}` : ''}`;
       case 'resolve':
         return `next: it stays fenced until the node agent reports the condition resolved, then returns after the quiet period${next ? `; if it comes back: ${next}` : ''}`;
       default:
