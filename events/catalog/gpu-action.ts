@@ -71,6 +71,26 @@ export const GpuProbeSchema = z
   .strict();
 export type GpuProbe = z.infer<typeof GpuProbeSchema>;
 
+/**
+ * What a fence looks like on the node, by identity (issue #27): the agent reads the fence file before
+ * it adds the GPU, and again on every tick while the fence is asked for. A fence is held only while
+ * the file lists this GPU; entries other writers put there (ACK's own isolation, a person) are named,
+ * so another device already out never passes for ours.
+ */
+export const GpuFenceEvidenceSchema = z
+  .object({
+    /** The file lists this GPU now (by its UUID or its index). */
+    listed: z.boolean(),
+    /** Entries the file held before the agent added this GPU, not the agent's own: `GPU-…` or `index:N`. */
+    before: z.array(z.string().min(1).max(96)).max(64),
+    /** Times the agent found this GPU gone from the file (another writer rewrote it) and wrote it back. */
+    restored: count().optional(),
+    /** When it last did. */
+    restoredAt: Timestamp.optional(),
+  })
+  .strict();
+export type GpuFenceEvidence = z.infer<typeof GpuFenceEvidenceSchema>;
+
 /** One entry of the node's `gpu-reflex.io/gpu-action-results` annotation. */
 export const GpuActionStateSchema = z
   .object({
@@ -83,6 +103,8 @@ export const GpuActionStateSchema = z
     /** reset refused as `busy`: the pods (namespace/name) or pids still holding the GPU. */
     holders: z.array(z.string().min(1).max(300)).max(64).optional(),
     probe: GpuProbeSchema.optional(),
+    /** fence only: what the file says (GpuFenceEvidenceSchema). */
+    fence: GpuFenceEvidenceSchema.optional(),
   })
   .strict();
 export type GpuActionState = z.infer<typeof GpuActionStateSchema>;
@@ -100,6 +122,7 @@ export const GpuActionResultDetailSchema = z
     reason: z.string().max(512).optional(),
     holders: z.array(z.string().min(1).max(300)).max(64).optional(),
     probe: GpuProbeSchema.optional(),
+    fence: GpuFenceEvidenceSchema.optional(),
     /** Whether the agent ran with --dry-run (it then did nothing to the GPU and says so). */
     dryRun: z.boolean(),
   })

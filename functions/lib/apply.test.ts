@@ -24,6 +24,14 @@ const actions = (o: Partial<Actions<{ v: number }>> = {}): Actions<{ v: number }
 const codec = (r: { v: number }) => ({ annotations: { rec: JSON.stringify(r) } });
 
 describe('applyActions', () => {
+  it('records the plan\'s node Events on the node it edits', async () => {
+    const kube = seeded();
+    const recorded: string[] = [];
+    const events = { record: async (r: { kind: string; name: string }, e: { reason: string }) => void recorded.push(`${r.kind}/${r.name} ${e.reason}`) };
+    await applyActions(actions({ evictions: [], notices: [], cloud: [], nodeEvents: [{ type: 'Warning', reason: 'GpuFenceDrifted', action: 'Fence', note: 'x' }] }), { nodes: kube.nodes, pods: kube.pods, notifier: new RecordingNotifier(), events }, codec);
+    expect(recorded).toEqual(['Node/n1 GpuFenceDrifted']);
+  });
+
   it('asks for every eviction at once and reports each, index for index, whatever order the answers come in', async () => {
     const kube = seeded();
     const asked: string[] = [];

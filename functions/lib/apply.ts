@@ -83,6 +83,8 @@ export async function applyActions<R>(actions: Actions<R>, ports: ActionPorts, c
     }
     applied.deviceTaints = out;
   }
+  const about = actions.nodeEdit?.node ?? basis?.name;
+  if (about && ports.events) for (const e of actions.nodeEvents ?? []) await ports.events.record({ kind: 'Node', name: about }, e);
   // Concurrently, as kubectl drain evicts: each eviction is its own answer (a budget's refusal is
   // per pod), and a node's pods leave sooner. Outcomes stay index for index.
   applied.evictions = await Promise.all(

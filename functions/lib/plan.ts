@@ -6,6 +6,9 @@
 import type { NodeCondition, Taint, TaintEffect } from '../adapters/kube/model.ts';
 import type { Notice } from '../adapters/chat/notifier.ts';
 import type { Outbox } from './outbox.ts';
+import type { KubeEventNote } from '../adapters/kube/ports.ts';
+
+export type { KubeEventNote };
 
 export type { Notice, Taint, TaintEffect };
 
@@ -71,6 +74,11 @@ export interface Actions<R = never> {
   evictions: PodRef[];
   notices: Notice[];
   cloud: CloudAction[];
+  /**
+   * Kubernetes Events to record on the edited node (`kubectl describe node` shows them beside the
+   * kubelet's): what people on the node must see, such as a GPU fence that drifted. Never fails a plan.
+   */
+  nodeEvents?: KubeEventNote[];
 }
 
 export function noActions<R = never>(): Actions<R> {

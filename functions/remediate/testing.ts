@@ -4,7 +4,7 @@
  * sequences through parse → plan → apply → parse without a cluster and without a stand-in that
  * could drift from production.
  */
-import { GPU_ACTIONS_ANNOTATION, GPU_HEALTH_CHANGED, GPU_XID_ERROR, type GpuHealthChangedDetail, type GpuRef, type GpuXidErrorDetail, type MigRef, type PodRef } from '../../events/index.ts';
+import { GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, GPU_HEALTH_CHANGED, type GpuActionState, GPU_XID_ERROR, type GpuHealthChangedDetail, type GpuRef, type GpuXidErrorDetail, type MigRef, type PodRef } from '../../events/index.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { FakeCluster, FakeDeviceTaintOps, FakeNodeOps, FakePodOps } from '../adapters/kube/fake.ts';
 import { applyActions, type Applied, type CloudOps } from '../lib/apply.ts';
@@ -134,8 +134,9 @@ export async function apply(n: NodeFacts, pods: PodFacts[], plan: Plan, blocked:
   const dra = n.dra ? { devices: n.dra.devices, rules: await deviceTaints.rules(n.name) } : undefined;
   const left = new Set(cluster.pods().map((p) => p.uid));
   const allocatable = plugin === 'honours' && n.capacity ? allocatableFor(n.capacity, after.annotations) : n.allocatable;
+  const annotations = plugin === 'honours' ? withFenceAnswers(after.annotations) : after.annotations;
   return {
-    node: { ...n, ...(allocatable ? { allocatable } : {}), ...(dra ? { dra } : {}), labels: after.labels, annotations: after.annotations, taints: after.taints, unschedulable: after.unschedulable, ...(after.conditions && Object.keys(after.conditions).length > 0 ? { conditions: after.conditions } : {}) },
+    node: { ...n, ...(allocatable ? { allocatable } : {}), ...(dra ? { dra } : {}), labels: after.labels, annotations, taints: after.taints, unschedulable: after.unschedulable, ...(after.conditions && Object.keys(after.conditions).length > 0 ? { conditions: after.conditions } : {}) },
     pods: pods.filter((p) => left.has(p.uid)),
   };
 }
@@ -147,6 +148,19 @@ export function allDone(plan: Plan): Applied {
   const done = { result: 'done' as const };
   const dra = plan.deviceTaints ? [...plan.deviceTaints.add, ...plan.deviceTaints.remove].map(() => done) : undefined;
   return { ...(plan.nodeEdit ? { nodeEdit: done } : {}), ...(dra ? { deviceTaints: dra } : {}), evictions: plan.evictions.map(() => done), notices: plan.notices.map(() => done), cloud: plan.cloud.map(() => done) };
+}
+
+/**
+ * The node agent's answer to each fence request not yet answered, as its actuator gives it
+ * (node-agent/actuator/fence-hold.ts): done, the file lists the GPU, nothing else was listed before.
+ */
+function withFenceAnswers(annotations: Record<string, string>): Record<string, string> {
+  const requests = JSON.parse(annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as { id: string; action: string; gpuUuid: string; requestedAt: string }[];
+  const results = JSON.parse(annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>;
+  const fresh = requests.filter((r) => r.action === 'fence' && results[r.id] === undefined);
+  if (fresh.length === 0) return annotations;
+  for (const r of fresh) results[r.id] = { state: 'done', action: 'fence', gpuUuid: r.gpuUuid, at: r.requestedAt, fence: { listed: true, before: [] } };
+  return { ...annotations, [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify(results) };
 }
 
 /** `nvidia.com/gpu` allocatable as a device plugin that honours the node's fence requests reports it. */

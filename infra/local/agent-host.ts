@@ -9,13 +9,13 @@ import { openPublisher } from '../../node-agent/publisher/open-publisher.ts';
 import type { Publisher } from '../../node-agent/publisher/publisher.ts';
 import { sdkSender } from '../../node-agent/publisher/sdk-sender.ts';
 import type { NodeFiles } from './node-files.ts';
-import { join } from 'node:path';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../../functions/adapters/kube/config.ts';
 import { GpuActuator } from '../../node-agent/actuator/actuator.ts';
 import { FenceFile } from '../../node-agent/actuator/fence-file.ts';
 import { kubeNode, nvmlGpus, nvmlMigInventory } from '../../node-agent/actuator/ports.ts';
 import { gpuActionResultEvent } from '../../node-agent/events.ts';
+import { fenceFilePath } from './ack-fence-file.ts';
 
 /**
  * One node's agent in-process, for `simulate`: the real `Agent` (node-agent/agent.ts) on the
@@ -42,10 +42,6 @@ const EVENTS_PER_STEP = 64;
 /** How often the actuator reads its Node for GPU actions (virtual time). */
 const ACTUATOR_INTERVAL_MS = 5_000;
 
-/** Where the node's ACK device plugin reads its unhealthy devices (under the node's directory). */
-export function fenceFilePath(files: Pick<NodeFiles, 'dir'>): string {
-  return join(files.dir, 'etc/nvidia-device-plugin/unhealthyDevices.json');
-}
 
 export class LocalAgentHost {
   private nextSampleAt: number;

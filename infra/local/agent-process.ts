@@ -3,7 +3,7 @@ import { createWriteStream, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { NodeFiles } from './node-files.ts';
 import { REPO_ROOT } from './stack-env.ts';
-import { fenceFilePath } from './agent-host.ts';
+import { fenceFilePath } from './ack-fence-file.ts';
 
 /**
  * One node's agent as a child process, for `local` (wall clock): `node bin/gpu-reflex.js agent`

@@ -9,7 +9,7 @@
  *   agent's actuator writes it) are held out; removing an entry returns the GPU.
  * - `nvidia` — NVIDIA's k8s-device-plugin: it watches the GPUs' XIDs itself, marks a GPU unhealthy
  *   on every XID not on its skip list, and never marks it healthy again until the plugin restarts
- *   (its latch). Here: a GPU latches when an XID is injected into it (`onXid`), and the latch is
+ *   (its latch); on a MIG GPU only one of its instances (health is keyed by the parent GPU). Here: a GPU latches when an XID is injected into it (`onXid`), and the latch is
  *   undone when the plugin's pod on the node is replaced by a new one (its DaemonSet recreates it
  *   after an eviction), which enumerates the GPUs afresh. It reads no file.
  * - `dra` — a DRA driver (NVIDIA's publishes driver `gpu.nvidia.com`, pool = the node): it
@@ -22,11 +22,16 @@
  * longer fits there.
  */
 import type { KubeSim } from './kube/index.ts';
-import { fenceFilePath } from './agent-host.ts';
+import { fenceFilePath, readUnhealthyDevices } from './ack-fence-file.ts';
 import type { NodeFiles } from './node-files.ts';
 import type { GpuSpec } from './node-gpus.ts';
-import { FenceFile } from '../../node-agent/actuator/fence-file.ts';
-import { NVIDIA_PLUGIN_SKIPPED_XIDS } from '../../functions/remediate/core/gpu-repair.ts';
+
+/**
+ * XIDs NVIDIA's device plugin does not mark a GPU unhealthy for: its default skip list, written
+ * here from NVIDIA/k8s-device-plugin `internal/rm/health.go` (13, 31, 43, 45, 68, 109; fencing.md,
+ * corrections 2026-12-01), not imported from the functions (which must not agree with a bug).
+ */
+const PLUGIN_SKIPPED_XIDS: ReadonlySet<number> = new Set([13, 31, 43, 45, 68, 109]);
 
 const SLICES = 'resourceslices.resource.k8s.io';
 const RULES = 'devicetaintrules.resource.k8s.io';
@@ -105,7 +110,7 @@ export class DevicePluginStandIn {
   /** An XID reached GPU `index` of `node` (NVIDIA's plugin sees it through NVML, as the agent does). */
   onXid(node: string, index: number, xid: number): void {
     const n = this.nodes.find((x) => x.node === node);
-    if (n?.kind !== 'nvidia' || NVIDIA_PLUGIN_SKIPPED_XIDS.has(xid)) return;
+    if (n?.kind !== 'nvidia' || PLUGIN_SKIPPED_XIDS.has(xid)) return;
     const l = this.latched.get(node) ?? { gpus: new Set<number>(), pod: this.pluginPod(node) };
     l.gpus.add(index);
     this.latched.set(node, l);
@@ -120,15 +125,16 @@ export class DevicePluginStandIn {
     return pod?.metadata.uid;
   }
 
-  /** The GPUs `f`'s plugin holds out now. */
-  private heldOut(f: PluginNode): GpuSpec[] {
+  /** The devices `f`'s plugin holds out now, per GPU (every device of the GPU, or only some). */
+  private heldOut(f: PluginNode): { gpu: GpuSpec; devices: Map<string, number> }[] {
+    const whole = (gs: GpuSpec[]) => gs.map((g) => ({ gpu: g, devices: devicesOf(g) }));
     if (f.kind === 'dra') {
       this.publishSlice(f);
-      return this.tainted(f);
+      return whole(this.tainted(f));
     }
     if (f.kind === 'ack') {
-      const listed = new FenceFile(fenceFilePath(f)).read();
-      return f.gpus.filter((g) => listed.uuid.includes(g.uuid) || listed.index.includes(String(g.index)));
+      const listed = readUnhealthyDevices(fenceFilePath(f));
+      return whole(f.gpus.filter((g) => listed.uuid.includes(g.uuid) || listed.index.includes(String(g.index))));
     }
     const l = this.latched.get(f.node);
     if (!l) return [];
@@ -138,7 +144,10 @@ export class DevicePluginStandIn {
       this.latched.delete(f.node);
       return [];
     }
-    return f.gpus.filter((g) => l.gpus.has(g.index));
+    // With MIG, NVIDIA's plugin keys health by the parent GPU's UUID, so a whole-GPU XID marks one MIG
+    // device of that GPU unhealthy and its other instances stay allocatable (k8s-device-plugin
+    // internal/rm/health.go; fencing.md, corrections 2026-12-01).
+    return f.gpus.filter((g) => l.gpus.has(g.index)).map((g) => ({ gpu: g, devices: g.mig.length === 0 ? devicesOf(g) : new Map([[`nvidia.com/mig-${g.mig[0]!.profile}`, 1]]) }));
   }
 
   /**
@@ -157,11 +166,14 @@ export class DevicePluginStandIn {
       // a node that reports none keeps what the plugin first saw.
       const base = status.capacity ?? this.base.get(f.node)!;
       const fenced = this.heldOut(f);
-      this.unhealthy.set(f.node, new Set(fenced.map((g) => g.index)));
+      // The kubelet hands no new pod a GPU all of whose devices are out; a GPU with only some out
+      // still takes pods on the others (the partial MIG latch).
+      const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
+      this.unhealthy.set(f.node, new Set(fenced.filter((x) => total(x.devices) >= total(devicesOf(x.gpu))).map((x) => x.gpu.index)));
       const want: Record<string, string> = { ...(status.allocatable ?? {}) };
       for (const key of new Set(f.gpus.flatMap((g) => [...devicesOf(g).keys()]))) {
         if (base[key] === undefined) continue;
-        const out = fenced.reduce((n, g) => n + (devicesOf(g).get(key) ?? 0), 0);
+        const out = fenced.reduce((n, x) => n + (x.devices.get(key) ?? 0), 0);
         want[key] = String(Math.max(0, Number(base[key]) - out));
       }
       if (JSON.stringify(want) === JSON.stringify(status.allocatable ?? {})) continue;

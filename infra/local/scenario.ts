@@ -97,9 +97,23 @@ export type PodArrival = z.infer<typeof PodArrivalSchema>;
 
 const FaultStep = z.object({ at: Duration, node: Name, gpu: z.number().int().nonnegative(), fault: FaultSchema, note: z.string().optional() }).strict();
 const PodsStep = z.object({ at: Duration, pods: PodArrivalSchema, note: z.string().optional() }).strict();
+/**
+ * Another writer of a node's ACK unhealthy-devices file replaces it whole (ACK's node-problem-detector
+ * before 1.2.35 did, on its own detections; a person can): `index` entries as given, `gpus` as those
+ * GPUs' UUIDs; an empty step empties the file. Scripted adversity (infra/local/ack-fence-file.ts).
+ */
+const FenceFileStep = z
+  .object({
+    at: Duration,
+    node: Name,
+    fenceFile: z.object({ index: z.array(z.number().int().nonnegative()).max(64).optional(), gpus: z.array(z.number().int().nonnegative()).max(64).optional(), by: z.string().min(1).max(80).default('another writer') }).strict(),
+    note: z.string().optional(),
+  })
+  .strict();
 /** A narration line printed at its time: tells the reader what to look for next. */
 const NoteStep = z.object({ at: Duration, note: z.string().min(1) }).strict();
-export type TimelineStep = z.infer<typeof FaultStep> | z.infer<typeof PodsStep> | z.infer<typeof NvmlStepSchema> | z.infer<typeof NoteStep>;
+export type TimelineStep = z.infer<typeof FaultStep> | z.infer<typeof PodsStep> | z.infer<typeof NvmlStepSchema> | z.infer<typeof FenceFileStep> | z.infer<typeof NoteStep>;
+export type FenceFileStepT = z.infer<typeof FenceFileStep>;
 
 /**
  * A step's kind is chosen by its key (`fault`, `pods`, else a note), then that schema alone is
@@ -107,7 +121,7 @@ export type TimelineStep = z.infer<typeof FaultStep> | z.infer<typeof PodsStep> 
  */
 export const TimelineStepSchema = z.unknown().transform((v, ctx): TimelineStep => {
   const o = typeof v === 'object' && v !== null ? v : {};
-  const schema = 'fault' in o ? FaultStep : 'pods' in o ? PodsStep : 'nvml' in o ? NvmlStepSchema : NoteStep;
+  const schema = 'fault' in o ? FaultStep : 'pods' in o ? PodsStep : 'nvml' in o ? NvmlStepSchema : 'fenceFile' in o ? FenceFileStep : NoteStep;
   const r = schema.safeParse(v);
   if (r.success) return r.data;
   for (const i of r.error.issues) ctx.addIssue({ code: 'custom', message: i.message, path: i.path });
@@ -184,6 +198,8 @@ export const ScenarioSchema = z
       .object({
         nodes: z.union([z.literal('all-gpu-nodes'), z.array(Name).min(1)]).default('all-gpu-nodes'),
         sampleIntervalMs: z.number().int().min(100).max(60_000).default(1000),
+        /** `false`: the agents run without their actuator (the DaemonSet as shipped, GPU_ACTIONS off): nobody fences, resets or probes. */
+        actuator: z.boolean().optional(),
       })
       .strict()
       .default({ nodes: 'all-gpu-nodes', sampleIntervalMs: 1000 }),

@@ -18,6 +18,7 @@ import { StackKube } from './stack-kube.ts';
 import { StackRecorder } from './stack-recorder.ts';
 import { startAgentProcesses, startInProcessAgents } from './stack-agents.ts';
 import { DevicePluginStandIn, type DevicePluginKind } from './device-plugin.ts';
+import { fenceFilePath, replaceUnhealthyDevices } from './ack-fence-file.ts';
 import { remediationConfig } from '../../functions/remediate/wiring.ts';
 import { fenceBackendOf, poolOf } from '../../functions/remediate/core/policy.ts';
 import { formatSummary, kubeconfigText, runningText, type TimelineEntry } from './timeline.ts';
@@ -245,7 +246,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       for (const n of dirty) files.get(n)?.tracker.update(sim!.store.podsOnNode(n), devicePlugin?.fenced(n));
       dirty.clear();
     };
-    const common = { busUrl: bus.url, busName, region: 'us-east-1', sampleIntervalMs: scenario.agents.sampleIntervalMs, log: progress, kubeconfig };
+    const common = { busUrl: bus.url, busName, region: 'us-east-1', sampleIntervalMs: scenario.agents.sampleIntervalMs, log: progress, ...(scenario.agents.actuator === false ? {} : { kubeconfig }) };
     if (!virtual) progress(`starting ${nodeFiles.length} agents (gpu-reflex agent) ...`);
     const agents = virtual ? await startInProcessAgents(nodeFiles, { ...common, clock: agentClock }) : await startAgentProcesses(nodeFiles, common);
     // The ACK device plugin's part: the fence files the agents' actuators write drop allocatable.
@@ -331,6 +332,13 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
         }
       } else if ('nvml' in s) {
         await maintain(s);
+      } else if ('fenceFile' in s) {
+        const f = files.get(s.node);
+        if (!f) return emit({ who: 'scenario', kind: 'note', what: '', text: `${s.node} runs no agent: its fence file is not written` });
+        const gpus = gpuSpecsByNode.get(s.node) ?? [];
+        const content = { ...(s.fenceFile.index ? { index: s.fenceFile.index.map(String) } : {}), ...(s.fenceFile.gpus ? { uuid: s.fenceFile.gpus.map((g) => gpus[g]?.uuid ?? `GPU-unknown-${g}`) } : {}) };
+        replaceUnhealthyDevices(fenceFilePath(f), content);
+        emit({ who: 'scenario', kind: 'note', what: '', text: `${s.fenceFile.by} replaces the unhealthy-devices file of ${s.node} with ${JSON.stringify(content)}${s.note ? ` — ${s.note}` : ''}` });
       } else if ('pods' in s) {
         // The step is printed before the pods exist: the scheduler's lines are its effects.
         const n = s.pods.count;

@@ -6,7 +6,8 @@
  * `gpu-reflex.io/gpu-action-results` (a merge patch of that one key), then publishes a
  * `GPU Action Result` for each request that reached done or failed.
  *
- *   fence / unfence — the device plugin's unhealthy-devices file (FenceFile: entries it did not add are never removed)
+ *   fence / unfence — the device plugin's unhealthy-devices file (FenceFile: entries it did not add are never removed);
+ *                     a done fence is held: every tick the file must still list the GPU, else it is written back (fence-hold.ts)
  *   reset           — refused (`busy`, naming what holds it) while processes use the GPU; else the GPU reset
  *   probe           — after `probeSeconds` of watching: NVML answers, recovery action none, no row
  *                     remap pending or failed, no new uncorrected ECC error since the probe began
@@ -19,6 +20,7 @@
  * Time is the injected clock (the one clock), so a probe window passes in virtual time under simulate.
  */
 import { GPU_ACTION_RESULT, GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, GpuActionRequestsSchema, GpuActionStatesSchema, MIG_INVENTORY_ANNOTATION, readMigInventory, SCHEMA_VERSION, type GpuActionRequest, type GpuActionResultDetail, type GpuActionState, type GpuProbe, type MigInventory } from '../../events/index.ts';
+import { fenceOnce, holdFence } from './fence-hold.ts';
 
 /** This node's Node object, as far as the actuator needs it (RBAC: nodes get, patch — its own). */
 export interface ActuatorNode {
@@ -53,6 +55,11 @@ export interface ActuatorGpus {
 
 /** The device plugin's unhealthy-devices file, keeping its own record of what it added. */
 export interface FenceFileOps {
+  /** What the file lists now (`{"index": [...], "uuid": [...]}`; missing or unreadable: nothing). */
+  read(): { index: string[]; uuid: string[] };
+  /** The UUIDs the agent added (its own record). */
+  ours(): string[];
+  /** Lists the GPU (idempotent). Throws when the file cannot be written. */
   add(uuid: string, index: number | undefined): void;
   /** Removes an entry it added; false when the entry was not its own (left alone). */
   remove(uuid: string): boolean;
@@ -99,6 +106,16 @@ export class GpuActuator {
     const busy = new Set<string>();
     for (const r of requests) {
       const prior = results[r.id];
+      // A fence is held, not done once: every tick the file must still list the GPU (fence-hold.ts).
+      if (r.action === 'fence' && prior?.state === 'done' && !this.o.dryRun) {
+        const held = holdFence(this.o.fence, r, prior, this.o.gpus.indexOf(r.gpuUuid), new Date(this.o.now()).toISOString());
+        if (held) {
+          results[r.id] = held;
+          answered.push(this.detail(r, held, `restored-${held.fence?.restored ?? 0}`));
+          this.o.log?.(`gpu action ${r.id}: fence of ${r.gpuUuid} found gone from the fence file: ${held.reason ?? ''}`);
+        }
+        continue;
+      }
       if (prior && (prior.state === 'done' || prior.state === 'failed')) continue;
       if (this.dryAnswered.has(r.id)) continue;
       if (busy.has(r.gpuUuid)) continue;
@@ -152,8 +169,7 @@ export class GpuActuator {
     const index = this.o.gpus.indexOf(r.gpuUuid);
     switch (r.action) {
       case 'fence':
-        this.o.fence.add(r.gpuUuid, index);
-        return { ...base, state: 'done', reason: 'listed in the device plugin\'s unhealthy devices' };
+        return fenceOnce(this.o.fence, r.gpuUuid, index, base);
       case 'unfence':
         return { ...base, state: 'done', reason: this.o.fence.remove(r.gpuUuid) ? 'removed from the device plugin\'s unhealthy devices' : 'not listed by gpu-reflex: left as it was' };
       case 'reset': {
@@ -201,10 +217,11 @@ export class GpuActuator {
     }
   }
 
-  private detail(r: GpuActionRequest, s: GpuActionState): GpuActionResultDetail {
+  /** `again`: a later answer to the same request (a fence written back), under its own event id. */
+  private detail(r: GpuActionRequest, s: GpuActionState, again?: string): GpuActionResultDetail {
     return {
       schemaVersion: SCHEMA_VERSION,
-      eventId: `gpu-action:${this.o.node}:${r.id}:${s.state}`.slice(0, 128),
+      eventId: `gpu-action:${this.o.node}:${r.id}:${s.state}${again ? `:${again}` : ''}`.slice(0, 128),
       node: this.o.node,
       observedAt: s.at,
       requestId: r.id,
@@ -215,6 +232,7 @@ export class GpuActuator {
       ...(s.reason ? { reason: s.reason } : {}),
       ...(s.holders ? { holders: s.holders } : {}),
       ...(s.probe ? { probe: s.probe } : {}),
+      ...(s.fence ? { fence: s.fence } : {}),
       dryRun: this.o.dryRun === true,
     };
   }

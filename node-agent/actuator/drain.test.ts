@@ -20,7 +20,7 @@ function rig(o: { holders?: string[]; drain?: boolean; refuse?: string } = {}) {
     node: 'n1',
     nodeApi: { annotations: async () => ({ ...annotations }), writeResults: async (json) => void (annotations[GPU_ACTION_RESULTS_ANNOTATION] = json) },
     gpus,
-    fence: { add: () => undefined, remove: () => false },
+    fence: { read: () => ({ index: [], uuid: [] }), ours: () => [], add: () => undefined, remove: () => false },
     publish: async (_t, d) => void published.push(d),
     now: () => T0,
   });

@@ -24,7 +24,7 @@ function rig(o: { dryRun?: boolean; gpus?: () => MigInventory['gpus'] } = {}) {
       },
     },
     gpus: NO_GPUS,
-    fence: { add: () => undefined, remove: () => false },
+    fence: { read: () => ({ index: [], uuid: [] }), ours: () => [], add: () => undefined, remove: () => false },
     publish: async () => undefined,
     now: () => now,
     migInventory: o.gpus ?? (() => gpus),

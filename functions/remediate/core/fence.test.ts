@@ -11,7 +11,7 @@ import { DEFAULT_POLICY, type Policy } from './policy.ts';
 import { loadPolicy, PolicyFileError } from './policy-file.ts';
 import { planSweep } from './sweep.ts';
 import { renderSteps } from './detail.ts';
-import { deviceTaintName } from './gpu-repair.ts';
+import { deviceTaintName } from './fence-dra.ts';
 import { FENCED_CONDITION } from './reconcile.ts';
 import { STATE_LABEL } from './state.ts';
 import { apply, at, factsFor, gpu, health, node, pod, pool, stateOf, withDra, xid, type PluginModel } from '../testing.ts';

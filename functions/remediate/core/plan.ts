@@ -12,12 +12,13 @@ import { decideLevel, ladderOf } from './escalation.ts';
 import { fenceBackendOf, resolveRule, type FenceBackend, type Policy, type Rule, type RuleTrigger } from './policy.ts';
 import type { Notice } from '../../lib/plan.ts';
 import { adoptOrphans, deriveNode, newGpuActions, nodeEdit } from './reconcile.ts';
-import { deviceTaintChange, fenceWords, needsReset } from './gpu-repair.ts';
+import { deviceTaintChange } from './fence-dra.ts';
+import { recoveryOf } from './recovery.ts';
 import { affectedPods, evictable, faultSite, type FaultSite } from './scope.ts';
 import { approvalIdFor } from './detail.ts';
 import { boundState, cmp, isOpen, type Incident, type IncidentPhase, type NodeState } from './state.ts';
 import type { NodeFacts, Plan, PlanTarget, PlanTrigger, PodFacts, RemediationFacts, TriggerEvent } from './types.ts';
-import { actionWords, letFinishWords, nextWords, triggerWords, xid45FollowsWords } from './words.ts';
+import { actionWords, fenceWords, letFinishWords, nextWords, triggerWords, xid45FollowsWords } from './words.ts';
 import { xid45Follows } from './workflows.ts';
 
 /** Occurrences older than this are dropped from the history (longest sensible escalation window). */
@@ -80,7 +81,11 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     const closes = open.phase === 'observing' || open.phase === 'acted';
     const updated: Incident = closes ? { ...open, phase: 'closed', closedAt: d.observedAt, resolvedAt: d.observedAt } : { ...open, resolvedAt: d.observedAt };
     const next = ws(replace(state, updated));
-    const after = needsReset(open) ? 'it returns to service only after its reset and a passed health probe, never on quiet time' : `the sweep returns it to service after ${policy.quietPeriodMinutes} quiet minutes`;
+    const cure = recoveryOf(open);
+    const after =
+      cure === 'replace' ? 'NVIDIA says this GPU must be replaced, so it stays out until it is repaired, whatever the condition reads now'
+      : cure === 'reset' ? 'it returns to service only after its reset and a passed health probe, never on quiet time'
+      : `the sweep returns it to service after ${policy.quietPeriodMinutes} quiet minutes`;
     return noop(closes ? `${words}: resolved; incident closed` : `${words}: resolved; ${after}`, open.action, next);
   }
 
@@ -175,7 +180,7 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   const stamped = next.incidents.find((i) => i.key === acted.key);
   const fence = stamped?.fence && !open?.fence ? ` ${fenceWords(stamped, policy)}` : '';
   const doing = patient ? letFinishWords(site, affected.length, evictAt!) : actionWords(action, node.name, site, moving.length);
-  const reason = `${reasonCore} Now ${doing};${fence} ${nextWords(ladder, decision.level, facts.capabilities)}`;
+  const reason = `${reasonCore} Now ${doing};${fence} ${nextWords(ladder, decision.level, facts.capabilities, recoveryOf(acted))}`;
   const notify = rule.notify || takesCapacity(action) || decision.escalated;
   const notices = notify ? [notice(action, node, reason.slice(0, 500))] : [];
   return { ...base, kind: 'act', action, scope, phase: 'decided', target, ...edit(next), evictions, notices, reason, nextState: next };

@@ -14,7 +14,8 @@ import { encodeHistory, isOpen, QUARANTINED_GPUS_ANNOTATION, HISTORY_ANNOTATION,
 import { emptyEdit, isEmptyEdit, type NodeEdit } from '../../lib/plan.ts';
 import type { NodeFacts } from './types.ts';
 import { GPU_ACTIONS_ANNOTATION, type GpuActionRequest } from '../../../events/index.ts';
-import { backendOf, fenced, fencedByTaint, gpuActionsOf, withFence } from './gpu-repair.ts';
+import { gpuActionsOf } from './gpu-repair.ts';
+import { backendOf, fenced, fencedByTaint, withFence } from './fence.ts';
 import type { FenceBackend, Policy } from './policy.ts';
 
 const PHASE_RANK: Record<NodePhase, number> = { healthy: 0, 'awaiting-approval': 1, quarantined: 2, 'awaiting-repair': 3, draining: 4 };
@@ -48,7 +49,7 @@ function newest(incidents: Incident[]): Incident | undefined {
  * fences a GPU, given to each incident that starts holding its GPU out.
  */
 export function deriveNode(prev: NodeState, next0: NodeState, node: NodeFacts, backend: FenceBackend): NodeState {
-  const next = { ...next0, incidents: next0.incidents.map((i) => withFence(i, backend)) };
+  const next = { ...next0, incidents: next0.incidents.map((i) => withFence(i, backend, node, next0)) };
   const open = next.incidents.filter(isOpen);
   const phase = open.map(nodePhaseOf).reduce<NodePhase>((a, b) => (PHASE_RANK[b] > PHASE_RANK[a] ? b : a), 'healthy');
   const quarantined = open.filter((i) => i.phase === 'quarantined');

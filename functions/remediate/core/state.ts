@@ -21,9 +21,11 @@ export { DEFAULT_TAINT_KEY, STATE_LABEL };
  * `not-fenced-by-plugin`: NVIDIA's device plugin does not fence this fault (a health condition,
  * an application XID on its skip list); `not-verified`: the node's allocatable did not drop
  * (or the DeviceTaintRule was not there) within `fence.verifyMinutes`; `no-dra-device`: no
- * ResourceSlice of the node lists the GPU, so no DeviceTaintRule can name it.
+ * ResourceSlice of the node lists the GPU, so no DeviceTaintRule can name it;
+ * `plugin-latches-one-mig-device`: NVIDIA's plugin keys health by the parent GPU, so a whole-GPU XID on
+ * a MIG GPU latches one of its instances and leaves the others schedulable (fencing.md, corrections).
  */
-export const FENCE_FALLBACKS = ['not-fenced-by-plugin', 'not-verified', 'no-dra-device'] as const;
+export const FENCE_FALLBACKS = ['not-fenced-by-plugin', 'not-verified', 'no-dra-device', 'plugin-latches-one-mig-device'] as const;
 export type FenceFallback = (typeof FENCE_FALLBACKS)[number];
 
 const FenceStateSchema = z.object({
@@ -35,6 +37,12 @@ const FenceStateSchema = z.object({
   fallbackAt: Timestamp.optional(),
   /** nvidia-plugin: when its pod on the node was restarted to undo the latch, after the restore. */
   restartedAt: Timestamp.optional(),
+  /** GPU devices already out of the node's allocatable before this fence, for other reasons: never counted as ours. */
+  outBefore: z.number().int().min(0).max(1024).optional(),
+  /** A verified fence was found not to hold (fence-check.ts): since when, until it holds again. */
+  driftAt: Timestamp.optional(),
+  /** The last write-back of the fence by the node agent that was reported (its `restoredAt`). */
+  restoredSeen: Timestamp.optional(),
 });
 export type FenceState = z.infer<typeof FenceStateSchema>;
 

@@ -139,13 +139,19 @@ describe('planSweep: restoring', () => {
     expect(s.plan?.reason).toContain('did not pass: a row remap is pending');
   });
 
-  it('waits for a condition that clears by itself (temperature) to resolve before returning its GPU', async () => {
+  it('waits for a condition that clears by itself (temperature) to resolve before returning its GPU, fenced meanwhile', async () => {
     let w = await hit(start(), health('temperature', { minute: 0, severity: 'critical' }));
     expect(w.node.labels[STATE_LABEL]).toBe('quarantined');
+    expect(requested(w).map((r) => r.action)).toEqual(['fence']);
+    const verified = await sweep(w, 1);
+    expect(verified.plan?.reason).toContain('is fenced');
+    w = verified.world;
     expect((await sweep(w, 120)).plan).toBeUndefined();
     w = await hit(w, health('temperature', { minute: 121, state: 'resolved' }));
     expect((await sweep(w, 140)).plan).toBeUndefined();
-    expect((await sweep(w, 152)).plan?.action).toBe('restore');
+    const back = await sweep(w, 152);
+    expect(back.plan?.action).toBe('restore');
+    expect(requested(back.world).map((r) => r.action)).toEqual(['unfence']);
   });
 
   it('closes observed incidents once quiet for the escalation window', async () => {

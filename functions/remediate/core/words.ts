@@ -5,6 +5,10 @@
 import { decodeNvlink5, decodeWords, describeXid, type GpuXidErrorDetail, type NvidiaBucket, type RemediationAction } from '../../../events/index.ts';
 import { gpuWords, type FaultSite } from './scope.ts';
 import type { Capabilities, TriggerEvent } from './types.ts';
+import type { Policy } from './policy.ts';
+import type { Incident } from './state.ts';
+import type { KubeEventNote } from '../../lib/plan.ts';
+import type { Recovery } from './recovery.ts';
 
 const BUCKET_WORDS: Record<NvidiaBucket, string> = {
   IGNORE: 'NVIDIA says no action is needed',
@@ -63,6 +67,8 @@ export function actionWords(action: RemediationAction, node: string, site: Fault
     case 'restart-workload':
       return `restarting the affected workload: evicting ${moved} (disruption budgets apply)`;
     case 'quarantine-gpu':
+      // Device plugins fence whole GPUs (the ACK file, NVIDIA's latch): one MIG instance has no fence.
+      if (site.scope === 'mig-instance') return `quarantining ${gpuWords(site)}: evicting the ${moved} on it (disruption budgets apply); no fence holds one MIG instance out (the device plugins fence whole GPUs), so new work may still be placed on it; the rest of the node keeps working`;
       return `quarantining ${gpuWords(site)}: no new work lands on it, evicting the ${moved} on it (disruption budgets apply); the rest of the node keeps working`;
     case 'drain-node':
       return `draining node ${node}: taint, cordon, evict ${moved} (disruption budgets apply)`;
@@ -80,7 +86,7 @@ export function letFinishWords(site: FaultSite, pods: number, until: string): st
 }
 
 /** What happens after this action, given what the handler can repair. */
-export function nextWords(ladder: readonly RemediationAction[], level: number, capabilities: Capabilities | undefined): string {
+export function nextWords(ladder: readonly RemediationAction[], level: number, capabilities: Capabilities | undefined, recovery: Recovery = 'reset'): string {
   const action = ladder[level];
   const next = ladder[level + 1];
   const repair = repairOf(ladder, level);
@@ -93,12 +99,58 @@ export function nextWords(ladder: readonly RemediationAction[], level: number, c
       ? 'next: once drained, reboot the node, then return it after the quiet period'
       : `next: once drained, the node waits at awaiting-repair: ${capabilities?.unreachable ? `the cloud cannot ${repair === 'reboot-node' ? 'reboot' : 'replace'} it (${capabilities.unreachable})` : `no cloud adapter can ${repair === 'reboot-node' ? 'reboot' : 'replace'} it`}, so a person must, then annotate gpu-reflex.io/repaired-at`;
   }
-  if (action === 'quarantine-gpu') return `next: once its pods are gone the node agent resets the GPU, and it returns only after a health probe passes${next ? `; if the reset fails or the fault returns: ${next}` : ''}`;
+  if (action === 'quarantine-gpu') {
+    switch (recovery) {
+      case 'replace':
+        return `next: NVIDIA says this GPU must be replaced (RMA), so it stays fenced and no reset is tried; once the fence is seen, ${replaceWords(next, capabilities)}`;
+      case 'quiesce':
+        return "next: once its pods are gone the driver's recovery action is read again: none returns the GPU after the quiet period, a reset request has it reset and probed";
+      case 'instance':
+        return `next: the incident closes after the quiet period${next ? `; if it repeats: ${next}` : ''}`;
+      case 'resolve':
+        return `next: it stays fenced until the node agent reports the condition resolved, then returns after the quiet period${next ? `; if it comes back: ${next}` : ''}`;
+      default:
+        return `next: once its pods are gone the node agent resets the GPU, and it returns only after a health probe passes${next ? `; if the reset fails or the fault returns: ${next}` : ''}`;
+    }
+  }
   return next ? `next: if it repeats, ${next}` : 'next: nothing unless it gets worse';
+}
+
+/** Where an RMA-class GPU quarantine goes once its fence is seen (sweep.ts replaceGpu, then climb). */
+function replaceWords(next: RemediationAction | undefined, caps: Capabilities | undefined): string {
+  const person = 'a person must replace it, then annotate gpu-reflex.io/repaired-at';
+  if (next !== 'replace-node') return `it waits at awaiting-repair: ${person}`;
+  if (caps?.repairOwner) return `the node is drained and left to ${caps.repairOwner} to repair`;
+  if (caps?.replace) return 'the node is drained and replaced through its node pool, capacity first';
+  return `the node is drained and waits at awaiting-repair (${caps?.unreachable ?? 'no cloud adapter can replace it'}): ${person}`;
 }
 
 /** The repair a drain leads to: the action itself if it is one, else the next rung if it is one. */
 export function repairOf(ladder: readonly RemediationAction[], level: number): 'reboot-node' | 'replace-node' | undefined {
   for (const a of [ladder[level], ladder[level + 1]]) if (a === 'reboot-node' || a === 'replace-node') return a;
   return undefined;
+}
+
+/** How an incident's GPU is being kept out of scheduling, in words (the Remediation's reason). */
+export function fenceWords(i: Incident, policy: Pick<Policy, 'fence'>): string {
+  const f = i.fence;
+  if (!f) return '';
+  const what = i.xid !== undefined ? `XID ${i.xid}` : (i.condition ?? i.trigger);
+  if (f.fallback === 'plugin-latches-one-mig-device') return `${i.gpu} is a MIG GPU, and NVIDIA's device plugin latches only one of its instances for ${what} (it keys health by the parent GPU), leaving the others schedulable: the node is tainted NoSchedule while it is out (fence fallback).`;
+  if (f.fallback === 'not-fenced-by-plugin') return `NVIDIA's device plugin does not take the GPU out for ${what} by itself, so the node is tainted NoSchedule while ${i.gpu} is out (fence fallback).`;
+  if (f.backend === 'cordon') return `This pool fences by node taint (fence backend cordon): the node is tainted NoSchedule while ${i.gpu} is out.`;
+  if (f.fallback === 'no-dra-device') return `No ResourceSlice of the node lists ${i.gpu} under the DRA driver ${policy.fence.dra.driver}, so the node is tainted NoSchedule while it is out (fence fallback).`;
+  if (f.backend === 'dra') return `${i.gpu} is fenced by a DRA DeviceTaintRule (NoSchedule) on its device; it must be there within ${policy.fence.verifyMinutes} min, else the node is tainted.`;
+  if (f.backend === 'nvidia-plugin') return `NVIDIA's device plugin takes ${i.gpu} out for ${what} by itself; the node's allocatable must show it within ${policy.fence.verifyMinutes} min, else the node is tainted.`;
+  return `${i.gpu} is fenced through the ACK device plugin's unhealthy-devices file (the node agent writes it and keeps it there); within ${policy.fence.verifyMinutes} min the agent must say the file lists it and the node's allocatable must show it out, past what was out before, else the node is tainted.`;
+}
+
+
+/**
+ * The Kubernetes Event on the node for a fence that did not hold, was restored, or fell back to the
+ * node taint (fence-check.ts): `kubectl describe node` shows why the GPU's scheduling changed.
+ */
+export function fenceEventNote(kind: 'lost' | 'restored' | 'escalated', why: string): KubeEventNote {
+  const reason = { lost: 'GpuFenceLost', restored: 'GpuFenceRestored', escalated: 'GpuFenceEscalated' }[kind];
+  return { type: kind === 'restored' ? 'Normal' : 'Warning', reason, action: 'Fence', note: `gpu-reflex: ${why}` };
 }

@@ -1,0 +1,142 @@
+/**
+ * The sweep's steps for a node that must be repaired (pure): a failed GPU repair climbing its ladder
+ * within the blast radius, the drained node's reboot or replacement (or a person told), and its
+ * return after a reboot.
+ */
+import { checkBlastRadius } from './blast-radius.ts';
+import type { Policy } from './policy.ts';
+import { evictable } from './scope.ts';
+import { cmp, isOpen, type Incident } from './state.ts';
+import { startReplace, type ReplaceStep } from './replace.ts';
+import { notice } from './plan.ts';
+import type { SweepFacts } from './sweep.ts';
+import { MIN, type Work } from './sweep-work.ts';
+
+/**
+ * A GPU repair failed: the incident climbs its ladder (reboot, then replace) as a node drain,
+ * within the blast radius like any drain; at the top of the ladder a person is told.
+ */
+export function climb(i: Incident, why: string, w: Work, facts: SweepFacts, policy: Policy): Incident {
+  const node = w.facts.node;
+  const now = facts.now.toISOString();
+  const next = i.ladder[i.level + 1];
+  if (!next || next === 'quarantine-gpu' || next === 'observe' || next === 'restart-workload' || next === 'ignore') {
+    const text = `${why}; nothing further up its ladder: awaiting-repair, a person must repair ${i.gpu ?? node.name}, then annotate gpu-reflex.io/repaired-at=<time>`;
+    const waiting: Incident = { ...i, phase: 'awaiting-repair', since: now, notifiedAt: now };
+    w.notices.push(notice(i.action, node, text));
+    w.reasons.push(text);
+    w.touched.push(waiting);
+    return waiting;
+  }
+  const out = w.state.incidents.some((x) => isOpen(x) && x.key !== i.key && (x.phase === 'draining' || x.phase === 'awaiting-repair'));
+  const verdict = checkBlastRadius(policy, w.facts.pool, node.name, out);
+  const escalated: Incident = { ...i, action: next, level: i.level + 1, escalatedAt: now, since: now };
+  if (!verdict.allowed) {
+    const held: Incident = { ...escalated, phase: 'awaiting-approval' };
+    const text = `${why}; ${next} on node ${node.name} is held back: ${verdict.words}. A person must approve; the sweep acts once the window has room`;
+    w.notices.push(notice(next, node, text));
+    w.reasons.push(text);
+    w.touched.push(held);
+    return held;
+  }
+  const pods = evictable(w.facts.pods);
+  const draining: Incident = { ...escalated, phase: 'draining', pods: [...new Set([...i.pods, ...pods.map((p) => p.uid)])] };
+  w.evictions.push(...pods);
+  const text = `${why}; escalating to ${next}: draining node ${node.name} first`;
+  w.notices.push(notice(next, node, text));
+  w.reasons.push(text);
+  w.touched.push(draining);
+  return draining;
+}
+
+export function toRepair(i: Incident, repair: 'reboot-node' | 'replace-node' | undefined, w: Work, facts: SweepFacts, why: string): Incident {
+  const node = w.facts.node.name;
+  const caps = w.facts.capabilities ?? facts.capabilities;
+  const now = facts.now.toISOString();
+  const { reboot: _done, ...rest } = i;
+  if (repair && caps?.repairOwner) {
+    // Not ours to repair: no cloud call; the node's return (new boot id, Ready) is watched as after
+    // our own reboot, and no return within repair.rebootTimeoutMinutes is told to a person.
+    const next: Incident = { ...rest, reboot: { at: now, ...(w.facts.node.bootId ? { fromBoot: w.facts.node.bootId } : {}), by: caps.repairOwner.slice(0, 128) }, phase: 'awaiting-repair', since: now, notifiedAt: now };
+    const text = `${why}: ${caps.repairOwner} repairs this node, so gpu-reflex defers (no reboot or replace of its own); it returns after the quiet period once the node is back`;
+    w.notices.push(notice(i.action, w.facts.node, text));
+    w.reasons.push(text);
+    w.touched.push(next);
+    return next;
+  }
+  const can = repair === 'reboot-node' ? caps?.reboot : repair === 'replace-node' ? caps?.replace : false;
+  if (repair === 'replace-node' && can) {
+    const waiting: Incident = { ...rest, phase: 'awaiting-repair', since: now, notifiedAt: now };
+    // One replacement per node, however many of its incidents lead to it: a second one follows the first.
+    const sibling = [...w.touched, ...w.state.incidents].find((x) => x.key !== i.key && isOpen(x) && x.replace)?.replace;
+    if (sibling) return replaced({ kind: 'act', incident: { ...waiting, replace: sibling }, why: `${why}: the replacement under way replaces it`, tell: false }, waiting, w);
+    const pool = w.facts.replace?.pool?.id;
+    return replaced(startReplace(waiting, w.facts.node, w.facts.replace, facts.now, why, pool ? (w.round.grows.get(pool) ?? 0) : 0), waiting, w);
+  }
+  const rebooting = repair === 'reboot-node' && can ? { reboot: { at: now, ...(w.facts.node.bootId ? { fromBoot: w.facts.node.bootId } : {}) } } : {};
+  const next: Incident = { ...rest, ...rebooting, phase: 'awaiting-repair', since: now, notifiedAt: now };
+  if (repair === 'reboot-node' && can) {
+    // One reboot per node, however many of its incidents lead to it.
+    if (!w.cloud.some((c) => c.kind === 'reboot' && c.node === node)) w.cloud.push({ kind: 'reboot', node });
+    w.reasons.push(`${why}: rebooting it; it returns after the quiet period once repaired`);
+  } else {
+    const what = repair ? `${repair === 'reboot-node' ? 'reboot' : 'replace'} it (${caps?.unreachable ?? 'no cloud adapter can'})` : 'repair it';
+    const text = `${why}: awaiting-repair, a person must ${what}, then annotate gpu-reflex.io/repaired-at=<time>`;
+    w.notices.push(notice(i.action, w.facts.node, text));
+    w.reasons.push(text);
+  }
+  w.touched.push(next);
+  return next;
+}
+
+/** Carries a replacement's step into the sweep's work: its cloud action, its words, a notice when a person must act. */
+export function replaced(s: ReplaceStep, i: Incident, w: Work): Incident {
+  if (s.kind === 'wait') return i;
+  const c = s.cloud;
+  if (c?.kind === 'replace' && !w.cloud.some((x) => x.kind === 'replace' && x.step === c.step && x.node === c.node)) {
+    w.cloud.push(c);
+    if (c.step === 'grow') w.round.grows.set(c.pool, (w.round.grows.get(c.pool) ?? 0) + 1);
+  }
+  if (s.incident.replace?.newNode) w.round.claimed.add(s.incident.replace.newNode);
+  if (s.tell) w.notices.push(notice(s.incident.action, w.facts.node, s.why));
+  w.reasons.push(s.why);
+  w.touched.push(s.incident);
+  return s.incident;
+}
+
+/**
+ * After a reboot the cloud adapter asked for: the node is back when it shows a new boot id and is
+ * Ready; it returns after the quiet period from then. The fault seen again after it came back
+ * climbs the ladder (replace-node); no return within `repair.rebootTimeoutMinutes` is told to a
+ * person once.
+ */
+export function afterReboot(i: Incident, r: NonNullable<Incident['reboot']>, w: Work, facts: SweepFacts, policy: Policy, close: (why: string) => Incident): Incident {
+  const node = w.facts.node;
+  const now = facts.now;
+  if (!r.backAt) {
+    const back = node.bootId !== undefined && node.bootId !== r.fromBoot && node.ready !== false;
+    if (back) {
+      const next: Incident = { ...i, reboot: { ...r, backAt: now.toISOString() } };
+      w.reasons.push(`${node.name} is back from its reboot (new boot id, Ready): it returns after ${policy.quietPeriodMinutes} min without the fault`);
+      w.touched.push(next);
+      return next;
+    }
+    const late = now.getTime() - Date.parse(r.at) >= policy.repair.rebootTimeoutMinutes * MIN;
+    if (!late || (i.notifiedAt && Date.parse(i.notifiedAt) > Date.parse(r.at))) return i;
+    const text = `${node.name} was ${r.by ? `left to ${r.by}` : 'rebooted'} at ${r.at} and has not come back (no new boot id${node.ready === false ? ', not Ready' : ''}) after ${policy.repair.rebootTimeoutMinutes} min: a person must look`;
+    w.notices.push(notice(i.action, node, text));
+    w.reasons.push(text);
+    const told: Incident = { ...i, notifiedAt: now.toISOString() };
+    w.touched.push(told);
+    return told;
+  }
+  if (cmp(i.lastAt, r.backAt) > 0) {
+    const nextRung = i.ladder.indexOf('replace-node', i.level + 1) >= 0 ? 'replace-node' : undefined;
+    const why = `${i.key}: the fault came back at ${i.lastAt}, after the reboot (back at ${r.backAt})`;
+    if (nextRung) return toRepair({ ...i, level: i.ladder.indexOf(nextRung, i.level + 1), action: nextRung, escalatedAt: now.toISOString() }, nextRung, w, facts, `${why}; escalating to ${nextRung}`);
+    return toRepair(i, undefined, w, facts, why);
+  }
+  if (now.getTime() - Date.parse(r.backAt) >= policy.quietPeriodMinutes * MIN) return close(`${i.key}: ${r.by ? `repaired by ${r.by}` : 'rebooted'} at ${r.at}, back at ${r.backAt} and quiet for ${policy.quietPeriodMinutes} min, back in service`);
+  return i;
+}
+

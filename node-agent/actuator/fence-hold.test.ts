@@ -1,0 +1,87 @@
+/**
+ * Issue #27: the agent's fence is by identity and held. The file is the real FenceFile in a temp
+ * directory; another writer is a plain write over it (as ACK's NPD before 1.2.35 replaced the file).
+ */
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, type GpuActionResultDetail, type GpuActionState } from '../../events/index.ts';
+import { GpuActuator, type ActuatorGpus } from './actuator.ts';
+import { FenceFile } from './fence-file.ts';
+
+const G0 = 'GPU-00000000-0000-4000-8000-000000000000';
+const G5 = 'GPU-55555555-0000-4000-8000-000000000000';
+const T0 = Date.parse('2026-11-21T03:00:00.000Z');
+const dirs: string[] = [];
+afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+function rig(o: { failWritesAfter?: number; dropWrites?: boolean } = {}) {
+  const dir = mkdtempSync(join(tmpdir(), 'fence-hold-'));
+  dirs.push(dir);
+  let now = T0;
+  const annotations: Record<string, string> = {};
+  const published: GpuActionResultDetail[] = [];
+  const gpus: ActuatorGpus = { indexOf: (u) => (u === G0 ? 0 : u === G5 ? 5 : undefined), holders: () => [], reset: async () => ({ ok: true }), health: () => ({ nvmlAnswers: true, recoveryAction: 'none', remapPending: false, remapFailed: false, eccUncorrected: 0 }) };
+  const path = join(dir, 'unhealthyDevices.json');
+  const file = new FenceFile(path);
+  let writes = 0;
+  // The real file, whose writes can be made to fail (a read-only mount) after the first ones.
+  const fence = { read: () => file.read(), ours: () => file.ours(), remove: (u: string) => file.remove(u), add: (u: string) => {
+    if (o.failWritesAfter !== undefined && writes++ >= o.failWritesAfter) throw new Error('read-only file system');
+    if (!o.dropWrites) file.add(u);
+  } };
+  const actuator = new GpuActuator({
+    node: 'n1',
+    nodeApi: { annotations: async () => ({ ...annotations }), writeResults: async (json) => void (annotations[GPU_ACTION_RESULTS_ANNOTATION] = json) },
+    gpus,
+    fence,
+    publish: async (_t, d) => void published.push(d),
+    now: () => now,
+  });
+  annotations[GPU_ACTIONS_ANNOTATION] = JSON.stringify([{ id: 'fence.0001', action: 'fence', gpuUuid: G0, incident: 'n1/GPU-0/xid-95', requestedAt: new Date(T0).toISOString(), timeoutSeconds: 600 }]);
+  const result = () => (JSON.parse(annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>)['fence.0001'];
+  return { dir, path, fence, actuator, result, published, advance: (ms: number) => (now += ms) };
+}
+
+describe('the fence, by identity and held', () => {
+  it("answers what other writers already held out before the GPU was added (ACK's own isolation)", async () => {
+    const r = rig();
+    writeFileSync(r.path, JSON.stringify({ index: ['5'], uuid: [G5] }));
+    await r.actuator.tick();
+    expect(r.result()).toMatchObject({ state: 'done', fence: { listed: true, before: [G5, 'index:5'] } });
+    expect(r.fence.read().uuid).toEqual([G5, G0]);
+    expect(r.result()?.reason).toContain('2 other device(s) were already listed there');
+  });
+
+  it('writes the GPU back within one tick when another writer rewrote the file, and says so in a new result', async () => {
+    const r = rig();
+    await r.actuator.tick();
+    expect(r.published).toHaveLength(1);
+    // a quiet tick: the file still lists it, nothing is written or published
+    await r.actuator.tick();
+    expect(r.published).toHaveLength(1);
+    r.advance(5_000);
+    writeFileSync(r.path, JSON.stringify({ index: ['5'] })); // ACK NPD < 1.2.35 replaces the file with its own
+    await r.actuator.tick();
+    expect(r.fence.read()).toEqual({ index: ['5'], uuid: [G0] });
+    expect(r.result()).toMatchObject({ state: 'done', fence: { listed: true, restored: 1, restoredAt: new Date(T0 + 5_000).toISOString() } });
+    expect(r.published.at(-1)).toMatchObject({ action: 'fence', state: 'done', eventId: 'gpu-action:n1:fence.0001:done:restored-1', fence: { restored: 1 } });
+    expect(r.published.at(-1)?.reason).toContain('another writer removed the GPU from the fence file; written back');
+  });
+
+  it('never answers done on faith: a write the file does not show fails the fence', async () => {
+    const r = rig({ dropWrites: true });
+    await r.actuator.tick();
+    expect(r.result()).toMatchObject({ state: 'failed', reason: 'the fence file does not list the GPU after it was written', fence: { listed: false } });
+  });
+
+  it('fails the fence when the file can no longer be written, so the functions escalate it', async () => {
+    const r = rig({ failWritesAfter: 1 });
+    await r.actuator.tick();
+    writeFileSync(r.path, JSON.stringify({ uuid: [] }));
+    await r.actuator.tick();
+    expect(r.result()).toMatchObject({ state: 'failed', fence: { listed: false } });
+    expect(r.result()?.reason).toContain('cannot be written back: read-only file system');
+  });
+});

@@ -1,0 +1,63 @@
+/**
+ * The fence in the ACK device plugin's unhealthy-devices file, by identity, and held (issue #27).
+ *
+ * The file is `{"index": ["0", "3"], "uuid": ["GPU-…"]}`; a device listed under either key is held
+ * out of the node's allocatable, and removing the entry returns it (Alibaba Cloud docs, "GPU device
+ * plugin related operations": /etc/nvidia-device-plugin/unhealthyDevices.json). Other writers use the
+ * same file: ACK's node-problem-detector before 1.2.35 wrote its own file, replacing the entries
+ * there (Alibaba's notice "GPU automatic isolation feature changes", 2026), and a person can. So:
+ *
+ * - a fence is answered with what the file held before the GPU was added (`before`: the other
+ *   writers' entries), so the functions never take another device's isolation for ours;
+ * - a done fence is checked on every tick: the file must still list the GPU; when it does not, the
+ *   agent writes it back and says so (`restored`, `restoredAt`, and a new GPU Action Result), or,
+ *   when it cannot write, the fence fails and the functions escalate it one scope up (node taint).
+ */
+import type { GpuActionRequest, GpuActionState } from '../../events/index.ts';
+import type { FenceFileOps } from './actuator.ts';
+
+type Base = Pick<GpuActionState, 'action' | 'gpuUuid' | 'at'>;
+
+/** Whether the file lists the GPU, by UUID or by its NVML index. */
+export function lists(file: { index: string[]; uuid: string[] }, uuid: string, index: number | undefined): boolean {
+  return file.uuid.includes(uuid) || (index !== undefined && file.index.includes(String(index)));
+}
+
+/** Entries of the file that are neither this GPU nor the agent's own: other writers' isolation. */
+function othersIn(file: { index: string[]; uuid: string[] }, ours: readonly string[], uuid: string, index: number | undefined): string[] {
+  const mine = new Set([...ours, uuid]);
+  const uuids = file.uuid.filter((u) => !mine.has(u));
+  const indices = file.index.filter((i) => i !== String(index)).map((i) => `index:${i}`);
+  return [...new Set([...uuids, ...indices])].slice(0, 64);
+}
+
+/** Adds the GPU to the file and answers what the file says afterwards (never "done" on faith). */
+export function fenceOnce(fence: FenceFileOps, uuid: string, index: number | undefined, base: Base): GpuActionState {
+  const before = othersIn(fence.read(), fence.ours(), uuid, index);
+  try {
+    fence.add(uuid, index);
+  } catch (err) {
+    return { ...base, state: 'failed', reason: `fence file not written: ${err instanceof Error ? err.message : String(err)}`.slice(0, 512), fence: { listed: false, before } };
+  }
+  const listed = lists(fence.read(), uuid, index);
+  if (!listed) return { ...base, state: 'failed', reason: 'the fence file does not list the GPU after it was written', fence: { listed, before } };
+  const others = before.length > 0 ? `; ${before.length} other device(s) were already listed there: ${before.slice(0, 4).join(', ')}` : '';
+  return { ...base, state: 'done', reason: `listed in the device plugin's unhealthy devices${others}`, fence: { listed, before } };
+}
+
+/**
+ * One tick's check of a done fence: undefined while the file still lists the GPU; else the GPU is
+ * written back (a new state: `restored` counted) or, when that fails, the fence is failed.
+ */
+export function holdFence(fence: FenceFileOps, r: GpuActionRequest, prior: GpuActionState, index: number | undefined, at: string): GpuActionState | undefined {
+  if (lists(fence.read(), r.gpuUuid, index)) return undefined;
+  const was = prior.fence ?? { listed: true, before: [] };
+  try {
+    fence.add(r.gpuUuid, index);
+  } catch (err) {
+    return { ...prior, at, state: 'failed', reason: `the fence file no longer lists the GPU and cannot be written back: ${err instanceof Error ? err.message : String(err)}`.slice(0, 512), fence: { ...was, listed: false } };
+  }
+  if (!lists(fence.read(), r.gpuUuid, index)) return { ...prior, at, state: 'failed', reason: 'the fence file no longer lists the GPU, and writing it back did not list it', fence: { ...was, listed: false } };
+  const restored = (was.restored ?? 0) + 1;
+  return { ...prior, at, reason: `another writer removed the GPU from the fence file; written back (${restored} time${restored === 1 ? '' : 's'})`, fence: { ...was, listed: true, restored, restoredAt: at } };
+}
