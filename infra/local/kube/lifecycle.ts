@@ -1,5 +1,6 @@
 import { daemonPod, eligible, hasDaemonPod } from './daemonsets.ts';
 import { MigManager } from './mig-manager.ts';
+import { notReady, nowReady, readyDelayMs } from './readiness.ts';
 import { controllerOf, holdsResources, isTerminal, podRequests, runningStatus, pendingStatus, succeededStatus } from './pods.ts';
 import { qualifiedName, type ResourceDef } from './resources.ts';
 import { freeOn, matchesNodeAffinity, nodeView, pickNode, tolerates, unfitReason, type NodeView } from './scheduler.ts';
@@ -38,6 +39,8 @@ export class Lifecycle {
   private readonly noExecuteCheck = new Set<string>();
   /** Running pods that finish by themselves (annotation COMPLETE_AFTER): key → when. */
   private readonly completing = new Map<string, number>();
+  /** Running pods whose readiness probe passes later (annotation READY_AFTER, readiness.ts): key → when. */
+  private readonly readying = new Map<string, number>();
   /**
    * No termination or completion is due before this (a lower bound: entries only lower it). settle()
    * runs on every API request; in a storm 600 pods sit in their grace period, and scanning them
@@ -118,7 +121,13 @@ export class Lifecycle {
 
   running(pod: Pod, node: string): Pod['status'] {
     const n = ++this.ipSeq;
-    return runningStatus(pod, node, this.iso(), `10.244.${(n >> 8) & 255}.${n & 255}`);
+    const status = runningStatus(pod, node, this.iso(), `10.244.${(n >> 8) & 255}.${n & 255}`)!;
+    const delay = readyDelayMs(pod);
+    if (delay === 0) return status;
+    const due = this.clock.now() + delay;
+    this.readying.set(`${pod.metadata.namespace}/${pod.metadata.name}`, due);
+    this.dueAt = Math.min(this.dueAt, due);
+    return notReady(status, this.iso());
   }
 
   bind(pod: Pod, node: string): void {
@@ -251,6 +260,16 @@ export class Lifecycle {
       const [ns, name] = key.split('/') as [string, string];
       const pod = this.store.pod(ns, name);
       if (pod?.status?.phase === 'Running' && !pod.metadata.deletionTimestamp) this.store.put('pods', { ...pod, status: succeededStatus(pod, this.iso()) });
+    }
+    for (const [key, due] of [...this.readying]) {
+      if (due > now) {
+        this.dueAt = Math.min(this.dueAt, due);
+        continue;
+      }
+      this.readying.delete(key);
+      const [ns, name] = key.split('/') as [string, string];
+      const pod = this.store.pod(ns, name);
+      if (pod?.status?.phase === 'Running' && !pod.metadata.deletionTimestamp) this.store.put('pods', { ...pod, status: nowReady(pod.status, this.iso()) });
     }
   }
 
