@@ -49,6 +49,10 @@ const functionPlugins = [
   // xml2js's Builder (xmlbuilder, 68 kB) serves @alicloud/tea-xml's toXML, which
   // @alicloud/openapi-client never calls (it only parses XML answers, with parseXml); a call throws.
   shim('xmlbuilder', /^xmlbuilder$/, "module.exports = { create() { throw new Error('xmlbuilder is left out of the bundle (scripts/build.js)'); } };"),
+  // jsonpath-plus (25 kB) serves only client-node's legacy `gcp` and `azure` auth-provider
+  // kubeconfigs, which Kubernetes removed in 1.26 for exec plugins; EKS, ACK, a ServiceAccount token
+  // and exec credentials never reach it. Such a kubeconfig fails with this message.
+  shim('jsonpath-plus', /^jsonpath-plus$/, "export const JSONPath = () => { throw new Error('jsonpath-plus is left out of the bundle (scripts/build.js): a gcp/azure auth-provider kubeconfig is not supported; use exec credentials'); };"),
   // zod's `z.locales` namespace holds every language's messages (0.26 MB); the functions speak English.
   {
     name: 'zod-locales',

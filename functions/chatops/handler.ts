@@ -2,6 +2,7 @@
  * Lambda `chatops`: HTTP API `POST /chat/{platform}` (slack, dingtalk, feishu). Configuration:
  *   CHAT_SLACK_SIGNING_SECRET, CHAT_DINGTALK_APP_SECRET, CHAT_FEISHU_VERIFICATION_TOKEN,
  *   CHAT_FEISHU_ENCRYPT_KEY   the platforms' secrets (a platform without one refuses everything)
+ *   CHAT_SECRETS_PARAMETER    or an SSM SecureString holding them as JSON (secrets.ts): what a deployment uses
  *   CHATOPS_CONFIG_FILE       roles: who may do what (default: everyone a viewer)
  *   QUOTA_CONFIG_FILE         the rewriter's teams, for `quota show/plan/rollback` (optional)
  *   REMEDIATION_POLICY_FILE   remediation's policy, for `quarantine` (its `dryRun` is remediation's, not chat's)
@@ -18,6 +19,7 @@
  */
 import { approvalKeyFromEnv, type ApprovalKey } from '../lib/approval-seal.ts';
 import { rawHttpHandler } from '../lib/handler.ts';
+import { chatSecretsFromEnv, chatSecretsInEnv } from './secrets.ts';
 import { configFileFromEnv, lazy, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
 import type { QuotaConfig } from '../quota/index.ts';
 import { quotaConfigFromEnv } from '../quota/index.ts';
@@ -42,12 +44,8 @@ export type ChatWiring = FunctionDeps<{ chat: ChatOpsConfig; secrets: ChatSecret
 export async function wireChat(service: string, env: NodeJS.ProcessEnv = process.env): Promise<ChatWiring> {
   const base = await wireFromEnv(service, () => {
     const chat = configFileFromEnv(env, 'CHATOPS_CONFIG_FILE', parseChatOpsConfig, ChatOpsConfigError) ?? ChatOpsConfigSchema.parse({});
-    const secrets: ChatSecrets = {
-      ...(env['CHAT_SLACK_SIGNING_SECRET'] ? { slackSigningSecret: env['CHAT_SLACK_SIGNING_SECRET'] } : {}),
-      ...(env['CHAT_DINGTALK_APP_SECRET'] ? { dingtalkAppSecret: env['CHAT_DINGTALK_APP_SECRET'] } : {}),
-      ...(env['CHAT_FEISHU_VERIFICATION_TOKEN'] ? { feishuVerificationToken: env['CHAT_FEISHU_VERIFICATION_TOKEN'] } : {}),
-      ...(env['CHAT_FEISHU_ENCRYPT_KEY'] ? { feishuEncryptKey: env['CHAT_FEISHU_ENCRYPT_KEY'] } : {}),
-    };
+    // The environment's secrets here; the parameter's (CHAT_SECRETS_PARAMETER) join them below.
+    const secrets: ChatSecrets = chatSecretsInEnv(env);
     const quotaTeams = quotaConfigFromEnv(env);
     // The cores' own configuration, read as their functions read it; the ports they need with it.
     const remediation = remediationConfig(env);
@@ -56,13 +54,13 @@ export async function wireChat(service: string, env: NodeJS.ProcessEnv = process
     const dingtalk = new HttpDingTalkSessionResponder(env['CHAT_DINGTALK_SESSION_WEBHOOK_PREFIX'] || undefined);
     return { own: { chat, secrets, ...(quotaTeams ? { quotaTeams } : {}), policy: remediation.own.policy, mig: mig.own.mig, responder, dingtalk }, kube: { ...remediation.kube, ...mig.kube } };
   }, env);
+  const { feishuAppSecret: appSecret, ...secrets } = await chatSecretsFromEnv(env);
   const appId = env['CHAT_FEISHU_APP_ID'];
-  const appSecret = env['CHAT_FEISHU_APP_SECRET'];
   const feishu = appId && appSecret ? new HttpFeishuReplier({ appId, appSecret, baseUrl: env['CHAT_FEISHU_API_URL'] || 'https://open.feishu.cn' }, base.clock) : undefined;
   // Once per container: its memory of accepted requests, over the store every container shares.
   // The approval key is read when an approve first needs it: chatops-worker never does, and its role may not.
   const approvalKey = lazy(() => approvalKeyFromEnv(env));
-  const wired = { ...base, replay: sharedReplayGuard(base.kube.state), approvalKey, ...(feishu ? { feishu } : {}) };
+  const wired = { ...base, secrets, replay: sharedReplayGuard(base.kube.state), approvalKey, ...(feishu ? { feishu } : {}) };
   // `pool scale` reaches the cloud as autoscale-pools does, and only where its policy names pools;
   // the Alibaba client loads only then (cold start: docs/deploy.md).
   const autoscale = autoscalePolicyFromEnv(env);

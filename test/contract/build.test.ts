@@ -277,6 +277,16 @@ describe('stages (the packaged templates)', () => {
 describe('cluster access (the packaged template)', () => {
   // The kubeconfig is a secret: the template names the parameter it is kept in, never its text, even
   // when the shell that packages has one (the beforeAll's environment sets GPU_REFLEX_KUBECONFIG_TEXT).
+  it('holds no secret as a literal: the chat secrets, the approval key and the AccessKey are parameters', () => {
+    const res = template();
+    for (const key of Object.keys(yml().functions)) {
+      const vars = (lambda(res, key)[1].Properties.Environment?.Variables ?? {}) as Record<string, unknown>;
+      expect(Object.keys(vars).filter((v) => !v.endsWith('_PARAMETER') && /SECRET|TOKEN|ENCRYPT_KEY|ACCESS_KEY_ID|APPROVAL_KEY$/.test(v)), key).toEqual([]);
+      expect(vars.CHAT_SECRETS_PARAMETER, key).toBe('/gpu-reflex/dev/chat-secrets');
+      expect(vars.GPU_REFLEX_APPROVAL_KEY_PARAMETER, key).toBe('/gpu-reflex/dev/approval-key');
+    }
+  });
+
   it('holds no kubeconfig: each function fetches it from the one parameter at its first invocation', () => {
     const text = readFileSync(join(root, '.serverless/cloudformation-template-update-stack.json'), 'utf8');
     expect(text).not.toContain(KUBECONFIG_SECRET);
@@ -362,6 +372,8 @@ describe('least privilege per function (the packaged template)', () => {
       }
       // The approval key seals and checks decisions: chatops and remediate-approve read it, nobody else.
       if (APPROVAL_KEY_READERS.includes(key)) expected.push(`ssm:GetParameter ${JSON.stringify(parameterArn('/gpu-reflex/dev/approval-key'))}`);
+      // The chat platforms' secrets: the webhook and its worker verify signatures, nobody else.
+      if (key === 'chatops' || key === 'chatops-worker') expected.push(`ssm:GetParameter ${JSON.stringify(parameterArn('/gpu-reflex/dev/chat-secrets'))}`);
       const evConf = Object.values(res).find((r) => r.Type === 'AWS::Lambda::EventInvokeConfig' && r.Properties.FunctionName?.Ref === id);
       const dlq = evConf?.Properties.DestinationConfig?.OnFailure?.Destination;
       if (isAsync(fn.events)) expected.push(`sqs:SendMessage ${JSON.stringify(dlq)}`);
