@@ -68,7 +68,9 @@ export function nvmlGpus(nvml: Nvml, reset: GpuReset, podOfPid: (pid: number) =>
         const rows = d.remappedRows();
         const ecc = d.ecc();
         const ra = d.recoveryAction();
-        return { nvmlAnswers: true, recoveryAction: ra?.action ?? (ra ? `code ${ra.code}` : 'none'), remapPending: rows?.pending ?? false, remapFailed: rows?.failure ?? false, eccUncorrected: ecc?.aggregateUncorrected ?? 0 };
+        // Unknown is never none: a driver without field 230 (undefined) or a code nvml.h does not
+        // name (events/xid.ts) reads `unknown` / `code N`, and neither passes a probe.
+        return { nvmlAnswers: true, recoveryAction: ra?.action ?? (ra ? `code ${ra.code}` : 'unknown'), remapPending: rows?.pending ?? false, remapFailed: rows?.failure ?? false, eccUncorrected: ecc?.aggregateUncorrected ?? 0 };
       } catch {
         return { nvmlAnswers: false, recoveryAction: 'unknown', remapPending: false, remapFailed: false, eccUncorrected: 0 };
       }

@@ -207,12 +207,10 @@ const RECOVERY_DEFAULTS: Record<GpuRecoveryAction, RuleOverride> = {
   none: { action: 'observe', then: [] },
   'gpu-reset': { action: 'quarantine-gpu', then: RESET },
   'node-reboot': { action: 'drain-node', then: RESET },
-  'system-reboot': { action: 'drain-node', then: RESET },
   'drain-p2p': { action: 'quarantine-gpu', then: RESET },
   // "Reduced capacity; running work is safe; reset when convenient": one GPU, never the node.
   // New work is fenced off it at once; its running pods get up to 8 h to finish before they move.
   'drain-and-reset': { action: 'quarantine-gpu', then: RESET, letWorkFinish: { deadlineMinutes: 480 } },
-  'bus-reset': { action: 'quarantine-gpu', then: RESET },
   'recover-imex-domain': { action: 'observe', then: [], notify: true },
 };
 
