@@ -19,4 +19,14 @@ describe('the actuator\'s health reading through NVML', () => {
     const gpus = nvmlGpus(nvmlWith(ra), async () => ({ ok: true }));
     expect(gpus.health(G0).recoveryAction).toBe(want);
   });
+
+  it('finds a GPU past one that fell off the bus (its UUID throws), and counts the lost one as not there', () => {
+    const lost = { uuid: () => { throw new Error('nvmlDeviceGetUUID: NVML_ERROR_GPU_IS_LOST'); } };
+    const ok = { uuid: () => G0, remappedRows: () => ({ pending: false, failure: false }), ecc: () => ({ aggregateUncorrected: 0 }), recoveryAction: () => ({ code: 0, action: 'none' }) };
+    const nvml = { devices: () => [lost, ok], device: (i: number) => [lost, ok][i] } as unknown as Nvml;
+    const gpus = nvmlGpus(nvml, async () => ({ ok: true }));
+    expect(gpus.indexOf(G0)).toBe(1);
+    expect(gpus.indexOf('GPU-gone')).toBeUndefined();
+    expect(gpus.health('GPU-gone')).toMatchObject({ nvmlAnswers: false });
+  });
 });

@@ -59,7 +59,7 @@ export function toRepair(i: Incident, repair: 'reboot-node' | 'replace-node' | u
     // Not ours to repair: no cloud call; the node's return (new boot id, Ready) is watched as after
     // our own reboot, and no return within repair.rebootTimeoutMinutes is told to a person.
     const next: Incident = { ...rest, reboot: { at: now, ...(w.facts.node.bootId ? { fromBoot: w.facts.node.bootId } : {}), by: caps.repairOwner.slice(0, 128) }, phase: 'awaiting-repair', since: now, notifiedAt: now };
-    const text = `${why}: ${caps.repairOwner} repairs this node, so gpu-reflex defers (no reboot or replace of its own); it returns after the quiet period once the node is back`;
+    const text = `${why}: ${caps.repairOwner} repairs this node, so gpu-reflex defers (no reboot or replace of its own); once the node is back it returns ${i.gpu ? `only when the health probe of ${i.gpu} passes` : 'after the quiet period'}`;
     w.notices.push(notice(i.action, w.facts.node, text));
     w.reasons.push(text);
     w.touched.push(next);
@@ -79,7 +79,7 @@ export function toRepair(i: Incident, repair: 'reboot-node' | 'replace-node' | u
   if (repair === 'reboot-node' && can) {
     // One reboot per node, however many of its incidents lead to it.
     if (!w.cloud.some((c) => c.kind === 'reboot' && c.node === node)) w.cloud.push({ kind: 'reboot', node });
-    w.reasons.push(`${why}: rebooting it; it returns after the quiet period once repaired`);
+    w.reasons.push(`${why}: rebooting it; once it is back it returns ${i.gpu ? `only when the health probe of ${i.gpu} passes` : 'after the quiet period'}`);
   } else {
     const what = repair ? `${repair === 'reboot-node' ? 'reboot' : 'replace'} it (${caps?.unreachable ?? 'no cloud adapter can'})` : 'repair it';
     const text = `${why}: awaiting-repair, a person must ${what}, then annotate gpu-reflex.io/repaired-at=<time>`;
