@@ -14,7 +14,7 @@
  */
 import type { GpuActionState } from '../../../events/index.ts';
 import { fnv1a } from '../../lib/hash.ts';
-import { requestId } from './gpu-repair.ts';
+import { probeWords, requestId } from './gpu-repair.ts';
 import type { Policy } from './policy.ts';
 import { isOpen, type Incident, type NodeState } from './state.ts';
 
@@ -61,25 +61,8 @@ export function stepReturnProbe(i: Incident, state: Pick<NodeState, 'incidents'>
   // Unknown is never healthy: no probe, or one that does not say the GPU is counted, does not pass.
   const missing = probe !== undefined && (probe.counted === false || !probe.nvmlAnswers);
   if (!probe?.passed || probe.counted !== true || seen.length > 0) {
-    const bad = [probeBad(r), ...seen.map((x) => `${x.key} seen at ${x.lastAt}, during the probe window`)].filter(Boolean).join('; ');
-    return { kind: 'failed', incident: i, missing, why: `the health probe of ${i.gpu} after ${after} did not pass: ${bad || 'the probe says it did not pass'}` };
+    const bad = [probe?.passed ? (probe.counted === true ? '' : 'the agent did not say whether NVML lists it') : probeWords(r), ...seen.map((x) => `${x.key} seen at ${x.lastAt}, during the probe window`)].filter(Boolean).join('; ');
+    return { kind: 'failed', incident: i, missing, why: `the health probe of ${i.gpu} after ${after} did not pass: ${bad}` };
   }
   return { kind: 'passed', incident: { ...i, repair: undefined, probedAt: r.at }, why: `${i.gpu}'s health probe after ${after} passed at ${r.at} (NVML lists it, recovery action ${probe.recoveryAction}, no remap pending or failed, no XID during the window): back in service` };
-}
-
-function probeBad(r: GpuActionState): string {
-  const p = r.probe;
-  if (!p) return r.reason ?? 'no probe result';
-  return [
-    p.counted === false && 'NVML does not list it any more (missing since the reboot)',
-    p.counted === undefined && 'the agent did not say whether NVML lists it',
-    !p.nvmlAnswers && 'NVML does not answer for it',
-    p.recoveryAction !== 'none' && `recovery action ${p.recoveryAction}`,
-    p.remapPending && 'a row remap is pending',
-    p.remapFailed && 'a row remap failed',
-    p.eccUncorrectedDelta > 0 && `${p.eccUncorrectedDelta} uncorrected ECC error(s) during the probe`,
-    p.xidsDuringProbe.length > 0 && `XID ${p.xidsDuringProbe.join(', ')} during the probe`,
-  ]
-    .filter((x): x is string => typeof x === 'string')
-    .join('; ');
 }
