@@ -109,6 +109,13 @@ export function xidStaysInInstance(xid: number): boolean {
   return INSTANCE_SCOPED_XIDS.has(xid);
 }
 
-/** `nvmlDeviceGpuRecoveryAction_t` (field value NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, 230). */
-export const GPU_RECOVERY_ACTIONS = ['none', 'gpu-reset', 'node-reboot', 'drain-p2p', 'drain-and-reset', 'recover-imex-domain', 'bus-reset', 'system-reboot'] as const;
+/**
+ * `nvmlDeviceGpuRecoveryAction_t` (field value NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, 230), by code:
+ * nvml.h (NVML API 13; the enum as NVIDIA's cuda-python binds it from nvml.h) ends at 5 —
+ * NONE 0, GPU_RESET 1, NODE_REBOOT 2, DRAIN_P2P 3, DRAIN_AND_RESET 4, RECOVER_IMEX_DOMAIN 5. There is
+ * no 6 or 7 (an earlier list here said `bus-reset`, `system-reboot`; fencing.md, corrections
+ * 2026-12-01): a code NVML returns beyond this list has no name, and an unnamed action is unknown,
+ * never `none`.
+ */
+export const GPU_RECOVERY_ACTIONS = ['none', 'gpu-reset', 'node-reboot', 'drain-p2p', 'drain-and-reset', 'recover-imex-domain'] as const;
 export type GpuRecoveryAction = (typeof GPU_RECOVERY_ACTIONS)[number];

@@ -189,6 +189,7 @@ async function runActuator(nvml: Nvml, sink: EventSink, config: AgentConfig, o: 
     gpus: nvmlGpus(nvml, nvidiaSmiReset(a.nvidiaSmi)),
     fence: new FenceFile(a.fenceFile),
     migInventory: nvmlMigInventory(nvml, (pid) => agent.podOfPid(pid)),
+    xids: (uuid, since) => agent.xidsSince(uuid, since),
     publish: async (_type, detail) => void sink.publish(gpuActionResultEvent(detail)),
     now: Date.now,
     dryRun: o.print === true,

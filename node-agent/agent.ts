@@ -30,6 +30,7 @@ import type { AgentHealth } from './http.ts';
 import { XidDeduper } from './kmsg/dedupe.ts';
 import { parseXidLine } from './kmsg/parse-xid.ts';
 import { parseSxidLine } from './kmsg/parse-sxid.ts';
+import { XidLog } from './xid-log.ts';
 import { NVML_EVENT, type NvmlEvent, type NvmlEventWatcher, type NvmlEventWatcherOptions } from './nvml/events.ts';
 import { NvmlError, type Nvml } from './nvml/nvml.ts';
 import { silentLog, type PublisherLog } from './publisher/types.ts';
@@ -118,6 +119,8 @@ export class Agent {
   private readonly pods: PodResolver;
   private readonly dedupe: XidDeduper;
   private readonly metrics: AgentMetrics;
+  /** The XIDs published per GPU, for the actuator's health probe (xid-log.ts). */
+  private readonly xids = new XidLog();
   private readonly log: PublisherLog;
   private inventory: Inventory | undefined;
   private eccSaved: string;
@@ -207,6 +210,11 @@ export class Agent {
     return this.emit(out);
   }
 
+  /** The XIDs this agent published for `gpuUuid` at or after `sinceMs` (the probe window's). */
+  xidsSince(gpuUuid: string, sinceMs: number): number[] {
+    return this.xids.since(gpuUuid, sinceMs);
+  }
+
   /** The pod (UID) a GPU process belongs to, as the last inventory resolved it; undefined when unknown. */
   podOfPid(pid: number): string | undefined {
     for (const g of this.inventory?.gpus ?? []) {
@@ -273,6 +281,7 @@ export class Agent {
       podUids: podsOnGpu(this.inventory, gpu.uuid, xidStaysInInstance(xid) ? e.gpuInstanceId : undefined),
     });
     this.metrics.xidPublished('nvml', now, gpu.uuid, xid);
+    this.xids.record(gpu.uuid, xid, now);
     return this.emit([event]);
   }
 
@@ -392,6 +401,7 @@ export class Agent {
       ...(culprit ? { culpritUid: culprit } : {}),
     });
     this.metrics.xidPublished('kmsg', now, gpu.uuid, k.xid);
+    this.xids.record(gpu.uuid, k.xid, now);
     return this.emit([event]);
   }
 

@@ -4,7 +4,7 @@
  * test/e2e/remediation.test.ts.)
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { APPROVAL_REQUESTED, REMEDIATION, validateDetail, type GpuXidErrorDetail } from '../../events/index.ts';
+import { APPROVAL_REQUESTED, GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, REMEDIATION, validateDetail, type GpuActionRequest, type GpuActionState, type GpuXidErrorDetail } from '../../events/index.ts';
 import { RecordingPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
@@ -139,7 +139,7 @@ describe('remediate', () => {
     expect(detail.steps.every((s) => s.result === 'dry-run')).toBe(true);
   });
 
-  it('puts a repaired node back in service after the quiet period, and not before', async () => {
+  it('puts a repaired node back in service once its GPU passes the health probe, and not on quiet time', async () => {
     for (const n of ['gpu-a100-1', 'gpu-a100-2', 'gpu-a100-3', 'gpu-a100-4', 'gpu-a100-5']) seedNode(n);
     await remediate(triggerOf('GPU XID Error', xid('gpu-a100-1', 79, T0)), deps);
     await clock.advance(5 * 60_000);
@@ -150,7 +150,12 @@ describe('remediate', () => {
     await clock.advance(60_000);
     await sweep(deps);
     expect((await kube.nodes.get('gpu-a100-1')).unschedulable).toBe(true);
-    await clock.advance(DEFAULT_POLICY.quietPeriodMinutes * 60_000);
+    // The sweep asked the node agent for the health probe; the agent answers it passed.
+    const probe = (JSON.parse((await kube.nodes.get('gpu-a100-1')).annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[]).find((r) => r.action === 'probe')!;
+    expect(probe).toBeDefined();
+    await clock.advance(60_000);
+    const probed: GpuActionState = { state: 'done', action: 'probe', gpuUuid: probe.gpuUuid, at: new Date(clock.now()).toISOString(), probe: { nvmlAnswers: true, counted: true, recoveryAction: 'none', remapPending: false, remapFailed: false, eccUncorrectedDelta: 0, xidsDuringProbe: [], passed: true } };
+    await kube.nodes.setAnnotations('gpu-a100-1', { [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify({ [probe.id]: probed }) });
     await sweep(deps);
     const node = await kube.nodes.get('gpu-a100-1');
     expect(node.unschedulable).toBe(false);

@@ -71,6 +71,7 @@ export class LocalAgentHost {
         gpus: nvmlGpus(nvml, reset),
         fence: new FenceFile(fenceFilePath(o.files)),
         migInventory: nvmlMigInventory(nvml, (pid) => agent.podOfPid(pid)),
+        xids: (uuid, since) => agent.xidsSince(uuid, since),
         publish: async (_type, detail) => void publisher.publish(gpuActionResultEvent(detail)),
         now: () => o.clock.now(),
         log: (l) => o.log?.(l),

@@ -62,6 +62,8 @@ export class DevicePluginStandIn {
   private readonly base = new Map<string, Record<string, string>>();
   /** GPU indices each node's plugin held out at the last sync. */
   private readonly unhealthy = new Map<string, ReadonlySet<number>>();
+  /** GPU indices per node that did not come back from a reboot: no plugin enumerates them any more. */
+  private readonly gone = new Map<string, Set<number>>();
   /** NVIDIA plugin: GPU indices latched per node, and the uid of the plugin pod that latched them. */
   private readonly latched = new Map<string, { gpus: Set<number>; pod: string | undefined }>();
 
@@ -105,6 +107,33 @@ export class DevicePluginStandIn {
   /** The GPUs the plugin reports unhealthy on `node` (as of the last sync): the kubelet hands them to no new pod. */
   fenced(node: string): ReadonlySet<number> {
     return this.unhealthy.get(node) ?? new Set();
+  }
+
+  /**
+   * GPU `index` of `node` did not come back from its reboot (scripted adversity, stack.ts): it is off
+   * the bus, so the plugin that enumerates the GPUs afresh at the kubelet's start no longer lists it
+   * and the kubelet's capacity drops by its devices (Kubernetes device plugins: capacity is what the
+   * plugin's ListAndWatch reports). A fence entry for it holds out nothing more.
+   */
+  lose(node: string, index: number): void {
+    const f = this.nodes.find((x) => x.node === node);
+    const g = f?.gpus.find((x) => x.index === index);
+    const set = this.gone.get(node) ?? new Set<number>();
+    if (!f || !g || set.has(index)) return;
+    set.add(index);
+    this.gone.set(node, set);
+    const n = this.sim.store.node(node);
+    if (!n) return;
+    const status = (n.status ?? {}) as { allocatable?: Record<string, string>; capacity?: Record<string, string> };
+    const less = (m: Record<string, string> | undefined) => {
+      if (!m) return m;
+      const out = { ...m };
+      for (const [key, k] of devicesOf(g)) if (out[key] !== undefined) out[key] = String(Math.max(0, Number(out[key]) - k));
+      return out;
+    };
+    const base = this.base.get(node);
+    if (base) this.base.set(node, less(base)!);
+    this.sim.store.put('nodes', { ...n, status: { ...status, ...(status.capacity ? { capacity: less(status.capacity) } : {}), ...(status.allocatable ? { allocatable: less(status.allocatable) } : {}) } });
   }
 
   /** An XID reached GPU `index` of `node` (NVIDIA's plugin sees it through NVML, as the agent does). */
@@ -165,7 +194,8 @@ export class DevicePluginStandIn {
       // What the plugin enumerates is the node's capacity (mig-manager changes it with a relayout);
       // a node that reports none keeps what the plugin first saw.
       const base = status.capacity ?? this.base.get(f.node)!;
-      const fenced = this.heldOut(f);
+      const gone = this.gone.get(f.node);
+      const fenced = this.heldOut(f).filter((x) => !gone?.has(x.gpu.index));
       // The kubelet hands no new pod a GPU all of whose devices are out; a GPU with only some out
       // still takes pods on the others (the partial MIG latch).
       const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);

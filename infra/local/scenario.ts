@@ -110,9 +110,18 @@ const FenceFileStep = z
     note: z.string().optional(),
   })
   .strict();
+/**
+ * From this step on, GPU `gpu` of `node` does not come back from the node's next reboot: a GPU that
+ * fell off the bus (a `gpuLost` fault on it at or before this step) and stays off it after the power
+ * cycle — NVIDIA's resolution for an XID 79 that persists after a reboot is to replace the hardware
+ * (XID catalog, RESTART_BM). NVML no longer lists it, and the device plugin no longer enumerates it
+ * (the node's capacity drops by one GPU). Scripted adversity (stack.ts onReboot).
+ */
+const AfterRebootStep = z.object({ at: Duration, node: Name, gpu: z.number().int().nonnegative(), afterReboot: z.literal('missing'), note: z.string().optional() }).strict();
 /** A narration line printed at its time: tells the reader what to look for next. */
 const NoteStep = z.object({ at: Duration, note: z.string().min(1) }).strict();
-export type TimelineStep = z.infer<typeof FaultStep> | z.infer<typeof PodsStep> | z.infer<typeof NvmlStepSchema> | z.infer<typeof FenceFileStep> | z.infer<typeof NoteStep>;
+export type TimelineStep = z.infer<typeof FaultStep> | z.infer<typeof PodsStep> | z.infer<typeof NvmlStepSchema> | z.infer<typeof FenceFileStep> | z.infer<typeof AfterRebootStep> | z.infer<typeof NoteStep>;
+export type AfterRebootStepT = z.infer<typeof AfterRebootStep>;
 export type FenceFileStepT = z.infer<typeof FenceFileStep>;
 
 /**
@@ -121,7 +130,7 @@ export type FenceFileStepT = z.infer<typeof FenceFileStep>;
  */
 export const TimelineStepSchema = z.unknown().transform((v, ctx): TimelineStep => {
   const o = typeof v === 'object' && v !== null ? v : {};
-  const schema = 'fault' in o ? FaultStep : 'pods' in o ? PodsStep : 'nvml' in o ? NvmlStepSchema : 'fenceFile' in o ? FenceFileStep : NoteStep;
+  const schema = 'fault' in o ? FaultStep : 'pods' in o ? PodsStep : 'nvml' in o ? NvmlStepSchema : 'fenceFile' in o ? FenceFileStep : 'afterReboot' in o ? AfterRebootStep : NoteStep;
   const r = schema.safeParse(v);
   if (r.success) return r.data;
   for (const i of r.error.issues) ctx.addIssue({ code: 'custom', message: i.message, path: i.path });

@@ -179,6 +179,8 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     /** GPU nodes that joined since the last step: their agents start at the next one. */
     const joinedNodes: string[] = [];
     const leftNodes: string[] = [];
+    /** GPUs that will not come back from their node's next reboot (scenario.ts afterReboot), by node. */
+    const lostOnReboot = new Map<string, Set<number>>();
     if (scenario.cloudFile) {
       // A reboot power-cycles the node's GPUs: its agent's mock NVML resets each one (control dir,
       // as the mock nvidia-smi asks), so a lost GPU comes back as it would from a real reboot.
@@ -186,6 +188,13 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       const onReboot = (node: string) => {
         const dir = nodeDir(work, node).controlDir;
         for (const g of gpuSpecsByNode.get(node) ?? []) {
+          // Scripted adversity (scenario.ts afterReboot): this GPU stays off the bus after the power
+          // cycle; nothing resets it, and the device plugin no longer enumerates it.
+          if (lostOnReboot.get(node)?.has(g.index)) {
+            devicePlugin?.lose(node, g.index);
+            emit({ who: 'scenario', kind: 'note', what: '', text: `GPU ${g.index} of ${node} does not come back from the reboot: still off the bus, NVML and the device plugin no longer list it` });
+            continue;
+          }
           const id = `reboot-${++rebootSeq}`;
           writeFileSync(join(dir, `.${id}.tmp`), `reset ${g.uuid}\n`);
           renameSync(join(dir, `.${id}.tmp`), join(dir, `${id}.req`));
@@ -348,6 +357,12 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           emit({ who: 'cluster', kind: 'gap', what: '', text: `pod ${s.pods.namespace}/${x.name} refused: ${x.reason} — its controller retries every ${RETRY_CREATE_MS / 1000}s` });
           refusedPods.push({ arrival: s.pods, name: x.name, at: sinceStart() + RETRY_CREATE_MS });
         }
+      } else if ('afterReboot' in s) {
+        // Only a GPU that fell off the bus can stay off it: the scenario must have lost it first.
+        const lost = faultSteps.some((x) => x.node === s.node && x.gpu === s.gpu && x.fault.kind === 'gpuLost' && x.at <= s.at);
+        if (!lost) throw new Error(`timeline: afterReboot missing on ${s.node} GPU ${s.gpu} needs a gpuLost fault on that GPU at or before it`);
+        lostOnReboot.set(s.node, new Set([...(lostOnReboot.get(s.node) ?? []), s.gpu]));
+        emit({ who: 'scenario', kind: 'note', what: '', text: `GPU ${s.gpu} of ${s.node} will not come back from a reboot${s.note ? ` — ${s.note}` : ''}` });
       } else emit({ who: 'scenario', kind: 'note', what: '', text: s.note });
     };
     // Pods admission refused (a quota): created again every RETRY_CREATE_MS, as a Job or

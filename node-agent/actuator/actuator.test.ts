@@ -13,7 +13,7 @@ const T0 = Date.parse('2026-11-21T03:00:00.000Z');
 const dirs: string[] = [];
 afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
 
-function rig(o: { holders?: string[]; resetFails?: string; health?: Partial<GpuHealthReading>; dryRun?: boolean } = {}) {
+function rig(o: { holders?: string[]; resetFails?: string; health?: Partial<GpuHealthReading>; dryRun?: boolean; gone?: string } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'actuator-'));
   dirs.push(dir);
   let now = T0;
@@ -21,8 +21,9 @@ function rig(o: { holders?: string[]; resetFails?: string; health?: Partial<GpuH
   const published: GpuActionResultDetail[] = [];
   const resets: string[] = [];
   let ecc = 0;
+  const xids: { uuid: string; atMs: number; xid: number }[] = [];
   const gpus: ActuatorGpus = {
-    indexOf: (u) => [G0, G1].indexOf(u) >= 0 ? [G0, G1].indexOf(u) : undefined,
+    indexOf: (u) => (u !== o.gone && [G0, G1].indexOf(u) >= 0 ? [G0, G1].indexOf(u) : undefined),
     holders: () => o.holders ?? [],
     reset: async (u) => (o.resetFails ? { ok: false, reason: o.resetFails } : (resets.push(u), { ok: true })),
     health: () => ({ nvmlAnswers: true, recoveryAction: 'none', remapPending: false, remapFailed: false, eccUncorrected: ecc, ...o.health }),
@@ -34,6 +35,7 @@ function rig(o: { holders?: string[]; resetFails?: string; health?: Partial<GpuH
     gpus,
     fence,
     publish: async (_t, d) => void published.push(d),
+    xids: (u, since) => xids.filter((x) => x.uuid === u && x.atMs >= since).map((x) => x.xid),
     now: () => now,
     ...(o.dryRun ? { dryRun: true } : {}),
   });
@@ -41,7 +43,7 @@ function rig(o: { holders?: string[]; resetFails?: string; health?: Partial<GpuH
     annotations[GPU_ACTIONS_ANNOTATION] = JSON.stringify(reqs.map((r, i) => ({ id: `req.${i}.${r.action}`, gpuUuid: G0, incident: 'n1/GPU-0/xid-95', requestedAt: new Date(T0).toISOString(), timeoutSeconds: 600, ...r })));
   };
   const results = () => JSON.parse(annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>;
-  return { dir, fence, actuator, ask, results, published, resets, advance: (ms: number) => (now += ms), bumpEcc: () => ecc++ };
+  return { dir, fence, actuator, ask, results, published, resets, advance: (ms: number) => (now += ms), bumpEcc: () => ecc++, xid: (uuid: string, xid: number) => void xids.push({ uuid, atMs: now, xid }) };
 }
 
 describe('GpuActuator', () => {
@@ -79,6 +81,33 @@ describe('GpuActuator', () => {
     await r.actuator.tick();
     expect(r.results()['req.0.reset']).toMatchObject({ state: 'failed', reason: 'nvidia-smi --gpu-reset: GPU 0 did not come back' });
     expect(r.results()['req.1.probe']).toMatchObject({ state: 'done', probe: { passed: false, eccUncorrectedDelta: 1 } });
+  });
+
+  it.each([
+    ['a driver without field 230 (recovery action unknown)', { health: { recoveryAction: 'unknown' } }, { recoveryAction: 'unknown' }],
+    ['a recovery-action code nvml.h does not name', { health: { recoveryAction: 'code 6' } }, { recoveryAction: 'code 6' }],
+    ['a GPU NVML no longer lists under its UUID (missing after a reboot)', { gone: G1 }, { counted: false }],
+  ] as const)('fails the probe of %s: unknown is never healthy', async (_what, o, seen) => {
+    const r = rig(o);
+    r.ask({ action: 'probe', gpuUuid: G1, probeSeconds: 10 });
+    await r.actuator.tick();
+    r.advance(10_000);
+    await r.actuator.tick();
+    expect(r.results()['req.0.probe']).toMatchObject({ state: 'done', probe: { passed: false, ...seen } });
+  });
+
+  it('fails a probe whose GPU raised an XID during its window, and only then', async () => {
+    const r = rig();
+    r.xid(G1, 79); // before the window: not the probe's
+    r.advance(1_000);
+    r.ask({ action: 'probe', gpuUuid: G1, probeSeconds: 10 }, { action: 'probe', gpuUuid: G0, probeSeconds: 10 });
+    await r.actuator.tick();
+    r.advance(5_000);
+    r.xid(G0, 48);
+    r.advance(5_000);
+    await r.actuator.tick();
+    expect(r.results()['req.0.probe']).toMatchObject({ state: 'done', probe: { passed: true, xidsDuringProbe: [], counted: true } });
+    expect(r.results()['req.1.probe']).toMatchObject({ state: 'done', probe: { passed: false, xidsDuringProbe: [48] } });
   });
 
   it('fails a reset it could not start within its timeout', async () => {

@@ -9,8 +9,9 @@
  *   fence / unfence — the device plugin's unhealthy-devices file (FenceFile: entries it did not add are never removed);
  *                     a done fence is held: every tick the file must still list the GPU, else it is written back (fence-hold.ts)
  *   reset           — refused (`busy`, naming what holds it) while processes use the GPU; else the GPU reset
- *   probe           — after `probeSeconds` of watching: NVML answers, recovery action none, no row
- *                     remap pending or failed, no new uncorrected ECC error since the probe began
+ *   probe           — after `probeSeconds` of watching: NVML answers and still enumerates the GPU under
+ *                     its UUID (counted), recovery action none (unknown is not none), no row remap
+ *                     pending or failed, no new uncorrected ECC error and no XID on it since the probe began
  *   drain-on/off    — NVML drain state (refused `busy` while processes use the GPU, to turn it on)
  *   mig-cleanup     — answered `failed: not-supported` (not built yet; a reset destroys the instances anyway)
  *
@@ -74,6 +75,8 @@ export interface ActuatorOptions {
   now: () => number;
   dryRun?: boolean;
   log?: (line: string) => void;
+  /** The XIDs the agent published for a GPU at or after a time (ms): the probe window's (agent.ts xidsSince). */
+  xids: (gpuUuid: string, sinceMs: number) => number[];
   /** This node's MIG GPUs as NVML sees them now (no MIG GPU: an empty list); written to the Node when it changes. */
   migInventory?: () => Omit<MigInventory, 'at' | 'v'>['gpus'];
 }
@@ -195,10 +198,14 @@ export class GpuActuator {
           remapPending: reading.remapPending,
           remapFailed: reading.remapFailed,
           eccUncorrectedDelta: Math.max(0, reading.eccUncorrected - p.baseline),
-          xidsDuringProbe: [],
+          xidsDuringProbe: this.o.xids(r.gpuUuid, p.startedAt).slice(0, 64),
+          // NVML still lists the GPU under its UUID: a GPU that did not come back (from a reset or a
+          // reboot) is not counted, whatever its last reading said.
+          counted: index !== undefined,
           passed: false,
         };
-        probe.passed = probe.nvmlAnswers && probe.recoveryAction === 'none' && !probe.remapPending && !probe.remapFailed && probe.eccUncorrectedDelta === 0;
+        // Evidence only: every field must say healthy; `unknown` (no field 230) is not `none`.
+        probe.passed = probe.counted === true && probe.nvmlAnswers && probe.recoveryAction === 'none' && !probe.remapPending && !probe.remapFailed && probe.eccUncorrectedDelta === 0 && probe.xidsDuringProbe.length === 0;
         return { ...base, state: 'done', probe, reason: probe.passed ? 'probe passed' : 'probe did not pass' };
       }
       case 'drain-on':

@@ -22,6 +22,7 @@ function rig(o: { holders?: string[]; drain?: boolean; refuse?: string } = {}) {
     gpus,
     fence: { read: () => ({ index: [], uuid: [] }), ours: () => [], add: () => undefined, remove: () => false },
     publish: async (_t, d) => void published.push(d),
+    xids: () => [],
     now: () => T0,
   });
   const ask = (...actions: string[]) => {

@@ -37,6 +37,7 @@ function rig(o: { failWritesAfter?: number; dropWrites?: boolean } = {}) {
     gpus,
     fence,
     publish: async (_t, d) => void published.push(d),
+    xids: () => [],
     now: () => now,
   });
   annotations[GPU_ACTIONS_ANNOTATION] = JSON.stringify([{ id: 'fence.0001', action: 'fence', gpuUuid: G0, incident: 'n1/GPU-0/xid-95', requestedAt: new Date(T0).toISOString(), timeoutSeconds: 600 }]);

@@ -26,6 +26,7 @@ function rig(o: { dryRun?: boolean; gpus?: () => MigInventory['gpus'] } = {}) {
     gpus: NO_GPUS,
     fence: { read: () => ({ index: [], uuid: [] }), ours: () => [], add: () => undefined, remove: () => false },
     publish: async () => undefined,
+    xids: () => [],
     now: () => now,
     migInventory: o.gpus ?? (() => gpus),
     ...(o.dryRun ? { dryRun: true } : {}),

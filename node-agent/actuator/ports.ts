@@ -33,8 +33,16 @@ export type GpuReset = (uuid: string, index: number) => Promise<{ ok: true } | {
 
 export function nvmlGpus(nvml: Nvml, reset: GpuReset, podOfPid: (pid: number) => string | undefined = () => undefined): ActuatorGpus {
   const indexOf = (uuid: string): number | undefined => {
-    const i = nvml.devices().findIndex((d) => d.uuid() === uuid);
-    return i >= 0 ? i : undefined;
+    const devices = nvml.devices();
+    for (let i = 0; i < devices.length; i++) {
+      try {
+        if (devices[i]!.uuid() === uuid) return i;
+      } catch {
+        // A GPU that fell off the bus answers no UUID (NVML_ERROR_GPU_IS_LOST): it is not counted, and
+        // every other GPU's action goes on (a throw here stalled every GPU action of the node).
+      }
+    }
+    return undefined;
   };
   const byUuid = (uuid: string) => {
     const i = indexOf(uuid);
@@ -68,7 +76,9 @@ export function nvmlGpus(nvml: Nvml, reset: GpuReset, podOfPid: (pid: number) =>
         const rows = d.remappedRows();
         const ecc = d.ecc();
         const ra = d.recoveryAction();
-        return { nvmlAnswers: true, recoveryAction: ra?.action ?? (ra ? `code ${ra.code}` : 'none'), remapPending: rows?.pending ?? false, remapFailed: rows?.failure ?? false, eccUncorrected: ecc?.aggregateUncorrected ?? 0 };
+        // Unknown is never none: a driver without field 230 (undefined) or a code nvml.h does not
+        // name (events/xid.ts) reads `unknown` / `code N`, and neither passes a probe.
+        return { nvmlAnswers: true, recoveryAction: ra?.action ?? (ra ? `code ${ra.code}` : 'unknown'), remapPending: rows?.pending ?? false, remapFailed: rows?.failure ?? false, eccUncorrected: ecc?.aggregateUncorrected ?? 0 };
       } catch {
         return { nvmlAnswers: false, recoveryAction: 'unknown', remapPending: false, remapFailed: false, eccUncorrected: 0 };
       }

@@ -25,14 +25,16 @@ describe('a node replaced through its ACK node pool, capacity first', () => {
       expect.objectContaining({ phase: 'acted', result: 'done' }),
     ]);
     expect(remediations.at(-1)).toMatchObject({ action: 'replace-node', phase: 'acted', reason: expect.stringMatching(/node a100-train-0 is gone: replaced by cn-hangzhou\.[\d.]+ .*ACK task T-\w+ is success; the incident is closed/) });
-    // Rebooted at 1:00, back at 3:00, the fault again at 5:00: the pool grows at the 6:00 sweep.
-    expect(lineAt(lines, /remediate\s+replace-node awaiting-repair: replace/)).toBe(6 * 60);
+    // Rebooted at 1:00, back at 3:00, probed; the fault again at 5:00, inside the probe's window: the
+    // agent's probe fails on that XID and its answer grows the pool at once (before the 6:00 sweep).
+    expect(lineAt(lines, /a100-train-0\s+GPU Action Result\s+probe probe did not pass/)).toBe(5 * 60);
+    expect(lineAt(lines, /remediate\s+replace-node awaiting-repair: replace/)).toBe(5 * 60);
     // Capacity first: the new instance joins (3 min boot) before the broken one is taken out.
     const joined = lineAt(lines, /alicloud\s+cn-hangzhou\.[\d.]+ joined the cluster/);
     const removing = lineAt(lines, /alicloud\s+ACK removes a100-train-0 \(i-\w+\) from node pool a100-train$/);
-    expect(joined).toBe(9 * 60);
+    expect(joined).toBe(8 * 60); // the 3-minute boot from the 5:00 grow
     expect(removing).toBeGreaterThanOrEqual(joined);
-    expect(lineAt(lines, /alicloud\s+a100-train-0 left the cluster; i-\w+ released/)).toBe(10 * 60);
+    expect(lineAt(lines, /alicloud\s+a100-train-0 left the cluster; i-\w+ released/)).toBe(9 * 60);
     // The job's pods had nowhere else to go: they run on the new node.
     expect(lines.filter((l) => /pod ml-train\/finetune-\w+ rescheduled on cn-hangzhou\./.test(l))).toHaveLength(2);
   }, 60_000);

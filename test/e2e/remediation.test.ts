@@ -13,7 +13,7 @@
  * the functions (the stack injects it into `currentClock()`, as `simulate` does).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { APPROVAL_REQUESTED, REMEDIATION } from '../../events/index.ts';
+import { APPROVAL_REQUESTED, GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, REMEDIATION, type GpuActionRequest, type GpuActionState } from '../../events/index.ts';
 import { REPAIRED_AT_ANNOTATION, STATE_LABEL } from '../../functions/remediate/core/state.ts';
 import type { Fleet } from '../../infra/local/kube/index.ts';
 import { resource } from '../../infra/local/kube/resources.ts';
@@ -182,7 +182,7 @@ describe('remediation on the embedded stack', () => {
     expect([6, 7, 8, 9].every((i) => !node(`storm-${i}`).spec?.unschedulable)).toBe(true);
   });
 
-  it('after a repair and a quiet period on the virtual clock the node is back in service', async () => {
+  it('after a repair the node is back in service on a passed probe of its GPU, never on quiet time', async () => {
     await stack.send([xid('repair-0', 79)]);
     await stack.advance(0);
     expect(node('repair-0').metadata.labels?.[STATE_LABEL]).toBe('draining');
@@ -193,9 +193,16 @@ describe('remediation on the embedded stack', () => {
 
     // A person (or the repair adapter) power-cycles it and says so.
     stack.sim.cluster.patch(resource('nodes'), '', 'repair-0', 'application/merge-patch+json', { metadata: { annotations: { [REPAIRED_AT_ANNOTATION]: new Date(clock.now()).toISOString() } } });
-    await stack.advance(10 * 60_000);
-    expect(node('repair-0').spec?.unschedulable).toBe(true); // still inside the 30 min quiet period
-    await stack.advance(21 * 60_000);
+    await stack.advance(2 * 60_000);
+    const probe = (JSON.parse(node('repair-0').metadata.annotations?.[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[]).find((r) => r.action === 'probe');
+    expect(probe).toBeDefined();
+    // No agent answers here: past the 30 min quiet period the node is still out (quiet time restores nothing).
+    await stack.advance(31 * 60_000);
+    expect(node('repair-0').spec?.unschedulable).toBe(true);
+    // The node agent's probe passes (played here as its actuator writes it).
+    const probed: GpuActionState = { state: 'done', action: 'probe', gpuUuid: probe!.gpuUuid, at: new Date(clock.now()).toISOString(), probe: { nvmlAnswers: true, counted: true, recoveryAction: 'none', remapPending: false, remapFailed: false, eccUncorrectedDelta: 0, xidsDuringProbe: [], passed: true } };
+    stack.sim.cluster.patch(resource('nodes'), '', 'repair-0', 'application/merge-patch+json', { metadata: { annotations: { [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify({ [probe!.id]: probed }) } } });
+    await stack.advance(2 * 60_000);
     expect(node('repair-0').spec?.unschedulable).toBeFalsy();
     expect(taintsOf('repair-0')).toEqual([]);
     expect(node('repair-0').metadata.labels?.[STATE_LABEL]).toBe('healthy');

@@ -129,10 +129,12 @@ export function unfenceDone(i: Incident, results: Readonly<Record<string, GpuAct
   return r?.state === 'done' ? { ...i, unfencedAt: r.at } : undefined;
 }
 
-function probeWords(r: GpuActionState): string {
+/** What a probe that did not pass found, in words (after a reset, a reboot or a person's repair). */
+export function probeWords(r: GpuActionState): string {
   const p = r.probe;
   if (!p) return r.reason ?? 'no probe result';
   const bad = [
+    p.counted === false && 'NVML does not list it any more (missing since the reboot)',
     !p.nvmlAnswers && 'NVML does not answer for it',
     p.recoveryAction !== 'none' && `recovery action ${p.recoveryAction}`,
     p.remapPending && 'a row remap is pending',

@@ -85,7 +85,9 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     const after =
       cure === 'replace' ? 'NVIDIA says this GPU must be replaced, so it stays out until it is repaired, whatever the condition reads now'
       : cure === 'reset' ? 'it returns to service only after its reset and a passed health probe, never on quiet time'
-      : `the sweep returns it to service after ${policy.quietPeriodMinutes} quiet minutes`;
+      : open.phase === 'awaiting-repair' || open.phase === 'draining'
+        ? `its node returns after its repair and ${open.gpu ? 'a passed probe' : `${policy.quietPeriodMinutes} quiet minutes`}`
+        : `the sweep returns it to service after ${policy.quietPeriodMinutes} quiet minutes`;
     return noop(closes ? `${words}: resolved; incident closed` : `${words}: resolved; ${after}`, open.action, next);
   }
 

@@ -44,10 +44,8 @@ describe('default policy', () => {
     ['none', 'observe'],
     ['gpu-reset', 'quarantine-gpu'],
     ['node-reboot', 'drain-node'],
-    ['system-reboot', 'drain-node'],
     ['drain-p2p', 'quarantine-gpu'],
     ['drain-and-reset', 'quarantine-gpu'],
-    ['bus-reset', 'quarantine-gpu'],
     ['recover-imex-domain', 'observe'],
   ] as const)('obeys recovery action %s with %s', (ra, action) => {
     expect(resolveRule(DEFAULT_POLICY, undefined, { kind: 'condition', condition: 'recovery-action', recoveryAction: ra }).action).toBe(action);

@@ -99,6 +99,8 @@ export const PoolOverrideSchema = z
     maxQuarantinedCount: int().min(0).max(100_000).optional(),
     /** How this pool's GPUs are fenced (its device plugin), when it differs from `fence.backend`. */
     fenceBackend: z.enum(FENCE_BACKENDS).optional(),
+    /** This pool's `repair.pdbDeadlineMinutes`, when it differs (serving pools with tight budgets). */
+    pdbDeadlineMinutes: int().min(1).max(10_080).optional(),
   })
   .strict();
 
@@ -123,6 +125,12 @@ export const RepairSchema = z
      * nothing is removed. ACK's scale-out time is not documented: set it to what the pool takes.
      */
     replaceTimeoutMinutes: int().min(1).max(1440),
+    /**
+     * A pod still on a GPU that needs a reset this long after it was asked to move (a
+     * PodDisruptionBudget refusing its eviction, most often) no longer holds the reset up: a person
+     * is told and the incident climbs its ladder as a stuck drain does. Per pool: `pools.<p>.pdbDeadlineMinutes`.
+     */
+    pdbDeadlineMinutes: int().min(1).max(10_080),
     /**
      * Where NVIDIA's mig-manager runs: after the reset of a MIG GPU its pod on the node is restarted,
      * so it applies the node's config again (a reset destroys every instance; docs/remediation.md).
@@ -207,12 +215,10 @@ const RECOVERY_DEFAULTS: Record<GpuRecoveryAction, RuleOverride> = {
   none: { action: 'observe', then: [] },
   'gpu-reset': { action: 'quarantine-gpu', then: RESET },
   'node-reboot': { action: 'drain-node', then: RESET },
-  'system-reboot': { action: 'drain-node', then: RESET },
   'drain-p2p': { action: 'quarantine-gpu', then: RESET },
   // "Reduced capacity; running work is safe; reset when convenient": one GPU, never the node.
   // New work is fenced off it at once; its running pods get up to 8 h to finish before they move.
   'drain-and-reset': { action: 'quarantine-gpu', then: RESET, letWorkFinish: { deadlineMinutes: 480 } },
-  'bus-reset': { action: 'quarantine-gpu', then: RESET },
   'recover-imex-domain': { action: 'observe', then: [], notify: true },
 };
 
@@ -238,7 +244,7 @@ export const DEFAULT_POLICY: Policy = deepFreeze({
   taintKey: 'gpu-reflex.io/unhealthy',
   approvals: { ttlMinutes: 60, approvers: [] },
   // The GPU Operator's mig-manager DaemonSet (its default namespace and pod label).
-  repair: { answerTimeoutMinutes: 10, probeSeconds: 30, rebootTimeoutMinutes: 30, replaceTimeoutMinutes: 45, migManager: { namespace: 'gpu-operator', selector: { app: 'nvidia-mig-manager' } } },
+  repair: { answerTimeoutMinutes: 10, probeSeconds: 30, rebootTimeoutMinutes: 30, replaceTimeoutMinutes: 45, pdbDeadlineMinutes: 30, migManager: { namespace: 'gpu-operator', selector: { app: 'nvidia-mig-manager' } } },
   // NVIDIA's static DaemonSet manifest (nvidia-device-plugin.yml); the Helm chart and the GPU
   // Operator use other names: set fence.nvidiaPlugin for them.
   fence: {
@@ -336,6 +342,11 @@ export function poolLimits(policy: Policy, pool: string): { maxShare: number; ma
 }
 
 /** How a pool's GPUs are fenced: the pool's own backend, else the policy's. */
+/** How long a pod may hold a GPU that needs a reset after it was asked to move, in `pool`. */
+export function pdbDeadlineOf(policy: Pick<Policy, 'repair' | 'pools'>, pool: string): number {
+  return policy.pools[pool]?.pdbDeadlineMinutes ?? policy.repair.pdbDeadlineMinutes;
+}
+
 export function fenceBackendOf(policy: Pick<Policy, 'fence' | 'pools'>, pool: string): FenceBackend {
   return policy.pools[pool]?.fenceBackend ?? policy.fence.backend;
 }

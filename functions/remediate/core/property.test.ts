@@ -96,10 +96,12 @@ describe('planners (properties)', () => {
           w = await apply(w.node, w.pods, plan, new Set(), plugin);
         }
         // After everything (events may carry agent times up to minute 600): mark repaired, and a
-        // long quiet stretch of sweeps brings the node back.
+        // long stretch of sweeps, with an agent whose every health probe passes, brings the node back
+        // (a GPU returns after a repair only on a passed probe: return-probe.ts).
         clock = Math.max(clock, 601);
         w = { ...w, node: { ...w.node, annotations: { ...w.node.annotations, [REPAIRED_AT_ANNOTATION]: at(clock) } } };
         for (let k = 1; k <= 8; k++) {
+          w = { ...w, node: probesPass(w.node, at(clock + k * 1500 - 1)) };
           const plan = planSweep({ now: new Date(at(clock + k * 1500)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool({ quarantinedInWindow: 0 }), pods: w.pods }] }, policy).plans[0];
           if (plan) w = await apply(w.node, w.pods, plan, new Set(), plugin);
         }
@@ -223,3 +225,14 @@ describe('planners (properties)', () => {
     );
   });
 });
+
+/** The node agent answers every health probe asked of it: passed (NVML lists the GPU, all still). */
+function probesPass(n: NodeFacts, when: string): NodeFacts {
+  const asked = JSON.parse(n.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[];
+  const results = JSON.parse(n.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>;
+  for (const r of asked) {
+    if (r.action !== 'probe' || results[r.id]) continue;
+    results[r.id] = { state: 'done', action: 'probe', gpuUuid: r.gpuUuid, at: when, probe: { nvmlAnswers: true, counted: true, recoveryAction: 'none', remapPending: false, remapFailed: false, eccUncorrectedDelta: 0, xidsDuringProbe: [], passed: true } };
+  }
+  return { ...n, annotations: { ...n.annotations, [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify(results) } };
+}

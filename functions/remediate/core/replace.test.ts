@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, type GpuActionRequest, type GpuActionState } from '../../../events/index.ts';
 import type { CloudOps } from '../../lib/apply.ts';
 import type { CloudAction } from '../../lib/plan.ts';
 import { planRemediation } from './plan.ts';
@@ -133,10 +134,14 @@ describe('replace-node, capacity first', () => {
     expect(late.plan?.reason).toContain(`no new node is Ready after ${P.repair.replaceTimeoutMinutes} min: nothing was removed`);
     expect((await sweep(late.world, 8 + P.repair.replaceTimeoutMinutes + 5, cloud)).plan).toBeUndefined();
     expect(cloud.removed).toEqual([]);
-    // A person repairs it by hand and says so: it returns after the quiet period, nothing latches.
+    // A person repairs it by hand and says so: it returns once its GPU passes the probe, nothing latches.
     const fixed = 8 + P.repair.replaceTimeoutMinutes + 10;
     const marked: World = { ...late.world, node: { ...late.world.node, annotations: { ...late.world.node.annotations, [REPAIRED_AT_ANNOTATION]: at(fixed) } } };
-    expect((await sweep(marked, fixed + P.quietPeriodMinutes, cloud)).plan).toMatchObject({ action: 'restore', phase: 'restored' });
+    const asked = (await sweep(marked, fixed + 1, cloud)).world;
+    const probe = (JSON.parse(asked.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[]).find((r) => r.action === 'probe')!;
+    const probed = { state: 'done', action: 'probe', gpuUuid: probe.gpuUuid, at: at(fixed + 2), probe: { nvmlAnswers: true, counted: true, recoveryAction: 'none', remapPending: false, remapFailed: false, eccUncorrectedDelta: 0, xidsDuringProbe: [], passed: true } } satisfies GpuActionState;
+    const answered: World = { ...asked, node: { ...asked.node, annotations: { ...asked.node.annotations, [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify({ [probe.id]: probed }) } } };
+    expect((await sweep(answered, fixed + 3, cloud)).plan).toMatchObject({ action: 'restore', phase: 'restored' });
     expect(cloud.removed).toEqual([]);
   });
 

@@ -3,7 +3,7 @@
  * repair through the node agent (gpu-repair.ts), an RMA-class GPU's climb, MIG instances back after
  * a reset, and a closed incident's fence lifted.
  */
-import type { Policy } from './policy.ts';
+import { pdbDeadlineOf, type Policy } from './policy.ts';
 import { evictable } from './scope.ts';
 import type { Incident } from './state.ts';
 import type { PodFacts } from './types.ts';
@@ -16,7 +16,7 @@ import { draLifted } from './fence-dra.ts';
 import { stepMigRestore } from './mig-restore.ts';
 import { climb } from './sweep-node.ts';
 import type { SweepFacts } from './sweep.ts';
-import type { Work } from './sweep-work.ts';
+import { MIN, type Work } from './sweep-work.ts';
 
 /**
  * A closed incident's GPU fence is lifted: the agent's word that it left the fence file (bookkeeping
@@ -52,9 +52,19 @@ export function repairStep(i0: Incident, w: Work, facts: SweepFacts, policy: Pol
       left.length > 0
         ? `${left.length} pod(s) still on ${i.gpu} at the ${i.evictAt} deadline for running work to finish (${left.slice(0, 5).map((p) => `${p.namespace}/${p.name}`).join(', ')}): evicting them so the GPU can be reset`
         : `the running work on ${i.gpu} has finished`;
-    i = { ...i, evictAt: undefined };
+    // The pods' move starts now: the PDB deadline below counts from here.
+    i = { ...i, evictAt: undefined, since: facts.now.toISOString() };
     w.reasons.push(why);
     w.touched.push(i);
+  }
+  // Deadline: a pod a disruption budget (or anything else) keeps on the GPU past
+  // `repair.pdbDeadlineMinutes` since it was asked to move no longer holds the reset up, retried
+  // silently every minute for ever: a person is told and the incident climbs as a stuck drain does.
+  const deadline = pdbDeadlineOf(policy, w.facts.pool.name);
+  if (left.length > 0 && !i.repair && facts.now.getTime() - Date.parse(i.since) >= deadline * MIN) {
+    const why = `${left.length} pod(s) still on ${i.gpu} ${deadline} min after they were asked to move (${left.slice(0, 5).map((p) => `${p.namespace}/${p.name}`).join(', ')}; a disruption budget may be refusing their eviction): the reset cannot wait for them any longer`;
+    // climb tells a person whatever it does (escalates, is held back, or ends at awaiting-repair).
+    return climb({ ...i, notifiedAt: facts.now.toISOString() }, why, w, facts, policy);
   }
   retry(left);
   const s = stepRepair(i, left.length, w.results, facts.now, policy);

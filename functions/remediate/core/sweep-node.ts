@@ -9,6 +9,7 @@ import { evictable } from './scope.ts';
 import { cmp, isOpen, type Incident } from './state.ts';
 import { startReplace, type ReplaceStep } from './replace.ts';
 import { notice } from './plan.ts';
+import { askReturnProbe, probing, stepReturnProbe } from './return-probe.ts';
 import type { SweepFacts } from './sweep.ts';
 import { MIN, type Work } from './sweep-work.ts';
 
@@ -58,7 +59,7 @@ export function toRepair(i: Incident, repair: 'reboot-node' | 'replace-node' | u
     // Not ours to repair: no cloud call; the node's return (new boot id, Ready) is watched as after
     // our own reboot, and no return within repair.rebootTimeoutMinutes is told to a person.
     const next: Incident = { ...rest, reboot: { at: now, ...(w.facts.node.bootId ? { fromBoot: w.facts.node.bootId } : {}), by: caps.repairOwner.slice(0, 128) }, phase: 'awaiting-repair', since: now, notifiedAt: now };
-    const text = `${why}: ${caps.repairOwner} repairs this node, so gpu-reflex defers (no reboot or replace of its own); it returns after the quiet period once the node is back`;
+    const text = `${why}: ${caps.repairOwner} repairs this node, so gpu-reflex defers (no reboot or replace of its own); once the node is back it returns ${i.gpu ? `only when the health probe of ${i.gpu} passes` : 'after the quiet period'}`;
     w.notices.push(notice(i.action, w.facts.node, text));
     w.reasons.push(text);
     w.touched.push(next);
@@ -78,7 +79,7 @@ export function toRepair(i: Incident, repair: 'reboot-node' | 'replace-node' | u
   if (repair === 'reboot-node' && can) {
     // One reboot per node, however many of its incidents lead to it.
     if (!w.cloud.some((c) => c.kind === 'reboot' && c.node === node)) w.cloud.push({ kind: 'reboot', node });
-    w.reasons.push(`${why}: rebooting it; it returns after the quiet period once repaired`);
+    w.reasons.push(`${why}: rebooting it; once it is back it returns ${i.gpu ? `only when the health probe of ${i.gpu} passes` : 'after the quiet period'}`);
   } else {
     const what = repair ? `${repair === 'reboot-node' ? 'reboot' : 'replace'} it (${caps?.unreachable ?? 'no cloud adapter can'})` : 'repair it';
     const text = `${why}: awaiting-repair, a person must ${what}, then annotate gpu-reflex.io/repaired-at=<time>`;
@@ -106,20 +107,28 @@ export function replaced(s: ReplaceStep, i: Incident, w: Work): Incident {
 
 /**
  * After a reboot the cloud adapter asked for: the node is back when it shows a new boot id and is
- * Ready; it returns after the quiet period from then. The fault seen again after it came back
- * climbs the ladder (replace-node); no return within `repair.rebootTimeoutMinutes` is told to a
- * person once.
+ * Ready. Then a GPU incident returns only on a passed health probe of its GPU (return-probe.ts:
+ * evidence, not time); a node-wide incident (no GPU named) after the quiet period. The fault seen
+ * again after it came back, or a probe that fails (the GPU missing after the reboot, the fault
+ * still there), climbs the ladder (replace-node) or leaves the node out, awaiting-repair, a person
+ * told: NVIDIA's resolution for an error that persists after a reboot is to replace the hardware
+ * (xid.md, "if it persists after reboot, replace"). No return within `repair.rebootTimeoutMinutes`
+ * is told to a person once.
  */
-export function afterReboot(i: Incident, r: NonNullable<Incident['reboot']>, w: Work, facts: SweepFacts, policy: Policy, close: (why: string) => Incident): Incident {
+export function afterReboot(i: Incident, r: NonNullable<Incident['reboot']>, w: Work, facts: SweepFacts, policy: Policy, close: (why: string, x?: Incident) => Incident): Incident {
   const node = w.facts.node;
   const now = facts.now;
   if (!r.backAt) {
     const back = node.bootId !== undefined && node.bootId !== r.fromBoot && node.ready !== false;
     if (back) {
-      const next: Incident = { ...i, reboot: { ...r, backAt: now.toISOString() } };
-      w.reasons.push(`${node.name} is back from its reboot (new boot id, Ready): it returns after ${policy.quietPeriodMinutes} min without the fault`);
-      w.touched.push(next);
-      return next;
+      const backAt = now.toISOString();
+      const backed: Incident = { ...i, reboot: { ...r, backAt } };
+      const asked = askReturnProbe(backed, { kind: 'reboot', backAt }, now);
+      w.reasons.push(
+        asked ? `${node.name} is back from its reboot (new boot id, Ready): health probe of ${i.gpu} requested (${asked.repair!.id}, ${policy.repair.probeSeconds} s); it returns only when the probe passes` : `${node.name} is back from its reboot (new boot id, Ready): it returns after ${policy.quietPeriodMinutes} min without the fault`,
+      );
+      w.touched.push(asked ?? backed);
+      return asked ?? backed;
     }
     const late = now.getTime() - Date.parse(r.at) >= policy.repair.rebootTimeoutMinutes * MIN;
     if (!late || (i.notifiedAt && Date.parse(i.notifiedAt) > Date.parse(r.at))) return i;
@@ -130,13 +139,59 @@ export function afterReboot(i: Incident, r: NonNullable<Incident['reboot']>, w: 
     w.touched.push(told);
     return told;
   }
-  if (cmp(i.lastAt, r.backAt) > 0) {
+  const notCured = (why: string): Incident => {
+    const { repair: _asked, ...x } = i;
     const nextRung = i.ladder.indexOf('replace-node', i.level + 1) >= 0 ? 'replace-node' : undefined;
-    const why = `${i.key}: the fault came back at ${i.lastAt}, after the reboot (back at ${r.backAt})`;
-    if (nextRung) return toRepair({ ...i, level: i.ladder.indexOf(nextRung, i.level + 1), action: nextRung, escalatedAt: now.toISOString() }, nextRung, w, facts, `${why}; escalating to ${nextRung}`);
-    return toRepair(i, undefined, w, facts, why);
+    if (nextRung) return toRepair({ ...x, level: i.ladder.indexOf(nextRung, i.level + 1), action: nextRung, escalatedAt: now.toISOString() }, nextRung, w, facts, `${why}; escalating to ${nextRung}`);
+    return toRepair(x, undefined, w, facts, why);
+  };
+  if (cmp(i.lastAt, r.backAt) > 0) return notCured(`${i.key}: the fault came back at ${i.lastAt}, after the reboot (back at ${r.backAt})`);
+  if (i.gpu) {
+    // A GPU incident back from its reboot before the probe existed (or whose ask was lost): ask now.
+    const cause = { kind: 'reboot', backAt: r.backAt } as const;
+    if (!probing(i, cause)) {
+      const asked = askReturnProbe(i, cause, now)!;
+      w.touched.push(asked);
+      return asked;
+    }
+    const s = stepReturnProbe(i, w.state, w.results, now, policy);
+    if (s.kind === 'wait') return i;
+    if (s.kind === 'failed') return notCured(`${i.key}: ${node.name} is back from its reboot, but ${s.why}${s.missing ? '; the node stays out' : ''}`);
+    return close(`${i.key}: ${r.by ? `repaired by ${r.by}` : 'rebooted'} at ${r.at}, back at ${r.backAt}; ${s.why}`, s.incident);
   }
   if (now.getTime() - Date.parse(r.backAt) >= policy.quietPeriodMinutes * MIN) return close(`${i.key}: ${r.by ? `repaired by ${r.by}` : 'rebooted'} at ${r.at}, back at ${r.backAt} and quiet for ${policy.quietPeriodMinutes} min, back in service`);
   return i;
+}
+
+/**
+ * A person's `gpu-reflex.io/repaired-at` after the fault: a GPU incident asks the node agent for the
+ * health probe and returns only when it passes (return-probe.ts); a failed one keeps the node out and
+ * tells a person once, until a newer repaired-at asks again. A node-wide incident returns after the
+ * quiet period from the repair.
+ */
+export function afterRepair(i: Incident, repairedAt: string, w: Work, facts: SweepFacts, policy: Policy, close: (why: string, x?: Incident) => Incident): Incident {
+  const now = facts.now;
+  if (!i.gpu) {
+    const since = now.getTime() - Math.max(Date.parse(repairedAt), i.trigger === 'orphan' ? 0 : Date.parse(i.lastAt));
+    return since >= policy.quietPeriodMinutes * MIN ? close(`${i.key}: repaired at ${repairedAt} and quiet for ${policy.quietPeriodMinutes} min, back in service`) : i;
+  }
+  const cause = { kind: 'repaired', repairedAt } as const;
+  if (!probing(i, cause)) {
+    const asked = askReturnProbe(i, cause, now)!;
+    w.reasons.push(`${i.key}: repaired at ${repairedAt}: health probe of ${i.gpu} requested (${asked.repair!.id}, ${policy.repair.probeSeconds} s); it returns only when the probe passes`);
+    w.touched.push(asked);
+    return asked;
+  }
+  const s = stepReturnProbe(i, w.state, w.results, now, policy);
+  if (s.kind === 'wait') return i;
+  if (s.kind === 'passed') return close(`${i.key}: repaired at ${repairedAt}; ${s.why}`, s.incident);
+  // Told once per probe; the node stays out until a person repairs it again (a newer repaired-at).
+  if (i.notifiedAt && Date.parse(i.notifiedAt) >= Date.parse(i.repair!.at)) return i;
+  const text = `${i.key}: repaired at ${repairedAt}, but ${s.why}; the node stays out: a person must look, then annotate gpu-reflex.io/repaired-at=<time> again`;
+  const told: Incident = { ...i, notifiedAt: now.toISOString() };
+  w.notices.push(notice(i.action, w.facts.node, text));
+  w.reasons.push(text);
+  w.touched.push(told);
+  return told;
 }
 

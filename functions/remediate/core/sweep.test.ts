@@ -181,7 +181,7 @@ describe('planSweep: drains and repair', () => {
     expect(kinds((await sweep(w, 1, { capabilities: { reboot: true } })).plan)).toContain('reboot');
   });
 
-  it('returns a rebooted node once it shows a new boot id and stays quiet, with no person in the loop', async () => {
+  it('returns a rebooted node once it shows a new boot id and its GPU passes the health probe, never on quiet time', async () => {
     const booted = (w: World, bootId: string, ready = true): World => ({ ...w, node: { ...w.node, bootId, ready } });
     let w = booted(await hit(start(), xid(79, { minute: 0 })), 'boot-1');
     const asked = await sweep(w, 1, { capabilities: { reboot: true } });
@@ -194,16 +194,23 @@ describe('planSweep: drains and repair', () => {
     const back = await sweep(booted(w, 'boot-2'), 5, { capabilities: { reboot: true } });
     expect(back.plan?.nextState.incidents[0]?.reboot).toEqual({ at: at(1), fromBoot: 'boot-1', backAt: at(5) });
     expect(back.plan?.reason).toContain('is back from its reboot');
+    expect(back.plan?.reason).toContain('it returns only when the probe passes');
     w = back.world;
-    expect((await sweep(w, 5 + P.quietPeriodMinutes - 1, { capabilities: { reboot: true } })).plan).toBeUndefined();
-    const { plan, world } = await sweep(w, 5 + P.quietPeriodMinutes, { capabilities: { reboot: true } });
+    const gpu = stateOf(w.node).incidents[0]!.gpu!;
+    const probe = requested(w).find((r) => r.action === 'probe')!;
+    expect(probe).toMatchObject({ gpuUuid: gpu, probeSeconds: P.repair.probeSeconds });
+    // Quiet time restores nothing: only the probe's answer does.
+    expect((await sweep(w, 5 + P.quietPeriodMinutes + 1, { capabilities: { reboot: true } })).plan?.action).not.toBe('restore');
+    w = answer(w, probe.id, { state: 'done', action: 'probe', gpuUuid: gpu, at: at(6), probe: { ...passed, counted: true } });
+    const { plan, world } = await sweep(w, 7, { capabilities: { reboot: true } });
     expect(plan).toMatchObject({ action: 'restore', phase: 'restored' });
     expect(plan?.reason).toContain(`rebooted at ${at(1)}, back at ${at(5)}`);
+    expect(plan?.notices.at(-1)?.text).toContain('after its reboot and a passed health probe');
     expect(world.node).toMatchObject({ unschedulable: false, taints: [] });
     expect(world.node.labels[STATE_LABEL]).toBe('healthy');
   });
 
-  it('defers to the node pool\'s own auto repair: no reboot of its own, the node\'s return watched, restored after the quiet period', async () => {
+  it('defers to the node pool\'s own auto repair: no reboot of its own, the node\'s return watched, restored on a passed probe', async () => {
     const OWNER = 'ACK auto repair of node pool gpu-a100';
     // The sweep could reboot (a cloud adapter), but this node's pool repairs its nodes itself.
     const sweepOwned = async (w: World, minute: number) => {
@@ -219,7 +226,9 @@ describe('planSweep: drains and repair', () => {
     expect(handed.plan?.nextState.incidents[0]).toMatchObject({ phase: 'awaiting-repair', reboot: { at: at(1), fromBoot: 'boot-1', by: OWNER } });
     w = { ...handed.world, node: { ...handed.world.node, bootId: 'boot-2' } };
     w = (await sweepOwned(w, 6)).world;
-    const { plan } = await sweepOwned(w, 6 + P.quietPeriodMinutes);
+    const probe = requested(w).find((r) => r.action === 'probe')!;
+    w = answer(w, probe.id, { state: 'done', action: 'probe', gpuUuid: probe.gpuUuid, at: at(7), probe: { ...passed, counted: true } });
+    const { plan } = await sweepOwned(w, 8);
     expect(plan).toMatchObject({ action: 'restore' });
     expect(plan?.reason).toContain(`repaired by ${OWNER} at ${at(1)}, back at ${at(6)}`);
   });
@@ -261,11 +270,19 @@ describe('planSweep: drains and repair', () => {
     expect((await sweep(late.world, 1 + P.repair.rebootTimeoutMinutes + 10, { capabilities: { reboot: true } })).plan).toBeUndefined();
   });
 
-  it('restores a repaired node after the quiet period: untaint, uncordon, label healthy', async () => {
+  it('restores a repaired node once its GPU passes the health probe: untaint, uncordon, label healthy', async () => {
     let w = (await sweep((await hit(start(), xid(79, { minute: 0 }))), 1)).world;
     expect((await sweep(w, 300)).plan).toBeUndefined(); // not repaired: waits, never guesses
     w = { ...w, node: { ...w.node, annotations: { ...w.node.annotations, [REPAIRED_AT_ANNOTATION]: at(60) } } };
-    expect((await sweep(w, 80)).plan).toBeUndefined();
+    const asked = await sweep(w, 61);
+    expect(asked.plan?.reason).toContain('health probe of');
+    w = asked.world;
+    const probe = requested(w).find((r) => r.action === 'probe')!;
+    // Quiet time restores nothing: no answer within the timeout keeps the node out and tells a person.
+    const quietly = (await sweep(w, 61 + Math.max(P.quietPeriodMinutes, P.repair.answerTimeoutMinutes) + 1)).plan;
+    expect(quietly?.action).not.toBe('restore');
+    expect(quietly?.reason).toContain('did not answer the health probe');
+    w = answer(w, probe.id, { state: 'done', action: 'probe', gpuUuid: probe.gpuUuid, at: at(62), probe: { ...passed, counted: true } });
     const { plan, world } = await sweep(w, 91);
     expect(plan).toMatchObject({ action: 'restore', phase: 'restored' });
     expect(kinds(plan)).toEqual(expect.arrayContaining(['untaint', 'uncordon', 'label']));

@@ -8,9 +8,10 @@
  * - draining               → evictions retried; drained → awaiting-repair (+ reboot/replace when a
  *                            cloud adapter can, else a person is told); stuck past the drain
  *                            timeout → the next rung of `then`, or a person is told
- * - awaiting-repair        → after our reboot: back (new boot id, Ready), then quiet → restored;
- *                            a replacement (replace.ts): new node Ready → old one removed; else
- *                            restored once `gpu-reflex.io/repaired-at` is set and quiet has passed
+ * - awaiting-repair        → after our reboot: back (new boot id, Ready), then a passed health
+ *                            probe of its GPU → restored (return-probe.ts; a node-wide incident:
+ *                            quiet); a replacement (replace.ts): new node Ready → old one removed;
+ *                            else once `gpu-reflex.io/repaired-at` is set, the same probe (or quiet)
  * - awaiting-approval      → acted on by itself when the pool's window has room again (first come,
  *                            first served by when the fault was first seen), or when approved
  *
@@ -33,7 +34,7 @@ import { deviceTaintChange } from './fence-dra.ts';
 import { needsReplace, needsReset } from './recovery.ts';
 import { fenceBackendOf } from './policy.ts';
 import { holdFence, lift, repairStep, replaceGpu } from './sweep-gpu.ts';
-import { afterReboot, replaced, toRepair } from './sweep-node.ts';
+import { afterReboot, afterRepair, replaced, toRepair } from './sweep-node.ts';
 import { MIN, type Round, type Work } from './sweep-work.ts';
 
 export interface SweepNodeFacts {
@@ -155,9 +156,8 @@ function step(i0: Incident, w: Work, facts: SweepFacts, policy: Policy, retries:
       // A person's repaired-at also ends a replacement that stalled (no new node, a failed removal).
       if (i.replace && !repaired) return replaced(stepReplace(i, i.replace, w.facts.node, w.facts.replace, now, policy, w.round.claimed), i, w);
       if (i.reboot) return afterReboot(i, i.reboot, w, facts, policy, close);
-      const sinceRepair = repaired ? now.getTime() - Math.max(Date.parse(w.state.repairedAt!), i.trigger === 'orphan' ? 0 : Date.parse(i.lastAt)) : -1;
-      if (repaired && sinceRepair >= policy.quietPeriodMinutes * MIN) return close(`${i.key}: repaired at ${w.state.repairedAt} and quiet for ${policy.quietPeriodMinutes} min, back in service`);
-      return i;
+      // Evidence, not time: a GPU returns on a passed probe after the repair (sweep-node.ts afterRepair).
+      return repaired ? afterRepair(i, w.state.repairedAt!, w, facts, policy, close) : i;
     }
     default:
       return i; // awaiting-approval: grantApprovals
@@ -214,7 +214,8 @@ function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undefined {
     const what = restored ? `node ${node.name} is back in service` : `${back.map((i) => i.qid ?? i.gpu ?? i.key).join(', ')} back in service on ${node.name}`;
     const onEvidence = back.length > 0 && back.every((i) => i.probedAt !== undefined);
     const mig = back.some((i) => i.migBackAt !== undefined) ? ', its MIG instances applied again by mig-manager' : '';
-    notices.push(notice('restore', node, onEvidence ? `${what} after a reset and a passed health probe${mig}` : `${what} after ${policy.quietPeriodMinutes} quiet minutes`, 'info'));
+    const repair = back.some((i) => i.reboot?.backAt !== undefined) ? 'its reboot' : back.some((i) => i.resetAt !== undefined) ? 'a reset' : 'its repair';
+    notices.push(notice('restore', node, onEvidence ? `${what} after ${repair} and a passed health probe${mig}` : `${what} after ${policy.quietPeriodMinutes} quiet minutes`, 'info'));
   }
   // One eviction per pod, however many incidents asked for it.
   const evictions = [...new Map(w.evictions.map((p) => [p.uid, { namespace: p.namespace, name: p.name, uid: p.uid }])).values()];

@@ -92,11 +92,11 @@ export function nextWords(ladder: readonly RemediationAction[], level: number, c
   const repair = repairOf(ladder, level);
   if (action === 'drain-node' || action === 'reboot-node' || action === 'replace-node') {
     if (!repair) return 'next: once drained, the node waits for a person to repair it and annotate gpu-reflex.io/repaired-at';
-    if (capabilities?.repairOwner) return `next: once drained, ${capabilities.repairOwner} repairs the node (gpu-reflex defers to it), and it returns after the quiet period once back`;
+    if (capabilities?.repairOwner) return `next: once drained, ${capabilities.repairOwner} repairs the node (gpu-reflex defers to it), and once back it returns on a passed probe (a node-wide fault: after the quiet period)`;
     const can = repair === 'reboot-node' ? capabilities?.reboot : capabilities?.replace;
     if (can && repair === 'replace-node') return 'next: once drained, replace the node, capacity first: its node pool grows by one, and once the new node is Ready the old one is removed from the pool and released';
     return can
-      ? 'next: once drained, reboot the node, then return it after the quiet period'
+      ? 'next: once drained, reboot the node, then return it on a passed probe (a node-wide fault: after the quiet period)'
       : `next: once drained, the node waits at awaiting-repair: ${capabilities?.unreachable ? `the cloud cannot ${repair === 'reboot-node' ? 'reboot' : 'replace'} it (${capabilities.unreachable})` : `no cloud adapter can ${repair === 'reboot-node' ? 'reboot' : 'replace'} it`}, so a person must, then annotate gpu-reflex.io/repaired-at`;
   }
   if (action === 'quarantine-gpu') {
