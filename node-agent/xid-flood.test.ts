@@ -54,3 +54,15 @@ it('sends the held repeats at shutdown', async () => {
   }
   expect(xids(fx.agent.flush())).toEqual([[13, 4]]);
 });
+
+it('sends a single held repeat as a valid event with count 1', async () => {
+  fx = await startAgent(oneGpu(), { pids: [4242] });
+  await fx.agent.sampleOnce();
+  fx.agent.onKernelLine(line(31, 'MMU Fault'));
+  fx.advance(1_000);
+  expect(fx.agent.onKernelLine(line(31, 'MMU Fault'))).toEqual([]);
+  fx.advance(XID_AGGREGATE_WINDOW_MS);
+  const out = (await fx.agent.sampleOnce()).filter((e) => e.detailType === 'GPU XID Error');
+  expect(xids(out)).toEqual([[31, 1]]);
+  for (const e of out) expect(validateDetail(e.detailType, e.detail)).toMatchObject({ ok: true });
+});

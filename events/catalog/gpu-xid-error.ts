@@ -57,7 +57,7 @@ export const GpuXidErrorDetailSchema = z
      * one application-class XID on one GPU and pid at once and holds its repeats for a window
      * (node-agent/xid-aggregate.ts); this event is the latest of them, `count` all those held.
      */
-    count: int().min(2).max(1_000_000_000).optional(),
+    count: int().min(1).max(1_000_000_000).optional(),
   })
   .strict();
 export type GpuXidErrorDetail = z.infer<typeof GpuXidErrorDetailSchema>;
