@@ -3,6 +3,12 @@
  * is seeded in process (no server), its scheduler places what fits, and the simulated device
  * plugin's allocation says which GPU instance each running pod holds, so the planner knows which
  * GPUs are idle exactly, as the node agent's inventory would tell it on a real node.
+ *
+ * This file is the product's side of that hand-over, not a simulator: it reads the simulated
+ * objects through the production kube adapter's converters (toNodeInfo, toPodInfo), as objects of a
+ * real cluster reach the planner, and decides nothing. What the world does (scheduling, device
+ * allocation) is in kube/ and node-gpus.ts, which import no product code
+ * (test/contract/sim-independence.test.ts).
  */
 import type { V1Node, V1Pod } from '@kubernetes/client-node';
 import { toNodeInfo, toPodInfo } from '../../functions/adapters/kube/convert.ts';
@@ -11,7 +17,7 @@ import type { MigUsage } from '../../functions/mig/supply.ts';
 import { Cluster, ManualClock, loadFleet } from './kube/index.ts';
 import { seedFleet } from './kube/fleet.ts';
 import type { Node, Pod } from './kube/types.ts';
-import { allocateGpus, gpuSpecsOf, isGpuNode } from './node-gpus.ts';
+import { migInstancesInUse } from './node-gpus.ts';
 
 export function readFleetForMig(path: string): { nodes: NodeInfo[]; pods: PodInfo[]; usage: MigUsage } {
   const fleet = loadFleet(path);
@@ -20,18 +26,6 @@ export function readFleetForMig(path: string): { nodes: NodeInfo[]; pods: PodInf
   cluster.tick();
   const nodes = cluster.store.list('nodes') as Node[];
   const pods = cluster.store.list('pods') as Pod[];
-  const usage = new Map<string, string[][]>();
-  for (const n of nodes.filter(isGpuNode)) {
-    const specs = gpuSpecsOf(n);
-    if (!specs.some((g) => g.mig.length > 0)) continue;
-    const on = pods.filter((p) => p.spec.nodeName === n.metadata.name && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed');
-    const perGpu = specs.map(() => [] as string[]);
-    for (const proc of allocateGpus(specs, on)) {
-      if (proc.gpuInstanceId === undefined) continue;
-      const slot = specs[proc.gpu]?.mig.find((s) => s.giId === proc.gpuInstanceId);
-      if (slot) perGpu[proc.gpu]!.push(slot.profile);
-    }
-    usage.set(n.metadata.name, perGpu);
-  }
+  const usage: MigUsage = migInstancesInUse(nodes, pods);
   return { nodes: nodes.map((n) => toNodeInfo(n as unknown as V1Node)), pods: pods.map((p) => toPodInfo(p as unknown as V1Pod)), usage };
 }

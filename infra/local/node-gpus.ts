@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Node, Pod } from './kube/index.ts';
+import { simMigModel, SIM_MIG_MODELS, type SimMigModel, type SimMigProfile } from './kube/mig-catalog.ts';
 import { SIM_GPU_LAYOUT_ANNOTATION } from './kube/mig-manager.ts';
-import { place } from '../../functions/mig/core/layout.ts';
-import { migModel, profileOf } from '../../functions/lib/mig-profiles.ts';
+import { placeInstances } from './kube/mig-placement.ts';
 
 /**
  * What a simulated GPU node physically has, derived from its Kubernetes object the way GPU
@@ -52,64 +52,66 @@ function gpuUuid(node: string, index: number): string {
   return `GPU-${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20, 32)}`;
 }
 
-/** MIG placements (docs/mig.md): allowed starts per (compute slices, memory slices). */
-function allowedStarts(g: number, size: number): number[] {
-  if (size >= 8) return [0];
-  if (size === 4) return g === 4 ? [0] : [0, 4];
-  if (size === 2) return g === 1 ? [0, 2, 4, 6] : [0, 2, 4];
-  return [0, 1, 2, 3, 4, 5, 6];
-}
-const GI_PROFILE: Record<string, number> = { '1/1': 19, '1/2': 15, '2/2': 14, '3/4': 9, '4/4': 5, '7/8': 0 };
+/** The A100/H100 rows of the catalog (kube/mig-catalog.ts): the geometry of a model the catalog lacks. */
+const EIGHT_SLICE = SIM_MIG_MODELS.find((m) => m.name === 'A100-80GB')!.profiles.filter((p) => !p.name.includes('+me'));
 
-/** Per-GPU MIG layout from the node's per-profile allocatable, spread evenly, largest first. */
-function migLayout(alloc: Record<string, string | number>, gpus: number, memoryMiB: number): MigSlot[][] {
-  const perGpu: { profile: string; g: number; size: number }[] = [];
-  for (const [k, v] of Object.entries(alloc)) {
-    const m = /^nvidia\.com\/mig-(\d)g\.(\d+)gb$/.exec(k);
+/**
+ * The MIG model of a node's GPUs: the catalog's, or for a product it lacks, the 8-slice geometry
+ * with each profile's memory slices read from its name's share of the GPU's memory.
+ */
+function modelOf(product: string, names: readonly string[], memoryMiB: number): SimMigModel {
+  const known = simMigModel(product);
+  if (known) return known;
+  const profiles: SimMigProfile[] = [];
+  for (const name of new Set(names)) {
+    const m = /^(\d)g\.(\d+)gb$/.exec(name);
     if (!m) continue;
-    const g = Number(m[1]);
     const size = Math.min(8, Math.max(1, Math.round((Number(m[2]) * 1024 * 8) / memoryMiB)));
-    for (let i = 0; i < Math.floor(Number(v) / gpus); i++) perGpu.push({ profile: `${m[1]}g.${m[2]}gb`, g, size });
+    const row = EIGHT_SLICE.find((p) => p.compute === Number(m[1]) && p.size === size) ?? EIGHT_SLICE.find((p) => p.compute === Number(m[1]));
+    if (row) profiles.push({ ...row, name });
   }
-  perGpu.sort((a, b) => b.size - a.size || b.g - a.g || a.profile.localeCompare(b.profile));
-  // Placement order matters (a 3g at 0 leaves room for one 1g only): a small depth-first search
-  // finds a placement for all of them, or for as many as fit in order.
-  const layout: MigSlot[] = [];
-  const used = new Set<number>();
-  const place = (i: number): boolean => {
-    if (i === perGpu.length) return true;
-    const p = perGpu[i]!;
-    for (const start of allowedStarts(p.g, p.size)) {
-      const cells = Array.from({ length: p.size }, (_, k) => start + k);
-      if (!cells.every((x) => x < 8 && !used.has(x))) continue;
-      cells.forEach((x) => used.add(x));
-      layout.push({ profile: p.profile, giProfileId: GI_PROFILE[`${p.g}/${p.size}`] ?? 19, start, size: p.size, giId: 0 });
-      if (place(i + 1)) return true;
-      layout.pop();
-      cells.forEach((x) => used.delete(x));
-    }
-    return false;
-  };
-  while (perGpu.length > 0 && !place(0)) perGpu.pop(); // the labels promise more than fits: keep what does
-  layout.sort((a, b) => a.start - b.start);
-  return Array.from({ length: gpus }, () => layout.map((s, i) => ({ ...s, giId: i + 1 })));
+  return { name: product, products: [], memorySlices: 8, computeSlices: 7, profiles };
+}
+
+const toSlots = (placed: ReturnType<typeof placeInstances>): MigSlot[] =>
+  'slots' in placed ? placed.slots.map((s, i) => ({ profile: s.profile, giProfileId: s.id, start: s.start, size: s.size, giId: i + 1 })) : [];
+
+/**
+ * Per-GPU MIG layout from the node's per-profile allocatable, spread evenly over its GPUs, placed
+ * as the driver places instances (kube/mig-placement.ts). When the labels promise more than one
+ * GPU holds, the smallest instances are dropped until the rest fit.
+ */
+function migLayout(alloc: Record<string, string | number>, gpus: number, product: string, memoryMiB: number): MigSlot[][] {
+  const names: string[] = [];
+  for (const [k, v] of Object.entries(alloc)) {
+    const m = /^nvidia\.com\/mig-(.+)$/.exec(k);
+    if (m) for (let i = 0; i < Math.floor(Number(v) / gpus); i++) names.push(m[1]!);
+  }
+  const model = modelOf(product, names, memoryMiB);
+  const geometry = (n: string) => model.profiles.find((p) => p.name === n);
+  const perGpu = names.filter((n) => geometry(n) !== undefined);
+  perGpu.sort((a, b) => geometry(b)!.size - geometry(a)!.size || geometry(b)!.compute - geometry(a)!.compute || a.localeCompare(b));
+  let placed = placeInstances(model, perGpu);
+  while (perGpu.length > 0 && !('slots' in placed)) {
+    perGpu.pop();
+    placed = placeInstances(model, perGpu);
+  }
+  const layout = toSlots(placed);
+  return Array.from({ length: gpus }, () => layout.map((s) => ({ ...s })));
 }
 
 /**
  * The per-GPU layouts the simulated mig-manager applied from a per-device mig-parted config
- * (SIM_GPU_LAYOUT_ANNOTATION), each placed as NVIDIA places instances (the MIG catalog).
- * Undefined when there is none, or the model is not in the catalog.
+ * (SIM_GPU_LAYOUT_ANNOTATION), each placed as the driver places instances. Undefined when there
+ * is none, or the model is not in the simulator's catalog.
  */
 function perGpuLayout(node: Node, product: string, count: number): MigSlot[][] | undefined {
   const raw = node.metadata.annotations?.[SIM_GPU_LAYOUT_ANNOTATION];
-  const model = migModel(product);
+  const model = simMigModel(product);
   if (!raw || !model) return undefined;
   const perGpu = JSON.parse(raw) as string[][];
   if (perGpu.length !== count) return undefined;
-  return perGpu.map((profiles) => {
-    const ps = profiles.map((p) => profileOf(model, p)).filter((p) => p !== undefined);
-    return (place(model, ps) ?? []).map((slot, i) => ({ profile: slot.profile, giProfileId: profileOf(model, slot.profile)?.giProfileId ?? 19, start: slot.start, size: slot.size, giId: i + 1 }));
-  });
+  return perGpu.map((profiles) => toSlots(placeInstances(model, profiles)));
 }
 
 export function gpuSpecsOf(node: Node): GpuSpec[] {
@@ -122,7 +124,7 @@ export function gpuSpecsOf(node: Node): GpuSpec[] {
   const known = PRODUCTS[product];
   const memoryMiB = num(labels['nvidia.com/gpu.memory']) ?? 16384;
   const mixed = labels['nvidia.com/mig.strategy'] === 'mixed' && migKeys.length > 0;
-  const mig = mixed ? (perGpuLayout(node, product, count) ?? migLayout(alloc, count, memoryMiB)) : undefined;
+  const mig = mixed ? (perGpuLayout(node, product, count) ?? migLayout(alloc, count, product, memoryMiB)) : undefined;
   return Array.from({ length: count }, (_, index) => ({
     index,
     name: known?.name ?? product.replaceAll('-', ' '),
@@ -190,6 +192,27 @@ export function allocateGpus(gpus: readonly GpuSpec[], pods: readonly Pod[], pid
     }
   }
   return out;
+}
+
+/**
+ * Which MIG instances the running pods of each MIG node hold, per GPU (profile names): what the
+ * node agent's inventory would report from NVML after the device plugin allocated them.
+ */
+export function migInstancesInUse(nodes: readonly Node[], pods: readonly Pod[]): Map<string, string[][]> {
+  const usage = new Map<string, string[][]>();
+  for (const n of nodes.filter(isGpuNode)) {
+    const specs = gpuSpecsOf(n);
+    if (!specs.some((g) => g.mig.length > 0)) continue;
+    const on = pods.filter((p) => p.spec.nodeName === n.metadata.name && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed');
+    const perGpu = specs.map(() => [] as string[]);
+    for (const proc of allocateGpus(specs, on)) {
+      if (proc.gpuInstanceId === undefined) continue;
+      const slot = specs[proc.gpu]?.mig.find((s) => s.giId === proc.gpuInstanceId);
+      if (slot) perGpu[proc.gpu]!.push(slot.profile);
+    }
+    usage.set(n.metadata.name, perGpu);
+  }
+  return usage;
 }
 
 /** The cgroup v2 (systemd driver) line the kubelet gives a container of this pod. */

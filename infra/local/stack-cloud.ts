@@ -12,7 +12,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Clock } from '../../events/clock.ts';
-import { GPU_SHARE_LABEL, NODEPOOL_LABEL } from '../../functions/autoscale/run.ts';
+import { ACK_GPU_SCHEDULE_LABEL, ACK_NODEPOOL_LABEL, gpuResources } from './alicloud/ack-nodes.ts';
 import type { CloudChange, SimInstance, SimPool } from './alicloud/cloud.ts';
 import type { ParsedCloudFile } from './alicloud/cloud-file.ts';
 import { startAliCloudSim, type AliCloudSim } from './alicloud/index.ts';
@@ -31,8 +31,7 @@ type Emit = (e: Omit<TimelineEntry, 'atMs'>) => void;
 
 function nodeBody(sim: AliCloudSim, inst: SimInstance, pool: SimPool) {
   const type = sim.cloud.types.get(inst.instanceType)!;
-  const share = pool.spec.labels[GPU_SHARE_LABEL] !== undefined && pool.spec.labels[GPU_SHARE_LABEL] !== 'exclusive';
-  const gpus: Record<string, string> = type.gpuAmount === 0 ? {} : share ? { 'aliyun.com/gpu-mem': String(type.gpuAmount * type.gpuMemoryGiB) } : { 'nvidia.com/gpu': String(type.gpuAmount) };
+  const gpus = gpuResources(pool.spec.labels[ACK_GPU_SCHEDULE_LABEL], type.gpuAmount, type.gpuMemoryGiB);
   const capacity = { cpu: String(type.cpu), memory: `${type.memoryGiB}Gi`, pods: '110', ...gpus };
   // The kubelet keeps some back: half a core and a GiB (the autoscaler's default reserve).
   const allocatable = { ...capacity, cpu: `${type.cpu * 1000 - 500}m`, memory: `${type.memoryGiB * 1024 - 1024}Mi` };
@@ -47,7 +46,7 @@ function nodeBody(sim: AliCloudSim, inst: SimInstance, pool: SimPool) {
         'topology.kubernetes.io/region': sim.cloud.regionId,
         'topology.kubernetes.io/zone': sim.cloud.zoneId,
         ...pool.spec.labels,
-        [NODEPOOL_LABEL]: pool.spec.id,
+        [ACK_NODEPOOL_LABEL]: pool.spec.id,
       },
     },
     spec: { providerID: `${sim.cloud.regionId}.${inst.id}`, ...(pool.spec.taints.length > 0 ? { taints: pool.spec.taints } : {}) },

@@ -10,6 +10,9 @@ import { fileURLToPath } from 'node:url';
  */
 export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 
+/** serverless.yml's bus at its default stage (`gpu-reflex-${sls:stage}`, stage dev): the embedded stack's bus. */
+export const LOCAL_BUS_NAME = 'gpu-reflex-dev';
+
 export function functionEnv(o: { kubeconfig: string; busUrl: string; busName: string; region?: string; approvalKey?: string }): Record<string, string | undefined> {
   return {
     // The key that seals approvals (functions/lib/approval-seal.ts): one per stack, never a default

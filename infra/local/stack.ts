@@ -22,7 +22,7 @@ import { fenceFilePath, replaceUnhealthyDevices } from './ack-fence-file.ts';
 import { remediationConfig } from '../../functions/remediate/wiring.ts';
 import { fenceBackendOf, poolOf } from '../../functions/remediate/core/policy.ts';
 import { formatSummary, kubeconfigText, runningText, type TimelineEntry } from './timeline.ts';
-import { functionEnv, gapNotice, REPO_ROOT, withEnv } from './stack-env.ts';
+import { functionEnv, gapNotice, LOCAL_BUS_NAME, REPO_ROOT, withEnv } from './stack-env.ts';
 import { startStackCloud } from './stack-cloud.ts';
 import type { PodArrival } from './scenario.ts';
 
@@ -126,7 +126,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     const kube = new StackKube(kubeconfig);
 
     progress('starting the event bus with serverless.yml ...');
-    const busName = 'gpu-reflex';
+    const busName = LOCAL_BUS_NAME;
     cleanups.push(withEnv(functionEnv({ kubeconfig, busUrl: 'http://pending', busName })));
     // The scenario's policy is the functions' policy file (else the caller's REMEDIATION_POLICY_FILE, else the defaults).
     if (scenario.policyFile) {

@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
-import { mkdtemp, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -91,8 +91,20 @@ beforeAll(async () => {
   };
   // The build parses client-node's generated API once (scripts/kube-api-slim.js): allow for a loaded machine.
   ({ stdout, stderr } = await promisify(execFile)('npm', ['run', 'package'], { cwd: root, env }));
+  // A second stage, from the same artifacts, into a folder of its own: the two must fit one account.
+  // (osls clears .serverless/ whatever --package says: dev's template is kept aside meanwhile.)
+  prodDir = join(dir, 'prod');
+  const devCopy = join(dir, 'dev');
+  await cp(join(root, '.serverless'), devCopy, { recursive: true });
+  try {
+    await promisify(execFile)('npx', ['serverless', 'package', '--stage', 'prod', '--package', prodDir], { cwd: root, env });
+  } finally {
+    await rm(join(root, '.serverless'), { recursive: true, force: true });
+    await cp(devCopy, join(root, '.serverless'), { recursive: true });
+  }
   networkLog = existsSync(log) ? readFileSync(log, 'utf8') : '';
-}, 180_000);
+}, 240_000);
+let prodDir = '';
 
 describe('npm run build', () => {
 
@@ -234,6 +246,31 @@ describe('npm run package (osls, offline)', () => {
       for (const f of built) expect(files.get(f === 'index.mjs' ? `${base}.mjs` : join(dirname(base), f))!.equals(readFileSync(join(root, `.build/functions/${key}/${f}`))), f).toBe(true);
       expect([...files.values()].reduce((n, b) => n + b.length, 0)).toBeLessThanOrEqual(1_500_000);
     }
+  });
+});
+
+describe('stages (the packaged templates)', () => {
+  /** Every name a resource gives itself (CloudFormation fails a second stack that reuses one in the account and region). */
+  const names = (res: Record<string, Cf>) =>
+    Object.values(res).flatMap((r) => ['Name', 'QueueName', 'LogGroupName', 'FunctionName', 'RoleName', 'ManagedPolicyName', 'TopicName', 'TableName'].map((k) => (r.Properties as Record<string, unknown> | undefined)?.[k]).filter((v): v is string => typeof v === 'string'));
+
+  it('dev and prod can live in one account: no name in common, the bus per stage', () => {
+    const dev = template();
+    const prod = (JSON.parse(readFileSync(join(prodDir, 'cloudformation-template-update-stack.json'), 'utf8')) as { Resources: Record<string, Cf> }).Resources;
+    const devNames = names(dev);
+    expect(devNames.length).toBeGreaterThan(10);
+    expect(devNames.filter((n) => names(prod).includes(n))).toEqual([]);
+    expect(dev.GpuReflexBus!.Properties.Name).toBe('gpu-reflex-dev');
+    expect(prod.GpuReflexBus!.Properties.Name).toBe('gpu-reflex-prod');
+  });
+
+  it('every log group expires, and the stack is tagged with its app and stage', () => {
+    const res = template();
+    const groups = Object.entries(res).filter(([, r]) => r.Type === 'AWS::Logs::LogGroup');
+    expect(groups.length).toBe(Object.keys(yml().functions).length);
+    for (const [id, g] of groups) expect(g.Properties.RetentionInDays, id).toBe(30);
+    const state = JSON.parse(readFileSync(join(root, '.serverless/serverless-state.json'), 'utf8')) as { service: { provider: { stackTags?: Record<string, string> } } };
+    expect(state.service.provider.stackTags).toEqual({ app: 'gpu-reflex', stage: 'dev' });
   });
 });
 

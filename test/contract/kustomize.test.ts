@@ -21,7 +21,7 @@ type Obj = {
   roleRef?: { kind: string; name: string };
   spec?: { template: { spec: { serviceAccountName?: string; automountServiceAccountToken?: boolean; containers: { name: string; image: string; env?: { name: string }[] }[] } } };
 };
-type Kustomization = { kind: string; resources?: string[]; components?: string[]; patches?: { path: string }[]; images?: { name: string; newName?: string; newTag?: string }[] };
+type Kustomization = { kind: string; resources?: string[]; components?: string[]; patches?: { path: string }[]; images?: { name: string; newName?: string; newTag?: string }[]; configMapGenerator?: { name: string; namespace?: string; envs?: string[] }[] };
 
 const CLUSTER_SCOPED = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding']);
 /** Namespaces gpu-reflex uses but does not create: NVIDIA's GPU Operator's (the mig-parted ConfigMap). */
@@ -38,6 +38,10 @@ function render(dir: string, components: string[] = []): { objects: Obj[]; patch
     objects.push(...parseAllDocuments(readFileSync(join(dir, r), 'utf8')).map((d) => d.toJS() as Obj));
   }
   for (const p of k.patches ?? []) patches.push(parseYaml(readFileSync(join(dir, p.path), 'utf8')) as Obj);
+  for (const g of k.configMapGenerator ?? []) {
+    for (const e of g.envs ?? []) expect(existsSync(join(dir, e)), `${dir}: configMapGenerator env file ${e}`).toBe(true);
+    objects.push({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: g.name, ...(g.namespace ? { namespace: g.namespace } : {}) } });
+  }
   for (const c of [...(k.components ?? []), ...components]) {
     const sub = render(join(dir, c));
     expect((parseYaml(readFileSync(join(dir, c, 'kustomization.yaml'), 'utf8')) as Kustomization).kind).toBe('Component');
@@ -91,6 +95,19 @@ describe('infra/k8s/kustomization.yaml (read file by file)', () => {
     for (const p of withActuator.patches) expect(withActuator.objects.map(key), 'patch target').toContain(key(p));
   });
 
+  it('names the bus and region once, in agent-bus.env, matching serverless.yml\'s default stage and region', () => {
+    const env = Object.fromEntries(readFileSync(join(k8s, 'agent-bus.env'), 'utf8').trim().split('\n').map((l) => l.split('=') as [string, string]));
+    expect(env).toEqual({ EVENT_BUS_NAME: 'gpu-reflex-dev', AWS_REGION: 'us-east-1' });
+    const sls = readFileSync(join(root, 'serverless.yml'), 'utf8');
+    expect(sls).toContain("stage: ${opt:stage, 'dev'}");
+    expect(sls).toContain("region: ${opt:region, 'us-east-1'}");
+    expect(sls).toContain('busName: gpu-reflex-${sls:stage}');
+    // No DaemonSet names a bus or a region of its own.
+    const ds = base.objects.find((o) => o.kind === 'DaemonSet')!;
+    expect(ds.spec!.template.spec.containers[0]!.env!.map((e) => e.name)).not.toEqual(expect.arrayContaining(['EVENT_BUS_NAME']));
+    expect(ds.spec!.template.spec.containers[0]!.env!.map((e) => e.name)).not.toEqual(expect.arrayContaining(['AWS_REGION']));
+  });
+
   it('runs the image docs/deploy.md names, set in one place', () => {
     const ds = base.objects.find((o) => o.kind === 'DaemonSet')!;
     const image = ds.spec!.template.spec.containers[0]!.image;
@@ -102,7 +119,17 @@ describe('infra/k8s/kustomization.yaml (read file by file)', () => {
 const kubectl = requireTool('kubectl', () => commandWorks('kubectl', ['version', '--client']));
 
 describe('infra/k8s/kustomization.yaml (kubectl kustomize)', kubectl.options, () => {
-  const kustomize = (dir: string) => parseAllDocuments(execFileSync('kubectl', ['kustomize', dir], { encoding: 'utf8' })).map((d) => d.toJS() as Obj);
+  // A generated ConfigMap is named by its content (name-<hash>); the files name it without the hash.
+  const unhashed = (o: Obj): Obj => (o.kind === 'ConfigMap' ? { ...o, metadata: { ...o.metadata, name: o.metadata.name.replace(/-[a-z0-9]{10}$/, '') } } : o);
+  const kustomize = (dir: string) => parseAllDocuments(execFileSync('kubectl', ['kustomize', dir], { encoding: 'utf8' })).map((d) => unhashed(d.toJS() as Obj));
+
+  it('gives the agents the bus and region agent-bus.env names, under the generated ConfigMap\'s own name', () => {
+    const raw = parseAllDocuments(execFileSync('kubectl', ['kustomize', k8s], { encoding: 'utf8' })).map((d) => d.toJS() as Obj & { data?: Record<string, string> });
+    const cm = raw.find((o) => o.kind === 'ConfigMap' && o.metadata.name.startsWith('gpu-reflex-agent-bus-'))!;
+    expect(cm.data).toEqual({ EVENT_BUS_NAME: 'gpu-reflex-dev', AWS_REGION: 'us-east-1' });
+    const container = (raw.find((o) => o.kind === 'DaemonSet')!.spec!.template.spec.containers[0] as unknown as { envFrom: { configMapRef?: { name: string } }[] });
+    expect(container.envFrom.map((e) => e.configMapRef?.name).filter(Boolean)).toEqual([cm.metadata.name]);
+  });
 
   it('renders the same objects as the files say', () => {
     const rendered = kustomize(k8s);

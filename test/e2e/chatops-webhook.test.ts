@@ -7,7 +7,7 @@ import { VirtualClock } from '../../events/clock.ts';
 import type { ChatOpsCommandDetail } from '../../events/index.ts';
 import { startLocalBus, type LocalBus } from '../../infra/local/bus/index.ts';
 import { startKubeSim, type KubeSim } from '../../infra/local/kube/index.ts';
-import { functionEnv, REPO_ROOT, withEnv } from '../../infra/local/stack-env.ts';
+import { functionEnv, LOCAL_BUS_NAME, REPO_ROOT, withEnv } from '../../infra/local/stack-env.ts';
 
 /**
  * The ChatOps webhook through the local bus's HTTP API (the route serverless.yml declares), against
@@ -33,10 +33,10 @@ beforeAll(async () => {
   sim.writeKubeconfig(kubeconfig);
   const roles = join(dir, 'chatops.yaml');
   writeFileSync(roles, 'roles:\n  - { match: { platform: slack, user: U-OPS }, role: operator }\ndefault: viewer\n');
-  bus = await startLocalBus({ serverlessYml: join(REPO_ROOT, 'serverless.yml'), clock: new VirtualClock(), busName: 'gpu-reflex' });
+  bus = await startLocalBus({ serverlessYml: join(REPO_ROOT, 'serverless.yml'), clock: new VirtualClock(), busName: LOCAL_BUS_NAME });
   const teams = join(dir, 'teams.yaml');
   writeFileSync(teams, 'teams: [{ name: ml, namespaces: [ml], guarantee: { nvidia.com/gpu: 4 } }]\n');
-  restore = withEnv({ ...functionEnv({ kubeconfig, busUrl: bus.url, busName: 'gpu-reflex' }), CHAT_SLACK_SIGNING_SECRET: SECRET, CHATOPS_CONFIG_FILE: roles, QUOTA_CONFIG_FILE: teams, LOG_LEVEL: 'error' });
+  restore = withEnv({ ...functionEnv({ kubeconfig, busUrl: bus.url, busName: LOCAL_BUS_NAME }), CHAT_SLACK_SIGNING_SECRET: SECRET, CHATOPS_CONFIG_FILE: roles, QUOTA_CONFIG_FILE: teams, LOG_LEVEL: 'error' });
 });
 afterAll(async () => {
   restore();

@@ -23,7 +23,7 @@ functions:
     handler: not-written-yet/handler.handler
     events:
       - eventBridge:
-          eventBus: gpu-reflex
+          eventBus: gpu-reflex-dev
           pattern: { source: [gpu-reflex.node-agent], detail-type: [GPU XID Error] }
 `,
     );

@@ -20,7 +20,8 @@ import { startKubeSim, wallClock, type Fleet, type KubeSim, type ParsedFleet } f
 import type { OutgoingEvent } from '../../node-agent/events.ts';
 
 export const ROOT_SERVERLESS_YML = new URL('../../serverless.yml', import.meta.url).pathname;
-export const BUS_NAME = 'gpu-reflex';
+import { LOCAL_BUS_NAME as BUS_NAME } from '../../infra/local/stack-env.ts';
+export { BUS_NAME };
 export const NAMESPACE = 'gpu-reflex';
 /** The approval key the stack's functions are given (functions/lib/approval-seal.ts): tests seal real decisions with it. */
 export const E2E_APPROVAL_KEY = 'e2e-approval-key-for-the-embedded-stack-only';

@@ -14,9 +14,9 @@ const remediate = table.eventRules.find((r) => r.fn.key === 'remediate');
 describe('serverless.yml at the repository root', () => {
   it('declares the gpu-reflex bus, the remediate rule with its retry policy and DLQ, and the sweep', () => {
     expect(table.service).toBe('gpu-reflex');
-    expect(table.buses).toEqual(['gpu-reflex']);
+    expect(table.buses).toEqual(['gpu-reflex-dev']);
     expect(remediate).toMatchObject({
-      busName: 'gpu-reflex',
+      busName: 'gpu-reflex-dev',
       retryPolicy: { maximumRetryAttempts: 8, maximumEventAgeSeconds: 3600 },
       deadLetterQueueArn: 'RemediateDlq.Arn',
     });
@@ -42,7 +42,7 @@ describe('the remediate-approve rule', () => {
   const approve = table.eventRules.find((r) => r.fn.key === 'remediate-approve');
   it.each(CATALOG.map((e) => [e.slug, e]))('routes the %s example exactly when it is an Approval Decided from chat (or the CLI)', (slug, entry) => {
     const example: unknown = JSON.parse(readFileSync(new URL(`../../../events/catalog/${slug}.example.json`, import.meta.url), 'utf8'));
-    expect(approve).toMatchObject({ busName: 'gpu-reflex', retryPolicy: { maximumRetryAttempts: 8, maximumEventAgeSeconds: 3600 }, deadLetterQueueArn: 'RemediateApproveDlq.Arn' });
+    expect(approve).toMatchObject({ busName: 'gpu-reflex-dev', retryPolicy: { maximumRetryAttempts: 8, maximumEventAgeSeconds: 3600 }, deadLetterQueueArn: 'RemediateApproveDlq.Arn' });
     expect(matchesPattern(approve?.pattern, example)).toBe(entry.detailType === APPROVAL_DECIDED);
   });
 });
@@ -52,7 +52,7 @@ describe('the rewrite-quotas rule', () => {
   const capacity = new Set(['Remediation', 'GPU Pool Scaled', 'MIG Layout Change']);
   it.each(CATALOG.map((e) => [e.slug, e]))('routes the %s example exactly when it says capacity may have changed', (slug, entry) => {
     const example: unknown = JSON.parse(readFileSync(new URL(`../../../events/catalog/${slug}.example.json`, import.meta.url), 'utf8'));
-    expect(rule).toMatchObject({ busName: 'gpu-reflex', retryPolicy: { maximumRetryAttempts: 2, maximumEventAgeSeconds: 600 } });
+    expect(rule).toMatchObject({ busName: 'gpu-reflex-dev', retryPolicy: { maximumRetryAttempts: 2, maximumEventAgeSeconds: 600 } });
     expect(matchesPattern(rule?.pattern, example)).toBe(entry.source === SOURCES.functions && capacity.has(entry.detailType));
   });
 });
@@ -61,7 +61,7 @@ describe('the label-nodes rule', () => {
   const rule = table.eventRules.find((r) => r.fn.key === 'label-nodes');
   it.each(CATALOG.map((e) => [e.slug, e]))('routes the %s example exactly when it is an agent GPU Inventory', (slug, entry) => {
     const example: unknown = JSON.parse(readFileSync(new URL(`../../../events/catalog/${slug}.example.json`, import.meta.url), 'utf8'));
-    expect(rule).toMatchObject({ busName: 'gpu-reflex', retryPolicy: { maximumRetryAttempts: 4, maximumEventAgeSeconds: 900 } });
+    expect(rule).toMatchObject({ busName: 'gpu-reflex-dev', retryPolicy: { maximumRetryAttempts: 4, maximumEventAgeSeconds: 900 } });
     expect(matchesPattern(rule?.pattern, example)).toBe(entry.source === SOURCES.agent && entry.detailType === GPU_INVENTORY);
   });
 });
@@ -83,7 +83,7 @@ describe('the local bus on the root serverless.yml', () => {
     const delivered: string[] = [];
     bus.on('delivered', ({ function: f }) => delivered.push(f));
     bus.on('failed', ({ function: f }) => delivered.push(f));
-    await bus.put([{ Source: 'gpu-reflex.node-agent', DetailType: 'GPU Utilization Summary', Detail: '{"node":"gpu-node-1"}', EventBusName: 'gpu-reflex' }]);
+    await bus.put([{ Source: 'gpu-reflex.node-agent', DetailType: 'GPU Utilization Summary', Detail: '{"node":"gpu-node-1"}', EventBusName: 'gpu-reflex-dev' }]);
     await bus.drain();
     expect(delivered).toEqual([]);
     expect(bus.events).toHaveLength(1);

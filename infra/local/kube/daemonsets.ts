@@ -15,11 +15,15 @@ function templateOf(ds: KubeObject): Template | undefined {
   return (ds.spec as { template?: Template } | undefined)?.template;
 }
 
-/** Eligible: selector/affinity match and every NoSchedule/NoExecute taint tolerated. */
+/**
+ * Eligible: selector/affinity match and every NoSchedule/NoExecute taint tolerated, as the
+ * DaemonSet controller's `predicates` decide (pkg/controller/daemon/daemon_controller.go:
+ * nodeaffinity.GetRequiredNodeAffinity(pod).Match, FindMatchingUntoleratedTaint over those effects).
+ */
 export function eligible(ds: KubeObject, node: Node): boolean {
   const spec = templateOf(ds)?.spec;
   if (!spec) return false;
-  const blocked = (node.spec?.taints ?? []).some((t) => t.effect !== 'PreferNoSchedule' && !tolerates(spec.tolerations, t));
+  const blocked = (node.spec?.taints ?? []).some((t) => (t.effect === 'NoSchedule' || t.effect === 'NoExecute') && !tolerates(spec.tolerations, t));
   return !blocked && matchesNodeAffinity({ metadata: {}, spec } as unknown as Pod, node);
 }
 

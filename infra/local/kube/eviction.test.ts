@@ -169,3 +169,62 @@ describe('eviction of unhealthy pods', () => {
     }
   });
 });
+
+/**
+ * The disruption controller counts only Ready pods, so while a replacement is starting a budget
+ * has no room: kubectl drain's second and third evictions get 429 until the replacements are Ready
+ * (Eviction API docs, "API-initiated eviction": 429 Too Many Requests; the client retries).
+ */
+describe('back-to-back evictions while replacements are not yet Ready', () => {
+  const slow: Fleet = {
+    nodes: [{ name: 't4', count: 4, allocatable: { cpu: '32', memory: '128Gi', 'nvidia.com/gpu': 1 } }],
+    namespaces: [{ name: 'serve' }],
+    podDisruptionBudgets: [{ name: 'llm', namespace: 'serve', maxUnavailable: 1, selector: { matchLabels: { app: 'llm' } } }],
+    pods: [{ name: 'llm', namespace: 'serve', count: 3, owner: { kind: 'ReplicaSet' as const, name: 'llm-6f7' }, labels: { app: 'llm' }, requests: { 'nvidia.com/gpu': 1 }, terminationGracePeriodSeconds: 5, readyAfterSeconds: 40 }],
+  };
+  let sim: KubeSim;
+  let c: ReturnType<typeof clients>;
+  beforeEach(async () => {
+    sim = await startKubeSim({ fleet: slow });
+    sim.advance(40_000);
+    c = clients(sim);
+  });
+  afterEach(() => sim.close());
+
+  const evict = (name: string) => c.core.createNamespacedPodEviction({ name, namespace: 'serve', body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name, namespace: 'serve' } } });
+  const budget = async () => (await c.policy.readNamespacedPodDisruptionBudget({ name: 'llm', namespace: 'serve' })).status;
+
+  it('starts the pods not Ready, then Ready once their delay has passed', async () => {
+    const fresh = await startKubeSim({ fleet: slow });
+    try {
+      const ready = () => fresh.store.pods('serve').map((p) => p.status?.conditions?.find((x) => x.type === 'Ready')?.status);
+      expect(ready()).toEqual(['False', 'False', 'False']);
+      fresh.advance(39_999);
+      expect(ready()).toEqual(['False', 'False', 'False']);
+      fresh.advance(1);
+      expect(ready()).toEqual(['True', 'True', 'True']);
+    } finally {
+      await fresh.close();
+    }
+  });
+
+  it('answers 429 to the second eviction until the first replacement is Ready, then allows it', async () => {
+    expect(await budget()).toMatchObject({ currentHealthy: 3, desiredHealthy: 2, disruptionsAllowed: 1 });
+    await evict('llm-0');
+    const replacement = sim.store.pods('serve').find((p) => !/^llm-[0-2]$/.test(p.metadata.name))!;
+    expect(replacement.status).toMatchObject({ phase: 'Running' });
+    expect(replacement.status?.conditions?.find((x) => x.type === 'Ready')).toMatchObject({ status: 'False', reason: 'ContainersNotReady' });
+    expect(await budget()).toMatchObject({ currentHealthy: 2, desiredHealthy: 2, disruptionsAllowed: 0 });
+
+    const f = await failure(() => evict('llm-1'));
+    expect(f.code).toBe(429);
+    expect(f.status.details?.causes?.[0]?.message).toBe('The disruption budget llm needs 2 healthy pods and has 2 currently');
+    sim.advance(39_000);
+    expect((await failure(() => evict('llm-1'))).code).toBe(429);
+
+    sim.advance(1_000);
+    expect(await budget()).toMatchObject({ currentHealthy: 3, disruptionsAllowed: 1 });
+    await evict('llm-1');
+    expect(sim.store.pod('serve', 'llm-1')!.metadata.deletionTimestamp).toBeDefined();
+  });
+});

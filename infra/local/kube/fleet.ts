@@ -4,6 +4,7 @@ import type { Cluster } from './cluster.ts';
 import { ApiError } from './errors.ts';
 import { parseYamlText } from '../../../functions/lib/yaml-text.ts';
 import { COMPLETE_AFTER } from './lifecycle.ts';
+import { READY_AFTER } from './readiness.ts';
 import { MIG_PARTED_CONFIGMAP } from './mig-manager.ts';
 import { resource, resourceForKind } from './resources.ts';
 
@@ -73,6 +74,8 @@ const PodGroup = z
     emptyDir: z.boolean().optional(),
     /** The pods exit 0 (Succeeded) this long after starting: Jobs that finish and free their GPUs. */
     completeAfterSeconds: z.number().nonnegative().optional(),
+    /** The pods start Ready=False and turn Ready this long after starting (readiness.ts), replacements too. */
+    readyAfterSeconds: z.number().nonnegative().optional(),
     /** `spec.priority` and `spec.priorityClassName` as admission would resolve them (no PriorityClass objects here). */
     priority: z.number().int().optional(),
     priorityClassName: Name.optional(),
@@ -201,7 +204,9 @@ export function seedFleet(cluster: Cluster, fleet: ParsedFleet): void {
           metadata: {
             name,
             labels: g.labels,
-            ...(g.completeAfterSeconds !== undefined ? { annotations: { [COMPLETE_AFTER]: String(g.completeAfterSeconds) } } : {}),
+            ...(g.completeAfterSeconds !== undefined || g.readyAfterSeconds !== undefined
+              ? { annotations: { ...(g.completeAfterSeconds !== undefined ? { [COMPLETE_AFTER]: String(g.completeAfterSeconds) } : {}), ...(g.readyAfterSeconds !== undefined ? { [READY_AFTER]: String(g.readyAfterSeconds) } : {}) } }
+              : {}),
             ...(owner ? { generateName: `${owner.name}-`, ownerReferences: [{ apiVersion: owner.kind === 'Job' ? 'batch/v1' : 'apps/v1', kind: owner.kind, name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true }] } : {}),
           },
           spec: {

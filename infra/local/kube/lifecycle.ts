@@ -1,5 +1,7 @@
 import { daemonPod, eligible, hasDaemonPod } from './daemonsets.ts';
 import { MigManager } from './mig-manager.ts';
+import { CreateRetries } from './create-retries.ts';
+import { notReady, nowReady, readyDelayMs } from './readiness.ts';
 import { controllerOf, holdsResources, isTerminal, podRequests, runningStatus, pendingStatus, succeededStatus } from './pods.ts';
 import { qualifiedName, type ResourceDef } from './resources.ts';
 import { freeOn, matchesNodeAffinity, nodeView, pickNode, tolerates, unfitReason, type NodeView } from './scheduler.ts';
@@ -38,6 +40,10 @@ export class Lifecycle {
   private readonly noExecuteCheck = new Set<string>();
   /** Running pods that finish by themselves (annotation COMPLETE_AFTER): key → when. */
   private readonly completing = new Map<string, number>();
+  /** Replicas admission refused, which their controllers create again with backoff. */
+  private readonly retries = new CreateRetries();
+  /** Running pods whose readiness probe passes later (annotation READY_AFTER, readiness.ts): key → when. */
+  private readonly readying = new Map<string, number>();
   /**
    * No termination or completion is due before this (a lower bound: entries only lower it). settle()
    * runs on every API request; in a storm 600 pods sit in their grace period, and scanning them
@@ -118,7 +124,13 @@ export class Lifecycle {
 
   running(pod: Pod, node: string): Pod['status'] {
     const n = ++this.ipSeq;
-    return runningStatus(pod, node, this.iso(), `10.244.${(n >> 8) & 255}.${n & 255}`);
+    const status = runningStatus(pod, node, this.iso(), `10.244.${(n >> 8) & 255}.${n & 255}`)!;
+    const delay = readyDelayMs(pod);
+    if (delay === 0) return status;
+    const due = this.clock.now() + delay;
+    this.readying.set(`${pod.metadata.namespace}/${pod.metadata.name}`, due);
+    this.dueAt = Math.min(this.dueAt, due);
+    return notReady(status, this.iso());
   }
 
   bind(pod: Pod, node: string): void {
@@ -203,10 +215,14 @@ export class Lifecycle {
       },
       spec,
     } as unknown as KubeObject;
+    const ownerKey = `${owner.kind} ${pod.metadata.namespace}/${owner.name}`;
+    const body = structuredClone(fresh); // admission stamps what it admits; a retry starts from the controller's body
     try {
       this.store.put('pods', this.admit(fresh));
     } catch (err) {
-      this.failures.push(`${owner.kind} ${pod.metadata.namespace}/${owner.name}: ${(err as Error).message}`);
+      this.failures.push(`${ownerKey}: ${(err as Error).message}`);
+      // The controller tries again with backoff (create-retries.ts), never gives the replica up.
+      this.dueAt = Math.min(this.dueAt, this.retries.refused(ownerKey, body, this.clock.now()));
     }
   }
 
@@ -251,6 +267,30 @@ export class Lifecycle {
       const [ns, name] = key.split('/') as [string, string];
       const pod = this.store.pod(ns, name);
       if (pod?.status?.phase === 'Running' && !pod.metadata.deletionTimestamp) this.store.put('pods', { ...pod, status: succeededStatus(pod, this.iso()) });
+    }
+    const retryAt = this.retries.retryDue(now, (body) => {
+      const pod = structuredClone(body) as Pod;
+      const owner = controllerOf(pod);
+      const ns = pod.metadata.namespace ?? '';
+      // A ReplicaSet or Job names each attempt afresh (generateName); a StatefulSet keeps its pod's name.
+      if (owner?.kind !== 'StatefulSet') pod.metadata.name = this.generateName(pod.metadata.generateName ?? `${owner?.name}-`, (n) => this.store.pod(ns, n) !== undefined);
+      try {
+        this.store.put('pods', this.admit(pod as unknown as KubeObject));
+      } catch (err) {
+        this.failures.push(`${owner?.kind} ${ns}/${owner?.name}: ${(err as Error).message}`);
+        throw err;
+      }
+    });
+    this.dueAt = Math.min(this.dueAt, retryAt);
+    for (const [key, due] of [...this.readying]) {
+      if (due > now) {
+        this.dueAt = Math.min(this.dueAt, due);
+        continue;
+      }
+      this.readying.delete(key);
+      const [ns, name] = key.split('/') as [string, string];
+      const pod = this.store.pod(ns, name);
+      if (pod?.status?.phase === 'Running' && !pod.metadata.deletionTimestamp) this.store.put('pods', { ...pod, status: nowReady(pod.status, this.iso()) });
     }
   }
 
@@ -409,6 +449,9 @@ export class Lifecycle {
         this.completing.set(key, due);
         this.dueAt = Math.min(this.dueAt, due);
       }
+      const owner = controllerOf(pod);
+      const kicked = owner ? this.retries.kick(`${owner.kind} ${pod.metadata.namespace}/${owner.name}`, this.clock.now()) : undefined;
+      if (kicked !== undefined) this.dueAt = Math.min(this.dueAt, kicked);
       if (waiting || this.pending.has(key)) this.trackSelected(key, waiting ? pod.spec : undefined);
       this.fileShape(key, waiting ? shapeOf(pod) : undefined);
       if (waiting && !this.pending.has(key)) this.dirtyShapes.add(this.shapeOf.get(key)!);

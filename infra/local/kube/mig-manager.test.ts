@@ -87,3 +87,56 @@ describe('the simulated mig-manager on its pod\'s restart', () => {
     expect(node().status?.allocatable?.['nvidia.com/mig-1g.10gb']).toBe('56');
   });
 });
+
+describe('the simulated mig-manager applies a mig-parted config only where the driver can place it', () => {
+  const CONFIG = `version: v1
+mig-configs:
+  balanced:
+    - devices: all
+      mig-enabled: true
+      mig-devices: { 1g.10gb: 2, 2g.20gb: 1, 3g.40gb: 1 }
+  two-4g:
+    - devices: all
+      mig-enabled: true
+      mig-devices: { 4g.40gb: 2 }
+  3g-3g-1g:
+    - devices: all
+      mig-enabled: true
+      mig-devices: { 3g.40gb: 2, 1g.10gb: 1 }
+  a100-40-names:
+    - devices: all
+      mig-enabled: true
+      mig-devices: { 1g.5gb: 7 }
+`;
+  const h100: Fleet = {
+    nodes: [{ name: 'h100', labels: { 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3', 'nvidia.com/gpu.count': '2', 'nvidia.com/mig.strategy': 'mixed' }, allocatable: { cpu: '190', memory: '1800Gi', 'nvidia.com/mig-7g.80gb': 2 } }],
+    namespaces: [{ name: 'gpu-operator' }],
+    migReconfigureSeconds: 20,
+  };
+  let sim: KubeSim;
+  beforeEach(async () => {
+    sim = await startKubeSim({ fleet: h100 });
+    // Replaces the GPU Operator's shipped config the fleet starts with.
+    await clients(sim).core.replaceNamespacedConfigMap({ name: 'default-mig-parted-config', namespace: 'gpu-operator', body: { metadata: { name: 'default-mig-parted-config', namespace: 'gpu-operator' }, data: { 'config.yaml': CONFIG } } });
+  });
+  afterEach(() => sim.close());
+
+  const apply = async (name: string) => {
+    await clients(sim).core.patchNode({ name: 'h100', body: { metadata: { labels: { 'nvidia.com/mig.config': name } } } }, patchWith(k8s.PatchStrategy.MergePatch));
+    sim.advance(20_000);
+    const n = sim.store.node('h100')!;
+    return { state: n.metadata.labels?.['nvidia.com/mig.config.state'], alloc: Object.fromEntries(Object.entries(n.status?.allocatable ?? {}).filter(([k]) => k.startsWith('nvidia.com/mig-'))) };
+  };
+
+  it("applies NVIDIA's balanced layout (mig-parted's all-balanced for H100-80GB)", async () => {
+    expect(await apply('balanced')).toEqual({ state: 'success', alloc: { 'nvidia.com/mig-1g.10gb': '4', 'nvidia.com/mig-2g.20gb': '2', 'nvidia.com/mig-3g.40gb': '2' } });
+  });
+
+  it.each([
+    ['two 4g (one 4g per GPU: its only start is 0)', 'two-4g'],
+    ['3g + 3g + 1g (the two 3g fill all 8 memory slices)', '3g-3g-1g'],
+    ["another model's profile names", 'a100-40-names'],
+  ])('fails %s and leaves the resources as they were', async (_, name) => {
+    expect(await apply(name)).toEqual({ state: 'failed', alloc: { 'nvidia.com/mig-7g.80gb': '2' } });
+  });
+});

@@ -1,5 +1,6 @@
 import { parse } from 'yaml';
-import { migResourceName } from '../../../functions/lib/mig-profiles.ts';
+import { deviceResourceName, simMigModel } from './mig-catalog.ts';
+import { placeInstances } from './mig-placement.ts';
 import { parseQuantity } from './quantity.ts';
 import type { Store, StoreEvent } from './store.ts';
 import type { Node } from './types.ts';
@@ -96,7 +97,7 @@ export class MigManager {
         continue;
       }
       // Not a fleet layout: the mig-parted config in its ConfigMap, as the real mig-manager reads it.
-      const parted = partedLayout(store, job.config, Number(node.metadata.labels?.['nvidia.com/gpu.count'] ?? 1) || 1);
+      const parted = partedLayout(store, job.config, node);
       store.put('nodes', parted ? withGpuLayouts(applyLayout(node, parted.resources, at), parted.perGpu) : withLabels(node, { [STATE]: 'failed' }));
     }
   }
@@ -132,11 +133,15 @@ export const MIG_PARTED_CONFIGMAP = { namespace: 'gpu-operator', name: 'default-
 export const SIM_GPU_LAYOUT_ANNOTATION = 'sim.gpu-reflex.io/mig-layout';
 
 /**
- * A named mig-parted config (`version: v1`) for a node of `gpus` GPUs: the per-GPU profiles and the
+ * A named mig-parted config (`version: v1`) for the node's GPUs: the per-GPU profiles and the
  * node's resource totals (`nvidia.com/mig-<profile>`, `+` spelled `.`). Undefined when the
- * ConfigMap, the name or a GPU's entry is missing: mig-manager then fails.
+ * ConfigMap, the name or a GPU's entry is missing, or when a GPU's instances cannot be created on
+ * its model (a profile it lacks, more than it offers, no placement: mig-parted's apply fails on the
+ * driver's refusal): mig-manager then fails. A model the catalog lacks is taken on trust.
  */
-function partedLayout(store: Store, config: string, gpus: number): { perGpu: string[][]; resources: Record<string, number> } | undefined {
+function partedLayout(store: Store, config: string, node: Node): { perGpu: string[][]; resources: Record<string, number> } | undefined {
+  const gpus = Number(node.metadata.labels?.['nvidia.com/gpu.count'] ?? 1) || 1;
+  const model = simMigModel(node.metadata.labels?.['nvidia.com/gpu.product'] ?? '');
   const cm = store.get('configmaps', MIG_PARTED_CONFIGMAP.namespace, MIG_PARTED_CONFIGMAP.name) as { data?: Record<string, string> } | undefined;
   const text = cm?.data?.[MIG_PARTED_CONFIGMAP.key];
   if (!text) return undefined;
@@ -154,8 +159,9 @@ function partedLayout(store: Store, config: string, gpus: number): { perGpu: str
     for (const d of devices) if (d < gpus) perGpu[d] = Object.entries(e['mig-devices'] ?? {}).flatMap(([p, n]) => Array<string>(n).fill(p));
   }
   if (perGpu.some((g) => g === undefined)) return undefined;
+  if (model && perGpu.some((g) => !('slots' in placeInstances(model, g!)))) return undefined;
   const resources: Record<string, number> = {};
-  for (const p of perGpu.flat() as string[]) resources[migResourceName(p)] = (resources[migResourceName(p)] ?? 0) + 1;
+  for (const p of perGpu.flat() as string[]) resources[deviceResourceName(p)] = (resources[deviceResourceName(p)] ?? 0) + 1;
   return { perGpu: perGpu as string[][], resources };
 }
 

@@ -1,31 +1,26 @@
 import { createHash } from 'node:crypto';
+import { podRequestNanos, schedulerRequests } from './pod-requests.ts';
 import { parseQuantity } from './quantity.ts';
-import type { Container, OwnerReference, Pod, ResourceList } from './types.ts';
+import type { OwnerReference, Pod } from './types.ts';
 
 /** Pod facts shared by the scheduler, quota, PDB and lifecycle code. Pure functions. */
 
 // Stored pods are immutable snapshots, so their parsed requests can be cached by identity.
 const requestCache = new WeakMap<Pod, Map<string, number>>();
+const schedulerCache = new WeakMap<Pod, Map<string, number>>();
 
-/** Resources a pod asks for: sum over containers, or the largest init container if bigger. */
+/** Resources a pod asks for, in base units (cores, bytes, devices): Kubernetes' PodRequests (pod-requests.ts). */
 export function podRequests(pod: Pod): Map<string, number> {
   let cached = requestCache.get(pod);
-  if (!cached) requestCache.set(pod, (cached = computeRequests(pod)));
+  if (!cached) requestCache.set(pod, (cached = new Map([...podRequestNanos(pod)].map(([k, v]) => [k, Number(v) / 1e9]))));
   return cached;
 }
 
-function computeRequests(pod: Pod): Map<string, number> {
-  const sum = new Map<string, number>();
-  const add = (into: Map<string, number>, list: ResourceList | undefined) => {
-    for (const [k, v] of Object.entries(list ?? {})) into.set(k, (into.get(k) ?? 0) + parseQuantity(v));
-  };
-  for (const c of pod.spec.containers ?? []) add(sum, requestsOf(c));
-  for (const c of pod.spec.initContainers ?? []) {
-    const one = new Map<string, number>();
-    add(one, requestsOf(c));
-    for (const [k, v] of one) if (v > (sum.get(k) ?? 0)) sum.set(k, v);
-  }
-  return sum;
+/** The same requests in kube-scheduler's integers: millicores for cpu, whole units otherwise. */
+export function podSchedulerRequests(pod: Pod): Map<string, number> {
+  let cached = schedulerCache.get(pod);
+  if (!cached) schedulerCache.set(pod, (cached = schedulerRequests(pod)));
+  return cached;
 }
 
 /** Limits summed over containers (quota `limits.*`). */
@@ -35,11 +30,6 @@ export function podLimits(pod: Pod): Map<string, number> {
     for (const [k, v] of Object.entries(c.resources?.limits ?? {})) sum.set(k, (sum.get(k) ?? 0) + parseQuantity(v));
   }
   return sum;
-}
-
-/** Requests fall back to limits, as the API server's defaulting does on create. */
-function requestsOf(c: Container): ResourceList {
-  return { ...(c.resources?.limits ?? {}), ...(c.resources?.requests ?? {}) };
 }
 
 export function isTerminal(pod: Pod): boolean {

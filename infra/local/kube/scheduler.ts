@@ -1,19 +1,28 @@
-import { holdsResources, podRequests } from './pods.ts';
-import { parseQuantity } from './quantity.ts';
-import { expressionHolds, tolerates as toleratesOne } from '../../../functions/autoscale/core/fit.ts';
-import type { Node, Pod, Taint, Toleration } from './types.ts';
+import { holdsResources, podSchedulerRequests } from './pods.ts';
+import { requiredAffinity, tolerates } from './predicates.ts';
+import { quantityNanos, schedulerUnits } from './quantity.ts';
+import type { Node, Pod, Taint } from './types.ts';
 
 /**
- * The scheduler's filter: does a pod fit a node? Pure functions over plain objects, the same
- * checks kube-scheduler's default filters make for what this fleet uses: resources (cpu, memory,
- * pods and any extended resource such as `nvidia.com/gpu` or `nvidia.com/mig-1g.10gb`), node
- * unschedulable, taints against tolerations, nodeSelector and required node affinity. The
- * toleration and selector rules are the pool autoscaler's own (functions/autoscale/core/fit.ts), so
- * the planner and this scheduler cannot disagree about where a pod may land.
+ * The scheduler's filter: does a pod fit a node? Pure functions over plain objects, making the
+ * checks of kube-scheduler's default Filter plugins that this fleet needs, in their configured
+ * order (pkg/scheduler/apis/config/v1/default_plugins.go), the first failure being the node's
+ * reason (framework/runtime RunFilterPlugins):
+ *
+ * 1. NodeUnschedulable (plugins/nodeunschedulable): `spec.unschedulable` unless the pod tolerates
+ *    `node.kubernetes.io/unschedulable:NoSchedule`; "node(s) were unschedulable".
+ * 2. TaintToleration (plugins/tainttoleration): the first NoSchedule or NoExecute taint no
+ *    toleration tolerates (PreferNoSchedule only scores); "node(s) had untolerated taint {k: v}".
+ * 3. NodeAffinity (plugins/nodeaffinity): nodeSelector and required node affinity;
+ *    "node(s) didn't match Pod's node affinity/selector".
+ * 4. NodeResourcesFit (plugins/noderesources/fit.go fitsRequest): one more pod within the node's
+ *    `pods` ("Too many pods"), then each requested resource with a non-zero request, extended
+ *    ones included, within allocatable minus what bound pods request ("Insufficient <name>").
+ *
+ * The rules themselves are in predicates.ts (taints, selectors) and pod-requests.ts (what a pod
+ * requests), each from Kubernetes' source; none comes from the functions.
  */
-export function tolerates(tolerations: Toleration[] | undefined, taint: Taint): boolean {
-  return (tolerations ?? []).some((t) => toleratesOne(t, taint));
-}
+export { tolerates };
 
 export function matchesNodeAffinity(pod: Pod, node: Node): boolean {
   return affinityOf(pod)(viewOf(node));
@@ -57,30 +66,24 @@ function viewOf(node: Node): NodeView {
  * not once per node.
  */
 function affinityOf(pod: Pod): (node: NodeView) => boolean {
-  const selector = Object.entries(pod.spec.nodeSelector ?? {});
-  const terms = pod.spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms;
-  const anyTerm = terms !== undefined && terms.length > 0;
-  return (node) => {
-    const labels = node.labels;
-    for (const [k, v] of selector) if (labels[k] !== v) return false;
-    if (!anyTerm) return true;
-    return terms.some(
-      (t) =>
-        (t.matchExpressions ?? []).every((e) => expressionHolds(e, labels[e.key])) &&
-        (t.matchFields ?? []).every((e) => expressionHolds(e, e.key === 'metadata.name' ? node.name : undefined)),
-    );
-  };
+  const matches = requiredAffinity(pod);
+  return (node) => matches(node.labels, node.name);
 }
 
-/** What a node has left: allocatable minus the requests of pods bound to it. */
+/**
+ * What a node has left, in kube-scheduler's integers (millicores for cpu, whole units otherwise,
+ * rounded up: quantity.ts schedulerUnits): allocatable minus the requests of pods bound to it.
+ * A node object without `pods` gets 110, the kubelet's default maxPods (a fleet-file shorthand:
+ * every real kubelet reports it).
+ */
 export function freeOn(node: Node, podsOnNode: Pod[]): Map<string, number> {
   const free = new Map<string, number>();
-  for (const [k, v] of Object.entries(node.status?.allocatable ?? node.status?.capacity ?? {})) free.set(k, parseQuantity(v));
+  for (const [k, v] of Object.entries(node.status?.allocatable ?? node.status?.capacity ?? {})) free.set(k, schedulerUnits(k, quantityNanos(v) ?? 0n));
   if (!free.has('pods')) free.set('pods', 110);
   for (const p of podsOnNode) {
     if (!holdsResources(p)) continue;
     free.set('pods', (free.get('pods') ?? 0) - 1);
-    for (const [k, v] of podRequests(p)) free.set(k, (free.get(k) ?? 0) - v);
+    for (const [k, v] of podSchedulerRequests(p)) free.set(k, (free.get(k) ?? 0) - v);
   }
   return free;
 }
@@ -105,21 +108,20 @@ function unfitFilter(pod: Pod): (v: NodeView, freeOf: () => Map<string, number>)
   const cordonOk = tolerates(tolerations, UNSCHEDULABLE);
   const notReadyOk = tolerates(tolerations, NOT_READY);
   const matches = affinityOf(pod);
-  const requests = [...podRequests(pod)].filter(([, v]) => v > 0);
+  const requests = [...podSchedulerRequests(pod)].filter(([, v]) => v > 0);
   return (v, freeOf) => {
     if (v.unschedulable && !cordonOk) return 'node(s) were unschedulable';
     // The node lifecycle controller taints a node whose Ready condition is not True.
     if (v.notReady && !notReadyOk) return 'node(s) had untolerated taint {node.kubernetes.io/not-ready: }';
     for (const t of v.taints) {
-      if (t.effect === 'PreferNoSchedule') continue;
+      if (t.effect !== 'NoSchedule' && t.effect !== 'NoExecute') continue;
       if (!tolerates(tolerations, t)) return `node(s) had untolerated taint {${t.key}: ${t.value ?? ''}}`;
     }
     if (!matches(v)) return "node(s) didn't match Pod's node affinity/selector";
     const free = freeOf();
     if ((free.get('pods') ?? 0) < 1) return 'Too many pods';
     for (const [k, n] of requests) {
-      // 1e-9 absorbs float noise from summing milli-cpu values.
-      if ((free.get(k) ?? 0) + 1e-9 < n) return `Insufficient ${k}`;
+      if ((free.get(k) ?? 0) < n) return `Insufficient ${k}`;
     }
     return undefined;
   };
@@ -133,7 +135,7 @@ function unfitFilter(pod: Pod): (v: NodeView, freeOf: () => Map<string, number>)
  */
 export function pickNode(pod: Pod, byName: readonly NodeView[], freeOf: (n: Node) => Map<string, number>, start = 0): { node: string; index: number } | { reason: string } {
   // Hot path (seeding thousands of pods): a plain fit test, no reason strings.
-  const requests = podRequests(pod);
+  const requests = podSchedulerRequests(pod);
   const matches = affinityOf(pod);
   const unfit = unfitFilter(pod);
   for (let i = start; i < byName.length; i++) {
@@ -142,7 +144,7 @@ export function pickNode(pod: Pod, byName: readonly NodeView[], freeOf: (n: Node
     if (!matches(v)) continue;
     const free = freeOf(v.node);
     let room = (free.get('pods') ?? 0) >= 1;
-    for (const [k, n] of requests) if (room && n > 0 && (free.get(k) ?? 0) + 1e-9 < n) room = false;
+    for (const [k, n] of requests) if (room && n > 0 && (free.get(k) ?? 0) < n) room = false;
     if (room && unfit(v, () => free) === undefined) return { node: v.name, index: i };
   }
   const reasons = new Map<string, number>();

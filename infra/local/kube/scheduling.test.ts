@@ -187,3 +187,28 @@ describe('the scheduler while nodes churn', () => {
     expect(message('w3')).toMatch(/Insufficient nvidia\.com\/gpu/);
   });
 });
+
+describe('the scheduler counts what Kubernetes counts', () => {
+  let sim: KubeSim;
+  let c: ReturnType<typeof clients>;
+  beforeAll(async () => {
+    sim = await startKubeSim({ fleet: { nodes: [{ name: 'n', allocatable: { cpu: '4', memory: '16Gi', 'nvidia.com/gpu': 1 } }], namespaces: [{ name: 'work' }] } });
+    c = clients(sim);
+  });
+  afterAll(() => sim.close());
+
+  const message = (n: string) => (sim.store.pod('work', n)?.status?.conditions?.find((x) => x.type === 'PodScheduled') as { message?: string } | undefined)?.message;
+
+  it("adds a sidecar's requests to its containers' (KEP-753), so a pod that fits only without it stays Pending", async () => {
+    const spec = { containers: [{ name: 'main', image: 'x', resources: { requests: { cpu: '2', 'nvidia.com/gpu': '1' }, limits: { 'nvidia.com/gpu': '1' } } }], initContainers: [{ name: 'proxy', image: 'x', restartPolicy: 'Always', resources: { requests: { cpu: '2500m' } } }] };
+    await c.core.createNamespacedPod({ namespace: 'work', body: { metadata: { name: 'with-sidecar' }, spec } });
+    expect(sim.store.pod('work', 'with-sidecar')!.spec.nodeName).toBeUndefined();
+    expect(message('with-sidecar')).toBe('0/1 nodes are available: 1 Insufficient cpu.');
+  });
+
+  it('matches no node for a pod whose only node selector term is empty', async () => {
+    const affinity = { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [] }] } } };
+    await c.core.createNamespacedPod({ namespace: 'work', body: { metadata: { name: 'empty-term' }, spec: { affinity, containers: [{ name: 'main', image: 'x' }] } } });
+    expect(message('empty-term')).toBe("0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.");
+  });
+});
