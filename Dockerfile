@@ -4,8 +4,8 @@
 #   docker build -t registry.example.com/gpu-reflex/node-agent:0.1.0 .
 #
 # `build` installs the locked dependencies and runs `npm run build`, whose esbuild bundle
-# .build/node-agent/agent.mjs is the whole agent in plain JavaScript. `runtime` is a slim Node with
-# that one file and koffi, the only module left outside the bundle (a native addon), carrying only
+# .build/node-agent/ is the whole agent in plain JavaScript (agent.mjs and its chunks). `runtime` is a slim
+# Node with that folder and koffi, the only module left outside the bundle (a native addon), carrying only
 # its linux x64 glibc binary: no npm, no sources, no dev dependencies, nothing written at run time
 # but the spool (a hostPath), so the root filesystem can be read-only.
 # test/contract/agent-image.test.ts checks every COPY source; test/contract/build.test.ts assembles
@@ -35,7 +35,8 @@ RUN npm run build
 
 FROM --platform=linux/amd64 ${NODE_IMAGE} AS runtime
 WORKDIR /app
-COPY --from=build /src/.build/node-agent/agent.mjs ./
+# agent.mjs and the chunks its import() loads (the actuator's Kubernetes client: scripts/agent-bundle.js).
+COPY --from=build /src/.build/node-agent/ ./
 # koffi's ESM entry, its loader, and the linux x64 glibc binary it loads (the musl one stays behind).
 COPY --from=build /src/node_modules/koffi/package.json /src/node_modules/koffi/index.js node_modules/koffi/
 COPY --from=build /src/node_modules/koffi/src/koffi/index.js node_modules/koffi/src/koffi/

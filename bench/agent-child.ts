@@ -4,7 +4,7 @@
  */
 import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
-import { mkdir } from 'node:fs/promises';
+import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { LocalBus } from '../infra/local/bus/index.ts';
 
@@ -37,33 +37,32 @@ export function peakRssMiB(pid: number): number {
 
 /**
  * Bundles the agent command and the XID injector with esbuild into `.build/bench/`, as a
- * container image would run them: plain JavaScript, no TypeScript loader in the process (tsx
- * keeps a loader thread with its own V8 heap, ~35 MiB). koffi stays external (native addon).
+ * container image would run them: the options `npm run build` ships (scripts/agent-bundle.js: plain
+ * JavaScript, the actuator's Kubernetes client in a chunk only GPU_ACTIONS loads), no TypeScript
+ * loader in the process (tsx keeps a loader thread with its own V8 heap, ~35 MiB).
  */
 export async function bundleAgent(root: string): Promise<{ agent: string; injector: string }> {
   const { build } = await import('esbuild');
+  const { agentBuildOptions } = await import('../scripts/agent-bundle.js');
   const out = join(root, '.build', 'bench');
+  const agentDir = join(out, 'node-agent');
+  await rm(agentDir, { recursive: true, force: true });
   await mkdir(out, { recursive: true });
-  const common = {
+  const options = agentBuildOptions(root, agentDir);
+  await build({ ...options, logLevel: 'error' });
+  const injector = join(out, 'xid-injector.mjs');
+  await build({
     bundle: true,
-    platform: 'node' as const,
-    format: 'esm' as const,
+    platform: 'node',
+    format: 'esm',
     target: 'node20',
     external: ['koffi'],
-    logLevel: 'error' as const,
-    // The AWS SDK's CommonJS parts call require(): give the ESM bundle one.
-    banner: { js: "import { createRequire as __gr_createRequire } from 'module'; const require = __gr_createRequire(import.meta.url);" },
-  };
-  const agent = join(out, 'agent.mjs');
-  await build({
-    ...common,
-    // The same entry `npm run build` ships: `node agent.mjs [agent] [options]`.
-    entryPoints: [join(root, 'node-agent', 'main.ts')],
-    outfile: agent,
+    logLevel: 'error',
+    banner: options.banner,
+    entryPoints: [join(root, 'bench', 'agent-xid-injector.ts')],
+    outfile: injector,
   });
-  const injector = join(out, 'xid-injector.mjs');
-  await build({ ...common, entryPoints: [join(root, 'bench', 'agent-xid-injector.ts')], outfile: injector });
-  return { agent, injector };
+  return { agent: join(agentDir, 'agent.mjs'), injector };
 }
 
 /**

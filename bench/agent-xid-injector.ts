@@ -7,6 +7,7 @@
  * Injection starts on SIGUSR2 (the benchmark decides when the steady-state phase ends), one XID
  * every BENCH_XID_INTERVAL_MS, BENCH_XID_COUNT in all, cycling over the GPUs. The mock delivers an
  * injected XID to every event set at once and wakes a waiter, exactly as a driver interrupt would.
+ * BENCH_XID_GPUS bounds the GPUs it cycles over, BENCH_XID_LIST the XIDs.
  * It uses koffi directly (one function), not the agent's modules: the agent must not share code
  * or state with its measuring harness.
  */
@@ -18,7 +19,8 @@ const logPath = process.env.BENCH_XID_LOG;
 const intervalMs = Number(process.env.BENCH_XID_INTERVAL_MS ?? 500);
 const count = Number(process.env.BENCH_XID_COUNT ?? 20);
 const gpus = Number(process.env.BENCH_XID_GPUS ?? 8);
-const XIDS = [13, 31, 43, 48, 63, 74, 79, 94];
+// BENCH_XID_LIST (comma-separated) replaces the default mix: `bench noise` injects a flood of one XID.
+const XIDS = process.env.BENCH_XID_LIST ? process.env.BENCH_XID_LIST.split(',').map(Number) : [13, 31, 43, 48, 63, 74, 79, 94];
 
 if (library && logPath) {
   const inject = koffi.load(library).func('mockNvmlInjectXid', 'int32', ['uint32', 'uint64', 'uint32', 'uint32']);

@@ -14,6 +14,7 @@
  * (node-agent/publisher/publisher.bench.ts).
  */
 import { spawn } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -39,6 +40,16 @@ interface RunResult {
   delivered: number;
   exitCode: number | null;
   shutdownMs: number;
+  /** Distinct GPU XID Error events on the bus (by eventId), and the XIDs they stand for (their `count`, 1 when absent). */
+  xidEvents: number;
+  xidsCarried: number;
+}
+
+/** What one run injects: `count` XIDs, one per `intervalMs`; `env` adds to the agent's (BENCH_XID_LIST, BENCH_XID_GPUS). */
+export interface XidPhase {
+  count: number;
+  intervalMs: number;
+  env?: Record<string, string>;
 }
 
 async function until(cond: () => boolean, timeoutMs: number, what: string): Promise<void> {
@@ -49,7 +60,7 @@ async function until(cond: () => boolean, timeoutMs: number, what: string): Prom
   }
 }
 
-async function runOnce(entry: string[], injector: string, library: string, progress: (l: string) => void): Promise<RunResult> {
+export async function runOnce(entry: string[], injector: string, library: string, progress: (l: string) => void, phase: XidPhase = { count: XIDS, intervalMs: XID_INTERVAL_MS }): Promise<RunResult> {
   const dir = await mkdtemp(join(tmpdir(), 'gr-agent-bench-'));
   const bus = await startLocalBus({ busName: 'gpu-reflex' });
   const receipts = watchReceipts(bus);
@@ -74,8 +85,9 @@ async function runOnce(entry: string[], injector: string, library: string, progr
     AWS_ENDPOINT_URL_EVENTBRIDGE: bus.url,
     BENCH_XID_LIBRARY: library,
     BENCH_XID_LOG: xidLog,
-    BENCH_XID_COUNT: String(XIDS),
-    BENCH_XID_INTERVAL_MS: String(XID_INTERVAL_MS),
+    BENCH_XID_COUNT: String(phase.count),
+    BENCH_XID_INTERVAL_MS: String(phase.intervalMs),
+    ...phase.env,
   };
   const child = spawn(process.execPath, ['--import', injector, ...entry, 'agent'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
   let stderr = '';
@@ -93,16 +105,29 @@ async function runOnce(entry: string[], injector: string, library: string, progr
     const cpuPercent = (100 * (cpuSeconds(pid) - c0)) / ((performance.now() - t0) / 1000);
     c0 = cpuSeconds(pid);
     t0 = performance.now();
-    progress(`${XIDS} XIDs, one per ${XID_INTERVAL_MS} ms`);
+    progress(`${phase.count} XIDs, one per ${phase.intervalMs} ms`);
     child.kill('SIGUSR2');
-    const isXid = () => bus.events.filter((e) => e['detail-type'] === 'GPU XID Error').length;
-    await until(() => isXid() >= XIDS, XIDS * XID_INTERVAL_MS + 10_000, `${XIDS} XIDs on the bus`).catch(() => undefined);
+    const xidsOnBus = () => bus.events.filter((e) => e['detail-type'] === 'GPU XID Error');
+    const injectedSoFar = () => (existsSync(xidLog) ? readFileSync(xidLog, 'utf8').split('\n').length - 1 : 0);
+    // Every XID on the bus, or (an agent that aggregates repeats sends fewer events) every XID injected
+    // and then a second for the publisher's batch window.
+    let allInAt: number | undefined;
+    const done = () => {
+      if (xidsOnBus().length >= phase.count) return true;
+      if (allInAt === undefined && injectedSoFar() >= phase.count) allInAt = performance.now();
+      return allInAt !== undefined && performance.now() - allInAt >= 1_000;
+    };
+    await until(done, phase.count * phase.intervalMs + 10_000, `${phase.count} XIDs on the bus`).catch(() => undefined);
     const cpuPercentXidPhase = (100 * (cpuSeconds(pid) - c0)) / ((performance.now() - t0) / 1000);
     const rss = peakRssMiB(pid);
     const stopAt = performance.now();
     child.kill('SIGTERM');
     const exitCode = await exited;
     const shutdownMs = performance.now() - stopAt;
+    // Distinct events: a PutEvents the publisher retried can land twice (at least once, as EventBridge).
+    const distinct = [...new Map(xidsOnBus().map((e) => [String(e.detail.eventId), e])).values()];
+    const xidEvents = distinct.length;
+    const xidsCarried = distinct.reduce((n, e) => n + (Number(e.detail.count) || 1), 0);
     receipts.stop();
     // Match each injection to its bus event by (GPU, XID), first in first out.
     const injected = (await readFile(xidLog, 'utf8')).trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { gpu: number; xid: number; rc: number; t: string });
@@ -118,7 +143,7 @@ async function runOnce(entry: string[], injector: string, library: string, progr
       const got = arrivals.get(`${x.gpu}/${x.xid}`)?.shift();
       if (got !== undefined) latenciesMs.push(Number(got - BigInt(x.t)) / 1e6);
     }
-    return { cpuPercent, cpuPercentXidPhase, peakRssMiB: rss, latenciesMs, delivered: latenciesMs.length, exitCode, shutdownMs };
+    return { cpuPercent, cpuPercentXidPhase, peakRssMiB: rss, latenciesMs, delivered: latenciesMs.length, exitCode, shutdownMs, xidEvents, xidsCarried };
   } finally {
     if (child.exitCode === null) child.kill('SIGKILL');
     receipts.stop();

@@ -15,12 +15,13 @@ export const SUITES: Record<string, { summary: string; load: () => Promise<Bench
   quota: { summary: 'quota planner: 500 namespaces × 6 resources plan time; demand served and idle quota beside a static weight split', load: async () => (await import('./quota.ts')).quotaSuite },
   mig: { summary: 'MIG planner: 1,000 nodes × 8 GPUs solve time; satisfied demand against the exact optimum; beside a nos-style greedy', load: async () => (await import('./mig.ts')).migSuite },
   deploy: { summary: 'function artifacts: unpacked size; module init and first invocation beside a bare EventBridge-client import', load: async () => (await import('./deploy.ts')).deploySuite },
+  noise: { summary: 'a GB200-size flood of application-class XIDs through agents, bus and functions in virtual time: nothing fenced or cordoned', load: async () => (await import('./noise.ts')).noiseSuite },
   xid: { summary: 'kernel-log XID scan on 50 MB lines', load: async () => (await import('../node-agent/kmsg/scan.bench.ts')).xidScanBenchSuite },
 };
 
 export const benchCommand: Command = {
   path: ['bench'],
-  summary: 'run the benchmarks (agent, publisher, remediation, bus, xid, autoscale, quota, mig, deploy) and print their numbers',
+  summary: 'run the benchmarks (agent, publisher, remediation, bus, noise, xid, autoscale, quota, mig, deploy) and print their numbers',
   help: [
     'Usage: gpu-reflex bench [SUITE...] [--record FILE]',
     '',

@@ -20,11 +20,7 @@ import { registerAgentMetrics } from './agent-metrics.ts';
 import { kubeletLogPodNames } from './collectors/pod-names.ts';
 import { DEFAULT_THRESHOLDS, type HealthThresholds } from './collectors/health.ts';
 import type { AgentConfig } from './config.ts';
-import { gpuActionResultEvent, type OutgoingEvent } from './events.ts';
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
-import { GpuActuator } from './actuator/actuator.ts';
-import { FenceFile } from './actuator/fence-file.ts';
-import { kubeNode, nvidiaSmiReset, nvmlGpus, nvmlMigInventory } from './actuator/ports.ts';
+import type { OutgoingEvent } from './events.ts';
 import { AgentHealth, startAgentHttp, type AgentHttpServer } from './http.ts';
 import { KernelLogCatchUp, readLogLines } from './kmsg/read-log.ts';
 import { jsonLog } from './log.ts';
@@ -177,31 +173,6 @@ export async function runAgent(o: RunAgentOptions): Promise<number> {
   }
 }
 
-/** The actuator's loop: reads this node's GPU actions every `intervalMs` (docs/node-agent.md "The actuator"). */
-async function runActuator(nvml: Nvml, sink: EventSink, config: AgentConfig, o: RunAgentOptions, log: PublisherLog, agent: Agent): Promise<void> {
-  const a = config.gpuActions;
-  const kc = new KubeConfig();
-  if (a.kubeconfig) kc.loadFromFile(a.kubeconfig);
-  else kc.loadFromCluster();
-  const actuator = new GpuActuator({
-    node: config.nodeName,
-    nodeApi: kubeNode(kc.makeApiClient(CoreV1Api), config.nodeName),
-    gpus: nvmlGpus(nvml, nvidiaSmiReset(a.nvidiaSmi)),
-    fence: new FenceFile(a.fenceFile),
-    migInventory: nvmlMigInventory(nvml, (pid) => agent.podOfPid(pid)),
-    xids: (uuid, since) => agent.xidsSince(uuid, since),
-    publish: async (_type, detail) => void sink.publish(gpuActionResultEvent(detail)),
-    now: Date.now,
-    dryRun: o.print === true,
-    log: (line) => log.info(line),
-  });
-  log.info('actuator started', { fenceFile: a.fenceFile, nvidiaSmi: a.nvidiaSmi, everyMs: a.intervalMs });
-  while (!o.stop.aborted) {
-    await actuator.tick().catch((err: unknown) => log.error('gpu actions failed', { error: err instanceof Error ? err.message : String(err) }));
-    await sleep(a.intervalMs, undefined, { signal: o.stop }).catch(() => undefined);
-  }
-}
-
 async function runLoops(agent: Agent, nvml: Nvml, sink: EventSink, config: AgentConfig, o: RunAgentOptions, log: PublisherLog, httpPort: number, kernelLog: KernelLogCatchUp): Promise<void> {
   const { stop } = o;
   const failed = (step: string) => (err: unknown) => {
@@ -224,7 +195,9 @@ async function runLoops(agent: Agent, nvml: Nvml, sink: EventSink, config: Agent
     }
   })();
   const kernel = followKernelLog(agent, config.kmsgPath, stop, log, kernelLog);
-  const actions = config.gpuActions.enabled ? runActuator(nvml, sink, config, o, log, agent) : Promise.resolve();
+  // Loaded only with GPU_ACTIONS on: the Kubernetes client it brings is most of the agent's memory
+  // (docs/node-agent.md "Memory"); node-agent/agent-bundle.test.ts keeps it off the start-up path.
+  const actions = config.gpuActions.enabled ? import('./actuator-runtime.ts').then((m) => m.runActuator(nvml, sink, config, o, log, agent)) : Promise.resolve();
   o.onReady?.({ httpPort, agent });
   await Promise.all([sampling, events, kernel, actions]);
 }

@@ -14,7 +14,9 @@
  * sightings within XID_DEDUPE_WINDOW_MS: the first one is published (`via` says which source),
  * the second is absorbed and only counted (gpu_reflex_xid_duplicates_total). The event is never
  * re-sent as `via: 'both'`: it has already left, and a second event would be a second XID to
- * consumers. Repeats from one source are new occurrences and are always published.
+ * consumers. Repeats from one source are new occurrences: XidAggregator (xid-aggregate.ts) sends
+ * the first of a run of one application-class XID on one GPU and pid at once and one event with a
+ * `count` per window for its repeats; an XID that can fence, reset or drain is never held.
  */
 import { readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { describeXid, xidStaysInInstance } from '../events/xid.ts';
@@ -28,6 +30,7 @@ import { UtilizationWindow } from './collectors/utilization.ts';
 import { healthEvent, inventoryEvent, sxidEvent, utilizationEvent, xidEvent, type OutgoingEvent } from './events.ts';
 import type { AgentHealth } from './http.ts';
 import { XidDeduper } from './kmsg/dedupe.ts';
+import { XID_AGGREGATE_WINDOW_MS, XidAggregator, type XidOccurrence } from './xid-aggregate.ts';
 import { parseXidLine } from './kmsg/parse-xid.ts';
 import { parseSxidLine } from './kmsg/parse-sxid.ts';
 import { XidLog } from './xid-log.ts';
@@ -118,6 +121,7 @@ export class Agent {
   private readonly window: UtilizationWindow;
   private readonly pods: PodResolver;
   private readonly dedupe: XidDeduper;
+  private readonly aggregate = new XidAggregator({ windowMs: XID_AGGREGATE_WINDOW_MS });
   private readonly metrics: AgentMetrics;
   /** The XIDs published per GPU, for the actuator's health probe (xid-log.ts). */
   private readonly xids = new XidLog();
@@ -207,6 +211,8 @@ export class Agent {
     this.saveEcc();
     const summary = this.window.add(result.readings, nowMs);
     if (summary) out.push(utilizationEvent(this.o.nodeName, nowMs, summary));
+    // Held XID repeats whose window closed (a quiet GPU sends no XID that would release them).
+    out.push(...this.aggregate.due(nowMs));
     return this.emit(out);
   }
 
@@ -280,9 +286,7 @@ export class Agent {
       // A whole-GPU XID on a MIG instance affects every instance's pods (events/xid.ts INSTANCE_SCOPED_XIDS).
       podUids: podsOnGpu(this.inventory, gpu.uuid, xidStaysInInstance(xid) ? e.gpuInstanceId : undefined),
     });
-    this.metrics.xidPublished('nvml', now, gpu.uuid, xid);
-    this.xids.record(gpu.uuid, xid, now);
-    return this.emit([event]);
+    return this.sendXid(event, { gpuUuid: gpu.uuid, gpuInstanceId: e.gpuInstanceId, xid, pid: null }, 'nvml', now);
   }
 
   /**
@@ -400,9 +404,17 @@ export class Agent {
       podUids: podsOnGpu(this.inventory, gpu.uuid, xidStaysInInstance(k.xid) ? k.gpuInstanceId : undefined),
       ...(culprit ? { culpritUid: culprit } : {}),
     });
-    this.metrics.xidPublished('kmsg', now, gpu.uuid, k.xid);
-    this.xids.record(gpu.uuid, k.xid, now);
-    return this.emit([event]);
+    return this.sendXid(event, { gpuUuid: gpu.uuid, gpuInstanceId: k.gpuInstanceId, xid: k.xid, pid: k.pid }, 'kmsg', now);
+  }
+
+  /** An XID's event, unless it repeats a run the aggregator holds; runs whose window closed go out first. */
+  private sendXid(event: OutgoingEvent, o: XidOccurrence, via: 'nvml' | 'kmsg', now: number): OutgoingEvent[] {
+    // Every sighting counts for the health probe's window, a repeat the aggregator holds included.
+    this.xids.record(o.gpuUuid, o.xid, now);
+    const closed = this.aggregate.due(now);
+    if (!this.aggregate.admit(o, event, now)) return this.emit(closed);
+    this.metrics.xidPublished(via, now, o.gpuUuid, o.xid);
+    return this.emit([...closed, event]);
   }
 
   /** The MIG instance an event names, with its UUID and profile when the last sample saw it. */
@@ -418,10 +430,10 @@ export class Agent {
     };
   }
 
-  /** Shutdown: the utilization window so far, as one last summary. */
+  /** Shutdown: the utilization window so far, as one last summary, and every held XID repeat. */
   flush(nowMs: number = this.o.now()): OutgoingEvent[] {
     const summary = this.window.flush(nowMs);
-    return summary ? this.emit([utilizationEvent(this.o.nodeName, nowMs, summary)]) : [];
+    return this.emit([...(summary ? [utilizationEvent(this.o.nodeName, nowMs, summary)] : []), ...this.aggregate.due(nowMs, true)]);
   }
 
   /** Stops event watching (lets an in-flight wait finish its slice). Call BEFORE `nvml.close()`. */

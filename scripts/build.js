@@ -3,7 +3,7 @@
 // and the zip Lambda is given, .build/artifacts/<name>.zip (serverless.yml's `package.artifact`).
 // Bundles target node20 (so they also run here) while Lambda runs nodejs22.x; ESM bundles need the
 // createRequire banner because the AWS SDK and client-node still call require() inside.
-import { mkdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createWriteStream, readFileSync, readdirSync, statSync, existsSync } from 'node:fs';
 import { pipeline } from 'node:stream/promises';
 import { dirname, join, relative } from 'node:path';
@@ -12,6 +12,7 @@ import { build } from 'esbuild';
 import { tsImport } from 'tsx/esm/api';
 import { parseDocument } from 'yaml';
 import yazl from 'yazl';
+import { agentBuildOptions } from './agent-bundle.js';
 import { kubeApiSlim } from './kube-api-slim.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -137,23 +138,17 @@ async function writeArtifact(zipPath, entries) {
   zip.end();
   await pipeline(zip.outputStream, createWriteStream(zipPath));
 }
-// The node agent as the DaemonSet image would run it: plain JavaScript, koffi (a native addon)
-// left to node_modules.
+// The node agent as the DaemonSet image would run it: .build/node-agent/agent.mjs and the chunks
+// only its import() loads (scripts/agent-bundle.js); the Dockerfile copies the folder.
 {
-  const outfile = join(root, '.build', 'node-agent', 'agent.mjs');
-  await build({
-    entryPoints: [join(root, 'node-agent', 'main.ts')],
-    outfile,
-    bundle: true,
-    platform: 'node',
-    target: 'node20',
-    format: 'esm',
-    external: ['koffi'],
-    legalComments: 'none',
-    banner: { js: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);" },
-    logLevel: 'warning',
-  });
-  const { size } = await stat(outfile);
-  console.log(`${'node-agent'.padEnd(20)} ${relative(root, outfile)}  ${(size / 1024 / 1024).toFixed(2)} MB`);
+  const outdir = join(root, '.build', 'node-agent');
+  await rm(outdir, { recursive: true, force: true });
+  const { metafile } = await build({ ...agentBuildOptions(root, outdir), metafile: true });
+  await mkdir(join(root, '.build', 'meta'), { recursive: true });
+  await writeFile(join(root, '.build', 'meta', 'node-agent.json'), JSON.stringify(metafile));
+  const files = readdirSync(outdir).filter((f) => f.endsWith('.mjs')).sort();
+  const mb = (paths) => `${([...paths].reduce((n, f) => n + statSync(join(root, f)).size, 0) / 1024 / 1024).toFixed(2)} MB`;
+  const entryOut = relative(root, join(outdir, 'agent.mjs'));
+  console.log(`${'node-agent'.padEnd(20)} ${entryOut}  ${mb(files.map((f) => relative(root, join(outdir, f))))} in ${files.length} files, ${mb(staticallyLoaded(metafile, entryOut))} of them at import`);
 }
 process.exit(failed ? 1 : 0);

@@ -1,6 +1,7 @@
 /**
  * `GPU XID Error` — one XID seen on one GPU (examples: ./gpu-xid-error.example.json, and an NVLink5 XID
- * with its decoded sub-code: ./gpu-xid-error-nvlink5.example.json).
+ * with its decoded sub-code: ./gpu-xid-error-nvlink5.example.json; repeats of an XID 45 held by the agent and
+ * sent as one event with `count`: ./gpu-xid-error-aggregated.example.json).
  */
 import { z } from 'zod';
 import { GPU_RECOVERY_ACTIONS } from '../xid.ts';
@@ -51,6 +52,12 @@ export const GpuXidErrorDetailSchema = z
      * hardware XID): then every pod of `pods` is affected.
      */
     culprit: PodRef.optional(),
+    /**
+     * How many occurrences this event stands for (absent: one). The agent sends the first of a run of
+     * one application-class XID on one GPU and pid at once and holds its repeats for a window
+     * (node-agent/xid-aggregate.ts); this event is the latest of them, `count` all those held.
+     */
+    count: int().min(1).max(1_000_000_000).optional(),
   })
   .strict();
 export type GpuXidErrorDetail = z.infer<typeof GpuXidErrorDetailSchema>;

@@ -71,7 +71,7 @@ describe('Dockerfile (the node agent image)', () => {
         // .build/ is what `npm run build` writes (build.test.ts builds it and runs the agent from
         // this layout); the rest comes from npm ci.
         if (!inRepo.startsWith('.build/')) expect(existsSync(join(root, inRepo)), `Dockerfile:${c.line}: ${src}`).toBe(true);
-        expect(inRepo).toMatch(/^(\.build\/node-agent\/|node_modules\/koffi\/|node_modules\/@koromix\/koffi-linux-x64\/)/);
+        expect(inRepo).toMatch(/^(\.build\/node-agent(\/|$)|node_modules\/koffi\/|node_modules\/@koromix\/koffi-linux-x64\/)/);
         expect(inRepo).not.toMatch(/musl/);
       }
     }
@@ -81,7 +81,10 @@ describe('Dockerfile (the node agent image)', () => {
     expect(runtime.user).toMatch(/^[1-9]\d*(:\d+)?$/);
     expect(runtime.entrypoint).toEqual(agent.command);
     const target = agent.command!.at(-1)!;
-    expect(runtime.copies.some((c) => c.dest === target || (c.dest.endsWith('/') && target === c.dest + c.sources.map((s) => s.split('/').at(-1)).find((n) => c.dest + n === target)))).toBe(true);
+    // A file copied to it, or into the folder that holds it; or the bundle's folder (.build/node-agent:
+    // agent.mjs and its chunks, scripts/agent-bundle.js) copied into that folder.
+    const bundleFolder = (c: (typeof runtime.copies)[number]) => c.sources.some((s) => relative(build.workdir, s) === '.build/node-agent') && target === `${c.dest}agent.mjs`;
+    expect(runtime.copies.some((c) => c.dest === target || (c.dest.endsWith('/') && target === c.dest + c.sources.map((s) => s.split('/').at(-1)).find((n) => c.dest + n === target)) || bundleFolder(c))).toBe(true);
   });
 });
 

@@ -69,14 +69,16 @@ export function decideLevel(
   if (!rule.escalate || level >= top) return { level, escalated: false, why: '' };
   const seen = occurrencesInWindow(recent, key, at, rule.escalate.windowMinutes, open.escalatedAt);
   const workloads = new Set(seen.flatMap((o) => o.pods));
-  if (seen.length >= rule.escalate.count && workloads.size >= rule.escalate.distinctWorkloads) {
+  // An aggregated event (node-agent/xid-aggregate.ts) is `count` occurrences.
+  const times = seen.reduce((n, o) => n + (o.count ?? 1), 0);
+  if (times >= rule.escalate.count && workloads.size >= rule.escalate.distinctWorkloads) {
     return {
       level: level + 1,
       escalated: true,
-      why: `seen ${seen.length} times within ${rule.escalate.windowMinutes} min across ${workloads.size} different workloads (rule: ${rule.escalate.count} times, ${rule.escalate.distinctWorkloads} workloads), so it escalates from ${ladder[level]} to ${ladder[level + 1]}`,
+      why: `seen ${times} times within ${rule.escalate.windowMinutes} min across ${workloads.size} different workloads (rule: ${rule.escalate.count} times, ${rule.escalate.distinctWorkloads} workloads), so it escalates from ${ladder[level]} to ${ladder[level + 1]}`,
     };
   }
-  const progress: EscalationProgress = { seen: seen.length, needed: rule.escalate.count, workloads: workloads.size, neededWorkloads: rule.escalate.distinctWorkloads, windowMinutes: rule.escalate.windowMinutes, next: ladder[level + 1]! };
+  const progress: EscalationProgress = { seen: times, needed: rule.escalate.count, workloads: workloads.size, neededWorkloads: rule.escalate.distinctWorkloads, windowMinutes: rule.escalate.windowMinutes, next: ladder[level + 1]! };
   return { level, escalated: false, why: '', progress };
 }
 

@@ -218,6 +218,16 @@ describe('planRemediation: duplicates, replays, escalation', () => {
     expect(evicted(plans[2]!)).toEqual(['pod/ml/train-0']);
   });
 
+  // The agent sends repeats of one XID on one GPU and pid as one event with `count` (node-agent/xid-aggregate.ts).
+  it('counts an aggregated XID event as the occurrences it carries', async () => {
+    const held = xid(13, { minute: 2, pods: [{ uid: 'uid-b' }] });
+    if (held.detailType !== 'GPU XID Error') throw new Error('an XID event');
+    held.detail.count = 2;
+    const { plans } = await replay([xid(13, { minute: 0, pods: [{ uid: 'uid-a' }] }), held]);
+    expect(plans.map((p) => p.action)).toEqual(['observe', 'restart-workload']);
+    expect(plans[1]?.reason).toContain('seen 3 times');
+  });
+
   it('says how far a repeat that did not escalate is toward escalation, counting only the window', async () => {
     const { plans } = await replay([0, 20, 70].map((m, i) => xid(13, { minute: m, pods: [{ uid: `u${i}` }] })));
     expect(plans[0]?.escalation).toBeUndefined();

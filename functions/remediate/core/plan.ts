@@ -109,7 +109,10 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   // and counts toward escalation; a quarantine still moves every pod on the GPU (`reported`).
   const culprit = event.detailType === 'GPU XID Error' && event.detail.culprit ? [event.detail.culprit] : reported;
   const podUids = [...new Set(culprit.map((p) => p.uid))];
-  const recent = [...state.recent.filter((o) => now.getTime() - Date.parse(o.at) <= RECENT_HORIZON_MS), { key: site.key, at: d.observedAt, pods: podUids }].sort((a, b) => cmp(a.at, b.at));
+  // An agent sends repeats of an application XID on one GPU and pid as one event with `count`
+  // (node-agent/xid-aggregate.ts): it is that many occurrences toward escalation.
+  const carried = event.detailType === 'GPU XID Error' ? event.detail.count : undefined;
+  const recent = [...state.recent.filter((o) => now.getTime() - Date.parse(o.at) <= RECENT_HORIZON_MS), { key: site.key, at: d.observedAt, pods: podUids, ...(carried ? { count: carried } : {}) }].sort((a, b) => cmp(a.at, b.at));
   const ladder = open?.ladder ?? ladderOf(rule);
   const decision = decideLevel(rule, ladder, open, lastClosed, recent, site.key, at, policy.escalation.recurrenceHours);
   let action: RemediationAction = ladder[decision.level] ?? rule.action;
@@ -119,7 +122,7 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   const named = recoveryActionOf(event);
   const counted: Incident = open
     ? {
-        ...open, lastAt: maxIso(open.lastAt, d.observedAt), firstAt: minIso(open.firstAt, d.observedAt), count: open.count + 1, workloads: union(open.workloads, podUids), eventId: d.eventId,
+        ...open, lastAt: maxIso(open.lastAt, d.observedAt), firstAt: minIso(open.firstAt, d.observedAt), count: open.count + (carried ?? 1), workloads: union(open.workloads, podUids), eventId: d.eventId,
         ...(open.resolvedAt && cmp(d.observedAt, open.resolvedAt) > 0 ? { resolvedAt: undefined } : {}),
         ...(named && cmp(d.observedAt, open.lastAt) >= 0 ? { recoveryAction: named } : {}),
       }

@@ -131,7 +131,8 @@ const IncidentSchema = z.object({
 });
 export type Incident = z.infer<typeof IncidentSchema>;
 
-const OccurrenceSchema = z.object({ key: z.string(), at: Timestamp, pods: z.array(z.string()) });
+/** `count`: the occurrences one aggregated XID event stands for (absent: one). */
+const OccurrenceSchema = z.object({ key: z.string(), at: Timestamp, pods: z.array(z.string()), count: z.number().int().min(1).optional() });
 export type Occurrence = z.infer<typeof OccurrenceSchema>;
 
 const HistorySchema = z.object({

@@ -1,0 +1,42 @@
+/**
+ * The actuator's wiring and loop, in a module of its own so that agent-runtime.ts can load it only when
+ * GPU_ACTIONS is on: it is the one part of the agent that needs the Kubernetes client, and that client
+ * is most of the agent's memory (docs/node-agent.md "Memory"). node-agent/agent-bundle.test.ts keeps
+ * this module and the client off the agent's start-up path.
+ */
+import { setTimeout as sleep } from 'node:timers/promises';
+import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { GpuActuator } from './actuator/actuator.ts';
+import { FenceFile } from './actuator/fence-file.ts';
+import { kubeNode, nvidiaSmiReset, nvmlGpus, nvmlMigInventory } from './actuator/ports.ts';
+import type { Agent, EventSink } from './agent.ts';
+import type { RunAgentOptions } from './agent-runtime.ts';
+import type { AgentConfig } from './config.ts';
+import { gpuActionResultEvent } from './events.ts';
+import type { Nvml } from './nvml/nvml.ts';
+import type { PublisherLog } from './publisher/types.ts';
+
+/** The actuator's loop: reads this node's GPU actions every `intervalMs` (docs/node-agent.md "The actuator"). */
+export async function runActuator(nvml: Nvml, sink: EventSink, config: AgentConfig, o: RunAgentOptions, log: PublisherLog, agent: Agent): Promise<void> {
+  const a = config.gpuActions;
+  const kc = new KubeConfig();
+  if (a.kubeconfig) kc.loadFromFile(a.kubeconfig);
+  else kc.loadFromCluster();
+  const actuator = new GpuActuator({
+    node: config.nodeName,
+    nodeApi: kubeNode(kc.makeApiClient(CoreV1Api), config.nodeName),
+    gpus: nvmlGpus(nvml, nvidiaSmiReset(a.nvidiaSmi)),
+    fence: new FenceFile(a.fenceFile),
+    migInventory: nvmlMigInventory(nvml, (pid) => agent.podOfPid(pid)),
+    xids: (uuid, since) => agent.xidsSince(uuid, since),
+    publish: async (_type, detail) => void sink.publish(gpuActionResultEvent(detail)),
+    now: Date.now,
+    dryRun: o.print === true,
+    log: (line) => log.info(line),
+  });
+  log.info('actuator started', { fenceFile: a.fenceFile, nvidiaSmi: a.nvidiaSmi, everyMs: a.intervalMs });
+  while (!o.stop.aborted) {
+    await actuator.tick().catch((err: unknown) => log.error('gpu actions failed', { error: err instanceof Error ? err.message : String(err) }));
+    await sleep(a.intervalMs, undefined, { signal: o.stop }).catch(() => undefined);
+  }
+}
