@@ -21,6 +21,7 @@
  * its own (bench/agent.ts runOnce): a burst's rate, 10 XID 45 a second on one GPU, for 30 s, through
  * NVML (no pid) to the local bus.
  */
+import { mulberry32 } from '../infra/local/bus/router.ts';
 import { buildMockNvml } from '../infra/local/mock-nvml/build.ts';
 import { parseScenario } from '../infra/local/scenario.ts';
 import { startStack } from '../infra/local/stack.ts';
@@ -39,22 +40,11 @@ const XID45_PER_HOUR = 168_924 / 48;
 const BURST = 30;
 const BURST_SPAN_MS = 3_000;
 
-/** A small deterministic generator (mulberry32): the same flood every run. */
-function rng(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 interface Step { at: number; node: string; gpu: number; xid: number }
 
 export function noiseFlood(hours: number, seed = 36): Step[] {
-  const r = rng(seed);
+  // The same flood every run: the bus's own seeded generator.
+  const r = mulberry32(seed);
   const incidents = Math.round((XID45_PER_HOUR * hours) / BURST);
   const span = hours * 3_600_000;
   const steps: Step[] = [];
