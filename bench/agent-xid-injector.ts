@@ -20,7 +20,9 @@ const intervalMs = Number(process.env.BENCH_XID_INTERVAL_MS ?? 500);
 const count = Number(process.env.BENCH_XID_COUNT ?? 20);
 const gpus = Number(process.env.BENCH_XID_GPUS ?? 8);
 // BENCH_XID_LIST (comma-separated) replaces the default mix: `bench noise` injects a flood of one XID.
-const XIDS = process.env.BENCH_XID_LIST ? process.env.BENCH_XID_LIST.split(',').map(Number) : [13, 31, 43, 48, 63, 74, 79, 94];
+const XIDS = process.env.BENCH_XID_LIST
+  ? process.env.BENCH_XID_LIST.split(',').map(Number)
+  : [13, 31, 43, 48, 63, 74, 79, 94];
 
 if (library && logPath) {
   const inject = koffi.load(library).func('mockNvmlInjectXid', 'int32', ['uint32', 'uint64', 'uint32', 'uint32']);

@@ -60,7 +60,13 @@ async function until(cond: () => boolean, timeoutMs: number, what: string): Prom
   }
 }
 
-export async function runOnce(entry: string[], injector: string, library: string, progress: (l: string) => void, phase: XidPhase = { count: XIDS, intervalMs: XID_INTERVAL_MS }): Promise<RunResult> {
+export async function runOnce(
+  entry: string[],
+  injector: string,
+  library: string,
+  progress: (l: string) => void,
+  phase: XidPhase = { count: XIDS, intervalMs: XID_INTERVAL_MS },
+): Promise<RunResult> {
   const dir = await mkdtemp(join(tmpdir(), 'gr-agent-bench-'));
   const bus = await startLocalBus({ busName: 'gpu-reflex' });
   const receipts = watchReceipts(bus);
@@ -89,13 +95,21 @@ export async function runOnce(entry: string[], injector: string, library: string
     BENCH_XID_INTERVAL_MS: String(phase.intervalMs),
     ...phase.env,
   };
-  const child = spawn(process.execPath, ['--import', injector, ...entry, 'agent'], { cwd: ROOT, env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const child = spawn(process.execPath, ['--import', injector, ...entry, 'agent'], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   let stderr = '';
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
   try {
     const pid = child.pid!;
-    await until(() => bus.events.some((e) => e['detail-type'] === 'GPU Inventory') || child.exitCode !== null, 60_000, 'the first inventory');
+    await until(
+      () => bus.events.some((e) => e['detail-type'] === 'GPU Inventory') || child.exitCode !== null,
+      60_000,
+      'the first inventory',
+    );
     if (child.exitCode !== null) throw new Error(`agent exited ${child.exitCode}:\n${stderr}`);
     await sleep(3_000);
     let c0 = cpuSeconds(pid);
@@ -130,7 +144,11 @@ export async function runOnce(entry: string[], injector: string, library: string
     const xidsCarried = distinct.reduce((n, e) => n + (Number(e.detail.count) || 1), 0);
     receipts.stop();
     // Match each injection to its bus event by (GPU, XID), first in first out.
-    const injected = (await readFile(xidLog, 'utf8')).trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { gpu: number; xid: number; rc: number; t: string });
+    const injected = (await readFile(xidLog, 'utf8'))
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => JSON.parse(l) as { gpu: number; xid: number; rc: number; t: string });
     const arrivals = new Map<string, bigint[]>();
     bus.events.forEach((e, i) => {
       if (e['detail-type'] !== 'GPU XID Error') return;
@@ -139,11 +157,22 @@ export async function runOnce(entry: string[], injector: string, library: string
     });
     const latenciesMs: number[] = [];
     for (const x of injected) {
-      if (x.rc !== 0) throw new Error(`the injector could not inject (rc ${x.rc}): is the mock library the one the agent loaded?`);
+      if (x.rc !== 0)
+        throw new Error(`the injector could not inject (rc ${x.rc}): is the mock library the one the agent loaded?`);
       const got = arrivals.get(`${x.gpu}/${x.xid}`)?.shift();
       if (got !== undefined) latenciesMs.push(Number(got - BigInt(x.t)) / 1e6);
     }
-    return { cpuPercent, cpuPercentXidPhase, peakRssMiB: rss, latenciesMs, delivered: latenciesMs.length, exitCode, shutdownMs, xidEvents, xidsCarried };
+    return {
+      cpuPercent,
+      cpuPercentXidPhase,
+      peakRssMiB: rss,
+      latenciesMs,
+      delivered: latenciesMs.length,
+      exitCode,
+      shutdownMs,
+      xidEvents,
+      xidsCarried,
+    };
   } finally {
     if (child.exitCode === null) child.kill('SIGKILL');
     receipts.stop();
@@ -154,7 +183,11 @@ export async function runOnce(entry: string[], injector: string, library: string
 
 function rows(label: string, r: RunResult, targets: boolean): Measurement[] {
   const m = (metric: string, value: number, unit: string, limit: number, kind: 'below' | 'atLeast' = 'below') =>
-    targets ? (kind === 'below' ? below(metric, value, unit, limit) : atLeast(metric, value, unit, limit)) : info(metric, value, unit);
+    targets
+      ? kind === 'below'
+        ? below(metric, value, unit, limit)
+        : atLeast(metric, value, unit, limit)
+      : info(metric, value, unit);
   return [
     m(`${label}: CPU, steady (% of one core)`, Number(r.cpuPercent.toFixed(2)), '%', 2),
     info(`${label}: CPU during 2 XIDs/s (% of one core)`, Number(r.cpuPercentXidPhase.toFixed(2)), '%'),

@@ -15,19 +15,30 @@ import type { PendingPod, PoolState } from '../functions/autoscale/core/planner.
 
 type Vec = number[];
 
-const dimsOf = (pods: readonly PendingPod[]) => [...new Set(pods.flatMap((p) => Object.keys(p.requests).filter((k) => (p.requests[k] ?? 0) > 0)))].sort();
+const dimsOf = (pods: readonly PendingPod[]) =>
+  [...new Set(pods.flatMap((p) => Object.keys(p.requests).filter((k) => (p.requests[k] ?? 0) > 0)))].sort();
 const vecOf = (r: Readonly<Record<string, number>>, dims: string[]): Vec => dims.map((d) => r[d] ?? 0);
 const fitsIn = (v: Vec, free: Vec) => v.every((x, d) => x <= free[d]! + 1e-9);
 const sub = (free: Vec, v: Vec) => free.map((f, d) => f - v[d]!);
 
 /** Cheapest hourly cost hosting every hostable pod, or undefined when beyond `maxNodes` in all. */
-export function exactScaleOut(pools: readonly PoolState[], pods: readonly PendingPod[], maxNodes = 8): number | undefined {
+export function exactScaleOut(
+  pools: readonly PoolState[],
+  pods: readonly PendingPod[],
+  maxNodes = 8,
+): number | undefined {
   const dims = dimsOf(pods);
   const cap = pools.map((p) => vecOf(p.allocatable, dims));
   const hostable = pods.filter((pod) => pools.some((p) => whyNot(pod, p) === undefined));
   const feasible = hostable.map((pod) => pools.map((p) => whyNot(pod, p) === undefined));
   const vecs = hostable.map((p) => vecOf(p.requests, dims));
-  const order = hostable.map((_, i) => i).sort((a, b) => Math.max(...vecs[b]!.map((x, d) => x / Math.max(...cap.map((c) => c[d]!), 1))) - Math.max(...vecs[a]!.map((x, d) => x / Math.max(...cap.map((c) => c[d]!), 1))));
+  const order = hostable
+    .map((_, i) => i)
+    .sort(
+      (a, b) =>
+        Math.max(...vecs[b]!.map((x, d) => x / Math.max(...cap.map((c) => c[d]!), 1))) -
+        Math.max(...vecs[a]!.map((x, d) => x / Math.max(...cap.map((c) => c[d]!), 1))),
+    );
   const room = pools.map((p) => Math.min(p.maxStep, p.max - p.desired, maxNodes));
 
   const packs = (counts: number[]): boolean => {
@@ -73,11 +84,18 @@ export function exactScaleOut(pools: readonly PoolState[], pods: readonly Pendin
 }
 
 /** Cluster-autoscaler-style plan: total hourly cost and pods left pending. */
-export function clusterAutoscalerStyle(pools: readonly PoolState[], pods: readonly PendingPod[], expander: 'price' | 'least-waste'): { hourlyCost: number; unplaced: number } {
+export function clusterAutoscalerStyle(
+  pools: readonly PoolState[],
+  pods: readonly PendingPod[],
+  expander: 'price' | 'least-waste',
+): { hourlyCost: number; unplaced: number } {
   const dims = dimsOf(pods);
   const cap = pools.map((p) => vecOf(p.allocatable, dims));
   const room = pools.map((p) => Math.max(0, Math.min(p.maxStep, p.max - p.desired)));
-  let pending = pods.map((pod) => ({ vec: vecOf(pod.requests, dims), ok: pools.map((p) => whyNot(pod, p) === undefined) }));
+  let pending = pods.map((pod) => ({
+    vec: vecOf(pod.requests, dims),
+    ok: pools.map((p) => whyNot(pod, p) === undefined),
+  }));
   let cost = 0;
   for (;;) {
     let best: { pool: number; nodes: number; helped: Set<number>; score: number } | undefined;
@@ -85,7 +103,11 @@ export function clusterAutoscalerStyle(pools: readonly PoolState[], pods: readon
       if (room[p]! <= 0) return;
       const mine = pending.map((x, i) => [x, i] as const).filter(([x]) => x.ok[p]);
       if (mine.length === 0) return;
-      mine.sort(([a], [b]) => Math.max(...b.vec.map((v, d) => v / (cap[p]![d]! || 1))) - Math.max(...a.vec.map((v, d) => v / (cap[p]![d]! || 1))));
+      mine.sort(
+        ([a], [b]) =>
+          Math.max(...b.vec.map((v, d) => v / (cap[p]![d]! || 1))) -
+          Math.max(...a.vec.map((v, d) => v / (cap[p]![d]! || 1))),
+      );
       const bins: Vec[] = [];
       const helped = new Set<number>();
       for (const [x, i] of mine) {
@@ -99,7 +121,10 @@ export function clusterAutoscalerStyle(pools: readonly PoolState[], pods: readon
         bin.splice(0, bin.length, ...sub(bin, x.vec));
         helped.add(i);
       }
-      const used = bins.reduce((t, b) => t + b.reduce((u, f, d) => u + (cap[p]![d]! > 0 ? 1 - f / cap[p]![d]! : 0), 0), 0);
+      const used = bins.reduce(
+        (t, b) => t + b.reduce((u, f, d) => u + (cap[p]![d]! > 0 ? 1 - f / cap[p]![d]! : 0), 0),
+        0,
+      );
       const capacity = bins.length * cap[p]!.filter((c) => c > 0).length;
       const score = expander === 'price' ? (pool.hourlyPrice * bins.length) / helped.size : 1 - used / capacity;
       if (!best || score < best.score - 1e-12) best = { pool: p, nodes: bins.length, helped, score };

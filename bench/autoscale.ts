@@ -71,11 +71,29 @@ export function benchPods(n: number, seed = 7): PendingPod[] {
   return Array.from({ length: n }, (_, i): PendingPod => {
     const model = pick(MODELS).model;
     const selector = r() < 0.7 ? { 'gpu-reflex.io/gpu-model': model } : undefined;
-    const tolerations = r() < 0.3 ? [{ key: 'nvidia.com/gpu', operator: 'Exists' as const, effect: 'NoSchedule' }] : undefined;
+    const tolerations =
+      r() < 0.3 ? [{ key: 'nvidia.com/gpu', operator: 'Exists' as const, effect: 'NoSchedule' }] : undefined;
     const priority = pick([0, 0, 0, 100, 1000]);
-    if (r() < 0.05) return { key: `team-${i % 7}/share-${i}`, priority, requests: { 'aliyun.com/gpu-mem': pick([4, 6, 8, 12]), cpu: 1000, memory: 4 * GiB, pods: 1 }, nodeSelector: { 'gpu-reflex.io/sharing': 'true', ...(selector ?? {}) } };
+    if (r() < 0.05)
+      return {
+        key: `team-${i % 7}/share-${i}`,
+        priority,
+        requests: { 'aliyun.com/gpu-mem': pick([4, 6, 8, 12]), cpu: 1000, memory: 4 * GiB, pods: 1 },
+        nodeSelector: { 'gpu-reflex.io/sharing': 'true', ...(selector ?? {}) },
+      };
     const gpus = pick([1, 1, 1, 2, 2, 4, 8]);
-    return { key: `team-${i % 7}/job-${i}`, priority, requests: { 'nvidia.com/gpu': gpus, cpu: gpus * pick([2000, 4000, 7000]), memory: gpus * pick([16, 32, 56]) * GiB, pods: 1 }, ...(selector ? { nodeSelector: selector } : {}), ...(tolerations ? { tolerations } : {}) };
+    return {
+      key: `team-${i % 7}/job-${i}`,
+      priority,
+      requests: {
+        'nvidia.com/gpu': gpus,
+        cpu: gpus * pick([2000, 4000, 7000]),
+        memory: gpus * pick([16, 32, 56]) * GiB,
+        pods: 1,
+      },
+      ...(selector ? { nodeSelector: selector } : {}),
+      ...(tolerations ? { tolerations } : {}),
+    };
   });
 }
 
@@ -85,16 +103,34 @@ function smallFleets(count: number, seed = 11): { pools: PoolState[]; pods: Pend
   return Array.from({ length: count }, () => {
     const pools = Array.from({ length: 1 + Math.floor(r() * 3) }, (_, i): PoolState => {
       const gpus = pick([1, 2, 4, 8]);
-      return { id: `np-${i}`, name: `p${i}`, instanceType: `t${i}`, hourlyPrice: gpus * (5 + Math.floor(r() * 55)), desired: 0, ready: 0, min: 0, max: 100, maxStep: 100, labels: {}, taints: [], allocatable: { 'nvidia.com/gpu': gpus, cpu: gpus * 8000, memory: gpus * 64 * GiB } };
+      return {
+        id: `np-${i}`,
+        name: `p${i}`,
+        instanceType: `t${i}`,
+        hourlyPrice: gpus * (5 + Math.floor(r() * 55)),
+        desired: 0,
+        ready: 0,
+        min: 0,
+        max: 100,
+        maxStep: 100,
+        labels: {},
+        taints: [],
+        allocatable: { 'nvidia.com/gpu': gpus, cpu: gpus * 8000, memory: gpus * 64 * GiB },
+      };
     });
-    const pods = Array.from({ length: 1 + Math.floor(r() * 8) }, (_, i): PendingPod => ({ key: `p-${i}`, priority: 0, requests: { 'nvidia.com/gpu': pick([1, 1, 1, 2, 4]), cpu: pick([1000, 4000, 8000, 16000]), memory: 8 * GiB } }));
+    const pods = Array.from({ length: 1 + Math.floor(r() * 8) }, (_, i): PendingPod => ({
+      key: `p-${i}`,
+      priority: 0,
+      requests: { 'nvidia.com/gpu': pick([1, 1, 1, 2, 4]), cpu: pick([1000, 4000, 8000, 16000]), memory: 8 * GiB },
+    }));
     return { pools, pods };
   });
 }
 
 export const autoscaleSuite: BenchSuite = {
   name: 'autoscale',
-  summary: 'scale-out planner: 10,000 pending pods × 50 pools decision time; cost against cluster-autoscaler-style expanders and the exact optimum',
+  summary:
+    'scale-out planner: 10,000 pending pods × 50 pools decision time; cost against cluster-autoscaler-style expanders and the exact optimum',
   async run(progress) {
     const rows: Measurement[] = [];
     const pools = benchPools();
@@ -109,17 +145,35 @@ export const autoscaleSuite: BenchSuite = {
     }
     rows.push(below('decision time, 10,000 pods × 50 pools (median)', percentile(times, 50), 'ms', 500));
     rows.push(below('decision time, 10,000 pods × 50 pools (slowest of 7)', Math.max(...times), 'ms', 500));
-    rows.push(info('pods placed on new nodes', plan.increments.reduce((t, x) => t + x.pods.length, 0), `of ${pods.length}`));
+    rows.push(
+      info(
+        'pods placed on new nodes',
+        plan.increments.reduce((t, x) => t + x.pods.length, 0),
+        `of ${pods.length}`,
+      ),
+    );
     rows.push(info('pods no pool can host (reported)', plan.unhostable.length, 'pods'));
     rows.push(info('pods deferred by pool limits', plan.deferred.length, 'pods'));
-    rows.push(info('nodes added', plan.increments.reduce((t, x) => t + x.add, 0), 'nodes'));
+    rows.push(
+      info(
+        'nodes added',
+        plan.increments.reduce((t, x) => t + x.add, 0),
+        'nodes',
+      ),
+    );
     rows.push(info('hourly cost of the plan', Math.round(plan.hourlyCost), 'CNY/h'));
     progress('cluster-autoscaler-style loops on the same input');
     for (const expander of ['price', 'least-waste'] as const) {
       const t0 = performance.now();
       const ca = clusterAutoscalerStyle(pools, pods, expander);
       const ms = performance.now() - t0;
-      rows.push(info(`CA-style (${expander}) cost ÷ ours`, Math.round((ca.hourlyCost / plan.hourlyCost) * 1000) / 1000, `× (${Math.round(ms)} ms)`));
+      rows.push(
+        info(
+          `CA-style (${expander}) cost ÷ ours`,
+          Math.round((ca.hourlyCost / plan.hourlyCost) * 1000) / 1000,
+          `× (${Math.round(ms)} ms)`,
+        ),
+      );
     }
     progress('exact optimum on 300 small fleets (≤ 3 pools, ≤ 8 pods)');
     const gaps: number[] = [];
@@ -131,8 +185,16 @@ export const autoscaleSuite: BenchSuite = {
       caGaps.push(clusterAutoscalerStyle(f.pools, f.pods, 'price').hourlyCost / exact - 1);
     }
     const mean = (g: number[]) => (100 * g.reduce((t, x) => t + x, 0)) / g.length;
-    rows.push({ metric: `cost above the exact optimum, mean of ${gaps.length} small fleets`, value: mean(gaps), unit: '%', target: '≤ 2 %', ok: mean(gaps) <= 2 });
-    rows.push(info('small fleets planned at the optimum', (100 * gaps.filter((g) => g < 1e-9).length) / gaps.length, '%'));
+    rows.push({
+      metric: `cost above the exact optimum, mean of ${gaps.length} small fleets`,
+      value: mean(gaps),
+      unit: '%',
+      target: '≤ 2 %',
+      ok: mean(gaps) <= 2,
+    });
+    rows.push(
+      info('small fleets planned at the optimum', (100 * gaps.filter((g) => g < 1e-9).length) / gaps.length, '%'),
+    );
     rows.push(info('worst small fleet above the optimum', 100 * Math.max(...gaps), '%'));
     rows.push(info('CA-style (price) above the optimum, mean', mean(caGaps), '%'));
     return rows;

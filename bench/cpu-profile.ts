@@ -25,7 +25,14 @@ export interface Profile {
 }
 
 /** Parts of the stack, in the order reports list them. */
-export const PARTS = ['simulated cluster', 'functions', 'local bus', 'AWS SDK', 'bench harness', 'runtime, HTTP, GC'] as const;
+export const PARTS = [
+  'simulated cluster',
+  'functions',
+  'local bus',
+  'AWS SDK',
+  'bench harness',
+  'runtime, HTTP, GC',
+] as const;
 export type Part = (typeof PARTS)[number];
 
 function pathOf(url: string): string {
@@ -68,11 +75,13 @@ export function sharesOf(profile: Profile): CpuShares {
     if (hit) return hit;
     const leaf = byId.get(id)!;
     let part: Part | 'idle' | undefined = leaf.callFrame.functionName === '(idle)' ? 'idle' : undefined;
-    for (let cur: number | undefined = id; part === undefined && cur !== undefined; cur = parent.get(cur)) part = ownPart(byId.get(cur)!.callFrame.url);
+    for (let cur: number | undefined = id; part === undefined && cur !== undefined; cur = parent.get(cur))
+      part = ownPart(byId.get(cur)!.callFrame.url);
     if (part === undefined) {
       // Innermost frame with a URL (natives have none) names the library.
       let url = '';
-      for (let cur: number | undefined = id; url === '' && cur !== undefined; cur = parent.get(cur)) url = byId.get(cur)!.callFrame.url;
+      for (let cur: number | undefined = id; url === '' && cur !== undefined; cur = parent.get(cur))
+        url = byId.get(cur)!.callFrame.url;
       part = libraryPart(url);
     }
     cache.set(id, part);

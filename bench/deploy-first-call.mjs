@@ -13,7 +13,24 @@ const mod = await import(spec);
 const t1 = performance.now();
 const outcome =
   spec === '@aws-sdk/client-eventbridge'
-    ? await new mod.EventBridgeClient({}).send(new mod.PutEventsCommand({ Entries: [{ EventBusName: 'gpu-reflex', Source: event.source, DetailType: event['detail-type'], Detail: JSON.stringify(event.detail) }] })).then((o) => ({ FailedEntryCount: o.FailedEntryCount }))
-    : await mod.handler(event, { awsRequestId: 'bench-cold-start', functionName: 'bench', getRemainingTimeInMillis: () => 60_000 });
+    ? await new mod.EventBridgeClient({})
+        .send(
+          new mod.PutEventsCommand({
+            Entries: [
+              {
+                EventBusName: 'gpu-reflex',
+                Source: event.source,
+                DetailType: event['detail-type'],
+                Detail: JSON.stringify(event.detail),
+              },
+            ],
+          }),
+        )
+        .then((o) => ({ FailedEntryCount: o.FailedEntryCount }))
+    : await mod.handler(event, {
+        awsRequestId: 'bench-cold-start',
+        functionName: 'bench',
+        getRemainingTimeInMillis: () => 60_000,
+      });
 const t2 = performance.now();
 process.stdout.write(`${JSON.stringify({ initMs: t1 - t0, firstMs: t2 - t1, outcome })}\n`);

@@ -34,8 +34,20 @@ export function percentile(values: readonly number[], p: number): number {
   return sorted[rank]!;
 }
 
-export const below = (metric: string, value: number, unit: string, limit: number): Measurement => ({ metric, value, unit, target: `< ${limit} ${unit}`, ok: value < limit });
-export const atLeast = (metric: string, value: number, unit: string, limit: number): Measurement => ({ metric, value, unit, target: `≥ ${limit} ${unit}`, ok: value >= limit });
+export const below = (metric: string, value: number, unit: string, limit: number): Measurement => ({
+  metric,
+  value,
+  unit,
+  target: `< ${limit} ${unit}`,
+  ok: value < limit,
+});
+export const atLeast = (metric: string, value: number, unit: string, limit: number): Measurement => ({
+  metric,
+  value,
+  unit,
+  target: `≥ ${limit} ${unit}`,
+  ok: value >= limit,
+});
 export const info = (metric: string, value: number, unit: string): Measurement => ({ metric, value, unit });
 
 export function markdown(suite: string, rows: readonly Measurement[], when: Date): string {
@@ -47,7 +59,10 @@ export function markdown(suite: string, rows: readonly Measurement[], when: Date
     '',
     '| metric | value | target | met |',
     '| --- | --- | --- | --- |',
-    ...rows.map((r) => `| ${r.metric} | ${fmt(r.value)} ${r.unit} | ${r.target ?? ''} | ${r.ok === undefined ? '' : r.ok ? 'yes' : '**no**'} |`),
+    ...rows.map(
+      (r) =>
+        `| ${r.metric} | ${fmt(r.value)} ${r.unit} | ${r.target ?? ''} | ${r.ok === undefined ? '' : r.ok ? 'yes' : '**no**'} |`,
+    ),
     '',
   ].join('\n');
 }

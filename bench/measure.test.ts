@@ -22,7 +22,11 @@ describe('requestKind (the sim request counter)', () => {
 
 describe('sharesOf (CPU by part of the stack)', () => {
   const root = process.cwd();
-  const frame = (id: number, url: string, children: number[] = [], functionName = 'f') => ({ id, callFrame: { url, functionName }, children });
+  const frame = (id: number, url: string, children: number[] = [], functionName = 'f') => ({
+    id,
+    callFrame: { url, functionName },
+    children,
+  });
   it('charges a sample to its innermost own frame, a library continuation to its package, and leaves idle out', () => {
     const profile = {
       nodes: [

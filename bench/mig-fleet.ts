@@ -16,9 +16,26 @@ const LAYOUTS = new Map(MODELS.map((m) => [m, enumerateLayouts(m)]));
 const PRODUCT_LABEL = 'nvidia.com/gpu.product';
 
 /** mig-parted's stock configs (all-1g.10gb, all-2g.20gb, all-3g.40gb, all-7g.80gb, all-balanced). */
-const STOCK = [Array<string>(7).fill('1g.10gb'), Array<string>(3).fill('2g.20gb'), ['3g.40gb', '3g.40gb'], ['7g.80gb'], ['3g.40gb', '2g.20gb', '1g.10gb', '1g.10gb']];
+const STOCK = [
+  Array<string>(7).fill('1g.10gb'),
+  Array<string>(3).fill('2g.20gb'),
+  ['3g.40gb', '3g.40gb'],
+  ['7g.80gb'],
+  ['3g.40gb', '2g.20gb', '1g.10gb', '1g.10gb'],
+];
 /** Small profiles are asked for most (notebooks, inference), whole GPUs least. */
-const DEMAND = ['1g.10gb', '1g.10gb', '1g.10gb', '1g.20gb', '2g.20gb', '2g.20gb', '3g.40gb', '3g.40gb', '4g.40gb', '7g.80gb'];
+const DEMAND = [
+  '1g.10gb',
+  '1g.10gb',
+  '1g.10gb',
+  '1g.20gb',
+  '2g.20gb',
+  '2g.20gb',
+  '3g.40gb',
+  '3g.40gb',
+  '4g.40gb',
+  '7g.80gb',
+];
 
 export interface FleetShape {
   nodes: number;
@@ -45,20 +62,42 @@ export function migScenario(shape: FleetShape, seed: number): { nodes: MigNode[]
     return { name, labels: { [PRODUCT_LABEL]: model.products[0]!.replaceAll(' ', '-') }, schedulable: true, gpus };
   });
   const pods = Array.from({ length: shape.pods }, (_, i): PendingMigPod => {
-    const selector: Record<string, string> = r() < 0.3 ? { [PRODUCT_LABEL]: pick(MODELS).products[0]!.replaceAll(' ', '-') } : {};
-    return { namespace: `team-${i % 5}`, name: `job-${i}`, priority: pick(shape.priorities), requests: { [pick(DEMAND)]: r() < 0.85 ? 1 : 2 }, nodeSelector: selector };
+    const selector: Record<string, string> =
+      r() < 0.3 ? { [PRODUCT_LABEL]: pick(MODELS).products[0]!.replaceAll(' ', '-') } : {};
+    return {
+      namespace: `team-${i % 5}`,
+      name: `job-${i}`,
+      priority: pick(shape.priorities),
+      requests: { [pick(DEMAND)]: r() < 0.85 ? 1 : 2 },
+      nodeSelector: selector,
+    };
   });
   return { nodes, pods };
 }
 
 /** The solve-time fleet: 1,000 nodes × 8 GPUs, 40% of GPUs busy, two pending pods per node. */
-export const BIG_FLEET: FleetShape = { nodes: 1000, gpusPerNode: 8, pods: 2000, busy: 0.4, priorities: [0, 0, 0, 100, 1000] };
+export const BIG_FLEET: FleetShape = {
+  nodes: 1000,
+  gpusPerNode: 8,
+  pods: 2000,
+  busy: 0.4,
+  priorities: [0, 0, 0, 100, 1000],
+};
 
 /** `count` small fleets (1–3 nodes × 1–4 GPUs, 2–10 pods): small enough for exactMig. */
 export function smallMigScenarios(count: number, seed = 11): { nodes: MigNode[]; pods: PendingMigPod[] }[] {
   const r = mulberry32(seed);
   return Array.from({ length: count }, (_, i) => {
     const g = mulberry32(seed * 7919 + i);
-    return migScenario({ nodes: 1 + Math.floor(r() * 3), gpusPerNode: () => 1 + Math.floor(g() * 4), pods: 2 + Math.floor(r() * 9), busy: 0.3, priorities: [0, 0, 100] }, seed * 104729 + i);
+    return migScenario(
+      {
+        nodes: 1 + Math.floor(r() * 3),
+        gpusPerNode: () => 1 + Math.floor(g() * 4),
+        pods: 2 + Math.floor(r() * 9),
+        busy: 0.3,
+        priorities: [0, 0, 100],
+      },
+      seed * 104729 + i,
+    );
   });
 }

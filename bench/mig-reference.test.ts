@@ -4,9 +4,26 @@ import { afterPlan, planMig, type MigGpu, type MigNode, type PendingMigPod } fro
 import { H100, migScenario } from './mig-fleet.ts';
 import { exactMig, lexWeight, nosStyleMig, servableWeight } from './mig-reference.ts';
 
-const gpu = (node: string, index: number, profiles: string[], inUse = 0): MigGpu => ({ node, index, model: H100, instances: profiles.map((profile, i) => ({ profile, inUse: i < inUse })) });
-const node = (name: string, gpus: MigGpu[], labels: Record<string, string> = {}): MigNode => ({ name, labels, schedulable: true, gpus });
-const pod = (name: string, requests: Record<string, number>, o: Partial<PendingMigPod> = {}): PendingMigPod => ({ namespace: 'ml', name, priority: 0, requests, nodeSelector: {}, ...o });
+const gpu = (node: string, index: number, profiles: string[], inUse = 0): MigGpu => ({
+  node,
+  index,
+  model: H100,
+  instances: profiles.map((profile, i) => ({ profile, inUse: i < inUse })),
+});
+const node = (name: string, gpus: MigGpu[], labels: Record<string, string> = {}): MigNode => ({
+  name,
+  labels,
+  schedulable: true,
+  gpus,
+});
+const pod = (name: string, requests: Record<string, number>, o: Partial<PendingMigPod> = {}): PendingMigPod => ({
+  namespace: 'ml',
+  name,
+  priority: 0,
+  requests,
+  nodeSelector: {},
+  ...o,
+});
 const SEVEN_1G = Array<string>(7).fill('1g.10gb');
 const names = (ps: readonly PendingMigPod[]) => ps.map((p) => p.name).sort();
 
@@ -20,13 +37,55 @@ describe('lexWeight', () => {
 
 describe('exactMig (the optimum on small fleets)', () => {
   it.each([
-    ['two 3g pods on an idle 7×1g H100: one change', [node('n', [gpu('n', 0, SEVEN_1G)])], [pod('a', { '3g.40gb': 1 }), pod('b', { '3g.40gb': 1 })], ['a', 'b'], 1],
-    ['free instances already fit: no change', [node('n', [gpu('n', 0, ['4g.40gb', '3g.40gb'], 1)])], [pod('a', { '3g.40gb': 1 })], ['a'], 0],
-    ['a GPU with an instance in use is never relaid', [node('n', [gpu('n', 0, SEVEN_1G, 1)])], [pod('a', { '7g.80gb': 1 })], [], 0],
-    ['a pod takes instances from several GPUs of one node', [node('n', [gpu('n', 0, ['7g.80gb']), gpu('n', 1, ['7g.80gb'])])], [pod('a', { '3g.40gb': 3 })], ['a'], 2],
-    ['never across nodes', [node('m', [gpu('m', 0, ['7g.80gb'])]), node('n', [gpu('n', 0, ['7g.80gb'])])], [pod('a', { '3g.40gb': 3 })], [], 0],
-    ['the higher priority wins one GPU', [node('n', [gpu('n', 0, SEVEN_1G)])], [pod('low', { '7g.80gb': 1 }), pod('high', { '4g.40gb': 1 }, { priority: 10 })], ['high'], 1],
-    ['the fewest changes among equal demand', [node('n', [gpu('n', 0, ['7g.80gb']), gpu('n', 1, SEVEN_1G)])], [pod('a', { '1g.10gb': 2 }), pod('b', { '7g.80gb': 1 })], ['a', 'b'], 0],
+    [
+      'two 3g pods on an idle 7×1g H100: one change',
+      [node('n', [gpu('n', 0, SEVEN_1G)])],
+      [pod('a', { '3g.40gb': 1 }), pod('b', { '3g.40gb': 1 })],
+      ['a', 'b'],
+      1,
+    ],
+    [
+      'free instances already fit: no change',
+      [node('n', [gpu('n', 0, ['4g.40gb', '3g.40gb'], 1)])],
+      [pod('a', { '3g.40gb': 1 })],
+      ['a'],
+      0,
+    ],
+    [
+      'a GPU with an instance in use is never relaid',
+      [node('n', [gpu('n', 0, SEVEN_1G, 1)])],
+      [pod('a', { '7g.80gb': 1 })],
+      [],
+      0,
+    ],
+    [
+      'a pod takes instances from several GPUs of one node',
+      [node('n', [gpu('n', 0, ['7g.80gb']), gpu('n', 1, ['7g.80gb'])])],
+      [pod('a', { '3g.40gb': 3 })],
+      ['a'],
+      2,
+    ],
+    [
+      'never across nodes',
+      [node('m', [gpu('m', 0, ['7g.80gb'])]), node('n', [gpu('n', 0, ['7g.80gb'])])],
+      [pod('a', { '3g.40gb': 3 })],
+      [],
+      0,
+    ],
+    [
+      'the higher priority wins one GPU',
+      [node('n', [gpu('n', 0, SEVEN_1G)])],
+      [pod('low', { '7g.80gb': 1 }), pod('high', { '4g.40gb': 1 }, { priority: 10 })],
+      ['high'],
+      1,
+    ],
+    [
+      'the fewest changes among equal demand',
+      [node('n', [gpu('n', 0, ['7g.80gb']), gpu('n', 1, SEVEN_1G)])],
+      [pod('a', { '1g.10gb': 2 }), pod('b', { '7g.80gb': 1 })],
+      ['a', 'b'],
+      0,
+    ],
   ])('%s', (_, nodes, pods, satisfied, changes) => {
     const exact = exactMig(nodes, pods);
     expect(names(exact.satisfied)).toEqual([...satisfied].sort());
@@ -37,10 +96,16 @@ describe('exactMig (the optimum on small fleets)', () => {
     let relaid = 0;
     fc.assert(
       fc.property(fc.integer({ min: 1, max: 1_000_000 }), (seed) => {
-        const { nodes, pods } = migScenario({ nodes: 2, gpusPerNode: 2, pods: 6, busy: 0.3, priorities: [0, 0, 100] }, seed);
+        const { nodes, pods } = migScenario(
+          { nodes: 2, gpusPerNode: 2, pods: 6, busy: 0.3, priorities: [0, 0, 100] },
+          seed,
+        );
         const plan = planMig(nodes, pods);
         const pending = new Set(afterPlan(nodes, pods, plan).pending);
-        const planner = lexWeight(pods, pods.filter((p) => !pending.has(p)));
+        const planner = lexWeight(
+          pods,
+          pods.filter((p) => !pending.has(p)),
+        );
         const exact = exactMig(nodes, pods);
         expect(exact.weight).toBeGreaterThanOrEqual(planner);
         if (exact.weight === planner) expect(exact.changes).toBeLessThanOrEqual(plan.changes.length);
@@ -59,19 +124,27 @@ describe('servableWeight (what planned layouts serve, matched at best)', () => {
     const nodes = [node('a', [gpu('a', 0, ['3g.40gb', '3g.40gb'])]), node('b', [gpu('b', 0, ['4g.40gb', '3g.40gb'])])];
     expect(servableWeight(nodes, pods, [])).toBe(lexWeight(pods, pods));
     expect(servableWeight([node('a', [gpu('a', 0, SEVEN_1G)])], pods, [])).toBe(0);
-    expect(servableWeight([node('a', [gpu('a', 0, SEVEN_1G)])], pods, [{ node: 'a', gpu: 0, to: ['3g.40gb', '3g.40gb'] }])).toBe(lexWeight(pods, [pods[1]!]));
+    expect(
+      servableWeight([node('a', [gpu('a', 0, SEVEN_1G)])], pods, [{ node: 'a', gpu: 0, to: ['3g.40gb', '3g.40gb'] }]),
+    ).toBe(lexWeight(pods, [pods[1]!]));
   });
 });
 
 describe('nosStyleMig (the greedy baseline)', () => {
   it('relays an idle GPU to the layout that offers most of what is lacking', () => {
-    const changes = nosStyleMig([node('n', [gpu('n', 0, SEVEN_1G)])], [pod('a', { '3g.40gb': 1 }), pod('b', { '3g.40gb': 1 })]);
+    const changes = nosStyleMig(
+      [node('n', [gpu('n', 0, SEVEN_1G)])],
+      [pod('a', { '3g.40gb': 1 }), pod('b', { '3g.40gb': 1 })],
+    );
     expect(changes).toHaveLength(1);
     expect(changes[0]!.to.filter((p) => p === '3g.40gb')).toHaveLength(2);
   });
 
   it('takes away a free instance a pending pod could use (it looks only at what is lacking)', () => {
-    const changes = nosStyleMig([node('n', [gpu('n', 0, ['4g.40gb', '3g.40gb'])])], [pod('fits', { '4g.40gb': 1 }), pod('lacks', { '7g.80gb': 1 })]);
+    const changes = nosStyleMig(
+      [node('n', [gpu('n', 0, ['4g.40gb', '3g.40gb'])])],
+      [pod('fits', { '4g.40gb': 1 }), pod('lacks', { '7g.80gb': 1 })],
+    );
     expect(changes).toEqual([{ node: 'n', gpu: 0, to: ['7g.80gb'] }]);
   });
 
@@ -80,7 +153,12 @@ describe('nosStyleMig (the greedy baseline)', () => {
   });
 
   it('keeps a node as it was when no pod fits it after the relayout', () => {
-    const nodes = [node('a', [gpu('a', 0, SEVEN_1G)], { pool: 'x' }), node('b', [gpu('b', 0, SEVEN_1G)], { pool: 'y' })];
-    expect(nosStyleMig(nodes, [pod('p', { '7g.80gb': 1 }, { nodeSelector: { pool: 'y' } })])).toEqual([{ node: 'b', gpu: 0, to: ['7g.80gb'] }]);
+    const nodes = [
+      node('a', [gpu('a', 0, SEVEN_1G)], { pool: 'x' }),
+      node('b', [gpu('b', 0, SEVEN_1G)], { pool: 'y' }),
+    ];
+    expect(nosStyleMig(nodes, [pod('p', { '7g.80gb': 1 }, { nodeSelector: { pool: 'y' } })])).toEqual([
+      { node: 'b', gpu: 0, to: ['7g.80gb'] },
+    ]);
   });
 });

@@ -21,14 +21,18 @@ import type { MigGpu, MigNode, PendingMigPod } from '../functions/mig/core/plann
 import type { MigModel } from '../functions/lib/mig-profiles.ts';
 
 const podKey = (p: PendingMigPod) => `${p.namespace}/${p.name}`;
-const fits = (n: MigNode, p: PendingMigPod) => n.schedulable && Object.entries(p.nodeSelector).every(([k, v]) => n.labels[k] === v);
+const fits = (n: MigNode, p: PendingMigPod) =>
+  n.schedulable && Object.entries(p.nodeSelector).every(([k, v]) => n.labels[k] === v);
 const asking = (pods: readonly PendingMigPod[]) =>
-  pods.filter((p) => Object.values(p.requests).some((v) => v > 0)).sort((a, b) => b.priority - a.priority || podKey(a).localeCompare(podKey(b)));
+  pods
+    .filter((p) => Object.values(p.requests).some((v) => v > 0))
+    .sort((a, b) => b.priority - a.priority || podKey(a).localeCompare(podKey(b)));
 
 const layoutsOf = new Map<MigModel, string[][]>();
 const layouts = (m: MigModel) => layoutsOf.get(m) ?? (layoutsOf.set(m, enumerateLayouts(m)), layoutsOf.get(m)!);
 const idle = (g: MigGpu) => !g.locked && g.instances.every((i) => !i.inUse);
-const same = (a: readonly string[], b: readonly string[]) => a.length === b.length && [...a].sort().join() === [...b].sort().join();
+const same = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && [...a].sort().join() === [...b].sort().join();
 
 /**
  * Satisfied pods per priority (`priorities`, highest first) as one number that orders like the
@@ -65,40 +69,57 @@ function nodeTable(n: MigNode, pods: readonly PendingMigPod[]) {
     size *= c + 1;
   }
   const index = (counts: ReadonlyMap<string, number> | Readonly<Record<string, number>>) =>
-    dims.reduce((ix, d, k) => ix + Math.min(cap[k]!, (counts instanceof Map ? counts.get(d) : (counts as Record<string, number>)[d]) ?? 0) * stride[k]!, 0);
+    dims.reduce(
+      (ix, d, k) =>
+        ix +
+        Math.min(cap[k]!, (counts instanceof Map ? counts.get(d) : (counts as Record<string, number>)[d]) ?? 0) *
+          stride[k]!,
+      0,
+    );
   const count = (profiles: readonly string[]) => {
     const m = new Map<string, number>();
     for (const p of profiles) m.set(p, (m.get(p) ?? 0) + 1);
     return m;
   };
   const digit = (ix: number, k: number) => Math.floor(ix / stride[k]!) % (cap[k]! + 1);
-  const add = (a: number, b: number) => dims.reduce((ix, _, k) => ix + Math.min(cap[k]!, digit(a, k) + digit(b, k)) * stride[k]!, 0);
+  const add = (a: number, b: number) =>
+    dims.reduce((ix, _, k) => ix + Math.min(cap[k]!, digit(a, k) + digit(b, k)) * stride[k]!, 0);
   // What the GPUs can offer together (capped), with the fewest changes for each.
   let reach = new Map<number, number>([[0, 0]]);
   for (const g of n.gpus) {
-    const options = new Map<number, number>([[index(count(g.instances.filter((i) => !i.inUse).map((i) => i.profile))), 0]]);
+    const options = new Map<number, number>([
+      [index(count(g.instances.filter((i) => !i.inUse).map((i) => i.profile))), 0],
+    ]);
     if (idle(g)) {
       const old = g.instances.map((i) => i.profile);
-      for (const l of layouts(g.model)) if (!same(l, old) && !options.has(index(count(l)))) options.set(index(count(l)), 1);
+      for (const l of layouts(g.model))
+        if (!same(l, old) && !options.has(index(count(l)))) options.set(index(count(l)), 1);
     }
     const next = new Map<number, number>();
-    for (const [v, c] of reach) for (const [o, d] of options) {
-      const k = add(v, o);
-      if ((next.get(k) ?? Infinity) > c + d) next.set(k, c + d);
-    }
+    for (const [v, c] of reach)
+      for (const [o, d] of options) {
+        const k = add(v, o);
+        if ((next.get(k) ?? Infinity) > c + d) next.set(k, c + d);
+      }
     reach = next;
   }
   // Anything below an offer is offered too: best[x] = min over y ≥ x of reach[y].
   const best = Array.from({ length: size }, (_, ix) => reach.get(ix) ?? Infinity);
   dims.forEach((_, k) => {
-    for (let ix = size - 1; ix >= 0; ix--) if (digit(ix, k) < cap[k]!) best[ix] = Math.min(best[ix]!, best[ix + stride[k]!]!);
+    for (let ix = size - 1; ix >= 0; ix--)
+      if (digit(ix, k) < cap[k]!) best[ix] = Math.min(best[ix]!, best[ix + stride[k]!]!);
   });
   return { best, index, add };
 }
 
 export function exactMig(nodes: readonly MigNode[], pendingPods: readonly PendingMigPod[]): ExactMig {
   const pods = asking(pendingPods);
-  const tables = nodes.map((n) => nodeTable(n, pods.filter((p) => fits(n, p))));
+  const tables = nodes.map((n) =>
+    nodeTable(
+      n,
+      pods.filter((p) => fits(n, p)),
+    ),
+  );
   const eligible = pods.map((p) => nodes.flatMap((n, k) => (fits(n, p) ? [k] : [])));
   const asks = pods.map((p) => tables.map((t) => t.index(p.requests)));
   const weights = pods.map((p) => lexWeight(pods, [p]));
@@ -109,7 +130,8 @@ export function exactMig(nodes: readonly MigNode[], pendingPods: readonly Pendin
     if (weight + left < top.weight) return;
     if (i === pods.length) {
       const changes = load.reduce((s, ix, k) => s + tables[k]!.best[ix]!, 0);
-      if (weight > top.weight || (weight === top.weight && changes < top.changes)) top = { satisfied: chosen.map((c) => pods[c]!), weight, changes };
+      if (weight > top.weight || (weight === top.weight && changes < top.changes))
+        top = { satisfied: chosen.map((c) => pods[c]!), weight, changes };
       return;
     }
     for (const k of eligible[i]!) {
@@ -124,22 +146,37 @@ export function exactMig(nodes: readonly MigNode[], pendingPods: readonly Pendin
     }
     search(i + 1, weight, left - weights[i]!);
   };
-  search(0, 0, weights.reduce((s, w) => s + w, 0));
+  search(
+    0,
+    0,
+    weights.reduce((s, w) => s + w, 0),
+  );
   return top;
 }
 
 /** The GPUs a nos-style pass relays: node, GPU index and new layout (the planner's `changes` shape). */
-export function nosStyleMig(nodes: readonly MigNode[], pendingPods: readonly PendingMigPod[]): { node: string; gpu: number; to: string[] }[] {
+export function nosStyleMig(
+  nodes: readonly MigNode[],
+  pendingPods: readonly PendingMigPod[],
+): { node: string; gpu: number; to: string[] }[] {
   const size = (profile: string) => Number(/^(\d+)g/.exec(profile)?.[1] ?? 0);
   const smallest = (p: PendingMigPod) => Math.min(...Object.keys(p.requests).map(size));
   let pending = asking(pendingPods).sort((a, b) => b.priority - a.priority || smallest(a) - smallest(b));
   const sorted = [...nodes].sort((a, b) => a.name.localeCompare(b.name));
   const free = new Map<MigGpu, Map<string, number>>();
-  for (const n of sorted) for (const g of n.gpus) free.set(g, countFree(g.instances.filter((i) => !i.inUse).map((i) => i.profile)));
+  for (const n of sorted)
+    for (const g of n.gpus) free.set(g, countFree(g.instances.filter((i) => !i.inUse).map((i) => i.profile)));
   // What each pod lacks beyond the fleet's free instances, counted once, as nos's tracker does.
   const fleet = new Map<string, number>();
   for (const f of free.values()) for (const [p, c] of f) fleet.set(p, (fleet.get(p) ?? 0) + c);
-  const lacks = new Map(pending.map((p) => [p, Object.entries(p.requests).filter(([prof, want]) => want > (fleet.get(prof) ?? 0)).map(([prof, want]) => [prof, want - (fleet.get(prof) ?? 0)] as const)]));
+  const lacks = new Map(
+    pending.map((p) => [
+      p,
+      Object.entries(p.requests)
+        .filter(([prof, want]) => want > (fleet.get(prof) ?? 0))
+        .map(([prof, want]) => [prof, want - (fleet.get(prof) ?? 0)] as const),
+    ]),
+  );
   const out: { node: string; gpu: number; to: string[] }[] = [];
   for (const n of sorted) {
     const lacking = new Map<string, number>();
@@ -154,10 +191,18 @@ export function nosStyleMig(nodes: readonly MigNode[], pendingPods: readonly Pen
         for (const l of layouts(g.model)) {
           const offer = countFree(l);
           let provides = 0;
-          for (const [prof, want] of lacking) if ((mine.get(prof) ?? 0) < want) provides += Math.min(offer.get(prof) ?? 0, want);
+          for (const [prof, want] of lacking)
+            if ((mine.get(prof) ?? 0) < want) provides += Math.min(offer.get(prof) ?? 0, want);
           if (provides > most) [best, most] = [l, provides];
         }
-        if (best && !same(best, g.instances.map((i) => i.profile))) trial.set(g, { layout: best, free: countFree(best) });
+        if (
+          best &&
+          !same(
+            best,
+            g.instances.map((i) => i.profile),
+          )
+        )
+          trial.set(g, { layout: best, free: countFree(best) });
       }
       for (const [prof, c] of trial.get(g)?.free ?? mine) {
         if (!lacking.has(prof)) continue;
@@ -171,9 +216,12 @@ export function nosStyleMig(nodes: readonly MigNode[], pendingPods: readonly Pen
     const added = new Set<PendingMigPod>();
     for (const p of pending) {
       if (!fits(n, p)) continue;
-      const g = [...n.gpus].sort((a, b) => a.index - b.index).find((x) => Object.entries(p.requests).every(([prof, want]) => (gpuFree.get(x)!.get(prof) ?? 0) >= want));
+      const g = [...n.gpus]
+        .sort((a, b) => a.index - b.index)
+        .find((x) => Object.entries(p.requests).every(([prof, want]) => (gpuFree.get(x)!.get(prof) ?? 0) >= want));
       if (!g) continue;
-      for (const [prof, want] of Object.entries(p.requests)) gpuFree.get(g)!.set(prof, gpuFree.get(g)!.get(prof)! - want);
+      for (const [prof, want] of Object.entries(p.requests))
+        gpuFree.get(g)!.set(prof, gpuFree.get(g)!.get(prof)! - want);
       added.add(p);
     }
     if (added.size === 0) continue;
@@ -195,13 +243,21 @@ function countFree(profiles: readonly string[]): Map<string, number> {
  * its (new) layout, and pods are matched to the free instances as well as they can be (the
  * optimum's way of counting, where the planner's own matching takes each pod in turn).
  */
-export function servableWeight(nodes: readonly MigNode[], pods: readonly PendingMigPod[], changes: readonly { node: string; gpu: number; to: readonly string[] }[]): number {
+export function servableWeight(
+  nodes: readonly MigNode[],
+  pods: readonly PendingMigPod[],
+  changes: readonly { node: string; gpu: number; to: readonly string[] }[],
+): number {
   const to = new Map(changes.map((c) => [`${c.node}#${c.gpu}`, c.to]));
   const fixed = nodes.map((n) => ({
     ...n,
     gpus: n.gpus.map((g): MigGpu => {
       const layout = to.get(`${g.node}#${g.index}`);
-      return { ...g, locked: 'kept as planned', instances: layout ? layout.map((profile) => ({ profile, inUse: false })) : g.instances };
+      return {
+        ...g,
+        locked: 'kept as planned',
+        instances: layout ? layout.map((profile) => ({ profile, inUse: false })) : g.instances,
+      };
     }),
   }));
   return exactMig(fixed, pods).weight;

@@ -28,9 +28,28 @@ interface ChildPlan {
   replanned: number;
 }
 
-function planInChild(nodes: number, gpus: number, pods: number, seed: number, preempt = false): Promise<ChildPlan | undefined> {
+function planInChild(
+  nodes: number,
+  gpus: number,
+  pods: number,
+  seed: number,
+  preempt = false,
+): Promise<ChildPlan | undefined> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/mig-child.ts'), String(nodes), String(gpus), String(pods), String(seed), ...(preempt ? ['preempt'] : [])], { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(
+      process.execPath,
+      [
+        '--import',
+        'tsx',
+        join(ROOT, 'bench/mig-child.ts'),
+        String(nodes),
+        String(gpus),
+        String(pods),
+        String(seed),
+        ...(preempt ? ['preempt'] : []),
+      ],
+      { cwd: ROOT, stdio: ['ignore', 'pipe', 'inherit'] },
+    );
     let out = '';
     child.stdout.on('data', (b: Buffer) => (out += b.toString()));
     const timer = setTimeout(() => child.kill('SIGKILL'), DEADLINE_MS + 15_000); // + fleet generation and tsx start
@@ -45,8 +64,20 @@ function planInChild(nodes: number, gpus: number, pods: number, seed: number, pr
 }
 
 /** Pods that run once `changes` are applied, counted the planner's way. */
-function placed(nodes: readonly MigNode[], pods: readonly PendingMigPod[], changes: readonly Pick<GpuChange, 'node' | 'gpu' | 'to'>[]): PendingMigPod[] {
-  const full = changes.map((c): GpuChange => ({ ...c, model: '', from: [], unblocks: [], disrupts: [], preempts: [], why: '' }));
+function placed(
+  nodes: readonly MigNode[],
+  pods: readonly PendingMigPod[],
+  changes: readonly Pick<GpuChange, 'node' | 'gpu' | 'to'>[],
+): PendingMigPod[] {
+  const full = changes.map((c): GpuChange => ({
+    ...c,
+    model: '',
+    from: [],
+    unblocks: [],
+    disrupts: [],
+    preempts: [],
+    why: '',
+  }));
   const pending = new Set(afterPlan(nodes, pods, { changes: full }).pending);
   return pods.filter((p) => Object.values(p.requests).some((v) => v > 0) && !pending.has(p));
 }
@@ -59,7 +90,8 @@ function timed<T>(f: () => T): [T, number] {
 
 export const migSuite: BenchSuite = {
   name: 'mig',
-  summary: 'MIG planner: 1,000 nodes × 8 GPUs solve time; satisfied demand against the exact optimum; beside a nos-style greedy',
+  summary:
+    'MIG planner: 1,000 nodes × 8 GPUs solve time; satisfied demand against the exact optimum; beside a nos-style greedy',
   async run(progress) {
     const rows: Measurement[] = [];
     const seed = 5;
@@ -70,14 +102,32 @@ export const migSuite: BenchSuite = {
       const times = [big.ms];
       for (let i = 0; i < 4; i++) times.push((await planInChild(BIG_FLEET.nodes, 8, BIG_FLEET.pods, seed))!.ms);
       rows.push(below('solve time, 1,000 nodes × 8 GPUs (median of 5)', percentile(times, 50), 'ms', 1000));
-      rows.push(info('pods satisfied before → after', big.satisfiedAfter, `(from ${big.satisfiedBefore}; ${big.changes} GPUs changed; a replan of the applied state changes ${big.replanned})`));
+      rows.push(
+        info(
+          'pods satisfied before → after',
+          big.satisfiedAfter,
+          `(from ${big.satisfiedBefore}; ${big.changes} GPUs changed; a replan of the applied state changes ${big.replanned})`,
+        ),
+      );
     } else {
-      rows.push({ metric: `solve time, 1,000 nodes × 8 GPUs (stopped at ${DEADLINE_MS / 1000} s)`, value: DEADLINE_MS, unit: 'ms (more)', target: '< 1000 ms', ok: false });
+      rows.push({
+        metric: `solve time, 1,000 nodes × 8 GPUs (stopped at ${DEADLINE_MS / 1000} s)`,
+        value: DEADLINE_MS,
+        unit: 'ms (more)',
+        target: '< 1000 ms',
+        ok: false,
+      });
     }
     const { nodes: bigNodes, pods: bigPods } = migScenario(BIG_FLEET, seed);
     const [bigNos, nosMs] = timed(() => nosStyleMig(bigNodes, bigPods));
     rows.push(info('nos-style greedy, 1,000 × 8: time', nosMs, 'ms'));
-    rows.push(info('nos-style greedy, 1,000 × 8: pods placed', placed(bigNodes, bigPods, bigNos).length, `of ${bigPods.length} (${bigNos.length} GPUs changed)`));
+    rows.push(
+      info(
+        'nos-style greedy, 1,000 × 8: pods placed',
+        placed(bigNodes, bigPods, bigNos).length,
+        `of ${bigPods.length} (${bigNos.length} GPUs changed)`,
+      ),
+    );
 
     // The same fleet with three times the demand: hundreds of GPUs must be relaid.
     const heavyPods = 3 * BIG_FLEET.pods;
@@ -85,14 +135,38 @@ export const migSuite: BenchSuite = {
     const heavy = await planInChild(BIG_FLEET.nodes, 8, heavyPods, seed);
     if (heavy) {
       rows.push(info(`solve time, 1,000 × 8, ${heavyPods.toLocaleString('en-US')} pending pods`, heavy.ms, 'ms'));
-      rows.push(info(`  ${heavyPods.toLocaleString('en-US')} pods: satisfied before → after`, heavy.satisfiedAfter, `(from ${heavy.satisfiedBefore}; ${heavy.changes} GPUs changed; a replan of the applied state changes ${heavy.replanned})`));
-    } else rows.push(info(`solve time, 1,000 × 8, ${heavyPods.toLocaleString('en-US')} pending pods (stopped at ${DEADLINE_MS / 1000} s)`, DEADLINE_MS, 'ms (more)'));
+      rows.push(
+        info(
+          `  ${heavyPods.toLocaleString('en-US')} pods: satisfied before → after`,
+          heavy.satisfiedAfter,
+          `(from ${heavy.satisfiedBefore}; ${heavy.changes} GPUs changed; a replan of the applied state changes ${heavy.replanned})`,
+        ),
+      );
+    } else
+      rows.push(
+        info(
+          `solve time, 1,000 × 8, ${heavyPods.toLocaleString('en-US')} pending pods (stopped at ${DEADLINE_MS / 1000} s)`,
+          DEADLINE_MS,
+          'ms (more)',
+        ),
+      );
     progress(`the same with preemption on (every busy GPU's holders known, priority 0; gap 100)`);
     const preempting = await planInChild(BIG_FLEET.nodes, 8, heavyPods, seed, true);
     if (preempting) {
-      rows.push(info(`solve time, 1,000 × 8, ${heavyPods.toLocaleString('en-US')} pods, preemption on`, preempting.ms, 'ms'));
-      rows.push(info(`  preemption on: satisfied before → after`, preempting.satisfiedAfter, `(from ${preempting.satisfiedBefore}; ${preempting.changes} GPUs changed; a replan of the applied state changes ${preempting.replanned})`));
-    } else rows.push(info(`solve time, 1,000 × 8, preemption on (stopped at ${DEADLINE_MS / 1000} s)`, DEADLINE_MS, 'ms (more)'));
+      rows.push(
+        info(`solve time, 1,000 × 8, ${heavyPods.toLocaleString('en-US')} pods, preemption on`, preempting.ms, 'ms'),
+      );
+      rows.push(
+        info(
+          `  preemption on: satisfied before → after`,
+          preempting.satisfiedAfter,
+          `(from ${preempting.satisfiedBefore}; ${preempting.changes} GPUs changed; a replan of the applied state changes ${preempting.replanned})`,
+        ),
+      );
+    } else
+      rows.push(
+        info(`solve time, 1,000 × 8, preemption on (stopped at ${DEADLINE_MS / 1000} s)`, DEADLINE_MS, 'ms (more)'),
+      );
 
     // How the planner's time grows with the fleet (same shape, fewer nodes).
     for (const n of [5, 10, 20]) {
@@ -107,7 +181,13 @@ export const migSuite: BenchSuite = {
       }
       const nos = nosStyleMig(nodes, pods);
       rows.push(info(`solve time, ${n} nodes × 8 GPUs (median of ${times.length})`, percentile(times, 50), 'ms'));
-      rows.push(info(`${n} × 8: pods placed, planner / nos-style`, plan.satisfiedAfter, `/ ${placed(nodes, pods, nos).length} of ${pods.length}`));
+      rows.push(
+        info(
+          `${n} × 8: pods placed, planner / nos-style`,
+          plan.satisfiedAfter,
+          `/ ${placed(nodes, pods, nos).length} of ${pods.length}`,
+        ),
+      );
       rows.push(info(`${n} × 8: GPUs changed, planner / nos-style`, plan.changes.length, `/ ${nos.length}`));
     }
 
@@ -142,13 +222,27 @@ export const migSuite: BenchSuite = {
     rows.push(atLeast(`satisfied demand ÷ optimum, mean of ${shares.length} fleets`, mean(shares), '%', 99));
     rows.push(info('satisfied demand ÷ optimum, worst fleet', 100 * Math.min(...shares), '%'));
     rows.push(info('fleets planned at the optimum', (100 * shares.filter((s) => s === 1).length) / shares.length, '%'));
-    rows.push(info('GPUs changed beyond the fewest, where optimal', extraChanges.reduce((t, x) => t + x, 0), `GPUs over ${extraChanges.length} fleets`));
+    rows.push(
+      info(
+        'GPUs changed beyond the fewest, where optimal',
+        extraChanges.reduce((t, x) => t + x, 0),
+        `GPUs over ${extraChanges.length} fleets`,
+      ),
+    );
     rows.push(info('nos-style: satisfied demand ÷ optimum, mean', mean(nosShares), '%'));
     rows.push(info('nos-style: worst fleet', 100 * Math.min(...nosShares), '%'));
-    rows.push(info('what the planned layouts can serve ÷ optimum (pods matched at best, as the optimum counts), mean', mean(bestShares), '%'));
+    rows.push(
+      info(
+        'what the planned layouts can serve ÷ optimum (pods matched at best, as the optimum counts), mean',
+        mean(bestShares),
+        '%',
+      ),
+    );
     rows.push(info('  the same for nos-style', mean(nosBestShares), '%'));
     rows.push(info('pods placed: optimum / planner / nos-style', optimum.pods, `/ ${ours.pods} / ${theirs.pods}`));
-    rows.push(info('GPUs changed: optimum / planner / nos-style', optimum.changes, `/ ${ours.changes} / ${theirs.changes}`));
+    rows.push(
+      info('GPUs changed: optimum / planner / nos-style', optimum.changes, `/ ${ours.changes} / ${theirs.changes}`),
+    );
     return rows;
   },
 };

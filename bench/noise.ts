@@ -40,7 +40,12 @@ const XID45_PER_HOUR = 168_924 / 48;
 const BURST = 30;
 const BURST_SPAN_MS = 3_000;
 
-interface Step { at: number; node: string; gpu: number; xid: number }
+interface Step {
+  at: number;
+  node: string;
+  gpu: number;
+  xid: number;
+}
 
 export function noiseFlood(hours: number, seed = 36): Step[] {
   // The same flood every run: the bus's own seeded generator.
@@ -56,21 +61,47 @@ export function noiseFlood(hours: number, seed = 36): Step[] {
     const p = r();
     const first = p < 0.04 ? 94 : p < 0.08 ? 68 : p < 0.54 ? 13 : 31;
     steps.push({ at, node, gpu, xid: first });
-    for (let k = 0; k < BURST; k++) steps.push({ at: at + 100 + Math.floor((k * BURST_SPAN_MS) / BURST), node, gpu, xid: 45 });
+    for (let k = 0; k < BURST; k++)
+      steps.push({ at: at + 100 + Math.floor((k * BURST_SPAN_MS) / BURST), node, gpu, xid: 45 });
     steps.push({ at: at + 200 + BURST_SPAN_MS, node, gpu, xid: 43 });
   }
   const perNode = new Map<string, number>();
   for (const s of steps) perNode.set(s.node, (perNode.get(s.node) ?? 0) + 1);
   const most = Math.max(...perNode.values());
-  if (most > MOCK_MAX_FAULTS) throw new Error(`noise bench: ${most} XIDs on one node, the mock NVML takes ${MOCK_MAX_FAULTS}: more nodes or fewer hours`);
+  if (most > MOCK_MAX_FAULTS)
+    throw new Error(
+      `noise bench: ${most} XIDs on one node, the mock NVML takes ${MOCK_MAX_FAULTS}: more nodes or fewer hours`,
+    );
   return steps.sort((a, b) => a.at - b.at);
 }
 
 function scenarioText(steps: Step[], hours: number): string {
   const fleet = {
-    nodes: [{ name: 'gb200', count: NODES, labels: { accelerator: 'nvidia-gb200', 'gpu-reflex.io/pool': 'gb200', 'nvidia.com/gpu.product': 'NVIDIA-GB200', 'nvidia.com/gpu.count': String(GPUS), 'nvidia.com/mig.strategy': 'none' }, allocatable: { cpu: '140', memory: '800Gi', 'nvidia.com/gpu': GPUS } }],
+    nodes: [
+      {
+        name: 'gb200',
+        count: NODES,
+        labels: {
+          accelerator: 'nvidia-gb200',
+          'gpu-reflex.io/pool': 'gb200',
+          'nvidia.com/gpu.product': 'NVIDIA-GB200',
+          'nvidia.com/gpu.count': String(GPUS),
+          'nvidia.com/mig.strategy': 'none',
+        },
+        allocatable: { cpu: '140', memory: '800Gi', 'nvidia.com/gpu': GPUS },
+      },
+    ],
     namespaces: [{ name: 'gpu-reflex' }, { name: 'ml-train' }],
-    pods: [{ name: 'pretrain', namespace: 'ml-train', count: NODES * GPUS, owner: { kind: 'ReplicaSet', name: 'pretrain' }, labels: { app: 'pretrain' }, requests: { cpu: '16', memory: '128Gi', 'nvidia.com/gpu': 1 } }],
+    pods: [
+      {
+        name: 'pretrain',
+        namespace: 'ml-train',
+        count: NODES * GPUS,
+        owner: { kind: 'ReplicaSet', name: 'pretrain' },
+        labels: { app: 'pretrain' },
+        requests: { cpu: '16', memory: '128Gi', 'nvidia.com/gpu': 1 },
+      },
+    ],
   };
   const scenario = {
     name: 'xid-noise',
@@ -92,28 +123,47 @@ const WORKLOAD_ONLY = new Set(['observe', 'restart-workload']);
 
 export const noiseSuite: BenchSuite = {
   name: 'noise',
-  summary: 'a GB200-size flood of application-class XIDs through agents, bus and functions in virtual time: nothing fenced or cordoned',
+  summary:
+    'a GB200-size flood of application-class XIDs through agents, bus and functions in virtual time: nothing fenced or cordoned',
   async run(progress) {
     const steps = noiseFlood(HOURS);
     const scenario = parseScenario(scenarioText(steps, HOURS), 'bench/noise.ts');
     progress(`${steps.length} XIDs on ${NODES} nodes × ${GPUS} GPUs over ${HOURS} h of virtual time`);
     const cpu0 = process.cpuUsage();
     const wall0 = performance.now();
-    const { report } = await (await startStack(scenario, { clock: 'virtual', out: () => undefined, historySize: 1_000_000, stepMs: STEP_MS })).run();
+    const { report } = await (
+      await startStack(scenario, { clock: 'virtual', out: () => undefined, historySize: 1_000_000, stepMs: STEP_MS })
+    ).run();
     const wallS = (performance.now() - wall0) / 1000;
     const cpu = process.cpuUsage(cpu0);
     const s = report.summary;
     const xidEvents = s.eventsByDetailType['GPU XID Error'] ?? 0;
-    const distinct = [...new Map(report.events.filter((e) => e.detailType === 'GPU XID Error').map((e) => [String((e.detail as { eventId: string }).eventId), e.detail as { count?: number }])).values()];
+    const distinct = [
+      ...new Map(
+        report.events
+          .filter((e) => e.detailType === 'GPU XID Error')
+          .map((e) => [String((e.detail as { eventId: string }).eventId), e.detail as { count?: number }]),
+      ).values(),
+    ];
     const carried = distinct.reduce((n, d) => n + (Number(d.count) || 1), 0);
-    const falseActions = report.actions.filter((a) => a.detailType === 'Remediation' && !WORKLOAD_ONLY.has(String(a.detail.action))).length;
-    const fenced = report.final.nodes.reduce((n, node) => n + Math.max(0, GPUS - Number(node.status?.allocatable?.['nvidia.com/gpu'] ?? GPUS)), 0);
-    const byAction = Object.entries(s.actionsByKind).map(([k, v]) => `${k}: ${v}`).join(', ');
+    const falseActions = report.actions.filter(
+      (a) => a.detailType === 'Remediation' && !WORKLOAD_ONLY.has(String(a.detail.action)),
+    ).length;
+    const fenced = report.final.nodes.reduce(
+      (n, node) => n + Math.max(0, GPUS - Number(node.status?.allocatable?.['nvidia.com/gpu'] ?? GPUS)),
+      0,
+    );
+    const byAction = Object.entries(s.actionsByKind)
+      .map(([k, v]) => `${k}: ${v}`)
+      .join(', ');
     progress(`remediations: ${byAction || 'none'}`);
     progress(`the bundled agent under ${AGENT_FLOOD.count} XID 45, one per ${AGENT_FLOOD.intervalMs} ms on one GPU`);
     const library = await buildMockNvml();
     const bundle = await bundleAgent(ROOT);
-    const agent = await runOnce([bundle.agent], bundle.injector, library, progress, { ...AGENT_FLOOD, env: { BENCH_XID_LIST: '45', BENCH_XID_GPUS: '1' } });
+    const agent = await runOnce([bundle.agent], bundle.injector, library, progress, {
+      ...AGENT_FLOOD,
+      env: { BENCH_XID_LIST: '45', BENCH_XID_GPUS: '1' },
+    });
     const seconds = HOURS * 3600;
     const rows: Measurement[] = [
       info('flood: XIDs injected (13/31/43/45/68/94)', steps.length, 'XIDs'),
@@ -124,16 +174,37 @@ export const noiseSuite: BenchSuite = {
       info('bus: distinct GPU XID Error events', distinct.length, 'events'),
       info('bus: XIDs those events carry (count)', carried, 'XIDs'),
       info('bus: GPU XID Error events per second (pool)', Number((xidEvents / seconds).toFixed(3)), 'events/s'),
-      info('bus: all events per second (pool)', Number((Object.values(s.eventsByDetailType).reduce((a, b) => a + b, 0) / seconds).toFixed(3)), 'events/s'),
+      info(
+        'bus: all events per second (pool)',
+        Number((Object.values(s.eventsByDetailType).reduce((a, b) => a + b, 0) / seconds).toFixed(3)),
+        'events/s',
+      ),
       below('GPUs fenced', fenced + s.nodesQuarantined.length, 'GPUs', 1),
       below('nodes cordoned', s.nodesCordoned.length, 'nodes', 1),
-      below('false actions per 10,000 application-class XIDs', Number(((10_000 * falseActions) / steps.length).toFixed(2)), 'actions', 1),
+      below(
+        'false actions per 10,000 application-class XIDs',
+        Number(((10_000 * falseActions) / steps.length).toFixed(2)),
+        'actions',
+        1,
+      ),
       info('pods evicted (restart-workload after 68/94)', s.podsEvicted, 'pods'),
-      info('dead letters + failed deliveries', s.deadLetters + Object.values(s.deliveryFailures).reduce((a, b) => a + b, 0), 'deliveries'),
-      info('this process CPU (agents + bus + functions + cluster)', Number(((100 * (cpu.user + cpu.system)) / 1e6 / seconds).toFixed(3)), '% of one core per virtual second'),
+      info(
+        'dead letters + failed deliveries',
+        s.deadLetters + Object.values(s.deliveryFailures).reduce((a, b) => a + b, 0),
+        'deliveries',
+      ),
+      info(
+        'this process CPU (agents + bus + functions + cluster)',
+        Number(((100 * (cpu.user + cpu.system)) / 1e6 / seconds).toFixed(3)),
+        '% of one core per virtual second',
+      ),
       info('run: wall time', Number(wallS.toFixed(1)), 's'),
       info('bundled agent: CPU, steady (% of one core)', Number(agent.cpuPercent.toFixed(2)), '%'),
-      info(`bundled agent: CPU during ${1000 / AGENT_FLOOD.intervalMs} XID 45/s on one GPU (% of one core)`, Number(agent.cpuPercentXidPhase.toFixed(2)), '%'),
+      info(
+        `bundled agent: CPU during ${1000 / AGENT_FLOOD.intervalMs} XID 45/s on one GPU (% of one core)`,
+        Number(agent.cpuPercentXidPhase.toFixed(2)),
+        '%',
+      ),
       info(`bundled agent: GPU XID Error events on the bus for ${AGENT_FLOOD.count} XIDs`, agent.xidEvents, 'events'),
       info('bundled agent: XIDs those events carry (count)', agent.xidsCarried, 'XIDs'),
       info('bundled agent: peak RSS (VmHWM)', Number(agent.peakRssMiB.toFixed(1)), 'MiB'),

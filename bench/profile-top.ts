@@ -39,7 +39,8 @@ export function topOf(profile: Profile, n = 25): string {
   const self = new Map<number, number>();
   const samples = profile.samples ?? [];
   const deltas = profile.timeDeltas ?? [];
-  for (let i = 0; i < samples.length; i++) self.set(samples[i]!, (self.get(samples[i]!) ?? 0) + (deltas[i] ?? 0) / 1000);
+  for (let i = 0; i < samples.length; i++)
+    self.set(samples[i]!, (self.get(samples[i]!) ?? 0) + (deltas[i] ?? 0) / 1000);
   const lib = new Map<string, number>();
   const frame = new Map<string, number>();
   const caller = new Map<string, number>();
@@ -60,10 +61,19 @@ export function topOf(profile: Profile, n = 25): string {
   }
   const table = (title: string, m: Map<string, number>) => [
     `\n${title}`,
-    ...[...m].sort((a, b) => b[1] - a[1]).slice(0, n).map(([k, ms]) => `${((100 * ms) / busy).toFixed(1).padStart(5)} %  ${ms.toFixed(0).padStart(6)} ms  ${k}`),
+    ...[...m]
+      .sort((a, b) => b[1] - a[1])
+      .slice(0, n)
+      .map(([k, ms]) => `${((100 * ms) / busy).toFixed(1).padStart(5)} %  ${ms.toFixed(0).padStart(6)} ms  ${k}`),
   ];
-  return [`busy ${busy.toFixed(0)} ms`, ...table('self time by library', lib), ...table('self time by frame', frame), ...table('self time by innermost own frame', caller)].join('\n');
+  return [
+    `busy ${busy.toFixed(0)} ms`,
+    ...table('self time by library', lib),
+    ...table('self time by frame', frame),
+    ...table('self time by innermost own frame', caller),
+  ].join('\n');
 }
 
 const [file, count] = process.argv.slice(2);
-if (file) process.stdout.write(topOf(JSON.parse(readFileSync(file, 'utf8')) as Profile, count ? Number(count) : 25) + '\n');
+if (file)
+  process.stdout.write(topOf(JSON.parse(readFileSync(file, 'utf8')) as Profile, count ? Number(count) : 25) + '\n');

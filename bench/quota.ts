@@ -10,21 +10,40 @@ import { planQuotas, type QuotaFacts } from '../functions/quota/core/planner.ts'
 import { mulberry32 } from '../infra/local/bus/router.ts';
 import { below, info, percentile, type BenchSuite, type Measurement } from './harness.ts';
 
-const RESOURCES = ['nvidia.com/gpu', 'nvidia.com/mig-1g.10gb', 'nvidia.com/mig-2g.20gb', 'nvidia.com/mig-3g.40gb', 'aliyun.com/gpu-mem', 'amd.com/gpu'];
+const RESOURCES = [
+  'nvidia.com/gpu',
+  'nvidia.com/mig-1g.10gb',
+  'nvidia.com/mig-2g.20gb',
+  'nvidia.com/mig-3g.40gb',
+  'aliyun.com/gpu-mem',
+  'amd.com/gpu',
+];
 
 const rng = mulberry32;
 
 /** 500 namespaces in 125 teams of 4; a third of the teams idle, a third quota-bound. */
 export function benchQuotaFleet(seed = 3): { config: QuotaConfig; facts: QuotaFacts; bound: Set<string> } {
   const r = rng(seed);
-  const capacity: Record<string, number> = { 'nvidia.com/gpu': 4000, 'nvidia.com/mig-1g.10gb': 2800, 'nvidia.com/mig-2g.20gb': 1200, 'nvidia.com/mig-3g.40gb': 800, 'aliyun.com/gpu-mem': 24_000, 'amd.com/gpu': 600 };
+  const capacity: Record<string, number> = {
+    'nvidia.com/gpu': 4000,
+    'nvidia.com/mig-1g.10gb': 2800,
+    'nvidia.com/mig-2g.20gb': 1200,
+    'nvidia.com/mig-3g.40gb': 800,
+    'aliyun.com/gpu-mem': 24_000,
+    'amd.com/gpu': 600,
+  };
   const teams = Array.from({ length: 125 }, (_, t) => ({
     name: `team-${t}`,
     namespaces: Array.from({ length: 4 }, (_, k) => `team-${t}-ns-${k}`),
     weight: 1 + Math.floor(r() * 4),
     guarantee: Object.fromEntries(RESOURCES.map((res) => [res, Math.floor((capacity[res]! / 125) * 0.5 * r())])),
   }));
-  const config = QuotaConfigSchema.parse({ resources: RESOURCES, overcommit: 1.1, buffer: { 'nvidia.com/gpu': 80 }, teams });
+  const config = QuotaConfigSchema.parse({
+    resources: RESOURCES,
+    overcommit: 1.1,
+    buffer: { 'nvidia.com/gpu': 80 },
+    teams,
+  });
   const usage: Record<string, Record<string, number>> = {};
   const current: Record<string, Record<string, number>> = {};
   const bound = new Set<string>();
@@ -53,7 +72,8 @@ function staticShare(config: QuotaConfig, facts: QuotaFacts, res: string): Map<s
 
 export const quotaSuite: BenchSuite = {
   name: 'quota',
-  summary: 'quota planner: 500 namespaces × 6 resources plan time; demand served and idle quota beside a static weight split',
+  summary:
+    'quota planner: 500 namespaces × 6 resources plan time; demand served and idle quota beside a static weight split',
   async run(progress) {
     const rows: Measurement[] = [];
     const { config, facts, bound } = benchQuotaFleet();
@@ -96,7 +116,9 @@ export const quotaSuite: BenchSuite = {
     rows.push(info('GPUs wanted that quota allows: gpu-reflex', Math.round((1000 * servedOurs) / want) / 10, '%'));
     rows.push(info('GPUs wanted that quota allows: static split', Math.round((1000 * servedStatic) / want) / 10, '%'));
     rows.push(info('quota-bound teams served: gpu-reflex', Math.round((1000 * boundServedOurs) / boundWant) / 10, '%'));
-    rows.push(info('quota-bound teams served: static split', Math.round((1000 * boundServedStatic) / boundWant) / 10, '%'));
+    rows.push(
+      info('quota-bound teams served: static split', Math.round((1000 * boundServedStatic) / boundWant) / 10, '%'),
+    );
     rows.push(info('GPU quota idle beyond want and guarantee: gpu-reflex', idleOurs, 'GPUs'));
     rows.push(info('GPU quota idle beyond want: static split', idleStatic, 'GPUs'));
     rows.push(info('warnings', plan.warnings.length, ''));

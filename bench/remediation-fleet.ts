@@ -23,7 +23,10 @@ const BLAST_RADIUS = { maxShare: 0.15, maxCount: 15, windowMinutes: 60 };
 
 export function policyFor(spec: RunSpec) {
   // The latency pool is taken out one node per run, so it has no limit that would stop the runs.
-  return { blastRadius: BLAST_RADIUS, pools: { latency: { maxQuarantinedShare: 1, maxQuarantinedCount: spec.singleRuns + 1 } } };
+  return {
+    blastRadius: BLAST_RADIUS,
+    pools: { latency: { maxQuarantinedShare: 1, maxQuarantinedCount: spec.singleRuns + 1 } },
+  };
 }
 
 /** How many nodes of a storm pool the policy lets out at once. */
@@ -37,9 +40,17 @@ export const poolName = (p: number) => `pool${String(p).padStart(3, '0')}`;
 /** The benchmark fleet: a latency pool plus the storm pools, PODS_PER_NODE GPU pods on every node. */
 export function benchFleet(spec: RunSpec): Fleet {
   // One more latency node than runs: the cold start (import, wiring, first connections) goes there.
-  const pools = [{ name: 'latency', count: spec.singleRuns + 1 }, ...Array.from({ length: spec.pools }, (_, p) => ({ name: poolName(p), count: spec.nodesPerPool }))];
+  const pools = [
+    { name: 'latency', count: spec.singleRuns + 1 },
+    ...Array.from({ length: spec.pools }, (_, p) => ({ name: poolName(p), count: spec.nodesPerPool })),
+  ];
   return {
-    nodes: pools.map((p) => ({ name: p.name, count: p.count, labels: { 'gpu-reflex.io/pool': p.name, accelerator: 'nvidia-a100' }, allocatable: A100 })),
+    nodes: pools.map((p) => ({
+      name: p.name,
+      count: p.count,
+      labels: { 'gpu-reflex.io/pool': p.name, accelerator: 'nvidia-a100' },
+      allocatable: A100,
+    })),
     namespaces: [{ name: NAMESPACE }, { name: 'train' }],
     // Scheduled by the simulated scheduler (first fit): 4 × 2 GPUs fill each node of the pool.
     pods: pools.map((p) => ({
@@ -52,7 +63,6 @@ export function benchFleet(spec: RunSpec): Fleet {
     })),
   };
 }
-
 
 /** Wall-clock epoch milliseconds with sub-millisecond resolution, comparable across the bench's processes. */
 export const epochNow = (): number => performance.timeOrigin + performance.now();

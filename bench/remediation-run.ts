@@ -96,10 +96,29 @@ function forkSim(): SimProcess {
   };
 }
 
-const gpu = (i: number) => ({ index: 0, uuid: `GPU-${String(i).padStart(8, '0')}-0000-4000-8000-000000000000`, pciBusId: '00000000:10:00.0', name: 'NVIDIA A100-SXM4-80GB' });
-const xid79 = (node: string, n: number, at: number) => xidEvent(node, at, { gpu: gpu(n), xid: 79, via: 'nvml', pid: null, process: null, message: 'NVRM: Xid (PCI:0000:10:00): 79, GPU has fallen off the bus.', podUids: [] });
+const gpu = (i: number) => ({
+  index: 0,
+  uuid: `GPU-${String(i).padStart(8, '0')}-0000-4000-8000-000000000000`,
+  pciBusId: '00000000:10:00.0',
+  name: 'NVIDIA A100-SXM4-80GB',
+});
+const xid79 = (node: string, n: number, at: number) =>
+  xidEvent(node, at, {
+    gpu: gpu(n),
+    xid: 79,
+    via: 'nvml',
+    pid: null,
+    process: null,
+    message: 'NVRM: Xid (PCI:0000:10:00): 79, GPU has fallen off the bus.',
+    podUids: [],
+  });
 
-async function single(stack: FunctionsStack, sim: SimProcess, runs: number, progress: (l: string) => void): Promise<number[]> {
+async function single(
+  stack: FunctionsStack,
+  sim: SimProcess,
+  runs: number,
+  progress: (l: string) => void,
+): Promise<number[]> {
   const ms: number[] = [];
   for (let i = 0; i < runs; i++) {
     const node = `latency-${i}`;
@@ -109,7 +128,20 @@ async function single(stack: FunctionsStack, sim: SimProcess, runs: number, prog
     // The whole delivery (evictions, the Remediation event) ends before the next run; the cordon
     // was timed by the store listener as it happened.
     await stack.bus.drain();
-    await Promise.race([w.all, new Promise<void>((_, reject) => setTimeout(() => reject(new Error(`single XID run ${i}: ${node} was not cordoned (dead letters: ${stack.bus.deadLetters.length})`)), 10_000).unref())]);
+    await Promise.race([
+      w.all,
+      new Promise<void>((_, reject) =>
+        setTimeout(
+          () =>
+            reject(
+              new Error(
+                `single XID run ${i}: ${node} was not cordoned (dead letters: ${stack.bus.deadLetters.length})`,
+              ),
+            ),
+          10_000,
+        ).unref(),
+      ),
+    ]);
     ms.push(w.at.get(node)! - observedAt);
     if ((i + 1) % 25 === 0) progress(`single XID: ${i + 1}/${runs}`);
   }
@@ -142,16 +174,22 @@ export interface StormResult {
   simProcessCpuMs: number;
 }
 
-async function storm(stack: FunctionsStack, sim: SimProcess, spec: RunSpec, progress: (l: string) => void): Promise<StormResult> {
+async function storm(
+  stack: FunctionsStack,
+  sim: SimProcess,
+  spec: RunSpec,
+  progress: (l: string) => void,
+): Promise<StormResult> {
   const failing: { node: string; n: number }[] = [];
   const stride = Math.floor(spec.nodesPerPool / spec.failingPerPool);
   for (let p = 0; p < spec.pools; p++) {
     // Spread over the pool, as independent faults would be.
-    for (let k = 0; k < spec.failingPerPool; k++) failing.push({ node: `${poolName(p)}-${k * stride}`, n: 1000 + failing.length });
+    for (let k = 0; k < spec.failingPerPool; k++)
+      failing.push({ node: `${poolName(p)}-${k * stride}`, n: 1000 + failing.length });
   }
   // Independent faults arrive in no particular order across pools (seeded shuffle: reproducible).
   let seed = 42;
-  const rnd = () => ((seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+  const rnd = () => (seed = (Math.imul(seed, 1664525) + 1013904223) >>> 0) / 2 ** 32;
   for (let i = failing.length - 1; i > 0; i--) {
     const j = Math.floor(rnd() * (i + 1));
     [failing[i], failing[j]] = [failing[j]!, failing[i]!];
@@ -217,7 +255,9 @@ export async function runRemediationBench(spec: RunSpec, progress: (l: string) =
   try {
     const kubeconfig = join(dir, 'kubeconfig');
     const ready = await sim.request({ type: 'start', spec, kubeconfig }, 'ready');
-    progress(`stack up: ${ready.nodes} nodes, ${ready.pods} pods in ${ready.setupSeconds.toFixed(1)} s (simulated API server in its own process, pid ${sim.child.pid})`);
+    progress(
+      `stack up: ${ready.nodes} nodes, ${ready.pods} pods in ${ready.setupSeconds.toFixed(1)} s (simulated API server in its own process, pid ${sim.child.pid})`,
+    );
     const stack = await startFunctionsStack({ kubeconfig, policy: policyFor(spec), concurrency: spec.concurrency });
     try {
       // Cold start (module import, wiring) once, on a node outside the measured sets.

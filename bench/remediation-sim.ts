@@ -64,7 +64,15 @@ function send(reply: SimReply): void {
 }
 
 let sim: KubeSim | undefined;
-let storm: { requests: RequestCounter; pools: ReturnType<typeof watchPools>; podsBefore: Map<string, number>; cpu0: NodeJS.CpuUsage; profile: Awaited<ReturnType<typeof startCpuProfile>> } | undefined;
+let storm:
+  | {
+      requests: RequestCounter;
+      pools: ReturnType<typeof watchPools>;
+      podsBefore: Map<string, number>;
+      cpu0: NodeJS.CpuUsage;
+      profile: Awaited<ReturnType<typeof startCpuProfile>>;
+    }
+  | undefined;
 
 async function handle(cmd: SimCommand): Promise<void> {
   switch (cmd.type) {
@@ -72,7 +80,12 @@ async function handle(cmd: SimCommand): Promise<void> {
       const t = performance.now();
       sim = await startKubeSim({ fleet: benchFleet(cmd.spec), clock: wallClock });
       sim.writeKubeconfig(cmd.kubeconfig);
-      send({ type: 'ready', nodes: sim.store.count('nodes'), pods: sim.store.count('pods'), setupSeconds: (performance.now() - t) / 1000 });
+      send({
+        type: 'ready',
+        nodes: sim.store.count('nodes'),
+        pods: sim.store.count('pods'),
+        setupSeconds: (performance.now() - t) / 1000,
+      });
       return;
     }
     case 'watch': {
@@ -105,7 +118,10 @@ async function handle(cmd: SimCommand): Promise<void> {
       const cpu = await st.profile.stop();
       st.requests.stop();
       st.pools.stop();
-      const podsEvicted = [...st.podsBefore].reduce((sum, [n, before]) => sum + before - s.store.podsOnNode(n).filter((p) => !p.metadata.deletionTimestamp).length, 0);
+      const podsEvicted = [...st.podsBefore].reduce(
+        (sum, [n, before]) => sum + before - s.store.podsOnNode(n).filter((p) => !p.metadata.deletionTimestamp).length,
+        0,
+      );
       send({
         type: 'storm-ended',
         report: {
@@ -131,5 +147,7 @@ if (!process.send) {
 // The run that forked us is gone (finished, killed, timed out): so is its API server.
 process.on('disconnect', () => process.exit(0));
 process.on('message', (cmd: SimCommand) => {
-  handle(cmd).catch((err: unknown) => send({ type: 'error', message: err instanceof Error ? (err.stack ?? err.message) : String(err) }));
+  handle(cmd).catch((err: unknown) =>
+    send({ type: 'error', message: err instanceof Error ? (err.stack ?? err.message) : String(err) }),
+  );
 });

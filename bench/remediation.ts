@@ -28,12 +28,23 @@ function runChild(spec: RunSpec, progress: (l: string) => void): Promise<RunResu
   const dir = mkdtempSync(join(tmpdir(), 'gpu-reflex-bench-'));
   const out = join(dir, 'result.json');
   return new Promise<RunResult>((resolve, reject) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(ROOT, 'bench/remediation-child.ts'), JSON.stringify(spec), out], { cwd: ROOT, stdio: ['ignore', 'inherit', 'pipe'] });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', join(ROOT, 'bench/remediation-child.ts'), JSON.stringify(spec), out],
+      { cwd: ROOT, stdio: ['ignore', 'inherit', 'pipe'] },
+    );
     let tail = '';
     child.stderr.setEncoding('utf8');
     child.stderr.on('data', (chunk: string) => {
       tail = (tail + chunk).slice(-4000);
-      for (const line of chunk.split('\n')) if (line.trim() && !/AWS SDK|node >=22|upgrade to node|a\.co\/|trace-warnings|^\s*$|security updates|versions published|socket usage|node-configuring-maxsockets/.test(line)) progress(line.trim());
+      for (const line of chunk.split('\n'))
+        if (
+          line.trim() &&
+          !/AWS SDK|node >=22|upgrade to node|a\.co\/|trace-warnings|^\s*$|security updates|versions published|socket usage|node-configuring-maxsockets/.test(
+            line,
+          )
+        )
+          progress(line.trim());
     });
     child.on('error', reject);
     child.on('exit', (code) => {
@@ -54,7 +65,8 @@ function stormRows(label: string, r: RunResult, targets: { p99s: number }): Meas
   const s = r.storm;
   const limit = stormLimit(r.spec);
   // Both processes' profiles together: the simulated cluster's share is of all the CPU the storm took.
-  const share = (part: (typeof PARTS)[number]) => (100 * (s.cpu.ms[part] + s.simCpu.ms[part])) / (s.cpu.total + s.simCpu.total);
+  const share = (part: (typeof PARTS)[number]) =>
+    (100 * (s.cpu.ms[part] + s.simCpu.ms[part])) / (s.cpu.total + s.simCpu.total);
   const evictions = s.requests['create pods/eviction'] ?? 0;
   const events = s.requests['create events'] ?? 0;
   const total = Object.values(s.requests).reduce((a, b) => a + b, 0);
@@ -76,14 +88,33 @@ function stormRows(label: string, r: RunResult, targets: { p99s: number }): Meas
     // its taint, PodsEvicted: what kubectl describe node shows) are counted on their own row.
     // The limit is 10.5, not 10: one drain is 10 (test/e2e/remediation-requests.test.ts holds it
     // to ≤ 10); under 32 concurrent invocations ledger conflict retries add a few hundredths.
-    below(`${label}: API requests per remediated node, evictions and Event records excluded`, perNode(total - evictions - events), 'requests', 10.5),
-    info(`${label}: API requests per remediated node, one eviction per pod excluded`, perNode(total - evictions), 'requests'),
-    ...Object.entries(s.requests).map(([kind, n]) => info(`${label}: requests per node: ${kind}`, perNode(n), 'requests')),
+    below(
+      `${label}: API requests per remediated node, evictions and Event records excluded`,
+      perNode(total - evictions - events),
+      'requests',
+      10.5,
+    ),
+    info(
+      `${label}: API requests per remediated node, one eviction per pod excluded`,
+      perNode(total - evictions),
+      'requests',
+    ),
+    ...Object.entries(s.requests).map(([kind, n]) =>
+      info(`${label}: requests per node: ${kind}`, perNode(n), 'requests'),
+    ),
     info(`${label}: pods evicted`, s.podsEvicted, 'pods'),
     // Process CPU (getrusage), not wall time: on a shared machine this is what does not depend on load.
-    info(`${label}: CPU per remediated node, both processes`, (s.processCpuMs + s.simProcessCpuMs) / Math.max(1, s.cordoned), 'ms'),
+    info(
+      `${label}: CPU per remediated node, both processes`,
+      (s.processCpuMs + s.simProcessCpuMs) / Math.max(1, s.cordoned),
+      'ms',
+    ),
     info(`${label}: CPU per remediated node, bus + functions process`, s.processCpuMs / Math.max(1, s.cordoned), 'ms'),
-    info(`${label}: CPU per remediated node, simulated API server process`, s.simProcessCpuMs / Math.max(1, s.cordoned), 'ms'),
+    info(
+      `${label}: CPU per remediated node, simulated API server process`,
+      s.simProcessCpuMs / Math.max(1, s.cordoned),
+      'ms',
+    ),
     // The profiles' busy samples, by part (their own time base: wall time while not idle).
     ...PARTS.map((p) => info(`${label}: busy-time share: ${p}`, share(p), '%')),
   ];
@@ -91,7 +122,8 @@ function stormRows(label: string, r: RunResult, targets: { p99s: number }): Meas
 
 export const remediationSuite: BenchSuite = {
   name: 'remediation',
-  summary: 'XID → node unschedulable through bus + remediate handler + simulated cluster; storms at 1,500 and 10,000 nodes',
+  summary:
+    'XID → node unschedulable through bus + remediate handler + simulated cluster; storms at 1,500 and 10,000 nodes',
   async run(progress) {
     progress('run 1: 1,500-node fleet, single XIDs, then 150 nodes fail');
     const small = await runChild(SMALL, progress);

@@ -20,7 +20,23 @@ export function requestKind(method: string, url: string): string | undefined {
   if (!plural) return undefined;
   const resource = sub ? `${plural}/${sub}` : plural;
   const verb =
-    method === 'GET' ? (name ? 'get' : watch ? 'watch' : 'list') : method === 'POST' ? 'create' : method === 'PUT' ? 'update' : method === 'PATCH' ? 'patch' : method === 'DELETE' ? (name ? 'delete' : 'deletecollection') : method.toLowerCase();
+    method === 'GET'
+      ? name
+        ? 'get'
+        : watch
+          ? 'watch'
+          : 'list'
+      : method === 'POST'
+        ? 'create'
+        : method === 'PUT'
+          ? 'update'
+          : method === 'PATCH'
+            ? 'patch'
+            : method === 'DELETE'
+              ? name
+                ? 'delete'
+                : 'deletecollection'
+              : method.toLowerCase();
   return `${verb} ${resource}`;
 }
 

@@ -83,8 +83,10 @@ function describeSystemError(err: SystemError, phrase: string): string {
     const hint = err.code === 'EACCES' ? ' (ports below 1024 need root)' : '';
     return `cannot listen on ${where}: ${phrase}${hint}`;
   }
-  if (err.syscall === 'getaddrinfo' || err.syscall === 'queryA') return `cannot resolve host "${err.hostname}": ${phrase}`;
-  if (err.syscall === 'connect') return `cannot connect to ${err.address}${err.port === undefined ? '' : `:${err.port}`}: ${phrase}`;
+  if (err.syscall === 'getaddrinfo' || err.syscall === 'queryA')
+    return `cannot resolve host "${err.hostname}": ${phrase}`;
+  if (err.syscall === 'connect')
+    return `cannot connect to ${err.address}${err.port === undefined ? '' : `:${err.port}`}: ${phrase}`;
   if (err.path !== undefined) return `${err.path}${err.dest ? ` → ${err.dest}` : ''}: ${phrase}`;
   return `${err.syscall ?? 'system call'}: ${phrase}`;
 }
@@ -112,7 +114,9 @@ export function issuesLine(issues: readonly Issue[], prefix: readonly string[] =
 function withCause(message: string, cause: unknown): string {
   if (cause === undefined) return message;
   const said = describeFailure(cause);
-  return !said.expected || said.message === '' || message.includes(said.message) ? message : `${message}: ${said.message}`;
+  return !said.expected || said.message === '' || message.includes(said.message)
+    ? message
+    : `${message}: ${said.message}`;
 }
 
 /** What to tell the user about `err`, and with which exit code. */
@@ -121,12 +125,17 @@ export function describeFailure(err: unknown): Failure {
   if (err instanceof UsageError) return { message: oneLine(err.message), exitCode: 2, expected: true };
   // node:util parseArgs: ERR_PARSE_ARGS_UNKNOWN_OPTION, _INVALID_OPTION_VALUE, _UNEXPECTED_POSITIONAL.
   if (typeof e?.code === 'string' && e.code.startsWith('ERR_PARSE_ARGS_')) {
-    return { message: firstLine(e.message).replace(/\. To specify a positional argument.*$/, ''), exitCode: 2, expected: true };
+    return {
+      message: firstLine(e.message).replace(/\. To specify a positional argument.*$/, ''),
+      exitCode: 2,
+      expected: true,
+    };
   }
   // Our own input errors say all in their message (the cause is for --debug).
   if (err instanceof InputError) return { message: oneLine(err.message), exitCode: 1, expected: true };
   // An adapter's: a bad kubeconfig, a cluster that refused or is down.
-  if (err instanceof AdapterError) return { message: withCause(oneLine(err.message), err.cause), exitCode: 1, expected: true };
+  if (err instanceof AdapterError)
+    return { message: withCause(oneLine(err.message), err.cause), exitCode: 1, expected: true };
   // A connection that tried several addresses (IPv6 and IPv4) fails with an AggregateError.
   if (err instanceof AggregateError && e.message === '' && err.errors.length > 0) return describeFailure(err.errors[0]);
   const phrase = errnoPhrase(err);
@@ -137,7 +146,8 @@ export function describeFailure(err: unknown): Failure {
     return { message: `not valid YAML: ${firstLine(e.message).replace(/:$/, '')}`, exitCode: 1, expected: true };
   }
   // JSON.parse throws SyntaxError; our own code is already compiled, so this is input.
-  if (err instanceof SyntaxError) return { message: `not valid JSON: ${firstLine(err.message)}`, exitCode: 1, expected: true };
+  if (err instanceof SyntaxError)
+    return { message: `not valid JSON: ${firstLine(err.message)}`, exitCode: 1, expected: true };
   if (isZodError(err)) return { message: issuesLine(err.issues), exitCode: 1, expected: true };
   const text = err instanceof Error ? `${err.name}: ${firstLine(err.message)}` : String(err);
   return { message: `unexpected error: ${text} (run with --debug for details)`, exitCode: 1, expected: false };

@@ -13,29 +13,124 @@ interface Entry {
 }
 
 export const commands: Entry[] = [
-  { path: ['events', 'list'], summary: 'list every event detail-type with its source', load: async () => (await import('../events/cli.ts')).listCommand },
-  { path: ['events', 'validate'], summary: 'validate event files against the catalog', load: async () => (await import('../events/cli.ts')).validateCommand },
-  { path: ['events', 'schemas'], summary: 'write the JSON Schema of every detail-type', load: async () => (await import('../events/cli.ts')).schemasCommand },
-  { path: ['bench'], summary: 'run the benchmarks and print their numbers with the machine and date', load: async () => (await import('../bench/cli.ts')).benchCommand },
-  { path: ['xid', 'scan'], summary: 'print the XIDs found in a kernel log (dmesg, journald or /dev/kmsg)', load: async () => (await import('../node-agent/cli/xid-scan.ts')).xidScanCommand },
-  { path: ['xid', 'explain'], summary: "print what an XID means (NVIDIA's words) and what gpu-reflex does about it", load: async () => (await import('../node-agent/cli/xid-explain.ts')).createXidExplainCommand({ usage: (m) => new UsageError(m) }) },
-  { path: ['agent'], summary: 'run the node agent: NVML → events on the bus', load: async () => (await import('../node-agent/cli/agent.ts')).agentCommand },
-  { path: ['bus', 'serve'], summary: 'run the local EventBridge (PutEvents, rules, schedules, httpApi) on serverless.yml', load: async () => (await import('../infra/local/bus/cli.ts')).busServeCommand },
-  { path: ['cluster', 'serve'], summary: 'run the simulated Kubernetes cluster alone and write a kubeconfig for it', load: async () => (await import('../infra/local/kube/cli.ts')).clusterServeCommand },
-  { path: ['alicloud', 'serve'], summary: 'run the Alibaba Cloud OpenAPI simulator (ACK node pools, ECS) alone', load: async () => (await import('../infra/local/alicloud/cli.ts')).aliCloudServeCommand },
-  { path: ['local'], summary: 'run the whole pipeline on this machine (simulated cluster, bus, functions, agents on mock GPUs)', load: async () => (await import('../infra/local/cli.ts')).localCommand },
-  { path: ['simulate'], summary: 'run a scenario through the local stack on a virtual clock (seconds, reproducible)', load: async () => (await import('../infra/local/cli.ts')).simulateCommand },
-  { path: ['pattern', 'test'], summary: 'test an EventBridge pattern against an event, like aws events test-event-pattern', load: async () => (await import('../events/pattern-cli.ts')).patternTestCommand },
-  { path: ['remediate', 'policy'], summary: 'check a remediation policy file and print the rules it yields', load: async () => (await import('../functions/remediate/cli.ts')).policyCommand },
-  { path: ['approve'], summary: 'approve or reject a held-back remediation (puts Approval Decided on the bus)', load: async () => (await import('../functions/remediate/approve-cli.ts')).approveCommand },
-  { path: ['approvals', 'list'], summary: 'list the approvals in the store (open, approved-applied, rejected, expired)', load: async () => (await import('../functions/remediate/approve-cli.ts')).approvalsListCommand },
-  { path: ['mig', 'validate'], summary: 'check one GPU\'s MIG layout against its model: valid (and where each instance sits) or why not', load: async () => (await import('../functions/mig/cli.ts')).migValidateCommand },
-  { path: ['mig', 'plan'], summary: 'print which idle MIG GPUs to relay so pending MIG pods can run (fleet file or live cluster; changes nothing)', load: async () => (await import('../functions/mig/cli.ts')).migPlanCommand },
-  { path: ['mig', 'layouts'], summary: 'list every MIG layout one GPU of a model can hold', load: async () => (await import('../functions/mig/cli.ts')).migLayoutsCommand },
-  { path: ['chat', 'verify'], summary: 'check a captured Slack, DingTalk or Feishu request the way the webhook does, and say why it would be refused', load: async () => (await import('../functions/chatops/cli.ts')).chatVerifyCommand },
-  { path: ['quota', 'plan'], summary: 'print the team quotas the rewriter would write (fleet file or live cluster; changes nothing)', load: async () => (await import('../functions/quota/cli.ts')).quotaPlanCommand },
-  { path: ['quota', 'rollback'], summary: "put gpu-reflex's team quotas back to the values before their last rewrite, and hold them", load: async () => (await import('../functions/quota/cli.ts')).quotaRollbackCommand },
-  { path: ['remediate', 'plan'], summary: 'print the remediation plan for one event, in dry run (from facts, or reading a live cluster)', load: async () => (await import('../functions/remediate/cli.ts')).planCommand },
+  {
+    path: ['events', 'list'],
+    summary: 'list every event detail-type with its source',
+    load: async () => (await import('../events/cli.ts')).listCommand,
+  },
+  {
+    path: ['events', 'validate'],
+    summary: 'validate event files against the catalog',
+    load: async () => (await import('../events/cli.ts')).validateCommand,
+  },
+  {
+    path: ['events', 'schemas'],
+    summary: 'write the JSON Schema of every detail-type',
+    load: async () => (await import('../events/cli.ts')).schemasCommand,
+  },
+  {
+    path: ['bench'],
+    summary: 'run the benchmarks and print their numbers with the machine and date',
+    load: async () => (await import('../bench/cli.ts')).benchCommand,
+  },
+  {
+    path: ['xid', 'scan'],
+    summary: 'print the XIDs found in a kernel log (dmesg, journald or /dev/kmsg)',
+    load: async () => (await import('../node-agent/cli/xid-scan.ts')).xidScanCommand,
+  },
+  {
+    path: ['xid', 'explain'],
+    summary: "print what an XID means (NVIDIA's words) and what gpu-reflex does about it",
+    load: async () =>
+      (await import('../node-agent/cli/xid-explain.ts')).createXidExplainCommand({ usage: (m) => new UsageError(m) }),
+  },
+  {
+    path: ['agent'],
+    summary: 'run the node agent: NVML → events on the bus',
+    load: async () => (await import('../node-agent/cli/agent.ts')).agentCommand,
+  },
+  {
+    path: ['bus', 'serve'],
+    summary: 'run the local EventBridge (PutEvents, rules, schedules, httpApi) on serverless.yml',
+    load: async () => (await import('../infra/local/bus/cli.ts')).busServeCommand,
+  },
+  {
+    path: ['cluster', 'serve'],
+    summary: 'run the simulated Kubernetes cluster alone and write a kubeconfig for it',
+    load: async () => (await import('../infra/local/kube/cli.ts')).clusterServeCommand,
+  },
+  {
+    path: ['alicloud', 'serve'],
+    summary: 'run the Alibaba Cloud OpenAPI simulator (ACK node pools, ECS) alone',
+    load: async () => (await import('../infra/local/alicloud/cli.ts')).aliCloudServeCommand,
+  },
+  {
+    path: ['local'],
+    summary: 'run the whole pipeline on this machine (simulated cluster, bus, functions, agents on mock GPUs)',
+    load: async () => (await import('../infra/local/cli.ts')).localCommand,
+  },
+  {
+    path: ['simulate'],
+    summary: 'run a scenario through the local stack on a virtual clock (seconds, reproducible)',
+    load: async () => (await import('../infra/local/cli.ts')).simulateCommand,
+  },
+  {
+    path: ['pattern', 'test'],
+    summary: 'test an EventBridge pattern against an event, like aws events test-event-pattern',
+    load: async () => (await import('../events/pattern-cli.ts')).patternTestCommand,
+  },
+  {
+    path: ['remediate', 'policy'],
+    summary: 'check a remediation policy file and print the rules it yields',
+    load: async () => (await import('../functions/remediate/cli.ts')).policyCommand,
+  },
+  {
+    path: ['approve'],
+    summary: 'approve or reject a held-back remediation (puts Approval Decided on the bus)',
+    load: async () => (await import('../functions/remediate/approve-cli.ts')).approveCommand,
+  },
+  {
+    path: ['approvals', 'list'],
+    summary: 'list the approvals in the store (open, approved-applied, rejected, expired)',
+    load: async () => (await import('../functions/remediate/approve-cli.ts')).approvalsListCommand,
+  },
+  {
+    path: ['mig', 'validate'],
+    summary: "check one GPU's MIG layout against its model: valid (and where each instance sits) or why not",
+    load: async () => (await import('../functions/mig/cli.ts')).migValidateCommand,
+  },
+  {
+    path: ['mig', 'plan'],
+    summary:
+      'print which idle MIG GPUs to relay so pending MIG pods can run (fleet file or live cluster; changes nothing)',
+    load: async () => (await import('../functions/mig/cli.ts')).migPlanCommand,
+  },
+  {
+    path: ['mig', 'layouts'],
+    summary: 'list every MIG layout one GPU of a model can hold',
+    load: async () => (await import('../functions/mig/cli.ts')).migLayoutsCommand,
+  },
+  {
+    path: ['chat', 'verify'],
+    summary:
+      'check a captured Slack, DingTalk or Feishu request the way the webhook does, and say why it would be refused',
+    load: async () => (await import('../functions/chatops/cli.ts')).chatVerifyCommand,
+  },
+  {
+    path: ['quota', 'plan'],
+    summary: 'print the team quotas the rewriter would write (fleet file or live cluster; changes nothing)',
+    load: async () => (await import('../functions/quota/cli.ts')).quotaPlanCommand,
+  },
+  {
+    path: ['quota', 'rollback'],
+    summary: "put gpu-reflex's team quotas back to the values before their last rewrite, and hold them",
+    load: async () => (await import('../functions/quota/cli.ts')).quotaRollbackCommand,
+  },
+  {
+    path: ['remediate', 'plan'],
+    summary: 'print the remediation plan for one event, in dry run (from facts, or reading a live cluster)',
+    load: async () => (await import('../functions/remediate/cli.ts')).planCommand,
+  },
 ];
 
 function version(): string {
@@ -101,7 +196,9 @@ function debugFromEnv(env: NodeJS.ProcessEnv): boolean {
 export function reportFailure(err: unknown, name: string, io: CliIo, debug: boolean): number {
   const f = describeFailure(err);
   const hint = f.exitCode === 2 && name !== 'gpu-reflex' ? ` (see ${name} --help)` : '';
-  io.err(`${name}: ${debug && !f.expected ? f.message.replace(/ \(run with --debug for details\)$/, '') : f.message}${hint}`);
+  io.err(
+    `${name}: ${debug && !f.expected ? f.message.replace(/ \(run with --debug for details\)$/, '') : f.message}${hint}`,
+  );
   if (debug) io.err(debugText(err));
   return f.exitCode;
 }
@@ -110,7 +207,11 @@ export function reportFailure(err: unknown, name: string, io: CliIo, debug: bool
  * Runs one command line and returns its exit code. Every failure a command throws ends here and
  * is reported by reportFailure: one line on stderr, never a stack unless --debug.
  */
-export async function main(rawArgv: string[], io: CliIo = processIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
+export async function main(
+  rawArgv: string[],
+  io: CliIo = processIo,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<number> {
   const { argv, debug: debugFlag } = takeDebug(rawArgv);
   const debug = debugFlag || debugFromEnv(env);
   const first = argv[0];
@@ -131,7 +232,9 @@ export async function main(rawArgv: string[], io: CliIo = processIo, env: NodeJS
         return 0;
       }
       const what = argv[1] === undefined ? 'name a command' : `unknown command "${argv.slice(1).join(' ')}"`;
-      io.err(`gpu-reflex ${first}: ${what}; choose one of: ${group.map((c) => c.path.slice(1).join(' ')).join(', ')} (see gpu-reflex ${first} --help)`);
+      io.err(
+        `gpu-reflex ${first}: ${what}; choose one of: ${group.map((c) => c.path.slice(1).join(' ')).join(', ')} (see gpu-reflex ${first} --help)`,
+      );
       return 2;
     }
     io.err(`gpu-reflex: unknown command "${argv.join(' ')}". Run gpu-reflex --help for the list.`);

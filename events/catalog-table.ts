@@ -6,11 +6,15 @@
  */
 import { CATALOG } from './catalog.ts';
 
-export const BEGIN = '<!-- event-catalog: generated from events/catalog.ts by scripts/readme-catalog.js; do not edit -->';
+export const BEGIN =
+  '<!-- event-catalog: generated from events/catalog.ts by scripts/readme-catalog.js; do not edit -->';
 export const END = '<!-- /event-catalog -->';
 
 export function catalogTable(): string {
-  const rows = CATALOG.map((e) => `| \`${e.detailType}\` | \`${e.source}\` | ${e.summary} | [example](events/catalog/${e.slug}.example.json) |`);
+  const rows = CATALOG.map(
+    (e) =>
+      `| \`${e.detailType}\` | \`${e.source}\` | ${e.summary} | [example](events/catalog/${e.slug}.example.json) |`,
+  );
   return ['| detail-type | source | what it says | example |', '| --- | --- | --- | --- |', ...rows].join('\n');
 }
 

@@ -22,7 +22,11 @@ export const listCommand: Command = {
     const { values } = parseArgs({ args, options: { json: { type: 'boolean' } }, strict: true });
     const width = Math.max(...CATALOG.map((e) => e.detailType.length));
     for (const e of CATALOG) {
-      io.out(values.json ? JSON.stringify({ detailType: e.detailType, source: e.source, summary: e.summary }) : `${e.detailType.padEnd(width)}  ${e.source}`);
+      io.out(
+        values.json
+          ? JSON.stringify({ detailType: e.detailType, source: e.source, summary: e.summary })
+          : `${e.detailType.padEnd(width)}  ${e.source}`,
+      );
     }
     return 0;
   },

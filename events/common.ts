@@ -16,25 +16,49 @@ export function describeValue(v: unknown): string {
 
 /** An integer whose type error reads `expected integer, got "79"`. */
 export const int = () =>
-  z.int({ error: (iss) => (iss.code === 'invalid_type' ? `expected integer, got ${describeValue(iss.input)}` : undefined) });
+  z.int({
+    error: (iss) => (iss.code === 'invalid_type' ? `expected integer, got ${describeValue(iss.input)}` : undefined),
+  });
 export const count = () => int().min(0);
 
 /** ISO-8601 UTC timestamp, as EventBridge and NVML-side clocks are recorded: `2026-11-21T03:12:45.120Z`. */
 export const Timestamp = z.iso.datetime({ offset: false });
 
 /** NVML UUID of a physical GPU: `GPU-` + a UUID. */
-export const GpuUuid = z.string().regex(/^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i, 'expected a GPU UUID like GPU-5f2c3a1e-8d41-4b7a-9e0f-1c2d3e4f5a6b');
+export const GpuUuid = z
+  .string()
+  .regex(
+    /^GPU-[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i,
+    'expected a GPU UUID like GPU-5f2c3a1e-8d41-4b7a-9e0f-1c2d3e4f5a6b',
+  );
 /** NVML UUID of a MIG device (`MIG-` + UUID; older drivers: `MIG-GPU-<uuid>/<gi>/<ci>`). */
-export const MigUuid = z.string().regex(/^MIG-(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|GPU-[0-9a-f-]{36}\/\d+\/\d+)$/i, 'expected a MIG UUID like MIG-…');
+export const MigUuid = z
+  .string()
+  .regex(
+    /^MIG-(?:[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|GPU-[0-9a-f-]{36}\/\d+\/\d+)$/i,
+    'expected a MIG UUID like MIG-…',
+  );
 /** NVML's PCI bus id: domain:bus:device.function, `00000000:3B:00.0`. */
-export const PciBusId = z.string().regex(/^[0-9A-F]{8}:[0-9A-F]{2}:[0-9A-F]{2}\.[0-7]$/, 'expected an NVML PCI bus id like 00000000:3B:00.0');
+export const PciBusId = z
+  .string()
+  .regex(/^[0-9A-F]{8}:[0-9A-F]{2}:[0-9A-F]{2}\.[0-7]$/, 'expected an NVML PCI bus id like 00000000:3B:00.0');
 /** A Kubernetes node name (DNS-1123 subdomain). */
-export const NodeName = z.string().min(1).max(253).regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'expected a Kubernetes node name');
+export const NodeName = z
+  .string()
+  .min(1)
+  .max(253)
+  .regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'expected a Kubernetes node name');
 /** A MIG profile name as nvidia-smi prints it: `1g.10gb`, `1g.10gb+me`, `3g.40gb`. */
-export const MigProfile = z.string().regex(/^\d+g\.\d+gb(\+me|\+me\.all|-me|\+gfx)?$/, 'expected a MIG profile like 1g.10gb');
+export const MigProfile = z
+  .string()
+  .regex(/^\d+g\.\d+gb(\+me|\+me\.all|-me|\+gfx)?$/, 'expected a MIG profile like 1g.10gb');
 
 /** Deterministic id chosen by the producer, so consumers can deduplicate redelivery and replay. */
-export const EventId = z.string().min(8).max(128).regex(/^[A-Za-z0-9._:-]+$/, 'expected an event id of letters, digits, ".", "_", ":" or "-"');
+export const EventId = z
+  .string()
+  .min(8)
+  .max(128)
+  .regex(/^[A-Za-z0-9._:-]+$/, 'expected an event id of letters, digits, ".", "_", ":" or "-"');
 
 export const SCHEMA_VERSION = 1;
 /** Every detail starts with these. */

@@ -18,7 +18,9 @@ export const EventEnvelopeSchema = z
     'replay-name': z.string().optional(),
   })
   .strict();
-export type EventEnvelope<D = Record<string, unknown>> = Omit<z.infer<typeof EventEnvelopeSchema>, 'detail'> & { detail: D };
+export type EventEnvelope<D = Record<string, unknown>> = Omit<z.infer<typeof EventEnvelopeSchema>, 'detail'> & {
+  detail: D;
+};
 
 /** EventBridge's limit on one entry, counted as AWS documents it. */
 export const MAX_ENTRY_BYTES = 256 * 1024;
@@ -27,7 +29,12 @@ export const MAX_ENTRY_BYTES = 256 * 1024;
  * Size of a PutEvents entry as AWS counts it: 14 bytes for Time, plus the UTF-8 bytes of Source,
  * DetailType, Detail (as sent, JSON text) and each Resource.
  */
-export function entrySize(e: { source: string; detailType: string; detail: string; resources?: readonly string[] }): number {
+export function entrySize(e: {
+  source: string;
+  detailType: string;
+  detail: string;
+  resources?: readonly string[];
+}): number {
   let n = 14 + Buffer.byteLength(e.source) + Buffer.byteLength(e.detailType) + Buffer.byteLength(e.detail);
   for (const r of e.resources ?? []) n += Buffer.byteLength(r);
   return n;

@@ -35,7 +35,11 @@ class Reader {
     if (ch === '{') return this.object(depth);
     if (ch === '[') return this.array(depth);
     if (ch === '"') return this.string();
-    for (const [word, v] of [['true', true], ['false', false], ['null', null]] as const) {
+    for (const [word, v] of [
+      ['true', true],
+      ['false', false],
+      ['null', null],
+    ] as const) {
       if (this.text.startsWith(word, this.at)) {
         this.at += word.length;
         return v;
@@ -43,7 +47,8 @@ class Reader {
     }
     NUMBER.lastIndex = this.at;
     const m = NUMBER.exec(this.text);
-    if (!m) return this.fail(ch === undefined ? 'Unexpected end of JSON' : `Unexpected character ${JSON.stringify(ch)}`);
+    if (!m)
+      return this.fail(ch === undefined ? 'Unexpected end of JSON' : `Unexpected character ${JSON.stringify(ch)}`);
     this.at += m[0].length;
     return new JsonNumber(m[0]);
   }
@@ -64,7 +69,12 @@ class Reader {
       if (this.text[this.at] !== ':') this.fail('Expected ":"');
       this.at++;
       // defineProperty: a "__proto__" key is an ordinary field, never the prototype.
-      Object.defineProperty(out, key, { value: this.value(depth + 1), enumerable: true, writable: true, configurable: true });
+      Object.defineProperty(out, key, {
+        value: this.value(depth + 1),
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
       this.space();
       const sep = this.text[this.at++];
       if (sep === '}') return out;

@@ -24,7 +24,11 @@ export const MigInventorySchema = z
               .array(
                 z
                   .object({
-                    profile: MigProfile, gi: count(), start: count().optional(), size: count().optional(), inUse: z.boolean(),
+                    profile: MigProfile,
+                    gi: count(),
+                    start: count().optional(),
+                    size: count().optional(),
+                    inUse: z.boolean(),
                     /** UIDs of the pods whose processes run in this instance, where the agent knows them. */
                     pods: z.array(z.string().min(1).max(64)).max(16).optional(),
                   })
@@ -40,7 +44,10 @@ export const MigInventorySchema = z
 export type MigInventory = z.infer<typeof MigInventorySchema>;
 
 /** The annotation's inventory, or why it cannot be read (absent: undefined, no reason). */
-export function readMigInventory(annotations: Readonly<Record<string, string>>): { inventory?: MigInventory; problem?: string } {
+export function readMigInventory(annotations: Readonly<Record<string, string>>): {
+  inventory?: MigInventory;
+  problem?: string;
+} {
   const raw = annotations[MIG_INVENTORY_ANNOTATION];
   if (raw === undefined) return {};
   let json: unknown;
@@ -50,5 +57,9 @@ export function readMigInventory(annotations: Readonly<Record<string, string>>):
     return { problem: `${MIG_INVENTORY_ANNOTATION} is not JSON` };
   }
   const parsed = MigInventorySchema.safeParse(json);
-  return parsed.success ? { inventory: parsed.data } : { problem: `${MIG_INVENTORY_ANNOTATION} does not match the contract (${parsed.error.issues[0]?.path.join('.') ?? ''}: ${parsed.error.issues[0]?.message ?? 'invalid'})` };
+  return parsed.success
+    ? { inventory: parsed.data }
+    : {
+        problem: `${MIG_INVENTORY_ANNOTATION} does not match the contract (${parsed.error.issues[0]?.path.join('.') ?? ''}: ${parsed.error.issues[0]?.message ?? 'invalid'})`,
+      };
 }

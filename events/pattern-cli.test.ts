@@ -24,7 +24,8 @@ const EVENT = JSON.stringify({
   'detail-type': 'GPU XID Error',
   detail: { node: 'gpu-node-7', xid: 79 },
 });
-const XID_RULE = '{"source":["gpu-reflex.node-agent"],"detail-type":["GPU XID Error"],"detail":{"xid":[{"numeric":[">=",0]}]}}';
+const XID_RULE =
+  '{"source":["gpu-reflex.node-agent"],"detail-type":["GPU XID Error"],"detail":{"xid":[{"numeric":[">=",0]}]}}';
 
 describe('gpu-reflex pattern test', () => {
   it.each([
@@ -52,9 +53,17 @@ describe('gpu-reflex pattern test', () => {
 
   it.each([
     ['a missing file', { 'e.json': EVENT }, /cannot read --pattern file "p.json": ENOENT/],
-    ['a pattern that is not JSON', { 'p.json': '{source: x}', 'e.json': EVENT }, /--pattern file "p.json" is not valid JSON: Expected a string key at position 1/],
+    [
+      'a pattern that is not JSON',
+      { 'p.json': '{source: x}', 'e.json': EVENT },
+      /--pattern file "p.json" is not valid JSON: Expected a string key at position 1/,
+    ],
     ['an event that is not JSON', { 'p.json': XID_RULE, 'e.json': '{"a":' }, /--event file "e.json" is not valid JSON/],
-    ['an event that is not an object', { 'p.json': XID_RULE, 'e.json': '[1]' }, /--event file "e.json" must hold a JSON object/],
+    [
+      'an event that is not an object',
+      { 'p.json': XID_RULE, 'e.json': '[1]' },
+      /--event file "e.json" must hold a JSON object/,
+    ],
   ])('names the file and exits 1 for %s', async (_name, files, message) => {
     const { io, out, err } = fakeIo(files);
     expect(await patternTestCommand.run(['--pattern', 'p.json', '--event', 'e.json'], io)).toBe(1);

@@ -61,7 +61,12 @@ export const patternTestCommand: Command = {
   async run(args, io) {
     const { values, positionals } = (() => {
       try {
-        return parseArgs({ args, options: { pattern: { type: 'string' }, event: { type: 'string' } }, allowPositionals: true, strict: true });
+        return parseArgs({
+          args,
+          options: { pattern: { type: 'string' }, event: { type: 'string' } },
+          allowPositionals: true,
+          strict: true,
+        });
       } catch (err) {
         throw new UsageError((err as Error).message);
       }
@@ -69,14 +74,17 @@ export const patternTestCommand: Command = {
     if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
     if (values.pattern === undefined) throw new UsageError('--pattern FILE is required');
     if (values.event === undefined) throw new UsageError('--event FILE is required');
-    if (values.pattern === '-' && values.event === '-') throw new UsageError('only one of --pattern and --event may read standard input (-)');
+    if (values.pattern === '-' && values.event === '-')
+      throw new UsageError('only one of --pattern and --event may read standard input (-)');
 
     const pattern = await load(io, 'pattern', values.pattern);
     if (!pattern) return 1;
     const event = await load(io, 'event', values.event);
     if (!event) return 1;
     if (!isJsonObject(event.value)) {
-      io.err(`${NAME}: --event ${values.event === '-' ? 'standard input' : `file "${values.event}"`} must hold a JSON object`);
+      io.err(
+        `${NAME}: --event ${values.event === '-' ? 'standard input' : `file "${values.event}"`} must hold a JSON object`,
+      );
       return 1;
     }
     try {

@@ -92,12 +92,18 @@ function index(event: unknown, out: Map<string, IndexedLeaf[]>): void {
     stack.push({ leave: value });
     if (Array.isArray(value)) {
       const id = nextArrayId++;
-      for (let i = value.length - 1; i >= 0; i--) stack.push({ value: value[i], path, arrays: { id, index: i, up: arrays }, depth: depth + 1 });
+      for (let i = value.length - 1; i >= 0; i--)
+        stack.push({ value: value[i], path, arrays: { id, index: i, up: arrays }, depth: depth + 1 });
     } else {
       const keys = Object.keys(value);
       for (let i = keys.length - 1; i >= 0; i--) {
         const key = keys[i] as string;
-        stack.push({ value: (value as Record<string, unknown>)[key], path: path === '' ? key : `${path}.${key}`, arrays, depth: depth + 1 });
+        stack.push({
+          value: (value as Record<string, unknown>)[key],
+          path: path === '' ? key : `${path}.${key}`,
+          arrays,
+          depth: depth + 1,
+        });
       }
     }
   }

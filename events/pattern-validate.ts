@@ -40,8 +40,23 @@ export const MAX_WILDCARD_STARS = 5;
 const OR = '$or';
 // Operator names (and a few event-ruler keeps for later) cannot be field names inside `$or`.
 const RESERVED_IN_OR = new Set([
-  'anything-but', 'cidr', 'equals-ignore-case', 'exactly', 'exists', 'numeric', 'prefix', 'suffix', 'wildcard',
-  '=', '<', '<=', '>', '>=', 'regex', 'not-wildcard', 'not-equals-ignore-case',
+  'anything-but',
+  'cidr',
+  'equals-ignore-case',
+  'exactly',
+  'exists',
+  'numeric',
+  'prefix',
+  'suffix',
+  'wildcard',
+  '=',
+  '<',
+  '<=',
+  '>',
+  '>=',
+  'regex',
+  'not-wildcard',
+  'not-equals-ignore-case',
 ]);
 
 type Rules = Map<string, FieldRule>[];
@@ -65,7 +80,8 @@ class Compiler {
         rules = this.or(rules, prefix, value, depth);
         continue;
       }
-      if (inOr && RESERVED_IN_OR.has(key)) fail(`${key} is Ruler reserved fieldName which cannot be used inside ${OR}.`);
+      if (inOr && RESERVED_IN_OR.has(key))
+        fail(`${key} is Ruler reserved fieldName which cannot be used inside ${OR}.`);
       const path = prefix === '' ? key : `${prefix}.${key}`;
       if (Array.isArray(value)) rules = this.field(rules, path, value);
       else if (isObject(value)) rules = this.object(rules, path, value, depth + 1, inOr);
@@ -97,7 +113,9 @@ class Compiler {
         const total = (this.stars.get(path) ?? 0) + n;
         this.stars.set(path, total);
         if (total > MAX_WILDCARD_STARS) {
-          fail('Rule is too complex - try using fewer wildcard characters or fewer repeating character sequences after a wildcard character');
+          fail(
+            'Rule is too complex - try using fewer wildcard characters or fewer repeating character sequences after a wildcard character',
+          );
         }
       },
     };

@@ -88,7 +88,10 @@ function micros(n: unknown, op: string): bigint {
 }
 
 /** Only number leaves inside the comparable range take part in numeric comparisons. */
-const numeric = (cmp: (m: bigint) => boolean): LeafTest => (v) => v instanceof Num && v.micros !== undefined && cmp(v.micros);
+const numeric =
+  (cmp: (m: bigint) => boolean): LeafTest =>
+  (v) =>
+    v instanceof Num && v.micros !== undefined && cmp(v.micros);
 
 function numericTest(arg: unknown): LeafTest {
   if (!Array.isArray(arg)) return fail('Value of numeric must be an array.');
@@ -139,7 +142,10 @@ function anythingButObject(arg: Record<string, unknown>, ctx: ValueContext): Lea
   const op = keys[0] as string;
   const value = arg[op];
   // Excluding by a string operator: every non-string leaf (numbers, booleans, null) is "anything but".
-  const excluding = (hit: (s: string) => boolean): LeafTest => (v) => typeof v !== 'string' || !hit(v);
+  const excluding =
+    (hit: (s: string) => boolean): LeafTest =>
+    (v) =>
+      typeof v !== 'string' || !hit(v);
   switch (op) {
     case 'prefix':
     case 'suffix': {
@@ -147,10 +153,15 @@ function anythingButObject(arg: Record<string, unknown>, ctx: ValueContext): Lea
       if (isObject(value)) fail('Value of anything-but must be an array or single string/number value.');
       const list = stringList(value, 'prefix/suffix match pattern must be a string');
       if (list.includes('')) fail('Null prefix/suffix not allowed');
-      return op === 'prefix' ? excluding((s) => list.some((p) => s.startsWith(p))) : excluding((s) => list.some((p) => s.endsWith(p)));
+      return op === 'prefix'
+        ? excluding((s) => list.some((p) => s.startsWith(p)))
+        : excluding((s) => list.some((p) => s.endsWith(p)));
     }
     case 'equals-ignore-case': {
-      const list = stringList(value, 'Inside anything-but/equals-ignore-case list, number|start|null|boolean is not supported.');
+      const list = stringList(
+        value,
+        'Inside anything-but/equals-ignore-case list, number|start|null|boolean is not supported.',
+      );
       const folded = new Set(list.map(lower));
       return excluding((s) => folded.has(lower(s)));
     }

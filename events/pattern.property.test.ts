@@ -15,8 +15,18 @@ function onlyBooleanOrInvalid(f: () => unknown): boolean {
 }
 
 const key = fc.stringMatching(/^[a-z][a-z.-]{0,4}$/);
-const scalar = fc.oneof(fc.string({ maxLength: 6 }), fc.integer({ min: -20, max: 20 }), fc.double(), fc.boolean(), fc.constant(null));
-const looseArg = fc.oneof(scalar, fc.array(scalar, { maxLength: 3 }), fc.dictionary(fc.constantFrom('prefix', 'suffix', 'equals-ignore-case', 'wildcard', 'x'), scalar, { maxKeys: 2 }));
+const scalar = fc.oneof(
+  fc.string({ maxLength: 6 }),
+  fc.integer({ min: -20, max: 20 }),
+  fc.double(),
+  fc.boolean(),
+  fc.constant(null),
+);
+const looseArg = fc.oneof(
+  scalar,
+  fc.array(scalar, { maxLength: 3 }),
+  fc.dictionary(fc.constantFrom('prefix', 'suffix', 'equals-ignore-case', 'wildcard', 'x'), scalar, { maxKeys: 2 }),
+);
 
 /** Pattern-shaped values, valid or not, that reach every operator's validation. */
 const valueElement = fc.oneof(
@@ -25,7 +35,12 @@ const valueElement = fc.oneof(
   fc.record({ suffix: looseArg }),
   fc.record({ 'equals-ignore-case': looseArg }),
   fc.record({ wildcard: fc.oneof(fc.stringMatching(/^[ab*\\]{0,6}$/), looseArg) }),
-  fc.record({ numeric: fc.array(fc.oneof(fc.constantFrom('>', '>=', '<', '<=', '=', '!'), fc.integer({ min: -9, max: 9 }), fc.double()), { maxLength: 5 }) }),
+  fc.record({
+    numeric: fc.array(
+      fc.oneof(fc.constantFrom('>', '>=', '<', '<=', '=', '!'), fc.integer({ min: -9, max: 9 }), fc.double()),
+      { maxLength: 5 },
+    ),
+  }),
   fc.record({ 'anything-but': looseArg }),
   fc.record({ exists: fc.oneof(fc.boolean(), scalar) }),
   fc.record({ cidr: fc.oneof(fc.constantFrom('10.0.0.0/8', '::/0', '1.2.3.4/33', 'x/1', '10.0.0.1'), looseArg) }),
@@ -47,7 +62,11 @@ const { event } = fc.letrec((tie) => ({
 describe('pattern matcher properties', () => {
   it('never crashes on arbitrary input: a boolean or InvalidPatternError', () => {
     fc.assert(
-      fc.property(fc.anything(), fc.anything(), (p, e) => onlyBooleanOrInvalid(() => validatePattern(p)) && onlyBooleanOrInvalid(() => matchesPattern(p, e))),
+      fc.property(
+        fc.anything(),
+        fc.anything(),
+        (p, e) => onlyBooleanOrInvalid(() => validatePattern(p)) && onlyBooleanOrInvalid(() => matchesPattern(p, e)),
+      ),
     );
   });
 
@@ -72,18 +91,29 @@ describe('pattern matcher properties', () => {
   });
 
   it("matches an event with an exact-value pattern built from one of the event's own leaves", () => {
-    const leafArb = fc.oneof(fc.string({ maxLength: 8 }), fc.double({ noNaN: true, noDefaultInfinity: true }), fc.boolean(), fc.constant(null));
+    const leafArb = fc.oneof(
+      fc.string({ maxLength: 8 }),
+      fc.double({ noNaN: true, noDefaultInfinity: true }),
+      fc.boolean(),
+      fc.constant(null),
+    );
     fc.assert(
-      fc.property(fc.array(key, { minLength: 1, maxLength: 4 }), leafArb, fc.boolean(), event, (path, leaf, inArray, noise) => {
-        // The leaf sits at `path`, possibly inside an array with other values; noise fills siblings.
-        let e: unknown = inArray ? ['other', leaf, 7] : leaf;
-        let p: unknown = [leaf];
-        for (const k of [...path].reverse()) {
-          e = { [k]: e };
-          p = { [k]: p };
-        }
-        return matchesPattern(p, { ...noise, ...(e as object) });
-      }),
+      fc.property(
+        fc.array(key, { minLength: 1, maxLength: 4 }),
+        leafArb,
+        fc.boolean(),
+        event,
+        (path, leaf, inArray, noise) => {
+          // The leaf sits at `path`, possibly inside an array with other values; noise fills siblings.
+          let e: unknown = inArray ? ['other', leaf, 7] : leaf;
+          let p: unknown = [leaf];
+          for (const k of [...path].reverse()) {
+            e = { [k]: e };
+            p = { [k]: p };
+          }
+          return matchesPattern(p, { ...noise, ...(e as object) });
+        },
+      ),
     );
   });
 
@@ -100,7 +130,11 @@ describe('pattern matcher properties', () => {
 
   it('finds every IPv4 address inside a CIDR written from it', () => {
     const ipv4 = fc.tuple(...[0, 1, 2, 3].map(() => fc.integer({ min: 0, max: 255 }))).map((o) => o.join('.'));
-    fc.assert(fc.property(ipv4, fc.integer({ min: 0, max: 32 }), (ip, bits) => matchesPattern({ ip: [{ cidr: `${ip}/${bits}` }] }, { ip })));
+    fc.assert(
+      fc.property(ipv4, fc.integer({ min: 0, max: 32 }), (ip, bits) =>
+        matchesPattern({ ip: [{ cidr: `${ip}/${bits}` }] }, { ip }),
+      ),
+    );
   });
 
   it('matches a string against a wildcard cut out of it', () => {
@@ -117,14 +151,20 @@ describe('pattern matcher properties', () => {
 
   it('reads any text into a value or a SyntaxError, never another error', () => {
     fc.assert(
-      fc.property(fc.oneof(fc.string(), fc.json().map((t) => t.slice(0, Math.max(0, t.length - 1)))), (text) => {
-        try {
-          parseJsonText(text);
-        } catch (err) {
-          expect(err).toBeInstanceOf(SyntaxError);
-        }
-        return true;
-      }),
+      fc.property(
+        fc.oneof(
+          fc.string(),
+          fc.json().map((t) => t.slice(0, Math.max(0, t.length - 1))),
+        ),
+        (text) => {
+          try {
+            parseJsonText(text);
+          } catch (err) {
+            expect(err).toBeInstanceOf(SyntaxError);
+          }
+          return true;
+        },
+      ),
     );
   });
 

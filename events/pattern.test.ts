@@ -14,7 +14,11 @@ const xidEvent = (xid: unknown, extra: Record<string, unknown> = {}) => ({
   detail: { node: 'gpu-node-7', gpu: { index: 3, uuid: 'GPU-9c1e', migEnabled: false }, xid, ...extra },
 });
 
-const XID_RULE = { source: ['gpu-reflex.node-agent'], 'detail-type': ['GPU XID Error'], detail: { xid: [{ numeric: ['>=', 0] }] } };
+const XID_RULE = {
+  source: ['gpu-reflex.node-agent'],
+  'detail-type': ['GPU XID Error'],
+  detail: { xid: [{ numeric: ['>=', 0] }] },
+};
 
 describe("gpu-reflex's own rules", () => {
   it.each([
@@ -32,7 +36,12 @@ describe("gpu-reflex's own rules", () => {
     ['MIG GPUs only', { detail: { gpu: { migEnabled: [true] } } }, xidEvent(79), false],
     ['no drain flag yet', { detail: { drained: [{ exists: false }] } }, xidEvent(79), true],
     ['drain flag set', { detail: { drained: [{ exists: true }] } }, xidEvent(79, { drained: true }), true],
-    ['fatal XID or any ECC error', { detail: { $or: [{ xid: [79] }, { ecc: { uncorrected: [{ numeric: ['>', 0] }] } }] } }, xidEvent(13, { ecc: { uncorrected: 2 } }), true],
+    [
+      'fatal XID or any ECC error',
+      { detail: { $or: [{ xid: [79] }, { ecc: { uncorrected: [{ numeric: ['>', 0] }] } }] } },
+      xidEvent(13, { ecc: { uncorrected: 2 } }),
+      true,
+    ],
     ['resources wildcard', { resources: [{ wildcard: 'arn:gpu-reflex:node/*-7' }] }, xidEvent(79), true],
   ] as const)('%s', (_name, pattern, event, expected) => {
     expect(matchesPattern(pattern, event)).toBe(expected);
@@ -44,7 +53,12 @@ describe('pattern semantics', () => {
     ['an exact number matches other spellings by value', '{"a":[300]}', '{"a":3.0e2}', true],
     ['numbers beyond ±5e9 match by spelling only', '{"a":[123456789012]}', '{"a":123456789012.0}', false],
     ['numbers beyond ±5e9 still match the same spelling', '{"a":[123456789012]}', '{"a":123456789012}', true],
-    ['a numeric range skips numbers with more than 6 decimals', '{"a":[{"numeric":[">",0]}]}', '{"a":0.0000001}', false],
+    [
+      'a numeric range skips numbers with more than 6 decimals',
+      '{"a":[{"numeric":[">",0]}]}',
+      '{"a":0.0000001}',
+      false,
+    ],
     ['a numeric range compares exact decimals', '{"a":[{"numeric":["<",0.3]}]}', '{"a":0.299999}', true],
     ['types never cross', '{"a":["true"]}', '{"a":true}', false],
     ['null matches null only', '{"a":[null]}', '{"a":"null"}', false],
@@ -52,10 +66,30 @@ describe('pattern semantics', () => {
     ['anything-but never matches a missing field', '{"a":[{"anything-but":"x"}]}', '{"b":1}', false],
     ['an empty event array is absent', '{"a":[{"exists":false}]}', '{"a":[]}', true],
     ['exists only sees leaves', '{"a":[{"exists":true}]}', '{"a":{"b":1}}', false],
-    ['array consistency holds across nested fields', '{"r":{"k":["x"],"v":["2"]}}', '{"r":[{"k":"x","v":"1"},{"k":"y","v":"2"}]}', false],
-    ['array consistency finds the right element', '{"r":{"k":["y"],"v":["2"]}}', '{"r":[{"k":"x","v":"1"},{"k":"y","v":"2"}]}', true],
-    ['exists:false is judged in the chosen element', '{"r":{"k":["y"],"v":[{"exists":false}]}}', '{"r":[{"k":"x","v":"1"},{"k":"y"}]}', true],
-    ['exists:false sees every element when nothing else chooses one', '{"r":{"v":[{"exists":false}]}}', '{"r":[{"v":"1"},{"k":"y"}]}', false],
+    [
+      'array consistency holds across nested fields',
+      '{"r":{"k":["x"],"v":["2"]}}',
+      '{"r":[{"k":"x","v":"1"},{"k":"y","v":"2"}]}',
+      false,
+    ],
+    [
+      'array consistency finds the right element',
+      '{"r":{"k":["y"],"v":["2"]}}',
+      '{"r":[{"k":"x","v":"1"},{"k":"y","v":"2"}]}',
+      true,
+    ],
+    [
+      'exists:false is judged in the chosen element',
+      '{"r":{"k":["y"],"v":[{"exists":false}]}}',
+      '{"r":[{"k":"x","v":"1"},{"k":"y"}]}',
+      true,
+    ],
+    [
+      'exists:false sees every element when nothing else chooses one',
+      '{"r":{"v":[{"exists":false}]}}',
+      '{"r":[{"v":"1"},{"k":"y"}]}',
+      false,
+    ],
     ['IPv6 exact strings match other spellings', '{"ip":["2001:db8::1"]}', '{"ip":"2001:0DB8:0:0:0:0:0:1"}', true],
     ['IPv6 CIDR', '{"ip":[{"cidr":"2001:db8::/32"}]}', '{"ip":"2001:db8:ffff::1"}', true],
     ['IPv4 CIDR never matches IPv6', '{"ip":[{"cidr":"0.0.0.0/0"}]}', '{"ip":"::1"}', false],
@@ -71,15 +105,27 @@ describe('pattern semantics', () => {
   it.each([
     ['an empty pattern', {}, 'Empty objects are not allowed'],
     ['a non-object pattern', ['a'], 'Filter is not an object'],
-    ['a numeric bound beyond 5e9', { a: [{ numeric: ['>', 6e9] }] }, 'Value must be between -5.0E9 and 5.0E9, inclusive'],
-    ['a numeric bound with 7 decimals', { a: [{ numeric: ['>', 0.0000001] }] }, 'Only values upto 6 decimals are supported'],
+    [
+      'a numeric bound beyond 5e9',
+      { a: [{ numeric: ['>', 6e9] }] },
+      'Value must be between -5.0E9 and 5.0E9, inclusive',
+    ],
+    [
+      'a numeric bound with 7 decimals',
+      { a: [{ numeric: ['>', 0.0000001] }] },
+      'Only values upto 6 decimals are supported',
+    ],
     ['an inverted range', { a: [{ numeric: ['>', 5, '<', 1] }] }, 'Bottom must be less than top'],
     ['mixed anything-but list', { a: [{ 'anything-but': ['a', 1] }] }, 'mixed type is not supported'],
     ['a $or with one branch', { $or: [{ a: ['1'] }] }, 'There must have at least 2 Objects in $or relationship.'],
     ['a $or that is not a list', { $or: { a: ['1'] } }, 'It must be an Array followed with $or.'],
     ['two operators in one object', { a: [{ prefix: 'a', suffix: 'b' }] }, 'Only one key allowed in match expression'],
     ['a bad wildcard escape', { a: [{ wildcard: 'a\\b' }] }, 'Invalid escape character'],
-    ['too many stars in one field', { a: [{ wildcard: '*a*' }, { wildcard: '*b*' }, { 'anything-but': { wildcard: '*c*' } }] }, 'Rule is too complex'],
+    [
+      'too many stars in one field',
+      { a: [{ wildcard: '*a*' }, { wildcard: '*b*' }, { 'anything-but': { wildcard: '*c*' } }] },
+      'Rule is too complex',
+    ],
     ['a CIDR mask beyond the family', { a: [{ cidr: '10.0.0.0/33' }] }, 'mask bits must be between 0 and 32'],
     ['NaN as a value', { a: [Number.NaN] }, 'Match value must be String, number, true, false, or null'],
     ['nested value lists', { a: [['x']] }, 'Match value must be String, number, true, false, or null'],
@@ -106,7 +152,12 @@ describe('pattern semantics', () => {
 
   it('answers without exploring every combination of unrelated arrays', () => {
     const list = Array.from({ length: 1000 }, (_, i) => i);
-    const rule = compilePattern({ a: [{ exists: true }], b: [{ exists: true }], c: [{ exists: true }], d: [{ exists: false }] });
+    const rule = compilePattern({
+      a: [{ exists: true }],
+      b: [{ exists: true }],
+      c: [{ exists: true }],
+      d: [{ exists: false }],
+    });
     // 10^9 combinations of a, b and c; each loses to the d leaf, which no choice can exclude.
     expect(rule({ a: list, b: list, c: list, d: 1 })).toBe(false);
     expect(rule({ a: list, b: list, c: list, d: [1] })).toBe(false);

@@ -6,14 +6,24 @@ import { APPROVAL_REQUESTED } from './catalog/chatops.ts';
 import { REMEDIATION, RemediationDetailSchema } from './catalog/remediation.ts';
 import { parseDetail, validateDetail, validateEvent } from './validate.ts';
 
-const example = JSON.parse(readFileSync(new URL('./catalog/gpu-health-changed.example.json', import.meta.url), 'utf8')) as { detail: Record<string, unknown> };
+const example = JSON.parse(
+  readFileSync(new URL('./catalog/gpu-health-changed.example.json', import.meta.url), 'utf8'),
+) as { detail: Record<string, unknown> };
 
 describe('validateEvent on hostile input', () => {
   it('names an over-deep detail as a problem instead of overflowing the stack', () => {
     let deep: unknown = 1;
     for (let i = 0; i < 60_000; i++) deep = [deep];
     const r = validateEvent({ ...example, detail: { ...example.detail, extra: deep } });
-    expect(r).toEqual({ ok: false, problems: [{ path: 'detail', message: `nested more than ${MAX_JSON_DEPTH} levels deep (PutEvents refuses it as MalformedDetail)` }] });
+    expect(r).toEqual({
+      ok: false,
+      problems: [
+        {
+          path: 'detail',
+          message: `nested more than ${MAX_JSON_DEPTH} levels deep (PutEvents refuses it as MalformedDetail)`,
+        },
+      ],
+    });
   });
 
   it('still accepts the example event', () => {
@@ -38,7 +48,7 @@ describe('parseDetail: one schema check per published event', () => {
     expect(() => ((built as { phase: string }).phase = 'nonsense')).toThrow(TypeError);
   });
 
-  it('refuses a schema that is not the detail-type\'s own', () => {
+  it("refuses a schema that is not the detail-type's own", () => {
     expect(() => parseDetail(APPROVAL_REQUESTED, RemediationDetailSchema, example())).toThrow(/not the catalog schema/);
   });
 });

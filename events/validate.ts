@@ -33,7 +33,9 @@ function issueMessage(issue: z.core.$ZodIssue): string {
     case 'invalid_value':
       return `expected one of ${issue.values.map((v) => JSON.stringify(v)).join(', ')}, got ${describeValue(input)}`;
     default:
-      return input === undefined || typeof input === 'object' ? issue.message : `${issue.message} (got ${describeValue(input)})`;
+      return input === undefined || typeof input === 'object'
+        ? issue.message
+        : `${issue.message} (got ${describeValue(input)})`;
   }
 }
 
@@ -57,19 +59,31 @@ const parsedAs = new WeakMap<object, string>();
 
 /** Parses a detail with `detailType`'s catalog schema (throws ZodError as `schema.parse` does). */
 export function parseDetail<T>(detailType: string, schema: z.ZodType<T>, detail: unknown): T {
-  if (catalogEntry(detailType)?.schema !== schema) throw new Error(`parseDetail: not the catalog schema of ${detailType}`);
+  if (catalogEntry(detailType)?.schema !== schema)
+    throw new Error(`parseDetail: not the catalog schema of ${detailType}`);
   const out = schema.parse(detail);
   if (typeof out === 'object' && out !== null) parsedAs.set(Object.freeze(out), detailType);
   return out;
 }
 
 /** Parses a detail of a known detail-type. Unknown detail-types are a problem, not a pass. */
-export function validateDetail(detailType: string, detail: unknown, prefix = 'detail'): Validation<Record<string, unknown>> {
-  if (typeof detail === 'object' && detail !== null && parsedAs.get(detail) === detailType) return { ok: true, value: detail as Record<string, unknown> };
+export function validateDetail(
+  detailType: string,
+  detail: unknown,
+  prefix = 'detail',
+): Validation<Record<string, unknown>> {
+  if (typeof detail === 'object' && detail !== null && parsedAs.get(detail) === detailType)
+    return { ok: true, value: detail as Record<string, unknown> };
   const entry = catalogEntry(detailType);
-  if (!entry) return { ok: false, problems: [{ path: 'detail-type', message: `unknown detail-type ${JSON.stringify(detailType)}` }] };
+  if (!entry)
+    return {
+      ok: false,
+      problems: [{ path: 'detail-type', message: `unknown detail-type ${JSON.stringify(detailType)}` }],
+    };
   const r = entry.schema.safeParse(detail, { reportInput: true });
-  return r.success ? { ok: true, value: r.data as Record<string, unknown> } : { ok: false, problems: problemsOf(r.error, prefix) };
+  return r.success
+    ? { ok: true, value: r.data as Record<string, unknown> }
+    : { ok: false, problems: problemsOf(r.error, prefix) };
 }
 
 /** Validates an event as EventBridge delivers it: envelope, source, detail, and entry size. */
@@ -85,12 +99,28 @@ export function validateEvent(event: unknown): Validation<EventEnvelope> {
   }
   // Checked before anything walks the detail recursively (JSON.stringify overflows near 10k levels).
   if (deeperThan(e.detail, MAX_JSON_DEPTH)) {
-    problems.push({ path: 'detail', message: `nested more than ${MAX_JSON_DEPTH} levels deep (PutEvents refuses it as MalformedDetail)` });
+    problems.push({
+      path: 'detail',
+      message: `nested more than ${MAX_JSON_DEPTH} levels deep (PutEvents refuses it as MalformedDetail)`,
+    });
     return { ok: false, problems };
   }
-  if (e.source !== entry.source) problems.push({ path: 'source', message: `"${entry.detailType}" comes from ${entry.source}, got ${JSON.stringify(e.source)}` });
-  const size = entrySize({ source: e.source, detailType: e['detail-type'], detail: JSON.stringify(e.detail), resources: e.resources });
-  if (size > MAX_ENTRY_BYTES) problems.push({ path: 'detail', message: `event is ${size} bytes; EventBridge accepts at most ${MAX_ENTRY_BYTES}` });
+  if (e.source !== entry.source)
+    problems.push({
+      path: 'source',
+      message: `"${entry.detailType}" comes from ${entry.source}, got ${JSON.stringify(e.source)}`,
+    });
+  const size = entrySize({
+    source: e.source,
+    detailType: e['detail-type'],
+    detail: JSON.stringify(e.detail),
+    resources: e.resources,
+  });
+  if (size > MAX_ENTRY_BYTES)
+    problems.push({
+      path: 'detail',
+      message: `event is ${size} bytes; EventBridge accepts at most ${MAX_ENTRY_BYTES}`,
+    });
   const d = validateDetail(e['detail-type'], e.detail);
   if (!d.ok) problems.push(...d.problems);
   return problems.length ? { ok: false, problems } : { ok: true, value: { ...e, detail: d.ok ? d.value : e.detail } };

@@ -15,17 +15,41 @@ describe('XID catalog', () => {
   // (read 2026-12-01): a sample, so a table that drifts from NVIDIA's page fails here.
   it.each([
     [8, 'ROBUST_CHANNEL_FIFO_ERROR_IDLE_TIMEOUT', 'GPU stopped processing', 'RESTART_APP', 'CONTACT_SUPPORT'],
-    [11, 'ROBUST_CHANNEL_GR_ERROR_MISSING_HW', 'Invalid or corrupted push buffer stream', 'RESTART_APP', 'CHECK_APP/CUDA'],
+    [
+      11,
+      'ROBUST_CHANNEL_GR_ERROR_MISSING_HW',
+      'Invalid or corrupted push buffer stream',
+      'RESTART_APP',
+      'CHECK_APP/CUDA',
+    ],
     [38, 'ROBUST_CHANNEL_FECS_ERR_WATCHDOG_TIMEOUT', 'Driver firmware error', 'IGNORE', 'CONTACT_SUPPORT'],
-    [45, 'ROBUST_CHANNEL_PREEMPTIVE_REMOVAL', 'Preemptive cleanup, due to previous errors -- Most likely to see when running multiple cuda applications and hitting a DBE', 'WORKFLOW_XID_45', 'Solo: RESTART_FM\nNot Solo: IGNORE (follow other Xid)'],
+    [
+      45,
+      'ROBUST_CHANNEL_PREEMPTIVE_REMOVAL',
+      'Preemptive cleanup, due to previous errors -- Most likely to see when running multiple cuda applications and hitting a DBE',
+      'WORKFLOW_XID_45',
+      'Solo: RESTART_FM\nNot Solo: IGNORE (follow other Xid)',
+    ],
     [48, 'ROBUST_CHANNEL_GPU_ECC_DBE', 'Double Bit ECC Error', 'WORKFLOW_XID_48', 'WORKFLOW_XID_48'],
     [74, 'NVLINK_ERROR', 'NVLINK Error', 'WORKFLOW_NVLINK_ERR', 'CONTACT_SUPPORT'],
     [78, 'VGPU_START_ERROR', 'vGPU Start Error', 'UPDATE_SWFW', 'UPDATE_SWFW'],
     [79, 'ROBUST_CHANNEL_GPU_HAS_FALLEN_OFF_THE_BUS', 'GPU has fallen off the bus', 'RESTART_BM', 'CONTACT_SUPPORT'],
-    [93, 'INFOROM_ERASE_LIMIT_EXCEEDED', 'Non-fatal violation of provisioned InfoROM wear limit', 'IGNORE', 'CONTACT_SUPPORT'],
+    [
+      93,
+      'INFOROM_ERASE_LIMIT_EXCEEDED',
+      'Non-fatal violation of provisioned InfoROM wear limit',
+      'IGNORE',
+      'CONTACT_SUPPORT',
+    ],
     [141, 'ROBUST_CHANNEL_FAST_PATH_ERROR', 'CUDA Fast Path Error', 'IGNORE', 'CONTACT_SUPPORT'],
     [149, 'NVLINK_NETIR_ERROR', 'NVLINK: NETIR Error', 'WORKFLOW_NVLINK5_ERR', 'WORKFLOW_NVLINK5_ERR'],
-    [154, 'GPU_RECOVERY_ACTION_CHANGED', 'GPU Recovery Action Changed', 'XID_154', 'N/A Informational only regarding another Xid'],
+    [
+      154,
+      'GPU_RECOVERY_ACTION_CHANGED',
+      'GPU Recovery Action Changed',
+      'XID_154',
+      'N/A Informational only regarding another Xid',
+    ],
     [159, 'ROBUST_CHANNEL_CHI_NON_DATA_ERROR', 'CHI Non-Data Error', 'CHECK_UVM', 'SYMPATHETIC_REPORT_SOLO'],
     [167, 'PCIE_FATAL_TIMEOUT', 'PCIE_FATAL_TIMEOUT', 'NONE_GIVEN', ''],
   ] as const)('XID %i is %s, "%s", %s (NVIDIA\'s words)', (code, mnemonic, description, bucket, investigatory) => {
@@ -34,7 +58,28 @@ describe('XID catalog', () => {
   });
 
   // The lists of the 2026-12-01 review of NVIDIA's catalog (issue #36).
-  const RESTART_APP = [8, 11, 13, 25, 31, 32, ...range(39, 41), 60, 68, 69, ...range(70, 72), ...range(75, 77), 80, ...range(82, 86), 88, 89, 94, ...range(96, 105), ...range(126, 135), 139];
+  const RESTART_APP = [
+    8,
+    11,
+    13,
+    25,
+    31,
+    32,
+    ...range(39, 41),
+    60,
+    68,
+    69,
+    ...range(70, 72),
+    ...range(75, 77),
+    80,
+    ...range(82, 86),
+    88,
+    89,
+    94,
+    ...range(96, 105),
+    ...range(126, 135),
+    139,
+  ];
   const IGNORE = [14, 37, 38, 43, 44, 63, 66, 67, 92, 93, 106, 107, 108, 121, 137, 141, 152, 153, 157, 160, 161];
   const bucketOf = (b: NvidiaBucket) => [...XID_CATALOG.values()].filter((i) => i.nvidiaAction === b).map((i) => i.xid);
 
@@ -47,23 +92,30 @@ describe('XID catalog', () => {
   });
 
   it('observes every IGNORE code: nothing fenced, evicted or cordoned by default', () => {
-    for (const x of IGNORE) expect(describeXid(x), `XID ${x}`).toMatchObject({ action: 'observe', escalateOnRepeat: false });
+    for (const x of IGNORE)
+      expect(describeXid(x), `XID ${x}`).toMatchObject({ action: 'observe', escalateOnRepeat: false });
   });
 
   it('restarts at most the workload for a RESTART_APP code (13 and 31 only observe first)', () => {
     for (const x of RESTART_APP) expect(['restart-workload', 'observe'], `XID ${x}`).toContain(describeXid(x).action);
-    for (const x of [11, 32, 39, 80]) expect(describeXid(x), `XID ${x}`).toMatchObject({ action: 'restart-workload', fault: 'application' });
+    for (const x of [11, 32, 39, 80])
+      expect(describeXid(x), `XID ${x}`).toMatchObject({ action: 'restart-workload', fault: 'application' });
   });
 
   it('gives none of the XIDs NVIDIA says to ignore or to restart the application for a quarantine (issue #36)', () => {
-    for (const x of [11, 32, 38, 39, 44, 80, 93, 141, 152]) expect(describeXid(x).action, `XID ${x}`).not.toBe('quarantine-gpu');
+    for (const x of [11, 32, 38, 39, 44, 80, 93, 141, 152])
+      expect(describeXid(x).action, `XID ${x}`).not.toBe('quarantine-gpu');
   });
 
   it('follows the bucket default unless the code is curated', () => {
     for (const info of XID_CATALOG.values()) {
       if (CURATED[info.xid] || info.nvidiaAction === 'WORKFLOW_NVLINK5_ERR') continue;
       const d = BUCKET_DEFAULTS[info.nvidiaAction];
-      expect({ action: info.action, then: info.then, notify: info.notify }, `XID ${info.xid}`).toEqual({ action: d.action, then: d.then, notify: d.notify });
+      expect({ action: info.action, then: info.then, notify: info.notify }, `XID ${info.xid}`).toEqual({
+        action: d.action,
+        then: d.then,
+        notify: d.notify,
+      });
     }
   });
 
@@ -90,7 +142,11 @@ describe('XID catalog', () => {
   });
 
   it("resets for XID 74 and tells a person to check the links (NVIDIA's WORKFLOW_NVLINK_ERR)", () => {
-    expect(describeXid(74)).toMatchObject({ action: 'quarantine-gpu', then: ['reboot-node', 'replace-node'], notify: true });
+    expect(describeXid(74)).toMatchObject({
+      action: 'quarantine-gpu',
+      then: ['reboot-node', 'replace-node'],
+      notify: true,
+    });
   });
 
   it('observes 147 and 148, whose every decode row is IGNORE; the other NVLink5 XIDs reset when undecoded', () => {
@@ -99,13 +155,21 @@ describe('XID catalog', () => {
   });
 
   it("quarantines the GPU and tells a person only for codes NVIDIA's catalog does not list, 999 included", () => {
-    for (const xid of [999, 173, 12345]) expect(describeXid(xid)).toMatchObject({ listed: false, action: 'quarantine-gpu', then: [], notify: true });
+    for (const xid of [999, 173, 12345])
+      expect(describeXid(xid)).toMatchObject({ listed: false, action: 'quarantine-gpu', then: [], notify: true });
     // Listed but "Unused" in NVIDIA's catalog: CONTACT_SUPPORT, a person looks; nothing is fenced.
-    for (const xid of [1, 9, 61, 91]) expect(describeXid(xid), `XID ${xid}`).toMatchObject({ listed: true, nvidiaAction: 'CONTACT_SUPPORT', action: 'observe', notify: true });
+    for (const xid of [1, 9, 61, 91])
+      expect(describeXid(xid), `XID ${xid}`).toMatchObject({
+        listed: true,
+        nvidiaAction: 'CONTACT_SUPPORT',
+        action: 'observe',
+        notify: true,
+      });
   });
 
   it('follows the current catalog where it corrected older tables (review of 2026-11-23)', () => {
-    for (const xid of [61, 142, 160]) expect(describeXid(xid), `XID ${xid}`).toMatchObject({ action: 'observe', then: [], notify: true });
+    for (const xid of [61, 142, 160])
+      expect(describeXid(xid), `XID ${xid}`).toMatchObject({ action: 'observe', then: [], notify: true });
     expect(describeXid(142).nvidiaAction).toBe('CONTACT_SUPPORT');
     expect(describeXid(160).nvidiaAction).toBe('IGNORE');
   });
@@ -113,9 +177,16 @@ describe('XID catalog', () => {
   it("follows NVIDIA's catalog for 159 and 161 and, where it names no bucket (162–172), never drains a node", () => {
     expect(describeXid(159)).toMatchObject({ nvidiaAction: 'CHECK_UVM', action: 'observe', notify: true });
     expect(describeXid(161)).toMatchObject({ nvidiaAction: 'IGNORE', action: 'observe', notify: true });
-    for (const xid of [162, 163, 164, 165]) expect(describeXid(xid), `XID ${xid}`).toMatchObject({ nvidiaAction: 'NONE_GIVEN', action: 'observe', then: [] });
-    for (const xid of [166, 167, 168, 169, 170]) expect(describeXid(xid), `XID ${xid}`).toMatchObject({ nvidiaAction: 'NONE_GIVEN', action: 'quarantine-gpu', notify: true });
-    for (const xid of [171, 172]) expect(describeXid(xid), `XID ${xid}`).toMatchObject({ action: 'quarantine-gpu', then: describeXid(48).then });
+    for (const xid of [162, 163, 164, 165])
+      expect(describeXid(xid), `XID ${xid}`).toMatchObject({ nvidiaAction: 'NONE_GIVEN', action: 'observe', then: [] });
+    for (const xid of [166, 167, 168, 169, 170])
+      expect(describeXid(xid), `XID ${xid}`).toMatchObject({
+        nvidiaAction: 'NONE_GIVEN',
+        action: 'quarantine-gpu',
+        notify: true,
+      });
+    for (const xid of [171, 172])
+      expect(describeXid(xid), `XID ${xid}`).toMatchObject({ action: 'quarantine-gpu', then: describeXid(48).then });
   });
 
   it('only uses known actions', () => {

@@ -10,7 +10,6 @@ import { NVIDIA_XIDS } from './xid/nvidia.generated.ts';
 import { alwaysIgnored } from './xid/nvlink5.ts';
 import type { CatalogTuple, NvidiaBucket } from './xid/types.ts';
 
-
 export { REMEDIATION_ACTIONS, type RemediationAction } from './xid/defaults.ts';
 export { NVIDIA_BUCKETS, type NvidiaBucket } from './xid/types.ts';
 export { decodeNvlink5, decodeWords, NVLINK5_XIDS, nvlink5Verdict, type Nvlink5Decode } from './xid/nvlink5.ts';
@@ -50,7 +49,13 @@ function infoOf([code, description, immediate]: CatalogTuple): XidInfo {
   const bucket = BUCKET_DEFAULTS[e.immediate];
   // 147 (TREX) and 148 (NVLPW_CTRL): every row of NVIDIA's decode sheet is IGNORE.
   const ignoredNvlink5 = e.immediate === 'WORKFLOW_NVLINK5_ERR' && alwaysIgnored(e.code);
-  const base: Reflex = ignoredNvlink5 ? { ...BUCKET_DEFAULTS.IGNORE, fault: 'hardware', recommendation: `observe: every row of NVIDIA's decode sheet for XID ${e.code} is IGNORE` } : bucket;
+  const base: Reflex = ignoredNvlink5
+    ? {
+        ...BUCKET_DEFAULTS.IGNORE,
+        fault: 'hardware',
+        recommendation: `observe: every row of NVIDIA's decode sheet for XID ${e.code} is IGNORE`,
+      }
+    : bucket;
   const { meaning, ...reflex } = CURATED[e.code] ?? {};
   const r = { ...base, ...reflex };
   return Object.freeze({
@@ -117,5 +122,12 @@ export function xidStaysInInstance(xid: number): boolean {
  * 2026-12-01): a code NVML returns beyond this list has no name, and an unnamed action is unknown,
  * never `none`.
  */
-export const GPU_RECOVERY_ACTIONS = ['none', 'gpu-reset', 'node-reboot', 'drain-p2p', 'drain-and-reset', 'recover-imex-domain'] as const;
+export const GPU_RECOVERY_ACTIONS = [
+  'none',
+  'gpu-reset',
+  'node-reboot',
+  'drain-p2p',
+  'drain-and-reset',
+  'recover-imex-domain',
+] as const;
 export type GpuRecoveryAction = (typeof GPU_RECOVERY_ACTIONS)[number];

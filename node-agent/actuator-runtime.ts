@@ -17,7 +17,14 @@ import type { Nvml } from './nvml/nvml.ts';
 import type { PublisherLog } from './publisher/types.ts';
 
 /** The actuator's loop: reads this node's GPU actions every `intervalMs` (docs/node-agent.md "The actuator"). */
-export async function runActuator(nvml: Nvml, sink: EventSink, config: AgentConfig, o: RunAgentOptions, log: PublisherLog, agent: Agent): Promise<void> {
+export async function runActuator(
+  nvml: Nvml,
+  sink: EventSink,
+  config: AgentConfig,
+  o: RunAgentOptions,
+  log: PublisherLog,
+  agent: Agent,
+): Promise<void> {
   const a = config.gpuActions;
   const kc = new KubeConfig();
   if (a.kubeconfig) kc.loadFromFile(a.kubeconfig);
@@ -36,7 +43,11 @@ export async function runActuator(nvml: Nvml, sink: EventSink, config: AgentConf
   });
   log.info('actuator started', { fenceFile: a.fenceFile, nvidiaSmi: a.nvidiaSmi, everyMs: a.intervalMs });
   while (!o.stop.aborted) {
-    await actuator.tick().catch((err: unknown) => log.error('gpu actions failed', { error: err instanceof Error ? err.message : String(err) }));
+    await actuator
+      .tick()
+      .catch((err: unknown) =>
+        log.error('gpu actions failed', { error: err instanceof Error ? err.message : String(err) }),
+      );
     await sleep(a.intervalMs, undefined, { signal: o.stop }).catch(() => undefined);
   }
 }

@@ -16,16 +16,23 @@ const root = fileURLToPath(new URL('..', import.meta.url));
 /** The outputs node evaluates when it imports `entry`: it and every chunk it imports statically. */
 function staticallyLoaded(meta: Metafile, entry: string): Set<string> {
   const seen = new Set([entry]);
-  for (const out of seen) for (const i of meta.outputs[out]!.imports) if (i.kind === 'import-statement' && !i.external) seen.add(i.path);
+  for (const out of seen)
+    for (const i of meta.outputs[out]!.imports) if (i.kind === 'import-statement' && !i.external) seen.add(i.path);
   return seen;
 }
 
 describe('the agent bundle', () => {
   it('keeps @kubernetes/client-node and the actuator wiring in chunks that only import() loads', async () => {
-    const { metafile } = await build({ ...agentBuildOptions(root, join(root, '.build', 'test-agent-bundle')), write: false, metafile: true, logLevel: 'silent' });
+    const { metafile } = await build({
+      ...agentBuildOptions(root, join(root, '.build', 'test-agent-bundle')),
+      write: false,
+      metafile: true,
+      logLevel: 'silent',
+    });
     const entry = Object.keys(metafile.outputs).find((o) => o.endsWith('/agent.mjs'))!;
     const inputsOf = (outs: Iterable<string>) => [...outs].flatMap((o) => Object.keys(metafile.outputs[o]!.inputs));
-    const isHeld = (i: string) => i.includes('node_modules/@kubernetes/client-node/') || i === 'node-agent/actuator-runtime.ts';
+    const isHeld = (i: string) =>
+      i.includes('node_modules/@kubernetes/client-node/') || i === 'node-agent/actuator-runtime.ts';
     // Not vacuous: the bundle has them, in files of their own.
     expect(inputsOf(Object.keys(metafile.outputs)).filter(isHeld).length).toBeGreaterThan(1);
     expect(inputsOf(staticallyLoaded(metafile, entry)).filter(isHeld)).toEqual([]);

@@ -16,7 +16,12 @@ export interface AgentMetrics {
   gpusSampled: DcgmMetrics['sampled'];
 }
 
-export const noAgentMetrics: AgentMetrics = { nvmlError() {}, xidPublished() {}, xidDuplicate() {}, gpusSampled: async () => {} };
+export const noAgentMetrics: AgentMetrics = {
+  nvmlError() {},
+  xidPublished() {},
+  xidDuplicate() {},
+  gpusSampled: async () => {},
+};
 
 export const AGENT_METRIC_NAMES = {
   nvmlErrors: 'gpu_reflex_nvml_errors_total',
@@ -28,10 +33,21 @@ export const AGENT_METRIC_NAMES = {
 /** `dcgm`: also export the GPUs under dcgm-exporter's names; without it there are none. */
 export function registerAgentMetrics(registry: Metrics, dcgm?: DcgmOptions): AgentMetrics {
   const n = AGENT_METRIC_NAMES;
-  const errors = registry.counter(n.nvmlErrors, 'NVML calls that failed (NOT_SUPPORTED and lost GPUs excluded), by NVML error name.', ['error']);
-  const lastXid = registry.gauge(n.lastXid, 'Unix time (seconds) of the last XID the agent published; 0 before the first.');
+  const errors = registry.counter(
+    n.nvmlErrors,
+    'NVML calls that failed (NOT_SUPPORTED and lost GPUs excluded), by NVML error name.',
+    ['error'],
+  );
+  const lastXid = registry.gauge(
+    n.lastXid,
+    'Unix time (seconds) of the last XID the agent published; 0 before the first.',
+  );
   const xids = registry.counter(n.xids, 'XIDs published, by where the agent saw them first (nvml or kmsg).', ['via']);
-  const dups = registry.counter(n.xidDuplicates, 'XID sightings suppressed because the other source already reported them.', ['via']);
+  const dups = registry.counter(
+    n.xidDuplicates,
+    'XID sightings suppressed because the other source already reported them.',
+    ['via'],
+  );
   const gpus = dcgm ? registerDcgmMetrics(registry, dcgm) : undefined;
   lastXid.set({}, 0);
   return {

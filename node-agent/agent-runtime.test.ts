@@ -50,19 +50,43 @@ describe('runAgent', () => {
     mock.setManualClock(false);
     const dir = await mkdtemp(join(tmpdir(), 'gr-runtime-'));
     const kmsg = join(dir, 'kern.log');
-    await writeFile(kmsg, '[ 8123.000001] NVRM: Xid (PCI:0000:47:00): 31, pid=4102, name=python, Ch 00000008, intr 00000000\n');
+    await writeFile(
+      kmsg,
+      '[ 8123.000001] NVRM: Xid (PCI:0000:47:00): 31, pid=4102, name=python, Ch 00000008, intr 00000000\n',
+    );
     // GPU 2's process (pid 4102) is a pod whose kubelet log directory names it.
     const podLogs = join(dir, 'pods');
     await mkdir(join(podLogs, `ml-training_trainer-2_${podUidOf(4102)}`, 'main'), { recursive: true });
-    const config = loadAgentConfig({ NODE_NAME: 'gpu-node-1', NVML_LIBRARY_PATH: library, HTTP_PORT: '0', KMSG_PATH: kmsg, PROC_ROOT: await fakeProcRoot([4102]), POD_LOG_DIR: podLogs, SAMPLE_INTERVAL_MS: '60000' });
+    const config = loadAgentConfig({
+      NODE_NAME: 'gpu-node-1',
+      NVML_LIBRARY_PATH: library,
+      HTTP_PORT: '0',
+      KMSG_PATH: kmsg,
+      PROC_ROOT: await fakeProcRoot([4102]),
+      POD_LOG_DIR: podLogs,
+      SAMPLE_INTERVAL_MS: '60000',
+    });
     const { io, events, logs, next } = capture();
     const stop = new AbortController();
     let port = 0;
     let onReady = () => {};
     const ready = new Promise<void>((resolve) => (onReady = resolve));
-    const exit = runAgent({ config, io, stop: stop.signal, print: true, env: { UV_THREADPOOL_SIZE: '8' }, onReady: (r) => { port = r.httpPort; onReady(); } });
+    const exit = runAgent({
+      config,
+      io,
+      stop: stop.signal,
+      print: true,
+      env: { UV_THREADPOOL_SIZE: '8' },
+      onReady: (r) => {
+        port = r.httpPort;
+        onReady();
+      },
+    });
     // An early exit fails the test with the agent's logs instead of a timeout.
-    await Promise.race([ready, exit.then((code) => Promise.reject(new Error(`agent exited ${code}: ${logs.join('\n')}`)))]);
+    await Promise.race([
+      ready,
+      exit.then((code) => Promise.reject(new Error(`agent exited ${code}: ${logs.join('\n')}`))),
+    ]);
 
     await next((e) => e.detailType === 'GPU Inventory');
     const fromKmsg = await next((e) => e.detailType === 'GPU XID Error' && e.detail.via === 'kmsg');
@@ -82,7 +106,9 @@ describe('runAgent', () => {
     expect(metrics).toMatch(/^# TYPE DCGM_FI_DEV_GPU_UTIL gauge$/m);
     expect(metrics).toMatch(/^DCGM_FI_DEV_XID_ERRORS\{gpu="5",.*Hostname="gpu-node-1".*\} 79$/m);
     // Its pod named from POD_LOG_DIR, as dcgm-exporter's Kubernetes mode would.
-    expect(metrics).toMatch(/^DCGM_FI_DEV_GPU_TEMP\{gpu="2",.*namespace="ml-training",pod="trainer-2",container="main",pod_uid="[0-9a-f-]+"\} /m);
+    expect(metrics).toMatch(
+      /^DCGM_FI_DEV_GPU_TEMP\{gpu="2",.*namespace="ml-training",pod="trainer-2",container="main",pod_uid="[0-9a-f-]+"\} /m,
+    );
     const lastXid = Number(/^gpu_reflex_last_xid_timestamp_seconds (\S+)$/m.exec(metrics)?.[1]);
     expect(lastXid).toBe(Date.parse(fromNvml.detail.observedAt as string) / 1000);
 

@@ -88,7 +88,18 @@ export function thresholdsOf(config: AgentConfig): HealthThresholds {
 
 /** `--dry-run`: one JSON object per event on stdout. */
 export function printSink(out: (line: string) => void): EventSink {
-  return { publish: (e: OutgoingEvent) => out(JSON.stringify({ source: e.source, detailType: e.detailType, time: e.time.toISOString(), priority: e.priority, detail: e.detail })) };
+  return {
+    publish: (e: OutgoingEvent) =>
+      out(
+        JSON.stringify({
+          source: e.source,
+          detailType: e.detailType,
+          time: e.time.toISOString(),
+          priority: e.priority,
+          detail: e.detail,
+        }),
+      ),
+  };
 }
 
 /** koffi's async NVML wait runs on libuv's pool, shared with file I/O (docs/node-agent.md). */
@@ -126,7 +137,8 @@ export async function runAgent(o: RunAgentOptions): Promise<number> {
   // The follower of the kernel log (runLoops) and the agent's XID handling meet here.
   const kernelLog = new KernelLogCatchUp();
   try {
-    if (!o.print) publisher = await openPublisherFromConfig(config, { metrics: registerPublisherMetrics(registry), log });
+    if (!o.print)
+      publisher = await openPublisherFromConfig(config, { metrics: registerPublisherMetrics(registry), log });
     agent = new Agent({
       kernelLog,
       nodeName: config.nodeName,
@@ -138,14 +150,25 @@ export async function runAgent(o: RunAgentOptions): Promise<number> {
       utilizationWindowMs: config.utilizationWindowMs,
       inventoryIntervalMs: config.inventoryIntervalMs,
       watchEvents: !o.once,
-      metrics: registerAgentMetrics(registry, { hostname: config.nodeName, podNames: kubeletLogPodNames(config.podLogDir) }),
+      metrics: registerAgentMetrics(registry, {
+        hostname: config.nodeName,
+        podNames: kubeletLogPodNames(config.podLogDir),
+      }),
       health,
       log,
       // --dry-run keeps nothing on disk; otherwise the counters live beside the spool.
-      ...(o.print ? {} : { eccStatePath: `${config.spoolPath}.ecc.json`, gpuMemoryPath: `${config.spoolPath}.gpus.json` }),
+      ...(o.print
+        ? {}
+        : { eccStatePath: `${config.spoolPath}.ecc.json`, gpuMemoryPath: `${config.spoolPath}.gpus.json` }),
       ...(config.expectedGpus ? { expectedGpus: config.expectedGpus } : {}),
     });
-    log.info('agent started', { node: config.nodeName, gpus: agent.source.gpus.length, driver: agent.source.system.driverVersion, once: o.once ?? false, dryRun: o.print ?? false });
+    log.info('agent started', {
+      node: config.nodeName,
+      gpus: agent.source.gpus.length,
+      driver: agent.source.system.driverVersion,
+      once: o.once ?? false,
+      dryRun: o.print ?? false,
+    });
     if (o.once) {
       await agent.sampleOnce();
     } else {
@@ -173,7 +196,16 @@ export async function runAgent(o: RunAgentOptions): Promise<number> {
   }
 }
 
-async function runLoops(agent: Agent, nvml: Nvml, sink: EventSink, config: AgentConfig, o: RunAgentOptions, log: PublisherLog, httpPort: number, kernelLog: KernelLogCatchUp): Promise<void> {
+async function runLoops(
+  agent: Agent,
+  nvml: Nvml,
+  sink: EventSink,
+  config: AgentConfig,
+  o: RunAgentOptions,
+  log: PublisherLog,
+  httpPort: number,
+  kernelLog: KernelLogCatchUp,
+): Promise<void> {
   const { stop } = o;
   const failed = (step: string) => (err: unknown) => {
     log.error(`${step} failed`, { error: err instanceof Error ? err.message : String(err) });
@@ -181,7 +213,7 @@ async function runLoops(agent: Agent, nvml: Nvml, sink: EventSink, config: Agent
   };
   const sampling = (async () => {
     // Fixed rate: a slow sample does not push every later one back.
-    for (let next = Date.now(); !stop.aborted; ) {
+    for (let next = Date.now(); !stop.aborted;) {
       await agent.sampleOnce().catch(failed('sample'));
       next += config.sampleIntervalMs;
       await sleep(Math.max(0, next - Date.now()), undefined, { signal: stop }).catch(() => undefined);
@@ -197,7 +229,9 @@ async function runLoops(agent: Agent, nvml: Nvml, sink: EventSink, config: Agent
   const kernel = followKernelLog(agent, config.kmsgPath, stop, log, kernelLog);
   // Loaded only with GPU_ACTIONS on: the Kubernetes client it brings is most of the agent's memory
   // (docs/node-agent.md "Memory"); node-agent/agent-bundle.test.ts keeps it off the start-up path.
-  const actions = config.gpuActions.enabled ? import('./actuator-runtime.ts').then((m) => m.runActuator(nvml, sink, config, o, log, agent)) : Promise.resolve();
+  const actions = config.gpuActions.enabled
+    ? import('./actuator-runtime.ts').then((m) => m.runActuator(nvml, sink, config, o, log, agent))
+    : Promise.resolve();
   o.onReady?.({ httpPort, agent });
   await Promise.all([sampling, events, kernel, actions]);
 }
@@ -218,7 +252,13 @@ async function uptimeUs(): Promise<number> {
  * agent started were reported by the previous run (or predate it) and are skipped, or every
  * restart would re-publish every XID since boot.
  */
-async function followKernelLog(agent: Agent, path: string, stop: AbortSignal, log: PublisherLog, catchUp: KernelLogCatchUp): Promise<void> {
+async function followKernelLog(
+  agent: Agent,
+  path: string,
+  stop: AbortSignal,
+  log: PublisherLog,
+  catchUp: KernelLogCatchUp,
+): Promise<void> {
   const startedUs = await uptimeUs();
   try {
     for await (const line of readLogLines(path, { follow: true, signal: stop, sleep: catchUp.sleep })) {
@@ -227,12 +267,19 @@ async function followKernelLog(agent: Agent, path: string, stop: AbortSignal, lo
         agent.onKernelLine(line);
       } catch (err) {
         // One line the agent cannot turn into an event must not stop the follower.
-        log.error('kernel-log line not published', { line: line.slice(0, 300), error: err instanceof Error ? err.message : String(err) });
+        log.error('kernel-log line not published', {
+          line: line.slice(0, 300),
+          error: err instanceof Error ? err.message : String(err),
+        });
       }
     }
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    log.warn('kernel log not readable; XIDs come from NVML only', { path, error: code ?? String(err), ...(code === 'EACCES' || code === 'EPERM' ? { hint: 'reading /dev/kmsg needs CAP_SYSLOG' } : {}) });
+    log.warn('kernel log not readable; XIDs come from NVML only', {
+      path,
+      error: code ?? String(err),
+      ...(code === 'EACCES' || code === 'EPERM' ? { hint: 'reading /dev/kmsg needs CAP_SYSLOG' } : {}),
+    });
   } finally {
     catchUp.stopped();
   }

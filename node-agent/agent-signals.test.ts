@@ -23,7 +23,9 @@ const H200 = JSON.parse(readFileSync(join(MOCK_NVML_SCENARIOS, 'h200-1x.json'), 
 function h200(gpu: Record<string, unknown>): Scenario {
   return { ...H200, gpus: [{ ...H200.gpus[0], ...gpu }] };
 }
-const series = (s: Record<string, number[]>) => ({ series: { intervalMs: 1000, util: [0], tempC: [40], memTempC: [40], powerW: [80], ...s } });
+const series = (s: Record<string, number[]>) => ({
+  series: { intervalMs: 1000, util: [0], tempC: [40], memTempC: [40], powerW: [80], ...s },
+});
 
 async function health(steps: number, each?: (step: number) => void): Promise<Record<string, unknown>[]> {
   const out: OutgoingEvent[] = [];
@@ -35,9 +37,10 @@ async function health(steps: number, each?: (step: number) => void): Promise<Rec
   for (const e of out) expect(validateDetail(e.detailType, e.detail)).toMatchObject({ ok: true });
   return out.map((e) => ({ ...(e.detail as Record<string, unknown>), priority: e.priority }));
 }
-const brief = (events: Record<string, unknown>[]) => events.map((d) => [d.condition, d.state, d.severity, d.value, d.threshold]);
+const brief = (events: Record<string, unknown>[]) =>
+  events.map((d) => [d.condition, d.state, d.severity, d.value, d.threshold]);
 
-describe('temperature follows the GPU\'s own limits', () => {
+describe("temperature follows the GPU's own limits", () => {
   it('an H200 warns at its max operating temperature (87 °C) and is critical at its slowdown temperature (89 °C), not at 80/85', async () => {
     fx = await startAgent(h200(series({ tempC: [80, 86, 87, 89, 84, 82] })));
     const events = await health(6);
@@ -58,14 +61,18 @@ describe('temperature follows the GPU\'s own limits', () => {
     ]);
   });
 
-  it('configured limits (TEMP_WARN_C/TEMP_CRIT_C set) win over the GPU\'s own', async () => {
-    fx = await startAgent(h200(series({ tempC: [70, 76] })), { overrides: { thresholds: { ...DEFAULT_THRESHOLDS, temperatureWarnC: 75, temperatureCritC: 90, temperatureFromGpu: false } } });
+  it("configured limits (TEMP_WARN_C/TEMP_CRIT_C set) win over the GPU's own", async () => {
+    fx = await startAgent(h200(series({ tempC: [70, 76] })), {
+      overrides: {
+        thresholds: { ...DEFAULT_THRESHOLDS, temperatureWarnC: 75, temperatureCritC: 90, temperatureFromGpu: false },
+      },
+    });
     expect(brief(await health(2))).toEqual([['temperature', 'firing', 'warning', 76, 75]]);
   });
 });
 
 describe('memory (HBM) temperature', () => {
-  it('warns within 5 °C of the GPU\'s memory limit and is critical at it (field 82 against memMax 95 °C)', async () => {
+  it("warns within 5 °C of the GPU's memory limit and is critical at it (field 82 against memMax 95 °C)", async () => {
     fx = await startAgent(h200(series({ memTempC: [44, 90, 95, 88] })));
     expect(brief(await health(4))).toEqual([
       ['memory-temperature', 'firing', 'warning', 90, 90],
@@ -97,12 +104,17 @@ describe('PCIe link', () => {
   });
 
   it('a slower generation counts only while the GPU is busy (idle links slow down on purpose)', async () => {
-    fx = await startAgent(h200({ pcieLink: { gen: 1, maxGen: 5, width: 16, maxWidth: 16 }, ...series({ util: [0, 0, 90, 0, 0] }) }));
+    fx = await startAgent(
+      h200({ pcieLink: { gen: 1, maxGen: 5, width: 16, maxWidth: 16 }, ...series({ util: [0, 0, 90, 0, 0] }) }),
+    );
     const events = await health(5, (s) => {
       if (s === 4) fx!.mock.injectFault({ kind: 'pcieLink', gpu: 0, gen: 5 });
     });
     // idle at Gen1: nothing; busy at Gen1: found; idle again: still found (idle says nothing); Gen5: back.
-    expect(events.map((d) => [d.condition, d.state])).toEqual([['pcie-link-degraded', 'firing'], ['pcie-link-degraded', 'resolved']]);
+    expect(events.map((d) => [d.condition, d.state])).toEqual([
+      ['pcie-link-degraded', 'firing'],
+      ['pcie-link-degraded', 'resolved'],
+    ]);
     expect(String(events[0]!.message)).toContain('Gen1 of Gen5 at 90% utilization');
     expect(String(events[1]!.message)).toBe('PCIe link back to Gen5 x16');
   });
@@ -120,7 +132,7 @@ describe('NVLink fabric (HGX)', () => {
     expect(brief(await health(1))).toEqual([['fabric', 'resolved', 'info', undefined, undefined]]);
   });
 
-  it('a failed registration is critical at once and names NVML\'s error', async () => {
+  it("a failed registration is critical at once and names NVML's error", async () => {
     fx = await startAgent(h200({ fabric: { state: 3, status: 999 }, ...series({}) }));
     const events = await health(1);
     expect(brief(events)).toEqual([['fabric', 'firing', 'critical', undefined, undefined]]);
@@ -134,7 +146,8 @@ describe('NVLink fabric (HGX)', () => {
 });
 
 describe('NVLink error rates', () => {
-  const withLinks = (extra: Record<string, unknown> = {}) => h200({ nvlinkErrors: { crcFlit: 10, crcData: 0, replay: 3, recovery: 0 }, ...series({}), ...extra });
+  const withLinks = (extra: Record<string, unknown> = {}) =>
+    h200({ nvlinkErrors: { crcFlit: 10, crcData: 0, replay: 3, recovery: 0 }, ...series({}), ...extra });
 
   it('a link recovery (down and back) is reported at once, and cleared after a quiet minute', async () => {
     fx = await startAgent(withLinks());
@@ -169,7 +182,7 @@ describe('NVLink error rates', () => {
   });
 });
 
-describe('SRAM threshold (XID 48\'s RMA test)', () => {
+describe("SRAM threshold (XID 48's RMA test)", () => {
   it('fires once when NVML says the SRAM error threshold is exceeded', async () => {
     fx = await startAgent(h200(series({})));
     const events = await health(3, (s) => {

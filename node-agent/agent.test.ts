@@ -37,7 +37,9 @@ describe('NVSwitch SXids from the kernel log', () => {
       '[6781760.000001] nvidia-nvswitch3: SXid (PCI:0000:05:00.0): 12028, Non-fatal, Link 32 egress non-posted PRIV error (First)',
     ];
     const out = lines.flatMap((l) => fx!.agent.onKernelLine(l));
-    expect(out.map((e) => [e.detailType, e.priority, detail(e).switch, detail(e).sxid, detail(e).severity, detail(e).link])).toEqual([
+    expect(
+      out.map((e) => [e.detailType, e.priority, detail(e).switch, detail(e).sxid, detail(e).severity, detail(e).link]),
+    ).toEqual([
       ['NVSwitch SXid Error', 'critical', 'nvidia-nvswitch1', 20034, 'fatal', 48],
       ['NVSwitch SXid Error', 'normal', 'nvidia-nvswitch3', 12028, 'nonfatal', 32],
     ]);
@@ -48,18 +50,37 @@ describe('NVSwitch SXids from the kernel log', () => {
 describe('an NVML XID and its kernel-log line', () => {
   // On a real H200 the NVML event won the race every time and the kernel line, the only one naming
   // the pid, was dropped as its duplicate. The agent now lets the kernel log be read first.
-  const LINE = '4,360,42811810,c;NVRM: Xid (PCI:0000:3B:00): 31, pid=4242, name=python3, channel 0x0000001e, intr 00000000. MMU Fault: ENGINE GRAPHICS';
+  const LINE =
+    '4,360,42811810,c;NVRM: Xid (PCI:0000:3B:00): 31, pid=4242, name=python3, channel 0x0000001e, intr 00000000. MMU Fault: ENGINE GRAPHICS';
 
   it('publishes the kernel line (with pid and process) when the follower has it, and counts the NVML sighting as its duplicate', async () => {
     const duplicates: string[] = [];
     const caughtUp: number[] = [];
-    const metrics = { nvmlError() {}, xidPublished() {}, xidDuplicate: (via: string) => duplicates.push(via), gpusSampled: async () => {} };
-    fx = await startAgent(oneGpu(), { overrides: { metrics, kernelLog: { catchUp: async (ms) => { caughtUp.push(ms); fx!.agent.onKernelLine(LINE); return true; } } } });
+    const metrics = {
+      nvmlError() {},
+      xidPublished() {},
+      xidDuplicate: (via: string) => duplicates.push(via),
+      gpusSampled: async () => {},
+    };
+    fx = await startAgent(oneGpu(), {
+      overrides: {
+        metrics,
+        kernelLog: {
+          catchUp: async (ms) => {
+            caughtUp.push(ms);
+            fx!.agent.onKernelLine(LINE);
+            return true;
+          },
+        },
+      },
+    });
     await fx.agent.sampleOnce();
     fx.mock.injectXid(0, 31);
     await fx.agent.pollEventsOnce(0);
     const xids = ofType(fx.published, 'GPU XID Error');
-    expect(xids.map((e) => [detail(e).xid, detail(e).via, detail(e).pid, detail(e).process])).toEqual([[31, 'kmsg', 4242, 'python3']]);
+    expect(xids.map((e) => [detail(e).xid, detail(e).via, detail(e).pid, detail(e).process])).toEqual([
+      [31, 'kmsg', 4242, 'python3'],
+    ]);
     expect(duplicates).toEqual(['nvml']);
     expect(caughtUp).toEqual([100]);
     expectValid(xids);
@@ -70,7 +91,9 @@ describe('an NVML XID and its kernel-log line', () => {
     await fx.agent.sampleOnce();
     fx.mock.injectXid(0, 79);
     await fx.agent.pollEventsOnce(0);
-    expect(ofType(fx.published, 'GPU XID Error').map((e) => [detail(e).xid, detail(e).via, detail(e).pid])).toEqual([[79, 'nvml', null]]);
+    expect(ofType(fx.published, 'GPU XID Error').map((e) => [detail(e).xid, detail(e).via, detail(e).pid])).toEqual([
+      [79, 'nvml', null],
+    ]);
   });
 });
 
@@ -80,9 +103,17 @@ describe('Agent.sampleOnce', () => {
     const first = await fx.agent.sampleOnce();
     const [inv] = ofType(first, 'GPU Inventory');
     expect(inv?.priority).toBe('normal');
-    const gpus = detail(inv).gpus as { index: number; processes: { pid: number; podUid?: string }[]; migMode: string }[];
+    const gpus = detail(inv).gpus as {
+      index: number;
+      processes: { pid: number; podUid?: string }[];
+      migMode: string;
+    }[];
     expect(gpus).toHaveLength(8);
-    expect(gpus[3]).toMatchObject({ index: 3, migMode: 'disabled', processes: [{ pid: 4103, usedMiB: 70000, podUid: podUidOf(4103) }] });
+    expect(gpus[3]).toMatchObject({
+      index: 3,
+      migMode: 'disabled',
+      processes: [{ pid: 4103, usedMiB: 70000, podUid: podUidOf(4103) }],
+    });
     expectValid(first);
     fx.advance(1000);
     expect(ofType(await fx.agent.sampleOnce(), 'GPU Inventory')).toEqual([]);
@@ -95,7 +126,9 @@ describe('Agent.sampleOnce', () => {
       health.push(...ofType(await fx.agent.sampleOnce(), 'GPU Health Changed'));
       fx.advance(1000);
     }
-    expect(health.map((e) => [detail(e).condition, detail(e).state, detail(e).value])).toEqual([['temperature', 'firing', 82]]);
+    expect(health.map((e) => [detail(e).condition, detail(e).state, detail(e).value])).toEqual([
+      ['temperature', 'firing', 82],
+    ]);
     expect(health[0]?.priority).toBe('critical');
     expectValid(health);
   });
@@ -108,7 +141,10 @@ describe('Agent.sampleOnce', () => {
       health.push(...ofType(await fx.agent.sampleOnce(), 'GPU Health Changed'));
       fx.advance(1000);
     }
-    expect(health.map((e) => [detail(e).condition, detail(e).state])).toEqual([['throttling', 'firing'], ['throttling', 'resolved']]);
+    expect(health.map((e) => [detail(e).condition, detail(e).state])).toEqual([
+      ['throttling', 'firing'],
+      ['throttling', 'resolved'],
+    ]);
     expect(String(detail(health[0]!).message)).toContain('hwSlowdown, hwThermalSlowdown');
     expectValid(health);
   });
@@ -123,7 +159,9 @@ describe('Agent.sampleOnce', () => {
 
   it('keeps the ECC counters across a restart: a restarted agent does not report old errors as new', async () => {
     const state = join(await mkdtemp(join(tmpdir(), 'gr-ecc-')), 'spool.jsonl.ecc.json');
-    const scenario = oneGpu({ ecc: { volatileCorrected: 0, volatileUncorrected: 2, aggregateCorrected: 0, aggregateUncorrected: 2 } });
+    const scenario = oneGpu({
+      ecc: { volatileCorrected: 0, volatileUncorrected: 2, aggregateCorrected: 0, aggregateUncorrected: 2 },
+    });
     fx = await startAgent(scenario, { overrides: { eccStatePath: state } });
     const first = ofType(await fx.agent.sampleOnce(), 'GPU Health Changed').map((e) => detail(e).condition);
     expect(first).toEqual(['ecc-uncorrected']); // first start: nobody has seen these before
@@ -131,37 +169,57 @@ describe('Agent.sampleOnce', () => {
     fx = await startAgent(scenario, { overrides: { eccStatePath: state } });
     expect(ofType(await fx.agent.sampleOnce(), 'GPU Health Changed')).toEqual([]);
     fx.mock.injectFault({ kind: 'ecc', gpu: 0, uncorrected: 1 });
-    expect(ofType(await fx.agent.sampleOnce(), 'GPU Health Changed').map((e) => detail(e).condition)).toEqual(['ecc-uncorrected']);
+    expect(ofType(await fx.agent.sampleOnce(), 'GPU Health Changed').map((e) => detail(e).condition)).toEqual([
+      'ecc-uncorrected',
+    ]);
   });
 
   it('reports a GPU that was here before and NVML no longer lists at start (gpu-missing), and its return', async () => {
     const memory = join(await mkdtemp(join(tmpdir(), 'gr-gpus-')), 'spool.jsonl.gpus.json');
-    const dgx = JSON.parse(readFileSync(join(MOCK_NVML_SCENARIOS, 'dgx-a100-8x.json'), 'utf8')) as { gpus: { uuid: string }[] };
+    const dgx = JSON.parse(readFileSync(join(MOCK_NVML_SCENARIOS, 'dgx-a100-8x.json'), 'utf8')) as {
+      gpus: { uuid: string }[];
+    };
     fx = await startAgent(dgx, { overrides: { gpuMemoryPath: memory } });
     expect(ofType(await fx.agent.sampleOnce(), 'GPU Health Changed')).toEqual([]);
     await fx.close();
     // GPU 3 fell off the bus while the agent was down: the driver now enumerates seven.
-    fx = await startAgent({ ...dgx, gpus: dgx.gpus.filter((_, i) => i !== 3) }, { overrides: { gpuMemoryPath: memory } });
+    fx = await startAgent(
+      { ...dgx, gpus: dgx.gpus.filter((_, i) => i !== 3) },
+      { overrides: { gpuMemoryPath: memory } },
+    );
     const missing = ofType(await fx.agent.sampleOnce(), 'GPU Health Changed');
-    expect(missing.map((e) => [detail(e).condition, detail(e).state, (detail(e).gpu as { uuid: string }).uuid])).toEqual([['gpu-missing', 'firing', dgx.gpus[3]!.uuid]]);
+    expect(
+      missing.map((e) => [detail(e).condition, detail(e).state, (detail(e).gpu as { uuid: string }).uuid]),
+    ).toEqual([['gpu-missing', 'firing', dgx.gpus[3]!.uuid]]);
     expectValid(missing);
     await fx.close();
     fx = await startAgent(dgx, { overrides: { gpuMemoryPath: memory } });
-    expect(ofType(await fx.agent.sampleOnce(), 'GPU Health Changed').map((e) => [detail(e).condition, detail(e).state])).toEqual([['gpu-missing', 'resolved']]);
+    expect(
+      ofType(await fx.agent.sampleOnce(), 'GPU Health Changed').map((e) => [detail(e).condition, detail(e).state]),
+    ).toEqual([['gpu-missing', 'resolved']]);
   });
 
   it('reports fewer GPUs than the node should have (EXPECTED_GPUS) at start, with no GPU to name, and its return', async () => {
     const memory = join(await mkdtemp(join(tmpdir(), 'gr-count-')), 'spool.jsonl.gpus.json');
-    const dgx = JSON.parse(readFileSync(join(MOCK_NVML_SCENARIOS, 'dgx-a100-8x.json'), 'utf8')) as { gpus: { uuid: string }[] };
+    const dgx = JSON.parse(readFileSync(join(MOCK_NVML_SCENARIOS, 'dgx-a100-8x.json'), 'utf8')) as {
+      gpus: { uuid: string }[];
+    };
     // GPU 3 was dead before any agent ran here: no memory can name it; only the count says so.
-    fx = await startAgent({ ...dgx, gpus: dgx.gpus.filter((_, i) => i !== 3) }, { overrides: { gpuMemoryPath: memory, expectedGpus: 8 } });
+    fx = await startAgent(
+      { ...dgx, gpus: dgx.gpus.filter((_, i) => i !== 3) },
+      { overrides: { gpuMemoryPath: memory, expectedGpus: 8 } },
+    );
     const short = ofType(await fx.agent.sampleOnce(), 'GPU Health Changed');
-    expect(short.map((e) => [detail(e).condition, detail(e).state, detail(e).value, detail(e).threshold, detail(e).gpu])).toEqual([['gpu-count', 'firing', 7, 8, undefined]]);
+    expect(
+      short.map((e) => [detail(e).condition, detail(e).state, detail(e).value, detail(e).threshold, detail(e).gpu]),
+    ).toEqual([['gpu-count', 'firing', 7, 8, undefined]]);
     expect(short[0]!.priority).toBe('critical');
     expectValid(short);
     await fx.close();
     fx = await startAgent(dgx, { overrides: { gpuMemoryPath: memory, expectedGpus: 8 } });
-    expect(ofType(await fx.agent.sampleOnce(), 'GPU Health Changed').map((e) => [detail(e).condition, detail(e).state])).toEqual([['gpu-count', 'resolved']]);
+    expect(
+      ofType(await fx.agent.sampleOnce(), 'GPU Health Changed').map((e) => [detail(e).condition, detail(e).state]),
+    ).toEqual([['gpu-count', 'resolved']]);
     await fx.close();
     fx = await startAgent(dgx, { overrides: { gpuMemoryPath: memory, expectedGpus: 8 } });
     expect(ofType(await fx.agent.sampleOnce(), 'GPU Health Changed')).toEqual([]);
@@ -177,7 +235,9 @@ describe('Agent.sampleOnce', () => {
     expect(ofType(await fx.agent.sampleOnce(), 'GPU Health Changed')).toEqual([]);
     fx.mock.injectFault({ kind: 'ecc', gpu: 0, uncorrected: 1 });
     fx.advance(1000);
-    expect(ofType(await fx.agent.sampleOnce(), 'GPU Health Changed').map((e) => [detail(e).condition, detail(e).value])).toEqual([['ecc-uncorrected', 2]]);
+    expect(
+      ofType(await fx.agent.sampleOnce(), 'GPU Health Changed').map((e) => [detail(e).condition, detail(e).value]),
+    ).toEqual([['ecc-uncorrected', 2]]);
   });
 
   it('publishes every change of the recovery action, not only none ↔ not-none', async () => {
@@ -186,10 +246,18 @@ describe('Agent.sampleOnce', () => {
     fx = await startAgent(oneGpu({}, { faults }));
     const health: OutgoingEvent[] = [];
     for (let s = 0; s < 5; s++) {
-      health.push(...ofType(await fx.agent.sampleOnce(), 'GPU Health Changed').filter((e) => detail(e).condition === 'recovery-action'));
+      health.push(
+        ...ofType(await fx.agent.sampleOnce(), 'GPU Health Changed').filter(
+          (e) => detail(e).condition === 'recovery-action',
+        ),
+      );
       fx.advance(1000);
     }
-    expect(health.map((e) => [detail(e).state, detail(e).recoveryAction])).toEqual([['firing', 'gpu-reset'], ['firing', 'node-reboot'], ['resolved', 'none']]);
+    expect(health.map((e) => [detail(e).state, detail(e).recoveryAction])).toEqual([
+      ['firing', 'gpu-reset'],
+      ['firing', 'node-reboot'],
+      ['resolved', 'none'],
+    ]);
     expectValid(health);
   });
 
@@ -211,7 +279,8 @@ describe('Agent.sampleOnce', () => {
     expect(sample.ok).toBe(true);
     const r = sample.ok ? sample.readings[0]! : undefined;
     expect(r).toBeDefined();
-    for (const field of ['remappedRows', 'nvlinkActive', 'recoveryAction', 'migMode', 'migDevices'] as const) expect(r).not.toHaveProperty(field);
+    for (const field of ['remappedRows', 'nvlinkActive', 'recoveryAction', 'migMode', 'migDevices'] as const)
+      expect(r).not.toHaveProperty(field);
     expect(r).toHaveProperty('temperatureC');
     await fx.agent.sampleOnce();
     fx.mock.injectXid(0, 13);
@@ -230,7 +299,9 @@ describe('Agent when NVML stops answering', () => {
     fx.nvml.close();
     const failed: OutgoingEvent[] = [];
     for (let i = 0; i < 4; i++) failed.push(...(await fx.agent.sampleOnce()));
-    expect(failed.map((e) => [e.detailType, detail(e).condition, detail(e).state, detail(e).gpu])).toEqual([['GPU Health Changed', 'monitoring-degraded', 'firing', undefined]]);
+    expect(failed.map((e) => [e.detailType, detail(e).condition, detail(e).state, detail(e).gpu])).toEqual([
+      ['GPU Health Changed', 'monitoring-degraded', 'firing', undefined],
+    ]);
     expectValid(failed);
     expect(health.nvmlHealthy).toBe(false);
     expect(health.nvmlReason).toContain('NVML_ERROR_UNINITIALIZED');
@@ -251,8 +322,18 @@ describe('Agent.pollEventsOnce and onKernelLine', () => {
     expect(detail(events[0])).toMatchObject({
       node: 'gpu-node-1',
       observedAt: '2026-01-01T00:00:05.000Z',
-      gpu: { index: 1, uuid: 'GPU-4822a95c-0707-b9c0-e66a-fc869143501b', pciBusId: '00000000:2A:00.0', name: expect.any(String) },
-      mig: { gpuInstanceId: 2, computeInstanceId: 0, uuid: 'MIG-3c5cea4d-779f-dc0a-048a-857e0709611d', profile: '3g.40gb' },
+      gpu: {
+        index: 1,
+        uuid: 'GPU-4822a95c-0707-b9c0-e66a-fc869143501b',
+        pciBusId: '00000000:2A:00.0',
+        name: expect.any(String),
+      },
+      mig: {
+        gpuInstanceId: 2,
+        computeInstanceId: 0,
+        uuid: 'MIG-3c5cea4d-779f-dc0a-048a-857e0709611d',
+        profile: '3g.40gb',
+      },
       xid: 48,
       via: 'nvml',
       recoveryAction: 'none',
@@ -274,7 +355,9 @@ describe('Agent.pollEventsOnce and onKernelLine', () => {
     fx.mock.injectXid(0, 95, 9, 0);
     const [event] = await fx.agent.pollEventsOnce(0);
     expect(detail(event)).toMatchObject({ xid: 95, mig: { gpuInstanceId: 9 } });
-    expect((detail(event).pods as { uid: string }[]).map((p) => p.uid).sort()).toEqual([podUidOf(2201), podUidOf(2202)].sort());
+    expect((detail(event).pods as { uid: string }[]).map((p) => p.uid).sort()).toEqual(
+      [podUidOf(2201), podUidOf(2202)].sort(),
+    );
   });
 
   it('does not publish the kernel-log sighting of an XID NVML already reported', async () => {
@@ -283,13 +366,17 @@ describe('Agent.pollEventsOnce and onKernelLine', () => {
     fx.mock.injectXid(1, 48, 2, 0);
     expect(await fx.agent.pollEventsOnce(0)).toHaveLength(1);
     fx.advance(2000);
-    const line = '6,1234,5678901,-;NVRM: Xid (PCI:0000:2a:00 GPU-I:02): 48, pid=2301, name=python3, DBE (double bit error) ECC error';
+    const line =
+      '6,1234,5678901,-;NVRM: Xid (PCI:0000:2a:00 GPU-I:02): 48, pid=2301, name=python3, DBE (double bit error) ECC error';
     expect(fx.agent.onKernelLine(line)).toEqual([]);
     // A later occurrence, outside the pairing window, is a new XID.
     fx.advance(60_000);
     const later = fx.agent.onKernelLine(line);
     expect(later.map((e) => [detail(e).via, detail(e).pid, detail(e).process])).toEqual([['kmsg', 2301, 'python3']]);
-    expect(detail(later[0])).toMatchObject({ mig: { gpuInstanceId: 2, profile: '3g.40gb' }, pods: [{ uid: podUidOf(2301) }] });
+    expect(detail(later[0])).toMatchObject({
+      mig: { gpuInstanceId: 2, profile: '3g.40gb' },
+      pods: [{ uid: podUidOf(2301) }],
+    });
     expectValid(later);
     expect(fx.published.filter((e) => e.detailType === 'GPU XID Error')).toHaveLength(2);
   });
@@ -297,18 +384,38 @@ describe('Agent.pollEventsOnce and onKernelLine', () => {
   it("carries an NVLink5 line's words and NVIDIA's decode of them on the event", async () => {
     fx = await startAgent('h100-mig.json', { pids: MIG_PIDS });
     await fx.agent.sampleOnce();
-    const [event] = fx.agent.onKernelLine('NVRM: Xid (PCI:0000:2a:00): 149, NETIR_BER_EVENT Nonfatal XC0 i0 Link 08 (0x00000013 0x00000000 0x00000000 0x00000000)');
+    const [event] = fx.agent.onKernelLine(
+      'NVRM: Xid (PCI:0000:2a:00): 149, NETIR_BER_EVENT Nonfatal XC0 i0 Link 08 (0x00000013 0x00000000 0x00000000 0x00000000)',
+    );
     expectValid([event!]);
     expect(detail(event)).toMatchObject({
       xid: 149,
       severity: 'nonfatal',
-      nvlink: { unit: 'NETIR_BER_EVENT', link: 8, intrinfo: 0x13, errorStatus: 0, decoded: { unit: 'NETIR_BER_EVENT', resolution: 'IGNORE', reason: expect.stringContaining('INVESTIGATE_LINK_SI_AND_CABLES') } },
+      nvlink: {
+        unit: 'NETIR_BER_EVENT',
+        link: 8,
+        intrinfo: 0x13,
+        errorStatus: 0,
+        decoded: {
+          unit: 'NETIR_BER_EVENT',
+          resolution: 'IGNORE',
+          reason: expect.stringContaining('INVESTIGATE_LINK_SI_AND_CABLES'),
+        },
+      },
     });
   });
 
   it('on a shared GPU, an application XID names the pod of the pid the kernel log gives as its culprit; a hardware XID names none', async () => {
     // Two pods time-slicing one GPU.
-    fx = await startAgent(oneGpu({ processes: [{ pid: 5001, usedMiB: 1000 }, { pid: 5002, usedMiB: 1000 }] }), { pids: [5001, 5002] });
+    fx = await startAgent(
+      oneGpu({
+        processes: [
+          { pid: 5001, usedMiB: 1000 },
+          { pid: 5002, usedMiB: 1000 },
+        ],
+      }),
+      { pids: [5001, 5002] },
+    );
     await fx.agent.sampleOnce();
     const both = [podUidOf(5001), podUidOf(5002)].sort();
     const app = fx.agent.onKernelLine('NVRM: Xid (PCI:0000:3b:00): 13, pid=5002, name=python, Graphics Exception');
@@ -322,10 +429,12 @@ describe('Agent.pollEventsOnce and onKernelLine', () => {
     expectValid([...app, ...hw]);
   });
 
-  it('passes an NVLink5 line\'s Nonfatal/Fatal verdict on in the XID event', async () => {
+  it("passes an NVLink5 line's Nonfatal/Fatal verdict on in the XID event", async () => {
     fx = await startAgent('dgx-a100-8x.json', { pids: DGX_PIDS });
     await fx.agent.sampleOnce();
-    const out = fx.agent.onKernelLine('NVRM: Xid (PCI:0000:07:00): 145, RLW_REMAP Nonfatal XC0 i0 Link 09 (0x00000000 0x00000000)');
+    const out = fx.agent.onKernelLine(
+      'NVRM: Xid (PCI:0000:07:00): 145, RLW_REMAP Nonfatal XC0 i0 Link 09 (0x00000000 0x00000000)',
+    );
     expect(detail(out[0])).toMatchObject({ xid: 145, via: 'kmsg', severity: 'nonfatal' });
     expectValid(out);
   });
@@ -333,13 +442,19 @@ describe('Agent.pollEventsOnce and onKernelLine', () => {
   it('publishes a kernel-log XID first and absorbs the NVML sighting that follows', async () => {
     fx = await startAgent('dgx-a100-8x.json', { pids: DGX_PIDS });
     await fx.agent.sampleOnce();
-    const out = fx.agent.onKernelLine('[ 1234.567890] NVRM: Xid (PCI:0000:b7:00): 79, pid=4106, name=python, GPU has fallen off the bus.');
-    expect(out.map((e) => [detail(e).xid, detail(e).via, detail(e).message])).toEqual([[79, 'kmsg', 'GPU has fallen off the bus.']]);
+    const out = fx.agent.onKernelLine(
+      '[ 1234.567890] NVRM: Xid (PCI:0000:b7:00): 79, pid=4106, name=python, GPU has fallen off the bus.',
+    );
+    expect(out.map((e) => [detail(e).xid, detail(e).via, detail(e).message])).toEqual([
+      [79, 'kmsg', 'GPU has fallen off the bus.'],
+    ]);
     fx.mock.injectXid(6, 79);
     expect(await fx.agent.pollEventsOnce(0)).toEqual([]);
     expect(fx.agent.onKernelLine('NVRM: Xid (PCI:0000:ff:00): 79, pid=1, name=x, not ours')).toEqual([]);
     expect(fx.agent.onKernelLine('some other kernel line')).toEqual([]);
-    const long = fx.agent.onKernelLine(`NVRM: Xid (PCI:0000:07:00): 13, pid=4100, name=${'p'.repeat(400)}, Graphics Exception`);
+    const long = fx.agent.onKernelLine(
+      `NVRM: Xid (PCI:0000:07:00): 13, pid=4100, name=${'p'.repeat(400)}, Graphics Exception`,
+    );
     expect((detail(long[0]).process as string).length).toBe(256);
     expectValid(long);
   });
@@ -351,7 +466,9 @@ describe('Agent.pollEventsOnce and onKernelLine', () => {
     fx.mock.injectFault({ kind: 'gpuLost', gpu: 5 });
     const events = await fx.agent.pollEventsOnce(0);
     const lost = ofType(events, 'GPU Health Changed');
-    expect(lost.map((e) => [detail(e).condition, detail(e).state, (detail(e).gpu as { index: number }).index])).toEqual([['gpu-lost', 'firing', 5]]);
+    expect(lost.map((e) => [detail(e).condition, detail(e).state, (detail(e).gpu as { index: number }).index])).toEqual(
+      [['gpu-lost', 'firing', 5]],
+    );
     expect(detail(lost[0]).pods).toEqual([{ uid: podUidOf(4105) }]);
     // The inventory now lists the seven GPUs that can take work.
     const [inv] = ofType(events, 'GPU Inventory');
@@ -370,6 +487,11 @@ describe('Agent.pollEventsOnce and onKernelLine', () => {
     fx.advance(1500);
     fx.mock.injectFault({ kind: 'ecc', gpu: 2, uncorrected: 1 });
     const events = await fx.agent.pollEventsOnce(0);
-    expect(ofType(events, 'GPU Health Changed').map((e) => [detail(e).condition, (detail(e).gpu as { index: number }).index])).toEqual([['ecc-uncorrected', 2]]);
+    expect(
+      ofType(events, 'GPU Health Changed').map((e) => [
+        detail(e).condition,
+        (detail(e).gpu as { index: number }).index,
+      ]),
+    ).toEqual([['ecc-uncorrected', 2]]);
   });
 });

@@ -46,7 +46,12 @@ export interface EventSink {
 
 /** XID critical errors, plus the events that mean "sample now": ECC, DRAM retirement, recovery action. */
 export const AGENT_EVENT_MASK =
-  NVML_EVENT.xidCriticalError | NVML_EVENT.singleBitEcc | NVML_EVENT.doubleBitEcc | NVML_EVENT.dramRetirement | NVML_EVENT.dramRetirementFailure | NVML_EVENT.gpuRecoveryAction;
+  NVML_EVENT.xidCriticalError |
+  NVML_EVENT.singleBitEcc |
+  NVML_EVENT.doubleBitEcc |
+  NVML_EVENT.dramRetirement |
+  NVML_EVENT.dramRetirementFailure |
+  NVML_EVENT.gpuRecoveryAction;
 
 /** The kernel log trails NVML by well under a second; 10 s leaves room for a slow kmsg poll. */
 export const XID_DEDUPE_WINDOW_MS = 10_000;
@@ -144,7 +149,8 @@ export class Agent {
     this.metrics = o.metrics ?? noAgentMetrics;
     this.log = o.log ?? silentLog;
     this.source = new NvmlSource(o.nvml);
-    for (const index of this.source.unnamed) this.log.warn('GPU lost before the agent could name it; it is not monitored', { index });
+    for (const index of this.source.unnamed)
+      this.log.warn('GPU lost before the agent could name it; it is not monitored', { index });
     this.evaluator = new HealthEvaluator(o.thresholds);
     if (o.eccStatePath) this.evaluator.restoreEcc(readEccState(o.eccStatePath));
     this.pendingGpuReport = [...(o.gpuMemoryPath ? this.compareGpus(o.gpuMemoryPath) : []), ...this.compareCount()];
@@ -154,7 +160,8 @@ export class Agent {
     this.dedupe = new XidDeduper({ windowMs: XID_DEDUPE_WINDOW_MS, now: o.now });
     if (o.watchEvents ?? true) {
       this.watcher = o.nvml.events(AGENT_EVENT_MASK, o.watcher);
-      for (const s of this.watcher.skipped) this.log.warn('no NVML events from this GPU', { index: s.index, reason: s.reason });
+      for (const s of this.watcher.skipped)
+        this.log.warn('no NVML events from this GPU', { index: s.index, reason: s.reason });
     }
   }
 
@@ -184,7 +191,8 @@ export class Agent {
       // What NVML did not answer is absent from /metrics, not frozen at its last value.
       await this.metrics.gpusSampled({ gpus: this.source.gpus, samples: [] });
       const crossings = this.evaluator.sampleFailed(result.reason);
-      if (crossings.some((h) => h.state === 'firing')) this.o.health?.setNvmlHealthy(false, `NVML sampling fails: ${result.reason}`);
+      if (crossings.some((h) => h.state === 'firing'))
+        this.o.health?.setNvmlHealthy(false, `NVML sampling fails: ${result.reason}`);
       return this.emit(crossings.map((h) => healthEvent(this.o.nodeName, nowMs, h)));
     }
     for (const e of result.fieldErrors ?? []) this.metrics.nvmlError(e);
@@ -200,13 +208,19 @@ export class Agent {
     const inv = buildInventory(this.source.system, live, podOfPid);
     const key = inventoryKey(inv);
     this.inventory = inv;
-    await this.metrics.gpusSampled({ gpus: this.source.gpus, samples: result.samples, inventory: inv, driverVersion: this.source.system.driverVersion });
+    await this.metrics.gpusSampled({
+      gpus: this.source.gpus,
+      samples: result.samples,
+      inventory: inv,
+      driverVersion: this.source.system.driverVersion,
+    });
     if (key !== this.inventoryKey || nowMs - this.inventorySentAt >= this.o.inventoryIntervalMs) {
       this.inventoryKey = key;
       this.inventorySentAt = nowMs;
       out.push(inventoryEvent(this.o.nodeName, nowMs, inv));
     }
-    for (const h of this.evaluator.evaluate(result.readings, nowMs)) out.push(healthEvent(this.o.nodeName, nowMs, h, this.podsFor(h, previous)));
+    for (const h of this.evaluator.evaluate(result.readings, nowMs))
+      out.push(healthEvent(this.o.nodeName, nowMs, h, this.podsFor(h, previous)));
     for (const h of this.pendingGpuReport.splice(0)) out.push(healthEvent(this.o.nodeName, nowMs, h));
     this.saveEcc();
     const summary = this.window.add(result.readings, nowMs);
@@ -298,7 +312,10 @@ export class Agent {
     let memory: { gpus: GpuRef[]; missing: string[] } = { gpus: [], missing: [] };
     try {
       const raw = JSON.parse(readFileSync(path, 'utf8')) as { gpus?: GpuRef[]; missing?: string[] };
-      memory = { gpus: Array.isArray(raw.gpus) ? raw.gpus : [], missing: Array.isArray(raw.missing) ? raw.missing : [] };
+      memory = {
+        gpus: Array.isArray(raw.gpus) ? raw.gpus : [],
+        missing: Array.isArray(raw.missing) ? raw.missing : [],
+      };
     } catch {
       // first start on this node: nothing to compare with
     }
@@ -307,16 +324,37 @@ export class Agent {
     const missing: string[] = [];
     for (const g of memory.gpus) {
       if (now.has(g.uuid)) {
-        if (memory.missing.includes(g.uuid)) out.push({ gpu: g, condition: 'gpu-missing', state: 'resolved', severity: 'info', message: `GPU ${g.uuid} is listed by NVML again` });
+        if (memory.missing.includes(g.uuid))
+          out.push({
+            gpu: g,
+            condition: 'gpu-missing',
+            state: 'resolved',
+            severity: 'info',
+            message: `GPU ${g.uuid} is listed by NVML again`,
+          });
         continue;
       }
       missing.push(g.uuid);
       if (!memory.missing.includes(g.uuid)) {
-        out.push({ gpu: g, condition: 'gpu-missing', state: 'firing', severity: 'critical', message: `GPU ${g.index} (${g.uuid}, PCI ${g.pciBusId}) was on this node and NVML no longer lists it: ${this.source.gpus.length} GPUs now, ${memory.gpus.length} before`, value: this.source.gpus.length, threshold: memory.gpus.length, unit: 'GPUs' });
+        out.push({
+          gpu: g,
+          condition: 'gpu-missing',
+          state: 'firing',
+          severity: 'critical',
+          message: `GPU ${g.index} (${g.uuid}, PCI ${g.pciBusId}) was on this node and NVML no longer lists it: ${this.source.gpus.length} GPUs now, ${memory.gpus.length} before`,
+          value: this.source.gpus.length,
+          threshold: memory.gpus.length,
+          unit: 'GPUs',
+        });
       }
     }
     const known = new Set(memory.gpus.map((g) => g.uuid));
-    const gpus = [...memory.gpus, ...this.source.gpus.filter((g) => !known.has(g.uuid)).map((g) => ({ index: g.index, uuid: g.uuid, pciBusId: g.pciBusId, name: g.name }))];
+    const gpus = [
+      ...memory.gpus,
+      ...this.source.gpus
+        .filter((g) => !known.has(g.uuid))
+        .map((g) => ({ index: g.index, uuid: g.uuid, pciBusId: g.pciBusId, name: g.name })),
+    ];
     try {
       replaceFile(path, JSON.stringify({ gpus, missing }));
     } catch (err) {
@@ -348,8 +386,30 @@ export class Agent {
         this.log.warn('GPU count state not saved', { path, error: String(err) });
       }
     }
-    if (short) return [{ condition: 'gpu-count', state: 'firing', severity: 'critical', message: `NVML lists ${seen} GPU${seen === 1 ? '' : 's'}; this node should have ${expected} (EXPECTED_GPUS): ${expected! - seen} missing since before the agent started`, value: seen, threshold: expected, unit: 'GPUs' }];
-    return wasShort ? [{ condition: 'gpu-count', state: 'resolved', severity: 'info', message: `NVML lists ${seen} GPUs again, as this node should have`, value: seen, unit: 'GPUs' }] : [];
+    if (short)
+      return [
+        {
+          condition: 'gpu-count',
+          state: 'firing',
+          severity: 'critical',
+          message: `NVML lists ${seen} GPU${seen === 1 ? '' : 's'}; this node should have ${expected} (EXPECTED_GPUS): ${expected! - seen} missing since before the agent started`,
+          value: seen,
+          threshold: expected,
+          unit: 'GPUs',
+        },
+      ];
+    return wasShort
+      ? [
+          {
+            condition: 'gpu-count',
+            state: 'resolved',
+            severity: 'info',
+            message: `NVML lists ${seen} GPUs again, as this node should have`,
+            value: seen,
+            unit: 'GPUs',
+          },
+        ]
+      : [];
   }
 
   /** Writes the ECC counters when they moved (temporary file renamed over the old: never half a file). */
@@ -386,7 +446,8 @@ export class Agent {
     if (k.xid === CONTAINED_ECC_XID) this.evaluator.containedEcc(gpu.uuid);
     const mig = this.migRef(gpu.uuid, k.gpuInstanceId);
     const recoveryAction = this.source.recoveryAction(gpu.index);
-    const culprit = describeXid(k.xid).fault === 'application' ? podOfPidOnGpu(this.inventory, gpu.uuid, k.pid) : undefined;
+    const culprit =
+      describeXid(k.xid).fault === 'application' ? podOfPidOnGpu(this.inventory, gpu.uuid, k.pid) : undefined;
     const event = xidEvent(this.o.nodeName, now, {
       gpu,
       xid: k.xid,
@@ -404,7 +465,12 @@ export class Agent {
       podUids: podsOnGpu(this.inventory, gpu.uuid, xidStaysInInstance(k.xid) ? k.gpuInstanceId : undefined),
       ...(culprit ? { culpritUid: culprit } : {}),
     });
-    return this.sendXid(event, { gpuUuid: gpu.uuid, gpuInstanceId: k.gpuInstanceId, xid: k.xid, pid: k.pid }, 'kmsg', now);
+    return this.sendXid(
+      event,
+      { gpuUuid: gpu.uuid, gpuInstanceId: k.gpuInstanceId, xid: k.xid, pid: k.pid },
+      'kmsg',
+      now,
+    );
   }
 
   /** An XID's event, unless it repeats a run the aggregator holds; runs whose window closed go out first. */
@@ -433,7 +499,10 @@ export class Agent {
   /** Shutdown: the utilization window so far, as one last summary, and every held XID repeat. */
   flush(nowMs: number = this.o.now()): OutgoingEvent[] {
     const summary = this.window.flush(nowMs);
-    return this.emit([...(summary ? [utilizationEvent(this.o.nodeName, nowMs, summary)] : []), ...this.aggregate.due(nowMs, true)]);
+    return this.emit([
+      ...(summary ? [utilizationEvent(this.o.nodeName, nowMs, summary)] : []),
+      ...this.aggregate.due(nowMs, true),
+    ]);
   }
 
   /** Stops event watching (lets an in-flight wait finish its slice). Call BEFORE `nvml.close()`. */

@@ -20,7 +20,16 @@ describe('loadAgentConfig', () => {
       procRoot: '/proc',
       dryRun: false,
     });
-    expect(c.thresholds).toEqual({ gpuUtilHighPercent: 95, gpuUtilHighForMs: 300000, fbUsedHighPercent: 90, tempWarnC: 80, tempCritC: 85, tempFromGpu: true, powerHighPercent: 90, hysteresisPercent: 5 });
+    expect(c.thresholds).toEqual({
+      gpuUtilHighPercent: 95,
+      gpuUtilHighForMs: 300000,
+      fbUsedHighPercent: 90,
+      tempWarnC: 80,
+      tempCritC: 85,
+      tempFromGpu: true,
+      powerHighPercent: 90,
+      hysteresisPercent: 5,
+    });
   });
 
   it('returns a frozen object, thresholds included', () => {
@@ -52,6 +61,8 @@ describe('loadAgentConfig', () => {
   });
 
   it('takes NODE_NAME from the downward API in-cluster', () => {
-    expect(loadAgentConfig({ KUBERNETES_SERVICE_HOST: '10.0.0.1', NODE_NAME: 'gpu-node-7' }).nodeName).toBe('gpu-node-7');
+    expect(loadAgentConfig({ KUBERNETES_SERVICE_HOST: '10.0.0.1', NODE_NAME: 'gpu-node-7' }).nodeName).toBe(
+      'gpu-node-7',
+    );
   });
 });

@@ -32,7 +32,11 @@ const EnvSchema = z.object({
   POWER_HIGH_PERCENT: percent(90),
   HYSTERESIS_PERCENT: percent(5),
   SPOOL_PATH: z.string().trim().min(1).default('/var/lib/gpu-reflex/spool.jsonl'),
-  SPOOL_MAX_BYTES: z.coerce.number().int().min(64 * 1024).default(64 * MiB),
+  SPOOL_MAX_BYTES: z.coerce
+    .number()
+    .int()
+    .min(64 * 1024)
+    .default(64 * MiB),
   DEAD_LETTER_PATH: z.string().trim().min(1).default('/var/lib/gpu-reflex/dead-letter.jsonl'),
   BATCH_DELAY_MS: z.coerce.number().int().min(0).max(60_000).default(200),
   PUBLISH_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(5),
@@ -88,7 +92,14 @@ export interface AgentConfig {
   /** Publish nothing: events are logged instead of sent (wired as a decorator on the sender). */
   readonly dryRun: boolean;
   /** The actuator: off unless GPU_ACTIONS=true (it needs the Node, the fence file's hostPath and nvidia-smi). */
-  readonly gpuActions: Readonly<{ enabled: boolean; intervalMs: number; fenceFile: string; nvidiaSmi: string; kubeconfig: string | undefined; inCluster: boolean }>;
+  readonly gpuActions: Readonly<{
+    enabled: boolean;
+    intervalMs: number;
+    fenceFile: string;
+    nvidiaSmi: string;
+    kubeconfig: string | undefined;
+    inCluster: boolean;
+  }>;
 }
 
 export class ConfigError extends Error {
@@ -100,7 +111,10 @@ export function loadAgentConfig(env: Record<string, string | undefined> = proces
   const cleaned = Object.fromEntries(Object.entries(env).filter(([, v]) => v !== undefined && v !== ''));
   const parsed = EnvSchema.safeParse(cleaned);
   if (!parsed.success) {
-    const lines = parsed.error.issues.map((i) => `${String(i.path[0] ?? 'environment')}: ${i.message} (got ${JSON.stringify(cleaned[String(i.path[0])] ?? null)})`);
+    const lines = parsed.error.issues.map(
+      (i) =>
+        `${String(i.path[0] ?? 'environment')}: ${i.message} (got ${JSON.stringify(cleaned[String(i.path[0])] ?? null)})`,
+    );
     throw new ConfigError(`invalid node-agent environment:\n  ${lines.join('\n  ')}`);
   }
   const e = parsed.data;
@@ -108,7 +122,9 @@ export function loadAgentConfig(env: Record<string, string | undefined> = proces
     throw new ConfigError('NODE_NAME: required in-cluster; set it from the downward API (fieldRef: spec.nodeName)');
   }
   if (e.GPU_ACTIONS && e.KUBECONFIG === undefined && e.KUBERNETES_SERVICE_HOST === undefined) {
-    throw new ConfigError('GPU_ACTIONS: the actuator reads this node\'s Node object; set KUBECONFIG, or run it in-cluster');
+    throw new ConfigError(
+      "GPU_ACTIONS: the actuator reads this node's Node object; set KUBECONFIG, or run it in-cluster",
+    );
   }
   if (e.TEMP_WARN_C >= e.TEMP_CRIT_C) {
     throw new ConfigError(`TEMP_WARN_C (${e.TEMP_WARN_C}) must be below TEMP_CRIT_C (${e.TEMP_CRIT_C})`);
@@ -143,7 +159,14 @@ export function loadAgentConfig(env: Record<string, string | undefined> = proces
     podLogDir: e.POD_LOG_DIR,
     expectedGpus: e.EXPECTED_GPUS,
     dryRun: e.DRY_RUN,
-    gpuActions: Object.freeze({ enabled: e.GPU_ACTIONS, intervalMs: e.GPU_ACTIONS_INTERVAL_MS, fenceFile: e.FENCE_FILE, nvidiaSmi: e.NVIDIA_SMI, kubeconfig: e.KUBECONFIG, inCluster: e.KUBERNETES_SERVICE_HOST !== undefined }),
+    gpuActions: Object.freeze({
+      enabled: e.GPU_ACTIONS,
+      intervalMs: e.GPU_ACTIONS_INTERVAL_MS,
+      fenceFile: e.FENCE_FILE,
+      nvidiaSmi: e.NVIDIA_SMI,
+      kubeconfig: e.KUBECONFIG,
+      inCluster: e.KUBERNETES_SERVICE_HOST !== undefined,
+    }),
   };
   return Object.freeze(config);
 }

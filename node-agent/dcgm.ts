@@ -30,31 +30,131 @@ export interface DcgmField<T> {
 /** Per GPU. Units as DCGM's: %, MiB, °C, W; counts as NVML counts them. */
 export const DCGM_GPU_FIELDS: readonly DcgmField<GpuSample>[] = [
   { name: 'DCGM_FI_DEV_GPU_UTIL', type: 'gauge', help: 'GPU utilization (in %).', read: (s) => s.utilization?.gpu },
-  { name: 'DCGM_FI_DEV_MEM_COPY_UTIL', type: 'gauge', help: 'Memory utilization (in %).', read: (s) => s.utilization?.memory },
-  { name: 'DCGM_FI_DEV_ENC_UTIL', type: 'gauge', help: 'Encoder utilization (in %).', read: (s) => s.codecUtilization?.encoder },
-  { name: 'DCGM_FI_DEV_DEC_UTIL', type: 'gauge', help: 'Decoder utilization (in %).', read: (s) => s.codecUtilization?.decoder },
-  { name: 'DCGM_FI_DEV_FB_USED', type: 'gauge', help: 'Framebuffer memory used (in MiB).', read: (s) => s.memory?.usedMiB },
-  { name: 'DCGM_FI_DEV_FB_FREE', type: 'gauge', help: 'Framebuffer memory free (in MiB).', read: (s) => s.memory?.freeMiB },
+  {
+    name: 'DCGM_FI_DEV_MEM_COPY_UTIL',
+    type: 'gauge',
+    help: 'Memory utilization (in %).',
+    read: (s) => s.utilization?.memory,
+  },
+  {
+    name: 'DCGM_FI_DEV_ENC_UTIL',
+    type: 'gauge',
+    help: 'Encoder utilization (in %).',
+    read: (s) => s.codecUtilization?.encoder,
+  },
+  {
+    name: 'DCGM_FI_DEV_DEC_UTIL',
+    type: 'gauge',
+    help: 'Decoder utilization (in %).',
+    read: (s) => s.codecUtilization?.decoder,
+  },
+  {
+    name: 'DCGM_FI_DEV_FB_USED',
+    type: 'gauge',
+    help: 'Framebuffer memory used (in MiB).',
+    read: (s) => s.memory?.usedMiB,
+  },
+  {
+    name: 'DCGM_FI_DEV_FB_FREE',
+    type: 'gauge',
+    help: 'Framebuffer memory free (in MiB).',
+    read: (s) => s.memory?.freeMiB,
+  },
   // Not in dcgm-exporter's default counters (a DCGM field all the same, 250): exported because the
   // field notes' alert divides FB_USED by it, and NVML gives the total with used and free.
-  { name: 'DCGM_FI_DEV_FB_TOTAL', type: 'gauge', help: 'Framebuffer memory total (in MiB).', read: (s) => s.memory?.totalMiB },
+  {
+    name: 'DCGM_FI_DEV_FB_TOTAL',
+    type: 'gauge',
+    help: 'Framebuffer memory total (in MiB).',
+    read: (s) => s.memory?.totalMiB,
+  },
   { name: 'DCGM_FI_DEV_GPU_TEMP', type: 'gauge', help: 'GPU temperature (in C).', read: (s) => s.temperatureC },
-  { name: 'DCGM_FI_DEV_MEMORY_TEMP', type: 'gauge', help: 'Memory temperature (in C).', read: (s) => s.memoryTemperatureC },
+  {
+    name: 'DCGM_FI_DEV_MEMORY_TEMP',
+    type: 'gauge',
+    help: 'Memory temperature (in C).',
+    read: (s) => s.memoryTemperatureC,
+  },
   { name: 'DCGM_FI_DEV_POWER_USAGE', type: 'gauge', help: 'Power draw (in W).', read: (s) => s.powerW },
   // nvmlDeviceGetEnforcedPowerLimit is DCGM field 164, not POWER_MGMT_LIMIT (160, the configured one).
-  { name: 'DCGM_FI_DEV_ENFORCED_POWER_LIMIT', type: 'gauge', help: 'Effective power limit the driver enforces (in W).', read: (s) => s.powerLimitW },
-  { name: 'DCGM_FI_DEV_ECC_SBE_VOL_TOTAL', type: 'counter', help: 'Total number of single-bit volatile ECC errors.', read: (s) => s.ecc?.volatileCorrected },
-  { name: 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL', type: 'counter', help: 'Total number of double-bit volatile ECC errors.', read: (s) => s.ecc?.volatileUncorrected },
-  { name: 'DCGM_FI_DEV_ECC_SBE_AGG_TOTAL', type: 'counter', help: 'Total number of single-bit persistent ECC errors.', read: (s) => s.ecc?.aggregateCorrected },
-  { name: 'DCGM_FI_DEV_ECC_DBE_AGG_TOTAL', type: 'counter', help: 'Total number of double-bit persistent ECC errors.', read: (s) => s.ecc?.aggregateUncorrected },
-  { name: 'DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS', type: 'counter', help: 'Number of remapped rows for uncorrectable errors', read: (s) => s.remappedRows?.uncorrectable },
-  { name: 'DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS', type: 'counter', help: 'Number of remapped rows for correctable errors', read: (s) => s.remappedRows?.correctable },
-  { name: 'DCGM_FI_DEV_ROW_REMAP_FAILURE', type: 'gauge', help: 'Whether remapping of rows has failed', read: (s) => s.remappedRows?.failure },
-  { name: 'DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL', type: 'counter', help: 'Total number of NVLink flow-control CRC errors.', read: (s) => s.nvlinkErrors?.crcFlit },
-  { name: 'DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL', type: 'counter', help: 'Total number of NVLink data CRC errors.', read: (s) => s.nvlinkErrors?.crcData },
-  { name: 'DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL', type: 'counter', help: 'Total number of NVLink retries.', read: (s) => s.nvlinkErrors?.replay },
-  { name: 'DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL', type: 'counter', help: 'Total number of NVLink recovery errors.', read: (s) => s.nvlinkErrors?.recovery },
-  { name: 'DCGM_FI_DEV_ROW_REMAP_PENDING', type: 'gauge', help: 'Whether remapping of rows is pending', read: (s) => s.remappedRows?.pending },
+  {
+    name: 'DCGM_FI_DEV_ENFORCED_POWER_LIMIT',
+    type: 'gauge',
+    help: 'Effective power limit the driver enforces (in W).',
+    read: (s) => s.powerLimitW,
+  },
+  {
+    name: 'DCGM_FI_DEV_ECC_SBE_VOL_TOTAL',
+    type: 'counter',
+    help: 'Total number of single-bit volatile ECC errors.',
+    read: (s) => s.ecc?.volatileCorrected,
+  },
+  {
+    name: 'DCGM_FI_DEV_ECC_DBE_VOL_TOTAL',
+    type: 'counter',
+    help: 'Total number of double-bit volatile ECC errors.',
+    read: (s) => s.ecc?.volatileUncorrected,
+  },
+  {
+    name: 'DCGM_FI_DEV_ECC_SBE_AGG_TOTAL',
+    type: 'counter',
+    help: 'Total number of single-bit persistent ECC errors.',
+    read: (s) => s.ecc?.aggregateCorrected,
+  },
+  {
+    name: 'DCGM_FI_DEV_ECC_DBE_AGG_TOTAL',
+    type: 'counter',
+    help: 'Total number of double-bit persistent ECC errors.',
+    read: (s) => s.ecc?.aggregateUncorrected,
+  },
+  {
+    name: 'DCGM_FI_DEV_UNCORRECTABLE_REMAPPED_ROWS',
+    type: 'counter',
+    help: 'Number of remapped rows for uncorrectable errors',
+    read: (s) => s.remappedRows?.uncorrectable,
+  },
+  {
+    name: 'DCGM_FI_DEV_CORRECTABLE_REMAPPED_ROWS',
+    type: 'counter',
+    help: 'Number of remapped rows for correctable errors',
+    read: (s) => s.remappedRows?.correctable,
+  },
+  {
+    name: 'DCGM_FI_DEV_ROW_REMAP_FAILURE',
+    type: 'gauge',
+    help: 'Whether remapping of rows has failed',
+    read: (s) => s.remappedRows?.failure,
+  },
+  {
+    name: 'DCGM_FI_DEV_NVLINK_CRC_FLIT_ERROR_COUNT_TOTAL',
+    type: 'counter',
+    help: 'Total number of NVLink flow-control CRC errors.',
+    read: (s) => s.nvlinkErrors?.crcFlit,
+  },
+  {
+    name: 'DCGM_FI_DEV_NVLINK_CRC_DATA_ERROR_COUNT_TOTAL',
+    type: 'counter',
+    help: 'Total number of NVLink data CRC errors.',
+    read: (s) => s.nvlinkErrors?.crcData,
+  },
+  {
+    name: 'DCGM_FI_DEV_NVLINK_REPLAY_ERROR_COUNT_TOTAL',
+    type: 'counter',
+    help: 'Total number of NVLink retries.',
+    read: (s) => s.nvlinkErrors?.replay,
+  },
+  {
+    name: 'DCGM_FI_DEV_NVLINK_RECOVERY_ERROR_COUNT_TOTAL',
+    type: 'counter',
+    help: 'Total number of NVLink recovery errors.',
+    read: (s) => s.nvlinkErrors?.recovery,
+  },
+  {
+    name: 'DCGM_FI_DEV_ROW_REMAP_PENDING',
+    type: 'gauge',
+    help: 'Whether remapping of rows is pending',
+    read: (s) => s.remappedRows?.pending,
+  },
 ];
 
 /**
@@ -62,12 +162,21 @@ export const DCGM_GPU_FIELDS: readonly DcgmField<GpuSample>[] = [
  * reading NVML gives; utilization, temperature and power stay per GPU, as in DCGM.
  */
 export const DCGM_MIG_FIELDS: readonly DcgmField<MigDeviceInfo>[] = [
-  { name: 'DCGM_FI_DEV_FB_USED', type: 'gauge', help: 'Framebuffer memory used (in MiB).', read: (m) => m.memoryUsedMiB },
+  {
+    name: 'DCGM_FI_DEV_FB_USED',
+    type: 'gauge',
+    help: 'Framebuffer memory used (in MiB).',
+    read: (m) => m.memoryUsedMiB,
+  },
   { name: 'DCGM_FI_DEV_FB_TOTAL', type: 'gauge', help: 'Framebuffer memory total (in MiB).', read: (m) => m.memoryMiB },
 ];
 
 /** Not from the sample: the last XID code the agent published for the GPU (DCGM: the code, a gauge). */
-export const DCGM_XID_ERRORS: Omit<DcgmField<never>, 'read'> = { name: 'DCGM_FI_DEV_XID_ERRORS', type: 'gauge', help: 'Value of the last XID error encountered.' };
+export const DCGM_XID_ERRORS: Omit<DcgmField<never>, 'read'> = {
+  name: 'DCGM_FI_DEV_XID_ERRORS',
+  type: 'gauge',
+  help: 'Value of the last XID error encountered.',
+};
 
 /** What Kubernetes calls a pod, for dcgm-exporter's `namespace`, `pod`, `container` labels. */
 export interface PodName {
@@ -159,7 +268,9 @@ function identity(v: DcgmView, gpu: GpuRef): Labels {
 
 function podUids(inv: Inventory | undefined, uuid: string, gpuInstanceId?: number): string[] {
   const procs = inv?.gpus.find((g) => g.uuid === uuid)?.processes ?? [];
-  const uids = procs.filter((p) => gpuInstanceId === undefined || p.gpuInstanceId === gpuInstanceId).flatMap((p) => (p.podUid ? [p.podUid] : []));
+  const uids = procs
+    .filter((p) => gpuInstanceId === undefined || p.gpuInstanceId === gpuInstanceId)
+    .flatMap((p) => (p.podUid ? [p.podUid] : []));
   return [...new Set(uids)].sort();
 }
 
@@ -172,13 +283,22 @@ function withPods(base: Labels, uids: readonly string[], names: ReadonlyMap<stri
   if (uids.length === 0) return [base];
   return uids.map((uid) => {
     const n = names.get(uid);
-    return { ...base, ...(n ? { namespace: n.namespace, pod: n.pod, ...(n.container ? { container: n.container } : {}) } : {}), pod_uid: uid };
+    return {
+      ...base,
+      ...(n ? { namespace: n.namespace, pod: n.pod, ...(n.container ? { container: n.container } : {}) } : {}),
+      pod_uid: uid,
+    };
   });
 }
 
 export interface DcgmMetrics {
   /** After each sample (an empty `samples` after a failed one: its series go, XIDs stay). */
-  sampled(s: { gpus: readonly GpuRef[]; samples: readonly GpuSample[]; inventory?: Inventory; driverVersion?: string }): Promise<void>;
+  sampled(s: {
+    gpus: readonly GpuRef[];
+    samples: readonly GpuSample[];
+    inventory?: Inventory;
+    driverVersion?: string;
+  }): Promise<void>;
   /** An XID the agent published for the GPU. */
   xid(gpuUuid: string, xid: number): void;
 }
@@ -194,13 +314,17 @@ export function registerDcgmMetrics(registry: Metrics, o: DcgmOptions): DcgmMetr
   const lastXid = new Map<string, number>();
   const publish = () => {
     const families = dcgmFamilies(view);
-    for (const f of new Map([...DCGM_GPU_FIELDS, ...DCGM_MIG_FIELDS, DCGM_XID_ERRORS].map((x) => [x.name, x])).values()) {
+    for (const f of new Map(
+      [...DCGM_GPU_FIELDS, ...DCGM_MIG_FIELDS, DCGM_XID_ERRORS].map((x) => [x.name, x]),
+    ).values()) {
       registry.snapshot(f.name, f.help, f.type).replace(families.get(f.name)?.series ?? []);
     }
   };
   return {
     async sampled(s) {
-      const uids = [...new Set((s.inventory?.gpus ?? []).flatMap((g) => g.processes.flatMap((p) => (p.podUid ? [p.podUid] : []))))];
+      const uids = [
+        ...new Set((s.inventory?.gpus ?? []).flatMap((g) => g.processes.flatMap((p) => (p.podUid ? [p.podUid] : [])))),
+      ];
       const names = o.podNames && uids.length > 0 ? await o.podNames.lookup(uids) : new Map<string, PodName>();
       view = {
         hostname: o.hostname,

@@ -6,7 +6,10 @@
  */
 import { GPU_HEALTH_CHANGED, type GpuHealthChangedDetail } from '../events/catalog/gpu-health-changed.ts';
 import { GPU_INVENTORY, type GpuInventoryDetail } from '../events/catalog/gpu-inventory.ts';
-import { GPU_UTILIZATION_SUMMARY, type GpuUtilizationSummaryDetail } from '../events/catalog/gpu-utilization-summary.ts';
+import {
+  GPU_UTILIZATION_SUMMARY,
+  type GpuUtilizationSummaryDetail,
+} from '../events/catalog/gpu-utilization-summary.ts';
 import { GPU_XID_ERROR, type GpuXidErrorDetail } from '../events/catalog/gpu-xid-error.ts';
 import { GPU_ACTION_RESULT, type GpuActionResultDetail } from '../events/catalog/gpu-action.ts';
 import { NVSWITCH_SXID_ERROR, type NvSwitchSxidErrorDetail } from '../events/catalog/nvswitch-sxid-error.ts';
@@ -32,14 +35,26 @@ export interface OutgoingEvent {
 
 export class InvalidEventError extends Error {
   override name = 'InvalidEventError';
-  constructor(detailType: string, readonly problems: string[]) {
+  constructor(
+    detailType: string,
+    readonly problems: string[],
+  ) {
     super(`refusing to send an invalid "${detailType}": ${problems.join('; ')}`);
   }
 }
 
-function outgoing(detailType: string, detail: Record<string, unknown> & { eventId: string }, at: number, priority: Priority): OutgoingEvent {
+function outgoing(
+  detailType: string,
+  detail: Record<string, unknown> & { eventId: string },
+  at: number,
+  priority: Priority,
+): OutgoingEvent {
   const r = validateDetail(detailType, detail);
-  if (!r.ok) throw new InvalidEventError(detailType, r.problems.map((p) => `${p.path}: ${p.message}`));
+  if (!r.ok)
+    throw new InvalidEventError(
+      detailType,
+      r.problems.map((p) => `${p.path}: ${p.message}`),
+    );
   return { source: SOURCES.agent, detailType, detail, time: new Date(at), priority };
 }
 
@@ -115,7 +130,11 @@ export function healthEvent(node: string, at: number, h: HealthEvent, podUids: s
   return outgoing(GPU_HEALTH_CHANGED, detail, at, INFORMATIONAL.has(h.condition) ? 'normal' : 'critical');
 }
 
-export function utilizationEvent(node: string, at: number, s: Omit<GpuUtilizationSummaryDetail, 'schemaVersion' | 'eventId' | 'node' | 'observedAt'>): OutgoingEvent {
+export function utilizationEvent(
+  node: string,
+  at: number,
+  s: Omit<GpuUtilizationSummaryDetail, 'schemaVersion' | 'eventId' | 'node' | 'observedAt'>,
+): OutgoingEvent {
   const detail: GpuUtilizationSummaryDetail = {
     schemaVersion: SCHEMA_VERSION,
     eventId: `util:${node}:${Date.parse(s.windowStart)}`,

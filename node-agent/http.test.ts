@@ -29,14 +29,20 @@ describe('agent http', () => {
     health.setNvmlHealthy(false, 'nvmlInit failed: driver not loaded');
     const res = await fetch(url('/healthz'));
     expect(res.status).toBe(503);
-    expect(await res.json()).toMatchObject({ status: 'unhealthy', reason: 'nvmlInit failed: driver not loaded', lastPublishAt: null });
+    expect(await res.json()).toMatchObject({
+      status: 'unhealthy',
+      reason: 'nvmlInit failed: driver not loaded',
+      lastPublishAt: null,
+    });
     health.setNvmlHealthy(true);
     expect((await fetch(url('/healthz'))).status).toBe(200);
   });
 
   it('serves every registered metric in the Prometheus text format', async () => {
     const { url, metrics } = await start();
-    metrics.gauge('gpu_reflex_last_xid_timestamp_seconds', 'When the last XID was seen.', ['gpu']).set({ gpu: '0' }, 1767225600);
+    metrics
+      .gauge('gpu_reflex_last_xid_timestamp_seconds', 'When the last XID was seen.', ['gpu'])
+      .set({ gpu: '0' }, 1767225600);
     const res = await fetch(url('/metrics'));
     expect(res.headers.get('content-type')).toContain('text/plain; version=0.0.4');
     expect(await res.text()).toContain('gpu_reflex_last_xid_timestamp_seconds{gpu="0"} 1767225600');

@@ -6,6 +6,9 @@
 import type { PublisherLog } from './publisher/types.ts';
 
 export function jsonLog(write: (line: string) => void, now: () => number = Date.now): PublisherLog {
-  const line = (level: string) => (msg: string, fields: Record<string, unknown> = {}) => write(JSON.stringify({ time: new Date(now()).toISOString(), level, msg, ...fields }));
+  const line =
+    (level: string) =>
+    (msg: string, fields: Record<string, unknown> = {}) =>
+      write(JSON.stringify({ time: new Date(now()).toISOString(), level, msg, ...fields }));
   return { info: line('info'), warn: line('warn'), error: line('error') };
 }

@@ -61,8 +61,13 @@ describe('Metrics.snapshot', () => {
   it('renders each series with its own labels, replaces them whole, and hides a family with none', () => {
     const m = new Metrics();
     const f = m.snapshot('DCGM_FI_DEV_GPU_TEMP', 'GPU temperature (in C).', 'gauge');
-    f.replace([{ labels: { gpu: '0' }, value: 61 }, { labels: { gpu: '1', GPU_I_ID: '7' }, value: 62 }]);
-    expect(m.render()).toBe('# HELP DCGM_FI_DEV_GPU_TEMP GPU temperature (in C).\n# TYPE DCGM_FI_DEV_GPU_TEMP gauge\nDCGM_FI_DEV_GPU_TEMP{gpu="0"} 61\nDCGM_FI_DEV_GPU_TEMP{gpu="1",GPU_I_ID="7"} 62\n');
+    f.replace([
+      { labels: { gpu: '0' }, value: 61 },
+      { labels: { gpu: '1', GPU_I_ID: '7' }, value: 62 },
+    ]);
+    expect(m.render()).toBe(
+      '# HELP DCGM_FI_DEV_GPU_TEMP GPU temperature (in C).\n# TYPE DCGM_FI_DEV_GPU_TEMP gauge\nDCGM_FI_DEV_GPU_TEMP{gpu="0"} 61\nDCGM_FI_DEV_GPU_TEMP{gpu="1",GPU_I_ID="7"} 62\n',
+    );
     f.replace([{ labels: { gpu: '1', GPU_I_ID: '7' }, value: 63 }]);
     expect(m.render()).not.toContain('gpu="0"');
     f.replace([]);
@@ -71,7 +76,12 @@ describe('Metrics.snapshot', () => {
 
   it('refuses two series with the same labels, and a bad label name', () => {
     const f = new Metrics().snapshot('x', 'x', 'gauge');
-    expect(() => f.replace([{ labels: { a: '1', b: '2' }, value: 1 }, { labels: { b: '2', a: '1' }, value: 2 }])).toThrow(/two series/);
+    expect(() =>
+      f.replace([
+        { labels: { a: '1', b: '2' }, value: 1 },
+        { labels: { b: '2', a: '1' }, value: 2 },
+      ]),
+    ).toThrow(/two series/);
     expect(() => f.replace([{ labels: { 'bad-name': '1' }, value: 1 }])).toThrow(/label name/);
   });
 });

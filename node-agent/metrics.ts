@@ -102,7 +102,8 @@ export class Metrics {
       out.push(`# TYPE ${f.name} ${f.kind}`);
       // An unlabelled counter shows 0 before its first event, so rate() works from the start.
       if (f.series.size === 0 && f.labelNames?.length === 0) out.push(`${f.name} 0`);
-      for (const s of f.series.values()) out.push(`${f.name}${renderLabels(f.labelNames ?? Object.keys(s.labels), s.labels)} ${formatValue(s.value)}`);
+      for (const s of f.series.values())
+        out.push(`${f.name}${renderLabels(f.labelNames ?? Object.keys(s.labels), s.labels)} ${formatValue(s.value)}`);
     }
     return out.join('\n') + '\n';
   }
@@ -114,7 +115,9 @@ export class Metrics {
     if (existing) {
       const shape = (names: readonly string[] | null) => (names === null ? 'per series' : names.join(', '));
       if (existing.kind !== kind || shape(existing.labelNames) !== shape(labelNames)) {
-        throw new Error(`metric ${name} is already registered as a ${existing.kind} with labels [${shape(existing.labelNames)}]`);
+        throw new Error(
+          `metric ${name} is already registered as a ${existing.kind} with labels [${shape(existing.labelNames)}]`,
+        );
       }
       return existing;
     }
@@ -126,8 +129,10 @@ export class Metrics {
   private key(f: Family, labels: Labels): string {
     if (f.labelNames === null) throw new Error(`metric ${f.name} is a snapshot family: replace() its series`);
     const given = Object.keys(labels);
-    for (const l of given) if (!f.labelNames.includes(l)) throw new Error(`metric ${f.name}: unknown label ${JSON.stringify(l)}`);
-    for (const l of f.labelNames) if (labels[l] === undefined) throw new Error(`metric ${f.name}: missing label ${JSON.stringify(l)}`);
+    for (const l of given)
+      if (!f.labelNames.includes(l)) throw new Error(`metric ${f.name}: unknown label ${JSON.stringify(l)}`);
+    for (const l of f.labelNames)
+      if (labels[l] === undefined) throw new Error(`metric ${f.name}: missing label ${JSON.stringify(l)}`);
     return JSON.stringify(f.labelNames.map((l) => labels[l]));
   }
 
@@ -140,7 +145,8 @@ export class Metrics {
 }
 
 function checkLabelName(metric: string, label: string): void {
-  if (!LABEL.test(label) || label.startsWith('__')) throw new Error(`metric ${metric}: label name ${JSON.stringify(label)} is not valid`);
+  if (!LABEL.test(label) || label.startsWith('__'))
+    throw new Error(`metric ${metric}: label name ${JSON.stringify(label)} is not valid`);
 }
 
 function renderLabels(names: readonly string[], labels: Labels): string {

@@ -3,9 +3,20 @@ import type { OutgoingEvent } from './events.ts';
 import { aggregatable, XidAggregator, type XidOccurrence } from './xid-aggregate.ts';
 
 const W = 60_000;
-const occ = (xid: number, pid: number | null = 4242, gpuUuid = 'GPU-a'): XidOccurrence => ({ gpuUuid, gpuInstanceId: undefined, xid, pid });
+const occ = (xid: number, pid: number | null = 4242, gpuUuid = 'GPU-a'): XidOccurrence => ({
+  gpuUuid,
+  gpuInstanceId: undefined,
+  xid,
+  pid,
+});
 let seq = 0;
-const ev = (xid: number): OutgoingEvent => ({ source: 's', detailType: 'GPU XID Error', detail: { eventId: `e${++seq}`, xid }, time: new Date(0), priority: 'normal' });
+const ev = (xid: number): OutgoingEvent => ({
+  source: 's',
+  detailType: 'GPU XID Error',
+  detail: { eventId: `e${++seq}`, xid },
+  time: new Date(0),
+  priority: 'normal',
+});
 const counts = (out: OutgoingEvent[]) => out.map((e) => [e.detail.xid, e.detail.count]);
 
 describe('XidAggregator', () => {
@@ -37,7 +48,12 @@ describe('XidAggregator', () => {
 
   it('keeps runs apart by GPU, pid and XID', () => {
     const a = new XidAggregator({ windowMs: W });
-    expect([a.admit(occ(13, 1), ev(13), 0), a.admit(occ(13, 2), ev(13), 1), a.admit(occ(13, 1, 'GPU-b'), ev(13), 2), a.admit(occ(31, 1), ev(31), 3)]).toEqual([true, true, true, true]);
+    expect([
+      a.admit(occ(13, 1), ev(13), 0),
+      a.admit(occ(13, 2), ev(13), 1),
+      a.admit(occ(13, 1, 'GPU-b'), ev(13), 2),
+      a.admit(occ(31, 1), ev(31), 3),
+    ]).toEqual([true, true, true, true]);
     expect(a.admit(occ(13, 1), ev(13), 4)).toBe(false);
   });
 

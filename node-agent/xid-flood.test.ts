@@ -12,8 +12,10 @@ afterEach(async () => {
   fx = undefined;
 });
 
-const line = (xid: number, text = 'Ch 0000000a') => `NVRM: Xid (PCI:0000:3B:00): ${xid}, pid=4242, name=python3, ${text}`;
-const xids = (events: OutgoingEvent[]) => events.filter((e) => e.detailType === 'GPU XID Error').map((e) => [e.detail.xid, e.detail.count ?? 1]);
+const line = (xid: number, text = 'Ch 0000000a') =>
+  `NVRM: Xid (PCI:0000:3B:00): ${xid}, pid=4242, name=python3, ${text}`;
+const xids = (events: OutgoingEvent[]) =>
+  events.filter((e) => e.detailType === 'GPU XID Error').map((e) => [e.detail.xid, e.detail.count ?? 1]);
 
 it('turns a flood of one XID 45 into one event at once and one event with a count per window', async () => {
   fx = await startAgent(oneGpu(), { pids: [4242] });

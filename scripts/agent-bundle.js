@@ -27,7 +27,9 @@ export function agentBuildOptions(root, outdir) {
     external: ['koffi'],
     legalComments: 'none',
     // The AWS SDK's and client-node's CommonJS parts call require(): every chunk is a module of its own.
-    banner: { js: "import { createRequire as __gr_createRequire } from 'module'; const require = __gr_createRequire(import.meta.url);" },
+    banner: {
+      js: "import { createRequire as __gr_createRequire } from 'module'; const require = __gr_createRequire(import.meta.url);",
+    },
     logLevel: 'warning',
   };
 }

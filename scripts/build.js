@@ -34,13 +34,17 @@ const shim = (name, filter, contents) => ({
 });
 const functionPlugins = [
   // client-node's barrel pulls in exec, attach, port-forward and cp (ws, tar): the adapters use none.
-  shim('kube-client', /^@kubernetes\/client-node$/, [
-    "export { KubeConfig } from '@kubernetes/client-node/dist/config.js';",
-    "export * from '@kubernetes/client-node/dist/gen/index.js';",
-    "export { PatchStrategy } from '@kubernetes/client-node/dist/patch.js';",
-    "export { setHeaderOptions } from '@kubernetes/client-node/dist/middleware.js';",
-    "export { V1MicroTime } from '@kubernetes/client-node/dist/types.js';",
-  ].join('\n')),
+  shim(
+    'kube-client',
+    /^@kubernetes\/client-node$/,
+    [
+      "export { KubeConfig } from '@kubernetes/client-node/dist/config.js';",
+      "export * from '@kubernetes/client-node/dist/gen/index.js';",
+      "export { PatchStrategy } from '@kubernetes/client-node/dist/patch.js';",
+      "export { setHeaderOptions } from '@kubernetes/client-node/dist/middleware.js';",
+      "export { V1MicroTime } from '@kubernetes/client-node/dist/types.js';",
+    ].join('\n'),
+  ),
   // node-fetch 2 takes Node's own URL (`Url.URL || whatwgUrl.URL`): whatwg-url and its 0.26 MB
   // Unicode table (tr46) never run here.
   shim('whatwg-url', /^whatwg-url$/, 'exports.URL = globalThis.URL;'),
@@ -49,18 +53,33 @@ const functionPlugins = [
   shim('bowser', /^bowser$/, 'module.exports = {};'),
   // xml2js's Builder (xmlbuilder, 68 kB) serves @alicloud/tea-xml's toXML, which
   // @alicloud/openapi-client never calls (it only parses XML answers, with parseXml); a call throws.
-  shim('xmlbuilder', /^xmlbuilder$/, "module.exports = { create() { throw new Error('xmlbuilder is left out of the bundle (scripts/build.js)'); } };"),
+  shim(
+    'xmlbuilder',
+    /^xmlbuilder$/,
+    "module.exports = { create() { throw new Error('xmlbuilder is left out of the bundle (scripts/build.js)'); } };",
+  ),
   // jsonpath-plus (25 kB) serves only client-node's legacy `gcp` and `azure` auth-provider
   // kubeconfigs, which Kubernetes removed in 1.26 for exec plugins; EKS, ACK, a ServiceAccount token
   // and exec credentials never reach it. Such a kubeconfig fails with this message.
-  shim('jsonpath-plus', /^jsonpath-plus$/, "export const JSONPath = () => { throw new Error('jsonpath-plus is left out of the bundle (scripts/build.js): a gcp/azure auth-provider kubeconfig is not supported; use exec credentials'); };"),
+  shim(
+    'jsonpath-plus',
+    /^jsonpath-plus$/,
+    "export const JSONPath = () => { throw new Error('jsonpath-plus is left out of the bundle (scripts/build.js): a gcp/azure auth-provider kubeconfig is not supported; use exec credentials'); };",
+  ),
   // zod's `z.locales` namespace holds every language's messages (0.26 MB); the functions speak English.
   {
     name: 'zod-locales',
     setup(b) {
       b.onResolve({ filter: /[\\/]locales[\\/]index\.js$|^\.\.\/locales\/index\.js$/ }, (args) =>
-        /[\\/]zod[\\/]/.test(args.importer) ? { path: join(dirname(args.importer), args.path.replace(/index\.js$/, 'en.js')), namespace: 'zod-en' } : undefined);
-      b.onLoad({ filter: /.*/, namespace: 'zod-en' }, (args) => ({ contents: `export { default as en } from ${JSON.stringify(args.path)};`, loader: 'js', resolveDir: root }));
+        /[\\/]zod[\\/]/.test(args.importer)
+          ? { path: join(dirname(args.importer), args.path.replace(/index\.js$/, 'en.js')), namespace: 'zod-en' }
+          : undefined,
+      );
+      b.onLoad({ filter: /.*/, namespace: 'zod-en' }, (args) => ({
+        contents: `export { default as en } from ${JSON.stringify(args.path)};`,
+        loader: 'js',
+        resolveDir: root,
+      }));
     },
   },
   // Only the Kubernetes operations the adapters call (functions/adapters/kube/api-methods.ts).
@@ -107,18 +126,27 @@ for (const name of names) {
   // test (test/contract/build.test.ts) and `bench deploy` read it.
   await mkdir(join(root, '.build', 'meta'), { recursive: true });
   await writeFile(join(root, '.build', 'meta', `${name}.json`), JSON.stringify(metafile));
-  const files = readdirSync(outdir).filter((f) => f.endsWith('.mjs')).sort();
-  const mb = (paths) => `${([...paths].reduce((n, f) => n + statSync(join(root, f)).size, 0) / 1024 / 1024).toFixed(2)} MB`;
+  const files = readdirSync(outdir)
+    .filter((f) => f.endsWith('.mjs'))
+    .sort();
+  const mb = (paths) =>
+    `${([...paths].reduce((n, f) => n + statSync(join(root, f)).size, 0) / 1024 / 1024).toFixed(2)} MB`;
   const entryOut = relative(root, join(outdir, 'index.mjs'));
-  console.log(`${name.padEnd(20)} ${entryOut}  ${mb(files.map((f) => relative(root, join(outdir, f))))} in ${files.length} files, ${mb(staticallyLoaded(metafile, entryOut))} of them at import`);
+  console.log(
+    `${name.padEnd(20)} ${entryOut}  ${mb(files.map((f) => relative(root, join(outdir, f))))} in ${files.length} files, ${mb(staticallyLoaded(metafile, entryOut))} of them at import`,
+  );
   const base = handler.slice(0, dot);
-  await writeArtifact(join(root, '.build', 'artifacts', `${name}.zip`), files.map((f) => [f === 'index.mjs' ? `${base}.mjs` : join(dirname(base), f), join(outdir, f)]));
+  await writeArtifact(
+    join(root, '.build', 'artifacts', `${name}.zip`),
+    files.map((f) => [f === 'index.mjs' ? `${base}.mjs` : join(dirname(base), f), join(outdir, f)]),
+  );
 }
 
 /** The outputs node loads when it imports `entry`: it and every chunk it imports statically. */
 function staticallyLoaded(metafile, entry) {
   const seen = new Set([entry]);
-  for (const out of seen) for (const i of metafile.outputs[out].imports) if (i.kind === 'import-statement' && !i.external) seen.add(i.path);
+  for (const out of seen)
+    for (const i of metafile.outputs[out].imports) if (i.kind === 'import-statement' && !i.external) seen.add(i.path);
   return seen;
 }
 
@@ -134,7 +162,8 @@ function staticallyLoaded(metafile, entry) {
 async function writeArtifact(zipPath, entries) {
   await mkdir(dirname(zipPath), { recursive: true });
   const zip = new yazl.ZipFile();
-  for (const [name, file] of entries) zip.addBuffer(await readFile(file), name, { mtime: new Date('2000-01-01T00:00:00Z'), mode: 0o100644 });
+  for (const [name, file] of entries)
+    zip.addBuffer(await readFile(file), name, { mtime: new Date('2000-01-01T00:00:00Z'), mode: 0o100644 });
   zip.end();
   await pipeline(zip.outputStream, createWriteStream(zipPath));
 }
@@ -146,9 +175,14 @@ async function writeArtifact(zipPath, entries) {
   const { metafile } = await build({ ...agentBuildOptions(root, outdir), metafile: true });
   await mkdir(join(root, '.build', 'meta'), { recursive: true });
   await writeFile(join(root, '.build', 'meta', 'node-agent.json'), JSON.stringify(metafile));
-  const files = readdirSync(outdir).filter((f) => f.endsWith('.mjs')).sort();
-  const mb = (paths) => `${([...paths].reduce((n, f) => n + statSync(join(root, f)).size, 0) / 1024 / 1024).toFixed(2)} MB`;
+  const files = readdirSync(outdir)
+    .filter((f) => f.endsWith('.mjs'))
+    .sort();
+  const mb = (paths) =>
+    `${([...paths].reduce((n, f) => n + statSync(join(root, f)).size, 0) / 1024 / 1024).toFixed(2)} MB`;
   const entryOut = relative(root, join(outdir, 'agent.mjs'));
-  console.log(`${'node-agent'.padEnd(20)} ${entryOut}  ${mb(files.map((f) => relative(root, join(outdir, f))))} in ${files.length} files, ${mb(staticallyLoaded(metafile, entryOut))} of them at import`);
+  console.log(
+    `${'node-agent'.padEnd(20)} ${entryOut}  ${mb(files.map((f) => relative(root, join(outdir, f))))} in ${files.length} files, ${mb(staticallyLoaded(metafile, entryOut))} of them at import`,
+  );
 }
 process.exit(failed ? 1 : 0);

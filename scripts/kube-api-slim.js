@@ -10,7 +10,8 @@ import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import ts from 'typescript';
 
-const FILES = /[\\/]@kubernetes[\\/]client-node[\\/]dist[\\/]gen[\\/](apis[\\/][A-Za-z0-9]+Api|types[\\/](ObservableAPI|ObjectParamAPI|PromiseAPI))\.js$/;
+const FILES =
+  /[\\/]@kubernetes[\\/]client-node[\\/]dist[\\/]gen[\\/](apis[\\/][A-Za-z0-9]+Api|types[\\/](ObservableAPI|ObjectParamAPI|PromiseAPI))\.js$/;
 
 /** The API group a generated class belongs to: ObservableCoreV1Api, CoreV1ApiRequestFactory → CoreV1Api. */
 export function groupOf(className) {
@@ -54,14 +55,16 @@ export async function modelClosure(keep, genDir) {
   const seeds = new Set();
   for (const group of Object.keys(keep)) {
     const text = slimApiSource(await readFile(join(genDir, 'apis', `${group}.js`), 'utf8'), keep);
-    for (const lit of text.matchAll(/"([^"\\]*)"/g)) for (const w of lit[1].match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? []) if (known(w)) seeds.add(w);
+    for (const lit of text.matchAll(/"([^"\\]*)"/g))
+      for (const w of lit[1].match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? []) if (known(w)) seeds.add(w);
   }
   const closure = new Set();
   const visit = (name) => {
     if (closure.has(name)) return;
     closure.add(name);
     const m = models[name];
-    for (const a of m.getAttributeTypeMap()) for (const w of String(a.type).match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? []) if (known(w)) visit(w);
+    for (const a of m.getAttributeTypeMap())
+      for (const w of String(a.type).match(/[A-Za-z_][A-Za-z0-9_]*/g) ?? []) if (known(w)) visit(w);
     for (const t of Object.values(m.mapping ?? {})) if (known(t)) visit(t);
   };
   seeds.forEach(visit);
@@ -72,18 +75,27 @@ export async function modelClosure(keep, genDir) {
 export function slimSerializerSource(text, types) {
   let removed = 0;
   const out = text.split('\n').filter((line) => {
-    const m = line.match(/^import \{ ([A-Za-z0-9_]+) \} from '\.\.\/models\/[A-Za-z0-9_]+\.js';$/) ?? line.match(/^ {4}"([A-Za-z0-9_]+)": ([A-Za-z0-9_]+),?$/);
+    const m =
+      line.match(/^import \{ ([A-Za-z0-9_]+) \} from '\.\.\/models\/[A-Za-z0-9_]+\.js';$/) ??
+      line.match(/^ {4}"([A-Za-z0-9_]+)": ([A-Za-z0-9_]+),?$/);
     if (!m || types.has(m[1])) return true;
     removed++;
     return false;
   });
-  if (removed === 0) throw new Error('kube-api-slim: ObjectSerializer.js has a shape this plugin does not know (no typeMap entry matched)');
+  if (removed === 0)
+    throw new Error(
+      'kube-api-slim: ObjectSerializer.js has a shape this plugin does not know (no typeMap entry matched)',
+    );
   return out.join('\n');
 }
 
 /** @param {Record<string, readonly string[]>} keep API group → operations to keep */
 export function kubeApiSlim(keep) {
-  const genDir = join(dirname(createRequire(import.meta.url).resolve('@kubernetes/client-node/package.json')), 'dist', 'gen');
+  const genDir = join(
+    dirname(createRequire(import.meta.url).resolve('@kubernetes/client-node/package.json')),
+    'dist',
+    'gen',
+  );
   let closure;
   // One plugin serves every function's build: each file is slimmed once.
   const slimmed = new Map();
@@ -102,10 +114,18 @@ export function kubeApiSlim(keep) {
         if (dirname(path) !== join(genDir, 'models') || /[\\/](ObjectSerializer|all)\.js$/.test(path)) return undefined;
         return { path, sideEffects: false };
       });
-      b.onLoad({ filter: FILES }, async (args) => ({ contents: await once(args.path, async () => slimApiSource(await readFile(args.path, 'utf8'), keep, args.path)), loader: 'js' }));
+      b.onLoad({ filter: FILES }, async (args) => ({
+        contents: await once(args.path, async () => slimApiSource(await readFile(args.path, 'utf8'), keep, args.path)),
+        loader: 'js',
+      }));
       b.onLoad({ filter: SERIALIZER }, async (args) => {
         closure ??= modelClosure(keep, genDir);
-        return { contents: await once(args.path, async () => slimSerializerSource(await readFile(args.path, 'utf8'), await closure)), loader: 'js' };
+        return {
+          contents: await once(args.path, async () =>
+            slimSerializerSource(await readFile(args.path, 'utf8'), await closure),
+          ),
+          loader: 'js',
+        };
       });
     },
   };

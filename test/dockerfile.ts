@@ -5,8 +5,20 @@ import { basename, join, posix } from 'node:path';
  * Just enough of a Dockerfile reader for the agent image's tests (no Docker engine runs here):
  * stages with their WORKDIR, COPY instructions and USER, line continuations and comments handled.
  */
-export interface Copy { from?: string; sources: string[]; dest: string; line: number }
-export interface Stage { name: string; image: string; workdir: string; copies: Copy[]; user?: string; entrypoint?: string[] }
+export interface Copy {
+  from?: string;
+  sources: string[];
+  dest: string;
+  line: number;
+}
+export interface Stage {
+  name: string;
+  image: string;
+  workdir: string;
+  copies: Copy[];
+  user?: string;
+  entrypoint?: string[];
+}
 
 export function parseDockerfile(text: string): { args: string[]; stages: Stage[] } {
   const lines = text.replace(/\\\n/g, ' ').split('\n');
@@ -19,16 +31,31 @@ export function parseDockerfile(text: string): { args: string[]; stages: Stage[]
     const words = rest.filter((w) => !w.startsWith('--') || w.startsWith('--from='));
     const stage = stages.at(-1);
     switch (op!.toUpperCase()) {
-      case 'ARG': if (!stage) args.push(rest[0]!.split('=')[0]!); break;
-      case 'FROM': stages.push({ image: words[0]!, name: words[2] ?? String(stages.length), workdir: '/', copies: [] }); break;
-      case 'WORKDIR': stage!.workdir = posix.resolve(stage!.workdir, rest[0]!); break;
-      case 'USER': stage!.user = rest[0]; break;
-      case 'ENTRYPOINT': stage!.entrypoint = JSON.parse(rest.join(' ')) as string[]; break;
+      case 'ARG':
+        if (!stage) args.push(rest[0]!.split('=')[0]!);
+        break;
+      case 'FROM':
+        stages.push({ image: words[0]!, name: words[2] ?? String(stages.length), workdir: '/', copies: [] });
+        break;
+      case 'WORKDIR':
+        stage!.workdir = posix.resolve(stage!.workdir, rest[0]!);
+        break;
+      case 'USER':
+        stage!.user = rest[0];
+        break;
+      case 'ENTRYPOINT':
+        stage!.entrypoint = JSON.parse(rest.join(' ')) as string[];
+        break;
       case 'COPY': {
         const from = words[0]?.startsWith('--from=') ? words.shift()!.slice('--from='.length) : undefined;
         const dest = words.at(-1)!;
         // Absolute, with a trailing slash kept: it says "into this directory".
-        stage!.copies.push({ from, sources: words.slice(0, -1), dest: posix.resolve(stage!.workdir, dest) + (dest.endsWith('/') ? '/' : ''), line: i + 1 });
+        stage!.copies.push({
+          from,
+          sources: words.slice(0, -1),
+          dest: posix.resolve(stage!.workdir, dest) + (dest.endsWith('/') ? '/' : ''),
+          line: i + 1,
+        });
         break;
       }
     }

@@ -7,13 +7,27 @@ import net from 'node:net';
 
 const connect = net.Socket.prototype.connect;
 net.Socket.prototype.connect = function (...args) {
-  const opts = args[0] !== null && typeof args[0] === 'object' ? (Array.isArray(args[0]) ? args[0][0] : args[0]) : { port: args[0], host: args[1] };
+  const opts =
+    args[0] !== null && typeof args[0] === 'object'
+      ? Array.isArray(args[0])
+        ? args[0][0]
+        : args[0]
+      : { port: args[0], host: args[1] };
   // A Unix socket has a path and no port (HTTP agents pass the request's path along with the port).
-  if (opts && !(typeof opts.path === 'string' && (opts.port === undefined || opts.port === null)) && typeof args[0] !== 'string') {
+  if (
+    opts &&
+    !(typeof opts.path === 'string' && (opts.port === undefined || opts.port === null)) &&
+    typeof args[0] !== 'string'
+  ) {
     const where = `${opts.host ?? 'localhost'}:${opts.port}`;
-    appendFileSync(process.env.NO_NETWORK_LOG, `${process.pid} ${process.argv.slice(1).join(' ')} → ${where}\n${new Error('connect').stack}\n`);
+    appendFileSync(
+      process.env.NO_NETWORK_LOG,
+      `${process.pid} ${process.argv.slice(1).join(' ')} → ${where}\n${new Error('connect').stack}\n`,
+    );
     // Fail as a refused connection would: asynchronously, on the socket.
-    const err = Object.assign(new Error(`no network here: connect to ${where} refused by test/no-network.mjs`), { code: 'ECONNREFUSED' });
+    const err = Object.assign(new Error(`no network here: connect to ${where} refused by test/no-network.mjs`), {
+      code: 'ECONNREFUSED',
+    });
     process.nextTick(() => this.destroy(err));
     return this;
   }

@@ -26,17 +26,35 @@ function findPython(): string | undefined {
 }
 
 const python = findPython();
-if (!python) console.warn('SKIPPED test/python-kube-client.test.ts: no Python interpreter can `import kubernetes` (install python3-kubernetes)');
+if (!python)
+  console.warn(
+    'SKIPPED test/python-kube-client.test.ts: no Python interpreter can `import kubernetes` (install python3-kubernetes)',
+  );
 
 const fleet: Fleet = {
   nodes: [{ name: 'gpu', count: 2, allocatable: { cpu: '32', memory: '128Gi', 'nvidia.com/gpu': 8 } }],
   namespaces: [
     { name: 'gpu-reflex' },
-    { name: 'serve', quotas: [{ name: 'gpu', hard: { 'requests.nvidia.com/gpu': 8 } }], limitRanges: [{ name: 'defaults', limits: [{ type: 'Container', default: { cpu: '1' } }] }] },
+    {
+      name: 'serve',
+      quotas: [{ name: 'gpu', hard: { 'requests.nvidia.com/gpu': 8 } }],
+      limitRanges: [{ name: 'defaults', limits: [{ type: 'Container', default: { cpu: '1' } }] }],
+    },
   ],
   daemonSets: [{ name: 'agent', namespace: 'gpu-reflex', tolerations: [{ operator: 'Exists' }] }],
-  podDisruptionBudgets: [{ name: 'llm', namespace: 'serve', minAvailable: 1, selector: { matchLabels: { app: 'llm' } } }],
-  pods: [{ name: 'llm', namespace: 'serve', count: 2, node: 'gpu-0', labels: { app: 'llm' }, owner: { kind: 'ReplicaSet', name: 'llm-1' } }],
+  podDisruptionBudgets: [
+    { name: 'llm', namespace: 'serve', minAvailable: 1, selector: { matchLabels: { app: 'llm' } } },
+  ],
+  pods: [
+    {
+      name: 'llm',
+      namespace: 'serve',
+      count: 2,
+      node: 'gpu-0',
+      labels: { app: 'llm' },
+      owner: { kind: 'ReplicaSet', name: 'llm-1' },
+    },
+  ],
 };
 
 interface Answers {
@@ -71,7 +89,9 @@ describe.skipIf(!python)('the official Python Kubernetes client against the simu
     dir = mkdtempSync(join(tmpdir(), 'kube-sim-python-'));
     sim.writeKubeconfig(join(dir, 'config'));
     // Something for the events APIs to return: what the adapter records for a cordon.
-    await kubePorts(loadKubeConfig({ kubeconfigText: sim.kubeconfig() }), { namespace: 'gpu-reflex' }).nodes.cordon('gpu-1');
+    await kubePorts(loadKubeConfig({ kubeconfigText: sim.kubeconfig() }), { namespace: 'gpu-reflex' }).nodes.cordon(
+      'gpu-1',
+    );
   });
   afterAll(async () => {
     await sim.close();
@@ -97,7 +117,18 @@ describe.skipIf(!python)('the official Python Kubernetes client against the simu
     expect(r.code).toBe(0);
     const a = JSON.parse(r.stdout) as Answers;
     expect(a.nodes).toEqual(['gpu-0', 'gpu-1']);
-    expect(Object.keys(a.nodeInfo).sort()).toEqual(['architecture', 'boot_id', 'container_runtime_version', 'kernel_version', 'kube_proxy_version', 'kubelet_version', 'machine_id', 'operating_system', 'os_image', 'system_uuid']);
+    expect(Object.keys(a.nodeInfo).sort()).toEqual([
+      'architecture',
+      'boot_id',
+      'container_runtime_version',
+      'kernel_version',
+      'kube_proxy_version',
+      'kubelet_version',
+      'machine_id',
+      'operating_system',
+      'os_image',
+      'system_uuid',
+    ]);
     expect(a.conditions).toEqual(['MemoryPressure', 'DiskPressure', 'PIDPressure', 'Ready']);
     expect(a.patchedLabel).toBe('yes');
     expect(a.patchedWithJsonPatch).toBe(true);

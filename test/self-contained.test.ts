@@ -28,7 +28,11 @@ const SKIP_DIRS = new Set(['node_modules', '.git', '.build', 'dist', 'coverage',
 /** Tracked and would-be-tracked files (git ls-files, ignored ones left out); a tree without git (an unpacked tarball) is walked instead. */
 function shippedFiles(root: string): string[] {
   try {
-    const out = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: root, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] });
+    const out = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
+      cwd: root,
+      encoding: 'utf8',
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     return out.split('\0').filter((f) => f !== '');
   } catch {
     const files: string[] = [];
@@ -79,7 +83,10 @@ describe('the repository is self-contained', () => {
     expect(NEEDLES.some((n) => n.test(line))).toBe(true);
   });
 
-  it.each([['shared memory'], ['a shared/exclusive lock'], ['shared by A100, H100'], ['shared/other-thing']])('lets "%s" pass', (line) => {
-    expect(NEEDLES.some((n) => n.test(line))).toBe(false);
-  });
+  it.each([['shared memory'], ['a shared/exclusive lock'], ['shared by A100, H100'], ['shared/other-thing']])(
+    'lets "%s" pass',
+    (line) => {
+      expect(NEEDLES.some((n) => n.test(line))).toBe(false);
+    },
+  );
 });

@@ -6,11 +6,19 @@ import { commandWorks, pythonWith, requireTool } from './tools.ts';
 describe('requireTool', () => {
   it('skips and marks the tests when the probe says no', () => {
     const tool = requireTool('kubectl', () => false);
-    expect(tool).toEqual({ name: 'kubectl', available: false, options: { skip: true, meta: { notRun: 'kubectl missing' } } });
+    expect(tool).toEqual({
+      name: 'kubectl',
+      available: false,
+      options: { skip: true, meta: { notRun: 'kubectl missing' } },
+    });
   });
 
   it('counts a probe that throws as missing', () => {
-    expect(requireTool('gcc', () => { throw new Error('ENOENT'); }).options.skip).toBe(true);
+    expect(
+      requireTool('gcc', () => {
+        throw new Error('ENOENT');
+      }).options.skip,
+    ).toBe(true);
   });
 
   it('runs the tests and marks nothing when the tool is there', () => {
@@ -36,14 +44,25 @@ function fakeModule(moduleId: string, tests: { notRun?: string; state: 'passed' 
   return {
     moduleId,
     project: { config: { root: '/repo' } },
-    children: { *allTests() { for (const t of tests) yield { meta: () => (t.notRun === undefined ? {} : { notRun: t.notRun }), result: () => ({ state: t.state }) }; } },
+    children: {
+      *allTests() {
+        for (const t of tests)
+          yield {
+            meta: () => (t.notRun === undefined ? {} : { notRun: t.notRun }),
+            result: () => ({ state: t.state }),
+          };
+      },
+    },
   } as unknown as TestModule;
 }
 
 describe('the NOT RUN block', () => {
   it('counts the skipped tests per missing tool and file', () => {
     const modules = [
-      fakeModule('/repo/test/kubectl.test.ts', Array.from({ length: 6 }, () => ({ notRun: 'kubectl missing', state: 'skipped' as const }))),
+      fakeModule(
+        '/repo/test/kubectl.test.ts',
+        Array.from({ length: 6 }, () => ({ notRun: 'kubectl missing', state: 'skipped' as const })),
+      ),
       fakeModule('/repo/test/py.test.ts', [{ notRun: 'python3-boto3 missing', state: 'skipped' }, { state: 'passed' }]),
     ];
     expect(notRunLines(skippedForMissingTools(modules))).toEqual([
@@ -53,14 +72,22 @@ describe('the NOT RUN block', () => {
   });
 
   it('leaves out tests that ran, and tests skipped for other reasons', () => {
-    const modules = [fakeModule('/repo/a.test.ts', [{ notRun: 'kubectl missing', state: 'passed' }, { state: 'skipped' }])];
+    const modules = [
+      fakeModule('/repo/a.test.ts', [{ notRun: 'kubectl missing', state: 'passed' }, { state: 'skipped' }]),
+    ];
     expect(skippedForMissingTools(modules)).toEqual([]);
   });
 
   it('is printed at the end of a run that skipped for a missing tool, and nothing is printed otherwise', () => {
     let out = '';
-    const reporter = new NotRunReporter({ write: (t) => { out += t; } });
-    reporter.onTestRunEnd([fakeModule('/repo/test/kubectl.test.ts', [{ notRun: 'kubectl missing', state: 'skipped' }])]);
+    const reporter = new NotRunReporter({
+      write: (t) => {
+        out += t;
+      },
+    });
+    reporter.onTestRunEnd([
+      fakeModule('/repo/test/kubectl.test.ts', [{ notRun: 'kubectl missing', state: 'skipped' }]),
+    ]);
     expect(out).toContain('NOT RUN — kubectl missing: 1 test in test/kubectl.test.ts');
     expect(out).toContain('skipped, not passed');
     out = '';

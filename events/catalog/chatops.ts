@@ -13,7 +13,9 @@ export const APPROVAL_REQUESTED = 'Approval Requested';
 export const APPROVAL_DECIDED = 'Approval Decided';
 
 export const CHAT_PLATFORMS = ['slack', 'dingtalk', 'feishu'] as const;
-const ChatUser = z.object({ platform: z.enum(CHAT_PLATFORMS), id: z.string().min(1).max(128), name: z.string().max(128).optional() }).strict();
+const ChatUser = z
+  .object({ platform: z.enum(CHAT_PLATFORMS), id: z.string().min(1).max(128), name: z.string().max(128).optional() })
+  .strict();
 const ApprovalId = z.string().regex(/^apr-[a-z0-9-]{4,64}$/, 'expected an approval id like apr-7f3c9a12');
 
 export const ChatOpsCommandDetailSchema = z
@@ -63,9 +65,15 @@ const FeishuRequested = z
     request: z
       .object({
         /** X-Lark-Request-Timestamp, X-Lark-Request-Nonce, X-Lark-Signature: where an Encrypt Key is set. */
-        timestamp: z.string().regex(/^\d{1,12}$/).optional(),
+        timestamp: z
+          .string()
+          .regex(/^\d{1,12}$/)
+          .optional(),
         nonce: z.string().min(1).max(128).optional(),
-        signature: z.string().regex(/^[0-9a-f]{64}$/).optional(),
+        signature: z
+          .string()
+          .regex(/^[0-9a-f]{64}$/)
+          .optional(),
         /** The raw JSON body (`{"encrypt": …}` with an Encrypt Key), byte for byte. */
         body: z.string().min(1).max(16_000),
       })
@@ -94,7 +102,11 @@ const DingTalkRequested = z
       .strict(),
   })
   .strict();
-export const ChatOpsCommandRequestedDetailSchema = z.discriminatedUnion('platform', [SlackRequested, FeishuRequested, DingTalkRequested]);
+export const ChatOpsCommandRequestedDetailSchema = z.discriminatedUnion('platform', [
+  SlackRequested,
+  FeishuRequested,
+  DingTalkRequested,
+]);
 export type ChatOpsCommandRequestedDetail = z.infer<typeof ChatOpsCommandRequestedDetailSchema>;
 
 export const ApprovalRequestedDetailSchema = z
@@ -125,7 +137,10 @@ export const ApprovalDecidedDetailSchema = z
      * without it or with a wrong one: the source and `decidedBy` alone can be written by anyone who
      * may put events on the bus. Optional here so such a decision parses and is refused by name.
      */
-    seal: z.string().regex(/^[A-Za-z0-9_-]{43}$/, 'a base64url HMAC-SHA256 (43 characters)').optional(),
+    seal: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{43}$/, 'a base64url HMAC-SHA256 (43 characters)')
+      .optional(),
   })
   .strict();
 export type ApprovalDecidedDetail = z.infer<typeof ApprovalDecidedDetailSchema>;

@@ -33,7 +33,10 @@ export const GpuInventoryDetailSchema = z
     ...agentBase,
     driverVersion: z.string().min(1).max(32),
     nvmlVersion: z.string().max(32).optional(),
-    cudaVersion: z.string().regex(/^\d+\.\d+$/).optional(),
+    cudaVersion: z
+      .string()
+      .regex(/^\d+\.\d+$/)
+      .optional(),
     gpus: z
       .array(
         z

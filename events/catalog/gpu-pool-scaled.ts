@@ -17,7 +17,10 @@ export const GpuPoolScaledDetailSchema = z
     state: z.enum(['requested', 'succeeded', 'failed', 'awaiting-approval']),
     taskId: z.string().max(128).optional(),
     /** Pay-as-you-go price per hour of the change (`to - from` nodes), from DescribePrice. */
-    hourlyCostDelta: z.object({ amount: z.number(), currency: z.string().length(3) }).strict().optional(),
+    hourlyCostDelta: z
+      .object({ amount: z.number(), currency: z.string().length(3) })
+      .strict()
+      .optional(),
     reason: z.string().min(1).max(2048),
     dryRun: z.boolean(),
   })

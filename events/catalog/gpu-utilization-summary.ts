@@ -28,7 +28,12 @@ export const GpuUtilizationSummaryDetailSchema = z
             migDevices: z
               .array(
                 z
-                  .object({ uuid: MigUuid.optional(), gpuInstanceId: count(), profile: MigProfile, framebufferUsedPercent: Agg })
+                  .object({
+                    uuid: MigUuid.optional(),
+                    gpuInstanceId: count(),
+                    profile: MigProfile,
+                    framebufferUsedPercent: Agg,
+                  })
                   .strict(),
               )
               .max(7),

@@ -38,7 +38,14 @@ export const GpuXidErrorDetailSchema = z
         link: int().min(0).max(1023).optional(),
         intrinfo: int().min(0).max(0xffffffff),
         errorStatus: int().min(0).max(0xffffffff),
-        decoded: z.object({ unit: z.string().max(64), resolution: z.enum(NVLINK5_RESOLUTIONS).optional(), reason: z.string().max(512) }).strict().optional(),
+        decoded: z
+          .object({
+            unit: z.string().max(64),
+            resolution: z.enum(NVLINK5_RESOLUTIONS).optional(),
+            reason: z.string().max(512),
+          })
+          .strict()
+          .optional(),
       })
       .strict()
       .optional(),

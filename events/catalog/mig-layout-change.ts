@@ -14,12 +14,26 @@ export const MigLayoutChangeDetailSchema = z
     /** The mig-parted config name set in the node label `nvidia.com/mig.config`. */
     config: z.string().min(1).max(63),
     state: z.enum(['planned', 'pending', 'success', 'failed', 'awaiting-approval']),
-    gpus: z.array(z.object({ index: count(), uuid: GpuUuid.optional(), from: ProfileCounts, to: ProfileCounts }).strict()).min(1).max(16),
+    gpus: z
+      .array(z.object({ index: count(), uuid: GpuUuid.optional(), from: ProfileCounts, to: ProfileCounts }).strict())
+      .min(1)
+      .max(16),
     /** Pending pods this layout is meant to serve, by resource name (`nvidia.com/mig-1g.10gb`). */
     demand: z.record(z.string(), count()).optional(),
     evictedPods: count(),
     /** Pods preempted for this layout (lower priority, by policy), evicted before the relayout. */
-    preempted: z.array(z.object({ namespace: z.string().min(1).max(63), name: z.string().min(1).max(253), priority: z.number().int().optional() }).strict()).max(64).optional(),
+    preempted: z
+      .array(
+        z
+          .object({
+            namespace: z.string().min(1).max(63),
+            name: z.string().min(1).max(253),
+            priority: z.number().int().optional(),
+          })
+          .strict(),
+      )
+      .max(64)
+      .optional(),
     reason: z.string().min(1).max(2048),
     dryRun: z.boolean(),
   })

@@ -14,7 +14,18 @@ export const NodeLabelsChangedDetailSchema = z
     /** The inventory the labels now follow (its `observedAt`). */
     inventoryObservedAt: Timestamp,
     /** `from: null`: the label was absent; `to: null`: removed. */
-    changes: z.array(z.object({ key: LabelKey, from: LabelValue.nullable(), to: LabelValue.nullable(), reason: z.string().min(1).max(512) }).strict()).max(32),
+    changes: z
+      .array(
+        z
+          .object({
+            key: LabelKey,
+            from: LabelValue.nullable(),
+            to: LabelValue.nullable(),
+            reason: z.string().min(1).max(512),
+          })
+          .strict(),
+      )
+      .max(32),
     /** Labels the inventory disagrees with that gpu-reflex left alone: someone else's, or GPU Feature Discovery's. */
     leftAlone: z
       .array(

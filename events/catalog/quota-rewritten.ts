@@ -10,7 +10,14 @@ export const QuotaRewrittenDetailSchema = z
     namespace: z.string().min(1).max(63),
     quota: z.string().min(1).max(253),
     /** Kubernetes quantities as strings (`"8"`, `"16Gi"`); `from: null` when the resource was not limited. */
-    changes: z.array(z.object({ resource: z.string().min(1).max(253), from: z.string().nullable(), to: z.string().nullable() }).strict()).min(1).max(64),
+    changes: z
+      .array(
+        z
+          .object({ resource: z.string().min(1).max(253), from: z.string().nullable(), to: z.string().nullable() })
+          .strict(),
+      )
+      .min(1)
+      .max(64),
     reason: z.string().min(1).max(2048),
     dryRun: z.boolean(),
   })

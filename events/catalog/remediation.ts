@@ -17,7 +17,25 @@ export const REMEDIATION_PHASES = [
   'skipped', // duplicate, stale or superseded event: nothing to do
 ] as const;
 
-export const STEP_KINDS = ['taint', 'untaint', 'cordon', 'uncordon', 'label', 'annotate', 'evict', 'fence', 'unfence', 'reset', 'probe', 'condition', 'reboot', 'replace', 'scale', 'notify', 'approval'] as const;
+export const STEP_KINDS = [
+  'taint',
+  'untaint',
+  'cordon',
+  'uncordon',
+  'label',
+  'annotate',
+  'evict',
+  'fence',
+  'unfence',
+  'reset',
+  'probe',
+  'condition',
+  'reboot',
+  'replace',
+  'scale',
+  'notify',
+  'approval',
+] as const;
 
 export const RemediationStepSchema = z
   .object({
@@ -53,7 +71,10 @@ export const RemediationDetailSchema = z
       .object({
         node: NodeName,
         gpus: z.array(GpuUuid).max(16),
-        migInstances: z.array(z.object({ gpuUuid: GpuUuid, gpuInstanceId: count(), computeInstanceId: count().optional() }).strict()).max(56).optional(),
+        migInstances: z
+          .array(z.object({ gpuUuid: GpuUuid, gpuInstanceId: count(), computeInstanceId: count().optional() }).strict())
+          .max(56)
+          .optional(),
         pods: z.array(z.object({ namespace: z.string().min(1), name: z.string().min(1) }).strict()).max(512),
       })
       .strict(),

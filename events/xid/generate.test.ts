@@ -1,6 +1,14 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { CATALOG_TABLE, DECODE_TABLE, GENERATED, GENERATED_NAMES, parseCatalog, parseDecode, render } from './generate.ts';
+import {
+  CATALOG_TABLE,
+  DECODE_TABLE,
+  GENERATED,
+  GENERATED_NAMES,
+  parseCatalog,
+  parseDecode,
+  render,
+} from './generate.ts';
 
 const HEADER = 'code\tmnemonic\tdescription\timmediate_action\tinvestigatory_action\n';
 
@@ -13,7 +21,13 @@ describe('events/xid/generate.ts', () => {
 
   it('reads NVIDIA line breaks, and an empty bucket as NONE_GIVEN', () => {
     const [e] = parseCatalog(`# source\n${HEADER}45\tM\tline one\\nline two\t\t\n`);
-    expect(e).toEqual({ code: 45, mnemonic: 'M', description: 'line one\nline two', immediate: 'NONE_GIVEN', investigatory: '' });
+    expect(e).toEqual({
+      code: 45,
+      mnemonic: 'M',
+      description: 'line one\nline two',
+      immediate: 'NONE_GIVEN',
+      investigatory: '',
+    });
   });
 
   it.each([
@@ -26,7 +40,10 @@ describe('events/xid/generate.ts', () => {
   });
 
   it('stops on a decode row whose pattern is not 32 bits', () => {
-    const head = 'xid\tunit\tintrinfo_v1\tintrinfo_v2\terror_status\tresolution\tinvestigatory\tseverity\taction2\thw_sw\tlocal_remote\n';
-    expect(() => parseDecode(`${head}149\tU\t0101\t${'-'.repeat(32)}\t0x1\tIGNORE\t\t\t\t\t\n`)).toThrow(/intrinfo_v1 "0101" is not 32 characters/);
+    const head =
+      'xid\tunit\tintrinfo_v1\tintrinfo_v2\terror_status\tresolution\tinvestigatory\tseverity\taction2\thw_sw\tlocal_remote\n';
+    expect(() => parseDecode(`${head}149\tU\t0101\t${'-'.repeat(32)}\t0x1\tIGNORE\t\t\t\t\t\n`)).toThrow(
+      /intrinfo_v1 "0101" is not 32 characters/,
+    );
   });
 });

@@ -21,7 +21,19 @@ export const GENERATED = join(HERE, 'nvidia.generated.ts');
 export const GENERATED_NAMES = join(HERE, 'nvidia-names.generated.ts');
 
 const CATALOG_COLUMNS = ['code', 'mnemonic', 'description', 'immediate_action', 'investigatory_action'];
-const DECODE_COLUMNS = ['xid', 'unit', 'intrinfo_v1', 'intrinfo_v2', 'error_status', 'resolution', 'investigatory', 'severity', 'action2', 'hw_sw', 'local_remote'];
+const DECODE_COLUMNS = [
+  'xid',
+  'unit',
+  'intrinfo_v1',
+  'intrinfo_v2',
+  'error_status',
+  'resolution',
+  'investigatory',
+  'severity',
+  'action2',
+  'hw_sw',
+  'local_remote',
+];
 const PATTERN = /^[01-]{32}$/;
 
 /** `\n` in a cell is a line break in NVIDIA's sheet; `\\` a backslash. */
@@ -30,7 +42,11 @@ function unescapeCell(cell: string): string {
 }
 
 /** Rows of a table as records keyed by its header; the `#` comment lines are returned apart. */
-export function readTable(text: string, columns: readonly string[], name: string): { comments: string[]; rows: { line: number; cells: Record<string, string> }[] } {
+export function readTable(
+  text: string,
+  columns: readonly string[],
+  name: string,
+): { comments: string[]; rows: { line: number; cells: Record<string, string> }[] } {
   const comments: string[] = [];
   const rows: { line: number; cells: Record<string, string> }[] = [];
   let header: string[] | undefined;
@@ -41,10 +57,12 @@ export function readTable(text: string, columns: readonly string[], name: string
     const cells = line.split('\t');
     if (!header) {
       header = cells;
-      if (header.join('\t') !== columns.join('\t')) throw new Error(`${name}:${i + 1}: expected the columns ${columns.join(', ')}, got ${header.join(', ')}`);
+      if (header.join('\t') !== columns.join('\t'))
+        throw new Error(`${name}:${i + 1}: expected the columns ${columns.join(', ')}, got ${header.join(', ')}`);
       return;
     }
-    if (cells.length !== columns.length) throw new Error(`${name}:${i + 1}: expected ${columns.length} tab-separated cells, got ${cells.length}`);
+    if (cells.length !== columns.length)
+      throw new Error(`${name}:${i + 1}: expected ${columns.length} tab-separated cells, got ${cells.length}`);
     rows.push({ line: i + 1, cells: Object.fromEntries(columns.map((c, n) => [c, unescapeCell(cells[n]!)])) });
   });
   if (!header) throw new Error(`${name}: no header row`);
@@ -65,18 +83,29 @@ export function parseCatalog(text: string): NvidiaXidEntry[] {
     if (seen.has(code)) throw new Error(`${where}: XID ${code} is listed twice`);
     seen.add(code);
     const bucket = cells.immediate_action! === '' ? 'NONE_GIVEN' : cells.immediate_action!;
-    if (!(NVIDIA_BUCKETS as readonly string[]).includes(bucket)) throw new Error(`${where}: XID ${code}: bucket "${bucket}" is new: add it to NVIDIA_BUCKETS (types.ts) and decide its default (defaults.ts)`);
-    return { code, mnemonic: cells.mnemonic!, description: cells.description!, immediate: bucket as NvidiaXidEntry['immediate'], investigatory: cells.investigatory_action! };
+    if (!(NVIDIA_BUCKETS as readonly string[]).includes(bucket))
+      throw new Error(
+        `${where}: XID ${code}: bucket "${bucket}" is new: add it to NVIDIA_BUCKETS (types.ts) and decide its default (defaults.ts)`,
+      );
+    return {
+      code,
+      mnemonic: cells.mnemonic!,
+      description: cells.description!,
+      immediate: bucket as NvidiaXidEntry['immediate'],
+      investigatory: cells.investigatory_action!,
+    };
   });
 }
 
 export function parseDecode(text: string): Nvlink5DecodeRow[] {
   return readTable(text, DECODE_COLUMNS, 'nvlink5-decode.tsv').rows.map(({ line, cells }) => {
     const where = `nvlink5-decode.tsv:${line}`;
-    for (const p of ['intrinfo_v1', 'intrinfo_v2']) if (!PATTERN.test(cells[p]!)) throw new Error(`${where}: ${p} "${cells[p]}" is not 32 characters of 0, 1 and -`);
+    for (const p of ['intrinfo_v1', 'intrinfo_v2'])
+      if (!PATTERN.test(cells[p]!)) throw new Error(`${where}: ${p} "${cells[p]}" is not 32 characters of 0, 1 and -`);
     const xid = integer(cells.xid!, where, 'xid');
     if (xid < 144 || xid > 150) throw new Error(`${where}: XID ${xid} is not an NVLink5 XID (144–150)`);
-    if (!(NVLINK5_RESOLUTIONS as readonly string[]).includes(cells.resolution!)) throw new Error(`${where}: resolution "${cells.resolution}" is new: add it to NVLINK5_RESOLUTIONS (types.ts)`);
+    if (!(NVLINK5_RESOLUTIONS as readonly string[]).includes(cells.resolution!))
+      throw new Error(`${where}: resolution "${cells.resolution}" is new: add it to NVLINK5_RESOLUTIONS (types.ts)`);
     return {
       xid,
       unit: cells.unit!,
@@ -103,9 +132,14 @@ export function parseDecode(text: string): Nvlink5DecodeRow[] {
 export function render(catalogText: string, decodeText: string): { catalog: string; names: string } {
   const catalog = parseCatalog(catalogText);
   const decode = parseDecode(decodeText);
-  const source = readTable(catalogText, CATALOG_COLUMNS, 'nvidia-xid-catalog.tsv').comments.map((c) => `// ${c}`.trimEnd());
+  const source = readTable(catalogText, CATALOG_COLUMNS, 'nvidia-xid-catalog.tsv').comments.map((c) =>
+    `// ${c}`.trimEnd(),
+  );
   const s = JSON.stringify;
-  const head = ['// Generated by events/xid/generate.ts from nvidia-xid-catalog.tsv and nvlink5-decode.tsv: do not edit.', ...source];
+  const head = [
+    '// Generated by events/xid/generate.ts from nvidia-xid-catalog.tsv and nvlink5-decode.tsv: do not edit.',
+    ...source,
+  ];
   const units: { key: string; rows: Nvlink5DecodeRow[] }[] = [];
   for (const r of decode) {
     const key = `${r.xid}\t${r.unit}\t${r.intrinfoV1}\t${r.intrinfoV2}`;
@@ -122,7 +156,7 @@ export function render(catalogText: string, decodeText: string): { catalog: stri
     ...catalog.map((e) => `  [${e.code}, ${s(e.description)}, ${s(e.immediate)}],`),
     '];',
     '',
-    "/** NVIDIA's \"XID 144-150 Decode\" sheet by unit: [xid, unit, intrinfo v1, intrinfo v2, [[errorStatus, resolution, investigatory, severity], …]]. */",
+    '/** NVIDIA\'s "XID 144-150 Decode" sheet by unit: [xid, unit, intrinfo v1, intrinfo v2, [[errorStatus, resolution, investigatory, severity], …]]. */',
     'export const NVLINK5_UNITS: readonly UnitTuple[] = [',
     ...units.map(({ rows }) => {
       const r0 = rows[0]!;
@@ -161,4 +195,5 @@ function main(argv: string[]): number {
   return 0;
 }
 
-if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) process.exitCode = main(process.argv.slice(2));
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href)
+  process.exitCode = main(process.argv.slice(2));

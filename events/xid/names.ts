@@ -4,7 +4,9 @@
  */
 import { NVIDIA_XID_NAMES } from './nvidia-names.generated.ts';
 
-const BY_CODE: ReadonlyMap<number, { mnemonic: string; investigatory: string }> = new Map(NVIDIA_XID_NAMES.map(([code, mnemonic, investigatory]) => [code, { mnemonic, investigatory }]));
+const BY_CODE: ReadonlyMap<number, { mnemonic: string; investigatory: string }> = new Map(
+  NVIDIA_XID_NAMES.map(([code, mnemonic, investigatory]) => [code, { mnemonic, investigatory }]),
+);
 
 /** undefined for a code NVIDIA's catalog does not list. */
 export function nvidiaNames(code: number): { mnemonic: string; investigatory: string } | undefined {

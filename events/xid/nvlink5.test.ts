@@ -30,7 +30,10 @@ describe("NVLink5 decode (NVIDIA's XID 144-150 Decode sheet)", () => {
   });
 
   it('reads an errorStatus of several bits as its bits, the strongest winning', () => {
-    expect(decodeNvlink5(144, 0x1, 0x0000000d)).toMatchObject({ resolution: 'IGNORE', rows: [{ errorStatus: 1 }, { errorStatus: 4 }, { errorStatus: 8 }] });
+    expect(decodeNvlink5(144, 0x1, 0x0000000d)).toMatchObject({
+      resolution: 'IGNORE',
+      rows: [{ errorStatus: 1 }, { errorStatus: 4 }, { errorStatus: 8 }],
+    });
     expect(decodeNvlink5(144, 0x1, 0x00000003)).toMatchObject({ resolution: 'RESET_GPU' });
   });
 

@@ -11,11 +11,24 @@ import { NVLINK5_UNITS } from './nvidia.generated.ts';
 import type { Nvlink5DecodeRow, Nvlink5Resolution } from './types.ts';
 
 /** A decode row as decisions and reasons use it (the sheet's other columns stay in the table). */
-export type Nvlink5Row = Pick<Nvlink5DecodeRow, 'xid' | 'unit' | 'intrinfoV1' | 'intrinfoV2' | 'errorStatus' | 'resolution' | 'investigatory' | 'severity'>;
+export type Nvlink5Row = Pick<
+  Nvlink5DecodeRow,
+  'xid' | 'unit' | 'intrinfoV1' | 'intrinfoV2' | 'errorStatus' | 'resolution' | 'investigatory' | 'severity'
+>;
 
 /** Every row of NVIDIA's decode sheet, expanded from the generated units. */
-export const NVLINK5_DECODE: readonly Nvlink5Row[] = NVLINK5_UNITS.flatMap(([xid, unit, intrinfoV1, intrinfoV2, rows]) =>
-  rows.map(([errorStatus, resolution, investigatory, severity]) => ({ xid, unit, intrinfoV1, intrinfoV2, errorStatus, resolution, investigatory, severity })),
+export const NVLINK5_DECODE: readonly Nvlink5Row[] = NVLINK5_UNITS.flatMap(
+  ([xid, unit, intrinfoV1, intrinfoV2, rows]) =>
+    rows.map(([errorStatus, resolution, investigatory, severity]) => ({
+      xid,
+      unit,
+      intrinfoV1,
+      intrinfoV2,
+      errorStatus,
+      resolution,
+      investigatory,
+      severity,
+    })),
 );
 
 export const NVLINK5_XIDS: ReadonlySet<number> = new Set([144, 145, 146, 147, 148, 149, 150]);
@@ -108,9 +121,23 @@ export interface Nvlink5Words {
 }
 
 /** The event's `nvlink` field: the line's words and NVIDIA's decode of them, when a row matches. */
-export function nvlinkDetail(xid: number, w: Nvlink5Words): Nvlink5Words & { decoded?: { unit: string; resolution?: Nvlink5Resolution; reason: string } } {
+export function nvlinkDetail(
+  xid: number,
+  w: Nvlink5Words,
+): Nvlink5Words & { decoded?: { unit: string; resolution?: Nvlink5Resolution; reason: string } } {
   const d = decodeNvlink5(xid, w.intrinfo, w.errorStatus);
-  return { ...w, ...(d ? { decoded: { unit: d.unit, ...(d.resolution ? { resolution: d.resolution } : {}), reason: decodeWords(d).slice(0, 512) } } : {}) };
+  return {
+    ...w,
+    ...(d
+      ? {
+          decoded: {
+            unit: d.unit,
+            ...(d.resolution ? { resolution: d.resolution } : {}),
+            reason: decodeWords(d).slice(0, 512),
+          },
+        }
+      : {}),
+  };
 }
 
 /**
@@ -118,10 +145,29 @@ export function nvlinkDetail(xid: number, w: Nvlink5Words): Nvlink5Words & { dec
  * when one matches (IGNORE and XID_154_EVAL observe, RESET_GPU resets); 147/148 always observe;
  * undecoded, the kernel line's own word (Nonfatal observes; Fatal, or none — NVML only — resets).
  */
-export function nvlink5Verdict(xid: number, words: { intrinfo: number; errorStatus: number } | undefined, severity: 'fatal' | 'nonfatal' | undefined): { verdict: 'observe' | 'reset'; why: string; decode?: Nvlink5Decode } {
+export function nvlink5Verdict(
+  xid: number,
+  words: { intrinfo: number; errorStatus: number } | undefined,
+  severity: 'fatal' | 'nonfatal' | undefined,
+): { verdict: 'observe' | 'reset'; why: string; decode?: Nvlink5Decode } {
   const decode = words ? decodeNvlink5(xid, words.intrinfo, words.errorStatus) : undefined;
-  if (decode?.resolution) return { verdict: decode.resolution === 'RESET_GPU' ? 'reset' : 'observe', why: `${decode.unit}: NVIDIA's decode says ${decode.resolution}`, decode };
-  if (alwaysIgnored(xid)) return { verdict: 'observe', why: `every row of NVIDIA's decode for XID ${xid} is IGNORE`, ...(decode ? { decode } : {}) };
-  if (severity === 'nonfatal') return { verdict: 'observe', why: 'Nonfatal: observe and count', ...(decode ? { decode } : {}) };
-  return { verdict: 'reset', why: severity === 'fatal' ? 'Fatal, not decoded' : 'not decoded (no kernel line)', ...(decode ? { decode } : {}) };
+  if (decode?.resolution)
+    return {
+      verdict: decode.resolution === 'RESET_GPU' ? 'reset' : 'observe',
+      why: `${decode.unit}: NVIDIA's decode says ${decode.resolution}`,
+      decode,
+    };
+  if (alwaysIgnored(xid))
+    return {
+      verdict: 'observe',
+      why: `every row of NVIDIA's decode for XID ${xid} is IGNORE`,
+      ...(decode ? { decode } : {}),
+    };
+  if (severity === 'nonfatal')
+    return { verdict: 'observe', why: 'Nonfatal: observe and count', ...(decode ? { decode } : {}) };
+  return {
+    verdict: 'reset',
+    why: severity === 'fatal' ? 'Fatal, not decoded' : 'not decoded (no kernel line)',
+    ...(decode ? { decode } : {}),
+  };
 }

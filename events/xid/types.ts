@@ -17,7 +17,18 @@ export interface NvidiaXidEntry {
 
 /** The generated forms (generate.ts `render`): one catalog row, one decode unit with its rows. */
 export type CatalogTuple = readonly [code: number, description: string, immediate: NvidiaBucket];
-export type UnitTuple = readonly [xid: number, unit: string, intrinfoV1: string, intrinfoV2: string, rows: readonly (readonly [errorStatus: number, resolution: Nvlink5Resolution, investigatory: string, severity: string])[]];
+export type UnitTuple = readonly [
+  xid: number,
+  unit: string,
+  intrinfoV1: string,
+  intrinfoV2: string,
+  rows: readonly (readonly [
+    errorStatus: number,
+    resolution: Nvlink5Resolution,
+    investigatory: string,
+    severity: string,
+  ])[],
+];
 
 /** One row of NVIDIA's "XID 144-150 Decode" sheet. */
 export interface Nvlink5DecodeRow {

@@ -30,7 +30,10 @@ export interface EventPublisher {
  */
 export function checkPublished(e: PublishedEvent): void {
   const r = validateDetail(e.detailType, e.detail);
-  if (!r.ok) throw new Error(`publishing an invalid ${e.detailType} (a bug in what we built): ${r.problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`);
+  if (!r.ok)
+    throw new Error(
+      `publishing an invalid ${e.detailType} (a bug in what we built): ${r.problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`,
+    );
 }
 
 /** Keeps what was published, in order (tests, dry runs, the local timeline). */

@@ -45,7 +45,10 @@ export interface ManualClock extends Clock {
  * A clock that only moves when told. `onAdvance` lets a test move a simulator's clock in step
  * (for example the simulated cluster's `advance`, so terminating pods finish their grace period).
  */
-export function manualClock(startMs = Date.UTC(2026, 0, 1), onAdvance?: (ms: number) => void | Promise<void>): ManualClock {
+export function manualClock(
+  startMs = Date.UTC(2026, 0, 1),
+  onAdvance?: (ms: number) => void | Promise<void>,
+): ManualClock {
   let t = startMs;
   const advance = async (ms: number): Promise<void> => {
     if (!(ms >= 0)) throw new RangeError(`clock advance must be >= 0, got ${ms}`);

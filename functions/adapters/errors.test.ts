@@ -1,7 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import {
-  AdapterError, BadInputError, BlockedError, ConflictError, ForbiddenError, NotFoundError, ThrottledError,
-  TooManyRequestsError, TransientError, fromKubeError, isRetryable, kubeStatusMessage,
+  AdapterError,
+  BadInputError,
+  BlockedError,
+  ConflictError,
+  ForbiddenError,
+  NotFoundError,
+  ThrottledError,
+  TooManyRequestsError,
+  TransientError,
+  fromKubeError,
+  isRetryable,
+  kubeStatusMessage,
 } from './errors.ts';
 
 /** Shaped like @kubernetes/client-node's ApiException: numeric code, Status JSON string body. */
@@ -43,7 +53,10 @@ describe('fromKubeError', () => {
   });
 
   it('treats network failures (code in cause) as transient', () => {
-    const err = fromKubeError(new Error('fetch failed', { cause: Object.assign(new Error('x'), { code: 'ECONNREFUSED' }) }), 'listing nodes');
+    const err = fromKubeError(
+      new Error('fetch failed', { cause: Object.assign(new Error('x'), { code: 'ECONNREFUSED' }) }),
+      'listing nodes',
+    );
     expect(err).toBeInstanceOf(TransientError);
     expect(err.message).toBe('listing nodes: ECONNREFUSED');
   });

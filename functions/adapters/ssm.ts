@@ -9,12 +9,23 @@
  */
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import type { AdapterError } from './errors.ts';
-import { BadInputError, ConfigurationError, ForbiddenError, NotFoundError, ThrottledError, TransientError } from './errors.ts';
+import {
+  BadInputError,
+  ConfigurationError,
+  ForbiddenError,
+  NotFoundError,
+  ThrottledError,
+  TransientError,
+} from './errors.ts';
 
 export const SSM_ACTION = 'ssm:GetParameter';
 
 /** The SecureString `parameter` holds; `label` says what it is in errors (`kubeconfig`, `Alibaba Cloud AccessKey`). */
-export async function readSecureString(parameter: string, label: string, client: Pick<SSMClient, 'send'> = new SSMClient({})): Promise<string> {
+export async function readSecureString(
+  parameter: string,
+  label: string,
+  client: Pick<SSMClient, 'send'> = new SSMClient({}),
+): Promise<string> {
   const what = `ssm:${parameter}`;
   let out;
   try {
@@ -23,7 +34,11 @@ export async function readSecureString(parameter: string, label: string, client:
     throw mapSsmError(err, what, label);
   }
   const p = out.Parameter;
-  if (p?.Type !== 'SecureString') throw new ConfigurationError(`${label} ${what}: the parameter must be a SecureString (it is ${p?.Type ?? 'empty'})`, { what });
+  if (p?.Type !== 'SecureString')
+    throw new ConfigurationError(
+      `${label} ${what}: the parameter must be a SecureString (it is ${p?.Type ?? 'empty'})`,
+      { what },
+    );
   if (!p.Value) throw new ConfigurationError(`${label} ${what}: the parameter is empty`, { what });
   return p.Value;
 }
@@ -32,10 +47,24 @@ export async function readSecureString(parameter: string, label: string, client:
 function mapSsmError(err: unknown, what: string, label: string): AdapterError {
   const name = (err as { name?: string }).name ?? '';
   const fields = { what, cause: err };
-  if (name === 'ParameterNotFound' || name === 'ParameterVersionNotFound') return new NotFoundError(`${label} ${what}: no such parameter`, fields);
-  if (name === 'AccessDeniedException' || name === 'AccessDenied') return new ForbiddenError(`${label} ${what}: denied — the function's role needs ${SSM_ACTION} on it (and kms:Decrypt on its key)`, fields);
-  if (/^KMS|InvalidKeyId/.test(name)) return new ForbiddenError(`${label} ${what}: cannot decrypt (${name}) — kms:Decrypt on the parameter's key`, fields);
-  if (name === 'ThrottlingException' || name === 'TooManyUpdates') return new ThrottledError(`${label} ${what}: throttled`, fields);
-  if (name === 'InternalServerError' || (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === undefined) return new TransientError(`${label} ${what}: ${name || 'unreachable'}`, fields);
+  if (name === 'ParameterNotFound' || name === 'ParameterVersionNotFound')
+    return new NotFoundError(`${label} ${what}: no such parameter`, fields);
+  if (name === 'AccessDeniedException' || name === 'AccessDenied')
+    return new ForbiddenError(
+      `${label} ${what}: denied — the function's role needs ${SSM_ACTION} on it (and kms:Decrypt on its key)`,
+      fields,
+    );
+  if (/^KMS|InvalidKeyId/.test(name))
+    return new ForbiddenError(
+      `${label} ${what}: cannot decrypt (${name}) — kms:Decrypt on the parameter's key`,
+      fields,
+    );
+  if (name === 'ThrottlingException' || name === 'TooManyUpdates')
+    return new ThrottledError(`${label} ${what}: throttled`, fields);
+  if (
+    name === 'InternalServerError' ||
+    (err as { $metadata?: { httpStatusCode?: number } }).$metadata?.httpStatusCode === undefined
+  )
+    return new TransientError(`${label} ${what}: ${name || 'unreachable'}`, fields);
   return new BadInputError(`${label} ${what}: ${name}`, fields);
 }

@@ -22,4 +22,6 @@ export function createAutoscaleHandler(getDeps: () => AutoscaleWiring | Promise<
 }
 
 // The wiring (config files, the clients) loads at the first invocation: lib/wiring.ts.
-export const handler = createAutoscaleHandler(lazy(async () => (await import('./wiring.ts')).wireAutoscale('autoscale-pools')));
+export const handler = createAutoscaleHandler(
+  lazy(async () => (await import('./wiring.ts')).wireAutoscale('autoscale-pools')),
+);

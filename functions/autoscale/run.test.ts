@@ -28,9 +28,20 @@ beforeEach(async () => {
     cloud: {
       bootSeconds: 120,
       pools: [
-        { id: 'np-t4', name: 't4', instanceTypes: ['ecs.gn6i-c4g1.xlarge'], size: 1, labels: { 'gpu-reflex.io/pool': 't4' } },
+        {
+          id: 'np-t4',
+          name: 't4',
+          instanceTypes: ['ecs.gn6i-c4g1.xlarge'],
+          size: 1,
+          labels: { 'gpu-reflex.io/pool': 't4' },
+        },
         { id: 'np-a10', name: 'a10', instanceTypes: ['ecs.gn7i-c8g1.2xlarge'], size: 0 },
-        { id: 'np-ack-managed', name: 'managed', instanceTypes: ['ecs.gn6i-c4g1.xlarge'], autoScaling: { enable: true, min: 0, max: 9 } },
+        {
+          id: 'np-ack-managed',
+          name: 'managed',
+          instanceTypes: ['ecs.gn6i-c4g1.xlarge'],
+          autoScaling: { enable: true, min: 0, max: 9 },
+        },
         { id: 'np-not-ours', name: 'other', instanceTypes: ['ecs.gn6i-c4g1.xlarge'] },
       ],
     },
@@ -38,18 +49,45 @@ beforeEach(async () => {
   clock = manualClock(T0, (ms) => simClock.advance(ms));
   kube = fakeKube({ clock });
   const [t4] = sim.cloud.members('np-t4');
-  kube.cluster.addNode({ name: t4!.nodeName, labels: { [NODEPOOL_LABEL]: 'np-t4', 'gpu-reflex.io/pool': 't4' }, allocatable: { 'nvidia.com/gpu': '1', cpu: '3500m', memory: '14Gi' } });
+  kube.cluster.addNode({
+    name: t4!.nodeName,
+    labels: { [NODEPOOL_LABEL]: 'np-t4', 'gpu-reflex.io/pool': 't4' },
+    allocatable: { 'nvidia.com/gpu': '1', cpu: '3500m', memory: '14Gi' },
+  });
   publisher = new RecordingPublisher();
   notifier = new RecordingNotifier();
-  deps = { ...simDeps(sim, kube, clock, publisher, AutoscalePolicySchema.parse({ pendingSeconds: 60, cooldownMinutes: 3, pools: { 'np-t4': { max: 4, maxStep: 4 }, 'np-a10': { max: 2 }, 'np-ack-managed': { max: 9 } } })), notifier };
-
+  deps = {
+    ...simDeps(
+      sim,
+      kube,
+      clock,
+      publisher,
+      AutoscalePolicySchema.parse({
+        pendingSeconds: 60,
+        cooldownMinutes: 3,
+        pools: { 'np-t4': { max: 4, maxStep: 4 }, 'np-a10': { max: 2 }, 'np-ack-managed': { max: 9 } },
+      }),
+    ),
+    notifier,
+  };
 });
 afterEach(() => sim.close());
 
 const pendingGpuPods = (n: number, prefix = 'infer', extra: object = {}) => {
-  for (let i = 0; i < n; i++) kube.cluster.addPod({ name: `${prefix}-${i}`, namespace: 'ml', uid: `${prefix}-${i}`, phase: 'Pending', extendedResources: { 'nvidia.com/gpu': 1 }, requests: { 'nvidia.com/gpu': 1, cpu: 2, memory: 8 * 2 ** 30 }, createdAt: new Date(T0).toISOString(), ...extra });
+  for (let i = 0; i < n; i++)
+    kube.cluster.addPod({
+      name: `${prefix}-${i}`,
+      namespace: 'ml',
+      uid: `${prefix}-${i}`,
+      phase: 'Pending',
+      extendedResources: { 'nvidia.com/gpu': 1 },
+      requests: { 'nvidia.com/gpu': 1, cpu: 2, memory: 8 * 2 ** 30 },
+      createdAt: new Date(T0).toISOString(),
+      ...extra,
+    });
 };
-const poolEvents = () => publisher.published.filter((e) => e.detailType === GPU_POOL_SCALED).map((e) => e.detail as GpuPoolScaledDetail);
+const poolEvents = () =>
+  publisher.published.filter((e) => e.detailType === GPU_POOL_SCALED).map((e) => e.detail as GpuPoolScaledDetail);
 
 describe('autoscale-pools', () => {
   it('grows the cheapest pool for GPU pods that have waited, publishes GPU Pool Scaled, then reports the task done', async () => {
@@ -62,11 +100,24 @@ describe('autoscale-pools', () => {
     expect(sim.cloud.pools.get('np-t4')!.desired).toBe(4);
     expect(sim.cloud.calls.filter((c) => c.action === 'ModifyClusterNodePool')).toHaveLength(1);
     const [requested] = poolEvents();
-    expect(requested).toMatchObject({ nodepoolId: 'np-t4', nodepoolName: 't4', from: 1, to: 4, state: 'requested', hourlyCostDelta: { amount: 25.5, currency: 'CNY' }, instanceTypes: ['ecs.gn6i-c4g1.xlarge'], dryRun: false });
-    expect(requested!.reason).toContain('t4: 1 → 4 (3 for 3 pending pod(s)) at 8.5/h each: ml/infer-0, ml/infer-1, ml/infer-2');
+    expect(requested).toMatchObject({
+      nodepoolId: 'np-t4',
+      nodepoolName: 't4',
+      from: 1,
+      to: 4,
+      state: 'requested',
+      hourlyCostDelta: { amount: 25.5, currency: 'CNY' },
+      instanceTypes: ['ecs.gn6i-c4g1.xlarge'],
+      dryRun: false,
+    });
+    expect(requested!.reason).toContain(
+      't4: 1 → 4 (3 for 3 pending pod(s)) at 8.5/h each: ml/infer-0, ml/infer-1, ml/infer-2',
+    );
     expect(notifier.notices.map((n) => n.title)).toEqual(['gpu-reflex: growing node pool t4 1 → 4']);
     // The pools no policy names, and the one ACK scales itself, are never written to.
-    expect(sim.cloud.calls.filter((c) => c.action === 'ModifyClusterNodePool' || c.action === 'ScaleClusterNodePool')).toHaveLength(1);
+    expect(
+      sim.cloud.calls.filter((c) => c.action === 'ModifyClusterNodePool' || c.action === 'ScaleClusterNodePool'),
+    ).toHaveLength(1);
 
     await clock.advance(120_000);
     const later = await autoscalePools(deps);
@@ -79,47 +130,69 @@ describe('autoscale-pools', () => {
     // The pool's member is a bigger, older type (two GPUs); ACK adds ecs.gn6i-c4g1.xlarge (one).
     const [t4] = sim.cloud.members('np-t4');
     kube.cluster.nodes.get(t4!.nodeName)!.labels['node.kubernetes.io/instance-type'] = 'ecs.gn6i-c24g1.12xlarge';
-    Object.assign(kube.cluster.nodes.get(t4!.nodeName)!.allocatable, { 'nvidia.com/gpu': '2', cpu: '46', memory: '180Gi' });
+    Object.assign(kube.cluster.nodes.get(t4!.nodeName)!.allocatable, {
+      'nvidia.com/gpu': '2',
+      cpu: '46',
+      memory: '180Gi',
+    });
     pendingGpuPods(3);
     await clock.advance(60_000);
     expect((await autoscalePools(deps)).scaled).toEqual({ 'np-t4': 4 });
     expect(poolEvents()[0]!.reason).toContain('t4: 1 → 4 (3 for 3 pending pod(s))');
   });
 
-  it('holds a scale-out above the policy\'s hourly cost for approval in chat: asked once, carried out once approved', async () => {
+  it("holds a scale-out above the policy's hourly cost for approval in chat: asked once, carried out once approved", async () => {
     deps = { ...deps, policy: AutoscalePolicySchema.parse({ ...deps.policy, approval: { aboveHourlyCost: 20 } }) };
     pendingGpuPods(3);
     await clock.advance(60_000);
     // 3 nodes at 8.5/h = 25.5/h, above 20/h: asked, not grown.
     expect(await autoscalePools(deps)).toMatchObject({ scaled: {}, held: { 'np-t4': 4 } });
     expect(sim.cloud.pools.get('np-t4')!.desired).toBe(1);
-    expect(notifier.notices).toEqual([expect.objectContaining({ title: 'gpu-reflex: approve growing node pool t4 1 → 4 (+25.5/h)?', approval: { id: scaleOutApprovalId(deps.clusterId, 'np-t4', 1, 4) } })]);
+    expect(notifier.notices).toEqual([
+      expect.objectContaining({
+        title: 'gpu-reflex: approve growing node pool t4 1 → 4 (+25.5/h)?',
+        approval: { id: scaleOutApprovalId(deps.clusterId, 'np-t4', 1, 4) },
+      }),
+    ]);
     const id = notifier.notices[0]!.approval!.id;
-    expect(notifier.notices[0]!.text).toContain(`above the 20/h the policy lets the autoscaler spend alone. Answer "approve ${id}" or "deny ${id}" within 30 min`);
+    expect(notifier.notices[0]!.text).toContain(
+      `above the 20/h the policy lets the autoscaler spend alone. Answer "approve ${id}" or "deny ${id}" within 30 min`,
+    );
     await clock.advance(60_000);
     expect((await autoscalePools(deps)).held).toEqual({ 'np-t4': 4 });
     expect(notifier.notices).toHaveLength(1);
     const chat = { kube, clock } as unknown as CommandPorts;
-    expect(await decideHeldPlan(chat, id, 'approved', 'slack:U-OPS')).toEqual({ answer: `approved ${id}: autoscale-pools grows np-t4 1 → 4 at its next round, if its plan is still that`, decided: true });
+    expect(await decideHeldPlan(chat, id, 'approved', 'slack:U-OPS')).toEqual({
+      answer: `approved ${id}: autoscale-pools grows np-t4 1 → 4 at its next round, if its plan is still that`,
+      decided: true,
+    });
     expect(await autoscalePools(deps)).toMatchObject({ scaled: { 'np-t4': 4 }, held: {} });
     expect(sim.cloud.pools.get('np-t4')!.desired).toBe(4);
     expect(poolEvents().map((e) => [e.from, e.to, e.state])).toEqual([[1, 4, 'requested']]);
   });
 
   it('grows nothing that was denied, nor asks again for the same plan; cheaper plans go ahead alone', async () => {
-    deps = { ...deps, policy: AutoscalePolicySchema.parse({ ...deps.policy, approval: { aboveHourlyCost: 20, ttlMinutes: 10 } }) };
+    deps = {
+      ...deps,
+      policy: AutoscalePolicySchema.parse({ ...deps.policy, approval: { aboveHourlyCost: 20, ttlMinutes: 10 } }),
+    };
     pendingGpuPods(3);
     await clock.advance(60_000);
     await autoscalePools(deps);
     const id = notifier.notices[0]!.approval!.id;
-    expect((await decideHeldPlan({ kube, clock } as unknown as CommandPorts, id, 'rejected', 'slack:U-OPS'))!.answer).toBe(`rejected ${id}: np-t4 is not grown to 4; that plan is not asked about again`);
+    expect(
+      (await decideHeldPlan({ kube, clock } as unknown as CommandPorts, id, 'rejected', 'slack:U-OPS'))!.answer,
+    ).toBe(`rejected ${id}: np-t4 is not grown to 4; that plan is not asked about again`);
     await clock.advance(60_000);
     expect(await autoscalePools(deps)).toMatchObject({ scaled: {}, held: { 'np-t4': 4 } });
     expect(notifier.notices).toHaveLength(1);
     // Two of the pods go: 1 → 2 adds 8.5/h, under the limit, and goes ahead without asking.
     for (const name of ['infer-1', 'infer-2']) kube.cluster.terminate(kube.cluster.pod('ml', name)!, 0);
     expect((await autoscalePools(deps)).scaled).toEqual({ 'np-t4': 2 });
-    expect(notifier.notices.map((n) => n.title)).toEqual(['gpu-reflex: approve growing node pool t4 1 → 4 (+25.5/h)?', 'gpu-reflex: growing node pool t4 1 → 2']);
+    expect(notifier.notices.map((n) => n.title)).toEqual([
+      'gpu-reflex: approve growing node pool t4 1 → 4 (+25.5/h)?',
+      'gpu-reflex: growing node pool t4 1 → 2',
+    ]);
   });
 
   it('asks for nothing more while the nodes boot, however often it runs', async () => {
@@ -144,7 +217,11 @@ describe('autoscale-pools', () => {
     await autoscalePools(deps);
     // The node joined; a new wave arrives within the cooldown.
     const [, fresh] = sim.cloud.members('np-t4');
-    kube.cluster.addNode({ name: fresh!.nodeName, labels: { [NODEPOOL_LABEL]: 'np-t4' }, allocatable: { 'nvidia.com/gpu': '1', cpu: '3500m', memory: '14Gi' } });
+    kube.cluster.addNode({
+      name: fresh!.nodeName,
+      labels: { [NODEPOOL_LABEL]: 'np-t4' },
+      allocatable: { 'nvidia.com/gpu': '1', cpu: '3500m', memory: '14Gi' },
+    });
     pendingGpuPods(2, 'wave2', { createdAt: new Date(clock.now()).toISOString() });
     kube.cluster.addPod({ name: 'infer-0-bound', namespace: 'ml', uid: 'x', nodeName: fresh!.nodeName });
     await clock.advance(60_000);
@@ -158,7 +235,17 @@ describe('autoscale-pools', () => {
     await clock.advance(60_000);
     const real = deps.cloud;
     let calls = 0;
-    deps.cloud = { ...real, listNodePools: () => real.listNodePools(), instanceTypes: (x) => real.instanceTypes(x), hourlyPrice: (x) => real.hourlyPrice(x), task: (x) => real.task(x), setDesiredSize: async () => { calls++; throw new Error('connection reset'); } } as typeof real;
+    deps.cloud = {
+      ...real,
+      listNodePools: () => real.listNodePools(),
+      instanceTypes: (x) => real.instanceTypes(x),
+      hourlyPrice: (x) => real.hourlyPrice(x),
+      task: (x) => real.task(x),
+      setDesiredSize: async () => {
+        calls++;
+        throw new Error('connection reset');
+      },
+    } as typeof real;
     await expect(autoscalePools(deps)).rejects.toThrow('connection reset');
     expect(calls).toBe(1);
     expect(sim.cloud.pools.get('np-t4')!.desired).toBe(1);
@@ -174,7 +261,12 @@ describe('autoscale-pools', () => {
     pendingGpuPods(1);
     await clock.advance(60_000);
     let failures = 2;
-    deps.publisher = { publish: async (events) => (failures-- > 0 ? Promise.reject(new TransientError('publishing events: Region is missing')) : publisher.publish(events)) };
+    deps.publisher = {
+      publish: async (events) =>
+        failures-- > 0
+          ? Promise.reject(new TransientError('publishing events: Region is missing'))
+          : publisher.publish(events),
+    };
     await expect(autoscalePools(deps)).rejects.toThrow('Region is missing');
     await expect(autoscalePools(deps)).rejects.toThrow('Region is missing');
     expect(poolEvents()).toEqual([]);
@@ -184,7 +276,7 @@ describe('autoscale-pools', () => {
     expect(sim.cloud.calls.filter((c) => c.action === 'ModifyClusterNodePool')).toHaveLength(1);
   });
 
-  it('reports a failed scale-out once, with ACK\'s error, and tells chat', async () => {
+  it("reports a failed scale-out once, with ACK's error, and tells chat", async () => {
     sim.cloud.inject({ action: 'ModifyClusterNodePool', failTasks: 1 });
     pendingGpuPods(1);
     await clock.advance(60_000);

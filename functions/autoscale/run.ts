@@ -36,7 +36,8 @@ import { AUTOSCALE_APPROVALS_SHARD, closeApproval, getApproval, recordApproval }
 import { fnv1a } from '../lib/hash.ts';
 
 /** The approval id of a scale-out: the cluster, the pool and the sizes (the same plan asks once). */
-export const scaleOutApprovalId = (clusterId: string, pool: string, from: number, to: number) => `apr-pool-${fnv1a(`${clusterId}/${pool}:${from}->${to}`)}`;
+export const scaleOutApprovalId = (clusterId: string, pool: string, from: number, to: number) =>
+  `apr-pool-${fnv1a(`${clusterId}/${pool}:${from}->${to}`)}`;
 
 /**
  * With the policy's `approval` set, a scale-out adding more than its hourly cost goes ahead only
@@ -44,30 +45,70 @@ export const scaleOutApprovalId = (clusterId: string, pool: string, from: number
  * later rounds wait; approved, the next round carries it out; denied or expired, that plan is not
  * carried out nor asked about again (a different size is a new request). True while it is held.
  */
-async function heldForApproval(deps: AutoscaleDeps, pool: NodePool, inc: Increment, reason: string, now: number): Promise<boolean> {
+async function heldForApproval(
+  deps: AutoscaleDeps,
+  pool: NodePool,
+  inc: Increment,
+  reason: string,
+  now: number,
+): Promise<boolean> {
   const approval = deps.policy.approval;
   if (!approval || inc.hourlyCost <= approval.aboveHourlyCost) return false;
   const id = scaleOutApprovalId(deps.clusterId, pool.id, inc.from, inc.to);
   const rec = await getApproval(deps.state, id, AUTOSCALE_APPROVALS_SHARD);
   if (rec?.status === 'approved-applied') return false;
-  if (rec?.status === 'open' && now >= Date.parse(rec.expiresAt)) await closeApproval(deps.state, id, 'expired', { at: new Date(now), note: 'expired undecided' }, AUTOSCALE_APPROVALS_SHARD);
+  if (rec?.status === 'open' && now >= Date.parse(rec.expiresAt))
+    await closeApproval(
+      deps.state,
+      id,
+      'expired',
+      { at: new Date(now), note: 'expired undecided' },
+      AUTOSCALE_APPROVALS_SHARD,
+    );
   if (rec) {
-    deps.logger.info('autoscale-pools: scale-out waits for approval', { pool: pool.id, from: inc.from, to: inc.to, approval: id, status: rec.status });
+    deps.logger.info('autoscale-pools: scale-out waits for approval', {
+      pool: pool.id,
+      from: inc.from,
+      to: inc.to,
+      approval: id,
+      status: rec.status,
+    });
     return true;
   }
   // Told first, then recorded: a notice that fails is asked again next round, never lost.
   await deps.notifier.notify({
     title: `gpu-reflex: approve growing node pool ${pool.name} ${inc.from} → ${inc.to} (+${inc.hourlyCost}/h)?`,
-    text: `${reason}. It adds ${inc.hourlyCost}/h, above the ${approval.aboveHourlyCost}/h the policy lets the autoscaler spend alone. Answer "approve ${id}" or "deny ${id}" within ${approval.ttlMinutes} min`.slice(0, 1500),
+    text: `${reason}. It adds ${inc.hourlyCost}/h, above the ${approval.aboveHourlyCost}/h the policy lets the autoscaler spend alone. Answer "approve ${id}" or "deny ${id}" within ${approval.ttlMinutes} min`.slice(
+      0,
+      1500,
+    ),
     severity: 'warning',
     approval: { id },
   });
   await recordApproval(
     deps.state,
-    { id, node: '', incident: `pool/${pool.id}`, action: 'pool-scale-out', scope: 'pool', target: { gpus: [], pods: inc.pods.slice(0, 50) }, requestedAt: new Date(now).toISOString(), expiresAt: new Date(now + approval.ttlMinutes * 60_000).toISOString(), approvers: [], status: 'open', scale: { pool: pool.id, from: inc.from, to: inc.to } },
+    {
+      id,
+      node: '',
+      incident: `pool/${pool.id}`,
+      action: 'pool-scale-out',
+      scope: 'pool',
+      target: { gpus: [], pods: inc.pods.slice(0, 50) },
+      requestedAt: new Date(now).toISOString(),
+      expiresAt: new Date(now + approval.ttlMinutes * 60_000).toISOString(),
+      approvers: [],
+      status: 'open',
+      scale: { pool: pool.id, from: inc.from, to: inc.to },
+    },
     AUTOSCALE_APPROVALS_SHARD,
   );
-  deps.logger.info('autoscale-pools: scale-out asked for approval', { pool: pool.id, from: inc.from, to: inc.to, approval: id, hourlyCost: inc.hourlyCost });
+  deps.logger.info('autoscale-pools: scale-out asked for approval', {
+    pool: pool.id,
+    from: inc.from,
+    to: inc.to,
+    approval: id,
+    hourlyCost: inc.hourlyCost,
+  });
   return true;
 }
 
@@ -122,7 +163,15 @@ interface PoolRecord {
   /** Idle nodes being drained for release: the instance, and when the drain began. */
   leaving?: { node: string; instanceId: string; since: number }[];
   /** A removal decided but maybe not yet sent (re-sent, or found done, first thing next round). */
-  removal?: { nodes: string[]; instanceIds: string[]; from: number; to: number; at: number; reason: string; cost: number };
+  removal?: {
+    nodes: string[];
+    instanceIds: string[];
+    from: number;
+    to: number;
+    at: number;
+    reason: string;
+    cost: number;
+  };
   events?: PublishedEvent[];
   notices?: PendingNotice[];
 }
@@ -145,7 +194,8 @@ function podsOf(pods: readonly PodInfo[], now: number, waitS: number): PendingPo
 }
 
 const INSTANCE_TYPE_LABEL = 'node.kubernetes.io/instance-type';
-const NODE_SPECIFIC = /^(kubernetes\.io\/hostname|gpu-reflex\.io\/|nvidia\.com\/mig\.config\.state|node\.kubernetes\.io\/exclude)/;
+const NODE_SPECIFIC =
+  /^(kubernetes\.io\/hostname|gpu-reflex\.io\/|nvidia\.com\/mig\.config\.state|node\.kubernetes\.io\/exclude)/;
 
 function numeric(r: Readonly<Record<string, string>>): Record<string, number> {
   const out: Record<string, number> = {};
@@ -159,7 +209,13 @@ function numeric(r: Readonly<Record<string, string>>): Record<string, number> {
   return out;
 }
 
-async function poolStates(deps: AutoscaleDeps, pools: NodePool[], nodes: NodeInfo[], records: Map<string, PoolRecord>, now: number): Promise<PoolState[]> {
+async function poolStates(
+  deps: AutoscaleDeps,
+  pools: NodePool[],
+  nodes: NodeInfo[],
+  records: Map<string, PoolRecord>,
+  now: number,
+): Promise<PoolState[]> {
   const typeIds = [...new Set(pools.map((p) => p.instanceTypes[0]).filter((t): t is string => t !== undefined))];
   const types = new Map((typeIds.length > 0 ? await deps.cloud.instanceTypes(typeIds) : []).map((t) => [t.id, t]));
   // One DescribePrice per instance type, however many pools share it.
@@ -171,7 +227,10 @@ async function poolStates(deps: AutoscaleDeps, pools: NodePool[], nodes: NodeInf
     const type = p.instanceTypes[0];
     const spec = type ? types.get(type) : undefined;
     if (!type || !spec) {
-      deps.logger.warn('autoscale-pools: node pool has no instance type gpu-reflex can read; left alone', { pool: p.id, type });
+      deps.logger.warn('autoscale-pools: node pool has no instance type gpu-reflex can read; left alone', {
+        pool: p.id,
+        type,
+      });
       continue;
     }
     const members = nodes.filter((n) => n.labels[NODEPOOL_LABEL] === p.id);
@@ -186,7 +245,9 @@ async function poolStates(deps: AutoscaleDeps, pools: NodePool[], nodes: NodeInf
       memory: Math.max(0, spec.memoryGiB - deps.policy.reserve.memoryGiB) * GiB,
       ...(share ? { 'aliyun.com/gpu-mem': spec.gpuAmount * spec.gpuMemoryGiB } : { 'nvidia.com/gpu': spec.gpuAmount }),
     };
-    const sampleLabels = Object.fromEntries(Object.entries(sample?.labels ?? {}).filter(([k]) => !NODE_SPECIFIC.test(k)));
+    const sampleLabels = Object.fromEntries(
+      Object.entries(sample?.labels ?? {}).filter(([k]) => !NODE_SPECIFIC.test(k)),
+    );
     const record = records.get(p.id);
     const frozen = p.ackAutoScaling.enable
       ? "ACK's own autoscaler manages this pool"
@@ -203,7 +264,13 @@ async function poolStates(deps: AutoscaleDeps, pools: NodePool[], nodes: NodeInf
       min: bounds.min,
       max: bounds.max,
       maxStep: bounds.maxStep,
-      labels: { ...sampleLabels, ...p.labels, [NODEPOOL_LABEL]: p.id, [INSTANCE_TYPE_LABEL]: type, 'kubernetes.io/os': 'linux' },
+      labels: {
+        ...sampleLabels,
+        ...p.labels,
+        [NODEPOOL_LABEL]: p.id,
+        [INSTANCE_TYPE_LABEL]: type,
+        'kubernetes.io/os': 'linux',
+      },
       taints: p.taints.map((t) => ({ key: t.key, ...(t.value ? { value: t.value } : {}), effect: t.effect })),
       allocatable: sized ? numeric(sized.allocatable) : fromType,
       ...(frozen ? { frozen } : {}),
@@ -212,7 +279,16 @@ async function poolStates(deps: AutoscaleDeps, pools: NodePool[], nodes: NodeInf
   return out;
 }
 
-function poolEvent(deps: AutoscaleDeps, pool: { id: string; name: string; instanceTypes: string[] }, at: number, from: number, to: number, state: GpuPoolScaledDetail['state'], reason: string, extra: { taskId?: string; cost?: number } = {}): PublishedEvent {
+function poolEvent(
+  deps: AutoscaleDeps,
+  pool: { id: string; name: string; instanceTypes: string[] },
+  at: number,
+  from: number,
+  to: number,
+  state: GpuPoolScaledDetail['state'],
+  reason: string,
+  extra: { taskId?: string; cost?: number } = {},
+): PublishedEvent {
   const detail: GpuPoolScaledDetail = {
     schemaVersion: SCHEMA_VERSION,
     eventId: `pool:${deps.clusterId}:${pool.id}:${from}-${to}:${at}:${state}`.slice(0, 128),
@@ -226,7 +302,9 @@ function poolEvent(deps: AutoscaleDeps, pool: { id: string; name: string; instan
     to,
     state,
     ...(extra.taskId ? { taskId: extra.taskId } : {}),
-    ...(extra.cost !== undefined ? { hourlyCostDelta: { amount: Math.round(extra.cost * 100) / 100, currency: 'CNY' } } : {}),
+    ...(extra.cost !== undefined
+      ? { hourlyCostDelta: { amount: Math.round(extra.cost * 100) / 100, currency: 'CNY' } }
+      : {}),
     reason: reason.slice(0, 2048),
     dryRun: false,
   };
@@ -234,10 +312,17 @@ function poolEvent(deps: AutoscaleDeps, pool: { id: string; name: string; instan
 }
 
 /** Sends a pool's outbox (lib/outbox.ts), then clears what went. */
-const flush = (deps: AutoscaleDeps, poolId: string, r: PoolRecord): Promise<void> => flushStoreOutbox(deps, key(poolId), r);
+const flush = (deps: AutoscaleDeps, poolId: string, r: PoolRecord): Promise<void> =>
+  flushStoreOutbox(deps, key(poolId), r);
 
 /** Writes a pool's record with events and notices in its outbox, in one write (lib/outbox.ts). */
-const record = (deps: AutoscaleDeps, poolId: string, change: (r: PoolRecord) => PoolRecord, events: PublishedEvent[] = [], notices: Notice[] = []): Promise<PoolRecord> => recordWithOutbox(deps.state, key(poolId), change, events, notices);
+const record = (
+  deps: AutoscaleDeps,
+  poolId: string,
+  change: (r: PoolRecord) => PoolRecord,
+  events: PublishedEvent[] = [],
+  notices: Notice[] = [],
+): Promise<PoolRecord> => recordWithOutbox(deps.state, key(poolId), change, events, notices);
 
 function reasonOf(inc: Increment, plan: ScaleOutPlan): string {
   const waiting = plan.deferred.length > 0 ? `; ${plan.deferred.length} more pod(s) wait on pool limits` : '';
@@ -245,107 +330,240 @@ function reasonOf(inc: Increment, plan: ScaleOutPlan): string {
 }
 
 export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutcome> {
-  const empty: AutoscaleOutcome = { scaled: {}, held: {}, finished: {}, released: [], draining: [], pending: 0, awaitingInFlight: 0, deferred: 0, unhostable: 0, hourlyCost: 0 };
+  const empty: AutoscaleOutcome = {
+    scaled: {},
+    held: {},
+    finished: {},
+    released: [],
+    draining: [],
+    pending: 0,
+    awaitingInFlight: 0,
+    deferred: 0,
+    unhostable: 0,
+    hourlyCost: 0,
+  };
   // The literal is POOL_SIZE_LEASE (adapters/alicloud/ports.ts), which remediation's replacements
   // hold too; it stays spelled out so the build's check finds this function's global Lease.
-  return withLease('autoscale-pools', 120, deps, async () => {
-    const out: AutoscaleOutcome = { ...empty, scaled: {}, held: {}, finished: {}, released: [], draining: [] };
-    const all = await deps.cloud.listNodePools();
-    for (const id of Object.keys(deps.policy.pools)) if (!all.some((p) => p.id === id)) deps.logger.warn('autoscale-pools: the policy names a node pool the cluster does not have', { pool: id, cluster: deps.clusterId });
-    const managed = all.filter((p) => deps.policy.pools[p.id] !== undefined);
-    const stored = await deps.state.getAll();
-    const records = new Map(managed.map((p) => [p.id, (stored[key(p.id)] ?? {}) as PoolRecord]));
+  return withLease(
+    'autoscale-pools',
+    120,
+    deps,
+    async () => {
+      const out: AutoscaleOutcome = { ...empty, scaled: {}, held: {}, finished: {}, released: [], draining: [] };
+      const all = await deps.cloud.listNodePools();
+      for (const id of Object.keys(deps.policy.pools))
+        if (!all.some((p) => p.id === id))
+          deps.logger.warn('autoscale-pools: the policy names a node pool the cluster does not have', {
+            pool: id,
+            cluster: deps.clusterId,
+          });
+      const managed = all.filter((p) => deps.policy.pools[p.id] !== undefined);
+      const stored = await deps.state.getAll();
+      const records = new Map(managed.map((p) => [p.id, (stored[key(p.id)] ?? {}) as PoolRecord]));
 
-    // 1. Requests decided earlier: an intent not known to be sent is sent again (absolute size);
-    //    a request whose ACK task ended is reported once.
-    const written = new Map<string, PoolRecord>();
-    for (const p of managed) {
-      const r = records.get(p.id)!;
-      if (r.intent) {
-        // Never lower on a re-send: a size above the intent is a replacement's node (or ours, sent).
-        const intent = { ...r.intent, to: Math.max(r.intent.to, p.desiredSize) };
-        const { taskId } = await deps.cloud.setDesiredSize(p.id, intent.to);
-        const ev = poolEvent(deps, p, intent.at, intent.from, intent.to, 'requested', intent.reason, { taskId, cost: intent.cost });
-        written.set(p.id, await record(deps, p.id, (x) => ({ ...x, intent: undefined, request: { taskId, from: intent.from, to: intent.to, at: intent.at }, cooldownUntil: intent.at + cooldownMs(deps, p.id) }), [ev]));
-        p.desiredSize = intent.to;
-      } else if (r.removal) {
-        written.set(p.id, await sendRemoval(deps, p, r.removal));
-      } else if (r.request) {
-        const task = await deps.cloud.task(r.request.taskId);
-        if (task.state !== 'running') {
-          const req = r.request;
-          const ok = task.state === 'success';
-          const why = ok ? `${p.name}: ${req.to} nodes requested, the ACK task ended successfully` : `${p.name}: growing ${req.from} → ${req.to} failed: ${task.error?.code ?? 'unknown'}: ${task.error?.message ?? 'no detail'}`;
-          const notices: Notice[] = ok ? [] : [{ title: `gpu-reflex: node pool ${p.name} could not grow`, text: why.slice(0, 500), severity: 'warning' }];
-          written.set(p.id, await record(deps, p.id, (x) => ({ ...x, request: undefined }), [poolEvent(deps, p, req.at, req.from, req.to, ok ? 'succeeded' : 'failed', why, { taskId: req.taskId })], notices));
-          out.finished[p.id] = ok ? 'succeeded' : 'failed';
+      // 1. Requests decided earlier: an intent not known to be sent is sent again (absolute size);
+      //    a request whose ACK task ended is reported once.
+      const written = new Map<string, PoolRecord>();
+      for (const p of managed) {
+        const r = records.get(p.id)!;
+        if (r.intent) {
+          // Never lower on a re-send: a size above the intent is a replacement's node (or ours, sent).
+          const intent = { ...r.intent, to: Math.max(r.intent.to, p.desiredSize) };
+          const { taskId } = await deps.cloud.setDesiredSize(p.id, intent.to);
+          const ev = poolEvent(deps, p, intent.at, intent.from, intent.to, 'requested', intent.reason, {
+            taskId,
+            cost: intent.cost,
+          });
+          written.set(
+            p.id,
+            await record(
+              deps,
+              p.id,
+              (x) => ({
+                ...x,
+                intent: undefined,
+                request: { taskId, from: intent.from, to: intent.to, at: intent.at },
+                cooldownUntil: intent.at + cooldownMs(deps, p.id),
+              }),
+              [ev],
+            ),
+          );
+          p.desiredSize = intent.to;
+        } else if (r.removal) {
+          written.set(p.id, await sendRemoval(deps, p, r.removal));
+        } else if (r.request) {
+          const task = await deps.cloud.task(r.request.taskId);
+          if (task.state !== 'running') {
+            const req = r.request;
+            const ok = task.state === 'success';
+            const why = ok
+              ? `${p.name}: ${req.to} nodes requested, the ACK task ended successfully`
+              : `${p.name}: growing ${req.from} → ${req.to} failed: ${task.error?.code ?? 'unknown'}: ${task.error?.message ?? 'no detail'}`;
+            const notices: Notice[] = ok
+              ? []
+              : [
+                  {
+                    title: `gpu-reflex: node pool ${p.name} could not grow`,
+                    text: why.slice(0, 500),
+                    severity: 'warning',
+                  },
+                ];
+            written.set(
+              p.id,
+              await record(
+                deps,
+                p.id,
+                (x) => ({ ...x, request: undefined }),
+                [
+                  poolEvent(deps, p, req.at, req.from, req.to, ok ? 'succeeded' : 'failed', why, {
+                    taskId: req.taskId,
+                  }),
+                ],
+                notices,
+              ),
+            );
+            out.finished[p.id] = ok ? 'succeeded' : 'failed';
+          }
         }
       }
-    }
-    // The round's first read of the state holds what earlier rounds left unsent: no read per pool.
-    for (const p of managed) await flush(deps, p.id, written.get(p.id) ?? records.get(p.id)!);
+      // The round's first read of the state holds what earlier rounds left unsent: no read per pool.
+      for (const p of managed) await flush(deps, p.id, written.get(p.id) ?? records.get(p.id)!);
 
-    // 2. Plan on fresh facts.
-    const now = deps.clock.now();
-    const after = await deps.state.getAll();
-    const fresh = new Map(managed.map((p) => [p.id, (after[key(p.id)] ?? {}) as PoolRecord]));
-    const [nodes, pods] = await Promise.all([deps.nodes.list(), deps.pods.list()]);
-    const pending = podsOf(pods, now, deps.policy.pendingSeconds);
-    const states = await poolStates(deps, managed, nodes, fresh, now);
-    const plan = planScaleOut(states, pending);
-    Object.assign(out, { pending: pending.length, awaitingInFlight: plan.awaitingInFlight.length, deferred: plan.deferred.length, unhostable: plan.unhostable.length, hourlyCost: plan.hourlyCost });
-    for (const u of plan.unhostable.slice(0, 20)) deps.logger.info('autoscale-pools: no pool can host this pod', u);
-    for (const d of plan.deferred.slice(0, 20)) deps.logger.info('autoscale-pools: pod waits on pool limits', d);
+      // 2. Plan on fresh facts.
+      const now = deps.clock.now();
+      const after = await deps.state.getAll();
+      const fresh = new Map(managed.map((p) => [p.id, (after[key(p.id)] ?? {}) as PoolRecord]));
+      const [nodes, pods] = await Promise.all([deps.nodes.list(), deps.pods.list()]);
+      const pending = podsOf(pods, now, deps.policy.pendingSeconds);
+      const states = await poolStates(deps, managed, nodes, fresh, now);
+      const plan = planScaleOut(states, pending);
+      Object.assign(out, {
+        pending: pending.length,
+        awaitingInFlight: plan.awaitingInFlight.length,
+        deferred: plan.deferred.length,
+        unhostable: plan.unhostable.length,
+        hourlyCost: plan.hourlyCost,
+      });
+      for (const u of plan.unhostable.slice(0, 20)) deps.logger.info('autoscale-pools: no pool can host this pod', u);
+      for (const d of plan.deferred.slice(0, 20)) deps.logger.info('autoscale-pools: pod waits on pool limits', d);
 
-    // 3. Act: intent first, then the absolute size, then the request with its event.
-    for (const inc of plan.increments) {
-      const pool = managed.find((p) => p.id === inc.poolId)!;
-      const reason = reasonOf(inc, plan);
-      if (await heldForApproval(deps, pool, inc, reason, now)) {
-        out.held[pool.id] = inc.to;
-        continue;
+      // 3. Act: intent first, then the absolute size, then the request with its event.
+      for (const inc of plan.increments) {
+        const pool = managed.find((p) => p.id === inc.poolId)!;
+        const reason = reasonOf(inc, plan);
+        if (await heldForApproval(deps, pool, inc, reason, now)) {
+          out.held[pool.id] = inc.to;
+          continue;
+        }
+        await record(deps, pool.id, (x) => ({
+          ...x,
+          intent: { from: inc.from, to: inc.to, at: now, reason, cost: inc.hourlyCost },
+        }));
+        const { taskId } = await deps.cloud.setDesiredSize(pool.id, inc.to);
+        const ev = poolEvent(deps, pool, now, inc.from, inc.to, 'requested', reason, { taskId, cost: inc.hourlyCost });
+        const notice: Notice = {
+          title: `gpu-reflex: growing node pool ${pool.name} ${inc.from} → ${inc.to}`,
+          text: `${reason} (+${inc.hourlyCost}/h)`.slice(0, 1000),
+          severity: 'info',
+        };
+        const rec = await record(
+          deps,
+          pool.id,
+          (x) => ({
+            ...x,
+            intent: undefined,
+            request: { taskId, from: inc.from, to: inc.to, at: now },
+            cooldownUntil: now + cooldownMs(deps, pool.id),
+          }),
+          [ev],
+          [notice],
+        );
+        await flush(deps, pool.id, rec);
+        deps.logger.info('autoscale-pools: growing node pool', {
+          pool: pool.id,
+          from: inc.from,
+          to: inc.to,
+          taskId,
+          pods: inc.pods.length,
+          hourlyCost: inc.hourlyCost,
+        });
+        out.scaled[pool.id] = inc.to;
       }
-      await record(deps, pool.id, (x) => ({ ...x, intent: { from: inc.from, to: inc.to, at: now, reason, cost: inc.hourlyCost } }));
-      const { taskId } = await deps.cloud.setDesiredSize(pool.id, inc.to);
-      const ev = poolEvent(deps, pool, now, inc.from, inc.to, 'requested', reason, { taskId, cost: inc.hourlyCost });
-      const notice: Notice = { title: `gpu-reflex: growing node pool ${pool.name} ${inc.from} → ${inc.to}`, text: `${reason} (+${inc.hourlyCost}/h)`.slice(0, 1000), severity: 'info' };
-      const rec = await record(deps, pool.id, (x) => ({ ...x, intent: undefined, request: { taskId, from: inc.from, to: inc.to, at: now }, cooldownUntil: now + cooldownMs(deps, pool.id) }), [ev], [notice]);
-      await flush(deps, pool.id, rec);
-      deps.logger.info('autoscale-pools: growing node pool', { pool: pool.id, from: inc.from, to: inc.to, taskId, pods: inc.pods.length, hourlyCost: inc.hourlyCost });
-      out.scaled[pool.id] = inc.to;
-    }
 
-    // 4. Scale-in: idle nodes of pools that did not just grow are drained, then given back.
-    const replacing = replacementsByPool(after);
-    for (const p of managed) {
-      const template = states.find((x) => x.id === p.id);
-      if (!template || out.scaled[p.id] !== undefined || p.ackAutoScaling.enable) continue;
-      await scaleIn(deps, p, fresh.get(p.id)!, template, nodes, pods, pending, now, out, replacing.get(p.id) ?? []);
-    }
-    return out;
-  }, () => (deps.logger.info('autoscale-pools already running elsewhere'), empty));
+      // 4. Scale-in: idle nodes of pools that did not just grow are drained, then given back.
+      const replacing = replacementsByPool(after);
+      for (const p of managed) {
+        const template = states.find((x) => x.id === p.id);
+        if (!template || out.scaled[p.id] !== undefined || p.ackAutoScaling.enable) continue;
+        await scaleIn(deps, p, fresh.get(p.id)!, template, nodes, pods, pending, now, out, replacing.get(p.id) ?? []);
+      }
+      return out;
+    },
+    () => (deps.logger.info('autoscale-pools already running elsewhere'), empty),
+  );
 }
 
-const movable = (p: PodInfo) => !p.terminating && p.phase !== 'Succeeded' && p.phase !== 'Failed' && !p.owners.some((o) => o.kind === 'DaemonSet') && !(MIRROR_POD_ANNOTATION in p.annotations);
+const movable = (p: PodInfo) =>
+  !p.terminating &&
+  p.phase !== 'Succeeded' &&
+  p.phase !== 'Failed' &&
+  !p.owners.some((o) => o.kind === 'DaemonSet') &&
+  !(MIRROR_POD_ANNOTATION in p.annotations);
 
 /** Sends a decided removal (RemoveNodePoolNodes: drain done by us, release pay-as-you-go), then records the request with its event. */
-async function sendRemoval(deps: AutoscaleDeps, pool: NodePool, removal: NonNullable<PoolRecord['removal']>): Promise<PoolRecord> {
+async function sendRemoval(
+  deps: AutoscaleDeps,
+  pool: NodePool,
+  removal: NonNullable<PoolRecord['removal']>,
+): Promise<PoolRecord> {
   let taskId: string | undefined;
   try {
     ({ taskId } = await deps.cloud.removeNodes(pool.id, removal.instanceIds, { release: true, drain: false }));
   } catch (err) {
     // Sent before and under way (the answer was lost): ACK refuses them as already leaving.
     if (!(err instanceof BadInputError)) throw err;
-    deps.logger.warn('autoscale-pools: removal refused, taken as already under way', { pool: pool.id, nodes: removal.nodes, error: err });
+    deps.logger.warn('autoscale-pools: removal refused, taken as already under way', {
+      pool: pool.id,
+      nodes: removal.nodes,
+      error: err,
+    });
   }
-  const ev = poolEvent(deps, pool, removal.at, removal.from, removal.to, 'requested', removal.reason, { ...(taskId ? { taskId } : {}), cost: removal.cost });
-  const notice: Notice = { title: `gpu-reflex: shrinking node pool ${pool.name} ${removal.from} → ${removal.to}`, text: removal.reason.slice(0, 1000), severity: 'info' };
-  return record(deps, pool.id, (x) => ({ ...x, removal: undefined, ...(taskId ? { request: { taskId, from: removal.from, to: removal.to, at: removal.at } } : {}) }), [ev], [notice]);
+  const ev = poolEvent(deps, pool, removal.at, removal.from, removal.to, 'requested', removal.reason, {
+    ...(taskId ? { taskId } : {}),
+    cost: removal.cost,
+  });
+  const notice: Notice = {
+    title: `gpu-reflex: shrinking node pool ${pool.name} ${removal.from} → ${removal.to}`,
+    text: removal.reason.slice(0, 1000),
+    severity: 'info',
+  };
+  return record(
+    deps,
+    pool.id,
+    (x) => ({
+      ...x,
+      removal: undefined,
+      ...(taskId ? { request: { taskId, from: removal.from, to: removal.to, at: removal.at } } : {}),
+    }),
+    [ev],
+    [notice],
+  );
 }
 
 /** `rec`: the pool's record as this round read it (a pool that grew this round is not shrunk). */
 /** `replacing`: remediation's replacements into this pool: none of its nodes leaves meanwhile, and idle time starts over after. */
-async function scaleIn(deps: AutoscaleDeps, pool: NodePool, rec: PoolRecord, template: PoolState, nodes: readonly NodeInfo[], pods: readonly PodInfo[], pending: readonly PendingPod[], now: number, out: AutoscaleOutcome, replacing: readonly ReplacementRecord[] = []): Promise<void> {
+async function scaleIn(
+  deps: AutoscaleDeps,
+  pool: NodePool,
+  rec: PoolRecord,
+  template: PoolState,
+  nodes: readonly NodeInfo[],
+  pods: readonly PodInfo[],
+  pending: readonly PendingPod[],
+  now: number,
+  out: AutoscaleOutcome,
+  replacing: readonly ReplacementRecord[] = [],
+): Promise<void> {
   const members = nodes.filter((n) => n.labels[NODEPOOL_LABEL] === pool.id);
   const on = (node: string) => pods.filter((p) => p.nodeName === node && movable(p));
   const policy = deps.policy.scaleIn;
@@ -357,16 +575,37 @@ async function scaleIn(deps: AutoscaleDeps, pool: NodePool, rec: PoolRecord, tem
   // While remediation replaces a node of the pool, no node counts as idle: none leaves meanwhile,
   // and the new node (the broken one's capacity, not demand that went away) idles a full period after.
   const idleBefore = replacing.length > 0 ? {} : (rec.idle ?? {});
-  if (replacing.length > 0) deps.logger.info('autoscale-pools: a node of the pool is being replaced; idle time starts over after', { pool: pool.id, nodes: replacing.map((r) => r.node) });
+  if (replacing.length > 0)
+    deps.logger.info('autoscale-pools: a node of the pool is being replaced; idle time starts over after', {
+      pool: pool.id,
+      nodes: replacing.map((r) => r.node),
+    });
   for (const l of rec.leaving ?? []) {
     if (!members.some((n) => n.name === l.node)) continue;
     const left = on(l.node);
     if (left.length === 0) drained.push(l);
     else if (now - l.since >= policy.drainTimeoutMinutes * 60_000) {
       await deps.nodes.uncordon(l.node);
-      const text = `${l.node} still runs ${left.length} pod(s) after ${policy.drainTimeoutMinutes} min of draining (${left.slice(0, 5).map((p) => `${p.namespace}/${p.name}`).join(', ')}; disruption budgets?): kept, uncordoned`;
-      await flush(deps, pool.id, await record(deps, pool.id, (x) => x, [], [{ title: `gpu-reflex: could not give back ${l.node}`, text, severity: 'warning' }]));
-      deps.logger.warn('autoscale-pools: drain for scale-in timed out', { pool: pool.id, node: l.node, pods: left.length });
+      const text = `${l.node} still runs ${left.length} pod(s) after ${policy.drainTimeoutMinutes} min of draining (${left
+        .slice(0, 5)
+        .map((p) => `${p.namespace}/${p.name}`)
+        .join(', ')}; disruption budgets?): kept, uncordoned`;
+      await flush(
+        deps,
+        pool.id,
+        await record(
+          deps,
+          pool.id,
+          (x) => x,
+          [],
+          [{ title: `gpu-reflex: could not give back ${l.node}`, text, severity: 'warning' }],
+        ),
+      );
+      deps.logger.warn('autoscale-pools: drain for scale-in timed out', {
+        pool: pool.id,
+        node: l.node,
+        pods: left.length,
+      });
     } else {
       leaving.push(l);
       for (const p of left) await evict(deps, p);
@@ -376,7 +615,15 @@ async function scaleIn(deps: AutoscaleDeps, pool: NodePool, rec: PoolRecord, tem
     const from = pool.desiredSize;
     const to = Math.max(0, from - drained.length);
     const reason = `${pool.name}: ${from} → ${to}: ${drained.map((d) => d.node).join(', ')} ran no GPU pod for ${policy.idleMinutes} min and ${drained.length === 1 ? 'is' : 'are'} drained; released`;
-    const removal = { nodes: drained.map((d) => d.node), instanceIds: drained.map((d) => d.instanceId), from, to, at: now, reason, cost: -(from - to) * template.hourlyPrice };
+    const removal = {
+      nodes: drained.map((d) => d.node),
+      instanceIds: drained.map((d) => d.instanceId),
+      from,
+      to,
+      at: now,
+      reason,
+      cost: -(from - to) * template.hourlyPrice,
+    };
     await record(deps, pool.id, (x) => ({ ...x, leaving, removal }));
     const rec2 = await sendRemoval(deps, pool, removal);
     await flush(deps, pool.id, rec2);
@@ -401,11 +648,20 @@ async function scaleIn(deps: AutoscaleDeps, pool: NodePool, rec: PoolRecord, tem
       maxStep: deps.policy.pools[pool.id]!.maxStep,
       nodes: members2.map((n) => {
         const why = held(n);
-        return { name: n.name, eligible: why === undefined, ...(why ? { heldBy: why } : {}), gpuPods: pods.filter((p) => p.nodeName === n.name && movable(p) && requestsGpu(p)).length };
+        return {
+          name: n.name,
+          eligible: why === undefined,
+          ...(why ? { heldBy: why } : {}),
+          gpuPods: pods.filter((p) => p.nodeName === n.name && movable(p) && requestsGpu(p)).length,
+        };
       }),
       leaving: leaving.map((l) => l.node),
       template,
-      ...(rec.cooldownUntil !== undefined && rec.cooldownUntil > now ? { frozen: `${pool.name} grew within its cooldown (until ${new Date(rec.cooldownUntil).toISOString().slice(11, 16)})` } : {}),
+      ...(rec.cooldownUntil !== undefined && rec.cooldownUntil > now
+        ? {
+            frozen: `${pool.name} grew within its cooldown (until ${new Date(rec.cooldownUntil).toISOString().slice(11, 16)})`,
+          }
+        : {}),
     },
     idleBefore,
     pending,
@@ -413,20 +669,32 @@ async function scaleIn(deps: AutoscaleDeps, pool: NodePool, rec: PoolRecord, tem
     policy.idleMinutes,
   );
   for (const k of decision.kept) deps.logger.info('autoscale-pools: idle node kept', { pool: pool.id, ...k });
-  const starting = decision.release.map((r) => ({ node: r.node, instanceId: instanceIdOf(members2.find((n) => n.name === r.node)!.providerId)!, since: now }));
+  const starting = decision.release.map((r) => ({
+    node: r.node,
+    instanceId: instanceIdOf(members2.find((n) => n.name === r.node)!.providerId)!,
+    since: now,
+  }));
   // The intent first (this node is ours to drain), then the cordon and the evictions.
   await record(deps, pool.id, (x) => ({ ...x, idle: decision.idleSince, leaving: [...leaving, ...starting] }));
   for (const s of starting) {
     await deps.nodes.cordon(s.node);
     for (const p of on(s.node)) await evict(deps, p);
-    deps.logger.info('autoscale-pools: draining an idle node to give it back', { pool: pool.id, node: s.node, why: decision.release.find((r) => r.node === s.node)?.why });
+    deps.logger.info('autoscale-pools: draining an idle node to give it back', {
+      pool: pool.id,
+      node: s.node,
+      why: decision.release.find((r) => r.node === s.node)?.why,
+    });
   }
   out.draining.push(...leaving.map((l) => l.node), ...starting.map((s) => s.node));
 }
 
 async function evict(deps: AutoscaleDeps, p: PodInfo): Promise<void> {
   const r = await deps.pods.evict(p.namespace, p.name, { uid: p.uid });
-  if (r.outcome === 'blocked') deps.logger.info('autoscale-pools: eviction blocked for now', { pod: `${p.namespace}/${p.name}`, reason: r.reason });
+  if (r.outcome === 'blocked')
+    deps.logger.info('autoscale-pools: eviction blocked for now', {
+      pod: `${p.namespace}/${p.name}`,
+      reason: r.reason,
+    });
 }
 
 function cooldownMs(deps: AutoscaleDeps, poolId: string): number {

@@ -31,23 +31,52 @@ let names: string[];
 
 beforeEach(async () => {
   simClock = new VirtualClock(T0);
-  sim = await startAliCloudSim({ clock: simClock, cloud: { removeSeconds: 30, pools: [{ id: 'np-t4', name: 't4', instanceTypes: ['ecs.gn6i-c4g1.xlarge'], size: 4 }] } });
+  sim = await startAliCloudSim({
+    clock: simClock,
+    cloud: {
+      removeSeconds: 30,
+      pools: [{ id: 'np-t4', name: 't4', instanceTypes: ['ecs.gn6i-c4g1.xlarge'], size: 4 }],
+    },
+  });
   clock = manualClock(T0, (ms) => simClock.advance(ms));
   kube = fakeKube({ clock });
   names = sim.cloud.members('np-t4').map((i) => i.nodeName);
-  for (const inst of sim.cloud.members('np-t4')) kube.cluster.addNode({ name: inst.nodeName, providerId: `cn-hangzhou.${inst.id}`, labels: { [NODEPOOL_LABEL]: 'np-t4' }, allocatable: { 'nvidia.com/gpu': '1', cpu: '3500m', memory: '14Gi' } });
+  for (const inst of sim.cloud.members('np-t4'))
+    kube.cluster.addNode({
+      name: inst.nodeName,
+      providerId: `cn-hangzhou.${inst.id}`,
+      labels: { [NODEPOOL_LABEL]: 'np-t4' },
+      allocatable: { 'nvidia.com/gpu': '1', cpu: '3500m', memory: '14Gi' },
+    });
   const [busy, withCpuPod, held] = names;
-  kube.cluster.addPod({ name: 'serve-0', namespace: 'ml', nodeName: busy, extendedResources: { 'nvidia.com/gpu': 1 }, requests: { 'nvidia.com/gpu': 1 } });
+  kube.cluster.addPod({
+    name: 'serve-0',
+    namespace: 'ml',
+    nodeName: busy,
+    extendedResources: { 'nvidia.com/gpu': 1 },
+    requests: { 'nvidia.com/gpu': 1 },
+  });
   kube.cluster.addPod({ name: 'sidecar', namespace: 'ml', nodeName: withCpuPod, requests: { cpu: 1 } });
-  kube.cluster.addPod({ name: 'agent-x', namespace: 'gpu-reflex', nodeName: withCpuPod, owners: [{ kind: 'DaemonSet', name: 'agent' }] });
+  kube.cluster.addPod({
+    name: 'agent-x',
+    namespace: 'gpu-reflex',
+    nodeName: withCpuPod,
+    owners: [{ kind: 'DaemonSet', name: 'agent' }],
+  });
   await kube.nodes.setLabels(held!, { [STATE_LABEL]: 'draining' });
   publisher = new RecordingPublisher();
-  deps = simDeps(sim, kube, clock, publisher, AutoscalePolicySchema.parse({ pools: { 'np-t4': { min: 1, max: 6 } }, scaleIn: { idleMinutes: 10 } }));
-
+  deps = simDeps(
+    sim,
+    kube,
+    clock,
+    publisher,
+    AutoscalePolicySchema.parse({ pools: { 'np-t4': { min: 1, max: 6 } }, scaleIn: { idleMinutes: 10 } }),
+  );
 });
 afterEach(() => sim.close());
 
-const events = () => publisher.published.filter((e) => e.detailType === GPU_POOL_SCALED).map((e) => e.detail as GpuPoolScaledDetail);
+const events = () =>
+  publisher.published.filter((e) => e.detailType === GPU_POOL_SCALED).map((e) => e.detail as GpuPoolScaledDetail);
 
 describe('autoscale-pools gives idle nodes back', () => {
   it('drains the idle nodes after idleMinutes, then removes and releases them, leaving the busy and the held', async () => {
@@ -69,7 +98,12 @@ describe('autoscale-pools gives idle nodes back', () => {
     expect(sim.cloud.calls.filter((c) => c.action === 'RemoveNodePoolNodes')).toHaveLength(1);
     expect(sim.cloud.pools.get('np-t4')!.desired).toBe(2);
     const [shrink] = events();
-    expect(shrink).toMatchObject({ from: 4, to: 2, state: 'requested', hourlyCostDelta: { amount: -17, currency: 'CNY' } });
+    expect(shrink).toMatchObject({
+      from: 4,
+      to: 2,
+      state: 'requested',
+      hourlyCostDelta: { amount: -17, currency: 'CNY' },
+    });
     expect(shrink!.reason).toContain('ran no GPU pod for 10 min');
     await clock.advance(MIN);
     await autoscalePools(deps);
@@ -78,7 +112,14 @@ describe('autoscale-pools gives idle nodes back', () => {
   });
 
   it('keeps every node while a waiting GPU pod could run on the pool', async () => {
-    kube.cluster.addPod({ name: 'embed-0', namespace: 'ml', phase: 'Pending', extendedResources: { 'nvidia.com/gpu': 1 }, requests: { 'nvidia.com/gpu': 1 }, createdAt: new Date(T0).toISOString() });
+    kube.cluster.addPod({
+      name: 'embed-0',
+      namespace: 'ml',
+      phase: 'Pending',
+      extendedResources: { 'nvidia.com/gpu': 1 },
+      requests: { 'nvidia.com/gpu': 1 },
+      createdAt: new Date(T0).toISOString(),
+    });
     await autoscalePools(deps);
     await clock.advance(15 * MIN);
     const out = await autoscalePools(deps);
@@ -89,12 +130,21 @@ describe('autoscale-pools gives idle nodes back', () => {
   it('gives a node back to scheduling when its drain is blocked past the timeout, and tries again only after another idle period', async () => {
     const [, withCpuPod, , bare] = names as [string, string, string, string];
     // Only the node with the CPU pod is idle; a disruption budget keeps that pod where it is.
-    kube.cluster.addPod({ name: 'serve-1', namespace: 'ml', nodeName: bare, extendedResources: { 'nvidia.com/gpu': 1 }, requests: { 'nvidia.com/gpu': 1 } });
+    kube.cluster.addPod({
+      name: 'serve-1',
+      namespace: 'ml',
+      nodeName: bare,
+      extendedResources: { 'nvidia.com/gpu': 1 },
+      requests: { 'nvidia.com/gpu': 1 },
+    });
     kube.cluster.pod('ml', 'sidecar')!.labels = { app: 'sidecar' };
     kube.cluster.addPdb({ namespace: 'ml', matchLabels: { app: 'sidecar' }, minAvailable: 1 });
     const notifier = new RecordingNotifier();
     deps.notifier = notifier;
-    deps.policy = AutoscalePolicySchema.parse({ pools: { 'np-t4': { min: 1, max: 6 } }, scaleIn: { idleMinutes: 10, drainTimeoutMinutes: 5 } });
+    deps.policy = AutoscalePolicySchema.parse({
+      pools: { 'np-t4': { min: 1, max: 6 } },
+      scaleIn: { idleMinutes: 10, drainTimeoutMinutes: 5 },
+    });
     await autoscalePools(deps);
     await clock.advance(10 * MIN);
     expect((await autoscalePools(deps)).draining).toEqual([withCpuPod]);
@@ -131,9 +181,11 @@ describe('autoscale-pools gives idle nodes back', () => {
     expect((await autoscalePools(deps)).draining.sort()).toEqual([withCpuPod, bare].sort());
   });
 
-  it('never lowers a pool when it sends an earlier size again: a size above it is a replacement\'s node', async () => {
+  it("never lowers a pool when it sends an earlier size again: a size above it is a replacement's node", async () => {
     // An intent to grow 4 → 5 was recorded, and its answer lost; since then a replacement asked for 6.
-    await kube.state.update('autoscale.np-t4', () => ({ intent: { from: 4, to: 5, at: T0, reason: 'pods', cost: 8.5 } }));
+    await kube.state.update('autoscale.np-t4', () => ({
+      intent: { from: 4, to: 5, at: T0, reason: 'pods', cost: 8.5 },
+    }));
     await deps.cloud.setDesiredSize('np-t4', 6);
     await autoscalePools(deps);
     expect(sim.cloud.pools.get('np-t4')!.desired).toBe(6);

@@ -9,14 +9,30 @@ import { silentLogger } from '../lib/logger.ts';
 import type { AutoscalePolicy } from '../lib/pool-policy.ts';
 import type { AutoscaleDeps } from './run.ts';
 
-export function simDeps(sim: AliCloudSim, kube: FakeKube, clock: ManualClock, publisher: EventPublisher, policy: AutoscalePolicy): AutoscaleDeps {
+export function simDeps(
+  sim: AliCloudSim,
+  kube: FakeKube,
+  clock: ManualClock,
+  publisher: EventPublisher,
+  policy: AutoscalePolicy,
+): AutoscaleDeps {
   const c = sim.connection;
   return {
     nodes: kube.nodes,
     pods: kube.pods,
     leases: kube.leases,
     state: kube.state,
-    cloud: new AliCloudPools({ regionId: c.regionId, clusterId: c.clusterId, accessKeyId: c.accessKeyId, accessKeySecret: c.accessKeySecret, endpoint: c.endpoint, protocol: 'http' }, clock),
+    cloud: new AliCloudPools(
+      {
+        regionId: c.regionId,
+        clusterId: c.clusterId,
+        accessKeyId: c.accessKeyId,
+        accessKeySecret: c.accessKeySecret,
+        endpoint: c.endpoint,
+        protocol: 'http',
+      },
+      clock,
+    ),
     publisher,
     notifier: new RecordingNotifier(),
     clock,

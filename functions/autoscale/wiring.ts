@@ -17,18 +17,26 @@ export type AutoscaleWiring = FunctionDeps<{ policy: AutoscalePolicy; cloud: Clo
 
 /** Where no pool is managed, nothing may reach the cloud: every call says why. */
 const NO_CLOUD = new Proxy({} as CloudPools, {
-  get: (_t, method) => () => Promise.reject(new ConfigError(`autoscale-pools: no node pool is managed (AUTOSCALE_POLICY_FILE names none), so the cloud is not wired; ${String(method)} was called`)),
+  get: (_t, method) => () =>
+    Promise.reject(
+      new ConfigError(
+        `autoscale-pools: no node pool is managed (AUTOSCALE_POLICY_FILE names none), so the cloud is not wired; ${String(method)} was called`,
+      ),
+    ),
 });
 
 export async function wireAutoscale(service: string, env: NodeJS.ProcessEnv = process.env): Promise<AutoscaleWiring> {
   const base = await wireFromEnv(service, () => ({ own: { policy: autoscalePolicyFromEnv(env) } }), env);
   // A deployment that manages no pool needs no Alibaba Cloud settings.
-  if (Object.keys(base.policy.pools).length === 0) return { ...base, cloud: NO_CLOUD, clusterId: env['ACK_CLUSTER_ID'] ?? '' };
+  if (Object.keys(base.policy.pools).length === 0)
+    return { ...base, cloud: NO_CLOUD, clusterId: env['ACK_CLUSTER_ID'] ?? '' };
   // The Alibaba SDK clients load here, at the first invocation, and only where a pool is managed.
   const { AliCloudPools } = await import('../adapters/alicloud/client.ts');
   const { aliCloudSettingsWithSecret } = await import('../adapters/alicloud/access-key.ts');
   const settings = await aliCloudSettingsWithSecret(env);
   const real = new AliCloudPools(settings, base.clock);
-  const cloud = base.dryRun ? dryRunCloudPools(real, (a) => base.logger.info('dry run: would', { op: a.op, args: a.args })) : real;
+  const cloud = base.dryRun
+    ? dryRunCloudPools(real, (a) => base.logger.info('dry run: would', { op: a.op, args: a.args }))
+    : real;
   return { ...base, cloud, clusterId: settings.clusterId };
 }

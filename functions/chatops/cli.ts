@@ -6,7 +6,13 @@
 import { parseArgs } from 'node:util';
 import { InputError, UsageError, type CliIo, type Command } from '../../bin/command.ts';
 import { readInputText } from '../../bin/input.ts';
-import { CHAT_PLATFORMS, feishuDecrypt, verifyChatRequest, type ChatPlatform, type ChatSecrets } from './core/signature.ts';
+import {
+  CHAT_PLATFORMS,
+  feishuDecrypt,
+  verifyChatRequest,
+  type ChatPlatform,
+  type ChatSecrets,
+} from './core/signature.ts';
 
 const HELP = `Usage: gpu-reflex chat verify --platform slack|dingtalk|feishu --body-file F [--secret S]
          [--timestamp T] [--signature SIG] [--nonce N] [--token T] [--encrypt-key K] [--now EPOCH] [--decrypt]
@@ -32,14 +38,26 @@ Example:
 
 export const chatVerifyCommand: Command = {
   path: ['chat', 'verify'],
-  summary: 'check a captured Slack, DingTalk or Feishu request the way the webhook does, and say why it would be refused',
+  summary:
+    'check a captured Slack, DingTalk or Feishu request the way the webhook does, and say why it would be refused',
   help: HELP,
   async run(args: string[], io: CliIo): Promise<number> {
     let values;
     try {
       ({ values } = parseArgs({
         args,
-        options: { platform: { type: 'string' }, 'body-file': { type: 'string' }, secret: { type: 'string' }, timestamp: { type: 'string' }, signature: { type: 'string' }, nonce: { type: 'string' }, token: { type: 'string' }, 'encrypt-key': { type: 'string' }, now: { type: 'string' }, decrypt: { type: 'boolean' } },
+        options: {
+          platform: { type: 'string' },
+          'body-file': { type: 'string' },
+          secret: { type: 'string' },
+          timestamp: { type: 'string' },
+          signature: { type: 'string' },
+          nonce: { type: 'string' },
+          token: { type: 'string' },
+          'encrypt-key': { type: 'string' },
+          now: { type: 'string' },
+          decrypt: { type: 'boolean' },
+        },
         strict: true,
         allowPositionals: false,
       }));
@@ -47,7 +65,10 @@ export const chatVerifyCommand: Command = {
       throw new UsageError((err as Error).message);
     }
     const platform = values.platform as ChatPlatform | undefined;
-    if (!platform || !CHAT_PLATFORMS.includes(platform)) throw new UsageError(`--platform must be one of ${CHAT_PLATFORMS.join(', ')} (got ${values.platform === undefined ? 'nothing' : JSON.stringify(values.platform)})`);
+    if (!platform || !CHAT_PLATFORMS.includes(platform))
+      throw new UsageError(
+        `--platform must be one of ${CHAT_PLATFORMS.join(', ')} (got ${values.platform === undefined ? 'nothing' : JSON.stringify(values.platform)})`,
+      );
     if (!values['body-file']) throw new UsageError('--body-file FILE is required: the raw body, byte for byte');
     const nowS = values.now === undefined ? Math.floor(Date.now() / 1000) : Number(values.now);
     if (!Number.isFinite(nowS)) throw new UsageError(`--now must be seconds since the epoch (got "${values.now}")`);
@@ -57,21 +78,31 @@ export const chatVerifyCommand: Command = {
         ? { 'x-slack-request-timestamp': values.timestamp, 'x-slack-signature': values.signature }
         : platform === 'dingtalk'
           ? { timestamp: values.timestamp, sign: values.signature }
-          : { 'x-lark-request-timestamp': values.timestamp, 'x-lark-request-nonce': values.nonce, 'x-lark-signature': values.signature };
+          : {
+              'x-lark-request-timestamp': values.timestamp,
+              'x-lark-request-nonce': values.nonce,
+              'x-lark-signature': values.signature,
+            };
     const secrets: ChatSecrets = {
-      ...(values.secret ? (platform === 'slack' ? { slackSigningSecret: values.secret } : { dingtalkAppSecret: values.secret }) : {}),
+      ...(values.secret
+        ? platform === 'slack'
+          ? { slackSigningSecret: values.secret }
+          : { dingtalkAppSecret: values.secret }
+        : {}),
       ...(values.token ? { feishuVerificationToken: values.token } : {}),
       ...(values['encrypt-key'] ? { feishuEncryptKey: values['encrypt-key'] } : {}),
     };
     if (values.decrypt) {
-      if (platform !== 'feishu' || !values['encrypt-key']) throw new UsageError('--decrypt needs --platform feishu and --encrypt-key');
+      if (platform !== 'feishu' || !values['encrypt-key'])
+        throw new UsageError('--decrypt needs --platform feishu and --encrypt-key');
       let encrypted: unknown;
       try {
         encrypted = (JSON.parse(body) as { encrypt?: unknown }).encrypt;
       } catch {
         throw new InputError(`--body-file ${values['body-file']}: not JSON`);
       }
-      if (typeof encrypted !== 'string') throw new InputError(`--body-file ${values['body-file']}: no "encrypt" field to decrypt`);
+      if (typeof encrypted !== 'string')
+        throw new InputError(`--body-file ${values['body-file']}: no "encrypt" field to decrypt`);
       try {
         io.out(feishuDecrypt(encrypted, values['encrypt-key']));
       } catch (err) {

@@ -39,28 +39,66 @@ import type { ChatSecrets } from './core/signature.ts';
 import { ChatOpsConfigError, ChatOpsConfigSchema, parseChatOpsConfig, type ChatOpsConfig } from './run.ts';
 import { handleChatRequest, type WebhookDeps } from './webhook.ts';
 
-export type ChatWiring = FunctionDeps<{ chat: ChatOpsConfig; secrets: ChatSecrets; quotaTeams?: QuotaConfig; policy: Policy; mig: MigRebalanceConfig; pools?: PoolPorts; responder: SlackResponder; dingtalk: DingTalkSessionResponder }> & { replay: ReplayCheck; feishu?: FeishuReplier; approvalKey?: () => Promise<ApprovalKey | undefined> };
+export type ChatWiring = FunctionDeps<{
+  chat: ChatOpsConfig;
+  secrets: ChatSecrets;
+  quotaTeams?: QuotaConfig;
+  policy: Policy;
+  mig: MigRebalanceConfig;
+  pools?: PoolPorts;
+  responder: SlackResponder;
+  dingtalk: DingTalkSessionResponder;
+}> & { replay: ReplayCheck; feishu?: FeishuReplier; approvalKey?: () => Promise<ApprovalKey | undefined> };
 
 export async function wireChat(service: string, env: NodeJS.ProcessEnv = process.env): Promise<ChatWiring> {
-  const base = await wireFromEnv(service, () => {
-    const chat = configFileFromEnv(env, 'CHATOPS_CONFIG_FILE', parseChatOpsConfig, ChatOpsConfigError) ?? ChatOpsConfigSchema.parse({});
-    // The environment's secrets here; the parameter's (CHAT_SECRETS_PARAMETER) join them below.
-    const secrets: ChatSecrets = chatSecretsInEnv(env);
-    const quotaTeams = quotaConfigFromEnv(env);
-    // The cores' own configuration, read as their functions read it; the ports they need with it.
-    const remediation = remediationConfig(env);
-    const mig = migConfig(env);
-    const responder = new HttpSlackResponder(env['CHAT_SLACK_RESPONSE_URL_PREFIX'] || undefined);
-    const dingtalk = new HttpDingTalkSessionResponder(env['CHAT_DINGTALK_SESSION_WEBHOOK_PREFIX'] || undefined);
-    return { own: { chat, secrets, ...(quotaTeams ? { quotaTeams } : {}), policy: remediation.own.policy, mig: mig.own.mig, responder, dingtalk }, kube: { ...remediation.kube, ...mig.kube } };
-  }, env);
+  const base = await wireFromEnv(
+    service,
+    () => {
+      const chat =
+        configFileFromEnv(env, 'CHATOPS_CONFIG_FILE', parseChatOpsConfig, ChatOpsConfigError) ??
+        ChatOpsConfigSchema.parse({});
+      // The environment's secrets here; the parameter's (CHAT_SECRETS_PARAMETER) join them below.
+      const secrets: ChatSecrets = chatSecretsInEnv(env);
+      const quotaTeams = quotaConfigFromEnv(env);
+      // The cores' own configuration, read as their functions read it; the ports they need with it.
+      const remediation = remediationConfig(env);
+      const mig = migConfig(env);
+      const responder = new HttpSlackResponder(env['CHAT_SLACK_RESPONSE_URL_PREFIX'] || undefined);
+      const dingtalk = new HttpDingTalkSessionResponder(env['CHAT_DINGTALK_SESSION_WEBHOOK_PREFIX'] || undefined);
+      return {
+        own: {
+          chat,
+          secrets,
+          ...(quotaTeams ? { quotaTeams } : {}),
+          policy: remediation.own.policy,
+          mig: mig.own.mig,
+          responder,
+          dingtalk,
+        },
+        kube: { ...remediation.kube, ...mig.kube },
+      };
+    },
+    env,
+  );
   const { feishuAppSecret: appSecret, ...secrets } = await chatSecretsFromEnv(env);
   const appId = env['CHAT_FEISHU_APP_ID'];
-  const feishu = appId && appSecret ? new HttpFeishuReplier({ appId, appSecret, baseUrl: env['CHAT_FEISHU_API_URL'] || 'https://open.feishu.cn' }, base.clock) : undefined;
+  const feishu =
+    appId && appSecret
+      ? new HttpFeishuReplier(
+          { appId, appSecret, baseUrl: env['CHAT_FEISHU_API_URL'] || 'https://open.feishu.cn' },
+          base.clock,
+        )
+      : undefined;
   // Once per container: its memory of accepted requests, over the store every container shares.
   // The approval key is read when an approve first needs it: chatops-worker never does, and its role may not.
   const approvalKey = lazy(() => approvalKeyFromEnv(env));
-  const wired = { ...base, secrets, replay: sharedReplayGuard(base.kube.state), approvalKey, ...(feishu ? { feishu } : {}) };
+  const wired = {
+    ...base,
+    secrets,
+    replay: sharedReplayGuard(base.kube.state),
+    approvalKey,
+    ...(feishu ? { feishu } : {}),
+  };
   // `pool scale` reaches the cloud as autoscale-pools does, and only where its policy names pools;
   // the Alibaba client loads only then (cold start: docs/deploy.md).
   const autoscale = autoscalePolicyFromEnv(env);
@@ -68,12 +106,37 @@ export async function wireChat(service: string, env: NodeJS.ProcessEnv = process
   const { AliCloudPools } = await import('../adapters/alicloud/client.ts');
   const { aliCloudSettingsWithSecret } = await import('../adapters/alicloud/access-key.ts');
   const real = new AliCloudPools(await aliCloudSettingsWithSecret(env), base.clock);
-  return { ...wired, pools: { policy: autoscale, cloud: base.dryRun ? dryRunCloudPools(real, (a) => base.logger.info('dry run: would', { op: a.op, args: a.args })) : real } };
+  return {
+    ...wired,
+    pools: {
+      policy: autoscale,
+      cloud: base.dryRun
+        ? dryRunCloudPools(real, (a) => base.logger.info('dry run: would', { op: a.op, args: a.args }))
+        : real,
+    },
+  };
 }
 
 /** What the webhook and the worker run on, from the wiring. */
 export function chatDeps(d: ChatWiring, logger: Logger): WebhookDeps {
-  return { kube: d.kube, publisher: d.publisher, notifier: d.notifier, clock: d.clock, config: d.chat, secrets: d.secrets, logger, policy: d.policy, mig: d.mig, responder: d.responder, dingtalk: d.dingtalk, replay: d.replay, ...(d.approvalKey ? { approvalKey: d.approvalKey } : {}), ...(d.feishu ? { feishu: d.feishu } : {}), ...(d.quotaTeams ? { quota: d.quotaTeams } : {}), ...(d.pools ? { pools: d.pools } : {}) };
+  return {
+    kube: d.kube,
+    publisher: d.publisher,
+    notifier: d.notifier,
+    clock: d.clock,
+    config: d.chat,
+    secrets: d.secrets,
+    logger,
+    policy: d.policy,
+    mig: d.mig,
+    responder: d.responder,
+    dingtalk: d.dingtalk,
+    replay: d.replay,
+    ...(d.approvalKey ? { approvalKey: d.approvalKey } : {}),
+    ...(d.feishu ? { feishu: d.feishu } : {}),
+    ...(d.quotaTeams ? { quota: d.quotaTeams } : {}),
+    ...(d.pools ? { pools: d.pools } : {}),
+  };
 }
 
 export function createChatHandler(getDeps: () => ChatWiring | Promise<ChatWiring>) {

@@ -35,7 +35,8 @@ export class StoreReplayGuard implements ReplayCheck {
       // Keys past their window are dropped as new ones come, so the shard stays small.
       const all = await store.getAll();
       for (const [old, until] of Object.entries(all)) {
-        if (old.startsWith(PREFIX) && typeof until === 'number' && until <= nowMs) await store.update(old, (cur) => (typeof cur === 'number' && cur <= nowMs ? undefined : cur));
+        if (old.startsWith(PREFIX) && typeof until === 'number' && until <= nowMs)
+          await store.update(old, (cur) => (typeof cur === 'number' && cur <= nowMs ? undefined : cur));
       }
     }
     return fresh;
@@ -46,5 +47,8 @@ export class StoreReplayGuard implements ReplayCheck {
 export function sharedReplayGuard(state: StateStore): ReplayCheck {
   const memory = new ReplayGuard();
   const shared = new StoreReplayGuard(state);
-  return { accept: async (key, nowMs, windowMs) => memory.accept(key, nowMs, windowMs) && (await shared.accept(key, nowMs, windowMs)) };
+  return {
+    accept: async (key, nowMs, windowMs) =>
+      memory.accept(key, nowMs, windowMs) && (await shared.accept(key, nowMs, windowMs)),
+  };
 }

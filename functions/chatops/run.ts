@@ -4,7 +4,14 @@
  * as a ChatOps Command event (who, what, the answer), answered in words.
  */
 import { z } from 'zod';
-import { APPROVAL_DECIDED, CHATOPS_COMMAND, SCHEMA_VERSION, SOURCES, type ApprovalDecidedDetail, type ChatOpsCommandDetail } from '../../events/index.ts';
+import {
+  APPROVAL_DECIDED,
+  CHATOPS_COMMAND,
+  SCHEMA_VERSION,
+  SOURCES,
+  type ApprovalDecidedDetail,
+  type ChatOpsCommandDetail,
+} from '../../events/index.ts';
 import type { EventPublisher } from '../adapters/bus.ts';
 import type { Clock } from '../adapters/clock.ts';
 import { dryRunPorts, type DryRunnable } from '../adapters/kube/dry-run.ts';
@@ -27,8 +34,27 @@ import type { Logger } from '../lib/logger.ts';
 import type { MigRebalanceConfig } from '../mig/index.ts';
 import type { Policy } from '../remediate/index.ts';
 import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
-import { CHAT_APPROVALS_SHARD, decideHeldPlan, decidePoolScale, migApply, poolScale, quarantine, quotaRollback, quotaShow, type CommandPorts, type PoolPorts } from './actions.ts';
-import { COMMANDS, helpText, parseCommand, ROLE_RANK, roleNeeded, type ChatCommand, type Role } from './core/command.ts';
+import {
+  CHAT_APPROVALS_SHARD,
+  decideHeldPlan,
+  decidePoolScale,
+  migApply,
+  poolScale,
+  quarantine,
+  quotaRollback,
+  quotaShow,
+  type CommandPorts,
+  type PoolPorts,
+} from './actions.ts';
+import {
+  COMMANDS,
+  helpText,
+  parseCommand,
+  ROLE_RANK,
+  roleNeeded,
+  type ChatCommand,
+  type Role,
+} from './core/command.ts';
 import type { ChatPlatform } from './core/signature.ts';
 
 export interface ChatUser {
@@ -38,7 +64,13 @@ export interface ChatUser {
   channel: string;
 }
 
-const Match = z.object({ platform: z.enum(['slack', 'dingtalk', 'feishu']).optional(), user: z.string().optional(), channel: z.string().optional() }).strict();
+const Match = z
+  .object({
+    platform: z.enum(['slack', 'dingtalk', 'feishu']).optional(),
+    user: z.string().optional(),
+    channel: z.string().optional(),
+  })
+  .strict();
 export const ChatOpsConfigSchema = z
   .object({
     /** First match wins; a rule names a platform, a user id, a channel id, or several. */
@@ -46,7 +78,24 @@ export const ChatOpsConfigSchema = z
     /** Everyone no rule names. */
     default: z.enum(['none', 'viewer', 'operator', 'admin']).default('viewer'),
     /** A higher role for a command than its own (`pool: admin`); never a lower one. */
-    require: z.partialRecord(z.enum(['help', 'status', 'cordon', 'uncordon', 'drain', 'approve', 'deny', 'quarantine', 'mig', 'quota', 'pool']), z.enum(['viewer', 'operator', 'admin'])).default({}),
+    require: z
+      .partialRecord(
+        z.enum([
+          'help',
+          'status',
+          'cordon',
+          'uncordon',
+          'drain',
+          'approve',
+          'deny',
+          'quarantine',
+          'mig',
+          'quota',
+          'pool',
+        ]),
+        z.enum(['viewer', 'operator', 'admin']),
+      )
+      .default({}),
   })
   .strict();
 export type ChatOpsConfig = z.output<typeof ChatOpsConfigSchema>;
@@ -60,7 +109,12 @@ export function parseChatOpsConfig(text: string, source = 'chatops config'): Cha
 }
 
 export function roleOf(config: ChatOpsConfig, who: ChatUser): Role | 'none' {
-  const rule = config.roles.find((r) => (!r.match.platform || r.match.platform === who.platform) && (!r.match.user || r.match.user === who.id) && (!r.match.channel || r.match.channel === who.channel));
+  const rule = config.roles.find(
+    (r) =>
+      (!r.match.platform || r.match.platform === who.platform) &&
+      (!r.match.user || r.match.user === who.id) &&
+      (!r.match.channel || r.match.channel === who.channel),
+  );
   return rule?.role ?? config.default;
 }
 
@@ -91,7 +145,12 @@ export interface ChatDeps {
 function portsFor(deps: ChatDeps, dryRun: boolean, holder: string): CommandPorts {
   const base = { clock: deps.clock, logger: deps.logger, holder };
   if (!dryRun) return { ...base, kube: deps.kube, publisher: deps.publisher, notifier: deps.notifier };
-  return { ...base, kube: dryRunPorts(deps.kube, () => {}), publisher: new DryRunPublisher(deps.publisher, deps.logger), notifier: new DryRunNotifier(deps.logger) };
+  return {
+    ...base,
+    kube: dryRunPorts(deps.kube, () => {}),
+    publisher: new DryRunPublisher(deps.publisher, deps.logger),
+    notifier: new DryRunNotifier(deps.logger),
+  };
 }
 
 function poolsFor(deps: ChatDeps, dryRun: boolean): PoolPorts | undefined {
@@ -106,7 +165,8 @@ async function status(kube: DryRunnable, node: string | undefined): Promise<stri
   }
   const [nodes, pods] = await Promise.all([kube.nodes.list(), kube.pods.list()]);
   const byState = new Map<string, number>();
-  for (const n of nodes) byState.set(n.labels[STATE_LABEL] ?? 'healthy', (byState.get(n.labels[STATE_LABEL] ?? 'healthy') ?? 0) + 1);
+  for (const n of nodes)
+    byState.set(n.labels[STATE_LABEL] ?? 'healthy', (byState.get(n.labels[STATE_LABEL] ?? 'healthy') ?? 0) + 1);
   const pending = pods.filter((p) => p.phase === 'Pending' && !p.nodeName && requestsGpu(p)).length;
   return `${nodes.length} nodes (${[...byState].map(([s, k]) => `${k} ${s}`).join(', ')}), ${nodes.filter((n) => n.unschedulable).length} cordoned; ${pending} GPU pod${pending === 1 ? '' : 's'} pending`;
 }
@@ -161,7 +221,11 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
     await publish(c.name, args, refused, c.dryRun);
     return { answer: refused };
   }
-  const ports = portsFor(deps, c.dryRun, `chatops-${who.platform}-${who.id}-${now}`.replace(/[^A-Za-z0-9.-]/g, '-').slice(0, 128));
+  const ports = portsFor(
+    deps,
+    c.dryRun,
+    `chatops-${who.platform}-${who.id}-${now}`.replace(/[^A-Za-z0-9.-]/g, '-').slice(0, 128),
+  );
   const kube = ports.kube;
   const usage = COMMANDS[c.name].usage;
   let answer: string;
@@ -177,7 +241,11 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
     case 'uncordon': {
       const changed = c.name === 'cordon' ? await kube.nodes.cordon(c.node) : await kube.nodes.uncordon(c.node);
       const verb = c.name === 'cordon' ? 'cordoned' : 'uncordoned';
-      answer = c.dryRun ? `dry run: would have ${changed ? verb : `left ${c.node} as it is (already ${verb})`}${changed ? ` ${c.node}` : ''}` : changed ? `${verb} ${c.node}` : `${c.node} was already ${verb}`;
+      answer = c.dryRun
+        ? `dry run: would have ${changed ? verb : `left ${c.node} as it is (already ${verb})`}${changed ? ` ${c.node}` : ''}`
+        : changed
+          ? `${verb} ${c.node}`
+          : `${c.node} was already ${verb}`;
       break;
     }
     case 'drain': {
@@ -185,8 +253,14 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
       const r = await drainOnce(kube, c.node);
       const pods = (xs: string[]) => xs.slice(0, 5).join(', ') + (xs.length > 5 ? ` and ${xs.length - 5} more` : '');
       const parts = [
-        r.evicted.length > 0 ? `${c.dryRun ? 'would evict' : 'evicting'} ${r.evicted.length} pod(s) (${pods(r.evicted)})` : 'no pod to evict',
-        ...(r.blocked.length > 0 ? [`${r.blocked.length} blocked for now (${pods(r.blocked.map((b) => b.pod))}: ${r.blocked[0]!.reason}); drain again to retry`] : []),
+        r.evicted.length > 0
+          ? `${c.dryRun ? 'would evict' : 'evicting'} ${r.evicted.length} pod(s) (${pods(r.evicted)})`
+          : 'no pod to evict',
+        ...(r.blocked.length > 0
+          ? [
+              `${r.blocked.length} blocked for now (${pods(r.blocked.map((b) => b.pod))}: ${r.blocked[0]!.reason}); drain again to retry`,
+            ]
+          : []),
         ...(r.skipped.length > 0 ? [`${r.skipped.length} DaemonSet/mirror pod(s) left`] : []),
       ];
       answer = `${c.dryRun ? 'dry run: would have cordoned and drained' : 'cordoned and draining'} ${c.node}: ${parts.join('; ')}`;
@@ -196,7 +270,15 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
       answer = await quarantine(ports, deps.policy, who, c.node, c.gpu, usage, c.dryRun);
       break;
     case 'pool':
-      answer = await poolScale(ports, poolsFor(deps, c.dryRun), deps.policy.approvals.ttlMinutes, c.pool, c.size, usage, c.dryRun);
+      answer = await poolScale(
+        ports,
+        poolsFor(deps, c.dryRun),
+        deps.policy.approvals.ttlMinutes,
+        c.pool,
+        c.size,
+        usage,
+        c.dryRun,
+      );
       break;
     case 'quota': {
       if (!deps.quota) {
@@ -213,8 +295,16 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
       }
       const [nodes, pods, quotas] = await Promise.all([kube.nodes.list(), kube.pods.list(), kube.quotas.listQuotas()]);
       const plan = planQuotas(deps.quota, quotaFacts(deps.quota, nodes, pods, quotas));
-      const lines = plan.namespaces.flatMap((n) => n.changes.map((ch) => `${n.namespace}: ${ch.key} ${ch.from ?? 'unset'} → ${ch.to}`));
-      answer = [lines.length > 0 ? `rewrite-quotas would change ${lines.length} quota value(s):` : 'every team quota is as rewrite-quotas would write it', ...lines, ...plan.warnings.map((w) => `warning: ${w}`)].join('\n');
+      const lines = plan.namespaces.flatMap((n) =>
+        n.changes.map((ch) => `${n.namespace}: ${ch.key} ${ch.from ?? 'unset'} → ${ch.to}`),
+      );
+      answer = [
+        lines.length > 0
+          ? `rewrite-quotas would change ${lines.length} quota value(s):`
+          : 'every team quota is as rewrite-quotas would write it',
+        ...lines,
+        ...plan.warnings.map((w) => `warning: ${w}`),
+      ].join('\n');
       break;
     }
     case 'mig': {
@@ -225,7 +315,10 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
       const [nodes, pods] = await Promise.all([kube.nodes.list(), kube.pods.list()]);
       const fleet = readMigFleet(nodes, pods);
       // As rebalance-mig would plan: with its preemption policy.
-      answer = migPlanTable(planMig(fleet.nodes, fleet.pending, deps.mig.preemption ? { preemption: deps.mig.preemption } : {}), fleet.notes).join('\n');
+      answer = migPlanTable(
+        planMig(fleet.nodes, fleet.pending, deps.mig.preemption ? { preemption: deps.mig.preemption } : {}),
+        fleet.notes,
+      ).join('\n');
       break;
     }
     case 'approve':
@@ -242,13 +335,19 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
         if (held.decided) decided = { id: c.id, decision };
         break;
       }
-      const pool = c.dryRun ? undefined : await decidePoolScale(ports, poolsFor(deps, false), c.id, decision, `${who.platform}:${who.id}`);
+      const pool = c.dryRun
+        ? undefined
+        : await decidePoolScale(ports, poolsFor(deps, false), c.id, decision, `${who.platform}:${who.id}`);
       if (pool) {
         answer = pool.answer;
         if (pool.decided) decided = { id: c.id, decision };
         break;
       }
-      const rec = (await getApproval(kube.state, c.id)) ?? (await getApproval(kube.state, c.id, CHAT_APPROVALS_SHARD)) ?? (await getApproval(kube.state, c.id, MIG_APPROVALS_SHARD)) ?? (await getApproval(kube.state, c.id, AUTOSCALE_APPROVALS_SHARD));
+      const rec =
+        (await getApproval(kube.state, c.id)) ??
+        (await getApproval(kube.state, c.id, CHAT_APPROVALS_SHARD)) ??
+        (await getApproval(kube.state, c.id, MIG_APPROVALS_SHARD)) ??
+        (await getApproval(kube.state, c.id, AUTOSCALE_APPROVALS_SHARD));
       if (!rec) {
         answer = `no approval ${c.id} is waiting (unknown id): nothing done`;
         break;
@@ -271,8 +370,21 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
         answer = `cannot decide ${c.id}: this deployment has no approval key (${APPROVAL_KEY_PARAMETER_ENV}), and remediate-approve refuses a decision it cannot prove; nothing done`;
         break;
       }
-      const detail: ApprovalDecidedDetail = { schemaVersion: SCHEMA_VERSION, eventId: `decision:${c.id}:${who.platform}:${who.id}:${now}`.slice(0, 128), occurredAt: new Date(now).toISOString(), approvalId: c.id, decision, decidedBy: { platform: who.platform, id: who.id.slice(0, 128), ...(who.name ? { name: who.name.slice(0, 128) } : {}) } };
-      await deps.publisher.publish([{ source: SOURCES.chatops, detailType: APPROVAL_DECIDED, detail: sealDecision(key, detail) }]);
+      const detail: ApprovalDecidedDetail = {
+        schemaVersion: SCHEMA_VERSION,
+        eventId: `decision:${c.id}:${who.platform}:${who.id}:${now}`.slice(0, 128),
+        occurredAt: new Date(now).toISOString(),
+        approvalId: c.id,
+        decision,
+        decidedBy: {
+          platform: who.platform,
+          id: who.id.slice(0, 128),
+          ...(who.name ? { name: who.name.slice(0, 128) } : {}),
+        },
+      };
+      await deps.publisher.publish([
+        { source: SOURCES.chatops, detailType: APPROVAL_DECIDED, detail: sealDecision(key, detail) },
+      ]);
       decided = { id: c.id, decision };
       answer = `${decision} ${c.id} (${rec.action} on ${rec.node}): remediate-approve ${decision === 'approved' ? 'carries it out' : 'closes it'}, once however often it is clicked`;
       break;

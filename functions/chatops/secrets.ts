@@ -26,11 +26,16 @@ export type ChatSecretsWithApp = ChatSecrets & { feishuAppSecret?: string };
 
 /** The secrets the environment sets. */
 export function chatSecretsInEnv(env: NodeJS.ProcessEnv): ChatSecretsWithApp {
-  return Object.fromEntries(Object.entries(FIELDS).flatMap(([field, variable]) => (env[variable] ? [[field, env[variable]]] : []))) as ChatSecretsWithApp;
+  return Object.fromEntries(
+    Object.entries(FIELDS).flatMap(([field, variable]) => (env[variable] ? [[field, env[variable]]] : [])),
+  ) as ChatSecretsWithApp;
 }
 
 /** The environment's secrets, then the parameter's for those it does not set. */
-export async function chatSecretsFromEnv(env: NodeJS.ProcessEnv, read?: (parameter: string, label: string) => Promise<string>): Promise<ChatSecretsWithApp> {
+export async function chatSecretsFromEnv(
+  env: NodeJS.ProcessEnv,
+  read?: (parameter: string, label: string) => Promise<string>,
+): Promise<ChatSecretsWithApp> {
   const own = chatSecretsInEnv(env);
   const parameter = env[CHAT_SECRETS_PARAMETER_ENV];
   if (!parameter) return own;
@@ -40,12 +45,24 @@ export async function chatSecretsFromEnv(env: NodeJS.ProcessEnv, read?: (paramet
   try {
     json = JSON.parse(text);
   } catch {
-    throw new ConfigurationError(`${where} is not JSON: expected {"slackSigningSecret": "…", …}`, { what: CHAT_SECRETS_PARAMETER_ENV });
+    throw new ConfigurationError(`${where} is not JSON: expected {"slackSigningSecret": "…", …}`, {
+      what: CHAT_SECRETS_PARAMETER_ENV,
+    });
   }
-  if (typeof json !== 'object' || json === null || Array.isArray(json)) throw new ConfigurationError(`${where}: expected a JSON object of secrets`, { what: CHAT_SECRETS_PARAMETER_ENV });
+  if (typeof json !== 'object' || json === null || Array.isArray(json))
+    throw new ConfigurationError(`${where}: expected a JSON object of secrets`, { what: CHAT_SECRETS_PARAMETER_ENV });
   const unknown = Object.keys(json).filter((k) => !(k in FIELDS));
-  if (unknown.length > 0) throw new ConfigurationError(`${where}: unknown field(s) ${unknown.join(', ')} (known: ${Object.keys(FIELDS).join(', ')})`, { what: CHAT_SECRETS_PARAMETER_ENV });
-  const bad = Object.entries(json).filter(([, v]) => typeof v !== 'string' || v === '').map(([k]) => k);
-  if (bad.length > 0) throw new ConfigurationError(`${where}: ${bad.join(', ')}: must be a non-empty string`, { what: CHAT_SECRETS_PARAMETER_ENV });
+  if (unknown.length > 0)
+    throw new ConfigurationError(
+      `${where}: unknown field(s) ${unknown.join(', ')} (known: ${Object.keys(FIELDS).join(', ')})`,
+      { what: CHAT_SECRETS_PARAMETER_ENV },
+    );
+  const bad = Object.entries(json)
+    .filter(([, v]) => typeof v !== 'string' || v === '')
+    .map(([k]) => k);
+  if (bad.length > 0)
+    throw new ConfigurationError(`${where}: ${bad.join(', ')}: must be a non-empty string`, {
+      what: CHAT_SECRETS_PARAMETER_ENV,
+    });
   return { ...(json as ChatSecretsWithApp), ...own };
 }

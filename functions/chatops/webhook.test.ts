@@ -7,7 +7,14 @@ import { createCipheriv, createHash, createHmac, randomBytes } from 'node:crypto
 import type { APIGatewayProxyEventV2 } from 'aws-lambda';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { APPROVAL_DECIDED, CHATOPS_COMMAND, CHATOPS_COMMAND_REQUESTED, MIG_INVENTORY_ANNOTATION, type ChatOpsCommandRequestedDetail, type MigInventory } from '../../events/index.ts';
+import {
+  APPROVAL_DECIDED,
+  CHATOPS_COMMAND,
+  CHATOPS_COMMAND_REQUESTED,
+  MIG_INVENTORY_ANNOTATION,
+  type ChatOpsCommandRequestedDetail,
+  type MigInventory,
+} from '../../events/index.ts';
 import { RecordingPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { RecordingDingTalkSessionResponder } from '../adapters/chat/dingtalk-session.ts';
@@ -35,7 +42,14 @@ function setup(shared?: { clock: ManualClock; kube: FakeKube }, o: { approvalKey
   const clock = shared?.clock ?? manualClock(Date.parse('2026-11-21T03:00:00.000Z'));
   const kube = shared?.kube ?? fakeKube({ clock });
   if (!shared) kube.cluster.addNode({ name: 'gpu-0', allocatable: { 'nvidia.com/gpu': '8' } });
-  if (!shared) kube.cluster.addPod({ name: 'train', namespace: 'ml', nodeName: 'gpu-0', phase: 'Running', owner: { kind: 'Job', name: 'train' } } as never);
+  if (!shared)
+    kube.cluster.addPod({
+      name: 'train',
+      namespace: 'ml',
+      nodeName: 'gpu-0',
+      phase: 'Running',
+      owner: { kind: 'Job', name: 'train' },
+    } as never);
   const publisher = new RecordingPublisher();
   const responder = new RecordingSlackResponder();
   const logs: Record<string, unknown>[] = [];
@@ -45,7 +59,9 @@ function setup(shared?: { clock: ManualClock; kube: FakeKube }, o: { approvalKey
     notifier: new RecordingNotifier(),
     clock,
     logger: createLogger({ service: 't', sink: (l) => logs.push(l) }),
-    config: parseChatOpsConfig('roles:\n  - { match: { platform: slack, user: U-OPS }, role: operator }\ndefault: viewer\n'),
+    config: parseChatOpsConfig(
+      'roles:\n  - { match: { platform: slack, user: U-OPS }, role: operator }\ndefault: viewer\n',
+    ),
     secrets: { slackSigningSecret: SECRET },
     policy: DEFAULT_POLICY,
     mig: DEFAULT_MIG_REBALANCE_CONFIG,
@@ -53,14 +69,51 @@ function setup(shared?: { clock: ManualClock; kube: FakeKube }, o: { approvalKey
     replay: sharedReplayGuard(kube.state),
     ...(o.approvalKey === false ? {} : { approvalKey: async () => APPROVAL_KEY }),
   };
-  const sign = (body: string, ts = Math.floor(clock.now() / 1000)) => ({ 'x-slack-request-timestamp': String(ts), 'x-slack-signature': `v0=${createHmac('sha256', SECRET).update(`v0:${ts}:${body}`).digest('hex')}` });
-  const post = (body: string, headers: Record<string, string> = sign(body)) => handleChatRequest(deps, { rawPath: '/chat/slack', pathParameters: { platform: 'slack' }, headers } as unknown as APIGatewayProxyEventV2, body);
+  const sign = (body: string, ts = Math.floor(clock.now() / 1000)) => ({
+    'x-slack-request-timestamp': String(ts),
+    'x-slack-signature': `v0=${createHmac('sha256', SECRET).update(`v0:${ts}:${body}`).digest('hex')}`,
+  });
+  const post = (body: string, headers: Record<string, string> = sign(body)) =>
+    handleChatRequest(
+      deps,
+      { rawPath: '/chat/slack', pathParameters: { platform: 'slack' }, headers } as unknown as APIGatewayProxyEventV2,
+      body,
+    );
   let seq = 0;
   const press = (user: string, value: string) =>
-    new URLSearchParams({ payload: JSON.stringify({ type: 'block_actions', user: { id: user, username: user.toLowerCase() }, channel: { id: 'C-GPU' }, container: { type: 'message', channel_id: 'C-GPU' }, response_url: HOOK, actions: [{ type: 'button', action_id: 'gpu-reflex-approve', value, action_ts: String(seq++) }] }) }).toString();
-  const slash = (user: string, text: string, responseUrl = HOOK) => new URLSearchParams({ user_id: user, user_name: user.toLowerCase(), channel_id: 'C-GPU', command: '/gpu', text, trigger_id: `t-${seq++}`, ...(responseUrl ? { response_url: responseUrl } : {}) }).toString();
+    new URLSearchParams({
+      payload: JSON.stringify({
+        type: 'block_actions',
+        user: { id: user, username: user.toLowerCase() },
+        channel: { id: 'C-GPU' },
+        container: { type: 'message', channel_id: 'C-GPU' },
+        response_url: HOOK,
+        actions: [{ type: 'button', action_id: 'gpu-reflex-approve', value, action_ts: String(seq++) }],
+      }),
+    }).toString();
+  const slash = (user: string, text: string, responseUrl = HOOK) =>
+    new URLSearchParams({
+      user_id: user,
+      user_name: user.toLowerCase(),
+      channel_id: 'C-GPU',
+      command: '/gpu',
+      text,
+      trigger_id: `t-${seq++}`,
+      ...(responseUrl ? { response_url: responseUrl } : {}),
+    }).toString();
   const open = (id: string) =>
-    recordApproval(kube.state, { id, node: 'gpu-0', incident: 'inc-1', action: 'drain-node', scope: 'node', target: { gpus: [], pods: [] }, requestedAt: new Date(clock.now()).toISOString(), expiresAt: new Date(clock.now() + 30 * 60_000).toISOString(), approvers: [], status: 'open' });
+    recordApproval(kube.state, {
+      id,
+      node: 'gpu-0',
+      incident: 'inc-1',
+      action: 'drain-node',
+      scope: 'node',
+      target: { gpus: [], pods: [] },
+      requestedAt: new Date(clock.now()).toISOString(),
+      expiresAt: new Date(clock.now() + 30 * 60_000).toISOString(),
+      approvers: [],
+      status: 'open',
+    });
   const published = (t: string) => publisher.published.filter((e) => e.detailType === t);
   return { clock, kube, deps, publisher, responder, logs, post, press, slash, open, published, sign };
 }
@@ -70,9 +123,33 @@ describe('Slack buttons', () => {
     const t = setup();
     await t.open('apr-0000beef');
     expect(await t.post(t.press('U-OPS', 'approve apr-0000beef'))).toEqual({ statusCode: 200 });
-    expect(t.published(APPROVAL_DECIDED).map((e) => e.detail)).toEqual([expect.objectContaining({ approvalId: 'apr-0000beef', decision: 'approved', decidedBy: { platform: 'slack', id: 'U-OPS', name: 'u-ops' } })]);
-    expect(t.responder.sent).toEqual([{ url: HOOK, message: { text: expect.stringMatching(/^✅ apr-0000beef approved by <@U-OPS>: approved apr-0000beef \(drain-node on gpu-0\)/), replaceOriginal: true, responseType: 'in_channel' } }]);
-    expect(t.published(CHATOPS_COMMAND).map((e) => e.detail)).toEqual([expect.objectContaining({ user: expect.objectContaining({ id: 'U-OPS' }), channel: 'C-GPU', text: 'approve apr-0000beef', command: 'approve' })]);
+    expect(t.published(APPROVAL_DECIDED).map((e) => e.detail)).toEqual([
+      expect.objectContaining({
+        approvalId: 'apr-0000beef',
+        decision: 'approved',
+        decidedBy: { platform: 'slack', id: 'U-OPS', name: 'u-ops' },
+      }),
+    ]);
+    expect(t.responder.sent).toEqual([
+      {
+        url: HOOK,
+        message: {
+          text: expect.stringMatching(
+            /^✅ apr-0000beef approved by <@U-OPS>: approved apr-0000beef \(drain-node on gpu-0\)/,
+          ),
+          replaceOriginal: true,
+          responseType: 'in_channel',
+        },
+      },
+    ]);
+    expect(t.published(CHATOPS_COMMAND).map((e) => e.detail)).toEqual([
+      expect.objectContaining({
+        user: expect.objectContaining({ id: 'U-OPS' }),
+        channel: 'C-GPU',
+        text: 'approve apr-0000beef',
+        command: 'approve',
+      }),
+    ]);
     // Sealed, so remediate-approve can tell it from one anybody with bus access wrote (issue #29).
     expect(checkSeal(APPROVAL_KEY, t.published(APPROVAL_DECIDED)[0]!.detail as never)).toBe('valid');
   });
@@ -82,7 +159,11 @@ describe('Slack buttons', () => {
     await t.open('apr-0000beef');
     await t.post(t.press('U-OPS', 'approve apr-0000beef'));
     expect(t.published(APPROVAL_DECIDED)).toEqual([]);
-    expect(t.responder.sent.map((s) => s.message.text)).toEqual([expect.stringMatching(/cannot decide apr-0000beef: this deployment has no approval key \(GPU_REFLEX_APPROVAL_KEY_PARAMETER\)/)]);
+    expect(t.responder.sent.map((s) => s.message.text)).toEqual([
+      expect.stringMatching(
+        /cannot decide apr-0000beef: this deployment has no approval key \(GPU_REFLEX_APPROVAL_KEY_PARAMETER\)/,
+      ),
+    ]);
     expect((await getApproval(t.kube.state, 'apr-0000beef'))?.status).toBe('open');
   });
 
@@ -91,7 +172,9 @@ describe('Slack buttons', () => {
     await t.open('apr-0000beef');
     await t.post(t.press('U-VIEW', 'deny apr-0000beef'));
     expect(t.published(APPROVAL_DECIDED)).toEqual([]);
-    expect(t.responder.sent.map((s) => s.message)).toEqual([{ text: 'not allowed: deny needs the operator role; slack user U-VIEW has only viewer' }]);
+    expect(t.responder.sent.map((s) => s.message)).toEqual([
+      { text: 'not allowed: deny needs the operator role; slack user U-VIEW has only viewer' },
+    ]);
     expect((await getApproval(t.kube.state, 'apr-0000beef'))?.status).toBe('open');
   });
 
@@ -101,7 +184,9 @@ describe('Slack buttons', () => {
     await t.clock.advance(31 * 60_000);
     await t.post(t.press('U-OPS', 'approve apr-0000beef'));
     expect(t.published(APPROVAL_DECIDED)).toEqual([]);
-    expect(t.responder.sent.map((s) => s.message)).toEqual([{ text: expect.stringMatching(/^apr-0000beef expired at .*: too late, nothing done/) }]);
+    expect(t.responder.sent.map((s) => s.message)).toEqual([
+      { text: expect.stringMatching(/^apr-0000beef expired at .*: too late, nothing done/) },
+    ]);
   });
 
   it('ignores a button it did not make', async () => {
@@ -116,16 +201,29 @@ describe('Slack buttons', () => {
     await t.open('apr-0000beef');
     const body = t.press('U-VIEW', 'approve apr-0000beef');
     const headers = t.sign(body);
-    const flip = (s: string, i: number, c: string) => s.slice(0, i % (s.length + 1)) + c + s.slice((i % (s.length + 1)) + 1);
+    const flip = (s: string, i: number, c: string) =>
+      s.slice(0, i % (s.length + 1)) + c + s.slice((i % (s.length + 1)) + 1);
     await fc.assert(
-      fc.asyncProperty(fc.constantFrom('body', 'x-slack-request-timestamp', 'x-slack-signature'), fc.nat(), fc.string({ minLength: 1, maxLength: 1 }), async (field, i, c) => {
-        const b = field === 'body' ? flip(body, i, c) : body;
-        const h = field === 'body' ? headers : { ...headers, [field]: flip(headers[field], i, c) };
-        fc.pre(b !== body || JSON.stringify(h) !== JSON.stringify(headers));
-        const before = t.logs.length;
-        expect(await t.post(b, h)).toMatchObject({ statusCode: 401, body: '{"error":"unauthorized"}' });
-        expect(t.logs.slice(before)).toEqual([expect.objectContaining({ level: 'warn', message: 'chat request refused', platform: 'slack', reason: expect.any(String) })]);
-      }),
+      fc.asyncProperty(
+        fc.constantFrom('body', 'x-slack-request-timestamp', 'x-slack-signature'),
+        fc.nat(),
+        fc.string({ minLength: 1, maxLength: 1 }),
+        async (field, i, c) => {
+          const b = field === 'body' ? flip(body, i, c) : body;
+          const h = field === 'body' ? headers : { ...headers, [field]: flip(headers[field], i, c) };
+          fc.pre(b !== body || JSON.stringify(h) !== JSON.stringify(headers));
+          const before = t.logs.length;
+          expect(await t.post(b, h)).toMatchObject({ statusCode: 401, body: '{"error":"unauthorized"}' });
+          expect(t.logs.slice(before)).toEqual([
+            expect.objectContaining({
+              level: 'warn',
+              message: 'chat request refused',
+              platform: 'slack',
+              reason: expect.any(String),
+            }),
+          ]);
+        },
+      ),
       { numRuns: 200 },
     );
     expect(t.publisher.published).toEqual([]);
@@ -141,8 +239,25 @@ describe('Slack buttons', () => {
 });
 
 describe('Feishu replies', () => {
-  const event = (text: string, id: string) => JSON.stringify({ schema: '2.0', header: { event_id: id, token: 'feishu-token', event_type: 'im.message.receive_v1' }, event: { sender: { sender_id: { open_id: 'ou_view' } }, message: { message_id: `om_${id}`, chat_id: 'oc_gpu', content: JSON.stringify({ text }) } } });
-  const feishuPost = (t: ReturnType<typeof setup>, body: string) => handleChatRequest(t.deps, { rawPath: '/chat/feishu', pathParameters: { platform: 'feishu' }, headers: {} } as unknown as APIGatewayProxyEventV2, body);
+  const event = (text: string, id: string) =>
+    JSON.stringify({
+      schema: '2.0',
+      header: { event_id: id, token: 'feishu-token', event_type: 'im.message.receive_v1' },
+      event: {
+        sender: { sender_id: { open_id: 'ou_view' } },
+        message: { message_id: `om_${id}`, chat_id: 'oc_gpu', content: JSON.stringify({ text }) },
+      },
+    });
+  const feishuPost = (t: ReturnType<typeof setup>, body: string) =>
+    handleChatRequest(
+      t.deps,
+      {
+        rawPath: '/chat/feishu',
+        pathParameters: { platform: 'feishu' },
+        headers: {},
+      } as unknown as APIGatewayProxyEventV2,
+      body,
+    );
 
   it('answers the callback with a bare 200 and the command through the message API, once per event', async () => {
     const t = setup();
@@ -150,7 +265,9 @@ describe('Feishu replies', () => {
     t.deps.secrets = { feishuVerificationToken: 'feishu-token' };
     t.deps.feishu = feishu;
     expect(JSON.parse(String((await feishuPost(t, event('status gpu-0', 'ev1'))).body))).toEqual({});
-    expect(feishu.replies).toEqual([{ messageId: 'om_ev1', text: 'gpu-0: Ready; gpu-reflex state healthy; 8 GPUs allocatable', uuid: 'ev1' }]);
+    expect(feishu.replies).toEqual([
+      { messageId: 'om_ev1', text: 'gpu-0: Ready; gpu-reflex state healthy; 8 GPUs allocatable', uuid: 'ev1' },
+    ]);
     // Feishu re-sending the same event: acknowledged (else it re-sends again), no second command, no second reply.
     expect((await feishuPost(t, event('status gpu-0', 'ev1'))).statusCode).toBe(200);
     expect(feishu.replies).toHaveLength(1);
@@ -171,8 +288,22 @@ describe('Feishu replies', () => {
     const body = JSON.stringify({ encrypt: encrypt(event('status gpu-0', 'ev9')) });
     const deliver = (after: number, nonce: string) => {
       const ts = String(Math.floor(t.clock.now() / 1000) + after);
-      const headers = { 'x-lark-request-timestamp': ts, 'x-lark-request-nonce': nonce, 'x-lark-signature': createHash('sha256').update(ts + nonce + key + body).digest('hex') };
-      return handleChatRequest(t.deps, { rawPath: '/chat/feishu', pathParameters: { platform: 'feishu' }, headers } as unknown as APIGatewayProxyEventV2, body);
+      const headers = {
+        'x-lark-request-timestamp': ts,
+        'x-lark-request-nonce': nonce,
+        'x-lark-signature': createHash('sha256')
+          .update(ts + nonce + key + body)
+          .digest('hex'),
+      };
+      return handleChatRequest(
+        t.deps,
+        {
+          rawPath: '/chat/feishu',
+          pathParameters: { platform: 'feishu' },
+          headers,
+        } as unknown as APIGatewayProxyEventV2,
+        body,
+      );
     };
     expect((await deliver(0, 'n-1')).statusCode).toBe(200);
     t.clock.advance(15_000);
@@ -200,7 +331,13 @@ describe('the replay guard across containers', () => {
     const headers = a.sign(body);
     expect(await a.post(body, headers)).toEqual({ statusCode: 200 });
     expect(await b.post(body, headers)).toMatchObject({ statusCode: 401, body: '{"error":"unauthorized"}' });
-    expect(b.logs).toContainEqual(expect.objectContaining({ level: 'warn', message: 'chat request refused', reason: 'replayed: this signed request was already accepted' }));
+    expect(b.logs).toContainEqual(
+      expect.objectContaining({
+        level: 'warn',
+        message: 'chat request refused',
+        reason: 'replayed: this signed request was already accepted',
+      }),
+    );
     expect(a.responder.sent).toHaveLength(1);
     expect(b.responder.sent).toEqual([]);
     // Both at once: still one.
@@ -213,7 +350,9 @@ describe('the replay guard across containers', () => {
     const later = a.press('U-VIEW', 'approve apr-0000beef');
     expect(await b.post(later)).toEqual({ statusCode: 200 });
     const store: StateStore = a.kube.state;
-    const kept = Object.keys(await (store.shard?.(REPLAY_SHARD) ?? store).getAll()).filter((k) => k.startsWith('replay.'));
+    const kept = Object.keys(await (store.shard?.(REPLAY_SHARD) ?? store).getAll()).filter((k) =>
+      k.startsWith('replay.'),
+    );
     expect(kept).toHaveLength(1);
   });
 });
@@ -223,7 +362,10 @@ describe('Slack’s 3 seconds', () => {
     const t = setup();
     const body = t.slash('U-OPS', 'drain gpu-0');
     const r = await t.post(body);
-    expect(JSON.parse(String(r.body))).toEqual({ response_type: 'ephemeral', text: 'working on it… (drain gpu-0): the answer follows here' });
+    expect(JSON.parse(String(r.body))).toEqual({
+      response_type: 'ephemeral',
+      text: 'working on it… (drain gpu-0): the answer follows here',
+    });
     // Nothing was done in the request: no cordon, no eviction, no ChatOps Command yet.
     expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBeFalsy();
     expect(t.published(CHATOPS_COMMAND)).toEqual([]);
@@ -232,10 +374,19 @@ describe('Slack’s 3 seconds', () => {
     expect(detail.request.body).toBe(body);
 
     await t.clock.advance(2_000);
-    expect(await carryOutRequested(t.deps, detail)).toEqual({ answered: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)' });
+    expect(await carryOutRequested(t.deps, detail)).toEqual({
+      answered: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)',
+    });
     expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBe(true);
-    expect(t.responder.sent).toEqual([{ url: HOOK, message: { text: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)' } }]);
-    expect(t.published(CHATOPS_COMMAND).map((e) => e.detail)).toEqual([expect.objectContaining({ command: 'drain', result: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)' })]);
+    expect(t.responder.sent).toEqual([
+      { url: HOOK, message: { text: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)' } },
+    ]);
+    expect(t.published(CHATOPS_COMMAND).map((e) => e.detail)).toEqual([
+      expect.objectContaining({
+        command: 'drain',
+        result: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)',
+      }),
+    ]);
     // The bus delivering it again (to another container, over the same store): not done twice.
     const other = { ...t.deps, replay: sharedReplayGuard(t.kube.state) };
     expect(await carryOutRequested(other, detail)).toEqual({ refused: 'already carried out' });
@@ -244,13 +395,28 @@ describe('Slack’s 3 seconds', () => {
   });
 
   it.each([
-    ['a viewer’s long command is refused', 'U-VIEW', 'drain gpu-0', HOOK, 'not allowed: drain needs the operator role; slack user U-VIEW has only viewer'],
+    [
+      'a viewer’s long command is refused',
+      'U-VIEW',
+      'drain gpu-0',
+      HOOK,
+      'not allowed: drain needs the operator role; slack user U-VIEW has only viewer',
+    ],
     ['a quick command', 'U-VIEW', 'status gpu-0', HOOK, 'gpu-0: Ready; gpu-reflex state healthy; 8 GPUs allocatable'],
     ['a usage error', 'U-OPS', 'drain', HOOK, 'expected one node name, got 0. Usage: drain NODE [--dry-run]'],
-    ['a request without response_url (nowhere to answer later)', 'U-OPS', 'drain gpu-0 --dry-run', '', 'dry run: would have cordoned and drained gpu-0: would evict 1 pod(s) (ml/train)'],
+    [
+      'a request without response_url (nowhere to answer later)',
+      'U-OPS',
+      'drain gpu-0 --dry-run',
+      '',
+      'dry run: would have cordoned and drained gpu-0: would evict 1 pod(s) (ml/train)',
+    ],
   ])('answers in the request: %s', async (_what, user, text, url, want) => {
     const t = setup();
-    expect(JSON.parse(String((await t.post(t.slash(user, text, url))).body))).toEqual({ response_type: 'ephemeral', text: want });
+    expect(JSON.parse(String((await t.post(t.slash(user, text, url))).body))).toEqual({
+      response_type: 'ephemeral',
+      text: want,
+    });
     expect(t.published(CHATOPS_COMMAND_REQUESTED)).toEqual([]);
   });
 
@@ -258,12 +424,27 @@ describe('Slack’s 3 seconds', () => {
     const t = setup();
     const body = t.slash('U-VIEW', 'drain gpu-0');
     const h = t.sign(body);
-    const forged: ChatOpsCommandRequestedDetail = { schemaVersion: 1, eventId: 'x', occurredAt: new Date(t.clock.now()).toISOString(), platform: 'slack', request: { timestamp: h['x-slack-request-timestamp'], signature: h['x-slack-signature'], body: body.replace('U-VIEW', 'U-OPS') } };
+    const forged: ChatOpsCommandRequestedDetail = {
+      schemaVersion: 1,
+      eventId: 'x',
+      occurredAt: new Date(t.clock.now()).toISOString(),
+      platform: 'slack',
+      request: {
+        timestamp: h['x-slack-request-timestamp'],
+        signature: h['x-slack-signature'],
+        body: body.replace('U-VIEW', 'U-OPS'),
+      },
+    };
     expect(await carryOutRequested(t.deps, forged)).toEqual({ refused: expect.stringMatching(/^bad signature/) });
     const ops = t.slash('U-OPS', 'drain gpu-0');
     const hs = t.sign(ops);
     await t.clock.advance((RESPONSE_URL_WINDOW_S + 1) * 1000);
-    expect(await carryOutRequested(t.deps, { ...forged, request: { timestamp: hs['x-slack-request-timestamp'], signature: hs['x-slack-signature'], body: ops } })).toEqual({ refused: expect.stringMatching(/^stale/) });
+    expect(
+      await carryOutRequested(t.deps, {
+        ...forged,
+        request: { timestamp: hs['x-slack-request-timestamp'], signature: hs['x-slack-signature'], body: ops },
+      }),
+    ).toEqual({ refused: expect.stringMatching(/^stale/) });
     expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBeFalsy();
     expect(t.responder.sent).toEqual([]);
   });
@@ -271,7 +452,15 @@ describe('Slack’s 3 seconds', () => {
 
 describe("Feishu's 3 seconds", () => {
   const KEY = 'feishu-encrypt-key';
-  const message = (user: string, text: string, id: string) => JSON.stringify({ schema: '2.0', header: { event_id: id, token: 'feishu-token', event_type: 'im.message.receive_v1' }, event: { sender: { sender_id: { open_id: user } }, message: { message_id: `om_${id}`, chat_id: 'oc_gpu', content: JSON.stringify({ text }) } } });
+  const message = (user: string, text: string, id: string) =>
+    JSON.stringify({
+      schema: '2.0',
+      header: { event_id: id, token: 'feishu-token', event_type: 'im.message.receive_v1' },
+      event: {
+        sender: { sender_id: { open_id: user } },
+        message: { message_id: `om_${id}`, chat_id: 'oc_gpu', content: JSON.stringify({ text }) },
+      },
+    });
   const encrypt = (json: string) => {
     const iv = randomBytes(16);
     const c = createCipheriv('aes-256-cbc', createHash('sha256').update(KEY).digest(), iv);
@@ -279,24 +468,47 @@ describe("Feishu's 3 seconds", () => {
   };
   const signed = (t: ReturnType<typeof setup>, body: string, nonce = 'n-1') => {
     const ts = String(Math.floor(t.clock.now() / 1000));
-    return { 'x-lark-request-timestamp': ts, 'x-lark-request-nonce': nonce, 'x-lark-signature': createHash('sha256').update(ts + nonce + KEY + body).digest('hex') };
+    return {
+      'x-lark-request-timestamp': ts,
+      'x-lark-request-nonce': nonce,
+      'x-lark-signature': createHash('sha256')
+        .update(ts + nonce + KEY + body)
+        .digest('hex'),
+    };
   };
   const feishuSetup = (encryptKey?: string) => {
     const t = setup();
     const feishu = new RecordingFeishuReplier();
-    t.deps.secrets = { feishuVerificationToken: 'feishu-token', ...(encryptKey ? { feishuEncryptKey: encryptKey } : {}) };
+    t.deps.secrets = {
+      feishuVerificationToken: 'feishu-token',
+      ...(encryptKey ? { feishuEncryptKey: encryptKey } : {}),
+    };
     t.deps.feishu = feishu;
-    t.deps.config = parseChatOpsConfig('roles:\n  - { match: { platform: feishu, user: ou_ops }, role: operator }\ndefault: viewer\n');
-    const post = (body: string, headers: Record<string, string> = {}) => handleChatRequest(t.deps, { rawPath: '/chat/feishu', pathParameters: { platform: 'feishu' }, headers } as unknown as APIGatewayProxyEventV2, body);
+    t.deps.config = parseChatOpsConfig(
+      'roles:\n  - { match: { platform: feishu, user: ou_ops }, role: operator }\ndefault: viewer\n',
+    );
+    const post = (body: string, headers: Record<string, string> = {}) =>
+      handleChatRequest(
+        t.deps,
+        {
+          rawPath: '/chat/feishu',
+          pathParameters: { platform: 'feishu' },
+          headers,
+        } as unknown as APIGatewayProxyEventV2,
+        body,
+      );
     return { ...t, feishu, post };
   };
-  const requested = (t: ReturnType<typeof setup>) => t.published(CHATOPS_COMMAND_REQUESTED).map((e) => e.detail as ChatOpsCommandRequestedDetail);
+  const requested = (t: ReturnType<typeof setup>) =>
+    t.published(CHATOPS_COMMAND_REQUESTED).map((e) => e.detail as ChatOpsCommandRequestedDetail);
 
   it('answers a long command at once and leaves it, as Feishu sent it, for the worker, which does it and replies to the message', async () => {
     const t = feishuSetup();
     const body = message('ou_ops', 'drain gpu-0', 'evlong');
     expect(JSON.parse(String((await t.post(body)).body))).toEqual({});
-    expect(t.feishu.replies).toEqual([{ messageId: 'om_evlong', text: 'working on it… (drain gpu-0): the answer follows here', uuid: 'evlong:ack' }]);
+    expect(t.feishu.replies).toEqual([
+      { messageId: 'om_evlong', text: 'working on it… (drain gpu-0): the answer follows here', uuid: 'evlong:ack' },
+    ]);
     // Nothing was done in the callback.
     expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBeFalsy();
     expect(t.published(CHATOPS_COMMAND)).toEqual([]);
@@ -304,12 +516,25 @@ describe("Feishu's 3 seconds", () => {
     expect(detail).toMatchObject({ platform: 'feishu', eventId: 'chat-request:feishu:evlong', request: { body } });
 
     await t.clock.advance(2_000);
-    expect(await carryOutRequested(t.deps, detail!)).toEqual({ answered: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)' });
+    expect(await carryOutRequested(t.deps, detail!)).toEqual({
+      answered: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)',
+    });
     expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBe(true);
-    expect(t.feishu.replies[1]).toEqual({ messageId: 'om_evlong', text: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)', uuid: 'evlong' });
-    expect(t.published(CHATOPS_COMMAND).map((e) => e.detail)).toEqual([expect.objectContaining({ user: expect.objectContaining({ platform: 'feishu', id: 'ou_ops' }), command: 'drain' })]);
+    expect(t.feishu.replies[1]).toEqual({
+      messageId: 'om_evlong',
+      text: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)',
+      uuid: 'evlong',
+    });
+    expect(t.published(CHATOPS_COMMAND).map((e) => e.detail)).toEqual([
+      expect.objectContaining({
+        user: expect.objectContaining({ platform: 'feishu', id: 'ou_ops' }),
+        command: 'drain',
+      }),
+    ]);
     // The bus delivering it again, and Feishu re-sending the event: neither runs it twice.
-    expect(await carryOutRequested({ ...t.deps, replay: sharedReplayGuard(t.kube.state) }, detail!)).toEqual({ refused: 'already carried out' });
+    expect(await carryOutRequested({ ...t.deps, replay: sharedReplayGuard(t.kube.state) }, detail!)).toEqual({
+      refused: 'already carried out',
+    });
     expect((await t.post(body)).statusCode).toBe(200);
     expect(t.published(CHATOPS_COMMAND)).toHaveLength(1);
     expect(requested(t)).toHaveLength(1);
@@ -325,9 +550,16 @@ describe("Feishu's 3 seconds", () => {
     expect(detail!.request).toEqual({ timestamp, nonce: 'n-1', signature, body });
     // The same signature over another request (a viewer's body swapped for an operator's): refused.
     const other = encrypt(message('ou_ops', 'drain gpu-0', 'evother'));
-    expect(await carryOutRequested(t.deps, { ...detail!, request: { ...detail!.request, body: other } } as ChatOpsCommandRequestedDetail)).toEqual({ refused: expect.stringMatching(/^bad signature/) });
+    expect(
+      await carryOutRequested(t.deps, {
+        ...detail!,
+        request: { ...detail!.request, body: other },
+      } as ChatOpsCommandRequestedDetail),
+    ).toEqual({ refused: expect.stringMatching(/^bad signature/) });
     // The captured body without its headers (which carry its age): refused, only the URL challenge comes unsigned.
-    expect(await carryOutRequested(t.deps, { ...detail!, request: { body } } as ChatOpsCommandRequestedDetail)).toEqual({ refused: expect.stringMatching(/^missing header X-Lark-Signature/) });
+    expect(await carryOutRequested(t.deps, { ...detail!, request: { body } } as ChatOpsCommandRequestedDetail)).toEqual(
+      { refused: expect.stringMatching(/^missing header X-Lark-Signature/) },
+    );
     await t.clock.advance(1801_000);
     expect(await carryOutRequested(t.deps, detail!)).toEqual({ refused: expect.stringMatching(/^stale/) });
     expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBeFalsy();
@@ -338,13 +570,23 @@ describe("Feishu's 3 seconds", () => {
     const t = feishuSetup();
     await t.post(message('ou_ops', 'drain gpu-0', 'evtok'));
     const [detail] = requested(t);
-    const forged = { ...detail!, request: { body: detail!.request.body.replace('feishu-token', 'guessed-token') } } as ChatOpsCommandRequestedDetail;
-    expect(await carryOutRequested(t.deps, forged)).toEqual({ refused: expect.stringMatching(/^bad verification token/) });
+    const forged = {
+      ...detail!,
+      request: { body: detail!.request.body.replace('feishu-token', 'guessed-token') },
+    } as ChatOpsCommandRequestedDetail;
+    expect(await carryOutRequested(t.deps, forged)).toEqual({
+      refused: expect.stringMatching(/^bad verification token/),
+    });
     expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBeFalsy();
   });
 
   it.each([
-    ['a viewer’s long command is refused', 'ou_view', 'drain gpu-0', 'not allowed: drain needs the operator role; feishu user ou_view has only viewer'],
+    [
+      'a viewer’s long command is refused',
+      'ou_view',
+      'drain gpu-0',
+      'not allowed: drain needs the operator role; feishu user ou_view has only viewer',
+    ],
     ['a quick command', 'ou_view', 'status gpu-0', 'gpu-0: Ready; gpu-reflex state healthy; 8 GPUs allocatable'],
     ['a usage error', 'ou_ops', 'drain', 'expected one node name, got 0. Usage: drain NODE [--dry-run]'],
   ])('answers in the callback: %s', async (_what, user, text, want) => {
@@ -358,9 +600,17 @@ describe("Feishu's 3 seconds", () => {
     const t = feishuSetup();
     t.deps.publisher = { publish: async () => Promise.reject(new Error('bus unreachable')) };
     expect((await t.post(message('ou_ops', 'drain gpu-0', 'evfail'))).statusCode).toBe(200);
-    expect(t.feishu.replies).toEqual([{ messageId: 'om_evfail', text: 'failed: drain gpu-0: could not hand it to chatops-worker (bus unreachable); nothing was done, ask again', uuid: 'evfail:ack' }]);
+    expect(t.feishu.replies).toEqual([
+      {
+        messageId: 'om_evfail',
+        text: 'failed: drain gpu-0: could not hand it to chatops-worker (bus unreachable); nothing was done, ask again',
+        uuid: 'evfail:ack',
+      },
+    ]);
     expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBeFalsy();
-    expect(t.logs).toContainEqual(expect.objectContaining({ level: 'error', message: 'chat request not handed to chatops-worker' }));
+    expect(t.logs).toContainEqual(
+      expect.objectContaining({ level: 'error', message: 'chat request not handed to chatops-worker' }),
+    );
   });
 });
 
@@ -372,31 +622,62 @@ describe("DingTalk's long commands", () => {
     const dingtalk = new RecordingDingTalkSessionResponder();
     t.deps.secrets = { dingtalkAppSecret: SECRET_DT };
     t.deps.dingtalk = dingtalk;
-    t.deps.config = parseChatOpsConfig('roles:\n  - { match: { platform: dingtalk, user: staff-ops }, role: operator }\ndefault: viewer\n');
-    const message = (user: string, text: string, session = SESSION, expires = t.clock.now() + 90 * 60_000) => JSON.stringify({ msgtype: 'text', text: { content: ` ${text}` }, msgId: `msg-${user}`, senderStaffId: user, senderNick: user, conversationId: 'cid-gpu', conversationType: '2', sessionWebhook: session, sessionWebhookExpiredTime: expires });
+    t.deps.config = parseChatOpsConfig(
+      'roles:\n  - { match: { platform: dingtalk, user: staff-ops }, role: operator }\ndefault: viewer\n',
+    );
+    const message = (user: string, text: string, session = SESSION, expires = t.clock.now() + 90 * 60_000) =>
+      JSON.stringify({
+        msgtype: 'text',
+        text: { content: ` ${text}` },
+        msgId: `msg-${user}`,
+        senderStaffId: user,
+        senderNick: user,
+        conversationId: 'cid-gpu',
+        conversationType: '2',
+        sessionWebhook: session,
+        sessionWebhookExpiredTime: expires,
+      });
     const headers = () => {
       const ts = String(t.clock.now());
       return { timestamp: ts, sign: createHmac('sha256', SECRET_DT).update(`${ts}\n${SECRET_DT}`).digest('base64') };
     };
-    const post = (body: string, h: Record<string, string> = headers()) => handleChatRequest(t.deps, { rawPath: '/chat/dingtalk', pathParameters: { platform: 'dingtalk' }, headers: h } as unknown as APIGatewayProxyEventV2, body);
-    const requested = () => t.published(CHATOPS_COMMAND_REQUESTED).map((e) => e.detail as ChatOpsCommandRequestedDetail);
+    const post = (body: string, h: Record<string, string> = headers()) =>
+      handleChatRequest(
+        t.deps,
+        {
+          rawPath: '/chat/dingtalk',
+          pathParameters: { platform: 'dingtalk' },
+          headers: h,
+        } as unknown as APIGatewayProxyEventV2,
+        body,
+      );
+    const requested = () =>
+      t.published(CHATOPS_COMMAND_REQUESTED).map((e) => e.detail as ChatOpsCommandRequestedDetail);
     return { ...t, dingtalk, message, headers, post, requested };
   };
   const content = (r: { body?: string }) => (JSON.parse(String(r.body)) as { text: { content: string } }).text.content;
 
   it('answers at once and leaves it for the worker, which does it and answers at the sessionWebhook, once', async () => {
     const t = setupDt();
-    expect(content(await t.post(t.message('staff-ops', 'drain gpu-0')))).toBe('working on it… (drain gpu-0): the answer follows here');
+    expect(content(await t.post(t.message('staff-ops', 'drain gpu-0')))).toBe(
+      'working on it… (drain gpu-0): the answer follows here',
+    );
     expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBeFalsy();
     expect(t.published(CHATOPS_COMMAND)).toEqual([]);
     const [detail] = t.requested();
     expect(detail).toMatchObject({ platform: 'dingtalk', request: { mac: expect.stringMatching(/^[0-9a-f]{64}$/) } });
 
     await t.clock.advance(2_000);
-    expect(await carryOutRequested(t.deps, detail!)).toEqual({ answered: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)' });
-    expect(t.dingtalk.sent).toEqual([{ url: SESSION, text: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)' }]);
+    expect(await carryOutRequested(t.deps, detail!)).toEqual({
+      answered: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)',
+    });
+    expect(t.dingtalk.sent).toEqual([
+      { url: SESSION, text: 'cordoned and draining gpu-0: evicting 1 pod(s) (ml/train)' },
+    ]);
     expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBe(true);
-    expect(await carryOutRequested({ ...t.deps, replay: sharedReplayGuard(t.kube.state) }, detail!)).toEqual({ refused: 'already carried out' });
+    expect(await carryOutRequested({ ...t.deps, replay: sharedReplayGuard(t.kube.state) }, detail!)).toEqual({
+      refused: 'already carried out',
+    });
     expect(t.published(CHATOPS_COMMAND)).toHaveLength(1);
   });
 
@@ -407,24 +688,48 @@ describe("DingTalk's long commands", () => {
     if (detail?.platform !== 'dingtalk') throw new Error('expected a DingTalk request');
     // The same valid timestamp and sign, another body: DingTalk's sign still holds, the MAC does not.
     const other = t.message('staff-ops', 'drain gpu-0', 'https://oapi.dingtalk.com/robot/sendBySession?session=evil');
-    expect(await carryOutRequested(t.deps, { ...detail, request: { ...detail.request, body: other } })).toEqual({ refused: 'bad MAC: the body is not the one the webhook verified' });
+    expect(await carryOutRequested(t.deps, { ...detail, request: { ...detail.request, body: other } })).toEqual({
+      refused: 'bad MAC: the body is not the one the webhook verified',
+    });
     const forgedMac = createHmac('sha256', 'guessed').update(other).digest('hex');
-    expect(await carryOutRequested(t.deps, { ...detail, request: { ...detail.request, body: other, mac: forgedMac } })).toEqual({ refused: 'bad MAC: the body is not the one the webhook verified' });
+    expect(
+      await carryOutRequested(t.deps, { ...detail, request: { ...detail.request, body: other, mac: forgedMac } }),
+    ).toEqual({ refused: 'bad MAC: the body is not the one the webhook verified' });
     // A sessionWebhook that lapsed: nobody to answer, nothing done.
     const lapsing = t.message('staff-ops', 'drain gpu-0', SESSION, t.clock.now() + 60_000);
     await t.clock.advance(1);
     await t.post(lapsing);
     const [, late] = t.requested();
     await t.clock.advance(61_000);
-    expect(await carryOutRequested(t.deps, late!)).toEqual({ refused: expect.stringMatching(/^its sessionWebhook lapsed at /) });
+    expect(await carryOutRequested(t.deps, late!)).toEqual({
+      refused: expect.stringMatching(/^its sessionWebhook lapsed at /),
+    });
     expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBeFalsy();
     expect(t.dingtalk.sent).toEqual([]);
   });
 
   it.each([
-    ['a viewer’s long command is refused', 'staff-view', 'drain gpu-0', SESSION, 'not allowed: drain needs the operator role; dingtalk user staff-view has only viewer'],
-    ['a quick command', 'staff-view', 'status gpu-0', SESSION, 'gpu-0: Ready; gpu-reflex state healthy; 8 GPUs allocatable'],
-    ['a sessionWebhook elsewhere than DingTalk (run here, as before)', 'staff-ops', 'drain gpu-0 --dry-run', 'https://example.com/robot/sendBySession', 'dry run: would have cordoned and drained gpu-0: would evict 1 pod(s) (ml/train)'],
+    [
+      'a viewer’s long command is refused',
+      'staff-view',
+      'drain gpu-0',
+      SESSION,
+      'not allowed: drain needs the operator role; dingtalk user staff-view has only viewer',
+    ],
+    [
+      'a quick command',
+      'staff-view',
+      'status gpu-0',
+      SESSION,
+      'gpu-0: Ready; gpu-reflex state healthy; 8 GPUs allocatable',
+    ],
+    [
+      'a sessionWebhook elsewhere than DingTalk (run here, as before)',
+      'staff-ops',
+      'drain gpu-0 --dry-run',
+      'https://example.com/robot/sendBySession',
+      'dry run: would have cordoned and drained gpu-0: would evict 1 pod(s) (ml/train)',
+    ],
   ])('answers in the callback: %s', async (_what, user, text, session, want) => {
     const t = setupDt();
     expect(content(await t.post(t.message(user, text, session)))).toBe(want);
@@ -434,7 +739,9 @@ describe("DingTalk's long commands", () => {
   it('says so when the request cannot be handed to the worker', async () => {
     const t = setupDt();
     t.deps.publisher = { publish: async () => Promise.reject(new Error('bus unreachable')) };
-    expect(content(await t.post(t.message('staff-ops', 'drain gpu-0')))).toBe('failed: drain gpu-0: could not hand it to chatops-worker (bus unreachable); nothing was done, ask again');
+    expect(content(await t.post(t.message('staff-ops', 'drain gpu-0')))).toBe(
+      'failed: drain gpu-0: could not hand it to chatops-worker (bus unreachable); nothing was done, ask again',
+    );
     expect(t.kube.cluster.nodes.get('gpu-0')?.unschedulable).toBeFalsy();
   });
 });
@@ -446,27 +753,74 @@ describe('mig plan in chat', () => {
       v: 1,
       at: '2026-11-21T03:00:00.000Z',
       gpus: [
-        { index: 0, uuid: 'GPU-00000000-0000-4000-8000-000000000000', instances: [{ profile: '4g.40gb', gi: 1, start: 0, size: 4, inUse: true }, { profile: '3g.40gb', gi: 2, start: 4, size: 4, inUse: true }] },
-        { index: 1, uuid: 'GPU-11111111-0000-4000-8000-000000000000', instances: [{ profile: '7g.80gb', gi: 0, start: 0, size: 8, inUse: true }] },
+        {
+          index: 0,
+          uuid: 'GPU-00000000-0000-4000-8000-000000000000',
+          instances: [
+            { profile: '4g.40gb', gi: 1, start: 0, size: 4, inUse: true },
+            { profile: '3g.40gb', gi: 2, start: 4, size: 4, inUse: true },
+          ],
+        },
+        {
+          index: 1,
+          uuid: 'GPU-11111111-0000-4000-8000-000000000000',
+          instances: [{ profile: '7g.80gb', gi: 0, start: 0, size: 8, inUse: true }],
+        },
       ],
     };
     t.kube.cluster.addNode({
       name: 'h100-nb-0',
-      labels: { 'nvidia.com/mig.strategy': 'mixed', 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3', 'nvidia.com/gpu.count': '2' },
+      labels: {
+        'nvidia.com/mig.strategy': 'mixed',
+        'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3',
+        'nvidia.com/gpu.count': '2',
+      },
       annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inventory) },
       allocatable: { 'nvidia.com/mig-4g.40gb': '1', 'nvidia.com/mig-3g.40gb': '1', 'nvidia.com/mig-7g.80gb': '1' },
     });
-    for (const [name, profile] of [['notebook-mid-0', '4g.40gb'], ['notebook-small-0', '3g.40gb'], ['notebook-big-0', '7g.80gb']] as const) {
-      t.kube.cluster.addPod({ name, namespace: 'research', nodeName: 'h100-nb-0', phase: 'Running', priority: 0, extendedResources: { [`nvidia.com/mig-${profile}`]: 1 } });
+    for (const [name, profile] of [
+      ['notebook-mid-0', '4g.40gb'],
+      ['notebook-small-0', '3g.40gb'],
+      ['notebook-big-0', '7g.80gb'],
+    ] as const) {
+      t.kube.cluster.addPod({
+        name,
+        namespace: 'research',
+        nodeName: 'h100-nb-0',
+        phase: 'Running',
+        priority: 0,
+        extendedResources: { [`nvidia.com/mig-${profile}`]: 1 },
+      });
     }
-    for (let i = 0; i < 4; i++) t.kube.cluster.addPod({ name: `infer-${i}`, namespace: 'serve', phase: 'Pending', priority: 1000, extendedResources: { 'nvidia.com/mig-1g.10gb': 1 } });
+    for (let i = 0; i < 4; i++)
+      t.kube.cluster.addPod({
+        name: `infer-${i}`,
+        namespace: 'serve',
+        phase: 'Pending',
+        priority: 1000,
+        extendedResources: { 'nvidia.com/mig-1g.10gb': 1 },
+      });
     const ask = async (deps: WebhookDeps) => {
       const body = t.slash('U-VIEW', 'mig plan', '');
-      const r = await handleChatRequest(deps, { rawPath: '/chat/slack', pathParameters: { platform: 'slack' }, headers: t.sign(body) } as unknown as APIGatewayProxyEventV2, body);
+      const r = await handleChatRequest(
+        deps,
+        {
+          rawPath: '/chat/slack',
+          pathParameters: { platform: 'slack' },
+          headers: t.sign(body),
+        } as unknown as APIGatewayProxyEventV2,
+        body,
+      );
       return (JSON.parse(String(r.body)) as { text: string }).text;
     };
     expect(await ask(t.deps)).toContain('no GPU to relay');
-    const preempting = await ask({ ...t.deps, mig: { ...DEFAULT_MIG_REBALANCE_CONFIG, preemption: { enabled: true, minPriorityGap: 1000, maxGpusPerRound: 1, protect: [], notify: false } } });
+    const preempting = await ask({
+      ...t.deps,
+      mig: {
+        ...DEFAULT_MIG_REBALANCE_CONFIG,
+        preemption: { enabled: true, minPriorityGap: 1000, maxGpusPerRound: 1, protect: [], notify: false },
+      },
+    });
     expect(preempting.split('\n')[1]).toMatch(/^h100-nb-0\/1\s+7g\.80gb\s+.*research\/notebook-big-0$/);
   });
 });
@@ -481,4 +835,3 @@ describe('ChatOps Command events', () => {
     expect(new Set(ids).size).toBe(2);
   });
 });
-

@@ -13,26 +13,60 @@
  * `deny ID` and rewrites the message it was on to say who decided.
  */
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2 } from 'aws-lambda';
-import { CHATOPS_COMMAND_REQUESTED, SCHEMA_VERSION, SOURCES, type ChatOpsCommandRequestedDetail } from '../../events/index.ts';
+import {
+  CHATOPS_COMMAND_REQUESTED,
+  SCHEMA_VERSION,
+  SOURCES,
+  type ChatOpsCommandRequestedDetail,
+} from '../../events/index.ts';
 import { createHash } from 'node:crypto';
 import type { DingTalkSessionResponder } from '../adapters/chat/dingtalk-session.ts';
 import type { FeishuReplier } from '../adapters/chat/feishu-replier.ts';
 import type { SlackResponder } from '../adapters/chat/slack-response.ts';
 import type { Logger } from '../lib/logger.ts';
 import { isLong, parseCommand } from './core/command.ts';
-import { CHAT_PLATFORMS, dingtalkRequestMac, DINGTALK_WINDOW_MS, FEISHU_RETRY_WINDOW_MS, SLACK_WINDOW_S, verifyChatRequest, type ChatPlatform, type ChatSecrets } from './core/signature.ts';
+import {
+  CHAT_PLATFORMS,
+  dingtalkRequestMac,
+  DINGTALK_WINDOW_MS,
+  FEISHU_RETRY_WINDOW_MS,
+  SLACK_WINDOW_S,
+  verifyChatRequest,
+  type ChatPlatform,
+  type ChatSecrets,
+} from './core/signature.ts';
 import { readSlackForm, type SlackSaid } from './core/slack-form.ts';
 import type { ReplayCheck } from './replay.ts';
 import { refusal, runChat, runChatCommand, type ChatDeps, type ChatUser } from './run.ts';
 
-const json = (statusCode: number, body: unknown): APIGatewayProxyStructuredResultV2 => ({ statusCode, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+const json = (statusCode: number, body: unknown): APIGatewayProxyStructuredResultV2 => ({
+  statusCode,
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify(body),
+});
 
 /** Who said what where, from the platform's (verified) body; undefined when it carries no command. */
-export function commandOf(platform: ChatPlatform, body: string): { who: ChatUser; text: string; slack?: SlackSaid; feishu?: { messageId: string; eventId?: string }; dingtalk?: { sessionWebhook: string; expiresAt?: number } } | { challenge: string } | undefined {
+export function commandOf(
+  platform: ChatPlatform,
+  body: string,
+):
+  | {
+      who: ChatUser;
+      text: string;
+      slack?: SlackSaid;
+      feishu?: { messageId: string; eventId?: string };
+      dingtalk?: { sessionWebhook: string; expiresAt?: number };
+    }
+  | { challenge: string }
+  | undefined {
   if (platform === 'slack') {
     const said = readSlackForm(body);
     if (!said) return undefined;
-    return { who: { platform, id: said.user.id, ...(said.user.name ? { name: said.user.name } : {}), channel: said.channel }, text: said.text, slack: said };
+    return {
+      who: { platform, id: said.user.id, ...(said.user.name ? { name: said.user.name } : {}), channel: said.channel },
+      text: said.text,
+      slack: said,
+    };
   }
   let j: Record<string, unknown>;
   try {
@@ -43,11 +77,31 @@ export function commandOf(platform: ChatPlatform, body: string): { who: ChatUser
   if (platform === 'dingtalk') {
     const id = (j.senderStaffId ?? j.senderId) as string | undefined;
     if (!id) return undefined;
-    const session = typeof j.sessionWebhook === 'string' && j.sessionWebhook ? { sessionWebhook: j.sessionWebhook, ...(typeof j.sessionWebhookExpiredTime === 'number' ? { expiresAt: j.sessionWebhookExpiredTime } : {}) } : undefined;
-    return { who: { platform, id, ...(typeof j.senderNick === 'string' ? { name: j.senderNick } : {}), channel: String(j.conversationId ?? '') }, text: String((j.text as { content?: unknown } | undefined)?.content ?? ''), ...(session ? { dingtalk: session } : {}) };
+    const session =
+      typeof j.sessionWebhook === 'string' && j.sessionWebhook
+        ? {
+            sessionWebhook: j.sessionWebhook,
+            ...(typeof j.sessionWebhookExpiredTime === 'number' ? { expiresAt: j.sessionWebhookExpiredTime } : {}),
+          }
+        : undefined;
+    return {
+      who: {
+        platform,
+        id,
+        ...(typeof j.senderNick === 'string' ? { name: j.senderNick } : {}),
+        channel: String(j.conversationId ?? ''),
+      },
+      text: String((j.text as { content?: unknown } | undefined)?.content ?? ''),
+      ...(session ? { dingtalk: session } : {}),
+    };
   }
   if (j.type === 'url_verification' && typeof j.challenge === 'string') return { challenge: j.challenge };
-  const ev = j.event as { sender?: { sender_id?: { open_id?: string; user_id?: string } }; message?: { message_id?: string; chat_id?: string; content?: string } } | undefined;
+  const ev = j.event as
+    | {
+        sender?: { sender_id?: { open_id?: string; user_id?: string } };
+        message?: { message_id?: string; chat_id?: string; content?: string };
+      }
+    | undefined;
   const id = ev?.sender?.sender_id?.open_id ?? ev?.sender?.sender_id?.user_id;
   if (!id) return undefined;
   let text = '';
@@ -58,7 +112,13 @@ export function commandOf(platform: ChatPlatform, body: string): { who: ChatUser
   }
   const messageId = ev?.message?.message_id;
   const eventId = (j.header as { event_id?: unknown } | undefined)?.event_id;
-  return { who: { platform, id, channel: ev?.message?.chat_id ?? '' }, text, ...(typeof messageId === 'string' && messageId ? { feishu: { messageId, ...(typeof eventId === 'string' ? { eventId } : {}) } } : {}) };
+  return {
+    who: { platform, id, channel: ev?.message?.chat_id ?? '' },
+    text,
+    ...(typeof messageId === 'string' && messageId
+      ? { feishu: { messageId, ...(typeof eventId === 'string' ? { eventId } : {}) } }
+      : {}),
+  };
 }
 
 function answer(platform: ChatPlatform, text: string): APIGatewayProxyStructuredResultV2 {
@@ -81,13 +141,21 @@ export type WebhookDeps = ChatDeps & {
 };
 
 /** A button press: the command it stands for, then the message it was on rewritten to say who decided. */
-async function pressButton(deps: WebhookDeps, who: ChatUser, said: SlackSaid): Promise<APIGatewayProxyStructuredResultV2> {
+async function pressButton(
+  deps: WebhookDeps,
+  who: ChatUser,
+  said: SlackSaid,
+): Promise<APIGatewayProxyStructuredResultV2> {
   const out = await runChat(deps, who, said.text);
   if (said.responseUrl) {
     // Decided: the request's message now says so, buttons gone. Not decided (refused, already
     // decided, expired): only the presser is told why, and the buttons stay for whoever may.
     const message = out.decided
-      ? { text: `${out.decided.decision === 'approved' ? '✅' : '⛔'} ${out.decided.id} ${out.decided.decision} by <@${who.id}>: ${out.answer}`, replaceOriginal: true, responseType: 'in_channel' as const }
+      ? {
+          text: `${out.decided.decision === 'approved' ? '✅' : '⛔'} ${out.decided.id} ${out.decided.decision} by <@${who.id}>: ${out.answer}`,
+          replaceOriginal: true,
+          responseType: 'in_channel' as const,
+        }
       : { text: out.answer };
     try {
       await deps.responder.respond(said.responseUrl, message);
@@ -108,21 +176,58 @@ type Said = Exclude<ReturnType<typeof commandOf>, { challenge: string } | undefi
  * not cover (a sessionWebhook under the allowed prefix, not lapsed). Undefined: nowhere to answer
  * later, so the command runs here.
  */
-function laterRequest(deps: WebhookDeps, c: Said, headers: Record<string, string | undefined>, body: string, now: number): ChatOpsCommandRequestedDetail | undefined {
+function laterRequest(
+  deps: WebhookDeps,
+  c: Said,
+  headers: Record<string, string | undefined>,
+  body: string,
+  now: number,
+): ChatOpsCommandRequestedDetail | undefined {
   const base = { schemaVersion: SCHEMA_VERSION, occurredAt: new Date(now).toISOString() } as const;
   if (c.slack?.responseUrl) {
     const signature = headers['x-slack-signature']!;
-    return { ...base, eventId: `chat-request:slack:${signature.slice(3, 35)}`, platform: 'slack', request: { timestamp: headers['x-slack-request-timestamp']!, signature, body } };
+    return {
+      ...base,
+      eventId: `chat-request:slack:${signature.slice(3, 35)}`,
+      platform: 'slack',
+      request: { timestamp: headers['x-slack-request-timestamp']!, signature, body },
+    };
   }
   if (c.feishu && deps.feishu) {
-    const [timestamp, nonce, signature] = [headers['x-lark-request-timestamp'], headers['x-lark-request-nonce'], headers['x-lark-signature']];
-    const eventId = `chat-request:feishu:${c.feishu.eventId ?? c.feishu.messageId}`.replace(/[^A-Za-z0-9._:-]/g, '-').slice(0, 128);
-    return { ...base, eventId, platform: 'feishu', request: { ...(timestamp ? { timestamp } : {}), ...(nonce ? { nonce } : {}), ...(signature ? { signature } : {}), body } };
+    const [timestamp, nonce, signature] = [
+      headers['x-lark-request-timestamp'],
+      headers['x-lark-request-nonce'],
+      headers['x-lark-signature'],
+    ];
+    const eventId = `chat-request:feishu:${c.feishu.eventId ?? c.feishu.messageId}`
+      .replace(/[^A-Za-z0-9._:-]/g, '-')
+      .slice(0, 128);
+    return {
+      ...base,
+      eventId,
+      platform: 'feishu',
+      request: {
+        ...(timestamp ? { timestamp } : {}),
+        ...(nonce ? { nonce } : {}),
+        ...(signature ? { signature } : {}),
+        body,
+      },
+    };
   }
   if (c.dingtalk && deps.dingtalk?.reaches(c.dingtalk.sessionWebhook) && (c.dingtalk.expiresAt ?? Infinity) > now) {
     const [timestamp, sign] = [headers['timestamp']!, headers['sign']!];
     const eventId = `chat-request:dingtalk:${createHash('sha256').update(`${timestamp}\n${sign}`).digest('hex').slice(0, 32)}`;
-    return { ...base, eventId, platform: 'dingtalk', request: { timestamp, sign, body, mac: dingtalkRequestMac(deps.secrets.dingtalkAppSecret!, timestamp, sign, body) } };
+    return {
+      ...base,
+      eventId,
+      platform: 'dingtalk',
+      request: {
+        timestamp,
+        sign,
+        body,
+        mac: dingtalkRequestMac(deps.secrets.dingtalkAppSecret!, timestamp, sign, body),
+      },
+    };
   }
   return undefined;
 }
@@ -141,7 +246,11 @@ async function handOff(deps: WebhookDeps, detail: ChatOpsCommandRequestedDetail,
   }
 }
 
-export async function handleChatRequest(deps: WebhookDeps, request: APIGatewayProxyEventV2, body: string): Promise<APIGatewayProxyStructuredResultV2> {
+export async function handleChatRequest(
+  deps: WebhookDeps,
+  request: APIGatewayProxyEventV2,
+  body: string,
+): Promise<APIGatewayProxyStructuredResultV2> {
   const platform = (request.pathParameters?.platform ?? request.rawPath.split('/').pop() ?? '') as ChatPlatform;
   if (!CHAT_PLATFORMS.includes(platform)) return json(404, { error: 'unknown chat platform' });
   const headers = Object.fromEntries(Object.entries(request.headers ?? {}).map(([k, v]) => [k.toLowerCase(), v]));
@@ -151,7 +260,12 @@ export async function handleChatRequest(deps: WebhookDeps, request: APIGatewayPr
     deps.logger.warn('chat request refused', { platform, reason: v.reason });
     return json(401, { error: 'unauthorized' });
   }
-  const window = platform === 'dingtalk' ? DINGTALK_WINDOW_MS : platform === 'feishu' ? FEISHU_RETRY_WINDOW_MS : SLACK_WINDOW_S * 1000 * 2;
+  const window =
+    platform === 'dingtalk'
+      ? DINGTALK_WINDOW_MS
+      : platform === 'feishu'
+        ? FEISHU_RETRY_WINDOW_MS
+        : SLACK_WINDOW_S * 1000 * 2;
   if (!(await deps.replay.accept(v.replayKey, now, window))) {
     // Feishu re-sends what it got no 200 for (a slow answer included): the event was handled, so
     // it is acknowledged, and nothing runs twice. Elsewhere a replay is a forgery until shown otherwise.
@@ -159,7 +273,10 @@ export async function handleChatRequest(deps: WebhookDeps, request: APIGatewayPr
       deps.logger.info('feishu event already handled: acknowledged, not run again', { key: v.replayKey });
       return json(200, {});
     }
-    deps.logger.warn('chat request refused', { platform, reason: 'replayed: this signed request was already accepted' });
+    deps.logger.warn('chat request refused', {
+      platform,
+      reason: 'replayed: this signed request was already accepted',
+    });
     return json(401, { error: 'unauthorized' });
   }
   const c = commandOf(platform, v.body);
@@ -176,7 +293,9 @@ export async function handleChatRequest(deps: WebhookDeps, request: APIGatewayPr
     // A reply failure is logged, never undoes the command; the event id keeps a retried callback's
     // reply single (the worker's answer takes the event id, so "working on it" takes another).
     const uuid = c.feishu.eventId && long ? `${c.feishu.eventId}:ack` : c.feishu.eventId;
-    await deps.feishu.reply(c.feishu.messageId, text, uuid).catch((err: unknown) => deps.logger.warn('feishu reply failed', { error: err }));
+    await deps.feishu
+      .reply(c.feishu.messageId, text, uuid)
+      .catch((err: unknown) => deps.logger.warn('feishu reply failed', { error: err }));
   }
   return answer(platform, text);
 }

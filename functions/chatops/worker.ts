@@ -26,14 +26,28 @@ export type WorkerOutcome = { answered: string } | { refused: string };
 /** A request the platform vouches for: who asked what, its replay key, and how to answer it. */
 type Vouched = { who: ChatUser; text: string; key: string; windowS: number; answer: (text: string) => Promise<void> };
 
-function slackRequest(deps: WebhookDeps, detail: Extract<ChatOpsCommandRequestedDetail, { platform: 'slack' }>): Vouched | { refused: string } {
+function slackRequest(
+  deps: WebhookDeps,
+  detail: Extract<ChatOpsCommandRequestedDetail, { platform: 'slack' }>,
+): Vouched | { refused: string } {
   const { timestamp, signature, body } = detail.request;
-  const v = verifySlack({ headers: { 'x-slack-request-timestamp': timestamp, 'x-slack-signature': signature }, body }, deps.secrets.slackSigningSecret, Math.floor(deps.clock.now() / 1000), RESPONSE_URL_WINDOW_S);
+  const v = verifySlack(
+    { headers: { 'x-slack-request-timestamp': timestamp, 'x-slack-signature': signature }, body },
+    deps.secrets.slackSigningSecret,
+    Math.floor(deps.clock.now() / 1000),
+    RESPONSE_URL_WINDOW_S,
+  );
   const said = v.ok ? readSlackForm(v.body) : undefined;
-  if (!v.ok || !said?.responseUrl || said.button) return { refused: v.ok ? 'not a slash command with a response_url' : v.reason };
+  if (!v.ok || !said?.responseUrl || said.button)
+    return { refused: v.ok ? 'not a slash command with a response_url' : v.reason };
   const url = said.responseUrl;
   return {
-    who: { platform: 'slack', id: said.user.id, ...(said.user.name ? { name: said.user.name } : {}), channel: said.channel },
+    who: {
+      platform: 'slack',
+      id: said.user.id,
+      ...(said.user.name ? { name: said.user.name } : {}),
+      channel: said.channel,
+    },
     text: said.text,
     key: `slack:${signature}`,
     windowS: RESPONSE_URL_WINDOW_S,
@@ -41,9 +55,16 @@ function slackRequest(deps: WebhookDeps, detail: Extract<ChatOpsCommandRequested
   };
 }
 
-function feishuRequest(deps: WebhookDeps, detail: Extract<ChatOpsCommandRequestedDetail, { platform: 'feishu' }>): Vouched | { refused: string } {
+function feishuRequest(
+  deps: WebhookDeps,
+  detail: Extract<ChatOpsCommandRequestedDetail, { platform: 'feishu' }>,
+): Vouched | { refused: string } {
   const { timestamp, nonce, signature, body } = detail.request;
-  const headers = { 'x-lark-request-timestamp': timestamp, 'x-lark-request-nonce': nonce, 'x-lark-signature': signature };
+  const headers = {
+    'x-lark-request-timestamp': timestamp,
+    'x-lark-request-nonce': nonce,
+    'x-lark-signature': signature,
+  };
   const v = verifyFeishu({ headers, body }, deps.secrets, Math.floor(deps.clock.now() / 1000), FEISHU_WORKER_WINDOW_S);
   if (!v.ok) return { refused: v.reason };
   const c = commandOf('feishu', v.body);
@@ -51,29 +72,55 @@ function feishuRequest(deps: WebhookDeps, detail: Extract<ChatOpsCommandRequeste
   const feishu = deps.feishu;
   if (!feishu) return { refused: 'no Feishu app to answer with (CHAT_FEISHU_APP_ID, CHAT_FEISHU_APP_SECRET)' };
   const { messageId, eventId } = c.feishu;
-  return { who: c.who, text: c.text, key: v.replayKey, windowS: FEISHU_WORKER_WINDOW_S, answer: (text) => feishu.reply(messageId, text, eventId) };
+  return {
+    who: c.who,
+    text: c.text,
+    key: v.replayKey,
+    windowS: FEISHU_WORKER_WINDOW_S,
+    answer: (text) => feishu.reply(messageId, text, eventId),
+  };
 }
 
-function dingtalkRequest(deps: WebhookDeps, detail: Extract<ChatOpsCommandRequestedDetail, { platform: 'dingtalk' }>): Vouched | { refused: string } {
+function dingtalkRequest(
+  deps: WebhookDeps,
+  detail: Extract<ChatOpsCommandRequestedDetail, { platform: 'dingtalk' }>,
+): Vouched | { refused: string } {
   const { timestamp, sign, body, mac } = detail.request;
   const now = deps.clock.now();
   const secret = deps.secrets.dingtalkAppSecret;
   const v = verifyDingTalk({ headers: { timestamp, sign }, body }, secret, now);
   if (!v.ok) return { refused: v.reason };
   // DingTalk's sign does not cover the body: the webhook's MAC does.
-  if (!dingtalkMacMatches(secret!, timestamp, sign, body, mac)) return { refused: 'bad MAC: the body is not the one the webhook verified' };
+  if (!dingtalkMacMatches(secret!, timestamp, sign, body, mac))
+    return { refused: 'bad MAC: the body is not the one the webhook verified' };
   const c = commandOf('dingtalk', v.body);
   if (!c || 'challenge' in c || !c.dingtalk) return { refused: 'not a DingTalk message with a sessionWebhook' };
   const session = deps.dingtalk;
   const { sessionWebhook, expiresAt } = c.dingtalk;
-  if (!session?.reaches(sessionWebhook)) return { refused: 'its sessionWebhook is not one this function posts to (CHAT_DINGTALK_SESSION_WEBHOOK_PREFIX)' };
-  if (expiresAt !== undefined && expiresAt <= now) return { refused: `its sessionWebhook lapsed at ${new Date(expiresAt).toISOString()}` };
-  return { who: c.who, text: c.text, key: v.replayKey, windowS: DINGTALK_WINDOW_MS / 1000, answer: (text) => session.say(sessionWebhook, text) };
+  if (!session?.reaches(sessionWebhook))
+    return { refused: 'its sessionWebhook is not one this function posts to (CHAT_DINGTALK_SESSION_WEBHOOK_PREFIX)' };
+  if (expiresAt !== undefined && expiresAt <= now)
+    return { refused: `its sessionWebhook lapsed at ${new Date(expiresAt).toISOString()}` };
+  return {
+    who: c.who,
+    text: c.text,
+    key: v.replayKey,
+    windowS: DINGTALK_WINDOW_MS / 1000,
+    answer: (text) => session.say(sessionWebhook, text),
+  };
 }
 
-export async function carryOutRequested(deps: WebhookDeps, detail: ChatOpsCommandRequestedDetail): Promise<WorkerOutcome> {
+export async function carryOutRequested(
+  deps: WebhookDeps,
+  detail: ChatOpsCommandRequestedDetail,
+): Promise<WorkerOutcome> {
   const platform = detail.platform;
-  const said = detail.platform === 'slack' ? slackRequest(deps, detail) : detail.platform === 'feishu' ? feishuRequest(deps, detail) : dingtalkRequest(deps, detail);
+  const said =
+    detail.platform === 'slack'
+      ? slackRequest(deps, detail)
+      : detail.platform === 'feishu'
+        ? feishuRequest(deps, detail)
+        : dingtalkRequest(deps, detail);
   if ('refused' in said) {
     deps.logger.warn('chat request refused', { platform, reason: said.refused });
     return said;
@@ -88,7 +135,9 @@ export async function carryOutRequested(deps: WebhookDeps, detail: ChatOpsComman
     text = await runChatCommand(deps, said.who, said.text);
   } catch (err) {
     // Not retried (serverless.yml): the person hears it failed and may ask again.
-    await said.answer(`failed: ${said.text}: ${(err as Error).message}`).catch((e: unknown) => deps.logger.warn(`${platform} answer failed`, { error: e }));
+    await said
+      .answer(`failed: ${said.text}: ${(err as Error).message}`)
+      .catch((e: unknown) => deps.logger.warn(`${platform} answer failed`, { error: e }));
     throw err;
   }
   await said.answer(text);

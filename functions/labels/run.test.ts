@@ -14,7 +14,9 @@ describe('labelNode through the applier and fake ports', () => {
     expect(n.labels).toMatchObject({ team: 'ml', accelerator: 'nvidia-a100', 'gpu-reflex.io/gpu.count': '8' });
     expect(JSON.parse(n.annotations[LABELER_ANNOTATION]!).labels).not.toHaveProperty('team');
     expect(n.annotations[OUTBOX_ANNOTATION]).toBeUndefined();
-    expect(publisher.published.map((e) => [e.detailType, (e.detail as NodeLabelsChangedDetail).changes.length])).toEqual([['Node Labels Changed', 7]]);
+    expect(
+      publisher.published.map((e) => [e.detailType, (e.detail as NodeLabelsChangedDetail).changes.length]),
+    ).toEqual([['Node Labels Changed', 7]]);
     // Redelivered: nothing to do, nothing published again.
     const again = await labelNode(deps, inventory());
     expect(again.plan.kind).toBe('noop');

@@ -6,7 +6,13 @@
  * is a 409, retried), then published. No lease: the resourceVersion is the lock, and one node's
  * labels are all one invocation touches.
  */
-import { NODE_LABELS_CHANGED, SCHEMA_VERSION, SOURCES, type GpuInventoryDetail, type NodeLabelsChangedDetail } from '../../events/index.ts';
+import {
+  NODE_LABELS_CHANGED,
+  SCHEMA_VERSION,
+  SOURCES,
+  type GpuInventoryDetail,
+  type NodeLabelsChangedDetail,
+} from '../../events/index.ts';
 import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notifier } from '../adapters/chat/notifier.ts';
 import type { Clock } from '../adapters/clock.ts';
@@ -42,7 +48,10 @@ const codec: RecordCodec<LabelerRecord> = encodeLabelerRecord;
 export function labelActions(plan: LabelPlan): Actions<LabelerRecord> {
   if (plan.kind === 'noop') return noActions();
   const labels = Object.fromEntries(plan.changes.map((c) => [c.key, c.to]));
-  return { ...noActions<LabelerRecord>(), nodeEdit: { ...emptyEdit<LabelerRecord>(plan.node), labels, record: plan.record } };
+  return {
+    ...noActions<LabelerRecord>(),
+    nodeEdit: { ...emptyEdit<LabelerRecord>(plan.node), labels, record: plan.record },
+  };
 }
 
 function labelsEvent(plan: Extract<LabelPlan, { kind: 'relabel' }>, now: number): PublishedEvent {
@@ -53,7 +62,9 @@ function labelsEvent(plan: Extract<LabelPlan, { kind: 'relabel' }>, now: number)
     occurredAt: new Date(now).toISOString(),
     node: plan.node,
     inventoryObservedAt: plan.record.observedAt,
-    changes: plan.changes.slice(0, 32).map((c) => ({ key: c.key, from: c.from, to: c.to, reason: c.reason.slice(0, 512) })),
+    changes: plan.changes
+      .slice(0, 32)
+      .map((c) => ({ key: c.key, from: c.from, to: c.to, reason: c.reason.slice(0, 512) })),
     leftAlone: plan.left.slice(0, 32).map((l) => ({ key: l.key, value: l.value, wanted: l.wanted, why: l.why })),
     reason: plan.reason.slice(0, 2048),
     dryRun: false,
@@ -71,8 +82,13 @@ export async function labelNode(deps: LabelDeps, inv: GpuInventoryDetail): Promi
   const theirs = plan.left.filter((l) => l.why !== 'gfd-runs-here');
   if (theirs.length > 0) deps.logger.info('label-nodes: labels left alone', { node: node.name, left: theirs });
   const pending = readOutbox(node.annotations);
-  const events = () => (plan.kind === 'relabel' && plan.changes.length > 0 ? [labelsEvent(plan, deps.clock.now())] : []);
-  const out = await carryOut({ node: node.name, pending, actions: labelActions(plan), events, codec, basis: node }, deps);
-  if (plan.kind === 'relabel') deps.logger.info('label-nodes', { node: node.name, changes: plan.changes, reason: plan.reason });
+  const events = () =>
+    plan.kind === 'relabel' && plan.changes.length > 0 ? [labelsEvent(plan, deps.clock.now())] : [];
+  const out = await carryOut(
+    { node: node.name, pending, actions: labelActions(plan), events, codec, basis: node },
+    deps,
+  );
+  if (plan.kind === 'relabel')
+    deps.logger.info('label-nodes', { node: node.name, changes: plan.changes, reason: plan.reason });
   return { plan, published: out.published.length };
 }

@@ -9,10 +9,27 @@ import type { LabelDeps } from './run.ts';
 
 type Mig = GpuInventoryDetail['gpus'][number]['migMode'];
 
-export function inventory(o: { node?: string; at?: string; driver?: string; cuda?: string | null; gpus?: (string | { name: string; mig: Mig })[] } = {}): GpuInventoryDetail {
+export function inventory(
+  o: {
+    node?: string;
+    at?: string;
+    driver?: string;
+    cuda?: string | null;
+    gpus?: (string | { name: string; mig: Mig })[];
+  } = {},
+): GpuInventoryDetail {
   const gpus = (o.gpus ?? Array.from({ length: 8 }, () => 'NVIDIA A100-SXM4-80GB')).map((g, i) => {
     const { name, mig } = typeof g === 'string' ? { name: g, mig: 'disabled' as Mig } : g;
-    return { index: i, uuid: `GPU-00000000-0000-4000-8000-${String(i).padStart(12, '0')}`, pciBusId: `00000000:${(16 + i).toString(16).padStart(2, '0').toUpperCase()}:00.0`, name, memoryTotalMiB: 81920, migMode: mig, migDevices: [], processes: [] };
+    return {
+      index: i,
+      uuid: `GPU-00000000-0000-4000-8000-${String(i).padStart(12, '0')}`,
+      pciBusId: `00000000:${(16 + i).toString(16).padStart(2, '0').toUpperCase()}:00.0`,
+      name,
+      memoryTotalMiB: 81920,
+      migMode: mig,
+      migDevices: [],
+      processes: [],
+    };
   });
   return {
     schemaVersion: 1,
@@ -25,9 +42,21 @@ export function inventory(o: { node?: string; at?: string; driver?: string; cuda
   };
 }
 
-export function labeler(config: LabelerConfig = DEFAULT_LABELER_CONFIG): { kube: FakeKube; publisher: RecordingPublisher; deps: LabelDeps } {
+export function labeler(config: LabelerConfig = DEFAULT_LABELER_CONFIG): {
+  kube: FakeKube;
+  publisher: RecordingPublisher;
+  deps: LabelDeps;
+} {
   const kube = fakeKube();
   const publisher = new RecordingPublisher();
-  const deps: LabelDeps = { nodes: kube.nodes, pods: kube.pods, publisher, notifier: new RecordingNotifier(), clock: { now: () => Date.UTC(2026, 0, 1), sleep: async () => undefined }, logger: silentLogger, config };
+  const deps: LabelDeps = {
+    nodes: kube.nodes,
+    pods: kube.pods,
+    publisher,
+    notifier: new RecordingNotifier(),
+    clock: { now: () => Date.UTC(2026, 0, 1), sleep: async () => undefined },
+    logger: silentLogger,
+    config,
+  };
   return { kube, publisher, deps };
 }

@@ -9,7 +9,9 @@ import { DEFAULT_LABELER_CONFIG, LabelerConfigError, parseLabelerConfig, type La
 export type LabelWiring = FunctionDeps<{ labelerConfig: LabelerConfig }>;
 
 export function labelerConfigFromEnv(env: NodeJS.ProcessEnv): LabelerConfig {
-  return configFileFromEnv(env, 'LABELER_CONFIG_FILE', parseLabelerConfig, LabelerConfigError) ?? DEFAULT_LABELER_CONFIG;
+  return (
+    configFileFromEnv(env, 'LABELER_CONFIG_FILE', parseLabelerConfig, LabelerConfigError) ?? DEFAULT_LABELER_CONFIG
+  );
 }
 
 export function wireLabels(service: string, env: NodeJS.ProcessEnv = process.env): Promise<LabelWiring> {

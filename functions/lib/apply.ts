@@ -55,7 +55,10 @@ export interface ActionPorts {
 }
 
 /** Encodes a function's typed node record into the metadata it is stored in. */
-export type RecordCodec<R> = (record: R) => { labels?: Record<string, string | null>; annotations?: Record<string, string | null> };
+export type RecordCodec<R> = (record: R) => {
+  labels?: Record<string, string | null>;
+  annotations?: Record<string, string | null>;
+};
 
 const clip = (s: string) => s.slice(0, 512);
 
@@ -63,44 +66,69 @@ const clip = (s: string) => s.slice(0, 512);
  * `basis`: the node as the caller read it (under its lease) when planning: the patch is computed
  * from it and sent with its resourceVersion, one request; a node changed since is a 409 (retried).
  */
-export async function applyActions<R>(actions: Actions<R>, ports: ActionPorts, codec?: RecordCodec<R>, basis?: NodeInfo): Promise<Applied> {
+export async function applyActions<R>(
+  actions: Actions<R>,
+  ports: ActionPorts,
+  codec?: RecordCodec<R>,
+  basis?: NodeInfo,
+): Promise<Applied> {
   const applied: Applied = { evictions: [], notices: [], cloud: [] };
   if (actions.nodeEdit) {
     const change = toNodeChange(actions.nodeEdit, codec);
-    const changed = await ports.nodes.update(actions.nodeEdit.node, change, basis?.name === actions.nodeEdit.node ? { basis } : undefined);
+    const changed = await ports.nodes.update(
+      actions.nodeEdit.node,
+      change,
+      basis?.name === actions.nodeEdit.node ? { basis } : undefined,
+    );
     // The condition rides on nodes/status, a second request: only when the edit has one.
-    const condition = actions.nodeEdit.condition ? await ports.nodes.setCondition(actions.nodeEdit.node, actions.nodeEdit.condition) : false;
+    const condition = actions.nodeEdit.condition
+      ? await ports.nodes.setCondition(actions.nodeEdit.node, actions.nodeEdit.condition)
+      : false;
     applied.nodeEdit = { result: changed || condition ? 'done' : 'already' };
   }
   if (actions.deviceTaints) {
     const dra = ports.deviceTaints;
     const out: StepOutcome[] = [];
     for (const t of actions.deviceTaints.add) {
-      out.push(dra ? { result: (await dra.create(t)) ? 'done' : 'already' } : { result: 'skipped', message: `no DRA access to create DeviceTaintRule ${t.name}` });
+      out.push(
+        dra
+          ? { result: (await dra.create(t)) ? 'done' : 'already' }
+          : { result: 'skipped', message: `no DRA access to create DeviceTaintRule ${t.name}` },
+      );
     }
     for (const t of actions.deviceTaints.remove) {
-      out.push(dra ? { result: (await dra.remove(t.name)) ? 'done' : 'already' } : { result: 'skipped', message: `no DRA access to delete DeviceTaintRule ${t.name}` });
+      out.push(
+        dra
+          ? { result: (await dra.remove(t.name)) ? 'done' : 'already' }
+          : { result: 'skipped', message: `no DRA access to delete DeviceTaintRule ${t.name}` },
+      );
     }
     applied.deviceTaints = out;
   }
   const about = actions.nodeEdit?.node ?? basis?.name;
-  if (about && ports.events) for (const e of actions.nodeEvents ?? []) await ports.events.record({ kind: 'Node', name: about }, e);
+  if (about && ports.events)
+    for (const e of actions.nodeEvents ?? []) await ports.events.record({ kind: 'Node', name: about }, e);
   // Concurrently, as kubectl drain evicts: each eviction is its own answer (a budget's refusal is
   // per pod), and a node's pods leave sooner. Outcomes stay index for index.
   applied.evictions = await Promise.all(
     actions.evictions.map(async (pod): Promise<StepOutcome> => {
       try {
         const r = await ports.pods.evict(pod.namespace, pod.name, pod.uid === undefined ? {} : { uid: pod.uid });
-        return r.outcome === 'blocked' ? { result: 'blocked', message: clip(r.reason) } : { result: r.outcome === 'gone' ? 'already' : 'done' };
+        return r.outcome === 'blocked'
+          ? { result: 'blocked', message: clip(r.reason) }
+          : { result: r.outcome === 'gone' ? 'already' : 'done' };
       } catch (err) {
         return { result: 'failed', message: clip((err as Error).message) };
       }
     }),
   );
   // The evictions are about the node being edited (or read as the plan's basis); recording never throws.
-  const evicted = actions.evictions.filter((_, i) => applied.evictions[i]?.result === 'done').map((p) => `${p.namespace}/${p.name}`);
+  const evicted = actions.evictions
+    .filter((_, i) => applied.evictions[i]?.result === 'done')
+    .map((p) => `${p.namespace}/${p.name}`);
   const node = actions.nodeEdit?.node ?? basis?.name;
-  if (evicted.length > 0 && node && ports.events) await ports.events.record({ kind: 'Node', name: node }, evictionsNote(evicted));
+  if (evicted.length > 0 && node && ports.events)
+    await ports.events.record({ kind: 'Node', name: node }, evictionsNote(evicted));
   for (const notice of actions.notices) {
     try {
       await ports.notifier.notify(notice);
@@ -111,12 +139,19 @@ export async function applyActions<R>(actions: Actions<R>, ports: ActionPorts, c
   }
   for (const action of actions.cloud) {
     if (!ports.cloud) {
-      applied.cloud.push({ result: 'skipped', message: `no cloud adapter to ${action.kind} ${'node' in action ? action.node : action.pool}: a person must` });
+      applied.cloud.push({
+        result: 'skipped',
+        message: `no cloud adapter to ${action.kind} ${'node' in action ? action.node : action.pool}: a person must`,
+      });
       continue;
     }
     const r = await ports.cloud.run(action);
     const o = typeof r === 'boolean' ? { done: r } : r;
-    applied.cloud.push({ result: o.done ? 'done' : 'already', ...(o.message ? { message: clip(o.message) } : {}), ...(o.taskId ? { taskId: o.taskId } : {}) });
+    applied.cloud.push({
+      result: o.done ? 'done' : 'already',
+      ...(o.message ? { message: clip(o.message) } : {}),
+      ...(o.taskId ? { taskId: o.taskId } : {}),
+    });
   }
   return applied;
 }

@@ -32,11 +32,18 @@ export interface ApprovalKey {
 
 export type SealCheck = 'valid' | 'missing' | 'forged';
 
-type Decision = Pick<ApprovalDecidedDetail, 'eventId' | 'occurredAt' | 'approvalId' | 'decision' | 'decidedBy' | 'comment'>;
+type Decision = Pick<
+  ApprovalDecidedDetail,
+  'eventId' | 'occurredAt' | 'approvalId' | 'decision' | 'decidedBy' | 'comment'
+>;
 
 export function approvalKey(text: string, where: string): ApprovalKey {
   const value = text.trim();
-  if (value.length < APPROVAL_KEY_MIN_LENGTH) throw new ConfigurationError(`${where}: the approval key must be at least ${APPROVAL_KEY_MIN_LENGTH} characters (it has ${value.length}); make one with: openssl rand -base64 32`, { what: where });
+  if (value.length < APPROVAL_KEY_MIN_LENGTH)
+    throw new ConfigurationError(
+      `${where}: the approval key must be at least ${APPROVAL_KEY_MIN_LENGTH} characters (it has ${value.length}); make one with: openssl rand -base64 32`,
+      { what: where },
+    );
   return { kind: 'approval-key', bytes: Buffer.from(value, 'utf8') };
 }
 
@@ -44,7 +51,10 @@ export function approvalKey(text: string, where: string): ApprovalKey {
  * The key where the environment names one: the key itself wins, else the parameter, read with the
  * caller's own identity (ssm:GetParameter on that one parameter). Undefined where neither is set.
  */
-export async function approvalKeyFromEnv(env: NodeJS.ProcessEnv = process.env, read?: (parameter: string, label: string) => Promise<string>): Promise<ApprovalKey | undefined> {
+export async function approvalKeyFromEnv(
+  env: NodeJS.ProcessEnv = process.env,
+  read?: (parameter: string, label: string) => Promise<string>,
+): Promise<ApprovalKey | undefined> {
   const inline = env[APPROVAL_KEY_ENV];
   if (inline) return approvalKey(inline, APPROVAL_KEY_ENV);
   const parameter = env[APPROVAL_KEY_PARAMETER_ENV];
@@ -56,7 +66,17 @@ export async function approvalKeyFromEnv(env: NodeJS.ProcessEnv = process.env, r
 /** Every field of the decision, in a fixed order; JSON so no field can run into the next. */
 function sealedText(d: Decision): string {
   const by = d.decidedBy;
-  return JSON.stringify(['gpu-reflex approval decision v1', d.eventId, d.occurredAt, d.approvalId, d.decision, by?.platform ?? null, by?.id ?? null, by?.name ?? null, d.comment ?? null]);
+  return JSON.stringify([
+    'gpu-reflex approval decision v1',
+    d.eventId,
+    d.occurredAt,
+    d.approvalId,
+    d.decision,
+    by?.platform ?? null,
+    by?.id ?? null,
+    by?.name ?? null,
+    d.comment ?? null,
+  ]);
 }
 
 export function sealOf(key: ApprovalKey, d: Decision): string {

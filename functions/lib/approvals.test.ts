@@ -30,9 +30,25 @@ describe('the approval store', () => {
   it('closes an open approval once; a second close changes nothing and says so', async () => {
     const state = new FakeStateStore(new FakeCluster());
     await recordApproval(state, rec('apr-bbbb2222'));
-    const first = await closeApproval(state, 'apr-bbbb2222', 'approved-applied', { decidedBy: 'cli:alice', at: AT, note: 'went ahead' });
-    expect(first).toEqual({ closed: true, record: { ...rec('apr-bbbb2222'), status: 'approved-applied', decidedBy: 'cli:alice', decidedAt: AT.toISOString(), note: 'went ahead' } });
-    const second = await closeApproval(state, 'apr-bbbb2222', 'rejected', { decidedBy: 'cli:bob', at: new Date(AT.getTime() + 60_000) });
+    const first = await closeApproval(state, 'apr-bbbb2222', 'approved-applied', {
+      decidedBy: 'cli:alice',
+      at: AT,
+      note: 'went ahead',
+    });
+    expect(first).toEqual({
+      closed: true,
+      record: {
+        ...rec('apr-bbbb2222'),
+        status: 'approved-applied',
+        decidedBy: 'cli:alice',
+        decidedAt: AT.toISOString(),
+        note: 'went ahead',
+      },
+    });
+    const second = await closeApproval(state, 'apr-bbbb2222', 'rejected', {
+      decidedBy: 'cli:bob',
+      at: new Date(AT.getTime() + 60_000),
+    });
     expect(second).toEqual({ closed: false, record: first.record });
     expect(await getApproval(state, 'apr-bbbb2222')).toEqual(first.record);
   });

@@ -72,14 +72,22 @@ export async function getApproval(state: StateStore, id: string, shard?: string)
 }
 
 export async function listApprovals(state: StateStore): Promise<ApprovalRecord[]> {
-  return Object.values(await storeOf(state).getAll()).flatMap((v) => parse(v) ?? []).sort((a, b) => a.requestedAt.localeCompare(b.requestedAt) || a.id.localeCompare(b.id));
+  return Object.values(await storeOf(state).getAll())
+    .flatMap((v) => parse(v) ?? [])
+    .sort((a, b) => a.requestedAt.localeCompare(b.requestedAt) || a.id.localeCompare(b.id));
 }
 
 /**
  * Closes an open approval. Returns the record as it is afterwards and whether this call closed
  * it: a second decision finds it closed and changes nothing.
  */
-export async function closeApproval(state: StateStore, id: string, to: Exclude<ApprovalStatus, 'open'>, by: { decidedBy?: string; at: Date; note?: string }, shard?: string): Promise<{ closed: boolean; record?: ApprovalRecord }> {
+export async function closeApproval(
+  state: StateStore,
+  id: string,
+  to: Exclude<ApprovalStatus, 'open'>,
+  by: { decidedBy?: string; at: Date; note?: string },
+  shard?: string,
+): Promise<{ closed: boolean; record?: ApprovalRecord }> {
   let closed = false;
   let record: ApprovalRecord | undefined;
   await storeOf(state, shard).update(keyOf(id), (cur): Json | undefined => {
@@ -87,7 +95,13 @@ export async function closeApproval(state: StateStore, id: string, to: Exclude<A
     record = old;
     if (!old || old.status !== 'open') return cur; // unchanged
     closed = true;
-    record = { ...old, status: to, decidedAt: by.at.toISOString(), ...(by.decidedBy ? { decidedBy: by.decidedBy } : {}), ...(by.note ? { note: by.note.slice(0, 512) } : {}) };
+    record = {
+      ...old,
+      status: to,
+      decidedAt: by.at.toISOString(),
+      ...(by.decidedBy ? { decidedBy: by.decidedBy } : {}),
+      ...(by.note ? { note: by.note.slice(0, 512) } : {}),
+    };
     return record as unknown as Json;
   });
   return { closed, ...(record ? { record } : {}) };

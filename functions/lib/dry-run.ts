@@ -17,7 +17,10 @@ import type { Logger } from './logger.ts';
  */
 export class DryRunPublisher implements EventPublisher {
   readonly withheld: PublishedEvent[] = [];
-  constructor(private readonly reports: EventPublisher, private readonly logger?: Logger) {}
+  constructor(
+    private readonly reports: EventPublisher,
+    private readonly logger?: Logger,
+  ) {}
 
   async publish(events: readonly PublishedEvent[]): Promise<void> {
     const reports = events.filter(isReport).map(markEvent);
@@ -35,7 +38,9 @@ function markEvent(e: PublishedEvent): PublishedEvent {
   const detail: Record<string, unknown> = { ...e.detail, dryRun: true };
   const steps = e.detail.steps;
   if (Array.isArray(steps)) {
-    detail.steps = steps.map((s: { result?: string }) => (s.result === 'done' || s.result === 'already' ? { ...s, result: 'dry-run' } : s));
+    detail.steps = steps.map((s: { result?: string }) =>
+      s.result === 'done' || s.result === 'already' ? { ...s, result: 'dry-run' } : s,
+    );
   }
   return { ...e, detail };
 }

@@ -20,7 +20,10 @@ import { problemsOf, validateDetail } from '../../events/validate.ts';
 import { AdapterError, BadInputError, NotFoundError } from '../adapters/errors.ts';
 import type { Logger } from './logger.ts';
 
-export type HandlerOutcome = { status: 'done'; result?: unknown } | { status: 'dropped'; reason: string } | { status: 'already-done'; reason: string };
+export type HandlerOutcome =
+  | { status: 'done'; result?: unknown }
+  | { status: 'dropped'; reason: string }
+  | { status: 'already-done'; reason: string };
 
 export interface TypedEvent<D> {
   id: string;
@@ -62,7 +65,10 @@ export function classify(err: unknown, logger: Logger): HandlerOutcome {
   const meaning = meaningOf(err);
   const message = (err as Error).message;
   if (meaning === 'dropped') {
-    logger.warn(err instanceof DropEvent ? 'dropping bad event' : 'dropping: bad input', { reason: message, error: err });
+    logger.warn(err instanceof DropEvent ? 'dropping bad event' : 'dropping: bad input', {
+      reason: message,
+      error: err,
+    });
     return { status: 'dropped', reason: message };
   }
   if (meaning === 'already-done') {
@@ -84,13 +90,18 @@ function loggerContext<E, R>(name: string, source: LoggerSource): Mw<E, R> {
   return {
     before: async (request: Req<E, R>) => {
       const base = typeof source === 'function' ? await source() : source;
-      request.context = Object.assign(request.context ?? ({} as Ctx), { logger: base.child({ function: name, requestId: request.context?.awsRequestId }) });
+      request.context = Object.assign(request.context ?? ({} as Ctx), {
+        logger: base.child({ function: name, requestId: request.context?.awsRequestId }),
+      });
     },
   };
 }
 
 /** Middleware: the shared classification; `respond` turns an acknowledged outcome into the response. */
-function classifyErrors<E, R>(respond: (outcome: HandlerOutcome) => R, onThrow?: (err: unknown, meaning: Meaning) => R | undefined): Mw<E, R> {
+function classifyErrors<E, R>(
+  respond: (outcome: HandlerOutcome) => R,
+  onThrow?: (err: unknown, meaning: Meaning) => R | undefined,
+): Mw<E, R> {
   return {
     onError: (request: Req<E, R>) => {
       const logger = request.context?.logger;
@@ -109,9 +120,17 @@ function classifyErrors<E, R>(respond: (outcome: HandlerOutcome) => R, onThrow?:
 /** Parses an EventBridge event into a typed detail, or throws DropEvent naming every problem. */
 export function parseEventBridgeEvent<D>(raw: unknown, detailTypes: readonly string[]): TypedEvent<D> {
   const env = EventEnvelopeSchema.safeParse(raw, { reportInput: true });
-  if (!env.success) throw new DropEvent(problemsOf(env.error).map((p) => `${p.path}: ${p.message}`).join('; '));
+  if (!env.success)
+    throw new DropEvent(
+      problemsOf(env.error)
+        .map((p) => `${p.path}: ${p.message}`)
+        .join('; '),
+    );
   const e = env.data;
-  if (!detailTypes.includes(e['detail-type'])) throw new DropEvent(`detail-type: "${e['detail-type']}" is not one of ${detailTypes.map((t) => `"${t}"`).join(', ')}`);
+  if (!detailTypes.includes(e['detail-type']))
+    throw new DropEvent(
+      `detail-type: "${e['detail-type']}" is not one of ${detailTypes.map((t) => `"${t}"`).join(', ')}`,
+    );
   const d = validateDetail(e['detail-type'], e.detail);
   if (!d.ok) throw new DropEvent(d.problems.map((p) => `${p.path}: ${p.message}`).join('; '));
   return { id: e.id, detailType: e['detail-type'], source: e.source, time: e.time, detail: d.value as D };
@@ -159,7 +178,10 @@ export function scheduleHandler(spec: ScheduleHandlerSpec) {
   return middy<unknown, HandlerOutcome, Error, Ctx>()
     .use(loggerContext(spec.name, spec.logger))
     .use(classifyErrors((o) => o))
-    .handler(async (_event, context) => ({ status: 'done', result: await spec.handle({ logger: loggerOf(context), context }) }));
+    .handler(async (_event, context) => ({
+      status: 'done',
+      result: await spec.handle({ logger: loggerOf(context), context }),
+    }));
 }
 
 export interface HttpHandlerSpec<B> {
@@ -170,7 +192,11 @@ export interface HttpHandlerSpec<B> {
   handle(body: B, ctx: HandlerContext & { request: APIGatewayProxyEventV2 }): Promise<unknown>;
 }
 
-const json = (statusCode: number, body: unknown): APIGatewayProxyStructuredResultV2 => ({ statusCode, headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+const json = (statusCode: number, body: unknown): APIGatewayProxyStructuredResultV2 => ({
+  statusCode,
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify(body),
+});
 
 /** API Gateway v2 (HTTP API): JSON body parsed at the edge; failures answered by their meaning. */
 export function httpHandler<B>(spec: HttpHandlerSpec<B>) {
@@ -178,20 +204,34 @@ export function httpHandler<B>(spec: HttpHandlerSpec<B>) {
     .use(loggerContext(spec.name, spec.logger))
     .use(
       classifyErrors(
-        (o) => (o.status === 'dropped' ? json(400, { error: o.reason }) : o.status === 'already-done' ? json(404, { error: o.reason }) : json(200, o)),
-        (_err, meaning) => (meaning === 'retry' ? json(503, { error: 'try again later' }) : json(500, { error: 'internal error' })),
+        (o) =>
+          o.status === 'dropped'
+            ? json(400, { error: o.reason })
+            : o.status === 'already-done'
+              ? json(404, { error: o.reason })
+              : json(200, o),
+        (_err, meaning) =>
+          meaning === 'retry' ? json(503, { error: 'try again later' }) : json(500, { error: 'internal error' }),
       ),
     )
     .handler(async (request, context) => {
       let raw: unknown;
       try {
-        const text = request.body === undefined ? '' : request.isBase64Encoded ? Buffer.from(request.body, 'base64').toString('utf8') : request.body;
+        const text =
+          request.body === undefined
+            ? ''
+            : request.isBase64Encoded
+              ? Buffer.from(request.body, 'base64').toString('utf8')
+              : request.body;
         raw = JSON.parse(text || 'null');
       } catch (err) {
         throw new DropEvent(`body: not JSON (${(err as Error).message})`);
       }
       const parsed = spec.body.safeParse(raw);
-      if (!parsed.success) throw new DropEvent(parsed.error.issues.map((i) => `body${i.path.length ? '.' + i.path.join('.') : ''}: ${i.message}`).join('; '));
+      if (!parsed.success)
+        throw new DropEvent(
+          parsed.error.issues.map((i) => `body${i.path.length ? '.' + i.path.join('.') : ''}: ${i.message}`).join('; '),
+        );
       const result = await spec.handle(parsed.data, { logger: loggerOf(context), context, request });
       return json(200, { status: 'done', result });
     });
@@ -201,7 +241,10 @@ export interface RawHttpHandlerSpec {
   name: string;
   logger: LoggerSource;
   /** The raw body text (base64 undone) and the request: signed webhooks must see the bytes as sent. */
-  handle(body: string, ctx: HandlerContext & { request: APIGatewayProxyEventV2 }): Promise<APIGatewayProxyStructuredResultV2>;
+  handle(
+    body: string,
+    ctx: HandlerContext & { request: APIGatewayProxyEventV2 },
+  ): Promise<APIGatewayProxyStructuredResultV2>;
 }
 
 /**
@@ -215,11 +258,17 @@ export function rawHttpHandler(spec: RawHttpHandlerSpec) {
     .use(
       classifyErrors(
         (o) => (o.status === 'dropped' ? json(400, { error: o.reason }) : json(200, o)),
-        (_err, meaning) => (meaning === 'retry' ? json(503, { error: 'try again later' }) : json(500, { error: 'internal error' })),
+        (_err, meaning) =>
+          meaning === 'retry' ? json(503, { error: 'try again later' }) : json(500, { error: 'internal error' }),
       ),
     )
     .handler(async (request, context) => {
-      const text = request.body === undefined ? '' : request.isBase64Encoded ? Buffer.from(request.body, 'base64').toString('utf8') : request.body;
+      const text =
+        request.body === undefined
+          ? ''
+          : request.isBase64Encoded
+            ? Buffer.from(request.body, 'base64').toString('utf8')
+            : request.body;
       return spec.handle(text, { logger: loggerOf(context), context, request });
     });
 }

@@ -21,10 +21,22 @@ const stdoutSink: LogSink = (line) => process.stdout.write(JSON.stringify(line) 
 function errorFields(v: unknown): unknown {
   if (!(v instanceof Error)) return v;
   const e = v as Error & { what?: string; status?: number };
-  return { name: e.name, message: e.message, ...(e.what ? { what: e.what } : {}), ...(e.status ? { status: e.status } : {}), ...(e.cause ? { cause: errorFields(e.cause) } : {}) };
+  return {
+    name: e.name,
+    message: e.message,
+    ...(e.what ? { what: e.what } : {}),
+    ...(e.status ? { status: e.status } : {}),
+    ...(e.cause ? { cause: errorFields(e.cause) } : {}),
+  };
 }
 
-export function createLogger(opts: { service: string; level?: Level; sink?: LogSink; now?: () => number; fields?: Record<string, unknown> }): Logger {
+export function createLogger(opts: {
+  service: string;
+  level?: Level;
+  sink?: LogSink;
+  now?: () => number;
+  fields?: Record<string, unknown>;
+}): Logger {
   const min = ORDER[opts.level ?? 'info'];
   const sink = opts.sink ?? stdoutSink;
   const now = opts.now ?? Date.now;

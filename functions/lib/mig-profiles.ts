@@ -38,7 +38,14 @@ export interface MigModel {
 }
 
 /** The 8-slice family (A100, H100, H200, B200): one geometry, names per model's memory. */
-function eightSlice(mem: { one: string; oneDouble: string; two: string; three: string; four: string; seven: string }): MigProfile[] {
+function eightSlice(mem: {
+  one: string;
+  oneDouble: string;
+  two: string;
+  three: string;
+  four: string;
+  seven: string;
+}): MigProfile[] {
   const all = [0, 1, 2, 3, 4, 5, 6];
   return [
     { name: mem.one, giProfileId: 19, slices: 1, size: 1, starts: all, max: 7, mediaExtensions: false },
@@ -57,35 +64,70 @@ export const MIG_MODELS: readonly MigModel[] = [
     products: ['NVIDIA A100-SXM4-40GB', 'NVIDIA A100-PCIE-40GB'],
     memorySlices: 8,
     computeSlices: 7,
-    profiles: eightSlice({ one: '1g.5gb', oneDouble: '1g.10gb', two: '2g.10gb', three: '3g.20gb', four: '4g.20gb', seven: '7g.40gb' }),
+    profiles: eightSlice({
+      one: '1g.5gb',
+      oneDouble: '1g.10gb',
+      two: '2g.10gb',
+      three: '3g.20gb',
+      four: '4g.20gb',
+      seven: '7g.40gb',
+    }),
   },
   {
     name: 'A100-80GB',
     products: ['NVIDIA A100-SXM4-80GB', 'NVIDIA A100 80GB PCIe'],
     memorySlices: 8,
     computeSlices: 7,
-    profiles: eightSlice({ one: '1g.10gb', oneDouble: '1g.20gb', two: '2g.20gb', three: '3g.40gb', four: '4g.40gb', seven: '7g.80gb' }),
+    profiles: eightSlice({
+      one: '1g.10gb',
+      oneDouble: '1g.20gb',
+      two: '2g.20gb',
+      three: '3g.40gb',
+      four: '4g.40gb',
+      seven: '7g.80gb',
+    }),
   },
   {
     name: 'H100-80GB',
     products: ['NVIDIA H100 80GB HBM3', 'NVIDIA H100 PCIe'],
     memorySlices: 8,
     computeSlices: 7,
-    profiles: eightSlice({ one: '1g.10gb', oneDouble: '1g.20gb', two: '2g.20gb', three: '3g.40gb', four: '4g.40gb', seven: '7g.80gb' }),
+    profiles: eightSlice({
+      one: '1g.10gb',
+      oneDouble: '1g.20gb',
+      two: '2g.20gb',
+      three: '3g.40gb',
+      four: '4g.40gb',
+      seven: '7g.80gb',
+    }),
   },
   {
     name: 'H100-NVL',
     products: ['NVIDIA H100 NVL'],
     memorySlices: 8,
     computeSlices: 7,
-    profiles: eightSlice({ one: '1g.12gb', oneDouble: '1g.24gb', two: '2g.24gb', three: '3g.47gb', four: '4g.47gb', seven: '7g.94gb' }),
+    profiles: eightSlice({
+      one: '1g.12gb',
+      oneDouble: '1g.24gb',
+      two: '2g.24gb',
+      three: '3g.47gb',
+      four: '4g.47gb',
+      seven: '7g.94gb',
+    }),
   },
   {
     name: 'H200-141GB',
     products: ['NVIDIA H200', 'NVIDIA H200 NVL'],
     memorySlices: 8,
     computeSlices: 7,
-    profiles: eightSlice({ one: '1g.18gb', oneDouble: '1g.35gb', two: '2g.35gb', three: '3g.71gb', four: '4g.71gb', seven: '7g.141gb' }),
+    profiles: eightSlice({
+      one: '1g.18gb',
+      oneDouble: '1g.35gb',
+      two: '2g.35gb',
+      three: '3g.71gb',
+      four: '4g.71gb',
+      seven: '7g.141gb',
+    }),
     expected: true,
   },
   {
@@ -93,7 +135,14 @@ export const MIG_MODELS: readonly MigModel[] = [
     products: ['NVIDIA B200'],
     memorySlices: 8,
     computeSlices: 7,
-    profiles: eightSlice({ one: '1g.23gb', oneDouble: '1g.45gb', two: '2g.45gb', three: '3g.90gb', four: '4g.90gb', seven: '7g.180gb' }),
+    profiles: eightSlice({
+      one: '1g.23gb',
+      oneDouble: '1g.45gb',
+      two: '2g.45gb',
+      three: '3g.90gb',
+      four: '4g.90gb',
+      seven: '7g.180gb',
+    }),
     expected: true,
   },
   {

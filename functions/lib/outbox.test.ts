@@ -4,9 +4,31 @@ import { NoChatNotifier, RecordingNotifier } from '../adapters/chat/notifier.ts'
 import { manualClock } from '../adapters/clock.ts';
 import { fakeKube } from '../adapters/kube/fake.ts';
 import { silentLogger } from './logger.ts';
-import { encodeOutbox, flushStoreOutbox, mergeNotices, mergeOutbox, OUTBOX_ANNOTATION, pendingNotice, readOutbox, recordWithOutbox, type WithOutbox } from './outbox.ts';
+import {
+  encodeOutbox,
+  flushStoreOutbox,
+  mergeNotices,
+  mergeOutbox,
+  OUTBOX_ANNOTATION,
+  pendingNotice,
+  readOutbox,
+  recordWithOutbox,
+  type WithOutbox,
+} from './outbox.ts';
 
-const event = (id: string, steps = 0) => ({ source: 'gpu-reflex.functions', detailType: 'Remediation', detail: { eventId: id, steps: Array.from({ length: steps }, (_, i) => ({ kind: 'evict', target: `pod/ml/p${i}`, result: 'done', message: 'x'.repeat(400) })) } });
+const event = (id: string, steps = 0) => ({
+  source: 'gpu-reflex.functions',
+  detailType: 'Remediation',
+  detail: {
+    eventId: id,
+    steps: Array.from({ length: steps }, (_, i) => ({
+      kind: 'evict',
+      target: `pod/ml/p${i}`,
+      result: 'done',
+      message: 'x'.repeat(400),
+    })),
+  },
+});
 
 describe('outbox', () => {
   it('reads back what it encodes, and an empty outbox encodes as removal', () => {
@@ -18,7 +40,11 @@ describe('outbox', () => {
 
   it('reads a corrupt outbox as empty, with a warning naming it, and never throws', () => {
     for (const raw of ['{', '[]', '{"events":[{"detailType":1}],"notices":[]}']) {
-      expect(readOutbox({ [OUTBOX_ANNOTATION]: raw })).toEqual({ events: [], notices: [], warning: `${OUTBOX_ANNOTATION} is corrupt: its events are lost` });
+      expect(readOutbox({ [OUTBOX_ANNOTATION]: raw })).toEqual({
+        events: [],
+        notices: [],
+        warning: `${OUTBOX_ANNOTATION} is corrupt: its events are lost`,
+      });
     }
   });
 
@@ -29,15 +55,25 @@ describe('outbox', () => {
   });
 
   it('keeps one entry per event id and per notice, the newest rendering winning', () => {
-    const merged = mergeOutbox([event('rem:a'), event('rem:b')], [{ ...event('rem:a'), detail: { eventId: 'rem:a', phase: 'acted' } }]);
-    expect(merged.map((e) => e.detail)).toEqual([{ eventId: 'rem:a', phase: 'acted' }, expect.objectContaining({ eventId: 'rem:b' })]);
+    const merged = mergeOutbox(
+      [event('rem:a'), event('rem:b')],
+      [{ ...event('rem:a'), detail: { eventId: 'rem:a', phase: 'acted' } }],
+    );
+    expect(merged.map((e) => e.detail)).toEqual([
+      { eventId: 'rem:a', phase: 'acted' },
+      expect.objectContaining({ eventId: 'rem:b' }),
+    ]);
     const n = pendingNotice({ title: 't', text: 'same', severity: 'info' });
     expect(mergeNotices([n], [pendingNotice({ title: 't', text: 'same', severity: 'info' })])).toHaveLength(1);
   });
 });
 
 describe('an outbox anchored on a state-store key (autoscale-pools’ pool records)', () => {
-  const ev = (id: string): PublishedEvent => ({ source: 'gpu-reflex.functions', detailType: 'GPU Pool Scaled', detail: { eventId: id } });
+  const ev = (id: string): PublishedEvent => ({
+    source: 'gpu-reflex.functions',
+    detailType: 'GPU Pool Scaled',
+    detail: { eventId: id },
+  });
   const logger = silentLogger;
   /** Takes anything (these are not real GPU Pool Scaled events), and keeps it. */
   const bus = (): EventPublisher & { published: PublishedEvent[] } => {
@@ -47,12 +83,20 @@ describe('an outbox anchored on a state-store key (autoscale-pools’ pool recor
 
   it('keeps what was recorded until the bus takes it, and clears only what went', async () => {
     const kube = fakeKube({ clock: manualClock(0) });
-    const rec = await recordWithOutbox<{ n?: number } & WithOutbox>(kube.state, 'autoscale.p', (r) => ({ ...r, n: 1 }), [ev('a')], [{ title: 't', text: 'x', severity: 'info' }]);
+    const rec = await recordWithOutbox<{ n?: number } & WithOutbox>(
+      kube.state,
+      'autoscale.p',
+      (r) => ({ ...r, n: 1 }),
+      [ev('a')],
+      [{ title: 't', text: 'x', severity: 'info' }],
+    );
     expect(rec).toMatchObject({ n: 1, events: [ev('a')], notices: [expect.objectContaining({ title: 't' })] });
     // The bus is down: the events stay, the notice that went does not.
     const chat = new RecordingNotifier();
     const down = { publish: async () => Promise.reject(new Error('bus down')) };
-    await expect(flushStoreOutbox({ state: kube.state, publisher: down, notifier: chat, logger }, 'autoscale.p', rec)).rejects.toThrow('bus down');
+    await expect(
+      flushStoreOutbox({ state: kube.state, publisher: down, notifier: chat, logger }, 'autoscale.p', rec),
+    ).rejects.toThrow('bus down');
     expect(await kube.state.get('autoscale.p')).toEqual({ n: 1, events: [ev('a')] });
     // A record written meanwhile keeps its own; the next flush sends and clears.
     const again = await recordWithOutbox<WithOutbox>(kube.state, 'autoscale.p', (r) => r, [ev('b')]);
@@ -65,7 +109,13 @@ describe('an outbox anchored on a state-store key (autoscale-pools’ pool recor
 
   it('keeps no notice where no chat is configured', async () => {
     const kube = fakeKube({ clock: manualClock(0) });
-    const rec = await recordWithOutbox<WithOutbox>(kube.state, 'k', (r) => r, [], [{ title: 't', text: 'x', severity: 'info' }]);
+    const rec = await recordWithOutbox<WithOutbox>(
+      kube.state,
+      'k',
+      (r) => r,
+      [],
+      [{ title: 't', text: 'x', severity: 'info' }],
+    );
     await flushStoreOutbox({ state: kube.state, publisher: bus(), notifier: new NoChatNotifier(), logger }, 'k', rec);
     expect(await kube.state.get('k')).toBeUndefined();
   });

@@ -28,8 +28,19 @@ export const OUTBOX_ANNOTATION = 'gpu-reflex.io/outbox';
 /** Stay well inside the 256 KiB the API server allows for all of a node's annotations together. */
 const MAX_BYTES = 64 * 1024;
 
-const EventSchema = z.object({ source: z.string(), detailType: z.string(), detail: z.record(z.string(), z.unknown()), resources: z.array(z.string()).optional() });
-const NoticeSchema = z.object({ id: z.string(), title: z.string(), text: z.string(), severity: z.enum(['info', 'warning', 'critical']), approval: z.object({ id: z.string() }).optional() });
+const EventSchema = z.object({
+  source: z.string(),
+  detailType: z.string(),
+  detail: z.record(z.string(), z.unknown()),
+  resources: z.array(z.string()).optional(),
+});
+const NoticeSchema = z.object({
+  id: z.string(),
+  title: z.string(),
+  text: z.string(),
+  severity: z.enum(['info', 'warning', 'critical']),
+  approval: z.object({ id: z.string() }).optional(),
+});
 const PendingSchema = z.object({ events: z.array(EventSchema), notices: z.array(NoticeSchema) });
 
 /** What a node's outbox holds; a corrupt outbox reads as empty, with a warning (never throws). */
@@ -43,9 +54,15 @@ export function readOutbox(annotations: Readonly<Record<string, string>>): Outbo
     json = undefined;
   }
   const parsed = PendingSchema.safeParse(json);
-  if (!parsed.success) return { events: [], notices: [], warning: `${OUTBOX_ANNOTATION} is corrupt: its events are lost` };
+  if (!parsed.success)
+    return { events: [], notices: [], warning: `${OUTBOX_ANNOTATION} is corrupt: its events are lost` };
   return {
-    events: parsed.data.events.map((e) => ({ source: e.source, detailType: e.detailType, detail: e.detail, ...(e.resources ? { resources: e.resources } : {}) })),
+    events: parsed.data.events.map((e) => ({
+      source: e.source,
+      detailType: e.detailType,
+      detail: e.detail,
+      ...(e.resources ? { resources: e.resources } : {}),
+    })),
     notices: parsed.data.notices.map(({ approval, ...n }) => ({ ...n, ...(approval ? { approval } : {}) })),
   };
 }
@@ -55,7 +72,17 @@ export function encodeOutbox(box: Outbox): string | null {
   if (box.events.length === 0 && box.notices.length === 0) return null;
   const text = JSON.stringify(box);
   if (Buffer.byteLength(text) <= MAX_BYTES) return text;
-  const events = box.events.map((e) => (Array.isArray(e.detail.steps) ? { ...e, detail: { ...e.detail, steps: (e.detail.steps as { message?: string }[]).slice(0, 100).map(({ message: _m, ...s }) => s) } } : e));
+  const events = box.events.map((e) =>
+    Array.isArray(e.detail.steps)
+      ? {
+          ...e,
+          detail: {
+            ...e.detail,
+            steps: (e.detail.steps as { message?: string }[]).slice(0, 100).map(({ message: _m, ...s }) => s),
+          },
+        }
+      : e,
+  );
   return JSON.stringify({ events, notices: box.notices.map((n) => ({ ...n, text: n.text.slice(0, 1000) })) });
 }
 
@@ -88,12 +115,22 @@ export interface WithOutbox {
  * Writes `key`'s record as `change` makes it, with `events` and `notices` added to its outbox in the
  * same write (optimistic concurrency: store.update). Returns the record as written.
  */
-export async function recordWithOutbox<R extends WithOutbox>(state: Pick<StateStore, 'update'>, key: string, change: (r: R) => R, events: readonly PublishedEvent[] = [], notices: readonly Notice[] = []): Promise<R> {
+export async function recordWithOutbox<R extends WithOutbox>(
+  state: Pick<StateStore, 'update'>,
+  key: string,
+  change: (r: R) => R,
+  events: readonly PublishedEvent[] = [],
+  notices: readonly Notice[] = [],
+): Promise<R> {
   const written = await state.update(key, (cur) => {
     const r = change({ ...((cur ?? {}) as R) });
     const ev = mergeOutbox(r.events ?? [], events);
     const nt = mergeNotices(r.notices ?? [], notices.map(pendingNotice));
-    return { ...r, ...(ev.length > 0 ? { events: ev } : {}), ...(nt.length > 0 ? { notices: nt } : {}) } as unknown as Json;
+    return {
+      ...r,
+      ...(ev.length > 0 ? { events: ev } : {}),
+      ...(nt.length > 0 ? { notices: nt } : {}),
+    } as unknown as Json;
   });
   return (written ?? {}) as R;
 }
@@ -102,12 +139,21 @@ export async function recordWithOutbox<R extends WithOutbox>(state: Pick<StateSt
  * Sends `key`'s outbox: notices best-effort (a failed one stays for the next round), then the events until the bus takes them (a failure throws, the
  * events stay); then clears from the record what went. `r` is the record as just written or read.
  */
-export async function flushStoreOutbox(ports: { state: Pick<StateStore, 'update'>; publisher: EventPublisher; notifier: Notifier; logger: Logger }, key: string, r: WithOutbox): Promise<void> {
+export async function flushStoreOutbox(
+  ports: { state: Pick<StateStore, 'update'>; publisher: EventPublisher; notifier: Notifier; logger: Logger },
+  key: string,
+  r: WithOutbox,
+): Promise<void> {
   if ((r.events ?? []).length === 0 && (r.notices ?? []).length === 0) return;
   const sent = new Set<string>();
   for (const n of r.notices ?? []) {
     try {
-      await ports.notifier.notify({ title: n.title, text: n.text, severity: n.severity, ...(n.approval ? { approval: n.approval } : {}) });
+      await ports.notifier.notify({
+        title: n.title,
+        text: n.text,
+        severity: n.severity,
+        ...(n.approval ? { approval: n.approval } : {}),
+      });
       sent.add(n.id);
     } catch (err) {
       ports.logger.warn('chat notice failed; kept for the next round', { key, title: n.title, error: err });

@@ -88,7 +88,12 @@ export function noActions<R = never>(): Actions<R> {
 /** True when the edit changes the node's scheduling or what people see (not only our record). */
 export function editsScheduling(e: NodeEdit<unknown> | undefined): boolean {
   if (!e) return false;
-  return e.addTaints.length > 0 || e.removeTaints.length > 0 || e.unschedulable !== undefined || Object.keys(e.labels).length > 0;
+  return (
+    e.addTaints.length > 0 ||
+    e.removeTaints.length > 0 ||
+    e.unschedulable !== undefined ||
+    Object.keys(e.labels).length > 0
+  );
 }
 
 export function emptyEdit<R>(node: string): NodeEdit<R> {
@@ -96,5 +101,11 @@ export function emptyEdit<R>(node: string): NodeEdit<R> {
 }
 
 export function isEmptyEdit(e: NodeEdit<unknown>): boolean {
-  return !editsScheduling(e) && Object.keys(e.annotations).length === 0 && e.record === undefined && e.outbox === undefined && e.condition === undefined;
+  return (
+    !editsScheduling(e) &&
+    Object.keys(e.annotations).length === 0 &&
+    e.record === undefined &&
+    e.outbox === undefined &&
+    e.condition === undefined
+  );
 }

@@ -30,12 +30,24 @@ export const AutoscalePolicySchema = z
   .object({
     pendingSeconds: z.number().int().nonnegative().max(86_400).default(60),
     cooldownMinutes: z.number().nonnegative().max(1440).default(3),
-    reserve: z.object({ cpu: z.number().nonnegative().default(0.5), memoryGiB: z.number().nonnegative().default(1) }).strict().default({ cpu: 0.5, memoryGiB: 1 }),
+    reserve: z
+      .object({ cpu: z.number().nonnegative().default(0.5), memoryGiB: z.number().nonnegative().default(1) })
+      .strict()
+      .default({ cpu: 0.5, memoryGiB: 1 }),
     /** Giving idle nodes back: after this long with no GPU pod, drained (Eviction API) and released; a drain stuck this long is abandoned. */
-    scaleIn: z.object({ idleMinutes: z.number().positive().max(10_080).default(10), drainTimeoutMinutes: z.number().positive().max(1440).default(30) }).strict().default({ idleMinutes: 10, drainTimeoutMinutes: 30 }),
+    scaleIn: z
+      .object({
+        idleMinutes: z.number().positive().max(10_080).default(10),
+        drainTimeoutMinutes: z.number().positive().max(1440).default(30),
+      })
+      .strict()
+      .default({ idleMinutes: 10, drainTimeoutMinutes: 30 }),
     pools: z.record(z.string().regex(/^np[a-z0-9-]*$/, 'node pool ids start with "np"'), PoolBounds).default({}),
     /** Set: a scale-out that adds more than `aboveHourlyCost` (the instance type's price × nodes added, CNY) waits for a person. */
-    approval: z.object({ aboveHourlyCost: z.number().nonnegative(), ttlMinutes: z.number().int().min(1).max(1440).default(30) }).strict().optional(),
+    approval: z
+      .object({ aboveHourlyCost: z.number().nonnegative(), ttlMinutes: z.number().int().min(1).max(1440).default(30) })
+      .strict()
+      .optional(),
   })
   .strict();
 
@@ -51,5 +63,8 @@ export function parseAutoscalePolicy(text: string, source = 'autoscale policy'):
 
 /** The policy AUTOSCALE_POLICY_FILE names; unset: no pool is managed. */
 export function autoscalePolicyFromEnv(env: NodeJS.ProcessEnv): AutoscalePolicy {
-  return configFileFromEnv(env, 'AUTOSCALE_POLICY_FILE', parseAutoscalePolicy, AutoscalePolicyError) ?? AutoscalePolicySchema.parse({});
+  return (
+    configFileFromEnv(env, 'AUTOSCALE_POLICY_FILE', parseAutoscalePolicy, AutoscalePolicyError) ??
+    AutoscalePolicySchema.parse({})
+  );
 }

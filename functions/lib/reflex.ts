@@ -14,7 +14,15 @@ import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { LeaseOps, NodeOps } from '../adapters/kube/ports.ts';
 import { applyActions, type ActionPorts, type Applied, type RecordCodec, type StepOutcome } from './apply.ts';
 import type { Logger } from './logger.ts';
-import { encodeOutbox, mergeNotices, mergeOutbox, OUTBOX_ANNOTATION, pendingNotice, type Outbox, type PendingNotice } from './outbox.ts';
+import {
+  encodeOutbox,
+  mergeNotices,
+  mergeOutbox,
+  OUTBOX_ANNOTATION,
+  pendingNotice,
+  type Outbox,
+  type PendingNotice,
+} from './outbox.ts';
 import { emptyEdit, type Actions } from './plan.ts';
 
 export interface LeasePorts {
@@ -29,7 +37,13 @@ export interface LeasePorts {
  * Runs `work` holding the lease `name` (an exclusive section across invocations). A lease held by
  * another invocation throws BlockedError (the platform retries), unless `onBusy` says otherwise.
  */
-export async function withLease<T>(name: string, durationS: number, ports: LeasePorts, work: () => Promise<T>, onBusy?: () => T): Promise<T> {
+export async function withLease<T>(
+  name: string,
+  durationS: number,
+  ports: LeasePorts,
+  work: () => Promise<T>,
+  onBusy?: () => T,
+): Promise<T> {
   const got = await ports.leases.tryAcquire(name, ports.holder, durationS, ports.clock);
   if (!got.acquired) {
     if (onBusy) return onBusy();
@@ -38,7 +52,9 @@ export async function withLease<T>(name: string, durationS: number, ports: Lease
   try {
     return await work();
   } finally {
-    await ports.leases.release(name, ports.holder).catch((err: unknown) => ports.logger.warn('releasing lease', { lease: name, error: err }));
+    await ports.leases
+      .release(name, ports.holder)
+      .catch((err: unknown) => ports.logger.warn('releasing lease', { lease: name, error: err }));
   }
 }
 
@@ -73,11 +89,17 @@ export interface CarryOut<R> {
  * for the next invocation or sweep, and never fails anything; one that was sent leaves the outbox
  * even when the publish then fails, so a retry does not repeat it in chat.
  */
-export async function carryOut<R>(c: CarryOut<R>, ports: CarryOutPorts): Promise<{ applied: Applied; published: PublishedEvent[] }> {
+export async function carryOut<R>(
+  c: CarryOut<R>,
+  ports: CarryOutPorts,
+): Promise<{ applied: Applied; published: PublishedEvent[] }> {
   const decided = c.events();
   const mine = c.actions.notices.map(pendingNotice);
   const fresh = decided.length > 0 || mine.length > 0;
-  const box: Outbox = { events: mergeOutbox(c.pending.events, decided), notices: mergeNotices(c.pending.notices, mine) };
+  const box: Outbox = {
+    events: mergeOutbox(c.pending.events, decided),
+    notices: mergeNotices(c.pending.notices, mine),
+  };
   const edit = fresh ? { nodeEdit: { ...(c.actions.nodeEdit ?? emptyEdit<R>(c.node)), outbox: box } } : {};
   const applied = await applyActions({ ...c.actions, ...edit, notices: [] }, ports, c.codec, c.basis);
 
@@ -89,24 +111,36 @@ export async function carryOut<R>(c: CarryOut<R>, ports: CarryOutPorts): Promise
       continue;
     }
     try {
-      await ports.notifier.notify({ title: n.title, text: n.text, severity: n.severity, ...(n.approval ? { approval: n.approval } : {}) });
+      await ports.notifier.notify({
+        title: n.title,
+        text: n.text,
+        severity: n.severity,
+        ...(n.approval ? { approval: n.approval } : {}),
+      });
       outcome.set(n.id, { result: 'done' });
     } catch (err) {
       unsent.push(n);
       outcome.set(n.id, { result: 'failed', message: (err as Error).message.slice(0, 512) });
-      ports.logger.warn('notice not sent: kept in the outbox for the next try', { node: c.node, title: n.title, error: err });
+      ports.logger.warn('notice not sent: kept in the outbox for the next try', {
+        node: c.node,
+        title: n.title,
+        error: err,
+      });
     }
   }
   applied.notices = mine.map((n) => outcome.get(n.id) ?? { result: 'done' });
 
   const send = mergeOutbox(c.pending.events, decided.length > 0 ? c.events(applied) : []);
   if (send.length === 0 && box.notices.length === 0) return { applied, published: [] };
-  const rest = (events: PublishedEvent[]) => ({ annotations: { [OUTBOX_ANNOTATION]: encodeOutbox({ events, notices: unsent }) } });
+  const rest = (events: PublishedEvent[]) => ({
+    annotations: { [OUTBOX_ANNOTATION]: encodeOutbox({ events, notices: unsent }) },
+  });
   try {
     if (send.length > 0) await ports.publisher.publish(send);
   } catch (err) {
     // Best effort: forget the notices already sent; the events stay for the retry.
-    if (unsent.length < box.notices.length) await ports.nodes.update(c.node, rest(send), { blind: true }).catch(() => undefined);
+    if (unsent.length < box.notices.length)
+      await ports.nodes.update(c.node, rest(send), { blind: true }).catch(() => undefined);
     throw err;
   }
   // Acknowledged: a second, small write, blind (our own annotation needs no read). Should it

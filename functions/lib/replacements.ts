@@ -24,7 +24,9 @@ export interface ReplacementRecord {
 /** Every replacement on record, by node. */
 export function replacementsIn(all: Readonly<Record<string, Json>>): Map<string, ReplacementRecord> {
   const out = new Map<string, ReplacementRecord>();
-  for (const [k, v] of Object.entries(all)) if (k.startsWith(REPLACEMENT_KEY_PREFIX) && v && typeof v === 'object') out.set(k.slice(REPLACEMENT_KEY_PREFIX.length), v as unknown as ReplacementRecord);
+  for (const [k, v] of Object.entries(all))
+    if (k.startsWith(REPLACEMENT_KEY_PREFIX) && v && typeof v === 'object')
+      out.set(k.slice(REPLACEMENT_KEY_PREFIX.length), v as unknown as ReplacementRecord);
   return out;
 }
 

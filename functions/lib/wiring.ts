@@ -45,11 +45,22 @@ export interface BaseDeps {
 export type FunctionDeps<Own extends object = object> = BaseDeps & Own;
 
 /** A function's own configuration, from its environment; `dryRun: true` selects the dry-run wiring. */
-export type OwnConfig<Own extends object> = (env: NodeJS.ProcessEnv) => { own: Own; dryRun?: boolean; kube?: Pick<KubePortsOptions, 'dra' | 'migParted'> };
+export type OwnConfig<Own extends object> = (env: NodeJS.ProcessEnv) => {
+  own: Own;
+  dryRun?: boolean;
+  kube?: Pick<KubePortsOptions, 'dra' | 'migParted'>;
+};
 
-export async function wireFromEnv<Own extends object = object>(service: string, ownConfig?: OwnConfig<Own>, env: NodeJS.ProcessEnv = process.env): Promise<FunctionDeps<Own>> {
+export async function wireFromEnv<Own extends object = object>(
+  service: string,
+  ownConfig?: OwnConfig<Own>,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<FunctionDeps<Own>> {
   const config = loadFunctionsConfig(env);
-  const [{ kubePorts, loadKubeConfig }, { EventBridgePublisher }] = await Promise.all([import('../adapters/kube/client.ts'), import('../adapters/bus-eventbridge.ts')]);
+  const [{ kubePorts, loadKubeConfig }, { EventBridgePublisher }] = await Promise.all([
+    import('../adapters/kube/client.ts'),
+    import('../adapters/bus-eventbridge.ts'),
+  ]);
   const clock = currentClock();
   // Log lines carry the one clock's time too (virtual under simulate).
   const logger = createLogger({ service, level: config.LOG_LEVEL, now: () => clock.now() });
@@ -59,21 +70,43 @@ export async function wireFromEnv<Own extends object = object>(service: string, 
   const fetchedAt = clock.now();
   const fetched = source ? await source.fetch() : undefined;
   const kc = loadKubeConfig(
-    fetched ? { kubeconfigText: fetched.text } : config.KUBECONFIG ? { kubeconfigPath: config.KUBECONFIG } : config.GPU_REFLEX_KUBECONFIG_TEXT ? { kubeconfigText: config.GPU_REFLEX_KUBECONFIG_TEXT } : { inCluster: true },
+    fetched
+      ? { kubeconfigText: fetched.text }
+      : config.KUBECONFIG
+        ? { kubeconfigPath: config.KUBECONFIG }
+        : config.GPU_REFLEX_KUBECONFIG_TEXT
+          ? { kubeconfigText: config.GPU_REFLEX_KUBECONFIG_TEXT }
+          : { inCluster: true },
   );
   const renew = renewAt(fetchedAt, fetched?.expiresAt);
-  if (source) logger.info('kubeconfig fetched', { source: source.name, ...(fetched?.expiresAt !== undefined ? { expiresAt: new Date(fetched.expiresAt).toISOString(), renewAt: new Date(renew!).toISOString() } : {}) });
+  if (source)
+    logger.info('kubeconfig fetched', {
+      source: source.name,
+      ...(fetched?.expiresAt !== undefined
+        ? { expiresAt: new Date(fetched.expiresAt).toISOString(), renewAt: new Date(renew!).toISOString() }
+        : {}),
+    });
   const mine = ownConfig ? ownConfig(env) : { own: {} as Own };
   const dryRun = config.DRY_RUN || mine.dryRun === true;
   // Events (kubectl describe node) carry the one clock's time and this function's name.
-  const kube = kubePorts(kc, { namespace: config.GPU_REFLEX_NAMESPACE, events: { clock, logger, instance: service }, ...mine.kube });
+  const kube = kubePorts(kc, {
+    namespace: config.GPU_REFLEX_NAMESPACE,
+    events: { clock, logger, instance: service },
+    ...mine.kube,
+  });
   const bus = new EventBridgePublisher(config.EVENT_BUS_NAME);
-  const chat: Notifier = config.CHAT_WEBHOOK_URL && config.CHAT_PLATFORM ? new WebhookNotifier(config.CHAT_PLATFORM, config.CHAT_WEBHOOK_URL) : new NoChatNotifier();
+  const chat: Notifier =
+    config.CHAT_WEBHOOK_URL && config.CHAT_PLATFORM
+      ? new WebhookNotifier(config.CHAT_PLATFORM, config.CHAT_WEBHOOK_URL)
+      : new NoChatNotifier();
   const base = { ...mine.own, config, logger, clock, dryRun, ...(renew !== undefined ? { renewAt: renew } : {}) };
   // Not safeNotifier: carryOut must see a failed notice to keep it in the outbox; it logs it and
   // never lets it fail a remediation.
   if (!dryRun) return { ...base, kube, publisher: bus, notifier: chat };
-  logger.info('dry run: nothing in the cluster or in chat changes, no side-effect event is sent; reports are published marked dry-run', { DRY_RUN: config.DRY_RUN, byFunctionConfig: mine.dryRun === true });
+  logger.info(
+    'dry run: nothing in the cluster or in chat changes, no side-effect event is sent; reports are published marked dry-run',
+    { DRY_RUN: config.DRY_RUN, byFunctionConfig: mine.dryRun === true },
+  );
   return {
     ...base,
     kube: dryRunPorts(kube, (a) => logger.info('dry run: would', { op: a.op, args: a.args })),
@@ -112,14 +145,21 @@ export function lazy<T>(make: () => Promise<T>): () => Promise<T> {
  * unset; read and parsed with `parse` (which throws `errorClass` for bad content); any failure is a
  * ConfigError naming the variable, the file and what is wrong.
  */
-export function configFileFromEnv<T>(env: NodeJS.ProcessEnv, variable: string, parse: (text: string, source: string) => T, errorClass: new (...args: never[]) => Error): T | undefined {
+export function configFileFromEnv<T>(
+  env: NodeJS.ProcessEnv,
+  variable: string,
+  parse: (text: string, source: string) => T,
+  errorClass: new (...args: never[]) => Error,
+): T | undefined {
   const file = env[variable];
   if (!file) return undefined;
   let text: string;
   try {
     text = readFileSync(file, 'utf8');
   } catch (err) {
-    throw new ConfigError(`bad configuration: ${variable} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new ConfigError(
+      `bad configuration: ${variable} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
   try {
     return parse(text, file);

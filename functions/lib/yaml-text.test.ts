@@ -2,13 +2,20 @@ import { describe, expect, it } from 'vitest';
 import { MAX_ALIASES, parseYamlText, YamlTextError } from './yaml-text.ts';
 
 /** Nine levels of nine aliases: 9^9 strings if expanded. */
-const billionLaughs = ['a: &a ["x","x","x","x","x","x","x","x","x"]', ...'bcdefghi'.split('').map((k, i) => {
-  const prev = 'abcdefghi'[i]!;
-  return `${k}: &${k} [${Array.from({ length: 9 }, () => `*${prev}`).join(',')}]`;
-})].join('\n');
+const billionLaughs = [
+  'a: &a ["x","x","x","x","x","x","x","x","x"]',
+  ...'bcdefghi'.split('').map((k, i) => {
+    const prev = 'abcdefghi'[i]!;
+    return `${k}: &${k} [${Array.from({ length: 9 }, () => `*${prev}`).join(',')}]`;
+  }),
+].join('\n');
 
 /** Many distinct anchors, one alias each: no single anchor is over-used, but yaml resolves them in quadratic time. */
-const manyAliases = (n: number) => [...Array.from({ length: n }, (_, i) => `a${i}: &x${i} v`), ...Array.from({ length: n }, (_, i) => `b${i}: *x${i}`)].join('\n');
+const manyAliases = (n: number) =>
+  [
+    ...Array.from({ length: n }, (_, i) => `a${i}: &x${i} v`),
+    ...Array.from({ length: n }, (_, i) => `b${i}: *x${i}`),
+  ].join('\n');
 
 function thrown(text: string): Error | undefined {
   try {

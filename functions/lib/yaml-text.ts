@@ -8,7 +8,15 @@
  * nodes stops many distinct anchors, which the library resolves in quadratic time (8,000 aliases
  * in a 235 KB file took 23 s). The cap is counted by the lexer, which is linear, before parsing.
  */
-import { Lexer, LineCounter, parseDocument, type Document, type DocumentOptions, type ParseOptions, type SchemaOptions } from 'yaml';
+import {
+  Lexer,
+  LineCounter,
+  parseDocument,
+  type Document,
+  type DocumentOptions,
+  type ParseOptions,
+  type SchemaOptions,
+} from 'yaml';
 
 /** How many times one anchor's contents may be copied out by aliases (yaml's maxAliasCount). */
 export const MAX_ALIAS_EXPANSION = 100;
@@ -32,7 +40,9 @@ export function checkAliasCount(text: string): void {
   // scalar starts with its quote, a plain scalar cannot start with '*').
   for (const token of new Lexer().lex(text)) {
     if (token[0] === '*' && ++aliases > MAX_ALIASES) {
-      throw new YamlTextError(`more than ${MAX_ALIASES} aliases (*name): refused as a likely resource exhaustion attack`);
+      throw new YamlTextError(
+        `more than ${MAX_ALIASES} aliases (*name): refused as a likely resource exhaustion attack`,
+      );
     }
   }
 }
@@ -62,7 +72,11 @@ export function parseYamlText(text: string, options: YamlOptions = {}): unknown 
 
 /** What a schema can do for parseConfigText (any zod schema). */
 interface Validator<T> {
-  safeParse(raw: unknown): { success: true; data: T } | { success: false; error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] } };
+  safeParse(
+    raw: unknown,
+  ):
+    | { success: true; data: T }
+    | { success: false; error: { issues: readonly { path: readonly PropertyKey[]; message: string }[] } };
 }
 
 /** Every problem of a failed validation, one per field path: `teams.0.name: …`. */
@@ -71,7 +85,12 @@ export function issueLines(issues: readonly { path: readonly PropertyKey[]; mess
 }
 
 /** Validates a parsed document; throws `fail(message)` naming the source and every bad field. */
-export function validateConfig<T>(raw: unknown, source: string, schema: Validator<T>, fail: (message: string) => Error): T {
+export function validateConfig<T>(
+  raw: unknown,
+  source: string,
+  schema: Validator<T>,
+  fail: (message: string) => Error,
+): T {
   const r = schema.safeParse(raw ?? {});
   if (!r.success) throw fail(`${source} is invalid:\n  ${issueLines(r.error.issues).join('\n  ')}`);
   return r.data;
@@ -81,7 +100,12 @@ export function validateConfig<T>(raw: unknown, source: string, schema: Validato
  * A configuration file's text (YAML or JSON) → its validated value; every failure is `fail(message)`
  * naming the source: not YAML or JSON (with the line), or each bad field by path.
  */
-export function parseConfigText<T>(text: string, source: string, schema: Validator<T>, fail: (message: string) => Error): T {
+export function parseConfigText<T>(
+  text: string,
+  source: string,
+  schema: Validator<T>,
+  fail: (message: string) => Error,
+): T {
   let raw: unknown;
   try {
     raw = parseYamlText(text);

@@ -32,28 +32,48 @@ describe('gpu-reflex mig validate', () => {
   it('exits 1 for an invalid layout and says exactly why', async () => {
     const r = await run('mig', 'validate', '--model', 'NVIDIA H100 80GB HBM3', '4g.40gb,4g.40gb');
     expect(r.code).toBe(1);
-    expect(r.out.split('\n')).toEqual(['invalid on H100-80GB: 2×4g.40gb', '  - 2 × 4g.40gb: an H100-80GB GPU holds at most 1', '  - compute slices 4+4 = 8: an H100-80GB GPU has 7']);
+    expect(r.out.split('\n')).toEqual([
+      'invalid on H100-80GB: 2×4g.40gb',
+      '  - 2 × 4g.40gb: an H100-80GB GPU holds at most 1',
+      '  - compute slices 4+4 = 8: an H100-80GB GPU has 7',
+    ]);
   });
 
   it('takes repeats as 2x1g.10gb or 1g.10gb:2, and answers JSON', async () => {
     const r = await run('mig', 'validate', '--model', 'A100-80GB', '2x1g.10gb,3g.40gb,2g.20gb:1', '--json');
     expect(r.code).toBe(0);
-    expect(JSON.parse(r.out)).toMatchObject({ model: 'A100-80GB', valid: true, waste: { compute: 0, memory: 0 }, layout: ['1g.10gb', '1g.10gb', '3g.40gb', '2g.20gb'] });
+    expect(JSON.parse(r.out)).toMatchObject({
+      model: 'A100-80GB',
+      valid: true,
+      waste: { compute: 0, memory: 0 },
+      layout: ['1g.10gb', '1g.10gb', '3g.40gb', '2g.20gb'],
+    });
     const bad = await run('mig', 'validate', '--model', 'A100-80GB', '1g.5gb', '--json');
     expect(bad.code).toBe(1);
-    expect(JSON.parse(bad.out)).toMatchObject({ valid: false, problems: [expect.stringContaining('1g.5gb is not a MIG profile of A100-80GB')] });
+    expect(JSON.parse(bad.out)).toMatchObject({
+      valid: false,
+      problems: [expect.stringContaining('1g.5gb is not a MIG profile of A100-80GB')],
+    });
   });
 
   it('exits 2 naming the known models for an unknown one, and for a missing layout', async () => {
     const r = await run('mig', 'validate', '--model', 'V100', '1g.5gb');
     expect(r.code).toBe(2);
-    expect(r.err).toContain('--model "V100" is not a MIG-capable model gpu-reflex knows (A100-40GB, A100-80GB, H100-80GB');
+    expect(r.err).toContain(
+      '--model "V100" is not a MIG-capable model gpu-reflex knows (A100-40GB, A100-80GB, H100-80GB',
+    );
     expect((await run('mig', 'validate', '--model', 'A100-80GB')).err).toContain('expected the LAYOUT to check');
     expect((await run('mig', 'validate', '3g.40gb')).err).toContain('--model MODEL is required');
   });
 
   it('reads layouts people write, and refuses the rest with the entry named', () => {
-    expect(parseLayout('3g.40gb, 2x1g.10gb,1g.10gb:2')).toEqual(['3g.40gb', '1g.10gb', '1g.10gb', '1g.10gb', '1g.10gb']);
+    expect(parseLayout('3g.40gb, 2x1g.10gb,1g.10gb:2')).toEqual([
+      '3g.40gb',
+      '1g.10gb',
+      '1g.10gb',
+      '1g.10gb',
+      '1g.10gb',
+    ]);
     expect(() => parseLayout('3g.40gb,,1g.10gb')).toThrow(/an empty entry between commas/);
     expect(() => parseLayout('0x1g.10gb')).toThrow(/layout entry "0x1g.10gb": the count must be 1 to 64/);
   });
@@ -84,12 +104,15 @@ describe('gpu-reflex mig plan', () => {
     expect(lines[0]).toMatch(/^GPU\s+FROM\s+TO\s+UNBLOCKS\s+DISRUPTS$/);
     expect(lines[1]).toMatch(/^h100-0\/2\s+7×1g\.10gb\s+2×3g\.40gb\s+ml-train\/finetune-0, ml-train\/finetune-1\s+-$/);
     expect(r.out).toContain('pending MIG pods that can run: 0 now, 2 after 1 GPU change');
-    const json = JSON.parse((await run('mig', 'plan', '--fleet', FLEET, '--json')).out) as { changes: { node: string; gpu: number; to: string[] }[]; notes: string[] };
+    const json = JSON.parse((await run('mig', 'plan', '--fleet', FLEET, '--json')).out) as {
+      changes: { node: string; gpu: number; to: string[] }[];
+      notes: string[];
+    };
     expect(json.changes.map((c) => `${c.node}/${c.gpu}`)).toEqual(['h100-0/2']);
     expect(json.notes).toEqual([]);
   });
 
-  it('plans on a live cluster, reading only, and relays nothing on a node whose pods\' GPUs it cannot know', async () => {
+  it("plans on a live cluster, reading only, and relays nothing on a node whose pods' GPUs it cannot know", async () => {
     const sim = await startKubeSim({ fleet: FLEET });
     try {
       sim.tick();
@@ -99,7 +122,9 @@ describe('gpu-reflex mig plan', () => {
       const r = await run('mig', 'plan', '--kubeconfig', kubeconfig);
       expect(r.code).toBe(0);
       expect(r.out).toContain('no GPU to relay');
-      expect(r.out).toContain('note: h100-0: 10 pod(s) use MIG instances there, but not which GPUs: none of its GPUs will be relaid');
+      expect(r.out).toContain(
+        'note: h100-0: 10 pod(s) use MIG instances there, but not which GPUs: none of its GPUs will be relaid',
+      );
       expect(r.out).toMatch(/still pending ml-train\/finetune-0: 3g\.40gb: every GPU that could be relaid/);
       expect(JSON.stringify(sim.store.list('nodes'))).toBe(before);
     } finally {
@@ -127,7 +152,9 @@ describe('gpu-reflex mig plan', () => {
 
   it('needs exactly one of --fleet and --kubeconfig', async () => {
     expect((await run('mig', 'plan')).code).toBe(2);
-    expect((await run('mig', 'plan', '--fleet', FLEET, '--kubeconfig', FLEET)).err).toContain('give exactly one of --fleet FILE or --kubeconfig FILE');
+    expect((await run('mig', 'plan', '--fleet', FLEET, '--kubeconfig', FLEET)).err).toContain(
+      'give exactly one of --fleet FILE or --kubeconfig FILE',
+    );
     const missing = await run('mig', 'plan', '--fleet', '/nonexistent/fleet.yaml');
     expect(missing.code).toBe(1);
     expect(missing.err).toContain('/nonexistent/fleet.yaml');

@@ -17,9 +17,15 @@ export { planTable };
 import { knownModelNames, migModel, migResourceName, type MigModel } from '../lib/mig-profiles.ts';
 
 function modelFrom(name: string | undefined): MigModel {
-  if (!name) throw new UsageError(`--model MODEL is required (one of ${knownModelNames().join(', ')}, or an NVML product name such as "NVIDIA A100-SXM4-80GB")`);
+  if (!name)
+    throw new UsageError(
+      `--model MODEL is required (one of ${knownModelNames().join(', ')}, or an NVML product name such as "NVIDIA A100-SXM4-80GB")`,
+    );
   const m = migModel(name);
-  if (!m) throw new UsageError(`--model ${JSON.stringify(name)} is not a MIG-capable model gpu-reflex knows (${knownModelNames().join(', ')}; NVML product names such as "NVIDIA H100 80GB HBM3" work too)`);
+  if (!m)
+    throw new UsageError(
+      `--model ${JSON.stringify(name)} is not a MIG-capable model gpu-reflex knows (${knownModelNames().join(', ')}; NVML product names such as "NVIDIA H100 80GB HBM3" work too)`,
+    );
   return m;
 }
 
@@ -31,7 +37,8 @@ export function parseLayout(text: string): string[] {
     const m = /^(?:(\d+)\s*[x×*]\s*)?([^:\s]+?)(?::(\d+))?$/.exec(raw);
     if (!m) throw new UsageError(`layout entry ${JSON.stringify(raw)}: expected PROFILE, NxPROFILE or PROFILE:N`);
     const n = Number(m[1] ?? m[3] ?? 1);
-    if (!Number.isInteger(n) || n < 1 || n > 64) throw new UsageError(`layout entry ${JSON.stringify(raw)}: the count must be 1 to 64`);
+    if (!Number.isInteger(n) || n < 1 || n > 64)
+      throw new UsageError(`layout entry ${JSON.stringify(raw)}: the count must be 1 to 64`);
     for (let i = 0; i < n; i++) out.push(m[2]!);
   }
   return out;
@@ -47,13 +54,13 @@ function placementMap(model: MigModel, check: Extract<LayoutCheck, { valid: true
 
 export const migValidateCommand: Command = {
   path: ['mig', 'validate'],
-  summary: 'check one GPU\'s MIG layout against its model: valid (and where each instance sits) or why not',
+  summary: "check one GPU's MIG layout against its model: valid (and where each instance sits) or why not",
   help: [
     'Usage: gpu-reflex mig validate --model MODEL LAYOUT [--json]',
     '',
     'Checks whether one GPU of MODEL can hold LAYOUT, the way NVIDIA places GPU instances: every',
-    'instance at one of its profile\'s allowed starts on the memory slices, no overlap, compute',
-    'slices within the GPU\'s, per-profile maxima, at most one +me instance. Exit code 0 when it is',
+    "instance at one of its profile's allowed starts on the memory slices, no overlap, compute",
+    "slices within the GPU's, per-profile maxima, at most one +me instance. Exit code 0 when it is",
     'valid (prints where each instance sits), 1 when it is not (prints every reason), 2 for bad usage.',
     '  --model MODEL  A100-40GB, A100-80GB, H100-80GB, H100-NVL, H200-141GB, B200, A30-24GB, or an',
     '                 NVML product name / GPU Feature Discovery label ("NVIDIA A100-SXM4-80GB")',
@@ -65,13 +72,29 @@ export const migValidateCommand: Command = {
     '  gpu-reflex mig validate --model "NVIDIA H100 80GB HBM3" 4g.40gb,3g.40gb',
   ].join('\n'),
   async run(args, io) {
-    const { values, positionals } = parseArgs({ args, options: { model: { type: 'string' }, json: { type: 'boolean' } }, allowPositionals: true, strict: true });
+    const { values, positionals } = parseArgs({
+      args,
+      options: { model: { type: 'string' }, json: { type: 'boolean' } },
+      allowPositionals: true,
+      strict: true,
+    });
     const model = modelFrom(values.model);
-    if (positionals.length !== 1) throw new UsageError(positionals.length === 0 ? 'expected the LAYOUT to check, e.g. 3g.40gb,2g.20gb,1g.10gb' : `expected one LAYOUT, got ${positionals.length} (separate profiles with commas, no spaces)`);
+    if (positionals.length !== 1)
+      throw new UsageError(
+        positionals.length === 0
+          ? 'expected the LAYOUT to check, e.g. 3g.40gb,2g.20gb,1g.10gb'
+          : `expected one LAYOUT, got ${positionals.length} (separate profiles with commas, no spaces)`,
+      );
     const profiles = parseLayout(positionals[0]!);
     const check = checkLayout(model, profiles);
     if (values.json) {
-      io.out(JSON.stringify({ model: model.name, layout: profiles, ...check, ...(check.valid ? { waste: waste(model, check) } : {}) }, null, 2));
+      io.out(
+        JSON.stringify(
+          { model: model.name, layout: profiles, ...check, ...(check.valid ? { waste: waste(model, check) } : {}) },
+          null,
+          2,
+        ),
+      );
       return check.valid ? 0 : 1;
     }
     const words = layoutWords(profiles);
@@ -83,9 +106,18 @@ export const migValidateCommand: Command = {
     const w = waste(model, check);
     io.out(`valid on ${model.name}: ${words}`);
     io.out(`  memory slices  ${placementMap(model, check)}  (${check.memorySlices} of ${model.memorySlices} used)`);
-    check.placement.forEach((p, i) => io.out(`  ${String.fromCharCode(65 + i)}  ${p.profile.padEnd(12)} start ${p.start}, ${p.size} slice${p.size === 1 ? '' : 's'}  ${migResourceName(p.profile)}`));
-    io.out(`  compute slices ${check.computeSlices} of ${model.computeSlices}${w.compute === 0 && w.memory === 0 ? '; zero waste' : `; unused: ${w.compute} compute, ${w.memory} memory`}`);
-    if (model.expected) io.out(`  (${model.name}'s table is expected, not seen on hardware: the node agent's NVML report is the authority)`);
+    check.placement.forEach((p, i) =>
+      io.out(
+        `  ${String.fromCharCode(65 + i)}  ${p.profile.padEnd(12)} start ${p.start}, ${p.size} slice${p.size === 1 ? '' : 's'}  ${migResourceName(p.profile)}`,
+      ),
+    );
+    io.out(
+      `  compute slices ${check.computeSlices} of ${model.computeSlices}${w.compute === 0 && w.memory === 0 ? '; zero waste' : `; unused: ${w.compute} compute, ${w.memory} memory`}`,
+    );
+    if (model.expected)
+      io.out(
+        `  (${model.name}'s table is expected, not seen on hardware: the node agent's NVML report is the authority)`,
+      );
     return 0;
   },
 };
@@ -103,7 +135,12 @@ export const migLayoutsCommand: Command = {
     '  --json          one JSON array of layouts (each an array of profile names)',
   ].join('\n'),
   async run(args, io) {
-    const { values, positionals } = parseArgs({ args, options: { model: { type: 'string' }, 'zero-waste': { type: 'boolean' }, json: { type: 'boolean' } }, allowPositionals: true, strict: true });
+    const { values, positionals } = parseArgs({
+      args,
+      options: { model: { type: 'string' }, 'zero-waste': { type: 'boolean' }, json: { type: 'boolean' } },
+      allowPositionals: true,
+      strict: true,
+    });
     if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
     const model = modelFrom(values.model);
     const rows = enumerateLayouts(model)
@@ -116,15 +153,19 @@ export const migLayoutsCommand: Command = {
       io.out(JSON.stringify(rows.map((r) => r.layout)));
       return 0;
     }
-    for (const r of rows) io.out(`${layoutWords(r.layout).padEnd(48)}  unused ${r.waste.compute} compute, ${r.waste.memory} memory`);
-    io.out(`${rows.length} layout${rows.length === 1 ? '' : 's'} on ${model.name}${values['zero-waste'] ? ' with zero waste' : ''}`);
+    for (const r of rows)
+      io.out(`${layoutWords(r.layout).padEnd(48)}  unused ${r.waste.compute} compute, ${r.waste.memory} memory`);
+    io.out(
+      `${rows.length} layout${rows.length === 1 ? '' : 's'} on ${model.name}${values['zero-waste'] ? ' with zero waste' : ''}`,
+    );
     return 0;
   },
 };
 
 export const migPlanCommand: Command = {
   path: ['mig', 'plan'],
-  summary: 'print which idle MIG GPUs to relay so pending MIG pods can run (fleet file or live cluster; changes nothing)',
+  summary:
+    'print which idle MIG GPUs to relay so pending MIG pods can run (fleet file or live cluster; changes nothing)',
   help: [
     'Usage: gpu-reflex mig plan (--fleet FILE | --kubeconfig FILE) [--policy FILE] [--json]',
     '',
@@ -135,16 +176,27 @@ export const migPlanCommand: Command = {
     'pods left pending stay so. Changes nothing.',
     '  --fleet FILE       a fleet file (infra/local/kube/fleet.ts format), as the simulated cluster',
     '                     seeds and schedules it; which GPU each pod holds is known exactly',
-    '  --kubeconfig FILE  a live cluster (reads nodes and pods); without the node agent\'s inventory',
+    "  --kubeconfig FILE  a live cluster (reads nodes and pods); without the node agent's inventory",
     '                     a node that runs MIG pods has none of its GPUs relaid, and the plan says so',
     '  --policy FILE      the MIG policy rebalance-mig runs with (MIG_POLICY_FILE, YAML or JSON;',
     '                     docs/mig.md "Preemption"): plan as it would, preemption included',
     '  --json             the plan and the notes as JSON',
   ].join('\n'),
   async run(args, io) {
-    const { values, positionals } = parseArgs({ args, options: { fleet: { type: 'string' }, kubeconfig: { type: 'string' }, policy: { type: 'string' }, json: { type: 'boolean' } }, allowPositionals: true, strict: true });
+    const { values, positionals } = parseArgs({
+      args,
+      options: {
+        fleet: { type: 'string' },
+        kubeconfig: { type: 'string' },
+        policy: { type: 'string' },
+        json: { type: 'boolean' },
+      },
+      allowPositionals: true,
+      strict: true,
+    });
     if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
-    if (!values.fleet === !values.kubeconfig) throw new UsageError('give exactly one of --fleet FILE or --kubeconfig FILE');
+    if (!values.fleet === !values.kubeconfig)
+      throw new UsageError('give exactly one of --fleet FILE or --kubeconfig FILE');
     let preemption;
     if (values.policy) {
       const text = await readInputText(values.policy, '--policy', io);

@@ -12,7 +12,14 @@ export function createMigHandler(getDeps: () => MigWiring | Promise<MigWiring>) 
     async handle({ logger, context }) {
       const d = await getDeps();
       const out = await rebalanceMig({ ...d.kube, ...d, logger, holder: context?.awsRequestId ?? randomUUID() });
-      return { migNodes: out.nodes, pending: out.pending, satisfiedAfter: out.satisfiedAfter, steps: out.steps, underWay: out.underWay, failed: out.failed };
+      return {
+        migNodes: out.nodes,
+        pending: out.pending,
+        satisfiedAfter: out.satisfiedAfter,
+        steps: out.steps,
+        underWay: out.underWay,
+        failed: out.failed,
+      };
     },
   });
 }

@@ -1,6 +1,11 @@
 import { parse } from 'yaml';
 import { beforeEach, describe, expect, it } from 'vitest';
-import { MIG_INVENTORY_ANNOTATION, MIG_LAYOUT_CHANGE, type MigInventory, type MigLayoutChangeDetail } from '../../events/index.ts';
+import {
+  MIG_INVENTORY_ANNOTATION,
+  MIG_LAYOUT_CHANGE,
+  type MigInventory,
+  type MigLayoutChangeDetail,
+} from '../../events/index.ts';
 import { RecordingPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
@@ -28,28 +33,64 @@ function seed(name = 'h100-0', inUse: number[] = [7, 3, 0, 0]) {
   const inventory: MigInventory = {
     v: 1,
     at: new Date(T0).toISOString(),
-    gpus: inUse.map((used, index) => ({ index, uuid: GPU(index), instances: SEVEN.map((profile, gi) => ({ profile, gi: gi + 1, start: gi, size: 1, inUse: gi < used })) })),
+    gpus: inUse.map((used, index) => ({
+      index,
+      uuid: GPU(index),
+      instances: SEVEN.map((profile, gi) => ({ profile, gi: gi + 1, start: gi, size: 1, inUse: gi < used })),
+    })),
   };
   kube.cluster.addNode({
     name,
-    labels: { 'nvidia.com/mig.strategy': 'mixed', 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3', 'nvidia.com/gpu.count': String(inUse.length), [MIG_CONFIG_LABEL]: 'all-1g.10gb', [MIG_CONFIG_STATE_LABEL]: 'success' },
+    labels: {
+      'nvidia.com/mig.strategy': 'mixed',
+      'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3',
+      'nvidia.com/gpu.count': String(inUse.length),
+      [MIG_CONFIG_LABEL]: 'all-1g.10gb',
+      [MIG_CONFIG_STATE_LABEL]: 'success',
+    },
     annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inventory) },
     allocatable: { 'nvidia.com/mig-1g.10gb': String(7 * inUse.length) },
   });
   const busy = inUse.reduce((a, b) => a + b, 0);
-  for (let i = 0; i < busy; i++) kube.cluster.addPod({ name: `${name}-nb-${i}`, namespace: 'research', uid: `${name}-nb-${i}`, nodeName: name, extendedResources: { 'nvidia.com/mig-1g.10gb': 1 } });
+  for (let i = 0; i < busy; i++)
+    kube.cluster.addPod({
+      name: `${name}-nb-${i}`,
+      namespace: 'research',
+      uid: `${name}-nb-${i}`,
+      nodeName: name,
+      extendedResources: { 'nvidia.com/mig-1g.10gb': 1 },
+    });
 }
 const waiting = (n: number) => {
-  for (let i = 0; i < n; i++) kube.cluster.addPod({ name: `ft-${i}`, namespace: 'ml', uid: `ft-${i}`, phase: 'Pending', extendedResources: { 'nvidia.com/mig-3g.40gb': 1 } });
+  for (let i = 0; i < n; i++)
+    kube.cluster.addPod({
+      name: `ft-${i}`,
+      namespace: 'ml',
+      uid: `ft-${i}`,
+      phase: 'Pending',
+      extendedResources: { 'nvidia.com/mig-3g.40gb': 1 },
+    });
 };
-const layoutEvents = () => publisher.published.filter((e) => e.detailType === MIG_LAYOUT_CHANGE).map((e) => e.detail as MigLayoutChangeDetail);
+const layoutEvents = () =>
+  publisher.published.filter((e) => e.detailType === MIG_LAYOUT_CHANGE).map((e) => e.detail as MigLayoutChangeDetail);
 
 beforeEach(() => {
   clock = manualClock(T0);
   kube = fakeKube({ clock });
   publisher = new RecordingPublisher();
   notifier = new RecordingNotifier();
-  deps = { nodes: kube.nodes, pods: kube.pods, leases: kube.leases, migParted: kube.migParted, publisher, notifier, clock, logger: silentLogger, holder: 'req-1', mig: DEFAULT_MIG_REBALANCE_CONFIG };
+  deps = {
+    nodes: kube.nodes,
+    pods: kube.pods,
+    leases: kube.leases,
+    migParted: kube.migParted,
+    publisher,
+    notifier,
+    clock,
+    logger: silentLogger,
+    holder: 'req-1',
+    mig: DEFAULT_MIG_REBALANCE_CONFIG,
+  };
 });
 
 describe('rebalance-mig', () => {
@@ -62,13 +103,25 @@ describe('rebalance-mig', () => {
     expect(node.unschedulable).toBe(true);
     expect(node.labels[MIG_CONFIG_LABEL]).toBe('all-1g.10gb');
     const record = readMigRecord(node.annotations).record!;
-    expect(record).toMatchObject({ phase: 'writing', previous: 'all-1g.10gb', gpus: [{ gpu: 2, from: SEVEN, to: ['3g.40gb', '3g.40gb'] }] });
+    expect(record).toMatchObject({
+      phase: 'writing',
+      previous: 'all-1g.10gb',
+      gpus: [{ gpu: 2, from: SEVEN, to: ['3g.40gb', '3g.40gb'] }],
+    });
     const config = parse((await kube.migParted.read())!) as { 'mig-configs': Record<string, unknown> };
     expect(config['mig-configs'][record.config]).toEqual([
       { devices: [0, 1, 3], 'mig-enabled': true, 'mig-devices': { '1g.10gb': 7 } },
       { devices: [2], 'mig-enabled': true, 'mig-devices': { '3g.40gb': 2 } },
     ]);
-    expect(layoutEvents()).toEqual([expect.objectContaining({ node: 'h100-0', config: record.config, state: 'pending', demand: { 'nvidia.com/mig-3g.40gb': 2 }, evictedPods: 0 })]);
+    expect(layoutEvents()).toEqual([
+      expect.objectContaining({
+        node: 'h100-0',
+        config: record.config,
+        state: 'pending',
+        demand: { 'nvidia.com/mig-3g.40gb': 2 },
+        evictedPods: 0,
+      }),
+    ]);
     // Before the sync delay nothing moves; after it, the label.
     clock.advance(30_000);
     expect((await rebalanceMig(deps)).steps).toEqual({});
@@ -103,7 +156,10 @@ describe('rebalance-mig', () => {
     const node = await kube.nodes.get('h100-0');
     expect(node.labels[MIG_CONFIG_LABEL]).toBe('all-1g.10gb');
     expect(node.unschedulable).toBe(true);
-    expect(readMigRecord(node.annotations).record).toMatchObject({ phase: 'failed', reason: expect.stringContaining('failed') });
+    expect(readMigRecord(node.annotations).record).toMatchObject({
+      phase: 'failed',
+      reason: expect.stringContaining('failed'),
+    });
     expect(notifier.notices.map((n) => n.title)).toEqual(['gpu-reflex: MIG relayout failed on h100-0']);
     // It stays so: nothing is retried on that node until a person clears the record.
     clock.advance(600_000);
@@ -122,7 +178,9 @@ describe('rebalance-mig', () => {
     clock.advance(60_000);
     expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'done' });
     expect((await kube.nodes.get('h100-0')).unschedulable).toBe(true);
-    expect(layoutEvents().at(-1)?.reason).toContain('left cordoned: gpu-reflex remediation holds it (gpu-reflex.io/state=draining)');
+    expect(layoutEvents().at(-1)?.reason).toContain(
+      'left cordoned: gpu-reflex remediation holds it (gpu-reflex.io/state=draining)',
+    );
   });
 
   it('reconfigures one node at a time', async () => {
@@ -136,7 +194,14 @@ describe('rebalance-mig', () => {
 
   it('counts a pending pod as demand only once it has waited minPendingSeconds', async () => {
     seed();
-    kube.cluster.addPod({ name: 'ft-new', namespace: 'ml', uid: 'ft-new', phase: 'Pending', createdAt: new Date(T0).toISOString(), extendedResources: { 'nvidia.com/mig-3g.40gb': 1 } });
+    kube.cluster.addPod({
+      name: 'ft-new',
+      namespace: 'ml',
+      uid: 'ft-new',
+      phase: 'Pending',
+      createdAt: new Date(T0).toISOString(),
+      extendedResources: { 'nvidia.com/mig-3g.40gb': 1 },
+    });
     expect(await rebalanceMig(deps)).toMatchObject({ steps: {}, pending: 0 });
     clock.advance(59_000);
     expect((await rebalanceMig(deps)).steps).toEqual({});
@@ -155,32 +220,123 @@ describe('rebalance-mig', () => {
   describe('with preemption', () => {
     /** Two GPUs, each whole (7g.80gb) and running one low-priority notebook; high priority waits for 1g.10gb. */
     function notebooks() {
-      const inventory: MigInventory = { v: 1, at: new Date(T0).toISOString(), gpus: [0, 1].map((index) => ({ index, uuid: GPU(index), instances: [{ profile: '7g.80gb', gi: 0, start: 0, size: 8, inUse: true }] })) };
+      const inventory: MigInventory = {
+        v: 1,
+        at: new Date(T0).toISOString(),
+        gpus: [0, 1].map((index) => ({
+          index,
+          uuid: GPU(index),
+          instances: [{ profile: '7g.80gb', gi: 0, start: 0, size: 8, inUse: true }],
+        })),
+      };
       kube.cluster.addNode({
         name: 'h100-0',
-        labels: { 'nvidia.com/mig.strategy': 'mixed', 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3', 'nvidia.com/gpu.count': '2', [MIG_CONFIG_LABEL]: 'all-7g', [MIG_CONFIG_STATE_LABEL]: 'success' },
+        labels: {
+          'nvidia.com/mig.strategy': 'mixed',
+          'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3',
+          'nvidia.com/gpu.count': '2',
+          [MIG_CONFIG_LABEL]: 'all-7g',
+          [MIG_CONFIG_STATE_LABEL]: 'success',
+        },
         annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inventory) },
         allocatable: { 'nvidia.com/mig-7g.80gb': '2' },
       });
       // Both GPUs hold a 7g.80gb in use: which notebook runs on which is not known.
-      kube.cluster.addPod({ name: 'notebook-0', namespace: 'research', uid: 'nb-0', nodeName: 'h100-0', priority: 0, labels: { app: 'notebook' }, extendedResources: { 'nvidia.com/mig-7g.80gb': 1 } });
-      kube.cluster.addPod({ name: 'notebook-1', namespace: 'research', uid: 'nb-1', nodeName: 'h100-0', priority: 0, labels: { app: 'notebook' }, extendedResources: { 'nvidia.com/mig-7g.80gb': 1 } });
-      for (let i = 0; i < 2; i++) kube.cluster.addPod({ name: `infer-${i}`, namespace: 'serve', uid: `infer-${i}`, phase: 'Pending', priority: 1000, extendedResources: { 'nvidia.com/mig-1g.10gb': 1 } });
+      kube.cluster.addPod({
+        name: 'notebook-0',
+        namespace: 'research',
+        uid: 'nb-0',
+        nodeName: 'h100-0',
+        priority: 0,
+        labels: { app: 'notebook' },
+        extendedResources: { 'nvidia.com/mig-7g.80gb': 1 },
+      });
+      kube.cluster.addPod({
+        name: 'notebook-1',
+        namespace: 'research',
+        uid: 'nb-1',
+        nodeName: 'h100-0',
+        priority: 0,
+        labels: { app: 'notebook' },
+        extendedResources: { 'nvidia.com/mig-7g.80gb': 1 },
+      });
+      for (let i = 0; i < 2; i++)
+        kube.cluster.addPod({
+          name: `infer-${i}`,
+          namespace: 'serve',
+          uid: `infer-${i}`,
+          phase: 'Pending',
+          priority: 1000,
+          extendedResources: { 'nvidia.com/mig-1g.10gb': 1 },
+        });
     }
-    const on = (o = {}) => ({ ...DEFAULT_MIG_REBALANCE_CONFIG, preemption: PreemptionPolicySchema.parse({ enabled: true, ...o }) });
+    const on = (o = {}) => ({
+      ...DEFAULT_MIG_REBALANCE_CONFIG,
+      preemption: PreemptionPolicySchema.parse({ enabled: true, ...o }),
+    });
     /** GPU 0: 4g.40gb + 3g.40gb, GPU 1: 7g.80gb, each instance a notebook at 0; two pods at 1000 wait for 1g.10gb. */
     function twoGpus(big: Partial<PodInfo> = {}) {
-      const inventory: MigInventory = { v: 1, at: new Date(T0).toISOString(), gpus: [{ index: 0, uuid: GPU(0), instances: [{ profile: '4g.40gb', gi: 1, start: 0, size: 4, inUse: true }, { profile: '3g.40gb', gi: 2, start: 4, size: 4, inUse: true }] }, { index: 1, uuid: GPU(1), instances: [{ profile: '7g.80gb', gi: 0, start: 0, size: 8, inUse: true }] }] };
+      const inventory: MigInventory = {
+        v: 1,
+        at: new Date(T0).toISOString(),
+        gpus: [
+          {
+            index: 0,
+            uuid: GPU(0),
+            instances: [
+              { profile: '4g.40gb', gi: 1, start: 0, size: 4, inUse: true },
+              { profile: '3g.40gb', gi: 2, start: 4, size: 4, inUse: true },
+            ],
+          },
+          { index: 1, uuid: GPU(1), instances: [{ profile: '7g.80gb', gi: 0, start: 0, size: 8, inUse: true }] },
+        ],
+      };
       kube.cluster.addNode({
         name: 'h100-0',
-        labels: { 'nvidia.com/mig.strategy': 'mixed', 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3', 'nvidia.com/gpu.count': '2', [MIG_CONFIG_LABEL]: 'mine', [MIG_CONFIG_STATE_LABEL]: 'success' },
+        labels: {
+          'nvidia.com/mig.strategy': 'mixed',
+          'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3',
+          'nvidia.com/gpu.count': '2',
+          [MIG_CONFIG_LABEL]: 'mine',
+          [MIG_CONFIG_STATE_LABEL]: 'success',
+        },
         annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inventory) },
         allocatable: { 'nvidia.com/mig-4g.40gb': '1', 'nvidia.com/mig-3g.40gb': '1', 'nvidia.com/mig-7g.80gb': '1' },
       });
-      kube.cluster.addPod({ name: 'nb-a', namespace: 'research', uid: 'a', nodeName: 'h100-0', priority: 0, extendedResources: { 'nvidia.com/mig-4g.40gb': 1 } });
-      kube.cluster.addPod({ name: 'nb-b', namespace: 'research', uid: 'b', nodeName: 'h100-0', priority: 0, extendedResources: { 'nvidia.com/mig-3g.40gb': 1 } });
-      kube.cluster.addPod({ name: 'nb-c', namespace: 'research', uid: 'c', nodeName: 'h100-0', priority: 0, extendedResources: { 'nvidia.com/mig-7g.80gb': 1 }, ...big });
-      for (let i = 0; i < 2; i++) kube.cluster.addPod({ name: `infer-${i}`, namespace: 'serve', uid: `infer-${i}`, phase: 'Pending', priority: 1000, extendedResources: { 'nvidia.com/mig-1g.10gb': 1 } });
+      kube.cluster.addPod({
+        name: 'nb-a',
+        namespace: 'research',
+        uid: 'a',
+        nodeName: 'h100-0',
+        priority: 0,
+        extendedResources: { 'nvidia.com/mig-4g.40gb': 1 },
+      });
+      kube.cluster.addPod({
+        name: 'nb-b',
+        namespace: 'research',
+        uid: 'b',
+        nodeName: 'h100-0',
+        priority: 0,
+        extendedResources: { 'nvidia.com/mig-3g.40gb': 1 },
+      });
+      kube.cluster.addPod({
+        name: 'nb-c',
+        namespace: 'research',
+        uid: 'c',
+        nodeName: 'h100-0',
+        priority: 0,
+        extendedResources: { 'nvidia.com/mig-7g.80gb': 1 },
+        ...big,
+      });
+      for (let i = 0; i < 2; i++)
+        kube.cluster.addPod({
+          name: `infer-${i}`,
+          namespace: 'serve',
+          uid: `infer-${i}`,
+          phase: 'Pending',
+          priority: 1000,
+          extendedResources: { 'nvidia.com/mig-1g.10gb': 1 },
+        });
     }
 
     it('never preempts when off, nor where it cannot tell which pod holds which GPU', async () => {
@@ -198,11 +354,24 @@ describe('rebalance-mig', () => {
       expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'start' });
       let node = await kube.nodes.get('h100-0');
       expect(node.unschedulable).toBe(true);
-      expect(readMigRecord(node.annotations).record).toMatchObject({ phase: 'writing', gpus: [{ gpu: 1, from: ['7g.80gb'] }], preempt: [{ namespace: 'research', name: 'nb-c', uid: 'c' }] });
+      expect(readMigRecord(node.annotations).record).toMatchObject({
+        phase: 'writing',
+        gpus: [{ gpu: 1, from: ['7g.80gb'] }],
+        preempt: [{ namespace: 'research', name: 'nb-c', uid: 'c' }],
+      });
       expect(kube.cluster.callsTo('pods.evict').map((c) => c.args.slice(0, 2))).toEqual([['research', 'nb-c']]);
       // The budget blocked it: the event says what is preempted, and that the GPU waits.
-      expect(layoutEvents()).toEqual([expect.objectContaining({ state: 'pending', evictedPods: 0, preempted: [{ namespace: 'research', name: 'nb-c', priority: 0 }], reason: expect.stringContaining('eviction of research/nb-c refused') })]);
-      expect(notifier.notices.map((n) => n.title)).toEqual(['gpu-reflex: preempting 1 pod(s) on h100-0 for a MIG relayout']);
+      expect(layoutEvents()).toEqual([
+        expect.objectContaining({
+          state: 'pending',
+          evictedPods: 0,
+          preempted: [{ namespace: 'research', name: 'nb-c', priority: 0 }],
+          reason: expect.stringContaining('eviction of research/nb-c refused'),
+        }),
+      ]);
+      expect(notifier.notices.map((n) => n.title)).toEqual([
+        'gpu-reflex: preempting 1 pod(s) on h100-0 for a MIG relayout',
+      ]);
       // Past the config sync, still blocked: asked again, no label.
       clock.advance(120_000);
       expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'evict' });
@@ -216,7 +385,14 @@ describe('rebalance-mig', () => {
       expect((await kube.nodes.get('h100-0')).labels[MIG_CONFIG_LABEL]).toBe('mine');
       clock.advance(61_000);
       // A StatefulSet's replacement under the same name (another uid) is not the preempted pod.
-      kube.cluster.addPod({ name: 'nb-c', namespace: 'research', uid: 'c2', nodeName: 'h100-0', priority: 0, extendedResources: { 'nvidia.com/mig-7g.80gb': 1 } });
+      kube.cluster.addPod({
+        name: 'nb-c',
+        namespace: 'research',
+        uid: 'c2',
+        nodeName: 'h100-0',
+        priority: 0,
+        extendedResources: { 'nvidia.com/mig-7g.80gb': 1 },
+      });
       expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'label' });
       node = await kube.nodes.get('h100-0');
       expect(node.labels[MIG_CONFIG_LABEL]).toBe(readMigRecord(node.annotations).record!.config);
@@ -228,15 +404,27 @@ describe('rebalance-mig', () => {
       deps = { ...deps, state: kube.state, mig: on({ approvalMinutes: 30 }) };
       expect((await rebalanceMig(deps)).steps).toEqual({});
       expect(kube.cluster.callsTo('pods.evict')).toEqual([]);
-      expect(notifier.notices).toEqual([expect.objectContaining({ title: 'gpu-reflex: approve preempting 1 pod(s) on h100-0 for a MIG relayout?', approval: { id: expect.stringMatching(/^apr-mig-/) } })]);
+      expect(notifier.notices).toEqual([
+        expect.objectContaining({
+          title: 'gpu-reflex: approve preempting 1 pod(s) on h100-0 for a MIG relayout?',
+          approval: { id: expect.stringMatching(/^apr-mig-/) },
+        }),
+      ]);
       const id = notifier.notices[0]!.approval!.id;
       expect(notifier.notices[0]!.text).toContain(`Answer "approve ${id}" or "deny ${id}" within 30 min`);
-      expect(await getApproval(kube.state, id, MIG_APPROVALS_SHARD)).toMatchObject({ status: 'open', node: 'h100-0', mig: { gpus: [1], preempts: ['research/nb-c'] } });
+      expect(await getApproval(kube.state, id, MIG_APPROVALS_SHARD)).toMatchObject({
+        status: 'open',
+        node: 'h100-0',
+        mig: { gpus: [1], preempts: ['research/nb-c'] },
+      });
       clock.advance(60_000);
       expect((await rebalanceMig(deps)).steps).toEqual({});
       expect(notifier.notices).toHaveLength(1);
       const chat = { kube, clock } as unknown as CommandPorts;
-      expect(await decideHeldPlan(chat, id, 'approved', 'slack:U-OPS')).toEqual({ answer: `approved ${id}: rebalance-mig preempts research/nb-c and relays h100-0 GPU 1 at its next round`, decided: true });
+      expect(await decideHeldPlan(chat, id, 'approved', 'slack:U-OPS')).toEqual({
+        answer: `approved ${id}: rebalance-mig preempts research/nb-c and relays h100-0 GPU 1 at its next round`,
+        decided: true,
+      });
       expect((await decideHeldPlan(chat, id, 'approved', 'slack:U-OPS'))!.decided).toBe(false);
       expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'start' });
       expect(kube.cluster.callsTo('pods.evict').map((c) => c.args.slice(0, 2))).toEqual([['research', 'nb-c']]);
@@ -247,29 +435,68 @@ describe('rebalance-mig', () => {
       deps = { ...deps, state: kube.state, mig: on({ approvalMinutes: 30 }) };
       await rebalanceMig(deps);
       const id = notifier.notices[0]!.approval!.id;
-      expect((await decideHeldPlan({ kube, clock } as unknown as CommandPorts, id, 'rejected', 'slack:U-OPS'))!.answer).toBe(`rejected ${id}: research/nb-c keep h100-0 GPU 1; not asked again while they hold them`);
+      expect(
+        (await decideHeldPlan({ kube, clock } as unknown as CommandPorts, id, 'rejected', 'slack:U-OPS'))!.answer,
+      ).toBe(`rejected ${id}: research/nb-c keep h100-0 GPU 1; not asked again while they hold them`);
       clock.advance(60_000);
       expect((await rebalanceMig(deps)).steps).toEqual({});
       expect(notifier.notices).toHaveLength(1);
       expect(kube.cluster.callsTo('pods.evict')).toEqual([]);
       // Another node, left undecided past its 30 minutes: expired, never carried out.
       kube = fakeKube({ clock });
-      deps = { ...deps, nodes: kube.nodes, pods: kube.pods, leases: kube.leases, migParted: kube.migParted, state: kube.state };
+      deps = {
+        ...deps,
+        nodes: kube.nodes,
+        pods: kube.pods,
+        leases: kube.leases,
+        migParted: kube.migParted,
+        state: kube.state,
+      };
       twoGpus();
       await rebalanceMig(deps);
       const late = notifier.notices[1]!.approval!.id;
       clock.advance(31 * 60_000);
       expect((await rebalanceMig(deps)).steps).toEqual({});
       expect(await getApproval(kube.state, late, MIG_APPROVALS_SHARD)).toMatchObject({ status: 'expired' });
-      expect((await decideHeldPlan({ kube, clock } as unknown as CommandPorts, late, 'approved', 'slack:U-OPS'))!.answer).toBe(`${late} is already expired: nothing more done`);
+      expect(
+        (await decideHeldPlan({ kube, clock } as unknown as CommandPorts, late, 'approved', 'slack:U-OPS'))!.answer,
+      ).toBe(`${late} is already expired: nothing more done`);
       expect(kube.cluster.callsTo('pods.evict')).toEqual([]);
     });
 
     it('gives up before relaying anything when the preempted pod never leaves', async () => {
-      const inventory: MigInventory = { v: 1, at: new Date(T0).toISOString(), gpus: [{ index: 0, uuid: GPU(0), instances: [{ profile: '7g.80gb', gi: 0, start: 0, size: 8, inUse: true }] }] };
-      kube.cluster.addNode({ name: 'h100-0', labels: { 'nvidia.com/mig.strategy': 'mixed', 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3', 'nvidia.com/gpu.count': '1' }, annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inventory) }, allocatable: { 'nvidia.com/mig-7g.80gb': '1' } });
-      kube.cluster.addPod({ name: 'nb', namespace: 'research', uid: 'nb', nodeName: 'h100-0', priority: 0, labels: { app: 'nb' }, extendedResources: { 'nvidia.com/mig-7g.80gb': 1 } });
-      kube.cluster.addPod({ name: 'infer', namespace: 'serve', uid: 'infer', phase: 'Pending', priority: 1000, extendedResources: { 'nvidia.com/mig-1g.10gb': 1 } });
+      const inventory: MigInventory = {
+        v: 1,
+        at: new Date(T0).toISOString(),
+        gpus: [{ index: 0, uuid: GPU(0), instances: [{ profile: '7g.80gb', gi: 0, start: 0, size: 8, inUse: true }] }],
+      };
+      kube.cluster.addNode({
+        name: 'h100-0',
+        labels: {
+          'nvidia.com/mig.strategy': 'mixed',
+          'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3',
+          'nvidia.com/gpu.count': '1',
+        },
+        annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inventory) },
+        allocatable: { 'nvidia.com/mig-7g.80gb': '1' },
+      });
+      kube.cluster.addPod({
+        name: 'nb',
+        namespace: 'research',
+        uid: 'nb',
+        nodeName: 'h100-0',
+        priority: 0,
+        labels: { app: 'nb' },
+        extendedResources: { 'nvidia.com/mig-7g.80gb': 1 },
+      });
+      kube.cluster.addPod({
+        name: 'infer',
+        namespace: 'serve',
+        uid: 'infer',
+        phase: 'Pending',
+        priority: 1000,
+        extendedResources: { 'nvidia.com/mig-1g.10gb': 1 },
+      });
       kube.cluster.addPdb({ namespace: 'research', matchLabels: { app: 'nb' }, minAvailable: 1 });
       deps = { ...deps, mig: on({ notify: false }) };
       expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'start' });

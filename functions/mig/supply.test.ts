@@ -3,9 +3,19 @@ import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
 import { MIG_INVENTORY_ANNOTATION, type MigInventory } from '../../events/index.ts';
 import { readMigFleet } from './supply.ts';
 
-const node = (name: string, labels: Record<string, string>, allocatable: Record<string, string>, o: Partial<NodeInfo> = {}): NodeInfo => ({
+const node = (
+  name: string,
+  labels: Record<string, string>,
+  allocatable: Record<string, string>,
+  o: Partial<NodeInfo> = {},
+): NodeInfo => ({
   name,
-  labels: { 'nvidia.com/mig.strategy': 'mixed', 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3', 'nvidia.com/gpu.count': '2', ...labels },
+  labels: {
+    'nvidia.com/mig.strategy': 'mixed',
+    'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3',
+    'nvidia.com/gpu.count': '2',
+    ...labels,
+  },
   annotations: {},
   taints: [],
   unschedulable: false,
@@ -15,14 +25,38 @@ const node = (name: string, labels: Record<string, string>, allocatable: Record<
   ...o,
 });
 const pod = (name: string, resources: Record<string, number>, o: Partial<PodInfo> = {}): PodInfo => ({
-  namespace: 'ml', name, uid: `uid-${name}`, nodeName: undefined, phase: 'Pending', labels: {}, annotations: {}, owners: [], terminating: false, terminationGracePeriodSeconds: 30, extendedResources: resources, ...o,
+  namespace: 'ml',
+  name,
+  uid: `uid-${name}`,
+  nodeName: undefined,
+  phase: 'Pending',
+  labels: {},
+  annotations: {},
+  owners: [],
+  terminating: false,
+  terminationGracePeriodSeconds: 30,
+  extendedResources: resources,
+  ...o,
 });
-const layout = (f: ReturnType<typeof readMigFleet>, n = 0) => f.nodes[n]!.gpus.map((g) => g.instances.map((i) => `${i.profile}${i.inUse ? '*' : ''}`).join(','));
+const layout = (f: ReturnType<typeof readMigFleet>, n = 0) =>
+  f.nodes[n]!.gpus.map((g) => g.instances.map((i) => `${i.profile}${i.inUse ? '*' : ''}`).join(','));
 
 describe('readMigFleet', () => {
-  it('spreads the node\'s MIG capacity over its GPUs, spelling +me back from the resource name', () => {
-    const f = readMigFleet([node('h', {}, { 'nvidia.com/mig-3g.40gb': '2', 'nvidia.com/mig-1g.10gb': '6', 'nvidia.com/mig-1g.10gb.me': '2' })], []);
-    expect(layout(f)).toEqual(['3g.40gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb+me', '3g.40gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb+me']);
+  it("spreads the node's MIG capacity over its GPUs, spelling +me back from the resource name", () => {
+    const f = readMigFleet(
+      [
+        node(
+          'h',
+          {},
+          { 'nvidia.com/mig-3g.40gb': '2', 'nvidia.com/mig-1g.10gb': '6', 'nvidia.com/mig-1g.10gb.me': '2' },
+        ),
+      ],
+      [],
+    );
+    expect(layout(f)).toEqual([
+      '3g.40gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb+me',
+      '3g.40gb,1g.10gb,1g.10gb,1g.10gb,1g.10gb+me',
+    ]);
     expect(f.nodes[0]!.gpus[0]!.model.name).toBe('H100-80GB');
   });
 
@@ -30,13 +64,20 @@ describe('readMigFleet', () => {
     // By profile name round robin, 4g, 3g and 7g all landed on GPU 0: no GPU holds that.
     const totals = { 'nvidia.com/mig-4g.40gb': '1', 'nvidia.com/mig-3g.40gb': '1', 'nvidia.com/mig-7g.80gb': '1' };
     expect(layout(readMigFleet([node('h', {}, totals)], []))).toEqual(['7g.80gb', '3g.40gb,4g.40gb']);
-    const running = [pod('nb-mid', { 'nvidia.com/mig-4g.40gb': 1 }, { nodeName: 'h', phase: 'Running' }), pod('nb-small', { 'nvidia.com/mig-3g.40gb': 1 }, { nodeName: 'h', phase: 'Running' }), pod('nb-big', { 'nvidia.com/mig-7g.80gb': 1 }, { nodeName: 'h', phase: 'Running' })];
+    const running = [
+      pod('nb-mid', { 'nvidia.com/mig-4g.40gb': 1 }, { nodeName: 'h', phase: 'Running' }),
+      pod('nb-small', { 'nvidia.com/mig-3g.40gb': 1 }, { nodeName: 'h', phase: 'Running' }),
+      pod('nb-big', { 'nvidia.com/mig-7g.80gb': 1 }, { nodeName: 'h', phase: 'Running' }),
+    ];
     const f = readMigFleet([node('h', {}, totals)], running, new Map([['h', [['4g.40gb', '3g.40gb'], ['7g.80gb']]]]));
     expect(layout(f)).toEqual(['4g.40gb*,3g.40gb*', '7g.80gb*']);
   });
 
   it('reads capacity, not allocatable (a paused or fencing device plugin does not change the GPUs)', () => {
-    const f = readMigFleet([node('h', {}, { 'nvidia.com/mig-7g.80gb': '0' }, { capacity: { 'nvidia.com/mig-7g.80gb': '2' } })], []);
+    const f = readMigFleet(
+      [node('h', {}, { 'nvidia.com/mig-7g.80gb': '0' }, { capacity: { 'nvidia.com/mig-7g.80gb': '2' } })],
+      [],
+    );
     expect(layout(f)).toEqual(['7g.80gb', '7g.80gb']);
   });
 
@@ -50,102 +91,214 @@ describe('readMigFleet', () => {
       [],
     );
     expect(f.nodes).toEqual([]);
-    expect(f.notes).toEqual(['odd: Tesla-T4 is not a MIG model gpu-reflex knows: left out', 'busy: mig-manager is reconfiguring it (nvidia.com/mig.config.state=pending): left out until it is done']);
+    expect(f.notes).toEqual([
+      'odd: Tesla-T4 is not a MIG model gpu-reflex knows: left out',
+      'busy: mig-manager is reconfiguring it (nvidia.com/mig.config.state=pending): left out until it is done',
+    ]);
   });
 
   it('marks the instances in use per GPU when it knows them', () => {
-    const f = readMigFleet([node('h', {}, { 'nvidia.com/mig-1g.10gb': '14' })], [pod('nb', { 'nvidia.com/mig-1g.10gb': 1 }, { nodeName: 'h', phase: 'Running' })], new Map([['h', [[], ['1g.10gb']]]]));
+    const f = readMigFleet(
+      [node('h', {}, { 'nvidia.com/mig-1g.10gb': '14' })],
+      [pod('nb', { 'nvidia.com/mig-1g.10gb': 1 }, { nodeName: 'h', phase: 'Running' })],
+      new Map([['h', [[], ['1g.10gb']]]]),
+    );
     expect(f.nodes[0]!.gpus.map((g) => g.instances.filter((i) => i.inUse).length)).toEqual([0, 1]);
     expect(f.nodes[0]!.gpus.some((g) => g.locked)).toBe(false);
     expect(f.notes).toEqual([]);
   });
 
-  it('without knowing which GPU holds a pod, counts its instances and locks the node\'s GPUs, saying so', () => {
-    const running = [pod('nb', { 'nvidia.com/mig-1g.10gb': 2 }, { nodeName: 'h', phase: 'Running' }), pod('done', { 'nvidia.com/mig-1g.10gb': 5 }, { nodeName: 'h', phase: 'Succeeded' })];
+  it("without knowing which GPU holds a pod, counts its instances and locks the node's GPUs, saying so", () => {
+    const running = [
+      pod('nb', { 'nvidia.com/mig-1g.10gb': 2 }, { nodeName: 'h', phase: 'Running' }),
+      pod('done', { 'nvidia.com/mig-1g.10gb': 5 }, { nodeName: 'h', phase: 'Succeeded' }),
+    ];
     const f = readMigFleet([node('h', {}, { 'nvidia.com/mig-1g.10gb': '14' })], running);
     expect(f.nodes[0]!.gpus.flatMap((g) => g.instances).filter((i) => i.inUse)).toHaveLength(2);
     expect(f.nodes[0]!.gpus.every((g) => g.locked?.includes('which GPUs they use is unknown'))).toBe(true);
-    expect(f.notes).toEqual(['h: 1 pod(s) use MIG instances there, but not which GPUs: none of its GPUs will be relaid (the node agent\'s inventory tells)']);
+    expect(f.notes).toEqual([
+      "h: 1 pod(s) use MIG instances there, but not which GPUs: none of its GPUs will be relaid (the node agent's inventory tells)",
+    ]);
   });
 
   it('takes the pending pods that ask for MIG instances, with priority and nodeSelector', () => {
-    const f = readMigFleet([], [
-      pod('big', { 'nvidia.com/mig-3g.40gb': 1, 'nvidia.com/mig-1g.10gb.me': 1 }, { priority: 1000, nodeSelector: { pool: 'h100' } }),
-      pod('cpu-only', {}),
-      pod('whole', { 'nvidia.com/gpu': 1 }),
-      pod('bound', { 'nvidia.com/mig-3g.40gb': 1 }, { nodeName: 'x', phase: 'Running' }),
+    const f = readMigFleet(
+      [],
+      [
+        pod(
+          'big',
+          { 'nvidia.com/mig-3g.40gb': 1, 'nvidia.com/mig-1g.10gb.me': 1 },
+          { priority: 1000, nodeSelector: { pool: 'h100' } },
+        ),
+        pod('cpu-only', {}),
+        pod('whole', { 'nvidia.com/gpu': 1 }),
+        pod('bound', { 'nvidia.com/mig-3g.40gb': 1 }, { nodeName: 'x', phase: 'Running' }),
+      ],
+    );
+    expect(f.pending).toEqual([
+      {
+        namespace: 'ml',
+        name: 'big',
+        priority: 1000,
+        requests: { '3g.40gb': 1, '1g.10gb+me': 1 },
+        nodeSelector: { pool: 'h100' },
+      },
     ]);
-    expect(f.pending).toEqual([{ namespace: 'ml', name: 'big', priority: 1000, requests: { '3g.40gb': 1, '1g.10gb+me': 1 }, nodeSelector: { pool: 'h100' } }]);
   });
 
-  it('takes exact layouts and usage from the node agent\'s MIG inventory, checked against the pods bound there', () => {
+  it("takes exact layouts and usage from the node agent's MIG inventory, checked against the pods bound there", () => {
     const inv: MigInventory = {
       v: 1,
       at: '2026-11-21T03:00:00.000Z',
       gpus: [
-        { index: 0, uuid: 'GPU-00000000-0000-4000-8000-000000000000', instances: [{ profile: '4g.40gb', gi: 1, start: 0, size: 4, inUse: true }, { profile: '3g.40gb', gi: 2, start: 4, size: 4, inUse: false }] },
-        { index: 1, uuid: 'GPU-11111111-0000-4000-8000-000000000000', instances: [{ profile: '7g.80gb', gi: 0, start: 0, size: 8, inUse: false }] },
+        {
+          index: 0,
+          uuid: 'GPU-00000000-0000-4000-8000-000000000000',
+          instances: [
+            { profile: '4g.40gb', gi: 1, start: 0, size: 4, inUse: true },
+            { profile: '3g.40gb', gi: 2, start: 4, size: 4, inUse: false },
+          ],
+        },
+        {
+          index: 1,
+          uuid: 'GPU-11111111-0000-4000-8000-000000000000',
+          instances: [{ profile: '7g.80gb', gi: 0, start: 0, size: 8, inUse: false }],
+        },
       ],
     };
-    const n = node('h', {}, { 'nvidia.com/mig-4g.40gb': '1', 'nvidia.com/mig-3g.40gb': '1', 'nvidia.com/mig-7g.80gb': '1' }, { annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inv) } });
+    const n = node(
+      'h',
+      {},
+      { 'nvidia.com/mig-4g.40gb': '1', 'nvidia.com/mig-3g.40gb': '1', 'nvidia.com/mig-7g.80gb': '1' },
+      { annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inv) } },
+    );
     const one = [pod('train', { 'nvidia.com/mig-4g.40gb': 1 }, { nodeName: 'h', phase: 'Running' })];
     const f = readMigFleet([n], one);
     expect(layout(f)).toEqual(['4g.40gb*,3g.40gb', '7g.80gb']);
     expect(f.nodes[0]!.gpus.some((g) => g.locked)).toBe(false);
     expect(f.notes).toEqual([]);
     // A pod started since the agent last wrote it: the inventory is behind, nothing is relaid.
-    const stale = readMigFleet([n], [...one, pod('new', { 'nvidia.com/mig-7g.80gb': 1 }, { nodeName: 'h', phase: 'Running' })]);
+    const stale = readMigFleet(
+      [n],
+      [...one, pod('new', { 'nvidia.com/mig-7g.80gb': 1 }, { nodeName: 'h', phase: 'Running' })],
+    );
     expect(stale.nodes[0]!.gpus.every((g) => g.locked)).toBe(true);
-    expect(stale.notes).toEqual(["h: the node agent's MIG inventory (2026-11-21T03:00:00.000Z) shows fewer instances in use than its pods hold (7g.80gb: 0 < 1): none of its GPUs will be relaid until it catches up"]);
+    expect(stale.notes).toEqual([
+      "h: the node agent's MIG inventory (2026-11-21T03:00:00.000Z) shows fewer instances in use than its pods hold (7g.80gb: 0 < 1): none of its GPUs will be relaid until it catches up",
+    ]);
     const broken = readMigFleet([{ ...n, annotations: { [MIG_INVENTORY_ANNOTATION]: 'nope' } }], one);
     expect(broken.notes[0]).toBe(`h: ${MIG_INVENTORY_ANNOTATION} is not JSON: read as unknown`);
     expect(broken.nodes[0]!.gpus.every((g) => g.locked)).toBe(true);
   });
 
-  it('never relays a MIG GPU the agent lists with no instance (a reset emptied it; its repair re-applies the node\'s config)', () => {
+  it("never relays a MIG GPU the agent lists with no instance (a reset emptied it; its repair re-applies the node's config)", () => {
     const inv: MigInventory = {
       v: 1,
       at: '2026-11-21T03:00:00.000Z',
       gpus: [
         { index: 0, uuid: 'GPU-00000000-0000-4000-8000-000000000000', instances: [] },
-        { index: 1, uuid: 'GPU-11111111-0000-4000-8000-000000000000', instances: [{ profile: '7g.80gb', gi: 0, start: 0, size: 8, inUse: false }] },
+        {
+          index: 1,
+          uuid: 'GPU-11111111-0000-4000-8000-000000000000',
+          instances: [{ profile: '7g.80gb', gi: 0, start: 0, size: 8, inUse: false }],
+        },
       ],
     };
-    const n = node('h', {}, { 'nvidia.com/mig-7g.80gb': '2' }, { annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inv) } });
+    const n = node(
+      'h',
+      {},
+      { 'nvidia.com/mig-7g.80gb': '2' },
+      { annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inv) } },
+    );
     const f = readMigFleet([n], []);
     expect(f.nodes[0]!.gpus.map((g) => g.locked !== undefined)).toEqual([true, false]);
-    expect(f.notes).toEqual(["h: GPU 0 is in MIG mode with no instance (a reset destroyed them; its repair has mig-manager apply the node's config again): not relaid"]);
+    expect(f.notes).toEqual([
+      "h: GPU 0 is in MIG mode with no instance (a reset destroyed them; its repair has mig-manager apply the node's config again): not relaid",
+    ]);
   });
 
   it('names the pods holding a GPU only where its profiles in use are on no other GPU and the pods hold exactly that many', () => {
-    const running = (name: string, profile: string, o: Partial<PodInfo> = {}) => pod(name, { [`nvidia.com/mig-${profile}`]: 1 }, { nodeName: 'h', phase: 'Running', priority: 0, ...o });
+    const running = (name: string, profile: string, o: Partial<PodInfo> = {}) =>
+      pod(name, { [`nvidia.com/mig-${profile}`]: 1 }, { nodeName: 'h', phase: 'Running', priority: 0, ...o });
     const uuid = (i: number) => `GPU-${String(i).repeat(8)}-0000-4000-8000-000000000000`;
     const inventory = (gpus: [string, boolean][][]) =>
-      JSON.stringify({ v: 1, at: '2026-11-21T03:00:00.000Z', gpus: gpus.map((is, index) => ({ index, uuid: uuid(index), instances: is.map(([profile, inUse], gi) => ({ profile, gi, inUse })) })) } satisfies MigInventory);
-    const at = (gpus: [string, boolean][][]) => node('h', { 'nvidia.com/gpu.count': String(gpus.length) }, { 'nvidia.com/mig-1g.10gb': '1' }, { annotations: { [MIG_INVENTORY_ANNOTATION]: inventory(gpus) } });
-    const layout3: [string, boolean][][] = [[['4g.40gb', true], ['3g.40gb', true]], [['7g.80gb', true]], [['1g.10gb', true], ['1g.10gb', false]], [['7g.80gb', false]]];
-    const pods = [running('a', '4g.40gb'), running('b', '3g.40gb', { priorityClassName: 'notebooks', priority: 5 }), running('c', '7g.80gb'), running('d', '1g.10gb')];
+      JSON.stringify({
+        v: 1,
+        at: '2026-11-21T03:00:00.000Z',
+        gpus: gpus.map((is, index) => ({
+          index,
+          uuid: uuid(index),
+          instances: is.map(([profile, inUse], gi) => ({ profile, gi, inUse })),
+        })),
+      } satisfies MigInventory);
+    const at = (gpus: [string, boolean][][]) =>
+      node(
+        'h',
+        { 'nvidia.com/gpu.count': String(gpus.length) },
+        { 'nvidia.com/mig-1g.10gb': '1' },
+        { annotations: { [MIG_INVENTORY_ANNOTATION]: inventory(gpus) } },
+      );
+    const layout3: [string, boolean][][] = [
+      [
+        ['4g.40gb', true],
+        ['3g.40gb', true],
+      ],
+      [['7g.80gb', true]],
+      [
+        ['1g.10gb', true],
+        ['1g.10gb', false],
+      ],
+      [['7g.80gb', false]],
+    ];
+    const pods = [
+      running('a', '4g.40gb'),
+      running('b', '3g.40gb', { priorityClassName: 'notebooks', priority: 5 }),
+      running('c', '7g.80gb'),
+      running('d', '1g.10gb'),
+    ];
     const f = readMigFleet([at(layout3)], pods);
-    const holders = f.nodes[0]!.gpus.map((g) => g.holders?.map((h) => `${h.name}@${h.priority}${h.priorityClassName ? `/${h.priorityClassName}` : ''}`));
+    const holders = f.nodes[0]!.gpus.map((g) =>
+      g.holders?.map((h) => `${h.name}@${h.priority}${h.priorityClassName ? `/${h.priorityClassName}` : ''}`),
+    );
     expect(holders).toEqual([['a@0', 'b@5/notebooks'], ['c@0'], ['d@0'], undefined]);
     expect(f.nodes[0]!.gpus[0]!.holders![0]!.uid).toBe('uid-a');
     // 1g.10gb in use on two GPUs: which of the two pods sits where is not known.
-    const twice = readMigFleet([at([layout3[0]!, [['7g.80gb', false]], [['1g.10gb', true]], [['1g.10gb', true]]])], [...pods.filter((p) => p.name !== 'c'), running('e', '1g.10gb')]);
+    const twice = readMigFleet(
+      [at([layout3[0]!, [['7g.80gb', false]], [['1g.10gb', true]], [['1g.10gb', true]]])],
+      [...pods.filter((p) => p.name !== 'c'), running('e', '1g.10gb')],
+    );
     expect(twice.nodes[0]!.gpus.map((g) => g.holders?.length)).toEqual([2, undefined, undefined, undefined]);
     // More in use than the pods hold (a process outside Kubernetes, or a pod gone meanwhile): unknown.
-    const extra = readMigFleet([at(layout3)], pods.filter((p) => p.name !== 'c'));
+    const extra = readMigFleet(
+      [at(layout3)],
+      pods.filter((p) => p.name !== 'c'),
+    );
     expect(extra.nodes[0]!.gpus[1]!.holders).toBeUndefined();
   });
 
   it('names the holders exactly where the agent names the pod in each instance in use, shared profiles too', () => {
-    const running = (name: string) => pod(name, { 'nvidia.com/mig-1g.10gb': 1 }, { nodeName: 'h', phase: 'Running', priority: 0 });
+    const running = (name: string) =>
+      pod(name, { 'nvidia.com/mig-1g.10gb': 1 }, { nodeName: 'h', phase: 'Running', priority: 0 });
     const uuid = (i: number) => `GPU-${String(i).repeat(8)}-0000-4000-8000-000000000000`;
     const inv = (pods: (string[] | undefined)[]): MigInventory => ({
       v: 1,
       at: '2026-11-21T03:00:00.000Z',
-      gpus: pods.map((p, index) => ({ index, uuid: uuid(index), instances: [{ profile: '1g.10gb', gi: 9, inUse: true, ...(p ? { pods: p } : {}) }, { profile: '1g.10gb', gi: 10, inUse: false }] })),
+      gpus: pods.map((p, index) => ({
+        index,
+        uuid: uuid(index),
+        instances: [
+          { profile: '1g.10gb', gi: 9, inUse: true, ...(p ? { pods: p } : {}) },
+          { profile: '1g.10gb', gi: 10, inUse: false },
+        ],
+      })),
     });
-    const at = (i: MigInventory) => node('h', {}, { 'nvidia.com/mig-1g.10gb': '4' }, { annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(i) } });
+    const at = (i: MigInventory) =>
+      node(
+        'h',
+        {},
+        { 'nvidia.com/mig-1g.10gb': '4' },
+        { annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(i) } },
+      );
     // 1g.10gb in use on both GPUs: the API alone cannot tell which pod is where; the agent can.
     const f = readMigFleet([at(inv([['uid-n0'], ['uid-n1']]))], [running('n0'), running('n1')]);
     expect(f.nodes[0]!.gpus.map((g) => g.holders?.map((h) => h.name))).toEqual([['n0'], ['n1']]);

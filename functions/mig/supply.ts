@@ -57,11 +57,21 @@ function migRequests(pod: PodInfo, model?: MigModel): Record<string, number> {
  * Checked against the API: when the pods bound to the node use more instances of a profile than
  * the inventory shows in use, it is older than they are, and the node's GPUs are locked.
  */
-function agentInventory(n: NodeInfo, model: MigModel, running: readonly PodInfo[], notes: string[]): MigGpu[] | undefined {
+function agentInventory(
+  n: NodeInfo,
+  model: MigModel,
+  running: readonly PodInfo[],
+  notes: string[],
+): MigGpu[] | undefined {
   const { inventory, problem } = readMigInventory(n.annotations);
   if (problem) notes.push(`${n.name}: ${problem}: read as unknown`);
   if (!inventory) return undefined;
-  const gpus: MigGpu[] = inventory.gpus.map((g) => ({ node: n.name, index: g.index, model, instances: g.instances.map((i) => ({ profile: i.profile, inUse: i.inUse })) }));
+  const gpus: MigGpu[] = inventory.gpus.map((g) => ({
+    node: n.name,
+    index: g.index,
+    model,
+    instances: g.instances.map((i) => ({ profile: i.profile, inUse: i.inUse })),
+  }));
   // Where the agent names the pod in every instance in use, the GPU's holders are known exactly.
   for (const [k, g] of inventory.gpus.entries()) {
     const inUse = g.instances.filter((i) => i.inUse);
@@ -82,7 +92,9 @@ function agentInventory(n: NodeInfo, model: MigModel, running: readonly PodInfo[
   const inUse = new Map<string, number>();
   for (const i of gpus.flatMap((g) => g.instances)) if (i.inUse) inUse.set(i.profile, (inUse.get(i.profile) ?? 0) + 1);
   const wanted = new Map<string, number>();
-  for (const p of running) for (const [profile, k] of Object.entries(migRequests(p, model))) wanted.set(profile, (wanted.get(profile) ?? 0) + k);
+  for (const p of running)
+    for (const [profile, k] of Object.entries(migRequests(p, model)))
+      wanted.set(profile, (wanted.get(profile) ?? 0) + k);
   const behind = [...wanted].filter(([profile, k]) => k > (inUse.get(profile) ?? 0));
   if (behind.length > 0) {
     const why = `the node agent's MIG inventory (${inventory.at}) shows fewer instances in use than its pods hold (${behind.map(([p, k]) => `${p}: ${inUse.get(p) ?? 0} < ${k}`).join(', ')})`;
@@ -92,7 +104,13 @@ function agentInventory(n: NodeInfo, model: MigModel, running: readonly PodInfo[
   return gpus;
 }
 
-const holderOf = (p: PodInfo): MigHolder => ({ namespace: p.namespace, name: p.name, ...(p.uid ? { uid: p.uid } : {}), priority: p.priority ?? 0, ...(p.priorityClassName ? { priorityClassName: p.priorityClassName } : {}) });
+const holderOf = (p: PodInfo): MigHolder => ({
+  namespace: p.namespace,
+  name: p.name,
+  ...(p.uid ? { uid: p.uid } : {}),
+  priority: p.priority ?? 0,
+  ...(p.priorityClassName ? { priorityClassName: p.priorityClassName } : {}),
+});
 
 /**
  * Which running pods hold each GPU's in-use instances, where the API and the usage tell it
@@ -113,7 +131,8 @@ function attachHolders(gpus: MigGpu[], running: readonly PodInfo[], model: MigMo
   }
   const requests = running.map((p) => ({ pod: p, req: migRequests(p, model) }));
   const held = new Map<string, number>();
-  for (const { req } of requests) for (const [profile, k] of Object.entries(req)) held.set(profile, (held.get(profile) ?? 0) + k);
+  for (const { req } of requests)
+    for (const [profile, k] of Object.entries(req)) held.set(profile, (held.get(profile) ?? 0) + k);
   for (const g of gpus) {
     if (g.locked || g.holders) continue;
     const profiles = [...new Set(g.instances.filter((i) => i.inUse).map((i) => i.profile))];
@@ -131,7 +150,12 @@ function attachHolders(gpus: MigGpu[], running: readonly PodInfo[], model: MigMo
  * the rest go largest first to the emptiest GPU they still fit on validly (else the emptiest).
  * The API gives totals only; this is a guess that at least never makes a layout no GPU can hold.
  */
-export function spreadTotals(model: MigModel, gpuCount: number, totals: readonly (readonly [string, number])[], inUse?: readonly (readonly string[])[]): string[][] {
+export function spreadTotals(
+  model: MigModel,
+  gpuCount: number,
+  totals: readonly (readonly [string, number])[],
+  inUse?: readonly (readonly string[])[],
+): string[][] {
   const perGpu: string[][] = Array.from({ length: gpuCount }, (_, i) => [...(inUse?.[i] ?? [])]);
   const left = new Map(totals.map(([p, n]) => [p, n]));
   for (const p of perGpu.flat()) left.set(p, (left.get(p) ?? 0) - 1);
@@ -147,7 +171,12 @@ export function spreadTotals(model: MigModel, gpuCount: number, totals: readonly
   return perGpu;
 }
 
-export function readMigFleet(nodes: readonly NodeInfo[], pods: readonly PodInfo[], usage?: MigUsage, waited?: { now: Date; seconds: number }): MigFleet {
+export function readMigFleet(
+  nodes: readonly NodeInfo[],
+  pods: readonly PodInfo[],
+  usage?: MigUsage,
+  waited?: { now: Date; seconds: number },
+): MigFleet {
   const notes: string[] = [];
   const out: MigNode[] = [];
   for (const n of nodes) {
@@ -157,17 +186,28 @@ export function readMigFleet(nodes: readonly NodeInfo[], pods: readonly PodInfo[
     const product = n.labels['nvidia.com/gpu.product'] ?? '';
     const model = migModel(product);
     if (!model) {
-      notes.push(`${n.name}: ${product || 'no nvidia.com/gpu.product label'} is not a MIG model gpu-reflex knows: left out`);
+      notes.push(
+        `${n.name}: ${product || 'no nvidia.com/gpu.product label'} is not a MIG model gpu-reflex knows: left out`,
+      );
       continue;
     }
     const state = n.labels[MIG_CONFIG_STATE_LABEL];
     if (state === 'pending' || state === 'rebooting') {
-      notes.push(`${n.name}: mig-manager is reconfiguring it (${MIG_CONFIG_STATE_LABEL}=${state}): left out until it is done`);
+      notes.push(
+        `${n.name}: mig-manager is reconfiguring it (${MIG_CONFIG_STATE_LABEL}=${state}): left out until it is done`,
+      );
       continue;
     }
     const gpuCount = Number(n.labels['nvidia.com/gpu.count'] ?? '1') || 1;
-    const perGpu = spreadTotals(model, gpuCount, migKeys.map((k) => [profileOfResource(model, k)!, Number(counts[k]) || 0]), usage?.get(n.name));
-    const running = pods.filter((p) => p.nodeName === n.name && !finished(p) && Object.keys(migRequests(p, model)).length > 0);
+    const perGpu = spreadTotals(
+      model,
+      gpuCount,
+      migKeys.map((k) => [profileOfResource(model, k)!, Number(counts[k]) || 0]),
+      usage?.get(n.name),
+    );
+    const running = pods.filter(
+      (p) => p.nodeName === n.name && !finished(p) && Object.keys(migRequests(p, model)).length > 0,
+    );
     const fromAgent = usage?.get(n.name) ? undefined : agentInventory(n, model, running, notes);
     if (fromAgent) {
       attachHolders(fromAgent, running, model);
@@ -202,8 +242,11 @@ export function readMigFleet(nodes: readonly NodeInfo[], pods: readonly PodInfo[
           }
         }
       }
-      for (const g of gpus) g.locked = `${running.length} pod(s) hold MIG instances on ${n.name} and which GPUs they use is unknown`;
-      notes.push(`${n.name}: ${running.length} pod(s) use MIG instances there, but not which GPUs: none of its GPUs will be relaid (the node agent's inventory tells)`);
+      for (const g of gpus)
+        g.locked = `${running.length} pod(s) hold MIG instances on ${n.name} and which GPUs they use is unknown`;
+      notes.push(
+        `${n.name}: ${running.length} pod(s) use MIG instances there, but not which GPUs: none of its GPUs will be relaid (the node agent's inventory tells)`,
+      );
     } else attachHolders(gpus, running, model);
     out.push({ name: n.name, labels: n.labels, schedulable: !n.unschedulable, gpus });
   }
@@ -212,6 +255,13 @@ export function readMigFleet(nodes: readonly NodeInfo[], pods: readonly PodInfo[
     .filter((p) => !waited || !p.createdAt || waited.now.getTime() - Date.parse(p.createdAt) >= waited.seconds * 1000)
     .map((p) => ({ pod: p, requests: migRequests(p) }))
     .filter((x) => Object.keys(x.requests).length > 0)
-    .map(({ pod, requests }) => ({ namespace: pod.namespace, name: pod.name, priority: pod.priority ?? 0, ...(pod.priorityClassName ? { priorityClassName: pod.priorityClassName } : {}), requests, nodeSelector: pod.nodeSelector ?? {} }));
+    .map(({ pod, requests }) => ({
+      namespace: pod.namespace,
+      name: pod.name,
+      priority: pod.priority ?? 0,
+      ...(pod.priorityClassName ? { priorityClassName: pod.priorityClassName } : {}),
+      requests,
+      nodeSelector: pod.nodeSelector ?? {},
+    }));
   return { nodes: out, pending, notes };
 }

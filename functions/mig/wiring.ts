@@ -20,8 +20,14 @@ import { DEFAULT_MIG_REBALANCE_CONFIG, type MigRebalanceConfig } from './run.ts'
 
 const int = (min: number, max: number) => z.coerce.number().int().min(min).max(max);
 const MigEnvSchema = z.object({
-  MIG_PARTED_CONFIGMAP: z.string().regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'expected namespace/name').optional(),
-  MIG_PARTED_KEY: z.string().regex(/^[-._a-zA-Z0-9]{1,253}$/, 'expected a ConfigMap key').optional(),
+  MIG_PARTED_CONFIGMAP: z
+    .string()
+    .regex(/^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'expected namespace/name')
+    .optional(),
+  MIG_PARTED_KEY: z
+    .string()
+    .regex(/^[-._a-zA-Z0-9]{1,253}$/, 'expected a ConfigMap key')
+    .optional(),
   MIG_CONFIG_SYNC_SECONDS: int(0, 3600).optional(),
   MIG_TIMEOUT_MINUTES: int(1, 1440).optional(),
   MIG_MAX_NODES_AT_ONCE: int(1, 1000).optional(),
@@ -33,17 +39,26 @@ export type MigWiring = FunctionDeps<{ mig: MigRebalanceConfig }>;
 
 export function migConfig(env: NodeJS.ProcessEnv) {
   const r = MigEnvSchema.safeParse(env);
-  if (!r.success) throw new ConfigError(`bad configuration: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!r.success)
+    throw new ConfigError(
+      `bad configuration: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    );
   const e = r.data;
-  const [namespace, name] = (e.MIG_PARTED_CONFIGMAP ?? `${DEFAULT_MIG_PARTED_CONFIG.namespace}/${DEFAULT_MIG_PARTED_CONFIG.name}`).split('/') as [string, string];
+  const [namespace, name] = (
+    e.MIG_PARTED_CONFIGMAP ?? `${DEFAULT_MIG_PARTED_CONFIG.namespace}/${DEFAULT_MIG_PARTED_CONFIG.name}`
+  ).split('/') as [string, string];
   const mig: MigRebalanceConfig = {
     configSyncSeconds: e.MIG_CONFIG_SYNC_SECONDS ?? DEFAULT_MIG_REBALANCE_CONFIG.configSyncSeconds,
     timeoutMinutes: e.MIG_TIMEOUT_MINUTES ?? DEFAULT_MIG_REBALANCE_CONFIG.timeoutMinutes,
     maxNodesAtOnce: e.MIG_MAX_NODES_AT_ONCE ?? DEFAULT_MIG_REBALANCE_CONFIG.maxNodesAtOnce,
     minPendingSeconds: e.MIG_MIN_PENDING_SECONDS ?? DEFAULT_MIG_REBALANCE_CONFIG.minPendingSeconds,
-    preemption: (configFileFromEnv(env, 'MIG_POLICY_FILE', parseMigPolicy, MigPolicyError) ?? DEFAULT_MIG_POLICY).preemption,
+    preemption: (configFileFromEnv(env, 'MIG_POLICY_FILE', parseMigPolicy, MigPolicyError) ?? DEFAULT_MIG_POLICY)
+      .preemption,
   };
-  return { own: { mig }, kube: { migParted: { namespace, name, key: e.MIG_PARTED_KEY ?? DEFAULT_MIG_PARTED_CONFIG.key } } };
+  return {
+    own: { mig },
+    kube: { migParted: { namespace, name, key: e.MIG_PARTED_KEY ?? DEFAULT_MIG_PARTED_CONFIG.key } },
+  };
 }
 
 export function wireMig(service: string, env: NodeJS.ProcessEnv = process.env): Promise<MigWiring> {

@@ -9,7 +9,11 @@ import { REPO_ROOT } from '../../infra/local/stack-env.ts';
 function capture() {
   const out: string[] = [];
   const err: string[] = [];
-  return { io: { out: (l: string) => void out.push(...l.split('\n')), err: (l: string) => void err.push(l) }, out, err };
+  return {
+    io: { out: (l: string) => void out.push(...l.split('\n')), err: (l: string) => void err.push(l) },
+    out,
+    err,
+  };
 }
 const TEAMS = join(REPO_ROOT, 'infra/local/scenarios/quota-teams.yaml');
 const MIXED = join(REPO_ROOT, 'infra/local/scenarios/fleets/mixed.yaml');
@@ -31,8 +35,14 @@ describe('gpu-reflex quota plan', () => {
     expect(out).toContain('nvidia.com/gpu: capacity 28, 28 shared out (overcommit 1.1, buffer 2)');
     const json = capture();
     expect(await main(['quota', 'plan', '--config', TEAMS, '--fleet', MIXED, '--json'], json.io, {})).toBe(0);
-    const plan = JSON.parse(json.out.join('\n')) as { namespaces: { namespace: string; hard: Record<string, number> }[] };
-    expect(plan.namespaces.map((n) => [n.namespace, n.hard['requests.nvidia.com/gpu']])).toEqual([['ml-infer', 4], ['research', 2], ['ml-train', 16]]);
+    const plan = JSON.parse(json.out.join('\n')) as {
+      namespaces: { namespace: string; hard: Record<string, number> }[];
+    };
+    expect(plan.namespaces.map((n) => [n.namespace, n.hard['requests.nvidia.com/gpu']])).toEqual([
+      ['ml-infer', 4],
+      ['research', 2],
+      ['ml-train', 16],
+    ]);
   });
 
   it('names the bad field of a configuration, and a limits. key with why', async () => {
@@ -41,7 +51,9 @@ describe('gpu-reflex quota plan', () => {
     const { io, err } = capture();
     expect(await main(['quota', 'plan', '--config', bad, '--fleet', MIXED], io, {})).toBe(1);
     expect(err).toHaveLength(1);
-    expect(err[0]).toContain('teams.0.max.limits.nvidia.com/gpu: "limits.nvidia.com/gpu": quota on limits of an extended resource is accepted by the API server and never enforced');
+    expect(err[0]).toContain(
+      'teams.0.max.limits.nvidia.com/gpu: "limits.nvidia.com/gpu": quota on limits of an extended resource is accepted by the API server and never enforced',
+    );
   });
 });
 
@@ -51,7 +63,18 @@ describe('gpu-reflex quota rollback', () => {
       fleet: {
         nodes: [{ name: 'gpu', allocatable: { 'nvidia.com/gpu': 8 } }],
         namespaces: [{ name: 'ml' }],
-        objects: [{ apiVersion: 'v1', kind: 'ResourceQuota', metadata: { name: 'gpu-reflex', namespace: 'ml', annotations: { 'gpu-reflex.io/previous-hard': '{"requests.nvidia.com/gpu":"4"}' } }, spec: { hard: { 'requests.nvidia.com/gpu': '6' } } }],
+        objects: [
+          {
+            apiVersion: 'v1',
+            kind: 'ResourceQuota',
+            metadata: {
+              name: 'gpu-reflex',
+              namespace: 'ml',
+              annotations: { 'gpu-reflex.io/previous-hard': '{"requests.nvidia.com/gpu":"4"}' },
+            },
+            spec: { hard: { 'requests.nvidia.com/gpu': '6' } },
+          },
+        ],
       },
     });
     const kc = join(dir, 'kubeconfig');
@@ -61,11 +84,18 @@ describe('gpu-reflex quota rollback', () => {
     const dry = capture();
     expect(await main(['quota', 'rollback', '--kubeconfig', kc, '--config', config, '--dry-run'], dry.io, {})).toBe(0);
     expect(dry.out).toEqual(['would roll back ml: requests.nvidia.com/gpu 6 → 4; held from rewrites for 60 min']);
-    const hardNow = () => (sim!.store.get('resourcequotas', 'ml', 'gpu-reflex') as unknown as { spec: { hard: Record<string, string> } }).spec.hard;
+    const hardNow = () =>
+      (sim!.store.get('resourcequotas', 'ml', 'gpu-reflex') as unknown as { spec: { hard: Record<string, string> } })
+        .spec.hard;
     expect(hardNow()).toEqual({ 'requests.nvidia.com/gpu': '6' });
     const real = capture();
-    expect(await main(['quota', 'rollback', '--kubeconfig', kc, '--config', config, '--hold-minutes', '30'], real.io, {})).toBe(0);
-    expect(real.out).toEqual(['rolled back ml: requests.nvidia.com/gpu 6 → 4; held from rewrites for 30 min', 'no bus given (--endpoint): Quota Rewritten not published']);
+    expect(
+      await main(['quota', 'rollback', '--kubeconfig', kc, '--config', config, '--hold-minutes', '30'], real.io, {}),
+    ).toBe(0);
+    expect(real.out).toEqual([
+      'rolled back ml: requests.nvidia.com/gpu 6 → 4; held from rewrites for 30 min',
+      'no bus given (--endpoint): Quota Rewritten not published',
+    ]);
     expect(hardNow()).toEqual({ 'requests.nvidia.com/gpu': '4' });
     const again = capture();
     await main(['quota', 'rollback', '--kubeconfig', kc, '--config', config], again.io, {});

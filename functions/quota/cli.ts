@@ -18,7 +18,8 @@ import { quotaFacts } from './facts.ts';
 import { rollbackQuotas } from './run.ts';
 
 async function readConfig(path: string | undefined, io: CliIo): Promise<QuotaConfig> {
-  if (!path) throw new UsageError('--config FILE is required: the teams, their weights, guarantees and maxima (docs/quota.md)');
+  if (!path)
+    throw new UsageError('--config FILE is required: the teams, their weights, guarantees and maxima (docs/quota.md)');
   try {
     return parseQuotaConfig(await readInputText(path, '--config', io), path);
   } catch (err) {
@@ -26,22 +27,42 @@ async function readConfig(path: string | undefined, io: CliIo): Promise<QuotaCon
   }
 }
 
-export function planTable(config: QuotaConfig, plan: QuotaPlan, usage: Record<string, Record<string, number>>, excluded: string[]): string[] {
+export function planTable(
+  config: QuotaConfig,
+  plan: QuotaPlan,
+  usage: Record<string, Record<string, number>>,
+  excluded: string[],
+): string[] {
   const rows: string[][] = [['TEAM', 'NAMESPACE', 'RESOURCE', 'USED', 'NOW', 'NEW', '']];
   for (const n of plan.namespaces) {
     for (const r of resourcesOf(config)) {
       const k = quotaKey(r);
       const change = n.changes.find((c) => c.key === k);
       const now = change ? (change.from === null ? '-' : String(change.from)) : String(n.hard[k]);
-      rows.push([n.team, n.namespace, r, String(usage[n.namespace]?.[r] ?? 0), now, String(n.hard[k]), change ? (change.from === null ? 'new' : Number(change.from) < change.to ? 'up' : 'down') : '']);
+      rows.push([
+        n.team,
+        n.namespace,
+        r,
+        String(usage[n.namespace]?.[r] ?? 0),
+        now,
+        String(n.hard[k]),
+        change ? (change.from === null ? 'new' : Number(change.from) < change.to ? 'up' : 'down') : '',
+      ]);
     }
   }
   const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-  const out = rows.map((r) => r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
+  const out = rows.map((r) =>
+    r
+      .map((c, i) => c.padEnd(widths[i]!))
+      .join('  ')
+      .trimEnd(),
+  );
   for (const [r, p] of Object.entries(plan.pool)) {
     // A MIG group is planned in eighths of a GPU; people read GPUs.
     const u = p.unit ? (n: number) => `${n / 8}` : String;
-    out.push(`${r}: capacity ${u(p.capacity)}${p.unit ? ' GPU-equivalents' : ''}, ${u(p.shared)} shared out (overcommit ${config.overcommit}, buffer ${config.buffer[r] ?? 0})`);
+    out.push(
+      `${r}: capacity ${u(p.capacity)}${p.unit ? ' GPU-equivalents' : ''}, ${u(p.shared)} shared out (overcommit ${config.overcommit}, buffer ${config.buffer[r] ?? 0})`,
+    );
   }
   if (excluded.length > 0) out.push(`not counted: ${excluded.join(', ')}`);
   for (const w of plan.warnings) out.push(`warning: ${w}`);
@@ -55,7 +76,7 @@ export const quotaPlanCommand: Command = {
     'Usage: gpu-reflex quota plan --config FILE (--fleet FILE | --kubeconfig FILE) [--json]',
     '',
     'Reads capacity (Ready, schedulable nodes not taken out by remediation), what each team',
-    'namespace uses (its pods, as ResourceQuota counts them) and gpu-reflex\'s current quotas, and',
+    "namespace uses (its pods, as ResourceQuota counts them) and gpu-reflex's current quotas, and",
     'prints per namespace and resource: used, the quota now, the quota the rewriter would write.',
     'Nothing is changed.',
     '  --config FILE      teams: namespaces, weight, guarantee, max; buffer, overcommit (docs/quota.md)',
@@ -68,9 +89,20 @@ export const quotaPlanCommand: Command = {
     '  gpu-reflex quota plan --config infra/local/scenarios/quota-teams.yaml --fleet infra/local/scenarios/fleets/mixed.yaml',
   ].join('\n'),
   async run(args: string[], io: CliIo): Promise<number> {
-    const { values, positionals } = parseArgs({ args, options: { config: { type: 'string' }, fleet: { type: 'string' }, kubeconfig: { type: 'string' }, json: { type: 'boolean' } }, allowPositionals: true, strict: true });
+    const { values, positionals } = parseArgs({
+      args,
+      options: {
+        config: { type: 'string' },
+        fleet: { type: 'string' },
+        kubeconfig: { type: 'string' },
+        json: { type: 'boolean' },
+      },
+      allowPositionals: true,
+      strict: true,
+    });
     if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
-    if (!values.fleet === !values.kubeconfig) throw new UsageError('give exactly one of --fleet FILE or --kubeconfig FILE');
+    if (!values.fleet === !values.kubeconfig)
+      throw new UsageError('give exactly one of --fleet FILE or --kubeconfig FILE');
     const config = await readConfig(values.config, io);
     let read;
     if (values.fleet) {
@@ -86,7 +118,11 @@ export const quotaPlanCommand: Command = {
       await readInputText(values.kubeconfig!, '--kubeconfig', io);
       const { kubePorts, loadKubeConfig } = await import('../adapters/kube/client.ts');
       const ports = kubePorts(loadKubeConfig({ kubeconfigPath: values.kubeconfig! }), { namespace: 'gpu-reflex' });
-      const [nodes, pods, quotas] = await Promise.all([ports.nodes.list(), ports.pods.list(), ports.quotas.listQuotas()]);
+      const [nodes, pods, quotas] = await Promise.all([
+        ports.nodes.list(),
+        ports.pods.list(),
+        ports.quotas.listQuotas(),
+      ]);
       read = { nodes, pods, quotas };
     }
     const facts = quotaFacts(config, read.nodes, read.pods, read.quotas);
@@ -99,7 +135,7 @@ export const quotaPlanCommand: Command = {
 
 export const quotaRollbackCommand: Command = {
   path: ['quota', 'rollback'],
-  summary: 'put gpu-reflex\'s team quotas back to the values before their last rewrite, and hold them',
+  summary: "put gpu-reflex's team quotas back to the values before their last rewrite, and hold them",
   help: [
     'Usage: gpu-reflex quota rollback --kubeconfig FILE --config FILE [--namespace NS]... [--hold-minutes N] [--dry-run] [--endpoint URL]',
     '',
@@ -111,11 +147,24 @@ export const quotaRollbackCommand: Command = {
     '  --dry-run   print what would change; write nothing',
   ].join('\n'),
   async run(args: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
-    const { values, positionals } = parseArgs({ args, options: { kubeconfig: { type: 'string' }, config: { type: 'string' }, namespace: { type: 'string', multiple: true }, 'hold-minutes': { type: 'string' }, 'dry-run': { type: 'boolean' }, endpoint: { type: 'string' } }, allowPositionals: true, strict: true });
+    const { values, positionals } = parseArgs({
+      args,
+      options: {
+        kubeconfig: { type: 'string' },
+        config: { type: 'string' },
+        namespace: { type: 'string', multiple: true },
+        'hold-minutes': { type: 'string' },
+        'dry-run': { type: 'boolean' },
+        endpoint: { type: 'string' },
+      },
+      allowPositionals: true,
+      strict: true,
+    });
     if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
     if (!values.kubeconfig) throw new UsageError('--kubeconfig FILE is required: rollback changes a live cluster');
     const hold = values['hold-minutes'] === undefined ? 60 : Number(values['hold-minutes']);
-    if (!Number.isInteger(hold) || hold < 0 || hold > 10_080) throw new UsageError(`--hold-minutes must be an integer from 0 to 10080 (got "${values['hold-minutes']}")`);
+    if (!Number.isInteger(hold) || hold < 0 || hold > 10_080)
+      throw new UsageError(`--hold-minutes must be an integer from 0 to 10080 (got "${values['hold-minutes']}")`);
     const config = await readConfig(values.config, io);
     await readInputText(values.kubeconfig, '--kubeconfig', io);
     const { kubePorts, loadKubeConfig } = await import('../adapters/kube/client.ts');
@@ -124,13 +173,34 @@ export const quotaRollbackCommand: Command = {
     const dry = values['dry-run'] === true;
     const ports = dry ? dryRunPorts(real, () => {}) : real;
     const endpoint = values.endpoint ?? env.AWS_ENDPOINT_URL_EVENTBRIDGE;
-    const client = endpoint ? new EventBridgeClient({ region: env.AWS_REGION ?? 'us-east-1', endpoint, ...(!env.AWS_ACCESS_KEY_ID ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}) }) : undefined;
-    const publisher: EventPublisher = client && !dry ? new EventBridgePublisher(env.EVENT_BUS_NAME ?? 'gpu-reflex', client) : new RecordingPublisher();
+    const client = endpoint
+      ? new EventBridgeClient({
+          region: env.AWS_REGION ?? 'us-east-1',
+          endpoint,
+          ...(!env.AWS_ACCESS_KEY_ID ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
+        })
+      : undefined;
+    const publisher: EventPublisher =
+      client && !dry ? new EventBridgePublisher(env.EVENT_BUS_NAME ?? 'gpu-reflex', client) : new RecordingPublisher();
     try {
-      const r = await rollbackQuotas({ quotas: ports.quotas, state: ports.state, publisher, notifier: new RecordingNotifier(), clock: systemClock, logger: createLogger({ service: 'quota-rollback', level: 'error' }), config }, values.namespace, hold);
+      const r = await rollbackQuotas(
+        {
+          quotas: ports.quotas,
+          state: ports.state,
+          publisher,
+          notifier: new RecordingNotifier(),
+          clock: systemClock,
+          logger: createLogger({ service: 'quota-rollback', level: 'error' }),
+          config,
+        },
+        values.namespace,
+        hold,
+      );
       for (const x of r.restored) {
         const keys = [...new Set([...Object.keys(x.from), ...Object.keys(x.to)])].sort();
-        io.out(`${dry ? 'would roll back' : 'rolled back'} ${x.namespace}: ${keys.map((k) => `${k} ${x.from[k] ?? 'unset'} → ${x.to[k] ?? 'unset'}`).join(', ') || 'no values'}${hold > 0 ? `; held from rewrites for ${hold} min` : ''}`);
+        io.out(
+          `${dry ? 'would roll back' : 'rolled back'} ${x.namespace}: ${keys.map((k) => `${k} ${x.from[k] ?? 'unset'} → ${x.to[k] ?? 'unset'}`).join(', ') || 'no values'}${hold > 0 ? `; held from rewrites for ${hold} min` : ''}`,
+        );
       }
       for (const s of r.skipped) io.out(`skipped ${s.namespace}: ${s.why}`);
       if (!client && !dry && r.restored.length > 0) io.out('no bus given (--endpoint): Quota Rewritten not published');

@@ -22,12 +22,24 @@ function quantity(q: string | undefined): number {
  * Capacity counts Ready nodes nobody took out: not cordoned, not tainted by remediation. A GPU
  * fenced by its device plugin has already left the node's allocatable, so a quarantine shrinks it.
  */
-export function quotaFacts(config: QuotaConfig, nodes: readonly NodeInfo[], pods: readonly PodInfo[], quotas: readonly QuotaInfo[]): QuotaFacts & { excluded: string[] } {
+export function quotaFacts(
+  config: QuotaConfig,
+  nodes: readonly NodeInfo[],
+  pods: readonly PodInfo[],
+  quotas: readonly QuotaInfo[],
+): QuotaFacts & { excluded: string[] } {
   const resources = resourcesOf(config);
   const capacity: Record<string, number> = Object.fromEntries(resources.map((r) => [r, 0]));
   const excluded: string[] = [];
   for (const n of nodes) {
-    const out = n.ready !== true ? 'not Ready' : n.unschedulable ? 'cordoned' : n.taints.some((t) => t.key === DEFAULT_TAINT_KEY) ? `tainted ${DEFAULT_TAINT_KEY}` : undefined;
+    const out =
+      n.ready !== true
+        ? 'not Ready'
+        : n.unschedulable
+          ? 'cordoned'
+          : n.taints.some((t) => t.key === DEFAULT_TAINT_KEY)
+            ? `tainted ${DEFAULT_TAINT_KEY}`
+            : undefined;
     if (out) {
       if (resources.some((r) => quantity(n.allocatable[r]) > 0)) excluded.push(`${n.name} (${out})`);
       continue;
@@ -48,7 +60,8 @@ export function quotaFacts(config: QuotaConfig, nodes: readonly NodeInfo[], pods
   const current: Record<string, Record<string, number>> = {};
   for (const q of quotas) {
     if (q.name !== config.quotaName || !teamNs.has(q.namespace)) continue;
-    for (const r of resources) if (q.hard[quotaKey(r)] !== undefined) (current[q.namespace] ??= {})[r] = quantity(q.hard[quotaKey(r)]);
+    for (const r of resources)
+      if (q.hard[quotaKey(r)] !== undefined) (current[q.namespace] ??= {})[r] = quantity(q.hard[quotaKey(r)]);
   }
   return { capacity, usage, current, excluded, gpuEighths: gpuEighths(config, nodes) };
 }

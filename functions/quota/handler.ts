@@ -15,7 +15,13 @@ export function createQuotaHandler(getDeps: () => QuotaWiring | Promise<QuotaWir
         logger.info('rewrite-quotas: no QUOTA_CONFIG_FILE: no team is managed, nothing to do');
         return { teams: 0 };
       }
-      const out = await rewriteQuotas({ ...d.kube, ...d, config: d.quotaConfig, logger, holder: context?.awsRequestId ?? randomUUID() });
+      const out = await rewriteQuotas({
+        ...d.kube,
+        ...d,
+        config: d.quotaConfig,
+        logger,
+        holder: context?.awsRequestId ?? randomUUID(),
+      });
       return { teams: d.quotaConfig.teams.length, changed: out.changed, held: out.held, warnings: out.plan.warnings };
     },
   });

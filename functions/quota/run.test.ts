@@ -8,7 +8,13 @@ import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { silentLogger } from '../lib/logger.ts';
 import { DEFAULT_TAINT_KEY } from '../lib/node-state.ts';
 import { QuotaConfigSchema } from './core/config.ts';
-import { HOLD_UNTIL_ANNOTATION, PREVIOUS_HARD_ANNOTATION, rewriteQuotas, rollbackQuotas, type QuotaDeps } from './run.ts';
+import {
+  HOLD_UNTIL_ANNOTATION,
+  PREVIOUS_HARD_ANNOTATION,
+  rewriteQuotas,
+  rollbackQuotas,
+  type QuotaDeps,
+} from './run.ts';
 
 const GPU = 'nvidia.com/gpu';
 const K = `requests.${GPU}`;
@@ -31,15 +37,42 @@ beforeEach(() => {
   clock = manualClock(T0);
   kube = fakeKube({ clock });
   for (let i = 0; i < 3; i++) kube.cluster.addNode({ name: `gpu-${i}`, allocatable: { [GPU]: '8' } });
-  for (let i = 0; i < 6; i++) kube.cluster.addPod({ name: `train-${i}`, namespace: 'ml', nodeName: 'gpu-0', requests: { [GPU]: 1 }, extendedResources: { [GPU]: 1 } });
-  kube.cluster.addPod({ name: 'done', namespace: 'nlp', phase: 'Succeeded', nodeName: 'gpu-1', requests: { [GPU]: 4 }, extendedResources: { [GPU]: 4 } });
+  for (let i = 0; i < 6; i++)
+    kube.cluster.addPod({
+      name: `train-${i}`,
+      namespace: 'ml',
+      nodeName: 'gpu-0',
+      requests: { [GPU]: 1 },
+      extendedResources: { [GPU]: 1 },
+    });
+  kube.cluster.addPod({
+    name: 'done',
+    namespace: 'nlp',
+    phase: 'Succeeded',
+    nodeName: 'gpu-1',
+    requests: { [GPU]: 4 },
+    extendedResources: { [GPU]: 4 },
+  });
   publisher = new RecordingPublisher();
   notifier = new RecordingNotifier();
-  deps = { nodes: kube.nodes, pods: kube.pods, quotas: kube.quotas, state: kube.state, leases: kube.leases, publisher, notifier, clock, logger: silentLogger, holder: 'r1', config };
+  deps = {
+    nodes: kube.nodes,
+    pods: kube.pods,
+    quotas: kube.quotas,
+    state: kube.state,
+    leases: kube.leases,
+    publisher,
+    notifier,
+    clock,
+    logger: silentLogger,
+    holder: 'r1',
+    config,
+  };
 });
 
 const hard = async (ns: string) => (await kube.quotas.getQuota(ns, 'gpu-reflex'))?.hard[K];
-const events = () => publisher.published.filter((e) => e.detailType === QUOTA_REWRITTEN).map((e) => e.detail as QuotaRewrittenDetail);
+const events = () =>
+  publisher.published.filter((e) => e.detailType === QUOTA_REWRITTEN).map((e) => e.detail as QuotaRewrittenDetail);
 
 describe('rewrite-quotas', () => {
   it('writes each team’s quota and LimitRange, keeping what it replaced, and says so once', async () => {
@@ -50,7 +83,9 @@ describe('rewrite-quotas', () => {
     const q = await kube.quotas.getQuota('ml', 'gpu-reflex');
     expect(q?.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'gpu-reflex' });
     expect(q?.annotations?.[PREVIOUS_HARD_ANNOTATION]).toBe('{}');
-    expect((await kube.quotas.getLimitRange('ml', 'gpu-reflex'))?.limits).toEqual([{ type: 'Container', default: { [GPU]: '1' }, defaultRequest: { [GPU]: '1' }, max: { [GPU]: '8' } }]);
+    expect((await kube.quotas.getLimitRange('ml', 'gpu-reflex'))?.limits).toEqual([
+      { type: 'Container', default: { [GPU]: '1' }, defaultRequest: { [GPU]: '1' }, max: { [GPU]: '8' } },
+    ]);
     expect(events().map((e) => [e.namespace, e.changes])).toEqual([
       ['ml', [{ resource: K, from: null, to: '8' }]],
       ['nlp', [{ resource: K, from: null, to: '8' }]],
@@ -64,7 +99,14 @@ describe('rewrite-quotas', () => {
 
   it('lends idle capacity to a quota-bound team, and shrinks fairly when a node is taken out', async () => {
     await rewriteQuotas(deps);
-    for (let i = 6; i < 8; i++) kube.cluster.addPod({ name: `train-${i}`, namespace: 'ml', nodeName: 'gpu-1', requests: { [GPU]: 1 }, extendedResources: { [GPU]: 1 } });
+    for (let i = 6; i < 8; i++)
+      kube.cluster.addPod({
+        name: `train-${i}`,
+        namespace: 'ml',
+        nodeName: 'gpu-1',
+        requests: { [GPU]: 1 },
+        extendedResources: { [GPU]: 1 },
+      });
     // ml runs 8 of its 8: quota-bound, it may borrow from nlp's idle share.
     await rewriteQuotas(deps);
     expect([await hard('ml'), await hard('nlp')]).toEqual(['10', '8']);
@@ -78,7 +120,12 @@ describe('rewrite-quotas', () => {
 
   it('publishes a Quota Rewritten the bus refused on the next round, exactly once', async () => {
     let failures = 1;
-    const flaky: EventPublisher = { publish: async (e) => (failures-- > 0 ? Promise.reject(new TransientError('publishing events: Region is missing')) : publisher.publish(e)) };
+    const flaky: EventPublisher = {
+      publish: async (e) =>
+        failures-- > 0
+          ? Promise.reject(new TransientError('publishing events: Region is missing'))
+          : publisher.publish(e),
+    };
     await expect(rewriteQuotas({ ...deps, publisher: flaky })).rejects.toThrow('Region is missing');
     expect(await hard('ml')).toBe('8');
     await rewriteQuotas({ ...deps, publisher: flaky });
@@ -88,7 +135,14 @@ describe('rewrite-quotas', () => {
 
   it('rolls back to the values before the last rewrite and holds the quota from rewrites for a while', async () => {
     await rewriteQuotas(deps);
-    for (let i = 6; i < 8; i++) kube.cluster.addPod({ name: `train-${i}`, namespace: 'ml', nodeName: 'gpu-1', requests: { [GPU]: 1 }, extendedResources: { [GPU]: 1 } });
+    for (let i = 6; i < 8; i++)
+      kube.cluster.addPod({
+        name: `train-${i}`,
+        namespace: 'ml',
+        nodeName: 'gpu-1',
+        requests: { [GPU]: 1 },
+        extendedResources: { [GPU]: 1 },
+      });
     await rewriteQuotas(deps);
     expect(await hard('ml')).toBe('10');
     const r = await rollbackQuotas(deps, ['ml', 'nope'], 60);

@@ -53,9 +53,16 @@ const key = (ns: string) => `quota.${ns}`;
 
 type EventChange = QuotaRewrittenDetail['changes'][number];
 
-const changesOf = (nq: NamespaceQuota): EventChange[] => nq.changes.map((c) => ({ resource: c.key, from: c.from === null ? null : String(c.from), to: String(c.to) }));
+const changesOf = (nq: NamespaceQuota): EventChange[] =>
+  nq.changes.map((c) => ({ resource: c.key, from: c.from === null ? null : String(c.from), to: String(c.to) }));
 
-function quotaEvent(deps: Pick<QuotaDeps, 'clock' | 'config'>, namespace: string, changes: EventChange[], reason: string, now: number): PublishedEvent {
+function quotaEvent(
+  deps: Pick<QuotaDeps, 'clock' | 'config'>,
+  namespace: string,
+  changes: EventChange[],
+  reason: string,
+  now: number,
+): PublishedEvent {
   const digest = createHash('sha256').update(JSON.stringify(changes)).digest('hex').slice(0, 12);
   const detail: QuotaRewrittenDetail = {
     schemaVersion: SCHEMA_VERSION,
@@ -76,20 +83,29 @@ async function flush(deps: QuotaDeps, ns: string, pending: PublishedEvent[]): Pr
   await deps.publisher.publish(pending);
   const sent = new Set(pending.map((e) => String(e.detail.eventId)));
   await deps.state.update(key(ns), (cur) => {
-    const left = (((cur ?? {}) as { events?: PublishedEvent[] }).events ?? []).filter((e) => !sent.has(String(e.detail.eventId)));
+    const left = (((cur ?? {}) as { events?: PublishedEvent[] }).events ?? []).filter(
+      (e) => !sent.has(String(e.detail.eventId)),
+    );
     return left.length > 0 ? ({ events: left } as unknown as Json) : undefined;
   });
 }
 
 async function record(deps: QuotaDeps, ns: string, event: PublishedEvent): Promise<PublishedEvent[]> {
-  const written = (await deps.state.update(key(ns), (cur) => ({ events: mergeOutbox((((cur ?? {}) as { events?: PublishedEvent[] }).events ?? []), [event]) }) as unknown as Json)) as { events?: PublishedEvent[] } | undefined;
+  const written = (await deps.state.update(
+    key(ns),
+    (cur) =>
+      ({
+        events: mergeOutbox(((cur ?? {}) as { events?: PublishedEvent[] }).events ?? [], [event]),
+      }) as unknown as Json,
+  )) as { events?: PublishedEvent[] } | undefined;
   return written?.events ?? [event];
 }
 
 function limitItems(config: QuotaConfig): LimitItem[] | undefined {
   const lr = config.limitRange;
   if (!lr || (!lr.default && !lr.max)) return undefined;
-  const str = (m: Record<string, number> | undefined) => (m ? Object.fromEntries(Object.entries(m).map(([k, v]) => [k, String(v)])) : undefined);
+  const str = (m: Record<string, number> | undefined) =>
+    m ? Object.fromEntries(Object.entries(m).map(([k, v]) => [k, String(v)])) : undefined;
   const d = str(lr.default);
   const max = str(lr.max);
   return [{ type: 'Container', ...(d ? { default: d, defaultRequest: d } : {}), ...(max ? { max } : {}) }];
@@ -102,46 +118,73 @@ function hardStrings(nq: NamespaceQuota, current: QuotaInfo | undefined): Record
 }
 
 export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
-  const empty = (): QuotaOutcome => (deps.logger.info('rewrite-quotas already running elsewhere'), { plan: { pool: {}, teams: [], namespaces: [], warnings: [] }, changed: [], held: [] });
-  return withLease('rewrite-quotas', 120, deps, async () => {
-    const [nodes, pods, quotas, stored] = await Promise.all([deps.nodes.list(), deps.pods.list(), deps.quotas.listQuotas(), deps.state.getAll()]);
-    const facts = quotaFacts(deps.config, nodes, pods, quotas);
-    const plan = planQuotas(deps.config, facts);
-    const now = deps.clock.now();
-    const changed: string[] = [];
-    const held: string[] = [];
-    const lr = limitItems(deps.config);
-    for (const nq of plan.namespaces) {
-      // What an earlier round decided and never got out goes first (read once, with the round).
-      const unsent = ((stored[key(nq.namespace)] ?? {}) as { events?: PublishedEvent[] }).events ?? [];
-      if (unsent.length > 0) await flush(deps, nq.namespace, unsent);
-      const current = quotas.find((q) => q.namespace === nq.namespace && q.name === deps.config.quotaName);
-      const holdUntil = current?.annotations?.[HOLD_UNTIL_ANNOTATION];
-      if (holdUntil && Date.parse(holdUntil) > now) {
-        held.push(nq.namespace);
-        continue;
+  const empty = (): QuotaOutcome => (
+    deps.logger.info('rewrite-quotas already running elsewhere'),
+    { plan: { pool: {}, teams: [], namespaces: [], warnings: [] }, changed: [], held: [] }
+  );
+  return withLease(
+    'rewrite-quotas',
+    120,
+    deps,
+    async () => {
+      const [nodes, pods, quotas, stored] = await Promise.all([
+        deps.nodes.list(),
+        deps.pods.list(),
+        deps.quotas.listQuotas(),
+        deps.state.getAll(),
+      ]);
+      const facts = quotaFacts(deps.config, nodes, pods, quotas);
+      const plan = planQuotas(deps.config, facts);
+      const now = deps.clock.now();
+      const changed: string[] = [];
+      const held: string[] = [];
+      const lr = limitItems(deps.config);
+      for (const nq of plan.namespaces) {
+        // What an earlier round decided and never got out goes first (read once, with the round).
+        const unsent = ((stored[key(nq.namespace)] ?? {}) as { events?: PublishedEvent[] }).events ?? [];
+        if (unsent.length > 0) await flush(deps, nq.namespace, unsent);
+        const current = quotas.find((q) => q.namespace === nq.namespace && q.name === deps.config.quotaName);
+        const holdUntil = current?.annotations?.[HOLD_UNTIL_ANNOTATION];
+        if (holdUntil && Date.parse(holdUntil) > now) {
+          held.push(nq.namespace);
+          continue;
+        }
+        if (lr)
+          await deps.quotas.applyLimitRange(nq.namespace, deps.config.quotaName, {
+            limits: lr,
+            labels: { ...MANAGED_BY },
+          });
+        if (nq.changes.length === 0 && current) continue;
+        const events = await record(deps, nq.namespace, quotaEvent(deps, nq.namespace, changesOf(nq), nq.reason, now));
+        await deps.quotas.applyQuota(nq.namespace, deps.config.quotaName, {
+          hard: hardStrings(nq, current),
+          labels: { ...MANAGED_BY },
+          annotations: { [PREVIOUS_HARD_ANNOTATION]: JSON.stringify(current?.hard ?? {}) },
+        });
+        await flush(deps, nq.namespace, events);
+        changed.push(nq.namespace);
+        deps.logger.info('rewrite-quotas', { namespace: nq.namespace, changes: nq.changes });
       }
-      if (lr) await deps.quotas.applyLimitRange(nq.namespace, deps.config.quotaName, { limits: lr, labels: { ...MANAGED_BY } });
-      if (nq.changes.length === 0 && current) continue;
-      const events = await record(deps, nq.namespace, quotaEvent(deps, nq.namespace, changesOf(nq), nq.reason, now));
-      await deps.quotas.applyQuota(nq.namespace, deps.config.quotaName, {
-        hard: hardStrings(nq, current),
-        labels: { ...MANAGED_BY },
-        annotations: { [PREVIOUS_HARD_ANNOTATION]: JSON.stringify(current?.hard ?? {}) },
-      });
-      await flush(deps, nq.namespace, events);
-      changed.push(nq.namespace);
-      deps.logger.info('rewrite-quotas', { namespace: nq.namespace, changes: nq.changes });
-    }
-    // A warning is news when the quotas change with it; every 5 minutes after that it is not.
-    for (const w of plan.warnings) (changed.length > 0 ? deps.logger.warn : deps.logger.info).call(deps.logger, 'rewrite-quotas', { warning: w });
-    if (changed.length > 0) {
-      const lines = plan.namespaces.filter((n) => changed.includes(n.namespace)).map((n) => `${n.namespace}: ${n.changes.map((c) => `${c.key} ${c.from ?? 'unset'} → ${c.to}`).join(', ')}`);
-      const notice: Notice = { title: `gpu-reflex: rewrote ${changed.length} team quota${changed.length === 1 ? '' : 's'}`, text: [...lines, ...plan.warnings].join('\n').slice(0, 1000), severity: plan.warnings.length > 0 ? 'warning' : 'info' };
-      await deps.notifier.notify(notice).catch((err: unknown) => deps.logger.warn('rewrite-quotas: chat notice failed', { error: err }));
-    }
-    return { plan, changed, held };
-  }, empty);
+      // A warning is news when the quotas change with it; every 5 minutes after that it is not.
+      for (const w of plan.warnings)
+        (changed.length > 0 ? deps.logger.warn : deps.logger.info).call(deps.logger, 'rewrite-quotas', { warning: w });
+      if (changed.length > 0) {
+        const lines = plan.namespaces
+          .filter((n) => changed.includes(n.namespace))
+          .map((n) => `${n.namespace}: ${n.changes.map((c) => `${c.key} ${c.from ?? 'unset'} → ${c.to}`).join(', ')}`);
+        const notice: Notice = {
+          title: `gpu-reflex: rewrote ${changed.length} team quota${changed.length === 1 ? '' : 's'}`,
+          text: [...lines, ...plan.warnings].join('\n').slice(0, 1000),
+          severity: plan.warnings.length > 0 ? 'warning' : 'info',
+        };
+        await deps.notifier
+          .notify(notice)
+          .catch((err: unknown) => deps.logger.warn('rewrite-quotas: chat notice failed', { error: err }));
+      }
+      return { plan, changed, held };
+    },
+    empty,
+  );
 }
 
 /**
@@ -149,12 +192,23 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
  * values its last rewrite replaced, and is held from further rewrites for `holdMinutes`. The
  * values it leaves become the new "previous", so a rollback can itself be rolled back.
  */
-export async function rollbackQuotas(deps: Omit<QuotaDeps, 'nodes' | 'pods' | 'leases' | 'holder'>, namespaces: readonly string[] | undefined, holdMinutes: number): Promise<{ restored: { namespace: string; from: Record<string, string>; to: Record<string, string> }[]; skipped: { namespace: string; why: string }[] }> {
+export async function rollbackQuotas(
+  deps: Omit<QuotaDeps, 'nodes' | 'pods' | 'leases' | 'holder'>,
+  namespaces: readonly string[] | undefined,
+  holdMinutes: number,
+): Promise<{
+  restored: { namespace: string; from: Record<string, string>; to: Record<string, string> }[];
+  skipped: { namespace: string; why: string }[];
+}> {
   const now = deps.clock.now();
-  const mine = (await deps.quotas.listQuotas()).filter((q) => q.name === deps.config.quotaName && (namespaces === undefined || namespaces.includes(q.namespace)));
+  const mine = (await deps.quotas.listQuotas()).filter(
+    (q) => q.name === deps.config.quotaName && (namespaces === undefined || namespaces.includes(q.namespace)),
+  );
   const restored: { namespace: string; from: Record<string, string>; to: Record<string, string> }[] = [];
   const skipped: { namespace: string; why: string }[] = [];
-  for (const ns of namespaces ?? []) if (!mine.some((q) => q.namespace === ns)) skipped.push({ namespace: ns, why: `no ResourceQuota ${deps.config.quotaName} there` });
+  for (const ns of namespaces ?? [])
+    if (!mine.some((q) => q.namespace === ns))
+      skipped.push({ namespace: ns, why: `no ResourceQuota ${deps.config.quotaName} there` });
   for (const q of mine.sort((a, b) => a.namespace.localeCompare(b.namespace))) {
     const raw = q.annotations?.[PREVIOUS_HARD_ANNOTATION];
     let previous: Record<string, string>;
@@ -162,16 +216,32 @@ export async function rollbackQuotas(deps: Omit<QuotaDeps, 'nodes' | 'pods' | 'l
       previous = JSON.parse(raw ?? 'null') as Record<string, string>;
       if (previous === null || typeof previous !== 'object') throw new Error('absent');
     } catch {
-      skipped.push({ namespace: q.namespace, why: `no readable ${PREVIOUS_HARD_ANNOTATION} annotation: nothing to go back to` });
+      skipped.push({
+        namespace: q.namespace,
+        why: `no readable ${PREVIOUS_HARD_ANNOTATION} annotation: nothing to go back to`,
+      });
       continue;
     }
     const until = new Date(now + holdMinutes * 60_000).toISOString();
-    await deps.quotas.applyQuota(q.namespace, q.name, { hard: previous, labels: { ...MANAGED_BY }, annotations: { [PREVIOUS_HARD_ANNOTATION]: JSON.stringify(q.hard), [HOLD_UNTIL_ANNOTATION]: until } });
+    await deps.quotas.applyQuota(q.namespace, q.name, {
+      hard: previous,
+      labels: { ...MANAGED_BY },
+      annotations: { [PREVIOUS_HARD_ANNOTATION]: JSON.stringify(q.hard), [HOLD_UNTIL_ANNOTATION]: until },
+    });
     const changes: EventChange[] = [...new Set([...Object.keys(previous), ...Object.keys(q.hard)])]
       .filter((k) => previous[k] !== q.hard[k])
       .sort()
       .map((k) => ({ resource: k, from: q.hard[k] ?? null, to: previous[k] ?? null }));
-    if (changes.length > 0) await deps.publisher.publish([quotaEvent(deps, q.namespace, changes, `rolled back by a person to the values before the last rewrite; held from rewrites until ${until}`, now)]);
+    if (changes.length > 0)
+      await deps.publisher.publish([
+        quotaEvent(
+          deps,
+          q.namespace,
+          changes,
+          `rolled back by a person to the values before the last rewrite; held from rewrites until ${until}`,
+          now,
+        ),
+      ]);
     restored.push({ namespace: q.namespace, from: q.hard, to: previous });
   }
   return { restored, skipped };

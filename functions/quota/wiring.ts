@@ -14,8 +14,12 @@ export function quotaConfigFromEnv(env: NodeJS.ProcessEnv): QuotaConfig | undefi
 }
 
 export function wireQuota(service: string, env: NodeJS.ProcessEnv = process.env): Promise<QuotaWiring> {
-  return wireFromEnv(service, () => {
-    const config = quotaConfigFromEnv(env);
-    return { own: config ? { quotaConfig: config } : {} };
-  }, env);
+  return wireFromEnv(
+    service,
+    () => {
+      const config = quotaConfigFromEnv(env);
+      return { own: config ? { quotaConfig: config } : {} };
+    },
+    env,
+  );
 }

@@ -5,5 +5,7 @@ import type { NodeState } from './core/state.ts';
 
 /** The approval's incident episode still waits on its node (a later episode of the same key asks under a new id). */
 export function stillWaits(state: NodeState, rec: Pick<ApprovalRecord, 'id' | 'incident'>): boolean {
-  return state.incidents.some((i) => i.key === rec.incident && i.phase === 'awaiting-approval' && approvalIdFor(i.key, i.firstAt) === rec.id);
+  return state.incidents.some(
+    (i) => i.key === rec.incident && i.phase === 'awaiting-approval' && approvalIdFor(i.key, i.firstAt) === rec.id,
+  );
 }

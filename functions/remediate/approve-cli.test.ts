@@ -20,7 +20,12 @@ afterAll(async () => {
 function run(args: string[]) {
   const out: string[] = [];
   const io = { out: (l: string) => void out.push(l), err: (l: string) => void out.push(l) };
-  return { out, done: (approveCommand.run as (a: string[], io: unknown, env: NodeJS.ProcessEnv, now: () => Date) => Promise<number>)(args, io, ENV, () => NOW) };
+  return {
+    out,
+    done: (
+      approveCommand.run as (a: string[], io: unknown, env: NodeJS.ProcessEnv, now: () => Date) => Promise<number>
+    )(args, io, ENV, () => NOW),
+  };
 }
 
 describe('gpu-reflex approve', () => {
@@ -30,7 +35,16 @@ describe('gpu-reflex approve', () => {
     const sent = bus.events.filter((e) => e['detail-type'] === APPROVAL_DECIDED);
     expect(sent).toHaveLength(1);
     expect(sent[0]!.source).toBe(SOURCES.chatops);
-    expect(sent[0]!.detail).toEqual({ schemaVersion: 1, eventId: 'apr-7f3c9a12:approved', occurredAt: NOW.toISOString(), approvalId: 'apr-7f3c9a12', decision: 'approved', decidedBy: { platform: 'cli', id: 'bob' }, comment: 'capacity is fine', seal: expect.any(String) });
+    expect(sent[0]!.detail).toEqual({
+      schemaVersion: 1,
+      eventId: 'apr-7f3c9a12:approved',
+      occurredAt: NOW.toISOString(),
+      approvalId: 'apr-7f3c9a12',
+      decision: 'approved',
+      decidedBy: { platform: 'cli', id: 'bob' },
+      comment: 'capacity is fine',
+      seal: expect.any(String),
+    });
     expect(checkSeal(approvalKey(KEY_TEXT, 'test'), sent[0]!.detail as never)).toBe('valid');
     expect(out).toEqual(['approved apr-7f3c9a12 by cli:bob: event apr-7f3c9a12:approved on the bus']);
   });
@@ -38,7 +52,10 @@ describe('gpu-reflex approve', () => {
   it('--reject rejects, decided by the login name by default', async () => {
     const { done } = run(['apr-7f3c9a12', '--reject', '--endpoint', bus.url]);
     expect(await done).toBe(0);
-    expect(bus.events.at(-1)!.detail).toMatchObject({ decision: 'rejected', decidedBy: { platform: 'cli', id: 'alice' } });
+    expect(bus.events.at(-1)!.detail).toMatchObject({
+      decision: 'rejected',
+      decidedBy: { platform: 'cli', id: 'alice' },
+    });
   });
 
   it('sends nothing without an approval key, saying where one comes from (exit 1)', async () => {
@@ -46,9 +63,13 @@ describe('gpu-reflex approve', () => {
     const saved = ENV;
     ENV = { USER: 'alice' };
     try {
-      await expect(run(['apr-7f3c9a12', '--endpoint', bus.url]).done).rejects.toThrow(/^no approval key: remediate-approve refuses an unsealed decision; pass --key-parameter/);
+      await expect(run(['apr-7f3c9a12', '--endpoint', bus.url]).done).rejects.toThrow(
+        /^no approval key: remediate-approve refuses an unsealed decision; pass --key-parameter/,
+      );
       ENV = { USER: 'alice', GPU_REFLEX_APPROVAL_KEY: 'short' };
-      await expect(run(['apr-7f3c9a12', '--endpoint', bus.url]).done).rejects.toThrow(/GPU_REFLEX_APPROVAL_KEY: the approval key must be at least 32 characters \(it has 5\)/);
+      await expect(run(['apr-7f3c9a12', '--endpoint', bus.url]).done).rejects.toThrow(
+        /GPU_REFLEX_APPROVAL_KEY: the approval key must be at least 32 characters \(it has 5\)/,
+      );
     } finally {
       ENV = saved;
     }
@@ -57,7 +78,9 @@ describe('gpu-reflex approve', () => {
 
   it('refuses a malformed ID or a missing one in one line, before sending anything', async () => {
     const before = bus.events.length;
-    await expect(run(['7f3c9a12', '--endpoint', bus.url]).done).rejects.toThrow(new UsageError('approvalId: expected an approval id like apr-7f3c9a12'));
+    await expect(run(['7f3c9a12', '--endpoint', bus.url]).done).rejects.toThrow(
+      new UsageError('approvalId: expected an approval id like apr-7f3c9a12'),
+    );
     await expect(run(['--endpoint', bus.url]).done).rejects.toThrow(/expected one approval ID \(apr-\.\.\.\), got 0/);
     expect(bus.events).toHaveLength(before);
   });
@@ -72,13 +95,27 @@ describe('gpu-reflex approvals list', () => {
     const { kubePorts, loadKubeConfig } = await import('../adapters/kube/client.ts');
     const { closeApproval, recordApproval } = await import('../lib/approvals.ts');
     const { approvalsListCommand } = await import('./approve-cli.ts');
-    const sim = await startKubeSim({ fleet: { nodes: [{ name: 'gpu-a100-07', allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': 8 } }], namespaces: [{ name: 'gpu-reflex' }] } });
+    const sim = await startKubeSim({
+      fleet: {
+        nodes: [{ name: 'gpu-a100-07', allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': 8 } }],
+        namespaces: [{ name: 'gpu-reflex' }],
+      },
+    });
     const dir = mkdtempSync(join(tmpdir(), 'gr-approvals-'));
     try {
       const kubeconfig = join(dir, 'kubeconfig');
       sim.writeKubeconfig(kubeconfig);
       const state = kubePorts(loadKubeConfig({ kubeconfigPath: kubeconfig }), { namespace: 'gpu-reflex' }).state;
-      const base = { node: 'gpu-a100-07', incident: 'i', action: 'drain-node', scope: 'node', target: { gpus: [], pods: [] }, expiresAt: '2026-11-21T04:00:00.000Z', approvers: [], status: 'open' as const };
+      const base = {
+        node: 'gpu-a100-07',
+        incident: 'i',
+        action: 'drain-node',
+        scope: 'node',
+        target: { gpus: [], pods: [] },
+        expiresAt: '2026-11-21T04:00:00.000Z',
+        approvers: [],
+        status: 'open' as const,
+      };
       await recordApproval(state, { ...base, id: 'apr-first000', requestedAt: '2026-11-21T03:00:00.000Z' });
       await recordApproval(state, { ...base, id: 'apr-second00', requestedAt: '2026-11-21T03:01:00.000Z' });
       await closeApproval(state, 'apr-first000', 'approved-applied', { decidedBy: 'cli:alice', at: NOW });

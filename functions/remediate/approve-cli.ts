@@ -11,19 +11,29 @@ import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { UsageError, type CliIo, type Command } from '../../bin/command.ts';
 import { issuesLine } from '../../bin/errors.ts';
 import { readInputText } from '../../bin/input.ts';
-import { APPROVAL_DECIDED, ApprovalDecidedDetailSchema, SOURCES, type ApprovalDecidedDetail } from '../../events/index.ts';
+import {
+  APPROVAL_DECIDED,
+  ApprovalDecidedDetailSchema,
+  SOURCES,
+  type ApprovalDecidedDetail,
+} from '../../events/index.ts';
 import { EventBridgePublisher } from '../adapters/bus-eventbridge.ts';
 import { ConfigurationError } from '../adapters/errors.ts';
-import { APPROVAL_KEY_ENV, APPROVAL_KEY_PARAMETER_ENV, approvalKeyFromEnv, sealDecision } from '../lib/approval-seal.ts';
+import {
+  APPROVAL_KEY_ENV,
+  APPROVAL_KEY_PARAMETER_ENV,
+  approvalKeyFromEnv,
+  sealDecision,
+} from '../lib/approval-seal.ts';
 
 const HELP = [
   'Usage: gpu-reflex approve ID [--reject] [--by NAME] [--comment TEXT] [--key-parameter NAME] [--endpoint URL] [--bus NAME] [--region R]',
   '',
   'Approves (or with --reject rejects) the held-back remediation ID (apr-..., from its',
   'Approval Requested event) by putting an Approval Decided event on the bus, sealed with the',
-  'deployment\'s approval key. The remediate-approve function refuses a decision without that',
+  "deployment's approval key. The remediate-approve function refuses a decision without that",
   'seal; it then re-checks the node, acts once, and closes the approval; a second decision for',
-  'the same ID changes nothing. The policy\'s approvals.approvers, when set, must name cli:NAME',
+  "the same ID changes nothing. The policy's approvals.approvers, when set, must name cli:NAME",
   '(or NAME). Prints the event id; exit code 1 when the key cannot be read or the bus refuses it.',
   '  --reject          reject instead of approve: the incident is closed and left to a person',
   '  --by NAME         who decides (default: the login name); sent as decidedBy {platform: cli}',
@@ -51,23 +61,50 @@ export const approvalsListCommand: Command = {
   summary: 'list the approvals in the store (open, approved-applied, rejected, expired)',
   help: LIST_HELP,
   async run(args: string[], io: CliIo): Promise<number> {
-    const { values, positionals } = parseArgs({ args, options: { kubeconfig: { type: 'string' }, namespace: { type: 'string' }, open: { type: 'boolean' }, json: { type: 'boolean' } }, allowPositionals: true, strict: true });
+    const { values, positionals } = parseArgs({
+      args,
+      options: {
+        kubeconfig: { type: 'string' },
+        namespace: { type: 'string' },
+        open: { type: 'boolean' },
+        json: { type: 'boolean' },
+      },
+      allowPositionals: true,
+      strict: true,
+    });
     if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
-    if (!values.kubeconfig) throw new UsageError('--kubeconfig FILE is required: the store is a ConfigMap in the cluster');
+    if (!values.kubeconfig)
+      throw new UsageError('--kubeconfig FILE is required: the store is a ConfigMap in the cluster');
     await readInputText(values.kubeconfig, '--kubeconfig', io);
     const { kubePorts, loadKubeConfig } = await import('../adapters/kube/client.ts');
     const { listApprovals } = await import('../lib/approvals.ts');
-    const ports = kubePorts(loadKubeConfig({ kubeconfigPath: values.kubeconfig }), { namespace: values.namespace ?? 'gpu-reflex' });
+    const ports = kubePorts(loadKubeConfig({ kubeconfigPath: values.kubeconfig }), {
+      namespace: values.namespace ?? 'gpu-reflex',
+    });
     const all = (await listApprovals(ports.state)).filter((a) => !values.open || a.status === 'open');
     if (values.json) io.out(JSON.stringify(all, null, 2));
     else if (all.length === 0) io.out(values.open ? 'no open approvals' : 'no approvals');
-    else for (const a of all) io.out([a.id, a.status, a.node, a.action, `expires ${a.expiresAt}`, ...(a.decidedBy ? [`by ${a.decidedBy}`] : [])].join('  '));
+    else
+      for (const a of all)
+        io.out(
+          [
+            a.id,
+            a.status,
+            a.node,
+            a.action,
+            `expires ${a.expiresAt}`,
+            ...(a.decidedBy ? [`by ${a.decidedBy}`] : []),
+          ].join('  '),
+        );
     return 0;
   },
 };
 
 /** The event's detail; throws UsageError naming what is wrong. */
-export function decisionDetail(id: string, o: { reject: boolean; by: string; comment?: string; now: Date }): ApprovalDecidedDetail {
+export function decisionDetail(
+  id: string,
+  o: { reject: boolean; by: string; comment?: string; now: Date },
+): ApprovalDecidedDetail {
   const decision = o.reject ? 'rejected' : 'approved';
   const r = ApprovalDecidedDetailSchema.safeParse({
     schemaVersion: 1,
@@ -87,20 +124,41 @@ export const approveCommand: Command = {
   path: ['approve'],
   summary: 'approve or reject a held-back remediation (puts Approval Decided on the bus)',
   help: HELP,
-  async run(args: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env, now: () => Date = () => new Date()): Promise<number> {
+  async run(
+    args: string[],
+    io: CliIo,
+    env: NodeJS.ProcessEnv = process.env,
+    now: () => Date = () => new Date(),
+  ): Promise<number> {
     const { values, positionals } = parseArgs({
       args,
-      options: { reject: { type: 'boolean' }, by: { type: 'string' }, comment: { type: 'string' }, 'key-parameter': { type: 'string' }, endpoint: { type: 'string' }, bus: { type: 'string' }, region: { type: 'string' } },
+      options: {
+        reject: { type: 'boolean' },
+        by: { type: 'string' },
+        comment: { type: 'string' },
+        'key-parameter': { type: 'string' },
+        endpoint: { type: 'string' },
+        bus: { type: 'string' },
+        region: { type: 'string' },
+      },
       allowPositionals: true,
       strict: true,
     });
     if (positionals.length !== 1) throw new UsageError(`expected one approval ID (apr-...), got ${positionals.length}`);
     const by = values.by ?? env.USER ?? userInfo().username;
-    const unsealed = decisionDetail(positionals[0]!, { reject: values.reject ?? false, by, ...(values.comment ? { comment: values.comment } : {}), now: now() });
+    const unsealed = decisionDetail(positionals[0]!, {
+      reject: values.reject ?? false,
+      by,
+      ...(values.comment ? { comment: values.comment } : {}),
+      now: now(),
+    });
     const region = values.region ?? env.AWS_REGION ?? 'us-east-1';
     const keyEnv = values['key-parameter'] ? { [APPROVAL_KEY_PARAMETER_ENV]: values['key-parameter'] } : env;
     const key = await approvalKeyFromEnv(keyEnv, async (parameter, label) => {
-      const [{ SSMClient }, { readSecureString }] = await Promise.all([import('@aws-sdk/client-ssm'), import('../adapters/ssm.ts')]);
+      const [{ SSMClient }, { readSecureString }] = await Promise.all([
+        import('@aws-sdk/client-ssm'),
+        import('../adapters/ssm.ts'),
+      ]);
       const ssm = new SSMClient({ region });
       try {
         return await readSecureString(parameter, label, ssm);
@@ -108,17 +166,25 @@ export const approveCommand: Command = {
         ssm.destroy();
       }
     });
-    if (!key) throw new ConfigurationError(`no approval key: remediate-approve refuses an unsealed decision; pass --key-parameter /gpu-reflex/STAGE/approval-key (ssm:GetParameter on it) or set ${APPROVAL_KEY_PARAMETER_ENV} or ${APPROVAL_KEY_ENV}`, { what: APPROVAL_KEY_PARAMETER_ENV });
+    if (!key)
+      throw new ConfigurationError(
+        `no approval key: remediate-approve refuses an unsealed decision; pass --key-parameter /gpu-reflex/STAGE/approval-key (ssm:GetParameter on it) or set ${APPROVAL_KEY_PARAMETER_ENV} or ${APPROVAL_KEY_ENV}`,
+        { what: APPROVAL_KEY_PARAMETER_ENV },
+      );
     const detail = sealDecision(key, unsealed);
     const endpoint = values.endpoint ?? env.AWS_ENDPOINT_URL_EVENTBRIDGE;
     const client = new EventBridgeClient({
       region,
       ...(endpoint ? { endpoint } : {}),
       // The local bus checks no signature: spare a laptop the AWS credentials it does not have.
-      ...(endpoint && !env.AWS_ACCESS_KEY_ID ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } } : {}),
+      ...(endpoint && !env.AWS_ACCESS_KEY_ID
+        ? { credentials: { accessKeyId: 'local', secretAccessKey: 'local' } }
+        : {}),
     });
     try {
-      await new EventBridgePublisher(values.bus ?? env.EVENT_BUS_NAME ?? 'gpu-reflex', client).publish([{ source: SOURCES.chatops, detailType: APPROVAL_DECIDED, detail }]);
+      await new EventBridgePublisher(values.bus ?? env.EVENT_BUS_NAME ?? 'gpu-reflex', client).publish([
+        { source: SOURCES.chatops, detailType: APPROVAL_DECIDED, detail },
+      ]);
     } finally {
       client.destroy();
     }

@@ -20,7 +20,11 @@ export function createApproveHandler(getDeps: () => ApproveWiring | Promise<Appr
     logger: async () => (await getDeps()).logger,
     async handle(event, { logger, context }) {
       const d = await getDeps();
-      return decideApproval(event.detail, { ...d.kube, ...d, logger, holder: context?.awsRequestId ?? randomUUID() }, d.approvalKey);
+      return decideApproval(
+        event.detail,
+        { ...d.kube, ...d, logger, holder: context?.awsRequestId ?? randomUUID() },
+        d.approvalKey,
+      );
     },
   });
 }
@@ -28,7 +32,10 @@ export function createApproveHandler(getDeps: () => ApproveWiring | Promise<Appr
 // The wiring (policy file, YAML, the clients, the approval key) loads at the first invocation: lib/wiring.ts.
 export const handler = createApproveHandler(
   lazy(async (): Promise<ApproveWiring> => {
-    const [wired, approvalKey] = await Promise.all([(await import('./wiring.ts')).wireRemediation('remediate-approve'), approvalKeyFromEnv()]);
+    const [wired, approvalKey] = await Promise.all([
+      (await import('./wiring.ts')).wireRemediation('remediate-approve'),
+      approvalKeyFromEnv(),
+    ]);
     return { ...wired, ...(approvalKey ? { approvalKey } : {}) };
   }),
 );

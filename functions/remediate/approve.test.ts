@@ -4,7 +4,12 @@
  * exactly-once over the real stack: test/e2e/approvals.test.ts.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { APPROVAL_REQUESTED, REMEDIATION, type ApprovalDecidedDetail, type GpuXidErrorDetail } from '../../events/index.ts';
+import {
+  APPROVAL_REQUESTED,
+  REMEDIATION,
+  type ApprovalDecidedDetail,
+  type GpuXidErrorDetail,
+} from '../../events/index.ts';
 import { RecordingPublisher, type PublishedEvent } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
@@ -20,16 +25,46 @@ import { sweep } from './sweep-run.ts';
 
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');
 const MIN = 60_000;
-const POLICY: Policy = { ...DEFAULT_POLICY, blastRadius: { maxShare: 1, maxCount: 1, windowMinutes: 60 }, approvals: { ttlMinutes: 120, approvers: [] } };
+const POLICY: Policy = {
+  ...DEFAULT_POLICY,
+  blastRadius: { maxShare: 1, maxCount: 1, windowMinutes: 60 },
+  approvals: { ttlMinutes: 120, approvers: [] },
+};
 
 const xid = (node: string, at: number): GpuXidErrorDetail => ({
-  schemaVersion: 1, eventId: `xid:${node}:${at}`, node, observedAt: new Date(at).toISOString(),
-  gpu: { index: 0, uuid: `GPU-${node.replace(/\D/g, '').padStart(8, '0')}-0000-4000-8000-000000000000`, pciBusId: '00000000:3B:00.0', name: 'NVIDIA A100-SXM4-80GB' },
-  xid: 79, via: 'nvml', pid: null, process: null, message: 'XID 79', pods: [],
+  schemaVersion: 1,
+  eventId: `xid:${node}:${at}`,
+  node,
+  observedAt: new Date(at).toISOString(),
+  gpu: {
+    index: 0,
+    uuid: `GPU-${node.replace(/\D/g, '').padStart(8, '0')}-0000-4000-8000-000000000000`,
+    pciBusId: '00000000:3B:00.0',
+    name: 'NVIDIA A100-SXM4-80GB',
+  },
+  xid: 79,
+  via: 'nvml',
+  pid: null,
+  process: null,
+  message: 'XID 79',
+  pods: [],
 });
 const KEY = approvalKey('k'.repeat(32), 'test');
-const unsealed = (approvalId: string, d: ApprovalDecidedDetail['decision'], at: number, by = 'alice'): ApprovalDecidedDetail => ({ schemaVersion: 1, eventId: `${approvalId}:${d}`, occurredAt: new Date(at).toISOString(), approvalId, decision: d, decidedBy: { platform: 'cli', id: by } });
-const decision = (approvalId: string, d: ApprovalDecidedDetail['decision'], at: number): ApprovalDecidedDetail => sealDecision(KEY, unsealed(approvalId, d, at));
+const unsealed = (
+  approvalId: string,
+  d: ApprovalDecidedDetail['decision'],
+  at: number,
+  by = 'alice',
+): ApprovalDecidedDetail => ({
+  schemaVersion: 1,
+  eventId: `${approvalId}:${d}`,
+  occurredAt: new Date(at).toISOString(),
+  approvalId,
+  decision: d,
+  decidedBy: { platform: 'cli', id: by },
+});
+const decision = (approvalId: string, d: ApprovalDecidedDetail['decision'], at: number): ApprovalDecidedDetail =>
+  sealDecision(KEY, unsealed(approvalId, d, at));
 
 let kube: FakeKube;
 let clock: ManualClock;
@@ -40,8 +75,20 @@ beforeEach(() => {
   clock = manualClock(T0);
   kube = fakeKube({ clock });
   publisher = new RecordingPublisher();
-  deps = { nodes: kube.nodes, pods: kube.pods, state: kube.state, leases: kube.leases, publisher, notifier: new RecordingNotifier(), policy: POLICY, clock, logger: silentLogger, holder: 'req-1' };
-  for (const n of ['gpu-1', 'gpu-2', 'gpu-3']) kube.cluster.addNode({ name: n, labels: { 'gpu-reflex.io/pool': 'p' }, allocatable: { 'nvidia.com/gpu': '8' } });
+  deps = {
+    nodes: kube.nodes,
+    pods: kube.pods,
+    state: kube.state,
+    leases: kube.leases,
+    publisher,
+    notifier: new RecordingNotifier(),
+    policy: POLICY,
+    clock,
+    logger: silentLogger,
+    holder: 'req-1',
+  };
+  for (const n of ['gpu-1', 'gpu-2', 'gpu-3'])
+    kube.cluster.addNode({ name: n, labels: { 'gpu-reflex.io/pool': 'p' }, allocatable: { 'nvidia.com/gpu': '8' } });
 });
 
 /** gpu-1 is acted on, gpu-2 held back: returns gpu-2's approval id. */
@@ -58,7 +105,9 @@ describe('decideApproval', () => {
     const seen: (string | undefined)[] = [];
     deps.publisher = {
       async publish(events: readonly PublishedEvent[]) {
-        for (const e of events) if (e.detailType === APPROVAL_REQUESTED) seen.push((await getApproval(kube.state, String(e.detail.approvalId)))?.status);
+        for (const e of events)
+          if (e.detailType === APPROVAL_REQUESTED)
+            seen.push((await getApproval(kube.state, String(e.detail.approvalId)))?.status);
         await publisher.publish(events);
       },
     };
@@ -75,7 +124,9 @@ describe('decideApproval', () => {
     expect(out).toMatchObject({ result: 'closed', status: 'no-longer-needed' });
     expect(await getApproval(kube.state, id)).toMatchObject({ status: 'no-longer-needed', decidedBy: 'cli:alice' });
     expect(publisher.published.filter((e) => e.detailType === REMEDIATION)).toHaveLength(reports);
-    expect(kube.cluster.calls.slice(calls).filter((c) => c.op.startsWith('nodes.') && c.op !== 'nodes.get')).toEqual([]);
+    expect(kube.cluster.calls.slice(calls).filter((c) => c.op.startsWith('nodes.') && c.op !== 'nodes.get')).toEqual(
+      [],
+    );
   });
 
   it('the sweep closes it as no longer needed when it acted on the incident itself (the pool has room now)', async () => {
@@ -86,29 +137,55 @@ describe('decideApproval', () => {
     expect((await sweep(deps)).expired).toEqual([]);
     expect((await kube.nodes.get('gpu-2')).labels[STATE_LABEL]).toBe('draining');
     expect(await getApproval(kube.state, id)).toMatchObject({ status: 'no-longer-needed' });
-    expect(await decideApproval(decision(id, 'approved', clock.now()), deps, KEY)).toMatchObject({ result: 'already-decided', status: 'no-longer-needed' });
+    expect(await decideApproval(decision(id, 'approved', clock.now()), deps, KEY)).toMatchObject({
+      result: 'already-decided',
+      status: 'no-longer-needed',
+    });
   });
 
   it('refuses an unknown id, an "expired" decision, and a decision after the expiry, changing nothing', async () => {
     const id = await holdBack();
-    expect(await decideApproval(decision('apr-unknown0', 'approved', clock.now()), deps, KEY)).toMatchObject({ result: 'unknown' });
+    expect(await decideApproval(decision('apr-unknown0', 'approved', clock.now()), deps, KEY)).toMatchObject({
+      result: 'unknown',
+    });
     expect(await decideApproval(decision(id, 'expired', clock.now()), deps, KEY)).toMatchObject({ result: 'refused' });
     await clock.advance(120 * MIN);
-    expect(await decideApproval(decision(id, 'approved', clock.now()), deps, KEY)).toMatchObject({ result: 'refused', message: expect.stringMatching(/^expired at 2026-11-21T05:00:00.000Z: too late/) });
+    expect(await decideApproval(decision(id, 'approved', clock.now()), deps, KEY)).toMatchObject({
+      result: 'refused',
+      message: expect.stringMatching(/^expired at 2026-11-21T05:00:00.000Z: too late/),
+    });
     expect(await getApproval(kube.state, id)).toMatchObject({ status: 'open' });
     expect((await kube.nodes.get('gpu-2')).labels[STATE_LABEL]).toBe('awaiting-approval');
   });
 
   it.each([
-    ['no seal (an agent key or a function role putting source gpu-reflex.chatops)', (id: string) => unsealed(id, 'approved', T0)],
-    ['a seal made with another key', (id: string) => sealDecision(approvalKey('m'.repeat(32), 'x'), unsealed(id, 'approved', T0))],
-    ['a real seal with the approver changed', (id: string) => ({ ...decision(id, 'approved', T0), decidedBy: { platform: 'cli' as const, id: 'mallory' } })],
-    ['a real rejection turned into an approval', (id: string) => ({ ...sealDecision(KEY, unsealed(id, 'rejected', T0)), decision: 'approved' as const })],
-    ['a real seal for another approval', (id: string) => ({ ...decision('apr-other000', 'approved', T0), approvalId: id })],
+    [
+      'no seal (an agent key or a function role putting source gpu-reflex.chatops)',
+      (id: string) => unsealed(id, 'approved', T0),
+    ],
+    [
+      'a seal made with another key',
+      (id: string) => sealDecision(approvalKey('m'.repeat(32), 'x'), unsealed(id, 'approved', T0)),
+    ],
+    [
+      'a real seal with the approver changed',
+      (id: string) => ({ ...decision(id, 'approved', T0), decidedBy: { platform: 'cli' as const, id: 'mallory' } }),
+    ],
+    [
+      'a real rejection turned into an approval',
+      (id: string) => ({ ...sealDecision(KEY, unsealed(id, 'rejected', T0)), decision: 'approved' as const }),
+    ],
+    [
+      'a real seal for another approval',
+      (id: string) => ({ ...decision('apr-other000', 'approved', T0), approvalId: id }),
+    ],
   ])('refuses a forged decision (%s): nothing approved, nothing read, nothing written', async (_what, forge) => {
     const id = await holdBack();
     const calls = kube.cluster.calls.length;
-    expect(await decideApproval(forge(id), deps, KEY)).toMatchObject({ result: 'refused', message: expect.stringMatching(/^(unsealed|its seal does not match)/) });
+    expect(await decideApproval(forge(id), deps, KEY)).toMatchObject({
+      result: 'refused',
+      message: expect.stringMatching(/^(unsealed|its seal does not match)/),
+    });
     expect(kube.cluster.calls.slice(calls)).toEqual([]);
     expect(await getApproval(kube.state, id)).toMatchObject({ status: 'open' });
     expect((await kube.nodes.get('gpu-2')).labels[STATE_LABEL]).toBe('awaiting-approval');
@@ -116,13 +193,19 @@ describe('decideApproval', () => {
 
   it('refuses every decision, sealed or not, where the deployment has no approval key: it never approves everything', async () => {
     const id = await holdBack();
-    expect(await decideApproval(decision(id, 'approved', clock.now()), deps, undefined)).toMatchObject({ result: 'refused', message: expect.stringMatching(/no approval key \(GPU_REFLEX_APPROVAL_KEY_PARAMETER\)/) });
+    expect(await decideApproval(decision(id, 'approved', clock.now()), deps, undefined)).toMatchObject({
+      result: 'refused',
+      message: expect.stringMatching(/no approval key \(GPU_REFLEX_APPROVAL_KEY_PARAMETER\)/),
+    });
     expect(await getApproval(kube.state, id)).toMatchObject({ status: 'open' });
   });
 
   it('acts on a sealed decision with an empty approvers list (the sealer checked the role)', async () => {
     const id = await holdBack();
-    expect(await decideApproval(decision(id, 'approved', clock.now()), deps, KEY)).toMatchObject({ result: 'closed', status: 'approved-applied' });
+    expect(await decideApproval(decision(id, 'approved', clock.now()), deps, KEY)).toMatchObject({
+      result: 'closed',
+      status: 'approved-applied',
+    });
     expect((await kube.nodes.get('gpu-2')).labels[STATE_LABEL]).toBe('draining');
   });
 });

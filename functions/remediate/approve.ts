@@ -40,35 +40,64 @@ function allowed(rec: ApprovalRecord, d: ApprovalDecidedDetail): boolean {
 
 /** Why an unproven decision is refused; undefined when it carries this deployment's seal. */
 function unproven(d: ApprovalDecidedDetail, key: ApprovalKey | undefined): string | undefined {
-  if (!key) return `this deployment has no approval key (${APPROVAL_KEY_PARAMETER_ENV}), so no decision can be proven: refused, nothing done`;
+  if (!key)
+    return `this deployment has no approval key (${APPROVAL_KEY_PARAMETER_ENV}), so no decision can be proven: refused, nothing done`;
   const seal = checkSeal(key, d);
-  if (seal === 'missing') return 'unsealed: it did not come from chatops or gpu-reflex approve with the approval key: refused, nothing done';
+  if (seal === 'missing')
+    return 'unsealed: it did not come from chatops or gpu-reflex approve with the approval key: refused, nothing done';
   if (seal === 'forged') return 'its seal does not match (forged, or altered on the way): refused, nothing done';
   return undefined;
 }
 
 /** `key` is the approval key (lib/approval-seal.ts): without it every decision is refused. */
-export async function decideApproval(d: ApprovalDecidedDetail, deps: RemediationDeps, key: ApprovalKey | undefined): Promise<DecisionResult> {
+export async function decideApproval(
+  d: ApprovalDecidedDetail,
+  deps: RemediationDeps,
+  key: ApprovalKey | undefined,
+): Promise<DecisionResult> {
   const log = (r: DecisionResult): DecisionResult => {
-    (r.result === 'closed' ? deps.logger.info : deps.logger.warn).call(deps.logger, `approval ${d.approvalId}: ${r.message}`, { approvalId: d.approvalId, decision: d.decision, by: deciderOf(d), result: r.result });
+    (r.result === 'closed' ? deps.logger.info : deps.logger.warn).call(
+      deps.logger,
+      `approval ${d.approvalId}: ${r.message}`,
+      { approvalId: d.approvalId, decision: d.decision, by: deciderOf(d), result: r.result },
+    );
     return r;
   };
-  if (d.decision === 'expired') return log({ result: 'refused', message: 'an expiry is the sweep\'s to decide, not an event\'s: nothing done' });
+  if (d.decision === 'expired')
+    return log({ result: 'refused', message: "an expiry is the sweep's to decide, not an event's: nothing done" });
   // Before anything is read: a forger learns nothing about the store from the answer.
   const why = unproven(d, key);
   if (why) return log({ result: 'refused', message: why });
   const first = await getApproval(deps.state, d.approvalId);
   if (!first) return log({ result: 'unknown', message: 'no such approval in the store: nothing done' });
-  if (first.status !== 'open') return log({ result: 'already-decided', status: first.status, message: `already ${first.status}${first.decidedBy ? ` by ${first.decidedBy}` : ''}: this decision changes nothing` });
-  if (!allowed(first, d)) return log({ result: 'refused', message: `${deciderOf(d) ?? 'an anonymous decider'} may not decide it (approvers: ${first.approvers.join(', ')}): refused, nothing done` });
+  if (first.status !== 'open')
+    return log({
+      result: 'already-decided',
+      status: first.status,
+      message: `already ${first.status}${first.decidedBy ? ` by ${first.decidedBy}` : ''}: this decision changes nothing`,
+    });
+  if (!allowed(first, d))
+    return log({
+      result: 'refused',
+      message: `${deciderOf(d) ?? 'an anonymous decider'} may not decide it (approvers: ${first.approvers.join(', ')}): refused, nothing done`,
+    });
   const now = new Date(deps.clock.now());
-  if (now.getTime() >= Date.parse(first.expiresAt)) return log({ result: 'refused', message: `expired at ${first.expiresAt}: too late, nothing done (the sweep reports it expired)` });
+  if (now.getTime() >= Date.parse(first.expiresAt))
+    return log({
+      result: 'refused',
+      message: `expired at ${first.expiresAt}: too late, nothing done (the sweep reports it expired)`,
+    });
 
   return log(
     await withLease(nodeLease(first.node), 60, deps, async (): Promise<DecisionResult> => {
       // Under the lease: another decision for this id may have closed it since the first read.
       const rec = await getApproval(deps.state, d.approvalId);
-      if (!rec || rec.status !== 'open') return { result: 'already-decided', status: rec?.status ?? 'no-longer-needed', message: `already ${rec?.status ?? 'gone'}: this decision changes nothing` };
+      if (!rec || rec.status !== 'open')
+        return {
+          result: 'already-decided',
+          status: rec?.status ?? 'no-longer-needed',
+          message: `already ${rec?.status ?? 'gone'}: this decision changes nothing`,
+        };
       const by = { ...(d.decidedBy ? { decidedBy: deciderOf(d)! } : {}), at: now };
       const info = await deps.nodes.get(rec.node);
       const state = stateOf(info, deps.policy.taintKey);
@@ -79,11 +108,29 @@ export async function decideApproval(d: ApprovalDecidedDetail, deps: Remediation
       }
       const pool = await fetchPoolFacts(deps.nodes, deps.policy, info, now);
       const facts = { node: nodeFacts(info), state, pool, pods: await podsOf(deps.pods, rec.node) };
-      const plan = planSweep({ now, nodes: [facts], decisions: [{ incident: rec.incident, decision: d.decision }], ...(deps.capabilities ? { capabilities: deps.capabilities } : {}) }, deps.policy).plans[0];
+      const plan = planSweep(
+        {
+          now,
+          nodes: [facts],
+          decisions: [{ incident: rec.incident, decision: d.decision }],
+          ...(deps.capabilities ? { capabilities: deps.capabilities } : {}),
+        },
+        deps.policy,
+      ).plans[0];
       if (plan) {
         // A rejection closes the incident (history and label) and says so in the log, nothing else.
         const report = d.decision === 'approved' && newsworthy(plan);
-        await carryOut({ node: rec.node, pending: readOutbox(info.annotations), actions: plan, events: (a) => (report ? [remediationEvent(plan, a, now)] : []), codec: historyCodec, basis: info }, deps);
+        await carryOut(
+          {
+            node: rec.node,
+            pending: readOutbox(info.annotations),
+            actions: plan,
+            events: (a) => (report ? [remediationEvent(plan, a, now)] : []),
+            codec: historyCodec,
+            basis: info,
+          },
+          deps,
+        );
       }
       const status = d.decision === 'approved' ? 'approved-applied' : 'rejected';
       const note = plan?.reason ?? `${rec.incident}: nothing left to do`;

@@ -39,38 +39,81 @@ describe('gpu-reflex remediate policy', () => {
 describe('gpu-reflex remediate plan', () => {
   it('plans the example XID 79 event as a drain, in dry run', async () => {
     const io = capture({
-      'facts.json': JSON.stringify({ pods: [{ namespace: 'ml-training', name: 'llama-ft-worker-3', uid: '7c1e4b52-93a0-4d8e-b6f1-2a9c0e5d7f31', requestsGpu: true }] }),
+      'facts.json': JSON.stringify({
+        pods: [
+          {
+            namespace: 'ml-training',
+            name: 'llama-ft-worker-3',
+            uid: '7c1e4b52-93a0-4d8e-b6f1-2a9c0e5d7f31',
+            requestsGpu: true,
+          },
+        ],
+      }),
     });
     expect(await planCommand.run(['events/catalog/gpu-xid-error.example.json', '--facts', 'facts.json'], io)).toBe(0);
     const plan = JSON.parse(io.stdout.join('\n'));
     expect(plan).toMatchObject({ kind: 'act', action: 'drain-node' });
     expect(plan).not.toHaveProperty('dryRun');
-    expect(renderSteps(plan).map((s: { kind: string }) => s.kind)).toEqual(['taint', 'cordon', 'label', 'annotate', 'evict', 'notify']);
+    expect(renderSteps(plan).map((s: { kind: string }) => s.kind)).toEqual([
+      'taint',
+      'cordon',
+      'label',
+      'annotate',
+      'evict',
+      'notify',
+    ]);
   });
 
   it('refuses an event that is not a GPU fault', async () => {
-    await expect(planCommand.run(['events/catalog/remediation.example.json'], capture())).rejects.toThrow(/detail-type "Remediation"/);
+    await expect(planCommand.run(['events/catalog/remediation.example.json'], capture())).rejects.toThrow(
+      /detail-type "Remediation"/,
+    );
   });
 
   it('with --kubeconfig, runs the handler against a live cluster and changes nothing there', async () => {
     const sim = await startKubeSim({
       fleet: {
-        nodes: [{ name: 'gpu-a100-07', labels: { 'gpu-reflex.io/pool': 'a100' }, allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': 8 } }],
+        nodes: [
+          {
+            name: 'gpu-a100-07',
+            labels: { 'gpu-reflex.io/pool': 'a100' },
+            allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': 8 },
+          },
+        ],
         namespaces: [{ name: 'ml-training' }],
-        pods: [{ name: 'llama-ft-worker-3', namespace: 'ml-training', node: 'gpu-a100-07', owner: { kind: 'Job', name: 'llama' }, requests: { 'nvidia.com/gpu': 1 } }],
+        pods: [
+          {
+            name: 'llama-ft-worker-3',
+            namespace: 'ml-training',
+            node: 'gpu-a100-07',
+            owner: { kind: 'Job', name: 'llama' },
+            requests: { 'nvidia.com/gpu': 1 },
+          },
+        ],
       },
     });
     try {
       const kubeconfig = join(mkdtempSync(join(tmpdir(), 'gr-plan-')), 'kubeconfig');
       sim.writeKubeconfig(kubeconfig);
       const io = capture();
-      expect(await planCommand.run(['events/catalog/gpu-xid-error.example.json', '--kubeconfig', kubeconfig], io)).toBe(0);
+      expect(await planCommand.run(['events/catalog/gpu-xid-error.example.json', '--kubeconfig', kubeconfig], io)).toBe(
+        0,
+      );
       const out = JSON.parse(io.stdout.join('\n'));
       expect(out.plan).toMatchObject({ kind: 'act', action: 'drain-node' });
-      expect(out.wouldWrite).toContainEqual({ op: 'nodes.update', args: ['gpu-a100-07', expect.objectContaining({ unschedulable: true })] });
+      expect(out.wouldWrite).toContainEqual({
+        op: 'nodes.update',
+        args: ['gpu-a100-07', expect.objectContaining({ unschedulable: true })],
+      });
       // JSON output: the absent eviction options print as null.
-      expect(out.wouldWrite).toContainEqual({ op: 'pods.evict', args: ['ml-training', 'llama-ft-worker-3', { uid: expect.any(String) }] });
-      expect(out.wouldPublish[0]).toMatchObject({ detailType: 'Remediation', detail: { dryRun: true, action: 'drain-node' } });
+      expect(out.wouldWrite).toContainEqual({
+        op: 'pods.evict',
+        args: ['ml-training', 'llama-ft-worker-3', { uid: expect.any(String) }],
+      });
+      expect(out.wouldPublish[0]).toMatchObject({
+        detailType: 'Remediation',
+        detail: { dryRun: true, action: 'drain-node' },
+      });
       const node = sim.store.node('gpu-a100-07')!;
       expect(node.spec?.unschedulable ?? false).toBe(false);
       expect(node.spec?.taints ?? []).toEqual([]);

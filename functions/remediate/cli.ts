@@ -9,7 +9,12 @@ import { z } from 'zod';
 import { InputError, UsageError, type CliIo, type Command } from '../../bin/command.ts';
 import { issuesLine } from '../../bin/errors.ts';
 import { readInputText, readJsonObject } from '../../bin/input.ts';
-import { GpuHealthChangedDetailSchema, GpuXidErrorDetailSchema, HEALTH_CONDITIONS, XID_CATALOG } from '../../events/index.ts';
+import {
+  GpuHealthChangedDetailSchema,
+  GpuXidErrorDetailSchema,
+  HEALTH_CONDITIONS,
+  XID_CATALOG,
+} from '../../events/index.ts';
 import { planRemediation } from './core/plan.ts';
 import { DEFAULT_POLICY, poolOf, resolveRule, type Policy } from './core/policy.ts';
 import { loadPolicy, PolicyFileError } from './core/policy-file.ts';
@@ -29,9 +34,13 @@ async function eventFrom(file: string, io: CliIo): Promise<TriggerEvent> {
     if (!r.success) throw new InputError(`event file ${file}: ${issuesLine(r.error.issues, ['detail'])}`);
     return r.data;
   };
-  if (type === 'GPU XID Error') return { detailType: type, detail: check(GpuXidErrorDetailSchema.safeParse(raw.detail)) };
-  if (type === 'GPU Health Changed') return { detailType: type, detail: check(GpuHealthChangedDetailSchema.safeParse(raw.detail)) };
-  throw new InputError(`event file ${file}: expected a GPU XID Error or GPU Health Changed event, got detail-type ${JSON.stringify(type) ?? 'none'}`);
+  if (type === 'GPU XID Error')
+    return { detailType: type, detail: check(GpuXidErrorDetailSchema.safeParse(raw.detail)) };
+  if (type === 'GPU Health Changed')
+    return { detailType: type, detail: check(GpuHealthChangedDetailSchema.safeParse(raw.detail)) };
+  throw new InputError(
+    `event file ${file}: expected a GPU XID Error or GPU Health Changed event, got detail-type ${JSON.stringify(type) ?? 'none'}`,
+  );
 }
 
 export const policyCommand: Command = {
@@ -43,11 +52,16 @@ export const policyCommand: Command = {
     'Loads FILE (YAML or JSON) over the defaults and prints, per XID and health condition, the',
     'first action, the escalation chain and the repetition rule. Without FILE: the defaults.',
     'Errors name the line and field (policy.yaml:12: xids.79.action: ...); exit code 1.',
-    '  --pool NAME   apply that pool\'s overrides',
+    "  --pool NAME   apply that pool's overrides",
     '  --json        print the merged policy as JSON',
   ].join('\n'),
   async run(args, io) {
-    const { values, positionals } = parseArgs({ args, options: { pool: { type: 'string' }, json: { type: 'boolean' } }, allowPositionals: true, strict: true });
+    const { values, positionals } = parseArgs({
+      args,
+      options: { pool: { type: 'string' }, json: { type: 'boolean' } },
+      allowPositionals: true,
+      strict: true,
+    });
     if (positionals.length > 1) throw new UsageError('expected at most one policy FILE');
     let policy: Policy;
     try {
@@ -65,11 +79,24 @@ export const policyCommand: Command = {
     const triggers: (number | (typeof HEALTH_CONDITIONS)[number])[] = [...XID_CATALOG.keys(), ...HEALTH_CONDITIONS];
     for (const t of triggers) {
       const r = resolveRule(policy, values.pool, t);
-      const esc = r.escalate ? `${r.escalate.count}x / ${r.escalate.windowMinutes} min / ${r.escalate.distinctWorkloads} workloads` : '-';
-      rows.push([typeof t === 'number' ? `XID ${t}` : t, r.action + (r.notify ? ' + notify' : ''), r.then.join(' → ') || '-', esc]);
+      const esc = r.escalate
+        ? `${r.escalate.count}x / ${r.escalate.windowMinutes} min / ${r.escalate.distinctWorkloads} workloads`
+        : '-';
+      rows.push([
+        typeof t === 'number' ? `XID ${t}` : t,
+        r.action + (r.notify ? ' + notify' : ''),
+        r.then.join(' → ') || '-',
+        esc,
+      ]);
     }
     const widths = rows[0]!.map((_, i) => Math.max(...rows.map((r) => r[i]!.length)));
-    for (const r of rows) io.out(r.map((c, i) => c.padEnd(widths[i]!)).join('  ').trimEnd());
+    for (const r of rows)
+      io.out(
+        r
+          .map((c, i) => c.padEnd(widths[i]!))
+          .join('  ')
+          .trimEnd(),
+      );
     return 0;
   },
 };
@@ -77,9 +104,37 @@ export const policyCommand: Command = {
 /** The optional facts file: the node, its pods and its pool as the handler would fetch them. */
 const FactsFileSchema = z
   .object({
-    node: z.object({ name: z.string(), labels: z.record(z.string(), z.string()).default({}), annotations: z.record(z.string(), z.string()).default({}), taints: z.array(z.object({ key: z.string(), value: z.string().optional(), effect: z.string() })).default([]), unschedulable: z.boolean().default(false), gpus: z.array(z.string()).optional() }).optional(),
-    pods: z.array(z.object({ namespace: z.string(), name: z.string(), uid: z.string(), gpus: z.array(z.string()).optional(), migInstances: z.array(z.string()).optional(), requestsGpu: z.boolean(), daemonSet: z.boolean().default(false), mirror: z.boolean().default(false) })).default([]),
-    pool: z.object({ nodes: z.number().int().min(1), quarantinedInWindow: z.number().int().min(0).default(0), quarantinedNodes: z.array(z.string()).default([]) }).optional(),
+    node: z
+      .object({
+        name: z.string(),
+        labels: z.record(z.string(), z.string()).default({}),
+        annotations: z.record(z.string(), z.string()).default({}),
+        taints: z.array(z.object({ key: z.string(), value: z.string().optional(), effect: z.string() })).default([]),
+        unschedulable: z.boolean().default(false),
+        gpus: z.array(z.string()).optional(),
+      })
+      .optional(),
+    pods: z
+      .array(
+        z.object({
+          namespace: z.string(),
+          name: z.string(),
+          uid: z.string(),
+          gpus: z.array(z.string()).optional(),
+          migInstances: z.array(z.string()).optional(),
+          requestsGpu: z.boolean(),
+          daemonSet: z.boolean().default(false),
+          mirror: z.boolean().default(false),
+        }),
+      )
+      .default([]),
+    pool: z
+      .object({
+        nodes: z.number().int().min(1),
+        quarantinedInWindow: z.number().int().min(0).default(0),
+        quarantinedNodes: z.array(z.string()).default([]),
+      })
+      .optional(),
   })
   .strict();
 
@@ -99,7 +154,17 @@ export const planCommand: Command = {
     'every write it would make, and the Remediation event it would publish.',
   ].join('\n'),
   async run(args, io) {
-    const { values, positionals } = parseArgs({ args, options: { policy: { type: 'string' }, facts: { type: 'string' }, kubeconfig: { type: 'string' }, now: { type: 'string' } }, allowPositionals: true, strict: true });
+    const { values, positionals } = parseArgs({
+      args,
+      options: {
+        policy: { type: 'string' },
+        facts: { type: 'string' },
+        kubeconfig: { type: 'string' },
+        now: { type: 'string' },
+      },
+      allowPositionals: true,
+      strict: true,
+    });
     if (positionals.length !== 1) throw new UsageError('expected one EVENT_FILE');
     if (values.facts && values.kubeconfig) throw new UsageError('give --facts or --kubeconfig, not both');
     const now = values.now === undefined ? undefined : new Date(values.now);
@@ -118,21 +183,46 @@ export const planCommand: Command = {
       await readInputText(values.kubeconfig, '--kubeconfig', io);
       return planAgainstCluster(event, policy, values.kubeconfig, io);
     }
-    const parsedFacts = FactsFileSchema.safeParse(values.facts ? await readJsonObject(values.facts, '--facts', io) : {});
+    const parsedFacts = FactsFileSchema.safeParse(
+      values.facts ? await readJsonObject(values.facts, '--facts', io) : {},
+    );
     if (!parsedFacts.success) throw new InputError(`--facts ${values.facts}: ${issuesLine(parsedFacts.error.issues)}`);
     const facts = parsedFacts.data;
-    const node = facts.node ?? { name: event.detail.node, labels: {}, annotations: {}, taints: [], unschedulable: false };
-    const pool = { name: poolOf(policy, node.labels), nodes: 10, quarantinedInWindow: 0, quarantinedNodes: [], ...facts.pool };
-    const state = parseNodeState(node.annotations, node.labels, node.taints, { taintKey: policy.taintKey, unschedulable: node.unschedulable });
+    const node = facts.node ?? {
+      name: event.detail.node,
+      labels: {},
+      annotations: {},
+      taints: [],
+      unschedulable: false,
+    };
+    const pool = {
+      name: poolOf(policy, node.labels),
+      nodes: 10,
+      quarantinedInWindow: 0,
+      quarantinedNodes: [],
+      ...facts.pool,
+    };
+    const state = parseNodeState(node.annotations, node.labels, node.taints, {
+      taintKey: policy.taintKey,
+      unschedulable: node.unschedulable,
+    });
     for (const w of state.warnings) io.err(`warning: ${w}`);
-    const plan = planRemediation({ now: now ?? new Date(Date.parse(event.detail.observedAt) + 1000), event, node, state, pool, pods: facts.pods }, policy);
+    const plan = planRemediation(
+      { now: now ?? new Date(Date.parse(event.detail.observedAt) + 1000), event, node, state, pool, pods: facts.pods },
+      policy,
+    );
     io.out(JSON.stringify(plan, null, 2));
     return 0;
   },
 };
 
 /** The handler's run (run.ts) against a live cluster, every write recorded instead of made. */
-async function planAgainstCluster(event: TriggerEvent, policy: Policy, kubeconfigPath: string, io: CliIo): Promise<number> {
+async function planAgainstCluster(
+  event: TriggerEvent,
+  policy: Policy,
+  kubeconfigPath: string,
+  io: CliIo,
+): Promise<number> {
   const { kubePorts, loadKubeConfig } = await import('../adapters/kube/client.ts');
   const { dryRunPorts } = await import('../adapters/kube/dry-run.ts');
   const { RecordingPublisher } = await import('../adapters/bus.ts');
@@ -141,12 +231,33 @@ async function planAgainstCluster(event: TriggerEvent, policy: Policy, kubeconfi
   const { silentLogger } = await import('../lib/logger.ts');
   const { remediate } = await import('./run.ts');
   const writes: { op: string; args: unknown[] }[] = [];
-  const ports = dryRunPorts(kubePorts(loadKubeConfig({ kubeconfigPath }), { namespace: 'gpu-reflex' }), (a) => writes.push({ op: a.op, args: a.args }));
+  const ports = dryRunPorts(kubePorts(loadKubeConfig({ kubeconfigPath }), { namespace: 'gpu-reflex' }), (a) =>
+    writes.push({ op: a.op, args: a.args }),
+  );
   // The dry-run wiring, as DRY_RUN=true gives it to the function; the reports are kept, not sent.
   const reported = new RecordingPublisher();
   const publisher = new DryRunPublisher(reported);
   const notifier = new DryRunNotifier();
-  const out = await remediate(event, { ...ports, publisher, notifier, policy, clock: systemClock, logger: silentLogger, holder: 'gpu-reflex-cli-plan' });
-  io.out(JSON.stringify({ plan: out.plan, wouldWrite: writes.filter((w) => !w.op.startsWith('leases.')), wouldPublish: [...reported.published, ...publisher.withheld], wouldNotify: notifier.notices }, null, 2));
+  const out = await remediate(event, {
+    ...ports,
+    publisher,
+    notifier,
+    policy,
+    clock: systemClock,
+    logger: silentLogger,
+    holder: 'gpu-reflex-cli-plan',
+  });
+  io.out(
+    JSON.stringify(
+      {
+        plan: out.plan,
+        wouldWrite: writes.filter((w) => !w.op.startsWith('leases.')),
+        wouldPublish: [...reported.published, ...publisher.withheld],
+        wouldNotify: notifier.notices,
+      },
+      null,
+      2,
+    ),
+  );
   return 0;
 }

@@ -25,7 +25,26 @@ describe('fetchPoolFacts: who in the pool counts against its blast radius', () =
   const closedAt = (iso: string) =>
     JSON.stringify({
       v: 1,
-      incidents: [{ key: 'k', trigger: 'xid-79', scope: 'node', action: 'drain-node', ladder: ['drain-node'], level: 0, phase: 'closed', firstAt: iso, lastAt: iso, count: 1, workloads: [], pods: [], since: iso, eventId: 'e', outAt: iso, closedAt: iso }],
+      incidents: [
+        {
+          key: 'k',
+          trigger: 'xid-79',
+          scope: 'node',
+          action: 'drain-node',
+          ladder: ['drain-node'],
+          level: 0,
+          phase: 'closed',
+          firstAt: iso,
+          lastAt: iso,
+          count: 1,
+          workloads: [],
+          pods: [],
+          since: iso,
+          eventId: 'e',
+          outAt: iso,
+          closedAt: iso,
+        },
+      ],
       recent: [],
       handled: [],
       cordoned: false,
@@ -35,12 +54,33 @@ describe('fetchPoolFacts: who in the pool counts against its blast radius', () =
     const cluster = new FakeCluster();
     cluster.addNode({ name: 'self', labels: pool });
     // Out by its label: counted even though its history is unreadable.
-    cluster.addNode({ name: 'draining', labels: { ...pool, [STATE_LABEL]: 'draining' }, annotations: { [HISTORY_ANNOTATION]: '{corrupt' } });
-    cluster.addNode({ name: 'back-recently', labels: { ...pool, [STATE_LABEL]: 'healthy' }, annotations: { [HISTORY_ANNOTATION]: closedAt('2026-11-26T02:30:00Z') } });
-    cluster.addNode({ name: 'back-long-ago', labels: { ...pool, [STATE_LABEL]: 'healthy' }, annotations: { [HISTORY_ANNOTATION]: closedAt('2026-11-25T02:30:00Z') } });
-    cluster.addNode({ name: 'garbled', labels: { ...pool, [STATE_LABEL]: 'healthy' }, annotations: { [HISTORY_ANNOTATION]: '{corrupt' } });
+    cluster.addNode({
+      name: 'draining',
+      labels: { ...pool, [STATE_LABEL]: 'draining' },
+      annotations: { [HISTORY_ANNOTATION]: '{corrupt' },
+    });
+    cluster.addNode({
+      name: 'back-recently',
+      labels: { ...pool, [STATE_LABEL]: 'healthy' },
+      annotations: { [HISTORY_ANNOTATION]: closedAt('2026-11-26T02:30:00Z') },
+    });
+    cluster.addNode({
+      name: 'back-long-ago',
+      labels: { ...pool, [STATE_LABEL]: 'healthy' },
+      annotations: { [HISTORY_ANNOTATION]: closedAt('2026-11-25T02:30:00Z') },
+    });
+    cluster.addNode({
+      name: 'garbled',
+      labels: { ...pool, [STATE_LABEL]: 'healthy' },
+      annotations: { [HISTORY_ANNOTATION]: '{corrupt' },
+    });
     const nodes = new FakeNodeOps(cluster);
     const facts = await fetchPoolFacts(nodes, DEFAULT_POLICY, await nodes.get('self'), now);
-    expect(facts).toEqual({ name: 'p', nodes: 5, quarantinedInWindow: 2, quarantinedNodes: ['back-recently', 'draining'] });
+    expect(facts).toEqual({
+      name: 'p',
+      nodes: 5,
+      quarantinedInWindow: 2,
+      quarantinedNodes: ['back-recently', 'draining'],
+    });
   });
 });

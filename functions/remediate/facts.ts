@@ -41,7 +41,10 @@ export function podFacts(p: PodInfo): PodFacts {
 }
 
 export function stateOf(n: NodeInfo, taintKey?: string): NodeState {
-  return parseNodeState(n.annotations, n.labels, n.taints, { unschedulable: n.unschedulable, ...(taintKey ? { taintKey } : {}) });
+  return parseNodeState(n.annotations, n.labels, n.taints, {
+    unschedulable: n.unschedulable,
+    ...(taintKey ? { taintKey } : {}),
+  });
 }
 
 /**
@@ -56,8 +59,15 @@ export async function fetchPoolFacts(nodes: NodeOps, policy: Policy, node: NodeI
   const name = poolOf(policy, node.labels);
   const label = policy.poolLabels.find((l) => node.labels[l] === name);
   // Nodes with no pool label form the `default` pool together.
-  const members = label ? await nodes.listMetadata(`${label}=${name}`) : (await nodes.listMetadata()).filter((m) => poolOf(policy, m.labels) === name);
-  return poolFacts(policy, name, members.map((m) => ({ name: m.name, state: memberState(m) })), now);
+  const members = label
+    ? await nodes.listMetadata(`${label}=${name}`)
+    : (await nodes.listMetadata()).filter((m) => poolOf(policy, m.labels) === name);
+  return poolFacts(
+    policy,
+    name,
+    members.map((m) => ({ name: m.name, state: memberState(m) })),
+    now,
+  );
 }
 
 /**
@@ -78,14 +88,22 @@ function memberState(m: NodeMeta): NodeState {
  * does not let us read (403) is a warning and no reading: the fence check then falls back to a
  * node taint after `fence.verifyMinutes`, and says why. Anything else throws (retried).
  */
-export async function draFacts(ops: DeviceTaintOps | undefined, policy: Policy, node: NodeInfo, warn: (message: string, fields: Record<string, unknown>) => void): Promise<NodeFacts['dra']> {
+export async function draFacts(
+  ops: DeviceTaintOps | undefined,
+  policy: Policy,
+  node: NodeInfo,
+  warn: (message: string, fields: Record<string, unknown>) => void,
+): Promise<NodeFacts['dra']> {
   if (!ops || fenceBackendOf(policy, poolOf(policy, node.labels)) !== 'dra') return undefined;
   try {
     const [devices, rules] = await Promise.all([ops.devices(node.name, policy.fence.dra.driver), ops.rules(node.name)]);
     return { devices, rules };
   } catch (err) {
     if (!(err instanceof NotFoundError || err instanceof ForbiddenError)) throw err;
-    warn('DRA not readable: this node\'s GPU fences fall back to a node taint', { node: node.name, error: (err as Error).message });
+    warn("DRA not readable: this node's GPU fences fall back to a node taint", {
+      node: node.name,
+      error: (err as Error).message,
+    });
     return undefined;
   }
 }
@@ -96,5 +114,7 @@ export async function draFacts(ops: DeviceTaintOps | undefined, policy: Policy, 
  * was left to finish is reset once its pods are done).
  */
 export async function podsOf(pods: PodOps, node: string): Promise<PodFacts[]> {
-  return (await pods.listOnNode(node)).filter((p) => !p.terminating && p.phase !== 'Succeeded' && p.phase !== 'Failed').map(podFacts);
+  return (await pods.listOnNode(node))
+    .filter((p) => !p.terminating && p.phase !== 'Succeeded' && p.phase !== 'Failed')
+    .map(podFacts);
 }

@@ -19,11 +19,16 @@ export function createGpuActionHandler(getDeps: () => RemediationWiring | Promis
     logger: async () => (await getDeps()).logger,
     async handle(event, { logger, context }) {
       const d = await getDeps();
-      const out = await sweep({ ...d.kube, ...d, logger, holder: context?.awsRequestId ?? randomUUID() }, event.detail.node);
+      const out = await sweep(
+        { ...d.kube, ...d, logger, holder: context?.awsRequestId ?? randomUUID() },
+        event.detail.node,
+      );
       return { node: event.detail.node, acted: out.plans.map((p) => `${p.action} ${p.phase}`), skipped: out.skipped };
     },
   });
 }
 
 // The wiring (policy file, YAML, the clients) loads at the first invocation: lib/wiring.ts.
-export const handler = createGpuActionHandler(lazy(async () => (await import('./wiring.ts')).wireRemediation('remediate-gpu-action')));
+export const handler = createGpuActionHandler(
+  lazy(async () => (await import('./wiring.ts')).wireRemediation('remediate-gpu-action')),
+);

@@ -16,11 +16,24 @@ export function createRemediateHandler(getDeps: () => RemediationWiring | Promis
     logger: async () => (await getDeps()).logger,
     async handle(event, { logger, context }) {
       const d = await getDeps();
-      const out = await remediate(triggerOf(event.detailType, event.detail), { ...d.kube, ...d, logger, holder: context?.awsRequestId ?? randomUUID() });
-      return { kind: out.plan.kind, action: out.plan.action, phase: out.plan.phase, reason: out.plan.reason, ...(out.plan.escalation ? { escalation: out.plan.escalation } : {}) };
+      const out = await remediate(triggerOf(event.detailType, event.detail), {
+        ...d.kube,
+        ...d,
+        logger,
+        holder: context?.awsRequestId ?? randomUUID(),
+      });
+      return {
+        kind: out.plan.kind,
+        action: out.plan.action,
+        phase: out.plan.phase,
+        reason: out.plan.reason,
+        ...(out.plan.escalation ? { escalation: out.plan.escalation } : {}),
+      };
     },
   });
 }
 
 // The wiring (policy file, YAML, the clients) loads at the first invocation: lib/wiring.ts.
-export const handler = createRemediateHandler(lazy(async () => (await import('./wiring.ts')).wireRemediation('remediate')));
+export const handler = createRemediateHandler(
+  lazy(async () => (await import('./wiring.ts')).wireRemediation('remediate')),
+);

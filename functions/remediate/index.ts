@@ -4,7 +4,16 @@
  * core (core/), and the edge chat needs: `remediate` (run one event through the reflex) and the
  * function's configuration from the environment.
  */
-export { DEFAULT_POLICY, PolicySchema, resolveRule, poolOf, poolLimits, type Policy, type Rule, type RuleTrigger } from './core/policy.ts';
+export {
+  DEFAULT_POLICY,
+  PolicySchema,
+  resolveRule,
+  poolOf,
+  poolLimits,
+  type Policy,
+  type Rule,
+  type RuleTrigger,
+} from './core/policy.ts';
 export { loadPolicy, PolicyFileError } from './core/policy-file.ts';
 export {
   parseNodeState,

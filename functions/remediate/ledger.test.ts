@@ -65,7 +65,9 @@ describe('the blast-radius ledger', () => {
     const store = new MemStore();
     for (const h of holders) await reserveSlot(store, 'p', h, 10, T, HOUR);
     expect(await reserveSlot(store, 'p', node, limit, T + 1000, HOUR)).toBe(granted);
-    expect((await ledgerNodes(store, 'p', T + 1000, HOUR)).sort()).toEqual(granted ? [...new Set([...holders, node])].sort() : [...holders].sort());
+    expect((await ledgerNodes(store, 'p', T + 1000, HOUR)).sort()).toEqual(
+      granted ? [...new Set([...holders, node])].sort() : [...holders].sort(),
+    );
   });
 
   it('forgets slots older than the window', async () => {
@@ -88,7 +90,11 @@ describe('the blast-radius ledger', () => {
   });
 
   it('uses the store itself when it cannot shard', async () => {
-    const plain: StateStore = { get: async () => undefined, getAll: async () => ({}), update: async (_k, fn) => fn(undefined) };
+    const plain: StateStore = {
+      get: async () => undefined,
+      getAll: async () => ({}),
+      update: async (_k, fn) => fn(undefined),
+    };
     expect(await reserveSlot(plain, 'p', 'n1', 1, T, HOUR)).toBe(true);
   });
 });

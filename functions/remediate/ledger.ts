@@ -24,7 +24,11 @@ const keyOf = (pool: string) => `blast-radius.${pool.replace(/[^A-Za-z0-9._-]/g,
  */
 function storeFor(state: StateStore, pool: string): StateStore {
   if (!state.shard) return state;
-  const slug = pool.toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/^-+|-+$/g, '').slice(0, 40);
+  const slug = pool
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 40);
   // Distinct pools never share a shard by accident of the slug: a short hash of the real name.
   let h = 2166136261;
   for (let i = 0; i < pool.length; i++) h = Math.imul(h ^ pool.charCodeAt(i), 16777619) >>> 0;
@@ -50,7 +54,14 @@ export async function ledgerNodes(state: StateStore, pool: string, now: number, 
  * Takes a slot for `node` when fewer than `limit` other nodes hold one within the window (or it
  * already holds one). Atomic per pool. Returns whether the node holds a slot afterwards.
  */
-export async function reserveSlot(state: StateStore, pool: string, node: string, limit: number, now: number, windowMs: number): Promise<boolean> {
+export async function reserveSlot(
+  state: StateStore,
+  pool: string,
+  node: string,
+  limit: number,
+  now: number,
+  windowMs: number,
+): Promise<boolean> {
   let granted = false;
   const store = storeFor(state, pool);
   const reserve = () =>

@@ -33,15 +33,43 @@ let clock: ManualClock;
 beforeEach(() => {
   clock = manualClock(T0);
   kube = fakeKube({ clock });
-  kube.cluster.addNode({ name: NODE, labels: { 'gpu-reflex.io/pool': 'a100' }, allocatable: { 'nvidia.com/gpu': '8' } });
-  kube.cluster.addNode({ name: 'gpu-a100-2', labels: { 'gpu-reflex.io/pool': 'a100' }, allocatable: { 'nvidia.com/gpu': '8' } });
-  kube.cluster.addPod({ name: 'train', namespace: 'ml', uid: 'train-uid', nodeName: NODE, extendedResources: { 'nvidia.com/gpu': 1 }, terminationGracePeriodSeconds: 0 });
+  kube.cluster.addNode({
+    name: NODE,
+    labels: { 'gpu-reflex.io/pool': 'a100' },
+    allocatable: { 'nvidia.com/gpu': '8' },
+  });
+  kube.cluster.addNode({
+    name: 'gpu-a100-2',
+    labels: { 'gpu-reflex.io/pool': 'a100' },
+    allocatable: { 'nvidia.com/gpu': '8' },
+  });
+  kube.cluster.addPod({
+    name: 'train',
+    namespace: 'ml',
+    uid: 'train-uid',
+    nodeName: NODE,
+    extendedResources: { 'nvidia.com/gpu': 1 },
+    terminationGracePeriodSeconds: 0,
+  });
 });
 
 const xid = (): GpuXidErrorDetail => ({
-  schemaVersion: 1, eventId: `xid:${NODE}:0:79:${T0}`, node: NODE, observedAt: new Date(T0).toISOString(),
-  gpu: { index: 0, uuid: 'GPU-00000001-0000-4000-8000-000000000000', pciBusId: '00000000:3B:00.0', name: 'NVIDIA A100-SXM4-80GB' },
-  xid: 79, via: 'nvml', pid: null, process: null, message: 'XID 79', pods: [],
+  schemaVersion: 1,
+  eventId: `xid:${NODE}:0:79:${T0}`,
+  node: NODE,
+  observedAt: new Date(T0).toISOString(),
+  gpu: {
+    index: 0,
+    uuid: 'GPU-00000001-0000-4000-8000-000000000000',
+    pciBusId: '00000000:3B:00.0',
+    name: 'NVIDIA A100-SXM4-80GB',
+  },
+  xid: 79,
+  via: 'nvml',
+  pid: null,
+  process: null,
+  message: 'XID 79',
+  pods: [],
 });
 
 /** A process that dies after its first node write has landed: every later call, of any port, never happens. */
@@ -65,8 +93,29 @@ function dyingAfterFirstWrite(): { deps: RemediationDeps; offered: RecordingPubl
   const offered = new RecordingPublisher();
   const publisher: EventPublisher = { publish: async (e) => (dead ? die() : offered.publish(e)) };
   const notifier: Notifier = { notify: async () => die() };
-  const pods = new Proxy(kube.pods, { get: (t, p, r) => { const v = Reflect.get(t, p, r) as unknown; return typeof v === 'function' ? (...a: unknown[]) => (dead ? die() : (v as (...x: unknown[]) => unknown).apply(t, a)) : v; } });
-  return { deps: { nodes, pods, state: kube.state, leases: kube.leases, publisher, notifier, policy: DEFAULT_POLICY, clock, logger: silentLogger, holder: 'req-1' }, offered };
+  const pods = new Proxy(kube.pods, {
+    get: (t, p, r) => {
+      const v = Reflect.get(t, p, r) as unknown;
+      return typeof v === 'function'
+        ? (...a: unknown[]) => (dead ? die() : (v as (...x: unknown[]) => unknown).apply(t, a))
+        : v;
+    },
+  });
+  return {
+    deps: {
+      nodes,
+      pods,
+      state: kube.state,
+      leases: kube.leases,
+      publisher,
+      notifier,
+      policy: DEFAULT_POLICY,
+      clock,
+      logger: silentLogger,
+      holder: 'req-1',
+    },
+    offered,
+  };
 }
 
 describe('outbox write-ahead', () => {
@@ -76,15 +125,30 @@ describe('outbox write-ahead', () => {
     expect(dying.offered.published).toEqual([]);
     const node = await kube.nodes.get(NODE);
     expect(node.labels[STATE_LABEL]).toBe('draining');
-    const recorded = JSON.parse(node.annotations[OUTBOX_ANNOTATION] ?? '{"events":[]}') as { events: { detailType: string; detail: { eventId: string } }[] };
+    const recorded = JSON.parse(node.annotations[OUTBOX_ANNOTATION] ?? '{"events":[]}') as {
+      events: { detailType: string; detail: { eventId: string } }[];
+    };
     const decided = recorded.events.filter((e) => e.detailType === REMEDIATION).map((e) => e.detail.eventId);
     expect(decided).toHaveLength(1);
 
     // A new process: the sweep finds the outbox and delivers it, once.
     const bus = new RecordingPublisher();
-    const fresh: RemediationDeps = { nodes: kube.nodes, pods: kube.pods, state: kube.state, leases: kube.leases, publisher: bus, notifier: new RecordingNotifier(), policy: DEFAULT_POLICY, clock, logger: silentLogger, holder: 'req-2' };
+    const fresh: RemediationDeps = {
+      nodes: kube.nodes,
+      pods: kube.pods,
+      state: kube.state,
+      leases: kube.leases,
+      publisher: bus,
+      notifier: new RecordingNotifier(),
+      policy: DEFAULT_POLICY,
+      clock,
+      logger: silentLogger,
+      holder: 'req-2',
+    };
     await sweep(fresh);
     await sweep(fresh);
-    expect(bus.published.filter((e) => e.detailType === REMEDIATION && e.detail.eventId === decided[0])).toHaveLength(1);
+    expect(bus.published.filter((e) => e.detailType === REMEDIATION && e.detail.eventId === decided[0])).toHaveLength(
+      1,
+    );
   });
 });

@@ -33,17 +33,45 @@ class FlakyPublisher implements EventPublisher {
 
 function xid(node: string, atMs: number): GpuXidErrorDetail {
   return {
-    schemaVersion: 1, eventId: `xid:${node}:0:79:${atMs}`, node, observedAt: new Date(atMs).toISOString(),
-    gpu: { index: 0, uuid: 'GPU-00000001-0000-4000-8000-000000000000', pciBusId: '00000000:3B:00.0', name: 'NVIDIA A100-SXM4-80GB' },
-    xid: 79, via: 'nvml', pid: null, process: null, message: 'XID 79', pods: [],
+    schemaVersion: 1,
+    eventId: `xid:${node}:0:79:${atMs}`,
+    node,
+    observedAt: new Date(atMs).toISOString(),
+    gpu: {
+      index: 0,
+      uuid: 'GPU-00000001-0000-4000-8000-000000000000',
+      pciBusId: '00000000:3B:00.0',
+      name: 'NVIDIA A100-SXM4-80GB',
+    },
+    xid: 79,
+    via: 'nvml',
+    pid: null,
+    process: null,
+    message: 'XID 79',
+    pods: [],
   };
 }
 
 let kube: FakeKube;
 let clock: ManualClock;
 
-function depsWith(publisher: EventPublisher, policy: Policy = DEFAULT_POLICY, notifier: Notifier = new RecordingNotifier()): RemediationDeps {
-  return { nodes: kube.nodes, pods: kube.pods, state: kube.state, leases: kube.leases, publisher, notifier, policy, clock, logger: silentLogger, holder: 'req-1' };
+function depsWith(
+  publisher: EventPublisher,
+  policy: Policy = DEFAULT_POLICY,
+  notifier: Notifier = new RecordingNotifier(),
+): RemediationDeps {
+  return {
+    nodes: kube.nodes,
+    pods: kube.pods,
+    state: kube.state,
+    leases: kube.leases,
+    publisher,
+    notifier,
+    policy,
+    clock,
+    logger: silentLogger,
+    holder: 'req-1',
+  };
 }
 
 /** A chat webhook that is down for the first `failures` notices, and records what got through. */
@@ -61,7 +89,14 @@ beforeEach(() => {
   kube = fakeKube({ clock });
   for (const name of ['gpu-a100-1', 'gpu-a100-2', 'gpu-a100-3', 'gpu-a100-4', 'gpu-a100-5']) {
     kube.cluster.addNode({ name, labels: { 'gpu-reflex.io/pool': 'a100' }, allocatable: { 'nvidia.com/gpu': '8' } });
-    kube.cluster.addPod({ name: `${name}-train`, namespace: 'ml', uid: `${name}-train-uid`, nodeName: name, extendedResources: { 'nvidia.com/gpu': 1 }, terminationGracePeriodSeconds: 0 });
+    kube.cluster.addPod({
+      name: `${name}-train`,
+      namespace: 'ml',
+      uid: `${name}-train-uid`,
+      nodeName: name,
+      extendedResources: { 'nvidia.com/gpu': 1 },
+      terminationGracePeriodSeconds: 0,
+    });
   }
 });
 
@@ -78,24 +113,28 @@ async function retried(attempt: () => Promise<unknown>): Promise<number> {
   throw new Error('never succeeded');
 }
 
-const ids = (events: readonly PublishedEvent[], detailType: string) => events.filter((e) => e.detailType === detailType).map((e) => e.detail.eventId);
+const ids = (events: readonly PublishedEvent[], detailType: string) =>
+  events.filter((e) => e.detailType === detailType).map((e) => e.detail.eventId);
 
 describe('outbox', () => {
-  it.each([1, 3])('publishes a Remediation exactly once, with the id it was decided with, when PutEvents fails %i time(s)', async (n) => {
-    const bus = new FlakyPublisher(n);
-    const event = triggerOf('GPU XID Error', xid('gpu-a100-1', T0));
-    expect(await retried(() => remediate(event, depsWith(bus)))).toBe(n + 1);
-    const sent = ids(bus.accepted.published, REMEDIATION);
-    expect(sent).toHaveLength(1);
-    expect(ids(bus.attempts[0]!, REMEDIATION)).toEqual(sent);
-    // The node was acted on once, and the outbox is empty again.
-    const node = await kube.nodes.get('gpu-a100-1');
-    expect(node.unschedulable).toBe(true);
-    expect(node.annotations[OUTBOX_ANNOTATION]).toBeUndefined();
-    // One more redelivery after recovery changes nothing and says nothing.
-    await remediate(event, depsWith(bus));
-    expect(ids(bus.accepted.published, REMEDIATION)).toHaveLength(1);
-  });
+  it.each([1, 3])(
+    'publishes a Remediation exactly once, with the id it was decided with, when PutEvents fails %i time(s)',
+    async (n) => {
+      const bus = new FlakyPublisher(n);
+      const event = triggerOf('GPU XID Error', xid('gpu-a100-1', T0));
+      expect(await retried(() => remediate(event, depsWith(bus)))).toBe(n + 1);
+      const sent = ids(bus.accepted.published, REMEDIATION);
+      expect(sent).toHaveLength(1);
+      expect(ids(bus.attempts[0]!, REMEDIATION)).toEqual(sent);
+      // The node was acted on once, and the outbox is empty again.
+      const node = await kube.nodes.get('gpu-a100-1');
+      expect(node.unschedulable).toBe(true);
+      expect(node.annotations[OUTBOX_ANNOTATION]).toBeUndefined();
+      // One more redelivery after recovery changes nothing and says nothing.
+      await remediate(event, depsWith(bus));
+      expect(ids(bus.accepted.published, REMEDIATION)).toHaveLength(1);
+    },
+  );
 
   it('publishes an Approval Requested exactly once after PutEvents recovers', async () => {
     const bus = new FlakyPublisher(2);
@@ -124,11 +163,15 @@ describe('outbox', () => {
 
   it('lets the next sweep deliver what a remediation could not', async () => {
     const bus = new FlakyPublisher(1);
-    await expect(remediate(triggerOf('GPU XID Error', xid('gpu-a100-4', T0)), depsWith(bus))).rejects.toBeInstanceOf(TransientError);
+    await expect(remediate(triggerOf('GPU XID Error', xid('gpu-a100-4', T0)), depsWith(bus))).rejects.toBeInstanceOf(
+      TransientError,
+    );
     await sweep(depsWith(bus));
     // first the remediation's own report, as decided; then the sweep's news (drained → awaiting repair)
     expect(ids(bus.accepted.published, REMEDIATION)[0]).toBe(ids(bus.attempts[0]!, REMEDIATION)[0]);
-    expect(ids(bus.accepted.published, REMEDIATION).filter((id) => id === ids(bus.attempts[0]!, REMEDIATION)[0])).toHaveLength(1);
+    expect(
+      ids(bus.accepted.published, REMEDIATION).filter((id) => id === ids(bus.attempts[0]!, REMEDIATION)[0]),
+    ).toHaveLength(1);
   });
 
   it('keeps a chat notice that failed, never fails the remediation for it, and the next sweep sends it once', async () => {
@@ -155,9 +198,15 @@ describe('outbox', () => {
 
   it('says a notice was skipped, and why, where no chat is configured — never "done" — and keeps nothing for later', async () => {
     const bus = new RecordingPublisher();
-    const out = await remediate(triggerOf('GPU XID Error', xid('gpu-a100-1', T0)), depsWith(bus, DEFAULT_POLICY, new NoChatNotifier()));
+    const out = await remediate(
+      triggerOf('GPU XID Error', xid('gpu-a100-1', T0)),
+      depsWith(bus, DEFAULT_POLICY, new NoChatNotifier()),
+    );
     expect(out.plan.notices.length).toBeGreaterThan(0);
-    const report = bus.published.find((e) => e.detailType === REMEDIATION)!.detail as { phase: string; steps: { kind: string; result: string; message?: string }[] };
+    const report = bus.published.find((e) => e.detailType === REMEDIATION)!.detail as {
+      phase: string;
+      steps: { kind: string; result: string; message?: string }[];
+    };
     expect(report.phase).toBe('acted');
     const notify = report.steps.filter((st) => st.kind === 'notify');
     expect(notify.length).toBeGreaterThan(0);

@@ -45,7 +45,7 @@ export async function noteReplacement(state: StateStore, p: Plan, applied?: Appl
       since: Date.parse(r.at),
       ...(r.newNode ? { newNode: r.newNode } : {}),
       ...(r.readyAt ? { removeAt: Date.parse(r.readyAt) } : {}),
-      ...(taskId ?? old.taskId ? { taskId: taskId ?? old.taskId } : {}),
+      ...((taskId ?? old.taskId) ? { taskId: taskId ?? old.taskId } : {}),
       gpus: p.target.gpus.slice(0, 16),
     };
     return rec as unknown as Json;
@@ -62,7 +62,11 @@ export interface ReplaceReader {
  * Reads a replacement's facts from ACK and Kubernetes: the node's pool, fresh (its size is about to
  * be set absolutely), whether gpu-reflex may size it (`bounds`: the autoscaler's policy), and its nodes.
  */
-export function aliCloudReplaceReader(cloud: Pick<CloudPools, 'listNodePools' | 'task'>, nodes: Pick<NodeOps, 'list'>, bounds: Readonly<Record<string, { max: number }>>): ReplaceReader {
+export function aliCloudReplaceReader(
+  cloud: Pick<CloudPools, 'listNodePools' | 'task'>,
+  nodes: Pick<NodeOps, 'list'>,
+  bounds: Readonly<Record<string, { max: number }>>,
+): ReplaceReader {
   const task = async (id: string) => {
     const t = await cloud.task(id);
     return { state: t.state, ...(t.error ? { error: `${t.error.code}: ${t.error.message}` } : {}) };
@@ -89,10 +93,24 @@ export function aliCloudReplaceReader(cloud: Pick<CloudPools, 'listNodePools' | 
       if (why && !record) return { refused: why, members: [] };
       const members = (await nodes.list(`${NODEPOOL_LABEL}=${poolId}`)).map((m) => {
         const st = m.labels[STATE_LABEL];
-        return { name: m.name, ...(m.createdAt ? { createdAt: m.createdAt } : {}), ready: m.ready === true && !m.unschedulable, held: (st !== undefined && st !== 'healthy') || claimed.has(m.name) };
+        return {
+          name: m.name,
+          ...(m.createdAt ? { createdAt: m.createdAt } : {}),
+          ready: m.ready === true && !m.unschedulable,
+          held: (st !== undefined && st !== 'healthy') || claimed.has(m.name),
+        };
       });
       return {
-        ...(pool ? { pool: { id: pool.id, name: pool.name, desired: pool.desiredSize, max: bounds[pool.id]?.max ?? pool.desiredSize } } : {}),
+        ...(pool
+          ? {
+              pool: {
+                id: pool.id,
+                name: pool.name,
+                desired: pool.desiredSize,
+                max: bounds[pool.id]?.max ?? pool.desiredSize,
+              },
+            }
+          : {}),
         ...(instanceId ? { instanceId } : {}),
         members,
         ...(record?.taskId ? { removal: await task(record.taskId) } : {}),
@@ -119,7 +137,12 @@ export function replacedPlan(r: ReplacementRecord, task?: NonNullable<ReplaceFac
     notices: [],
     cloud: [{ kind: 'replace', step: 'remove', node: r.node, pool: r.pool, instanceId: r.instanceId }],
     reason: `node ${r.node} is gone: replaced by ${r.newNode ?? 'a new node'} of node pool ${r.pool}, its instance ${r.instanceId} removed from the pool and released${how}; the incident is closed`,
-    trigger: { eventId: `replace:${r.node}:${r.removeAt ?? r.since}`, detailType: 'Scheduled Event', node: r.node, observedAt: at },
+    trigger: {
+      eventId: `replace:${r.node}:${r.removeAt ?? r.since}`,
+      detailType: 'Scheduled Event',
+      node: r.node,
+      observedAt: at,
+    },
     nextState: emptyState(),
   };
 }

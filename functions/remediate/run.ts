@@ -4,7 +4,15 @@
  * node's state (outbox), apply, publish. Used by the Lambda handler, the local stack and the CLI's
  * dry-run `plan`, so all three run the same code.
  */
-import { APPROVAL_REQUESTED, GPU_HEALTH_CHANGED, GPU_XID_ERROR, REMEDIATION, SOURCES, type GpuHealthChangedDetail, type GpuXidErrorDetail } from '../../events/index.ts';
+import {
+  APPROVAL_REQUESTED,
+  GPU_HEALTH_CHANGED,
+  GPU_XID_ERROR,
+  REMEDIATION,
+  SOURCES,
+  type GpuHealthChangedDetail,
+  type GpuXidErrorDetail,
+} from '../../events/index.ts';
 import type { Clock } from '../adapters/clock.ts';
 import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notifier } from '../adapters/chat/notifier.ts';
@@ -56,7 +64,10 @@ export interface RemediationDeps {
  * The capabilities for one node: the deployment's, unless the node's pool repairs its nodes itself,
  * or the cloud cannot reach the node (a person repairs it, and is told why).
  */
-export async function capabilitiesFor(deps: Pick<RemediationDeps, 'capabilities' | 'repairOwner' | 'unreachable'>, node: NodeInfo): Promise<Capabilities | undefined> {
+export async function capabilitiesFor(
+  deps: Pick<RemediationDeps, 'capabilities' | 'repairOwner' | 'unreachable'>,
+  node: NodeInfo,
+): Promise<Capabilities | undefined> {
   const owner = await deps.repairOwner?.(node);
   if (owner) return { ...deps.capabilities, reboot: false, replace: false, repairOwner: owner };
   const unreachable = deps.capabilities?.reboot || deps.capabilities?.replace ? deps.unreachable?.(node) : undefined;
@@ -71,13 +82,19 @@ export interface RemediationOutcome {
 
 export function triggerOf(detailType: string, detail: unknown): TriggerEvent {
   if (detailType === GPU_XID_ERROR) return { detailType: GPU_XID_ERROR, detail: detail as GpuXidErrorDetail };
-  if (detailType === GPU_HEALTH_CHANGED) return { detailType: GPU_HEALTH_CHANGED, detail: detail as GpuHealthChangedDetail };
+  if (detailType === GPU_HEALTH_CHANGED)
+    return { detailType: GPU_HEALTH_CHANGED, detail: detail as GpuHealthChangedDetail };
   throw new Error(`remediation does not handle ${detailType}`);
 }
 
 /** Takes capacity the pool has not already counted for this node: needs a ledger slot first. */
 function needsSlot(plan: Plan, pool: PoolFacts, node: string): boolean {
-  return plan.kind === 'act' && plan.action !== 'restore' && takesCapacity(plan.action) && !pool.quarantinedNodes.includes(node);
+  return (
+    plan.kind === 'act' &&
+    plan.action !== 'restore' &&
+    takesCapacity(plan.action) &&
+    !pool.quarantinedNodes.includes(node)
+  );
 }
 
 export async function remediate(event: TriggerEvent, deps: RemediationDeps): Promise<RemediationOutcome> {
@@ -97,22 +114,61 @@ export async function remediate(event: TriggerEvent, deps: RemediationDeps): Pro
     const now = new Date(deps.clock.now());
     const dra = await draFacts(deps.deviceTaints, deps.policy, info, (m, f) => deps.logger.warn(m, f));
     const capabilities = await capabilitiesFor(deps, info);
-    const facts: RemediationFacts = { now, event, node: nodeFacts(info, dra), state, pool, pods, ...(capabilities ? { capabilities } : {}) };
+    const facts: RemediationFacts = {
+      now,
+      event,
+      node: nodeFacts(info, dra),
+      state,
+      pool,
+      pods,
+      ...(capabilities ? { capabilities } : {}),
+    };
     let plan = planRemediation(facts, deps.policy);
 
     // Take a slot in the pool's ledger before taking capacity. A concurrent invocation may have
     // taken the last one since we read the pool: that is a fact the planner decides on.
     if (needsSlot(plan, pool, nodeName)) {
       const windowMs = poolLimits(deps.policy, pool.name).windowMinutes * 60_000;
-      if (!(await reserveSlot(deps.state, pool.name, nodeName, poolAllowance(deps.policy, pool), deps.clock.now(), windowMs))) {
+      if (
+        !(await reserveSlot(
+          deps.state,
+          pool.name,
+          nodeName,
+          poolAllowance(deps.policy, pool),
+          deps.clock.now(),
+          windowMs,
+        ))
+      ) {
         plan = planRemediation({ ...facts, slotDenied: true }, deps.policy);
       }
     }
 
     // Never publish an approval id the store does not hold: record it before the outbox is written.
-    const asked = plan.approval && plan.phase !== 'skipped' ? await recordApproval(deps.state, approvalRecord(plan, deps.policy, new Date(deps.clock.now()))) : undefined;
-    const { applied, published } = await carryOut({ node: nodeName, pending, actions: plan, events: (a) => eventsOf(plan, a, new Date(deps.clock.now()), asked), codec: historyCodec, basis: info }, deps);
-    deps.logger.info('remediation', { node: nodeName, incident: plan.incident, kind: plan.kind, action: plan.action, phase: plan.phase, evictions: plan.evictions.length, published: published.length, reason: plan.reason });
+    const asked =
+      plan.approval && plan.phase !== 'skipped'
+        ? await recordApproval(deps.state, approvalRecord(plan, deps.policy, new Date(deps.clock.now())))
+        : undefined;
+    const { applied, published } = await carryOut(
+      {
+        node: nodeName,
+        pending,
+        actions: plan,
+        events: (a) => eventsOf(plan, a, new Date(deps.clock.now()), asked),
+        codec: historyCodec,
+        basis: info,
+      },
+      deps,
+    );
+    deps.logger.info('remediation', {
+      node: nodeName,
+      incident: plan.incident,
+      kind: plan.kind,
+      action: plan.action,
+      phase: plan.phase,
+      evictions: plan.evictions.length,
+      published: published.length,
+      reason: plan.reason,
+    });
     return { plan, applied, published: published.length > 0 };
   });
 }
@@ -124,7 +180,12 @@ export const nodeLease = (node: string) => `remediate-${node}`.slice(0, 253);
  * What a remediation publishes: its Approval Requested (approval plans) and its Remediation
  * report. A duplicate or stale delivery changes nothing and says nothing: one incident, one event.
  */
-function eventsOf(plan: Plan, applied: Applied | undefined, now: Date, asked: ApprovalRecord | undefined): PublishedEvent[] {
+function eventsOf(
+  plan: Plan,
+  applied: Applied | undefined,
+  now: Date,
+  asked: ApprovalRecord | undefined,
+): PublishedEvent[] {
   if (plan.phase === 'skipped') return [];
   return [...(plan.approval && asked ? [approvalEvent(plan, asked)] : []), remediationEvent(plan, applied, now)];
 }
@@ -146,11 +207,21 @@ export function approvalRecord(plan: Plan, policy: Policy, now: Date): ApprovalR
 }
 
 export function remediationEvent(plan: Plan, applied: Applied | undefined, occurredAt: Date): PublishedEvent {
-  return { source: SOURCES.functions, detailType: REMEDIATION, detail: toRemediationDetail(plan, applied, { occurredAt }), resources: [`node/${plan.target.node}`] };
+  return {
+    source: SOURCES.functions,
+    detailType: REMEDIATION,
+    detail: toRemediationDetail(plan, applied, { occurredAt }),
+    resources: [`node/${plan.target.node}`],
+  };
 }
 
 /** The request as stored: asked at `requestedAt`, open until `expiresAt`. */
 export function approvalEvent(plan: Plan, rec: Pick<ApprovalRecord, 'requestedAt' | 'expiresAt'>): PublishedEvent {
   const now = new Date(rec.requestedAt);
-  return { source: SOURCES.functions, detailType: APPROVAL_REQUESTED, detail: toApprovalDetail(plan, { now, ttlMs: Date.parse(rec.expiresAt) - now.getTime() }), resources: [`node/${plan.target.node}`] };
+  return {
+    source: SOURCES.functions,
+    detailType: APPROVAL_REQUESTED,
+    detail: toApprovalDetail(plan, { now, ttlMs: Date.parse(rec.expiresAt) - now.getTime() }),
+    resources: [`node/${plan.target.node}`],
+  };
 }

@@ -18,4 +18,6 @@ export function createSweepHandler(getDeps: () => RemediationWiring | Promise<Re
 }
 
 // The wiring (policy file, YAML, the clients) loads at the first invocation: lib/wiring.ts.
-export const handler = createSweepHandler(lazy(async () => (await import('./wiring.ts')).wireRemediation('remediate-sweep')));
+export const handler = createSweepHandler(
+  lazy(async () => (await import('./wiring.ts')).wireRemediation('remediate-sweep')),
+);

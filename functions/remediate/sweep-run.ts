@@ -13,7 +13,14 @@ import { historyCodec } from './core/reconcile.ts';
 import { capabilitiesFor, nodeLease, remediationEvent, type RemediationDeps } from './run.ts';
 import { poolOf } from './core/policy.ts';
 import { emptyState, isOpen, STATE_LABEL } from './core/state.ts';
-import { forgetReplacement, nodeOrGone, noteReplacement, replacedPlan, replacing, replacingIn } from './replacements.ts';
+import {
+  forgetReplacement,
+  nodeOrGone,
+  noteReplacement,
+  replacedPlan,
+  replacing,
+  replacingIn,
+} from './replacements.ts';
 import { replacementsIn, type ReplacementRecord } from '../lib/replacements.ts';
 import { closeApproval, getApproval, listApprovals, type ApprovalRecord } from '../lib/approvals.ts';
 import { stillWaits } from './approval-waits.ts';
@@ -48,55 +55,97 @@ async function oneTracked(deps: RemediationDeps, name: string): Promise<NodeInfo
  * next minute, under a lease of its own, and approvals are left to the scheduled sweep.
  */
 export async function sweep(deps: RemediationDeps, only?: string): Promise<SweepOutcome> {
-  const idle = (): SweepOutcome => (deps.logger.info('sweep already running elsewhere'), { nodes: 0, plans: [], skipped: [], expired: [] });
-  return withLease(only ? `remediate-repair-${only}` : 'remediate-sweep', 120, deps, async () => {
-    // One node: read it alone (each agent answer would otherwise list every tracked node of the fleet).
-    const tracked = only ? (await oneTracked(deps, only)) : await deps.nodes.list(STATE_LABEL);
-    const pools = new Map<string, PoolFacts>();
-    const facts: SweepNodeFacts[] = [];
-    // Replacements on record: the removal's task to follow, and new nodes already claimed.
-    const records = deps.replacements ? replacementsIn(await deps.state.getAll()) : new Map<string, ReplacementRecord>();
-    for (const n of tracked) {
-      const key = poolOf(deps.policy, n.labels);
-      const pool = pools.get(key) ?? (await fetchPoolFacts(deps.nodes, deps.policy, n, new Date(deps.clock.now())));
-      pools.set(key, pool);
-      const dra = await draFacts(deps.deviceTaints, deps.policy, n, (m, f) => deps.logger.warn(m, f));
-      const owned = deps.repairOwner || deps.unreachable ? await capabilitiesFor(deps, n) : undefined;
-      const state = stateOf(n, deps.policy.taintKey);
-      // Read only where this round may start or move a replacement (a drain's every sweep would cost ACK a call).
-      const atReplace = deps.replacements && !owned?.repairOwner && state.incidents.some((i) => isOpen(i) && needsReplaceFacts(i));
-      const claimed = new Set([...records.values()].filter((r) => r.node !== n.name && r.newNode).map((r) => r.newNode!));
-      const replace = atReplace ? await deps.replacements!.facts(n, records.get(n.name), claimed) : undefined;
-      facts.push({ node: nodeFacts(n, dra), state, pool, pods: await podsOf(deps.pods, n.name), ...(owned ? { capabilities: owned } : {}), ...(replace ? { replace } : {}) });
-    }
-    const now = new Date(deps.clock.now());
-    const planned = new Map(planSweep({ now, nodes: facts, ...(deps.capabilities ? { capabilities: deps.capabilities } : {}) }, deps.policy).plans.map((p) => [p.target.node, p]));
-    const applied: Plan[] = [];
-    const skipped: string[] = [];
-    for (const n of tracked) {
-      const p = planned.get(n.name);
-      // A node with nothing to do may still hold events an earlier invocation never got out.
-      const pending = readOutbox(n.annotations);
-      if (!p && pending.events.length === 0 && pending.notices.length === 0) continue;
-      const done = await withLease(nodeLease(n.name), 60, deps, async () => {
-        // A remediation may have written the node since the snapshot: then next round decides.
-        const fresh = await deps.nodes.get(n.name);
-        if (fresh.resourceVersion !== n.resourceVersion) return false;
-        const actions = p ?? { evictions: [], notices: [], cloud: [] };
-        // A replacement is on record before the cloud is asked, and its removal's task id after.
-        if (replacing(p)) await noteReplacement(deps.state, p!);
-        const { applied } = await carryOut({ node: n.name, pending, actions, events: (a) => (p && newsworthy(p) ? [remediationEvent(p, a, new Date(deps.clock.now()))] : []), codec: historyCodec, basis: fresh }, deps);
-        if (replacing(p)) await noteReplacement(deps.state, p!, applied);
-        if (p) deps.logger.info('sweep', { node: n.name, action: p.action, phase: p.phase, reason: p.reason });
-        return true;
-      }, () => false);
-      if (!done) skipped.push(n.name);
-      else if (p) applied.push(p);
-    }
-    const expired = only ? [] : await expireApprovals(deps, new Set(applied.map((p) => p.target.node)));
-    if (!only && deps.replacements) await followReplacements(deps, records);
-    return { nodes: tracked.length, plans: applied, skipped, expired };
-  }, idle);
+  const idle = (): SweepOutcome => (
+    deps.logger.info('sweep already running elsewhere'),
+    { nodes: 0, plans: [], skipped: [], expired: [] }
+  );
+  return withLease(
+    only ? `remediate-repair-${only}` : 'remediate-sweep',
+    120,
+    deps,
+    async () => {
+      // One node: read it alone (each agent answer would otherwise list every tracked node of the fleet).
+      const tracked = only ? await oneTracked(deps, only) : await deps.nodes.list(STATE_LABEL);
+      const pools = new Map<string, PoolFacts>();
+      const facts: SweepNodeFacts[] = [];
+      // Replacements on record: the removal's task to follow, and new nodes already claimed.
+      const records = deps.replacements
+        ? replacementsIn(await deps.state.getAll())
+        : new Map<string, ReplacementRecord>();
+      for (const n of tracked) {
+        const key = poolOf(deps.policy, n.labels);
+        const pool = pools.get(key) ?? (await fetchPoolFacts(deps.nodes, deps.policy, n, new Date(deps.clock.now())));
+        pools.set(key, pool);
+        const dra = await draFacts(deps.deviceTaints, deps.policy, n, (m, f) => deps.logger.warn(m, f));
+        const owned = deps.repairOwner || deps.unreachable ? await capabilitiesFor(deps, n) : undefined;
+        const state = stateOf(n, deps.policy.taintKey);
+        // Read only where this round may start or move a replacement (a drain's every sweep would cost ACK a call).
+        const atReplace =
+          deps.replacements && !owned?.repairOwner && state.incidents.some((i) => isOpen(i) && needsReplaceFacts(i));
+        const claimed = new Set(
+          [...records.values()].filter((r) => r.node !== n.name && r.newNode).map((r) => r.newNode!),
+        );
+        const replace = atReplace ? await deps.replacements!.facts(n, records.get(n.name), claimed) : undefined;
+        facts.push({
+          node: nodeFacts(n, dra),
+          state,
+          pool,
+          pods: await podsOf(deps.pods, n.name),
+          ...(owned ? { capabilities: owned } : {}),
+          ...(replace ? { replace } : {}),
+        });
+      }
+      const now = new Date(deps.clock.now());
+      const planned = new Map(
+        planSweep(
+          { now, nodes: facts, ...(deps.capabilities ? { capabilities: deps.capabilities } : {}) },
+          deps.policy,
+        ).plans.map((p) => [p.target.node, p]),
+      );
+      const applied: Plan[] = [];
+      const skipped: string[] = [];
+      for (const n of tracked) {
+        const p = planned.get(n.name);
+        // A node with nothing to do may still hold events an earlier invocation never got out.
+        const pending = readOutbox(n.annotations);
+        if (!p && pending.events.length === 0 && pending.notices.length === 0) continue;
+        const done = await withLease(
+          nodeLease(n.name),
+          60,
+          deps,
+          async () => {
+            // A remediation may have written the node since the snapshot: then next round decides.
+            const fresh = await deps.nodes.get(n.name);
+            if (fresh.resourceVersion !== n.resourceVersion) return false;
+            const actions = p ?? { evictions: [], notices: [], cloud: [] };
+            // A replacement is on record before the cloud is asked, and its removal's task id after.
+            if (replacing(p)) await noteReplacement(deps.state, p!);
+            const { applied } = await carryOut(
+              {
+                node: n.name,
+                pending,
+                actions,
+                events: (a) => (p && newsworthy(p) ? [remediationEvent(p, a, new Date(deps.clock.now()))] : []),
+                codec: historyCodec,
+                basis: fresh,
+              },
+              deps,
+            );
+            if (replacing(p)) await noteReplacement(deps.state, p!, applied);
+            if (p) deps.logger.info('sweep', { node: n.name, action: p.action, phase: p.phase, reason: p.reason });
+            return true;
+          },
+          () => false,
+        );
+        if (!done) skipped.push(n.name);
+        else if (p) applied.push(p);
+      }
+      const expired = only ? [] : await expireApprovals(deps, new Set(applied.map((p) => p.target.node)));
+      if (!only && deps.replacements) await followReplacements(deps, records);
+      return { nodes: tracked.length, plans: applied, skipped, expired };
+    },
+    idle,
+  );
 }
 
 /**
@@ -105,14 +154,19 @@ export async function sweep(deps: RemediationDeps, only?: string): Promise<Sweep
  * is retried next round under the same event id. A record whose node no longer replaces (a person
  * closed the incident) is forgotten quietly.
  */
-async function followReplacements(deps: RemediationDeps, records: ReadonlyMap<string, ReplacementRecord>): Promise<void> {
+async function followReplacements(
+  deps: RemediationDeps,
+  records: ReadonlyMap<string, ReplacementRecord>,
+): Promise<void> {
   for (const r of records.values()) {
     const node = await nodeOrGone(deps.nodes, r.node);
     if (node && replacingIn(stateOf(node, deps.policy.taintKey))) continue;
     if (!node) {
       const task = r.taskId ? await deps.replacements!.task(r.taskId).catch(() => undefined) : undefined;
       const plan = replacedPlan(r, task);
-      await deps.publisher.publish([remediationEvent(plan, { evictions: [], notices: [], cloud: [{ result: 'done' }] }, new Date(deps.clock.now()))]);
+      await deps.publisher.publish([
+        remediationEvent(plan, { evictions: [], notices: [], cloud: [{ result: 'done' }] }, new Date(deps.clock.now())),
+      ]);
       deps.logger.info('sweep', { node: r.node, action: plan.action, phase: plan.phase, reason: plan.reason });
     }
     await forgetReplacement(deps.state, r.node);
@@ -127,29 +181,43 @@ async function followReplacements(deps: RemediationDeps, records: ReadonlyMap<st
  * the same event id. An expired incident still waits: the sweep acts once the pool has room.
  * Only approvals due, or on nodes this sweep acted on (`touched`), are looked at: a node read each.
  */
-export async function expireApprovals(deps: RemediationDeps, touched: ReadonlySet<string> = new Set()): Promise<string[]> {
+export async function expireApprovals(
+  deps: RemediationDeps,
+  touched: ReadonlySet<string> = new Set(),
+): Promise<string[]> {
   const now = new Date(deps.clock.now());
   const due = (a: ApprovalRecord) => Date.parse(a.expiresAt) <= now.getTime();
   const open = (await listApprovals(deps.state)).filter((a) => a.status === 'open' && (due(a) || touched.has(a.node)));
   const closed: string[] = [];
   for (const a of open) {
     // Under the node's lease, as remediate-approve decides: a decision and an expiry never cross.
-    const done = await withLease(nodeLease(a.node), 60, deps, async () => {
-      // Decided since the listing (remediate-approve held the lease): nothing to settle.
-      if ((await getApproval(deps.state, a.id))?.status !== 'open') return false;
-      if (!stillWaits(stateOf(await deps.nodes.get(a.node), deps.policy.taintKey), a)) {
-        const note = `${a.incident} on ${a.node} no longer waits for approval: no longer needed`;
-        await closeApproval(deps.state, a.id, 'no-longer-needed', { at: now, note });
-        deps.logger.info('approval no longer needed', { approvalId: a.id, node: a.node, incident: a.incident });
-        return false;
-      }
-      if (!due(a)) return false;
-      const reason = `approval ${a.id} expired at ${a.expiresAt} undecided: ${a.action} on ${a.node} stays held back; the sweep acts once the pool's window has room`;
-      await deps.publisher.publish([remediationEvent(expiredPlan(a, reason), undefined, now)]);
-      const r = await closeApproval(deps.state, a.id, 'expired', { at: now, note: reason });
-      deps.logger.info('approval expired', { approvalId: a.id, node: a.node, incident: a.incident, closed: r.closed });
-      return r.closed;
-    }, () => false);
+    const done = await withLease(
+      nodeLease(a.node),
+      60,
+      deps,
+      async () => {
+        // Decided since the listing (remediate-approve held the lease): nothing to settle.
+        if ((await getApproval(deps.state, a.id))?.status !== 'open') return false;
+        if (!stillWaits(stateOf(await deps.nodes.get(a.node), deps.policy.taintKey), a)) {
+          const note = `${a.incident} on ${a.node} no longer waits for approval: no longer needed`;
+          await closeApproval(deps.state, a.id, 'no-longer-needed', { at: now, note });
+          deps.logger.info('approval no longer needed', { approvalId: a.id, node: a.node, incident: a.incident });
+          return false;
+        }
+        if (!due(a)) return false;
+        const reason = `approval ${a.id} expired at ${a.expiresAt} undecided: ${a.action} on ${a.node} stays held back; the sweep acts once the pool's window has room`;
+        await deps.publisher.publish([remediationEvent(expiredPlan(a, reason), undefined, now)]);
+        const r = await closeApproval(deps.state, a.id, 'expired', { at: now, note: reason });
+        deps.logger.info('approval expired', {
+          approvalId: a.id,
+          node: a.node,
+          incident: a.incident,
+          closed: r.closed,
+        });
+        return r.closed;
+      },
+      () => false,
+    );
     if (done) closed.push(a.id);
   }
   return closed;
@@ -175,5 +243,12 @@ function expiredPlan(a: ApprovalRecord, reason: string): Plan {
 
 /** Bookkeeping alone (our history) is nobody's news. */
 export function newsworthy(p: Plan): boolean {
-  return p.phase !== 'skipped' && (editsScheduling(p.nodeEdit) || p.deviceTaints !== undefined || p.evictions.length > 0 || p.notices.length > 0 || p.cloud.length > 0);
+  return (
+    p.phase !== 'skipped' &&
+    (editsScheduling(p.nodeEdit) ||
+      p.deviceTaints !== undefined ||
+      p.evictions.length > 0 ||
+      p.notices.length > 0 ||
+      p.cloud.length > 0)
+  );
 }

@@ -4,7 +4,18 @@
  * sequences through parse → plan → apply → parse without a cluster and without a stand-in that
  * could drift from production.
  */
-import { GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, GPU_HEALTH_CHANGED, type GpuActionState, GPU_XID_ERROR, type GpuHealthChangedDetail, type GpuRef, type GpuXidErrorDetail, type MigRef, type PodRef } from '../../events/index.ts';
+import {
+  GPU_ACTION_RESULTS_ANNOTATION,
+  GPU_ACTIONS_ANNOTATION,
+  GPU_HEALTH_CHANGED,
+  type GpuActionState,
+  GPU_XID_ERROR,
+  type GpuHealthChangedDetail,
+  type GpuRef,
+  type GpuXidErrorDetail,
+  type MigRef,
+  type PodRef,
+} from '../../events/index.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { FakeCluster, FakeDeviceTaintOps, FakeNodeOps, FakePodOps } from '../adapters/kube/fake.ts';
 import { applyActions, type Applied, type CloudOps } from '../lib/apply.ts';
@@ -18,11 +29,28 @@ export const at = (minutes: number): string => new Date(T0 + minutes * 60_000).t
 
 export function gpu(index: number): GpuRef {
   const hex = index.toString(16).padStart(2, '0');
-  return { index, uuid: `GPU-5f2c3a${hex}-8d41-4b7a-9e0f-1c2d3e4f5a6b`, pciBusId: `00000000:${hex.toUpperCase()}:00.0`, name: 'NVIDIA A100-SXM4-80GB' };
+  return {
+    index,
+    uuid: `GPU-5f2c3a${hex}-8d41-4b7a-9e0f-1c2d3e4f5a6b`,
+    pciBusId: `00000000:${hex.toUpperCase()}:00.0`,
+    name: 'NVIDIA A100-SXM4-80GB',
+  };
 }
 
 let seq = 0;
-export function xid(x: number, o: { node?: string; gpu?: number; minute?: number; pods?: PodRef[]; mig?: MigRef; recoveryAction?: GpuXidErrorDetail['recoveryAction']; severity?: GpuXidErrorDetail['severity']; eventId?: string } = {}): TriggerEvent {
+export function xid(
+  x: number,
+  o: {
+    node?: string;
+    gpu?: number;
+    minute?: number;
+    pods?: PodRef[];
+    mig?: MigRef;
+    recoveryAction?: GpuXidErrorDetail['recoveryAction'];
+    severity?: GpuXidErrorDetail['severity'];
+    eventId?: string;
+  } = {},
+): TriggerEvent {
   const node = o.node ?? 'gpu-a100-07';
   const detail: GpuXidErrorDetail = {
     schemaVersion: 1,
@@ -45,7 +73,15 @@ export function xid(x: number, o: { node?: string; gpu?: number; minute?: number
 
 export function health(
   condition: GpuHealthChangedDetail['condition'],
-  o: { node?: string; gpu?: number | null; minute?: number; state?: 'firing' | 'resolved'; severity?: 'info' | 'warning' | 'critical'; recoveryAction?: GpuHealthChangedDetail['recoveryAction']; pods?: PodRef[] } = {},
+  o: {
+    node?: string;
+    gpu?: number | null;
+    minute?: number;
+    state?: 'firing' | 'resolved';
+    severity?: 'info' | 'warning' | 'critical';
+    recoveryAction?: GpuHealthChangedDetail['recoveryAction'];
+    pods?: PodRef[];
+  } = {},
 ): TriggerEvent {
   const node = o.node ?? 'gpu-a100-07';
   const detail: GpuHealthChangedDetail = {
@@ -66,12 +102,23 @@ export function health(
 
 export function node(name = 'gpu-a100-07', gpus = 8): NodeFacts {
   const count = { 'nvidia.com/gpu': String(gpus) };
-  return { name, labels: { 'gpu-reflex.io/pool': 'a100' }, annotations: {}, taints: [], unschedulable: false, gpus: Array.from({ length: gpus }, (_, i) => gpu(i).uuid), capacity: count, allocatable: { ...count } };
+  return {
+    name,
+    labels: { 'gpu-reflex.io/pool': 'a100' },
+    annotations: {},
+    taints: [],
+    unschedulable: false,
+    gpus: Array.from({ length: gpus }, (_, i) => gpu(i).uuid),
+    capacity: count,
+    allocatable: { ...count },
+  };
 }
 
 /** The node as a DRA cluster shows it: NVIDIA's driver publishes each GPU as `gpu-<index>` in the node's pool. */
 export function withDra(n: NodeFacts, rules: string[] = []): NodeFacts {
-  const devices = Object.fromEntries((n.gpus ?? []).map((uuid, i) => [uuid, { driver: 'gpu.nvidia.com', pool: n.name, device: `gpu-${i}` }]));
+  const devices = Object.fromEntries(
+    (n.gpus ?? []).map((uuid, i) => [uuid, { driver: 'gpu.nvidia.com', pool: n.name, device: `gpu-${i}` }]),
+  );
   return { ...n, dra: { devices, rules } };
 }
 
@@ -91,12 +138,19 @@ export function pool(o: Partial<PoolFacts> = {}): PoolFacts {
   return { name: 'a100', nodes: 10, quarantinedInWindow: 0, quarantinedNodes: [], ...o };
 }
 
-export function factsFor(event: TriggerEvent, n: NodeFacts, o: Partial<RemediationFacts> & { policy?: Policy } = {}): RemediationFacts {
+export function factsFor(
+  event: TriggerEvent,
+  n: NodeFacts,
+  o: Partial<RemediationFacts> & { policy?: Policy } = {},
+): RemediationFacts {
   return {
     now: new Date(Date.parse(event.detail.observedAt) + 1000),
     event,
     node: n,
-    state: parseNodeState(n.annotations, n.labels, n.taints, { unschedulable: n.unschedulable, ...(o.policy ? { taintKey: o.policy.taintKey } : {}) }),
+    state: parseNodeState(n.annotations, n.labels, n.taints, {
+      unschedulable: n.unschedulable,
+      ...(o.policy ? { taintKey: o.policy.taintKey } : {}),
+    }),
     pool: pool(),
     pods: STANDARD_PODS,
     ...o,
@@ -114,40 +168,107 @@ export type PluginModel = 'honours' | 'ignores';
  * Carries `plan` out on a fake cluster holding `n` and `pods` with the real applier, and reads the
  * node and the pods still there back. Pods named in `blocked` are guarded by a disruption budget.
  */
-export async function apply(n: NodeFacts, pods: PodFacts[], plan: Plan, blocked: ReadonlySet<string> = new Set(), plugin: PluginModel = 'honours', cloud?: CloudOps): Promise<{ node: NodeFacts; pods: PodFacts[] }> {
+export async function apply(
+  n: NodeFacts,
+  pods: PodFacts[],
+  plan: Plan,
+  blocked: ReadonlySet<string> = new Set(),
+  plugin: PluginModel = 'honours',
+  cloud?: CloudOps,
+): Promise<{ node: NodeFacts; pods: PodFacts[] }> {
   const cluster = new FakeCluster();
-  const conditions = Object.fromEntries(Object.entries(n.conditions ?? {}).map(([type, c]) => [type, { type, status: c.status as 'True' | 'False', reason: '', message: c.message }]));
-  cluster.addNode({ name: n.name, labels: n.labels, annotations: n.annotations, taints: n.taints.map((t) => ({ ...t, effect: t.effect as 'NoSchedule' })), unschedulable: n.unschedulable, conditions });
+  const conditions = Object.fromEntries(
+    Object.entries(n.conditions ?? {}).map(([type, c]) => [
+      type,
+      { type, status: c.status as 'True' | 'False', reason: '', message: c.message },
+    ]),
+  );
+  cluster.addNode({
+    name: n.name,
+    labels: n.labels,
+    annotations: n.annotations,
+    taints: n.taints.map((t) => ({ ...t, effect: t.effect as 'NoSchedule' })),
+    unschedulable: n.unschedulable,
+    conditions,
+  });
   for (const p of pods) {
     // Grace 0: an evicted pod is gone at once on the fake's clock.
-    cluster.addPod({ namespace: p.namespace, name: p.name, uid: p.uid, nodeName: n.name, labels: blocked.has(p.name) ? { guarded: 'yes' } : {}, terminationGracePeriodSeconds: 0 });
+    cluster.addPod({
+      namespace: p.namespace,
+      name: p.name,
+      uid: p.uid,
+      nodeName: n.name,
+      labels: blocked.has(p.name) ? { guarded: 'yes' } : {},
+      terminationGracePeriodSeconds: 0,
+    });
   }
-  if (blocked.size > 0) for (const ns of new Set(pods.map((p) => p.namespace))) cluster.addPdb({ namespace: ns, matchLabels: { guarded: 'yes' }, minAvailable: pods.length });
+  if (blocked.size > 0)
+    for (const ns of new Set(pods.map((p) => p.namespace)))
+      cluster.addPdb({ namespace: ns, matchLabels: { guarded: 'yes' }, minAvailable: pods.length });
   // DRA: the node's ResourceSlice devices and the rules it has, as the facts read them.
   if (n.dra) {
     cluster.draDevices.set(n.name, n.dra.devices);
-    for (const name of n.dra.rules) cluster.deviceTaintRules.set(name, { name, node: n.name, gpuUuid: '', driver: '', pool: '', device: '', taint: { key: '', value: '', effect: 'NoSchedule' } });
+    for (const name of n.dra.rules)
+      cluster.deviceTaintRules.set(name, {
+        name,
+        node: n.name,
+        gpuUuid: '',
+        driver: '',
+        pool: '',
+        device: '',
+        taint: { key: '', value: '', effect: 'NoSchedule' },
+      });
   }
   const deviceTaints = new FakeDeviceTaintOps(cluster);
-  await applyActions(plan, { nodes: new FakeNodeOps(cluster), pods: new FakePodOps(cluster), notifier: new RecordingNotifier(), deviceTaints, ...(cloud ? { cloud } : {}) }, historyCodec);
+  await applyActions(
+    plan,
+    {
+      nodes: new FakeNodeOps(cluster),
+      pods: new FakePodOps(cluster),
+      notifier: new RecordingNotifier(),
+      deviceTaints,
+      ...(cloud ? { cloud } : {}),
+    },
+    historyCodec,
+  );
   const after = cluster.nodes.get(n.name)!;
   const dra = n.dra ? { devices: n.dra.devices, rules: await deviceTaints.rules(n.name) } : undefined;
   const left = new Set(cluster.pods().map((p) => p.uid));
-  const allocatable = plugin === 'honours' && n.capacity ? allocatableFor(n.capacity, after.annotations) : n.allocatable;
+  const allocatable =
+    plugin === 'honours' && n.capacity ? allocatableFor(n.capacity, after.annotations) : n.allocatable;
   const annotations = plugin === 'honours' ? withFenceAnswers(after.annotations) : after.annotations;
   return {
-    node: { ...n, ...(allocatable ? { allocatable } : {}), ...(dra ? { dra } : {}), labels: after.labels, annotations, taints: after.taints, unschedulable: after.unschedulable, ...(after.conditions && Object.keys(after.conditions).length > 0 ? { conditions: after.conditions } : {}) },
+    node: {
+      ...n,
+      ...(allocatable ? { allocatable } : {}),
+      ...(dra ? { dra } : {}),
+      labels: after.labels,
+      annotations,
+      taints: after.taints,
+      unschedulable: after.unschedulable,
+      ...(after.conditions && Object.keys(after.conditions).length > 0 ? { conditions: after.conditions } : {}),
+    },
     pods: pods.filter((p) => left.has(p.uid)),
   };
 }
 
-export const stateOf = (n: NodeFacts, policy?: Policy) => parseNodeState(n.annotations, n.labels, n.taints, { unschedulable: n.unschedulable, ...(policy ? { taintKey: policy.taintKey } : {}) });
+export const stateOf = (n: NodeFacts, policy?: Policy) =>
+  parseNodeState(n.annotations, n.labels, n.taints, {
+    unschedulable: n.unschedulable,
+    ...(policy ? { taintKey: policy.taintKey } : {}),
+  });
 
 /** What the applier answers when every action of `plan` succeeded (for rendering events). */
 export function allDone(plan: Plan): Applied {
   const done = { result: 'done' as const };
   const dra = plan.deviceTaints ? [...plan.deviceTaints.add, ...plan.deviceTaints.remove].map(() => done) : undefined;
-  return { ...(plan.nodeEdit ? { nodeEdit: done } : {}), ...(dra ? { deviceTaints: dra } : {}), evictions: plan.evictions.map(() => done), notices: plan.notices.map(() => done), cloud: plan.cloud.map(() => done) };
+  return {
+    ...(plan.nodeEdit ? { nodeEdit: done } : {}),
+    ...(dra ? { deviceTaints: dra } : {}),
+    evictions: plan.evictions.map(() => done),
+    notices: plan.notices.map(() => done),
+    cloud: plan.cloud.map(() => done),
+  };
 }
 
 /**
@@ -155,11 +276,23 @@ export function allDone(plan: Plan): Applied {
  * (node-agent/actuator/fence-hold.ts): done, the file lists the GPU, nothing else was listed before.
  */
 function withFenceAnswers(annotations: Record<string, string>): Record<string, string> {
-  const requests = JSON.parse(annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as { id: string; action: string; gpuUuid: string; requestedAt: string }[];
+  const requests = JSON.parse(annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as {
+    id: string;
+    action: string;
+    gpuUuid: string;
+    requestedAt: string;
+  }[];
   const results = JSON.parse(annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>;
   const fresh = requests.filter((r) => r.action === 'fence' && results[r.id] === undefined);
   if (fresh.length === 0) return annotations;
-  for (const r of fresh) results[r.id] = { state: 'done', action: 'fence', gpuUuid: r.gpuUuid, at: r.requestedAt, fence: { listed: true, before: [] } };
+  for (const r of fresh)
+    results[r.id] = {
+      state: 'done',
+      action: 'fence',
+      gpuUuid: r.gpuUuid,
+      at: r.requestedAt,
+      fence: { listed: true, before: [] },
+    };
   return { ...annotations, [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify(results) };
 }
 

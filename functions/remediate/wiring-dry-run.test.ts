@@ -21,15 +21,32 @@ const POOL = 'np-t4-inference';
 
 beforeAll(async () => {
   cloud = await startAliCloudSim({ cloud: join(REPO_ROOT, 'infra/local/alicloud/clouds/example.yaml') });
-  kube = await startKubeSim({ fleet: { namespaces: [{ name: 'gpu-reflex' }], nodes: [{ name: 'ack-t4', count: 1, allocatable: { 'nvidia.com/gpu': '1' } }] } });
+  kube = await startKubeSim({
+    fleet: {
+      namespaces: [{ name: 'gpu-reflex' }],
+      nodes: [{ name: 'ack-t4', count: 1, allocatable: { 'nvidia.com/gpu': '1' } }],
+    },
+  });
   const kubeconfig = join(mkdtempSync(join(tmpdir(), 'dry-cloud-')), 'kubeconfig');
   kube.writeKubeconfig(kubeconfig);
   const c = cloud.connection;
-  env = { KUBECONFIG: kubeconfig, LOG_LEVEL: 'error', REMEDIATION_REPAIR: 'alicloud', ALIBABA_CLOUD_REGION_ID: c.regionId, ACK_CLUSTER_ID: c.clusterId, ALIBABA_CLOUD_ACCESS_KEY_ID: c.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: c.accessKeySecret, ALIBABA_CLOUD_ENDPOINT: c.endpoint, ALIBABA_CLOUD_PROTOCOL: 'http' };
+  env = {
+    KUBECONFIG: kubeconfig,
+    LOG_LEVEL: 'error',
+    REMEDIATION_REPAIR: 'alicloud',
+    ALIBABA_CLOUD_REGION_ID: c.regionId,
+    ACK_CLUSTER_ID: c.clusterId,
+    ALIBABA_CLOUD_ACCESS_KEY_ID: c.accessKeyId,
+    ALIBABA_CLOUD_ACCESS_KEY_SECRET: c.accessKeySecret,
+    ALIBABA_CLOUD_ENDPOINT: c.endpoint,
+    ALIBABA_CLOUD_PROTOCOL: 'http',
+  };
   // The node is one of the pool's running instances, as ACK names it.
   const inst = [...cloud.cloud.instances.values()].find((i) => i.poolId === POOL && i.status === 'Running')!;
   const node = kube.store.list('nodes')[0]!.metadata.name;
-  kube.cluster.patch(resource('nodes'), '', node, 'application/merge-patch+json', { spec: { providerID: `${c.regionId}.${inst.id}` } });
+  kube.cluster.patch(resource('nodes'), '', node, 'application/merge-patch+json', {
+    spec: { providerID: `${c.regionId}.${inst.id}` },
+  });
 });
 afterAll(async () => {
   await kube?.close();

@@ -32,16 +32,34 @@ const RemediationEnvSchema = z.object({
   REMEDIATION_REPAIR: z.enum(['alicloud']).optional(),
 });
 
-export type RemediationWiring = FunctionDeps<{ policy: Policy; cloud?: CloudOps; capabilities?: Capabilities; repairOwner?: RemediationDeps['repairOwner']; replacements?: RemediationDeps['replacements']; unreachable?: RemediationDeps['unreachable'] }>;
+export type RemediationWiring = FunctionDeps<{
+  policy: Policy;
+  cloud?: CloudOps;
+  capabilities?: Capabilities;
+  repairOwner?: RemediationDeps['repairOwner'];
+  replacements?: RemediationDeps['replacements'];
+  unreachable?: RemediationDeps['unreachable'];
+}>;
 
-export function remediationConfig(env: NodeJS.ProcessEnv): { own: { policy: Policy }; dryRun: boolean; kube: { dra: DraVersions } } {
+export function remediationConfig(env: NodeJS.ProcessEnv): {
+  own: { policy: Policy };
+  dryRun: boolean;
+  kube: { dra: DraVersions };
+} {
   const r = RemediationEnvSchema.safeParse(env);
-  if (!r.success) throw new ConfigError(`bad configuration: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!r.success)
+    throw new ConfigError(
+      `bad configuration: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    );
   const path = r.data.REMEDIATION_POLICY_FILE;
   const file = path ? loadPolicyFile(readFileSync(path, 'utf8'), path) : { policy: DEFAULT_POLICY, dryRun: false };
   // The DRA port speaks the resource.k8s.io versions the policy says this cluster serves.
   const { deviceTaintRuleVersion, resourceSliceVersion } = file.policy.fence.dra;
-  return { own: { policy: file.policy }, dryRun: file.dryRun, kube: { dra: { deviceTaintRuleVersion, resourceSliceVersion } } };
+  return {
+    own: { policy: file.policy },
+    dryRun: file.dryRun,
+    kube: { dra: { deviceTaintRuleVersion, resourceSliceVersion } },
+  };
 }
 
 /**
@@ -49,20 +67,40 @@ export function remediationConfig(env: NodeJS.ProcessEnv): { own: { policy: Poli
  * and replacements through ACK node pools (dry run: wrapped like every port that acts, so a dry
  * run reboots, buys and releases nothing).
  */
-export async function wireRemediation(service: string, env: NodeJS.ProcessEnv = process.env): Promise<RemediationWiring> {
+export async function wireRemediation(
+  service: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<RemediationWiring> {
   const base: RemediationWiring = await wireFromEnv(service, remediationConfig, env);
   if (env['REMEDIATION_REPAIR'] !== 'alicloud') return base;
   // The Alibaba SDK clients load here, at the first invocation, and only where repair is on.
   const { AliCloudPools } = await import('../adapters/alicloud/client.ts');
   const { aliCloudSettingsWithSecret } = await import('../adapters/alicloud/access-key.ts');
   const real = new AliCloudPools(await aliCloudSettingsWithSecret(env), base.clock);
-  const cloud = base.dryRun ? dryRunCloudPools(real, (a) => base.logger.info('dry run: would', { op: a.op, args: a.args })) : real;
+  const cloud = base.dryRun
+    ? dryRunCloudPools(real, (a) => base.logger.info('dry run: would', { op: a.op, args: a.args }))
+    : real;
   // A replacement sets pool sizes under the autoscaler's Lease, so the two never write over each other.
   const holder = `${service}-${randomUUID()}`;
-  const lock: PoolLock = (work) => withLease(POOL_SIZE_LEASE, 60, { leases: base.kube.leases, clock: base.clock, logger: base.logger, holder }, work, () => undefined);
+  const lock: PoolLock = (work) =>
+    withLease(
+      POOL_SIZE_LEASE,
+      60,
+      { leases: base.kube.leases, clock: base.clock, logger: base.logger, holder },
+      work,
+      () => undefined,
+    );
   const replacements = aliCloudReplaceReader(cloud, base.kube.nodes, autoscalePolicyFromEnv(env).pools);
   // A node pool with ACK's own auto repair repairs its nodes itself: remediation defers to it there.
   // A node with no ECS instance behind it (a registered IDC node, another provider's) is a person's to repair.
-  const unreachable = (n: NodeInfo) => (instanceIdOf(n.providerId) ? undefined : `it names no ECS instance: spec.providerID ${n.providerId ?? 'unset'}`);
-  return { ...base, cloud: aliCloudRepair(cloud, base.kube.nodes, lock), capabilities: { reboot: true, replace: true }, repairOwner: ackRepairOwner(real, () => base.clock.now()), unreachable, replacements };
+  const unreachable = (n: NodeInfo) =>
+    instanceIdOf(n.providerId) ? undefined : `it names no ECS instance: spec.providerID ${n.providerId ?? 'unset'}`;
+  return {
+    ...base,
+    cloud: aliCloudRepair(cloud, base.kube.nodes, lock),
+    capabilities: { reboot: true, replace: true },
+    repairOwner: ackRepairOwner(real, () => base.clock.now()),
+    unreachable,
+    replacements,
+  };
 }

@@ -41,6 +41,12 @@ export function readUnhealthyDevices(path: string): UnhealthyDevices {
 export function replaceUnhealthyDevices(path: string, content: Partial<UnhealthyDevices>): void {
   mkdirSync(dirname(path), { recursive: true });
   const tmp = `${path}.other-writer`;
-  writeFileSync(tmp, JSON.stringify({ ...(content.index ? { index: content.index } : {}), ...(content.uuid ? { uuid: content.uuid } : {}) }));
+  writeFileSync(
+    tmp,
+    JSON.stringify({
+      ...(content.index ? { index: content.index } : {}),
+      ...(content.uuid ? { uuid: content.uuid } : {}),
+    }),
+  );
   renameSync(tmp, path);
 }

@@ -42,7 +42,6 @@ const EVENTS_PER_STEP = 64;
 /** How often the actuator reads its Node for GPU actions (virtual time). */
 const ACTUATOR_INTERVAL_MS = 5_000;
 
-
 export class LocalAgentHost {
   private nextSampleAt: number;
   private kmsgOffset = 0;
@@ -63,7 +62,9 @@ export class LocalAgentHost {
       // The mock's reset is what `nvidia-smi --gpu-reset` does to a real GPU (docs/mock-nvml.md).
       const reset = async (_uuid: string, index: number) => {
         const rc = mock.resetGpu(index);
-        return rc === 0 ? ({ ok: true } as const) : ({ ok: false, reason: `nvidia-smi --gpu-reset: ${mock.lastError() || `NVML error ${rc}`}` } as const);
+        return rc === 0
+          ? ({ ok: true } as const)
+          : ({ ok: false, reason: `nvidia-smi --gpu-reset: ${mock.lastError() || `NVML error ${rc}`}` } as const);
       };
       this.actuator = new GpuActuator({
         node: o.files.node,
@@ -84,8 +85,20 @@ export class LocalAgentHost {
     mock.setScenario(o.files.scenarioPath);
     mock.setManualClock(true);
     const nvml = Nvml.open({ libraryPath: o.files.libraryPath });
-    const client = new EventBridgeClient({ endpoint: o.busUrl, region: o.region, maxAttempts: 1, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
-    const publisher = await openPublisher({ busName: o.busName, spoolPath: o.files.spoolPath, spoolMaxBytes: 64 * 1024 * 1024, deadLetterPath: o.files.deadLetterPath, send: sdkSender(client), clock: o.clock });
+    const client = new EventBridgeClient({
+      endpoint: o.busUrl,
+      region: o.region,
+      maxAttempts: 1,
+      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    });
+    const publisher = await openPublisher({
+      busName: o.busName,
+      spoolPath: o.files.spoolPath,
+      spoolMaxBytes: 64 * 1024 * 1024,
+      deadLetterPath: o.files.deadLetterPath,
+      send: sdkSender(client),
+      clock: o.clock,
+    });
     const agent = new Agent({
       nodeName: o.files.node,
       nvml,
@@ -99,7 +112,9 @@ export class LocalAgentHost {
       eccStatePath: `${o.files.spoolPath}.ecc.json`,
       gpuMemoryPath: `${o.files.spoolPath}.gpus.json`,
     });
-    o.log?.(`NVML ${agent.source.system.driverVersion}: ${agent.source.gpus.length} GPUs (${agent.source.gpus[0]?.name ?? 'none'})`);
+    o.log?.(
+      `NVML ${agent.source.system.driverVersion}: ${agent.source.gpus.length} GPUs (${agent.source.gpus[0]?.name ?? 'none'})`,
+    );
     return new LocalAgentHost(o, mock, nvml, agent, publisher);
   }
 

@@ -51,7 +51,13 @@ export function agentEnv(o: AgentProcessOptions, base: NodeJS.ProcessEnv = proce
     // Several agents on one machine: let the OS pick each /healthz port.
     HTTP_PORT: '0',
     ...(o.kubeconfig
-      ? { GPU_ACTIONS: 'true', GPU_ACTIONS_INTERVAL_MS: '500', KUBECONFIG: o.kubeconfig, FENCE_FILE: fenceFilePath(o.files), NVIDIA_SMI: MOCK_NVIDIA_SMI }
+      ? {
+          GPU_ACTIONS: 'true',
+          GPU_ACTIONS_INTERVAL_MS: '500',
+          KUBECONFIG: o.kubeconfig,
+          FENCE_FILE: fenceFilePath(o.files),
+          NVIDIA_SMI: MOCK_NVIDIA_SMI,
+        }
       : {}),
   };
 }
@@ -67,7 +73,11 @@ export class AgentProcess {
   constructor(readonly o: AgentProcessOptions) {
     this.logPath = join(o.files.dir, 'agent.log');
     const log = createWriteStream(this.logPath);
-    this.child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'gpu-reflex.js'), 'agent'], { cwd: REPO_ROOT, env: agentEnv(o), stdio: ['ignore', 'pipe', 'pipe'] });
+    this.child = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'gpu-reflex.js'), 'agent'], {
+      cwd: REPO_ROOT,
+      env: agentEnv(o),
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let pending = '';
     this.child.stderr!.on('data', (chunk: Buffer) => {
       log.write(chunk);
@@ -76,11 +86,13 @@ export class AgentProcess {
       pending = pending.slice(pending.lastIndexOf('\n') + 1);
     });
     this.child.stdout!.on('data', (chunk: Buffer) => log.write(chunk));
-    this.exited = new Promise((resolve) => this.child.once('exit', (code) => {
-      this.exitCode = code;
-      log.end();
-      resolve();
-    }));
+    this.exited = new Promise((resolve) =>
+      this.child.once('exit', (code) => {
+        this.exitCode = code;
+        log.end();
+        resolve();
+      }),
+    );
   }
 
   get pid(): number | undefined {

@@ -48,7 +48,10 @@ export interface LocalCliHooks {
 }
 
 /** The scenario, and every path the run will read or write, checked before anything starts. */
-async function load(o: { scenario?: string | undefined; report?: string | undefined; kubeconfig?: string | undefined }, io: CliIo): Promise<Scenario> {
+async function load(
+  o: { scenario?: string | undefined; report?: string | undefined; kubeconfig?: string | undefined },
+  io: CliIo,
+): Promise<Scenario> {
   const path = o.scenario ?? DEFAULT_SCENARIO_PATH;
   const text = await readInputText(path, '--scenario', io);
   let scenario: Scenario;
@@ -70,17 +73,36 @@ function parse<T extends Record<string, { type: 'string' | 'boolean' }>>(args: s
   }
 }
 
-async function runScenario(scenario: Scenario, io: CliIo, hooks: LocalCliHooks, opts: { clock: 'wall' | 'virtual'; report?: string | undefined; kubeconfig?: string | undefined; durationMs?: number }): Promise<number> {
+async function runScenario(
+  scenario: Scenario,
+  io: CliIo,
+  hooks: LocalCliHooks,
+  opts: {
+    clock: 'wall' | 'virtual';
+    report?: string | undefined;
+    kubeconfig?: string | undefined;
+    durationMs?: number;
+  },
+): Promise<number> {
   // Node 20 is supported by this project; the SDK's notice about its 2027 releases is noise here.
   process.env.AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED ??= 'true';
   const colour = io === processIo && process.stdout.isTTY && !process.env.NO_COLOR;
   let stack;
   try {
-    stack = await startStack(scenario, { clock: opts.clock, out: io.out, colour, ...(opts.report ? { reportPath: opts.report } : {}), ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}), ...(opts.durationMs !== undefined ? { durationMs: opts.durationMs } : {}) });
+    stack = await startStack(scenario, {
+      clock: opts.clock,
+      out: io.out,
+      colour,
+      ...(opts.report ? { reportPath: opts.report } : {}),
+      ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}),
+      ...(opts.durationMs !== undefined ? { durationMs: opts.durationMs } : {}),
+    });
   } catch (err) {
     // Start-up failures (no C compiler, a bad kubeconfig, an agent that would not start) are
     // reported in one message; what had started is already stopped.
-    io.err(`gpu-reflex ${opts.clock === 'wall' ? 'local' : 'simulate'}: could not start the stack: ${(err as Error).message}`);
+    io.err(
+      `gpu-reflex ${opts.clock === 'wall' ? 'local' : 'simulate'}: could not start the stack: ${(err as Error).message}`,
+    );
     return 1;
   }
   const onSignal = () => stack.stop();
@@ -103,7 +125,13 @@ export function makeLocalCommand(hooks: LocalCliHooks = {}): Command {
     summary: 'run the whole pipeline on this machine (simulated cluster, bus, functions, agents on mock GPUs)',
     help: LOCAL_HELP,
     async run(args, io) {
-      const v = parse(args, { scenario: { type: 'string' }, follow: { type: 'boolean' }, kubeconfig: { type: 'string' }, report: { type: 'string' }, duration: { type: 'string' } });
+      const v = parse(args, {
+        scenario: { type: 'string' },
+        follow: { type: 'boolean' },
+        kubeconfig: { type: 'string' },
+        report: { type: 'string' },
+        duration: { type: 'string' },
+      });
       let durationMs: number | undefined;
       if (v.duration !== undefined) {
         const s = Number(v.duration);
@@ -112,7 +140,12 @@ export function makeLocalCommand(hooks: LocalCliHooks = {}): Command {
       }
       if (v.follow) durationMs = Infinity;
       const scenario = await load(v, io);
-      return runScenario(scenario, io, hooks, { clock: 'wall', report: v.report, kubeconfig: v.kubeconfig, ...(durationMs !== undefined ? { durationMs } : {}) });
+      return runScenario(scenario, io, hooks, {
+        clock: 'wall',
+        report: v.report,
+        kubeconfig: v.kubeconfig,
+        ...(durationMs !== undefined ? { durationMs } : {}),
+      });
     },
   };
 }

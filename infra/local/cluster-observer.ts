@@ -22,7 +22,9 @@ const taintKeys = (n: Node) => (n.spec?.taints ?? []).map((t) => `${t.key}${t.va
 
 export function gpuResourcesOf(p: Pod): string[] {
   const out = new Set<string>();
-  for (const c of p.spec.containers ?? []) for (const k of Object.keys({ ...c.resources?.requests, ...c.resources?.limits })) if (GPU_RESOURCE.test(k)) out.add(k);
+  for (const c of p.spec.containers ?? [])
+    for (const k of Object.keys({ ...c.resources?.requests, ...c.resources?.limits }))
+      if (GPU_RESOURCE.test(k)) out.add(k);
   return [...out];
 }
 
@@ -46,20 +48,35 @@ export class ClusterObserver {
 
   private node(n: Node, prev: Node): void {
     const name = n.metadata.name;
-    if (!!n.spec?.unschedulable !== !!prev.spec?.unschedulable) this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `node ${name} ${n.spec?.unschedulable ? 'cordoned' : 'uncordoned'}` });
+    if (!!n.spec?.unschedulable !== !!prev.spec?.unschedulable)
+      this.emit({
+        who: 'cluster',
+        kind: 'cluster',
+        what: '',
+        text: `node ${name} ${n.spec?.unschedulable ? 'cordoned' : 'uncordoned'}`,
+      });
     const before = new Set(taintKeys(prev));
     const after = new Set(taintKeys(n));
-    for (const t of after) if (!before.has(t)) this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `node ${name} tainted ${t}` });
-    for (const t of before) if (!after.has(t)) this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `node ${name} untainted ${t}` });
+    for (const t of after)
+      if (!before.has(t)) this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `node ${name} tainted ${t}` });
+    for (const t of before)
+      if (!after.has(t)) this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `node ${name} untainted ${t}` });
     const labels = n.metadata.labels ?? {};
     const old = prev.metadata.labels ?? {};
-    for (const [k, v] of Object.entries(labels)) if (k.startsWith('gpu-reflex.io/') && old[k] !== v) this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `node ${name} labelled ${k}=${v}` });
+    for (const [k, v] of Object.entries(labels))
+      if (k.startsWith('gpu-reflex.io/') && old[k] !== v)
+        this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `node ${name} labelled ${k}=${v}` });
     // GPU devices the device plugin reports (a fenced GPU leaving, returning): what the scheduler counts.
     const alloc = (n.status?.allocatable ?? {}) as Record<string, string>;
     const was = (prev.status?.allocatable ?? {}) as Record<string, string>;
     for (const k of Object.keys({ ...was, ...alloc })) {
       if (!(k === 'nvidia.com/gpu' || k.startsWith('nvidia.com/mig-')) || alloc[k] === was[k]) continue;
-      this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `node ${name} allocatable ${k} ${was[k] ?? 0} → ${alloc[k] ?? 0} (device plugin)` });
+      this.emit({
+        who: 'cluster',
+        kind: 'cluster',
+        what: '',
+        text: `node ${name} allocatable ${k} ${was[k] ?? 0} → ${alloc[k] ?? 0} (device plugin)`,
+      });
     }
   }
 
@@ -71,7 +88,12 @@ export class ClusterObserver {
       this.counters.evicted.push(key(p));
       const owner = ownerUid(p);
       if (owner) this.lost.set(owner, [...(this.lost.get(owner) ?? []), key(p)]);
-      this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `pod ${key(p)} terminating on ${p.spec.nodeName ?? '(no node)'} (grace ${p.metadata.deletionGracePeriodSeconds ?? 0}s)` });
+      this.emit({
+        who: 'cluster',
+        kind: 'cluster',
+        what: '',
+        text: `pod ${key(p)} terminating on ${p.spec.nodeName ?? '(no node)'} (grace ${p.metadata.deletionGracePeriodSeconds ?? 0}s)`,
+      });
       return;
     }
     const boundNow = p.spec.nodeName && (!prev || !prev.spec.nodeName) && e.type !== 'DELETED';
@@ -81,7 +103,12 @@ export class ClusterObserver {
     if (waiting && waiting.length > 0) {
       const replaces = waiting.shift()!;
       this.counters.rescheduled.push({ pod: key(p), node: p.spec.nodeName!, replaces });
-      this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `pod ${key(p)} rescheduled on ${p.spec.nodeName} (replaces ${replaces})` });
+      this.emit({
+        who: 'cluster',
+        kind: 'cluster',
+        what: '',
+        text: `pod ${key(p)} rescheduled on ${p.spec.nodeName} (replaces ${replaces})`,
+      });
     } else if (gpuResourcesOf(p).length > 0) {
       this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `pod ${key(p)} scheduled on ${p.spec.nodeName}` });
     }
@@ -96,7 +123,13 @@ export class ClusterObserver {
 export function pendingByResource(pods: readonly Pod[]): Record<string, number> {
   const out: Record<string, number> = {};
   for (const p of pods) {
-    if (p.spec.nodeName || p.metadata.deletionTimestamp || p.status?.phase === 'Succeeded' || p.status?.phase === 'Failed') continue;
+    if (
+      p.spec.nodeName ||
+      p.metadata.deletionTimestamp ||
+      p.status?.phase === 'Succeeded' ||
+      p.status?.phase === 'Failed'
+    )
+      continue;
     for (const r of gpuResourcesOf(p)) out[r] = (out[r] ?? 0) + 1;
   }
   return out;

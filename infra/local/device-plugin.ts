@@ -70,7 +70,10 @@ export class DevicePluginStandIn {
   constructor(
     private readonly sim: KubeSim,
     private readonly nodes: readonly PluginNode[],
-    private readonly pluginPods: PluginPods = { namespace: 'kube-system', selector: { name: 'nvidia-device-plugin-ds' } },
+    private readonly pluginPods: PluginPods = {
+      namespace: 'kube-system',
+      selector: { name: 'nvidia-device-plugin-ds' },
+    },
     /** The DRA driver name the `dra` nodes' slices carry (the policy's `fence.dra.driver`). */
     private readonly draDriver = 'gpu.nvidia.com',
   ) {}
@@ -82,24 +85,45 @@ export class DevicePluginStandIn {
     this.sim.store.put(SLICES, {
       apiVersion: 'resource.k8s.io/v1',
       kind: 'ResourceSlice',
-      metadata: { name, uid: `slice-${f.node}`, resourceVersion: '', creationTimestamp: new Date(this.sim.clock.now()).toISOString() },
+      metadata: {
+        name,
+        uid: `slice-${f.node}`,
+        resourceVersion: '',
+        creationTimestamp: new Date(this.sim.clock.now()).toISOString(),
+      },
       spec: {
         driver: this.draDriver,
         nodeName: f.node,
         pool: { name: f.node, generation: 1, resourceSliceCount: 1 },
-        devices: f.gpus.filter((g) => g.mig.length === 0).map((g) => ({ name: `gpu-${g.index}`, attributes: { uuid: { string: g.uuid }, index: { int: g.index }, productName: { string: g.name } } })),
+        devices: f.gpus
+          .filter((g) => g.mig.length === 0)
+          .map((g) => ({
+            name: `gpu-${g.index}`,
+            attributes: { uuid: { string: g.uuid }, index: { int: g.index }, productName: { string: g.name } },
+          })),
       },
     });
   }
 
   /** The GPUs of a `dra` node whose device a DeviceTaintRule with an effect selects. */
   private tainted(f: PluginNode): GpuSpec[] {
-    const rules = this.sim.store.list(RULES).map((r) => r.spec as { deviceSelector?: { driver?: string; pool?: string; device?: string }; taint?: { effect?: string } } | undefined);
+    const rules = this.sim.store
+      .list(RULES)
+      .map(
+        (r) =>
+          r.spec as
+            | { deviceSelector?: { driver?: string; pool?: string; device?: string }; taint?: { effect?: string } }
+            | undefined,
+      );
     const selects = (g: GpuSpec) =>
       rules.some((r) => {
         const sel = r?.deviceSelector;
         if (!sel || (r?.taint?.effect !== 'NoSchedule' && r?.taint?.effect !== 'NoExecute')) return false;
-        return (sel.driver === undefined || sel.driver === this.draDriver) && (sel.pool === undefined || sel.pool === f.node) && (sel.device === undefined || sel.device === `gpu-${g.index}`);
+        return (
+          (sel.driver === undefined || sel.driver === this.draDriver) &&
+          (sel.pool === undefined || sel.pool === f.node) &&
+          (sel.device === undefined || sel.device === `gpu-${g.index}`)
+        );
       });
     return f.gpus.filter(selects);
   }
@@ -128,12 +152,20 @@ export class DevicePluginStandIn {
     const less = (m: Record<string, string> | undefined) => {
       if (!m) return m;
       const out = { ...m };
-      for (const [key, k] of devicesOf(g)) if (out[key] !== undefined) out[key] = String(Math.max(0, Number(out[key]) - k));
+      for (const [key, k] of devicesOf(g))
+        if (out[key] !== undefined) out[key] = String(Math.max(0, Number(out[key]) - k));
       return out;
     };
     const base = this.base.get(node);
     if (base) this.base.set(node, less(base)!);
-    this.sim.store.put('nodes', { ...n, status: { ...status, ...(status.capacity ? { capacity: less(status.capacity) } : {}), ...(status.allocatable ? { allocatable: less(status.allocatable) } : {}) } });
+    this.sim.store.put('nodes', {
+      ...n,
+      status: {
+        ...status,
+        ...(status.capacity ? { capacity: less(status.capacity) } : {}),
+        ...(status.allocatable ? { allocatable: less(status.allocatable) } : {}),
+      },
+    });
   }
 
   /** An XID reached GPU `index` of `node` (NVIDIA's plugin sees it through NVML, as the agent does). */
@@ -150,7 +182,12 @@ export class DevicePluginStandIn {
     const { namespace, selector } = this.pluginPods;
     const pod = this.sim.store
       .podsOnNode(node)
-      .find((p) => p.metadata.namespace === namespace && !p.metadata.deletionTimestamp && Object.entries(selector).every(([k, v]) => p.metadata.labels?.[k] === v));
+      .find(
+        (p) =>
+          p.metadata.namespace === namespace &&
+          !p.metadata.deletionTimestamp &&
+          Object.entries(selector).every(([k, v]) => p.metadata.labels?.[k] === v),
+      );
     return pod?.metadata.uid;
   }
 
@@ -176,7 +213,12 @@ export class DevicePluginStandIn {
     // With MIG, NVIDIA's plugin keys health by the parent GPU's UUID, so a whole-GPU XID marks one MIG
     // device of that GPU unhealthy and its other instances stay allocatable (k8s-device-plugin
     // internal/rm/health.go; fencing.md, corrections 2026-12-01).
-    return f.gpus.filter((g) => l.gpus.has(g.index)).map((g) => ({ gpu: g, devices: g.mig.length === 0 ? devicesOf(g) : new Map([[`nvidia.com/mig-${g.mig[0]!.profile}`, 1]]) }));
+    return f.gpus
+      .filter((g) => l.gpus.has(g.index))
+      .map((g) => ({
+        gpu: g,
+        devices: g.mig.length === 0 ? devicesOf(g) : new Map([[`nvidia.com/mig-${g.mig[0]!.profile}`, 1]]),
+      }));
   }
 
   /**
@@ -199,7 +241,10 @@ export class DevicePluginStandIn {
       // The kubelet hands no new pod a GPU all of whose devices are out; a GPU with only some out
       // still takes pods on the others (the partial MIG latch).
       const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
-      this.unhealthy.set(f.node, new Set(fenced.filter((x) => total(x.devices) >= total(devicesOf(x.gpu))).map((x) => x.gpu.index)));
+      this.unhealthy.set(
+        f.node,
+        new Set(fenced.filter((x) => total(x.devices) >= total(devicesOf(x.gpu))).map((x) => x.gpu.index)),
+      );
       const want: Record<string, string> = { ...(status.allocatable ?? {}) };
       for (const key of new Set(f.gpus.flatMap((g) => [...devicesOf(g).keys()]))) {
         if (base[key] === undefined) continue;

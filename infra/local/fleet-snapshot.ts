@@ -11,7 +11,10 @@ import { seedFleet } from './kube/fleet.ts';
 
 export function fleetSnapshot(path: string): { nodes: NodeInfo[]; pods: PodInfo[]; quotas: QuotaInfo[] } {
   const fleet = loadFleet(path);
-  const cluster = new Cluster(new ManualClock(), { migLayouts: fleet.migConfigs, migReconfigureSeconds: fleet.migReconfigureSeconds });
+  const cluster = new Cluster(new ManualClock(), {
+    migLayouts: fleet.migConfigs,
+    migReconfigureSeconds: fleet.migReconfigureSeconds,
+  });
   seedFleet(cluster, fleet);
   cluster.tick();
   return {

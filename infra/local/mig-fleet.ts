@@ -21,11 +21,18 @@ import { migInstancesInUse } from './node-gpus.ts';
 
 export function readFleetForMig(path: string): { nodes: NodeInfo[]; pods: PodInfo[]; usage: MigUsage } {
   const fleet = loadFleet(path);
-  const cluster = new Cluster(new ManualClock(), { migLayouts: fleet.migConfigs, migReconfigureSeconds: fleet.migReconfigureSeconds });
+  const cluster = new Cluster(new ManualClock(), {
+    migLayouts: fleet.migConfigs,
+    migReconfigureSeconds: fleet.migReconfigureSeconds,
+  });
   seedFleet(cluster, fleet);
   cluster.tick();
   const nodes = cluster.store.list('nodes') as Node[];
   const pods = cluster.store.list('pods') as Pod[];
   const usage: MigUsage = migInstancesInUse(nodes, pods);
-  return { nodes: nodes.map((n) => toNodeInfo(n as unknown as V1Node)), pods: pods.map((p) => toPodInfo(p as unknown as V1Pod)), usage };
+  return {
+    nodes: nodes.map((n) => toNodeInfo(n as unknown as V1Node)),
+    pods: pods.map((p) => toPodInfo(p as unknown as V1Pod)),
+    usage,
+  };
 }

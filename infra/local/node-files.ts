@@ -43,9 +43,17 @@ function mockFault(f: NodeFault): Record<string, unknown> {
   const base = { atMs: f.atMs, gpu: f.gpu, kind };
   switch (f.fault.kind) {
     case 'xid':
-      return { ...base, xid: f.fault.xid, ...(f.fault.gpuInstanceId !== undefined ? { gpuInstanceId: f.fault.gpuInstanceId } : {}) };
+      return {
+        ...base,
+        xid: f.fault.xid,
+        ...(f.fault.gpuInstanceId !== undefined ? { gpuInstanceId: f.fault.gpuInstanceId } : {}),
+      };
     case 'ecc':
-      return { ...base, ...(f.fault.corrected !== undefined ? { corrected: f.fault.corrected } : {}), ...(f.fault.uncorrected !== undefined ? { uncorrected: f.fault.uncorrected } : {}) };
+      return {
+        ...base,
+        ...(f.fault.corrected !== undefined ? { corrected: f.fault.corrected } : {}),
+        ...(f.fault.uncorrected !== undefined ? { uncorrected: f.fault.uncorrected } : {}),
+      };
     case 'recoveryAction':
       return { ...base, action: f.fault.action };
     case 'nvlinkDown':
@@ -58,10 +66,26 @@ function mockFault(f: NodeFault): Record<string, unknown> {
 /** The node's mock NVML scenario: generated GPUs and processes, scenario overrides, faults. */
 /** A GPU's MIG devices in the mock's format (scenario `migDevices`, and each entry of its `migFile`). */
 export function migDevicesJson(g: GpuSpec): object[] {
-  return g.mig.map((s) => ({ profile: s.profile, giProfileId: s.giProfileId, start: s.start, size: s.size, giId: s.giId, ciId: 0, uuid: `MIG-${g.uuid.slice(4, 28)}${String(s.giId).padStart(12, '0')}` }));
+  return g.mig.map((s) => ({
+    profile: s.profile,
+    giProfileId: s.giProfileId,
+    start: s.start,
+    size: s.size,
+    giId: s.giId,
+    ciId: 0,
+    uuid: `MIG-${g.uuid.slice(4, 28)}${String(s.giId).padStart(12, '0')}`,
+  }));
 }
 
-export function mockScenario(gpus: readonly GpuSpec[], procs: readonly GpuProcessOfPod[], faults: readonly NodeFault[], override: NvmlOverride = {}, processesFile?: string, controlDir?: string, migFile?: string): object {
+export function mockScenario(
+  gpus: readonly GpuSpec[],
+  procs: readonly GpuProcessOfPod[],
+  faults: readonly NodeFault[],
+  override: NvmlOverride = {},
+  processesFile?: string,
+  controlDir?: string,
+  migFile?: string,
+): object {
   const t4 = (g: GpuSpec) => g.name.includes('T4');
   const generated = gpus.map((g) => ({
     name: g.name,
@@ -70,12 +94,25 @@ export function mockScenario(gpus: readonly GpuSpec[], procs: readonly GpuProces
     pciDeviceId: g.pciDeviceId,
     memoryTotalMiB: g.memoryTotalMiB,
     powerLimitW: g.powerLimitW,
-    ...(g.mig.length > 0
-      ? { migCapable: true, migMode: true, migDevices: migDevicesJson(g) }
-      : {}),
-    ...(t4(g) ? { unsupported: ['remappedRows', 'nvlink', 'recoveryAction'], supportedEvents: 15 } : { nvlinkCount: g.name.includes('A10 ') || g.name.endsWith('A10') ? 0 : 12 }),
-    series: { intervalMs: 1000, loop: true, util: [62, 71, 68, 75], memUtil: [40, 44, 41, 47], tempC: [58, 60, 61, 59], powerW: [Math.round(g.powerLimitW * 0.55), Math.round(g.powerLimitW * 0.6)] },
-    processes: procs.filter((p) => p.gpu === g.index).map((p) => ({ pid: p.pid, usedMiB: p.usedMiB, ...(p.gpuInstanceId !== undefined ? { gpuInstanceId: p.gpuInstanceId, computeInstanceId: 0 } : {}) })),
+    ...(g.mig.length > 0 ? { migCapable: true, migMode: true, migDevices: migDevicesJson(g) } : {}),
+    ...(t4(g)
+      ? { unsupported: ['remappedRows', 'nvlink', 'recoveryAction'], supportedEvents: 15 }
+      : { nvlinkCount: g.name.includes('A10 ') || g.name.endsWith('A10') ? 0 : 12 }),
+    series: {
+      intervalMs: 1000,
+      loop: true,
+      util: [62, 71, 68, 75],
+      memUtil: [40, 44, 41, 47],
+      tempC: [58, 60, 61, 59],
+      powerW: [Math.round(g.powerLimitW * 0.55), Math.round(g.powerLimitW * 0.6)],
+    },
+    processes: procs
+      .filter((p) => p.gpu === g.index)
+      .map((p) => ({
+        pid: p.pid,
+        usedMiB: p.usedMiB,
+        ...(p.gpuInstanceId !== undefined ? { gpuInstanceId: p.gpuInstanceId, computeInstanceId: 0 } : {}),
+      })),
     ...(override.gpus?.[String(g.index)] ?? {}),
   }));
   return {
@@ -92,9 +129,18 @@ export function mockScenario(gpus: readonly GpuSpec[], procs: readonly GpuProces
 }
 
 /** Where a node's files go under `root` (the processes file must be named in its scenario). */
-export function nodeDir(root: string, node: string): { dir: string; procRoot: string; processesPath: string; controlDir: string; migPath: string } {
+export function nodeDir(
+  root: string,
+  node: string,
+): { dir: string; procRoot: string; processesPath: string; controlDir: string; migPath: string } {
   const dir = join(root, node);
-  return { dir, procRoot: join(dir, 'proc'), processesPath: join(dir, 'processes.json'), controlDir: join(dir, 'nvml-control'), migPath: join(dir, 'mig.json') };
+  return {
+    dir,
+    procRoot: join(dir, 'proc'),
+    processesPath: join(dir, 'processes.json'),
+    controlDir: join(dir, 'nvml-control'),
+    migPath: join(dir, 'mig.json'),
+  };
 }
 
 /**
@@ -112,7 +158,17 @@ export function writeNodeFiles(root: string, node: string, library: string, scen
   writeFileSync(scenarioPath, JSON.stringify(scenario, null, 2));
   const kmsgPath = join(dir, 'kmsg.log');
   writeFileSync(kmsgPath, '');
-  return { node, dir, libraryPath, scenarioPath, procRoot, kmsgPath, processesPath, spoolPath: join(dir, 'spool.jsonl'), deadLetterPath: join(dir, 'dead-letter.jsonl') };
+  return {
+    node,
+    dir,
+    libraryPath,
+    scenarioPath,
+    procRoot,
+    kmsgPath,
+    processesPath,
+    spoolPath: join(dir, 'spool.jsonl'),
+    deadLetterPath: join(dir, 'dead-letter.jsonl'),
+  };
 }
 
 /** `0000:3b:00` as the kernel prints the bus id (NVML's `00000000:3B:00.0` shortened, lower case). */
@@ -125,7 +181,14 @@ function kernelPci(pciBusId: string): string {
  * The driver's kernel-log line for an XID, as `dmesg` prints it. `text`: the driver's own words after
  * the number, written as given (NVLink5 lines name no pid: `149, NETIR_BER_EVENT Nonfatal … (0x… 0x…)`).
  */
-export function kmsgXidLine(atMs: number, pciBusId: string, xid: number, pid: number | undefined, gpuInstanceId?: number, text?: string): string {
+export function kmsgXidLine(
+  atMs: number,
+  pciBusId: string,
+  xid: number,
+  pid: number | undefined,
+  gpuInstanceId?: number,
+  text?: string,
+): string {
   const stamp = `[${(atMs / 1000).toFixed(6).padStart(12)}]`;
   const gi = gpuInstanceId !== undefined ? ` GPU-I:${String(gpuInstanceId).padStart(2, '0')}` : '';
   const who = pid !== undefined ? `pid=${pid}, name=python` : `pid='<unknown>', name=<unknown>`;

@@ -12,15 +12,36 @@ const node = (name: string, labels: Record<string, string>, allocatable: Record<
   status: { allocatable },
 });
 
-const pod = (name: string, requests: Record<string, number>, created = '2026-01-01T00:00:00Z', uid = `00000000-0000-4000-8000-${name.padStart(12, '0').slice(-12).replace(/[^0-9a-f]/g, 'a')}`): Pod => ({
+const pod = (
+  name: string,
+  requests: Record<string, number>,
+  created = '2026-01-01T00:00:00Z',
+  uid = `00000000-0000-4000-8000-${name
+    .padStart(12, '0')
+    .slice(-12)
+    .replace(/[^0-9a-f]/g, 'a')}`,
+): Pod => ({
   apiVersion: 'v1',
   kind: 'Pod',
   metadata: { name, namespace: 'ml', uid, resourceVersion: '1', creationTimestamp: created },
   spec: { containers: [{ name: 'main', resources: { requests } }] },
 });
 
-const H100 = node('h100', { 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3', 'nvidia.com/gpu.count': '2', 'nvidia.com/gpu.memory': '81920', 'nvidia.com/mig.strategy': 'mixed' }, { 'nvidia.com/mig-1g.10gb': 4, 'nvidia.com/mig-2g.20gb': 2, 'nvidia.com/mig-3g.40gb': 2 });
-const A100 = node('a100', { 'nvidia.com/gpu.product': 'NVIDIA-A100-SXM4-80GB', 'nvidia.com/gpu.count': '4' }, { 'nvidia.com/gpu': 4 });
+const H100 = node(
+  'h100',
+  {
+    'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3',
+    'nvidia.com/gpu.count': '2',
+    'nvidia.com/gpu.memory': '81920',
+    'nvidia.com/mig.strategy': 'mixed',
+  },
+  { 'nvidia.com/mig-1g.10gb': 4, 'nvidia.com/mig-2g.20gb': 2, 'nvidia.com/mig-3g.40gb': 2 },
+);
+const A100 = node(
+  'a100',
+  { 'nvidia.com/gpu.product': 'NVIDIA-A100-SXM4-80GB', 'nvidia.com/gpu.count': '4' },
+  { 'nvidia.com/gpu': 4 },
+);
 
 describe('GPUs of a node', () => {
   it('takes model, count and memory from the GPU Feature Discovery labels', () => {
@@ -35,7 +56,12 @@ describe('GPUs of a node', () => {
   it('places every MIG slice the allocatable promises, at allowed starts without overlap', () => {
     const [g0] = gpuSpecsOf(H100);
     // 2x 1g.10gb + 2g.20gb + 3g.40gb fills 7 compute slices; a 3g first at 0 would leave room for one 1g.
-    expect(g0!.mig.map((s) => `${s.profile}@${s.start}`).sort()).toEqual(['1g.10gb@2', '1g.10gb@3', '2g.20gb@0', '3g.40gb@4']);
+    expect(g0!.mig.map((s) => `${s.profile}@${s.start}`).sort()).toEqual([
+      '1g.10gb@2',
+      '1g.10gb@3',
+      '2g.20gb@0',
+      '3g.40gb@4',
+    ]);
     expect(g0!.mig.map((s) => s.giProfileId).sort()).toEqual([14, 19, 19, 9].sort());
     expect(g0!.mig.map((s) => s.giId)).toEqual([1, 2, 3, 4]);
   });
@@ -49,7 +75,10 @@ describe('GPUs of a node', () => {
 
 describe('device-plugin allocation', () => {
   it('gives pods the first free whole GPUs in creation order, one process each', () => {
-    const procs = allocateGpus(gpuSpecsOf(A100), [pod('b', { 'nvidia.com/gpu': 1 }, '2026-01-01T00:00:02Z'), pod('a', { 'nvidia.com/gpu': 2 }, '2026-01-01T00:00:01Z')]);
+    const procs = allocateGpus(gpuSpecsOf(A100), [
+      pod('b', { 'nvidia.com/gpu': 1 }, '2026-01-01T00:00:02Z'),
+      pod('a', { 'nvidia.com/gpu': 2 }, '2026-01-01T00:00:01Z'),
+    ]);
     expect(procs.map((p) => [p.pod.name, p.gpu, p.pid])).toEqual([
       ['a', 0, 4100],
       ['a', 1, 4101],
@@ -58,13 +87,21 @@ describe('device-plugin allocation', () => {
   });
 
   it('puts MIG pods on instances of their profile, naming the GPU instance', () => {
-    const procs = allocateGpus(gpuSpecsOf(H100), [pod('n0', { 'nvidia.com/mig-1g.10gb': 1 }), pod('n1', { 'nvidia.com/mig-1g.10gb': 1 }), pod('big', { 'nvidia.com/mig-3g.40gb': 1 })]);
+    const procs = allocateGpus(gpuSpecsOf(H100), [
+      pod('n0', { 'nvidia.com/mig-1g.10gb': 1 }),
+      pod('n1', { 'nvidia.com/mig-1g.10gb': 1 }),
+      pod('big', { 'nvidia.com/mig-3g.40gb': 1 }),
+    ]);
     const byPod = Object.fromEntries(procs.map((p) => [p.pod.name, [p.gpu, p.gpuInstanceId]]));
     expect(byPod).toEqual({ big: [0, 4], n0: [0, 2], n1: [0, 3] });
   });
 
   it('leaves pods without a free GPU unallocated', () => {
-    expect(allocateGpus(gpuSpecsOf(A100), [pod('a', { 'nvidia.com/gpu': 4 }), pod('b', { 'nvidia.com/gpu': 1 })]).filter((p) => p.pod.name === 'b')).toEqual([]);
+    expect(
+      allocateGpus(gpuSpecsOf(A100), [pod('a', { 'nvidia.com/gpu': 4 }), pod('b', { 'nvidia.com/gpu': 1 })]).filter(
+        (p) => p.pod.name === 'b',
+      ),
+    ).toEqual([]);
   });
 });
 
@@ -88,10 +125,15 @@ describe('the mock NVML scenario of a node', () => {
   it('merges overrides, appends extra GPUs and turns scenario faults into timed NVML faults', () => {
     const gpus = gpuSpecsOf(A100);
     const procs = allocateGpus(gpus, [pod('a', { 'nvidia.com/gpu': 1 })]);
-    const s = mockScenario(gpus, procs, [
-      { atMs: 9000, gpu: 1, fault: { kind: 'gpuLost' } },
-      { atMs: 6000, gpu: 0, fault: { kind: 'xid', xid: 79 } },
-    ], { driverVersion: '535.1', gpus: { '1': { powerLimitW: 300 } }, extraGpus: [{ name: 'extra' }] }) as { driverVersion: string; gpus: Record<string, unknown>[]; faults: Record<string, unknown>[] };
+    const s = mockScenario(
+      gpus,
+      procs,
+      [
+        { atMs: 9000, gpu: 1, fault: { kind: 'gpuLost' } },
+        { atMs: 6000, gpu: 0, fault: { kind: 'xid', xid: 79 } },
+      ],
+      { driverVersion: '535.1', gpus: { '1': { powerLimitW: 300 } }, extraGpus: [{ name: 'extra' }] },
+    ) as { driverVersion: string; gpus: Record<string, unknown>[]; faults: Record<string, unknown>[] };
     expect(s.driverVersion).toBe('535.1');
     expect(s.gpus).toHaveLength(5);
     expect(s.gpus[1]!.powerLimitW).toBe(300);

@@ -67,21 +67,30 @@ function modelOf(product: string, names: readonly string[], memoryMiB: number): 
     const m = /^(\d)g\.(\d+)gb$/.exec(name);
     if (!m) continue;
     const size = Math.min(8, Math.max(1, Math.round((Number(m[2]) * 1024 * 8) / memoryMiB)));
-    const row = EIGHT_SLICE.find((p) => p.compute === Number(m[1]) && p.size === size) ?? EIGHT_SLICE.find((p) => p.compute === Number(m[1]));
+    const row =
+      EIGHT_SLICE.find((p) => p.compute === Number(m[1]) && p.size === size) ??
+      EIGHT_SLICE.find((p) => p.compute === Number(m[1]));
     if (row) profiles.push({ ...row, name });
   }
   return { name: product, products: [], memorySlices: 8, computeSlices: 7, profiles };
 }
 
 const toSlots = (placed: ReturnType<typeof placeInstances>): MigSlot[] =>
-  'slots' in placed ? placed.slots.map((s, i) => ({ profile: s.profile, giProfileId: s.id, start: s.start, size: s.size, giId: i + 1 })) : [];
+  'slots' in placed
+    ? placed.slots.map((s, i) => ({ profile: s.profile, giProfileId: s.id, start: s.start, size: s.size, giId: i + 1 }))
+    : [];
 
 /**
  * Per-GPU MIG layout from the node's per-profile allocatable, spread evenly over its GPUs, placed
  * as the driver places instances (kube/mig-placement.ts). When the labels promise more than one
  * GPU holds, the smallest instances are dropped until the rest fit.
  */
-function migLayout(alloc: Record<string, string | number>, gpus: number, product: string, memoryMiB: number): MigSlot[][] {
+function migLayout(
+  alloc: Record<string, string | number>,
+  gpus: number,
+  product: string,
+  memoryMiB: number,
+): MigSlot[][] {
   const names: string[] = [];
   for (const [k, v] of Object.entries(alloc)) {
     const m = /^nvidia\.com\/mig-(.+)$/.exec(k);
@@ -90,7 +99,10 @@ function migLayout(alloc: Record<string, string | number>, gpus: number, product
   const model = modelOf(product, names, memoryMiB);
   const geometry = (n: string) => model.profiles.find((p) => p.name === n);
   const perGpu = names.filter((n) => geometry(n) !== undefined);
-  perGpu.sort((a, b) => geometry(b)!.size - geometry(a)!.size || geometry(b)!.compute - geometry(a)!.compute || a.localeCompare(b));
+  perGpu.sort(
+    (a, b) =>
+      geometry(b)!.size - geometry(a)!.size || geometry(b)!.compute - geometry(a)!.compute || a.localeCompare(b),
+  );
   let placed = placeInstances(model, perGpu);
   while (perGpu.length > 0 && !('slots' in placed)) {
     perGpu.pop();
@@ -149,7 +161,8 @@ export interface GpuProcessOfPod {
 const requestsOf = (pod: Pod): Record<string, number> => {
   const out: Record<string, number> = {};
   for (const c of pod.spec.containers ?? []) {
-    for (const [k, v] of Object.entries(c.resources?.limits ?? c.resources?.requests ?? {})) out[k] = (out[k] ?? 0) + Number(v);
+    for (const [k, v] of Object.entries(c.resources?.limits ?? c.resources?.requests ?? {}))
+      out[k] = (out[k] ?? 0) + Number(v);
   }
   return out;
 };
@@ -162,15 +175,35 @@ const requestsOf = (pod: Pod): Record<string, number> => {
  * `pidBase` up, so a pid is never reused within a run (the agent caches pid → pod).
  */
 /** `fenced`: GPU indices the device plugin reports unhealthy (its fence file): nothing new lands on them. */
-export function allocateGpus(gpus: readonly GpuSpec[], pods: readonly Pod[], pidBase = 4100, existing: readonly GpuProcessOfPod[] = [], fenced: ReadonlySet<number> = new Set()): GpuProcessOfPod[] {
+export function allocateGpus(
+  gpus: readonly GpuSpec[],
+  pods: readonly Pod[],
+  pidBase = 4100,
+  existing: readonly GpuProcessOfPod[] = [],
+  fenced: ReadonlySet<number> = new Set(),
+): GpuProcessOfPod[] {
   const present = new Set(pods.map((p) => p.metadata.uid));
   const kept = existing.filter((p) => present.has(p.pod.uid));
   const keptPods = new Set(kept.map((p) => p.pod.uid));
   const usedGpus = new Set(kept.filter((p) => p.gpuInstanceId === undefined).map((p) => p.gpu));
-  const usedSlots = new Set(kept.filter((p) => p.gpuInstanceId !== undefined).map((p) => `${p.gpu}/${p.gpuInstanceId}`));
-  const freeGpus = gpus.filter((g) => g.mig.length === 0 && !usedGpus.has(g.index) && !fenced.has(g.index)).map((g) => g.index);
-  const freeMig = gpus.filter((g) => !fenced.has(g.index)).flatMap((g) => g.mig.filter((s) => !usedSlots.has(`${g.index}/${s.giId}`)).map((s) => ({ gpu: g.index, slot: s })));
-  const ordered = pods.filter((p) => !keptPods.has(p.metadata.uid)).sort((a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') || a.metadata.name.localeCompare(b.metadata.name));
+  const usedSlots = new Set(
+    kept.filter((p) => p.gpuInstanceId !== undefined).map((p) => `${p.gpu}/${p.gpuInstanceId}`),
+  );
+  const freeGpus = gpus
+    .filter((g) => g.mig.length === 0 && !usedGpus.has(g.index) && !fenced.has(g.index))
+    .map((g) => g.index);
+  const freeMig = gpus
+    .filter((g) => !fenced.has(g.index))
+    .flatMap((g) =>
+      g.mig.filter((s) => !usedSlots.has(`${g.index}/${s.giId}`)).map((s) => ({ gpu: g.index, slot: s })),
+    );
+  const ordered = pods
+    .filter((p) => !keptPods.has(p.metadata.uid))
+    .sort(
+      (a, b) =>
+        (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? '') ||
+        a.metadata.name.localeCompare(b.metadata.name),
+    );
   const out: GpuProcessOfPod[] = [...kept];
   let pid = pidBase;
   for (const pod of ordered) {
@@ -203,7 +236,9 @@ export function migInstancesInUse(nodes: readonly Node[], pods: readonly Pod[]):
   for (const n of nodes.filter(isGpuNode)) {
     const specs = gpuSpecsOf(n);
     if (!specs.some((g) => g.mig.length > 0)) continue;
-    const on = pods.filter((p) => p.spec.nodeName === n.metadata.name && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed');
+    const on = pods.filter(
+      (p) => p.spec.nodeName === n.metadata.name && p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed',
+    );
     const perGpu = specs.map(() => [] as string[]);
     for (const proc of allocateGpus(specs, on)) {
       if (proc.gpuInstanceId === undefined) continue;

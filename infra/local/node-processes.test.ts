@@ -7,11 +7,28 @@ import type { Node, Pod } from './kube/types.ts';
 import { allocateGpus, gpuSpecsOf } from './node-gpus.ts';
 import { NodeProcesses } from './node-processes.ts';
 
-const node: Node = { apiVersion: 'v1', kind: 'Node', metadata: { name: 'n', uid: 'u', resourceVersion: '1', creationTimestamp: '2026-01-01T00:00:00Z', labels: { 'nvidia.com/gpu.count': '2' } }, status: { allocatable: { 'nvidia.com/gpu': 2 } } };
+const node: Node = {
+  apiVersion: 'v1',
+  kind: 'Node',
+  metadata: {
+    name: 'n',
+    uid: 'u',
+    resourceVersion: '1',
+    creationTimestamp: '2026-01-01T00:00:00Z',
+    labels: { 'nvidia.com/gpu.count': '2' },
+  },
+  status: { allocatable: { 'nvidia.com/gpu': 2 } },
+};
 const pod = (n: number, phase?: 'Succeeded'): Pod => ({
   apiVersion: 'v1',
   kind: 'Pod',
-  metadata: { name: `p${n}`, namespace: 'ml', uid: `00000000-0000-4000-8000-00000000000${n}`, resourceVersion: '1', creationTimestamp: `2026-01-01T00:00:0${n}Z` },
+  metadata: {
+    name: `p${n}`,
+    namespace: 'ml',
+    uid: `00000000-0000-4000-8000-00000000000${n}`,
+    resourceVersion: '1',
+    creationTimestamp: `2026-01-01T00:00:0${n}Z`,
+  },
   spec: { nodeName: 'n', containers: [{ name: 'c', resources: { requests: { 'nvidia.com/gpu': 1 } } }] },
   ...(phase ? { status: { phase } } : {}),
 });
@@ -21,7 +38,10 @@ describe('NodeProcesses', () => {
     const dir = mkdtempSync(join(tmpdir(), 'node-procs-'));
     const gpus = gpuSpecsOf(node);
     const t = new NodeProcesses(gpus, dir, join(dir, 'processes.json'), allocateGpus(gpus, [pod(1), pod(2)]));
-    expect(JSON.parse(readFileSync(join(dir, 'processes.json'), 'utf8'))).toEqual([[{ pid: 4100, usedMiB: 9830 }], [{ pid: 4101, usedMiB: 9830 }]]);
+    expect(JSON.parse(readFileSync(join(dir, 'processes.json'), 'utf8'))).toEqual([
+      [{ pid: 4100, usedMiB: 9830 }],
+      [{ pid: 4101, usedMiB: 9830 }],
+    ]);
     expect(t.update([pod(1), pod(2)])).toBe(false);
     expect(t.update([pod(2), pod(3)])).toBe(true); // p1 left GPU 0; p3 takes it
     expect(t.current.map((p) => [p.pod.name, p.gpu, p.pid])).toEqual([
@@ -30,7 +50,10 @@ describe('NodeProcesses', () => {
     ]);
     expect(existsSync(join(dir, '4100'))).toBe(false);
     expect(await podUidOfPid(4102, dir)).toBe(pod(3).metadata.uid);
-    expect(JSON.parse(readFileSync(join(dir, 'processes.json'), 'utf8'))).toEqual([[{ pid: 4102, usedMiB: 9830 }], [{ pid: 4101, usedMiB: 9830 }]]);
+    expect(JSON.parse(readFileSync(join(dir, 'processes.json'), 'utf8'))).toEqual([
+      [{ pid: 4102, usedMiB: 9830 }],
+      [{ pid: 4101, usedMiB: 9830 }],
+    ]);
     expect(t.update([pod(2, 'Succeeded'), pod(3)])).toBe(true); // a finished pod runs nothing
     expect(t.current.map((p) => p.pod.name)).toEqual(['p3']);
   });

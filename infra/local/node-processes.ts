@@ -51,7 +51,12 @@ export class NodeProcesses {
 
   /** `pods`: the pods bound to the node now. Returns whether anything changed. */
   update(pods: readonly Pod[], fenced: ReadonlySet<number> = new Set()): boolean {
-    const running = pods.filter((p) => p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed' && !p.metadata.ownerReferences?.some((o) => o.kind === 'DaemonSet'));
+    const running = pods.filter(
+      (p) =>
+        p.status?.phase !== 'Succeeded' &&
+        p.status?.phase !== 'Failed' &&
+        !p.metadata.ownerReferences?.some((o) => o.kind === 'DaemonSet'),
+    );
     const next = allocateGpus(this.gpus, running, this.nextPid, this.procs, fenced);
     const before = new Set(this.procs.map((p) => p.pid));
     const after = new Set(next.map((p) => p.pid));
@@ -71,7 +76,15 @@ export class NodeProcesses {
       writeFileSync(join(this.procRoot, String(p.pid), 'cgroup'), cgroupLine(p.pod.uid, p.pid));
       writeFileSync(join(this.procRoot, String(p.pid), 'comm'), 'python\n');
     }
-    const lists = this.gpus.map((g) => this.procs.filter((p) => p.gpu === g.index).map((p) => ({ pid: p.pid, usedMiB: p.usedMiB, ...(p.gpuInstanceId !== undefined ? { gpuInstanceId: p.gpuInstanceId, computeInstanceId: 0 } : {}) })));
+    const lists = this.gpus.map((g) =>
+      this.procs
+        .filter((p) => p.gpu === g.index)
+        .map((p) => ({
+          pid: p.pid,
+          usedMiB: p.usedMiB,
+          ...(p.gpuInstanceId !== undefined ? { gpuInstanceId: p.gpuInstanceId, computeInstanceId: 0 } : {}),
+        })),
+    );
     // Replace, never rewrite in place: the agent's NVML may read it at any moment.
     writeFileSync(`${this.processesFile}.tmp`, JSON.stringify(lists));
     renameSync(`${this.processesFile}.tmp`, this.processesFile);

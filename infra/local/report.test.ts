@@ -2,20 +2,56 @@ import { describe, expect, it } from 'vitest';
 import type { Node, Pod } from './kube/types.ts';
 import { checkExpectations, summarize, tallyOf } from './report.ts';
 
-const meta = (name: string, extra: object = {}) => ({ name, uid: `uid-${name}`, resourceVersion: '1', creationTimestamp: '2026-01-01T00:00:00Z', ...extra });
-const node = (name: string, spec: Node['spec'] = {}, labels: Record<string, string> = {}): Node => ({ apiVersion: 'v1', kind: 'Node', metadata: meta(name, { labels }), spec });
-const pod = (name: string, requests: Record<string, string>, nodeName?: string): Pod => ({ apiVersion: 'v1', kind: 'Pod', metadata: meta(name, { namespace: 'ml' }), spec: { ...(nodeName ? { nodeName } : {}), containers: [{ name: 'c', resources: { requests } }] } });
-const remediation = (steps: { kind: string; result: string }[]) => ({ detailType: 'Remediation', source: 'gpu-reflex.functions', detail: { action: 'drain-node', phase: 'acted', steps } });
+const meta = (name: string, extra: object = {}) => ({
+  name,
+  uid: `uid-${name}`,
+  resourceVersion: '1',
+  creationTimestamp: '2026-01-01T00:00:00Z',
+  ...extra,
+});
+const node = (name: string, spec: Node['spec'] = {}, labels: Record<string, string> = {}): Node => ({
+  apiVersion: 'v1',
+  kind: 'Node',
+  metadata: meta(name, { labels }),
+  spec,
+});
+const pod = (name: string, requests: Record<string, string>, nodeName?: string): Pod => ({
+  apiVersion: 'v1',
+  kind: 'Pod',
+  metadata: meta(name, { namespace: 'ml' }),
+  spec: { ...(nodeName ? { nodeName } : {}), containers: [{ name: 'c', resources: { requests } }] },
+});
+const remediation = (steps: { kind: string; result: string }[]) => ({
+  detailType: 'Remediation',
+  source: 'gpu-reflex.functions',
+  detail: { action: 'drain-node', phase: 'acted', steps },
+});
 
-const nodes = [node('a', { unschedulable: true, taints: [{ key: 'gpu-reflex.io/unhealthy', effect: 'NoSchedule' }] }, { 'gpu-reflex.io/state': 'draining' }), node('b'), node('c', {}, { 'gpu-reflex.io/state': 'quarantined' })];
-const pods = [pod('p1', { 'nvidia.com/gpu': '1' }), pod('p2', { 'nvidia.com/mig-1g.10gb': '1' }), pod('p3', { 'nvidia.com/gpu': '1' }, 'b'), pod('p4', { cpu: '1' })];
+const nodes = [
+  node(
+    'a',
+    { unschedulable: true, taints: [{ key: 'gpu-reflex.io/unhealthy', effect: 'NoSchedule' }] },
+    { 'gpu-reflex.io/state': 'draining' },
+  ),
+  node('b'),
+  node('c', {}, { 'gpu-reflex.io/state': 'quarantined' }),
+];
+const pods = [
+  pod('p1', { 'nvidia.com/gpu': '1' }),
+  pod('p2', { 'nvidia.com/mig-1g.10gb': '1' }),
+  pod('p3', { 'nvidia.com/gpu': '1' }, 'b'),
+  pod('p4', { cpu: '1' }),
+];
 
 describe('summary', () => {
   it('counts events, actions, node states, pending GPU pods and failures', () => {
     const s = summarize({
       tally: tallyOf(
         [{ detailType: 'GPU XID Error', detail: {} }, remediation([{ kind: 'evict', result: 'done' }])],
-        [{ atMs: 1, rule: 'r', function: 'remediate', attempt: 1, ok: false }, { atMs: 2, rule: 'r', function: 'remediate', attempt: 2, ok: true }],
+        [
+          { atMs: 1, rule: 'r', function: 'remediate', attempt: 1, ok: false },
+          { atMs: 2, rule: 'r', function: 'remediate', attempt: 2, ok: true },
+        ],
       ),
       deadLetters: 0,
       counters: { evicted: ['ml/x', 'ml/y'], rescheduled: [{ pod: 'ml/z', node: 'b', replaces: 'ml/x' }] },
@@ -37,7 +73,20 @@ describe('summary', () => {
   });
 
   it('takes evictions from the Remediation steps when the cluster was not observed', () => {
-    const s = summarize({ tally: tallyOf([remediation([{ kind: 'evict', result: 'done' }, { kind: 'evict', result: 'blocked' }, { kind: 'cordon', result: 'done' }])]), deadLetters: 0, counters: { evicted: [], rescheduled: [] }, observed: false, nodes, pods });
+    const s = summarize({
+      tally: tallyOf([
+        remediation([
+          { kind: 'evict', result: 'done' },
+          { kind: 'evict', result: 'blocked' },
+          { kind: 'cordon', result: 'done' },
+        ]),
+      ]),
+      deadLetters: 0,
+      counters: { evicted: [], rescheduled: [] },
+      observed: false,
+      nodes,
+      pods,
+    });
     expect(s.podsEvicted).toBe(1);
   });
 });
@@ -45,7 +94,10 @@ describe('summary', () => {
 describe('expect checks', () => {
   const events = tallyOf([{ detailType: 'GPU XID Error', detail: { node: 'a' } }]);
   it.each([
-    [{ node: 'a', cordoned: true, tainted: 'gpu-reflex.io/unhealthy', label: { 'gpu-reflex.io/state': 'draining' } }, true],
+    [
+      { node: 'a', cordoned: true, tainted: 'gpu-reflex.io/unhealthy', label: { 'gpu-reflex.io/state': 'draining' } },
+      true,
+    ],
     [{ node: 'b', cordoned: true }, false],
     [{ node: 'zz', cordoned: false }, false],
     [{ pendingPods: { resource: 'nvidia.com/gpu', atLeast: 1 } }, true],
@@ -61,8 +113,13 @@ describe('expect checks', () => {
     [{ event: 'GPU XID Error', node: 'b', atLeast: 1 }, false],
   ])('%j passes: %s', (check, ok) => {
     // Node checks count Ready nodes: t4-0 and t4-1 are, t4-down is not.
-    const ready = (n: Node, status: string): Node => ({ ...n, status: { conditions: [{ type: 'Ready', status }] } } as Node);
-    const pool = [ready(node('t4-0', {}, { pool: 't4' }), 'True'), ready(node('t4-1', {}, { pool: 't4' }), 'True'), ready(node('t4-down', {}, { pool: 't4' }), 'Unknown')];
+    const ready = (n: Node, status: string): Node =>
+      ({ ...n, status: { conditions: [{ type: 'Ready', status }] } }) as Node;
+    const pool = [
+      ready(node('t4-0', {}, { pool: 't4' }), 'True'),
+      ready(node('t4-1', {}, { pool: 't4' }), 'True'),
+      ready(node('t4-down', {}, { pool: 't4' }), 'Unknown'),
+    ];
     expect(checkExpectations([check], [...nodes, ...pool], pods, events)[0]!.ok).toBe(ok);
   });
 });

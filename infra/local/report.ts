@@ -64,12 +64,20 @@ export class EventTally {
 
   addEvent(e: { detailType: string; detail: unknown }): void {
     inc(this.eventsByDetailType, e.detailType);
-    const d = (e.detail ?? {}) as { action?: string; phase?: string; node?: unknown; steps?: { kind: string; result: string }[] };
+    const d = (e.detail ?? {}) as {
+      action?: string;
+      phase?: string;
+      node?: unknown;
+      steps?: { kind: string; result: string }[];
+    };
     if (e.detailType === 'Remediation') {
       inc(this.actionsByKind, `${d.action} ${d.phase}`);
-      this.evictionsDone += (Array.isArray(d.steps) ? d.steps : []).filter((s) => s?.kind === 'evict' && s.result === 'done').length;
+      this.evictionsDone += (Array.isArray(d.steps) ? d.steps : []).filter(
+        (s) => s?.kind === 'evict' && s.result === 'done',
+      ).length;
     }
-    for (const key of [`${e.detailType}\n`, ...(typeof d.node === 'string' ? [`${e.detailType}\n${d.node}`] : [])]) this.byNode.set(key, (this.byNode.get(key) ?? 0) + 1);
+    for (const key of [`${e.detailType}\n`, ...(typeof d.node === 'string' ? [`${e.detailType}\n${d.node}`] : [])])
+      this.byNode.set(key, (this.byNode.get(key) ?? 0) + 1);
   }
 
   addDelivery(d: DeliveryRecord): void {
@@ -83,7 +91,10 @@ export class EventTally {
 }
 
 /** A tally of lists held in full (tests, one-shot runs). */
-export function tallyOf(events: readonly { detailType: string; detail: unknown }[], deliveries: readonly DeliveryRecord[] = []): EventTally {
+export function tallyOf(
+  events: readonly { detailType: string; detail: unknown }[],
+  deliveries: readonly DeliveryRecord[] = [],
+): EventTally {
   const t = new EventTally();
   for (const e of events) t.addEvent(e);
   for (const d of deliveries) t.addDelivery(d);
@@ -107,8 +118,12 @@ export function summarize(i: SummaryInput): Summary {
     eventsByDetailType: { ...t.eventsByDetailType },
     actionsByKind: { ...t.actionsByKind },
     nodesCordoned: i.nodes.filter((n) => n.spec?.unschedulable).map((n) => n.metadata.name),
-    nodesTainted: i.nodes.filter((n) => (n.spec?.taints ?? []).some((t) => t.key.startsWith('gpu-reflex.io/'))).map((n) => n.metadata.name),
-    nodesQuarantined: i.nodes.filter((n) => state(n) === 'quarantined' || n.metadata.annotations?.['gpu-reflex.io/quarantined-gpus']).map((n) => n.metadata.name),
+    nodesTainted: i.nodes
+      .filter((n) => (n.spec?.taints ?? []).some((t) => t.key.startsWith('gpu-reflex.io/')))
+      .map((n) => n.metadata.name),
+    nodesQuarantined: i.nodes
+      .filter((n) => state(n) === 'quarantined' || n.metadata.annotations?.['gpu-reflex.io/quarantined-gpus'])
+      .map((n) => n.metadata.name),
     // Without the simulated cluster's change feed (--kubeconfig), evictions are what the functions report done.
     podsEvicted: i.observed ? i.counters.evicted.length : t.evictionsDone,
     podsRescheduled: i.counters.rescheduled.length,
@@ -120,37 +135,67 @@ export function summarize(i: SummaryInput): Summary {
 
 /** Each `expect` entry of the scenario against the final state and the events. */
 function bounds(atLeast: number | undefined, atMost: number | undefined): string {
-  if (atLeast !== undefined && atMost !== undefined) return atLeast === atMost ? `exactly ${atLeast}` : `${atLeast} to ${atMost}`;
+  if (atLeast !== undefined && atMost !== undefined)
+    return atLeast === atMost ? `exactly ${atLeast}` : `${atLeast} to ${atMost}`;
   return atLeast !== undefined ? `at least ${atLeast}` : `at most ${atMost}`;
 }
 
-export function checkExpectations(expect: readonly Expectation[], nodes: readonly Node[], pods: readonly Pod[], events: Pick<EventTally, 'count'>): NonNullable<Summary['expectations']> {
+export function checkExpectations(
+  expect: readonly Expectation[],
+  nodes: readonly Node[],
+  pods: readonly Pod[],
+  events: Pick<EventTally, 'count'>,
+): NonNullable<Summary['expectations']> {
   return expect.map((x) => {
     if ('pendingPods' in x) {
       const { resource, atLeast, atMost } = x.pendingPods;
       const n = pendingByResource(pods)[resource] ?? 0;
-      return { check: `${bounds(atLeast, atMost)} pods pending on ${resource}`, ok: (atLeast === undefined || n >= atLeast) && (atMost === undefined || n <= atMost), detail: `${n} pending` };
+      return {
+        check: `${bounds(atLeast, atMost)} pods pending on ${resource}`,
+        ok: (atLeast === undefined || n >= atLeast) && (atMost === undefined || n <= atMost),
+        detail: `${n} pending`,
+      };
     }
     if ('nodes' in x) {
       const { selector, atLeast, atMost } = x.nodes;
-      const n = nodes.filter((node) => Object.entries(selector).every(([k, v]) => node.metadata.labels?.[k] === v) && node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True')).length;
-      const sel = Object.entries(selector).map(([k, v]) => `${k}=${v}`).join(',');
-      return { check: `${bounds(atLeast, atMost)} ready nodes with ${sel}`, ok: (atLeast === undefined || n >= atLeast) && (atMost === undefined || n <= atMost), detail: `${n} ready` };
+      const n = nodes.filter(
+        (node) =>
+          Object.entries(selector).every(([k, v]) => node.metadata.labels?.[k] === v) &&
+          node.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'),
+      ).length;
+      const sel = Object.entries(selector)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(',');
+      return {
+        check: `${bounds(atLeast, atMost)} ready nodes with ${sel}`,
+        ok: (atLeast === undefined || n >= atLeast) && (atMost === undefined || n <= atMost),
+        detail: `${n} ready`,
+      };
     }
     if ('event' in x) {
       const n = events.count(x.event, x.node);
-      return { check: `at least ${x.atLeast} "${x.event}"${x.node ? ` from ${x.node}` : ''}`, ok: n >= x.atLeast, detail: `${n} seen` };
+      return {
+        check: `at least ${x.atLeast} "${x.event}"${x.node ? ` from ${x.node}` : ''}`,
+        ok: n >= x.atLeast,
+        detail: `${n} seen`,
+      };
     }
     const node = nodes.find((n) => n.metadata.name === x.node);
-    if (x.absent) return { check: `node ${x.node} is gone`, ok: !node, detail: node ? 'still in the cluster' : 'as expected' };
+    if (x.absent)
+      return { check: `node ${x.node} is gone`, ok: !node, detail: node ? 'still in the cluster' : 'as expected' };
     if (!node) return { check: `node ${x.node}`, ok: false, detail: 'no such node' };
     const problems: string[] = [];
-    if (x.cordoned !== undefined && !!node.spec?.unschedulable !== x.cordoned) problems.push(x.cordoned ? 'not cordoned' : 'cordoned');
-    if (x.tainted !== undefined && !(node.spec?.taints ?? []).some((t) => t.key === x.tainted)) problems.push(`no taint ${x.tainted}`);
-    for (const [k, v] of Object.entries(x.label ?? {})) if (node.metadata.labels?.[k] !== v) problems.push(`label ${k} is ${node.metadata.labels?.[k] ?? 'unset'}, not ${v}`);
+    if (x.cordoned !== undefined && !!node.spec?.unschedulable !== x.cordoned)
+      problems.push(x.cordoned ? 'not cordoned' : 'cordoned');
+    if (x.tainted !== undefined && !(node.spec?.taints ?? []).some((t) => t.key === x.tainted))
+      problems.push(`no taint ${x.tainted}`);
+    for (const [k, v] of Object.entries(x.label ?? {}))
+      if (node.metadata.labels?.[k] !== v)
+        problems.push(`label ${k} is ${node.metadata.labels?.[k] ?? 'unset'}, not ${v}`);
     for (const [k, v] of Object.entries(x.allocatable ?? {})) {
       const have = node.status?.allocatable?.[k];
-      if (have === undefined || parseQuantity(have) !== parseQuantity(v)) problems.push(`allocatable ${k} is ${have ?? 'absent'}, not ${v}`);
+      if (have === undefined || parseQuantity(have) !== parseQuantity(v))
+        problems.push(`allocatable ${k} is ${have ?? 'absent'}, not ${v}`);
     }
     const wanted = [
       x.cordoned !== undefined ? (x.cordoned ? 'cordoned' : 'schedulable') : '',
@@ -160,6 +205,10 @@ export function checkExpectations(expect: readonly Expectation[], nodes: readonl
     ]
       .filter(Boolean)
       .join(', ');
-    return { check: `node ${x.node} ${wanted}`, ok: problems.length === 0, detail: problems.length ? problems.join('; ') : 'as expected' };
+    return {
+      check: `node ${x.node} ${wanted}`,
+      ok: problems.length === 0,
+      detail: problems.length ? problems.join('; ') : 'as expected',
+    };
   });
 }

@@ -19,7 +19,9 @@ describe('parseDuration', () => {
     [3, 3000],
   ])('reads %s as %d ms', (text, ms) => expect(parseDuration(text)).toBe(ms));
 
-  it.each(['8', '8 sec', '-1s', 's'])('refuses %j', (text) => expect(() => parseDuration(text)).toThrow(/not a duration/));
+  it.each(['8', '8 sec', '-1s', 's'])('refuses %j', (text) =>
+    expect(() => parseDuration(text)).toThrow(/not a duration/),
+  );
 });
 
 describe('scenario validation', () => {
@@ -42,17 +44,41 @@ describe('scenario validation', () => {
   });
 
   it.each([
-    ['a fault field of the wrong type', 'timeline:\n  - { at: 2s, node: gpu-0, gpu: 0, fault: { kind: xid, xid: "79" } }', /timeline\.0\.fault\.xid: .*number/],
-    ['an unknown fault kind', 'timeline:\n  - { at: 2s, node: gpu-0, gpu: 0, fault: { kind: melt } }', /timeline\.0\.fault\.kind/],
+    [
+      'a fault field of the wrong type',
+      'timeline:\n  - { at: 2s, node: gpu-0, gpu: 0, fault: { kind: xid, xid: "79" } }',
+      /timeline\.0\.fault\.xid: .*number/,
+    ],
+    [
+      'an unknown fault kind',
+      'timeline:\n  - { at: 2s, node: gpu-0, gpu: 0, fault: { kind: melt } }',
+      /timeline\.0\.fault\.kind/,
+    ],
     ['a bad duration', 'timeline:\n  - { at: soon, note: x }', /timeline\.0\.at: "soon" is not a duration/],
-    ['a node the fleet lacks', 'timeline:\n  - { at: 2s, node: gpu-7, gpu: 0, fault: { kind: gpuLost } }', /timeline\.0\.node: no node "gpu-7"/],
+    [
+      'a node the fleet lacks',
+      'timeline:\n  - { at: 2s, node: gpu-7, gpu: 0, fault: { kind: gpuLost } }',
+      /timeline\.0\.node: no node "gpu-7"/,
+    ],
     ['a step after the end', 'timeline:\n  - { at: 11s, note: late }', /timeline\.0\.at: 11000 ms is after the end/],
     ['an unknown agent node', 'agents: { nodes: [gpu-0, cpu-1] }', /agents\.nodes\.1: no node "cpu-1"/],
     ['an unknown top-level field', 'colour: true', /\(root\): Unrecognized key: "colour"/],
-    ['a setting that is not a function\'s', 'env: { KUBECONFIG: /etc/k }', /env\.KUBECONFIG: not a function setting: MIG_\*/],
+    [
+      "a setting that is not a function's",
+      'env: { KUBECONFIG: /etc/k }',
+      /env\.KUBECONFIG: not a function setting: MIG_\*/,
+    ],
     ['a file setting', 'env: { MIG_POLICY_FILE: p.yaml }', /env\.MIG_POLICY_FILE: .*comes from its own field/],
-    ['a MIG setting out of range', 'env: { MIG_MIN_PENDING_SECONDS: "-5" }', /env: bad configuration: MIG_MIN_PENDING_SECONDS: /],
-    ['pods without requests', 'timeline:\n  - { at: 2s, pods: { name: p, namespace: default } }', /timeline\.0\.pods\.requests/],
+    [
+      'a MIG setting out of range',
+      'env: { MIG_MIN_PENDING_SECONDS: "-5" }',
+      /env: bad configuration: MIG_MIN_PENDING_SECONDS: /,
+    ],
+    [
+      'pods without requests',
+      'timeline:\n  - { at: 2s, pods: { name: p, namespace: default } }',
+      /timeline\.0\.pods\.requests/,
+    ],
   ])('names the field for %s', (_what, extra, message) => {
     expect(() => parseScenario(ok(extra), 'test.yaml')).toThrow(message);
   });
@@ -62,7 +88,9 @@ describe('scenario validation', () => {
   });
 
   it('reports a broken fleet under "fleet"', () => {
-    expect(() => parseScenario('name: t\ndurationSeconds: 5\nfleet: { nodes: [{ name: BAD, allocatable: {} }] }', 's.yaml')).toThrow(/s\.yaml: fleet: .*nodes\.0\.name/s);
+    expect(() =>
+      parseScenario('name: t\ndurationSeconds: 5\nfleet: { nodes: [{ name: BAD, allocatable: {} }] }', 's.yaml'),
+    ).toThrow(/s\.yaml: fleet: .*nodes\.0\.name/s);
   });
 
   it('carries a policy, inline or as a file beside it, checked as the functions will load it', () => {
@@ -71,15 +99,28 @@ describe('scenario validation', () => {
     expect(JSON.parse(inline.policyFile!.text)).toEqual({ pools: { gpu: { fenceBackend: 'nvidia-plugin' } } });
     const fromFile = loadScenario(new URL('./scenarios/nvidia-plugin.yaml', import.meta.url).pathname);
     expect(fromFile.policyFile?.policy.pools['a100-nv']?.fenceBackend).toBe('nvidia-plugin');
-    expect(() => parseScenario(ok('policy:\n  fence: { backend: magic }'), 't.yaml')).toThrow(/t\.yaml: policy:\n {2}t\.yaml \(policy\):\d+: fence\.backend: expected one of/);
-    expect(() => parseScenario(ok('policy: ./missing-policy.yaml'), 't.yaml')).toThrow(/t\.yaml: policy: cannot read .*missing-policy\.yaml: ENOENT/);
+    expect(() => parseScenario(ok('policy:\n  fence: { backend: magic }'), 't.yaml')).toThrow(
+      /t\.yaml: policy:\n {2}t\.yaml \(policy\):\d+: fence\.backend: expected one of/,
+    );
+    expect(() => parseScenario(ok('policy: ./missing-policy.yaml'), 't.yaml')).toThrow(
+      /t\.yaml: policy: cannot read .*missing-policy\.yaml: ENOENT/,
+    );
   });
 
   it('takes endWhenMet only with checks to meet, and allocatable checks only with quantities', () => {
-    expect(parseScenario(ok('endWhenMet: true\nexpect:\n  - { node: gpu-0, allocatable: { nvidia.com/gpu: 2, memory: 64Gi } }'), 't.yaml').endWhenMet).toBe(true);
+    expect(
+      parseScenario(
+        ok('endWhenMet: true\nexpect:\n  - { node: gpu-0, allocatable: { nvidia.com/gpu: 2, memory: 64Gi } }'),
+        't.yaml',
+      ).endWhenMet,
+    ).toBe(true);
     expect(parseScenario(ok(''), 't.yaml').endWhenMet).toBe(false);
-    expect(() => parseScenario(ok('endWhenMet: true'), 't.yaml')).toThrow(/t\.yaml is invalid:\n {2}endWhenMet: endWhenMet needs at least one expect check/);
-    expect(() => parseScenario(ok('expect:\n  - { node: gpu-0, allocatable: { nvidia.com/gpu: two } }'), 't.yaml')).toThrow(/expect\.0\.allocatable\.nvidia\.com\/gpu: not a Kubernetes quantity/);
+    expect(() => parseScenario(ok('endWhenMet: true'), 't.yaml')).toThrow(
+      /t\.yaml is invalid:\n {2}endWhenMet: endWhenMet needs at least one expect check/,
+    );
+    expect(() =>
+      parseScenario(ok('expect:\n  - { node: gpu-0, allocatable: { nvidia.com/gpu: two } }'), 't.yaml'),
+    ).toThrow(/expect\.0\.allocatable\.nvidia\.com\/gpu: not a Kubernetes quantity/);
   });
 
   it('gives a cloud pool the fleet nodes labelled with its id, and takes an autoscale policy only with a cloud', () => {
@@ -88,12 +129,21 @@ fleet:
   nodes:
     - { name: t4, count: 2, labels: { alibabacloud.com/nodepool-id: np-t4 }, allocatable: { nvidia.com/gpu: 1 } }
 `;
-    const s = parseScenario(`name: t\ndurationSeconds: 10\n${fleet}\ncloud:\n  pools: [{ id: np-t4, name: t4, instanceTypes: [ecs.gn6i-c4g1.xlarge] }]\nautoscale:\n  pools: { np-t4: { max: 4 } }`, 't.yaml');
+    const s = parseScenario(
+      `name: t\ndurationSeconds: 10\n${fleet}\ncloud:\n  pools: [{ id: np-t4, name: t4, instanceTypes: [ecs.gn6i-c4g1.xlarge] }]\nautoscale:\n  pools: { np-t4: { max: 4 } }`,
+      't.yaml',
+    );
     expect(s.cloudFile?.pools[0]).toMatchObject({ id: 'np-t4', nodeNames: ['t4-0', 't4-1'], size: 2 });
     expect(s.autoscaleFile?.policy.pools['np-t4']).toEqual({ min: 0, max: 4, maxStep: 10 });
-    expect(() => parseScenario(ok('autoscale:\n  pools: { np-t4: { max: 4 } }'), 't.yaml')).toThrow('t.yaml: autoscale: needs a cloud to scale (add `cloud:`)');
-    expect(() => parseScenario(ok('cloud:\n  pools: [{ id: t4, name: t4, instanceTypes: [x] }]'), 't.yaml')).toThrow(/t\.yaml: cloud: .*pools\.0\.id: must start with "np"/s);
-    expect(() => parseScenario(ok('cloud: {}\nautoscale:\n  pools: { np-t4: { min: 5, max: 4 } }'), 't.yaml')).toThrow(/t\.yaml: autoscale: .*pools\.np-t4: min must not exceed max/s);
+    expect(() => parseScenario(ok('autoscale:\n  pools: { np-t4: { max: 4 } }'), 't.yaml')).toThrow(
+      't.yaml: autoscale: needs a cloud to scale (add `cloud:`)',
+    );
+    expect(() => parseScenario(ok('cloud:\n  pools: [{ id: t4, name: t4, instanceTypes: [x] }]'), 't.yaml')).toThrow(
+      /t\.yaml: cloud: .*pools\.0\.id: must start with "np"/s,
+    );
+    expect(() => parseScenario(ok('cloud: {}\nautoscale:\n  pools: { np-t4: { min: 5, max: 4 } }'), 't.yaml')).toThrow(
+      /t\.yaml: autoscale: .*pools\.np-t4: min must not exceed max/s,
+    );
   });
 
   it('says when the file cannot be read', () => {

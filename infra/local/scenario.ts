@@ -65,7 +65,13 @@ export const FaultSchema = z.discriminatedUnion('kind', [
     })
     .strict(),
   z.object({ kind: z.literal('gpuLost') }).strict(),
-  z.object({ kind: z.literal('ecc'), corrected: z.number().int().nonnegative().optional(), uncorrected: z.number().int().nonnegative().optional() }).strict(),
+  z
+    .object({
+      kind: z.literal('ecc'),
+      corrected: z.number().int().nonnegative().optional(),
+      uncorrected: z.number().int().nonnegative().optional(),
+    })
+    .strict(),
   z.object({ kind: z.literal('rowRemapPending') }).strict(),
   z.object({ kind: z.literal('rowRemapFailure') }).strict(),
   z.object({ kind: z.literal('retiredPagesPending') }).strict(),
@@ -76,7 +82,14 @@ export const FaultSchema = z.discriminatedUnion('kind', [
 ]);
 export type Fault = z.infer<typeof FaultSchema>;
 
-const Toleration = z.object({ key: z.string().optional(), operator: z.enum(['Exists', 'Equal']).optional(), value: z.string().optional(), effect: z.string().optional() }).strict();
+const Toleration = z
+  .object({
+    key: z.string().optional(),
+    operator: z.enum(['Exists', 'Equal']).optional(),
+    value: z.string().optional(),
+    effect: z.string().optional(),
+  })
+  .strict();
 
 /** Pods that arrive mid-scenario, created through the Kubernetes API like any client would. */
 export const PodArrivalSchema = z
@@ -95,7 +108,15 @@ export const PodArrivalSchema = z
   .strict();
 export type PodArrival = z.infer<typeof PodArrivalSchema>;
 
-const FaultStep = z.object({ at: Duration, node: Name, gpu: z.number().int().nonnegative(), fault: FaultSchema, note: z.string().optional() }).strict();
+const FaultStep = z
+  .object({
+    at: Duration,
+    node: Name,
+    gpu: z.number().int().nonnegative(),
+    fault: FaultSchema,
+    note: z.string().optional(),
+  })
+  .strict();
 const PodsStep = z.object({ at: Duration, pods: PodArrivalSchema, note: z.string().optional() }).strict();
 /**
  * Another writer of a node's ACK unhealthy-devices file replaces it whole (ACK's node-problem-detector
@@ -106,7 +127,13 @@ const FenceFileStep = z
   .object({
     at: Duration,
     node: Name,
-    fenceFile: z.object({ index: z.array(z.number().int().nonnegative()).max(64).optional(), gpus: z.array(z.number().int().nonnegative()).max(64).optional(), by: z.string().min(1).max(80).default('another writer') }).strict(),
+    fenceFile: z
+      .object({
+        index: z.array(z.number().int().nonnegative()).max(64).optional(),
+        gpus: z.array(z.number().int().nonnegative()).max(64).optional(),
+        by: z.string().min(1).max(80).default('another writer'),
+      })
+      .strict(),
     note: z.string().optional(),
   })
   .strict();
@@ -117,10 +144,24 @@ const FenceFileStep = z
  * (XID catalog, RESTART_BM). NVML no longer lists it, and the device plugin no longer enumerates it
  * (the node's capacity drops by one GPU). Scripted adversity (stack.ts onReboot).
  */
-const AfterRebootStep = z.object({ at: Duration, node: Name, gpu: z.number().int().nonnegative(), afterReboot: z.literal('missing'), note: z.string().optional() }).strict();
+const AfterRebootStep = z
+  .object({
+    at: Duration,
+    node: Name,
+    gpu: z.number().int().nonnegative(),
+    afterReboot: z.literal('missing'),
+    note: z.string().optional(),
+  })
+  .strict();
 /** A narration line printed at its time: tells the reader what to look for next. */
 const NoteStep = z.object({ at: Duration, note: z.string().min(1) }).strict();
-export type TimelineStep = z.infer<typeof FaultStep> | z.infer<typeof PodsStep> | z.infer<typeof NvmlStepSchema> | z.infer<typeof FenceFileStep> | z.infer<typeof AfterRebootStep> | z.infer<typeof NoteStep>;
+export type TimelineStep =
+  | z.infer<typeof FaultStep>
+  | z.infer<typeof PodsStep>
+  | z.infer<typeof NvmlStepSchema>
+  | z.infer<typeof FenceFileStep>
+  | z.infer<typeof AfterRebootStep>
+  | z.infer<typeof NoteStep>;
 export type AfterRebootStepT = z.infer<typeof AfterRebootStep>;
 export type FenceFileStepT = z.infer<typeof FenceFileStep>;
 
@@ -130,7 +171,18 @@ export type FenceFileStepT = z.infer<typeof FenceFileStep>;
  */
 export const TimelineStepSchema = z.unknown().transform((v, ctx): TimelineStep => {
   const o = typeof v === 'object' && v !== null ? v : {};
-  const schema = 'fault' in o ? FaultStep : 'pods' in o ? PodsStep : 'nvml' in o ? NvmlStepSchema : 'fenceFile' in o ? FenceFileStep : 'afterReboot' in o ? AfterRebootStep : NoteStep;
+  const schema =
+    'fault' in o
+      ? FaultStep
+      : 'pods' in o
+        ? PodsStep
+        : 'nvml' in o
+          ? NvmlStepSchema
+          : 'fenceFile' in o
+            ? FenceFileStep
+            : 'afterReboot' in o
+              ? AfterRebootStep
+              : NoteStep;
   const r = schema.safeParse(v);
   if (r.success) return r.data;
   for (const i of r.error.issues) ctx.addIssue({ code: 'custom', message: i.message, path: i.path });
@@ -156,7 +208,9 @@ const NvmlNodeOverride = z
  * merged into what the node had, and its agent restarts, as both take a GPU reset or a reboot on a
  * real node. Faults of that node still to come keep their scenario times.
  */
-const NvmlStepSchema = z.object({ at: Duration, node: Name, nvml: NvmlNodeOverride, note: z.string().optional() }).strict();
+const NvmlStepSchema = z
+  .object({ at: Duration, node: Name, nvml: NvmlNodeOverride, note: z.string().optional() })
+  .strict();
 
 /** Checks on the final cluster state, printed as pass/fail in the summary. */
 export const ExpectSchema = z.union([
@@ -169,13 +223,22 @@ export const ExpectSchema = z.union([
       tainted: z.string().optional(),
       label: z.record(z.string(), z.string()).optional(),
       /** Allocatable quantities as the kubelet reports them (a fenced GPU leaves nvidia.com/gpu). */
-      allocatable: z.record(z.string(), Quantity.refine((v) => typeof v === 'number' || isQuantity(v), 'not a Kubernetes quantity (2, 500m, 16Gi)')).optional(),
+      allocatable: z
+        .record(
+          z.string(),
+          Quantity.refine((v) => typeof v === 'number' || isQuantity(v), 'not a Kubernetes quantity (2, 500m, 16Gi)'),
+        )
+        .optional(),
     })
     .strict(),
   z
     .object({
       pendingPods: z
-        .object({ resource: z.string().min(1), atLeast: z.number().int().nonnegative().optional(), atMost: z.number().int().nonnegative().optional() })
+        .object({
+          resource: z.string().min(1),
+          atLeast: z.number().int().nonnegative().optional(),
+          atMost: z.number().int().nonnegative().optional(),
+        })
         .strict()
         .refine((p) => p.atLeast !== undefined || p.atMost !== undefined, { message: 'set atLeast, atMost or both' }),
     })
@@ -184,12 +247,18 @@ export const ExpectSchema = z.union([
   z
     .object({
       nodes: z
-        .object({ selector: z.record(z.string(), z.string()), atLeast: z.number().int().nonnegative().optional(), atMost: z.number().int().nonnegative().optional() })
+        .object({
+          selector: z.record(z.string(), z.string()),
+          atLeast: z.number().int().nonnegative().optional(),
+          atMost: z.number().int().nonnegative().optional(),
+        })
         .strict()
         .refine((p) => p.atLeast !== undefined || p.atMost !== undefined, { message: 'set atLeast, atMost or both' }),
     })
     .strict(),
-  z.object({ event: z.string().min(1), node: Name.optional(), atLeast: z.number().int().nonnegative().default(1) }).strict(),
+  z
+    .object({ event: z.string().min(1), node: Name.optional(), atLeast: z.number().int().nonnegative().default(1) })
+    .strict(),
 ]);
 export type Expectation = z.infer<typeof ExpectSchema>;
 
@@ -198,9 +267,15 @@ export const ScenarioSchema = z
     name: z.string().min(1),
     description: z.string().default(''),
     /** Up to a week: `simulate` replays quiet hours in seconds (`local` runs them in real time). */
-    durationSeconds: z.number().positive().max(7 * 24 * 3600),
+    durationSeconds: z
+      .number()
+      .positive()
+      .max(7 * 24 * 3600),
     /** Virtual clock only: the instant scenario time starts at (default 2026-01-01T00:00:00Z). */
-    startAt: z.iso.datetime({ offset: true }).transform((v) => Date.parse(v)).optional(),
+    startAt: z.iso
+      .datetime({ offset: true })
+      .transform((v) => Date.parse(v))
+      .optional(),
     /** A fleet file path (relative to the scenario file) or an inline fleet (kube/fleet.ts format). */
     fleet: z.union([z.string().min(1), z.record(z.string(), z.unknown())]),
     agents: z
@@ -241,8 +316,18 @@ export const ScenarioSchema = z
       .record(z.string(), z.string())
       .superRefine((env, ctx) => {
         for (const k of Object.keys(env)) {
-          if (!/^(MIG|AUTOSCALE|QUOTA|REMEDIATION|LABELER)_[A-Z0-9_]+$/.test(k)) ctx.addIssue({ code: 'custom', path: [k], message: 'not a function setting: MIG_*, AUTOSCALE_*, QUOTA_*, REMEDIATION_* or LABELER_*' });
-          else if (k.endsWith('_FILE')) ctx.addIssue({ code: 'custom', path: [k], message: 'a *_FILE setting comes from its own field (policy, mig, autoscale, quota, labels)' });
+          if (!/^(MIG|AUTOSCALE|QUOTA|REMEDIATION|LABELER)_[A-Z0-9_]+$/.test(k))
+            ctx.addIssue({
+              code: 'custom',
+              path: [k],
+              message: 'not a function setting: MIG_*, AUTOSCALE_*, QUOTA_*, REMEDIATION_* or LABELER_*',
+            });
+          else if (k.endsWith('_FILE'))
+            ctx.addIssue({
+              code: 'custom',
+              path: [k],
+              message: 'a *_FILE setting comes from its own field (policy, mig, autoscale, quota, labels)',
+            });
         }
       })
       .default({}),
@@ -255,7 +340,10 @@ export const ScenarioSchema = z
     endWhenMet: z.boolean().default(false),
   })
   .strict()
-  .refine((s) => !s.endWhenMet || (s.expect?.length ?? 0) > 0, { message: 'endWhenMet needs at least one expect check', path: ['endWhenMet'] });
+  .refine((s) => !s.endWhenMet || (s.expect?.length ?? 0) > 0, {
+    message: 'endWhenMet needs at least one expect check',
+    path: ['endWhenMet'],
+  });
 
 export type ScenarioInput = z.input<typeof ScenarioSchema>;
 export type ScenarioFile = z.output<typeof ScenarioSchema>;
@@ -293,14 +381,16 @@ export function validateScenario(raw: unknown, source = 'scenario', baseDir = pr
   const s = r.data;
   let parsedFleet: ParsedFleet;
   try {
-    parsedFleet = typeof s.fleet === 'string' ? loadFleet(resolve(baseDir, s.fleet)) : validateFleet(s.fleet, `${source}: fleet`);
+    parsedFleet =
+      typeof s.fleet === 'string' ? loadFleet(resolve(baseDir, s.fleet)) : validateFleet(s.fleet, `${source}: fleet`);
   } catch (err) {
     throw new ScenarioError(`${source}: fleet: ${(err as Error).message}`);
   }
   const problems = crossCheck(s, parsedFleet);
   if (problems.length > 0) throw new ScenarioError(`${source} is invalid:\n  ${problems.join('\n  ')}`);
   const cloudFile = s.cloud === undefined ? undefined : readCloud(s.cloud, source, baseDir, parsedFleet);
-  if (s.autoscale !== undefined && !cloudFile) throw new ScenarioError(`${source}: autoscale: needs a cloud to scale (add \`cloud:\`)`);
+  if (s.autoscale !== undefined && !cloudFile)
+    throw new ScenarioError(`${source}: autoscale: needs a cloud to scale (add \`cloud:\`)`);
   const autoscaleFile = s.autoscale === undefined ? undefined : readAutoscale(s.autoscale, source, baseDir);
   // The MIG settings as rebalance-mig reads them at its cold start: a bad one is named here.
   if (Object.keys(s.env).some((k) => k.startsWith('MIG_'))) {
@@ -323,7 +413,11 @@ export function validateScenario(raw: unknown, source = 'scenario', baseDir = pr
   };
 }
 
-function readMig(ref: string | Record<string, unknown>, source: string, baseDir: string): { text: string; policy: MigPolicy } {
+function readMig(
+  ref: string | Record<string, unknown>,
+  source: string,
+  baseDir: string,
+): { text: string; policy: MigPolicy } {
   const { text, name } = readText(ref, 'mig', source, baseDir);
   try {
     return { text, policy: parseMigPolicy(text, name) };
@@ -333,7 +427,11 @@ function readMig(ref: string | Record<string, unknown>, source: string, baseDir:
   }
 }
 
-function readLabels(ref: string | Record<string, unknown>, source: string, baseDir: string): { text: string; config: LabelerConfig } {
+function readLabels(
+  ref: string | Record<string, unknown>,
+  source: string,
+  baseDir: string,
+): { text: string; config: LabelerConfig } {
   const { text, name } = readText(ref, 'labels', source, baseDir);
   try {
     return { text, config: parseLabelerConfig(text, name) };
@@ -343,7 +441,11 @@ function readLabels(ref: string | Record<string, unknown>, source: string, baseD
   }
 }
 
-function readQuota(ref: string | Record<string, unknown>, source: string, baseDir: string): { text: string; config: QuotaConfig } {
+function readQuota(
+  ref: string | Record<string, unknown>,
+  source: string,
+  baseDir: string,
+): { text: string; config: QuotaConfig } {
   const { text, name } = readText(ref, 'quota', source, baseDir);
   try {
     return { text, config: parseQuotaConfig(text, name) };
@@ -353,18 +455,30 @@ function readQuota(ref: string | Record<string, unknown>, source: string, baseDi
   }
 }
 
-function readText(ref: string | Record<string, unknown>, what: string, source: string, baseDir: string): { text: string; name: string } {
+function readText(
+  ref: string | Record<string, unknown>,
+  what: string,
+  source: string,
+  baseDir: string,
+): { text: string; name: string } {
   if (typeof ref !== 'string') return { text: JSON.stringify(ref, null, 2), name: `${source} (${what})` };
   const name = resolve(baseDir, ref);
   try {
     return { text: readFileSync(name, 'utf8'), name };
   } catch (err) {
-    throw new ScenarioError(`${source}: ${what}: cannot read ${name}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new ScenarioError(
+      `${source}: ${what}: cannot read ${name}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
 }
 
 /** The cloud file; a pool's initial instances are the fleet's nodes labelled with its id. */
-function readCloud(ref: string | Record<string, unknown>, source: string, baseDir: string, fleet: ParsedFleet): ParsedCloudFile {
+function readCloud(
+  ref: string | Record<string, unknown>,
+  source: string,
+  baseDir: string,
+  fleet: ParsedFleet,
+): ParsedCloudFile {
   const { text, name } = readText(ref, 'cloud', source, baseDir);
   let cloud: ParsedCloudFile;
   try {
@@ -373,11 +487,29 @@ function readCloud(ref: string | Record<string, unknown>, source: string, baseDi
     if (err instanceof CloudFileError) throw new ScenarioError(`${source}: cloud: ${err.message}`);
     throw err;
   }
-  const members = (poolId: string) => fleet.nodes.flatMap((g) => (g.labels?.[NODEPOOL_LABEL] === poolId ? (g.count === undefined ? [g.name] : Array.from({ length: g.count }, (_, i) => `${g.name}-${i}`)) : []));
-  return { ...cloud, pools: cloud.pools.map((p) => ({ ...p, nodeNames: p.nodeNames.length > 0 ? p.nodeNames : members(p.id), size: Math.max(p.size, (p.nodeNames.length > 0 ? p.nodeNames : members(p.id)).length) })) };
+  const members = (poolId: string) =>
+    fleet.nodes.flatMap((g) =>
+      g.labels?.[NODEPOOL_LABEL] === poolId
+        ? g.count === undefined
+          ? [g.name]
+          : Array.from({ length: g.count }, (_, i) => `${g.name}-${i}`)
+        : [],
+    );
+  return {
+    ...cloud,
+    pools: cloud.pools.map((p) => ({
+      ...p,
+      nodeNames: p.nodeNames.length > 0 ? p.nodeNames : members(p.id),
+      size: Math.max(p.size, (p.nodeNames.length > 0 ? p.nodeNames : members(p.id)).length),
+    })),
+  };
 }
 
-function readAutoscale(ref: string | Record<string, unknown>, source: string, baseDir: string): { text: string; policy: AutoscalePolicy } {
+function readAutoscale(
+  ref: string | Record<string, unknown>,
+  source: string,
+  baseDir: string,
+): { text: string; policy: AutoscalePolicy } {
   const { text, name } = readText(ref, 'autoscale', source, baseDir);
   try {
     return { text, policy: parseAutoscalePolicy(text, name) };
@@ -388,7 +520,11 @@ function readAutoscale(ref: string | Record<string, unknown>, source: string, ba
 }
 
 /** The scenario's policy, loaded as the functions will load it: a bad one names its file, line and field. */
-function readPolicy(policy: string | Record<string, unknown>, source: string, baseDir: string): { text: string; policy: Policy } {
+function readPolicy(
+  policy: string | Record<string, unknown>,
+  source: string,
+  baseDir: string,
+): { text: string; policy: Policy } {
   let text: string;
   let name: string;
   if (typeof policy === 'string') {
@@ -396,7 +532,9 @@ function readPolicy(policy: string | Record<string, unknown>, source: string, ba
     try {
       text = readFileSync(name, 'utf8');
     } catch (err) {
-      throw new ScenarioError(`${source}: policy: cannot read ${name}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+      throw new ScenarioError(
+        `${source}: policy: cannot read ${name}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+      );
     }
   } else {
     name = `${source} (policy)`;
@@ -412,12 +550,18 @@ function readPolicy(policy: string | Record<string, unknown>, source: string, ba
 
 /** Names that must exist in the fleet, and times inside the run. */
 function crossCheck(s: ScenarioFile, fleet: ParsedFleet): string[] {
-  const nodes = new Set(fleet.nodes.flatMap((g) => (g.count === undefined ? [g.name] : Array.from({ length: g.count }, (_, i) => `${g.name}-${i}`))));
+  const nodes = new Set(
+    fleet.nodes.flatMap((g) =>
+      g.count === undefined ? [g.name] : Array.from({ length: g.count }, (_, i) => `${g.name}-${i}`),
+    ),
+  );
   const out: string[] = [];
-  if (Array.isArray(s.agents.nodes)) s.agents.nodes.forEach((n, i) => nodes.has(n) || out.push(`agents.nodes.${i}: no node "${n}" in the fleet`));
+  if (Array.isArray(s.agents.nodes))
+    s.agents.nodes.forEach((n, i) => nodes.has(n) || out.push(`agents.nodes.${i}: no node "${n}" in the fleet`));
   for (const n of Object.keys(s.nvml)) if (!nodes.has(n)) out.push(`nvml.${n}: no node "${n}" in the fleet`);
   s.timeline.forEach((step, i) => {
-    if (step.at > s.durationSeconds * 1000) out.push(`timeline.${i}.at: ${step.at} ms is after the end (durationSeconds ${s.durationSeconds})`);
+    if (step.at > s.durationSeconds * 1000)
+      out.push(`timeline.${i}.at: ${step.at} ms is after the end (durationSeconds ${s.durationSeconds})`);
     if ('node' in step && !nodes.has(step.node)) out.push(`timeline.${i}.node: no node "${step.node}" in the fleet`);
   });
   return out;
@@ -438,7 +582,9 @@ export function loadScenario(path: string): Scenario {
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    throw new ScenarioError(`cannot read scenario ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new ScenarioError(
+      `cannot read scenario ${path}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
   return parseScenario(text, path, dirname(resolve(path)));
 }

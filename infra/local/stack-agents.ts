@@ -34,7 +34,10 @@ export interface AgentCommon {
   kubeconfig?: string;
 }
 
-export async function startInProcessAgents(files: readonly NodeFiles[], c: AgentCommon & { clock: Clock }): Promise<StackAgents> {
+export async function startInProcessAgents(
+  files: readonly NodeFiles[],
+  c: AgentCommon & { clock: Clock },
+): Promise<StackAgents> {
   const hosts: LocalAgentHost[] = [];
   const nodeOf = new Map<LocalAgentHost, string>();
   const start = async (f: NodeFiles) => {
@@ -70,7 +73,11 @@ export async function startInProcessAgents(files: readonly NodeFiles[], c: Agent
 }
 
 /** Spawns the agents and waits until every one logged "agent started" (or one exits: an error). */
-export async function startAgentProcesses(files: readonly NodeFiles[], c: AgentCommon, timeoutMs = 60_000): Promise<StackAgents> {
+export async function startAgentProcesses(
+  files: readonly NodeFiles[],
+  c: AgentCommon,
+  timeoutMs = 60_000,
+): Promise<StackAgents> {
   const procs = files.map((f) => new AgentProcess({ ...c, files: f }));
   const stopAll = async () => void (await Promise.allSettled(procs.map((p) => p.stop())));
   const deadline = Date.now() + timeoutMs;
@@ -83,7 +90,12 @@ export async function startAgentProcesses(files: readonly NodeFiles[], c: AgentC
     if (procs.every((p) => p.startedAt !== undefined)) break;
     if (Date.now() > deadline) {
       await stopAll();
-      throw new Error(`agents did not start within ${timeoutMs / 1000}s: ${procs.filter((p) => p.startedAt === undefined).map((p) => p.node).join(', ')}`);
+      throw new Error(
+        `agents did not start within ${timeoutMs / 1000}s: ${procs
+          .filter((p) => p.startedAt === undefined)
+          .map((p) => p.node)
+          .join(', ')}`,
+      );
     }
     await new Promise((r) => setTimeout(r, 50));
   }

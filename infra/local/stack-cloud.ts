@@ -49,7 +49,10 @@ function nodeBody(sim: AliCloudSim, inst: SimInstance, pool: SimPool) {
         [ACK_NODEPOOL_LABEL]: pool.spec.id,
       },
     },
-    spec: { providerID: `${sim.cloud.regionId}.${inst.id}`, ...(pool.spec.taints.length > 0 ? { taints: pool.spec.taints } : {}) },
+    spec: {
+      providerID: `${sim.cloud.regionId}.${inst.id}`,
+      ...(pool.spec.taints.length > 0 ? { taints: pool.spec.taints } : {}),
+    },
     status: { capacity, allocatable, nodeInfo: { bootID: inst.bootId } },
   };
 }
@@ -75,16 +78,38 @@ export async function startStackCloud(o: StackCloudOptions): Promise<StackCloud>
   const pods = resource('pods');
   // The fleet's nodes of a pool are its first instances: ACK's providerID names them.
   for (const inst of sim.cloud.instances.values()) {
-    if (o.cluster?.store.get('nodes', '', inst.nodeName)) o.cluster.patch(nodes, '', inst.nodeName, 'application/merge-patch+json', { spec: { providerID: `${sim.cloud.regionId}.${inst.id}` } });
+    if (o.cluster?.store.get('nodes', '', inst.nodeName))
+      o.cluster.patch(nodes, '', inst.nodeName, 'application/merge-patch+json', {
+        spec: { providerID: `${sim.cloud.regionId}.${inst.id}` },
+      });
   }
   const who = `alicloud`;
   const setReady = (name: string, ready: boolean, bootId?: string) => {
     const node = o.cluster?.store.get('nodes', '', name);
     if (!node || !o.cluster) return;
-    const status = node.status as { conditions?: { type: string; status: string; reason?: string; message?: string }[]; nodeInfo?: Record<string, string> };
+    const status = node.status as {
+      conditions?: { type: string; status: string; reason?: string; message?: string }[];
+      nodeInfo?: Record<string, string>;
+    };
     const conditions = (status.conditions ?? []).filter((c) => c.type !== 'Ready');
-    conditions.push(ready ? { type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status' } : { type: 'Ready', status: 'Unknown', reason: 'NodeStatusUnknown', message: 'Kubelet stopped posting node status (the instance is rebooting).' });
-    o.cluster.patch(nodes, '', name, 'application/merge-patch+json', { status: { conditions, ...(bootId ? { nodeInfo: { ...(status.nodeInfo ?? {}), bootID: bootId } } : {}) } }, { subresource: 'status' });
+    conditions.push(
+      ready
+        ? { type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status' }
+        : {
+            type: 'Ready',
+            status: 'Unknown',
+            reason: 'NodeStatusUnknown',
+            message: 'Kubelet stopped posting node status (the instance is rebooting).',
+          },
+    );
+    o.cluster.patch(
+      nodes,
+      '',
+      name,
+      'application/merge-patch+json',
+      { status: { conditions, ...(bootId ? { nodeInfo: { ...(status.nodeInfo ?? {}), bootID: bootId } } : {}) } },
+      { subresource: 'status' },
+    );
   };
   const off = sim.cloud.onChange((c: CloudChange) => {
     const inst = c.instance;
@@ -93,26 +118,48 @@ export async function startStackCloud(o: StackCloudOptions): Promise<StackCloud>
       if (!c.pool || !cluster) return;
       if (cluster.store.get('nodes', '', inst.nodeName)) {
         setReady(inst.nodeName, true, inst.bootId);
-        o.emit({ who, kind: 'cluster', what: '', text: `${inst.nodeName} (${inst.id}) is back from its reboot: Ready, new boot id` });
+        o.emit({
+          who,
+          kind: 'cluster',
+          what: '',
+          text: `${inst.nodeName} (${inst.id}) is back from its reboot: Ready, new boot id`,
+        });
         return;
       }
       cluster.create(nodes, '', nodeBody(sim, inst, c.pool));
-      o.emit({ who, kind: 'cluster', what: '', text: `${inst.nodeName} joined the cluster: ${inst.id}, ${inst.instanceType}, node pool ${c.pool.spec.name}` });
+      o.emit({
+        who,
+        kind: 'cluster',
+        what: '',
+        text: `${inst.nodeName} joined the cluster: ${inst.id}, ${inst.instanceType}, node pool ${c.pool.spec.name}`,
+      });
       o.onJoin?.(inst.nodeName);
     } else if (c.type === 'rebooting') {
       setReady(inst.nodeName, false);
       o.onReboot?.(inst.nodeName);
       o.emit({ who, kind: 'cluster', what: '', text: `${inst.id} (${inst.nodeName}) is rebooting` });
     } else if (c.type === 'removing') {
-      if (cluster?.store.get('nodes', '', inst.nodeName)) cluster.patch(nodes, '', inst.nodeName, 'application/merge-patch+json', { spec: { unschedulable: true } });
-      o.emit({ who, kind: 'cluster', what: '', text: `ACK removes ${inst.nodeName} (${inst.id}) from node pool ${c.pool.spec.name}${c.drain ? ', draining it' : ''}` });
+      if (cluster?.store.get('nodes', '', inst.nodeName))
+        cluster.patch(nodes, '', inst.nodeName, 'application/merge-patch+json', { spec: { unschedulable: true } });
+      o.emit({
+        who,
+        kind: 'cluster',
+        what: '',
+        text: `ACK removes ${inst.nodeName} (${inst.id}) from node pool ${c.pool.spec.name}${c.drain ? ', draining it' : ''}`,
+      });
     } else if (c.type === 'removed') {
       if (cluster?.store.get('nodes', '', inst.nodeName)) {
-        for (const p of cluster.store.podsOnNode(inst.nodeName)) cluster.delete(pods, p.metadata.namespace!, p.metadata.name, { gracePeriodSeconds: 0 });
+        for (const p of cluster.store.podsOnNode(inst.nodeName))
+          cluster.delete(pods, p.metadata.namespace!, p.metadata.name, { gracePeriodSeconds: 0 });
         cluster.delete(nodes, '', inst.nodeName);
       }
       o.onLeave?.(inst.nodeName);
-      o.emit({ who, kind: 'cluster', what: '', text: `${inst.nodeName} left the cluster${c.released ? `; ${inst.id} released` : ` (${inst.id} is subscription: kept, not released)`}` });
+      o.emit({
+        who,
+        kind: 'cluster',
+        what: '',
+        text: `${inst.nodeName} left the cluster${c.released ? `; ${inst.id} released` : ` (${inst.id} is subscription: kept, not released)`}`,
+      });
     }
   });
   const c = sim.connection;

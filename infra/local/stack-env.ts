@@ -13,7 +13,13 @@ export const REPO_ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..
 /** serverless.yml's bus at its default stage (`gpu-reflex-${sls:stage}`, stage dev): the embedded stack's bus. */
 export const LOCAL_BUS_NAME = 'gpu-reflex-dev';
 
-export function functionEnv(o: { kubeconfig: string; busUrl: string; busName: string; region?: string; approvalKey?: string }): Record<string, string | undefined> {
+export function functionEnv(o: {
+  kubeconfig: string;
+  busUrl: string;
+  busName: string;
+  region?: string;
+  approvalKey?: string;
+}): Record<string, string | undefined> {
   return {
     // The key that seals approvals (functions/lib/approval-seal.ts): one per stack, never a default
     // a deployment could inherit; `gpu-reflex approve` against this stack takes it from the environment.
@@ -57,10 +63,13 @@ export function withEnv(vars: Record<string, string | undefined>): () => void {
  * scenario whose node pools no autoscaler manages says that instead of letting the reader wait.
  */
 export function gapNotice(resource: string, functionKeys: ReadonlySet<string>, autoscaledPools = 0): string {
-  if (resource.startsWith('nvidia.com/mig-')) return functionKeys.has('rebalance-mig') ? '' : ' — MIG rebalancing is not built yet';
+  if (resource.startsWith('nvidia.com/mig-'))
+    return functionKeys.has('rebalance-mig') ? '' : ' — MIG rebalancing is not built yet';
   if (resource === 'nvidia.com/gpu') {
     if (!functionKeys.has('autoscale-pools')) return ' — pool autoscaling is not built yet';
-    return autoscaledPools > 0 ? '' : ' — no node pool in this scenario is autoscaled (infra/local/scenarios/pool-autoscale.yaml has one)';
+    return autoscaledPools > 0
+      ? ''
+      : ' — no node pool in this scenario is autoscaled (infra/local/scenarios/pool-autoscale.yaml has one)';
   }
   return '';
 }

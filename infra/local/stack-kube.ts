@@ -32,7 +32,10 @@ export class StackKube {
    * Creates `count` pods named `<name>-<i>`; returns the names created and the ones admission
    * refused (a ResourceQuota, 403), with the API server's words: their controller would retry.
    */
-  async createPods(a: PodArrival, only?: string): Promise<{ created: string[]; refused: { name: string; reason: string }[] }> {
+  async createPods(
+    a: PodArrival,
+    only?: string,
+  ): Promise<{ created: string[]; refused: { name: string; reason: string }[] }> {
     const names: string[] = [];
     const refused: { name: string; reason: string }[] = [];
     for (let i = 0; i < a.count; i++) {
@@ -42,7 +45,13 @@ export class StackKube {
       const body = {
         apiVersion: 'v1',
         kind: 'Pod',
-        metadata: { name, labels: { app: a.name, ...a.labels }, ...(a.completeAfterSeconds !== undefined ? { annotations: { [COMPLETE_AFTER]: String(a.completeAfterSeconds) } } : {}) },
+        metadata: {
+          name,
+          labels: { app: a.name, ...a.labels },
+          ...(a.completeAfterSeconds !== undefined
+            ? { annotations: { [COMPLETE_AFTER]: String(a.completeAfterSeconds) } }
+            : {}),
+        },
         spec: {
           containers: [{ name: 'main', image: 'registry.local/gpu-reflex/sim:latest', resources }],
           ...(a.nodeSelector ? { nodeSelector: a.nodeSelector } : {}),
@@ -69,6 +78,7 @@ export class StackKube {
   }
 }
 
-const strings = (r: Record<string, string | number>) => Object.fromEntries(Object.entries(r).map(([k, v]) => [k, String(v)]));
+const strings = (r: Record<string, string | number>) =>
+  Object.fromEntries(Object.entries(r).map(([k, v]) => [k, String(v)]));
 /** client-node returns class instances with Date fields; the report wants the API's JSON. */
 const plain = <T>(v: unknown): T => JSON.parse(JSON.stringify(v)) as T;

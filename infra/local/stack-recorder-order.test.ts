@@ -3,7 +3,10 @@ import { describe, expect, it } from 'vitest';
 import type { EventEnvelope, LocalBus } from './bus/index.ts';
 import { StackRecorder } from './stack-recorder.ts';
 
-const example = (name: string) => JSON.parse(readFileSync(new URL(`../../events/catalog/${name}.example.json`, import.meta.url), 'utf8')) as EventEnvelope;
+const example = (name: string) =>
+  JSON.parse(
+    readFileSync(new URL(`../../events/catalog/${name}.example.json`, import.meta.url), 'utf8'),
+  ) as EventEnvelope;
 
 /** What the recorder uses of a bus: the accepted events (and their count) and its delivery reports. */
 function fakeBus() {
@@ -25,9 +28,25 @@ function fakeBus() {
 function recorder() {
   const { bus, report } = fakeBus();
   const lines: string[] = [];
-  const rec = new StackRecorder(bus as unknown as LocalBus, { out: (l) => lines.push(l), colour: false, sinceStart: () => 6000, startedAt: () => 0, podName: () => undefined, keyOf: new Map() });
+  const rec = new StackRecorder(bus as unknown as LocalBus, {
+    out: (l) => lines.push(l),
+    colour: false,
+    sinceStart: () => 6000,
+    startedAt: () => 0,
+    podName: () => undefined,
+    keyOf: new Map(),
+  });
   rec.subscribe();
-  const who = () => lines.map((l) => l.slice(9).split(/\s{2,}/)[0]!.trim() + ': ' + l.slice(25).split('\n')[0]);
+  const who = () =>
+    lines.map(
+      (l) =>
+        l
+          .slice(9)
+          .split(/\s{2,}/)[0]!
+          .trim() +
+        ': ' +
+        l.slice(25).split('\n')[0],
+    );
   return { bus, report, rec, lines, who };
 }
 
@@ -41,7 +60,10 @@ describe('the recorder prints causes before their effects', () => {
     rec.effect({ who: 'cluster', kind: 'cluster', what: '', text: 'node gpu-a100-07 cordoned' });
     rec.effect({ who: 'cluster', kind: 'cluster', what: '', text: 'pod ml-training/llama-ft-worker-3 terminating' });
     bus.events.push(example('remediation'));
-    report('delivered', delivered({ status: 'done', result: { kind: 'act', action: 'drain-node', phase: 'decided', reason: 'r' } }));
+    report(
+      'delivered',
+      delivered({ status: 'done', result: { kind: 'act', action: 'drain-node', phase: 'decided', reason: 'r' } }),
+    );
     expect(who().map((l) => l.split(':')[0])).toEqual(['gpu-a100-07', 'remediate', 'cluster', 'cluster']);
     expect(who()[2]).toBe('cluster: node gpu-a100-07 cordoned');
   });
@@ -51,13 +73,27 @@ describe('the recorder prints causes before their effects', () => {
     rec.effect({ who: 'cluster', kind: 'cluster', what: '', text: 'pod research/mig-burst-0 scheduled on h100-mig-0' });
     rec.emit({ who: 'scenario', kind: 'note', what: '', text: 'create 8 pods research/mig-burst-*' });
     rec.flushEvents();
-    expect(who()).toEqual(['scenario: create 8 pods research/mig-burst-*', 'cluster: pod research/mig-burst-0 scheduled on h100-mig-0']);
+    expect(who()).toEqual([
+      'scenario: create 8 pods research/mig-burst-*',
+      'cluster: pod research/mig-burst-0 scheduled on h100-mig-0',
+    ]);
   });
 
   it('gives a delivery that changed nothing a line, with the reason the function returned', () => {
     const { bus, report, lines } = recorder();
     bus.events.push(example('gpu-xid-error'));
-    report('delivered', delivered({ status: 'done', result: { kind: 'noop', action: 'observe', phase: 'skipped', reason: 'Incident already open (2 occurrences): observe stands' } }));
+    report(
+      'delivered',
+      delivered({
+        status: 'done',
+        result: {
+          kind: 'noop',
+          action: 'observe',
+          phase: 'skipped',
+          reason: 'Incident already open (2 occurrences): observe stands',
+        },
+      }),
+    );
     expect(lines).toHaveLength(2);
     expect(lines[1]).toContain('remediate       no change: observe stands');
     expect(lines[1]).toContain('why: Incident already open (2 occurrences): observe stands');

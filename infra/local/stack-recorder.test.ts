@@ -17,13 +17,31 @@ function fakeBus(keep: number) {
   const accept = (n: number) => {
     for (let i = 0; i < n; i++) {
       const k = all.length;
-      all.push({ version: '0', id: `e${k}`, 'detail-type': k % 2 ? 'Remediation' : 'GPU XID Error', source: 's', account: '0', time: '2026-01-01T00:00:00Z', region: 'r', resources: [], detail: { node: `n${k}`, action: 'drain-node', phase: 'acted' } });
+      all.push({
+        version: '0',
+        id: `e${k}`,
+        'detail-type': k % 2 ? 'Remediation' : 'GPU XID Error',
+        source: 's',
+        account: '0',
+        time: '2026-01-01T00:00:00Z',
+        region: 'r',
+        resources: [],
+        detail: { node: `n${k}`, action: 'drain-node', phase: 'acted' },
+      });
     }
   };
   return { bus, accept };
 }
 
-const options = (historySize: number, out: string[]) => ({ out: (l: string) => out.push(l), colour: false, sinceStart: () => 0, startedAt: () => 0, podName: () => undefined, keyOf: new Map(), historySize });
+const options = (historySize: number, out: string[]) => ({
+  out: (l: string) => out.push(l),
+  colour: false,
+  sinceStart: () => 0,
+  startedAt: () => 0,
+  podName: () => undefined,
+  keyOf: new Map(),
+  historySize,
+});
 
 describe('StackRecorder history', () => {
   it('keeps the last historySize events and timeline entries, and counts every event for the summary', () => {

@@ -66,7 +66,11 @@ export class StackRecorder {
 
   /** How many each list left out; events the bus dropped before they were printed count too. */
   dropped(): Omit<StackReport['dropped'], 'deadLetters'> {
-    return { events: this.eventRing.dropped + this.missed, deliveries: this.deliveryRing.dropped, timeline: this.entryRing.dropped };
+    return {
+      events: this.eventRing.dropped + this.missed,
+      deliveries: this.deliveryRing.dropped,
+      timeline: this.entryRing.dropped,
+    };
   }
 
   emit(e: Omit<TimelineEntry, 'atMs'>): void {
@@ -107,7 +111,12 @@ export class StackRecorder {
     const missed = fresh - (kept.length - first);
     if (missed > 0) {
       this.missed += missed;
-      this.emit({ who: 'bus', kind: 'failure', what: '', text: `${missed} events not shown: more arrived at once than the bus keeps (history ${kept.length})` });
+      this.emit({
+        who: 'bus',
+        kind: 'failure',
+        what: '',
+        text: `${missed} events not shown: more arrived at once than the bus keeps (history ${kept.length})`,
+      });
     }
     for (const e of kept.slice(first)) {
       const at = this.o.sinceStart();
@@ -139,17 +148,39 @@ export class StackRecorder {
       this.bus.on('failed', (d) => {
         this.printEvents();
         const f = fn(d.function);
-        this.record({ atMs: this.o.sinceStart(), rule: d.rule, function: f, attempt: d.attempt, ok: false, errorName: d.error.name, error: d.error.message });
+        this.record({
+          atMs: this.o.sinceStart(),
+          rule: d.rule,
+          function: f,
+          attempt: d.attempt,
+          ok: false,
+          errorName: d.error.name,
+          error: d.error.message,
+        });
         const missing = d.error.name === 'HandlerLoadError';
         if (!(missing && this.announced.has(f))) {
           this.announced.add(f);
-          const retry = d.retryAt !== undefined ? ` (retry at ${((d.retryAt - this.o.startedAt()) / 1000).toFixed(1)}s)` : '';
-          this.emit({ who: f, kind: 'failure', what: '', text: missing ? `not available yet (${d.error.message}): the event was not acted on` : `failed: ${d.error.message}${retry}` });
+          const retry =
+            d.retryAt !== undefined ? ` (retry at ${((d.retryAt - this.o.startedAt()) / 1000).toFixed(1)}s)` : '';
+          this.emit({
+            who: f,
+            kind: 'failure',
+            what: '',
+            text: missing
+              ? `not available yet (${d.error.message}): the event was not acted on`
+              : `failed: ${d.error.message}${retry}`,
+          });
         }
         this.releaseEffects();
       }),
       this.bus.on('dead-lettered', (d) => {
-        if (d.errorName !== 'HandlerLoadError') this.emit({ who: fn(d.function), kind: 'failure', what: 'dead letter', text: `${d.reason} after ${d.attempts} attempts: ${d.errorMessage}` });
+        if (d.errorName !== 'HandlerLoadError')
+          this.emit({
+            who: fn(d.function),
+            kind: 'failure',
+            what: 'dead letter',
+            text: `${d.reason} after ${d.attempts} attempts: ${d.errorMessage}`,
+          });
       }),
     ];
     return () => offs.forEach((off) => off());

@@ -8,7 +8,15 @@ import { ClusterObserver, pendingByResource } from './cluster-observer.ts';
 import { startKubeSim, wallClock, type KubeSim } from './kube/index.ts';
 import { buildMockNvml } from './mock-nvml/build.ts';
 import { allocateGpus, gpuSpecsOf, isGpuNode, type GpuSpec } from './node-gpus.ts';
-import { appendKmsg, kmsgXidLine, mockScenario, nodeDir, writeNodeFiles, type NodeFiles, type NvmlOverride } from './node-files.ts';
+import {
+  appendKmsg,
+  kmsgXidLine,
+  mockScenario,
+  nodeDir,
+  writeNodeFiles,
+  type NodeFiles,
+  type NvmlOverride,
+} from './node-files.ts';
 import { NodeProcesses } from './node-processes.ts';
 import { checkExpectations, summarize, type StackReport } from './report.ts';
 import type { Node, Pod } from './kube/types.ts';
@@ -84,7 +92,10 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
   const virtual = o.clock === 'virtual';
   // A real cluster keeps its own time: functions on a virtual clock would disagree with its
   // timestamps and Lease expiry, so a virtual run needs the simulated cluster.
-  if (virtual && o.kubeconfig) throw new Error('a virtual clock needs the simulated cluster: --kubeconfig works with `local` (the wall clock) only');
+  if (virtual && o.kubeconfig)
+    throw new Error(
+      'a virtual clock needs the simulated cluster: --kubeconfig works with `local` (the wall clock) only',
+    );
   const wallStart = Date.now();
   const work = mkdtempSync(join(tmpdir(), `gpu-reflex-local-${scenario.name.replace(/[^a-z0-9-]/gi, '')}-`));
   // One clock for everything. Virtual: the agents, the bus, the simulated cluster and the
@@ -103,7 +114,10 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     cleanups.push(() => injectClock(undefined));
   }
   const cleanup = async () => {
-    for (const c of cleanups.reverse()) await Promise.resolve().then(c).catch(() => undefined);
+    for (const c of cleanups.reverse())
+      await Promise.resolve()
+        .then(c)
+        .catch(() => undefined);
     cleanups.length = 0;
   };
   try {
@@ -145,11 +159,17 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       const migPath = join(work, 'mig-policy.yaml');
       writeFileSync(migPath, scenario.migFile.text);
       cleanups.push(withEnv({ MIG_POLICY_FILE: migPath }));
-      progress(`  MIG policy: the scenario's (preemption ${scenario.migFile.policy.preemption.enabled ? 'on' : 'off'})`);
+      progress(
+        `  MIG policy: the scenario's (preemption ${scenario.migFile.policy.preemption.enabled ? 'on' : 'off'})`,
+      );
     }
     if (Object.keys(scenario.env).length > 0) {
       cleanups.push(withEnv(scenario.env));
-      progress(`  function settings: the scenario's (${Object.entries(scenario.env).map(([k, v]) => `${k}=${v}`).join(', ')})`);
+      progress(
+        `  function settings: the scenario's (${Object.entries(scenario.env)
+          .map(([k, v]) => `${k}=${v}`)
+          .join(', ')})`,
+      );
     }
     if (scenario.quotaFile) {
       const quotaPath = join(work, 'quota-teams.yaml');
@@ -158,7 +178,13 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       progress(`  quota teams: the scenario's (${scenario.quotaFile.config.teams.map((t) => t.name).join(', ')})`);
     }
     const policy = scenario.policyFile?.policy ?? remediationConfig(process.env).own.policy;
-    const bus: LocalBus = await startLocalBus({ serverlessYml: o.serverlessYml ?? join(REPO_ROOT, 'serverless.yml'), clock: busClock, dlqPath: join(work, 'dead-letters.jsonl'), busName, ...(o.historySize !== undefined ? { historySize: o.historySize } : {}) });
+    const bus: LocalBus = await startLocalBus({
+      serverlessYml: o.serverlessYml ?? join(REPO_ROOT, 'serverless.yml'),
+      clock: busClock,
+      dlqPath: join(work, 'dead-letters.jsonl'),
+      busName,
+      ...(o.historySize !== undefined ? { historySize: o.historySize } : {}),
+    });
     cleanups.push(() => bus.close());
     process.env.AWS_ENDPOINT_URL_EVENTBRIDGE = bus.url;
     const functions = new Set(bus.table?.functions.map((f) => f.key) ?? []);
@@ -167,8 +193,18 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
 
     // ---- the timeline: only observed things
     const podNames = new Map<string, string>();
-    const podName = (uid: string) => podNames.get(uid) ?? (sim ? sim.store.list('pods').find((p) => p.metadata.uid === uid)?.metadata.name : undefined);
-    const rec = new StackRecorder(bus, { out: o.out, colour: o.colour ?? false, sinceStart, startedAt: () => t0, podName, keyOf, ...(o.historySize !== undefined ? { historySize: o.historySize } : {}) });
+    const podName = (uid: string) =>
+      podNames.get(uid) ??
+      (sim ? sim.store.list('pods').find((p) => p.metadata.uid === uid)?.metadata.name : undefined);
+    const rec = new StackRecorder(bus, {
+      out: o.out,
+      colour: o.colour ?? false,
+      sinceStart,
+      startedAt: () => t0,
+      podName,
+      keyOf,
+      ...(o.historySize !== undefined ? { historySize: o.historySize } : {}),
+    });
     cleanups.push(rec.subscribe());
     const emit = (e: Omit<TimelineEntry, 'atMs'>) => rec.emit(e);
     const flushEvents = () => rec.flushEvents();
@@ -192,7 +228,12 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           // cycle; nothing resets it, and the device plugin no longer enumerates it.
           if (lostOnReboot.get(node)?.has(g.index)) {
             devicePlugin?.lose(node, g.index);
-            emit({ who: 'scenario', kind: 'note', what: '', text: `GPU ${g.index} of ${node} does not come back from the reboot: still off the bus, NVML and the device plugin no longer list it` });
+            emit({
+              who: 'scenario',
+              kind: 'note',
+              what: '',
+              text: `GPU ${g.index} of ${node} does not come back from the reboot: still off the bus, NVML and the device plugin no longer list it`,
+            });
             continue;
           }
           const id = `reboot-${++rebootSeq}`;
@@ -202,15 +243,30 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       };
       const onJoin = (node: string) => void joinedNodes.push(node);
       const onLeave = (node: string) => void leftNodes.push(node);
-      const cloud = await startStackCloud({ cloud: scenario.cloudFile, clock: busClock, cluster: sim?.cluster, work, ...(scenario.autoscaleFile ? { autoscalePolicyText: scenario.autoscaleFile.text } : {}), emit, onReboot, onJoin, onLeave });
+      const cloud = await startStackCloud({
+        cloud: scenario.cloudFile,
+        clock: busClock,
+        cluster: sim?.cluster,
+        work,
+        ...(scenario.autoscaleFile ? { autoscalePolicyText: scenario.autoscaleFile.text } : {}),
+        emit,
+        onReboot,
+        onJoin,
+        onLeave,
+      });
       cleanups.push(() => cloud.close());
       cleanups.push(withEnv(cloud.env));
-      progress(`  Alibaba Cloud simulator at ${cloud.sim.url}: ${scenario.cloudFile.pools.map((p) => `${p.name} ${cloud.sim.cloud.members(p.id).length}`).join(', ')}${scenario.autoscaleFile ? `; autoscaler manages ${Object.keys(scenario.autoscaleFile.policy.pools).join(', ') || 'no pool'}` : ''}`);
+      progress(
+        `  Alibaba Cloud simulator at ${cloud.sim.url}: ${scenario.cloudFile.pools.map((p) => `${p.name} ${cloud.sim.cloud.members(p.id).length}`).join(', ')}${scenario.autoscaleFile ? `; autoscaler manages ${Object.keys(scenario.autoscaleFile.policy.pools).join(', ') || 'no pool'}` : ''}`,
+      );
     }
 
     // ---- one agent per GPU node, on its own mock NVML box
     const [nodes, initialPods] = await Promise.all([kube.nodes(), kube.pods()]);
-    const agentNodes = scenario.agents.nodes === 'all-gpu-nodes' ? nodes.filter(isGpuNode).map((n) => n.metadata.name) : scenario.agents.nodes;
+    const agentNodes =
+      scenario.agents.nodes === 'all-gpu-nodes'
+        ? nodes.filter(isGpuNode).map((n) => n.metadata.name)
+        : scenario.agents.nodes;
     const faultSteps = scenario.timeline.filter((s): s is FaultStepT => 'fault' in s);
     const nodeFiles: NodeFiles[] = [];
     const gpuSpecsByNode = new Map<string, GpuSpec[]>();
@@ -220,13 +276,22 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       if (!node) throw new Error(`agents.nodes: no node "${name}" in the cluster`);
       const gpus = gpuSpecsOf(node);
       gpuSpecsByNode.set(name, gpus);
-      const pods = (await kube.podsOn(name)).filter((p) => !p.metadata.ownerReferences?.some((r) => r.kind === 'DaemonSet'));
+      const pods = (await kube.podsOn(name)).filter(
+        (p) => !p.metadata.ownerReferences?.some((r) => r.kind === 'DaemonSet'),
+      );
       for (const p of pods) podNames.set(p.metadata.uid, `${p.metadata.namespace}/${p.metadata.name}`);
       const procs = allocateGpus(gpus, pods);
       const faults = faultSteps.filter((s) => s.node === name).map((s) => ({ atMs: s.at, gpu: s.gpu, fault: s.fault }));
-      for (const f of faults) if (f.gpu >= gpus.length) throw new Error(`timeline: node ${name} has ${gpus.length} GPUs; there is no GPU ${f.gpu}`);
+      for (const f of faults)
+        if (f.gpu >= gpus.length)
+          throw new Error(`timeline: node ${name} has ${gpus.length} GPUs; there is no GPU ${f.gpu}`);
       const dirs = nodeDir(work, name);
-      const nf = writeNodeFiles(work, name, library, mockScenario(gpus, procs, faults, scenario.nvml[name], dirs.processesPath, dirs.controlDir, dirs.migPath));
+      const nf = writeNodeFiles(
+        work,
+        name,
+        library,
+        mockScenario(gpus, procs, faults, scenario.nvml[name], dirs.processesPath, dirs.controlDir, dirs.migPath),
+      );
       const tracker = new NodeProcesses(gpus, nf.procRoot, nf.processesPath, procs);
       files.set(name, { ...nf, pci: gpus.map((g) => g.pciBusId), tracker });
       nodeFiles.push(nf);
@@ -238,7 +303,8 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
         if (e.resource === 'nodes' && e.type === 'MODIFIED' && files.has(e.object.metadata.name)) {
           // mig-manager applied a config to the node's GPUs: its agent's NVML lists what it left
           // from now on, even when the layout did not change (instances a reset destroyed return).
-          const applied = (n: Node | undefined) => `${n?.metadata.annotations?.[SIM_GPU_LAYOUT_ANNOTATION]}|${n?.metadata.annotations?.[SIM_MIG_APPLIED_ANNOTATION]}`;
+          const applied = (n: Node | undefined) =>
+            `${n?.metadata.annotations?.[SIM_GPU_LAYOUT_ANNOTATION]}|${n?.metadata.annotations?.[SIM_MIG_APPLIED_ANNOTATION]}`;
           if (applied(e.previous as Node | undefined) !== applied(e.object as Node)) {
             const name = e.object.metadata.name;
             files.get(name)!.tracker.relayout(gpuSpecsOf(e.object as Node), nodeDir(work, name).migPath);
@@ -247,7 +313,8 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           return;
         }
         if (e.resource !== 'pods') return;
-        for (const o of [e.object, e.previous] as (Pod | undefined)[]) if (o?.spec.nodeName && files.has(o.spec.nodeName)) dirty.add(o.spec.nodeName);
+        for (const o of [e.object, e.previous] as (Pod | undefined)[])
+          if (o?.spec.nodeName && files.has(o.spec.nodeName)) dirty.add(o.spec.nodeName);
       });
       cleanups.push(off);
     }
@@ -255,9 +322,18 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       for (const n of dirty) files.get(n)?.tracker.update(sim!.store.podsOnNode(n), devicePlugin?.fenced(n));
       dirty.clear();
     };
-    const common = { busUrl: bus.url, busName, region: 'us-east-1', sampleIntervalMs: scenario.agents.sampleIntervalMs, log: progress, ...(scenario.agents.actuator === false ? {} : { kubeconfig }) };
+    const common = {
+      busUrl: bus.url,
+      busName,
+      region: 'us-east-1',
+      sampleIntervalMs: scenario.agents.sampleIntervalMs,
+      log: progress,
+      ...(scenario.agents.actuator === false ? {} : { kubeconfig }),
+    };
     if (!virtual) progress(`starting ${nodeFiles.length} agents (gpu-reflex agent) ...`);
-    const agents = virtual ? await startInProcessAgents(nodeFiles, { ...common, clock: agentClock }) : await startAgentProcesses(nodeFiles, common);
+    const agents = virtual
+      ? await startInProcessAgents(nodeFiles, { ...common, clock: agentClock })
+      : await startAgentProcesses(nodeFiles, common);
     // The ACK device plugin's part: the fence files the agents' actuators write drop allocatable.
     // Each pool runs the device plugin its fence backend is written for: NVIDIA's where it says
     // `nvidia-plugin`, a DRA driver where it says `dra`, the ACK plugin (reading the actuator's fence
@@ -267,7 +343,14 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       const backend = fenceBackendOf(policy, poolOf(policy, labels));
       return backend === 'nvidia-plugin' ? 'nvidia' : backend === 'dra' ? 'dra' : 'ack';
     };
-    const devicePlugin = sim ? new DevicePluginStandIn(sim, nodeFiles.map((f) => ({ ...f, gpus: gpuSpecsByNode.get(f.node) ?? [], kind: pluginKind(f.node) })), policy.fence.nvidiaPlugin, policy.fence.dra.driver) : undefined;
+    const devicePlugin = sim
+      ? new DevicePluginStandIn(
+          sim,
+          nodeFiles.map((f) => ({ ...f, gpus: gpuSpecsByNode.get(f.node) ?? [], kind: pluginKind(f.node) })),
+          policy.fence.nvidiaPlugin,
+          policy.fence.dra.driver,
+        )
+      : undefined;
     cleanups.push(() => agents.close());
     // A GPU node that joined (a booted cloud instance) gets its agent, as the DaemonSet starts a pod
     // on a new node: its own mock NVML with the GPUs its labels say, no process on them yet.
@@ -285,12 +368,26 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
         const gpus = gpuSpecsOf(node);
         gpuSpecsByNode.set(name, gpus);
         const dirs = nodeDir(work, name);
-        const nf = writeNodeFiles(work, name, library, mockScenario(gpus, [], [], scenario.nvml[name], dirs.processesPath, dirs.controlDir, dirs.migPath));
-        files.set(name, { ...nf, pci: gpus.map((g) => g.pciBusId), tracker: new NodeProcesses(gpus, nf.procRoot, nf.processesPath, []) });
+        const nf = writeNodeFiles(
+          work,
+          name,
+          library,
+          mockScenario(gpus, [], [], scenario.nvml[name], dirs.processesPath, dirs.controlDir, dirs.migPath),
+        );
+        files.set(name, {
+          ...nf,
+          pci: gpus.map((g) => g.pciBusId),
+          tracker: new NodeProcesses(gpus, nf.procRoot, nf.processesPath, []),
+        });
         await agents.add(nf);
         // Pods the scheduler placed on it in the same step run on its GPUs from now on.
         dirty.add(name);
-        emit({ who: 'stack', kind: 'stack', what: '', text: `${name} joined with ${gpus.length} GPU${gpus.length === 1 ? '' : 's'}: its node agent starts` });
+        emit({
+          who: 'stack',
+          kind: 'stack',
+          what: '',
+          text: `${name} joined with ${gpus.length} GPU${gpus.length === 1 ? '' : 's'}: its node agent starts`,
+        });
       }
     };
     // Scenario time starts once every agent runs.
@@ -301,19 +398,52 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     const overrides = new Map<string, NvmlOverride>(Object.entries(scenario.nvml));
     const maintain = async (s: NvmlStepT) => {
       const f = files.get(s.node);
-      if (!f) return emit({ who: 'scenario', kind: 'note', what: '', text: `${s.node} runs no agent: its NVML is not changed` });
+      if (!f)
+        return emit({
+          who: 'scenario',
+          kind: 'note',
+          what: '',
+          text: `${s.node} runs no agent: its NVML is not changed`,
+        });
       const was = overrides.get(s.node) ?? {};
       const gpus: Record<string, Record<string, unknown>> = { ...was.gpus };
       for (const [i, g] of Object.entries(s.nvml.gpus ?? {})) gpus[i] = { ...gpus[i], ...g };
       const next: NvmlOverride = { ...was, ...s.nvml, gpus };
       overrides.set(s.node, next);
-      const said = [s.nvml.driverVersion ? `driver ${s.nvml.driverVersion}` : '', ...Object.entries(s.nvml.gpus ?? {}).map(([i, g]) => `GPU ${i} ${JSON.stringify(g)}`)].filter(Boolean).join(', ');
-      emit({ who: 'scenario', kind: 'note', what: '', text: `maintenance on ${s.node}: ${said || 'its NVML changes'}; its node agent restarts${s.note ? ` — ${s.note}` : ''}` });
+      const said = [
+        s.nvml.driverVersion ? `driver ${s.nvml.driverVersion}` : '',
+        ...Object.entries(s.nvml.gpus ?? {}).map(([i, g]) => `GPU ${i} ${JSON.stringify(g)}`),
+      ]
+        .filter(Boolean)
+        .join(', ');
+      emit({
+        who: 'scenario',
+        kind: 'note',
+        what: '',
+        text: `maintenance on ${s.node}: ${said || 'its NVML changes'}; its node agent restarts${s.note ? ` — ${s.note}` : ''}`,
+      });
       // The mock's clock starts again at the new nvmlInit: faults still to come move with it.
-      const faults = faultSteps.filter((x) => x.node === s.node && x.at > s.at).map((x) => ({ atMs: x.at - s.at, gpu: x.gpu, fault: x.fault }));
+      const faults = faultSteps
+        .filter((x) => x.node === s.node && x.at > s.at)
+        .map((x) => ({ atMs: x.at - s.at, gpu: x.gpu, fault: x.fault }));
       const dirs = nodeDir(work, s.node);
       await agents.remove(s.node);
-      writeFileSync(`${f.scenarioPath}.tmp`, JSON.stringify(mockScenario(gpuSpecsByNode.get(s.node) ?? [], f.tracker.current, faults, next, dirs.processesPath, dirs.controlDir, dirs.migPath), null, 2));
+      writeFileSync(
+        `${f.scenarioPath}.tmp`,
+        JSON.stringify(
+          mockScenario(
+            gpuSpecsByNode.get(s.node) ?? [],
+            f.tracker.current,
+            faults,
+            next,
+            dirs.processesPath,
+            dirs.controlDir,
+            dirs.migPath,
+          ),
+          null,
+          2,
+        ),
+      );
       renameSync(`${f.scenarioPath}.tmp`, f.scenarioPath);
       await agents.add(f);
     };
@@ -324,15 +454,27 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     const doStep = async (s: TimelineStep) => {
       if ('fault' in s) {
         const f = files.get(s.node);
-        if (!f) return emit({ who: 'scenario', kind: 'note', what: '', text: `${s.node} runs no agent: fault ${s.fault.kind} not injected` });
+        if (!f)
+          return emit({
+            who: 'scenario',
+            kind: 'note',
+            what: '',
+            text: `${s.node} runs no agent: fault ${s.fault.kind} not injected`,
+          });
         const what = s.fault.kind === 'xid' ? `XID ${s.fault.xid}` : s.fault.kind;
-        emit({ who: 'scenario', kind: 'note', what: '', text: `inject ${what} into the NVML of ${s.node} GPU ${s.gpu}${s.note ? ` — ${s.note}` : ''}` });
+        emit({
+          who: 'scenario',
+          kind: 'note',
+          what: '',
+          text: `inject ${what} into the NVML of ${s.node} GPU ${s.gpu}${s.note ? ` — ${s.note}` : ''}`,
+        });
         const fault = s.fault;
         if (fault.kind === 'xid') {
           // The kernel names the process on that GPU (instance) that hit it, if one runs there.
           const onGpu = f.tracker.current.filter((p) => p.gpu === s.gpu);
           const named = fault.pod !== undefined ? onGpu.find((p) => p.pod.name === fault.pod) : undefined;
-          const pid = fault.pid ?? (named ?? onGpu.find((p) => p.gpuInstanceId === fault.gpuInstanceId) ?? onGpu[0])?.pid;
+          const pid =
+            fault.pid ?? (named ?? onGpu.find((p) => p.gpuInstanceId === fault.gpuInstanceId) ?? onGpu[0])?.pid;
           const line = kmsgXidLine(s.at, f.pci[s.gpu]!, fault.xid, pid, fault.gpuInstanceId, fault.text);
           // Written when the node's NVML fires it (the step itself may run early, see run()).
           kernelLines.push({ dueAt: s.at - agents.leadMs(s.node), write: () => appendKmsg(f.kmsgPath, line) });
@@ -343,26 +485,64 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
         await maintain(s);
       } else if ('fenceFile' in s) {
         const f = files.get(s.node);
-        if (!f) return emit({ who: 'scenario', kind: 'note', what: '', text: `${s.node} runs no agent: its fence file is not written` });
+        if (!f)
+          return emit({
+            who: 'scenario',
+            kind: 'note',
+            what: '',
+            text: `${s.node} runs no agent: its fence file is not written`,
+          });
         const gpus = gpuSpecsByNode.get(s.node) ?? [];
-        const content = { ...(s.fenceFile.index ? { index: s.fenceFile.index.map(String) } : {}), ...(s.fenceFile.gpus ? { uuid: s.fenceFile.gpus.map((g) => gpus[g]?.uuid ?? `GPU-unknown-${g}`) } : {}) };
+        const content = {
+          ...(s.fenceFile.index ? { index: s.fenceFile.index.map(String) } : {}),
+          ...(s.fenceFile.gpus ? { uuid: s.fenceFile.gpus.map((g) => gpus[g]?.uuid ?? `GPU-unknown-${g}`) } : {}),
+        };
         replaceUnhealthyDevices(fenceFilePath(f), content);
-        emit({ who: 'scenario', kind: 'note', what: '', text: `${s.fenceFile.by} replaces the unhealthy-devices file of ${s.node} with ${JSON.stringify(content)}${s.note ? ` — ${s.note}` : ''}` });
+        emit({
+          who: 'scenario',
+          kind: 'note',
+          what: '',
+          text: `${s.fenceFile.by} replaces the unhealthy-devices file of ${s.node} with ${JSON.stringify(content)}${s.note ? ` — ${s.note}` : ''}`,
+        });
       } else if ('pods' in s) {
         // The step is printed before the pods exist: the scheduler's lines are its effects.
         const n = s.pods.count;
-        emit({ who: 'scenario', kind: 'note', what: '', text: `create ${n} pod${n === 1 ? '' : 's'} ${s.pods.namespace}/${s.pods.name}${n > 1 ? '-*' : ''} requesting ${Object.keys(s.pods.requests).filter((k) => k.includes('/')).join(', ')}${s.note ? ` — ${s.note}` : ''}` });
+        emit({
+          who: 'scenario',
+          kind: 'note',
+          what: '',
+          text: `create ${n} pod${n === 1 ? '' : 's'} ${s.pods.namespace}/${s.pods.name}${n > 1 ? '-*' : ''} requesting ${Object.keys(
+            s.pods.requests,
+          )
+            .filter((k) => k.includes('/'))
+            .join(', ')}${s.note ? ` — ${s.note}` : ''}`,
+        });
         const r = await kube.createPods(s.pods);
         for (const x of r.refused) {
-          emit({ who: 'cluster', kind: 'gap', what: '', text: `pod ${s.pods.namespace}/${x.name} refused: ${x.reason} — its controller retries every ${RETRY_CREATE_MS / 1000}s` });
+          emit({
+            who: 'cluster',
+            kind: 'gap',
+            what: '',
+            text: `pod ${s.pods.namespace}/${x.name} refused: ${x.reason} — its controller retries every ${RETRY_CREATE_MS / 1000}s`,
+          });
           refusedPods.push({ arrival: s.pods, name: x.name, at: sinceStart() + RETRY_CREATE_MS });
         }
       } else if ('afterReboot' in s) {
         // Only a GPU that fell off the bus can stay off it: the scenario must have lost it first.
-        const lost = faultSteps.some((x) => x.node === s.node && x.gpu === s.gpu && x.fault.kind === 'gpuLost' && x.at <= s.at);
-        if (!lost) throw new Error(`timeline: afterReboot missing on ${s.node} GPU ${s.gpu} needs a gpuLost fault on that GPU at or before it`);
+        const lost = faultSteps.some(
+          (x) => x.node === s.node && x.gpu === s.gpu && x.fault.kind === 'gpuLost' && x.at <= s.at,
+        );
+        if (!lost)
+          throw new Error(
+            `timeline: afterReboot missing on ${s.node} GPU ${s.gpu} needs a gpuLost fault on that GPU at or before it`,
+          );
         lostOnReboot.set(s.node, new Set([...(lostOnReboot.get(s.node) ?? []), s.gpu]));
-        emit({ who: 'scenario', kind: 'note', what: '', text: `GPU ${s.gpu} of ${s.node} will not come back from a reboot${s.note ? ` — ${s.note}` : ''}` });
+        emit({
+          who: 'scenario',
+          kind: 'note',
+          what: '',
+          text: `GPU ${s.gpu} of ${s.node} will not come back from a reboot${s.note ? ` — ${s.note}` : ''}`,
+        });
       } else emit({ who: 'scenario', kind: 'note', what: '', text: s.note });
     };
     // Pods admission refused (a quota): created again every RETRY_CREATE_MS, as a Job or
@@ -375,7 +555,13 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       refusedPods = refusedPods.filter((x) => x.at > now);
       for (const x of due) {
         const r = await kube.createPods(x.arrival, x.name);
-        if (r.created.length > 0) emit({ who: 'cluster', kind: 'cluster', what: '', text: `pod ${x.arrival.namespace}/${x.name} created on its controller's retry: the quota admits it now` });
+        if (r.created.length > 0)
+          emit({
+            who: 'cluster',
+            kind: 'cluster',
+            what: '',
+            text: `pod ${x.arrival.namespace}/${x.name} created on its controller's retry: the quota admits it now`,
+          });
         else refusedPods.push({ ...x, at: now + RETRY_CREATE_MS });
       }
     };
@@ -386,12 +572,20 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     let lastPending = '';
     const checkPending = async () => {
       // Only unbound pods can be pending: the store's spec.nodeName index has them (not every pod, every step).
-      const pods = sim ? (sim.store.select('pods', { fields: [{ field: 'spec.nodeName', equal: true, value: '' }] }) as Pod[]) : await kube.pods();
+      const pods = sim
+        ? (sim.store.select('pods', { fields: [{ field: 'spec.nodeName', equal: true, value: '' }] }) as Pod[])
+        : await kube.pods();
       const pending = pendingByResource(pods);
       const key = JSON.stringify(pending);
       if (key === lastPending) return;
       lastPending = key;
-      for (const [resource, n] of Object.entries(pending)) emit({ who: 'cluster', kind: 'gap', what: '', text: `${n} pod${n === 1 ? '' : 's'} pending on ${resource}${gapNotice(resource, functions, Object.keys(scenario.autoscaleFile?.policy.pools ?? {}).length)}` });
+      for (const [resource, n] of Object.entries(pending))
+        emit({
+          who: 'cluster',
+          kind: 'gap',
+          what: '',
+          text: `${n} pod${n === 1 ? '' : 's'} pending on ${resource}${gapNotice(resource, functions, Object.keys(scenario.autoscaleFile?.policy.pools ?? {}).length)}`,
+        });
     };
 
     let met = false;
@@ -416,7 +610,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
         let t = 0;
         let lastStepAt = 0;
         const quietStepMs = o.quietStepMs ?? scenario.agents.sampleIntervalMs;
-        for (; !stopped && t < duration; ) {
+        for (; !stopped && t < duration;) {
           let dt = stepMs;
           if (virtual && quietStepMs > stepMs && t - lastStepAt >= SETTLE_MS) {
             // Quiet: nothing happened for a while. Move to the next scenario step (or the end)
@@ -468,21 +662,39 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
         await bus.drain();
         flushEvents();
         const [finalNodes, finalPods] = await Promise.all([kube.nodes(), kube.pods()]);
-        const summary = summarize({ tally: rec.tally, deadLetters: bus.counts.deadLetters, counters: observer?.counters ?? { evicted: [], rescheduled: [] }, observed: observer !== undefined, nodes: finalNodes, pods: finalPods });
+        const summary = summarize({
+          tally: rec.tally,
+          deadLetters: bus.counts.deadLetters,
+          counters: observer?.counters ?? { evicted: [], rescheduled: [] },
+          observed: observer !== undefined,
+          nodes: finalNodes,
+          pods: finalPods,
+        });
         // The checks describe the scenario's end state: a run stopped or cut short before it is not judged.
         const complete = met || t >= scenario.durationSeconds * 1000;
-        if (scenario.expect && complete) summary.expectations = checkExpectations(scenario.expect, finalNodes, finalPods, rec.tally);
-        else if (scenario.expect) progress(`expect: not checked, the run ended at ${(t / 1000).toFixed(1)}s, before the scenario's end (${scenario.durationSeconds}s)`);
+        if (scenario.expect && complete)
+          summary.expectations = checkExpectations(scenario.expect, finalNodes, finalPods, rec.tally);
+        else if (scenario.expect)
+          progress(
+            `expect: not checked, the run ended at ${(t / 1000).toFixed(1)}s, before the scenario's end (${scenario.durationSeconds}s)`,
+          );
         for (const l of formatSummary(summary)) o.out(l);
         const report: StackReport = {
-          scenario: { name: scenario.name, description: scenario.description, source: scenario.source, durationSeconds: sinceStart() / 1000 },
+          scenario: {
+            name: scenario.name,
+            description: scenario.description,
+            source: scenario.source,
+            durationSeconds: sinceStart() / 1000,
+          },
           clock: o.clock,
           cluster: sim ? 'simulated' : 'kubeconfig',
           wallMs: Date.now() - wallStart,
           events: rec.events,
           deliveries: rec.deliveries,
           deadLetters: [...bus.deadLetters],
-          actions: rec.events.filter((e) => e.source === 'gpu-reflex.functions').map((e) => ({ atMs: e.atMs, detailType: e.detailType, detail: e.detail as Record<string, unknown> })),
+          actions: rec.events
+            .filter((e) => e.source === 'gpu-reflex.functions')
+            .map((e) => ({ atMs: e.atMs, detailType: e.detailType, detail: e.detail as Record<string, unknown> })),
           evicted: observer?.counters.evicted ?? [],
           rescheduled: observer?.counters.rescheduled ?? [],
           timeline: rec.entries,

@@ -23,7 +23,15 @@ export interface TimelineEntry {
   why?: string;
 }
 
-const COLOURS: Record<EntryKind, string> = { event: '36', action: '32', failure: '31', cluster: '33', gap: '35', note: '2', stack: '2' };
+const COLOURS: Record<EntryKind, string> = {
+  event: '36',
+  action: '32',
+  failure: '31',
+  cluster: '33',
+  gap: '35',
+  note: '2',
+  stack: '2',
+};
 
 /** The line that starts a run: how long, on which clock, and how it ends. */
 export function runningText(durationMs: number, clock: 'wall' | 'virtual'): string {
@@ -76,11 +84,18 @@ type PodName = (uid: string) => string | undefined;
 
 function podsText(pods: unknown, name: PodName): string {
   if (!Array.isArray(pods) || pods.length === 0) return '';
-  const names = pods.map((p: { uid?: string; namespace?: string; name?: string }) => (p.name ? `${p.namespace}/${p.name}` : (p.uid && name(p.uid)) || p.uid || '?'));
+  const names = pods.map((p: { uid?: string; namespace?: string; name?: string }) =>
+    p.name ? `${p.namespace}/${p.name}` : (p.uid && name(p.uid)) || p.uid || '?',
+  );
   return `, pods ${names.slice(0, 4).join(', ')}${names.length > 4 ? ` +${names.length - 4}` : ''}`;
 }
 
-interface Step { kind: string; target: string; result: string; message?: string }
+interface Step {
+  kind: string;
+  target: string;
+  result: string;
+  message?: string;
+}
 
 /** `drain-node acted: tainted, cordoned, evicting 2 pods`; the reason goes in `why`. */
 function remediationText(d: Record<string, unknown>): string {
@@ -103,21 +118,30 @@ function remediationText(d: Record<string, unknown>): string {
 /** Average utilization where NVML reports it; MIG GPUs report none (NVML answers NOT_SUPPORTED). */
 function utilizationText(d: Record<string, unknown>): string {
   type Agg = { avg?: number };
-  const gpus = (d.gpus as { utilPercent?: Agg; framebufferUsedPercent?: Agg; migDevices?: unknown[] }[] | undefined) ?? [];
+  const gpus =
+    (d.gpus as { utilPercent?: Agg; framebufferUsedPercent?: Agg; migDevices?: unknown[] }[] | undefined) ?? [];
   const avg = (xs: number[]) => xs.reduce((a, x) => a + x, 0) / xs.length;
   const util = gpus.flatMap((g) => (g.utilPercent?.avg !== undefined ? [g.utilPercent.avg] : []));
   const silent = gpus.filter((g) => g.utilPercent?.avg === undefined);
   const head = `${gpus.length} GPU${gpus.length === 1 ? '' : 's'}, ${String(d.samples)} samples`;
   const parts: string[] = [];
-  if (util.length) parts.push(`average utilization ${avg(util).toFixed(0)}%${silent.length ? ` on ${util.length}` : ''}`);
+  if (util.length)
+    parts.push(`average utilization ${avg(util).toFixed(0)}%${silent.length ? ` on ${util.length}` : ''}`);
   if (silent.length) {
     // What NVML does give with MIG on: memory per instance. An instance with memory in use is busy.
     const instances = silent.flatMap((g) => (g.migDevices ?? []) as { framebufferUsedPercent?: { max?: number } }[]);
     const busy = instances.filter((m) => (m.framebufferUsedPercent?.max ?? 0) > 0).length;
-    const fb = silent.flatMap((g) => (g.framebufferUsedPercent?.avg !== undefined ? [g.framebufferUsedPercent.avg] : []));
+    const fb = silent.flatMap((g) =>
+      g.framebufferUsedPercent?.avg !== undefined ? [g.framebufferUsedPercent.avg] : [],
+    );
     const who = util.length ? ` on ${silent.length} GPU${silent.length === 1 ? '' : 's'}` : '';
-    const facts = [...(instances.length ? [`${busy} of ${instances.length} MIG instances in use`] : []), ...(fb.length ? [`framebuffer ${avg(fb).toFixed(0)}% used`] : [])];
-    parts.push(`utilization not reported${who}${instances.length ? ' (MIG on: NVML has none per GPU or instance)' : ''}${facts.length ? `; ${facts.join(', ')}` : ''}`);
+    const facts = [
+      ...(instances.length ? [`${busy} of ${instances.length} MIG instances in use`] : []),
+      ...(fb.length ? [`framebuffer ${avg(fb).toFixed(0)}% used`] : []),
+    ];
+    parts.push(
+      `utilization not reported${who}${instances.length ? ' (MIG on: NVML has none per GPU or instance)' : ''}${facts.length ? `; ${facts.join(', ')}` : ''}`,
+    );
   }
   return `${head}${parts.length ? `, ${parts.join('; ')}` : ''}`;
 }
@@ -132,44 +156,112 @@ export function eventEntry(atMs: number, e: EventEnvelope, podName: PodName): Ti
     case 'GPU XID Error': {
       const xid = Number(d.xid);
       const mig = d.mig as { gpuInstanceId?: number } | undefined;
-      return { atMs, who: node, kind: 'event', what: 'GPU XID Error', text: `XID ${xid} (${describeXid(xid).meaning})${onGpu}${mig ? ` instance ${mig.gpuInstanceId}` : ''} via ${String(d.via)}${podsText(d.pods, podName)}` };
+      return {
+        atMs,
+        who: node,
+        kind: 'event',
+        what: 'GPU XID Error',
+        text: `XID ${xid} (${describeXid(xid).meaning})${onGpu}${mig ? ` instance ${mig.gpuInstanceId}` : ''} via ${String(d.via)}${podsText(d.pods, podName)}`,
+      };
     }
     case 'GPU Health Changed':
-      return { atMs, who: node, kind: 'event', what: 'GPU Health Changed', text: `${String(d.condition)} ${String(d.state)} (${String(d.severity)})${onGpu}: ${String(d.message ?? '')}${podsText(d.pods, podName)}` };
+      return {
+        atMs,
+        who: node,
+        kind: 'event',
+        what: 'GPU Health Changed',
+        text: `${String(d.condition)} ${String(d.state)} (${String(d.severity)})${onGpu}: ${String(d.message ?? '')}${podsText(d.pods, podName)}`,
+      };
     case 'GPU Inventory': {
       const gpus = (d.gpus as { name?: string; processes?: { podUid?: string }[] }[] | undefined) ?? [];
       const pods = new Set(gpus.flatMap((g) => (g.processes ?? []).map((p) => p.podUid).filter(Boolean)));
-      return { atMs, who: node, kind: 'event', what: 'GPU Inventory', text: `${gpus.length} × ${gpus[0]?.name ?? 'GPU'}, ${pods.size} pod${pods.size === 1 ? '' : 's'} on them` };
+      return {
+        atMs,
+        who: node,
+        kind: 'event',
+        what: 'GPU Inventory',
+        text: `${gpus.length} × ${gpus[0]?.name ?? 'GPU'}, ${pods.size} pod${pods.size === 1 ? '' : 's'} on them`,
+      };
     }
     case 'GPU Utilization Summary':
       return { atMs, who: node, kind: 'event', what: 'GPU Utilization Summary', text: utilizationText(d) };
     case 'Remediation':
-      return { atMs, who: 'remediate', kind: 'action', what: '', text: remediationText(d), ...(d.reason ? { why: String(d.reason) } : {}) };
+      return {
+        atMs,
+        who: 'remediate',
+        kind: 'action',
+        what: '',
+        text: remediationText(d),
+        ...(d.reason ? { why: String(d.reason) } : {}),
+      };
     case 'Quota Rewritten': {
       const changes = (d.changes as { resource: string; from: string | null; to: string | null }[] | undefined) ?? [];
       const text = `${String(d.namespace)}: ${changes.map((c) => `${c.resource} ${c.from ?? 'unset'} → ${c.to ?? 'unset'}`).join(', ')}${d.dryRun ? ' [dry run]' : ''}`;
-      return { atMs, who: 'rewrite-quotas', kind: 'action', what: 'Quota Rewritten', text, ...(d.reason ? { why: String(d.reason) } : {}) };
+      return {
+        atMs,
+        who: 'rewrite-quotas',
+        kind: 'action',
+        what: 'Quota Rewritten',
+        text,
+        ...(d.reason ? { why: String(d.reason) } : {}),
+      };
     }
     case 'Node Labels Changed': {
       const changes = (d.changes as { key: string; from: string | null; to: string | null }[] | undefined) ?? [];
       const left = (d.leftAlone as { key: string; value: string | null }[] | undefined) ?? [];
       const text = `${String(d.node)}: ${changes.map((c) => `${c.key} ${c.from ?? 'unset'} → ${c.to ?? 'unset'}`).join(', ')}${left.length ? `; left alone: ${left.map((l) => `${l.key}=${l.value ?? 'unset'}`).join(', ')}` : ''}${d.dryRun ? ' [dry run]' : ''}`;
-      return { atMs, who: 'label-nodes', kind: 'action', what: 'Node Labels Changed', text, ...(d.reason ? { why: String(d.reason) } : {}) };
+      return {
+        atMs,
+        who: 'label-nodes',
+        kind: 'action',
+        what: 'Node Labels Changed',
+        text,
+        ...(d.reason ? { why: String(d.reason) } : {}),
+      };
     }
     case 'GPU Pool Scaled': {
       const cost = d.hourlyCostDelta as { amount?: number; currency?: string } | undefined;
       const grow = Number(d.to) >= Number(d.from);
-      const what = d.state === 'requested' ? (grow ? 'grow' : 'shrink') : d.state === 'succeeded' ? (grow ? 'grown' : 'shrunk') : d.state === 'failed' ? `failed to ${grow ? 'grow' : 'shrink'}` : String(d.state);
-      const price = cost?.amount === undefined ? '' : ` (${cost.amount < 0 ? '−' : '+'}${Math.abs(cost.amount)} ${cost.currency ?? ''}/h)`;
+      const what =
+        d.state === 'requested'
+          ? grow
+            ? 'grow'
+            : 'shrink'
+          : d.state === 'succeeded'
+            ? grow
+              ? 'grown'
+              : 'shrunk'
+            : d.state === 'failed'
+              ? `failed to ${grow ? 'grow' : 'shrink'}`
+              : String(d.state);
+      const price =
+        cost?.amount === undefined
+          ? ''
+          : ` (${cost.amount < 0 ? '−' : '+'}${Math.abs(cost.amount)} ${cost.currency ?? ''}/h)`;
       const text = `node pool ${String(d.nodepoolName ?? d.nodepoolId)} ${what} ${String(d.from)} → ${String(d.to)}${price}${d.dryRun ? ' [dry run]' : ''}`;
-      return { atMs, who: 'autoscale-pools', kind: d.state === 'failed' ? 'failure' : 'action', what: 'GPU Pool Scaled', text, ...(d.state !== 'succeeded' && d.reason ? { why: String(d.reason) } : {}) };
+      return {
+        atMs,
+        who: 'autoscale-pools',
+        kind: d.state === 'failed' ? 'failure' : 'action',
+        what: 'GPU Pool Scaled',
+        text,
+        ...(d.state !== 'succeeded' && d.reason ? { why: String(d.reason) } : {}),
+      };
     }
     default: {
       // Any other detail-type: the fields most details share, so a new event type reads sensibly.
       const fromFunctions = e.source.endsWith('.functions');
-      const said = [d.action, d.phase, d.reason ?? d.message ?? d.summary].filter((x) => typeof x === 'string').join(' ');
+      const said = [d.action, d.phase, d.reason ?? d.message ?? d.summary]
+        .filter((x) => typeof x === 'string')
+        .join(' ');
       const text = said.length > 200 ? `${said.slice(0, 199)}…` : said || String(d.eventId ?? '');
-      return { atMs, who: fromFunctions ? 'functions' : node, kind: fromFunctions ? 'action' : 'event', what: e['detail-type'], text: `${typeof d.node === 'string' && fromFunctions ? `${d.node}: ` : ''}${text}` };
+      return {
+        atMs,
+        who: fromFunctions ? 'functions' : node,
+        kind: fromFunctions ? 'action' : 'event',
+        what: e['detail-type'],
+        text: `${typeof d.node === 'string' && fromFunctions ? `${d.node}: ` : ''}${text}`,
+      };
     }
   }
 }
@@ -182,23 +274,42 @@ export function eventEntry(atMs: number, e: EventEnvelope, podName: PodName): Ti
  */
 /** "2 of 3 toward escalation to restart-workload within 60 min (1 of 2 workloads)". */
 export function countedText(e: EscalationProgress): string {
-  const workloads = e.neededWorkloads > 1 ? ` (${Math.min(e.workloads, e.neededWorkloads)} of ${e.neededWorkloads} workloads)` : '';
+  const workloads =
+    e.neededWorkloads > 1 ? ` (${Math.min(e.workloads, e.neededWorkloads)} of ${e.neededWorkloads} workloads)` : '';
   return `${Math.min(e.seen, e.needed)} of ${e.needed} toward escalation to ${e.next} within ${e.windowMinutes} min${workloads}`;
 }
 
 export function deliveryEntry(atMs: number, fn: string, outcome: unknown): TimelineEntry | undefined {
   if (typeof outcome !== 'object' || outcome === null) return undefined;
   const o = outcome as { status?: unknown; reason?: unknown; result?: unknown };
-  const line = (text: string, why?: unknown, kind: EntryKind = 'action'): TimelineEntry => ({ atMs, who: fn, kind, what: '', text, ...(typeof why === 'string' && why ? { why } : {}) });
+  const line = (text: string, why?: unknown, kind: EntryKind = 'action'): TimelineEntry => ({
+    atMs,
+    who: fn,
+    kind,
+    what: '',
+    text,
+    ...(typeof why === 'string' && why ? { why } : {}),
+  });
   if (o.status === 'dropped') return line('dropped the event: it was not acted on', o.reason, 'failure');
   if (o.status === 'already-done') return line('already done: nothing to change', o.reason);
   if (o.status !== 'done' || typeof o.result !== 'object' || o.result === null) return undefined;
-  const r = o.result as { kind?: unknown; action?: unknown; phase?: unknown; reason?: unknown; nodes?: unknown; acted?: unknown; escalation?: EscalationProgress };
-  if (r.phase === 'skipped' && r.escalation) return line(`counted: ${countedText(r.escalation)}; ${String(r.action)} stands`, r.reason);
+  const r = o.result as {
+    kind?: unknown;
+    action?: unknown;
+    phase?: unknown;
+    reason?: unknown;
+    nodes?: unknown;
+    acted?: unknown;
+    escalation?: EscalationProgress;
+  };
+  if (r.phase === 'skipped' && r.escalation)
+    return line(`counted: ${countedText(r.escalation)}; ${String(r.action)} stands`, r.reason);
   if (r.phase === 'skipped') return line(`no change: ${String(r.action)} stands`, r.reason);
-  if (r.acted === 0 && typeof r.nodes === 'number') return line(`checked ${r.nodes} node${r.nodes === 1 ? '' : 's'}: nothing to do`);
+  if (r.acted === 0 && typeof r.nodes === 'number')
+    return line(`checked ${r.nodes} node${r.nodes === 1 ? '' : 's'}: nothing to do`);
   if (typeof (r as { migNodes?: unknown }).migNodes === 'number') return migLine(r as unknown as MigOutcome, line);
-  if (typeof (r as { managedPools?: unknown }).managedPools === 'number') return autoscaleLine(r as unknown as AutoscaleOutcome, line);
+  if (typeof (r as { managedPools?: unknown }).managedPools === 'number')
+    return autoscaleLine(r as unknown as AutoscaleOutcome, line);
   return undefined;
 }
 
@@ -216,7 +327,13 @@ interface AutoscaleOutcome {
 }
 
 function autoscaleLine(a: AutoscaleOutcome, line: (text: string) => TimelineEntry): TimelineEntry | undefined {
-  if (a.managedPools === 0 || Object.keys(a.scaled ?? {}).length > 0 || Object.keys(a.finished ?? {}).length > 0 || (a.released ?? []).length > 0) return undefined;
+  if (
+    a.managedPools === 0 ||
+    Object.keys(a.scaled ?? {}).length > 0 ||
+    Object.keys(a.finished ?? {}).length > 0 ||
+    (a.released ?? []).length > 0
+  )
+    return undefined;
   if ((a.draining ?? []).length > 0) return line(`draining ${a.draining!.join(', ')} to give back: idle, no GPU pod`);
   const parts = [
     a.awaitingInFlight ? `${a.awaitingInFlight} wait for nodes on their way` : '',
@@ -224,7 +341,9 @@ function autoscaleLine(a: AutoscaleOutcome, line: (text: string) => TimelineEntr
     a.unhostable ? `${a.unhostable} no managed pool can host` : '',
   ].filter(Boolean);
   if (!a.pending) return undefined;
-  return line(`${a.pending} GPU pod${a.pending === 1 ? '' : 's'} pending: ${parts.join('; ') || 'none needs a new node'}`);
+  return line(
+    `${a.pending} GPU pod${a.pending === 1 ? '' : 's'} pending: ${parts.join('; ') || 'none needs a new node'}`,
+  );
 }
 
 /** rebalance-mig's outcome (functions/mig/handler.ts): its MIG Layout Change events print the rest. */
@@ -238,13 +357,19 @@ interface MigOutcome {
 }
 
 function migLine(m: MigOutcome, line: (text: string) => TimelineEntry): TimelineEntry | undefined {
-  const labelled = Object.entries(m.steps).filter(([, k]) => k === 'label').map(([n]) => n);
+  const labelled = Object.entries(m.steps)
+    .filter(([, k]) => k === 'label')
+    .map(([n]) => n);
   if (labelled.length > 0) return line(`nvidia.com/mig.config set on ${labelled.join(', ')}: mig-manager reconfigures`);
   if (Object.keys(m.steps).length > 0) return undefined;
   const pods = `${m.pending} pod${m.pending === 1 ? '' : 's'}`;
-  if (m.underWay.length > 0) return line(`${pods} wait for MIG instances; mig-manager is reconfiguring ${m.underWay.join(', ')}`);
+  if (m.underWay.length > 0)
+    return line(`${pods} wait for MIG instances; mig-manager is reconfiguring ${m.underWay.join(', ')}`);
   const failed = m.failed.length > 0 ? ` (${m.failed.join(', ')} left cordoned after a failed relayout)` : '';
-  if (m.pending === 0) return line(`checked ${m.migNodes} MIG node${m.migNodes === 1 ? '' : 's'}: no pod waits for a MIG instance${failed}`);
+  if (m.pending === 0)
+    return line(
+      `checked ${m.migNodes} MIG node${m.migNodes === 1 ? '' : 's'}: no pod waits for a MIG instance${failed}`,
+    );
   return line(`${pods} wait for MIG instances: no idle GPU can be relaid for them${failed}`);
 }
 
@@ -264,7 +389,12 @@ export interface Summary {
 }
 
 const list = (xs: string[]) => (xs.length ? xs.join(', ') : 'none');
-const counts = (r: Record<string, number>) => (Object.keys(r).length ? Object.entries(r).map(([k, v]) => `${k} ${v}`).join(', ') : 'none');
+const counts = (r: Record<string, number>) =>
+  Object.keys(r).length
+    ? Object.entries(r)
+        .map(([k, v]) => `${k} ${v}`)
+        .join(', ')
+    : 'none';
 
 export function formatSummary(s: Summary): string[] {
   const lines = [

@@ -3,7 +3,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterEach, describe, expect, it } from 'vitest';
-import { GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, type GpuActionRequest, type GpuActionResultDetail, type GpuActionState } from '../../events/index.ts';
+import {
+  GPU_ACTION_RESULTS_ANNOTATION,
+  GPU_ACTIONS_ANNOTATION,
+  type GpuActionRequest,
+  type GpuActionResultDetail,
+  type GpuActionState,
+} from '../../events/index.ts';
 import { GpuActuator, type ActuatorGpus, type GpuHealthReading } from './actuator.ts';
 import { FenceFile } from './fence-file.ts';
 
@@ -13,7 +19,15 @@ const T0 = Date.parse('2026-11-21T03:00:00.000Z');
 const dirs: string[] = [];
 afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
 
-function rig(o: { holders?: string[]; resetFails?: string; health?: Partial<GpuHealthReading>; dryRun?: boolean; gone?: string } = {}) {
+function rig(
+  o: {
+    holders?: string[];
+    resetFails?: string;
+    health?: Partial<GpuHealthReading>;
+    dryRun?: boolean;
+    gone?: string;
+  } = {},
+) {
   const dir = mkdtempSync(join(tmpdir(), 'actuator-'));
   dirs.push(dir);
   let now = T0;
@@ -26,12 +40,22 @@ function rig(o: { holders?: string[]; resetFails?: string; health?: Partial<GpuH
     indexOf: (u) => (u !== o.gone && [G0, G1].indexOf(u) >= 0 ? [G0, G1].indexOf(u) : undefined),
     holders: () => o.holders ?? [],
     reset: async (u) => (o.resetFails ? { ok: false, reason: o.resetFails } : (resets.push(u), { ok: true })),
-    health: () => ({ nvmlAnswers: true, recoveryAction: 'none', remapPending: false, remapFailed: false, eccUncorrected: ecc, ...o.health }),
+    health: () => ({
+      nvmlAnswers: true,
+      recoveryAction: 'none',
+      remapPending: false,
+      remapFailed: false,
+      eccUncorrected: ecc,
+      ...o.health,
+    }),
   };
   const fence = new FenceFile(join(dir, 'unhealthyDevices.json'));
   const actuator = new GpuActuator({
     node: 'n1',
-    nodeApi: { annotations: async () => ({ ...annotations }), writeResults: async (json) => void (annotations[GPU_ACTION_RESULTS_ANNOTATION] = json) },
+    nodeApi: {
+      annotations: async () => ({ ...annotations }),
+      writeResults: async (json) => void (annotations[GPU_ACTION_RESULTS_ANNOTATION] = json),
+    },
     gpus,
     fence,
     publish: async (_t, d) => void published.push(d),
@@ -40,10 +64,31 @@ function rig(o: { holders?: string[]; resetFails?: string; health?: Partial<GpuH
     ...(o.dryRun ? { dryRun: true } : {}),
   });
   const ask = (...reqs: Partial<GpuActionRequest>[]) => {
-    annotations[GPU_ACTIONS_ANNOTATION] = JSON.stringify(reqs.map((r, i) => ({ id: `req.${i}.${r.action}`, gpuUuid: G0, incident: 'n1/GPU-0/xid-95', requestedAt: new Date(T0).toISOString(), timeoutSeconds: 600, ...r })));
+    annotations[GPU_ACTIONS_ANNOTATION] = JSON.stringify(
+      reqs.map((r, i) => ({
+        id: `req.${i}.${r.action}`,
+        gpuUuid: G0,
+        incident: 'n1/GPU-0/xid-95',
+        requestedAt: new Date(T0).toISOString(),
+        timeoutSeconds: 600,
+        ...r,
+      })),
+    );
   };
-  const results = () => JSON.parse(annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>;
-  return { dir, fence, actuator, ask, results, published, resets, advance: (ms: number) => (now += ms), bumpEcc: () => ecc++, xid: (uuid: string, xid: number) => void xids.push({ uuid, atMs: now, xid }) };
+  const results = () =>
+    JSON.parse(annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>;
+  return {
+    dir,
+    fence,
+    actuator,
+    ask,
+    results,
+    published,
+    resets,
+    advance: (ms: number) => (now += ms),
+    bumpEcc: () => ecc++,
+    xid: (uuid: string, xid: number) => void xids.push({ uuid, atMs: now, xid }),
+  };
 }
 
 describe('GpuActuator', () => {
@@ -56,7 +101,10 @@ describe('GpuActuator', () => {
     expect(r.results()['req.2.probe']).toMatchObject({ state: 'running' });
     r.advance(30_000);
     await r.actuator.tick();
-    expect(r.results()['req.2.probe']).toMatchObject({ state: 'done', probe: { passed: true, eccUncorrectedDelta: 0 } });
+    expect(r.results()['req.2.probe']).toMatchObject({
+      state: 'done',
+      probe: { passed: true, eccUncorrectedDelta: 0 },
+    });
     expect(r.published.map((d) => `${d.action} ${d.state}`)).toEqual(['fence done', 'reset done', 'probe done']);
     // redelivered / re-read: nothing is done twice
     await r.actuator.tick();
@@ -68,7 +116,11 @@ describe('GpuActuator', () => {
     const r = rig({ holders: ['ml/train-0', 'pid 4242'] });
     r.ask({ action: 'reset' });
     await r.actuator.tick();
-    expect(r.results()['req.0.reset']).toMatchObject({ state: 'failed', reason: 'busy', holders: ['ml/train-0', 'pid 4242'] });
+    expect(r.results()['req.0.reset']).toMatchObject({
+      state: 'failed',
+      reason: 'busy',
+      holders: ['ml/train-0', 'pid 4242'],
+    });
     expect(r.resets).toEqual([]);
   });
 
@@ -79,13 +131,27 @@ describe('GpuActuator', () => {
     r.bumpEcc();
     r.advance(10_000);
     await r.actuator.tick();
-    expect(r.results()['req.0.reset']).toMatchObject({ state: 'failed', reason: 'nvidia-smi --gpu-reset: GPU 0 did not come back' });
-    expect(r.results()['req.1.probe']).toMatchObject({ state: 'done', probe: { passed: false, eccUncorrectedDelta: 1 } });
+    expect(r.results()['req.0.reset']).toMatchObject({
+      state: 'failed',
+      reason: 'nvidia-smi --gpu-reset: GPU 0 did not come back',
+    });
+    expect(r.results()['req.1.probe']).toMatchObject({
+      state: 'done',
+      probe: { passed: false, eccUncorrectedDelta: 1 },
+    });
   });
 
   it.each([
-    ['a driver without field 230 (recovery action unknown)', { health: { recoveryAction: 'unknown' } }, { recoveryAction: 'unknown' }],
-    ['a recovery-action code nvml.h does not name', { health: { recoveryAction: 'code 6' } }, { recoveryAction: 'code 6' }],
+    [
+      'a driver without field 230 (recovery action unknown)',
+      { health: { recoveryAction: 'unknown' } },
+      { recoveryAction: 'unknown' },
+    ],
+    [
+      'a recovery-action code nvml.h does not name',
+      { health: { recoveryAction: 'code 6' } },
+      { recoveryAction: 'code 6' },
+    ],
     ['a GPU NVML no longer lists under its UUID (missing after a reboot)', { gone: G1 }, { counted: false }],
   ] as const)('fails the probe of %s: unknown is never healthy', async (_what, o, seen) => {
     const r = rig(o);
@@ -106,8 +172,14 @@ describe('GpuActuator', () => {
     r.xid(G0, 48);
     r.advance(5_000);
     await r.actuator.tick();
-    expect(r.results()['req.0.probe']).toMatchObject({ state: 'done', probe: { passed: true, xidsDuringProbe: [], counted: true } });
-    expect(r.results()['req.1.probe']).toMatchObject({ state: 'done', probe: { passed: false, xidsDuringProbe: [48] } });
+    expect(r.results()['req.0.probe']).toMatchObject({
+      state: 'done',
+      probe: { passed: true, xidsDuringProbe: [], counted: true },
+    });
+    expect(r.results()['req.1.probe']).toMatchObject({
+      state: 'done',
+      probe: { passed: false, xidsDuringProbe: [48] },
+    });
   });
 
   it('fails a reset it could not start within its timeout', async () => {
@@ -134,30 +206,38 @@ describe('GpuActuator', () => {
     const r = rig();
     r.ask({ action: 'drain-on' });
     await r.actuator.tick();
-    expect(r.results()['req.0.drain-on']).toMatchObject({ state: 'failed', reason: expect.stringMatching(/^not-supported/) });
+    expect(r.results()['req.0.drain-on']).toMatchObject({
+      state: 'failed',
+      reason: expect.stringMatching(/^not-supported/),
+    });
   });
 });
 
-describe('FenceFile (the ACK device plugin\'s unhealthy devices)', () => {
+describe("FenceFile (the ACK device plugin's unhealthy devices)", () => {
   it('never removes an entry it did not add, whatever it is asked', () => {
     fc.assert(
-      fc.property(fc.array(fc.record({ op: fc.constantFrom('add' as const, 'remove' as const), g: fc.constantFrom(G0, G1) }), { maxLength: 20 }), (ops) => {
-        const dir = mkdtempSync(join(tmpdir(), 'fence-'));
-        try {
-          const path = join(dir, 'unhealthyDevices.json');
-          writeFileSync(path, JSON.stringify({ index: ['3'], uuid: [G1] })); // written by someone else (NPD, a person)
-          const f = new FenceFile(path);
-          for (const o of ops) {
-            if (o.op === 'add') f.add(o.g);
-            else f.remove(o.g);
+      fc.property(
+        fc.array(fc.record({ op: fc.constantFrom('add' as const, 'remove' as const), g: fc.constantFrom(G0, G1) }), {
+          maxLength: 20,
+        }),
+        (ops) => {
+          const dir = mkdtempSync(join(tmpdir(), 'fence-'));
+          try {
+            const path = join(dir, 'unhealthyDevices.json');
+            writeFileSync(path, JSON.stringify({ index: ['3'], uuid: [G1] })); // written by someone else (NPD, a person)
+            const f = new FenceFile(path);
+            for (const o of ops) {
+              if (o.op === 'add') f.add(o.g);
+              else f.remove(o.g);
+            }
+            const now = JSON.parse(readFileSync(path, 'utf8')) as { index: string[]; uuid: string[] };
+            expect(now.index).toEqual(['3']);
+            expect(now.uuid).toContain(G1);
+          } finally {
+            rmSync(dir, { recursive: true, force: true });
           }
-          const now = JSON.parse(readFileSync(path, 'utf8')) as { index: string[]; uuid: string[] };
-          expect(now.index).toEqual(['3']);
-          expect(now.uuid).toContain(G1);
-        } finally {
-          rmSync(dir, { recursive: true, force: true });
-        }
-      }),
+        },
+      ),
       { numRuns: 100 },
     );
   });

@@ -20,7 +20,21 @@
  * "dry run: …", and the events say so.
  * Time is the injected clock (the one clock), so a probe window passes in virtual time under simulate.
  */
-import { GPU_ACTION_RESULT, GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, GpuActionRequestsSchema, GpuActionStatesSchema, MIG_INVENTORY_ANNOTATION, readMigInventory, SCHEMA_VERSION, type GpuActionRequest, type GpuActionResultDetail, type GpuActionState, type GpuProbe, type MigInventory } from '../../events/index.ts';
+import {
+  GPU_ACTION_RESULT,
+  GPU_ACTION_RESULTS_ANNOTATION,
+  GPU_ACTIONS_ANNOTATION,
+  GpuActionRequestsSchema,
+  GpuActionStatesSchema,
+  MIG_INVENTORY_ANNOTATION,
+  readMigInventory,
+  SCHEMA_VERSION,
+  type GpuActionRequest,
+  type GpuActionResultDetail,
+  type GpuActionState,
+  type GpuProbe,
+  type MigInventory,
+} from '../../events/index.ts';
 import { fenceOnce, holdFence } from './fence-hold.ts';
 
 /** This node's Node object, as far as the actuator needs it (RBAC: nodes get, patch — its own). */
@@ -111,11 +125,19 @@ export class GpuActuator {
       const prior = results[r.id];
       // A fence is held, not done once: every tick the file must still list the GPU (fence-hold.ts).
       if (r.action === 'fence' && prior?.state === 'done' && !this.o.dryRun) {
-        const held = holdFence(this.o.fence, r, prior, this.o.gpus.indexOf(r.gpuUuid), new Date(this.o.now()).toISOString());
+        const held = holdFence(
+          this.o.fence,
+          r,
+          prior,
+          this.o.gpus.indexOf(r.gpuUuid),
+          new Date(this.o.now()).toISOString(),
+        );
         if (held) {
           results[r.id] = held;
           answered.push(this.detail(r, held, `restored-${held.fence?.restored ?? 0}`));
-          this.o.log?.(`gpu action ${r.id}: fence of ${r.gpuUuid} found gone from the fence file: ${held.reason ?? ''}`);
+          this.o.log?.(
+            `gpu action ${r.id}: fence of ${r.gpuUuid} found gone from the fence file: ${held.reason ?? ''}`,
+          );
         }
         continue;
       }
@@ -128,7 +150,9 @@ export class GpuActuator {
       if (state.state === 'done' || state.state === 'failed') {
         if (this.o.dryRun) this.dryAnswered.add(r.id);
         answered.push(this.detail(r, state));
-        this.o.log?.(`gpu action ${r.id}: ${r.action} ${r.gpuUuid} ${state.state}${state.reason ? ` (${state.reason})` : ''}`);
+        this.o.log?.(
+          `gpu action ${r.id}: ${r.action} ${r.gpuUuid} ${state.state}${state.reason ? ` (${state.reason})` : ''}`,
+        );
       }
     }
     const after = JSON.stringify(results);
@@ -167,30 +191,42 @@ export class GpuActuator {
     const base = { action: r.action, gpuUuid: r.gpuUuid, at };
     // A fence or unfence is never late (the file is what it is); a reset or probe is.
     const timed = r.action === 'reset' || r.action === 'probe';
-    if (timed && now - Date.parse(r.requestedAt) > r.timeoutSeconds * 1000) return { ...base, state: 'failed', reason: 'timeout' };
-    if (this.o.dryRun) return { ...base, state: 'done', reason: `dry run: would ${r.action} ${r.gpuUuid}; nothing done` };
+    if (timed && now - Date.parse(r.requestedAt) > r.timeoutSeconds * 1000)
+      return { ...base, state: 'failed', reason: 'timeout' };
+    if (this.o.dryRun)
+      return { ...base, state: 'done', reason: `dry run: would ${r.action} ${r.gpuUuid}; nothing done` };
     const index = this.o.gpus.indexOf(r.gpuUuid);
     switch (r.action) {
       case 'fence':
         return fenceOnce(this.o.fence, r.gpuUuid, index, base);
       case 'unfence':
-        return { ...base, state: 'done', reason: this.o.fence.remove(r.gpuUuid) ? 'removed from the device plugin\'s unhealthy devices' : 'not listed by gpu-reflex: left as it was' };
+        return {
+          ...base,
+          state: 'done',
+          reason: this.o.fence.remove(r.gpuUuid)
+            ? "removed from the device plugin's unhealthy devices"
+            : 'not listed by gpu-reflex: left as it was',
+        };
       case 'reset': {
         if (index === undefined) return { ...base, state: 'failed', reason: 'NVML does not know this GPU' };
         const holders = this.o.gpus.holders(r.gpuUuid);
         if (holders.length > 0) return { ...base, state: 'failed', reason: 'busy', holders: holders.slice(0, 64) };
         const done = await this.o.gpus.reset(r.gpuUuid);
-        return done.ok ? { ...base, state: 'done', reason: 'GPU reset' } : { ...base, state: 'failed', reason: done.reason.slice(0, 512) };
+        return done.ok
+          ? { ...base, state: 'done', reason: 'GPU reset' }
+          : { ...base, state: 'failed', reason: done.reason.slice(0, 512) };
       }
       case 'probe': {
         const started = this.probing.get(r.id);
         const reading = this.o.gpus.health(r.gpuUuid);
         if (!started) {
           this.probing.set(r.id, { startedAt: now, baseline: reading.eccUncorrected });
-          if ((r.probeSeconds ?? 0) > 0) return { ...base, state: 'running', reason: `watching for ${r.probeSeconds} s` };
+          if ((r.probeSeconds ?? 0) > 0)
+            return { ...base, state: 'running', reason: `watching for ${r.probeSeconds} s` };
         }
         const p = started ?? { startedAt: now, baseline: reading.eccUncorrected };
-        if (now - p.startedAt < (r.probeSeconds ?? 0) * 1000) return { ...base, state: 'running', reason: `watching for ${r.probeSeconds} s` };
+        if (now - p.startedAt < (r.probeSeconds ?? 0) * 1000)
+          return { ...base, state: 'running', reason: `watching for ${r.probeSeconds} s` };
         this.probing.delete(r.id);
         const probe: GpuProbe = {
           nvmlAnswers: reading.nvmlAnswers,
@@ -205,19 +241,33 @@ export class GpuActuator {
           passed: false,
         };
         // Evidence only: every field must say healthy; `unknown` (no field 230) is not `none`.
-        probe.passed = probe.counted === true && probe.nvmlAnswers && probe.recoveryAction === 'none' && !probe.remapPending && !probe.remapFailed && probe.eccUncorrectedDelta === 0 && probe.xidsDuringProbe.length === 0;
+        probe.passed =
+          probe.counted === true &&
+          probe.nvmlAnswers &&
+          probe.recoveryAction === 'none' &&
+          !probe.remapPending &&
+          !probe.remapFailed &&
+          probe.eccUncorrectedDelta === 0 &&
+          probe.xidsDuringProbe.length === 0;
         return { ...base, state: 'done', probe, reason: probe.passed ? 'probe passed' : 'probe did not pass' };
       }
       case 'drain-on':
       case 'drain-off': {
-        if (!this.o.gpus.drain) return { ...base, state: 'failed', reason: 'not-supported: this NVML library has no drain state' };
+        if (!this.o.gpus.drain)
+          return { ...base, state: 'failed', reason: 'not-supported: this NVML library has no drain state' };
         if (index === undefined) return { ...base, state: 'failed', reason: 'NVML does not know this GPU' };
         const on = r.action === 'drain-on';
         // NVML refuses to drain a GPU in use: say what holds it, as a refused reset does.
         const holders = on ? this.o.gpus.holders(r.gpuUuid) : [];
         if (holders.length > 0) return { ...base, state: 'failed', reason: 'busy', holders: holders.slice(0, 64) };
         const done = this.o.gpus.drain(r.gpuUuid, on);
-        return done.ok ? { ...base, state: 'done', reason: on ? 'NVML drain state on: the GPU accepts no new work' : 'NVML drain state off' } : { ...base, state: 'failed', reason: done.reason.slice(0, 512) };
+        return done.ok
+          ? {
+              ...base,
+              state: 'done',
+              reason: on ? 'NVML drain state on: the GPU accepts no new work' : 'NVML drain state off',
+            }
+          : { ...base, state: 'failed', reason: done.reason.slice(0, 512) };
       }
       default:
         return { ...base, state: 'failed', reason: `not-supported: ${r.action} is not built into this agent yet` };
@@ -250,7 +300,9 @@ function parseRequests(raw: string | undefined, log: (why: string) => void): Gpu
   try {
     const parsed = GpuActionRequestsSchema.safeParse(JSON.parse(raw));
     if (parsed.success) return parsed.data;
-    log(`${GPU_ACTIONS_ANNOTATION} does not match the contract: ${parsed.error.issues[0]?.message ?? 'invalid'}; nothing done`);
+    log(
+      `${GPU_ACTIONS_ANNOTATION} does not match the contract: ${parsed.error.issues[0]?.message ?? 'invalid'}; nothing done`,
+    );
   } catch {
     log(`${GPU_ACTIONS_ANNOTATION} is not JSON: nothing done`);
   }

@@ -6,7 +6,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, type GpuActionResultDetail, type GpuActionState } from '../../events/index.ts';
+import {
+  GPU_ACTION_RESULTS_ANNOTATION,
+  GPU_ACTIONS_ANNOTATION,
+  type GpuActionResultDetail,
+  type GpuActionState,
+} from '../../events/index.ts';
 import { GpuActuator, type ActuatorGpus } from './actuator.ts';
 import { FenceFile } from './fence-file.ts';
 
@@ -22,26 +27,55 @@ function rig(o: { failWritesAfter?: number; dropWrites?: boolean } = {}) {
   let now = T0;
   const annotations: Record<string, string> = {};
   const published: GpuActionResultDetail[] = [];
-  const gpus: ActuatorGpus = { indexOf: (u) => (u === G0 ? 0 : u === G5 ? 5 : undefined), holders: () => [], reset: async () => ({ ok: true }), health: () => ({ nvmlAnswers: true, recoveryAction: 'none', remapPending: false, remapFailed: false, eccUncorrected: 0 }) };
+  const gpus: ActuatorGpus = {
+    indexOf: (u) => (u === G0 ? 0 : u === G5 ? 5 : undefined),
+    holders: () => [],
+    reset: async () => ({ ok: true }),
+    health: () => ({
+      nvmlAnswers: true,
+      recoveryAction: 'none',
+      remapPending: false,
+      remapFailed: false,
+      eccUncorrected: 0,
+    }),
+  };
   const path = join(dir, 'unhealthyDevices.json');
   const file = new FenceFile(path);
   let writes = 0;
   // The real file, whose writes can be made to fail (a read-only mount) after the first ones.
-  const fence = { read: () => file.read(), ours: () => file.ours(), remove: (u: string) => file.remove(u), add: (u: string) => {
-    if (o.failWritesAfter !== undefined && writes++ >= o.failWritesAfter) throw new Error('read-only file system');
-    if (!o.dropWrites) file.add(u);
-  } };
+  const fence = {
+    read: () => file.read(),
+    ours: () => file.ours(),
+    remove: (u: string) => file.remove(u),
+    add: (u: string) => {
+      if (o.failWritesAfter !== undefined && writes++ >= o.failWritesAfter) throw new Error('read-only file system');
+      if (!o.dropWrites) file.add(u);
+    },
+  };
   const actuator = new GpuActuator({
     node: 'n1',
-    nodeApi: { annotations: async () => ({ ...annotations }), writeResults: async (json) => void (annotations[GPU_ACTION_RESULTS_ANNOTATION] = json) },
+    nodeApi: {
+      annotations: async () => ({ ...annotations }),
+      writeResults: async (json) => void (annotations[GPU_ACTION_RESULTS_ANNOTATION] = json),
+    },
     gpus,
     fence,
     publish: async (_t, d) => void published.push(d),
     xids: () => [],
     now: () => now,
   });
-  annotations[GPU_ACTIONS_ANNOTATION] = JSON.stringify([{ id: 'fence.0001', action: 'fence', gpuUuid: G0, incident: 'n1/GPU-0/xid-95', requestedAt: new Date(T0).toISOString(), timeoutSeconds: 600 }]);
-  const result = () => (JSON.parse(annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>)['fence.0001'];
+  annotations[GPU_ACTIONS_ANNOTATION] = JSON.stringify([
+    {
+      id: 'fence.0001',
+      action: 'fence',
+      gpuUuid: G0,
+      incident: 'n1/GPU-0/xid-95',
+      requestedAt: new Date(T0).toISOString(),
+      timeoutSeconds: 600,
+    },
+  ]);
+  const result = () =>
+    (JSON.parse(annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>)['fence.0001'];
   return { dir, path, fence, actuator, result, published, advance: (ms: number) => (now += ms) };
 }
 
@@ -66,15 +100,27 @@ describe('the fence, by identity and held', () => {
     writeFileSync(r.path, JSON.stringify({ index: ['5'] })); // ACK NPD < 1.2.35 replaces the file with its own
     await r.actuator.tick();
     expect(r.fence.read()).toEqual({ index: ['5'], uuid: [G0] });
-    expect(r.result()).toMatchObject({ state: 'done', fence: { listed: true, restored: 1, restoredAt: new Date(T0 + 5_000).toISOString() } });
-    expect(r.published.at(-1)).toMatchObject({ action: 'fence', state: 'done', eventId: 'gpu-action:n1:fence.0001:done:restored-1', fence: { restored: 1 } });
+    expect(r.result()).toMatchObject({
+      state: 'done',
+      fence: { listed: true, restored: 1, restoredAt: new Date(T0 + 5_000).toISOString() },
+    });
+    expect(r.published.at(-1)).toMatchObject({
+      action: 'fence',
+      state: 'done',
+      eventId: 'gpu-action:n1:fence.0001:done:restored-1',
+      fence: { restored: 1 },
+    });
     expect(r.published.at(-1)?.reason).toContain('another writer removed the GPU from the fence file; written back');
   });
 
   it('never answers done on faith: a write the file does not show fails the fence', async () => {
     const r = rig({ dropWrites: true });
     await r.actuator.tick();
-    expect(r.result()).toMatchObject({ state: 'failed', reason: 'the fence file does not list the GPU after it was written', fence: { listed: false } });
+    expect(r.result()).toMatchObject({
+      state: 'failed',
+      reason: 'the fence file does not list the GPU after it was written',
+      fence: { listed: false },
+    });
   });
 
   it('fails the fence when the file can no longer be written, so the functions escalate it', async () => {

@@ -24,7 +24,12 @@ export function lists(file: { index: string[]; uuid: string[] }, uuid: string, i
 }
 
 /** Entries of the file that are neither this GPU nor the agent's own: other writers' isolation. */
-function othersIn(file: { index: string[]; uuid: string[] }, ours: readonly string[], uuid: string, index: number | undefined): string[] {
+function othersIn(
+  file: { index: string[]; uuid: string[] },
+  ours: readonly string[],
+  uuid: string,
+  index: number | undefined,
+): string[] {
   const mine = new Set([...ours, uuid]);
   const uuids = file.uuid.filter((u) => !mine.has(u));
   const indices = file.index.filter((i) => i !== String(index)).map((i) => `index:${i}`);
@@ -37,27 +42,74 @@ export function fenceOnce(fence: FenceFileOps, uuid: string, index: number | und
   try {
     fence.add(uuid, index);
   } catch (err) {
-    return { ...base, state: 'failed', reason: `fence file not written: ${err instanceof Error ? err.message : String(err)}`.slice(0, 512), fence: { listed: false, before } };
+    return {
+      ...base,
+      state: 'failed',
+      reason: `fence file not written: ${err instanceof Error ? err.message : String(err)}`.slice(0, 512),
+      fence: { listed: false, before },
+    };
   }
   const listed = lists(fence.read(), uuid, index);
-  if (!listed) return { ...base, state: 'failed', reason: 'the fence file does not list the GPU after it was written', fence: { listed, before } };
-  const others = before.length > 0 ? `; ${before.length} other device(s) were already listed there: ${before.slice(0, 4).join(', ')}` : '';
-  return { ...base, state: 'done', reason: `listed in the device plugin's unhealthy devices${others}`, fence: { listed, before } };
+  if (!listed)
+    return {
+      ...base,
+      state: 'failed',
+      reason: 'the fence file does not list the GPU after it was written',
+      fence: { listed, before },
+    };
+  const others =
+    before.length > 0
+      ? `; ${before.length} other device(s) were already listed there: ${before.slice(0, 4).join(', ')}`
+      : '';
+  return {
+    ...base,
+    state: 'done',
+    reason: `listed in the device plugin's unhealthy devices${others}`,
+    fence: { listed, before },
+  };
 }
 
 /**
  * One tick's check of a done fence: undefined while the file still lists the GPU; else the GPU is
  * written back (a new state: `restored` counted) or, when that fails, the fence is failed.
  */
-export function holdFence(fence: FenceFileOps, r: GpuActionRequest, prior: GpuActionState, index: number | undefined, at: string): GpuActionState | undefined {
+export function holdFence(
+  fence: FenceFileOps,
+  r: GpuActionRequest,
+  prior: GpuActionState,
+  index: number | undefined,
+  at: string,
+): GpuActionState | undefined {
   if (lists(fence.read(), r.gpuUuid, index)) return undefined;
   const was = prior.fence ?? { listed: true, before: [] };
   try {
     fence.add(r.gpuUuid, index);
   } catch (err) {
-    return { ...prior, at, state: 'failed', reason: `the fence file no longer lists the GPU and cannot be written back: ${err instanceof Error ? err.message : String(err)}`.slice(0, 512), fence: { ...was, listed: false } };
+    return {
+      ...prior,
+      at,
+      state: 'failed',
+      reason:
+        `the fence file no longer lists the GPU and cannot be written back: ${err instanceof Error ? err.message : String(err)}`.slice(
+          0,
+          512,
+        ),
+      fence: { ...was, listed: false },
+    };
   }
-  if (!lists(fence.read(), r.gpuUuid, index)) return { ...prior, at, state: 'failed', reason: 'the fence file no longer lists the GPU, and writing it back did not list it', fence: { ...was, listed: false } };
+  if (!lists(fence.read(), r.gpuUuid, index))
+    return {
+      ...prior,
+      at,
+      state: 'failed',
+      reason: 'the fence file no longer lists the GPU, and writing it back did not list it',
+      fence: { ...was, listed: false },
+    };
   const restored = (was.restored ?? 0) + 1;
-  return { ...prior, at, reason: `another writer removed the GPU from the fence file; written back (${restored} time${restored === 1 ? '' : 's'})`, fence: { ...was, listed: true, restored, restoredAt: at } };
+  return {
+    ...prior,
+    at,
+    reason: `another writer removed the GPU from the fence file; written back (${restored} time${restored === 1 ? '' : 's'})`,
+    fence: { ...was, listed: true, restored, restoredAt: at },
+  };
 }

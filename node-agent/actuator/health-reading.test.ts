@@ -6,11 +6,16 @@ const G0 = 'GPU-00000000-0000-4000-8000-000000000000';
 
 /** One NVML device as far as the actuator's health reading needs it. */
 function nvmlWith(recoveryAction: { code: number; action?: string } | undefined): Nvml {
-  const d = { uuid: () => G0, remappedRows: () => ({ pending: false, failure: false }), ecc: () => ({ aggregateUncorrected: 0 }), recoveryAction: () => recoveryAction };
+  const d = {
+    uuid: () => G0,
+    remappedRows: () => ({ pending: false, failure: false }),
+    ecc: () => ({ aggregateUncorrected: 0 }),
+    recoveryAction: () => recoveryAction,
+  };
   return { devices: () => [d], device: () => d } as unknown as Nvml;
 }
 
-describe('the actuator\'s health reading through NVML', () => {
+describe("the actuator's health reading through NVML", () => {
   it.each([
     ['a driver without field 230', undefined, 'unknown'],
     ['a code nvml.h does not name (6)', { code: 6 }, 'code 6'],
@@ -21,8 +26,17 @@ describe('the actuator\'s health reading through NVML', () => {
   });
 
   it('finds a GPU past one that fell off the bus (its UUID throws), and counts the lost one as not there', () => {
-    const lost = { uuid: () => { throw new Error('nvmlDeviceGetUUID: NVML_ERROR_GPU_IS_LOST'); } };
-    const ok = { uuid: () => G0, remappedRows: () => ({ pending: false, failure: false }), ecc: () => ({ aggregateUncorrected: 0 }), recoveryAction: () => ({ code: 0, action: 'none' }) };
+    const lost = {
+      uuid: () => {
+        throw new Error('nvmlDeviceGetUUID: NVML_ERROR_GPU_IS_LOST');
+      },
+    };
+    const ok = {
+      uuid: () => G0,
+      remappedRows: () => ({ pending: false, failure: false }),
+      ecc: () => ({ aggregateUncorrected: 0 }),
+      recoveryAction: () => ({ code: 0, action: 'none' }),
+    };
     const nvml = { devices: () => [lost, ok], device: (i: number) => [lost, ok][i] } as unknown as Nvml;
     const gpus = nvmlGpus(nvml, async () => ({ ok: true }));
     expect(gpus.indexOf(G0)).toBe(1);

@@ -6,13 +6,33 @@ import { nvmlMigInventory } from './ports.ts';
 
 const G0 = 'GPU-00000000-0000-4000-8000-000000000000';
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');
-const NO_GPUS: ActuatorGpus = { indexOf: () => undefined, holders: () => [], reset: async () => ({ ok: true }), health: () => ({ nvmlAnswers: true, recoveryAction: 'none', remapPending: false, remapFailed: false, eccUncorrected: 0 }) };
+const NO_GPUS: ActuatorGpus = {
+  indexOf: () => undefined,
+  holders: () => [],
+  reset: async () => ({ ok: true }),
+  health: () => ({
+    nvmlAnswers: true,
+    recoveryAction: 'none',
+    remapPending: false,
+    remapFailed: false,
+    eccUncorrected: 0,
+  }),
+};
 
 function rig(o: { dryRun?: boolean; gpus?: () => MigInventory['gpus'] } = {}) {
   let now = T0;
   const annotations: Record<string, string> = {};
   let writes = 0;
-  let gpus: MigInventory['gpus'] = [{ index: 0, uuid: G0, instances: [{ profile: '3g.40gb', gi: 1, start: 0, size: 4, inUse: true }, { profile: '3g.40gb', gi: 2, start: 4, size: 4, inUse: false }] }];
+  let gpus: MigInventory['gpus'] = [
+    {
+      index: 0,
+      uuid: G0,
+      instances: [
+        { profile: '3g.40gb', gi: 1, start: 0, size: 4, inUse: true },
+        { profile: '3g.40gb', gi: 2, start: 4, size: 4, inUse: false },
+      ],
+    },
+  ];
   const actuator = new GpuActuator({
     node: 'n1',
     nodeApi: {
@@ -31,19 +51,46 @@ function rig(o: { dryRun?: boolean; gpus?: () => MigInventory['gpus'] } = {}) {
     migInventory: o.gpus ?? (() => gpus),
     ...(o.dryRun ? { dryRun: true } : {}),
   });
-  return { actuator, annotations, writes: () => writes, set: (g: MigInventory['gpus']) => (gpus = g), advance: (ms: number) => (now += ms) };
+  return {
+    actuator,
+    annotations,
+    writes: () => writes,
+    set: (g: MigInventory['gpus']) => (gpus = g),
+    advance: (ms: number) => (now += ms),
+  };
 }
 
-describe('the actuator\'s MIG inventory annotation', () => {
+describe("the actuator's MIG inventory annotation", () => {
   it('writes which instances are in use, and rewrites it only when that changes', async () => {
     const r = rig();
     await r.actuator.tick();
     const first = readMigInventory(r.annotations).inventory;
-    expect(first).toMatchObject({ v: 1, at: new Date(T0).toISOString(), gpus: [{ index: 0, instances: [{ profile: '3g.40gb', inUse: true }, { profile: '3g.40gb', inUse: false }] }] });
+    expect(first).toMatchObject({
+      v: 1,
+      at: new Date(T0).toISOString(),
+      gpus: [
+        {
+          index: 0,
+          instances: [
+            { profile: '3g.40gb', inUse: true },
+            { profile: '3g.40gb', inUse: false },
+          ],
+        },
+      ],
+    });
     r.advance(10_000);
     await r.actuator.tick();
     expect(r.writes()).toBe(1);
-    r.set([{ index: 0, uuid: G0, instances: [{ profile: '3g.40gb', gi: 1, start: 0, size: 4, inUse: true }, { profile: '3g.40gb', gi: 2, start: 4, size: 4, inUse: true }] }]);
+    r.set([
+      {
+        index: 0,
+        uuid: G0,
+        instances: [
+          { profile: '3g.40gb', gi: 1, start: 0, size: 4, inUse: true },
+          { profile: '3g.40gb', gi: 2, start: 4, size: 4, inUse: true },
+        ],
+      },
+    ]);
     await r.actuator.tick();
     expect(r.writes()).toBe(2);
     expect(readMigInventory(r.annotations).inventory?.at).toBe(new Date(T0 + 10_000).toISOString());
@@ -60,7 +107,12 @@ describe('the actuator\'s MIG inventory annotation', () => {
 
   it('keeps the last annotation when NVML cannot be read', async () => {
     let fail = false;
-    const r = rig({ gpus: () => { if (fail) throw new Error('NVML_ERROR_GPU_IS_LOST'); return [{ index: 0, uuid: G0, instances: [] }]; } });
+    const r = rig({
+      gpus: () => {
+        if (fail) throw new Error('NVML_ERROR_GPU_IS_LOST');
+        return [{ index: 0, uuid: G0, instances: [] }];
+      },
+    });
     await r.actuator.tick();
     fail = true;
     await r.actuator.tick();
@@ -68,8 +120,12 @@ describe('the actuator\'s MIG inventory annotation', () => {
   });
 
   it('reads a bad annotation as a problem, not an inventory', () => {
-    expect(readMigInventory({ [MIG_INVENTORY_ANNOTATION]: '{' })).toEqual({ problem: `${MIG_INVENTORY_ANNOTATION} is not JSON` });
-    expect(readMigInventory({ [MIG_INVENTORY_ANNOTATION]: '{"v":2}' }).problem).toContain('does not match the contract');
+    expect(readMigInventory({ [MIG_INVENTORY_ANNOTATION]: '{' })).toEqual({
+      problem: `${MIG_INVENTORY_ANNOTATION} is not JSON`,
+    });
+    expect(readMigInventory({ [MIG_INVENTORY_ANNOTATION]: '{"v":2}' }).problem).toContain(
+      'does not match the contract',
+    );
     expect(readMigInventory({})).toEqual({});
   });
 });
@@ -77,12 +133,25 @@ describe('the actuator\'s MIG inventory annotation', () => {
 describe('nvmlMigInventory (NVML through the mock library)', () => {
   it('lists a MIG GPU a reset left without instances, with none; a GPU without MIG mode is not listed', async () => {
     const mig = { profile: '3g.40gb', giProfileId: 9, size: 4 };
-    const scenario = oneGpu({ migMode: true, migDevices: [{ ...mig, start: 0, giId: 1, uuid: 'MIG-00000000-1111-2222-3333-444444444401' }, { ...mig, start: 4, giId: 2, uuid: 'MIG-00000000-1111-2222-3333-444444444402' }] }) as { gpus: object[] };
-    scenario.gpus.push({ name: 'NVIDIA A100-SXM4-80GB', uuid: 'GPU-00000000-1111-2222-3333-555555555555', pciBusId: '00000000:3C:00.0', memoryTotalMiB: 81920 });
+    const scenario = oneGpu({
+      migMode: true,
+      migDevices: [
+        { ...mig, start: 0, giId: 1, uuid: 'MIG-00000000-1111-2222-3333-444444444401' },
+        { ...mig, start: 4, giId: 2, uuid: 'MIG-00000000-1111-2222-3333-444444444402' },
+      ],
+    }) as { gpus: object[] };
+    scenario.gpus.push({
+      name: 'NVIDIA A100-SXM4-80GB',
+      uuid: 'GPU-00000000-1111-2222-3333-555555555555',
+      pciBusId: '00000000:3C:00.0',
+      memoryTotalMiB: 81920,
+    });
     const { nvml, mock } = await openMockNvml(scenario);
     try {
       const inventory = nvmlMigInventory(nvml);
-      expect(inventory().map((g) => [g.index, g.instances.map((i) => `${i.profile}@${i.start}`)])).toEqual([[0, ['3g.40gb@0', '3g.40gb@4']]]);
+      expect(inventory().map((g) => [g.index, g.instances.map((i) => `${i.profile}@${i.start}`)])).toEqual([
+        [0, ['3g.40gb@0', '3g.40gb@4']],
+      ]);
       expect(mock.resetGpu(0)).toBe(0);
       expect(inventory()).toEqual([{ index: 0, uuid: 'GPU-00000000-1111-2222-3333-444444444444', instances: [] }]);
     } finally {
@@ -90,18 +159,27 @@ describe('nvmlMigInventory (NVML through the mock library)', () => {
     }
   });
 
-  it('names the pods running in each instance, where the agent knows the process\'s pod', async () => {
+  it("names the pods running in each instance, where the agent knows the process's pod", async () => {
     const mig = { profile: '3g.40gb', giProfileId: 9, size: 4 };
     const scenario = oneGpu({
       migMode: true,
-      migDevices: [{ ...mig, start: 0, giId: 1, uuid: 'MIG-00000000-1111-2222-3333-444444444401' }, { ...mig, start: 4, giId: 2, uuid: 'MIG-00000000-1111-2222-3333-444444444402' }],
-      processes: [{ pid: 4242, usedMiB: 1000, gpuInstanceId: 1, computeInstanceId: 0 }, { pid: 4343, usedMiB: 1000, gpuInstanceId: 2, computeInstanceId: 0 }],
+      migDevices: [
+        { ...mig, start: 0, giId: 1, uuid: 'MIG-00000000-1111-2222-3333-444444444401' },
+        { ...mig, start: 4, giId: 2, uuid: 'MIG-00000000-1111-2222-3333-444444444402' },
+      ],
+      processes: [
+        { pid: 4242, usedMiB: 1000, gpuInstanceId: 1, computeInstanceId: 0 },
+        { pid: 4343, usedMiB: 1000, gpuInstanceId: 2, computeInstanceId: 0 },
+      ],
     });
     const { nvml } = await openMockNvml(scenario);
     try {
       // pid 4343 is not a pod the agent knows (a process outside Kubernetes): in use, no pods named.
       const named = nvmlMigInventory(nvml, (pid) => (pid === 4242 ? 'uid-trainer' : undefined))();
-      expect(named[0]!.instances.map((i) => [i.gi, i.inUse, i.pods])).toEqual([[1, true, ['uid-trainer']], [2, true, undefined]]);
+      expect(named[0]!.instances.map((i) => [i.gi, i.inUse, i.pods])).toEqual([
+        [1, true, ['uid-trainer']],
+        [2, true, undefined],
+      ]);
     } finally {
       nvml.close();
     }

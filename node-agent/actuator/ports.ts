@@ -20,10 +20,16 @@ export function kubeNode(core: CoreV1Api, name: string): ActuatorNode {
       return { ...(n.metadata?.annotations ?? {}) };
     },
     async writeResults(json) {
-      await core.patchNode({ name, body: { metadata: { annotations: { [GPU_ACTION_RESULTS_ANNOTATION]: json } } } }, MERGE_PATCH);
+      await core.patchNode(
+        { name, body: { metadata: { annotations: { [GPU_ACTION_RESULTS_ANNOTATION]: json } } } },
+        MERGE_PATCH,
+      );
     },
     async writeMigInventory(json) {
-      await core.patchNode({ name, body: { metadata: { annotations: { [MIG_INVENTORY_ANNOTATION]: json } } } }, MERGE_PATCH);
+      await core.patchNode(
+        { name, body: { metadata: { annotations: { [MIG_INVENTORY_ANNOTATION]: json } } } },
+        MERGE_PATCH,
+      );
     },
   };
 }
@@ -31,7 +37,11 @@ export function kubeNode(core: CoreV1Api, name: string): ActuatorNode {
 /** Resets one GPU by UUID: ok, or why not (the tool's own words). */
 export type GpuReset = (uuid: string, index: number) => Promise<{ ok: true } | { ok: false; reason: string }>;
 
-export function nvmlGpus(nvml: Nvml, reset: GpuReset, podOfPid: (pid: number) => string | undefined = () => undefined): ActuatorGpus {
+export function nvmlGpus(
+  nvml: Nvml,
+  reset: GpuReset,
+  podOfPid: (pid: number) => string | undefined = () => undefined,
+): ActuatorGpus {
   const indexOf = (uuid: string): number | undefined => {
     const devices = nvml.devices();
     for (let i = 0; i < devices.length; i++) {
@@ -71,16 +81,35 @@ export function nvmlGpus(nvml: Nvml, reset: GpuReset, podOfPid: (pid: number) =>
     },
     health(uuid): GpuHealthReading {
       const d = byUuid(uuid);
-      if (!d) return { nvmlAnswers: false, recoveryAction: 'unknown', remapPending: false, remapFailed: false, eccUncorrected: 0 };
+      if (!d)
+        return {
+          nvmlAnswers: false,
+          recoveryAction: 'unknown',
+          remapPending: false,
+          remapFailed: false,
+          eccUncorrected: 0,
+        };
       try {
         const rows = d.remappedRows();
         const ecc = d.ecc();
         const ra = d.recoveryAction();
         // Unknown is never none: a driver without field 230 (undefined) or a code nvml.h does not
         // name (events/xid.ts) reads `unknown` / `code N`, and neither passes a probe.
-        return { nvmlAnswers: true, recoveryAction: ra?.action ?? (ra ? `code ${ra.code}` : 'unknown'), remapPending: rows?.pending ?? false, remapFailed: rows?.failure ?? false, eccUncorrected: ecc?.aggregateUncorrected ?? 0 };
+        return {
+          nvmlAnswers: true,
+          recoveryAction: ra?.action ?? (ra ? `code ${ra.code}` : 'unknown'),
+          remapPending: rows?.pending ?? false,
+          remapFailed: rows?.failure ?? false,
+          eccUncorrected: ecc?.aggregateUncorrected ?? 0,
+        };
       } catch {
-        return { nvmlAnswers: false, recoveryAction: 'unknown', remapPending: false, remapFailed: false, eccUncorrected: 0 };
+        return {
+          nvmlAnswers: false,
+          recoveryAction: 'unknown',
+          remapPending: false,
+          remapFailed: false,
+          eccUncorrected: 0,
+        };
       }
     },
   };
@@ -113,7 +142,10 @@ export function nvidiaSmiReset(path: string, timeoutMs = 120_000): GpuReset {
  * them, so an empty MIG GPU is a fact the functions must see (never returned to service so).
  * GPUs without MIG mode are left out.
  */
-export function nvmlMigInventory(nvml: Nvml, podOfPid: (pid: number) => string | undefined = () => undefined): () => MigInventory['gpus'] {
+export function nvmlMigInventory(
+  nvml: Nvml,
+  podOfPid: (pid: number) => string | undefined = () => undefined,
+): () => MigInventory['gpus'] {
   return () => {
     const out: MigInventory['gpus'] = [];
     nvml.devices().forEach((d, index) => {
@@ -129,12 +161,28 @@ export function nvmlMigInventory(nvml: Nvml, podOfPid: (pid: number) => string |
       const busy = new Set(procs.map((p) => p.gpuInstanceId).filter((gi): gi is number => gi !== undefined));
       // The pods running in each instance, where the agent knows the process's pod: which pod holds
       // which instance is what the MIG planner cannot get from the Kubernetes API (preemption).
-      const podsIn = (gi: number) => [...new Set(procs.filter((p) => p.gpuInstanceId === gi).map((p) => podOfPid(p.pid)).filter((u): u is string => u !== undefined))].sort().slice(0, 16);
+      const podsIn = (gi: number) =>
+        [
+          ...new Set(
+            procs
+              .filter((p) => p.gpuInstanceId === gi)
+              .map((p) => podOfPid(p.pid))
+              .filter((u): u is string => u !== undefined),
+          ),
+        ]
+          .sort()
+          .slice(0, 16);
       const instances = devices
         .filter((m): m is typeof m & { profile: string } => m.profile !== undefined)
         .map((m) => {
           const pods = podsIn(m.gpuInstanceId);
-          return { profile: m.profile, gi: m.gpuInstanceId, ...(m.placement ? { start: m.placement.start, size: m.placement.size } : {}), inUse: busy.has(m.gpuInstanceId), ...(pods.length ? { pods } : {}) };
+          return {
+            profile: m.profile,
+            gi: m.gpuInstanceId,
+            ...(m.placement ? { start: m.placement.start, size: m.placement.size } : {}),
+            inUse: busy.has(m.gpuInstanceId),
+            ...(pods.length ? { pods } : {}),
+          };
         })
         .sort((a, b) => (a.start ?? 0) - (b.start ?? 0) || a.gi - b.gi);
       out.push({ index, uuid: d.uuid(), instances });

@@ -38,9 +38,18 @@ describe('nvidiaSmiReset', () => {
     const ok = script('smi-ok', 'echo "$@" > "$(dirname "$0")/smi-args"; exit 0');
     expect(await nvidiaSmiReset(ok)('GPU-1', 0)).toEqual({ ok: true });
     expect(readFileSync(join(dir, 'smi-args'), 'utf8').trim()).toBe('--gpu-reset -i GPU-1');
-    const busy = script('smi-busy', 'echo "GPU 00000000:10:00.0 is currently in use by another process." >&2; exit 255');
-    expect(await nvidiaSmiReset(busy)('GPU-1', 0)).toEqual({ ok: false, reason: `${busy} --gpu-reset exited 255: GPU 00000000:10:00.0 is currently in use by another process.` });
-    expect(await nvidiaSmiReset(join(dir, 'absent'))('GPU-1', 0)).toMatchObject({ ok: false, reason: expect.stringContaining('ENOENT') });
+    const busy = script(
+      'smi-busy',
+      'echo "GPU 00000000:10:00.0 is currently in use by another process." >&2; exit 255',
+    );
+    expect(await nvidiaSmiReset(busy)('GPU-1', 0)).toEqual({
+      ok: false,
+      reason: `${busy} --gpu-reset exited 255: GPU 00000000:10:00.0 is currently in use by another process.`,
+    });
+    expect(await nvidiaSmiReset(join(dir, 'absent'))('GPU-1', 0)).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('ENOENT'),
+    });
   });
 
   it('does not block the event loop while the reset runs, and bounds it', async () => {
@@ -52,13 +61,21 @@ describe('nvidiaSmiReset', () => {
     expect(r).toEqual({ ok: true });
     // A blocking spawn lets no timer fire before the await resumes: 0 ticks.
     expect(ticks).toBeGreaterThan(0);
-    expect(await nvidiaSmiReset(script('smi-hang', 'sleep 5'), 200)('GPU-1', 0)).toMatchObject({ ok: false, reason: expect.stringContaining('timed out after 200 ms') });
+    expect(await nvidiaSmiReset(script('smi-hang', 'sleep 5'), 200)('GPU-1', 0)).toMatchObject({
+      ok: false,
+      reason: expect.stringContaining('timed out after 200 ms'),
+    });
   });
 });
 
 describe('gpu-reflex agent with GPU_ACTIONS=true', () => {
   it('fences a GPU its Node asks for and answers in the Node annotation and as an event', async () => {
-    sim = await startKubeSim({ fleet: { nodes: [{ name: 'gpu-node', count: 1, allocatable: { cpu: '8', memory: '64Gi', 'nvidia.com/gpu': '8' } }] }, clock: wallClock });
+    sim = await startKubeSim({
+      fleet: {
+        nodes: [{ name: 'gpu-node', count: 1, allocatable: { cpu: '8', memory: '64Gi', 'nvidia.com/gpu': '8' } }],
+      },
+      clock: wallClock,
+    });
     const kubeconfig = join(dir, 'kubeconfig');
     sim.writeKubeconfig(kubeconfig);
     const library = await buildMockNvml();
@@ -67,13 +84,38 @@ describe('gpu-reflex agent with GPU_ACTIONS=true', () => {
     mock.setScenario(join(MOCK_NVML_SCENARIOS, 'dgx-a100-8x.json'));
     mock.setManualClock(false);
     const fenceFile = join(dir, 'etc/nvidia-device-plugin/unhealthyDevices.json');
-    const config = loadAgentConfig({ NODE_NAME: 'gpu-node-0', NVML_LIBRARY_PATH: library, HTTP_PORT: '0', KMSG_PATH: join(dir, 'kmsg'), PROC_ROOT: await fakeProcRoot([]), SAMPLE_INTERVAL_MS: '60000', GPU_ACTIONS: 'true', GPU_ACTIONS_INTERVAL_MS: '50', FENCE_FILE: fenceFile, KUBECONFIG: kubeconfig, NVIDIA_SMI: join(dir, 'absent') });
+    const config = loadAgentConfig({
+      NODE_NAME: 'gpu-node-0',
+      NVML_LIBRARY_PATH: library,
+      HTTP_PORT: '0',
+      KMSG_PATH: join(dir, 'kmsg'),
+      PROC_ROOT: await fakeProcRoot([]),
+      SAMPLE_INTERVAL_MS: '60000',
+      GPU_ACTIONS: 'true',
+      GPU_ACTIONS_INTERVAL_MS: '50',
+      FENCE_FILE: fenceFile,
+      KUBECONFIG: kubeconfig,
+      NVIDIA_SMI: join(dir, 'absent'),
+    });
     writeFileSync(join(dir, 'kmsg'), '');
     const core = loadKubeConfig({ kubeconfigPath: kubeconfig }).makeApiClient(CoreV1Api);
     // The UUID of the mock's GPU 3, as the functions would take it from the inventory.
     const uuid = JSON.parse(readFileSync(join(MOCK_NVML_SCENARIOS, 'dgx-a100-8x.json'), 'utf8')).gpus[3].uuid as string;
-    const request = { id: 'fence.test0001', action: 'fence', gpuUuid: uuid, incident: 'gpu-node-0/x/xid-95', requestedAt: new Date().toISOString(), timeoutSeconds: 600 };
-    await core.patchNode({ name: 'gpu-node-0', body: { metadata: { annotations: { [GPU_ACTIONS_ANNOTATION]: JSON.stringify([request]) } } } }, setHeaderOptions('Content-Type', PatchStrategy.MergePatch));
+    const request = {
+      id: 'fence.test0001',
+      action: 'fence',
+      gpuUuid: uuid,
+      incident: 'gpu-node-0/x/xid-95',
+      requestedAt: new Date().toISOString(),
+      timeoutSeconds: 600,
+    };
+    await core.patchNode(
+      {
+        name: 'gpu-node-0',
+        body: { metadata: { annotations: { [GPU_ACTIONS_ANNOTATION]: JSON.stringify([request]) } } },
+      },
+      setHeaderOptions('Content-Type', PatchStrategy.MergePatch),
+    );
 
     const printed: { detailType: string; detail: Record<string, unknown> }[] = [];
     const logs: string[] = [];
@@ -90,11 +132,20 @@ describe('gpu-reflex agent with GPU_ACTIONS=true', () => {
     const stop = new AbortController();
     // --dry-run prints events instead of publishing; the actuator then does nothing to a GPU or file.
     const exit = runAgent({ config, io, stop: stop.signal, print: true, env: { UV_THREADPOOL_SIZE: '8' } });
-    await Promise.race([done, exit.then((code) => Promise.reject(new Error(`agent exited ${code}: ${logs.join('\n')}`)))]);
+    await Promise.race([
+      done,
+      exit.then((code) => Promise.reject(new Error(`agent exited ${code}: ${logs.join('\n')}`))),
+    ]);
     stop.abort();
     expect(await exit).toBe(0);
     const result = printed.find((e) => e.detailType === 'GPU Action Result')!.detail;
-    expect(result).toMatchObject({ node: 'gpu-node-0', requestId: 'fence.test0001', action: 'fence', state: 'done', dryRun: true });
+    expect(result).toMatchObject({
+      node: 'gpu-node-0',
+      requestId: 'fence.test0001',
+      action: 'fence',
+      state: 'done',
+      dryRun: true,
+    });
     expect(String(result.reason)).toMatch(/^dry run/);
     expect(printed.filter((e) => e.detailType === 'GPU Action Result')).toHaveLength(1);
     // dry run: neither the file nor the Node was written

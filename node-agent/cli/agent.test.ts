@@ -19,9 +19,14 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 function agent(args: string[], env: Record<string, string>): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
     // A clean environment: only what the agent is given, plus PATH for node itself.
-    const child = execFile(process.execPath, ['bin/gpu-reflex.js', 'agent', ...args], { cwd: ROOT, env: { PATH: process.env.PATH ?? '', NODE_NAME: 'gpu-node-1', ...env } }, (err, stdout, stderr) => {
-      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
-    });
+    const child = execFile(
+      process.execPath,
+      ['bin/gpu-reflex.js', 'agent', ...args],
+      { cwd: ROOT, env: { PATH: process.env.PATH ?? '', NODE_NAME: 'gpu-node-1', ...env } },
+      (err, stdout, stderr) => {
+        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr });
+      },
+    );
     child.stdin?.end();
   });
 }
@@ -45,14 +50,36 @@ describe('gpu-reflex agent (process)', () => {
       SPOOL_PATH: join(procRoot, 'never-used.jsonl'),
     });
     expect(r.code, r.stderr).toBe(0);
-    const lines = r.stdout.trim().split('\n').map((l) => JSON.parse(l) as { source: string; detailType: string; time: string; detail: Record<string, unknown> });
+    const lines = r.stdout
+      .trim()
+      .split('\n')
+      .map(
+        (l) => JSON.parse(l) as { source: string; detailType: string; time: string; detail: Record<string, unknown> },
+      );
     expect(lines.map((l) => l.detailType)).toEqual(['GPU Inventory']);
     for (const l of lines) {
-      const envelope = { version: '0', id: 'dry-run', 'detail-type': l.detailType, source: l.source, account: '000000000000', time: l.time.replace(/\.\d+Z$/, 'Z'), region: 'us-east-1', resources: [], detail: l.detail };
+      const envelope = {
+        version: '0',
+        id: 'dry-run',
+        'detail-type': l.detailType,
+        source: l.source,
+        account: '000000000000',
+        time: l.time.replace(/\.\d+Z$/, 'Z'),
+        region: 'us-east-1',
+        resources: [],
+        detail: l.detail,
+      };
       expect(validateEvent(envelope)).toMatchObject({ ok: true });
     }
-    const gpus = lines[0]!.detail.gpus as { migMode: string; migDevices: unknown[]; processes: { pid: number; podUid?: string }[] }[];
-    expect(gpus.map((g) => [g.migMode, g.migDevices.length])).toEqual([['enabled', 7], ['enabled', 3]]);
+    const gpus = lines[0]!.detail.gpus as {
+      migMode: string;
+      migDevices: unknown[];
+      processes: { pid: number; podUid?: string }[];
+    }[];
+    expect(gpus.map((g) => [g.migMode, g.migDevices.length])).toEqual([
+      ['enabled', 7],
+      ['enabled', 3],
+    ]);
     expect(gpus[1]!.processes).toEqual([expect.objectContaining({ pid: 2301, podUid: podUidOf(2301) })]);
   });
 
@@ -80,7 +107,9 @@ describe('agentCommand.run (in-process)', () => {
     vi.stubEnv('PROC_ROOT', await fakeProcRoot([]));
     const out: string[] = [];
     const err: string[] = [];
-    expect(await agentCommand.run(['--once', '--dry-run'], { out: (l) => out.push(l), err: (l) => err.push(l) })).toBe(0);
+    expect(await agentCommand.run(['--once', '--dry-run'], { out: (l) => out.push(l), err: (l) => err.push(l) })).toBe(
+      0,
+    );
     expect(out.map((l) => (JSON.parse(l) as { detailType: string }).detailType)).toEqual(['GPU Inventory']);
     for (const l of err) expect(JSON.parse(l)).toHaveProperty('level');
   });

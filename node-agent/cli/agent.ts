@@ -45,7 +45,11 @@ export const agentCommand: Command = {
   async run(args, io) {
     let values;
     try {
-      ({ values } = parseArgs({ args, strict: true, options: { once: { type: 'boolean' }, 'dry-run': { type: 'boolean' } } }));
+      ({ values } = parseArgs({
+        args,
+        strict: true,
+        options: { once: { type: 'boolean' }, 'dry-run': { type: 'boolean' } },
+      }));
     } catch (err) {
       throw new UsageError((err as Error).message);
     }
@@ -62,7 +66,14 @@ export const agentCommand: Command = {
     process.once('SIGTERM', onSignal);
     process.once('SIGINT', onSignal);
     try {
-      return await runAgent({ config, io, stop: stop.signal, once: values.once ?? false, print: values['dry-run'] ?? false, env: process.env });
+      return await runAgent({
+        config,
+        io,
+        stop: stop.signal,
+        once: values.once ?? false,
+        print: values['dry-run'] ?? false,
+        env: process.env,
+      });
     } finally {
       process.off('SIGTERM', onSignal);
       process.off('SIGINT', onSignal);

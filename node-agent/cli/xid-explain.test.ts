@@ -11,7 +11,12 @@ function capture(): CliIo & { lines: string[]; errors: string[] } {
 async function run(...args: string[]) {
   const io = capture();
   const code = await main(['xid', 'explain', ...args], io);
-  return { code, out: io.lines.join('\n'), err: io.errors.join('\n'), json: () => JSON.parse(io.lines[0]!) as Record<string, unknown> };
+  return {
+    code,
+    out: io.lines.join('\n'),
+    err: io.errors.join('\n'),
+    json: () => JSON.parse(io.lines[0]!) as Record<string, unknown>,
+  };
 }
 
 describe('gpu-reflex xid explain', () => {
@@ -36,7 +41,11 @@ describe('gpu-reflex xid explain', () => {
     expect(ber.out).toContain('sub-code: NETIR_BER_EVENT (intrinfo 0x00000013, errorStatus 0x00000000): IGNORE');
     expect(ber.out).toContain('gpu-reflex: observe');
     const down = await run('149', '--subcode', '0x01000011:0x0', '--json');
-    expect(down.json()).toMatchObject({ xid: 149, subcode: { intrinfo: 0x01000011, errorStatus: 0, verdict: 'reset' }, gpuReflex: { action: 'quarantine-gpu' } });
+    expect(down.json()).toMatchObject({
+      xid: 149,
+      subcode: { intrinfo: 0x01000011, errorStatus: 0, verdict: 'reset' },
+      gpuReflex: { action: 'quarantine-gpu' },
+    });
     expect((await run('149', '--subcode', '7f 0')).out).toContain("not in NVIDIA's decode sheet");
   });
 

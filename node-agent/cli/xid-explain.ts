@@ -58,7 +58,11 @@ function explain(xid: number, subcode: { intrinfo: number; errorStatus: number }
   const info = describeXid(xid);
   const names = nvidiaNames(xid);
   const decoded = subcode ? nvlink5Verdict(xid, subcode, undefined) : undefined;
-  const action = decoded ? (decoded.verdict === 'observe' ? { action: 'observe' as const, then: [] } : { action: info.action, then: info.then }) : { action: info.action, then: info.then };
+  const action = decoded
+    ? decoded.verdict === 'observe'
+      ? { action: 'observe' as const, then: [] }
+      : { action: info.action, then: info.then }
+    : { action: info.action, then: info.then };
   return {
     xid,
     listed: info.listed,
@@ -66,22 +70,46 @@ function explain(xid: number, subcode: { intrinfo: number; errorStatus: number }
     description: info.description,
     meaning: info.meaning,
     nvidia: { immediate: info.nvidiaAction, investigatory: names?.investigatory ?? '' },
-    ...(subcode ? { subcode: { ...subcode, decoded: decoded?.decode ? decodeWords(decoded.decode) : 'not in NVIDIA\'s decode sheet', verdict: decoded!.verdict, why: decoded!.why } } : {}),
-    gpuReflex: { ...action, escalateOnRepeat: info.escalateOnRepeat, notify: info.notify, recommendation: info.recommendation },
+    ...(subcode
+      ? {
+          subcode: {
+            ...subcode,
+            decoded: decoded?.decode ? decodeWords(decoded.decode) : "not in NVIDIA's decode sheet",
+            verdict: decoded!.verdict,
+            why: decoded!.why,
+          },
+        }
+      : {}),
+    gpuReflex: {
+      ...action,
+      escalateOnRepeat: info.escalateOnRepeat,
+      notify: info.notify,
+      recommendation: info.recommendation,
+    },
   };
 }
 
 function text(e: ReturnType<typeof explain>): string[] {
-  const lines = [e.listed ? `XID ${e.xid}  ${e.mnemonic.replace(/\s*\n\s*/g, ' ')}` : `XID ${e.xid}  (not in NVIDIA's catalog)`];
+  const lines = [
+    e.listed ? `XID ${e.xid}  ${e.mnemonic.replace(/\s*\n\s*/g, ' ')}` : `XID ${e.xid}  (not in NVIDIA's catalog)`,
+  ];
   if (e.listed) {
     lines.push(`  NVIDIA: ${e.description.replace(/\s*\n\s*/g, ' ')}`);
-    lines.push(`  immediate action: ${e.nvidia.immediate === 'NONE_GIVEN' ? 'none given (NONE_GIVEN)' : e.nvidia.immediate}`);
-    if (e.nvidia.investigatory) lines.push(`  investigatory action: ${e.nvidia.investigatory.replace(/\s*\n\s*/g, '; ')}`);
+    lines.push(
+      `  immediate action: ${e.nvidia.immediate === 'NONE_GIVEN' ? 'none given (NONE_GIVEN)' : e.nvidia.immediate}`,
+    );
+    if (e.nvidia.investigatory)
+      lines.push(`  investigatory action: ${e.nvidia.investigatory.replace(/\s*\n\s*/g, '; ')}`);
   } else {
     lines.push(`  ${e.meaning}`);
   }
-  if (e.subcode) lines.push(`  sub-code: ${e.subcode.decoded} → ${e.subcode.verdict === 'observe' ? 'observe' : 'reset'} (${e.subcode.why})`);
-  lines.push(`  gpu-reflex: ${chain(e.gpuReflex)}${e.gpuReflex.escalateOnRepeat ? ', escalating on repeats across workloads' : ''}${e.gpuReflex.notify ? ', a person is told' : ''}`);
+  if (e.subcode)
+    lines.push(
+      `  sub-code: ${e.subcode.decoded} → ${e.subcode.verdict === 'observe' ? 'observe' : 'reset'} (${e.subcode.why})`,
+    );
+  lines.push(
+    `  gpu-reflex: ${chain(e.gpuReflex)}${e.gpuReflex.escalateOnRepeat ? ', escalating on repeats across workloads' : ''}${e.gpuReflex.notify ? ', a person is told' : ''}`,
+  );
   lines.push(`  why: ${e.gpuReflex.recommendation}`);
   return lines;
 }
@@ -94,18 +122,31 @@ export function createXidExplainCommand(kit: ExplainKit): ExplainCommand {
     async run(args, io) {
       let parsed;
       try {
-        parsed = parseArgs({ args, allowPositionals: true, options: { subcode: { type: 'string' }, json: { type: 'boolean' } } });
+        parsed = parseArgs({
+          args,
+          allowPositionals: true,
+          options: { subcode: { type: 'string' }, json: { type: 'boolean' } },
+        });
       } catch (err) {
         throw kit.usage((err as Error).message);
       }
       const { values, positionals } = parsed;
-      if (positionals.length !== 1) throw kit.usage(positionals.length === 0 ? 'give one XID number (e.g. gpu-reflex xid explain 79)' : `one XID at a time, got ${positionals.join(' ')}`);
+      if (positionals.length !== 1)
+        throw kit.usage(
+          positionals.length === 0
+            ? 'give one XID number (e.g. gpu-reflex xid explain 79)'
+            : `one XID at a time, got ${positionals.join(' ')}`,
+        );
       const raw = positionals[0]!;
       if (!/^\d{1,6}$/.test(raw)) throw kit.usage(`XID must be a number, got "${raw}"`);
       const xid = Number(raw);
-      if (values.subcode !== undefined && !NVLINK5_XIDS.has(xid)) throw kit.usage(`--subcode is for the NVLink5 XIDs 144-150, not XID ${xid}`);
+      if (values.subcode !== undefined && !NVLINK5_XIDS.has(xid))
+        throw kit.usage(`--subcode is for the NVLink5 XIDs 144-150, not XID ${xid}`);
       const subcode = values.subcode === undefined ? undefined : parseSubcode(values.subcode);
-      if (values.subcode !== undefined && !subcode) throw kit.usage(`--subcode: expected INTRINFO,ERRORSTATUS as two hex words (e.g. 0x00000013,0x00000000), got "${values.subcode}"`);
+      if (values.subcode !== undefined && !subcode)
+        throw kit.usage(
+          `--subcode: expected INTRINFO,ERRORSTATUS as two hex words (e.g. 0x00000013,0x00000000), got "${values.subcode}"`,
+        );
       const e = explain(xid, subcode);
       if (values.json) io.out(JSON.stringify(e));
       else for (const l of text(e)) io.out(l);

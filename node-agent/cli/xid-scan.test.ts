@@ -15,7 +15,9 @@ function capture(input?: string): CliIo & { lines: string[]; errors: string[]; x
     errors,
     out: (l) => lines.push(l),
     err: (l) => errors.push(l),
-    ...(input === undefined ? {} : { readInput: async (p: string) => (p === '-' ? input : Promise.reject(new Error(p))) }),
+    ...(input === undefined
+      ? {}
+      : { readInput: async (p: string) => (p === '-' ? input : Promise.reject(new Error(p))) }),
     xids: () => lines.map((l) => JSON.parse(l) as KernelXid),
   };
 }
@@ -25,9 +27,32 @@ const piped = createXidScanCommand({ stdinIsTTY: () => false });
 
 describe('gpu-reflex xid scan', () => {
   it.each([
-    ['dmesg.log', [['00000000:3B:00.0', 79], ['00000000:07:00.0', 31], ['00000000:B7:00.0', 48], ['00000000:C1:00.0', 43]]],
-    ['kmsg.txt', [['00000000:07:00.0', 13], ['00000000:07:00.0', 13], ['00000000:47:00.0', 94]]],
-    ['journald.log', [['00000000:4E:00.0', 74], ['00000000:01:00.0', 13], ['00000000:90:00.0', 999], ['00000000:BD:00.0', 119]]],
+    [
+      'dmesg.log',
+      [
+        ['00000000:3B:00.0', 79],
+        ['00000000:07:00.0', 31],
+        ['00000000:B7:00.0', 48],
+        ['00000000:C1:00.0', 43],
+      ],
+    ],
+    [
+      'kmsg.txt',
+      [
+        ['00000000:07:00.0', 13],
+        ['00000000:07:00.0', 13],
+        ['00000000:47:00.0', 94],
+      ],
+    ],
+    [
+      'journald.log',
+      [
+        ['00000000:4E:00.0', 74],
+        ['00000000:01:00.0', 13],
+        ['00000000:90:00.0', 999],
+        ['00000000:BD:00.0', 119],
+      ],
+    ],
   ])('prints one JSON object per XID in %s', async (name, expected) => {
     const io = capture();
     expect(await tty.run([fixture(name)], io)).toBe(0);

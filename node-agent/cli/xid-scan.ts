@@ -62,18 +62,26 @@ export function createXidScanCommand(deps: XidScanDeps = {}): Command {
         throw new UsageError((err as Error).message);
       }
       const { values, positionals } = parsed;
-      if (positionals.length > 1) throw new UsageError(`one FILE at most, got ${positionals.length}: ${positionals.join(' ')}`);
+      if (positionals.length > 1)
+        throw new UsageError(`one FILE at most, got ${positionals.length}: ${positionals.join(' ')}`);
       const isTTY = deps.stdinIsTTY ?? (() => Boolean(process.stdin.isTTY));
       const file = positionals[0] ?? (isTTY() ? undefined : '-');
-      if (file === undefined) throw new UsageError('give a FILE to scan, or - for standard input (e.g. gpu-reflex xid scan /dev/kmsg)');
-      if (file === '-' && values.follow) throw new UsageError('--follow needs a FILE: standard input is read to its end anyway');
+      if (file === undefined)
+        throw new UsageError('give a FILE to scan, or - for standard input (e.g. gpu-reflex xid scan /dev/kmsg)');
+      if (file === '-' && values.follow)
+        throw new UsageError('--follow needs a FILE: standard input is read to its end anyway');
 
-      const lines = file === '-' ? stdinLines(io, deps) : readLogLines(file, { ...deps.readOptions, follow: values.follow ?? false });
+      const lines =
+        file === '-'
+          ? stdinLines(io, deps)
+          : readLogLines(file, { ...deps.readOptions, follow: values.follow ?? false });
       try {
         for await (const xid of scanXids(lines)) io.out(JSON.stringify(xid));
       } catch (err) {
         const e = err as NodeJS.ErrnoException;
-        io.err(`gpu-reflex xid scan: cannot read ${file}: ${errnoPhrase(e) ?? e.message}${e.code === 'EACCES' ? ' (reading /dev/kmsg needs root or CAP_SYSLOG)' : ''}`);
+        io.err(
+          `gpu-reflex xid scan: cannot read ${file}: ${errnoPhrase(e) ?? e.message}${e.code === 'EACCES' ? ' (reading /dev/kmsg needs root or CAP_SYSLOG)' : ''}`,
+        );
         return 1;
       }
       return 0;

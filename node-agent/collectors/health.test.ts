@@ -3,12 +3,19 @@ import fc from 'fast-check';
 import { HealthEvaluator, DEFAULT_THRESHOLDS } from './health.ts';
 import type { GpuReading } from './reading.ts';
 
-const base: GpuReading = { index: 0, uuid: 'GPU-5f2c3a1e-8d41-4b7a-9e0f-1c2d3e4f5a6b', pciBusId: '00000000:3B:00.0', name: 'NVIDIA A100-SXM4-80GB' };
+const base: GpuReading = {
+  index: 0,
+  uuid: 'GPU-5f2c3a1e-8d41-4b7a-9e0f-1c2d3e4f5a6b',
+  pciBusId: '00000000:3B:00.0',
+  name: 'NVIDIA A100-SXM4-80GB',
+};
 const at = (s: number) => s * 1000;
 
 /** Feeds a series of partial readings one second apart and returns [second, condition, state, severity] per event. */
 function run(series: Partial<GpuReading>[], ev = new HealthEvaluator()) {
-  return series.flatMap((r, i) => ev.evaluate([{ ...base, ...r }], at(i)).map((e) => [i, e.condition, e.state, e.severity] as const));
+  return series.flatMap((r, i) =>
+    ev.evaluate([{ ...base, ...r }], at(i)).map((e) => [i, e.condition, e.state, e.severity] as const),
+  );
 }
 
 describe('HealthEvaluator', () => {
@@ -28,7 +35,13 @@ describe('HealthEvaluator', () => {
   });
 
   it('reports power above 90% of the enforced limit, as information (a busy GPU runs at its limit)', () => {
-    expect(run([{ powerW: 300, powerLimitW: 400 }, { powerW: 380, powerLimitW: 400 }, { powerW: 330, powerLimitW: 400 }])).toEqual([
+    expect(
+      run([
+        { powerW: 300, powerLimitW: 400 },
+        { powerW: 380, powerLimitW: 400 },
+        { powerW: 330, powerLimitW: 400 },
+      ]),
+    ).toEqual([
       [1, 'power', 'firing', 'info'],
       [2, 'power', 'resolved', 'info'],
     ]);
@@ -38,7 +51,8 @@ describe('HealthEvaluator', () => {
     const ev = new HealthEvaluator();
     const events: string[] = [];
     for (let s = 0; s <= 400; s += 10) {
-      for (const e of ev.evaluate([{ ...base, utilPercent: s < 350 ? 99 : 50 }], at(s))) events.push(`${s}:${e.condition}:${e.state}`);
+      for (const e of ev.evaluate([{ ...base, utilPercent: s < 350 ? 99 : 50 }], at(s)))
+        events.push(`${s}:${e.condition}:${e.state}`);
     }
     expect(events).toEqual(['300:utilization-high:firing', '350:utilization-high:resolved']);
   });
@@ -47,14 +61,23 @@ describe('HealthEvaluator', () => {
     const ev = new HealthEvaluator();
     const events: string[] = [];
     for (let s = 0; s <= 520; s += 10) {
-      for (const e of ev.evaluate([{ ...base, utilPercent: s === 200 ? 10 : 99 }], at(s))) events.push(`${s}:${e.state}`);
+      for (const e of ev.evaluate([{ ...base, utilPercent: s === 200 ? 10 : 99 }], at(s)))
+        events.push(`${s}:${e.state}`);
     }
     // The dip at 200 s restarts the clock at 210 s: five minutes later is 510 s.
     expect(events).toEqual(['510:firing']);
   });
 
   it('fires on every new uncorrected ECC error and clears when the counters reset', () => {
-    expect(run([{ eccUncorrectedVolatile: 0 }, { eccUncorrectedVolatile: 1 }, { eccUncorrectedVolatile: 1 }, { eccUncorrectedVolatile: 3 }, { eccUncorrectedVolatile: 0 }])).toEqual([
+    expect(
+      run([
+        { eccUncorrectedVolatile: 0 },
+        { eccUncorrectedVolatile: 1 },
+        { eccUncorrectedVolatile: 1 },
+        { eccUncorrectedVolatile: 3 },
+        { eccUncorrectedVolatile: 0 },
+      ]),
+    ).toEqual([
       [1, 'ecc-uncorrected', 'firing', 'critical'],
       [3, 'ecc-uncorrected', 'firing', 'critical'],
       [4, 'ecc-uncorrected', 'resolved', 'info'],
@@ -62,7 +85,9 @@ describe('HealthEvaluator', () => {
   });
 
   it('reports pending row remaps and remap failures', () => {
-    const rows = (pending: boolean, failure: boolean) => ({ remappedRows: { correctable: 0, uncorrectable: 1, pending, failure } });
+    const rows = (pending: boolean, failure: boolean) => ({
+      remappedRows: { correctable: 0, uncorrectable: 1, pending, failure },
+    });
     expect(run([rows(false, false), rows(true, false), rows(true, true), rows(false, false)])).toEqual([
       [1, 'row-remap-pending', 'firing', 'warning'],
       [2, 'row-remap-failure', 'firing', 'critical'],
@@ -72,21 +97,36 @@ describe('HealthEvaluator', () => {
   });
 
   it('ignores normal clock reasons and reports hardware throttling', () => {
-    expect(run([{ throttleReasons: ['gpuIdle'] }, { throttleReasons: ['swPowerCap'] }, { throttleReasons: ['hwSlowdown'] }, { throttleReasons: [] }])).toEqual([
+    expect(
+      run([
+        { throttleReasons: ['gpuIdle'] },
+        { throttleReasons: ['swPowerCap'] },
+        { throttleReasons: ['hwSlowdown'] },
+        { throttleReasons: [] },
+      ]),
+    ).toEqual([
       [2, 'throttling', 'firing', 'warning'],
       [3, 'throttling', 'resolved', 'info'],
     ]);
   });
 
   it('counts only NVLinks that were up as down', () => {
-    expect(run([{ nvlinkActive: [true, true, false] }, { nvlinkActive: [true, false, false] }, { nvlinkActive: [true, true, false] }])).toEqual([
+    expect(
+      run([
+        { nvlinkActive: [true, true, false] },
+        { nvlinkActive: [true, false, false] },
+        { nvlinkActive: [true, true, false] },
+      ]),
+    ).toEqual([
       [1, 'nvlink-down', 'firing', 'critical'],
       [2, 'nvlink-down', 'resolved', 'info'],
     ]);
   });
 
   it('turns GPU_IS_LOST into one gpu-lost event and nothing else for that GPU', () => {
-    expect(run([{ temperatureC: 60 }, { lost: true, temperatureC: 99 }, { lost: true }])).toEqual([[1, 'gpu-lost', 'firing', 'critical']]);
+    expect(run([{ temperatureC: 60 }, { lost: true, temperatureC: 99 }, { lost: true }])).toEqual([
+      [1, 'gpu-lost', 'firing', 'critical'],
+    ]);
   });
 
   it('reports the recovery action NVML asks for', () => {
@@ -105,23 +145,35 @@ describe('HealthEvaluator', () => {
     expect(fired).toEqual([expect.objectContaining({ condition: 'monitoring-degraded', state: 'firing' })]);
     expect(fired[0]!.gpu).toBeUndefined();
     expect(ev.sampleFailed('again')).toEqual([]);
-    expect(ev.evaluate([base], 0)).toEqual([expect.objectContaining({ condition: 'monitoring-degraded', state: 'resolved' })]);
+    expect(ev.evaluate([base], 0)).toEqual([
+      expect.objectContaining({ condition: 'monitoring-degraded', state: 'resolved' }),
+    ]);
   });
 
   it('alternates firing and resolved per condition, whatever the input', () => {
     fc.assert(
-      fc.property(fc.array(fc.record({ temperatureC: fc.integer({ min: 0, max: 120 }), utilPercent: fc.integer({ min: 0, max: 100 }), powerW: fc.integer({ min: 0, max: 500 }) }), { maxLength: 60 }), (series) => {
-        const ev = new HealthEvaluator();
-        const last = new Map<string, string>();
-        series.forEach((r, i) => {
-          for (const e of ev.evaluate([{ ...base, ...r, powerLimitW: 400 }], at(i * 30))) {
-            const prev = last.get(e.condition) ?? 'resolved';
-            // A resolved event only ever follows a firing one.
-            if (e.state === 'resolved') expect(prev).toBe('firing');
-            last.set(e.condition, e.state);
-          }
-        });
-      }),
+      fc.property(
+        fc.array(
+          fc.record({
+            temperatureC: fc.integer({ min: 0, max: 120 }),
+            utilPercent: fc.integer({ min: 0, max: 100 }),
+            powerW: fc.integer({ min: 0, max: 500 }),
+          }),
+          { maxLength: 60 },
+        ),
+        (series) => {
+          const ev = new HealthEvaluator();
+          const last = new Map<string, string>();
+          series.forEach((r, i) => {
+            for (const e of ev.evaluate([{ ...base, ...r, powerLimitW: 400 }], at(i * 30))) {
+              const prev = last.get(e.condition) ?? 'resolved';
+              // A resolved event only ever follows a firing one.
+              if (e.state === 'resolved') expect(prev).toBe('firing');
+              last.set(e.condition, e.state);
+            }
+          });
+        },
+      ),
     );
   });
 });

@@ -99,13 +99,16 @@ export class HealthEvaluator {
    */
   eccMemory(): EccMemory {
     const out: EccMemory = {};
-    for (const [key, s] of this.state) if (key.endsWith('/ecc-uncorrected') && s.last !== undefined) out[key.slice(0, -'/ecc-uncorrected'.length)] = s.last;
+    for (const [key, s] of this.state)
+      if (key.endsWith('/ecc-uncorrected') && s.last !== undefined)
+        out[key.slice(0, -'/ecc-uncorrected'.length)] = s.last;
     return out;
   }
 
   /** Restores what eccMemory() returned before a restart (the condition's level is not restored). */
   restoreEcc(memory: EccMemory): void {
-    for (const [uuid, last] of Object.entries(memory)) if (Number.isFinite(last) && last >= 0) this.state.set(`${uuid}/ecc-uncorrected`, { level: 0, last });
+    for (const [uuid, last] of Object.entries(memory))
+      if (Number.isFinite(last) && last >= 0) this.state.set(`${uuid}/ecc-uncorrected`, { level: 0, last });
   }
 
   /**
@@ -122,7 +125,12 @@ export class HealthEvaluator {
     const out: HealthEvent[] = [];
     if (this.degraded) {
       this.degraded = false;
-      out.push({ condition: 'monitoring-degraded', state: 'resolved', severity: 'info', message: 'NVML answers again' });
+      out.push({
+        condition: 'monitoring-degraded',
+        state: 'resolved',
+        severity: 'info',
+        message: 'NVML answers again',
+      });
     }
     this.failures = 0;
     for (const r of readings) out.push(...this.evaluateGpu(r, nowMs));
@@ -134,7 +142,14 @@ export class HealthEvaluator {
     this.failures++;
     if (this.degraded || this.failures < this.t.monitoringFailures) return [];
     this.degraded = true;
-    return [{ condition: 'monitoring-degraded', state: 'firing', severity: 'warning', message: `cannot read GPUs: ${reason} (${this.failures} samples in a row)` }];
+    return [
+      {
+        condition: 'monitoring-degraded',
+        state: 'firing',
+        severity: 'warning',
+        message: `cannot read GPUs: ${reason} (${this.failures} samples in a row)`,
+      },
+    ];
   }
 
   private evaluateGpu(r: GpuReading, now: number): HealthEvent[] {
@@ -157,41 +172,104 @@ export class HealthEvaluator {
       const { warn, crit, own } = this.temperatureLimits(r);
       // A GPU's own limit is reached AT its value (integer °C), the configured ones are exceeded.
       const edge = own ? 1 : 0;
-      const lvl = banded(t, levelOf('temperature'), [[crit - edge, 'critical'], [warn - edge, 'warning']], this.t.hysteresis);
+      const lvl = banded(
+        t,
+        levelOf('temperature'),
+        [
+          [crit - edge, 'critical'],
+          [warn - edge, 'warning'],
+        ],
+        this.t.hysteresis,
+      );
       const limit = lvl === 'critical' ? crit : warn;
-      const what = own ? (lvl === 'critical' ? "this GPU's slowdown temperature" : "this GPU's max operating temperature") : 'the configured limit';
-      step('temperature', lvl, lvl ? `temperature ${t} °C ${own ? 'reached' : 'above'} ${what} (${limit} °C)` : `temperature back to ${t} °C`, {
-        value: t, threshold: limit, unit: 'C',
-      });
+      const what = own
+        ? lvl === 'critical'
+          ? "this GPU's slowdown temperature"
+          : "this GPU's max operating temperature"
+        : 'the configured limit';
+      step(
+        'temperature',
+        lvl,
+        lvl ? `temperature ${t} °C ${own ? 'reached' : 'above'} ${what} (${limit} °C)` : `temperature back to ${t} °C`,
+        {
+          value: t,
+          threshold: limit,
+          unit: 'C',
+        },
+      );
     }
     if (r.memoryTemperatureC !== undefined) {
       const t = r.memoryTemperatureC;
       const max = r.temperatureLimits?.memMaxC ?? this.t.memoryTemperatureMaxC;
-      const lvl = banded(t, levelOf('memory-temperature'), [[max - 1, 'critical'], [max - 6, 'warning']], this.t.hysteresis);
-      step('memory-temperature', lvl, lvl ? `memory (HBM) temperature ${t} °C ${lvl === 'critical' ? 'reached' : 'within 5 °C of'} its limit (${max} °C)` : `memory temperature back to ${t} °C`, {
-        value: t, threshold: lvl === 'warning' ? max - 5 : max, unit: 'C',
-      });
+      const lvl = banded(
+        t,
+        levelOf('memory-temperature'),
+        [
+          [max - 1, 'critical'],
+          [max - 6, 'warning'],
+        ],
+        this.t.hysteresis,
+      );
+      step(
+        'memory-temperature',
+        lvl,
+        lvl
+          ? `memory (HBM) temperature ${t} °C ${lvl === 'critical' ? 'reached' : 'within 5 °C of'} its limit (${max} °C)`
+          : `memory temperature back to ${t} °C`,
+        {
+          value: t,
+          threshold: lvl === 'warning' ? max - 5 : max,
+          unit: 'C',
+        },
+      );
     }
     if (r.powerW !== undefined && r.powerLimitW) {
       // Information, not an alarm: a busy GPU runs at its power limit (a healthy H200 under load
       // read 99% of 700 W), and the hardware enforces the cap itself.
       const pct = (100 * r.powerW) / r.powerLimitW;
       const lvl = banded(pct, levelOf('power'), [[this.t.powerHighPercent, 'info']], this.t.hysteresis);
-      step('power', lvl, lvl ? `power ${r.powerW} W is ${pct.toFixed(0)}% of the ${r.powerLimitW} W limit` : `power back to ${pct.toFixed(0)}% of the limit`, {
-        value: round(pct), threshold: this.t.powerHighPercent, unit: '%',
-      });
+      step(
+        'power',
+        lvl,
+        lvl
+          ? `power ${r.powerW} W is ${pct.toFixed(0)}% of the ${r.powerLimitW} W limit`
+          : `power back to ${pct.toFixed(0)}% of the limit`,
+        {
+          value: round(pct),
+          threshold: this.t.powerHighPercent,
+          unit: '%',
+        },
+      );
     }
     if (r.pcieLink) out.push(...this.pcie(r, gpu));
     if (r.fabric) out.push(...this.fabric(r, gpu, now));
     if (r.sramThresholdExceeded !== undefined) {
-      step('sram-threshold-exceeded', r.sramThresholdExceeded ? 'critical' : 0, r.sramThresholdExceeded ? 'SRAM uncorrectable errors exceed NVIDIA\'s field-diagnostic threshold: replace the GPU (RMA)' : 'SRAM errors below the RMA threshold');
+      step(
+        'sram-threshold-exceeded',
+        r.sramThresholdExceeded ? 'critical' : 0,
+        r.sramThresholdExceeded
+          ? "SRAM uncorrectable errors exceed NVIDIA's field-diagnostic threshold: replace the GPU (RMA)"
+          : 'SRAM errors below the RMA threshold',
+      );
     }
     if (r.memoryUsedMiB !== undefined && r.memoryTotalMiB) {
       const pct = (100 * r.memoryUsedMiB) / r.memoryTotalMiB;
-      const lvl = banded(pct, levelOf('framebuffer-high'), [[this.t.framebufferHighPercent, 'warning']], this.t.hysteresis);
-      step('framebuffer-high', lvl, lvl ? `framebuffer ${pct.toFixed(0)}% used` : `framebuffer back to ${pct.toFixed(0)}% used`, {
-        value: round(pct), threshold: this.t.framebufferHighPercent, unit: '%',
-      });
+      const lvl = banded(
+        pct,
+        levelOf('framebuffer-high'),
+        [[this.t.framebufferHighPercent, 'warning']],
+        this.t.hysteresis,
+      );
+      step(
+        'framebuffer-high',
+        lvl,
+        lvl ? `framebuffer ${pct.toFixed(0)}% used` : `framebuffer back to ${pct.toFixed(0)}% used`,
+        {
+          value: round(pct),
+          threshold: this.t.framebufferHighPercent,
+          unit: '%',
+        },
+      );
     }
     if (r.utilPercent !== undefined) out.push(...this.utilization(r, gpu, now));
     if (r.eccUncorrectedVolatile !== undefined) {
@@ -206,21 +284,48 @@ export class HealthEvaluator {
         this.state.set(key, { ...prev, last: n });
       } else if (rise > 0) {
         this.state.set(key, { level: 'critical', last: n });
-        out.push(event(gpu, 'ecc-uncorrected', 'critical', `${rise - explained} new uncorrected ECC error(s) (${n} since last reset${explained ? `; ${explained} more were contained, XID 94` : ''})`, { value: n, threshold: 0, unit: 'errors' }));
+        out.push(
+          event(
+            gpu,
+            'ecc-uncorrected',
+            'critical',
+            `${rise - explained} new uncorrected ECC error(s) (${n} since last reset${explained ? `; ${explained} more were contained, XID 94` : ''})`,
+            { value: n, threshold: 0, unit: 'errors' },
+          ),
+        );
       } else if (n < (prev.last ?? 0) || (n === 0 && prev.level !== 0)) {
         // Volatile counters reset with the GPU: the reset is what clears the condition.
         this.state.set(key, { level: 0, last: n });
-        if (prev.level !== 0) out.push(event(gpu, 'ecc-uncorrected', 0, 'ECC counters reset', { value: n, unit: 'errors' }));
+        if (prev.level !== 0)
+          out.push(event(gpu, 'ecc-uncorrected', 0, 'ECC counters reset', { value: n, unit: 'errors' }));
       }
     }
-    if (r.retiredPagesPending !== undefined) step('retired-pages-pending', r.retiredPagesPending ? 'warning' : 0, r.retiredPagesPending ? 'page retirement pending: the GPU needs a reset' : 'no page retirement pending');
+    if (r.retiredPagesPending !== undefined)
+      step(
+        'retired-pages-pending',
+        r.retiredPagesPending ? 'warning' : 0,
+        r.retiredPagesPending ? 'page retirement pending: the GPU needs a reset' : 'no page retirement pending',
+      );
     if (r.remappedRows) {
-      step('row-remap-pending', r.remappedRows.pending ? 'warning' : 0, r.remappedRows.pending ? 'row remap pending: the GPU needs a reset to apply it' : 'no row remap pending', { value: r.remappedRows.uncorrectable, unit: 'rows' });
-      step('row-remap-failure', r.remappedRows.failure ? 'critical' : 0, r.remappedRows.failure ? 'row remapping failed: no spare rows left' : 'row remapping healthy');
+      step(
+        'row-remap-pending',
+        r.remappedRows.pending ? 'warning' : 0,
+        r.remappedRows.pending ? 'row remap pending: the GPU needs a reset to apply it' : 'no row remap pending',
+        { value: r.remappedRows.uncorrectable, unit: 'rows' },
+      );
+      step(
+        'row-remap-failure',
+        r.remappedRows.failure ? 'critical' : 0,
+        r.remappedRows.failure ? 'row remapping failed: no spare rows left' : 'row remapping healthy',
+      );
     }
     if (r.throttleReasons) {
       const hw = r.throttleReasons.filter((x) => HW_THROTTLE_REASONS.has(x));
-      step('throttling', hw.length ? 'warning' : 0, hw.length ? `clocks throttled: ${hw.join(', ')}` : 'clocks no longer throttled by hardware');
+      step(
+        'throttling',
+        hw.length ? 'warning' : 0,
+        hw.length ? `clocks throttled: ${hw.join(', ')}` : 'clocks no longer throttled by hardware',
+      );
     }
     if (r.nvlinkActive) out.push(...this.nvlink(r, gpu));
     if (r.nvlinkErrors) out.push(...this.nvlinkErrors(r, gpu, now));
@@ -233,7 +338,17 @@ export class HealthEvaluator {
       const level: Level = act === 'none' ? 0 : 'critical';
       if (prev === undefined ? level !== 0 : prev.action !== act) {
         this.state.set(key, { level, action: act });
-        out.push(event(gpu, 'recovery-action', level, act === 'none' ? 'no recovery action needed' : `NVML asks for recovery action ${act}${prev?.action && prev.action !== 'none' ? ` (was ${prev.action})` : ''}`, { recoveryAction: act }));
+        out.push(
+          event(
+            gpu,
+            'recovery-action',
+            level,
+            act === 'none'
+              ? 'no recovery action needed'
+              : `NVML asks for recovery action ${act}${prev?.action && prev.action !== 'none' ? ` (was ${prev.action})` : ''}`,
+            { recoveryAction: act },
+          ),
+        );
       }
     }
     return out;
@@ -251,14 +366,28 @@ export class HealthEvaluator {
       const since = s.since ?? now;
       if (now - since >= this.t.utilHighForMs) {
         this.state.set(key, { level: 'info' });
-        return [event(gpu, 'utilization-high', 'info', `utilization above ${this.t.utilHighPercent}% for ${Math.round((now - since) / 60_000)} min`, { value: u, threshold: this.t.utilHighPercent, unit: '%' })];
+        return [
+          event(
+            gpu,
+            'utilization-high',
+            'info',
+            `utilization above ${this.t.utilHighPercent}% for ${Math.round((now - since) / 60_000)} min`,
+            { value: u, threshold: this.t.utilHighPercent, unit: '%' },
+          ),
+        ];
       }
       this.state.set(key, { level: 0, since });
       return [];
     }
     if (u < this.t.utilHighPercent - this.t.hysteresis) {
       this.state.set(key, { level: 0 });
-      return [event(gpu, 'utilization-high', 0, `utilization back to ${u}%`, { value: u, threshold: this.t.utilHighPercent, unit: '%' })];
+      return [
+        event(gpu, 'utilization-high', 0, `utilization back to ${u}%`, {
+          value: u,
+          threshold: this.t.utilHighPercent,
+          unit: '%',
+        }),
+      ];
     }
     return [];
   }
@@ -286,7 +415,17 @@ export class HealthEvaluator {
     if (level === s.level) return [];
     this.state.set(key, { level });
     const parts = [narrow ? `x${width} of x${maxWidth}` : '', slow ? `Gen${gen} of Gen${maxGen}` : ''].filter(Boolean);
-    return [event(gpu, 'pcie-link-degraded', level, level ? `PCIe link degraded: ${parts.join(', ')}${slow && busy ? ` at ${r.utilPercent}% utilization` : ''}` : `PCIe link back to Gen${gen} x${width}`, { value: width, threshold: maxWidth, unit: 'lanes' })];
+    return [
+      event(
+        gpu,
+        'pcie-link-degraded',
+        level,
+        level
+          ? `PCIe link degraded: ${parts.join(', ')}${slow && busy ? ` at ${r.utilPercent}% utilization` : ''}`
+          : `PCIe link back to Gen${gen} x${width}`,
+        { value: width, threshold: maxWidth, unit: 'lanes' },
+      ),
+    ];
   }
 
   private fabric(r: GpuReading, gpu: GpuRef, now: number): HealthEvent[] {
@@ -328,9 +467,21 @@ export class HealthEvaluator {
     const c = r.nvlinkErrors!;
     // The samples of the last minute, and the newest one before it: the count's baseline.
     const all = this.linkHistory.get(r.uuid) ?? [];
-    const seen = all.slice(Math.max(0, all.findLastIndex((h) => now - h.at > 60_000)));
+    const seen = all.slice(
+      Math.max(
+        0,
+        all.findLastIndex((h) => now - h.at > 60_000),
+      ),
+    );
     const last = seen.at(-1);
-    if (last && (c.crcFlit < last.c.crcFlit || c.crcData < last.c.crcData || c.replay < last.c.replay || c.recovery < last.c.recovery)) seen.length = 0;
+    if (
+      last &&
+      (c.crcFlit < last.c.crcFlit ||
+        c.crcData < last.c.crcData ||
+        c.replay < last.c.replay ||
+        c.recovery < last.c.recovery)
+    )
+      seen.length = 0;
     seen.push({ at: now, c });
     this.linkHistory.set(r.uuid, seen);
     const first = seen[0]!;
@@ -349,7 +500,15 @@ export class HealthEvaluator {
     if (level === 0 && prev.level !== 0 && now - first.at < 60_000) return [];
     if (level === prev.level) return [];
     this.state.set(key, { level });
-    return [event(gpu, 'nvlink-errors', level, level ? `NVLink errors in the last minute: ${parts.join(', ')}` : 'NVLink error rates back to normal', { value: crc + replay + recovery, unit: 'errors/min' })];
+    return [
+      event(
+        gpu,
+        'nvlink-errors',
+        level,
+        level ? `NVLink errors in the last minute: ${parts.join(', ')}` : 'NVLink error rates back to normal',
+        { value: crc + replay + recovery, unit: 'errors/min' },
+      ),
+    ];
   }
 
   private nvlink(r: GpuReading, gpu: GpuRef): HealthEvent[] {
@@ -357,12 +516,19 @@ export class HealthEvaluator {
     const key = `${r.uuid}/nvlink-down`;
     const s = this.state.get(key) ?? { level: 0 as Level, last: 0 };
     let everUp = s.last ?? 0;
-    r.nvlinkActive!.forEach((up, i) => { if (up) everUp |= 1 << i; });
+    r.nvlinkActive!.forEach((up, i) => {
+      if (up) everUp |= 1 << i;
+    });
     const down = r.nvlinkActive!.flatMap((up, i) => (!up && everUp & (1 << i) ? [i] : []));
     const level: Level = down.length ? 'critical' : 0;
     this.state.set(key, { level, last: everUp });
     if (level === s.level) return [];
-    return [event(gpu, 'nvlink-down', level, down.length ? `NVLink ${down.join(', ')} down` : 'all NVLinks up again', { value: down.length, unit: 'links' })];
+    return [
+      event(gpu, 'nvlink-down', level, down.length ? `NVLink ${down.join(', ')} down` : 'all NVLinks up again', {
+        value: down.length,
+        unit: 'links',
+      }),
+    ];
   }
 }
 
@@ -378,6 +544,12 @@ function banded(v: number, current: Level, bands: [number, Severity][], hysteres
 
 const round = (n: number) => Math.round(n * 10) / 10;
 
-function event(gpu: GpuRef, condition: HealthCondition, level: Level, message: string, extra: Partial<HealthEvent> = {}): HealthEvent {
+function event(
+  gpu: GpuRef,
+  condition: HealthCondition,
+  level: Level,
+  message: string,
+  extra: Partial<HealthEvent> = {},
+): HealthEvent {
   return { gpu, condition, state: level ? 'firing' : 'resolved', severity: level || 'info', message, ...extra };
 }

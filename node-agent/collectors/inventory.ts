@@ -13,7 +13,11 @@ export interface SystemInfo {
   cudaVersion?: string;
 }
 
-export function buildInventory(sys: SystemInfo, readings: readonly GpuReading[], podOfPid: ReadonlyMap<number, string | undefined>): Inventory {
+export function buildInventory(
+  sys: SystemInfo,
+  readings: readonly GpuReading[],
+  podOfPid: ReadonlyMap<number, string | undefined>,
+): Inventory {
   return {
     driverVersion: sys.driverVersion,
     ...(sys.nvmlVersion ? { nvmlVersion: sys.nvmlVersion } : {}),
@@ -50,7 +54,10 @@ export function buildInventory(sys: SystemInfo, readings: readonly GpuReading[],
 export function inventoryKey(inv: Inventory): string {
   return JSON.stringify({
     ...inv,
-    gpus: inv.gpus.map((g) => ({ ...g, processes: g.processes.map((p) => [p.pid, p.gpuInstanceId ?? null, p.podUid ?? null]).sort() })),
+    gpus: inv.gpus.map((g) => ({
+      ...g,
+      processes: g.processes.map((p) => [p.pid, p.gpuInstanceId ?? null, p.podUid ?? null]).sort(),
+    })),
   });
 }
 
@@ -61,12 +68,21 @@ export function inventoryKey(inv: Inventory): string {
  * GPU shared by time-slicing or MPS, one buggy application is one workload, not every pod there.
  */
 /** The pod whose process `pid` runs on the GPU, when the inventory knows it. */
-export function podOfPidOnGpu(inv: Inventory | undefined, gpuUuid: string, pid: number | null | undefined): string | undefined {
+export function podOfPidOnGpu(
+  inv: Inventory | undefined,
+  gpuUuid: string,
+  pid: number | null | undefined,
+): string | undefined {
   if (!pid) return undefined;
   return inv?.gpus.find((g) => g.uuid === gpuUuid)?.processes.find((p) => p.pid === pid)?.podUid;
 }
 
-export function podsOnGpu(inv: Inventory | undefined, gpuUuid: string, gpuInstanceId?: number, pid?: number | null): string[] {
+export function podsOnGpu(
+  inv: Inventory | undefined,
+  gpuUuid: string,
+  gpuInstanceId?: number,
+  pid?: number | null,
+): string[] {
   const gpu = inv?.gpus.find((g) => g.uuid === gpuUuid);
   if (!gpu) return [];
   const owner = pid ? gpu.processes.find((p) => p.pid === pid)?.podUid : undefined;

@@ -8,7 +8,7 @@ const UID_A = '7c1e4b52-93a0-4d8e-b6f1-2a9c0e5d7f31';
 const UID_B = '0b4f3a9e-1111-4d8e-b6f1-2a9c0e5d7f32';
 
 describe('kubeletLogPodNames', () => {
-  it('names pods by UID from the kubelet\'s log directories, with the container when there is one', async () => {
+  it("names pods by UID from the kubelet's log directories, with the container when there is one", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'pods-'));
     mkdirSync(join(dir, `ml-training_llama-ft-worker-3_${UID_A}`, 'trainer'), { recursive: true });
     mkdirSync(join(dir, `research_notebook-0_${UID_B}`, 'jupyter'), { recursive: true });

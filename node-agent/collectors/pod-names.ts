@@ -9,7 +9,8 @@ import { join } from 'node:path';
 import type { PodName, PodNames } from '../dcgm.ts';
 
 /** `<namespace>_<pod>_<uid>`: namespaces and pod names cannot hold `_`, so the split is exact. */
-const POD_DIR = /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)_([a-z0-9]([-a-z0-9.]*[a-z0-9])?)_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+const POD_DIR =
+  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)_([a-z0-9]([-a-z0-9.]*[a-z0-9])?)_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
 
 export function kubeletLogPodNames(dir: string): PodNames {
   return {
@@ -27,7 +28,11 @@ export function kubeletLogPodNames(dir: string): PodNames {
         if (!m || !want.has(m[5]!)) continue;
         const containers = await readdir(join(dir, e)).catch(() => [] as string[]);
         // One container: it is the one the GPU process belongs to; several: not told apart here.
-        out.set(m[5]!, { namespace: m[1]!, pod: m[3]!, ...(containers.length === 1 ? { container: containers[0]! } : {}) });
+        out.set(m[5]!, {
+          namespace: m[1]!,
+          pod: m[3]!,
+          ...(containers.length === 1 ? { container: containers[0]! } : {}),
+        });
       }
       return out;
     },

@@ -51,7 +51,12 @@ export interface GpuReading {
   /** PCIe link generation and width now, and the most the link can do. */
   pcieLink?: { gen: number; maxGen: number; width: number; maxWidth: number };
   /** NVLink fabric probe (HGX): absent where the GPU has no fabric (state not-supported). */
-  fabric?: { state: 'not-started' | 'in-progress' | 'completed'; status?: number; statusName?: string; degradedBandwidth?: boolean };
+  fabric?: {
+    state: 'not-started' | 'in-progress' | 'completed';
+    status?: number;
+    statusName?: string;
+    degradedBandwidth?: boolean;
+  };
   /** The SRAM uncorrectable-error threshold (NVIDIA's RMA test for XID 48) is exceeded. */
   sramThresholdExceeded?: boolean;
   migMode?: 'enabled' | 'disabled' | 'unsupported';

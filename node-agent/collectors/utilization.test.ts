@@ -3,8 +3,16 @@ import { UtilizationWindow } from './utilization.ts';
 import type { GpuReading } from './reading.ts';
 
 const gpu = (index: number, util: number, extra: Partial<GpuReading> = {}): GpuReading => ({
-  index, uuid: `GPU-00000000-0000-4000-8000-00000000000${index}`, pciBusId: `00000000:${(0x18 + index).toString(16).toUpperCase()}:00.0`, name: 'NVIDIA H100 80GB HBM3',
-  utilPercent: util, memoryUsedMiB: 40960, memoryTotalMiB: 81920, temperatureC: 60 + index, powerW: 300, ...extra,
+  index,
+  uuid: `GPU-00000000-0000-4000-8000-00000000000${index}`,
+  pciBusId: `00000000:${(0x18 + index).toString(16).toUpperCase()}:00.0`,
+  name: 'NVIDIA H100 80GB HBM3',
+  utilPercent: util,
+  memoryUsedMiB: 40960,
+  memoryTotalMiB: 81920,
+  temperatureC: 60 + index,
+  powerW: 300,
+  ...extra,
 });
 
 describe('UtilizationWindow', () => {
@@ -18,24 +26,52 @@ describe('UtilizationWindow', () => {
     expect(summary.samples).toBe(6);
     expect(summary.windowStart).toBe('1970-01-01T00:00:00.000Z');
     expect(summary.windowEnd).toBe('1970-01-01T00:01:00.000Z');
-    expect(summary.gpus[0]).toMatchObject({ index: 0, utilPercent: { avg: 25, max: 50 }, framebufferUsedPercent: { avg: 50, max: 50 } });
+    expect(summary.gpus[0]).toMatchObject({
+      index: 0,
+      utilPercent: { avg: 25, max: 50 },
+      framebufferUsedPercent: { avg: 50, max: 50 },
+    });
     expect(summary.gpus[1]).toMatchObject({ index: 1, utilPercent: { avg: 75, max: 100 } });
   });
 
   it('aggregates MIG devices by GPU instance', () => {
     const w = new UtilizationWindow(1000, 0);
-    const mig = (used: number) => [{ gpuInstanceId: 1, computeInstanceId: 0, profile: '3g.40gb', placement: { start: 4, size: 4 }, memoryUsedMiB: used, memoryTotalMiB: 40000 }];
+    const mig = (used: number) => [
+      {
+        gpuInstanceId: 1,
+        computeInstanceId: 0,
+        profile: '3g.40gb',
+        placement: { start: 4, size: 4 },
+        memoryUsedMiB: used,
+        memoryTotalMiB: 40000,
+      },
+    ];
     w.add([gpu(0, 10, { migDevices: mig(10000) })], 0);
     w.add([gpu(0, 10, { migDevices: mig(30000) })], 500);
     const s = w.flush(1000)!;
-    expect(s.gpus[0]!.migDevices).toEqual([{ gpuInstanceId: 1, profile: '3g.40gb', framebufferUsedPercent: { avg: 50, max: 75 } }]);
+    expect(s.gpus[0]!.migDevices).toEqual([
+      { gpuInstanceId: 1, profile: '3g.40gb', framebufferUsedPercent: { avg: 50, max: 75 } },
+    ]);
   });
 
   it('omits what NVML did not report and skips lost GPUs', () => {
     const w = new UtilizationWindow(1000, 0);
-    w.add([{ index: 0, uuid: 'GPU-00000000-0000-4000-8000-000000000000', pciBusId: '00000000:18:00.0', name: 'T4' }, { ...gpu(1, 5), lost: true }], 0);
+    w.add(
+      [
+        { index: 0, uuid: 'GPU-00000000-0000-4000-8000-000000000000', pciBusId: '00000000:18:00.0', name: 'T4' },
+        { ...gpu(1, 5), lost: true },
+      ],
+      0,
+    );
     const s = w.flush(1000)!;
-    expect(s.gpus).toEqual([{ index: 0, uuid: 'GPU-00000000-0000-4000-8000-000000000000', framebufferUsedPercent: { avg: 0, max: 0 }, migDevices: [] }]);
+    expect(s.gpus).toEqual([
+      {
+        index: 0,
+        uuid: 'GPU-00000000-0000-4000-8000-000000000000',
+        framebufferUsedPercent: { avg: 0, max: 0 },
+        migDevices: [],
+      },
+    ]);
   });
 
   it('has nothing to say for a window without samples', () => {

@@ -44,7 +44,10 @@ export class UtilizationWindow {
   private samples = 0;
   private start: number;
 
-  constructor(private readonly windowMs: number, startMs: number) {
+  constructor(
+    private readonly windowMs: number,
+    startMs: number,
+  ) {
     this.start = startMs;
   }
 
@@ -56,7 +59,16 @@ export class UtilizationWindow {
       if (r.lost) continue;
       let g = this.gpus.get(r.uuid);
       if (!g) {
-        g = { index: r.index, uuid: r.uuid, util: new Agg(), memUtil: new Agg(), fb: new Agg(), temp: new Agg(), power: new Agg(), mig: new Map() };
+        g = {
+          index: r.index,
+          uuid: r.uuid,
+          util: new Agg(),
+          memUtil: new Agg(),
+          fb: new Agg(),
+          temp: new Agg(),
+          power: new Agg(),
+          mig: new Map(),
+        };
         this.gpus.set(r.uuid, g);
       }
       g.util.add(r.utilPercent);
@@ -66,7 +78,11 @@ export class UtilizationWindow {
       g.power.add(r.powerW);
       for (const m of r.migDevices ?? []) {
         let acc = g.mig.get(m.gpuInstanceId);
-        if (!acc) g.mig.set(m.gpuInstanceId, (acc = { ...(m.uuid ? { uuid: m.uuid } : {}), profile: m.profile, fb: new Agg() }));
+        if (!acc)
+          g.mig.set(
+            m.gpuInstanceId,
+            (acc = { ...(m.uuid ? { uuid: m.uuid } : {}), profile: m.profile, fb: new Agg() }),
+          );
         acc.fb.add(pct(m.memoryUsedMiB, m.memoryTotalMiB) ?? 0);
       }
     }
@@ -89,12 +105,14 @@ export class UtilizationWindow {
             framebufferUsedPercent: g.fb.empty ? { avg: 0, max: 0 } : g.fb.value(),
             ...(g.temp.empty ? {} : { temperatureC: g.temp.value() }),
             ...(g.power.empty ? {} : { powerW: g.power.value() }),
-            migDevices: [...g.mig.entries()].sort(([a], [b]) => a - b).map(([gi, m]) => ({
-              ...(m.uuid ? { uuid: m.uuid } : {}),
-              gpuInstanceId: gi,
-              profile: m.profile,
-              framebufferUsedPercent: m.fb.empty ? { avg: 0, max: 0 } : m.fb.value(),
-            })),
+            migDevices: [...g.mig.entries()]
+              .sort(([a], [b]) => a - b)
+              .map(([gi, m]) => ({
+                ...(m.uuid ? { uuid: m.uuid } : {}),
+                gpuInstanceId: gi,
+                profile: m.profile,
+                framebufferUsedPercent: m.fb.empty ? { avg: 0, max: 0 } : m.fb.value(),
+              })),
           })),
         }
       : undefined;

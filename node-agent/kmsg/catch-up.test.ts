@@ -21,11 +21,22 @@ const stop = new AbortController();
 afterEach(() => stop.abort());
 
 /** Runs a follower that sleeps an hour between reads: only a catch-up can make it read. */
-function follow(k: ReturnType<typeof kernel>, tap: KernelLogCatchUp, ac: AbortController): { seen: string[]; done: Promise<void> } {
+function follow(
+  k: ReturnType<typeof kernel>,
+  tap: KernelLogCatchUp,
+  ac: AbortController,
+): { seen: string[]; done: Promise<void> } {
   const seen: string[] = [];
   const done = (async () => {
     try {
-      for await (const line of readLogLines('/dev/kmsg', { follow: true, pollMs: 3_600_000, openLog: k.open, sleep: tap.sleep, signal: ac.signal })) seen.push(line);
+      for await (const line of readLogLines('/dev/kmsg', {
+        follow: true,
+        pollMs: 3_600_000,
+        openLog: k.open,
+        sleep: tap.sleep,
+        signal: ac.signal,
+      }))
+        seen.push(line);
     } finally {
       tap.stopped();
     }
@@ -49,7 +60,9 @@ describe('KernelLogCatchUp', () => {
     k.log('4,360,42811810,c;NVRM: Xid (PCI:0000:00:06): 31, pid=560, name=python3, channel 0x0000001e');
     expect(f.seen).toEqual([]); // asleep for an hour
     expect(await tap.catchUp(60_000)).toBe(true);
-    expect(f.seen).toEqual(['4,360,42811810,c;NVRM: Xid (PCI:0000:00:06): 31, pid=560, name=python3, channel 0x0000001e']);
+    expect(f.seen).toEqual([
+      '4,360,42811810,c;NVRM: Xid (PCI:0000:00:06): 31, pid=560, name=python3, channel 0x0000001e',
+    ]);
     ac.abort();
     await f.done;
   });

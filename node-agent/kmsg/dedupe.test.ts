@@ -33,7 +33,13 @@ describe('XidDeduper', () => {
 
   it('keeps repeats from one source: they are new occurrences', () => {
     const { d } = deduper();
-    expect([d.admit(GPU, 13, 'nvml'), d.admit(GPU, 13, 'nvml'), d.admit(GPU, 13, 'kmsg'), d.admit(GPU, 13, 'kmsg'), d.admit(GPU, 13, 'kmsg')]).toEqual([true, true, false, false, true]);
+    expect([
+      d.admit(GPU, 13, 'nvml'),
+      d.admit(GPU, 13, 'nvml'),
+      d.admit(GPU, 13, 'kmsg'),
+      d.admit(GPU, 13, 'kmsg'),
+      d.admit(GPU, 13, 'kmsg'),
+    ]).toEqual([true, true, false, false, true]);
   });
 
   it.each([

@@ -7,7 +7,10 @@
 
 export type XidSource = 'nvml' | 'kmsg';
 
-interface Pending { nvml: number[]; kmsg: number[] }
+interface Pending {
+  nvml: number[];
+  kmsg: number[];
+}
 
 export class XidDeduper {
   private readonly seen = new Map<string, Pending>();

@@ -34,7 +34,13 @@ describe('long kernel-log lines', () => {
 
   it('a 4 MB line with an XID at its start parses, keeping the whole message', () => {
     const xid = parseXidLine(head + 'y'.repeat(4_000_000));
-    expect(xid).toMatchObject({ pci: '00000000:3B:00.0', xid: 79, pid: 1, process: 'p', action: describeXid(79).action });
+    expect(xid).toMatchObject({
+      pci: '00000000:3B:00.0',
+      xid: 79,
+      pid: 1,
+      process: 'p',
+      action: describeXid(79).action,
+    });
     expect(xid?.message).toHaveLength(4_000_000);
   });
 
@@ -54,15 +60,30 @@ describe('long kernel-log lines', () => {
       'NVRM: Xid (PCI:0000:c1:00 GPU-I:05 GPU-CI:1): 43,',
       'NVRM: Xid (',
       'pid=1, name=x, ',
-      ' ', '\t', '\r', '\n', '\u2028', ',', '1234567', ')', ':', 'GPU-I:', 'zz',
+      ' ',
+      '\t',
+      '\r',
+      '\n',
+      '\u2028',
+      ',',
+      '1234567',
+      ')',
+      ':',
+      'GPU-I:',
+      'zz',
     );
     fc.assert(
-      fc.property(fc.array(fc.oneof(piece, fc.string({ maxLength: 4 })), { maxLength: 12 }).map((p) => p.join('')), (line) => {
-        const now = parseXidLine(line);
-        const before = oldHead(line);
-        expect(now === undefined ? undefined : { pci: now.pci, xid: now.xid }).toEqual(before && { pci: before.pci, xid: before.xid });
-        if (now && before) expect(before.rest.endsWith(now.message)).toBe(true);
-      }),
+      fc.property(
+        fc.array(fc.oneof(piece, fc.string({ maxLength: 4 })), { maxLength: 12 }).map((p) => p.join('')),
+        (line) => {
+          const now = parseXidLine(line);
+          const before = oldHead(line);
+          expect(now === undefined ? undefined : { pci: now.pci, xid: now.xid }).toEqual(
+            before && { pci: before.pci, xid: before.xid },
+          );
+          if (now && before) expect(before.rest.endsWith(now.message)).toBe(true);
+        },
+      ),
       { numRuns: 2000 },
     );
   });

@@ -19,7 +19,9 @@ it('pairs an NVML XID event with the kernel log line for the same GPU', async ()
   const dedupe = new XidDeduper({ windowMs: 30_000, now: () => 0 });
   s.mock.injectXid(0, 79);
   const event = await watcher.wait(0);
-  const line = parseXidLine('[8812.004218] NVRM: Xid (PCI:0000:07:00): 79, pid=1234, name=python, GPU has fallen off the bus.');
+  const line = parseXidLine(
+    '[8812.004218] NVRM: Xid (PCI:0000:07:00): 79, pid=1234, name=python, GPU has fallen off the bus.',
+  );
   if (event?.kind !== 'event' || event.xid === undefined || !line) throw new Error('expected both sightings');
   expect(line.pci).toBe(event.pciBusId);
   expect(dedupe.admit(event.pciBusId, event.xid, 'nvml')).toBe(true);

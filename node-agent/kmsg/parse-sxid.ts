@@ -23,14 +23,19 @@ export interface KernelSxid {
   message: string;
 }
 
-const SXID = /(nvidia-nvswitch\d{1,3}): SXid \((?:PCI:)?([0-9a-fA-F:.]{4,16})\):\s*(\d{1,6}),\s*(Fatal|Non-fatal)\s*,?\s*/;
+const SXID =
+  /(nvidia-nvswitch\d{1,3}): SXid \((?:PCI:)?([0-9a-fA-F:.]{4,16})\):\s*(\d{1,6}),\s*(Fatal|Non-fatal)\s*,?\s*/;
 
 export function parseSxidLine(line: string): KernelSxid | undefined {
   const m = SXID.exec(line);
   if (!m) return undefined;
   const pci = normalizePciBusId(m[2]!);
   if (!pci) return undefined;
-  const message = line.slice(m.index + m[0].length).replace(/\r$/, '').trim().slice(0, 1024);
+  const message = line
+    .slice(m.index + m[0].length)
+    .replace(/\r$/, '')
+    .trim()
+    .slice(0, 1024);
   const link = /^Link (\d{1,4})\b/.exec(message);
   return {
     switch: m[1]!,

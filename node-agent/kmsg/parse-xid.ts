@@ -62,7 +62,12 @@ export function parseNvlinkWords(text: string): Nvlink5Words | undefined {
   const words = NVLINK_WORDS.exec(text);
   if (!unit || !words) return undefined;
   const link = NVLINK_LINK.exec(text)?.[1];
-  return { unit, ...(link === undefined ? {} : { link: Number(link) }), intrinfo: Number.parseInt(words[1]!, 16), errorStatus: Number.parseInt(words[2]!, 16) };
+  return {
+    unit,
+    ...(link === undefined ? {} : { link: Number(link) }),
+    intrinfo: Number.parseInt(words[1]!, 16),
+    errorStatus: Number.parseInt(words[2]!, 16),
+  };
 }
 
 /** `0000:3b:00` / `3b:00.0` forms → `00000000:3B:00.0`; undefined when it is not a bus id. */
@@ -142,7 +147,9 @@ export function parseXidLine(line: string): KernelXid | undefined {
     ...(gi === undefined ? {} : { gpuInstanceId: Number.parseInt(gi, 16) }),
     ...(severity ? { severity } : {}),
     meaning: info.meaning,
-    recommendation: verdict ? `${verdict.why}: ${observed ? 'observe and count' : info.recommendation}` : info.recommendation,
+    recommendation: verdict
+      ? `${verdict.why}: ${observed ? 'observe and count' : info.recommendation}`
+      : info.recommendation,
     action: observed ? 'observe' : info.action,
   };
 }

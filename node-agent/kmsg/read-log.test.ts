@@ -51,7 +51,9 @@ describe('readLogLines', () => {
       sleeps.push(ms);
       if (sleeps.length === 3) abort.abort();
     };
-    const lines = await collect(readLogLines('/dev/kmsg', { follow: true, pollMs: 250, openLog: h.open, sleep, signal: abort.signal }));
+    const lines = await collect(
+      readLogLines('/dev/kmsg', { follow: true, pollMs: 250, openLog: h.open, sleep, signal: abort.signal }),
+    );
     expect(lines).toEqual(['one', 'two']);
     expect(sleeps).toEqual([250, 250, 250]);
     expect(h.closed()).toBe(true);
@@ -72,6 +74,9 @@ describe('scanXids', () => {
     }
     const found = [];
     for await (const x of scanXids(splitLines(chunks()))) found.push([x.pci, x.xid]);
-    expect(found).toEqual([['00000000:3B:00.0', 79], ['00000000:07:00.0', 13]]);
+    expect(found).toEqual([
+      ['00000000:3B:00.0', 79],
+      ['00000000:07:00.0', 13],
+    ]);
   });
 });

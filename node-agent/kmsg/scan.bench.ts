@@ -36,7 +36,8 @@ export const xidScanBenchSuite: BenchSuite = {
     progress('one 5 MB line of 150,000 XID heads before a carriage return');
     const heads = await scanMs('NVRM: Xid (PCI:0000:3b:00): 79, a'.repeat(150_000) + '\r');
     progress('50 MB of ordinary 100-byte lines, one XID per 1,000');
-    const ordinary = Array.from({ length: 1000 }, (_, i) => (i === 0 ? head : 'kernel: ') + 'z'.repeat(90)).join('\n') + '\n';
+    const ordinary =
+      Array.from({ length: 1000 }, (_, i) => (i === 0 ? head : 'kernel: ') + 'z'.repeat(90)).join('\n') + '\n';
     const many = await scanMs(ordinary.repeat(Math.floor(size / ordinary.length)));
     return [
       below('50 MB line without an XID', plain.ms, 'ms', 2_000),

@@ -19,7 +19,11 @@ export const CLOCK_EVENT_REASONS: ReadonlyArray<readonly [bit: number, name: str
  * health collector's `throttling` condition. Named from the table above, so the two can never
  * disagree on a spelling again (they once did: nothing ever matched, mask 0x48 fired nothing).
  */
-export const HW_THROTTLE_REASONS: ReadonlySet<string> = new Set(['hwSlowdown', 'hwThermalSlowdown', 'hwPowerBrakeSlowdown', 'swThermalSlowdown'].filter((n) => CLOCK_EVENT_REASONS.some(([, name]) => name === n)));
+export const HW_THROTTLE_REASONS: ReadonlySet<string> = new Set(
+  ['hwSlowdown', 'hwThermalSlowdown', 'hwPowerBrakeSlowdown', 'swThermalSlowdown'].filter((n) =>
+    CLOCK_EVENT_REASONS.some(([, name]) => name === n),
+  ),
+);
 
 /** Names for every set bit; bits NVML may add later come out as `bit0x200`. */
 export function clockEventReasonNames(mask: number): string[] {

@@ -1,6 +1,17 @@
 import { GPU_RECOVERY_ACTIONS, type GpuRecoveryAction } from '../../events/xid.ts';
 import { NVML, NvmlError, nvmlReturnName as nvmlName } from './errors.ts';
-import { decodeArray, decodeStruct, EccSramErrorStatusV1, encodeStruct, FieldValue, GpuFabricInfoV3, ProcessInfo, structVersion, type NvmlLibrary, type Out } from './ffi.ts';
+import {
+  decodeArray,
+  decodeStruct,
+  EccSramErrorStatusV1,
+  encodeStruct,
+  FieldValue,
+  GpuFabricInfoV3,
+  ProcessInfo,
+  structVersion,
+  type NvmlLibrary,
+  type Out,
+} from './ffi.ts';
 import { clockEventReasonNames } from './clock-reasons.ts';
 import type { Nvml } from './nvml.ts';
 
@@ -22,29 +33,90 @@ const THRESHOLD = { shutdown: 0, slowdown: 1, memMax: 2, gpuMax: 3 } as const;
 /** NVML_GPU_FABRIC_STATE_*, by value. */
 const FABRIC_STATES = ['not-supported', 'not-started', 'in-progress', 'completed'] as const;
 
-export interface PciInfo { busId: string; busIdLegacy: string; domain: number; bus: number; device: number; pciDeviceId: number; pciSubSystemId: number }
-export interface MemoryInfo { totalMiB: number; usedMiB: number; freeMiB: number }
-export interface EccCounts { volatileCorrected: number; volatileUncorrected: number; aggregateCorrected: number; aggregateUncorrected: number }
-export interface RemappedRows { correctable: number; uncorrectable: number; pending: boolean; failure: boolean }
-export interface ClockEventReasons { mask: number; reasons: string[] }
-export interface NvLinkState { link: number; active: boolean }
-export interface GpuProcess { pid: number; usedMiB?: number; gpuInstanceId?: number; computeInstanceId?: number }
-export interface RecoveryAction { code: number; action?: GpuRecoveryAction }
+export interface PciInfo {
+  busId: string;
+  busIdLegacy: string;
+  domain: number;
+  bus: number;
+  device: number;
+  pciDeviceId: number;
+  pciSubSystemId: number;
+}
+export interface MemoryInfo {
+  totalMiB: number;
+  usedMiB: number;
+  freeMiB: number;
+}
+export interface EccCounts {
+  volatileCorrected: number;
+  volatileUncorrected: number;
+  aggregateCorrected: number;
+  aggregateUncorrected: number;
+}
+export interface RemappedRows {
+  correctable: number;
+  uncorrectable: number;
+  pending: boolean;
+  failure: boolean;
+}
+export interface ClockEventReasons {
+  mask: number;
+  reasons: string[];
+}
+export interface NvLinkState {
+  link: number;
+  active: boolean;
+}
+export interface GpuProcess {
+  pid: number;
+  usedMiB?: number;
+  gpuInstanceId?: number;
+  computeInstanceId?: number;
+}
+export interface RecoveryAction {
+  code: number;
+  action?: GpuRecoveryAction;
+}
 /** The GPU's own temperature limits (°C); each absent where NVML does not report it. */
-export interface TemperatureLimits { shutdownC?: number; slowdownC?: number; gpuMaxC?: number; memMaxC?: number }
+export interface TemperatureLimits {
+  shutdownC?: number;
+  slowdownC?: number;
+  gpuMaxC?: number;
+  memMaxC?: number;
+}
 /** PCIe link now and the most the link (GPU and slot together) can do. */
-export interface PcieLink { gen: number; maxGen: number; width: number; maxWidth: number }
+export interface PcieLink {
+  gen: number;
+  maxGen: number;
+  width: number;
+  maxWidth: number;
+}
 export type FabricState = (typeof FABRIC_STATES)[number];
 /**
  * NVLink fabric registration (HGX/NVSwitch systems): `state` of the GPU's probe, and once
  * `completed`, its `status` (an NVML return code: 0 is success). `degradedBandwidth` from the health
  * mask where the driver reports it.
  */
-export interface FabricInfo { state: FabricState; status?: number; statusName?: string; cliqueId?: number; degradedBandwidth?: boolean }
+export interface FabricInfo {
+  state: FabricState;
+  status?: number;
+  statusName?: string;
+  cliqueId?: number;
+  degradedBandwidth?: boolean;
+}
 /** NVLink error counters, all links summed (CRC flit and data errors, replays, link recoveries). */
-export interface NvLinkErrors { crcFlit: number; crcData: number; replay: number; recovery: number }
+export interface NvLinkErrors {
+  crcFlit: number;
+  crcData: number;
+  replay: number;
+  recovery: number;
+}
 /** SRAM uncorrectable errors (aggregate) and whether NVIDIA's field-diag threshold is exceeded (XID 48's RMA test). */
-export interface SramEccStatus { thresholdExceeded: boolean; aggregateUncorrected: number; volatileUncorrected: number }
+export interface SramEccStatus {
+  thresholdExceeded: boolean;
+  aggregateUncorrected: number;
+  volatileUncorrected: number;
+}
 
 export function toNumber(v: number | bigint): number {
   return typeof v === 'bigint' ? Number(v) : v;
@@ -94,7 +166,15 @@ export class NvmlDevice {
   }
 
   pci(): PciInfo {
-    const out = {} as { busId: string; busIdLegacy: string; domain: number; bus: number; device: number; pciDeviceId: number; pciSubSystemId: number };
+    const out = {} as {
+      busId: string;
+      busIdLegacy: string;
+      domain: number;
+      bus: number;
+      device: number;
+      pciDeviceId: number;
+      pciSubSystemId: number;
+    };
     this.nvml.check('nvmlDeviceGetPciInfo_v3', this.lib.nvmlDeviceGetPciInfo_v3(this.handle, out));
     return { ...out };
   }
@@ -120,55 +200,88 @@ export class NvmlDevice {
 
   memory(): MemoryInfo | undefined {
     const out = { total: 0, free: 0, used: 0 } as Record<'total' | 'free' | 'used', number | bigint>;
-    if (!this.supported('nvmlDeviceGetMemoryInfo', this.lib.nvmlDeviceGetMemoryInfo(this.handle, out))) return undefined;
-    return { totalMiB: Math.floor(toNumber(out.total) / MIB), usedMiB: Math.floor(toNumber(out.used) / MIB), freeMiB: Math.floor(toNumber(out.free) / MIB) };
+    if (!this.supported('nvmlDeviceGetMemoryInfo', this.lib.nvmlDeviceGetMemoryInfo(this.handle, out)))
+      return undefined;
+    return {
+      totalMiB: Math.floor(toNumber(out.total) / MIB),
+      usedMiB: Math.floor(toNumber(out.used) / MIB),
+      freeMiB: Math.floor(toNumber(out.free) / MIB),
+    };
   }
 
   utilization(): { gpu: number; memory: number } | undefined {
     const out = { gpu: 0, memory: 0 };
-    return this.supported('nvmlDeviceGetUtilizationRates', this.lib.nvmlDeviceGetUtilizationRates(this.handle, out)) ? { ...out } : undefined;
+    return this.supported('nvmlDeviceGetUtilizationRates', this.lib.nvmlDeviceGetUtilizationRates(this.handle, out))
+      ? { ...out }
+      : undefined;
   }
 
   temperatureC(): number | undefined {
     const out: [number] = [0];
-    return this.supported('nvmlDeviceGetTemperature', this.lib.nvmlDeviceGetTemperature(this.handle, 0, out)) ? out[0] : undefined;
+    return this.supported('nvmlDeviceGetTemperature', this.lib.nvmlDeviceGetTemperature(this.handle, 0, out))
+      ? out[0]
+      : undefined;
   }
 
   /** Watts (NVML reports milliwatts). */
   powerW(): number | undefined {
     const out: [number] = [0];
-    return this.supported('nvmlDeviceGetPowerUsage', this.lib.nvmlDeviceGetPowerUsage(this.handle, out)) ? out[0] / 1000 : undefined;
+    return this.supported('nvmlDeviceGetPowerUsage', this.lib.nvmlDeviceGetPowerUsage(this.handle, out))
+      ? out[0] / 1000
+      : undefined;
   }
 
   powerLimitW(): number | undefined {
     const out: [number] = [0];
-    return this.supported('nvmlDeviceGetEnforcedPowerLimit', this.lib.nvmlDeviceGetEnforcedPowerLimit(this.handle, out)) ? out[0] / 1000 : undefined;
+    return this.supported('nvmlDeviceGetEnforcedPowerLimit', this.lib.nvmlDeviceGetEnforcedPowerLimit(this.handle, out))
+      ? out[0] / 1000
+      : undefined;
   }
 
   ecc(): EccCounts | undefined {
     const read = (errorType: 0 | 1, counterType: 0 | 1): number | undefined => {
       const out: [number | bigint] = [0];
-      return this.supported('nvmlDeviceGetTotalEccErrors', this.lib.nvmlDeviceGetTotalEccErrors(this.handle, errorType, counterType, out)) ? toNumber(out[0]) : undefined;
+      return this.supported(
+        'nvmlDeviceGetTotalEccErrors',
+        this.lib.nvmlDeviceGetTotalEccErrors(this.handle, errorType, counterType, out),
+      )
+        ? toNumber(out[0])
+        : undefined;
     };
     const volatileCorrected = read(0, 0);
     if (volatileCorrected === undefined) return undefined;
-    return { volatileCorrected, volatileUncorrected: read(1, 0) ?? 0, aggregateCorrected: read(0, 1) ?? 0, aggregateUncorrected: read(1, 1) ?? 0 };
+    return {
+      volatileCorrected,
+      volatileUncorrected: read(1, 0) ?? 0,
+      aggregateCorrected: read(0, 1) ?? 0,
+      aggregateUncorrected: read(1, 1) ?? 0,
+    };
   }
 
   retiredPagesPending(): boolean | undefined {
     const out: [number] = [0];
-    return this.supported('nvmlDeviceGetRetiredPagesPendingStatus', this.lib.nvmlDeviceGetRetiredPagesPendingStatus(this.handle, out)) ? out[0] !== 0 : undefined;
+    return this.supported(
+      'nvmlDeviceGetRetiredPagesPendingStatus',
+      this.lib.nvmlDeviceGetRetiredPagesPendingStatus(this.handle, out),
+    )
+      ? out[0] !== 0
+      : undefined;
   }
 
   remappedRows(): RemappedRows | undefined {
-    const c: [number] = [0], u: [number] = [0], p: [number] = [0], f: [number] = [0];
-    if (!this.supported('nvmlDeviceGetRemappedRows', this.lib.nvmlDeviceGetRemappedRows(this.handle, c, u, p, f))) return undefined;
+    const c: [number] = [0],
+      u: [number] = [0],
+      p: [number] = [0],
+      f: [number] = [0];
+    if (!this.supported('nvmlDeviceGetRemappedRows', this.lib.nvmlDeviceGetRemappedRows(this.handle, c, u, p, f)))
+      return undefined;
     return { correctable: c[0], uncorrectable: u[0], pending: p[0] !== 0, failure: f[0] !== 0 };
   }
 
   clockEventReasons(): ClockEventReasons | undefined {
     const out: [number | bigint] = [0];
-    if (!this.supported('nvmlDeviceGetCurrentClocksEventReasons', this.lib.clocksEventReasons(this.handle, out))) return undefined;
+    if (!this.supported('nvmlDeviceGetCurrentClocksEventReasons', this.lib.clocksEventReasons(this.handle, out)))
+      return undefined;
     const mask = toNumber(out[0]);
     return { mask, reasons: clockEventReasonNames(mask) };
   }
@@ -223,8 +336,17 @@ export class NvmlDevice {
    */
   fieldValue(fieldId: number, scopeId = 0): number | undefined {
     const buf = Buffer.alloc(FieldValue.size);
-    encodeStruct(buf, 0, FieldValue, { fieldId, scopeId, timestamp: 0, latencyUsec: 0, valueType: 0, nvmlReturn: 0, value: 0 });
-    if (!this.supported('nvmlDeviceGetFieldValues', this.lib.nvmlDeviceGetFieldValues(this.handle, 1, buf))) return undefined;
+    encodeStruct(buf, 0, FieldValue, {
+      fieldId,
+      scopeId,
+      timestamp: 0,
+      latencyUsec: 0,
+      valueType: 0,
+      nvmlReturn: 0,
+      value: 0,
+    });
+    if (!this.supported('nvmlDeviceGetFieldValues', this.lib.nvmlDeviceGetFieldValues(this.handle, 1, buf)))
+      return undefined;
     const field = decodeStruct<{ nvmlReturn: number; valueType: number; value: number | bigint }>(buf, FieldValue);
     if (!this.supported(`nvmlDeviceGetFieldValues(${fieldId})`, field.nvmlReturn)) return undefined;
     const raw = BigInt(field.value);
@@ -248,11 +370,26 @@ export class NvmlDevice {
   nvlinkErrors(): NvLinkErrors | undefined {
     const names = Object.keys(NVLINK_ERROR_FIELDS) as (keyof NvLinkErrors)[];
     const buf = Buffer.alloc(names.length * FieldValue.size);
-    names.forEach((n, i) => encodeStruct(buf, i * FieldValue.size, FieldValue, { fieldId: NVLINK_ERROR_FIELDS[n], scopeId: 0, timestamp: 0, latencyUsec: 0, valueType: 0, nvmlReturn: 0, value: 0 }));
-    if (!this.supported('nvmlDeviceGetFieldValues', this.lib.nvmlDeviceGetFieldValues(this.handle, names.length, buf))) return undefined;
+    names.forEach((n, i) =>
+      encodeStruct(buf, i * FieldValue.size, FieldValue, {
+        fieldId: NVLINK_ERROR_FIELDS[n],
+        scopeId: 0,
+        timestamp: 0,
+        latencyUsec: 0,
+        valueType: 0,
+        nvmlReturn: 0,
+        value: 0,
+      }),
+    );
+    if (!this.supported('nvmlDeviceGetFieldValues', this.lib.nvmlDeviceGetFieldValues(this.handle, names.length, buf)))
+      return undefined;
     const out: Partial<NvLinkErrors> = {};
     names.forEach((n, i) => {
-      const f = decodeArray<{ nvmlReturn: number; value: number | bigint }>(buf.subarray(i * FieldValue.size), FieldValue, 1)[0]!;
+      const f = decodeArray<{ nvmlReturn: number; value: number | bigint }>(
+        buf.subarray(i * FieldValue.size),
+        FieldValue,
+        1,
+      )[0]!;
       if (f.nvmlReturn === NVML.SUCCESS) out[n] = Number(BigInt(f.value));
     });
     return names.every((n) => out[n] !== undefined) ? (out as NvLinkErrors) : undefined;
@@ -278,7 +415,10 @@ export class NvmlDevice {
   }
 
   /** A call that may be missing from an older library: undefined when missing or NOT_SUPPORTED. */
-  private optionalU32(call: string, fn: ((device: bigint, out: Out<number>) => number) | undefined): number | undefined {
+  private optionalU32(
+    call: string,
+    fn: ((device: bigint, out: Out<number>) => number) | undefined,
+  ): number | undefined {
     if (!fn) return undefined;
     const out: [number] = [0];
     return this.supported(call, fn(this.handle, out)) ? out[0] : undefined;
@@ -319,14 +459,20 @@ export class NvmlDevice {
       rc = read(this.handle, buf);
     }
     if (!this.supported('nvmlDeviceGetGpuFabricInfoV', rc)) return undefined;
-    const info = decodeStruct<{ status: number; cliqueId: number; state: number; healthMask: number }>(buf, GpuFabricInfoV3);
+    const info = decodeStruct<{ status: number; cliqueId: number; state: number; healthMask: number }>(
+      buf,
+      GpuFabricInfoV3,
+    );
     const state = FABRIC_STATES[info.state];
     if (!state || state === 'not-supported') return state ? { state } : undefined;
     if (state !== 'completed') return { state };
     // Bits 0–1 of the health mask: 1 bandwidth degraded, 2 not degraded, 0 not reported.
     const bw = info.healthMask & 0x3;
     return {
-      state, status: info.status, statusName: nvmlName(info.status), cliqueId: info.cliqueId,
+      state,
+      status: info.status,
+      statusName: nvmlName(info.status),
+      cliqueId: info.cliqueId,
       ...(bw === 1 ? { degradedBandwidth: true } : bw === 2 ? { degradedBandwidth: false } : {}),
     };
   }
@@ -348,6 +494,11 @@ export class NvmlDevice {
 
   supportedEventTypes(): bigint | undefined {
     const out: [number | bigint] = [0];
-    return this.supported('nvmlDeviceGetSupportedEventTypes', this.lib.nvmlDeviceGetSupportedEventTypes(this.handle, out)) ? BigInt(out[0]) : undefined;
+    return this.supported(
+      'nvmlDeviceGetSupportedEventTypes',
+      this.lib.nvmlDeviceGetSupportedEventTypes(this.handle, out),
+    )
+      ? BigInt(out[0])
+      : undefined;
   }
 }

@@ -22,7 +22,7 @@ describe('NVML drain state', () => {
     expect(d.drainState()).toBe(false);
   });
 
-  it('refuses to drain a GPU processes hold, naming NVML\'s error', async () => {
+  it("refuses to drain a GPU processes hold, naming NVML's error", async () => {
     const s = await openMockNvml(oneGpu({ processes: [{ pid: 4242, usedMiB: 1000 }] }));
     open = s.nvml;
     const d = s.nvml.device(0);
@@ -31,13 +31,16 @@ describe('NVML drain state', () => {
     expect(d.drainState()).toBe(false);
   });
 
-  it('is what the actuator\'s drain port drives', async () => {
+  it("is what the actuator's drain port drives", async () => {
     const s = await openMockNvml(oneGpu());
     open = s.nvml;
     const gpus = nvmlGpus(s.nvml, async () => ({ ok: true }));
     const uuid = s.nvml.device(0).uuid();
     expect(gpus.drain!(uuid, true)).toEqual({ ok: true });
     expect(s.nvml.device(0).drainState()).toBe(true);
-    expect(gpus.drain!('GPU-ffffffff-0000-4000-8000-000000000000', true)).toEqual({ ok: false, reason: 'NVML does not know this GPU' });
+    expect(gpus.drain!('GPU-ffffffff-0000-4000-8000-000000000000', true)).toEqual({
+      ok: false,
+      reason: 'NVML does not know this GPU',
+    });
   });
 });

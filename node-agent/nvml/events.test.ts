@@ -26,7 +26,15 @@ describe('NvmlEventWatcher', () => {
     expect(await watcher.wait(0)).toBeNull();
     expect(mock.injectXid(6, 79)).toBe(0);
     const event = await watcher.wait(1000);
-    expect(event).toEqual({ kind: 'event', deviceIndex: 6, uuid: nvml?.device(6).uuid(), pciBusId: '00000000:B7:00.0', eventType: 8, eventData: 79, xid: 79 });
+    expect(event).toEqual({
+      kind: 'event',
+      deviceIndex: 6,
+      uuid: nvml?.device(6).uuid(),
+      pciBusId: '00000000:B7:00.0',
+      eventType: 8,
+      eventData: 79,
+      xid: 79,
+    });
     expect(await watcher.wait(0)).toBeNull();
   });
 
@@ -46,10 +54,20 @@ describe('NvmlEventWatcher', () => {
 
   it('keeps events in the order they happened', async () => {
     const { mock, watcher } = await watch('dgx-a100-8x.json');
-    for (const [gpu, xid] of [[0, 13], [3, 31], [0, 43]] as const) mock.injectXid(gpu, xid);
+    for (const [gpu, xid] of [
+      [0, 13],
+      [3, 31],
+      [0, 43],
+    ] as const)
+      mock.injectXid(gpu, xid);
     const seen = [];
-    for (let e = await watcher.wait(0); e; e = await watcher.wait(0)) seen.push(e.kind === 'event' ? [e.deviceIndex, e.xid] : e.kind);
-    expect(seen).toEqual([[0, 13], [3, 31], [0, 43]]);
+    for (let e = await watcher.wait(0); e; e = await watcher.wait(0))
+      seen.push(e.kind === 'event' ? [e.deviceIndex, e.xid] : e.kind);
+    expect(seen).toEqual([
+      [0, 13],
+      [3, 31],
+      [0, 43],
+    ]);
   });
 
   it('registers only the event types each GPU reports as supported', async () => {
@@ -71,7 +89,13 @@ describe('NvmlEventWatcher', () => {
 
   it('a GPU that refuses event registration is skipped, and the set keeps the others', async () => {
     const two = oneGpu() as { gpus: Record<string, unknown>[] };
-    const scenario = { ...two, gpus: [{ ...two.gpus[0], registerEventsReturn: 999 }, { ...two.gpus[0], uuid: 'GPU-00000000-1111-2222-3333-555555555555', pciBusId: '00000000:3C:00.0' }] };
+    const scenario = {
+      ...two,
+      gpus: [
+        { ...two.gpus[0], registerEventsReturn: 999 },
+        { ...two.gpus[0], uuid: 'GPU-00000000-1111-2222-3333-555555555555', pciBusId: '00000000:3C:00.0' },
+      ],
+    };
     const { mock, watcher } = await watch(scenario);
     expect(watcher.registered.map((r) => r.index)).toEqual([1]);
     expect(watcher.skipped).toEqual([{ index: 0, reason: 'nvmlDeviceRegisterEvents: Unknown Error' }]);
@@ -96,7 +120,15 @@ describe('NvmlEventWatcher', () => {
     const { mock, watcher } = await watch(oneGpu());
     mock.injectXid(0, 999);
     const event = await watcher.wait(0);
-    expect(event).toEqual({ kind: 'event', deviceIndex: 0, uuid: 'GPU-00000000-1111-2222-3333-444444444444', pciBusId: '00000000:3B:00.0', eventType: 8, eventData: 999, xid: 999 });
+    expect(event).toEqual({
+      kind: 'event',
+      deviceIndex: 0,
+      uuid: 'GPU-00000000-1111-2222-3333-444444444444',
+      pciBusId: '00000000:3B:00.0',
+      eventType: 8,
+      eventData: 999,
+      xid: 999,
+    });
   });
 
   it('refuses a second concurrent wait', async () => {

@@ -45,7 +45,12 @@ export interface NvmlEventWatcherOptions {
   now?: () => number;
 }
 
-interface Registered { index: number; uuid: string; pciBusId: string; handle: bigint }
+interface Registered {
+  index: number;
+  uuid: string;
+  pciBusId: string;
+  handle: bigint;
+}
 
 /**
  * Waits for NVML events without blocking the event loop: each `wait` runs nvmlEventSetWait_v2
@@ -69,7 +74,11 @@ export class NvmlEventWatcher {
   private readonly sliceMs: number;
   private readonly now: () => number;
 
-  constructor(private readonly nvml: Nvml, readonly mask: bigint = NVML_EVENT.xidCriticalError, options: NvmlEventWatcherOptions = {}) {
+  constructor(
+    private readonly nvml: Nvml,
+    readonly mask: bigint = NVML_EVENT.xidCriticalError,
+    options: NvmlEventWatcherOptions = {},
+  ) {
     this.sliceMs = options.sliceMs ?? 100;
     this.now = options.now ?? (() => performance.now());
     for (let index = 0; index < nvml.deviceCount(); index++) {
@@ -95,14 +104,22 @@ export class NvmlEventWatcher {
       const src = this.nvml.lib.nvmlDeviceGetSupportedEventTypes(r.handle, supported);
       const types = src === NVML.SUCCESS ? BigInt(supported[0]) & this.mask : 0n;
       if (types === 0n) {
-        if (!this.skipped.some((s) => s.index === r.index)) this.skipped.push({ index: r.index, reason: src === NVML.SUCCESS ? 'no requested event type supported' : this.nvml.lib.nvmlErrorString(src) });
+        if (!this.skipped.some((s) => s.index === r.index))
+          this.skipped.push({
+            index: r.index,
+            reason: src === NVML.SUCCESS ? 'no requested event type supported' : this.nvml.lib.nvmlErrorString(src),
+          });
         continue;
       }
       // One GPU refusing registration does not take the others down: NVML documents the set stays
       // usable. That GPU is skipped (its XIDs still come from the kernel log, its health from sampling).
       const rc = this.nvml.lib.nvmlDeviceRegisterEvents(r.handle, types, this.set);
       if (rc !== NVML.SUCCESS) {
-        if (!this.skipped.some((s) => s.index === r.index)) this.skipped.push({ index: r.index, reason: `nvmlDeviceRegisterEvents: ${this.nvml.lib.nvmlErrorString(rc)}` });
+        if (!this.skipped.some((s) => s.index === r.index))
+          this.skipped.push({
+            index: r.index,
+            reason: `nvmlDeviceRegisterEvents: ${this.nvml.lib.nvmlErrorString(rc)}`,
+          });
         continue;
       }
       keep.push(r);
@@ -138,7 +155,13 @@ export class NvmlEventWatcher {
   }
 
   private decode(): NvmlEvent | null {
-    const raw = decodeStruct<{ device: number | bigint; eventType: number | bigint; eventData: number | bigint; gpuInstanceId: number; computeInstanceId: number }>(this.data, EventData);
+    const raw = decodeStruct<{
+      device: number | bigint;
+      eventType: number | bigint;
+      eventData: number | bigint;
+      gpuInstanceId: number;
+      computeInstanceId: number;
+    }>(this.data, EventData);
     const device = BigInt(raw.device);
     const from = this.registered.find((r) => r.handle === device);
     if (!from) return null; // not ours (cannot happen with one set per watcher); treat as a spurious wake

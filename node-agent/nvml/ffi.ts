@@ -33,25 +33,60 @@ export const PciInfo = koffi.struct({
 export const Memory = koffi.struct({ total: ulonglong, free: ulonglong, used: ulonglong });
 export const Utilization = koffi.struct({ gpu: uint, memory: uint });
 /** nvmlProcessInfo_t as filled by nvmlDeviceGetComputeRunningProcesses_v3 (24 bytes). */
-export const ProcessInfo = koffi.struct({ pid: uint, usedGpuMemory: ulonglong, gpuInstanceId: uint, computeInstanceId: uint });
+export const ProcessInfo = koffi.struct({
+  pid: uint,
+  usedGpuMemory: ulonglong,
+  gpuInstanceId: uint,
+  computeInstanceId: uint,
+});
 /** nvmlEventData_t (32 bytes: device 0, eventType 8, eventData 16, GI 24, CI 28). */
-export const EventData = koffi.struct({ device: 'uint64', eventType: ulonglong, eventData: ulonglong, gpuInstanceId: uint, computeInstanceId: uint });
+export const EventData = koffi.struct({
+  device: 'uint64',
+  eventType: ulonglong,
+  eventData: ulonglong,
+  gpuInstanceId: uint,
+  computeInstanceId: uint,
+});
 export const Placement = koffi.struct({ start: uint, size: uint });
 export const GpuInstanceProfileInfo = koffi.struct({
-  id: uint, isP2pSupported: uint, sliceCount: uint, instanceCount: uint, multiprocessorCount: uint,
-  copyEngineCount: uint, decoderCount: uint, encoderCount: uint, jpegCount: uint, ofaCount: uint,
+  id: uint,
+  isP2pSupported: uint,
+  sliceCount: uint,
+  instanceCount: uint,
+  multiprocessorCount: uint,
+  copyEngineCount: uint,
+  decoderCount: uint,
+  encoderCount: uint,
+  jpegCount: uint,
+  ofaCount: uint,
   memorySizeMB: ulonglong,
 });
 /** nvmlGpuInstanceProfileInfo_v2_t (152 bytes): the v1 fields after a version, and NVML's own name ("MIG 1g.18gb"). */
 export const GpuInstanceProfileInfoV2 = koffi.struct({
-  version: uint, id: uint, isP2pSupported: uint, sliceCount: uint, instanceCount: uint, multiprocessorCount: uint,
-  copyEngineCount: uint, decoderCount: uint, encoderCount: uint, jpegCount: uint, ofaCount: uint,
-  memorySizeMB: ulonglong, name: koffi.array('char', 96, 'String'),
+  version: uint,
+  id: uint,
+  isP2pSupported: uint,
+  sliceCount: uint,
+  instanceCount: uint,
+  multiprocessorCount: uint,
+  copyEngineCount: uint,
+  decoderCount: uint,
+  encoderCount: uint,
+  jpegCount: uint,
+  ofaCount: uint,
+  memorySizeMB: ulonglong,
+  name: koffi.array('char', 96, 'String'),
 });
 export const GpuInstanceInfo = koffi.struct({ device: 'uint64', id: uint, profileId: uint, placement: Placement });
 /** nvmlFieldValue_t (40 bytes); the value union is read as its raw 8 bytes. */
 export const FieldValue = koffi.struct({
-  fieldId: uint, scopeId: uint, timestamp: 'int64', latencyUsec: 'int64', valueType: uint, nvmlReturn: 'int32', value: 'uint64',
+  fieldId: uint,
+  scopeId: uint,
+  timestamp: 'int64',
+  latencyUsec: 'int64',
+  valueType: uint,
+  nvmlReturn: 'int32',
+  value: 'uint64',
 });
 
 /**
@@ -59,13 +94,29 @@ export const FieldValue = koffi.struct({
  * health mask, health summary. Version 2 is the same without the summary (36 bytes).
  */
 export const GpuFabricInfoV3 = koffi.struct({
-  version: uint, clusterUuid: koffi.array('uint8', 16, 'Array'), status: 'int32', cliqueId: uint, state: 'uint8', healthMask: uint, healthSummary: 'uint8',
+  version: uint,
+  clusterUuid: koffi.array('uint8', 16, 'Array'),
+  status: 'int32',
+  cliqueId: uint,
+  state: 'uint8',
+  healthMask: uint,
+  healthSummary: 'uint8',
 });
 /** nvmlEccSramErrorStatus_v1_t (104 bytes): SRAM error counters and whether the field-diag threshold is exceeded. */
 export const EccSramErrorStatusV1 = koffi.struct({
-  version: uint, aggregateUncParity: ulonglong, aggregateUncSecDed: ulonglong, aggregateCor: ulonglong, volatileUncParity: ulonglong,
-  volatileUncSecDed: ulonglong, volatileCor: ulonglong, aggregateUncBucketL2: ulonglong, aggregateUncBucketSm: ulonglong,
-  aggregateUncBucketPcie: ulonglong, aggregateUncBucketMcu: ulonglong, aggregateUncBucketOther: ulonglong, bThresholdExceeded: uint,
+  version: uint,
+  aggregateUncParity: ulonglong,
+  aggregateUncSecDed: ulonglong,
+  aggregateCor: ulonglong,
+  volatileUncParity: ulonglong,
+  volatileUncSecDed: ulonglong,
+  volatileCor: ulonglong,
+  aggregateUncBucketL2: ulonglong,
+  aggregateUncBucketSm: ulonglong,
+  aggregateUncBucketPcie: ulonglong,
+  aggregateUncBucketMcu: ulonglong,
+  aggregateUncBucketOther: ulonglong,
+  bThresholdExceeded: uint,
 });
 /** NVML_STRUCT_VERSION(x, v): the struct's size with the version in the top byte. */
 export const structVersion = (size: number, version: number): number => (size | (version << 24)) >>> 0;
@@ -95,7 +146,13 @@ export interface NvmlLibrary {
   nvmlDeviceGetEnforcedPowerLimit(device: Handle, out: Out<number>): Rc;
   nvmlDeviceGetTotalEccErrors(device: Handle, errorType: number, counterType: number, out: Out<number | bigint>): Rc;
   nvmlDeviceGetRetiredPagesPendingStatus(device: Handle, out: Out<number>): Rc;
-  nvmlDeviceGetRemappedRows(device: Handle, corr: Out<number>, unc: Out<number>, pending: Out<number>, failure: Out<number>): Rc;
+  nvmlDeviceGetRemappedRows(
+    device: Handle,
+    corr: Out<number>,
+    unc: Out<number>,
+    pending: Out<number>,
+    failure: Out<number>,
+  ): Rc;
   /** nvmlDeviceGetCurrentClocksEventReasons, or the older ...ThrottleReasons on drivers before 535. */
   clocksEventReasons(device: Handle, out: Out<number | bigint>): Rc;
   /** Drain state by PCI address (`nvidia-smi drain`); undefined where the library lacks it. */
@@ -126,7 +183,12 @@ export interface NvmlLibrary {
   nvmlDeviceGetGpuInstanceProfileInfo(device: Handle, profile: number, out: object): Rc;
   /** `info` is a Buffer holding nvmlGpuInstanceProfileInfo_v2_t with its version set; undefined before R470. */
   nvmlDeviceGetGpuInstanceProfileInfoV?: (device: Handle, profile: number, info: Buffer) => Rc;
-  nvmlDeviceGetGpuInstancePossiblePlacements_v2(device: Handle, profileId: number, placements: Buffer | null, count: Out<number>): Rc;
+  nvmlDeviceGetGpuInstancePossiblePlacements_v2(
+    device: Handle,
+    profileId: number,
+    placements: Buffer | null,
+    count: Out<number>,
+  ): Rc;
   nvmlDeviceGetGpuInstanceById(device: Handle, id: number, out: Out<Handle>): Rc;
   nvmlGpuInstanceGetInfo(gpuInstance: Handle, out: object): Rc;
   nvmlDeviceGetFieldValues(device: Handle, count: number, values: Buffer): Rc;
@@ -141,7 +203,10 @@ export interface NvmlLibrary {
 /** The library could not be loaded: no driver on this machine, or a wrong NVML_LIBRARY_PATH. */
 export class NvmlNotFoundError extends Error {
   override name = 'NvmlNotFoundError';
-  constructor(readonly path: string, options?: ErrorOptions) {
+  constructor(
+    readonly path: string,
+    options?: ErrorOptions,
+  ) {
     super(`NVML not found at ${path}: is the NVIDIA driver installed?`, options);
   }
 }
@@ -177,7 +242,9 @@ export function loadNvml(path?: string): NvmlLibrary {
   const outU64 = koffi.out(koffi.pointer(ulonglong));
   const outHandle = koffi.out(koffi.pointer(handle));
   const outStruct = (t: TypeObject) => koffi.out(koffi.pointer(t));
-  const clocks = optional('nvmlDeviceGetCurrentClocksEventReasons', [handle, outU64]) ?? fn('nvmlDeviceGetCurrentClocksThrottleReasons', [handle, outU64]);
+  const clocks =
+    optional('nvmlDeviceGetCurrentClocksEventReasons', [handle, outU64]) ??
+    fn('nvmlDeviceGetCurrentClocksThrottleReasons', [handle, outU64]);
   const wait = fn('nvmlEventSetWait_v2', [handle, 'void *', uint]);
 
   return {
@@ -199,10 +266,16 @@ export function loadNvml(path?: string): NvmlLibrary {
     nvmlDeviceGetPowerUsage: fn('nvmlDeviceGetPowerUsage', [handle, outU32]),
     nvmlDeviceGetEnforcedPowerLimit: fn('nvmlDeviceGetEnforcedPowerLimit', [handle, outU32]),
     nvmlDeviceGetTotalEccErrors: fn('nvmlDeviceGetTotalEccErrors', [handle, 'int32', 'int32', outU64]),
-    nvmlDeviceGetRetiredPagesPendingStatus: fn('nvmlDeviceGetRetiredPagesPendingStatus', [handle, koffi.out(koffi.pointer('int32'))]),
+    nvmlDeviceGetRetiredPagesPendingStatus: fn('nvmlDeviceGetRetiredPagesPendingStatus', [
+      handle,
+      koffi.out(koffi.pointer('int32')),
+    ]),
     nvmlDeviceGetRemappedRows: fn('nvmlDeviceGetRemappedRows', [handle, outU32, outU32, outU32, outU32]),
     clocksEventReasons: clocks,
-    nvmlDeviceQueryDrainState: optional('nvmlDeviceQueryDrainState', [koffi.pointer(PciInfo), koffi.out(koffi.pointer('int32'))]),
+    nvmlDeviceQueryDrainState: optional('nvmlDeviceQueryDrainState', [
+      koffi.pointer(PciInfo),
+      koffi.out(koffi.pointer('int32')),
+    ]),
     nvmlDeviceModifyDrainState: optional('nvmlDeviceModifyDrainState', [koffi.pointer(PciInfo), 'int32']),
     nvmlDeviceGetNvLinkState: fn('nvmlDeviceGetNvLinkState', [handle, uint, koffi.out(koffi.pointer('int32'))]),
     nvmlDeviceGetTemperatureThreshold: optional('nvmlDeviceGetTemperatureThreshold', [handle, 'int32', outU32]),
@@ -214,15 +287,28 @@ export function loadNvml(path?: string): NvmlLibrary {
     nvmlDeviceGetMaxPcieLinkWidth: optional('nvmlDeviceGetMaxPcieLinkWidth', [handle, outU32]),
     nvmlDeviceGetGpuFabricInfoV: optional('nvmlDeviceGetGpuFabricInfoV', [handle, 'void *']),
     nvmlDeviceGetSramEccErrorStatus: optional('nvmlDeviceGetSramEccErrorStatus', [handle, 'void *']),
-    nvmlDeviceGetComputeRunningProcesses_v3: fn('nvmlDeviceGetComputeRunningProcesses_v3', [handle, koffi.inout(koffi.pointer(uint)), 'void *']),
+    nvmlDeviceGetComputeRunningProcesses_v3: fn('nvmlDeviceGetComputeRunningProcesses_v3', [
+      handle,
+      koffi.inout(koffi.pointer(uint)),
+      'void *',
+    ]),
     nvmlDeviceGetMigMode: fn('nvmlDeviceGetMigMode', [handle, outU32, outU32]),
     nvmlDeviceGetMaxMigDeviceCount: fn('nvmlDeviceGetMaxMigDeviceCount', [handle, outU32]),
     nvmlDeviceGetMigDeviceHandleByIndex: fn('nvmlDeviceGetMigDeviceHandleByIndex', [handle, uint, outHandle]),
     nvmlDeviceGetGpuInstanceId: fn('nvmlDeviceGetGpuInstanceId', [handle, outU32]),
     nvmlDeviceGetComputeInstanceId: fn('nvmlDeviceGetComputeInstanceId', [handle, outU32]),
-    nvmlDeviceGetGpuInstanceProfileInfo: fn('nvmlDeviceGetGpuInstanceProfileInfo', [handle, uint, outStruct(GpuInstanceProfileInfo)]),
+    nvmlDeviceGetGpuInstanceProfileInfo: fn('nvmlDeviceGetGpuInstanceProfileInfo', [
+      handle,
+      uint,
+      outStruct(GpuInstanceProfileInfo),
+    ]),
     nvmlDeviceGetGpuInstanceProfileInfoV: optional('nvmlDeviceGetGpuInstanceProfileInfoV', [handle, uint, 'void *']),
-    nvmlDeviceGetGpuInstancePossiblePlacements_v2: fn('nvmlDeviceGetGpuInstancePossiblePlacements_v2', [handle, uint, 'void *', koffi.inout(koffi.pointer(uint))]),
+    nvmlDeviceGetGpuInstancePossiblePlacements_v2: fn('nvmlDeviceGetGpuInstancePossiblePlacements_v2', [
+      handle,
+      uint,
+      'void *',
+      koffi.inout(koffi.pointer(uint)),
+    ]),
     nvmlDeviceGetGpuInstanceById: fn('nvmlDeviceGetGpuInstanceById', [handle, uint, outHandle]),
     nvmlGpuInstanceGetInfo: fn('nvmlGpuInstanceGetInfo', [handle, outStruct(GpuInstanceInfo)]),
     nvmlDeviceGetFieldValues: fn('nvmlDeviceGetFieldValues', [handle, 'int32', 'void *']),

@@ -53,5 +53,10 @@ export function inventory(nvml: Nvml): NvmlInventory {
       gpus.push({ state: 'lost', index, error: err.nvmlName });
     }
   }
-  return { driverVersion: nvml.driverVersion(), nvmlVersion: nvml.nvmlVersion(), cudaVersion: nvml.cudaVersion(), gpus };
+  return {
+    driverVersion: nvml.driverVersion(),
+    nvmlVersion: nvml.nvmlVersion(),
+    cudaVersion: nvml.cudaVersion(),
+    gpus,
+  };
 }

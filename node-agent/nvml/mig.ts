@@ -9,7 +9,10 @@ import type { Nvml } from './nvml.ts';
  * allows. The planner prefers these reported tables over any built-in one (docs/mig.md).
  */
 
-export interface MigPlacement { start: number; size: number }
+export interface MigPlacement {
+  start: number;
+  size: number;
+}
 
 export interface MigDeviceInfo {
   /** Index under the parent GPU (nvmlDeviceGetMigDeviceHandleByIndex). */
@@ -64,7 +67,12 @@ export function migProfileSuffix(profileIndex: number): string {
  * whole GB — not `ceil(MiB / 1024)`, which calls an H200's 16.00 GiB slice `1g.16gb` where NVIDIA
  * (nvidia-smi, the device plugin's resource names) says `1g.18gb`.
  */
-export function migProfileName(sliceCount: number, memoryMiB: number, gpuMemoryMiB: number, profileIndex: number): string {
+export function migProfileName(
+  sliceCount: number,
+  memoryMiB: number,
+  gpuMemoryMiB: number,
+  profileIndex: number,
+): string {
   const share = Math.ceil((memoryMiB / gpuMemoryMiB) * 8) / 8;
   const gpuGb = Math.ceil(gpuMemoryMiB / 1024);
   return `${sliceCount}g.${Math.round(share * gpuGb)}gb${migProfileSuffix(profileIndex)}`;
@@ -72,14 +80,19 @@ export function migProfileName(sliceCount: number, memoryMiB: number, gpuMemoryM
 const INVALID_STATE = 29;
 
 export function migMode(nvml: Nvml, device: NvmlDevice): { current: boolean; pending: boolean } | undefined {
-  const current: [number] = [0], pending: [number] = [0];
+  const current: [number] = [0],
+    pending: [number] = [0];
   const rc = nvml.lib.nvmlDeviceGetMigMode(device.handle, current, pending);
   if (rc === NVML.NOT_SUPPORTED) return undefined;
   nvml.check('nvmlDeviceGetMigMode', rc);
   return { current: current[0] === 1, pending: pending[0] === 1 };
 }
 
-function placementOf(nvml: Nvml, parent: NvmlDevice, giId: number): { giProfileId: number; placement: MigPlacement } | undefined {
+function placementOf(
+  nvml: Nvml,
+  parent: NvmlDevice,
+  giId: number,
+): { giProfileId: number; placement: MigPlacement } | undefined {
   const gi: [bigint] = [0n];
   const rc = nvml.lib.nvmlDeviceGetGpuInstanceById(parent.handle, giId, gi);
   // Unprivileged agents get NO_PERMISSION here; the placement is then simply unknown.
@@ -103,7 +116,8 @@ export function migDevices(nvml: Nvml, parent: NvmlDevice): MigDeviceInfo[] {
     if (hrc === NVML.NOT_FOUND) continue; // slots are sparse: a destroyed instance leaves a gap
     nvml.check('nvmlDeviceGetMigDeviceHandleByIndex', hrc);
     const mig = parent.child(BigInt(handle[0]));
-    const gi: [number] = [0], ci: [number] = [0];
+    const gi: [number] = [0],
+      ci: [number] = [0];
     nvml.check('nvmlDeviceGetGpuInstanceId', nvml.lib.nvmlDeviceGetGpuInstanceId(mig.handle, gi));
     nvml.check('nvmlDeviceGetComputeInstanceId', nvml.lib.nvmlDeviceGetComputeInstanceId(mig.handle, ci));
     const profile = / MIG (\S+)$/.exec(mig.name())?.[1];
@@ -127,11 +141,21 @@ function placementsFor(nvml: Nvml, device: NvmlDevice, profileId: number): MigPl
   if (rc === NVML.NOT_SUPPORTED || rc === INVALID_STATE || rc === NVML.NO_PERMISSION) return [];
   nvml.check('nvmlDeviceGetGpuInstancePossiblePlacements_v2', rc);
   const buf = Buffer.alloc(Math.max(1, count[0]) * Placement.size);
-  nvml.check('nvmlDeviceGetGpuInstancePossiblePlacements_v2', nvml.lib.nvmlDeviceGetGpuInstancePossiblePlacements_v2(device.handle, profileId, buf, count));
+  nvml.check(
+    'nvmlDeviceGetGpuInstancePossiblePlacements_v2',
+    nvml.lib.nvmlDeviceGetGpuInstancePossiblePlacements_v2(device.handle, profileId, buf, count),
+  );
   return decodeArray<MigPlacement>(buf, Placement, count[0]).map((p) => ({ start: p.start, size: p.size }));
 }
 
-type ProfileInfo = { id: number; sliceCount: number; instanceCount: number; multiprocessorCount: number; memorySizeMB: number | bigint; name?: string };
+type ProfileInfo = {
+  id: number;
+  sliceCount: number;
+  instanceCount: number;
+  multiprocessorCount: number;
+  memorySizeMB: number | bigint;
+  name?: string;
+};
 
 /**
  * One profile: the versioned call first (it carries NVML's own name), the v1 call where the driver
@@ -171,7 +195,11 @@ export function gpuInstanceProfiles(nvml: Nvml, device: NvmlDevice): GpuInstance
     out.push({
       profileIndex,
       id: info.id,
-      name: info.name ?? (gpuMemoryMiB ? migProfileName(info.sliceCount, memoryMiB, gpuMemoryMiB, profileIndex) : `${info.sliceCount}g.${Math.ceil(memoryMiB / 1024)}gb${migProfileSuffix(profileIndex)}`),
+      name:
+        info.name ??
+        (gpuMemoryMiB
+          ? migProfileName(info.sliceCount, memoryMiB, gpuMemoryMiB, profileIndex)
+          : `${info.sliceCount}g.${Math.ceil(memoryMiB / 1024)}gb${migProfileSuffix(profileIndex)}`),
       sliceCount: info.sliceCount,
       instanceCount: info.instanceCount,
       multiprocessorCount: info.multiprocessorCount,

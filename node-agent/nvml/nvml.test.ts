@@ -22,24 +22,39 @@ async function session(scenario: string | object) {
 describe('Nvml inventory', () => {
   it('reads versions and all eight GPUs of the DGX A100 scenario', async () => {
     const { nvml } = await session('dgx-a100-8x.json');
-    const file = JSON.parse(readFileSync(join(MOCK_NVML_SCENARIOS, 'dgx-a100-8x.json'), 'utf8')) as { gpus: { uuid: string; pciBusId: string }[] };
+    const file = JSON.parse(readFileSync(join(MOCK_NVML_SCENARIOS, 'dgx-a100-8x.json'), 'utf8')) as {
+      gpus: { uuid: string; pciBusId: string }[];
+    };
     const inv = inventory(nvml);
     expect(inv.driverVersion).toBe('550.54.15');
     expect(inv.nvmlVersion).toBe('12.550.54.15');
     expect(inv.cudaVersion).toBe('12.4');
     expect(inv.gpus).toHaveLength(8);
     expect(inv.gpus.map((g) => (g.state === 'ok' ? g.uuid : g.state))).toEqual(file.gpus.map((g) => g.uuid));
-    expect(inv.gpus.map((g) => (g.state === 'ok' ? g.pciBusId : g.state))).toEqual(['07', '0F', '47', '4E', '87', '90', 'B7', 'BD'].map((b) => `00000000:${b}:00.0`));
+    expect(inv.gpus.map((g) => (g.state === 'ok' ? g.pciBusId : g.state))).toEqual(
+      ['07', '0F', '47', '4E', '87', '90', 'B7', 'BD'].map((b) => `00000000:${b}:00.0`),
+    );
     const first = inv.gpus[0];
     if (first?.state !== 'ok') throw new Error('GPU 0 should be ok');
-    expect(first).toMatchObject({ name: 'NVIDIA A100-SXM4-80GB', pciDeviceId: 0x20b210de, memoryTotalMiB: 81920, migMode: { current: false, pending: false }, migDevices: [] });
+    expect(first).toMatchObject({
+      name: 'NVIDIA A100-SXM4-80GB',
+      pciDeviceId: 0x20b210de,
+      memoryTotalMiB: 81920,
+      migMode: { current: false, pending: false },
+      migDevices: [],
+    });
   });
 
   it('lists the MIG profiles an A100 offers with every placement NVML allows', async () => {
     const { nvml } = await session('dgx-a100-8x.json');
     const gpu = inventory(nvml).gpus[0];
     if (gpu?.state !== 'ok') throw new Error('GPU 0 should be ok');
-    const byName = Object.fromEntries(gpu.migProfiles.map((p) => [p.name, { id: p.id, starts: p.placements.map((x) => x.start), size: p.placements[0]?.size, max: p.instanceCount }]));
+    const byName = Object.fromEntries(
+      gpu.migProfiles.map((p) => [
+        p.name,
+        { id: p.id, starts: p.placements.map((x) => x.start), size: p.placements[0]?.size, max: p.instanceCount },
+      ]),
+    );
     expect(byName).toEqual({
       '1g.10gb': { id: 19, starts: [0, 1, 2, 3, 4, 5, 6], size: 1, max: 7 },
       '2g.20gb': { id: 14, starts: [0, 2, 4], size: 2, max: 3 },
@@ -56,10 +71,21 @@ describe('Nvml inventory', () => {
     const [a, b] = inventory(nvml).gpus;
     if (a?.state !== 'ok' || b?.state !== 'ok') throw new Error('both GPUs should be ok');
     expect(a.migMode).toEqual({ current: true, pending: true });
-    expect(a.migDevices.map((m) => [m.profile, m.giProfileId, m.gpuInstanceId, m.computeInstanceId, m.placement?.start, m.placement?.size])).toEqual(
-      [0, 1, 2, 3, 4, 5, 6].map((s) => ['1g.10gb', 19, s + 7, 0, s, 1]),
-    );
-    expect(b.migDevices.map((m) => `${m.profile}@${m.placement?.start}`)).toEqual(['3g.40gb@4', '2g.20gb@0', '2g.20gb@2']);
+    expect(
+      a.migDevices.map((m) => [
+        m.profile,
+        m.giProfileId,
+        m.gpuInstanceId,
+        m.computeInstanceId,
+        m.placement?.start,
+        m.placement?.size,
+      ]),
+    ).toEqual([0, 1, 2, 3, 4, 5, 6].map((s) => ['1g.10gb', 19, s + 7, 0, s, 1]));
+    expect(b.migDevices.map((m) => `${m.profile}@${m.placement?.start}`)).toEqual([
+      '3g.40gb@4',
+      '2g.20gb@0',
+      '2g.20gb@2',
+    ]);
     expect(b.migDevices[0]?.uuid).toMatch(/^MIG-/);
   });
 
@@ -68,7 +94,11 @@ describe('Nvml inventory', () => {
     const [a, b] = inventory(nvml).gpus;
     if (a?.state !== 'ok' || b?.state !== 'ok') throw new Error('both GPUs should be ok');
     expect(a.migDevices.map((m) => m.memoryUsedMiB)).toEqual([8000, 0, 9000, 0, 0, 0, 0]);
-    expect(b.migDevices.map((m) => [m.profile, m.memoryUsedMiB])).toEqual([['3g.40gb', 35000], ['2g.20gb', 0], ['2g.20gb', 0]]);
+    expect(b.migDevices.map((m) => [m.profile, m.memoryUsedMiB])).toEqual([
+      ['3g.40gb', 35000],
+      ['2g.20gb', 0],
+      ['2g.20gb', 0],
+    ]);
   });
 
   it('reports a GPU without MIG with no MIG mode and no profiles', async () => {
@@ -91,7 +121,7 @@ describe('Nvml errors', () => {
     );
   });
 
-  it('carries NVML\'s name, string and code for a failed call', async () => {
+  it("carries NVML's name, string and code for a failed call", async () => {
     const { nvml } = await session(oneGpu());
     let caught: unknown;
     try {
@@ -100,19 +130,29 @@ describe('Nvml errors', () => {
       caught = err;
     }
     expect(caught).toBeInstanceOf(NvmlError);
-    expect(caught).toMatchObject({ code: 2, nvmlName: 'NVML_ERROR_INVALID_ARGUMENT', nvmlString: 'Invalid Argument', call: 'nvmlDeviceGetHandleByIndex_v2' });
+    expect(caught).toMatchObject({
+      code: 2,
+      nvmlName: 'NVML_ERROR_INVALID_ARGUMENT',
+      nvmlString: 'Invalid Argument',
+      call: 'nvmlDeviceGetHandleByIndex_v2',
+    });
   });
 
   it('fails nvmlInit with the field the scenario gets wrong', async () => {
     const bad = oneGpu({ pciBusId: 'not-a-bus-id' });
     const err = await openMockNvml(bad).then(
-      (s) => { s.nvml.close(); return undefined; },
+      (s) => {
+        s.nvml.close();
+        return undefined;
+      },
       (e: unknown) => e,
     );
     expect(err).toMatchObject({ nvmlName: 'NVML_ERROR_UNKNOWN', call: 'nvmlInit_v2' });
     const { loadMockNvmlControls } = await import('./ffi.ts');
     const { MOCK_NVML_LIBRARY } = await import('../../infra/local/mock-nvml/build.ts');
-    expect(loadMockNvmlControls(MOCK_NVML_LIBRARY).lastError()).toMatch(/gpus\[0\]\.pciBusId: expected DOMAIN:BUS:DEVICE\.FUNCTION/);
+    expect(loadMockNvmlControls(MOCK_NVML_LIBRARY).lastError()).toMatch(
+      /gpus\[0\]\.pciBusId: expected DOMAIN:BUS:DEVICE\.FUNCTION/,
+    );
   });
 });
 

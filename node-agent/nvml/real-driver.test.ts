@@ -18,7 +18,11 @@ const FIXTURE = join(import.meta.dirname, '..', '..', 'test', 'fixtures', 'real-
 const read = <T>(file: string): T => JSON.parse(readFileSync(join(FIXTURE, file), 'utf8')) as T;
 
 interface Probe {
-  agent: { inventory: { driverVersion: string; nvmlVersion: string; cudaVersion: string; gpus: Record<string, unknown>[] }; samples: GpuSample[]; migProfiles: unknown[][] };
+  agent: {
+    inventory: { driverVersion: string; nvmlVersion: string; cudaVersion: string; gpus: Record<string, unknown>[] };
+    samples: GpuSample[];
+    migProfiles: unknown[][];
+  };
   raw: {
     temperatureThresholds: Record<string, { rc?: number; value: number }>;
     pcie: Record<string, { rc?: number; value: number }>;
@@ -36,8 +40,8 @@ afterEach(() => {
   nvml = undefined;
 });
 
-describe('the mock H200 answers the agent\'s binding as the real H200 did (driver 580.159.04)', () => {
-  it('the same inventory: identity, memory, MIG mode, and every GPU-instance profile with NVML\'s names, sizes and placements', async () => {
+describe("the mock H200 answers the agent's binding as the real H200 did (driver 580.159.04)", () => {
+  it("the same inventory: identity, memory, MIG mode, and every GPU-instance profile with NVML's names, sizes and placements", async () => {
     ({ nvml } = await openMockNvml('h200-1x.json'));
     const inv = inventory(nvml);
     const { migProfiles: realProfiles, ...realGpu } = real.agent.inventory.gpus[0]!;
@@ -50,8 +54,12 @@ describe('the mock H200 answers the agent\'s binding as the real H200 did (drive
   });
 
   it('profile names come from NVML where the driver names them (…ProfileInfoV, "MIG 1g.18gb"), from NVIDIA\'s rule where not', async () => {
-    interface Raw { profileInfoV2: { profile: number; rc?: number; value?: { id: number; name: string } }[] }
-    const realNames = Object.fromEntries((real.raw[0] as unknown as Raw).profileInfoV2.filter((p) => p.rc === 0).map((p) => [p.value!.id, p.value!.name]));
+    interface Raw {
+      profileInfoV2: { profile: number; rc?: number; value?: { id: number; name: string } }[];
+    }
+    const realNames = Object.fromEntries(
+      (real.raw[0] as unknown as Raw).profileInfoV2.filter((p) => p.rc === 0).map((p) => [p.value!.id, p.value!.name]),
+    );
     expect(realNames[19]).toBe('MIG 1g.18gb');
     // A name NVIDIA's rule would never give, for profile 19 only: the driver's word wins there.
     ({ nvml } = await openMockNvml(oneGpu({ migProfileNames: { 19: '1g.9gb' } })));
@@ -66,7 +74,8 @@ describe('the mock H200 answers the agent\'s binding as the real H200 did (drive
     // The recording predates the newer fields; those it has, the mock must answer alike. NVLink
     // error totals came later: the real driver answered NOT_SUPPORTED for each of their fields.
     expect(s.unsupported.filter((f) => f !== 'nvlinkErrors')).toEqual(real.agent.samples[0]!.unsupported);
-    for (const f of ['nvlinkCrcFlitTotal', 'nvlinkCrcDataTotal', 'nvlinkReplayTotal', 'nvlinkRecoveryTotal']) expect(real.raw[0]!.fieldValues.values[f]!.rc, f).toBe(3);
+    for (const f of ['nvlinkCrcFlitTotal', 'nvlinkCrcDataTotal', 'nvlinkReplayTotal', 'nvlinkRecoveryTotal'])
+      expect(real.raw[0]!.fieldValues.values[f]!.rc, f).toBe(3);
     expect(s.unsupported).toContain('nvlinkErrors');
     expect(s.unavailable).toBeUndefined();
     expect(nvml.device(0).supportedEventTypes()).toBe(BigInt(python.gpus[0]!.supportedEvents.ok));
@@ -78,8 +87,19 @@ describe('the mock H200 answers the agent\'s binding as the real H200 did (drive
     const s = sampleDevice(nvml, 0) as GpuSample;
     const r = second.agent.samples[0]!;
     expect(r.unavailable).toBeUndefined();
-    expect({ limits: s.temperatureLimits, pcie: s.pcieLink, fabric: s.fabric, sram: s.sramEcc, unsupported: s.unsupported.filter((f) => f !== 'nvlinkErrors') })
-      .toEqual({ limits: r.temperatureLimits, pcie: r.pcieLink, fabric: r.fabric, sram: r.sramEcc, unsupported: r.unsupported });
+    expect({
+      limits: s.temperatureLimits,
+      pcie: s.pcieLink,
+      fabric: s.fabric,
+      sram: s.sramEcc,
+      unsupported: s.unsupported.filter((f) => f !== 'nvlinkErrors'),
+    }).toEqual({
+      limits: r.temperatureLimits,
+      pcie: r.pcieLink,
+      fabric: r.fabric,
+      sram: r.sramEcc,
+      unsupported: r.unsupported,
+    });
     expect(r.memoryTemperatureC).toEqual(expect.any(Number));
     expect(gpuInstanceProfiles(nvml, nvml.device(0))).toEqual(second.agent.migProfiles[0]);
   });
@@ -97,11 +117,18 @@ describe('the mock H200 answers the agent\'s binding as the real H200 did (drive
     const r = real.raw[0]!;
     const s = sampleDevice(nvml, 0) as GpuSample;
     const t = r.temperatureThresholds;
-    expect(s.temperatureLimits).toEqual({ shutdownC: t.shutdown!.value, slowdownC: t.slowdown!.value, memMaxC: t.memMax!.value, gpuMaxC: t.gpuMax!.value });
+    expect(s.temperatureLimits).toEqual({
+      shutdownC: t.shutdown!.value,
+      slowdownC: t.slowdown!.value,
+      memMaxC: t.memMax!.value,
+      gpuMaxC: t.gpuMax!.value,
+    });
     const p = r.pcie;
     expect(s.pcieLink).toEqual({
-      gen: p.nvmlDeviceGetCurrPcieLinkGeneration!.value, maxGen: p.nvmlDeviceGetMaxPcieLinkGeneration!.value,
-      width: p.nvmlDeviceGetCurrPcieLinkWidth!.value, maxWidth: p.nvmlDeviceGetMaxPcieLinkWidth!.value,
+      gen: p.nvmlDeviceGetCurrPcieLinkGeneration!.value,
+      maxGen: p.nvmlDeviceGetMaxPcieLinkGeneration!.value,
+      width: p.nvmlDeviceGetCurrPcieLinkWidth!.value,
+      maxWidth: p.nvmlDeviceGetMaxPcieLinkWidth!.value,
     });
     expect(r.fieldValues.values.memoryTemp!.rc).toBe(0);
     expect(s.memoryTemperatureC).toEqual(expect.any(Number));

@@ -20,15 +20,29 @@ function ok(result: GpuSampleResult): GpuSample {
   return result;
 }
 
-const series = { intervalMs: 1000, util: [10, 20, 30], memUtil: [1, 2, 3], tempC: [40, 41, 42], powerW: [100, 150, 200], clockEventReasons: [0, 0x44] };
+const series = {
+  intervalMs: 1000,
+  util: [10, 20, 30],
+  memUtil: [1, 2, 3],
+  tempC: [40, 41, 42],
+  powerW: [100, 150, 200],
+  clockEventReasons: [0, 0x44],
+};
 
 describe('sampleDevice', () => {
   it('reads every field of a healthy A100 with nothing unsupported', async () => {
-    const { nvml } = await session(oneGpu({
-      series: { ...series, memTempC: [50], encUtil: [3], decUtil: [7] }, processes: [{ pid: 4242, usedMiB: 4000 }], ecc: { aggregateCorrected: 3 },
-      temperatureLimits: { shutdownC: 92, slowdownC: 89, memMaxC: 95, gpuMaxC: 85 }, pcieLink: { gen: 4, maxGen: 4, width: 16, maxWidth: 16 },
-      fabric: { state: 3, status: 0, healthMask: 2 }, sram: { thresholdExceeded: false }, nvlinkErrors: { crcFlit: 1, crcData: 2, replay: 3, recovery: 4 },
-    }));
+    const { nvml } = await session(
+      oneGpu({
+        series: { ...series, memTempC: [50], encUtil: [3], decUtil: [7] },
+        processes: [{ pid: 4242, usedMiB: 4000 }],
+        ecc: { aggregateCorrected: 3 },
+        temperatureLimits: { shutdownC: 92, slowdownC: 89, memMaxC: 95, gpuMaxC: 85 },
+        pcieLink: { gen: 4, maxGen: 4, width: 16, maxWidth: 16 },
+        fabric: { state: 3, status: 0, healthMask: 2 },
+        sram: { thresholdExceeded: false },
+        nvlinkErrors: { crcFlit: 1, crcData: 2, replay: 3, recovery: 4 },
+      }),
+    );
     const s = ok(sampleDevice(nvml, 0));
     expect(s).toEqual({
       state: 'ok',
@@ -59,7 +73,7 @@ describe('sampleDevice', () => {
     });
   });
 
-  it('reads a GPU\'s temperature limits once (they are its SKU\'s), not every sample', async () => {
+  it("reads a GPU's temperature limits once (they are its SKU's), not every sample", async () => {
     const { nvml } = await session('h200-1x.json');
     const lib = nvml.lib as { nvmlDeviceGetTemperatureThreshold?: (...a: never[]) => number };
     const real = lib.nvmlDeviceGetTemperatureThreshold!;
@@ -73,7 +87,10 @@ describe('sampleDevice', () => {
 
   it('indexes series by mock time and holds the last value past the end', async () => {
     const { nvml, mock } = await session(oneGpu({ series }));
-    const at = () => { const s = ok(sampleDevice(nvml, 0)); return [s.utilization?.gpu, s.temperatureC, s.powerW, s.clockEventReasons?.reasons]; };
+    const at = () => {
+      const s = ok(sampleDevice(nvml, 0));
+      return [s.utilization?.gpu, s.temperatureC, s.powerW, s.clockEventReasons?.reasons];
+    };
     expect(at()).toEqual([10, 40, 100, []]);
     mock.advanceMs(1000);
     expect(at()).toEqual([20, 41, 150, ['swPowerCap', 'hwThermalSlowdown']]);
@@ -84,7 +101,17 @@ describe('sampleDevice', () => {
   it('omits what the GPU does not support and names it', async () => {
     const { nvml } = await session('t4-node.json');
     const s = ok(sampleDevice(nvml, 0));
-    expect(s.unsupported.sort()).toEqual(['codecUtilization', 'memoryTemperatureC', 'migMode', 'nvlinkErrors', 'nvlinks', 'recoveryAction', 'remappedRows', 'sramEcc', 'temperatureLimits']);
+    expect(s.unsupported.sort()).toEqual([
+      'codecUtilization',
+      'memoryTemperatureC',
+      'migMode',
+      'nvlinkErrors',
+      'nvlinks',
+      'recoveryAction',
+      'remappedRows',
+      'sramEcc',
+      'temperatureLimits',
+    ]);
     for (const field of s.unsupported) expect(s).not.toHaveProperty(field);
     expect(s.utilization).toEqual({ gpu: 35, memory: 20 });
   });
@@ -92,7 +119,15 @@ describe('sampleDevice', () => {
   it('on a MIG GPU omits utilization and remapped rows and lists MIG devices and processes', async () => {
     const { nvml } = await session('h100-mig.json');
     const s = ok(sampleDevice(nvml, 0));
-    expect(s.unsupported.sort()).toEqual(['codecUtilization', 'memoryTemperatureC', 'nvlinkErrors', 'remappedRows', 'sramEcc', 'temperatureLimits', 'utilization']);
+    expect(s.unsupported.sort()).toEqual([
+      'codecUtilization',
+      'memoryTemperatureC',
+      'nvlinkErrors',
+      'remappedRows',
+      'sramEcc',
+      'temperatureLimits',
+      'utilization',
+    ]);
     expect(s.migDevices).toHaveLength(7);
     expect(s.processes).toEqual([
       { pid: 2201, usedMiB: 8000, gpuInstanceId: 7, computeInstanceId: 0 },
@@ -101,8 +136,16 @@ describe('sampleDevice', () => {
   });
 
   it.each([
-    [{ kind: 'ecc', corrected: 5, uncorrected: 2 }, (s: GpuSample) => [s.ecc?.volatileCorrected, s.ecc?.volatileUncorrected, s.ecc?.aggregateUncorrected], [5, 2, 2]],
-    [{ kind: 'rowRemapPending' }, (s: GpuSample) => [s.remappedRows?.pending, s.remappedRows?.uncorrectable], [true, 1]],
+    [
+      { kind: 'ecc', corrected: 5, uncorrected: 2 },
+      (s: GpuSample) => [s.ecc?.volatileCorrected, s.ecc?.volatileUncorrected, s.ecc?.aggregateUncorrected],
+      [5, 2, 2],
+    ],
+    [
+      { kind: 'rowRemapPending' },
+      (s: GpuSample) => [s.remappedRows?.pending, s.remappedRows?.uncorrectable],
+      [true, 1],
+    ],
     [{ kind: 'rowRemapFailure' }, (s: GpuSample) => [s.remappedRows?.failure], [true]],
     [{ kind: 'retiredPagesPending' }, (s: GpuSample) => [s.retiredPagesPending], [true]],
     [{ kind: 'recoveryAction', action: 2 }, (s: GpuSample) => [s.recoveryAction?.action], ['node-reboot']],
@@ -119,7 +162,13 @@ describe('sampleDevice', () => {
     const { nvml, mock } = await session('dgx-a100-8x.json');
     const before = ok(sampleDevice(nvml, 5));
     mock.injectFault({ kind: 'gpuLost', gpu: 5 });
-    expect(sampleDevice(nvml, 5)).toEqual({ state: 'lost', index: 5, uuid: before.uuid, pciBusId: '00000000:90:00.0', error: 'NVML_ERROR_GPU_IS_LOST' });
+    expect(sampleDevice(nvml, 5)).toEqual({
+      state: 'lost',
+      index: 5,
+      uuid: before.uuid,
+      pciBusId: '00000000:90:00.0',
+      error: 'NVML_ERROR_GPU_IS_LOST',
+    });
     expect(sampleDevice(nvml, 4).state).toBe('ok');
   });
 

@@ -1,5 +1,19 @@
 import { isGpuLost, NvmlError } from './errors.ts';
-import type { ClockEventReasons, EccCounts, FabricInfo, GpuProcess, MemoryInfo, NvLinkErrors, NvLinkState, NvmlDevice, PcieLink, RecoveryAction, RemappedRows, SramEccStatus, TemperatureLimits } from './device.ts';
+import type {
+  ClockEventReasons,
+  EccCounts,
+  FabricInfo,
+  GpuProcess,
+  MemoryInfo,
+  NvLinkErrors,
+  NvLinkState,
+  NvmlDevice,
+  PcieLink,
+  RecoveryAction,
+  RemappedRows,
+  SramEccStatus,
+  TemperatureLimits,
+} from './device.ts';
 import { migDevices, migMode, type MigDeviceInfo } from './mig.ts';
 import type { Nvml } from './nvml.ts';
 

@@ -2,7 +2,12 @@ import { describe, expect, it } from 'vitest';
 import { entrySize, MAX_CALL_BYTES, takeBatch } from './batching.ts';
 import { backoffDelay, classifyCallError, isRetryableEntryCode } from './retry-policy.ts';
 
-const r = (detail: string, resources?: string[]) => ({ source: 'src', detailType: 'Type', detail, ...(resources ? { resources } : {}) });
+const r = (detail: string, resources?: string[]) => ({
+  source: 'src',
+  detailType: 'Type',
+  detail,
+  ...(resources ? { resources } : {}),
+});
 
 describe('entrySize', () => {
   it('counts 14 bytes for Time plus UTF-8 bytes of Source, DetailType, Detail and each Resource', () => {
@@ -54,7 +59,10 @@ describe('error classification', () => {
     [Object.assign(new Error('x'), { code: 'ECONNREFUSED' }), 'unavailable'],
     [Object.assign(new Error('x'), { name: 'InternalException', $metadata: { httpStatusCode: 500 } }), 'unavailable'],
     [Object.assign(new Error('x'), { name: 'ThrottlingException', $metadata: { httpStatusCode: 429 } }), 'unavailable'],
-    [Object.assign(new Error('x'), { name: 'AccessDeniedException', $metadata: { httpStatusCode: 403 } }), 'unavailable'],
+    [
+      Object.assign(new Error('x'), { name: 'AccessDeniedException', $metadata: { httpStatusCode: 403 } }),
+      'unavailable',
+    ],
     [Object.assign(new Error('x'), { name: 'ValidationException', $metadata: { httpStatusCode: 400 } }), 'rejected'],
     ['not even an error', 'unavailable'],
   ])('a call failing with %s is %s', (err, failure) => {

@@ -27,7 +27,9 @@ export class EventTooLargeError extends Error {
  * How many records from the head of `records` fit in one call. Always at least one when
  * `records` is non-empty (oversized events never get this far: they are rejected on publish).
  */
-export function takeBatch<T extends Pick<QueuedRecord, 'source' | 'detailType' | 'detail' | 'resources'>>(records: readonly T[]): T[] {
+export function takeBatch<T extends Pick<QueuedRecord, 'source' | 'detailType' | 'detail' | 'resources'>>(
+  records: readonly T[],
+): T[] {
   const batch: T[] = [];
   let bytes = 0;
   for (const r of records) {

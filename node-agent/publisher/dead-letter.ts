@@ -20,7 +20,9 @@ export function fileDeadLetter(path: string): DeadLetterSink {
       if (entries.length === 0) return;
       ready ??= mkdir(dirname(path), { recursive: true });
       await ready;
-      const lines = entries.map((e) => encodeLine({ kind: 'dead', at, code: e.code, message: e.message, record: e.record }));
+      const lines = entries.map((e) =>
+        encodeLine({ kind: 'dead', at, code: e.code, message: e.message, record: e.record }),
+      );
       await appendFile(path, Buffer.concat(lines));
       const fh = await open(path, 'r');
       try {

@@ -9,7 +9,12 @@ export function dryRunSender(log: PublisherLog): PutEventsSender {
   let n = 0;
   return async (entries) =>
     entries.map((e): EntryResult => {
-      log.info('dry run: would publish', { source: e.Source, detailType: e.DetailType, detail: e.Detail, bus: e.EventBusName });
+      log.info('dry run: would publish', {
+        source: e.Source,
+        detailType: e.DetailType,
+        detail: e.Detail,
+        bus: e.EventBusName,
+      });
       return { ok: true, eventId: `dry-run-${++n}` };
     });
 }

@@ -9,9 +9,18 @@ import { testEvent } from './test-harness.ts';
 describe('openPublisherFromConfig', () => {
   it('with DRY_RUN=true logs events instead of sending them, and still reports them published', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'gpu-reflex-publisher-'));
-    const config = loadAgentConfig({ DRY_RUN: 'true', SPOOL_PATH: join(dir, 'spool.jsonl'), DEAD_LETTER_PATH: join(dir, 'dead.jsonl'), EVENT_BUS_NAME: 'fleet-a' });
+    const config = loadAgentConfig({
+      DRY_RUN: 'true',
+      SPOOL_PATH: join(dir, 'spool.jsonl'),
+      DEAD_LETTER_PATH: join(dir, 'dead.jsonl'),
+      EVENT_BUS_NAME: 'fleet-a',
+    });
     const lines: { msg: string; fields?: Record<string, unknown> }[] = [];
-    const log = { info: (msg: string, fields?: Record<string, unknown>) => lines.push({ msg, ...(fields ? { fields } : {}) }), warn() {}, error() {} };
+    const log = {
+      info: (msg: string, fields?: Record<string, unknown>) => lines.push({ msg, ...(fields ? { fields } : {}) }),
+      warn() {},
+      error() {},
+    };
     const p = await openPublisherFromConfig(config, { log });
     p.publish(testEvent(1));
     expect(await p.close({ deadlineMs: 1_000 })).toEqual({ spooled: 0, deadlineHit: false });

@@ -68,7 +68,17 @@ async function openJournal(path: string, spool: Spool, log: PublisherLog): Promi
 
 /** The agent entry point's one call: everything from the frozen config. */
 export function openPublisherFromConfig(
-  config: Pick<AgentConfig, 'eventBusName' | 'spoolPath' | 'spoolMaxBytes' | 'deadLetterPath' | 'batchDelayMs' | 'publishMaxAttempts' | 'publishProbeIntervalMs' | 'dryRun'>,
+  config: Pick<
+    AgentConfig,
+    | 'eventBusName'
+    | 'spoolPath'
+    | 'spoolMaxBytes'
+    | 'deadLetterPath'
+    | 'batchDelayMs'
+    | 'publishMaxAttempts'
+    | 'publishProbeIntervalMs'
+    | 'dryRun'
+  >,
   extras: { metrics?: PublisherMetrics; log?: PublisherLog; send?: PutEventsSender } = {},
 ): Promise<Publisher> {
   const log = extras.log ?? silentLog;
@@ -81,6 +91,10 @@ export function openPublisherFromConfig(
     log,
     ...(send ? { send } : {}),
     ...(extras.metrics ? { metrics: extras.metrics } : {}),
-    settings: { batchDelayMs: config.batchDelayMs, maxAttempts: config.publishMaxAttempts, probeIntervalMs: config.publishProbeIntervalMs },
+    settings: {
+      batchDelayMs: config.batchDelayMs,
+      maxAttempts: config.publishMaxAttempts,
+      probeIntervalMs: config.publishProbeIntervalMs,
+    },
   });
 }

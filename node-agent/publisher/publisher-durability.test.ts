@@ -11,7 +11,8 @@ import { FakePutEvents, networkError } from './fake-put-events.ts';
 import { PUBLISHER_METRIC_NAMES as M } from './publisher-metrics.ts';
 import { makeHarness, TEST_SETTINGS, testEvent } from './test-harness.ts';
 
-const ids = (n: number, priority: 'critical' | 'normal' | 'bulk' = 'critical', from = 0) => Array.from({ length: n }, (_, i) => `${priority}-${from + i}`);
+const ids = (n: number, priority: 'critical' | 'normal' | 'bulk' = 'critical', from = 0) =>
+  Array.from({ length: n }, (_, i) => `${priority}-${from + i}`);
 
 describe('close (SIGTERM)', () => {
   it('sends queued events at once instead of waiting for the window', async () => {
@@ -89,7 +90,8 @@ describe('spool bound', () => {
     const text = await readFile(h.spoolPath, 'utf8');
     expect(text).not.toContain('bulk-');
     expect(text).not.toContain('normal-');
-    for (const i of [3, ...Array.from({ length: 10 }, (_, k) => 10 + k)]) expect(text).toContain(`"eventId\\":\\"critical-${i}\\"`);
+    for (const i of [3, ...Array.from({ length: 10 }, (_, k) => 10 + k)])
+      expect(text).toContain(`"eventId\\":\\"critical-${i}\\"`);
     const metrics = h.metrics.render();
     expect(metrics).toContain(`${M.dropped}{priority="bulk"} 2`);
     expect(metrics).toContain(`${M.dropped}{priority="normal"} 1`);
@@ -149,7 +151,8 @@ describe('disk trouble', () => {
         return spool.lastSeq;
       },
       append: async (records) => {
-        if (failAppends-- > 0) throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
+        if (failAppends-- > 0)
+          throw Object.assign(new Error('ENOSPC: no space left on device, write'), { code: 'ENOSPC' });
         return spool.append(records);
       },
       readHead: (n) => spool.readHead(n),
@@ -157,7 +160,10 @@ describe('disk trouble', () => {
       close: () => spool.close(),
     };
     const clock = new FakeClock();
-    const p = new Publisher({ send: bus.send, spool: flaky, deadLetter: fileDeadLetter(join(dir, 'dead.jsonl')), clock, random: () => 0.5}, { ...TEST_SETTINGS, maxAttempts: 1, busName: 'gpu-reflex' });
+    const p = new Publisher(
+      { send: bus.send, spool: flaky, deadLetter: fileDeadLetter(join(dir, 'dead.jsonl')), clock, random: () => 0.5 },
+      { ...TEST_SETTINGS, maxAttempts: 1, busName: 'gpu-reflex' },
+    );
     const tick = async (ms: number) => {
       await p.whenIdle();
       clock.advance(ms);

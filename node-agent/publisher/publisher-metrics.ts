@@ -29,9 +29,19 @@ export const PUBLISHER_METRIC_NAMES = {
 export function registerPublisherMetrics(registry: Metrics): PublisherMetrics {
   const n = PUBLISHER_METRIC_NAMES;
   const published = registry.counter(n.published, 'Events the bus accepted, by detail-type.', ['detail_type']);
-  const failed = registry.counter(n.failed, 'Events failed for good: too large to send, or dead-lettered after a non-retryable error.');
-  const spooled = registry.counter(n.spooled, 'Events written to the on-disk spool because the bus was unreachable or behind.');
-  const dropped = registry.counter(n.dropped, 'Events dropped because the spool was full, by priority (critical is never dropped).', ['priority']);
+  const failed = registry.counter(
+    n.failed,
+    'Events failed for good: too large to send, or dead-lettered after a non-retryable error.',
+  );
+  const spooled = registry.counter(
+    n.spooled,
+    'Events written to the on-disk spool because the bus was unreachable or behind.',
+  );
+  const dropped = registry.counter(
+    n.dropped,
+    'Events dropped because the spool was full, by priority (critical is never dropped).',
+    ['priority'],
+  );
   const spoolBytes = registry.gauge(n.spoolBytes, 'Size of the spool file in bytes.');
   const spoolEvents = registry.gauge(n.spoolEvents, 'Events waiting in the spool.');
   return {

@@ -32,7 +32,13 @@ export interface PublisherBenchResult {
 const event = (n: number): OutgoingEvent => ({
   source: 'gpu-reflex.node-agent',
   detailType: 'GPU Utilization Summary',
-  detail: { eventId: `bench-${n}`, node: 'gpu-node-1', gpu: n % 8, utilization: { avg: 71.5, max: 99, p95: 97 }, windowMs: 60_000 },
+  detail: {
+    eventId: `bench-${n}`,
+    node: 'gpu-node-1',
+    gpu: n % 8,
+    utilization: { avg: 71.5, max: 99, p95: 97 },
+    windowMs: 60_000,
+  },
   time: new Date(),
   priority: 'normal',
 });
@@ -46,7 +52,9 @@ async function until(cond: () => boolean, timeoutMs = 120_000): Promise<void> {
   }
 }
 
-export async function runPublisherBench(options: { burst?: number; steady?: number; replay?: number } = {}): Promise<PublisherBenchResult> {
+export async function runPublisherBench(
+  options: { burst?: number; steady?: number; replay?: number } = {},
+): Promise<PublisherBenchResult> {
   const burst = options.burst ?? 5_000;
   const steady = options.steady ?? 2_000;
   const replay = options.replay ?? 5_000;
@@ -69,7 +77,13 @@ export async function runPublisherBench(options: { burst?: number; steady?: numb
   };
   let publisher: Publisher | undefined;
   try {
-    publisher = await openPublisher({ busName: 'gpu-reflex', spoolPath: join(dir, 'spool.jsonl'), spoolMaxBytes: 64 << 20, deadLetterPath: join(dir, 'dead.jsonl'), send });
+    publisher = await openPublisher({
+      busName: 'gpu-reflex',
+      spoolPath: join(dir, 'spool.jsonl'),
+      spoolMaxBytes: 64 << 20,
+      deadLetterPath: join(dir, 'dead.jsonl'),
+      send,
+    });
 
     // 1. Burst.
     let t0 = performance.now();

@@ -44,7 +44,8 @@ function realSender(): { send: PutEventsSender; calls: string[][] } {
 }
 
 const busIds = () => bus.events.map((e) => e.detail.eventId as string);
-const ids = (n: number, priority = 'critical', from = 0) => Array.from({ length: n }, (_, i) => `${priority}-${from + i}`);
+const ids = (n: number, priority = 'critical', from = 0) =>
+  Array.from({ length: n }, (_, i) => `${priority}-${from + i}`);
 
 describe('publisher → real SDK → local bus', () => {
   it('delivers an event with the envelope fields the producer set', async () => {
@@ -64,13 +65,32 @@ describe('publisher → real SDK → local bus', () => {
     expect(h.publisher.status().lastPublishAt).toBe(h.clock.now());
   });
 
-  it('carries the producers\' catalog events unchanged, eventId included', async () => {
+  it("carries the producers' catalog events unchanged, eventId included", async () => {
     const { send } = realSender();
     const h = await makeHarness(send);
-    const gpu = { index: 3, uuid: 'GPU-5f2c3a1e-8d41-4b7a-9e0f-1c2d3e4f5a6b', pciBusId: '00000000:3B:00.0', name: 'NVIDIA A100-SXM4-80GB' };
+    const gpu = {
+      index: 3,
+      uuid: 'GPU-5f2c3a1e-8d41-4b7a-9e0f-1c2d3e4f5a6b',
+      pciBusId: '00000000:3B:00.0',
+      name: 'NVIDIA A100-SXM4-80GB',
+    };
     const at = Date.parse('2026-11-21T03:02:45.120Z');
-    const xid = xidEvent('gpu-a100-07', at, { gpu, xid: 79, via: 'nvml', pid: 1, process: 'python', message: 'GPU has fallen off the bus', podUids: [] });
-    const health = healthEvent('gpu-a100-07', at, { gpu, condition: 'temperature', state: 'firing', severity: 'critical', message: 'hot' });
+    const xid = xidEvent('gpu-a100-07', at, {
+      gpu,
+      xid: 79,
+      via: 'nvml',
+      pid: 1,
+      process: 'python',
+      message: 'GPU has fallen off the bus',
+      podUids: [],
+    });
+    const health = healthEvent('gpu-a100-07', at, {
+      gpu,
+      condition: 'temperature',
+      state: 'firing',
+      severity: 'critical',
+      message: 'hot',
+    });
     expect(h.publisher.publish(xid).ok).toBe(true);
     expect(h.publisher.publish(health).ok).toBe(true);
     await h.tick(200);
@@ -220,7 +240,10 @@ describe('sdkSender', () => {
       const controller = new AbortController();
       abort = () => controller.abort();
       const send = sdkSender(defaultEventBridgeClient());
-      const err = await send([{ Time: new Date(), Source: 's', DetailType: 'd', Detail: '{}', EventBusName: 'gpu-reflex' }], { signal: controller.signal }).then(
+      const err = await send(
+        [{ Time: new Date(), Source: 's', DetailType: 'd', Detail: '{}', EventBusName: 'gpu-reflex' }],
+        { signal: controller.signal },
+      ).then(
         () => undefined,
         (e: unknown) => e,
       );

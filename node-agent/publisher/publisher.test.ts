@@ -19,7 +19,8 @@ function hangingSender(): { send: PutEventsSender; called: Promise<void> } {
   return { send: () => (done(), new Promise(() => {})), called };
 }
 
-const ids = (n: number, priority: 'critical' | 'normal' | 'bulk' = 'critical', from = 0) => Array.from({ length: n }, (_, i) => `${priority}-${from + i}`);
+const ids = (n: number, priority: 'critical' | 'normal' | 'bulk' = 'critical', from = 0) =>
+  Array.from({ length: n }, (_, i) => `${priority}-${from + i}`);
 
 describe('batching', () => {
   it('sends ten queued events in one call without waiting for the window', async () => {
@@ -36,7 +37,10 @@ describe('batching', () => {
     const dir = await mkdtemp(join(tmpdir(), 'gpu-reflex-publisher-'));
     const { spool } = await Spool.open({ path: join(dir, 'spool.jsonl'), maxBytes: 1 << 20 });
     const clock = new FakeClock();
-    const p = new Publisher({ send: bus.send, spool, deadLetter: fileDeadLetter(join(dir, 'dead.jsonl')), clock, random: () => 0.5 }, { ...TEST_SETTINGS, busName: 'gpu-reflex' });
+    const p = new Publisher(
+      { send: bus.send, spool, deadLetter: fileDeadLetter(join(dir, 'dead.jsonl')), clock, random: () => 0.5 },
+      { ...TEST_SETTINGS, busName: 'gpu-reflex' },
+    );
     // The new pump has looked at its (empty) inbox and not parked yet: these events arrive in
     // that gap and poke nobody.
     p.publish(testEvent(0));
@@ -143,7 +147,14 @@ describe('batching', () => {
     const e = testEvent(7, 'critical', { xid: 79, nested: { a: [1, 2] } });
     h.publisher.publish(e);
     await h.tick(200);
-    expect(bus.accepted[0]).toMatchObject({ Source: e.source, DetailType: e.detailType, Detail: JSON.stringify(e.detail), Time: e.time, Resources: e.resources, EventBusName: 'gpu-reflex' });
+    expect(bus.accepted[0]).toMatchObject({
+      Source: e.source,
+      DetailType: e.detailType,
+      Detail: JSON.stringify(e.detail),
+      Time: e.time,
+      Resources: e.resources,
+      EventBusName: 'gpu-reflex',
+    });
   });
 });
 
@@ -165,26 +176,36 @@ describe('partial failures', () => {
     await h.tick(200);
     const sent = bus.calls.map((c) => c.map((e) => (JSON.parse(e.Detail) as { eventId: string }).eventId));
     expect(sent).toEqual([ids(5), ['critical-1', 'critical-3'], ['critical-5']]);
-    expect(bus.acceptedIds()).toEqual(['critical-0', 'critical-2', 'critical-4', 'critical-1', 'critical-3', 'critical-5']);
+    expect(bus.acceptedIds()).toEqual([
+      'critical-0',
+      'critical-2',
+      'critical-4',
+      'critical-1',
+      'critical-3',
+      'critical-5',
+    ]);
     expect(h.metrics.render()).toContain(`${M.published}{detail_type="GPU XID Error"} 6`);
   });
 
-  it.each(['MalformedDetail', 'InvalidArgument', 'NotAuthorizedForSourceException'])('dead-letters an entry failing with %s instead of retrying it', async (code) => {
-    const bus = new FakePutEvents();
-    const h = await makeHarness(bus.send);
-    bus.failEntries(code, (e) => e.Detail.includes('"critical-1"'), 100);
-    for (let i = 0; i < 3; i++) h.publisher.publish(testEvent(i));
-    await h.tick(200);
-    await h.tick(60_000);
-    expect(bus.calls).toHaveLength(1);
-    expect(bus.acceptedIds()).toEqual(['critical-0', 'critical-2']);
-    const dead = await h.deadLetterText();
-    expect(dead.trim().split('\n')).toHaveLength(1);
-    expect(dead).toContain(`"code":"${code}"`);
-    expect(dead).toContain('critical-1');
-    expect(h.metrics.render()).toContain(`${M.failed} 1`);
-    expect(h.publisher.status().spooledEvents).toBe(0);
-  });
+  it.each(['MalformedDetail', 'InvalidArgument', 'NotAuthorizedForSourceException'])(
+    'dead-letters an entry failing with %s instead of retrying it',
+    async (code) => {
+      const bus = new FakePutEvents();
+      const h = await makeHarness(bus.send);
+      bus.failEntries(code, (e) => e.Detail.includes('"critical-1"'), 100);
+      for (let i = 0; i < 3; i++) h.publisher.publish(testEvent(i));
+      await h.tick(200);
+      await h.tick(60_000);
+      expect(bus.calls).toHaveLength(1);
+      expect(bus.acceptedIds()).toEqual(['critical-0', 'critical-2']);
+      const dead = await h.deadLetterText();
+      expect(dead.trim().split('\n')).toHaveLength(1);
+      expect(dead).toContain(`"code":"${code}"`);
+      expect(dead).toContain('critical-1');
+      expect(h.metrics.render()).toContain(`${M.failed} 1`);
+      expect(h.publisher.status().spooledEvents).toBe(0);
+    },
+  );
 });
 
 describe('bus unreachable', () => {

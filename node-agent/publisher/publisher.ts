@@ -17,7 +17,15 @@ import { noMetrics, type PublisherMetrics } from './publisher-metrics.ts';
 import { backoffDelay, classifyCallError, sortResults } from './retry-policy.ts';
 import type { PublisherSettings } from './publisher-settings.ts';
 import type { SpoolPort } from './spool.ts';
-import { recordFromEvent, silentLog, toEntry, type OutgoingEvent, type PublisherLog, type PutEventsSender, type QueuedRecord } from './types.ts';
+import {
+  recordFromEvent,
+  silentLog,
+  toEntry,
+  type OutgoingEvent,
+  type PublisherLog,
+  type PutEventsSender,
+  type QueuedRecord,
+} from './types.ts';
 
 export interface PublisherDeps {
   send: PutEventsSender;
@@ -100,7 +108,9 @@ export class Publisher {
     // Accepted while closing (sent or spooled with the rest); refused once the final spill began.
     if (this.sealed) {
       const eventId = String(event?.detail?.eventId);
-      const error = new PublisherClosedError(`publisher is closed; event ${eventId} (${String(event?.detailType)}) was not accepted`);
+      const error = new PublisherClosedError(
+        `publisher is closed; event ${eventId} (${String(event?.detailType)}) was not accepted`,
+      );
       this.log.error('publish after close', { eventId });
       this.metrics.failed(1);
       return { ok: false, error };
@@ -178,14 +188,21 @@ export class Publisher {
     this.journaled = this.journaled
       .then(() => journal.append([record]))
       .then(() => undefined)
-      .catch((err: unknown) => this.log.error('write-ahead journal failed; the event is kept in memory', { eventId: record.eventId, error: String(err) }));
+      .catch((err: unknown) =>
+        this.log.error('write-ahead journal failed; the event is kept in memory', {
+          eventId: record.eventId,
+          error: String(err),
+        }),
+      );
   }
 
   /** The journal forgets records the bus acknowledged (or dead-lettered) or the spool now holds. */
   private unjournal(seqs: readonly number[]): void {
     const journal = this.deps.journal;
     if (!journal || seqs.length === 0) return;
-    this.journaled = this.journaled.then(() => journal.ack(seqs)).catch((err: unknown) => this.log.warn('write-ahead journal ack failed', { error: String(err) }));
+    this.journaled = this.journaled
+      .then(() => journal.ack(seqs))
+      .catch((err: unknown) => this.log.warn('write-ahead journal ack failed', { error: String(err) }));
   }
 
   private poke(): void {
@@ -228,7 +245,11 @@ export class Publisher {
 
   /** Closing ends when memory is empty and the spool is either empty or the bus said no. */
   private nothingLeftToTry(): boolean {
-    return this.queue.length === 0 && this.inbox.length === 0 && (this.deps.spool.events === 0 || this.closing?.gaveUp === true);
+    return (
+      this.queue.length === 0 &&
+      this.inbox.length === 0 &&
+      (this.deps.spool.events === 0 || this.closing?.gaveUp === true)
+    );
   }
 
   /**
@@ -240,7 +261,8 @@ export class Publisher {
     if (this.inbox.length > 0 && !evenWithInbox) return Promise.resolve();
     for (const w of this.idleWaiters.splice(0)) w();
     return new Promise((resolve) => {
-      const cancel = until === 'never' ? () => {} : this.deps.clock.setTimer(until - this.deps.clock.now(), () => this.poke());
+      const cancel =
+        until === 'never' ? () => {} : this.deps.clock.setTimer(until - this.deps.clock.now(), () => this.poke());
       this.wake = () => {
         cancel();
         resolve();
@@ -271,11 +293,18 @@ export class Publisher {
     if (now < this.retryAt) return this.retryAt;
     // The batch window saves calls for inventory and utilization; an XID or health alarm goes now,
     // taking whatever is queued with it.
-    if (!fromSpool && !this.closing && !this.retryOnly && this.queue.length < MAX_ENTRIES_PER_CALL && !(this.settings.criticalImmediately && this.queue.some((r) => r.priority === 'critical'))) {
+    if (
+      !fromSpool &&
+      !this.closing &&
+      !this.retryOnly &&
+      this.queue.length < MAX_ENTRIES_PER_CALL &&
+      !(this.settings.criticalImmediately && this.queue.some((r) => r.priority === 'critical'))
+    ) {
       const due = this.windowStart + this.settings.batchDelayMs;
       if (now < due) return due;
     }
-    const batch = this.retryOnly ?? takeBatch(fromSpool ? await this.deps.spool.readHead(MAX_ENTRIES_PER_CALL) : this.queue);
+    const batch =
+      this.retryOnly ?? takeBatch(fromSpool ? await this.deps.spool.readHead(MAX_ENTRIES_PER_CALL) : this.queue);
     await this.sendBatch(batch);
     return 'now';
   }
@@ -320,7 +349,9 @@ export class Publisher {
     this.failures++;
     this.log.warn('PutEvents failed', { code, status, attempt: this.failures, events: batch.length });
     if (failure === 'rejected' && this.failures >= this.settings.maxAttempts) {
-      await this.deadLetter(batch.map((record) => ({ record, code, message: err instanceof Error ? err.message : String(err) })));
+      await this.deadLetter(
+        batch.map((record) => ({ record, code, message: err instanceof Error ? err.message : String(err) })),
+      );
       await this.settle(batch);
       this.failures = 0;
       this.retryOnly = null;
@@ -396,7 +427,13 @@ export class Publisher {
     if (entries.length === 0) return;
     await this.deps.deadLetter.write(entries, this.deps.clock.now());
     this.metrics.failed(entries.length);
-    for (const e of entries) this.log.error('event dead-lettered', { eventId: e.record.eventId, detailType: e.record.detailType, code: e.code, message: e.message });
+    for (const e of entries)
+      this.log.error('event dead-lettered', {
+        eventId: e.record.eventId,
+        detailType: e.record.detailType,
+        code: e.code,
+        message: e.message,
+      });
   }
 
   private updateSpoolGauges(): void {

@@ -52,9 +52,13 @@ const REJECTED_CALL_NAMES = new Set(['ValidationException', 'SerializationExcept
 
 export function classifyCallError(err: unknown): { failure: CallFailure; code: string; status?: number } {
   const e = (err ?? {}) as { name?: unknown; code?: unknown; $metadata?: { httpStatusCode?: unknown } };
-  const code = typeof e.name === 'string' && e.name !== 'Error' ? e.name : typeof e.code === 'string' ? e.code : 'UnknownError';
+  const code =
+    typeof e.name === 'string' && e.name !== 'Error' ? e.name : typeof e.code === 'string' ? e.code : 'UnknownError';
   const status = typeof e.$metadata?.httpStatusCode === 'number' ? e.$metadata.httpStatusCode : undefined;
-  const failure: CallFailure = REJECTED_CALL_NAMES.has(code) && (status === undefined || (status >= 400 && status < 500)) ? 'rejected' : 'unavailable';
+  const failure: CallFailure =
+    REJECTED_CALL_NAMES.has(code) && (status === undefined || (status >= 400 && status < 500))
+      ? 'rejected'
+      : 'unavailable';
   return status === undefined ? { failure, code } : { failure, code, status };
 }
 
@@ -62,7 +66,10 @@ export function classifyCallError(err: unknown): { failure: CallFailure; code: s
  * Sorts a call's per-entry results, matched by position as PutEvents answers them. A missing
  * slot is not a success we can prove, so it is retried.
  */
-export function sortResults<T>(batch: readonly T[], results: readonly EntryResult[]): { delivered: T[]; retry: T[]; dead: { record: T; code: string; message: string }[] } {
+export function sortResults<T>(
+  batch: readonly T[],
+  results: readonly EntryResult[],
+): { delivered: T[]; retry: T[]; dead: { record: T; code: string; message: string }[] } {
   const delivered: T[] = [];
   const retry: T[] = [];
   const dead: { record: T; code: string; message: string }[] = [];

@@ -16,12 +16,18 @@ import type { EntryResult, PutEntry, PutEventsSender } from './types.ts';
  * the publisher for good (measured against a silent loopback server).
  */
 export function defaultEventBridgeClient(): EventBridgeClient {
-  return new EventBridgeClient({ maxAttempts: 1, requestHandler: { connectionTimeout: 3_000, requestTimeout: 10_000, throwOnRequestTimeout: true } });
+  return new EventBridgeClient({
+    maxAttempts: 1,
+    requestHandler: { connectionTimeout: 3_000, requestTimeout: 10_000, throwOnRequestTimeout: true },
+  });
 }
 
 export function sdkSender(client: EventBridgeClient = defaultEventBridgeClient()): PutEventsSender {
   return async (entries: readonly PutEntry[], options?: { signal?: AbortSignal }): Promise<EntryResult[]> => {
-    const out = await client.send(new PutEventsCommand({ Entries: entries.map((e) => ({ ...e })) }), options?.signal ? { abortSignal: options.signal } : {});
+    const out = await client.send(
+      new PutEventsCommand({ Entries: entries.map((e) => ({ ...e })) }),
+      options?.signal ? { abortSignal: options.signal } : {},
+    );
     const slots = out.Entries ?? [];
     return entries.map((_, i): EntryResult => {
       const slot = slots[i];

@@ -48,7 +48,12 @@ describe('spool line codec', () => {
 
   it('skips a torn tail and counts corrupt lines without throwing', () => {
     const good = [encodeEvent(rec(0)), encodeEvent(rec(1))];
-    const buf = Buffer.concat([good[0]!, Buffer.from('deadbeef {"kind":"ack"}\n'), good[1]!, encodeEvent(rec(2)).subarray(0, 40)]);
+    const buf = Buffer.concat([
+      good[0]!,
+      Buffer.from('deadbeef {"kind":"ack"}\n'),
+      good[1]!,
+      encodeEvent(rec(2)).subarray(0, 40),
+    ]);
     const scan = scanLines(buf);
     expect(scan.lines.map((l) => l.line.kind === 'event' && l.line.record.seq)).toEqual([0, 1]);
     expect(scan.corrupt).toBe(1);

@@ -102,13 +102,24 @@ export class Spool implements SpoolPort {
       if (line.kind === 'event') {
         const r = line.record;
         spool.maxSeq = Math.max(spool.maxSeq, r.seq);
-        spool.addLive({ seq: r.seq, priority: r.priority, detailType: r.detailType, eventId: r.eventId, offset, length });
+        spool.addLive({
+          seq: r.seq,
+          priority: r.priority,
+          detailType: r.detailType,
+          eventId: r.eventId,
+          offset,
+          length,
+        });
       } else if (line.kind === 'ack') {
         for (const seq of line.seqs) spool.removeLive(seq);
       }
     }
     if (scan.corrupt > 0 || scan.tornBytes > 0) {
-      log.warn('spool had damaged lines; skipped them', { path: options.path, corruptLines: scan.corrupt, tornBytes: scan.tornBytes });
+      log.warn('spool had damaged lines; skipped them', {
+        path: options.path,
+        corruptLines: scan.corrupt,
+        tornBytes: scan.tornBytes,
+      });
     }
     // Start from a clean file: no torn tail for the next append to glue onto, no acked garbage.
     if (spool.fileBytes !== spool.liveBytesCount) await spool.rewrite([...spool.live.values()], []);
@@ -138,10 +149,22 @@ export class Spool implements SpoolPort {
     let planned = this.liveBytesCount;
     for (const record of records) {
       const buf = encodeEvent(record);
-      const entry: LiveEntry = { seq: record.seq, priority: record.priority, detailType: record.detailType, eventId: record.eventId, offset: -1, length: buf.length };
+      const entry: LiveEntry = {
+        seq: record.seq,
+        priority: record.priority,
+        detailType: record.detailType,
+        eventId: record.eventId,
+        offset: -1,
+        length: buf.length,
+      };
       const need = planned + buf.length - this.maxBytes;
       if (need > 0) {
-        const victims = this.pickVictims(record.priority, need, evicted, incoming.map((i) => i.entry));
+        const victims = this.pickVictims(
+          record.priority,
+          need,
+          evicted,
+          incoming.map((i) => i.entry),
+        );
         const freed = victims.reduce((n, v) => n + v.length, 0);
         if (freed < need && record.priority !== 'critical') {
           dropped.push(describe(entry));
@@ -150,12 +173,20 @@ export class Spool implements SpoolPort {
         for (const v of victims) {
           dropped.push(describe(v));
           if (v.offset >= 0) evicted.add(v.seq);
-          else incoming.splice(incoming.findIndex((i) => i.entry === v), 1);
+          else
+            incoming.splice(
+              incoming.findIndex((i) => i.entry === v),
+              1,
+            );
         }
         planned -= freed;
         if (freed < need) {
           overBound = true;
-          this.log.error('SPOOL OVER ITS BOUND: only critical events left, keeping them all', { path: this.path, maxBytes: this.maxBytes, bytes: planned + buf.length });
+          this.log.error('SPOOL OVER ITS BOUND: only critical events left, keeping them all', {
+            path: this.path,
+            maxBytes: this.maxBytes,
+            bytes: planned + buf.length,
+          });
         }
       }
       incoming.push({ entry, buf });
@@ -194,7 +225,8 @@ export class Spool implements SpoolPort {
       for (const entry of run.entries) {
         const at = entry.offset - run.offset;
         const line = decodeLine(buf.subarray(at, at + entry.length - 1));
-        if (line?.kind !== 'event' || line.record.seq !== entry.seq) throw new Error(`spool ${this.path}: record ${entry.seq} changed on disk at offset ${entry.offset}`);
+        if (line?.kind !== 'event' || line.record.seq !== entry.seq)
+          throw new Error(`spool ${this.path}: record ${entry.seq} changed on disk at offset ${entry.offset}`);
         out.push(line.record);
       }
     }
@@ -215,12 +247,16 @@ export class Spool implements SpoolPort {
       await this.appendBytes(buf, false);
     } catch (err) {
       // Not fatal: the records were delivered; without the ack a restart re-sends them once.
-      this.log.warn('could not write spool ack; a restart may re-send these events', { path: this.path, error: String(err) });
+      this.log.warn('could not write spool ack; a restart may re-send these events', {
+        path: this.path,
+        error: String(err),
+      });
       return;
     }
     this.fileBytes += buf.length;
     const garbage = this.fileBytes - this.liveBytesCount;
-    if (garbage >= COMPACT_MIN_GARBAGE && garbage >= this.liveBytesCount) await this.rewrite([...this.live.values()], []);
+    if (garbage >= COMPACT_MIN_GARBAGE && garbage >= this.liveBytesCount)
+      await this.rewrite([...this.live.values()], []);
   }
 
   async close(): Promise<void> {
@@ -258,7 +294,10 @@ export class Spool implements SpoolPort {
   }
 
   /** Writes `keep` (copied from the current file) and `extra` to a new file and swaps it in. */
-  private async rewrite(keep: readonly LiveEntry[], extra: readonly { entry: LiveEntry; buf: Buffer }[]): Promise<void> {
+  private async rewrite(
+    keep: readonly LiveEntry[],
+    extra: readonly { entry: LiveEntry; buf: Buffer }[],
+  ): Promise<void> {
     const tmpPath = `${this.path}.tmp`;
     const tmp = await open(tmpPath, 'w');
     const next = new Map<number, LiveEntry>();

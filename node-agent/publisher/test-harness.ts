@@ -38,7 +38,10 @@ export interface Harness {
   deadLetterText(): Promise<string>;
 }
 
-export async function makeHarness(send: PutEventsSender, options: { spoolMaxBytes?: number; settings?: Partial<PublisherSettings>; dir?: string } = {}): Promise<Harness> {
+export async function makeHarness(
+  send: PutEventsSender,
+  options: { spoolMaxBytes?: number; settings?: Partial<PublisherSettings>; dir?: string } = {},
+): Promise<Harness> {
   const dir = options.dir ?? (await mkdtemp(join(tmpdir(), 'gpu-reflex-publisher-')));
   const spoolPath = join(dir, 'spool', 'spool.jsonl');
   const deadLetterPath = join(dir, 'dead-letter.jsonl');
@@ -83,10 +86,18 @@ export async function makeHarness(send: PutEventsSender, options: { spoolMaxByte
   return h;
 }
 
-const PRIORITY_TYPES: Record<Priority, string> = { critical: 'GPU XID Error', normal: 'GPU Inventory', bulk: 'GPU Utilization Summary' };
+const PRIORITY_TYPES: Record<Priority, string> = {
+  critical: 'GPU XID Error',
+  normal: 'GPU Inventory',
+  bulk: 'GPU Utilization Summary',
+};
 
 /** A small event whose eventId says what it is: `critical-3`. */
-export function testEvent(n: number, priority: Priority = 'critical', extra: Record<string, unknown> = {}): OutgoingEvent {
+export function testEvent(
+  n: number,
+  priority: Priority = 'critical',
+  extra: Record<string, unknown> = {},
+): OutgoingEvent {
   return {
     source: 'gpu-reflex.node-agent',
     detailType: PRIORITY_TYPES[priority],

@@ -55,7 +55,10 @@ export type EntryResult = { ok: true; eventId: string } | { ok: false; code: str
  * error, HTTP 5xx, throttling, auth): nothing in the batch can be assumed delivered, though a
  * rejected call may still have been applied by the bus (at-least-once). Must honour `signal`.
  */
-export type PutEventsSender = (entries: readonly PutEntry[], options?: { signal?: AbortSignal }) => Promise<EntryResult[]>;
+export type PutEventsSender = (
+  entries: readonly PutEntry[],
+  options?: { signal?: AbortSignal },
+) => Promise<EntryResult[]>;
 
 /** Structured logs, one line each; the agent wires it to its logger. */
 export interface PublisherLog {
@@ -88,7 +91,9 @@ export function recordFromEvent(event: OutgoingEvent, seq: number): QueuedRecord
   const parsed = OutgoingEventSchema.safeParse(event);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];
-    throw new MalformedEventError(`event ${String(event?.detail?.eventId)}: ${issue?.path.join('.') || 'event'}: ${issue?.message ?? 'invalid'}`);
+    throw new MalformedEventError(
+      `event ${String(event?.detail?.eventId)}: ${issue?.path.join('.') || 'event'}: ${issue?.message ?? 'invalid'}`,
+    );
   }
   try {
     return toRecord(event, seq);

@@ -34,7 +34,12 @@ export function toReading(sample: GpuSample, name: string): GpuReading {
   if (sample.pcieLink) r.pcieLink = { ...sample.pcieLink };
   if (sample.fabric && sample.fabric.state !== 'not-supported') {
     const { state, status, statusName, degradedBandwidth } = sample.fabric;
-    r.fabric = { state, ...(status === undefined ? {} : { status }), ...(statusName ? { statusName } : {}), ...(degradedBandwidth === undefined ? {} : { degradedBandwidth }) };
+    r.fabric = {
+      state,
+      ...(status === undefined ? {} : { status }),
+      ...(statusName ? { statusName } : {}),
+      ...(degradedBandwidth === undefined ? {} : { degradedBandwidth }),
+    };
   }
   if (sample.nvlinkErrors) r.nvlinkErrors = { ...sample.nvlinkErrors };
   if (sample.sramEcc) r.sramThresholdExceeded = sample.sramEcc.thresholdExceeded;
@@ -57,15 +62,17 @@ export function toReading(sample: GpuSample, name: string): GpuReading {
     // placement (NO_PERMISSION), and such an instance cannot be described, so it is left out.
     r.migDevices = sample.migDevices.flatMap((m): MigReading[] =>
       m.profile && m.placement
-        ? [{
-            uuid: m.uuid,
-            gpuInstanceId: m.gpuInstanceId,
-            computeInstanceId: m.computeInstanceId,
-            profile: m.profile,
-            placement: { ...m.placement },
-            ...(m.memoryMiB === undefined ? {} : { memoryTotalMiB: m.memoryMiB }),
-            ...(m.memoryUsedMiB === undefined ? {} : { memoryUsedMiB: m.memoryUsedMiB }),
-          }]
+        ? [
+            {
+              uuid: m.uuid,
+              gpuInstanceId: m.gpuInstanceId,
+              computeInstanceId: m.computeInstanceId,
+              profile: m.profile,
+              placement: { ...m.placement },
+              ...(m.memoryMiB === undefined ? {} : { memoryTotalMiB: m.memoryMiB }),
+              ...(m.memoryUsedMiB === undefined ? {} : { memoryUsedMiB: m.memoryUsedMiB }),
+            },
+          ]
         : [],
     );
   }

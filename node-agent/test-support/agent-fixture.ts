@@ -22,7 +22,10 @@ export async function fakeProcRoot(pids: readonly number[]): Promise<string> {
   for (const pid of pids) {
     await mkdir(join(root, String(pid)));
     const uid = podUidOf(pid).replaceAll('-', '_');
-    await writeFile(join(root, String(pid), 'cgroup'), `0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod${uid}.slice/cri-containerd-4f1e.scope\n`);
+    await writeFile(
+      join(root, String(pid), 'cgroup'),
+      `0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod${uid}.slice/cri-containerd-4f1e.scope\n`,
+    );
   }
   return root;
 }
@@ -42,7 +45,10 @@ export interface AgentFixture {
 
 export const START = Date.UTC(2026, 0, 1);
 
-export async function startAgent(scenario: string | object, options: { pids?: number[]; overrides?: Partial<AgentOptions> } = {}): Promise<AgentFixture> {
+export async function startAgent(
+  scenario: string | object,
+  options: { pids?: number[]; overrides?: Partial<AgentOptions> } = {},
+): Promise<AgentFixture> {
   const { nvml, mock, library } = await openMockNvml(scenario);
   const procRoot = await fakeProcRoot(options.pids ?? []);
   let t = START;

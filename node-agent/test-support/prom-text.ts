@@ -30,11 +30,13 @@ export function parseExposition(text: string): Map<string, ParsedFamily> {
   const out = new Map<string, ParsedFamily>();
   for (const f of parsePrometheusTextFormat(text)) {
     if (out.has(f.name)) throw new Error(`family ${f.name} is split: its samples are not together`);
-    if (f.type !== 'GAUGE' && f.type !== 'COUNTER') throw new Error(`family ${f.name} is ${f.type}: every exported family declares gauge or counter`);
+    if (f.type !== 'GAUGE' && f.type !== 'COUNTER')
+      throw new Error(`family ${f.name} is ${f.type}: every exported family declares gauge or counter`);
     const seen = new Set<string>();
     const series = f.metrics.map((m) => {
       if (m.timestamp_ms !== undefined) throw new Error(`family ${f.name}: a sample carries a timestamp`);
-      if (m.value === undefined || !VALUE.test(m.value)) throw new Error(`family ${f.name}: value ${JSON.stringify(m.value)} is not a number`);
+      if (m.value === undefined || !VALUE.test(m.value))
+        throw new Error(`family ${f.name}: value ${JSON.stringify(m.value)} is not a number`);
       const labels = m.labels ?? {};
       const key = JSON.stringify(Object.entries(labels).sort(([a], [b]) => a.localeCompare(b)));
       if (seen.has(key)) throw new Error(`family ${f.name}: two samples with labels ${key}`);

@@ -29,7 +29,8 @@ export function queryShape(query: string): QueryShape {
   const metrics = new Set<string>();
   const walk = (n: SyntaxNode) => {
     if (n.name === 'VectorSelector') metrics.add(text(query, n.getChild('Identifier')!));
-    if (n.name === 'UnquotedLabelMatcher' || n.name === 'GroupingLabels') for (const l of n.getChildren('LabelName')) labels.add(text(query, l));
+    if (n.name === 'UnquotedLabelMatcher' || n.name === 'GroupingLabels')
+      for (const l of n.getChildren('LabelName')) labels.add(text(query, l));
     if (n.name === 'FunctionCall' && text(query, n.getChild('FunctionIdentifier')!) === 'label_replace') {
       labels.add(unquote(text(query, n.getChild('FunctionCallBody')!.getChildren('StringLiteral')[2]!)));
     }
@@ -41,19 +42,35 @@ export function queryShape(query: string): QueryShape {
 
 function root(query: string): SyntaxNode {
   const tree = parser.parse(query);
-  tree.iterate({ enter: (n) => { if (n.type.isError) throw new Error(`${query}: syntax error at ${n.from}`); } });
+  tree.iterate({
+    enter: (n) => {
+      if (n.type.isError) throw new Error(`${query}: syntax error at ${n.from}`);
+    },
+  });
   return tree.topNode.firstChild!;
 }
 
 const text = (q: string, n: SyntaxNode) => q.slice(n.from, n.to);
 const unquote = (s: string) => (s.startsWith("'") ? s.slice(1, -1) : (JSON.parse(s) as string));
-const withoutName = (l: Record<string, string>) => Object.fromEntries(Object.entries(l).filter(([k]) => k !== '__name__'));
+const withoutName = (l: Record<string, string>) =>
+  Object.fromEntries(Object.entries(l).filter(([k]) => k !== '__name__'));
 const key = (l: Record<string, string>) => JSON.stringify(Object.entries(l).sort(([a], [b]) => a.localeCompare(b)));
 const anchored = (re: string) => new RegExp(`^(?:${re})$`);
 
-const ARITH: Record<string, (a: number, b: number) => number> = { Add: (a, b) => a + b, Sub: (a, b) => a - b, Mul: (a, b) => a * b, Div: (a, b) => a / b };
+const ARITH: Record<string, (a: number, b: number) => number> = {
+  Add: (a, b) => a + b,
+  Sub: (a, b) => a - b,
+  Mul: (a, b) => a * b,
+  Div: (a, b) => a / b,
+};
 const COMPARE: Record<string, (a: number, b: number) => boolean> = {
-  Gtr: (a, b) => a > b, Lss: (a, b) => a < b, Gte: (a, b) => a >= b, Lte: (a, b) => a <= b, EqlSingle: (a, b) => a === b, Eql: (a, b) => a === b, Neq: (a, b) => a !== b,
+  Gtr: (a, b) => a > b,
+  Lss: (a, b) => a < b,
+  Gte: (a, b) => a >= b,
+  Lte: (a, b) => a <= b,
+  EqlSingle: (a, b) => a === b,
+  Eql: (a, b) => a === b,
+  Neq: (a, b) => a !== b,
 };
 
 function evaluate(n: SyntaxNode, q: string, data: readonly PromSeries[]): Value {
@@ -78,7 +95,10 @@ function evaluate(n: SyntaxNode, q: string, data: readonly PromSeries[]): Value 
           throw new Error(`${q}: matcher ${op}`);
         };
       });
-      return { kind: 'vector', series: data.filter((s) => s.labels.__name__ === name && matchers.every((m) => m(s.labels))) };
+      return {
+        kind: 'vector',
+        series: data.filter((s) => s.labels.__name__ === name && matchers.every((m) => m(s.labels))),
+      };
     }
     case 'BinaryExpr': {
       const [lhs, op, rhs] = [n.firstChild!, n.firstChild!.nextSibling!, n.lastChild!];
@@ -90,7 +110,10 @@ function evaluate(n: SyntaxNode, q: string, data: readonly PromSeries[]): Value 
       if (!arith && !cmp) throw new Error(`${q}: operator ${op.name}`);
       if (a.kind === 'vector' && b.kind === 'scalar') {
         return arith
-          ? { kind: 'vector', series: a.series.map((s) => ({ labels: withoutName(s.labels), value: arith(s.value, b.value) })) }
+          ? {
+              kind: 'vector',
+              series: a.series.map((s) => ({ labels: withoutName(s.labels), value: arith(s.value, b.value) })),
+            }
           : { kind: 'vector', series: a.series.filter((s) => cmp!(s.value, b.value)) };
       }
       if (a.kind === 'vector' && b.kind === 'vector') {
@@ -122,18 +145,26 @@ function evaluate(n: SyntaxNode, q: string, data: readonly PromSeries[]): Value 
       const groups = new Map<string, { labels: Record<string, string>; values: number[] }>();
       for (const s of inner.series) {
         const labels = Object.fromEntries(
-          Object.entries(withoutName(s.labels)).filter(([k]) => (by ? grouping.includes(k) : !grouping.includes(k) && mod !== null)),
+          Object.entries(withoutName(s.labels)).filter(([k]) =>
+            by ? grouping.includes(k) : !grouping.includes(k) && mod !== null,
+          ),
         );
         const g = groups.get(key(labels)) ?? { labels, values: [] };
         g.values.push(s.value);
         groups.set(key(labels), g);
       }
       const fold: Record<string, (v: number[]) => number> = {
-        count: (v) => v.length, sum: (v) => v.reduce((x, y) => x + y, 0), avg: (v) => v.reduce((x, y) => x + y, 0) / v.length,
-        max: (v) => Math.max(...v), min: (v) => Math.min(...v),
+        count: (v) => v.length,
+        sum: (v) => v.reduce((x, y) => x + y, 0),
+        avg: (v) => v.reduce((x, y) => x + y, 0) / v.length,
+        max: (v) => Math.max(...v),
+        min: (v) => Math.min(...v),
       };
       if (!fold[op]) throw new Error(`${q}: aggregation ${op}`);
-      return { kind: 'vector', series: [...groups.values()].map((g) => ({ labels: g.labels, value: fold[op]!(g.values) })) };
+      return {
+        kind: 'vector',
+        series: [...groups.values()].map((g) => ({ labels: g.labels, value: fold[op]!(g.values) })),
+      };
     }
     case 'FunctionCall': {
       const fn = text(q, n.getChild('FunctionIdentifier')!);
@@ -141,7 +172,8 @@ function evaluate(n: SyntaxNode, q: string, data: readonly PromSeries[]): Value 
       const body = n.getChild('FunctionCallBody')!;
       const v = evaluate(body.firstChild!, q, data);
       const [dst, repl, src, re] = body.getChildren('StringLiteral').map((s) => unquote(text(q, s)));
-      if (v.kind !== 'vector' || dst === undefined || repl === undefined || src === undefined || re === undefined) throw new Error(`${q}: label_replace arguments`);
+      if (v.kind !== 'vector' || dst === undefined || repl === undefined || src === undefined || re === undefined)
+        throw new Error(`${q}: label_replace arguments`);
       return {
         kind: 'vector',
         series: v.series.map((s) => {

@@ -19,7 +19,10 @@ const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 
 describe("ACK's node labels", () => {
   it('are spelled alike by the simulated cloud and the functions', () => {
-    expect({ pool: NODEPOOL_LABEL, gpuMode: GPU_SHARE_LABEL }).toEqual({ pool: ACK_NODEPOOL_LABEL, gpuMode: ACK_GPU_SCHEDULE_LABEL });
+    expect({ pool: NODEPOOL_LABEL, gpuMode: GPU_SHARE_LABEL }).toEqual({
+      pool: ACK_NODEPOOL_LABEL,
+      gpuMode: ACK_GPU_SCHEDULE_LABEL,
+    });
   });
 });
 
@@ -30,11 +33,32 @@ describe('finding: the autoscaler reads ack.node.gpu.schedule=default, ACK’s e
   /** Whether autoscale-pools grows an empty A10 pool with these labels for two waiting whole-GPU pods. */
   async function grows(labels: Record<string, string>): Promise<boolean> {
     const simClock = new VirtualClock(T0);
-    sim = await startAliCloudSim({ clock: simClock, cloud: { bootSeconds: 120, pools: [{ id: 'np-a10', name: 'a10', instanceTypes: ['ecs.gn7i-c8g1.2xlarge'], size: 0, labels }] } });
+    sim = await startAliCloudSim({
+      clock: simClock,
+      cloud: {
+        bootSeconds: 120,
+        pools: [{ id: 'np-a10', name: 'a10', instanceTypes: ['ecs.gn7i-c8g1.2xlarge'], size: 0, labels }],
+      },
+    });
     const clock = manualClock(T0, (ms) => simClock.advance(ms));
     const kube = fakeKube({ clock });
-    for (const i of [0, 1]) kube.cluster.addPod({ name: `infer-${i}`, namespace: 'ml', uid: `infer-${i}`, phase: 'Pending', extendedResources: { 'nvidia.com/gpu': 1 }, requests: { 'nvidia.com/gpu': 1, cpu: 2, memory: 8 * 2 ** 30 }, createdAt: new Date(T0).toISOString() });
-    const deps = simDeps(sim, kube, clock, new RecordingPublisher(), AutoscalePolicySchema.parse({ pendingSeconds: 60, pools: { 'np-a10': { max: 2 } } }));
+    for (const i of [0, 1])
+      kube.cluster.addPod({
+        name: `infer-${i}`,
+        namespace: 'ml',
+        uid: `infer-${i}`,
+        phase: 'Pending',
+        extendedResources: { 'nvidia.com/gpu': 1 },
+        requests: { 'nvidia.com/gpu': 1, cpu: 2, memory: 8 * 2 ** 30 },
+        createdAt: new Date(T0).toISOString(),
+      });
+    const deps = simDeps(
+      sim,
+      kube,
+      clock,
+      new RecordingPublisher(),
+      AutoscalePolicySchema.parse({ pendingSeconds: 60, pools: { 'np-a10': { max: 2 } } }),
+    );
     await clock.advance(60_000);
     const out = await autoscalePools(deps);
     await sim.close();
@@ -47,6 +71,9 @@ describe('finding: the autoscaler reads ack.node.gpu.schedule=default, ACK’s e
   });
 
   it('grows the pool without the label, and not with it: whole-GPU pods look unable to fit', async () => {
-    expect({ unlabelled: await grows({}), default: await grows({ [ACK_GPU_SCHEDULE_LABEL]: 'default' }) }).toEqual({ unlabelled: true, default: false });
+    expect({ unlabelled: await grows({}), default: await grows({ [ACK_GPU_SCHEDULE_LABEL]: 'default' }) }).toEqual({
+      unlabelled: true,
+      default: false,
+    });
   });
 });

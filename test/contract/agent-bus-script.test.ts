@@ -7,10 +7,11 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 
 const SCRIPT = new URL('../../scripts/agent-bus.js', import.meta.url).pathname;
-const run = (args: string[]) => promisify(execFile)(process.execPath, [SCRIPT, ...args]).then(
-  (r) => ({ code: 0, ...r }),
-  (e: { code: number; stdout: string; stderr: string }) => e,
-);
+const run = (args: string[]) =>
+  promisify(execFile)(process.execPath, [SCRIPT, ...args]).then(
+    (r) => ({ code: 0, ...r }),
+    (e: { code: number; stdout: string; stderr: string }) => e,
+  );
 
 describe('npm run agent-bus', () => {
   it("writes the stage's bus and the region, as serverless.yml names the bus", async () => {
@@ -20,7 +21,13 @@ describe('npm run agent-bus', () => {
   });
 
   it('refuses a missing stage or a malformed region in one line, exit 2, writing nothing', async () => {
-    expect(await run(['--region', 'us-east-1', '--out', '/nonexistent/x'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^agent-bus: --stage is required/) });
-    expect(await run(['--stage', 'prod', '--region', 'useast', '--out', '/nonexistent/x'])).toMatchObject({ code: 2, stderr: expect.stringMatching(/^agent-bus: --region is required: an AWS region/) });
+    expect(await run(['--region', 'us-east-1', '--out', '/nonexistent/x'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^agent-bus: --stage is required/),
+    });
+    expect(await run(['--stage', 'prod', '--region', 'useast', '--out', '/nonexistent/x'])).toMatchObject({
+      code: 2,
+      stderr: expect.stringMatching(/^agent-bus: --region is required: an AWS region/),
+    });
   });
 });

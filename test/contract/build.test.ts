@@ -28,7 +28,11 @@ async function fakeBus(): Promise<{ server: Server; url: string; entries: { Deta
     req.on('end', () => {
       const got = (JSON.parse(body) as { Entries: { DetailType: string }[] }).Entries;
       entries.push(...got);
-      res.writeHead(200, { 'content-type': 'application/x-amz-json-1.1' }).end(JSON.stringify({ FailedEntryCount: 0, Entries: got.map((_, i) => ({ EventId: `e${entries.length + i}` })) }));
+      res
+        .writeHead(200, { 'content-type': 'application/x-amz-json-1.1' })
+        .end(
+          JSON.stringify({ FailedEntryCount: 0, Entries: got.map((_, i) => ({ EventId: `e${entries.length + i}` })) }),
+        );
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
@@ -40,10 +44,21 @@ async function fakeBus(): Promise<{ server: Server; url: string; entries: { Deta
  * EventBridge client, the Alibaba SDKs), by the build's metafile: what a cold start must not load.
  */
 function clientChunks(key: string): Map<string, string[]> {
-  const meta = JSON.parse(readFileSync(join(root, `.build/meta/${key}.json`), 'utf8')) as { outputs: Record<string, { inputs: Record<string, unknown> }> };
+  const meta = JSON.parse(readFileSync(join(root, `.build/meta/${key}.json`), 'utf8')) as {
+    outputs: Record<string, { inputs: Record<string, unknown> }>;
+  };
   const held = new Map<string, string[]>();
   for (const [out, { inputs }] of Object.entries(meta.outputs)) {
-    const sdks = [...new Set(Object.keys(inputs).flatMap((i) => i.match(/node_modules\/(@kubernetes\/client-node|@aws-sdk\/client-(?:eventbridge|ssm)|@alicloud\/[^/]+)\//)?.[1] ?? []))];
+    const sdks = [
+      ...new Set(
+        Object.keys(inputs).flatMap(
+          (i) =>
+            i.match(
+              /node_modules\/(@kubernetes\/client-node|@aws-sdk\/client-(?:eventbridge|ssm)|@alicloud\/[^/]+)\//,
+            )?.[1] ?? [],
+        ),
+      ),
+    ];
     if (out.endsWith('.mjs') && sdks.length) held.set(pathToFileURL(join(root, out)).href, sdks);
   }
   return held;
@@ -60,7 +75,9 @@ async function loadedModules(script: string, env: NodeJS.ProcessEnv): Promise<{ 
     register(${JSON.stringify(pathToFileURL(join(root, 'test/module-load-log.mjs')).href)}, { data: { log: ${JSON.stringify(log)} } });
     const mark = (text) => appendFileSync(${JSON.stringify(log)}, text + '\\n');
 `;
-  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', prelude + script], { env });
+  const { stdout } = await promisify(execFile)(process.execPath, ['--input-type=module', '-e', prelude + script], {
+    env,
+  });
   return { log: readFileSync(log, 'utf8').trim().split('\n'), stdout };
 }
 
@@ -82,7 +99,10 @@ beforeAll(async () => {
     HOME: dir,
     AWS_CONFIG_FILE: join(dir, 'no-aws-config'),
     AWS_SHARED_CREDENTIALS_FILE: join(dir, 'no-aws-credentials'),
-    HTTPS_PROXY: closed, HTTP_PROXY: closed, https_proxy: closed, http_proxy: closed,
+    HTTPS_PROXY: closed,
+    HTTP_PROXY: closed,
+    https_proxy: closed,
+    http_proxy: closed,
     NODE_OPTIONS: `--import ${pathToFileURL(join(root, 'test/no-network.mjs')).href}`,
     NO_NETWORK_LOG: log,
     npm_config_update_notifier: 'false',
@@ -97,7 +117,10 @@ beforeAll(async () => {
   const devCopy = join(dir, 'dev');
   await cp(join(root, '.serverless'), devCopy, { recursive: true });
   try {
-    await promisify(execFile)('npx', ['serverless', 'package', '--stage', 'prod', '--package', prodDir], { cwd: root, env });
+    await promisify(execFile)('npx', ['serverless', 'package', '--stage', 'prod', '--package', prodDir], {
+      cwd: root,
+      env,
+    });
   } finally {
     await rm(join(root, '.serverless'), { recursive: true, force: true });
     await cp(devCopy, join(root, '.serverless'), { recursive: true });
@@ -107,22 +130,35 @@ beforeAll(async () => {
 let prodDir = '';
 
 describe('npm run build', () => {
-
   it('bundles every function in serverless.yml into an ESM file that loads and answers like the handler', async () => {
     expect(stdout).toMatch(/^remediate\s+\.build\/functions\/remediate\/index\.mjs/m);
     expect(stdout).toMatch(/^remediate-sweep\s+/m);
     expect(stdout).toMatch(/^node-agent\s+\.build\/node-agent\/agent\.mjs/m);
     // The shipped agent bundle runs on plain node and says what is missing.
-    const agent = await promisify(execFile)(process.execPath, [join(root, '.build/node-agent/agent.mjs'), '--once', '--dry-run'], { env: { ...process.env, NVML_LIBRARY_PATH: '/nonexistent/libnvidia-ml.so.1' } }).catch((e: { code: number; stderr: string }) => e);
-    expect(agent).toMatchObject({ code: 3, stderr: expect.stringContaining('NVML not found at /nonexistent/libnvidia-ml.so.1: is the NVIDIA driver installed?') });
+    const agent = await promisify(execFile)(
+      process.execPath,
+      [join(root, '.build/node-agent/agent.mjs'), '--once', '--dry-run'],
+      { env: { ...process.env, NVML_LIBRARY_PATH: '/nonexistent/libnvidia-ml.so.1' } },
+    ).catch((e: { code: number; stderr: string }) => e);
+    expect(agent).toMatchObject({
+      code: 3,
+      stderr: expect.stringContaining(
+        'NVML not found at /nonexistent/libnvidia-ml.so.1: is the NVIDIA driver installed?',
+      ),
+    });
     // The bundle must run on its own (createRequire banner): a malformed event is dropped, not retried.
     const dir = await mkdtemp(join(tmpdir(), 'gr-build-'));
     const kubeconfig = join(dir, 'kubeconfig');
-    await writeFile(kubeconfig, 'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "http://127.0.0.1:1", insecure-skip-tls-verify: true}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n');
+    await writeFile(
+      kubeconfig,
+      'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "http://127.0.0.1:1", insecure-skip-tls-verify: true}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n',
+    );
     process.env.KUBECONFIG = kubeconfig;
     try {
       const mod = (await import(pathToFileURL(join(root, '.build/functions/remediate/index.mjs')).href)) as Handler;
-      await expect(mod.handler({ version: '0', id: 'x' }, { awsRequestId: 'r1' })).resolves.toMatchObject({ status: 'dropped' });
+      await expect(mod.handler({ version: '0', id: 'x' }, { awsRequestId: 'r1' })).resolves.toMatchObject({
+        status: 'dropped',
+      });
     } finally {
       delete process.env.KUBECONFIG;
     }
@@ -132,14 +168,24 @@ describe('npm run build', () => {
   // clients (and their SDKs) must stay in chunks that only the wiring's import() loads, at the first
   // invocation. A static import of functions/adapters/kube/client.ts, bus-eventbridge.ts or
   // alicloud/client.ts anywhere on the handler's path puts them back and fails this.
-  it.each(Object.keys(yml().functions))("%s: importing the bundle evaluates none of client-node, the AWS SDK's client or the Alibaba SDKs", async (key) => {
-    const held = clientChunks(key);
-    // Not vacuous: the bundle has the clients, in files of their own.
-    expect([...new Set([...held.values()].flat())]).toEqual(expect.arrayContaining(['@kubernetes/client-node', '@aws-sdk/client-eventbridge', '@aws-sdk/client-ssm']));
-    const { log } = await loadedModules(`await import(${JSON.stringify(pathToFileURL(join(root, `.build/functions/${key}/index.mjs`)).href)});`, { PATH: process.env.PATH, AWS_REGION: 'us-east-1' });
-    expect(log).toContain(pathToFileURL(join(root, `.build/functions/${key}/index.mjs`)).href);
-    expect(log.filter((u) => held.has(u)).map((u) => `${u.slice(u.lastIndexOf('/') + 1)}: ${held.get(u)!.join(', ')}`)).toEqual([]);
-  });
+  it.each(Object.keys(yml().functions))(
+    "%s: importing the bundle evaluates none of client-node, the AWS SDK's client or the Alibaba SDKs",
+    async (key) => {
+      const held = clientChunks(key);
+      // Not vacuous: the bundle has the clients, in files of their own.
+      expect([...new Set([...held.values()].flat())]).toEqual(
+        expect.arrayContaining(['@kubernetes/client-node', '@aws-sdk/client-eventbridge', '@aws-sdk/client-ssm']),
+      );
+      const { log } = await loadedModules(
+        `await import(${JSON.stringify(pathToFileURL(join(root, `.build/functions/${key}/index.mjs`)).href)});`,
+        { PATH: process.env.PATH, AWS_REGION: 'us-east-1' },
+      );
+      expect(log).toContain(pathToFileURL(join(root, `.build/functions/${key}/index.mjs`)).href);
+      expect(
+        log.filter((u) => held.has(u)).map((u) => `${u.slice(u.lastIndexOf('/') + 1)}: ${held.get(u)!.join(', ')}`),
+      ).toEqual([]);
+    },
+  );
 
   // No Docker engine here: lay out /app as the Dockerfile's runtime stage copies it from the build
   // stage (this checkout, just built), outside the repository so no other node_modules is in reach,
@@ -148,9 +194,20 @@ describe('npm run build', () => {
   it("runs the agent from the image's runtime stage, assembled from the Dockerfile's COPY lines", async () => {
     const { stages } = parseDockerfile(readFileSync(join(root, 'Dockerfile'), 'utf8'));
     const image = await mkdtemp(join(tmpdir(), 'gr-image-'));
-    assembleStage(stages.at(-1)!, stages.find((s) => s.name === 'build')!, root, image);
-    const agent = await promisify(execFile)(process.execPath, [join(image, 'app/agent.mjs'), '--once', '--dry-run'], { cwd: image, env: { PATH: process.env.PATH, NVML_LIBRARY_PATH: '/nonexistent/libnvidia-ml.so.1' } }).catch((e: { code: number; stderr: string }) => e);
-    expect(agent).toMatchObject({ code: 3, stderr: expect.stringContaining('NVML not found at /nonexistent/libnvidia-ml.so.1') });
+    assembleStage(
+      stages.at(-1)!,
+      stages.find((s) => s.name === 'build')!,
+      root,
+      image,
+    );
+    const agent = await promisify(execFile)(process.execPath, [join(image, 'app/agent.mjs'), '--once', '--dry-run'], {
+      cwd: image,
+      env: { PATH: process.env.PATH, NVML_LIBRARY_PATH: '/nonexistent/libnvidia-ml.so.1' },
+    }).catch((e: { code: number; stderr: string }) => e);
+    expect(agent).toMatchObject({
+      code: 3,
+      stderr: expect.stringContaining('NVML not found at /nonexistent/libnvidia-ml.so.1'),
+    });
   });
 
   // The bundles carry a trimmed client-node (only the operations in api-methods.ts, only the models
@@ -163,20 +220,35 @@ describe('npm run build', () => {
       const dir = await mkdtemp(join(tmpdir(), 'gr-build-'));
       const kubeconfig = join(dir, 'kubeconfig');
       await writeFile(kubeconfig, sim.kubeconfig());
-      const event = JSON.parse(readFileSync(join(root, 'events/catalog/gpu-xid-error.example.json'), 'utf8')) as { detail: { node: string; pods: unknown[] } };
+      const event = JSON.parse(readFileSync(join(root, 'events/catalog/gpu-xid-error.example.json'), 'utf8')) as {
+        detail: { node: string; pods: unknown[] };
+      };
       event.detail = { ...event.detail, node: 'a100-train-0', pods: [] };
       const script = `const m = await import(${JSON.stringify(pathToFileURL(join(root, '.build/functions/remediate/index.mjs')).href)});
         mark('-- imported');
         console.log(JSON.stringify(await m.handler(${JSON.stringify(event)}, { awsRequestId: 'r1' })));`;
-      const out = await loadedModules(script, { PATH: process.env.PATH, KUBECONFIG: kubeconfig, AWS_REGION: 'us-east-1', AWS_ACCESS_KEY_ID: 'test', AWS_SECRET_ACCESS_KEY: 'test', AWS_ENDPOINT_URL_EVENTBRIDGE: bus.url, LOG_LEVEL: 'error' });
+      const out = await loadedModules(script, {
+        PATH: process.env.PATH,
+        KUBECONFIG: kubeconfig,
+        AWS_REGION: 'us-east-1',
+        AWS_ACCESS_KEY_ID: 'test',
+        AWS_SECRET_ACCESS_KEY: 'test',
+        AWS_ENDPOINT_URL_EVENTBRIDGE: bus.url,
+        LOG_LEVEL: 'error',
+      });
       expect(JSON.parse(out.stdout.trim().split('\n').at(-1)!)).toMatchObject({ status: 'done' });
       // client-node and the AWS SDK were evaluated for the call, not at the import before it.
       const imported = out.log.indexOf('-- imported');
       const held = clientChunks('remediate');
       const sdksLoaded = (urls: string[]) => [...new Set(urls.flatMap((u) => held.get(u) ?? []))].sort();
       expect(sdksLoaded(out.log.slice(0, imported))).toEqual([]);
-      expect(sdksLoaded(out.log.slice(imported + 1))).toEqual(['@aws-sdk/client-eventbridge', '@kubernetes/client-node']);
-      const node = await loadKubeConfig({ kubeconfigText: sim.kubeconfig() }).makeApiClient(CoreV1Api).readNode({ name: 'a100-train-0' });
+      expect(sdksLoaded(out.log.slice(imported + 1))).toEqual([
+        '@aws-sdk/client-eventbridge',
+        '@kubernetes/client-node',
+      ]);
+      const node = await loadKubeConfig({ kubeconfigText: sim.kubeconfig() })
+        .makeApiClient(CoreV1Api)
+        .readNode({ name: 'a100-train-0' });
       expect(node.spec?.unschedulable).toBe(true);
       expect(bus.entries.map((e) => e.DetailType)).toContain('Remediation');
     } finally {
@@ -188,20 +260,52 @@ describe('npm run build', () => {
 
 // What `npm run package` left: osls's CloudFormation template and state, and the zips it points at.
 type Cf = { Type: string; Properties: Record<string, any>; DependsOn?: unknown }; // eslint-disable-line @typescript-eslint/no-explicit-any
-type Statement = { Effect: string; Action: string | string[]; Resource: unknown; Principal?: unknown; Condition?: unknown };
-const yml = () => parseDocument(readFileSync(join(root, 'serverless.yml'), 'utf8'), { logLevel: 'silent' }).toJS({ maxAliasCount: 100 }) as { functions: Record<string, { handler: string; events?: Record<string, unknown>[] }> };
-const template = () => (JSON.parse(readFileSync(join(root, '.serverless/cloudformation-template-update-stack.json'), 'utf8')) as { Resources: Record<string, Cf> }).Resources;
+type Statement = {
+  Effect: string;
+  Action: string | string[];
+  Resource: unknown;
+  Principal?: unknown;
+  Condition?: unknown;
+};
+const yml = () =>
+  parseDocument(readFileSync(join(root, 'serverless.yml'), 'utf8'), { logLevel: 'silent' }).toJS({
+    maxAliasCount: 100,
+  }) as { functions: Record<string, { handler: string; events?: Record<string, unknown>[] }> };
+const template = () =>
+  (
+    JSON.parse(readFileSync(join(root, '.serverless/cloudformation-template-update-stack.json'), 'utf8')) as {
+      Resources: Record<string, Cf>;
+    }
+  ).Resources;
 const getAtt = (id: string, att = 'Arn') => ({ 'Fn::GetAtt': [id, att] });
 /** A Parameter Store parameter's ARN in this account, partition and region, as CloudFormation builds it. */
-const parameterArn = (name: string) => ({ 'Fn::Join': ['', ['arn:', { Ref: 'AWS::Partition' }, ':ssm:', { Ref: 'AWS::Region' }, ':', { Ref: 'AWS::AccountId' }, `:parameter${name}`]] });
+const parameterArn = (name: string) => ({
+  'Fn::Join': [
+    '',
+    [
+      'arn:',
+      { Ref: 'AWS::Partition' },
+      ':ssm:',
+      { Ref: 'AWS::Region' },
+      ':',
+      { Ref: 'AWS::AccountId' },
+      `:parameter${name}`,
+    ],
+  ],
+});
 /** The template's Lambda function for a serverless.yml key (found by its name, not osls's logical-id spelling). */
 function lambda(res: Record<string, Cf>, key: string): [string, Cf] {
-  const found = Object.entries(res).find(([, r]) => r.Type === 'AWS::Lambda::Function' && r.Properties.FunctionName === `gpu-reflex-dev-${key}`);
+  const found = Object.entries(res).find(
+    ([, r]) => r.Type === 'AWS::Lambda::Function' && r.Properties.FunctionName === `gpu-reflex-dev-${key}`,
+  );
   if (!found) throw new Error(`no Lambda function gpu-reflex-dev-${key} in the packaged template`);
   return found;
 }
 /** Every file of a function's bundle: the entry and its chunks. */
-const bundleFiles = (key: string) => readdirSync(join(root, `.build/functions/${key}`)).filter((f) => f.endsWith('.mjs')).map((f) => join(root, `.build/functions/${key}`, f));
+const bundleFiles = (key: string) =>
+  readdirSync(join(root, `.build/functions/${key}`))
+    .filter((f) => f.endsWith('.mjs'))
+    .map((f) => join(root, `.build/functions/${key}`, f));
 const isAsync = (events: Record<string, unknown>[] = []) => events.some((e) => 'eventBridge' in e || 'schedule' in e);
 
 /** Name → content of every file in a zip (stored or deflated: what yazl and osls write). */
@@ -209,7 +313,14 @@ function unzip(buf: Buffer): Map<string, Buffer> {
   const eocd = buf.lastIndexOf(Buffer.from([0x50, 0x4b, 0x05, 0x06]));
   const files = new Map<string, Buffer>();
   for (let i = 0, p = buf.readUInt32LE(eocd + 16); i < buf.readUInt16LE(eocd + 10); i++) {
-    const [method, size, nameLen, extraLen, commentLen, local] = [buf.readUInt16LE(p + 10), buf.readUInt32LE(p + 20), buf.readUInt16LE(p + 28), buf.readUInt16LE(p + 30), buf.readUInt16LE(p + 32), buf.readUInt32LE(p + 42)];
+    const [method, size, nameLen, extraLen, commentLen, local] = [
+      buf.readUInt16LE(p + 10),
+      buf.readUInt32LE(p + 20),
+      buf.readUInt16LE(p + 28),
+      buf.readUInt16LE(p + 30),
+      buf.readUInt16LE(p + 32),
+      buf.readUInt32LE(p + 42),
+    ];
     const name = buf.toString('utf8', p + 46, p + 46 + nameLen);
     const start = local + 30 + buf.readUInt16LE(local + 26) + buf.readUInt16LE(local + 28);
     const data = buf.subarray(start, start + size);
@@ -225,25 +336,41 @@ describe('npm run package (osls, offline)', () => {
     expect(stderr).toMatch(/Service packaged/); // osls reports on stderr
     const res = template();
     for (const key of Object.keys(yml().functions)) expect(lambda(res, key)[1].Properties.Runtime).toBe('nodejs22.x');
-    expect(Object.values(res).filter((r) => r.Type === 'AWS::Lambda::Function')).toHaveLength(Object.keys(yml().functions).length);
+    expect(Object.values(res).filter((r) => r.Type === 'AWS::Lambda::Function')).toHaveLength(
+      Object.keys(yml().functions).length,
+    );
   });
 
   it("ships each function's bundle alone, at the path its handler names, under 1.5 MB unpacked", () => {
     const res = template();
-    const state = JSON.parse(readFileSync(join(root, '.serverless/serverless-state.json'), 'utf8')) as { service: { functions: Record<string, { package: { artifact: string } }> } };
+    const state = JSON.parse(readFileSync(join(root, '.serverless/serverless-state.json'), 'utf8')) as {
+      service: { functions: Record<string, { package: { artifact: string } }> };
+    };
     for (const [key, fn] of Object.entries(yml().functions)) {
       const { Properties: p } = lambda(res, key)[1];
       expect(p.Handler).toBe(fn.handler);
       // The template's code is the artifact osls uploads: build.js's zip, never the repository.
       const artifact = state.service.functions[key]!.package.artifact;
-      expect(artifact, `${key}: serverless.yml needs package: { artifact: .build/artifacts/${key}.zip }`).toBe(`.build/artifacts/${key}.zip`);
+      expect(artifact, `${key}: serverless.yml needs package: { artifact: .build/artifacts/${key}.zip }`).toBe(
+        `.build/artifacts/${key}.zip`,
+      );
       expect(p.Code.S3Key).toMatch(new RegExp(`/${key}\\.zip$`));
       const files = unzip(readFileSync(join(root, artifact)));
       // The entry where the handler names it, its chunks beside it (the entry imports './chunk-….mjs').
       const base = fn.handler.slice(0, fn.handler.lastIndexOf('.'));
-      const built = readdirSync(join(root, `.build/functions/${key}`)).filter((f) => f.endsWith('.mjs')).sort();
-      expect([...files.keys()].sort()).toEqual(built.map((f) => (f === 'index.mjs' ? `${base}.mjs` : join(dirname(base), f))).sort());
-      for (const f of built) expect(files.get(f === 'index.mjs' ? `${base}.mjs` : join(dirname(base), f))!.equals(readFileSync(join(root, `.build/functions/${key}/${f}`))), f).toBe(true);
+      const built = readdirSync(join(root, `.build/functions/${key}`))
+        .filter((f) => f.endsWith('.mjs'))
+        .sort();
+      expect([...files.keys()].sort()).toEqual(
+        built.map((f) => (f === 'index.mjs' ? `${base}.mjs` : join(dirname(base), f))).sort(),
+      );
+      for (const f of built)
+        expect(
+          files
+            .get(f === 'index.mjs' ? `${base}.mjs` : join(dirname(base), f))!
+            .equals(readFileSync(join(root, `.build/functions/${key}/${f}`))),
+          f,
+        ).toBe(true);
       expect([...files.values()].reduce((n, b) => n + b.length, 0)).toBeLessThanOrEqual(1_500_000);
     }
   });
@@ -252,11 +379,19 @@ describe('npm run package (osls, offline)', () => {
 describe('stages (the packaged templates)', () => {
   /** Every name a resource gives itself (CloudFormation fails a second stack that reuses one in the account and region). */
   const names = (res: Record<string, Cf>) =>
-    Object.values(res).flatMap((r) => ['Name', 'QueueName', 'LogGroupName', 'FunctionName', 'RoleName', 'ManagedPolicyName', 'TopicName', 'TableName'].map((k) => (r.Properties as Record<string, unknown> | undefined)?.[k]).filter((v): v is string => typeof v === 'string'));
+    Object.values(res).flatMap((r) =>
+      ['Name', 'QueueName', 'LogGroupName', 'FunctionName', 'RoleName', 'ManagedPolicyName', 'TopicName', 'TableName']
+        .map((k) => (r.Properties as Record<string, unknown> | undefined)?.[k])
+        .filter((v): v is string => typeof v === 'string'),
+    );
 
   it('dev and prod can live in one account: no name in common, the bus per stage', () => {
     const dev = template();
-    const prod = (JSON.parse(readFileSync(join(prodDir, 'cloudformation-template-update-stack.json'), 'utf8')) as { Resources: Record<string, Cf> }).Resources;
+    const prod = (
+      JSON.parse(readFileSync(join(prodDir, 'cloudformation-template-update-stack.json'), 'utf8')) as {
+        Resources: Record<string, Cf>;
+      }
+    ).Resources;
     const devNames = names(dev);
     expect(devNames.length).toBeGreaterThan(10);
     expect(devNames.filter((n) => names(prod).includes(n))).toEqual([]);
@@ -269,7 +404,9 @@ describe('stages (the packaged templates)', () => {
     const groups = Object.entries(res).filter(([, r]) => r.Type === 'AWS::Logs::LogGroup');
     expect(groups.length).toBe(Object.keys(yml().functions).length);
     for (const [id, g] of groups) expect(g.Properties.RetentionInDays, id).toBe(30);
-    const state = JSON.parse(readFileSync(join(root, '.serverless/serverless-state.json'), 'utf8')) as { service: { provider: { stackTags?: Record<string, string> } } };
+    const state = JSON.parse(readFileSync(join(root, '.serverless/serverless-state.json'), 'utf8')) as {
+      service: { provider: { stackTags?: Record<string, string> } };
+    };
     expect(state.service.provider.stackTags).toEqual({ app: 'gpu-reflex', stage: 'dev' });
   });
 });
@@ -281,7 +418,12 @@ describe('cluster access (the packaged template)', () => {
     const res = template();
     for (const key of Object.keys(yml().functions)) {
       const vars = (lambda(res, key)[1].Properties.Environment?.Variables ?? {}) as Record<string, unknown>;
-      expect(Object.keys(vars).filter((v) => !v.endsWith('_PARAMETER') && /SECRET|TOKEN|ENCRYPT_KEY|ACCESS_KEY_ID|APPROVAL_KEY$/.test(v)), key).toEqual([]);
+      expect(
+        Object.keys(vars).filter(
+          (v) => !v.endsWith('_PARAMETER') && /SECRET|TOKEN|ENCRYPT_KEY|ACCESS_KEY_ID|APPROVAL_KEY$/.test(v),
+        ),
+        key,
+      ).toEqual([]);
       expect(vars.CHAT_SECRETS_PARAMETER, key).toBe('/gpu-reflex/dev/chat-secrets');
       expect(vars.GPU_REFLEX_APPROVAL_KEY_PARAMETER, key).toBe('/gpu-reflex/dev/approval-key');
     }
@@ -295,7 +437,12 @@ describe('cluster access (the packaged template)', () => {
     for (const key of Object.keys(yml().functions)) {
       const vars = (lambda(res, key)[1].Properties.Environment?.Variables ?? {}) as Record<string, unknown>;
       expect(vars.GPU_REFLEX_KUBECONFIG_PARAMETER, key).toBe('/gpu-reflex/dev/kubeconfig');
-      expect(Object.keys(vars).filter((v) => /^(KUBECONFIG|GPU_REFLEX_KUBECONFIG_(TEXT|ACK)|GPU_REFLEX_IN_CLUSTER)$/.test(v)), key).toEqual([]);
+      expect(
+        Object.keys(vars).filter((v) =>
+          /^(KUBECONFIG|GPU_REFLEX_KUBECONFIG_(TEXT|ACK)|GPU_REFLEX_IN_CLUSTER)$/.test(v),
+        ),
+        key,
+      ).toEqual([]);
     }
   });
 });
@@ -308,28 +455,65 @@ describe('cluster access (the packaged template)', () => {
  */
 const AS_FUNCTIONS = { StringEquals: { 'events:source': SOURCES.functions } };
 const PUT_AS: Record<string, unknown[]> = {
-  chatops: [AS_FUNCTIONS, { StringEquals: { 'events:source': SOURCES.chatops, 'events:detail-type': [CHATOPS_COMMAND, CHATOPS_COMMAND_REQUESTED, APPROVAL_DECIDED] } }],
-  'chatops-worker': [AS_FUNCTIONS, { StringEquals: { 'events:source': SOURCES.chatops, 'events:detail-type': [CHATOPS_COMMAND] } }],
+  chatops: [
+    AS_FUNCTIONS,
+    {
+      StringEquals: {
+        'events:source': SOURCES.chatops,
+        'events:detail-type': [CHATOPS_COMMAND, CHATOPS_COMMAND_REQUESTED, APPROVAL_DECIDED],
+      },
+    },
+  ],
+  'chatops-worker': [
+    AS_FUNCTIONS,
+    { StringEquals: { 'events:source': SOURCES.chatops, 'events:detail-type': [CHATOPS_COMMAND] } },
+  ],
 };
 const APPROVAL_KEY_READERS = ['chatops', 'remediate-approve'];
 
 describe('least privilege per function (the packaged template)', () => {
-  it('lets only chatops put an Approval Decided, and no function put an agent\'s event (issue #29)', () => {
+  it("lets only chatops put an Approval Decided, and no function put an agent's event (issue #29)", () => {
     const res = template();
     const putters = Object.entries(res)
       .filter(([, r]) => r.Type === 'AWS::IAM::Role')
-      .flatMap(([id, r]) => (r.Properties.Policies as { PolicyDocument: { Statement: Statement[] } }[]).flatMap((p) => p.PolicyDocument.Statement).filter((st) => [st.Action].flat().includes('events:PutEvents')).map((st) => ({ id, condition: st.Condition as { StringEquals?: Record<string, string | string[]> } | undefined })));
+      .flatMap(([id, r]) =>
+        (r.Properties.Policies as { PolicyDocument: { Statement: Statement[] } }[])
+          .flatMap((p) => p.PolicyDocument.Statement)
+          .filter((st) => [st.Action].flat().includes('events:PutEvents'))
+          .map((st) => ({
+            id,
+            condition: st.Condition as { StringEquals?: Record<string, string | string[]> } | undefined,
+          })),
+      );
     expect(putters.length).toBeGreaterThan(0);
-    for (const p of putters) expect(p.condition?.StringEquals?.['events:source'], `${p.id}: PutEvents without an events:source condition`).toBeDefined();
-    const may = (source: string, type: string) => putters.filter((p) => [p.condition!.StringEquals!['events:source']].flat().includes(source) && (p.condition!.StringEquals!['events:detail-type'] === undefined || [p.condition!.StringEquals!['events:detail-type']].flat().includes(type))).map((p) => p.id);
+    for (const p of putters)
+      expect(
+        p.condition?.StringEquals?.['events:source'],
+        `${p.id}: PutEvents without an events:source condition`,
+      ).toBeDefined();
+    const may = (source: string, type: string) =>
+      putters
+        .filter(
+          (p) =>
+            [p.condition!.StringEquals!['events:source']].flat().includes(source) &&
+            (p.condition!.StringEquals!['events:detail-type'] === undefined ||
+              [p.condition!.StringEquals!['events:detail-type']].flat().includes(type)),
+        )
+        .map((p) => p.id);
     expect(may(SOURCES.chatops, APPROVAL_DECIDED)).toEqual(['ChatopsRole']);
     expect(may(SOURCES.agent, 'GPU XID Error')).toEqual([]);
     // The agents' own policy, shipped for their identity: their source, nothing else.
     const agent = res.NodeAgentPublishPolicy!;
     expect(agent.Type).toBe('AWS::IAM::ManagedPolicy');
-    expect(agent.Properties.PolicyDocument.Statement).toEqual([{ Effect: 'Allow', Action: 'events:PutEvents', Resource: getAtt('GpuReflexBus'), Condition: { StringEquals: { 'events:source': SOURCES.agent } } }]);
+    expect(agent.Properties.PolicyDocument.Statement).toEqual([
+      {
+        Effect: 'Allow',
+        Action: 'events:PutEvents',
+        Resource: getAtt('GpuReflexBus'),
+        Condition: { StringEquals: { 'events:source': SOURCES.agent } },
+      },
+    ]);
   });
-
 
   it('creates no shared execution role: every function assumes a role of its own, for Lambda only', () => {
     const res = template();
@@ -339,7 +523,9 @@ describe('least privilege per function (the packaged template)', () => {
       expect(role[1]).toBe('Arn');
       const r = res[role[0]]!;
       expect(r.Type).toBe('AWS::IAM::Role');
-      expect(r.Properties.AssumeRolePolicyDocument.Statement).toEqual([{ Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' }, Action: 'sts:AssumeRole' }]);
+      expect(r.Properties.AssumeRolePolicyDocument.Statement).toEqual([
+        { Effect: 'Allow', Principal: { Service: 'lambda.amazonaws.com' }, Action: 'sts:AssumeRole' },
+      ]);
       expect(r.Properties.ManagedPolicyArns).toBeUndefined();
       return role[0];
     });
@@ -361,24 +547,42 @@ describe('least privilege per function (the packaged template)', () => {
         .flatMap((p) => p.PolicyDocument.Statement)
         .flatMap((st) => {
           expect(st.Effect).toBe('Allow');
-          return [st.Action].flat().flatMap((a) => [st.Resource].flat().map((r) => `${a} ${JSON.stringify(r)}${st.Condition ? ` if ${JSON.stringify(st.Condition)}` : ''}`));
+          return [st.Action]
+            .flat()
+            .flatMap((a) =>
+              [st.Resource]
+                .flat()
+                .map((r) => `${a} ${JSON.stringify(r)}${st.Condition ? ` if ${JSON.stringify(st.Condition)}` : ''}`),
+            );
         });
-      const logGroup = Object.entries(res).find(([, r]) => r.Type === 'AWS::Logs::LogGroup' && r.Properties.LogGroupName === `/aws/lambda/gpu-reflex-dev-${key}`)![0];
-      const expected = [`logs:CreateLogStream ${JSON.stringify(getAtt(logGroup))}`, `logs:PutLogEvents ${JSON.stringify(getAtt(logGroup))}`];
+      const logGroup = Object.entries(res).find(
+        ([, r]) =>
+          r.Type === 'AWS::Logs::LogGroup' && r.Properties.LogGroupName === `/aws/lambda/gpu-reflex-dev-${key}`,
+      )![0];
+      const expected = [
+        `logs:CreateLogStream ${JSON.stringify(getAtt(logGroup))}`,
+        `logs:PutLogEvents ${JSON.stringify(getAtt(logGroup))}`,
+      ];
       // PutEvents only under the function's own source (issue #29): a function's role cannot write a
       // chat decision; chat's own detail-types only where chat's code sends them.
       if (bundleFiles(key).some((f) => readFileSync(f, 'utf8').includes('"PutEvents"'))) {
-        for (const condition of PUT_AS[key] ?? [AS_FUNCTIONS]) expected.push(`events:PutEvents ${JSON.stringify(getAtt('GpuReflexBus'))} if ${JSON.stringify(condition)}`);
+        for (const condition of PUT_AS[key] ?? [AS_FUNCTIONS])
+          expected.push(`events:PutEvents ${JSON.stringify(getAtt('GpuReflexBus'))} if ${JSON.stringify(condition)}`);
       }
       // The approval key seals and checks decisions: chatops and remediate-approve read it, nobody else.
-      if (APPROVAL_KEY_READERS.includes(key)) expected.push(`ssm:GetParameter ${JSON.stringify(parameterArn('/gpu-reflex/dev/approval-key'))}`);
+      if (APPROVAL_KEY_READERS.includes(key))
+        expected.push(`ssm:GetParameter ${JSON.stringify(parameterArn('/gpu-reflex/dev/approval-key'))}`);
       // The chat platforms' secrets: the webhook and its worker verify signatures, nobody else.
-      if (key === 'chatops' || key === 'chatops-worker') expected.push(`ssm:GetParameter ${JSON.stringify(parameterArn('/gpu-reflex/dev/chat-secrets'))}`);
-      const evConf = Object.values(res).find((r) => r.Type === 'AWS::Lambda::EventInvokeConfig' && r.Properties.FunctionName?.Ref === id);
+      if (key === 'chatops' || key === 'chatops-worker')
+        expected.push(`ssm:GetParameter ${JSON.stringify(parameterArn('/gpu-reflex/dev/chat-secrets'))}`);
+      const evConf = Object.values(res).find(
+        (r) => r.Type === 'AWS::Lambda::EventInvokeConfig' && r.Properties.FunctionName?.Ref === id,
+      );
       const dlq = evConf?.Properties.DestinationConfig?.OnFailure?.Destination;
       if (isAsync(fn.events)) expected.push(`sqs:SendMessage ${JSON.stringify(dlq)}`);
       const parameter = f.Properties.Environment?.Variables?.GPU_REFLEX_KUBECONFIG_PARAMETER as string | undefined;
-      if (parameter && bundleFiles(key).some((f) => readFileSync(f, 'utf8').includes('"GetParameter"'))) expected.push(`ssm:GetParameter ${JSON.stringify(parameterArn(parameter))}`);
+      if (parameter && bundleFiles(key).some((f) => readFileSync(f, 'utf8').includes('"GetParameter"')))
+        expected.push(`ssm:GetParameter ${JSON.stringify(parameterArn(parameter))}`);
       // The Alibaba Cloud AccessKey's parameter, where the function may reach the cloud's pools and
       // instances: its bundle reads ALIBABA_CLOUD_ACCESS_KEY_PARAMETER (functions/adapters/alicloud/
       // access-key.ts) and calls ACK's node pools, and only then. Every bundle reads it for ACK's
@@ -386,9 +590,15 @@ describe('least privilege per function (the packaged template)', () => {
       const variables = (f.Properties.Environment?.Variables ?? {}) as Record<string, string | undefined>;
       expect(variables.GPU_REFLEX_KUBECONFIG_ACK, key).toBeUndefined();
       const accessKey = variables.ALIBABA_CLOUD_ACCESS_KEY_PARAMETER;
-      const code = bundleFiles(key).map((f) => readFileSync(f, 'utf8')).join('\n');
-      const readsAccessKey = code.includes('ALIBABA_CLOUD_ACCESS_KEY_PARAMETER') && code.includes('DescribeClusterNodePools');
-      expect(Boolean(accessKey), `${key}: ALIBABA_CLOUD_ACCESS_KEY_PARAMETER set exactly where its code reads it to call the cloud`).toBe(readsAccessKey);
+      const code = bundleFiles(key)
+        .map((f) => readFileSync(f, 'utf8'))
+        .join('\n');
+      const readsAccessKey =
+        code.includes('ALIBABA_CLOUD_ACCESS_KEY_PARAMETER') && code.includes('DescribeClusterNodePools');
+      expect(
+        Boolean(accessKey),
+        `${key}: ALIBABA_CLOUD_ACCESS_KEY_PARAMETER set exactly where its code reads it to call the cloud`,
+      ).toBe(readsAccessKey);
       if (accessKey) expected.push(`ssm:GetParameter ${JSON.stringify(parameterArn(accessKey))}`);
       expect(granted.sort(), key).toEqual(expected.sort());
       expect(JSON.stringify(role.Properties.Policies)).not.toContain('*');
@@ -403,21 +613,37 @@ describe('asynchronous functions (the packaged template)', () => {
     const eventBridgeDlqs: unknown[] = [];
     for (const [key, fn] of Object.entries(yml().functions)) {
       const [id] = lambda(res, key);
-      const evConf = Object.values(res).find((r) => r.Type === 'AWS::Lambda::EventInvokeConfig' && r.Properties.FunctionName?.Ref === id);
+      const evConf = Object.values(res).find(
+        (r) => r.Type === 'AWS::Lambda::EventInvokeConfig' && r.Properties.FunctionName?.Ref === id,
+      );
       if (!isAsync(fn.events)) {
         expect(evConf, `${key} is invoked synchronously: retries are its caller's`).toBeUndefined();
         continue;
       }
       // The handler threw (conflict, throttling, a held lease): Lambda retries, then the queue.
-      expect(evConf?.Properties, key).toMatchObject({ MaximumRetryAttempts: expect.any(Number), MaximumEventAgeInSeconds: expect.any(Number) });
-      const dlq = evConf!.Properties.DestinationConfig?.OnFailure?.Destination as { 'Fn::GetAtt': [string, string] } | undefined;
-      expect(dlq && res[dlq['Fn::GetAtt'][0]]?.Type, `${key}: destinations.onFailure to an SQS queue`).toBe('AWS::SQS::Queue');
+      expect(evConf?.Properties, key).toMatchObject({
+        MaximumRetryAttempts: expect.any(Number),
+        MaximumEventAgeInSeconds: expect.any(Number),
+      });
+      const dlq = evConf!.Properties.DestinationConfig?.OnFailure?.Destination as
+        { 'Fn::GetAtt': [string, string] } | undefined;
+      expect(dlq && res[dlq['Fn::GetAtt'][0]]?.Type, `${key}: destinations.onFailure to an SQS queue`).toBe(
+        'AWS::SQS::Queue',
+      );
       queues.push(dlq);
       // EventBridge could not deliver: its own retries, then the same queue.
-      const rules = Object.values(res).filter((r) => r.Type === 'AWS::Events::Rule' && r.Properties.EventPattern && r.Properties.Targets.some((t: { Arn: unknown }) => JSON.stringify(t.Arn) === JSON.stringify(getAtt(id))));
+      const rules = Object.values(res).filter(
+        (r) =>
+          r.Type === 'AWS::Events::Rule' &&
+          r.Properties.EventPattern &&
+          r.Properties.Targets.some((t: { Arn: unknown }) => JSON.stringify(t.Arn) === JSON.stringify(getAtt(id))),
+      );
       expect(rules).toHaveLength((fn.events ?? []).filter((e) => 'eventBridge' in e).length);
       for (const rule of rules) {
-        expect(rule.Properties.Targets[0], key).toMatchObject({ RetryPolicy: expect.any(Object), DeadLetterConfig: { Arn: dlq } });
+        expect(rule.Properties.Targets[0], key).toMatchObject({
+          RetryPolicy: expect.any(Object),
+          DeadLetterConfig: { Arn: dlq },
+        });
         eventBridgeDlqs.push(dlq);
       }
     }
@@ -425,8 +651,18 @@ describe('asynchronous functions (the packaged template)', () => {
     // EventBridge may write to exactly the queues its rules name, for rules of this account.
     const policies = Object.values(res).filter((r) => r.Type === 'AWS::SQS::QueuePolicy');
     const statements = policies.flatMap((p) => p.Properties.PolicyDocument.Statement as Statement[]);
-    expect(statements).toEqual([{ Effect: 'Allow', Principal: { Service: 'events.amazonaws.com' }, Action: 'sqs:SendMessage', Resource: expect.any(Array), Condition: { StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } } }]);
-    expect((statements[0]!.Resource as unknown[]).map((r) => JSON.stringify(r)).sort()).toEqual(eventBridgeDlqs.map((r) => JSON.stringify(r)).sort());
+    expect(statements).toEqual([
+      {
+        Effect: 'Allow',
+        Principal: { Service: 'events.amazonaws.com' },
+        Action: 'sqs:SendMessage',
+        Resource: expect.any(Array),
+        Condition: { StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } },
+      },
+    ]);
+    expect((statements[0]!.Resource as unknown[]).map((r) => JSON.stringify(r)).sort()).toEqual(
+      eventBridgeDlqs.map((r) => JSON.stringify(r)).sort(),
+    );
   });
 
   // A function whose code takes one global Lease (withLease('<its name>')) runs one at a time: a
@@ -434,11 +670,21 @@ describe('asynchronous functions (the packaged template)', () => {
   // (remediate takes a lease per node and must run many at once in a storm).
   it('run one at a time exactly where the code takes a global lease', () => {
     const res = template();
-    const sources = readdirSync(join(root, 'functions'), { recursive: true, encoding: 'utf8' }).filter((f) => f.endsWith('.ts') && !f.endsWith('.test.ts'));
-    const globalLeases = new Set(sources.flatMap((f) => [...readFileSync(join(root, 'functions', f), 'utf8').matchAll(/withLease\([^,]*?'([a-z-]+)'/g)].map((m) => m[1]!)));
+    const sources = readdirSync(join(root, 'functions'), { recursive: true, encoding: 'utf8' }).filter(
+      (f) => f.endsWith('.ts') && !f.endsWith('.test.ts'),
+    );
+    const globalLeases = new Set(
+      sources.flatMap((f) =>
+        [...readFileSync(join(root, 'functions', f), 'utf8').matchAll(/withLease\([^,]*?'([a-z-]+)'/g)].map(
+          (m) => m[1]!,
+        ),
+      ),
+    );
     expect(globalLeases.size).toBeGreaterThan(0);
     for (const key of Object.keys(yml().functions)) {
-      expect(lambda(res, key)[1].Properties.ReservedConcurrentExecutions, key).toBe(globalLeases.has(key) ? 1 : undefined);
+      expect(lambda(res, key)[1].Properties.ReservedConcurrentExecutions, key).toBe(
+        globalLeases.has(key) ? 1 : undefined,
+      );
     }
   });
 });

@@ -72,14 +72,22 @@ describe('event catalog', () => {
 
   it('refuses an oversized detail the way EventBridge would (256 KB per entry)', () => {
     const ev = clone(exampleEvent(CATALOG[0]!) as Json);
-    (ev.detail as Json).pods = Array.from({ length: 128 }, (_, i) => ({ uid: `u-${i}`.padEnd(64, 'x'), namespace: 'n'.repeat(63), name: 'p'.repeat(253) }));
+    (ev.detail as Json).pods = Array.from({ length: 128 }, (_, i) => ({
+      uid: `u-${i}`.padEnd(64, 'x'),
+      namespace: 'n'.repeat(63),
+      name: 'p'.repeat(253),
+    }));
     (ev.detail as Json).message = 'm'.repeat(1024);
     // Under 256 KB still: valid.
     expect(validateEvent(ev).ok).toBe(true);
     ev.resources = Array.from({ length: 200 }, () => 'r'.repeat(2000));
     const r = validateEvent(ev);
     expect(r.ok).toBe(false);
-    if (!r.ok) expect(r.problems[0]).toMatchObject({ path: 'detail', message: expect.stringMatching(/bytes; EventBridge accepts at most 262144/) });
+    if (!r.ok)
+      expect(r.problems[0]).toMatchObject({
+        path: 'detail',
+        message: expect.stringMatching(/bytes; EventBridge accepts at most 262144/),
+      });
   });
 
   it('refuses a detail-type from the wrong source', () => {
@@ -90,26 +98,40 @@ describe('event catalog', () => {
   });
 
   it('refuses unknown detail-types instead of passing them', () => {
-    expect(validateDetail('GPU Melted', {})).toEqual({ ok: false, problems: [{ path: 'detail-type', message: 'unknown detail-type "GPU Melted"' }] });
+    expect(validateDetail('GPU Melted', {})).toEqual({
+      ok: false,
+      problems: [{ path: 'detail-type', message: 'unknown detail-type "GPU Melted"' }],
+    });
   });
 
   it('lets node-level monitoring failures omit the GPU, and nothing else', () => {
-    const base = { schemaVersion: 1, eventId: 'health:n1:monitoring:1', node: 'n1', observedAt: '2026-11-21T03:00:00.000Z', state: 'firing', severity: 'warning', message: 'NVML hung' };
+    const base = {
+      schemaVersion: 1,
+      eventId: 'health:n1:monitoring:1',
+      node: 'n1',
+      observedAt: '2026-11-21T03:00:00.000Z',
+      state: 'firing',
+      severity: 'warning',
+      message: 'NVML hung',
+    };
     expect(validateDetail('GPU Health Changed', { ...base, condition: 'monitoring-degraded' }).ok).toBe(true);
     const r = validateDetail('GPU Health Changed', { ...base, condition: 'temperature' });
     expect(r.ok ? [] : r.problems.map((p) => p.path)).toEqual(['detail.gpu']);
   });
 
-  it.each(CATALOG.map((e) => [e.detailType]))('exports a JSON Schema for %s that requires its base fields', (detailType) => {
-    const s = jsonSchemaOf(detailType);
-    expect(s.$schema).toMatch(/json-schema\.org/);
-    // One object, or (a detail with variants, by a discriminator) each of its variants one.
-    const variants = (s.oneOf ?? s.anyOf ?? [s]) as typeof s[];
-    expect(variants.length).toBeGreaterThan(0);
-    for (const v of variants) {
-      expect(v.type).toBe('object');
-      expect(v.required).toEqual(expect.arrayContaining(['schemaVersion', 'eventId']));
-      expect(v.additionalProperties).toBe(false);
-    }
-  });
+  it.each(CATALOG.map((e) => [e.detailType]))(
+    'exports a JSON Schema for %s that requires its base fields',
+    (detailType) => {
+      const s = jsonSchemaOf(detailType);
+      expect(s.$schema).toMatch(/json-schema\.org/);
+      // One object, or (a detail with variants, by a discriminator) each of its variants one.
+      const variants = (s.oneOf ?? s.anyOf ?? [s]) as (typeof s)[];
+      expect(variants.length).toBeGreaterThan(0);
+      for (const v of variants) {
+        expect(v.type).toBe('object');
+        expect(v.required).toEqual(expect.arrayContaining(['schemaVersion', 'eventId']));
+        expect(v.additionalProperties).toBe(false);
+      }
+    },
+  );
 });

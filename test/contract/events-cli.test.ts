@@ -25,8 +25,12 @@ describe('gpu-reflex events', () => {
 
   it('validates the shipped examples with exit 0', async () => {
     const io = capture();
-    const files = (await readdir(new URL('../../events/catalog/', import.meta.url))).filter((f) => f.endsWith('.example.json'));
-    expect(await main(['events', 'validate', ...files.map((f) => example(f.replace('.example.json', '')))], io)).toBe(0);
+    const files = (await readdir(new URL('../../events/catalog/', import.meta.url))).filter((f) =>
+      f.endsWith('.example.json'),
+    );
+    expect(await main(['events', 'validate', ...files.map((f) => example(f.replace('.example.json', '')))], io)).toBe(
+      0,
+    );
     expect(io.stderr).toEqual([]);
     expect(io.stdout).toEqual([`${files.length} of ${files.length} files valid`]);
   });
@@ -40,7 +44,10 @@ describe('gpu-reflex events', () => {
     await writeFile(bad, JSON.stringify(ev));
     const io = capture();
     expect(await main(['events', 'validate', example('remediation'), bad], io)).toBe(1);
-    expect(io.stderr).toEqual([`${bad}: detail.node: required, but missing`, `${bad}: detail.xid: expected integer, got "79"`]);
+    expect(io.stderr).toEqual([
+      `${bad}: detail.node: required, but missing`,
+      `${bad}: detail.xid: expected integer, got "79"`,
+    ]);
     expect(io.stdout).toEqual(['1 of 2 files valid']);
   });
 

@@ -19,17 +19,36 @@ type Obj = {
   metadata: { name: string; namespace?: string; annotations?: Record<string, string> };
   subjects?: { kind: string; name: string; namespace?: string }[];
   roleRef?: { kind: string; name: string };
-  spec?: { template: { spec: { serviceAccountName?: string; automountServiceAccountToken?: boolean; containers: { name: string; image: string; env?: { name: string }[] }[] } } };
+  spec?: {
+    template: {
+      spec: {
+        serviceAccountName?: string;
+        automountServiceAccountToken?: boolean;
+        containers: { name: string; image: string; env?: { name: string }[] }[];
+      };
+    };
+  };
 };
-type Kustomization = { kind: string; resources?: string[]; components?: string[]; patches?: { path: string }[]; images?: { name: string; newName?: string; newTag?: string }[]; configMapGenerator?: { name: string; namespace?: string; envs?: string[] }[] };
+type Kustomization = {
+  kind: string;
+  resources?: string[];
+  components?: string[];
+  patches?: { path: string }[];
+  images?: { name: string; newName?: string; newTag?: string }[];
+  configMapGenerator?: { name: string; namespace?: string; envs?: string[] }[];
+};
 
 const CLUSTER_SCOPED = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding']);
 /** Namespaces gpu-reflex uses but does not create: NVIDIA's GPU Operator's (the mig-parted ConfigMap). */
 const EXTERNAL_NAMESPACES = new Set(['gpu-operator']);
-const key = (o: Obj) => `${o.apiVersion.split('/').slice(0, -1).join('/') || 'core'}/${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
+const key = (o: Obj) =>
+  `${o.apiVersion.split('/').slice(0, -1).join('/') || 'core'}/${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 
 /** The objects of a kustomization without kubectl: its resources' documents, its components' too; patches only checked to have a target. */
-function render(dir: string, components: string[] = []): { objects: Obj[]; patches: Obj[]; images: Kustomization['images'] } {
+function render(
+  dir: string,
+  components: string[] = [],
+): { objects: Obj[]; patches: Obj[]; images: Kustomization['images'] } {
   const k = parseYaml(readFileSync(join(dir, 'kustomization.yaml'), 'utf8')) as Kustomization;
   const objects: Obj[] = [];
   const patches: Obj[] = [];
@@ -39,12 +58,19 @@ function render(dir: string, components: string[] = []): { objects: Obj[]; patch
   }
   for (const p of k.patches ?? []) patches.push(parseYaml(readFileSync(join(dir, p.path), 'utf8')) as Obj);
   for (const g of k.configMapGenerator ?? []) {
-    for (const e of g.envs ?? []) expect(existsSync(join(dir, e)), `${dir}: configMapGenerator env file ${e}`).toBe(true);
-    objects.push({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: g.name, ...(g.namespace ? { namespace: g.namespace } : {}) } });
+    for (const e of g.envs ?? [])
+      expect(existsSync(join(dir, e)), `${dir}: configMapGenerator env file ${e}`).toBe(true);
+    objects.push({
+      apiVersion: 'v1',
+      kind: 'ConfigMap',
+      metadata: { name: g.name, ...(g.namespace ? { namespace: g.namespace } : {}) },
+    });
   }
   for (const c of [...(k.components ?? []), ...components]) {
     const sub = render(join(dir, c));
-    expect((parseYaml(readFileSync(join(dir, c, 'kustomization.yaml'), 'utf8')) as Kustomization).kind).toBe('Component');
+    expect((parseYaml(readFileSync(join(dir, c, 'kustomization.yaml'), 'utf8')) as Kustomization).kind).toBe(
+      'Component',
+    );
     objects.push(...sub.objects);
     patches.push(...sub.patches);
   }
@@ -53,21 +79,39 @@ function render(dir: string, components: string[] = []): { objects: Obj[]; patch
 
 function checkConsistent(objects: Obj[]): void {
   const keys = objects.map(key);
-  expect(keys.filter((k, i) => keys.indexOf(k) !== i), 'every kind/namespace/name once').toEqual([]);
+  expect(
+    keys.filter((k, i) => keys.indexOf(k) !== i),
+    'every kind/namespace/name once',
+  ).toEqual([]);
   const namespaces = new Set(objects.filter((o) => o.kind === 'Namespace').map((o) => o.metadata.name));
   for (const o of objects) {
     if (CLUSTER_SCOPED.has(o.kind)) expect(o.metadata.namespace, key(o)).toBeUndefined();
-    else expect(namespaces.has(o.metadata.namespace!) || EXTERNAL_NAMESPACES.has(o.metadata.namespace!), `${key(o)}: a namespace this creates`).toBe(true);
+    else
+      expect(
+        namespaces.has(o.metadata.namespace!) || EXTERNAL_NAMESPACES.has(o.metadata.namespace!),
+        `${key(o)}: a namespace this creates`,
+      ).toBe(true);
   }
-  const has = (kind: string, name: string, namespace?: string) => objects.some((o) => o.kind === kind && o.metadata.name === name && o.metadata.namespace === namespace);
+  const has = (kind: string, name: string, namespace?: string) =>
+    objects.some((o) => o.kind === kind && o.metadata.name === name && o.metadata.namespace === namespace);
   for (const b of objects.filter((o) => o.kind === 'RoleBinding' || o.kind === 'ClusterRoleBinding')) {
-    expect(has(b.roleRef!.kind, b.roleRef!.name, b.roleRef!.kind === 'Role' ? b.metadata.namespace : undefined), `${key(b)}: its role`).toBe(true);
-    for (const s of b.subjects!.filter((s) => s.kind === 'ServiceAccount')) expect(has('ServiceAccount', s.name, s.namespace), `${key(b)}: ServiceAccount ${s.name}`).toBe(true);
+    expect(
+      has(b.roleRef!.kind, b.roleRef!.name, b.roleRef!.kind === 'Role' ? b.metadata.namespace : undefined),
+      `${key(b)}: its role`,
+    ).toBe(true);
+    for (const s of b.subjects!.filter((s) => s.kind === 'ServiceAccount'))
+      expect(has('ServiceAccount', s.name, s.namespace), `${key(b)}: ServiceAccount ${s.name}`).toBe(true);
   }
-  for (const s of objects.filter((o) => o.kind === 'Secret' && o.metadata.annotations?.['kubernetes.io/service-account.name'])) {
-    expect(has('ServiceAccount', s.metadata.annotations!['kubernetes.io/service-account.name']!, s.metadata.namespace), key(s)).toBe(true);
+  for (const s of objects.filter(
+    (o) => o.kind === 'Secret' && o.metadata.annotations?.['kubernetes.io/service-account.name'],
+  )) {
+    expect(
+      has('ServiceAccount', s.metadata.annotations!['kubernetes.io/service-account.name']!, s.metadata.namespace),
+      key(s),
+    ).toBe(true);
   }
-  for (const d of objects.filter((o) => o.kind === 'DaemonSet')) expect(has('ServiceAccount', d.spec!.template.spec.serviceAccountName!, d.metadata.namespace), key(d)).toBe(true);
+  for (const d of objects.filter((o) => o.kind === 'DaemonSet'))
+    expect(has('ServiceAccount', d.spec!.template.spec.serviceAccountName!, d.metadata.namespace), key(d)).toBe(true);
 }
 
 describe('infra/k8s/kustomization.yaml (read file by file)', () => {
@@ -76,27 +120,47 @@ describe('infra/k8s/kustomization.yaml (read file by file)', () => {
   it('assembles the agent, the functions RBAC and their identity, each object once, in namespaces it creates', () => {
     checkConsistent(base.objects);
     expect(base.objects.map(key)).toEqual(
-      expect.arrayContaining(['core/Namespace//gpu-reflex', 'apps/DaemonSet/gpu-reflex/gpu-reflex-node-agent', 'rbac.authorization.k8s.io/ClusterRole//gpu-reflex-functions', 'core/ServiceAccount/gpu-reflex/gpu-reflex-functions']),
+      expect.arrayContaining([
+        'core/Namespace//gpu-reflex',
+        'apps/DaemonSet/gpu-reflex/gpu-reflex-node-agent',
+        'rbac.authorization.k8s.io/ClusterRole//gpu-reflex-functions',
+        'core/ServiceAccount/gpu-reflex/gpu-reflex-functions',
+      ]),
     );
     // The actuator's RBAC is opt-in: not in the base.
-    expect(base.objects.map(key)).not.toContain('rbac.authorization.k8s.io/ClusterRole//gpu-reflex-node-agent-actuator');
+    expect(base.objects.map(key)).not.toContain(
+      'rbac.authorization.k8s.io/ClusterRole//gpu-reflex-node-agent-actuator',
+    );
   });
 
   it("binds every one of the functions' roles to their group and their ServiceAccount alike", () => {
-    const bindings = base.objects.filter((o) => /Binding$/.test(o.kind) && o.roleRef!.name.startsWith('gpu-reflex-functions'));
+    const bindings = base.objects.filter(
+      (o) => /Binding$/.test(o.kind) && o.roleRef!.name.startsWith('gpu-reflex-functions'),
+    );
     expect(bindings).toHaveLength(3);
-    for (const b of bindings) expect(b.subjects!.map((s) => `${s.kind}/${s.name}`).sort(), key(b)).toEqual(['Group/gpu-reflex:functions', 'ServiceAccount/gpu-reflex-functions']);
+    for (const b of bindings)
+      expect(b.subjects!.map((s) => `${s.kind}/${s.name}`).sort(), key(b)).toEqual([
+        'Group/gpu-reflex:functions',
+        'ServiceAccount/gpu-reflex-functions',
+      ]);
   });
 
   it('with the actuator component: its ClusterRole bound to the agent, and a patch for the DaemonSet that exists', () => {
     const withActuator = render(k8s, ['actuator']);
     checkConsistent(withActuator.objects);
-    expect(withActuator.objects.map(key)).toContain('rbac.authorization.k8s.io/ClusterRole//gpu-reflex-node-agent-actuator');
+    expect(withActuator.objects.map(key)).toContain(
+      'rbac.authorization.k8s.io/ClusterRole//gpu-reflex-node-agent-actuator',
+    );
     for (const p of withActuator.patches) expect(withActuator.objects.map(key), 'patch target').toContain(key(p));
   });
 
-  it('names the bus and region once, in agent-bus.env, matching serverless.yml\'s default stage and region', () => {
-    const env = Object.fromEntries(readFileSync(join(k8s, 'agent-bus.env'), 'utf8').trim().split('\n').map((l) => l.split('=') as [string, string]));
+  it("names the bus and region once, in agent-bus.env, matching serverless.yml's default stage and region", () => {
+    const env = Object.fromEntries(
+      readFileSync(join(k8s, 'agent-bus.env'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => l.split('=') as [string, string]),
+    );
     expect(env).toEqual({ EVENT_BUS_NAME: 'gpu-reflex-dev', AWS_REGION: 'us-east-1' });
     const sls = readFileSync(join(root, 'serverless.yml'), 'utf8');
     expect(sls).toContain("stage: ${opt:stage, 'dev'}");
@@ -104,8 +168,12 @@ describe('infra/k8s/kustomization.yaml (read file by file)', () => {
     expect(sls).toContain('busName: gpu-reflex-${sls:stage}');
     // No DaemonSet names a bus or a region of its own.
     const ds = base.objects.find((o) => o.kind === 'DaemonSet')!;
-    expect(ds.spec!.template.spec.containers[0]!.env!.map((e) => e.name)).not.toEqual(expect.arrayContaining(['EVENT_BUS_NAME']));
-    expect(ds.spec!.template.spec.containers[0]!.env!.map((e) => e.name)).not.toEqual(expect.arrayContaining(['AWS_REGION']));
+    expect(ds.spec!.template.spec.containers[0]!.env!.map((e) => e.name)).not.toEqual(
+      expect.arrayContaining(['EVENT_BUS_NAME']),
+    );
+    expect(ds.spec!.template.spec.containers[0]!.env!.map((e) => e.name)).not.toEqual(
+      expect.arrayContaining(['AWS_REGION']),
+    );
   });
 
   it('runs the image docs/deploy.md names, set in one place', () => {
@@ -120,14 +188,24 @@ const kubectl = requireTool('kubectl', () => commandWorks('kubectl', ['version',
 
 describe('infra/k8s/kustomization.yaml (kubectl kustomize)', kubectl.options, () => {
   // A generated ConfigMap is named by its content (name-<hash>); the files name it without the hash.
-  const unhashed = (o: Obj): Obj => (o.kind === 'ConfigMap' ? { ...o, metadata: { ...o.metadata, name: o.metadata.name.replace(/-[a-z0-9]{10}$/, '') } } : o);
-  const kustomize = (dir: string) => parseAllDocuments(execFileSync('kubectl', ['kustomize', dir], { encoding: 'utf8' })).map((d) => unhashed(d.toJS() as Obj));
+  const unhashed = (o: Obj): Obj =>
+    o.kind === 'ConfigMap'
+      ? { ...o, metadata: { ...o.metadata, name: o.metadata.name.replace(/-[a-z0-9]{10}$/, '') } }
+      : o;
+  const kustomize = (dir: string) =>
+    parseAllDocuments(execFileSync('kubectl', ['kustomize', dir], { encoding: 'utf8' })).map((d) =>
+      unhashed(d.toJS() as Obj),
+    );
 
-  it('gives the agents the bus and region agent-bus.env names, under the generated ConfigMap\'s own name', () => {
-    const raw = parseAllDocuments(execFileSync('kubectl', ['kustomize', k8s], { encoding: 'utf8' })).map((d) => d.toJS() as Obj & { data?: Record<string, string> });
+  it("gives the agents the bus and region agent-bus.env names, under the generated ConfigMap's own name", () => {
+    const raw = parseAllDocuments(execFileSync('kubectl', ['kustomize', k8s], { encoding: 'utf8' })).map(
+      (d) => d.toJS() as Obj & { data?: Record<string, string> },
+    );
     const cm = raw.find((o) => o.kind === 'ConfigMap' && o.metadata.name.startsWith('gpu-reflex-agent-bus-'))!;
     expect(cm.data).toEqual({ EVENT_BUS_NAME: 'gpu-reflex-dev', AWS_REGION: 'us-east-1' });
-    const container = (raw.find((o) => o.kind === 'DaemonSet')!.spec!.template.spec.containers[0] as unknown as { envFrom: { configMapRef?: { name: string } }[] });
+    const container = raw.find((o) => o.kind === 'DaemonSet')!.spec!.template.spec.containers[0] as unknown as {
+      envFrom: { configMapRef?: { name: string } }[];
+    };
     expect(container.envFrom.map((e) => e.configMapRef?.name).filter(Boolean)).toEqual([cm.metadata.name]);
   });
 
@@ -141,15 +219,19 @@ describe('infra/k8s/kustomization.yaml (kubectl kustomize)', kubectl.options, ()
     const dir = mkdtempSync(join(tmpdir(), 'gr-kustomize-'));
     try {
       // An overlay elsewhere names the base and the component as folders, by relative paths (kustomize refuses absolute ones).
-      writeFileSync(join(dir, 'kustomization.yaml'), `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [${relative(dir, k8s)}]\ncomponents: [${relative(dir, join(k8s, 'actuator'))}]\n`);
+      writeFileSync(
+        join(dir, 'kustomization.yaml'),
+        `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [${relative(dir, k8s)}]\ncomponents: [${relative(dir, join(k8s, 'actuator'))}]\n`,
+      );
       const rendered = kustomize(dir);
       expect(rendered.map(key).sort()).toEqual(render(k8s, ['actuator']).objects.map(key).sort());
       const spec = rendered.find((o) => o.kind === 'DaemonSet')!.spec!.template.spec;
       expect(spec.automountServiceAccountToken).toBe(true);
-      expect(spec.containers[0]!.env!.map((e) => e.name)).toEqual(expect.arrayContaining(['NODE_NAME', 'GPU_ACTIONS', 'FENCE_FILE']));
+      expect(spec.containers[0]!.env!.map((e) => e.name)).toEqual(
+        expect.arrayContaining(['NODE_NAME', 'GPU_ACTIONS', 'FENCE_FILE']),
+      );
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
   });
 });
-

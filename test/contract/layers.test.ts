@@ -26,7 +26,8 @@ function* tsFiles(dir: string): Generator<string> {
 export function importsOf(file: string): string[] {
   const text = readFileSync(file, 'utf8');
   const out: string[] = [];
-  for (const m of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)['"](\.\.?\/[^'"]+)['"]/g)) out.push(relative(ROOT, resolve(dirname(file), m[1]!)));
+  for (const m of text.matchAll(/(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)['"](\.\.?\/[^'"]+)['"]/g))
+    out.push(relative(ROOT, resolve(dirname(file), m[1]!)));
   return out;
 }
 
@@ -37,11 +38,15 @@ const fnOf = (p: string) => (p.startsWith('functions/') && p.split('/').length >
 
 /** Who imports what across `rule`'s line: `importer → imported`. */
 function crossings(importers: readonly string[], crosses: (from: string, to: string) => boolean): string[] {
-  return importers.flatMap((f) => importsOf(join(ROOT, f)).filter((to) => crosses(f, to)).map((to) => `${f} → ${to}`));
+  return importers.flatMap((f) =>
+    importsOf(join(ROOT, f))
+      .filter((to) => crosses(f, to))
+      .map((to) => `${f} → ${to}`),
+  );
 }
 
 describe('layers', () => {
-  it('no function folder imports another, but chatops through each one\'s public entry', () => {
+  it("no function folder imports another, but chatops through each one's public entry", () => {
     const bad = crossings(files('functions'), (from, to) => {
       const a = fnOf(from);
       const b = fnOf(to);

@@ -20,7 +20,8 @@ function simLayouts(model: SimMigModel): string[] {
       return;
     }
     const p = model.profiles[i]!;
-    for (let n = 0; n <= p.max && compute + n * p.compute <= model.computeSlices; n++) go(i + 1, [...chosen, ...Array<string>(n).fill(p.name)], compute + n * p.compute);
+    for (let n = 0; n <= p.max && compute + n * p.compute <= model.computeSlices; n++)
+      go(i + 1, [...chosen, ...Array<string>(n).fill(p.name)], compute + n * p.compute);
   };
   go(0, [], 0);
   return out.sort();
@@ -34,17 +35,34 @@ describe('the simulator and the MIG planner know the same MIG geometry', () => {
   });
 
   it.each(shared)('%s: the same profiles, slices, starts and instance counts', (_, sim, product) => {
-    const simRows = sim.profiles.map((p) => ({ name: p.name, compute: p.compute, size: p.size, starts: [...p.starts], max: p.max }));
-    const productRows = product!.profiles.map((p) => ({ name: p.name, compute: p.slices, size: p.size, starts: [...p.starts], max: p.max }));
+    const simRows = sim.profiles.map((p) => ({
+      name: p.name,
+      compute: p.compute,
+      size: p.size,
+      starts: [...p.starts],
+      max: p.max,
+    }));
+    const productRows = product!.profiles.map((p) => ({
+      name: p.name,
+      compute: p.slices,
+      size: p.size,
+      starts: [...p.starts],
+      max: p.max,
+    }));
     expect(productRows).toEqual(simRows);
   });
 
-  it.each(shared.filter(([, , p]) => p!.profiles.every((q) => q.giProfileId !== undefined)))('%s: the same GI profile IDs', (_, sim, product) => {
-    expect(product!.profiles.map((p) => p.giProfileId)).toEqual(sim.profiles.map((p) => p.id));
-  });
+  it.each(shared.filter(([, , p]) => p!.profiles.every((q) => q.giProfileId !== undefined)))(
+    '%s: the same GI profile IDs',
+    (_, sim, product) => {
+      expect(product!.profiles.map((p) => p.giProfileId)).toEqual(sim.profiles.map((p) => p.id));
+    },
+  );
 
   it.each(shared)('%s: the same valid one-GPU layouts', (_, sim, product) => {
-    const planner = enumerateLayouts(product!).map((l) => [...l].sort().join(' + ')).sort();
+    const planner = enumerateLayouts(product!)
+      .map((l) => [...l].sort().join(' + '))
+      .sort();
     expect(planner).toEqual(simLayouts(sim));
   });
 });

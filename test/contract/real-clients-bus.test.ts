@@ -49,21 +49,60 @@ afterAll(async () => bus.close());
 describe('PutEvents through clients gpu-reflex does not own', () => {
   it.skipIf(!python)('boto3 parses a partial failure per entry and a request-level error', async () => {
     const { stdout } = await run(python!, [SCRIPT, bus.url, 'gpu-reflex'], { env: clientEnv, timeout: 120_000 });
-    const out = JSON.parse(stdout) as { FailedEntryCount: number; Entries: Record<string, string>[]; missingBus: unknown };
+    const out = JSON.parse(stdout) as {
+      FailedEntryCount: number;
+      Entries: Record<string, string>[];
+      missingBus: unknown;
+    };
     expect(out.FailedEntryCount).toBe(4);
-    expect(out.Entries.map((e) => e.ErrorCode ?? 'ok')).toEqual(['ok', 'MalformedDetail', 'MalformedDetail', 'NotAuthorizedForSourceException', 'InvalidArgument']);
+    expect(out.Entries.map((e) => e.ErrorCode ?? 'ok')).toEqual([
+      'ok',
+      'MalformedDetail',
+      'MalformedDetail',
+      'NotAuthorizedForSourceException',
+      'InvalidArgument',
+    ]);
     expect(out.Entries[2]!.ErrorMessage).toBe('Detail is malformed: nested more than 1000 levels deep.');
-    expect(out.missingBus).toEqual({ code: 'ResourceNotFoundException', message: 'Event bus no-such-bus does not exist.', status: 400 });
+    expect(out.missingBus).toEqual({
+      code: 'ResourceNotFoundException',
+      message: 'Event bus no-such-bus does not exist.',
+      status: 400,
+    });
     const accepted = bus.events.find((e) => e.id === out.Entries[0]!.EventId);
-    expect(accepted).toMatchObject({ source: 'gpu-reflex.node-agent', 'detail-type': 'GPU XID Error', detail: { xid: 79 }, resources: ['arn:aws:ec2:us-east-1:000000000000:instance/i-1'] });
+    expect(accepted).toMatchObject({
+      source: 'gpu-reflex.node-agent',
+      'detail-type': 'GPU XID Error',
+      detail: { xid: 79 },
+      resources: ['arn:aws:ec2:us-east-1:000000000000:instance/i-1'],
+    });
   });
 
   it.skipIf(!aws)('the AWS CLI prints a partial failure it parsed', async () => {
     const entries = [
-      { Source: 'gpu-reflex.node-agent', DetailType: 'GPU XID Error', Detail: '{"xid":48}', EventBusName: 'gpu-reflex' },
+      {
+        Source: 'gpu-reflex.node-agent',
+        DetailType: 'GPU XID Error',
+        Detail: '{"xid":48}',
+        EventBusName: 'gpu-reflex',
+      },
       { Source: 'gpu-reflex.node-agent', DetailType: 'GPU XID Error', Detail: '[1,2]', EventBusName: 'gpu-reflex' },
     ];
-    const { stdout } = await run(aws!, ['events', 'put-events', '--endpoint-url', bus.url, '--region', 'us-east-1', '--output', 'json', '--entries', JSON.stringify(entries)], { env: clientEnv, timeout: 120_000 });
+    const { stdout } = await run(
+      aws!,
+      [
+        'events',
+        'put-events',
+        '--endpoint-url',
+        bus.url,
+        '--region',
+        'us-east-1',
+        '--output',
+        'json',
+        '--entries',
+        JSON.stringify(entries),
+      ],
+      { env: clientEnv, timeout: 120_000 },
+    );
     const out = JSON.parse(stdout) as { FailedEntryCount: number; Entries: Record<string, string>[] };
     expect(out.FailedEntryCount).toBe(1);
     expect(out.Entries[0]!.EventId).toEqual(bus.events.find((e) => e.detail.xid === 48)?.id);

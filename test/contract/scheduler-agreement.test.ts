@@ -17,23 +17,42 @@ import type { Node, Pod } from '../../infra/local/kube/types.ts';
 interface Case {
   what: string;
   spec: Record<string, unknown>;
-  node?: { labels?: Record<string, string>; taints?: { key: string; value?: string; effect: string }[]; allocatable?: Record<string, string> };
+  node?: {
+    labels?: Record<string, string>;
+    taints?: { key: string; value?: string; effect: string }[];
+    allocatable?: Record<string, string>;
+  };
 }
 
 const GPU = { requests: { 'nvidia.com/gpu': '1' }, limits: { 'nvidia.com/gpu': '1' } };
 const main = (resources: Record<string, unknown> = GPU) => [{ name: 'main', image: 'x', resources }];
-const terms = (...t: unknown[]) => ({ nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: t } } });
-const NODE = { labels: { pool: 'a100', 'nvidia.com/gpu.count': '8' }, taints: [], allocatable: { cpu: '4', memory: '16Gi', pods: '110', 'nvidia.com/gpu': '8' } };
+const terms = (...t: unknown[]) => ({
+  nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: t } },
+});
+const NODE = {
+  labels: { pool: 'a100', 'nvidia.com/gpu.count': '8' },
+  taints: [],
+  allocatable: { cpu: '4', memory: '16Gi', pods: '110', 'nvidia.com/gpu': '8' },
+};
 
 function verdicts(c: Case): { simulator: boolean; product: boolean } {
   const n = { ...NODE, ...c.node };
-  const node: Node = { metadata: { name: 'pool-node' }, spec: { taints: n.taints }, status: { allocatable: n.allocatable } } as unknown as Node;
+  const node: Node = {
+    metadata: { name: 'pool-node' },
+    spec: { taints: n.taints },
+    status: { allocatable: n.allocatable },
+  } as unknown as Node;
   node.metadata.labels = n.labels;
   const pod = { metadata: { name: 'p', namespace: 'work' }, spec: { containers: main(), ...c.spec } };
   const simulator = unfitReason(pod as unknown as Pod, node, freeOn(node, [])) === undefined;
   const info = toPodInfo(pod as unknown as V1Pod);
   const allocatable = Object.fromEntries(Object.entries(n.allocatable).map(([k, v]) => [k, productQuantity(v)]));
-  const constraints = { requests: { ...(info.requests ?? {}) }, nodeSelector: info.nodeSelector, tolerations: info.tolerations, requiredTerms: info.requiredNodeTerms };
+  const constraints = {
+    requests: { ...(info.requests ?? {}) },
+    nodeSelector: info.nodeSelector,
+    tolerations: info.tolerations,
+    requiredTerms: info.requiredNodeTerms,
+  };
   const product = whyNot(constraints, { labels: n.labels, taints: n.taints, allocatable }) === undefined;
   return { simulator, product };
 }
@@ -43,21 +62,70 @@ const agree: [Case, boolean][] = [
   [{ what: 'more GPUs than a node has', spec: { containers: main({ requests: { 'nvidia.com/gpu': '9' } }) } }, false],
   [{ what: 'a nodeSelector the pool has', spec: { nodeSelector: { pool: 'a100' } } }, true],
   [{ what: 'a nodeSelector the pool lacks', spec: { nodeSelector: { pool: 't4' } } }, false],
-  [{ what: 'an untolerated NoSchedule taint', spec: {}, node: { taints: [{ key: 'gpu', effect: 'NoSchedule' }] } }, false],
-  [{ what: 'a PreferNoSchedule taint', spec: {}, node: { taints: [{ key: 'gpu', effect: 'PreferNoSchedule' }] } }, true],
-  [{ what: 'an Exists toleration without a key', spec: { tolerations: [{ operator: 'Exists' }] }, node: { taints: [{ key: 'gpu', value: 'x', effect: 'NoExecute' }] } }, true],
-  [{ what: 'an Equal toleration with another value', spec: { tolerations: [{ key: 'gpu', value: 'y' }] }, node: { taints: [{ key: 'gpu', value: 'x', effect: 'NoSchedule' }] } }, false],
-  [{ what: 'Gt on an integer label', spec: { affinity: terms({ matchExpressions: [{ key: 'nvidia.com/gpu.count', operator: 'Gt', values: ['4'] }] }) } }, true],
-  [{ what: 'NotIn on a missing label', spec: { affinity: terms({ matchExpressions: [{ key: 'zone', operator: 'NotIn', values: ['a'] }] }) } }, true],
-  [{ what: 'a plain init container larger than the app', spec: { initContainers: [{ name: 'i', image: 'x', resources: { requests: { cpu: '5' } } }] } }, false],
-  [{ what: 'runtime overhead past the node', spec: { containers: main({ ...GPU, requests: { ...GPU.requests, cpu: '3' } }), overhead: { cpu: '2' } } }, false],
+  [
+    { what: 'an untolerated NoSchedule taint', spec: {}, node: { taints: [{ key: 'gpu', effect: 'NoSchedule' }] } },
+    false,
+  ],
+  [
+    { what: 'a PreferNoSchedule taint', spec: {}, node: { taints: [{ key: 'gpu', effect: 'PreferNoSchedule' }] } },
+    true,
+  ],
+  [
+    {
+      what: 'an Exists toleration without a key',
+      spec: { tolerations: [{ operator: 'Exists' }] },
+      node: { taints: [{ key: 'gpu', value: 'x', effect: 'NoExecute' }] },
+    },
+    true,
+  ],
+  [
+    {
+      what: 'an Equal toleration with another value',
+      spec: { tolerations: [{ key: 'gpu', value: 'y' }] },
+      node: { taints: [{ key: 'gpu', value: 'x', effect: 'NoSchedule' }] },
+    },
+    false,
+  ],
+  [
+    {
+      what: 'Gt on an integer label',
+      spec: { affinity: terms({ matchExpressions: [{ key: 'nvidia.com/gpu.count', operator: 'Gt', values: ['4'] }] }) },
+    },
+    true,
+  ],
+  [
+    {
+      what: 'NotIn on a missing label',
+      spec: { affinity: terms({ matchExpressions: [{ key: 'zone', operator: 'NotIn', values: ['a'] }] }) },
+    },
+    true,
+  ],
+  [
+    {
+      what: 'a plain init container larger than the app',
+      spec: { initContainers: [{ name: 'i', image: 'x', resources: { requests: { cpu: '5' } } }] },
+    },
+    false,
+  ],
+  [
+    {
+      what: 'runtime overhead past the node',
+      spec: { containers: main({ ...GPU, requests: { ...GPU.requests, cpu: '3' } }), overhead: { cpu: '2' } },
+    },
+    false,
+  ],
 ];
 
 /** Cases where the autoscaler's rule says "fits" and Kubernetes (the simulator) says no: a pool grown for a pod it can never take. */
 const findings: Case[] = [
   {
     what: "a sidecar's requests: KEP-753 adds a restartable init container to the sum; the product takes max(init, containers)",
-    spec: { containers: main({ ...GPU, requests: { ...GPU.requests, cpu: '2' } }), initContainers: [{ name: 'proxy', image: 'x', restartPolicy: 'Always', resources: { requests: { cpu: '2500m' } } }] },
+    spec: {
+      containers: main({ ...GPU, requests: { ...GPU.requests, cpu: '2' } }),
+      initContainers: [
+        { name: 'proxy', image: 'x', restartPolicy: 'Always', resources: { requests: { cpu: '2500m' } } },
+      ],
+    },
   },
   {
     what: 'matchFields: a pod pinned to another node by metadata.name (as the DaemonSet controller pins its pods) fits no new node; the product drops matchFields',

@@ -24,9 +24,17 @@ export function importsOf(root: string, file: string): Import[] {
     out.push({ from: spec, target, typeOnly });
   };
   const visit = (n: ts.Node) => {
-    if (ts.isImportDeclaration(n) && ts.isStringLiteral(n.moduleSpecifier)) add(n.moduleSpecifier.text, n.importClause?.isTypeOnly ?? false);
-    else if (ts.isExportDeclaration(n) && n.moduleSpecifier && ts.isStringLiteral(n.moduleSpecifier)) add(n.moduleSpecifier.text, n.isTypeOnly);
-    else if (ts.isCallExpression(n) && n.expression.kind === ts.SyntaxKind.ImportKeyword && n.arguments[0] && ts.isStringLiteral(n.arguments[0])) add(n.arguments[0].text, false);
+    if (ts.isImportDeclaration(n) && ts.isStringLiteral(n.moduleSpecifier))
+      add(n.moduleSpecifier.text, n.importClause?.isTypeOnly ?? false);
+    else if (ts.isExportDeclaration(n) && n.moduleSpecifier && ts.isStringLiteral(n.moduleSpecifier))
+      add(n.moduleSpecifier.text, n.isTypeOnly);
+    else if (
+      ts.isCallExpression(n) &&
+      n.expression.kind === ts.SyntaxKind.ImportKeyword &&
+      n.arguments[0] &&
+      ts.isStringLiteral(n.arguments[0])
+    )
+      add(n.arguments[0].text, false);
     ts.forEachChild(n, visit);
   };
   visit(src);
@@ -61,7 +69,12 @@ export interface Violation {
  * apart). Type-only imports of a file's own are violations too (the product's model shaping the
  * world), but are not followed further: they are erased, so no code behind them runs.
  */
-export function violations(root: string, files: readonly string[], utilities: ReadonlySet<string>, skip: ReadonlySet<string>): Violation[] {
+export function violations(
+  root: string,
+  files: readonly string[],
+  utilities: ReadonlySet<string>,
+  skip: ReadonlySet<string>,
+): Violation[] {
   const out: Violation[] = [];
   for (const file of files) {
     const seen = new Set<string>([file]);

@@ -28,8 +28,14 @@ export const SIMULATORS = [
 
 /** Product modules a simulator may use: utilities that read text and decide nothing about the world. */
 export const UTILITIES = new Map([
-  ['functions/lib/yaml-text.ts', 'parses YAML text (bounded aliases, one-line errors): a reading aid, no rule of any system'],
-  ['functions/adapters/errors.ts', "the adapters' error classes, which the command-line plumbing every CLI shares (bin/errors.ts) phrases; reached by the simulators' cli.ts only"],
+  [
+    'functions/lib/yaml-text.ts',
+    'parses YAML text (bounded aliases, one-line errors): a reading aid, no rule of any system',
+  ],
+  [
+    'functions/adapters/errors.ts',
+    "the adapters' error classes, which the command-line plumbing every CLI shares (bin/errors.ts) phrases; reached by the simulators' cli.ts only",
+  ],
 ]);
 
 /** Known exceptions, each with the issue that removes it (none today: #27 made the device plugin stand-in independent). */
@@ -40,11 +46,21 @@ export const KNOWN_EXCEPTIONS = new Map<string, string>();
  * mig-fleet.ts gives the simulated fleet to the MIG planner (`mig plan --fleet`) through the
  * production kube adapter's converters, as a real cluster's objects reach it.
  */
-export const ADAPTERS = new Map([['infra/local/mig-fleet.ts', ['functions/adapters/kube/convert.ts', 'functions/adapters/kube/model.ts', 'functions/mig/supply.ts']]]);
+export const ADAPTERS = new Map([
+  [
+    'infra/local/mig-fleet.ts',
+    ['functions/adapters/kube/convert.ts', 'functions/adapters/kube/model.ts', 'functions/mig/supply.ts'],
+  ],
+]);
 
 export function check(root: string) {
   const files = expand(root, SIMULATORS).filter((f) => !KNOWN_EXCEPTIONS.has(f));
-  const found = violations(root, files, new Set(UTILITIES.keys()), new Set([...KNOWN_EXCEPTIONS.keys(), ...ADAPTERS.keys()]));
+  const found = violations(
+    root,
+    files,
+    new Set(UTILITIES.keys()),
+    new Set([...KNOWN_EXCEPTIONS.keys(), ...ADAPTERS.keys()]),
+  );
   const adapters = [...ADAPTERS].map(([file, allowed]) => ({
     file,
     beyond: importsOf(root, file)
@@ -58,7 +74,18 @@ describe('the embedded world is independent of the code it tests', () => {
   const result = check(ROOT);
 
   it('covers every simulator file', () => {
-    expect(result.files).toEqual(expect.arrayContaining(['infra/local/kube/scheduler.ts', 'infra/local/kube/mig-manager.ts', 'infra/local/kube/quantity.ts', 'infra/local/alicloud/cloud.ts', 'infra/local/bus/router.ts', 'infra/local/node-gpus.ts', 'infra/local/device-plugin.ts', 'infra/local/stack-cloud.ts']));
+    expect(result.files).toEqual(
+      expect.arrayContaining([
+        'infra/local/kube/scheduler.ts',
+        'infra/local/kube/mig-manager.ts',
+        'infra/local/kube/quantity.ts',
+        'infra/local/alicloud/cloud.ts',
+        'infra/local/bus/router.ts',
+        'infra/local/node-gpus.ts',
+        'infra/local/device-plugin.ts',
+        'infra/local/stack-cloud.ts',
+      ]),
+    );
     expect(result.files.length).toBeGreaterThan(60);
   });
 
@@ -72,8 +99,13 @@ describe('the embedded world is independent of the code it tests', () => {
 
   it('keeps each known exception only while it is one', () => {
     for (const [file, why] of KNOWN_EXCEPTIONS) {
-      const product = importsOf(ROOT, file).filter((i) => i.target !== undefined && /^(functions|node-agent)\//.test(i.target));
-      expect(product.length, `${file} no longer imports product code (${why}): remove it from KNOWN_EXCEPTIONS and add it to SIMULATORS`).toBeGreaterThan(0);
+      const product = importsOf(ROOT, file).filter(
+        (i) => i.target !== undefined && /^(functions|node-agent)\//.test(i.target),
+      );
+      expect(
+        product.length,
+        `${file} no longer imports product code (${why}): remove it from KNOWN_EXCEPTIONS and add it to SIMULATORS`,
+      ).toBeGreaterThan(0);
     }
   });
 });
@@ -85,7 +117,8 @@ describe('the import check', () => {
       mkdirSync(join(root, 'infra/local'), { recursive: true });
       mkdirSync(join(root, 'functions'), { recursive: true });
       const files: Record<string, string> = {
-        'infra/local/a.ts': "import { b } from './b.ts';\nimport type { T } from './t.ts';\nexport * from 'yaml';\nexport const c = () => import('../../functions/lazy.ts');",
+        'infra/local/a.ts':
+          "import { b } from './b.ts';\nimport type { T } from './t.ts';\nexport * from 'yaml';\nexport const c = () => import('../../functions/lazy.ts');",
         'infra/local/b.ts': "export { rule as b } from '../../functions/rule.ts';",
         'infra/local/t.ts': "import { x } from '../../functions/behind-a-type.ts';\nexport type T = typeof x;",
         'functions/rule.ts': 'export const rule = 1;',
@@ -99,7 +132,10 @@ describe('the import check', () => {
         { from: 'yaml', target: undefined, typeOnly: false },
         { from: '../../functions/lazy.ts', target: 'functions/lazy.ts', typeOnly: false },
       ]);
-      expect(violations(root, ['infra/local/a.ts'], new Set(), new Set()).map((v) => v.chain.join(' → '))).toEqual(['infra/local/a.ts → functions/lazy.ts', 'infra/local/a.ts → infra/local/b.ts → functions/rule.ts']);
+      expect(violations(root, ['infra/local/a.ts'], new Set(), new Set()).map((v) => v.chain.join(' → '))).toEqual([
+        'infra/local/a.ts → functions/lazy.ts',
+        'infra/local/a.ts → infra/local/b.ts → functions/rule.ts',
+      ]);
     } finally {
       rmSync(root, { recursive: true, force: true });
     }

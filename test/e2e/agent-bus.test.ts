@@ -36,7 +36,10 @@ const realSend = () => sdkSender(defaultEventBridgeClient());
 /** An agent whose sink is whichever publisher the harness holds now (it changes on restart). */
 async function agentOnBus(): Promise<{ fx: AgentFixture; h: Harness }> {
   const h = await makeHarness(realSend());
-  fx = await startAgent('dgx-a100-8x.json', { pids: [4100, 4101, 4102, 4103, 4104, 4105, 4106, 4107], overrides: { sink: { publish: (e) => h.publisher.publish(e) } } });
+  fx = await startAgent('dgx-a100-8x.json', {
+    pids: [4100, 4101, 4102, 4103, 4104, 4105, 4106, 4107],
+    overrides: { sink: { publish: (e) => h.publisher.publish(e) } },
+  });
   return { fx, h };
 }
 
@@ -47,7 +50,10 @@ async function xid(f: AgentFixture, gpu: number, code: number): Promise<void> {
   expect(await f.agent.pollEventsOnce(0)).toHaveLength(1);
 }
 
-const busXids = () => bus.events.filter((e) => e['detail-type'] === 'GPU XID Error').map((e) => [(e.detail.gpu as { index: number }).index, e.detail.xid]);
+const busXids = () =>
+  bus.events
+    .filter((e) => e['detail-type'] === 'GPU XID Error')
+    .map((e) => [(e.detail.gpu as { index: number }).index, e.detail.xid]);
 
 describe('agent → real SDK → local bus', () => {
   it('delivers an injected XID as a valid GPU XID Error event with its GPU and pods', async () => {
@@ -60,7 +66,13 @@ describe('agent → real SDK → local bus', () => {
     for (const e of events) expect(validateEvent(e)).toMatchObject({ ok: true });
     expect(events[1]).toMatchObject({
       source: 'gpu-reflex.node-agent',
-      detail: { node: 'gpu-node-1', xid: 79, via: 'nvml', gpu: { index: 3, uuid: fx.agent.source.byIndex(3)?.uuid, pciBusId: fx.agent.source.byIndex(3)?.pciBusId }, pods: [{ uid: podUidOf(4103) }] },
+      detail: {
+        node: 'gpu-node-1',
+        xid: 79,
+        via: 'nvml',
+        gpu: { index: 3, uuid: fx.agent.source.byIndex(3)?.uuid, pciBusId: fx.agent.source.byIndex(3)?.pciBusId },
+        pods: [{ uid: podUidOf(4103) }],
+      },
     });
   });
 
@@ -69,7 +81,13 @@ describe('agent → real SDK → local bus', () => {
     await xid(fx, 0, 13);
     await h.tick(200);
     bus.setDown(true);
-    const seq: [number, number][] = [[1, 31], [2, 43], [3, 79], [4, 48], [5, 94]];
+    const seq: [number, number][] = [
+      [1, 31],
+      [2, 43],
+      [3, 79],
+      [4, 48],
+      [5, 94],
+    ];
     for (const [gpu, code] of seq) await xid(fx, gpu, code);
     await h.tick(200);
     await h.tick(1_000);
@@ -96,7 +114,13 @@ describe('agent → real SDK → local bus', () => {
     await h.restart(realSend());
     await xid(fx, 4, 79);
     await h.tick(200);
-    expect(busXids()).toEqual([[0, 79], [1, 79], [2, 79], [3, 79], [4, 79]]);
+    expect(busXids()).toEqual([
+      [0, 79],
+      [1, 79],
+      [2, 79],
+      [3, 79],
+      [4, 79],
+    ]);
     for (const e of bus.events) expect(validateEvent(e)).toMatchObject({ ok: true });
   });
 });

@@ -33,10 +33,11 @@ async function hangingBus(): Promise<{ url: string; close: () => Promise<void> }
   await new Promise<void>((resolve) => s.listen(0, '127.0.0.1', resolve));
   return {
     url: `http://127.0.0.1:${(s.address() as { port: number }).port}`,
-    close: () => new Promise<void>((resolve) => {
-      for (const socket of sockets) socket.destroy();
-      s.close(() => resolve());
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const socket of sockets) socket.destroy();
+        s.close(() => resolve());
+      }),
   };
 }
 
@@ -51,7 +52,11 @@ async function until<T>(what: string, probe: () => T | undefined, ms = 60_000): 
 }
 
 function agent(env: Record<string, string>): { child: ChildProcess; log: () => string } {
-  const c = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'gpu-reflex.js'), 'agent'], { cwd: REPO_ROOT, env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env }, stdio: ['ignore', 'ignore', 'pipe'] });
+  const c = spawn(process.execPath, [join(REPO_ROOT, 'bin', 'gpu-reflex.js'), 'agent'], {
+    cwd: REPO_ROOT,
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    stdio: ['ignore', 'ignore', 'pipe'],
+  });
   children.push(c);
   let log = '';
   c.stderr!.setEncoding('utf8').on('data', (d: string) => (log += d));
@@ -61,11 +66,20 @@ function agent(env: Record<string, string>): { child: ChildProcess; log: () => s
 describe('gpu-reflex agent, SIGKILLed while the bus is down', () => {
   it('delivers every XID the mock NVML fired exactly once after a restart', async () => {
     const library = await buildMockNvml();
-    const base = JSON.parse(readFileSync(join(MOCK_NVML_SCENARIOS, 'dgx-a100-8x.json'), 'utf8')) as Record<string, unknown>;
+    const base = JSON.parse(readFileSync(join(MOCK_NVML_SCENARIOS, 'dgx-a100-8x.json'), 'utf8')) as Record<
+      string,
+      unknown
+    >;
     const withFaults = join(dir, 'faults.json');
     const quiet = join(dir, 'quiet.json');
     // Three XIDs soon after NVML opens (mock time runs from the first nvmlInit).
-    writeFileSync(withFaults, JSON.stringify({ ...base, faults: [79, 48, 95].map((xid, i) => ({ atMs: 300 + 200 * i, gpu: i, kind: 'xid', xid })) }));
+    writeFileSync(
+      withFaults,
+      JSON.stringify({
+        ...base,
+        faults: [79, 48, 95].map((xid, i) => ({ atMs: 300 + 200 * i, gpu: i, kind: 'xid', xid })),
+      }),
+    );
     writeFileSync(quiet, JSON.stringify({ ...base, faults: [] }));
     const spool = join(dir, 'spool.jsonl');
     const common = {
@@ -92,30 +106,38 @@ describe('gpu-reflex agent, SIGKILLed while the bus is down', () => {
     await until('the agent to start', () => (first.log().includes('agent started') ? true : undefined));
     // Written ahead, while the first send hangs: all three are on disk (the journal beside the
     // spool) well before that call's timeout.
-    const spooled = await until('three XIDs written ahead', () => {
-      const text = [spool, `${spool}.wal`]
-        .map((f) => {
-          try {
-            return readFileSync(f, 'utf8');
-          } catch {
-            return '';
-          }
-        })
-        .join('\n');
-      const ids = [...new Set([...text.matchAll(/"eventId":"(xid:[^"]+)"/g)].map((m) => m[1]!))];
-      return ids.length >= 3 ? ids : undefined;
-    }, 8_000);
+    const spooled = await until(
+      'three XIDs written ahead',
+      () => {
+        const text = [spool, `${spool}.wal`]
+          .map((f) => {
+            try {
+              return readFileSync(f, 'utf8');
+            } catch {
+              return '';
+            }
+          })
+          .join('\n');
+        const ids = [...new Set([...text.matchAll(/"eventId":"(xid:[^"]+)"/g)].map((m) => m[1]!))];
+        return ids.length >= 3 ? ids : undefined;
+      },
+      8_000,
+    );
     first.child.kill('SIGKILL');
     await new Promise((r) => first.child.once('exit', r));
     await hung.close();
 
     bus = await startLocalBus({ busName: 'gpu-reflex' });
     const second = agent({ ...common, MOCK_NVML_SCENARIO: quiet, AWS_ENDPOINT_URL_EVENTBRIDGE: bus.url });
-    await until('the XIDs at the bus', () => (bus!.events.filter((e) => e['detail-type'] === 'GPU XID Error').length >= 3 ? true : undefined));
+    await until('the XIDs at the bus', () =>
+      bus!.events.filter((e) => e['detail-type'] === 'GPU XID Error').length >= 3 ? true : undefined,
+    );
     // A graceful stop flushes whatever else it held; then count: each XID once, none twice.
     second.child.kill('SIGTERM');
     await new Promise((r) => second.child.once('exit', r));
-    const atBus = bus.events.filter((e) => e['detail-type'] === 'GPU XID Error').map((e) => (e.detail as { eventId: string; xid: number }));
+    const atBus = bus.events
+      .filter((e) => e['detail-type'] === 'GPU XID Error')
+      .map((e) => e.detail as { eventId: string; xid: number });
     expect(atBus.map((d) => d.xid).sort()).toEqual([48, 79, 95]);
     expect(atBus.map((d) => d.eventId).sort()).toEqual([...spooled].sort());
   }, 120_000);

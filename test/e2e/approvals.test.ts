@@ -29,9 +29,20 @@ const A100 = { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': '8' };
 const FLEET: Fleet = {
   nodes: [{ name: POOL, count: SIZE, labels: { 'gpu-reflex.io/pool': POOL }, allocatable: A100 }],
   namespaces: [{ name: NAMESPACE }, { name: 'ml' }],
-  pods: Array.from({ length: SIZE }, (_, i) => ({ name: `w-${i}`, namespace: 'ml', node: `${POOL}-${i}`, owner: { kind: 'Job' as const, name: `w-${i}` }, requests: { 'nvidia.com/gpu': 2 } })),
+  pods: Array.from({ length: SIZE }, (_, i) => ({
+    name: `w-${i}`,
+    namespace: 'ml',
+    node: `${POOL}-${i}`,
+    owner: { kind: 'Job' as const, name: `w-${i}` },
+    requests: { 'nvidia.com/gpu': 2 },
+  })),
 };
-const gpu = (i: number) => ({ index: 0, uuid: `GPU-${String(i).padStart(8, '0')}-0000-4000-8000-000000000000`, pciBusId: '00000000:10:00.0', name: 'NVIDIA A100-SXM4-80GB' });
+const gpu = (i: number) => ({
+  index: 0,
+  uuid: `GPU-${String(i).padStart(8, '0')}-0000-4000-8000-000000000000`,
+  pciBusId: '00000000:10:00.0',
+  name: 'NVIDIA A100-SXM4-80GB',
+});
 const isOut = (n: Node) => n.spec?.unschedulable === true || (n.spec?.taints ?? []).some((x) => x.key === TAINT_KEY);
 
 let stack: RemediationStack;
@@ -42,7 +53,10 @@ beforeAll(async () => {
     fleet: FLEET,
     clock,
     // One node of the pool may be out per two hours; only cli:alice may decide.
-    policy: { blastRadius: { maxShare: 1, maxCount: 1, windowMinutes: 120 }, approvals: { ttlMinutes: TTL_MINUTES, approvers: ['cli:alice'] } },
+    policy: {
+      blastRadius: { maxShare: 1, maxCount: 1, windowMinutes: 120 },
+      approvals: { ttlMinutes: TTL_MINUTES, approvers: ['cli:alice'] },
+    },
   });
 });
 afterAll(async () => {
@@ -52,8 +66,20 @@ afterAll(async () => {
 const KEY = approvalKey(E2E_APPROVAL_KEY, 'e2e');
 
 /** A decision as chatops or `gpu-reflex approve` sends it (sealed); `forged` leaves the seal off, `source` puts it elsewhere. */
-function decided(approvalId: string, decision: 'approved' | 'rejected', by: string, o: { forged?: boolean; source?: string } = {}): OutgoingEvent {
-  const detail = { schemaVersion: 1, eventId: `${approvalId}:decided:${seq++}`, occurredAt: new Date(clock.now()).toISOString(), approvalId, decision, decidedBy: { platform: 'cli' as const, id: by } };
+function decided(
+  approvalId: string,
+  decision: 'approved' | 'rejected',
+  by: string,
+  o: { forged?: boolean; source?: string } = {},
+): OutgoingEvent {
+  const detail = {
+    schemaVersion: 1,
+    eventId: `${approvalId}:decided:${seq++}`,
+    occurredAt: new Date(clock.now()).toISOString(),
+    approvalId,
+    decision,
+    decidedBy: { platform: 'cli' as const, id: by },
+  };
   return {
     source: o.source ?? SOURCES.chatops,
     detailType: APPROVAL_DECIDED,
@@ -64,28 +90,55 @@ function decided(approvalId: string, decision: 'approved' | 'rejected', by: stri
 }
 
 function approval(id: string): ApprovalRecord {
-  const cm = stack.sim.store.get('configmaps', NAMESPACE, 'gpu-reflex-state-approvals') as { data?: Record<string, string> } | undefined;
+  const cm = stack.sim.store.get('configmaps', NAMESPACE, 'gpu-reflex-state-approvals') as
+    { data?: Record<string, string> } | undefined;
   const raw = cm?.data?.[`approval.${id}`];
   expect(raw, `approval ${id} in the store`).toBeDefined();
   return JSON.parse(raw!) as ApprovalRecord;
 }
 
-const reportsFor = (node: string) => stack.published(REMEDIATION).filter((e) => (e.detail as { target: { node: string } }).target.node === node);
+const reportsFor = (node: string) =>
+  stack.published(REMEDIATION).filter((e) => (e.detail as { target: { node: string } }).target.node === node);
 const node = (name: string) => stack.sim.store.node(name)!;
 
 describe('approvals that resume', () => {
   it('acts on an approved hold-back once, closes a rejected one, and expires the last', async () => {
     const failing = Array.from({ length: FAILING }, (_, i) => `${POOL}-${i}`);
-    await stack.send(failing.map((n, i) => xidEvent(n, clock.now(), { gpu: gpu(i), xid: 79, via: 'nvml', pid: null, process: null, message: 'NVRM: Xid 79, GPU has fallen off the bus.', podUids: [] })));
+    await stack.send(
+      failing.map((n, i) =>
+        xidEvent(n, clock.now(), {
+          gpu: gpu(i),
+          xid: 79,
+          via: 'nvml',
+          pid: null,
+          process: null,
+          message: 'NVRM: Xid 79, GPU has fallen off the bus.',
+          podUids: [],
+        }),
+      ),
+    );
     await stack.advance(0);
 
     const held = failing.filter((n) => node(n).metadata.labels?.[STATE_LABEL] === 'awaiting-approval');
     expect(held).toHaveLength(FAILING - 1);
     // Every published approval id is in the store, open, with the policy's TTL and approvers.
-    const asked = new Map(stack.published(APPROVAL_REQUESTED).map((e) => [(e.detail as { plan: { node: string } }).plan.node, (e.detail as { approvalId: string }).approvalId]));
+    const asked = new Map(
+      stack
+        .published(APPROVAL_REQUESTED)
+        .map((e) => [
+          (e.detail as { plan: { node: string } }).plan.node,
+          (e.detail as { approvalId: string }).approvalId,
+        ]),
+    );
     expect([...asked.keys()].sort()).toEqual([...held].sort());
     for (const [n, id] of asked) {
-      expect(approval(id)).toMatchObject({ id, node: n, status: 'open', approvers: ['cli:alice'], expiresAt: new Date(clock.now() + TTL_MINUTES * 60_000).toISOString() });
+      expect(approval(id)).toMatchObject({
+        id,
+        node: n,
+        status: 'open',
+        approvers: ['cli:alice'],
+        expiresAt: new Date(clock.now() + TTL_MINUTES * 60_000).toISOString(),
+      });
     }
     const [a, b, c] = held as [string, string, string];
     const [idA, idB, idC] = [asked.get(a)!, asked.get(b)!, asked.get(c)!];
@@ -101,11 +154,22 @@ describe('approvals that resume', () => {
     // events on the bus (a node's agent key, any function's role) could send it; and a sealed one
     // under the agent's source, which no rule routes to remediate-approve. Nothing is approved.
     const refusals: unknown[] = [];
-    const stopForged = stack.bus.on('delivered', (d) => void (d.function === 'remediate-approve' && refusals.push(d.result)));
-    await stack.send([decided(idA, 'approved', 'alice', { forged: true }), decided(idA, 'approved', 'alice', { source: SOURCES.agent })]);
+    const stopForged = stack.bus.on(
+      'delivered',
+      (d) => void (d.function === 'remediate-approve' && refusals.push(d.result)),
+    );
+    await stack.send([
+      decided(idA, 'approved', 'alice', { forged: true }),
+      decided(idA, 'approved', 'alice', { source: SOURCES.agent }),
+    ]);
     await stack.advance(0);
     stopForged();
-    expect(refusals).toEqual([{ status: 'done', result: expect.objectContaining({ result: 'refused', message: expect.stringMatching(/^unsealed/) }) }]);
+    expect(refusals).toEqual([
+      {
+        status: 'done',
+        result: expect.objectContaining({ result: 'refused', message: expect.stringMatching(/^unsealed/) }),
+      },
+    ]);
     expect(approval(idA).status).toBe('open');
     expect(isOut(node(a))).toBe(false);
 
@@ -125,7 +189,9 @@ describe('approvals that resume', () => {
     await stack.send([decided(idA, 'approved', 'alice')]);
     await stack.advance(0);
     stop();
-    expect(results).toEqual([{ status: 'done', result: expect.objectContaining({ result: 'already-decided', status: 'approved-applied' }) }]);
+    expect(results).toEqual([
+      { status: 'done', result: expect.objectContaining({ result: 'already-decided', status: 'approved-applied' }) },
+    ]);
     expect(approval(idA)).toEqual(stored);
     expect(reportsFor(a)).toHaveLength(afterFirst);
     expect(node(a).metadata.resourceVersion).toBe(nodeVersion);
@@ -141,7 +207,9 @@ describe('approvals that resume', () => {
     // Past the TTL the sweep closes the last one and reports it, once; its node stays held back.
     await stack.advance((TTL_MINUTES + 2) * 60_000);
     expect(approval(idC).status).toBe('expired');
-    const expired = reportsFor(c).filter((e) => String((e.detail as { reason: string }).reason).startsWith(`approval ${idC} expired`));
+    const expired = reportsFor(c).filter((e) =>
+      String((e.detail as { reason: string }).reason).startsWith(`approval ${idC} expired`),
+    );
     expect(expired).toHaveLength(1);
     expect((expired[0]!.detail as { phase: string }).phase).toBe('awaiting-approval');
     expect(node(c).metadata.labels?.[STATE_LABEL]).toBe('awaiting-approval');

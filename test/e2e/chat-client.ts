@@ -15,7 +15,11 @@ export interface SlackClient {
 export function slackClient(httpUrl: string, secret: string, now: () => number): SlackClient {
   const post = async (body: string) => {
     const ts = Math.floor(now() / 1000);
-    const headers = { 'content-type': 'application/x-www-form-urlencoded', 'x-slack-request-timestamp': String(ts), 'x-slack-signature': `v0=${createHmac('sha256', secret).update(`v0:${ts}:${body}`).digest('hex')}` };
+    const headers = {
+      'content-type': 'application/x-www-form-urlencoded',
+      'x-slack-request-timestamp': String(ts),
+      'x-slack-signature': `v0=${createHmac('sha256', secret).update(`v0:${ts}:${body}`).digest('hex')}`,
+    };
     const res = await fetch(`${httpUrl}/chat/slack`, { method: 'POST', headers, body });
     return { status: res.status, json: (await res.json()) as Record<string, unknown> };
   };
@@ -24,7 +28,14 @@ export function slackClient(httpUrl: string, secret: string, now: () => number):
     post,
     async command(user, text) {
       // A distinct body per request: the replay guard refuses a signed request seen before.
-      const body = new URLSearchParams({ user_id: user, user_name: user.toLowerCase(), channel_id: 'C-GPU', command: '/gpu', text, trigger_id: `t-${seq++}` }).toString();
+      const body = new URLSearchParams({
+        user_id: user,
+        user_name: user.toLowerCase(),
+        channel_id: 'C-GPU',
+        command: '/gpu',
+        text,
+        trigger_id: `t-${seq++}`,
+      }).toString();
       const r = await post(body);
       return { status: r.status, text: String(r.json.text ?? r.json.error ?? '') };
     },

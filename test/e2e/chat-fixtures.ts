@@ -35,7 +35,11 @@ export async function startChatStandIn(): Promise<ChatStandIn> {
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-  return { posts, url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, close: () => new Promise((r) => server.close(() => r())) };
+  return {
+    posts,
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    close: () => new Promise((r) => server.close(() => r())),
+  };
 }
 
 /** A roles file: Slack user U-OPS is an operator, everyone else a viewer. */
@@ -50,13 +54,32 @@ export const TAINT_KEY = 'gpu-reflex.io/unhealthy';
 /** `size` 8-GPU nodes of pool `pool`, each running a two-GPU job. */
 export function stormFleet(pool: string, size: number): Fleet {
   return {
-    nodes: [{ name: pool, count: size, labels: { 'gpu-reflex.io/pool': pool }, allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': '8' } }],
+    nodes: [
+      {
+        name: pool,
+        count: size,
+        labels: { 'gpu-reflex.io/pool': pool },
+        allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': '8' },
+      },
+    ],
     namespaces: [{ name: NAMESPACE }, { name: 'ml' }],
-    pods: Array.from({ length: size }, (_, i) => ({ name: `w-${i}`, namespace: 'ml', node: `${pool}-${i}`, owner: { kind: 'Job' as const, name: `w-${i}` }, requests: { 'nvidia.com/gpu': 2 } })),
+    pods: Array.from({ length: size }, (_, i) => ({
+      name: `w-${i}`,
+      namespace: 'ml',
+      node: `${pool}-${i}`,
+      owner: { kind: 'Job' as const, name: `w-${i}` },
+      requests: { 'nvidia.com/gpu': 2 },
+    })),
   };
 }
 
-export const stormGpu = (i: number) => ({ index: 0, uuid: `GPU-${String(i).padStart(8, '0')}-0000-4000-8000-000000000000`, pciBusId: '00000000:10:00.0', name: 'NVIDIA A100-SXM4-80GB' });
+export const stormGpu = (i: number) => ({
+  index: 0,
+  uuid: `GPU-${String(i).padStart(8, '0')}-0000-4000-8000-000000000000`,
+  pciBusId: '00000000:10:00.0',
+  name: 'NVIDIA A100-SXM4-80GB',
+});
 
 /** Cordoned or carrying gpu-reflex's taint. */
-export const isOut = (n: Node) => n.spec?.unschedulable === true || (n.spec?.taints ?? []).some((x) => x.key === TAINT_KEY);
+export const isOut = (n: Node) =>
+  n.spec?.unschedulable === true || (n.spec?.taints ?? []).some((x) => x.key === TAINT_KEY);

@@ -23,11 +23,18 @@ let stack: RemediationStack;
 beforeAll(async () => {
   session = await startChatStandIn();
   const roles = join(mkdtempSync(join(tmpdir(), 'chatops-dingtalk-')), 'chatops.yaml');
-  writeFileSync(roles, 'roles:\n  - { match: { platform: dingtalk, user: staff-ops }, role: operator }\ndefault: viewer\n');
+  writeFileSync(
+    roles,
+    'roles:\n  - { match: { platform: dingtalk, user: staff-ops }, role: operator }\ndefault: viewer\n',
+  );
   stack = await startRemediationStack({
     fleet: stormFleet(POOL, 2),
     clock,
-    env: { CHAT_DINGTALK_APP_SECRET: SECRET, CHAT_DINGTALK_SESSION_WEBHOOK_PREFIX: `${session.url}/robot/sendBySession`, CHATOPS_CONFIG_FILE: roles },
+    env: {
+      CHAT_DINGTALK_APP_SECRET: SECRET,
+      CHAT_DINGTALK_SESSION_WEBHOOK_PREFIX: `${session.url}/robot/sendBySession`,
+      CHATOPS_CONFIG_FILE: roles,
+    },
   });
 });
 afterAll(async () => {
@@ -38,8 +45,27 @@ afterAll(async () => {
 /** A robot callback as DingTalk posts it: headers timestamp (ms) and sign, a JSON body with the conversation's sessionWebhook. */
 async function callback(user: string, text: string): Promise<{ status: number; json: unknown }> {
   const ts = String(clock.now());
-  const body = JSON.stringify({ msgtype: 'text', text: { content: ` ${text}` }, msgId: `msg-${ts}`, createAt: Number(ts), conversationType: '2', conversationId: 'cid-gpu-ops', conversationTitle: 'GPU ops', senderId: `$:LWCP_v1:$${user}`, senderNick: user, senderStaffId: user, chatbotUserId: 'bot', isInAtList: true, sessionWebhook: `${session.url}/robot/sendBySession?session=${ts}`, sessionWebhookExpiredTime: Number(ts) + 90 * 60_000 });
-  const headers = { 'content-type': 'application/json', timestamp: ts, sign: createHmac('sha256', SECRET).update(`${ts}\n${SECRET}`).digest('base64') };
+  const body = JSON.stringify({
+    msgtype: 'text',
+    text: { content: ` ${text}` },
+    msgId: `msg-${ts}`,
+    createAt: Number(ts),
+    conversationType: '2',
+    conversationId: 'cid-gpu-ops',
+    conversationTitle: 'GPU ops',
+    senderId: `$:LWCP_v1:$${user}`,
+    senderNick: user,
+    senderStaffId: user,
+    chatbotUserId: 'bot',
+    isInAtList: true,
+    sessionWebhook: `${session.url}/robot/sendBySession?session=${ts}`,
+    sessionWebhookExpiredTime: Number(ts) + 90 * 60_000,
+  });
+  const headers = {
+    'content-type': 'application/json',
+    timestamp: ts,
+    sign: createHmac('sha256', SECRET).update(`${ts}\n${SECRET}`).digest('base64'),
+  };
   const res = await fetch(`${stack.bus.httpUrl}/chat/dingtalk`, { method: 'POST', headers, body });
   return { status: res.status, json: await res.json() };
 }
@@ -48,15 +74,35 @@ describe('a long DingTalk command', () => {
   it('is answered at once, then carried out by chatops-worker, which posts the result to the sessionWebhook', async () => {
     const target = `${POOL}-0`;
     const startedAt = clock.now();
-    expect(await callback('staff-ops', `drain ${target}`)).toEqual({ status: 200, json: { msgtype: 'text', text: { content: `working on it… (drain ${target}): the answer follows here` } } });
+    expect(await callback('staff-ops', `drain ${target}`)).toEqual({
+      status: 200,
+      json: { msgtype: 'text', text: { content: `working on it… (drain ${target}): the answer follows here` } },
+    });
     expect(stack.sim.store.node(target)!.spec?.unschedulable).toBeFalsy();
     const worker: unknown[] = [];
     const stop = stack.bus.on('delivered', (d) => void (d.function === 'chatops-worker' && worker.push(d.result)));
     await stack.advance(0);
     stop();
-    expect(worker).toEqual([{ status: 'done', result: { answered: `cordoned and draining ${target}: evicting 1 pod(s) (ml/w-0)` } }]);
-    expect(session.posts).toEqual([{ path: `/robot/sendBySession?session=${startedAt}`, json: { msgtype: 'text', text: { content: `cordoned and draining ${target}: evicting 1 pod(s) (ml/w-0)` } } }]);
+    expect(worker).toEqual([
+      { status: 'done', result: { answered: `cordoned and draining ${target}: evicting 1 pod(s) (ml/w-0)` } },
+    ]);
+    expect(session.posts).toEqual([
+      {
+        path: `/robot/sendBySession?session=${startedAt}`,
+        json: { msgtype: 'text', text: { content: `cordoned and draining ${target}: evicting 1 pod(s) (ml/w-0)` } },
+      },
+    ]);
     expect(stack.sim.store.node(target)!.spec?.unschedulable).toBe(true);
-    expect(stack.published('ChatOps Command').map((e) => e.detail as ChatOpsCommandDetail).filter((d) => d.command === 'drain')).toEqual([expect.objectContaining({ user: expect.objectContaining({ platform: 'dingtalk', id: 'staff-ops' }), channel: 'cid-gpu-ops' })]);
+    expect(
+      stack
+        .published('ChatOps Command')
+        .map((e) => e.detail as ChatOpsCommandDetail)
+        .filter((d) => d.command === 'drain'),
+    ).toEqual([
+      expect.objectContaining({
+        user: expect.objectContaining({ platform: 'dingtalk', id: 'staff-ops' }),
+        channel: 'cid-gpu-ops',
+      }),
+    ]);
   });
 });

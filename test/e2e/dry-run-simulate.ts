@@ -51,24 +51,51 @@ export async function simulateDryRun(how: 'policy-file' | 'env'): Promise<StackR
  * pool autoscaler added are left out too.
  */
 export function nodeShape(report: StackReport, which: 'initial' | 'final', remediationOnly = false) {
-  const labelerKeys = (a: Record<string, string> = {}): string[] => (remediationOnly && a[LABELER_ANNOTATION] ? Object.keys((JSON.parse(a[LABELER_ANNOTATION]) as { labels: Record<string, string> }).labels) : []);
-  const migKey = (k: string) => remediationOnly && (k === 'nvidia.com/mig.config' || /^nvidia\.com\/mig-.+\.count$/.test(k) || k.startsWith('sim.gpu-reflex.io/'));
-  const annotations = (a: Record<string, string> = {}) => Object.fromEntries(Object.entries(a).filter(([k]) => k !== MIG_INVENTORY_ANNOTATION && !(remediationOnly && k === LABELER_ANNOTATION) && !migKey(k)));
+  const labelerKeys = (a: Record<string, string> = {}): string[] =>
+    remediationOnly && a[LABELER_ANNOTATION]
+      ? Object.keys((JSON.parse(a[LABELER_ANNOTATION]) as { labels: Record<string, string> }).labels)
+      : [];
+  const migKey = (k: string) =>
+    remediationOnly &&
+    (k === 'nvidia.com/mig.config' || /^nvidia\.com\/mig-.+\.count$/.test(k) || k.startsWith('sim.gpu-reflex.io/'));
+  const annotations = (a: Record<string, string> = {}) =>
+    Object.fromEntries(
+      Object.entries(a).filter(
+        ([k]) => k !== MIG_INVENTORY_ANNOTATION && !(remediationOnly && k === LABELER_ANNOTATION) && !migKey(k),
+      ),
+    );
   const atStart = new Set(report.initial.nodes.map((n) => n.metadata.name));
   return Object.fromEntries(
-    report[which].nodes.filter((n) => !remediationOnly || atStart.has(n.metadata.name)).map((n) => {
-      const finalNode = report.final.nodes.find((f) => f.metadata.name === n.metadata.name);
-      const theirs = new Set(labelerKeys(finalNode?.metadata.annotations));
-      const labels = Object.fromEntries(Object.entries(n.metadata.labels ?? {}).filter(([k]) => !theirs.has(k) && !migKey(k)));
-      return [n.metadata.name, { unschedulable: n.spec?.unschedulable ?? false, taints: n.spec?.taints ?? [], labels, annotations: annotations(n.metadata.annotations) }];
-    }),
+    report[which].nodes
+      .filter((n) => !remediationOnly || atStart.has(n.metadata.name))
+      .map((n) => {
+        const finalNode = report.final.nodes.find((f) => f.metadata.name === n.metadata.name);
+        const theirs = new Set(labelerKeys(finalNode?.metadata.annotations));
+        const labels = Object.fromEntries(
+          Object.entries(n.metadata.labels ?? {}).filter(([k]) => !theirs.has(k) && !migKey(k)),
+        );
+        return [
+          n.metadata.name,
+          {
+            unschedulable: n.spec?.unschedulable ?? false,
+            taints: n.spec?.taints ?? [],
+            labels,
+            annotations: annotations(n.metadata.annotations),
+          },
+        ];
+      }),
   );
 }
 
 /** The pods that were there at the start, as they stand at the end (same node, not deleted). */
 export function podsAtStart(report: StackReport) {
   const final = new Map(report.final.pods.map((p) => [p.metadata.uid, p]));
-  return report.initial.pods.map((p) => ({ uid: p.metadata.uid, node: p.spec.nodeName, finalNode: final.get(p.metadata.uid)?.spec.nodeName, deleting: final.get(p.metadata.uid)?.metadata.deletionTimestamp !== undefined }));
+  return report.initial.pods.map((p) => ({
+    uid: p.metadata.uid,
+    node: p.spec.nodeName,
+    finalNode: final.get(p.metadata.uid)?.spec.nodeName,
+    deleting: final.get(p.metadata.uid)?.metadata.deletionTimestamp !== undefined,
+  }));
 }
 
 /** The dry-run promise, asserted on one `simulate` run (one per file: the functions wire once per process). */
@@ -80,19 +107,24 @@ export function describeDryRun(mode: 'env' | 'policy-file', how: string): void {
     }, 120_000);
 
     it('leaves every node exactly as it was: no taint, no cordon, no label or annotation', () => {
-      expect(nodeShape(report, 'final', mode === 'policy-file')).toEqual(nodeShape(report, 'initial', mode === 'policy-file'));
+      expect(nodeShape(report, 'final', mode === 'policy-file')).toEqual(
+        nodeShape(report, 'initial', mode === 'policy-file'),
+      );
     });
 
     it('leaves every pod that was there where it was: nothing evicted', () => {
       expect(report.evicted).toEqual([]);
-      for (const p of podsAtStart(report)) expect(p).toEqual({ uid: p.uid, node: p.node, finalNode: p.node, deleting: false });
+      for (const p of podsAtStart(report))
+        expect(p).toEqual({ uid: p.uid, node: p.node, finalNode: p.node, deleting: false });
     });
 
     it('still reports each Remediation, marked dry-run, with what it would have done', () => {
       const remediations = report.actions.filter((a) => a.detailType === 'Remediation');
       expect(remediations.length).toBeGreaterThan(0);
       for (const r of remediations) expect(r.detail).toMatchObject({ dryRun: true });
-      const drain = remediations.find((r) => r.detail.action === 'drain-node' && (r.detail.target as { node: string }).node === 'a100-train-1');
+      const drain = remediations.find(
+        (r) => r.detail.action === 'drain-node' && (r.detail.target as { node: string }).node === 'a100-train-1',
+      );
       const steps = (drain?.detail.steps ?? []) as { kind: string; result: string }[];
       expect(steps.map((s) => s.kind)).toEqual(expect.arrayContaining(['taint', 'cordon', 'evict']));
       expect(steps.filter((s) => s.kind !== 'notify').every((s) => s.result === 'dry-run')).toBe(true);

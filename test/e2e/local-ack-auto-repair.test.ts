@@ -14,12 +14,22 @@ describe("a node pool with ACK's own auto repair", () => {
   it('is not rebooted by gpu-reflex: the drained node is left to ACK, and the Remediation says so', async () => {
     const scenario = loadScenario(join(REPO_ROOT, 'infra/local/scenarios/node-reboot.yaml'));
     const cloud = scenario.cloudFile!;
-    const auto = { ...scenario, durationSeconds: 300, endWhenMet: false, expect: [], cloudFile: { ...cloud, pools: cloud.pools.map((p) => ({ ...p, autoRepair: true })) } };
+    const auto = {
+      ...scenario,
+      durationSeconds: 300,
+      endWhenMet: false,
+      expect: [],
+      cloudFile: { ...cloud, pools: cloud.pools.map((p) => ({ ...p, autoRepair: true })) },
+    };
     const lines: string[] = [];
     const { report } = await (await startStack(auto, { clock: 'virtual', out: (l) => void lines.push(l) })).run();
-    const remediations = report.events.filter((e) => e.detailType === 'Remediation').map((e) => e.detail as RemediationDetail);
+    const remediations = report.events
+      .filter((e) => e.detailType === 'Remediation')
+      .map((e) => e.detail as RemediationDetail);
     expect(remediations.some((r) => r.steps.some((s) => s.kind === 'reboot'))).toBe(false);
-    expect(remediations.map((r) => r.reason).join('\n')).toContain('ACK auto repair of node pool a100-train (np-a100-train) repairs this node, so gpu-reflex defers');
+    expect(remediations.map((r) => r.reason).join('\n')).toContain(
+      'ACK auto repair of node pool a100-train (np-a100-train) repairs this node, so gpu-reflex defers',
+    );
     expect(lines.some((l) => /is rebooting/.test(l))).toBe(false);
     const node = report.final.nodes.find((n) => n.metadata.name === 'a100-train-0')!;
     expect(node.metadata.labels?.['gpu-reflex.io/state']).toBe('awaiting-repair');

@@ -38,13 +38,28 @@ describe('gpu-reflex simulate, dra scenario', () => {
     expect(back).toBeLessThanOrEqual(runs);
     const [quarantine, restore] = remediations();
     const fence = (quarantine!.detail.steps as Step[]).find((s) => s.kind === 'fence');
-    expect(fence).toMatchObject({ result: 'done', message: expect.stringMatching(/^DeviceTaintRule gpu-reflex-[0-9a-f]{16}-[0-9a-f]{16}: gpu-reflex\.io\/unhealthy=xid-95:NoSchedule on DRA device gpu\.nvidia\.com\/a100-dra-0\/gpu-0$/) });
-    expect((restore!.detail.steps as Step[]).find((s) => s.kind === 'unfence')).toMatchObject({ result: 'done', message: expect.stringContaining('deleted') });
+    expect(fence).toMatchObject({
+      result: 'done',
+      message: expect.stringMatching(
+        /^DeviceTaintRule gpu-reflex-[0-9a-f]{16}-[0-9a-f]{16}: gpu-reflex\.io\/unhealthy=xid-95:NoSchedule on DRA device gpu\.nvidia\.com\/a100-dra-0\/gpu-0$/,
+      ),
+    });
+    expect((restore!.detail.steps as Step[]).find((s) => s.kind === 'unfence')).toMatchObject({
+      result: 'done',
+      message: expect.stringContaining('deleted'),
+    });
     // no node taint, no cordon, and nothing asked of the agent but the repair
     expect(lines.some((l) => /node a100-dra-0 (cordoned|tainted)/.test(l))).toBe(false);
     expect(lines.some((l) => /GPU Action Result\s+(fence|unfence)/.test(l))).toBe(false);
     const node = result.report.final.nodes.find((n) => n.metadata.name === 'a100-dra-0')!;
-    const history = JSON.parse(node.metadata.annotations?.[HISTORY_ANNOTATION] ?? '{}') as { incidents: { fence?: Record<string, string>; unfencedAt?: string; resetAt?: string; probedAt?: string }[] };
-    expect(history.incidents[0]).toMatchObject({ fence: { backend: 'dra', verifiedAt: expect.any(String) }, resetAt: expect.any(String), probedAt: expect.any(String), unfencedAt: expect.any(String) });
+    const history = JSON.parse(node.metadata.annotations?.[HISTORY_ANNOTATION] ?? '{}') as {
+      incidents: { fence?: Record<string, string>; unfencedAt?: string; resetAt?: string; probedAt?: string }[];
+    };
+    expect(history.incidents[0]).toMatchObject({
+      fence: { backend: 'dra', verifiedAt: expect.any(String) },
+      resetAt: expect.any(String),
+      probedAt: expect.any(String),
+      unfencedAt: expect.any(String),
+    });
   });
 });

@@ -10,7 +10,12 @@ import { endWhenMetScenario as scenario } from './end-when-met-scenario.ts';
 describe('a scenario with endWhenMet', () => {
   it('ends once the XID 79 node is cordoned, long before its one-hour deadline', async () => {
     const lines: string[] = [];
-    const { report, exitCode } = await (await startStack(scenario('  - { node: t4-0, cordoned: true, tainted: gpu-reflex.io/unhealthy }'), { clock: 'virtual', out: (l) => void lines.push(l) })).run();
+    const { report, exitCode } = await (
+      await startStack(scenario('  - { node: t4-0, cordoned: true, tainted: gpu-reflex.io/unhealthy }'), {
+        clock: 'virtual',
+        out: (l) => void lines.push(l),
+      })
+    ).run();
     expect(exitCode).toBe(0);
     expect(report.summary.expectations?.map((x) => x.ok)).toEqual([true]);
     // The fault is at 2 min; the cordon follows at once (virtual time); the run stops at that check.

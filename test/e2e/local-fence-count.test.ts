@@ -18,10 +18,14 @@ describe('gpu-reflex simulate, fence-count scenario', () => {
     expect(result.report.summary.expectations?.filter((x) => !x.ok)).toEqual([]);
   });
 
-  it('never takes ACK\'s isolation of another GPU for our fence: the node is tainted once the window passed, and the reason says why', () => {
+  it("never takes ACK's isolation of another GPU for our fence: the node is tainted once the window passed, and the reason says why", () => {
     const tainted = lineAt(lines, /node a100-fit-0 tainted gpu-reflex\.io\/unhealthy/);
     expect(tainted - lineAt(lines, /inject XID 95/)).toBeGreaterThanOrEqual(120);
-    const fallback = result.report.actions.find((a) => a.detailType === 'Remediation' && /the node is tainted NoSchedule instead/.test(String(a.detail.reason)))!;
-    expect(String(fallback.detail.reason)).toContain('the node agent has not answered the fence yet; 1 GPU device(s) missing from its allocatable, 2 expected (1 held out by gpu-reflex, 1 already out before the fence');
+    const fallback = result.report.actions.find(
+      (a) => a.detailType === 'Remediation' && /the node is tainted NoSchedule instead/.test(String(a.detail.reason)),
+    )!;
+    expect(String(fallback.detail.reason)).toContain(
+      'the node agent has not answered the fence yet; 1 GPU device(s) missing from its allocatable, 2 expected (1 held out by gpu-reflex, 1 already out before the fence',
+    );
   });
 });

@@ -4,7 +4,10 @@ import { HISTORY_ANNOTATION } from '../../functions/remediate/core/state.ts';
 import { lineAt, simulateScenario } from './scenario-run.ts';
 
 type History = { incidents: { fence?: Record<string, unknown>; probedAt?: string; unfencedAt?: string }[] };
-const historyOf = (r: StackResult, node: string): History => JSON.parse(r.report.final.nodes.find((n) => n.metadata.name === node)?.metadata.annotations?.[HISTORY_ANNOTATION] ?? '{}') as History;
+const historyOf = (r: StackResult, node: string): History =>
+  JSON.parse(
+    r.report.final.nodes.find((n) => n.metadata.name === node)?.metadata.annotations?.[HISTORY_ANNOTATION] ?? '{}',
+  ) as History;
 
 /**
  * Issue #27 on the embedded stack, real agents and the ACK device-plugin stand-in: ACK's own isolation
@@ -24,8 +27,14 @@ describe('gpu-reflex simulate, fence-identity scenario', () => {
 
   it('verifies our GPU by identity past the device ACK already held out, and leaves ACK its GPU', () => {
     expect(lineAt(lines, /allocatable nvidia\.com\/gpu 8 → 7/)).toBeLessThan(lineAt(lines, /inject XID 95/));
-    expect(lines.some((l) => /GPU Action Result\s+fence listed .*1 other device\(s\) were already listed there: index:5/.test(l))).toBe(true);
-    expect(lineAt(lines, /allocatable nvidia\.com\/gpu 7 → 6/)).toBeLessThanOrEqual(lineAt(lines, /probe probe passed/));
+    expect(
+      lines.some((l) =>
+        /GPU Action Result\s+fence listed .*1 other device\(s\) were already listed there: index:5/.test(l),
+      ),
+    ).toBe(true);
+    expect(lineAt(lines, /allocatable nvidia\.com\/gpu 7 → 6/)).toBeLessThanOrEqual(
+      lineAt(lines, /probe probe passed/),
+    );
     const inc = historyOf(result, 'a100-fit-0').incidents[0]!;
     expect(inc.fence).toMatchObject({ backend: 'ack-file', outBefore: 1, verifiedAt: expect.any(String) });
     expect(inc.fence?.fallback).toBeUndefined();
@@ -33,4 +42,3 @@ describe('gpu-reflex simulate, fence-identity scenario', () => {
     expect(lines.some((l) => /node a100-fit-0 tainted/.test(l))).toBe(false);
   });
 });
-

@@ -37,7 +37,12 @@ describe('gpu-reflex simulate, gpu-reset scenario', () => {
     expect(lines.some((l) => /node a100-fit-0 cordoned/.test(l))).toBe(false);
     const pod = result.report.final.pods.find((p) => p.metadata.name === 'whole-node')!;
     expect(pod.spec.nodeName).toBe('a100-fit-0');
-    const condition = (name: string) => (result.report.final.nodes.find((n) => n.metadata.name === name)?.status as { conditions?: { type: string; status: string; message?: string }[] }).conditions?.find((c) => c.type === 'GpuReflexGpuFenced');
+    const condition = (name: string) =>
+      (
+        result.report.final.nodes.find((n) => n.metadata.name === name)?.status as {
+          conditions?: { type: string; status: string; message?: string }[];
+        }
+      ).conditions?.find((c) => c.type === 'GpuReflexGpuFenced');
     expect(condition('a100-fit-0')).toMatchObject({ status: 'False' });
     // Still held out on the node waiting for a person, and said so where kubectl describe node shows it.
     expect(condition('a100-bad-0')).toMatchObject({ status: 'True', message: expect.stringContaining('GPU-') });
@@ -48,7 +53,9 @@ describe('gpu-reflex simulate, gpu-reset scenario', () => {
       .filter((a) => a.detailType === 'Remediation' && (a.detail.target as { node: string }).node === 'a100-bad-0')
       .map((a) => `${String(a.detail.action)} ${String(a.detail.phase)}`);
     expect(remediations).toEqual(['quarantine-gpu acted', 'reboot-node acted', 'reboot-node awaiting-repair']);
-    const last = result.report.actions.filter((a) => a.detailType === 'Remediation').find((a) => a.detail.phase === 'awaiting-repair')!;
+    const last = result.report.actions
+      .filter((a) => a.detailType === 'Remediation')
+      .find((a) => a.detail.phase === 'awaiting-repair')!;
     expect(String(last.detail.reason)).toContain('a person must reboot it');
     const failed = result.report.actions.find((a) => a.detail.action === 'reboot-node' && a.detail.phase === 'acted')!;
     expect(String(failed.detail.reason)).toContain('did not come back from its reset');

@@ -15,15 +15,22 @@ describe('rebalance-mig preemption on the embedded stack', () => {
     const { report, exitCode } = await simulateScenario('mig-preemption.yaml', lines);
     expect(report.summary.expectations?.filter((x) => !x.ok)).toEqual([]);
     expect(exitCode).toBe(0);
-    const changes = report.events.filter((e) => e.detailType === 'MIG Layout Change').map((e) => e.detail as MigLayoutChangeDetail);
+    const changes = report.events
+      .filter((e) => e.detailType === 'MIG Layout Change')
+      .map((e) => e.detail as MigLayoutChangeDetail);
     expect(changes.map((c) => c.state)).toEqual(['pending', 'success']);
-    expect(changes[0]).toMatchObject({ gpus: [{ index: 1, from: { '7g.80gb': 1 } }], evictedPods: 1, preempted: [{ namespace: 'research', name: 'notebook-big-0', priority: 0 }] });
+    expect(changes[0]).toMatchObject({
+      gpus: [{ index: 1, from: { '7g.80gb': 1 } }],
+      evictedPods: 1,
+      preempted: [{ namespace: 'research', name: 'notebook-big-0', priority: 0 }],
+    });
     expect(changes[0]!.reason).toContain('preempting research/notebook-big-0');
     // Only the preempted notebook was evicted; the others kept GPU 0.
     expect(report.evicted).toEqual(['research/notebook-big-0']);
     const pods = report.final.pods;
     for (const p of pods.filter((x) => x.metadata.namespace === 'serve')) expect(p.spec.nodeName).toBe('h100-nb-0');
-    for (const name of ['notebook-mid-0', 'notebook-small-0']) expect(pods.find((p) => p.metadata.name === name)?.status?.phase).toBe('Running');
+    for (const name of ['notebook-mid-0', 'notebook-small-0'])
+      expect(pods.find((p) => p.metadata.name === name)?.status?.phase).toBe('Running');
     // The StatefulSet's replacement waits for a 7g.80gb no GPU has now.
     expect(pods.find((p) => p.metadata.name === 'notebook-big-0')?.spec.nodeName).toBeUndefined();
     const node = report.final.nodes.find((n) => n.metadata.name === 'h100-nb-0')!;

@@ -17,11 +17,18 @@ describe('rebalance-mig on the embedded stack', () => {
     const { report, exitCode } = await simulateScenario('mig-relayout.yaml', lines);
     expect(exitCode).toBe(0);
     expect(report.summary.expectations?.filter((x) => !x.ok)).toEqual([]);
-    const changes = report.events.filter((e) => e.detailType === 'MIG Layout Change').map((e) => e.detail as MigLayoutChangeDetail);
+    const changes = report.events
+      .filter((e) => e.detailType === 'MIG Layout Change')
+      .map((e) => e.detail as MigLayoutChangeDetail);
     expect(changes.map((c) => c.state)).toEqual(['pending', 'success']);
-    expect(changes[0]).toMatchObject({ gpus: [{ index: 2, from: { '1g.10gb': 7 }, to: { '3g.40gb': 2 } }], demand: { 'nvidia.com/mig-3g.40gb': 2 }, evictedPods: 0 });
+    expect(changes[0]).toMatchObject({
+      gpus: [{ index: 2, from: { '1g.10gb': 7 }, to: { '3g.40gb': 2 } }],
+      demand: { 'nvidia.com/mig-3g.40gb': 2 },
+      evictedPods: 0,
+    });
     // The pods run on the new instances.
-    for (const name of ['finetune-0', 'finetune-1']) expect(report.final.pods.find((p) => p.metadata.name === name)?.spec.nodeName).toBe('h100-0');
+    for (const name of ['finetune-0', 'finetune-1'])
+      expect(report.final.pods.find((p) => p.metadata.name === name)?.spec.nodeName).toBe('h100-0');
     const node = report.final.nodes.find((n) => n.metadata.name === 'h100-0')!;
     expect(JSON.parse(node.metadata.annotations?.[SIM_GPU_LAYOUT_ANNOTATION] ?? '[]')).toEqual([
       Array(7).fill('1g.10gb'),
@@ -35,7 +42,11 @@ describe('rebalance-mig on the embedded stack', () => {
     const inv = readMigInventory(node.metadata.annotations ?? {}).inventory!;
     expect(inv.gpus.map((g) => g.instances.filter((i) => i.inUse).length)).toEqual([7, 3, 2, 0]);
     expect(inv.gpus[2]?.instances.map((i) => i.profile)).toEqual(['3g.40gb', '3g.40gb']);
-    expect(lines).toContainEqual(expect.stringMatching(/rebalance-mig\s+checked 1 MIG node: no pod waits for a MIG instance/));
-    expect(lines).toContainEqual(expect.stringMatching(/rebalance-mig\s+nvidia\.com\/mig\.config set on h100-0: mig-manager reconfigures/));
+    expect(lines).toContainEqual(
+      expect.stringMatching(/rebalance-mig\s+checked 1 MIG node: no pod waits for a MIG instance/),
+    );
+    expect(lines).toContainEqual(
+      expect.stringMatching(/rebalance-mig\s+nvidia\.com\/mig\.config set on h100-0: mig-manager reconfigures/),
+    );
   }, 60_000);
 });

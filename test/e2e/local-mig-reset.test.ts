@@ -35,7 +35,9 @@ describe('gpu-reflex simulate, mig-reset scenario', () => {
     const restored = at(/remediate\s+restore restored/);
     // the fenced instances return to the allocatable after the restore (the unfence), not before
     const restoredLine = lines.findIndex((l) => /remediate\s+restore restored/.test(l));
-    const lastBack = lines.map((l) => /node h100-0 allocatable nvidia\.com\/mig-1g\.10gb 21 → 28/.test(l)).lastIndexOf(true);
+    const lastBack = lines
+      .map((l) => /node h100-0 allocatable nvidia\.com\/mig-1g\.10gb 21 → 28/.test(l))
+      .lastIndexOf(true);
     expect(moved).toBeLessThanOrEqual(fenced);
     expect(fenced).toBeLessThan(reset);
     expect(reset).toBeLessThan(probed);
@@ -44,24 +46,42 @@ describe('gpu-reflex simulate, mig-reset scenario', () => {
     expect(restarted).toBeLessThan(restored);
     expect(lastBack).toBeGreaterThan(restoredLine);
     // the restore names the instances the agent listed after the restart
-    expect(lines.join('\n')).toMatch(/mig-manager applied\s+all-1g\.10gb again: the node agent lists its MIG instances at/);
+    expect(lines.join('\n')).toMatch(
+      /mig-manager applied\s+all-1g\.10gb again: the node agent lists its MIG instances at/,
+    );
   });
 
-  it('records the restart and the instances\' return; a new mig-manager pod runs; GPU 0 has its seven instances, the other GPUs kept theirs', () => {
-    const history = JSON.parse(node().metadata.annotations?.[HISTORY_ANNOTATION] ?? '{}') as { incidents: Record<string, string>[] };
+  it("records the restart and the instances' return; a new mig-manager pod runs; GPU 0 has its seven instances, the other GPUs kept theirs", () => {
+    const history = JSON.parse(node().metadata.annotations?.[HISTORY_ANNOTATION] ?? '{}') as {
+      incidents: Record<string, string>[];
+    };
     const i = history.incidents[0]!;
-    expect(i).toMatchObject({ phase: 'closed', resetAt: expect.any(String), probedAt: expect.any(String), migRestartedAt: expect.any(String), migBackAt: expect.any(String), unfencedAt: expect.any(String) });
+    expect(i).toMatchObject({
+      phase: 'closed',
+      resetAt: expect.any(String),
+      probedAt: expect.any(String),
+      migRestartedAt: expect.any(String),
+      migBackAt: expect.any(String),
+      unfencedAt: expect.any(String),
+    });
     expect(Date.parse(i.migRestartedAt!)).toBeGreaterThanOrEqual(Date.parse(i.probedAt!));
     expect(Date.parse(i.migBackAt!)).toBeGreaterThan(Date.parse(i.migRestartedAt!));
     expect(Date.parse(i.closedAt!)).toBeGreaterThanOrEqual(Date.parse(i.migBackAt!));
-    const managers = result.report.final.pods.filter((p) => p.metadata.namespace === 'gpu-operator' && p.spec.nodeName === 'h100-0');
+    const managers = result.report.final.pods.filter(
+      (p) => p.metadata.namespace === 'gpu-operator' && p.spec.nodeName === 'h100-0',
+    );
     expect(managers).toHaveLength(1);
-    const evicted = result.report.actions.filter((a) => a.detailType === 'Remediation').flatMap((a) => (a.detail.target as { pods: { namespace: string; name: string }[] }).pods).filter((p) => p.namespace === 'gpu-operator');
+    const evicted = result.report.actions
+      .filter((a) => a.detailType === 'Remediation')
+      .flatMap((a) => (a.detail.target as { pods: { namespace: string; name: string }[] }).pods)
+      .filter((p) => p.namespace === 'gpu-operator');
     expect(evicted.map((p) => p.name)).not.toContain(managers[0]!.metadata.name);
     expect(evicted).toHaveLength(1);
     const inv = JSON.parse(node().metadata.annotations?.[MIG_INVENTORY_ANNOTATION] ?? '{}') as MigInventory;
     expect(inv.gpus.map((g) => g.instances.length)).toEqual([7, 7, 7, 7]);
     // the notebooks on GPU 1 were never moved
-    expect(result.report.final.pods.filter((p) => p.metadata.namespace === 'research' && p.spec.nodeName === 'h100-0')).toHaveLength(3);
+    expect(
+      result.report.final.pods.filter((p) => p.metadata.namespace === 'research' && p.spec.nodeName === 'h100-0'),
+    ).toHaveLength(3);
   });
 });

@@ -40,7 +40,9 @@ timeline:
   - { at: 2s, node: t4-0, gpu: 0, fault: { kind: xid, xid: 79 } }
 `);
     const lines: string[] = [];
-    const { report } = await (await startStack(scenario, { clock: 'virtual', out: (l) => lines.push(l), serverlessYml: yml })).run();
+    const { report } = await (
+      await startStack(scenario, { clock: 'virtual', out: (l) => lines.push(l), serverlessYml: yml })
+    ).run();
     expect(report.events.filter((e) => e.detailType === 'GPU XID Error')).toHaveLength(2);
     const failed = report.deliveries.filter((d) => !d.ok);
     expect(failed).toHaveLength(2);

@@ -14,8 +14,13 @@ describe('label-nodes on the embedded stack', () => {
     const { report, exitCode } = await simulateScenario('node-labels.yaml', lines);
     expect(exitCode).toBe(0);
     expect(report.summary.expectations?.filter((x) => !x.ok)).toEqual([]);
-    const changed = report.events.filter((e) => e.detailType === 'Node Labels Changed').map((e) => e.detail as NodeLabelsChangedDetail);
-    const moves = (node: string) => changed.filter((d) => d.node === node).map((d) => d.changes.map((c) => `${c.key} ${c.from ?? '-'}→${c.to ?? '-'}`));
+    const changed = report.events
+      .filter((e) => e.detailType === 'Node Labels Changed')
+      .map((e) => e.detail as NodeLabelsChangedDetail);
+    const moves = (node: string) =>
+      changed
+        .filter((d) => d.node === node)
+        .map((d) => d.changes.map((c) => `${c.key} ${c.from ?? '-'}→${c.to ?? '-'}`));
     expect(moves('a100-0')).toEqual([
       [
         'accelerator -→nvidia-a100',
@@ -27,20 +32,44 @@ describe('label-nodes on the embedded stack', () => {
         'gpu-reflex.io/mig.strategy -→none',
       ],
       // The maintenance: driver and CUDA upgraded, MIG on GPU 0 (the node advertises nvidia.com/gpu: single).
-      ['gpu-reflex.io/cuda.version 12.2→12.8', 'gpu-reflex.io/driver.version 535.161.08→570.86.15', 'gpu-reflex.io/mig.enabled false→true', 'gpu-reflex.io/mig.strategy none→single'],
+      [
+        'gpu-reflex.io/cuda.version 12.2→12.8',
+        'gpu-reflex.io/driver.version 535.161.08→570.86.15',
+        'gpu-reflex.io/mig.enabled false→true',
+        'gpu-reflex.io/mig.strategy none→single',
+      ],
     ]);
     // The person's accelerator label is never written; the lost GPU leaves the count.
     expect(moves('a100-1')).toEqual([
-      ['gpu-count -→8', 'gpu-reflex.io/cuda.version -→12.2', 'gpu-reflex.io/driver.version -→535.161.08', 'gpu-reflex.io/mig.capable -→true', 'gpu-reflex.io/mig.enabled -→false', 'gpu-reflex.io/mig.strategy -→none'],
+      [
+        'gpu-count -→8',
+        'gpu-reflex.io/cuda.version -→12.2',
+        'gpu-reflex.io/driver.version -→535.161.08',
+        'gpu-reflex.io/mig.capable -→true',
+        'gpu-reflex.io/mig.enabled -→false',
+        'gpu-reflex.io/mig.strategy -→none',
+      ],
       ['gpu-count 8→7'],
     ]);
-    expect(changed.find((d) => d.node === 'a100-1')?.leftAlone).toEqual([{ key: 'accelerator', value: 'nvidia-tesla-a100', wanted: 'nvidia-a100', why: 'set-by-someone-else' }]);
+    expect(changed.find((d) => d.node === 'a100-1')?.leftAlone).toEqual([
+      { key: 'accelerator', value: 'nvidia-tesla-a100', wanted: 'nvidia-a100', why: 'set-by-someone-else' },
+    ]);
     // The labels follow at once: at the restarted agent’s first inventory (its first sample, 0.2 s on) and at the loss.
-    expect(lineAt(lines, /label-nodes\s+Node Labels Changed\s+a100-0: .*driver\.version 535\.161\.08 → 570\.86\.15/)).toBeCloseTo(60.2, 5);
+    expect(
+      lineAt(lines, /label-nodes\s+Node Labels Changed\s+a100-0: .*driver\.version 535\.161\.08 → 570\.86\.15/),
+    ).toBeCloseTo(60.2, 5);
     expect(lineAt(lines, /label-nodes\s+Node Labels Changed\s+a100-1: gpu-count 8 → 7/)).toBe(180);
     const labels = (n: string) => report.final.nodes.find((x) => x.metadata.name === n)?.metadata.labels ?? {};
-    expect(labels('a100-1')).toMatchObject({ accelerator: 'nvidia-tesla-a100', team: 'ml', 'nvidia.com/gpu.count': '8', 'gpu-count': '7' });
+    expect(labels('a100-1')).toMatchObject({
+      accelerator: 'nvidia-tesla-a100',
+      team: 'ml',
+      'nvidia.com/gpu.count': '8',
+      'gpu-count': '7',
+    });
     // GFD's labels (the fleet's nvidia.com/gpu.*) are as the fleet had them.
-    expect(labels('a100-0')).toMatchObject({ 'nvidia.com/gpu.product': 'NVIDIA-A100-SXM4-80GB', 'nvidia.com/gpu.count': '8' });
+    expect(labels('a100-0')).toMatchObject({
+      'nvidia.com/gpu.product': 'NVIDIA-A100-SXM4-80GB',
+      'nvidia.com/gpu.count': '8',
+    });
   }, 120_000);
 });

@@ -15,10 +15,14 @@ describe('a drained node rebooted through Alibaba Cloud', () => {
     const { report, exitCode } = await simulateScenario('node-reboot.yaml', lines);
     expect(exitCode).toBe(0);
     expect(report.summary.expectations?.filter((x) => !x.ok)).toEqual([]);
-    const remediations = report.events.filter((e) => e.detailType === 'Remediation').map((e) => e.detail as RemediationDetail);
+    const remediations = report.events
+      .filter((e) => e.detailType === 'Remediation')
+      .map((e) => e.detail as RemediationDetail);
     const rebooted = remediations.filter((r) => r.steps.some((s) => s.kind === 'reboot'));
     expect(rebooted).toHaveLength(1);
-    expect(rebooted[0]!.steps.filter((s) => s.kind === 'reboot')).toEqual([expect.objectContaining({ result: 'done', target: 'node/a100-train-0' })]);
+    expect(rebooted[0]!.steps.filter((s) => s.kind === 'reboot')).toEqual([
+      expect.objectContaining({ result: 'done', target: 'node/a100-train-0' }),
+    ]);
     expect(remediations.at(-1)).toMatchObject({ action: 'restore', phase: 'restored' });
     // Drained at 0:30 (XID) and rebooted at the next sweep; back 2 min later; probed (30 s, at the
     // agent's next ticks), and back in service on the passed probes, long before 10 quiet minutes.

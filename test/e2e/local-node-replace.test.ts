@@ -16,15 +16,34 @@ describe('a node replaced through its ACK node pool, capacity first', () => {
     const { report, exitCode } = await simulateScenario('node-replace.yaml', lines);
     expect(exitCode).toBe(0);
     expect(report.summary.expectations?.filter((x) => !x.ok)).toEqual([]);
-    const remediations = report.events.filter((e) => e.detailType === 'Remediation').map((e) => e.detail as RemediationDetail);
-    const replaceSteps = remediations.flatMap((r) => r.steps.filter((s) => s.kind === 'replace').map((s) => ({ phase: r.phase, ...s })));
+    const remediations = report.events
+      .filter((e) => e.detailType === 'Remediation')
+      .map((e) => e.detail as RemediationDetail);
+    const replaceSteps = remediations.flatMap((r) =>
+      r.steps.filter((s) => s.kind === 'replace').map((s) => ({ phase: r.phase, ...s })),
+    );
     // Each step said by a Remediation event: the grow, the removal, and the close once the node is gone.
     expect(replaceSteps).toEqual([
-      expect.objectContaining({ phase: 'awaiting-repair', result: 'done', target: 'node/a100-train-0', message: 'node pool np-a100-train: desired size 2 → 3 (capacity first)' }),
-      expect.objectContaining({ phase: 'awaiting-repair', result: 'done', message: expect.stringMatching(/^node pool np-a100-train: instance i-\w+ removed and released/) }),
+      expect.objectContaining({
+        phase: 'awaiting-repair',
+        result: 'done',
+        target: 'node/a100-train-0',
+        message: 'node pool np-a100-train: desired size 2 → 3 (capacity first)',
+      }),
+      expect.objectContaining({
+        phase: 'awaiting-repair',
+        result: 'done',
+        message: expect.stringMatching(/^node pool np-a100-train: instance i-\w+ removed and released/),
+      }),
       expect.objectContaining({ phase: 'acted', result: 'done' }),
     ]);
-    expect(remediations.at(-1)).toMatchObject({ action: 'replace-node', phase: 'acted', reason: expect.stringMatching(/node a100-train-0 is gone: replaced by cn-hangzhou\.[\d.]+ .*ACK task T-\w+ is success; the incident is closed/) });
+    expect(remediations.at(-1)).toMatchObject({
+      action: 'replace-node',
+      phase: 'acted',
+      reason: expect.stringMatching(
+        /node a100-train-0 is gone: replaced by cn-hangzhou\.[\d.]+ .*ACK task T-\w+ is success; the incident is closed/,
+      ),
+    });
     // Rebooted at 1:00, back at 3:00, probed; the fault again at 5:00, inside the probe's window: the
     // agent's probe fails on that XID and its answer grows the pool at once (before the 6:00 sweep).
     expect(lineAt(lines, /a100-train-0\s+GPU Action Result\s+probe probe did not pass/)).toBe(5 * 60);

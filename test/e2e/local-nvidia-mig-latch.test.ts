@@ -20,12 +20,18 @@ describe('gpu-reflex simulate, nvidia-mig-latch scenario', () => {
   });
 
   it('taints the node at once, says why, and nothing lands on the node after the fault', () => {
-    expect(lineAt(lines, /node h100-0 tainted gpu-reflex\.io\/unhealthy/)).toBeLessThanOrEqual(lineAt(lines, /inject XID 95/));
-    const q = result.report.actions.find((a) => a.detailType === 'Remediation' && a.detail.action === 'quarantine-gpu')!;
+    expect(lineAt(lines, /node h100-0 tainted gpu-reflex\.io\/unhealthy/)).toBeLessThanOrEqual(
+      lineAt(lines, /inject XID 95/),
+    );
+    const q = result.report.actions.find(
+      (a) => a.detailType === 'Remediation' && a.detail.action === 'quarantine-gpu',
+    )!;
     expect(String(q.detail.reason)).toContain("NVIDIA's device plugin latches only one of its instances");
     expect(lines.some((l) => /pod research\/late-notebook scheduled/.test(l))).toBe(false);
     const node = result.report.final.nodes.find((n) => n.metadata.name === 'h100-0')!;
-    const history = JSON.parse(node.metadata.annotations?.[HISTORY_ANNOTATION] ?? '{}') as { incidents: { fence?: { fallback?: string } }[] };
+    const history = JSON.parse(node.metadata.annotations?.[HISTORY_ANNOTATION] ?? '{}') as {
+      incidents: { fence?: { fallback?: string } }[];
+    };
     expect(history.incidents[0]?.fence?.fallback).toBe('plugin-latches-one-mig-device');
   });
 });

@@ -43,14 +43,23 @@ describe('gpu-reflex simulate, nvidia-plugin scenario', () => {
     expect(lines.some((l) => /node a100-nv-0 (cordoned|tainted)/.test(l))).toBe(false);
     // the restore evicts the plugin's pod on the node, and nothing else
     expect(restore!.detail).toMatchObject({ action: 'restore', phase: 'restored' });
-    expect((restore!.detail.target as { pods: { namespace: string; name: string }[] }).pods).toEqual([{ namespace: 'kube-system', name: expect.stringMatching(/^nvidia-device-plugin-daemonset-/) }]);
+    expect((restore!.detail.target as { pods: { namespace: string; name: string }[] }).pods).toEqual([
+      { namespace: 'kube-system', name: expect.stringMatching(/^nvidia-device-plugin-daemonset-/) },
+    ]);
     expect(String(restore!.detail.reason)).toContain("NVIDIA's device plugin keeps it unhealthy until it restarts");
     // a new plugin pod runs there, and the incident records the verified fence, the restart and the unfence
-    const plugins = result.report.final.pods.filter((p) => p.metadata.namespace === 'kube-system' && p.spec.nodeName === 'a100-nv-0');
+    const plugins = result.report.final.pods.filter(
+      (p) => p.metadata.namespace === 'kube-system' && p.spec.nodeName === 'a100-nv-0',
+    );
     expect(plugins).toHaveLength(1);
     expect(plugins[0]!.metadata.name).not.toBe((restore!.detail.target as { pods: { name: string }[] }).pods[0]!.name);
     const node = result.report.final.nodes.find((n) => n.metadata.name === 'a100-nv-0')!;
-    const history = JSON.parse(node.metadata.annotations?.[HISTORY_ANNOTATION] ?? '{}') as { incidents: { fence?: Record<string, string>; unfencedAt?: string }[] };
-    expect(history.incidents[0]).toMatchObject({ fence: { backend: 'nvidia-plugin', verifiedAt: expect.any(String), restartedAt: expect.any(String) }, unfencedAt: expect.any(String) });
+    const history = JSON.parse(node.metadata.annotations?.[HISTORY_ANNOTATION] ?? '{}') as {
+      incidents: { fence?: Record<string, string>; unfencedAt?: string }[];
+    };
+    expect(history.incidents[0]).toMatchObject({
+      fence: { backend: 'nvidia-plugin', verifiedAt: expect.any(String), restartedAt: expect.any(String) },
+      unfencedAt: expect.any(String),
+    });
   });
 });

@@ -13,7 +13,9 @@ describe('a PDB-held pod on a GPU that needs a reset', () => {
     const lines: string[] = [];
     const result = await simulateScenario('pdb-deadline.yaml', lines);
     expect(result.report.summary.expectations?.filter((x) => !x.ok)).toEqual([]);
-    const remediations = result.report.events.filter((e) => e.detailType === 'Remediation').map((e) => e.detail as RemediationDetail);
+    const remediations = result.report.events
+      .filter((e) => e.detailType === 'Remediation')
+      .map((e) => e.detail as RemediationDetail);
     const told = remediations.filter((r) => /min after they were asked to move/.test(r.reason));
     expect(told).toHaveLength(1);
     expect(told[0]!.steps.some((s) => s.kind === 'notify')).toBe(true);
@@ -21,6 +23,8 @@ describe('a PDB-held pod on a GPU that needs a reset', () => {
     // The fault at 1:00; the pool's deadline is 10 min: the sweep after it (11:00) tells, not before.
     expect(lineAt(lines, /remediate\s+reboot-node partial: tainted, cordoned/)).toBe(11 * 60);
     // Before it the retries were quiet: the quarantine itself told people, none of the ten retries after it.
-    expect(remediations.filter((r) => r.action === 'quarantine-gpu' && r.steps.some((s) => s.kind === 'notify'))).toHaveLength(1);
+    expect(
+      remediations.filter((r) => r.action === 'quarantine-gpu' && r.steps.some((s) => s.kind === 'notify')),
+    ).toHaveLength(1);
   }, 60_000);
 });

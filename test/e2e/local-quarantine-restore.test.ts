@@ -65,7 +65,9 @@ describe('gpu-reflex simulate, quarantine-restore scenario (6 h)', () => {
     const times = result.report.events.map((e) => (e.event as { time: string }).time);
     expect(times.length).toBeGreaterThan(100);
     expect(times.filter((t) => !inRun(t))).toEqual([]);
-    const remediationTimes = result.report.actions.filter((a) => a.detailType === 'Remediation').map((a) => String(a.detail.occurredAt));
+    const remediationTimes = result.report.actions
+      .filter((a) => a.detailType === 'Remediation')
+      .map((a) => String(a.detail.occurredAt));
     expect(remediationTimes).toHaveLength(7);
     expect(remediationTimes.filter((t) => !inRun(t))).toEqual([]);
     const node = result.report.final.nodes.find((n) => n.metadata.name === 'h100-mig-0')!;

@@ -16,7 +16,9 @@ describe('rewrite-quotas on the embedded stack', () => {
     const { report, exitCode } = result;
     expect(exitCode).toBe(0);
     expect(report.summary.expectations?.filter((x) => !x.ok)).toEqual([]);
-    const rewrites = report.events.filter((e) => e.detailType === 'Quota Rewritten').map((e) => e.detail as QuotaRewrittenDetail);
+    const rewrites = report.events
+      .filter((e) => e.detailType === 'Quota Rewritten')
+      .map((e) => e.detail as QuotaRewrittenDetail);
     expect(rewrites.map((r) => [r.namespace, r.changes.map((c) => `${c.from}→${c.to}`).join()])).toEqual([
       ['team-b', '8→10'],
       ['team-b', '10→13'],
@@ -27,10 +29,16 @@ describe('rewrite-quotas on the embedded stack', () => {
     expect(lineAt(lines, /pod team-b\/batch-0 refused: .*exceeded quota: gpu-reflex/)).toBe(30);
     expect(lineAt(lines, /pod team-b\/batch-0 created on its controller's retry/)).toBe(300);
     expect(lineAt(lines, /pod team-b\/batch-3 created on its controller's retry/)).toBe(600);
-    for (let i = 0; i < 4; i++) expect(report.final.pods.find((p) => p.metadata.name === `batch-${i}`)?.spec.nodeName).toBeDefined();
+    for (let i = 0; i < 4; i++)
+      expect(report.final.pods.find((p) => p.metadata.name === `batch-${i}`)?.spec.nodeName).toBeDefined();
     // The node falls off at 12:00 and the quotas follow at once, not at the next 5-minute round.
     expect(lineAt(lines, /rewrite-quotas\s+Quota Rewritten\s+team-a: requests\.nvidia\.com\/gpu 8 → 4/)).toBe(12 * 60);
-    const hard = (ns: string) => (result.sim!.store.get('resourcequotas', ns, 'gpu-reflex') as unknown as { spec: { hard: Record<string, string> } }).spec.hard['requests.nvidia.com/gpu'];
+    const hard = (ns: string) =>
+      (
+        result.sim!.store.get('resourcequotas', ns, 'gpu-reflex') as unknown as {
+          spec: { hard: Record<string, string> };
+        }
+      ).spec.hard['requests.nvidia.com/gpu'];
     expect([hard('team-a'), hard('team-b')]).toEqual(['4', '12']);
   }, 60_000);
 });

@@ -15,7 +15,9 @@ describe('a GPU missing after a reboot', () => {
     expect(result.report.summary.expectations?.filter((x) => !x.ok)).toEqual([]);
     expect(lines.some((l) => /GPU 3 of a100-train-0 does not come back from the reboot/.test(l))).toBe(true);
     expect(lineAt(lines, /a100-train-0\s+GPU Action Result\s+probe probe did not pass/)).toBeGreaterThan(0);
-    const remediations = result.report.events.filter((e) => e.detailType === 'Remediation').map((e) => e.detail as RemediationDetail);
+    const remediations = result.report.events
+      .filter((e) => e.detailType === 'Remediation')
+      .map((e) => e.detail as RemediationDetail);
     expect(remediations.some((r) => r.action === 'restore')).toBe(false);
     const told = remediations.find((r) => /NVML does not list it any more \(missing since the reboot\)/.test(r.reason));
     expect(told).toBeDefined();

@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import type { RemediationDetail } from '../../events/index.ts';
 import { lineAt, simulateScenario } from './scenario-run.ts';
 
-const remediationsOf = (r: Awaited<ReturnType<typeof simulateScenario>>) => r.report.events.filter((e) => e.detailType === 'Remediation').map((e) => e.detail as RemediationDetail);
+const remediationsOf = (r: Awaited<ReturnType<typeof simulateScenario>>) =>
+  r.report.events.filter((e) => e.detailType === 'Remediation').map((e) => e.detail as RemediationDetail);
 
 /**
  * Issue #27, evidence not time after a reboot, on the embedded stack and the virtual clock: a node
@@ -11,7 +12,7 @@ const remediationsOf = (r: Awaited<ReturnType<typeof simulateScenario>>) => r.re
  * (one cloud scenario per file: the simulated cloud's environment is the process's).
  */
 describe('after a reboot, the GPU returns on evidence', () => {
-  it('returns the node once the node agent\'s probe of its GPU passes, hours before the quiet period', async () => {
+  it("returns the node once the node agent's probe of its GPU passes, hours before the quiet period", async () => {
     const lines: string[] = [];
     const result = await simulateScenario('reboot-probe.yaml', lines);
     expect(result.exitCode).toBe(0);

@@ -25,9 +25,13 @@ describe('gpu-reflex simulate, row-remap scenario', () => {
     expect(fenced).toBeLessThanOrEqual(climbed);
     expect(lines.some((l) => /GPU Action Result\s+reset/.test(l))).toBe(false);
     expect(lines.some((l) => /allocatable nvidia\.com\/gpu 7 → 8/.test(l))).toBe(false);
-    const remediations = result.report.actions.filter((a) => a.detailType === 'Remediation').map((a) => `${String(a.detail.action)} ${String(a.detail.phase)}`);
+    const remediations = result.report.actions
+      .filter((a) => a.detailType === 'Remediation')
+      .map((a) => `${String(a.detail.action)} ${String(a.detail.phase)}`);
     expect(remediations).toContain('replace-node awaiting-repair');
-    const last = result.report.actions.filter((a) => a.detailType === 'Remediation').find((a) => a.detail.phase === 'awaiting-repair')!;
+    const last = result.report.actions
+      .filter((a) => a.detailType === 'Remediation')
+      .find((a) => a.detail.phase === 'awaiting-repair')!;
     expect(String(last.detail.reason)).toContain('a person must replace it');
   });
 });

@@ -47,7 +47,9 @@ expect:
     const answered = r.events
       .filter((e) => e.detailType === 'GPU Action Result')
       .map((e) => e.detail as { action: string; state: string; reason?: string });
-    expect(answered.map((a) => `${a.action} ${a.state}`)).toEqual(expect.arrayContaining(['fence done', 'reset done', 'probe done', 'unfence done']));
+    expect(answered.map((a) => `${a.action} ${a.state}`)).toEqual(
+      expect.arrayContaining(['fence done', 'reset done', 'probe done', 'unfence done']),
+    );
     // The reset came from the mock nvidia-smi, in its words, after the fence and before the probe.
     const order = answered.map((a) => a.action);
     expect(order.indexOf('fence')).toBeLessThan(order.indexOf('reset'));

@@ -54,7 +54,10 @@ describe('gpu-reflex local, start-up failures', () => {
     const broken = join(dir, 'broken.kubeconfig');
     writeFileSync(broken, 'clusters: [\n');
     const err: string[] = [];
-    const code = await makeLocalCommand().run(['--kubeconfig', broken, '--duration', '1'], { out: () => undefined, err: (l) => err.push(l) });
+    const code = await makeLocalCommand().run(['--kubeconfig', broken, '--duration', '1'], {
+      out: () => undefined,
+      err: (l) => err.push(l),
+    });
     expect(code).toBe(1);
     expect(err).toHaveLength(1);
     expect(err[0]).toMatch(/could not start the stack: kube access: cannot load kubeconfigPath .*broken\.kubeconfig/);

@@ -27,7 +27,10 @@ const HOURS_3 = 3 * 3600_000;
 describe('simulate on the one virtual clock', () => {
   it('replays three hours in seconds, every time the functions see being virtual time', async () => {
     const reportPath = join(dir, 'quiet-hours.json');
-    const code = await makeSimulateCommand().run(['--scenario', join(REPO_ROOT, 'infra/local/scenarios/quiet-hours.yaml'), '--report', reportPath], io);
+    const code = await makeSimulateCommand().run(
+      ['--scenario', join(REPO_ROOT, 'infra/local/scenarios/quiet-hours.yaml'), '--report', reportPath],
+      io,
+    );
     const r = read(reportPath);
     expect(code).toBe(0);
     expect(r.scenario.durationSeconds).toBeGreaterThanOrEqual(10_800);
@@ -47,7 +50,11 @@ describe('simulate on the one virtual clock', () => {
     // The escalation window, in policy minutes: three XIDs within the hour on GPU 5, across its two
     // notebooks, restart the one whose process hit it the third time (the kernel line's pid names it);
     // three on GPU 4 spread over 85 minutes never escalate.
-    const acted = remediations.map((a) => ({ action: a.detail.action, gpu: (a.detail.target as { gpus?: string[] } | undefined)?.gpus, pods: (a.detail.target as { pods?: string[] } | undefined)?.pods }));
+    const acted = remediations.map((a) => ({
+      action: a.detail.action,
+      gpu: (a.detail.target as { gpus?: string[] } | undefined)?.gpus,
+      pods: (a.detail.target as { pods?: string[] } | undefined)?.pods,
+    }));
     const restarts = acted.filter((a) => a.action === 'restart-workload');
     expect(restarts).toHaveLength(1);
     expect(r.evicted.map((e) => e.split('/').pop()).sort()).toEqual(['notebook-8']);
@@ -78,10 +85,20 @@ timeline:
     );
     const cli = join(REPO_ROOT, 'bin/gpu-reflex.js');
     const [virtual, wall] = [join(dir, 'virtual.json'), join(dir, 'wall.json')];
-    await Promise.all([run(process.execPath, [cli, 'simulate', '--scenario', scenario, '--report', virtual]), run(process.execPath, [cli, 'local', '--scenario', scenario, '--report', wall])]);
+    await Promise.all([
+      run(process.execPath, [cli, 'simulate', '--scenario', scenario, '--report', virtual]),
+      run(process.execPath, [cli, 'local', '--scenario', scenario, '--report', wall]),
+    ]);
     const outcome = (r: StackReport) => ({
-      nodes: r.final.nodes.map((n) => ({ name: n.metadata.name, cordoned: n.spec?.unschedulable === true, taints: (n.spec?.taints ?? []).map((t) => `${t.key}:${t.effect}`).sort() })),
-      remediations: r.actions.filter((a) => a.detailType === 'Remediation').map((a) => `${a.detail.node}:${a.detail.action}:${a.detail.phase}`).sort(),
+      nodes: r.final.nodes.map((n) => ({
+        name: n.metadata.name,
+        cordoned: n.spec?.unschedulable === true,
+        taints: (n.spec?.taints ?? []).map((t) => `${t.key}:${t.effect}`).sort(),
+      })),
+      remediations: r.actions
+        .filter((a) => a.detailType === 'Remediation')
+        .map((a) => `${a.detail.node}:${a.detail.action}:${a.detail.phase}`)
+        .sort(),
       evicted: [...r.evicted].sort(),
     });
     const [v, w] = [read(virtual), read(wall)];
@@ -93,6 +110,8 @@ timeline:
 
   it('refuses a virtual clock with a real cluster, whose timestamps and Leases keep their own time', async () => {
     const scenario = loadScenario(join(REPO_ROOT, 'infra/local/scenarios/default.yaml'));
-    await expect(startStack(scenario, { clock: 'virtual', kubeconfig: join(dir, 'any.kubeconfig'), out: () => undefined })).rejects.toThrow(/virtual clock needs the simulated cluster/);
+    await expect(
+      startStack(scenario, { clock: 'virtual', kubeconfig: join(dir, 'any.kubeconfig'), out: () => undefined }),
+    ).rejects.toThrow(/virtual clock needs the simulated cluster/);
   });
 });

@@ -24,13 +24,22 @@ describe('autoscale-pools in dry run (DRY_RUN=true)', () => {
 
   it('grows no pool: no node joins and the pods still wait', () => {
     const { report } = result;
-    expect(report.final.nodes.filter((n) => n.metadata.labels?.['alibabacloud.com/nodepool-id'] === 'np-t4-inference').map((n) => n.metadata.name)).toEqual(['t4-infer-0', 't4-infer-1']);
-    expect(report.final.pods.filter((p) => p.metadata.name.startsWith('batch-embed')).map((p) => p.spec.nodeName ?? null)).toEqual([null, null, null]);
+    expect(
+      report.final.nodes
+        .filter((n) => n.metadata.labels?.['alibabacloud.com/nodepool-id'] === 'np-t4-inference')
+        .map((n) => n.metadata.name),
+    ).toEqual(['t4-infer-0', 't4-infer-1']);
+    expect(
+      report.final.pods.filter((p) => p.metadata.name.startsWith('batch-embed')).map((p) => p.spec.nodeName ?? null),
+    ).toEqual([null, null, null]);
   });
 
   it('still reports what it would have done, marked dry-run', () => {
-    const scaled = result.report.events.filter((e) => e.detailType === 'GPU Pool Scaled').map((e) => e.detail as GpuPoolScaledDetail);
+    const scaled = result.report.events
+      .filter((e) => e.detailType === 'GPU Pool Scaled')
+      .map((e) => e.detail as GpuPoolScaledDetail);
     expect(scaled.length).toBeGreaterThan(0);
-    for (const e of scaled) expect(e).toMatchObject({ nodepoolId: 'np-t4-inference', state: 'requested', from: 2, to: 5, dryRun: true });
+    for (const e of scaled)
+      expect(e).toMatchObject({ nodepoolId: 'np-t4-inference', state: 'requested', from: 2, to: 5, dryRun: true });
   });
 });

@@ -17,12 +17,27 @@ beforeAll(async () => {
   stack = await startRemediationStack({
     clock,
     fleet: {
-      nodes: [{ name: 'req', count: 5, labels: { 'gpu-reflex.io/pool': 'req' }, allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': '8' } }],
+      nodes: [
+        {
+          name: 'req',
+          count: 5,
+          labels: { 'gpu-reflex.io/pool': 'req' },
+          allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': '8' },
+        },
+      ],
       namespaces: [{ name: NAMESPACE }, { name: 'ml' }],
-      pods: [0, 1, 2].map((i) => ({ name: `train-${i}`, namespace: 'ml', node: 'req-0', owner: { kind: 'Job' as const, name: `train-${i}` }, requests: { 'nvidia.com/gpu': 2 } })),
+      pods: [0, 1, 2].map((i) => ({
+        name: `train-${i}`,
+        namespace: 'ml',
+        node: 'req-0',
+        owner: { kind: 'Job' as const, name: `train-${i}` },
+        requests: { 'nvidia.com/gpu': 2 },
+      })),
     },
   });
-  stack.sim.server.on('request', (req: { method?: string; url?: string }) => requests.push(`${req.method} ${(req.url ?? '').split('?')[0]}`));
+  stack.sim.server.on('request', (req: { method?: string; url?: string }) =>
+    requests.push(`${req.method} ${(req.url ?? '').split('?')[0]}`),
+  );
 }, 60_000);
 
 afterAll(async () => {
@@ -31,8 +46,23 @@ afterAll(async () => {
 
 describe('requests per remediated node', () => {
   it('drains a node in at most 10 Kubernetes API requests, not counting one eviction per pod and the Events recorded', async () => {
-    const gpu = { index: 0, uuid: 'GPU-00000000-0000-4000-8000-000000000000', pciBusId: '00000000:10:00.0', name: 'NVIDIA A100-SXM4-80GB' };
-    await stack.send([xidEvent('req-0', clock.now(), { gpu, xid: 79, via: 'nvml', pid: null, process: null, message: 'Xid 79', podUids: [] })]);
+    const gpu = {
+      index: 0,
+      uuid: 'GPU-00000000-0000-4000-8000-000000000000',
+      pciBusId: '00000000:10:00.0',
+      name: 'NVIDIA A100-SXM4-80GB',
+    };
+    await stack.send([
+      xidEvent('req-0', clock.now(), {
+        gpu,
+        xid: 79,
+        via: 'nvml',
+        pid: null,
+        process: null,
+        message: 'Xid 79',
+        podUids: [],
+      }),
+    ]);
     await stack.advance(0);
     expect(stack.published(REMEDIATION)).toHaveLength(1);
     const evictions = requests.filter((r) => r.endsWith('/eviction'));
@@ -43,7 +73,9 @@ describe('requests per remediated node', () => {
     const eventWrites = requests.filter((r) => /\/events(\?|$)/.test(r) && r.startsWith('POST'));
     expect(eventWrites).toHaveLength(2);
     const rest = requests.filter((r) => !r.endsWith('/eviction') && !eventWrites.includes(r));
-    console.log(`kube requests for one drain (excluding ${evictions.length} evictions and ${eventWrites.length} Event records): ${rest.length}\n  ${rest.join('\n  ')}`);
+    console.log(
+      `kube requests for one drain (excluding ${evictions.length} evictions and ${eventWrites.length} Event records): ${rest.length}\n  ${rest.join('\n  ')}`,
+    );
     expect(rest.length).toBeLessThanOrEqual(10);
   });
 });

@@ -15,7 +15,12 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from '@aws-sdk/client-eventbridge';
-import { startLocalBus, type Clock as BusClock, type EventEnvelope, type LocalBus } from '../../infra/local/bus/index.ts';
+import {
+  startLocalBus,
+  type Clock as BusClock,
+  type EventEnvelope,
+  type LocalBus,
+} from '../../infra/local/bus/index.ts';
 import { startKubeSim, wallClock, type Fleet, type KubeSim, type ParsedFleet } from '../../infra/local/kube/index.ts';
 import type { OutgoingEvent } from '../../node-agent/events.ts';
 
@@ -56,7 +61,14 @@ export interface RemediationStack {
 }
 
 export function toEntry(e: OutgoingEvent): PutEventsRequestEntry {
-  return { EventBusName: BUS_NAME, Source: e.source, DetailType: e.detailType, Detail: JSON.stringify(e.detail), Time: e.time, Resources: e.resources ?? [] };
+  return {
+    EventBusName: BUS_NAME,
+    Source: e.source,
+    DetailType: e.detailType,
+    Detail: JSON.stringify(e.detail),
+    Time: e.time,
+    Resources: e.resources ?? [],
+  };
 }
 
 /** The bus and the functions, acting on the cluster a kubeconfig names (the bench's own API-server process, or the sim below). */
@@ -75,7 +87,11 @@ export async function startFunctionsStack(opts: FunctionsStackOptions): Promise<
   const dir = mkdtempSync(join(tmpdir(), 'gpu-reflex-e2e-'));
   const policyFile = join(dir, 'policy.json');
   if (opts.policy) writeFileSync(policyFile, JSON.stringify(opts.policy));
-  const bus = await startLocalBus({ serverlessYml: ROOT_SERVERLESS_YML, ...(opts.clock ? { clock: opts.clock } : {}), ...(opts.concurrency ? { concurrency: opts.concurrency } : {}) });
+  const bus = await startLocalBus({
+    serverlessYml: ROOT_SERVERLESS_YML,
+    ...(opts.clock ? { clock: opts.clock } : {}),
+    ...(opts.concurrency ? { concurrency: opts.concurrency } : {}),
+  });
 
   // The functions' whole configuration, as Lambda would give it to them.
   const env: Record<string, string> = {
@@ -95,7 +111,11 @@ export async function startFunctionsStack(opts: FunctionsStackOptions): Promise<
   if (!opts.policy) delete process.env.REMEDIATION_POLICY_FILE;
   Object.assign(process.env, env);
 
-  const client = new EventBridgeClient({ endpoint: bus.url, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const client = new EventBridgeClient({
+    endpoint: bus.url,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+  });
   return {
     bus,
     client,

@@ -31,10 +31,23 @@ const A100 = { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': '8' };
 const FLEET: Fleet = {
   nodes: POOLS.map((name) => ({ name, count: SIZES[name], labels: { 'gpu-reflex.io/pool': name }, allocatable: A100 })),
   namespaces: [{ name: NAMESPACE }, { name: 'ml' }],
-  pods: POOLS.flatMap((p) => Array.from({ length: SIZES[p] }, (_, i) => ({ name: `w-${p}-${i}`, namespace: 'ml', node: `${p}-${i}`, owner: { kind: 'Job' as const, name: `w-${p}-${i}` }, requests: { 'nvidia.com/gpu': 2 } }))),
+  pods: POOLS.flatMap((p) =>
+    Array.from({ length: SIZES[p] }, (_, i) => ({
+      name: `w-${p}-${i}`,
+      namespace: 'ml',
+      node: `${p}-${i}`,
+      owner: { kind: 'Job' as const, name: `w-${p}-${i}` },
+      requests: { 'nvidia.com/gpu': 2 },
+    })),
+  ),
 };
 
-const gpu = (i: number) => ({ index: 0, uuid: `GPU-${String(i).padStart(8, '0')}-0000-4000-8000-000000000000`, pciBusId: '00000000:10:00.0', name: 'NVIDIA A100-SXM4-80GB' });
+const gpu = (i: number) => ({
+  index: 0,
+  uuid: `GPU-${String(i).padStart(8, '0')}-0000-4000-8000-000000000000`,
+  pciBusId: '00000000:10:00.0',
+  name: 'NVIDIA A100-SXM4-80GB',
+});
 
 /** Out of service, as the blast radius counts it: cordoned or carrying the remediation taint. */
 const isOut = (n: Node) => n.spec?.unschedulable === true || (n.spec?.taints ?? []).some((x) => x.key === TAINT_KEY);
@@ -42,7 +55,12 @@ const isOut = (n: Node) => n.spec?.unschedulable === true || (n.spec?.taints ?? 
 let stack: RemediationStack;
 
 beforeAll(async () => {
-  stack = await startRemediationStack({ fleet: FLEET, clock, concurrency: CONCURRENCY, policy: { blastRadius: { maxShare: 1, maxCount: LIMIT, windowMinutes: 60 } } });
+  stack = await startRemediationStack({
+    fleet: FLEET,
+    clock,
+    concurrency: CONCURRENCY,
+    policy: { blastRadius: { maxShare: 1, maxCount: LIMIT, windowMinutes: 60 } },
+  });
 });
 afterAll(async () => {
   await stack?.close();
@@ -68,14 +86,25 @@ describe('an XID storm delivered concurrently', () => {
     let mostAtOnce = 0;
     const stopLeases = stack.sim.store.subscribe((e) => {
       if (e.resource !== 'leases.coordination.k8s.io') return;
-      if (e.type !== 'DELETED' && (e.object.spec as { holderIdentity?: string } | undefined)?.holderIdentity) holding.add(e.object.metadata.name);
+      if (e.type !== 'DELETED' && (e.object.spec as { holderIdentity?: string } | undefined)?.holderIdentity)
+        holding.add(e.object.metadata.name);
       else holding.delete(e.object.metadata.name);
       mostAtOnce = Math.max(mostAtOnce, holding.size);
     });
 
     // Every node of both pools fails at once.
     const failing = POOLS.flatMap((p) => Array.from({ length: SIZES[p] }, (_, i) => `${p}-${i}`));
-    const events = failing.map((node, i) => xidEvent(node, clock.now(), { gpu: gpu(i), xid: 79, via: 'nvml', pid: null, process: null, message: 'NVRM: Xid (PCI:0000:10:00): 79, GPU has fallen off the bus.', podUids: [] }));
+    const events = failing.map((node, i) =>
+      xidEvent(node, clock.now(), {
+        gpu: gpu(i),
+        xid: 79,
+        via: 'nvml',
+        pid: null,
+        process: null,
+        message: 'NVRM: Xid (PCI:0000:10:00): 79, GPU has fallen off the bus.',
+        podUids: [],
+      }),
+    );
     await stack.send(events);
     await stack.advance(0);
     stop();

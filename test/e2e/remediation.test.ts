@@ -13,7 +13,14 @@
  * the functions (the stack injects it into `currentClock()`, as `simulate` does).
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { APPROVAL_REQUESTED, GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, REMEDIATION, type GpuActionRequest, type GpuActionState } from '../../events/index.ts';
+import {
+  APPROVAL_REQUESTED,
+  GPU_ACTION_RESULTS_ANNOTATION,
+  GPU_ACTIONS_ANNOTATION,
+  REMEDIATION,
+  type GpuActionRequest,
+  type GpuActionState,
+} from '../../events/index.ts';
 import { REPAIRED_AT_ANNOTATION, STATE_LABEL } from '../../functions/remediate/core/state.ts';
 import type { Fleet } from '../../infra/local/kube/index.ts';
 import { resource } from '../../infra/local/kube/resources.ts';
@@ -28,20 +35,46 @@ const clock = (() => {
     t += ms;
     for (const h of hooks) h();
   };
-  return { now: () => t, advance, sleep: async (ms: number) => advance(ms), onAdvance: (h: () => void) => void hooks.push(h) };
+  return {
+    now: () => t,
+    advance,
+    sleep: async (ms: number) => advance(ms),
+    onAdvance: (h: () => void) => void hooks.push(h),
+  };
 })();
 
 const TAINT_KEY = 'gpu-reflex.io/unhealthy';
-const GPU = (node: string, i: number) => ({ index: i, uuid: `GPU-${node.replace(/[^0-9a-f]/g, '0').padEnd(8, '0').slice(0, 8)}-0000-4000-8000-${String(i).padStart(12, '0')}`, pciBusId: `00000000:${(0x10 + i).toString(16)}:00.0`, name: 'NVIDIA A100-SXM4-80GB' });
+const GPU = (node: string, i: number) => ({
+  index: i,
+  uuid: `GPU-${node
+    .replace(/[^0-9a-f]/g, '0')
+    .padEnd(8, '0')
+    .slice(0, 8)}-0000-4000-8000-${String(i).padStart(12, '0')}`,
+  pciBusId: `00000000:${(0x10 + i).toString(16)}:00.0`,
+  name: 'NVIDIA A100-SXM4-80GB',
+});
 
 /** An XID as the agent would report it, observed now on the shared clock. */
 function xid(node: string, no: number, opts: { gpu?: number; podUids?: string[]; at?: number } = {}) {
   const at = opts.at ?? clock.now();
-  return xidEvent(node, at, { gpu: GPU(node, opts.gpu ?? 0), xid: no, via: 'nvml', pid: 4242, process: 'python', message: `NVRM: Xid (PCI:0000:10:00): ${no}`, podUids: opts.podUids ?? [] });
+  return xidEvent(node, at, {
+    gpu: GPU(node, opts.gpu ?? 0),
+    xid: no,
+    via: 'nvml',
+    pid: 4242,
+    process: 'python',
+    message: `NVRM: Xid (PCI:0000:10:00): ${no}`,
+    podUids: opts.podUids ?? [],
+  });
 }
 
 const A100 = { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': '8' };
-const pool = (name: string, count: number) => ({ name, count, labels: { 'gpu-reflex.io/pool': name, accelerator: 'nvidia-a100' }, allocatable: A100 });
+const pool = (name: string, count: number) => ({
+  name,
+  count,
+  labels: { 'gpu-reflex.io/pool': name, accelerator: 'nvidia-a100' },
+  allocatable: A100,
+});
 
 /**
  * Pools, one per scenario so the blast-radius windows do not interact:
@@ -52,16 +85,64 @@ const pool = (name: string, count: number) => ({ name, count, labels: { 'gpu-ref
 const FLEET: Fleet = {
   nodes: [pool('drain', 5), pool('dup', 5), pool('app', 5), pool('storm', 10), pool('repair', 5)],
   namespaces: [{ name: NAMESPACE }, { name: 'ml' }, { name: 'serve' }],
-  podDisruptionBudgets: [{ name: 'serve', namespace: 'serve', minAvailable: 1, selector: { matchLabels: { app: 'serve' } } }],
+  podDisruptionBudgets: [
+    { name: 'serve', namespace: 'serve', minAvailable: 1, selector: { matchLabels: { app: 'serve' } } },
+  ],
   pods: [
-    { name: 'serve-a', namespace: 'serve', node: 'drain-0', owner: { kind: 'ReplicaSet', name: 'serve-rs' }, labels: { app: 'serve' }, requests: { 'nvidia.com/gpu': 1 } },
-    { name: 'train-d0', namespace: 'ml', node: 'drain-0', owner: { kind: 'Job', name: 'train-d0' }, requests: { 'nvidia.com/gpu': 7 } },
-    ...[1, 2, 3, 4].map((i) => ({ name: `fill-d${i}`, namespace: 'ml', node: `drain-${i}`, owner: { kind: 'Job' as const, name: `fill-d${i}` }, requests: { 'nvidia.com/gpu': 8 } })),
+    {
+      name: 'serve-a',
+      namespace: 'serve',
+      node: 'drain-0',
+      owner: { kind: 'ReplicaSet', name: 'serve-rs' },
+      labels: { app: 'serve' },
+      requests: { 'nvidia.com/gpu': 1 },
+    },
+    {
+      name: 'train-d0',
+      namespace: 'ml',
+      node: 'drain-0',
+      owner: { kind: 'Job', name: 'train-d0' },
+      requests: { 'nvidia.com/gpu': 7 },
+    },
+    ...[1, 2, 3, 4].map((i) => ({
+      name: `fill-d${i}`,
+      namespace: 'ml',
+      node: `drain-${i}`,
+      owner: { kind: 'Job' as const, name: `fill-d${i}` },
+      requests: { 'nvidia.com/gpu': 8 },
+    })),
     // The second replica: nowhere to go until some capacity frees up.
-    { name: 'serve-b', namespace: 'serve', owner: { kind: 'ReplicaSet', name: 'serve-rs' }, labels: { app: 'serve' }, requests: { 'nvidia.com/gpu': 1 }, nodeSelector: { 'gpu-reflex.io/pool': 'drain' } },
-    { name: 'w-app-0b', namespace: 'ml', node: 'app-0', owner: { kind: 'Job', name: 'w-app-0b' }, requests: { 'nvidia.com/gpu': 2 } },
-    ...['dup', 'app', 'repair'].flatMap((p) => [0, 1, 2, 3, 4].map((i) => ({ name: `w-${p}-${i}`, namespace: 'ml', node: `${p}-${i}`, owner: { kind: 'Job' as const, name: `w-${p}-${i}` }, requests: { 'nvidia.com/gpu': 2 } }))),
-    ...[0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map((i) => ({ name: `w-storm-${i}`, namespace: 'ml', node: `storm-${i}`, owner: { kind: 'Job' as const, name: `w-storm-${i}` }, requests: { 'nvidia.com/gpu': 2 } })),
+    {
+      name: 'serve-b',
+      namespace: 'serve',
+      owner: { kind: 'ReplicaSet', name: 'serve-rs' },
+      labels: { app: 'serve' },
+      requests: { 'nvidia.com/gpu': 1 },
+      nodeSelector: { 'gpu-reflex.io/pool': 'drain' },
+    },
+    {
+      name: 'w-app-0b',
+      namespace: 'ml',
+      node: 'app-0',
+      owner: { kind: 'Job', name: 'w-app-0b' },
+      requests: { 'nvidia.com/gpu': 2 },
+    },
+    ...['dup', 'app', 'repair'].flatMap((p) =>
+      [0, 1, 2, 3, 4].map((i) => ({
+        name: `w-${p}-${i}`,
+        namespace: 'ml',
+        node: `${p}-${i}`,
+        owner: { kind: 'Job' as const, name: `w-${p}-${i}` },
+        requests: { 'nvidia.com/gpu': 2 },
+      })),
+    ),
+    ...[0, 1, 2, 3, 4, 5, 6, 7, 8, 9].map((i) => ({
+      name: `w-storm-${i}`,
+      namespace: 'ml',
+      node: `storm-${i}`,
+      owner: { kind: 'Job' as const, name: `w-storm-${i}` },
+      requests: { 'nvidia.com/gpu': 2 },
+    })),
   ],
 };
 
@@ -77,7 +158,8 @@ afterAll(async () => {
 
 const node = (name: string) => stack.sim.store.node(name)!;
 const taintsOf = (name: string) => (node(name).spec?.taints ?? []).filter((t) => t.key === TAINT_KEY);
-const remediationsFor = (name: string) => stack.published(REMEDIATION).filter((e) => (e.detail as { target?: { node?: string } }).target?.node === name);
+const remediationsFor = (name: string) =>
+  stack.published(REMEDIATION).filter((e) => (e.detail as { target?: { node?: string } }).target?.node === name);
 const uidOf = (ns: string, name: string) => stack.sim.store.pod(ns, name)!.metadata.uid!;
 const podsOn = (name: string) => stack.sim.store.podsOnNode(name).filter((p) => !p.metadata.deletionTimestamp);
 
@@ -101,15 +183,34 @@ describe('remediation on the embedded stack', () => {
     expect(clock.now() - t0).toBe(0);
     // As `kubectl describe node` shows it: one Event for the patch (cordon and taint), one for the
     // evictions, naming the pod evicted (not the one the budget kept); none per pod.
-    const onNode = stack.sim.store.list('events').filter((e) => (e as { involvedObject?: { name?: string } }).involvedObject?.name === 'drain-0') as { reason?: string; message?: string }[];
+    const onNode = stack.sim.store
+      .list('events')
+      .filter((e) => (e as { involvedObject?: { name?: string } }).involvedObject?.name === 'drain-0') as {
+      reason?: string;
+      message?: string;
+    }[];
     expect(onNode.map((e) => [e.reason, e.message]).sort()).toEqual([
       ['Cordoned', `Node marked unschedulable by gpu-reflex; taint ${TAINT_KEY}=xid-79:NoSchedule added`],
-      ['PodsEvicted', '1 pod evicted by gpu-reflex through the Eviction API (PodDisruptionBudgets honoured): ml/train-d0'],
+      [
+        'PodsEvicted',
+        '1 pod evicted by gpu-reflex through the Eviction API (PodDisruptionBudgets honoured): ml/train-d0',
+      ],
     ]);
-    expect(stack.sim.store.list('events').filter((e) => (e as { involvedObject?: { kind?: string } }).involvedObject?.kind === 'Pod')).toEqual([]);
+    expect(
+      stack.sim.store
+        .list('events')
+        .filter((e) => (e as { involvedObject?: { kind?: string } }).involvedObject?.kind === 'Pod'),
+    ).toEqual([]);
 
     // Capacity frees up elsewhere (the job on drain-1 completes): the twin schedules and runs there.
-    stack.sim.cluster.patch(resource('pods'), 'ml', 'fill-d1', 'application/merge-patch+json', { status: { phase: 'Succeeded' } }, { subresource: 'status' });
+    stack.sim.cluster.patch(
+      resource('pods'),
+      'ml',
+      'fill-d1',
+      'application/merge-patch+json',
+      { status: { phase: 'Succeeded' } },
+      { subresource: 'status' },
+    );
     stack.sim.cluster.tick();
     expect(stack.sim.store.pod('serve', 'serve-b')?.spec?.nodeName).toBe('drain-1');
     await stack.advance(60_000); // the sweep runs
@@ -130,7 +231,9 @@ describe('remediation on the embedded stack', () => {
     expect(node('dup-0').metadata.resourceVersion).toBe(after);
     expect(taintsOf('dup-0')).toHaveLength(1);
     expect(remediationsFor('dup-0')).toHaveLength(1);
-    expect(stack.bus.events.filter((e) => (e.detail as { eventId?: string }).eventId === event.detail.eventId)).toHaveLength(5);
+    expect(
+      stack.bus.events.filter((e) => (e.detail as { eventId?: string }).eventId === event.detail.eventId),
+    ).toHaveLength(5);
     expect(stack.bus.deadLetters).toEqual([]);
   });
 
@@ -175,9 +278,15 @@ describe('remediation on the embedded stack', () => {
     expect(asked.sort()).toEqual(held.sort());
     expect(failing.every((n) => remediationsFor(n).length === 1)).toBe(true);
     // The pool's blast-radius ledger is its own ConfigMap (no contention with other pools), two slots.
-    const ledgers = stack.sim.store.list('configmaps', NAMESPACE).filter((c) => c.metadata.name.startsWith('gpu-reflex-state-ledger-storm-'));
+    const ledgers = stack.sim.store
+      .list('configmaps', NAMESPACE)
+      .filter((c) => c.metadata.name.startsWith('gpu-reflex-state-ledger-storm-'));
     expect(ledgers).toHaveLength(1);
-    expect(JSON.parse((ledgers[0] as unknown as { data: Record<string, string> }).data['blast-radius.storm']!).entries.map((e: { node: string }) => e.node).sort()).toEqual(cordoned.sort());
+    expect(
+      JSON.parse((ledgers[0] as unknown as { data: Record<string, string> }).data['blast-radius.storm']!)
+        .entries.map((e: { node: string }) => e.node)
+        .sort(),
+    ).toEqual(cordoned.sort());
     // The rest of the pool never saw a fault and is untouched.
     expect([6, 7, 8, 9].every((i) => !node(`storm-${i}`).spec?.unschedulable)).toBe(true);
   });
@@ -192,16 +301,37 @@ describe('remediation on the embedded stack', () => {
     expect(node('repair-0').spec?.unschedulable).toBe(true);
 
     // A person (or the repair adapter) power-cycles it and says so.
-    stack.sim.cluster.patch(resource('nodes'), '', 'repair-0', 'application/merge-patch+json', { metadata: { annotations: { [REPAIRED_AT_ANNOTATION]: new Date(clock.now()).toISOString() } } });
+    stack.sim.cluster.patch(resource('nodes'), '', 'repair-0', 'application/merge-patch+json', {
+      metadata: { annotations: { [REPAIRED_AT_ANNOTATION]: new Date(clock.now()).toISOString() } },
+    });
     await stack.advance(2 * 60_000);
-    const probe = (JSON.parse(node('repair-0').metadata.annotations?.[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[]).find((r) => r.action === 'probe');
+    const probe = (
+      JSON.parse(node('repair-0').metadata.annotations?.[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[]
+    ).find((r) => r.action === 'probe');
     expect(probe).toBeDefined();
     // No agent answers here: past the 30 min quiet period the node is still out (quiet time restores nothing).
     await stack.advance(31 * 60_000);
     expect(node('repair-0').spec?.unschedulable).toBe(true);
     // The node agent's probe passes (played here as its actuator writes it).
-    const probed: GpuActionState = { state: 'done', action: 'probe', gpuUuid: probe!.gpuUuid, at: new Date(clock.now()).toISOString(), probe: { nvmlAnswers: true, counted: true, recoveryAction: 'none', remapPending: false, remapFailed: false, eccUncorrectedDelta: 0, xidsDuringProbe: [], passed: true } };
-    stack.sim.cluster.patch(resource('nodes'), '', 'repair-0', 'application/merge-patch+json', { metadata: { annotations: { [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify({ [probe!.id]: probed }) } } });
+    const probed: GpuActionState = {
+      state: 'done',
+      action: 'probe',
+      gpuUuid: probe!.gpuUuid,
+      at: new Date(clock.now()).toISOString(),
+      probe: {
+        nvmlAnswers: true,
+        counted: true,
+        recoveryAction: 'none',
+        remapPending: false,
+        remapFailed: false,
+        eccUncorrectedDelta: 0,
+        xidsDuringProbe: [],
+        passed: true,
+      },
+    };
+    stack.sim.cluster.patch(resource('nodes'), '', 'repair-0', 'application/merge-patch+json', {
+      metadata: { annotations: { [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify({ [probe!.id]: probed }) } },
+    });
     await stack.advance(2 * 60_000);
     expect(node('repair-0').spec?.unschedulable).toBeFalsy();
     expect(taintsOf('repair-0')).toEqual([]);

@@ -19,7 +19,11 @@ const ANSWER_WITHIN_MS = 1_000;
 let bus: LocalBus;
 beforeAll(async () => {
   // Rules match `fixture-bus` events, so every accepted event is indexed and matched too.
-  bus = await startLocalBus({ serverlessYml: FIXTURE, clock: new ManualClock(Date.parse('2026-01-02T11:50:00Z')), historySize: 100 });
+  bus = await startLocalBus({
+    serverlessYml: FIXTURE,
+    clock: new ManualClock(Date.parse('2026-01-02T11:50:00Z')),
+    historySize: 100,
+  });
 });
 afterAll(async () => bus.close());
 
@@ -48,7 +52,13 @@ function post(body: string | Buffer, target = 'AWSEvents.PutEvents'): Promise<An
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8'), ms: performance.now() - started }));
+        res.on('end', () =>
+          resolve({
+            status: res.statusCode ?? 0,
+            body: Buffer.concat(chunks).toString('utf8'),
+            ms: performance.now() - started,
+          }),
+        );
         res.on('error', reject);
       },
     );
@@ -60,10 +70,17 @@ function post(body: string | Buffer, target = 'AWSEvents.PutEvents'): Promise<An
 /** An answer is AWS-shaped: 200 with one result per entry, or an error with `__type` and `message`. */
 function expectAwsShaped(a: Answer, entries: number | undefined): void {
   expect(a.ms).toBeLessThan(ANSWER_WITHIN_MS);
-  const json = JSON.parse(a.body) as { FailedEntryCount?: number; Entries?: unknown[]; __type?: string; message?: string };
+  const json = JSON.parse(a.body) as {
+    FailedEntryCount?: number;
+    Entries?: unknown[];
+    __type?: string;
+    message?: string;
+  };
   if (a.status === 200) {
     expect(json.Entries).toHaveLength(entries ?? json.Entries!.length);
-    expect(json.FailedEntryCount).toBe(json.Entries!.filter((e) => typeof e === 'object' && e !== null && 'ErrorCode' in e).length);
+    expect(json.FailedEntryCount).toBe(
+      json.Entries!.filter((e) => typeof e === 'object' && e !== null && 'ErrorCode' in e).length,
+    );
   } else {
     expect(a.status).toBeGreaterThanOrEqual(400);
     expect(typeof json.__type).toBe('string');
@@ -73,8 +90,24 @@ function expectAwsShaped(a: Answer, entries: number | undefined): void {
 
 /** After everything: the real SDK still gets a normal event accepted. */
 async function expectStillServing(): Promise<void> {
-  const sdk = new EventBridgeClient({ endpoint: bus.url, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 1 });
-  const out = await sdk.send(new PutEventsCommand({ Entries: [{ Source: 'gpu-reflex.node-agent', DetailType: 'GPU XID Error', Detail: '{"xid":79}', EventBusName: 'fixture-bus' }] }));
+  const sdk = new EventBridgeClient({
+    endpoint: bus.url,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    maxAttempts: 1,
+  });
+  const out = await sdk.send(
+    new PutEventsCommand({
+      Entries: [
+        {
+          Source: 'gpu-reflex.node-agent',
+          DetailType: 'GPU XID Error',
+          Detail: '{"xid":79}',
+          EventBusName: 'fixture-bus',
+        },
+      ],
+    }),
+  );
   expect(out.FailedEntryCount).toBe(0);
 }
 
@@ -84,13 +117,19 @@ const nestedText = fc
   .map(({ depth, width, objects }) => {
     const open = objects ? '{"a":' : '[';
     const close = objects ? '}' : ']';
-    const siblings = objects ? Array.from({ length: width - 1 }, (_, i) => `,"s${i}":${i}`).join('') : ',0'.repeat(width - 1);
+    const siblings = objects
+      ? Array.from({ length: width - 1 }, (_, i) => `,"s${i}":${i}`).join('')
+      : ',0'.repeat(width - 1);
     return `{"d":${open.repeat(depth)}0${(siblings + close).repeat(depth)}}`;
   });
 /** A flat object or array with up to 40,000 members (within the 256 KB limit, or just past it). */
-const wideText = fc.record({ n: fc.integer({ min: 0, max: 40_000 }), objects: fc.boolean() }).map(({ n, objects }) =>
-  objects ? `{${Array.from({ length: n }, (_, i) => `"k${i}":${i}`).join(',')}}` : `{"a":[${Array.from({ length: n }, (_, i) => i).join(',')}]}`,
-);
+const wideText = fc
+  .record({ n: fc.integer({ min: 0, max: 40_000 }), objects: fc.boolean() })
+  .map(({ n, objects }) =>
+    objects
+      ? `{${Array.from({ length: n }, (_, i) => `"k${i}":${i}`).join(',')}}`
+      : `{"a":[${Array.from({ length: n }, (_, i) => i).join(',')}]}`,
+  );
 const detail = fc.oneof(nestedText, wideText, fc.json({ maxDepth: 6 }), fc.string({ maxLength: 50 }));
 const entry = fc.record(
   {
@@ -135,7 +174,9 @@ describe('the local bus under hostile PutEvents', () => {
 
   it('refuses a 60,000-deep Detail at once and accepts a normal one right after', async () => {
     const deep = `{"xid":${'['.repeat(60_000)}79${']'.repeat(60_000)}}`;
-    const a = await post(JSON.stringify({ Entries: [{ Source: 's', DetailType: 'd', Detail: deep, EventBusName: 'fixture-bus' }] }));
+    const a = await post(
+      JSON.stringify({ Entries: [{ Source: 's', DetailType: 'd', Detail: deep, EventBusName: 'fixture-bus' }] }),
+    );
     expectAwsShaped(a, 1);
     expect(JSON.parse(a.body)).toMatchObject({ FailedEntryCount: 1, Entries: [{ ErrorCode: 'MalformedDetail' }] });
     await expectStillServing();
@@ -144,24 +185,28 @@ describe('the local bus under hostile PutEvents', () => {
 
 describe('patterns and events of any depth and width', () => {
   /** A pattern nested `depth` levels (objects, or `$or` branches), `width` fields per level. */
-  const pattern = fc.record({ depth: fc.integer({ min: 0, max: 5_000 }), width: fc.integer({ min: 1, max: 40 }), or: fc.boolean() }).map(({ depth, width, or }) => {
-    let p: Record<string, unknown> = { leaf: ['x', { prefix: 'y' }] };
-    for (let i = 0; i < depth; i++) {
-      const level: Record<string, unknown> = or ? { $or: [p, { [`o${i}`]: [1] }] } : { n: p };
-      for (let w = 1; w < width; w++) level[`f${w}`] = [w];
-      p = level;
-    }
-    return p;
-  });
-  const event = fc.record({ depth: fc.integer({ min: 0, max: 60_000 }), width: fc.integer({ min: 1, max: 40 }) }).map(({ depth, width }) => {
-    let v: unknown = 'x';
-    for (let i = 0; i < depth; i++) {
-      const level: Record<string, unknown> = { n: i % 2 ? v : [v, 0] };
-      for (let w = 1; w < width && i < 100; w++) level[`f${w}`] = w;
-      v = level;
-    }
-    return { source: 's', detail: v };
-  });
+  const pattern = fc
+    .record({ depth: fc.integer({ min: 0, max: 5_000 }), width: fc.integer({ min: 1, max: 40 }), or: fc.boolean() })
+    .map(({ depth, width, or }) => {
+      let p: Record<string, unknown> = { leaf: ['x', { prefix: 'y' }] };
+      for (let i = 0; i < depth; i++) {
+        const level: Record<string, unknown> = or ? { $or: [p, { [`o${i}`]: [1] }] } : { n: p };
+        for (let w = 1; w < width; w++) level[`f${w}`] = [w];
+        p = level;
+      }
+      return p;
+    });
+  const event = fc
+    .record({ depth: fc.integer({ min: 0, max: 60_000 }), width: fc.integer({ min: 1, max: 40 }) })
+    .map(({ depth, width }) => {
+      let v: unknown = 'x';
+      for (let i = 0; i < depth; i++) {
+        const level: Record<string, unknown> = { n: i % 2 ? v : [v, 0] };
+        for (let w = 1; w < width && i < 100; w++) level[`f${w}`] = w;
+        v = level;
+      }
+      return { source: 's', detail: v };
+    });
 
   it('validatePattern refuses an over-deep or over-wide pattern with an AWS-style message, or compiles it; matching never throws, within 1 s', () => {
     fc.assert(

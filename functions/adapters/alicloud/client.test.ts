@@ -10,8 +10,22 @@ const CLOUD: CloudFile = {
   bootSeconds: 120,
   removeSeconds: 30,
   pools: [
-    { id: 'np-a10', name: 'a10', instanceTypes: ['ecs.gn7i-c8g1.2xlarge'], size: 1, labels: { team: 'ml' }, taints: [{ key: 'nvidia.com/gpu', value: 'present', effect: 'NoSchedule' }] },
-    { id: 'np-a100', name: 'a100', instanceTypes: ['ecs.gn7e-c16g1.4xlarge'], size: 0, autoRepair: true, autoScaling: { enable: true, min: 0, max: 4 } },
+    {
+      id: 'np-a10',
+      name: 'a10',
+      instanceTypes: ['ecs.gn7i-c8g1.2xlarge'],
+      size: 1,
+      labels: { team: 'ml' },
+      taints: [{ key: 'nvidia.com/gpu', value: 'present', effect: 'NoSchedule' }],
+    },
+    {
+      id: 'np-a100',
+      name: 'a100',
+      instanceTypes: ['ecs.gn7e-c16g1.4xlarge'],
+      size: 0,
+      autoRepair: true,
+      autoScaling: { enable: true, min: 0, max: 4 },
+    },
   ],
 };
 
@@ -26,7 +40,18 @@ async function setup(cloud: CloudFile = CLOUD, extra: Partial<AliCloudSettings> 
   sim = await startAliCloudSim({ cloud, clock: simClock });
   const c = sim.connection;
   const clock = manualClock();
-  const pools = new AliCloudPools({ regionId: c.regionId, clusterId: c.clusterId, accessKeyId: c.accessKeyId, accessKeySecret: c.accessKeySecret, endpoint: c.endpoint, protocol: 'http', ...extra }, clock);
+  const pools = new AliCloudPools(
+    {
+      regionId: c.regionId,
+      clusterId: c.clusterId,
+      accessKeyId: c.accessKeyId,
+      accessKeySecret: c.accessKeySecret,
+      endpoint: c.endpoint,
+      protocol: 'http',
+      ...extra,
+    },
+    clock,
+  );
   return { sim, simClock, clock, pools };
 }
 
@@ -35,7 +60,17 @@ describe('AliCloudPools against the Alibaba Cloud simulator (real @alicloud/open
     const { pools } = await setup();
     const list = await pools.listNodePools();
     expect(list.map((p) => p.id)).toEqual(['np-a10', 'np-a100']);
-    expect(list[0]).toMatchObject({ name: 'a10', state: 'active', desiredSize: 1, totalNodes: 1, instanceTypes: ['ecs.gn7i-c8g1.2xlarge'], chargeType: 'PostPaid', labels: { team: 'ml' }, taints: [{ key: 'nvidia.com/gpu', value: 'present', effect: 'NoSchedule' }], ackAutoRepair: false });
+    expect(list[0]).toMatchObject({
+      name: 'a10',
+      state: 'active',
+      desiredSize: 1,
+      totalNodes: 1,
+      instanceTypes: ['ecs.gn7i-c8g1.2xlarge'],
+      chargeType: 'PostPaid',
+      labels: { team: 'ml' },
+      taints: [{ key: 'nvidia.com/gpu', value: 'present', effect: 'NoSchedule' }],
+      ackAutoRepair: false,
+    });
     expect(list[1]).toMatchObject({ ackAutoRepair: true, ackAutoScaling: { enable: true, min: 0, max: 4 } });
   });
 
@@ -65,7 +100,9 @@ describe('AliCloudPools against the Alibaba Cloud simulator (real @alicloud/open
     sim.cloud.inject({ action: 'DescribePrice', throttle: 10 });
     const err = await pools.hourlyPrice('ecs.gn7i-c8g1.2xlarge').catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ThrottledError);
-    expect((err as Error).message).toContain('ecs:DescribePrice: Throttling.User: Request was denied due to user flow control.');
+    expect((err as Error).message).toContain(
+      'ecs:DescribePrice: Throttling.User: Request was denied due to user flow control.',
+    );
     expect(sim.cloud.calls.filter((c) => c.action === 'DescribePrice')).toHaveLength(5);
   });
 
@@ -73,11 +110,33 @@ describe('AliCloudPools against the Alibaba Cloud simulator (real @alicloud/open
     const { sim } = await setup();
     const c = sim.connection;
     const clock = manualClock();
-    const wrongSecret = new AliCloudPools({ regionId: c.regionId, clusterId: c.clusterId, accessKeyId: c.accessKeyId, accessKeySecret: 'not-the-secret', endpoint: c.endpoint, protocol: 'http' }, clock);
+    const wrongSecret = new AliCloudPools(
+      {
+        regionId: c.regionId,
+        clusterId: c.clusterId,
+        accessKeyId: c.accessKeyId,
+        accessKeySecret: 'not-the-secret',
+        endpoint: c.endpoint,
+        protocol: 'http',
+      },
+      clock,
+    );
     const e1 = await wrongSecret.listNodePools().catch((e: unknown) => e);
     expect(e1).toBeInstanceOf(ConfigurationError);
-    expect((e1 as Error).message).toMatch(/^cs:DescribeClusterNodePools: SignatureDoesNotMatch: Specified signature does not match/);
-    const unknownKey = new AliCloudPools({ regionId: c.regionId, clusterId: c.clusterId, accessKeyId: 'LTAInobody', accessKeySecret: 'x', endpoint: c.endpoint, protocol: 'http' }, clock);
+    expect((e1 as Error).message).toMatch(
+      /^cs:DescribeClusterNodePools: SignatureDoesNotMatch: Specified signature does not match/,
+    );
+    const unknownKey = new AliCloudPools(
+      {
+        regionId: c.regionId,
+        clusterId: c.clusterId,
+        accessKeyId: 'LTAInobody',
+        accessKeySecret: 'x',
+        endpoint: c.endpoint,
+        protocol: 'http',
+      },
+      clock,
+    );
     const e2 = await unknownKey.hourlyPrice('ecs.gn7i-c8g1.2xlarge').catch((e: unknown) => e);
     expect(e2).toBeInstanceOf(ConfigurationError);
     expect((e2 as Error).message).toContain('InvalidAccessKeyId.NotFound: Specified access key is not found.');
@@ -110,13 +169,30 @@ describe('AliCloudPools against the Alibaba Cloud simulator (real @alicloud/open
   });
 
   it('pages through DescribeInstanceTypes (100 a page) and reads GPU specs and prices', async () => {
-    const many = Array.from({ length: 130 }, (_, i) => ({ id: `ecs.gnx-c${i}.xlarge`, gpuAmount: 1 + (i % 4), gpuSpec: 'NVIDIA L20', gpuMemoryGiB: 48, cpu: 8, memoryGiB: 64, pricePerHour: 10 + i }));
+    const many = Array.from({ length: 130 }, (_, i) => ({
+      id: `ecs.gnx-c${i}.xlarge`,
+      gpuAmount: 1 + (i % 4),
+      gpuSpec: 'NVIDIA L20',
+      gpuMemoryGiB: 48,
+      cpu: 8,
+      memoryGiB: 64,
+      pricePerHour: 10 + i,
+    }));
     const { sim, pools } = await setup({ ...CLOUD, instanceTypes: many });
     const types = await pools.instanceTypes([]);
     expect(types).toHaveLength(135);
     expect(sim.cloud.calls.filter((c) => c.action === 'DescribeInstanceTypes')).toHaveLength(2);
-    expect(types.find((t) => t.id === 'ecs.gnx-c129.xlarge')).toEqual({ id: 'ecs.gnx-c129.xlarge', gpuAmount: 2, gpuSpec: 'NVIDIA L20', gpuMemoryGiB: 48, cpu: 8, memoryGiB: 64 });
-    expect(await pools.instanceTypes(['ecs.ebmgn7e.32xlarge'])).toEqual([{ id: 'ecs.ebmgn7e.32xlarge', gpuAmount: 8, gpuSpec: 'NVIDIA A100', gpuMemoryGiB: 80, cpu: 128, memoryGiB: 1024 }]);
+    expect(types.find((t) => t.id === 'ecs.gnx-c129.xlarge')).toEqual({
+      id: 'ecs.gnx-c129.xlarge',
+      gpuAmount: 2,
+      gpuSpec: 'NVIDIA L20',
+      gpuMemoryGiB: 48,
+      cpu: 8,
+      memoryGiB: 64,
+    });
+    expect(await pools.instanceTypes(['ecs.ebmgn7e.32xlarge'])).toEqual([
+      { id: 'ecs.ebmgn7e.32xlarge', gpuAmount: 8, gpuSpec: 'NVIDIA A100', gpuMemoryGiB: 80, cpu: 128, memoryGiB: 1024 },
+    ]);
     expect(await pools.hourlyPrice('ecs.gn7e-c16g1.4xlarge')).toBe(65);
     const e = await pools.hourlyPrice('ecs.nope.xlarge').catch((x: unknown) => x);
     expect(e).toBeInstanceOf(NotFoundError);
@@ -127,7 +203,11 @@ describe('AliCloudPools against the Alibaba Cloud simulator (real @alicloud/open
     const [inst] = sim.cloud.members('np-a10');
     const boot = inst!.bootId;
     await pools.reboot(inst!.id);
-    expect((await pools.instances([inst!.id]))[0]).toMatchObject({ id: inst!.id, status: 'Stopping', instanceType: 'ecs.gn7i-c8g1.2xlarge' });
+    expect((await pools.instances([inst!.id]))[0]).toMatchObject({
+      id: inst!.id,
+      status: 'Stopping',
+      instanceType: 'ecs.gn7i-c8g1.2xlarge',
+    });
     const e = await pools.reboot(inst!.id).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(ForbiddenError);
     expect((e as Error).message).toContain('IncorrectInstanceStatus');
@@ -140,8 +220,27 @@ describe('AliCloudPools against the Alibaba Cloud simulator (real @alicloud/open
 describe('aliCloudSettingsFromEnv', () => {
   it('names the missing variable', () => {
     expect(() => aliCloudSettingsFromEnv({ ACK_CLUSTER_ID: 'c1' })).toThrow('ALIBABA_CLOUD_REGION_ID is not set');
-    expect(() => aliCloudSettingsFromEnv({ ALIBABA_CLOUD_REGION_ID: 'cn-hangzhou', ACK_CLUSTER_ID: 'c1', ALIBABA_CLOUD_ACCESS_KEY_ID: 'k' })).toThrow('ALIBABA_CLOUD_ACCESS_KEY_SECRET is not set');
-    expect(() => aliCloudSettingsFromEnv({ ALIBABA_CLOUD_REGION_ID: 'cn-hangzhou', ACK_CLUSTER_ID: 'c1', ALIBABA_CLOUD_PROTOCOL: 'ftp' })).toThrow('ALIBABA_CLOUD_PROTOCOL must be http or https');
-    expect(aliCloudSettingsFromEnv({ ALIBABA_CLOUD_REGION_ID: 'cn-hangzhou', ACK_CLUSTER_ID: 'c1', ALIBABA_CLOUD_ENDPOINT: '127.0.0.1:1', ALIBABA_CLOUD_PROTOCOL: 'http' })).toEqual({ regionId: 'cn-hangzhou', clusterId: 'c1', endpoint: '127.0.0.1:1', protocol: 'http' });
+    expect(() =>
+      aliCloudSettingsFromEnv({
+        ALIBABA_CLOUD_REGION_ID: 'cn-hangzhou',
+        ACK_CLUSTER_ID: 'c1',
+        ALIBABA_CLOUD_ACCESS_KEY_ID: 'k',
+      }),
+    ).toThrow('ALIBABA_CLOUD_ACCESS_KEY_SECRET is not set');
+    expect(() =>
+      aliCloudSettingsFromEnv({
+        ALIBABA_CLOUD_REGION_ID: 'cn-hangzhou',
+        ACK_CLUSTER_ID: 'c1',
+        ALIBABA_CLOUD_PROTOCOL: 'ftp',
+      }),
+    ).toThrow('ALIBABA_CLOUD_PROTOCOL must be http or https');
+    expect(
+      aliCloudSettingsFromEnv({
+        ALIBABA_CLOUD_REGION_ID: 'cn-hangzhou',
+        ACK_CLUSTER_ID: 'c1',
+        ALIBABA_CLOUD_ENDPOINT: '127.0.0.1:1',
+        ALIBABA_CLOUD_PROTOCOL: 'http',
+      }),
+    ).toEqual({ regionId: 'cn-hangzhou', clusterId: 'c1', endpoint: '127.0.0.1:1', protocol: 'http' });
   });
 });

@@ -1,7 +1,15 @@
 import * as credentials from '@alicloud/credentials';
 import * as openapi from '@alicloud/openapi-client';
 import type { Clock } from '../clock.ts';
-import { AdapterError, BadInputError, ConfigurationError, ForbiddenError, NotFoundError, ThrottledError, TransientError } from '../errors.ts';
+import {
+  AdapterError,
+  BadInputError,
+  ConfigurationError,
+  ForbiddenError,
+  NotFoundError,
+  ThrottledError,
+  TransientError,
+} from '../errors.ts';
 import type { CloudPools, CloudTask, InstanceInfo, InstanceTypeInfo, NodePool } from './ports.ts';
 import { RAM_ACTIONS } from './ports.ts';
 
@@ -37,11 +45,16 @@ export function aliCloudSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): A
     return v;
   };
   const protocol = env['ALIBABA_CLOUD_PROTOCOL'];
-  if (protocol !== undefined && protocol !== 'http' && protocol !== 'https') throw new ConfigurationError(`ALIBABA_CLOUD_PROTOCOL must be http or https (got ${protocol})`, { what: 'ALIBABA_CLOUD_PROTOCOL' });
+  if (protocol !== undefined && protocol !== 'http' && protocol !== 'https')
+    throw new ConfigurationError(`ALIBABA_CLOUD_PROTOCOL must be http or https (got ${protocol})`, {
+      what: 'ALIBABA_CLOUD_PROTOCOL',
+    });
   return {
     regionId: need('ALIBABA_CLOUD_REGION_ID'),
     clusterId: need('ACK_CLUSTER_ID'),
-    ...(env['ALIBABA_CLOUD_ACCESS_KEY_ID'] ? { accessKeyId: env['ALIBABA_CLOUD_ACCESS_KEY_ID'], accessKeySecret: need('ALIBABA_CLOUD_ACCESS_KEY_SECRET') } : {}),
+    ...(env['ALIBABA_CLOUD_ACCESS_KEY_ID']
+      ? { accessKeyId: env['ALIBABA_CLOUD_ACCESS_KEY_ID'], accessKeySecret: need('ALIBABA_CLOUD_ACCESS_KEY_SECRET') }
+      : {}),
     ...(env['ALIBABA_CLOUD_SECURITY_TOKEN'] ? { securityToken: env['ALIBABA_CLOUD_SECURITY_TOKEN'] } : {}),
     ...(env['ALIBABA_CLOUD_ENDPOINT'] ? { endpoint: env['ALIBABA_CLOUD_ENDPOINT'] } : {}),
     ...(protocol ? { protocol } : {}),
@@ -64,31 +77,66 @@ interface SdkError {
   data?: { Message?: unknown; message?: unknown; RequestId?: unknown; requestId?: unknown; statusCode?: unknown };
 }
 
-const isThrottle = (code: string) => code.startsWith('Throttling') || code === 'ServiceUnavailable' || code === 'Throttled';
-const NETWORK = new Set(['ECONNRESET', 'ECONNREFUSED', 'ETIMEDOUT', 'EPIPE', 'EAI_AGAIN', 'ReadTimeout', 'ConnectTimeout']);
+const isThrottle = (code: string) =>
+  code.startsWith('Throttling') || code === 'ServiceUnavailable' || code === 'Throttled';
+const NETWORK = new Set([
+  'ECONNRESET',
+  'ECONNREFUSED',
+  'ETIMEDOUT',
+  'EPIPE',
+  'EAI_AGAIN',
+  'ReadTimeout',
+  'ConnectTimeout',
+]);
 
 /** Maps an SDK error to the adapter hierarchy; the message carries Alibaba's code and text. */
 export function mapAliCloudError(err: unknown, action: string): AdapterError {
   if (err instanceof AdapterError) return err;
   const e = (err ?? {}) as SdkError;
   const code = typeof e.code === 'string' ? e.code : '';
-  const status = typeof e.data?.statusCode === 'number' ? e.data.statusCode : typeof e.statusCode === 'number' ? e.statusCode : undefined;
+  const status =
+    typeof e.data?.statusCode === 'number'
+      ? e.data.statusCode
+      : typeof e.statusCode === 'number'
+        ? e.statusCode
+        : undefined;
   const text = String(e.data?.Message ?? e.data?.message ?? e.message ?? err);
   const requestId = String(e.data?.RequestId ?? e.data?.requestId ?? '');
   const message = `${action}: ${code || 'error'}: ${text}${requestId ? ` (request ${requestId})` : ''}`;
   const fields = { what: action, cause: err, ...(status !== undefined ? { status } : {}) };
-  if (status === undefined && (NETWORK.has(code) || /socket hang up|ECONNRESET|ECONNREFUSED|timeout/i.test(text))) return new TransientError(message, fields);
+  if (status === undefined && (NETWORK.has(code) || /socket hang up|ECONNRESET|ECONNREFUSED|timeout/i.test(text)))
+    return new TransientError(message, fields);
   if (isThrottle(code) || status === 429) return new ThrottledError(message, fields);
   if (status !== undefined && status >= 500) return new TransientError(message, fields);
-  if (code.startsWith('InvalidAccessKeyId') || code === 'SignatureDoesNotMatch' || code === 'MissingAccessKeyId' || code === 'InvalidSecurityToken.Expired' || code.startsWith('InvalidSecurityToken')) {
+  if (
+    code.startsWith('InvalidAccessKeyId') ||
+    code === 'SignatureDoesNotMatch' ||
+    code === 'MissingAccessKeyId' ||
+    code === 'InvalidSecurityToken.Expired' ||
+    code.startsWith('InvalidSecurityToken')
+  ) {
     return new ConfigurationError(`${message} — check the AccessKey or role gpu-reflex runs with`, fields);
   }
-  if (code === 'Forbidden.RAM' || code.startsWith('Forbidden') || code === 'NoPermission' || code === 'IncorrectInstanceStatus' || status === 403) return new ForbiddenError(code.startsWith('Forbidden') || code === 'NoPermission' ? `${message} — the RAM policy must allow ${action}` : message, fields);
+  if (
+    code === 'Forbidden.RAM' ||
+    code.startsWith('Forbidden') ||
+    code === 'NoPermission' ||
+    code === 'IncorrectInstanceStatus' ||
+    status === 403
+  )
+    return new ForbiddenError(
+      code.startsWith('Forbidden') || code === 'NoPermission'
+        ? `${message} — the RAM policy must allow ${action}`
+        : message,
+      fields,
+    );
   if (status === 404 || code.endsWith('NotFound')) return new NotFoundError(message, fields);
   return new BadInputError(message, fields);
 }
 
-type Ctor = new (config: openapi.Config) => { callApi(params: openapi.Params, request: openapi.OpenApiRequest, runtime: object): Promise<{ body: unknown }> };
+type Ctor = new (config: openapi.Config) => {
+  callApi(params: openapi.Params, request: openapi.OpenApiRequest, runtime: object): Promise<{ body: unknown }>;
+};
 
 /** A CJS module's class whichever way it was imported (node's ESM interop or a bundler). */
 export function defaultClass<T>(mod: unknown): T {
@@ -122,14 +170,28 @@ export class AliCloudPools implements CloudPools {
       protocol: this.protocol,
       readTimeout: settings.readTimeoutMs ?? 10_000,
       connectTimeout: 5_000,
-      ...(settings.accessKeyId ? { accessKeyId: settings.accessKeyId, accessKeySecret: settings.accessKeySecret, ...(settings.securityToken ? { securityToken: settings.securityToken } : {}) } : { credential: credential ?? defaultCredential() }),
+      ...(settings.accessKeyId
+        ? {
+            accessKeyId: settings.accessKeyId,
+            accessKeySecret: settings.accessKeySecret,
+            ...(settings.securityToken ? { securityToken: settings.securityToken } : {}),
+          }
+        : { credential: credential ?? defaultCredential() }),
     };
-    this.cs = new Client(new openapi.Config({ ...base, endpoint: settings.endpoint ?? `cs.${settings.regionId}.aliyuncs.com` }));
-    this.ecs = new Client(new openapi.Config({ ...base, endpoint: settings.endpoint ?? `ecs.${settings.regionId}.aliyuncs.com` }));
+    this.cs = new Client(
+      new openapi.Config({ ...base, endpoint: settings.endpoint ?? `cs.${settings.regionId}.aliyuncs.com` }),
+    );
+    this.ecs = new Client(
+      new openapi.Config({ ...base, endpoint: settings.endpoint ?? `ecs.${settings.regionId}.aliyuncs.com` }),
+    );
   }
 
   /** One call with backoff on throttling, 5xx and network errors; the rest thrown at once. */
-  private async call(method: keyof CloudPools, product: 'cs' | 'ecs', params: { pathname: string; method: string; query?: Record<string, string>; body?: Json }): Promise<Json> {
+  private async call(
+    method: keyof CloudPools,
+    product: 'cs' | 'ecs',
+    params: { pathname: string; method: string; query?: Record<string, string>; body?: Json },
+  ): Promise<Json> {
     const action = RAM_ACTIONS[method];
     const apiAction = action.split(':')[1]!;
     const attempts = this.settings.maxAttempts ?? 5;
@@ -147,7 +209,10 @@ export class AliCloudPools implements CloudPools {
           reqBodyType: 'json',
           bodyType: 'json',
         });
-        const req = new openapi.OpenApiRequest({ ...(params.query ? { query: params.query } : {}), ...(params.body ? { body: params.body } : {}) });
+        const req = new openapi.OpenApiRequest({
+          ...(params.query ? { query: params.query } : {}),
+          ...(params.body ? { body: params.body } : {}),
+        });
         const res = await (product === 'cs' ? this.cs : this.ecs).callApi(p, req, {});
         return (res.body ?? {}) as Json;
       } catch (err) {
@@ -192,13 +257,29 @@ export class AliCloudPools implements CloudPools {
   }
 
   async setDesiredSize(poolId: string, desiredSize: number): Promise<{ taskId: string }> {
-    const body = await this.call('setDesiredSize', 'cs', { pathname: `${this.clusterPath}/nodepools/${encodeURIComponent(poolId)}`, method: 'PUT', body: { scaling_group: { desired_size: desiredSize } } });
+    const body = await this.call('setDesiredSize', 'cs', {
+      pathname: `${this.clusterPath}/nodepools/${encodeURIComponent(poolId)}`,
+      method: 'PUT',
+      body: { scaling_group: { desired_size: desiredSize } },
+    });
     return { taskId: str(body['task_id']) };
   }
 
-  async removeNodes(poolId: string, instanceIds: string[], opts: { release: boolean; drain: boolean }): Promise<{ taskId: string }> {
-    const query = { instance_ids: JSON.stringify(instanceIds), release_node: String(opts.release), drain_node: String(opts.drain) };
-    const body = await this.call('removeNodes', 'cs', { pathname: `${this.clusterPath}/nodepools/${encodeURIComponent(poolId)}/nodes`, method: 'DELETE', query });
+  async removeNodes(
+    poolId: string,
+    instanceIds: string[],
+    opts: { release: boolean; drain: boolean },
+  ): Promise<{ taskId: string }> {
+    const query = {
+      instance_ids: JSON.stringify(instanceIds),
+      release_node: String(opts.release),
+      drain_node: String(opts.drain),
+    };
+    const body = await this.call('removeNodes', 'cs', {
+      pathname: `${this.clusterPath}/nodepools/${encodeURIComponent(poolId)}/nodes`,
+      method: 'DELETE',
+      query,
+    });
     return { taskId: str(body['task_id']) };
   }
 
@@ -208,18 +289,35 @@ export class AliCloudPools implements CloudPools {
     // Older documentation spells failure `fail`.
     const state = raw === 'success' ? 'success' : raw === 'failed' || raw === 'fail' ? 'failed' : 'running';
     const error = body['error'] as Json | undefined;
-    return { id: taskId, state, ...(error && (error['code'] || error['message']) ? { error: { code: str(error['code']), message: str(error['message']) } } : {}) };
+    return {
+      id: taskId,
+      state,
+      ...(error && (error['code'] || error['message'])
+        ? { error: { code: str(error['code']), message: str(error['message']) } }
+        : {}),
+    };
   }
 
   async instanceTypes(ids: string[]): Promise<InstanceTypeInfo[]> {
     const out: InstanceTypeInfo[] = [];
     const query: Record<string, string> = { MaxResults: '100' };
     ids.forEach((id, i) => (query[`InstanceTypes.${i + 1}`] = id));
-    for (let token = ''; ; ) {
-      const body = await this.call('instanceTypes', 'ecs', { pathname: '/', method: 'POST', query: token ? { ...query, NextToken: token } : query });
+    for (let token = ''; ;) {
+      const body = await this.call('instanceTypes', 'ecs', {
+        pathname: '/',
+        method: 'POST',
+        query: token ? { ...query, NextToken: token } : query,
+      });
       const list = ((body['InstanceTypes'] as Json | undefined)?.['InstanceType'] ?? []) as Json[];
       for (const t of list) {
-        out.push({ id: str(t['InstanceTypeId']), gpuAmount: num(t['GPUAmount']), gpuSpec: str(t['GPUSpec']), gpuMemoryGiB: num(t['GPUMemorySize']), cpu: num(t['CpuCoreCount']), memoryGiB: num(t['MemorySize']) });
+        out.push({
+          id: str(t['InstanceTypeId']),
+          gpuAmount: num(t['GPUAmount']),
+          gpuSpec: str(t['GPUSpec']),
+          gpuMemoryGiB: num(t['GPUMemorySize']),
+          cpu: num(t['CpuCoreCount']),
+          memoryGiB: num(t['MemorySize']),
+        });
       }
       token = str(body['NextToken']);
       if (!token) return out;
@@ -227,7 +325,16 @@ export class AliCloudPools implements CloudPools {
   }
 
   async hourlyPrice(instanceType: string): Promise<number> {
-    const body = await this.call('hourlyPrice', 'ecs', { pathname: '/', method: 'POST', query: { RegionId: this.settings.regionId, ResourceType: 'instance', InstanceType: instanceType, PriceUnit: 'Hour' } });
+    const body = await this.call('hourlyPrice', 'ecs', {
+      pathname: '/',
+      method: 'POST',
+      query: {
+        RegionId: this.settings.regionId,
+        ResourceType: 'instance',
+        InstanceType: instanceType,
+        PriceUnit: 'Hour',
+      },
+    });
     const price = ((body['PriceInfo'] as Json | undefined)?.['Price'] ?? {}) as Json;
     return num(price['TradePrice']);
   }
@@ -237,9 +344,21 @@ export class AliCloudPools implements CloudPools {
     // DescribeInstances takes at most 100 ids per call.
     for (let i = 0; i < ids.length; i += 100) {
       const chunk = ids.slice(i, i + 100);
-      const body = await this.call('instances', 'ecs', { pathname: '/', method: 'POST', query: { RegionId: this.settings.regionId, InstanceIds: JSON.stringify(chunk), PageSize: '100' } });
+      const body = await this.call('instances', 'ecs', {
+        pathname: '/',
+        method: 'POST',
+        query: { RegionId: this.settings.regionId, InstanceIds: JSON.stringify(chunk), PageSize: '100' },
+      });
       const list = ((body['Instances'] as Json | undefined)?.['Instance'] ?? []) as Json[];
-      for (const x of list) out.push({ id: str(x['InstanceId']), status: str(x['Status']), hostName: str(x['HostName']), instanceType: str(x['InstanceType']), chargeType: str(x['InstanceChargeType']), startTime: str(x['StartTime']) });
+      for (const x of list)
+        out.push({
+          id: str(x['InstanceId']),
+          status: str(x['Status']),
+          hostName: str(x['HostName']),
+          instanceType: str(x['InstanceType']),
+          chargeType: str(x['InstanceChargeType']),
+          startTime: str(x['StartTime']),
+        });
     }
     return out;
   }

@@ -74,7 +74,11 @@ export interface CloudPools {
   listNodePools(): Promise<NodePool[]>;
   /** Absolute: safe to retry. */
   setDesiredSize(poolId: string, desiredSize: number): Promise<{ taskId: string }>;
-  removeNodes(poolId: string, instanceIds: string[], opts: { release: boolean; drain: boolean }): Promise<{ taskId: string }>;
+  removeNodes(
+    poolId: string,
+    instanceIds: string[],
+    opts: { release: boolean; drain: boolean },
+  ): Promise<{ taskId: string }>;
   task(taskId: string): Promise<CloudTask>;
   instanceTypes(ids: string[]): Promise<InstanceTypeInfo[]>;
   /** Pay-as-you-go price per hour (TradePrice) in the account's currency. */

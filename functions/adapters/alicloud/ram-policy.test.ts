@@ -3,7 +3,9 @@ import { describe, expect, it } from 'vitest';
 import { ACK_KUBECONFIG_ACTION } from '../kubeconfig/ack.ts';
 import { RAM_ACTIONS } from './ports.ts';
 
-const policy = JSON.parse(readFileSync(new URL('../../../infra/alicloud/ram-policy.json', import.meta.url), 'utf8')) as { Version: string; Statement: { Effect: string; Action: string[]; Resource: string[] }[] };
+const policy = JSON.parse(
+  readFileSync(new URL('../../../infra/alicloud/ram-policy.json', import.meta.url), 'utf8'),
+) as { Version: string; Statement: { Effect: string; Action: string[]; Resource: string[] }[] };
 
 describe('infra/alicloud/ram-policy.json', () => {
   const granted = policy.Statement.flatMap((s) => s.Action);
@@ -17,7 +19,9 @@ describe('infra/alicloud/ram-policy.json', () => {
     expect(policy.Statement.every((s) => s.Effect === 'Allow')).toBe(true);
     expect(granted.filter((a) => a.includes('*'))).toEqual([]);
     expect(granted.filter((a) => a.startsWith('ess:'))).toEqual([]);
-    expect(granted.filter((a) => a.startsWith('ecs:') && !a.startsWith('ecs:Describe'))).toEqual(['ecs:RebootInstance']);
+    expect(granted.filter((a) => a.startsWith('ecs:') && !a.startsWith('ecs:Describe'))).toEqual([
+      'ecs:RebootInstance',
+    ]);
   });
 
   it("limits the node-pool writes and the cluster's kubeconfig to the one cluster", () => {

@@ -27,22 +27,38 @@ export type PoolLock = <T>(work: () => Promise<T>) => Promise<T | undefined>;
 
 const noLock: PoolLock = (work) => work();
 
-export function aliCloudRepair(cloud: Pick<CloudPools, 'reboot' | 'setDesiredSize' | 'listNodePools' | 'removeNodes'>, nodes: Pick<NodeOps, 'get'>, lock: PoolLock = noLock): CloudOps {
+export function aliCloudRepair(
+  cloud: Pick<CloudPools, 'reboot' | 'setDesiredSize' | 'listNodePools' | 'removeNodes'>,
+  nodes: Pick<NodeOps, 'get'>,
+  lock: PoolLock = noLock,
+): CloudOps {
   const replace = async (action: Extract<CloudAction, { kind: 'replace' }>) => {
     const r = await lock(async () => {
       if (action.step === 'grow') {
         const pool = (await cloud.listNodePools()).find((p) => p.id === action.pool);
         if (!pool) return { done: false, message: `node pool ${action.pool} not found` };
         // Asked before (a retry), or the pool changed since the sweep read it: the next sweep decides again.
-        if (pool.desiredSize >= action.to) return { done: false, message: `node pool ${pool.name} already wants ${pool.desiredSize} nodes` };
-        if (pool.desiredSize !== action.from) return { done: false, message: `node pool ${pool.name} has ${pool.desiredSize} nodes, not the ${action.from} seen: decided again next sweep` };
+        if (pool.desiredSize >= action.to)
+          return { done: false, message: `node pool ${pool.name} already wants ${pool.desiredSize} nodes` };
+        if (pool.desiredSize !== action.from)
+          return {
+            done: false,
+            message: `node pool ${pool.name} has ${pool.desiredSize} nodes, not the ${action.from} seen: decided again next sweep`,
+          };
         return { done: true, taskId: (await cloud.setDesiredSize(action.pool, action.to)).taskId };
       }
       try {
-        return { done: true, taskId: (await cloud.removeNodes(action.pool, [action.instanceId], { release: true, drain: false })).taskId };
+        return {
+          done: true,
+          taskId: (await cloud.removeNodes(action.pool, [action.instanceId], { release: true, drain: false })).taskId,
+        };
       } catch (err) {
         // ACK refuses an instance already leaving the pool: the removal asked before is under way.
-        if (err instanceof BadInputError) return { done: false, message: `instance ${action.instanceId} is not in node pool ${action.pool} any more (already being removed?)` };
+        if (err instanceof BadInputError)
+          return {
+            done: false,
+            message: `instance ${action.instanceId} is not in node pool ${action.pool} any more (already being removed?)`,
+          };
         throw err;
       }
     });
@@ -57,7 +73,11 @@ export function aliCloudRepair(cloud: Pick<CloudPools, 'reboot' | 'setDesiredSiz
       if (action.kind === 'replace') return replace(action);
       const node = await nodes.get(action.node);
       const id = instanceIdOf(node.providerId);
-      if (!id) throw new BadInputError(`node ${action.node} names no ECS instance (spec.providerID ${node.providerId ?? 'unset'}): it cannot be rebooted through Alibaba Cloud`, { what: `node ${action.node}` });
+      if (!id)
+        throw new BadInputError(
+          `node ${action.node} names no ECS instance (spec.providerID ${node.providerId ?? 'unset'}): it cannot be rebooted through Alibaba Cloud`,
+          { what: `node ${action.node}` },
+        );
       try {
         await cloud.reboot(id);
         return true;
@@ -76,7 +96,11 @@ export function aliCloudRepair(cloud: Pick<CloudPools, 'reboot' | 'setDesiredSiz
  * must not fight). The pools are read at most once per `ttlMs`. A pool that cannot be read throws:
  * no repair is decided on a guess.
  */
-export function ackRepairOwner(cloud: Pick<CloudPools, 'listNodePools'>, now: () => number, ttlMs = 60_000): (node: Pick<NodeInfo, 'labels'>) => Promise<string | undefined> {
+export function ackRepairOwner(
+  cloud: Pick<CloudPools, 'listNodePools'>,
+  now: () => number,
+  ttlMs = 60_000,
+): (node: Pick<NodeInfo, 'labels'>) => Promise<string | undefined> {
   let cached: { at: number; pools: Promise<NodePool[]> } | undefined;
   return async (node) => {
     const id = node.labels[NODEPOOL_LABEL];

@@ -14,7 +14,11 @@ beforeAll(async () => {
     let raw = '';
     req.on('data', (c: Buffer) => (raw += c.toString()));
     req.on('end', () => {
-      seen.push({ path: req.url ?? '', ...(req.headers['content-type'] ? { type: req.headers['content-type'] } : {}), body: JSON.parse(raw) });
+      seen.push({
+        path: req.url ?? '',
+        ...(req.headers['content-type'] ? { type: req.headers['content-type'] } : {}),
+        body: JSON.parse(raw),
+      });
       res.setHeader('content-type', 'application/json');
       res.end(JSON.stringify(errcode === 0 ? { errcode: 0, errmsg: 'ok' } : { errcode, errmsg: 'session expired' }));
     });
@@ -27,12 +31,18 @@ afterAll(() => new Promise<void>((r) => server.close(() => r())));
 describe("DingTalk's sessionWebhook", () => {
   it('posts a text message to the conversation', async () => {
     await new HttpDingTalkSessionResponder(prefix).say(`${prefix}?session=s1`, 'cordoned gpu-3');
-    expect(seen.at(-1)).toEqual({ path: '/robot/sendBySession?session=s1', type: 'application/json; charset=utf-8', body: { msgtype: 'text', text: { content: 'cordoned gpu-3' } } });
+    expect(seen.at(-1)).toEqual({
+      path: '/robot/sendBySession?session=s1',
+      type: 'application/json; charset=utf-8',
+      body: { msgtype: 'text', text: { content: 'cordoned gpu-3' } },
+    });
   });
 
   it('fails on a non-zero errcode, though the HTTP status is 200', async () => {
     errcode = 300001;
-    await expect(new HttpDingTalkSessionResponder(prefix).say(`${prefix}?session=s2`, 'x')).rejects.toThrow('dingtalk sessionWebhook answered 200 errcode 300001: session expired');
+    await expect(new HttpDingTalkSessionResponder(prefix).say(`${prefix}?session=s2`, 'x')).rejects.toThrow(
+      'dingtalk sessionWebhook answered 200 errcode 300001: session expired',
+    );
     errcode = 0;
   });
 
@@ -41,7 +51,9 @@ describe("DingTalk's sessionWebhook", () => {
     const responder = new HttpDingTalkSessionResponder();
     expect(responder.reaches('https://oapi.dingtalk.com/robot/sendBySession?session=s3')).toBe(true);
     expect(responder.reaches(`${prefix}?session=s3`)).toBe(false);
-    await expect(responder.say(`${prefix}?session=s3`, 'x')).rejects.toThrow('sessionWebhook is not under https://oapi.dingtalk.com/robot/sendBySession');
+    await expect(responder.say(`${prefix}?session=s3`, 'x')).rejects.toThrow(
+      'sessionWebhook is not under https://oapi.dingtalk.com/robot/sendBySession',
+    );
     expect(seen.length).toBe(before);
   });
 });

@@ -32,9 +32,20 @@ export class HttpDingTalkSessionResponder implements DingTalkSessionResponder {
 
   async say(sessionWebhook: string, text: string): Promise<void> {
     if (!this.reaches(sessionWebhook)) throw new Error(`sessionWebhook is not under ${this.allowedPrefix}`);
-    const res = await this.fetchFn(sessionWebhook, { method: 'POST', headers: { 'content-type': 'application/json; charset=utf-8' }, body: JSON.stringify({ msgtype: 'text', text: { content: text } }), signal: AbortSignal.timeout(5000) });
+    const res = await this.fetchFn(sessionWebhook, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json; charset=utf-8' },
+      body: JSON.stringify({ msgtype: 'text', text: { content: text } }),
+      signal: AbortSignal.timeout(5000),
+    });
     const json = (await res.json().catch(() => undefined)) as { errcode?: unknown; errmsg?: unknown } | undefined;
-    if (!res.ok || (typeof json?.errcode === 'number' && json.errcode !== 0)) throw new Error(`dingtalk sessionWebhook answered ${res.status} errcode ${String(json?.errcode)}: ${String(json?.errmsg ?? '')}`.slice(0, 300));
+    if (!res.ok || (typeof json?.errcode === 'number' && json.errcode !== 0))
+      throw new Error(
+        `dingtalk sessionWebhook answered ${res.status} errcode ${String(json?.errcode)}: ${String(json?.errmsg ?? '')}`.slice(
+          0,
+          300,
+        ),
+      );
   }
 }
 

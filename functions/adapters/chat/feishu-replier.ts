@@ -34,19 +34,28 @@ export class HttpFeishuReplier implements FeishuReplier {
   private async call(path: string, body: unknown, bearer?: string): Promise<Record<string, unknown>> {
     const res = await this.fetchFn(`${this.app.baseUrl}${path}`, {
       method: 'POST',
-      headers: { 'content-type': 'application/json; charset=utf-8', ...(bearer ? { authorization: `Bearer ${bearer}` } : {}) },
+      headers: {
+        'content-type': 'application/json; charset=utf-8',
+        ...(bearer ? { authorization: `Bearer ${bearer}` } : {}),
+      },
       body: JSON.stringify(body),
       signal: AbortSignal.timeout(5000),
     });
     const json = (await res.json().catch(() => ({}))) as Record<string, unknown>;
-    if (!res.ok || json.code !== 0) throw new Error(`feishu ${path} answered ${res.status} code ${String(json.code)}: ${String(json.msg ?? '')}`.slice(0, 300));
+    if (!res.ok || json.code !== 0)
+      throw new Error(
+        `feishu ${path} answered ${res.status} code ${String(json.code)}: ${String(json.msg ?? '')}`.slice(0, 300),
+      );
     return json;
   }
 
   private async tenantToken(): Promise<string> {
     const now = this.clock.now();
     if (this.token && now < this.token.until) return this.token.value;
-    const j = await this.call('/open-apis/auth/v3/tenant_access_token/internal', { app_id: this.app.appId, app_secret: this.app.appSecret });
+    const j = await this.call('/open-apis/auth/v3/tenant_access_token/internal', {
+      app_id: this.app.appId,
+      app_secret: this.app.appSecret,
+    });
     const value = String(j.tenant_access_token ?? '');
     const expireS = Number(j.expire ?? 0);
     this.token = { value, until: now + Math.max(0, expireS * 1000 - TOKEN_MARGIN_MS) };
@@ -55,7 +64,11 @@ export class HttpFeishuReplier implements FeishuReplier {
 
   async reply(messageId: string, text: string, uuid?: string): Promise<void> {
     const token = await this.tenantToken();
-    await this.call(`/open-apis/im/v1/messages/${encodeURIComponent(messageId)}/reply`, { msg_type: 'text', content: JSON.stringify({ text }), ...(uuid ? { uuid: uuid.slice(0, 50) } : {}) }, token);
+    await this.call(
+      `/open-apis/im/v1/messages/${encodeURIComponent(messageId)}/reply`,
+      { msg_type: 'text', content: JSON.stringify({ text }), ...(uuid ? { uuid: uuid.slice(0, 50) } : {}) },
+      token,
+    );
   }
 }
 

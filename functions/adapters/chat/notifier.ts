@@ -47,7 +47,10 @@ function slackBlocks(text: string, approval: { id: string } | undefined): unknow
     style: d === 'approve' ? 'primary' : 'danger',
     value: approvalButtonValue(d, approval.id),
   });
-  return [section, { type: 'actions', block_id: `approval:${approval.id}`, elements: [button('approve'), button('deny')] }];
+  return [
+    section,
+    { type: 'actions', block_id: `approval:${approval.id}`, elements: [button('approve'), button('deny')] },
+  ];
 }
 
 /** The JSON each platform's incoming webhook expects for a plain text message. */
@@ -72,7 +75,12 @@ export class WebhookNotifier implements Notifier {
   ) {}
 
   async notify(n: Notice): Promise<void> {
-    const res = await this.fetchFn(this.url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(webhookBody(this.platform, n)), signal: AbortSignal.timeout(5000) });
+    const res = await this.fetchFn(this.url, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(webhookBody(this.platform, n)),
+      signal: AbortSignal.timeout(5000),
+    });
     if (!res.ok) throw new Error(`${this.platform} webhook answered ${res.status}`);
   }
 }

@@ -19,7 +19,11 @@ export interface SlackResponder {
 
 /** The JSON Slack expects at a response_url. */
 export function responseBody(m: SlackResponse): Record<string, unknown> {
-  return { response_type: m.responseType ?? 'ephemeral', text: m.text, ...(m.replaceOriginal ? { replace_original: true } : { replace_original: false }) };
+  return {
+    response_type: m.responseType ?? 'ephemeral',
+    text: m.text,
+    ...(m.replaceOriginal ? { replace_original: true } : { replace_original: false }),
+  };
 }
 
 /**
@@ -34,7 +38,12 @@ export class HttpSlackResponder implements SlackResponder {
 
   async respond(responseUrl: string, m: SlackResponse): Promise<void> {
     if (!responseUrl.startsWith(this.allowedPrefix)) throw new Error(`response_url is not under ${this.allowedPrefix}`);
-    const res = await this.fetchFn(responseUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(responseBody(m)), signal: AbortSignal.timeout(5000) });
+    const res = await this.fetchFn(responseUrl, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify(responseBody(m)),
+      signal: AbortSignal.timeout(5000),
+    });
     if (!res.ok) throw new Error(`slack response_url answered ${res.status}`);
   }
 }

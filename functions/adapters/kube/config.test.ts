@@ -61,7 +61,9 @@ describe('loadKubeConfig', () => {
   });
 
   it('refuses unknown options by name', () => {
-    expect(() => loadKubeConfig({ kubeconfigText: KUBECONFIG, insecure: true } as never)).toThrow(/insecure|unrecognized/i);
+    expect(() => loadKubeConfig({ kubeconfigText: KUBECONFIG, insecure: true } as never)).toThrow(
+      /insecure|unrecognized/i,
+    );
   });
 
   it('never echoes the secret text when it cannot be parsed', () => {

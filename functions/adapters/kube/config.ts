@@ -26,7 +26,9 @@ export type KubeAccess = z.infer<typeof KubeAccessSchema>;
 export function loadKubeConfig(access: KubeAccess): KubeConfig {
   const parsed = KubeAccessSchema.safeParse(access);
   if (!parsed.success) {
-    throw new BadInputError(`kube access: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+    throw new BadInputError(
+      `kube access: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
+    );
   }
   const a = parsed.data;
   const sources = [a.kubeconfigPath, a.kubeconfigText, a.inCluster ? true : undefined].filter((s) => s !== undefined);
@@ -49,7 +51,12 @@ export function loadKubeConfig(access: KubeAccess): KubeConfig {
     else kc.loadFromCluster();
   } catch (err) {
     // The secret's text is never echoed: only which source failed.
-    const source = a.kubeconfigText !== undefined ? 'kubeconfigText' : a.kubeconfigPath !== undefined ? `kubeconfigPath ${a.kubeconfigPath}` : 'inCluster';
+    const source =
+      a.kubeconfigText !== undefined
+        ? 'kubeconfigText'
+        : a.kubeconfigPath !== undefined
+          ? `kubeconfigPath ${a.kubeconfigPath}`
+          : 'inCluster';
     throw new BadInputError(`kube access: cannot load ${source}`, { what: 'kube access', cause: err });
   }
   if (a.context !== undefined) kc.setCurrentContext(a.context);
@@ -69,5 +76,10 @@ export interface KubeApis {
 }
 
 export function makeKubeApis(kc: KubeConfig): KubeApis {
-  return { core: kc.makeApiClient(CoreV1Api), coordination: kc.makeApiClient(CoordinationV1Api), events: kc.makeApiClient(EventsV1Api), custom: kc.makeApiClient(CustomObjectsApi) };
+  return {
+    core: kc.makeApiClient(CoreV1Api),
+    coordination: kc.makeApiClient(CoordinationV1Api),
+    events: kc.makeApiClient(EventsV1Api),
+    custom: kc.makeApiClient(CustomObjectsApi),
+  };
 }

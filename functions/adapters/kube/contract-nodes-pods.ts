@@ -22,13 +22,23 @@ export function nodeAndPodContracts(harness: () => KubeHarness): void {
       expect(names).toEqual(['c-gpu-a']);
     });
 
-    it('listMetadata filters by label selector and returns each node\'s name, labels and annotations as list does', async () => {
+    it("listMetadata filters by label selector and returns each node's name, labels and annotations as list does", async () => {
       await h.seedNode({ name: 'c-meta-a', labels: { 'c-meta': 'gpu' } });
       await h.nodes.setAnnotations('c-meta-a', { 'c-note': 'x' });
       await h.seedNode({ name: 'c-meta-b', labels: { 'c-meta': 'cpu' } });
       const meta = await h.nodes.listMetadata('c-meta=gpu');
-      expect(meta).toEqual([{ name: 'c-meta-a', labels: expect.objectContaining({ 'c-meta': 'gpu' }), annotations: expect.objectContaining({ 'c-note': 'x' }) }]);
-      const full = (await h.nodes.list('c-meta=gpu')).map((n) => ({ name: n.name, labels: n.labels, annotations: n.annotations }));
+      expect(meta).toEqual([
+        {
+          name: 'c-meta-a',
+          labels: expect.objectContaining({ 'c-meta': 'gpu' }),
+          annotations: expect.objectContaining({ 'c-note': 'x' }),
+        },
+      ]);
+      const full = (await h.nodes.list('c-meta=gpu')).map((n) => ({
+        name: n.name,
+        labels: n.labels,
+        annotations: n.annotations,
+      }));
       expect(meta).toEqual(full);
     });
 
@@ -66,7 +76,10 @@ export function nodeAndPodContracts(harness: () => KubeHarness): void {
       await h.nodes.addTaint('c-n3', { key: 'b', effect: 'NoSchedule' });
       expect(await h.nodes.removeTaint('c-n3', 'zzz')).toBe(false);
       expect(await h.nodes.removeTaint('c-n3', 'a', 'NoExecute')).toBe(true);
-      expect((await h.nodes.get('c-n3')).taints.map((t) => `${t.key}:${t.effect}`)).toEqual(['a:NoSchedule', 'b:NoSchedule']);
+      expect((await h.nodes.get('c-n3')).taints.map((t) => `${t.key}:${t.effect}`)).toEqual([
+        'a:NoSchedule',
+        'b:NoSchedule',
+      ]);
       expect(await h.nodes.removeTaint('c-n3', 'a')).toBe(true);
       expect((await h.nodes.get('c-n3')).taints.map((t) => t.key)).toEqual(['b']);
     });
@@ -94,7 +107,10 @@ export function nodeAndPodContracts(harness: () => KubeHarness): void {
       expect(await h.nodes.update('c-n5', change)).toBe(true);
       const n = await h.nodes.get('c-n5');
       expect(n.unschedulable).toBe(true);
-      expect(n.taints.map((t) => `${t.key}=${t.value ?? ''}:${t.effect}`).sort()).toEqual(['gpu-reflex.io/unhealthy=xid-79:NoSchedule', 'other=v:NoSchedule']);
+      expect(n.taints.map((t) => `${t.key}=${t.value ?? ''}:${t.effect}`).sort()).toEqual([
+        'gpu-reflex.io/unhealthy=xid-79:NoSchedule',
+        'other=v:NoSchedule',
+      ]);
       expect(n.labels).toMatchObject({ keep: 'me', 'gpu-reflex.io/state': 'draining' });
       expect(n.labels.drop).toBeUndefined();
       expect(n.annotations['gpu-reflex.io/history']).toBe('{"v":1}');
@@ -118,7 +134,9 @@ export function nodeAndPodContracts(harness: () => KubeHarness): void {
       await h.nodes.setAnnotations('c-n9', { 'gpu-reflex.io/outbox': '[]', keep: 'me' });
       await h.nodes.update('c-n9', { annotations: { 'gpu-reflex.io/outbox': null } }, { blind: true });
       expect((await h.nodes.get('c-n9')).annotations).toEqual({ keep: 'me' });
-      await expect(h.nodes.update('c-n9', { addTaints: [{ key: 'k', effect: 'NoSchedule' }] }, { blind: true })).rejects.toThrow(/blind/);
+      await expect(
+        h.nodes.update('c-n9', { addTaints: [{ key: 'k', effect: 'NoSchedule' }] }, { blind: true }),
+      ).rejects.toThrow(/blind/);
     });
 
     it('setAnnotations merges the same way', async () => {
@@ -165,12 +183,19 @@ export function nodeAndPodContracts(harness: () => KubeHarness): void {
 
     it('setCondition writes one condition through nodes/status, keeps the others, and is idempotent', async () => {
       await h.seedNode({ name: 'c-cond' });
-      const fenced = { type: 'GpuReflexGpuFenced', status: 'True' as const, reason: 'GpuFenced', message: 'GPU-1 held out' };
+      const fenced = {
+        type: 'GpuReflexGpuFenced',
+        status: 'True' as const,
+        reason: 'GpuFenced',
+        message: 'GPU-1 held out',
+      };
       expect(await h.nodes.setCondition('c-cond', fenced)).toBe(true);
       expect(await h.nodes.setCondition('c-cond', fenced)).toBe(false);
       const n = await h.nodes.get('c-cond');
       expect(n.conditions?.GpuReflexGpuFenced).toEqual(fenced);
-      expect(await h.nodes.setCondition('c-cond', { ...fenced, status: 'False', reason: 'NoGpuFenced', message: 'none' })).toBe(true);
+      expect(
+        await h.nodes.setCondition('c-cond', { ...fenced, status: 'False', reason: 'NoGpuFenced', message: 'none' }),
+      ).toBe(true);
       expect((await h.nodes.get('c-cond')).conditions?.GpuReflexGpuFenced?.status).toBe('False');
     });
 
@@ -211,8 +236,19 @@ export function nodeAndPodContracts(harness: () => KubeHarness): void {
     it('skips DaemonSet and mirror pods, evicts the rest, and is done once they terminate', async () => {
       await h.seedNode({ name: 'c-d1' });
       await h.seedPod({ namespace: 'kube-system', name: 'dcgm', nodeName: 'c-d1', ownerKind: 'DaemonSet' });
-      await h.seedPod({ namespace: 'kube-system', name: 'static', nodeName: 'c-d1', annotations: { 'kubernetes.io/config.mirror': 'abc' } });
-      await h.seedPod({ namespace: 'team-a', name: 'train', nodeName: 'c-d1', ownerKind: 'ReplicaSet', gracePeriodSeconds: 10 });
+      await h.seedPod({
+        namespace: 'kube-system',
+        name: 'static',
+        nodeName: 'c-d1',
+        annotations: { 'kubernetes.io/config.mirror': 'abc' },
+      });
+      await h.seedPod({
+        namespace: 'team-a',
+        name: 'train',
+        nodeName: 'c-d1',
+        ownerKind: 'ReplicaSet',
+        gracePeriodSeconds: 10,
+      });
       const report = await drain(h, 'c-d1', { deadlineMs: 60_000, clock: h.clock, intervalMs: 5_000 });
       expect(report.done).toBe(true);
       expect(report.evicted).toEqual(['team-a/train']);
@@ -230,7 +266,13 @@ export function nodeAndPodContracts(harness: () => KubeHarness): void {
     it('stops at the deadline and reports what a PodDisruptionBudget still holds', async () => {
       await h.seedNode({ name: 'c-d2' });
       await h.seedPdb({ namespace: 'team-a', name: 'db', matchLabels: { app: 'db' }, minAvailable: 1 });
-      await h.seedPod({ namespace: 'team-a', name: 'db-0', nodeName: 'c-d2', labels: { app: 'db' }, gracePeriodSeconds: 0 });
+      await h.seedPod({
+        namespace: 'team-a',
+        name: 'db-0',
+        nodeName: 'c-d2',
+        labels: { app: 'db' },
+        gracePeriodSeconds: 0,
+      });
       await h.seedPod({ namespace: 'team-a', name: 'web', nodeName: 'c-d2', gracePeriodSeconds: 0 });
       const start = h.clock.now();
       const report = await drain(h, 'c-d2', { deadlineMs: 30_000, clock: h.clock, intervalMs: 10_000 });

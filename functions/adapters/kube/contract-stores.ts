@@ -16,8 +16,15 @@ export function storeContracts(harness: () => KubeHarness): void {
 
     it('applyQuota creates, leaves an equal quota alone, and replaces a different one', async () => {
       expect(await h.quotas.getQuota('team-q', 'gpu')).toBeUndefined();
-      expect(await h.quotas.applyQuota('team-q', 'gpu', { hard: { 'requests.nvidia.com/gpu': '8' }, labels: { owner: 'gpu-reflex' } })).toBe('created');
-      expect(await h.quotas.applyQuota('team-q', 'gpu', { hard: { 'requests.nvidia.com/gpu': '8' } })).toBe('unchanged');
+      expect(
+        await h.quotas.applyQuota('team-q', 'gpu', {
+          hard: { 'requests.nvidia.com/gpu': '8' },
+          labels: { owner: 'gpu-reflex' },
+        }),
+      ).toBe('created');
+      expect(await h.quotas.applyQuota('team-q', 'gpu', { hard: { 'requests.nvidia.com/gpu': '8' } })).toBe(
+        'unchanged',
+      );
       expect(await h.quotas.applyQuota('team-q', 'gpu', { hard: { 'requests.nvidia.com/gpu': '4' } })).toBe('updated');
       const q = await h.quotas.getQuota('team-q', 'gpu');
       expect(q?.hard).toEqual({ 'requests.nvidia.com/gpu': '4' });
@@ -40,7 +47,9 @@ export function storeContracts(harness: () => KubeHarness): void {
   describe('StateStore', () => {
     it('update creates the store, passes the current value, and undefined deletes the key', async () => {
       expect(await h.state.get('cooldown.c-n1')).toBeUndefined();
-      expect(await h.state.update('cooldown.c-n1', (cur) => (cur === undefined ? { until: 100 } : cur))).toEqual({ until: 100 });
+      expect(await h.state.update('cooldown.c-n1', (cur) => (cur === undefined ? { until: 100 } : cur))).toEqual({
+        until: 100,
+      });
       expect(await h.state.update('cooldown.c-n1', (cur) => ({ seen: cur ?? null }))).toEqual({ seen: { until: 100 } });
       await h.state.update('other', () => 1);
       expect(await h.state.getAll()).toEqual({ 'cooldown.c-n1': { seen: { until: 100 } }, other: 1 });
@@ -79,7 +88,9 @@ export function storeContracts(harness: () => KubeHarness): void {
       ['fn-1', 0],
       ['fn-1', 1.5],
     ])('refuses holder %j with duration %s', async (holder, durationS) => {
-      await expect(h.leases.tryAcquire('rebalance-pool-d', holder, durationS, h.clock)).rejects.toBeInstanceOf(BadInputError);
+      await expect(h.leases.tryAcquire('rebalance-pool-d', holder, durationS, h.clock)).rejects.toBeInstanceOf(
+        BadInputError,
+      );
       expect(await h.leases.get('rebalance-pool-d')).toBeUndefined();
     });
 

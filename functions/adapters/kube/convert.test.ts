@@ -26,12 +26,22 @@ describe('toPodInfo: what the scheduler (and the pool autoscaler) sees of a pend
       spec: {
         containers: [{ name: 'a' }],
         tolerations: [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }],
-        affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'accelerator', operator: 'In', values: ['nvidia-tesla-t4'] }] }] } } },
+        affinity: {
+          nodeAffinity: {
+            requiredDuringSchedulingIgnoredDuringExecution: {
+              nodeSelectorTerms: [
+                { matchExpressions: [{ key: 'accelerator', operator: 'In', values: ['nvidia-tesla-t4'] }] },
+              ],
+            },
+          },
+        },
       },
     };
     const info = toPodInfo(pod);
     expect(info.tolerations).toEqual([{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }]);
-    expect(info.requiredNodeTerms).toEqual([{ matchExpressions: [{ key: 'accelerator', operator: 'In', values: ['nvidia-tesla-t4'] }] }]);
+    expect(info.requiredNodeTerms).toEqual([
+      { matchExpressions: [{ key: 'accelerator', operator: 'In', values: ['nvidia-tesla-t4'] }] },
+    ]);
     const bare = toPodInfo({ metadata: { name: 'q' }, spec: { containers: [{ name: 'a' }] } });
     expect(bare).not.toHaveProperty('tolerations');
     expect(bare).not.toHaveProperty('requiredNodeTerms');

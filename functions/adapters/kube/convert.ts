@@ -3,7 +3,17 @@
  * absent maps become `{}`, so callers never branch on undefined metadata.
  */
 import type { V1LimitRange, V1Node, V1Pod, V1ResourceQuota } from '@kubernetes/client-node';
-import type { LimitItem, LimitRangeInfo, NodeInfo, NodeSelectorExpression, PodInfo, PodToleration, QuotaInfo, Taint, TaintEffect } from './model.ts';
+import type {
+  LimitItem,
+  LimitRangeInfo,
+  NodeInfo,
+  NodeSelectorExpression,
+  PodInfo,
+  PodToleration,
+  QuotaInfo,
+  Taint,
+  TaintEffect,
+} from './model.ts';
 import { parseQuantity } from './quantity.ts';
 
 const EFFECTS = new Set<string>(['NoSchedule', 'PreferNoSchedule', 'NoExecute']);
@@ -26,7 +36,17 @@ export function toNodeInfo(n: V1Node): NodeInfo {
     ...(n.status?.capacity ? { capacity: { ...n.status.capacity } } : {}),
     resourceVersion: n.metadata?.resourceVersion ?? '',
     conditions: Object.fromEntries(
-      (n.status?.conditions ?? []).filter((c) => c.type !== 'Ready').map((c) => [c.type, { type: c.type, status: c.status as 'True' | 'False' | 'Unknown', reason: c.reason ?? '', message: c.message ?? '' }]),
+      (n.status?.conditions ?? [])
+        .filter((c) => c.type !== 'Ready')
+        .map((c) => [
+          c.type,
+          {
+            type: c.type,
+            status: c.status as 'True' | 'False' | 'Unknown',
+            reason: c.reason ?? '',
+            message: c.message ?? '',
+          },
+        ]),
     ),
     ...(n.status?.nodeInfo?.bootID ? { bootId: n.status.nodeInfo.bootID } : {}),
     ...(n.spec?.providerID ? { providerId: n.spec.providerID } : {}),
@@ -67,12 +87,14 @@ function quantity(q: string | undefined): number {
 function podRequests(pod: V1Pod): Record<string, number> {
   const of = (c: { resources?: { requests?: Record<string, string>; limits?: Record<string, string> } }) => {
     const out: Record<string, number> = {};
-    for (const r of new Set([...Object.keys(c.resources?.requests ?? {}), ...Object.keys(c.resources?.limits ?? {})])) out[r] = quantity(c.resources?.requests?.[r] ?? c.resources?.limits?.[r]);
+    for (const r of new Set([...Object.keys(c.resources?.requests ?? {}), ...Object.keys(c.resources?.limits ?? {})]))
+      out[r] = quantity(c.resources?.requests?.[r] ?? c.resources?.limits?.[r]);
     return out;
   };
   const sum: Record<string, number> = {};
   for (const c of pod.spec?.containers ?? []) for (const [r, v] of Object.entries(of(c))) sum[r] = (sum[r] ?? 0) + v;
-  for (const c of pod.spec?.initContainers ?? []) for (const [r, v] of Object.entries(of(c))) sum[r] = Math.max(sum[r] ?? 0, v);
+  for (const c of pod.spec?.initContainers ?? [])
+    for (const [r, v] of Object.entries(of(c))) sum[r] = Math.max(sum[r] ?? 0, v);
   for (const [r, q] of Object.entries(pod.spec?.overhead ?? {})) sum[r] = (sum[r] ?? 0) + quantity(q);
   return sum;
 }
@@ -89,9 +111,16 @@ function tolerations(pod: V1Pod): PodToleration[] {
 }
 
 function requiredNodeTerms(pod: V1Pod): { matchExpressions: NodeSelectorExpression[] }[] {
-  const terms = pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
+  const terms =
+    pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
   return terms.map((t) => ({
-    matchExpressions: (t.matchExpressions ?? []).filter((e) => OPERATORS.has(e.operator)).map((e) => ({ key: e.key, operator: e.operator as NodeSelectorExpression['operator'], ...(e.values ? { values: [...e.values] } : {}) })),
+    matchExpressions: (t.matchExpressions ?? [])
+      .filter((e) => OPERATORS.has(e.operator))
+      .map((e) => ({
+        key: e.key,
+        operator: e.operator as NodeSelectorExpression['operator'],
+        ...(e.values ? { values: [...e.values] } : {}),
+      })),
   }));
 }
 
@@ -112,7 +141,9 @@ export function toPodInfo(p: V1Pod): PodInfo {
     terminationGracePeriodSeconds: p.spec?.terminationGracePeriodSeconds,
     extendedResources: extendedResources(p),
     ...(Object.keys(requests).length > 0 ? { requests } : {}),
-    ...(p.spec?.nodeSelector && Object.keys(p.spec.nodeSelector).length > 0 ? { nodeSelector: { ...p.spec.nodeSelector } } : {}),
+    ...(p.spec?.nodeSelector && Object.keys(p.spec.nodeSelector).length > 0
+      ? { nodeSelector: { ...p.spec.nodeSelector } }
+      : {}),
     ...(tol.length > 0 ? { tolerations: tol } : {}),
     ...(terms.length > 0 ? { requiredNodeTerms: terms } : {}),
     ...(typeof p.spec?.priority === 'number' ? { priority: p.spec.priority } : {}),

@@ -56,10 +56,22 @@ export function skipReason(pod: PodInfo): SkipReason | undefined {
   return undefined;
 }
 
-export async function drainOnce(ports: DrainPorts, node: string, options: DrainPassOptions = {}): Promise<DrainPassReport> {
+export async function drainOnce(
+  ports: DrainPorts,
+  node: string,
+  options: DrainPassOptions = {},
+): Promise<DrainPassReport> {
   if (options.cordon ?? true) await ports.nodes.cordon(node);
   const pods = await ports.pods.listOnNode(node);
-  const report: DrainPassReport = { node, evicted: [], blocked: [], skipped: [], terminating: [], remaining: [], done: false };
+  const report: DrainPassReport = {
+    node,
+    evicted: [],
+    blocked: [],
+    skipped: [],
+    terminating: [],
+    remaining: [],
+    done: false,
+  };
   const filter = options.podFilter ?? (() => true);
 
   for (const pod of pods) {
@@ -90,7 +102,8 @@ export async function drainOnce(ports: DrainPorts, node: string, options: DrainP
     }
   }
   report.done = report.remaining.length === 0;
-  if (report.evicted.length > 0) await ports.events?.record({ kind: 'Node', name: node }, evictionsNote(report.evicted));
+  if (report.evicted.length > 0)
+    await ports.events?.record({ kind: 'Node', name: node }, evictionsNote(report.evicted));
   return report;
 }
 

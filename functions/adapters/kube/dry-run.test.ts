@@ -14,7 +14,14 @@ function seeded(): FakeKube {
   k.cluster.addNode({ name: 'n1', labels: { pool: 'a' }, taints: [{ key: 'old', effect: 'NoSchedule' }] });
   k.cluster.addPod({ name: 'train', nodeName: 'n1' });
   k.cluster.addPod({ name: 'dcgm', nodeName: 'n1', owners: [{ kind: 'DaemonSet', name: 'dcgm' }] });
-  k.cluster.quotas.set('t/q', { namespace: 't', name: 'q', labels: {}, hard: { 'requests.nvidia.com/gpu': '4' }, used: {}, resourceVersion: '1' });
+  k.cluster.quotas.set('t/q', {
+    namespace: 't',
+    name: 'q',
+    labels: {},
+    hard: { 'requests.nvidia.com/gpu': '4' },
+    used: {},
+    resourceVersion: '1',
+  });
   k.cluster.state.set('seen', '1');
   return k;
 }
@@ -62,7 +69,12 @@ describe('dryRunPorts', () => {
 
   it('changes nothing in the cluster', async () => {
     const k = seeded();
-    const before = { node: await k.nodes.get('n1'), pods: k.cluster.pods(), quotas: [...k.cluster.quotas], state: [...k.cluster.state] };
+    const before = {
+      node: await k.nodes.get('n1'),
+      pods: k.cluster.pods(),
+      quotas: [...k.cluster.quotas],
+      state: [...k.cluster.state],
+    };
     const actions: DryRunAction[] = [];
     await script(dryRunPorts(k, (a) => actions.push(a)));
     expect(await k.nodes.get('n1')).toEqual(before.node);
@@ -70,7 +82,9 @@ describe('dryRunPorts', () => {
     expect([...k.cluster.quotas]).toEqual(before.quotas);
     expect([...k.cluster.state]).toEqual(before.state);
     expect(k.cluster.leases.size).toBe(0);
-    const writes = k.cluster.calls.filter((c) => !/\.(get|getAll|list|listOnNode|getQuota|getLimitRange|listQuotas|listLimitRanges)$/.test(c.op));
+    const writes = k.cluster.calls.filter(
+      (c) => !/\.(get|getAll|list|listOnNode|getQuota|getLimitRange|listQuotas|listLimitRanges)$/.test(c.op),
+    );
     expect(writes).toEqual([]);
     expect(actions).toHaveLength(CALLS.length);
   });
@@ -78,7 +92,10 @@ describe('dryRunPorts', () => {
   it('a dry drain reports the evictions it would request and leaves the pods running', async () => {
     const k = seeded();
     const actions: DryRunAction[] = [];
-    const pass = await drainOnce(dryRunPorts(k, (a) => actions.push(a)), 'n1');
+    const pass = await drainOnce(
+      dryRunPorts(k, (a) => actions.push(a)),
+      'n1',
+    );
     expect(pass.evicted).toEqual(['default/train']);
     expect(pass.skipped).toEqual([{ pod: 'default/dcgm', reason: 'daemonset' }]);
     expect(actions.map((a) => a.op)).toEqual(['nodes.cordon', 'pods.evict']);
@@ -106,7 +123,9 @@ describe('dryRunPorts', () => {
     const seen: DryRunAction[] = [];
     const dry = dryRunPorts({ ...seeded(), state: store('state') }, (a) => seen.push(a));
     expect(await dry.state.shard!('approvals').get('approval.apr-1')).toEqual({ status: 'open' });
-    expect(await dry.state.shard!('approvals').update('approval.apr-1', () => ({ status: 'approved-applied' }))).toEqual({ status: 'approved-applied' });
+    expect(
+      await dry.state.shard!('approvals').update('approval.apr-1', () => ({ status: 'approved-applied' })),
+    ).toEqual({ status: 'approved-applied' });
     expect(objects.get('state-approvals')?.get('approval.apr-1')).toEqual({ status: 'open' });
     expect(seen.map((a) => a.args)).toEqual([['approvals/approval.apr-1']]);
   });

@@ -8,7 +8,19 @@
 import type { Clock } from '../clock.ts';
 import { mergeStringMap, nodeDelta, sameCondition, withTaint, withoutTaint } from './node-change.ts';
 import type { ApplyResult, EvictResult, Json, LeaseAttempt, PodInfo, Taint, TaintEffect } from './model.ts';
-import type { ConfigFileOps, DeviceTaintOps, EventRecorder, EvictOptions, LeaseOps, LimitRangeSpec, NodeOps, PodOps, QuotaOps, QuotaSpec, StateStore } from './ports.ts';
+import type {
+  ConfigFileOps,
+  DeviceTaintOps,
+  EventRecorder,
+  EvictOptions,
+  LeaseOps,
+  LimitRangeSpec,
+  NodeOps,
+  PodOps,
+  QuotaOps,
+  QuotaSpec,
+  StateStore,
+} from './ports.ts';
 import { sameJson } from './same-json.ts';
 
 export interface DryRunAction {
@@ -39,14 +51,18 @@ export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: Dr
     listMetadata: (s) => nodes.listMetadata(s),
     cordon: async (n) => note('nodes.cordon', [n], !(await nodes.get(n)).unschedulable),
     uncordon: async (n) => note('nodes.uncordon', [n], (await nodes.get(n)).unschedulable),
-    addTaint: async (n, t: Taint) => note('nodes.addTaint', [n, t], withTaint((await nodes.get(n)).taints, t) !== undefined),
+    addTaint: async (n, t: Taint) =>
+      note('nodes.addTaint', [n, t], withTaint((await nodes.get(n)).taints, t) !== undefined),
     removeTaint: async (n, k, e?: TaintEffect) =>
       note('nodes.removeTaint', [n, k, e], withoutTaint((await nodes.get(n)).taints, k, e) !== undefined),
-    setLabels: async (n, l) => note('nodes.setLabels', [n, l], mergeStringMap((await nodes.get(n)).labels, l) !== undefined),
+    setLabels: async (n, l) =>
+      note('nodes.setLabels', [n, l], mergeStringMap((await nodes.get(n)).labels, l) !== undefined),
     setAnnotations: async (n, a) =>
       note('nodes.setAnnotations', [n, a], mergeStringMap((await nodes.get(n)).annotations, a) !== undefined),
-    update: async (n, c, o) => note('nodes.update', [n, c], nodeDelta(o?.basis ?? (await nodes.get(n)), c) !== undefined),
-    setCondition: async (n, c) => note('nodes.setCondition', [n, c], !sameCondition((await nodes.get(n)).conditions?.[c.type], c)),
+    update: async (n, c, o) =>
+      note('nodes.update', [n, c], nodeDelta(o?.basis ?? (await nodes.get(n)), c) !== undefined),
+    setCondition: async (n, c) =>
+      note('nodes.setCondition', [n, c], !sameCondition((await nodes.get(n)).conditions?.[c.type], c)),
   };
 
   const podOps: PodOps = {
@@ -58,7 +74,8 @@ export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: Dr
     },
   };
 
-  const applied = (exists: boolean, same: boolean): ApplyResult => (!exists ? 'created' : same ? 'unchanged' : 'updated');
+  const applied = (exists: boolean, same: boolean): ApplyResult =>
+    !exists ? 'created' : same ? 'unchanged' : 'updated';
   const hasLabels = (cur: Record<string, string>, want?: Record<string, string>) =>
     Object.entries(want ?? {}).every(([k, v]) => cur[k] === v);
   const quotaOps: QuotaOps = {
@@ -68,11 +85,28 @@ export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: Dr
     listLimitRanges: (ns) => quotas.listLimitRanges(ns),
     applyQuota: async (ns, n, spec: QuotaSpec) => {
       const cur = await quotas.getQuota(ns, n);
-      return note('quotas.applyQuota', [ns, n, spec], applied(cur !== undefined, cur !== undefined && sameJson(cur.hard, spec.hard) && hasLabels(cur.labels, spec.labels) && hasLabels(cur.annotations ?? {}, spec.annotations)));
+      return note(
+        'quotas.applyQuota',
+        [ns, n, spec],
+        applied(
+          cur !== undefined,
+          cur !== undefined &&
+            sameJson(cur.hard, spec.hard) &&
+            hasLabels(cur.labels, spec.labels) &&
+            hasLabels(cur.annotations ?? {}, spec.annotations),
+        ),
+      );
     },
     applyLimitRange: async (ns, n, spec: LimitRangeSpec) => {
       const cur = await quotas.getLimitRange(ns, n);
-      return note('quotas.applyLimitRange', [ns, n, spec], applied(cur !== undefined, cur !== undefined && sameJson(cur.limits, spec.limits) && hasLabels(cur.labels, spec.labels)));
+      return note(
+        'quotas.applyLimitRange',
+        [ns, n, spec],
+        applied(
+          cur !== undefined,
+          cur !== undefined && sameJson(cur.limits, spec.limits) && hasLabels(cur.labels, spec.labels),
+        ),
+      );
     },
   };
 
@@ -91,7 +125,8 @@ export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: Dr
     // A dry run must not take real locks: it answers as if it had, when the lease is free.
     tryAcquire: async (n, holder, durationS, clock: Clock): Promise<LeaseAttempt> => {
       const cur = await leases.get(n);
-      const free = cur === undefined || cur.holder === undefined || cur.holder === holder || cur.expiresAtMs <= clock.now();
+      const free =
+        cur === undefined || cur.holder === undefined || cur.holder === holder || cur.expiresAtMs <= clock.now();
       const lease = free ? { name: n, holder, durationS, expiresAtMs: clock.now() + durationS * 1000 } : cur;
       return note('leases.tryAcquire', [n, holder, durationS], { acquired: free, lease });
     },
@@ -110,7 +145,9 @@ export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: Dr
   };
 
   // A dry run records nothing in the cluster, Events included; it notes what it would have recorded.
-  const events: EventRecorder = { record: async (regarding, event) => void note('events.record', [regarding, event], undefined) };
+  const events: EventRecorder = {
+    record: async (regarding, event) => void note('events.record', [regarding, event], undefined),
+  };
   const parted = ports.migParted;
   const migParted: ConfigFileOps | undefined = parted && {
     read: () => parted.read(),
@@ -119,5 +156,15 @@ export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: Dr
       note('migParted.update', [fn(current)], undefined);
     },
   };
-  return { ...ports, nodes: nodeOps, pods: podOps, quotas: quotaOps, state: stateStore, leases: leaseOps, ...('events' in ports ? { events } : {}), ...(deviceTaints ? { deviceTaints } : {}), ...(migParted ? { migParted } : {}) };
+  return {
+    ...ports,
+    nodes: nodeOps,
+    pods: podOps,
+    quotas: quotaOps,
+    state: stateStore,
+    leases: leaseOps,
+    ...('events' in ports ? { events } : {}),
+    ...(deviceTaints ? { deviceTaints } : {}),
+    ...(migParted ? { migParted } : {}),
+  };
 }

@@ -14,5 +14,10 @@ import type { KubeEventNote } from './ports.ts';
 /** The node Event for the pods whose eviction was accepted (`namespace/name`). */
 export function evictionsNote(pods: readonly string[]): KubeEventNote {
   const n = pods.length;
-  return { type: 'Normal', reason: 'PodsEvicted', action: 'Evict', note: `${n} pod${n === 1 ? '' : 's'} evicted by gpu-reflex through the Eviction API (PodDisruptionBudgets honoured): ${pods.join(', ')}` };
+  return {
+    type: 'Normal',
+    reason: 'PodsEvicted',
+    action: 'Evict',
+    note: `${n} pod${n === 1 ? '' : 's'} evicted by gpu-reflex through the Eviction API (PodDisruptionBudgets honoured): ${pods.join(', ')}`,
+  };
 }

@@ -75,7 +75,12 @@ export class FakeCluster {
 
   addNode(seed: Partial<NodeInfo> & { name: string }): NodeInfo {
     const node: NodeInfo = {
-      labels: {}, annotations: {}, taints: [], unschedulable: false, ready: true, allocatable: {},
+      labels: {},
+      annotations: {},
+      taints: [],
+      unschedulable: false,
+      ready: true,
+      allocatable: {},
       ...structuredClone(seed),
       resourceVersion: this.nextResourceVersion(),
     };
@@ -85,8 +90,16 @@ export class FakeCluster {
 
   addPod(seed: Partial<PodInfo> & { name: string }): PodInfo {
     const pod: StoredPod = {
-      namespace: 'default', uid: `uid-${this.rv}`, nodeName: undefined, phase: 'Running', labels: {}, annotations: {},
-      owners: [], terminating: false, terminationGracePeriodSeconds: 30, extendedResources: {},
+      namespace: 'default',
+      uid: `uid-${this.rv}`,
+      nodeName: undefined,
+      phase: 'Running',
+      labels: {},
+      annotations: {},
+      owners: [],
+      terminating: false,
+      terminationGracePeriodSeconds: 30,
+      extendedResources: {},
       ...structuredClone(seed),
     };
     this.podMap.set(podKey(pod), pod);
@@ -148,7 +161,10 @@ export class FakeCluster {
       if (status === undefined) return;
       if (status === 409 && retriesConflicts) {
         if (attempt >= this.conflictAttempts) {
-          throw new ConflictError(`${what}: still conflicting after ${this.conflictAttempts} attempts`, { what, status: 409 });
+          throw new ConflictError(`${what}: still conflicting after ${this.conflictAttempts} attempts`, {
+            what,
+            status: 409,
+          });
         }
         onRetry?.();
         continue;
@@ -160,5 +176,8 @@ export class FakeCluster {
 
 /** The error the real adapter would throw for this status. */
 export function injected(status: InjectedStatus, what: string): AdapterError {
-  return fromKubeError({ code: status, body: JSON.stringify({ kind: 'Status', code: status, message: `injected ${status}` }) }, what);
+  return fromKubeError(
+    { code: status, body: JSON.stringify({ kind: 'Status', code: status, message: `injected ${status}` }) },
+    what,
+  );
 }

@@ -36,12 +36,16 @@ export class FakeNodeOps implements NodeOps {
 
   async list(labelSelector?: string): Promise<NodeInfo[]> {
     this.begin('nodes.list', [labelSelector], 'listing nodes');
-    return [...this.cluster.nodes.values()].filter((n) => matchesSelector(n.labels, labelSelector)).map((n) => structuredClone(n));
+    return [...this.cluster.nodes.values()]
+      .filter((n) => matchesSelector(n.labels, labelSelector))
+      .map((n) => structuredClone(n));
   }
 
   async listMetadata(labelSelector?: string): Promise<NodeMeta[]> {
     this.begin('nodes.listMetadata', [labelSelector], 'listing node metadata');
-    return [...this.cluster.nodes.values()].filter((n) => matchesSelector(n.labels, labelSelector)).map((n) => ({ name: n.name, labels: { ...n.labels }, annotations: { ...n.annotations } }));
+    return [...this.cluster.nodes.values()]
+      .filter((n) => matchesSelector(n.labels, labelSelector))
+      .map((n) => ({ name: n.name, labels: { ...n.labels }, annotations: { ...n.annotations } }));
   }
 
   async setCondition(name: string, condition: NodeCondition): Promise<boolean> {
@@ -95,9 +99,13 @@ export class FakeNodeOps implements NodeOps {
   async update(name: string, change: NodeChange, options: NodeUpdateOptions = {}): Promise<boolean> {
     // Recorded with the change only, as before: options say how, not what.
     this.begin('nodes.update', [name, change], `updating node ${name}`, options.basis === undefined && !options.blind);
-    if (options.blind && (change.addTaints?.length || change.removeTaints?.length)) throw new Error(`updating node ${name}: a blind update cannot change taints`);
+    if (options.blind && (change.addTaints?.length || change.removeTaints?.length))
+      throw new Error(`updating node ${name}: a blind update cannot change taints`);
     if (options.basis && this.node(name).resourceVersion !== options.basis.resourceVersion) {
-      throw new ConflictError(`updating node ${name}: the object has been modified`, { what: `node ${name}`, status: 409 });
+      throw new ConflictError(`updating node ${name}: the object has been modified`, {
+        what: `node ${name}`,
+        status: 409,
+      });
     }
     return this.write(name, (n) => {
       const d = nodeDelta(n, change);
@@ -117,7 +125,8 @@ export class FakeNodeOps implements NodeOps {
 
   private node(name: string): NodeInfo {
     const n = this.cluster.nodes.get(name);
-    if (n === undefined) throw new NotFoundError(`reading node ${name}: nodes "${name}" not found`, { what: `node ${name}`, status: 404 });
+    if (n === undefined)
+      throw new NotFoundError(`reading node ${name}: nodes "${name}" not found`, { what: `node ${name}`, status: 404 });
     return n;
   }
 
@@ -172,10 +181,15 @@ export class FakePodOps implements PodOps {
   async list(query: PodQuery = {}): Promise<PodInfo[]> {
     this.cluster.record('pods.list', [query]);
     this.cluster.guard('pods.list', 'listing pods', false);
-    if (query.fieldSelector !== undefined) throw new Error('FakePodOps.list: fieldSelector is not modelled; use listOnNode');
+    if (query.fieldSelector !== undefined)
+      throw new Error('FakePodOps.list: fieldSelector is not modelled; use listOnNode');
     return this.cluster
       .pods()
-      .filter((p) => (query.namespace === undefined || p.namespace === query.namespace) && matchesSelector(p.labels, query.labelSelector));
+      .filter(
+        (p) =>
+          (query.namespace === undefined || p.namespace === query.namespace) &&
+          matchesSelector(p.labels, query.labelSelector),
+      );
   }
 
   async evict(namespace: string, name: string, options: EvictOptions = {}): Promise<EvictResult> {

@@ -8,7 +8,15 @@ import { BadInputError } from '../errors.ts';
 import type { FakeCluster } from './fake-cluster.ts';
 import { decodeValue } from './kube-state-store.ts';
 import type { ApplyResult, Json, LeaseAttempt, LeaseState, LimitRangeInfo, QuotaInfo } from './model.ts';
-import type { ConfigFileOps, DeviceTaintOps, LeaseOps, LimitRangeSpec, QuotaOps, QuotaSpec, StateStore } from './ports.ts';
+import type {
+  ConfigFileOps,
+  DeviceTaintOps,
+  LeaseOps,
+  LimitRangeSpec,
+  QuotaOps,
+  QuotaSpec,
+  StateStore,
+} from './ports.ts';
 import type { DeviceRef, DeviceTaint } from '../../lib/plan.ts';
 import { sameJson } from './same-json.ts';
 
@@ -23,18 +31,34 @@ export class FakeQuotaOps implements QuotaOps {
 
   async listQuotas(namespace?: string): Promise<QuotaInfo[]> {
     this.begin('quotas.listQuotas', [namespace], false);
-    return [...this.cluster.quotas.values()].filter((q) => namespace === undefined || q.namespace === namespace).map((q) => structuredClone(q));
+    return [...this.cluster.quotas.values()]
+      .filter((q) => namespace === undefined || q.namespace === namespace)
+      .map((q) => structuredClone(q));
   }
 
   async applyQuota(namespace: string, name: string, spec: QuotaSpec): Promise<ApplyResult> {
     this.begin('quotas.applyQuota', [namespace, name, spec], true);
     const key = `${namespace}/${name}`;
     const cur = this.cluster.quotas.get(key);
-    if (cur !== undefined && sameJson(cur.hard, spec.hard) && hasAll(cur.labels, spec.labels) && hasAll(cur.annotations ?? {}, spec.annotations)) return 'unchanged';
+    if (
+      cur !== undefined &&
+      sameJson(cur.hard, spec.hard) &&
+      hasAll(cur.labels, spec.labels) &&
+      hasAll(cur.annotations ?? {}, spec.annotations)
+    )
+      return 'unchanged';
     const labels = { ...(cur?.labels ?? {}), ...spec.labels };
     const annotations = { ...(cur?.annotations ?? {}), ...spec.annotations };
     const rv = this.cluster.nextResourceVersion();
-    this.cluster.quotas.set(key, { namespace, name, labels, annotations, hard: { ...spec.hard }, used: cur?.used ?? {}, resourceVersion: rv });
+    this.cluster.quotas.set(key, {
+      namespace,
+      name,
+      labels,
+      annotations,
+      hard: { ...spec.hard },
+      used: cur?.used ?? {},
+      resourceVersion: rv,
+    });
     return cur === undefined ? 'created' : 'updated';
   }
 
@@ -46,7 +70,9 @@ export class FakeQuotaOps implements QuotaOps {
 
   async listLimitRanges(namespace?: string): Promise<LimitRangeInfo[]> {
     this.begin('quotas.listLimitRanges', [namespace], false);
-    return [...this.cluster.limitRanges.values()].filter((l) => namespace === undefined || l.namespace === namespace).map((l) => structuredClone(l));
+    return [...this.cluster.limitRanges.values()]
+      .filter((l) => namespace === undefined || l.namespace === namespace)
+      .map((l) => structuredClone(l));
   }
 
   async applyLimitRange(namespace: string, name: string, spec: LimitRangeSpec): Promise<ApplyResult> {
@@ -56,7 +82,13 @@ export class FakeQuotaOps implements QuotaOps {
     if (cur !== undefined && sameJson(cur.limits, spec.limits) && hasAll(cur.labels, spec.labels)) return 'unchanged';
     const labels = { ...(cur?.labels ?? {}), ...spec.labels };
     const rv = this.cluster.nextResourceVersion();
-    this.cluster.limitRanges.set(key, { namespace, name, labels, limits: structuredClone(spec.limits), resourceVersion: rv });
+    this.cluster.limitRanges.set(key, {
+      namespace,
+      name,
+      labels,
+      limits: structuredClone(spec.limits),
+      resourceVersion: rv,
+    });
     return cur === undefined ? 'created' : 'updated';
   }
 
@@ -89,7 +121,8 @@ export class FakeStateStore implements StateStore {
   }
 
   async update<T extends Json>(key: string, fn: (current: Json | undefined) => T | undefined): Promise<T | undefined> {
-    if (!KEY.test(key)) throw new BadInputError(`state key ${JSON.stringify(key)} must match ${KEY}`, { what: 'state key' });
+    if (!KEY.test(key))
+      throw new BadInputError(`state key ${JSON.stringify(key)} must match ${KEY}`, { what: 'state key' });
     this.cluster.record('state.update', [key]);
     const read = (): Json | undefined => {
       const raw = this.cluster.state.get(key);
@@ -111,11 +144,19 @@ export class FakeLeaseOps implements LeaseOps {
   async tryAcquire(name: string, holder: string, durationS: number, clock: Clock): Promise<LeaseAttempt> {
     this.cluster.record('leases.tryAcquire', [name, holder, durationS]);
     if (holder === '') throw new BadInputError('lease holder must not be empty', { what: `lease ${name}` });
-    if (!(Number.isInteger(durationS) && durationS > 0)) throw new BadInputError(`lease durationS must be a positive integer, got ${durationS}`, { what: `lease ${name}` });
+    if (!(Number.isInteger(durationS) && durationS > 0))
+      throw new BadInputError(`lease durationS must be a positive integer, got ${durationS}`, {
+        what: `lease ${name}`,
+      });
     this.cluster.guard('leases.tryAcquire', `acquiring lease ${name}`, true);
     const now = clock.now();
     const cur = this.cluster.leases.get(name);
-    if (cur !== undefined && cur.holder !== undefined && cur.holder !== holder && cur.renewMs + cur.durationS * 1000 > now) {
+    if (
+      cur !== undefined &&
+      cur.holder !== undefined &&
+      cur.holder !== holder &&
+      cur.renewMs + cur.durationS * 1000 > now
+    ) {
       return { acquired: false, lease: state(name, cur) };
     }
     const transitions = cur === undefined ? 0 : cur.holder === holder ? cur.transitions : cur.transitions + 1;
@@ -152,7 +193,12 @@ export class FakeLeaseOps implements LeaseOps {
 }
 
 function state(name: string, l: { holder: string | undefined; durationS: number; renewMs: number }): LeaseState {
-  return { name, holder: l.holder, durationS: l.durationS, expiresAtMs: l.holder === undefined ? 0 : l.renewMs + l.durationS * 1000 };
+  return {
+    name,
+    holder: l.holder,
+    durationS: l.durationS,
+    expiresAtMs: l.holder === undefined ? 0 : l.renewMs + l.durationS * 1000,
+  };
 }
 
 export class FakeDeviceTaintOps implements DeviceTaintOps {
@@ -161,13 +207,18 @@ export class FakeDeviceTaintOps implements DeviceTaintOps {
   async devices(node: string, driver: string): Promise<Record<string, DeviceRef>> {
     this.cluster.record('deviceTaints.devices', [node, driver]);
     this.cluster.guard('deviceTaints.devices', `listing resourceslices of node ${node}`, false);
-    return Object.fromEntries(Object.entries(this.cluster.draDevices.get(node) ?? {}).filter(([, d]) => d.driver === driver));
+    return Object.fromEntries(
+      Object.entries(this.cluster.draDevices.get(node) ?? {}).filter(([, d]) => d.driver === driver),
+    );
   }
 
   async rules(node: string): Promise<string[]> {
     this.cluster.record('deviceTaints.rules', [node]);
     this.cluster.guard('deviceTaints.rules', `listing devicetaintrules of node ${node}`, false);
-    return [...this.cluster.deviceTaintRules.values()].filter((r) => r.node === node).map((r) => r.name).sort();
+    return [...this.cluster.deviceTaintRules.values()]
+      .filter((r) => r.node === node)
+      .map((r) => r.name)
+      .sort();
   }
 
   async create(rule: DeviceTaint): Promise<boolean> {
@@ -189,7 +240,11 @@ export class FakeDeviceTaintOps implements DeviceTaintOps {
 export class FakeConfigFile implements ConfigFileOps {
   constructor(
     private readonly cluster: FakeCluster,
-    readonly ref: { namespace: string; name: string; key: string } = { namespace: 'gpu-operator', name: 'default-mig-parted-config', key: 'config.yaml' },
+    readonly ref: { namespace: string; name: string; key: string } = {
+      namespace: 'gpu-operator',
+      name: 'default-mig-parted-config',
+      key: 'config.yaml',
+    },
   ) {}
 
   private get id(): string {

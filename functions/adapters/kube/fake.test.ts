@@ -26,7 +26,8 @@ function fakeHarness(): KubeHarness {
         terminationGracePeriodSeconds: s.gracePeriodSeconds ?? 30,
         extendedResources: s.gpus ? { 'nvidia.com/gpu': s.gpus } : {},
       }),
-    seedPdb: async (s) => k.cluster.addPdb({ namespace: s.namespace, matchLabels: s.matchLabels, minAvailable: s.minAvailable }),
+    seedPdb: async (s) =>
+      k.cluster.addPdb({ namespace: s.namespace, matchLabels: s.matchLabels, minAvailable: s.minAvailable }),
     close: async () => {},
   };
 }

@@ -15,9 +15,19 @@ describe('withTaint', () => {
   it.each([
     ['adds to an empty list', [], { ...NS, value: 'a' }, [{ ...NS, value: 'a' }]],
     ['is a no-op for the same key, effect and value', [{ ...NS, value: 'a' }], { ...NS, value: 'a' }, undefined],
-    ['replaces the value for the same key and effect', [{ ...NS, value: 'a' }], { ...NS, value: 'b' }, [{ ...NS, value: 'b' }]],
+    [
+      'replaces the value for the same key and effect',
+      [{ ...NS, value: 'a' }],
+      { ...NS, value: 'b' },
+      [{ ...NS, value: 'b' }],
+    ],
     ['treats an absent value as empty', [{ ...NS }], { ...NS, value: '' }, undefined],
-    ['adds a second effect for the same key', [{ ...NS }], { key: 'k', effect: 'NoExecute' }, [{ ...NS }, { key: 'k', effect: 'NoExecute' }]],
+    [
+      'adds a second effect for the same key',
+      [{ ...NS }],
+      { key: 'k', effect: 'NoExecute' },
+      [{ ...NS }, { key: 'k', effect: 'NoExecute' }],
+    ],
   ] as const)('%s', (_name, current, taint, expected) => {
     expect(withTaint([...current], taint)).toEqual(expected);
   });
@@ -54,7 +64,13 @@ describe('mergeStringMap', () => {
 
 describe('toPodInfo', () => {
   const pod: V1Pod = {
-    metadata: { name: 'p', namespace: 'ns', uid: 'u', ownerReferences: [{ apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'ds', uid: 'x' }], deletionTimestamp: new Date(0) },
+    metadata: {
+      name: 'p',
+      namespace: 'ns',
+      uid: 'u',
+      ownerReferences: [{ apiVersion: 'apps/v1', kind: 'DaemonSet', name: 'ds', uid: 'x' }],
+      deletionTimestamp: new Date(0),
+    },
     spec: {
       nodeName: 'n1',
       terminationGracePeriodSeconds: 45,
@@ -71,7 +87,13 @@ describe('toPodInfo', () => {
   });
 
   it('reads owners, termination and grace period', () => {
-    expect(toPodInfo(pod)).toMatchObject({ owners: [{ kind: 'DaemonSet', name: 'ds' }], terminating: true, terminationGracePeriodSeconds: 45, nodeName: 'n1', phase: 'Running' });
+    expect(toPodInfo(pod)).toMatchObject({
+      owners: [{ kind: 'DaemonSet', name: 'ds' }],
+      terminating: true,
+      terminationGracePeriodSeconds: 45,
+      nodeName: 'n1',
+      phase: 'Running',
+    });
     expect(skipReason(toPodInfo(pod))).toBe('daemonset');
   });
 
@@ -81,7 +103,13 @@ describe('toPodInfo', () => {
   });
 
   it('absent metadata maps become empty objects', () => {
-    expect(toPodInfo({ metadata: { name: 'x' } })).toMatchObject({ labels: {}, annotations: {}, owners: [], terminating: false, extendedResources: {} });
+    expect(toPodInfo({ metadata: { name: 'x' } })).toMatchObject({
+      labels: {},
+      annotations: {},
+      owners: [],
+      terminating: false,
+      extendedResources: {},
+    });
   });
 });
 
@@ -96,19 +124,35 @@ describe('toNodeInfo', () => {
   });
 
   it('a node without a Ready condition reads as undefined', () => {
-    expect(toNodeInfo({ metadata: { name: 'n' } })).toMatchObject({ ready: undefined, unschedulable: false, taints: [] });
+    expect(toNodeInfo({ metadata: { name: 'n' } })).toMatchObject({
+      ready: undefined,
+      unschedulable: false,
+      taints: [],
+    });
   });
 });
 
 describe('toLeaseState', () => {
   it('expiry is renewTime plus the duration; MicroTime strings and Dates both read', () => {
     const renew = '2026-01-01T00:00:00.000000Z';
-    expect(toLeaseState({ metadata: { name: 'l' }, spec: { holderIdentity: 'a', leaseDurationSeconds: 15, renewTime: renew as never } }).expiresAtMs).toBe(Date.parse(renew) + 15_000);
-    expect(toLeaseState({ metadata: { name: 'l' }, spec: { holderIdentity: 'a', leaseDurationSeconds: 15, renewTime: new Date(1000) } }).expiresAtMs).toBe(16_000);
+    expect(
+      toLeaseState({
+        metadata: { name: 'l' },
+        spec: { holderIdentity: 'a', leaseDurationSeconds: 15, renewTime: renew as never },
+      }).expiresAtMs,
+    ).toBe(Date.parse(renew) + 15_000);
+    expect(
+      toLeaseState({
+        metadata: { name: 'l' },
+        spec: { holderIdentity: 'a', leaseDurationSeconds: 15, renewTime: new Date(1000) },
+      }).expiresAtMs,
+    ).toBe(16_000);
   });
 
   it('an empty or absent holder means free', () => {
-    expect(toLeaseState({ metadata: { name: 'l' }, spec: { holderIdentity: '', leaseDurationSeconds: 15 } })).toMatchObject({ holder: undefined, expiresAtMs: 0 });
+    expect(
+      toLeaseState({ metadata: { name: 'l' }, spec: { holderIdentity: '', leaseDurationSeconds: 15 } }),
+    ).toMatchObject({ holder: undefined, expiresAtMs: 0 });
   });
 });
 
@@ -141,13 +185,17 @@ describe('retryOnConflict', () => {
 
   it('gives up after the budget with ConflictError', async () => {
     let n = 0;
-    await expect(retryOnConflict('patching node n', 2, async () => (n++, Promise.reject(conflict)))).rejects.toThrow(ConflictError);
+    await expect(retryOnConflict('patching node n', 2, async () => (n++, Promise.reject(conflict)))).rejects.toThrow(
+      ConflictError,
+    );
     expect(n).toBe(2);
   });
 
   it('does not retry other errors', async () => {
     let n = 0;
-    await expect(retryOnConflict('x', 5, async () => (n++, Promise.reject(Object.assign(new Error(), { code: 404 }))))).rejects.toThrow(NotFoundError);
+    await expect(
+      retryOnConflict('x', 5, async () => (n++, Promise.reject(Object.assign(new Error(), { code: 404 })))),
+    ).rejects.toThrow(NotFoundError);
     expect(n).toBe(1);
   });
 });

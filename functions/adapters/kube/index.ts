@@ -10,7 +10,16 @@ import type { KubeOpsOptions } from './kube-node-ops.ts';
 import type { DraVersions } from './kube-device-taint-ops.ts';
 import type { ConfigFileRef } from './kube-config-file.ts';
 import type { KubeEventRecorderOptions } from './kube-event-recorder.ts';
-import type { ConfigFileOps, DeviceTaintOps, EventRecorder, LeaseOps, NodeOps, PodOps, QuotaOps, StateStore } from './ports.ts';
+import type {
+  ConfigFileOps,
+  DeviceTaintOps,
+  EventRecorder,
+  LeaseOps,
+  NodeOps,
+  PodOps,
+  QuotaOps,
+  StateStore,
+} from './ports.ts';
 
 export * from './model.ts';
 export type { NodeChange } from './node-change.ts';

@@ -17,7 +17,15 @@ afterAll(() => sim.close());
 
 /** One contract, two implementations: the real adapter over the simulated API server, and the fake. */
 const impls: [string, () => ConfigFileOps][] = [
-  ['KubeConfigFile', () => new KubeConfigFile(core, { namespace: 'gpu-operator', name: `cfg-${Math.random().toString(36).slice(2, 8)}`, key: 'config.yaml' })],
+  [
+    'KubeConfigFile',
+    () =>
+      new KubeConfigFile(core, {
+        namespace: 'gpu-operator',
+        name: `cfg-${Math.random().toString(36).slice(2, 8)}`,
+        key: 'config.yaml',
+      }),
+  ],
   ['FakeConfigFile', () => new FakeConfigFile(new FakeCluster())],
 ];
 
@@ -32,8 +40,11 @@ describe.each(impls)('%s', (_name, make) => {
 });
 
 describe('KubeConfigFile', () => {
-  it('keeps the ConfigMap\'s other keys', async () => {
-    await core.createNamespacedConfigMap({ namespace: 'gpu-operator', body: { metadata: { name: 'shared' }, data: { 'other.yaml': 'x: 1\n' } } });
+  it("keeps the ConfigMap's other keys", async () => {
+    await core.createNamespacedConfigMap({
+      namespace: 'gpu-operator',
+      body: { metadata: { name: 'shared' }, data: { 'other.yaml': 'x: 1\n' } },
+    });
     const f = new KubeConfigFile(core, { namespace: 'gpu-operator', name: 'shared', key: 'config.yaml' });
     await f.update(() => 'version: v1\n');
     const cm = await core.readNamespacedConfigMap({ namespace: 'gpu-operator', name: 'shared' });

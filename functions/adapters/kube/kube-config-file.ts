@@ -18,7 +18,11 @@ export interface ConfigFileRef {
 }
 
 /** Where NVIDIA's GPU Operator keeps mig-manager's config by default. */
-export const DEFAULT_MIG_PARTED_CONFIG: ConfigFileRef = { namespace: 'gpu-operator', name: 'default-mig-parted-config', key: 'config.yaml' };
+export const DEFAULT_MIG_PARTED_CONFIG: ConfigFileRef = {
+  namespace: 'gpu-operator',
+  name: 'default-mig-parted-config',
+  key: 'config.yaml',
+};
 
 export class KubeConfigFile implements ConfigFileOps {
   constructor(
@@ -42,7 +46,13 @@ export class KubeConfigFile implements ConfigFileOps {
       const next = fn(current);
       if (next === current) return;
       if (!cm) {
-        await this.core.createNamespacedConfigMap({ namespace, body: { metadata: { name, namespace, labels: { 'app.kubernetes.io/managed-by': 'gpu-reflex' } }, data: { [key]: next } } });
+        await this.core.createNamespacedConfigMap({
+          namespace,
+          body: {
+            metadata: { name, namespace, labels: { 'app.kubernetes.io/managed-by': 'gpu-reflex' } },
+            data: { [key]: next },
+          },
+        });
         return;
       }
       const body: V1ConfigMap = { ...cm, data: { ...(cm.data ?? {}), [key]: next } };

@@ -32,7 +32,7 @@ interface Harness {
 
 function contract(name: string, make: () => Harness) {
   describe(`DeviceTaintOps contract: ${name}`, () => {
-    it('finds a node\'s GPUs by UUID in its ResourceSlices of the driver, and no other node\'s or driver\'s', async () => {
+    it("finds a node's GPUs by UUID in its ResourceSlices of the driver, and no other node's or driver's", async () => {
       const h = make();
       await h.slice('n1', 'gpu.nvidia.com', [0, 1]);
       await h.slice('n2', 'gpu.nvidia.com', [2]);
@@ -44,7 +44,7 @@ function contract(name: string, make: () => Harness) {
       expect(await h.ops.devices('n3', 'gpu.nvidia.com')).toEqual({});
     });
 
-    it('creates and deletes a rule once, however often asked, and lists a node\'s rules alone', async () => {
+    it("creates and deletes a rule once, however often asked, and lists a node's rules alone", async () => {
       const h = make();
       expect(await h.ops.create(rule('n1', 0))).toBe(true);
       expect(await h.ops.create(rule('n1', 0))).toBe(false);
@@ -64,7 +64,10 @@ contract('fake', () => {
     ops: new FakeDeviceTaintOps(cluster),
     slice: async (node, driver, indices) => {
       const had = cluster.draDevices.get(node) ?? {};
-      cluster.draDevices.set(node, { ...had, ...Object.fromEntries(indices.map((i) => [UUID(i), { driver, pool: node, device: `gpu-${i}` }])) });
+      cluster.draDevices.set(node, {
+        ...had,
+        ...Object.fromEntries(indices.map((i) => [UUID(i), { driver, pool: node, device: `gpu-${i}` }])),
+      });
     },
   };
 });
@@ -81,8 +84,10 @@ afterAll(async () => sim?.close());
 contract('KubeDeviceTaintOps over the simulated API server', () => {
   // Each test its own node names in one server: clear what the last one made.
   n++;
-  for (const r of sim.store.list('devicetaintrules.resource.k8s.io')) sim.store.remove('devicetaintrules.resource.k8s.io', '', r.metadata.name);
-  for (const r of sim.store.list('resourceslices.resource.k8s.io')) sim.store.remove('resourceslices.resource.k8s.io', '', r.metadata.name);
+  for (const r of sim.store.list('devicetaintrules.resource.k8s.io'))
+    sim.store.remove('devicetaintrules.resource.k8s.io', '', r.metadata.name);
+  for (const r of sim.store.list('resourceslices.resource.k8s.io'))
+    sim.store.remove('resourceslices.resource.k8s.io', '', r.metadata.name);
   return {
     // Pages of one: the lists must follow `continue`.
     ops: new KubeDeviceTaintOps(custom, undefined, 1),
@@ -95,7 +100,15 @@ contract('KubeDeviceTaintOps over the simulated API server', () => {
           apiVersion: 'resource.k8s.io/v1',
           kind: 'ResourceSlice',
           metadata: { name: `${node}-${driver}-${n}` },
-          spec: { driver, nodeName: node, pool: { name: node, generation: 1, resourceSliceCount: 1 }, devices: indices.map((i) => ({ name: `gpu-${i}`, attributes: { uuid: { string: UUID(i) }, index: { int: i } } })) },
+          spec: {
+            driver,
+            nodeName: node,
+            pool: { name: node, generation: 1, resourceSliceCount: 1 },
+            devices: indices.map((i) => ({
+              name: `gpu-${i}`,
+              attributes: { uuid: { string: UUID(i) }, index: { int: i } },
+            })),
+          },
         },
       });
     },
@@ -106,16 +119,24 @@ describe('KubeDeviceTaintOps', () => {
   it('writes the DeviceTaintRule a real API server takes: selector by driver, pool and device, our node label', async () => {
     const ops = new KubeDeviceTaintOps(custom);
     await ops.create(rule('n9', 4));
-    const got = (await custom.getClusterCustomObject({ group: 'resource.k8s.io', version: 'v1', plural: 'devicetaintrules', name: 'gpu-reflex-n9-4' })) as Record<string, unknown>;
+    const got = (await custom.getClusterCustomObject({
+      group: 'resource.k8s.io',
+      version: 'v1',
+      plural: 'devicetaintrules',
+      name: 'gpu-reflex-n9-4',
+    })) as Record<string, unknown>;
     expect(got).toMatchObject({
       apiVersion: 'resource.k8s.io/v1',
       kind: 'DeviceTaintRule',
       metadata: { labels: { 'gpu-reflex.io/node': 'n9' } },
-      spec: { deviceSelector: { driver: 'gpu.nvidia.com', pool: 'n9', device: 'gpu-4' }, taint: { key: 'gpu-reflex.io/unhealthy', value: 'xid-79', effect: 'NoSchedule' } },
+      spec: {
+        deviceSelector: { driver: 'gpu.nvidia.com', pool: 'n9', device: 'gpu-4' },
+        taint: { key: 'gpu-reflex.io/unhealthy', value: 'xid-79', effect: 'NoSchedule' },
+      },
     });
   });
 
-  it('reads a UUID attribute bare, qualified with the driver, or under v1beta1\'s basic', () => {
+  it("reads a UUID attribute bare, qualified with the driver, or under v1beta1's basic", () => {
     expect(uuidOf({ attributes: { uuid: { string: 'A' } } }, 'gpu.nvidia.com')).toBe('A');
     expect(uuidOf({ attributes: { 'gpu.nvidia.com/uuid': { string: 'B' } } }, 'gpu.nvidia.com')).toBe('B');
     expect(uuidOf({ basic: { attributes: { uuid: { string: 'C' } } } }, 'gpu.nvidia.com')).toBe('C');
@@ -124,6 +145,9 @@ describe('KubeDeviceTaintOps', () => {
 
   it('an API the cluster does not serve is a NotFoundError naming what was read', async () => {
     const old = new KubeDeviceTaintOps(custom, { deviceTaintRuleVersion: 'v1alpha3', resourceSliceVersion: 'v1' });
-    await expect(old.rules('n1')).rejects.toMatchObject({ name: 'NotFoundError', message: expect.stringContaining('listing devicetaintrules of node n1') });
+    await expect(old.rules('n1')).rejects.toMatchObject({
+      name: 'NotFoundError',
+      message: expect.stringContaining('listing devicetaintrules of node n1'),
+    });
   });
 });

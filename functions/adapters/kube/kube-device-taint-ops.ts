@@ -50,10 +50,22 @@ export class KubeDeviceTaintOps implements DeviceTaintOps {
   ) {}
 
   /** Every object of a cluster-scoped resource.k8s.io kind matching `selector`, page by page. */
-  private list<T>(version: string, plural: string, selector: { fieldSelector?: string; labelSelector?: string }, what: string): Promise<T[]> {
+  private list<T>(
+    version: string,
+    plural: string,
+    selector: { fieldSelector?: string; labelSelector?: string },
+    what: string,
+  ): Promise<T[]> {
     return listAll<T>(async (cont) => {
       try {
-        return (await this.custom.listClusterCustomObject({ group: GROUP, version, plural, ...selector, limit: this.pageSize, ...(cont ? { _continue: cont } : {}) })) as Page<T>;
+        return (await this.custom.listClusterCustomObject({
+          group: GROUP,
+          version,
+          plural,
+          ...selector,
+          limit: this.pageSize,
+          ...(cont ? { _continue: cont } : {}),
+        })) as Page<T>;
       } catch (err) {
         throw fromKubeError(err, what);
       }
@@ -62,7 +74,12 @@ export class KubeDeviceTaintOps implements DeviceTaintOps {
 
   // RBAC: resource.k8s.io resourceslices list
   async devices(node: string, driver: string): Promise<Record<string, DeviceRef>> {
-    const slices = await this.list<Slice>(this.versions.resourceSliceVersion, 'resourceslices', { fieldSelector: `spec.nodeName=${node}` }, `listing resourceslices of node ${node}`);
+    const slices = await this.list<Slice>(
+      this.versions.resourceSliceVersion,
+      'resourceslices',
+      { fieldSelector: `spec.nodeName=${node}` },
+      `listing resourceslices of node ${node}`,
+    );
     const out: Record<string, DeviceRef> = {};
     for (const s of slices) {
       if (s.spec?.driver !== driver || !s.spec.pool?.name) continue;
@@ -76,8 +93,16 @@ export class KubeDeviceTaintOps implements DeviceTaintOps {
 
   // RBAC: resource.k8s.io devicetaintrules list
   async rules(node: string): Promise<string[]> {
-    const rules = await this.list<Named>(this.versions.deviceTaintRuleVersion, 'devicetaintrules', { labelSelector: `${RULE_NODE_LABEL}=${node}` }, `listing devicetaintrules of node ${node}`);
-    return rules.map((r) => r.metadata?.name ?? '').filter(Boolean).sort();
+    const rules = await this.list<Named>(
+      this.versions.deviceTaintRuleVersion,
+      'devicetaintrules',
+      { labelSelector: `${RULE_NODE_LABEL}=${node}` },
+      `listing devicetaintrules of node ${node}`,
+    );
+    return rules
+      .map((r) => r.metadata?.name ?? '')
+      .filter(Boolean)
+      .sort();
   }
 
   // RBAC: resource.k8s.io devicetaintrules create
@@ -85,11 +110,20 @@ export class KubeDeviceTaintOps implements DeviceTaintOps {
     const body = {
       apiVersion: `${GROUP}/${this.versions.deviceTaintRuleVersion}`,
       kind: 'DeviceTaintRule',
-      metadata: { name: rule.name, labels: { [RULE_NODE_LABEL]: rule.node }, annotations: { 'gpu-reflex.io/gpu': rule.gpuUuid } },
+      metadata: {
+        name: rule.name,
+        labels: { [RULE_NODE_LABEL]: rule.node },
+        annotations: { 'gpu-reflex.io/gpu': rule.gpuUuid },
+      },
       spec: { deviceSelector: { driver: rule.driver, pool: rule.pool, device: rule.device }, taint: rule.taint },
     };
     try {
-      await this.custom.createClusterCustomObject({ group: GROUP, version: this.versions.deviceTaintRuleVersion, plural: 'devicetaintrules', body });
+      await this.custom.createClusterCustomObject({
+        group: GROUP,
+        version: this.versions.deviceTaintRuleVersion,
+        plural: 'devicetaintrules',
+        body,
+      });
       return true;
     } catch (err) {
       const mapped = fromKubeError(err, `creating devicetaintrule ${rule.name}`);
@@ -102,7 +136,12 @@ export class KubeDeviceTaintOps implements DeviceTaintOps {
   // RBAC: resource.k8s.io devicetaintrules delete
   async remove(name: string): Promise<boolean> {
     try {
-      await this.custom.deleteClusterCustomObject({ group: GROUP, version: this.versions.deviceTaintRuleVersion, plural: 'devicetaintrules', name });
+      await this.custom.deleteClusterCustomObject({
+        group: GROUP,
+        version: this.versions.deviceTaintRuleVersion,
+        plural: 'devicetaintrules',
+        name,
+      });
       return true;
     } catch (err) {
       const mapped = fromKubeError(err, `deleting devicetaintrule ${name}`);

@@ -39,7 +39,10 @@ export class KubeEventRecorder implements EventRecorder {
   private readonly instance: string;
   private seq = 0;
 
-  constructor(private readonly api: EventsApi, options: KubeEventRecorderOptions = {}) {
+  constructor(
+    private readonly api: EventsApi,
+    options: KubeEventRecorderOptions = {},
+  ) {
     this.clock = options.clock ?? currentClock();
     this.logger = options.logger ?? createLogger({ service: 'gpu-reflex' });
     this.instance = options.instance ?? process.env.AWS_LAMBDA_FUNCTION_NAME ?? 'gpu-reflex';
@@ -74,7 +77,11 @@ export class KubeEventRecorder implements EventRecorder {
     try {
       await this.api.createNamespacedEvent({ namespace, body });
     } catch (err) {
-      this.logger.warn('recording event failed', { reason: event.reason, regarding: `${regarding.kind}/${regarding.name}`, error: err });
+      this.logger.warn('recording event failed', {
+        reason: event.reason,
+        regarding: `${regarding.kind}/${regarding.name}`,
+        error: err,
+      });
     }
   }
 }

@@ -14,7 +14,14 @@ import { V1MicroTime } from '@kubernetes/client-node';
 import type { V1Lease } from '@kubernetes/client-node';
 import type { CoordinationApi } from './api-methods.ts';
 import type { Clock } from '../clock.ts';
-import { BadInputError, ConfigurationError, ConflictError, ForbiddenError, NotFoundError, fromKubeError } from '../errors.ts';
+import {
+  BadInputError,
+  ConfigurationError,
+  ConflictError,
+  ForbiddenError,
+  NotFoundError,
+  fromKubeError,
+} from '../errors.ts';
 import type { LeaseAttempt, LeaseState } from './model.ts';
 import type { LeaseOps } from './ports.ts';
 import { DEFAULT_CONFLICT_ATTEMPTS, retryOnConflict } from './retry.ts';
@@ -55,7 +62,9 @@ export class KubeLeaseOps implements LeaseOps {
   async tryAcquire(name: string, holder: string, durationS: number, clock: Clock): Promise<LeaseAttempt> {
     if (holder === '') throw new BadInputError('lease holder must not be empty', { what: `lease ${name}` });
     if (!(Number.isInteger(durationS) && durationS > 0)) {
-      throw new BadInputError(`lease durationS must be a positive integer, got ${durationS}`, { what: `lease ${name}` });
+      throw new BadInputError(`lease durationS must be a positive integer, got ${durationS}`, {
+        what: `lease ${name}`,
+      });
     }
     return retryOnConflict(`acquiring lease ${this.namespace}/${name}`, this.attempts, async () => {
       const now = new V1MicroTime(clock.now());
@@ -66,10 +75,15 @@ export class KubeLeaseOps implements LeaseOps {
       }
       const current = await this.read(name);
       // Released between our create and our read: the next try creates it.
-      if (current === undefined) throw new ConflictError(`lease ${this.namespace}/${name} went away while acquiring`, { what: `lease ${name}`, status: 409 });
+      if (current === undefined)
+        throw new ConflictError(`lease ${this.namespace}/${name} went away while acquiring`, {
+          what: `lease ${name}`,
+          status: 409,
+        });
       const state = toLeaseState(current);
       const ours = state.holder === holder;
-      if (!ours && state.holder !== undefined && state.expiresAtMs > clock.now()) return { acquired: false, lease: state };
+      if (!ours && state.holder !== undefined && state.expiresAtMs > clock.now())
+        return { acquired: false, lease: state };
       const spec = ours
         ? { ...current.spec, leaseDurationSeconds: durationS, renewTime: now }
         : {
@@ -87,13 +101,24 @@ export class KubeLeaseOps implements LeaseOps {
   }
 
   /** Creates the lease held by `holder`; undefined when it already exists (409 AlreadyExists). */
-  private async create(name: string, holder: string, durationS: number, now: V1MicroTime): Promise<V1Lease | undefined> {
+  private async create(
+    name: string,
+    holder: string,
+    durationS: number,
+    now: V1MicroTime,
+  ): Promise<V1Lease | undefined> {
     try {
       return await this.coordination.createNamespacedLease({
         namespace: this.namespace,
         body: {
           metadata: { name, namespace: this.namespace },
-          spec: { holderIdentity: holder, leaseDurationSeconds: durationS, acquireTime: now, renewTime: now, leaseTransitions: 0 },
+          spec: {
+            holderIdentity: holder,
+            leaseDurationSeconds: durationS,
+            acquireTime: now,
+            renewTime: now,
+            leaseTransitions: 0,
+          },
         },
       });
     } catch (err) {
@@ -101,7 +126,11 @@ export class KubeLeaseOps implements LeaseOps {
       if (mapped instanceof ConflictError) return undefined;
       // A 404 on create is the namespace, not the lease: the cluster is not set up, which
       // must not read as "already done" (the event would be acknowledged and forgotten).
-      if (mapped instanceof NotFoundError) throw new ConfigurationError(`namespace "${this.namespace}" does not exist: create it (infra/k8s) so gpu-reflex can hold its leases`, { what: `lease ${name}`, cause: err, status: 404 });
+      if (mapped instanceof NotFoundError)
+        throw new ConfigurationError(
+          `namespace "${this.namespace}" does not exist: create it (infra/k8s) so gpu-reflex can hold its leases`,
+          { what: `lease ${name}`, cause: err, status: 404 },
+        );
       throw mapped;
     }
   }
@@ -111,7 +140,10 @@ export class KubeLeaseOps implements LeaseOps {
     return retryOnConflict(`renewing lease ${this.namespace}/${name}`, this.attempts, async () => {
       const current = await this.read(name);
       if (current === undefined || toLeaseState(current).holder !== holder) return false;
-      this.held.set(`${name}\u0000${holder}`, await this.replace(name, { ...current, spec: { ...current.spec, renewTime: new V1MicroTime(clock.now()) } }));
+      this.held.set(
+        `${name}\u0000${holder}`,
+        await this.replace(name, { ...current, spec: { ...current.spec, renewTime: new V1MicroTime(clock.now()) } }),
+      );
       return true;
     });
   }
@@ -160,7 +192,11 @@ export class KubeLeaseOps implements LeaseOps {
    */
   private async remove(name: string, lease: V1Lease): Promise<void> {
     try {
-      await this.coordination.deleteNamespacedLease({ namespace: this.namespace, name, body: { preconditions: { resourceVersion: lease.metadata?.resourceVersion } } });
+      await this.coordination.deleteNamespacedLease({
+        namespace: this.namespace,
+        name,
+        body: { preconditions: { resourceVersion: lease.metadata?.resourceVersion } },
+      });
     } catch (err) {
       if (!(fromKubeError(err, `releasing lease ${this.namespace}/${name}`) instanceof ForbiddenError)) throw err;
       const { holderIdentity: _gone, ...spec } = lease.spec ?? {};

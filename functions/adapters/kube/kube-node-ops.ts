@@ -41,7 +41,10 @@ const taintText = (t: V1Taint) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.e
  * one line in `kubectl describe node` (reason Cordoned, the taint in the note): one request, not
  * one per field. Labels and annotations are not news. Empty when nothing newsworthy changed.
  */
-export function nodeChangeEvents(before: V1Node, patch: { spec?: { unschedulable?: boolean; taints?: V1Taint[] } }): KubeEventNote[] {
+export function nodeChangeEvents(
+  before: V1Node,
+  patch: { spec?: { unschedulable?: boolean; taints?: V1Taint[] } },
+): KubeEventNote[] {
   const spec = patch.spec ?? {};
   const taintNews: string[] = [];
   let added = false;
@@ -60,20 +63,33 @@ export function nodeChangeEvents(before: V1Node, patch: { spec?: { unschedulable
   }
   if (taintNews.length === 0) return [];
   const text = taintNews.join(', ');
-  return [{ type: 'Normal', reason: added ? 'Tainted' : 'Untainted', action: added ? 'Taint' : 'Untaint', note: `${text[0]!.toUpperCase()}${text.slice(1)} by gpu-reflex` }];
+  return [
+    {
+      type: 'Normal',
+      reason: added ? 'Tainted' : 'Untainted',
+      action: added ? 'Taint' : 'Untaint',
+      note: `${text[0]!.toUpperCase()}${text.slice(1)} by gpu-reflex`,
+    },
+  ];
 }
 
 const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 const STRATEGIC_PATCH = setHeaderOptions('Content-Type', PatchStrategy.StrategicMergePatch);
 /** Metadata-only lists; a server that does not know the form answers the plain JSON list instead. */
-const METADATA_ONLY = setHeaderOptions('Accept', 'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json');
+const METADATA_ONLY = setHeaderOptions(
+  'Accept',
+  'application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,application/json',
+);
 
 export class KubeNodeOps implements NodeOps {
   private readonly pageSize: number;
   private readonly attempts: number;
   private readonly events: EventRecorder;
 
-  constructor(private readonly core: CoreApi, options: KubeOpsOptions = {}) {
+  constructor(
+    private readonly core: CoreApi,
+    options: KubeOpsOptions = {},
+  ) {
     this.pageSize = options.pageSize ?? 500;
     this.attempts = options.conflictAttempts ?? DEFAULT_CONFLICT_ATTEMPTS;
     this.events = options.events ?? noEvents;
@@ -102,7 +118,11 @@ export class KubeNodeOps implements NodeOps {
       const nodes = await listAll((cont) =>
         this.core.listNode({ limit: this.pageSize, _continue: cont, labelSelector }, METADATA_ONLY),
       );
-      return nodes.map((n) => ({ name: n.metadata?.name ?? '', labels: { ...(n.metadata?.labels ?? {}) }, annotations: { ...(n.metadata?.annotations ?? {}) } }));
+      return nodes.map((n) => ({
+        name: n.metadata?.name ?? '',
+        labels: { ...(n.metadata?.labels ?? {}) },
+        annotations: { ...(n.metadata?.annotations ?? {}) },
+      }));
     } catch (err) {
       throw fromKubeError(err, `listing node metadata${labelSelector ? ` (${labelSelector})` : ''}`);
     }
@@ -113,10 +133,29 @@ export class KubeNodeOps implements NodeOps {
   async setCondition(name: string, condition: NodeCondition): Promise<boolean> {
     const node = await this.read(name);
     const now = (node.status?.conditions ?? []).find((c) => c.type === condition.type);
-    if (now && sameCondition({ type: now.type, status: now.status as NodeCondition['status'], reason: now.reason ?? '', message: now.message ?? '' }, condition)) return false;
+    if (
+      now &&
+      sameCondition(
+        {
+          type: now.type,
+          status: now.status as NodeCondition['status'],
+          reason: now.reason ?? '',
+          message: now.message ?? '',
+        },
+        condition,
+      )
+    )
+      return false;
     const at = new Date(currentClock().now());
     // Strategic merge by `type`: the kubelet's Ready and node-problem-detector's conditions stay.
-    const entry = { type: condition.type, status: condition.status, reason: condition.reason, message: condition.message, lastHeartbeatTime: at, lastTransitionTime: now && now.status === condition.status ? now.lastTransitionTime : at };
+    const entry = {
+      type: condition.type,
+      status: condition.status,
+      reason: condition.reason,
+      message: condition.message,
+      lastHeartbeatTime: at,
+      lastTransitionTime: now && now.status === condition.status ? now.lastTransitionTime : at,
+    };
     try {
       await this.core.patchNodeStatus({ name, body: { status: { conditions: [entry] } } }, STRATEGIC_PATCH);
     } catch (err) {
@@ -170,28 +209,56 @@ export class KubeNodeOps implements NodeOps {
   // RBAC: nodes get, patch
   async update(name: string, change: NodeChange, options: NodeUpdateOptions = {}): Promise<boolean> {
     const what = `updating node ${name}`;
-    const patchOf = (cur: { taints: V1Taint[]; labels: Record<string, string>; annotations: Record<string, string>; unschedulable: boolean }) => {
+    const patchOf = (cur: {
+      taints: V1Taint[];
+      labels: Record<string, string>;
+      annotations: Record<string, string>;
+      unschedulable: boolean;
+    }) => {
       const d = nodeDelta(cur, change);
       if (!d) return undefined;
-      const spec = { ...(d.taints ? { taints: d.taints } : {}), ...(d.unschedulable !== undefined ? { unschedulable: d.unschedulable } : {}) };
-      const metadata = { ...(d.labels ? { labels: d.labels } : {}), ...(d.annotations ? { annotations: d.annotations } : {}) };
+      const spec = {
+        ...(d.taints ? { taints: d.taints } : {}),
+        ...(d.unschedulable !== undefined ? { unschedulable: d.unschedulable } : {}),
+      };
+      const metadata = {
+        ...(d.labels ? { labels: d.labels } : {}),
+        ...(d.annotations ? { annotations: d.annotations } : {}),
+      };
       return { ...(Object.keys(spec).length ? { spec } : {}), metadata };
     };
     if (options.blind) {
-      if (change.addTaints?.length || change.removeTaints?.length) throw new Error(`${what}: a blind update cannot change taints (a merge patch replaces the list)`);
-      const metadata = { ...(change.labels ? { labels: change.labels } : {}), ...(change.annotations ? { annotations: change.annotations } : {}) };
-      return this.send(name, what, { ...(change.unschedulable !== undefined ? { spec: { unschedulable: change.unschedulable } } : {}), metadata });
+      if (change.addTaints?.length || change.removeTaints?.length)
+        throw new Error(`${what}: a blind update cannot change taints (a merge patch replaces the list)`);
+      const metadata = {
+        ...(change.labels ? { labels: change.labels } : {}),
+        ...(change.annotations ? { annotations: change.annotations } : {}),
+      };
+      return this.send(name, what, {
+        ...(change.unschedulable !== undefined ? { spec: { unschedulable: change.unschedulable } } : {}),
+        metadata,
+      });
     }
     const basis = options.basis;
     if (basis) {
       // One request: the caller's read is the basis; a change since then is a 409, retried by the platform.
       const patch = patchOf(basis);
       if (!patch) return false;
-      await this.send(name, what, { ...patch, metadata: { ...patch.metadata, resourceVersion: basis.resourceVersion } });
+      await this.send(name, what, {
+        ...patch,
+        metadata: { ...patch.metadata, resourceVersion: basis.resourceVersion },
+      });
       await this.recordChange({ metadata: { name }, spec: { taints: basis.taints } }, patch);
       return true;
     }
-    return this.modify(name, what, (n) => patchOf({ taints: n.spec?.taints ?? [], labels: n.metadata?.labels ?? {}, annotations: n.metadata?.annotations ?? {}, unschedulable: n.spec?.unschedulable === true }));
+    return this.modify(name, what, (n) =>
+      patchOf({
+        taints: n.spec?.taints ?? [],
+        labels: n.metadata?.labels ?? {},
+        annotations: n.metadata?.annotations ?? {},
+        unschedulable: n.spec?.unschedulable === true,
+      }),
+    );
   }
 
   private async send(name: string, what: string, body: Record<string, unknown>): Promise<boolean> {
@@ -235,7 +302,11 @@ export class KubeNodeOps implements NodeOps {
    * Read, compute a merge patch from what was read (undefined = nothing to do), send it with the
    * read resourceVersion; on 409 start over.
    */
-  private async modify(name: string, what: string, compute: (n: V1Node) => Record<string, unknown> | undefined): Promise<boolean> {
+  private async modify(
+    name: string,
+    what: string,
+    compute: (n: V1Node) => Record<string, unknown> | undefined,
+  ): Promise<boolean> {
     const done = await retryOnConflict(what, this.attempts, async () => {
       const node = await this.read(name);
       const change = compute(node);

@@ -18,7 +18,10 @@ export class KubePodOps implements PodOps {
    * `events` is accepted and unused: an eviction records no Event per pod (event-notes.ts says
    * why); the applier and drain record one on the node for all of a drain's evictions.
    */
-  constructor(private readonly core: CoreApi, options: Pick<KubeOpsOptions, 'pageSize' | 'events'> = {}) {
+  constructor(
+    private readonly core: CoreApi,
+    options: Pick<KubeOpsOptions, 'pageSize' | 'events'> = {},
+  ) {
     this.pageSize = options.pageSize ?? 500;
   }
 

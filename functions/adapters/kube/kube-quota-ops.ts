@@ -33,7 +33,10 @@ export class KubeQuotaOps implements QuotaOps {
   private readonly pageSize: number;
   private readonly attempts: number;
 
-  constructor(private readonly core: CoreApi, options: KubeOpsOptions = {}) {
+  constructor(
+    private readonly core: CoreApi,
+    options: KubeOpsOptions = {},
+  ) {
     this.pageSize = options.pageSize ?? 500;
     this.attempts = options.conflictAttempts ?? DEFAULT_CONFLICT_ATTEMPTS;
   }
@@ -65,16 +68,33 @@ export class KubeQuotaOps implements QuotaOps {
       if (current === undefined) {
         await this.core.createNamespacedResourceQuota({
           namespace,
-          body: { metadata: { name, namespace, labels: spec.labels, ...(spec.annotations ? { annotations: spec.annotations } : {}) }, spec: { hard: spec.hard } },
+          body: {
+            metadata: {
+              name,
+              namespace,
+              labels: spec.labels,
+              ...(spec.annotations ? { annotations: spec.annotations } : {}),
+            },
+            spec: { hard: spec.hard },
+          },
         });
         return 'created';
       }
       const labels = current.metadata?.labels ?? {};
       const annotations = current.metadata?.annotations ?? {};
-      if (sameJson(current.spec?.hard ?? {}, spec.hard) && hasLabels(labels, spec.labels) && hasLabels(annotations, spec.annotations)) return 'unchanged';
+      if (
+        sameJson(current.spec?.hard ?? {}, spec.hard) &&
+        hasLabels(labels, spec.labels) &&
+        hasLabels(annotations, spec.annotations)
+      )
+        return 'unchanged';
       const body: V1ResourceQuota = {
         ...current,
-        metadata: { ...current.metadata, labels: { ...labels, ...spec.labels }, ...(spec.annotations ? { annotations: { ...annotations, ...spec.annotations } } : {}) },
+        metadata: {
+          ...current.metadata,
+          labels: { ...labels, ...spec.labels },
+          ...(spec.annotations ? { annotations: { ...annotations, ...spec.annotations } } : {}),
+        },
         spec: { ...current.spec, hard: spec.hard },
       };
       await this.core.replaceNamespacedResourceQuota({ namespace, name, body });

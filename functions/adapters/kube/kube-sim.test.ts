@@ -37,12 +37,30 @@ function podBody(s: PodSeed) {
       namespace: s.namespace,
       labels: s.labels,
       annotations: s.annotations,
-      ...(s.ownerKind ? { ownerReferences: [{ apiVersion: 'apps/v1', kind: s.ownerKind, name: `${s.name}-owner`, uid: `uid-${s.name}-owner`, controller: true }] } : {}),
+      ...(s.ownerKind
+        ? {
+            ownerReferences: [
+              {
+                apiVersion: 'apps/v1',
+                kind: s.ownerKind,
+                name: `${s.name}-owner`,
+                uid: `uid-${s.name}-owner`,
+                controller: true,
+              },
+            ],
+          }
+        : {}),
     },
     spec: {
       nodeName: s.nodeName,
       terminationGracePeriodSeconds: s.gracePeriodSeconds ?? 30,
-      containers: [{ name: 'main', image: 'cuda:12', ...(s.gpus ? { resources: { limits: { 'nvidia.com/gpu': String(s.gpus) } } } : {}) }],
+      containers: [
+        {
+          name: 'main',
+          image: 'cuda:12',
+          ...(s.gpus ? { resources: { limits: { 'nvidia.com/gpu': String(s.gpus) } } } : {}),
+        },
+      ],
     },
   };
 }
@@ -72,7 +90,10 @@ async function simHarness(): Promise<KubeHarness> {
     seedNamespace: (name) => ensureNamespace(core, name),
     seedNode: async (s) => {
       await core.createNode({
-        body: { metadata: { name: s.name, labels: s.labels }, status: { allocatable: { cpu: '64', memory: '512Gi', pods: '110', 'nvidia.com/gpu': '8' } } },
+        body: {
+          metadata: { name: s.name, labels: s.labels },
+          status: { allocatable: { cpu: '64', memory: '512Gi', pods: '110', 'nvidia.com/gpu': '8' } },
+        },
       });
     },
     seedPod: async (s) => {
@@ -83,7 +104,10 @@ async function simHarness(): Promise<KubeHarness> {
       await ensureNamespace(core, s.namespace);
       await policy.createNamespacedPodDisruptionBudget({
         namespace: s.namespace,
-        body: { metadata: { name: s.name, namespace: s.namespace }, spec: { minAvailable: s.minAvailable, selector: { matchLabels: s.matchLabels } } },
+        body: {
+          metadata: { name: s.name, namespace: s.namespace },
+          spec: { minAvailable: s.minAvailable, selector: { matchLabels: s.matchLabels } },
+        },
       });
     },
     close: async () => {
@@ -99,12 +123,18 @@ describePortContracts('real adapters on the simulated cluster', simHarness);
  * writes the same object (an annotation bump): the adapter's resourceVersion is then stale and
  * the server answers 409, exactly as when two functions race.
  */
-function racing(core: CoreV1Api, method: 'patchNode' | 'replaceNamespacedConfigMap', times: number, interfere: () => Promise<unknown>): CoreV1Api {
+function racing(
+  core: CoreV1Api,
+  method: 'patchNode' | 'replaceNamespacedConfigMap',
+  times: number,
+  interfere: () => Promise<unknown>,
+): CoreV1Api {
   let left = times;
   return new Proxy(core, {
     get(target, prop, receiver) {
       const value = Reflect.get(target, prop, receiver) as unknown;
-      if (prop !== method || typeof value !== 'function') return typeof value === 'function' ? value.bind(target) : value;
+      if (prop !== method || typeof value !== 'function')
+        return typeof value === 'function' ? value.bind(target) : value;
       return async (...args: unknown[]) => {
         if (left > 0) {
           left--;
@@ -137,7 +167,9 @@ describe('real adapters on the simulated cluster: concurrency, pages, refusals',
     const policy = ctx.kc.makeApiClient(PolicyV1Api);
     // `spare` has room for one pod only, so a replacement cannot start until a node is added.
     const addNode = (name: string, pods: string) =>
-      ctx.core.createNode({ body: { metadata: { name }, status: { allocatable: { cpu: '64', memory: '512Gi', pods } } } });
+      ctx.core.createNode({
+        body: { metadata: { name }, status: { allocatable: { cpu: '64', memory: '512Gi', pods } } },
+      });
     await addNode('drain-me', '110');
     await addNode('spare', '1');
     await ensureNamespace(ctx.core, 'team-a');
@@ -149,7 +181,14 @@ describe('real adapters on the simulated cluster: concurrency, pages, refusals',
     for (const [name, nodeName] of Object.entries(placement)) {
       await ctx.core.createNamespacedPod({
         namespace: 'team-a',
-        body: podBody({ namespace: 'team-a', name, nodeName, labels: { app: 'serve' }, ownerKind: 'ReplicaSet', gracePeriodSeconds: 5 }),
+        body: podBody({
+          namespace: 'team-a',
+          name,
+          nodeName,
+          labels: { app: 'serve' },
+          ownerKind: 'ReplicaSet',
+          gracePeriodSeconds: 5,
+        }),
       });
     }
     const clock = manualClock(Date.UTC(2026, 0, 1), (ms) => ctx.sim.advance(ms));
@@ -210,7 +249,11 @@ describe('real adapters on the simulated cluster: concurrency, pages, refusals',
   it('node and pod lists follow continue past the page limit', async () => {
     for (let i = 0; i < 7; i++) await node(`page-${i}`);
     await ensureNamespace(ctx.core, 'team-a');
-    for (let i = 0; i < 5; i++) await ctx.core.createNamespacedPod({ namespace: 'team-a', body: podBody({ namespace: 'team-a', name: `p-${i}`, nodeName: 'page-0' }) });
+    for (let i = 0; i < 5; i++)
+      await ctx.core.createNamespacedPod({
+        namespace: 'team-a',
+        body: podBody({ namespace: 'team-a', name: `p-${i}`, nodeName: 'page-0' }),
+      });
     let nodePages = 0;
     let podPages = 0;
     const counting = new Proxy(ctx.core, {
@@ -225,7 +268,15 @@ describe('real adapters on the simulated cluster: concurrency, pages, refusals',
       },
     });
     const nodes = await new KubeNodeOps(counting, { pageSize: 3 }).list();
-    expect(nodes.map((n) => n.name).sort()).toEqual(['page-0', 'page-1', 'page-2', 'page-3', 'page-4', 'page-5', 'page-6']);
+    expect(nodes.map((n) => n.name).sort()).toEqual([
+      'page-0',
+      'page-1',
+      'page-2',
+      'page-3',
+      'page-4',
+      'page-5',
+      'page-6',
+    ]);
     expect(nodePages).toBe(3);
     const pods = await new KubePodOps(counting, { pageSize: 2 }).listOnNode('page-0');
     expect(pods).toHaveLength(5);
@@ -238,7 +289,10 @@ describe('real adapters on the simulated cluster: concurrency, pages, refusals',
     const ports = kubePorts(ctx.kc, { namespace: NS });
     await ports.quotas.applyQuota('team-q', 'gpu', { hard: { 'requests.nvidia.com/gpu': '1' } });
     const err = await ctx.core
-      .createNamespacedPod({ namespace: 'team-q', body: podBody({ namespace: 'team-q', name: 'big', nodeName: 'q-node', gpus: 2 }) })
+      .createNamespacedPod({
+        namespace: 'team-q',
+        body: podBody({ namespace: 'team-q', name: 'big', nodeName: 'q-node', gpus: 2 }),
+      })
       .catch((e: unknown) => fromKubeError(e, 'creating pod team-q/big'));
     expect(err).toBeInstanceOf(ForbiddenError);
     expect((err as ForbiddenError).message).toMatch(/^creating pod team-q\/big: .*exceeded quota/);
@@ -251,7 +305,10 @@ describe('real adapters on the simulated cluster: concurrency, pages, refusals',
     const [a, b, c] = [0, 1, 2].map(() => new KubeLeaseOps(coordination, NS));
     await a!.tryAcquire('pool-x', 'fn-a', 15, clock);
     await clock.advance(16_000);
-    const results = await Promise.all([b!.tryAcquire('pool-x', 'fn-b', 15, clock), c!.tryAcquire('pool-x', 'fn-c', 15, clock)]);
+    const results = await Promise.all([
+      b!.tryAcquire('pool-x', 'fn-b', 15, clock),
+      c!.tryAcquire('pool-x', 'fn-c', 15, clock),
+    ]);
     expect(results.filter((r) => r.acquired)).toHaveLength(1);
     const winner = results.find((r) => r.acquired)?.lease.holder;
     expect(results.find((r) => !r.acquired)?.lease.holder).toBe(winner);
@@ -261,7 +318,9 @@ describe('real adapters on the simulated cluster: concurrency, pages, refusals',
   it('exactly one of two contenders creates a new lease', async () => {
     const clock = manualClock();
     const { coordination } = makeKubeApis(ctx.kc);
-    const results = await Promise.all(['fn-b', 'fn-c'].map((h) => new KubeLeaseOps(coordination, NS).tryAcquire('pool-y', h, 15, clock)));
+    const results = await Promise.all(
+      ['fn-b', 'fn-c'].map((h) => new KubeLeaseOps(coordination, NS).tryAcquire('pool-y', h, 15, clock)),
+    );
     expect(results.filter((r) => r.acquired)).toHaveLength(1);
   });
 
@@ -270,16 +329,20 @@ describe('real adapters on the simulated cluster: concurrency, pages, refusals',
     const { coordination } = makeKubeApis(ctx.kc);
     const leases = new KubeLeaseOps(coordination, NS);
     const seen: string[] = [];
-    const count = (req: { method?: string; url?: string }) => seen.push(`${req.method} ${(req.url ?? '').split('?')[0]}`);
+    const count = (req: { method?: string; url?: string }) =>
+      seen.push(`${req.method} ${(req.url ?? '').split('?')[0]}`);
     ctx.sim.server.on('request', count);
     expect((await leases.tryAcquire('remediate-n2', 'fn-a', 15, clock)).acquired).toBe(true);
     expect(await leases.release('remediate-n2', 'fn-a')).toBe(true);
     ctx.sim.server.off('request', count);
-    expect(seen).toEqual([`POST /apis/coordination.k8s.io/v1/namespaces/${NS}/leases`, `DELETE /apis/coordination.k8s.io/v1/namespaces/${NS}/leases/remediate-n2`]);
+    expect(seen).toEqual([
+      `POST /apis/coordination.k8s.io/v1/namespaces/${NS}/leases`,
+      `DELETE /apis/coordination.k8s.io/v1/namespaces/${NS}/leases/remediate-n2`,
+    ]);
     expect(await leases.get('remediate-n2')).toBeUndefined();
   });
 
-  it('a holder whose lease expired and was taken over releases nothing of the new holder\'s', async () => {
+  it("a holder whose lease expired and was taken over releases nothing of the new holder's", async () => {
     const clock = manualClock();
     const { coordination } = makeKubeApis(ctx.kc);
     const [a, b] = [0, 1].map(() => new KubeLeaseOps(coordination, NS));
@@ -305,7 +368,12 @@ describe('real adapters on the simulated cluster: concurrency, pages, refusals',
 
   it('a missing namespace is a configuration error naming it, not an "already done" not-found', async () => {
     const { coordination } = makeKubeApis(ctx.kc);
-    const attempt = new KubeLeaseOps(coordination, 'no-such-namespace').tryAcquire('remediate-n1', 'fn-a', 15, manualClock());
+    const attempt = new KubeLeaseOps(coordination, 'no-such-namespace').tryAcquire(
+      'remediate-n1',
+      'fn-a',
+      15,
+      manualClock(),
+    );
     await expect(attempt).rejects.toBeInstanceOf(ConfigurationError);
     await expect(attempt).rejects.toThrow(/namespace "no-such-namespace" does not exist/);
   });
@@ -315,7 +383,13 @@ describe('real adapters on the simulated cluster: concurrency, pages, refusals',
     const { coordination } = makeKubeApis(ctx.kc);
     await new KubeLeaseOps(coordination, NS).tryAcquire('pool-z', 'fn-a', 15, clock);
     const res = await fetch(`${ctx.sim.url}/apis/coordination.k8s.io/v1/namespaces/${NS}/leases/pool-z`);
-    const lease = (await res.json()) as { spec: { renewTime: string; acquireTime: string; leaseDurationSeconds: number } };
-    expect(lease.spec).toMatchObject({ renewTime: '2026-01-01T12:00:00.123000Z', acquireTime: '2026-01-01T12:00:00.123000Z', leaseDurationSeconds: 15 });
+    const lease = (await res.json()) as {
+      spec: { renewTime: string; acquireTime: string; leaseDurationSeconds: number };
+    };
+    expect(lease.spec).toMatchObject({
+      renewTime: '2026-01-01T12:00:00.123000Z',
+      acquireTime: '2026-01-01T12:00:00.123000Z',
+      leaseDurationSeconds: 15,
+    });
   });
 });

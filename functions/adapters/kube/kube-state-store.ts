@@ -36,7 +36,10 @@ export class KubeStateStore implements StateStore {
   readonly name: string;
   private readonly attempts: number;
 
-  constructor(private readonly core: CoreApi, options: KubeStateStoreOptions) {
+  constructor(
+    private readonly core: CoreApi,
+    options: KubeStateStoreOptions,
+  ) {
     this.namespace = options.namespace;
     this.name = options.name ?? STATE_CONFIGMAP;
     this.attempts = options.conflictAttempts ?? DEFAULT_CONFLICT_ATTEMPTS;
@@ -45,8 +48,13 @@ export class KubeStateStore implements StateStore {
   /** The ConfigMap `<name>-<shard>` in the same namespace. */
   // RBAC: configmaps get, create, update
   shard(name: string): StateStore {
-    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(name)) throw new BadInputError(`state shard ${JSON.stringify(name)} must be a DNS label`, { what: 'state shard' });
-    return new KubeStateStore(this.core, { namespace: this.namespace, name: `${this.name}-${name}`, conflictAttempts: this.attempts });
+    if (!/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/.test(name))
+      throw new BadInputError(`state shard ${JSON.stringify(name)} must be a DNS label`, { what: 'state shard' });
+    return new KubeStateStore(this.core, {
+      namespace: this.namespace,
+      name: `${this.name}-${name}`,
+      conflictAttempts: this.attempts,
+    });
   }
 
   // RBAC: configmaps get
@@ -63,7 +71,8 @@ export class KubeStateStore implements StateStore {
 
   // RBAC: configmaps get, create, update
   async update<T extends Json>(key: string, fn: (current: Json | undefined) => T | undefined): Promise<T | undefined> {
-    if (!KEY.test(key)) throw new BadInputError(`state key ${JSON.stringify(key)} must match ${KEY}`, { what: 'state key' });
+    if (!KEY.test(key))
+      throw new BadInputError(`state key ${JSON.stringify(key)} must match ${KEY}`, { what: 'state key' });
     const what = `updating configmap ${this.namespace}/${this.name} key ${key}`;
     return retryOnConflict(what, this.attempts, async () => {
       const cm = await this.read();
@@ -78,7 +87,14 @@ export class KubeStateStore implements StateStore {
         // Two first writers race on create: the loser gets 409 AlreadyExists and retries as a replace.
         await this.core.createNamespacedConfigMap({
           namespace: this.namespace,
-          body: { metadata: { name: this.name, namespace: this.namespace, labels: { 'app.kubernetes.io/managed-by': 'gpu-reflex' } }, data },
+          body: {
+            metadata: {
+              name: this.name,
+              namespace: this.namespace,
+              labels: { 'app.kubernetes.io/managed-by': 'gpu-reflex' },
+            },
+            data,
+          },
         });
       } else {
         const body: V1ConfigMap = { ...cm, data };

@@ -109,7 +109,8 @@ export interface NodeSelectorExpression {
 }
 
 /** Extended resources that mean "this pod uses a GPU" (seed notes' resource table). */
-const GPU_RESOURCE = /^(nvidia\.com\/(gpu|gpu\.shared|mig-.+|vgpu)|aliyun\.com\/gpu-(mem|core\.percentage)|amd\.com\/gpu|gpu\.intel\.com\/.+)$/;
+const GPU_RESOURCE =
+  /^(nvidia\.com\/(gpu|gpu\.shared|mig-.+|vgpu)|aliyun\.com\/gpu-(mem|core\.percentage)|amd\.com\/gpu|gpu\.intel\.com\/.+)$/;
 
 /** True when the pod asks for any GPU resource: whole GPUs, MIG instances, shared GPU memory… */
 export function requestsGpu(pod: Pick<PodInfo, 'extendedResources'>): boolean {

@@ -54,7 +54,15 @@ export interface NodeDelta {
 }
 
 /** What must change on a node with these fields for `change` to hold; undefined when nothing. */
-export function nodeDelta(node: { taints: V1Taint[]; labels: Record<string, string>; annotations: Record<string, string>; unschedulable: boolean }, change: NodeChange): NodeDelta | undefined {
+export function nodeDelta(
+  node: {
+    taints: V1Taint[];
+    labels: Record<string, string>;
+    annotations: Record<string, string>;
+    unschedulable: boolean;
+  },
+  change: NodeChange,
+): NodeDelta | undefined {
   let taints: V1Taint[] | undefined;
   let cur = node.taints;
   for (const r of change.removeTaints ?? []) {
@@ -67,7 +75,10 @@ export function nodeDelta(node: { taints: V1Taint[]; labels: Record<string, stri
   }
   const labels = change.labels && mergeStringMap(node.labels, change.labels);
   const annotations = change.annotations && mergeStringMap(node.annotations, change.annotations);
-  const unschedulable = change.unschedulable !== undefined && change.unschedulable !== node.unschedulable ? change.unschedulable : undefined;
+  const unschedulable =
+    change.unschedulable !== undefined && change.unschedulable !== node.unschedulable
+      ? change.unschedulable
+      : undefined;
   const delta: NodeDelta = {
     ...(taints ? { taints } : {}),
     ...(labels ? { labels } : {}),

@@ -8,7 +8,9 @@ let sim: KubeSim;
 let connections = 0;
 
 beforeAll(async () => {
-  sim = await startKubeSim({ fleet: { nodes: [{ name: 'gpu', count: 3, labels: { pool: 'a' }, allocatable: { cpu: '8', memory: '32Gi' } }] } });
+  sim = await startKubeSim({
+    fleet: { nodes: [{ name: 'gpu', count: 3, labels: { pool: 'a' }, allocatable: { cpu: '8', memory: '32Gi' } }] },
+  });
   sim.server.on('connection', () => connections++);
 });
 afterAll(() => sim?.close());
@@ -39,7 +41,9 @@ describe('PooledKubeConfig', () => {
   it('serves concurrent calls and keeps one agent for one option set', async () => {
     const kc = loadKubeConfig({ kubeconfigText: sim.kubeconfig() }) as PooledKubeConfig;
     const core = kc.makeApiClient(CoreV1Api);
-    const names = await Promise.all(['gpu-0', 'gpu-1', 'gpu-2'].map(async (name) => (await core.readNode({ name })).metadata?.name));
+    const names = await Promise.all(
+      ['gpu-0', 'gpu-1', 'gpu-2'].map(async (name) => (await core.readNode({ name })).metadata?.name),
+    );
     expect(names).toEqual(['gpu-0', 'gpu-1', 'gpu-2']);
     expect(kc.pooledAgents).toBe(1);
     kc.destroyAgents();

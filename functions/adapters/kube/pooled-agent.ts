@@ -18,7 +18,16 @@ import https from 'node:https';
 import { KubeConfig, type RequestContext } from '@kubernetes/client-node';
 
 /** TLS options that make one agent differ from another (those createAgent sets). */
-const IDENTITY_KEYS = ['ca', 'cert', 'key', 'pfx', 'passphrase', 'rejectUnauthorized', 'servername', 'timeout'] as const;
+const IDENTITY_KEYS = [
+  'ca',
+  'cert',
+  'key',
+  'pfx',
+  'passphrase',
+  'rejectUnauthorized',
+  'servername',
+  'timeout',
+] as const;
 
 /** Distinct option sets kept; beyond this (rotating client certs) the oldest agent is closed. */
 const MAX_AGENTS = 8;
@@ -58,7 +67,7 @@ export class PooledKubeConfig extends KubeConfig {
     const proto = Object.getPrototypeOf(made) as object;
     const kind = proto === https.Agent.prototype ? 'https' : proto === http.Agent.prototype ? 'http' : undefined;
     if (kind === undefined) return made;
-    const options = ((made as unknown as { options?: Record<string, unknown> }).options ?? {});
+    const options = (made as unknown as { options?: Record<string, unknown> }).options ?? {};
     const key = identity(kind, options);
     let agent = this.agents.get(key);
     if (!agent) {

@@ -12,8 +12,21 @@ import type { Clock } from '../clock.ts';
 import type { DeviceRef, DeviceTaint } from '../../lib/plan.ts';
 import type { NodeChange } from './node-change.ts';
 import type {
-  ApplyResult, EvictResult, Json, LeaseAttempt, LeaseState, LimitItem, LimitRangeInfo, NodeInfo, NodeMeta,
-  PodInfo, QuotaInfo, Taint, TaintEffect, NodeCondition } from './model.ts';
+  ApplyResult,
+  EvictResult,
+  Json,
+  LeaseAttempt,
+  LeaseState,
+  LimitItem,
+  LimitRangeInfo,
+  NodeInfo,
+  NodeMeta,
+  PodInfo,
+  QuotaInfo,
+  Taint,
+  TaintEffect,
+  NodeCondition,
+} from './model.ts';
 
 /**
  * Nodes. Reads follow `continue` until the list is complete. Writes that read-modify-write

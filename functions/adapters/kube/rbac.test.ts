@@ -10,7 +10,9 @@ const here = dirname(fileURLToPath(import.meta.url));
 function rbacFromComments(): { perms: string[]; methods: number } {
   const perms = new Set<string>();
   let methods = 0;
-  for (const file of readdirSync(here).filter((f) => f.startsWith('kube-') && f.endsWith('.ts') && !f.endsWith('.test.ts'))) {
+  for (const file of readdirSync(here).filter(
+    (f) => f.startsWith('kube-') && f.endsWith('.ts') && !f.endsWith('.test.ts'),
+  )) {
     for (const m of readFileSync(join(here, file), 'utf8').matchAll(/\/\/ RBAC: (.+)$/gm)) {
       methods++;
       const words = (m[1] ?? '').replace(/,/g, ' ').split(/\s+/).filter(Boolean);

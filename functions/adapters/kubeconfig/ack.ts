@@ -24,7 +24,9 @@ export interface AckKubeconfigOptions {
   now: () => number;
 }
 
-type Client = { callApi(params: openapi.Params, request: openapi.OpenApiRequest, runtime: object): Promise<{ body: unknown }> };
+type Client = {
+  callApi(params: openapi.Params, request: openapi.OpenApiRequest, runtime: object): Promise<{ body: unknown }>;
+};
 
 export class AckKubeconfigSource implements KubeconfigSource {
   readonly name: string;
@@ -40,9 +42,22 @@ export class AckKubeconfigSource implements KubeconfigSource {
     this.protocol = settings.protocol ?? 'https';
     const Client = defaultClass<new (c: openapi.Config) => Client>(openapi);
     const auth = settings.accessKeyId
-      ? { accessKeyId: settings.accessKeyId, accessKeySecret: settings.accessKeySecret, ...(settings.securityToken ? { securityToken: settings.securityToken } : {}) }
+      ? {
+          accessKeyId: settings.accessKeyId,
+          accessKeySecret: settings.accessKeySecret,
+          ...(settings.securityToken ? { securityToken: settings.securityToken } : {}),
+        }
       : { credential: credential ?? defaultCredential() };
-    this.client = new Client(new openapi.Config({ regionId: settings.regionId, protocol: this.protocol, readTimeout: settings.readTimeoutMs ?? 10_000, connectTimeout: 5_000, endpoint: settings.endpoint ?? `cs.${settings.regionId}.aliyuncs.com`, ...auth }));
+    this.client = new Client(
+      new openapi.Config({
+        regionId: settings.regionId,
+        protocol: this.protocol,
+        readTimeout: settings.readTimeoutMs ?? 10_000,
+        connectTimeout: 5_000,
+        endpoint: settings.endpoint ?? `cs.${settings.regionId}.aliyuncs.com`,
+        ...auth,
+      }),
+    );
   }
 
   /**
@@ -50,7 +65,11 @@ export class AckKubeconfigSource implements KubeconfigSource {
    * SecureString `ALIBABA_CLOUD_ACCESS_KEY_PARAMETER` names (functions on Lambda), else the
    * default credential chain (RRSA in ACK).
    */
-  static async fromEnv(env: NodeJS.ProcessEnv, options: AckKubeconfigOptions, readSecret?: (parameter: string, label: string) => Promise<string>): Promise<AckKubeconfigSource> {
+  static async fromEnv(
+    env: NodeJS.ProcessEnv,
+    options: AckKubeconfigOptions,
+    readSecret?: (parameter: string, label: string) => Promise<string>,
+  ): Promise<AckKubeconfigSource> {
     return new AckKubeconfigSource(await aliCloudSettingsWithSecret(env, readSecret), options);
   }
 
@@ -66,17 +85,27 @@ export class AckKubeconfigSource implements KubeconfigSource {
       reqBodyType: 'json',
       bodyType: 'json',
     });
-    const query = { PrivateIpAddress: String(this.options.endpoint === 'private'), TemporaryDurationMinutes: String(this.options.minutes) };
+    const query = {
+      PrivateIpAddress: String(this.options.endpoint === 'private'),
+      TemporaryDurationMinutes: String(this.options.minutes),
+    };
     let body: Record<string, unknown>;
     try {
-      body = ((await this.client.callApi(params, new openapi.OpenApiRequest({ query }), {})).body ?? {}) as Record<string, unknown>;
+      body = ((await this.client.callApi(params, new openapi.OpenApiRequest({ query }), {})).body ?? {}) as Record<
+        string,
+        unknown
+      >;
     } catch (err) {
       throw mapAliCloudError(err, ACK_KUBECONFIG_ACTION);
     }
     const text = typeof body['config'] === 'string' ? body['config'] : '';
-    if (!text) throw new ConfigurationError(`kubeconfig ${this.name}: ACK answered without a config`, { what: this.name });
+    if (!text)
+      throw new ConfigurationError(`kubeconfig ${this.name}: ACK answered without a config`, { what: this.name });
     const expiration = typeof body['expiration'] === 'string' ? Date.parse(body['expiration']) : NaN;
     // An expiry that cannot be read is taken to be the one asked for: renewed too early at worst.
-    return { text, expiresAt: Number.isFinite(expiration) ? expiration : this.options.now() + this.options.minutes * 60_000 };
+    return {
+      text,
+      expiresAt: Number.isFinite(expiration) ? expiration : this.options.now() + this.options.minutes * 60_000,
+    };
   }
 }

@@ -34,7 +34,8 @@ export interface EksCluster {
 }
 
 /** SigV4's URI encoding: every byte but unreserved characters, as %XX in capitals. */
-const encode = (s: string): string => encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+const encode = (s: string): string =>
+  encodeURIComponent(s).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
 const sha256 = (s: string): string => createHash('sha256').update(s, 'utf8').digest('hex');
 const hmac = (key: Buffer | string, s: string): Buffer => createHmac('sha256', key).update(s, 'utf8').digest();
 
@@ -45,7 +46,10 @@ export function stsHost(region: string): string {
 
 /** The bearer token for `cluster`, signed at `nowMs` with `credentials`. */
 export function eksToken(cluster: string, region: string, credentials: AwsCredentials, nowMs: number): string {
-  const amzDate = new Date(nowMs).toISOString().replace(/[-:]/g, '').replace(/\.\d{3}/, '');
+  const amzDate = new Date(nowMs)
+    .toISOString()
+    .replace(/[-:]/g, '')
+    .replace(/\.\d{3}/, '');
   const day = amzDate.slice(0, 8);
   const scope = `${day}/${region}/sts/aws4_request`;
   const host = stsHost(region);
@@ -61,7 +65,16 @@ export function eksToken(cluster: string, region: string, credentials: AwsCreden
   ];
   const pairs = query.map(([k, v]) => `${encode(k)}=${encode(v)}`);
   const canonicalQuery = [...pairs].sort().join('&');
-  const canonicalRequest = ['GET', '/', canonicalQuery, `host:${host}`, `x-k8s-aws-id:${cluster}`, '', 'host;x-k8s-aws-id', sha256('')].join('\n');
+  const canonicalRequest = [
+    'GET',
+    '/',
+    canonicalQuery,
+    `host:${host}`,
+    `x-k8s-aws-id:${cluster}`,
+    '',
+    'host;x-k8s-aws-id',
+    sha256(''),
+  ].join('\n');
   const stringToSign = ['AWS4-HMAC-SHA256', amzDate, scope, sha256(canonicalRequest)].join('\n');
   const key = hmac(hmac(hmac(hmac(`AWS4${credentials.secretAccessKey}`, day), region), 'sts'), 'aws4_request');
   const signature = createHmac('sha256', key).update(stringToSign, 'utf8').digest('hex');
@@ -74,8 +87,16 @@ export function eksToken(cluster: string, region: string, credentials: AwsCreden
 export function credentialsFromEnv(env: NodeJS.ProcessEnv): AwsCredentials {
   const accessKeyId = env['AWS_ACCESS_KEY_ID'];
   const secretAccessKey = env['AWS_SECRET_ACCESS_KEY'];
-  if (!accessKeyId || !secretAccessKey) throw new ConfigurationError('EKS token: no AWS credentials in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY): the Lambda runtime sets them from the function\'s role', { what: 'AWS_ACCESS_KEY_ID' });
-  return { accessKeyId, secretAccessKey, ...(env['AWS_SESSION_TOKEN'] ? { sessionToken: env['AWS_SESSION_TOKEN'] } : {}) };
+  if (!accessKeyId || !secretAccessKey)
+    throw new ConfigurationError(
+      "EKS token: no AWS credentials in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY): the Lambda runtime sets them from the function's role",
+      { what: 'AWS_ACCESS_KEY_ID' },
+    );
+  return {
+    accessKeyId,
+    secretAccessKey,
+    ...(env['AWS_SESSION_TOKEN'] ? { sessionToken: env['AWS_SESSION_TOKEN'] } : {}),
+  };
 }
 
 /** A kubeconfig with the cluster's endpoint and CA and the token as its user. */
@@ -115,6 +136,9 @@ export class EksKubeconfigSource implements KubeconfigSource {
 
   async fetch(): Promise<FetchedKubeconfig> {
     const now = this.now();
-    return { text: eksKubeconfig(this.cluster, eksToken(this.cluster.name, this.cluster.region, this.credentials(), now)), expiresAt: now + EKS_TOKEN_MINUTES * 60_000 };
+    return {
+      text: eksKubeconfig(this.cluster, eksToken(this.cluster.name, this.cluster.region, this.credentials(), now)),
+      expiresAt: now + EKS_TOKEN_MINUTES * 60_000,
+    };
   }
 }

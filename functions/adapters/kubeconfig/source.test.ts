@@ -38,8 +38,13 @@ async function aliSim(clock: VirtualClock): Promise<AliCloudSim> {
 
 describe('Parameter Store (SecureString) through the AWS SDK', () => {
   it('reads the parameter decrypted, by the name it was given', async () => {
-    const ssm = await ssmWith((name) => ({ status: 200, body: { Parameter: { Name: name, Type: 'SecureString', Value: 'apiVersion: v1\n', Version: 3 } } }));
-    await expect(new SsmKubeconfigSource('/gpu-reflex/prod/kubeconfig').fetch()).resolves.toEqual({ text: 'apiVersion: v1\n' });
+    const ssm = await ssmWith((name) => ({
+      status: 200,
+      body: { Parameter: { Name: name, Type: 'SecureString', Value: 'apiVersion: v1\n', Version: 3 } },
+    }));
+    await expect(new SsmKubeconfigSource('/gpu-reflex/prod/kubeconfig').fetch()).resolves.toEqual({
+      text: 'apiVersion: v1\n',
+    });
     expect(ssm.requests).toHaveLength(1);
     expect(ssm.requests[0]!.headers['x-amz-target']).toBe('AmazonSSM.GetParameter');
     expect(ssm.requests[0]!.body).toEqual({ Name: '/gpu-reflex/prod/kubeconfig', WithDecryption: true });
@@ -47,7 +52,12 @@ describe('Parameter Store (SecureString) through the AWS SDK', () => {
 
   it.each([
     ['a missing parameter', { __type: 'ParameterNotFound', message: 'x' }, NotFoundError, 'no such parameter'],
-    ['a role without ssm:GetParameter', { __type: 'AccessDeniedException', Message: 'not authorized' }, ForbiddenError, "the function's role needs ssm:GetParameter"],
+    [
+      'a role without ssm:GetParameter',
+      { __type: 'AccessDeniedException', Message: 'not authorized' },
+      ForbiddenError,
+      "the function's role needs ssm:GetParameter",
+    ],
     ['a key the role may not use', { __type: 'InvalidKeyId', message: 'x' }, ForbiddenError, 'kms:Decrypt'],
   ])('names the parameter and what to grant on %s, never a value', async (_what, body, errorClass, text) => {
     await ssmWith(() => ({ status: 400, body }));
@@ -58,7 +68,10 @@ describe('Parameter Store (SecureString) through the AWS SDK', () => {
   });
 
   it('refuses a plain String parameter: a kubeconfig is kept encrypted', async () => {
-    await ssmWith((name) => ({ status: 200, body: { Parameter: { Name: name, Type: 'String', Value: 'apiVersion: v1\n' } } }));
+    await ssmWith((name) => ({
+      status: 200,
+      body: { Parameter: { Name: name, Type: 'String', Value: 'apiVersion: v1\n' } },
+    }));
     await expect(new SsmKubeconfigSource('/k').fetch()).rejects.toThrow(ConfigurationError);
   });
 });
@@ -70,12 +83,32 @@ describe("ACK's DescribeClusterUserKubeconfig (real @alicloud/openapi-client aga
     sim.cloud.userKubeconfigs.public = 'public-config';
     sim.cloud.userKubeconfigs.private = 'private-config';
     const c = sim.connection;
-    const settings = { regionId: c.regionId, clusterId: c.clusterId, accessKeyId: c.accessKeyId, accessKeySecret: c.accessKeySecret, endpoint: c.endpoint, protocol: 'http' as const };
+    const settings = {
+      regionId: c.regionId,
+      clusterId: c.clusterId,
+      accessKeyId: c.accessKeyId,
+      accessKeySecret: c.accessKeySecret,
+      endpoint: c.endpoint,
+      protocol: 'http' as const,
+    };
     const now = () => clock.now();
-    await expect(new AckKubeconfigSource(settings, { endpoint: 'private', minutes: 90, now }).fetch()).resolves.toEqual({ text: 'private-config', expiresAt: Date.UTC(2026, 0, 1, 1, 30) });
-    await expect(new AckKubeconfigSource(settings, { endpoint: 'public', minutes: 15, now }).fetch()).resolves.toEqual({ text: 'public-config', expiresAt: Date.UTC(2026, 0, 1, 0, 15) });
-    expect(sim.cloud.calls.map((x) => x.action)).toEqual(['DescribeClusterUserKubeconfig', 'DescribeClusterUserKubeconfig']);
-    const wrong = await new AckKubeconfigSource({ ...settings, clusterId: 'c-other' }, { endpoint: 'public', minutes: 15, now }).fetch().catch((e: unknown) => e);
+    await expect(new AckKubeconfigSource(settings, { endpoint: 'private', minutes: 90, now }).fetch()).resolves.toEqual(
+      { text: 'private-config', expiresAt: Date.UTC(2026, 0, 1, 1, 30) },
+    );
+    await expect(new AckKubeconfigSource(settings, { endpoint: 'public', minutes: 15, now }).fetch()).resolves.toEqual({
+      text: 'public-config',
+      expiresAt: Date.UTC(2026, 0, 1, 0, 15),
+    });
+    expect(sim.cloud.calls.map((x) => x.action)).toEqual([
+      'DescribeClusterUserKubeconfig',
+      'DescribeClusterUserKubeconfig',
+    ]);
+    const wrong = await new AckKubeconfigSource(
+      { ...settings, clusterId: 'c-other' },
+      { endpoint: 'public', minutes: 15, now },
+    )
+      .fetch()
+      .catch((e: unknown) => e);
     expect(wrong).toBeInstanceOf(NotFoundError);
     expect((wrong as Error).message).toContain(ACK_KUBECONFIG_ACTION);
   });
@@ -87,13 +120,34 @@ describe("ACK's kubeconfig with the AccessKey from Parameter Store (functions on
     const sim = await aliSim(clock);
     sim.cloud.userKubeconfigs.public = 'public-config';
     const c = sim.connection;
-    const ssm = await ssmWith((name) => ({ status: 200, body: { Parameter: { Name: name, Type: 'SecureString', Value: JSON.stringify({ accessKeyId: c.accessKeyId, accessKeySecret: c.accessKeySecret }) } } }));
-    const env = { ALIBABA_CLOUD_REGION_ID: c.regionId, ACK_CLUSTER_ID: c.clusterId, ALIBABA_CLOUD_ENDPOINT: c.endpoint, ALIBABA_CLOUD_PROTOCOL: 'http', ALIBABA_CLOUD_ACCESS_KEY_PARAMETER: '/gpu-reflex/prod/alicloud-access-key' };
+    const ssm = await ssmWith((name) => ({
+      status: 200,
+      body: {
+        Parameter: {
+          Name: name,
+          Type: 'SecureString',
+          Value: JSON.stringify({ accessKeyId: c.accessKeyId, accessKeySecret: c.accessKeySecret }),
+        },
+      },
+    }));
+    const env = {
+      ALIBABA_CLOUD_REGION_ID: c.regionId,
+      ACK_CLUSTER_ID: c.clusterId,
+      ALIBABA_CLOUD_ENDPOINT: c.endpoint,
+      ALIBABA_CLOUD_PROTOCOL: 'http',
+      ALIBABA_CLOUD_ACCESS_KEY_PARAMETER: '/gpu-reflex/prod/alicloud-access-key',
+    };
     const source = await AckKubeconfigSource.fromEnv(env, { endpoint: 'public', minutes: 15, now: () => clock.now() });
     await expect(source.fetch()).resolves.toEqual({ text: 'public-config', expiresAt: Date.UTC(2026, 0, 1, 0, 15) });
-    expect(ssm.requests.map((r) => r.body)).toEqual([{ Name: '/gpu-reflex/prod/alicloud-access-key', WithDecryption: true }]);
+    expect(ssm.requests.map((r) => r.body)).toEqual([
+      { Name: '/gpu-reflex/prod/alicloud-access-key', WithDecryption: true },
+    ]);
     // The simulator verifies each signature against its key pair: another secret is refused.
-    const other = await AckKubeconfigSource.fromEnv(env, { endpoint: 'public', minutes: 15, now: () => clock.now() }, async () => JSON.stringify({ accessKeyId: c.accessKeyId, accessKeySecret: 'not-it' }));
+    const other = await AckKubeconfigSource.fromEnv(
+      env,
+      { endpoint: 'public', minutes: 15, now: () => clock.now() },
+      async () => JSON.stringify({ accessKeyId: c.accessKeyId, accessKeySecret: 'not-it' }),
+    );
     await expect(other.fetch()).rejects.toThrow(/SignatureDoesNotMatch/);
   });
 });
@@ -112,8 +166,16 @@ describe('renewing before expiry', () => {
 describe('the wiring reaches the cluster with a fetched kubeconfig', () => {
   it('from Parameter Store, once per container', async () => {
     const kube = await kubeSim();
-    const ssm = await ssmWith((name) => ({ status: 200, body: { Parameter: { Name: name, Type: 'SecureString', Value: kube.kubeconfig() } } }));
-    const get = lazy(() => wireFromEnv('test', undefined, { GPU_REFLEX_KUBECONFIG_PARAMETER: '/gpu-reflex/dev/kubeconfig', LOG_LEVEL: 'error' }));
+    const ssm = await ssmWith((name) => ({
+      status: 200,
+      body: { Parameter: { Name: name, Type: 'SecureString', Value: kube.kubeconfig() } },
+    }));
+    const get = lazy(() =>
+      wireFromEnv('test', undefined, {
+        GPU_REFLEX_KUBECONFIG_PARAMETER: '/gpu-reflex/dev/kubeconfig',
+        LOG_LEVEL: 'error',
+      }),
+    );
     const deps = await get();
     expect((await deps.kube.nodes.get('a100-train-0')).name).toBe('a100-train-0');
     expect(deps.renewAt).toBeUndefined();
@@ -128,7 +190,17 @@ describe('the wiring reaches the cluster with a fetched kubeconfig', () => {
     const ali = await aliSim(clock);
     ali.cloud.userKubeconfigs.public = kube.kubeconfig();
     const c = ali.connection;
-    const env = { GPU_REFLEX_KUBECONFIG_ACK: 'public', GPU_REFLEX_KUBECONFIG_ACK_MINUTES: '60', ALIBABA_CLOUD_REGION_ID: c.regionId, ACK_CLUSTER_ID: c.clusterId, ALIBABA_CLOUD_ACCESS_KEY_ID: c.accessKeyId, ALIBABA_CLOUD_ACCESS_KEY_SECRET: c.accessKeySecret, ALIBABA_CLOUD_ENDPOINT: c.endpoint, ALIBABA_CLOUD_PROTOCOL: 'http', LOG_LEVEL: 'error' };
+    const env = {
+      GPU_REFLEX_KUBECONFIG_ACK: 'public',
+      GPU_REFLEX_KUBECONFIG_ACK_MINUTES: '60',
+      ALIBABA_CLOUD_REGION_ID: c.regionId,
+      ACK_CLUSTER_ID: c.clusterId,
+      ALIBABA_CLOUD_ACCESS_KEY_ID: c.accessKeyId,
+      ALIBABA_CLOUD_ACCESS_KEY_SECRET: c.accessKeySecret,
+      ALIBABA_CLOUD_ENDPOINT: c.endpoint,
+      ALIBABA_CLOUD_PROTOCOL: 'http',
+      LOG_LEVEL: 'error',
+    };
     cleanups.push(withEnv(AWS_ENV));
     const get = lazy(() => wireFromEnv('test', undefined, env));
     const first = await get();
@@ -141,6 +213,9 @@ describe('the wiring reaches the cluster with a fetched kubeconfig', () => {
     expect(second).not.toBe(first);
     expect(second.renewAt).toBe(Date.UTC(2026, 0, 1, 1, 36));
     expect((await second.kube.nodes.get('a100-train-0')).name).toBe('a100-train-0');
-    expect(ali.cloud.calls.map((x) => x.action)).toEqual(['DescribeClusterUserKubeconfig', 'DescribeClusterUserKubeconfig']);
+    expect(ali.cloud.calls.map((x) => x.action)).toEqual([
+      'DescribeClusterUserKubeconfig',
+      'DescribeClusterUserKubeconfig',
+    ]);
   });
 });

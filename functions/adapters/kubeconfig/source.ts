@@ -38,20 +38,36 @@ export function renewAt(fetchedAt: number, expiresAt: number | undefined): numbe
 }
 
 /** The source the configuration names, or undefined (a file, the text, or in-cluster access). */
-export async function kubeconfigSource(config: FunctionsConfig, env: NodeJS.ProcessEnv, now: () => number): Promise<KubeconfigSource | undefined> {
+export async function kubeconfigSource(
+  config: FunctionsConfig,
+  env: NodeJS.ProcessEnv,
+  now: () => number,
+): Promise<KubeconfigSource | undefined> {
   if (config.GPU_REFLEX_KUBECONFIG_PARAMETER) {
     const { SsmKubeconfigSource } = await import('./ssm.ts');
     return new SsmKubeconfigSource(config.GPU_REFLEX_KUBECONFIG_PARAMETER);
   }
   if (config.GPU_REFLEX_KUBECONFIG_ACK) {
     const { AckKubeconfigSource } = await import('./ack.ts');
-    return AckKubeconfigSource.fromEnv(env, { endpoint: config.GPU_REFLEX_KUBECONFIG_ACK, minutes: config.GPU_REFLEX_KUBECONFIG_ACK_MINUTES, now });
+    return AckKubeconfigSource.fromEnv(env, {
+      endpoint: config.GPU_REFLEX_KUBECONFIG_ACK,
+      minutes: config.GPU_REFLEX_KUBECONFIG_ACK_MINUTES,
+      now,
+    });
   }
   if (config.GPU_REFLEX_KUBECONFIG_EKS) {
     const { EksKubeconfigSource, credentialsFromEnv } = await import('./eks.ts');
     const region = env['AWS_REGION'] ?? env['AWS_DEFAULT_REGION'];
-    if (!region) throw new ConfigurationError('EKS token: no AWS_REGION in the environment (the Lambda runtime sets it)', { what: 'AWS_REGION' });
-    const cluster = { name: config.GPU_REFLEX_KUBECONFIG_EKS, region, endpoint: config.GPU_REFLEX_EKS_ENDPOINT!, caData: config.GPU_REFLEX_EKS_CA_DATA!.replace(/\s/g, '') };
+    if (!region)
+      throw new ConfigurationError('EKS token: no AWS_REGION in the environment (the Lambda runtime sets it)', {
+        what: 'AWS_REGION',
+      });
+    const cluster = {
+      name: config.GPU_REFLEX_KUBECONFIG_EKS,
+      region,
+      endpoint: config.GPU_REFLEX_EKS_ENDPOINT!,
+      caData: config.GPU_REFLEX_EKS_CA_DATA!.replace(/\s/g, ''),
+    };
     return new EksKubeconfigSource(cluster, () => credentialsFromEnv(env), now);
   }
   return undefined;

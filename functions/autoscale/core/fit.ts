@@ -45,7 +45,10 @@ export interface NodeTemplate {
  * kube-scheduler's rules, shared with the simulated cluster's scheduler (infra/local/kube/scheduler.ts)
  * so both decide the same: does one toleration tolerate a taint?
  */
-export function tolerates(t: { key?: string; operator?: string; value?: string; effect?: string }, taint: { key: string; value?: string; effect: string }): boolean {
+export function tolerates(
+  t: { key?: string; operator?: string; value?: string; effect?: string },
+  taint: { key: string; value?: string; effect: string },
+): boolean {
   if (t.effect && t.effect !== taint.effect) return false;
   if (t.key === undefined || t.key === '') return t.operator === 'Exists';
   if (t.key !== taint.key) return false;
@@ -79,13 +82,16 @@ export function expressionHolds(e: { operator: string; values?: readonly string[
 /** Undefined when the pod fits a node of this template; otherwise why not. */
 export function whyNot(pod: PodConstraints, node: NodeTemplate): string | undefined {
   for (const [k, v] of Object.entries(pod.nodeSelector ?? {})) {
-    if (node.labels[k] !== v) return `nodeSelector ${k}=${v} (the pool's nodes have ${node.labels[k] === undefined ? `no ${k}` : `${k}=${node.labels[k]}`})`;
+    if (node.labels[k] !== v)
+      return `nodeSelector ${k}=${v} (the pool's nodes have ${node.labels[k] === undefined ? `no ${k}` : `${k}=${node.labels[k]}`})`;
   }
   const terms = pod.requiredTerms ?? [];
-  if (terms.length > 0 && !terms.some((t) => t.matchExpressions.every((e) => expressionHolds(e, node.labels[e.key])))) return 'required node affinity matches none of its labels';
+  if (terms.length > 0 && !terms.some((t) => t.matchExpressions.every((e) => expressionHolds(e, node.labels[e.key]))))
+    return 'required node affinity matches none of its labels';
   for (const taint of node.taints) {
     if (taint.effect !== 'NoSchedule' && taint.effect !== 'NoExecute') continue;
-    if (!(pod.tolerations ?? []).some((t) => tolerates(t, taint))) return `taint ${taint.key}${taint.value ? `=${taint.value}` : ''}:${taint.effect} not tolerated`;
+    if (!(pod.tolerations ?? []).some((t) => tolerates(t, taint)))
+      return `taint ${taint.key}${taint.value ? `=${taint.value}` : ''}:${taint.effect} not tolerated`;
   }
   for (const [r, want] of Object.entries(pod.requests)) {
     if (want <= 0) continue;

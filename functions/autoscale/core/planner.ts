@@ -92,7 +92,8 @@ const BALANCE_SHAPES = 48;
 
 function fitCount(vec: Float64Array, free: Float64Array, limit: number): number {
   let n = limit;
-  for (let d = 0; d < vec.length && n > 0; d++) if (vec[d]! > 0) n = Math.min(n, Math.floor((free[d]! + EPS) / vec[d]!));
+  for (let d = 0; d < vec.length && n > 0; d++)
+    if (vec[d]! > 0) n = Math.min(n, Math.floor((free[d]! + EPS) / vec[d]!));
   return Math.max(0, n);
 }
 
@@ -111,7 +112,15 @@ function release(bin: Bin, s: number, shape: Shape, n: number): void {
 export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly PendingPod[]): ScaleOutPlan {
   const pools = [...poolsIn].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const pending = [...pendingIn].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  const dims = [...new Set(pending.flatMap((p) => Object.entries(p.requests).filter(([, v]) => v > 0).map(([k]) => k)))].sort();
+  const dims = [
+    ...new Set(
+      pending.flatMap((p) =>
+        Object.entries(p.requests)
+          .filter(([, v]) => v > 0)
+          .map(([k]) => k),
+      ),
+    ),
+  ].sort();
   const cap = pools.map((p) => Float64Array.from(dims, (d) => p.allocatable[d] ?? 0));
   const room = pools.map((p) => (p.frozen ? 0 : Math.max(0, Math.min(p.maxStep, p.max - Math.max(p.desired, p.min)))));
   const unhostable: ScaleOutPlan['unhostable'] = [];
@@ -132,7 +141,15 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
         if (why === undefined) feasible.push(i);
         else reasons.push(`${pools[i]!.name}: ${why}`);
       }
-      check = { feasible, why: feasible.length > 0 ? '' : pools.length === 0 ? 'no node pool is configured' : `no node pool can host it (${reasons.join('; ')})` };
+      check = {
+        feasible,
+        why:
+          feasible.length > 0
+            ? ''
+            : pools.length === 0
+              ? 'no node pool is configured'
+              : `no node pool can host it (${reasons.join('; ')})`,
+      };
       checked.set(sig, check);
     }
     const { feasible } = check;
@@ -147,12 +164,20 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
       const share = (i: number) => Math.max(...dims.map((_, d) => (vec[d]! > 0 ? vec[d]! / cap[i]![d]! : 0)));
       s = shapes.length;
       byKey.set(key, s);
-      shapes.push({ vec, pools: feasible, priority: pod.priority, pods: [], value: Math.min(...feasible.map((i) => pools[i]!.hourlyPrice * share(i))) });
+      shapes.push({
+        vec,
+        pools: feasible,
+        priority: pod.priority,
+        pods: [],
+        value: Math.min(...feasible.map((i) => pools[i]!.hourlyPrice * share(i))),
+      });
     }
     shapes[s]!.pods.push(pod.key);
   }
   // Highest priority first, then the largest demand, then a stable order.
-  const order = shapes.map((_, i) => i).sort((a, b) => shapes[b]!.priority - shapes[a]!.priority || shapes[b]!.value - shapes[a]!.value || a - b);
+  const order = shapes
+    .map((_, i) => i)
+    .sort((a, b) => shapes[b]!.priority - shapes[a]!.priority || shapes[b]!.value - shapes[a]!.value || a - b);
   const left = shapes.map((s) => s.pods.length);
   const hosts = shapes.map((sh) => {
     const b = new Uint8Array(pools.length);
@@ -165,7 +190,13 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
 
   const bins: Bin[] = [];
   let seq = 0;
-  const newBin = (pool: number, kind: Bin['kind']): Bin => ({ pool, free: Float64Array.from(cap[pool]!), load: new Map(), kind, seq: seq++ });
+  const newBin = (pool: number, kind: Bin['kind']): Bin => ({
+    pool,
+    free: Float64Array.from(cap[pool]!),
+    load: new Map(),
+    kind,
+    seq: seq++,
+  });
   pools.forEach((p, i) => {
     for (let k = 0; k < Math.max(0, p.desired - p.ready); k++) bins.push(newBin(i, 'in-flight'));
     for (let k = 0; k < Math.max(0, p.min - p.desired); k++) bins.push(newBin(i, 'minimum'));
@@ -277,7 +308,10 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
   }
 
   // Waste removal: drop a new node whose pods fit in the room left on the other nodes.
-  const newest = () => bins.filter((b) => b.kind === 'new').sort((a, b) => pools[b.pool]!.hourlyPrice - pools[a.pool]!.hourlyPrice || b.seq - a.seq);
+  const newest = () =>
+    bins
+      .filter((b) => b.kind === 'new')
+      .sort((a, b) => pools[b.pool]!.hourlyPrice - pools[a.pool]!.hourlyPrice || b.seq - a.seq);
   // A node like one that could not be emptied cannot be either, until some move succeeds.
   let stuck = new Set<string>();
   for (const victim of newest()) {
@@ -312,7 +346,8 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
   }
   // Name the pods: each shape's pods go to its bins in order.
   const cursor = shapes.map(() => 0);
-  const podsOf = (bin: Bin) => [...bin.load].sort(([a], [b]) => a - b).flatMap(([s, n]) => shapes[s]!.pods.slice(cursor[s]!, (cursor[s]! += n)));
+  const podsOf = (bin: Bin) =>
+    [...bin.load].sort(([a], [b]) => a - b).flatMap(([s, n]) => shapes[s]!.pods.slice(cursor[s]!, (cursor[s]! += n)));
   const awaitingInFlight: string[] = [];
   const forPool = pools.map(() => [] as string[][]);
   for (const bin of bins) {
@@ -341,8 +376,28 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
     const to = p.desired + owed + add;
     const nodes = forPool[i]!;
     const podsHere = nodes.flat().sort();
-    const reasons = [...(owed > 0 ? [`${owed} to reach its minimum of ${p.min}`] : []), ...(add > 0 ? [`${add} for ${podsHere.length} pending pod(s)`] : [])];
-    increments.push({ poolId: p.id, poolName: p.name, instanceType: p.instanceType, from: p.desired, to, add, hourlyCost: (to - p.desired) * p.hourlyPrice, pods: podsHere, nodes, why: `${p.name}: ${p.desired} → ${to} (${reasons.join(', ')}) at ${p.hourlyPrice}/h each` });
+    const reasons = [
+      ...(owed > 0 ? [`${owed} to reach its minimum of ${p.min}`] : []),
+      ...(add > 0 ? [`${add} for ${podsHere.length} pending pod(s)`] : []),
+    ];
+    increments.push({
+      poolId: p.id,
+      poolName: p.name,
+      instanceType: p.instanceType,
+      from: p.desired,
+      to,
+      add,
+      hourlyCost: (to - p.desired) * p.hourlyPrice,
+      pods: podsHere,
+      nodes,
+      why: `${p.name}: ${p.desired} → ${to} (${reasons.join(', ')}) at ${p.hourlyPrice}/h each`,
+    });
   });
-  return { increments, hourlyCost: increments.reduce((t, x) => t + x.hourlyCost, 0), awaitingInFlight: awaitingInFlight.sort(), unhostable, deferred };
+  return {
+    increments,
+    hourlyCost: increments.reduce((t, x) => t + x.hourlyCost, 0),
+    awaitingInFlight: awaitingInFlight.sort(),
+    unhostable,
+    deferred,
+  };
 }

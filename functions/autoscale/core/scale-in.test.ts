@@ -2,7 +2,11 @@ import { describe, expect, it } from 'vitest';
 import { planScaleIn, type ScaleInPool } from './scale-in.ts';
 
 const MIN = 60_000;
-const template = { labels: { pool: 't4' }, taints: [], allocatable: { 'nvidia.com/gpu': 1, cpu: 4, memory: 16 * 2 ** 30 } };
+const template = {
+  labels: { pool: 't4' },
+  taints: [],
+  allocatable: { 'nvidia.com/gpu': 1, cpu: 4, memory: 16 * 2 ** 30 },
+};
 const pool = (o: Partial<ScaleInPool> = {}): ScaleInPool => ({
   id: 'np-t4',
   name: 't4',
@@ -23,19 +27,32 @@ describe('planScaleIn', () => {
     expect(later.release.map((r) => r.node)).toEqual(['b', 'd']);
     expect(later.release[0]!.why).toBe('b has run no GPU pod for 10 min (idle since 1970-01-01T00:00:00.000Z)');
     // A node that ran a GPU pod again starts over.
-    const busy = pool({ nodes: [{ name: 'b', eligible: true, gpuPods: 1 }, { name: 'c', eligible: true, gpuPods: 0 }] });
+    const busy = pool({
+      nodes: [
+        { name: 'b', eligible: true, gpuPods: 1 },
+        { name: 'c', eligible: true, gpuPods: 0 },
+      ],
+    });
     expect(planScaleIn(busy, { b: 0, c: 0 }, [], 20 * MIN, 10).idleSince).toEqual({ c: 0 });
   });
 
   it('never goes under the minimum, nor past the step, counting nodes already leaving', () => {
     const idle = { b: 0, c: 0, d: 0 };
     expect(planScaleIn(pool({ min: 3 }), idle, [], 30 * MIN, 10).release.map((r) => r.node)).toEqual(['b']);
-    expect(planScaleIn(pool({ min: 3 }), idle, [], 30 * MIN, 10).kept).toContainEqual({ node: 'c', why: 't4 is at its minimum of 3 nodes' });
-    expect(planScaleIn(pool({ maxStep: 2, leaving: ['b'] }), idle, [], 30 * MIN, 10).release.map((r) => r.node)).toEqual(['c']);
+    expect(planScaleIn(pool({ min: 3 }), idle, [], 30 * MIN, 10).kept).toContainEqual({
+      node: 'c',
+      why: 't4 is at its minimum of 3 nodes',
+    });
+    expect(
+      planScaleIn(pool({ maxStep: 2, leaving: ['b'] }), idle, [], 30 * MIN, 10).release.map((r) => r.node),
+    ).toEqual(['c']);
   });
 
   it('keeps nodes remediation or a person holds, and keeps everything while a waiting pod could use the pool', () => {
-    const nodes = [{ name: 'b', eligible: false, heldBy: 'remediation holds it (gpu-reflex.io/state=draining)', gpuPods: 0 }, { name: 'c', eligible: true, gpuPods: 0 }];
+    const nodes = [
+      { name: 'b', eligible: false, heldBy: 'remediation holds it (gpu-reflex.io/state=draining)', gpuPods: 0 },
+      { name: 'c', eligible: true, gpuPods: 0 },
+    ];
     const d = planScaleIn(pool({ nodes }), { b: 0, c: 0 }, [], 30 * MIN, 10);
     expect(d.release.map((r) => r.node)).toEqual(['c']);
     expect(d.kept).toEqual([{ node: 'b', why: 'remediation holds it (gpu-reflex.io/state=draining)' }]);
@@ -43,7 +60,11 @@ describe('planScaleIn', () => {
     expect(planScaleIn(pool({ nodes }), { b: 0, c: 0 }, waiting, 30 * MIN, 10).release).toEqual([]);
     // A pod that could never run here does not hold the pool.
     const elsewhere = [{ key: 'ml/big', priority: 0, requests: { 'nvidia.com/gpu': 8 } }];
-    expect(planScaleIn(pool({ nodes }), { b: 0, c: 0 }, elsewhere, 30 * MIN, 10).release.map((r) => r.node)).toEqual(['c']);
-    expect(planScaleIn(pool({ nodes, frozen: 't4 grew within its cooldown' }), { b: 0, c: 0 }, [], 30 * MIN, 10).release).toEqual([]);
+    expect(planScaleIn(pool({ nodes }), { b: 0, c: 0 }, elsewhere, 30 * MIN, 10).release.map((r) => r.node)).toEqual([
+      'c',
+    ]);
+    expect(
+      planScaleIn(pool({ nodes, frozen: 't4 grew within its cooldown' }), { b: 0, c: 0 }, [], 30 * MIN, 10).release,
+    ).toEqual([]);
   });
 });

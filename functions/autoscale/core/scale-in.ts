@@ -45,9 +45,16 @@ export interface ScaleInDecision {
   kept: { node: string; why: string }[];
 }
 
-export function planScaleIn(pool: ScaleInPool, idleBefore: Readonly<Record<string, number>>, pending: readonly PendingPod[], now: number, idleMinutes: number): ScaleInDecision {
+export function planScaleIn(
+  pool: ScaleInPool,
+  idleBefore: Readonly<Record<string, number>>,
+  pending: readonly PendingPod[],
+  now: number,
+  idleMinutes: number,
+): ScaleInDecision {
   const idleSince: Record<string, number> = {};
-  for (const n of pool.nodes) if (n.gpuPods === 0 && !pool.leaving.includes(n.name)) idleSince[n.name] = idleBefore[n.name] ?? now;
+  for (const n of pool.nodes)
+    if (n.gpuPods === 0 && !pool.leaving.includes(n.name)) idleSince[n.name] = idleBefore[n.name] ?? now;
   const kept: ScaleInDecision['kept'] = [];
   const release: ScaleInDecision['release'] = [];
   const due = Object.entries(idleSince)
@@ -57,14 +64,25 @@ export function planScaleIn(pool: ScaleInPool, idleBefore: Readonly<Record<strin
   const keep = (why: string) => due.forEach(([node]) => kept.push({ node, why }));
   if (pool.frozen) return (keep(pool.frozen), { idleSince, release, kept });
   const wanted = pending.find((p) => whyNot(p, pool.template) === undefined);
-  if (wanted) return (keep(`${wanted.key} waits and could run on a node of ${pool.name}`), { idleSince, release, kept });
+  if (wanted)
+    return (keep(`${wanted.key} waits and could run on a node of ${pool.name}`), { idleSince, release, kept });
   let room = Math.min(pool.maxStep - pool.leaving.length, pool.nodes.length - pool.leaving.length - pool.min);
   for (const [node, since] of due) {
     const n = pool.nodes.find((x) => x.name === node)!;
     if (!n.eligible) kept.push({ node, why: n.heldBy ?? 'not eligible' });
-    else if (room <= 0) kept.push({ node, why: pool.nodes.length - pool.leaving.length - release.length <= pool.min ? `${pool.name} is at its minimum of ${pool.min} nodes` : `at most ${pool.maxStep} nodes of ${pool.name} leave at once` });
+    else if (room <= 0)
+      kept.push({
+        node,
+        why:
+          pool.nodes.length - pool.leaving.length - release.length <= pool.min
+            ? `${pool.name} is at its minimum of ${pool.min} nodes`
+            : `at most ${pool.maxStep} nodes of ${pool.name} leave at once`,
+      });
     else {
-      release.push({ node, why: `${node} has run no GPU pod for ${Math.round((now - since) / 60_000)} min (idle since ${new Date(since).toISOString()})` });
+      release.push({
+        node,
+        why: `${node} has run no GPU pod for ${Math.round((now - since) / 60_000)} min (idle since ${new Date(since).toISOString()})`,
+      });
       room--;
     }
   }

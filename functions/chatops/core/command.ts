@@ -28,16 +28,37 @@ interface Spec {
 
 const NODE = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
 const node = (name: 'cordon' | 'uncordon' | 'drain') => (args: string[]) =>
-  args.length !== 1 ? `expected one node name, got ${args.length}` : NODE.test(args[0]!) ? { name, node: args[0]! } : `"${args[0]}" is not a node name`;
+  args.length !== 1
+    ? `expected one node name, got ${args.length}`
+    : NODE.test(args[0]!)
+      ? { name, node: args[0]! }
+      : `"${args[0]}" is not a node name`;
 const GPU = /^(\d{1,2}|GPU-[0-9a-fA-F-]{8,64})$/;
 const NAMESPACE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const POOL = /^np[a-z0-9-]*$/;
 const decide = (name: 'approve' | 'deny') => (args: string[]) =>
-  args.length !== 1 ? `expected one approval id, got ${args.length}` : /^apr-[a-z0-9-]{4,64}$/.test(args[0]!) ? { name, id: args[0]! } : `"${args[0]}" is not an approval id (apr-…)`;
+  args.length !== 1
+    ? `expected one approval id, got ${args.length}`
+    : /^apr-[a-z0-9-]{4,64}$/.test(args[0]!)
+      ? { name, id: args[0]! }
+      : `"${args[0]}" is not an approval id (apr-…)`;
 
 export const COMMANDS: Record<ChatCommand['name'], Spec> = {
-  help: { usage: 'help', role: 'viewer', parse: (a) => (a.length === 0 ? { name: 'help' } : 'help takes no arguments') },
-  status: { usage: 'status [NODE]', role: 'viewer', parse: (a) => (a.length === 0 ? { name: 'status' } : a.length === 1 && NODE.test(a[0]!) ? { name: 'status', node: a[0]! } : 'expected at most one node name') },
+  help: {
+    usage: 'help',
+    role: 'viewer',
+    parse: (a) => (a.length === 0 ? { name: 'help' } : 'help takes no arguments'),
+  },
+  status: {
+    usage: 'status [NODE]',
+    role: 'viewer',
+    parse: (a) =>
+      a.length === 0
+        ? { name: 'status' }
+        : a.length === 1 && NODE.test(a[0]!)
+          ? { name: 'status', node: a[0]! }
+          : 'expected at most one node name',
+  },
   cordon: { usage: 'cordon NODE [--dry-run]', role: 'operator', parse: node('cordon') },
   uncordon: { usage: 'uncordon NODE [--dry-run]', role: 'operator', parse: node('uncordon') },
   drain: { usage: 'drain NODE [--dry-run]', role: 'operator', parse: node('drain') },
@@ -45,27 +66,47 @@ export const COMMANDS: Record<ChatCommand['name'], Spec> = {
     usage: 'quarantine NODE GPU [--dry-run]  (GPU: index or UUID)',
     role: 'operator',
     parse: (a) =>
-      a.length !== 2 ? `expected a node and a GPU, got ${a.length} word(s)` : !NODE.test(a[0]!) ? `"${a[0]}" is not a node name` : !GPU.test(a[1]!) ? `"${a[1]}" is not a GPU index or UUID (GPU-…)` : { name: 'quarantine', node: a[0]!, gpu: a[1]! },
+      a.length !== 2
+        ? `expected a node and a GPU, got ${a.length} word(s)`
+        : !NODE.test(a[0]!)
+          ? `"${a[0]}" is not a node name`
+          : !GPU.test(a[1]!)
+            ? `"${a[1]}" is not a GPU index or UUID (GPU-…)`
+            : { name: 'quarantine', node: a[0]!, gpu: a[1]! },
   },
   quota: {
     usage: 'quota show | quota plan | quota rollback [NAMESPACE] [--dry-run]',
     role: (c) => (c.name === 'quota' && c.sub === 'rollback' ? 'operator' : 'viewer'),
     parse: (a) => {
       if (a.length === 1 && (a[0] === 'plan' || a[0] === 'show')) return { name: 'quota', sub: a[0] };
-      if (a[0] === 'rollback' && a.length <= 2) return a[1] === undefined ? { name: 'quota', sub: 'rollback' } : NAMESPACE.test(a[1]) ? { name: 'quota', sub: 'rollback', namespace: a[1] } : `"${a[1]}" is not a namespace`;
+      if (a[0] === 'rollback' && a.length <= 2)
+        return a[1] === undefined
+          ? { name: 'quota', sub: 'rollback' }
+          : NAMESPACE.test(a[1])
+            ? { name: 'quota', sub: 'rollback', namespace: a[1] }
+            : `"${a[1]}" is not a namespace`;
       return 'expected show, plan or rollback [NAMESPACE]';
     },
   },
   mig: {
     usage: 'mig plan | mig apply [--dry-run]',
     role: (c) => (c.name === 'mig' && c.sub === 'apply' ? 'operator' : 'viewer'),
-    parse: (a) => (a.length === 1 && (a[0] === 'plan' || a[0] === 'apply') ? { name: 'mig', sub: a[0] } : 'expected plan (which idle GPUs would be relaid) or apply (relay them)'),
+    parse: (a) =>
+      a.length === 1 && (a[0] === 'plan' || a[0] === 'apply')
+        ? { name: 'mig', sub: a[0] }
+        : 'expected plan (which idle GPUs would be relaid) or apply (relay them)',
   },
   pool: {
     usage: 'pool scale POOL N [--dry-run]  (N: the desired size)',
     role: 'operator',
     parse: (a) =>
-      a[0] !== 'scale' || a.length !== 3 ? 'expected scale, a node pool id and a size' : !POOL.test(a[1]!) ? `"${a[1]}" is not a node pool id (np…)` : !/^\d{1,4}$/.test(a[2]!) ? `"${a[2]}" is not a node count` : { name: 'pool', sub: 'scale', pool: a[1]!, size: Number(a[2]) },
+      a[0] !== 'scale' || a.length !== 3
+        ? 'expected scale, a node pool id and a size'
+        : !POOL.test(a[1]!)
+          ? `"${a[1]}" is not a node pool id (np…)`
+          : !/^\d{1,4}$/.test(a[2]!)
+            ? `"${a[2]}" is not a node count`
+            : { name: 'pool', sub: 'scale', pool: a[1]!, size: Number(a[2]) },
   },
   approve: { usage: 'approve ID [--dry-run]', role: 'operator', parse: decide('approve') },
   deny: { usage: 'deny ID [--dry-run]', role: 'operator', parse: decide('deny') },
@@ -77,19 +118,32 @@ export const COMMANDS: Record<ChatCommand['name'], Spec> = {
  * approve/deny stay synchronous.
  */
 export function isLong(c: ChatCommand): boolean {
-  return c.name === 'drain' || c.name === 'quarantine' || c.name === 'pool' || (c.name === 'mig' && c.sub === 'apply') || (c.name === 'quota' && c.sub === 'rollback');
+  return (
+    c.name === 'drain' ||
+    c.name === 'quarantine' ||
+    c.name === 'pool' ||
+    (c.name === 'mig' && c.sub === 'apply') ||
+    (c.name === 'quota' && c.sub === 'rollback')
+  );
 }
 
 export function helpText(): string {
-  return ['gpu-reflex commands (every one takes --dry-run):', ...Object.values(COMMANDS).map((c) => `  ${c.usage}`)].join('\n');
+  return [
+    'gpu-reflex commands (every one takes --dry-run):',
+    ...Object.values(COMMANDS).map((c) => `  ${c.usage}`),
+  ].join('\n');
 }
 
-export type Parsed = { ok: true; command: ChatCommand; words: string[] } | { ok: false; error: string; words: string[] };
+export type Parsed =
+  { ok: true; command: ChatCommand; words: string[] } | { ok: false; error: string; words: string[] };
 
 /** `/gpu cordon gpu-node-3 --dry-run`, `@bot status`: the command word, its arguments, flags. */
 export function parseCommand(text: string): Parsed {
   // Mentions (`@gpu-reflex`) are not words of the command; a leading `/gpu` is the slash command.
-  const words = text.trim().split(/\s+/).filter((w) => w !== '' && !w.startsWith('@'));
+  const words = text
+    .trim()
+    .split(/\s+/)
+    .filter((w) => w !== '' && !w.startsWith('@'));
   const cleaned = words[0]?.startsWith('/') ? words.slice(1) : words;
   const dryRun = cleaned.includes('--dry-run');
   const unknownFlag = cleaned.find((w) => w.startsWith('--') && w !== '--dry-run');

@@ -56,17 +56,31 @@ function sameText(a: string, b: string): boolean {
 const refuse = (platform: ChatPlatform, reason: string): Verdict => ({ ok: false, platform, reason });
 
 /** `now` in seconds (Slack, Feishu) or milliseconds (DingTalk): see each platform's clock. */
-export function verifySlack(req: ChatRequest, secret: string | undefined, nowS: number, windowS = SLACK_WINDOW_S): Verdict {
+export function verifySlack(
+  req: ChatRequest,
+  secret: string | undefined,
+  nowS: number,
+  windowS = SLACK_WINDOW_S,
+): Verdict {
   if (!secret) return refuse('slack', 'no Slack signing secret is configured (CHAT_SLACK_SIGNING_SECRET)');
   const ts = req.headers['x-slack-request-timestamp'];
   const sig = req.headers['x-slack-signature'];
   if (!ts) return refuse('slack', 'missing header X-Slack-Request-Timestamp');
   if (!sig) return refuse('slack', 'missing header X-Slack-Signature');
   if (!/^\d+$/.test(ts)) return refuse('slack', `X-Slack-Request-Timestamp "${ts}" is not a number of seconds`);
-  if (Math.abs(nowS - Number(ts)) > windowS) return refuse('slack', `stale: X-Slack-Request-Timestamp ${ts} is ${Math.abs(nowS - Number(ts))} s from now (window ${windowS} s)`);
-  if (!sig.startsWith('v0=')) return refuse('slack', `X-Slack-Signature must start with "v0=" (got "${sig.slice(0, 8)}…")`);
+  if (Math.abs(nowS - Number(ts)) > windowS)
+    return refuse(
+      'slack',
+      `stale: X-Slack-Request-Timestamp ${ts} is ${Math.abs(nowS - Number(ts))} s from now (window ${windowS} s)`,
+    );
+  if (!sig.startsWith('v0='))
+    return refuse('slack', `X-Slack-Signature must start with "v0=" (got "${sig.slice(0, 8)}…")`);
   const want = `v0=${createHmac('sha256', secret).update(`v0:${ts}:${req.body}`).digest('hex')}`;
-  if (!sameText(sig, want)) return refuse('slack', 'bad signature: X-Slack-Signature is not HMAC-SHA256 of "v0:<timestamp>:<body>" with the signing secret');
+  if (!sameText(sig, want))
+    return refuse(
+      'slack',
+      'bad signature: X-Slack-Signature is not HMAC-SHA256 of "v0:<timestamp>:<body>" with the signing secret',
+    );
   return { ok: true, platform: 'slack', body: req.body, replayKey: `slack:${sig}` };
 }
 
@@ -77,9 +91,17 @@ export function verifyDingTalk(req: ChatRequest, secret: string | undefined, now
   if (!ts) return refuse('dingtalk', 'missing header timestamp');
   if (!sign) return refuse('dingtalk', 'missing header sign');
   if (!/^\d+$/.test(ts)) return refuse('dingtalk', `header timestamp "${ts}" is not a number of milliseconds`);
-  if (Math.abs(nowMs - Number(ts)) > DINGTALK_WINDOW_MS) return refuse('dingtalk', `stale: timestamp ${ts} is ${Math.round(Math.abs(nowMs - Number(ts)) / 1000)} s from now (window ${DINGTALK_WINDOW_MS / 1000} s)`);
+  if (Math.abs(nowMs - Number(ts)) > DINGTALK_WINDOW_MS)
+    return refuse(
+      'dingtalk',
+      `stale: timestamp ${ts} is ${Math.round(Math.abs(nowMs - Number(ts)) / 1000)} s from now (window ${DINGTALK_WINDOW_MS / 1000} s)`,
+    );
   const want = createHmac('sha256', secret).update(`${ts}\n${secret}`).digest('base64');
-  if (!sameText(sign, want)) return refuse('dingtalk', 'bad signature: sign is not base64(HMAC-SHA256 of "<timestamp>\\n<app secret>" with the app secret)');
+  if (!sameText(sign, want))
+    return refuse(
+      'dingtalk',
+      'bad signature: sign is not base64(HMAC-SHA256 of "<timestamp>\\n<app secret>" with the app secret)',
+    );
   return { ok: true, platform: 'dingtalk', body: req.body, replayKey: `dingtalk:${ts}:${sign}` };
 }
 
@@ -89,24 +111,38 @@ export function verifyDingTalk(req: ChatRequest, secret: string | undefined, now
  * functions can make.
  */
 export function dingtalkRequestMac(secret: string, timestamp: string, sign: string, body: string): string {
-  return createHmac('sha256', secret).update(`gpu-reflex dingtalk request v1\n${timestamp}\n${sign}\n${body}`).digest('hex');
+  return createHmac('sha256', secret)
+    .update(`gpu-reflex dingtalk request v1\n${timestamp}\n${sign}\n${body}`)
+    .digest('hex');
 }
 
 /** Whether `mac` is the request's MAC (constant time). */
-export function dingtalkMacMatches(secret: string, timestamp: string, sign: string, body: string, mac: string): boolean {
+export function dingtalkMacMatches(
+  secret: string,
+  timestamp: string,
+  sign: string,
+  body: string,
+  mac: string,
+): boolean {
   return sameText(mac, dingtalkRequestMac(secret, timestamp, sign, body));
 }
 
 /** Feishu/Lark's encrypted body: base64(iv ‖ AES-256-CBC ciphertext), key SHA-256(encrypt key). */
 export function feishuDecrypt(encrypted: string, encryptKey: string): string {
   const buf = Buffer.from(encrypted, 'base64');
-  if (buf.length < 32 || buf.length % 16 !== 0) throw new Error('the encrypted body is not base64 of an IV and whole AES blocks');
+  if (buf.length < 32 || buf.length % 16 !== 0)
+    throw new Error('the encrypted body is not base64 of an IV and whole AES blocks');
   const key = createHash('sha256').update(encryptKey).digest();
   const d = createDecipheriv('aes-256-cbc', key, buf.subarray(0, 16));
   return Buffer.concat([d.update(buf.subarray(16)), d.final()]).toString('utf8');
 }
 
-export function verifyFeishu(req: ChatRequest, secrets: Pick<ChatSecrets, 'feishuVerificationToken' | 'feishuEncryptKey'>, nowS: number, windowS = FEISHU_WINDOW_S): Verdict {
+export function verifyFeishu(
+  req: ChatRequest,
+  secrets: Pick<ChatSecrets, 'feishuVerificationToken' | 'feishuEncryptKey'>,
+  nowS: number,
+  windowS = FEISHU_WINDOW_S,
+): Verdict {
   const token = secrets.feishuVerificationToken;
   if (!token) return refuse('feishu', 'no Feishu verification token is configured (CHAT_FEISHU_VERIFICATION_TOKEN)');
   let body = req.body;
@@ -122,7 +158,8 @@ export function verifyFeishu(req: ChatRequest, secrets: Pick<ChatSecrets, 'feish
     } catch {
       return refuse('feishu', 'the body is not JSON');
     }
-    if (typeof encrypted !== 'string') return refuse('feishu', 'an Encrypt Key is configured but the body has no "encrypt" field');
+    if (typeof encrypted !== 'string')
+      return refuse('feishu', 'an Encrypt Key is configured but the body has no "encrypt" field');
     // The URL verification challenge comes encrypted but unsigned; every event is signed.
     signed = Boolean(sig || ts || nonce);
     if (signed) {
@@ -130,9 +167,19 @@ export function verifyFeishu(req: ChatRequest, secrets: Pick<ChatSecrets, 'feish
       if (!nonce) return refuse('feishu', 'missing header X-Lark-Request-Nonce');
       if (!sig) return refuse('feishu', 'missing header X-Lark-Signature');
       if (!/^\d+$/.test(ts)) return refuse('feishu', `X-Lark-Request-Timestamp "${ts}" is not a number of seconds`);
-      if (Math.abs(nowS - Number(ts)) > windowS) return refuse('feishu', `stale: X-Lark-Request-Timestamp ${ts} is ${Math.abs(nowS - Number(ts))} s from now (window ${windowS} s)`);
-      const want = createHash('sha256').update(ts + nonce + key + req.body).digest('hex');
-      if (!sameText(sig, want)) return refuse('feishu', 'bad signature: X-Lark-Signature is not SHA-256 of timestamp + nonce + encrypt key + body');
+      if (Math.abs(nowS - Number(ts)) > windowS)
+        return refuse(
+          'feishu',
+          `stale: X-Lark-Request-Timestamp ${ts} is ${Math.abs(nowS - Number(ts))} s from now (window ${windowS} s)`,
+        );
+      const want = createHash('sha256')
+        .update(ts + nonce + key + req.body)
+        .digest('hex');
+      if (!sameText(sig, want))
+        return refuse(
+          'feishu',
+          'bad signature: X-Lark-Signature is not SHA-256 of timestamp + nonce + encrypt key + body',
+        );
     }
     try {
       body = feishuDecrypt(encrypted, key);
@@ -148,18 +195,31 @@ export function verifyFeishu(req: ChatRequest, secrets: Pick<ChatSecrets, 'feish
   }
   // Unsigned where an Encrypt Key is set: only the challenge. Anything else would be a captured
   // body replayed without its headers, which carry its age.
-  if (key && !signed && event.type !== 'url_verification') return refuse('feishu', 'missing header X-Lark-Signature: with an Encrypt Key only the URL verification challenge comes unsigned');
+  if (key && !signed && event.type !== 'url_verification')
+    return refuse(
+      'feishu',
+      'missing header X-Lark-Signature: with an Encrypt Key only the URL verification challenge comes unsigned',
+    );
   const given = event.header?.token ?? event.token;
-  if (typeof given !== 'string' || !sameText(given, token)) return refuse('feishu', 'bad verification token: the event\'s token is not the configured one');
+  if (typeof given !== 'string' || !sameText(given, token))
+    return refuse('feishu', "bad verification token: the event's token is not the configured one");
   // The event, not the delivery: a re-sent event is signed anew but keeps its event_id (2.0) or
   // uuid (1.0). The URL challenge by its challenge; anything else by its body.
   const id = event.header?.event_id ?? (event as { uuid?: unknown }).uuid;
-  const replayKey = typeof id === 'string' && id ? `feishu:event:${id}` : `feishu:${String((event as { challenge?: unknown }).challenge ?? createHash('sha256').update(body).digest('hex'))}`;
+  const replayKey =
+    typeof id === 'string' && id
+      ? `feishu:event:${id}`
+      : `feishu:${String((event as { challenge?: unknown }).challenge ?? createHash('sha256').update(body).digest('hex'))}`;
   return { ok: true, platform: 'feishu', body, replayKey };
 }
 
 /** The platform's verifier; `nowMs` is the one clock's time. */
-export function verifyChatRequest(platform: ChatPlatform, req: ChatRequest, secrets: ChatSecrets, nowMs: number): Verdict {
+export function verifyChatRequest(
+  platform: ChatPlatform,
+  req: ChatRequest,
+  secrets: ChatSecrets,
+  nowMs: number,
+): Verdict {
   const nowS = Math.floor(nowMs / 1000);
   if (platform === 'slack') return verifySlack(req, secrets.slackSigningSecret, nowS);
   if (platform === 'dingtalk') return verifyDingTalk(req, secrets.dingtalkAppSecret, nowMs);

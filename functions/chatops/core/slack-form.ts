@@ -29,7 +29,12 @@ export function readSlackForm(body: string): SlackSaid | undefined {
     if (!id) return undefined;
     const name = str(f.get('user_name'));
     const responseUrl = str(f.get('response_url'));
-    return { user: { id, ...(name ? { name } : {}) }, channel: f.get('channel_id') ?? '', text: f.get('text') ?? '', ...(responseUrl ? { responseUrl } : {}) };
+    return {
+      user: { id, ...(name ? { name } : {}) },
+      channel: f.get('channel_id') ?? '',
+      text: f.get('text') ?? '',
+      ...(responseUrl ? { responseUrl } : {}),
+    };
   }
   let p: Record<string, unknown>;
   try {
@@ -41,11 +46,22 @@ export function readSlackForm(body: string): SlackSaid | undefined {
   const user = p.user as { id?: unknown; username?: unknown; name?: unknown } | undefined;
   const id = str(user?.id);
   // One click, one action: Slack sends the element that was pressed.
-  const action = Array.isArray(p.actions) ? (p.actions[0] as { type?: unknown; value?: unknown } | undefined) : undefined;
+  const action = Array.isArray(p.actions)
+    ? (p.actions[0] as { type?: unknown; value?: unknown } | undefined)
+    : undefined;
   const m = action?.type === 'button' && typeof action.value === 'string' ? BUTTON_VALUE.exec(action.value) : null;
   if (!id || !m) return undefined;
   const name = str(user?.username) ?? str(user?.name);
-  const channel = str((p.channel as { id?: unknown } | undefined)?.id) ?? str((p.container as { channel_id?: unknown } | undefined)?.channel_id) ?? '';
+  const channel =
+    str((p.channel as { id?: unknown } | undefined)?.id) ??
+    str((p.container as { channel_id?: unknown } | undefined)?.channel_id) ??
+    '';
   const responseUrl = str(p.response_url);
-  return { user: { id, ...(name ? { name } : {}) }, channel, text: m[0], ...(responseUrl ? { responseUrl } : {}), button: { approvalId: m[2]!, decision: m[1] as 'approve' | 'deny' } };
+  return {
+    user: { id, ...(name ? { name } : {}) },
+    channel,
+    text: m[0],
+    ...(responseUrl ? { responseUrl } : {}),
+    button: { approvalId: m[2]!, decision: m[1] as 'approve' | 'deny' },
+  };
 }

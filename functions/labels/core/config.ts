@@ -27,8 +27,10 @@ export function badLabelKey(key: string): string | undefined {
   const slash = key.lastIndexOf('/');
   const prefix = slash < 0 ? undefined : key.slice(0, slash);
   const name = slash < 0 ? key : key.slice(slash + 1);
-  if (prefix !== undefined && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix))) return `"${key}": the prefix "${prefix}" is not a DNS subdomain`;
-  if (!LABEL_NAME.test(name)) return `"${key}": the name "${name}" must be 1-63 characters, alphanumeric at both ends, with - _ . inside`;
+  if (prefix !== undefined && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix)))
+    return `"${key}": the prefix "${prefix}" is not a DNS subdomain`;
+  if (!LABEL_NAME.test(name))
+    return `"${key}": the name "${name}" must be 1-63 characters, alphanumeric at both ends, with - _ . inside`;
   return undefined;
 }
 
@@ -37,7 +39,12 @@ const LabelKey = z.string().superRefine((k, ctx) => {
   if (why) ctx.addIssue({ code: 'custom', message: why });
 });
 /** A prefix: a DNS subdomain and a slash (`gpu-reflex.io/`), or '' for unprefixed keys. */
-const Prefix = z.string().refine((p) => p === '' || (p.endsWith('/') && DNS_SUBDOMAIN.test(p.slice(0, -1)) && p.length <= 254), 'must be a DNS subdomain followed by "/" (gpu-reflex.io/), or ""');
+const Prefix = z
+  .string()
+  .refine(
+    (p) => p === '' || (p.endsWith('/') && DNS_SUBDOMAIN.test(p.slice(0, -1)) && p.length <= 254),
+    'must be a DNS subdomain followed by "/" (gpu-reflex.io/), or ""',
+  );
 
 /** The facts the labeler can write, and the name each gets under the prefix by default. */
 export const FACTS = {
@@ -53,14 +60,22 @@ export type Fact = keyof typeof FACTS;
 export const FACT_NAMES = Object.keys(FACTS) as Fact[];
 
 const Keys = z
-  .object(Object.fromEntries(FACT_NAMES.map((f) => [f, z.union([LabelKey, z.literal(false)]).optional()])) as Record<Fact, z.ZodOptional<z.ZodUnion<[typeof LabelKey, z.ZodLiteral<false>]>>>)
+  .object(
+    Object.fromEntries(FACT_NAMES.map((f) => [f, z.union([LabelKey, z.literal(false)]).optional()])) as Record<
+      Fact,
+      z.ZodOptional<z.ZodUnion<[typeof LabelKey, z.ZodLiteral<false>]>>
+    >,
+  )
   .strict();
 
 const Model = z
   .object({
     /** A case-insensitive substring of the NVML name (`V100`, `A100-SXM4-40GB`). */
     match: z.string().min(1).max(96),
-    value: z.string().min(1).regex(LABEL_VALUE, 'must be a label value: at most 63 characters, alphanumeric at both ends'),
+    value: z
+      .string()
+      .min(1)
+      .regex(LABEL_VALUE, 'must be a label value: at most 63 characters, alphanumeric at both ends'),
   })
   .strict();
 

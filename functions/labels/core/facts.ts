@@ -6,7 +6,9 @@
 import type { GpuInventoryDetail } from '../../../events/catalog/gpu-inventory.ts';
 import { FACT_NAMES, keyOf, LABEL_VALUE, type Fact, type LabelerConfig } from './config.ts';
 
-export type InventoryFacts = Pick<GpuInventoryDetail, 'observedAt' | 'driverVersion' | 'cudaVersion'> & { gpus: readonly Pick<GpuInventoryDetail['gpus'][number], 'name' | 'migMode'>[] };
+export type InventoryFacts = Pick<GpuInventoryDetail, 'observedAt' | 'driverVersion' | 'cudaVersion'> & {
+  gpus: readonly Pick<GpuInventoryDetail['gpus'][number], 'name' | 'migMode'>[];
+};
 
 export interface Wanted {
   fact: Fact;
@@ -33,7 +35,12 @@ export function acceleratorValue(name: string, models: LabelerConfig['models']):
     picked.push(head);
     if (/\d/.test(head)) break;
   }
-  const slug = picked.join('-').toLowerCase().replace(/[^a-z0-9-]+/g, '-').replace(/-+/g, '-').replace(/^-|-$/g, '');
+  const slug = picked
+    .join('-')
+    .toLowerCase()
+    .replace(/[^a-z0-9-]+/g, '-')
+    .replace(/-+/g, '-')
+    .replace(/^-|-$/g, '');
   return slug ? `nvidia-${slug}`.slice(0, 63).replace(/-+$/, '') : undefined;
 }
 
@@ -43,42 +50,74 @@ export function acceleratorValue(name: string, models: LabelerConfig['models']):
  * `nvidia.com/mig-<profile>`, `single` when it advertises MIG devices as `nvidia.com/gpu`, and
  * unknown (undefined) while it advertises neither (the plugin has not registered them yet).
  */
-function migStrategy(inv: InventoryFacts, allocatable: Readonly<Record<string, string>>): { value: string | null | undefined; why: string } {
+function migStrategy(
+  inv: InventoryFacts,
+  allocatable: Readonly<Record<string, string>>,
+): { value: string | null | undefined; why: string } {
   if (inv.gpus.length === 0) return { value: null, why: 'no GPU answers NVML' };
   if (!inv.gpus.some((g) => g.migMode === 'enabled')) return { value: 'none', why: 'MIG is off on every GPU' };
   const has = (k: string) => Number.parseInt(allocatable[k] ?? '0', 10) > 0;
-  if (Object.keys(allocatable).some((k) => k.startsWith('nvidia.com/mig-') && has(k))) return { value: 'mixed', why: 'MIG is on and the node advertises nvidia.com/mig-<profile>' };
-  if (has('nvidia.com/gpu')) return { value: 'single', why: 'MIG is on and the node advertises its MIG devices as nvidia.com/gpu' };
+  if (Object.keys(allocatable).some((k) => k.startsWith('nvidia.com/mig-') && has(k)))
+    return { value: 'mixed', why: 'MIG is on and the node advertises nvidia.com/mig-<profile>' };
+  if (has('nvidia.com/gpu'))
+    return { value: 'single', why: 'MIG is on and the node advertises its MIG devices as nvidia.com/gpu' };
   return { value: undefined, why: 'MIG is on and the device plugin advertises no MIG device yet' };
 }
 
-function factValue(f: Fact, inv: InventoryFacts, allocatable: Readonly<Record<string, string>>, config: LabelerConfig): { value: string | null | undefined; why: string } {
+function factValue(
+  f: Fact,
+  inv: InventoryFacts,
+  allocatable: Readonly<Record<string, string>>,
+  config: LabelerConfig,
+): { value: string | null | undefined; why: string } {
   const n = inv.gpus.length;
   const none = { value: null, why: 'no GPU answers NVML' };
   switch (f) {
     case 'accelerator': {
       if (n === 0) return none;
       const values = [...new Set(inv.gpus.map((g) => acceleratorValue(g.name, config.models)))];
-      if (values.length > 1) return { value: null, why: `GPUs of more than one model (${[...new Set(inv.gpus.map((g) => g.name))].join(', ')})` };
-      return values[0] ? { value: values[0], why: `GPU model ${inv.gpus[0]!.name}` } : { value: null, why: `no model in the name "${inv.gpus[0]!.name}"` };
+      if (values.length > 1)
+        return {
+          value: null,
+          why: `GPUs of more than one model (${[...new Set(inv.gpus.map((g) => g.name))].join(', ')})`,
+        };
+      return values[0]
+        ? { value: values[0], why: `GPU model ${inv.gpus[0]!.name}` }
+        : { value: null, why: `no model in the name "${inv.gpus[0]!.name}"` };
     }
     case 'gpuCount':
       return { value: String(n), why: `${n} GPU${n === 1 ? '' : 's'} answer NVML` };
     case 'migCapable':
-      return n === 0 ? none : { value: String(inv.gpus.some((g) => g.migMode !== 'unsupported')), why: `MIG modes ${inv.gpus.map((g) => g.migMode).join(', ')}` };
+      return n === 0
+        ? none
+        : {
+            value: String(inv.gpus.some((g) => g.migMode !== 'unsupported')),
+            why: `MIG modes ${inv.gpus.map((g) => g.migMode).join(', ')}`,
+          };
     case 'migEnabled':
-      return n === 0 ? none : { value: String(inv.gpus.some((g) => g.migMode === 'enabled')), why: `MIG modes ${inv.gpus.map((g) => g.migMode).join(', ')}` };
+      return n === 0
+        ? none
+        : {
+            value: String(inv.gpus.some((g) => g.migMode === 'enabled')),
+            why: `MIG modes ${inv.gpus.map((g) => g.migMode).join(', ')}`,
+          };
     case 'migStrategy':
       return migStrategy(inv, allocatable);
     case 'driverVersion':
       return { value: inv.driverVersion, why: `driver ${inv.driverVersion}` };
     case 'cudaVersion':
-      return inv.cudaVersion ? { value: inv.cudaVersion, why: `CUDA ${inv.cudaVersion}` } : { value: null, why: 'the driver reports no CUDA version' };
+      return inv.cudaVersion
+        ? { value: inv.cudaVersion, why: `CUDA ${inv.cudaVersion}` }
+        : { value: null, why: 'the driver reports no CUDA version' };
   }
 }
 
 /** Label key → what it should say, for every fact the configuration labels. */
-export function wantedLabels(inv: InventoryFacts, allocatable: Readonly<Record<string, string>>, config: LabelerConfig): Map<string, Wanted> {
+export function wantedLabels(
+  inv: InventoryFacts,
+  allocatable: Readonly<Record<string, string>>,
+  config: LabelerConfig,
+): Map<string, Wanted> {
   const out = new Map<string, Wanted>();
   for (const fact of FACT_NAMES) {
     const key = keyOf(config, fact);

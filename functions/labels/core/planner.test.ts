@@ -5,7 +5,12 @@ import { DEFAULT_LABELER_CONFIG as D, LabelerConfigSchema, parseLabelerConfig } 
 import { acceleratorValue } from './facts.ts';
 import { encodeLabelerRecord, LABELER_ANNOTATION, planLabels, type LabelPlan, type NodeLabelFacts } from './planner.ts';
 
-const node = (labels: Record<string, string> = {}, owned?: Record<string, string>, allocatable: Record<string, string> = { 'nvidia.com/gpu': '8' }, observedAt = '2025-12-31T00:00:00.000Z'): NodeLabelFacts => ({
+const node = (
+  labels: Record<string, string> = {},
+  owned?: Record<string, string>,
+  allocatable: Record<string, string> = { 'nvidia.com/gpu': '8' },
+  observedAt = '2025-12-31T00:00:00.000Z',
+): NodeLabelFacts => ({
   name: 'gpu-1',
   labels,
   annotations: owned ? (encodeLabelerRecord({ labels: owned, observedAt }).annotations as Record<string, string>) : {},
@@ -28,7 +33,9 @@ describe('acceleratorValue: nvidia-<model>, the field notes’ values', () => {
   ])('%s → %s', (name, value) => expect(acceleratorValue(name, [])).toBe(value));
 
   it('takes a configured model first (the GKE spelling a fleet’s selectors use)', () => {
-    expect(acceleratorValue('Tesla V100-SXM2-16GB', [{ match: 'v100', value: 'nvidia-tesla-v100' }])).toBe('nvidia-tesla-v100');
+    expect(acceleratorValue('Tesla V100-SXM2-16GB', [{ match: 'v100', value: 'nvidia-tesla-v100' }])).toBe(
+      'nvidia-tesla-v100',
+    );
   });
 });
 
@@ -48,27 +55,45 @@ describe('planLabels', () => {
   });
 
   it('says not MIG capable for a T4', () => {
-    expect(sets(planLabels(node(), inventory({ gpus: [{ name: 'Tesla T4', mig: 'unsupported' }] }), D))).toMatchObject({ accelerator: 'nvidia-t4', 'gpu-reflex.io/mig.capable': 'false' });
+    expect(sets(planLabels(node(), inventory({ gpus: [{ name: 'Tesla T4', mig: 'unsupported' }] }), D))).toMatchObject({
+      accelerator: 'nvidia-t4',
+      'gpu-reflex.io/mig.capable': 'false',
+    });
   });
 
   it.each([
     ['mixed', { 'nvidia.com/mig-3g.40gb': '2', 'nvidia.com/gpu': '0' }],
     ['single', { 'nvidia.com/gpu': '14' }],
   ])('reads the MIG strategy %s from what the node advertises', (strategy, allocatable) => {
-    const p = planLabels(node({}, undefined, allocatable), inventory({ gpus: [{ name: 'NVIDIA H100 80GB HBM3', mig: 'enabled' }] }), D);
+    const p = planLabels(
+      node({}, undefined, allocatable),
+      inventory({ gpus: [{ name: 'NVIDIA H100 80GB HBM3', mig: 'enabled' }] }),
+      D,
+    );
     expect(sets(p)).toMatchObject({ 'gpu-reflex.io/mig.enabled': 'true', 'gpu-reflex.io/mig.strategy': strategy });
   });
 
   it('leaves the MIG strategy as it is while the device plugin advertises no MIG device yet', () => {
     const owned = { 'gpu-reflex.io/mig.strategy': 'none' };
-    const p = planLabels(node(owned, owned, {}), inventory({ gpus: [{ name: 'NVIDIA H100 80GB HBM3', mig: 'enabled' }] }), D);
+    const p = planLabels(
+      node(owned, owned, {}),
+      inventory({ gpus: [{ name: 'NVIDIA H100 80GB HBM3', mig: 'enabled' }] }),
+      D,
+    );
     expect(sets(p)).not.toHaveProperty('gpu-reflex.io/mig.strategy');
   });
 
   it('leaves a label someone else set to another value alone, and reports it', () => {
     const p = planLabels(node({ accelerator: 'nvidia-tesla-a100' }), inventory(), D);
     expect(sets(p)).not.toHaveProperty('accelerator');
-    expect(p.left).toEqual([expect.objectContaining({ key: 'accelerator', value: 'nvidia-tesla-a100', wanted: 'nvidia-a100', why: 'set-by-someone-else' })]);
+    expect(p.left).toEqual([
+      expect.objectContaining({
+        key: 'accelerator',
+        value: 'nvidia-tesla-a100',
+        wanted: 'nvidia-a100',
+        why: 'set-by-someone-else',
+      }),
+    ]);
     expect(p.kind === 'relabel' && p.record.labels).not.toHaveProperty('accelerator');
   });
 
@@ -80,16 +105,34 @@ describe('planLabels', () => {
   });
 
   it('gives up a label of its own that a person changed since', () => {
-    const p = planLabels(node({ 'gpu-reflex.io/gpu.count': '4' }, { 'gpu-reflex.io/gpu.count': '8' }), inventory({ gpus: ['Tesla T4'] }), D);
+    const p = planLabels(
+      node({ 'gpu-reflex.io/gpu.count': '4' }, { 'gpu-reflex.io/gpu.count': '8' }),
+      inventory({ gpus: ['Tesla T4'] }),
+      D,
+    );
     expect(sets(p)).not.toHaveProperty('gpu-reflex.io/gpu.count');
-    expect(p.left).toContainEqual(expect.objectContaining({ key: 'gpu-reflex.io/gpu.count', why: 'changed-by-someone-else' }));
+    expect(p.left).toContainEqual(
+      expect.objectContaining({ key: 'gpu-reflex.io/gpu.count', why: 'changed-by-someone-else' }),
+    );
     expect(p.kind === 'relabel' && p.record.labels).not.toHaveProperty('gpu-reflex.io/gpu.count');
   });
 
   it('follows a driver upgrade, MIG switched on and a GPU lost, on the labels it owns', () => {
     const before = planLabels(node(), inventory(), D);
     const owned = before.kind === 'relabel' ? before.record.labels : {};
-    const after = planLabels(node({ ...owned }, owned), inventory({ at: '2026-01-01T01:00:00.000Z', driver: '570.86.15', cuda: '12.8', gpus: [{ name: 'NVIDIA A100-SXM4-80GB', mig: 'enabled' }, ...Array.from({ length: 6 }, () => 'NVIDIA A100-SXM4-80GB')] }), D);
+    const after = planLabels(
+      node({ ...owned }, owned),
+      inventory({
+        at: '2026-01-01T01:00:00.000Z',
+        driver: '570.86.15',
+        cuda: '12.8',
+        gpus: [
+          { name: 'NVIDIA A100-SXM4-80GB', mig: 'enabled' },
+          ...Array.from({ length: 6 }, () => 'NVIDIA A100-SXM4-80GB'),
+        ],
+      }),
+      D,
+    );
     expect(after.kind === 'relabel' && after.changes.map((c) => [c.key, c.from, c.to])).toEqual([
       ['gpu-reflex.io/cuda.version', '12.4', '12.8'],
       ['gpu-reflex.io/driver.version', '550.54.14', '570.86.15'],
@@ -103,7 +146,11 @@ describe('planLabels', () => {
     const owned = { 'gpu-reflex.io/cuda.version': '12.4', 'gpu-reflex.io/gpu.count': '8' };
     const cfg = LabelerConfigSchema.parse({ keys: { gpuCount: 'gpu-count' } });
     const p = planLabels(node({ ...owned }, owned), inventory({ cuda: null }), cfg);
-    expect(sets(p)).toMatchObject({ 'gpu-reflex.io/cuda.version': null, 'gpu-reflex.io/gpu.count': null, 'gpu-count': '8' });
+    expect(sets(p)).toMatchObject({
+      'gpu-reflex.io/cuda.version': null,
+      'gpu-reflex.io/gpu.count': null,
+      'gpu-count': '8',
+    });
   });
 
   describe('GPU Feature Discovery', () => {
@@ -113,7 +160,11 @@ describe('planLabels', () => {
     });
     it('writes nothing under nvidia.com/ where GFD runs, and hands over what it wrote before GFD came', () => {
       const owned = { 'nvidia.com/gpu.count': '8' };
-      const p = planLabels(node({ ...owned, 'nvidia.com/gpu.product': 'NVIDIA-A100-SXM4-80GB' }, owned), inventory({ gpus: ['NVIDIA A100-SXM4-80GB'] }), cfg);
+      const p = planLabels(
+        node({ ...owned, 'nvidia.com/gpu.product': 'NVIDIA-A100-SXM4-80GB' }, owned),
+        inventory({ gpus: ['NVIDIA A100-SXM4-80GB'] }),
+        cfg,
+      );
       expect(p.kind === 'relabel' && p.changes).toEqual([]);
       expect(p.kind === 'relabel' && p.record.labels).toEqual({});
       expect(p.left.every((l) => l.why === 'gfd-runs-here')).toBe(true);
@@ -121,7 +172,11 @@ describe('planLabels', () => {
   });
 
   it('does nothing with an inventory older than the one applied', () => {
-    const p = planLabels(node({}, {}, undefined, '2026-01-01T02:00:00.000Z'), inventory({ at: '2026-01-01T01:00:00.000Z' }), D);
+    const p = planLabels(
+      node({}, {}, undefined, '2026-01-01T02:00:00.000Z'),
+      inventory({ at: '2026-01-01T01:00:00.000Z' }),
+      D,
+    );
     expect(p).toMatchObject({ kind: 'noop', reason: expect.stringContaining('older than the one applied') });
   });
 
@@ -147,29 +202,74 @@ describe('the labeler configuration', () => {
 
 // ---- properties: any node, any record, any inventory, any configuration
 
-const keyPool = ['accelerator', 'gpu-count', 'gpu-reflex.io/gpu.count', 'gpu-reflex.io/mig.enabled', 'gpu-reflex.io/driver.version', 'nvidia.com/gpu.count', 'nvidia.com/gpu.product', 'nvidia.com/mig.strategy', 'team'];
+const keyPool = [
+  'accelerator',
+  'gpu-count',
+  'gpu-reflex.io/gpu.count',
+  'gpu-reflex.io/mig.enabled',
+  'gpu-reflex.io/driver.version',
+  'nvidia.com/gpu.count',
+  'nvidia.com/gpu.product',
+  'nvidia.com/mig.strategy',
+  'team',
+];
 const valuePool = ['8', '7', 'true', 'false', 'none', 'nvidia-a100', 'nvidia-t4', '550.54.14', 'x'];
 const labelsArb = fc.dictionary(fc.constantFrom(...keyPool), fc.constantFrom(...valuePool), { maxKeys: 6 });
-const gpuArb = fc.record({ name: fc.constantFrom('Tesla T4', 'NVIDIA A100-SXM4-80GB', 'NVIDIA H100 80GB HBM3', 'NVIDIA L4'), mig: fc.constantFrom<'enabled' | 'disabled' | 'unsupported'>('enabled', 'disabled', 'unsupported') });
-const invArb = fc.record({ gpus: fc.array(gpuArb, { maxLength: 4 }), driver: fc.constantFrom('550.54.14', '570.86.15'), cuda: fc.constantFrom('12.4', '12.8', null), hour: fc.integer({ min: 0, max: 3 }) });
-const configArb = fc.record({ prefix: fc.constantFrom('gpu-reflex.io/', 'nvidia.com/', ''), gpuCount: fc.constantFrom(undefined, 'gpu-count', 'nvidia.com/gpu.count', false as const), accelerator: fc.constantFrom(undefined, false as const) });
-const allocArb = fc.constantFrom<Record<string, string>>({}, { 'nvidia.com/gpu': '8' }, { 'nvidia.com/mig-1g.10gb': '7' });
+const gpuArb = fc.record({
+  name: fc.constantFrom('Tesla T4', 'NVIDIA A100-SXM4-80GB', 'NVIDIA H100 80GB HBM3', 'NVIDIA L4'),
+  mig: fc.constantFrom<'enabled' | 'disabled' | 'unsupported'>('enabled', 'disabled', 'unsupported'),
+});
+const invArb = fc.record({
+  gpus: fc.array(gpuArb, { maxLength: 4 }),
+  driver: fc.constantFrom('550.54.14', '570.86.15'),
+  cuda: fc.constantFrom('12.4', '12.8', null),
+  hour: fc.integer({ min: 0, max: 3 }),
+});
+const configArb = fc.record({
+  prefix: fc.constantFrom('gpu-reflex.io/', 'nvidia.com/', ''),
+  gpuCount: fc.constantFrom(undefined, 'gpu-count', 'nvidia.com/gpu.count', false as const),
+  accelerator: fc.constantFrom(undefined, false as const),
+});
+const allocArb = fc.constantFrom<Record<string, string>>(
+  {},
+  { 'nvidia.com/gpu': '8' },
+  { 'nvidia.com/mig-1g.10gb': '7' },
+);
 
 const at = (h: number) => `2026-01-01T0${h}:00:00.000Z`;
 type Arb<A> = A extends fc.Arbitrary<infer T> ? T : never;
-const cfgOf = (c: Arb<typeof configArb>) => LabelerConfigSchema.parse({ prefix: c.prefix, keys: { ...(c.gpuCount !== undefined ? { gpuCount: c.gpuCount } : {}), ...(c.accelerator !== undefined ? { accelerator: c.accelerator } : {}) } });
+const cfgOf = (c: Arb<typeof configArb>) =>
+  LabelerConfigSchema.parse({
+    prefix: c.prefix,
+    keys: {
+      ...(c.gpuCount !== undefined ? { gpuCount: c.gpuCount } : {}),
+      ...(c.accelerator !== undefined ? { accelerator: c.accelerator } : {}),
+    },
+  });
 const invOf = (i: Arb<typeof invArb>) => inventory({ at: at(i.hour), driver: i.driver, cuda: i.cuda, gpus: i.gpus });
 /** The plan, carried out on plain data exactly as its node edit says. */
 function applied(n: NodeLabelFacts, p: LabelPlan): NodeLabelFacts {
   if (p.kind === 'noop') return n;
   const labels = { ...n.labels };
-  for (const c of p.changes) if (c.to === null) delete labels[c.key];
-  else labels[c.key] = c.to;
-  return { ...n, labels, annotations: { ...n.annotations, ...(encodeLabelerRecord(p.record).annotations as Record<string, string>) } };
+  for (const c of p.changes)
+    if (c.to === null) delete labels[c.key];
+    else labels[c.key] = c.to;
+  return {
+    ...n,
+    labels,
+    annotations: { ...n.annotations, ...(encodeLabelerRecord(p.record).annotations as Record<string, string>) },
+  };
 }
 
 describe('planLabels, for any node, record, inventory and configuration', () => {
-  const arbs = [labelsArb, fc.option(labelsArb, { nil: undefined }), invArb, configArb, allocArb, fc.integer({ min: 0, max: 3 })] as const;
+  const arbs = [
+    labelsArb,
+    fc.option(labelsArb, { nil: undefined }),
+    invArb,
+    configArb,
+    allocArb,
+    fc.integer({ min: 0, max: 3 }),
+  ] as const;
 
   it('never changes or removes a label it does not own with the value it set (absent labels aside)', () => {
     fc.assert(
@@ -200,13 +300,24 @@ describe('planLabels, for any node, record, inventory and configuration', () => 
 
   it('writes nothing under GFD’s prefix where GFD runs', () => {
     fc.assert(
-      fc.property(labelsArb, fc.option(labelsArb, { nil: undefined }), invArb, configArb, allocArb, (labels, owned, inv, c, alloc) => {
-        const withGfd = { ...labels, 'nvidia.com/gpu.product': 'NVIDIA-A100-SXM4-80GB' };
-        const mine = owned ? Object.fromEntries(Object.entries(owned).filter(([k]) => k !== 'nvidia.com/gpu.product')) : undefined;
-        const p = planLabels(node(withGfd, mine, alloc, at(0)), invOf(inv), cfgOf(c));
-        expect(p.kind === 'relabel' ? p.changes.filter((ch) => ch.key.startsWith('nvidia.com/')) : []).toEqual([]);
-        expect(p.kind === 'relabel' ? Object.keys(p.record.labels).filter((k) => k.startsWith('nvidia.com/')) : []).toEqual([]);
-      }),
+      fc.property(
+        labelsArb,
+        fc.option(labelsArb, { nil: undefined }),
+        invArb,
+        configArb,
+        allocArb,
+        (labels, owned, inv, c, alloc) => {
+          const withGfd = { ...labels, 'nvidia.com/gpu.product': 'NVIDIA-A100-SXM4-80GB' };
+          const mine = owned
+            ? Object.fromEntries(Object.entries(owned).filter(([k]) => k !== 'nvidia.com/gpu.product'))
+            : undefined;
+          const p = planLabels(node(withGfd, mine, alloc, at(0)), invOf(inv), cfgOf(c));
+          expect(p.kind === 'relabel' ? p.changes.filter((ch) => ch.key.startsWith('nvidia.com/')) : []).toEqual([]);
+          expect(
+            p.kind === 'relabel' ? Object.keys(p.record.labels).filter((k) => k.startsWith('nvidia.com/')) : [],
+          ).toEqual([]);
+        },
+      ),
       { numRuns: 500 },
     );
   });

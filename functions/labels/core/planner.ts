@@ -26,10 +26,15 @@ export interface LabelerRecord {
   observedAt: string;
 }
 
-const RecordSchema = z.object({ v: z.literal(1), labels: z.record(z.string(), z.string()), observedAt: z.string() }).strict();
+const RecordSchema = z
+  .object({ v: z.literal(1), labels: z.record(z.string(), z.string()), observedAt: z.string() })
+  .strict();
 
 /** The node's record; a corrupt one reads as owning nothing (so nothing is removed), with a warning. */
-export function readLabelerRecord(annotations: Readonly<Record<string, string>>): { record: LabelerRecord; warning?: string } {
+export function readLabelerRecord(annotations: Readonly<Record<string, string>>): {
+  record: LabelerRecord;
+  warning?: string;
+} {
   const raw = annotations[LABELER_ANNOTATION];
   const empty = { labels: {}, observedAt: '' };
   if (raw === undefined) return { record: empty };
@@ -37,7 +42,10 @@ export function readLabelerRecord(annotations: Readonly<Record<string, string>>)
     const r = RecordSchema.parse(JSON.parse(raw));
     return { record: { labels: r.labels, observedAt: r.observedAt } };
   } catch {
-    return { record: empty, warning: `${LABELER_ANNOTATION} is not a labeler record: gpu-reflex owns no label on this node until it sets one` };
+    return {
+      record: empty,
+      warning: `${LABELER_ANNOTATION} is not a labeler record: gpu-reflex owns no label on this node until it sets one`,
+    };
   }
 }
 
@@ -73,13 +81,25 @@ export interface LeftAlone {
 
 export type LabelPlan =
   | { kind: 'noop'; node: string; reason: string; left: LeftAlone[]; warnings: string[] }
-  | { kind: 'relabel'; node: string; changes: LabelChange[]; record: LabelerRecord; left: LeftAlone[]; warnings: string[]; reason: string };
+  | {
+      kind: 'relabel';
+      node: string;
+      changes: LabelChange[];
+      record: LabelerRecord;
+      left: LeftAlone[];
+      warnings: string[];
+      reason: string;
+    };
 
 /**
  * Whether GFD runs: one of its labels is on the node and gpu-reflex did not write it (not a key it
  * owns, or one it owns that someone has since rewritten: GFD's own overwrite looks just so).
  */
-export function gfdRuns(labels: Readonly<Record<string, string>>, owned: Readonly<Record<string, string>>, config: LabelerConfig): boolean {
+export function gfdRuns(
+  labels: Readonly<Record<string, string>>,
+  owned: Readonly<Record<string, string>>,
+  config: LabelerConfig,
+): boolean {
   return Object.entries(labels).some(([k, v]) => k.startsWith(config.gfd.detect) && owned[k] !== v);
 }
 
@@ -88,7 +108,13 @@ export function planLabels(node: NodeLabelFacts, inv: InventoryFacts, config: La
   const warnings = read.warning ? [read.warning] : [];
   const before = read.record;
   if (before.observedAt && Date.parse(inv.observedAt) < Date.parse(before.observedAt)) {
-    return { kind: 'noop', node: node.name, reason: `inventory observed at ${inv.observedAt} is older than the one applied (${before.observedAt})`, left: [], warnings };
+    return {
+      kind: 'noop',
+      node: node.name,
+      reason: `inventory observed at ${inv.observedAt} is older than the one applied (${before.observedAt})`,
+      left: [],
+      warnings,
+    };
   }
   const wanted = wantedLabels(inv, node.allocatable, config);
   const gfd = gfdRuns(node.labels, before.labels, config);
@@ -104,12 +130,25 @@ export function planLabels(node: NodeLabelFacts, inv: InventoryFacts, config: La
     const mine = key in owned;
     if (gfd && key.startsWith(config.gfd.prefix)) {
       // Handed over, or never taken: GFD keeps its own prefix.
-      if (mine || (want !== undefined && want !== null)) left.push({ key, value: cur, wanted: want ?? null, why: 'gfd-runs-here', reason: `GPU Feature Discovery labels this node: gpu-reflex does not write under ${config.gfd.prefix}${mine ? ' (handed over)' : ''}` });
+      if (mine || (want !== undefined && want !== null))
+        left.push({
+          key,
+          value: cur,
+          wanted: want ?? null,
+          why: 'gfd-runs-here',
+          reason: `GPU Feature Discovery labels this node: gpu-reflex does not write under ${config.gfd.prefix}${mine ? ' (handed over)' : ''}`,
+        });
       delete owned[key];
       continue;
     }
     if (mine && cur !== null && cur !== owned[key] && cur !== want) {
-      left.push({ key, value: cur, wanted: want ?? null, why: 'changed-by-someone-else', reason: `changed from ${owned[key]} to ${cur} since gpu-reflex set it: it is theirs now` });
+      left.push({
+        key,
+        value: cur,
+        wanted: want ?? null,
+        why: 'changed-by-someone-else',
+        reason: `changed from ${owned[key]} to ${cur} since gpu-reflex set it: it is theirs now`,
+      });
       delete owned[key];
       continue;
     }
@@ -129,13 +168,40 @@ export function planLabels(node: NodeLabelFacts, inv: InventoryFacts, config: La
       changes.push({ key, from: null, to: want, reason: why });
       owned[key] = want;
     } else if (cur !== want) {
-      left.push({ key, value: cur, wanted: want, why: 'set-by-someone-else', reason: `set to ${cur} by someone else (the inventory says ${want}): left alone` });
+      left.push({
+        key,
+        value: cur,
+        wanted: want,
+        why: 'set-by-someone-else',
+        reason: `set to ${cur} by someone else (the inventory says ${want}): left alone`,
+      });
     }
   }
-  const sameOwned = JSON.stringify(Object.entries(owned).sort()) === JSON.stringify(Object.entries(before.labels).sort());
+  const sameOwned =
+    JSON.stringify(Object.entries(owned).sort()) === JSON.stringify(Object.entries(before.labels).sort());
   if (changes.length === 0 && sameOwned && !read.warning) {
-    return { kind: 'noop', node: node.name, reason: left.length > 0 ? `labels as the inventory says, but ${left.length} left alone` : 'labels as the inventory says', left, warnings };
+    return {
+      kind: 'noop',
+      node: node.name,
+      reason:
+        left.length > 0
+          ? `labels as the inventory says, but ${left.length} left alone`
+          : 'labels as the inventory says',
+      left,
+      warnings,
+    };
   }
-  const reason = changes.length > 0 ? changes.map((c) => `${c.key}: ${c.reason}`).join('; ') : 'the labels gpu-reflex owns changed hands';
-  return { kind: 'relabel', node: node.name, changes, record: { labels: owned, observedAt: inv.observedAt }, left, warnings, reason };
+  const reason =
+    changes.length > 0
+      ? changes.map((c) => `${c.key}: ${c.reason}`).join('; ')
+      : 'the labels gpu-reflex owns changed hands';
+  return {
+    kind: 'relabel',
+    node: node.name,
+    changes,
+    record: { labels: owned, observedAt: inv.observedAt },
+    left,
+    warnings,
+    reason,
+  };
 }

@@ -39,7 +39,8 @@ function catalog(model: MigModel): Catalog {
 }
 
 export const offers = (model: MigModel, profile: string) => model.profiles.some((p) => p.name === profile);
-export const holds = (model: MigModel, profiles: readonly string[]) => profiles.length === 0 || catalog(model).valid.has(multisetKey(profiles));
+export const holds = (model: MigModel, profiles: readonly string[]) =>
+  profiles.length === 0 || catalog(model).valid.has(multisetKey(profiles));
 
 function contains(layout: readonly string[], need: ReadonlyMap<string, number>): boolean {
   const have = tally(layout);
@@ -50,7 +51,10 @@ function contains(layout: readonly string[], need: ReadonlyMap<string, number>):
 /** Every compute and memory slice used. */
 export function zeroWaste(model: MigModel, layout: readonly string[]): boolean {
   const ps = layout.map((n) => model.profiles.find((p) => p.name === n)!);
-  return ps.reduce((s, p) => s + p.slices, 0) === model.computeSlices && ps.reduce((s, p) => s + p.size, 0) === model.memorySlices;
+  return (
+    ps.reduce((s, p) => s + p.slices, 0) === model.computeSlices &&
+    ps.reduce((s, p) => s + p.size, 0) === model.memorySlices
+  );
 }
 
 /**
@@ -81,7 +85,12 @@ export const minus = (xs: readonly string[], ys: readonly string[]) => {
   });
 };
 
-export function fresh(model: MigModel, old: readonly string[], rest: readonly string[], oldKey = multisetKey(old)): Fresh | undefined {
+export function fresh(
+  model: MigModel,
+  old: readonly string[],
+  rest: readonly string[],
+  oldKey = multisetKey(old),
+): Fresh | undefined {
   const c = catalog(model);
   const memo = `${oldKey}|${rest.join(',')}`;
   if (c.fresh.has(memo)) return c.fresh.get(memo);

@@ -61,7 +61,15 @@ describe('MIG models', () => {
   });
 
   it('names the profiles as NVIDIA does, not ceil(MiB/1024)', () => {
-    expect(migModel('H200-141GB')!.profiles.map((p) => p.name)).toEqual(['1g.18gb', '1g.18gb+me', '1g.35gb', '2g.35gb', '3g.71gb', '4g.71gb', '7g.141gb']);
+    expect(migModel('H200-141GB')!.profiles.map((p) => p.name)).toEqual([
+      '1g.18gb',
+      '1g.18gb+me',
+      '1g.35gb',
+      '2g.35gb',
+      '3g.71gb',
+      '4g.71gb',
+      '7g.141gb',
+    ]);
     expect(migModel('A100-40GB')!.profiles.map((p) => p.name)).toContain('3g.20gb');
     expect(A100_80.profiles.map((p) => p.name)).not.toContain('3g.20gb'); // nos ships this error
   });
@@ -73,8 +81,23 @@ describe('MIG models', () => {
 
   it('lets what NVML reports win over the table', () => {
     const reported = fromReported(A100_80, [
-      { name: '1g.10gb', id: 19, sliceCount: 1, instanceCount: 7, placements: [0, 1, 2, 3, 4, 5, 6].map((start) => ({ start, size: 1 })) },
-      { name: '3g.40gb', id: 9, sliceCount: 3, instanceCount: 2, placements: [{ start: 4, size: 4 }, { start: 0, size: 4 }] },
+      {
+        name: '1g.10gb',
+        id: 19,
+        sliceCount: 1,
+        instanceCount: 7,
+        placements: [0, 1, 2, 3, 4, 5, 6].map((start) => ({ start, size: 1 })),
+      },
+      {
+        name: '3g.40gb',
+        id: 9,
+        sliceCount: 3,
+        instanceCount: 2,
+        placements: [
+          { start: 4, size: 4 },
+          { start: 0, size: 4 },
+        ],
+      },
       { name: '7g.80gb', id: 0, sliceCount: 7, instanceCount: 0, placements: [] },
     ]);
     expect(reported.profiles.map((p) => [p.name, p.starts, p.max])).toEqual([
@@ -87,7 +110,12 @@ describe('MIG models', () => {
 });
 
 describe('checkLayout', () => {
-  it.each([['7g.80gb'], ['4g.40gb', '3g.40gb'], ['3g.40gb', '2g.20gb', '2g.20gb'], ['3g.40gb', '2g.20gb', '1g.10gb', '1g.10gb']])('%s… is a zero-waste layout (docs/mig.md)', (...layout) => {
+  it.each([
+    ['7g.80gb'],
+    ['4g.40gb', '3g.40gb'],
+    ['3g.40gb', '2g.20gb', '2g.20gb'],
+    ['3g.40gb', '2g.20gb', '1g.10gb', '1g.10gb'],
+  ])('%s… is a zero-waste layout (docs/mig.md)', (...layout) => {
     const c = checkLayout(A100_80, layout);
     expect(c).toMatchObject({ valid: true, computeSlices: 7, memorySlices: 8 });
   });
@@ -104,11 +132,28 @@ describe('checkLayout', () => {
   });
 
   it('says every reason a layout is not possible', () => {
-    expect(checkLayout(A100_80, ['4g.40gb', '4g.40gb'])).toEqual({ valid: false, problems: ['2 × 4g.40gb: an A100-80GB GPU holds at most 1', 'compute slices 4+4 = 8: an A100-80GB GPU has 7'] });
-    expect(checkLayout(A100_80, ['1g.5gb'])).toEqual({ valid: false, problems: ['1g.5gb is not a MIG profile of A100-80GB (its profiles: 7g.80gb, 4g.40gb, 3g.40gb, 2g.20gb, 1g.20gb, 1g.10gb, 1g.10gb+me)'] });
-    expect(checkLayout(A100_80, ['1g.10gb+me', '1g.10gb+me'])).toMatchObject({ valid: false, problems: expect.arrayContaining(['2 instances with the media engines (+me): at most one per GPU']) });
-    expect(checkLayout(A100_80, [])).toMatchObject({ valid: false, problems: [expect.stringContaining('no instances')] });
-    expect(checkLayout(migModel('A30-24GB')!, ['2g.12gb', '2g.12gb', '1g.6gb'])).toEqual({ valid: false, problems: ['compute slices 2+2+1 = 5: an A30-24GB GPU has 4', 'memory slices 2+2+1 = 5: an A30-24GB GPU has 4'] });
+    expect(checkLayout(A100_80, ['4g.40gb', '4g.40gb'])).toEqual({
+      valid: false,
+      problems: ['2 × 4g.40gb: an A100-80GB GPU holds at most 1', 'compute slices 4+4 = 8: an A100-80GB GPU has 7'],
+    });
+    expect(checkLayout(A100_80, ['1g.5gb'])).toEqual({
+      valid: false,
+      problems: [
+        '1g.5gb is not a MIG profile of A100-80GB (its profiles: 7g.80gb, 4g.40gb, 3g.40gb, 2g.20gb, 1g.20gb, 1g.10gb, 1g.10gb+me)',
+      ],
+    });
+    expect(checkLayout(A100_80, ['1g.10gb+me', '1g.10gb+me'])).toMatchObject({
+      valid: false,
+      problems: expect.arrayContaining(['2 instances with the media engines (+me): at most one per GPU']),
+    });
+    expect(checkLayout(A100_80, [])).toMatchObject({
+      valid: false,
+      problems: [expect.stringContaining('no instances')],
+    });
+    expect(checkLayout(migModel('A30-24GB')!, ['2g.12gb', '2g.12gb', '1g.6gb'])).toEqual({
+      valid: false,
+      problems: ['compute slices 2+2+1 = 5: an A30-24GB GPU has 4', 'memory slices 2+2+1 = 5: an A30-24GB GPU has 4'],
+    });
   });
 
   it('refuses a layout whose budgets hold but whose instances cannot all be placed, and says where each may start', () => {
@@ -116,10 +161,19 @@ describe('checkLayout', () => {
     // NVML offers fewer placements does not: two 2g instances that may only start at 0.
     const narrow = fromReported(A100_80, [
       { name: '2g.20gb', id: 14, sliceCount: 2, instanceCount: 3, placements: [{ start: 0, size: 2 }] },
-      { name: '1g.10gb', id: 19, sliceCount: 1, instanceCount: 7, placements: [0, 1, 2, 3, 4, 5, 6].map((start) => ({ start, size: 1 })) },
+      {
+        name: '1g.10gb',
+        id: 19,
+        sliceCount: 1,
+        instanceCount: 7,
+        placements: [0, 1, 2, 3, 4, 5, 6].map((start) => ({ start, size: 1 })),
+      },
     ]);
     expect(checkLayout(narrow, ['2g.20gb', '1g.10gb'])).toMatchObject({ valid: true });
-    expect(checkLayout(narrow, ['2g.20gb', '2g.20gb'])).toEqual({ valid: false, problems: ['no placement fits them on the 8 memory slices: 2g.20gb at 0 only (2 slices)'] });
+    expect(checkLayout(narrow, ['2g.20gb', '2g.20gb'])).toEqual({
+      valid: false,
+      problems: ['no placement fits them on the 8 memory slices: 2g.20gb at 0 only (2 slices)'],
+    });
   });
 
   it('writes layouts the way people do', () => {
@@ -128,14 +182,20 @@ describe('checkLayout', () => {
 });
 
 describe('every layout of a model', () => {
-  it.each(MIG_MODELS.map((m) => [m.name, m] as const))('%s: enumerated exactly as a brute-force placement search finds them', (_name, model) => {
-    const enumerated = enumerateLayouts(model);
-    const keys = enumerated.map(canon);
-    expect(new Set(keys).size).toBe(keys.length);
-    const oracle = allCountVectors(model).filter((l) => bruteForceValid(model, l)).map(canon).sort();
-    expect([...keys].sort()).toEqual(oracle);
-    for (const l of enumerated) expect(checkLayout(model, l).valid).toBe(true);
-  });
+  it.each(MIG_MODELS.map((m) => [m.name, m] as const))(
+    '%s: enumerated exactly as a brute-force placement search finds them',
+    (_name, model) => {
+      const enumerated = enumerateLayouts(model);
+      const keys = enumerated.map(canon);
+      expect(new Set(keys).size).toBe(keys.length);
+      const oracle = allCountVectors(model)
+        .filter((l) => bruteForceValid(model, l))
+        .map(canon)
+        .sort();
+      expect([...keys].sort()).toEqual(oracle);
+      for (const l of enumerated) expect(checkLayout(model, l).valid).toBe(true);
+    },
+  );
 
   it('agrees with the brute-force search on random profile lists, and its placements never overlap', () => {
     const names = A100_80.profiles.map((p) => p.name);
@@ -146,8 +206,14 @@ describe('every layout of a model', () => {
         if (c.valid) {
           const cells = c.placement.flatMap((p) => Array.from({ length: p.size }, (_, k) => p.start + k));
           expect(new Set(cells).size).toBe(cells.length);
-          for (const p of c.placement) expect(A100_80.profiles.find((q) => q.name === p.profile)!.starts).toContain(p.start);
-          expect(place(A100_80, layout.map((n) => A100_80.profiles.find((q) => q.name === n)!))).toEqual(c.placement);
+          for (const p of c.placement)
+            expect(A100_80.profiles.find((q) => q.name === p.profile)!.starts).toContain(p.start);
+          expect(
+            place(
+              A100_80,
+              layout.map((n) => A100_80.profiles.find((q) => q.name === n)!),
+            ),
+          ).toEqual(c.placement);
         }
       }),
       { numRuns: 500, seed: 11 },

@@ -77,30 +77,53 @@ export function checkLayout(model: MigModel, profiles: readonly string[]): Layou
   for (const [name, n] of countProfiles(profiles)) {
     const p = profileOf(model, name);
     if (!p) {
-      problems.push(`${name} is not a MIG profile of ${model.name} (its profiles: ${[...model.profiles].sort(bySize).map((q) => q.name).join(', ')})`);
+      problems.push(
+        `${name} is not a MIG profile of ${model.name} (its profiles: ${[...model.profiles]
+          .sort(bySize)
+          .map((q) => q.name)
+          .join(', ')})`,
+      );
       continue;
     }
     if (n > p.max) problems.push(`${n} × ${name}: ${aGpu(model)} holds at most ${p.max}`);
     for (let i = 0; i < n; i++) instances.push(p);
   }
-  if (profiles.length === 0) problems.push('no instances: a MIG-enabled GPU must hold at least one (the device plugin breaks on an empty one)');
+  if (profiles.length === 0)
+    problems.push('no instances: a MIG-enabled GPU must hold at least one (the device plugin breaks on an empty one)');
   const me = instances.filter((p) => p.mediaExtensions).length;
   if (me > 1) problems.push(`${me} instances with the media engines (+me): at most one per GPU`);
   const compute = instances.reduce((s, p) => s + p.slices, 0);
   const memory = instances.reduce((s, p) => s + p.size, 0);
-  if (compute > model.computeSlices) problems.push(`compute slices ${instances.map((p) => p.slices).join('+')} = ${compute}: ${aGpu(model)} has ${model.computeSlices}`);
-  if (memory > model.memorySlices) problems.push(`memory slices ${instances.map((p) => p.size).join('+')} = ${memory}: ${aGpu(model)} has ${model.memorySlices}`);
+  if (compute > model.computeSlices)
+    problems.push(
+      `compute slices ${instances.map((p) => p.slices).join('+')} = ${compute}: ${aGpu(model)} has ${model.computeSlices}`,
+    );
+  if (memory > model.memorySlices)
+    problems.push(
+      `memory slices ${instances.map((p) => p.size).join('+')} = ${memory}: ${aGpu(model)} has ${model.memorySlices}`,
+    );
   if (problems.length > 0) return { valid: false, problems };
   const placement = place(model, instances);
   if (!placement) {
-    const starts = [...new Map(instances.map((p) => [p.name, p])).values()].sort(bySize).map((p) => `${p.name} at ${p.starts.length === 1 ? `${p.starts[0]} only` : p.starts.join(' or ')} (${p.size} slice${p.size === 1 ? '' : 's'})`);
-    return { valid: false, problems: [`no placement fits them on the ${model.memorySlices} memory slices: ${starts.join(', ')}`] };
+    const starts = [...new Map(instances.map((p) => [p.name, p])).values()]
+      .sort(bySize)
+      .map(
+        (p) =>
+          `${p.name} at ${p.starts.length === 1 ? `${p.starts[0]} only` : p.starts.join(' or ')} (${p.size} slice${p.size === 1 ? '' : 's'})`,
+      );
+    return {
+      valid: false,
+      problems: [`no placement fits them on the ${model.memorySlices} memory slices: ${starts.join(', ')}`],
+    };
   }
   return { valid: true, placement, computeSlices: compute, memorySlices: memory };
 }
 
 /** Unused compute and memory slices of a valid layout (0 and 0: a zero-waste layout). */
-export function waste(model: MigModel, check: Extract<LayoutCheck, { valid: true }>): { compute: number; memory: number } {
+export function waste(
+  model: MigModel,
+  check: Extract<LayoutCheck, { valid: true }>,
+): { compute: number; memory: number } {
   return { compute: model.computeSlices - check.computeSlices, memory: model.memorySlices - check.memorySlices };
 }
 

@@ -4,9 +4,26 @@ import type { MigGpu, MigNode, PendingMigPod } from './planner.ts';
 import { migModel } from '../../lib/mig-profiles.ts';
 
 const H100 = migModel('H100-80GB')!;
-const gpu = (node: string, index: number, profiles: string[], inUse = 0): MigGpu => ({ node, index, model: H100, instances: profiles.map((profile, i) => ({ profile, inUse: i < inUse })) });
-const node = (name: string, gpus: MigGpu[], labels: Record<string, string> = {}): MigNode => ({ name, labels, schedulable: true, gpus });
-const pod = (name: string, requests: Record<string, number>, o: Partial<PendingMigPod> = {}): PendingMigPod => ({ namespace: 'ml', name, priority: 0, requests, nodeSelector: {}, ...o });
+const gpu = (node: string, index: number, profiles: string[], inUse = 0): MigGpu => ({
+  node,
+  index,
+  model: H100,
+  instances: profiles.map((profile, i) => ({ profile, inUse: i < inUse })),
+});
+const node = (name: string, gpus: MigGpu[], labels: Record<string, string> = {}): MigNode => ({
+  name,
+  labels,
+  schedulable: true,
+  gpus,
+});
+const pod = (name: string, requests: Record<string, number>, o: Partial<PendingMigPod> = {}): PendingMigPod => ({
+  namespace: 'ml',
+  name,
+  priority: 0,
+  requests,
+  nodeSelector: {},
+  ...o,
+});
 
 function match(nodes: MigNode[], pending: PendingMigPod[], layouts = new Map<string, string[]>()) {
   const sorted = sortFleet(nodes);
@@ -17,15 +34,27 @@ function match(nodes: MigNode[], pending: PendingMigPod[], layouts = new Map<str
 
 describe('matching pending pods to free instances', () => {
   it('serves higher priorities first, then pods that may use fewer nodes, then those asking for more instances, then by name', () => {
-    const nodes = [node('a', [gpu('a', 0, ['3g.40gb', '3g.40gb'])], { pool: 'x' }), node('b', [gpu('b', 0, ['3g.40gb', '4g.40gb'])], { pool: 'y' })];
-    const m = match(nodes, [pod('a-one', { '3g.40gb': 1 }), pod('b-two', { '3g.40gb': 2 }), pod('c-pinned', { '3g.40gb': 1 }, { nodeSelector: { pool: 'y' } }), pod('d-urgent', { '4g.40gb': 1 }, { priority: 5 })]);
+    const nodes = [
+      node('a', [gpu('a', 0, ['3g.40gb', '3g.40gb'])], { pool: 'x' }),
+      node('b', [gpu('b', 0, ['3g.40gb', '4g.40gb'])], { pool: 'y' }),
+    ];
+    const m = match(nodes, [
+      pod('a-one', { '3g.40gb': 1 }),
+      pod('b-two', { '3g.40gb': 2 }),
+      pod('c-pinned', { '3g.40gb': 1 }, { nodeSelector: { pool: 'y' } }),
+      pod('d-urgent', { '4g.40gb': 1 }, { priority: 5 }),
+    ]);
     expect(m.order).toEqual(['d-urgent', 'c-pinned', 'b-two', 'a-one']);
     // By name alone, a-one would take one of a's two 3g and b-two would find no node with two.
-    expect(Object.fromEntries(m.placed)).toEqual({ 'ml/d-urgent': ['b#0'], 'ml/c-pinned': ['b#0'], 'ml/b-two': ['a#0'] });
+    expect(Object.fromEntries(m.placed)).toEqual({
+      'ml/d-urgent': ['b#0'],
+      'ml/c-pinned': ['b#0'],
+      'ml/b-two': ['a#0'],
+    });
     expect(m.score).toEqual([1, 2]);
   });
 
-  it('takes a pod\'s instances from one node, GPU by GPU in index order, and only free ones or a relaid GPU\'s', () => {
+  it("takes a pod's instances from one node, GPU by GPU in index order, and only free ones or a relaid GPU's", () => {
     const nodes = [node('n', [gpu('n', 1, ['1g.10gb', '1g.10gb'], 1), gpu('n', 0, ['1g.10gb', '2g.20gb'])])];
     const m = match(nodes, [pod('p', { '1g.10gb': 2 })]);
     expect(m.taken.get('ml/p')).toEqual([
@@ -33,7 +62,11 @@ describe('matching pending pods to free instances', () => {
       ['n#1', '1g.10gb'],
     ]);
     expect(match(nodes, [pod('p', { '1g.10gb': 3 })]).placed.size).toBe(0);
-    expect(match(nodes, [pod('p', { '1g.10gb': 3 })], new Map([['n#0', ['1g.10gb', '1g.10gb', '1g.10gb']]])).taken.get('ml/p')).toEqual([
+    expect(
+      match(nodes, [pod('p', { '1g.10gb': 3 })], new Map([['n#0', ['1g.10gb', '1g.10gb', '1g.10gb']]])).taken.get(
+        'ml/p',
+      ),
+    ).toEqual([
       ['n#0', '1g.10gb'],
       ['n#0', '1g.10gb'],
       ['n#0', '1g.10gb'],

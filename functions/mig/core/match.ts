@@ -34,17 +34,28 @@ export function podOrder(a: PendingMigPod, b: PendingMigPod): number {
  * fewer nodes, then those asking for more instances, then namespace/name), and the nodes each may
  * use (`nodes` sorted: sortFleet).
  */
-export function matchingOrder(nodes: readonly MigNode[], pending: readonly PendingMigPod[]): { pods: PendingMigPod[]; eligible: Map<PendingMigPod, number[]> } {
+export function matchingOrder(
+  nodes: readonly MigNode[],
+  pending: readonly PendingMigPod[],
+): { pods: PendingMigPod[]; eligible: Map<PendingMigPod, number[]> } {
   const asking = pending.filter((p) => Object.values(p.requests).some((v) => v > 0));
   const eligible = eligibility(nodes, asking);
   const count = (p: PendingMigPod) => Object.values(p.requests).reduce((t, n) => t + Math.max(0, n), 0);
-  const pods = asking.sort((a, b) => b.priority - a.priority || eligible.get(a)!.length - eligible.get(b)!.length || count(b) - count(a) || podOrder(a, b));
+  const pods = asking.sort(
+    (a, b) =>
+      b.priority - a.priority ||
+      eligible.get(a)!.length - eligible.get(b)!.length ||
+      count(b) - count(a) ||
+      podOrder(a, b),
+  );
   return { pods, eligible };
 }
 
 /** Nodes sorted by name, each one's GPUs by index: the order everything here walks them in. */
 export function sortFleet(nodes: readonly MigNode[]): MigNode[] {
-  return [...nodes].sort((a, b) => a.name.localeCompare(b.name)).map((n) => ({ ...n, gpus: [...n.gpus].sort((a, b) => a.index - b.index) }));
+  return [...nodes]
+    .sort((a, b) => a.name.localeCompare(b.name))
+    .map((n) => ({ ...n, gpus: [...n.gpus].sort((a, b) => a.index - b.index) }));
 }
 
 /** Per pod, the indexes (into `nodes`) of the nodes it may use, computed once per nodeSelector. */
@@ -83,18 +94,32 @@ export function tally(profiles: Iterable<string>): Map<string, number> {
  * Matches `pods` (already in matching order: matchingOrder) to the free instances of `nodes` (sorted:
  * sortFleet), a relaid GPU offering every instance of its layout in `layouts`.
  */
-export function assign(nodes: readonly MigNode[], pods: readonly PendingMigPod[], layouts: Layouts, priorities: readonly number[], eligible: ReadonlyMap<PendingMigPod, readonly number[]> = eligibility(nodes, pods)): Assignment {
+export function assign(
+  nodes: readonly MigNode[],
+  pods: readonly PendingMigPod[],
+  layouts: Layouts,
+  priorities: readonly number[],
+  eligible: ReadonlyMap<PendingMigPod, readonly number[]> = eligibility(nodes, pods),
+): Assignment {
   // Profiles as small integers, free counts in one typed array per node and per GPU.
   const ids = new Map<string, number>();
   const id = (p: string) => ids.get(p) ?? (ids.set(p, ids.size), ids.size - 1);
-  const offered = nodes.map((n) => n.gpus.map((g) => (layouts.get(gpuKey(g)) ?? g.instances.filter((i) => !i.inUse).map((i) => i.profile)).map(id)));
-  const asks = pods.map((pod) => Object.entries(pod.requests).filter(([, n]) => n > 0).map(([p, n]) => [id(p), n, p] as const));
+  const offered = nodes.map((n) =>
+    n.gpus.map((g) => (layouts.get(gpuKey(g)) ?? g.instances.filter((i) => !i.inUse).map((i) => i.profile)).map(id)),
+  );
+  const asks = pods.map((pod) =>
+    Object.entries(pod.requests)
+      .filter(([, n]) => n > 0)
+      .map(([p, n]) => [id(p), n, p] as const),
+  );
   const width = ids.size;
-  const gpuFree = offered.map((gs) => gs.map((ps) => {
-    const c = new Int32Array(width);
-    for (const p of ps) c[p]!++;
-    return c;
-  }));
+  const gpuFree = offered.map((gs) =>
+    gs.map((ps) => {
+      const c = new Int32Array(width);
+      for (const p of ps) c[p]!++;
+      return c;
+    }),
+  );
   const nodeFree = gpuFree.map((gs) => {
     const sum = new Int32Array(width);
     for (const g of gs) for (let p = 0; p < width; p++) sum[p]! += g[p]!;
@@ -166,4 +191,5 @@ export function kept(from: readonly string[], to: readonly string[]): number {
   return n;
 }
 
-export const sameLayout = (a: readonly string[], b: readonly string[]) => a.length === b.length && kept(a, b) === a.length;
+export const sameLayout = (a: readonly string[], b: readonly string[]) =>
+  a.length === b.length && kept(a, b) === a.length;

@@ -68,8 +68,18 @@ export class Board {
    * any other GPU), else they are relaid again for what the pods of `state` take of them.
    * Pending pods of a `shielded` priority are never displaced.
    */
-  constructor(nodes: readonly MigNode[], pods: readonly PendingMigPod[], layouts: Layouts, state: Assignment, frozen: boolean, private readonly shielded: ReadonlySet<number>, readonly preemption?: RoundPreemption) {
-    this.slots = nodes.map((n, at) => n.gpus.map((g) => slotOf(g, at, layouts.get(gpuKey(g)), frozen, preemption?.policy)));
+  constructor(
+    nodes: readonly MigNode[],
+    pods: readonly PendingMigPod[],
+    layouts: Layouts,
+    state: Assignment,
+    frozen: boolean,
+    private readonly shielded: ReadonlySet<number>,
+    readonly preemption?: RoundPreemption,
+  ) {
+    this.slots = nodes.map((n, at) =>
+      n.gpus.map((g) => slotOf(g, at, layouts.get(gpuKey(g)), frozen, preemption?.policy)),
+    );
     this.preemptedNow = preemption?.done ?? 0;
     const byKey = new Map(this.slots.flat().map((s) => [s.key, s]));
     for (const pod of pods) {
@@ -154,7 +164,8 @@ export class Board {
   }
 
   want(pod: PendingMigPod, sign: number): void {
-    for (const [prof, n] of Object.entries(pod.requests)) if (n > 0) this.wanted.set(prof, (this.wanted.get(prof) ?? 0) + sign * n);
+    for (const [prof, n] of Object.entries(pod.requests))
+      if (n > 0) this.wanted.set(prof, (this.wanted.get(prof) ?? 0) + sign * n);
   }
 
   /** The shapes that failed for pods that may use `where` (the same array for pods with the same nodes). */
@@ -169,7 +180,12 @@ export class Board {
   /** `s` may be relaid over its holders for a pod of `priority`, the option already preempting `inOption` GPUs. */
   mayPreempt(s: Slot, priority: number, inOption: number): boolean {
     const pre = this.preemption;
-    return !!s.holders && !!pre && this.preemptedNow + inOption < pre.policy.maxGpusPerRound && s.holders.every((h) => h.priority + pre.policy.minPriorityGap <= priority);
+    return (
+      !!s.holders &&
+      !!pre &&
+      this.preemptedNow + inOption < pre.policy.maxGpusPerRound &&
+      s.holders.every((h) => h.priority + pre.policy.minPriorityGap <= priority)
+    );
   }
 
   /** Cheap necessary condition for serving `asks` on node `at` without relaying another GPU. */
@@ -179,7 +195,12 @@ export class Board {
 
   /** Cheap necessary condition for serving `asks` on node `at`, relaying GPUs if need be. */
   mayFitRelaid(at: number, asks: Asks, priority: number): boolean {
-    return asks.every(([p, n]) => (this.nodeFree[at]!.get(p) ?? 0) >= n || this.addableOn(at).has(p) || this.slots[at]!.some((s) => (s.relayable || this.mayPreempt(s, priority, 0)) && this.couldGive(s, p, priority)));
+    return asks.every(
+      ([p, n]) =>
+        (this.nodeFree[at]!.get(p) ?? 0) >= n ||
+        this.addableOn(at).has(p) ||
+        this.slots[at]!.some((s) => (s.relayable || this.mayPreempt(s, priority, 0)) && this.couldGive(s, p, priority)),
+    );
   }
 
   fitsMore(s: Slot, p: string): boolean {
@@ -197,7 +218,8 @@ export class Board {
     let set = this.addable[at];
     if (!set) {
       set = new Set();
-      for (const s of this.slots[at]!) if (s.req) for (const p of s.gpu.model.profiles) if (this.fitsMore(s, p.name)) set.add(p.name);
+      for (const s of this.slots[at]!)
+        if (s.req) for (const p of s.gpu.model.profiles) if (this.fitsMore(s, p.name)) set.add(p.name);
       this.addable[at] = set;
     }
     return set;
@@ -215,13 +237,36 @@ export class Board {
 }
 
 /** A GPU as a slot: relaid by an earlier round (`relaid`), or as it is. */
-function slotOf(g: MigGpu, node: number, relaid: readonly string[] | undefined, frozen: boolean, policy?: PreemptionPolicy): Slot {
+function slotOf(
+  g: MigGpu,
+  node: number,
+  relaid: readonly string[] | undefined,
+  frozen: boolean,
+  policy?: PreemptionPolicy,
+): Slot {
   const key = gpuKey(g);
   const old = g.instances.map((i) => i.profile);
-  const base = { key, node, gpu: g, old, oldKey: multisetKey(old), takers: new Map<PendingMigPod, string[]>(), fitsMore: new Map<string, boolean>(), couldGive: new Map<string, boolean>() };
+  const base = {
+    key,
+    node,
+    gpu: g,
+    old,
+    oldKey: multisetKey(old),
+    takers: new Map<PendingMigPod, string[]>(),
+    fitsMore: new Map<string, boolean>(),
+    couldGive: new Map<string, boolean>(),
+  };
   if (relaid && frozen) return { ...base, free: tally(relaid), relayable: false };
   if (relaid) return { ...base, free: new Map(), relayable: false, req: [] };
   const relayable = !g.locked && g.instances.every((i) => !i.inUse);
-  const holders = !relayable && policy && notPreemptible(g, policy) === undefined ? [...g.holders!].sort((a, b) => b.priority - a.priority || holderKey(a).localeCompare(holderKey(b))) : undefined;
-  return { ...base, free: tally(g.instances.filter((i) => !i.inUse).map((i) => i.profile)), relayable, ...(holders ? { holders } : {}) };
+  const holders =
+    !relayable && policy && notPreemptible(g, policy) === undefined
+      ? [...g.holders!].sort((a, b) => b.priority - a.priority || holderKey(a).localeCompare(holderKey(b)))
+      : undefined;
+  return {
+    ...base,
+    free: tally(g.instances.filter((i) => !i.inUse).map((i) => i.profile)),
+    relayable,
+    ...(holders ? { holders } : {}),
+  };
 }

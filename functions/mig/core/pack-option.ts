@@ -43,7 +43,15 @@ export interface Option {
  */
 export function cost(o: Option): number[] {
   const sum = (f: (r: Relay) => number) => o.relays.reduce((t, r) => t + f(r), 0);
-  return [sum((r) => r.preempts.length), sum((r) => r.preempts.reduce((t, h) => t + h.priority, 0)), sum((r) => r.displaced.length), o.relays.length, sum((r) => r.scarce), -sum((r) => r.keep), sum((r) => r.destroyed)];
+  return [
+    sum((r) => r.preempts.length),
+    sum((r) => r.preempts.reduce((t, h) => t + h.priority, 0)),
+    sum((r) => r.displaced.length),
+    o.relays.length,
+    sum((r) => r.scarce),
+    -sum((r) => r.keep),
+    sum((r) => r.destroyed),
+  ];
 }
 
 export function cheaper(a: readonly number[], b: readonly number[]): boolean {
@@ -71,24 +79,44 @@ export function option(board: Board, at: number, pod: PendingMigPod, asks: Asks,
     for (let i = 0; i < need; i++) left.push(profile);
   }
   const grown = new Map<Slot, string[]>();
-  let rest = left.filter((profile) =>
-    !slots.some((s) => {
-      if (!s.req) return false;
-      const next = [...(grown.get(s) ?? s.req), profile];
-      if (!holds(s.gpu.model, next)) return false;
-      grown.set(s, next);
-      o.fromRelaid.push([s, profile]);
-      return true;
-    }),
+  let rest = left.filter(
+    (profile) =>
+      !slots.some((s) => {
+        if (!s.req) return false;
+        const next = [...(grown.get(s) ?? s.req), profile];
+        if (!holds(s.gpu.model, next)) return false;
+        grown.set(s, next);
+        o.fromRelaid.push([s, profile]);
+        return true;
+      }),
   );
   if (rest.length === 0) return o;
   if (!relay) return undefined;
-  const rank = (x: Relay) => [x.preempts.length, x.preempts.reduce((t, h) => t + h.priority, 0), -x.takes.length, x.displaced.length, x.scarce, -x.keep, x.destroyed];
+  const rank = (x: Relay) => [
+    x.preempts.length,
+    x.preempts.reduce((t, h) => t + h.priority, 0),
+    -x.takes.length,
+    x.displaced.length,
+    x.scarce,
+    -x.keep,
+    x.destroyed,
+  ];
   for (;;) {
     let pick: Relay | undefined;
     for (const s of slots) {
-      if (o.relays.some((r) => r.s === s) || !(s.relayable || board.mayPreempt(s, pod.priority, o.relays.filter((r) => r.preempts.length > 0).length))) continue;
-      const r = relayOf(board, s, pod, o.fromFree.filter(([t]) => t === s).map(([, p]) => p), rest, o);
+      if (
+        o.relays.some((r) => r.s === s) ||
+        !(s.relayable || board.mayPreempt(s, pod.priority, o.relays.filter((r) => r.preempts.length > 0).length))
+      )
+        continue;
+      const r = relayOf(
+        board,
+        s,
+        pod,
+        o.fromFree.filter(([t]) => t === s).map(([, p]) => p),
+        rest,
+        o,
+      );
       if (r && (!pick || cheaper(rank(r), rank(pick)))) pick = r;
     }
     if (!pick) return undefined;
@@ -99,24 +127,55 @@ export function option(board: Board, at: number, pod: PendingMigPod, asks: Asks,
 }
 
 /** Relaying `s` for `pod`'s `rest` (besides `own`, what the option already takes of it). */
-function relayOf(board: Board, s: Slot, pod: PendingMigPod, own: string[], rest: readonly string[], o: Option): Relay | undefined {
+function relayOf(
+  board: Board,
+  s: Slot,
+  pod: PendingMigPod,
+  own: string[],
+  rest: readonly string[],
+  o: Option,
+): Relay | undefined {
   if (own.length === 0 && s.takers.size === 0) {
     const f = fresh(s.gpu.model, s.old, rest, s.oldKey);
     if (!f) return undefined;
-    return { s, req: [...f.takes], takes: f.takes, displaced: [], preempts: s.holders ?? [], moves: [], scarce: scarceOf(board, f.lost), destroyed: f.destroyed, keep: f.keep };
+    return {
+      s,
+      req: [...f.takes],
+      takes: f.takes,
+      displaced: [],
+      preempts: s.holders ?? [],
+      moves: [],
+      scarce: scarceOf(board, f.lost),
+      destroyed: f.destroyed,
+      keep: f.keep,
+    };
   }
   // Pods keep what they take of it, unless moving them to spare instances of the node's other
   // GPUs lets it take more of this pod, or displace fewer.
   const a = packOnto(board, s, pod, own, rest, o, false);
   const b = s.takers.size > 0 ? packOnto(board, s, pod, own, rest, o, true) : undefined;
-  const best = b && (b.takes.length > a.takes.length || (b.takes.length === a.takes.length && b.displaced.length < a.displaced.length)) ? b : a;
+  const best =
+    b &&
+    (b.takes.length > a.takes.length || (b.takes.length === a.takes.length && b.displaced.length < a.displaced.length))
+      ? b
+      : a;
   if (best.takes.length === 0) return undefined;
   const { takes, req, displaced, moves } = best;
   const to = layoutFor(s.gpu.model, s.old, req)!;
   let destroyed = 0;
   const lost = tally(minus(s.old, to));
   for (const n of lost.values()) destroyed += n;
-  return { s, req, takes, displaced, preempts: s.holders ?? [], moves, scarce: scarceOf(board, lost), destroyed, keep: kept(s.old, to) };
+  return {
+    s,
+    req,
+    takes,
+    displaced,
+    preempts: s.holders ?? [],
+    moves,
+    scarce: scarceOf(board, lost),
+    destroyed,
+    keep: kept(s.old, to),
+  };
 }
 
 /** Instances destroyed that pods still waiting ask for. */
@@ -131,14 +190,24 @@ function scarceOf(board: Board, lost: Iterable<[string, number]>): number {
  * higher priority (or shielded) stay, the others stay while they fit and are displaced when not;
  * with `moveTakers`, each first moves to a spare instance of another GPU of the node if there is one.
  */
-function packOnto(board: Board, s: Slot, pod: PendingMigPod, own: readonly string[], rest: readonly string[], o: Option, moveTakers: boolean): { takes: string[]; req: string[]; displaced: PendingMigPod[]; moves: Move[] } {
+function packOnto(
+  board: Board,
+  s: Slot,
+  pod: PendingMigPod,
+  own: readonly string[],
+  rest: readonly string[],
+  o: Option,
+  moveTakers: boolean,
+): { takes: string[]; req: string[]; displaced: PendingMigPod[]; moves: Move[] } {
   const moves: Move[] = [];
   const stay: string[] = [...own];
   const lower: [PendingMigPod, string[]][] = [];
   for (const [q, ps] of s.takers) {
     const left: string[] = [];
     for (const p of ps) {
-      const t = moveTakers ? board.slots[s.node]!.find((x) => x !== s && !x.req && !x.relayable && !x.holders && spare(x, p, o, moves) > 0) : undefined;
+      const t = moveTakers
+        ? board.slots[s.node]!.find((x) => x !== s && !x.req && !x.relayable && !x.holders && spare(x, p, o, moves) > 0)
+        : undefined;
       if (t) moves.push([q, p, t]);
       else left.push(p);
     }

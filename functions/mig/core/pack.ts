@@ -27,7 +27,17 @@ export type Order = (a: PendingMigPod, b: PendingMigPod) => number;
  * of its free instances (unless their priority is `shielded`): those that no longer fit wait
  * again (and have their turn again).
  */
-export function construct(nodes: readonly MigNode[], pods: readonly PendingMigPod[], eligible: ReadonlyMap<PendingMigPod, readonly number[]>, layouts: Layouts, state: Assignment, shielded: ReadonlySet<number>, servingOrder: Order, frozen: boolean, preemption?: RoundPreemption): { layouts: Map<string, string[]>; preempted: Map<string, MigHolder[]>; servedMore: boolean } {
+export function construct(
+  nodes: readonly MigNode[],
+  pods: readonly PendingMigPod[],
+  eligible: ReadonlyMap<PendingMigPod, readonly number[]>,
+  layouts: Layouts,
+  state: Assignment,
+  shielded: ReadonlySet<number>,
+  servingOrder: Order,
+  frozen: boolean,
+  preemption?: RoundPreemption,
+): { layouts: Map<string, string[]>; preempted: Map<string, MigHolder[]>; servedMore: boolean } {
   const board = new Board(nodes, pods, layouts, state, frozen, shielded, preemption);
   const waiting = pods.filter((p) => !state.placed.has(podKey(p))).sort(servingOrder);
   for (const p of waiting) board.want(p, 1);
@@ -60,7 +70,12 @@ export function construct(nodes: readonly MigNode[], pods: readonly PendingMigPo
     const to = layoutFor(s.gpu.model, s.old, s.req)!;
     if (!sameLayout(to, s.old)) out.set(s.key, to);
   }
-  const preempted = new Map(board.slots.flat().filter((x) => x.req && x.preempts && out.has(x.key)).map((x) => [x.key, x.preempts!] as const));
+  const preempted = new Map(
+    board.slots
+      .flat()
+      .filter((x) => x.req && x.preempts && out.has(x.key))
+      .map((x) => [x.key, x.preempts!] as const),
+  );
   return { layouts: out, preempted, servedMore };
 }
 
@@ -127,10 +142,18 @@ function commit(board: Board, pod: PendingMigPod, chosen: Option, requeue: (q: P
  */
 function mergeRelaid(ss: readonly Slot[]): void {
   const onto = (into: Slot, from: Slot) => {
-    const both = [...into.req!, ...minus(from.req!, from.gpu.instances.filter((i) => !i.inUse).map((i) => i.profile))];
-    return holds(into.gpu.model, both) ? { into, from, both, keep: kept(into.old, layoutFor(into.gpu.model, into.old, both)!) } : undefined;
+    const both = [
+      ...into.req!,
+      ...minus(
+        from.req!,
+        from.gpu.instances.filter((i) => !i.inUse).map((i) => i.profile),
+      ),
+    ];
+    return holds(into.gpu.model, both)
+      ? { into, from, both, keep: kept(into.old, layoutFor(into.gpu.model, into.old, both)!) }
+      : undefined;
   };
-  for (let merged = true; merged; ) {
+  for (let merged = true; merged;) {
     merged = false;
     const relaid = ss.filter((x) => x.req);
     for (let i = 0; i < relaid.length && !merged; i++) {

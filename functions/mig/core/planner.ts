@@ -102,7 +102,11 @@ export interface PlanOptions {
   preemption?: PreemptionPolicy;
 }
 
-export function planMig(nodes: readonly MigNode[], pendingPods: readonly PendingMigPod[], options: PlanOptions = {}): MigPlan {
+export function planMig(
+  nodes: readonly MigNode[],
+  pendingPods: readonly PendingMigPod[],
+  options: PlanOptions = {},
+): MigPlan {
   const preemption = options.preemption?.enabled ? options.preemption : undefined;
   const sortedNodes = sortFleet(nodes);
   const { pods, eligible } = matchingOrder(sortedNodes, pendingPods);
@@ -114,11 +118,20 @@ export function planMig(nodes: readonly MigNode[], pendingPods: readonly Pending
 }
 
 /** The plan: a change per relaid GPU (nodes by name, GPUs by index), with whom it serves and why. */
-function describe(sortedNodes: readonly MigNode[], pods: readonly PendingMigPod[], relaid: ReadonlyMap<string, string[]>, preempted: ReadonlyMap<string, MigHolder[]>, current: Assignment, before: Assignment, preemption: PreemptionPolicy | undefined): MigPlan {
+function describe(
+  sortedNodes: readonly MigNode[],
+  pods: readonly PendingMigPod[],
+  relaid: ReadonlyMap<string, string[]>,
+  preempted: ReadonlyMap<string, MigHolder[]>,
+  current: Assignment,
+  before: Assignment,
+  preemption: PreemptionPolicy | undefined,
+): MigPlan {
   const podByKey = new Map(pods.map((p) => [podKey(p), p]));
   // GPU key → the pods placed on it, in matching order.
   const servedBy = new Map<string, PendingMigPod[]>();
-  for (const p of pods) for (const k of current.placed.get(podKey(p)) ?? []) (servedBy.get(k) ?? servedBy.set(k, []).get(k)!).push(p);
+  for (const p of pods)
+    for (const k of current.placed.get(podKey(p)) ?? []) (servedBy.get(k) ?? servedBy.set(k, []).get(k)!).push(p);
   const changes: GpuChange[] = [];
   for (const n of sortedNodes) {
     for (const g of n.gpus) {
@@ -147,15 +160,26 @@ function describe(sortedNodes: readonly MigNode[], pods: readonly PendingMigPod[
       });
     }
   }
-  const unmet = pods.filter((p) => !current.placed.has(podKey(p))).map((p) => ({ pod: podKey(p), why: unmetWhy(sortedNodes, p) }));
+  const unmet = pods
+    .filter((p) => !current.placed.has(podKey(p)))
+    .map((p) => ({ pod: podKey(p), why: unmetWhy(sortedNodes, p) }));
   return { changes, satisfiedBefore: before.placed.size, satisfiedAfter: current.placed.size, unmet };
 }
 
 function unmetWhy(nodes: readonly MigNode[], pod: PendingMigPod): string {
-  const want = Object.entries(pod.requests).map(([p, n]) => (n === 1 ? p : `${n}×${p}`)).join(' + ');
+  const want = Object.entries(pod.requests)
+    .map(([p, n]) => (n === 1 ? p : `${n}×${p}`))
+    .join(' + ');
   const eligible = nodes.filter((n) => fits(n, pod));
-  if (eligible.length === 0) return `no schedulable MIG node matches its nodeSelector (${Object.entries(pod.nodeSelector).map(([k, v]) => `${k}=${v}`).join(', ') || 'none'})`;
-  const offers = eligible.some((n) => n.gpus.some((g) => Object.keys(pod.requests).every((p) => g.model.profiles.some((q) => q.name === p))));
+  if (eligible.length === 0)
+    return `no schedulable MIG node matches its nodeSelector (${
+      Object.entries(pod.nodeSelector)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(', ') || 'none'
+    })`;
+  const offers = eligible.some((n) =>
+    n.gpus.some((g) => Object.keys(pod.requests).every((p) => g.model.profiles.some((q) => q.name === p))),
+  );
   if (!offers) return `no GPU model on the ${eligible.length} node(s) it may use has the profile(s) ${want}`;
   return `${want}: every GPU that could be relaid for it on the ${eligible.length} node(s) it may use has an instance in use, holds instances other pending pods can use, or went to a pod before it`;
 }
@@ -165,7 +189,11 @@ function unmetWhy(nodes: readonly MigNode[], pod: PendingMigPod): string {
  * matches them): relaid GPUs carry their new layouts, the instances the pods took are in use, and
  * the pods still pending are returned. What `simulate`-free tests replan on.
  */
-export function afterPlan(nodes: readonly MigNode[], pendingPods: readonly PendingMigPod[], plan: Pick<MigPlan, 'changes'>): { nodes: MigNode[]; pending: PendingMigPod[] } {
+export function afterPlan(
+  nodes: readonly MigNode[],
+  pendingPods: readonly PendingMigPod[],
+  plan: Pick<MigPlan, 'changes'>,
+): { nodes: MigNode[]; pending: PendingMigPod[] } {
   const to = new Map(plan.changes.map((c) => [`${c.node}#${c.gpu}`, c.to]));
   // Preempted pods are gone (evicted); their controllers' replacements are not modelled here.
   const gone = new Set(plan.changes.flatMap((c) => c.disrupts));
@@ -180,7 +208,11 @@ export function afterPlan(nodes: readonly MigNode[], pendingPods: readonly Pendi
           const { holders, ...rest } = g;
           if (layout) return { ...rest, instances: layout.map((profile) => ({ profile, inUse: false })), holders: [] };
           const known = holders ?? (g.instances.every((i) => !i.inUse) ? [] : undefined);
-          return { ...rest, instances: g.instances.map((i) => ({ ...i })), ...(known ? { holders: known.filter((h) => !gone.has(holderKey(h))) } : {}) };
+          return {
+            ...rest,
+            instances: g.instances.map((i) => ({ ...i })),
+            ...(known ? { holders: known.filter((h) => !gone.has(holderKey(h))) } : {}),
+          };
         }),
     }));
   const { pods, eligible } = matchingOrder(relaid, pendingPods);
@@ -192,7 +224,12 @@ export function afterPlan(nodes: readonly MigNode[], pendingPods: readonly Pendi
       const g = byKey.get(k)!;
       const inst = g.instances.find((i) => i.profile === profile && !i.inUse);
       if (inst) inst.inUse = true;
-      const holder: MigHolder = { namespace: pod.namespace, name: pod.name, priority: pod.priority, ...(pod.priorityClassName ? { priorityClassName: pod.priorityClassName } : {}) };
+      const holder: MigHolder = {
+        namespace: pod.namespace,
+        name: pod.name,
+        priority: pod.priority,
+        ...(pod.priorityClassName ? { priorityClassName: pod.priorityClassName } : {}),
+      };
       if (g.holders && !g.holders.some((h) => holderKey(h) === podKey(pod))) g.holders.push(holder);
     }
   }

@@ -7,8 +7,17 @@ import { DEFAULT_MIG_POLICY, parseMigPolicy, protectedBy } from './policy.ts';
 
 describe('the MIG policy', () => {
   it('is off by default, one GPU a round, notifying', () => {
-    expect(DEFAULT_MIG_POLICY.preemption).toEqual({ enabled: false, minPriorityGap: 1000, maxGpusPerRound: 1, protect: [], notify: true });
-    expect(parseMigPolicy('preemption: { enabled: true }').preemption).toMatchObject({ enabled: true, minPriorityGap: 1000 });
+    expect(DEFAULT_MIG_POLICY.preemption).toEqual({
+      enabled: false,
+      minPriorityGap: 1000,
+      maxGpusPerRound: 1,
+      protect: [],
+      notify: true,
+    });
+    expect(parseMigPolicy('preemption: { enabled: true }').preemption).toMatchObject({
+      enabled: true,
+      minPriorityGap: 1000,
+    });
   });
 
   it.each([
@@ -24,7 +33,9 @@ describe('the MIG policy', () => {
   it('protects by namespace or PriorityClass name', () => {
     const rules = [{ namespace: 'kube-system' }, { priorityClassName: 'interactive' }];
     expect(protectedBy({ namespace: 'kube-system' }, rules)).toBe('namespace kube-system is protected');
-    expect(protectedBy({ namespace: 'ml', priorityClassName: 'interactive' }, rules)).toBe('PriorityClass interactive is protected');
+    expect(protectedBy({ namespace: 'ml', priorityClassName: 'interactive' }, rules)).toBe(
+      'PriorityClass interactive is protected',
+    );
     expect(protectedBy({ namespace: 'ml' }, rules)).toBeUndefined();
   });
 
@@ -35,6 +46,8 @@ describe('the MIG policy', () => {
     expect(migConfig({ MIG_POLICY_FILE: file }).own.mig.preemption).toMatchObject({ enabled: true, minPriorityGap: 5 });
     expect(migConfig({}).own.mig.preemption?.enabled).toBe(false);
     writeFileSync(file, 'preemption: { minPriorityGap: -1 }\n');
-    expect(() => migConfig({ MIG_POLICY_FILE: file })).toThrow(/bad configuration: .*mig\.yaml.*preemption\.minPriorityGap/s);
+    expect(() => migConfig({ MIG_POLICY_FILE: file })).toThrow(
+      /bad configuration: .*mig\.yaml.*preemption\.minPriorityGap/s,
+    );
   });
 });

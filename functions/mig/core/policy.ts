@@ -58,10 +58,14 @@ export function parseMigPolicy(text: string, source = 'MIG policy'): MigPolicy {
 }
 
 /** The rule that protects a pod, in words, or undefined. */
-export function protectedBy(pod: { namespace: string; priorityClassName?: string }, rules: readonly ProtectRule[]): string | undefined {
+export function protectedBy(
+  pod: { namespace: string; priorityClassName?: string },
+  rules: readonly ProtectRule[],
+): string | undefined {
   for (const r of rules) {
     if ('namespace' in r && r.namespace === pod.namespace) return `namespace ${r.namespace} is protected`;
-    if ('priorityClassName' in r && r.priorityClassName === pod.priorityClassName) return `PriorityClass ${r.priorityClassName} is protected`;
+    if ('priorityClassName' in r && r.priorityClassName === pod.priorityClassName)
+      return `PriorityClass ${r.priorityClassName} is protected`;
   }
   return undefined;
 }

@@ -24,7 +24,10 @@ export const holderKey = (h: Pick<MigHolder, 'namespace' | 'name'>) => `${h.name
  * Why a GPU with instances in use may not be preempted under `policy`, or undefined when it may
  * (the priority gap is judged per relayout, against the pods it would serve).
  */
-export function notPreemptible(gpu: { locked?: string; holders?: readonly MigHolder[] }, policy: PreemptionPolicy | undefined): string | undefined {
+export function notPreemptible(
+  gpu: { locked?: string; holders?: readonly MigHolder[] },
+  policy: PreemptionPolicy | undefined,
+): string | undefined {
   if (!policy?.enabled) return 'preemption is off';
   if (gpu.locked) return gpu.locked;
   if (!gpu.holders || gpu.holders.length === 0) return 'which pods hold its instances is not known';
@@ -57,8 +60,17 @@ export function weigh(a: readonly number[], b: readonly number[]): number {
  * (`served`: pods that get instances of its new layout): some served pod is at least
  * `minPriorityGap` above every holder, and what it serves outweighs what it destroys.
  */
-export function preemptionJustified(holders: readonly MigHolder[], served: readonly { priority: number }[], policy: PreemptionPolicy): boolean {
+export function preemptionJustified(
+  holders: readonly MigHolder[],
+  served: readonly { priority: number }[],
+  policy: PreemptionPolicy,
+): boolean {
   const top = Math.max(...holders.map((h) => h.priority));
   if (!served.some((s) => s.priority >= top + policy.minPriorityGap)) return false;
-  return weigh(served.map((s) => s.priority), holders.map((h) => h.priority)) > 0;
+  return (
+    weigh(
+      served.map((s) => s.priority),
+      holders.map((h) => h.priority),
+    ) > 0
+  );
 }

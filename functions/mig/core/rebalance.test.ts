@@ -1,34 +1,66 @@
 import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { PartedConfigError, partedEntry, withPartedEntry } from './parted.ts';
-import { DEFAULT_MIG_REBALANCE, MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL, migConfigName, stepMigNode, type MigNodeFacts, type PlannedNodeChange } from './rebalance.ts';
+import {
+  DEFAULT_MIG_REBALANCE,
+  MIG_CONFIG_LABEL,
+  MIG_CONFIG_STATE_LABEL,
+  migConfigName,
+  stepMigNode,
+  type MigNodeFacts,
+  type PlannedNodeChange,
+} from './rebalance.ts';
 
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');
 const at = (s: number) => new Date(T0 + s * 1000);
 const SEVEN = Array<string>(7).fill('1g.10gb');
-const planned: PlannedNodeChange = { current: [SEVEN, SEVEN, SEVEN], changes: [{ gpu: 2, from: SEVEN, to: ['3g.40gb', '3g.40gb'], unblocks: ['ml/ft-0', 'ml/ft-1'] }] };
-const node = (o: Partial<MigNodeFacts> = {}): MigNodeFacts => ({ name: 'h100-0', labels: { [MIG_CONFIG_LABEL]: 'all-1g.10gb', [MIG_CONFIG_STATE_LABEL]: 'success' }, unschedulable: false, ...o });
+const planned: PlannedNodeChange = {
+  current: [SEVEN, SEVEN, SEVEN],
+  changes: [{ gpu: 2, from: SEVEN, to: ['3g.40gb', '3g.40gb'], unblocks: ['ml/ft-0', 'ml/ft-1'] }],
+};
+const node = (o: Partial<MigNodeFacts> = {}): MigNodeFacts => ({
+  name: 'h100-0',
+  labels: { [MIG_CONFIG_LABEL]: 'all-1g.10gb', [MIG_CONFIG_STATE_LABEL]: 'success' },
+  unschedulable: false,
+  ...o,
+});
 
 /** Runs steps, applying each one's labels, cordon and record to the node, as the applier would. */
 function run(n: MigNodeFacts, step: ReturnType<typeof stepMigNode>): MigNodeFacts {
   const labels = { ...n.labels };
-  for (const [k, v] of Object.entries(step.labels)) if (v === null) delete labels[k];
-  else labels[k] = v;
+  for (const [k, v] of Object.entries(step.labels))
+    if (v === null) delete labels[k];
+    else labels[k] = v;
   const { record, ...rest } = n;
   void record;
-  return { ...rest, labels, unschedulable: step.unschedulable ?? n.unschedulable, ...(step.record ? { record: step.record } : {}) };
+  return {
+    ...rest,
+    labels,
+    unschedulable: step.unschedulable ?? n.unschedulable,
+    ...(step.record ? { record: step.record } : {}),
+  };
 }
 
 describe('applying a MIG plan through mig-manager', () => {
   it('writes the config and cordons, sets the label after the config sync, and uncordons on success', () => {
     const start = stepMigNode(node(), planned, at(0));
-    expect(start).toMatchObject({ kind: 'start', unschedulable: true, labels: {}, state: 'pending', record: { phase: 'writing', previous: 'all-1g.10gb', cordoned: true } });
+    expect(start).toMatchObject({
+      kind: 'start',
+      unschedulable: true,
+      labels: {},
+      state: 'pending',
+      record: { phase: 'writing', previous: 'all-1g.10gb', cordoned: true },
+    });
     expect(start.config).toEqual({ name: start.record!.config, layout: [SEVEN, SEVEN, ['3g.40gb', '3g.40gb']] });
     expect(start.why).toContain('GPU 2 7×1g.10gb → 2×3g.40gb for 2 pending pod(s)');
     let n = run(node(), start);
     expect(stepMigNode(n, undefined, at(DEFAULT_MIG_REBALANCE.configSyncSeconds - 1)).kind).toBe('wait');
     const label = stepMigNode(n, undefined, at(DEFAULT_MIG_REBALANCE.configSyncSeconds));
-    expect(label).toMatchObject({ kind: 'label', labels: { [MIG_CONFIG_LABEL]: start.record!.config }, record: { phase: 'applying' } });
+    expect(label).toMatchObject({
+      kind: 'label',
+      labels: { [MIG_CONFIG_LABEL]: start.record!.config },
+      record: { phase: 'applying' },
+    });
     n = run(n, label);
     // mig-manager: pending, then success
     n = { ...n, labels: { ...n.labels, [MIG_CONFIG_STATE_LABEL]: 'pending' } };
@@ -43,21 +75,36 @@ describe('applying a MIG plan through mig-manager', () => {
     const start = stepMigNode(node({ unschedulable: true }), planned, at(0));
     expect(start.unschedulable).toBeUndefined();
     expect(start.record?.cordoned).toBe(false);
-    const applying = { ...node({ unschedulable: true }), labels: { [MIG_CONFIG_LABEL]: start.record!.config, [MIG_CONFIG_STATE_LABEL]: 'success' }, record: { ...start.record!, phase: 'applying' as const } };
+    const applying = {
+      ...node({ unschedulable: true }),
+      labels: { [MIG_CONFIG_LABEL]: start.record!.config, [MIG_CONFIG_STATE_LABEL]: 'success' },
+      record: { ...start.record!, phase: 'applying' as const },
+    };
     expect(stepMigNode(applying, undefined, at(300))).toMatchObject({ kind: 'done' });
     expect(stepMigNode(applying, undefined, at(300)).unschedulable).toBeUndefined();
   });
 
   it('on failure or timeout puts the previous config back, keeps the node cordoned, and says why', () => {
     const start = stepMigNode(node(), planned, at(0));
-    const applying = { ...node({ unschedulable: true }), labels: { [MIG_CONFIG_LABEL]: start.record!.config, [MIG_CONFIG_STATE_LABEL]: 'failed' }, record: { ...start.record!, phase: 'applying' as const } };
+    const applying = {
+      ...node({ unschedulable: true }),
+      labels: { [MIG_CONFIG_LABEL]: start.record!.config, [MIG_CONFIG_STATE_LABEL]: 'failed' },
+      record: { ...start.record!, phase: 'applying' as const },
+    };
     const failed = stepMigNode(applying, undefined, at(200));
-    expect(failed).toMatchObject({ kind: 'failed', labels: { [MIG_CONFIG_LABEL]: 'all-1g.10gb' }, state: 'failed', record: { phase: 'failed', reason: expect.stringContaining('failed') } });
+    expect(failed).toMatchObject({
+      kind: 'failed',
+      labels: { [MIG_CONFIG_LABEL]: 'all-1g.10gb' },
+      state: 'failed',
+      record: { phase: 'failed', reason: expect.stringContaining('failed') },
+    });
     expect(failed.unschedulable).toBeUndefined();
     expect(failed.why).toContain('the node stays cordoned for a person to look');
     const stuck = { ...applying, labels: { ...applying.labels, [MIG_CONFIG_STATE_LABEL]: 'pending' } };
     expect(stepMigNode(stuck, undefined, at(19 * 60)).kind).toBe('wait');
-    expect(stepMigNode(stuck, undefined, at(20 * 60 + 1)).record?.reason).toBe(`mig-manager did not report success for ${start.record!.config} within 20 min (state: pending)`);
+    expect(stepMigNode(stuck, undefined, at(20 * 60 + 1)).record?.reason).toBe(
+      `mig-manager did not report success for ${start.record!.config} within 20 min (state: pending)`,
+    );
     // someone else relabelled the node: ours is not put back over theirs
     const taken = { ...applying, labels: { [MIG_CONFIG_LABEL]: 'all-balanced' } };
     expect(stepMigNode(taken, undefined, at(60))).toMatchObject({ kind: 'failed', labels: {} });
@@ -82,13 +129,28 @@ describe('the mig-parted config', () => {
     ]);
   });
 
-  it('adds our entry, keeps everyone else\'s, and drops our stale ones for the node', () => {
-    const operator = 'version: v1\nmig-configs:\n  all-1g.10gb:\n    - devices: all\n      mig-enabled: true\n      mig-devices: { "1g.10gb": 7 }\n  gpu-reflex-h100-0-aaaaaaaa: []\n  gpu-reflex-h100-0-bbbbbbbb: []\n  gpu-reflex-h100-1-cccccccc: []\n';
-    const out = parse(withPartedEntry(operator, 'gpu-reflex-h100-0-dddddddd', [SEVEN], new Set(['gpu-reflex-h100-0-bbbbbbbb']))) as { version: string; 'mig-configs': Record<string, unknown> };
+  it("adds our entry, keeps everyone else's, and drops our stale ones for the node", () => {
+    const operator =
+      'version: v1\nmig-configs:\n  all-1g.10gb:\n    - devices: all\n      mig-enabled: true\n      mig-devices: { "1g.10gb": 7 }\n  gpu-reflex-h100-0-aaaaaaaa: []\n  gpu-reflex-h100-0-bbbbbbbb: []\n  gpu-reflex-h100-1-cccccccc: []\n';
+    const out = parse(
+      withPartedEntry(operator, 'gpu-reflex-h100-0-dddddddd', [SEVEN], new Set(['gpu-reflex-h100-0-bbbbbbbb'])),
+    ) as { version: string; 'mig-configs': Record<string, unknown> };
     expect(out.version).toBe('v1');
-    expect(Object.keys(out['mig-configs']).sort()).toEqual(['all-1g.10gb', 'gpu-reflex-h100-0-bbbbbbbb', 'gpu-reflex-h100-0-dddddddd', 'gpu-reflex-h100-1-cccccccc']);
-    expect(out['mig-configs']['all-1g.10gb']).toEqual([{ devices: 'all', 'mig-enabled': true, 'mig-devices': { '1g.10gb': 7 } }]);
-    expect(parse(withPartedEntry(undefined, 'gpu-reflex-n-11111111', [SEVEN], new Set()))).toEqual({ version: 'v1', 'mig-configs': { 'gpu-reflex-n-11111111': [{ devices: [0], 'mig-enabled': true, 'mig-devices': { '1g.10gb': 7 } }] } });
+    expect(Object.keys(out['mig-configs']).sort()).toEqual([
+      'all-1g.10gb',
+      'gpu-reflex-h100-0-bbbbbbbb',
+      'gpu-reflex-h100-0-dddddddd',
+      'gpu-reflex-h100-1-cccccccc',
+    ]);
+    expect(out['mig-configs']['all-1g.10gb']).toEqual([
+      { devices: 'all', 'mig-enabled': true, 'mig-devices': { '1g.10gb': 7 } },
+    ]);
+    expect(parse(withPartedEntry(undefined, 'gpu-reflex-n-11111111', [SEVEN], new Set()))).toEqual({
+      version: 'v1',
+      'mig-configs': {
+        'gpu-reflex-n-11111111': [{ devices: [0], 'mig-enabled': true, 'mig-devices': { '1g.10gb': 7 } }],
+      },
+    });
   });
 
   it('refuses a config it cannot safely rewrite', () => {

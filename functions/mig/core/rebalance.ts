@@ -42,12 +42,18 @@ export const MigRecordSchema = z
     /** We cordoned the node (it was schedulable): we uncordon it after. */
     cordoned: z.boolean(),
     since: z.iso.datetime(),
-    gpus: z.array(z.object({ gpu: z.number().int().min(0), from: Layout, to: Layout }).strict()).min(1).max(16),
+    gpus: z
+      .array(z.object({ gpu: z.number().int().min(0), from: Layout, to: Layout }).strict())
+      .min(1)
+      .max(16),
     /** The whole node's layout, GPU by GPU, as written into the mig-parted config. */
     layout: z.array(Layout).max(16),
     unblocks: z.array(z.string()).max(64),
     /** Pods preempted for this relayout: evicted before the label is set. */
-    preempt: z.array(z.object({ namespace: z.string().min(1), name: z.string().min(1), uid: z.string().optional() }).strict()).max(64).optional(),
+    preempt: z
+      .array(z.object({ namespace: z.string().min(1), name: z.string().min(1), uid: z.string().optional() }).strict())
+      .max(64)
+      .optional(),
     reason: z.string().max(1024).optional(),
   })
   .strict();
@@ -94,11 +100,20 @@ export interface MigStep {
 
 /** A config name of our own for one node's layout: a label value (≤ 63 of [A-Za-z0-9._-]). */
 export function migConfigName(node: string, layout: readonly (readonly string[])[]): string {
-  const slug = node.toLowerCase().replace(/[^a-z0-9.-]/g, '-').slice(0, 40).replace(/[-.]+$/, '');
+  const slug = node
+    .toLowerCase()
+    .replace(/[^a-z0-9.-]/g, '-')
+    .slice(0, 40)
+    .replace(/[-.]+$/, '');
   return `gpu-reflex-${slug}-${fnv1a(JSON.stringify([node, layout])).slice(0, 8)}`;
 }
 
-export function stepMigNode(n: MigNodeFacts, planned: PlannedNodeChange | undefined, now: Date, policy: MigRebalancePolicy = DEFAULT_MIG_REBALANCE): MigStep {
+export function stepMigNode(
+  n: MigNodeFacts,
+  planned: PlannedNodeChange | undefined,
+  now: Date,
+  policy: MigRebalancePolicy = DEFAULT_MIG_REBALANCE,
+): MigStep {
   const at = now.toISOString();
   const r = n.record;
   if (!r) {
@@ -116,7 +131,9 @@ export function stepMigNode(n: MigNodeFacts, planned: PlannedNodeChange | undefi
       layout,
       unblocks: [...new Set(planned.changes.flatMap((c) => c.unblocks))].slice(0, 64),
     };
-    const preempt = planned.changes.flatMap((c) => c.preempts ?? []).map((p) => ({ namespace: p.namespace, name: p.name, ...(p.uid ? { uid: p.uid } : {}) }));
+    const preempt = planned.changes
+      .flatMap((c) => c.preempts ?? [])
+      .map((p) => ({ namespace: p.namespace, name: p.name, ...(p.uid ? { uid: p.uid } : {}) }));
     if (preempt.length > 0) record.preempt = preempt.slice(0, 64);
     const what = planned.changes.map((c) => `GPU ${c.gpu} ${layoutWords(c.from)} → ${layoutWords(c.to)}`).join(', ');
     const touched =
@@ -142,19 +159,39 @@ export function stepMigNode(n: MigNodeFacts, planned: PlannedNodeChange | undefi
       const names = left.map((p) => `${p.namespace}/${p.name}`).join(', ');
       if (elapsed < policy.timeoutMinutes * 60_000) {
         // Asked again each round: a budget that blocked may allow it now; a terminating pod answers evicted.
-        return { kind: 'evict', labels: {}, evictions: left, why: `waiting for preempted pod(s) ${names} to leave ${n.name} before ${MIG_CONFIG_LABEL} is set: GPU(s) ${r.gpus.map((g) => g.gpu).join(', ')} not relaid this round` };
+        return {
+          kind: 'evict',
+          labels: {},
+          evictions: left,
+          why: `waiting for preempted pod(s) ${names} to leave ${n.name} before ${MIG_CONFIG_LABEL} is set: GPU(s) ${r.gpus.map((g) => g.gpu).join(', ')} not relaid this round`,
+        };
       }
       const reason = `preempted pod(s) ${names} did not leave within ${policy.timeoutMinutes} min (a PodDisruptionBudget blocks the eviction, or they do not terminate); ${MIG_CONFIG_LABEL} was never set, nothing was relaid`;
-      return { kind: 'failed', labels: {}, record: { ...r, phase: 'failed', since: at, reason }, state: 'failed', why: `${reason}; the node stays cordoned for a person to look (remove ${MIG_REBALANCE_ANNOTATION} and uncordon when done)` };
+      return {
+        kind: 'failed',
+        labels: {},
+        record: { ...r, phase: 'failed', since: at, reason },
+        state: 'failed',
+        why: `${reason}; the node stays cordoned for a person to look (remove ${MIG_REBALANCE_ANNOTATION} and uncordon when done)`,
+      };
     }
     if (elapsed < policy.configSyncSeconds * 1000) return { kind: 'wait', labels: {}, why: '' };
-    return { kind: 'label', labels: { [MIG_CONFIG_LABEL]: r.config }, record: { ...r, phase: 'applying', since: at }, why: `${MIG_CONFIG_LABEL}=${r.config} set; mig-manager reconfigures ${r.gpus.map((g) => `GPU ${g.gpu}`).join(', ')}` };
+    return {
+      kind: 'label',
+      labels: { [MIG_CONFIG_LABEL]: r.config },
+      record: { ...r, phase: 'applying', since: at },
+      why: `${MIG_CONFIG_LABEL}=${r.config} set; mig-manager reconfigures ${r.gpus.map((g) => `GPU ${g.gpu}`).join(', ')}`,
+    };
   }
   const state = n.labels[MIG_CONFIG_STATE_LABEL];
   const ours = n.labels[MIG_CONFIG_LABEL] === r.config;
   if (ours && state === 'success') {
     const uncordon = r.cordoned && !n.heldBy;
-    const after = uncordon ? '; uncordoned' : r.cordoned ? `; left cordoned: ${n.heldBy}` : '; left cordoned as it was before';
+    const after = uncordon
+      ? '; uncordoned'
+      : r.cordoned
+        ? `; left cordoned: ${n.heldBy}`
+        : '; left cordoned as it was before';
     return {
       kind: 'done',
       labels: {},
@@ -187,7 +224,9 @@ export function readMigRecord(annotations: Readonly<Record<string, string>>): { 
   if (raw === undefined) return {};
   try {
     const parsed = MigRecordSchema.safeParse(JSON.parse(raw));
-    return parsed.success ? { record: parsed.data } : { problem: `${MIG_REBALANCE_ANNOTATION} does not match its format: ${parsed.error.issues[0]?.message ?? ''}` };
+    return parsed.success
+      ? { record: parsed.data }
+      : { problem: `${MIG_REBALANCE_ANNOTATION} does not match its format: ${parsed.error.issues[0]?.message ?? ''}` };
   } catch {
     return { problem: `${MIG_REBALANCE_ANNOTATION} is not JSON` };
   }

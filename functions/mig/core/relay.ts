@@ -43,7 +43,14 @@ const sizeOf = (profile: string): [number, number] => {
 const demands = new WeakMap<PendingMigPod, [number, number]>();
 const demand = (pod: PendingMigPod): [number, number] => {
   let d = demands.get(pod);
-  if (!d) demands.set(pod, (d = Object.entries(pod.requests).reduce<[number, number]>(([c, m], [p, n]) => [c + n * sizeOf(p)[0], m + n * sizeOf(p)[1]], [0, 0])));
+  if (!d)
+    demands.set(
+      pod,
+      (d = Object.entries(pod.requests).reduce<[number, number]>(
+        ([c, m], [p, n]) => [c + n * sizeOf(p)[0], m + n * sizeOf(p)[1]],
+        [0, 0],
+      )),
+    );
   return d;
 };
 
@@ -60,7 +67,10 @@ function orders(eligible: ReadonlyMap<PendingMigPod, readonly number[]>): Order[
     const [cb, mb] = demand(b);
     return ca - cb || ma - mb;
   };
-  return [(a, b) => b.priority - a.priority || nodes(a, b) || size(b, a) || podOrder(a, b), (a, b) => b.priority - a.priority || nodes(a, b) || size(a, b) || podOrder(a, b)];
+  return [
+    (a, b) => b.priority - a.priority || nodes(a, b) || size(b, a) || podOrder(a, b),
+    (a, b) => b.priority - a.priority || nodes(a, b) || size(a, b) || podOrder(a, b),
+  ];
 }
 
 /**
@@ -74,7 +84,14 @@ type Planned = { layouts: Map<string, string[]>; result: Assignment; preempted: 
  * pods (with `preemption` on: GPU key → the pods preempted). `before` is the matching of the fleet
  * as it is.
  */
-export function relayIdle(nodes: readonly MigNode[], pods: readonly PendingMigPod[], priorities: readonly number[], eligible: ReadonlyMap<PendingMigPod, readonly number[]>, before: Assignment, preemption?: PreemptionPolicy): Planned {
+export function relayIdle(
+  nodes: readonly MigNode[],
+  pods: readonly PendingMigPod[],
+  priorities: readonly number[],
+  eligible: ReadonlyMap<PendingMigPod, readonly number[]>,
+  before: Assignment,
+  preemption?: PreemptionPolicy,
+): Planned {
   let best: Planned | undefined;
   if (before.placed.size === pods.length) return { layouts: new Map(), result: before, preempted: new Map() };
   const preemptedPods = (p: Planned) => [...p.preempted.values()].reduce((t, hs) => t + hs.length, 0);
@@ -83,7 +100,11 @@ export function relayIdle(nodes: readonly MigNode[], pods: readonly PendingMigPo
     // Every pod served: the other order could only change fewer GPUs; not worth another plan.
     if (best && best.result.placed.size === pods.length) break;
     const plan = rounds(nodes, pods, priorities, eligible, before, order, preemption);
-    const vs = best ? better(plan.result.score, best.result.score) || preemptedPods(best) - preemptedPods(plan) || best.layouts.size - plan.layouts.size : 1;
+    const vs = best
+      ? better(plan.result.score, best.result.score) ||
+        preemptedPods(best) - preemptedPods(plan) ||
+        best.layouts.size - plan.layouts.size
+      : 1;
     if (vs > 0) [best, bestOrder] = [plan, order];
   }
   // GPUs a later relay made unnecessary are left as they are; the rounds then go on from there
@@ -102,13 +123,21 @@ export function relayIdle(nodes: readonly MigNode[], pods: readonly PendingMigPo
  * within a budget (a matching of 1,000 nodes takes ~25 ms). Rounds relay greedily; this undoes a
  * relay a later one made unnecessary.
  */
-function fewerChanges(nodes: readonly MigNode[], pods: readonly PendingMigPod[], priorities: readonly number[], eligible: ReadonlyMap<PendingMigPod, readonly number[]>, plan: Planned): Planned {
+function fewerChanges(
+  nodes: readonly MigNode[],
+  pods: readonly PendingMigPod[],
+  priorities: readonly number[],
+  eligible: ReadonlyMap<PendingMigPod, readonly number[]>,
+  plan: Planned,
+): Planned {
   if (plan.layouts.size < 2) return plan;
   const gpus = nodes.reduce((t, n) => t + n.gpus.length, 0);
   let tries = Math.floor(DROP_BUDGET / (gpus + pods.length));
   const landed = new Map<string, number>();
   for (const t of plan.result.taken.values()) for (const [k] of t) landed.set(k, (landed.get(k) ?? 0) + 1);
-  const candidates = [...plan.layouts.keys()].sort((a, b) => (landed.get(a) ?? 0) - (landed.get(b) ?? 0) || a.localeCompare(b));
+  const candidates = [...plan.layouts.keys()].sort(
+    (a, b) => (landed.get(a) ?? 0) - (landed.get(b) ?? 0) || a.localeCompare(b),
+  );
   let { layouts, result } = plan;
   for (const k of candidates) {
     if (tries-- <= 0) break;
@@ -121,14 +150,34 @@ function fewerChanges(nodes: readonly MigNode[], pods: readonly PendingMigPod[],
   return { layouts, result, preempted: new Map([...plan.preempted].filter(([k]) => layouts.has(k))) };
 }
 
-function rounds(nodes: readonly MigNode[], pods: readonly PendingMigPod[], priorities: readonly number[], eligible: ReadonlyMap<PendingMigPod, readonly number[]>, before: Assignment, order: Order, preemption?: PreemptionPolicy, start?: Planned): Planned {
+function rounds(
+  nodes: readonly MigNode[],
+  pods: readonly PendingMigPod[],
+  priorities: readonly number[],
+  eligible: ReadonlyMap<PendingMigPod, readonly number[]>,
+  before: Assignment,
+  order: Order,
+  preemption?: PreemptionPolicy,
+  start?: Planned,
+): Planned {
   let planned: Planned = start ?? { layouts: new Map(), result: before, preempted: new Map() };
   const podByKey = new Map(pods.map((p) => [podKey(p), p]));
-  const servedOn = (r: Assignment, key: string) => [...r.placed].filter(([, ks]) => ks.includes(key)).map(([k]) => podByKey.get(k)!);
+  const servedOn = (r: Assignment, key: string) =>
+    [...r.placed].filter(([, ks]) => ks.includes(key)).map(([k]) => podByKey.get(k)!);
   const round = (shielded: ReadonlySet<number>): Planned | undefined => {
     const { layouts, result } = planned;
     if (result.placed.size === pods.length) return undefined;
-    const built = construct(nodes, pods, eligible, layouts, result, shielded, order, layouts.size > 0, preemption ? { policy: preemption, done: planned.preempted.size } : undefined);
+    const built = construct(
+      nodes,
+      pods,
+      eligible,
+      layouts,
+      result,
+      shielded,
+      order,
+      layouts.size > 0,
+      preemption ? { policy: preemption, done: planned.preempted.size } : undefined,
+    );
     if (!built.servedMore) return undefined;
     const preempted = new Map([...planned.preempted, ...built.preempted]);
     let nextLayouts = built.layouts;
@@ -138,7 +187,8 @@ function rounds(nodes: readonly MigNode[], pods: readonly PendingMigPod[], prior
     // pods that the pods landing there do not justify (preemption.ts).
     for (;;) {
       const landed = new Set([...next.taken.values()].flatMap((t) => t.map(([k]) => k)));
-      const unjustified = (k: string) => preempted.has(k) && !preemptionJustified(preempted.get(k)!, servedOn(next, k), preemption!);
+      const unjustified = (k: string) =>
+        preempted.has(k) && !preemptionJustified(preempted.get(k)!, servedOn(next, k), preemption!);
       const trimmed = new Map([...nextLayouts].filter(([k]) => landed.has(k) && !unjustified(k)));
       if (trimmed.size === nextLayouts.size) break;
       const again = assign(nodes, pods, trimmed, priorities, eligible);

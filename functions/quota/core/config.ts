@@ -28,8 +28,10 @@ const EXTENDED = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\/[-a-zA-Z0-9._]+$/;
 
 /** Why `k` cannot be a resource to share out, or undefined when it can. */
 function badResource(k: string): string | undefined {
-  if (k.startsWith('limits.')) return `"${k}": quota on limits of an extended resource is accepted by the API server and never enforced; name the resource (${k.slice(7)}) and gpu-reflex writes requests.${k.slice(7)}`;
-  if (k.startsWith('requests.')) return `"${k}": name the resource itself (${k.slice(9)}); gpu-reflex writes the requests. key`;
+  if (k.startsWith('limits.'))
+    return `"${k}": quota on limits of an extended resource is accepted by the API server and never enforced; name the resource (${k.slice(7)}) and gpu-reflex writes requests.${k.slice(7)}`;
+  if (k.startsWith('requests.'))
+    return `"${k}": name the resource itself (${k.slice(9)}); gpu-reflex writes the requests. key`;
   if (!EXTENDED.test(k)) return `"${k}" is not an extended resource name such as nvidia.com/gpu or aliyun.com/gpu-mem`;
   return undefined;
 }
@@ -58,7 +60,8 @@ const Team = z
   .superRefine((t, ctx) => {
     for (const [r, g] of Object.entries(t.guarantee)) {
       const m = t.max[r];
-      if (m !== undefined && g > m) ctx.addIssue({ code: 'custom', path: ['guarantee', r], message: `guarantee ${g} is above max ${m}` });
+      if (m !== undefined && g > m)
+        ctx.addIssue({ code: 'custom', path: ['guarantee', r], message: `guarantee ${g} is above max ${m}` });
     }
   });
 
@@ -67,7 +70,14 @@ const MigGroup = z
     /** The name teams state their share under, in GPUs; never written as a quota key. */
     name: ResourceName,
     /** The MIG profile resources (`nvidia.com/mig-<profile>`) whose quotas derive from the share. */
-    profiles: z.array(ResourceName.refine((k) => k.startsWith('nvidia.com/mig-'), 'not a MIG profile resource (nvidia.com/mig-<profile>)')).min(1),
+    profiles: z
+      .array(
+        ResourceName.refine(
+          (k) => k.startsWith('nvidia.com/mig-'),
+          'not a MIG profile resource (nvidia.com/mig-<profile>)',
+        ),
+      )
+      .min(1),
   })
   .strict();
 
@@ -88,11 +98,22 @@ export const QuotaConfigSchema = z
   .superRefine((c, ctx) => {
     const groupOf = new Map<string, string>();
     c.migGroups.forEach((g, i) => {
-      if (g.name.startsWith('nvidia.com/mig-')) ctx.addIssue({ code: 'custom', path: ['migGroups', i, 'name'], message: `${g.name} is a MIG profile resource: name the group something else (gpu-reflex.io/mig-gpus)` });
-      if (c.migGroups.findIndex((x) => x.name === g.name) !== i) ctx.addIssue({ code: 'custom', path: ['migGroups', i, 'name'], message: `group ${g.name} is named twice` });
+      if (g.name.startsWith('nvidia.com/mig-'))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['migGroups', i, 'name'],
+          message: `${g.name} is a MIG profile resource: name the group something else (gpu-reflex.io/mig-gpus)`,
+        });
+      if (c.migGroups.findIndex((x) => x.name === g.name) !== i)
+        ctx.addIssue({ code: 'custom', path: ['migGroups', i, 'name'], message: `group ${g.name} is named twice` });
       g.profiles.forEach((p, j) => {
         const other = groupOf.get(p);
-        if (other !== undefined) ctx.addIssue({ code: 'custom', path: ['migGroups', i, 'profiles', j], message: `${p} already belongs to group ${other}` });
+        if (other !== undefined)
+          ctx.addIssue({
+            code: 'custom',
+            path: ['migGroups', i, 'profiles', j],
+            message: `${p} already belongs to group ${other}`,
+          });
         groupOf.set(p, g.name);
       });
     });
@@ -100,19 +121,35 @@ export const QuotaConfigSchema = z
       for (const field of ['guarantee', 'max'] as const) {
         for (const r of Object.keys(t[field])) {
           const g = groupOf.get(r);
-          if (g !== undefined) ctx.addIssue({ code: 'custom', path: ['teams', i, field, r], message: `${r} is derived from group ${g}: state the team's share in GPUs under ${g}` });
+          if (g !== undefined)
+            ctx.addIssue({
+              code: 'custom',
+              path: ['teams', i, field, r],
+              message: `${r} is derived from group ${g}: state the team's share in GPUs under ${g}`,
+            });
         }
       }
     });
     (c.resources ?? []).forEach((r, i) => {
-      if (groupOf.has(r) || c.migGroups.some((g) => g.name === r)) ctx.addIssue({ code: 'custom', path: ['resources', i], message: `${r} belongs to a MIG group (migGroups): its profiles are shared out through it` });
+      if (groupOf.has(r) || c.migGroups.some((g) => g.name === r))
+        ctx.addIssue({
+          code: 'custom',
+          path: ['resources', i],
+          message: `${r} belongs to a MIG group (migGroups): its profiles are shared out through it`,
+        });
     });
     const seen = new Map<string, string>();
     c.teams.forEach((t, i) => {
-      if (c.teams.findIndex((x) => x.name === t.name) !== i) ctx.addIssue({ code: 'custom', path: ['teams', i, 'name'], message: `team ${t.name} is named twice` });
+      if (c.teams.findIndex((x) => x.name === t.name) !== i)
+        ctx.addIssue({ code: 'custom', path: ['teams', i, 'name'], message: `team ${t.name} is named twice` });
       t.namespaces.forEach((ns, j) => {
         const other = seen.get(ns);
-        if (other) ctx.addIssue({ code: 'custom', path: ['teams', i, 'namespaces', j], message: `namespace ${ns} already belongs to team ${other}` });
+        if (other)
+          ctx.addIssue({
+            code: 'custom',
+            path: ['teams', i, 'namespaces', j],
+            message: `namespace ${ns} already belongs to team ${other}`,
+          });
         seen.set(ns, t.name);
       });
     });
@@ -135,7 +172,11 @@ export function parseQuotaConfig(text: string, source = 'quota config'): QuotaCo
  */
 export function resourcesOf(c: QuotaConfig): string[] {
   const groups = new Set(c.migGroups.map((g) => g.name));
-  const named = c.resources ? [...c.resources] : [...new Set(c.teams.flatMap((t) => [...Object.keys(t.guarantee), ...Object.keys(t.max)]))].filter((r) => !groups.has(r)).sort();
+  const named = c.resources
+    ? [...c.resources]
+    : [...new Set(c.teams.flatMap((t) => [...Object.keys(t.guarantee), ...Object.keys(t.max)]))]
+        .filter((r) => !groups.has(r))
+        .sort();
   const own = named.length > 0 || groups.size > 0 ? named : ['nvidia.com/gpu'];
   return [...own, ...c.migGroups.flatMap((g) => g.profiles)];
 }

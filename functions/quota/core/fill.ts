@@ -29,7 +29,13 @@ export function waterFill(caps: readonly number[], weights: readonly number[], t
 export function integers(real: readonly number[], caps: readonly number[], names: readonly string[]): number[] {
   const out = real.map((x) => Math.floor(x + 1e-9));
   let extra = Math.floor(real.reduce((s, x) => s + x, 0) + 1e-9) - out.reduce((s, x) => s + x, 0);
-  const order = real.map((x, i) => i).sort((a, b) => real[b]! - Math.floor(real[b]! + 1e-9) - (real[a]! - Math.floor(real[a]! + 1e-9)) || (names[a]! < names[b]! ? -1 : 1));
+  const order = real
+    .map((x, i) => i)
+    .sort(
+      (a, b) =>
+        real[b]! - Math.floor(real[b]! + 1e-9) - (real[a]! - Math.floor(real[a]! + 1e-9)) ||
+        (names[a]! < names[b]! ? -1 : 1),
+    );
   for (const i of order) {
     if (extra <= 0) break;
     if (out[i]! < caps[i]!) {
@@ -52,8 +58,16 @@ export function integers(real: readonly number[], caps: readonly number[], names
  * share to measure and count for nothing.
  * Returns weights[r][t].
  */
-export function drfWeights(demand: readonly (readonly number[])[], shared: readonly number[], weights: readonly number[]): number[][] {
+export function drfWeights(
+  demand: readonly (readonly number[])[],
+  shared: readonly number[],
+  weights: readonly number[],
+): number[][] {
   const teams = weights.length;
-  const dominant = Array.from({ length: teams }, (_, t) => demand.reduce((m, d, r) => (shared[r]! > 0 ? Math.max(m, d[t]! / shared[r]!) : m), 0));
-  return demand.map((d, r) => d.map((x, t) => (shared[r]! > 0 && dominant[t]! > 0 ? (weights[t]! * (x / shared[r]!)) / dominant[t]! : 0)));
+  const dominant = Array.from({ length: teams }, (_, t) =>
+    demand.reduce((m, d, r) => (shared[r]! > 0 ? Math.max(m, d[t]! / shared[r]!) : m), 0),
+  );
+  return demand.map((d, r) =>
+    d.map((x, t) => (shared[r]! > 0 && dominant[t]! > 0 ? (weights[t]! * (x / shared[r]!)) / dominant[t]! : 0)),
+  );
 }

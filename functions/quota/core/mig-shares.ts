@@ -32,13 +32,22 @@ export function splitProfiles(profiles: readonly ProfilePool[], share: readonly 
   const free = profiles.map((p) => Math.max(0, p.shared - p.usage.reduce((s, x) => s + x, 0)));
   const budget = share.map((h, t) => Math.max(0, h - profiles.reduce((s, p) => s + p.usage[t]! * p.eighths, 0)));
   const freeEighths = profiles.reduce((s, p, k) => s + free[k]! * p.eighths, 0);
-  const d = Math.max(freeEighths, budget.reduce((s, x) => s + x, 0));
+  const d = Math.max(
+    freeEighths,
+    budget.reduce((s, x) => s + x, 0),
+  );
   const real = profiles.map((_, k) => budget.map((b) => (d > 0 ? (b * free[k]!) / d : 0)));
   const extra = real.map((row) => row.map((x) => Math.floor(x + 1e-9)));
   const left = budget.map((b, t) => b - profiles.reduce((s, p, k) => s + extra[k]![t]! * p.eighths, 0));
   const room = free.map((f, k) => f - extra[k]!.reduce((s, x) => s + x, 0));
   for (let t = 0; t < teams; t++) {
-    const order = profiles.map((_, k) => k).sort((a, b) => real[b]![t]! - extra[b]![t]! - (real[a]![t]! - extra[a]![t]!) || (profiles[a]!.resource < profiles[b]!.resource ? -1 : 1));
+    const order = profiles
+      .map((_, k) => k)
+      .sort(
+        (a, b) =>
+          real[b]![t]! - extra[b]![t]! - (real[a]![t]! - extra[a]![t]!) ||
+          (profiles[a]!.resource < profiles[b]!.resource ? -1 : 1),
+      );
     for (const k of order) {
       if (room[k]! >= 1 && left[t]! >= profiles[k]!.eighths) {
         extra[k]![t]!++;

@@ -17,8 +17,18 @@ describe('planQuotas across resources (weighted DRF)', () => {
     // wants 50 of the 60 MIG slices: its dominant share is MIG (50/60), its GPU want is 10/19 of the
     // pool, so it rises on GPUs at 0.63 of b's pace: 1.2 : 1.8 → a 1, b 2. Shared out per resource
     // on its own (before DRF) the tie went to a by name: a 2, b 1.
-    const config = QuotaConfigSchema.parse({ resources: [GPU, MIG], teams: [{ name: 'a', namespaces: ['a'] }, { name: 'b', namespaces: ['b'] }] });
-    const facts: QuotaFacts = { capacity: { [GPU]: 19, [MIG]: 60 }, usage: { a: { [GPU]: 8, [MIG]: 40 }, b: { [GPU]: 8 } }, current: { a: { [GPU]: 8, [MIG]: 40 }, b: { [GPU]: 8 } } };
+    const config = QuotaConfigSchema.parse({
+      resources: [GPU, MIG],
+      teams: [
+        { name: 'a', namespaces: ['a'] },
+        { name: 'b', namespaces: ['b'] },
+      ],
+    });
+    const facts: QuotaFacts = {
+      capacity: { [GPU]: 19, [MIG]: 60 },
+      usage: { a: { [GPU]: 8, [MIG]: 40 }, b: { [GPU]: 8 } },
+      current: { a: { [GPU]: 8, [MIG]: 40 }, b: { [GPU]: 8 } },
+    };
     const plan = planQuotas(config, facts);
     expect([hard(plan, 'a', GPU), hard(plan, 'b', GPU)]).toEqual([9, 10]);
     expect(hard(plan, 'a', MIG)).toBe(50); // MIG is not scarce: a gets all it wants there
@@ -30,10 +40,20 @@ describe('planQuotas across resources (weighted DRF)', () => {
     // GPUs drop to 12 for 16 guaranteed, nobody running. a is also guaranteed 40 of 50 MIG slices
     // (dominant share 0.8; its GPUs are 8/12 = 0.67 of that), b holds GPUs only: the 12 are kept
     // at 0.83 : 1 (0.67/0.8 : 1) → 5.45 : 6.55 → a 5, b 7. Per resource on its own: 6 each.
-    const config = QuotaConfigSchema.parse({ resources: [GPU, MIG], teams: [{ name: 'a', namespaces: ['a'], guarantee: { [GPU]: 8, [MIG]: 40 } }, { name: 'b', namespaces: ['b'], guarantee: { [GPU]: 8 } }] });
+    const config = QuotaConfigSchema.parse({
+      resources: [GPU, MIG],
+      teams: [
+        { name: 'a', namespaces: ['a'], guarantee: { [GPU]: 8, [MIG]: 40 } },
+        { name: 'b', namespaces: ['b'], guarantee: { [GPU]: 8 } },
+      ],
+    });
     const plan = planQuotas(config, { capacity: { [GPU]: 12, [MIG]: 50 }, usage: {}, current: {} });
     expect([hard(plan, 'a', GPU), hard(plan, 'b', GPU)]).toEqual([5, 7]);
-    expect(planQuotasPerResource(config, { capacity: { [GPU]: 12, [MIG]: 50 }, usage: {}, current: {} }).teams.map((t) => t.resources[GPU]!.hard)).toEqual([6, 6]);
+    expect(
+      planQuotasPerResource(config, { capacity: { [GPU]: 12, [MIG]: 50 }, usage: {}, current: {} }).teams.map(
+        (t) => t.resources[GPU]!.hard,
+      ),
+    ).toEqual([6, 6]);
   });
 });
 
@@ -41,7 +61,15 @@ describe('planQuotas across resources (weighted DRF)', () => {
 const teamArb = fc.record({
   weight: fc.integer({ min: 1, max: 8 }),
   uses: fc.subarray(RESOURCES, { minLength: 1 }),
-  per: fc.array(fc.record({ guarantee: fc.integer({ min: 0, max: 40 }), max: fc.option(fc.integer({ min: 40, max: 120 }), { nil: undefined }), usage: fc.integer({ min: 0, max: 40 }), bound: fc.boolean() }), { minLength: 3, maxLength: 3 }),
+  per: fc.array(
+    fc.record({
+      guarantee: fc.integer({ min: 0, max: 40 }),
+      max: fc.option(fc.integer({ min: 40, max: 120 }), { nil: undefined }),
+      usage: fc.integer({ min: 0, max: 40 }),
+      bound: fc.boolean(),
+    }),
+    { minLength: 3, maxLength: 3 },
+  ),
 });
 const input = fc.record({
   capacity: fc.array(fc.integer({ min: 0, max: 200 }), { minLength: 3, maxLength: 3 }),
@@ -57,19 +85,43 @@ function build(x: Input) {
     overcommit: x.overcommit,
     buffer: { [GPU]: x.buffer },
     teams: x.teams.map((t, i) => {
-      const on = (f: (p: Input['teams'][number]['per'][number]) => number | undefined) => Object.fromEntries(RESOURCES.flatMap((r, k) => (t.uses.includes(r) && f(t.per[k]!) !== undefined ? [[r, f(t.per[k]!)]] : [])));
-      return { name: `t${i}`, namespaces: [`ns${i}`], weight: t.weight, guarantee: on((p) => p.guarantee), max: on((p) => p.max) };
+      const on = (f: (p: Input['teams'][number]['per'][number]) => number | undefined) =>
+        Object.fromEntries(
+          RESOURCES.flatMap((r, k) => (t.uses.includes(r) && f(t.per[k]!) !== undefined ? [[r, f(t.per[k]!)]] : [])),
+        );
+      return {
+        name: `t${i}`,
+        namespaces: [`ns${i}`],
+        weight: t.weight,
+        guarantee: on((p) => p.guarantee),
+        max: on((p) => p.max),
+      };
     }),
   });
   const facts: QuotaFacts = {
     capacity: Object.fromEntries(RESOURCES.map((r, k) => [r, x.capacity[k]!])),
-    usage: Object.fromEntries(x.teams.map((t, i) => [`ns${i}`, Object.fromEntries(RESOURCES.flatMap((r, k) => (t.uses.includes(r) ? [[r, t.per[k]!.usage]] : [])))])),
-    current: Object.fromEntries(x.teams.map((t, i) => [`ns${i}`, Object.fromEntries(RESOURCES.flatMap((r, k) => (t.uses.includes(r) ? [[r, t.per[k]!.bound ? t.per[k]!.usage : t.per[k]!.usage + 5]] : [])))])),
+    usage: Object.fromEntries(
+      x.teams.map((t, i) => [
+        `ns${i}`,
+        Object.fromEntries(RESOURCES.flatMap((r, k) => (t.uses.includes(r) ? [[r, t.per[k]!.usage]] : []))),
+      ]),
+    ),
+    current: Object.fromEntries(
+      x.teams.map((t, i) => [
+        `ns${i}`,
+        Object.fromEntries(
+          RESOURCES.flatMap((r, k) =>
+            t.uses.includes(r) ? [[r, t.per[k]!.bound ? t.per[k]!.usage : t.per[k]!.usage + 5]] : [],
+          ),
+        ),
+      ]),
+    ),
   };
   return { config, facts };
 }
 const opts = { seed: 20261126, numRuns: 400 };
-const total = (plan: QuotaPlan, r: string, f: 'hard' | 'usage' | 'base' = 'hard') => plan.teams.reduce((s, t) => s + t.resources[r]![f], 0);
+const total = (plan: QuotaPlan, r: string, f: 'hard' | 'usage' | 'base' = 'hard') =>
+  plan.teams.reduce((s, t) => s + t.resources[r]![f], 0);
 
 describe('planQuotas across resources: properties', () => {
   it('never goes below usage, and each resource’s total stays within what it shares out unless usage alone exceeds it', () => {
@@ -93,7 +145,10 @@ describe('planQuotas across resources: properties', () => {
         const plan = planQuotas(config, facts);
         for (const r of RESOURCES) {
           const floor = (t: (typeof config.teams)[number]) => Math.min(t.guarantee[r] ?? 0, t.max[r] ?? Infinity);
-          const need = config.teams.reduce((s, t) => s + Math.max(plan.teams.find((p) => p.team === t.name)!.resources[r]!.usage, floor(t)), 0);
+          const need = config.teams.reduce(
+            (s, t) => s + Math.max(plan.teams.find((p) => p.team === t.name)!.resources[r]!.usage, floor(t)),
+            0,
+          );
           if (need > plan.pool[r]!.shared) continue;
           for (const t of config.teams) expect(hard(plan, t.name, r)).toBeGreaterThanOrEqual(floor(t));
         }
@@ -108,7 +163,9 @@ describe('planQuotas across resources: properties', () => {
         const { config, facts } = build(x);
         const plan = planQuotas(config, facts);
         for (const r of RESOURCES) {
-          const short = plan.teams.some((t) => t.resources[r]!.hard < Math.max(t.resources[r]!.want, t.resources[r]!.base));
+          const short = plan.teams.some(
+            (t) => t.resources[r]!.hard < Math.max(t.resources[r]!.want, t.resources[r]!.base),
+          );
           if (short) expect(total(plan, r)).toBe(Math.max(plan.pool[r]!.shared, total(plan, r, 'usage')));
         }
       }),
@@ -126,8 +183,10 @@ describe('planQuotas across resources: properties', () => {
         const { config, facts } = build(x);
         const plan = planQuotas(config, facts);
         const shared = (r: string) => plan.pool[r]!.shared;
-        const dominant = (t: QuotaPlan['teams'][number]) => Math.max(0, ...RESOURCES.filter((r) => shared(r) > 0).map((r) => t.resources[r]!.want / shared(r)));
-        const progress = (t: QuotaPlan['teams'][number], r: string, lent: number) => (lent * dominant(t)) / (t.weight * t.resources[r]!.want);
+        const dominant = (t: QuotaPlan['teams'][number]) =>
+          Math.max(0, ...RESOURCES.filter((r) => shared(r) > 0).map((r) => t.resources[r]!.want / shared(r)));
+        const progress = (t: QuotaPlan['teams'][number], r: string, lent: number) =>
+          (lent * dominant(t)) / (t.weight * t.resources[r]!.want);
         for (const r of RESOURCES) {
           for (const t of plan.teams) {
             const s = t.resources[r]!;
@@ -148,7 +207,10 @@ describe('planQuotas across resources: properties', () => {
     fc.assert(
       fc.property(input, (x) => {
         const { config, facts } = build(x);
-        const reversed = { ...config, teams: [...config.teams].reverse().map((t) => ({ ...t, namespaces: [...t.namespaces].reverse() })) };
+        const reversed = {
+          ...config,
+          teams: [...config.teams].reverse().map((t) => ({ ...t, namespaces: [...t.namespaces].reverse() })),
+        };
         expect(planQuotas(reversed, facts)).toEqual(planQuotas(config, facts));
       }),
       opts,
@@ -157,15 +219,23 @@ describe('planQuotas across resources: properties', () => {
 
   it('shares a fleet where every team uses one resource exactly as the per-resource planner did', () => {
     fc.assert(
-      fc.property(input.map((x) => ({ ...x, teams: x.teams.map((t) => ({ ...t, uses: t.uses.slice(0, 1) })) })), (x) => {
-        const { config, facts } = build(x);
-        const plan = planQuotas(config, facts);
-        const old = planQuotasPerResource(config, facts);
-        expect(plan.namespaces).toEqual(old.namespaces);
-        expect(plan.warnings).toEqual(old.warnings);
-        expect(plan.pool).toEqual(old.pool);
-        expect(plan.teams.map((t) => ({ ...t, resources: Object.fromEntries(Object.entries(t.resources).map(([r, { base: _, ...rest }]) => [r, rest])) }))).toEqual(old.teams);
-      }),
+      fc.property(
+        input.map((x) => ({ ...x, teams: x.teams.map((t) => ({ ...t, uses: t.uses.slice(0, 1) })) })),
+        (x) => {
+          const { config, facts } = build(x);
+          const plan = planQuotas(config, facts);
+          const old = planQuotasPerResource(config, facts);
+          expect(plan.namespaces).toEqual(old.namespaces);
+          expect(plan.warnings).toEqual(old.warnings);
+          expect(plan.pool).toEqual(old.pool);
+          expect(
+            plan.teams.map((t) => ({
+              ...t,
+              resources: Object.fromEntries(Object.entries(t.resources).map(([r, { base: _, ...rest }]) => [r, rest])),
+            })),
+          ).toEqual(old.teams);
+        },
+      ),
       opts,
     );
   });

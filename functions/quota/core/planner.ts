@@ -64,14 +64,17 @@ export interface TeamShare {
   team: string;
   weight: number;
   /** Resource → numbers behind the team's hard value. */
-  resources: Record<string, {
-    usage: number;
-    guarantee: number;
-    want: number;
-    /** What it keeps before lending: max(usage, guarantee) less its part of a capacity loss. */
-    base: number;
-    hard: number;
-  }>;
+  resources: Record<
+    string,
+    {
+      usage: number;
+      guarantee: number;
+      want: number;
+      /** What it keeps before lending: max(usage, guarantee) less its part of a capacity loss. */
+      base: number;
+      hard: number;
+    }
+  >;
 }
 
 export interface QuotaPlan {
@@ -94,30 +97,60 @@ export function planQuotas(config: QuotaConfig, facts: QuotaFacts): QuotaPlan {
   const hardOf: Record<string, number>[] = teams.map(() => ({}));
   const shares: TeamShare[] = teams.map((t) => ({ team: t.name, weight: t.weight, resources: {} }));
   const resources = resourcesOf(config);
-  const sum = (nss: readonly string[], m: QuotaFacts['usage'], r: string) => nss.reduce((s, ns) => s + (m[ns]?.[r] ?? 0), 0);
-  const sharedOf = (r: string, capacity: number) => Math.max(0, Math.floor(capacity * config.overcommit + 1e-9) - (config.buffer[r] ?? 0));
+  const sum = (nss: readonly string[], m: QuotaFacts['usage'], r: string) =>
+    nss.reduce((s, ns) => s + (m[ns]?.[r] ?? 0), 0);
+  const sharedOf = (r: string, capacity: number) =>
+    Math.max(0, Math.floor(capacity * config.overcommit + 1e-9) - (config.buffer[r] ?? 0));
   const grouped = new Set(config.migGroups.flatMap((g) => g.profiles));
   const eighths = (p: string) => facts.gpuEighths?.[p] ?? 8;
-  for (const p of grouped) if (facts.gpuEighths?.[p] === undefined && (facts.capacity[p] ?? 0) > 0) warnings.push(`${p}: no node offering it has a GPU model gpu-reflex knows (nvidia.com/gpu.product): counted as a whole GPU`);
+  for (const p of grouped)
+    if (facts.gpuEighths?.[p] === undefined && (facts.capacity[p] ?? 0) > 0)
+      warnings.push(
+        `${p}: no node offering it has a GPU model gpu-reflex knows (nvidia.com/gpu.product): counted as a whole GPU`,
+      );
 
   // 1. Per resource: the pool, and each team's usage, guarantee, max, want and base. A MIG group
   // is one resource in eighths of a GPU, its profiles summed by size.
-  type Line = { r: string; capacity: number; shared: number; usage: number[]; current: (number | undefined)[]; minBurst: number; unit?: 'eighths of a GPU' };
+  type Line = {
+    r: string;
+    capacity: number;
+    shared: number;
+    usage: number[];
+    current: (number | undefined)[];
+    minBurst: number;
+    unit?: 'eighths of a GPU';
+  };
   const plain: Line[] = resources
     .filter((r) => !grouped.has(r))
     .map((r) => {
       const capacity = facts.capacity[r] ?? 0;
       const usage = teams.map((t) => sum(t.namespaces, facts.usage, r));
-      const current = teams.map((t) => (t.namespaces.some((ns) => facts.current[ns]?.[r] !== undefined) ? sum(t.namespaces, facts.current, r) : undefined));
+      const current = teams.map((t) =>
+        t.namespaces.some((ns) => facts.current[ns]?.[r] !== undefined)
+          ? sum(t.namespaces, facts.current, r)
+          : undefined,
+      );
       return { r, capacity, shared: sharedOf(r, capacity), usage, current, minBurst: 1 };
     });
   const groupLines: Line[] = config.migGroups.map((g) => {
     const by = (f: (p: string) => number) => g.profiles.reduce((s, p) => s + f(p) * eighths(p), 0);
     const usage = teams.map((t) => by((p) => sum(t.namespaces, facts.usage, p)));
-    const current = teams.map((t) => (t.namespaces.some((ns) => g.profiles.some((p) => facts.current[ns]?.[p] !== undefined)) ? by((p) => sum(t.namespaces, facts.current, p)) : undefined));
+    const current = teams.map((t) =>
+      t.namespaces.some((ns) => g.profiles.some((p) => facts.current[ns]?.[p] !== undefined))
+        ? by((p) => sum(t.namespaces, facts.current, p))
+        : undefined,
+    );
     const shared = Math.max(0, by((p) => sharedOf(p, facts.capacity[p] ?? 0)) - 8 * (config.buffer[g.name] ?? 0));
     // A quota-bound team's burst is at least one GPU-equivalent.
-    return { r: g.name, capacity: by((p) => facts.capacity[p] ?? 0), shared, usage, current, minBurst: 8, unit: 'eighths of a GPU' as const };
+    return {
+      r: g.name,
+      capacity: by((p) => facts.capacity[p] ?? 0),
+      shared,
+      usage,
+      current,
+      minBurst: 8,
+      unit: 'eighths of a GPU' as const,
+    };
   });
   const per = (x: number, line: Line) => (line.unit ? x * 8 : x);
   const lines = [...plain, ...groupLines].map((l) => {
@@ -136,45 +169,94 @@ export function planQuotas(config: QuotaConfig, facts: QuotaFacts): QuotaPlan {
   const sharedAll = lines.map((l) => l.shared);
 
   // 2. Capacity loss: bases come down towards usage, weighted DRF over what each holds above it.
-  const lossWeights = drfWeights(lines.map((l) => l.base), sharedAll, weights);
+  const lossWeights = drfWeights(
+    lines.map((l) => l.base),
+    sharedAll,
+    weights,
+  );
   lines.forEach((l, ri) => {
     const { r, capacity, shared, usage, guarantee, max } = l;
     if (l.base.reduce((s, x) => s + x, 0) <= shared) return;
     const floorSum = usage.reduce((s, x) => s + x, 0);
     if (floorSum > shared) {
-      warnings.push(`${r}: the teams already use ${floorSum}, more than the ${shared} shared out (capacity ${capacity}): no quota goes below usage, so the total is ${floorSum}`);
+      warnings.push(
+        `${r}: the teams already use ${floorSum}, more than the ${shared} shared out (capacity ${capacity}): no quota goes below usage, so the total is ${floorSum}`,
+      );
       l.base = [...usage];
       return;
     }
-    const above = waterFill(l.base.map((b, i) => b - usage[i]!), lossWeights[ri]!, shared - floorSum);
-    l.base = integers(above.map((a, i) => usage[i]! + a), l.base, names);
+    const above = waterFill(
+      l.base.map((b, i) => b - usage[i]!),
+      lossWeights[ri]!,
+      shared - floorSum,
+    );
+    l.base = integers(
+      above.map((a, i) => usage[i]! + a),
+      l.base,
+      names,
+    );
     teams.forEach((t, i) => {
-      if (l.base[i]! < Math.min(guarantee[i]!, max[i]!)) warnings.push(`${r}: ${t.name} gets ${l.base[i]} of its guarantee ${guarantee[i]}: capacity (${capacity}, ${shared} shared out) cannot back every guarantee`);
+      if (l.base[i]! < Math.min(guarantee[i]!, max[i]!))
+        warnings.push(
+          `${r}: ${t.name} gets ${l.base[i]} of its guarantee ${guarantee[i]}: capacity (${capacity}, ${shared} shared out) cannot back every guarantee`,
+        );
     });
   });
 
   // 3. Lending what is left: weighted DRF along what the teams want.
-  const lendWeights = drfWeights(lines.map((l) => l.want), sharedAll, weights);
+  const lendWeights = drfWeights(
+    lines.map((l) => l.want),
+    sharedAll,
+    weights,
+  );
   lines.forEach((l, ri) => {
     const { base, want } = l;
     const left = l.shared - base.reduce((s, x) => s + x, 0);
-    const extra = waterFill(want.map((w, i) => Math.max(0, w - base[i]!)), lendWeights[ri]!, left);
-    const hard = integers(extra.map((x, i) => base[i]! + x), want.map((w, i) => Math.max(w, base[i]!)), names);
+    const extra = waterFill(
+      want.map((w, i) => Math.max(0, w - base[i]!)),
+      lendWeights[ri]!,
+      left,
+    );
+    const hard = integers(
+      extra.map((x, i) => base[i]! + x),
+      want.map((w, i) => Math.max(w, base[i]!)),
+      names,
+    );
     teams.forEach((_, i) => {
       hardOf[i]![l.r] = hard[i]!;
-      shares[i]!.resources[l.r] = { usage: l.usage[i]!, guarantee: l.guarantee[i]!, want: want[i]!, base: base[i]!, hard: hard[i]! };
+      shares[i]!.resources[l.r] = {
+        usage: l.usage[i]!,
+        guarantee: l.guarantee[i]!,
+        want: want[i]!,
+        base: base[i]!,
+        hard: hard[i]!,
+      };
     });
   });
 
   // 3b. A MIG group's share becomes its profiles' hard values (mig-shares.ts).
   for (const g of config.migGroups) {
-    const profiles: ProfilePool[] = g.profiles.map((p) => ({ resource: p, eighths: eighths(p), shared: sharedOf(p, facts.capacity[p] ?? 0), usage: teams.map((t) => sum(t.namespaces, facts.usage, p)) }));
-    const split = splitProfiles(profiles, teams.map((_, i) => hardOf[i]![g.name]!));
+    const profiles: ProfilePool[] = g.profiles.map((p) => ({
+      resource: p,
+      eighths: eighths(p),
+      shared: sharedOf(p, facts.capacity[p] ?? 0),
+      usage: teams.map((t) => sum(t.namespaces, facts.usage, p)),
+    }));
+    const split = splitProfiles(
+      profiles,
+      teams.map((_, i) => hardOf[i]![g.name]!),
+    );
     profiles.forEach((p, k) => {
       pool[p.resource] = { capacity: facts.capacity[p.resource] ?? 0, shared: p.shared };
       teams.forEach((_, i) => {
         hardOf[i]![p.resource] = split[k]![i]!;
-        shares[i]!.resources[p.resource] = { usage: p.usage[i]!, guarantee: 0, want: p.usage[i]!, base: p.usage[i]!, hard: split[k]![i]! };
+        shares[i]!.resources[p.resource] = {
+          usage: p.usage[i]!,
+          guarantee: 0,
+          want: p.usage[i]!,
+          base: p.usage[i]!,
+          hard: split[k]![i]!,
+        };
       });
     });
   }
@@ -189,7 +271,11 @@ export function planQuotas(config: QuotaConfig, facts: QuotaFacts): QuotaPlan {
       const used = nss.map((ns) => facts.usage[ns]?.[r] ?? 0);
       const rest = Math.max(0, total - used.reduce((s, x) => s + x, 0));
       const usedSum = used.reduce((s, x) => s + x, 0);
-      const split = integers(used.map((u) => u + (usedSum > 0 ? (rest * u) / usedSum : rest / nss.length)), used.map(() => Infinity), nss);
+      const split = integers(
+        used.map((u) => u + (usedSum > 0 ? (rest * u) / usedSum : rest / nss.length)),
+        used.map(() => Infinity),
+        nss,
+      );
       nss.forEach((ns, k) => (perNs[ns]![quotaKey(r)] = split[k]!));
     });
     for (const ns of nss) {
@@ -201,7 +287,8 @@ export function planQuotas(config: QuotaConfig, facts: QuotaFacts): QuotaPlan {
       const words = [...resources.filter((r) => !grouped.has(r)), ...config.migGroups.map((g) => g.name)].map((r) => {
         const x = s.resources[r]!;
         const g = config.migGroups.find((m) => m.name === r);
-        if (!g) return `${r}: team ${t.name} (weight ${t.weight}) uses ${x.usage}, guaranteed ${x.guarantee}, wants ${x.want} → ${x.hard} of ${pool[r]!.shared} shared out`;
+        if (!g)
+          return `${r}: team ${t.name} (weight ${t.weight}) uses ${x.usage}, guaranteed ${x.guarantee}, wants ${x.want} → ${x.hard} of ${pool[r]!.shared} shared out`;
         const gpus = (n: number) => `${n / 8} GPU${n === 8 ? '' : 's'}`;
         return `${r} (in GPU-equivalents): team ${t.name} (weight ${t.weight}) uses ${gpus(x.usage)}, guaranteed ${gpus(x.guarantee)}, wants ${gpus(x.want)} → ${gpus(x.hard)} of ${gpus(pool[r]!.shared)} shared out, as ${g.profiles.map((p) => `${p.slice('nvidia.com/mig-'.length)} ${s.resources[p]!.hard}`).join(', ')}`;
       });

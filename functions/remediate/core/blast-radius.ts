@@ -9,7 +9,12 @@ import { poolLimits, type Policy } from './policy.ts';
 import type { NodePhase, NodeState } from './state.ts';
 import type { PoolFacts } from './types.ts';
 
-const CAPACITY_ACTIONS: ReadonlySet<RemediationAction> = new Set(['quarantine-gpu', 'drain-node', 'reboot-node', 'replace-node']);
+const CAPACITY_ACTIONS: ReadonlySet<RemediationAction> = new Set([
+  'quarantine-gpu',
+  'drain-node',
+  'reboot-node',
+  'replace-node',
+]);
 
 /** Actions that take GPUs out of service count against the blast radius; restarts and observing do not. */
 export function takesCapacity(action: RemediationAction): boolean {
@@ -49,7 +54,11 @@ export function checkBlastRadius(policy: Policy, pool: PoolFacts, node: string, 
 }
 
 /** A node in one of these phases counts against its pool whatever its history says. */
-export const OUT_OF_SERVICE: ReadonlySet<NodePhase> = new Set<NodePhase>(['quarantined', 'draining', 'awaiting-repair']);
+export const OUT_OF_SERVICE: ReadonlySet<NodePhase> = new Set<NodePhase>([
+  'quarantined',
+  'draining',
+  'awaiting-repair',
+]);
 
 /**
  * The pool's count as the planners expect it, from the states of its nodes (pure; the handler
@@ -57,12 +66,20 @@ export const OUT_OF_SERVICE: ReadonlySet<NodePhase> = new Set<NodePhase>(['quara
  * (quarantined, draining, awaiting repair) or came back within the window — a window limits how
  * many nodes are taken out per window, not just how many are out at once.
  */
-export function poolFacts(policy: Policy, name: string, members: readonly { name: string; state: NodeState }[], now: Date): PoolFacts {
+export function poolFacts(
+  policy: Policy,
+  name: string,
+  members: readonly { name: string; state: NodeState }[],
+  now: Date,
+): PoolFacts {
   const { windowMinutes } = poolLimits(policy, name);
   const from = now.getTime() - windowMinutes * 60_000;
   const out = members.filter(({ state }) => {
     if (OUT_OF_SERVICE.has(state.phase)) return true;
-    return state.incidents.some((i) => i.phase === 'closed' && i.outAt !== undefined && i.closedAt !== undefined && Date.parse(i.closedAt) >= from);
+    return state.incidents.some(
+      (i) =>
+        i.phase === 'closed' && i.outAt !== undefined && i.closedAt !== undefined && Date.parse(i.closedAt) >= from,
+    );
   });
   const names = out.map((m) => m.name).sort();
   return { name, nodes: members.length, quarantinedInWindow: names.length, quarantinedNodes: names };

@@ -14,9 +14,19 @@ describe('toRemediationDetail', () => {
   it('builds a valid Remediation detail for the XID 79 drain once every step is done', async () => {
     const detail = toRemediationDetail(plan, allDone(plan), { occurredAt });
     expect(RemediationDetailSchema.safeParse(detail).success).toBe(true);
-    expect(detail).toMatchObject({ phase: 'acted', action: 'drain-node', scope: 'node', incident: `gpu-a100-07/${plan.trigger.gpuUuid}/xid-79` });
+    expect(detail).toMatchObject({
+      phase: 'acted',
+      action: 'drain-node',
+      scope: 'node',
+      incident: `gpu-a100-07/${plan.trigger.gpuUuid}/xid-79`,
+    });
     expect(detail.trigger).toMatchObject({ xid: 79, node: 'gpu-a100-07' });
-    expect(detail.steps[0]).toEqual({ kind: 'taint', target: 'node/gpu-a100-07', result: 'done', message: 'gpu-reflex.io/unhealthy=xid-79:NoSchedule' });
+    expect(detail.steps[0]).toEqual({
+      kind: 'taint',
+      target: 'node/gpu-a100-07',
+      result: 'done',
+      message: 'gpu-reflex.io/unhealthy=xid-79:NoSchedule',
+    });
   });
 
   it.each([
@@ -40,7 +50,13 @@ describe('toRemediationDetail', () => {
 
   it('never reports a failed notice as a failed remediation', async () => {
     const done = allDone(plan);
-    expect(toRemediationDetail(plan, { ...done, notices: done.notices.map(() => ({ result: 'failed' as const })) }, { occurredAt }).phase).toBe('acted');
+    expect(
+      toRemediationDetail(
+        plan,
+        { ...done, notices: done.notices.map(() => ({ result: 'failed' as const })) },
+        { occurredAt },
+      ).phase,
+    ).toBe('acted');
   });
 
   it('renders the typed actions as steps: taint, cordon, label, annotations, evictions, notice', async () => {
@@ -59,7 +75,9 @@ describe('toRemediationDetail', () => {
     const a = toRemediationDetail(plan, undefined, { occurredAt });
     const b = toRemediationDetail(plan, undefined, { occurredAt: new Date(occurredAt.getTime() + 5000) });
     expect(a.eventId).toBe(b.eventId);
-    expect(a.eventId).toBe(`rem:gpu-a100-07:${plan.trigger.gpuUuid}:xid-79:${Date.parse(plan.trigger.observedAt)}:decided`);
+    expect(a.eventId).toBe(
+      `rem:gpu-a100-07:${plan.trigger.gpuUuid}:xid-79:${Date.parse(plan.trigger.observedAt)}:decided`,
+    );
     // the outcome does not change the id: the outbox's copy and the sent report are one event
     expect(toRemediationDetail(plan, allDone(plan), { occurredAt }).eventId).toBe(a.eventId);
   });
@@ -80,7 +98,10 @@ describe('approvalIdOf', () => {
     const again = planRemediation(factsFor(xid(79, { minute: 2 }), w.node, { pool: full }), DEFAULT_POLICY);
     expect(approvalIdOf(first)).toMatch(/^apr-[a-z0-9-]{4,64}$/);
     expect(approvalIdOf(again)).toBe(approvalIdOf(first));
-    const other = planRemediation(factsFor(xid(79, { minute: 0, node: 'gpu-a100-08' }), node('gpu-a100-08'), { pool: full }), DEFAULT_POLICY);
+    const other = planRemediation(
+      factsFor(xid(79, { minute: 0, node: 'gpu-a100-08' }), node('gpu-a100-08'), { pool: full }),
+      DEFAULT_POLICY,
+    );
     expect(approvalIdOf(other)).not.toBe(approvalIdOf(first));
   });
 });
@@ -90,10 +111,24 @@ describe('toRemediationDetail for sweep plans', () => {
     // A condition that clears by itself (a reset-class fault returns only on a reset and a probe: sweep.test.ts).
     const first = planRemediation(factsFor(health('temperature', { minute: 0 }), node()), DEFAULT_POLICY);
     const hot = await apply(node(), STANDARD_PODS, first);
-    const w = await apply(hot.node, hot.pods, planRemediation(factsFor(health('temperature', { minute: 1, state: 'resolved' }), hot.node, { pods: hot.pods }), DEFAULT_POLICY));
-    const sweep = planSweep({ now: new Date(at(45)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }] }, DEFAULT_POLICY);
+    const w = await apply(
+      hot.node,
+      hot.pods,
+      planRemediation(
+        factsFor(health('temperature', { minute: 1, state: 'resolved' }), hot.node, { pods: hot.pods }),
+        DEFAULT_POLICY,
+      ),
+    );
+    const sweep = planSweep(
+      { now: new Date(at(45)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }] },
+      DEFAULT_POLICY,
+    );
     const plan = sweep.plans[0]!;
     const detail = toRemediationDetail(plan, allDone(plan), { occurredAt });
-    expect(detail).toMatchObject({ action: 'restore', phase: 'restored', trigger: { detailType: 'Scheduled Event', node: 'gpu-a100-07' } });
+    expect(detail).toMatchObject({
+      action: 'restore',
+      phase: 'restored',
+      trigger: { detailType: 'Scheduled Event', node: 'gpu-a100-07' },
+    });
   });
 });

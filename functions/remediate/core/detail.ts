@@ -3,7 +3,18 @@
  * happened to each of its steps, and validates it against the catalog schema. The event id is
  * deterministic (incident + observedAt + the decided phase), so publishing it twice is one event.
  */
-import { APPROVAL_REQUESTED, ApprovalRequestedDetailSchema, GPU_ACTIONS_ANNOTATION, parseDetail, REMEDIATION, RemediationDetailSchema, SCHEMA_VERSION, type ApprovalRequestedDetail, type RemediationDetail, type RemediationStep } from '../../../events/index.ts';
+import {
+  APPROVAL_REQUESTED,
+  ApprovalRequestedDetailSchema,
+  GPU_ACTIONS_ANNOTATION,
+  parseDetail,
+  REMEDIATION,
+  RemediationDetailSchema,
+  SCHEMA_VERSION,
+  type ApprovalRequestedDetail,
+  type RemediationDetail,
+  type RemediationStep,
+} from '../../../events/index.ts';
 import type { Applied, StepOutcome } from '../../lib/apply.ts';
 import type { CloudAction } from '../../lib/plan.ts';
 import { nodeTarget, podTarget } from './scope.ts';
@@ -19,7 +30,10 @@ export interface RenderedStep {
   target: string;
   message?: string;
   /** Where its outcome is found in `Applied`. */
-  from: { part: 'nodeEdit' } | { part: 'evictions' | 'notices' | 'cloud' | 'deviceTaints'; index: number } | { part: 'approval' };
+  from:
+    | { part: 'nodeEdit' }
+    | { part: 'evictions' | 'notices' | 'cloud' | 'deviceTaints'; index: number }
+    | { part: 'approval' };
 }
 
 /** The plan's actions as Remediation steps, in the order the applier carries them out. */
@@ -29,35 +43,77 @@ export function renderSteps(plan: Plan): RenderedStep[] {
   const e = plan.nodeEdit;
   if (e) {
     const from = { part: 'nodeEdit' } as const;
-    for (const t of e.addTaints) steps.push({ kind: 'taint', target: node, message: `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`, from });
-    for (const t of e.removeTaints) steps.push({ kind: 'untaint', target: node, message: `${t.key}:${t.effect}`, from });
-    if (e.unschedulable !== undefined) steps.push({ kind: e.unschedulable ? 'cordon' : 'uncordon', target: node, from });
-    for (const [k, v] of Object.entries(e.labels)) steps.push({ kind: 'label', target: node, message: v === null ? `${k}-` : `${k}=${v}`, from });
+    for (const t of e.addTaints)
+      steps.push({ kind: 'taint', target: node, message: `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`, from });
+    for (const t of e.removeTaints)
+      steps.push({ kind: 'untaint', target: node, message: `${t.key}:${t.effect}`, from });
+    if (e.unschedulable !== undefined)
+      steps.push({ kind: e.unschedulable ? 'cordon' : 'uncordon', target: node, from });
+    for (const [k, v] of Object.entries(e.labels))
+      steps.push({ kind: 'label', target: node, message: v === null ? `${k}-` : `${k}=${v}`, from });
     for (const [k, v] of Object.entries(e.annotations)) {
       // The GPU actions are shown as what they ask, below, not as the annotation's JSON.
       if (k === GPU_ACTIONS_ANNOTATION) continue;
       steps.push({ kind: 'annotate', target: node, message: v === null ? `${k}-` : `${k}=${v}`, from });
     }
-    for (const r of plan.gpuActions ?? []) steps.push({ kind: r.action === 'drain-on' || r.action === 'drain-off' || r.action === 'mig-cleanup' ? 'annotate' : r.action, target: `${node}/gpu/${r.gpuUuid}`, message: `asked of the node agent (${r.id})`, from });
+    for (const r of plan.gpuActions ?? [])
+      steps.push({
+        kind: r.action === 'drain-on' || r.action === 'drain-off' || r.action === 'mig-cleanup' ? 'annotate' : r.action,
+        target: `${node}/gpu/${r.gpuUuid}`,
+        message: `asked of the node agent (${r.id})`,
+        from,
+      });
     if (e.record !== undefined) steps.push({ kind: 'annotate', target: node, message: HISTORY_ANNOTATION, from });
-    if (e.condition) steps.push({ kind: 'condition', target: node, message: `${e.condition.type}=${e.condition.status}: ${e.condition.message}`, from });
+    if (e.condition)
+      steps.push({
+        kind: 'condition',
+        target: node,
+        message: `${e.condition.type}=${e.condition.status}: ${e.condition.message}`,
+        from,
+      });
   }
   const dra = plan.deviceTaints;
   if (dra) {
     dra.add.forEach((t, index) =>
-      steps.push({ kind: 'fence', target: `${node}/gpu/${t.gpuUuid}`, message: `DeviceTaintRule ${t.name}: ${t.taint.key}=${t.taint.value}:${t.taint.effect} on DRA device ${t.driver}/${t.pool}/${t.device}`, from: { part: 'deviceTaints', index } }),
+      steps.push({
+        kind: 'fence',
+        target: `${node}/gpu/${t.gpuUuid}`,
+        message: `DeviceTaintRule ${t.name}: ${t.taint.key}=${t.taint.value}:${t.taint.effect} on DRA device ${t.driver}/${t.pool}/${t.device}`,
+        from: { part: 'deviceTaints', index },
+      }),
     );
-    dra.remove.forEach((t, i) => steps.push({ kind: 'unfence', target: `${node}/gpu/${t.gpuUuid}`, message: `DeviceTaintRule ${t.name} deleted`, from: { part: 'deviceTaints', index: dra.add.length + i } }));
+    dra.remove.forEach((t, i) =>
+      steps.push({
+        kind: 'unfence',
+        target: `${node}/gpu/${t.gpuUuid}`,
+        message: `DeviceTaintRule ${t.name} deleted`,
+        from: { part: 'deviceTaints', index: dra.add.length + i },
+      }),
+    );
   }
-  plan.evictions.forEach((p, index) => steps.push({ kind: 'evict', target: podTarget(p), from: { part: 'evictions', index } }));
-  if (plan.approval) steps.push({ kind: 'approval', target: node, message: plan.approval.summary, from: { part: 'approval' } });
-  plan.notices.forEach((n, index) => steps.push({ kind: 'notify', target: node, message: n.text, from: { part: 'notices', index } }));
-  plan.cloud.forEach((c, index) => steps.push({ kind: c.kind, target: c.kind === 'scale' ? `pool/${c.pool}` : nodeTarget(c.node), ...(c.kind === 'replace' ? { message: replaceStepWords(c) } : {}), from: { part: 'cloud', index } }));
+  plan.evictions.forEach((p, index) =>
+    steps.push({ kind: 'evict', target: podTarget(p), from: { part: 'evictions', index } }),
+  );
+  if (plan.approval)
+    steps.push({ kind: 'approval', target: node, message: plan.approval.summary, from: { part: 'approval' } });
+  plan.notices.forEach((n, index) =>
+    steps.push({ kind: 'notify', target: node, message: n.text, from: { part: 'notices', index } }),
+  );
+  plan.cloud.forEach((c, index) =>
+    steps.push({
+      kind: c.kind,
+      target: c.kind === 'scale' ? `pool/${c.pool}` : nodeTarget(c.node),
+      ...(c.kind === 'replace' ? { message: replaceStepWords(c) } : {}),
+      from: { part: 'cloud', index },
+    }),
+  );
   return steps;
 }
 
 function replaceStepWords(c: Extract<CloudAction, { kind: 'replace' }>): string {
-  return c.step === 'grow' ? `node pool ${c.pool}: desired size ${c.from} → ${c.to} (capacity first)` : `node pool ${c.pool}: instance ${c.instanceId} removed and released (RemoveNodePoolNodes)`;
+  return c.step === 'grow'
+    ? `node pool ${c.pool}: desired size ${c.from} → ${c.to} (capacity first)`
+    : `node pool ${c.pool}: instance ${c.instanceId} removed and released (RemoveNodePoolNodes)`;
 }
 
 function outcomeOf(step: RenderedStep, applied: Applied): StepOutcome | undefined {
@@ -73,17 +129,29 @@ function outcomeOf(step: RenderedStep, applied: Applied): StepOutcome | undefine
  * describe the decision before acting. `dryRun` marks a run whose ports were the recording
  * decorator: every step that would have acted reads `dry-run`.
  */
-export function toRemediationDetail(plan: Plan, applied: Applied | undefined, opts: { occurredAt: Date; dryRun?: boolean }): RemediationDetail {
+export function toRemediationDetail(
+  plan: Plan,
+  applied: Applied | undefined,
+  opts: { occurredAt: Date; dryRun?: boolean },
+): RemediationDetail {
   const rendered = renderSteps(plan).slice(0, 600);
   const outcomes = applied ? rendered.map((s) => outcomeOf(s, applied)) : undefined;
   // A notice that failed never fails a remediation (STYLE.md "Errors").
-  const phase = phaseOf(plan, outcomes?.filter((_, i) => rendered[i]!.kind !== 'notify'));
+  const phase = phaseOf(
+    plan,
+    outcomes?.filter((_, i) => rendered[i]!.kind !== 'notify'),
+  );
   const steps: RemediationStep[] = rendered.map((s, i) => {
     const r = outcomes?.[i];
     const acted = r?.result === 'done' || r?.result === 'already';
     const result: RemediationStep['result'] = opts.dryRun && (acted || !r) ? 'dry-run' : (r?.result ?? 'skipped');
     const message = r?.message ?? s.message;
-    return { kind: s.kind, target: s.target.slice(0, 300), result, ...(message ? { message: message.slice(0, 512) } : {}) };
+    return {
+      kind: s.kind,
+      target: s.target.slice(0, 300),
+      result,
+      ...(message ? { message: message.slice(0, 512) } : {}),
+    };
   });
   const detail: RemediationDetail = {
     schemaVersion: SCHEMA_VERSION,
@@ -160,7 +228,15 @@ export function toApprovalDetail(plan: Plan, opts: { now: Date; ttlMs?: number }
     approvalId,
     requestedBy: 'remediate',
     summary: (plan.approval?.summary ?? plan.reason).slice(0, 2048),
-    plan: { incident: plan.incident, action: plan.action, scope: plan.scope, node: plan.target.node, gpus: plan.target.gpus, pods: plan.target.pods.map((p) => `${p.namespace}/${p.name}`), reason: plan.reason },
+    plan: {
+      incident: plan.incident,
+      action: plan.action,
+      scope: plan.scope,
+      node: plan.target.node,
+      gpus: plan.target.gpus,
+      pods: plan.target.pods.map((p) => `${p.namespace}/${p.name}`),
+      reason: plan.reason,
+    },
     expiresAt: new Date(opts.now.getTime() + (opts.ttlMs ?? 3_600_000)).toISOString(),
   });
 }

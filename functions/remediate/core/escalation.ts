@@ -40,7 +40,13 @@ export function ladderOf(rule: Rule): RemediationAction[] {
 }
 
 /** Occurrences of `key` within `minutes` before `at` (inclusive), not before `since`. */
-export function occurrencesInWindow(recent: readonly Occurrence[], key: string, at: Date, minutes: number, since?: string): Occurrence[] {
+export function occurrencesInWindow(
+  recent: readonly Occurrence[],
+  key: string,
+  at: Date,
+  minutes: number,
+  since?: string,
+): Occurrence[] {
   const from = Math.max(at.getTime() - minutes * 60_000, since ? Date.parse(since) + 1 : -Infinity);
   return recent.filter((o) => o.key === key && Date.parse(o.at) >= from && Date.parse(o.at) <= at.getTime());
 }
@@ -59,9 +65,18 @@ export function decideLevel(
   const top = ladder.length - 1;
   if (!open) {
     const closedAt = lastClosed?.closedAt ? Date.parse(lastClosed.closedAt) : NaN;
-    if (lastClosed?.outAt !== undefined && at.getTime() > closedAt && at.getTime() - closedAt <= recurrenceHours * 3_600_000) {
+    if (
+      lastClosed?.outAt !== undefined &&
+      at.getTime() > closedAt &&
+      at.getTime() - closedAt <= recurrenceHours * 3_600_000
+    ) {
       const level = Math.min(lastClosed.level + 1, top);
-      if (level > 0) return { level, escalated: true, why: `it returned ${minutesBetween(closedAt, at)} min after the last restore (at ${lastClosed.action}), so it goes one step further` };
+      if (level > 0)
+        return {
+          level,
+          escalated: true,
+          why: `it returned ${minutesBetween(closedAt, at)} min after the last restore (at ${lastClosed.action}), so it goes one step further`,
+        };
     }
     return { level: 0, escalated: false, why: '' };
   }
@@ -78,7 +93,14 @@ export function decideLevel(
       why: `seen ${times} times within ${rule.escalate.windowMinutes} min across ${workloads.size} different workloads (rule: ${rule.escalate.count} times, ${rule.escalate.distinctWorkloads} workloads), so it escalates from ${ladder[level]} to ${ladder[level + 1]}`,
     };
   }
-  const progress: EscalationProgress = { seen: times, needed: rule.escalate.count, workloads: workloads.size, neededWorkloads: rule.escalate.distinctWorkloads, windowMinutes: rule.escalate.windowMinutes, next: ladder[level + 1]! };
+  const progress: EscalationProgress = {
+    seen: times,
+    needed: rule.escalate.count,
+    workloads: workloads.size,
+    neededWorkloads: rule.escalate.distinctWorkloads,
+    windowMinutes: rule.escalate.windowMinutes,
+    next: ladder[level + 1]!,
+  };
   return { level, escalated: false, why: '', progress };
 }
 

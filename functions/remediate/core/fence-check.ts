@@ -47,45 +47,101 @@ interface Seen {
   failed?: string;
 }
 
-export function checkFence(i: Incident, state: Pick<NodeState, 'incidents'>, node: Node, results: Results, now: Date, policy: Pick<Policy, 'fence'>): FenceCheck {
+export function checkFence(
+  i: Incident,
+  state: Pick<NodeState, 'incidents'>,
+  node: Node,
+  results: Results,
+  now: Date,
+  policy: Pick<Policy, 'fence'>,
+): FenceCheck {
   const f = i.fence;
   if (!f || f.fallback || f.backend === 'cordon' || !isOpen(i) || !fenced(i)) return { kind: 'wait' };
   if (f.backend === 'dra') return checkDra(i, node, now, policy);
   const seen = seenOut(i, state, node, results, f.verifiedAt === undefined);
   const at = now.toISOString();
-  const how = f.backend === 'ack-file' ? "ACK device plugin's unhealthy-devices file" : "NVIDIA device plugin's own health check";
+  const how =
+    f.backend === 'ack-file' ? "ACK device plugin's unhealthy-devices file" : "NVIDIA device plugin's own health check";
   if (f.verifiedAt === undefined) {
-    if (seen.holds) return { kind: 'verified', incident: { ...i, fence: { ...f, verifiedAt: at } }, why: `${i.gpu} is fenced (${how}): ${seen.words}` };
-    if (!seen.failed && now.getTime() - Date.parse(i.outAt ?? i.since) < policy.fence.verifyMinutes * MINUTE) return { kind: 'wait' };
-    const why = seen.failed ? `${seen.failed} (${f.backend}: ${seen.words})` : `was not fenced within ${policy.fence.verifyMinutes} min (${f.backend}: ${seen.words})`;
+    if (seen.holds)
+      return {
+        kind: 'verified',
+        incident: { ...i, fence: { ...f, verifiedAt: at } },
+        why: `${i.gpu} is fenced (${how}): ${seen.words}`,
+      };
+    if (!seen.failed && now.getTime() - Date.parse(i.outAt ?? i.since) < policy.fence.verifyMinutes * MINUTE)
+      return { kind: 'wait' };
+    const why = seen.failed
+      ? `${seen.failed} (${f.backend}: ${seen.words})`
+      : `was not fenced within ${policy.fence.verifyMinutes} min (${f.backend}: ${seen.words})`;
     return fallBack(i, f, `${i.gpu} ${why}`, at);
   }
   return held(i, f, seen, results, now, policy, how);
 }
 
 /** A verified fence, on a later sweep (see the file comment). */
-function held(i: Incident, f: FenceState, seen: Seen, results: Results, now: Date, policy: Pick<Policy, 'fence'>, how: string): FenceCheck {
+function held(
+  i: Incident,
+  f: FenceState,
+  seen: Seen,
+  results: Results,
+  now: Date,
+  policy: Pick<Policy, 'fence'>,
+  how: string,
+): FenceCheck {
   const at = now.toISOString();
   const back = writtenBack(i, results);
   if (seen.holds) {
     if (f.driftAt === undefined && (back === undefined || back === f.restoredSeen)) return { kind: 'wait' };
     const { driftAt: _gone, ...rest } = f;
     const fence = { ...rest, ...(back ? { restoredSeen: back } : {}) };
-    const when = back && back !== f.restoredSeen ? `another writer removed it from the fence file and the node agent wrote it back at ${back}` : `it was not seen from ${f.driftAt}`;
-    return { kind: 'drift', incident: { ...i, fence }, why: `the fence of ${i.gpu} holds again (${how}): ${when}; ${seen.words}` };
+    const when =
+      back && back !== f.restoredSeen
+        ? `another writer removed it from the fence file and the node agent wrote it back at ${back}`
+        : `it was not seen from ${f.driftAt}`;
+    return {
+      kind: 'drift',
+      incident: { ...i, fence },
+      why: `the fence of ${i.gpu} holds again (${how}): ${when}; ${seen.words}`,
+    };
   }
-  if (seen.failed) return fallBack(i, f, `${i.gpu}'s fence no longer holds and cannot be restored: ${seen.failed} (${seen.words})`, at);
+  if (seen.failed)
+    return fallBack(
+      i,
+      f,
+      `${i.gpu}'s fence no longer holds and cannot be restored: ${seen.failed} (${seen.words})`,
+      at,
+    );
   // NVIDIA's latch, once undone (its pod restarted by someone), is not ours to set again.
-  if (f.backend === 'nvidia-plugin') return fallBack(i, f, `${i.gpu}'s fence no longer holds: NVIDIA's device plugin counts it again (restarted by someone?), and gpu-reflex cannot latch it (${seen.words})`, at);
+  if (f.backend === 'nvidia-plugin')
+    return fallBack(
+      i,
+      f,
+      `${i.gpu}'s fence no longer holds: NVIDIA's device plugin counts it again (restarted by someone?), and gpu-reflex cannot latch it (${seen.words})`,
+      at,
+    );
   if (f.driftAt === undefined) {
-    return { kind: 'drift', incident: { ...i, fence: { ...f, driftAt: at } }, why: `the fence of ${i.gpu} no longer holds (${seen.words}): the node agent writes it back on its next tick; if it is still not seen in ${policy.fence.verifyMinutes} min, the node is tainted` };
+    return {
+      kind: 'drift',
+      incident: { ...i, fence: { ...f, driftAt: at } },
+      why: `the fence of ${i.gpu} no longer holds (${seen.words}): the node agent writes it back on its next tick; if it is still not seen in ${policy.fence.verifyMinutes} min, the node is tainted`,
+    };
   }
   if (now.getTime() - Date.parse(f.driftAt) < policy.fence.verifyMinutes * MINUTE) return { kind: 'wait' };
-  return fallBack(i, f, `${i.gpu}'s fence has not held since ${f.driftAt} and was not restored within ${policy.fence.verifyMinutes} min (${seen.words})`, at);
+  return fallBack(
+    i,
+    f,
+    `${i.gpu}'s fence has not held since ${f.driftAt} and was not restored within ${policy.fence.verifyMinutes} min (${seen.words})`,
+    at,
+  );
 }
 
 function fallBack(i: Incident, f: FenceState, why: string, at: string): FenceCheck {
-  return { kind: 'fallback', incident: { ...i, fence: { ...f, fallback: 'not-verified', fallbackAt: at } }, why: `${why}: the node is tainted NoSchedule instead, until the GPU is repaired` };
+  return {
+    kind: 'fallback',
+    incident: { ...i, fence: { ...f, fallback: 'not-verified', fallbackAt: at } },
+    why: `${why}: the node is tainted NoSchedule instead, until the GPU is repaired`,
+  };
 }
 
 /** When the agent last wrote the incident's fence back into the file (its answer), if it ever did. */
@@ -111,9 +167,21 @@ function seenOut(i: Incident, state: Pick<NodeState, 'incidents'>, node: Node, r
   const countHolds = out !== undefined && out >= want;
   if (backendOf(i) !== 'ack-file') return { holds: countHolds, words: counted };
   const r = results[requestId('fence', i)];
-  if (r?.state === 'failed') return { holds: false, words: counted, failed: `the node agent could not fence it: ${r.reason ?? 'no reason given'}` };
+  if (r?.state === 'failed')
+    return {
+      holds: false,
+      words: counted,
+      failed: `the node agent could not fence it: ${r.reason ?? 'no reason given'}`,
+    };
   const listed = r?.state === 'done' && r.fence?.listed === true;
-  const identity = r === undefined || r.state !== 'done' ? 'the node agent has not answered the fence yet' : r.fence === undefined ? 'the node agent gave no evidence of the file (an agent from before #27)' : listed ? 'the file lists it' : 'the file does not list it';
+  const identity =
+    r === undefined || r.state !== 'done'
+      ? 'the node agent has not answered the fence yet'
+      : r.fence === undefined
+        ? 'the node agent gave no evidence of the file (an agent from before #27)'
+        : listed
+          ? 'the file lists it'
+          : 'the file does not list it';
   return { holds: listed && countHolds, words: `${identity}; ${counted}` };
 }
 
@@ -124,7 +192,13 @@ function seenOut(i: Incident, state: Pick<NodeState, 'incidents'>, node: Node, r
 function foreignOut(state: Pick<NodeState, 'incidents'>, results: Results): number {
   let most = 0;
   for (const x of state.incidents) {
-    if (!isOpen(x) || !fenced(x) || x.fence?.fallback !== undefined || (backendOf(x) !== 'ack-file' && backendOf(x) !== 'nvidia-plugin')) continue;
+    if (
+      !isOpen(x) ||
+      !fenced(x) ||
+      x.fence?.fallback !== undefined ||
+      (backendOf(x) !== 'ack-file' && backendOf(x) !== 'nvidia-plugin')
+    )
+      continue;
     const file = results[requestId('fence', x)]?.fence?.before.length ?? 0;
     most = Math.max(most, x.fence?.outBefore ?? 0, file);
   }

@@ -10,14 +10,24 @@ import { planSweep } from './sweep.ts';
 import { deviceTaintName } from './fence-dra.ts';
 import { apply, at, factsFor, gpu, node, pod, pool, stateOf, withDra, xid } from '../testing.ts';
 import type { NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
-import { GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, MIG_INVENTORY_ANNOTATION, type GpuActionRequest, type GpuActionState, type GpuFenceEvidence } from '../../../events/index.ts';
+import {
+  GPU_ACTION_RESULTS_ANNOTATION,
+  GPU_ACTIONS_ANNOTATION,
+  MIG_INVENTORY_ANNOTATION,
+  type GpuActionRequest,
+  type GpuActionState,
+  type GpuFenceEvidence,
+} from '../../../events/index.ts';
 
 interface World {
   node: NodeFacts;
   pods: PodFacts[];
 }
 const P = DEFAULT_POLICY;
-const withBackend = (backend: Policy['fence']['backend']): Policy => ({ ...DEFAULT_POLICY, pools: { a100: { fenceBackend: backend } } });
+const withBackend = (backend: Policy['fence']['backend']): Policy => ({
+  ...DEFAULT_POLICY,
+  pools: { a100: { fenceBackend: backend } },
+});
 const PODS = [pod('train-3', { gpus: [gpu(3).uuid] })];
 
 async function hit(w: World, e: TriggerEvent, policy: Policy): Promise<World> {
@@ -25,17 +35,46 @@ async function hit(w: World, e: TriggerEvent, policy: Policy): Promise<World> {
   return apply(w.node, w.pods, plan, new Set(), 'ignores');
 }
 async function sweep(w: World, minute: number, policy: Policy): Promise<{ plan: Plan | undefined; world: World }> {
-  const plan = planSweep({ now: new Date(at(minute)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }] }, policy).plans[0];
+  const plan = planSweep(
+    { now: new Date(at(minute)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }] },
+    policy,
+  ).plans[0];
   return { plan, world: plan ? await apply(w.node, w.pods, plan, new Set(), 'ignores') : w };
 }
-const setAllocatable = (w: World, key: string, n: number): World => ({ ...w, node: { ...w.node, allocatable: { ...w.node.allocatable, [key]: String(n) } } });
+const setAllocatable = (w: World, key: string, n: number): World => ({
+  ...w,
+  node: { ...w.node, allocatable: { ...w.node.allocatable, [key]: String(n) } },
+});
 const gpus = (w: World, n: number) => setAllocatable(w, 'nvidia.com/gpu', n);
-const fenceRequest = (w: World) => (JSON.parse(w.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[]).find((r) => r.action === 'fence')!;
+const fenceRequest = (w: World) =>
+  (JSON.parse(w.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[]).find(
+    (r) => r.action === 'fence',
+  )!;
 /** The node agent's answer to the fence, as its actuator writes it. */
-function agent(w: World, fence: GpuFenceEvidence | undefined, state: GpuActionState['state'] = 'done', minute = 0): World {
+function agent(
+  w: World,
+  fence: GpuFenceEvidence | undefined,
+  state: GpuActionState['state'] = 'done',
+  minute = 0,
+): World {
   const r = fenceRequest(w);
-  const results = { ...(JSON.parse(w.node.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>), [r.id]: { state, action: 'fence', gpuUuid: r.gpuUuid, at: at(minute), ...(fence ? { fence } : {}) } as GpuActionState };
-  return { ...w, node: { ...w.node, annotations: { ...w.node.annotations, [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify(results) } } };
+  const results = {
+    ...(JSON.parse(w.node.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>),
+    [r.id]: {
+      state,
+      action: 'fence',
+      gpuUuid: r.gpuUuid,
+      at: at(minute),
+      ...(fence ? { fence } : {}),
+    } as GpuActionState,
+  };
+  return {
+    ...w,
+    node: {
+      ...w.node,
+      annotations: { ...w.node.annotations, [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify(results) },
+    },
+  };
 }
 const fenceOf = (w: World) => stateOf(w.node).incidents[0]!.fence;
 const ourTaint = (w: World) => w.node.taints.find((t) => t.key === P.taintKey);
@@ -48,7 +87,9 @@ describe('fence identity: the ACK file lists our UUID, and the count is past wha
     expect(fenceOf(w)).toMatchObject({ backend: 'ack-file', outBefore: 1 });
     w = gpus(agent(w, { listed: true, before: ['index:5'] }), 6);
     const s = await sweep(w, 1, P);
-    expect(s.plan?.reason).toContain(`${gpu(3).uuid} is fenced (ACK device plugin's unhealthy-devices file): the file lists it; 2 GPU device(s) missing from its allocatable, 2 expected (1 held out by gpu-reflex, 1 already out before the fence`);
+    expect(s.plan?.reason).toContain(
+      `${gpu(3).uuid} is fenced (ACK device plugin's unhealthy-devices file): the file lists it; 2 GPU device(s) missing from its allocatable, 2 expected (1 held out by gpu-reflex, 1 already out before the fence`,
+    );
     expect(fenceOf(s.world)?.verifiedAt).toBe(at(1));
   });
 
@@ -58,14 +99,18 @@ describe('fence identity: the ACK file lists our UUID, and the count is past wha
     const early = await sweep(w, 1, P);
     expect(fenceOf(early.world)?.verifiedAt).toBeUndefined();
     const s = await sweep(early.world, P.fence.verifyMinutes, P);
-    expect(s.plan?.notices[0]?.text).toContain('1 GPU device(s) missing from its allocatable, 2 expected (1 held out by gpu-reflex, 1 already out before the fence: another device\'s isolation is no proof of ours)');
+    expect(s.plan?.notices[0]?.text).toContain(
+      "1 GPU device(s) missing from its allocatable, 2 expected (1 held out by gpu-reflex, 1 already out before the fence: another device's isolation is no proof of ours)",
+    );
     expect(ourTaint(s.world)).toMatchObject({ effect: 'NoSchedule' });
   });
 
   it('a count that would pass is not enough without the file listing our GPU (agent silent, or an agent without evidence)', async () => {
     const w = gpus(await hit({ node: node(), pods: PODS }, xid(48, { gpu: 3 }), P), 7);
     const silent = await sweep(w, P.fence.verifyMinutes, P);
-    expect(silent.plan?.notices[0]?.text).toContain('the node agent has not answered the fence yet; 1 GPU device(s) missing from its allocatable, 1 expected');
+    expect(silent.plan?.notices[0]?.text).toContain(
+      'the node agent has not answered the fence yet; 1 GPU device(s) missing from its allocatable, 1 expected',
+    );
     const old = await sweep(agent(w, undefined), P.fence.verifyMinutes, P);
     expect(old.plan?.notices[0]?.text).toContain('the node agent gave no evidence of the file');
     const notListed = await sweep(agent(w, { listed: false, before: [] }), 1, P);
@@ -87,7 +132,11 @@ describe('fence identity: the ACK file lists our UUID, and the count is past wha
   });
 
   it('an agent that could not write the file escalates to the node taint at once, saying why', async () => {
-    const w = agent(await hit({ node: node(), pods: PODS }, xid(48, { gpu: 3 }), P), { listed: false, before: [] }, 'failed');
+    const w = agent(
+      await hit({ node: node(), pods: PODS }, xid(48, { gpu: 3 }), P),
+      { listed: false, before: [] },
+      'failed',
+    );
     const s = await sweep(w, 0, P);
     expect(s.plan?.notices[0]?.text).toContain('the node agent could not fence it');
     expect(ourTaint(s.world)).toBeDefined();
@@ -97,8 +146,21 @@ describe('fence identity: the ACK file lists our UUID, and the count is past wha
 /** An 8-GPU node carved 7×1g.10gb per GPU, as the node agent's MIG inventory lists it. */
 function migNode(): NodeFacts {
   const mig = { 'nvidia.com/mig-1g.10gb': '56' };
-  const inventory = { v: 1, at: at(0), gpus: Array.from({ length: 8 }, (_, g) => ({ index: g, uuid: gpu(g).uuid, instances: Array.from({ length: 7 }, (_, k) => ({ profile: '1g.10gb', gi: k + 7, inUse: false })) })) };
-  return { ...node(), capacity: mig, allocatable: { ...mig }, annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inventory) } };
+  const inventory = {
+    v: 1,
+    at: at(0),
+    gpus: Array.from({ length: 8 }, (_, g) => ({
+      index: g,
+      uuid: gpu(g).uuid,
+      instances: Array.from({ length: 7 }, (_, k) => ({ profile: '1g.10gb', gi: k + 7, inUse: false })),
+    })),
+  };
+  return {
+    ...node(),
+    capacity: mig,
+    allocatable: { ...mig },
+    annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inventory) },
+  };
 }
 
 describe('fence identity on a MIG GPU: every instance counts', () => {
@@ -131,7 +193,9 @@ describe("fence identity under NVIDIA's plugin: only a count, so the baseline an
     expect(fenceOf(w)).toMatchObject({ backend: 'nvidia-plugin', fallback: 'plugin-latches-one-mig-device' });
     expect(ourTaint(w)).toMatchObject({ effect: 'NoSchedule' });
     const plan = planRemediation(factsFor(xid(48, { gpu: 3 }), migNode(), { pods: PODS }), NV);
-    expect(plan.reason).toContain("is a MIG GPU, and NVIDIA's device plugin latches only one of its instances for XID 48");
+    expect(plan.reason).toContain(
+      "is a MIG GPU, and NVIDIA's device plugin latches only one of its instances for XID 48",
+    );
   });
 
   it('a verified latch undone by someone (the plugin restarted) cannot be set again by gpu-reflex: the node is tainted at once', async () => {
@@ -145,7 +209,10 @@ describe("fence identity under NVIDIA's plugin: only a count, so the baseline an
 
 describe('a fence is held: re-verified on every sweep, restored, escalated, reported', () => {
   async function verified(): Promise<World> {
-    const w = gpus(agent(await hit({ node: node(), pods: PODS }, xid(48, { gpu: 3 }), P), { listed: true, before: [] }), 7);
+    const w = gpus(
+      agent(await hit({ node: node(), pods: PODS }, xid(48, { gpu: 3 }), P), { listed: true, before: [] }),
+      7,
+    );
     const s = await sweep(w, 1, P);
     expect(fenceOf(s.world)?.verifiedAt).toBe(at(1));
     return s.world;
@@ -155,17 +222,23 @@ describe('a fence is held: re-verified on every sweep, restored, escalated, repo
     const w = agent(await verified(), { listed: true, before: [], restored: 1, restoredAt: at(2) });
     const s = await sweep(w, 3, P);
     expect(s.plan?.kind).toBe('act');
-    expect(s.plan?.reason).toContain(`the fence of ${gpu(3).uuid} holds again (ACK device plugin's unhealthy-devices file): another writer removed it from the fence file and the node agent wrote it back at ${at(2)}`);
+    expect(s.plan?.reason).toContain(
+      `the fence of ${gpu(3).uuid} holds again (ACK device plugin's unhealthy-devices file): another writer removed it from the fence file and the node agent wrote it back at ${at(2)}`,
+    );
     expect(s.plan?.notices[0]?.text).toContain('wrote it back');
     expect(fenceOf(s.world)?.restoredSeen).toBe(at(2));
-    expect(s.plan?.nodeEvents).toEqual([expect.objectContaining({ type: 'Normal', reason: 'GpuFenceRestored', action: 'Fence' })]);
+    expect(s.plan?.nodeEvents).toEqual([
+      expect.objectContaining({ type: 'Normal', reason: 'GpuFenceRestored', action: 'Fence' }),
+    ]);
     expect((await sweep(s.world, 4, P)).plan?.notices ?? []).toEqual([]);
   });
 
   it('a fence seen gone is reported at once; still gone fence.verifyMinutes later, the node is tainted', async () => {
     const gone = gpus(agent(await verified(), { listed: false, before: [] }), 8);
     const s = await sweep(gone, 2, P);
-    expect(s.plan?.notices[0]?.text).toContain(`the fence of ${gpu(3).uuid} no longer holds (the file does not list it; 0 GPU device(s) missing from its allocatable, 1 expected)`);
+    expect(s.plan?.notices[0]?.text).toContain(
+      `the fence of ${gpu(3).uuid} no longer holds (the file does not list it; 0 GPU device(s) missing from its allocatable, 1 expected)`,
+    );
     expect(ourTaint(s.world)).toBeUndefined();
     expect(fenceOf(s.world)?.driftAt).toBe(at(2));
     expect(s.plan?.nodeEvents?.map((e) => `${e.type} ${e.reason}`)).toEqual(['Warning GpuFenceLost']);
@@ -178,14 +251,22 @@ describe('a fence is held: re-verified on every sweep, restored, escalated, repo
 
   it('a fence gone and back again before the deadline is reported as holding again, untainted', async () => {
     const gone = await sweep(gpus(agent(await verified(), { listed: false, before: [] }), 8), 2, P);
-    const back = await sweep(gpus(agent(gone.world, { listed: true, before: [], restored: 1, restoredAt: at(2) }), 7), 3, P);
+    const back = await sweep(
+      gpus(agent(gone.world, { listed: true, before: [], restored: 1, restoredAt: at(2) }), 7),
+      3,
+      P,
+    );
     expect(back.plan?.reason).toContain('holds again');
     expect(fenceOf(back.world)?.driftAt).toBeUndefined();
     expect(ourTaint(back.world)).toBeUndefined();
   });
 
   it('re-verification only needs our own devices out: ACK releasing the GPU it held is no drift', async () => {
-    const w = await sweep(gpus(agent(await hit(ackHoldsGpu5(), xid(48, { gpu: 3 }), P), { listed: true, before: ['index:5'] }), 6), 1, P);
+    const w = await sweep(
+      gpus(agent(await hit(ackHoldsGpu5(), xid(48, { gpu: 3 }), P), { listed: true, before: ['index:5'] }), 6),
+      1,
+      P,
+    );
     expect(fenceOf(w.world)?.verifiedAt).toBe(at(1));
     expect((await sweep(gpus(w.world, 7), 2, P)).plan).toBeUndefined();
   });

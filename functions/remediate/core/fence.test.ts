@@ -14,48 +14,125 @@ import { renderSteps } from './detail.ts';
 import { deviceTaintName } from './fence-dra.ts';
 import { FENCED_CONDITION } from './reconcile.ts';
 import { STATE_LABEL } from './state.ts';
-import { apply, at, factsFor, gpu, health, node, pod, pool, stateOf, withDra, xid, type PluginModel } from '../testing.ts';
+import {
+  apply,
+  at,
+  factsFor,
+  gpu,
+  health,
+  node,
+  pod,
+  pool,
+  stateOf,
+  withDra,
+  xid,
+  type PluginModel,
+} from '../testing.ts';
 import type { NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
-import { GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, type GpuActionRequest, type GpuActionState } from '../../../events/index.ts';
+import {
+  GPU_ACTION_RESULTS_ANNOTATION,
+  GPU_ACTIONS_ANNOTATION,
+  type GpuActionRequest,
+  type GpuActionState,
+} from '../../../events/index.ts';
 
 interface World {
   node: NodeFacts;
   pods: PodFacts[];
 }
 
-const withBackend = (backend: Policy['fence']['backend']): Policy => ({ ...DEFAULT_POLICY, pools: { a100: { fenceBackend: backend } } });
+const withBackend = (backend: Policy['fence']['backend']): Policy => ({
+  ...DEFAULT_POLICY,
+  pools: { a100: { fenceBackend: backend } },
+});
 
-const PLUGIN = pod('nvidia-device-plugin-ds-x7k2p', { namespace: 'kube-system', daemonSet: true, requestsGpu: false, labels: { name: 'nvidia-device-plugin-ds' } });
+const PLUGIN = pod('nvidia-device-plugin-ds-x7k2p', {
+  namespace: 'kube-system',
+  daemonSet: true,
+  requestsGpu: false,
+  labels: { name: 'nvidia-device-plugin-ds' },
+});
 const PODS = [pod('train-0', { gpus: [gpu(0).uuid] }), pod('train-3', { gpus: [gpu(3).uuid] }), PLUGIN];
 
-async function hit(w: World, e: TriggerEvent, policy: Policy, plugin: PluginModel = 'honours'): Promise<{ plan: Plan; world: World }> {
+async function hit(
+  w: World,
+  e: TriggerEvent,
+  policy: Policy,
+  plugin: PluginModel = 'honours',
+): Promise<{ plan: Plan; world: World }> {
   const plan = planRemediation(factsFor(e, w.node, { pods: w.pods, now: new Date(e.detail.observedAt) }), policy);
   return { plan, world: await apply(w.node, w.pods, plan, new Set(), plugin) };
 }
 
-async function sweep(w: World, minute: number, policy: Policy, plugin: PluginModel = 'honours'): Promise<{ plan: Plan | undefined; world: World }> {
-  const plan = planSweep({ now: new Date(at(minute)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }] }, policy).plans[0];
+async function sweep(
+  w: World,
+  minute: number,
+  policy: Policy,
+  plugin: PluginModel = 'honours',
+): Promise<{ plan: Plan | undefined; world: World }> {
+  const plan = planSweep(
+    { now: new Date(at(minute)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }] },
+    policy,
+  ).plans[0];
   return { plan, world: plan ? await apply(w.node, w.pods, plan, new Set(), plugin) : w };
 }
 
-const requested = (w: World): GpuActionRequest[] => JSON.parse(w.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[];
+const requested = (w: World): GpuActionRequest[] =>
+  JSON.parse(w.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[];
 function answer(w: World, id: string, state: GpuActionState): World {
-  const results = { ...(JSON.parse(w.node.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>), [id]: state };
-  return { ...w, node: { ...w.node, annotations: { ...w.node.annotations, [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify(results) } } };
+  const results = {
+    ...(JSON.parse(w.node.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>),
+    [id]: state,
+  };
+  return {
+    ...w,
+    node: {
+      ...w.node,
+      annotations: { ...w.node.annotations, [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify(results) },
+    },
+  };
 }
-const passed = { nvmlAnswers: true, recoveryAction: 'none', remapPending: false, remapFailed: false, eccUncorrectedDelta: 0, xidsDuringProbe: [], passed: true };
-const allocatable = (w: World, n: number): World => ({ ...w, node: { ...w.node, allocatable: { 'nvidia.com/gpu': String(n) } } });
+const passed = {
+  nvmlAnswers: true,
+  recoveryAction: 'none',
+  remapPending: false,
+  remapFailed: false,
+  eccUncorrectedDelta: 0,
+  xidsDuringProbe: [],
+  passed: true,
+};
+const allocatable = (w: World, n: number): World => ({
+  ...w,
+  node: { ...w.node, allocatable: { 'nvidia.com/gpu': String(n) } },
+});
 const ourTaint = (w: World) => w.node.taints.find((t) => t.key === DEFAULT_POLICY.taintKey);
 const fenceOf = (w: World) => stateOf(w.node).incidents[0]!.fence;
 
 /** Reset then probe answered done/passed by the node agent; returns the world after the restore. */
-async function repair(w0: World, from: number, policy: Policy, plugin: PluginModel): Promise<{ plan: Plan | undefined; world: World }> {
+async function repair(
+  w0: World,
+  from: number,
+  policy: Policy,
+  plugin: PluginModel,
+): Promise<{ plan: Plan | undefined; world: World }> {
   let w = (await sweep(w0, from, policy, plugin)).world;
   const reset = requested(w).find((r) => r.action === 'reset')!;
   expect(reset).toBeDefined();
-  w = (await sweep(answer(w, reset.id, { state: 'done', action: 'reset', gpuUuid: reset.gpuUuid, at: at(from + 1) }), from + 2, policy, plugin)).world;
+  w = (
+    await sweep(
+      answer(w, reset.id, { state: 'done', action: 'reset', gpuUuid: reset.gpuUuid, at: at(from + 1) }),
+      from + 2,
+      policy,
+      plugin,
+    )
+  ).world;
   const probe = requested(w).find((r) => r.action === 'probe')!;
-  return sweep(answer(w, probe.id, { state: 'done', action: 'probe', gpuUuid: probe.gpuUuid, at: at(from + 3), probe: passed }), from + 4, policy, plugin);
+  return sweep(
+    answer(w, probe.id, { state: 'done', action: 'probe', gpuUuid: probe.gpuUuid, at: at(from + 3), probe: passed }),
+    from + 4,
+    policy,
+    plugin,
+  );
 }
 
 describe('fence backends: the ACK device plugin file (the default)', () => {
@@ -91,7 +168,10 @@ describe('fence backends: the ACK device plugin file (the default)', () => {
     expect(ourTaint(s.world)).toMatchObject({ effect: 'NoSchedule' });
     expect(s.world.node.labels[STATE_LABEL]).toBe('quarantined');
     expect(fenceOf(s.world)).toMatchObject({ fallback: 'not-verified', fallbackAt: at(P.fence.verifyMinutes) });
-    expect(s.world.node.conditions?.[FENCED_CONDITION]).toMatchObject({ status: 'True', message: expect.stringContaining('a NoSchedule taint on the node') });
+    expect(s.world.node.conditions?.[FENCED_CONDITION]).toMatchObject({
+      status: 'True',
+      message: expect.stringContaining('a NoSchedule taint on the node'),
+    });
     // the repair still runs (the reset is the cure); the restore lifts the taint
     const back = await repair(s.world, P.fence.verifyMinutes + 1, P, 'ignores');
     expect(back.plan).toMatchObject({ action: 'restore', phase: 'restored' });
@@ -129,12 +209,22 @@ describe('fence backends: DRA device taints', () => {
   const P = withBackend('dra');
   const RULE = deviceTaintName('gpu-a100-07', gpu(3).uuid);
 
-  it('a DeviceTaintRule on the GPU\'s device, verified when listed, no node taint, no agent fence; deleted after the verified repair, then unfenced', async () => {
+  it("a DeviceTaintRule on the GPU's device, verified when listed, no node taint, no agent fence; deleted after the verified repair, then unfenced", async () => {
     const { plan, world } = await hit({ node: withDra(node()), pods: PODS }, xid(48, { gpu: 3 }), P, 'ignores');
     expect(plan.deviceTaints?.add).toEqual([
-      { name: RULE, node: 'gpu-a100-07', gpuUuid: gpu(3).uuid, driver: 'gpu.nvidia.com', pool: 'gpu-a100-07', device: 'gpu-3', taint: { key: P.taintKey, value: 'xid-48', effect: 'NoSchedule' } },
+      {
+        name: RULE,
+        node: 'gpu-a100-07',
+        gpuUuid: gpu(3).uuid,
+        driver: 'gpu.nvidia.com',
+        pool: 'gpu-a100-07',
+        device: 'gpu-3',
+        taint: { key: P.taintKey, value: 'xid-48', effect: 'NoSchedule' },
+      },
     ]);
-    expect(renderSteps(plan).find((x) => x.kind === 'fence')?.message).toBe(`DeviceTaintRule ${RULE}: ${P.taintKey}=xid-48:NoSchedule on DRA device gpu.nvidia.com/gpu-a100-07/gpu-3`);
+    expect(renderSteps(plan).find((x) => x.kind === 'fence')?.message).toBe(
+      `DeviceTaintRule ${RULE}: ${P.taintKey}=xid-48:NoSchedule on DRA device gpu.nvidia.com/gpu-a100-07/gpu-3`,
+    );
     expect(plan.reason).toContain('DRA DeviceTaintRule');
     expect(world.node.dra?.rules).toEqual([RULE]);
     expect(ourTaint(world)).toBeUndefined();
@@ -145,8 +235,13 @@ describe('fence backends: DRA device taints', () => {
     expect(again.deviceTaints).toBeUndefined();
     const s = await sweep(world, 1, P, 'ignores');
     expect(fenceOf(s.world)).toMatchObject({ backend: 'dra', verifiedAt: at(1) });
-    expect(s.plan?.reason).toContain(`DeviceTaintRule ${RULE} (NoSchedule) holds out DRA device gpu.nvidia.com/gpu-a100-07/gpu-3`);
-    expect(s.world.node.conditions?.[FENCED_CONDITION]).toMatchObject({ status: 'True', message: expect.stringContaining('a DRA DeviceTaintRule on its device') });
+    expect(s.plan?.reason).toContain(
+      `DeviceTaintRule ${RULE} (NoSchedule) holds out DRA device gpu.nvidia.com/gpu-a100-07/gpu-3`,
+    );
+    expect(s.world.node.conditions?.[FENCED_CONDITION]).toMatchObject({
+      status: 'True',
+      message: expect.stringContaining('a DRA DeviceTaintRule on its device'),
+    });
     // the repair still goes through the agent (reset, probe); the restore deletes the rule
     const back = await repair(s.world, 2, P, 'ignores');
     expect(back.plan).toMatchObject({ action: 'restore', phase: 'restored' });
@@ -168,12 +263,20 @@ describe('fence backends: DRA device taints', () => {
 
   it('a GPU no ResourceSlice lists: the node is tainted at once and the reason says why', async () => {
     const n = withDra(node());
-    const missing: NodeFacts = { ...n, dra: { devices: Object.fromEntries(Object.entries(n.dra!.devices).filter(([u]) => u !== gpu(3).uuid)), rules: [] } };
+    const missing: NodeFacts = {
+      ...n,
+      dra: {
+        devices: Object.fromEntries(Object.entries(n.dra!.devices).filter(([u]) => u !== gpu(3).uuid)),
+        rules: [],
+      },
+    };
     const w = (await hit({ node: missing, pods: PODS }, xid(48, { gpu: 3 }), P, 'ignores')).world;
     expect(w.node.dra?.rules).toEqual([]);
     const s = await sweep(w, 0, P, 'ignores');
     expect(fenceOf(s.world)).toMatchObject({ fallback: 'no-dra-device' });
-    expect(s.plan?.notices[0]?.text).toContain(`no ResourceSlice of gpu-a100-07 lists ${gpu(3).uuid} under the DRA driver gpu.nvidia.com`);
+    expect(s.plan?.notices[0]?.text).toContain(
+      `no ResourceSlice of gpu-a100-07 lists ${gpu(3).uuid} under the DRA driver gpu.nvidia.com`,
+    );
     expect(ourTaint(s.world)).toMatchObject({ effect: 'NoSchedule' });
   });
 
@@ -208,7 +311,16 @@ describe("fence backends: NVIDIA's device plugin (its latch)", () => {
     expect(back.plan?.reason).toContain(`restarting kube-system/${PLUGIN.name}`);
     expect(fenceOf(back.world)).toMatchObject({ restartedAt: at(6) });
     // a new plugin pod: the GPU counts again → unfenced, bookkeeping only
-    w = allocatable({ ...back.world, pods: [...back.world.pods.filter((p) => p.uid !== PLUGIN.uid), { ...PLUGIN, name: 'nvidia-device-plugin-ds-9qzrf', uid: 'uid-new' }] }, 8);
+    w = allocatable(
+      {
+        ...back.world,
+        pods: [
+          ...back.world.pods.filter((p) => p.uid !== PLUGIN.uid),
+          { ...PLUGIN, name: 'nvidia-device-plugin-ds-9qzrf', uid: 'uid-new' },
+        ],
+      },
+      8,
+    );
     const lifted = await sweep(w, 7, P, 'ignores');
     expect(lifted.plan?.kind).toBe('noop');
     expect(stateOf(lifted.world.node).incidents[0]).toMatchObject({ unfencedAt: at(7) });
@@ -235,16 +347,33 @@ describe("fence backends: NVIDIA's device plugin (its latch)", () => {
     // GPU 3 is repaired; GPU 0 still waits for its own reset
     w = (await sweep(w, 2, P, 'ignores')).world;
     const reset3 = requested(w).find((r) => r.action === 'reset' && r.gpuUuid === inc3.gpu)!;
-    w = (await sweep(answer(w, reset3.id, { state: 'done', action: 'reset', gpuUuid: inc3.gpu!, at: at(3) }), 4, P, 'ignores')).world;
+    w = (
+      await sweep(
+        answer(w, reset3.id, { state: 'done', action: 'reset', gpuUuid: inc3.gpu!, at: at(3) }),
+        4,
+        P,
+        'ignores',
+      )
+    ).world;
     const probe3 = requested(w).find((r) => r.action === 'probe' && r.gpuUuid === inc3.gpu)!;
-    const s = await sweep(answer(w, probe3.id, { state: 'done', action: 'probe', gpuUuid: inc3.gpu!, at: at(5), probe: passed }), 6, P, 'ignores');
+    const s = await sweep(
+      answer(w, probe3.id, { state: 'done', action: 'probe', gpuUuid: inc3.gpu!, at: at(5), probe: passed }),
+      6,
+      P,
+      'ignores',
+    );
     expect(stateOf(s.world.node).incidents.find((i) => i.key === inc3.key)).toMatchObject({ phase: 'closed' });
     expect(s.plan?.evictions ?? []).toEqual([]);
     expect(stateOf(s.world.node).incidents.find((i) => i.key === inc3.key)?.fence?.restartedAt).toBeUndefined();
   });
 
   it('a fault the plugin does not fence (a health condition) taints the node at once, and the Remediation says why', async () => {
-    const { plan, world } = await hit({ node: node(), pods: PODS }, health('ecc-uncorrected', { gpu: 3 }), P, 'ignores');
+    const { plan, world } = await hit(
+      { node: node(), pods: PODS },
+      health('ecc-uncorrected', { gpu: 3 }),
+      P,
+      'ignores',
+    );
     expect(plan.reason).toContain("NVIDIA's device plugin does not take the GPU out for ecc-uncorrected");
     expect(ourTaint(world)).toMatchObject({ effect: 'NoSchedule' });
     expect(fenceOf(world)).toMatchObject({ backend: 'nvidia-plugin', fallback: 'not-fenced-by-plugin' });
@@ -265,7 +394,8 @@ describe("fence backends: NVIDIA's device plugin (its latch)", () => {
 
 describe('DRAIN_AND_RESET: new work fenced at once, running work left to finish, then the reset', () => {
   const P = DEFAULT_POLICY;
-  const drainAndReset = (minute = 0) => health('recovery-action', { gpu: 3, minute, recoveryAction: 'drain-and-reset' });
+  const drainAndReset = (minute = 0) =>
+    health('recovery-action', { gpu: 3, minute, recoveryAction: 'drain-and-reset' });
   const evicted = (plan: Plan | undefined) => (plan?.evictions ?? []).map((e) => e.name);
 
   it('fences the GPU, evicts nothing, keeps the node schedulable, and resets once its pod has finished', async () => {
@@ -285,7 +415,11 @@ describe('DRAIN_AND_RESET: new work fenced at once, running work left to finish,
     // train-3 finishes (Succeeded pods are not among the node's pods): the reset is asked for.
     s = await sweep({ ...s.world, pods: s.world.pods.filter((p) => p.name !== 'train-3') }, 61, P);
     expect(s.plan?.reason).toContain(`the running work on ${gpu(3).uuid} has finished`);
-    expect(requested(s.world).map((r) => r.action).sort()).toEqual(['fence', 'reset']);
+    expect(
+      requested(s.world)
+        .map((r) => r.action)
+        .sort(),
+    ).toEqual(['fence', 'reset']);
     expect(stateOf(s.world.node).incidents[0]?.evictAt).toBeUndefined();
     const back = await repair(s.world, 62, P, 'honours');
     expect(back.plan).toMatchObject({ action: 'restore' });
@@ -293,34 +427,51 @@ describe('DRAIN_AND_RESET: new work fenced at once, running work left to finish,
   });
 
   it('evicts what still runs at the deadline, then resets', async () => {
-    const P1: Policy = { ...P, recoveryActions: { ...P.recoveryActions, 'drain-and-reset': { letWorkFinish: { deadlineMinutes: 60 } } } };
+    const P1: Policy = {
+      ...P,
+      recoveryActions: { ...P.recoveryActions, 'drain-and-reset': { letWorkFinish: { deadlineMinutes: 60 } } },
+    };
     let { world } = await hit({ node: node(), pods: PODS }, drainAndReset(), P1);
     let s = await sweep(world, 59, P1);
     expect(evicted(s.plan)).toEqual([]);
     s = await sweep(s.world, 60, P1);
     expect(evicted(s.plan)).toEqual(['train-3']);
-    expect(s.plan?.reason).toContain(`1 pod(s) still on ${gpu(3).uuid} at the ${at(60)} deadline for running work to finish (ml/train-3): evicting them`);
+    expect(s.plan?.reason).toContain(
+      `1 pod(s) still on ${gpu(3).uuid} at the ${at(60)} deadline for running work to finish (ml/train-3): evicting them`,
+    );
     world = s.world;
     expect(world.pods.map((p) => p.name)).not.toContain('train-3');
     s = await sweep(world, 61, P1);
-    expect(requested(s.world).map((r) => r.action).sort()).toEqual(['fence', 'reset']);
+    expect(
+      requested(s.world)
+        .map((r) => r.action)
+        .sort(),
+    ).toEqual(['fence', 'reset']);
   });
 
   it('letWorkFinish: false in the policy evicts at once, as every other GPU quarantine does', async () => {
     const P0 = loadPolicy('recoveryActions:\n  drain-and-reset: { letWorkFinish: false }\n', 'policy.yaml');
     const { plan } = await hit({ node: node(), pods: PODS }, drainAndReset(), P0);
     expect(evicted(plan)).toEqual(['train-3']);
-    expect(() => loadPolicy('recoveryActions:\n  drain-and-reset: { letWorkFinish: { deadlineMinutes: 0 } }\n', 'p.yaml')).toThrow(/recoveryActions.drain-and-reset.letWorkFinish/);
+    expect(() =>
+      loadPolicy('recoveryActions:\n  drain-and-reset: { letWorkFinish: { deadlineMinutes: 0 } }\n', 'p.yaml'),
+    ).toThrow(/recoveryActions.drain-and-reset.letWorkFinish/);
   });
 
   it('the recovery action clearing (after the reset) does not promise a return on quiet time', async () => {
     const { world } = await hit({ node: node(), pods: PODS }, drainAndReset(), P);
     const { plan } = await hit(world, health('recovery-action', { gpu: 3, minute: 5, state: 'resolved' }), P);
-    expect(plan.reason).toContain('resolved; it returns to service only after its reset and a passed health probe, never on quiet time');
+    expect(plan.reason).toContain(
+      'resolved; it returns to service only after its reset and a passed health probe, never on quiet time',
+    );
   });
 
   it('a GPU reset (not drain-and-reset) still evicts its pods at once', async () => {
-    const { plan } = await hit({ node: node(), pods: PODS }, health('recovery-action', { gpu: 3, recoveryAction: 'gpu-reset' }), P);
+    const { plan } = await hit(
+      { node: node(), pods: PODS },
+      health('recovery-action', { gpu: 3, recoveryAction: 'gpu-reset' }),
+      P,
+    );
     expect(evicted(plan)).toEqual(['train-3']);
   });
 });
@@ -344,7 +495,9 @@ describe('DRAIN_P2P: quiesce peer-to-peer traffic, then read the recovery action
     expect(requested(track(s.world)).map((r) => r.action)).toEqual(['fence']); // pods gone: still no reset
     // The driver, asked again, answers none: the agent resolves the condition.
     const resolved = await hit(s.world, health('recovery-action', { gpu: 3, minute: 11, state: 'resolved' }), P);
-    expect(resolved.plan.reason).toContain(`the sweep returns it to service after ${P.quietPeriodMinutes} quiet minutes`);
+    expect(resolved.plan.reason).toContain(
+      `the sweep returns it to service after ${P.quietPeriodMinutes} quiet minutes`,
+    );
     s = await sweep(resolved.world, 11 + P.quietPeriodMinutes + 1, P);
     track(s.world);
     expect(stateOf(s.world.node).incidents[0]).toMatchObject({ phase: 'closed' });
@@ -359,21 +512,42 @@ describe('DRAIN_P2P: quiesce peer-to-peer traffic, then read the recovery action
     const again = await hit(world, health('recovery-action', { gpu: 3, minute: 3, recoveryAction: 'gpu-reset' }), P);
     expect(stateOf(again.world.node).incidents).toHaveLength(1);
     const s = await sweep(again.world, 4, P);
-    expect(requested(s.world).map((r) => r.action).sort()).toEqual(['fence', 'reset']);
+    expect(
+      requested(s.world)
+        .map((r) => r.action)
+        .sort(),
+    ).toEqual(['fence', 'reset']);
   });
 });
 
 describe('fence backends: policy', () => {
   it('reads fence settings and per-pool backends from the file, and names what is wrong', () => {
-    const p = loadPolicy('fence:\n  backend: nvidia-plugin\n  verifyMinutes: 5\npools:\n  h100:\n    fenceBackend: cordon\n', 'policy.yaml');
-    expect(p.fence).toMatchObject({ backend: 'nvidia-plugin', verifyMinutes: 5, nvidiaPlugin: DEFAULT_POLICY.fence.nvidiaPlugin });
+    const p = loadPolicy(
+      'fence:\n  backend: nvidia-plugin\n  verifyMinutes: 5\npools:\n  h100:\n    fenceBackend: cordon\n',
+      'policy.yaml',
+    );
+    expect(p.fence).toMatchObject({
+      backend: 'nvidia-plugin',
+      verifyMinutes: 5,
+      nvidiaPlugin: DEFAULT_POLICY.fence.nvidiaPlugin,
+    });
     expect(p.pools.h100?.fenceBackend).toBe('cordon');
     expect(() => loadPolicy('fence:\n  backend: magic\n', 'policy.yaml')).toThrow(PolicyFileError);
-    expect(() => loadPolicy('fence:\n  backend: magic\n', 'policy.yaml')).toThrow(/policy.yaml:2: fence.backend: expected one of "ack-file"\|"nvidia-plugin"\|"dra"\|"cordon"/);
+    expect(() => loadPolicy('fence:\n  backend: magic\n', 'policy.yaml')).toThrow(
+      /policy.yaml:2: fence.backend: expected one of "ack-file"\|"nvidia-plugin"\|"dra"\|"cordon"/,
+    );
     const d = loadPolicy('fence:\n  dra: { deviceTaintRuleVersion: v1alpha3 }\n', 'policy.yaml');
-    expect(d.fence.dra).toEqual({ driver: 'gpu.nvidia.com', deviceTaintRuleVersion: 'v1alpha3', resourceSliceVersion: 'v1' });
-    expect(() => loadPolicy('fence:\n  dra: { deviceTaintRuleVersion: v2 }\n', 'p.yaml')).toThrow(/fence.dra.deviceTaintRuleVersion/);
-    expect(() => loadPolicy('fence:\n  nvidiaPlugin:\n    namespace: Kube_System\n    selector: {}\n', 'p.yaml')).toThrow(/fence.nvidiaPlugin.namespace: expected a namespace name/);
+    expect(d.fence.dra).toEqual({
+      driver: 'gpu.nvidia.com',
+      deviceTaintRuleVersion: 'v1alpha3',
+      resourceSliceVersion: 'v1',
+    });
+    expect(() => loadPolicy('fence:\n  dra: { deviceTaintRuleVersion: v2 }\n', 'p.yaml')).toThrow(
+      /fence.dra.deviceTaintRuleVersion/,
+    );
+    expect(() =>
+      loadPolicy('fence:\n  nvidiaPlugin:\n    namespace: Kube_System\n    selector: {}\n', 'p.yaml'),
+    ).toThrow(/fence.nvidiaPlugin.namespace: expected a namespace name/);
   });
 });
 

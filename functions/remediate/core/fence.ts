@@ -38,19 +38,27 @@ export function pluginFences(i: Pick<Incident, 'xid' | 'condition' | 'trigger'>)
  * observe, a GPU missing at boot), so that a count never takes them for ours (fence-check.ts).
  * Incidents that fence nothing, or already carry their fence, are returned as they are.
  */
-export function withFence(i: Incident, backend: FenceBackend, node?: Pick<NodeFacts, 'capacity' | 'allocatable' | 'annotations'>, state?: Pick<NodeState, 'incidents'>): Incident {
+export function withFence(
+  i: Incident,
+  backend: FenceBackend,
+  node?: Pick<NodeFacts, 'capacity' | 'allocatable' | 'annotations'>,
+  state?: Pick<NodeState, 'incidents'>,
+): Incident {
   if (i.fence || !isOpen(i) || !fenced(i)) return i;
-  if (backend === 'nvidia-plugin' && !pluginFences(i)) return { ...i, fence: { backend, fallback: 'not-fenced-by-plugin', fallbackAt: i.outAt! } };
+  if (backend === 'nvidia-plugin' && !pluginFences(i))
+    return { ...i, fence: { backend, fallback: 'not-fenced-by-plugin', fallbackAt: i.outAt! } };
   // NVIDIA's plugin keys health by the parent GPU's UUID: on a MIG GPU its latch takes one instance
   // out and leaves the rest schedulable (k8s-device-plugin internal/rm/health.go; fencing.md,
   // corrections 2026-12-01). No fence, then: the node taint at once, and the plugin restart after
   // the repair still undoes the one it latched.
-  if (backend === 'nvidia-plugin' && node && i.gpu && devicesOfGpu(node, i.gpu) > 1) return { ...i, fence: { backend, fallback: 'plugin-latches-one-mig-device', fallbackAt: i.outAt! } };
+  if (backend === 'nvidia-plugin' && node && i.gpu && devicesOfGpu(node, i.gpu) > 1)
+    return { ...i, fence: { backend, fallback: 'plugin-latches-one-mig-device', fallbackAt: i.outAt! } };
   const out = node ? devicesOut(node) : undefined;
   // NVIDIA's plugin latches the GPU on the very XID that raised this incident, often before the
   // node is read: what is out then may already be this GPU, so its devices are not counted as others'.
   const self = node && backend === 'nvidia-plugin' && i.gpu ? devicesOfGpu(node, i.gpu) : 0;
-  const ours = self + (node && state ? [...pluginFencedGpus(state, i)].reduce((n, g) => n + devicesOfGpu(node, g), 0) : 0);
+  const ours =
+    self + (node && state ? [...pluginFencedGpus(state, i)].reduce((n, g) => n + devicesOfGpu(node, g), 0) : 0);
   return { ...i, fence: { backend, ...(out !== undefined ? { outBefore: Math.max(0, out - ours) } : {}) } };
 }
 
@@ -106,7 +114,9 @@ const MINUTE = 60_000;
 /** NVIDIA's device plugin pods on the node (the policy's namespace and labels). */
 export function pluginPods(pods: readonly PodFacts[], policy: Pick<Policy, 'fence'>): PodFacts[] {
   const { namespace, selector } = policy.fence.nvidiaPlugin;
-  return pods.filter((p) => p.namespace === namespace && Object.entries(selector).every(([k, v]) => p.labels?.[k] === v));
+  return pods.filter(
+    (p) => p.namespace === namespace && Object.entries(selector).every(([k, v]) => p.labels?.[k] === v),
+  );
 }
 
 export type UnlatchStep =
@@ -122,23 +132,46 @@ export type UnlatchStep =
  * latch (a restart would return it too): then it waits for that one. Done once the allocatable
  * is back; asked again each `fence.verifyMinutes` until it is.
  */
-export function stepUnlatch(i: Incident, state: Pick<NodeState, 'incidents'>, node: Pick<NodeFacts, 'capacity' | 'allocatable'>, pods: readonly PodFacts[], now: Date, policy: Pick<Policy, 'fence'>): UnlatchStep {
+export function stepUnlatch(
+  i: Incident,
+  state: Pick<NodeState, 'incidents'>,
+  node: Pick<NodeFacts, 'capacity' | 'allocatable'>,
+  pods: readonly PodFacts[],
+  now: Date,
+  policy: Pick<Policy, 'fence'>,
+): UnlatchStep {
   const f = i.fence;
-  if (isOpen(i) || !fenced(i) || i.unfencedAt || !f || f.backend !== 'nvidia-plugin' || f.fallback === 'not-fenced-by-plugin') return { kind: 'none' };
+  if (
+    isOpen(i) ||
+    !fenced(i) ||
+    i.unfencedAt ||
+    !f ||
+    f.backend !== 'nvidia-plugin' ||
+    f.fallback === 'not-fenced-by-plugin'
+  )
+    return { kind: 'none' };
   const at = now.toISOString();
   const stillOut = pluginFencedGpus(state, i).size;
   const out = devicesOut(node);
   if (f.restartedAt && out !== undefined && out <= stillOut) {
-    return { kind: 'unfenced', incident: { ...i, unfencedAt: at }, why: `${i.gpu} is schedulable again: NVIDIA's device plugin counts it after its restart` };
+    return {
+      kind: 'unfenced',
+      incident: { ...i, unfencedAt: at },
+      why: `${i.gpu} is schedulable again: NVIDIA's device plugin counts it after its restart`,
+    };
   }
-  if (f.restartedAt && now.getTime() - Date.parse(f.restartedAt) < policy.fence.verifyMinutes * MINUTE) return { kind: 'none' };
+  if (f.restartedAt && now.getTime() - Date.parse(f.restartedAt) < policy.fence.verifyMinutes * MINUTE)
+    return { kind: 'none' };
   // Another GPU of the node still held out (by the latch, or by a taint the new plugin pod would
   // have to tolerate): the restart waits for it.
   if (state.incidents.some((x) => x.key !== i.key && isOpen(x) && fenced(x))) return { kind: 'none' };
   const plugin = pluginPods(pods, policy);
-  const where = `${policy.fence.nvidiaPlugin.namespace} (${Object.entries(policy.fence.nvidiaPlugin.selector).map(([k, v]) => `${k}=${v}`).join(',')})`;
-  const why = plugin.length > 0
-    ? `${i.gpu} passed its reset and probe; NVIDIA's device plugin keeps it unhealthy until it restarts: restarting ${plugin.map((p) => `${p.namespace}/${p.name}`).join(', ')}${f.restartedAt ? ` again (the GPU was not back ${policy.fence.verifyMinutes} min after ${f.restartedAt})` : ''}`
-    : `${i.gpu} passed its reset and probe, but no NVIDIA device plugin pod was found on the node in ${where}: the GPU stays unschedulable until that plugin restarts (check fence.nvidiaPlugin)`;
+  const where = `${policy.fence.nvidiaPlugin.namespace} (${Object.entries(policy.fence.nvidiaPlugin.selector)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',')})`;
+  const why =
+    plugin.length > 0
+      ? `${i.gpu} passed its reset and probe; NVIDIA's device plugin keeps it unhealthy until it restarts: restarting ${plugin.map((p) => `${p.namespace}/${p.name}`).join(', ')}${f.restartedAt ? ` again (the GPU was not back ${policy.fence.verifyMinutes} min after ${f.restartedAt})` : ''}`
+      : `${i.gpu} passed its reset and probe, but no NVIDIA device plugin pod was found on the node in ${where}: the GPU stays unschedulable until that plugin restarts (check fence.nvidiaPlugin)`;
   return { kind: 'restart', incident: { ...i, fence: { ...f, restartedAt: at } }, pods: plugin, why };
 }

@@ -18,7 +18,12 @@
  * (reboot, then replace: with no cloud adapter, awaiting-repair and a person is told). Pure.
  */
 import { z } from 'zod';
-import { GPU_ACTION_RESULTS_ANNOTATION, GpuActionStatesSchema, type GpuActionRequest, type GpuActionState } from '../../../events/index.ts';
+import {
+  GPU_ACTION_RESULTS_ANNOTATION,
+  GpuActionStatesSchema,
+  type GpuActionRequest,
+  type GpuActionState,
+} from '../../../events/index.ts';
 import type { Policy } from './policy.ts';
 import { fnv1a } from '../../lib/hash.ts';
 import { backendOf, fenced } from './fence.ts';
@@ -37,17 +42,28 @@ export function gpuActionsOf(state: NodeState, policy: Pick<Policy, 'repair'>): 
     if (!i.gpu) continue;
     const base = { gpuUuid: i.gpu, incident: i.key, timeoutSeconds };
     const file = backendOf(i) === 'ack-file';
-    if (isOpen(i) && fenced(i) && file) out.push({ ...base, id: requestId('fence', i), action: 'fence', requestedAt: i.outAt! });
+    if (isOpen(i) && fenced(i) && file)
+      out.push({ ...base, id: requestId('fence', i), action: 'fence', requestedAt: i.outAt! });
     if (isOpen(i) && i.repair) {
-      out.push({ ...base, id: i.repair.id, action: i.repair.step, requestedAt: i.repair.at, ...(i.repair.step === 'probe' ? { probeSeconds: policy.repair.probeSeconds } : {}) });
+      out.push({
+        ...base,
+        id: i.repair.id,
+        action: i.repair.step,
+        requestedAt: i.repair.at,
+        ...(i.repair.step === 'probe' ? { probeSeconds: policy.repair.probeSeconds } : {}),
+      });
     }
-    if (!isOpen(i) && fenced(i) && file && !i.unfencedAt) out.push({ ...base, id: requestId('unfence', i), action: 'unfence', requestedAt: i.closedAt ?? i.lastAt });
+    if (!isOpen(i) && fenced(i) && file && !i.unfencedAt)
+      out.push({ ...base, id: requestId('unfence', i), action: 'unfence', requestedAt: i.closedAt ?? i.lastAt });
   }
   return out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
 /** The agent's answers on the node (a corrupt annotation reads as no answers, with a warning). */
-export function readResults(annotations: Readonly<Record<string, string>>): { results: Record<string, GpuActionState>; warning?: string } {
+export function readResults(annotations: Readonly<Record<string, string>>): {
+  results: Record<string, GpuActionState>;
+  warning?: string;
+} {
   const raw = annotations[GPU_ACTION_RESULTS_ANNOTATION];
   if (raw === undefined) return { results: {} };
   let json: unknown;
@@ -57,7 +73,11 @@ export function readResults(annotations: Readonly<Record<string, string>>): { re
     return { results: {}, warning: `${GPU_ACTION_RESULTS_ANNOTATION} is not JSON: ignoring the agent's answers` };
   }
   const parsed = GpuActionStatesSchema.safeParse(json);
-  if (!parsed.success) return { results: {}, warning: `${GPU_ACTION_RESULTS_ANNOTATION} does not match the contract (${z.prettifyError(parsed.error).split('\n')[0]}): ignoring the agent's answers` };
+  if (!parsed.success)
+    return {
+      results: {},
+      warning: `${GPU_ACTION_RESULTS_ANNOTATION} does not match the contract (${z.prettifyError(parsed.error).split('\n')[0]}): ignoring the agent's answers`,
+    };
   return { results: parsed.data };
 }
 
@@ -78,16 +98,27 @@ const BUSY_RETRY_MS = 30_000;
  * One step of a quarantined GPU's repair: ask for the reset once its pods are gone, then the
  * probe once the reset is done, and restore on a passed probe. `podsLeft`: our pods still on it.
  */
-export function stepRepair(i: Incident, podsLeft: number, results: Readonly<Record<string, GpuActionState>>, now: Date, policy: Pick<Policy, 'repair'>): RepairStep {
+export function stepRepair(
+  i: Incident,
+  podsLeft: number,
+  results: Readonly<Record<string, GpuActionState>>,
+  now: Date,
+  policy: Pick<Policy, 'repair'>,
+): RepairStep {
   const at = now.toISOString();
   if (!i.repair) {
     if (podsLeft > 0) return { kind: 'wait', incident: i };
     const id = requestId('reset', i);
-    return { kind: 'moved', incident: { ...i, repair: { step: 'reset', id, at } }, why: `${i.gpu} has none of its pods left: reset requested from the node agent (${id})` };
+    return {
+      kind: 'moved',
+      incident: { ...i, repair: { step: 'reset', id, at } },
+      why: `${i.gpu} has none of its pods left: reset requested from the node agent (${id})`,
+    };
   }
   const r = results[i.repair.id];
   if (r === undefined || r.state === 'requested' || r.state === 'running') {
-    if (now.getTime() - Date.parse(i.repair.at) < policy.repair.answerTimeoutMinutes * MIN) return { kind: 'wait', incident: i };
+    if (now.getTime() - Date.parse(i.repair.at) < policy.repair.answerTimeoutMinutes * MIN)
+      return { kind: 'wait', incident: i };
     const why = `the node agent did not answer the ${i.repair.step} of ${i.gpu} within ${policy.repair.answerTimeoutMinutes} min (${r ? `still ${r.state}` : 'no answer at all: is the agent running with its actuator?'})`;
     return { kind: 'failed', incident: { ...i, repair: undefined }, why };
   }
@@ -98,28 +129,54 @@ export function stepRepair(i: Incident, podsLeft: number, results: Readonly<Reco
     if (now.getTime() - Date.parse(since) < policy.repair.answerTimeoutMinutes * MIN) {
       if (now.getTime() - Date.parse(i.repair.at) < BUSY_RETRY_MS) return { kind: 'wait', incident: i };
       const attempt = (i.repair.attempt ?? 1) + 1;
-      return { kind: 'retry', incident: { ...i, repair: { step: 'reset', id: `${requestId('reset', i)}.${attempt}`, at: at, since, attempt } } };
+      return {
+        kind: 'retry',
+        incident: {
+          ...i,
+          repair: { step: 'reset', id: `${requestId('reset', i)}.${attempt}`, at: at, since, attempt },
+        },
+      };
     }
   }
   if (r.state === 'failed') {
     const holders = r.holders?.length ? ` (held by ${r.holders.slice(0, 5).join(', ')})` : '';
-    return { kind: 'failed', incident: { ...i, repair: undefined }, why: `the ${i.repair.step} of ${i.gpu} failed on the node: ${r.reason ?? 'no reason given'}${holders}` };
+    return {
+      kind: 'failed',
+      incident: { ...i, repair: undefined },
+      why: `the ${i.repair.step} of ${i.gpu} failed on the node: ${r.reason ?? 'no reason given'}${holders}`,
+    };
   }
   // The fault came back after the reset (the agent saw it later than the reset): the reset did
   // not cure it, so it is a failed repair, whatever a probe may say next.
   const resetAt = i.repair.step === 'reset' ? r.at : i.resetAt;
   if (resetAt !== undefined && Date.parse(i.lastAt) > Date.parse(resetAt)) {
-    return { kind: 'failed', incident: { ...i, repair: undefined }, why: `${i.gpu} faulted again at ${i.lastAt}, after its reset at ${resetAt}` };
+    return {
+      kind: 'failed',
+      incident: { ...i, repair: undefined },
+      why: `${i.gpu} faulted again at ${i.lastAt}, after its reset at ${resetAt}`,
+    };
   }
   if (i.repair.step === 'reset') {
     const id = requestId('probe', i);
-    return { kind: 'moved', incident: { ...i, resetAt: r.at, repair: { step: 'probe', id, at } }, why: `${i.gpu} was reset at ${r.at}: health probe requested (${id}, ${policy.repair.probeSeconds} s)` };
+    return {
+      kind: 'moved',
+      incident: { ...i, resetAt: r.at, repair: { step: 'probe', id, at } },
+      why: `${i.gpu} was reset at ${r.at}: health probe requested (${id}, ${policy.repair.probeSeconds} s)`,
+    };
   }
   if (!r.probe?.passed) {
-    return { kind: 'failed', incident: { ...i, repair: undefined }, why: `the health probe of ${i.gpu} after its reset did not pass: ${probeWords(r)}` };
+    return {
+      kind: 'failed',
+      incident: { ...i, repair: undefined },
+      why: `the health probe of ${i.gpu} after its reset did not pass: ${probeWords(r)}`,
+    };
   }
   const closed: Incident = { ...i, repair: undefined, probedAt: r.at, phase: 'closed', closedAt: at };
-  return { kind: 'restored', incident: closed, why: `${i.gpu} was reset at ${i.resetAt ?? '?'} and its health probe passed at ${r.at} (recovery action ${r.probe.recoveryAction}, no remap pending or failed, counters still): back in service` };
+  return {
+    kind: 'restored',
+    incident: closed,
+    why: `${i.gpu} was reset at ${i.resetAt ?? '?'} and its health probe passed at ${r.at} (recovery action ${r.probe.recoveryAction}, no remap pending or failed, counters still): back in service`,
+  };
 }
 
 /** The unfence of a closed incident is done once the agent says so. */

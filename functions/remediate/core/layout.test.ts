@@ -7,7 +7,15 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 
 const dir = new URL('./', import.meta.url);
-const ALLOWED = [/^\.\/[a-z-]+\.ts$/, /^\.\.\/\.\.\/\.\.\/events\/index\.ts$/, /^\.\.\/\.\.\/lib\/plan\.ts$/, /^\.\.\/\.\.\/lib\/yaml-text\.ts$/, /^\.\.\/\.\.\/lib\/(hash|node-state)\.ts$/, /^zod$/, /^yaml$/];
+const ALLOWED = [
+  /^\.\/[a-z-]+\.ts$/,
+  /^\.\.\/\.\.\/\.\.\/events\/index\.ts$/,
+  /^\.\.\/\.\.\/lib\/plan\.ts$/,
+  /^\.\.\/\.\.\/lib\/yaml-text\.ts$/,
+  /^\.\.\/\.\.\/lib\/(hash|node-state)\.ts$/,
+  /^zod$/,
+  /^yaml$/,
+];
 // lib/yaml-text.ts parses text it is handed (bounded aliases, one-line errors): no I/O. lib/hash.ts and
 // lib/node-state.ts are the kernel's pure ids and label names.
 /** Type-only imports of the applier's result shape are not I/O. */

@@ -4,7 +4,14 @@
  * GPU's instances. The decider, table by table; then the sweep through the real applier (testing.ts).
  */
 import { describe, expect, it } from 'vitest';
-import { MIG_INVENTORY_ANNOTATION, GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, type GpuActionRequest, type GpuActionState, type MigInventory } from '../../../events/index.ts';
+import {
+  MIG_INVENTORY_ANNOTATION,
+  GPU_ACTION_RESULTS_ANNOTATION,
+  GPU_ACTIONS_ANNOTATION,
+  type GpuActionRequest,
+  type GpuActionState,
+  type MigInventory,
+} from '../../../events/index.ts';
 import { apply, at, factsFor, gpu, node, pod, pool, stateOf, xid } from '../testing.ts';
 import { stepMigRestore } from './mig-restore.ts';
 import { planRemediation } from './plan.ts';
@@ -15,69 +22,179 @@ import type { NodeFacts, Plan, PodFacts } from './types.ts';
 
 const P = DEFAULT_POLICY;
 const G3 = gpu(3).uuid;
-const MANAGER = pod('nvidia-mig-manager-q8x2v', { namespace: 'gpu-operator', daemonSet: true, requestsGpu: false, labels: { app: 'nvidia-mig-manager' } });
+const MANAGER = pod('nvidia-mig-manager-q8x2v', {
+  namespace: 'gpu-operator',
+  daemonSet: true,
+  requestsGpu: false,
+  labels: { app: 'nvidia-mig-manager' },
+});
 const seven = Array.from({ length: 7 }, (_, k) => ({ profile: '1g.10gb', gi: k + 7, start: k, size: 1, inUse: false }));
 
 function inventory(minute: number, instances: MigInventory['gpus'][number]['instances']): Record<string, string> {
-  const inv: MigInventory = { v: 1, at: at(minute), gpus: [{ index: 3, uuid: G3, instances }, { index: 0, uuid: gpu(0).uuid, instances: seven }] };
+  const inv: MigInventory = {
+    v: 1,
+    at: at(minute),
+    gpus: [
+      { index: 3, uuid: G3, instances },
+      { index: 0, uuid: gpu(0).uuid, instances: seven },
+    ],
+  };
   return { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inv) };
 }
 const MIG_LABELS = { 'nvidia.com/mig.config': 'all-1g.10gb', 'nvidia.com/mig.config.state': 'success' };
 const incident = (o: Partial<Incident> = {}): Incident => ({
-  key: `n/${G3}/xid-48`, trigger: 'xid-48', xid: 48, gpu: G3, scope: 'gpu', action: 'quarantine-gpu', ladder: ['quarantine-gpu', 'reboot-node'], level: 0, phase: 'quarantined',
-  firstAt: at(0), lastAt: at(0), count: 1, workloads: [], pods: [], since: at(0), eventId: 'e', outAt: at(0), resetAt: at(2), ...o,
+  key: `n/${G3}/xid-48`,
+  trigger: 'xid-48',
+  xid: 48,
+  gpu: G3,
+  scope: 'gpu',
+  action: 'quarantine-gpu',
+  ladder: ['quarantine-gpu', 'reboot-node'],
+  level: 0,
+  phase: 'quarantined',
+  firstAt: at(0),
+  lastAt: at(0),
+  count: 1,
+  workloads: [],
+  pods: [],
+  since: at(0),
+  eventId: 'e',
+  outAt: at(0),
+  resetAt: at(2),
+  ...o,
 });
 const facts = (labels: Record<string, string>, annotations: Record<string, string>) => ({ labels, annotations });
 
 describe('stepMigRestore', () => {
   it.each([
     ['a GPU the agent does not list (not in MIG mode)', incident(), facts({}, {}), 'ready'],
-    ['a node whose inventory lists other GPUs only', incident({ gpu: gpu(5).uuid }), facts(MIG_LABELS, inventory(3, [])), 'ready'],
+    [
+      'a node whose inventory lists other GPUs only',
+      incident({ gpu: gpu(5).uuid }),
+      facts(MIG_LABELS, inventory(3, [])),
+      'ready',
+    ],
     ['an inventory written before the reset', incident(), facts(MIG_LABELS, inventory(1, seven)), 'wait'],
     ['its instances listed after the reset', incident(), facts(MIG_LABELS, inventory(3, seven)), 'ready'],
     ['the GPU listed empty after the reset', incident(), facts(MIG_LABELS, inventory(3, [])), 'restart'],
-    ['after the restart, still the empty inventory', incident({ migRestartedAt: at(4) }), facts(MIG_LABELS, inventory(3, [])), 'wait'],
-    ['after the restart, mig-manager still pending', incident({ migRestartedAt: at(4) }), facts({ ...MIG_LABELS, 'nvidia.com/mig.config.state': 'pending' }, inventory(5, seven)), 'wait'],
-    ['after the restart, instances listed by a newer inventory', incident({ migRestartedAt: at(4) }), facts(MIG_LABELS, inventory(5, seven)), 'ready'],
-    ['after the restart, mig-manager failed', incident({ migRestartedAt: at(4) }), facts({ ...MIG_LABELS, 'nvidia.com/mig.config.state': 'failed' }, inventory(5, [])), 'failed'],
+    [
+      'after the restart, still the empty inventory',
+      incident({ migRestartedAt: at(4) }),
+      facts(MIG_LABELS, inventory(3, [])),
+      'wait',
+    ],
+    [
+      'after the restart, mig-manager still pending',
+      incident({ migRestartedAt: at(4) }),
+      facts({ ...MIG_LABELS, 'nvidia.com/mig.config.state': 'pending' }, inventory(5, seven)),
+      'wait',
+    ],
+    [
+      'after the restart, instances listed by a newer inventory',
+      incident({ migRestartedAt: at(4) }),
+      facts(MIG_LABELS, inventory(5, seven)),
+      'ready',
+    ],
+    [
+      'after the restart, mig-manager failed',
+      incident({ migRestartedAt: at(4) }),
+      facts({ ...MIG_LABELS, 'nvidia.com/mig.config.state': 'failed' }, inventory(5, [])),
+      'failed',
+    ],
   ] as const)('%s: %s', (_, i, node, kind) => {
     expect(stepMigRestore(i, node, [MANAGER], new Date(at(5)), P).kind).toBe(kind);
   });
 
   it('restarts the mig-manager pod on the node, and records when', () => {
-    const s = stepMigRestore(incident(), facts(MIG_LABELS, inventory(3, [])), [MANAGER, pod('train-0')], new Date(at(4)), P);
+    const s = stepMigRestore(
+      incident(),
+      facts(MIG_LABELS, inventory(3, [])),
+      [MANAGER, pod('train-0')],
+      new Date(at(4)),
+      P,
+    );
     expect(s).toMatchObject({ kind: 'restart', pods: [MANAGER], incident: { migRestartedAt: at(4) } });
-    expect(s.kind === 'restart' && s.why).toContain('restarting gpu-operator/nvidia-mig-manager-q8x2v so it applies all-1g.10gb again');
+    expect(s.kind === 'restart' && s.why).toContain(
+      'restarting gpu-operator/nvidia-mig-manager-q8x2v so it applies all-1g.10gb again',
+    );
     const none = stepMigRestore(incident(), facts(MIG_LABELS, inventory(3, [])), [], new Date(at(4)), P);
     expect(none).toMatchObject({ kind: 'restart', pods: [] });
-    expect(none.kind === 'restart' && none.why).toContain('no mig-manager pod was found on the node in gpu-operator (app=nvidia-mig-manager)');
+    expect(none.kind === 'restart' && none.why).toContain(
+      'no mig-manager pod was found on the node in gpu-operator (app=nvidia-mig-manager)',
+    );
   });
 
   it('records the inventory that showed the instances back', () => {
-    expect(stepMigRestore(incident({ migRestartedAt: at(4) }), facts(MIG_LABELS, inventory(5, seven)), [], new Date(at(6)), P)).toMatchObject({ kind: 'ready', incident: { migBackAt: at(5) }, why: expect.stringContaining('(7×1g.10gb)') });
+    expect(
+      stepMigRestore(
+        incident({ migRestartedAt: at(4) }),
+        facts(MIG_LABELS, inventory(5, seven)),
+        [],
+        new Date(at(6)),
+        P,
+      ),
+    ).toMatchObject({ kind: 'ready', incident: { migBackAt: at(5) }, why: expect.stringContaining('(7×1g.10gb)') });
   });
 
   it('gives up after repair.answerTimeoutMinutes: no new inventory after the reset, or no instances after the restart', () => {
     const t = P.repair.answerTimeoutMinutes;
-    expect(stepMigRestore(incident(), facts(MIG_LABELS, inventory(1, seven)), [], new Date(at(2 + t)), P)).toMatchObject({ kind: 'failed', why: expect.stringContaining('was not written again') });
-    const late = stepMigRestore(incident({ migRestartedAt: at(4) }), facts(MIG_LABELS, inventory(3, [])), [], new Date(at(4 + t)), P);
-    expect(late).toMatchObject({ kind: 'failed', why: expect.stringContaining(`did not come back within ${t} min of restarting mig-manager`) });
+    expect(
+      stepMigRestore(incident(), facts(MIG_LABELS, inventory(1, seven)), [], new Date(at(2 + t)), P),
+    ).toMatchObject({ kind: 'failed', why: expect.stringContaining('was not written again') });
+    const late = stepMigRestore(
+      incident({ migRestartedAt: at(4) }),
+      facts(MIG_LABELS, inventory(3, [])),
+      [],
+      new Date(at(4 + t)),
+      P,
+    );
+    expect(late).toMatchObject({
+      kind: 'failed',
+      why: expect.stringContaining(`did not come back within ${t} min of restarting mig-manager`),
+    });
   });
 });
 
 describe('the sweep: a reset MIG GPU returns only with its instances', () => {
-  interface World { node: NodeFacts; pods: PodFacts[] }
-  const requested = (w: World): GpuActionRequest[] => JSON.parse(w.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[];
+  interface World {
+    node: NodeFacts;
+    pods: PodFacts[];
+  }
+  const requested = (w: World): GpuActionRequest[] =>
+    JSON.parse(w.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[];
   const answer = (w: World, id: string, state: GpuActionState): World => {
-    const results = { ...(JSON.parse(w.node.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>), [id]: state };
-    return { ...w, node: { ...w.node, annotations: { ...w.node.annotations, [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify(results) } } };
+    const results = {
+      ...(JSON.parse(w.node.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>),
+      [id]: state,
+    };
+    return {
+      ...w,
+      node: {
+        ...w.node,
+        annotations: { ...w.node.annotations, [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify(results) },
+      },
+    };
   };
-  const agentWrites = (w: World, minute: number, instances: MigInventory['gpus'][number]['instances']): World => ({ ...w, node: { ...w.node, annotations: { ...w.node.annotations, ...inventory(minute, instances) } } });
+  const agentWrites = (w: World, minute: number, instances: MigInventory['gpus'][number]['instances']): World => ({
+    ...w,
+    node: { ...w.node, annotations: { ...w.node.annotations, ...inventory(minute, instances) } },
+  });
   async function sweep(w: World, minute: number): Promise<{ plan: Plan | undefined; world: World }> {
-    const plan = planSweep({ now: new Date(at(minute)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }] }, P).plans[0];
+    const plan = planSweep(
+      { now: new Date(at(minute)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }] },
+      P,
+    ).plans[0];
     return { plan, world: plan ? await apply(w.node, w.pods, plan) : w };
   }
-  const passed = { nvmlAnswers: true, recoveryAction: 'none', remapPending: false, remapFailed: false, eccUncorrectedDelta: 0, xidsDuringProbe: [], passed: true };
+  const passed = {
+    nvmlAnswers: true,
+    recoveryAction: 'none',
+    remapPending: false,
+    remapFailed: false,
+    eccUncorrectedDelta: 0,
+    xidsDuringProbe: [],
+    passed: true,
+  };
   const quarantined = (w: World) => JSON.parse(w.node.annotations[QUARANTINED_GPUS_ANNOTATION] ?? '[]') as string[];
 
   it('restarts mig-manager after the passed probe, keeps the GPU fenced while it is empty, and restores it once the agent lists its instances', async () => {
@@ -112,6 +229,11 @@ describe('the sweep: a reset MIG GPU returns only with its instances', () => {
     expect(back.plan?.notices.map((x) => x.text).join(' ')).toContain('its MIG instances applied again by mig-manager');
     expect(back.world.node.labels[STATE_LABEL]).toBe('healthy');
     expect(quarantined(back.world)).toEqual([]);
-    expect(stateOf(back.world.node).incidents[0]).toMatchObject({ phase: 'closed', probedAt: at(3), migRestartedAt: at(4), migBackAt: at(6) });
+    expect(stateOf(back.world.node).incidents[0]).toMatchObject({
+      phase: 'closed',
+      probedAt: at(3),
+      migRestartedAt: at(4),
+      migBackAt: at(6),
+    });
   });
 });

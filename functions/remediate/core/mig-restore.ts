@@ -32,7 +32,9 @@ const CONFIG_STATE = 'nvidia.com/mig.config.state';
 /** mig-manager's pods on the node (the policy's namespace and labels). */
 export function migManagerPods(pods: readonly PodFacts[], policy: Pick<Policy, 'repair'>): PodFacts[] {
   const { namespace, selector } = policy.repair.migManager;
-  return pods.filter((p) => p.namespace === namespace && Object.entries(selector).every(([k, v]) => p.labels?.[k] === v));
+  return pods.filter(
+    (p) => p.namespace === namespace && Object.entries(selector).every(([k, v]) => p.labels?.[k] === v),
+  );
 }
 
 /**
@@ -43,7 +45,13 @@ export function migManagerPods(pods: readonly PodFacts[], policy: Pick<Policy, '
  * after the restart, or mig-manager reporting `failed`, is a failed repair (the ladder climbs: a
  * reboot starts mig-manager afresh as well).
  */
-export function stepMigRestore(i: Incident, node: Pick<NodeFacts, 'labels' | 'annotations'>, pods: readonly PodFacts[], now: Date, policy: Pick<Policy, 'repair'>): MigRestoreStep {
+export function stepMigRestore(
+  i: Incident,
+  node: Pick<NodeFacts, 'labels' | 'annotations'>,
+  pods: readonly PodFacts[],
+  now: Date,
+  policy: Pick<Policy, 'repair'>,
+): MigRestoreStep {
   const { inventory } = readMigInventory(node.annotations);
   const entry = inventory?.gpus.find((g) => g.uuid === i.gpu);
   const config = node.labels[CONFIG];
@@ -53,25 +61,50 @@ export function stepMigRestore(i: Incident, node: Pick<NodeFacts, 'labels' | 'an
     if (!inventory || !entry || i.resetAt === undefined) return { kind: 'ready', incident: i };
     if (cmp(inventory.at, i.resetAt) < 0) {
       if (!late(i.resetAt)) return { kind: 'wait' };
-      return { kind: 'failed', incident: i, why: `the node agent's MIG inventory was not written again within ${timeout} min of the reset of ${i.gpu} (last at ${inventory.at}): whether its MIG instances survived is unknown` };
+      return {
+        kind: 'failed',
+        incident: i,
+        why: `the node agent's MIG inventory was not written again within ${timeout} min of the reset of ${i.gpu} (last at ${inventory.at}): whether its MIG instances survived is unknown`,
+      };
     }
-    if (entry.instances.length > 0) return { kind: 'ready', incident: i, why: `its MIG instances are there (${profiles(entry.instances)})` };
+    if (entry.instances.length > 0)
+      return { kind: 'ready', incident: i, why: `its MIG instances are there (${profiles(entry.instances)})` };
     const manager = migManagerPods(pods, policy);
-    const where = `${policy.repair.migManager.namespace} (${Object.entries(policy.repair.migManager.selector).map(([k, v]) => `${k}=${v}`).join(',')})`;
+    const where = `${policy.repair.migManager.namespace} (${Object.entries(policy.repair.migManager.selector)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(',')})`;
     const head = `${i.gpu} passed its reset and probe, but the reset destroyed its MIG instances, and mig-manager applies a config only when it starts or ${CONFIG} changes`;
-    const why = manager.length > 0
-      ? `${head}: restarting ${manager.map((p) => `${p.namespace}/${p.name}`).join(', ')} so it applies ${config ?? "the node's config"} again; the GPU returns once the node agent lists its instances`
-      : `${head}, and no mig-manager pod was found on the node in ${where}: the GPU stays out until its instances return (check repair.migManager)`;
+    const why =
+      manager.length > 0
+        ? `${head}: restarting ${manager.map((p) => `${p.namespace}/${p.name}`).join(', ')} so it applies ${config ?? "the node's config"} again; the GPU returns once the node agent lists its instances`
+        : `${head}, and no mig-manager pod was found on the node in ${where}: the GPU stays out until its instances return (check repair.migManager)`;
     return { kind: 'restart', incident: { ...i, migRestartedAt: now.toISOString() }, pods: manager, why };
   }
   const state = node.labels[CONFIG_STATE];
-  if (state === 'failed') return { kind: 'failed', incident: i, why: `mig-manager could not apply ${config ?? "the node's config"} again after the reset of ${i.gpu} (${CONFIG_STATE}=failed)` };
-  const back = inventory !== undefined && entry !== undefined && entry.instances.length > 0 && cmp(inventory.at, i.migRestartedAt) >= 0;
+  if (state === 'failed')
+    return {
+      kind: 'failed',
+      incident: i,
+      why: `mig-manager could not apply ${config ?? "the node's config"} again after the reset of ${i.gpu} (${CONFIG_STATE}=failed)`,
+    };
+  const back =
+    inventory !== undefined &&
+    entry !== undefined &&
+    entry.instances.length > 0 &&
+    cmp(inventory.at, i.migRestartedAt) >= 0;
   if (back && state !== 'pending' && state !== 'rebooting') {
-    return { kind: 'ready', incident: { ...i, migBackAt: inventory.at }, why: `mig-manager applied ${config ?? "the node's config"} again: the node agent lists its MIG instances at ${inventory.at} (${profiles(entry.instances)})` };
+    return {
+      kind: 'ready',
+      incident: { ...i, migBackAt: inventory.at },
+      why: `mig-manager applied ${config ?? "the node's config"} again: the node agent lists its MIG instances at ${inventory.at} (${profiles(entry.instances)})`,
+    };
   }
   if (!late(i.migRestartedAt)) return { kind: 'wait' };
-  return { kind: 'failed', incident: i, why: `the MIG instances of ${i.gpu} did not come back within ${timeout} min of restarting mig-manager at ${i.migRestartedAt} (${entry ? `the node agent lists ${entry.instances.length} at ${inventory!.at}` : 'the node agent does not list the GPU'}${state ? `, ${CONFIG_STATE}=${state}` : ''})` };
+  return {
+    kind: 'failed',
+    incident: i,
+    why: `the MIG instances of ${i.gpu} did not come back within ${timeout} min of restarting mig-manager at ${i.migRestartedAt} (${entry ? `the node agent lists ${entry.instances.length} at ${inventory!.at}` : 'the node agent does not list the GPU'}${state ? `, ${CONFIG_STATE}=${state}` : ''})`,
+  };
 }
 
 function profiles(instances: readonly { profile: string }[]): string {

@@ -9,10 +9,18 @@ import type { Plan, PodFacts, TriggerEvent } from './types.ts';
 
 const P = DEFAULT_POLICY;
 const kinds = (plan: Plan) => renderSteps(plan).map((s) => s.kind);
-const evicted = (plan: Plan) => renderSteps(plan).filter((s) => s.kind === 'evict').map((s) => s.target).sort();
+const evicted = (plan: Plan) =>
+  renderSteps(plan)
+    .filter((s) => s.kind === 'evict')
+    .map((s) => s.target)
+    .sort();
 
 /** Feeds events one after another through plan → apply, as the handler would. */
-async function replay(events: TriggerEvent[], pods: PodFacts[] = STANDARD_PODS, n = node()): Promise<{ plans: Plan[]; node: typeof n }> {
+async function replay(
+  events: TriggerEvent[],
+  pods: PodFacts[] = STANDARD_PODS,
+  n = node(),
+): Promise<{ plans: Plan[]; node: typeof n }> {
   const plans: Plan[] = [];
   let cur = { node: n, pods };
   for (const e of events) {
@@ -55,16 +63,23 @@ describe('planRemediation: first actions', () => {
     ['framebuffer-high', 'info', 'ignore', 'noop'],
     ['monitoring-degraded', 'warning', 'observe', 'act'],
     ['gpu-missing', 'critical', 'drain-node', 'act'],
-  ] as const)('takes the documented first action for health condition %s (%s): %s', async (condition, severity, action, kind) => {
-    const plan = planRemediation(factsFor(health(condition, { severity }), node()), P);
-    expect(plan).toMatchObject({ action, kind });
-  });
+  ] as const)(
+    'takes the documented first action for health condition %s (%s): %s',
+    async (condition, severity, action, kind) => {
+      const plan = planRemediation(factsFor(health(condition, { severity }), node()), P);
+      expect(plan).toMatchObject({ action, kind });
+    },
+  );
 
   it('drains the node for XID 79: taint, cordon, label, evict every pod but DaemonSet and mirror pods', async () => {
     const plan = planRemediation(factsFor(xid(79, { pods: [{ uid: 'uid-train-0' }] }), node()), P);
     expect(plan).toMatchObject({ kind: 'act', action: 'drain-node', scope: 'node', phase: 'decided' });
     expect(kinds(plan).slice(0, 3)).toEqual(['taint', 'cordon', 'label']);
-    expect(plan.nodeEdit).toMatchObject({ addTaints: [{ key: 'gpu-reflex.io/unhealthy', value: 'xid-79', effect: 'NoSchedule' }], unschedulable: true, labels: { 'gpu-reflex.io/state': 'draining' } });
+    expect(plan.nodeEdit).toMatchObject({
+      addTaints: [{ key: 'gpu-reflex.io/unhealthy', value: 'xid-79', effect: 'NoSchedule' }],
+      unschedulable: true,
+      labels: { 'gpu-reflex.io/state': 'draining' },
+    });
     expect(plan.nodeEdit?.record).toBe(plan.nextState);
     expect(evicted(plan)).toEqual(['pod/ml/train-0', 'pod/ml/train-1', 'pod/ml/web']);
     expect(plan.nextState).toMatchObject({ phase: 'draining', taint: 'xid-79', cordoned: true });
@@ -92,11 +107,16 @@ describe('planRemediation: first actions', () => {
 
   it('taints the node once every GPU on it is quarantined', async () => {
     const plan = planRemediation(factsFor(xid(48, { gpu: 0 }), node('gpu-a100-07', 1)), P);
-    expect(renderSteps(plan).find((s) => s.kind === 'taint')?.message).toBe('gpu-reflex.io/unhealthy=xid-48:NoSchedule');
+    expect(renderSteps(plan).find((s) => s.kind === 'taint')?.message).toBe(
+      'gpu-reflex.io/unhealthy=xid-48:NoSchedule',
+    );
   });
 
   it('restarts only the reported workload for XID 94', async () => {
-    const plan = planRemediation(factsFor(xid(94, { pods: [{ uid: 'uid-train-1' }, { uid: 'uid-dcgm-exporter' }] }), node()), P);
+    const plan = planRemediation(
+      factsFor(xid(94, { pods: [{ uid: 'uid-train-1' }, { uid: 'uid-dcgm-exporter' }] }), node()),
+      P,
+    );
     expect(evicted(plan)).toEqual(['pod/ml/train-1']);
     expect(plan.nextState.phase).toBe('healthy');
   });
@@ -108,8 +128,16 @@ describe('planRemediation: first actions', () => {
   });
 
   it('acts on a MIG instance only for an application XID: the pods of that instance', async () => {
-    const mig = { gpuInstanceId: 3, computeInstanceId: 0, uuid: 'MIG-0a1b2c3d-4e5f-4061-8273-94a5b6c7d8e9', profile: '1g.10gb' };
-    const pods = [pod('inst3', { migInstances: [mig.uuid] }), pod('inst5', { migInstances: ['MIG-11111111-4e5f-4061-8273-94a5b6c7d8e9'] })];
+    const mig = {
+      gpuInstanceId: 3,
+      computeInstanceId: 0,
+      uuid: 'MIG-0a1b2c3d-4e5f-4061-8273-94a5b6c7d8e9',
+      profile: '1g.10gb',
+    };
+    const pods = [
+      pod('inst3', { migInstances: [mig.uuid] }),
+      pod('inst5', { migInstances: ['MIG-11111111-4e5f-4061-8273-94a5b6c7d8e9'] }),
+    ];
     const quarantine94: Policy = { ...P, xids: { ...P.xids, '94': { action: 'quarantine-gpu', then: [] } } };
     for (const reported of [[{ uid: 'uid-inst3' }], []]) {
       const plan = planRemediation(factsFor(xid(94, { mig, pods: reported }), node(), { pods }), quarantine94);
@@ -120,13 +148,28 @@ describe('planRemediation: first actions', () => {
     }
   });
 
-  it('treats a whole-GPU XID seen on a MIG instance as the whole GPU\'s: every instance\'s pods move, the GPU is fenced and reset', async () => {
-    const mig = { gpuInstanceId: 3, computeInstanceId: 0, uuid: 'MIG-0a1b2c3d-4e5f-4061-8273-94a5b6c7d8e9', profile: '1g.10gb' };
-    const pods = [pod('inst3', { migInstances: [mig.uuid] }), pod('inst5', { migInstances: ['MIG-11111111-4e5f-4061-8273-94a5b6c7d8e9'] })];
+  it("treats a whole-GPU XID seen on a MIG instance as the whole GPU's: every instance's pods move, the GPU is fenced and reset", async () => {
+    const mig = {
+      gpuInstanceId: 3,
+      computeInstanceId: 0,
+      uuid: 'MIG-0a1b2c3d-4e5f-4061-8273-94a5b6c7d8e9',
+      profile: '1g.10gb',
+    };
+    const pods = [
+      pod('inst3', { migInstances: [mig.uuid] }),
+      pod('inst5', { migInstances: ['MIG-11111111-4e5f-4061-8273-94a5b6c7d8e9'] }),
+    ];
     for (const x of [95, 48, 64]) {
       // The agent reports the pods of every instance of the GPU for such an XID.
-      const plan = planRemediation(factsFor(xid(x, { mig, pods: [{ uid: 'uid-inst3' }, { uid: 'uid-inst5' }] }), node(), { pods }), P);
-      expect(plan).toMatchObject({ scope: 'gpu', action: 'quarantine-gpu', incident: `gpu-a100-07/${gpu(0).uuid}/xid-${x}` });
+      const plan = planRemediation(
+        factsFor(xid(x, { mig, pods: [{ uid: 'uid-inst3' }, { uid: 'uid-inst5' }] }), node(), { pods }),
+        P,
+      );
+      expect(plan).toMatchObject({
+        scope: 'gpu',
+        action: 'quarantine-gpu',
+        incident: `gpu-a100-07/${gpu(0).uuid}/xid-${x}`,
+      });
       expect(evicted(plan).sort()).toEqual(['pod/ml/inst3', 'pod/ml/inst5']);
       expect(plan.nextState.quarantinedGpus).toEqual([gpu(0).uuid]);
       expect(plan.reason).toContain('the node agent resets the GPU');
@@ -144,7 +187,10 @@ describe('planRemediation: first actions', () => {
   });
 
   it('counts XID 74 from two GPUs of a node at once as one NVLink incident: one quarantine, not two', async () => {
-    const { plans, node: after } = await replay([xid(74, { gpu: 0, minute: 0, pods: [{ uid: 'uid-train-0' }] }), xid(74, { gpu: 1, minute: 0, pods: [{ uid: 'uid-train-1' }] })]);
+    const { plans, node: after } = await replay([
+      xid(74, { gpu: 0, minute: 0, pods: [{ uid: 'uid-train-0' }] }),
+      xid(74, { gpu: 1, minute: 0, pods: [{ uid: 'uid-train-1' }] }),
+    ]);
     expect(plans[0]).toMatchObject({ action: 'quarantine-gpu', kind: 'act' });
     expect(plans[1]).toMatchObject({ kind: 'noop' });
     expect(plans[1]!.reason).toContain(`the same NVLink incident as ${gpu(0).uuid}`);
@@ -152,7 +198,11 @@ describe('planRemediation: first actions', () => {
     expect(stateOf(after).quarantinedGpus).toEqual([gpu(0).uuid]);
     // Later, on its own, GPU 1's 74 is its own incident.
     const later = planRemediation(factsFor(xid(74, { gpu: 1, minute: 5 }), after), P);
-    expect(later).toMatchObject({ action: 'quarantine-gpu', kind: 'act', incident: `gpu-a100-07/${gpu(1).uuid}/xid-74` });
+    expect(later).toMatchObject({
+      action: 'quarantine-gpu',
+      kind: 'act',
+      incident: `gpu-a100-07/${gpu(1).uuid}/xid-74`,
+    });
   });
 
   it.each([
@@ -171,7 +221,10 @@ describe('planRemediation: first actions', () => {
   });
 
   it('reports monitoring-degraded and acts on nothing', async () => {
-    for (const e of [health('monitoring-degraded', { gpu: null, severity: 'warning' }), health('monitoring-degraded', { severity: 'critical' })]) {
+    for (const e of [
+      health('monitoring-degraded', { gpu: null, severity: 'warning' }),
+      health('monitoring-degraded', { severity: 'critical' }),
+    ]) {
       const plan = planRemediation(factsFor(e, node()), P);
       expect(kinds(plan)).toContain('notify');
       expect(kinds(plan).every((k) => k === 'notify' || k === 'annotate')).toBe(true);
@@ -186,7 +239,11 @@ describe('planRemediation: duplicates, replays, escalation', () => {
     const e = xid(79);
     const { plans } = await replay([e, e, e, e, e]);
     expect(plans.map((p) => p.kind)).toEqual(['act', 'noop', 'noop', 'noop', 'noop']);
-    expect(plans.slice(1).every((p) => renderSteps(p).length === 0 && p.phase === 'skipped' && p.reason.startsWith('already handled'))).toBe(true);
+    expect(
+      plans
+        .slice(1)
+        .every((p) => renderSteps(p).length === 0 && p.phase === 'skipped' && p.reason.startsWith('already handled')),
+    ).toBe(true);
   });
 
   it('treats the same observation under another event id (nvml and kmsg) as a duplicate', async () => {
@@ -207,16 +264,19 @@ describe('planRemediation: duplicates, replays, escalation', () => {
     expect(kinds(plan)).toEqual(['annotate']);
   });
 
-  it.each([13, 31])('escalates XID %i seen 3 times on one GPU across different workloads within the window', async (x) => {
-    const { plans } = (await replay([
-      xid(x, { minute: 0, pods: [{ uid: 'uid-a' }] }),
-      xid(x, { minute: 20, pods: [{ uid: 'uid-b' }] }),
-      xid(x, { minute: 40, pods: [{ uid: 'uid-train-0' }] }),
-    ]));
-    expect(plans.map((p) => p.action)).toEqual(['observe', 'observe', 'restart-workload']);
-    expect(plans[2]?.reason).toContain('Escalated');
-    expect(evicted(plans[2]!)).toEqual(['pod/ml/train-0']);
-  });
+  it.each([13, 31])(
+    'escalates XID %i seen 3 times on one GPU across different workloads within the window',
+    async (x) => {
+      const { plans } = await replay([
+        xid(x, { minute: 0, pods: [{ uid: 'uid-a' }] }),
+        xid(x, { minute: 20, pods: [{ uid: 'uid-b' }] }),
+        xid(x, { minute: 40, pods: [{ uid: 'uid-train-0' }] }),
+      ]);
+      expect(plans.map((p) => p.action)).toEqual(['observe', 'observe', 'restart-workload']);
+      expect(plans[2]?.reason).toContain('Escalated');
+      expect(evicted(plans[2]!)).toEqual(['pod/ml/train-0']);
+    },
+  );
 
   // The agent sends repeats of one XID on one GPU and pid as one event with `count` (node-agent/xid-aggregate.ts).
   it('counts an aggregated XID event as the occurrences it carries', async () => {
@@ -231,7 +291,14 @@ describe('planRemediation: duplicates, replays, escalation', () => {
   it('says how far a repeat that did not escalate is toward escalation, counting only the window', async () => {
     const { plans } = await replay([0, 20, 70].map((m, i) => xid(13, { minute: m, pods: [{ uid: `u${i}` }] })));
     expect(plans[0]?.escalation).toBeUndefined();
-    expect(plans[1]?.escalation).toEqual({ seen: 2, needed: 3, workloads: 2, neededWorkloads: 2, windowMinutes: 60, next: 'restart-workload' });
+    expect(plans[1]?.escalation).toEqual({
+      seen: 2,
+      needed: 3,
+      workloads: 2,
+      neededWorkloads: 2,
+      windowMinutes: 60,
+      next: 'restart-workload',
+    });
     // At minute 70 the one at minute 0 has left the hour: only 20 and 70 count.
     expect(plans[2]?.escalation).toMatchObject({ seen: 2, workloads: 2 });
   });
@@ -239,7 +306,14 @@ describe('planRemediation: duplicates, replays, escalation', () => {
   it('keeps climbing: 3 more across workloads after restart-workload quarantine the GPU', async () => {
     const ev = (m: number, uid: string) => xid(13, { minute: m, pods: [{ uid }] });
     const { plans } = await replay([ev(0, 'a'), ev(1, 'b'), ev(2, 'c'), ev(3, 'd'), ev(4, 'e'), ev(5, 'f')]);
-    expect(plans.map((p) => p.action)).toEqual(['observe', 'observe', 'restart-workload', 'restart-workload', 'restart-workload', 'quarantine-gpu']);
+    expect(plans.map((p) => p.action)).toEqual([
+      'observe',
+      'observe',
+      'restart-workload',
+      'restart-workload',
+      'restart-workload',
+      'quarantine-gpu',
+    ]);
   });
 
   // One program that keeps faulting is the program's problem, not the GPU's.
@@ -254,28 +328,54 @@ describe('planRemediation: duplicates, replays, escalation', () => {
   });
 
   it('never escalates XID 45, however often and across however many workloads', async () => {
-    const { plans } = await replay(Array.from({ length: 12 }, (_, i) => xid(45, { minute: i, pods: [{ uid: `u${i}` }] })));
+    const { plans } = await replay(
+      Array.from({ length: 12 }, (_, i) => xid(45, { minute: i, pods: [{ uid: `u${i}` }] })),
+    );
     expect(new Set(plans.map((p) => p.action))).toEqual(new Set(['observe']));
     expect(plans.every((p) => !kinds(p).includes('evict'))).toBe(true);
   });
 
   it('closes an observed condition when it resolves, and ignores a resolve older than the firing', async () => {
-    const { plans } = await replay([health('row-remap-pending', { minute: 5, severity: 'warning' }), health('row-remap-pending', { minute: 1, state: 'resolved' }), health('row-remap-pending', { minute: 9, state: 'resolved' })]);
+    const { plans } = await replay([
+      health('row-remap-pending', { minute: 5, severity: 'warning' }),
+      health('row-remap-pending', { minute: 1, state: 'resolved' }),
+      health('row-remap-pending', { minute: 9, state: 'resolved' }),
+    ]);
     expect(plans[1]?.reason).toContain('out of order');
     expect(plans[2]?.nextState.incidents[0]).toMatchObject({ phase: 'closed', closedAt: plans[2]?.trigger.observedAt });
   });
 
   it('never reopens a closed incident from a stale replay', async () => {
-    const { plans, node: n } = await replay([health('ecc-uncorrected', { minute: 0 }), health('ecc-uncorrected', { minute: 10, state: 'resolved' })]);
+    const { plans, node: n } = await replay([
+      health('ecc-uncorrected', { minute: 0 }),
+      health('ecc-uncorrected', { minute: 10, state: 'resolved' }),
+    ]);
     expect(plans[0]?.action).toBe('quarantine-gpu');
     // close the incident as the sweep does after the quiet period
     const st = stateOf(n);
-    const closed = { ...st, incidents: st.incidents.map((i) => ({ ...i, phase: 'closed' as const, closedAt: '2026-11-21T03:45:00.000Z' })) };
-    const replayed = planRemediation({ ...factsFor(health('ecc-uncorrected', { minute: 0 }), n), state: closed, now: new Date('2026-11-21T04:00:00Z') }, P);
+    const closed = {
+      ...st,
+      incidents: st.incidents.map((i) => ({ ...i, phase: 'closed' as const, closedAt: '2026-11-21T03:45:00.000Z' })),
+    };
+    const replayed = planRemediation(
+      {
+        ...factsFor(health('ecc-uncorrected', { minute: 0 }), n),
+        state: closed,
+        now: new Date('2026-11-21T04:00:00Z'),
+      },
+      P,
+    );
     expect(replayed).toMatchObject({ kind: 'noop', phase: 'skipped' });
     expect(renderSteps(replayed)).toEqual([]);
     // even once the occurrence and the event id have aged out of the bounded history
-    const forgotten = planRemediation({ ...factsFor(health('ecc-uncorrected', { minute: 0 }), n), state: { ...closed, recent: [], handled: [] }, now: new Date('2026-11-21T04:00:00Z') }, P);
+    const forgotten = planRemediation(
+      {
+        ...factsFor(health('ecc-uncorrected', { minute: 0 }), n),
+        state: { ...closed, recent: [], handled: [] },
+        now: new Date('2026-11-21T04:00:00Z'),
+      },
+      P,
+    );
     expect(forgotten).toMatchObject({ kind: 'noop', phase: 'skipped' });
     expect(renderSteps(forgotten)).toEqual([]);
     expect(forgotten.reason).toContain('stale replay');
@@ -287,7 +387,10 @@ describe('planRemediation: duplicates, replays, escalation', () => {
     const n = node();
     const st = stateOf(n);
     const closedIncident = planRemediation(factsFor(xid(48, { minute: 0 }), n), P).nextState.incidents[0]!;
-    const state = { ...st, incidents: [{ ...closedIncident, phase: 'closed' as const, closedAt: '2026-11-21T04:00:00.000Z' }] };
+    const state = {
+      ...st,
+      incidents: [{ ...closedIncident, phase: 'closed' as const, closedAt: '2026-11-21T04:00:00.000Z' }],
+    };
     const plan = planRemediation({ ...factsFor(xid(48, { minute: 90 }), n), state }, P);
     expect(plan.action).toBe('reboot-node');
     expect(kinds(plan)).toContain('cordon');
@@ -299,7 +402,12 @@ describe('planRemediation: blast radius', () => {
     const names = Array.from({ length: 6 }, (_, i) => `gpu-a100-0${i}`);
     const out: string[] = [];
     const results = names.map((name, i) => {
-      const plan = planRemediation(factsFor(xid(79, { node: name, minute: i }), node(name), { pool: pool({ nodes: 10, quarantinedInWindow: out.length, quarantinedNodes: [...out] }) }), P);
+      const plan = planRemediation(
+        factsFor(xid(79, { node: name, minute: i }), node(name), {
+          pool: pool({ nodes: 10, quarantinedInWindow: out.length, quarantinedNodes: [...out] }),
+        }),
+        P,
+      );
       if (plan.kind === 'act') out.push(name);
       return plan;
     });
@@ -313,14 +421,22 @@ describe('planRemediation: blast radius', () => {
   });
 
   it('lets a person-approved incident past the limit', async () => {
-    const plan = planRemediation(factsFor(xid(79), node(), { pool: pool({ quarantinedInWindow: 5 }), approved: true }), P);
+    const plan = planRemediation(
+      factsFor(xid(79), node(), { pool: pool({ quarantinedInWindow: 5 }), approved: true }),
+      P,
+    );
     expect(plan.kind).toBe('act');
   });
 
   it('does not count a node twice: a second fault on a node already out is not held back', async () => {
     const first = planRemediation(factsFor(xid(48, { gpu: 0 }), node()), P);
     const after = await apply(node(), STANDARD_PODS, first);
-    const plan = planRemediation(factsFor(xid(79, { gpu: 2 }), after.node, { pool: pool({ quarantinedInWindow: 2, quarantinedNodes: ['gpu-a100-07', 'x'] }) }), P);
+    const plan = planRemediation(
+      factsFor(xid(79, { gpu: 2 }), after.node, {
+        pool: pool({ quarantinedInWindow: 2, quarantinedNodes: ['gpu-a100-07', 'x'] }),
+      }),
+      P,
+    );
     expect(plan.kind).toBe('act');
   });
 
@@ -331,7 +447,12 @@ describe('planRemediation: blast radius', () => {
   });
 
   it('never holds back restarts and observations', async () => {
-    expect(planRemediation(factsFor(xid(94, { pods: [{ uid: 'uid-train-0' }] }), node(), { pool: pool({ quarantinedInWindow: 9 }) }), P).kind).toBe('act');
+    expect(
+      planRemediation(
+        factsFor(xid(94, { pods: [{ uid: 'uid-train-0' }] }), node(), { pool: pool({ quarantinedInWindow: 9 }) }),
+        P,
+      ).kind,
+    ).toBe('act');
   });
 });
 
@@ -346,25 +467,46 @@ describe('planRemediation: approvals are asked once', () => {
     expect(kinds(again)).toEqual(['annotate']);
     expect(again.nextState.incidents[0]).toMatchObject({ phase: 'awaiting-approval', count: 2 });
     // once there is room, the next occurrence acts
-    const room = planRemediation(factsFor(xid(79, { minute: 6 }), (await apply(w.node, w.pods, again)).node, { pool: pool() }), P);
+    const room = planRemediation(
+      factsFor(xid(79, { minute: 6 }), (await apply(w.node, w.pods, again)).node, { pool: pool() }),
+      P,
+    );
     expect(room.kind).toBe('act');
   });
 });
 
 describe('poolFacts', () => {
   it('counts nodes out now and nodes back within the window, not held-back ones', async () => {
-    const out = (await apply(node('n-out'), STANDARD_PODS, planRemediation(factsFor(xid(79, { node: 'n-out' }), node('n-out')), P))).node;
-    const heldPlan = planRemediation(factsFor(xid(79, { node: 'n-held' }), node('n-held'), { pool: pool({ quarantinedInWindow: 9 }) }), P);
+    const out = (
+      await apply(node('n-out'), STANDARD_PODS, planRemediation(factsFor(xid(79, { node: 'n-out' }), node('n-out')), P))
+    ).node;
+    const heldPlan = planRemediation(
+      factsFor(xid(79, { node: 'n-held' }), node('n-held'), { pool: pool({ quarantinedInWindow: 9 }) }),
+      P,
+    );
     const held = (await apply(node('n-held'), STANDARD_PODS, heldPlan)).node;
     const backState = stateOf(out);
-    const back = { ...backState, phase: 'healthy' as const, incidents: backState.incidents.map((i) => ({ ...i, phase: 'closed' as const, closedAt: '2026-11-21T03:30:00.000Z' })) };
+    const back = {
+      ...backState,
+      phase: 'healthy' as const,
+      incidents: backState.incidents.map((i) => ({
+        ...i,
+        phase: 'closed' as const,
+        closedAt: '2026-11-21T03:30:00.000Z',
+      })),
+    };
     const members = [
       { name: 'n-out', state: stateOf(out) },
       { name: 'n-held', state: stateOf(held) },
       { name: 'n-back', state: back },
       { name: 'n-fine', state: stateOf(node('n-fine')) },
     ];
-    expect(poolFacts(P, 'a100', members, new Date('2026-11-21T04:00:00Z'))).toEqual({ name: 'a100', nodes: 4, quarantinedInWindow: 2, quarantinedNodes: ['n-back', 'n-out'] });
+    expect(poolFacts(P, 'a100', members, new Date('2026-11-21T04:00:00Z'))).toEqual({
+      name: 'a100',
+      nodes: 4,
+      quarantinedInWindow: 2,
+      quarantinedNodes: ['n-back', 'n-out'],
+    });
     expect(poolFacts(P, 'a100', members, new Date('2026-11-21T04:31:00Z')).quarantinedNodes).toEqual(['n-out']);
   });
 });

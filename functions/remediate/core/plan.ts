@@ -33,12 +33,24 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   const ws = (next: NodeState) => withState(prev, next, node, backend);
   const trigger = planTrigger(facts);
   const at = new Date(d.observedAt);
-  const base = { incident: site.key, scope: site.scope, trigger, target: targetOf(site, []), evictions: [], notices: [], cloud: [] };
+  const base = {
+    incident: site.key,
+    scope: site.scope,
+    trigger,
+    target: targetOf(site, []),
+    evictions: [],
+    notices: [],
+    cloud: [],
+  };
   const edit = (next: NodeState) => {
     const e = nodeEdit(prev, next, node, policy);
     const asked = newGpuActions(prev, next, policy);
     const taints = deviceTaintChange(next, node, policy);
-    return { ...(e ? { nodeEdit: e } : {}), ...(taints ? { deviceTaints: taints } : {}), ...(asked.length > 0 ? { gpuActions: asked } : {}) };
+    return {
+      ...(e ? { nodeEdit: e } : {}),
+      ...(taints ? { deviceTaints: taints } : {}),
+      ...(asked.length > 0 ? { gpuActions: asked } : {}),
+    };
   };
   const noop = (reason: string, action: Plan['action'] = 'observe', nextState: NodeState = prev): Plan => ({
     ...base,
@@ -51,17 +63,28 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     nextState,
   });
 
-  if (d.node !== node.name) return noop(`event ${d.eventId} is about node ${d.node}, not ${node.name}: nothing to do here`);
+  if (d.node !== node.name)
+    return noop(`event ${d.eventId} is about node ${d.node}, not ${node.name}: nothing to do here`);
   if (prev.handled.includes(d.eventId)) return noop(`already handled event ${d.eventId}: nothing to do`);
-  if (prev.recent.some((o) => o.key === site.key && o.at === d.observedAt)) return noop(`already handled: ${site.trigger} on ${site.key} observed at ${d.observedAt} was seen before (duplicate delivery)`);
+  if (prev.recent.some((o) => o.key === site.key && o.at === d.observedAt))
+    return noop(
+      `already handled: ${site.trigger} on ${site.key} observed at ${d.observedAt} was seen before (duplicate delivery)`,
+    );
   const mine = prev.incidents.filter((i) => i.key === site.key);
   const open = mine.find(isOpen);
-  const lastClosed = mine.filter((i) => !isOpen(i)).sort((a, b) => cmp(a.closedAt ?? a.lastAt, b.closedAt ?? b.lastAt)).at(-1);
+  const lastClosed = mine
+    .filter((i) => !isOpen(i))
+    .sort((a, b) => cmp(a.closedAt ?? a.lastAt, b.closedAt ?? b.lastAt))
+    .at(-1);
   if (!open && lastClosed?.closedAt && cmp(d.observedAt, lastClosed.closedAt) <= 0) {
-    return noop(`stale replay: observed at ${d.observedAt}, before incident ${site.key} was closed at ${lastClosed.closedAt}; it never reopens a closed incident`);
+    return noop(
+      `stale replay: observed at ${d.observedAt}, before incident ${site.key} was closed at ${lastClosed.closedAt}; it never reopens a closed incident`,
+    );
   }
   if (!open && !lastClosed && prev.restoredAt && cmp(d.observedAt, prev.restoredAt) <= 0) {
-    return noop(`stale replay: observed at ${d.observedAt}, before node ${node.name} was restored at ${prev.restoredAt}`);
+    return noop(
+      `stale replay: observed at ${d.observedAt}, before node ${node.name} was restored at ${prev.restoredAt}`,
+    );
   }
 
   const state = adoptOrphans({ ...prev, handled: [...prev.handled, d.eventId] }, node.name, now);
@@ -69,39 +92,70 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
 
   // Peers on one NVLink report XID 74 together: a 74 on another GPU of this node within the link
   // window of an open 74 incident is that incident's sympathetic report, not a second quarantine.
-  const link = !open && event.detailType === 'GPU XID Error' && event.detail.xid === LINK_XID ? linkIncident(state, site, d.observedAt) : undefined;
+  const link =
+    !open && event.detailType === 'GPU XID Error' && event.detail.xid === LINK_XID
+      ? linkIncident(state, site, d.observedAt)
+      : undefined;
   if (link) {
     const next = ws(replace(state, { ...link, count: link.count + 1, lastAt: maxIso(link.lastAt, d.observedAt) }));
-    return noop(`${words}: the same NVLink incident as ${link.gpu} (XID 74 first at ${link.firstAt}): peers on one link report 74 together, so ${link.action} of ${link.gpu} stands and this GPU is not quarantined for it`, link.action, next);
+    return noop(
+      `${words}: the same NVLink incident as ${link.gpu} (XID 74 first at ${link.firstAt}): peers on one link report 74 together, so ${link.action} of ${link.gpu} stands and this GPU is not quarantined for it`,
+      link.action,
+      next,
+    );
   }
 
   if (event.detailType === 'GPU Health Changed' && event.detail.state === 'resolved') {
     if (!open) return noop(`${words}: resolved, and nothing is open for it`, 'observe', ws(state));
-    if (cmp(d.observedAt, open.lastAt) < 0) return noop(`${words}: a resolve observed before the last firing (${open.lastAt}) is out of order: ignored`, open.action, ws(state));
+    if (cmp(d.observedAt, open.lastAt) < 0)
+      return noop(
+        `${words}: a resolve observed before the last firing (${open.lastAt}) is out of order: ignored`,
+        open.action,
+        ws(state),
+      );
     const closes = open.phase === 'observing' || open.phase === 'acted';
-    const updated: Incident = closes ? { ...open, phase: 'closed', closedAt: d.observedAt, resolvedAt: d.observedAt } : { ...open, resolvedAt: d.observedAt };
+    const updated: Incident = closes
+      ? { ...open, phase: 'closed', closedAt: d.observedAt, resolvedAt: d.observedAt }
+      : { ...open, resolvedAt: d.observedAt };
     const next = ws(replace(state, updated));
     const cure = recoveryOf(open);
     const after =
-      cure === 'replace' ? 'NVIDIA says this GPU must be replaced, so it stays out until it is repaired, whatever the condition reads now'
-      : cure === 'reset' ? 'it returns to service only after its reset and a passed health probe, never on quiet time'
-      : open.phase === 'awaiting-repair' || open.phase === 'draining'
-        ? `its node returns after its repair and ${open.gpu ? 'a passed probe' : `${policy.quietPeriodMinutes} quiet minutes`}`
-        : `the sweep returns it to service after ${policy.quietPeriodMinutes} quiet minutes`;
+      cure === 'replace'
+        ? 'NVIDIA says this GPU must be replaced, so it stays out until it is repaired, whatever the condition reads now'
+        : cure === 'reset'
+          ? 'it returns to service only after its reset and a passed health probe, never on quiet time'
+          : open.phase === 'awaiting-repair' || open.phase === 'draining'
+            ? `its node returns after its repair and ${open.gpu ? 'a passed probe' : `${policy.quietPeriodMinutes} quiet minutes`}`
+            : `the sweep returns it to service after ${policy.quietPeriodMinutes} quiet minutes`;
     return noop(closes ? `${words}: resolved; incident closed` : `${words}: resolved; ${after}`, open.action, next);
   }
 
-  const rule = event.detailType === 'Operator Request' ? operatorRule(event.detail.by) : resolveRule(policy, facts.pool.name, ruleTriggerOf(event));
+  const rule =
+    event.detailType === 'Operator Request'
+      ? operatorRule(event.detail.by)
+      : resolveRule(policy, facts.pool.name, ruleTriggerOf(event));
   if (rule.action === 'ignore') return noop(`${words}: informational (${rule.source} → ignore)`, 'ignore');
   // NVIDIA's WORKFLOW_XID_45: with another XID on the GPU just before, it is that XID's cleanup.
-  const follows = event.detailType === 'GPU XID Error' && event.detail.xid === 45 ? xid45Follows(state, site, d.observedAt) : undefined;
+  const follows =
+    event.detailType === 'GPU XID Error' && event.detail.xid === 45
+      ? xid45Follows(state, site, d.observedAt)
+      : undefined;
   if (follows) return noop(xid45FollowsWords(words, follows), 'ignore');
 
   if (event.detailType === 'GPU Health Changed' && event.detail.condition === 'monitoring-degraded') {
     // Never a hardware verdict: the agent cannot see, which says nothing about the GPUs.
     const next = ws(state);
     const notices = [notice('observe', node, `gpu-reflex cannot watch node ${node.name}: ${event.detail.message}`)];
-    return { ...base, kind: 'act', action: 'observe', phase: 'decided', ...edit(next), notices, reason: `${words}. Monitoring is degraded: this is not a hardware verdict, so nothing is quarantined; a person is told`, nextState: next };
+    return {
+      ...base,
+      kind: 'act',
+      action: 'observe',
+      phase: 'decided',
+      ...edit(next),
+      notices,
+      reason: `${words}. Monitoring is degraded: this is not a hardware verdict, so nothing is quarantined; a person is told`,
+      nextState: next,
+    };
   }
 
   const reported = d.pods ?? [];
@@ -112,7 +166,10 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   // An agent sends repeats of an application XID on one GPU and pid as one event with `count`
   // (node-agent/xid-aggregate.ts): it is that many occurrences toward escalation.
   const carried = event.detailType === 'GPU XID Error' ? event.detail.count : undefined;
-  const recent = [...state.recent.filter((o) => now.getTime() - Date.parse(o.at) <= RECENT_HORIZON_MS), { key: site.key, at: d.observedAt, pods: podUids, ...(carried ? { count: carried } : {}) }].sort((a, b) => cmp(a.at, b.at));
+  const recent = [
+    ...state.recent.filter((o) => now.getTime() - Date.parse(o.at) <= RECENT_HORIZON_MS),
+    { key: site.key, at: d.observedAt, pods: podUids, ...(carried ? { count: carried } : {}) },
+  ].sort((a, b) => cmp(a.at, b.at));
   const ladder = open?.ladder ?? ladderOf(rule);
   const decision = decideLevel(rule, ladder, open, lastClosed, recent, site.key, at, policy.escalation.recurrenceHours);
   let action: RemediationAction = ladder[decision.level] ?? rule.action;
@@ -122,7 +179,12 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   const named = recoveryActionOf(event);
   const counted: Incident = open
     ? {
-        ...open, lastAt: maxIso(open.lastAt, d.observedAt), firstAt: minIso(open.firstAt, d.observedAt), count: open.count + (carried ?? 1), workloads: union(open.workloads, podUids), eventId: d.eventId,
+        ...open,
+        lastAt: maxIso(open.lastAt, d.observedAt),
+        firstAt: minIso(open.firstAt, d.observedAt),
+        count: open.count + (carried ?? 1),
+        workloads: union(open.workloads, podUids),
+        eventId: d.eventId,
         ...(open.resolvedAt && cmp(d.observedAt, open.resolvedAt) > 0 ? { resolvedAt: undefined } : {}),
         ...(named && cmp(d.observedAt, open.lastAt) >= 0 ? { recoveryAction: named } : {}),
       }
@@ -132,7 +194,11 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
 
   if (open && !decision.escalated && !retryApproval && action !== 'restart-workload') {
     const next = ws(replace(s1, counted));
-    const stands = noop(`${words}. Incident already open (${open.phase} since ${open.since}, ${counted.count} occurrences): ${ladder[open.level]} stands`, open.action, next);
+    const stands = noop(
+      `${words}. Incident already open (${open.phase} since ${open.since}, ${counted.count} occurrences): ${ladder[open.level]} stands`,
+      open.action,
+      next,
+    );
     return decision.progress ? { ...stands, escalation: decision.progress } : stands;
   }
 
@@ -140,8 +206,14 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   // DRAIN_AND_RESET (rule letWorkFinish): the GPU is fenced now, its running pods are left to end
   // by themselves until the deadline; the sweep evicts what is left then, and the reset waits for them.
   const patient = action === 'quarantine-gpu' && rule.letWorkFinish !== null && rule.action === 'quarantine-gpu';
-  const evictAt = patient ? new Date(now.getTime() + rule.letWorkFinish!.deadlineMinutes * 60_000).toISOString() : undefined;
-  const moving: PodFacts[] = ['drain-node', 'reboot-node', 'replace-node'].includes(action) ? evictable(facts.pods) : action === 'restart-workload' || (action === 'quarantine-gpu' && !patient) ? affected : [];
+  const evictAt = patient
+    ? new Date(now.getTime() + rule.letWorkFinish!.deadlineMinutes * 60_000).toISOString()
+    : undefined;
+  const moving: PodFacts[] = ['drain-node', 'reboot-node', 'replace-node'].includes(action)
+    ? evictable(facts.pods)
+    : action === 'restart-workload' || (action === 'quarantine-gpu' && !patient)
+      ? affected
+      : [];
   const scope = ['drain-node', 'reboot-node', 'replace-node'].includes(action) ? 'node' : site.scope;
   const target = targetOf(site, moving, scope === 'node' ? node.gpus : undefined);
   const escalation = decision.escalated ? ` Escalated: ${decision.why}.` : '';
@@ -149,32 +221,75 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
 
   if (takesCapacity(action) && !facts.approved) {
     const alreadyOut = prev.phase !== 'healthy' && prev.phase !== 'awaiting-approval';
-    const verdict = facts.slotDenied && !alreadyOut
-      ? { allowed: false, words: `the pool ${facts.pool.name} has no free slot left in its ledger: a concurrent remediation took the last one` }
-      : checkBlastRadius(policy, facts.pool, node.name, alreadyOut);
+    const verdict =
+      facts.slotDenied && !alreadyOut
+        ? {
+            allowed: false,
+            words: `the pool ${facts.pool.name} has no free slot left in its ledger: a concurrent remediation took the last one`,
+          }
+        : checkBlastRadius(policy, facts.pool, node.name, alreadyOut);
     if (!verdict.allowed) {
       if (retryApproval && open) {
         // Asked once already: count the repeat, do not ask again (no chat spam in a storm).
-        return noop(`${reasonCore} Still awaiting approval since ${open.since}: ${verdict.words}`, action, ws(replace(s1, { ...counted, phase: 'awaiting-approval' })));
+        return noop(
+          `${reasonCore} Still awaiting approval since ${open.since}: ${verdict.words}`,
+          action,
+          ws(replace(s1, { ...counted, phase: 'awaiting-approval' })),
+        );
       }
-      const waiting: Incident = { ...counted, action, level: decision.level, phase: 'awaiting-approval', since: open?.phase === 'awaiting-approval' ? open.since : now.toISOString() };
+      const waiting: Incident = {
+        ...counted,
+        action,
+        level: decision.level,
+        phase: 'awaiting-approval',
+        since: open?.phase === 'awaiting-approval' ? open.since : now.toISOString(),
+      };
       const next = ws(replace(s1, waiting));
       const summary = `${action} on node ${node.name} needs approval: ${verdict.words}`;
       // The id the store records it under (run.ts): what a person answers in chat.
       const id = approvalIdFor(waiting.key, waiting.firstAt);
-      const ask = { ...notice(action, node, `${summary}. Answer "approve ${id}" or "deny ${id}" within ${policy.approvals.ttlMinutes} min`), approval: { id } };
-      return { ...base, kind: 'approval', action, scope, phase: 'awaiting-approval', target, ...edit(next), approval: { summary }, notices: [ask], reason: `${reasonCore} Held back by the blast radius: ${verdict.words}. A person must approve; the sweep acts by itself once the window has room`, nextState: next };
+      const ask = {
+        ...notice(
+          action,
+          node,
+          `${summary}. Answer "approve ${id}" or "deny ${id}" within ${policy.approvals.ttlMinutes} min`,
+        ),
+        approval: { id },
+      };
+      return {
+        ...base,
+        kind: 'approval',
+        action,
+        scope,
+        phase: 'awaiting-approval',
+        target,
+        ...edit(next),
+        approval: { summary },
+        notices: [ask],
+        reason: `${reasonCore} Held back by the blast radius: ${verdict.words}. A person must approve; the sweep acts by itself once the window has room`,
+        nextState: next,
+      };
     }
   }
 
-  const phase: IncidentPhase = action === 'observe' ? 'observing' : action === 'restart-workload' ? 'acted' : action === 'quarantine-gpu' ? 'quarantined' : 'draining';
+  const phase: IncidentPhase =
+    action === 'observe'
+      ? 'observing'
+      : action === 'restart-workload'
+        ? 'acted'
+        : action === 'quarantine-gpu'
+          ? 'quarantined'
+          : 'draining';
   const acted: Incident = {
     ...counted,
     action,
     level: decision.level,
     phase,
     since: open && open.phase === phase ? open.since : now.toISOString(),
-    pods: union(counted.pods, (patient ? affected : moving).map((p) => p.uid)),
+    pods: union(
+      counted.pods,
+      (patient ? affected : moving).map((p) => p.uid),
+    ),
     ...(evictAt ? { evictAt } : {}),
     ...(decision.escalated ? { escalatedAt: d.observedAt } : {}),
     ...(takesCapacity(action) && !counted.outAt ? { outAt: now.toISOString() } : {}),
@@ -184,17 +299,42 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   const evictions = moving.map((p) => ({ namespace: p.namespace, name: p.name, uid: p.uid }));
   const stamped = next.incidents.find((i) => i.key === acted.key);
   const fence = stamped?.fence && !open?.fence ? ` ${fenceWords(stamped, policy)}` : '';
-  const doing = patient ? letFinishWords(site, affected.length, evictAt!) : actionWords(action, node.name, site, moving.length);
+  const doing = patient
+    ? letFinishWords(site, affected.length, evictAt!)
+    : actionWords(action, node.name, site, moving.length);
   const reason = `${reasonCore} Now ${doing};${fence} ${nextWords(ladder, decision.level, facts.capabilities, recoveryOf(acted))}`;
   const notify = rule.notify || takesCapacity(action) || decision.escalated;
   const notices = notify ? [notice(action, node, reason.slice(0, 500))] : [];
-  return { ...base, kind: 'act', action, scope, phase: 'decided', target, ...edit(next), evictions, notices, reason, nextState: next };
+  return {
+    ...base,
+    kind: 'act',
+    action,
+    scope,
+    phase: 'decided',
+    target,
+    ...edit(next),
+    evictions,
+    notices,
+    reason,
+    nextState: next,
+  };
 }
 
 function ruleTriggerOf(event: Exclude<TriggerEvent, { detailType: 'Operator Request' }>): RuleTrigger {
   return event.detailType === 'GPU XID Error'
-    ? { kind: 'xid', xid: event.detail.xid, ...(event.detail.recoveryAction ? { recoveryAction: event.detail.recoveryAction } : {}), ...(event.detail.severity ? { severity: event.detail.severity } : {}), ...(event.detail.nvlink ? { nvlink: event.detail.nvlink } : {}) }
-    : { kind: 'condition', condition: event.detail.condition, severity: event.detail.severity, ...(event.detail.recoveryAction ? { recoveryAction: event.detail.recoveryAction } : {}) };
+    ? {
+        kind: 'xid',
+        xid: event.detail.xid,
+        ...(event.detail.recoveryAction ? { recoveryAction: event.detail.recoveryAction } : {}),
+        ...(event.detail.severity ? { severity: event.detail.severity } : {}),
+        ...(event.detail.nvlink ? { nvlink: event.detail.nvlink } : {}),
+      }
+    : {
+        kind: 'condition',
+        condition: event.detail.condition,
+        severity: event.detail.severity,
+        ...(event.detail.recoveryAction ? { recoveryAction: event.detail.recoveryAction } : {}),
+      };
 }
 
 /**
@@ -202,11 +342,23 @@ function ruleTriggerOf(event: Exclude<TriggerEvent, { detailType: 'Operator Requ
  * reset and probe, as any quarantine; no rung above it (a person asked for this, not more).
  */
 function operatorRule(by: string): Rule {
-  return { action: 'quarantine-gpu', then: [], escalate: null, notify: true, source: `asked by ${by}`, letWorkFinish: null };
+  return {
+    action: 'quarantine-gpu',
+    then: [],
+    escalate: null,
+    notify: true,
+    source: `asked by ${by}`,
+    letWorkFinish: null,
+  };
 }
 
 /** What people are told about a node, as a typed notice (rendered to chat by the notifier). */
-export function notice(action: Plan['action'], node: Pick<NodeFacts, 'name'>, text: string, severity: Notice['severity'] = 'warning'): Notice {
+export function notice(
+  action: Plan['action'],
+  node: Pick<NodeFacts, 'name'>,
+  text: string,
+  severity: Notice['severity'] = 'warning',
+): Notice {
   return { title: `gpu-reflex: ${action} on ${node.name}`, text, severity };
 }
 
@@ -218,7 +370,11 @@ function planTrigger(facts: RemediationFacts): PlanTrigger {
     detailType: event.detailType,
     node: d.node,
     ...(d.gpu ? { gpuUuid: d.gpu.uuid } : {}),
-    ...(event.detailType === 'GPU XID Error' ? { xid: event.detail.xid } : event.detailType === 'GPU Health Changed' ? { condition: event.detail.condition } : {}),
+    ...(event.detailType === 'GPU XID Error'
+      ? { xid: event.detail.xid }
+      : event.detailType === 'GPU Health Changed'
+        ? { condition: event.detail.condition }
+        : {}),
     observedAt: d.observedAt,
   };
 }
@@ -232,7 +388,14 @@ export const LINK_INCIDENT_WINDOW_MS = 10_000;
 function linkIncident(state: NodeState, site: FaultSite, at: string): Incident | undefined {
   if (site.scope !== 'gpu' || !site.gpu) return undefined;
   const t = Date.parse(at);
-  return state.incidents.find((i) => isOpen(i) && i.xid === LINK_XID && i.gpu !== undefined && i.gpu !== site.gpu!.uuid && Math.abs(t - Date.parse(i.firstAt)) <= LINK_INCIDENT_WINDOW_MS);
+  return state.incidents.find(
+    (i) =>
+      isOpen(i) &&
+      i.xid === LINK_XID &&
+      i.gpu !== undefined &&
+      i.gpu !== site.gpu!.uuid &&
+      Math.abs(t - Date.parse(i.firstAt)) <= LINK_INCIDENT_WINDOW_MS,
+  );
 }
 
 /** The recovery action (field 230) an agent's event names; a person's request names none. */
@@ -240,16 +403,35 @@ function recoveryActionOf(event: RemediationFacts['event']): Incident['recoveryA
   return 'recoveryAction' in event.detail ? event.detail.recoveryAction : undefined;
 }
 
-function newIncident(site: FaultSite, facts: RemediationFacts, ladder: RemediationAction[], level: number, action: RemediationAction, podUids: string[]): Incident {
+function newIncident(
+  site: FaultSite,
+  facts: RemediationFacts,
+  ladder: RemediationAction[],
+  level: number,
+  action: RemediationAction,
+  podUids: string[],
+): Incident {
   const d = facts.event.detail;
   const ev = facts.event;
   return {
     key: site.key,
     trigger: site.trigger,
-    ...(ev.detailType === 'GPU XID Error' ? { xid: ev.detail.xid } : ev.detailType === 'GPU Health Changed' ? { condition: ev.detail.condition } : {}),
+    ...(ev.detailType === 'GPU XID Error'
+      ? { xid: ev.detail.xid }
+      : ev.detailType === 'GPU Health Changed'
+        ? { condition: ev.detail.condition }
+        : {}),
     ...(recoveryActionOf(ev) ? { recoveryAction: recoveryActionOf(ev) } : {}),
     ...(site.gpu ? { gpu: site.gpu.uuid } : {}),
-    ...(site.mig ? { mig: { gi: site.mig.gpuInstanceId, ...(site.mig.computeInstanceId !== undefined ? { ci: site.mig.computeInstanceId } : {}), ...(site.mig.uuid ? { uuid: site.mig.uuid } : {}) } } : {}),
+    ...(site.mig
+      ? {
+          mig: {
+            gi: site.mig.gpuInstanceId,
+            ...(site.mig.computeInstanceId !== undefined ? { ci: site.mig.computeInstanceId } : {}),
+            ...(site.mig.uuid ? { uuid: site.mig.uuid } : {}),
+          },
+        }
+      : {}),
     scope: site.scope,
     action,
     ladder,
@@ -270,7 +452,16 @@ export function targetOf(site: FaultSite, pods: readonly PodFacts[], nodeGpus?: 
   return {
     node: site.node,
     gpus: gpus.slice(0, 16),
-    migInstances: site.gpu && site.mig ? [{ gpuUuid: site.gpu.uuid, gpuInstanceId: site.mig.gpuInstanceId, ...(site.mig.computeInstanceId !== undefined ? { computeInstanceId: site.mig.computeInstanceId } : {}) }] : [],
+    migInstances:
+      site.gpu && site.mig
+        ? [
+            {
+              gpuUuid: site.gpu.uuid,
+              gpuInstanceId: site.mig.gpuInstanceId,
+              ...(site.mig.computeInstanceId !== undefined ? { computeInstanceId: site.mig.computeInstanceId } : {}),
+            },
+          ]
+        : [],
     pods: pods.map((p) => ({ namespace: p.namespace, name: p.name, uid: p.uid })),
   };
 }
@@ -278,12 +469,18 @@ export function targetOf(site: FaultSite, pods: readonly PodFacts[], nodeGpus?: 
 /** Replaces (or adds) the open incident with the same key. */
 export function replace(state: NodeState, incident: Incident): NodeState {
   const idx = state.incidents.findIndex((i) => i.key === incident.key && isOpen(i));
-  const incidents = idx >= 0 ? state.incidents.map((i, n) => (n === idx ? incident : i)) : [...state.incidents, incident];
+  const incidents =
+    idx >= 0 ? state.incidents.map((i, n) => (n === idx ? incident : i)) : [...state.incidents, incident];
   return { ...state, incidents };
 }
 
 /** Bounds the state and derives its node-level fields (phase, taint, cordon, quarantined GPUs). */
-export function withState(prev: NodeState, next: NodeState, node: RemediationFacts['node'], backend: FenceBackend): NodeState {
+export function withState(
+  prev: NodeState,
+  next: NodeState,
+  node: RemediationFacts['node'],
+  backend: FenceBackend,
+): NodeState {
   return deriveNode(prev, boundState(next), node, backend);
 }
 

@@ -33,13 +33,25 @@ describe('loadPolicy', () => {
   });
 
   it.each([
-    ['dryRun: false\nblastRadius:\n  maxShare: 0.2\nxids:\n  79:\n    action: explode\n', 'policy.yaml:6: xids.79.action: '],
+    [
+      'dryRun: false\nblastRadius:\n  maxShare: 0.2\nxids:\n  79:\n    action: explode\n',
+      'policy.yaml:6: xids.79.action: ',
+    ],
     ['quietPeriodMinutes: soon\n', 'policy.yaml:1: quietPeriodMinutes: '],
     ['blastRadius:\n  maxShare: 2\n', 'policy.yaml:2: blastRadius.maxShare: '],
-    ['conditions:\n  temperature:\n    action: observe\n  sunburn:\n    action: observe\n', 'policy.yaml:4: conditions.sunburn'],
+    [
+      'conditions:\n  temperature:\n    action: observe\n  sunburn:\n    action: observe\n',
+      'policy.yaml:4: conditions.sunburn',
+    ],
     ['pools:\n  a100:\n    maxQuarantinedShare: 0.5\n    colour: red\n', 'policy.yaml:4: pools.a100.colour: '],
-    ['xids:\n  45:\n    escalate: { count: 2, windowMinutes: 5, distinctWorkloads: 1 }\n', 'policy.yaml:3: xids.45.escalate: XID 45 never escalates'],
-    ['conditions:\n  monitoring-degraded:\n    action: drain-node\n', 'policy.yaml:3: conditions.monitoring-degraded.action: expected observe or ignore'],
+    [
+      'xids:\n  45:\n    escalate: { count: 2, windowMinutes: 5, distinctWorkloads: 1 }\n',
+      'policy.yaml:3: xids.45.escalate: XID 45 never escalates',
+    ],
+    [
+      'conditions:\n  monitoring-degraded:\n    action: drain-node\n',
+      'policy.yaml:3: conditions.monitoring-degraded.action: expected observe or ignore',
+    ],
     ['xids:\n  79: [\n', 'policy.yaml:'],
     ['a: 1\na: 2\n', 'policy.yaml:2: '],
   ])('names the file, line and field of an error (%#)', (text, want) => {
@@ -51,14 +63,19 @@ describe('loadPolicy', () => {
   });
 
   it('merges approvals field by field and names a bad approver list by line', () => {
-    expect(loadPolicy('approvals:\n  approvers: [cli:alice]\n', 'p.yaml').approvals).toEqual({ ttlMinutes: DEFAULT_POLICY.approvals.ttlMinutes, approvers: ['cli:alice'] });
+    expect(loadPolicy('approvals:\n  approvers: [cli:alice]\n', 'p.yaml').approvals).toEqual({
+      ttlMinutes: DEFAULT_POLICY.approvals.ttlMinutes,
+      approvers: ['cli:alice'],
+    });
     expect(loadPolicy('approvals:\n  ttlMinutes: 15\n', 'p.yaml').approvals).toEqual({ ttlMinutes: 15, approvers: [] });
     expect(errorOf('approvals:\n  ttlMinutes: 0\n')).toMatch(/policy\.yaml:2: approvals\.ttlMinutes: /);
     expect(errorOf('approvals:\n  approvers: [""]\n')).toMatch(/policy\.yaml:2: approvals\.approvers\.0: /);
   });
 
   it('points a JSON error at its line', () => {
-    expect(errorOf('{\n  "xids": {\n    "48": { "action": 7 }\n  }\n}', 'p.json')).toContain('p.json:3: xids.48.action');
+    expect(errorOf('{\n  "xids": {\n    "48": { "action": 7 }\n  }\n}', 'p.json')).toContain(
+      'p.json:3: xids.48.action',
+    );
   });
 });
 
@@ -70,10 +87,15 @@ describe('the example policy file', () => {
     expect(resolveRule(p, undefined, 48).then).toEqual(['replace-node']);
     expect(resolveRule(p, 't4-inference', 94).action).toBe('quarantine-gpu');
     expect(resolveRule(p, undefined, 94).action).toBe('restart-workload');
-    expect(resolveRule(p, undefined, { kind: 'condition', condition: 'temperature', severity: 'warning' }).action).toBe('observe');
+    expect(resolveRule(p, undefined, { kind: 'condition', condition: 'temperature', severity: 'warning' }).action).toBe(
+      'observe',
+    );
     expect(p.pools['h100-train']?.maxQuarantinedShare).toBe(0.3);
     expect(fenceBackendOf(p, 'h100-train')).toBe('nvidia-plugin');
     expect(fenceBackendOf(p, 't4-inference')).toBe('ack-file');
-    expect(p.fence.nvidiaPlugin).toEqual({ namespace: 'gpu-operator', selector: { app: 'nvidia-device-plugin-daemonset' } });
+    expect(p.fence.nvidiaPlugin).toEqual({
+      namespace: 'gpu-operator',
+      selector: { app: 'nvidia-device-plugin-daemonset' },
+    });
   });
 });

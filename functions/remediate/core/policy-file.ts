@@ -5,7 +5,17 @@
  */
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
 import { z } from 'zod';
-import { ApprovalsSchema, FenceSchema, RepairSchema, DEFAULT_POLICY, PolicySchema, RuleOverrideSchema, PoolOverrideSchema, EscalateSchema, type Policy } from './policy.ts';
+import {
+  ApprovalsSchema,
+  FenceSchema,
+  RepairSchema,
+  DEFAULT_POLICY,
+  PolicySchema,
+  RuleOverrideSchema,
+  PoolOverrideSchema,
+  EscalateSchema,
+  type Policy,
+} from './policy.ts';
 import { GPU_RECOVERY_ACTIONS, HEALTH_CONDITIONS, int } from '../../../events/index.ts';
 import { checkAliasCount, yamlValue, YamlTextError } from '../../lib/yaml-text.ts';
 
@@ -27,8 +37,18 @@ const PolicyFileSchema = z
     recoveryActions: z.partialRecord(z.enum(GPU_RECOVERY_ACTIONS), RuleOverrideSchema).optional(),
     pools: z.record(z.string().min(1), PoolOverrideSchema).optional(),
     poolLabels: z.array(z.string().min(1)).min(1).max(8).optional(),
-    blastRadius: z.object({ maxShare: z.number().min(0).max(1).optional(), maxCount: int().min(0).optional(), windowMinutes: int().min(1).optional() }).strict().optional(),
-    escalation: EscalateSchema.partial().extend({ recurrenceHours: int().min(0).max(720).optional() }).strict().optional(),
+    blastRadius: z
+      .object({
+        maxShare: z.number().min(0).max(1).optional(),
+        maxCount: int().min(0).optional(),
+        windowMinutes: int().min(1).optional(),
+      })
+      .strict()
+      .optional(),
+    escalation: EscalateSchema.partial()
+      .extend({ recurrenceHours: int().min(0).max(720).optional() })
+      .strict()
+      .optional(),
     quietPeriodMinutes: int().min(0).max(10_080).optional(),
     approvals: ApprovalsSchema.partial().optional(),
     repair: RepairSchema.partial().optional(),
@@ -56,7 +76,9 @@ export function loadPolicyFile(text: string, fileName: string): { policy: Policy
   inFile(fileName, () => checkAliasCount(text));
   const doc = parseDocument(text, { lineCounter: lines, prettyErrors: false, uniqueKeys: true });
   if (doc.errors.length > 0) {
-    throw new PolicyFileError(doc.errors.map((e) => `${fileName}:${lines.linePos(e.pos[0]).line}: ${e.message.split('\n')[0]}`));
+    throw new PolicyFileError(
+      doc.errors.map((e) => `${fileName}:${lines.linePos(e.pos[0]).line}: ${e.message.split('\n')[0]}`),
+    );
   }
   const raw: unknown = inFile(fileName, () => yamlValue(doc)) ?? {};
   const parsed = PolicyFileSchema.safeParse(raw);

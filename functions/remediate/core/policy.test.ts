@@ -1,5 +1,12 @@
 import { describe, expect, it } from 'vitest';
-import { describeXid, GPU_RECOVERY_ACTIONS, HEALTH_CONDITIONS, XID_CATALOG, type HealthCondition, type RemediationAction } from '../../../events/index.ts';
+import {
+  describeXid,
+  GPU_RECOVERY_ACTIONS,
+  HEALTH_CONDITIONS,
+  XID_CATALOG,
+  type HealthCondition,
+  type RemediationAction,
+} from '../../../events/index.ts';
 import { DEFAULT_POLICY, PolicySchema, poolOf, resolveRule } from './policy.ts';
 import { loadPolicy } from './policy-file.ts';
 
@@ -32,9 +39,15 @@ describe('default policy', () => {
     ['utilization-high', 'info', 'ignore', []],
     ['framebuffer-high', 'info', 'ignore', []],
     ['monitoring-degraded', 'warning', 'observe', []],
-  ] as [HealthCondition, 'info' | 'warning' | 'critical', RemediationAction, RemediationAction[]][])('maps health condition %s (%s) to %s', (condition, severity, action, then) => {
-    expect(resolveRule(DEFAULT_POLICY, undefined, { kind: 'condition', condition, severity })).toMatchObject({ action, then });
-  });
+  ] as [HealthCondition, 'info' | 'warning' | 'critical', RemediationAction, RemediationAction[]][])(
+    'maps health condition %s (%s) to %s',
+    (condition, severity, action, then) => {
+      expect(resolveRule(DEFAULT_POLICY, undefined, { kind: 'condition', condition, severity })).toMatchObject({
+        action,
+        then,
+      });
+    },
+  );
 
   it('has a documented row for every health condition', () => {
     for (const c of HEALTH_CONDITIONS) expect(DEFAULT_POLICY.conditions[c]?.action, c).toBeDefined();
@@ -48,7 +61,10 @@ describe('default policy', () => {
     ['drain-and-reset', 'quarantine-gpu'],
     ['recover-imex-domain', 'observe'],
   ] as const)('obeys recovery action %s with %s', (ra, action) => {
-    expect(resolveRule(DEFAULT_POLICY, undefined, { kind: 'condition', condition: 'recovery-action', recoveryAction: ra }).action).toBe(action);
+    expect(
+      resolveRule(DEFAULT_POLICY, undefined, { kind: 'condition', condition: 'recovery-action', recoveryAction: ra })
+        .action,
+    ).toBe(action);
     expect(resolveRule(DEFAULT_POLICY, undefined, { kind: 'xid', xid: 154, recoveryAction: ra }).action).toBe(action);
   });
 
@@ -57,21 +73,36 @@ describe('default policy', () => {
   });
 
   it('lets a recovery action other than none override the XID table, and ignores none beside XID 79', () => {
-    expect(resolveRule(DEFAULT_POLICY, undefined, { kind: 'xid', xid: 13, recoveryAction: 'node-reboot' }).action).toBe('drain-node');
-    expect(resolveRule(DEFAULT_POLICY, undefined, { kind: 'xid', xid: 79, recoveryAction: 'none' }).action).toBe('drain-node');
+    expect(resolveRule(DEFAULT_POLICY, undefined, { kind: 'xid', xid: 13, recoveryAction: 'node-reboot' }).action).toBe(
+      'drain-node',
+    );
+    expect(resolveRule(DEFAULT_POLICY, undefined, { kind: 'xid', xid: 79, recoveryAction: 'none' }).action).toBe(
+      'drain-node',
+    );
   });
 
   it('quarantines the GPU and notifies on XIDs outside the catalog (never a node drain)', () => {
-    expect(resolveRule(DEFAULT_POLICY, undefined, 999)).toMatchObject({ action: 'quarantine-gpu', then: [], notify: true, escalate: null });
+    expect(resolveRule(DEFAULT_POLICY, undefined, 999)).toMatchObject({
+      action: 'quarantine-gpu',
+      then: [],
+      notify: true,
+      escalate: null,
+    });
   });
 
   it('never lets XID 45 escalate, even when a pool asks', () => {
-    const p = { ...DEFAULT_POLICY, pools: { a100: { xids: { '45': { escalate: { count: 2, windowMinutes: 5, distinctWorkloads: 1 } } } } } };
+    const p = {
+      ...DEFAULT_POLICY,
+      pools: { a100: { xids: { '45': { escalate: { count: 2, windowMinutes: 5, distinctWorkloads: 1 } } } } },
+    };
     expect(resolveRule(p, 'a100', 45).escalate).toBeNull();
   });
 
   it('applies pool overrides on top of file rules', () => {
-    const p = loadPolicy('xids:\n  48: { action: drain-node }\npools:\n  t4:\n    xids:\n      48: { action: observe }\n', 'p.yaml');
+    const p = loadPolicy(
+      'xids:\n  48: { action: drain-node }\npools:\n  t4:\n    xids:\n      48: { action: observe }\n',
+      'p.yaml',
+    );
     expect(resolveRule(p, undefined, 48).action).toBe('drain-node');
     expect(resolveRule(p, 't4', 48)).toMatchObject({ action: 'observe', source: 'XID 48 (pool t4)' });
     // XID 48's chain is NVIDIA's WORKFLOW_XID_48: reset, then reboot; replacing it is the SRAM threshold's call.

@@ -40,13 +40,18 @@ export const RuleOverrideSchema = z
     escalate: z.union([EscalateSchema, z.literal(false)]).optional(),
     notify: z.boolean().optional(),
     /** Per-severity first action (temperature: warning → observe, critical → quarantine-gpu). */
-    bySeverity: z.object({ info: Action.optional(), warning: Action.optional(), critical: Action.optional() }).strict().optional(),
+    bySeverity: z
+      .object({ info: Action.optional(), warning: Action.optional(), critical: Action.optional() })
+      .strict()
+      .optional(),
     /**
      * quarantine-gpu only: new work is fenced off the GPU at once, but the pods running on it are
      * left to finish (NVML's DRAIN_AND_RESET: "running work is safe"); the reset waits for them,
      * and whatever still runs after `deadlineMinutes` is evicted. `false`: evict at once.
      */
-    letWorkFinish: z.union([z.object({ deadlineMinutes: int().min(1).max(10_080) }).strict(), z.literal(false)]).optional(),
+    letWorkFinish: z
+      .union([z.object({ deadlineMinutes: int().min(1).max(10_080) }).strict(), z.literal(false)])
+      .optional(),
   })
   .strict();
 export type RuleOverride = z.infer<typeof RuleOverrideSchema>;
@@ -65,10 +70,25 @@ export const FENCE_BACKENDS = ['ack-file', 'nvidia-plugin', 'dra', 'cordon'] as 
 export type FenceBackend = (typeof FENCE_BACKENDS)[number];
 
 /** A Kubernetes label name (`example.com/name` or `name`) and value. */
-const LabelName = z.string().regex(/^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/, 'expected a label name like app.kubernetes.io/name');
-const LabelValue = z.string().regex(/^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/, 'expected a label value (63 characters of [A-Za-z0-9._-])');
+const LabelName = z
+  .string()
+  .regex(
+    /^([a-z0-9]([-a-z0-9.]*[a-z0-9])?\/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$/,
+    'expected a label name like app.kubernetes.io/name',
+  );
+const LabelValue = z
+  .string()
+  .regex(
+    /^([A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?)?$/,
+    'expected a label value (63 characters of [A-Za-z0-9._-])',
+  );
 /** A DaemonSet's pods: their namespace and the labels that pick them (one per node). */
-const DaemonPods = z.object({ namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'expected a namespace name'), selector: z.record(LabelName, LabelValue) }).strict();
+const DaemonPods = z
+  .object({
+    namespace: z.string().regex(/^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/, 'expected a namespace name'),
+    selector: z.record(LabelName, LabelValue),
+  })
+  .strict();
 
 export const FenceSchema = z
   .object({
@@ -148,7 +168,13 @@ export const PolicySchema = z
     pools: z.record(z.string().min(1), PoolOverrideSchema),
     /** Node labels naming the pool, first present wins (the handler resolves it with `poolOf`). */
     poolLabels: z.array(z.string().min(1)).min(1).max(8),
-    blastRadius: z.object({ maxShare: z.number().min(0).max(1), maxCount: int().min(0).max(100_000), windowMinutes: int().min(1).max(10_080) }).strict(),
+    blastRadius: z
+      .object({
+        maxShare: z.number().min(0).max(1),
+        maxCount: int().min(0).max(100_000),
+        windowMinutes: int().min(1).max(10_080),
+      })
+      .strict(),
     /** Default for rules whose XID escalates on repeat (application XIDs). */
     escalation: EscalateSchema.extend({
       /** A fault that returns within this many hours of a restore starts one step further up `then`. */
@@ -156,7 +182,9 @@ export const PolicySchema = z
     }).strict(),
     quietPeriodMinutes: int().min(0).max(10_080),
     drainTimeoutMinutes: int().min(1).max(10_080),
-    taintKey: z.string().regex(/^([a-z0-9.-]+\/)?[A-Za-z0-9._-]{1,63}$/, 'expected a taint key like gpu-reflex.io/unhealthy'),
+    taintKey: z
+      .string()
+      .regex(/^([a-z0-9.-]+\/)?[A-Za-z0-9._-]{1,63}$/, 'expected a taint key like gpu-reflex.io/unhealthy'),
     /** Held-back plans: how long an approval stays open, and who may decide it (empty = whoever may seal a decision). */
     approvals: ApprovalsSchema,
     /** GPU repair through the node agent (docs/remediation.md "Repair"): how long to wait for its answer, and the post-reset check. */
@@ -167,10 +195,19 @@ export const PolicySchema = z
   .strict()
   .superRefine((p, ctx) => {
     // XID 45 is cleanup noise after another XID: NVSentinel made 672 false escalations in 3 h on it.
-    if (p.xids['45']?.escalate) ctx.addIssue({ code: 'custom', path: ['xids', '45', 'escalate'], message: 'XID 45 never escalates (it is cleanup noise after another XID)' });
+    if (p.xids['45']?.escalate)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['xids', '45', 'escalate'],
+        message: 'XID 45 never escalates (it is cleanup noise after another XID)',
+      });
     const md = p.conditions['monitoring-degraded']?.action;
     if (md && md !== 'observe' && md !== 'ignore') {
-      ctx.addIssue({ code: 'custom', path: ['conditions', 'monitoring-degraded', 'action'], message: 'expected observe or ignore: monitoring-degraded is never a hardware verdict' });
+      ctx.addIssue({
+        code: 'custom',
+        path: ['conditions', 'monitoring-degraded', 'action'],
+        message: 'expected observe or ignore: monitoring-degraded is never a hardware verdict',
+      });
     }
   });
 export type Policy = z.infer<typeof PolicySchema>;
@@ -181,9 +218,19 @@ const DEFAULT_ESCALATION = { count: 3, windowMinutes: 60, distinctWorkloads: 2 }
 
 /** Health conditions (docs/remediation.md has the why of each row). */
 const CONDITION_DEFAULTS: Record<HealthCondition, RuleOverride> = {
-  temperature: { action: 'quarantine-gpu', then: [], notify: true, bySeverity: { info: 'observe', warning: 'observe' } },
+  temperature: {
+    action: 'quarantine-gpu',
+    then: [],
+    notify: true,
+    bySeverity: { info: 'observe', warning: 'observe' },
+  },
   // The HBM past its limit is as urgent as the GPU past its slowdown temperature.
-  'memory-temperature': { action: 'quarantine-gpu', then: [], notify: true, bySeverity: { info: 'observe', warning: 'observe' } },
+  'memory-temperature': {
+    action: 'quarantine-gpu',
+    then: [],
+    notify: true,
+    bySeverity: { info: 'observe', warning: 'observe' },
+  },
   power: { action: 'observe', then: [] },
   'utilization-high': { action: 'ignore', then: [] },
   'framebuffer-high': { action: 'ignore', then: [] },
@@ -225,7 +272,12 @@ const RECOVERY_DEFAULTS: Record<GpuRecoveryAction, RuleOverride> = {
 function xidDefaults(): Record<string, RuleOverride> {
   const out: Record<string, RuleOverride> = {};
   for (const info of XID_CATALOG.values()) {
-    out[String(info.xid)] = { action: info.action, then: [...info.then], notify: info.notify, escalate: info.escalateOnRepeat ? { ...DEFAULT_ESCALATION } : false };
+    out[String(info.xid)] = {
+      action: info.action,
+      then: [...info.then],
+      notify: info.notify,
+      escalate: info.escalateOnRepeat ? { ...DEFAULT_ESCALATION } : false,
+    };
   }
   return out;
 }
@@ -244,7 +296,14 @@ export const DEFAULT_POLICY: Policy = deepFreeze({
   taintKey: 'gpu-reflex.io/unhealthy',
   approvals: { ttlMinutes: 60, approvers: [] },
   // The GPU Operator's mig-manager DaemonSet (its default namespace and pod label).
-  repair: { answerTimeoutMinutes: 10, probeSeconds: 30, rebootTimeoutMinutes: 30, replaceTimeoutMinutes: 45, pdbDeadlineMinutes: 30, migManager: { namespace: 'gpu-operator', selector: { app: 'nvidia-mig-manager' } } },
+  repair: {
+    answerTimeoutMinutes: 10,
+    probeSeconds: 30,
+    rebootTimeoutMinutes: 30,
+    replaceTimeoutMinutes: 45,
+    pdbDeadlineMinutes: 30,
+    migManager: { namespace: 'gpu-operator', selector: { app: 'nvidia-mig-manager' } },
+  },
   // NVIDIA's static DaemonSet manifest (nvidia-device-plugin.yml); the Helm chart and the GPU
   // Operator use other names: set fence.nvidiaPlugin for them.
   fence: {
@@ -269,8 +328,19 @@ export interface Rule {
 
 export type RuleTrigger =
   /** `severity`: the kernel line's own Fatal/Nonfatal; `nvlink`: its intrinfo and errorStatus (NVLink5 XIDs 144–150). */
-  | { kind: 'xid'; xid: number; recoveryAction?: GpuRecoveryAction; severity?: 'fatal' | 'nonfatal'; nvlink?: { intrinfo: number; errorStatus: number } }
-  | { kind: 'condition'; condition: HealthCondition; severity?: 'info' | 'warning' | 'critical'; recoveryAction?: GpuRecoveryAction };
+  | {
+      kind: 'xid';
+      xid: number;
+      recoveryAction?: GpuRecoveryAction;
+      severity?: 'fatal' | 'nonfatal';
+      nvlink?: { intrinfo: number; errorStatus: number };
+    }
+  | {
+      kind: 'condition';
+      condition: HealthCondition;
+      severity?: 'info' | 'warning' | 'critical';
+      recoveryAction?: GpuRecoveryAction;
+    };
 
 function merge(base: RuleOverride, over: RuleOverride | undefined): RuleOverride {
   return over ? { ...base, ...Object.fromEntries(Object.entries(over).filter(([, v]) => v !== undefined)) } : base;
@@ -281,11 +351,21 @@ function merge(base: RuleOverride, over: RuleOverride | undefined): RuleOverride
  * (XID 154 always; other XIDs only when it asks for more than `none`, so a driver that reports
  * `none` beside XID 79 does not talk us out of draining a GPU that fell off the bus).
  */
-export function resolveRule(policy: Policy, pool: string | undefined, trigger: number | HealthCondition | RuleTrigger): Rule {
-  const t: RuleTrigger = typeof trigger === 'number' ? { kind: 'xid', xid: trigger } : typeof trigger === 'string' ? { kind: 'condition', condition: trigger } : trigger;
+export function resolveRule(
+  policy: Policy,
+  pool: string | undefined,
+  trigger: number | HealthCondition | RuleTrigger,
+): Rule {
+  const t: RuleTrigger =
+    typeof trigger === 'number'
+      ? { kind: 'xid', xid: trigger }
+      : typeof trigger === 'string'
+        ? { kind: 'condition', condition: trigger }
+        : trigger;
   const poolOver = pool !== undefined ? policy.pools[pool] : undefined;
   const ra = t.recoveryAction;
-  const obey = ra !== undefined && (t.kind === 'condition' ? t.condition === 'recovery-action' : ra !== 'none' || t.xid === 154);
+  const obey =
+    ra !== undefined && (t.kind === 'condition' ? t.condition === 'recovery-action' : ra !== 'none' || t.xid === 154);
   if (obey || (t.kind === 'condition' && t.condition === 'recovery-action')) {
     const key = ra ?? 'none';
     return finish(merge(RECOVERY_DEFAULTS[key], policy.recoveryActions[key]), `recovery action ${key}`, undefined);
@@ -305,8 +385,13 @@ export function resolveRule(policy: Policy, pool: string | undefined, trigger: n
   }
   let rule = merge(CONDITION_DEFAULTS[t.condition], policy.conditions[t.condition]);
   rule = merge(rule, poolOver?.conditions?.[t.condition]);
-  const r = finish(rule, poolOver?.conditions?.[t.condition] ? `${t.condition} (pool ${pool})` : t.condition, t.severity);
-  if (t.condition === 'monitoring-degraded') return { ...r, action: r.action === 'ignore' ? 'ignore' : 'observe', then: [], escalate: null };
+  const r = finish(
+    rule,
+    poolOver?.conditions?.[t.condition] ? `${t.condition} (pool ${pool})` : t.condition,
+    t.severity,
+  );
+  if (t.condition === 'monitoring-degraded')
+    return { ...r, action: r.action === 'ignore' ? 'ignore' : 'observe', then: [], escalate: null };
   return r;
 }
 
@@ -317,7 +402,8 @@ export function resolveRule(policy: Policy, pool: string | undefined, trigger: n
  */
 function nvlink5Rule(r: Rule, t: Extract<RuleTrigger, { kind: 'xid' }>): Rule {
   const v = nvlink5Verdict(t.xid, t.nvlink, t.severity);
-  if (v.verdict === 'observe') return { ...r, action: 'observe', then: [], escalate: null, source: `${r.source} (${v.why})` };
+  if (v.verdict === 'observe')
+    return { ...r, action: 'observe', then: [], escalate: null, source: `${r.source} (${v.why})` };
   return v.decode ? { ...r, source: `${r.source} (${v.why})` } : r;
 }
 
@@ -336,9 +422,16 @@ function finish(rule: RuleOverride, source: string, severity: 'info' | 'warning'
 }
 
 /** Blast-radius limits for a pool: the pool's own, else the policy's. */
-export function poolLimits(policy: Policy, pool: string): { maxShare: number; maxCount: number; windowMinutes: number } {
+export function poolLimits(
+  policy: Policy,
+  pool: string,
+): { maxShare: number; maxCount: number; windowMinutes: number } {
   const p = policy.pools[pool];
-  return { maxShare: p?.maxQuarantinedShare ?? policy.blastRadius.maxShare, maxCount: p?.maxQuarantinedCount ?? policy.blastRadius.maxCount, windowMinutes: policy.blastRadius.windowMinutes };
+  return {
+    maxShare: p?.maxQuarantinedShare ?? policy.blastRadius.maxShare,
+    maxCount: p?.maxQuarantinedCount ?? policy.blastRadius.maxCount,
+    windowMinutes: policy.blastRadius.windowMinutes,
+  };
 }
 
 /** How a pool's GPUs are fenced: the pool's own backend, else the policy's. */

@@ -10,7 +10,16 @@
  * tainted only when every GPU it has (known from `NodeFacts.gpus`) is quarantined whole, or when a
  * drain / repair is under way.
  */
-import { encodeHistory, isOpen, QUARANTINED_GPUS_ANNOTATION, HISTORY_ANNOTATION, STATE_LABEL, type Incident, type NodePhase, type NodeState } from './state.ts';
+import {
+  encodeHistory,
+  isOpen,
+  QUARANTINED_GPUS_ANNOTATION,
+  HISTORY_ANNOTATION,
+  STATE_LABEL,
+  type Incident,
+  type NodePhase,
+  type NodeState,
+} from './state.ts';
 import { emptyEdit, isEmptyEdit, type NodeEdit } from '../../lib/plan.ts';
 import type { NodeFacts } from './types.ts';
 import { GPU_ACTIONS_ANNOTATION, type GpuActionRequest } from '../../../events/index.ts';
@@ -18,7 +27,13 @@ import { gpuActionsOf } from './gpu-repair.ts';
 import { backendOf, fenced, fencedByTaint, withFence } from './fence.ts';
 import type { FenceBackend, Policy } from './policy.ts';
 
-const PHASE_RANK: Record<NodePhase, number> = { healthy: 0, 'awaiting-approval': 1, quarantined: 2, 'awaiting-repair': 3, draining: 4 };
+const PHASE_RANK: Record<NodePhase, number> = {
+  healthy: 0,
+  'awaiting-approval': 1,
+  quarantined: 2,
+  'awaiting-repair': 3,
+  draining: 4,
+};
 
 /** The quarantined-gpus entry of an incident: MIG UUID, `GPU-…/gi<n>`, or the GPU UUID. */
 export function quarantineIdOf(i: Pick<Incident, 'gpu' | 'mig' | 'qid'>): string | undefined {
@@ -53,7 +68,9 @@ export function deriveNode(prev: NodeState, next0: NodeState, node: NodeFacts, b
   const open = next.incidents.filter(isOpen);
   const phase = open.map(nodePhaseOf).reduce<NodePhase>((a, b) => (PHASE_RANK[b] > PHASE_RANK[a] ? b : a), 'healthy');
   const quarantined = open.filter((i) => i.phase === 'quarantined');
-  const quarantinedGpus = [...new Set(quarantined.map(quarantineIdOf).filter((q): q is string => q !== undefined))].sort();
+  const quarantinedGpus = [
+    ...new Set(quarantined.map(quarantineIdOf).filter((q): q is string => q !== undefined)),
+  ].sort();
   const out = open.filter((i) => i.phase === 'draining' || i.phase === 'awaiting-repair');
   const gpus = node.gpus ?? [];
   const allGpusOut = gpus.length > 0 && gpus.every((g) => quarantinedGpus.includes(g));
@@ -69,7 +86,12 @@ export function deriveNode(prev: NodeState, next0: NodeState, node: NodeFacts, b
 
 /** Taint and label values must be ≤ 63 characters of [A-Za-z0-9._-]. */
 export function taintValue(reason: string): string {
-  return reason.replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 63).replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '') || 'unhealthy';
+  return (
+    reason
+      .replace(/[^A-Za-z0-9._-]/g, '-')
+      .slice(0, 63)
+      .replace(/^[^A-Za-z0-9]+|[^A-Za-z0-9]+$/g, '') || 'unhealthy'
+  );
 }
 
 /**
@@ -77,16 +99,24 @@ export function taintValue(reason: string): string {
  * history itself rides along as the typed `record` (encoded once, by the applier). Undefined
  * when the node already is `next`.
  */
-export function nodeEdit(prev: NodeState, next: NodeState, node: NodeFacts, policy: Pick<Policy, 'taintKey' | 'repair'>): NodeEdit<NodeState> | undefined {
+export function nodeEdit(
+  prev: NodeState,
+  next: NodeState,
+  node: NodeFacts,
+  policy: Pick<Policy, 'taintKey' | 'repair'>,
+): NodeEdit<NodeState> | undefined {
   const taintKey = policy.taintKey;
   const edit = emptyEdit<NodeState>(node.name);
-  if (next.taint && next.taint !== prev.taint) edit.addTaints.push({ key: taintKey, value: next.taint, effect: 'NoSchedule' });
+  if (next.taint && next.taint !== prev.taint)
+    edit.addTaints.push({ key: taintKey, value: next.taint, effect: 'NoSchedule' });
   if (!next.taint && prev.taint) edit.removeTaints.push({ key: taintKey, effect: 'NoSchedule' });
   if (next.cordoned && !node.unschedulable) edit.unschedulable = true;
   if (!next.cordoned && prev.cordoned && node.unschedulable) edit.unschedulable = false;
-  if (next.phase !== prev.phase || (node.labels[STATE_LABEL] ?? 'healthy') !== next.phase) edit.labels[STATE_LABEL] = next.phase;
+  if (next.phase !== prev.phase || (node.labels[STATE_LABEL] ?? 'healthy') !== next.phase)
+    edit.labels[STATE_LABEL] = next.phase;
   if (JSON.stringify(next.quarantinedGpus) !== JSON.stringify(prev.quarantinedGpus)) {
-    edit.annotations[QUARANTINED_GPUS_ANNOTATION] = next.quarantinedGpus.length > 0 ? JSON.stringify(next.quarantinedGpus) : null;
+    edit.annotations[QUARANTINED_GPUS_ANNOTATION] =
+      next.quarantinedGpus.length > 0 ? JSON.stringify(next.quarantinedGpus) : null;
   }
   // What the node's agent must do to its GPUs, as the node should carry it (drift corrected too).
   const actions = gpuActionsOf(next, policy);
@@ -105,12 +135,23 @@ export function nodeEdit(prev: NodeState, next: NodeState, node: NodeFacts, poli
 /** The Node condition gpu-reflex keeps: which GPUs it holds out of scheduling, if any. */
 export const FENCED_CONDITION = 'GpuReflexGpuFenced';
 
-const HOW: Record<FenceBackend, string> = { 'ack-file': "the ACK device plugin's unhealthy-devices file", 'nvidia-plugin': "NVIDIA's device plugin", dra: 'a DRA DeviceTaintRule on its device', cordon: 'a NoSchedule taint on the node' };
+const HOW: Record<FenceBackend, string> = {
+  'ack-file': "the ACK device plugin's unhealthy-devices file",
+  'nvidia-plugin': "NVIDIA's device plugin",
+  dra: 'a DRA DeviceTaintRule on its device',
+  cordon: 'a NoSchedule taint on the node',
+};
 
 function fencedCondition(state: NodeState): NonNullable<NodeEdit<NodeState>['condition']> {
   const held = state.incidents.filter((i) => isOpen(i) && fenced(i) && i.gpu);
   const gpus = [...new Set(held.map((i) => i.gpu!))].sort();
-  if (gpus.length === 0) return { type: FENCED_CONDITION, status: 'False', reason: 'NoGpuFenced', message: 'gpu-reflex holds no GPU of this node out of scheduling' };
+  if (gpus.length === 0)
+    return {
+      type: FENCED_CONDITION,
+      status: 'False',
+      reason: 'NoGpuFenced',
+      message: 'gpu-reflex holds no GPU of this node out of scheduling',
+    };
   const how = [...new Set(held.map((i) => (fencedByTaint(i) ? HOW.cordon : HOW[backendOf(i)])))].join(' and ');
   return {
     type: FENCED_CONDITION,
@@ -141,13 +182,41 @@ export function adoptOrphans(state: NodeState, node: string, now: Date): NodeSta
   const explainedGpus = new Set(open.map(quarantineIdOf));
   const orphanGpus = state.quarantinedGpus.filter((g) => !explainedGpus.has(g));
   const phaseOut = state.phase !== 'healthy' && !open.some((i) => nodePhaseOf(i) === state.phase);
-  const taintOut = state.taint !== undefined && !open.some((i) => i.phase === 'draining' || i.phase === 'awaiting-repair' || i.phase === 'quarantined');
+  const taintOut =
+    state.taint !== undefined &&
+    !open.some((i) => i.phase === 'draining' || i.phase === 'awaiting-repair' || i.phase === 'quarantined');
   if (!phaseOut && !taintOut && orphanGpus.length === 0) return state;
 
   const at = now.toISOString();
-  const base = { trigger: 'orphan', level: 0, firstAt: at, lastAt: at, outAt: at, count: 0, workloads: [], pods: [], since: at, eventId: 'orphan' };
-  const drain = (phase: 'draining' | 'awaiting-repair'): Incident => ({ ...base, key: `${node}/orphan`, scope: 'node', action: 'drain-node', ladder: ['drain-node'], phase });
-  const quarantine = (qid?: string): Incident => ({ ...base, key: qid ? `${node}/${qid}/orphan` : `${node}/orphan`, scope: qid ? 'gpu' : 'node', action: 'quarantine-gpu', ladder: ['quarantine-gpu'], phase: 'quarantined', ...(qid ? { qid } : {}) });
+  const base = {
+    trigger: 'orphan',
+    level: 0,
+    firstAt: at,
+    lastAt: at,
+    outAt: at,
+    count: 0,
+    workloads: [],
+    pods: [],
+    since: at,
+    eventId: 'orphan',
+  };
+  const drain = (phase: 'draining' | 'awaiting-repair'): Incident => ({
+    ...base,
+    key: `${node}/orphan`,
+    scope: 'node',
+    action: 'drain-node',
+    ladder: ['drain-node'],
+    phase,
+  });
+  const quarantine = (qid?: string): Incident => ({
+    ...base,
+    key: qid ? `${node}/${qid}/orphan` : `${node}/orphan`,
+    scope: qid ? 'gpu' : 'node',
+    action: 'quarantine-gpu',
+    ladder: ['quarantine-gpu'],
+    phase: 'quarantined',
+    ...(qid ? { qid } : {}),
+  });
 
   let adopted: Incident[];
   if (state.phase === 'draining' || state.phase === 'awaiting-repair') adopted = [drain(state.phase)];
@@ -161,6 +230,9 @@ export function adoptOrphans(state: NodeState, node: string, now: Date): NodeSta
   return {
     ...state,
     incidents: [...state.incidents.filter((i) => !keys.has(i.key)), ...adopted],
-    warnings: [...state.warnings, `node ${node} was out of service without a history: adopted as an orphan incident, restored after the quiet period`],
+    warnings: [
+      ...state.warnings,
+      `node ${node} was out of service without a history: adopted as an orphan incident, restored after the quiet period`,
+    ],
   };
 }

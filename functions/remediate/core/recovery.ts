@@ -11,14 +11,23 @@ import type { Incident } from './state.ts';
  * row remap or page retirement is applied by the next GPU reset (NVIDIA's XID catalog, XID 63: "pending
  * remap needs a reset"; the agent's own words for both conditions say so), so nothing else clears it.
  */
-const RESET_CONDITIONS: ReadonlySet<HealthCondition> = new Set<HealthCondition>(['ecc-uncorrected', 'nvlink-down', 'recovery-action', 'row-remap-pending', 'retired-pages-pending']);
+const RESET_CONDITIONS: ReadonlySet<HealthCondition> = new Set<HealthCondition>([
+  'ecc-uncorrected',
+  'nvlink-down',
+  'recovery-action',
+  'row-remap-pending',
+  'retired-pages-pending',
+]);
 
 /**
  * RMA class: NVIDIA says the GPU must be replaced, and no reset cures it. A row-remap failure means
  * no spare rows are left (NVIDIA's "Memory error management" guide: the GPU should be RMA'd); the SRAM
  * uncorrectable threshold is NVIDIA's WORKFLOW_XID_48 test for RMA (docs.nvidia.com/deploy/xid-errors).
  */
-const RMA_CONDITIONS: ReadonlySet<HealthCondition> = new Set<HealthCondition>(['row-remap-failure', 'sram-threshold-exceeded']);
+const RMA_CONDITIONS: ReadonlySet<HealthCondition> = new Set<HealthCondition>([
+  'row-remap-failure',
+  'sram-threshold-exceeded',
+]);
 
 /**
  * What a quarantined GPU needs before it may return (the words of the plan say the same).
@@ -38,7 +47,13 @@ export function recoveryOf(i: Incident): Recovery {
  * and the sweep climbs to the next rung (replace-node, or awaiting-repair for a person).
  */
 export function needsReplace(i: Incident): boolean {
-  return i.scope === 'gpu' && !!i.gpu && i.action === 'quarantine-gpu' && i.condition !== undefined && RMA_CONDITIONS.has(i.condition);
+  return (
+    i.scope === 'gpu' &&
+    !!i.gpu &&
+    i.action === 'quarantine-gpu' &&
+    i.condition !== undefined &&
+    RMA_CONDITIONS.has(i.condition)
+  );
 }
 
 /**
@@ -61,5 +76,11 @@ export function needsReset(i: Incident): boolean {
  * when it answers none, the GPU returns like any fenced quarantine that needs no reset.
  */
 export function quiesces(i: Incident): boolean {
-  return i.scope === 'gpu' && !!i.gpu && i.action === 'quarantine-gpu' && i.recoveryAction === 'drain-p2p' && (i.condition === 'recovery-action' || i.xid === 154);
+  return (
+    i.scope === 'gpu' &&
+    !!i.gpu &&
+    i.action === 'quarantine-gpu' &&
+    i.recoveryAction === 'drain-p2p' &&
+    (i.condition === 'recovery-action' || i.xid === 154)
+  );
 }

@@ -1,5 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, type GpuActionRequest, type GpuActionState } from '../../../events/index.ts';
+import {
+  GPU_ACTION_RESULTS_ANNOTATION,
+  GPU_ACTIONS_ANNOTATION,
+  type GpuActionRequest,
+  type GpuActionState,
+} from '../../../events/index.ts';
 import type { CloudOps } from '../../lib/apply.ts';
 import type { CloudAction } from '../../lib/plan.ts';
 import { planRemediation } from './plan.ts';
@@ -22,7 +27,12 @@ const CAN = { capabilities: { reboot: true, replace: true } };
 class FakePool implements CloudOps {
   desired = 3;
   max = 10;
-  members: ReplaceFacts['members'] = [0, 1, 2].map((i) => ({ name: `gpu-a100-0${i}`, createdAt: at(-600), ready: true, held: false }));
+  members: ReplaceFacts['members'] = [0, 1, 2].map((i) => ({
+    name: `gpu-a100-0${i}`,
+    createdAt: at(-600),
+    ready: true,
+    held: false,
+  }));
   calls: CloudAction[] = [];
   removed: string[] = [];
   removal?: ReplaceFacts['removal'];
@@ -41,10 +51,19 @@ class FakePool implements CloudOps {
     return { done: true, taskId: 'T-remove' };
   }
   facts(): ReplaceFacts {
-    return { ...(this.refused ? { refused: this.refused } : {}), pool: { id: 'np-a100', name: 'a100', desired: this.desired, max: this.max }, instanceId: 'i-broken', members: this.members, ...(this.removal ? { removal: this.removal } : {}) };
+    return {
+      ...(this.refused ? { refused: this.refused } : {}),
+      pool: { id: 'np-a100', name: 'a100', desired: this.desired, max: this.max },
+      instanceId: 'i-broken',
+      members: this.members,
+      ...(this.removal ? { removal: this.removal } : {}),
+    };
   }
   join(name: string, minute: number, ready = true) {
-    this.members = [...this.members.filter((m) => m.name !== name), { name, createdAt: at(minute), ready, held: false }];
+    this.members = [
+      ...this.members.filter((m) => m.name !== name),
+      { name, createdAt: at(minute), ready, held: false },
+    ];
   }
 }
 
@@ -58,26 +77,41 @@ async function hit(w: World, e: TriggerEvent): Promise<World> {
 }
 
 async function sweep(w: World, minute: number, cloud: FakePool): Promise<{ plan: Plan | undefined; world: World }> {
-  const plan = planSweep({ now: new Date(at(minute)), ...CAN, nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods, replace: cloud.facts() }] }, P).plans[0];
+  const plan = planSweep(
+    {
+      now: new Date(at(minute)),
+      ...CAN,
+      nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods, replace: cloud.facts() }],
+    },
+    P,
+  ).plans[0];
   return { plan, world: plan ? await apply(w.node, w.pods, plan, new Set(), 'honours', cloud) : w };
 }
 
 /** XID 79, drained, rebooted, back, and XID 79 again at minute 7: the ladder is at replace-node (the sweep at 8 acts). */
 async function faultAfterReboot(cloud: FakePool, name = 'gpu-a100-00', pods = STANDARD_PODS): Promise<World> {
-  let w: World = await hit({ node: { ...node(name), bootId: 'boot-1', ready: true }, pods }, xid(79, { node: name, minute: 0 }));
+  let w: World = await hit(
+    { node: { ...node(name), bootId: 'boot-1', ready: true }, pods },
+    xid(79, { node: name, minute: 0 }),
+  );
   w = (await sweep(w, 1, cloud)).world;
   w = (await sweep({ ...w, node: { ...w.node, bootId: 'boot-2' } }, 5, cloud)).world;
   return hit(w, xid(79, { node: name, minute: 7 }));
 }
 
-const steps = (p: Plan | undefined) => (p ? renderSteps(p) : []).map((s) => `${s.kind}${s.message && s.kind === 'replace' ? `: ${s.message}` : ''}`);
+const steps = (p: Plan | undefined) =>
+  (p ? renderSteps(p) : []).map((s) => `${s.kind}${s.message && s.kind === 'replace' ? `: ${s.message}` : ''}`);
 
 describe('replace-node, capacity first', () => {
   it('grows the pool by one, waits for a new Ready node, then removes and releases the broken one', async () => {
     const cloud = new FakePool();
     let w = await faultAfterReboot(cloud);
     const grow = await sweep(w, 8, cloud);
-    expect(grow.plan?.nextState.incidents[0]).toMatchObject({ action: 'replace-node', phase: 'awaiting-repair', replace: { at: at(8), pool: 'np-a100', instanceId: 'i-broken', to: 4 } });
+    expect(grow.plan?.nextState.incidents[0]).toMatchObject({
+      action: 'replace-node',
+      phase: 'awaiting-repair',
+      replace: { at: at(8), pool: 'np-a100', instanceId: 'i-broken', to: 4 },
+    });
     expect(steps(grow.plan)).toContain('replace: node pool np-a100: desired size 3 → 4 (capacity first)');
     expect(grow.plan?.reason).toContain('replacing it, capacity first: node pool a100 grows 3 → 4');
     expect(cloud.desired).toBe(4);
@@ -88,13 +122,18 @@ describe('replace-node, capacity first', () => {
     expect((await sweep(w, 12, cloud)).plan).toBeUndefined();
     cloud.join('gpu-a100-03', 11, true);
     const remove = await sweep(w, 13, cloud);
-    expect(steps(remove.plan)).toContain('replace: node pool np-a100: instance i-broken removed and released (RemoveNodePoolNodes)');
+    expect(steps(remove.plan)).toContain(
+      'replace: node pool np-a100: instance i-broken removed and released (RemoveNodePoolNodes)',
+    );
     expect(remove.plan?.nextState.incidents[0]?.replace).toMatchObject({ newNode: 'gpu-a100-03', readyAt: at(13) });
     expect(remove.plan?.reason).toContain('gpu-a100-03 joined node pool np-a100 and is Ready');
     expect(cloud.removed).toEqual(['i-broken']);
     // ACK lowered the size itself: the pool is back at 3, nothing asked to lower it again.
     expect(cloud.desired).toBe(3);
-    expect(cloud.calls.filter((c) => c.kind === 'replace').map((c) => (c.kind === 'replace' ? c.step : ''))).toEqual(['grow', 'remove']);
+    expect(cloud.calls.filter((c) => c.kind === 'replace').map((c) => (c.kind === 'replace' ? c.step : ''))).toEqual([
+      'grow',
+      'remove',
+    ]);
     // While the removal runs, the sweep waits (the incident closes when the node is gone: sweep-run).
     expect((await sweep(remove.world, 14, cloud)).plan).toBeUndefined();
   });
@@ -110,8 +149,17 @@ describe('replace-node, capacity first', () => {
   });
 
   it.each([
-    ['the pool is not one gpu-reflex may size', (c: FakePool) => (c.refused = 'node pool a100 (np-a100) is not one gpu-reflex may size: the autoscale policy does not name it'), 'the autoscale policy does not name it'],
-    ['a subscription pool', (c: FakePool) => (c.refused = 'node pool a100 is subscription (PrePaid): ACK never releases its instances'), 'subscription (PrePaid)'],
+    [
+      'the pool is not one gpu-reflex may size',
+      (c: FakePool) =>
+        (c.refused = 'node pool a100 (np-a100) is not one gpu-reflex may size: the autoscale policy does not name it'),
+      'the autoscale policy does not name it',
+    ],
+    [
+      'a subscription pool',
+      (c: FakePool) => (c.refused = 'node pool a100 is subscription (PrePaid): ACK never releases its instances'),
+      'subscription (PrePaid)',
+    ],
     ['the pool at its maximum', (c: FakePool) => (c.max = 3), 'node pool a100 is at 3 of its maximum 3 nodes'],
   ])('tells a person and asks the cloud nothing when %s', async (_name, setUp, words) => {
     const cloud = new FakePool();
@@ -131,16 +179,50 @@ describe('replace-node, capacity first', () => {
     expect((await sweep(w, 8 + P.repair.replaceTimeoutMinutes - 1, cloud)).plan).toBeUndefined();
     const late = await sweep(w, 8 + P.repair.replaceTimeoutMinutes, cloud);
     expect(steps(late.plan)).toEqual(expect.arrayContaining(['notify']));
-    expect(late.plan?.reason).toContain(`no new node is Ready after ${P.repair.replaceTimeoutMinutes} min: nothing was removed`);
+    expect(late.plan?.reason).toContain(
+      `no new node is Ready after ${P.repair.replaceTimeoutMinutes} min: nothing was removed`,
+    );
     expect((await sweep(late.world, 8 + P.repair.replaceTimeoutMinutes + 5, cloud)).plan).toBeUndefined();
     expect(cloud.removed).toEqual([]);
     // A person repairs it by hand and says so: it returns once its GPU passes the probe, nothing latches.
     const fixed = 8 + P.repair.replaceTimeoutMinutes + 10;
-    const marked: World = { ...late.world, node: { ...late.world.node, annotations: { ...late.world.node.annotations, [REPAIRED_AT_ANNOTATION]: at(fixed) } } };
+    const marked: World = {
+      ...late.world,
+      node: {
+        ...late.world.node,
+        annotations: { ...late.world.node.annotations, [REPAIRED_AT_ANNOTATION]: at(fixed) },
+      },
+    };
     const asked = (await sweep(marked, fixed + 1, cloud)).world;
-    const probe = (JSON.parse(asked.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[]).find((r) => r.action === 'probe')!;
-    const probed = { state: 'done', action: 'probe', gpuUuid: probe.gpuUuid, at: at(fixed + 2), probe: { nvmlAnswers: true, counted: true, recoveryAction: 'none', remapPending: false, remapFailed: false, eccUncorrectedDelta: 0, xidsDuringProbe: [], passed: true } } satisfies GpuActionState;
-    const answered: World = { ...asked, node: { ...asked.node, annotations: { ...asked.node.annotations, [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify({ [probe.id]: probed }) } } };
+    const probe = (JSON.parse(asked.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[]).find(
+      (r) => r.action === 'probe',
+    )!;
+    const probed = {
+      state: 'done',
+      action: 'probe',
+      gpuUuid: probe.gpuUuid,
+      at: at(fixed + 2),
+      probe: {
+        nvmlAnswers: true,
+        counted: true,
+        recoveryAction: 'none',
+        remapPending: false,
+        remapFailed: false,
+        eccUncorrectedDelta: 0,
+        xidsDuringProbe: [],
+        passed: true,
+      },
+    } satisfies GpuActionState;
+    const answered: World = {
+      ...asked,
+      node: {
+        ...asked.node,
+        annotations: {
+          ...asked.node.annotations,
+          [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify({ [probe.id]: probed }),
+        },
+      },
+    };
     expect((await sweep(answered, fixed + 3, cloud)).plan).toMatchObject({ action: 'restore', phase: 'restored' });
     expect(cloud.removed).toEqual([]);
   });
@@ -176,20 +258,76 @@ describe('replace-node, capacity first', () => {
     const a = await faultAfterReboot(cloud);
     const b = await faultAfterReboot(cloud, 'gpu-a100-01', []);
     const facts = cloud.facts();
-    const out = planSweep({ now: new Date(at(8)), ...CAN, nodes: [a, b].map((x) => ({ node: x.node, state: stateOf(x.node), pool: pool(), pods: x.pods, replace: facts })) }, P);
-    const grows = out.plans.flatMap((p) => p.cloud).map((c) => (c.kind === 'replace' && c.step === 'grow' ? `${c.from}→${c.to}` : ''));
+    const out = planSweep(
+      {
+        now: new Date(at(8)),
+        ...CAN,
+        nodes: [a, b].map((x) => ({
+          node: x.node,
+          state: stateOf(x.node),
+          pool: pool(),
+          pods: x.pods,
+          replace: facts,
+        })),
+      },
+      P,
+    );
+    const grows = out.plans
+      .flatMap((p) => p.cloud)
+      .map((c) => (c.kind === 'replace' && c.step === 'grow' ? `${c.from}→${c.to}` : ''));
     expect(grows).toEqual(['3→4', '4→5']);
   });
 
   const base = planRemediation(factsFor(xid(79, { minute: 0 }), node(), { pods: [] }), P).nextState.incidents[0]!;
-  const inc = (o: Partial<Incident>): Incident => ({ ...base, ladder: ['drain-node', 'reboot-node', 'replace-node'], level: 0, action: 'drain-node', phase: 'draining', lastAt: at(0), ...o });
+  const inc = (o: Partial<Incident>): Incident => ({
+    ...base,
+    ladder: ['drain-node', 'reboot-node', 'replace-node'],
+    level: 0,
+    action: 'drain-node',
+    phase: 'draining',
+    lastAt: at(0),
+    ...o,
+  });
   it.each([
     ['a drain that leads to a reboot', inc({}), false],
     ['a drain whose next rung is replace-node', inc({ ladder: ['drain-node', 'replace-node'] }), true],
-    ['a reboot under way', inc({ level: 1, action: 'reboot-node', phase: 'awaiting-repair', reboot: { at: at(1) } }), false],
-    ['back from the reboot, quiet', inc({ level: 1, action: 'reboot-node', phase: 'awaiting-repair', reboot: { at: at(1), backAt: at(3) }, lastAt: at(0) }), false],
-    ['the fault again after the reboot', inc({ level: 1, action: 'reboot-node', phase: 'awaiting-repair', reboot: { at: at(1), backAt: at(3) }, lastAt: at(5) }), true],
-    ['a replacement under way', inc({ level: 2, action: 'replace-node', phase: 'awaiting-repair', replace: { at: at(6), pool: 'np', instanceId: 'i-1', to: 3 } }), true],
+    [
+      'a reboot under way',
+      inc({ level: 1, action: 'reboot-node', phase: 'awaiting-repair', reboot: { at: at(1) } }),
+      false,
+    ],
+    [
+      'back from the reboot, quiet',
+      inc({
+        level: 1,
+        action: 'reboot-node',
+        phase: 'awaiting-repair',
+        reboot: { at: at(1), backAt: at(3) },
+        lastAt: at(0),
+      }),
+      false,
+    ],
+    [
+      'the fault again after the reboot',
+      inc({
+        level: 1,
+        action: 'reboot-node',
+        phase: 'awaiting-repair',
+        reboot: { at: at(1), backAt: at(3) },
+        lastAt: at(5),
+      }),
+      true,
+    ],
+    [
+      'a replacement under way',
+      inc({
+        level: 2,
+        action: 'replace-node',
+        phase: 'awaiting-repair',
+        replace: { at: at(6), pool: 'np', instanceId: 'i-1', to: 3 },
+      }),
+      true,
+    ],
   ])('reads a pool only where the round may start or move a replacement: %s', (_name, i, wanted) => {
     expect(needsReplaceFacts(i)).toBe(wanted);
   });

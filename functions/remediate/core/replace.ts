@@ -32,7 +32,8 @@ export function needsReplaceFacts(i: Incident): boolean {
 }
 
 /** What the sweep does with a replacement this round: nothing, or a new incident with what to do and say. */
-export type ReplaceStep = { kind: 'wait' } | { kind: 'act'; incident: Incident; cloud?: CloudAction; why: string; tell: boolean };
+export type ReplaceStep =
+  { kind: 'wait' } | { kind: 'act'; incident: Incident; cloud?: CloudAction; why: string; tell: boolean };
 
 const MIN = 60_000;
 
@@ -40,7 +41,14 @@ const MIN = 60_000;
  * The drained node's replacement begins (`i`: the incident as it goes to awaiting-repair).
  * `others`: replacements in the same pool that began this round (the facts' size predates them).
  */
-export function startReplace(i: Incident, node: NodeFacts, f: ReplaceFacts | undefined, now: Date, why: string, others = 0): ReplaceStep & { kind: 'act' } {
+export function startReplace(
+  i: Incident,
+  node: NodeFacts,
+  f: ReplaceFacts | undefined,
+  now: Date,
+  why: string,
+  others = 0,
+): ReplaceStep & { kind: 'act' } {
   const person = (because: string): ReplaceStep & { kind: 'act' } => ({
     kind: 'act',
     incident: i,
@@ -52,7 +60,10 @@ export function startReplace(i: Incident, node: NodeFacts, f: ReplaceFacts | und
   const pool = f.pool;
   if (!pool || !f.instanceId) return person(`it names no ECS instance of an ACK node pool`);
   const from = pool.desired + others;
-  if (from + 1 > pool.max) return person(`node pool ${pool.name} is at ${from} of its maximum ${pool.max} nodes (autoscale policy): a new node first would pass it`);
+  if (from + 1 > pool.max)
+    return person(
+      `node pool ${pool.name} is at ${from} of its maximum ${pool.max} nodes (autoscale policy): a new node first would pass it`,
+    );
   const to = from + 1;
   return {
     kind: 'act',
@@ -65,11 +76,27 @@ export function startReplace(i: Incident, node: NodeFacts, f: ReplaceFacts | und
 
 /** A replacement under way, one sweep further. */
 /** `claimed`: new nodes other replacements took this round (facts mark those of earlier rounds held). */
-export function stepReplace(i: Incident, r: NonNullable<Incident['replace']>, node: NodeFacts, f: ReplaceFacts | undefined, now: Date, policy: Policy, claimed: ReadonlySet<string> = new Set()): ReplaceStep {
+export function stepReplace(
+  i: Incident,
+  r: NonNullable<Incident['replace']>,
+  node: NodeFacts,
+  f: ReplaceFacts | undefined,
+  now: Date,
+  policy: Policy,
+  claimed: ReadonlySet<string> = new Set(),
+): ReplaceStep {
   const toldSince = (at: string) => i.notifiedAt !== undefined && Date.parse(i.notifiedAt) > Date.parse(at);
   if (!r.readyAt) {
     // Capacity first: only a node that joined the pool after it was asked to grow, and is Ready.
-    const fresh = f?.members.find((m) => m.name !== node.name && m.ready && !m.held && !claimed.has(m.name) && m.createdAt !== undefined && cmp(m.createdAt, r.at) >= 0);
+    const fresh = f?.members.find(
+      (m) =>
+        m.name !== node.name &&
+        m.ready &&
+        !m.held &&
+        !claimed.has(m.name) &&
+        m.createdAt !== undefined &&
+        cmp(m.createdAt, r.at) >= 0,
+    );
     if (fresh) {
       return {
         kind: 'act',
@@ -105,7 +132,13 @@ export function stepReplace(i: Incident, r: NonNullable<Incident['replace']>, no
   }
   // Asked, but no task recorded (the answer was lost): asked again; ACK refuses an instance already leaving.
   if (f && !f.removal && now.getTime() > Date.parse(r.readyAt)) {
-    return { kind: 'act', incident: i, cloud: { kind: 'replace', step: 'remove', node: node.name, pool: r.pool, instanceId: r.instanceId }, why: `${node.name}'s removal from node pool ${r.pool} has no task on record: asking again`, tell: false };
+    return {
+      kind: 'act',
+      incident: i,
+      cloud: { kind: 'replace', step: 'remove', node: node.name, pool: r.pool, instanceId: r.instanceId },
+      why: `${node.name}'s removal from node pool ${r.pool} has no task on record: asking again`,
+      tell: false,
+    };
   }
   return { kind: 'wait' };
 }

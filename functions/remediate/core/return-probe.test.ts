@@ -1,5 +1,11 @@
 import { describe, expect, it } from 'vitest';
-import { GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, type GpuActionRequest, type GpuActionState, type GpuProbe } from '../../../events/index.ts';
+import {
+  GPU_ACTION_RESULTS_ANNOTATION,
+  GPU_ACTIONS_ANNOTATION,
+  type GpuActionRequest,
+  type GpuActionState,
+  type GpuProbe,
+} from '../../../events/index.ts';
 import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY } from './policy.ts';
 import { REPAIRED_AT_ANNOTATION, STATE_LABEL } from './state.ts';
@@ -14,17 +20,52 @@ interface World {
   node: NodeFacts;
   pods: PodFacts[];
 }
-const hit = async (w: World, e: TriggerEvent): Promise<World> => apply(w.node, w.pods, planRemediation(factsFor(e, w.node, { pods: w.pods }), P));
+const hit = async (w: World, e: TriggerEvent): Promise<World> =>
+  apply(w.node, w.pods, planRemediation(factsFor(e, w.node, { pods: w.pods }), P));
 async function sweep(w: World, minute: number, cloud = true): Promise<{ plan: Plan | undefined; world: World }> {
-  const plan = planSweep({ now: new Date(at(minute)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }], ...(cloud ? CLOUD : {}) }, P).plans[0];
+  const plan = planSweep(
+    {
+      now: new Date(at(minute)),
+      nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }],
+      ...(cloud ? CLOUD : {}),
+    },
+    P,
+  ).plans[0];
   return { plan, world: plan ? await apply(w.node, w.pods, plan) : w };
 }
 const booted = (w: World, bootId: string): World => ({ ...w, node: { ...w.node, bootId, ready: true } });
-const probeAsked = (w: World): GpuActionRequest | undefined => (JSON.parse(w.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[]).find((r) => r.action === 'probe');
+const probeAsked = (w: World): GpuActionRequest | undefined =>
+  (JSON.parse(w.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[]).find(
+    (r) => r.action === 'probe',
+  );
 function answer(w: World, r: GpuActionRequest, minute: number, probe: Partial<GpuProbe>): World {
-  const passed: GpuProbe = { nvmlAnswers: true, counted: true, recoveryAction: 'none', remapPending: false, remapFailed: false, eccUncorrectedDelta: 0, xidsDuringProbe: [], passed: true };
-  const results = { ...(JSON.parse(w.node.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>), [r.id]: { state: 'done', action: 'probe', gpuUuid: r.gpuUuid, at: at(minute), probe: { ...passed, ...probe } } satisfies GpuActionState };
-  return { ...w, node: { ...w.node, annotations: { ...w.node.annotations, [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify(results) } } };
+  const passed: GpuProbe = {
+    nvmlAnswers: true,
+    counted: true,
+    recoveryAction: 'none',
+    remapPending: false,
+    remapFailed: false,
+    eccUncorrectedDelta: 0,
+    xidsDuringProbe: [],
+    passed: true,
+  };
+  const results = {
+    ...(JSON.parse(w.node.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>),
+    [r.id]: {
+      state: 'done',
+      action: 'probe',
+      gpuUuid: r.gpuUuid,
+      at: at(minute),
+      probe: { ...passed, ...probe },
+    } satisfies GpuActionState,
+  };
+  return {
+    ...w,
+    node: {
+      ...w.node,
+      annotations: { ...w.node.annotations, [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify(results) },
+    },
+  };
 }
 
 /** XID 79 drains the node, the sweep reboots it, and it comes back (new boot id, Ready) at minute 5. */
@@ -34,7 +75,7 @@ async function rebootedAndBack(): Promise<World> {
   return (await sweep(booted(w, 'boot-2'), 5)).world;
 }
 
-describe('evidence, not time, after a reboot or a person\'s repair', () => {
+describe("evidence, not time, after a reboot or a person's repair", () => {
   it('keeps a node out, awaiting-repair with a person told, when its GPU does not come back from the reboot', async () => {
     let w = await rebootedAndBack();
     const probe = probeAsked(w)!;
@@ -72,9 +113,12 @@ describe('evidence, not time, after a reboot or a person\'s repair', () => {
     expect(plan?.reason).toMatch(/xid-48 seen at .*, during the probe window/);
   });
 
-  it('after a person\'s repaired-at: a failed probe keeps the node out and tells a person once; a newer repaired-at probes again', async () => {
+  it("after a person's repaired-at: a failed probe keeps the node out and tells a person once; a newer repaired-at probes again", async () => {
     let w = (await sweep(await hit({ node: node(), pods: STANDARD_PODS }, xid(79, { minute: 0 })), 1, false)).world;
-    const mark = (w: World, minute: number): World => ({ ...w, node: { ...w.node, annotations: { ...w.node.annotations, [REPAIRED_AT_ANNOTATION]: at(minute) } } });
+    const mark = (w: World, minute: number): World => ({
+      ...w,
+      node: { ...w.node, annotations: { ...w.node.annotations, [REPAIRED_AT_ANNOTATION]: at(minute) } },
+    });
     w = (await sweep(mark(w, 60), 61, false)).world;
     const first = probeAsked(w)!;
     w = answer(w, first, 62, { remapPending: true, passed: false });

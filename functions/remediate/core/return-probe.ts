@@ -45,24 +45,62 @@ export function probing(i: Incident, cause: ReturnCause): boolean {
   return i.repair?.step === 'probe' && i.repair.id === returnProbeId(i, cause);
 }
 
-export function stepReturnProbe(i: Incident, state: Pick<NodeState, 'incidents'>, results: Readonly<Record<string, GpuActionState>>, now: Date, policy: Pick<Policy, 'repair'>): ReturnStep {
+export function stepReturnProbe(
+  i: Incident,
+  state: Pick<NodeState, 'incidents'>,
+  results: Readonly<Record<string, GpuActionState>>,
+  now: Date,
+  policy: Pick<Policy, 'repair'>,
+): ReturnStep {
   const p = i.repair;
   if (!p || p.step !== 'probe') return { kind: 'wait' };
   const r = results[p.id];
   const after = i.reboot?.backAt ? 'its reboot' : 'its repair';
   if (r === undefined || r.state === 'requested' || r.state === 'running') {
     if (now.getTime() - Date.parse(p.at) < policy.repair.answerTimeoutMinutes * MIN) return { kind: 'wait' };
-    return { kind: 'failed', incident: i, missing: false, why: `the node agent did not answer the health probe of ${i.gpu} after ${after} within ${policy.repair.answerTimeoutMinutes} min (${r ? `still ${r.state}` : 'no answer at all: is the agent running with its actuator?'})` };
+    return {
+      kind: 'failed',
+      incident: i,
+      missing: false,
+      why: `the node agent did not answer the health probe of ${i.gpu} after ${after} within ${policy.repair.answerTimeoutMinutes} min (${r ? `still ${r.state}` : 'no answer at all: is the agent running with its actuator?'})`,
+    };
   }
-  if (r.state === 'failed') return { kind: 'failed', incident: i, missing: false, why: `the health probe of ${i.gpu} after ${after} failed on the node: ${r.reason ?? 'no reason given'}` };
+  if (r.state === 'failed')
+    return {
+      kind: 'failed',
+      incident: i,
+      missing: false,
+      why: `the health probe of ${i.gpu} after ${after} failed on the node: ${r.reason ?? 'no reason given'}`,
+    };
   // What the functions saw themselves during the window: another fault of this GPU.
-  const seen = state.incidents.filter((x) => x.key !== i.key && x.gpu === i.gpu && isOpen(x) && Date.parse(x.lastAt) >= Date.parse(p.at) && Date.parse(x.lastAt) <= Date.parse(r.at));
+  const seen = state.incidents.filter(
+    (x) =>
+      x.key !== i.key &&
+      x.gpu === i.gpu &&
+      isOpen(x) &&
+      Date.parse(x.lastAt) >= Date.parse(p.at) &&
+      Date.parse(x.lastAt) <= Date.parse(r.at),
+  );
   const probe = r.probe;
   // Unknown is never healthy: no probe, or one that does not say the GPU is counted, does not pass.
   const missing = probe !== undefined && (probe.counted === false || !probe.nvmlAnswers);
   if (!probe?.passed || probe.counted !== true || seen.length > 0) {
-    const bad = [probe?.passed ? (probe.counted === true ? '' : 'the agent did not say whether NVML lists it') : probeWords(r), ...seen.map((x) => `${x.key} seen at ${x.lastAt}, during the probe window`)].filter(Boolean).join('; ');
-    return { kind: 'failed', incident: i, missing, why: `the health probe of ${i.gpu} after ${after} did not pass: ${bad}` };
+    const bad = [
+      probe?.passed ? (probe.counted === true ? '' : 'the agent did not say whether NVML lists it') : probeWords(r),
+      ...seen.map((x) => `${x.key} seen at ${x.lastAt}, during the probe window`),
+    ]
+      .filter(Boolean)
+      .join('; ');
+    return {
+      kind: 'failed',
+      incident: i,
+      missing,
+      why: `the health probe of ${i.gpu} after ${after} did not pass: ${bad}`,
+    };
   }
-  return { kind: 'passed', incident: { ...i, repair: undefined, probedAt: r.at }, why: `${i.gpu}'s health probe after ${after} passed at ${r.at} (NVML lists it, recovery action ${probe.recoveryAction}, no remap pending or failed, no XID during the window): back in service` };
+  return {
+    kind: 'passed',
+    incident: { ...i, repair: undefined, probedAt: r.at },
+    why: `${i.gpu}'s health probe after ${after} passed at ${r.at} (NVML lists it, recovery action ${probe.recoveryAction}, no remap pending or failed, no XID during the window): back in service`,
+  };
 }

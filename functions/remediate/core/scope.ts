@@ -5,7 +5,15 @@
  * knows, every GPU pod on the node. DaemonSet and mirror pods are never affected: evicting a
  * DaemonSet pod only brings it back, and mirror pods cannot be evicted.
  */
-import { NVLINK5_XIDS, nvlink5Verdict, xidStaysInInstance, type GpuRef, type GpuXidErrorDetail, type MigRef, type PodRef } from '../../../events/index.ts';
+import {
+  NVLINK5_XIDS,
+  nvlink5Verdict,
+  xidStaysInInstance,
+  type GpuRef,
+  type GpuXidErrorDetail,
+  type MigRef,
+  type PodRef,
+} from '../../../events/index.ts';
 import type { PodFacts, RemediationFacts, Scope } from './types.ts';
 
 /** The GPU a fault concerns: always its UUID; its index when the trigger knows it. */
@@ -27,7 +35,12 @@ export interface FaultSite {
 export function faultSite(facts: Pick<RemediationFacts, 'event'>): FaultSite {
   const { event } = facts;
   const d = event.detail;
-  const trigger = event.detailType === 'GPU XID Error' ? xidTrigger(event.detail) : event.detailType === 'GPU Health Changed' ? event.detail.condition : 'operator';
+  const trigger =
+    event.detailType === 'GPU XID Error'
+      ? xidTrigger(event.detail)
+      : event.detailType === 'GPU Health Changed'
+        ? event.detail.condition
+        : 'operator';
   const gpu = d.gpu;
   // A whole-GPU XID seen on a MIG instance (95, 64, 48, …) is the whole GPU's: its reset destroys
   // every instance, so the incident, its fence and its pods are the GPU's (INSTANCE_SCOPED_XIDS).
@@ -35,7 +48,15 @@ export function faultSite(facts: Pick<RemediationFacts, 'event'>): FaultSite {
   const mig = gpu && !wholeGpu ? d.mig : undefined;
   if (!gpu) return { scope: 'node', node: d.node, trigger, key: `${d.node}/${trigger}` };
   if (mig) {
-    return { scope: 'mig-instance', node: d.node, gpu, mig, trigger, key: `${d.node}/${gpu.uuid}/gi${mig.gpuInstanceId}/${trigger}`, quarantineId: mig.uuid ?? `${gpu.uuid}/gi${mig.gpuInstanceId}` };
+    return {
+      scope: 'mig-instance',
+      node: d.node,
+      gpu,
+      mig,
+      trigger,
+      key: `${d.node}/${gpu.uuid}/gi${mig.gpuInstanceId}/${trigger}`,
+      quarantineId: mig.uuid ?? `${gpu.uuid}/gi${mig.gpuInstanceId}`,
+    };
   }
   return { scope: 'gpu', node: d.node, gpu, trigger, key: `${d.node}/${gpu.uuid}/${trigger}`, quarantineId: gpu.uuid };
 }
@@ -56,7 +77,11 @@ export function evictable(pods: readonly PodFacts[]): PodFacts[] {
 }
 
 /** The pods a fault at `site` affects (see the file comment for the order of evidence). */
-export function affectedPods(site: FaultSite, reported: readonly PodRef[] | undefined, pods: readonly PodFacts[]): PodFacts[] {
+export function affectedPods(
+  site: FaultSite,
+  reported: readonly PodRef[] | undefined,
+  pods: readonly PodFacts[],
+): PodFacts[] {
   const candidates = evictable(pods);
   if (reported && reported.length > 0) {
     const uids = new Set(reported.map((p) => p.uid));
@@ -85,6 +110,9 @@ export function nodeTarget(node: string): string {
 /** Short GPU label for reasons: `GPU 3 (GPU-5f2c3a1e…)`. */
 export function gpuWords(site: FaultSite): string {
   if (!site.gpu) return `node ${site.node}`;
-  const g = site.gpu.index !== undefined ? `GPU ${site.gpu.index} (${site.gpu.uuid.slice(0, 12)}…)` : `GPU ${site.gpu.uuid}`;
-  return site.mig ? `MIG instance ${site.mig.gpuInstanceId}${site.mig.profile ? ` (${site.mig.profile})` : ''} of ${g}` : g;
+  const g =
+    site.gpu.index !== undefined ? `GPU ${site.gpu.index} (${site.gpu.uuid.slice(0, 12)}…)` : `GPU ${site.gpu.uuid}`;
+  return site.mig
+    ? `MIG instance ${site.mig.gpuInstanceId}${site.mig.profile ? ` (${site.mig.profile})` : ''} of ${g}`
+    : g;
 }

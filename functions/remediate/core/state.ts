@@ -25,7 +25,12 @@ export { DEFAULT_TAINT_KEY, STATE_LABEL };
  * `plugin-latches-one-mig-device`: NVIDIA's plugin keys health by the parent GPU, so a whole-GPU XID on
  * a MIG GPU latches one of its instances and leaves the others schedulable (fencing.md, corrections).
  */
-export const FENCE_FALLBACKS = ['not-fenced-by-plugin', 'not-verified', 'no-dra-device', 'plugin-latches-one-mig-device'] as const;
+export const FENCE_FALLBACKS = [
+  'not-fenced-by-plugin',
+  'not-verified',
+  'no-dra-device',
+  'plugin-latches-one-mig-device',
+] as const;
 export type FenceFallback = (typeof FENCE_FALLBACKS)[number];
 
 const FenceStateSchema = z.object({
@@ -52,11 +57,27 @@ export const REPAIRED_AT_ANNOTATION = 'gpu-reflex.io/repaired-at';
 
 export const NODE_PHASES = ['healthy', 'quarantined', 'draining', 'awaiting-repair', 'awaiting-approval'] as const;
 export type NodePhase = (typeof NODE_PHASES)[number];
-export const INCIDENT_PHASES = ['observing', 'acted', 'quarantined', 'draining', 'awaiting-repair', 'awaiting-approval', 'closed'] as const;
+export const INCIDENT_PHASES = [
+  'observing',
+  'acted',
+  'quarantined',
+  'draining',
+  'awaiting-repair',
+  'awaiting-approval',
+  'closed',
+] as const;
 export type IncidentPhase = (typeof INCIDENT_PHASES)[number];
 
 /** Caps that keep the history annotation well under Kubernetes' 256 KiB for all annotations. */
-export const LIMITS = { handled: 256, recent: 128, incidents: 32, workloads: 8, pods: 32, recentPods: 4, historyBytes: 96 * 1024 } as const;
+export const LIMITS = {
+  handled: 256,
+  recent: 128,
+  incidents: 32,
+  workloads: 8,
+  pods: 32,
+  recentPods: 4,
+  historyBytes: 96 * 1024,
+} as const;
 
 const IncidentSchema = z.object({
   key: z.string(),
@@ -96,7 +117,15 @@ const IncidentSchema = z.object({
    * GPU repair through the node agent (gpu-repair.ts): the reset or probe asked for and not yet
    * answered, with its request id and when it was asked.
    */
-  repair: z.object({ step: z.enum(['reset', 'probe']), id: z.string(), at: Timestamp, since: Timestamp.optional(), attempt: z.number().int().min(1).optional() }).optional(),
+  repair: z
+    .object({
+      step: z.enum(['reset', 'probe']),
+      id: z.string(),
+      at: Timestamp,
+      since: Timestamp.optional(),
+      attempt: z.number().int().min(1).optional(),
+    })
+    .optional(),
   /**
    * Rule letWorkFinish (DRAIN_AND_RESET): the GPU is fenced but its pods (`pods`) are left to end by
    * themselves until this time; then the ones still running are evicted (and this is cleared).
@@ -119,20 +148,39 @@ const IncidentSchema = z.object({
    * auto repair): when, the node's boot id then, and when the node came back (a new boot id, Ready). The quiet period runs from `backAt`; the fault seen after it
    * climbs the ladder (replace).
    */
-  reboot: z.object({ at: Timestamp, fromBoot: z.string().optional(), backAt: Timestamp.optional(), by: z.string().max(128).optional() }).optional(),
+  reboot: z
+    .object({
+      at: Timestamp,
+      fromBoot: z.string().optional(),
+      backAt: Timestamp.optional(),
+      by: z.string().max(128).optional(),
+    })
+    .optional(),
   /**
    * A replacement through the node's ACK node pool, capacity first (sweep.ts): since `at` the pool
    * was asked for `to` nodes (absolute); `newNode`, Ready at `readyAt`, is the capacity that came,
    * and from then the node's instance is being removed and released. It closes when the node is gone.
    */
   replace: z
-    .object({ at: Timestamp, pool: z.string().max(128), instanceId: z.string().max(64), to: z.number().int().nonnegative(), newNode: z.string().max(253).optional(), readyAt: Timestamp.optional() })
+    .object({
+      at: Timestamp,
+      pool: z.string().max(128),
+      instanceId: z.string().max(64),
+      to: z.number().int().nonnegative(),
+      newNode: z.string().max(253).optional(),
+      readyAt: Timestamp.optional(),
+    })
     .optional(),
 });
 export type Incident = z.infer<typeof IncidentSchema>;
 
 /** `count`: the occurrences one aggregated XID event stands for (absent: one). */
-const OccurrenceSchema = z.object({ key: z.string(), at: Timestamp, pods: z.array(z.string()), count: z.number().int().min(1).optional() });
+const OccurrenceSchema = z.object({
+  key: z.string(),
+  at: Timestamp,
+  pods: z.array(z.string()),
+  count: z.number().int().min(1).optional(),
+});
 export type Occurrence = z.infer<typeof OccurrenceSchema>;
 
 const HistorySchema = z.object({
@@ -164,7 +212,15 @@ export interface NodeState {
 }
 
 export function emptyState(): NodeState {
-  return { phase: 'healthy', incidents: [], recent: [], handled: [], quarantinedGpus: [], cordoned: false, warnings: [] };
+  return {
+    phase: 'healthy',
+    incidents: [],
+    recent: [],
+    handled: [],
+    quarantinedGpus: [],
+    cordoned: false,
+    warnings: [],
+  };
 }
 
 export interface Taint {
@@ -250,8 +306,13 @@ export function encodeHistory(state: NodeState): string {
   while (Buffer.byteLength(text) > LIMITS.historyBytes) {
     if (h.handled.length > 0) h.handled.splice(0, Math.max(1, h.handled.length >> 2));
     else if (h.recent.length > 0) h.recent.splice(0, Math.max(1, h.recent.length >> 2));
-    else if (h.incidents.some((i) => i.phase === 'closed')) h.incidents.splice(h.incidents.findIndex((i) => i.phase === 'closed'), 1);
-    else if (h.incidents.some((i) => i.pods.length > 0 || i.workloads.length > 1)) h.incidents.forEach((i) => ((i.pods = []), (i.workloads = i.workloads.slice(-1))));
+    else if (h.incidents.some((i) => i.phase === 'closed'))
+      h.incidents.splice(
+        h.incidents.findIndex((i) => i.phase === 'closed'),
+        1,
+      );
+    else if (h.incidents.some((i) => i.pods.length > 0 || i.workloads.length > 1))
+      h.incidents.forEach((i) => ((i.pods = []), (i.workloads = i.workloads.slice(-1))));
     else h.incidents.shift();
     text = JSON.stringify(h);
   }
@@ -260,8 +321,13 @@ export function encodeHistory(state: NodeState): string {
 
 function capState(s: NodeState): z.infer<typeof HistorySchema> {
   const open = s.incidents.filter((i) => i.phase !== 'closed');
-  const closed = s.incidents.filter((i) => i.phase === 'closed').sort((a, b) => cmp(a.closedAt ?? a.lastAt, b.closedAt ?? b.lastAt));
-  const incidents = [...closed.slice(Math.max(0, closed.length - Math.max(0, LIMITS.incidents - open.length))), ...open.slice(-LIMITS.incidents)].map((i) => ({
+  const closed = s.incidents
+    .filter((i) => i.phase === 'closed')
+    .sort((a, b) => cmp(a.closedAt ?? a.lastAt, b.closedAt ?? b.lastAt));
+  const incidents = [
+    ...closed.slice(Math.max(0, closed.length - Math.max(0, LIMITS.incidents - open.length))),
+    ...open.slice(-LIMITS.incidents),
+  ].map((i) => ({
     ...i,
     workloads: i.workloads.slice(-LIMITS.workloads),
     pods: i.pods.slice(-LIMITS.pods),

@@ -42,7 +42,13 @@ export function lift(i: Incident, w: Work, facts: SweepFacts, policy: Policy): I
  * pods move, then the node agent resets and probes it, and only a passed probe returns it. Quiet
  * time restores nothing.
  */
-export function repairStep(i0: Incident, w: Work, facts: SweepFacts, policy: Policy, retry: (pods: PodFacts[]) => void): Incident {
+export function repairStep(
+  i0: Incident,
+  w: Work,
+  facts: SweepFacts,
+  policy: Policy,
+  retry: (pods: PodFacts[]) => void,
+): Incident {
   let i = i0;
   const left = evictable(w.facts.pods).filter((p) => i.pods.includes(p.uid));
   if (i.evictAt !== undefined) {
@@ -50,7 +56,10 @@ export function repairStep(i0: Incident, w: Work, facts: SweepFacts, policy: Pol
     if (left.length > 0 && facts.now.getTime() < Date.parse(i.evictAt)) return i;
     const why =
       left.length > 0
-        ? `${left.length} pod(s) still on ${i.gpu} at the ${i.evictAt} deadline for running work to finish (${left.slice(0, 5).map((p) => `${p.namespace}/${p.name}`).join(', ')}): evicting them so the GPU can be reset`
+        ? `${left.length} pod(s) still on ${i.gpu} at the ${i.evictAt} deadline for running work to finish (${left
+            .slice(0, 5)
+            .map((p) => `${p.namespace}/${p.name}`)
+            .join(', ')}): evicting them so the GPU can be reset`
         : `the running work on ${i.gpu} has finished`;
     // The pods' move starts now: the PDB deadline below counts from here.
     i = { ...i, evictAt: undefined, since: facts.now.toISOString() };
@@ -62,7 +71,10 @@ export function repairStep(i0: Incident, w: Work, facts: SweepFacts, policy: Pol
   // silently every minute for ever: a person is told and the incident climbs as a stuck drain does.
   const deadline = pdbDeadlineOf(policy, w.facts.pool.name);
   if (left.length > 0 && !i.repair && facts.now.getTime() - Date.parse(i.since) >= deadline * MIN) {
-    const why = `${left.length} pod(s) still on ${i.gpu} ${deadline} min after they were asked to move (${left.slice(0, 5).map((p) => `${p.namespace}/${p.name}`).join(', ')}; a disruption budget may be refusing their eviction): the reset cannot wait for them any longer`;
+    const why = `${left.length} pod(s) still on ${i.gpu} ${deadline} min after they were asked to move (${left
+      .slice(0, 5)
+      .map((p) => `${p.namespace}/${p.name}`)
+      .join(', ')}; a disruption budget may be refusing their eviction): the reset cannot wait for them any longer`;
     // climb tells a person whatever it does (escalates, is held back, or ends at awaiting-repair).
     return climb({ ...i, notifiedAt: facts.now.toISOString() }, why, w, facts, policy);
   }
@@ -89,7 +101,12 @@ export function holdFence(i: Incident, w: Work, facts: SweepFacts, policy: Polic
   w.reasons.push(check.why);
   if (check.kind === 'fallback' || check.kind === 'drift') {
     w.notices.push(notice(check.incident.action, w.facts.node, check.why));
-    w.nodeEvents.push(fenceEventNote(check.kind === 'fallback' ? 'escalated' : check.incident.fence?.driftAt ? 'lost' : 'restored', check.why));
+    w.nodeEvents.push(
+      fenceEventNote(
+        check.kind === 'fallback' ? 'escalated' : check.incident.fence?.driftAt ? 'lost' : 'restored',
+        check.why,
+      ),
+    );
     w.touched.push(check.incident);
   }
   return check.incident;
@@ -101,14 +118,26 @@ export function holdFence(i: Incident, w: Work, facts: SweepFacts, policy: Polic
  * cloud, or a person told), or awaiting-repair for a person when its ladder ends here. Its pods
  * keep moving meanwhile.
  */
-export function replaceGpu(i: Incident, w: Work, facts: SweepFacts, policy: Policy, retry: (pods: PodFacts[]) => void): Incident {
+export function replaceGpu(
+  i: Incident,
+  w: Work,
+  facts: SweepFacts,
+  policy: Policy,
+  retry: (pods: PodFacts[]) => void,
+): Incident {
   const f = i.fence;
   const out = f !== undefined && (f.verifiedAt !== undefined || f.fallback !== undefined || f.backend === 'cordon');
   if (!out) {
     retry(evictable(w.facts.pods).filter((p) => i.pods.includes(p.uid)));
     return i;
   }
-  return climb(i, `NVIDIA says ${i.gpu} must be replaced (${i.condition}: RMA class, no reset cures it); it stays fenced`, w, facts, policy);
+  return climb(
+    i,
+    `NVIDIA says ${i.gpu} must be replaced (${i.condition}: RMA class, no reset cures it); it stays fenced`,
+    w,
+    facts,
+    policy,
+  );
 }
 
 /**
@@ -116,7 +145,14 @@ export function replaceGpu(i: Incident, w: Work, facts: SweepFacts, policy: Poli
  * stays open, probe and all, while mig-manager applies the node's config again; every sweep re-reads
  * the probe's answer, so a fault seen after the reset still fails the repair meanwhile.
  */
-function restoreMig(open: Incident, closed: Incident, why: string, w: Work, facts: SweepFacts, policy: Policy): Incident {
+function restoreMig(
+  open: Incident,
+  closed: Incident,
+  why: string,
+  w: Work,
+  facts: SweepFacts,
+  policy: Policy,
+): Incident {
   const m = stepMigRestore(open, w.facts.node, w.facts.pods, facts.now, policy);
   if (m.kind === 'wait') return open;
   if (m.kind === 'failed') return climb({ ...m.incident, repair: undefined }, m.why, w, facts, policy);
@@ -134,4 +170,3 @@ function restoreMig(open: Incident, closed: Incident, why: string, w: Work, fact
   w.back.push(restored);
   return restored;
 }
-

@@ -29,7 +29,9 @@ export function climb(i: Incident, why: string, w: Work, facts: SweepFacts, poli
     w.touched.push(waiting);
     return waiting;
   }
-  const out = w.state.incidents.some((x) => isOpen(x) && x.key !== i.key && (x.phase === 'draining' || x.phase === 'awaiting-repair'));
+  const out = w.state.incidents.some(
+    (x) => isOpen(x) && x.key !== i.key && (x.phase === 'draining' || x.phase === 'awaiting-repair'),
+  );
   const verdict = checkBlastRadius(policy, w.facts.pool, node.name, out);
   const escalated: Incident = { ...i, action: next, level: i.level + 1, escalatedAt: now, since: now };
   if (!verdict.allowed) {
@@ -41,7 +43,11 @@ export function climb(i: Incident, why: string, w: Work, facts: SweepFacts, poli
     return held;
   }
   const pods = evictable(w.facts.pods);
-  const draining: Incident = { ...escalated, phase: 'draining', pods: [...new Set([...i.pods, ...pods.map((p) => p.uid)])] };
+  const draining: Incident = {
+    ...escalated,
+    phase: 'draining',
+    pods: [...new Set([...i.pods, ...pods.map((p) => p.uid)])],
+  };
   w.evictions.push(...pods);
   const text = `${why}; escalating to ${next}: draining node ${node.name} first`;
   w.notices.push(notice(next, node, text));
@@ -50,7 +56,13 @@ export function climb(i: Incident, why: string, w: Work, facts: SweepFacts, poli
   return draining;
 }
 
-export function toRepair(i: Incident, repair: 'reboot-node' | 'replace-node' | undefined, w: Work, facts: SweepFacts, why: string): Incident {
+export function toRepair(
+  i: Incident,
+  repair: 'reboot-node' | 'replace-node' | undefined,
+  w: Work,
+  facts: SweepFacts,
+  why: string,
+): Incident {
   const node = w.facts.node.name;
   const caps = w.facts.capabilities ?? facts.capabilities;
   const now = facts.now.toISOString();
@@ -58,7 +70,17 @@ export function toRepair(i: Incident, repair: 'reboot-node' | 'replace-node' | u
   if (repair && caps?.repairOwner) {
     // Not ours to repair: no cloud call; the node's return (new boot id, Ready) is watched as after
     // our own reboot, and no return within repair.rebootTimeoutMinutes is told to a person.
-    const next: Incident = { ...rest, reboot: { at: now, ...(w.facts.node.bootId ? { fromBoot: w.facts.node.bootId } : {}), by: caps.repairOwner.slice(0, 128) }, phase: 'awaiting-repair', since: now, notifiedAt: now };
+    const next: Incident = {
+      ...rest,
+      reboot: {
+        at: now,
+        ...(w.facts.node.bootId ? { fromBoot: w.facts.node.bootId } : {}),
+        by: caps.repairOwner.slice(0, 128),
+      },
+      phase: 'awaiting-repair',
+      since: now,
+      notifiedAt: now,
+    };
     const text = `${why}: ${caps.repairOwner} repairs this node, so gpu-reflex defers (no reboot or replace of its own); once the node is back it returns ${i.gpu ? `only when the health probe of ${i.gpu} passes` : 'after the quiet period'}`;
     w.notices.push(notice(i.action, w.facts.node, text));
     w.reasons.push(text);
@@ -69,19 +91,42 @@ export function toRepair(i: Incident, repair: 'reboot-node' | 'replace-node' | u
   if (repair === 'replace-node' && can) {
     const waiting: Incident = { ...rest, phase: 'awaiting-repair', since: now, notifiedAt: now };
     // One replacement per node, however many of its incidents lead to it: a second one follows the first.
-    const sibling = [...w.touched, ...w.state.incidents].find((x) => x.key !== i.key && isOpen(x) && x.replace)?.replace;
-    if (sibling) return replaced({ kind: 'act', incident: { ...waiting, replace: sibling }, why: `${why}: the replacement under way replaces it`, tell: false }, waiting, w);
+    const sibling = [...w.touched, ...w.state.incidents].find(
+      (x) => x.key !== i.key && isOpen(x) && x.replace,
+    )?.replace;
+    if (sibling)
+      return replaced(
+        {
+          kind: 'act',
+          incident: { ...waiting, replace: sibling },
+          why: `${why}: the replacement under way replaces it`,
+          tell: false,
+        },
+        waiting,
+        w,
+      );
     const pool = w.facts.replace?.pool?.id;
-    return replaced(startReplace(waiting, w.facts.node, w.facts.replace, facts.now, why, pool ? (w.round.grows.get(pool) ?? 0) : 0), waiting, w);
+    return replaced(
+      startReplace(waiting, w.facts.node, w.facts.replace, facts.now, why, pool ? (w.round.grows.get(pool) ?? 0) : 0),
+      waiting,
+      w,
+    );
   }
-  const rebooting = repair === 'reboot-node' && can ? { reboot: { at: now, ...(w.facts.node.bootId ? { fromBoot: w.facts.node.bootId } : {}) } } : {};
+  const rebooting =
+    repair === 'reboot-node' && can
+      ? { reboot: { at: now, ...(w.facts.node.bootId ? { fromBoot: w.facts.node.bootId } : {}) } }
+      : {};
   const next: Incident = { ...rest, ...rebooting, phase: 'awaiting-repair', since: now, notifiedAt: now };
   if (repair === 'reboot-node' && can) {
     // One reboot per node, however many of its incidents lead to it.
     if (!w.cloud.some((c) => c.kind === 'reboot' && c.node === node)) w.cloud.push({ kind: 'reboot', node });
-    w.reasons.push(`${why}: rebooting it; once it is back it returns ${i.gpu ? `only when the health probe of ${i.gpu} passes` : 'after the quiet period'}`);
+    w.reasons.push(
+      `${why}: rebooting it; once it is back it returns ${i.gpu ? `only when the health probe of ${i.gpu} passes` : 'after the quiet period'}`,
+    );
   } else {
-    const what = repair ? `${repair === 'reboot-node' ? 'reboot' : 'replace'} it (${caps?.unreachable ?? 'no cloud adapter can'})` : 'repair it';
+    const what = repair
+      ? `${repair === 'reboot-node' ? 'reboot' : 'replace'} it (${caps?.unreachable ?? 'no cloud adapter can'})`
+      : 'repair it';
     const text = `${why}: awaiting-repair, a person must ${what}, then annotate gpu-reflex.io/repaired-at=<time>`;
     w.notices.push(notice(i.action, w.facts.node, text));
     w.reasons.push(text);
@@ -115,7 +160,14 @@ export function replaced(s: ReplaceStep, i: Incident, w: Work): Incident {
  * (xid.md, "if it persists after reboot, replace"). No return within `repair.rebootTimeoutMinutes`
  * is told to a person once.
  */
-export function afterReboot(i: Incident, r: NonNullable<Incident['reboot']>, w: Work, facts: SweepFacts, policy: Policy, close: (why: string, x?: Incident) => Incident): Incident {
+export function afterReboot(
+  i: Incident,
+  r: NonNullable<Incident['reboot']>,
+  w: Work,
+  facts: SweepFacts,
+  policy: Policy,
+  close: (why: string, x?: Incident) => Incident,
+): Incident {
   const node = w.facts.node;
   const now = facts.now;
   if (!r.backAt) {
@@ -125,7 +177,9 @@ export function afterReboot(i: Incident, r: NonNullable<Incident['reboot']>, w: 
       const backed: Incident = { ...i, reboot: { ...r, backAt } };
       const asked = askReturnProbe(backed, { kind: 'reboot', backAt }, now);
       w.reasons.push(
-        asked ? `${node.name} is back from its reboot (new boot id, Ready): health probe of ${i.gpu} requested (${asked.repair!.id}, ${policy.repair.probeSeconds} s); it returns only when the probe passes` : `${node.name} is back from its reboot (new boot id, Ready): it returns after ${policy.quietPeriodMinutes} min without the fault`,
+        asked
+          ? `${node.name} is back from its reboot (new boot id, Ready): health probe of ${i.gpu} requested (${asked.repair!.id}, ${policy.repair.probeSeconds} s); it returns only when the probe passes`
+          : `${node.name} is back from its reboot (new boot id, Ready): it returns after ${policy.quietPeriodMinutes} min without the fault`,
       );
       w.touched.push(asked ?? backed);
       return asked ?? backed;
@@ -142,10 +196,18 @@ export function afterReboot(i: Incident, r: NonNullable<Incident['reboot']>, w: 
   const notCured = (why: string): Incident => {
     const { repair: _asked, ...x } = i;
     const nextRung = i.ladder.indexOf('replace-node', i.level + 1) >= 0 ? 'replace-node' : undefined;
-    if (nextRung) return toRepair({ ...x, level: i.ladder.indexOf(nextRung, i.level + 1), action: nextRung, escalatedAt: now.toISOString() }, nextRung, w, facts, `${why}; escalating to ${nextRung}`);
+    if (nextRung)
+      return toRepair(
+        { ...x, level: i.ladder.indexOf(nextRung, i.level + 1), action: nextRung, escalatedAt: now.toISOString() },
+        nextRung,
+        w,
+        facts,
+        `${why}; escalating to ${nextRung}`,
+      );
     return toRepair(x, undefined, w, facts, why);
   };
-  if (cmp(i.lastAt, r.backAt) > 0) return notCured(`${i.key}: the fault came back at ${i.lastAt}, after the reboot (back at ${r.backAt})`);
+  if (cmp(i.lastAt, r.backAt) > 0)
+    return notCured(`${i.key}: the fault came back at ${i.lastAt}, after the reboot (back at ${r.backAt})`);
   if (i.gpu) {
     // A GPU incident back from its reboot before the probe existed (or whose ask was lost): ask now.
     const cause = { kind: 'reboot', backAt: r.backAt } as const;
@@ -156,10 +218,19 @@ export function afterReboot(i: Incident, r: NonNullable<Incident['reboot']>, w: 
     }
     const s = stepReturnProbe(i, w.state, w.results, now, policy);
     if (s.kind === 'wait') return i;
-    if (s.kind === 'failed') return notCured(`${i.key}: ${node.name} is back from its reboot, but ${s.why}${s.missing ? '; the node stays out' : ''}`);
-    return close(`${i.key}: ${r.by ? `repaired by ${r.by}` : 'rebooted'} at ${r.at}, back at ${r.backAt}; ${s.why}`, s.incident);
+    if (s.kind === 'failed')
+      return notCured(
+        `${i.key}: ${node.name} is back from its reboot, but ${s.why}${s.missing ? '; the node stays out' : ''}`,
+      );
+    return close(
+      `${i.key}: ${r.by ? `repaired by ${r.by}` : 'rebooted'} at ${r.at}, back at ${r.backAt}; ${s.why}`,
+      s.incident,
+    );
   }
-  if (now.getTime() - Date.parse(r.backAt) >= policy.quietPeriodMinutes * MIN) return close(`${i.key}: ${r.by ? `repaired by ${r.by}` : 'rebooted'} at ${r.at}, back at ${r.backAt} and quiet for ${policy.quietPeriodMinutes} min, back in service`);
+  if (now.getTime() - Date.parse(r.backAt) >= policy.quietPeriodMinutes * MIN)
+    return close(
+      `${i.key}: ${r.by ? `repaired by ${r.by}` : 'rebooted'} at ${r.at}, back at ${r.backAt} and quiet for ${policy.quietPeriodMinutes} min, back in service`,
+    );
   return i;
 }
 
@@ -169,16 +240,27 @@ export function afterReboot(i: Incident, r: NonNullable<Incident['reboot']>, w: 
  * tells a person once, until a newer repaired-at asks again. A node-wide incident returns after the
  * quiet period from the repair.
  */
-export function afterRepair(i: Incident, repairedAt: string, w: Work, facts: SweepFacts, policy: Policy, close: (why: string, x?: Incident) => Incident): Incident {
+export function afterRepair(
+  i: Incident,
+  repairedAt: string,
+  w: Work,
+  facts: SweepFacts,
+  policy: Policy,
+  close: (why: string, x?: Incident) => Incident,
+): Incident {
   const now = facts.now;
   if (!i.gpu) {
     const since = now.getTime() - Math.max(Date.parse(repairedAt), i.trigger === 'orphan' ? 0 : Date.parse(i.lastAt));
-    return since >= policy.quietPeriodMinutes * MIN ? close(`${i.key}: repaired at ${repairedAt} and quiet for ${policy.quietPeriodMinutes} min, back in service`) : i;
+    return since >= policy.quietPeriodMinutes * MIN
+      ? close(`${i.key}: repaired at ${repairedAt} and quiet for ${policy.quietPeriodMinutes} min, back in service`)
+      : i;
   }
   const cause = { kind: 'repaired', repairedAt } as const;
   if (!probing(i, cause)) {
     const asked = askReturnProbe(i, cause, now)!;
-    w.reasons.push(`${i.key}: repaired at ${repairedAt}: health probe of ${i.gpu} requested (${asked.repair!.id}, ${policy.repair.probeSeconds} s); it returns only when the probe passes`);
+    w.reasons.push(
+      `${i.key}: repaired at ${repairedAt}: health probe of ${i.gpu} requested (${asked.repair!.id}, ${policy.repair.probeSeconds} s); it returns only when the probe passes`,
+    );
     w.touched.push(asked);
     return asked;
   }
@@ -194,4 +276,3 @@ export function afterRepair(i: Incident, repairedAt: string, w: Work, facts: Swe
   w.touched.push(told);
   return told;
 }
-

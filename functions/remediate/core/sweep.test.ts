@@ -6,7 +6,12 @@ import { planSweep, type SweepFacts } from './sweep.ts';
 import { renderSteps } from './detail.ts';
 import { apply, at, factsFor, health, node, pod, pool, STANDARD_PODS, stateOf, xid } from '../testing.ts';
 import type { NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
-import { GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, type GpuActionRequest, type GpuActionState } from '../../../events/index.ts';
+import {
+  GPU_ACTION_RESULTS_ANNOTATION,
+  GPU_ACTIONS_ANNOTATION,
+  type GpuActionRequest,
+  type GpuActionState,
+} from '../../../events/index.ts';
 
 const P = DEFAULT_POLICY;
 const kinds = (plan: Plan | undefined) => (plan ? renderSteps(plan) : []).map((s) => s.kind);
@@ -21,22 +26,47 @@ async function hit(w: World, e: TriggerEvent): Promise<World> {
   return await apply(w.node, w.pods, plan);
 }
 
-async function sweep(w: World, minute: number, o: Partial<SweepFacts> = {}): Promise<{ plan: Plan | undefined; world: World; retries: ReturnType<typeof planSweep>['retries'] }> {
-  const out = planSweep({ now: new Date(at(minute)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }], ...o }, P);
+async function sweep(
+  w: World,
+  minute: number,
+  o: Partial<SweepFacts> = {},
+): Promise<{ plan: Plan | undefined; world: World; retries: ReturnType<typeof planSweep>['retries'] }> {
+  const out = planSweep(
+    { now: new Date(at(minute)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }], ...o },
+    P,
+  );
   const plan = out.plans[0];
-  return { plan, world: plan ? (await apply(w.node, w.pods, plan)) : w, retries: out.retries };
+  return { plan, world: plan ? await apply(w.node, w.pods, plan) : w, retries: out.retries };
 }
 
 const start = (pods: PodFacts[] = STANDARD_PODS): World => ({ node: node(), pods });
 
 /** What the node carries for its agent: the requested GPU actions. */
-const requested = (w: World): GpuActionRequest[] => JSON.parse(w.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[];
+const requested = (w: World): GpuActionRequest[] =>
+  JSON.parse(w.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[];
 /** The node agent answers request `id` (as its actuator writes gpu-reflex.io/gpu-action-results). */
 function answer(w: World, id: string, state: GpuActionState): World {
-  const results = { ...(JSON.parse(w.node.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>), [id]: state };
-  return { ...w, node: { ...w.node, annotations: { ...w.node.annotations, [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify(results) } } };
+  const results = {
+    ...(JSON.parse(w.node.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>),
+    [id]: state,
+  };
+  return {
+    ...w,
+    node: {
+      ...w.node,
+      annotations: { ...w.node.annotations, [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify(results) },
+    },
+  };
 }
-const passed = { nvmlAnswers: true, recoveryAction: 'none', remapPending: false, remapFailed: false, eccUncorrectedDelta: 0, xidsDuringProbe: [], passed: true };
+const passed = {
+  nvmlAnswers: true,
+  recoveryAction: 'none',
+  remapPending: false,
+  remapFailed: false,
+  eccUncorrectedDelta: 0,
+  xidsDuringProbe: [],
+  passed: true,
+};
 
 describe('planSweep: restoring', () => {
   it('returns a GPU NVIDIA answers with a reset only after a done reset and a passed probe, never on quiet time', async () => {
@@ -45,7 +75,10 @@ describe('planSweep: restoring', () => {
     const gpu = stateOf(w.node).incidents[0]!.gpu!;
     // fenced at once, through the node agent, and said where people look (kubectl describe node)
     expect(requested(w).map((r) => [r.action, r.gpuUuid])).toEqual([['fence', gpu]]);
-    expect(w.node.conditions?.GpuReflexGpuFenced).toMatchObject({ status: 'True', message: expect.stringContaining(gpu) });
+    expect(w.node.conditions?.GpuReflexGpuFenced).toMatchObject({
+      status: 'True',
+      message: expect.stringContaining(gpu),
+    });
     // its pods are gone: a reset is asked for
     let s = await sweep(w, 1);
     w = s.world;
@@ -63,15 +96,25 @@ describe('planSweep: restoring', () => {
     w = answer(w, probe.id, { state: 'done', action: 'probe', gpuUuid: gpu, at: at(8), probe: passed });
     const { plan, world } = await sweep(w, 9);
     expect(plan).toMatchObject({ kind: 'act', action: 'restore', phase: 'restored' });
-    expect((plan ? renderSteps(plan) : []).find((st) => st.kind === 'notify')?.message).toContain('after a reset and a passed health probe');
+    expect((plan ? renderSteps(plan) : []).find((st) => st.kind === 'notify')?.message).toContain(
+      'after a reset and a passed health probe',
+    );
     expect(world.node.labels[STATE_LABEL]).toBe('healthy');
     expect(world.node.annotations['gpu-reflex.io/quarantined-gpus']).toBeUndefined();
-    expect(stateOf(world.node).incidents[0]).toMatchObject({ phase: 'closed', closedAt: at(9), resetAt: at(6), probedAt: at(8) });
+    expect(stateOf(world.node).incidents[0]).toMatchObject({
+      phase: 'closed',
+      closedAt: at(9),
+      resetAt: at(6),
+      probedAt: at(8),
+    });
     expect(world.node.conditions?.GpuReflexGpuFenced).toMatchObject({ status: 'False' });
     // the fence is lifted through the agent, and forgotten once it says so
     const unfence = requested(world).find((r) => r.action === 'unfence')!;
     expect(requested(world).map((r) => r.action)).toEqual(['unfence']);
-    const after = await sweep(answer(world, unfence.id, { state: 'done', action: 'unfence', gpuUuid: gpu, at: at(10) }), 11);
+    const after = await sweep(
+      answer(world, unfence.id, { state: 'done', action: 'unfence', gpuUuid: gpu, at: at(10) }),
+      11,
+    );
     expect(after.world.node.annotations[GPU_ACTIONS_ANNOTATION]).toBeUndefined();
     // the original event, replayed late, changes nothing
     const replay = planRemediation(factsFor(xid(48, { minute: 0 }), after.world.node, { now: new Date(at(40)) }), P);
@@ -88,7 +131,10 @@ describe('planSweep: restoring', () => {
     expect(s.plan?.reason).toMatch(/did not answer the reset .* escalating to reboot-node/);
     expect(s.world.node.labels[STATE_LABEL]).toBe('draining');
     expect(s.world.node.unschedulable).toBe(true);
-    expect(stateOf(s.world.node).incidents.find((i) => i.phase !== 'closed')).toMatchObject({ action: 'reboot-node', phase: 'draining' });
+    expect(stateOf(s.world.node).incidents.find((i) => i.phase !== 'closed')).toMatchObject({
+      action: 'reboot-node',
+      phase: 'draining',
+    });
   });
 
   it('a reset refused as busy is asked again quietly; still busy at the answer timeout, it climbs and says what held the GPU', async () => {
@@ -96,17 +142,40 @@ describe('planSweep: restoring', () => {
     w = (await sweep(w, 1)).world;
     const reset = requested(w).find((r) => r.action === 'reset')!;
     // a pod in its termination grace still holds the GPU
-    w = answer(w, reset.id, { state: 'failed', action: 'reset', gpuUuid: reset.gpuUuid, at: at(2), reason: 'busy', holders: ['ml/stray-0'] });
+    w = answer(w, reset.id, {
+      state: 'failed',
+      action: 'reset',
+      gpuUuid: reset.gpuUuid,
+      at: at(2),
+      reason: 'busy',
+      holders: ['ml/stray-0'],
+    });
     const again = await sweep(w, 3);
     expect(again.plan?.kind).toBe('noop'); // bookkeeping: no Remediation event for a retry
     const second = requested(again.world).find((r) => r.action === 'reset')!;
     expect(second.id).toBe(`${reset.id}.2`);
-    w = answer(again.world, second.id, { state: 'failed', action: 'reset', gpuUuid: reset.gpuUuid, at: at(4), reason: 'busy', holders: ['ml/stray-0'] });
+    w = answer(again.world, second.id, {
+      state: 'failed',
+      action: 'reset',
+      gpuUuid: reset.gpuUuid,
+      at: at(4),
+      reason: 'busy',
+      holders: ['ml/stray-0'],
+    });
     for (let m = 5; m <= 10; m++) {
       const s = await sweep(w, m);
       w = s.world;
-      for (const r of requested(w).filter((x) => x.action === 'reset' && !JSON.parse(w.node.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}')[x.id])) {
-        w = answer(w, r.id, { state: 'failed', action: 'reset', gpuUuid: r.gpuUuid, at: at(m), reason: 'busy', holders: ['ml/stray-0'] });
+      for (const r of requested(w).filter(
+        (x) => x.action === 'reset' && !JSON.parse(w.node.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}')[x.id],
+      )) {
+        w = answer(w, r.id, {
+          state: 'failed',
+          action: 'reset',
+          gpuUuid: r.gpuUuid,
+          at: at(m),
+          reason: 'busy',
+          holders: ['ml/stray-0'],
+        });
       }
     }
     const s = await sweep(w, 1 + P.repair.answerTimeoutMinutes + 1);
@@ -118,10 +187,21 @@ describe('planSweep: restoring', () => {
     let w = await hit(start(), xid(95, { minute: 0 }));
     w = (await sweep(w, 1)).world;
     const gpu = requested(w)[0]!.gpuUuid;
-    w = answer(w, requested(w).find((r) => r.action === 'reset')!.id, { state: 'done', action: 'reset', gpuUuid: gpu, at: at(2) });
+    w = answer(w, requested(w).find((r) => r.action === 'reset')!.id, {
+      state: 'done',
+      action: 'reset',
+      gpuUuid: gpu,
+      at: at(2),
+    });
     w = (await sweep(w, 3)).world;
     w = await hit(w, xid(95, { minute: 4 }));
-    w = answer(w, requested(w).find((r) => r.action === 'probe')!.id, { state: 'done', action: 'probe', gpuUuid: gpu, at: at(5), probe: passed });
+    w = answer(w, requested(w).find((r) => r.action === 'probe')!.id, {
+      state: 'done',
+      action: 'probe',
+      gpuUuid: gpu,
+      at: at(5),
+      probe: passed,
+    });
     const s = await sweep(w, 6);
     expect(s.plan?.action).not.toBe('restore');
     expect(s.plan?.reason).toContain(`faulted again at ${at(4)}, after its reset at ${at(2)}`);
@@ -131,9 +211,20 @@ describe('planSweep: restoring', () => {
     let w = await hit(start(), xid(95, { minute: 0 }));
     w = (await sweep(w, 1)).world;
     const gpu = requested(w)[0]!.gpuUuid;
-    w = answer(w, requested(w).find((r) => r.action === 'reset')!.id, { state: 'done', action: 'reset', gpuUuid: gpu, at: at(2) });
+    w = answer(w, requested(w).find((r) => r.action === 'reset')!.id, {
+      state: 'done',
+      action: 'reset',
+      gpuUuid: gpu,
+      at: at(2),
+    });
     w = (await sweep(w, 3)).world;
-    w = answer(w, requested(w).find((r) => r.action === 'probe')!.id, { state: 'done', action: 'probe', gpuUuid: gpu, at: at(4), probe: { ...passed, remapPending: true, passed: false } });
+    w = answer(w, requested(w).find((r) => r.action === 'probe')!.id, {
+      state: 'done',
+      action: 'probe',
+      gpuUuid: gpu,
+      at: at(4),
+      probe: { ...passed, remapPending: true, passed: false },
+    });
     const s = await sweep(w, 5);
     expect(s.plan?.action).not.toBe('restore');
     expect(s.plan?.reason).toContain('did not pass: a row remap is pending');
@@ -200,8 +291,16 @@ describe('planSweep: drains and repair', () => {
     const probe = requested(w).find((r) => r.action === 'probe')!;
     expect(probe).toMatchObject({ gpuUuid: gpu, probeSeconds: P.repair.probeSeconds });
     // Quiet time restores nothing: only the probe's answer does.
-    expect((await sweep(w, 5 + P.quietPeriodMinutes + 1, { capabilities: { reboot: true } })).plan?.action).not.toBe('restore');
-    w = answer(w, probe.id, { state: 'done', action: 'probe', gpuUuid: gpu, at: at(6), probe: { ...passed, counted: true } });
+    expect((await sweep(w, 5 + P.quietPeriodMinutes + 1, { capabilities: { reboot: true } })).plan?.action).not.toBe(
+      'restore',
+    );
+    w = answer(w, probe.id, {
+      state: 'done',
+      action: 'probe',
+      gpuUuid: gpu,
+      at: at(6),
+      probe: { ...passed, counted: true },
+    });
     const { plan, world } = await sweep(w, 7, { capabilities: { reboot: true } });
     expect(plan).toMatchObject({ action: 'restore', phase: 'restored' });
     expect(plan?.reason).toContain(`rebooted at ${at(1)}, back at ${at(5)}`);
@@ -210,11 +309,20 @@ describe('planSweep: drains and repair', () => {
     expect(world.node.labels[STATE_LABEL]).toBe('healthy');
   });
 
-  it('defers to the node pool\'s own auto repair: no reboot of its own, the node\'s return watched, restored on a passed probe', async () => {
+  it("defers to the node pool's own auto repair: no reboot of its own, the node's return watched, restored on a passed probe", async () => {
     const OWNER = 'ACK auto repair of node pool gpu-a100';
     // The sweep could reboot (a cloud adapter), but this node's pool repairs its nodes itself.
     const sweepOwned = async (w: World, minute: number) => {
-      const out = planSweep({ now: new Date(at(minute)), capabilities: { reboot: true }, nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods, capabilities: { repairOwner: OWNER } }] }, P);
+      const out = planSweep(
+        {
+          now: new Date(at(minute)),
+          capabilities: { reboot: true },
+          nodes: [
+            { node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods, capabilities: { repairOwner: OWNER } },
+          ],
+        },
+        P,
+      );
       const plan = out.plans[0];
       return { plan, world: plan ? await apply(w.node, w.pods, plan) : w };
     };
@@ -223,11 +331,20 @@ describe('planSweep: drains and repair', () => {
     const handed = await sweepOwned(w, 1);
     expect(kinds(handed.plan)).not.toContain('reboot');
     expect(handed.plan?.reason).toContain(`${OWNER} repairs this node, so gpu-reflex defers`);
-    expect(handed.plan?.nextState.incidents[0]).toMatchObject({ phase: 'awaiting-repair', reboot: { at: at(1), fromBoot: 'boot-1', by: OWNER } });
+    expect(handed.plan?.nextState.incidents[0]).toMatchObject({
+      phase: 'awaiting-repair',
+      reboot: { at: at(1), fromBoot: 'boot-1', by: OWNER },
+    });
     w = { ...handed.world, node: { ...handed.world.node, bootId: 'boot-2' } };
     w = (await sweepOwned(w, 6)).world;
     const probe = requested(w).find((r) => r.action === 'probe')!;
-    w = answer(w, probe.id, { state: 'done', action: 'probe', gpuUuid: probe.gpuUuid, at: at(7), probe: { ...passed, counted: true } });
+    w = answer(w, probe.id, {
+      state: 'done',
+      action: 'probe',
+      gpuUuid: probe.gpuUuid,
+      at: at(7),
+      probe: { ...passed, counted: true },
+    });
     const { plan } = await sweepOwned(w, 8);
     expect(plan).toMatchObject({ action: 'restore' });
     expect(plan?.reason).toContain(`repaired by ${OWNER} at ${at(1)}, back at ${at(6)}`);
@@ -237,11 +354,28 @@ describe('planSweep: drains and repair', () => {
     const WHY = 'it names no ECS instance: spec.providerID unset';
     let w: World = await hit(start(), xid(79, { minute: 0 }));
     w = { ...w, node: { ...w.node, bootId: 'boot-1', ready: true } };
-    const out = planSweep({ now: new Date(at(1)), capabilities: { reboot: true, replace: true }, nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods, capabilities: { reboot: false, replace: false, unreachable: WHY } }] }, P);
+    const out = planSweep(
+      {
+        now: new Date(at(1)),
+        capabilities: { reboot: true, replace: true },
+        nodes: [
+          {
+            node: w.node,
+            state: stateOf(w.node),
+            pool: pool(),
+            pods: w.pods,
+            capabilities: { reboot: false, replace: false, unreachable: WHY },
+          },
+        ],
+      },
+      P,
+    );
     const plan = out.plans[0];
     expect(kinds(plan)).not.toContain('reboot');
     expect(plan?.cloud ?? []).toEqual([]);
-    expect(plan?.reason).toContain(`awaiting-repair, a person must reboot it (${WHY}), then annotate gpu-reflex.io/repaired-at=<time>`);
+    expect(plan?.reason).toContain(
+      `awaiting-repair, a person must reboot it (${WHY}), then annotate gpu-reflex.io/repaired-at=<time>`,
+    );
     expect(plan?.nextState.incidents[0]).toMatchObject({ phase: 'awaiting-repair' });
     expect(plan?.nextState.incidents[0]?.reboot).toBeUndefined();
   });
@@ -255,7 +389,9 @@ describe('planSweep: drains and repair', () => {
     const { plan } = await sweep(w, 8, { capabilities: { reboot: true } });
     expect(plan?.nextState.incidents[0]).toMatchObject({ phase: 'awaiting-repair', action: 'replace-node' });
     expect(plan?.nextState.incidents[0]?.reboot).toBeUndefined();
-    expect(plan?.reason).toMatch(/the fault came back at .*, after the reboot \(back at .*\); escalating to replace-node/);
+    expect(plan?.reason).toMatch(
+      /the fault came back at .*, after the reboot \(back at .*\); escalating to replace-node/,
+    );
     expect(plan?.reason).toContain('no cloud adapter can');
   });
 
@@ -263,15 +399,21 @@ describe('planSweep: drains and repair', () => {
     let w: World = await hit(start(), xid(79, { minute: 0 }));
     w = { ...w, node: { ...w.node, bootId: 'boot-1', ready: false } };
     w = (await sweep(w, 1, { capabilities: { reboot: true } })).world;
-    expect((await sweep(w, 1 + P.repair.rebootTimeoutMinutes - 1, { capabilities: { reboot: true } })).plan).toBeUndefined();
+    expect(
+      (await sweep(w, 1 + P.repair.rebootTimeoutMinutes - 1, { capabilities: { reboot: true } })).plan,
+    ).toBeUndefined();
     const late = await sweep(w, 1 + P.repair.rebootTimeoutMinutes, { capabilities: { reboot: true } });
     expect(kinds(late.plan)).toContain('notify');
-    expect(late.plan?.reason).toContain(`has not come back (no new boot id, not Ready) after ${P.repair.rebootTimeoutMinutes} min: a person must look`);
-    expect((await sweep(late.world, 1 + P.repair.rebootTimeoutMinutes + 10, { capabilities: { reboot: true } })).plan).toBeUndefined();
+    expect(late.plan?.reason).toContain(
+      `has not come back (no new boot id, not Ready) after ${P.repair.rebootTimeoutMinutes} min: a person must look`,
+    );
+    expect(
+      (await sweep(late.world, 1 + P.repair.rebootTimeoutMinutes + 10, { capabilities: { reboot: true } })).plan,
+    ).toBeUndefined();
   });
 
   it('restores a repaired node once its GPU passes the health probe: untaint, uncordon, label healthy', async () => {
-    let w = (await sweep((await hit(start(), xid(79, { minute: 0 }))), 1)).world;
+    let w = (await sweep(await hit(start(), xid(79, { minute: 0 })), 1)).world;
     expect((await sweep(w, 300)).plan).toBeUndefined(); // not repaired: waits, never guesses
     w = { ...w, node: { ...w.node, annotations: { ...w.node.annotations, [REPAIRED_AT_ANNOTATION]: at(60) } } };
     const asked = await sweep(w, 61);
@@ -282,7 +424,13 @@ describe('planSweep: drains and repair', () => {
     const quietly = (await sweep(w, 61 + Math.max(P.quietPeriodMinutes, P.repair.answerTimeoutMinutes) + 1)).plan;
     expect(quietly?.action).not.toBe('restore');
     expect(quietly?.reason).toContain('did not answer the health probe');
-    w = answer(w, probe.id, { state: 'done', action: 'probe', gpuUuid: probe.gpuUuid, at: at(62), probe: { ...passed, counted: true } });
+    w = answer(w, probe.id, {
+      state: 'done',
+      action: 'probe',
+      gpuUuid: probe.gpuUuid,
+      at: at(62),
+      probe: { ...passed, counted: true },
+    });
     const { plan, world } = await sweep(w, 91);
     expect(plan).toMatchObject({ action: 'restore', phase: 'restored' });
     expect(kinds(plan)).toEqual(expect.arrayContaining(['untaint', 'uncordon', 'label']));
@@ -295,8 +443,12 @@ describe('planSweep: drains and repair', () => {
     const first = planRemediation(factsFor(xid(79, { minute: 0 }), node(), { pods }), P);
     const w = await apply(node(), pods, first, new Set(['guarded']));
     const { plan, retries } = await sweep(w, 10);
-    expect(retries).toEqual([{ node: 'gpu-a100-07', pod: 'ml/guarded', incident: first.incident, since: expect.any(String) }]);
-    expect((plan ? renderSteps(plan) : []).filter((s) => s.kind === 'evict').map((s) => s.target)).toEqual(['pod/ml/guarded']);
+    expect(retries).toEqual([
+      { node: 'gpu-a100-07', pod: 'ml/guarded', incident: first.incident, since: expect.any(String) },
+    ]);
+    expect((plan ? renderSteps(plan) : []).filter((s) => s.kind === 'evict').map((s) => s.target)).toEqual([
+      'pod/ml/guarded',
+    ]);
   });
 
   it('escalates a drain stuck past its timeout to the next action in then', async () => {
@@ -324,12 +476,30 @@ describe('planSweep: drains and repair', () => {
 
 describe('planSweep: approvals and orphans', () => {
   it('acts on held-back nodes by itself when the window has room, oldest fault first', async () => {
-    const held = await Promise.all(['gpu-a100-03', 'gpu-a100-02'].map(async (name, i) => {
-      const plan = planRemediation(factsFor(xid(79, { node: name, minute: 5 - i }), node(name), { pool: pool({ quarantinedInWindow: 2, quarantinedNodes: ['x', 'y'] }) }), P);
-      expect(plan.kind).toBe('approval');
-      return await apply(node(name), STANDARD_PODS, plan);
-    }));
-    const out = planSweep({ now: new Date(at(90)), nodes: held.map((w) => ({ node: w.node, state: stateOf(w.node), pool: pool({ quarantinedInWindow: 1, quarantinedNodes: ['x'] }), pods: w.pods })) }, P);
+    const held = await Promise.all(
+      ['gpu-a100-03', 'gpu-a100-02'].map(async (name, i) => {
+        const plan = planRemediation(
+          factsFor(xid(79, { node: name, minute: 5 - i }), node(name), {
+            pool: pool({ quarantinedInWindow: 2, quarantinedNodes: ['x', 'y'] }),
+          }),
+          P,
+        );
+        expect(plan.kind).toBe('approval');
+        return await apply(node(name), STANDARD_PODS, plan);
+      }),
+    );
+    const out = planSweep(
+      {
+        now: new Date(at(90)),
+        nodes: held.map((w) => ({
+          node: w.node,
+          state: stateOf(w.node),
+          pool: pool({ quarantinedInWindow: 1, quarantinedNodes: ['x'] }),
+          pods: w.pods,
+        })),
+      },
+      P,
+    );
     const byNode = Object.fromEntries(out.plans.map((p) => [p.target.node, p]));
     // gpu-a100-02 saw its fault first (minute 4): it gets the one free slot
     expect(kinds(byNode['gpu-a100-02'])).toEqual(expect.arrayContaining(['taint', 'cordon', 'evict']));
@@ -337,13 +507,22 @@ describe('planSweep: approvals and orphans', () => {
   });
 
   it('adopts a node left out of service without a history and restores it after the quiet period', async () => {
-    const n: NodeFacts = { ...node(), labels: { ...node().labels, [STATE_LABEL]: 'draining' }, annotations: { [HISTORY_ANNOTATION]: '{broken' }, taints: [{ key: 'gpu-reflex.io/unhealthy', value: 'xid-79', effect: 'NoSchedule' }], unschedulable: true };
+    const n: NodeFacts = {
+      ...node(),
+      labels: { ...node().labels, [STATE_LABEL]: 'draining' },
+      annotations: { [HISTORY_ANNOTATION]: '{broken' },
+      taints: [{ key: 'gpu-reflex.io/unhealthy', value: 'xid-79', effect: 'NoSchedule' }],
+      unschedulable: true,
+    };
     const first = await sweep({ node: n, pods: [] }, 0);
     expect(first.plan?.nextState.incidents[0]).toMatchObject({ trigger: 'orphan' });
     const w = first.world;
     expect((await sweep(w, 29)).plan).toBeUndefined();
     // an orphan drain waits for repair like any drain
-    const repaired = { ...w, node: { ...w.node, annotations: { ...w.node.annotations, [REPAIRED_AT_ANNOTATION]: at(1) } } };
+    const repaired = {
+      ...w,
+      node: { ...w.node, annotations: { ...w.node.annotations, [REPAIRED_AT_ANNOTATION]: at(1) } },
+    };
     expect((await sweep(repaired, 40)).plan).toMatchObject({ action: 'restore' });
   });
 
@@ -355,17 +534,30 @@ describe('planSweep: approvals and orphans', () => {
     const full = pool({ quarantinedInWindow: 2, quarantinedNodes: ['x', 'y'] });
     const plan = planRemediation(factsFor(xid(79, { minute: 0 }), node(), { pool: full }), P);
     const w = await apply(node(), STANDARD_PODS, plan);
-    const out = planSweep({ now: new Date(at(5)), nodes: [{ node: w.node, state: stateOf(w.node), pool: full, pods: w.pods }], decisions: [{ incident: plan.incident, decision }] }, P);
+    const out = planSweep(
+      {
+        now: new Date(at(5)),
+        nodes: [{ node: w.node, state: stateOf(w.node), pool: full, pods: w.pods }],
+        decisions: [{ incident: plan.incident, decision }],
+      },
+      P,
+    );
     expect(out.plans[0]?.kind).toBe(kind);
     expect((out.plans[0]?.nextState ?? stateOf(w.node)).incidents[0]?.phase).toBe(phase);
     if (decision === 'rejected') {
-      expect((out.plans[0] ? renderSteps(out.plans[0]) : []).map((s) => s.message)).toContain('gpu-reflex.io/state=healthy');
+      expect((out.plans[0] ? renderSteps(out.plans[0]) : []).map((s) => s.message)).toContain(
+        'gpu-reflex.io/state=healthy',
+      );
       expect(out.plans[0]?.action).toBe('observe'); // never left service: nothing was restored
     }
   });
 
   it('lets a held-back node without a history go back to healthy, adopting nothing', async () => {
-    const n: NodeFacts = { ...node(), labels: { ...node().labels, [STATE_LABEL]: 'awaiting-approval' }, annotations: { [HISTORY_ANNOTATION]: 'null' } };
+    const n: NodeFacts = {
+      ...node(),
+      labels: { ...node().labels, [STATE_LABEL]: 'awaiting-approval' },
+      annotations: { [HISTORY_ANNOTATION]: 'null' },
+    };
     const { plan } = await sweep({ node: n, pods: [] }, 0);
     expect((plan ? renderSteps(plan) : []).map((s) => s.message)).toContain('gpu-reflex.io/state=healthy');
     expect(plan?.nextState.incidents).toEqual([]);

@@ -75,7 +75,20 @@ export function planSweep(facts: SweepFacts, policy: Policy): SweepPlan {
     .sort((a, b) => a.node.name.localeCompare(b.node.name))
     .map((f) => {
       const read = readResults(f.node.annotations);
-      return { facts: f, results: read.results, state: adoptOrphans(f.state, f.node.name, now), evictions: [], notices: [], cloud: [], nodeEvents: [], reasons: read.warning ? [read.warning] : [], touched: [], back: [], unlatching: false, round };
+      return {
+        facts: f,
+        results: read.results,
+        state: adoptOrphans(f.state, f.node.name, now),
+        evictions: [],
+        notices: [],
+        cloud: [],
+        nodeEvents: [],
+        reasons: read.warning ? [read.warning] : [],
+        touched: [],
+        back: [],
+        unlatching: false,
+        round,
+      };
     });
 
   for (const w of work) {
@@ -114,15 +127,24 @@ function step(i0: Incident, w: Work, facts: SweepFacts, policy: Policy, retries:
   switch (i.phase) {
     case 'observing':
     case 'acted':
-      return now.getTime() - Date.parse(i.lastAt) >= policy.escalation.windowMinutes * MIN ? close(`${i.key}: quiet for ${policy.escalation.windowMinutes} min, closed`) : i;
+      return now.getTime() - Date.parse(i.lastAt) >= policy.escalation.windowMinutes * MIN
+        ? close(`${i.key}: quiet for ${policy.escalation.windowMinutes} min, closed`)
+        : i;
     case 'quarantined': {
       const held = i;
       if (needsReset(held)) return repairStep(held, w, facts, policy, retry);
       if (needsReplace(held)) return replaceGpu(held, w, facts, policy, retry);
       // A condition (unlike an XID) is still true until the agent says it resolved, or a person
       // says the node was repaired after the condition was last seen.
-      const cleared = held.condition === undefined || held.resolvedAt !== undefined || (w.state.repairedAt !== undefined && cmp(w.state.repairedAt, held.lastAt) >= 0);
-      if (quiet && cleared) return close(`${held.key}: quiet for ${policy.quietPeriodMinutes} min after quarantine, the GPU returns to service`, held);
+      const cleared =
+        held.condition === undefined ||
+        held.resolvedAt !== undefined ||
+        (w.state.repairedAt !== undefined && cmp(w.state.repairedAt, held.lastAt) >= 0);
+      if (quiet && cleared)
+        return close(
+          `${held.key}: quiet for ${policy.quietPeriodMinutes} min after quarantine, the GPU returns to service`,
+          held,
+        );
       retry(evictable(w.facts.pods).filter((p) => held.pods.includes(p.uid)));
       return held;
     }
@@ -134,16 +156,35 @@ function step(i0: Incident, w: Work, facts: SweepFacts, policy: Policy, retries:
         retry(left);
         return i;
       }
-      const stuck = `${left.length} pod(s) still on ${node} after the ${policy.drainTimeoutMinutes} min drain timeout (${left.slice(0, 5).map((p) => `${p.namespace}/${p.name}`).join(', ')})`;
+      const stuck = `${left.length} pod(s) still on ${node} after the ${policy.drainTimeoutMinutes} min drain timeout (${left
+        .slice(0, 5)
+        .map((p) => `${p.namespace}/${p.name}`)
+        .join(', ')})`;
       const nextRung = i.ladder[i.level + 1];
-      if (nextRung && (nextRung === 'reboot-node' || nextRung === 'replace-node') && (repair === nextRung || i.action === 'drain-node')) {
+      if (
+        nextRung &&
+        (nextRung === 'reboot-node' || nextRung === 'replace-node') &&
+        (repair === nextRung || i.action === 'drain-node')
+      ) {
         // Deliberate: a drain stuck past its timeout on a broken node goes on to repair rather than
         // hold a dead GPU forever; the remaining pods die with the reboot. Raise drainTimeoutMinutes to wait longer.
-        return toRepair({ ...i, level: i.level + 1, action: nextRung, escalatedAt: now.toISOString() }, nextRung, w, facts, `${stuck}; escalating to ${nextRung}`);
+        return toRepair(
+          { ...i, level: i.level + 1, action: nextRung, escalatedAt: now.toISOString() },
+          nextRung,
+          w,
+          facts,
+          `${stuck}; escalating to ${nextRung}`,
+        );
       }
       retry(left);
       if (i.notifiedAt && Date.parse(i.notifiedAt) >= Date.parse(i.since)) return i;
-      w.notices.push(notice(i.action, w.facts.node, `${stuck}; nothing further to escalate to: a person must look (disruption budgets may be blocking)`));
+      w.notices.push(
+        notice(
+          i.action,
+          w.facts.node,
+          `${stuck}; nothing further to escalate to: a person must look (disruption budgets may be blocking)`,
+        ),
+      );
       w.reasons.push(stuck);
       const notified = { ...i, notifiedAt: now.toISOString() };
       w.touched.push(notified);
@@ -154,7 +195,8 @@ function step(i0: Incident, w: Work, facts: SweepFacts, policy: Policy, retries:
       // past repair); for an orphan nobody knows when the fault was, so any repair counts.
       const repaired = w.state.repairedAt && (i.trigger === 'orphan' || cmp(w.state.repairedAt, i.lastAt) >= 0);
       // A person's repaired-at also ends a replacement that stalled (no new node, a failed removal).
-      if (i.replace && !repaired) return replaced(stepReplace(i, i.replace, w.facts.node, w.facts.replace, now, policy, w.round.claimed), i, w);
+      if (i.replace && !repaired)
+        return replaced(stepReplace(i, i.replace, w.facts.node, w.facts.replace, now, policy, w.round.claimed), i, w);
       if (i.reboot) return afterReboot(i, i.reboot, w, facts, policy, close);
       // Evidence, not time: a GPU returns on a passed probe after the repair (sweep-node.ts afterRepair).
       return repaired ? afterRepair(i, w.state.repairedAt!, w, facts, policy, close) : i;
@@ -166,7 +208,9 @@ function step(i0: Incident, w: Work, facts: SweepFacts, policy: Policy, retries:
 
 /** Held-back incidents, oldest first across all nodes, get acted on while their pool has room. */
 function grantApprovals(work: Work[], facts: SweepFacts, policy: Policy): void {
-  const waiting = work.flatMap((w) => w.state.incidents.filter((i) => i.phase === 'awaiting-approval').map((i) => ({ w, i })));
+  const waiting = work.flatMap((w) =>
+    w.state.incidents.filter((i) => i.phase === 'awaiting-approval').map((i) => ({ w, i })),
+  );
   waiting.sort((a, b) => cmp(a.i.firstAt, b.i.firstAt) || a.w.facts.node.name.localeCompare(b.w.facts.node.name));
   const granted = new Map<string, string[]>();
   for (const { w, i } of waiting) {
@@ -180,16 +224,42 @@ function grantApprovals(work: Work[], facts: SweepFacts, policy: Policy): void {
     }
     const pool = w.facts.pool;
     const extra = granted.get(pool.name) ?? [];
-    const counted: PoolFacts = { ...pool, quarantinedInWindow: pool.quarantinedInWindow + extra.length, quarantinedNodes: [...pool.quarantinedNodes, ...extra] };
-    const out = w.state.incidents.some((x) => isOpen(x) && x !== i && (x.phase === 'quarantined' || x.phase === 'draining' || x.phase === 'awaiting-repair'));
-    if (!takesCapacity(i.action) || (decision !== 'approved' && !checkBlastRadius(policy, counted, w.facts.node.name, out).allowed)) continue;
+    const counted: PoolFacts = {
+      ...pool,
+      quarantinedInWindow: pool.quarantinedInWindow + extra.length,
+      quarantinedNodes: [...pool.quarantinedNodes, ...extra],
+    };
+    const out = w.state.incidents.some(
+      (x) =>
+        isOpen(x) && x !== i && (x.phase === 'quarantined' || x.phase === 'draining' || x.phase === 'awaiting-repair'),
+    );
+    if (
+      !takesCapacity(i.action) ||
+      (decision !== 'approved' && !checkBlastRadius(policy, counted, w.facts.node.name, out).allowed)
+    )
+      continue;
     const node = w.facts.node.name;
     const drains = i.action !== 'quarantine-gpu';
-    const pods = drains ? evictable(w.facts.pods) : evictable(w.facts.pods).filter((p) => (i.workloads.length > 0 ? i.workloads.includes(p.uid) : p.requestsGpu && (p.gpus === undefined || (i.gpu !== undefined && p.gpus.includes(i.gpu)))));
-    const acted: Incident = { ...i, phase: drains ? 'draining' : 'quarantined', since: facts.now.toISOString(), outAt: i.outAt ?? facts.now.toISOString(), pods: [...new Set([...i.pods, ...pods.map((p) => p.uid)])] };
+    const pods = drains
+      ? evictable(w.facts.pods)
+      : evictable(w.facts.pods).filter((p) =>
+          i.workloads.length > 0
+            ? i.workloads.includes(p.uid)
+            : p.requestsGpu && (p.gpus === undefined || (i.gpu !== undefined && p.gpus.includes(i.gpu))),
+        );
+    const acted: Incident = {
+      ...i,
+      phase: drains ? 'draining' : 'quarantined',
+      since: facts.now.toISOString(),
+      outAt: i.outAt ?? facts.now.toISOString(),
+      pods: [...new Set([...i.pods, ...pods.map((p) => p.uid)])],
+    };
     w.state = { ...w.state, incidents: w.state.incidents.map((x) => (x === i ? acted : x)) };
     w.evictions.push(...pods);
-    const text = decision === 'approved' ? `${i.key}: ${i.action} approved in chat, going ahead` : `${i.key}: the pool ${pool.name} has room again, ${i.action} goes ahead (first come, first served)`;
+    const text =
+      decision === 'approved'
+        ? `${i.key}: ${i.action} approved in chat, going ahead`
+        : `${i.key}: the pool ${pool.name} has room again, ${i.action} goes ahead (first come, first served)`;
     w.notices.push(notice(i.action, w.facts.node, text));
     w.reasons.push(text);
     w.touched.push(acted);
@@ -211,20 +281,51 @@ function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undefined {
   const back = w.back;
   const main = w.touched.at(-1) ?? next.incidents.find(isOpen);
   if (restored || back.length > 0) {
-    const what = restored ? `node ${node.name} is back in service` : `${back.map((i) => i.qid ?? i.gpu ?? i.key).join(', ')} back in service on ${node.name}`;
+    const what = restored
+      ? `node ${node.name} is back in service`
+      : `${back.map((i) => i.qid ?? i.gpu ?? i.key).join(', ')} back in service on ${node.name}`;
     const onEvidence = back.length > 0 && back.every((i) => i.probedAt !== undefined);
     const mig = back.some((i) => i.migBackAt !== undefined) ? ', its MIG instances applied again by mig-manager' : '';
-    const repair = back.some((i) => i.reboot?.backAt !== undefined) ? 'its reboot' : back.some((i) => i.resetAt !== undefined) ? 'a reset' : 'its repair';
-    notices.push(notice('restore', node, onEvidence ? `${what} after ${repair} and a passed health probe${mig}` : `${what} after ${policy.quietPeriodMinutes} quiet minutes`, 'info'));
+    const repair = back.some((i) => i.reboot?.backAt !== undefined)
+      ? 'its reboot'
+      : back.some((i) => i.resetAt !== undefined)
+        ? 'a reset'
+        : 'its repair';
+    notices.push(
+      notice(
+        'restore',
+        node,
+        onEvidence
+          ? `${what} after ${repair} and a passed health probe${mig}`
+          : `${what} after ${policy.quietPeriodMinutes} quiet minutes`,
+        'info',
+      ),
+    );
   }
   // One eviction per pod, however many incidents asked for it.
-  const evictions = [...new Map(w.evictions.map((p) => [p.uid, { namespace: p.namespace, name: p.name, uid: p.uid }])).values()];
-  if (!edit && !taints && evictions.length === 0 && notices.length === 0 && w.cloud.length === 0 && w.nodeEvents.length === 0) return undefined;
+  const evictions = [
+    ...new Map(w.evictions.map((p) => [p.uid, { namespace: p.namespace, name: p.name, uid: p.uid }])).values(),
+  ];
+  if (
+    !edit &&
+    !taints &&
+    evictions.length === 0 &&
+    notices.length === 0 &&
+    w.cloud.length === 0 &&
+    w.nodeEvents.length === 0
+  )
+    return undefined;
   const rejectedOnly = !restored && back.length === 0 && main?.phase === 'closed';
-  const action: Plan['action'] = restored || back.length > 0 || (w.unlatching && w.touched.length === 0) ? 'restore' : rejectedOnly ? 'observe' : (main?.action ?? 'observe');
+  const action: Plan['action'] =
+    restored || back.length > 0 || (w.unlatching && w.touched.length === 0)
+      ? 'restore'
+      : rejectedOnly
+        ? 'observe'
+        : (main?.action ?? 'observe');
   const repairing = w.touched.some((i) => i.phase === 'awaiting-repair');
   // Only our own bookkeeping changes (history, quarantined-gpus): nothing anyone would notice.
-  const onlyBookkeeping = !editsScheduling(edit) && !taints && evictions.length === 0 && notices.length === 0 && w.cloud.length === 0;
+  const onlyBookkeeping =
+    !editsScheduling(edit) && !taints && evictions.length === 0 && notices.length === 0 && w.cloud.length === 0;
   const scope = main?.scope === 'mig-instance' || main?.scope === 'gpu' ? (restored ? 'node' : main.scope) : 'node';
   return {
     kind: onlyBookkeeping ? 'noop' : 'act',
@@ -235,7 +336,16 @@ function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undefined {
     target: {
       node: node.name,
       gpus: (main?.gpu ? [main.gpu] : (node.gpus ?? [])).slice(0, 16),
-      migInstances: main?.gpu && main.mig ? [{ gpuUuid: main.gpu, gpuInstanceId: main.mig.gi, ...(main.mig.ci !== undefined ? { computeInstanceId: main.mig.ci } : {}) }] : [],
+      migInstances:
+        main?.gpu && main.mig
+          ? [
+              {
+                gpuUuid: main.gpu,
+                gpuInstanceId: main.mig.gi,
+                ...(main.mig.ci !== undefined ? { computeInstanceId: main.mig.ci } : {}),
+              },
+            ]
+          : [],
       pods: evictions,
     },
     ...(edit ? { nodeEdit: edit } : {}),
@@ -246,9 +356,20 @@ function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undefined {
     cloud: w.cloud,
     ...(w.nodeEvents.length > 0 ? { nodeEvents: w.nodeEvents } : {}),
     // Two incidents on one node (an XID and its health condition) often say the same thing: once.
-    reason: [...new Set(restored ? [`node ${node.name} is back in service: untainted, uncordoned, labelled healthy`, ...w.reasons] : w.reasons)].join('. ') || `sweep of ${node.name}: bookkeeping only`,
-    trigger: { eventId: `sweep:${node.name}:${facts.now.getTime()}`, detailType: 'Scheduled Event', node: node.name, observedAt: facts.now.toISOString() },
+    reason:
+      [
+        ...new Set(
+          restored
+            ? [`node ${node.name} is back in service: untainted, uncordoned, labelled healthy`, ...w.reasons]
+            : w.reasons,
+        ),
+      ].join('. ') || `sweep of ${node.name}: bookkeeping only`,
+    trigger: {
+      eventId: `sweep:${node.name}:${facts.now.getTime()}`,
+      detailType: 'Scheduled Event',
+      node: node.name,
+      observedAt: facts.now.toISOString(),
+    },
     nextState: next,
   };
 }
-

@@ -2,7 +2,14 @@
  * Reasons in words a person on call understands: what happened, what it means, why this action,
  * what comes next. They end up in the Remediation event, the chat message and the node history.
  */
-import { decodeNvlink5, decodeWords, describeXid, type GpuXidErrorDetail, type NvidiaBucket, type RemediationAction } from '../../../events/index.ts';
+import {
+  decodeNvlink5,
+  decodeWords,
+  describeXid,
+  type GpuXidErrorDetail,
+  type NvidiaBucket,
+  type RemediationAction,
+} from '../../../events/index.ts';
 import { gpuWords, type FaultSite } from './scope.ts';
 import type { Capabilities, TriggerEvent } from './types.ts';
 import type { Policy } from './policy.ts';
@@ -21,7 +28,8 @@ const BUCKET_WORDS: Record<NvidiaBucket, string> = {
   UPDATE_SWFW: 'NVIDIA says update the driver or firmware',
   CHECK_UVM: "NVIDIA says check the host's unified-memory (UVM) driver",
   WORKFLOW_XID_45: 'NVIDIA says: alone, restart Fabric Manager; with other XIDs, ignore it and follow them',
-  WORKFLOW_XID_48: 'NVIDIA says reset the GPU (reboot if that fails); replace it only when the SRAM uncorrectable threshold is exceeded',
+  WORKFLOW_XID_48:
+    'NVIDIA says reset the GPU (reboot if that fails); replace it only when the SRAM uncorrectable threshold is exceeded',
   WORKFLOW_NVLINK_ERR: 'NVIDIA says reset the GPU or reboot, check the links, replace if it recurs',
   WORKFLOW_NVLINK5_ERR: "NVIDIA says decode intrinfo/errorStatus and act on the decode sheet's row",
   XID_154: 'NVIDIA says obey the recovery action the driver names',
@@ -37,9 +45,13 @@ export function triggerWords(event: TriggerEvent, site: FaultSite): string {
     const nvidia = info.listed ? BUCKET_WORDS[info.nvidiaAction] : "NVIDIA's catalog does not list it";
     return `XID ${d.xid} (${info.meaning}) on ${gpuWords(site)} of node ${d.node}: ${nvidia}${nvlinkWords(d)}${ra}`;
   }
-  if (event.detailType === 'Operator Request') return `quarantine of ${gpuWords(site)} of node ${event.detail.node} asked by ${event.detail.by}`;
+  if (event.detailType === 'Operator Request')
+    return `quarantine of ${gpuWords(site)} of node ${event.detail.node} asked by ${event.detail.by}`;
   const d = event.detail;
-  const measured = d.value !== undefined ? ` (${d.value}${d.unit ? ' ' + d.unit : ''}${d.threshold !== undefined ? `, threshold ${d.threshold}` : ''})` : '';
+  const measured =
+    d.value !== undefined
+      ? ` (${d.value}${d.unit ? ' ' + d.unit : ''}${d.threshold !== undefined ? `, threshold ${d.threshold}` : ''})`
+      : '';
   const ra = d.recoveryAction ? ` asking for ${d.recoveryAction}` : '';
   return `health condition ${d.condition}${ra} ${d.state} at ${d.severity}${measured} on ${gpuWords(site)} of node ${d.node}: ${d.message}`;
 }
@@ -49,7 +61,9 @@ function nvlinkWords(d: GpuXidErrorDetail): string {
   if (!d.nvlink) return '';
   const decoded = decodeNvlink5(d.xid, d.nvlink.intrinfo, d.nvlink.errorStatus);
   const link = d.nvlink.link !== undefined ? ` on link ${d.nvlink.link}` : '';
-  return decoded ? `; decoded${link}: ${decodeWords(decoded)}` : `; ${d.nvlink.unit}${link} is not in NVIDIA's decode sheet`;
+  return decoded
+    ? `; decoded${link}: ${decodeWords(decoded)}`
+    : `; ${d.nvlink.unit}${link} is not in NVIDIA's decode sheet`;
 }
 
 /** An XID 45 that is another XID's cleanup (NVIDIA's WORKFLOW_XID_45, not solo). */
@@ -68,7 +82,8 @@ export function actionWords(action: RemediationAction, node: string, site: Fault
       return `restarting the affected workload: evicting ${moved} (disruption budgets apply)`;
     case 'quarantine-gpu':
       // Device plugins fence whole GPUs (the ACK file, NVIDIA's latch): one MIG instance has no fence.
-      if (site.scope === 'mig-instance') return `quarantining ${gpuWords(site)}: evicting the ${moved} on it (disruption budgets apply); no fence holds one MIG instance out (the device plugins fence whole GPUs), so new work may still be placed on it; the rest of the node keeps working`;
+      if (site.scope === 'mig-instance')
+        return `quarantining ${gpuWords(site)}: evicting the ${moved} on it (disruption budgets apply); no fence holds one MIG instance out (the device plugins fence whole GPUs), so new work may still be placed on it; the rest of the node keeps working`;
       return `quarantining ${gpuWords(site)}: no new work lands on it, evicting the ${moved} on it (disruption budgets apply); the rest of the node keeps working`;
     case 'drain-node':
       return `draining node ${node}: taint, cordon, evict ${moved} (disruption budgets apply)`;
@@ -81,20 +96,31 @@ export function actionWords(action: RemediationAction, node: string, site: Fault
 
 /** quarantine-gpu under letWorkFinish (DRAIN_AND_RESET): fenced now, its pods left to finish. */
 export function letFinishWords(site: FaultSite, pods: number, until: string): string {
-  const running = pods === 0 ? 'nothing runs on it' : `its ${pods === 1 ? '1 running pod is' : `${pods} running pods are`} left to finish until ${until} (then what is left is evicted, disruption budgets apply)`;
+  const running =
+    pods === 0
+      ? 'nothing runs on it'
+      : `its ${pods === 1 ? '1 running pod is' : `${pods} running pods are`} left to finish until ${until} (then what is left is evicted, disruption budgets apply)`;
   return `quarantining ${gpuWords(site)}: no new work lands on it; ${running}; the reset waits for them; the rest of the node keeps working`;
 }
 
 /** What happens after this action, given what the handler can repair. */
-export function nextWords(ladder: readonly RemediationAction[], level: number, capabilities: Capabilities | undefined, recovery: Recovery = 'reset'): string {
+export function nextWords(
+  ladder: readonly RemediationAction[],
+  level: number,
+  capabilities: Capabilities | undefined,
+  recovery: Recovery = 'reset',
+): string {
   const action = ladder[level];
   const next = ladder[level + 1];
   const repair = repairOf(ladder, level);
   if (action === 'drain-node' || action === 'reboot-node' || action === 'replace-node') {
-    if (!repair) return 'next: once drained, the node waits for a person to repair it and annotate gpu-reflex.io/repaired-at';
-    if (capabilities?.repairOwner) return `next: once drained, ${capabilities.repairOwner} repairs the node (gpu-reflex defers to it), and once back it returns on a passed probe (a node-wide fault: after the quiet period)`;
+    if (!repair)
+      return 'next: once drained, the node waits for a person to repair it and annotate gpu-reflex.io/repaired-at';
+    if (capabilities?.repairOwner)
+      return `next: once drained, ${capabilities.repairOwner} repairs the node (gpu-reflex defers to it), and once back it returns on a passed probe (a node-wide fault: after the quiet period)`;
     const can = repair === 'reboot-node' ? capabilities?.reboot : capabilities?.replace;
-    if (can && repair === 'replace-node') return 'next: once drained, replace the node, capacity first: its node pool grows by one, and once the new node is Ready the old one is removed from the pool and released';
+    if (can && repair === 'replace-node')
+      return 'next: once drained, replace the node, capacity first: its node pool grows by one, and once the new node is Ready the old one is removed from the pool and released';
     return can
       ? 'next: once drained, reboot the node, then return it on a passed probe (a node-wide fault: after the quiet period)'
       : `next: once drained, the node waits at awaiting-repair: ${capabilities?.unreachable ? `the cloud cannot ${repair === 'reboot-node' ? 'reboot' : 'replace'} it (${capabilities.unreachable})` : `no cloud adapter can ${repair === 'reboot-node' ? 'reboot' : 'replace'} it`}, so a person must, then annotate gpu-reflex.io/repaired-at`;
@@ -126,7 +152,10 @@ function replaceWords(next: RemediationAction | undefined, caps: Capabilities | 
 }
 
 /** The repair a drain leads to: the action itself if it is one, else the next rung if it is one. */
-export function repairOf(ladder: readonly RemediationAction[], level: number): 'reboot-node' | 'replace-node' | undefined {
+export function repairOf(
+  ladder: readonly RemediationAction[],
+  level: number,
+): 'reboot-node' | 'replace-node' | undefined {
   for (const a of [ladder[level], ladder[level + 1]]) if (a === 'reboot-node' || a === 'replace-node') return a;
   return undefined;
 }
@@ -136,15 +165,20 @@ export function fenceWords(i: Incident, policy: Pick<Policy, 'fence'>): string {
   const f = i.fence;
   if (!f) return '';
   const what = i.xid !== undefined ? `XID ${i.xid}` : (i.condition ?? i.trigger);
-  if (f.fallback === 'plugin-latches-one-mig-device') return `${i.gpu} is a MIG GPU, and NVIDIA's device plugin latches only one of its instances for ${what} (it keys health by the parent GPU), leaving the others schedulable: the node is tainted NoSchedule while it is out (fence fallback).`;
-  if (f.fallback === 'not-fenced-by-plugin') return `NVIDIA's device plugin does not take the GPU out for ${what} by itself, so the node is tainted NoSchedule while ${i.gpu} is out (fence fallback).`;
-  if (f.backend === 'cordon') return `This pool fences by node taint (fence backend cordon): the node is tainted NoSchedule while ${i.gpu} is out.`;
-  if (f.fallback === 'no-dra-device') return `No ResourceSlice of the node lists ${i.gpu} under the DRA driver ${policy.fence.dra.driver}, so the node is tainted NoSchedule while it is out (fence fallback).`;
-  if (f.backend === 'dra') return `${i.gpu} is fenced by a DRA DeviceTaintRule (NoSchedule) on its device; it must be there within ${policy.fence.verifyMinutes} min, else the node is tainted.`;
-  if (f.backend === 'nvidia-plugin') return `NVIDIA's device plugin takes ${i.gpu} out for ${what} by itself; the node's allocatable must show it within ${policy.fence.verifyMinutes} min, else the node is tainted.`;
+  if (f.fallback === 'plugin-latches-one-mig-device')
+    return `${i.gpu} is a MIG GPU, and NVIDIA's device plugin latches only one of its instances for ${what} (it keys health by the parent GPU), leaving the others schedulable: the node is tainted NoSchedule while it is out (fence fallback).`;
+  if (f.fallback === 'not-fenced-by-plugin')
+    return `NVIDIA's device plugin does not take the GPU out for ${what} by itself, so the node is tainted NoSchedule while ${i.gpu} is out (fence fallback).`;
+  if (f.backend === 'cordon')
+    return `This pool fences by node taint (fence backend cordon): the node is tainted NoSchedule while ${i.gpu} is out.`;
+  if (f.fallback === 'no-dra-device')
+    return `No ResourceSlice of the node lists ${i.gpu} under the DRA driver ${policy.fence.dra.driver}, so the node is tainted NoSchedule while it is out (fence fallback).`;
+  if (f.backend === 'dra')
+    return `${i.gpu} is fenced by a DRA DeviceTaintRule (NoSchedule) on its device; it must be there within ${policy.fence.verifyMinutes} min, else the node is tainted.`;
+  if (f.backend === 'nvidia-plugin')
+    return `NVIDIA's device plugin takes ${i.gpu} out for ${what} by itself; the node's allocatable must show it within ${policy.fence.verifyMinutes} min, else the node is tainted.`;
   return `${i.gpu} is fenced through the ACK device plugin's unhealthy-devices file (the node agent writes it and keeps it there); within ${policy.fence.verifyMinutes} min the agent must say the file lists it and the node's allocatable must show it out, past what was out before, else the node is tainted.`;
 }
-
 
 /**
  * The Kubernetes Event on the node for a fence that did not hold, was restored, or fell back to the

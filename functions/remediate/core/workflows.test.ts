@@ -9,9 +9,19 @@ import type { Plan, TriggerEvent } from './types.ts';
 const kinds = (plan: Plan) => renderSteps(plan).map((s) => s.kind);
 
 /** An NVLink5 XID as the agent sends it from the kernel line: its words and the line's own word. */
-function nvlink5(x: number, intrinfo: number, errorStatus: number, severity: 'fatal' | 'nonfatal', o: { minute?: number; gpu?: number } = {}): TriggerEvent {
+function nvlink5(
+  x: number,
+  intrinfo: number,
+  errorStatus: number,
+  severity: 'fatal' | 'nonfatal',
+  o: { minute?: number; gpu?: number } = {},
+): TriggerEvent {
   const e = xid(x, { ...o, severity, pods: [{ uid: 'uid-train-0' }] });
-  const detail: GpuXidErrorDetail = { ...(e.detail as GpuXidErrorDetail), via: 'kmsg', nvlink: { unit: 'from-the-line', link: 8, intrinfo, errorStatus } };
+  const detail: GpuXidErrorDetail = {
+    ...(e.detail as GpuXidErrorDetail),
+    via: 'kmsg',
+    nvlink: { unit: 'from-the-line', link: 8, intrinfo, errorStatus },
+  };
   return { detailType: 'GPU XID Error', detail } as TriggerEvent;
 }
 
@@ -42,13 +52,24 @@ describe("NVIDIA's NVLink5 decode in the plan (XIDs 144–150)", () => {
   });
 
   it('quarantines and resets on a fatal row, with the decoded reason in the words, even after non-fatal ones on the same GPU', async () => {
-    const plans = await replay([nvlink5(149, 0x13, 0x0, 'nonfatal', { minute: 0 }), nvlink5(149, 0x13, 0x1, 'nonfatal', { minute: 1 }), nvlink5(149, 0x01000011, 0x0, 'fatal', { minute: 2 })]);
+    const plans = await replay([
+      nvlink5(149, 0x13, 0x0, 'nonfatal', { minute: 0 }),
+      nvlink5(149, 0x13, 0x1, 'nonfatal', { minute: 1 }),
+      nvlink5(149, 0x01000011, 0x0, 'fatal', { minute: 2 }),
+    ]);
     expect(plans.map((p) => p.action)).toEqual(['observe', 'observe', 'quarantine-gpu']);
     const fatal = plans[2]!;
     expect(kinds(fatal)).toEqual(expect.arrayContaining(['evict']));
-    expect(fatal.nextState.incidents.find((i) => i.phase === 'quarantined')).toMatchObject({ xid: 149, trigger: 'xid-149' });
-    expect(fatal.reason).toContain('decoded on link 8: NETIR_LINK_EVT/NETIR_LINK_DOWN (intrinfo 0x01000011, errorStatus 0x00000000): RESET_GPU, Link Fatal');
-    expect(plans[0]!.reason).toContain('NETIR_BER_EVENT (intrinfo 0x00000013, errorStatus 0x00000000): IGNORE, Non-fatal; investigate: INVESTIGATE_LINK_SI_AND_CABLES');
+    expect(fatal.nextState.incidents.find((i) => i.phase === 'quarantined')).toMatchObject({
+      xid: 149,
+      trigger: 'xid-149',
+    });
+    expect(fatal.reason).toContain(
+      'decoded on link 8: NETIR_LINK_EVT/NETIR_LINK_DOWN (intrinfo 0x01000011, errorStatus 0x00000000): RESET_GPU, Link Fatal',
+    );
+    expect(plans[0]!.reason).toContain(
+      'NETIR_BER_EVENT (intrinfo 0x00000013, errorStatus 0x00000000): IGNORE, Non-fatal; investigate: INVESTIGATE_LINK_SI_AND_CABLES',
+    );
   });
 
   it('quarantines an NVLink5 XID NVIDIA’s sheet cannot decode when the line says Fatal, observes it when it says Nonfatal', async () => {
@@ -59,7 +80,10 @@ describe("NVIDIA's NVLink5 decode in the plan (XIDs 144–150)", () => {
 
 describe("NVIDIA's WORKFLOW_XID_45", () => {
   it('ignores an XID 45 that follows another XID on the same GPU: that XID decides', async () => {
-    const plans = await replay([xid(48, { minute: 0, pods: [{ uid: 'uid-train-0' }] }), xid(45, { minute: 1, pods: [{ uid: 'uid-train-0' }] })]);
+    const plans = await replay([
+      xid(48, { minute: 0, pods: [{ uid: 'uid-train-0' }] }),
+      xid(45, { minute: 1, pods: [{ uid: 'uid-train-0' }] }),
+    ]);
     expect(plans.map((p) => p.action)).toEqual(['quarantine-gpu', 'ignore']);
     expect(plans[1]!.notices).toEqual([]);
     expect(plans[1]!.reason).toContain('it follows XID 48 on this GPU, so it is that error');
@@ -67,8 +91,18 @@ describe("NVIDIA's WORKFLOW_XID_45", () => {
 
   it('observes an XID 45 alone on its GPU and tells a person NVIDIA says restart Fabric Manager; never escalates', async () => {
     // XID 48 on another GPU does not make it "not solo".
-    const plans = await replay([xid(48, { gpu: 1, minute: 0 }), ...[1, 2, 3, 4, 5, 6].map((m) => xid(45, { minute: m, pods: [{ uid: m % 2 ? 'uid-train-0' : 'uid-train-1' }] }))]);
-    expect(plans.slice(1).map((p) => p.action)).toEqual(['observe', 'observe', 'observe', 'observe', 'observe', 'observe']);
+    const plans = await replay([
+      xid(48, { gpu: 1, minute: 0 }),
+      ...[1, 2, 3, 4, 5, 6].map((m) => xid(45, { minute: m, pods: [{ uid: m % 2 ? 'uid-train-0' : 'uid-train-1' }] })),
+    ]);
+    expect(plans.slice(1).map((p) => p.action)).toEqual([
+      'observe',
+      'observe',
+      'observe',
+      'observe',
+      'observe',
+      'observe',
+    ]);
     expect(plans[1]!.notices).toHaveLength(1);
     expect(plans[1]!.reason).toContain('alone: restart Fabric Manager');
     expect(plans[1]!.reason).toContain('NVIDIA says: alone, restart Fabric Manager');
@@ -76,7 +110,10 @@ describe("NVIDIA's WORKFLOW_XID_45", () => {
   });
 
   it('an XID 45 more than five minutes after the other XID is alone again', async () => {
-    const plans = await replay([xid(13, { minute: 0, pods: [{ uid: 'uid-train-0' }] }), xid(45, { minute: 6, pods: [{ uid: 'uid-train-0' }] })]);
+    const plans = await replay([
+      xid(13, { minute: 0, pods: [{ uid: 'uid-train-0' }] }),
+      xid(45, { minute: 6, pods: [{ uid: 'uid-train-0' }] }),
+    ]);
     expect(plans[1]!.action).toBe('observe');
   });
 });

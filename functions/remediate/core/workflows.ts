@@ -22,7 +22,9 @@ export function xid45Follows(state: Pick<NodeState, 'recent'>, site: FaultSite, 
   const prefix = `${site.node}/${site.gpu.uuid}/`;
   const t = Date.parse(at);
   const other = state.recent
-    .filter((o) => o.key.startsWith(prefix) && t - Date.parse(o.at) >= 0 && t - Date.parse(o.at) <= XID45_FOLLOWS_WINDOW_MS)
+    .filter(
+      (o) => o.key.startsWith(prefix) && t - Date.parse(o.at) >= 0 && t - Date.parse(o.at) <= XID45_FOLLOWS_WINDOW_MS,
+    )
     .map((o) => /\/xid-(\d+)(?:-nonfatal)?$/.exec(o.key)?.[1])
     .filter((x): x is string => x !== undefined && x !== '45')
     .at(-1);

@@ -6,7 +6,12 @@ import { apply, factsFor, gpu, node, pod, STANDARD_PODS, xid } from '../testing.
 import type { Plan, TriggerEvent } from './types.ts';
 
 /** What a plan does to the node: the steps that take capacity or move work. */
-const harmful = (plan: Plan) => renderSteps(plan).filter((s) => ['taint', 'cordon', 'fence', 'reset', 'probe', 'evict'].includes(s.kind) || (s.kind === 'annotate' && s.message?.includes('asked of the node agent')));
+const harmful = (plan: Plan) =>
+  renderSteps(plan).filter(
+    (s) =>
+      ['taint', 'cordon', 'fence', 'reset', 'probe', 'evict'].includes(s.kind) ||
+      (s.kind === 'annotate' && s.message?.includes('asked of the node agent')),
+  );
 
 async function replay(events: TriggerEvent[]): Promise<Plan[]> {
   const plans: Plan[] = [];
@@ -21,13 +26,18 @@ async function replay(events: TriggerEvent[]): Promise<Plan[]> {
 
 describe('NVIDIA buckets on a busy node (issue #36)', () => {
   // IGNORE in NVIDIA's catalog: 38, 44, 93, 141, 152. Each gave quarantine-gpu, an eviction and a reset before.
-  it.each([38, 44, 93, 141, 152])('XID %i (IGNORE), five times from two workloads: nothing fenced, reset, evicted or cordoned', async (x) => {
-    const plans = await replay([0, 1, 2, 3, 4].map((m) => xid(x, { minute: m, pods: [{ uid: m % 2 ? 'uid-train-0' : 'uid-train-1' }] })));
-    for (const p of plans) {
-      expect(p.action, `XID ${x}`).toBe('observe');
-      expect(harmful(p), `XID ${x}`).toEqual([]);
-    }
-  });
+  it.each([38, 44, 93, 141, 152])(
+    'XID %i (IGNORE), five times from two workloads: nothing fenced, reset, evicted or cordoned',
+    async (x) => {
+      const plans = await replay(
+        [0, 1, 2, 3, 4].map((m) => xid(x, { minute: m, pods: [{ uid: m % 2 ? 'uid-train-0' : 'uid-train-1' }] })),
+      );
+      for (const p of plans) {
+        expect(p.action, `XID ${x}`).toBe('observe');
+        expect(harmful(p), `XID ${x}`).toEqual([]);
+      }
+    },
+  );
 
   // RESTART_APP: 11, 32, 39, 80. Its own workload restarts; nothing else moves, nothing is fenced.
   it.each([11, 32, 39, 80])('XID %i (RESTART_APP) restarts the workload that hit it and nothing else', async (x) => {
@@ -42,7 +52,11 @@ describe('NVIDIA buckets on a busy node (issue #36)', () => {
     const shared = [...STANDARD_PODS, pod('notebook', { gpus: [gpu(0).uuid] })];
     const plans: Plan[] = [];
     let cur = { node: node(), pods: shared };
-    for (const [m, uid] of [[0, 'uid-train-0'], [1, 'uid-notebook'], [2, 'uid-train-0']] as const) {
+    for (const [m, uid] of [
+      [0, 'uid-train-0'],
+      [1, 'uid-notebook'],
+      [2, 'uid-train-0'],
+    ] as const) {
       // As the agent sends it: every pod on the GPU, and the one the kernel line's pid names.
       const e = xid(32, { minute: m, pods: [{ uid: 'uid-train-0' }, { uid: 'uid-notebook' }] });
       const event = { ...e, detail: { ...e.detail, culprit: { uid } } } as TriggerEvent;

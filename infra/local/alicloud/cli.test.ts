@@ -21,14 +21,27 @@ describe('gpu-reflex alicloud serve', () => {
     let ready!: (sim: AliCloudSim) => void;
     const started = new Promise<AliCloudSim>((r) => (ready = r));
     const { io, out } = capture();
-    const running = makeAliCloudServeCommand({ stop: new Promise<void>((r) => (stop = r)), onReady: (s) => ready(s) }).run(['--out', outFile], io);
+    const running = makeAliCloudServeCommand({
+      stop: new Promise<void>((r) => (stop = r)),
+      onReady: (s) => ready(s),
+    }).run(['--out', outFile], io);
     const sim = await started;
     const conn = JSON.parse(readFileSync(outFile, 'utf8')) as Record<string, string>;
-    expect(conn).toEqual({ endpoint: sim.endpoint, regionId: 'cn-hangzhou', accessKeyId: 'LTAI5tLocalGpuReflex', accessKeySecret: 'local-simulator-secret', clusterId: 'c0gpureflexlocal' });
-    expect(out[0]).toBe(`Alibaba Cloud simulator listening on ${sim.url} (region cn-hangzhou, cluster c0gpureflexlocal)`);
+    expect(conn).toEqual({
+      endpoint: sim.endpoint,
+      regionId: 'cn-hangzhou',
+      accessKeyId: 'LTAI5tLocalGpuReflex',
+      accessKeySecret: 'local-simulator-secret',
+      clusterId: 'c0gpureflexlocal',
+    });
+    expect(out[0]).toBe(
+      `Alibaba Cloud simulator listening on ${sim.url} (region cn-hangzhou, cluster c0gpureflexlocal)`,
+    );
     expect(out[1]).toContain('np-t4-inference (2 × ecs.gn6i-c4g1.xlarge)');
     // Unsigned: refused by the gateway check.
-    const res = await fetch(`${sim.url}/clusters/c0gpureflexlocal/nodepools`, { headers: { 'x-acs-action': 'DescribeClusterNodePools', 'x-acs-version': '2015-12-15' } });
+    const res = await fetch(`${sim.url}/clusters/c0gpureflexlocal/nodepools`, {
+      headers: { 'x-acs-action': 'DescribeClusterNodePools', 'x-acs-version': '2015-12-15' },
+    });
     expect(res.status).toBe(400);
     expect(((await res.json()) as { Code: string }).Code).toBe('MissingAccessKeyId');
     stop();
@@ -50,6 +63,8 @@ describe('gpu-reflex alicloud serve', () => {
   });
 
   it.each([[['--port', 'x']], [['--bogus']]])('rejects bad usage %j', async (args) => {
-    await expect(makeAliCloudServeCommand({ stop: Promise.resolve() }).run(args, capture().io)).rejects.toBeInstanceOf(UsageError);
+    await expect(makeAliCloudServeCommand({ stop: Promise.resolve() }).run(args, capture().io)).rejects.toBeInstanceOf(
+      UsageError,
+    );
   });
 });

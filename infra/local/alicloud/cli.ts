@@ -42,12 +42,23 @@ export function makeAliCloudServeCommand(hooks: ServeHooks = {}): Command {
     async run(args: string[], io: CliIo): Promise<number> {
       let values;
       try {
-        ({ values } = parseArgs({ args, options: { fleet: { type: 'string' }, port: { type: 'string' }, host: { type: 'string' }, out: { type: 'string' } }, strict: true, allowPositionals: false }));
+        ({ values } = parseArgs({
+          args,
+          options: {
+            fleet: { type: 'string' },
+            port: { type: 'string' },
+            host: { type: 'string' },
+            out: { type: 'string' },
+          },
+          strict: true,
+          allowPositionals: false,
+        }));
       } catch (err) {
         throw new UsageError((err as Error).message);
       }
       const port = values.port === undefined ? 0 : Number(values.port);
-      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be an integer from 0 to 65535 (got "${values.port}")`);
+      if (!Number.isInteger(port) || port < 0 || port > 65535)
+        throw new UsageError(`--port must be an integer from 0 to 65535 (got "${values.port}")`);
       const path = values.fleet ?? EXAMPLE_CLOUD_PATH;
       let file: ParsedCloudFile;
       try {
@@ -58,7 +69,12 @@ export function makeAliCloudServeCommand(hooks: ServeHooks = {}): Command {
       if (values.out) await checkWritableFile(values.out, '--out');
       let sim: AliCloudSim;
       try {
-        sim = await startAliCloudSim({ cloud: file, port, clock: systemClock, ...(values.host ? { host: values.host } : {}) });
+        sim = await startAliCloudSim({
+          cloud: file,
+          port,
+          clock: systemClock,
+          ...(values.host ? { host: values.host } : {}),
+        });
       } catch (err) {
         throw err instanceof CloudError ? new InputError(`${path}: ${err.message}`, { cause: err }) : err;
       }
@@ -71,7 +87,9 @@ export function makeAliCloudServeCommand(hooks: ServeHooks = {}): Command {
         }
       }
       io.out(`Alibaba Cloud simulator listening on ${sim.url} (region ${file.regionId}, cluster ${file.clusterId})`);
-      io.out(`node pools: ${file.pools.map((p) => `${p.id} (${p.size} × ${p.instanceTypes[0]})`).join(', ') || 'none'}`);
+      io.out(
+        `node pools: ${file.pools.map((p) => `${p.id} (${p.size} × ${p.instanceTypes[0]})`).join(', ') || 'none'}`,
+      );
       if (values.out) io.out(`connection: ${values.out}`);
       hooks.onReady?.(sim);
       await (hooks.stop ?? untilSignal());

@@ -8,11 +8,19 @@ import { parseConfigText, validateConfig } from '../../../functions/lib/yaml-tex
  * validated with zod so a mistake names its field.
  */
 const Labels = z.record(z.string(), z.string());
-const Taint = z.object({ key: z.string(), value: z.string().optional(), effect: z.enum(['NoSchedule', 'PreferNoSchedule', 'NoExecute']) }).strict();
+const Taint = z
+  .object({
+    key: z.string(),
+    value: z.string().optional(),
+    effect: z.enum(['NoSchedule', 'PreferNoSchedule', 'NoExecute']),
+  })
+  .strict();
 
 const InstanceType = z
   .object({
-    id: z.string().regex(/^ecs\.[a-z0-9-]+\.[a-z0-9-]+$/, 'must look like ecs.<family>.<size>, e.g. ecs.gn7i-c8g1.2xlarge'),
+    id: z
+      .string()
+      .regex(/^ecs\.[a-z0-9-]+\.[a-z0-9-]+$/, 'must look like ecs.<family>.<size>, e.g. ecs.gn7i-c8g1.2xlarge'),
     family: z.string().optional(),
     gpuAmount: z.number().int().nonnegative(),
     gpuSpec: z.string(),
@@ -33,7 +41,14 @@ const Pool = z
     /** Node names of the first running instances (the local stack passes the fleet's nodes of this pool). */
     nodeNames: z.array(z.string().min(1)).default([]),
     /** ACK's own autoscaler settings for the pool (`auto_scaling`); gpu-reflex defers to an enabled one. */
-    autoScaling: z.object({ enable: z.boolean().default(false), min: z.number().int().nonnegative().default(0), max: z.number().int().positive().max(2000).default(100) }).strict().default({ enable: false, min: 0, max: 100 }),
+    autoScaling: z
+      .object({
+        enable: z.boolean().default(false),
+        min: z.number().int().nonnegative().default(0),
+        max: z.number().int().positive().max(2000).default(100),
+      })
+      .strict()
+      .default({ enable: false, min: 0, max: 100 }),
     /** ACK managed auto repair (GPU fault isolation) on for this pool. */
     autoRepair: z.boolean().default(false),
     chargeType: z.enum(['PostPaid', 'PrePaid']).default('PostPaid'),
@@ -74,7 +89,8 @@ export const CloudFileSchema = z
   .superRefine((c, ctx) => {
     const ids = new Set<string>();
     c.pools.forEach((p, i) => {
-      if (ids.has(p.id)) ctx.addIssue({ code: 'custom', path: ['pools', i, 'id'], message: `duplicate node pool id ${p.id}` });
+      if (ids.has(p.id))
+        ctx.addIssue({ code: 'custom', path: ['pools', i, 'id'], message: `duplicate node pool id ${p.id}` });
       ids.add(p.id);
     });
   });

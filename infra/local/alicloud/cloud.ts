@@ -96,14 +96,25 @@ export class AliCloud {
     this.zoneId = file.zoneId ?? `${file.regionId}-k`;
     this.clusterId = file.clusterId;
     for (const t of DEFAULT_INSTANCE_TYPES) this.types.set(t.id, t);
-    for (const t of file.instanceTypes) this.types.set(t.id, { ...t, family: t.family ?? t.id.split('.').slice(0, 2).join('.').replace(/-.*$/, '') });
+    for (const t of file.instanceTypes)
+      this.types.set(t.id, { ...t, family: t.family ?? t.id.split('.').slice(0, 2).join('.').replace(/-.*$/, '') });
     for (const c of file.credentials) this.secrets.set(c.accessKeyId, c.accessKeySecret);
     for (const f of file.faults) this.inject(f);
     const now = clock.now();
     for (const spec of file.pools) {
       const unknown = spec.instanceTypes.filter((t) => !this.types.has(t));
-      if (unknown.length > 0) throw new CloudError(400, 'InvalidParameter', `node pool ${spec.id}: unknown instance type ${unknown.join(', ')} (add it under instanceTypes)`);
-      this.pools.set(spec.id, { spec, desired: Math.max(spec.size, spec.nodeNames.length), createdMs: now, updatedMs: now });
+      if (unknown.length > 0)
+        throw new CloudError(
+          400,
+          'InvalidParameter',
+          `node pool ${spec.id}: unknown instance type ${unknown.join(', ')} (add it under instanceTypes)`,
+        );
+      this.pools.set(spec.id, {
+        spec,
+        desired: Math.max(spec.size, spec.nodeNames.length),
+        createdMs: now,
+        updatedMs: now,
+      });
       for (let i = 0; i < Math.max(spec.size, spec.nodeNames.length); i++) {
         const inst = this.newInstance(spec.id, spec.nodeNames[i]);
         inst.status = 'Running';
@@ -146,7 +157,8 @@ export class AliCloud {
 
   pool(poolId: string): SimPool {
     const p = this.pools.get(poolId);
-    if (!p) throw new CloudError(404, 'ErrorNodePoolNotFound', `node pool ${poolId} not found in cluster ${this.clusterId}`);
+    if (!p)
+      throw new CloudError(404, 'ErrorNodePoolNotFound', `node pool ${poolId} not found in cluster ${this.clusterId}`);
     return p;
   }
 
@@ -156,7 +168,8 @@ export class AliCloud {
   }
 
   cluster(clusterId: string): void {
-    if (clusterId !== this.clusterId) throw new CloudError(404, 'ErrorClusterNotFound', `cluster ${clusterId} not found`);
+    if (clusterId !== this.clusterId)
+      throw new CloudError(404, 'ErrorClusterNotFound', `cluster ${clusterId} not found`);
   }
 
   /**
@@ -167,18 +180,38 @@ export class AliCloud {
 
   /** DescribeClusterUserKubeconfig: a temporary one lasts `minutes` (15–4320); without, 3 years (ACK's default certificate). */
   userKubeconfig(privateIp: boolean, minutes: number | undefined): { config: string; expiresMs: number } {
-    if (minutes !== undefined && (!Number.isInteger(minutes) || minutes < 15 || minutes > 4320)) throw new CloudError(400, 'InvalidParameter', `TemporaryDurationMinutes must be an integer from 15 to 4320 (got ${minutes})`);
+    if (minutes !== undefined && (!Number.isInteger(minutes) || minutes < 15 || minutes > 4320))
+      throw new CloudError(
+        400,
+        'InvalidParameter',
+        `TemporaryDurationMinutes must be an integer from 15 to 4320 (got ${minutes})`,
+      );
     const config = this.userKubeconfigs[privateIp ? 'private' : 'public'];
-    if (config === undefined) throw new CloudError(400, 'InvalidParameter', `this simulator has no ${privateIp ? 'private' : 'public'} kubeconfig for cluster ${this.clusterId} (set cloud.userKubeconfigs)`);
+    if (config === undefined)
+      throw new CloudError(
+        400,
+        'InvalidParameter',
+        `this simulator has no ${privateIp ? 'private' : 'public'} kubeconfig for cluster ${this.clusterId} (set cloud.userKubeconfigs)`,
+      );
     return { config, expiresMs: this.clock.now() + (minutes ?? 3 * 365 * 24 * 60) * 60_000 };
   }
 
   /** ModifyClusterNodePool: the absolute desired size; a retry with the same size changes nothing. */
   setDesired(poolId: string, desired: number): SimTask {
     const pool = this.pool(poolId);
-    if (!Number.isInteger(desired) || desired < 0 || desired > MAX_POOL_SIZE) throw new CloudError(400, 'InvalidParameter', `scaling_group.desired_size must be an integer from 0 to ${MAX_POOL_SIZE} (got ${desired})`);
+    if (!Number.isInteger(desired) || desired < 0 || desired > MAX_POOL_SIZE)
+      throw new CloudError(
+        400,
+        'InvalidParameter',
+        `scaling_group.desired_size must be an integer from 0 to ${MAX_POOL_SIZE} (got ${desired})`,
+      );
     const members = this.members(poolId);
-    if (desired - members.length > MAX_ADD_PER_CALL) throw new CloudError(400, 'InvalidParameter', `at most ${MAX_ADD_PER_CALL} nodes can be added in one call (asked for ${desired - members.length})`);
+    if (desired - members.length > MAX_ADD_PER_CALL)
+      throw new CloudError(
+        400,
+        'InvalidParameter',
+        `at most ${MAX_ADD_PER_CALL} nodes can be added in one call (asked for ${desired - members.length})`,
+      );
     pool.desired = desired;
     pool.updatedMs = this.clock.now();
     if (desired > members.length) return this.grow(pool, desired - members.length, 'ModifyClusterNodePool');
@@ -189,8 +222,14 @@ export class AliCloud {
   /** ScaleClusterNodePool: adds `count` (not safe to retry: every call adds again). */
   scale(poolId: string, count: number): SimTask {
     const pool = this.pool(poolId);
-    if (!Number.isInteger(count) || count < 1 || count > MAX_ADD_PER_CALL) throw new CloudError(400, 'InvalidParameter', `count must be an integer from 1 to ${MAX_ADD_PER_CALL} (got ${count})`);
-    if (this.members(poolId).length + count > MAX_POOL_SIZE) throw new CloudError(400, 'InvalidParameter', `a node pool holds at most ${MAX_POOL_SIZE} nodes`);
+    if (!Number.isInteger(count) || count < 1 || count > MAX_ADD_PER_CALL)
+      throw new CloudError(
+        400,
+        'InvalidParameter',
+        `count must be an integer from 1 to ${MAX_ADD_PER_CALL} (got ${count})`,
+      );
+    if (this.members(poolId).length + count > MAX_POOL_SIZE)
+      throw new CloudError(400, 'InvalidParameter', `a node pool holds at most ${MAX_POOL_SIZE} nodes`);
     pool.desired = this.members(poolId).length + count;
     pool.updatedMs = this.clock.now();
     return this.grow(pool, count, 'ScaleClusterNodePool');
@@ -199,10 +238,16 @@ export class AliCloud {
   /** RemoveNodePoolNodes: takes the instances out (and lowers the desired size), releasing pay-as-you-go ones when asked. */
   removeNodes(poolId: string, instanceIds: string[], opts: { release: boolean; drain: boolean }): SimTask {
     const pool = this.pool(poolId);
-    if (instanceIds.length === 0) throw new CloudError(400, 'InvalidParameter', 'instance_ids must name at least one instance');
+    if (instanceIds.length === 0)
+      throw new CloudError(400, 'InvalidParameter', 'instance_ids must name at least one instance');
     const found = instanceIds.map((id) => this.instances.get(id));
     const strangers = instanceIds.filter((id, k) => found[k]?.poolId !== poolId || found[k]?.removing);
-    if (strangers.length > 0) throw new CloudError(400, 'InvalidParameter', `instances not in node pool ${poolId} (or already being removed): ${strangers.join(', ')}`);
+    if (strangers.length > 0)
+      throw new CloudError(
+        400,
+        'InvalidParameter',
+        `instances not in node pool ${poolId} (or already being removed): ${strangers.join(', ')}`,
+      );
     pool.desired = Math.max(0, pool.desired - instanceIds.length);
     pool.updatedMs = this.clock.now();
     return this.remove(pool, found as SimInstance[], opts, 'RemoveNodePoolNodes', true);
@@ -211,9 +256,16 @@ export class AliCloud {
   /** ECS RebootInstance: only a Running instance; it comes back with a new boot id. */
   reboot(instanceId: string, opts: { dryRun: boolean; forceStop: boolean }): void {
     const inst = this.instances.get(instanceId);
-    if (!inst) throw new CloudError(404, 'InvalidInstanceId.NotFound', `The specified InstanceId does not exist: ${instanceId}`);
-    if (inst.status !== 'Running') throw new CloudError(403, 'IncorrectInstanceStatus', `The current status of the resource does not support this operation (instance ${instanceId} is ${inst.status}).`);
-    if (opts.dryRun) throw new CloudError(400, 'DryRunOperation', 'Request validation has been passed with DryRun flag set.');
+    if (!inst)
+      throw new CloudError(404, 'InvalidInstanceId.NotFound', `The specified InstanceId does not exist: ${instanceId}`);
+    if (inst.status !== 'Running')
+      throw new CloudError(
+        403,
+        'IncorrectInstanceStatus',
+        `The current status of the resource does not support this operation (instance ${instanceId} is ${inst.status}).`,
+      );
+    if (opts.dryRun)
+      throw new CloudError(400, 'DryRunOperation', 'Request validation has been passed with DryRun flag set.');
     inst.status = 'Stopping';
     this.emit({ type: 'rebooting', instance: inst, pool: inst.poolId ? this.pools.get(inst.poolId) : undefined });
     this.clock.setTimer(this.file.rebootSeconds * 1000, () => {
@@ -259,7 +311,15 @@ export class AliCloud {
 
   private newTask(type: SimTask['type'], poolId: string, instanceIds: string[]): SimTask {
     const now = this.clock.now();
-    const task: SimTask = { id: `T-${this.next().toString(16).padStart(24, '0')}`, type, poolId, state: 'running', createdMs: now, updatedMs: now, instanceIds };
+    const task: SimTask = {
+      id: `T-${this.next().toString(16).padStart(24, '0')}`,
+      type,
+      poolId,
+      state: 'running',
+      createdMs: now,
+      updatedMs: now,
+      instanceIds,
+    };
     this.tasks.set(task.id, task);
     return task;
   }
@@ -280,7 +340,11 @@ export class AliCloud {
 
   private grow(pool: SimPool, count: number, action: string): SimTask {
     const created = Array.from({ length: count }, () => this.newInstance(pool.spec.id));
-    const task = this.newTask('nodepool_scale', pool.spec.id, created.map((i) => i.id));
+    const task = this.newTask(
+      'nodepool_scale',
+      pool.spec.id,
+      created.map((i) => i.id),
+    );
     const fail = this.failsNext(action);
     this.clock.setTimer(this.bootMs, () => {
       task.updatedMs = this.clock.now();
@@ -289,7 +353,10 @@ export class AliCloud {
         for (const i of created) this.instances.delete(i.id);
         pool.desired = this.members(pool.spec.id).length;
         task.state = 'failed';
-        task.error = { code: 'OperationDenied.NoStock', message: `The requested resource is sold out in the specified zone; try other types of resources or other regions and zones (${type}, ${this.zoneId}; injected).` };
+        task.error = {
+          code: 'OperationDenied.NoStock',
+          message: `The requested resource is sold out in the specified zone; try other types of resources or other regions and zones (${type}, ${this.zoneId}; injected).`,
+        };
         return;
       }
       for (const i of created) if (this.instances.has(i.id) && i.status === 'Pending') this.boot(i);
@@ -298,8 +365,18 @@ export class AliCloud {
     return task;
   }
 
-  private remove(pool: SimPool, victims: SimInstance[], opts: { release: boolean; drain: boolean }, action: string, explicit: boolean): SimTask {
-    const task = this.newTask('nodepool_remove_nodes', pool.spec.id, victims.map((i) => i.id));
+  private remove(
+    pool: SimPool,
+    victims: SimInstance[],
+    opts: { release: boolean; drain: boolean },
+    action: string,
+    explicit: boolean,
+  ): SimTask {
+    const task = this.newTask(
+      'nodepool_remove_nodes',
+      pool.spec.id,
+      victims.map((i) => i.id),
+    );
     if (victims.length === 0) {
       task.state = 'success';
       return task;
@@ -315,7 +392,10 @@ export class AliCloud {
         for (const v of victims) v.removing = false;
         if (explicit) pool.desired += victims.length;
         task.state = 'failed';
-        task.error = { code: 'RemoveNodesFailed', message: `removing ${victims.map((v) => v.id).join(', ')} from ${pool.spec.id} failed (injected)` };
+        task.error = {
+          code: 'RemoveNodesFailed',
+          message: `removing ${victims.map((v) => v.id).join(', ')} from ${pool.spec.id} failed (injected)`,
+        };
         return;
       }
       for (const v of victims) {

@@ -44,7 +44,8 @@ export interface AliCloudSim {
 }
 
 export async function startAliCloudSim(options: AliCloudSimOptions = {}): Promise<AliCloudSim> {
-  const file = typeof options.cloud === 'string' ? loadCloudFile(options.cloud) : validateCloudFile(options.cloud ?? {});
+  const file =
+    typeof options.cloud === 'string' ? loadCloudFile(options.cloud) : validateCloudFile(options.cloud ?? {});
   const cloud = new AliCloud(file, options.clock ?? new VirtualClock());
   const server = createServer(createHandler(cloud));
   const host = options.host ?? '127.0.0.1';
@@ -55,7 +56,13 @@ export async function startAliCloudSim(options: AliCloudSimOptions = {}): Promis
   const { port } = server.address() as AddressInfo;
   const endpoint = `${host}:${port}`;
   const key = file.credentials[0]!;
-  const connection: AliCloudConnection = { endpoint, regionId: file.regionId, accessKeyId: key.accessKeyId, accessKeySecret: key.accessKeySecret, clusterId: file.clusterId };
+  const connection: AliCloudConnection = {
+    endpoint,
+    regionId: file.regionId,
+    accessKeyId: key.accessKeyId,
+    accessKeySecret: key.accessKeySecret,
+    clusterId: file.clusterId,
+  };
   return {
     endpoint,
     url: `http://${endpoint}`,

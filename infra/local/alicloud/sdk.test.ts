@@ -18,8 +18,15 @@ const klass = (m: unknown) => {
   const d = (m as { default: unknown }).default;
   return (typeof d === 'function' ? d : (d as { default: unknown }).default) as new (c: object) => AnyClient;
 };
-const { DescribeClusterNodePoolsRequest, ModifyClusterNodePoolRequest, ModifyClusterNodePoolRequestScalingGroup, RemoveNodePoolNodesRequest, ScaleClusterNodePoolRequest } = csModule as unknown as Record<string, new (o: object) => object>;
-const { DescribeInstanceTypesRequest, DescribePriceRequest, DescribeInstancesRequest, RebootInstanceRequest } = ecsModule as unknown as Record<string, new (o: object) => object>;
+const {
+  DescribeClusterNodePoolsRequest,
+  ModifyClusterNodePoolRequest,
+  ModifyClusterNodePoolRequestScalingGroup,
+  RemoveNodePoolNodesRequest,
+  ScaleClusterNodePoolRequest,
+} = csModule as unknown as Record<string, new (o: object) => object>;
+const { DescribeInstanceTypesRequest, DescribePriceRequest, DescribeInstancesRequest, RebootInstanceRequest } =
+  ecsModule as unknown as Record<string, new (o: object) => object>;
 
 let sim: AliCloudSim | undefined;
 afterEach(async () => {
@@ -31,11 +38,21 @@ async function clients(secret?: string) {
   const clock = new VirtualClock();
   sim = await startAliCloudSim({ cloud: EXAMPLE_CLOUD_PATH, clock });
   const c = sim.connection;
-  const config = { accessKeyId: c.accessKeyId, accessKeySecret: secret ?? c.accessKeySecret, endpoint: c.endpoint, protocol: 'http', regionId: c.regionId };
+  const config = {
+    accessKeyId: c.accessKeyId,
+    accessKeySecret: secret ?? c.accessKeySecret,
+    endpoint: c.endpoint,
+    protocol: 'http',
+    regionId: c.regionId,
+  };
   return { clock, sim, c, cs: new (klass(csModule))(config), ecs: new (klass(ecsModule))(config) };
 }
 
-const failure = (p: Promise<unknown>) => p.then(() => undefined, (e: { code?: string; statusCode?: number; message?: string; data?: Record<string, unknown> }) => e);
+const failure = (p: Promise<unknown>) =>
+  p.then(
+    () => undefined,
+    (e: { code?: string; statusCode?: number; message?: string; data?: Record<string, unknown> }) => e,
+  );
 
 describe('Alibaba Cloud simulator with the generated CS and ECS SDKs', () => {
   it('CS: lists node pools in the SDK model, scales one absolutely and by count, removes a node, reports tasks', async () => {
@@ -47,26 +64,59 @@ describe('Alibaba Cloud simulator with the generated CS and ECS SDKs', () => {
       ['np-a10-general', 1, 1],
       ['np-a100-training', 0, 0],
     ]);
-    expect(np[2].kubernetesConfig.taints[0]).toMatchObject({ key: 'nvidia.com/gpu', value: 'present', effect: 'NoSchedule' });
+    expect(np[2].kubernetesConfig.taints[0]).toMatchObject({
+      key: 'nvidia.com/gpu',
+      value: 'present',
+      effect: 'NoSchedule',
+    });
     expect(np[0].scalingGroup.instanceTypes).toEqual(['ecs.gn6i-c4g1.xlarge']);
 
-    const mod = await cs.modifyClusterNodePool!(c.clusterId, 'np-a100-training', new ModifyClusterNodePoolRequest!({ scalingGroup: new ModifyClusterNodePoolRequestScalingGroup!({ desiredSize: 2 }) }));
-    const scale = await cs.scaleClusterNodePool!(c.clusterId, 'np-a100-training', new ScaleClusterNodePoolRequest!({ count: 1 }));
+    const mod = await cs.modifyClusterNodePool!(
+      c.clusterId,
+      'np-a100-training',
+      new ModifyClusterNodePoolRequest!({
+        scalingGroup: new ModifyClusterNodePoolRequestScalingGroup!({ desiredSize: 2 }),
+      }),
+    );
+    const scale = await cs.scaleClusterNodePool!(
+      c.clusterId,
+      'np-a100-training',
+      new ScaleClusterNodePoolRequest!({ count: 1 }),
+    );
     expect(sim.cloud.members('np-a100-training')).toHaveLength(3);
     const victim = sim.cloud.members('np-t4-inference')[0]!.id;
-    const rm = await cs.removeNodePoolNodes!(c.clusterId, 'np-t4-inference', new RemoveNodePoolNodesRequest!({ instanceIds: [victim], releaseNode: true, drainNode: true }));
-    expect((await cs.describeTaskInfo!(mod.body.taskId)).body).toMatchObject({ taskId: mod.body.taskId, clusterId: c.clusterId, state: 'running' });
+    const rm = await cs.removeNodePoolNodes!(
+      c.clusterId,
+      'np-t4-inference',
+      new RemoveNodePoolNodesRequest!({ instanceIds: [victim], releaseNode: true, drainNode: true }),
+    );
+    expect((await cs.describeTaskInfo!(mod.body.taskId)).body).toMatchObject({
+      taskId: mod.body.taskId,
+      clusterId: c.clusterId,
+      state: 'running',
+    });
     clock.advance(180_000);
-    for (const id of [mod.body.taskId, scale.body.taskId, rm.body.taskId]) expect((await cs.describeTaskInfo!(id)).body.state).toBe('success');
+    for (const id of [mod.body.taskId, scale.body.taskId, rm.body.taskId])
+      expect((await cs.describeTaskInfo!(id)).body.state).toBe('success');
     expect(sim.cloud.members('np-a100-training').map((i) => i.status)).toEqual(['Running', 'Running', 'Running']);
     expect(sim.cloud.instances.has(victim)).toBe(false);
   });
 
   it('CS: business errors come back with their code and status', async () => {
     const { c, cs } = await clients();
-    const e = await failure(cs.modifyClusterNodePool!(c.clusterId, 'np-missing', new ModifyClusterNodePoolRequest!({ scalingGroup: new ModifyClusterNodePoolRequestScalingGroup!({ desiredSize: 1 }) })));
+    const e = await failure(
+      cs.modifyClusterNodePool!(
+        c.clusterId,
+        'np-missing',
+        new ModifyClusterNodePoolRequest!({
+          scalingGroup: new ModifyClusterNodePoolRequestScalingGroup!({ desiredSize: 1 }),
+        }),
+      ),
+    );
     expect(e).toMatchObject({ code: 'ErrorNodePoolNotFound', statusCode: 404 });
-    const big = await failure(cs.scaleClusterNodePool!(c.clusterId, 'np-a10-general', new ScaleClusterNodePoolRequest!({ count: 501 })));
+    const big = await failure(
+      cs.scaleClusterNodePool!(c.clusterId, 'np-a10-general', new ScaleClusterNodePoolRequest!({ count: 501 })),
+    );
     expect(big).toMatchObject({ code: 'InvalidParameter', statusCode: 400 });
     expect(big!.message).toContain('count must be an integer from 1 to 500');
     const other = await failure(cs.describeClusterNodePools!('c-other', new DescribeClusterNodePoolsRequest!({})));
@@ -77,27 +127,51 @@ describe('Alibaba Cloud simulator with the generated CS and ECS SDKs', () => {
     const { sim, c, ecs } = await clients();
     const p1 = await ecs.describeInstanceTypes!(new DescribeInstanceTypesRequest!({ maxResults: 3 }));
     expect(p1.body.instanceTypes.instanceType).toHaveLength(3);
-    const p2 = await ecs.describeInstanceTypes!(new DescribeInstanceTypesRequest!({ maxResults: 3, nextToken: p1.body.nextToken }));
+    const p2 = await ecs.describeInstanceTypes!(
+      new DescribeInstanceTypesRequest!({ maxResults: 3, nextToken: p1.body.nextToken }),
+    );
     expect(p2.body.nextToken).toBe('');
     const all = [...p1.body.instanceTypes.instanceType, ...p2.body.instanceTypes.instanceType];
-    expect(all.map((t: Loose) => [t.instanceTypeId, t.GPUAmount, t.GPUSpec])).toContainEqual(['ecs.ebmgn7e.32xlarge', 8, 'NVIDIA A100']);
-    const one = await ecs.describeInstanceTypes!(new DescribeInstanceTypesRequest!({ instanceTypes: ['ecs.gn6i-c4g1.xlarge'] }));
+    expect(all.map((t: Loose) => [t.instanceTypeId, t.GPUAmount, t.GPUSpec])).toContainEqual([
+      'ecs.ebmgn7e.32xlarge',
+      8,
+      'NVIDIA A100',
+    ]);
+    const one = await ecs.describeInstanceTypes!(
+      new DescribeInstanceTypesRequest!({ instanceTypes: ['ecs.gn6i-c4g1.xlarge'] }),
+    );
     expect(one.body.instanceTypes.instanceType.map((t: Loose) => t.instanceTypeId)).toEqual(['ecs.gn6i-c4g1.xlarge']);
 
-    const price = await ecs.describePrice!(new DescribePriceRequest!({ regionId: c.regionId, resourceType: 'instance', instanceType: 'ecs.gn6i-c4g1.xlarge', priceUnit: 'Hour' }));
+    const price = await ecs.describePrice!(
+      new DescribePriceRequest!({
+        regionId: c.regionId,
+        resourceType: 'instance',
+        instanceType: 'ecs.gn6i-c4g1.xlarge',
+        priceUnit: 'Hour',
+      }),
+    );
     expect(price.body.priceInfo.price).toMatchObject({ tradePrice: 8.5, currency: 'CNY' });
 
     const id = sim.cloud.members('np-a10-general')[0]!.id;
-    const inst = await ecs.describeInstances!(new DescribeInstancesRequest!({ regionId: c.regionId, instanceIds: JSON.stringify([id]) }));
+    const inst = await ecs.describeInstances!(
+      new DescribeInstancesRequest!({ regionId: c.regionId, instanceIds: JSON.stringify([id]) }),
+    );
     expect(inst.body.totalCount).toBe(1);
-    expect(inst.body.instances.instance[0]).toMatchObject({ instanceId: id, status: 'Running', instanceType: 'ecs.gn7i-c8g1.2xlarge', GPUAmount: 1 });
+    expect(inst.body.instances.instance[0]).toMatchObject({
+      instanceId: id,
+      status: 'Running',
+      instanceType: 'ecs.gn7i-c8g1.2xlarge',
+      GPUAmount: 1,
+    });
 
     const dry = await failure(ecs.rebootInstance!(new RebootInstanceRequest!({ instanceId: id, dryRun: true })));
     expect(dry).toMatchObject({ code: 'DryRunOperation', statusCode: 400 });
     expect(sim.cloud.instances.get(id)!.status).toBe('Running');
     await ecs.rebootInstance!(new RebootInstanceRequest!({ instanceId: id }));
     expect(sim.cloud.instances.get(id)!.status).toBe('Stopping');
-    const missing = await failure(ecs.describePrice!(new DescribePriceRequest!({ instanceType: 'ecs.gn6i-c4g1.xlarge' })));
+    const missing = await failure(
+      ecs.describePrice!(new DescribePriceRequest!({ instanceType: 'ecs.gn6i-c4g1.xlarge' })),
+    );
     expect(missing).toMatchObject({ code: 'MissingRegionId', statusCode: 400 });
   });
 
@@ -113,8 +187,18 @@ describe('Alibaba Cloud simulator with the generated CS and ECS SDKs', () => {
     s2.cloud.inject({ action: 'DescribeClusterNodePools', throttle: 1 });
     const t = await failure(cs.describeClusterNodePools!(c.clusterId, new DescribeClusterNodePoolsRequest!({})));
     expect(t).toMatchObject({ code: 'Throttling.User' });
-    expect((await cs.describeClusterNodePools!(c.clusterId, new DescribeClusterNodePoolsRequest!({}))).body.nodepools).toHaveLength(3);
-    const stranger = new (klass(csModule))({ accessKeyId: 'LTAIstranger', accessKeySecret: 'x', endpoint: c.endpoint, protocol: 'http', regionId: c.regionId });
-    expect(await failure(stranger.describeClusterNodePools!(c.clusterId, new DescribeClusterNodePoolsRequest!({})))).toMatchObject({ code: 'InvalidAccessKeyId.NotFound', statusCode: 404 });
+    expect(
+      (await cs.describeClusterNodePools!(c.clusterId, new DescribeClusterNodePoolsRequest!({}))).body.nodepools,
+    ).toHaveLength(3);
+    const stranger = new (klass(csModule))({
+      accessKeyId: 'LTAIstranger',
+      accessKeySecret: 'x',
+      endpoint: c.endpoint,
+      protocol: 'http',
+      regionId: c.regionId,
+    });
+    expect(
+      await failure(stranger.describeClusterNodePools!(c.clusterId, new DescribeClusterNodePoolsRequest!({}))),
+    ).toMatchObject({ code: 'InvalidAccessKeyId.NotFound', statusCode: 404 });
   });
 });

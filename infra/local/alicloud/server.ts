@@ -33,12 +33,34 @@ const ecsTime = (ms: number | undefined) => (ms === undefined ? '' : new Date(ms
 
 function send(res: ServerResponse, status: number, body: Json, requestId: string): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'content-type': 'application/json;charset=utf-8', 'content-length': Buffer.byteLength(text), 'x-acs-request-id': requestId });
+  res.writeHead(status, {
+    'content-type': 'application/json;charset=utf-8',
+    'content-length': Buffer.byteLength(text),
+    'x-acs-request-id': requestId,
+  });
   res.end(text);
 }
 
-function gatewayError(res: ServerResponse, host: string, requestId: string, status: number, code: string, message: string): void {
-  send(res, status, { RequestId: requestId, HostId: host, Code: code, Message: message, Recommend: `https://api.aliyun.com/troubleshoot?q=${encodeURIComponent(code)}` }, requestId);
+function gatewayError(
+  res: ServerResponse,
+  host: string,
+  requestId: string,
+  status: number,
+  code: string,
+  message: string,
+): void {
+  send(
+    res,
+    status,
+    {
+      RequestId: requestId,
+      HostId: host,
+      Code: code,
+      Message: message,
+      Recommend: `https://api.aliyun.com/troubleshoot?q=${encodeURIComponent(code)}`,
+    },
+    requestId,
+  );
 }
 
 function readBody(req: IncomingMessage): Promise<Buffer> {
@@ -55,11 +77,13 @@ function readBody(req: IncomingMessage): Promise<Buffer> {
   });
 }
 
-const bool = (v: string | null | undefined, dflt: boolean): boolean => (v === null || v === undefined || v === '' ? dflt : v === 'true');
+const bool = (v: string | null | undefined, dflt: boolean): boolean =>
+  v === null || v === undefined || v === '' ? dflt : v === 'true';
 
 function intParam(v: unknown, name: string): number {
   const n = typeof v === 'number' ? v : typeof v === 'string' && /^-?\d+$/.test(v) ? Number(v) : NaN;
-  if (!Number.isInteger(n)) throw new CloudError(400, 'InvalidParameter', `${name} must be an integer (got ${JSON.stringify(v)})`);
+  if (!Number.isInteger(n))
+    throw new CloudError(400, 'InvalidParameter', `${name} must be an integer (got ${JSON.stringify(v)})`);
   return n;
 }
 
@@ -71,7 +95,8 @@ function jsonList(v: string | null, name: string): string[] {
   } catch {
     throw new CloudError(400, 'InvalidParameter', `${name} must be a JSON array of strings, e.g. ["i-abc"] (got ${v})`);
   }
-  if (!Array.isArray(parsed) || parsed.some((x) => typeof x !== 'string')) throw new CloudError(400, 'InvalidParameter', `${name} must be a JSON array of strings (got ${v})`);
+  if (!Array.isArray(parsed) || parsed.some((x) => typeof x !== 'string'))
+    throw new CloudError(400, 'InvalidParameter', `${name} must be a JSON array of strings (got ${v})`);
   return parsed as string[];
 }
 
@@ -79,10 +104,22 @@ function poolView(cloud: AliCloud, pool: SimPool): Json {
   const all = [...cloud.instances.values()].filter((i) => i.poolId === pool.spec.id);
   const count = (f: (i: SimInstance) => boolean) => all.filter(f).length;
   const busy = [...cloud.tasks.values()].filter((t) => t.poolId === pool.spec.id && t.state === 'running');
-  const state = busy.some((t) => t.type === 'nodepool_remove_nodes') ? 'removing' : busy.length > 0 ? 'scaling' : 'active';
+  const state = busy.some((t) => t.type === 'nodepool_remove_nodes')
+    ? 'removing'
+    : busy.length > 0
+      ? 'scaling'
+      : 'active';
   const s = pool.spec;
   return {
-    nodepool_info: { nodepool_id: s.id, name: s.name, type: 'ess', is_default: false, region_id: cloud.regionId, created: iso(pool.createdMs), updated: iso(pool.updatedMs) },
+    nodepool_info: {
+      nodepool_id: s.id,
+      name: s.name,
+      type: 'ess',
+      is_default: false,
+      region_id: cloud.regionId,
+      created: iso(pool.createdMs),
+      updated: iso(pool.updatedMs),
+    },
     status: {
       state,
       total_nodes: count((i) => !i.removing),
@@ -93,7 +130,12 @@ function poolView(cloud: AliCloud, pool: SimPool): Json {
       offline_nodes: count((i) => i.status === 'Stopping' || i.status === 'Stopped'),
       removing_nodes: count((i) => i.removing),
     },
-    auto_scaling: { enable: s.autoScaling.enable, min_instances: s.autoScaling.min, max_instances: s.autoScaling.max, type: 'cpu' },
+    auto_scaling: {
+      enable: s.autoScaling.enable,
+      min_instances: s.autoScaling.min,
+      max_instances: s.autoScaling.max,
+      type: 'cpu',
+    },
     scaling_group: {
       desired_size: pool.desired,
       instance_types: s.instanceTypes,
@@ -122,7 +164,10 @@ function taskView(cloud: AliCloud, t: SimTask): Json {
     target: { id: t.poolId, type: 'nodepool' },
     stages: [],
     events: [],
-    task_result: t.instanceIds.map((id) => ({ data: id, status: t.state === 'success' ? 'success' : t.state === 'failed' ? 'failed' : 'running' })),
+    task_result: t.instanceIds.map((id) => ({
+      data: id,
+      status: t.state === 'success' ? 'success' : t.state === 'failed' ? 'failed' : 'running',
+    })),
     ...(t.error ? { error: t.error } : {}),
   };
 }
@@ -146,21 +191,29 @@ function instanceView(cloud: AliCloud, i: SimInstance): Json {
     GPUAmount: type?.gpuAmount ?? 0,
     GPUSpec: type?.gpuSpec ?? '',
     VpcAttributes: { PrivateIpAddress: { IpAddress: [i.privateIp] } },
-    Tags: { Tag: [{ TagKey: 'ack.aliyun.com', TagValue: cloud.clusterId }, ...(i.poolId ? [{ TagKey: 'ack.alibabacloud.com/nodepool-id', TagValue: i.poolId }] : [])] },
+    Tags: {
+      Tag: [
+        { TagKey: 'ack.aliyun.com', TagValue: cloud.clusterId },
+        ...(i.poolId ? [{ TagKey: 'ack.alibabacloud.com/nodepool-id', TagValue: i.poolId }] : []),
+      ],
+    },
   };
 }
 
 function csRoute(call: Call): { action: string; clusterId?: string; poolId?: string; taskId?: string } | undefined {
   const s = call.segs;
   const m = call.method;
-  if (m === 'GET' && s.length === 3 && s[0] === 'clusters' && s[2] === 'nodepools') return { action: 'DescribeClusterNodePools', clusterId: s[1]! };
+  if (m === 'GET' && s.length === 3 && s[0] === 'clusters' && s[2] === 'nodepools')
+    return { action: 'DescribeClusterNodePools', clusterId: s[1]! };
   if (s.length === 4 && s[0] === 'clusters' && s[2] === 'nodepools') {
     if (m === 'PUT') return { action: 'ModifyClusterNodePool', clusterId: s[1]!, poolId: s[3]! };
     if (m === 'POST') return { action: 'ScaleClusterNodePool', clusterId: s[1]!, poolId: s[3]! };
   }
-  if (m === 'DELETE' && s.length === 5 && s[0] === 'clusters' && s[2] === 'nodepools' && s[4] === 'nodes') return { action: 'RemoveNodePoolNodes', clusterId: s[1]!, poolId: s[3]! };
+  if (m === 'DELETE' && s.length === 5 && s[0] === 'clusters' && s[2] === 'nodepools' && s[4] === 'nodes')
+    return { action: 'RemoveNodePoolNodes', clusterId: s[1]!, poolId: s[3]! };
   if (m === 'GET' && s.length === 2 && s[0] === 'tasks') return { action: 'DescribeTaskInfo', taskId: s[1]! };
-  if (m === 'GET' && s.length === 3 && s[0] === 'k8s' && s[2] === 'user_config') return { action: 'DescribeClusterUserKubeconfig', clusterId: s[1]! };
+  if (m === 'GET' && s.length === 3 && s[0] === 'k8s' && s[2] === 'user_config')
+    return { action: 'DescribeClusterUserKubeconfig', clusterId: s[1]! };
   return undefined;
 }
 
@@ -177,7 +230,12 @@ function jsonBody(call: Call): Json {
 
 function serveCs(cloud: AliCloud, call: Call, requestId: string): Json {
   const r = csRoute(call);
-  if (!r || r.action !== call.action) throw new CloudError(404, 'InvalidAction.NotFound', `Specified api is not found, please check your url and method (${call.method} /${call.segs.join('/')} as ${call.action}).`);
+  if (!r || r.action !== call.action)
+    throw new CloudError(
+      404,
+      'InvalidAction.NotFound',
+      `Specified api is not found, please check your url and method (${call.method} /${call.segs.join('/')} as ${call.action}).`,
+    );
   if (r.clusterId !== undefined) cloud.cluster(r.clusterId);
   switch (r.action) {
     case 'DescribeClusterNodePools':
@@ -185,7 +243,12 @@ function serveCs(cloud: AliCloud, call: Call, requestId: string): Json {
     case 'ModifyClusterNodePool': {
       const body = jsonBody(call);
       const sg = body['scaling_group'] as Json | undefined;
-      if (sg?.['desired_size'] === undefined) throw new CloudError(400, 'InvalidParameter', 'this simulator changes scaling_group.desired_size only; it is missing');
+      if (sg?.['desired_size'] === undefined)
+        throw new CloudError(
+          400,
+          'InvalidParameter',
+          'this simulator changes scaling_group.desired_size only; it is missing',
+        );
       const task = cloud.setDesired(r.poolId!, intParam(sg['desired_size'], 'scaling_group.desired_size'));
       return { cluster_id: cloud.clusterId, nodepool_id: r.poolId, task_id: task.id, request_id: requestId };
     }
@@ -196,13 +259,24 @@ function serveCs(cloud: AliCloud, call: Call, requestId: string): Json {
     }
     case 'RemoveNodePoolNodes': {
       const ids = jsonList(call.query.get('instance_ids'), 'instance_ids');
-      if (ids.length === 0 && call.query.get('nodes')) throw new CloudError(400, 'InvalidParameter', '`nodes` is deprecated and not served here: name the nodes by instance_ids');
-      const task = cloud.removeNodes(r.poolId!, ids, { release: bool(call.query.get('release_node'), false), drain: bool(call.query.get('drain_node'), false) });
+      if (ids.length === 0 && call.query.get('nodes'))
+        throw new CloudError(
+          400,
+          'InvalidParameter',
+          '`nodes` is deprecated and not served here: name the nodes by instance_ids',
+        );
+      const task = cloud.removeNodes(r.poolId!, ids, {
+        release: bool(call.query.get('release_node'), false),
+        drain: bool(call.query.get('drain_node'), false),
+      });
       return { task_id: task.id, request_id: requestId };
     }
     case 'DescribeClusterUserKubeconfig': {
       const minutes = call.query.get('TemporaryDurationMinutes');
-      const got = cloud.userKubeconfig(bool(call.query.get('PrivateIpAddress'), false), minutes === null ? undefined : intParam(minutes, 'TemporaryDurationMinutes'));
+      const got = cloud.userKubeconfig(
+        bool(call.query.get('PrivateIpAddress'), false),
+        minutes === null ? undefined : intParam(minutes, 'TemporaryDurationMinutes'),
+      );
       return { config: got.config, expiration: iso(got.expiresMs) };
     }
     default:
@@ -213,7 +287,8 @@ function serveCs(cloud: AliCloud, call: Call, requestId: string): Json {
 /** RPC parameters: the query and, for a form body, its fields. */
 function rpcParams(call: Call): URLSearchParams {
   const p = new URLSearchParams(call.query);
-  if (call.contentType.startsWith('application/x-www-form-urlencoded')) for (const [k, v] of new URLSearchParams(call.body)) p.append(k, v);
+  if (call.contentType.startsWith('application/x-www-form-urlencoded'))
+    for (const [k, v] of new URLSearchParams(call.body)) p.append(k, v);
   return p;
 }
 
@@ -225,7 +300,8 @@ function listParam(p: URLSearchParams, name: string): string[] {
 
 function page<T>(items: T[], p: URLSearchParams, sizeName: string, max: number): { items: T[]; next: string } {
   const size = p.get(sizeName) ? intParam(p.get(sizeName), sizeName) : max;
-  if (size < 1 || size > max) throw new CloudError(400, 'InvalidParameter', `${sizeName} must be from 1 to ${max} (got ${size})`);
+  if (size < 1 || size > max)
+    throw new CloudError(400, 'InvalidParameter', `${sizeName} must be from 1 to ${max} (got ${size})`);
   const token = p.get('NextToken');
   let start = 0;
   if (token) {
@@ -234,7 +310,10 @@ function page<T>(items: T[], p: URLSearchParams, sizeName: string, max: number):
     start = Number(m[1]);
   }
   const slice = items.slice(start, start + size);
-  return { items: slice, next: start + size < items.length ? Buffer.from(`off-${start + size}`).toString('base64url') : '' };
+  return {
+    items: slice,
+    next: start + size < items.length ? Buffer.from(`off-${start + size}`).toString('base64url') : '',
+  };
 }
 
 function required(p: URLSearchParams, name: string): string {
@@ -249,40 +328,82 @@ function serveEcs(cloud: AliCloud, call: Call, requestId: string): Json {
     case 'DescribeInstanceTypes': {
       const wanted = listParam(p, 'InstanceTypes');
       const family = p.get('InstanceTypeFamily');
-      const all = [...cloud.types.values()].filter((t) => (wanted.length === 0 || wanted.includes(t.id)) && (!family || t.family === family));
+      const all = [...cloud.types.values()].filter(
+        (t) => (wanted.length === 0 || wanted.includes(t.id)) && (!family || t.family === family),
+      );
       const { items, next } = page(all, p, 'MaxResults', 100);
-      const InstanceType = items.map((t) => ({ InstanceTypeId: t.id, InstanceTypeFamily: t.family, CpuCoreCount: t.cpu, MemorySize: t.memoryGiB, GPUAmount: t.gpuAmount, GPUSpec: t.gpuSpec, GPUMemorySize: t.gpuMemoryGiB, InstanceCategory: 'GPU-accelerated' }));
+      const InstanceType = items.map((t) => ({
+        InstanceTypeId: t.id,
+        InstanceTypeFamily: t.family,
+        CpuCoreCount: t.cpu,
+        MemorySize: t.memoryGiB,
+        GPUAmount: t.gpuAmount,
+        GPUSpec: t.gpuSpec,
+        GPUMemorySize: t.gpuMemoryGiB,
+        InstanceCategory: 'GPU-accelerated',
+      }));
       return { RequestId: requestId, NextToken: next, InstanceTypes: { InstanceType } };
     }
     case 'DescribePrice': {
       required(p, 'RegionId');
       const typeId = required(p, 'InstanceType');
       const resourceType = p.get('ResourceType') ?? 'instance';
-      if (resourceType !== 'instance') throw new CloudError(400, 'InvalidParameter', `ResourceType ${resourceType}: this simulator prices instances only`);
+      if (resourceType !== 'instance')
+        throw new CloudError(
+          400,
+          'InvalidParameter',
+          `ResourceType ${resourceType}: this simulator prices instances only`,
+        );
       const type = cloud.types.get(typeId);
-      if (!type) throw new CloudError(400, 'InvalidInstanceType.NotFound', `The specified InstanceType does not exist: ${typeId}`);
+      if (!type)
+        throw new CloudError(
+          400,
+          'InvalidInstanceType.NotFound',
+          `The specified InstanceType does not exist: ${typeId}`,
+        );
       const unit = p.get('PriceUnit') ?? 'Hour';
       const hours: Record<string, number> = { Hour: 1, Week: 168, Month: 720, Year: 8760 };
-      if (hours[unit] === undefined) throw new CloudError(400, 'InvalidPriceUnit', `PriceUnit must be one of Hour, Week, Month, Year (got ${unit})`);
+      if (hours[unit] === undefined)
+        throw new CloudError(400, 'InvalidPriceUnit', `PriceUnit must be one of Hour, Week, Month, Year (got ${unit})`);
       const price = Math.round(type.pricePerHour * hours[unit] * 100) / 100;
-      return { RequestId: requestId, PriceInfo: { Price: { OriginalPrice: price, DiscountPrice: 0, TradePrice: price, Currency: 'CNY' }, Rules: { Rule: [] } } };
+      return {
+        RequestId: requestId,
+        PriceInfo: {
+          Price: { OriginalPrice: price, DiscountPrice: 0, TradePrice: price, Currency: 'CNY' },
+          Rules: { Rule: [] },
+        },
+      };
     }
     case 'DescribeInstances': {
       required(p, 'RegionId');
       const ids = jsonList(p.get('InstanceIds'), 'InstanceIds');
       const all = [...cloud.instances.values()].filter((i) => ids.length === 0 || ids.includes(i.id));
       const size = p.get('PageSize') ? intParam(p.get('PageSize'), 'PageSize') : 10;
-      if (size < 1 || size > 100) throw new CloudError(400, 'InvalidParameter', `PageSize must be from 1 to 100 (got ${size})`);
+      if (size < 1 || size > 100)
+        throw new CloudError(400, 'InvalidParameter', `PageSize must be from 1 to 100 (got ${size})`);
       const number = p.get('PageNumber') ? intParam(p.get('PageNumber'), 'PageNumber') : 1;
       const items = all.slice((number - 1) * size, number * size);
-      return { RequestId: requestId, TotalCount: all.length, PageNumber: number, PageSize: size, Instances: { Instance: items.map((i) => instanceView(cloud, i)) } };
+      return {
+        RequestId: requestId,
+        TotalCount: all.length,
+        PageNumber: number,
+        PageSize: size,
+        Instances: { Instance: items.map((i) => instanceView(cloud, i)) },
+      };
     }
     case 'RebootInstance': {
-      cloud.reboot(required(p, 'InstanceId'), { dryRun: bool(p.get('DryRun'), false), forceStop: bool(p.get('ForceStop'), false) });
+      cloud.reboot(required(p, 'InstanceId'), {
+        dryRun: bool(p.get('DryRun'), false),
+        forceStop: bool(p.get('ForceStop'), false),
+      });
       return { RequestId: requestId };
     }
     default:
-      throw new CloudError(404, 'InvalidAction.NotFound', `Specified api is not found, please check your url and method (ECS ${call.action}).`);
+      throw new CloudError(
+        404,
+        'InvalidAction.NotFound',
+        `Specified api is not found, please check your url and method (ECS ${call.action}).`,
+      );
   }
 }
 
@@ -297,7 +418,9 @@ export function createHandler(cloud: AliCloud) {
       const q = url.indexOf('?');
       const path = q < 0 ? url : url.slice(0, q);
       const query = q < 0 ? '' : url.slice(q + 1);
-      const verdict = verify({ method: req.method ?? 'GET', path, query, headers: req.headers, body }, (id) => cloud.secretOf(id));
+      const verdict = verify({ method: req.method ?? 'GET', path, query, headers: req.headers, body }, (id) =>
+        cloud.secretOf(id),
+      );
       if (!verdict.ok) {
         gatewayError(res, host, requestId, verdict.status, verdict.code, verdict.message);
         return;
@@ -307,23 +430,40 @@ export function createHandler(cloud: AliCloud) {
       const call: Call = {
         action,
         method: req.method ?? 'GET',
-        segs: path.split('/').filter((s) => s !== '').map((s) => decodeURIComponent(s)),
+        segs: path
+          .split('/')
+          .filter((s) => s !== '')
+          .map((s) => decodeURIComponent(s)),
         query: new URLSearchParams(query),
         body: body.toString('utf8'),
         contentType: String(req.headers['content-type'] ?? ''),
       };
       try {
-        if (version !== CS && version !== ECS) throw new CloudError(404, 'InvalidVersion', `Specified parameter Version is not valid (${version || 'missing'}); served: CS ${CS}, ECS ${ECS}.`);
+        if (version !== CS && version !== ECS)
+          throw new CloudError(
+            404,
+            'InvalidVersion',
+            `Specified parameter Version is not valid (${version || 'missing'}); served: CS ${CS}, ECS ${ECS}.`,
+          );
         cloud.admit(action, verdict.accessKeyId);
         send(res, 200, version === CS ? serveCs(cloud, call, requestId) : serveEcs(cloud, call, requestId), requestId);
       } catch (err) {
         if (!(err instanceof CloudError)) throw err;
-        if (version === CS && !err.code.startsWith('Throttling')) send(res, err.status, { code: err.code, message: err.message, requestId, status: err.status }, requestId);
+        if (version === CS && !err.code.startsWith('Throttling'))
+          send(res, err.status, { code: err.code, message: err.message, requestId, status: err.status }, requestId);
         else gatewayError(res, host, requestId, err.status, err.code, err.message);
       }
     })().catch((err: unknown) => {
       if (err instanceof CloudError) gatewayError(res, host, requestId, err.status, err.code, err.message);
-      else gatewayError(res, host, requestId, 500, 'InternalError', `The request processing has failed due to some unknown error: ${(err as Error).message}`);
+      else
+        gatewayError(
+          res,
+          host,
+          requestId,
+          500,
+          'InternalError',
+          `The request processing has failed due to some unknown error: ${(err as Error).message}`,
+        );
     });
   };
 }

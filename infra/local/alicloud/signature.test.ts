@@ -13,7 +13,11 @@ afterEach(async () => {
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
 
 /** Sends one hand-signed request; `tamper` changes it after signing. */
-async function send(s: AliCloudSim, req: { method: string; path: string; query: string; body?: string; headers?: Record<string, string> }, tamper: (r: { path: string; query: string; body: string; headers: Record<string, string> }) => void = () => {}) {
+async function send(
+  s: AliCloudSim,
+  req: { method: string; path: string; query: string; body?: string; headers?: Record<string, string> },
+  tamper: (r: { path: string; query: string; body: string; headers: Record<string, string> }) => void = () => {},
+) {
   const body = req.body ?? '';
   const headers: Record<string, string> = {
     host: s.endpoint,
@@ -24,12 +28,27 @@ async function send(s: AliCloudSim, req: { method: string; path: string; query: 
     'x-acs-content-sha256': sha(body),
     ...req.headers,
   };
-  const signed: SignedRequest = { method: req.method, path: req.path, query: req.query, headers, body: Buffer.from(body) };
+  const signed: SignedRequest = {
+    method: req.method,
+    path: req.path,
+    query: req.query,
+    headers,
+    body: Buffer.from(body),
+  };
   const auth = authorization(signed, s.connection.accessKeyId, s.connection.accessKeySecret);
-  const out: { path: string; query: string; body: string; headers: Record<string, string> } = { path: req.path, query: req.query, body, headers: { ...headers, authorization: auth } };
+  const out: { path: string; query: string; body: string; headers: Record<string, string> } = {
+    path: req.path,
+    query: req.query,
+    body,
+    headers: { ...headers, authorization: auth },
+  };
   tamper(out);
   const { host: _host, ...rest } = out.headers;
-  const res = await fetch(`${s.url}${out.path}${out.query ? `?${out.query}` : ''}`, { method: req.method, headers: rest, ...(out.body ? { body: out.body } : {}) });
+  const res = await fetch(`${s.url}${out.path}${out.query ? `?${out.query}` : ''}`, {
+    method: req.method,
+    headers: rest,
+    ...(out.body ? { body: out.body } : {}),
+  });
   return { status: res.status, body: (await res.json()) as Record<string, unknown> };
 }
 
@@ -60,18 +79,50 @@ describe('ACS3-HMAC-SHA256 checking', () => {
     expect(String(unsigned.body['Message'])).toContain('unsigned: x-acs-security-token');
     const none = await send(sim, describeInstances, (r) => delete r.headers['authorization']);
     expect(none).toMatchObject({ status: 400, body: { Code: 'MissingAccessKeyId' } });
-    const v2 = await send(sim, describeInstances, (r) => (r.headers['authorization'] = 'acs LTAI5tLocalGpuReflex:c2lnbmF0dXJl'));
+    const v2 = await send(
+      sim,
+      describeInstances,
+      (r) => (r.headers['authorization'] = 'acs LTAI5tLocalGpuReflex:c2lnbmF0dXJl'),
+    );
     expect(v2).toMatchObject({ status: 400, body: { Code: 'InvalidAuthorization' } });
   });
 
   it('canonicalises odd query values as the SDK signs them (spaces, reserved and non-ASCII characters)', async () => {
     sim = await startAliCloudSim({});
     const c = sim.connection;
-    const Client = (openapi as unknown as { default: new (c: object) => { callApi(p: object, r: object, rt: object): Promise<{ body: Record<string, unknown> }> } }).default;
-    const client = new Client(new openapi.Config({ accessKeyId: c.accessKeyId, accessKeySecret: c.accessKeySecret, endpoint: c.endpoint, protocol: 'http', regionId: c.regionId }));
-    const params = new openapi.Params({ action: 'DescribeInstances', version: '2014-05-26', protocol: 'HTTP', pathname: '/', method: 'POST', authType: 'AK', style: 'RPC', reqBodyType: 'json', bodyType: 'json' });
+    const Client = (
+      openapi as unknown as {
+        default: new (c: object) => {
+          callApi(p: object, r: object, rt: object): Promise<{ body: Record<string, unknown> }>;
+        };
+      }
+    ).default;
+    const client = new Client(
+      new openapi.Config({
+        accessKeyId: c.accessKeyId,
+        accessKeySecret: c.accessKeySecret,
+        endpoint: c.endpoint,
+        protocol: 'http',
+        regionId: c.regionId,
+      }),
+    );
+    const params = new openapi.Params({
+      action: 'DescribeInstances',
+      version: '2014-05-26',
+      protocol: 'HTTP',
+      pathname: '/',
+      method: 'POST',
+      authType: 'AK',
+      style: 'RPC',
+      reqBodyType: 'json',
+      bodyType: 'json',
+    });
     const odd = JSON.stringify(["i-a b*(~)!'é+/=&"]);
-    const res = await client.callApi(params, new openapi.OpenApiRequest({ query: { RegionId: c.regionId, InstanceIds: odd } }), {});
+    const res = await client.callApi(
+      params,
+      new openapi.OpenApiRequest({ query: { RegionId: c.regionId, InstanceIds: odd } }),
+      {},
+    );
     expect(res.body['TotalCount']).toBe(0);
   });
 

@@ -23,9 +23,7 @@ export interface SignedRequest {
   body: Buffer;
 }
 
-export type Verdict =
-  | { ok: true; accessKeyId: string }
-  | { ok: false; status: number; code: string; message: string };
+export type Verdict = { ok: true; accessKeyId: string } | { ok: false; status: number; code: string; message: string };
 
 /** RFC 3986 encoding as the SDKs do it (encodeURIComponent plus `!'()*`). */
 export function acsEncode(s: string): string {
@@ -64,7 +62,14 @@ const header = (h: SignedRequest['headers'], name: string): string | undefined =
 
 export function stringToSign(req: SignedRequest, signedHeaders: string[]): string {
   const canonicalHeaders = signedHeaders.map((n) => `${n}:${(header(req.headers, n) ?? '').trim()}\n`).join('');
-  const canonical = [req.method, req.path, canonicalQuery(req.query), canonicalHeaders, signedHeaders.join(';'), header(req.headers, 'x-acs-content-sha256') ?? ''].join('\n');
+  const canonical = [
+    req.method,
+    req.path,
+    canonicalQuery(req.query),
+    canonicalHeaders,
+    signedHeaders.join(';'),
+    header(req.headers, 'x-acs-content-sha256') ?? '',
+  ].join('\n');
   return `${ACS3}\n${sha256Hex(canonical)}`;
 }
 
@@ -87,7 +92,8 @@ const AUTH = /^ACS3-HMAC-SHA256 Credential=([^,]*),SignedHeaders=([^,]*),Signatu
  */
 export function verify(req: SignedRequest, secretOf: (accessKeyId: string) => string | undefined): Verdict {
   const auth = header(req.headers, 'authorization');
-  if (!auth) return { ok: false, status: 400, code: 'MissingAccessKeyId', message: 'AccessKeyId is mandatory for this action.' };
+  if (!auth)
+    return { ok: false, status: 400, code: 'MissingAccessKeyId', message: 'AccessKeyId is mandatory for this action.' };
   const m = AUTH.exec(auth.trim());
   if (!m) {
     return {
@@ -99,21 +105,42 @@ export function verify(req: SignedRequest, secretOf: (accessKeyId: string) => st
   }
   const [, keyId, signedList, signature] = m as unknown as [string, string, string, string];
   const secret = secretOf(keyId);
-  if (secret === undefined) return { ok: false, status: 404, code: 'InvalidAccessKeyId.NotFound', message: 'Specified access key is not found.' };
+  if (secret === undefined)
+    return {
+      ok: false,
+      status: 404,
+      code: 'InvalidAccessKeyId.NotFound',
+      message: 'Specified access key is not found.',
+    };
   const signed = signedList.split(';').filter((n) => n !== '');
   const unsigned = Object.keys(req.headers).filter((n) => n.startsWith('x-acs-') && !signed.includes(n));
   if (!signed.includes('host') || unsigned.length > 0) {
-    return { ok: false, status: 400, code: 'SignatureDoesNotMatch', message: `SignedHeaders must include host and every x-acs-* header${unsigned.length > 0 ? ` (unsigned: ${unsigned.join(', ')})` : ''}.` };
+    return {
+      ok: false,
+      status: 400,
+      code: 'SignatureDoesNotMatch',
+      message: `SignedHeaders must include host and every x-acs-* header${unsigned.length > 0 ? ` (unsigned: ${unsigned.join(', ')})` : ''}.`,
+    };
   }
   const claimed = header(req.headers, 'x-acs-content-sha256');
   if (claimed !== sha256Hex(req.body)) {
-    return { ok: false, status: 400, code: 'SignatureDoesNotMatch', message: 'x-acs-content-sha256 is not the SHA-256 of the body that arrived.' };
+    return {
+      ok: false,
+      status: 400,
+      code: 'SignatureDoesNotMatch',
+      message: 'x-acs-content-sha256 is not the SHA-256 of the body that arrived.',
+    };
   }
   const sts = stringToSign(req, signed);
   const expected = createHmac('sha256', secret).update(sts).digest();
   const given = Buffer.from(signature, 'hex');
   if (given.length !== expected.length || !timingSafeEqual(given, expected)) {
-    return { ok: false, status: 400, code: 'SignatureDoesNotMatch', message: `Specified signature does not match our calculation. server StringToSign is [${sts}]` };
+    return {
+      ok: false,
+      status: 400,
+      code: 'SignatureDoesNotMatch',
+      message: `Specified signature does not match our calculation. server StringToSign is [${sts}]`,
+    };
   }
   return { ok: true, accessKeyId: keyId };
 }

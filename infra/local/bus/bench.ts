@@ -32,8 +32,18 @@ export const busSuite: BenchSuite = {
     writeFileSync(join(dir, 'serverless.yml'), YML);
     const bus = await startLocalBus({ serverlessYml: join(dir, 'serverless.yml'), clock: new ManualClock() });
     try {
-      const entries = Array.from({ length: 10 }, (_, n) => ({ Source: 'bench', DetailType: 'Tick', Detail: JSON.stringify({ n, pad: 'x'.repeat(200) }), EventBusName: 'bench' }));
-      const sdk = new EventBridgeClient({ endpoint: bus.url, region: 'us-east-1', credentials: { accessKeyId: 'a', secretAccessKey: 'b' }, maxAttempts: 1 });
+      const entries = Array.from({ length: 10 }, (_, n) => ({
+        Source: 'bench',
+        DetailType: 'Tick',
+        Detail: JSON.stringify({ n, pad: 'x'.repeat(200) }),
+        EventBusName: 'bench',
+      }));
+      const sdk = new EventBridgeClient({
+        endpoint: bus.url,
+        region: 'us-east-1',
+        credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+        maxAttempts: 1,
+      });
       progress('PutEvents warm-up');
       for (let i = 0; i < 50; i++) await sdk.send(new PutEventsCommand({ Entries: entries }));
       await bus.drain();

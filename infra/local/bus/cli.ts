@@ -49,7 +49,8 @@ export interface BusServeHooks {
 
 function portOf(name: string, text: string | undefined): number {
   const n = text === undefined ? 0 : Number(text);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new UsageError(`--${name} must be an integer from 0 to 65535 (got "${text}")`);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new UsageError(`--${name} must be an integer from 0 to 65535 (got "${text}")`);
   return n;
 }
 
@@ -81,11 +82,13 @@ export function makeBusServeCommand(hooks: BusServeHooks = {}): Command {
       } catch (err) {
         throw new UsageError((err as Error).message);
       }
-      if (values.account !== undefined && !/^\d{12}$/.test(values.account)) throw new UsageError(`--account must be 12 digits (got "${values.account}")`);
+      if (values.account !== undefined && !/^\d{12}$/.test(values.account))
+        throw new UsageError(`--account must be 12 digits (got "${values.account}")`);
       // Refused now, not at the first dead letter.
       if (values.dlq) await checkWritableFile(values.dlq, '--dlq');
       const historySize = values.history === undefined ? undefined : Number(values.history);
-      if (historySize !== undefined && (!/^\d+$/.test(values.history!) || !Number.isSafeInteger(historySize))) throw new UsageError(`--history must be a whole number of events (got "${values.history}")`);
+      if (historySize !== undefined && (!/^\d+$/.test(values.history!) || !Number.isSafeInteger(historySize)))
+        throw new UsageError(`--history must be a whole number of events (got "${values.history}")`);
       const port = portOf('port', values.port);
       const httpPort = portOf('http-port', values['http-port']);
       const serverlessYml = values.serverless ?? 'serverless.yml';
@@ -94,9 +97,15 @@ export function makeBusServeCommand(hooks: BusServeHooks = {}): Command {
       try {
         // Read before anything listens: a bus whose functions have no cluster would only
         // fail every delivery until it dead-letters.
-        const table = loadRoutingTable(serverlessYml, { region, account: values.account ?? '000000000000', env: process.env, ...(values.stage ? { stage: values.stage } : {}) });
+        const table = loadRoutingTable(serverlessYml, {
+          region,
+          account: values.account ?? '000000000000',
+          env: process.env,
+          ...(values.stage ? { stage: values.stage } : {}),
+        });
         const delivers = table.eventRules.length + table.schedules.length + table.routes.length > 0;
-        if (delivers || values.kubeconfig !== undefined) cluster = resolveFunctionCluster(values.kubeconfig, process.env);
+        if (delivers || values.kubeconfig !== undefined)
+          cluster = resolveFunctionCluster(values.kubeconfig, process.env);
       } catch (err) {
         if (err instanceof ClusterSourceError && err.message.startsWith('cannot read')) {
           io.err(`gpu-reflex bus serve: ${err.message}`);
@@ -133,7 +142,9 @@ export function makeBusServeCommand(hooks: BusServeHooks = {}): Command {
       io.out(`PutEvents: ${bus.url}   (AWS_ENDPOINT_URL_EVENTBRIDGE=${bus.url})`);
       io.out(`httpApi:   ${bus.httpUrl ?? '-'}`);
       if (t) {
-        io.out(`${t.service} (${t.stage}): buses ${['default', ...t.buses].join(', ')}; ${t.eventRules.length} rules, ${t.schedules.length} schedules, ${t.routes.length} routes`);
+        io.out(
+          `${t.service} (${t.stage}): buses ${['default', ...t.buses].join(', ')}; ${t.eventRules.length} rules, ${t.schedules.length} schedules, ${t.routes.length} routes`,
+        );
         for (const w of t.warnings) io.err(`warning: ${w}`);
       }
       // The functions run in this process: for as long as the bus runs, their environment points

@@ -10,10 +10,16 @@ const item = (min: number, max: number) =>
     fc.tuple(fc.integer({ min, max }), fc.integer({ min: 1, max: 20 })).map(([a, s]) => `${a}/${s}`),
     fc.constant('*'),
   );
-const list = (min: number, max: number) => fc.array(item(min, max), { minLength: 1, maxLength: 3 }).map((xs) => xs.join(','));
+const list = (min: number, max: number) =>
+  fc.array(item(min, max), { minLength: 1, maxLength: 3 }).map((xs) => xs.join(','));
 const dom = fc.oneof(list(1, 31), fc.constantFrom('L', 'LW', 'L-2', '1W', '15W', '31W'));
 const dow = fc.oneof(
-  fc.array(fc.oneof(fc.integer({ min: 1, max: 7 }).map(String), fc.constantFrom('MON-FRI', 'SUN,SAT', '*', 'L', '6L')), { minLength: 1, maxLength: 2 }).map((x) => x.join(',')),
+  fc
+    .array(
+      fc.oneof(fc.integer({ min: 1, max: 7 }).map(String), fc.constantFrom('MON-FRI', 'SUN,SAT', '*', 'L', '6L')),
+      { minLength: 1, maxLength: 2 },
+    )
+    .map((x) => x.join(',')),
   fc.tuple(fc.integer({ min: 1, max: 7 }), fc.integer({ min: 1, max: 5 })).map(([d, n]) => `${d}#${n}`),
 );
 const expression = fc

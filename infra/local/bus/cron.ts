@@ -72,7 +72,13 @@ export function parseCron(input: string): Cron {
     matches(ms) {
       const d = new Date(ms);
       const [Y, M, D] = [d.getUTCFullYear(), d.getUTCMonth() + 1, d.getUTCDate()];
-      return years.has(Y) && months.has(M) && dayMatches(Y, M, D) && hours.has(d.getUTCHours()) && minutes.has(d.getUTCMinutes());
+      return (
+        years.has(Y) &&
+        months.has(M) &&
+        dayMatches(Y, M, D) &&
+        hours.has(d.getUTCHours()) &&
+        minutes.has(d.getUTCMinutes())
+      );
     },
     // Jumps a whole year, month, day or hour at a time when that field cannot match.
     next(afterMs) {
@@ -178,7 +184,8 @@ function dowRules(field: string): DayRule[] {
 
 const lastDayOf = (year: number, month: number): number => new Date(Date.UTC(year, month, 0)).getUTCDate();
 /** 1 = Sunday … 7 = Saturday, as AWS numbers days of the week. */
-const weekdayOf = (year: number, month: number, day: number): number => new Date(Date.UTC(year, month - 1, day)).getUTCDay() + 1;
+const weekdayOf = (year: number, month: number, day: number): number =>
+  new Date(Date.UTC(year, month - 1, day)).getUTCDay() + 1;
 
 function nearestWeekday(year: number, month: number, target: number): number {
   const last = lastDayOf(year, month);

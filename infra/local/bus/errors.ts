@@ -16,11 +16,7 @@ export class AwsRequestError extends Error {
 
 /** Per-entry error codes PutEvents documents (PutEventsResultEntry.ErrorCode). */
 export type EntryErrorCode =
-  | 'InvalidArgument'
-  | 'MalformedDetail'
-  | 'NotAuthorizedForSourceException'
-  | 'InternalFailure'
-  | 'ThrottlingException';
+  'InvalidArgument' | 'MalformedDetail' | 'NotAuthorizedForSourceException' | 'InternalFailure' | 'ThrottlingException';
 
 /** Retryable per AWS: the caller should resend just these entries. */
 export const RETRYABLE_ENTRY_CODES: ReadonlySet<string> = new Set(['InternalFailure', 'ThrottlingException']);

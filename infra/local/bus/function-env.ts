@@ -22,23 +22,58 @@ export class ClusterSourceError extends Error {
   override name = 'ClusterSourceError';
 }
 
-const SOURCES = ['KUBECONFIG', 'GPU_REFLEX_KUBECONFIG_TEXT', 'GPU_REFLEX_KUBECONFIG_PARAMETER', 'GPU_REFLEX_KUBECONFIG_ACK', 'GPU_REFLEX_IN_CLUSTER'] as const;
+const SOURCES = [
+  'KUBECONFIG',
+  'GPU_REFLEX_KUBECONFIG_TEXT',
+  'GPU_REFLEX_KUBECONFIG_PARAMETER',
+  'GPU_REFLEX_KUBECONFIG_ACK',
+  'GPU_REFLEX_IN_CLUSTER',
+] as const;
 const NONE = Object.fromEntries(SOURCES.map((k) => [k, undefined])) as Record<(typeof SOURCES)[number], undefined>;
 
 /** `--kubeconfig FILE` wins; otherwise exactly one of the functions' own variables must be set. */
-export function resolveFunctionCluster(flag: string | undefined, env: Record<string, string | undefined>, read = (f: string) => readFileSync(f, 'utf8')): FunctionCluster {
-  if (flag !== undefined) return { description: `kubeconfig ${flag} (--kubeconfig; ${kubeconfigTarget(read, flag)})`, env: { ...NONE, KUBECONFIG: flag } };
+export function resolveFunctionCluster(
+  flag: string | undefined,
+  env: Record<string, string | undefined>,
+  read = (f: string) => readFileSync(f, 'utf8'),
+): FunctionCluster {
+  if (flag !== undefined)
+    return {
+      description: `kubeconfig ${flag} (--kubeconfig; ${kubeconfigTarget(read, flag)})`,
+      env: { ...NONE, KUBECONFIG: flag },
+    };
   const set = SOURCES.filter((k) => (k === 'GPU_REFLEX_IN_CLUSTER' ? env[k] === 'true' : (env[k] ?? '') !== ''));
   if (set.length === 0) {
-    throw new ClusterSourceError('the functions need a cluster to act on: give --kubeconfig FILE or set KUBECONFIG (or GPU_REFLEX_KUBECONFIG_TEXT, or GPU_REFLEX_IN_CLUSTER=true)');
+    throw new ClusterSourceError(
+      'the functions need a cluster to act on: give --kubeconfig FILE or set KUBECONFIG (or GPU_REFLEX_KUBECONFIG_TEXT, or GPU_REFLEX_IN_CLUSTER=true)',
+    );
   }
-  if (set.length > 1) throw new ClusterSourceError(`the functions read exactly one cluster source, but ${set.join(' and ')} are set: unset all but one, or give --kubeconfig FILE`);
+  if (set.length > 1)
+    throw new ClusterSourceError(
+      `the functions read exactly one cluster source, but ${set.join(' and ')} are set: unset all but one, or give --kubeconfig FILE`,
+    );
   const source = set[0]!;
   const keep = { ...NONE, [source]: env[source] };
-  if (source === 'KUBECONFIG') return { description: `kubeconfig ${env.KUBECONFIG} (KUBECONFIG; ${kubeconfigTarget(read, env.KUBECONFIG!)})`, env: keep };
-  if (source === 'GPU_REFLEX_KUBECONFIG_TEXT') return { description: `the kubeconfig in GPU_REFLEX_KUBECONFIG_TEXT (${describeKubeconfig(env.GPU_REFLEX_KUBECONFIG_TEXT!)})`, env: keep };
-  if (source === 'GPU_REFLEX_KUBECONFIG_PARAMETER') return { description: `the kubeconfig in Parameter Store ${env[source]} (fetched at the first delivery)`, env: keep };
-  if (source === 'GPU_REFLEX_KUBECONFIG_ACK') return { description: `ACK's kubeconfig for ${env.ACK_CLUSTER_ID ?? 'ACK_CLUSTER_ID'} (${env[source]} endpoint, fetched at the first delivery)`, env: keep };
+  if (source === 'KUBECONFIG')
+    return {
+      description: `kubeconfig ${env.KUBECONFIG} (KUBECONFIG; ${kubeconfigTarget(read, env.KUBECONFIG!)})`,
+      env: keep,
+    };
+  if (source === 'GPU_REFLEX_KUBECONFIG_TEXT')
+    return {
+      description: `the kubeconfig in GPU_REFLEX_KUBECONFIG_TEXT (${describeKubeconfig(env.GPU_REFLEX_KUBECONFIG_TEXT!)})`,
+      env: keep,
+    };
+  if (source === 'GPU_REFLEX_KUBECONFIG_PARAMETER')
+    return {
+      description: `the kubeconfig in Parameter Store ${env[source]} (fetched at the first delivery)`,
+      env: keep,
+    };
+  if (source === 'GPU_REFLEX_KUBECONFIG_ACK')
+    return {
+      description: `ACK's kubeconfig for ${env.ACK_CLUSTER_ID ?? 'ACK_CLUSTER_ID'} (${env[source]} endpoint, fetched at the first delivery)`,
+      env: keep,
+    };
   return { description: 'the service account of this pod (GPU_REFLEX_IN_CLUSTER=true)', env: keep };
 }
 
@@ -47,7 +82,9 @@ function kubeconfigTarget(read: (f: string) => string, file: string): string {
   try {
     text = read(file);
   } catch (err) {
-    throw new ClusterSourceError(`cannot read kubeconfig ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    throw new ClusterSourceError(
+      `cannot read kubeconfig ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
+    );
   }
   return describeKubeconfig(text);
 }
@@ -75,7 +112,10 @@ export function describeKubeconfig(text: string): string {
  * and dummy credentials: the local bus checks the SigV4 shape, never the secret). A session token
  * from the shell is dropped so no real credential is sent along.
  */
-export function busFunctionEnv(cluster: FunctionCluster, o: { busUrl: string; region: string; busName?: string | undefined }): Record<string, string | undefined> {
+export function busFunctionEnv(
+  cluster: FunctionCluster,
+  o: { busUrl: string; region: string; busName?: string | undefined },
+): Record<string, string | undefined> {
   return {
     ...cluster.env,
     AWS_ENDPOINT_URL_EVENTBRIDGE: o.busUrl,

@@ -13,9 +13,19 @@ const fn = (modulePath: string, exportPath: string[], timeoutSeconds = 6): Funct
 
 describe('HandlerLoader', () => {
   it.each([
-    ['a module that does not exist', './fixtures/handlers/absent', ['handler'], /handler module .*absent not found \(tried \.ts, \.mts, \.js, \.mjs\)/],
+    [
+      'a module that does not exist',
+      './fixtures/handlers/absent',
+      ['handler'],
+      /handler module .*absent not found \(tried \.ts, \.mts, \.js, \.mjs\)/,
+    ],
     ['an export that does not exist', './fixtures/handlers/record', ['nope'], /has no exported function nope/],
-    ['an export that is not a function', './fixtures/handlers/record', ['calls', 'length'], /has no exported function calls\.length/],
+    [
+      'an export that is not a function',
+      './fixtures/handlers/record',
+      ['calls', 'length'],
+      /has no exported function calls\.length/,
+    ],
   ])('reports %s as HandlerLoadError', async (_what, path, exportPath, message) => {
     const err = await new HandlerLoader().load(fn(path, exportPath)).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(HandlerLoadError);
@@ -25,7 +35,10 @@ describe('HandlerLoader', () => {
   it('invokes a middy-wrapped handler', async () => {
     const h = await new HandlerLoader().load(fn('./fixtures/handlers/middy', ['handler']));
     const ctx = lambdaContext(fn('./x', ['h']), new ManualClock(), 'r', 'a');
-    await expect(invoke(h, { source: 'gpu-reflex.node-agent' }, ctx, 6)).resolves.toEqual({ source: 'gpu-reflex.node-agent', seenBy: 'middy' });
+    await expect(invoke(h, { source: 'gpu-reflex.node-agent' }, ctx, 6)).resolves.toEqual({
+      source: 'gpu-reflex.node-agent',
+      seenBy: 'middy',
+    });
   });
 
   it('loads a TypeScript handler by its export name', async () => {
@@ -56,7 +69,16 @@ describe('lambdaContext and invoke', () => {
 
   it('fails a handler that throws synchronously', async () => {
     const ctx = lambdaContext(fn('./x', ['h']), new ManualClock(), 'r', 'a');
-    await expect(invoke(() => { throw new Error('sync'); }, {}, ctx, 1)).rejects.toThrow('sync');
+    await expect(
+      invoke(
+        () => {
+          throw new Error('sync');
+        },
+        {},
+        ctx,
+        1,
+      ),
+    ).rejects.toThrow('sync');
   });
 
   it('times out a handler that never settles, as Lambda does', async () => {

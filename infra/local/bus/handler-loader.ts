@@ -14,7 +14,11 @@ export class HandlerLoadError extends Error {
   override name = 'HandlerLoadError';
 }
 
-export type LambdaHandler = (event: unknown, context: Context, callback?: (err: unknown, result?: unknown) => void) => unknown;
+export type LambdaHandler = (
+  event: unknown,
+  context: Context,
+  callback?: (err: unknown, result?: unknown) => void,
+) => unknown;
 
 const EXTENSIONS = ['.ts', '.mts', '.js', '.mjs'];
 
@@ -27,16 +31,21 @@ export class HandlerLoader {
     if (hit) return hit;
     const file = EXTENSIONS.map((ext) => fn.modulePath + ext).find((f) => existsSync(f));
     if (!file) {
-      throw new HandlerLoadError(`function ${fn.key}: handler module ${fn.modulePath} not found (tried ${EXTENSIONS.join(', ')})`);
+      throw new HandlerLoadError(
+        `function ${fn.key}: handler module ${fn.modulePath} not found (tried ${EXTENSIONS.join(', ')})`,
+      );
     }
     let mod: unknown;
     try {
       mod = await import(pathToFileURL(file).href);
     } catch (err) {
-      throw new HandlerLoadError(`function ${fn.key}: importing ${file} failed: ${(err as Error).message}`, { cause: err });
+      throw new HandlerLoadError(`function ${fn.key}: importing ${file} failed: ${(err as Error).message}`, {
+        cause: err,
+      });
     }
     let target: unknown = mod;
-    for (const seg of fn.exportPath) target = typeof target === 'object' && target !== null ? (target as Record<string, unknown>)[seg] : undefined;
+    for (const seg of fn.exportPath)
+      target = typeof target === 'object' && target !== null ? (target as Record<string, unknown>)[seg] : undefined;
     if (typeof target !== 'function') {
       throw new HandlerLoadError(`function ${fn.key}: ${file} has no exported function ${fn.exportPath.join('.')}`);
     }
@@ -73,10 +82,18 @@ export function lambdaContext(fn: FunctionDef, clock: Clock, region: string, acc
  * handlers), failing it as Lambda does when it runs past the function timeout. The timeout is
  * wall-clock on purpose: a hung handler must not hang `drain()` whatever the injected clock says.
  */
-export function invoke(handler: LambdaHandler, event: unknown, context: Context, timeoutSeconds: number): Promise<unknown> {
+export function invoke(
+  handler: LambdaHandler,
+  event: unknown,
+  context: Context,
+  timeoutSeconds: number,
+): Promise<unknown> {
   let timer: ReturnType<typeof setTimeout> | undefined;
   const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`Task timed out after ${timeoutSeconds.toFixed(2)} seconds`)), timeoutSeconds * 1000);
+    timer = setTimeout(
+      () => reject(new Error(`Task timed out after ${timeoutSeconds.toFixed(2)} seconds`)),
+      timeoutSeconds * 1000,
+    );
     timer.unref();
   });
   return Promise.race([call(handler, event, context), timeout]).finally(() => clearTimeout(timer));
@@ -85,7 +102,8 @@ export function invoke(handler: LambdaHandler, event: unknown, context: Context,
 function call(handler: LambdaHandler, event: unknown, context: Context): Promise<unknown> {
   if (handler.length >= 3) {
     return new Promise((resolve, reject) => {
-      const cb = (err: unknown, result?: unknown) => (err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve(result));
+      const cb = (err: unknown, result?: unknown) =>
+        err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve(result);
       try {
         const r = handler(event, context, cb);
         if (r instanceof Promise) r.then(resolve, reject);

@@ -23,7 +23,11 @@ describe('Ring', () => {
 
 describe('the bus history', () => {
   it('keeps the last historySize events and dead letters and counts every one', async () => {
-    const bus = await startLocalBus({ historySize: 3, clock: new ManualClock(0), serverlessYml: new URL('./fixtures/serverless.yml', import.meta.url).pathname });
+    const bus = await startLocalBus({
+      historySize: 3,
+      clock: new ManualClock(0),
+      serverlessYml: new URL('./fixtures/serverless.yml', import.meta.url).pathname,
+    });
     try {
       for (let i = 0; i < 5; i++) {
         await bus.put([
@@ -33,7 +37,11 @@ describe('the bus history', () => {
         ]);
       }
       await bus.drain();
-      expect(bus.events.map((e) => [e['detail-type'], e.detail.i])).toEqual([['B', 3], ['A', 4], ['B', 4]]);
+      expect(bus.events.map((e) => [e['detail-type'], e.detail.i])).toEqual([
+        ['B', 3],
+        ['A', 4],
+        ['B', 4],
+      ]);
       expect(bus.counts).toEqual({ events: 10, eventsByDetailType: { A: 5, B: 5 }, deadLetters: 5 });
       expect(bus.deadLetters.map((d) => (d.event as { detail: { i: number } }).detail.i)).toEqual([2, 3, 4]);
     } finally {
@@ -42,6 +50,8 @@ describe('the bus history', () => {
   });
 
   it('refuses a bad historySize before listening', async () => {
-    await expect(startLocalBus({ historySize: -1 })).rejects.toThrow('history size must be a whole number >= 0, got -1');
+    await expect(startLocalBus({ historySize: -1 })).rejects.toThrow(
+      'history size must be a whole number >= 0, got -1',
+    );
   });
 });

@@ -16,7 +16,8 @@ export class Ring<T> {
   total = 0;
 
   constructor(readonly capacity: number) {
-    if (!Number.isSafeInteger(capacity) || capacity < 0) throw new RangeError(`history size must be a whole number >= 0, got ${capacity}`);
+    if (!Number.isSafeInteger(capacity) || capacity < 0)
+      throw new RangeError(`history size must be a whole number >= 0, got ${capacity}`);
   }
 
   push(item: T): void {

@@ -19,10 +19,20 @@ beforeEach(async () => {
 afterEach(async () => bus.close());
 
 const sdk = () =>
-  new EventBridgeClient({ endpoint: bus.url, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 1 });
+  new EventBridgeClient({
+    endpoint: bus.url,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    maxAttempts: 1,
+  });
 /** A Detail whose `xid` field holds `levels` nested arrays around 79: depth levels + 1. */
 const nested = (levels: number) => `{"xid":${'['.repeat(levels)}79${']'.repeat(levels)}}`;
-const xidEntry = (detail: string) => ({ Source: 'gpu-reflex.node-agent', DetailType: 'GPU XID Error', Detail: detail, EventBusName: 'fixture-bus' });
+const xidEntry = (detail: string) => ({
+  Source: 'gpu-reflex.node-agent',
+  DetailType: 'GPU XID Error',
+  Detail: detail,
+  EventBusName: 'fixture-bus',
+});
 
 describe('a deeply nested Detail', () => {
   it('60,000 nested arrays are refused as MalformedDetail at once, and the bus keeps serving', async () => {
@@ -33,17 +43,26 @@ describe('a deeply nested Detail', () => {
     // Generous for a loaded 2-core machine; the depth² walk took minutes.
     expect(performance.now() - started).toBeLessThan(1_000);
     expect(out.FailedEntryCount).toBe(1);
-    expect(out.Entries?.[0]).toEqual({ ErrorCode: 'MalformedDetail', ErrorMessage: `Detail is malformed: nested more than ${MAX_JSON_DEPTH} levels deep.` });
+    expect(out.Entries?.[0]).toEqual({
+      ErrorCode: 'MalformedDetail',
+      ErrorMessage: `Detail is malformed: nested more than ${MAX_JSON_DEPTH} levels deep.`,
+    });
     expect(out.Entries?.[1]?.EventId).toBeDefined();
 
     const after = await sdk().send(new PutEventsCommand({ Entries: [xidEntry('{"xid":48}')] }));
     await bus.drain();
     expect(after.FailedEntryCount).toBe(0);
-    expect(calls().filter((c) => c.fn === 'handler').map((c) => (c.event as { detail: unknown }).detail)).toEqual([{ xid: 79 }, { xid: 48 }]);
+    expect(
+      calls()
+        .filter((c) => c.fn === 'handler')
+        .map((c) => (c.event as { detail: unknown }).detail),
+    ).toEqual([{ xid: 79 }, { xid: 48 }]);
   });
 
   it(`${MAX_JSON_DEPTH} levels are accepted, matched and delivered; one more is refused`, async () => {
-    const out = await sdk().send(new PutEventsCommand({ Entries: [xidEntry(nested(MAX_JSON_DEPTH - 1)), xidEntry(nested(MAX_JSON_DEPTH))] }));
+    const out = await sdk().send(
+      new PutEventsCommand({ Entries: [xidEntry(nested(MAX_JSON_DEPTH - 1)), xidEntry(nested(MAX_JSON_DEPTH))] }),
+    );
     await bus.drain();
     expect(out.Entries?.map((e) => e.ErrorCode ?? 'ok')).toEqual(['ok', 'MalformedDetail']);
     expect(calls().filter((c) => c.fn === 'handler')).toHaveLength(1);

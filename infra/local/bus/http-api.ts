@@ -22,7 +22,14 @@ export interface HttpApiOptions {
   clock: Clock;
   region: string;
   account: string;
-  onInvoke?: (info: { routeKey: string; function: string; event: unknown; at: number; statusCode: number; error?: Error }) => void;
+  onInvoke?: (info: {
+    routeKey: string;
+    function: string;
+    event: unknown;
+    at: number;
+    statusCode: number;
+    error?: Error;
+  }) => void;
 }
 
 /** API Gateway's payload limit. */
@@ -72,12 +79,19 @@ export function apiGatewayTime(ms: number): string {
   return `${p(d.getUTCDate())}/${MONTHS[d.getUTCMonth()]}/${d.getUTCFullYear()}:${p(d.getUTCHours())}:${p(d.getUTCMinutes())}:${p(d.getUTCSeconds())} +0000`;
 }
 
-export async function startHttpApi(routes: HttpRoute[], opts: HttpApiOptions, host = '127.0.0.1', port = 0): Promise<HttpApiServer> {
+export async function startHttpApi(
+  routes: HttpRoute[],
+  opts: HttpApiOptions,
+  host = '127.0.0.1',
+  port = 0,
+): Promise<HttpApiServer> {
   const compiled = routes.map(compile).sort((a, b) => b.rank - a.rank);
   const loader = new HandlerLoader();
 
   const server = createServer((req, res) => {
-    void handle(req, res).catch((err: unknown) => send(res, 500, { 'content-type': 'application/json' }, JSON.stringify({ message: String(err) })));
+    void handle(req, res).catch((err: unknown) =>
+      send(res, 500, { 'content-type': 'application/json' }, JSON.stringify({ message: String(err) })),
+    );
   });
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -85,7 +99,8 @@ export async function startHttpApi(routes: HttpRoute[], opts: HttpApiOptions, ho
     let size = 0;
     for await (const c of req) {
       size += (c as Buffer).length;
-      if (size > MAX_PAYLOAD_BYTES) return send(res, 413, { 'content-type': 'application/json' }, '{"message":"Request Entity Too Large"}');
+      if (size > MAX_PAYLOAD_BYTES)
+        return send(res, 413, { 'content-type': 'application/json' }, '{"message":"Request Entity Too Large"}');
       chunks.push(c as Buffer);
     }
     const body = Buffer.concat(chunks);
@@ -129,7 +144,13 @@ export async function startHttpApi(routes: HttpRoute[], opts: HttpApiOptions, ho
         apiId: 'local',
         domainName: headers.host ?? 'localhost',
         domainPrefix: (headers.host ?? 'localhost').split('.')[0],
-        http: { method, path: url.pathname, protocol: `HTTP/${req.httpVersion}`, sourceIp: req.socket.remoteAddress ?? '127.0.0.1', userAgent: headers['user-agent'] ?? '' },
+        http: {
+          method,
+          path: url.pathname,
+          protocol: `HTTP/${req.httpVersion}`,
+          sourceIp: req.socket.remoteAddress ?? '127.0.0.1',
+          userAgent: headers['user-agent'] ?? '',
+        },
         requestId,
         routeKey: route.routeKey,
         stage: '$default',
@@ -140,11 +161,23 @@ export async function startHttpApi(routes: HttpRoute[], opts: HttpApiOptions, ho
       isBase64Encoded: body.length > 0 && !text,
     };
     const report = (statusCode: number, error?: Error) =>
-      opts.onInvoke?.({ routeKey: route.routeKey, function: route.fn.key, event, at: now, statusCode, ...(error ? { error } : {}) });
+      opts.onInvoke?.({
+        routeKey: route.routeKey,
+        function: route.fn.key,
+        event,
+        at: now,
+        statusCode,
+        ...(error ? { error } : {}),
+      });
     let result: unknown;
     try {
       const handler = await loader.load(route.fn);
-      result = await invoke(handler, structuredClone(event), lambdaContext(route.fn, opts.clock, opts.region, opts.account), route.fn.timeoutSeconds);
+      result = await invoke(
+        handler,
+        structuredClone(event),
+        lambdaContext(route.fn, opts.clock, opts.region, opts.account),
+        route.fn.timeoutSeconds,
+      );
     } catch (raw) {
       report(500, raw instanceof Error ? raw : new Error(String(raw)));
       return send(res, 500, { 'content-type': 'application/json' }, '{"message":"Internal Server Error"}');
@@ -174,7 +207,11 @@ interface Structured {
   isBase64Encoded?: boolean;
 }
 
-function toResponse(result: unknown): { status: number; headers: Record<string, string | string[]>; body: Buffer | string } {
+function toResponse(result: unknown): {
+  status: number;
+  headers: Record<string, string | string[]>;
+  body: Buffer | string;
+} {
   if (typeof result === 'object' && result !== null && typeof (result as Structured).statusCode === 'number') {
     const r = result as Structured;
     const headers: Record<string, string | string[]> = {};
@@ -189,7 +226,12 @@ function toResponse(result: unknown): { status: number; headers: Record<string, 
   return { status: 200, headers: { 'content-type': 'application/json' }, body };
 }
 
-function send(res: ServerResponse, status: number, headers: Record<string, string | string[]>, body: Buffer | string): void {
+function send(
+  res: ServerResponse,
+  status: number,
+  headers: Record<string, string | string[]>,
+  body: Buffer | string,
+): void {
   if (res.headersSent) return;
   res.writeHead(status, { ...headers, 'content-length': Buffer.byteLength(body), 'apigw-requestid': randomUUID() });
   res.end(body);

@@ -20,7 +20,9 @@ describe('startLocalBus', () => {
     expect(out.FailedEntryCount).toBe(1);
     expect(bus.events).toMatchObject([{ source: 'sim', time: '2026-05-01T00:00:00Z', detail: { n: 1 } }]);
     expect(bus.httpUrl).toBeUndefined();
-    await expect(bus.put([{ Source: 's', DetailType: 'd', Detail: '{}', EventBusName: 'other' }])).rejects.toBeInstanceOf(AwsRequestError);
+    await expect(
+      bus.put([{ Source: 's', DetailType: 'd', Detail: '{}', EventBusName: 'other' }]),
+    ).rejects.toBeInstanceOf(AwsRequestError);
   });
 
   it('applies setDown and failRequests to the in-process path too', async () => {
@@ -53,14 +55,17 @@ describe('startLocalBus', () => {
     expect(seen).toEqual(['fixture-test-ticker-schedule-4']);
   });
 
-  it('steps any clock with advance(ms), such as the simulated cluster\'s, through schedules', async () => {
+  it("steps any clock with advance(ms), such as the simulated cluster's, through schedules", async () => {
     let t = Date.UTC(2026, 0, 3);
     const moves: number[] = [];
     const shared = { now: () => t, advance: async (ms: number) => void moves.push((t += ms)) };
     calls().length = 0;
     bus = await startLocalBus({ serverlessYml: FIXTURE, clock: shared });
     await bus.advance(11 * 60_000);
-    expect(calls().map((c) => (c.event as { time?: string }).time)).toEqual(['2026-01-03T00:05:00Z', '2026-01-03T00:10:00Z']);
+    expect(calls().map((c) => (c.event as { time?: string }).time)).toEqual([
+      '2026-01-03T00:05:00Z',
+      '2026-01-03T00:10:00Z',
+    ]);
     expect(moves.map((m) => new Date(m).toISOString().slice(11, 16))).toEqual(['00:05', '00:10', '00:11']);
   });
 

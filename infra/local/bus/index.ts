@@ -95,7 +95,12 @@ export async function startLocalBus(opts: LocalBusOptions = {}): Promise<LocalBu
   const region = opts.region ?? 'us-east-1';
   const account = opts.account ?? '000000000000';
   const table = opts.serverlessYml
-    ? loadRoutingTable(opts.serverlessYml, { region, account, env: opts.env ?? process.env, ...(opts.stage ? { stage: opts.stage } : {}) })
+    ? loadRoutingTable(opts.serverlessYml, {
+        region,
+        account,
+        env: opts.env ?? process.env,
+        ...(opts.stage ? { stage: opts.stage } : {}),
+      })
     : undefined;
   const buses = new Set<string>([...(opts.busName ? [opts.busName] : []), ...(table?.buses ?? [])]);
   const timers = new TimerQueue();
@@ -110,7 +115,13 @@ export async function startLocalBus(opts: LocalBusOptions = {}): Promise<LocalBu
     ...(opts.historySize !== undefined ? { historySize: opts.historySize } : {}),
   });
   const ingest = new PutEventsIngest(
-    { account, region, busNames: () => buses, now: () => clock.now(), ...(opts.historySize !== undefined ? { historySize: opts.historySize } : {}) },
+    {
+      account,
+      region,
+      busNames: () => buses,
+      now: () => clock.now(),
+      ...(opts.historySize !== undefined ? { historySize: opts.historySize } : {}),
+    },
     (e) => router.route(e),
   );
   armSchedules(table?.schedules ?? [], { clock, timers, router, region, account });
@@ -125,10 +136,12 @@ export async function startLocalBus(opts: LocalBusOptions = {}): Promise<LocalBu
       else router.report('delivered', { ...info, result: { statusCode } });
     };
     // A taken httpPort must not leave the PutEvents server running behind the error.
-    http = await startHttpApi(table.routes, { clock, region, account, onInvoke }, host, opts.httpPort ?? 0).catch(async (err: unknown) => {
-      await server.close();
-      throw err;
-    });
+    http = await startHttpApi(table.routes, { clock, region, account, onInvoke }, host, opts.httpPort ?? 0).catch(
+      async (err: unknown) => {
+        await server.close();
+        throw err;
+      },
+    );
   }
   const ticker = isSteppable(clock) ? undefined : setInterval(() => timers.runDue(clock.now()), 200);
   ticker?.unref();
@@ -149,17 +162,23 @@ export async function startLocalBus(opts: LocalBusOptions = {}): Promise<LocalBu
       return router.deadLetters;
     },
     get counts() {
-      return { events: ingest.acceptedCount, eventsByDetailType: Object.fromEntries(ingest.countsByDetailType), deadLetters: router.deadLetterCount };
+      return {
+        events: ingest.acceptedCount,
+        eventsByDetailType: Object.fromEntries(ingest.countsByDetailType),
+        deadLetters: router.deadLetterCount,
+      };
     },
     // The in-process path sees the same injected faults as HTTP callers.
     put: async (entries) => {
-      if (server.down) throw Object.assign(new Error('connect ECONNREFUSED: the local bus is down'), { code: 'ECONNREFUSED' });
+      if (server.down)
+        throw Object.assign(new Error('connect ECONNREFUSED: the local bus is down'), { code: 'ECONNREFUSED' });
       const injected = server.takeInjectedFailure();
       if (injected) throw injected;
       return ingest.put({ Entries: entries });
     },
     async advance(ms) {
-      if (!isSteppable(clock)) throw new Error('advance() needs a ManualClock (or a clock with advance(ms)); this bus runs on real time');
+      if (!isSteppable(clock))
+        throw new Error('advance() needs a ManualClock (or a clock with advance(ms)); this bus runs on real time');
       if (!(ms >= 0)) throw new RangeError(`advance(ms): ms must be >= 0, got ${ms}`);
       const c: SteppableClock = clock;
       const target = c.now() + ms;

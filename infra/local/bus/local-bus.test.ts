@@ -21,7 +21,12 @@ beforeEach(async () => {
 afterEach(async () => bus.close());
 
 const sdk = () =>
-  new EventBridgeClient({ endpoint: bus.url, region: 'us-east-1', credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, maxAttempts: 1 });
+  new EventBridgeClient({
+    endpoint: bus.url,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    maxAttempts: 1,
+  });
 const entry = (source: string, detailType: string, detail: object) => ({
   Source: source,
   DetailType: detailType,
@@ -46,7 +51,13 @@ describe('events published with the real SDK', () => {
     expect(delivered[0]).toMatchObject({
       functionName: 'fixture-test-record',
       remainingMs: 6000,
-      event: { id: out.Entries?.[0]?.EventId, source: 'gpu-reflex.node-agent', 'detail-type': 'GPU XID Error', detail: { xid: 79 }, time: '2026-01-02T11:50:00Z' },
+      event: {
+        id: out.Entries?.[0]?.EventId,
+        source: 'gpu-reflex.node-agent',
+        'detail-type': 'GPU XID Error',
+        detail: { xid: 79 },
+        time: '2026-01-02T11:50:00Z',
+      },
     });
     expect(bus.events).toHaveLength(2);
   });
@@ -60,7 +71,12 @@ describe('events published with the real SDK', () => {
   it('are not routed when failNext fails their entry, and the SDK sees a partial failure', async () => {
     bus.failNext(1, { code: 'ThrottlingException' });
     const out = await sdk().send(
-      new PutEventsCommand({ Entries: [entry('gpu-reflex.node-agent', 'GPU XID Error', { n: 1 }), entry('gpu-reflex.node-agent', 'GPU XID Error', { n: 2 })] }),
+      new PutEventsCommand({
+        Entries: [
+          entry('gpu-reflex.node-agent', 'GPU XID Error', { n: 1 }),
+          entry('gpu-reflex.node-agent', 'GPU XID Error', { n: 2 }),
+        ],
+      }),
     );
     await bus.drain();
     expect(out.FailedEntryCount).toBe(1);
@@ -72,12 +88,18 @@ describe('events published with the real SDK', () => {
     bus.setDown(true);
     await expect(sdk().send(new PutEventsCommand({ Entries: [entry('a', 'b', {})] }))).rejects.toThrow();
     bus.setDown(false);
-    await expect(sdk().send(new PutEventsCommand({ Entries: [entry('a', 'b', {})] }))).resolves.toMatchObject({ FailedEntryCount: 0 });
+    await expect(sdk().send(new PutEventsCommand({ Entries: [entry('a', 'b', {})] }))).resolves.toMatchObject({
+      FailedEntryCount: 0,
+    });
   });
 
   it('accept the buses serverless.yml declares and refuse others', async () => {
-    await expect(bus.put([{ ...entry('a', 'b', {}), EventBusName: 'default' }])).resolves.toMatchObject({ FailedEntryCount: 0 });
-    await expect(bus.put([{ ...entry('a', 'b', {}), EventBusName: 'elsewhere' }])).rejects.toMatchObject({ code: 'ResourceNotFoundException' });
+    await expect(bus.put([{ ...entry('a', 'b', {}), EventBusName: 'default' }])).resolves.toMatchObject({
+      FailedEntryCount: 0,
+    });
+    await expect(bus.put([{ ...entry('a', 'b', {}), EventBusName: 'elsewhere' }])).rejects.toMatchObject({
+      code: 'ResourceNotFoundException',
+    });
   });
 });
 
@@ -128,7 +150,12 @@ describe('retries and dead letters on the virtual clock', () => {
     await bus.put([entry('fixture.ghost', 'Boo', {})]);
     await bus.advance(60_000);
     expect(bus.deadLetters).toHaveLength(1);
-    expect(bus.deadLetters[0]).toMatchObject({ reason: 'not-retryable', errorName: 'HandlerLoadError', attempts: 1, function: 'ghost' });
+    expect(bus.deadLetters[0]).toMatchObject({
+      reason: 'not-retryable',
+      errorName: 'HandlerLoadError',
+      attempts: 1,
+      function: 'ghost',
+    });
     expect(bus.deadLetters[0]?.errorMessage).toMatch(/handler module .*handlers\/not-written-yet not found/);
     await bus.put([entry('gpu-reflex.node-agent', 'GPU XID Error', {})]);
     await bus.drain();
@@ -143,7 +170,12 @@ describe('schedules on the virtual clock', () => {
     await bus.advance(4 * 60_000 + 59_999);
     expect(fired).toEqual([]);
     await bus.advance(15 * 60_000 + 1);
-    expect(fired.map((f) => [f.at, (f.event as { 'detail-type'?: string; kind?: string })['detail-type'] ?? (f.event as { kind: string }).kind])).toEqual([
+    expect(
+      fired.map((f) => [
+        f.at,
+        (f.event as { 'detail-type'?: string; kind?: string })['detail-type'] ?? (f.event as { kind: string }).kind,
+      ]),
+    ).toEqual([
       ['11:55', 'Scheduled Event'],
       ['12:00', 'noon'],
       ['12:00', 'Scheduled Event'],
@@ -204,7 +236,11 @@ describe('httpApi routes', () => {
   });
 
   it('base64-encode a form body, as API Gateway does', async () => {
-    await fetch(`${bus.httpUrl}/chat/teams`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: 'a=b' });
+    await fetch(`${bus.httpUrl}/chat/teams`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: 'a=b',
+    });
     expect(calls()[0]?.event).toMatchObject({ body: Buffer.from('a=b').toString('base64'), isBase64Encoded: true });
   });
 
@@ -243,7 +279,10 @@ describe('httpApi routes', () => {
 describe('the routing table', () => {
   it('lists what serverless.yml holds that the bus does not serve', () => {
     expect(bus.table?.warnings).toEqual(['functions.legacy.events[0]: sqs events are not served by the local bus']);
-    expect(bus.table?.schedules.map((s) => s.schedule.expression)).toEqual(['rate(5 minutes)', 'cron(0 12 ? * MON-FRI *)']);
+    expect(bus.table?.schedules.map((s) => s.schedule.expression)).toEqual([
+      'rate(5 minutes)',
+      'cron(0 12 ? * MON-FRI *)',
+    ]);
     expect(bus.table?.stage).toBe('test');
   });
 });

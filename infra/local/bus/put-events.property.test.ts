@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { AwsRequestError } from './errors.ts';
 import { entrySize, MAX_REQUEST_BYTES, PutEventsIngest } from './put-events.ts';
 
-const ingest = () => new PutEventsIngest({ account: '000000000000', region: 'us-east-1', busNames: () => ['b'], now: () => 0 }, () => {});
+const ingest = () =>
+  new PutEventsIngest({ account: '000000000000', region: 'us-east-1', busNames: () => ['b'], now: () => 0 }, () => {});
 
 const entry = fc.record(
   {

@@ -139,7 +139,10 @@ export class PutEventsIngest {
     };
     const accepted = { busName: busNameOf(entry.EventBusName), envelope };
     this.history.push(accepted);
-    this.countsByDetailType.set(envelope['detail-type'], (this.countsByDetailType.get(envelope['detail-type']) ?? 0) + 1);
+    this.countsByDetailType.set(
+      envelope['detail-type'],
+      (this.countsByDetailType.get(envelope['detail-type']) ?? 0) + 1,
+    );
     this.onAccepted(accepted);
     return { EventId: envelope.id };
   }
@@ -174,10 +177,16 @@ export function busNameOf(nameOrArn: string | undefined): string {
 }
 
 function invalidArgument(field: string, reason: string): EntryFailure {
-  return { ErrorCode: 'InvalidArgument' satisfies EntryErrorCode, ErrorMessage: `Parameter ${field} is not valid. Reason: ${reason}` };
+  return {
+    ErrorCode: 'InvalidArgument' satisfies EntryErrorCode,
+    ErrorMessage: `Parameter ${field} is not valid. Reason: ${reason}`,
+  };
 }
 
-const MALFORMED_DETAIL = { ErrorCode: 'MalformedDetail' satisfies EntryErrorCode, ErrorMessage: 'Detail is malformed.' };
+const MALFORMED_DETAIL = {
+  ErrorCode: 'MalformedDetail' satisfies EntryErrorCode,
+  ErrorMessage: 'Detail is malformed.',
+};
 
 /** Per-entry checks in the order AWS reports them; the parsed Detail when the entry is acceptable. */
 function checkEntry(e: PutEventsRequestEntry): EntryFailure | { detail: Record<string, unknown> } {
@@ -205,7 +214,10 @@ function checkEntry(e: PutEventsRequestEntry): EntryFailure | { detail: Record<s
   // Depth is measured before parsing, in one pass: everything after (matching, cloning for
   // delivery, JSON.stringify in logs and reports) may then walk the detail without risk.
   if (jsonTextDepth(e.Detail as string) > MAX_JSON_DEPTH) {
-    return { ErrorCode: 'MalformedDetail', ErrorMessage: `Detail is malformed: nested more than ${MAX_JSON_DEPTH} levels deep.` };
+    return {
+      ErrorCode: 'MalformedDetail',
+      ErrorMessage: `Detail is malformed: nested more than ${MAX_JSON_DEPTH} levels deep.`,
+    };
   }
   // Detail must be a JSON object: arrays, scalars and broken JSON are all "malformed".
   let detail: unknown;

@@ -1,6 +1,14 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { afterEach, describe, expect, it } from 'vitest';
-import { APPROVAL_DECIDED, CATALOG, EventEnvelopeSchema, GPU_HEALTH_CHANGED, GPU_INVENTORY, GPU_XID_ERROR, SOURCES } from '../../../events/index.ts';
+import {
+  APPROVAL_DECIDED,
+  CATALOG,
+  EventEnvelopeSchema,
+  GPU_HEALTH_CHANGED,
+  GPU_INVENTORY,
+  GPU_XID_ERROR,
+  SOURCES,
+} from '../../../events/index.ts';
 import { matchesPattern } from '../../../events/pattern.ts';
 import { ManualClock, startLocalBus, type LocalBus } from './index.ts';
 import { HandlerLoader } from './handler-loader.ts';
@@ -31,39 +39,75 @@ describe('serverless.yml at the repository root', () => {
     expect(table.warnings).toEqual([]);
   });
 
-  it.each(CATALOG.map((e) => [e.slug, e]))('the remediate pattern routes the %s example exactly when it is an agent XID or health event', (slug, entry) => {
-    const example: unknown = JSON.parse(readFileSync(new URL(`../../../events/catalog/${slug}.example.json`, import.meta.url), 'utf8'));
-    const wanted = entry.source === SOURCES.agent && (entry.detailType === GPU_XID_ERROR || entry.detailType === GPU_HEALTH_CHANGED);
-    expect(matchesPattern(remediate?.pattern, example)).toBe(wanted);
-  });
+  it.each(CATALOG.map((e) => [e.slug, e]))(
+    'the remediate pattern routes the %s example exactly when it is an agent XID or health event',
+    (slug, entry) => {
+      const example: unknown = JSON.parse(
+        readFileSync(new URL(`../../../events/catalog/${slug}.example.json`, import.meta.url), 'utf8'),
+      );
+      const wanted =
+        entry.source === SOURCES.agent &&
+        (entry.detailType === GPU_XID_ERROR || entry.detailType === GPU_HEALTH_CHANGED);
+      expect(matchesPattern(remediate?.pattern, example)).toBe(wanted);
+    },
+  );
 });
 
 describe('the remediate-approve rule', () => {
   const approve = table.eventRules.find((r) => r.fn.key === 'remediate-approve');
-  it.each(CATALOG.map((e) => [e.slug, e]))('routes the %s example exactly when it is an Approval Decided from chat (or the CLI)', (slug, entry) => {
-    const example: unknown = JSON.parse(readFileSync(new URL(`../../../events/catalog/${slug}.example.json`, import.meta.url), 'utf8'));
-    expect(approve).toMatchObject({ busName: 'gpu-reflex-dev', retryPolicy: { maximumRetryAttempts: 8, maximumEventAgeSeconds: 3600 }, deadLetterQueueArn: 'RemediateApproveDlq.Arn' });
-    expect(matchesPattern(approve?.pattern, example)).toBe(entry.detailType === APPROVAL_DECIDED);
-  });
+  it.each(CATALOG.map((e) => [e.slug, e]))(
+    'routes the %s example exactly when it is an Approval Decided from chat (or the CLI)',
+    (slug, entry) => {
+      const example: unknown = JSON.parse(
+        readFileSync(new URL(`../../../events/catalog/${slug}.example.json`, import.meta.url), 'utf8'),
+      );
+      expect(approve).toMatchObject({
+        busName: 'gpu-reflex-dev',
+        retryPolicy: { maximumRetryAttempts: 8, maximumEventAgeSeconds: 3600 },
+        deadLetterQueueArn: 'RemediateApproveDlq.Arn',
+      });
+      expect(matchesPattern(approve?.pattern, example)).toBe(entry.detailType === APPROVAL_DECIDED);
+    },
+  );
 });
 
 describe('the rewrite-quotas rule', () => {
   const rule = table.eventRules.find((r) => r.fn.key === 'rewrite-quotas');
   const capacity = new Set(['Remediation', 'GPU Pool Scaled', 'MIG Layout Change']);
-  it.each(CATALOG.map((e) => [e.slug, e]))('routes the %s example exactly when it says capacity may have changed', (slug, entry) => {
-    const example: unknown = JSON.parse(readFileSync(new URL(`../../../events/catalog/${slug}.example.json`, import.meta.url), 'utf8'));
-    expect(rule).toMatchObject({ busName: 'gpu-reflex-dev', retryPolicy: { maximumRetryAttempts: 2, maximumEventAgeSeconds: 600 } });
-    expect(matchesPattern(rule?.pattern, example)).toBe(entry.source === SOURCES.functions && capacity.has(entry.detailType));
-  });
+  it.each(CATALOG.map((e) => [e.slug, e]))(
+    'routes the %s example exactly when it says capacity may have changed',
+    (slug, entry) => {
+      const example: unknown = JSON.parse(
+        readFileSync(new URL(`../../../events/catalog/${slug}.example.json`, import.meta.url), 'utf8'),
+      );
+      expect(rule).toMatchObject({
+        busName: 'gpu-reflex-dev',
+        retryPolicy: { maximumRetryAttempts: 2, maximumEventAgeSeconds: 600 },
+      });
+      expect(matchesPattern(rule?.pattern, example)).toBe(
+        entry.source === SOURCES.functions && capacity.has(entry.detailType),
+      );
+    },
+  );
 });
 
 describe('the label-nodes rule', () => {
   const rule = table.eventRules.find((r) => r.fn.key === 'label-nodes');
-  it.each(CATALOG.map((e) => [e.slug, e]))('routes the %s example exactly when it is an agent GPU Inventory', (slug, entry) => {
-    const example: unknown = JSON.parse(readFileSync(new URL(`../../../events/catalog/${slug}.example.json`, import.meta.url), 'utf8'));
-    expect(rule).toMatchObject({ busName: 'gpu-reflex-dev', retryPolicy: { maximumRetryAttempts: 4, maximumEventAgeSeconds: 900 } });
-    expect(matchesPattern(rule?.pattern, example)).toBe(entry.source === SOURCES.agent && entry.detailType === GPU_INVENTORY);
-  });
+  it.each(CATALOG.map((e) => [e.slug, e]))(
+    'routes the %s example exactly when it is an agent GPU Inventory',
+    (slug, entry) => {
+      const example: unknown = JSON.parse(
+        readFileSync(new URL(`../../../events/catalog/${slug}.example.json`, import.meta.url), 'utf8'),
+      );
+      expect(rule).toMatchObject({
+        busName: 'gpu-reflex-dev',
+        retryPolicy: { maximumRetryAttempts: 4, maximumEventAgeSeconds: 900 },
+      });
+      expect(matchesPattern(rule?.pattern, example)).toBe(
+        entry.source === SOURCES.agent && entry.detailType === GPU_INVENTORY,
+      );
+    },
+  );
 });
 
 describe('the local bus on the root serverless.yml', () => {
@@ -83,7 +127,14 @@ describe('the local bus on the root serverless.yml', () => {
     const delivered: string[] = [];
     bus.on('delivered', ({ function: f }) => delivered.push(f));
     bus.on('failed', ({ function: f }) => delivered.push(f));
-    await bus.put([{ Source: 'gpu-reflex.node-agent', DetailType: 'GPU Utilization Summary', Detail: '{"node":"gpu-node-1"}', EventBusName: 'gpu-reflex-dev' }]);
+    await bus.put([
+      {
+        Source: 'gpu-reflex.node-agent',
+        DetailType: 'GPU Utilization Summary',
+        Detail: '{"node":"gpu-node-1"}',
+        EventBusName: 'gpu-reflex-dev',
+      },
+    ]);
     await bus.drain();
     expect(delivered).toEqual([]);
     expect(bus.events).toHaveLength(1);

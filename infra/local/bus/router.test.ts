@@ -67,7 +67,12 @@ describe('Router', () => {
   it('dead-letters when the next retry would pass maximumEventAge', async () => {
     const clock = new ManualClock(Date.UTC(2026, 0, 1));
     const timers = new TimerQueue();
-    const router = new Router([rule({ retryPolicy: { maximumRetryAttempts: 185, maximumEventAgeSeconds: 60 } })], { clock, timers, region: 'r', account: 'a' });
+    const router = new Router([rule({ retryPolicy: { maximumRetryAttempts: 185, maximumEventAgeSeconds: 60 } })], {
+      clock,
+      timers,
+      region: 'r',
+      account: 'a',
+    });
     const dead: DeadLetter[] = [];
     router.on('dead-lettered', (d) => dead.push(d));
     const start = clock.now();
@@ -84,7 +89,12 @@ describe('Router', () => {
   it('never retries when maximumRetryAttempts is 0', async () => {
     const clock = new ManualClock();
     const timers = new TimerQueue();
-    const router = new Router([rule({ retryPolicy: { maximumRetryAttempts: 0, maximumEventAgeSeconds: 60 } })], { clock, timers, region: 'r', account: 'a' });
+    const router = new Router([rule({ retryPolicy: { maximumRetryAttempts: 0, maximumEventAgeSeconds: 60 } })], {
+      clock,
+      timers,
+      region: 'r',
+      account: 'a',
+    });
     router.route({ busName: 'b', envelope: envelope('no-retries', 1) });
     await router.drain();
     expect(timers.size).toBe(0);
@@ -93,7 +103,12 @@ describe('Router', () => {
 
   it('routes only events on the rule bus that match its pattern', async () => {
     const clock = new ManualClock();
-    const router = new Router([rule({ fn: fixtureFn('handler') })], { clock, timers: new TimerQueue(), region: 'r', account: 'a' });
+    const router = new Router([rule({ fn: fixtureFn('handler') })], {
+      clock,
+      timers: new TimerQueue(),
+      region: 'r',
+      account: 'a',
+    });
     const seen: string[] = [];
     router.on('delivered', ({ event }) => seen.push((event as { id: string }).id));
     router.route({ busName: 'b', envelope: envelope('match', 0) });
@@ -105,7 +120,12 @@ describe('Router', () => {
 
   it('gives each delivery its own copy, so a handler cannot change what is retried', async () => {
     const clock = new ManualClock();
-    const router = new Router([rule({ fn: fixtureFn('handler') })], { clock, timers: new TimerQueue(), region: 'r', account: 'a' });
+    const router = new Router([rule({ fn: fixtureFn('handler') })], {
+      clock,
+      timers: new TimerQueue(),
+      region: 'r',
+      account: 'a',
+    });
     const ev = envelope('e', 0);
     router.on('delivered', ({ event }) => ((event as { detail: { failures: number } }).detail.failures = 42));
     router.route({ busName: 'b', envelope: ev });
@@ -114,7 +134,15 @@ describe('Router', () => {
   });
 
   it('refuses at startup a pattern EventBridge would refuse, naming the rule', () => {
-    expect(() => new Router([rule({ name: 'bad-rule', pattern: { source: 'not-an-array' } })], { clock: new ManualClock(), timers: new TimerQueue(), region: 'r', account: 'a' })).toThrow(/rule bad-rule/);
+    expect(
+      () =>
+        new Router([rule({ name: 'bad-rule', pattern: { source: 'not-an-array' } })], {
+          clock: new ManualClock(),
+          timers: new TimerQueue(),
+          region: 'r',
+          account: 'a',
+        }),
+    ).toThrow(/rule bad-rule/);
   });
 
   it('jitters reproducibly for a given seed', () => {
@@ -146,7 +174,12 @@ describe('Router listeners', () => {
 
   it('delivers an event routed while the previous delivery is finishing', async () => {
     const clock = new ManualClock();
-    const router = new Router([rule({ fn: fixtureFn('handler') })], { clock, timers: new TimerQueue(), region: 'r', account: 'a' });
+    const router = new Router([rule({ fn: fixtureFn('handler') })], {
+      clock,
+      timers: new TimerQueue(),
+      region: 'r',
+      account: 'a',
+    });
     const seen: string[] = [];
     router.on('delivered', ({ event }) => {
       const id = (event as { id: string }).id;
@@ -165,7 +198,13 @@ describe('Router listeners', () => {
 describe('Router dead-letter file', () => {
   it('creates the folder of the dead-letter file', async () => {
     const dlqPath = join(mkdtempSync(join(tmpdir(), 'dlq-')), 'nested', 'dir', 'dlq.jsonl');
-    const router = new Router([rule({ fn: { ...fixtureFn('handler'), modulePath: '/nowhere/handler' } })], { clock: new ManualClock(), timers: new TimerQueue(), region: 'r', account: 'a', dlqPath });
+    const router = new Router([rule({ fn: { ...fixtureFn('handler'), modulePath: '/nowhere/handler' } })], {
+      clock: new ManualClock(),
+      timers: new TimerQueue(),
+      region: 'r',
+      account: 'a',
+      dlqPath,
+    });
     router.route({ busName: 'b', envelope: envelope('lost', 0) });
     await router.drain();
     expect(JSON.parse(readFileSync(dlqPath, 'utf8'))).toMatchObject({ reason: 'not-retryable', event: { id: 'lost' } });
@@ -173,27 +212,46 @@ describe('Router dead-letter file', () => {
 });
 
 describe('Router concurrency', () => {
-  const overlapState = () => ((globalThis as { __localBusOverlap?: { now: number; max: number } }).__localBusOverlap ??= { now: 0, max: 0 });
+  const overlapState = () =>
+    ((globalThis as { __localBusOverlap?: { now: number; max: number } }).__localBusOverlap ??= { now: 0, max: 0 });
 
   it.each([
     [undefined, 1],
     [1, 1],
     [3, 3],
     [50, 7],
-  ])('with concurrency %s runs at most %i deliveries at once and delivers all of them', async (concurrency, expectedMax) => {
-    const s = overlapState();
-    s.now = 0;
-    s.max = 0;
-    const router = new Router([rule({ fn: fixtureFn('overlap') })], { clock: new ManualClock(), timers: new TimerQueue(), region: 'r', account: 'a', ...(concurrency ? { concurrency } : {}) });
-    const delivered: string[] = [];
-    router.on('delivered', ({ event }) => delivered.push((event as { id: string }).id));
-    for (let i = 0; i < 7; i++) router.route({ busName: 'b', envelope: envelope(`e${i}`, 0) });
-    await router.drain();
-    expect(s.max).toBe(expectedMax);
-    expect(delivered.sort()).toEqual(['e0', 'e1', 'e2', 'e3', 'e4', 'e5', 'e6']);
-  });
+  ])(
+    'with concurrency %s runs at most %i deliveries at once and delivers all of them',
+    async (concurrency, expectedMax) => {
+      const s = overlapState();
+      s.now = 0;
+      s.max = 0;
+      const router = new Router([rule({ fn: fixtureFn('overlap') })], {
+        clock: new ManualClock(),
+        timers: new TimerQueue(),
+        region: 'r',
+        account: 'a',
+        ...(concurrency ? { concurrency } : {}),
+      });
+      const delivered: string[] = [];
+      router.on('delivered', ({ event }) => delivered.push((event as { id: string }).id));
+      for (let i = 0; i < 7; i++) router.route({ busName: 'b', envelope: envelope(`e${i}`, 0) });
+      await router.drain();
+      expect(s.max).toBe(expectedMax);
+      expect(delivered.sort()).toEqual(['e0', 'e1', 'e2', 'e3', 'e4', 'e5', 'e6']);
+    },
+  );
 
   it('refuses a concurrency that is not a positive integer', () => {
-    expect(() => new Router([], { clock: new ManualClock(), timers: new TimerQueue(), region: 'r', account: 'a', concurrency: 0 })).toThrow(/concurrency must be a positive integer/);
+    expect(
+      () =>
+        new Router([], {
+          clock: new ManualClock(),
+          timers: new TimerQueue(),
+          region: 'r',
+          account: 'a',
+          concurrency: 0,
+        }),
+    ).toThrow(/concurrency must be a positive integer/);
   });
 });

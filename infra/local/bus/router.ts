@@ -88,7 +88,8 @@ export class Router extends EventEmitter<DeliveryEvents> {
     this.letters = new Ring(opts.historySize ?? DEFAULT_HISTORY_SIZE);
     this.random = opts.random ?? mulberry32(1);
     this.concurrency = opts.concurrency ?? 1;
-    if (!Number.isInteger(this.concurrency) || this.concurrency < 1) throw new RangeError(`concurrency must be a positive integer, got ${opts.concurrency}`);
+    if (!Number.isInteger(this.concurrency) || this.concurrency < 1)
+      throw new RangeError(`concurrency must be a positive integer, got ${opts.concurrency}`);
     if (opts.dlqPath) mkdirSync(dirname(opts.dlqPath), { recursive: true });
   }
 
@@ -203,7 +204,9 @@ export class Router extends EventEmitter<DeliveryEvents> {
       try {
         appendFileSync(this.opts.dlqPath, JSON.stringify(letter) + '\n');
       } catch (err) {
-        this.pendingError ??= new Error(`writing dead letter to ${this.opts.dlqPath}: ${(err as Error).message}`, { cause: err });
+        this.pendingError ??= new Error(`writing dead letter to ${this.opts.dlqPath}: ${(err as Error).message}`, {
+          cause: err,
+        });
       }
     }
     this.report('dead-lettered', letter);

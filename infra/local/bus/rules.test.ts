@@ -40,7 +40,10 @@ functions:
           eventBus: \${env:NOPE, self:custom.bus}
           pattern: \${file(./p/many.yml):rules.second}
 `,
-      { 'p/one.json': '{"source":["one"]}', 'p/many.yml': 'rules:\n  second:\n    source: [two]\n    detail:\n      stage: ["${sls:stage}"]\n' },
+      {
+        'p/one.json': '{"source":["one"]}',
+        'p/many.yml': 'rules:\n  second:\n    source: [two]\n    detail:\n      stage: ["${sls:stage}"]\n',
+      },
     );
     const t = loadRoutingTable(yml, ctx);
     expect(t.stage).toBe('qa');
@@ -58,11 +61,31 @@ functions:
   });
 
   it.each([
-    ['an unsupported source in a field the bus reads', fnWith('      - eventBridge:\n          pattern: ${ssm:/x}\n'), /functions\.f\.events\[0\]\.eventBridge\.pattern: variable \$\{ssm:\/x\} is not supported/],
-    ['a missing file', fnWith('      - eventBridge:\n          pattern: ${file(./nope.json)}\n'), /\$\{file\(\.\/nope\.json\)\}: ENOENT/],
-    ['a missing key in a file', fnWith('      - eventBridge:\n          pattern: ${file(./p.yml):absent}\n'), /has no such key/],
-    ['a variable that resolves to nothing', fnWith('      - eventBridge:\n          pattern: ${env:NOPE}\n'), /\$\{env:NOPE\} resolves to nothing/],
-    ['a self-reference cycle', `service: svc\ncustom:\n  a: \${self:custom.b}\n  b: \${self:custom.a}\nfunctions:\n  f:\n    handler: src/f.main\n    name: \${self:custom.a}\n`, /nest too deeply/],
+    [
+      'an unsupported source in a field the bus reads',
+      fnWith('      - eventBridge:\n          pattern: ${ssm:/x}\n'),
+      /functions\.f\.events\[0\]\.eventBridge\.pattern: variable \$\{ssm:\/x\} is not supported/,
+    ],
+    [
+      'a missing file',
+      fnWith('      - eventBridge:\n          pattern: ${file(./nope.json)}\n'),
+      /\$\{file\(\.\/nope\.json\)\}: ENOENT/,
+    ],
+    [
+      'a missing key in a file',
+      fnWith('      - eventBridge:\n          pattern: ${file(./p.yml):absent}\n'),
+      /has no such key/,
+    ],
+    [
+      'a variable that resolves to nothing',
+      fnWith('      - eventBridge:\n          pattern: ${env:NOPE}\n'),
+      /\$\{env:NOPE\} resolves to nothing/,
+    ],
+    [
+      'a self-reference cycle',
+      `service: svc\ncustom:\n  a: \${self:custom.b}\n  b: \${self:custom.a}\nfunctions:\n  f:\n    handler: src/f.main\n    name: \${self:custom.a}\n`,
+      /nest too deeply/,
+    ],
   ])('rejects %s, naming where', (_what, yml, message) => {
     const path = service(yml, { 'p.yml': 'present: 1\n' });
     expect(() => loadRoutingTable(path, ctx)).toThrow(ServerlessConfigError);
@@ -81,8 +104,20 @@ describe('events', () => {
   });
 
   it('turns handler strings into a module path and export path', () => {
-    const t = loadRoutingTable(service('service: svc\nfunctions:\n  f:\n    handler: functions/remediate/handler.handler\n  g:\n    handler: a.b.c\n'), ctx);
-    expect(t.functions.map((f) => [f.modulePath.endsWith('/functions/remediate/handler'), f.exportPath, f.name, f.timeoutSeconds])).toEqual([
+    const t = loadRoutingTable(
+      service(
+        'service: svc\nfunctions:\n  f:\n    handler: functions/remediate/handler.handler\n  g:\n    handler: a.b.c\n',
+      ),
+      ctx,
+    );
+    expect(
+      t.functions.map((f) => [
+        f.modulePath.endsWith('/functions/remediate/handler'),
+        f.exportPath,
+        f.name,
+        f.timeoutSeconds,
+      ]),
+    ).toEqual([
       [true, ['handler'], 'svc-dev-f', 6],
       [false, ['b', 'c'], 'svc-dev-g', 6],
     ]);
@@ -107,18 +142,60 @@ describe('events', () => {
   });
 
   it.each([
-    ['a bad handler string', 'service: svc\nfunctions:\n  f:\n    handler: nodot\n', /functions\.f\.handler: must look like path\/to\/file\.exportName/],
-    ['a bad rate', fnWith('      - schedule: rate(1 minutes)\n'), /functions\.f\.events\[0\]\.schedule: rate expression "rate\(1 minutes\)": use the singular unit/],
+    [
+      'a bad handler string',
+      'service: svc\nfunctions:\n  f:\n    handler: nodot\n',
+      /functions\.f\.handler: must look like path\/to\/file\.exportName/,
+    ],
+    [
+      'a bad rate',
+      fnWith('      - schedule: rate(1 minutes)\n'),
+      /functions\.f\.events\[0\]\.schedule: rate expression "rate\(1 minutes\)": use the singular unit/,
+    ],
     ['a bad cron', fnWith('      - schedule: cron(0 10 * * * *)\n'), /exactly one of Day-of-month and Day-of-week/],
-    ['a schedule time zone', fnWith('      - schedule:\n          rate: cron(0 10 * * ? *)\n          timezone: Europe/Paris\n'), /timezone: time zones are not supported/],
-    ['a retry policy beyond AWS limits', fnWith('      - eventBridge:\n          pattern: { source: [a] }\n          retryPolicy: { maximumRetryAttempts: 186 }\n'), /retryPolicy\.maximumRetryAttempts/],
-    ['an event age below 60 s', fnWith('      - eventBridge:\n          pattern: { source: [a] }\n          retryPolicy: { maximumEventAge: 59 }\n'), /retryPolicy\.maximumEventAge/],
-    ['both pattern and schedule', fnWith('      - eventBridge:\n          pattern: { source: [a] }\n          schedule: rate(1 hour)\n'), /exactly one of pattern and schedule/],
-    ['a bus Ref to something that is not a bus', fnWith('      - eventBridge:\n          eventBus: !Ref Nope\n          pattern: { source: [a] }\n'), /eventBus: expected a bus name/],
+    [
+      'a schedule time zone',
+      fnWith('      - schedule:\n          rate: cron(0 10 * * ? *)\n          timezone: Europe/Paris\n'),
+      /timezone: time zones are not supported/,
+    ],
+    [
+      'a retry policy beyond AWS limits',
+      fnWith(
+        '      - eventBridge:\n          pattern: { source: [a] }\n          retryPolicy: { maximumRetryAttempts: 186 }\n',
+      ),
+      /retryPolicy\.maximumRetryAttempts/,
+    ],
+    [
+      'an event age below 60 s',
+      fnWith(
+        '      - eventBridge:\n          pattern: { source: [a] }\n          retryPolicy: { maximumEventAge: 59 }\n',
+      ),
+      /retryPolicy\.maximumEventAge/,
+    ],
+    [
+      'both pattern and schedule',
+      fnWith('      - eventBridge:\n          pattern: { source: [a] }\n          schedule: rate(1 hour)\n'),
+      /exactly one of pattern and schedule/,
+    ],
+    [
+      'a bus Ref to something that is not a bus',
+      fnWith('      - eventBridge:\n          eventBus: !Ref Nope\n          pattern: { source: [a] }\n'),
+      /eventBus: expected a bus name/,
+    ],
     ['an httpApi without a path', fnWith('      - httpApi: POST\n'), /httpApi: expected "METHOD \/path"/],
-    ['an input transformer', fnWith('      - eventBridge:\n          pattern: { source: [a] }\n          inputTransformer: { inputTemplate: x }\n'), /inputTransformer: not supported/],
+    [
+      'an input transformer',
+      fnWith(
+        '      - eventBridge:\n          pattern: { source: [a] }\n          inputTransformer: { inputTemplate: x }\n',
+      ),
+      /inputTransformer: not supported/,
+    ],
     ['no service name', 'functions: {}\n', /service must be a name/],
-    ['HTTP API payload format 1.0', "service: svc\nprovider:\n  httpApi:\n    payload: '1.0'\nfunctions: {}\n", /provider\.httpApi\.payload: the local bus produces payload format 2\.0 only/],
+    [
+      'HTTP API payload format 1.0',
+      "service: svc\nprovider:\n  httpApi:\n    payload: '1.0'\nfunctions: {}\n",
+      /provider\.httpApi\.payload: the local bus produces payload format 2\.0 only/,
+    ],
     ['YAML that does not parse', 'service: [\n', /not valid YAML/],
   ])('rejects %s, naming where', (_what, yml, message) => {
     expect(() => loadRoutingTable(service(yml), ctx)).toThrow(message);

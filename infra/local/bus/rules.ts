@@ -114,24 +114,43 @@ function parseAt<T>(schema: z.ZodType<T>, value: unknown, where: string): T {
   throw new ServerlessConfigError(`${where}${at}: ${issue?.message ?? 'invalid'}`);
 }
 
-export function loadRoutingTable(serverlessYml: string, ctx: Omit<VariableContext, 'stage'> & { stage?: string }): RoutingTable {
+export function loadRoutingTable(
+  serverlessYml: string,
+  ctx: Omit<VariableContext, 'stage'> & { stage?: string },
+): RoutingTable {
   // The stage is an option, else provider.stage (which may itself say `${opt:stage, 'x'}`), else dev.
   const optStage = ctx.stage;
-  const probe = new ServerlessDocument(serverlessYml, { ...ctx, stage: optStage ?? 'dev', ...(optStage ? { optStage } : {}) });
+  const probe = new ServerlessDocument(serverlessYml, {
+    ...ctx,
+    stage: optStage ?? 'dev',
+    ...(optStage ? { optStage } : {}),
+  });
   const declaredStage = probe.rawAt('provider.stage') === undefined ? undefined : probe.get('provider.stage');
   const stage = optStage ?? (typeof declaredStage === 'string' ? declaredStage : 'dev');
   const doc = new ServerlessDocument(serverlessYml, { ...ctx, stage, ...(optStage ? { optStage } : {}) });
   const service = doc.get('service');
-  if (typeof service !== 'string' || service === '') throw new ServerlessConfigError(`${serverlessYml}: service must be a name`);
+  if (typeof service !== 'string' || service === '')
+    throw new ServerlessConfigError(`${serverlessYml}: service must be a name`);
 
-  const table: RoutingTable = { service, stage, region: ctx.region, buses: [], functions: [], eventRules: [], schedules: [], routes: [], warnings: [] };
+  const table: RoutingTable = {
+    service,
+    stage,
+    region: ctx.region,
+    buses: [],
+    functions: [],
+    eventRules: [],
+    schedules: [],
+    routes: [],
+    warnings: [],
+  };
   // Only each resource's Type, and a bus's Name, are resolved: other resources may use variables
   // (ssm, cf) the local bus has no business resolving.
   const resources = new Map<string, string>(); // logical id → bus name
   for (const id of Object.keys((doc.rawAt('resources.Resources') ?? {}) as object)) {
     if (doc.get(`resources.Resources.${id}.Type`) !== 'AWS::Events::EventBus') continue;
     const name = doc.get(`resources.Resources.${id}.Properties.Name`);
-    if (typeof name !== 'string') throw new ServerlessConfigError(`resources.Resources.${id}.Properties.Name: an event bus needs a Name`);
+    if (typeof name !== 'string')
+      throw new ServerlessConfigError(`resources.Resources.${id}.Properties.Name: an event bus needs a Name`);
     resources.set(id, name);
     table.buses.push(name);
   }
@@ -145,7 +164,9 @@ export function loadRoutingTable(serverlessYml: string, ctx: Omit<VariableContex
     const where = `functions.${key}`;
     // Only the keys the bus uses are resolved: `environment` may hold ${ssm:...} and friends.
     const picked = Object.fromEntries(
-      (['handler', 'name', 'timeout', 'events'] as const).filter((k) => doc.rawAt(`${where}.${k}`) !== undefined).map((k) => [k, doc.get(`${where}.${k}`)]),
+      (['handler', 'name', 'timeout', 'events'] as const)
+        .filter((k) => doc.rawAt(`${where}.${k}`) !== undefined)
+        .map((k) => [k, doc.get(`${where}.${k}`)]),
     );
     const raw = parseAt(FunctionSchema, picked, where);
     const handler = raw.handler;
@@ -161,11 +182,18 @@ export function loadRoutingTable(serverlessYml: string, ctx: Omit<VariableContex
     table.functions.push(fn);
     (raw.events ?? []).forEach((ev, i) => addEvent(table, fn, ev, `${where}.events[${i}]`, resources));
   }
-  for (const r of table.eventRules) if (!table.buses.includes(r.busName) && r.busName !== 'default') table.buses.push(r.busName);
+  for (const r of table.eventRules)
+    if (!table.buses.includes(r.busName) && r.busName !== 'default') table.buses.push(r.busName);
   return table;
 }
 
-function addEvent(table: RoutingTable, fn: FunctionDef, ev: Record<string, unknown>, where: string, resources: ReadonlyMap<string, string>): void {
+function addEvent(
+  table: RoutingTable,
+  fn: FunctionDef,
+  ev: Record<string, unknown>,
+  where: string,
+  resources: ReadonlyMap<string, string>,
+): void {
   const [kind] = Object.keys(ev);
   const n = table.eventRules.length + table.schedules.length + table.routes.length + 1;
   if (kind === 'eventBridge') {
@@ -196,7 +224,10 @@ function addEvent(table: RoutingTable, fn: FunctionDef, ev: Record<string, unkno
   } else if (kind === 'schedule') {
     const s = parseAt(ScheduleSchema, ev.schedule, `${where}.schedule`);
     const opts = typeof s === 'string' ? { rate: s } : s;
-    if (typeof s !== 'string' && s.timezone !== undefined) throw new ServerlessConfigError(`${where}.schedule.timezone: time zones are not supported by the local bus (rules run in UTC)`);
+    if (typeof s !== 'string' && s.timezone !== undefined)
+      throw new ServerlessConfigError(
+        `${where}.schedule.timezone: time zones are not supported by the local bus (rules run in UTC)`,
+      );
     if (typeof s !== 'string' && s.enabled === false) return;
     const rates = Array.isArray(opts.rate) ? opts.rate : [opts.rate];
     rates.forEach((expr, i) => {
@@ -211,8 +242,10 @@ function addEvent(table: RoutingTable, fn: FunctionDef, ev: Record<string, unkno
     });
   } else if (kind === 'httpApi') {
     const h = parseAt(HttpApiSchema, ev.httpApi, `${where}.httpApi`);
-    const [method, path] = typeof h === 'string' ? (h.trim() === '*' ? ['ANY', '*'] : h.trim().split(/\s+/, 2)) : [h.method, h.path];
-    if (!method || !path || (path !== '*' && !path.startsWith('/'))) throw new ServerlessConfigError(`${where}.httpApi: expected "METHOD /path" or "*"`);
+    const [method, path] =
+      typeof h === 'string' ? (h.trim() === '*' ? ['ANY', '*'] : h.trim().split(/\s+/, 2)) : [h.method, h.path];
+    if (!method || !path || (path !== '*' && !path.startsWith('/')))
+      throw new ServerlessConfigError(`${where}.httpApi: expected "METHOD /path" or "*"`);
     const m = method === '*' ? 'ANY' : method.toUpperCase();
     table.routes.push({ method: m, path, routeKey: path === '*' ? '$default' : `${m} ${path}`, fn });
   } else {
@@ -228,8 +261,12 @@ function scheduleOf(expr: string, where: string): Schedule {
   }
 }
 
-function targetInput(e: { input?: unknown; inputPath?: string; inputTransformer?: unknown }, where: string): TargetInput {
-  if (e.inputTransformer !== undefined) throw new ServerlessConfigError(`${where}.inputTransformer: not supported by the local bus`);
+function targetInput(
+  e: { input?: unknown; inputPath?: string; inputTransformer?: unknown },
+  where: string,
+): TargetInput {
+  if (e.inputTransformer !== undefined)
+    throw new ServerlessConfigError(`${where}.inputTransformer: not supported by the local bus`);
   if (e.input !== undefined) {
     if (typeof e.input !== 'string') return { kind: 'constant', value: e.input };
     try {
@@ -239,7 +276,8 @@ function targetInput(e: { input?: unknown; inputPath?: string; inputTransformer?
     }
   }
   if (e.inputPath !== undefined) {
-    if (!/^\$(\.[\w-]+)*$/.test(e.inputPath)) throw new ServerlessConfigError(`${where}.inputPath: only $ and $.a.b paths are supported`);
+    if (!/^\$(\.[\w-]+)*$/.test(e.inputPath))
+      throw new ServerlessConfigError(`${where}.inputPath: only $ and $.a.b paths are supported`);
     return { kind: 'path', path: e.inputPath };
   }
   return { kind: 'event' };
@@ -259,7 +297,9 @@ function busFrom(v: unknown, resources: ReadonlyMap<string, string>, where: stri
   const ref = logicalId(v);
   const name = ref === undefined ? undefined : resources.get(ref);
   if (name !== undefined) return name;
-  throw new ServerlessConfigError(`${where}: expected a bus name, an ARN, or a Ref/GetAtt to an AWS::Events::EventBus resource`);
+  throw new ServerlessConfigError(
+    `${where}: expected a bus name, an ARN, or a Ref/GetAtt to an AWS::Events::EventBus resource`,
+  );
 }
 
 function logicalId(v: unknown): string | undefined {

@@ -12,7 +12,13 @@ beforeEach(async () => {
   routed = [];
   let n = 0;
   ingest = new PutEventsIngest(
-    { account: '000000000000', region: 'us-east-1', busNames: () => ['gpu-reflex'], now: () => T0, newId: () => `id-${++n}` },
+    {
+      account: '000000000000',
+      region: 'us-east-1',
+      busNames: () => ['gpu-reflex'],
+      now: () => T0,
+      newId: () => `id-${++n}`,
+    },
     (e) => routed.push(e),
   );
   server = await startPutEventsServer(ingest);
@@ -98,7 +104,11 @@ describe('PutEvents over the wire with the real SDK', () => {
     const saved = process.env.AWS_ENDPOINT_URL_EVENTBRIDGE;
     process.env.AWS_ENDPOINT_URL_EVENTBRIDGE = server.url;
     try {
-      const c = new EventBridgeClient({ region: 'us-east-1', credentials: { accessKeyId: 'a', secretAccessKey: 'b' }, maxAttempts: 1 });
+      const c = new EventBridgeClient({
+        region: 'us-east-1',
+        credentials: { accessKeyId: 'a', secretAccessKey: 'b' },
+        maxAttempts: 1,
+      });
       const out = await c.send(new PutEventsCommand({ Entries: [entry()] }));
       expect(out.Entries?.[0]).toHaveProperty('EventId');
     } finally {
@@ -152,10 +162,19 @@ describe('PutEvents over the wire with the real SDK', () => {
     );
     expect(out.FailedEntryCount).toBe(6);
     expect(out.Entries).toEqual([
-      { ErrorCode: 'InvalidArgument', ErrorMessage: 'Parameter Source is not valid. Reason: Source is a required argument.' },
+      {
+        ErrorCode: 'InvalidArgument',
+        ErrorMessage: 'Parameter Source is not valid. Reason: Source is a required argument.',
+      },
       { EventId: 'id-1' },
-      { ErrorCode: 'InvalidArgument', ErrorMessage: 'Parameter DetailType is not valid. Reason: DetailType is a required argument.' },
-      { ErrorCode: 'InvalidArgument', ErrorMessage: 'Parameter Detail is not valid. Reason: Detail is a required argument.' },
+      {
+        ErrorCode: 'InvalidArgument',
+        ErrorMessage: 'Parameter DetailType is not valid. Reason: DetailType is a required argument.',
+      },
+      {
+        ErrorCode: 'InvalidArgument',
+        ErrorMessage: 'Parameter Detail is not valid. Reason: Detail is a required argument.',
+      },
       { ErrorCode: 'MalformedDetail', ErrorMessage: 'Detail is malformed.' },
       { ErrorCode: 'MalformedDetail', ErrorMessage: 'Detail is malformed.' },
       { ErrorCode: 'MalformedDetail', ErrorMessage: 'Detail is malformed.' },
@@ -226,8 +245,16 @@ describe('requests the SDK would never send', () => {
   it.each([
     ['an unsigned request', { 'x-amz-target': 'AWSEvents.PutEvents' }, 'MissingAuthenticationTokenException'],
     ['a garbled signature', { ...signed, authorization: 'AWS4-HMAC-SHA256 garbage' }, 'IncompleteSignatureException'],
-    ['a signature for another service', { ...signed, authorization: signed.authorization.replace('/events/', '/sqs/') }, 'InvalidSignatureException'],
-    ['a body that does not match its hash', { ...signed, 'x-amz-content-sha256': 'f'.repeat(64) }, 'InvalidSignatureException'],
+    [
+      'a signature for another service',
+      { ...signed, authorization: signed.authorization.replace('/events/', '/sqs/') },
+      'InvalidSignatureException',
+    ],
+    [
+      'a body that does not match its hash',
+      { ...signed, 'x-amz-content-sha256': 'f'.repeat(64) },
+      'InvalidSignatureException',
+    ],
     ['an unknown operation', { ...signed, 'x-amz-target': 'AWSEvents.PutRule' }, 'UnknownOperationException'],
     ['zero entries', signed, 'ValidationException'],
   ])('refuses %s', async (_what, headers, code) => {

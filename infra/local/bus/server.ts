@@ -37,7 +37,11 @@ const STATUS_CODES: Record<number, string> = {
   400: 'ThrottlingException',
 };
 
-export async function startPutEventsServer(ingest: PutEventsIngest, host = '127.0.0.1', port = 0): Promise<PutEventsServer> {
+export async function startPutEventsServer(
+  ingest: PutEventsIngest,
+  host = '127.0.0.1',
+  port = 0,
+): Promise<PutEventsServer> {
   let down = false;
   const failures: number[] = [];
   const sockets = new Set<Socket>();
@@ -59,7 +63,9 @@ export async function startPutEventsServer(ingest: PutEventsIngest, host = '127.
 
   function takeInjectedFailure(): AwsRequestError | undefined {
     const status = failures.shift();
-    return status === undefined ? undefined : new AwsRequestError(STATUS_CODES[status] ?? 'InternalFailure', 'Injected failure', status);
+    return status === undefined
+      ? undefined
+      : new AwsRequestError(STATUS_CODES[status] ?? 'InternalFailure', 'Injected failure', status);
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
@@ -70,11 +76,15 @@ export async function startPutEventsServer(ingest: PutEventsIngest, host = '127.
     }
     const injected = takeInjectedFailure();
     if (injected) throw injected;
-    if (req.method !== 'POST') throw new AwsRequestError('UnknownOperationException', `Method ${req.method} is not supported`);
+    if (req.method !== 'POST')
+      throw new AwsRequestError('UnknownOperationException', `Method ${req.method} is not supported`);
     checkSignature(req, body);
     const target = header(req, 'x-amz-target');
     if (target !== 'AWSEvents.PutEvents') {
-      throw new AwsRequestError('UnknownOperationException', `Operation ${target ?? '(none)'} is not supported by the local bus`);
+      throw new AwsRequestError(
+        'UnknownOperationException',
+        `Operation ${target ?? '(none)'} is not supported by the local bus`,
+      );
     }
     let parsed: unknown;
     try {
@@ -149,7 +159,10 @@ function checkSignature(req: IncomingMessage, body: Buffer): void {
   if (declared !== undefined && declared !== 'UNSIGNED-PAYLOAD') {
     const actual = createHash('sha256').update(body).digest('hex');
     if (declared !== actual) {
-      throw new AwsRequestError('InvalidSignatureException', 'The request signature we calculated does not match the signature you provided.');
+      throw new AwsRequestError(
+        'InvalidSignatureException',
+        'The request signature we calculated does not match the signature you provided.',
+      );
     }
   }
 }

@@ -27,7 +27,25 @@ export interface VariableContext {
   env: Record<string, string | undefined>;
 }
 
-const CF_FUNCTIONS = ['Ref', 'GetAtt', 'Sub', 'Join', 'Select', 'Split', 'ImportValue', 'If', 'Equals', 'Not', 'And', 'Or', 'FindInMap', 'Base64', 'Cidr', 'GetAZs', 'Condition'];
+const CF_FUNCTIONS = [
+  'Ref',
+  'GetAtt',
+  'Sub',
+  'Join',
+  'Select',
+  'Split',
+  'ImportValue',
+  'If',
+  'Equals',
+  'Not',
+  'And',
+  'Or',
+  'FindInMap',
+  'Base64',
+  'Cidr',
+  'GetAZs',
+  'Condition',
+];
 const CF_TAGS: (ScalarTag | CollectionTag)[] = CF_FUNCTIONS.flatMap((n) => {
   const key = n === 'Ref' || n === 'Condition' ? n : `Fn::${n}`;
   const wrap = (v: unknown) => ({ [key]: n === 'GetAtt' && typeof v === 'string' ? v.split('.') : v });
@@ -63,7 +81,8 @@ export class ServerlessDocument {
       throw new ServerlessConfigError(`cannot read ${path}: ${(err as Error).message}`);
     }
     const doc = parseYaml(text, path);
-    if (typeof doc !== 'object' || doc === null || Array.isArray(doc)) throw new ServerlessConfigError(`${path}: expected a mapping at the top`);
+    if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
+      throw new ServerlessConfigError(`${path}: expected a mapping at the top`);
     this.raw = doc as Record<string, unknown>;
   }
 
@@ -82,7 +101,9 @@ export class ServerlessDocument {
     if (typeof value === 'string') return this.resolveString(value, where, depth);
     if (Array.isArray(value)) return value.map((v, i) => this.resolveDeep(v, `${where}[${i}]`, depth));
     if (typeof value === 'object' && value !== null) {
-      return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, this.resolveDeep(v, `${where}.${k}`, depth)]));
+      return Object.fromEntries(
+        Object.entries(value).map(([k, v]) => [k, this.resolveDeep(v, `${where}.${k}`, depth)]),
+      );
     }
     return value;
   }
@@ -122,7 +143,11 @@ export class ServerlessDocument {
     const address = colon < 0 ? '' : ref.slice(colon + 1);
     switch (source) {
       case 'self':
-        return this.resolveDeep(address === '' ? this.raw : lookup(this.raw, address), `${where} (via self:${address})`, depth + 1);
+        return this.resolveDeep(
+          address === '' ? this.raw : lookup(this.raw, address),
+          `${where} (via self:${address})`,
+          depth + 1,
+        );
       case 'sls':
         if (address === 'stage') return this.ctx.stage;
         break;
@@ -137,7 +162,9 @@ export class ServerlessDocument {
         if (address === 'accountId') return this.ctx.account;
         break;
     }
-    throw new ServerlessConfigError(`${where}: variable \${${ref}} is not supported by the local bus (file, self, sls:stage, opt, env, aws are)`);
+    throw new ServerlessConfigError(
+      `${where}: variable \${${ref}} is not supported by the local bus (file, self, sls:stage, opt, env, aws are)`,
+    );
   }
 
   private fromFile(rel: string, key: string | undefined, where: string, depth: number): unknown {

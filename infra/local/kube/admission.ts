@@ -16,7 +16,8 @@ const PODS = resource('pods');
 /** Pod defaulting and admission: limit ranges, then quota (403 with the plugin's message). */
 export function admitPod(input: Pod, store: Store, running: (pod: Pod, node: string) => Pod['status']): Pod {
   const ns = input.metadata.namespace ?? '';
-  if (!Array.isArray(input.spec?.containers) || input.spec.containers.length === 0) throw errors.invalid(PODS, input.metadata.name, 'spec.containers', 'Required value');
+  if (!Array.isArray(input.spec?.containers) || input.spec.containers.length === 0)
+    throw errors.invalid(PODS, input.metadata.name, 'spec.containers', 'Required value');
   let pod: Pod;
   try {
     pod = applyLimitRanges(input, store.list('limitranges', ns));
@@ -59,14 +60,31 @@ const uuidOf = (seed: string) => {
 /** The conditions a healthy kubelet posts; a fleet's own (e.g. Ready=False) replace theirs by type. */
 function nodeConditions(given: { type: string; status: string; [k: string]: unknown }[] | undefined, nowIso: string) {
   const base = [
-    { type: 'MemoryPressure', status: 'False', reason: 'KubeletHasSufficientMemory', message: 'kubelet has sufficient memory available' },
-    { type: 'DiskPressure', status: 'False', reason: 'KubeletHasNoDiskPressure', message: 'kubelet has no disk pressure' },
-    { type: 'PIDPressure', status: 'False', reason: 'KubeletHasSufficientPID', message: 'kubelet has sufficient PID available' },
+    {
+      type: 'MemoryPressure',
+      status: 'False',
+      reason: 'KubeletHasSufficientMemory',
+      message: 'kubelet has sufficient memory available',
+    },
+    {
+      type: 'DiskPressure',
+      status: 'False',
+      reason: 'KubeletHasNoDiskPressure',
+      message: 'kubelet has no disk pressure',
+    },
+    {
+      type: 'PIDPressure',
+      status: 'False',
+      reason: 'KubeletHasSufficientPID',
+      message: 'kubelet has sufficient PID available',
+    },
     { type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'kubelet is posting ready status' },
   ];
   const byType = new Map((given ?? []).map((c) => [c.type, c]));
   const out = base.map((c) => ({ ...c, lastHeartbeatTime: nowIso, lastTransitionTime: nowIso, ...byType.get(c.type) }));
-  for (const c of given ?? []) if (!base.some((b) => b.type === c.type)) out.push({ lastHeartbeatTime: nowIso, lastTransitionTime: nowIso, reason: '', message: '', ...c });
+  for (const c of given ?? [])
+    if (!base.some((b) => b.type === c.type))
+      out.push({ lastHeartbeatTime: nowIso, lastTransitionTime: nowIso, reason: '', message: '', ...c });
   return out;
 }
 
@@ -81,7 +99,10 @@ export function defaultNode(node: Node, nowIso: string): Node {
   status.capacity ??= status.allocatable ?? {};
   status.allocatable ??= status.capacity;
   status.conditions = nodeConditions(status.conditions, nowIso);
-  status.addresses ??= [{ type: 'InternalIP', address: hostIpOf(name) }, { type: 'Hostname', address: name }];
+  status.addresses ??= [
+    { type: 'InternalIP', address: hostIpOf(name) },
+    { type: 'Hostname', address: name },
+  ];
   status.daemonEndpoints ??= { kubeletEndpoint: { Port: 10250 } };
   status.nodeInfo = {
     machineID: stableHex(`machine:${name}`, 32),
@@ -143,16 +164,21 @@ export function invalidField(obj: KubeObject): [string, string] | undefined {
     for (const [i, t] of (taints as Partial<Taint>[]).entries()) {
       if (!t?.key) return [`spec.taints[${i}].key`, 'Required value'];
       if (!['NoSchedule', 'PreferNoSchedule', 'NoExecute'].includes(t.effect ?? '')) {
-        return [`spec.taints[${i}].effect`, `Unsupported value: "${t.effect ?? ''}": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"`];
+        return [
+          `spec.taints[${i}].effect`,
+          `Unsupported value: "${t.effect ?? ''}": supported values: "NoSchedule", "PreferNoSchedule", "NoExecute"`,
+        ];
       }
       const id = `${t.key}:${t.effect}`;
-      if (seen.has(id)) return [`spec.taints[${i}]`, `Duplicate value: core.Taint{Key:"${t.key}", Effect:"${t.effect}"}`];
+      if (seen.has(id))
+        return [`spec.taints[${i}]`, `Duplicate value: core.Taint{Key:"${t.key}", Effect:"${t.effect}"}`];
       seen.add(id);
     }
   }
   if (obj.kind === 'PodDisruptionBudget') {
     const spec = (obj.spec ?? {}) as { minAvailable?: unknown; maxUnavailable?: unknown };
-    if (spec.minAvailable !== undefined && spec.maxUnavailable !== undefined) return ['spec', 'Invalid value: minAvailable and maxUnavailable cannot be both set'];
+    if (spec.minAvailable !== undefined && spec.maxUnavailable !== undefined)
+      return ['spec', 'Invalid value: minAvailable and maxUnavailable cannot be both set'];
   }
   return undefined;
 }

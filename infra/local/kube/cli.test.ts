@@ -24,7 +24,9 @@ describe('gpu-reflex cluster serve', () => {
     const { io, out } = capture();
     const running = cmd.run(['--port', '0', '--kubeconfig-out', kubeconfig], io);
     const sim = await started;
-    const nodes = (await (await fetch(`${sim.url}/api/v1/nodes`)).json()) as { items: { metadata: { name: string } }[] };
+    const nodes = (await (await fetch(`${sim.url}/api/v1/nodes`)).json()) as {
+      items: { metadata: { name: string } }[];
+    };
     expect(nodes.items.map((n) => n.metadata.name)).toContain('h100-mig-0');
     expect(readFileSync(kubeconfig, 'utf8')).toContain(`server: ${sim.url}`);
     expect(out[0]).toBe(`simulated cluster listening on ${sim.url}`);
@@ -45,6 +47,8 @@ describe('gpu-reflex cluster serve', () => {
   });
 
   it.each([[['--port', 'http']], [['--bogus']]])('rejects bad usage %j', async (args) => {
-    await expect(makeClusterServeCommand({ stop: Promise.resolve() }).run(args, capture().io)).rejects.toBeInstanceOf(UsageError);
+    await expect(makeClusterServeCommand({ stop: Promise.resolve() }).run(args, capture().io)).rejects.toBeInstanceOf(
+      UsageError,
+    );
   });
 });

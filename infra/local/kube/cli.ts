@@ -43,12 +43,23 @@ export function makeClusterServeCommand(hooks: ServeHooks = {}): Command {
     async run(args: string[], io: CliIo): Promise<number> {
       let values;
       try {
-        ({ values } = parseArgs({ args, options: { fleet: { type: 'string' }, port: { type: 'string' }, host: { type: 'string' }, 'kubeconfig-out': { type: 'string' } }, strict: true, allowPositionals: false }));
+        ({ values } = parseArgs({
+          args,
+          options: {
+            fleet: { type: 'string' },
+            port: { type: 'string' },
+            host: { type: 'string' },
+            'kubeconfig-out': { type: 'string' },
+          },
+          strict: true,
+          allowPositionals: false,
+        }));
       } catch (err) {
         throw new UsageError((err as Error).message);
       }
       const port = values.port === undefined ? 0 : Number(values.port);
-      if (!Number.isInteger(port) || port < 0 || port > 65535) throw new UsageError(`--port must be an integer from 0 to 65535 (got "${values.port}")`);
+      if (!Number.isInteger(port) || port < 0 || port > 65535)
+        throw new UsageError(`--port must be an integer from 0 to 65535 (got "${values.port}")`);
       const fleetPath = values.fleet ?? EXAMPLE_FLEET_PATH;
       const kubeconfigPath = values['kubeconfig-out'] ?? join(tmpdir(), 'gpu-reflex-sim.kubeconfig');
       // Every input is checked before the server starts: nothing is left listening on a refusal.

@@ -45,7 +45,8 @@ const NAMESPACES = resource('namespaces');
 
 const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
 const same = (a: KubeObject, b: KubeObject) =>
-  JSON.stringify({ ...a, metadata: { ...a.metadata, resourceVersion: '' } }) === JSON.stringify({ ...b, metadata: { ...b.metadata, resourceVersion: '' } });
+  JSON.stringify({ ...a, metadata: { ...a.metadata, resourceVersion: '' } }) ===
+  JSON.stringify({ ...b, metadata: { ...b.metadata, resourceVersion: '' } });
 
 function badRequest(err: unknown): ApiError {
   return errors.badRequest(err instanceof Error ? err.message : String(err));
@@ -60,7 +61,11 @@ export class Cluster {
     readonly clock: Clock,
     options: { migLayouts?: MigLayouts; migReconfigureSeconds?: number } = {},
   ) {
-    this.lifecycle = new Lifecycle(this.store, clock, new MigManager(options.migLayouts ?? {}, options.migReconfigureSeconds ?? 30));
+    this.lifecycle = new Lifecycle(
+      this.store,
+      clock,
+      new MigManager(options.migLayouts ?? {}, options.migReconfigureSeconds ?? 30),
+    );
     // Controllers create pods through the same admission as clients (quota can refuse them).
     this.lifecycle.admit = (pod) => this.prepareCreate(PODS, pod.metadata.namespace ?? '', pod) as Pod;
   }
@@ -100,7 +105,10 @@ export class Cluster {
   private podsSelectedBy(pdb: KubeObject): Pod[] {
     const ns = pdb.metadata.namespace ?? '';
     try {
-      return this.store.select('pods', { namespace: ns, labels: requirementsOf((pdb.spec as { selector?: LabelSelectorSpec } | undefined)?.selector) }) as Pod[];
+      return this.store.select('pods', {
+        namespace: ns,
+        labels: requirementsOf((pdb.spec as { selector?: LabelSelectorSpec } | undefined)?.selector),
+      }) as Pod[];
     } catch {
       // An operator the selector parser refuses: let pdb.ts see every pod and decide as before.
       return this.store.pods(ns);
@@ -116,7 +124,11 @@ export class Cluster {
       throw badRequest(err);
     }
     // The store's indexes (label, field, namespace) pick the candidates; only matches come back.
-    let items = this.store.select(qualifiedName(r), { ...(r.namespaced && ns !== undefined ? { namespace: ns } : {}), labels, fields });
+    let items = this.store.select(qualifiedName(r), {
+      ...(r.namespaced && ns !== undefined ? { namespace: ns } : {}),
+      labels,
+      fields,
+    });
     const key = (o: KubeObject) => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
     items.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
     const rv = String(this.store.resourceVersion);
@@ -133,7 +145,9 @@ export class Cluster {
     if (opts.limit && opts.limit > 0 && items.length > opts.limit) {
       result.items = items.slice(0, opts.limit);
       result.remainingItemCount = items.length - opts.limit;
-      result.continue = Buffer.from(JSON.stringify({ v: 'meta.k8s.io/v1', rv: Number(rv), start: key(result.items[result.items.length - 1]!) })).toString('base64url');
+      result.continue = Buffer.from(
+        JSON.stringify({ v: 'meta.k8s.io/v1', rv: Number(rv), start: key(result.items[result.items.length - 1]!) }),
+      ).toString('base64url');
     }
     result.items = result.items.map((o) => this.present(r, o));
     return result;
@@ -152,23 +166,38 @@ export class Cluster {
 
   /** Each node's kubelet holds a Lease in kube-node-lease (when that namespace exists, as it always does when seeded). */
   private putNodeLease(node: KubeObject): void {
-    if (!this.store.get('namespaces', '', NODE_LEASE_NAMESPACE) || this.store.get('leases.coordination.k8s.io', NODE_LEASE_NAMESPACE, node.metadata.name)) return;
-    this.store.put('leases.coordination.k8s.io', nodeLease(node, this.uid(), new Date(this.clock.now()).toISOString().replace('Z', '000Z')));
+    if (
+      !this.store.get('namespaces', '', NODE_LEASE_NAMESPACE) ||
+      this.store.get('leases.coordination.k8s.io', NODE_LEASE_NAMESPACE, node.metadata.name)
+    )
+      return;
+    this.store.put(
+      'leases.coordination.k8s.io',
+      nodeLease(node, this.uid(), new Date(this.clock.now()).toISOString().replace('Z', '000Z')),
+    );
   }
 
   private prepareCreate(r: ResourceDef, ns: string, body: unknown): KubeObject {
-    if (typeof body !== 'object' || body === null || Array.isArray(body)) throw errors.badRequest('the body of the request must be an object');
+    if (typeof body !== 'object' || body === null || Array.isArray(body))
+      throw errors.badRequest('the body of the request must be an object');
     const input = clone(body) as KubeObject;
     checkObject(r, { ...input, apiVersion: apiVersionOf(r), kind: r.kind } as KubeObject, 'create');
     const meta = { ...(input.metadata ?? {}) };
     if (r.namespaced) {
-      if (meta.namespace && meta.namespace !== ns) throw errors.badRequest('the namespace of the provided object does not match the namespace sent on the request');
+      if (meta.namespace && meta.namespace !== ns)
+        throw errors.badRequest(
+          'the namespace of the provided object does not match the namespace sent on the request',
+        );
       meta.namespace = ns;
       if (!this.store.get('namespaces', '', ns)) throw errors.notFound(NAMESPACES, ns);
     } else delete meta.namespace;
     if (!meta.name) {
-      if (!meta.generateName) throw errors.invalid(r, '', 'metadata.name', 'Required value: name or generateName is required');
-      meta.name = this.lifecycle.generateName(meta.generateName, (n) => this.store.get(qualifiedName(r), meta.namespace ?? '', n) !== undefined);
+      if (!meta.generateName)
+        throw errors.invalid(r, '', 'metadata.name', 'Required value: name or generateName is required');
+      meta.name = this.lifecycle.generateName(
+        meta.generateName,
+        (n) => this.store.get(qualifiedName(r), meta.namespace ?? '', n) !== undefined,
+      );
     }
     if (this.store.get(qualifiedName(r), meta.namespace ?? '', meta.name)) throw errors.alreadyExists(r, meta.name);
     delete meta.deletionTimestamp;
@@ -177,7 +206,13 @@ export class Cluster {
       ...input,
       apiVersion: apiVersionOf(r),
       kind: r.kind,
-      metadata: { ...meta, uid: this.uid(), resourceVersion: '', creationTimestamp: this.nowIso(), ...(input.spec !== undefined ? { generation: 1 } : {}) },
+      metadata: {
+        ...meta,
+        uid: this.uid(),
+        resourceVersion: '',
+        creationTimestamp: this.nowIso(),
+        ...(input.spec !== undefined ? { generation: 1 } : {}),
+      },
     };
     const bad = normalizeQuantities(obj);
     if (bad) throw errors.invalid(r, meta.name, bad, 'Invalid value: must be a quantity such as 500m, 16Gi or 8');
@@ -198,11 +233,21 @@ export class Cluster {
     if (!current) throw errors.notFound(r, name);
     if (typeof body !== 'object' || body === null) throw errors.badRequest('the body of the request must be an object');
     const next = body as KubeObject;
-    if (next.metadata?.name !== undefined && next.metadata.name !== name) throw errors.badRequest(`the name of the object (${next.metadata.name}) does not match the name on the URL (${name})`);
+    if (next.metadata?.name !== undefined && next.metadata.name !== name)
+      throw errors.badRequest(
+        `the name of the object (${next.metadata.name}) does not match the name on the URL (${name})`,
+      );
     return this.commitUpdate(r, current, clone(next), opts, 'update');
   }
 
-  patch(r: ResourceDef, ns: string, name: string, contentType: string, body: unknown, opts: WriteOptions & { fieldManager?: string } = {}): KubeObject {
+  patch(
+    r: ResourceDef,
+    ns: string,
+    name: string,
+    contentType: string,
+    body: unknown,
+    opts: WriteOptions & { fieldManager?: string } = {},
+  ): KubeObject {
     const type = contentType.split(';')[0]!.trim();
     const current = this.store.get(qualifiedName(r), r.namespaced ? ns : '', name);
     if (type === PATCH_TYPES.apply) {
@@ -225,12 +270,26 @@ export class Cluster {
   }
 
   /** Shared end of PUT and PATCH: preconditions, immutable fields, status ownership, no-op detection. */
-  private commitUpdate(r: ResourceDef, current: KubeObject, next: KubeObject, opts: WriteOptions, verb: UpdateVerb): KubeObject {
+  private commitUpdate(
+    r: ResourceDef,
+    current: KubeObject,
+    next: KubeObject,
+    opts: WriteOptions,
+    verb: UpdateVerb,
+  ): KubeObject {
     const name = current.metadata.name;
-    if (typeof next !== 'object' || next === null || typeof next.metadata !== 'object' || next.metadata === null || Array.isArray(next.metadata)) throw errors.badRequest('the object has no metadata');
+    if (
+      typeof next !== 'object' ||
+      next === null ||
+      typeof next.metadata !== 'object' ||
+      next.metadata === null ||
+      Array.isArray(next.metadata)
+    )
+      throw errors.badRequest('the object has no metadata');
     const rv = next.metadata.resourceVersion;
     if (rv !== undefined && rv !== '' && rv !== current.metadata.resourceVersion) throw errors.conflict(r, name);
-    if (next.metadata.name !== undefined && next.metadata.name !== name) throw errors.invalid(r, name, 'metadata.name', 'field is immutable');
+    if (next.metadata.name !== undefined && next.metadata.name !== name)
+      throw errors.invalid(r, name, 'metadata.name', 'field is immutable');
     let merged: KubeObject = {
       ...next,
       apiVersion: current.apiVersion,
@@ -242,7 +301,12 @@ export class Cluster {
         uid: current.metadata.uid,
         creationTimestamp: current.metadata.creationTimestamp,
         resourceVersion: current.metadata.resourceVersion,
-        ...(current.metadata.deletionTimestamp ? { deletionTimestamp: current.metadata.deletionTimestamp, deletionGracePeriodSeconds: current.metadata.deletionGracePeriodSeconds } : {}),
+        ...(current.metadata.deletionTimestamp
+          ? {
+              deletionTimestamp: current.metadata.deletionTimestamp,
+              deletionGracePeriodSeconds: current.metadata.deletionGracePeriodSeconds,
+            }
+          : {}),
       },
     };
     if (merged.metadata.deletionTimestamp === undefined) delete merged.metadata.deletionTimestamp;
@@ -252,28 +316,57 @@ export class Cluster {
     const wrong = invalidField(merged);
     if (wrong) throw errors.invalid(r, name, ...wrong);
     if (r.hasStatus) {
-      if (opts.subresource === 'status') merged = { ...current, metadata: { ...current.metadata, labels: merged.metadata.labels, annotations: merged.metadata.annotations }, status: merged.status };
+      if (opts.subresource === 'status')
+        merged = {
+          ...current,
+          metadata: { ...current.metadata, labels: merged.metadata.labels, annotations: merged.metadata.annotations },
+          status: merged.status,
+        };
       else if (current.status !== undefined) merged.status = current.status;
       else delete merged.status;
     }
-    if (JSON.stringify(merged.spec) !== JSON.stringify(current.spec)) merged.metadata.generation = (current.metadata.generation ?? 1) + 1;
-    if (r.plural === 'pods' && (merged as Pod).spec?.nodeName !== (current as Pod).spec.nodeName) throw errors.invalid(r, name, 'spec', 'Forbidden: pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations) or `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)');
+    if (JSON.stringify(merged.spec) !== JSON.stringify(current.spec))
+      merged.metadata.generation = (current.metadata.generation ?? 1) + 1;
+    if (r.plural === 'pods' && (merged as Pod).spec?.nodeName !== (current as Pod).spec.nodeName)
+      throw errors.invalid(
+        r,
+        name,
+        'spec',
+        'Forbidden: pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations) or `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)',
+      );
     if (same(merged, current) || opts.dryRun) return this.present(r, opts.dryRun ? merged : current);
     const stored = this.store.put(qualifiedName(r), merged);
     this.lifecycle.settle();
     return this.present(r, this.store.get(qualifiedName(r), stored.metadata.namespace ?? '', name) ?? stored);
   }
 
-  delete(r: ResourceDef, ns: string, name: string, options: { gracePeriodSeconds?: number; preconditions?: { uid?: string; resourceVersion?: string }; dryRun?: boolean } = {}): KubeObject {
+  delete(
+    r: ResourceDef,
+    ns: string,
+    name: string,
+    options: {
+      gracePeriodSeconds?: number;
+      preconditions?: { uid?: string; resourceVersion?: string };
+      dryRun?: boolean;
+    } = {},
+  ): KubeObject {
     const res = qualifiedName(r);
     const current = this.store.get(res, r.namespaced ? ns : '', name);
     if (!current) throw errors.notFound(r, name);
     const pre = options.preconditions;
     if (pre?.uid && pre.uid !== current.metadata.uid) {
-      throw errors.conflictMessage(r, name, `Operation cannot be fulfilled on ${res} "${name}": Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.metadata.uid}`);
+      throw errors.conflictMessage(
+        r,
+        name,
+        `Operation cannot be fulfilled on ${res} "${name}": Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.metadata.uid}`,
+      );
     }
     if (pre?.resourceVersion && pre.resourceVersion !== current.metadata.resourceVersion) {
-      throw errors.conflictMessage(r, name, `Operation cannot be fulfilled on ${res} "${name}": Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${current.metadata.resourceVersion}`);
+      throw errors.conflictMessage(
+        r,
+        name,
+        `Operation cannot be fulfilled on ${res} "${name}": Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${current.metadata.resourceVersion}`,
+      );
     }
     if (options.dryRun) return current;
     const out = this.lifecycle.delete(r, current, options.gracePeriodSeconds);
@@ -291,13 +384,23 @@ export class Cluster {
     // the same name (a StatefulSet's) is another pod, and an eviction meant for the old one fails.
     const pre = options.preconditions;
     if (pre?.uid !== undefined && pre.uid !== pod.metadata.uid) {
-      throw errors.conflictMessage(PODS, name, `Operation cannot be fulfilled on pods "${name}": Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${pod.metadata.uid}`);
+      throw errors.conflictMessage(
+        PODS,
+        name,
+        `Operation cannot be fulfilled on pods "${name}": Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${pod.metadata.uid}`,
+      );
     }
     if (pre?.resourceVersion !== undefined && pre.resourceVersion !== pod.metadata.resourceVersion) {
-      throw errors.conflictMessage(PODS, name, `Operation cannot be fulfilled on pods "${name}": Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${pod.metadata.resourceVersion}`);
+      throw errors.conflictMessage(
+        PODS,
+        name,
+        `Operation cannot be fulfilled on pods "${name}": Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${pod.metadata.resourceVersion}`,
+      );
     }
     if (pod.metadata.deletionTimestamp) return success(201);
-    const verdict = evictionVerdict(pod, this.store.list('poddisruptionbudgets.policy', ns), (pdb) => this.podsSelectedBy(pdb));
+    const verdict = evictionVerdict(pod, this.store.list('poddisruptionbudgets.policy', ns), (pdb) =>
+      this.podsSelectedBy(pdb),
+    );
     if (!verdict.allowed) {
       if (verdict.code === 500) throw errors.internal(verdict.message);
       throw errors.tooManyRequests(verdict.message, [{ reason: 'DisruptionBudget', message: verdict.cause ?? '' }]);
@@ -315,7 +418,12 @@ export class Cluster {
     if (!pod) throw errors.notFound(PODS, name);
     const target = ((body ?? {}) as { target?: { name?: string } }).target?.name;
     if (!target) throw errors.invalid(PODS, name, 'target.name', 'Required value');
-    if (pod.spec.nodeName) throw errors.conflictMessage(PODS, name, `Operation cannot be fulfilled on pods/binding "${name}": pod ${name} is already assigned to node "${pod.spec.nodeName}"`);
+    if (pod.spec.nodeName)
+      throw errors.conflictMessage(
+        PODS,
+        name,
+        `Operation cannot be fulfilled on pods/binding "${name}": pod ${name} is already assigned to node "${pod.spec.nodeName}"`,
+      );
     this.lifecycle.bind(pod, target);
     this.lifecycle.settle();
     return success(201);

@@ -14,7 +14,11 @@ describe("a controller's retries of a refused replica", () => {
     const r = new CreateRetries();
     expect(r.refused('ReplicaSet a/rs', { metadata: { name: 'p' } } as KubeObject, 0)).toBe(5);
     // Tries at 5, 15, 35, 75, 155, 315, 635 ms would all have failed; the next is 635 + 640.
-    expect(r.retryDue(1_000, () => { throw new Error('exceeded quota'); })).toBe(1_275);
+    expect(
+      r.retryDue(1_000, () => {
+        throw new Error('exceeded quota');
+      }),
+    ).toBe(1_275);
     expect(r.retryDue(1_275, () => {})).toBe(Number.POSITIVE_INFINITY);
     expect(r.waiting().size).toBe(0);
   });
@@ -25,7 +29,17 @@ describe('a ReplicaSet whose replacement a ResourceQuota refused', () => {
   const fleet: Fleet = {
     nodes: [{ name: 't4', count: 4, allocatable: { cpu: '32', memory: '128Gi', 'nvidia.com/gpu': 1 } }],
     namespaces: [{ name: 'serve', quotas: [{ name: 'gpu', hard: { 'requests.nvidia.com/gpu': 3 } }] }],
-    pods: [{ name: 'llm', namespace: 'serve', count: 3, owner: { kind: 'ReplicaSet' as const, name: 'llm-6f7' }, labels: { app: 'llm' }, requests: { 'nvidia.com/gpu': 1 }, terminationGracePeriodSeconds: 30 }],
+    pods: [
+      {
+        name: 'llm',
+        namespace: 'serve',
+        count: 3,
+        owner: { kind: 'ReplicaSet' as const, name: 'llm-6f7' },
+        labels: { app: 'llm' },
+        requests: { 'nvidia.com/gpu': 1 },
+        terminationGracePeriodSeconds: 30,
+      },
+    ],
   };
   let sim: KubeSim;
   let c: ReturnType<typeof clients>;
@@ -50,7 +64,11 @@ describe('a ReplicaSet whose replacement a ResourceQuota refused', () => {
   });
 
   it('keeps trying while the quota stays full, and creates it within the backoff cap once quota is raised', async () => {
-    const hard = (gpus: string) => c.core.patchNamespacedResourceQuota({ name: 'gpu', namespace: 'serve', body: { spec: { hard: { 'requests.nvidia.com/gpu': gpus } } } }, patchWith(k8s.PatchStrategy.MergePatch));
+    const hard = (gpus: string) =>
+      c.core.patchNamespacedResourceQuota(
+        { name: 'gpu', namespace: 'serve', body: { spec: { hard: { 'requests.nvidia.com/gpu': gpus } } } },
+        patchWith(k8s.PatchStrategy.MergePatch),
+      );
     await hard('2');
     await c.core.deleteNamespacedPod({ name: 'llm-0', namespace: 'serve', gracePeriodSeconds: 0 });
     for (let i = 0; i < 6; i++) sim.advance(600_000); // an hour of refusals: the backoff reaches its cap
@@ -67,13 +85,20 @@ describe('a ReplicaSet whose replacement a ResourceQuota refused', () => {
   });
 
   it("tries again at once when one of the owner's pods changes, as its informer enqueues it", async () => {
-    const hard = (gpus: string) => c.core.patchNamespacedResourceQuota({ name: 'gpu', namespace: 'serve', body: { spec: { hard: { 'requests.nvidia.com/gpu': gpus } } } }, patchWith(k8s.PatchStrategy.MergePatch));
+    const hard = (gpus: string) =>
+      c.core.patchNamespacedResourceQuota(
+        { name: 'gpu', namespace: 'serve', body: { spec: { hard: { 'requests.nvidia.com/gpu': gpus } } } },
+        patchWith(k8s.PatchStrategy.MergePatch),
+      );
     await hard('2');
     await c.core.deleteNamespacedPod({ name: 'llm-0', namespace: 'serve', gracePeriodSeconds: 0 });
     sim.advance(3_600_000);
     await hard('3'); // quotas are not the ReplicaSet controller's to watch: nothing yet
     expect(live()).toBe(2);
-    await c.core.patchNamespacedPod({ name: 'llm-1', namespace: 'serve', body: { metadata: { labels: { app: 'llm', touched: 'yes' } } } }, patchWith(k8s.PatchStrategy.MergePatch));
+    await c.core.patchNamespacedPod(
+      { name: 'llm-1', namespace: 'serve', body: { metadata: { labels: { app: 'llm', touched: 'yes' } } } },
+      patchWith(k8s.PatchStrategy.MergePatch),
+    );
     expect(live()).toBe(3);
   });
 });

@@ -23,7 +23,9 @@ function templateOf(ds: KubeObject): Template | undefined {
 export function eligible(ds: KubeObject, node: Node): boolean {
   const spec = templateOf(ds)?.spec;
   if (!spec) return false;
-  const blocked = (node.spec?.taints ?? []).some((t) => (t.effect === 'NoSchedule' || t.effect === 'NoExecute') && !tolerates(spec.tolerations, t));
+  const blocked = (node.spec?.taints ?? []).some(
+    (t) => (t.effect === 'NoSchedule' || t.effect === 'NoExecute') && !tolerates(spec.tolerations, t),
+  );
   return !blocked && matchesNodeAffinity({ metadata: {}, spec } as unknown as Pod, node);
 }
 
@@ -43,7 +45,16 @@ export function daemonPod(ds: KubeObject, node: string, name: string): KubeObjec
       generateName: `${ds.metadata.name}-`,
       namespace: ds.metadata.namespace,
       labels: { ...(tpl.metadata?.labels ?? {}) },
-      ownerReferences: [{ apiVersion: 'apps/v1', kind: 'DaemonSet', name: ds.metadata.name, uid: ds.metadata.uid, controller: true, blockOwnerDeletion: true }],
+      ownerReferences: [
+        {
+          apiVersion: 'apps/v1',
+          kind: 'DaemonSet',
+          name: ds.metadata.name,
+          uid: ds.metadata.uid,
+          controller: true,
+          blockOwnerDeletion: true,
+        },
+      ],
     },
     spec: { ...tpl.spec, nodeName: node },
   } as unknown as KubeObject;

@@ -37,7 +37,10 @@ function rename(obj: Record<string, unknown>, pairs: [string, string][]): Record
 
 /** A stored core Event as events.k8s.io/v1 serves it. */
 export function toEventsV1(core: KubeObject): KubeObject {
-  const out = rename(core, RENAMES.map(([v1, c]) => [c, v1])) as KubeObject;
+  const out = rename(
+    core,
+    RENAMES.map(([v1, c]) => [c, v1]),
+  ) as KubeObject;
   // Events recorded the old way carry only timestamps; typed clients require eventTime here.
   out.eventTime ??= micro(String(core.firstTimestamp ?? core.metadata.creationTimestamp));
   return { ...out, apiVersion: 'events.k8s.io/v1', kind: 'Event' };
@@ -53,7 +56,10 @@ const micro = (iso: string) => (/\.\d{6}Z$/.test(iso) ? iso : iso.replace(/(\.\d
 
 /** events.k8s.io field selectors name the v1 fields; the storage indexes the core ones. */
 export function coreFieldSelector(selector: string | undefined): string | undefined {
-  return selector?.replace(/\bregarding\./g, 'involvedObject.').replace(/\breportingController\b/g, 'reportingComponent').replace(/\bdeprecatedSource\b/g, 'source');
+  return selector
+    ?.replace(/\bregarding\./g, 'involvedObject.')
+    .replace(/\breportingController\b/g, 'reportingComponent')
+    .replace(/\bdeprecatedSource\b/g, 'source');
 }
 
 /** ValidateEventCreate for events.k8s.io/v1: what a new-style recorder must send. */
@@ -64,9 +70,16 @@ export function checkEventsV1Create(r: ResourceDef, body: unknown): void {
   const causes: Cause[] = [];
   const required = (field: string) => causes.push({ reason: 'FieldValueRequired', message: 'Required value', field });
   if (!e.eventTime) required('eventTime');
-  for (const f of ['reportingController', 'reportingInstance', 'action', 'reason']) if (typeof e[f] !== 'string' || e[f] === '') required(f);
-  if (e.type !== 'Normal' && e.type !== 'Warning') causes.push({ reason: 'FieldValueNotSupported', message: `Unsupported value: ${JSON.stringify(e.type ?? '')}: supported values: "Normal", "Warning"`, field: 'type' });
-  if (typeof e.note === 'string' && Buffer.byteLength(e.note) > 1024) causes.push({ reason: 'FieldValueTooLong', message: 'Too long: may not be more than 1024 bytes', field: 'note' });
+  for (const f of ['reportingController', 'reportingInstance', 'action', 'reason'])
+    if (typeof e[f] !== 'string' || e[f] === '') required(f);
+  if (e.type !== 'Normal' && e.type !== 'Warning')
+    causes.push({
+      reason: 'FieldValueNotSupported',
+      message: `Unsupported value: ${JSON.stringify(e.type ?? '')}: supported values: "Normal", "Warning"`,
+      field: 'type',
+    });
+  if (typeof e.note === 'string' && Buffer.byteLength(e.note) > 1024)
+    causes.push({ reason: 'FieldValueTooLong', message: 'Too long: may not be more than 1024 bytes', field: 'note' });
   if (causes.length > 0) throw errors.invalidCauses(r, name, causes);
 }
 
@@ -83,7 +96,13 @@ export interface ViewRequest {
 }
 
 /** events.k8s.io/v1 Events: every verb on the stored core Events, converted on the way in and out. */
-export function serveEventsV1(cluster: Cluster, req: IncomingMessage, res: ServerResponse, open: Set<ServerResponse>, v: ViewRequest): void {
+export function serveEventsV1(
+  cluster: Cluster,
+  req: IncomingMessage,
+  res: ServerResponse,
+  open: Set<ServerResponse>,
+  v: ViewRequest,
+): void {
   const core = resource('events');
   const { r, ns, name, method, list, dryRun, body } = v;
   const nsName = ns ?? '';
@@ -91,7 +110,21 @@ export function serveEventsV1(cluster: Cluster, req: IncomingMessage, res: Serve
   if (name === undefined) {
     const selectors = { labelSelector: list?.labelSelector, fieldSelector: coreFieldSelector(list?.fieldSelector) };
     if (method === 'GET' && list) {
-      if (v.watch || list.watch) return serveWatch(req, res, cluster, core, ns, { ...selectors, resourceVersion: list.resourceVersion, ...(list.timeoutSeconds !== undefined ? { timeoutSeconds: list.timeoutSeconds } : {}), view: one }, open);
+      if (v.watch || list.watch)
+        return serveWatch(
+          req,
+          res,
+          cluster,
+          core,
+          ns,
+          {
+            ...selectors,
+            resourceVersion: list.resourceVersion,
+            ...(list.timeoutSeconds !== undefined ? { timeoutSeconds: list.timeoutSeconds } : {}),
+            view: one,
+          },
+          open,
+        );
       const result = cluster.list(core, ns, { ...selectors, limit: list.limit, continue: list.continue });
       if (wantsTable(req.headers.accept)) return send(res, 200, tableOf(core, result, cluster.clock.now()));
       return send(res, 200, listBody(r, { ...result, items: result.items.map(one) }));
@@ -102,7 +135,16 @@ export function serveEventsV1(cluster: Cluster, req: IncomingMessage, res: Serve
     }
     if (method === 'DELETE') {
       const result = cluster.list(core, ns, selectors);
-      return send(res, 200, listBody(r, { ...result, items: result.items.map((o) => one(cluster.delete(core, o.metadata.namespace ?? '', o.metadata.name, { dryRun }))) }));
+      return send(
+        res,
+        200,
+        listBody(r, {
+          ...result,
+          items: result.items.map((o) =>
+            one(cluster.delete(core, o.metadata.namespace ?? '', o.metadata.name, { dryRun })),
+          ),
+        }),
+      );
     }
     throw errors.methodNotAllowed('the server does not allow this method on the requested resource');
   }
@@ -114,7 +156,8 @@ export function serveEventsV1(cluster: Cluster, req: IncomingMessage, res: Serve
     case 'PATCH': {
       // The patch applies to the v1 form, as the real server's conversion does, then is stored whole.
       const type = v.contentType.split(';')[0]!.trim();
-      if (type === PATCH_TYPES.apply || !Object.values(PATCH_TYPES).includes(type as never)) throw errors.unsupportedMediaType(type);
+      if (type === PATCH_TYPES.apply || !Object.values(PATCH_TYPES).includes(type as never))
+        throw errors.unsupportedMediaType(type);
       let next: unknown;
       try {
         next = applyPatch(type, one(cluster.get(core, nsName, name)), body);

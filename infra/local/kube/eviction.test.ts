@@ -4,10 +4,30 @@ import { clients, failure } from './test-helpers.ts';
 
 /** Two T4 nodes; the serving ReplicaSet has 2 pods on t4-0 under a PDB of minAvailable 2. */
 const fleet: Fleet = {
-  nodes: [{ name: 't4', count: 2, labels: { accelerator: 'nvidia-tesla-t4' }, allocatable: { cpu: '32', memory: '128Gi', 'nvidia.com/gpu': 2 } }],
+  nodes: [
+    {
+      name: 't4',
+      count: 2,
+      labels: { accelerator: 'nvidia-tesla-t4' },
+      allocatable: { cpu: '32', memory: '128Gi', 'nvidia.com/gpu': 2 },
+    },
+  ],
   namespaces: [{ name: 'serve' }],
-  podDisruptionBudgets: [{ name: 'llm', namespace: 'serve', minAvailable: 2, selector: { matchLabels: { app: 'llm' } } }],
-  pods: [{ name: 'llm', namespace: 'serve', count: 2, node: 't4-0', owner: { kind: 'ReplicaSet' as const, name: 'llm-6f7' }, labels: { app: 'llm' }, requests: { 'nvidia.com/gpu': 1 }, terminationGracePeriodSeconds: 30 }],
+  podDisruptionBudgets: [
+    { name: 'llm', namespace: 'serve', minAvailable: 2, selector: { matchLabels: { app: 'llm' } } },
+  ],
+  pods: [
+    {
+      name: 'llm',
+      namespace: 'serve',
+      count: 2,
+      node: 't4-0',
+      owner: { kind: 'ReplicaSet' as const, name: 'llm-6f7' },
+      labels: { app: 'llm' },
+      requests: { 'nvidia.com/gpu': 1 },
+      terminationGracePeriodSeconds: 30,
+    },
+  ],
 };
 
 describe('eviction against PodDisruptionBudgets', () => {
@@ -20,7 +40,11 @@ describe('eviction against PodDisruptionBudgets', () => {
   afterEach(() => sim.close());
 
   const evict = (name: string) =>
-    c.core.createNamespacedPodEviction({ name, namespace: 'serve', body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name, namespace: 'serve' } } });
+    c.core.createNamespacedPodEviction({
+      name,
+      namespace: 'serve',
+      body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name, namespace: 'serve' } },
+    });
 
   it('computes the budget status from the pods it selects', async () => {
     const pdb = await c.policy.readNamespacedPodDisruptionBudget({ name: 'llm', namespace: 'serve' });
@@ -30,15 +54,32 @@ describe('eviction against PodDisruptionBudgets', () => {
   it('refuses an eviction that would break the budget with 429 TooManyRequests', async () => {
     const f = await failure(() => evict('llm-0'));
     expect(f.code).toBe(429);
-    expect(f.status).toMatchObject({ kind: 'Status', status: 'Failure', reason: 'TooManyRequests', message: "Cannot evict pod as it would violate the pod's disruption budget.", code: 429 });
-    expect(f.status.details?.causes?.[0]?.message).toBe('The disruption budget llm needs 2 healthy pods and has 2 currently');
+    expect(f.status).toMatchObject({
+      kind: 'Status',
+      status: 'Failure',
+      reason: 'TooManyRequests',
+      message: "Cannot evict pod as it would violate the pod's disruption budget.",
+      code: 429,
+    });
+    expect(f.status.details?.causes?.[0]?.message).toBe(
+      'The disruption budget llm needs 2 healthy pods and has 2 currently',
+    );
     expect(sim.store.pod('serve', 'llm-0')!.metadata.deletionTimestamp).toBeUndefined();
   });
 
   it('allows the eviction once a third healthy replica runs elsewhere, then replaces the evicted pod', async () => {
     await c.core.createNamespacedPod({
       namespace: 'serve',
-      body: { metadata: { name: 'llm-extra', labels: { app: 'llm' }, ownerReferences: [{ apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'llm-6f7', uid: 'rs-uid', controller: true }] }, spec: { containers: [{ name: 'main', image: 'llm', resources: { requests: { 'nvidia.com/gpu': '1' } } }] } },
+      body: {
+        metadata: {
+          name: 'llm-extra',
+          labels: { app: 'llm' },
+          ownerReferences: [
+            { apiVersion: 'apps/v1', kind: 'ReplicaSet', name: 'llm-6f7', uid: 'rs-uid', controller: true },
+          ],
+        },
+        spec: { containers: [{ name: 'main', image: 'llm', resources: { requests: { 'nvidia.com/gpu': '1' } } }] },
+      },
     });
     expect(sim.store.pod('serve', 'llm-extra')!.spec.nodeName).toBe('t4-1');
     const pdb = await c.policy.readNamespacedPodDisruptionBudget({ name: 'llm', namespace: 'serve' });
@@ -49,7 +90,9 @@ describe('eviction against PodDisruptionBudgets', () => {
     const evicted = sim.store.pod('serve', 'llm-0')!;
     expect(evicted.metadata.deletionTimestamp).toBe('2026-01-01T00:00:30Z');
     // The ReplicaSet's replacement is created at once and lands on the only node with room.
-    const replacements = sim.store.pods('serve').filter((p) => !['llm-0', 'llm-1', 'llm-extra'].includes(p.metadata.name));
+    const replacements = sim.store
+      .pods('serve')
+      .filter((p) => !['llm-0', 'llm-1', 'llm-extra'].includes(p.metadata.name));
     expect(replacements).toHaveLength(1);
     expect(replacements[0]!.metadata.name).toMatch(/^llm-6f7-[a-z0-9]{5}$/);
     expect(replacements[0]!.spec.nodeName).toBe('t4-1');
@@ -81,7 +124,15 @@ describe('pod deletion and controllers on the injected clock', () => {
         podDisruptionBudgets: [],
         pods: [
           ...(fleet.pods ?? []),
-          { name: 'db', namespace: 'serve', count: 1, node: 't4-1', owner: { kind: 'StatefulSet' as const, name: 'db' }, labels: { app: 'db' }, terminationGracePeriodSeconds: 10 },
+          {
+            name: 'db',
+            namespace: 'serve',
+            count: 1,
+            node: 't4-1',
+            owner: { kind: 'StatefulSet' as const, name: 'db' },
+            labels: { app: 'db' },
+            terminationGracePeriodSeconds: 10,
+          },
           { name: 'lonely', namespace: 'serve', node: 't4-1' },
         ],
       },
@@ -121,7 +172,12 @@ describe('pod deletion and controllers on the injected clock', () => {
 
   it('removes a pod at once with gracePeriodSeconds 0 and does not recreate an unowned pod', async () => {
     await c.core.deleteNamespacedPod({ name: 'lonely', namespace: 'serve', gracePeriodSeconds: 0 });
-    expect(sim.store.pods('serve').map((p) => p.metadata.name).sort()).toEqual(['db-0', 'llm-0', 'llm-1']);
+    expect(
+      sim.store
+        .pods('serve')
+        .map((p) => p.metadata.name)
+        .sort(),
+    ).toEqual(['db-0', 'llm-0', 'llm-1']);
   });
 
   it('recreates a StatefulSet pod under the same name only after the old one is gone', async () => {
@@ -141,7 +197,11 @@ describe('pod deletion and controllers on the injected clock', () => {
     expect(names).not.toContain('llm-0');
     const fresh = sim.store.pods('serve').filter((p) => p.metadata.name.startsWith('llm-6f7-'));
     expect(fresh).toHaveLength(1);
-    expect(fresh[0]!.metadata.ownerReferences?.[0]).toMatchObject({ kind: 'ReplicaSet', name: 'llm-6f7', controller: true });
+    expect(fresh[0]!.metadata.ownerReferences?.[0]).toMatchObject({
+      kind: 'ReplicaSet',
+      name: 'llm-6f7',
+      controller: true,
+    });
     expect(fresh[0]!.spec.nodeName).toBeDefined();
   });
 });
@@ -154,11 +214,22 @@ describe('eviction of unhealthy pods', () => {
     const sim = await startKubeSim({ fleet: { ...fleet, podDisruptionBudgets: [] } });
     const { core, policy: pol } = clients(sim);
     try {
-      await pol.createNamespacedPodDisruptionBudget({ namespace: 'serve', body: { metadata: { name: 'llm' }, spec: { minAvailable: 2, selector: { matchLabels: { app: 'llm' } }, ...(policy ? { unhealthyPodEvictionPolicy: policy } : {}) } } });
+      await pol.createNamespacedPodDisruptionBudget({
+        namespace: 'serve',
+        body: {
+          metadata: { name: 'llm' },
+          spec: {
+            minAvailable: 2,
+            selector: { matchLabels: { app: 'llm' } },
+            ...(policy ? { unhealthyPodEvictionPolicy: policy } : {}),
+          },
+        },
+      });
       const pod = await core.readNamespacedPod({ name: 'llm-0', namespace: 'serve' });
       pod.status!.conditions = [{ type: 'Ready', status: 'False' }];
       await core.replaceNamespacedPodStatus({ name: 'llm-0', namespace: 'serve', body: pod });
-      const evict = () => core.createNamespacedPodEviction({ name: 'llm-0', namespace: 'serve', body: { metadata: { name: 'llm-0' } } });
+      const evict = () =>
+        core.createNamespacedPodEviction({ name: 'llm-0', namespace: 'serve', body: { metadata: { name: 'llm-0' } } });
       if (code === 429) expect((await failure(evict)).code).toBe(429);
       else {
         await evict();
@@ -179,8 +250,21 @@ describe('back-to-back evictions while replacements are not yet Ready', () => {
   const slow: Fleet = {
     nodes: [{ name: 't4', count: 4, allocatable: { cpu: '32', memory: '128Gi', 'nvidia.com/gpu': 1 } }],
     namespaces: [{ name: 'serve' }],
-    podDisruptionBudgets: [{ name: 'llm', namespace: 'serve', maxUnavailable: 1, selector: { matchLabels: { app: 'llm' } } }],
-    pods: [{ name: 'llm', namespace: 'serve', count: 3, owner: { kind: 'ReplicaSet' as const, name: 'llm-6f7' }, labels: { app: 'llm' }, requests: { 'nvidia.com/gpu': 1 }, terminationGracePeriodSeconds: 5, readyAfterSeconds: 40 }],
+    podDisruptionBudgets: [
+      { name: 'llm', namespace: 'serve', maxUnavailable: 1, selector: { matchLabels: { app: 'llm' } } },
+    ],
+    pods: [
+      {
+        name: 'llm',
+        namespace: 'serve',
+        count: 3,
+        owner: { kind: 'ReplicaSet' as const, name: 'llm-6f7' },
+        labels: { app: 'llm' },
+        requests: { 'nvidia.com/gpu': 1 },
+        terminationGracePeriodSeconds: 5,
+        readyAfterSeconds: 40,
+      },
+    ],
   };
   let sim: KubeSim;
   let c: ReturnType<typeof clients>;
@@ -191,13 +275,20 @@ describe('back-to-back evictions while replacements are not yet Ready', () => {
   });
   afterEach(() => sim.close());
 
-  const evict = (name: string) => c.core.createNamespacedPodEviction({ name, namespace: 'serve', body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name, namespace: 'serve' } } });
-  const budget = async () => (await c.policy.readNamespacedPodDisruptionBudget({ name: 'llm', namespace: 'serve' })).status;
+  const evict = (name: string) =>
+    c.core.createNamespacedPodEviction({
+      name,
+      namespace: 'serve',
+      body: { apiVersion: 'policy/v1', kind: 'Eviction', metadata: { name, namespace: 'serve' } },
+    });
+  const budget = async () =>
+    (await c.policy.readNamespacedPodDisruptionBudget({ name: 'llm', namespace: 'serve' })).status;
 
   it('starts the pods not Ready, then Ready once their delay has passed', async () => {
     const fresh = await startKubeSim({ fleet: slow });
     try {
-      const ready = () => fresh.store.pods('serve').map((p) => p.status?.conditions?.find((x) => x.type === 'Ready')?.status);
+      const ready = () =>
+        fresh.store.pods('serve').map((p) => p.status?.conditions?.find((x) => x.type === 'Ready')?.status);
       expect(ready()).toEqual(['False', 'False', 'False']);
       fresh.advance(39_999);
       expect(ready()).toEqual(['False', 'False', 'False']);
@@ -213,12 +304,17 @@ describe('back-to-back evictions while replacements are not yet Ready', () => {
     await evict('llm-0');
     const replacement = sim.store.pods('serve').find((p) => !/^llm-[0-2]$/.test(p.metadata.name))!;
     expect(replacement.status).toMatchObject({ phase: 'Running' });
-    expect(replacement.status?.conditions?.find((x) => x.type === 'Ready')).toMatchObject({ status: 'False', reason: 'ContainersNotReady' });
+    expect(replacement.status?.conditions?.find((x) => x.type === 'Ready')).toMatchObject({
+      status: 'False',
+      reason: 'ContainersNotReady',
+    });
     expect(await budget()).toMatchObject({ currentHealthy: 2, desiredHealthy: 2, disruptionsAllowed: 0 });
 
     const f = await failure(() => evict('llm-1'));
     expect(f.code).toBe(429);
-    expect(f.status.details?.causes?.[0]?.message).toBe('The disruption budget llm needs 2 healthy pods and has 2 currently');
+    expect(f.status.details?.causes?.[0]?.message).toBe(
+      'The disruption budget llm needs 2 healthy pods and has 2 currently',
+    );
     sim.advance(39_000);
     expect((await failure(() => evict('llm-1'))).code).toBe(429);
 

@@ -17,7 +17,17 @@ export interface FaultSpec {
   times?: number;
 }
 
-const REASONS: Record<number, string> = { 400: 'BadRequest', 403: 'Forbidden', 404: 'NotFound', 409: 'Conflict', 422: 'Invalid', 429: 'TooManyRequests', 500: 'InternalError', 503: 'ServiceUnavailable', 504: 'Timeout' };
+const REASONS: Record<number, string> = {
+  400: 'BadRequest',
+  403: 'Forbidden',
+  404: 'NotFound',
+  409: 'Conflict',
+  422: 'Invalid',
+  429: 'TooManyRequests',
+  500: 'InternalError',
+  503: 'ServiceUnavailable',
+  504: 'Timeout',
+};
 
 export class Faults {
   private readonly specs: (FaultSpec & { left: number })[] = [];
@@ -35,12 +45,23 @@ export class Faults {
   /** The error to answer `method path` with, if a fault matches; consumes one use. */
   take(method: string, path: string): ApiError | undefined {
     const spec = this.specs.find(
-      (s) => s.left > 0 && (!s.method || s.method.toUpperCase() === method) && (!s.path || (typeof s.path === 'string' ? path.includes(s.path) : s.path.test(path))),
+      (s) =>
+        s.left > 0 &&
+        (!s.method || s.method.toUpperCase() === method) &&
+        (!s.path || (typeof s.path === 'string' ? path.includes(s.path) : s.path.test(path))),
     );
     if (!spec) return undefined;
     spec.left--;
     this.fired.push(`${method} ${path} → ${spec.code}`);
     const reason = spec.reason ?? REASONS[spec.code] ?? 'Unknown';
-    return new ApiError({ kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message: spec.message ?? `injected ${reason} for ${method} ${path}`, reason, code: spec.code });
+    return new ApiError({
+      kind: 'Status',
+      apiVersion: 'v1',
+      metadata: {},
+      status: 'Failure',
+      message: spec.message ?? `injected ${reason} for ${method} ${path}`,
+      reason,
+      code: spec.code,
+    });
   }
 }

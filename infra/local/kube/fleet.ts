@@ -15,12 +15,34 @@ import { resource, resourceForKind } from './resources.ts';
  * Everything is created through the same admission path as API clients (quota, limit ranges,
  * scheduling), so a seeded cluster is one the API server could have produced.
  */
-const Quantity = z.union([z.string().regex(/^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$/, 'must be a Kubernetes quantity such as 500m, 16Gi or 8'), z.number()]);
+const Quantity = z.union([
+  z
+    .string()
+    .regex(
+      /^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+|Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E)?$/,
+      'must be a Kubernetes quantity such as 500m, 16Gi or 8',
+    ),
+  z.number(),
+]);
 const Resources = z.record(z.string(), Quantity);
 const Labels = z.record(z.string(), z.string());
 const Name = z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a lowercase RFC 1123 name');
-const Taint = z.object({ key: z.string(), value: z.string().optional(), effect: z.enum(['NoSchedule', 'PreferNoSchedule', 'NoExecute']) }).strict();
-const Toleration = z.object({ key: z.string().optional(), operator: z.enum(['Exists', 'Equal']).optional(), value: z.string().optional(), effect: z.string().optional(), tolerationSeconds: z.number().optional() }).strict();
+const Taint = z
+  .object({
+    key: z.string(),
+    value: z.string().optional(),
+    effect: z.enum(['NoSchedule', 'PreferNoSchedule', 'NoExecute']),
+  })
+  .strict();
+const Toleration = z
+  .object({
+    key: z.string().optional(),
+    operator: z.enum(['Exists', 'Equal']).optional(),
+    value: z.string().optional(),
+    effect: z.string().optional(),
+    tolerationSeconds: z.number().optional(),
+  })
+  .strict();
 
 const NodeGroup = z
   .object({
@@ -42,16 +64,41 @@ const Namespace = z
     labels: Labels.optional(),
     quotas: z.array(z.object({ name: Name, hard: Resources }).strict()).optional(),
     limitRanges: z
-      .array(z.object({ name: Name, limits: z.array(z.object({ type: z.enum(['Container', 'Pod']), default: Resources.optional(), defaultRequest: Resources.optional(), max: Resources.optional(), min: Resources.optional() }).strict()) }).strict())
+      .array(
+        z
+          .object({
+            name: Name,
+            limits: z.array(
+              z
+                .object({
+                  type: z.enum(['Container', 'Pod']),
+                  default: Resources.optional(),
+                  defaultRequest: Resources.optional(),
+                  max: Resources.optional(),
+                  min: Resources.optional(),
+                })
+                .strict(),
+            ),
+          })
+          .strict(),
+      )
       .optional(),
   })
   .strict();
 
 const Selector = z.object({ matchLabels: Labels.optional() }).strict();
 const Pdb = z
-  .object({ name: Name, namespace: Name, minAvailable: z.union([z.number().int(), z.string()]).optional(), maxUnavailable: z.union([z.number().int(), z.string()]).optional(), selector: Selector })
+  .object({
+    name: Name,
+    namespace: Name,
+    minAvailable: z.union([z.number().int(), z.string()]).optional(),
+    maxUnavailable: z.union([z.number().int(), z.string()]).optional(),
+    selector: Selector,
+  })
   .strict()
-  .refine((p) => (p.minAvailable === undefined) !== (p.maxUnavailable === undefined), { message: 'set exactly one of minAvailable and maxUnavailable' });
+  .refine((p) => (p.minAvailable === undefined) !== (p.maxUnavailable === undefined), {
+    message: 'set exactly one of minAvailable and maxUnavailable',
+  });
 
 const Workload = {
   labels: Labels.optional(),
@@ -70,7 +117,10 @@ const PodGroup = z
     namespace: Name,
     count: z.number().int().positive().optional(),
     node: z.string().optional(),
-    owner: z.object({ kind: z.enum(['ReplicaSet', 'Job', 'StatefulSet']), name: Name }).strict().optional(),
+    owner: z
+      .object({ kind: z.enum(['ReplicaSet', 'Job', 'StatefulSet']), name: Name })
+      .strict()
+      .optional(),
     emptyDir: z.boolean().optional(),
     /** The pods exit 0 (Succeeded) this long after starting: Jobs that finish and free their GPUs. */
     completeAfterSeconds: z.number().nonnegative().optional(),
@@ -94,7 +144,17 @@ export const FleetSchema = z
     migConfigs: z.record(z.string(), Resources).default({}),
     migReconfigureSeconds: z.number().nonnegative().default(30),
     /** Escape hatch: raw manifests of any served kind, created after everything else. */
-    objects: z.array(z.object({ apiVersion: z.string(), kind: z.string(), metadata: z.object({ name: z.string(), namespace: z.string().optional() }).loose() }).loose()).default([]),
+    objects: z
+      .array(
+        z
+          .object({
+            apiVersion: z.string(),
+            kind: z.string(),
+            metadata: z.object({ name: z.string(), namespace: z.string().optional() }).loose(),
+          })
+          .loose(),
+      )
+      .default([]),
   })
   .strict();
 
@@ -131,11 +191,19 @@ export function loadFleet(path: string): ParsedFleet {
 
 export const EXAMPLE_FLEET_PATH = new URL('./fleets/example.yaml', import.meta.url).pathname;
 
-const expand = <T extends { name: string; count?: number }>(g: T): string[] => (g.count === undefined ? [g.name] : Array.from({ length: g.count }, (_, i) => `${g.name}-${i}`));
+const expand = <T extends { name: string; count?: number }>(g: T): string[] =>
+  g.count === undefined ? [g.name] : Array.from({ length: g.count }, (_, i) => `${g.name}-${i}`);
 
-function container(w: { image?: string; requests?: Record<string, string | number>; limits?: Record<string, string | number> }, name: string) {
+function container(
+  w: { image?: string; requests?: Record<string, string | number>; limits?: Record<string, string | number> },
+  name: string,
+) {
   const resources = { ...(w.requests ? { requests: w.requests } : {}), ...(w.limits ? { limits: w.limits } : {}) };
-  return { name, image: w.image ?? 'registry.local/gpu-reflex/sim:latest', ...(Object.keys(resources).length > 0 ? { resources } : {}) };
+  return {
+    name,
+    image: w.image ?? 'registry.local/gpu-reflex/sim:latest',
+    ...(Object.keys(resources).length > 0 ? { resources } : {}),
+  };
 }
 
 /** Creates the fleet's objects in dependency order; an API refusal names the object it hit. */
@@ -149,19 +217,41 @@ export function seedFleet(cluster: Cluster, fleet: ParsedFleet): void {
     }
   };
   const create = (plural: string, ns: string, body: object) => cluster.create(resource(plural), ns, body);
-  for (const ns of ['default', 'kube-system', 'kube-node-lease', 'kube-public', ...fleet.namespaces.map((n) => n.name)]) {
-    if (!cluster.store.get('namespaces', '', ns)) run(`namespace ${ns}`, () => create('namespaces', '', { metadata: { name: ns, labels: fleet.namespaces.find((n) => n.name === ns)?.labels } }));
+  for (const ns of [
+    'default',
+    'kube-system',
+    'kube-node-lease',
+    'kube-public',
+    ...fleet.namespaces.map((n) => n.name),
+  ]) {
+    if (!cluster.store.get('namespaces', '', ns))
+      run(`namespace ${ns}`, () =>
+        create('namespaces', '', {
+          metadata: { name: ns, labels: fleet.namespaces.find((n) => n.name === ns)?.labels },
+        }),
+      );
   }
   for (const g of fleet.nodes) {
     for (const name of expand(g)) {
       run(`node ${name}`, () =>
         create('nodes', '', {
-          metadata: { name, labels: { 'kubernetes.io/hostname': name, 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': 'amd64', ...g.labels }, ...(g.annotations ? { annotations: g.annotations } : {}) },
+          metadata: {
+            name,
+            labels: {
+              'kubernetes.io/hostname': name,
+              'kubernetes.io/os': 'linux',
+              'kubernetes.io/arch': 'amd64',
+              ...g.labels,
+            },
+            ...(g.annotations ? { annotations: g.annotations } : {}),
+          },
           spec: { ...(g.unschedulable ? { unschedulable: true } : {}), ...(g.taints ? { taints: g.taints } : {}) },
           status: {
             capacity: { pods: '110', ...(g.capacity ?? g.allocatable) },
             allocatable: { pods: '110', ...g.allocatable },
-            ...(g.ready === false ? { conditions: [{ type: 'Ready', status: 'False', reason: 'KubeletNotReady' }] } : {}),
+            ...(g.ready === false
+              ? { conditions: [{ type: 'Ready', status: 'False', reason: 'KubeletNotReady' }] }
+              : {}),
           },
         }),
       );
@@ -171,16 +261,28 @@ export function seedFleet(cluster: Cluster, fleet: ParsedFleet): void {
   // mig-manager.ts): the GPU Operator installs its namespace and an empty mig-parted config.
   if (fleet.nodes.some((g) => g.labels?.['nvidia.com/mig.strategy'] === 'mixed')) {
     const { namespace, name, key } = MIG_PARTED_CONFIGMAP;
-    if (!cluster.store.get('namespaces', '', namespace)) run(`namespace ${namespace}`, () => create('namespaces', '', { metadata: { name: namespace } }));
-    if (!cluster.store.get('configmaps', namespace, name)) run(`configmap ${namespace}/${name}`, () => create('configmaps', namespace, { metadata: { name }, data: { [key]: 'version: v1\nmig-configs: {}\n' } }));
+    if (!cluster.store.get('namespaces', '', namespace))
+      run(`namespace ${namespace}`, () => create('namespaces', '', { metadata: { name: namespace } }));
+    if (!cluster.store.get('configmaps', namespace, name))
+      run(`configmap ${namespace}/${name}`, () =>
+        create('configmaps', namespace, { metadata: { name }, data: { [key]: 'version: v1\nmig-configs: {}\n' } }),
+      );
   }
   for (const ns of fleet.namespaces) {
-    for (const lr of ns.limitRanges ?? []) run(`limitrange ${ns.name}/${lr.name}`, () => create('limitranges', ns.name, { metadata: { name: lr.name }, spec: { limits: lr.limits } }));
-    for (const q of ns.quotas ?? []) run(`resourcequota ${ns.name}/${q.name}`, () => create('resourcequotas', ns.name, { metadata: { name: q.name }, spec: { hard: q.hard } }));
+    for (const lr of ns.limitRanges ?? [])
+      run(`limitrange ${ns.name}/${lr.name}`, () =>
+        create('limitranges', ns.name, { metadata: { name: lr.name }, spec: { limits: lr.limits } }),
+      );
+    for (const q of ns.quotas ?? [])
+      run(`resourcequota ${ns.name}/${q.name}`, () =>
+        create('resourcequotas', ns.name, { metadata: { name: q.name }, spec: { hard: q.hard } }),
+      );
   }
   for (const p of fleet.podDisruptionBudgets) {
     const { name, namespace, ...spec } = p;
-    run(`poddisruptionbudget ${namespace}/${name}`, () => create('poddisruptionbudgets', namespace, { metadata: { name }, spec }));
+    run(`poddisruptionbudget ${namespace}/${name}`, () =>
+      create('poddisruptionbudgets', namespace, { metadata: { name }, spec }),
+    );
   }
   for (const d of fleet.daemonSets) {
     const labels = { 'app.kubernetes.io/name': d.name, ...d.labels };
@@ -189,14 +291,30 @@ export function seedFleet(cluster: Cluster, fleet: ParsedFleet): void {
         metadata: { name: d.name, labels },
         spec: {
           selector: { matchLabels: labels },
-          template: { metadata: { labels }, spec: { containers: [container(d, d.name)], ...(d.tolerations ? { tolerations: d.tolerations } : {}), ...(d.nodeSelector ? { nodeSelector: d.nodeSelector } : {}), ...(d.terminationGracePeriodSeconds !== undefined ? { terminationGracePeriodSeconds: d.terminationGracePeriodSeconds } : {}) } },
+          template: {
+            metadata: { labels },
+            spec: {
+              containers: [container(d, d.name)],
+              ...(d.tolerations ? { tolerations: d.tolerations } : {}),
+              ...(d.nodeSelector ? { nodeSelector: d.nodeSelector } : {}),
+              ...(d.terminationGracePeriodSeconds !== undefined
+                ? { terminationGracePeriodSeconds: d.terminationGracePeriodSeconds }
+                : {}),
+            },
+          },
         },
       }),
     );
   }
   const owners = new Map<string, string>();
   for (const g of fleet.pods) {
-    const owner = g.owner ? { kind: g.owner.kind, name: g.owner.name, uid: owners.get(`${g.namespace}/${g.owner.kind}/${g.owner.name}`) ?? cluster.uid() } : undefined;
+    const owner = g.owner
+      ? {
+          kind: g.owner.kind,
+          name: g.owner.name,
+          uid: owners.get(`${g.namespace}/${g.owner.kind}/${g.owner.name}`) ?? cluster.uid(),
+        }
+      : undefined;
     if (owner) owners.set(`${g.namespace}/${owner.kind}/${owner.name}`, owner.uid);
     for (const name of expand(g)) {
       run(`pod ${g.namespace}/${name}`, () =>
@@ -205,16 +323,39 @@ export function seedFleet(cluster: Cluster, fleet: ParsedFleet): void {
             name,
             labels: g.labels,
             ...(g.completeAfterSeconds !== undefined || g.readyAfterSeconds !== undefined
-              ? { annotations: { ...(g.completeAfterSeconds !== undefined ? { [COMPLETE_AFTER]: String(g.completeAfterSeconds) } : {}), ...(g.readyAfterSeconds !== undefined ? { [READY_AFTER]: String(g.readyAfterSeconds) } : {}) } }
+              ? {
+                  annotations: {
+                    ...(g.completeAfterSeconds !== undefined
+                      ? { [COMPLETE_AFTER]: String(g.completeAfterSeconds) }
+                      : {}),
+                    ...(g.readyAfterSeconds !== undefined ? { [READY_AFTER]: String(g.readyAfterSeconds) } : {}),
+                  },
+                }
               : {}),
-            ...(owner ? { generateName: `${owner.name}-`, ownerReferences: [{ apiVersion: owner.kind === 'Job' ? 'batch/v1' : 'apps/v1', kind: owner.kind, name: owner.name, uid: owner.uid, controller: true, blockOwnerDeletion: true }] } : {}),
+            ...(owner
+              ? {
+                  generateName: `${owner.name}-`,
+                  ownerReferences: [
+                    {
+                      apiVersion: owner.kind === 'Job' ? 'batch/v1' : 'apps/v1',
+                      kind: owner.kind,
+                      name: owner.name,
+                      uid: owner.uid,
+                      controller: true,
+                      blockOwnerDeletion: true,
+                    },
+                  ],
+                }
+              : {}),
           },
           spec: {
             containers: [container(g, 'main')],
             ...(g.node ? { nodeName: g.node } : {}),
             ...(g.tolerations ? { tolerations: g.tolerations } : {}),
             ...(g.nodeSelector ? { nodeSelector: g.nodeSelector } : {}),
-            ...(g.terminationGracePeriodSeconds !== undefined ? { terminationGracePeriodSeconds: g.terminationGracePeriodSeconds } : {}),
+            ...(g.terminationGracePeriodSeconds !== undefined
+              ? { terminationGracePeriodSeconds: g.terminationGracePeriodSeconds }
+              : {}),
             ...(g.emptyDir ? { volumes: [{ name: 'scratch', emptyDir: {} }] } : {}),
             ...(g.priority !== undefined ? { priority: g.priority } : {}),
             ...(g.priorityClassName ? { priorityClassName: g.priorityClassName } : {}),
@@ -233,8 +374,23 @@ export function seedFleet(cluster: Cluster, fleet: ParsedFleet): void {
 /** A synthetic fleet of any size for scale tests and benchmarks: A100 nodes, 4 GPU pods each. */
 export function syntheticFleet(nodes: number, podsPerNode = 4): ParsedFleet {
   return validateFleet({
-    nodes: [{ name: 'gpu', count: nodes, labels: { accelerator: 'nvidia-a100', 'nvidia.com/gpu.product': 'NVIDIA-A100-SXM4-80GB' }, allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': '8' } }],
+    nodes: [
+      {
+        name: 'gpu',
+        count: nodes,
+        labels: { accelerator: 'nvidia-a100', 'nvidia.com/gpu.product': 'NVIDIA-A100-SXM4-80GB' },
+        allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': '8' },
+      },
+    ],
     namespaces: [{ name: 'train' }],
-    pods: [{ name: 'worker', namespace: 'train', count: nodes * podsPerNode, owner: { kind: 'Job', name: 'worker' }, requests: { cpu: '8', memory: '64Gi', 'nvidia.com/gpu': '2' } }],
+    pods: [
+      {
+        name: 'worker',
+        namespace: 'train',
+        count: nodes * podsPerNode,
+        owner: { kind: 'Job', name: 'worker' },
+        requests: { cpu: '8', memory: '64Gi', 'nvidia.com/gpu': '2' },
+      },
+    ],
   });
 }

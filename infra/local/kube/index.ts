@@ -57,7 +57,10 @@ export interface KubeSim {
 export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSim> {
   const clock = options.clock ?? new ManualClock();
   const fleet = typeof options.fleet === 'string' ? loadFleet(options.fleet) : validateFleet(options.fleet ?? {});
-  const cluster = new Cluster(clock, { migLayouts: fleet.migConfigs, migReconfigureSeconds: fleet.migReconfigureSeconds });
+  const cluster = new Cluster(clock, {
+    migLayouts: fleet.migConfigs,
+    migReconfigureSeconds: fleet.migReconfigureSeconds,
+  });
   seedFleet(cluster, fleet);
 
   const open = new Set<ServerResponse>();
@@ -100,7 +103,16 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
 
 export { ManualClock, wallClock } from './clock.ts';
 export { Cluster } from './cluster.ts';
-export { EXAMPLE_FLEET_PATH, FleetError, FleetSchema, loadFleet, parseFleet, syntheticFleet, type Fleet, type ParsedFleet } from './fleet.ts';
+export {
+  EXAMPLE_FLEET_PATH,
+  FleetError,
+  FleetSchema,
+  loadFleet,
+  parseFleet,
+  syntheticFleet,
+  type Fleet,
+  type ParsedFleet,
+} from './fleet.ts';
 export type { Clock, KubeObject, Node, Pod } from './types.ts';
 export type { Store } from './store.ts';
 export type { FaultSpec } from './faults.ts';

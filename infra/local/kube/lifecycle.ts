@@ -2,7 +2,15 @@ import { daemonPod, eligible, hasDaemonPod } from './daemonsets.ts';
 import { MigManager } from './mig-manager.ts';
 import { CreateRetries } from './create-retries.ts';
 import { notReady, nowReady, readyDelayMs } from './readiness.ts';
-import { controllerOf, holdsResources, isTerminal, podRequests, runningStatus, pendingStatus, succeededStatus } from './pods.ts';
+import {
+  controllerOf,
+  holdsResources,
+  isTerminal,
+  podRequests,
+  runningStatus,
+  pendingStatus,
+  succeededStatus,
+} from './pods.ts';
 import { qualifiedName, type ResourceDef } from './resources.ts';
 import { freeOn, matchesNodeAffinity, nodeView, pickNode, tolerates, unfitReason, type NodeView } from './scheduler.ts';
 import { UnfitShapes } from './unfit-shapes.ts';
@@ -152,10 +160,20 @@ export class Lifecycle {
       this.store.remove('leases.coordination.k8s.io', 'kube-node-lease', obj.metadata.name);
     }
     if (r.plural === 'daemonsets') {
-      for (const p of this.store.pods(ns)) if (controllerOf(p)?.uid === obj.metadata.uid) this.deletePod(p, undefined, false);
+      for (const p of this.store.pods(ns))
+        if (controllerOf(p)?.uid === obj.metadata.uid) this.deletePod(p, undefined, false);
     }
     if (r.plural === 'namespaces') {
-      for (const res of ['pods', 'configmaps', 'events', 'resourcequotas', 'limitranges', 'poddisruptionbudgets.policy', 'leases.coordination.k8s.io', 'daemonsets.apps']) {
+      for (const res of [
+        'pods',
+        'configmaps',
+        'events',
+        'resourcequotas',
+        'limitranges',
+        'poddisruptionbudgets.policy',
+        'leases.coordination.k8s.io',
+        'daemonsets.apps',
+      ]) {
         for (const o of this.store.list(res, obj.metadata.name)) {
           if (res === 'pods') this.replaced.add(o.metadata.uid);
           this.store.remove(res, obj.metadata.name, o.metadata.name);
@@ -182,7 +200,10 @@ export class Lifecycle {
     if (existing !== undefined && existing <= deadline) return pod;
     this.terminating.set(key, deadline);
     this.dueAt = Math.min(this.dueAt, deadline);
-    const out = this.store.put('pods', { ...pod, metadata: { ...pod.metadata, deletionTimestamp: this.iso(deadline), deletionGracePeriodSeconds: g } });
+    const out = this.store.put('pods', {
+      ...pod,
+      metadata: { ...pod.metadata, deletionTimestamp: this.iso(deadline), deletionGracePeriodSeconds: g },
+    });
     this.replace(pod, false);
     return out;
   }
@@ -201,7 +222,13 @@ export class Lifecycle {
     this.replaced.add(pod.metadata.uid);
     const spec: PodSpec = { ...pod.spec };
     delete spec.nodeName;
-    const name = owner.kind === 'StatefulSet' ? pod.metadata.name : this.generateName(pod.metadata.generateName ?? `${owner.name}-`, (n) => this.store.pod(pod.metadata.namespace ?? '', n) !== undefined);
+    const name =
+      owner.kind === 'StatefulSet'
+        ? pod.metadata.name
+        : this.generateName(
+            pod.metadata.generateName ?? `${owner.name}-`,
+            (n) => this.store.pod(pod.metadata.namespace ?? '', n) !== undefined,
+          );
     const fresh = {
       apiVersion: 'v1',
       kind: 'Pod',
@@ -266,14 +293,19 @@ export class Lifecycle {
       this.completing.delete(key);
       const [ns, name] = key.split('/') as [string, string];
       const pod = this.store.pod(ns, name);
-      if (pod?.status?.phase === 'Running' && !pod.metadata.deletionTimestamp) this.store.put('pods', { ...pod, status: succeededStatus(pod, this.iso()) });
+      if (pod?.status?.phase === 'Running' && !pod.metadata.deletionTimestamp)
+        this.store.put('pods', { ...pod, status: succeededStatus(pod, this.iso()) });
     }
     const retryAt = this.retries.retryDue(now, (body) => {
       const pod = structuredClone(body) as Pod;
       const owner = controllerOf(pod);
       const ns = pod.metadata.namespace ?? '';
       // A ReplicaSet or Job names each attempt afresh (generateName); a StatefulSet keeps its pod's name.
-      if (owner?.kind !== 'StatefulSet') pod.metadata.name = this.generateName(pod.metadata.generateName ?? `${owner?.name}-`, (n) => this.store.pod(ns, n) !== undefined);
+      if (owner?.kind !== 'StatefulSet')
+        pod.metadata.name = this.generateName(
+          pod.metadata.generateName ?? `${owner?.name}-`,
+          (n) => this.store.pod(ns, n) !== undefined,
+        );
       try {
         this.store.put('pods', this.admit(pod as unknown as KubeObject));
       } catch (err) {
@@ -290,7 +322,8 @@ export class Lifecycle {
       this.readying.delete(key);
       const [ns, name] = key.split('/') as [string, string];
       const pod = this.store.pod(ns, name);
-      if (pod?.status?.phase === 'Running' && !pod.metadata.deletionTimestamp) this.store.put('pods', { ...pod, status: nowReady(pod.status, this.iso()) });
+      if (pod?.status?.phase === 'Running' && !pod.metadata.deletionTimestamp)
+        this.store.put('pods', { ...pod, status: nowReady(pod.status, this.iso()) });
     }
   }
 
@@ -319,7 +352,9 @@ export class Lifecycle {
       let pick: { node: string; index: number } | { reason: string };
       if (known && 'unfit' in known) pick = { reason: known.unfit };
       else if (known) {
-        const fits = known.retry.map((n) => this.store.node(n)).find((n): n is Node => n !== undefined && unfitReason(pod, n, freeOf(n)) === undefined);
+        const fits = known.retry
+          .map((n) => this.store.node(n))
+          .find((n): n is Node => n !== undefined && unfitReason(pod, n, freeOf(n)) === undefined);
         pick = fits ? { node: fits.metadata.name, index: -1 } : { reason: known.reason };
       } else {
         nodes ??= this.nodesByName();
@@ -329,14 +364,16 @@ export class Lifecycle {
       }
       if ('node' in pick) {
         if (this.hints.size > 10_000) this.hints.clear();
-        if (pick.index >= 0) this.hints.set(shape, { epoch: this.epoch, list: this.nodeListVersion, index: pick.index });
+        if (pick.index >= 0)
+          this.hints.set(shape, { epoch: this.epoch, list: this.nodeListVersion, index: pick.index });
         this.bind(pod, pick.node);
         continue;
       }
       this.unfit.unfit(shape, this.epoch, this.nodeListVersion, pick.reason, this.selectedBy.get(key) ?? []);
       this.tried.set(key, this.epoch);
       const cond = pod.status?.conditions?.find((c) => c.type === 'PodScheduled') as { message?: string } | undefined;
-      if (cond?.message !== pick.reason) this.store.put('pods', { ...pod, status: pendingStatus(pod, 'Unschedulable', pick.reason) });
+      if (cond?.message !== pick.reason)
+        this.store.put('pods', { ...pod, status: pendingStatus(pod, 'Unschedulable', pick.reason) });
     }
   }
 
@@ -383,7 +420,10 @@ export class Lifecycle {
 
   private nodesByName(): NodeView[] {
     if (!this.sortedNodes) {
-      this.sortedNodes = this.store.nodes().sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1)).map(nodeView);
+      this.sortedNodes = this.store
+        .nodes()
+        .sort((a, b) => (a.metadata.name < b.metadata.name ? -1 : 1))
+        .map(nodeView);
       this.nodeIndex = new Map(this.sortedNodes.map((v, i) => [v.name, i]));
     }
     return this.sortedNodes;
@@ -397,7 +437,10 @@ export class Lifecycle {
   private runDaemonSets(): void {
     const which = this.daemonNodes;
     this.daemonNodes = new Set();
-    const nodes = which === 'all' ? this.store.nodes() : [...which].map((n) => this.store.node(n)).filter((n): n is Node => n !== undefined);
+    const nodes =
+      which === 'all'
+        ? this.store.nodes()
+        : [...which].map((n) => this.store.node(n)).filter((n): n is Node => n !== undefined);
     for (const ds of this.store.list('daemonsets.apps')) {
       const ns = ds.metadata.namespace ?? '';
       for (const node of nodes) {
@@ -427,7 +470,9 @@ export class Lifecycle {
     this.selectedBy.delete(key);
     if (!spec) return;
     const keys = new Set<string>(Object.keys(spec.nodeSelector ?? {}));
-    for (const t of spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? []) for (const e of t.matchExpressions ?? []) keys.add(e.key);
+    for (const t of spec.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ??
+      [])
+      for (const e of t.matchExpressions ?? []) keys.add(e.key);
     if (keys.size === 0) return;
     this.selectedBy.set(key, [...keys]);
     for (const k of keys) this.selectedCount.set(k, (this.selectedCount.get(k) ?? 0) + 1);
@@ -440,7 +485,12 @@ export class Lifecycle {
       const key = `${pod.metadata.namespace}/${pod.metadata.name}`;
       // Only pods asking for the default scheduler are ours; others wait for their own binder.
       const ours = (pod.spec.schedulerName ?? 'default-scheduler') === 'default-scheduler';
-      const waiting = e.type !== 'DELETED' && ours && !pod.spec.nodeName && !pod.metadata.deletionTimestamp && pod.status?.phase === 'Pending';
+      const waiting =
+        e.type !== 'DELETED' &&
+        ours &&
+        !pod.spec.nodeName &&
+        !pod.metadata.deletionTimestamp &&
+        pod.status?.phase === 'Pending';
       const annotation = pod.metadata.annotations?.[COMPLETE_AFTER];
       const seconds = annotation === undefined || annotation === '' ? Number.NaN : Number(annotation);
       if (e.type === 'DELETED' || pod.status?.phase !== 'Running') this.completing.delete(key);
@@ -450,7 +500,9 @@ export class Lifecycle {
         this.dueAt = Math.min(this.dueAt, due);
       }
       const owner = controllerOf(pod);
-      const kicked = owner ? this.retries.kick(`${owner.kind} ${pod.metadata.namespace}/${owner.name}`, this.clock.now()) : undefined;
+      const kicked = owner
+        ? this.retries.kick(`${owner.kind} ${pod.metadata.namespace}/${owner.name}`, this.clock.now())
+        : undefined;
       if (kicked !== undefined) this.dueAt = Math.min(this.dueAt, kicked);
       if (waiting || this.pending.has(key)) this.trackSelected(key, waiting ? pod.spec : undefined);
       this.fileShape(key, waiting ? shapeOf(pod) : undefined);
@@ -477,10 +529,15 @@ export class Lifecycle {
         this.allDirty();
         this.hints.clear();
       }
-      if (e.type === 'ADDED' || (e.type === 'MODIFIED' && loosened(e.previous as Node, node, (k) => this.selectedLabelKey(k)))) this.bumpEpoch(node.metadata.name);
+      if (
+        e.type === 'ADDED' ||
+        (e.type === 'MODIFIED' && loosened(e.previous as Node, node, (k) => this.selectedLabelKey(k)))
+      )
+        this.bumpEpoch(node.metadata.name);
       // Labels no waiting pod selects on: a shape remembered as fitting nowhere may fit there now.
       else if (e.type === 'MODIFIED') this.unfit.forgetSelecting(changedLabels(e.previous as Node, node));
-      if (e.type !== 'DELETED' && node.spec?.taints?.some((t) => t.effect === 'NoExecute')) this.noExecuteCheck.add(node.metadata.name);
+      if (e.type !== 'DELETED' && node.spec?.taints?.some((t) => t.effect === 'NoExecute'))
+        this.noExecuteCheck.add(node.metadata.name);
       if (e.type === 'ADDED') this.markDaemonNode(node.metadata.name);
     }
   }
@@ -512,5 +569,10 @@ function changedLabels(before: Node, after: Node): string[] {
 
 /** What decides where a pod can go: two pods of one shape fit the same nodes. */
 function shapeOf(pod: Pod): string {
-  return JSON.stringify([[...podRequests(pod)], pod.spec.tolerations, pod.spec.nodeSelector, pod.spec.affinity?.nodeAffinity]);
+  return JSON.stringify([
+    [...podRequests(pod)],
+    pod.spec.tolerations,
+    pod.spec.nodeSelector,
+    pod.spec.affinity?.nodeAffinity,
+  ]);
 }

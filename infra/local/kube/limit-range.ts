@@ -14,7 +14,9 @@ interface LimitRangeItem {
 }
 
 function itemsOf(limitRanges: KubeObject[]): LimitRangeItem[] {
-  return limitRanges.flatMap((lr) => ((lr.spec as { limits?: LimitRangeItem[] } | undefined)?.limits ?? []).filter((i) => i.type === 'Container'));
+  return limitRanges.flatMap((lr) =>
+    ((lr.spec as { limits?: LimitRangeItem[] } | undefined)?.limits ?? []).filter((i) => i.type === 'Container'),
+  );
 }
 
 /** A request above its limit once defaults are in: the API server's 422 validation error. */
@@ -31,34 +33,45 @@ export class RequestOverLimit extends Error {
 /** Returns a new pod with defaults applied; throws an Error with the plugin's message on min/max. */
 export function applyLimitRanges(pod: Pod, limitRanges: KubeObject[]): Pod {
   const items = itemsOf(limitRanges);
-  const fix = (field: string) => (c: Container, i: number): Container => {
-    const limits: ResourceList = { ...(c.resources?.limits ?? {}) };
-    // API defaulting first: explicit limits become requests where requests are absent.
-    const requests: ResourceList = { ...limits, ...(c.resources?.requests ?? {}) };
-    for (const item of items) {
-      for (const [k, v] of Object.entries(item.default ?? {})) if (limits[k] === undefined) limits[k] = v;
-      for (const [k, v] of Object.entries(item.defaultRequest ?? item.default ?? {})) if (requests[k] === undefined) requests[k] = v;
-    }
-    for (const item of items) {
-      for (const [k, v] of Object.entries(item.max ?? {})) {
+  const fix =
+    (field: string) =>
+    (c: Container, i: number): Container => {
+      const limits: ResourceList = { ...(c.resources?.limits ?? {}) };
+      // API defaulting first: explicit limits become requests where requests are absent.
+      const requests: ResourceList = { ...limits, ...(c.resources?.requests ?? {}) };
+      for (const item of items) {
+        for (const [k, v] of Object.entries(item.default ?? {})) if (limits[k] === undefined) limits[k] = v;
+        for (const [k, v] of Object.entries(item.defaultRequest ?? item.default ?? {}))
+          if (requests[k] === undefined) requests[k] = v;
+      }
+      for (const item of items) {
+        for (const [k, v] of Object.entries(item.max ?? {})) {
+          const l = limits[k];
+          if (l !== undefined && parseQuantity(l) > parseQuantity(v))
+            throw new Error(`maximum ${k} usage per Container is ${v}, but limit is ${l}`);
+        }
+        for (const [k, v] of Object.entries(item.min ?? {})) {
+          const r = requests[k];
+          if (r !== undefined && parseQuantity(r) < parseQuantity(v))
+            throw new Error(
+              `minimum ${k} usage per Container is ${v}, but request is ${formatQuantity(parseQuantity(r), k)}`,
+            );
+        }
+      }
+      for (const [k, r] of Object.entries(requests)) {
         const l = limits[k];
-        if (l !== undefined && parseQuantity(l) > parseQuantity(v)) throw new Error(`maximum ${k} usage per Container is ${v}, but limit is ${l}`);
+        if (l !== undefined && parseQuantity(r) > parseQuantity(l))
+          throw new RequestOverLimit(
+            `spec.${field}[${i}].resources.requests`,
+            `Invalid value: "${r}": must be less than or equal to ${k} limit of ${l}`,
+          );
       }
-      for (const [k, v] of Object.entries(item.min ?? {})) {
-        const r = requests[k];
-        if (r !== undefined && parseQuantity(r) < parseQuantity(v)) throw new Error(`minimum ${k} usage per Container is ${v}, but request is ${formatQuantity(parseQuantity(r), k)}`);
-      }
-    }
-    for (const [k, r] of Object.entries(requests)) {
-      const l = limits[k];
-      if (l !== undefined && parseQuantity(r) > parseQuantity(l)) throw new RequestOverLimit(`spec.${field}[${i}].resources.requests`, `Invalid value: "${r}": must be less than or equal to ${k} limit of ${l}`);
-    }
-    const resources = {
-      ...(Object.keys(limits).length > 0 ? { limits } : {}),
-      ...(Object.keys(requests).length > 0 ? { requests } : {}),
+      const resources = {
+        ...(Object.keys(limits).length > 0 ? { limits } : {}),
+        ...(Object.keys(requests).length > 0 ? { requests } : {}),
+      };
+      return { ...c, resources };
     };
-    return { ...c, resources };
-  };
   return {
     ...pod,
     spec: {

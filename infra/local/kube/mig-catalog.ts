@@ -40,7 +40,9 @@ export interface SimMigModel {
 const ALL7 = [0, 1, 2, 3, 4, 5, 6];
 
 /** The A100/H100/H200/B200 placements (-lgipp), one row per kind of profile; names differ by memory. */
-function eightSlice(n: [one: string, oneDouble: string, two: string, three: string, four: string, seven: string]): SimMigProfile[] {
+function eightSlice(
+  n: [one: string, oneDouble: string, two: string, three: string, four: string, seven: string],
+): SimMigProfile[] {
   return [
     { name: n[0], id: 19, compute: 1, size: 1, starts: ALL7, max: 7 },
     { name: `${n[0]}+me`, id: 20, compute: 1, size: 1, starts: ALL7, max: 1 },
@@ -52,14 +54,36 @@ function eightSlice(n: [one: string, oneDouble: string, two: string, three: stri
   ];
 }
 
-const eight = (name: string, products: string[], names: Parameters<typeof eightSlice>[0]): SimMigModel => ({ name, products, memorySlices: 8, computeSlices: 7, profiles: eightSlice(names) });
+const eight = (name: string, products: string[], names: Parameters<typeof eightSlice>[0]): SimMigModel => ({
+  name,
+  products,
+  memorySlices: 8,
+  computeSlices: 7,
+  profiles: eightSlice(names),
+});
 
 export const SIM_MIG_MODELS: readonly SimMigModel[] = [
-  eight('A100-40GB', ['NVIDIA A100-SXM4-40GB', 'NVIDIA A100-PCIE-40GB'], ['1g.5gb', '1g.10gb', '2g.10gb', '3g.20gb', '4g.20gb', '7g.40gb']),
-  eight('A100-80GB', ['NVIDIA A100-SXM4-80GB', 'NVIDIA A100 80GB PCIe'], ['1g.10gb', '1g.20gb', '2g.20gb', '3g.40gb', '4g.40gb', '7g.80gb']),
-  eight('H100-80GB', ['NVIDIA H100 80GB HBM3', 'NVIDIA H100 PCIe'], ['1g.10gb', '1g.20gb', '2g.20gb', '3g.40gb', '4g.40gb', '7g.80gb']),
+  eight(
+    'A100-40GB',
+    ['NVIDIA A100-SXM4-40GB', 'NVIDIA A100-PCIE-40GB'],
+    ['1g.5gb', '1g.10gb', '2g.10gb', '3g.20gb', '4g.20gb', '7g.40gb'],
+  ),
+  eight(
+    'A100-80GB',
+    ['NVIDIA A100-SXM4-80GB', 'NVIDIA A100 80GB PCIe'],
+    ['1g.10gb', '1g.20gb', '2g.20gb', '3g.40gb', '4g.40gb', '7g.80gb'],
+  ),
+  eight(
+    'H100-80GB',
+    ['NVIDIA H100 80GB HBM3', 'NVIDIA H100 PCIe'],
+    ['1g.10gb', '1g.20gb', '2g.20gb', '3g.40gb', '4g.40gb', '7g.80gb'],
+  ),
   eight('H100-NVL', ['NVIDIA H100 NVL'], ['1g.12gb', '1g.24gb', '2g.24gb', '3g.47gb', '4g.47gb', '7g.94gb']),
-  eight('H200-141GB', ['NVIDIA H200', 'NVIDIA H200 NVL'], ['1g.18gb', '1g.35gb', '2g.35gb', '3g.71gb', '4g.71gb', '7g.141gb']),
+  eight(
+    'H200-141GB',
+    ['NVIDIA H200', 'NVIDIA H200 NVL'],
+    ['1g.18gb', '1g.35gb', '2g.35gb', '3g.71gb', '4g.71gb', '7g.141gb'],
+  ),
   eight('B200', ['NVIDIA B200'], ['1g.23gb', '1g.45gb', '2g.45gb', '3g.90gb', '4g.90gb', '7g.180gb']),
   {
     name: 'A30-24GB',

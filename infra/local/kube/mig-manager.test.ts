@@ -4,7 +4,17 @@ import { clients, k8s, patchWith } from './test-helpers.ts';
 import { MIG_MANAGER_POD, SIM_MIG_APPLIED_ANNOTATION } from './mig-manager.ts';
 
 const fleet: Fleet = {
-  nodes: [{ name: 'h100', labels: { 'nvidia.com/mig.strategy': 'mixed', 'nvidia.com/mig.config': 'all-balanced', 'nvidia.com/mig-1g.10gb.count': '16' }, allocatable: { cpu: '190', memory: '1800Gi', 'nvidia.com/mig-1g.10gb': 16, 'nvidia.com/mig-3g.40gb': 8 } }],
+  nodes: [
+    {
+      name: 'h100',
+      labels: {
+        'nvidia.com/mig.strategy': 'mixed',
+        'nvidia.com/mig.config': 'all-balanced',
+        'nvidia.com/mig-1g.10gb.count': '16',
+      },
+      allocatable: { cpu: '190', memory: '1800Gi', 'nvidia.com/mig-1g.10gb': 16, 'nvidia.com/mig-3g.40gb': 8 },
+    },
+  ],
   namespaces: [{ name: 'research' }],
   migConfigs: { 'all-1g.10gb': { 'nvidia.com/mig-1g.10gb': 56 } },
   migReconfigureSeconds: 20,
@@ -19,7 +29,11 @@ describe('the simulated mig-manager', () => {
   });
   afterEach(() => sim.close());
 
-  const setConfig = (name: string) => c.core.patchNode({ name: 'h100', body: { metadata: { labels: { 'nvidia.com/mig.config': name } } } }, patchWith(k8s.PatchStrategy.MergePatch));
+  const setConfig = (name: string) =>
+    c.core.patchNode(
+      { name: 'h100', body: { metadata: { labels: { 'nvidia.com/mig.config': name } } } },
+      patchWith(k8s.PatchStrategy.MergePatch),
+    );
   const labels = () => sim.store.node('h100')!.metadata.labels!;
 
   it('goes pending, then after the reconfigure time swaps the MIG resources and reports success', async () => {
@@ -36,7 +50,13 @@ describe('the simulated mig-manager', () => {
   });
 
   it('binds a pod waiting for slices the new layout provides', async () => {
-    await c.core.createNamespacedPod({ namespace: 'research', body: { metadata: { name: 'many' }, spec: { containers: [{ name: 'm', image: 'x', resources: { limits: { 'nvidia.com/mig-1g.10gb': '40' } } }] } } });
+    await c.core.createNamespacedPod({
+      namespace: 'research',
+      body: {
+        metadata: { name: 'many' },
+        spec: { containers: [{ name: 'm', image: 'x', resources: { limits: { 'nvidia.com/mig-1g.10gb': '40' } } }] },
+      },
+    });
     expect(sim.store.pod('research', 'many')!.spec.nodeName).toBeUndefined();
     await setConfig('all-1g.10gb');
     sim.advance(20_000);
@@ -51,11 +71,28 @@ describe('the simulated mig-manager', () => {
   });
 });
 
-describe('the simulated mig-manager on its pod\'s restart', () => {
+describe("the simulated mig-manager on its pod's restart", () => {
   const withManager: Fleet = {
-    nodes: [{ name: 'h100', labels: { 'nvidia.com/mig.strategy': 'mixed', 'nvidia.com/mig.config': 'all-1g.10gb', 'nvidia.com/mig.config.state': 'success' }, allocatable: { cpu: '190', memory: '1800Gi', 'nvidia.com/mig-1g.10gb': 56 } }],
+    nodes: [
+      {
+        name: 'h100',
+        labels: {
+          'nvidia.com/mig.strategy': 'mixed',
+          'nvidia.com/mig.config': 'all-1g.10gb',
+          'nvidia.com/mig.config.state': 'success',
+        },
+        allocatable: { cpu: '190', memory: '1800Gi', 'nvidia.com/mig-1g.10gb': 56 },
+      },
+    ],
     namespaces: [{ name: 'gpu-operator' }],
-    daemonSets: [{ name: 'nvidia-mig-manager', namespace: 'gpu-operator', labels: { app: 'nvidia-mig-manager' }, tolerations: [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }] }],
+    daemonSets: [
+      {
+        name: 'nvidia-mig-manager',
+        namespace: 'gpu-operator',
+        labels: { app: 'nvidia-mig-manager' },
+        tolerations: [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }],
+      },
+    ],
     migConfigs: { 'all-1g.10gb': { 'nvidia.com/mig-1g.10gb': 56 } },
     migReconfigureSeconds: 20,
   };
@@ -67,16 +104,26 @@ describe('the simulated mig-manager on its pod\'s restart', () => {
   afterEach(() => sim.close());
 
   const node = () => sim.store.node('h100')!;
-  const managers = () => sim.store.podsOnNode('h100').filter((p) => p.metadata.namespace === MIG_MANAGER_POD.namespace && !p.metadata.deletionTimestamp);
+  const managers = () =>
+    sim.store
+      .podsOnNode('h100')
+      .filter((p) => p.metadata.namespace === MIG_MANAGER_POD.namespace && !p.metadata.deletionTimestamp);
 
-  it('applies the node\'s config again when a new pod of it starts, though the label did not change', async () => {
+  it("applies the node's config again when a new pod of it starts, though the label did not change", async () => {
     expect(managers()).toHaveLength(1);
     // The pod running from the start has applied it already; the same label set again is no change.
-    await clients(sim).core.patchNode({ name: 'h100', body: { metadata: { labels: { 'nvidia.com/mig.config': 'all-1g.10gb' } } } }, patchWith(k8s.PatchStrategy.MergePatch));
+    await clients(sim).core.patchNode(
+      { name: 'h100', body: { metadata: { labels: { 'nvidia.com/mig.config': 'all-1g.10gb' } } } },
+      patchWith(k8s.PatchStrategy.MergePatch),
+    );
     sim.advance(30_000);
     expect(node().metadata.annotations?.[SIM_MIG_APPLIED_ANNOTATION]).toBeUndefined();
     const first = managers()[0]!;
-    await clients(sim).core.deleteNamespacedPod({ namespace: first.metadata.namespace!, name: first.metadata.name, gracePeriodSeconds: 0 });
+    await clients(sim).core.deleteNamespacedPod({
+      namespace: first.metadata.namespace!,
+      name: first.metadata.name,
+      gracePeriodSeconds: 0,
+    });
     for (let i = 0; i < 10 && managers().length === 0; i++) sim.advance(1_000);
     expect(managers()[0]?.metadata.uid).not.toBe(first.metadata.uid);
     sim.advance(1_000); // the new pod starts, reads its Node, and goes to work
@@ -109,7 +156,17 @@ mig-configs:
       mig-devices: { 1g.5gb: 7 }
 `;
   const h100: Fleet = {
-    nodes: [{ name: 'h100', labels: { 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3', 'nvidia.com/gpu.count': '2', 'nvidia.com/mig.strategy': 'mixed' }, allocatable: { cpu: '190', memory: '1800Gi', 'nvidia.com/mig-7g.80gb': 2 } }],
+    nodes: [
+      {
+        name: 'h100',
+        labels: {
+          'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3',
+          'nvidia.com/gpu.count': '2',
+          'nvidia.com/mig.strategy': 'mixed',
+        },
+        allocatable: { cpu: '190', memory: '1800Gi', 'nvidia.com/mig-7g.80gb': 2 },
+      },
+    ],
     namespaces: [{ name: 'gpu-operator' }],
     migReconfigureSeconds: 20,
   };
@@ -117,19 +174,37 @@ mig-configs:
   beforeEach(async () => {
     sim = await startKubeSim({ fleet: h100 });
     // Replaces the GPU Operator's shipped config the fleet starts with.
-    await clients(sim).core.replaceNamespacedConfigMap({ name: 'default-mig-parted-config', namespace: 'gpu-operator', body: { metadata: { name: 'default-mig-parted-config', namespace: 'gpu-operator' }, data: { 'config.yaml': CONFIG } } });
+    await clients(sim).core.replaceNamespacedConfigMap({
+      name: 'default-mig-parted-config',
+      namespace: 'gpu-operator',
+      body: {
+        metadata: { name: 'default-mig-parted-config', namespace: 'gpu-operator' },
+        data: { 'config.yaml': CONFIG },
+      },
+    });
   });
   afterEach(() => sim.close());
 
   const apply = async (name: string) => {
-    await clients(sim).core.patchNode({ name: 'h100', body: { metadata: { labels: { 'nvidia.com/mig.config': name } } } }, patchWith(k8s.PatchStrategy.MergePatch));
+    await clients(sim).core.patchNode(
+      { name: 'h100', body: { metadata: { labels: { 'nvidia.com/mig.config': name } } } },
+      patchWith(k8s.PatchStrategy.MergePatch),
+    );
     sim.advance(20_000);
     const n = sim.store.node('h100')!;
-    return { state: n.metadata.labels?.['nvidia.com/mig.config.state'], alloc: Object.fromEntries(Object.entries(n.status?.allocatable ?? {}).filter(([k]) => k.startsWith('nvidia.com/mig-'))) };
+    return {
+      state: n.metadata.labels?.['nvidia.com/mig.config.state'],
+      alloc: Object.fromEntries(
+        Object.entries(n.status?.allocatable ?? {}).filter(([k]) => k.startsWith('nvidia.com/mig-')),
+      ),
+    };
   };
 
   it("applies NVIDIA's balanced layout (mig-parted's all-balanced for H100-80GB)", async () => {
-    expect(await apply('balanced')).toEqual({ state: 'success', alloc: { 'nvidia.com/mig-1g.10gb': '4', 'nvidia.com/mig-2g.20gb': '2', 'nvidia.com/mig-3g.40gb': '2' } });
+    expect(await apply('balanced')).toEqual({
+      state: 'success',
+      alloc: { 'nvidia.com/mig-1g.10gb': '4', 'nvidia.com/mig-2g.20gb': '2', 'nvidia.com/mig-3g.40gb': '2' },
+    });
   });
 
   it.each([

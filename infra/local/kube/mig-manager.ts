@@ -59,7 +59,10 @@ export class MigManager {
 
   /** A new mig-manager pod on a node that had one: it starts, and applies the node's config. */
   private observePod(e: StoreEvent): void {
-    const p = e.object as { metadata: { uid?: string; namespace?: string; labels?: Record<string, string> }; spec?: { nodeName?: string } };
+    const p = e.object as {
+      metadata: { uid?: string; namespace?: string; labels?: Record<string, string> };
+      spec?: { nodeName?: string };
+    };
     const node = p.spec?.nodeName;
     const uid = p.metadata.uid;
     if (e.type === 'DELETED' || !node || !uid || p.metadata.namespace !== MIG_MANAGER_POD.namespace) return;
@@ -98,7 +101,12 @@ export class MigManager {
       }
       // Not a fleet layout: the mig-parted config in its ConfigMap, as the real mig-manager reads it.
       const parted = partedLayout(store, job.config, node);
-      store.put('nodes', parted ? withGpuLayouts(applyLayout(node, parted.resources, at), parted.perGpu) : withLabels(node, { [STATE]: 'failed' }));
+      store.put(
+        'nodes',
+        parted
+          ? withGpuLayouts(applyLayout(node, parted.resources, at), parted.perGpu)
+          : withLabels(node, { [STATE]: 'failed' }),
+      );
     }
   }
 }
@@ -124,11 +132,19 @@ function applyLayout(node: Node, layout: Record<string, string | number>, at: st
   const annotations = { ...node.metadata.annotations };
   delete annotations[SIM_GPU_LAYOUT_ANNOTATION];
   annotations[SIM_MIG_APPLIED_ANNOTATION] = at;
-  return { ...node, metadata: { ...node.metadata, labels, annotations }, status: { ...node.status, capacity: swap(node.status?.capacity), allocatable: swap(node.status?.allocatable) } };
+  return {
+    ...node,
+    metadata: { ...node.metadata, labels, annotations },
+    status: { ...node.status, capacity: swap(node.status?.capacity), allocatable: swap(node.status?.allocatable) },
+  };
 }
 
 /** Where the simulated mig-manager reads its mig-parted config (the GPU Operator's default). */
-export const MIG_PARTED_CONFIGMAP = { namespace: 'gpu-operator', name: 'default-mig-parted-config', key: 'config.yaml' } as const;
+export const MIG_PARTED_CONFIGMAP = {
+  namespace: 'gpu-operator',
+  name: 'default-mig-parted-config',
+  key: 'config.yaml',
+} as const;
 /** The simulator's own record of each GPU's layout after a per-device config (node-gpus.ts reads it). */
 export const SIM_GPU_LAYOUT_ANNOTATION = 'sim.gpu-reflex.io/mig-layout';
 
@@ -139,13 +155,23 @@ export const SIM_GPU_LAYOUT_ANNOTATION = 'sim.gpu-reflex.io/mig-layout';
  * its model (a profile it lacks, more than it offers, no placement: mig-parted's apply fails on the
  * driver's refusal): mig-manager then fails. A model the catalog lacks is taken on trust.
  */
-function partedLayout(store: Store, config: string, node: Node): { perGpu: string[][]; resources: Record<string, number> } | undefined {
+function partedLayout(
+  store: Store,
+  config: string,
+  node: Node,
+): { perGpu: string[][]; resources: Record<string, number> } | undefined {
   const gpus = Number(node.metadata.labels?.['nvidia.com/gpu.count'] ?? 1) || 1;
   const model = simMigModel(node.metadata.labels?.['nvidia.com/gpu.product'] ?? '');
-  const cm = store.get('configmaps', MIG_PARTED_CONFIGMAP.namespace, MIG_PARTED_CONFIGMAP.name) as { data?: Record<string, string> } | undefined;
+  const cm = store.get('configmaps', MIG_PARTED_CONFIGMAP.namespace, MIG_PARTED_CONFIGMAP.name) as
+    { data?: Record<string, string> } | undefined;
   const text = cm?.data?.[MIG_PARTED_CONFIGMAP.key];
   if (!text) return undefined;
-  let parsed: { 'mig-configs'?: Record<string, { devices: number[] | 'all'; 'mig-enabled'?: boolean; 'mig-devices'?: Record<string, number> }[]> };
+  let parsed: {
+    'mig-configs'?: Record<
+      string,
+      { devices: number[] | 'all'; 'mig-enabled'?: boolean; 'mig-devices'?: Record<string, number> }[]
+    >;
+  };
   try {
     parsed = parse(text) as typeof parsed;
   } catch {
@@ -156,15 +182,23 @@ function partedLayout(store: Store, config: string, node: Node): { perGpu: strin
   const perGpu: (string[] | undefined)[] = Array.from({ length: gpus }, () => undefined);
   for (const e of entries) {
     const devices = e.devices === 'all' ? perGpu.map((_, i) => i) : e.devices;
-    for (const d of devices) if (d < gpus) perGpu[d] = Object.entries(e['mig-devices'] ?? {}).flatMap(([p, n]) => Array<string>(n).fill(p));
+    for (const d of devices)
+      if (d < gpus) perGpu[d] = Object.entries(e['mig-devices'] ?? {}).flatMap(([p, n]) => Array<string>(n).fill(p));
   }
   if (perGpu.some((g) => g === undefined)) return undefined;
   if (model && perGpu.some((g) => !('slots' in placeInstances(model, g!)))) return undefined;
   const resources: Record<string, number> = {};
-  for (const p of perGpu.flat() as string[]) resources[deviceResourceName(p)] = (resources[deviceResourceName(p)] ?? 0) + 1;
+  for (const p of perGpu.flat() as string[])
+    resources[deviceResourceName(p)] = (resources[deviceResourceName(p)] ?? 0) + 1;
   return { perGpu: perGpu as string[][], resources };
 }
 
 function withGpuLayouts(node: Node, perGpu: string[][]): Node {
-  return { ...node, metadata: { ...node.metadata, annotations: { ...node.metadata.annotations, [SIM_GPU_LAYOUT_ANNOTATION]: JSON.stringify(perGpu) } } };
+  return {
+    ...node,
+    metadata: {
+      ...node.metadata,
+      annotations: { ...node.metadata.annotations, [SIM_GPU_LAYOUT_ANNOTATION]: JSON.stringify(perGpu) },
+    },
+  };
 }

@@ -18,14 +18,29 @@ const LGIPP: [id: number, starts: number[], size: number][] = [
 ];
 
 describe("the simulator's MIG catalog holds NVIDIA's documented tables", () => {
-  it.each(SIM_MIG_MODELS.filter((m) => m.memorySlices === 8).map((m) => [m.name, m] as const))('%s places each profile as -lgipp lists it', (_, m) => {
-    expect(m.profiles.map((p) => [p.id, [...p.starts], p.size])).toEqual(LGIPP);
-  });
+  it.each(SIM_MIG_MODELS.filter((m) => m.memorySlices === 8).map((m) => [m.name, m] as const))(
+    '%s places each profile as -lgipp lists it',
+    (_, m) => {
+      expect(m.profiles.map((p) => [p.id, [...p.starts], p.size])).toEqual(LGIPP);
+    },
+  );
 
   it.each([
-    ['A100-40GB', ['1g.5gb', '1g.5gb+me', '1g.10gb', '2g.10gb', '3g.20gb', '4g.20gb', '7g.40gb'], [7, 1, 4, 3, 2, 1, 1]],
-    ['H100-80GB', ['1g.10gb', '1g.10gb+me', '1g.20gb', '2g.20gb', '3g.40gb', '4g.40gb', '7g.80gb'], [7, 1, 4, 3, 2, 1, 1]],
-    ['H200-141GB', ['1g.18gb', '1g.18gb+me', '1g.35gb', '2g.35gb', '3g.71gb', '4g.71gb', '7g.141gb'], [7, 1, 4, 3, 2, 1, 1]],
+    [
+      'A100-40GB',
+      ['1g.5gb', '1g.5gb+me', '1g.10gb', '2g.10gb', '3g.20gb', '4g.20gb', '7g.40gb'],
+      [7, 1, 4, 3, 2, 1, 1],
+    ],
+    [
+      'H100-80GB',
+      ['1g.10gb', '1g.10gb+me', '1g.20gb', '2g.20gb', '3g.40gb', '4g.40gb', '7g.80gb'],
+      [7, 1, 4, 3, 2, 1, 1],
+    ],
+    [
+      'H200-141GB',
+      ['1g.18gb', '1g.18gb+me', '1g.35gb', '2g.35gb', '3g.71gb', '4g.71gb', '7g.141gb'],
+      [7, 1, 4, 3, 2, 1, 1],
+    ],
     ['A30-24GB', ['1g.6gb', '1g.6gb+me', '2g.12gb', '2g.12gb+me', '4g.24gb'], [4, 1, 2, 1, 1]],
   ])('%s offers the profiles and instance counts of -lgip', (name, profiles, max) => {
     expect(model(name).profiles.map((p) => p.name)).toEqual(profiles);
@@ -88,6 +103,11 @@ describe('the simulated driver places what NVIDIA documents, and refuses the res
 
   it('places a 3g only at 0 or 4, so a 1g at slice 4 leaves no room for a second 3g', () => {
     const placed = placeInstances(model('H100-80GB'), ['3g.40gb', '2g.20gb', '1g.10gb', '1g.10gb']);
-    expect('slots' in placed && placed.slots.map((s) => `${s.profile}@${s.start}`)).toEqual(['2g.20gb@0', '1g.10gb@2', '1g.10gb@3', '3g.40gb@4']);
+    expect('slots' in placed && placed.slots.map((s) => `${s.profile}@${s.start}`)).toEqual([
+      '2g.20gb@0',
+      '1g.10gb@2',
+      '1g.10gb@3',
+      '3g.40gb@4',
+    ]);
   });
 });

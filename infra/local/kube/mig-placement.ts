@@ -31,8 +31,10 @@ export function placeInstances(model: SimMigModel, names: readonly string[]): Pl
     const n = wanted.filter((x) => x === p).length;
     if (n > p.max) return { problem: `${n} × ${p.name}: ${model.name} offers ${p.max}` };
   }
-  if (wanted.filter((p) => p.name.includes('+me')).length > 1) return { problem: 'more than one instance with the media engines (+me)' };
-  if (wanted.reduce((s, p) => s + p.compute, 0) > model.computeSlices) return { problem: `more compute slices than the ${model.computeSlices} of ${model.name}` };
+  if (wanted.filter((p) => p.name.includes('+me')).length > 1)
+    return { problem: 'more than one instance with the media engines (+me)' };
+  if (wanted.reduce((s, p) => s + p.compute, 0) > model.computeSlices)
+    return { problem: `more compute slices than the ${model.computeSlices} of ${model.name}` };
   const order = [...wanted].sort((a, b) => b.size - a.size || b.compute - a.compute || a.name.localeCompare(b.name));
   const used = new Array<boolean>(model.memorySlices).fill(false);
   const out: SimSlot[] = [];
@@ -50,6 +52,9 @@ export function placeInstances(model: SimMigModel, names: readonly string[]): Pl
     }
     return false;
   };
-  if (!go(0)) return { problem: `no placement of ${names.join(', ')} fits the ${model.memorySlices} memory slices of ${model.name}` };
+  if (!go(0))
+    return {
+      problem: `no placement of ${names.join(', ')} fits the ${model.memorySlices} memory slices of ${model.name}`,
+    };
   return { slots: out.sort((a, b) => a.start - b.start) };
 }

@@ -23,7 +23,9 @@ function containers(list: unknown, path: string): string | undefined {
   if (!Array.isArray(list)) return undefined;
   for (const [i, c] of list.entries()) {
     const res = (c as { resources?: Rec } | undefined)?.resources;
-    const bad = fixList(res?.requests, `${path}[${i}].resources.requests`) ?? fixList(res?.limits, `${path}[${i}].resources.limits`);
+    const bad =
+      fixList(res?.requests, `${path}[${i}].resources.requests`) ??
+      fixList(res?.limits, `${path}[${i}].resources.limits`);
     if (bad) return bad;
   }
   return undefined;

@@ -13,7 +13,11 @@ function gvPath(gv: string): string {
 
 export function openApiRoot(): object {
   const gvs = [...new Set(RESOURCES.map(apiVersionOf))];
-  return { paths: Object.fromEntries(gvs.map((gv) => [gvPath(gv), { serverRelativeURL: `/openapi/v3/${gvPath(gv)}?hash=sim` }])) };
+  return {
+    paths: Object.fromEntries(
+      gvs.map((gv) => [gvPath(gv), { serverRelativeURL: `/openapi/v3/${gvPath(gv)}?hash=sim` }]),
+    ),
+  };
 }
 
 export function openApiGroupVersion(path: string): object | undefined {
@@ -25,7 +29,11 @@ export function openApiGroupVersion(path: string): object | undefined {
     paths[prefix] = {
       patch: {
         operationId: `patch${r.kind}`,
-        parameters: ['dryRun', 'fieldManager', 'fieldValidation', 'force'].map((name) => ({ name, in: 'query', schema: { type: name === 'force' ? 'boolean' : 'string' } })),
+        parameters: ['dryRun', 'fieldManager', 'fieldValidation', 'force'].map((name) => ({
+          name,
+          in: 'query',
+          schema: { type: name === 'force' ? 'boolean' : 'string' },
+        })),
         responses: { '200': { description: 'OK' } },
         'x-kubernetes-action': 'patch',
         'x-kubernetes-group-version-kind': { group: r.group, version: r.version, kind: r.kind },

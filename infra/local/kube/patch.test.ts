@@ -5,18 +5,58 @@ import { applyJsonPatch, applyMergePatch, applyStrategicMergePatch, PatchError }
 const node = {
   metadata: { name: 'n', labels: { a: '1', b: '2' }, finalizers: ['x'] },
   spec: { taints: [{ key: 'k1', effect: 'NoSchedule' }], unschedulable: true },
-  status: { conditions: [{ type: 'Ready', status: 'True' }, { type: 'DiskPressure', status: 'False' }] },
+  status: {
+    conditions: [
+      { type: 'Ready', status: 'True' },
+      { type: 'DiskPressure', status: 'False' },
+    ],
+  },
 };
 
 describe('JSON patch (RFC 6902)', () => {
   it.each([
-    ['add a label', [{ op: 'add', path: '/metadata/labels/c', value: '3' }], (o: typeof node) => o.metadata.labels, { a: '1', b: '2', c: '3' }],
-    ['remove a label', [{ op: 'remove', path: '/metadata/labels/a' }], (o: typeof node) => o.metadata.labels, { b: '2' }],
-    ['replace a field', [{ op: 'replace', path: '/spec/unschedulable', value: false }], (o: typeof node) => o.spec.unschedulable, false],
-    ['append to a list', [{ op: 'add', path: '/spec/taints/-', value: { key: 'k2', effect: 'NoExecute' } }], (o: typeof node) => o.spec.taints.map((t) => t.key), ['k1', 'k2']],
-    ['escape ~1 in keys', [{ op: 'add', path: '/metadata/labels/nvidia.com~1gpu', value: 'x' }], (o: typeof node) => (o.metadata.labels as Record<string, string>)['nvidia.com/gpu'], 'x'],
-    ['move a value', [{ op: 'move', from: '/metadata/labels/a', path: '/metadata/labels/z' }], (o: typeof node) => o.metadata.labels, { b: '2', z: '1' }],
-    ['copy a value', [{ op: 'copy', from: '/metadata/labels/a', path: '/metadata/labels/z' }], (o: typeof node) => o.metadata.labels, { a: '1', b: '2', z: '1' }],
+    [
+      'add a label',
+      [{ op: 'add', path: '/metadata/labels/c', value: '3' }],
+      (o: typeof node) => o.metadata.labels,
+      { a: '1', b: '2', c: '3' },
+    ],
+    [
+      'remove a label',
+      [{ op: 'remove', path: '/metadata/labels/a' }],
+      (o: typeof node) => o.metadata.labels,
+      { b: '2' },
+    ],
+    [
+      'replace a field',
+      [{ op: 'replace', path: '/spec/unschedulable', value: false }],
+      (o: typeof node) => o.spec.unschedulable,
+      false,
+    ],
+    [
+      'append to a list',
+      [{ op: 'add', path: '/spec/taints/-', value: { key: 'k2', effect: 'NoExecute' } }],
+      (o: typeof node) => o.spec.taints.map((t) => t.key),
+      ['k1', 'k2'],
+    ],
+    [
+      'escape ~1 in keys',
+      [{ op: 'add', path: '/metadata/labels/nvidia.com~1gpu', value: 'x' }],
+      (o: typeof node) => (o.metadata.labels as Record<string, string>)['nvidia.com/gpu'],
+      'x',
+    ],
+    [
+      'move a value',
+      [{ op: 'move', from: '/metadata/labels/a', path: '/metadata/labels/z' }],
+      (o: typeof node) => o.metadata.labels,
+      { b: '2', z: '1' },
+    ],
+    [
+      'copy a value',
+      [{ op: 'copy', from: '/metadata/labels/a', path: '/metadata/labels/z' }],
+      (o: typeof node) => o.metadata.labels,
+      { a: '1', b: '2', z: '1' },
+    ],
   ])('can %s', (_what, ops, pick, expected) => {
     expect(pick(applyJsonPatch(node, ops) as typeof node)).toEqual(expected);
   });
@@ -36,7 +76,10 @@ describe('JSON patch (RFC 6902)', () => {
 
 describe('JSON merge patch (RFC 7386)', () => {
   it('merges maps, deletes nulls and replaces lists whole', () => {
-    const out = applyMergePatch(node, { metadata: { labels: { a: null, c: '3' } }, spec: { taints: [] } }) as typeof node;
+    const out = applyMergePatch(node, {
+      metadata: { labels: { a: null, c: '3' } },
+      spec: { taints: [] },
+    }) as typeof node;
     expect(out.metadata.labels).toEqual({ b: '2', c: '3' });
     expect(out.spec.taints).toEqual([]);
     expect(out.status).toEqual(node.status);
@@ -45,29 +88,52 @@ describe('JSON merge patch (RFC 7386)', () => {
 
 describe('strategic merge patch', () => {
   it('replaces node taints whole, as NodeSpec.Taints has no patch strategy', () => {
-    const out = applyStrategicMergePatch(node, { spec: { taints: [{ key: 'k2', effect: 'NoSchedule' }] } }) as typeof node;
+    const out = applyStrategicMergePatch(node, {
+      spec: { taints: [{ key: 'k2', effect: 'NoSchedule' }] },
+    }) as typeof node;
     expect(out.spec.taints).toEqual([{ key: 'k2', effect: 'NoSchedule' }]);
   });
 
   it('merges conditions by type and keeps the others', () => {
-    const out = applyStrategicMergePatch(node, { status: { conditions: [{ type: 'Ready', status: 'False' }] } }) as typeof node;
-    expect(out.status.conditions).toEqual([{ type: 'Ready', status: 'False' }, { type: 'DiskPressure', status: 'False' }]);
+    const out = applyStrategicMergePatch(node, {
+      status: { conditions: [{ type: 'Ready', status: 'False' }] },
+    }) as typeof node;
+    expect(out.status.conditions).toEqual([
+      { type: 'Ready', status: 'False' },
+      { type: 'DiskPressure', status: 'False' },
+    ]);
   });
 
   it('honours $patch: delete in a merge list and $deleteFromPrimitiveList', () => {
-    const out = applyStrategicMergePatch(node, { status: { conditions: [{ type: 'DiskPressure', $patch: 'delete' }] }, metadata: { '$deleteFromPrimitiveList/finalizers': ['x'] } }) as typeof node;
+    const out = applyStrategicMergePatch(node, {
+      status: { conditions: [{ type: 'DiskPressure', $patch: 'delete' }] },
+      metadata: { '$deleteFromPrimitiveList/finalizers': ['x'] },
+    }) as typeof node;
     expect(out.status.conditions.map((c) => c.type)).toEqual(['Ready']);
     expect(out.metadata.finalizers).toEqual([]);
   });
 
   it('merges containers by name', () => {
-    const pod = { spec: { containers: [{ name: 'a', image: 'a:1' }, { name: 'b', image: 'b:1' }] } };
+    const pod = {
+      spec: {
+        containers: [
+          { name: 'a', image: 'a:1' },
+          { name: 'b', image: 'b:1' },
+        ],
+      },
+    };
     const out = applyStrategicMergePatch(pod, { spec: { containers: [{ name: 'b', image: 'b:2' }] } }) as typeof pod;
-    expect(out.spec.containers).toEqual([{ name: 'a', image: 'a:1' }, { name: 'b', image: 'b:2' }]);
+    expect(out.spec.containers).toEqual([
+      { name: 'a', image: 'a:1' },
+      { name: 'b', image: 'b:2' },
+    ]);
   });
 
   it('ignores $setElementOrder directives kubectl sends', () => {
-    const out = applyStrategicMergePatch(node, { metadata: { labels: { c: '3' } }, spec: { '$setElementOrder/taints': [{ key: 'k1' }] } }) as typeof node;
+    const out = applyStrategicMergePatch(node, {
+      metadata: { labels: { c: '3' } },
+      spec: { '$setElementOrder/taints': [{ key: 'k1' }] },
+    }) as typeof node;
     expect(out.spec.taints).toEqual(node.spec.taints);
     expect(out.metadata.labels).toEqual({ a: '1', b: '2', c: '3' });
   });
@@ -88,7 +154,10 @@ describe('patch work stays linear in the input', () => {
   it('merges 30,000 keyed list items by a map, not a scan per item', () => {
     const ownerReferences = Array.from({ length: 30_000 }, (_, i) => ({ kind: 'Node', name: `n${i}`, uid: `u${i}` }));
     const started = performance.now();
-    const out = applyStrategicMergePatch({ metadata: { ownerReferences: [{ kind: 'Node', name: 'n1', uid: 'u1', controller: true }] } }, { metadata: { ownerReferences } }) as { metadata: { ownerReferences: { uid: string; controller?: boolean }[] } };
+    const out = applyStrategicMergePatch(
+      { metadata: { ownerReferences: [{ kind: 'Node', name: 'n1', uid: 'u1', controller: true }] } },
+      { metadata: { ownerReferences } },
+    ) as { metadata: { ownerReferences: { uid: string; controller?: boolean }[] } };
     expect(performance.now() - started).toBeLessThan(1000);
     expect(out.metadata.ownerReferences).toHaveLength(30_000);
     expect(out.metadata.ownerReferences[0]).toEqual({ kind: 'Node', name: 'n1', uid: 'u1', controller: true });
@@ -97,23 +166,43 @@ describe('patch work stays linear in the input', () => {
 
   it('deletes keyed items ($patch: delete) and keeps the order of the rest', () => {
     const base = { spec: { containers: [{ name: 'a' }, { name: 'b', image: 'x' }, { name: 'c' }] } };
-    const out = applyStrategicMergePatch(base, { spec: { containers: [{ name: 'a', $patch: 'delete' }, { name: 'b', image: 'y' }, { name: 'd' }] } });
+    const out = applyStrategicMergePatch(base, {
+      spec: { containers: [{ name: 'a', $patch: 'delete' }, { name: 'b', image: 'y' }, { name: 'd' }] },
+    });
     expect(out).toEqual({ spec: { containers: [{ name: 'b', image: 'y' }, { name: 'c' }, { name: 'd' }] } });
     expect(base.spec.containers).toHaveLength(3);
   });
 
   it('test compares structurally without serializing, and stops at the first difference', () => {
-    expect(() => applyJsonPatch(node, [{ op: 'test', path: '/metadata/labels', value: { b: '2', a: '1' } }])).not.toThrow();
-    expect(() => applyJsonPatch(node, [{ op: 'test', path: '/metadata/labels', value: { a: '1' } }])).toThrow(PatchError);
+    expect(() =>
+      applyJsonPatch(node, [{ op: 'test', path: '/metadata/labels', value: { b: '2', a: '1' } }]),
+    ).not.toThrow();
+    expect(() => applyJsonPatch(node, [{ op: 'test', path: '/metadata/labels', value: { a: '1' } }])).toThrow(
+      PatchError,
+    );
   });
 });
 
 describe('a __proto__ key is an ordinary field', () => {
   it.each([
     ['JSON patch', () => applyJsonPatch({ spec: {} }, [{ op: 'add', path: '/__proto__/polluted', value: 1 }])],
-    ['JSON patch into an existing object', () => applyJsonPatch({ spec: {} }, [{ op: 'add', path: '/spec/__proto__', value: { polluted: 1 } }])],
-    ['merge patch', () => applyMergePatch({ spec: {} }, JSON.parse('{"__proto__":{"polluted":1},"spec":{"__proto__":{"polluted":1}}}'))],
-    ['strategic merge patch', () => applyStrategicMergePatch({ spec: {} }, JSON.parse('{"__proto__":{"polluted":1},"spec":{"__proto__":{"polluted":1}}}'))],
+    [
+      'JSON patch into an existing object',
+      () => applyJsonPatch({ spec: {} }, [{ op: 'add', path: '/spec/__proto__', value: { polluted: 1 } }]),
+    ],
+    [
+      'merge patch',
+      () =>
+        applyMergePatch({ spec: {} }, JSON.parse('{"__proto__":{"polluted":1},"spec":{"__proto__":{"polluted":1}}}')),
+    ],
+    [
+      'strategic merge patch',
+      () =>
+        applyStrategicMergePatch(
+          { spec: {} },
+          JSON.parse('{"__proto__":{"polluted":1},"spec":{"__proto__":{"polluted":1}}}'),
+        ),
+    ],
   ])('%s never reaches Object.prototype', (_what, run) => {
     let out: unknown;
     try {

@@ -19,7 +19,8 @@ const isObj = (v: J): v is Obj => typeof v === 'object' && v !== null && !Array.
  * an object's prototype. The real server treats it as an ordinary (unknown) field.
  */
 const own = (o: Obj, k: string): J => (Object.hasOwn(o, k) ? o[k] : undefined);
-const put = (o: Obj, k: string, v: J): void => void Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
+const put = (o: Obj, k: string, v: J): void =>
+  void Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
 const clone = <T>(v: T): T => (v === undefined ? v : (JSON.parse(JSON.stringify(v)) as T));
 
 export class PatchError extends Error {
@@ -41,7 +42,14 @@ export function sameValue(a: J, b: J): boolean {
   while (stack.length > 0) {
     const [x, y] = stack.pop()!;
     if (x === y) continue;
-    if (typeof x !== 'object' || typeof y !== 'object' || x === null || y === null || Array.isArray(x) !== Array.isArray(y)) return false;
+    if (
+      typeof x !== 'object' ||
+      typeof y !== 'object' ||
+      x === null ||
+      y === null ||
+      Array.isArray(x) !== Array.isArray(y)
+    )
+      return false;
     if (Array.isArray(x)) {
       const ys = y as J[];
       if (x.length !== ys.length) return false;
@@ -70,7 +78,10 @@ interface Op {
 function pointer(path: string): string[] {
   if (path === '') return [];
   if (!path.startsWith('/')) throw new PatchError(`invalid JSON pointer "${path}"`);
-  return path.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  return path
+    .slice(1)
+    .split('/')
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
 }
 
 function parentOf(doc: J, tokens: string[], path: string): { parent: Obj | J[]; last: string } {
@@ -97,7 +108,8 @@ function getAt(doc: J, path: string): J {
 function index(arr: J[], t: string, path: string, forAdd: boolean): number {
   if (forAdd && t === '-') return arr.length;
   const i = Number(t);
-  if (!/^\d+$/.test(t) || i > arr.length || (!forAdd && i === arr.length)) throw new PatchError(`invalid array index in "${path}"`);
+  if (!/^\d+$/.test(t) || i > arr.length || (!forAdd && i === arr.length))
+    throw new PatchError(`invalid array index in "${path}"`);
   return i;
 }
 
@@ -123,7 +135,10 @@ function removeAt(doc: J, path: string): J {
 
 export function applyJsonPatch(doc: J, ops: J): J {
   if (!Array.isArray(ops)) throw new PatchError('json patch must be an array of operations');
-  if (ops.length > MAX_JSON_PATCH_OPERATIONS) throw new PatchTooLarge(`The allowed maximum operations in a JSON patch is ${MAX_JSON_PATCH_OPERATIONS}, got ${ops.length}`);
+  if (ops.length > MAX_JSON_PATCH_OPERATIONS)
+    throw new PatchTooLarge(
+      `The allowed maximum operations in a JSON patch is ${MAX_JSON_PATCH_OPERATIONS}, got ${ops.length}`,
+    );
   let out = clone(doc);
   let copied = 0;
   for (const raw of ops as Op[]) {
@@ -147,12 +162,16 @@ export function applyJsonPatch(doc: J, ops: J): J {
       case 'copy': {
         const text = JSON.stringify(getAt(out, raw.from ?? ''));
         copied += text.length;
-        if (copied > MAX_COPY_BYTES) throw new PatchError(`Unable to copy, would exceed the accumulated copy size limit of ${MAX_COPY_BYTES} bytes`);
+        if (copied > MAX_COPY_BYTES)
+          throw new PatchError(
+            `Unable to copy, would exceed the accumulated copy size limit of ${MAX_COPY_BYTES} bytes`,
+          );
         out = addAt(out, raw.path, JSON.parse(text) as J);
         break;
       }
       case 'test':
-        if (!sameValue(getAt(out, raw.path), raw.value)) throw new PatchError(`testing value ${raw.path} failed: test failed`);
+        if (!sameValue(getAt(out, raw.path), raw.value))
+          throw new PatchError(`testing value ${raw.path} failed: test failed`);
         break;
       default:
         throw new PatchError(`Unexpected kind: ${String(raw.op)}`);
@@ -211,7 +230,8 @@ function mergeList(field: string, base: J[], patch: J[]): J[] {
     }
     return clone(patch.filter((p) => !(isObj(p) && '$patch' in p)));
   }
-  if (patch.some((p) => isObj(p) && p.$patch === 'replace')) return clone(patch.filter((p) => !(isObj(p) && p.$patch === 'replace')));
+  if (patch.some((p) => isObj(p) && p.$patch === 'replace'))
+    return clone(patch.filter((p) => !(isObj(p) && p.$patch === 'replace')));
   // Items by merge key (a map, not a scan per patch item: 500k items must not be quadratic).
   // Deleted slots are left as holes and dropped at the end, so indexes stay valid.
   const out: (J | typeof HOLE)[] = [...base];
@@ -257,7 +277,12 @@ function strategicInto(target: Obj, patch: Obj): J {
     if (k.startsWith('$deleteFromPrimitiveList/')) {
       const field = k.slice('$deleteFromPrimitiveList/'.length);
       const cur = own(out, field);
-      if (Array.isArray(cur) && Array.isArray(v)) put(out, field, cur.filter((x) => !v.includes(x)));
+      if (Array.isArray(cur) && Array.isArray(v))
+        put(
+          out,
+          field,
+          cur.filter((x) => !v.includes(x)),
+        );
       continue;
     }
     const cur = own(out, k);

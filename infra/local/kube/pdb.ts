@@ -43,8 +43,14 @@ export function pdbStatus(pdb: KubeObject, podsInNamespace: Pod[]): PdbStatus {
   const currentHealthy = pods.filter(isHealthy).length;
   let desiredHealthy = 0;
   if (spec.minAvailable !== undefined) desiredHealthy = resolve(spec.minAvailable, expectedPods, true);
-  else if (spec.maxUnavailable !== undefined) desiredHealthy = Math.max(0, expectedPods - resolve(spec.maxUnavailable, expectedPods, true));
-  return { currentHealthy, desiredHealthy, disruptionsAllowed: Math.max(0, currentHealthy - desiredHealthy), expectedPods };
+  else if (spec.maxUnavailable !== undefined)
+    desiredHealthy = Math.max(0, expectedPods - resolve(spec.maxUnavailable, expectedPods, true));
+  return {
+    currentHealthy,
+    desiredHealthy,
+    disruptionsAllowed: Math.max(0, currentHealthy - desiredHealthy),
+    expectedPods,
+  };
 }
 
 export function withPdbStatus(pdb: KubeObject, podsInNamespace: Pod[], nowIso: string): KubeObject {
@@ -81,7 +87,12 @@ export function evictionVerdict(pod: Pod, pdbs: KubeObject[], podsOf: (pdb: Kube
   if (pod.status?.phase !== 'Running') return { allowed: true };
   const matching = pdbs.filter((b) => selectedBy(b, pod));
   if (matching.length === 0) return { allowed: true };
-  if (matching.length > 1) return { allowed: false, code: 500, message: 'This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.' };
+  if (matching.length > 1)
+    return {
+      allowed: false,
+      code: 500,
+      message: 'This pod has more than one PodDisruptionBudget, which the eviction subresource does not support.',
+    };
   const pdb = matching[0]!;
   const s = pdbStatus(pdb, podsOf(pdb));
   // An unhealthy pod may go when the budget is already met (IfHealthyBudget, the default),

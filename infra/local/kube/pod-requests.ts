@@ -22,7 +22,8 @@ type Nanos = Map<string, bigint>;
 
 function add(into: Nanos, list: ResourceList | Nanos | undefined): void {
   const entries = list instanceof Map ? list.entries() : Object.entries(list ?? {});
-  for (const [k, v] of entries) into.set(k, (into.get(k) ?? 0n) + (typeof v === 'bigint' ? v : (quantityNanos(v) ?? 0n)));
+  for (const [k, v] of entries)
+    into.set(k, (into.get(k) ?? 0n) + (typeof v === 'bigint' ? v : (quantityNanos(v) ?? 0n)));
 }
 
 function max(into: Nanos, other: Nanos): void {

@@ -12,7 +12,8 @@ const schedulerCache = new WeakMap<Pod, Map<string, number>>();
 /** Resources a pod asks for, in base units (cores, bytes, devices): Kubernetes' PodRequests (pod-requests.ts). */
 export function podRequests(pod: Pod): Map<string, number> {
   let cached = requestCache.get(pod);
-  if (!cached) requestCache.set(pod, (cached = new Map([...podRequestNanos(pod)].map(([k, v]) => [k, Number(v) / 1e9]))));
+  if (!cached)
+    requestCache.set(pod, (cached = new Map([...podRequestNanos(pod)].map(([k, v]) => [k, Number(v) / 1e9]))));
   return cached;
 }
 
@@ -60,7 +61,13 @@ export function runningStatus(pod: Pod, node: string, nowIso: string, podIp: str
   const cond = (type: string) => ({ type, status: 'True' as const, lastProbeTime: null, lastTransitionTime: nowIso });
   return {
     phase: 'Running',
-    conditions: [cond('PodReadyToStartContainers'), cond('Initialized'), cond('Ready'), cond('ContainersReady'), cond('PodScheduled')],
+    conditions: [
+      cond('PodReadyToStartContainers'),
+      cond('Initialized'),
+      cond('Ready'),
+      cond('ContainersReady'),
+      cond('PodScheduled'),
+    ],
     hostIP: hostIpOf(node),
     hostIPs: [{ ip: hostIpOf(node) }],
     podIP: podIp,
@@ -83,11 +90,21 @@ export function runningStatus(pod: Pod, node: string, nowIso: string, podIp: str
 
 /** A pod whose containers all exited 0: Succeeded, not Ready, resources released. */
 export function succeededStatus(pod: Pod, nowIso: string): Pod['status'] {
-  const cond = (type: string, status: 'True' | 'False') => ({ type, status, lastTransitionTime: nowIso, ...(status === 'False' ? { reason: 'PodCompleted' } : {}) });
+  const cond = (type: string, status: 'True' | 'False') => ({
+    type,
+    status,
+    lastTransitionTime: nowIso,
+    ...(status === 'False' ? { reason: 'PodCompleted' } : {}),
+  });
   return {
     ...pod.status,
     phase: 'Succeeded',
-    conditions: [cond('Initialized', 'True'), cond('Ready', 'False'), cond('ContainersReady', 'False'), cond('PodScheduled', 'True')],
+    conditions: [
+      cond('Initialized', 'True'),
+      cond('Ready', 'False'),
+      cond('ContainersReady', 'False'),
+      cond('PodScheduled', 'True'),
+    ],
     containerStatuses: pod.spec.containers.map((c) => ({
       name: c.name,
       image: c.image ?? '',

@@ -87,15 +87,32 @@ describe('the simulated scheduler matches node selector terms as nodeaffinity.No
     expect(termMatches({ matchExpressions: [{ key: 'constructor', operator: 'Exists' }] }, labels, 'n1')).toBe(false);
   });
 
-  const pod = (spec: Partial<Pod['spec']>): Pod => ({ metadata: { name: 'p' }, spec: { containers: [], ...spec } }) as Pod;
+  const pod = (spec: Partial<Pod['spec']>): Pod =>
+    ({ metadata: { name: 'p' }, spec: { containers: [], ...spec } }) as Pod;
   it('needs every nodeSelector entry and any one term', () => {
-    const terms = [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['b'] }] }, { matchExpressions: [{ key: 'gpus', operator: 'Gt', values: ['4'] }] }];
-    expect(requiredAffinity(pod({ nodeSelector: { zone: 'a' }, affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms } } } }))(labels, 'n1')).toBe(true);
+    const terms = [
+      { matchExpressions: [{ key: 'zone', operator: 'In', values: ['b'] }] },
+      { matchExpressions: [{ key: 'gpus', operator: 'Gt', values: ['4'] }] },
+    ];
+    expect(
+      requiredAffinity(
+        pod({
+          nodeSelector: { zone: 'a' },
+          affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: terms } } },
+        }),
+      )(labels, 'n1'),
+    ).toBe(true);
     expect(requiredAffinity(pod({ nodeSelector: { zone: 'b' } }))(labels, 'n1')).toBe(false);
     expect(requiredAffinity(pod({ nodeSelector: { zone: '' } }))({}, 'n1')).toBe(false);
   });
 
   it('matches no node when required affinity has no terms', () => {
-    expect(requiredAffinity(pod({ affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [] } } } }))(labels, 'n1')).toBe(false);
+    expect(
+      requiredAffinity(
+        pod({
+          affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [] } } },
+        }),
+      )(labels, 'n1'),
+    ).toBe(false);
   });
 });

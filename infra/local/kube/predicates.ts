@@ -47,7 +47,10 @@ function parseInt64(s: string): bigint | undefined {
  * Requirement.Matches for a label's value (undefined: the node has no such label). `Gt`/`Lt`
  * need the label and exactly one bound, both base-10 int64s; anything else does not match.
  */
-export function requirementHolds(r: { operator: string; values?: readonly string[] }, value: string | undefined): boolean {
+export function requirementHolds(
+  r: { operator: string; values?: readonly string[] },
+  value: string | undefined,
+): boolean {
   const values = r.values ?? [];
   switch (r.operator) {
     case 'In':
@@ -97,7 +100,9 @@ export function termMatches(t: SelectorTerm, labels: Readonly<Record<string, str
   const exprs = t.matchExpressions ?? [];
   const fields = t.matchFields ?? [];
   if (exprs.length === 0 && fields.length === 0) return false;
-  return exprs.every((e) => requirementHolds(e, labelOf(labels, e.key))) && fields.every((f) => fieldHolds(f, nodeName));
+  return (
+    exprs.every((e) => requirementHolds(e, labelOf(labels, e.key))) && fields.every((f) => fieldHolds(f, nodeName))
+  );
 }
 
 /**

@@ -7,7 +7,14 @@ export function formatQuantity(n: number, resourceName = ''): string {
   if (!Number.isInteger(rounded)) return `${Math.round(rounded * 1000)}m`;
   const memoryLike = /memory|storage/.test(resourceName);
   if (memoryLike && rounded !== 0) {
-    for (const [s, f] of [['Ei', 2 ** 60], ['Pi', 2 ** 50], ['Ti', 2 ** 40], ['Gi', 2 ** 30], ['Mi', 2 ** 20], ['Ki', 2 ** 10]] as const) {
+    for (const [s, f] of [
+      ['Ei', 2 ** 60],
+      ['Pi', 2 ** 50],
+      ['Ti', 2 ** 40],
+      ['Gi', 2 ** 30],
+      ['Mi', 2 ** 20],
+      ['Ki', 2 ** 10],
+    ] as const) {
       if (rounded % f === 0) return `${rounded / f}${s}`;
     }
   }

@@ -27,9 +27,11 @@ export function queryBool(q: URLSearchParams, name: string): boolean {
 export function queryInt(q: URLSearchParams, name: string): number | undefined {
   const v = q.get(name);
   if (v === null) return undefined;
-  if (!/^[+-]?[0-9]+$/.test(v)) throw errors.badRequest(`strconv.ParseInt: parsing ${JSON.stringify(v)}: invalid syntax`);
+  if (!/^[+-]?[0-9]+$/.test(v))
+    throw errors.badRequest(`strconv.ParseInt: parsing ${JSON.stringify(v)}: invalid syntax`);
   const big = BigInt(v);
-  if (big > INT64_MAX || big < INT64_MIN) throw errors.badRequest(`strconv.ParseInt: parsing ${JSON.stringify(v)}: value out of range`);
+  if (big > INT64_MAX || big < INT64_MIN)
+    throw errors.badRequest(`strconv.ParseInt: parsing ${JSON.stringify(v)}: value out of range`);
   return Number(big);
 }
 
@@ -43,14 +45,25 @@ export function queryDryRun(q: URLSearchParams, kind: OptionsKind): boolean {
 /** The same rule for a DeleteOptions body's `dryRun` list. */
 export function dryRunOf(values: unknown, kind: OptionsKind, field: string): boolean {
   if (values === undefined || values === null) return false;
-  if (!Array.isArray(values) || values.some((v) => typeof v !== 'string')) throw optionsInvalid(kind, field, 'FieldValueTypeInvalid', `Invalid value: must be a list of strings`);
+  if (!Array.isArray(values) || values.some((v) => typeof v !== 'string'))
+    throw optionsInvalid(kind, field, 'FieldValueTypeInvalid', `Invalid value: must be a list of strings`);
   const bad = (values as string[]).filter((v) => v !== 'All');
-  if (bad.length > 0) throw optionsInvalid(kind, field, 'FieldValueNotSupported', `Unsupported value: []string{${bad.map((v) => JSON.stringify(v)).join(', ')}}: supported values: "All"`);
+  if (bad.length > 0)
+    throw optionsInvalid(
+      kind,
+      field,
+      'FieldValueNotSupported',
+      `Unsupported value: []string{${bad.map((v) => JSON.stringify(v)).join(', ')}}: supported values: "All"`,
+    );
   return values.length > 0;
 }
 
 function optionsInvalid(kind: OptionsKind, field: string, reason: string, why: string) {
-  return failure(422, 'Invalid', `${kind}.meta.k8s.io "" is invalid: ${field}: ${why}`, { group: 'meta.k8s.io', kind, causes: [{ reason, message: why, field }] });
+  return failure(422, 'Invalid', `${kind}.meta.k8s.io "" is invalid: ${field}: ${why}`, {
+    group: 'meta.k8s.io',
+    kind,
+    causes: [{ reason, message: why, field }],
+  });
 }
 
 const PROPAGATION = ['Orphan', 'Background', 'Foreground'];
@@ -66,11 +79,24 @@ export function writeOptions(q: URLSearchParams, kind: OptionsKind): boolean {
   const fm = q.get('fieldManager');
   // ValidateFieldManager: at most 128 characters, printable.
   if (fm !== null && (fm.length > 128 || /[^\x20-\x7e]/.test(fm))) {
-    throw optionsInvalid(kind, 'fieldManager', 'FieldValueInvalid', fm.length > 128 ? 'Too long: may not be more than 128 bytes' : `Invalid value: ${JSON.stringify(fm)}: must be printable`);
+    throw optionsInvalid(
+      kind,
+      'fieldManager',
+      'FieldValueInvalid',
+      fm.length > 128
+        ? 'Too long: may not be more than 128 bytes'
+        : `Invalid value: ${JSON.stringify(fm)}: must be printable`,
+    );
   }
   if (kind === 'DeleteOptions') {
     const pp = q.get('propagationPolicy');
-    if (pp !== null && !PROPAGATION.includes(pp)) throw optionsInvalid(kind, 'propagationPolicy', 'FieldValueNotSupported', `Unsupported value: ${JSON.stringify(pp)}: supported values: "Foreground", "Background", "Orphan"`);
+    if (pp !== null && !PROPAGATION.includes(pp))
+      throw optionsInvalid(
+        kind,
+        'propagationPolicy',
+        'FieldValueNotSupported',
+        `Unsupported value: ${JSON.stringify(pp)}: supported values: "Foreground", "Background", "Orphan"`,
+      );
     queryInt(q, 'gracePeriodSeconds');
   }
   return dryRun;
@@ -93,11 +119,22 @@ export function listQuery(q: URLSearchParams): ListQuery {
   queryBool(q, 'allowWatchBookmarks');
   const rvMatch = q.get('resourceVersionMatch');
   if (rvMatch !== null && rvMatch !== '' && !['Exact', 'NotOlderThan'].includes(rvMatch)) {
-    throw failure(422, 'Invalid', `ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Unsupported value: ${JSON.stringify(rvMatch)}: supported values: "Exact", "NotOlderThan"`, {
-      group: 'meta.k8s.io',
-      kind: 'ListOptions',
-      causes: [{ reason: 'FieldValueNotSupported', message: `Unsupported value: ${JSON.stringify(rvMatch)}: supported values: "Exact", "NotOlderThan"`, field: 'resourceVersionMatch' }],
-    });
+    throw failure(
+      422,
+      'Invalid',
+      `ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Unsupported value: ${JSON.stringify(rvMatch)}: supported values: "Exact", "NotOlderThan"`,
+      {
+        group: 'meta.k8s.io',
+        kind: 'ListOptions',
+        causes: [
+          {
+            reason: 'FieldValueNotSupported',
+            message: `Unsupported value: ${JSON.stringify(rvMatch)}: supported values: "Exact", "NotOlderThan"`,
+            field: 'resourceVersionMatch',
+          },
+        ],
+      },
+    );
   }
   return {
     labelSelector: q.get('labelSelector') ?? undefined,

@@ -24,7 +24,11 @@ function podUsage(key: string, req: Map<string, number>, lim: Map<string, number
 export function quotaUsed(quota: KubeObject, pods: Pod[]): Map<string, number> {
   const hard = (quota as Quota).spec?.hard ?? {};
   const empty = new Map<string, number>();
-  const used = new Map<string, number>(Object.keys(hard).filter((k) => podUsage(k, empty, empty) !== undefined).map((k) => [k, 0]));
+  const used = new Map<string, number>(
+    Object.keys(hard)
+      .filter((k) => podUsage(k, empty, empty) !== undefined)
+      .map((k) => [k, 0]),
+  );
   for (const p of pods) {
     if (isTerminal(p)) continue;
     const req = podRequests(p);
@@ -52,10 +56,12 @@ export function quotaRefusal(pod: Pod, quotas: KubeObject[], podsInNamespace: Po
   const lim = podLimits(pod);
   for (const q of [...quotas].sort((a, b) => a.metadata.name.localeCompare(b.metadata.name))) {
     const hard = (q as Quota).spec?.hard ?? {};
-    const missing = Object.keys(hard).filter((k) => /^(requests\.|limits\.)?(cpu|memory)$/.test(k)).filter((k) => {
-      const base = k.replace(/^(requests|limits)\./, '');
-      return !(k.startsWith('limits.') ? lim : req).has(base);
-    });
+    const missing = Object.keys(hard)
+      .filter((k) => /^(requests\.|limits\.)?(cpu|memory)$/.test(k))
+      .filter((k) => {
+        const base = k.replace(/^(requests|limits)\./, '');
+        return !(k.startsWith('limits.') ? lim : req).has(base);
+      });
     if (missing.length > 0) return `failed quota: ${q.metadata.name}: must specify ${missing.sort().join(',')}`;
     const used = quotaUsed(q, podsInNamespace);
     const over = Object.keys(hard)

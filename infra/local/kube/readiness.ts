@@ -33,7 +33,20 @@ function withReady(status: NonNullable<Pod['status']>, ready: boolean, nowIso: s
   return {
     ...status,
     conditions: status.conditions?.map((c) =>
-      flips.has(c.type) ? { type: c.type, status: ready ? 'True' : 'False', lastProbeTime: null, lastTransitionTime: nowIso, ...(ready ? {} : { reason: 'ContainersNotReady', message: 'containers with unready status: [' + containerNames(status) + ']' }) } : c,
+      flips.has(c.type)
+        ? {
+            type: c.type,
+            status: ready ? 'True' : 'False',
+            lastProbeTime: null,
+            lastTransitionTime: nowIso,
+            ...(ready
+              ? {}
+              : {
+                  reason: 'ContainersNotReady',
+                  message: 'containers with unready status: [' + containerNames(status) + ']',
+                }),
+          }
+        : c,
     ),
     containerStatuses: (status.containerStatuses as { ready?: boolean }[] | undefined)?.map((s) => ({ ...s, ready })),
   } as NonNullable<Pod['status']>;

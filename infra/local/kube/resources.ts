@@ -20,20 +20,126 @@ export interface ResourceDef {
 const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
 
 export const RESOURCES: ResourceDef[] = [
-  { group: '', version: 'v1', plural: 'namespaces', singular: 'namespace', kind: 'Namespace', namespaced: false, shortNames: ['ns'], subresources: ['status'], hasStatus: true },
-  { group: '', version: 'v1', plural: 'nodes', singular: 'node', kind: 'Node', namespaced: false, shortNames: ['no'], subresources: ['status'], hasStatus: true },
-  { group: '', version: 'v1', plural: 'pods', singular: 'pod', kind: 'Pod', namespaced: true, shortNames: ['po'], subresources: ['status', 'eviction', 'binding'], hasStatus: true },
-  { group: '', version: 'v1', plural: 'configmaps', singular: 'configmap', kind: 'ConfigMap', namespaced: true, shortNames: ['cm'] },
-  { group: '', version: 'v1', plural: 'events', singular: 'event', kind: 'Event', namespaced: true, shortNames: ['ev'] },
-  { group: '', version: 'v1', plural: 'resourcequotas', singular: 'resourcequota', kind: 'ResourceQuota', namespaced: true, shortNames: ['quota'], subresources: ['status'], hasStatus: true },
-  { group: '', version: 'v1', plural: 'limitranges', singular: 'limitrange', kind: 'LimitRange', namespaced: true, shortNames: ['limits'] },
-  { group: 'policy', version: 'v1', plural: 'poddisruptionbudgets', singular: 'poddisruptionbudget', kind: 'PodDisruptionBudget', namespaced: true, shortNames: ['pdb'], subresources: ['status'], hasStatus: true },
+  {
+    group: '',
+    version: 'v1',
+    plural: 'namespaces',
+    singular: 'namespace',
+    kind: 'Namespace',
+    namespaced: false,
+    shortNames: ['ns'],
+    subresources: ['status'],
+    hasStatus: true,
+  },
+  {
+    group: '',
+    version: 'v1',
+    plural: 'nodes',
+    singular: 'node',
+    kind: 'Node',
+    namespaced: false,
+    shortNames: ['no'],
+    subresources: ['status'],
+    hasStatus: true,
+  },
+  {
+    group: '',
+    version: 'v1',
+    plural: 'pods',
+    singular: 'pod',
+    kind: 'Pod',
+    namespaced: true,
+    shortNames: ['po'],
+    subresources: ['status', 'eviction', 'binding'],
+    hasStatus: true,
+  },
+  {
+    group: '',
+    version: 'v1',
+    plural: 'configmaps',
+    singular: 'configmap',
+    kind: 'ConfigMap',
+    namespaced: true,
+    shortNames: ['cm'],
+  },
+  {
+    group: '',
+    version: 'v1',
+    plural: 'events',
+    singular: 'event',
+    kind: 'Event',
+    namespaced: true,
+    shortNames: ['ev'],
+  },
+  {
+    group: '',
+    version: 'v1',
+    plural: 'resourcequotas',
+    singular: 'resourcequota',
+    kind: 'ResourceQuota',
+    namespaced: true,
+    shortNames: ['quota'],
+    subresources: ['status'],
+    hasStatus: true,
+  },
+  {
+    group: '',
+    version: 'v1',
+    plural: 'limitranges',
+    singular: 'limitrange',
+    kind: 'LimitRange',
+    namespaced: true,
+    shortNames: ['limits'],
+  },
+  {
+    group: 'policy',
+    version: 'v1',
+    plural: 'poddisruptionbudgets',
+    singular: 'poddisruptionbudget',
+    kind: 'PodDisruptionBudget',
+    namespaced: true,
+    shortNames: ['pdb'],
+    subresources: ['status'],
+    hasStatus: true,
+  },
   { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', singular: 'lease', kind: 'Lease', namespaced: true },
-  { group: 'events.k8s.io', version: 'v1', plural: 'events', singular: 'event', kind: 'Event', namespaced: true, viewOf: 'events' },
-  { group: 'apps', version: 'v1', plural: 'daemonsets', singular: 'daemonset', kind: 'DaemonSet', namespaced: true, shortNames: ['ds'], subresources: ['status'], hasStatus: true },
+  {
+    group: 'events.k8s.io',
+    version: 'v1',
+    plural: 'events',
+    singular: 'event',
+    kind: 'Event',
+    namespaced: true,
+    viewOf: 'events',
+  },
+  {
+    group: 'apps',
+    version: 'v1',
+    plural: 'daemonsets',
+    singular: 'daemonset',
+    kind: 'DaemonSet',
+    namespaced: true,
+    shortNames: ['ds'],
+    subresources: ['status'],
+    hasStatus: true,
+  },
   // DRA (resource.k8s.io), as Kubernetes 1.37 serves it: a node's devices, and taints on them.
-  { group: 'resource.k8s.io', version: 'v1', plural: 'resourceslices', singular: 'resourceslice', kind: 'ResourceSlice', namespaced: false },
-  { group: 'resource.k8s.io', version: 'v1', plural: 'devicetaintrules', singular: 'devicetaintrule', kind: 'DeviceTaintRule', namespaced: false },
+  {
+    group: 'resource.k8s.io',
+    version: 'v1',
+    plural: 'resourceslices',
+    singular: 'resourceslice',
+    kind: 'ResourceSlice',
+    namespaced: false,
+  },
+  {
+    group: 'resource.k8s.io',
+    version: 'v1',
+    plural: 'devicetaintrules',
+    singular: 'devicetaintrule',
+    kind: 'DeviceTaintRule',
+    namespaced: false,
+  },
 ];
 
 export function verbsFor(_r: ResourceDef): string[] {
@@ -69,6 +175,7 @@ export function resource(plural: string): ResourceDef {
 
 export function groupVersions(): { group: string; version: string }[] {
   const seen = new Map<string, { group: string; version: string }>();
-  for (const r of RESOURCES) if (r.group !== '') seen.set(`${r.group}/${r.version}`, { group: r.group, version: r.version });
+  for (const r of RESOURCES)
+    if (r.group !== '') seen.set(`${r.group}/${r.version}`, { group: r.group, version: r.version });
   return [...seen.values()];
 }

@@ -29,7 +29,10 @@ describe('a 1,500-node fleet', () => {
     const t = performance.now();
     await Promise.all(
       Array.from({ length: 150 }, (_, i) =>
-        core.patchNode({ name: `gpu-${i * 10}`, body: { spec: { unschedulable: true } } }, k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch)),
+        core.patchNode(
+          { name: `gpu-${i * 10}`, body: { spec: { unschedulable: true } } },
+          k8s.setHeaderOptions('Content-Type', k8s.PatchStrategy.StrategicMergePatch),
+        ),
       ),
     );
     const cordonMs = performance.now() - t;
@@ -42,12 +45,18 @@ describe('a 1,500-node fleet', () => {
   it('evicts the pods of a cordoned node and keeps their replacements Pending when the fleet is full', async () => {
     const { core } = clients(sim);
     for (const p of sim.store.podsOnNode('gpu-0')) {
-      await core.createNamespacedPodEviction({ name: p.metadata.name, namespace: 'train', body: { metadata: { name: p.metadata.name } } });
+      await core.createNamespacedPodEviction({
+        name: p.metadata.name,
+        namespace: 'train',
+        body: { metadata: { name: p.metadata.name } },
+      });
     }
     sim.advance(30_000);
     expect(sim.store.podsOnNode('gpu-0')).toEqual([]);
     const pending = sim.store.pods('train').filter((p) => !p.spec.nodeName);
     expect(pending).toHaveLength(4);
-    expect(pending[0]!.status?.conditions?.[0]?.message).toBe('0/1500 nodes are available: 1350 Insufficient nvidia.com/gpu, 150 node(s) were unschedulable.');
+    expect(pending[0]!.status?.conditions?.[0]?.message).toBe(
+      '0/1500 nodes are available: 1350 Insufficient nvidia.com/gpu, 150 node(s) were unschedulable.',
+    );
   });
 });

@@ -27,12 +27,25 @@ type Op =
 const pool = fc.constantFrom(...POOLS);
 const pick = fc.nat(1000);
 const opArb: fc.Arbitrary<Op> = fc.oneof(
-  { weight: 5, arbitrary: fc.record({ kind: fc.constant('pod' as const), pool: fc.option(pool, { nil: undefined }), gpus: fc.integer({ min: 1, max: 8 }) }, { requiredKeys: ['kind', 'gpus'] }) },
+  {
+    weight: 5,
+    arbitrary: fc.record(
+      {
+        kind: fc.constant('pod' as const),
+        pool: fc.option(pool, { nil: undefined }),
+        gpus: fc.integer({ min: 1, max: 8 }),
+      },
+      { requiredKeys: ['kind', 'gpus'] },
+    ),
+  },
   { weight: 3, arbitrary: fc.record({ kind: fc.constant('delete' as const), pick, grace: fc.boolean() }) },
   { weight: 2, arbitrary: fc.record({ kind: fc.constant('cordon' as const), pick, on: fc.boolean() }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('relabel' as const), pick, pool }) },
   { weight: 1, arbitrary: fc.record({ kind: fc.constant('node' as const), pool }) },
-  { weight: 1, arbitrary: fc.record({ kind: fc.constant('advance' as const), seconds: fc.integer({ min: 0, max: 40 }) }) },
+  {
+    weight: 1,
+    arbitrary: fc.record({ kind: fc.constant('advance' as const), seconds: fc.integer({ min: 0, max: 40 }) }),
+  },
 );
 
 function setup(): { cluster: Cluster; clock: ManualClock; nodes: string[] } {
@@ -46,7 +59,10 @@ function setup(): { cluster: Cluster; clock: ManualClock; nodes: string[] } {
 
 function addNode(cluster: Cluster, nodes: string[], p: string): void {
   const name = `n${nodes.length}`;
-  cluster.create(NODES, '', { metadata: { name, labels: { pool: p } }, status: { allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': '8' } } });
+  cluster.create(NODES, '', {
+    metadata: { name, labels: { pool: p } },
+    status: { allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': '8' } },
+  });
   nodes.push(name);
 }
 
@@ -56,7 +72,13 @@ function apply(cluster: Cluster, clock: ManualClock, nodes: string[], op: Op): v
   const node = (n: number) => nodes[n % nodes.length]!;
   switch (op.kind) {
     case 'pod':
-      cluster.create(PODS, 'work', { metadata: { name: `p${++seq}` }, spec: { containers: [{ name: 'm', image: 'x', resources: { requests: { 'nvidia.com/gpu': String(op.gpus) } } }], ...(op.pool ? { nodeSelector: { pool: op.pool } } : {}) } });
+      cluster.create(PODS, 'work', {
+        metadata: { name: `p${++seq}` },
+        spec: {
+          containers: [{ name: 'm', image: 'x', resources: { requests: { 'nvidia.com/gpu': String(op.gpus) } } }],
+          ...(op.pool ? { nodeSelector: { pool: op.pool } } : {}),
+        },
+      });
       return;
     case 'delete': {
       const pod = pods[op.pick % Math.max(1, pods.length)];
@@ -67,7 +89,9 @@ function apply(cluster: Cluster, clock: ManualClock, nodes: string[], op: Op): v
       cluster.patch(NODES, '', node(op.pick), 'application/merge-patch+json', { spec: { unschedulable: op.on } });
       return;
     case 'relabel':
-      cluster.patch(NODES, '', node(op.pick), 'application/merge-patch+json', { metadata: { labels: { pool: op.pool } } });
+      cluster.patch(NODES, '', node(op.pick), 'application/merge-patch+json', {
+        metadata: { labels: { pool: op.pool } },
+      });
       return;
     case 'node':
       return addNode(cluster, nodes, op.pool);
@@ -91,7 +115,11 @@ describe('the scheduler under churn', () => {
             expect({ node: name, gpusLeft: free.get('nvidia.com/gpu')! >= 0 }).toEqual({ node: name, gpusLeft: true });
             for (const p of store.pods('work') as Pod[]) {
               if (p.spec.nodeName || p.status?.phase !== 'Pending') continue;
-              expect({ pod: p.metadata.name, node: name, fits: unfitReason(p, n, free) === undefined }).toEqual({ pod: p.metadata.name, node: name, fits: false });
+              expect({ pod: p.metadata.name, node: name, fits: unfitReason(p, n, free) === undefined }).toEqual({
+                pod: p.metadata.name,
+                node: name,
+                fits: false,
+              });
             }
           }
         }
@@ -101,7 +129,14 @@ describe('the scheduler under churn', () => {
         examples: [
           // A shape remembered as fitting nowhere, its only pod gone, then a node relabelled into its
           // pool while nobody waited on that label: the next pod of the shape must still find the node.
-          [[{ kind: 'pod', pool: 'c', gpus: 3 }, { kind: 'delete', pick: 0, grace: false }, { kind: 'relabel', pick: 0, pool: 'c' }, { kind: 'pod', pool: 'c', gpus: 3 }]],
+          [
+            [
+              { kind: 'pod', pool: 'c', gpus: 3 },
+              { kind: 'delete', pick: 0, grace: false },
+              { kind: 'relabel', pick: 0, pool: 'c' },
+              { kind: 'pod', pool: 'c', gpus: 3 },
+            ],
+          ],
         ],
       },
     );

@@ -49,7 +49,14 @@ export interface NodeView {
  */
 export function nodeView(node: Node): NodeView {
   const ready = node.status?.conditions?.find((c) => c.type === 'Ready');
-  return { node, name: node.metadata.name, labels: node.metadata.labels ?? {}, unschedulable: Boolean(node.spec?.unschedulable), notReady: ready !== undefined && ready.status !== 'True', taints: node.spec?.taints ?? [] };
+  return {
+    node,
+    name: node.metadata.name,
+    labels: node.metadata.labels ?? {},
+    unschedulable: Boolean(node.spec?.unschedulable),
+    notReady: ready !== undefined && ready.status !== 'True',
+    taints: node.spec?.taints ?? [],
+  };
 }
 
 /** Views of nodes met one at a time (unfitReason, matchesNodeAffinity), kept while their node object lives. */
@@ -78,7 +85,8 @@ function affinityOf(pod: Pod): (node: NodeView) => boolean {
  */
 export function freeOn(node: Node, podsOnNode: Pod[]): Map<string, number> {
   const free = new Map<string, number>();
-  for (const [k, v] of Object.entries(node.status?.allocatable ?? node.status?.capacity ?? {})) free.set(k, schedulerUnits(k, quantityNanos(v) ?? 0n));
+  for (const [k, v] of Object.entries(node.status?.allocatable ?? node.status?.capacity ?? {}))
+    free.set(k, schedulerUnits(k, quantityNanos(v) ?? 0n));
   if (!free.has('pods')) free.set('pods', 110);
   for (const p of podsOnNode) {
     if (!holdsResources(p)) continue;
@@ -133,7 +141,12 @@ function unfitFilter(pod: Pod): (v: NodeView, freeOf: () => Map<string, number>)
  * Name order keeps placement deterministic for tests; the real scheduler scores instead.
  * `start` skips nodes the caller knows cannot fit (see Lifecycle's scan hints).
  */
-export function pickNode(pod: Pod, byName: readonly NodeView[], freeOf: (n: Node) => Map<string, number>, start = 0): { node: string; index: number } | { reason: string } {
+export function pickNode(
+  pod: Pod,
+  byName: readonly NodeView[],
+  freeOf: (n: Node) => Map<string, number>,
+  start = 0,
+): { node: string; index: number } | { reason: string } {
   // Hot path (seeding thousands of pods): a plain fit test, no reason strings.
   const requests = podSchedulerRequests(pod);
   const matches = affinityOf(pod);

@@ -5,10 +5,29 @@ import { clients } from './test-helpers.ts';
 const GPU_TAINT = { key: 'nvidia.com/gpu', value: 'present', effect: 'NoSchedule' as const };
 const fleet: Fleet = {
   nodes: [
-    { name: 'a100', count: 2, labels: { accelerator: 'nvidia-a100' }, taints: [GPU_TAINT], allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': 8 } },
-    { name: 'h100-mig', labels: { accelerator: 'nvidia-h100', 'nvidia.com/mig.strategy': 'mixed' }, taints: [GPU_TAINT], allocatable: { cpu: '190', memory: '1800Gi', 'nvidia.com/mig-1g.10gb': 2, 'nvidia.com/mig-3g.40gb': 1 } },
-    { name: 'a10-cgpu', labels: { accelerator: 'nvidia-a10' }, allocatable: { cpu: '62', memory: '230Gi', 'aliyun.com/gpu-mem': 24, 'aliyun.com/gpu-core.percentage': 100 } },
-    { name: 'mi300', labels: { accelerator: 'amd-mi300x' }, allocatable: { cpu: '128', memory: '2000Gi', 'amd.com/gpu': 8 } },
+    {
+      name: 'a100',
+      count: 2,
+      labels: { accelerator: 'nvidia-a100' },
+      taints: [GPU_TAINT],
+      allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': 8 },
+    },
+    {
+      name: 'h100-mig',
+      labels: { accelerator: 'nvidia-h100', 'nvidia.com/mig.strategy': 'mixed' },
+      taints: [GPU_TAINT],
+      allocatable: { cpu: '190', memory: '1800Gi', 'nvidia.com/mig-1g.10gb': 2, 'nvidia.com/mig-3g.40gb': 1 },
+    },
+    {
+      name: 'a10-cgpu',
+      labels: { accelerator: 'nvidia-a10' },
+      allocatable: { cpu: '62', memory: '230Gi', 'aliyun.com/gpu-mem': 24, 'aliyun.com/gpu-core.percentage': 100 },
+    },
+    {
+      name: 'mi300',
+      labels: { accelerator: 'amd-mi300x' },
+      allocatable: { cpu: '128', memory: '2000Gi', 'amd.com/gpu': 8 },
+    },
     { name: 'cpu', labels: { pool: 'system' }, allocatable: { cpu: '4', memory: '16Gi' } },
   ],
   namespaces: [{ name: 'work' }],
@@ -25,9 +44,18 @@ describe('the scheduler', () => {
   afterAll(() => sim.close());
 
   /** Creates a pod through the client and returns where the scheduler put it. */
-  async function place(requests: Record<string, string>, extra: Record<string, unknown> = {}): Promise<string | undefined> {
+  async function place(
+    requests: Record<string, string>,
+    extra: Record<string, unknown> = {},
+  ): Promise<string | undefined> {
     const name = `p${++seq}`;
-    await c.core.createNamespacedPod({ namespace: 'work', body: { metadata: { name }, spec: { containers: [{ name: 'main', image: 'x', resources: { requests, limits: requests } }], ...extra } } });
+    await c.core.createNamespacedPod({
+      namespace: 'work',
+      body: {
+        metadata: { name },
+        spec: { containers: [{ name: 'main', image: 'x', resources: { requests, limits: requests } }], ...extra },
+      },
+    });
     return sim.store.pod('work', name)!.spec.nodeName;
   }
   const tolerateGpu = { tolerations: [{ key: 'nvidia.com/gpu', operator: 'Exists', effect: 'NoSchedule' }] };
@@ -42,7 +70,17 @@ describe('the scheduler', () => {
     [
       'a pod pinned by required node affinity',
       { cpu: '1' },
-      { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'accelerator', operator: 'In', values: ['amd-mi300x'] }] }] } } } },
+      {
+        affinity: {
+          nodeAffinity: {
+            requiredDuringSchedulingIgnoredDuringExecution: {
+              nodeSelectorTerms: [
+                { matchExpressions: [{ key: 'accelerator', operator: 'In', values: ['amd-mi300x'] }] },
+              ],
+            },
+          },
+        },
+      },
       'mi300',
     ],
   ])('places %s', async (_what, requests, extra, node) => {
@@ -93,13 +131,23 @@ describe('the scheduler', () => {
   });
 
   it('binds through the bindings API and refuses a second binding with 409', async () => {
-    await c.core.createNamespacedPod({ namespace: 'work', body: { metadata: { name: 'manual' }, spec: { schedulerName: 'none', containers: [{ name: 'm', image: 'x' }] } } });
+    await c.core.createNamespacedPod({
+      namespace: 'work',
+      body: { metadata: { name: 'manual' }, spec: { schedulerName: 'none', containers: [{ name: 'm', image: 'x' }] } },
+    });
     expect(sim.store.pod('work', 'manual')!.spec.nodeName).toBeUndefined();
-    await c.core.createNamespacedBinding({ namespace: 'work', body: { metadata: { name: 'manual' }, target: { kind: 'Node', name: 'cpu' } } });
+    await c.core.createNamespacedBinding({
+      namespace: 'work',
+      body: { metadata: { name: 'manual' }, target: { kind: 'Node', name: 'cpu' } },
+    });
     expect(sim.store.pod('work', 'manual')!.spec.nodeName).toBe('cpu');
     expect(sim.store.pod('work', 'manual')!.status?.phase).toBe('Running');
     // The pod subresource form, as kube-scheduler posts it:
-    const again = await fetch(`${sim.url}/api/v1/namespaces/work/pods/manual/binding`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ target: { name: 'mi300' } }) });
+    const again = await fetch(`${sim.url}/api/v1/namespaces/work/pods/manual/binding`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ target: { name: 'mi300' } }),
+    });
     expect(again.status).toBe(409);
   });
 
@@ -108,13 +156,27 @@ describe('the scheduler', () => {
     node.status!.conditions = [{ type: 'Ready', status: 'False', reason: 'KubeletNotReady' }];
     await c.core.replaceNodeStatus({ name: 'cpu', body: node });
     expect(await place({ cpu: '1' }, { nodeSelector: { pool: 'system' } })).toBeUndefined();
-    expect(await place({ cpu: '1' }, { nodeSelector: { pool: 'system' }, tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists' }] })).toBe('cpu');
+    expect(
+      await place(
+        { cpu: '1' },
+        {
+          nodeSelector: { pool: 'system' },
+          tolerations: [{ key: 'node.kubernetes.io/not-ready', operator: 'Exists' }],
+        },
+      ),
+    ).toBe('cpu');
   });
 
   it('evicts pods that do not tolerate a NoExecute taint', async () => {
     const before = sim.store.podsOnNode('mi300').filter((p) => !p.metadata.deletionTimestamp).length;
     expect(before).toBeGreaterThan(0);
-    await c.core.patchNode({ name: 'mi300', body: { spec: { taints: [{ key: 'gpu-reflex.io/faulty', value: 'xid-79', effect: 'NoExecute' }] } } }, (await import('./test-helpers.ts')).patchWith('application/merge-patch+json'));
+    await c.core.patchNode(
+      {
+        name: 'mi300',
+        body: { spec: { taints: [{ key: 'gpu-reflex.io/faulty', value: 'xid-79', effect: 'NoExecute' }] } },
+      },
+      (await import('./test-helpers.ts')).patchWith('application/merge-patch+json'),
+    );
     expect(sim.store.podsOnNode('mi300').every((p) => p.metadata.deletionTimestamp !== undefined)).toBe(true);
   });
 });
@@ -126,7 +188,13 @@ describe('pods that finish by themselves', () => {
         nodes: [{ name: 'a100', allocatable: { cpu: '96', memory: '1000Gi', 'nvidia.com/gpu': 8 } }],
         namespaces: [{ name: 'train' }],
         pods: [
-          { name: 'epoch', namespace: 'train', owner: { kind: 'Job', name: 'epoch' }, requests: { 'nvidia.com/gpu': 8 }, completeAfterSeconds: 600 },
+          {
+            name: 'epoch',
+            namespace: 'train',
+            owner: { kind: 'Job', name: 'epoch' },
+            requests: { 'nvidia.com/gpu': 8 },
+            completeAfterSeconds: 600,
+          },
           { name: 'next', namespace: 'train', owner: { kind: 'Job', name: 'next' }, requests: { 'nvidia.com/gpu': 8 } },
         ],
       },
@@ -138,7 +206,9 @@ describe('pods that finish by themselves', () => {
       sim.advance(1_000);
       const done = sim.store.pod('train', 'epoch')!;
       expect(done.status?.phase).toBe('Succeeded');
-      expect((done.status?.containerStatuses as { state: unknown }[])[0]!.state).toEqual({ terminated: { exitCode: 0, reason: 'Completed', finishedAt: '2026-01-01T00:10:00Z' } });
+      expect((done.status?.containerStatuses as { state: unknown }[])[0]!.state).toEqual({
+        terminated: { exitCode: 0, reason: 'Completed', finishedAt: '2026-01-01T00:10:00Z' },
+      });
       expect(sim.store.pod('train', 'next')!.spec.nodeName).toBe('a100');
       expect(sim.store.pods('train')).toHaveLength(2);
     } finally {
@@ -151,19 +221,45 @@ describe('the scheduler while nodes churn', () => {
   let sim: KubeSim;
   let c: ReturnType<typeof clients>;
   beforeAll(async () => {
-    sim = await startKubeSim({ fleet: { nodes: [{ name: 'n', count: 2, allocatable: { cpu: '8', memory: '64Gi', 'nvidia.com/gpu': 2 } }], namespaces: [{ name: 'work' }] } });
+    sim = await startKubeSim({
+      fleet: {
+        nodes: [{ name: 'n', count: 2, allocatable: { cpu: '8', memory: '64Gi', 'nvidia.com/gpu': 2 } }],
+        namespaces: [{ name: 'work' }],
+      },
+    });
     c = clients(sim);
   });
   afterAll(() => sim.close());
 
   const create = (name: string, gpus: number, extra: Record<string, unknown> = {}) =>
-    c.core.createNamespacedPod({ namespace: 'work', body: { metadata: { name }, spec: { containers: [{ name: 'main', image: 'x', resources: { requests: { 'nvidia.com/gpu': String(gpus) } } }], ...extra } } });
+    c.core.createNamespacedPod({
+      namespace: 'work',
+      body: {
+        metadata: { name },
+        spec: {
+          containers: [{ name: 'main', image: 'x', resources: { requests: { 'nvidia.com/gpu': String(gpus) } } }],
+          ...extra,
+        },
+      },
+    });
   const nodeOf = (name: string) => sim.store.pod('work', name)?.spec.nodeName;
-  const label = (node: string, labels: Record<string, string>) => c.core.patchNode({ name: node, body: [{ op: 'add', path: '/metadata/labels', value: { ...sim.store.node(node)!.metadata.labels, ...labels } }] });
+  const label = (node: string, labels: Record<string, string>) =>
+    c.core.patchNode({
+      name: node,
+      body: [{ op: 'add', path: '/metadata/labels', value: { ...sim.store.node(node)!.metadata.labels, ...labels } }],
+    });
 
   it('binds a waiting pod when a node gains the label it selects on, whatever other labels change first', async () => {
     await create('sel', 1, { nodeSelector: { tier: 'gold' } });
-    await create('aff', 1, { affinity: { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['b'] }] }] } } } });
+    await create('aff', 1, {
+      affinity: {
+        nodeAffinity: {
+          requiredDuringSchedulingIgnoredDuringExecution: {
+            nodeSelectorTerms: [{ matchExpressions: [{ key: 'zone', operator: 'In', values: ['b'] }] }],
+          },
+        },
+      },
+    });
     await label('n-0', { 'gpu-reflex.io/state': 'draining' });
     expect([nodeOf('sel'), nodeOf('aff')]).toEqual([undefined, undefined]);
     await label('n-1', { tier: 'gold' });
@@ -178,7 +274,11 @@ describe('the scheduler while nodes churn', () => {
     await create('fill-1', 1, { nodeName: 'n-1' });
     for (const n of ['w1', 'w2', 'w3']) await create(n, 1);
     expect(['w1', 'w2', 'w3'].map(nodeOf)).toEqual([undefined, undefined, undefined]);
-    const message = (n: string) => (sim.store.pod('work', n)?.status?.conditions?.find((x) => x.type === 'PodScheduled') as { message?: string } | undefined)?.message;
+    const message = (n: string) =>
+      (
+        sim.store.pod('work', n)?.status?.conditions?.find((x) => x.type === 'PodScheduled') as
+          { message?: string } | undefined
+      )?.message;
     expect(message('w3')).toMatch(/^0\/2 nodes are available: .*Insufficient nvidia\.com\/gpu/);
     await c.core.deleteNamespacedPod({ name: 'fill-0', namespace: 'work', gracePeriodSeconds: 0 });
     expect(['w1', 'w2', 'w3'].map(nodeOf)).toEqual(['n-0', undefined, undefined]);
@@ -192,23 +292,50 @@ describe('the scheduler counts what Kubernetes counts', () => {
   let sim: KubeSim;
   let c: ReturnType<typeof clients>;
   beforeAll(async () => {
-    sim = await startKubeSim({ fleet: { nodes: [{ name: 'n', allocatable: { cpu: '4', memory: '16Gi', 'nvidia.com/gpu': 1 } }], namespaces: [{ name: 'work' }] } });
+    sim = await startKubeSim({
+      fleet: {
+        nodes: [{ name: 'n', allocatable: { cpu: '4', memory: '16Gi', 'nvidia.com/gpu': 1 } }],
+        namespaces: [{ name: 'work' }],
+      },
+    });
     c = clients(sim);
   });
   afterAll(() => sim.close());
 
-  const message = (n: string) => (sim.store.pod('work', n)?.status?.conditions?.find((x) => x.type === 'PodScheduled') as { message?: string } | undefined)?.message;
+  const message = (n: string) =>
+    (
+      sim.store.pod('work', n)?.status?.conditions?.find((x) => x.type === 'PodScheduled') as
+        { message?: string } | undefined
+    )?.message;
 
   it("adds a sidecar's requests to its containers' (KEP-753), so a pod that fits only without it stays Pending", async () => {
-    const spec = { containers: [{ name: 'main', image: 'x', resources: { requests: { cpu: '2', 'nvidia.com/gpu': '1' }, limits: { 'nvidia.com/gpu': '1' } } }], initContainers: [{ name: 'proxy', image: 'x', restartPolicy: 'Always', resources: { requests: { cpu: '2500m' } } }] };
+    const spec = {
+      containers: [
+        {
+          name: 'main',
+          image: 'x',
+          resources: { requests: { cpu: '2', 'nvidia.com/gpu': '1' }, limits: { 'nvidia.com/gpu': '1' } },
+        },
+      ],
+      initContainers: [
+        { name: 'proxy', image: 'x', restartPolicy: 'Always', resources: { requests: { cpu: '2500m' } } },
+      ],
+    };
     await c.core.createNamespacedPod({ namespace: 'work', body: { metadata: { name: 'with-sidecar' }, spec } });
     expect(sim.store.pod('work', 'with-sidecar')!.spec.nodeName).toBeUndefined();
     expect(message('with-sidecar')).toBe('0/1 nodes are available: 1 Insufficient cpu.');
   });
 
   it('matches no node for a pod whose only node selector term is empty', async () => {
-    const affinity = { nodeAffinity: { requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [] }] } } };
-    await c.core.createNamespacedPod({ namespace: 'work', body: { metadata: { name: 'empty-term' }, spec: { affinity, containers: [{ name: 'main', image: 'x' }] } } });
+    const affinity = {
+      nodeAffinity: {
+        requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: [{ matchExpressions: [] }] },
+      },
+    };
+    await c.core.createNamespacedPod({
+      namespace: 'work',
+      body: { metadata: { name: 'empty-term' }, spec: { affinity, containers: [{ name: 'main', image: 'x' }] } },
+    });
     expect(message('empty-term')).toBe("0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector.");
   });
 });

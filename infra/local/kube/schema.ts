@@ -30,7 +30,14 @@ const strings = { list: 'string' } as const;
 const stringMap = { map: 'string' } as const;
 const quantities = { map: 'quantity' } as const;
 
-const OwnerReference = struct('OwnerReference', { apiVersion: 'string', kind: 'string', name: 'string', uid: 'string', controller: 'bool', blockOwnerDeletion: 'bool' });
+const OwnerReference = struct('OwnerReference', {
+  apiVersion: 'string',
+  kind: 'string',
+  name: 'string',
+  uid: 'string',
+  controller: 'bool',
+  blockOwnerDeletion: 'bool',
+});
 
 export const ObjectMeta = struct('ObjectMeta', {
   name: 'string',
@@ -49,12 +56,25 @@ export const ObjectMeta = struct('ObjectMeta', {
 });
 
 const Taint = struct('Taint', { key: 'string', value: 'string', effect: 'string', timeAdded: 'time' });
-const Toleration = struct('Toleration', { key: 'string', operator: 'string', value: 'string', effect: 'string', tolerationSeconds: 'int' });
+const Toleration = struct('Toleration', {
+  key: 'string',
+  operator: 'string',
+  value: 'string',
+  effect: 'string',
+  tolerationSeconds: 'int',
+});
 const Requirement = struct('LabelSelectorRequirement', { key: 'string', operator: 'string', values: strings });
 const LabelSelector = struct('LabelSelector', { matchLabels: stringMap, matchExpressions: { list: Requirement } });
-const NodeSelectorTerm = struct('NodeSelectorTerm', { matchExpressions: { list: Requirement }, matchFields: { list: Requirement } });
+const NodeSelectorTerm = struct('NodeSelectorTerm', {
+  matchExpressions: { list: Requirement },
+  matchFields: { list: Requirement },
+});
 const Affinity = struct('Affinity', {
-  nodeAffinity: struct('NodeAffinity', { requiredDuringSchedulingIgnoredDuringExecution: struct('NodeSelector', { nodeSelectorTerms: { list: NodeSelectorTerm } }) }),
+  nodeAffinity: struct('NodeAffinity', {
+    requiredDuringSchedulingIgnoredDuringExecution: struct('NodeSelector', {
+      nodeSelectorTerms: { list: NodeSelectorTerm },
+    }),
+  }),
 });
 
 const Container = struct('Container', {
@@ -65,7 +85,9 @@ const Container = struct('Container', {
   args: strings,
   workingDir: 'string',
   env: { list: struct('EnvVar', { name: 'string', value: 'string' }) },
-  ports: { list: struct('ContainerPort', { name: 'string', containerPort: 'int', protocol: 'string', hostPort: 'int' }) },
+  ports: {
+    list: struct('ContainerPort', { name: 'string', containerPort: 'int', protocol: 'string', hostPort: 'int' }),
+  },
   resources: struct('ResourceRequirements', { requests: quantities, limits: quantities }),
   volumeMounts: { list: struct('VolumeMount', { name: 'string', mountPath: 'string', readOnly: 'bool' }) },
 });
@@ -90,25 +112,73 @@ export const PodSpec = struct('PodSpec', {
   volumes: { list: struct('Volume', { name: 'string' }) },
 });
 
-const Condition = (go: string) => struct(go, { type: 'string', status: 'string', reason: 'string', message: 'string', lastTransitionTime: 'time', lastHeartbeatTime: 'time', lastProbeTime: 'time' });
+const Condition = (go: string) =>
+  struct(go, {
+    type: 'string',
+    status: 'string',
+    reason: 'string',
+    message: 'string',
+    lastTransitionTime: 'time',
+    lastHeartbeatTime: 'time',
+    lastProbeTime: 'time',
+  });
 
 const Node = struct('Node', {
-  spec: struct('NodeSpec', { unschedulable: 'bool', taints: { list: Taint }, podCIDR: 'string', podCIDRs: strings, providerID: 'string' }),
+  spec: struct('NodeSpec', {
+    unschedulable: 'bool',
+    taints: { list: Taint },
+    podCIDR: 'string',
+    podCIDRs: strings,
+    providerID: 'string',
+  }),
   status: struct('NodeStatus', {
     capacity: quantities,
     allocatable: quantities,
     conditions: { list: Condition('NodeCondition') },
     addresses: { list: struct('NodeAddress', { type: 'string', address: 'string' }) },
-    nodeInfo: struct('NodeSystemInfo', Object.fromEntries(['machineID', 'systemUUID', 'bootID', 'kernelVersion', 'osImage', 'containerRuntimeVersion', 'kubeletVersion', 'kubeProxyVersion', 'operatingSystem', 'architecture'].map((k) => [k, 'string']))),
+    nodeInfo: struct(
+      'NodeSystemInfo',
+      Object.fromEntries(
+        [
+          'machineID',
+          'systemUUID',
+          'bootID',
+          'kernelVersion',
+          'osImage',
+          'containerRuntimeVersion',
+          'kubeletVersion',
+          'kubeProxyVersion',
+          'operatingSystem',
+          'architecture',
+        ].map((k) => [k, 'string']),
+      ),
+    ),
   }),
 });
 
 const Pod = struct('Pod', {
   spec: PodSpec,
-  status: struct('PodStatus', { phase: 'string', conditions: { list: Condition('PodCondition') }, hostIP: 'string', podIP: 'string', startTime: 'time', qosClass: 'string', reason: 'string', message: 'string' }),
+  status: struct('PodStatus', {
+    phase: 'string',
+    conditions: { list: Condition('PodCondition') },
+    hostIP: 'string',
+    podIP: 'string',
+    startTime: 'time',
+    qosClass: 'string',
+    reason: 'string',
+    message: 'string',
+  }),
 });
 
-const ObjectReference = struct('ObjectReference', { kind: 'string', namespace: 'string', name: 'string', uid: 'string', apiVersion: 'string', resourceVersion: 'string', fieldPath: 'string' });
+const ObjectReference = struct('ObjectReference', {
+  kind: 'string',
+  namespace: 'string',
+  name: 'string',
+  uid: 'string',
+  apiVersion: 'string',
+  resourceVersion: 'string',
+  fieldPath: 'string',
+});
 
 const Event = struct('Event', {
   involvedObject: ObjectReference,
@@ -127,7 +197,14 @@ const Event = struct('Event', {
   series: struct('EventSeries', { count: 'int', lastObservedTime: 'time' }),
 });
 
-const LimitRangeItem = struct('LimitRangeItem', { type: 'string', default: quantities, defaultRequest: quantities, max: quantities, min: quantities, maxLimitRequestRatio: quantities });
+const LimitRangeItem = struct('LimitRangeItem', {
+  type: 'string',
+  default: quantities,
+  defaultRequest: quantities,
+  max: quantities,
+  min: quantities,
+  maxLimitRequestRatio: quantities,
+});
 
 /** Per kind, the fields beside metadata. */
 export const KINDS: Record<string, Struct> = {
@@ -138,11 +215,29 @@ export const KINDS: Record<string, Struct> = {
   Event,
   ResourceQuota: struct('ResourceQuota', { spec: struct('ResourceQuotaSpec', { hard: quantities, scopes: strings }) }),
   LimitRange: struct('LimitRange', { spec: struct('LimitRangeSpec', { limits: { list: LimitRangeItem } }) }),
-  PodDisruptionBudget: struct('PodDisruptionBudget', { spec: struct('PodDisruptionBudgetSpec', { minAvailable: 'intOrString', maxUnavailable: 'intOrString', selector: LabelSelector, unhealthyPodEvictionPolicy: 'string' }) }),
+  PodDisruptionBudget: struct('PodDisruptionBudget', {
+    spec: struct('PodDisruptionBudgetSpec', {
+      minAvailable: 'intOrString',
+      maxUnavailable: 'intOrString',
+      selector: LabelSelector,
+      unhealthyPodEvictionPolicy: 'string',
+    }),
+  }),
   Lease: struct('Lease', {
-    spec: struct('LeaseSpec', { holderIdentity: 'string', leaseDurationSeconds: 'int', acquireTime: 'time', renewTime: 'time', leaseTransitions: 'int' }),
+    spec: struct('LeaseSpec', {
+      holderIdentity: 'string',
+      leaseDurationSeconds: 'int',
+      acquireTime: 'time',
+      renewTime: 'time',
+      leaseTransitions: 'int',
+    }),
   }),
   DaemonSet: struct('DaemonSet', {
-    spec: struct('DaemonSetSpec', { selector: LabelSelector, template: struct('PodTemplateSpec', { metadata: ObjectMeta, spec: PodSpec }), minReadySeconds: 'int', revisionHistoryLimit: 'int' }),
+    spec: struct('DaemonSetSpec', {
+      selector: LabelSelector,
+      template: struct('PodTemplateSpec', { metadata: ObjectMeta, spec: PodSpec }),
+      minReadySeconds: 'int',
+      revisionHistoryLimit: 'int',
+    }),
   }),
 };

@@ -1,6 +1,12 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
-import { matchesFields, matchesRequirements, parseFieldSelector, parseLabelSelector, requirementsOf } from './selectors.ts';
+import {
+  matchesFields,
+  matchesRequirements,
+  parseFieldSelector,
+  parseLabelSelector,
+  requirementsOf,
+} from './selectors.ts';
 import type { KubeObject } from './types.ts';
 
 const labels = { accelerator: 'nvidia-a100', pool: 'train', 'gpu-reflex.io/quarantine': 'true', gen: '3' };
@@ -30,8 +36,18 @@ describe('label selectors', () => {
   });
 
   it('matches structured selectors (matchLabels and matchExpressions)', () => {
-    expect(matchesRequirements(labels, requirementsOf({ matchLabels: { pool: 'train' }, matchExpressions: [{ key: 'accelerator', operator: 'In', values: ['nvidia-a100'] }] }))).toBe(true);
-    expect(matchesRequirements(labels, requirementsOf({ matchExpressions: [{ key: 'pool', operator: 'DoesNotExist' }] }))).toBe(false);
+    expect(
+      matchesRequirements(
+        labels,
+        requirementsOf({
+          matchLabels: { pool: 'train' },
+          matchExpressions: [{ key: 'accelerator', operator: 'In', values: ['nvidia-a100'] }],
+        }),
+      ),
+    ).toBe(true);
+    expect(
+      matchesRequirements(labels, requirementsOf({ matchExpressions: [{ key: 'pool', operator: 'DoesNotExist' }] })),
+    ).toBe(false);
     expect(matchesRequirements(labels, requirementsOf(undefined))).toBe(true);
   });
 
@@ -49,7 +65,13 @@ describe('label selectors', () => {
 });
 
 describe('field selectors', () => {
-  const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'p', namespace: 'ns', uid: '', resourceVersion: '', creationTimestamp: '' }, spec: { nodeName: 'gpu-1' }, status: { phase: 'Running' } } as KubeObject;
+  const pod = {
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: { name: 'p', namespace: 'ns', uid: '', resourceVersion: '', creationTimestamp: '' },
+    spec: { nodeName: 'gpu-1' },
+    status: { phase: 'Running' },
+  } as KubeObject;
   it.each([
     ['spec.nodeName=gpu-1', true],
     ['spec.nodeName==gpu-2', false],

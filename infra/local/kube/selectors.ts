@@ -38,19 +38,35 @@ export function parseLabelSelector(text: string): Requirement[] {
 /** labels.NewRequirement's checks: a qualified-name key, label values, integers for Gt/Lt. */
 function checkRequirement(r: Requirement): void {
   const keyErrors = qualifiedNameErrors(r.key);
-  if (keyErrors.length > 0) throw new Error(`unable to parse requirement: key: Invalid value: ${JSON.stringify(r.key)}: ${keyErrors.join('; ')}`);
+  if (keyErrors.length > 0)
+    throw new Error(
+      `unable to parse requirement: key: Invalid value: ${JSON.stringify(r.key)}: ${keyErrors.join('; ')}`,
+    );
   r.values.forEach((v, i) => {
     if (r.op === 'gt' || r.op === 'lt') {
-      if (!/^-?\d+$/.test(v)) throw new Error(`unable to parse requirement: values[${i}]: Invalid value: ${JSON.stringify(v)}: for 'Gt', 'Lt' operators, the value must be an integer`);
+      if (!/^-?\d+$/.test(v))
+        throw new Error(
+          `unable to parse requirement: values[${i}]: Invalid value: ${JSON.stringify(v)}: for 'Gt', 'Lt' operators, the value must be an integer`,
+        );
     } else if (v.length > 63 || !LABEL_VALUE.test(v)) {
-      throw new Error(`unable to parse requirement: values[${i}][${r.key}]: Invalid value: ${JSON.stringify(v)}: ${v.length > 63 ? 'must be no more than 63 characters' : LABEL_VALUE_MSG}`);
+      throw new Error(
+        `unable to parse requirement: values[${i}][${r.key}]: Invalid value: ${JSON.stringify(v)}: ${v.length > 63 ? 'must be no more than 63 characters' : LABEL_VALUE_MSG}`,
+      );
     }
   });
 }
 
 function parseRequirement(part: string): Requirement {
   let m = /^(\S+)\s+(in|notin)\s*\(([^)]*)\)$/.exec(part);
-  if (m) return { key: m[1]!, op: m[2] as 'in' | 'notin', values: m[3]!.split(',').map((v) => v.trim()).filter((v) => v !== '') };
+  if (m)
+    return {
+      key: m[1]!,
+      op: m[2] as 'in' | 'notin',
+      values: m[3]!
+        .split(',')
+        .map((v) => v.trim())
+        .filter((v) => v !== ''),
+    };
   m = /^!\s*([^=!<>\s]+)$/.exec(part);
   if (m) return { key: m[1]!, op: '!exists', values: [] };
   m = /^([^=!<>\s]+)\s*(==|=|!=|>|<)\s*(\S*)$/.exec(part);
@@ -115,23 +131,24 @@ export interface FieldRequirement {
 const FIELDS: Record<string, (o: KubeObject) => string> = {
   'metadata.name': (o) => o.metadata.name,
   'metadata.namespace': (o) => o.metadata.namespace ?? '',
-  'spec.nodeName': (o) => ((o.spec as { nodeName?: string } | undefined)?.nodeName ?? ''),
-  'status.phase': (o) => ((o.status as { phase?: string } | undefined)?.phase ?? ''),
+  'spec.nodeName': (o) => (o.spec as { nodeName?: string } | undefined)?.nodeName ?? '',
+  'status.phase': (o) => (o.status as { phase?: string } | undefined)?.phase ?? '',
   'spec.unschedulable': (o) => String((o.spec as { unschedulable?: boolean } | undefined)?.unschedulable ?? false),
-  'involvedObject.name': (o) => ((o.involvedObject as { name?: string } | undefined)?.name ?? ''),
-  'involvedObject.kind': (o) => ((o.involvedObject as { kind?: string } | undefined)?.kind ?? ''),
-  'involvedObject.namespace': (o) => ((o.involvedObject as { namespace?: string } | undefined)?.namespace ?? ''),
-  'involvedObject.uid': (o) => ((o.involvedObject as { uid?: string } | undefined)?.uid ?? ''),
-  'involvedObject.apiVersion': (o) => ((o.involvedObject as { apiVersion?: string } | undefined)?.apiVersion ?? ''),
-  'involvedObject.resourceVersion': (o) => ((o.involvedObject as { resourceVersion?: string } | undefined)?.resourceVersion ?? ''),
-  'involvedObject.fieldPath': (o) => ((o.involvedObject as { fieldPath?: string } | undefined)?.fieldPath ?? ''),
+  'involvedObject.name': (o) => (o.involvedObject as { name?: string } | undefined)?.name ?? '',
+  'involvedObject.kind': (o) => (o.involvedObject as { kind?: string } | undefined)?.kind ?? '',
+  'involvedObject.namespace': (o) => (o.involvedObject as { namespace?: string } | undefined)?.namespace ?? '',
+  'involvedObject.uid': (o) => (o.involvedObject as { uid?: string } | undefined)?.uid ?? '',
+  'involvedObject.apiVersion': (o) => (o.involvedObject as { apiVersion?: string } | undefined)?.apiVersion ?? '',
+  'involvedObject.resourceVersion': (o) =>
+    (o.involvedObject as { resourceVersion?: string } | undefined)?.resourceVersion ?? '',
+  'involvedObject.fieldPath': (o) => (o.involvedObject as { fieldPath?: string } | undefined)?.fieldPath ?? '',
   reason: (o) => String(o.reason ?? ''),
   reportingComponent: (o) => String(o.reportingComponent ?? ''),
   source: (o) => String((o.source as { component?: string } | undefined)?.component ?? ''),
   type: (o) => String(o.type ?? ''),
-  'spec.schedulerName': (o) => ((o.spec as { schedulerName?: string } | undefined)?.schedulerName ?? ''),
+  'spec.schedulerName': (o) => (o.spec as { schedulerName?: string } | undefined)?.schedulerName ?? '',
   // ResourceSlice
-  'spec.driver': (o) => ((o.spec as { driver?: string } | undefined)?.driver ?? ''),
+  'spec.driver': (o) => (o.spec as { driver?: string } | undefined)?.driver ?? '',
 };
 
 export function parseFieldSelector(text: string): FieldRequirement[] {

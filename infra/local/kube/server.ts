@@ -46,7 +46,6 @@ function readBody(req: IncomingMessage): Promise<string> {
   });
 }
 
-
 /** Splits the path into a resource route, or returns a discovery document / undefined. */
 function route(segs: string[]): Route | { doc: object } | undefined {
   let gv: string;
@@ -95,8 +94,12 @@ function route(segs: string[]): Route | { doc: object } | undefined {
 function checkKind(r: ResourceDef, body: unknown): unknown {
   if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
   const { apiVersion, kind } = body as { apiVersion?: unknown; kind?: unknown };
-  if (apiVersion !== undefined && apiVersion !== apiVersionOf(r)) throw errors.badRequest(`the API version in the data (${String(apiVersion)}) does not match the expected API version (${apiVersionOf(r)})`);
-  if (kind !== undefined && kind !== r.kind) throw errors.badRequest(`the kind in the data (${String(kind)}) does not match the expected kind (${r.kind})`);
+  if (apiVersion !== undefined && apiVersion !== apiVersionOf(r))
+    throw errors.badRequest(
+      `the API version in the data (${String(apiVersion)}) does not match the expected API version (${apiVersionOf(r)})`,
+    );
+  if (kind !== undefined && kind !== r.kind)
+    throw errors.badRequest(`the kind in the data (${String(kind)}) does not match the expected kind (${r.kind})`);
   return body;
 }
 
@@ -129,9 +132,17 @@ export function wantsMetadata(accept: string | undefined): boolean {
 
 function metadataListBody(r: ResourceDef, result: ListResult): object {
   const body = listBody(r, result) as { items: unknown };
-  return { ...body, kind: 'PartialObjectMetadataList', apiVersion: 'meta.k8s.io/v1', items: result.items.map((o) => ({ kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: o.metadata })) };
+  return {
+    ...body,
+    kind: 'PartialObjectMetadataList',
+    apiVersion: 'meta.k8s.io/v1',
+    items: result.items.map((o) => ({
+      kind: 'PartialObjectMetadata',
+      apiVersion: 'meta.k8s.io/v1',
+      metadata: o.metadata,
+    })),
+  };
 }
-
 
 export function createHandler(cluster: Cluster, open: Set<ServerResponse>, faults?: Faults) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
@@ -153,10 +164,18 @@ export function createHandler(cluster: Cluster, open: Set<ServerResponse>, fault
   };
 }
 
-async function handle(cluster: Cluster, req: IncomingMessage, res: ServerResponse, open: Set<ServerResponse>): Promise<void> {
+async function handle(
+  cluster: Cluster,
+  req: IncomingMessage,
+  res: ServerResponse,
+  open: Set<ServerResponse>,
+): Promise<void> {
   const url = new URL(req.url ?? '/', 'http://localhost');
   const q = url.searchParams;
-  const segs = url.pathname.split('/').filter((s) => s !== '').map(decodeURIComponent);
+  const segs = url.pathname
+    .split('/')
+    .filter((s) => s !== '')
+    .map(decodeURIComponent);
   const method = req.method ?? 'GET';
   // Wall-clock mode: whatever came due since the last request (grace periods) happens first.
   cluster.tick();
@@ -172,8 +191,15 @@ async function handle(cluster: Cluster, req: IncomingMessage, res: ServerRespons
   }
   if (segs[0] === 'api' && segs.length === 1) return send(res, 200, apiVersions(req.headers.host ?? '127.0.0.1'));
   // POST /api/v1/namespaces/{ns}/bindings: the collection form of binding (client-node's createNamespacedBinding).
-  if (method === 'POST' && segs.length === 5 && segs[0] === 'api' && segs[2] === 'namespaces' && segs[4] === 'bindings') {
-    const body = decode(await readBody(req), req.headers['content-type'] ?? 'application/json') as { metadata?: { name?: string } } | undefined;
+  if (
+    method === 'POST' &&
+    segs.length === 5 &&
+    segs[0] === 'api' &&
+    segs[2] === 'namespaces' &&
+    segs[4] === 'bindings'
+  ) {
+    const body = decode(await readBody(req), req.headers['content-type'] ?? 'application/json') as
+      { metadata?: { name?: string } } | undefined;
     return send(res, 201, cluster.bind(segs[3]!, body?.metadata?.name ?? '', body));
   }
   const hit = route(segs);
@@ -182,7 +208,9 @@ async function handle(cluster: Cluster, req: IncomingMessage, res: ServerRespons
 
   const { r, name, sub } = hit;
   const ns = r.namespaced ? hit.ns : undefined;
-  const optionsKind = ({ POST: 'CreateOptions', PUT: 'UpdateOptions', PATCH: 'PatchOptions', DELETE: 'DeleteOptions' } as const)[method as 'POST'];
+  const optionsKind = (
+    { POST: 'CreateOptions', PUT: 'UpdateOptions', PATCH: 'PatchOptions', DELETE: 'DeleteOptions' } as const
+  )[method as 'POST'];
   // Options are checked before the body is read or anything runs, as the real handlers decode them first.
   const list = method === 'GET' || (method === 'DELETE' && name === undefined) ? listQuery(q) : undefined;
   const dryRun = optionsKind ? writeOptions(q, optionsKind) : false;
@@ -192,20 +220,44 @@ async function handle(cluster: Cluster, req: IncomingMessage, res: ServerRespons
     throw errors.methodNotAllowed(`the server does not allow this method on the requested resource`);
   };
   if (sub !== undefined && !(r.subresources ?? []).includes(sub)) return send(res, 404, errors.notFoundPath().status);
-  if (r.viewOf !== undefined) return serveEventsV1(cluster, req, res, open, { r, ns, name, method, list, dryRun, body, contentType, watch: hit.watch });
+  if (r.viewOf !== undefined)
+    return serveEventsV1(cluster, req, res, open, {
+      r,
+      ns,
+      name,
+      method,
+      list,
+      dryRun,
+      body,
+      contentType,
+      watch: hit.watch,
+    });
 
   if (name === undefined) {
     if (method === 'GET' && list) {
       const opts = { labelSelector: list.labelSelector, fieldSelector: list.fieldSelector };
       if (hit.watch || list.watch) {
-        return serveWatch(req, res, cluster, r, ns, { ...opts, resourceVersion: list.resourceVersion, ...(list.timeoutSeconds !== undefined ? { timeoutSeconds: list.timeoutSeconds } : {}) }, open);
+        return serveWatch(
+          req,
+          res,
+          cluster,
+          r,
+          ns,
+          {
+            ...opts,
+            resourceVersion: list.resourceVersion,
+            ...(list.timeoutSeconds !== undefined ? { timeoutSeconds: list.timeoutSeconds } : {}),
+          },
+          open,
+        );
       }
       const result = cluster.list(r, ns, { ...opts, limit: list.limit, continue: list.continue });
       if (wantsTable(req.headers.accept)) return send(res, 200, tableOf(r, result, cluster.clock.now()));
       if (wantsMetadata(req.headers.accept)) return send(res, 200, metadataListBody(r, result));
       return send(res, 200, listBody(r, result));
     }
-    if (method === 'POST') return send(res, dryRun ? 200 : 201, cluster.create(r, ns ?? '', checkKind(r, body), { dryRun }));
+    if (method === 'POST')
+      return send(res, dryRun ? 200 : 201, cluster.create(r, ns ?? '', checkKind(r, body), { dryRun }));
     if (method === 'DELETE') {
       const result = cluster.list(r, ns, { labelSelector: list?.labelSelector, fieldSelector: list?.fieldSelector });
       const items = result.items.map((o) => cluster.delete(r, o.metadata.namespace ?? '', o.metadata.name, { dryRun }));
@@ -217,19 +269,37 @@ async function handle(cluster: Cluster, req: IncomingMessage, res: ServerRespons
   const nsName = ns ?? '';
   if (sub === 'eviction' || sub === 'binding') {
     if (method !== 'POST') return gone();
-    return send(res, 201, sub === 'eviction' ? cluster.evict(nsName, name, body, { dryRun }) : cluster.bind(nsName, name, body));
+    return send(
+      res,
+      201,
+      sub === 'eviction' ? cluster.evict(nsName, name, body, { dryRun }) : cluster.bind(nsName, name, body),
+    );
   }
   switch (method) {
     case 'GET': {
       const obj = cluster.get(r, nsName, name);
-      if (wantsTable(req.headers.accept)) return send(res, 200, tableOf(r, { items: [obj], resourceVersion: obj.metadata.resourceVersion }, cluster.clock.now()));
+      if (wantsTable(req.headers.accept))
+        return send(
+          res,
+          200,
+          tableOf(r, { items: [obj], resourceVersion: obj.metadata.resourceVersion }, cluster.clock.now()),
+        );
       return send(res, 200, obj);
     }
     case 'PUT':
-      return send(res, 200, cluster.replace(r, nsName, name, checkKind(r, body), { dryRun, ...(sub ? { subresource: sub } : {}) }));
+      return send(
+        res,
+        200,
+        cluster.replace(r, nsName, name, checkKind(r, body), { dryRun, ...(sub ? { subresource: sub } : {}) }),
+      );
     case 'PATCH': {
-      const existed = cluster.store.get(`${r.group === '' ? r.plural : `${r.plural}.${r.group}`}`, nsName, name) !== undefined;
-      const out = cluster.patch(r, nsName, name, contentType, body, { dryRun, ...(sub ? { subresource: sub } : {}), fieldManager: q.get('fieldManager') ?? undefined });
+      const existed =
+        cluster.store.get(`${r.group === '' ? r.plural : `${r.plural}.${r.group}`}`, nsName, name) !== undefined;
+      const out = cluster.patch(r, nsName, name, contentType, body, {
+        dryRun,
+        ...(sub ? { subresource: sub } : {}),
+        fieldManager: q.get('fieldManager') ?? undefined,
+      });
       return send(res, existed ? 200 : 201, out);
     }
     case 'DELETE': {

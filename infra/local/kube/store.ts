@@ -75,7 +75,9 @@ export class Store {
     const matches = (o: KubeObject) => matchesRequirements(o.metadata.labels, labels) && matchesFields(o, fields);
     const out: KubeObject[] = [];
     if (indexed && indexed.size < (inNs?.size ?? Number.POSITIVE_INFINITY)) {
-      for (const bucket of indexed.buckets) for (const o of bucket.values()) if ((ns === undefined || (o.metadata.namespace ?? '') === ns) && matches(o)) out.push(o);
+      for (const bucket of indexed.buckets)
+        for (const o of bucket.values())
+          if ((ns === undefined || (o.metadata.namespace ?? '') === ns) && matches(o)) out.push(o);
       return out;
     }
     for (const m of inNs ? [inNs] : byNs.values()) for (const o of m.values()) if (matches(o)) out.push(o);
@@ -106,7 +108,13 @@ export class Store {
     if (!byName) byNs.set(ns, (byName = new Map()));
     byName.set(obj.metadata.name, stored);
     this.indexOf(resource).update(prev, stored);
-    this.emit({ type: prev ? 'MODIFIED' : 'ADDED', resource, object: stored, ...(prev ? { previous: prev } : {}), rv: this.rv });
+    this.emit({
+      type: prev ? 'MODIFIED' : 'ADDED',
+      resource,
+      object: stored,
+      ...(prev ? { previous: prev } : {}),
+      rv: this.rv,
+    });
     return stored;
   }
 

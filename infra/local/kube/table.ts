@@ -43,13 +43,20 @@ function roles(n: Node): string {
 const info = (o: KubeObject) => ((o as Node).status?.nodeInfo ?? {}) as Record<string, string | undefined>;
 
 function address(n: Node, type: string): string {
-  return ((n.status?.addresses ?? []) as { type: string; address: string }[]).find((a) => a.type === type)?.address ?? '<none>';
+  return (
+    ((n.status?.addresses ?? []) as { type: string; address: string }[]).find((a) => a.type === type)?.address ??
+    '<none>'
+  );
 }
 
 /** Events: the newest of lastTimestamp, the series' last observation and eventTime. */
 function lastSeen(o: KubeObject, now: number): string {
   const series = (o.series as { lastObservedTime?: string } | undefined)?.lastObservedTime;
-  const when = (o.lastTimestamp as string | undefined) ?? series ?? (o.eventTime as string | undefined) ?? o.metadata.creationTimestamp;
+  const when =
+    (o.lastTimestamp as string | undefined) ??
+    series ??
+    (o.eventTime as string | undefined) ??
+    o.metadata.creationTimestamp;
   return age(when, now);
 }
 
@@ -67,48 +74,107 @@ function columns(r: ResourceDef, now: number): Column[] {
       { name: 'External-IP', type: 'string', priority: 1, cell: (o) => address(o as Node, 'ExternalIP') },
       { name: 'OS-Image', type: 'string', priority: 1, cell: (o) => info(o).osImage ?? '<unknown>' },
       { name: 'Kernel-Version', type: 'string', priority: 1, cell: (o) => info(o).kernelVersion ?? '<unknown>' },
-      { name: 'Container-Runtime', type: 'string', priority: 1, cell: (o) => info(o).containerRuntimeVersion ?? '<unknown>' },
+      {
+        name: 'Container-Runtime',
+        type: 'string',
+        priority: 1,
+        cell: (o) => info(o).containerRuntimeVersion ?? '<unknown>',
+      },
     ];
   }
   if (r.plural === 'pods') {
     const p = (o: KubeObject) => o as Pod;
     return [
       name,
-      { name: 'Ready', type: 'string', cell: (o) => `${((p(o).status?.containerStatuses as { ready?: boolean }[] | undefined) ?? []).filter((c) => c.ready).length}/${p(o).spec.containers.length}` },
-      { name: 'Status', type: 'string', cell: (o) => (o.metadata.deletionTimestamp ? 'Terminating' : p(o).status?.phase === 'Succeeded' ? 'Completed' : (p(o).status?.phase ?? 'Pending')) },
+      {
+        name: 'Ready',
+        type: 'string',
+        cell: (o) =>
+          `${((p(o).status?.containerStatuses as { ready?: boolean }[] | undefined) ?? []).filter((c) => c.ready).length}/${p(o).spec.containers.length}`,
+      },
+      {
+        name: 'Status',
+        type: 'string',
+        cell: (o) =>
+          o.metadata.deletionTimestamp
+            ? 'Terminating'
+            : p(o).status?.phase === 'Succeeded'
+              ? 'Completed'
+              : (p(o).status?.phase ?? 'Pending'),
+      },
       { name: 'Restarts', type: 'string', cell: () => '0' },
       ageCol,
       { name: 'IP', type: 'string', priority: 1, cell: (o) => String(p(o).status?.podIP ?? '<none>') },
       { name: 'Node', type: 'string', priority: 1, cell: (o) => p(o).spec.nodeName ?? '<none>' },
-      { name: 'Nominated Node', type: 'string', priority: 1, cell: (o) => String(p(o).status?.nominatedNodeName ?? '<none>') },
+      {
+        name: 'Nominated Node',
+        type: 'string',
+        priority: 1,
+        cell: (o) => String(p(o).status?.nominatedNodeName ?? '<none>'),
+      },
       { name: 'Readiness Gates', type: 'string', priority: 1, cell: () => '<none>' },
     ];
   }
   if (r.plural === 'events' && r.group === '') {
-    const ev = (o: KubeObject) => o as KubeObject & { involvedObject?: { kind?: string; name?: string; fieldPath?: string }; source?: { component?: string; host?: string }; count?: number };
+    const ev = (o: KubeObject) =>
+      o as KubeObject & {
+        involvedObject?: { kind?: string; name?: string; fieldPath?: string };
+        source?: { component?: string; host?: string };
+        count?: number;
+      };
     return [
       { name: 'Last Seen', type: 'string', cell: (o) => lastSeen(o, now) },
       { name: 'Type', type: 'string', cell: (o) => String(o.type ?? '') },
       { name: 'Reason', type: 'string', cell: (o) => String(o.reason ?? '') },
-      { name: 'Object', type: 'string', cell: (o) => `${(ev(o).involvedObject?.kind ?? '').toLowerCase()}/${ev(o).involvedObject?.name ?? ''}` },
+      {
+        name: 'Object',
+        type: 'string',
+        cell: (o) => `${(ev(o).involvedObject?.kind ?? '').toLowerCase()}/${ev(o).involvedObject?.name ?? ''}`,
+      },
       { name: 'Subobject', type: 'string', priority: 1, cell: (o) => ev(o).involvedObject?.fieldPath ?? '' },
-      { name: 'Source', type: 'string', priority: 1, cell: (o) => [ev(o).source?.component ?? String(o.reportingComponent ?? ''), ev(o).source?.host].filter(Boolean).join(', ') },
+      {
+        name: 'Source',
+        type: 'string',
+        priority: 1,
+        cell: (o) =>
+          [ev(o).source?.component ?? String(o.reportingComponent ?? ''), ev(o).source?.host]
+            .filter(Boolean)
+            .join(', '),
+      },
       { name: 'Message', type: 'string', cell: (o) => String(o.message ?? '') },
-      { name: 'First Seen', type: 'string', priority: 1, cell: (o) => age(String(o.firstTimestamp ?? o.eventTime ?? o.metadata.creationTimestamp), now) },
+      {
+        name: 'First Seen',
+        type: 'string',
+        priority: 1,
+        cell: (o) => age(String(o.firstTimestamp ?? o.eventTime ?? o.metadata.creationTimestamp), now),
+      },
       { name: 'Count', type: 'string', priority: 1, cell: (o) => String(ev(o).count ?? 1) },
       { name: 'Name', type: 'string', priority: 1, cell: (o) => o.metadata.name },
     ];
   }
   if (r.plural === 'leases') {
-    return [name, { name: 'Holder', type: 'string', cell: (o) => String((o.spec as { holderIdentity?: string } | undefined)?.holderIdentity ?? '') }, ageCol];
+    return [
+      name,
+      {
+        name: 'Holder',
+        type: 'string',
+        cell: (o) => String((o.spec as { holderIdentity?: string } | undefined)?.holderIdentity ?? ''),
+      },
+      ageCol,
+    ];
   }
   if (r.plural === 'poddisruptionbudgets') {
-    const spec = (o: KubeObject) => (o.spec ?? {}) as { minAvailable?: number | string; maxUnavailable?: number | string };
+    const spec = (o: KubeObject) =>
+      (o.spec ?? {}) as { minAvailable?: number | string; maxUnavailable?: number | string };
     return [
       name,
       { name: 'Min Available', type: 'string', cell: (o) => String(spec(o).minAvailable ?? 'N/A') },
       { name: 'Max Unavailable', type: 'string', cell: (o) => String(spec(o).maxUnavailable ?? 'N/A') },
-      { name: 'Allowed Disruptions', type: 'integer', cell: (o) => (o.status as { disruptionsAllowed?: number } | undefined)?.disruptionsAllowed ?? 0 },
+      {
+        name: 'Allowed Disruptions',
+        type: 'integer',
+        cell: (o) => (o.status as { disruptionsAllowed?: number } | undefined)?.disruptionsAllowed ?? 0,
+      },
       ageCol,
     ];
   }
@@ -131,7 +197,13 @@ export function tableOf(r: ResourceDef, result: ListResult, now: number): object
     kind: 'Table',
     apiVersion: 'meta.k8s.io/v1',
     metadata: { resourceVersion: result.resourceVersion, ...(result.continue ? { continue: result.continue } : {}) },
-    columnDefinitions: cols.map((c) => ({ name: c.name, type: c.type, format: c.format ?? '', description: c.name, priority: c.priority ?? 0 })),
+    columnDefinitions: cols.map((c) => ({
+      name: c.name,
+      type: c.type,
+      format: c.format ?? '',
+      description: c.name,
+      priority: c.priority ?? 0,
+    })),
     rows: result.items.map((o) => ({
       cells: cols.map((c) => c.cell(o)),
       object: { kind: 'PartialObjectMetadata', apiVersion: 'meta.k8s.io/v1', metadata: o.metadata },

@@ -28,7 +28,8 @@ export function depthOf(value: unknown, limit = Number.POSITIVE_INFINITY): numbe
     const depth = d + 1;
     if (depth > max) max = depth;
     if (max > limit) return max;
-    for (const child of Array.isArray(v) ? v : Object.values(v)) if (typeof child === 'object' && child !== null) stack.push([child, depth]);
+    for (const child of Array.isArray(v) ? v : Object.values(v))
+      if (typeof child === 'object' && child !== null) stack.push([child, depth]);
   }
   return max;
 }
@@ -55,7 +56,18 @@ function jsonTypeOf(v: unknown): string {
 }
 
 function goTypeOf(t: FieldType): string {
-  if (typeof t === 'string') return ({ string: 'string', bool: 'bool', int: 'int64', intOrString: 'intstr.IntOrString', quantity: 'resource.Quantity', time: 'v1.Time', any: 'interface {}' } as const)[t];
+  if (typeof t === 'string')
+    return (
+      {
+        string: 'string',
+        bool: 'bool',
+        int: 'int64',
+        intOrString: 'intstr.IntOrString',
+        quantity: 'resource.Quantity',
+        time: 'v1.Time',
+        any: 'interface {}',
+      } as const
+    )[t];
   if ('map' in t) return `map[string]${goTypeOf(t.map)}`;
   if ('list' in t) return `[]${goTypeOf(t.list)}`;
   return `v1.${t.go}`;
@@ -94,14 +106,26 @@ function fits(t: FieldType, v: unknown): boolean {
 /** The first value whose JSON type the Go struct would refuse, or undefined. Iterative. */
 export function typeMismatch(obj: KubeObject): TypeMismatch | undefined {
   const kind = KINDS[obj.kind];
-  const root: Struct = { go: obj.kind, fields: { ...(kind?.fields ?? {}), metadata: ObjectMeta, apiVersion: 'string', kind: 'string' } };
+  const root: Struct = {
+    go: obj.kind,
+    fields: { ...(kind?.fields ?? {}), metadata: ObjectMeta, apiVersion: 'string', kind: 'string' },
+  };
   // [value, type, field path with indices, Go path without, innermost Go struct name]
   const stack: [unknown, FieldType, string, string, string][] = [[obj, root, '', '', obj.kind]];
   while (stack.length > 0) {
     const [v, t, path, goPath, inStruct] = stack.pop()!;
     if (!fits(t, v)) {
-      if (t === 'time' && typeof v === 'string') return { field: path, value: v, message: `parsing time ${JSON.stringify(v)} as "2006-01-02T15:04:05Z07:00": cannot parse ${JSON.stringify(v)} as "2006"` };
-      return { field: path, value: v, message: `json: cannot unmarshal ${jsonTypeOf(v)} into Go struct field ${inStruct}.${goPath} of type ${goTypeOf(t)}` };
+      if (t === 'time' && typeof v === 'string')
+        return {
+          field: path,
+          value: v,
+          message: `parsing time ${JSON.stringify(v)} as "2006-01-02T15:04:05Z07:00": cannot parse ${JSON.stringify(v)} as "2006"`,
+        };
+      return {
+        field: path,
+        value: v,
+        message: `json: cannot unmarshal ${jsonTypeOf(v)} into Go struct field ${inStruct}.${goPath} of type ${goTypeOf(t)}`,
+      };
     }
     if (v === null || typeof t === 'string') continue;
     if ('map' in t) {
@@ -121,18 +145,26 @@ export function typeMismatch(obj: KubeObject): TypeMismatch | undefined {
 // ---------------------------------------------------------------- ObjectMeta (apimachinery validation)
 
 const NAME_PART = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
-const NAME_PART_MSG = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+const NAME_PART_MSG =
+  "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-const SUBDOMAIN_MSG = "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+const SUBDOMAIN_MSG =
+  "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const LABEL_MSG = "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+const LABEL_MSG =
+  "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 export const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
-export const LABEL_VALUE_MSG = "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+export const LABEL_VALUE_MSG =
+  "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
 /** TotalAnnotationSizeLimitB: keys and values of all annotations together. */
 export const MAX_ANNOTATIONS_BYTES = 256 * 1024;
 
 const quote = (v: string) => JSON.stringify(v.length > 256 ? `${v.slice(0, 256)}...` : v);
-const invalidCause = (field: string, value: string, why: string): Cause => ({ reason: 'FieldValueInvalid', message: `Invalid value: ${quote(value)}: ${why}`, field });
+const invalidCause = (field: string, value: string, why: string): Cause => ({
+  reason: 'FieldValueInvalid',
+  message: `Invalid value: ${quote(value)}: ${why}`,
+  field,
+});
 
 /** IsQualifiedName: `[prefix/]name`; the reasons it is not, in the real wording. */
 export function qualifiedNameErrors(key: string): string[] {
@@ -147,7 +179,9 @@ export function qualifiedNameErrors(key: string): string[] {
     else if (prefix.length > 253) out.push('prefix part must be no more than 253 characters');
     else if (!DNS1123_SUBDOMAIN.test(prefix)) out.push(`prefix part ${SUBDOMAIN_MSG}`);
   } else {
-    return [`a qualified name ${NAME_PART_MSG.slice('name part '.length)} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`];
+    return [
+      `a qualified name ${NAME_PART_MSG.slice('name part '.length)} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`,
+    ];
   }
   if (name.length === 0) out.push('name part must be non-empty');
   else if (name.length > 63) out.push('name part must be no more than 63 characters');
@@ -162,7 +196,8 @@ function metaCauses(r: ResourceDef, meta: Record<string, unknown>, creating: boo
     const label = r.plural === 'namespaces';
     const max = label ? 63 : 253;
     if (name.length > max) causes.push(invalidCause('metadata.name', name, `must be no more than ${max} characters`));
-    else if (!(label ? DNS1123_LABEL : DNS1123_SUBDOMAIN).test(name)) causes.push(invalidCause('metadata.name', name, label ? LABEL_MSG : SUBDOMAIN_MSG));
+    else if (!(label ? DNS1123_LABEL : DNS1123_SUBDOMAIN).test(name))
+      causes.push(invalidCause('metadata.name', name, label ? LABEL_MSG : SUBDOMAIN_MSG));
   }
   for (const [k, v] of Object.entries((meta.labels ?? {}) as Record<string, string>)) {
     for (const why of qualifiedNameErrors(k)) causes.push(invalidCause('metadata.labels', k, why));
@@ -175,7 +210,12 @@ function metaCauses(r: ResourceDef, meta: Record<string, unknown>, creating: boo
     for (const why of qualifiedNameErrors(k.toLowerCase())) causes.push(invalidCause('metadata.annotations', k, why));
     bytes += Buffer.byteLength(k) + (typeof v === 'string' ? Buffer.byteLength(v) : 0);
   }
-  if (bytes > MAX_ANNOTATIONS_BYTES) causes.push({ reason: 'FieldValueTooLong', message: `Too long: must have at most ${MAX_ANNOTATIONS_BYTES} bytes`, field: 'metadata.annotations' });
+  if (bytes > MAX_ANNOTATIONS_BYTES)
+    causes.push({
+      reason: 'FieldValueTooLong',
+      message: `Too long: must have at most ${MAX_ANNOTATIONS_BYTES} bytes`,
+      field: 'metadata.annotations',
+    });
   return causes;
 }
 
@@ -190,9 +230,18 @@ export function checkObject(r: ResourceDef, obj: KubeObject, verb: WriteVerb): v
   const name = typeof obj.metadata?.name === 'string' ? obj.metadata.name : '';
   const wrong = typeMismatch(obj);
   if (wrong) {
-    const cause: Cause = { reason: 'FieldValueInvalid', message: `Invalid value: ${quote(JSON.stringify(wrong.value) ?? 'null')}: ${wrong.message}`, field: wrong.field };
+    const cause: Cause = {
+      reason: 'FieldValueInvalid',
+      message: `Invalid value: ${quote(JSON.stringify(wrong.value) ?? 'null')}: ${wrong.message}`,
+      field: wrong.field,
+    };
     if (verb === 'patch') throw errors.invalidCauses(r, name, [cause]);
-    throw failure(400, 'BadRequest', `${r.kind} in version "${r.version}" cannot be handled as a ${r.kind}: ${wrong.message}`, { causes: [cause] });
+    throw failure(
+      400,
+      'BadRequest',
+      `${r.kind} in version "${r.version}" cannot be handled as a ${r.kind}: ${wrong.message}`,
+      { causes: [cause] },
+    );
   }
   const causes = metaCauses(r, obj.metadata ?? {}, verb === 'create');
   if (causes.length > 0) throw errors.invalidCauses(r, name, causes);
@@ -222,10 +271,15 @@ const DeleteOptionsType: Struct = {
 /** A DeleteOptions body (DELETE, or an Eviction's deleteOptions): 400 when a field has the wrong type. */
 export function deleteOptions(body: unknown, where = 'DeleteOptions'): DeleteOptionsBody {
   if (body === undefined || body === null) return { dryRun: false };
-  if (typeof body !== 'object' || Array.isArray(body)) throw errors.badRequest(`json: cannot unmarshal ${jsonTypeOf(body)} into Go value of type v1.DeleteOptions`);
+  if (typeof body !== 'object' || Array.isArray(body))
+    throw errors.badRequest(`json: cannot unmarshal ${jsonTypeOf(body)} into Go value of type v1.DeleteOptions`);
   const probe = checkStruct(body, DeleteOptionsType);
   if (probe) throw errors.badRequest(`${where}: ${probe}`);
-  const b = body as { gracePeriodSeconds?: number; preconditions?: { uid?: string; resourceVersion?: string }; dryRun?: unknown };
+  const b = body as {
+    gracePeriodSeconds?: number;
+    preconditions?: { uid?: string; resourceVersion?: string };
+    dryRun?: unknown;
+  };
   return {
     ...(typeof b.gracePeriodSeconds === 'number' ? { gracePeriodSeconds: b.gracePeriodSeconds } : {}),
     ...(b.preconditions ? { preconditions: b.preconditions } : {}),
@@ -238,10 +292,14 @@ function checkStruct(v: unknown, t: Struct): string | undefined {
   const stack: [unknown, FieldType, string, string][] = [[v, t, '', t.go]];
   while (stack.length > 0) {
     const [x, ft, path, inStruct] = stack.pop()!;
-    if (!fits(ft, x)) return `json: cannot unmarshal ${jsonTypeOf(x)} into Go struct field ${inStruct}.${path} of type ${goTypeOf(ft)}`;
+    if (!fits(ft, x))
+      return `json: cannot unmarshal ${jsonTypeOf(x)} into Go struct field ${inStruct}.${path} of type ${goTypeOf(ft)}`;
     if (x === null || typeof ft === 'string') continue;
     if ('list' in ft) (x as unknown[]).forEach((y) => stack.push([y, ft.list, path, inStruct]));
-    else if (!('map' in ft)) for (const [k, st] of Object.entries(ft.fields)) if ((x as Record<string, unknown>)[k] !== undefined) stack.push([(x as Record<string, unknown>)[k], st, path ? `${path}.${k}` : k, ft.go]);
+    else if (!('map' in ft))
+      for (const [k, st] of Object.entries(ft.fields))
+        if ((x as Record<string, unknown>)[k] !== undefined)
+          stack.push([(x as Record<string, unknown>)[k], st, path ? `${path}.${k}` : k, ft.go]);
   }
   return undefined;
 }
@@ -254,14 +312,23 @@ const EVICTION_VERSIONS = ['policy/v1', 'policy/v1beta1'];
  */
 export function checkEviction(ns: string, name: string, body: unknown): DeleteOptionsBody {
   if (body === undefined || body === null) throw errors.badRequest('the body of the request must be an Eviction');
-  if (typeof body !== 'object' || Array.isArray(body)) throw errors.badRequest(`json: cannot unmarshal ${jsonTypeOf(body)} into Go value of type v1.Eviction`);
+  if (typeof body !== 'object' || Array.isArray(body))
+    throw errors.badRequest(`json: cannot unmarshal ${jsonTypeOf(body)} into Go value of type v1.Eviction`);
   const b = body as { apiVersion?: unknown; kind?: unknown; metadata?: unknown; deleteOptions?: unknown };
   if (b.apiVersion !== undefined && (typeof b.apiVersion !== 'string' || !EVICTION_VERSIONS.includes(b.apiVersion))) {
-    throw errors.badRequest(`the API version in the data (${String(b.apiVersion)}) does not match the expected API version (policy/v1)`);
+    throw errors.badRequest(
+      `the API version in the data (${String(b.apiVersion)}) does not match the expected API version (policy/v1)`,
+    );
   }
-  if (b.kind !== undefined && b.kind !== 'Eviction') throw errors.badRequest(`the kind in the data (${String(b.kind)}) does not match the expected kind (Eviction)`);
-  if (b.metadata !== undefined && (typeof b.metadata !== 'object' || b.metadata === null || Array.isArray(b.metadata))) {
-    throw errors.badRequest(`json: cannot unmarshal ${jsonTypeOf(b.metadata)} into Go struct field Eviction.metadata of type v1.ObjectMeta`);
+  if (b.kind !== undefined && b.kind !== 'Eviction')
+    throw errors.badRequest(`the kind in the data (${String(b.kind)}) does not match the expected kind (Eviction)`);
+  if (
+    b.metadata !== undefined &&
+    (typeof b.metadata !== 'object' || b.metadata === null || Array.isArray(b.metadata))
+  ) {
+    throw errors.badRequest(
+      `json: cannot unmarshal ${jsonTypeOf(b.metadata)} into Go struct field Eviction.metadata of type v1.ObjectMeta`,
+    );
   }
   const meta = (b.metadata ?? {}) as { name?: unknown; namespace?: unknown };
   if (meta.name !== name) throw errors.badRequest('name in URL does not match name in Eviction object');

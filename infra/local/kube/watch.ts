@@ -22,7 +22,15 @@ export interface WatchOptions {
   view?: (o: KubeObject) => KubeObject;
 }
 
-export function serveWatch(req: IncomingMessage, res: ServerResponse, cluster: Cluster, r: ResourceDef, ns: string | undefined, opts: WatchOptions, open: Set<ServerResponse>): void {
+export function serveWatch(
+  req: IncomingMessage,
+  res: ServerResponse,
+  cluster: Cluster,
+  r: ResourceDef,
+  ns: string | undefined,
+  opts: WatchOptions,
+  open: Set<ServerResponse>,
+): void {
   // `kubectl get -w` asks for Tables: each event then carries a one-row Table.
   const asTable = wantsTable(req.headers.accept);
   let labels, fields;
@@ -34,13 +42,27 @@ export function serveWatch(req: IncomingMessage, res: ServerResponse, cluster: C
   }
   const resource = qualifiedName(r);
   const matches = (o: KubeObject | undefined) =>
-    o !== undefined && (ns === undefined || o.metadata.namespace === ns) && matchesRequirements(o.metadata.labels, labels) && matchesFields(o, fields);
-  res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked', 'Cache-Control': 'no-cache, private' });
+    o !== undefined &&
+    (ns === undefined || o.metadata.namespace === ns) &&
+    matchesRequirements(o.metadata.labels, labels) &&
+    matchesFields(o, fields);
+  res.writeHead(200, {
+    'Content-Type': 'application/json',
+    'Transfer-Encoding': 'chunked',
+    'Cache-Control': 'no-cache, private',
+  });
   res.flushHeaders();
   const view = opts.view ?? ((o: KubeObject) => o);
   const send = (type: string, raw: KubeObject | object) => {
     const object = type === 'ERROR' || asTable ? raw : view(raw as KubeObject);
-    const body = asTable && type !== 'ERROR' ? tableOf(r, { items: [object as KubeObject], resourceVersion: (object as KubeObject).metadata.resourceVersion }, cluster.clock.now()) : object;
+    const body =
+      asTable && type !== 'ERROR'
+        ? tableOf(
+            r,
+            { items: [object as KubeObject], resourceVersion: (object as KubeObject).metadata.resourceVersion },
+            cluster.clock.now(),
+          )
+        : object;
     res.write(JSON.stringify({ type, object: body }) + '\n');
   };
   const forward = (e: StoreEvent) => {
@@ -53,7 +75,8 @@ export function serveWatch(req: IncomingMessage, res: ServerResponse, cluster: C
 
   const rv = opts.resourceVersion;
   if (rv === undefined || rv === '' || rv === '0') {
-    for (const o of cluster.list(r, ns, { labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector }).items) send('ADDED', o);
+    for (const o of cluster.list(r, ns, { labelSelector: opts.labelSelector, fieldSelector: opts.fieldSelector }).items)
+      send('ADDED', o);
   } else {
     const history = cluster.store.eventsSince(Number(rv));
     if (history === undefined || Number.isNaN(Number(rv))) {

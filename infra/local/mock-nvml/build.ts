@@ -31,7 +31,10 @@ export async function buildMockNvml(): Promise<string> {
   const hash = await sourceHash(files);
   const stamp = join(MOCK_NVML_DIR, 'stamp');
   const previous = await readFile(stamp, 'utf8').catch(() => '');
-  const built = await readFile(MOCK_NVML_LIBRARY).then(() => true, () => false);
+  const built = await readFile(MOCK_NVML_LIBRARY).then(
+    () => true,
+    () => false,
+  );
   if (built && previous === hash) return MOCK_NVML_LIBRARY;
 
   await mkdir(MOCK_NVML_DIR, { recursive: true });
@@ -43,7 +46,10 @@ export async function buildMockNvml(): Promise<string> {
   } catch (err) {
     const compiler = process.env.CC ?? 'cc';
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
-      throw new Error(`building the mock NVML library: no C compiler "${compiler}" on PATH (install gcc, or set CC); the agent and NVML tests need it`, { cause: err });
+      throw new Error(
+        `building the mock NVML library: no C compiler "${compiler}" on PATH (install gcc, or set CC); the agent and NVML tests need it`,
+        { cause: err },
+      );
     }
     const stderr = (err as { stderr?: string }).stderr ?? '';
     throw new Error(`building the mock NVML library failed (cc ${FLAGS.join(' ')}):\n${stderr}`, { cause: err });

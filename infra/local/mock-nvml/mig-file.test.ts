@@ -17,16 +17,31 @@ const write = (path: string, text: string) => {
   renameSync(`${path}.tmp`, path);
 };
 const UUID = 'MIG-00000000-1111-2222-3333-4444444444';
-const seven = Array.from({ length: 7 }, (_, i) => ({ profile: '1g.10gb', giProfileId: 19, start: i, size: 1, giId: i + 1, uuid: `${UUID}${String(i + 1).padStart(2, '0')}` }));
+const seven = Array.from({ length: 7 }, (_, i) => ({
+  profile: '1g.10gb',
+  giProfileId: 19,
+  start: i,
+  size: 1,
+  giId: i + 1,
+  uuid: `${UUID}${String(i + 1).padStart(2, '0')}`,
+}));
 
 describe('mock NVML migFile (what mig-manager leaves after a relayout)', () => {
-  it('lists the scenario instances until the file changes, then the file\'s', async () => {
+  it("lists the scenario instances until the file changes, then the file's", async () => {
     const path = join(mkdtempSync(join(tmpdir(), 'mock-mig-')), 'mig.json');
     const s = await openMockNvml(oneGpu({ migMode: true, migDevices: seven }, { migFile: path }));
     nvml = s.nvml;
     const profiles = () => migDevices(nvml!, nvml!.device(0)).map((m) => `${m.profile}@${m.placement?.start ?? '?'}`);
     expect(profiles()).toEqual(seven.map((m) => `1g.10gb@${m.start}`));
-    write(path, JSON.stringify([[{ profile: '3g.40gb', giProfileId: 9, start: 0, size: 4, giId: 1, uuid: `${UUID}01` }, { profile: '3g.40gb', giProfileId: 9, start: 4, size: 4, giId: 2, uuid: `${UUID}02` }]]));
+    write(
+      path,
+      JSON.stringify([
+        [
+          { profile: '3g.40gb', giProfileId: 9, start: 0, size: 4, giId: 1, uuid: `${UUID}01` },
+          { profile: '3g.40gb', giProfileId: 9, start: 4, size: 4, giId: 2, uuid: `${UUID}02` },
+        ],
+      ]),
+    );
     expect(profiles()).toEqual(['3g.40gb@0', '3g.40gb@4']);
   });
 
@@ -34,7 +49,10 @@ describe('mock NVML migFile (what mig-manager leaves after a relayout)', () => {
     const path = join(mkdtempSync(join(tmpdir(), 'mock-mig-')), 'mig.json');
     const s = await openMockNvml(oneGpu({ migMode: true, migDevices: seven }, { migFile: path }));
     nvml = s.nvml;
-    write(path, JSON.stringify([[{ profile: '3g.40gb', giProfileId: 9, start: 6, size: 4, giId: 1, uuid: `${UUID}01` }]]));
+    write(
+      path,
+      JSON.stringify([[{ profile: '3g.40gb', giProfileId: 9, start: 6, size: 4, giId: 1, uuid: `${UUID}01` }]]),
+    );
     expect(migDevices(nvml, nvml.device(0))).toHaveLength(7);
     expect(s.mock.lastError()).toContain('migFile[0].migDevices[0]: start + size must be at most 8 memory slices');
   });

@@ -10,7 +10,8 @@
 import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 
-const USAGE = 'usage: nvidia-smi --gpu-reset -i <GPU UUID>   (the gpu-reflex local stack\'s mock: only the reset is built)';
+const USAGE =
+  "usage: nvidia-smi --gpu-reset -i <GPU UUID>   (the gpu-reflex local stack's mock: only the reset is built)";
 const args = process.argv.slice(2);
 const i = args.indexOf('-i');
 const uuid = i >= 0 ? args[i + 1] : undefined;
@@ -26,7 +27,9 @@ if (!scenarioPath) {
 const scenario = JSON.parse(readFileSync(scenarioPath, 'utf8'));
 const dir = scenario.controlDir;
 if (!dir) {
-  process.stderr.write(`nvidia-smi (mock): ${scenarioPath} names no controlDir: no agent can be asked to reset a GPU\n`);
+  process.stderr.write(
+    `nvidia-smi (mock): ${scenarioPath} names no controlDir: no agent can be asked to reset a GPU\n`,
+  );
   process.exit(255);
 }
 const gpu = (scenario.gpus ?? []).find((g) => g.uuid === uuid);

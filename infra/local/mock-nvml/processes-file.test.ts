@@ -24,7 +24,15 @@ describe('mock NVML processesFile', () => {
     nvml = session.nvml;
     const pids = () => (nvml!.device(0).processes() ?? []).map((p) => p.pid);
     expect(pids()).toEqual([11]);
-    write(path, JSON.stringify([[{ pid: 4100, usedMiB: 2000 }, { pid: 4101, usedMiB: 1000 }]]));
+    write(
+      path,
+      JSON.stringify([
+        [
+          { pid: 4100, usedMiB: 2000 },
+          { pid: 4101, usedMiB: 1000 },
+        ],
+      ]),
+    );
     expect(pids()).toEqual([4100, 4101]);
     expect(nvml.device(0).memory()?.usedMiB).toBe(3000);
     write(path, '[[]]');
@@ -36,9 +44,19 @@ describe('mock NVML processesFile', () => {
     write(path, JSON.stringify([[{ pid: 7, usedMiB: 1 }]]));
     const session = await openMockNvml(oneGpu({}, { processesFile: path }));
     nvml = session.nvml;
-    expect(nvml.device(0).processes()?.map((p) => p.pid)).toEqual([7]);
+    expect(
+      nvml
+        .device(0)
+        .processes()
+        ?.map((p) => p.pid),
+    ).toEqual([7]);
     write(path, JSON.stringify([[{ usedMiB: 1 }]]));
-    expect(nvml.device(0).processes()?.map((p) => p.pid)).toEqual([7]);
+    expect(
+      nvml
+        .device(0)
+        .processes()
+        ?.map((p) => p.pid),
+    ).toEqual([7]);
     expect(session.mock.lastError()).toMatch(/processesFile\[0\]\[0\]\.pid: is required/);
   });
 });

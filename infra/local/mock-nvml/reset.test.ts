@@ -14,16 +14,29 @@ afterEach(() => {
 });
 
 const UUID = 'GPU-00000000-1111-2222-3333-444444444444';
-const faulty = { ecc: { volatileUncorrected: 3, aggregateUncorrected: 3 }, recoveryAction: 2, remappedRows: { pending: true } };
+const faulty = {
+  ecc: { volatileUncorrected: 3, aggregateUncorrected: 3 },
+  recoveryAction: 2,
+  remappedRows: { pending: true },
+};
 
 /** Runs the mock nvidia-smi while this process keeps calling NVML (as an agent does). */
-function smi(scenarioPath: string, args: string[], poll: () => void): Promise<{ code: number; stdout: string; stderr: string }> {
+function smi(
+  scenarioPath: string,
+  args: string[],
+  poll: () => void,
+): Promise<{ code: number; stdout: string; stderr: string }> {
   const timer = setInterval(poll, 5);
   return new Promise((done) => {
-    execFile(process.execPath, [MOCK_NVIDIA_SMI, ...args], { env: { ...process.env, MOCK_NVML_SCENARIO: scenarioPath, MOCK_NVIDIA_SMI_TIMEOUT_MS: '10000' } }, (err, stdout, stderr) => {
-      clearInterval(timer);
-      done({ code: err ? Number((err as { code?: number }).code) : 0, stdout, stderr });
-    });
+    execFile(
+      process.execPath,
+      [MOCK_NVIDIA_SMI, ...args],
+      { env: { ...process.env, MOCK_NVML_SCENARIO: scenarioPath, MOCK_NVIDIA_SMI_TIMEOUT_MS: '10000' } },
+      (err, stdout, stderr) => {
+        clearInterval(timer);
+        done({ code: err ? Number((err as { code?: number }).code) : 0, stdout, stderr });
+      },
+    );
   });
 }
 
@@ -51,7 +64,7 @@ describe('mock NVML reset', () => {
 });
 
 describe('mock nvidia-smi', () => {
-  it('resets a GPU through the controlDir of the library another process loaded, in nvidia-smi\'s words', async () => {
+  it("resets a GPU through the controlDir of the library another process loaded, in nvidia-smi's words", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'mock-smi-'));
     const controlDir = join(dir, 'control');
     mkdirSync(controlDir);
@@ -88,8 +101,11 @@ describe('mock nvidia-smi', () => {
     const path = join(dir, 'scenario.json');
     writeFileSync(path, JSON.stringify(oneGpu({}, { controlDir })));
     const r = await new Promise<{ code: number; stderr: string }>((done) =>
-      execFile(process.execPath, [MOCK_NVIDIA_SMI, '--gpu-reset', '-i', UUID], { env: { ...process.env, MOCK_NVML_SCENARIO: path, MOCK_NVIDIA_SMI_TIMEOUT_MS: '100' } }, (err, _o, stderr) =>
-        done({ code: err ? Number((err as { code?: number }).code) : 0, stderr }),
+      execFile(
+        process.execPath,
+        [MOCK_NVIDIA_SMI, '--gpu-reset', '-i', UUID],
+        { env: { ...process.env, MOCK_NVML_SCENARIO: path, MOCK_NVIDIA_SMI_TIMEOUT_MS: '100' } },
+        (err, _o, stderr) => done({ code: err ? Number((err as { code?: number }).code) : 0, stderr }),
       ),
     );
     expect(r.code).toBe(255);

@@ -19,29 +19,55 @@ describe('mock NVML library', () => {
     expect(statSync(MOCK_NVML_LIBRARY).mtimeMs).toBe(before);
   });
 
-  it.each(['dgx-a100-8x.json', 'h100-mig.json', 't4-node.json', 'h200-1x.json'])('loads the example scenario %s', async (name) => {
-    nvml = (await openMockNvml(name)).nvml;
-    const inv = inventory(nvml);
-    expect(inv.gpus.length).toBeGreaterThan(0);
-    expect(inv.gpus.every((g) => g.state === 'ok' && /^GPU-[0-9a-f-]{36}$/.test(g.uuid))).toBe(true);
-  });
+  it.each(['dgx-a100-8x.json', 'h100-mig.json', 't4-node.json', 'h200-1x.json'])(
+    'loads the example scenario %s',
+    async (name) => {
+      nvml = (await openMockNvml(name)).nvml;
+      const inv = inventory(nvml);
+      expect(inv.gpus.length).toBeGreaterThan(0);
+      expect(inv.gpus.every((g) => g.state === 'ok' && /^GPU-[0-9a-f-]{36}$/.test(g.uuid))).toBe(true);
+    },
+  );
 
   it.each([
     ['a missing required field', oneGpu({ uuid: undefined }), /gpus\[0\]\.uuid: is required/],
     ['a wrong type', oneGpu({ memoryTotalMiB: '80GB' }), /gpus\[0\]\.memoryTotalMiB: expected a number/],
     ['an unknown unsupported name', oneGpu({ unsupported: ['teleport'] }), /gpus\[0\]\.unsupported: unknown name/],
-    ['MIG devices without MIG mode', oneGpu({ migDevices: [{ profile: '1g.10gb', giProfileId: 19, start: 0, size: 1, uuid: 'MIG-x' }] }), /migDevices: needs migMode: true/],
-    ['a placement past slice 8', oneGpu({ migMode: true, migDevices: [{ profile: '3g.40gb', giProfileId: 9, start: 6, size: 4, uuid: 'MIG-x' }] }), /migDevices\[0\]: start \+ size must be at most 8/],
+    [
+      'MIG devices without MIG mode',
+      oneGpu({ migDevices: [{ profile: '1g.10gb', giProfileId: 19, start: 0, size: 1, uuid: 'MIG-x' }] }),
+      /migDevices: needs migMode: true/,
+    ],
+    [
+      'a placement past slice 8',
+      oneGpu({ migMode: true, migDevices: [{ profile: '3g.40gb', giProfileId: 9, start: 6, size: 4, uuid: 'MIG-x' }] }),
+      /migDevices\[0\]: start \+ size must be at most 8/,
+    ],
     ['hardware knobs that are not objects', oneGpu({ pcieLink: 5 }), /gpus\[0\]\.pcieLink: expected an object/],
     ['a PCIe link without its maxima', oneGpu({ pcieLink: { gen: 4 } }), /gpus\[0\]\.pcieLink\.maxGen: is required/],
     ['a fabric state past completed', oneGpu({ fabric: { state: 7 } }), /gpus\[0\]\.fabric: state: 0 not-supported/],
-    ['a MIG profile name keyed by something else than an ID', oneGpu({ migProfileNames: { small: '1g.10gb' } }), /gpus\[0\]\.migProfileNames: keys are GPU-instance profile IDs/],
-    ['a fault on a GPU that does not exist', oneGpu({}, { faults: [{ atMs: 1, gpu: 3, kind: 'xid', xid: 79 }] }), /faults\[0\]: fault\.gpu: no such GPU index/],
-    ['an unknown fault kind', oneGpu({}, { faults: [{ atMs: 1, kind: 'meteor' }] }), /faults\[0\]: fault\.kind: unknown kind/],
+    [
+      'a MIG profile name keyed by something else than an ID',
+      oneGpu({ migProfileNames: { small: '1g.10gb' } }),
+      /gpus\[0\]\.migProfileNames: keys are GPU-instance profile IDs/,
+    ],
+    [
+      'a fault on a GPU that does not exist',
+      oneGpu({}, { faults: [{ atMs: 1, gpu: 3, kind: 'xid', xid: 79 }] }),
+      /faults\[0\]: fault\.gpu: no such GPU index/,
+    ],
+    [
+      'an unknown fault kind',
+      oneGpu({}, { faults: [{ atMs: 1, kind: 'meteor' }] }),
+      /faults\[0\]: fault\.kind: unknown kind/,
+    ],
     ['a fault without atMs', oneGpu({}, { faults: [{ kind: 'gpuLost' }] }), /faults\[0\]\.atMs: is required/],
   ])('fails nvmlInit on %s, naming the field', async (_what, scenario, message) => {
     const err = await openMockNvml(scenario).then(
-      (s) => { nvml = s.nvml; return undefined; },
+      (s) => {
+        nvml = s.nvml;
+        return undefined;
+      },
       (e: unknown) => e,
     );
     expect(err).toMatchObject({ nvmlName: 'NVML_ERROR_UNKNOWN' });
@@ -55,7 +81,9 @@ describe('mock NVML library', () => {
     const path = join(mkdtempSync(join(tmpdir(), 'mock-nvml-')), 'bad.json');
     writeFileSync(path, '{"gpus": [ }');
     await expect(openMockNvml(path)).rejects.toMatchObject({ nvmlName: 'NVML_ERROR_UNKNOWN' });
-    expect(loadMockNvmlControls(MOCK_NVML_LIBRARY).lastError()).toMatch(/invalid JSON: offset 11: unexpected character/);
+    expect(loadMockNvmlControls(MOCK_NVML_LIBRARY).lastError()).toMatch(
+      /invalid JSON: offset 11: unexpected character/,
+    );
   });
 
   it('rejects an injected fault it cannot parse, naming the field', async () => {

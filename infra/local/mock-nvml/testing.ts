@@ -11,7 +11,10 @@ import { buildMockNvml, MOCK_NVML_SCENARIOS } from './build.ts';
  * `mock.advanceMs` and never sleep (`manualClock: false` for the real-clock path). Close the session before opening another: the scenario is
  * (re)read by the first nvmlInit only.
  */
-export async function openMockNvml(scenario: string | object, options: { manualClock?: boolean } = {}): Promise<{ nvml: Nvml; mock: MockNvmlControls; library: string }> {
+export async function openMockNvml(
+  scenario: string | object,
+  options: { manualClock?: boolean } = {},
+): Promise<{ nvml: Nvml; mock: MockNvmlControls; library: string }> {
   const library = await buildMockNvml();
   // Init failures reach the test as NvmlError plus mock.lastError(); keep stderr for real output.
   process.env.MOCK_NVML_QUIET ??= '1';

@@ -8,7 +8,11 @@ import { resourcesOf, type QuotaConfig } from '../config.ts';
 import type { QuotaFacts, QuotaPlan, NamespaceQuota, QuotaChange } from '../planner.ts';
 
 /** The plan's team shares had no base then. */
-type TeamShare = { team: string; weight: number; resources: Record<string, { usage: number; guarantee: number; want: number; hard: number }> };
+type TeamShare = {
+  team: string;
+  weight: number;
+  resources: Record<string, { usage: number; guarantee: number; want: number; hard: number }>;
+};
 export type OldPlan = Omit<QuotaPlan, 'teams'> & { teams: TeamShare[] };
 import { quotaKey } from '../planner.ts';
 
@@ -38,7 +42,13 @@ function waterFill(caps: readonly number[], weights: readonly number[], total: n
 function integers(real: readonly number[], caps: readonly number[], names: readonly string[]): number[] {
   const out = real.map((x) => Math.floor(x + 1e-9));
   let extra = Math.floor(real.reduce((s, x) => s + x, 0) + 1e-9) - out.reduce((s, x) => s + x, 0);
-  const order = real.map((x, i) => i).sort((a, b) => real[b]! - Math.floor(real[b]! + 1e-9) - (real[a]! - Math.floor(real[a]! + 1e-9)) || (names[a]! < names[b]! ? -1 : 1));
+  const order = real
+    .map((x, i) => i)
+    .sort(
+      (a, b) =>
+        real[b]! - Math.floor(real[b]! + 1e-9) - (real[a]! - Math.floor(real[a]! + 1e-9)) ||
+        (names[a]! < names[b]! ? -1 : 1),
+    );
   for (const i of order) {
     if (extra <= 0) break;
     if (out[i]! < caps[i]!) {
@@ -58,14 +68,17 @@ export function planQuotasPerResource(config: QuotaConfig, facts: QuotaFacts): O
   const hardOf: number[][] = teams.map(() => []);
   const shares: TeamShare[] = teams.map((t) => ({ team: t.name, weight: t.weight, resources: {} }));
   const resources = resourcesOf(config);
-  const sum = (nss: readonly string[], m: QuotaFacts['usage'], r: string) => nss.reduce((s, ns) => s + (m[ns]?.[r] ?? 0), 0);
+  const sum = (nss: readonly string[], m: QuotaFacts['usage'], r: string) =>
+    nss.reduce((s, ns) => s + (m[ns]?.[r] ?? 0), 0);
 
   resources.forEach((r, ri) => {
     const capacity = facts.capacity[r] ?? 0;
     const shared = Math.max(0, Math.floor(capacity * config.overcommit + 1e-9) - (config.buffer[r] ?? 0));
     pool[r] = { capacity, shared };
     const usage = teams.map((t) => sum(t.namespaces, facts.usage, r));
-    const current = teams.map((t) => (t.namespaces.some((ns) => facts.current[ns]?.[r] !== undefined) ? sum(t.namespaces, facts.current, r) : undefined));
+    const current = teams.map((t) =>
+      t.namespaces.some((ns) => facts.current[ns]?.[r] !== undefined) ? sum(t.namespaces, facts.current, r) : undefined,
+    );
     const max = teams.map((t) => t.max[r] ?? Infinity);
     const guarantee = teams.map((t) => t.guarantee[r] ?? 0);
     let base = teams.map((_, i) => Math.max(usage[i]!, Math.min(guarantee[i]!, max[i]!)));
@@ -74,13 +87,26 @@ export function planQuotasPerResource(config: QuotaConfig, facts: QuotaFacts): O
     if (totalBase > shared) {
       const floorSum = usage.reduce((s, x) => s + x, 0);
       if (floorSum > shared) {
-        warnings.push(`${r}: the teams already use ${floorSum}, more than the ${shared} shared out (capacity ${capacity}): no quota goes below usage, so the total is ${floorSum}`);
+        warnings.push(
+          `${r}: the teams already use ${floorSum}, more than the ${shared} shared out (capacity ${capacity}): no quota goes below usage, so the total is ${floorSum}`,
+        );
         base = [...usage];
       } else {
-        const above = waterFill(base.map((b, i) => b - usage[i]!), weights, shared - floorSum);
-        base = integers(above.map((a, i) => usage[i]! + a), base, names);
+        const above = waterFill(
+          base.map((b, i) => b - usage[i]!),
+          weights,
+          shared - floorSum,
+        );
+        base = integers(
+          above.map((a, i) => usage[i]! + a),
+          base,
+          names,
+        );
         teams.forEach((t, i) => {
-          if (base[i]! < Math.min(guarantee[i]!, max[i]!)) warnings.push(`${r}: ${t.name} gets ${base[i]} of its guarantee ${guarantee[i]}: capacity (${capacity}, ${shared} shared out) cannot back every guarantee`);
+          if (base[i]! < Math.min(guarantee[i]!, max[i]!))
+            warnings.push(
+              `${r}: ${t.name} gets ${base[i]} of its guarantee ${guarantee[i]}: capacity (${capacity}, ${shared} shared out) cannot back every guarantee`,
+            );
         });
       }
     }
@@ -91,8 +117,16 @@ export function planQuotasPerResource(config: QuotaConfig, facts: QuotaFacts): O
       return Math.min(max[i]!, usage[i]! + burst);
     });
     const left = shared - base.reduce((s, x) => s + x, 0);
-    const extra = waterFill(want.map((w, i) => Math.max(0, w - base[i]!)), weights, left);
-    const hard = integers(extra.map((x, i) => base[i]! + x), want.map((w, i) => Math.max(w, base[i]!)), names);
+    const extra = waterFill(
+      want.map((w, i) => Math.max(0, w - base[i]!)),
+      weights,
+      left,
+    );
+    const hard = integers(
+      extra.map((x, i) => base[i]! + x),
+      want.map((w, i) => Math.max(w, base[i]!)),
+      names,
+    );
     teams.forEach((_, i) => {
       hardOf[i]![ri] = hard[i]!;
       shares[i]!.resources[r] = { usage: usage[i]!, guarantee: guarantee[i]!, want: want[i]!, hard: hard[i]! };
@@ -109,7 +143,11 @@ export function planQuotasPerResource(config: QuotaConfig, facts: QuotaFacts): O
       const used = nss.map((ns) => facts.usage[ns]?.[r] ?? 0);
       const rest = Math.max(0, total - used.reduce((s, x) => s + x, 0));
       const usedSum = used.reduce((s, x) => s + x, 0);
-      const split = integers(used.map((u) => u + (usedSum > 0 ? (rest * u) / usedSum : rest / nss.length)), used.map(() => Infinity), nss);
+      const split = integers(
+        used.map((u) => u + (usedSum > 0 ? (rest * u) / usedSum : rest / nss.length)),
+        used.map(() => Infinity),
+        nss,
+      );
       nss.forEach((ns, k) => (perNs[ns]![quotaKey(r)] = split[k]!));
     });
     for (const ns of nss) {
