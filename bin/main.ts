@@ -80,6 +80,11 @@ export const commands: Entry[] = [
     load: async () => (await import('../events/pattern-cli.ts')).patternTestCommand,
   },
   {
+    path: ['config', 'check'],
+    summary: 'validate policy files offline, with the parsers the deployed functions use',
+    load: async () => (await import('./config-check.ts')).configCheckCommand,
+  },
+  {
     path: ['remediate', 'policy'],
     summary: 'check a remediation policy file and print the rules it yields',
     load: async () => (await import('../functions/remediate/cli.ts')).policyCommand,

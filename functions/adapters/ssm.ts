@@ -43,6 +43,36 @@ export async function readSecureString(
   return p.Value;
 }
 
+/**
+ * A configuration document kept in Parameter Store (a String or a SecureString: a policy is not a
+ * secret, but a team may keep it encrypted), read with the function's own role. A parameter that
+ * does not exist is `undefined`; the caller decides what that means (lib/config-source.ts).
+ */
+export async function readParameter(
+  parameter: string,
+  label: string,
+  client: Pick<SSMClient, 'send'> = new SSMClient({}),
+): Promise<string | undefined> {
+  const what = `ssm:${parameter}`;
+  let out;
+  try {
+    out = await client.send(new GetParameterCommand({ Name: parameter, WithDecryption: true }));
+  } catch (err) {
+    const mapped = mapSsmError(err, what, label);
+    if (mapped instanceof NotFoundError) return undefined;
+    throw mapped;
+  }
+  const p = out.Parameter;
+  // StringList is a comma-joined list, never a YAML or JSON document.
+  if (p?.Type !== 'String' && p?.Type !== 'SecureString')
+    throw new ConfigurationError(
+      `${label} ${what}: the parameter must be a String or SecureString (it is ${p?.Type ?? 'empty'})`,
+      { what },
+    );
+  if (!p.Value) throw new ConfigurationError(`${label} ${what}: the parameter is empty`, { what });
+  return p.Value;
+}
+
 /** The SDK's error by its name. */
 function mapSsmError(err: unknown, what: string, label: string): AdapterError {
   const name = (err as { name?: string }).name ?? '';

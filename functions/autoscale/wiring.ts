@@ -26,7 +26,7 @@ const NO_CLOUD = new Proxy({} as CloudPools, {
 });
 
 export async function wireAutoscale(service: string, env: NodeJS.ProcessEnv = process.env): Promise<AutoscaleWiring> {
-  const base = await wireFromEnv(service, () => ({ own: { policy: autoscalePolicyFromEnv(env) } }), env);
+  const base = await wireFromEnv(service, (own) => ({ own: { policy: autoscalePolicyFromEnv(own) } }), env);
   // A deployment that manages no pool needs no Alibaba Cloud settings.
   if (Object.keys(base.policy.pools).length === 0)
     return { ...base, cloud: NO_CLOUD, clusterId: env['ACK_CLUSTER_ID'] ?? '' };

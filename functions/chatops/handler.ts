@@ -53,18 +53,19 @@ export type ChatWiring = FunctionDeps<{
 export async function wireChat(service: string, env: NodeJS.ProcessEnv = process.env): Promise<ChatWiring> {
   const base = await wireFromEnv(
     service,
-    () => {
+    // `own` is the environment with the policies kept in Parameter Store read in (lib/config-source.ts).
+    (own) => {
       const chat =
-        configFileFromEnv(env, 'CHATOPS_CONFIG_FILE', parseChatOpsConfig, ChatOpsConfigError) ??
+        configFileFromEnv(own, 'CHATOPS_CONFIG_FILE', parseChatOpsConfig, ChatOpsConfigError) ??
         ChatOpsConfigSchema.parse({});
       // The environment's secrets here; the parameter's (CHAT_SECRETS_PARAMETER) join them below.
-      const secrets: ChatSecrets = chatSecretsInEnv(env);
-      const quotaTeams = quotaConfigFromEnv(env);
+      const secrets: ChatSecrets = chatSecretsInEnv(own);
+      const quotaTeams = quotaConfigFromEnv(own);
       // The cores' own configuration, read as their functions read it; the ports they need with it.
-      const remediation = remediationConfig(env);
-      const mig = migConfig(env);
-      const responder = new HttpSlackResponder(env['CHAT_SLACK_RESPONSE_URL_PREFIX'] || undefined);
-      const dingtalk = new HttpDingTalkSessionResponder(env['CHAT_DINGTALK_SESSION_WEBHOOK_PREFIX'] || undefined);
+      const remediation = remediationConfig(own);
+      const mig = migConfig(own);
+      const responder = new HttpSlackResponder(own['CHAT_SLACK_RESPONSE_URL_PREFIX'] || undefined);
+      const dingtalk = new HttpDingTalkSessionResponder(own['CHAT_DINGTALK_SESSION_WEBHOOK_PREFIX'] || undefined);
       return {
         own: {
           chat,

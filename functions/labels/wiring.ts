@@ -15,5 +15,5 @@ export function labelerConfigFromEnv(env: NodeJS.ProcessEnv): LabelerConfig {
 }
 
 export function wireLabels(service: string, env: NodeJS.ProcessEnv = process.env): Promise<LabelWiring> {
-  return wireFromEnv(service, () => ({ own: { labelerConfig: labelerConfigFromEnv(env) } }), env);
+  return wireFromEnv(service, (own) => ({ own: { labelerConfig: labelerConfigFromEnv(own) } }), env);
 }

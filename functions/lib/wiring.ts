@@ -21,6 +21,14 @@ import { dryRunPorts } from '../adapters/kube/dry-run.ts';
 import { kubeconfigSource, renewAt } from '../adapters/kubeconfig/source.ts';
 import type { KubePorts, KubePortsOptions } from '../adapters/kube/index.ts';
 import { ConfigError, loadFunctionsConfig, type FunctionsConfig } from '../config.ts';
+import {
+  CONFIG_REFRESH_MINUTES,
+  configTextFromEnv,
+  putParameterHint,
+  resolveConfigParameters,
+  type ConfigVariable,
+  type ReadParameter,
+} from './config-source.ts';
 import { DryRunNotifier, DryRunPublisher } from './dry-run.ts';
 import { createLogger, type Logger } from './logger.ts';
 
@@ -32,6 +40,11 @@ export interface BaseDeps {
   publisher: EventPublisher;
   notifier: Notifier;
   clock: Clock;
+  /**
+   * The environment with the policies kept in Parameter Store read in (lib/config-source.ts): what
+   * a function reads a policy from after the wiring, as its own config did during it.
+   */
+  configEnv: NodeJS.ProcessEnv;
   /** Which wiring this is (for logs); nothing downstream branches on it. */
   dryRun: boolean;
   /**
@@ -86,7 +99,15 @@ export async function wireFromEnv<Own extends object = object>(
         ? { expiresAt: new Date(fetched.expiresAt).toISOString(), renewAt: new Date(renew!).toISOString() }
         : {}),
     });
-  const mine = ownConfig ? ownConfig(env) : { own: {} as Own };
+  // Policies kept in Parameter Store become text here, read with this function's own role
+  // (lib/config-source.ts); the function's own config then parses them as it parses a file.
+  const params = await resolveConfigParameters(env, await parameterReader(env));
+  for (const m of params.missing)
+    logger.warn(`no ${m.label} at ssm:${m.parameter}: the defaults apply`, {
+      variable: m.variable,
+      toSet: putParameterHint(m.parameter),
+    });
+  const mine = ownConfig ? ownConfig(params.env) : { own: {} as Own };
   const dryRun = config.DRY_RUN || mine.dryRun === true;
   // Events (kubectl describe node) carry the one clock's time and this function's name.
   const kube = kubePorts(kc, {
@@ -99,7 +120,17 @@ export async function wireFromEnv<Own extends object = object>(
     config.CHAT_WEBHOOK_URL && config.CHAT_PLATFORM
       ? new WebhookNotifier(config.CHAT_PLATFORM, config.CHAT_WEBHOOK_URL)
       : new NoChatNotifier();
-  const base = { ...mine.own, config, logger, clock, dryRun, ...(renew !== undefined ? { renewAt: renew } : {}) };
+  const renewBy =
+    params.read.length > 0 ? Math.min(renew ?? Infinity, fetchedAt + CONFIG_REFRESH_MINUTES * 60_000) : renew;
+  const base = {
+    ...mine.own,
+    config,
+    configEnv: params.env,
+    logger,
+    clock,
+    dryRun,
+    ...(renewBy !== undefined ? { renewAt: renewBy } : {}),
+  };
   // Not safeNotifier: carryOut must see a failed notice to keep it in the outbox; it logs it and
   // never lets it fail a remediation.
   if (!dryRun) return { ...base, kube, publisher: bus, notifier: chat };
@@ -113,6 +144,14 @@ export async function wireFromEnv<Own extends object = object>(
     publisher: new DryRunPublisher(bus, logger),
     notifier: new DryRunNotifier(logger),
   };
+}
+
+/** Parameter Store, loaded only where a policy is kept there (the SDK client stays off other cold starts). */
+async function parameterReader(env: NodeJS.ProcessEnv): Promise<ReadParameter> {
+  const wanted = Object.keys(env).some((k) => k.endsWith('_PARAMETER') && env[k]);
+  if (!wanted) return async () => undefined;
+  const { readParameter } = await import('../adapters/ssm.ts');
+  return (parameter, label) => readParameter(parameter, label);
 }
 
 /**
@@ -147,22 +186,14 @@ export function lazy<T>(make: () => Promise<T>): () => Promise<T> {
  */
 export function configFileFromEnv<T>(
   env: NodeJS.ProcessEnv,
-  variable: string,
+  variable: ConfigVariable,
   parse: (text: string, source: string) => T,
   errorClass: new (...args: never[]) => Error,
 ): T | undefined {
-  const file = env[variable];
-  if (!file) return undefined;
-  let text: string;
+  const doc = configTextFromEnv(env, variable, (file) => readFileSync(file, 'utf8'));
+  if (!doc) return undefined;
   try {
-    text = readFileSync(file, 'utf8');
-  } catch (err) {
-    throw new ConfigError(
-      `bad configuration: ${variable} ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
-    );
-  }
-  try {
-    return parse(text, file);
+    return parse(doc.text, doc.source);
   } catch (err) {
     if (err instanceof errorClass) throw new ConfigError(`bad configuration: ${err.message}`);
     throw err;

@@ -16,8 +16,8 @@ export function quotaConfigFromEnv(env: NodeJS.ProcessEnv): QuotaConfig | undefi
 export function wireQuota(service: string, env: NodeJS.ProcessEnv = process.env): Promise<QuotaWiring> {
   return wireFromEnv(
     service,
-    () => {
-      const config = quotaConfigFromEnv(env);
+    (own) => {
+      const config = quotaConfigFromEnv(own);
       return { own: config ? { quotaConfig: config } : {} };
     },
     env,

@@ -23,7 +23,7 @@ function capture(files: Record<string, string> = {}): CliIo & { stdout: string[]
 describe('gpu-reflex remediate policy', () => {
   it('prints the rules of the example policy for a pool', async () => {
     const io = capture();
-    expect(await policyCommand.run(['infra/policies/remediation.example.yaml', '--pool', 't4-inference'], io)).toBe(0);
+    expect(await policyCommand.run(['examples/remediation-policy.yaml', '--pool', 't4-inference'], io)).toBe(0);
     expect(io.stdout.find((l) => l.startsWith('XID 94 '))).toMatch(/quarantine-gpu\s+-/);
     expect(io.stdout.find((l) => l.startsWith('XID 79 '))).toContain('drain-node');
     expect(io.stdout.find((l) => l.startsWith('monitoring-degraded'))).toContain('observe + notify');

@@ -4,6 +4,7 @@
  * is not part of the policy: it selects the dry-run wiring (lib/wiring.ts).
  */
 import { readFileSync } from 'node:fs';
+import { configTextFromEnv } from '../lib/config-source.ts';
 import { z } from 'zod';
 import { ConfigError } from '../config.ts';
 import type { DraVersions } from '../adapters/kube/index.ts';
@@ -51,8 +52,10 @@ export function remediationConfig(env: NodeJS.ProcessEnv): {
     throw new ConfigError(
       `bad configuration: ${r.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`,
     );
-  const path = r.data.REMEDIATION_POLICY_FILE;
-  const file = path ? loadPolicyFile(readFileSync(path, 'utf8'), path) : { policy: DEFAULT_POLICY, dryRun: false };
+  // The file, the parameter's text (lib/config-source.ts) or the defaults; loadPolicyFile's errors
+  // are the CLI's (`gpu-reflex config check`).
+  const doc = configTextFromEnv(env, 'REMEDIATION_POLICY_FILE', (path) => readFileSync(path, 'utf8'));
+  const file = doc ? loadPolicyFile(doc.text, doc.source) : { policy: DEFAULT_POLICY, dryRun: false };
   // The DRA port speaks the resource.k8s.io versions the policy says this cluster serves.
   const { deviceTaintRuleVersion, resourceSliceVersion } = file.policy.fence.dra;
   return {
@@ -90,7 +93,7 @@ export async function wireRemediation(
       work,
       () => undefined,
     );
-  const replacements = aliCloudReplaceReader(cloud, base.kube.nodes, autoscalePolicyFromEnv(env).pools);
+  const replacements = aliCloudReplaceReader(cloud, base.kube.nodes, autoscalePolicyFromEnv(base.configEnv).pools);
   // A node pool with ACK's own auto repair repairs its nodes itself: remediation defers to it there.
   // A node with no ECS instance behind it (a registered IDC node, another provider's) is a person's to repair.
   const unreachable = (n: NodeInfo) =>

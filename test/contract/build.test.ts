@@ -600,11 +600,33 @@ describe('least privilege per function (the packaged template)', () => {
         `${key}: ALIBABA_CLOUD_ACCESS_KEY_PARAMETER set exactly where its code reads it to call the cloud`,
       ).toBe(readsAccessKey);
       if (accessKey) expected.push(`ssm:GetParameter ${JSON.stringify(parameterArn(accessKey))}`);
+      // Its policies (functions/lib/config-source.ts): a parameter under the stage's config prefix for
+      // each policy its code reads (the bundle names the policy's variable), granted on that one alone.
+      for (const policy of CONFIG_POLICIES) {
+        const param = variables[`${policy}_PARAMETER`];
+        expect(Boolean(param), `${key}: ${policy}_PARAMETER set exactly where its code reads that policy`).toBe(
+          code.includes(`"${policy}_FILE"`) || code.includes(`'${policy}_FILE'`),
+        );
+        if (param) {
+          expect(param.startsWith('/gpu-reflex/dev/config/'), `${key}: ${param}`).toBe(true);
+          expected.push(`ssm:GetParameter ${JSON.stringify(parameterArn(param))}`);
+        }
+      }
       expect(granted.sort(), key).toEqual(expected.sort());
       expect(JSON.stringify(role.Properties.Policies)).not.toContain('*');
     }
   });
 });
+
+/** The policies a function may read from Parameter Store, by their variables' stem. */
+const CONFIG_POLICIES = [
+  'REMEDIATION_POLICY',
+  'MIG_POLICY',
+  'AUTOSCALE_POLICY',
+  'QUOTA_CONFIG',
+  'LABELER_CONFIG',
+  'CHATOPS_CONFIG',
+];
 
 describe('asynchronous functions (the packaged template)', () => {
   it('bound their retries and keep what they could not handle in a queue of their own', () => {

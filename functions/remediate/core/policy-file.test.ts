@@ -82,8 +82,8 @@ describe('loadPolicy', () => {
 describe('the example policy file', () => {
   it('loads and says what it claims', async () => {
     const { readFile } = await import('node:fs/promises');
-    const text = await readFile(new URL('../../../infra/policies/remediation.example.yaml', import.meta.url), 'utf8');
-    const p = loadPolicy(text, 'remediation.example.yaml');
+    const text = await readFile(new URL('../../../examples/remediation-policy.yaml', import.meta.url), 'utf8');
+    const p = loadPolicy(text, 'remediation-policy.yaml');
     expect(resolveRule(p, undefined, 48).then).toEqual(['replace-node']);
     expect(resolveRule(p, 't4-inference', 94).action).toBe('quarantine-gpu');
     expect(resolveRule(p, undefined, 94).action).toBe('restart-workload');
