@@ -4,6 +4,8 @@
  * node offers enough of every resource the pod requests. Pure; the reason is said in words when
  * the answer is no.
  */
+import { whyNotOnCards } from './cards.ts';
+
 export type Resources = Readonly<Record<string, number>>;
 
 export interface Toleration {
@@ -47,6 +49,24 @@ export interface NodeTemplate {
   allocatable: Resources;
   /** The node's name (for `matchFields`); unset for a node yet to be bought, whose name no pod can name. */
   name?: string;
+  /**
+   * ACK cGPU (gpushare) nodes: what each card has free. A pod's `aliyun.com/gpu-mem` (and
+   * `aliyun.com/gpu-core.percentage`) must fit on one card; the node's total says nothing more.
+   */
+  cards?: readonly GpuCard[];
+  /** Why the node's GPUs cannot be fitted at all (a sharing mode gpu-reflex does not know); unset when they can. */
+  gpuUnknown?: string;
+  /**
+   * NVIDIA time-slicing with `failRequestsGreaterThanOne`: the resource a pod may ask at most one
+   * of; more ends in UnexpectedAdmissionError on the node (NVIDIA/k8s-device-plugin README).
+   */
+  atMostOne?: string;
+}
+
+/** One card of a cGPU node: free memory in GiB (`aliyun.com/gpu-mem` units) and free core share (percent). */
+export interface GpuCard {
+  memory: number;
+  core: number;
 }
 
 /**
@@ -132,6 +152,9 @@ export function termHolds(t: SelectorTerm, node: Pick<NodeTemplate, 'labels' | '
   );
 }
 
+/** What every node offers whatever its GPUs: a pod asking only for these never waits on a GPU mode. */
+const CORE_RESOURCES = new Set(['cpu', 'memory', 'pods', 'ephemeral-storage']);
+
 /** Undefined when the pod fits a node of this template; otherwise why not. */
 export function whyNot(pod: PodConstraints, node: NodeTemplate): string | undefined {
   for (const [k, v] of Object.entries(pod.nodeSelector ?? {})) {
@@ -147,10 +170,14 @@ export function whyNot(pod: PodConstraints, node: NodeTemplate): string | undefi
     if (!(pod.tolerations ?? []).some((t) => tolerates(t, taint)))
       return `taint ${taint.key}${taint.value ? `=${taint.value}` : ''}:${taint.effect} not tolerated`;
   }
+  if (node.gpuUnknown && Object.entries(pod.requests).some(([r, v]) => v > 0 && !CORE_RESOURCES.has(r)))
+    return node.gpuUnknown;
+  const shared = node.atMostOne ? (pod.requests[node.atMostOne] ?? 0) : 0;
+  if (shared > 1) return `asks for ${shared} ${node.atMostOne}; time-sliced nodes fail requests above 1`;
   for (const [r, want] of Object.entries(pod.requests)) {
     if (want <= 0) continue;
     const has = node.allocatable[r] ?? 0;
     if (want > has) return has === 0 ? `no ${r} on its nodes` : `needs ${want} ${r}, a node offers ${has}`;
   }
-  return undefined;
+  return whyNotOnCards(pod.requests, node);
 }
