@@ -1,8 +1,11 @@
 /**
  * Can a pod ever run on a node of this pool? The scheduler's static checks, on a node that does
  * not exist yet: nodeSelector, required node affinity, taints and tolerations, and whether one
- * node offers enough of every resource the pod requests. Pure; the reason is said in words when
- * the answer is no.
+ * node offers enough of every resource the pod requests, and on cGPU nodes one card enough of
+ * its share (cards.ts). Each rule names the Kubernetes source it follows; the simulated scheduler
+ * (infra/local/kube) was written apart from the same sources, and
+ * test/contract/scheduler-agreement.test.ts holds the two together. Pure; the reason is said in
+ * words when the answer is no.
  */
 import { whyNotOnCards } from './cards.ts';
 
@@ -70,8 +73,8 @@ export interface GpuCard {
 }
 
 /**
- * kube-scheduler's rules, shared with the simulated cluster's scheduler (infra/local/kube/scheduler.ts)
- * so both decide the same: does one toleration tolerate a taint?
+ * Does one toleration tolerate a taint (k8s.io/api/core/v1/toleration.go `ToleratesTaint`; API
+ * validation lets an empty key only with `Exists`)?
  */
 export function tolerates(
   t: { key?: string; operator?: string; value?: string; effect?: string },
