@@ -70,6 +70,17 @@ describe("an existing cGPU node's free room per card", () => {
     expect(cardsFree(T4x2, [pod(6), pod(2, 'x'), pod(1, '7')]).map((c) => c.memory)).toEqual([7, 7]);
   });
 
+  it("the newer ACK scheduler's allocation annotation names the cards, per container", () => {
+    const alloc = (v: string) => ({
+      requests: { 'aliyun.com/gpu-mem': 12 },
+      annotations: { 'scheduler.framework.gpushare.allocation': v } as Record<string, string>,
+    });
+    expect(cardsFree(T4x2, [alloc('{"main":{"1":8},"side":{"1":4}}')]).map((c) => c.memory)).toEqual([16, 4]);
+    expect(cardsFree(T4x2, [alloc('{"main":{"0":6,"1":6}}')]).map((c) => c.memory)).toEqual([10, 10]);
+    expect(cardsFree(T4x2, [alloc('not json')]).map((c) => c.memory)).toEqual([4, 4]);
+    expect(cardsFree(T4x2, [alloc('{"main":{"5":12}}')]).map((c) => c.memory)).toEqual([4, 4]);
+  });
+
   it('a node reports its cards through aliyun.com/gpu-count, the memory split equally', () => {
     expect(cardsOfNode({ 'aliyun.com/gpu-mem': 32, 'aliyun.com/gpu-count': 2 })).toEqual(T4x2);
     expect(cardsOfNode({ 'aliyun.com/gpu-mem': 32 })).toBeUndefined();

@@ -71,26 +71,59 @@ export function whyNotOnCards(requests: Resources, node: Pick<NodeTemplate, 'car
 }
 
 /**
- * Each card's free share on a node that runs `pods`: a pod's `aliyun.com/gpu-mem` comes off the
- * card the extender's `ALIYUN_COM_GPU_MEM_IDX` annotation names. A pod with a share and no
- * readable card index is taken off every card: where it sits is unknown, and unknown room is
- * no room.
+ * The newer ACK scheduler's record of where a pod's shares went: JSON `{container: {cardIndex:
+ * amount}}` (kubeflow/arena pkg/apis/types/const.go, utils/pods.go).
+ */
+export const GPU_ALLOCATION_ANNOTATION = 'scheduler.framework.gpushare.allocation';
+
+/** Memory per card index from the allocation annotation; undefined when absent or unreadable. */
+function allocationOf(raw: string | undefined, cards: number): Map<number, number> | undefined {
+  if (raw === undefined) return undefined;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    return undefined;
+  }
+  if (typeof parsed !== 'object' || parsed === null) return undefined;
+  const out = new Map<number, number>();
+  for (const perCard of Object.values(parsed)) {
+    if (typeof perCard !== 'object' || perCard === null) return undefined;
+    for (const [idx, amount] of Object.entries(perCard)) {
+      if (!/^[0-9]+$/.test(idx) || Number(idx) >= cards || typeof amount !== 'number') return undefined;
+      out.set(Number(idx), (out.get(Number(idx)) ?? 0) + amount);
+    }
+  }
+  return out.size > 0 ? out : undefined;
+}
+
+/**
+ * Each card's free share on a node that runs `pods`. A pod's `aliyun.com/gpu-mem` comes off the
+ * cards the newer scheduler's allocation annotation names, else off the card the extender's
+ * `ALIYUN_COM_GPU_MEM_IDX` annotation names (its core share off the same cards). A pod with a
+ * share and neither annotation readable is taken off every card: where it sits is unknown, and
+ * unknown room is no room.
  */
 export function cardsFree(
   cards: readonly GpuCard[],
   pods: readonly { requests: Resources; annotations: Readonly<Record<string, string>> }[],
 ): GpuCard[] {
   const free = cards.map((c) => ({ ...c }));
+  const take = (i: number, memory: number, core: number) => {
+    free[i]!.memory = Math.max(0, free[i]!.memory - memory);
+    free[i]!.core = Math.max(0, free[i]!.core - core);
+  };
   for (const p of pods) {
     const need = cardNeed(p.requests);
     if (!need) continue;
+    const allocation = allocationOf(p.annotations[GPU_ALLOCATION_ANNOTATION], free.length);
+    if (allocation) {
+      for (const [i, memory] of allocation) take(i, memory, need.core);
+      continue;
+    }
     const raw = p.annotations[GPU_MEM_IDX_ANNOTATION];
     const idx = raw !== undefined && /^[0-9]+$/.test(raw) && Number(raw) < free.length ? Number(raw) : -1;
-    for (const [i, c] of free.entries()) {
-      if (idx >= 0 && i !== idx) continue;
-      c.memory = Math.max(0, c.memory - need.memory);
-      c.core = Math.max(0, c.core - need.core);
-    }
+    for (let i = 0; i < free.length; i++) if (idx < 0 || i === idx) take(i, need.memory, need.core);
   }
   return free;
 }
