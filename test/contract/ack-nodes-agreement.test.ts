@@ -46,6 +46,8 @@ interface Round {
   pods: Record<string, number>[];
   /** The pool's `sharing` in the policy. */
   sharing?: Record<string, unknown>;
+  /** Each entry a Ready node of the pool already there, with the shares (GiB) running on card 0 and card 1. */
+  members?: [number, number][];
 }
 
 describe("ACK's GPU modes as the autoscaler reads them (alibabacloud.com/help/doc-detail/191140.html; issue #28)", () => {
@@ -53,18 +55,44 @@ describe("ACK's GPU modes as the autoscaler reads them (alibabacloud.com/help/do
   afterEach(() => sim?.close());
 
   /** One autoscale-pools round over an empty pool with these labels and these waiting pods. */
-  async function round({ labels, instanceType = 'ecs.gn7i-c8g1.2xlarge', pods, sharing }: Round) {
+  async function round({ labels, instanceType = 'ecs.gn7i-c8g1.2xlarge', pods, sharing, members = [] }: Round) {
     const simClock = new VirtualClock(T0);
     sim = await startAliCloudSim({
       clock: simClock,
       cloud: {
         bootSeconds: 120,
         instanceTypes: [TWO_T4],
-        pools: [{ id: 'np-gpu', name: 'gpu', instanceTypes: [instanceType], size: 0, labels }],
+        pools: [{ id: 'np-gpu', name: 'gpu', instanceTypes: [instanceType], size: members.length, labels }],
       },
     });
     const clock = manualClock(T0, (ms) => simClock.advance(ms));
     const kube = fakeKube({ clock });
+    members.forEach((onCards, n) => {
+      kube.cluster.addNode({
+        name: `member-${n}`,
+        ready: true,
+        labels: { ...labels, [ACK_NODEPOOL_LABEL]: 'np-gpu', 'node.kubernetes.io/instance-type': instanceType },
+        allocatable: {
+          cpu: '46',
+          memory: '180Gi',
+          pods: '110',
+          'aliyun.com/gpu-mem': '32',
+          'aliyun.com/gpu-count': '2',
+        },
+      });
+      onCards.forEach((gib, card) =>
+        kube.cluster.addPod({
+          name: `running-${n}-${card}`,
+          namespace: 'ml',
+          uid: `running-${n}-${card}`,
+          phase: 'Running',
+          nodeName: `member-${n}`,
+          annotations: { ALIYUN_COM_GPU_MEM_IDX: String(card) },
+          extendedResources: { 'aliyun.com/gpu-mem': gib },
+          requests: { 'aliyun.com/gpu-mem': gib, cpu: 1 },
+        }),
+      );
+    });
     pods.forEach((gpu, i) =>
       kube.cluster.addPod({
         name: `infer-${i}`,
@@ -150,5 +178,15 @@ describe("ACK's GPU modes as the autoscaler reads them (alibabacloud.com/help/do
       wrongName: { grownTo: 0, unhostable: 3 },
       exclusive: { grownTo: 3, unhostable: 0 },
     });
+  });
+
+  it("a share a card of an existing node has room for buys no node; one that needs more than any card's free room does", async () => {
+    const cgpu = { [ACK_GPU_SCHEDULE_LABEL]: 'cgpu' };
+    // One 2×T4 member running 10 GiB on each card: 12 GiB free in all, 6 on each card.
+    const member = { labels: cgpu, instanceType: TWO_T4.id, members: [[10, 10]] as [number, number][] };
+    expect({
+      fits: await round({ ...member, pods: [{ 'aliyun.com/gpu-mem': 6 }] }),
+      needsANode: await round({ ...member, pods: [{ 'aliyun.com/gpu-mem': 8 }] }),
+    }).toEqual({ fits: { grownTo: 0, unhostable: 0 }, needsANode: { grownTo: 2, unhostable: 0 } });
   });
 });
