@@ -110,6 +110,7 @@ export interface NodeSelectorTermInfo {
 
 export interface NodeSelectorExpression {
   key: string;
+  /** As the pod writes it: an operator Kubernetes does not know is kept too, and holds on no node. */
   operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
   values?: string[];
 }
