@@ -12,7 +12,9 @@
  * - NVIDIA time-slicing, declared by the pool's policy (`sharing.timeSlicing`, as the device
  *   plugin's config says it; a node of the pool labels it `nvidia.com/gpu.replicas`): allocatable
  *   is GPUs × replicas, under `nvidia.com/gpu`, or `nvidia.com/gpu.shared` with `renameByDefault`
- *   (NVIDIA/k8s-device-plugin api/config/v1/replicas.go, internal/rm/devices.go; sharing.md §1).
+ *   (NVIDIA/k8s-device-plugin api/config/v1/replicas.go, internal/rm/devices.go, README.md).
+ *   A pool labelled with an ACK cGPU mode is cGPU whatever the policy says: ACK's GPU-share plugin,
+ *   not NVIDIA's, serves those nodes (one mode per node, doc-detail/191140).
  */
 import { GPU_CORE, GPU_COUNT, GPU_MEM } from './cards.ts';
 import type { GpuCard, Resources } from './fit.ts';
