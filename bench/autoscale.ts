@@ -5,6 +5,7 @@
  */
 import { performance } from 'node:perf_hooks';
 import { planScaleOut, type PendingPod, type PoolState } from '../functions/autoscale/core/planner.ts';
+import { cgpuRows } from './autoscale-cgpu.ts';
 import { clusterAutoscalerStyle, exactScaleOut } from './autoscale-reference.ts';
 import { mulberry32 } from '../infra/local/bus/router.ts';
 import { below, info, percentile, type BenchSuite, type Measurement } from './harness.ts';
@@ -197,6 +198,8 @@ export const autoscaleSuite: BenchSuite = {
     );
     rows.push(info('worst small fleet above the optimum', 100 * Math.max(...gaps), '%'));
     rows.push(info('CA-style (price) above the optimum, mean', mean(caGaps), '%'));
+    progress('a cGPU fleet: 2,000 shares on 2×T4 and A10 pools, card by card');
+    rows.push(...cgpuRows());
     return rows;
   },
 };

@@ -26,6 +26,8 @@ import { flushStoreOutbox, recordWithOutbox, type PendingNotice } from '../lib/o
 import { withLease } from '../lib/reflex.ts';
 import { planScaleOut, type Increment, type PendingPod, type PoolState, type ScaleOutPlan } from './core/planner.ts';
 import { planScaleIn } from './core/scale-in.ts';
+import { ACK_GPU_MODE_LABEL, cardsOfNode, gpuOffer } from './core/template.ts';
+import { withoutRoomOnExisting } from './existing-room.ts';
 import { instanceIdOf } from '../adapters/alicloud/repair.ts';
 import { BadInputError } from '../adapters/errors.ts';
 import { MIRROR_POD_ANNOTATION, requestsGpu } from '../adapters/kube/model.ts';
@@ -114,8 +116,8 @@ async function heldForApproval(
 
 /** ACK's label on every node of a node pool. */
 export { NODEPOOL_LABEL };
-/** ACK GPU sharing: nodes of such pools offer `aliyun.com/gpu-mem` instead of whole GPUs. */
-export const GPU_SHARE_LABEL = 'ack.node.gpu.schedule';
+/** ACK's GPU mode of a pool's nodes (core/template.ts): `default` is exclusive, `cgpu`/`share`/`core_mem` share. */
+export const GPU_SHARE_LABEL = ACK_GPU_MODE_LABEL;
 const GiB = 2 ** 30;
 
 export interface AutoscaleDeps {
@@ -239,12 +241,20 @@ async function poolStates(
     const alike = members.filter((n) => n.labels[INSTANCE_TYPE_LABEL] === type);
     const sized = alike.find((n) => n.ready === true) ?? alike[0];
     const sample = sized ?? members.find((n) => n.ready === true) ?? members[0];
-    const share = p.labels[GPU_SHARE_LABEL] !== undefined && p.labels[GPU_SHARE_LABEL] !== 'exclusive';
+    const offer = gpuOffer(
+      spec.gpuAmount,
+      spec.gpuMemoryGiB,
+      p.labels[GPU_SHARE_LABEL] ?? sample?.labels[GPU_SHARE_LABEL],
+      bounds.sharing?.timeSlicing,
+    );
     const fromType: Record<string, number> = {
       cpu: Math.max(0, spec.cpu - deps.policy.reserve.cpu),
       memory: Math.max(0, spec.memoryGiB - deps.policy.reserve.memoryGiB) * GiB,
-      ...(share ? { 'aliyun.com/gpu-mem': spec.gpuAmount * spec.gpuMemoryGiB } : { 'nvidia.com/gpu': spec.gpuAmount }),
+      ...offer.allocatable,
     };
+    const allocatable = sized && !offer.gpuUnknown ? numeric(sized.allocatable) : fromType;
+    // A new node's cards are all free; a member's say how its plugin splits the memory.
+    const cards = offer.cards && sized ? (cardsOfNode(allocatable) ?? offer.cards) : offer.cards;
     const sampleLabels = Object.fromEntries(
       Object.entries(sample?.labels ?? {}).filter(([k]) => !NODE_SPECIFIC.test(k)),
     );
@@ -265,6 +275,7 @@ async function poolStates(
       max: bounds.max,
       maxStep: bounds.maxStep,
       labels: {
+        ...offer.labels,
         ...sampleLabels,
         ...p.labels,
         [NODEPOOL_LABEL]: p.id,
@@ -272,7 +283,10 @@ async function poolStates(
         'kubernetes.io/os': 'linux',
       },
       taints: p.taints.map((t) => ({ key: t.key, ...(t.value ? { value: t.value } : {}), effect: t.effect })),
-      allocatable: sized ? numeric(sized.allocatable) : fromType,
+      allocatable,
+      ...(cards ? { cards } : {}),
+      ...(offer.gpuUnknown ? { gpuUnknown: offer.gpuUnknown } : {}),
+      ...(offer.atMostOne ? { atMostOne: offer.atMostOne } : {}),
       ...(frozen ? { frozen } : {}),
     });
   }
@@ -434,11 +448,14 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
       const after = await deps.state.getAll();
       const fresh = new Map(managed.map((p) => [p.id, (after[key(p.id)] ?? {}) as PoolRecord]));
       const [nodes, pods] = await Promise.all([deps.nodes.list(), deps.pods.list()]);
-      const pending = podsOf(pods, now, deps.policy.pendingSeconds);
+      const waiting = podsOf(pods, now, deps.policy.pendingSeconds);
+      const { plan: pending, fitsExisting } = withoutRoomOnExisting(waiting, nodes, pods);
+      for (const f of fitsExisting.slice(0, 20))
+        deps.logger.info('autoscale-pools: a card of an existing node has room for this pod', f);
       const states = await poolStates(deps, managed, nodes, fresh, now);
       const plan = planScaleOut(states, pending);
       Object.assign(out, {
-        pending: pending.length,
+        pending: waiting.length,
         awaitingInFlight: plan.awaitingInFlight.length,
         deferred: plan.deferred.length,
         unhostable: plan.unhostable.length,
@@ -495,7 +512,8 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
       for (const p of managed) {
         const template = states.find((x) => x.id === p.id);
         if (!template || out.scaled[p.id] !== undefined || p.ackAutoScaling.enable) continue;
-        await scaleIn(deps, p, fresh.get(p.id)!, template, nodes, pods, pending, now, out, replacing.get(p.id) ?? []);
+        // Every waiting pod holds scale-in back, those an existing node has room for too: it may be this pool's.
+        await scaleIn(deps, p, fresh.get(p.id)!, template, nodes, pods, waiting, now, out, replacing.get(p.id) ?? []);
       }
       return out;
     },

@@ -11,10 +11,32 @@
  *   approval: { aboveHourlyCost: 100, ttlMinutes: 30 }      # a scale-out adding more than this per hour waits for "approve ID" in chat
  *   pools:
  *     np-t4-inference: { min: 0, max: 10, maxStep: 4 }
+ *     np-a10-shared:                          # nodes run NVIDIA time-slicing: 4 pods per GPU
+ *       max: 4
+ *       sharing: { timeSlicing: { replicas: 4, renameByDefault: true } }
  */
 import { z } from 'zod';
 import { configFileFromEnv } from './wiring.ts';
 import { parseConfigText } from './yaml-text.ts';
+
+/**
+ * How the pool's nodes share their GPUs when NVIDIA's device plugin does it, in its own config's
+ * words (NVIDIA/k8s-device-plugin api/config/v1/replicas.go `sharing.timeSlicing`): a new node
+ * offers GPUs × replicas, under `nvidia.com/gpu.shared` with `renameByDefault`. ACK's cGPU modes
+ * need no policy: the pool's `ack.node.gpu.schedule` label says them.
+ */
+const Sharing = z
+  .object({
+    timeSlicing: z
+      .object({
+        replicas: z.number().int().min(2).max(1024),
+        renameByDefault: z.boolean().default(false),
+        failRequestsGreaterThanOne: z.boolean().default(false),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
 
 const PoolBounds = z
   .object({
@@ -22,6 +44,7 @@ const PoolBounds = z
     max: z.number().int().positive().max(2000),
     maxStep: z.number().int().positive().max(500).default(10),
     cooldownMinutes: z.number().nonnegative().optional(),
+    sharing: Sharing.optional(),
   })
   .strict()
   .refine((p) => p.min <= p.max, { message: 'min must not exceed max' });

@@ -8,6 +8,7 @@ import type {
   LimitRangeInfo,
   NodeInfo,
   NodeSelectorExpression,
+  NodeSelectorTermInfo,
   PodInfo,
   PodToleration,
   QuotaInfo,
@@ -83,23 +84,63 @@ function quantity(q: string | undefined): number {
   }
 }
 
-/** The scheduler's view of a pod's requests (see PodInfo.requests). */
-function podRequests(pod: V1Pod): Record<string, number> {
+type Requests = Record<string, number>;
+
+function addInto(into: Requests, more: Readonly<Requests>): void {
+  for (const [r, v] of Object.entries(more)) into[r] = (into[r] ?? 0) + v;
+}
+
+function maxInto(into: Requests, other: Readonly<Requests>): void {
+  for (const [r, v] of Object.entries(other)) into[r] = Math.max(into[r] ?? 0, v);
+}
+
+/**
+ * Resources that pod-level `spec.resources.requests` may set: cpu, memory and hugepages-*
+ * (component-helpers/resource/helpers.go IsSupportedPodLevelResource).
+ */
+const podLevel = (r: string) => r === 'cpu' || r === 'memory' || r.startsWith('hugepages-');
+
+/**
+ * The scheduler's view of a pod's requests (see PodInfo.requests), as Kubernetes computes it
+ * (kubernetes/kubernetes staging/src/k8s.io/component-helpers/resource/helpers.go `PodRequests`,
+ * `AggregateContainerRequests`, after pkg/api/v1/resource/helpers.go; KEP-753 for sidecars):
+ * - the app containers are summed;
+ * - a restartable init container (`restartPolicy: Always`, a sidecar) runs beside them, so it is
+ *   added to that sum, and stays counted while the init containers after it run;
+ * - a plain init container needs its own requests plus those of the sidecars started before it;
+ *   the pod needs at least the largest such need, per resource;
+ * - pod-level `spec.resources.requests` (PodLevelResources, on by default since 1.34) replace the
+ *   containers' total for the resources it may set;
+ * - `spec.overhead` (RuntimeClass) is added last.
+ */
+function podRequests(pod: V1Pod): Requests {
   const of = (c: { resources?: { requests?: Record<string, string>; limits?: Record<string, string> } }) => {
-    const out: Record<string, number> = {};
+    const out: Requests = {};
     for (const r of new Set([...Object.keys(c.resources?.requests ?? {}), ...Object.keys(c.resources?.limits ?? {})]))
       out[r] = quantity(c.resources?.requests?.[r] ?? c.resources?.limits?.[r]);
     return out;
   };
-  const sum: Record<string, number> = {};
-  for (const c of pod.spec?.containers ?? []) for (const [r, v] of Object.entries(of(c))) sum[r] = (sum[r] ?? 0) + v;
-  for (const c of pod.spec?.initContainers ?? [])
-    for (const [r, v] of Object.entries(of(c))) sum[r] = Math.max(sum[r] ?? 0, v);
-  for (const [r, q] of Object.entries(pod.spec?.overhead ?? {})) sum[r] = (sum[r] ?? 0) + quantity(q);
+  const sum: Requests = {};
+  for (const c of pod.spec?.containers ?? []) addInto(sum, of(c));
+  const sidecars: Requests = {};
+  const init: Requests = {};
+  for (const c of pod.spec?.initContainers ?? []) {
+    const own = of(c);
+    if (c.restartPolicy === 'Always') {
+      addInto(sum, own);
+      addInto(sidecars, own);
+      maxInto(init, sidecars);
+    } else {
+      addInto(own, sidecars);
+      maxInto(init, own);
+    }
+  }
+  maxInto(sum, init);
+  const level = (pod.spec as { resources?: { requests?: Record<string, string> } } | undefined)?.resources?.requests;
+  for (const [r, q] of Object.entries(level ?? {})) if (podLevel(r)) sum[r] = quantity(q);
+  addInto(sum, of({ resources: { requests: pod.spec?.overhead ?? {} } }));
   return sum;
 }
-
-const OPERATORS = new Set(['In', 'NotIn', 'Exists', 'DoesNotExist', 'Gt', 'Lt']);
 
 function tolerations(pod: V1Pod): PodToleration[] {
   return (pod.spec?.tolerations ?? []).map((t) => ({
@@ -110,18 +151,29 @@ function tolerations(pod: V1Pod): PodToleration[] {
   }));
 }
 
-function requiredNodeTerms(pod: V1Pod): { matchExpressions: NodeSelectorExpression[] }[] {
+type Requirement = { key: string; operator: string; values?: string[] };
+
+/**
+ * requiredDuringSchedulingIgnoredDuringExecution's terms, matchExpressions and matchFields both
+ * kept as written: an operator Kubernetes does not know is handed on too (never dropped, which
+ * would widen its term), and the fit rule (autoscale/core/fit.ts) holds it false, as a parse error
+ * makes its term select no node (component-helpers/scheduling/corev1/nodeaffinity/nodeaffinity.go).
+ */
+function requiredNodeTerms(pod: V1Pod): NodeSelectorTermInfo[] {
   const terms =
     pod.spec?.affinity?.nodeAffinity?.requiredDuringSchedulingIgnoredDuringExecution?.nodeSelectorTerms ?? [];
-  return terms.map((t) => ({
-    matchExpressions: (t.matchExpressions ?? [])
-      .filter((e) => OPERATORS.has(e.operator))
-      .map((e) => ({
-        key: e.key,
-        operator: e.operator as NodeSelectorExpression['operator'],
-        ...(e.values ? { values: [...e.values] } : {}),
-      })),
-  }));
+  const plain = (e: Requirement): NodeSelectorExpression => ({
+    key: e.key,
+    operator: e.operator as NodeSelectorExpression['operator'],
+    ...(e.values ? { values: [...e.values] } : {}),
+  });
+  return terms.map((t) => {
+    const fields: Requirement[] = t.matchFields ?? [];
+    return {
+      matchExpressions: (t.matchExpressions ?? []).map(plain),
+      ...(fields.length > 0 ? { matchFields: fields.map(plain) } : {}),
+    };
+  });
 }
 
 export function toPodInfo(p: V1Pod): PodInfo {

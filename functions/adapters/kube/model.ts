@@ -86,7 +86,7 @@ export interface PodInfo {
   /** `spec.tolerations`, when any. */
   tolerations?: PodToleration[];
   /** requiredDuringSchedulingIgnoredDuringExecution node selector terms (any one term must hold), when any. */
-  requiredNodeTerms?: { matchExpressions: NodeSelectorExpression[] }[];
+  requiredNodeTerms?: NodeSelectorTermInfo[];
   /** `spec.priority` (resolved from its PriorityClass by admission), when set. */
   priority?: number;
   /** `spec.priorityClassName`, when set. */
@@ -102,8 +102,15 @@ export interface PodToleration {
   effect?: string;
 }
 
+/** One node selector term: every requirement holds; `matchFields` match node fields (only `metadata.name`). */
+export interface NodeSelectorTermInfo {
+  matchExpressions: NodeSelectorExpression[];
+  matchFields?: NodeSelectorExpression[];
+}
+
 export interface NodeSelectorExpression {
   key: string;
+  /** As the pod writes it: an operator Kubernetes does not know is kept too, and holds on no node. */
   operator: 'In' | 'NotIn' | 'Exists' | 'DoesNotExist' | 'Gt' | 'Lt';
   values?: string[];
 }

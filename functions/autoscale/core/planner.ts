@@ -1,4 +1,5 @@
-import { whyNot, type NodeTemplate, type PodConstraints } from './fit.ts';
+import { cardArray, cardNeed, fitOnCards, placeOnCards } from './cards.ts';
+import { whyNot, type GpuCard, type NodeTemplate, type PodConstraints } from './fit.ts';
 
 /**
  * Scale-out planning (pure): which node pools to grow, by how many nodes, so the pending pods run
@@ -13,7 +14,9 @@ import { whyNot, type NodeTemplate, type PodConstraints } from './fit.ts';
  * demand, where a pod's demand is what the cheapest pool able to host it would charge for its
  * dominant share of a node. A node is packed two ways, largest first and balanced across
  * resources, and the better packing counts. Last, a new node whose pods fit in the room left on
- * the others is dropped (most expensive first).
+ * the others is dropped (most expensive first). On ACK cGPU pools (`cards`) a node is also packed
+ * card by card: each pod's `aliyun.com/gpu-mem` goes to the tightest card that holds it (cards.ts),
+ * so a node never takes more pods than its cards can.
  */
 export interface PendingPod extends PodConstraints {
   /** `namespace/name`. */
@@ -74,11 +77,15 @@ interface Shape {
   pods: string[];
   /** Demand of one pod: the cheapest price of its dominant share of a node (also its size). */
   value: number;
+  /** What one pod needs of one card on cGPU pools; unset when it asks for no shared GPU. */
+  need?: GpuCard;
 }
 
 interface Bin {
   pool: number;
   free: Float64Array;
+  /** cGPU pools: each card's free memory and core (cards.ts cardArray). */
+  cards?: Float64Array;
   /** shape index → pods of that shape in this bin. */
   load: Map<number, number>;
   kind: 'in-flight' | 'minimum' | 'new';
@@ -90,20 +97,31 @@ const EPS = 1e-9;
 /** How many of a pool's pending shapes the balanced packing weighs (largest first). */
 const BALANCE_SHAPES = 48;
 
-function fitCount(vec: Float64Array, free: Float64Array, limit: number): number {
+/** How many of up to `limit` pods of a shape fit in `free` (and on `cards`, where the node has them). */
+function fitCount(shape: Shape, free: Float64Array, limit: number, cards?: Float64Array): number {
+  const vec = shape.vec;
   let n = limit;
   for (let d = 0; d < vec.length && n > 0; d++)
     if (vec[d]! > 0) n = Math.min(n, Math.floor((free[d]! + EPS) / vec[d]!));
+  if (cards && shape.need && n > 0) n = fitOnCards(cards, shape.need, n);
   return Math.max(0, n);
 }
 
+/** Takes `n` pods of a shape from `free` and `cards` (which must hold them: fitCount said so). */
+function use(shape: Shape, n: number, free: Float64Array, cards?: Float64Array): void {
+  for (let d = 0; d < shape.vec.length; d++) free[d]! -= n * shape.vec[d]!;
+  if (cards && shape.need) placeOnCards(cards, shape.need, n);
+}
+
 function take(bin: Bin, s: number, shape: Shape, n: number): void {
-  for (let d = 0; d < shape.vec.length; d++) bin.free[d]! -= n * shape.vec[d]!;
+  use(shape, n, bin.free, bin.cards);
   bin.load.set(s, (bin.load.get(s) ?? 0) + n);
 }
 
-function release(bin: Bin, s: number, shape: Shape, n: number): void {
+/** Gives back what `take` took; the cards come back from `cardsBefore`, as they were before it. */
+function release(bin: Bin, s: number, shape: Shape, n: number, cardsBefore?: Float64Array): void {
   for (let d = 0; d < shape.vec.length; d++) bin.free[d]! += n * shape.vec[d]!;
+  if (bin.cards && cardsBefore) bin.cards.set(cardsBefore);
   const left = (bin.load.get(s) ?? 0) - n;
   if (left > 0) bin.load.set(s, left);
   else bin.load.delete(s);
@@ -122,6 +140,7 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
     ),
   ].sort();
   const cap = pools.map((p) => Float64Array.from(dims, (d) => p.allocatable[d] ?? 0));
+  const cardCap = pools.map((p) => (p.cards ? cardArray(p.cards) : undefined));
   const room = pools.map((p) => (p.frozen ? 0 : Math.max(0, Math.min(p.maxStep, p.max - Math.max(p.desired, p.min)))));
   const unhostable: ScaleOutPlan['unhostable'] = [];
 
@@ -170,6 +189,7 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
         priority: pod.priority,
         pods: [],
         value: Math.min(...feasible.map((i) => pools[i]!.hourlyPrice * share(i))),
+        ...(cardNeed(pod.requests) ? { need: cardNeed(pod.requests)! } : {}),
       });
     }
     shapes[s]!.pods.push(pod.key);
@@ -193,6 +213,7 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
   const newBin = (pool: number, kind: Bin['kind']): Bin => ({
     pool,
     free: Float64Array.from(cap[pool]!),
+    ...(cardCap[pool] ? { cards: cardCap[pool].slice() } : {}),
     load: new Map(),
     kind,
     seq: seq++,
@@ -206,7 +227,7 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
     for (const bin of bins) {
       if (left[s] === 0) break;
       if (!fits(s, bin.pool)) continue;
-      const n = fitCount(shapes[s]!.vec, bin.free, left[s]!);
+      const n = fitCount(shapes[s]!, bin.free, left[s]!, bin.cards);
       if (n > 0) {
         take(bin, s, shapes[s]!, n);
         left[s]! -= n;
@@ -219,12 +240,13 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
   /** Largest demand first, as many of each shape as fit. */
   const packInOrder = (pool: number, mine: readonly number[]): { load: [number, number][]; value: number } => {
     const free = Float64Array.from(cap[pool]!);
+    const cards = cardCap[pool]?.slice();
     const load: [number, number][] = [];
     let value = 0;
     for (const s of mine) {
-      const n = fitCount(shapes[s]!.vec, free, left[s]!);
+      const n = fitCount(shapes[s]!, free, left[s]!, cards);
       if (n === 0) continue;
-      for (let d = 0; d < dims.length; d++) free[d]! -= n * shapes[s]!.vec[d]!;
+      use(shapes[s]!, n, free, cards);
       load.push([s, n]);
       value += n * shapes[s]!.value;
     }
@@ -237,6 +259,7 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
    */
   const packBalanced = (pool: number, mine: readonly number[]): { load: [number, number][]; value: number } => {
     const free = Float64Array.from(cap[pool]!);
+    const cards = cardCap[pool]?.slice();
     const taken = new Map<number, number>();
     let value = 0;
     const top = shapes[mine[0]!]!.priority;
@@ -247,7 +270,7 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
       let bestRatio = 0;
       for (const s of head) {
         const sh = shapes[s]!;
-        if (sh.priority !== top || (taken.get(s) ?? 0) >= left[s]! || fitCount(sh.vec, free, 1) === 0) continue;
+        if (sh.priority !== top || (taken.get(s) ?? 0) >= left[s]! || fitCount(sh, free, 1, cards) === 0) continue;
         let use = 0;
         for (let d = 0; d < dims.length; d++) if (sh.vec[d]! > 0) use += sh.vec[d]! / Math.max(free[d]!, EPS);
         const ratio = sh.value / use;
@@ -257,16 +280,16 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
         }
       }
       if (pick < 0) break;
-      for (let d = 0; d < dims.length; d++) free[d]! -= shapes[pick]!.vec[d]!;
+      use(shapes[pick]!, 1, free, cards);
       taken.set(pick, (taken.get(pick) ?? 0) + 1);
       value += shapes[pick]!.value;
     }
     // What is left fills the gaps, in order (lower priorities included).
     for (const s of mine) {
       const had = taken.get(s) ?? 0;
-      const n = fitCount(shapes[s]!.vec, free, left[s]! - had);
+      const n = fitCount(shapes[s]!, free, left[s]! - had, cards);
       if (n === 0) continue;
-      for (let d = 0; d < dims.length; d++) free[d]! -= n * shapes[s]!.vec[d]!;
+      use(shapes[s]!, n, free, cards);
       taken.set(s, had + n);
       value += n * shapes[s]!.value;
     }
@@ -317,16 +340,17 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
   for (const victim of newest()) {
     const sig = `${victim.pool}|${[...victim.load].sort(([a], [b]) => a - b).join(';')}`;
     if (stuck.has(sig)) continue;
-    const moves: [Bin, number, number][] = [];
+    const moves: [Bin, number, number, Float64Array | undefined][] = [];
     let ok = true;
     for (const [s, n] of [...victim.load]) {
       let rest = n;
       for (const other of bins) {
         if (other === victim || rest === 0 || !fits(s, other.pool)) continue;
-        const k = fitCount(shapes[s]!.vec, other.free, rest);
+        const k = fitCount(shapes[s]!, other.free, rest, other.cards);
         if (k > 0) {
+          const before = other.cards?.slice();
           take(other, s, shapes[s]!, k);
-          moves.push([other, s, k]);
+          moves.push([other, s, k, before]);
           rest -= k;
         }
       }
@@ -340,7 +364,8 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
       added[victim.pool]!--;
       stuck = new Set();
     } else {
-      for (const [other, s, k] of moves) release(other, s, shapes[s]!, k);
+      // Undone newest first, so each bin's cards return to what they were before the first move.
+      for (const [other, s, k, before] of moves.reverse()) release(other, s, shapes[s]!, k, before);
       stuck.add(sig);
     }
   }
