@@ -1,0 +1,135 @@
+/**
+ * The monitoring component (infra/k8s/monitoring): every alert and dashboard expression is PromQL
+ * that parses (Prometheus' own Lezer grammar, @prometheus-io/lezer-promql), names only series the
+ * node agent exports (its metric-name constants and dcgm-exporter field list), and the Service the
+ * ServiceMonitor scrapes selects the agent's pods on a port its container names. Rendered by the
+ * real `kubectl kustomize` where kubectl is installed.
+ */
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, relative } from 'node:path';
+import { parser } from '@prometheus-io/lezer-promql';
+import { parse, parseAllDocuments } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { AGENT_METRIC_NAMES } from '../../node-agent/agent-metrics.ts';
+import { DCGM_GPU_FIELDS, DCGM_MIG_FIELDS, DCGM_XID_ERRORS } from '../../node-agent/dcgm.ts';
+import { PUBLISHER_METRIC_NAMES } from '../../node-agent/publisher/publisher-metrics.ts';
+import { commandWorks, requireTool } from '../tools.ts';
+
+const root = new URL('../../', import.meta.url).pathname;
+const dir = join(root, 'infra/k8s/monitoring');
+const EXPORTED = new Set([
+  'up', // Prometheus' own, per scrape target
+  ...Object.values(AGENT_METRIC_NAMES),
+  ...Object.values(PUBLISHER_METRIC_NAMES),
+  ...DCGM_GPU_FIELDS.map((f) => f.name),
+  ...DCGM_MIG_FIELDS.map((f) => f.name),
+  DCGM_XID_ERRORS.name,
+]);
+
+/** The series an expression selects, or the first syntax error in it. */
+function selectors(expr: string): { names: string[]; error?: string } {
+  const names: string[] = [];
+  let error: string | undefined;
+  parser.parse(expr).iterate({
+    enter(n) {
+      if (n.type.isError) error ??= `syntax error at ${n.from}: ${expr.slice(Math.max(0, n.from - 10), n.to + 10)}`;
+      if (n.name === 'Identifier' && n.node.parent?.name === 'VectorSelector') names.push(expr.slice(n.from, n.to));
+    },
+  });
+  return { names, ...(error ? { error } : {}) };
+}
+
+const rule = parse(readFileSync(join(dir, 'prometheusrule.yaml'), 'utf8')) as {
+  spec: { groups: { rules: { alert: string; expr: string }[] }[] };
+};
+const alerts = rule.spec.groups.flatMap((g) => g.rules);
+const dashboard = JSON.parse(readFileSync(join(dir, 'dashboard.json'), 'utf8')) as {
+  panels: { title: string; targets: { expr: string }[] }[];
+  templating: { list: { name: string; query?: string }[] };
+};
+const dashboardExprs = [
+  ...dashboard.panels.flatMap((p) => p.targets.map((t) => [p.title, t.expr] as const)),
+  ...dashboard.templating.list.flatMap((v) =>
+    v.query?.startsWith('label_values(')
+      ? [[v.name, v.query.slice('label_values('.length, v.query.lastIndexOf(','))] as const]
+      : [],
+  ),
+];
+
+describe('infra/k8s/monitoring: alerts and dashboard', () => {
+  it.each(alerts.map((a) => [a.alert, a.expr] as const))(
+    'alert %s parses and names only exported series',
+    (_, expr) => {
+      const { names, error } = selectors(expr);
+      expect(error).toBeUndefined();
+      expect(names.length).toBeGreaterThan(0);
+      expect(names.filter((n) => !EXPORTED.has(n))).toEqual([]);
+    },
+  );
+
+  it.each(dashboardExprs)('dashboard panel "%s" parses and names only exported series', (_, expr) => {
+    const { names, error } = selectors(expr);
+    expect(error).toBeUndefined();
+    expect(names.length).toBeGreaterThan(0);
+    expect(names.filter((n) => !EXPORTED.has(n))).toEqual([]);
+  });
+
+  it('a wrong name or a broken expression is caught (the check can fail)', () => {
+    expect(selectors('gpu_reflex_spool_event > 0').names.filter((n) => !EXPORTED.has(n))).toEqual([
+      'gpu_reflex_spool_event',
+    ]);
+    expect(selectors('sum by (node (gpu_reflex_spool_events)').error).toBeDefined();
+  });
+});
+
+const kubectl = requireTool('kubectl', () => commandWorks('kubectl', ['version', '--client']));
+
+describe('infra/k8s with the monitoring component (kubectl kustomize)', kubectl.options, () => {
+  it('scrapes the agent pods: the Service selects them on the port their container names; the job is the Service', () => {
+    const overlay = mkdtempSync(join(tmpdir(), 'gr-monitoring-'));
+    const k8s = join(root, 'infra/k8s');
+    writeFileSync(
+      join(overlay, 'kustomization.yaml'),
+      `apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources: [${relative(overlay, k8s)}]\ncomponents: [${relative(overlay, dir)}]\n`,
+    );
+    const objects = parseAllDocuments(execFileSync('kubectl', ['kustomize', overlay], { encoding: 'utf8' })).map(
+      (d) =>
+        d.toJS() as {
+          kind: string;
+          metadata: { name: string; labels?: Record<string, string> };
+          spec?: never;
+          data?: Record<string, string>;
+        },
+    );
+    const find = (kind: string) => objects.filter((o) => o.kind === kind);
+    const ds = find('DaemonSet')[0] as unknown as {
+      spec: {
+        template: {
+          metadata: { labels: Record<string, string> };
+          spec: { containers: { ports?: { name: string }[] }[] };
+        };
+      };
+    };
+    const svc = find('Service')[0] as unknown as {
+      metadata: { name: string };
+      spec: { selector: Record<string, string>; ports: { targetPort: string }[] };
+    };
+    expect(Object.entries(svc.spec.selector).every(([k, v]) => ds.spec.template.metadata.labels[k] === v)).toBe(true);
+    const ports = ds.spec.template.spec.containers.flatMap((c) => c.ports ?? []).map((p) => p.name);
+    expect(ports).toContain(svc.spec.ports[0]!.targetPort);
+    const sm = find('ServiceMonitor')[0] as unknown as {
+      spec: { selector: { matchLabels: Record<string, string> }; endpoints: { port: string }[] };
+    };
+    const svcLabels = (find('Service')[0]!.metadata.labels ?? {}) as Record<string, string>;
+    expect(Object.entries(sm.spec.selector.matchLabels).every(([k, v]) => svcLabels[k] === v)).toBe(true);
+    expect(sm.spec.endpoints[0]!.port).toBe('metrics');
+    // The Prometheus Operator names the job after the Service: the alerts' up{job=…} is that name.
+    expect(alerts.find((a) => a.alert === 'GpuReflexAgentDown')!.expr).toContain(`job="${svc.metadata.name}"`);
+    expect(find('PrometheusRule')).toHaveLength(1);
+    const cm = find('ConfigMap').find((c) => c.metadata.name === 'gpu-reflex-dashboard')!;
+    expect(cm.metadata.labels).toMatchObject({ grafana_dashboard: '1' });
+    expect(JSON.parse(cm.data!['gpu-reflex-node-agents.json']!)).toMatchObject({ uid: 'gpu-reflex-node-agents' });
+  });
+});
