@@ -133,8 +133,10 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   const rule =
     event.detailType === 'Operator Request'
       ? operatorRule(event.detail.by)
-      : resolveRule(policy, facts.pool.name, ruleTriggerOf(event));
+      : resolveRule(policy, facts.pool.name, ruleTriggerOf(event, node));
   if (rule.action === 'ignore') return noop(`${words}: informational (${rule.source} → ignore)`, 'ignore');
+  // The profile that decided is said on the plans that publish (and so on their Remediation event).
+  const decided = rule.profile ? { profile: rule.profile } : {};
   // NVIDIA's WORKFLOW_XID_45: with another XID on the GPU just before, it is that XID's cleanup.
   const follows =
     event.detailType === 'GPU XID Error' && event.detail.xid === 45
@@ -188,7 +190,7 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
         ...(open.resolvedAt && cmp(d.observedAt, open.resolvedAt) > 0 ? { resolvedAt: undefined } : {}),
         ...(named && cmp(d.observedAt, open.lastAt) >= 0 ? { recoveryAction: named } : {}),
       }
-    : newIncident(site, facts, ladder, decision.level, action, podUids);
+    : { ...newIncident(site, facts, ladder, decision.level, action, podUids), ...decided };
   const s1: NodeState = { ...state, recent };
   const retryApproval = open?.phase === 'awaiting-approval';
 
@@ -263,6 +265,7 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
         scope,
         phase: 'awaiting-approval',
         target,
+        ...decided,
         ...edit(next),
         approval: { summary },
         notices: [ask],
@@ -312,6 +315,7 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     scope,
     phase: 'decided',
     target,
+    ...decided,
     ...edit(next),
     evictions,
     notices,
@@ -320,11 +324,23 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   };
 }
 
-function ruleTriggerOf(event: Exclude<TriggerEvent, { detailType: 'Operator Request' }>): RuleTrigger {
+/**
+ * The GPU's product name as profiles match it: NVML's name the agent put in the event, else the node's
+ * label from GPU Feature Discovery (`nvidia.com/gpu.product`, NVIDIA/gpu-feature-discovery) or ACK's
+ * (`aliyun.accelerator/nvidia_name`, ACK "GPU node labels").
+ */
+export const GPU_MODEL_LABELS = ['nvidia.com/gpu.product', 'aliyun.accelerator/nvidia_name'] as const;
+
+function ruleTriggerOf(
+  event: Exclude<TriggerEvent, { detailType: 'Operator Request' }>,
+  node: Pick<NodeFacts, 'labels'>,
+): RuleTrigger {
+  const model = event.detail.gpu?.name ?? GPU_MODEL_LABELS.map((l) => node.labels[l]).find((v) => v);
   return event.detailType === 'GPU XID Error'
     ? {
         kind: 'xid',
         xid: event.detail.xid,
+        ...(model ? { gpuModel: model } : {}),
         ...(event.detail.recoveryAction ? { recoveryAction: event.detail.recoveryAction } : {}),
         ...(event.detail.severity ? { severity: event.detail.severity } : {}),
         ...(event.detail.nvlink ? { nvlink: event.detail.nvlink } : {}),
