@@ -160,7 +160,7 @@ export function checkExpectations(
   expect: readonly Expectation[],
   nodes: readonly Node[],
   pods: readonly Pod[],
-  events: Pick<EventTally, 'count'>,
+  events: Pick<EventTally, 'count' | 'remediationCount'>,
 ): NonNullable<Summary['expectations']> {
   return expect.map((x) => {
     if ('pendingPods' in x) {

@@ -19,7 +19,7 @@ import { approvalIdFor } from './detail.ts';
 import { boundState, cmp, isOpen, type Incident, type IncidentPhase, type NodeState } from './state.ts';
 import type { NodeFacts, Plan, PlanTarget, PlanTrigger, PodFacts, RemediationFacts, TriggerEvent } from './types.ts';
 import { actionWords, fenceWords, letFinishWords, nextWords, triggerWords, xid45FollowsWords } from './words.ts';
-import { xid45Follows } from './workflows.ts';
+import { xid45Follows, xid48Workflow } from './workflows.ts';
 
 /** Occurrences older than this are dropped from the history (longest sensible escalation window). */
 const RECENT_HORIZON_MS = 24 * 3_600_000;
@@ -130,10 +130,17 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     return noop(closes ? `${words}: resolved; incident closed` : `${words}: resolved; ${after}`, open.action, next);
   }
 
-  const rule =
+  const resolved =
     event.detailType === 'Operator Request'
       ? operatorRule(event.detail.by)
       : resolveRule(policy, facts.pool.name, ruleTriggerOf(event, node));
+  // NVIDIA's WORKFLOW_XID_48: a DBE with a recorded (63) or failed (64) row remap beside it.
+  const w48 =
+    event.detailType === 'GPU XID Error'
+      ? xid48Workflow(event.detail.xid, resolved, state, site, d.observedAt)
+      : ({ kind: 'rule', rule: resolved } as const);
+  if (w48.kind === 'belongs') return noop(`${words}: ${w48.words}`, 'observe');
+  const rule = w48.rule;
   if (rule.action === 'ignore') return noop(`${words}: informational (${rule.source} → ignore)`, 'ignore');
   // The profile that decided is said on the plans that publish (and so on their Remediation event).
   const decided = rule.profile ? { profile: rule.profile } : {};
