@@ -4,7 +4,14 @@ import { DEFAULT_POLICY, resolveRule, type RuleTrigger } from './policy.ts';
 import { modelMatches, modelsOverlap } from './policy-profiles.ts';
 import { planRemediation } from './plan.ts';
 import { toRemediationDetail } from './detail.ts';
-import { factsFor, node, pool, xid } from '../testing.ts';
+import { planSweep } from './sweep.ts';
+import {
+  GPU_ACTION_RESULTS_ANNOTATION,
+  GPU_ACTIONS_ANNOTATION,
+  type GpuActionRequest,
+  type GpuActionState,
+} from '../../../events/index.ts';
+import { apply, at, factsFor, node, pool, STANDARD_PODS, stateOf, xid } from '../testing.ts';
 
 const errorOf = (text: string, file = 'policy.yaml'): string => {
   try {
@@ -237,5 +244,53 @@ describe('policy profiles', () => {
     const ev = { ...e, detail: { ...rest, gpu: undefined } } as unknown as typeof e;
     const plan = planRemediation(factsFor(ev, n, { pool: pool({ name: 'train' }) }), p);
     expect(plan.profile).toBe('train-h100-79');
+  });
+
+  it("names the profile on the sweep's later Remediation events for the incident it opened (its restore)", async () => {
+    const q = loadPolicy('profiles:\n  a100-48: { match: { pools: [a100], xids: [48] }, notify: true }\n', 'p.yaml');
+    const e = xid(48, { minute: 0, pods: [{ uid: 'uid-train-0' }] });
+    let w = await apply(node(), STANDARD_PODS, planRemediation(factsFor(e, node()), q));
+    const sweepAt = async (minute: number) => {
+      const plan = planSweep(
+        { now: new Date(at(minute)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }] },
+        q,
+      ).plans[0];
+      if (plan) w = await apply(w.node, w.pods, plan);
+      return plan;
+    };
+    const asked = (action: string) =>
+      (JSON.parse(w.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[]).find(
+        (r) => r.action === action,
+      )!;
+    const answer = (id: string, state: GpuActionState) => {
+      const results = JSON.parse(w.node.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as object;
+      w = {
+        ...w,
+        node: {
+          ...w.node,
+          annotations: {
+            ...w.node.annotations,
+            [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify({ ...results, [id]: state }),
+          },
+        },
+      };
+    };
+    await sweepAt(1);
+    const gpu = stateOf(w.node).incidents[0]!.gpu!;
+    answer(asked('reset').id, { state: 'done', action: 'reset', gpuUuid: gpu, at: at(6) });
+    await sweepAt(7);
+    const probe = {
+      nvmlAnswers: true,
+      recoveryAction: 'none',
+      remapPending: false,
+      remapFailed: false,
+      eccUncorrectedDelta: 0,
+      xidsDuringProbe: [],
+      passed: true,
+    } as const;
+    answer(asked('probe').id, { state: 'done', action: 'probe', gpuUuid: gpu, at: at(8), probe });
+    const restore = await sweepAt(9);
+    expect(restore).toMatchObject({ kind: 'act', action: 'restore', profile: 'a100-48' });
+    expect(toRemediationDetail(restore!, undefined, { occurredAt: new Date() }).profile).toBe('a100-48');
   });
 });
