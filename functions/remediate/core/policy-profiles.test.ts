@@ -285,9 +285,9 @@ describe('policy profiles', () => {
       remapPending: false,
       remapFailed: false,
       eccUncorrectedDelta: 0,
-      xidsDuringProbe: [],
+      xidsDuringProbe: [] as number[],
       passed: true,
-    } as const;
+    };
     answer(asked('probe').id, { state: 'done', action: 'probe', gpuUuid: gpu, at: at(8), probe });
     const restore = await sweepAt(9);
     expect(restore).toMatchObject({ kind: 'act', action: 'restore', profile: 'a100-48' });
