@@ -74,7 +74,7 @@ export const ProfileSchema = z
           .min(1)
           .max(64)
           .optional(),
-        /** NVIDIA's "Resolution Bucket (Immediate Action)" (`xid explain` prints it); NONE_GIVEN covers unlisted XIDs. */
+        /** NVIDIA's "Resolution Bucket (Immediate Action)" (`xid explain` prints it); NONE_GIVEN: unlisted XIDs too. */
         xidClasses: z.array(z.enum(NVIDIA_BUCKETS)).min(1).max(NVIDIA_BUCKETS.length).optional(),
         xids: z.array(int().min(1).max(999)).min(1).max(256).optional(),
       })

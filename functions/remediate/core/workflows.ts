@@ -4,6 +4,7 @@
  * "Solo: RESTART_FM; Not Solo: IGNORE (follow other Xid)"; WORKFLOW_XID_48 below). Pure.
  */
 import { takesCapacity } from './blast-radius.ts';
+import { XID48_WITH_63, XID48_WITH_64, XID63_BELONGS_TO_48, XID64_AFTER_48 } from './words.ts';
 import type { Rule } from './policy.ts';
 import type { FaultSite } from './scope.ts';
 import type { NodeState } from './state.ts';
@@ -90,12 +91,7 @@ export function xid48Workflow(
     };
   }
   if ((xid === 63 || xid === 64) && nearBefore(state, site, at, [48]) !== undefined) {
-    if (xid === 63 && !takesCapacity(rule.action))
-      return {
-        kind: 'belongs',
-        words:
-          'it records the remap of the XID 48 just before on this GPU: that incident decides, and its reset applies the remap',
-      };
+    if (xid === 63 && !takesCapacity(rule.action)) return { kind: 'belongs', words: XID63_BELONGS_TO_48 };
     return { kind: 'rule', rule: { ...rule, notify: true, source: `${rule.source} (${XID64_AFTER_48})` } };
   }
   return { kind: 'rule', rule };
@@ -103,6 +99,3 @@ export function xid48Workflow(
 
 /** As NVML's DRAIN_AND_RESET (policy.ts `recoveryActions.drain-and-reset`): running work gets up to 8 h. */
 const DRAIN_AND_RESET_MINUTES = 480;
-const XID48_WITH_63 = 'with XID 63: the row is remapped, running work is safe: fence new work, reset when it ends';
-const XID48_WITH_64 = 'with XID 64: the row remap failed: NVIDIA says reset now and contact support';
-const XID64_AFTER_48 = 'after XID 48: the row remap of that DBE failed: NVIDIA says reset now and contact support';
