@@ -293,4 +293,17 @@ describe('policy profiles', () => {
     expect(restore).toMatchObject({ kind: 'act', action: 'restore', profile: 'a100-48' });
     expect(toRemediationDetail(restore!, undefined, { occurredAt: new Date() }).profile).toBe('a100-48');
   });
+
+  it('XID 13 on a T4 of pool inference: observed four times, the workload restarted at the fifth within 10 min', async () => {
+    let cur = { node: node(), pods: STANDARD_PODS };
+    const actions: string[] = [];
+    for (const minute of [0, 2, 4, 6, 8]) {
+      const e = xid(13, { minute, pods: [{ uid: 'uid-train-0' }] });
+      (e.detail.gpu as { name: string }).name = 'Tesla T4';
+      const plan = planRemediation(factsFor(e, cur.node, { pods: cur.pods, pool: pool({ name: 'inference' }) }), p);
+      actions.push(plan.action);
+      cur = await apply(cur.node, cur.pods, plan);
+    }
+    expect(actions).toEqual(['observe', 'observe', 'observe', 'observe', 'restart-workload']);
+  });
 });
