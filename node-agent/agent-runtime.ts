@@ -149,6 +149,7 @@ export async function runAgent(o: RunAgentOptions): Promise<number> {
       thresholds: thresholdsOf(config),
       utilizationWindowMs: config.utilizationWindowMs,
       inventoryIntervalMs: config.inventoryIntervalMs,
+      xidAggregateWindowMs: config.xidAggregateWindowMs,
       watchEvents: !o.once,
       metrics: registerAgentMetrics(registry, {
         hostname: config.nodeName,

@@ -68,6 +68,8 @@ export interface AgentOptions {
   thresholds: HealthThresholds;
   utilizationWindowMs: number;
   inventoryIntervalMs: number;
+  /** XID_AGGREGATE_WINDOW_MS (default 60 s): how long repeats of an application XID are held. */
+  xidAggregateWindowMs?: number;
   /** false (`--once`): no NVML event set is created. */
   watchEvents?: boolean;
   watcher?: NvmlEventWatcherOptions;
@@ -126,7 +128,7 @@ export class Agent {
   private readonly window: UtilizationWindow;
   private readonly pods: PodResolver;
   private readonly dedupe: XidDeduper;
-  private readonly aggregate = new XidAggregator({ windowMs: XID_AGGREGATE_WINDOW_MS });
+  private readonly aggregate: XidAggregator;
   private readonly metrics: AgentMetrics;
   /** The XIDs published per GPU, for the actuator's health probe (xid-log.ts). */
   private readonly xids = new XidLog();
@@ -158,6 +160,7 @@ export class Agent {
     this.window = new UtilizationWindow(o.utilizationWindowMs, o.now());
     this.pods = new PodResolver(o.procRoot);
     this.dedupe = new XidDeduper({ windowMs: XID_DEDUPE_WINDOW_MS, now: o.now });
+    this.aggregate = new XidAggregator({ windowMs: o.xidAggregateWindowMs ?? XID_AGGREGATE_WINDOW_MS });
     if (o.watchEvents ?? true) {
       this.watcher = o.nvml.events(AGENT_EVENT_MASK, o.watcher);
       for (const s of this.watcher.skipped)

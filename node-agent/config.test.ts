@@ -32,6 +32,13 @@ describe('loadAgentConfig', () => {
     });
   });
 
+  it('reads the XID aggregation window: 60 s by default, 1 s to 10 min', () => {
+    expect(loadAgentConfig({}).xidAggregateWindowMs).toBe(60_000);
+    expect(loadAgentConfig({ XID_AGGREGATE_WINDOW_MS: '120000' }).xidAggregateWindowMs).toBe(120_000);
+    for (const bad of ['999', '600001', 'soon', '1.5e3x'])
+      expect(() => loadAgentConfig({ XID_AGGREGATE_WINDOW_MS: bad })).toThrow(/XID_AGGREGATE_WINDOW_MS/);
+  });
+
   it('returns a frozen object, thresholds included', () => {
     const c = loadAgentConfig({});
     expect(Object.isFrozen(c)).toBe(true);

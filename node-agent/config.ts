@@ -22,6 +22,11 @@ const EnvSchema = z.object({
   AWS_REGION: optionalText,
   NVML_LIBRARY_PATH: z.string().trim().min(1).default('libnvidia-ml.so.1'),
   SAMPLE_INTERVAL_MS: ms(5_000),
+  /**
+   * How long repeats of an application XID are held and counted (xid-aggregate.ts). At least 1 s; at
+   * most 10 min, so held repeats reach remediate within the shortest escalation window people write.
+   */
+  XID_AGGREGATE_WINDOW_MS: z.coerce.number().int().min(1_000).max(600_000).default(60_000),
   UTILIZATION_WINDOW_MS: ms(60_000),
   INVENTORY_INTERVAL_MS: ms(300_000),
   GPU_UTIL_HIGH_PERCENT: percent(95),
@@ -63,6 +68,8 @@ export interface AgentConfig {
   readonly awsRegion: string | undefined;
   readonly nvmlLibraryPath: string;
   readonly sampleIntervalMs: number;
+  /** XID_AGGREGATE_WINDOW_MS: the window repeats of an application XID are held and counted over. */
+  readonly xidAggregateWindowMs: number;
   readonly utilizationWindowMs: number;
   readonly inventoryIntervalMs: number;
   readonly thresholds: Readonly<{
@@ -135,6 +142,7 @@ export function loadAgentConfig(env: Record<string, string | undefined> = proces
     awsRegion: e.AWS_REGION,
     nvmlLibraryPath: e.NVML_LIBRARY_PATH,
     sampleIntervalMs: e.SAMPLE_INTERVAL_MS,
+    xidAggregateWindowMs: e.XID_AGGREGATE_WINDOW_MS,
     utilizationWindowMs: e.UTILIZATION_WINDOW_MS,
     inventoryIntervalMs: e.INVENTORY_INTERVAL_MS,
     thresholds: Object.freeze({

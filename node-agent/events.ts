@@ -43,6 +43,16 @@ export class InvalidEventError extends Error {
   }
 }
 
+/**
+ * The catalog check the publisher runs on every event before it is queued (PublisherDeps.check): the
+ * problems of its detail against its detail-type's schema, `detail.count: …`; none when it is valid.
+ * Events are built valid here, but some are changed after (an aggregated XID gets `count`).
+ */
+export function catalogProblems(event: Pick<OutgoingEvent, 'detailType' | 'detail'>): string[] {
+  const r = validateDetail(event.detailType, event.detail);
+  return r.ok ? [] : r.problems.map((p) => `${p.path}: ${p.message}`);
+}
+
 function outgoing(
   detailType: string,
   detail: Record<string, unknown> & { eventId: string },

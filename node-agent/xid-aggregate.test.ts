@@ -29,6 +29,14 @@ describe('XidAggregator', () => {
     expect(counts(a.due(W))).toEqual([[45, 59]]);
   });
 
+  it('says on the aggregated event the window its repeats were held over', () => {
+    const a = new XidAggregator({ windowMs: 5_000 });
+    a.admit(occ(13), ev(13), 0);
+    a.admit(occ(13), ev(13), 1_000);
+    expect(a.due(4_999)).toEqual([]);
+    expect(a.due(5_000).map((e) => [e.detail.count, e.detail.countWindowMs])).toEqual([[1, 5_000]]);
+  });
+
   it('keeps holding while the flood lasts (one event per window) and sends at once again after a quiet window', () => {
     const a = new XidAggregator({ windowMs: W });
     const sent: OutgoingEvent[] = [];

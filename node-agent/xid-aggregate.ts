@@ -13,7 +13,7 @@
 import { describeXid } from '../events/xid.ts';
 import type { OutgoingEvent } from './events.ts';
 
-/** How long repeats are held before their one event goes out (docs/node-agent.md "XID floods"). */
+/** How long repeats are held by default (XID_AGGREGATE_WINDOW_MS; docs/node-agent.md "XID floods"). */
 export const XID_AGGREGATE_WINDOW_MS = 60_000;
 
 const NVLINK5_XIDS = { from: 144, to: 150 };
@@ -74,7 +74,7 @@ export class XidAggregator {
         this.runs.delete(key);
         continue;
       }
-      out.push(withCount(run.last, run.held));
+      out.push(withCount(run.last, run.held, this.o.windowMs));
       if (all) this.runs.delete(key);
       // Still flooding: the next window is held too.
       else this.runs.set(key, { until: run.until + this.o.windowMs, held: 0, last: undefined });
@@ -90,6 +90,7 @@ export class XidAggregator {
   }
 }
 
-function withCount(e: OutgoingEvent, count: number): OutgoingEvent {
-  return { ...e, detail: { ...e.detail, count } };
+/** The held run's one event: how many occurrences it stands for, and the window they were held over. */
+function withCount(e: OutgoingEvent, count: number, windowMs: number): OutgoingEvent {
+  return { ...e, detail: { ...e.detail, count, countWindowMs: windowMs } };
 }

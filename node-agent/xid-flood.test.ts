@@ -68,3 +68,18 @@ it('sends a single held repeat as a valid event with count 1', async () => {
   expect(xids(out)).toEqual([[31, 1]]);
   for (const e of out) expect(validateDetail(e.detailType, e.detail)).toMatchObject({ ok: true });
 });
+
+it('holds repeats for the configured window (XID_AGGREGATE_WINDOW_MS), and the event says its window', async () => {
+  fx = await startAgent(oneGpu(), { pids: [4242], overrides: { xidAggregateWindowMs: 10_000 } });
+  await fx.agent.sampleOnce();
+  fx.agent.onKernelLine(line(31, 'MMU Fault'));
+  for (let i = 0; i < 3; i++) {
+    fx.advance(1_000);
+    expect(fx.agent.onKernelLine(line(31, 'MMU Fault'))).toEqual([]);
+  }
+  fx.advance(7_000);
+  const out = (await fx.agent.sampleOnce()).filter((e) => e.detailType === 'GPU XID Error');
+  expect(xids(out)).toEqual([[31, 3]]);
+  expect(out[0]!.detail.countWindowMs).toBe(10_000);
+  for (const e of out) expect(validateDetail(e.detailType, e.detail)).toMatchObject({ ok: true });
+});

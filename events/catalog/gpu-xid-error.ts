@@ -65,6 +65,8 @@ export const GpuXidErrorDetailSchema = z
      * (node-agent/xid-aggregate.ts); this event is the latest of them, `count` all those held.
      */
     count: int().min(1).max(1_000_000_000).optional(),
+    /** With `count`: the window (ms) the agent held those occurrences over (its XID_AGGREGATE_WINDOW_MS). */
+    countWindowMs: int().min(1).max(600_000).optional(),
   })
   .strict();
 export type GpuXidErrorDetail = z.infer<typeof GpuXidErrorDetailSchema>;

@@ -65,6 +65,11 @@ export const RemediationDetailSchema = z
       })
       .strict(),
     action: z.enum([...REMEDIATION_ACTIONS, 'restore']),
+    /** The remediation policy's profile whose rule decided (docs/remediation.md "Profiles"); absent: none did. */
+    profile: z
+      .string()
+      .regex(/^[a-z0-9]([-a-z0-9._]{0,61}[a-z0-9])?$/)
+      .optional(),
     phase: z.enum(REMEDIATION_PHASES),
     scope: z.enum(['mig-instance', 'gpu', 'node']),
     target: z

@@ -29,6 +29,20 @@ describe('gpu-reflex remediate policy', () => {
     expect(io.stdout.find((l) => l.startsWith('monitoring-degraded'))).toContain('observe + notify');
   });
 
+  it('prints the rule a profile gives for a pool and GPU model, naming the profile', async () => {
+    const io = capture();
+    const args = [
+      'infra/policies/remediation.example.yaml',
+      '--pool',
+      'h100-train',
+      '--gpu-model',
+      'NVIDIA H100 80GB HBM3',
+    ];
+    expect(await policyCommand.run(args, io)).toBe(0);
+    expect(io.stdout.find((l) => l.startsWith('XID 79 '))).toContain('reboot-node (profile h100-train-79)');
+    expect(io.stdout.find((l) => l.startsWith('XID 13 '))).not.toContain('profile');
+  });
+
   it('reports a bad file by line and field, exit code 1', async () => {
     const io = capture({ 'bad.yaml': 'xids:\n  79:\n    action: explode\n' });
     expect(await policyCommand.run(['bad.yaml'], io)).toBe(1);

@@ -47,18 +47,19 @@ export const policyCommand: Command = {
   path: ['remediate', 'policy'],
   summary: 'check a remediation policy file and print the rules it yields',
   help: [
-    'Usage: gpu-reflex remediate policy [FILE] [--pool NAME] [--json]',
+    'Usage: gpu-reflex remediate policy [FILE] [--pool NAME] [--gpu-model NAME] [--json]',
     '',
     'Loads FILE (YAML or JSON) over the defaults and prints, per XID and health condition, the',
     'first action, the escalation chain and the repetition rule. Without FILE: the defaults.',
     'Errors name the line and field (policy.yaml:12: xids.79.action: ...); exit code 1.',
-    "  --pool NAME   apply that pool's overrides",
-    '  --json        print the merged policy as JSON',
+    "  --pool NAME        apply that pool's overrides (and its profiles)",
+    "  --gpu-model NAME   the GPU's product name, for profiles that match gpuModels ('NVIDIA H100 80GB HBM3')",
+    '  --json             print the merged policy as JSON',
   ].join('\n'),
   async run(args, io) {
     const { values, positionals } = parseArgs({
       args,
-      options: { pool: { type: 'string' }, json: { type: 'boolean' } },
+      options: { pool: { type: 'string' }, 'gpu-model': { type: 'string' }, json: { type: 'boolean' } },
       allowPositionals: true,
       strict: true,
     });
@@ -78,13 +79,18 @@ export const policyCommand: Command = {
     const rows: string[][] = [['trigger', 'action', 'then', 'escalate on repeat']];
     const triggers: (number | (typeof HEALTH_CONDITIONS)[number])[] = [...XID_CATALOG.keys(), ...HEALTH_CONDITIONS];
     for (const t of triggers) {
-      const r = resolveRule(policy, values.pool, t);
+      const model = values['gpu-model'];
+      const r = resolveRule(
+        policy,
+        values.pool,
+        typeof t === 'number' && model ? { kind: 'xid', xid: t, gpuModel: model } : t,
+      );
       const esc = r.escalate
         ? `${r.escalate.count}x / ${r.escalate.windowMinutes} min / ${r.escalate.distinctWorkloads} workloads`
         : '-';
       rows.push([
         typeof t === 'number' ? `XID ${t}` : t,
-        r.action + (r.notify ? ' + notify' : ''),
+        r.action + (r.notify ? ' + notify' : '') + (r.profile ? ` (profile ${r.profile})` : ''),
         r.then.join(' → ') || '-',
         esc,
       ]);

@@ -14,7 +14,7 @@ import { loadKubeConfig } from '../../functions/adapters/kube/config.ts';
 import { GpuActuator } from '../../node-agent/actuator/actuator.ts';
 import { FenceFile } from '../../node-agent/actuator/fence-file.ts';
 import { kubeNode, nvmlGpus, nvmlMigInventory } from '../../node-agent/actuator/ports.ts';
-import { gpuActionResultEvent } from '../../node-agent/events.ts';
+import { catalogProblems, gpuActionResultEvent } from '../../node-agent/events.ts';
 import { fenceFilePath } from './ack-fence-file.ts';
 
 /**
@@ -98,6 +98,8 @@ export class LocalAgentHost {
       deadLetterPath: o.files.deadLetterPath,
       send: sdkSender(client),
       clock: o.clock,
+      // As in production (openPublisherFromConfig): checked against the catalog before it is sent.
+      check: catalogProblems,
     });
     const agent = new Agent({
       nodeName: o.files.node,

@@ -61,6 +61,8 @@ export class EventTally {
   evictionsDone = 0;
   /** `detail-type\nnode` (and `detail-type\n` for any node) → events. */
   private readonly byNode = new Map<string, number>();
+  /** Remediation events by `node\naction\nprofile` (profile '' when none decided). */
+  private readonly remediations: Record<string, number> = {};
 
   addEvent(e: { detailType: string; detail: unknown }): void {
     inc(this.eventsByDetailType, e.detailType);
@@ -69,9 +71,13 @@ export class EventTally {
       phase?: string;
       node?: unknown;
       steps?: { kind: string; result: string }[];
+      target?: { node?: unknown };
+      profile?: unknown;
     };
     if (e.detailType === 'Remediation') {
       inc(this.actionsByKind, `${d.action} ${d.phase}`);
+      const profile = typeof d.profile === 'string' ? d.profile : '';
+      inc(this.remediations, `${String(d.target?.node)}\n${d.action}\n${profile}`);
       this.evictionsDone += (Array.isArray(d.steps) ? d.steps : []).filter(
         (s) => s?.kind === 'evict' && s.result === 'done',
       ).length;
@@ -82,6 +88,16 @@ export class EventTally {
 
   addDelivery(d: DeliveryRecord): void {
     if (!d.ok) inc(this.deliveryFailures, d.function);
+  }
+
+  /** Remediation events about `node`, of `action` when given, decided by `profile` when given ('' = none). */
+  remediationCount(node: string, action?: string, profile?: string): number {
+    let n = 0;
+    for (const [k, v] of Object.entries(this.remediations)) {
+      const [kn, ka, kp] = k.split('\n');
+      if (kn === node && (action === undefined || ka === action) && (profile === undefined || kp === profile)) n += v;
+    }
+    return n;
   }
 
   /** Events of a detail-type, from one node when `node` is given. */
@@ -144,7 +160,7 @@ export function checkExpectations(
   expect: readonly Expectation[],
   nodes: readonly Node[],
   pods: readonly Pod[],
-  events: Pick<EventTally, 'count'>,
+  events: Pick<EventTally, 'count' | 'remediationCount'>,
 ): NonNullable<Summary['expectations']> {
   return expect.map((x) => {
     if ('pendingPods' in x) {
@@ -170,6 +186,16 @@ export function checkExpectations(
         check: `${bounds(atLeast, atMost)} ready nodes with ${sel}`,
         ok: (atLeast === undefined || n >= atLeast) && (atMost === undefined || n <= atMost),
         detail: `${n} ready`,
+      };
+    }
+    if ('remediation' in x) {
+      const { node, action, profile, atLeast, atMost } = x.remediation;
+      const n = events.remediationCount(node, action, profile);
+      const what = [action, profile !== undefined ? `by profile ${profile || '(none)'}` : ''].filter(Boolean).join(' ');
+      return {
+        check: `${bounds(atLeast, atMost)} Remediation ${what} on ${node}`,
+        ok: (atLeast === undefined || n >= atLeast) && (atMost === undefined || n <= atMost),
+        detail: `${n} seen`,
       };
     }
     if ('event' in x) {

@@ -259,6 +259,21 @@ export const ExpectSchema = z.union([
   z
     .object({ event: z.string().min(1), node: Name.optional(), atLeast: z.number().int().nonnegative().default(1) })
     .strict(),
+  /** Remediation events about a node, of an action, decided by a policy profile ('' = by none). */
+  z
+    .object({
+      remediation: z
+        .object({
+          node: Name,
+          action: z.string().min(1).optional(),
+          profile: z.string().optional(),
+          atLeast: z.number().int().nonnegative().optional(),
+          atMost: z.number().int().nonnegative().optional(),
+        })
+        .strict()
+        .transform((r) => (r.atLeast === undefined && r.atMost === undefined ? { ...r, atLeast: 1 } : r)),
+    })
+    .strict(),
 ]);
 export type Expectation = z.infer<typeof ExpectSchema>;
 

@@ -1,8 +1,9 @@
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, readFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { loadAgentConfig } from '../config.ts';
+import { xidEvent } from '../events.ts';
 import { openPublisherFromConfig } from './open-publisher.ts';
 import { testEvent } from './test-harness.ts';
 
@@ -22,8 +23,21 @@ describe('openPublisherFromConfig', () => {
       error() {},
     };
     const p = await openPublisherFromConfig(config, { log });
-    p.publish(testEvent(1));
+    // The production wiring checks every event against the catalog: a schematic detail is refused.
+    expect(p.publish(testEvent(1)).ok).toBe(false);
+    p.publish(
+      xidEvent('gpu-node-1', Date.UTC(2026, 0, 1), {
+        gpu: { index: 0, uuid: 'GPU-5f2c3a1e-8d41-4b7a-9e0f-1c2d3e4f5a6b', pciBusId: '00000000:3B:00.0', name: 'A100' },
+        xid: 79,
+        via: 'nvml',
+        pid: null,
+        process: null,
+        message: 'GPU has fallen off the bus',
+        podUids: [],
+      }),
+    );
     expect(await p.close({ deadlineMs: 1_000 })).toEqual({ spooled: 0, deadlineHit: false });
+    expect(await readFile(join(dir, 'dead.jsonl'), 'utf8')).toContain('InvalidDetail');
     const dry = lines.filter((l) => l.msg === 'dry run: would publish');
     expect(dry).toHaveLength(1);
     expect(dry[0]?.fields).toMatchObject({ detailType: 'GPU XID Error', bus: 'fleet-a' });

@@ -11,7 +11,8 @@ import { DEFAULT_PUBLISHER_SETTINGS, type PublisherSettings } from './publisher-
 import type { PublisherMetrics } from './publisher-metrics.ts';
 import { sdkSender } from './sdk-sender.ts';
 import { Spool } from './spool.ts';
-import { silentLog, type PublisherLog, type PutEventsSender } from './types.ts';
+import { silentLog, type OutgoingEvent, type PublisherLog, type PutEventsSender } from './types.ts';
+import { catalogProblems } from '../events.ts';
 
 export interface OpenPublisherOptions {
   busName: string;
@@ -25,6 +26,8 @@ export interface OpenPublisherOptions {
   metrics?: PublisherMetrics;
   log?: PublisherLog;
   settings?: Partial<Omit<PublisherSettings, 'busName'>>;
+  /** PublisherDeps.check: the agent passes the catalog check (`catalogProblems`). */
+  check?: (event: OutgoingEvent) => readonly string[];
 }
 
 /** Opens the spool first: whatever it holds is replayed before any new event is sent. */
@@ -43,6 +46,7 @@ export async function openPublisher(options: OpenPublisherOptions): Promise<Publ
     random: options.random ?? Math.random,
     log,
     ...(options.metrics ? { metrics: options.metrics } : {}),
+    ...(options.check ? { check: options.check } : {}),
   };
   return new Publisher(deps, settings);
 }
@@ -89,6 +93,8 @@ export function openPublisherFromConfig(
     spoolMaxBytes: config.spoolMaxBytes,
     deadLetterPath: config.deadLetterPath,
     log,
+    // Every event is checked against the catalog's schema before it is sent (STYLE.md "Boundaries").
+    check: catalogProblems,
     ...(send ? { send } : {}),
     ...(extras.metrics ? { metrics: extras.metrics } : {}),
     settings: {

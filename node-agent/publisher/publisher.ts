@@ -18,6 +18,7 @@ import { backoffDelay, classifyCallError, sortResults } from './retry-policy.ts'
 import type { PublisherSettings } from './publisher-settings.ts';
 import type { SpoolPort } from './spool.ts';
 import {
+  MalformedEventError,
   recordFromEvent,
   silentLog,
   toEntry,
@@ -37,6 +38,12 @@ export interface PublisherDeps {
    */
   journal?: SpoolPort;
   deadLetter: DeadLetterSink;
+  /**
+   * The catalog check (node-agent/events.ts `catalogProblems`): an event whose detail fails its
+   * detail-type's schema is dead-lettered with a log line, never sent. Wired by openPublisherFromConfig;
+   * unset, only the event's shape is checked (the publisher's own tests send schematic details).
+   */
+  check?: (event: OutgoingEvent) => readonly string[];
   clock: Clock;
   /** Uniform in [0, 1): the jitter source. */
   random: () => number;
@@ -132,6 +139,22 @@ export class Publisher {
       return { ok: false, error };
     }
     this.nextSeq++;
+    const problems = this.deps.check?.(event) ?? [];
+    if (problems.length > 0) {
+      const message = `fails its catalog schema: ${problems.join('; ')}`.slice(0, 2_000);
+      this.log.error('invalid event, dead-lettered and not sent', {
+        eventId: record.eventId,
+        detailType: record.detailType,
+        problems: problems.slice(0, 10),
+      });
+      // Written in order behind any other dead letters; a failing disk is logged, never thrown.
+      this.rejected = this.rejected
+        .then(() => this.deadLetter([{ record, code: 'InvalidDetail', message }]))
+        .catch((err: unknown) =>
+          this.log.error('dead-letter write failed', { eventId: record.eventId, error: String(err) }),
+        );
+      return { ok: false, error: new MalformedEventError(`event ${record.eventId}: ${message}`) };
+    }
     this.inbox.push(record);
     if (record.priority === 'critical') this.writeAhead(record);
     this.poke();
@@ -175,8 +198,12 @@ export class Publisher {
       this.poke();
     }
     await this.done;
+    await this.rejected;
     return { spooled: this.deps.spool.events, deadlineHit: this.closing?.hit ?? false };
   }
+
+  /** Dead-letter writes of events refused at publish (the catalog check), one at a time. */
+  private rejected: Promise<void> = Promise.resolve();
 
   /** Journal operations, one at a time, in publish order; sends wait for it (write-ahead). */
   private journaled: Promise<void> = Promise.resolve();

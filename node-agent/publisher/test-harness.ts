@@ -11,7 +11,7 @@ import { openPublisher } from './open-publisher.ts';
 import type { Publisher } from './publisher.ts';
 import type { PublisherSettings } from './publisher-settings.ts';
 import { registerPublisherMetrics } from './publisher-metrics.ts';
-import type { OutgoingEvent, Priority, PutEventsSender } from './types.ts';
+import type { OutgoingEvent, Priority, PublisherLog, PutEventsSender } from './types.ts';
 
 export const TEST_SETTINGS: Omit<PublisherSettings, 'busName'> = {
   batchDelayMs: 200,
@@ -40,7 +40,13 @@ export interface Harness {
 
 export async function makeHarness(
   send: PutEventsSender,
-  options: { spoolMaxBytes?: number; settings?: Partial<PublisherSettings>; dir?: string } = {},
+  options: {
+    spoolMaxBytes?: number;
+    settings?: Partial<PublisherSettings>;
+    dir?: string;
+    check?: (event: OutgoingEvent) => readonly string[];
+    log?: PublisherLog;
+  } = {},
 ): Promise<Harness> {
   const dir = options.dir ?? (await mkdtemp(join(tmpdir(), 'gpu-reflex-publisher-')));
   const spoolPath = join(dir, 'spool', 'spool.jsonl');
@@ -57,6 +63,8 @@ export async function makeHarness(
       random: () => 0.5,
       metrics: registerPublisherMetrics(metrics),
       settings: { ...TEST_SETTINGS, ...options.settings },
+      ...(options.check ? { check: options.check } : {}),
+      ...(options.log ? { log: options.log } : {}),
     });
   const h: Harness = {
     dir,

@@ -170,6 +170,7 @@ export function toRemediationDetail(
       observedAt: plan.trigger.observedAt,
     },
     action: plan.action,
+    ...(plan.profile ? { profile: plan.profile } : {}),
     phase,
     scope: plan.scope,
     target: {

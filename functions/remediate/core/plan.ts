@@ -19,7 +19,7 @@ import { approvalIdFor } from './detail.ts';
 import { boundState, cmp, isOpen, type Incident, type IncidentPhase, type NodeState } from './state.ts';
 import type { NodeFacts, Plan, PlanTarget, PlanTrigger, PodFacts, RemediationFacts, TriggerEvent } from './types.ts';
 import { actionWords, fenceWords, letFinishWords, nextWords, triggerWords, xid45FollowsWords } from './words.ts';
-import { xid45Follows } from './workflows.ts';
+import { xid45Follows, xid48Workflow } from './workflows.ts';
 
 /** Occurrences older than this are dropped from the history (longest sensible escalation window). */
 const RECENT_HORIZON_MS = 24 * 3_600_000;
@@ -130,11 +130,20 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     return noop(closes ? `${words}: resolved; incident closed` : `${words}: resolved; ${after}`, open.action, next);
   }
 
-  const rule =
+  const resolved =
     event.detailType === 'Operator Request'
       ? operatorRule(event.detail.by)
-      : resolveRule(policy, facts.pool.name, ruleTriggerOf(event));
+      : resolveRule(policy, facts.pool.name, ruleTriggerOf(event, node));
+  // NVIDIA's WORKFLOW_XID_48: a DBE with a recorded (63) or failed (64) row remap beside it.
+  const w48 =
+    event.detailType === 'GPU XID Error'
+      ? xid48Workflow(event.detail.xid, resolved, state, site, d.observedAt)
+      : ({ kind: 'rule', rule: resolved } as const);
+  if (w48.kind === 'belongs') return noop(`${words}: ${w48.words}`, 'observe');
+  const rule = w48.rule;
   if (rule.action === 'ignore') return noop(`${words}: informational (${rule.source} → ignore)`, 'ignore');
+  // The profile that decided is said on the plans that publish (and so on their Remediation event).
+  const decided = rule.profile ? { profile: rule.profile } : {};
   // NVIDIA's WORKFLOW_XID_45: with another XID on the GPU just before, it is that XID's cleanup.
   const follows =
     event.detailType === 'GPU XID Error' && event.detail.xid === 45
@@ -188,7 +197,7 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
         ...(open.resolvedAt && cmp(d.observedAt, open.resolvedAt) > 0 ? { resolvedAt: undefined } : {}),
         ...(named && cmp(d.observedAt, open.lastAt) >= 0 ? { recoveryAction: named } : {}),
       }
-    : newIncident(site, facts, ladder, decision.level, action, podUids);
+    : { ...newIncident(site, facts, ladder, decision.level, action, podUids), ...decided };
   const s1: NodeState = { ...state, recent };
   const retryApproval = open?.phase === 'awaiting-approval';
 
@@ -263,6 +272,7 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
         scope,
         phase: 'awaiting-approval',
         target,
+        ...decided,
         ...edit(next),
         approval: { summary },
         notices: [ask],
@@ -312,6 +322,7 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     scope,
     phase: 'decided',
     target,
+    ...decided,
     ...edit(next),
     evictions,
     notices,
@@ -320,11 +331,23 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   };
 }
 
-function ruleTriggerOf(event: Exclude<TriggerEvent, { detailType: 'Operator Request' }>): RuleTrigger {
+/**
+ * The GPU's product name as profiles match it: NVML's name the agent put in the event, else the node's
+ * label from GPU Feature Discovery (`nvidia.com/gpu.product`, NVIDIA/gpu-feature-discovery) or ACK's
+ * (`aliyun.accelerator/nvidia_name`, ACK "GPU node labels").
+ */
+export const GPU_MODEL_LABELS = ['nvidia.com/gpu.product', 'aliyun.accelerator/nvidia_name'] as const;
+
+function ruleTriggerOf(
+  event: Exclude<TriggerEvent, { detailType: 'Operator Request' }>,
+  node: Pick<NodeFacts, 'labels'>,
+): RuleTrigger {
+  const model = event.detail.gpu?.name ?? GPU_MODEL_LABELS.map((l) => node.labels[l]).find((v) => v);
   return event.detailType === 'GPU XID Error'
     ? {
         kind: 'xid',
         xid: event.detail.xid,
+        ...(model ? { gpuModel: model } : {}),
         ...(event.detail.recoveryAction ? { recoveryAction: event.detail.recoveryAction } : {}),
         ...(event.detail.severity ? { severity: event.detail.severity } : {}),
         ...(event.detail.nvlink ? { nvlink: event.detail.nvlink } : {}),

@@ -91,6 +91,11 @@ describe('the example policy file', () => {
       'observe',
     );
     expect(p.pools['h100-train']?.maxQuarantinedShare).toBe(0.3);
+    expect(resolveRule(p, 'h100-train', { kind: 'xid', xid: 79, gpuModel: 'NVIDIA H100 80GB HBM3' })).toMatchObject({
+      action: 'reboot-node',
+      profile: 'h100-train-79',
+    });
+    expect(resolveRule(p, 't4-inference', { kind: 'xid', xid: 13, gpuModel: 'Tesla T4' }).escalate?.count).toBe(5);
     expect(fenceBackendOf(p, 'h100-train')).toBe('nvidia-plugin');
     expect(fenceBackendOf(p, 't4-inference')).toBe('ack-file');
     expect(p.fence.nvidiaPlugin).toEqual({

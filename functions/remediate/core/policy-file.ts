@@ -13,6 +13,8 @@ import {
   PolicySchema,
   RuleOverrideSchema,
   PoolOverrideSchema,
+  ProfileName,
+  ProfileSchema,
   EscalateSchema,
   type Policy,
 } from './policy.ts';
@@ -36,6 +38,7 @@ const PolicyFileSchema = z
     conditions: z.partialRecord(z.enum(HEALTH_CONDITIONS), RuleOverrideSchema).optional(),
     recoveryActions: z.partialRecord(z.enum(GPU_RECOVERY_ACTIONS), RuleOverrideSchema).optional(),
     pools: z.record(z.string().min(1), PoolOverrideSchema).optional(),
+    profiles: z.record(ProfileName, ProfileSchema).optional(),
     poolLabels: z.array(z.string().min(1)).min(1).max(8).optional(),
     blastRadius: z
       .object({
@@ -110,6 +113,7 @@ export function mergePolicy(base: Policy, file: PolicyFile): Policy {
     conditions: rules(base.conditions, file.conditions),
     recoveryActions: rules(base.recoveryActions, file.recoveryActions),
     pools: { ...base.pools, ...(file.pools ?? {}) },
+    profiles: { ...base.profiles, ...(file.profiles ?? {}) },
     poolLabels: file.poolLabels ?? [...base.poolLabels],
     blastRadius: { ...base.blastRadius, ...(file.blastRadius ?? {}) },
     escalation: { ...base.escalation, ...(file.escalation ?? {}) },

@@ -9,6 +9,7 @@ import {
   GPU_RECOVERY_ACTIONS,
   HEALTH_CONDITIONS,
   int,
+  NVIDIA_BUCKETS,
   NVLINK5_XIDS,
   nvlink5Verdict,
   REMEDIATION_ACTIONS,
@@ -17,6 +18,7 @@ import {
   type HealthCondition,
   type RemediationAction,
 } from '../../../events/index.ts';
+import { chooseProfile, profileProblems } from './policy-profiles.ts';
 
 export const Action = z.enum(REMEDIATION_ACTIONS);
 
@@ -55,6 +57,46 @@ export const RuleOverrideSchema = z
   })
   .strict();
 export type RuleOverride = z.infer<typeof RuleOverrideSchema>;
+
+/**
+ * A profile (docs/remediation.md "Profiles"): where it applies, and what it changes in the XID's rule.
+ * `match` names at least one of pools, GPU models (`*` is any run of characters), NVIDIA resolution
+ * classes or XID codes; every named one must hold. The overrides are merged over the XID's rule as a
+ * pool's are; the most specific matching profile decides (policy-profiles.ts `chooseProfile`).
+ */
+export const ProfileSchema = z
+  .object({
+    match: z
+      .object({
+        pools: z.array(z.string().min(1).max(253)).min(1).max(64).optional(),
+        gpuModels: z
+          .array(z.string().regex(/^[A-Za-z0-9*][-A-Za-z0-9 _.*]{0,95}$/, 'expected a GPU model like NVIDIA-H100*'))
+          .min(1)
+          .max(64)
+          .optional(),
+        /** NVIDIA's "Resolution Bucket (Immediate Action)" (`xid explain` prints it); NONE_GIVEN: unlisted XIDs too. */
+        xidClasses: z.array(z.enum(NVIDIA_BUCKETS)).min(1).max(NVIDIA_BUCKETS.length).optional(),
+        xids: z.array(int().min(1).max(999)).min(1).max(256).optional(),
+      })
+      .strict()
+      .refine((m) => m.pools || m.gpuModels || m.xidClasses || m.xids, {
+        message: 'expected at least one of pools, gpuModels, xidClasses, xids',
+      }),
+    action: Action.optional(),
+    then: z.array(Action).max(6).optional(),
+    /** `false` turns escalation by repetition off. */
+    escalate: z.union([EscalateSchema, z.literal(false)]).optional(),
+    notify: z.boolean().optional(),
+  })
+  .strict()
+  .refine((p) => p.action || p.then || p.escalate !== undefined || p.notify !== undefined, {
+    message: 'expected at least one of action, then, escalate, notify',
+  });
+export type Profile = z.infer<typeof ProfileSchema>;
+/** A profile's name: what the Remediation event and its words say decided. */
+export const ProfileName = z
+  .string()
+  .regex(/^[a-z0-9]([-a-z0-9._]{0,61}[a-z0-9])?$/, 'expected a profile name like train-h100 (63 of [a-z0-9._-])');
 
 /**
  * How one GPU is kept out of scheduling (docs/remediation.md "Fence backends"), per pool:
@@ -166,6 +208,8 @@ export const PolicySchema = z
     /** What NVML's recovery action demands (XID 154, `recovery-action` health events). */
     recoveryActions: z.partialRecord(z.enum(GPU_RECOVERY_ACTIONS), RuleOverrideSchema),
     pools: z.record(z.string().min(1), PoolOverrideSchema),
+    /** XID overrides by pool, GPU model and class (ProfileSchema); the most specific match decides. */
+    profiles: z.record(ProfileName, ProfileSchema),
     /** Node labels naming the pool, first present wins (the handler resolves it with `poolOf`). */
     poolLabels: z.array(z.string().min(1)).min(1).max(8),
     blastRadius: z
@@ -209,6 +253,8 @@ export const PolicySchema = z
         message: 'expected observe or ignore: monitoring-degraded is never a hardware verdict',
       });
     }
+    for (const pr of profileProblems(p.profiles))
+      ctx.addIssue({ code: 'custom', path: ['profiles', ...pr.path], message: pr.message });
   });
 export type Policy = z.infer<typeof PolicySchema>;
 
@@ -287,6 +333,7 @@ export const DEFAULT_POLICY: Policy = deepFreeze({
   conditions: CONDITION_DEFAULTS,
   recoveryActions: RECOVERY_DEFAULTS,
   pools: {},
+  profiles: {},
   poolLabels: ['gpu-reflex.io/pool', 'alibabacloud.com/nodepool-id', 'accelerator'],
   // EKS node auto repair pauses beyond 20% of a node group.
   blastRadius: { maxShare: 0.2, maxCount: 10, windowMinutes: 60 },
@@ -322,6 +369,8 @@ export interface Rule {
   notify: boolean;
   /** Where the rule came from, for reasons: `XID 79`, `recovery action gpu-reset`, `pool a100`. */
   source: string;
+  /** The profile that decided (policy `profiles`), when one did. */
+  profile?: string;
   /** quarantine-gpu: leave the GPU's running pods until this deadline (RuleOverrideSchema.letWorkFinish); null: evict at once. */
   letWorkFinish: { deadlineMinutes: number } | null;
 }
@@ -334,6 +383,8 @@ export type RuleTrigger =
       recoveryAction?: GpuRecoveryAction;
       severity?: 'fatal' | 'nonfatal';
       nvlink?: { intrinfo: number; errorStatus: number };
+      /** The GPU's product name (profiles match `gpuModels` on it). */
+      gpuModel?: string;
     }
   | {
       kind: 'condition';
@@ -376,7 +427,11 @@ export function resolveRule(
     const fallback: RuleOverride = { action: info.action, then: [...info.then], notify: info.notify, escalate: false };
     let rule = merge(fallback, policy.xids[k]);
     rule = merge(rule, poolOver?.xids?.[k]);
-    const r = finish(rule, poolOver?.xids?.[k] ? `XID ${k} (pool ${pool})` : `XID ${k}`, undefined);
+    const src = poolOver?.xids?.[k] ? `XID ${k} (pool ${pool})` : `XID ${k}`;
+    const chosen = chooseProfile(policy.profiles, { pool, gpuModel: t.gpuModel, xid: t.xid }, rule);
+    const r = chosen
+      ? { ...finish(merge(rule, chosen.override), `${src} (profile ${chosen.name})`, undefined), profile: chosen.name }
+      : finish(rule, src, undefined);
     // Never escalate on XID 45 noise, whatever a file says (the schema rejects it too).
     // Alone on its GPU (plan.ts ignores one that follows another XID): NVIDIA says restart Fabric Manager, a person's call.
     if (t.xid === 45) return { ...r, escalate: null, source: `${r.source} (alone: restart Fabric Manager)` };

@@ -90,6 +90,8 @@ const IncidentSchema = z.object({
   recoveryAction: z.enum(GPU_RECOVERY_ACTIONS).optional(),
   /** The quarantined-gpus entry this incident holds (MIG UUID, `GPU-…/gi<n>` or GPU UUID). */
   qid: z.string().optional(),
+  /** The policy profile whose rule opened the incident (policy `profiles`), when one did. */
+  profile: z.string().max(63).optional(),
   scope: z.enum(['mig-instance', 'gpu', 'node']),
   action: z.enum(REMEDIATION_ACTIONS),
   /** The rule's chain [action, ...then] when the incident opened (recovery actions included). */

@@ -332,6 +332,7 @@ function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undefined {
     incident: main?.key ?? `${node.name}/sweep`,
     action,
     scope,
+    ...(main?.profile ? { profile: main.profile } : {}),
     phase: action === 'restore' ? 'restored' : repairing ? 'awaiting-repair' : onlyBookkeeping ? 'skipped' : 'decided',
     target: {
       node: node.name,

@@ -177,6 +177,8 @@ export interface Plan extends Actions<NodeState> {
   reason: string;
   trigger: PlanTrigger;
   nextState: NodeState;
+  /** The policy profile that decided (policy `profiles`), when one did: said on the Remediation event. */
+  profile?: string;
   /** Approval plans: what a person is asked to approve. */
   approval?: { summary: string };
   /** A repeat that did not (yet) escalate: how far it is toward the next rung. */

@@ -71,6 +71,15 @@ export function xid45FollowsWords(words: string, other: string): string {
   return `${words}: it follows ${other} on this GPU, so it is that error's cleanup: ignored, the ${other} incident decides`;
 }
 
+/** NVIDIA's WORKFLOW_XID_48 (workflows.ts `xid48Workflow`): what a 63 or 64 beside the 48 means. */
+export const XID48_WITH_63 =
+  'with XID 63: the row is remapped, running work is safe: fence new work, reset when it ends';
+export const XID48_WITH_64 = 'with XID 64: the row remap failed: NVIDIA says reset now and contact support';
+export const XID64_AFTER_48 =
+  'after XID 48: the row remap of that DBE failed: NVIDIA says reset now and contact support';
+export const XID63_BELONGS_TO_48 =
+  'it records the remap of the XID 48 just before on this GPU: that incident decides, and its reset applies the remap';
+
 export function actionWords(action: RemediationAction, node: string, site: FaultSite, pods: number): string {
   const moved = pods === 1 ? '1 pod' : `${pods} pods`;
   switch (action) {

@@ -3,7 +3,7 @@ import type { GpuXidErrorDetail } from '../../../events/index.ts';
 import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY } from './policy.ts';
 import { renderSteps } from './detail.ts';
-import { apply, factsFor, node, STANDARD_PODS, xid } from '../testing.ts';
+import { apply, at, factsFor, node, STANDARD_PODS, xid } from '../testing.ts';
 import type { Plan, TriggerEvent } from './types.ts';
 
 const kinds = (plan: Plan) => renderSteps(plan).map((s) => s.kind);
@@ -115,5 +115,65 @@ describe("NVIDIA's WORKFLOW_XID_45", () => {
       xid(45, { minute: 6, pods: [{ uid: 'uid-train-0' }] }),
     ]);
     expect(plans[1]!.action).toBe('observe');
+  });
+});
+
+describe("NVIDIA's WORKFLOW_XID_48 (double-bit ECC with or without the row-remap XIDs 63/64)", () => {
+  const pods = [{ uid: 'uid-train-0' }];
+  const incidentOf = (plan: Plan, x: number) => plan.nextState.incidents.find((i) => i.xid === x);
+
+  it('48 alone: quarantines the GPU and moves its pods at once, to be reset', async () => {
+    const [plan] = await replay([xid(48, { minute: 0, pods })]);
+    expect(plan!.action).toBe('quarantine-gpu');
+    expect(kinds(plan!)).toEqual(expect.arrayContaining(['evict']));
+    expect(incidentOf(plan!, 48)?.evictAt).toBeUndefined();
+    expect(plan!.reason).not.toMatch(/with XID 6[34]/);
+  });
+
+  it('48 with a 63 just before: the row is remapped, so new work is fenced and running work may finish before the reset', async () => {
+    const plans = await replay([xid(63, { minute: 0, pods }), xid(48, { minute: 1, pods })]);
+    const plan = plans[1]!;
+    expect(plan.action).toBe('quarantine-gpu');
+    expect(kinds(plan)).not.toContain('evict');
+    expect(incidentOf(plan, 48)?.evictAt).toBe(new Date(Date.parse(at(1)) + 1000 + 480 * 60_000).toISOString());
+    expect(plan.reason).toContain('with XID 63: the row is remapped');
+  });
+
+  it('48 with a 64 just before: the remap failed, so its pods move at once and a person is told', async () => {
+    const plans = await replay([
+      xid(64, { minute: 0, gpu: 1 }),
+      xid(64, { minute: 0, pods }),
+      xid(48, { minute: 2, pods }),
+    ]);
+    const plan = plans[2]!;
+    expect(plan.action).toBe('quarantine-gpu');
+    expect(plan.reason).toContain('with XID 64: the row remap failed');
+    expect(incidentOf(plan, 48)?.evictAt).toBeUndefined();
+    expect(plan.notices.length).toBeGreaterThan(0);
+  });
+
+  it('a 63 after the 48 belongs to it: nothing of its own, the 48 incident decides', async () => {
+    const plans = await replay([xid(48, { minute: 0, pods }), xid(63, { minute: 1, pods })]);
+    expect(plans.map((p) => p.action)).toEqual(['quarantine-gpu', 'observe']);
+    expect(plans[1]!.kind).toBe('noop');
+    expect(plans[1]!.notices).toEqual([]);
+    expect(plans[1]!.reason).toContain('it records the remap of the XID 48 just before on this GPU');
+  });
+
+  it('a 64 after the 48: the remap of that DBE failed; the 64 quarantines as NVIDIA says and tells a person', async () => {
+    const plans = await replay([xid(48, { minute: 0, pods }), xid(64, { minute: 1, pods })]);
+    expect(plans[1]!.action).toBe('quarantine-gpu');
+    expect(plans[1]!.reason).toContain('after XID 48: the row remap of that DBE failed');
+    expect(plans[1]!.notices.length).toBeGreaterThan(0);
+  });
+
+  it('a 63 more than five minutes before, or on another GPU, leaves the 48 alone; a 63 alone is its own rule', async () => {
+    const far = await replay([xid(63, { minute: 0, pods }), xid(48, { minute: 6, pods })]);
+    expect(kinds(far[1]!)).toContain('evict');
+    const other = await replay([xid(63, { minute: 0, gpu: 1 }), xid(48, { minute: 1, pods })]);
+    expect(kinds(other[1]!)).toContain('evict');
+    const [alone] = await replay([xid(63, { minute: 0, pods })]);
+    expect(alone!.action).toBe('observe');
+    expect(alone!.kind).toBe('act');
   });
 });
