@@ -26,6 +26,7 @@ import { StackKube } from './stack-kube.ts';
 import { StackRecorder } from './stack-recorder.ts';
 import { startAgentProcesses, startInProcessAgents } from './stack-agents.ts';
 import { DevicePluginStandIn, type DevicePluginKind } from './device-plugin.ts';
+import { cardsOf } from './kube/gpushare.ts';
 import { fenceFilePath, replaceUnhealthyDevices } from './ack-fence-file.ts';
 import { remediationConfig } from '../../functions/remediate/wiring.ts';
 import { fenceBackendOf, poolOf } from '../../functions/remediate/core/policy.ts';
@@ -346,7 +347,11 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     const devicePlugin = sim
       ? new DevicePluginStandIn(
           sim,
-          nodeFiles.map((f) => ({ ...f, gpus: gpuSpecsByNode.get(f.node) ?? [], kind: pluginKind(f.node) })),
+          // A node that shares its cards (ACK cGPU) runs the gpushare device plugin instead, which
+          // reads no unhealthy-devices file (GDP pkg/gpu/nvidia: no such read; docs/sharing.md).
+          nodeFiles
+            .filter((f) => !sharesCards(nodes.find((n) => n.metadata.name === f.node)))
+            .map((f) => ({ ...f, gpus: gpuSpecsByNode.get(f.node) ?? [], kind: pluginKind(f.node) })),
           policy.fence.nvidiaPlugin,
           policy.fence.dra.driver,
         )
@@ -724,4 +729,9 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     await cleanup();
     throw err;
   }
+}
+
+/** A node that shares its GPUs through ACK's gpushare (it advertises aliyun.com/gpu-mem and gpu-count). */
+function sharesCards(node: Node | undefined): boolean {
+  return node !== undefined && cardsOf(node) !== undefined;
 }
