@@ -6,7 +6,8 @@
  */
 import { describe, expect, it } from 'vitest';
 import { GPU_ACTIONS_ANNOTATION, type GpuActionRequest } from '../../../events/index.ts';
-import { requestsGpu } from '../../adapters/kube/model.ts';
+import { requestsGpu, type PodInfo } from '../../adapters/kube/model.ts';
+import { podFacts } from '../facts.ts';
 import { cardFenceChange, cardsLifted, fenceBackendFor, sharesCards } from './fence-cgpu.ts';
 import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY, type Policy } from './policy.ts';
@@ -83,6 +84,23 @@ describe('which nodes share their GPUs, and the fence backend there', () => {
   it("keeps a pool's non-ACK backend on a sharing node (DRA, NVIDIA's plugin, cordon are not the ACK file)", () => {
     for (const b of ['dra', 'nvidia-plugin', 'cordon'] as const)
       expect(fenceBackendFor({ ...P, pools: { a100: { fenceBackend: b } } }, 'a100', shared())).toBe(b);
+  });
+
+  it("reads a pod's card from the gpushare scheduler's annotation", () => {
+    const info: PodInfo = {
+      namespace: 'ml',
+      name: 'chat-0',
+      uid: 'u',
+      nodeName: 'a10-share',
+      phase: 'Running',
+      labels: {},
+      annotations: { ALIYUN_COM_GPU_MEM_IDX: '1', ALIYUN_COM_GPU_MEM_ASSIGNED: 'true' },
+      owners: [],
+      terminating: false,
+      terminationGracePeriodSeconds: undefined,
+      extendedResources: { 'aliyun.com/gpu-mem': 8 },
+    };
+    expect(podFacts(info)).toMatchObject({ cards: [1], requestsGpu: true });
   });
 
   it('counts a pod asking only for ACK shared memory or cards as a GPU pod', () => {
