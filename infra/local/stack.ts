@@ -26,7 +26,7 @@ import { StackKube } from './stack-kube.ts';
 import { StackRecorder } from './stack-recorder.ts';
 import { startAgentProcesses, startInProcessAgents } from './stack-agents.ts';
 import { DevicePluginStandIn, type DevicePluginKind } from './device-plugin.ts';
-import { cardsOf } from './kube/gpushare.ts';
+import { cardsOf, replaceUnhealthyCards } from './kube/gpushare.ts';
 import { fenceFilePath, replaceUnhealthyDevices } from './ack-fence-file.ts';
 import { remediationConfig } from '../../functions/remediate/wiring.ts';
 import { fenceBackendOf, poolOf } from '../../functions/remediate/core/policy.ts';
@@ -509,6 +509,16 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           what: '',
           text: `${s.fenceFile.by} replaces the unhealthy-devices file of ${s.node} with ${JSON.stringify(content)}${s.note ? ` — ${s.note}` : ''}`,
         });
+      } else if ('unhealthyCards' in s) {
+        if (sim) replaceUnhealthyCards(sim.store, s.node, s.unhealthyCards.gpus ?? undefined);
+        const said = s.unhealthyCards.gpus === null ? 'drops its gpus' : `sets gpus to "${s.unhealthyCards.gpus}"`;
+        emit({
+          who: 'scenario',
+          kind: 'note',
+          what: '',
+          text: `${s.unhealthyCards.by} rewrites kube-system/unhealthy-gpu-${s.node}: ${said}${s.note ? ` — ${s.note}` : ''}`,
+        });
+        sim?.tick();
       } else if ('pods' in s) {
         // The step is printed before the pods exist: the scheduler's lines are its effects.
         const n = s.pods.count;

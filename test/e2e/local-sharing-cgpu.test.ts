@@ -9,7 +9,8 @@ import type { Pod } from '../../infra/local/kube/types.ts';
  * scheduler plays ACK's gpushare extender and plugin (infra/local/kube/gpushare.ts). A hardware XID on
  * card 1 of a 2-card node moves only card 1's tenants; card 1 is fenced through ConfigMap
  * kube-system/unhealthy-gpu-<node>, verified, and unlisted after the reset and probe; card 0 keeps
- * serving and takes the new pods. An application XID whose pid names no pod moves no tenant.
+ * serving and takes the new pods; a person's clearing of the ConfigMap is reported and undone. An
+ * application XID whose pid names no pod moves no tenant.
  */
 describe('gpu-reflex simulate, sharing-cgpu scenario', () => {
   let result: StackResult;
@@ -68,14 +69,28 @@ describe('gpu-reflex simulate, sharing-cgpu scenario', () => {
     for (const l of replaced) expect(l).toMatch(/rescheduled on a10-share-0 card 0 \(replaces ml-infer\/chat-[01]\)/);
     const pending = at(/1 pod pending on aliyun\.com\/gpu-mem/);
     const probed = at(/a10-share-0\s+GPU Action Result\s+probe probe passed/);
-    const unlisted = at(/configmap kube-system\/unhealthy-gpu-a10-share-0 gpus "1" → ""/);
+    // The last unlisting is the restore's (a person's clearing comes first: the drift test).
+    const unlistings = lines.filter((l) => /configmap kube-system\/unhealthy-gpu-a10-share-0 gpus "1" → ""/.test(l));
+    const unlisted = lineAt(unlistings.slice(-1), /./);
     const big = at(/pod ml-infer\/big scheduled on a10-share-0 card 1/);
-    expect(pending).toBe(120);
+    expect(pending).toBe(170);
     expect(probed).toBeLessThanOrEqual(unlisted);
     expect(unlisted).toBeLessThanOrEqual(big);
     const final = byName(result.report.final.pods);
     expect(final['keep-0']).toBe('0');
     expect(final['big']).toBe('1');
+  });
+
+  it('reports a fence someone removed by hand and lists the card again, keeping the fence verified', () => {
+    const cleared = at(/a person rewrites kube-system\/unhealthy-gpu-a10-share-0: sets gpus to ""/);
+    const text = lines.join('\n');
+    expect(text).toMatch(
+      /no\s+longer holds: someone took it out of\s+kube-system\/unhealthy-gpu-a10-share-0; listing it\s+again/,
+    );
+    const relisted = lines.findIndex((l) => /gpus "" → "1"/.test(l) && lineAt([l], /./) === cleared);
+    expect(relisted).toBeGreaterThan(0);
+    expect(text).toMatch(/holds\s+again:\s+kube-system\/unhealthy-gpu-a10-share-0 lists it/);
+    expect(lines.some((l) => /node a10-share-0 tainted/.test(l))).toBe(false);
   });
 
   it('records the fence as verified by identity, and lifts it only after the reset and the passed probe', () => {

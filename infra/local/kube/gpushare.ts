@@ -80,6 +80,20 @@ export function unhealthyCards(cm: KubeObject | undefined): Set<number> {
   return out;
 }
 
+/**
+ * Another writer (a person, another tool) replaces the node's ConfigMap `gpus` whole with `gpus`
+ * (undefined: the key is dropped); other keys stay. Scripted adversity (stack.ts).
+ */
+export function replaceUnhealthyCards(store: Pick<Store, 'get' | 'put'>, node: string, gpus: string | undefined): void {
+  const name = unhealthyConfigMapName(node);
+  const cm = store.get('configmaps', 'kube-system', name) as
+    (KubeObject & { data?: Record<string, string> }) | undefined;
+  const { gpus: _old, ...others } = cm?.data ?? {};
+  const data = gpus === undefined ? others : { ...others, gpus };
+  const metadata = cm?.metadata ?? { name, namespace: 'kube-system', uid: `cm-${name}`, resourceVersion: '' };
+  store.put('configmaps', { apiVersion: 'v1', kind: 'ConfigMap', ...cm, metadata, data } as KubeObject);
+}
+
 /** The node's unhealthy cards, from its ConfigMap in the store (none when it has none). */
 export function unhealthyCardsOf(store: Pick<Store, 'get'>, node: string): Set<number> {
   return unhealthyCards(store.get('configmaps', 'kube-system', unhealthyConfigMapName(node)));
