@@ -1,7 +1,8 @@
 /**
  * applyActions: the one applier. Carries any plan's actions out through the ports, in this order:
  * the node change as one patch (a taint and a cordon stop new work before anything moves), the
- * DRA DeviceTaintRules (created, then deleted), ACK gpushare's card fence, then evictions (all at once), notices, cloud actions. It checks no dry-run flag: dry-run is the ports' decorator,
+ * DRA DeviceTaintRules (created, then deleted), ACK gpushare's card fence, then evictions (all at
+ * once), notices, cloud actions. It checks no dry-run flag: dry-run is the ports' decorator,
  * chosen in the wiring.
  *
  * Failure meaning: the node patch throws (the invocation is retried; every action is idempotent);

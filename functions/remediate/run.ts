@@ -40,7 +40,7 @@ export interface RemediationDeps {
   leases: LeaseOps;
   /** DRA DeviceTaintRules (pools fencing by `dra`); absent: those fences fall back to a node taint. */
   deviceTaints?: DeviceTaintOps;
-  /** ACK gpushare's unhealthy-gpu ConfigMaps (nodes that share their GPUs); absent: those fences fall back to a node taint. */
+  /** ACK gpushare's unhealthy-gpu ConfigMaps (sharing nodes); absent: those fences fall back to a node taint. */
   cardFences?: CardFenceOps;
   /** The bus; in a dry run the wiring's DryRunPublisher (reports marked, side effects withheld). */
   publisher: EventPublisher;

@@ -56,7 +56,8 @@ export class ClusterObserver {
     const was = e.type === 'ADDED' ? undefined : gpus(e.previous);
     const now = e.type === 'DELETED' ? undefined : gpus(e.object);
     if (was === now) return;
-    const text = `configmap kube-system/${name} gpus ${JSON.stringify(was ?? '')} → ${JSON.stringify(now ?? '')} (gpushare extender)`;
+    const change = `${JSON.stringify(was ?? '')} → ${JSON.stringify(now ?? '')}`;
+    const text = `configmap kube-system/${name} gpus ${change} (gpushare extender)`;
     this.emit({ who: 'cluster', kind: 'cluster', what: '', text });
   }
 

@@ -516,7 +516,9 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           who: 'scenario',
           kind: 'note',
           what: '',
-          text: `${s.unhealthyCards.by} rewrites kube-system/unhealthy-gpu-${s.node}: ${said}${s.note ? ` — ${s.note}` : ''}`,
+          text:
+            `${s.unhealthyCards.by} rewrites kube-system/unhealthy-gpu-${s.node}: ${said}` +
+            (s.note ? ` — ${s.note}` : ''),
         });
         sim?.tick();
       } else if ('pods' in s) {

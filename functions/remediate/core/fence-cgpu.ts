@@ -102,7 +102,8 @@ export function checkCards(
     i,
     f,
     at,
-    `${card} has been missing from ${cm} since ${f.driftAt} and could not be listed again within ${policy.fence.verifyMinutes} min`,
+    `${card} has been missing from ${cm} since ${f.driftAt} and could not be listed again ` +
+      `within ${policy.fence.verifyMinutes} min`,
   );
 }
 

@@ -48,7 +48,7 @@ const FenceStateSchema = z.object({
   driftAt: Timestamp.optional(),
   /** The last write-back of the fence by the node agent that was reported (its `restoredAt`). */
   restoredSeen: Timestamp.optional(),
-  /** ack-cgpu: the card was listed in the gpushare ConfigMap before this fence (another writer's: never unlisted by us). */
+  /** ack-cgpu: the card was listed in gpushare's ConfigMap before this fence (another writer's: never unlisted). */
   listedBefore: z.boolean().optional(),
 });
 export type FenceState = z.infer<typeof FenceStateSchema>;
