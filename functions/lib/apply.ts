@@ -1,7 +1,8 @@
 /**
  * applyActions: the one applier. Carries any plan's actions out through the ports, in this order:
  * the node change as one patch (a taint and a cordon stop new work before anything moves), the
- * DRA DeviceTaintRules (created, then deleted), then evictions (all at once), notices, cloud actions. It checks no dry-run flag: dry-run is the ports' decorator,
+ * DRA DeviceTaintRules (created, then deleted), ACK gpushare's card fence, then evictions (all at
+ * once), notices, cloud actions. It checks no dry-run flag: dry-run is the ports' decorator,
  * chosen in the wiring.
  *
  * Failure meaning: the node patch throws (the invocation is retried; every action is idempotent);
@@ -14,7 +15,7 @@ import type { Notifier } from '../adapters/chat/notifier.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { NodeChange } from '../adapters/kube/node-change.ts';
 import { evictionsNote } from '../adapters/kube/event-notes.ts';
-import type { DeviceTaintOps, EventRecorder, NodeOps, PodOps } from '../adapters/kube/ports.ts';
+import type { CardFenceOps, DeviceTaintOps, EventRecorder, NodeOps, PodOps } from '../adapters/kube/ports.ts';
 import { encodeOutbox, OUTBOX_ANNOTATION } from './outbox.ts';
 import type { Actions, CloudAction, NodeEdit } from './plan.ts';
 
@@ -30,6 +31,8 @@ export interface Applied {
   nodeEdit?: StepOutcome;
   /** `deviceTaints.add` then `deviceTaints.remove`, index for index. */
   deviceTaints?: StepOutcome[];
+  /** The one change of `cardFences`. */
+  cardFences?: StepOutcome;
   evictions: StepOutcome[];
   notices: StepOutcome[];
   cloud: StepOutcome[];
@@ -50,6 +53,8 @@ export interface ActionPorts {
   cloud?: CloudOps;
   /** DRA DeviceTaintRules; absent where the deployment has no resource.k8s.io access. */
   deviceTaints?: Pick<DeviceTaintOps, 'create' | 'remove'>;
+  /** ACK gpushare's unhealthy-card ConfigMaps; absent where the deployment has no access to them. */
+  cardFences?: Pick<CardFenceOps, 'change'>;
   /** Kubernetes Events: the accepted evictions as one Event on the node (event-notes.ts). */
   events?: EventRecorder;
 }
@@ -104,6 +109,13 @@ export async function applyActions<R>(
       );
     }
     applied.deviceTaints = out;
+  }
+  if (actions.cardFences) {
+    const { node, add, remove } = actions.cardFences;
+    // Like a device taint, a failed write throws: the fence must not be half-applied.
+    applied.cardFences = ports.cardFences
+      ? { result: (await ports.cardFences.change(node, add, remove)) ? 'done' : 'already' }
+      : { result: 'skipped', message: `no access to ConfigMap kube-system/unhealthy-gpu-${node}` };
   }
   const about = actions.nodeEdit?.node ?? basis?.name;
   if (about && ports.events)

@@ -56,6 +56,17 @@ export interface DeviceTaint extends DeviceRef {
 }
 
 /**
+ * Cards of a node that shares its GPUs through ACK's gpushare, held out of its scheduler extender's
+ * placement by ConfigMap `kube-system/unhealthy-gpu-<node>`, key `gpus` (adapters/kube/kube-card-fence-ops.ts).
+ * Only these indices change: every other writer's entry stays.
+ */
+export interface CardFence {
+  node: string;
+  add: number[];
+  remove: number[];
+}
+
+/**
  * Cloud work (repair, pool sizes). A replacement is two steps, capacity first: `grow` sets the
  * node's pool to `to` nodes (absolute, so a retry cannot add two; sent only while the pool still
  * has `from`), then, once a new node is Ready, `remove` takes the node's instance out of its pool
@@ -71,6 +82,8 @@ export interface Actions<R = never> {
   nodeEdit?: NodeEdit<R>;
   /** DRA DeviceTaintRules to create and delete (after the node change, before evictions). */
   deviceTaints?: { add: DeviceTaint[]; remove: { name: string; gpuUuid: string }[] };
+  /** Card indices to list in, and take out of, ACK's gpushare ConfigMap of the node (with the device taints). */
+  cardFences?: CardFence;
   evictions: PodRef[];
   notices: Notice[];
   cloud: CloudAction[];

@@ -209,3 +209,37 @@ describe('decideApproval', () => {
     expect((await kube.nodes.get('gpu-2')).labels[STATE_LABEL]).toBe('draining');
   });
 });
+
+describe('decideApproval on a node ACK shares (cGPU)', () => {
+  it("reads the gpushare ConfigMap before the approved fence: a card listed there before is another writer's", async () => {
+    const listed = new Map<string, number[]>([['gpu-2', [0]]]);
+    const changes: unknown[] = [];
+    const shared: RemediationDeps = {
+      ...deps,
+      cardFences: {
+        listed: async (n) => listed.get(n) ?? [],
+        change: async (n, add, remove) => {
+          changes.push([n, add, remove]);
+          const now = (listed.get(n) ?? []).filter((c) => !remove.includes(c));
+          listed.set(n, [...now, ...add.filter((c) => !now.includes(c))]);
+          return true;
+        },
+      },
+    };
+    for (const n of ['gpu-1', 'gpu-2']) await kube.nodes.setLabels(n, { 'ack.node.gpu.schedule': 'cgpu' });
+    const hw = (node: string) => ({ ...xid(node, T0), xid: 95, message: 'XID 95' });
+    await remediate(triggerOf('GPU XID Error', hw('gpu-1')), shared);
+    await remediate(triggerOf('GPU XID Error', hw('gpu-2')), shared);
+    const asked = publisher.published.filter((e) => e.detailType === APPROVAL_REQUESTED);
+    expect(asked).toHaveLength(1);
+    const id = String(asked[0]!.detail.approvalId);
+    expect(await decideApproval(decision(id, 'approved', clock.now()), shared, KEY)).toMatchObject({
+      status: 'approved-applied',
+    });
+    const history = JSON.parse((await kube.nodes.get('gpu-2')).annotations[HISTORY_ANNOTATION]!) as {
+      incidents: { fence?: { backend: string; listedBefore?: boolean } }[];
+    };
+    expect(history.incidents[0]!.fence).toMatchObject({ backend: 'ack-cgpu', listedBefore: true });
+    expect(changes).toEqual([['gpu-1', [0], []]]);
+  });
+});

@@ -12,7 +12,7 @@ import { closeApproval, getApproval, type ApprovalRecord, type ApprovalStatus } 
 import { stillWaits } from './approval-waits.ts';
 import { historyCodec } from './core/reconcile.ts';
 import { planSweep } from './core/sweep.ts';
-import { fetchPoolFacts, nodeFacts, podsOf, stateOf } from './facts.ts';
+import { cardFacts, fetchPoolFacts, nodeFacts, podsOf, stateOf } from './facts.ts';
 import { nodeLease, remediationEvent, type RemediationDeps } from './run.ts';
 import { newsworthy } from './sweep-run.ts';
 
@@ -107,7 +107,10 @@ export async function decideApproval(
         return { result: 'closed', status: 'no-longer-needed', message: note };
       }
       const pool = await fetchPoolFacts(deps.nodes, deps.policy, info, now);
-      const facts = { node: nodeFacts(info), state, pool, pods: await podsOf(deps.pods, rec.node) };
+      // A shared node's card fence begins here when the quarantine is approved: what its ConfigMap
+      // lists before is another writer's, never ours to remove later (fence-cgpu.ts).
+      const cards = await cardFacts(deps.cardFences, deps.policy, info, (m, f) => deps.logger.warn(m, f));
+      const facts = { node: nodeFacts(info, undefined, cards), state, pool, pods: await podsOf(deps.pods, rec.node) };
       const plan = planSweep(
         {
           now,

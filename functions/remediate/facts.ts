@@ -4,7 +4,9 @@
  */
 import type { NodeInfo, NodeMeta, PodInfo } from '../adapters/kube/model.ts';
 import { MIRROR_POD_ANNOTATION, requestsGpu } from '../adapters/kube/model.ts';
-import type { DeviceTaintOps, NodeOps, PodOps } from '../adapters/kube/ports.ts';
+import type { CardFenceOps, DeviceTaintOps, NodeOps, PodOps } from '../adapters/kube/ports.ts';
+import { gpushareCards } from '../adapters/kube/gpushare.ts';
+import { fenceBackendFor } from './core/fence-cgpu.ts';
 import { ForbiddenError, NotFoundError } from '../adapters/errors.ts';
 import { fenceBackendOf, poolOf, type Policy } from './core/policy.ts';
 import { OUT_OF_SERVICE, poolFacts } from './core/blast-radius.ts';
@@ -13,9 +15,10 @@ import type { NodeFacts, PodFacts, PoolFacts } from './core/types.ts';
 
 export { requestsGpu };
 
-export function nodeFacts(n: NodeInfo, dra?: NodeFacts['dra']): NodeFacts {
+export function nodeFacts(n: NodeInfo, dra?: NodeFacts['dra'], cards?: NodeFacts['cards']): NodeFacts {
   return {
     ...(dra ? { dra } : {}),
+    ...(cards ? { cards } : {}),
     name: n.name,
     labels: n.labels,
     annotations: n.annotations,
@@ -29,7 +32,9 @@ export function nodeFacts(n: NodeInfo, dra?: NodeFacts['dra']): NodeFacts {
 }
 
 export function podFacts(p: PodInfo): PodFacts {
+  const cards = gpushareCards(p.annotations);
   return {
+    ...(cards ? { cards } : {}),
     namespace: p.namespace,
     name: p.name,
     uid: p.uid,
@@ -101,6 +106,31 @@ export async function draFacts(
   } catch (err) {
     if (!(err instanceof NotFoundError || err instanceof ForbiddenError)) throw err;
     warn("DRA not readable: this node's GPU fences fall back to a node taint", {
+      node: node.name,
+      error: (err as Error).message,
+    });
+    return undefined;
+  }
+}
+
+/**
+ * The card indices ACK gpushare's ConfigMap lists for the node, read only where the node shares its
+ * GPUs and its fence backend is `ack-cgpu` (fence-cgpu.ts), and the deployment has the port. Not
+ * allowed to read it (403): a warning and no reading, so the fence falls back to a node taint after
+ * `fence.verifyMinutes`. Anything else throws (retried).
+ */
+export async function cardFacts(
+  ops: CardFenceOps | undefined,
+  policy: Policy,
+  node: NodeInfo,
+  warn: (message: string, fields: Record<string, unknown>) => void,
+): Promise<NodeFacts['cards']> {
+  if (!ops || fenceBackendFor(policy, poolOf(policy, node.labels), node) !== 'ack-cgpu') return undefined;
+  try {
+    return { listed: await ops.listed(node.name) };
+  } catch (err) {
+    if (!(err instanceof ForbiddenError)) throw err;
+    warn("gpushare's unhealthy-gpu ConfigMap not readable: this node's card fences fall back to a node taint", {
       node: node.name,
       error: (err as Error).message,
     });

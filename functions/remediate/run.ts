@@ -16,7 +16,7 @@ import {
 import type { Clock } from '../adapters/clock.ts';
 import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notifier } from '../adapters/chat/notifier.ts';
-import type { DeviceTaintOps, LeaseOps, NodeOps, PodOps, StateStore } from '../adapters/kube/ports.ts';
+import type { CardFenceOps, DeviceTaintOps, LeaseOps, NodeOps, PodOps, StateStore } from '../adapters/kube/ports.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { Applied, CloudOps } from '../lib/apply.ts';
 import type { Logger } from '../lib/logger.ts';
@@ -25,7 +25,7 @@ import { carryOut, withLease } from '../lib/reflex.ts';
 import { poolAllowance, takesCapacity } from './core/blast-radius.ts';
 import { approvalIdOf, toApprovalDetail, toRemediationDetail } from './core/detail.ts';
 import { recordApproval, type ApprovalRecord } from '../lib/approvals.ts';
-import { draFacts, nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
+import { cardFacts, draFacts, nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
 import { reserveSlot } from './ledger.ts';
 import { planRemediation } from './core/plan.ts';
 import { poolLimits, type Policy } from './core/policy.ts';
@@ -40,6 +40,8 @@ export interface RemediationDeps {
   leases: LeaseOps;
   /** DRA DeviceTaintRules (pools fencing by `dra`); absent: those fences fall back to a node taint. */
   deviceTaints?: DeviceTaintOps;
+  /** ACK gpushare's unhealthy-gpu ConfigMaps (sharing nodes); absent: those fences fall back to a node taint. */
+  cardFences?: CardFenceOps;
   /** The bus; in a dry run the wiring's DryRunPublisher (reports marked, side effects withheld). */
   publisher: EventPublisher;
   notifier: Notifier;
@@ -113,11 +115,12 @@ export async function remediate(event: TriggerEvent, deps: RemediationDeps): Pro
     const pool = await fetchPoolFacts(deps.nodes, deps.policy, info, new Date(deps.clock.now()));
     const now = new Date(deps.clock.now());
     const dra = await draFacts(deps.deviceTaints, deps.policy, info, (m, f) => deps.logger.warn(m, f));
+    const cards = await cardFacts(deps.cardFences, deps.policy, info, (m, f) => deps.logger.warn(m, f));
     const capabilities = await capabilitiesFor(deps, info);
     const facts: RemediationFacts = {
       now,
       event,
-      node: nodeFacts(info, dra),
+      node: nodeFacts(info, dra, cards),
       state,
       pool,
       pods,

@@ -8,7 +8,7 @@
 import { readOutbox } from '../lib/outbox.ts';
 import { editsScheduling } from '../lib/plan.ts';
 import { carryOut, withLease } from '../lib/reflex.ts';
-import { draFacts, nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
+import { cardFacts, draFacts, nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
 import { historyCodec } from './core/reconcile.ts';
 import { capabilitiesFor, nodeLease, remediationEvent, type RemediationDeps } from './run.ts';
 import { poolOf } from './core/policy.ts';
@@ -77,6 +77,7 @@ export async function sweep(deps: RemediationDeps, only?: string): Promise<Sweep
         const pool = pools.get(key) ?? (await fetchPoolFacts(deps.nodes, deps.policy, n, new Date(deps.clock.now())));
         pools.set(key, pool);
         const dra = await draFacts(deps.deviceTaints, deps.policy, n, (m, f) => deps.logger.warn(m, f));
+        const cards = await cardFacts(deps.cardFences, deps.policy, n, (m, f) => deps.logger.warn(m, f));
         const owned = deps.repairOwner || deps.unreachable ? await capabilitiesFor(deps, n) : undefined;
         const state = stateOf(n, deps.policy.taintKey);
         // Read only where this round may start or move a replacement (a drain's every sweep would cost ACK a call).
@@ -87,7 +88,7 @@ export async function sweep(deps: RemediationDeps, only?: string): Promise<Sweep
         );
         const replace = atReplace ? await deps.replacements!.facts(n, records.get(n.name), claimed) : undefined;
         facts.push({
-          node: nodeFacts(n, dra),
+          node: nodeFacts(n, dra, cards),
           state,
           pool,
           pods: await podsOf(deps.pods, n.name),
@@ -247,6 +248,7 @@ export function newsworthy(p: Plan): boolean {
     p.phase !== 'skipped' &&
     (editsScheduling(p.nodeEdit) ||
       p.deviceTaints !== undefined ||
+      p.cardFences !== undefined ||
       p.evictions.length > 0 ||
       p.notices.length > 0 ||
       p.cloud.length > 0)

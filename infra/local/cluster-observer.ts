@@ -1,6 +1,7 @@
 import type { Store } from './kube/index.ts';
 import type { StoreEvent } from './kube/store.ts';
-import type { Node, Pod } from './kube/types.ts';
+import type { KubeObject, Node, Pod } from './kube/types.ts';
+import { cardOfPod, UNHEALTHY_GPU_PREFIX } from './kube/gpushare.ts';
 import type { TimelineEntry } from './timeline.ts';
 
 /**
@@ -44,6 +45,20 @@ export class ClusterObserver {
   private observe(e: StoreEvent): void {
     if (e.resource === 'nodes' && e.type === 'MODIFIED' && e.previous) this.node(e.object as Node, e.previous as Node);
     if (e.resource === 'pods') this.pod(e);
+    if (e.resource === 'configmaps' && e.object.metadata.namespace === 'kube-system') this.cards(e);
+  }
+
+  /** ACK gpushare's unhealthy cards of a node (kube/gpushare.ts): what its extender skips. */
+  private cards(e: StoreEvent): void {
+    const name = e.object.metadata.name;
+    if (!name.startsWith(UNHEALTHY_GPU_PREFIX)) return;
+    const gpus = (o: KubeObject | undefined) => (o as { data?: Record<string, string> } | undefined)?.data?.gpus;
+    const was = e.type === 'ADDED' ? undefined : gpus(e.previous);
+    const now = e.type === 'DELETED' ? undefined : gpus(e.object);
+    if (was === now) return;
+    const change = `${JSON.stringify(was ?? '')} → ${JSON.stringify(now ?? '')}`;
+    const text = `configmap kube-system/${name} gpus ${change} (gpushare extender)`;
+    this.emit({ who: 'cluster', kind: 'cluster', what: '', text });
   }
 
   private node(n: Node, prev: Node): void {
@@ -100,6 +115,8 @@ export class ClusterObserver {
     if (!boundNow) return;
     const owner = ownerUid(p);
     const waiting = owner ? this.lost.get(owner) : undefined;
+    const card = cardOfPod(p);
+    const on = `${p.spec.nodeName}${card === undefined ? '' : ` card ${card}`}`;
     if (waiting && waiting.length > 0) {
       const replaces = waiting.shift()!;
       this.counters.rescheduled.push({ pod: key(p), node: p.spec.nodeName!, replaces });
@@ -107,10 +124,10 @@ export class ClusterObserver {
         who: 'cluster',
         kind: 'cluster',
         what: '',
-        text: `pod ${key(p)} rescheduled on ${p.spec.nodeName} (replaces ${replaces})`,
+        text: `pod ${key(p)} rescheduled on ${on} (replaces ${replaces})`,
       });
     } else if (gpuResourcesOf(p).length > 0) {
-      this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `pod ${key(p)} scheduled on ${p.spec.nodeName}` });
+      this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `pod ${key(p)} scheduled on ${on}` });
     }
   }
 

@@ -3,6 +3,7 @@ import type { Node, Pod } from './kube/index.ts';
 import { simMigModel, SIM_MIG_MODELS, type SimMigModel, type SimMigProfile } from './kube/mig-catalog.ts';
 import { SIM_GPU_LAYOUT_ANNOTATION } from './kube/mig-manager.ts';
 import { placeInstances } from './kube/mig-placement.ts';
+import { cardOfPod, GPU_COUNT, MEM_POD } from './kube/gpushare.ts';
 
 /**
  * What a simulated GPU node physically has, derived from its Kubernetes object the way GPU
@@ -41,10 +42,10 @@ const PRODUCTS: Record<string, { name: string; pci: string; watts: number }> = {
 
 const num = (v: string | number | undefined): number | undefined => (v === undefined ? undefined : Number(v));
 
-/** A node runs GPUs when it advertises whole GPUs or MIG slices. */
+/** A node runs GPUs when it advertises whole GPUs, MIG slices, or ACK's shared cards (gpushare.ts). */
 export function isGpuNode(node: Node): boolean {
   const alloc = node.status?.allocatable ?? {};
-  return Object.keys(alloc).some((k) => k === 'nvidia.com/gpu' || k.startsWith('nvidia.com/mig-'));
+  return Object.keys(alloc).some((k) => k === 'nvidia.com/gpu' || k.startsWith('nvidia.com/mig-') || k === GPU_COUNT);
 }
 
 function gpuUuid(node: string, index: number): string {
@@ -131,7 +132,11 @@ export function gpuSpecsOf(node: Node): GpuSpec[] {
   const labels = node.metadata.labels ?? {};
   const alloc = node.status?.allocatable ?? {};
   const migKeys = Object.keys(alloc).filter((k) => k.startsWith('nvidia.com/mig-'));
-  const count = num(labels['nvidia.com/gpu.count']) ?? num(alloc['nvidia.com/gpu']) ?? (migKeys.length > 0 ? 1 : 0);
+  const count =
+    num(labels['nvidia.com/gpu.count']) ??
+    num(alloc['nvidia.com/gpu']) ??
+    num(alloc[GPU_COUNT]) ??
+    (migKeys.length > 0 ? 1 : 0);
   const product = labels['nvidia.com/gpu.product'] ?? 'NVIDIA-A100-SXM4-80GB';
   const known = PRODUCTS[product];
   const memoryMiB = num(labels['nvidia.com/gpu.memory']) ?? 16384;
@@ -209,6 +214,13 @@ export function allocateGpus(
   for (const pod of ordered) {
     const req = requestsOf(pod);
     const ref = { uid: pod.metadata.uid, namespace: pod.metadata.namespace ?? 'default', name: pod.metadata.name };
+    // ACK's gpushare: the card its extender annotated, shared with the card's other pods; the process
+    // holds the memory the pod asked for (GiB).
+    const card = (req['aliyun.com/gpu-mem'] ?? 0) > 0 ? cardOfPod(pod) : undefined;
+    if (card !== undefined && gpus[card]) {
+      const usedMiB = 1024 * (Number(pod.metadata.annotations?.[MEM_POD]) || req['aliyun.com/gpu-mem']!);
+      out.push({ pid: pid++, gpu: card, usedMiB, pod: ref });
+    }
     for (let i = 0; i < (req['nvidia.com/gpu'] ?? 0) && freeGpus.length > 0; i++) {
       const gpu = freeGpus.shift()!;
       out.push({ pid: pid++, gpu, usedMiB: Math.round((gpus[gpu]?.memoryTotalMiB ?? 16384) * 0.6), pod: ref });

@@ -153,6 +153,23 @@ const AfterRebootStep = z
     note: z.string().optional(),
   })
   .strict();
+/**
+ * Another writer of ACK gpushare's ConfigMap `kube-system/unhealthy-gpu-<node>` replaces its `gpus`
+ * whole, as written (`null`: drops the key). Scripted adversity (infra/local/kube/gpushare.ts).
+ */
+const UnhealthyCardsStep = z
+  .object({
+    at: Duration,
+    node: Name,
+    unhealthyCards: z
+      .object({
+        gpus: z.string().max(256).nullable(),
+        by: z.string().min(1).max(80).default('another writer'),
+      })
+      .strict(),
+    note: z.string().optional(),
+  })
+  .strict();
 /** A narration line printed at its time: tells the reader what to look for next. */
 const NoteStep = z.object({ at: Duration, note: z.string().min(1) }).strict();
 export type TimelineStep =
@@ -161,6 +178,7 @@ export type TimelineStep =
   | z.infer<typeof NvmlStepSchema>
   | z.infer<typeof FenceFileStep>
   | z.infer<typeof AfterRebootStep>
+  | z.infer<typeof UnhealthyCardsStep>
   | z.infer<typeof NoteStep>;
 export type AfterRebootStepT = z.infer<typeof AfterRebootStep>;
 export type FenceFileStepT = z.infer<typeof FenceFileStep>;
@@ -182,7 +200,9 @@ export const TimelineStepSchema = z.unknown().transform((v, ctx): TimelineStep =
             ? FenceFileStep
             : 'afterReboot' in o
               ? AfterRebootStep
-              : NoteStep;
+              : 'unhealthyCards' in o
+                ? UnhealthyCardsStep
+                : NoteStep;
   const r = schema.safeParse(v);
   if (r.success) return r.data;
   for (const i of r.error.issues) ctx.addIssue({ code: 'custom', message: i.message, path: i.path });

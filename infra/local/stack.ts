@@ -26,6 +26,7 @@ import { StackKube } from './stack-kube.ts';
 import { StackRecorder } from './stack-recorder.ts';
 import { startAgentProcesses, startInProcessAgents } from './stack-agents.ts';
 import { DevicePluginStandIn, type DevicePluginKind } from './device-plugin.ts';
+import { cardsOf, replaceUnhealthyCards } from './kube/gpushare.ts';
 import { fenceFilePath, replaceUnhealthyDevices } from './ack-fence-file.ts';
 import { remediationConfig } from '../../functions/remediate/wiring.ts';
 import { fenceBackendOf, poolOf } from '../../functions/remediate/core/policy.ts';
@@ -346,7 +347,11 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     const devicePlugin = sim
       ? new DevicePluginStandIn(
           sim,
-          nodeFiles.map((f) => ({ ...f, gpus: gpuSpecsByNode.get(f.node) ?? [], kind: pluginKind(f.node) })),
+          // A node that shares its cards (ACK cGPU) runs the gpushare device plugin instead, which
+          // reads no unhealthy-devices file (GDP pkg/gpu/nvidia: no such read; docs/sharing.md).
+          nodeFiles
+            .filter((f) => !sharesCards(nodes.find((n) => n.metadata.name === f.node)))
+            .map((f) => ({ ...f, gpus: gpuSpecsByNode.get(f.node) ?? [], kind: pluginKind(f.node) })),
           policy.fence.nvidiaPlugin,
           policy.fence.dra.driver,
         )
@@ -504,6 +509,18 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           what: '',
           text: `${s.fenceFile.by} replaces the unhealthy-devices file of ${s.node} with ${JSON.stringify(content)}${s.note ? ` — ${s.note}` : ''}`,
         });
+      } else if ('unhealthyCards' in s) {
+        if (sim) replaceUnhealthyCards(sim.store, s.node, s.unhealthyCards.gpus ?? undefined);
+        const said = s.unhealthyCards.gpus === null ? 'drops its gpus' : `sets gpus to "${s.unhealthyCards.gpus}"`;
+        emit({
+          who: 'scenario',
+          kind: 'note',
+          what: '',
+          text:
+            `${s.unhealthyCards.by} rewrites kube-system/unhealthy-gpu-${s.node}: ${said}` +
+            (s.note ? ` — ${s.note}` : ''),
+        });
+        sim?.tick();
       } else if ('pods' in s) {
         // The step is printed before the pods exist: the scheduler's lines are its effects.
         const n = s.pods.count;
@@ -724,4 +741,9 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     await cleanup();
     throw err;
   }
+}
+
+/** A node that shares its GPUs through ACK's gpushare (it advertises aliyun.com/gpu-mem and gpu-count). */
+function sharesCards(node: Node | undefined): boolean {
+  return node !== undefined && cardsOf(node) !== undefined;
 }

@@ -9,6 +9,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { makeKubeApis } from './config.ts';
 import { KubeLeaseOps } from './kube-lease-ops.ts';
 import { KubeDeviceTaintOps } from './kube-device-taint-ops.ts';
+import { KubeCardFenceOps } from './kube-card-fence-ops.ts';
 import { KubeNodeOps } from './kube-node-ops.ts';
 import { KubePodOps } from './kube-pod-ops.ts';
 import { KubeQuotaOps } from './kube-quota-ops.ts';
@@ -25,6 +26,7 @@ export { KubeStateStore } from './kube-state-store.ts';
 export { KubeConfigFile } from './kube-config-file.ts';
 export { KubeLeaseOps } from './kube-lease-ops.ts';
 export { KubeDeviceTaintOps } from './kube-device-taint-ops.ts';
+export { KubeCardFenceOps } from './kube-card-fence-ops.ts';
 export { KubeEventRecorder, REPORTING_CONTROLLER, noEvents } from './kube-event-recorder.ts';
 
 /** Every port over one cluster connection; the handlers' wiring calls this once at cold start. */
@@ -40,6 +42,7 @@ export function kubePorts(kc: KubeConfig, options: KubePortsOptions): KubePorts 
     leases: new KubeLeaseOps(coordination, options.namespace, { conflictAttempts: options.conflictAttempts }),
     events,
     deviceTaints: new KubeDeviceTaintOps(custom, options.dra),
+    cardFences: new KubeCardFenceOps(core, options.conflictAttempts),
     migParted: new KubeConfigFile(core, options.migParted ?? DEFAULT_MIG_PARTED_CONFIG, options.conflictAttempts),
   };
 }

@@ -7,7 +7,7 @@ import type { DryRunAction } from './dry-run.ts';
 import { fakeKube } from './fake.ts';
 import type { FakeKube } from './fake.ts';
 import type { Json } from './model.ts';
-import type { StateStore } from './ports.ts';
+import type { CardFenceOps, StateStore } from './ports.ts';
 
 function seeded(): FakeKube {
   const k = fakeKube({ clock: manualClock() });
@@ -128,6 +128,22 @@ describe('dryRunPorts', () => {
     ).toEqual({ status: 'approved-applied' });
     expect(objects.get('state-approvals')?.get('approval.apr-1')).toEqual({ status: 'open' });
     expect(seen.map((a) => a.args)).toEqual([['approvals/approval.apr-1']]);
+  });
+
+  it("answers a gpushare card fence change by the ConfigMap's listing and writes nothing", async () => {
+    let listed = [3];
+    const writes: unknown[] = [];
+    const cardFences: CardFenceOps = {
+      listed: async () => listed,
+      change: async (...args) => (writes.push(args), (listed = [3, 1]), true),
+    };
+    const seen: DryRunAction[] = [];
+    const dry = dryRunPorts({ ...seeded(), cardFences }, (a) => seen.push(a));
+    expect(await dry.cardFences!.change('n1', [1], [])).toBe(true);
+    expect(await dry.cardFences!.change('n1', [3], [])).toBe(false);
+    expect(await dry.cardFences!.listed('n1')).toEqual([3]);
+    expect(writes).toEqual([]);
+    expect(seen.map((a) => a.op)).toEqual(['cardFences.change', 'cardFences.change']);
   });
 
   it('reads still fail as the real ports do', async () => {

@@ -10,6 +10,7 @@ import { mergeStringMap, nodeDelta, sameCondition, withTaint, withoutTaint } fro
 import type { ApplyResult, EvictResult, Json, LeaseAttempt, PodInfo, Taint, TaintEffect } from './model.ts';
 import type {
   ConfigFileOps,
+  CardFenceOps,
   DeviceTaintOps,
   EventRecorder,
   EvictOptions,
@@ -38,6 +39,7 @@ export interface DryRunnable {
   state: StateStore;
   leases: LeaseOps;
   deviceTaints?: DeviceTaintOps;
+  cardFences?: CardFenceOps;
   migParted?: ConfigFileOps;
 }
 
@@ -144,6 +146,17 @@ export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: Dr
     remove: async (name) => note('deviceTaints.remove', [name], true),
   };
 
+  // gpushare card fences: reads go through; a change is answered by what the ConfigMap lists now.
+  const cards = ports.cardFences;
+  const cardFences: CardFenceOps | undefined = cards && {
+    listed: (n) => cards.listed(n),
+    change: async (n, add, remove) => {
+      const now = new Set(await cards.listed(n));
+      const changes = add.some((c) => !now.has(c)) || remove.some((c) => now.has(c));
+      return note('cardFences.change', [n, add, remove], changes);
+    },
+  };
+
   // A dry run records nothing in the cluster, Events included; it notes what it would have recorded.
   const events: EventRecorder = {
     record: async (regarding, event) => void note('events.record', [regarding, event], undefined),
@@ -165,6 +178,7 @@ export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: Dr
     leases: leaseOps,
     ...('events' in ports ? { events } : {}),
     ...(deviceTaints ? { deviceTaints } : {}),
+    ...(cardFences ? { cardFences } : {}),
     ...(migParted ? { migParted } : {}),
   };
 }

@@ -11,6 +11,7 @@ import type { DraVersions } from './kube-device-taint-ops.ts';
 import type { ConfigFileRef } from './kube-config-file.ts';
 import type { KubeEventRecorderOptions } from './kube-event-recorder.ts';
 import type {
+  CardFenceOps,
   ConfigFileOps,
   DeviceTaintOps,
   EventRecorder,
@@ -48,6 +49,8 @@ export interface KubePorts {
   events: EventRecorder;
   /** DRA ResourceSlices and DeviceTaintRules (only read for pools that fence by `dra`). */
   deviceTaints: DeviceTaintOps;
+  /** ACK gpushare's unhealthy-card ConfigMaps (only read for nodes that share their GPUs). */
+  cardFences: CardFenceOps;
   /** NVIDIA mig-manager's mig-parted config (the MIG rebalancer writes its layouts there). */
   migParted: ConfigFileOps;
 }

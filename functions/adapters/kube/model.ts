@@ -115,9 +115,16 @@ export interface NodeSelectorExpression {
   values?: string[];
 }
 
-/** Extended resources that mean "this pod uses a GPU" (seed notes' resource table). */
-const GPU_RESOURCE =
-  /^(nvidia\.com\/(gpu|gpu\.shared|mig-.+|vgpu)|aliyun\.com\/gpu-(mem|core\.percentage)|amd\.com\/gpu|gpu\.intel\.com\/.+)$/;
+/**
+ * Extended resources that mean "this pod uses a GPU" (seed notes' resource table). ACK's GPU sharing
+ * asks for `aliyun.com/gpu-mem` (GiB), with `aliyun.com/gpu-count` (cards) and
+ * `aliyun.com/gpu-core.percentage` beside it (AliyunContainerService/gpushare-scheduler-extender
+ * pkg/utils/const.go; ACK cGPU docs): each alone is a GPU pod.
+ */
+const GPU_RESOURCE = new RegExp(
+  '^(nvidia\\.com/(gpu|gpu\\.shared|mig-.+|vgpu)|aliyun\\.com/gpu-(mem|count|core\\.percentage)' +
+    '|amd\\.com/gpu|gpu\\.intel\\.com/.+)$',
+);
 
 /** True when the pod asks for any GPU resource: whole GPUs, MIG instances, shared GPU memory… */
 export function requestsGpu(pod: Pick<PodInfo, 'extendedResources'>): boolean {

@@ -228,6 +228,21 @@ export interface DeviceTaintOps {
   remove(name: string): Promise<boolean>;
 }
 
+/**
+ * ACK's gpushare card fence: ConfigMap `kube-system/unhealthy-gpu-<node>`, key `gpus`, the card
+ * indices its scheduler extender leaves out of placement, comma-separated with no spaces
+ * (AliyunContainerService/gpushare-scheduler-extender pkg/cache/nodeinfo.go getUnhealthyGPUs: a
+ * piece strconv.Atoi refuses, such as " 1", counts as card 0). Other writers' entries and other
+ * keys are kept: a change is a read-modify-write under the object's resourceVersion, retried on a
+ * conflict (409), never a rewrite of the whole.
+ */
+export interface CardFenceOps {
+  /** The indices the ConfigMap lists now (empty when it does not exist; entries Atoi refuses are left out). */
+  listed(node: string): Promise<number[]>;
+  /** Lists `add` and unlists `remove`; `false` when it already said so (idempotent). */
+  change(node: string, add: readonly number[], remove: readonly number[]): Promise<boolean>;
+}
+
 /** A text file in one key of a ConfigMap another component reads (mig-manager's mig-parted config). */
 export interface ConfigFileOps {
   /** The file's text; undefined when the ConfigMap or the key is absent. */

@@ -33,7 +33,8 @@ export interface RenderedStep {
   from:
     | { part: 'nodeEdit' }
     | { part: 'evictions' | 'notices' | 'cloud' | 'deviceTaints'; index: number }
-    | { part: 'approval' };
+    | { part: 'approval' }
+    | { part: 'cardFences' };
 }
 
 /** The plan's actions as Remediation steps, in the order the applier carries them out. */
@@ -91,6 +92,25 @@ export function renderSteps(plan: Plan): RenderedStep[] {
       }),
     );
   }
+  const cards = plan.cardFences;
+  if (cards) {
+    // One write of ACK gpushare's ConfigMap carries every card's change: each step shares its outcome.
+    const cm = `ConfigMap kube-system/unhealthy-gpu-${cards.node}`;
+    for (const c of cards.add)
+      steps.push({
+        kind: 'fence',
+        target: `${node}/card/${c}`,
+        message: `card ${c} listed in ${cm} (gpus)`,
+        from: { part: 'cardFences' },
+      });
+    for (const c of cards.remove)
+      steps.push({
+        kind: 'unfence',
+        target: `${node}/card/${c}`,
+        message: `card ${c} taken out of ${cm} (gpus)`,
+        from: { part: 'cardFences' },
+      });
+  }
   plan.evictions.forEach((p, index) =>
     steps.push({ kind: 'evict', target: podTarget(p), from: { part: 'evictions', index } }),
   );
@@ -121,6 +141,7 @@ function outcomeOf(step: RenderedStep, applied: Applied): StepOutcome | undefine
   if (f.part === 'nodeEdit') return applied.nodeEdit;
   if (f.part === 'approval') return { result: 'done' };
   if (f.part === 'deviceTaints') return applied.deviceTaints?.[f.index];
+  if (f.part === 'cardFences') return applied.cardFences;
   return applied[f.part][f.index];
 }
 

@@ -22,6 +22,7 @@
 import type { GpuActionState } from '../../../events/index.ts';
 import { backendOf, devicesOfGpu, devicesOut, fenced, pluginFencedGpus } from './fence.ts';
 import { checkDra } from './fence-dra.ts';
+import { checkCards } from './fence-cgpu.ts';
 import { requestId } from './gpu-repair.ts';
 import type { Policy } from './policy.ts';
 import { isOpen, type FenceState, type Incident, type NodeState } from './state.ts';
@@ -36,7 +37,7 @@ export type FenceCheck =
   | { kind: 'drift'; incident: Incident; why: string };
 
 const MINUTE = 60_000;
-type Node = Pick<NodeFacts, 'name' | 'capacity' | 'allocatable' | 'annotations' | 'dra'>;
+type Node = Pick<NodeFacts, 'name' | 'capacity' | 'allocatable' | 'annotations' | 'dra' | 'cards'>;
 type Results = Readonly<Record<string, GpuActionState>>;
 
 /** What the node shows of a device-plugin fence now: whether it holds, and in words. */
@@ -58,6 +59,7 @@ export function checkFence(
   const f = i.fence;
   if (!f || f.fallback || f.backend === 'cordon' || !isOpen(i) || !fenced(i)) return { kind: 'wait' };
   if (f.backend === 'dra') return checkDra(i, node, now, policy);
+  if (f.backend === 'ack-cgpu') return checkCards(i, node, now, policy);
   const seen = seenOut(i, state, node, results, f.verifiedAt === undefined);
   const at = now.toISOString();
   const how =

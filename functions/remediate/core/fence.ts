@@ -9,6 +9,7 @@ import { readMigInventory } from '../../../events/index.ts';
 import type { FenceBackend, Policy } from './policy.ts';
 import { isOpen, type Incident, type NodeState } from './state.ts';
 import type { NodeFacts, PodFacts } from './types.ts';
+import { listedBefore } from './fence-cgpu.ts';
 
 /**
  * Whether the incident holds its GPU out of scheduling: every whole-GPU quarantine, whatever raised
@@ -41,10 +42,15 @@ export function pluginFences(i: Pick<Incident, 'xid' | 'condition' | 'trigger'>)
 export function withFence(
   i: Incident,
   backend: FenceBackend,
-  node?: Pick<NodeFacts, 'capacity' | 'allocatable' | 'annotations'>,
+  node?: Pick<NodeFacts, 'capacity' | 'allocatable' | 'annotations' | 'cards'>,
   state?: Pick<NodeState, 'incidents'>,
 ): Incident {
   if (i.fence || !isOpen(i) || !fenced(i)) return i;
+  if (backend === 'ack-cgpu') {
+    // Counted by identity, not by allocatable: what matters is whether the card was listed before us.
+    const before = node ? listedBefore(i, node) : undefined;
+    return { ...i, fence: { backend, ...(before !== undefined ? { listedBefore: before } : {}) } };
+  }
   if (backend === 'nvidia-plugin' && !pluginFences(i))
     return { ...i, fence: { backend, fallback: 'not-fenced-by-plugin', fallbackAt: i.outAt! } };
   // NVIDIA's plugin keys health by the parent GPU's UUID: on a MIG GPU its latch takes one instance

@@ -9,16 +9,25 @@
 import type { RemediationAction } from '../../../events/index.ts';
 import { checkBlastRadius, takesCapacity } from './blast-radius.ts';
 import { decideLevel, ladderOf } from './escalation.ts';
-import { fenceBackendOf, resolveRule, type FenceBackend, type Policy, type Rule, type RuleTrigger } from './policy.ts';
+import { resolveRule, type FenceBackend, type Policy, type Rule, type RuleTrigger } from './policy.ts';
 import type { Notice } from '../../lib/plan.ts';
 import { adoptOrphans, deriveNode, newGpuActions, nodeEdit } from './reconcile.ts';
 import { deviceTaintChange } from './fence-dra.ts';
+import { cardFenceChange, fenceBackendFor, sharesCards } from './fence-cgpu.ts';
 import { recoveryOf } from './recovery.ts';
 import { affectedPods, evictable, faultSite, type FaultSite } from './scope.ts';
 import { approvalIdFor } from './detail.ts';
 import { boundState, cmp, isOpen, type Incident, type IncidentPhase, type NodeState } from './state.ts';
 import type { NodeFacts, Plan, PlanTarget, PlanTrigger, PodFacts, RemediationFacts, TriggerEvent } from './types.ts';
-import { actionWords, fenceWords, letFinishWords, nextWords, triggerWords, xid45FollowsWords } from './words.ts';
+import {
+  actionWords,
+  fenceWords,
+  unknownWorkloadWords,
+  letFinishWords,
+  nextWords,
+  triggerWords,
+  xid45FollowsWords,
+} from './words.ts';
 import { xid45Follows, xid48Workflow } from './workflows.ts';
 
 /** Occurrences older than this are dropped from the history (longest sensible escalation window). */
@@ -29,7 +38,7 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   const d = event.detail;
   const site = faultSite(facts);
   const prev = facts.state;
-  const backend = fenceBackendOf(policy, facts.pool.name);
+  const backend = fenceBackendFor(policy, facts.pool.name, node);
   const ws = (next: NodeState) => withState(prev, next, node, backend);
   const trigger = planTrigger(facts);
   const at = new Date(d.observedAt);
@@ -46,9 +55,11 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     const e = nodeEdit(prev, next, node, policy);
     const asked = newGpuActions(prev, next, policy);
     const taints = deviceTaintChange(next, node, policy);
+    const cards = cardFenceChange(next, node);
     return {
       ...(e ? { nodeEdit: e } : {}),
       ...(taints ? { deviceTaints: taints } : {}),
+      ...(cards ? { cardFences: cards } : {}),
       ...(asked.length > 0 ? { gpuActions: asked } : {}),
     };
   };
@@ -170,7 +181,11 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   const reported = d.pods ?? [];
   // An application XID whose kernel line named the process: that pod is the one workload it restarts
   // and counts toward escalation; a quarantine still moves every pod on the GPU (`reported`).
-  const culprit = event.detailType === 'GPU XID Error' && event.detail.culprit ? [event.detail.culprit] : reported;
+  // On a card ACK shares (cGPU) every tenant's process runs on it: an XID whose process names no pod
+  // is one incident of an unknown workload, not one of each tenant (restarting them all would move
+  // neighbours that did nothing).
+  const namedPod = event.detailType === 'GPU XID Error' ? event.detail.culprit : undefined;
+  const culprit = namedPod ? [namedPod] : sharesCards(node) && site.gpu ? [] : reported;
   const podUids = [...new Set(culprit.map((p) => p.uid))];
   // An agent sends repeats of an application XID on one GPU and pid as one event with `count`
   // (node-agent/xid-aggregate.ts): it is that many occurrences toward escalation.
@@ -211,7 +226,10 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     return decision.progress ? { ...stands, escalation: decision.progress } : stands;
   }
 
-  const affected = affectedPods(site, action === 'restart-workload' ? culprit : reported, facts.pods);
+  const unknownWorkload = action === 'restart-workload' && culprit.length === 0 && sharesCards(node);
+  const affected = unknownWorkload
+    ? []
+    : affectedPods(site, action === 'restart-workload' ? culprit : reported, facts.pods);
   // DRAIN_AND_RESET (rule letWorkFinish): the GPU is fenced now, its running pods are left to end
   // by themselves until the deadline; the sweep evicts what is left then, and the reset waits for them.
   const patient = action === 'quarantine-gpu' && rule.letWorkFinish !== null && rule.action === 'quarantine-gpu';
@@ -311,7 +329,9 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   const fence = stamped?.fence && !open?.fence ? ` ${fenceWords(stamped, policy)}` : '';
   const doing = patient
     ? letFinishWords(site, affected.length, evictAt!)
-    : actionWords(action, node.name, site, moving.length);
+    : unknownWorkload
+      ? unknownWorkloadWords(site)
+      : actionWords(action, node.name, site, moving.length);
   const reason = `${reasonCore} Now ${doing};${fence} ${nextWords(ladder, decision.level, facts.capabilities, recoveryOf(acted))}`;
   const notify = rule.notify || takesCapacity(action) || decision.escalated;
   const notices = notify ? [notice(action, node, reason.slice(0, 500))] : [];
@@ -446,6 +466,8 @@ function newIncident(
         : {}),
     ...(recoveryActionOf(ev) ? { recoveryAction: recoveryActionOf(ev) } : {}),
     ...(site.gpu ? { gpu: site.gpu.uuid } : {}),
+    // ACK gpushare names a card by its index (fence-cgpu.ts): kept where the node shares its GPUs.
+    ...(site.gpu?.index !== undefined && sharesCards(facts.node) ? { gpuIndex: site.gpu.index } : {}),
     ...(site.mig
       ? {
           mig: {

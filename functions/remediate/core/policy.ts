@@ -106,9 +106,12 @@ export const ProfileName = z
  *   not fence (health conditions, escalated application XIDs) falls back to `cordon`;
  * - `dra`: clusters that hand GPUs out through DRA: a `DeviceTaintRule` (NoSchedule) on the
  *   GPU's device in the node's ResourceSlice; deleted on restore. No node access needed;
- * - `cordon`: no per-GPU fence: the node is tainted NoSchedule while the GPU is out.
+ * - `cordon`: no per-GPU fence: the node is tainted NoSchedule while the GPU is out;
+ * - `ack-cgpu`: nodes that share their GPUs through ACK cGPU / gpushare: the card's index in
+ *   ConfigMap `kube-system/unhealthy-gpu-<node>`, which its scheduler extender skips. Never set by
+ *   hand: `ack-file` becomes it on a sharing node (fence-cgpu.ts fenceBackendFor says why).
  */
-export const FENCE_BACKENDS = ['ack-file', 'nvidia-plugin', 'dra', 'cordon'] as const;
+export const FENCE_BACKENDS = ['ack-file', 'nvidia-plugin', 'dra', 'cordon', 'ack-cgpu'] as const;
 export type FenceBackend = (typeof FENCE_BACKENDS)[number];
 
 /** A Kubernetes label name (`example.com/name` or `name`) and value. */

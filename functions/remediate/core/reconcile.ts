@@ -140,6 +140,7 @@ const HOW: Record<FenceBackend, string> = {
   'nvidia-plugin': "NVIDIA's device plugin",
   dra: 'a DRA DeviceTaintRule on its device',
   cordon: 'a NoSchedule taint on the node',
+  'ack-cgpu': "its card's index in ACK gpushare's unhealthy-gpu ConfigMap",
 };
 
 function fencedCondition(state: NodeState): NonNullable<NodeEdit<NodeState>['condition']> {

@@ -1,8 +1,9 @@
 /**
  * Narrowness: an incident concerns one MIG instance when the event names one, else one GPU, else
  * the node. The pods it affects are the ones the agent saw there, matched by UID to the node's
- * pods; when the agent saw none, the pods the device plugin says hold that GPU; when nobody
- * knows, every GPU pod on the node. DaemonSet and mirror pods are never affected: evicting a
+ * pods; when the agent saw none, the pods the device plugin says hold that GPU (on a node ACK
+ * shares, the pods its gpushare scheduler annotated with the card's index); when nobody knows,
+ * every GPU pod on the node. DaemonSet and mirror pods are never affected: evicting a
  * DaemonSet pod only brings it back, and mirror pods cannot be evicted.
  */
 import {
@@ -89,6 +90,11 @@ export function affectedPods(
   }
   const gpuPods = candidates.filter((p) => p.requestsGpu);
   if (site.scope === 'node' || !site.gpu) return gpuPods;
+  // ACK gpushare: a card's tenants are the pods its scheduler extender gave that card (their
+  // annotations, facts.ts); never the node's other cards' pods.
+  const card = site.gpu.index;
+  if (card !== undefined && pods.some((p) => p.cards !== undefined))
+    return gpuPods.filter((p) => p.cards?.includes(card));
   const knowsAllocation = pods.some((p) => p.gpus !== undefined || p.migInstances !== undefined);
   if (!knowsAllocation) return gpuPods;
   const uuid = site.gpu.uuid;

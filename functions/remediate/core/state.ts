@@ -48,6 +48,8 @@ const FenceStateSchema = z.object({
   driftAt: Timestamp.optional(),
   /** The last write-back of the fence by the node agent that was reported (its `restoredAt`). */
   restoredSeen: Timestamp.optional(),
+  /** ack-cgpu: the card was listed in gpushare's ConfigMap before this fence (another writer's: never unlisted). */
+  listedBefore: z.boolean().optional(),
 });
 export type FenceState = z.infer<typeof FenceStateSchema>;
 
@@ -85,6 +87,8 @@ const IncidentSchema = z.object({
   xid: z.number().optional(),
   condition: z.enum(HEALTH_CONDITIONS).optional(),
   gpu: z.string().optional(),
+  /** The GPU's index on the node (NVML's): how ACK's gpushare names a card (fence-cgpu.ts). */
+  gpuIndex: z.number().int().min(0).max(1023).optional(),
   mig: z.object({ gi: z.number(), ci: z.number().optional(), uuid: z.string().optional() }).optional(),
   /** The recovery action (field 230) the incident's latest firing event named. */
   recoveryAction: z.enum(GPU_RECOVERY_ACTIONS).optional(),

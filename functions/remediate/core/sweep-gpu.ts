@@ -13,6 +13,7 @@ import { stepRepair, unfenceDone } from './gpu-repair.ts';
 import { stepUnlatch } from './fence.ts';
 import { checkFence } from './fence-check.ts';
 import { draLifted } from './fence-dra.ts';
+import { cardsLifted } from './fence-cgpu.ts';
 import { stepMigRestore } from './mig-restore.ts';
 import { climb } from './sweep-node.ts';
 import type { SweepFacts } from './sweep.ts';
@@ -23,7 +24,8 @@ import { MIN, type Work } from './sweep-work.ts';
  * only), or NVIDIA's device plugin restarted on the node so it counts the GPU again (gpu-repair.ts).
  */
 export function lift(i: Incident, w: Work, facts: SweepFacts, policy: Policy): Incident {
-  const done = unfenceDone(i, w.results) ?? draLifted(i, w.facts.node, facts.now);
+  const done =
+    unfenceDone(i, w.results) ?? draLifted(i, w.facts.node, facts.now) ?? cardsLifted(i, w.facts.node, facts.now);
   if (done) return done;
   const u = stepUnlatch(i, w.state, w.facts.node, w.facts.pods, facts.now, policy);
   if (u.kind === 'none') return i;

@@ -31,8 +31,8 @@ import { repairOf } from './words.ts';
 import { readResults } from './gpu-repair.ts';
 import { fenced, withFence } from './fence.ts';
 import { deviceTaintChange } from './fence-dra.ts';
+import { cardFenceChange, fenceBackendFor } from './fence-cgpu.ts';
 import { needsReplace, needsReset } from './recovery.ts';
-import { fenceBackendOf } from './policy.ts';
 import { holdFence, lift, repairStep, replaceGpu } from './sweep-gpu.ts';
 import { afterReboot, afterRepair, replaced, toRepair } from './sweep-node.ts';
 import { MIN, type Round, type Work } from './sweep-work.ts';
@@ -92,7 +92,7 @@ export function planSweep(facts: SweepFacts, policy: Policy): SweepPlan {
     });
 
   for (const w of work) {
-    const backend = fenceBackendOf(policy, w.facts.pool.name);
+    const backend = fenceBackendFor(policy, w.facts.pool.name, w.facts.node);
     const incidents = w.state.incidents.map((i) => {
       const s = isOpen(i) ? step(withFence(i, backend, w.facts.node, w.state), w, facts, policy, retries) : i;
       return isOpen(s) ? s : lift(s, w, facts, policy);
@@ -270,12 +270,13 @@ function grantApprovals(work: Work[], facts: SweepFacts, policy: Policy): void {
 function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undefined {
   const { node } = w.facts;
   const prev = w.facts.state;
-  let next = withState(prev, w.state, node, fenceBackendOf(policy, w.facts.pool.name));
+  let next = withState(prev, w.state, node, fenceBackendFor(policy, w.facts.pool.name, node));
   // Back in service: it was out (a held-back node never left, so it is not "restored").
   const restored = next.phase === 'healthy' && prev.phase !== 'healthy' && prev.phase !== 'awaiting-approval';
   if (restored) next = { ...next, restoredAt: facts.now.toISOString() };
   const edit = nodeEdit(prev, next, node, policy);
   const taints = deviceTaintChange(next, node, policy);
+  const cards = cardFenceChange(next, node);
   const asked = newGpuActions(prev, next, policy);
   const notices = [...w.notices];
   const back = w.back;
@@ -351,6 +352,7 @@ function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undefined {
     },
     ...(edit ? { nodeEdit: edit } : {}),
     ...(taints ? { deviceTaints: taints } : {}),
+    ...(cards ? { cardFences: cards } : {}),
     ...(asked.length > 0 ? { gpuActions: asked } : {}),
     evictions,
     notices,

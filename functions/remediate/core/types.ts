@@ -60,6 +60,11 @@ export interface NodeFacts {
    * for the node.
    */
   dra?: { devices: Record<string, DeviceRef>; rules: string[] };
+  /**
+   * ACK gpushare, read only for nodes that share their GPUs (fence-cgpu.ts): the card indices
+   * ConfigMap `kube-system/unhealthy-gpu-<node>` lists. Absent: not read (no access), never "none".
+   */
+  cards?: { listed: number[] };
   /** `status.nodeInfo.bootID`: a reboot shows as a new one. */
   bootId?: string;
   /** The Ready condition (undefined: the node reports none). */
@@ -74,6 +79,8 @@ export interface PodFacts {
   gpus?: string[];
   /** MIG device UUIDs allocated to the pod, when known. */
   migInstances?: string[];
+  /** ACK gpushare: the card indices its scheduler extender gave the pod (adapters/kube/gpushare.ts). */
+  cards?: number[];
   requestsGpu: boolean;
   daemonSet: boolean;
   /** Static (mirror) pods cannot be evicted through the API. */

@@ -80,6 +80,14 @@ export const XID64_AFTER_48 =
 export const XID63_BELONGS_TO_48 =
   'it records the remap of the XID 48 just before on this GPU: that incident decides, and its reset applies the remap';
 
+/** An application XID on a card ACK shares whose process names no pod (plan.ts `unknownWorkload`). */
+export function unknownWorkloadWords(site: FaultSite): string {
+  return (
+    `counting one incident of an unknown workload: ${gpuWords(site)} is shared (ACK cGPU) and the XID's ` +
+    'process names no pod, so none of its tenants is restarted for it'
+  );
+}
+
 export function actionWords(action: RemediationAction, node: string, site: FaultSite, pods: number): string {
   const moved = pods === 1 ? '1 pod' : `${pods} pods`;
   switch (action) {
@@ -169,6 +177,9 @@ export function repairOf(
   return undefined;
 }
 
+/** The node an incident is on: its key starts with it (`node/GPU-…/xid-79`). */
+const nodeOf = (i: Incident) => i.key.slice(0, i.key.indexOf('/'));
+
 /** How an incident's GPU is being kept out of scheduling, in words (the Remediation's reason). */
 export function fenceWords(i: Incident, policy: Pick<Policy, 'fence'>): string {
   const f = i.fence;
@@ -184,6 +195,14 @@ export function fenceWords(i: Incident, policy: Pick<Policy, 'fence'>): string {
     return `No ResourceSlice of the node lists ${i.gpu} under the DRA driver ${policy.fence.dra.driver}, so the node is tainted NoSchedule while it is out (fence fallback).`;
   if (f.backend === 'dra')
     return `${i.gpu} is fenced by a DRA DeviceTaintRule (NoSchedule) on its device; it must be there within ${policy.fence.verifyMinutes} min, else the node is tainted.`;
+  if (f.backend === 'ack-cgpu')
+    return (
+      `${i.gpu} is on a node that shares its GPUs through ACK cGPU, where the ACK device plugin's ` +
+      'unhealthy-devices file fences nothing (the gpushare plugin never reads it): ' +
+      `card ${i.gpuIndex ?? '?'} is listed in ConfigMap kube-system/unhealthy-gpu-${nodeOf(i)} ` +
+      "instead, which ACK's gpushare scheduler extender skips; the ConfigMap must list it within " +
+      `${policy.fence.verifyMinutes} min, else the node is tainted.`
+    );
   if (f.backend === 'nvidia-plugin')
     return `NVIDIA's device plugin takes ${i.gpu} out for ${what} by itself; the node's allocatable must show it within ${policy.fence.verifyMinutes} min, else the node is tainted.`;
   return `${i.gpu} is fenced through the ACK device plugin's unhealthy-devices file (the node agent writes it and keeps it there); within ${policy.fence.verifyMinutes} min the agent must say the file lists it and the node's allocatable must show it out, past what was out before, else the node is tainted.`;

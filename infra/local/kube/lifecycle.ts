@@ -12,7 +12,25 @@ import {
   succeededStatus,
 } from './pods.ts';
 import { qualifiedName, type ResourceDef } from './resources.ts';
-import { freeOn, matchesNodeAffinity, nodeView, pickNode, tolerates, unfitReason, type NodeView } from './scheduler.ts';
+import {
+  allocatedAnnotations,
+  bindAnnotations,
+  cardsOf,
+  gpuMemRequest,
+  tightestCard,
+  unhealthyCardsOf,
+  UNHEALTHY_GPU_PREFIX,
+} from './gpushare.ts';
+import {
+  cardRoomOf,
+  freeOn,
+  matchesNodeAffinity,
+  nodeView,
+  pickNode,
+  tolerates,
+  unfitReason,
+  type NodeView,
+} from './scheduler.ts';
 import { UnfitShapes } from './unfit-shapes.ts';
 import type { Store, StoreEvent } from './store.ts';
 import type { Clock, KubeObject, Node, Pod, PodSpec, Taint } from './types.ts';
@@ -141,9 +159,30 @@ export class Lifecycle {
     return notReady(status, this.iso());
   }
 
-  bind(pod: Pod, node: string): void {
-    const bound: Pod = { ...pod, spec: { ...pod.spec, nodeName: node } };
+  /**
+   * `annotations`: what ACK's gpushare extender patches onto the pod before its Binding (its card);
+   * the gpushare device plugin then marks it assigned when the kubelet asks it to Allocate, as the
+   * container starts (gpushare.ts).
+   */
+  bind(pod: Pod, node: string, annotations?: Record<string, string>): void {
+    let bound: Pod = { ...pod, spec: { ...pod.spec, nodeName: node } };
+    if (annotations) {
+      const withCard = { ...bound.metadata.annotations, ...annotations };
+      this.store.put('pods', (bound = { ...bound, metadata: { ...bound.metadata, annotations: withCard } }));
+      const assigned = { ...withCard, ...allocatedAnnotations(this.clock.now()) };
+      bound = { ...bound, metadata: { ...bound.metadata, annotations: assigned } };
+    }
     this.store.put('pods', { ...bound, status: this.running(bound, node) });
+  }
+
+  /** The card ACK's gpushare extender gives a pod bound to `node` (its annotations), if it asks for one. */
+  private gpushareCard(pod: Pod, node: string, free: Map<string, number>): Record<string, string> | undefined {
+    const mem = gpuMemRequest(pod);
+    const n = mem > 0 ? this.store.node(node) : undefined;
+    const cards = n ? cardsOf(n) : undefined;
+    const room = cardRoomOf(free);
+    const card = cards && room ? tightestCard(room, mem) : undefined;
+    return card === undefined ? undefined : bindAnnotations(pod, card, cards!.perCard, this.clock.now());
   }
 
   created(r: ResourceDef, _obj: KubeObject): void {
@@ -337,7 +376,8 @@ export class Lifecycle {
     const free = this.freeCache;
     const freeOf = (n: Node) => {
       let f = free.get(n.metadata.name);
-      if (!f) free.set(n.metadata.name, (f = freeOn(n, this.store.podsOnNode(n.metadata.name))));
+      const name = n.metadata.name;
+      if (!f) free.set(name, (f = freeOn(n, this.store.podsOnNode(name), unhealthyCardsOf(this.store, name))));
       return f;
     };
     for (const key of keys) {
@@ -366,7 +406,8 @@ export class Lifecycle {
         if (this.hints.size > 10_000) this.hints.clear();
         if (pick.index >= 0)
           this.hints.set(shape, { epoch: this.epoch, list: this.nodeListVersion, index: pick.index });
-        this.bind(pod, pick.node);
+        const node = this.store.node(pick.node);
+        this.bind(pod, pick.node, node ? this.gpushareCard(pod, pick.node, freeOf(node)) : undefined);
         continue;
       }
       this.unfit.unfit(shape, this.epoch, this.nodeListVersion, pick.reason, this.selectedBy.get(key) ?? []);
@@ -517,6 +558,16 @@ export class Lifecycle {
       if (pod.spec.nodeName) this.freeCache.delete(pod.spec.nodeName);
       const freed = before !== undefined && holdsResources(before) && (e.type === 'DELETED' || !holdsResources(pod));
       if (freed) this.bumpEpoch(before.spec.nodeName ?? '');
+    } else if (
+      e.resource === 'configmaps' &&
+      e.object.metadata.namespace === 'kube-system' &&
+      e.object.metadata.name.startsWith(UNHEALTHY_GPU_PREFIX)
+    ) {
+      // ACK's gpushare extender reads the node's unhealthy cards at each fit (gpushare.ts): a card
+      // that came back is room gained.
+      const node = e.object.metadata.name.slice(UNHEALTHY_GPU_PREFIX.length);
+      this.freeCache.delete(node);
+      this.bumpEpoch(node);
     } else if (e.resource === 'nodes') {
       const node = e.object as Node;
       this.freeCache.delete(node.metadata.name);

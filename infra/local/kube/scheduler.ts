@@ -1,3 +1,4 @@
+import { cardRoom, gpuMemRequest, NO_CARD_FITS, tightestCard } from './gpushare.ts';
 import { holdsResources, podSchedulerRequests } from './pods.ts';
 import { requiredAffinity, tolerates } from './predicates.ts';
 import { quantityNanos, schedulerUnits } from './quantity.ts';
@@ -18,6 +19,9 @@ import type { Node, Pod, Taint } from './types.ts';
  * 4. NodeResourcesFit (plugins/noderesources/fit.go fitsRequest): one more pod within the node's
  *    `pods` ("Too many pods"), then each requested resource with a non-zero request, extended
  *    ones included, within allocatable minus what bound pods request ("Insufficient <name>").
+ * 5. ACK's gpushare extender, on nodes that share GPUs: one card must have the pod's
+ *    `aliyun.com/gpu-mem` free (gpushare.ts). Extenders filter the nodes the plugins passed
+ *    (kube-scheduler pkg/scheduler/schedule_one.go findNodesThatPassExtenders).
  *
  * The rules themselves are in predicates.ts (taints, selectors) and pod-requests.ts (what a pod
  * requests), each from Kubernetes' source; none comes from the functions.
@@ -83,8 +87,10 @@ function affinityOf(pod: Pod): (node: NodeView) => boolean {
  * A node object without `pods` gets 110, the kubelet's default maxPods (a fleet-file shorthand:
  * every real kubelet reports it).
  */
-export function freeOn(node: Node, podsOnNode: Pod[]): Map<string, number> {
+export function freeOn(node: Node, podsOnNode: Pod[], unhealthyCards?: ReadonlySet<number>): Map<string, number> {
   const free = new Map<string, number>();
+  const cards = cardRoom(node, podsOnNode, unhealthyCards ?? new Set());
+  if (cards) roomByCard.set(free, cards);
   for (const [k, v] of Object.entries(node.status?.allocatable ?? node.status?.capacity ?? {}))
     free.set(k, schedulerUnits(k, quantityNanos(v) ?? 0n));
   if (!free.has('pods')) free.set('pods', 110);
@@ -94,6 +100,16 @@ export function freeOn(node: Node, podsOnNode: Pod[]): Map<string, number> {
     for (const [k, v] of podSchedulerRequests(p)) free.set(k, (free.get(k) ?? 0) - v);
   }
   return free;
+}
+
+/**
+ * A sharing node's free memory per card (gpushare.ts cardRoom), kept beside the free room freeOn
+ * computed with it, so the two are dropped together when the node's pods or cards change.
+ */
+const roomByCard = new WeakMap<Map<string, number>, (number | undefined)[]>();
+
+export function cardRoomOf(free: Map<string, number>): readonly (number | undefined)[] | undefined {
+  return roomByCard.get(free);
 }
 
 /** Why `pod` cannot go to `node`, in kube-scheduler's words, or undefined when it fits. */
@@ -117,6 +133,7 @@ function unfitFilter(pod: Pod): (v: NodeView, freeOf: () => Map<string, number>)
   const notReadyOk = tolerates(tolerations, NOT_READY);
   const matches = affinityOf(pod);
   const requests = [...podSchedulerRequests(pod)].filter(([, v]) => v > 0);
+  const gpuMem = gpuMemRequest(pod);
   return (v, freeOf) => {
     if (v.unschedulable && !cordonOk) return 'node(s) were unschedulable';
     // The node lifecycle controller taints a node whose Ready condition is not True.
@@ -131,6 +148,8 @@ function unfitFilter(pod: Pod): (v: NodeView, freeOf: () => Map<string, number>)
     for (const [k, n] of requests) {
       if ((free.get(k) ?? 0) < n) return `Insufficient ${k}`;
     }
+    const cards = gpuMem > 0 ? roomByCard.get(free) : undefined;
+    if (cards && tightestCard(cards, gpuMem) === undefined) return NO_CARD_FITS;
     return undefined;
   };
 }
