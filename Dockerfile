@@ -13,7 +13,7 @@
 
 # linux/amd64 only: koffi's prebuilt comes per platform (@koromix/koffi-linux-x64); an arm64 image
 # would copy @koromix/koffi-linux-arm64 instead.
-ARG NODE_IMAGE=node:20-bookworm-slim
+ARG NODE_IMAGE=node:22-bookworm-slim
 
 FROM --platform=linux/amd64 ${NODE_IMAGE} AS build
 WORKDIR /src

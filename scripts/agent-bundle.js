@@ -22,7 +22,7 @@ export function agentBuildOptions(root, outdir) {
     outExtension: { '.js': '.mjs' },
     bundle: true,
     platform: 'node',
-    target: 'node20',
+    target: 'node22',
     format: 'esm',
     external: ['koffi'],
     legalComments: 'none',

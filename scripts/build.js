@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // `npm run build`: one esbuild bundle per function in serverless.yml, under .build/functions/<name>/,
 // and the zip Lambda is given, .build/artifacts/<name>.zip (serverless.yml's `package.artifact`).
-// Bundles target node20 (so they also run here) while Lambda runs nodejs22.x; ESM bundles need the
+// Bundles target node22, what Lambda (nodejs22.x) and the agent image run; the suite runs them on this
+// machine's Node 20 as well, and test/contract/build.test.ts under Node 22 itself. ESM bundles need the
 // createRequire banner because the AWS SDK and client-node still call require() inside.
 import { mkdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { createWriteStream, readFileSync, readdirSync, statSync, existsSync } from 'node:fs';
@@ -110,7 +111,7 @@ for (const name of names) {
     metafile: true,
     bundle: true,
     platform: 'node',
-    target: 'node20',
+    target: 'node22',
     format: 'esm',
     minify: true,
     sourcemap: 'linked',

