@@ -32,7 +32,7 @@ describe('gpu-reflex remediate policy', () => {
   it('prints the rule a profile gives for a pool and GPU model, naming the profile', async () => {
     const io = capture();
     const args = [
-      'infra/policies/remediation.example.yaml',
+      'examples/remediation-policy.yaml',
       '--pool',
       'h100-train',
       '--gpu-model',

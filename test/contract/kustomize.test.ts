@@ -39,8 +39,11 @@ type Kustomization = {
 };
 
 const CLUSTER_SCOPED = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding']);
-/** Namespaces gpu-reflex uses but does not create: NVIDIA's GPU Operator's (the mig-parted ConfigMap). */
-const EXTERNAL_NAMESPACES = new Set(['gpu-operator']);
+/**
+ * Namespaces gpu-reflex uses but does not create: NVIDIA's GPU Operator's (the mig-parted ConfigMap),
+ * and kube-system for the opt-in ack-cgpu component (ACK's unhealthy-gpu-<node> ConfigMaps).
+ */
+const EXTERNAL_NAMESPACES = new Set(['gpu-operator', 'kube-system']);
 const key = (o: Obj) =>
   `${o.apiVersion.split('/').slice(0, -1).join('/') || 'core'}/${o.kind}/${o.metadata.namespace ?? ''}/${o.metadata.name}`;
 
@@ -152,6 +155,21 @@ describe('infra/k8s/kustomization.yaml (read file by file)', () => {
       'rbac.authorization.k8s.io/ClusterRole//gpu-reflex-node-agent-actuator',
     );
     for (const p of withActuator.patches) expect(withActuator.objects.map(key), 'patch target').toContain(key(p));
+  });
+
+  it('the ACK cGPU card-fence RBAC is opt-in: not in the base; the component binds it to the functions', () => {
+    expect(base.objects.map(key)).not.toContain(
+      'rbac.authorization.k8s.io/Role/kube-system/gpu-reflex-functions-gpushare',
+    );
+    const withCgpu = render(k8s, ['ack-cgpu']);
+    checkConsistent(withCgpu.objects);
+    const binding = withCgpu.objects.find(
+      (o) => key(o) === 'rbac.authorization.k8s.io/RoleBinding/kube-system/gpu-reflex-functions-gpushare',
+    )!;
+    expect(binding.subjects!.map((s) => `${s.kind}/${s.name}`).sort()).toEqual([
+      'Group/gpu-reflex:functions',
+      'ServiceAccount/gpu-reflex-functions',
+    ]);
   });
 
   it("names the bus and region once, in agent-bus.env, matching serverless.yml's default stage and region", () => {

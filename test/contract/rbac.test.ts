@@ -3,9 +3,12 @@ import { parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { KUBE_RBAC_RULES, missingRbac, flattenRbac, type RbacRule } from '../../functions/adapters/kube/rbac.ts';
 
-const docs = parseAllDocuments(
-  readFileSync(new URL('../../infra/k8s/functions-rbac.yaml', import.meta.url), 'utf8'),
-).map((d) => d.toJS() as { kind: string; rules?: RbacRule[] });
+// The base, and the opt-in ACK cGPU component (its kube-system ConfigMaps for card fences).
+const docs = ['functions-rbac.yaml', 'ack-cgpu/rbac.yaml'].flatMap((f) =>
+  parseAllDocuments(readFileSync(new URL(`../../infra/k8s/${f}`, import.meta.url), 'utf8')).map(
+    (d) => d.toJS() as { kind: string; rules?: RbacRule[] },
+  ),
+);
 const granted = docs.filter((d) => d.kind === 'ClusterRole' || d.kind === 'Role').flatMap((d) => d.rules ?? []);
 
 describe('infra/k8s RBAC for the functions', () => {
