@@ -95,6 +95,8 @@ export function mockScenario(
     memoryTotalMiB: g.memoryTotalMiB,
     powerLimitW: g.powerLimitW,
     ...(g.mig.length > 0 ? { migCapable: true, migMode: true, migDevices: migDevicesJson(g) } : {}),
+    // A board that refuses a single-GPU reset (gpu-reset-scope.ts; mock-nvml/src/control-dir.c).
+    ...(g.resetScope ? { resetScope: g.resetScope } : {}),
     ...(t4(g)
       ? { unsupported: ['remappedRows', 'nvlink', 'recoveryAction'], supportedEvents: 15 }
       : { nvlinkCount: g.name.includes('A10 ') || g.name.endsWith('A10') ? 0 : 12 }),

@@ -3,6 +3,7 @@ import type { Node, Pod } from './kube/index.ts';
 import { simMigModel, SIM_MIG_MODELS, type SimMigModel, type SimMigProfile } from './kube/mig-catalog.ts';
 import { SIM_GPU_LAYOUT_ANNOTATION } from './kube/mig-manager.ts';
 import { placeInstances } from './kube/mig-placement.ts';
+import { gpuResetScopeOf, type GpuResetScope } from './gpu-reset-scope.ts';
 
 /**
  * What a simulated GPU node physically has, derived from its Kubernetes object the way GPU
@@ -28,6 +29,8 @@ export interface GpuSpec {
   memoryTotalMiB: number;
   powerLimitW: number;
   mig: MigSlot[];
+  /** What NVML lets a reset of this GPU do (gpu-reset-scope.ts); absent: one GPU alone. */
+  resetScope?: GpuResetScope;
 }
 
 /** Product label → NVML name, PCI device id, power limit. Unknown products keep their label. */
@@ -137,6 +140,7 @@ export function gpuSpecsOf(node: Node): GpuSpec[] {
   const memoryMiB = num(labels['nvidia.com/gpu.memory']) ?? 16384;
   const mixed = labels['nvidia.com/mig.strategy'] === 'mixed' && migKeys.length > 0;
   const mig = mixed ? (perGpuLayout(node, product, count) ?? migLayout(alloc, count, product, memoryMiB)) : undefined;
+  const resetScope = gpuResetScopeOf(labels);
   return Array.from({ length: count }, (_, index) => ({
     index,
     name: known?.name ?? product.replaceAll('-', ' '),
@@ -146,6 +150,7 @@ export function gpuSpecsOf(node: Node): GpuSpec[] {
     memoryTotalMiB: memoryMiB,
     powerLimitW: known?.watts ?? 300,
     mig: mig?.[index] ?? [],
+    ...(resetScope !== 'gpu' ? { resetScope } : {}),
   }));
 }
 

@@ -257,7 +257,15 @@ export const ExpectSchema = z.union([
     })
     .strict(),
   z
-    .object({ event: z.string().min(1), node: Name.optional(), atLeast: z.number().int().nonnegative().default(1) })
+    .object({
+      event: z.string().min(1),
+      node: Name.optional(),
+      /** Default: at least 1 (at least 0 when only `atMost` is set). */
+      atLeast: z.number().int().nonnegative().optional(),
+      atMost: z.number().int().nonnegative().optional(),
+      /** Only events whose detail (as JSON) contains this text: the words a Remediation says, an action. */
+      says: z.string().min(1).optional(),
+    })
     .strict(),
 ]);
 export type Expectation = z.infer<typeof ExpectSchema>;

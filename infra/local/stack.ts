@@ -205,6 +205,8 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       keyOf,
       ...(o.historySize !== undefined ? { historySize: o.historySize } : {}),
     });
+    // An expectation on what events say (`says`) counts those events apart (report.ts EventTally.watch).
+    rec.tally.watch((scenario.expect ?? []).flatMap((x) => ('event' in x && x.says ? [x.says] : [])));
     cleanups.push(rec.subscribe());
     const emit = (e: Omit<TimelineEntry, 'atMs'>) => rec.emit(e);
     const flushEvents = () => rec.flushEvents();

@@ -14,11 +14,20 @@ import type { Notice } from '../../lib/plan.ts';
 import { adoptOrphans, deriveNode, newGpuActions, nodeEdit } from './reconcile.ts';
 import { deviceTaintChange } from './fence-dra.ts';
 import { recoveryOf } from './recovery.ts';
+import { resetSupportOf, skipsReset } from './reset-support.ts';
 import { affectedPods, evictable, faultSite, type FaultSite } from './scope.ts';
 import { approvalIdFor } from './detail.ts';
 import { boundState, cmp, isOpen, type Incident, type IncidentPhase, type NodeState } from './state.ts';
 import type { NodeFacts, Plan, PlanTarget, PlanTrigger, PodFacts, RemediationFacts, TriggerEvent } from './types.ts';
-import { actionWords, fenceWords, letFinishWords, nextWords, triggerWords, xid45FollowsWords } from './words.ts';
+import {
+  actionWords,
+  fenceWords,
+  letFinishWords,
+  nextWords,
+  resetSkippedWords,
+  triggerWords,
+  xid45FollowsWords,
+} from './words.ts';
 import { xid45Follows } from './workflows.ts';
 
 /** Occurrences older than this are dropped from the history (longest sensible escalation window). */
@@ -302,7 +311,13 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   const doing = patient
     ? letFinishWords(site, affected.length, evictAt!)
     : actionWords(action, node.name, site, moving.length);
-  const reason = `${reasonCore} Now ${doing};${fence} ${nextWords(ladder, decision.level, facts.capabilities, recoveryOf(acted))}`;
+  const support = resetSupportOf(node.labels);
+  // Where NVIDIA does not support resetting this GPU alone, the next step is the reboot (reset-support.ts).
+  const then =
+    action === 'quarantine-gpu' && recoveryOf(acted) === 'reset' && skipsReset(support)
+      ? `next: ${resetSkippedWords(acted.gpu, support)}`
+      : nextWords(ladder, decision.level, facts.capabilities, recoveryOf(acted));
+  const reason = `${reasonCore} Now ${doing};${fence} ${then}`;
   const notify = rule.notify || takesCapacity(action) || decision.escalated;
   const notices = notify ? [notice(action, node, reason.slice(0, 500))] : [];
   return {

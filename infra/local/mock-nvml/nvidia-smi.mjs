@@ -55,6 +55,8 @@ if (rc === '0') {
   process.stdout.write(`GPU ${bus} was successfully reset.\n`);
   process.exit(0);
 }
-const why = rc === '19' ? 'In use by another client' : rc === '6' ? 'Not Found' : 'Unknown Error';
+// nvmlErrorString's words for the codes the mock answers (nvml.h: 3 NOT_SUPPORTED, 6 NOT_FOUND, 19 IN_USE).
+const why =
+  rc === '19' ? 'In use by another client' : rc === '6' ? 'Not Found' : rc === '3' ? 'Not Supported' : 'Unknown Error';
 process.stderr.write(`The following GPUs could not be reset:\n  GPU ${bus}: ${why} (${said})\n`);
 process.exit(255);

@@ -63,6 +63,26 @@ describe('mock NVML reset', () => {
   });
 });
 
+describe('mock NVML reset on a board that does not reset one GPU alone', () => {
+  it.each([
+    ['none', 'NVSwitch system'],
+    ['all', 'every NVLink-connected GPU together'],
+  ])(
+    'answers NVML_ERROR_NOT_SUPPORTED for resetScope %s, even on an idle GPU, and clears nothing',
+    async (scope, words) => {
+      const s = await openMockNvml(oneGpu({ ...faulty, resetScope: scope }));
+      nvml = s.nvml;
+      expect(s.mock.resetGpu(0)).toBe(3);
+      expect(s.mock.lastError()).toContain(words);
+      expect(nvml.device(0).recoveryAction()?.code).toBe(2);
+    },
+  );
+
+  it('refuses a scenario with an unknown resetScope', async () => {
+    await expect(openMockNvml(oneGpu({ resetScope: 'sometimes' }))).rejects.toThrow(/nvmlInit/);
+  });
+});
+
 describe('mock nvidia-smi', () => {
   it("resets a GPU through the controlDir of the library another process loaded, in nvidia-smi's words", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'mock-smi-'));

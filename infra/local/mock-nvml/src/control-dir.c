@@ -19,6 +19,14 @@
 nvmlReturn_t reset_gpu(unsigned int index) {
   if (index >= (unsigned int)g.gpuCount) return NVML_ERROR_INVALID_ARGUMENT;
   mock_gpu *gpu = &g.gpus[index];
+  /* Boards where NVIDIA does not reset one GPU alone (infra/local/gpu-reset-scope.ts names the source):
+   * NVML_ERROR_NOT_SUPPORTED, before anything else is looked at. */
+  if (gpu->resetScope != 0) {
+    snprintf(g.lastError, sizeof g.lastError, "%s",
+             gpu->resetScope == 1 ? "a single GPU cannot be reset here: reset every NVLink-connected GPU together"
+                                  : "a single GPU cannot be reset on this NVSwitch system (Fabric Manager)");
+    return NVML_ERROR_NOT_SUPPORTED;
+  }
   if (gpu->procCount > 0) {
     snprintf(g.lastError, sizeof g.lastError, "GPU %u is in use by %d process(es)", index, gpu->procCount);
     return NVML_ERROR_IN_USE;

@@ -190,6 +190,7 @@ typedef struct mock_gpu {
   int procCount;
   int lost;
   int resetFails; /* a `resetFails` fault fired: mockNvmlResetGpu answers failure */
+  int resetScope; /* scenario `resetScope`: 0 gpu (one GPU alone), 1 all (the NVLink set only), 2 none */
   unsigned int registerEventsReturn; /* non-zero: nvmlDeviceRegisterEvents refuses this GPU with it */
   unsigned int recoveryActionReturn; /* non-zero: field 230 answers this NVML error (a pre-R565 driver's oddity) */
   unsigned int resets; /* resets done (mockNvmlResetGpu) */
