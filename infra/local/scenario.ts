@@ -292,6 +292,8 @@ export const ScenarioSchema = z
         sampleIntervalMs: z.number().int().min(100).max(60_000).default(1000),
         /** `false`: the agents run without their actuator (the DaemonSet as shipped, GPU_ACTIONS off): nobody fences, resets or probes. */
         actuator: z.boolean().optional(),
+        /** `true`: the actuators pause the GPU Operator's clients around a reset (GPU_RESET_PAUSE_OPERATOR). */
+        pauseOperator: z.boolean().optional(),
       })
       .strict()
       .default({ nodes: 'all-gpu-nodes', sampleIntervalMs: 1000 }),

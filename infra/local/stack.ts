@@ -26,6 +26,7 @@ import { StackKube } from './stack-kube.ts';
 import { StackRecorder } from './stack-recorder.ts';
 import { startAgentProcesses, startInProcessAgents } from './stack-agents.ts';
 import { DevicePluginStandIn, type DevicePluginKind } from './device-plugin.ts';
+import { GpuOperatorClients } from './gpu-operator.ts';
 import { fenceFilePath, replaceUnhealthyDevices } from './ack-fence-file.ts';
 import { remediationConfig } from '../../functions/remediate/wiring.ts';
 import { fenceBackendOf, poolOf } from '../../functions/remediate/core/policy.ts';
@@ -331,6 +332,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       sampleIntervalMs: scenario.agents.sampleIntervalMs,
       log: progress,
       ...(scenario.agents.actuator === false ? {} : { kubeconfig }),
+      ...(scenario.agents.pauseOperator ? { pauseOperator: true } : {}),
     };
     if (!virtual) progress(`starting ${nodeFiles.length} agents (gpu-reflex agent) ...`);
     const agents = virtual
@@ -351,6 +353,12 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           nodeFiles.map((f) => ({ ...f, gpus: gpuSpecsByNode.get(f.node) ?? [], kind: pluginKind(f.node) })),
           policy.fence.nvidiaPlugin,
           policy.fence.dra.driver,
+        )
+      : undefined;
+    // The GPU Operator's client pods hold their node's GPUs open (gpu-operator.ts): the mock refuses a reset meanwhile.
+    const operatorClients = sim
+      ? new GpuOperatorClients(sim, () =>
+          [...files.keys()].map((node) => ({ node, clientsPath: nodeDir(work, node).clientsPath })),
         )
       : undefined;
     cleanups.push(() => agents.close());
@@ -641,6 +649,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           for (const k of kernelLines.filter((k) => k.dueAt <= t)) k.write();
           kernelLines = kernelLines.filter((k) => k.dueAt > t);
           syncProcesses();
+          operatorClients?.sync();
           await agents.step(dt);
           devicePlugin?.sync();
           await agents.whenIdle();

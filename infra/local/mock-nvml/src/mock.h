@@ -258,6 +258,9 @@ typedef struct {
   long long migStamp[2];
   /* Optional directory of requests from other processes (scenario `controlDir`, control-dir.c). */
   char controlDir[1024];
+  /* Optional file of other clients holding the GPUs open (scenario `clientsFile`, control-dir.c):
+   * `{"holders": ["gpu-operator/nvidia-dcgm-exporter-x", …]}`, read at each reset. */
+  char clientsFile[1024];
   long long controlStamp;
   int clockOverride; /* -1: $MOCK_NVML_CLOCK decides; 0 real; 1 manual */
 } mock_state;

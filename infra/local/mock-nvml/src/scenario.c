@@ -336,6 +336,8 @@ int scenario_load(const char *path) {
   g.controlDir[0] = '\0';
   g.controlStamp = -1;
   if (!get_str(root, "controlDir", "", g.controlDir, sizeof g.controlDir, 0)) goto done;
+  g.clientsFile[0] = '\0';
+  if (!get_str(root, "clientsFile", "", g.clientsFile, sizeof g.clientsFile, 0)) goto done;
   g.migFile[0] = '\0';
   g.migStamp[0] = g.migStamp[1] = -1;
   if (!get_str(root, "migFile", "", g.migFile, sizeof g.migFile, 0)) goto done;
