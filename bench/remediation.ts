@@ -9,6 +9,8 @@
  * 2. 10,000 nodes (100 pools × 100): 1,000 failing at once. The cost of one remediation must not
  *    grow with the fleet: same targets, and where the CPU went (simulator vs functions) and how
  *    many API requests each remediated node took.
+ * 3. XID → fence verified by identity through the agents' own processes on the wall clock
+ *    (fence-verify.ts): p99 under 2 s.
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
@@ -18,6 +20,7 @@ import { fileURLToPath } from 'node:url';
 import { PARTS } from './cpu-profile.ts';
 import { atLeast, below, info, percentile, type BenchSuite, type Measurement } from './harness.ts';
 import { stormLimit, type RunResult, type RunSpec } from './remediation-run.ts';
+import { FENCE_VERIFY, fenceVerifyRows, measureFenceVerify } from './fence-verify.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SMALL: RunSpec = { pools: 15, nodesPerPool: 100, failingPerPool: 10, singleRuns: 100, concurrency: 32 };
@@ -123,12 +126,14 @@ function stormRows(label: string, r: RunResult, targets: { p99s: number }): Meas
 export const remediationSuite: BenchSuite = {
   name: 'remediation',
   summary:
-    'XID → node unschedulable through bus + remediate handler + simulated cluster; storms at 1,500 and 10,000 nodes',
+    'XID → node unschedulable through bus + remediate handler + simulated cluster; storms at 1,500 and 10,000 nodes; XID → fence verified (agent processes)',
   async run(progress) {
     progress('run 1: 1,500-node fleet, single XIDs, then 150 nodes fail');
     const small = await runChild(SMALL, progress);
     progress('run 2: 10,000-node fleet, 1,000 nodes fail');
     const large = await runChild(LARGE, progress);
+    progress(`run 3: ${FENCE_VERIFY.nodes} agent processes on the wall clock, one XID 95 per GPU, each fence verified`);
+    const fence = await measureFenceVerify(FENCE_VERIFY, progress);
     return [
       info('single XID: runs', small.single.length, 'runs'),
       info('single XID → node unschedulable p50', percentile(small.single, 50), 'ms'),
@@ -136,6 +141,7 @@ export const remediationSuite: BenchSuite = {
       ...stormRows('storm 1,500', small, { p99s: 5 }),
       ...stormRows('storm 10,000', large, { p99s: 10 }),
       info(`storm 10,000: fleet set-up`, large.setupSeconds, 's'),
+      ...fenceVerifyRows(fence),
       info('NVSentinel published (1,503 nodes, 10%): detection → cordon p90', 28.15, 's'),
       info('NVSentinel published: cordon throughput', 1, 'nodes/s'),
     ];

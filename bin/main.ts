@@ -90,6 +90,11 @@ export const commands: Entry[] = [
     load: async () => (await import('../functions/remediate/cli.ts')).policyCommand,
   },
   {
+    path: ['remediate', 'reset-support'],
+    summary: 'print where NVIDIA supports resetting one GPU (SKU × topology), each row with its source',
+    load: async () => (await import('../functions/remediate/reset-support-cli.ts')).resetSupportCommand,
+  },
+  {
     path: ['approve'],
     summary: 'approve or reject a held-back remediation (puts Approval Decided on the bus)',
     load: async () => (await import('../functions/remediate/approve-cli.ts')).approveCommand,

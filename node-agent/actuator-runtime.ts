@@ -9,6 +9,8 @@ import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { GpuActuator } from './actuator/actuator.ts';
 import { FenceFile } from './actuator/fence-file.ts';
 import { kubeNode, nvidiaSmiReset, nvmlGpus, nvmlMigInventory } from './actuator/ports.ts';
+import { OperatorPause } from './actuator/operator-pause.ts';
+import { kubeOperatorClients, nvidiaSmiPersistence } from './actuator/operator-ports.ts';
 import type { Agent, EventSink } from './agent.ts';
 import type { RunAgentOptions } from './agent-runtime.ts';
 import type { AgentConfig } from './config.ts';
@@ -29,10 +31,27 @@ export async function runActuator(
   const kc = new KubeConfig();
   if (a.kubeconfig) kc.loadFromFile(a.kubeconfig);
   else kc.loadFromCluster();
+  const core = kc.makeApiClient(CoreV1Api);
+  const gpus = nvmlGpus(nvml, nvidiaSmiReset(a.nvidiaSmi));
+  // Opt-in, chosen here once: a reset pauses the GPU Operator's clients (actuator/operator-pause.ts).
+  const persistence = nvidiaSmiPersistence(a.nvidiaSmi);
+  const pause = a.pauseOperator.enabled
+    ? new OperatorPause({
+        port: kubeOperatorClients(core, config.nodeName, a.pauseOperator.namespace),
+        pauseTimeoutMs: a.pauseOperator.timeoutMs,
+        now: Date.now,
+        holders: (uuid) => gpus.holders(uuid),
+        reset: (uuid) => gpus.reset(uuid),
+        persistence: persistence.read,
+        setPersistence: persistence.set,
+        log: (line) => log.info(line),
+      })
+    : undefined;
   const actuator = new GpuActuator({
     node: config.nodeName,
-    nodeApi: kubeNode(kc.makeApiClient(CoreV1Api), config.nodeName),
-    gpus: nvmlGpus(nvml, nvidiaSmiReset(a.nvidiaSmi)),
+    nodeApi: kubeNode(core, config.nodeName),
+    gpus,
+    ...(pause ? { pause } : {}),
     fence: new FenceFile(a.fenceFile),
     migInventory: nvmlMigInventory(nvml, (pid) => agent.podOfPid(pid)),
     xids: (uuid, since) => agent.xidsSince(uuid, since),
@@ -41,7 +60,12 @@ export async function runActuator(
     dryRun: o.print === true,
     log: (line) => log.info(line),
   });
-  log.info('actuator started', { fenceFile: a.fenceFile, nvidiaSmi: a.nvidiaSmi, everyMs: a.intervalMs });
+  log.info('actuator started', {
+    fenceFile: a.fenceFile,
+    nvidiaSmi: a.nvidiaSmi,
+    everyMs: a.intervalMs,
+    pauseOperator: a.pauseOperator.enabled ? a.pauseOperator.namespace : false,
+  });
   while (!o.stop.aborted) {
     await actuator
       .tick()

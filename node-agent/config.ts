@@ -57,6 +57,10 @@ const EnvSchema = z.object({
   GPU_ACTIONS_INTERVAL_MS: ms(5_000),
   FENCE_FILE: z.string().trim().min(1).default('/etc/nvidia-device-plugin/unhealthyDevices.json'),
   NVIDIA_SMI: z.string().trim().min(1).default('nvidia-smi'),
+  // Opt-in: a reset pauses the GPU Operator's clients on the node first (actuator/operator-pause.ts).
+  GPU_RESET_PAUSE_OPERATOR: z.stringbool().default(false),
+  GPU_OPERATOR_NAMESPACE: z.string().trim().min(1).default('gpu-operator'),
+  GPU_RESET_PAUSE_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(1_800_000).default(300_000),
   /** Outside a cluster: where the Node is read from. In-cluster the ServiceAccount is used. */
   KUBECONFIG: optionalText,
 });
@@ -104,6 +108,8 @@ export interface AgentConfig {
     intervalMs: number;
     fenceFile: string;
     nvidiaSmi: string;
+    /** Opt-in: pause the GPU Operator's clients around a reset (off: the reset runs with them in place). */
+    pauseOperator: Readonly<{ enabled: boolean; namespace: string; timeoutMs: number }>;
     kubeconfig: string | undefined;
     inCluster: boolean;
   }>;
@@ -172,6 +178,11 @@ export function loadAgentConfig(env: Record<string, string | undefined> = proces
       intervalMs: e.GPU_ACTIONS_INTERVAL_MS,
       fenceFile: e.FENCE_FILE,
       nvidiaSmi: e.NVIDIA_SMI,
+      pauseOperator: Object.freeze({
+        enabled: e.GPU_RESET_PAUSE_OPERATOR,
+        namespace: e.GPU_OPERATOR_NAMESPACE,
+        timeoutMs: e.GPU_RESET_PAUSE_TIMEOUT_MS,
+      }),
       kubeconfig: e.KUBECONFIG,
       inCluster: e.KUBERNETES_SERVICE_HOST !== undefined,
     }),

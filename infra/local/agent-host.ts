@@ -16,6 +16,9 @@ import { FenceFile } from '../../node-agent/actuator/fence-file.ts';
 import { kubeNode, nvmlGpus, nvmlMigInventory } from '../../node-agent/actuator/ports.ts';
 import { catalogProblems, gpuActionResultEvent } from '../../node-agent/events.ts';
 import { fenceFilePath } from './ack-fence-file.ts';
+import { OperatorPause } from '../../node-agent/actuator/operator-pause.ts';
+import { kubeOperatorClients, nvidiaSmiPersistence } from '../../node-agent/actuator/operator-ports.ts';
+import { MOCK_NVIDIA_SMI } from './agent-process.ts';
 
 /**
  * One node's agent in-process, for `simulate`: the real `Agent` (node-agent/agent.ts) on the
@@ -34,6 +37,8 @@ export interface AgentHostOptions {
   clock: Clock;
   /** The cluster the node's actuator reads its Node from (GPU actions); none: no actuator. */
   kubeconfig?: string;
+  /** The actuator pauses the GPU Operator's clients around a reset (GPU_RESET_PAUSE_OPERATOR). */
+  pauseOperator?: boolean;
   log?: (line: string) => void;
 }
 
@@ -66,10 +71,29 @@ export class LocalAgentHost {
           ? ({ ok: true } as const)
           : ({ ok: false, reason: `nvidia-smi --gpu-reset: ${mock.lastError() || `NVML error ${rc}`}` } as const);
       };
+      const gpus = nvmlGpus(nvml, reset);
+      // Persistence mode through the mock nvidia-smi (a file beside the node's control directory).
+      const persistence = nvidiaSmiPersistence(MOCK_NVIDIA_SMI, 15_000, {
+        PATH: process.env.PATH,
+        MOCK_NVML_SCENARIO: o.files.scenarioPath,
+      });
+      const pause = o.pauseOperator
+        ? new OperatorPause({
+            port: kubeOperatorClients(core, o.files.node, 'gpu-operator'),
+            pauseTimeoutMs: 300_000,
+            now: () => o.clock.now(),
+            holders: (uuid) => gpus.holders(uuid),
+            reset: (uuid) => gpus.reset(uuid),
+            persistence: persistence.read,
+            setPersistence: persistence.set,
+            log: (l) => o.log?.(l),
+          })
+        : undefined;
       this.actuator = new GpuActuator({
         node: o.files.node,
         nodeApi: kubeNode(core, o.files.node),
-        gpus: nvmlGpus(nvml, reset),
+        gpus,
+        ...(pause ? { pause } : {}),
         fence: new FenceFile(fenceFilePath(o.files)),
         migInventory: nvmlMigInventory(nvml, (pid) => agent.podOfPid(pid)),
         xids: (uuid, since) => agent.xidsSince(uuid, since),

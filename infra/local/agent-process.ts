@@ -24,6 +24,8 @@ export interface AgentProcessOptions {
    * and probe run in `local` as on a real node.
    */
   kubeconfig?: string;
+  /** GPU_RESET_PAUSE_OPERATOR=true: the actuator pauses the GPU Operator's clients around a reset. */
+  pauseOperator?: boolean;
 }
 
 /** The local stack's `nvidia-smi` (only `--gpu-reset -i <uuid>`, through the node's mock NVML). */
@@ -57,6 +59,7 @@ export function agentEnv(o: AgentProcessOptions, base: NodeJS.ProcessEnv = proce
           KUBECONFIG: o.kubeconfig,
           FENCE_FILE: fenceFilePath(o.files),
           NVIDIA_SMI: MOCK_NVIDIA_SMI,
+          ...(o.pauseOperator ? { GPU_RESET_PAUSE_OPERATOR: 'true' } : {}),
         }
       : {}),
   };

@@ -1,5 +1,5 @@
 import { appendFileSync, copyFileSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { describeXid } from '../../events/xid.ts';
 import type { GpuProcessOfPod, GpuSpec } from './node-gpus.ts';
 import type { Fault } from './scenario.ts';
@@ -95,6 +95,8 @@ export function mockScenario(
     memoryTotalMiB: g.memoryTotalMiB,
     powerLimitW: g.powerLimitW,
     ...(g.mig.length > 0 ? { migCapable: true, migMode: true, migDevices: migDevicesJson(g) } : {}),
+    // A board that refuses a single-GPU reset (gpu-reset-scope.ts; mock-nvml/src/control-dir.c).
+    ...(g.resetScope ? { resetScope: g.resetScope } : {}),
     ...(t4(g)
       ? { unsupported: ['remappedRows', 'nvlink', 'recoveryAction'], supportedEvents: 15 }
       : { nvlinkCount: g.name.includes('A10 ') || g.name.endsWith('A10') ? 0 : 12 }),
@@ -121,6 +123,8 @@ export function mockScenario(
     ...(processesFile ? { processesFile } : {}),
     // Where the mock nvidia-smi asks the agent's library for a reset (mock-nvml/src/control-dir.c).
     ...(controlDir ? { controlDir } : {}),
+    // Who else holds the GPUs open: the GPU Operator's client pods on the node (gpu-operator.ts).
+    ...(controlDir ? { clientsFile: clientsFileOf(controlDir) } : {}),
     // What mig-manager leaves on the GPUs after a relayout (mock-nvml/src/mig-file.c), kept by NodeProcesses.
     ...(migFile && gpus.some((g) => g.mig.length > 0) ? { migFile } : {}),
     gpus: [...generated, ...(override.extraGpus ?? [])],
@@ -132,7 +136,14 @@ export function mockScenario(
 export function nodeDir(
   root: string,
   node: string,
-): { dir: string; procRoot: string; processesPath: string; controlDir: string; migPath: string } {
+): {
+  dir: string;
+  procRoot: string;
+  processesPath: string;
+  controlDir: string;
+  migPath: string;
+  clientsPath: string;
+} {
   const dir = join(root, node);
   return {
     dir,
@@ -140,7 +151,13 @@ export function nodeDir(
     processesPath: join(dir, 'processes.json'),
     controlDir: join(dir, 'nvml-control'),
     migPath: join(dir, 'mig.json'),
+    clientsPath: clientsFileOf(join(dir, 'nvml-control')),
   };
+}
+
+/** The node's mock NVML `clientsFile` (gpu-operator.ts writes it), beside its control directory. */
+export function clientsFileOf(controlDir: string): string {
+  return join(dirname(controlDir), 'gpu-clients.json');
 }
 
 /**

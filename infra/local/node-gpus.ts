@@ -4,6 +4,7 @@ import { simMigModel, SIM_MIG_MODELS, type SimMigModel, type SimMigProfile } fro
 import { SIM_GPU_LAYOUT_ANNOTATION } from './kube/mig-manager.ts';
 import { placeInstances } from './kube/mig-placement.ts';
 import { cardOfPod, GPU_COUNT, MEM_POD } from './kube/gpushare.ts';
+import { gpuResetScopeOf, type GpuResetScope } from './gpu-reset-scope.ts';
 
 /**
  * What a simulated GPU node physically has, derived from its Kubernetes object the way GPU
@@ -29,6 +30,8 @@ export interface GpuSpec {
   memoryTotalMiB: number;
   powerLimitW: number;
   mig: MigSlot[];
+  /** What NVML lets a reset of this GPU do (gpu-reset-scope.ts); absent: one GPU alone. */
+  resetScope?: GpuResetScope;
 }
 
 /** Product label → NVML name, PCI device id, power limit. Unknown products keep their label. */
@@ -142,6 +145,7 @@ export function gpuSpecsOf(node: Node): GpuSpec[] {
   const memoryMiB = num(labels['nvidia.com/gpu.memory']) ?? 16384;
   const mixed = labels['nvidia.com/mig.strategy'] === 'mixed' && migKeys.length > 0;
   const mig = mixed ? (perGpuLayout(node, product, count) ?? migLayout(alloc, count, product, memoryMiB)) : undefined;
+  const resetScope = gpuResetScopeOf(labels);
   return Array.from({ length: count }, (_, index) => ({
     index,
     name: known?.name ?? product.replaceAll('-', ' '),
@@ -151,6 +155,7 @@ export function gpuSpecsOf(node: Node): GpuSpec[] {
     memoryTotalMiB: memoryMiB,
     powerLimitW: known?.watts ?? 300,
     mig: mig?.[index] ?? [],
+    ...(resetScope !== 'gpu' ? { resetScope } : {}),
   }));
 }
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { Node, Pod } from './kube/types.ts';
-import { checkExpectations, summarize, tallyOf } from './report.ts';
+import { checkExpectations, EventTally, summarize, tallyOf } from './report.ts';
 
 const meta = (name: string, extra: object = {}) => ({
   name,
@@ -121,6 +121,27 @@ describe('expect checks', () => {
       ready(node('t4-down', {}, { pool: 't4' }), 'Unknown'),
     ];
     expect(checkExpectations([check], [...nodes, ...pool], pods, events)[0]!.ok).toBe(ok);
+  });
+});
+
+describe('event checks on what events say', () => {
+  const said = () => {
+    const t = new EventTally();
+    t.watch(['no reset tried', '"action":"reset"']);
+    t.addEvent({ detailType: 'Remediation', detail: { reason: 'A100 on nvswitch: no reset tried' } });
+    t.addEvent({ detailType: 'Remediation', detail: { reason: 'escalating' } });
+    t.addEvent({ detailType: 'GPU Action Result', detail: { node: 'a', action: 'fence' } });
+    return t;
+  };
+  it.each([
+    [{ event: 'Remediation', says: 'no reset tried' }, true],
+    [{ event: 'Remediation', says: 'no reset tried', atLeast: 2 }, false],
+    [{ event: 'Remediation', atLeast: 2 }, true],
+    [{ event: 'Remediation', atMost: 1 }, false],
+    [{ event: 'GPU Action Result', node: 'a', says: '"action":"reset"', atMost: 0 }, true],
+    [{ event: 'GPU Action Result', node: 'a', atMost: 0 }, false],
+  ])('%j passes: %s', (check, ok) => {
+    expect(checkExpectations([check], [], [], said())[0]!.ok).toBe(ok);
   });
 });
 

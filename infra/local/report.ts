@@ -82,8 +82,13 @@ export class EventTally {
         (s) => s?.kind === 'evict' && s.result === 'done',
       ).length;
     }
-    for (const key of [`${e.detailType}\n`, ...(typeof d.node === 'string' ? [`${e.detailType}\n${d.node}`] : [])])
-      this.byNode.set(key, (this.byNode.get(key) ?? 0) + 1);
+    const keys = [`${e.detailType}\n`, ...(typeof d.node === 'string' ? [`${e.detailType}\n${d.node}`] : [])];
+    for (const key of keys) this.byNode.set(key, (this.byNode.get(key) ?? 0) + 1);
+    if (this.needles.size === 0) return;
+    const text = JSON.stringify(e.detail ?? {});
+    for (const needle of this.needles)
+      if (text.includes(needle))
+        for (const key of keys) this.byNode.set(`${key}\n${needle}`, (this.byNode.get(`${key}\n${needle}`) ?? 0) + 1);
   }
 
   addDelivery(d: DeliveryRecord): void {
@@ -100,9 +105,16 @@ export class EventTally {
     return n;
   }
 
-  /** Events of a detail-type, from one node when `node` is given. */
-  count(detailType: string, node?: string): number {
-    return this.byNode.get(`${detailType}\n${node ?? ''}`) ?? 0;
+  /** Texts whose events are counted apart (an expectation's `says`): only these, so nothing else is kept. */
+  private readonly needles = new Set<string>();
+
+  watch(says: Iterable<string>): void {
+    for (const x of says) this.needles.add(x);
+  }
+
+  /** Events of a detail-type, from one node when `node` is given, saying `says` (watched) when given. */
+  count(detailType: string, node?: string, says?: string): number {
+    return this.byNode.get(`${detailType}\n${node ?? ''}${says === undefined ? '' : `\n${says}`}`) ?? 0;
   }
 }
 
@@ -199,10 +211,11 @@ export function checkExpectations(
       };
     }
     if ('event' in x) {
-      const n = events.count(x.event, x.node);
+      const n = events.count(x.event, x.node, x.says);
+      const least = x.atLeast ?? (x.atMost === undefined ? 1 : undefined);
       return {
-        check: `at least ${x.atLeast} "${x.event}"${x.node ? ` from ${x.node}` : ''}`,
-        ok: n >= x.atLeast,
+        check: `${bounds(least, x.atMost)} "${x.event}"${x.node ? ` from ${x.node}` : ''}${x.says ? ` saying "${x.says}"` : ''}`,
+        ok: (least === undefined || n >= least) && (x.atMost === undefined || n <= x.atMost),
         detail: `${n} seen`,
       };
     }

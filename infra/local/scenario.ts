@@ -277,7 +277,15 @@ export const ExpectSchema = z.union([
     })
     .strict(),
   z
-    .object({ event: z.string().min(1), node: Name.optional(), atLeast: z.number().int().nonnegative().default(1) })
+    .object({
+      event: z.string().min(1),
+      node: Name.optional(),
+      /** Default: at least 1 (at least 0 when only `atMost` is set). */
+      atLeast: z.number().int().nonnegative().optional(),
+      atMost: z.number().int().nonnegative().optional(),
+      /** Only events whose detail (as JSON) contains this text: the words a Remediation says, an action. */
+      says: z.string().min(1).optional(),
+    })
     .strict(),
   /** Remediation events about a node, of an action, decided by a policy profile ('' = by none). */
   z
@@ -319,6 +327,8 @@ export const ScenarioSchema = z
         sampleIntervalMs: z.number().int().min(100).max(60_000).default(1000),
         /** `false`: the agents run without their actuator (the DaemonSet as shipped, GPU_ACTIONS off): nobody fences, resets or probes. */
         actuator: z.boolean().optional(),
+        /** `true`: the actuators pause the GPU Operator's clients around a reset (GPU_RESET_PAUSE_OPERATOR). */
+        pauseOperator: z.boolean().optional(),
       })
       .strict()
       .default({ nodes: 'all-gpu-nodes', sampleIntervalMs: 1000 }),

@@ -32,6 +32,8 @@ export interface AgentCommon {
   log: (line: string) => void;
   /** The cluster the agents' actuators read their Nodes from (GPU actions); none: no actuator. */
   kubeconfig?: string;
+  /** Their actuators pause the GPU Operator's clients around a reset (scenario `agents.pauseOperator`). */
+  pauseOperator?: boolean;
 }
 
 export async function startInProcessAgents(

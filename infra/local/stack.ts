@@ -27,6 +27,7 @@ import { StackRecorder } from './stack-recorder.ts';
 import { startAgentProcesses, startInProcessAgents } from './stack-agents.ts';
 import { DevicePluginStandIn, type DevicePluginKind } from './device-plugin.ts';
 import { cardsOf, replaceUnhealthyCards } from './kube/gpushare.ts';
+import { GpuOperatorClients } from './gpu-operator.ts';
 import { fenceFilePath, replaceUnhealthyDevices } from './ack-fence-file.ts';
 import { remediationConfig } from '../../functions/remediate/wiring.ts';
 import { fenceBackendOf, poolOf } from '../../functions/remediate/core/policy.ts';
@@ -206,6 +207,8 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       keyOf,
       ...(o.historySize !== undefined ? { historySize: o.historySize } : {}),
     });
+    // An expectation on what events say (`says`) counts those events apart (report.ts EventTally.watch).
+    rec.tally.watch((scenario.expect ?? []).flatMap((x) => ('event' in x && x.says ? [x.says] : [])));
     cleanups.push(rec.subscribe());
     const emit = (e: Omit<TimelineEntry, 'atMs'>) => rec.emit(e);
     const flushEvents = () => rec.flushEvents();
@@ -330,6 +333,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       sampleIntervalMs: scenario.agents.sampleIntervalMs,
       log: progress,
       ...(scenario.agents.actuator === false ? {} : { kubeconfig }),
+      ...(scenario.agents.pauseOperator ? { pauseOperator: true } : {}),
     };
     if (!virtual) progress(`starting ${nodeFiles.length} agents (gpu-reflex agent) ...`);
     const agents = virtual
@@ -354,6 +358,12 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
             .map((f) => ({ ...f, gpus: gpuSpecsByNode.get(f.node) ?? [], kind: pluginKind(f.node) })),
           policy.fence.nvidiaPlugin,
           policy.fence.dra.driver,
+        )
+      : undefined;
+    // The GPU Operator's client pods hold their node's GPUs open (gpu-operator.ts): the mock refuses a reset meanwhile.
+    const operatorClients = sim
+      ? new GpuOperatorClients(sim, () =>
+          [...files.keys()].map((node) => ({ node, clientsPath: nodeDir(work, node).clientsPath })),
         )
       : undefined;
     cleanups.push(() => agents.close());
@@ -656,6 +666,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           for (const k of kernelLines.filter((k) => k.dueAt <= t)) k.write();
           kernelLines = kernelLines.filter((k) => k.dueAt > t);
           syncProcesses();
+          operatorClients?.sync();
           await agents.step(dt);
           devicePlugin?.sync();
           await agents.whenIdle();

@@ -9,6 +9,7 @@
  *   fence / unfence — the device plugin's unhealthy-devices file (FenceFile: entries it did not add are never removed);
  *                     a done fence is held: every tick the file must still list the GPU, else it is written back (fence-hold.ts)
  *   reset           — refused (`busy`, naming what holds it) while processes use the GPU; else the GPU reset
+ *                     (opt-in: the GPU Operator's clients paused and restored around it, operator-pause.ts)
  *   probe           — after `probeSeconds` of watching: NVML answers and still enumerates the GPU under
  *                     its UUID (counted), recovery action none (unknown is not none), no row remap
  *                     pending or failed, no new uncorrected ECC error and no XID on it since the probe began
@@ -36,6 +37,7 @@ import {
   type MigInventory,
 } from '../../events/index.ts';
 import { fenceOnce, holdFence } from './fence-hold.ts';
+import type { OperatorPause } from './operator-pause.ts';
 
 /** This node's Node object, as far as the actuator needs it (RBAC: nodes get, patch — its own). */
 export interface ActuatorNode {
@@ -93,6 +95,11 @@ export interface ActuatorOptions {
   xids: (gpuUuid: string, sinceMs: number) => number[];
   /** This node's MIG GPUs as NVML sees them now (no MIG GPU: an empty list); written to the Node when it changes. */
   migInventory?: () => Omit<MigInventory, 'at' | 'v'>['gpus'];
+  /**
+   * Opt-in (GPU_RESET_PAUSE_OPERATOR): a reset pauses the GPU Operator's clients on the node first and
+   * restores them after (operator-pause.ts). Absent: the reset runs with them in place.
+   */
+  pause?: OperatorPause;
 }
 
 interface Probing {
@@ -155,6 +162,15 @@ export class GpuActuator {
         );
       }
     }
+    // A pause whose reset is no longer under way (timed out, withdrawn) gets its labels back.
+    if (this.o.pause && !this.o.dryRun) {
+      const live = new Set(
+        Object.entries(results)
+          .filter(([, x]) => x.action === 'reset' && x.state === 'running')
+          .map(([id]) => id),
+      );
+      await this.o.pause.settle(annotations, live);
+    }
     const after = JSON.stringify(results);
     // A dry run changes nothing in the cluster either: its answers are only printed.
     if (!this.o.dryRun && after !== (before ?? '{}')) await this.o.nodeApi.writeResults(after);
@@ -211,6 +227,8 @@ export class GpuActuator {
         if (index === undefined) return { ...base, state: 'failed', reason: 'NVML does not know this GPU' };
         const holders = this.o.gpus.holders(r.gpuUuid);
         if (holders.length > 0) return { ...base, state: 'failed', reason: 'busy', holders: holders.slice(0, 64) };
+        // Opt-in: the GPU Operator's clients paused around the reset, a tick at a time (operator-pause.ts).
+        if (this.o.pause) return this.o.pause.step(r, base);
         const done = await this.o.gpus.reset(r.gpuUuid);
         return done.ok
           ? { ...base, state: 'done', reason: 'GPU reset' }

@@ -68,3 +68,19 @@ describe('infra/k8s RBAC for the node agent actuator', () => {
     ]);
   });
 });
+
+describe('infra/k8s RBAC for the paused reset (component actuator-reset-pause)', () => {
+  const docs = parseAllDocuments(
+    readFileSync(new URL('../../infra/k8s/actuator-reset-pause/rbac.yaml', import.meta.url), 'utf8'),
+  ).map((d) => d.toJS() as { kind: string; metadata: { namespace?: string }; rules?: RbacRule[] });
+  it("grants pods list in the GPU Operator's namespace only, for what operator-ports.ts calls beyond the actuator", () => {
+    const role = docs.find((d) => d.kind === 'Role')!;
+    expect(role.metadata.namespace).toBe('gpu-operator');
+    expect(role.rules).toEqual([{ apiGroups: [''], resources: ['pods'], verbs: ['list'] }]);
+    const calls = readFileSync(new URL('../../node-agent/actuator/operator-ports.ts', import.meta.url), 'utf8').match(
+      /core\.(\w+)\(/g,
+    );
+    // readNode and patchNode: the actuator's ClusterRole (nodes get, patch) already grants them.
+    expect([...new Set(calls)].sort()).toEqual(['core.listNamespacedPod(', 'core.patchNode(', 'core.readNode(']);
+  });
+});

@@ -24,6 +24,8 @@ export const SIMULATORS = [
   'infra/local/device-plugin.ts', // NVIDIA's and ACK's device plugins (issue #27 made it independent)
   'infra/local/ack-fence-file.ts', // ACK's unhealthy-devices file, as its plugin reads it
   'infra/local/stack-cloud.ts', // ACK's nodes joining the cluster
+  'infra/local/gpu-reset-scope.ts', // which boards NVML resets one GPU on (issue #27)
+  'infra/local/gpu-operator.ts', // the GPU Operator's clients holding the GPUs open (issue #27)
 ];
 
 /** Product modules a simulator may use: utilities that read text and decide nothing about the world. */

@@ -15,6 +15,7 @@ import { adoptOrphans, deriveNode, newGpuActions, nodeEdit } from './reconcile.t
 import { deviceTaintChange } from './fence-dra.ts';
 import { cardFenceChange, fenceBackendFor, sharesCards } from './fence-cgpu.ts';
 import { recoveryOf } from './recovery.ts';
+import { resetSupportOf, skipsReset } from './reset-support.ts';
 import { affectedPods, evictable, faultSite, type FaultSite } from './scope.ts';
 import { approvalIdFor } from './detail.ts';
 import { boundState, cmp, isOpen, type Incident, type IncidentPhase, type NodeState } from './state.ts';
@@ -25,6 +26,7 @@ import {
   unknownWorkloadWords,
   letFinishWords,
   nextWords,
+  resetSkippedWords,
   triggerWords,
   xid45FollowsWords,
 } from './words.ts';
@@ -332,7 +334,13 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     : unknownWorkload
       ? unknownWorkloadWords(site)
       : actionWords(action, node.name, site, moving.length);
-  const reason = `${reasonCore} Now ${doing};${fence} ${nextWords(ladder, decision.level, facts.capabilities, recoveryOf(acted))}`;
+  const support = resetSupportOf(node.labels);
+  // Where NVIDIA does not support resetting this GPU alone, the next step is the reboot (reset-support.ts).
+  const then =
+    action === 'quarantine-gpu' && recoveryOf(acted) === 'reset' && skipsReset(support)
+      ? `next: ${resetSkippedWords(acted.gpu, support)}`
+      : nextWords(ladder, decision.level, facts.capabilities, recoveryOf(acted));
+  const reason = `${reasonCore} Now ${doing};${fence} ${then}`;
   const notify = rule.notify || takesCapacity(action) || decision.escalated;
   const notices = notify ? [notice(action, node, reason.slice(0, 500))] : [];
   return {

@@ -8,7 +8,8 @@ import { evictable } from './scope.ts';
 import type { Incident } from './state.ts';
 import type { PodFacts } from './types.ts';
 import { notice } from './plan.ts';
-import { fenceEventNote } from './words.ts';
+import { fenceEventNote, resetSkippedWords } from './words.ts';
+import { resetSupportOf, skipsReset } from './reset-support.ts';
 import { stepRepair, unfenceDone } from './gpu-repair.ts';
 import { stepUnlatch } from './fence.ts';
 import { checkFence } from './fence-check.ts';
@@ -80,6 +81,10 @@ export function repairStep(
     // climb tells a person whatever it does (escalates, is held back, or ends at awaiting-repair).
     return climb({ ...i, notifiedAt: facts.now.toISOString() }, why, w, facts, policy);
   }
+  // No reset where NVIDIA does not support one alone (reset-support.ts): straight to the next rung
+  // (a node reboot), saying why, before any reset is asked of the agent.
+  const support = resetSupportOf(w.facts.node.labels);
+  if (!i.repair && skipsReset(support)) return climb(i, resetSkippedWords(i.gpu, support), w, facts, policy);
   retry(left);
   const s = stepRepair(i, left.length, w.results, facts.now, policy);
   if (s.kind === 'wait') return i;

@@ -16,6 +16,7 @@ import type { Policy } from './policy.ts';
 import type { Incident } from './state.ts';
 import type { KubeEventNote } from '../../lib/plan.ts';
 import type { Recovery } from './recovery.ts';
+import type { ResetSupport } from './reset-support.ts';
 
 const BUCKET_WORDS: Record<NvidiaBucket, string> = {
   IGNORE: 'NVIDIA says no action is needed',
@@ -215,4 +216,17 @@ export function fenceWords(i: Incident, policy: Pick<Policy, 'fence'>): string {
 export function fenceEventNote(kind: 'lost' | 'restored' | 'escalated', why: string): KubeEventNote {
   const reason = { lost: 'GpuFenceLost', restored: 'GpuFenceRestored', escalated: 'GpuFenceEscalated' }[kind];
   return { type: kind === 'restored' ? 'Normal' : 'Warning', reason, action: 'Fence', note: `gpu-reflex: ${why}` };
+}
+
+/**
+ * Why a GPU that needs a reset goes to a node reboot without one (reset-support.ts): the SKU, the
+ * topology and the matrix row's source.
+ */
+export function resetSkippedWords(gpu: string | undefined, s: ResetSupport): string {
+  const how =
+    s.verdict === 'all-gpus'
+      ? 'NVIDIA resets these GPUs only all together, never one alone'
+      : 'NVIDIA does not support resetting one GPU there';
+  const where = `${s.product} on ${s.topology ?? 'an unknown topology'}${s.row ? ` (${s.row.systems})` : ''}`;
+  return `${gpu ?? 'the GPU'} needs a reset, but ${how}: ${where}, per ${s.row?.source ?? 'no source'}; no reset tried, the node is rebooted instead`;
 }

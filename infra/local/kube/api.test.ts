@@ -237,6 +237,24 @@ describe('API surface: watch, leases, configmaps, events, daemonsets, discovery'
     expect(sim.store.podsOnNode('gpu-new').map((p) => p.metadata.ownerReferences?.[0]?.name)).toEqual(['agent']);
   });
 
+  it("takes a DaemonSet's pod off a node whose labels no longer match, gracefully, and brings it back when they do", async () => {
+    const label = async (v: string) =>
+      sim.store.put('nodes', {
+        ...sim.store.node('gpu-1')!,
+        metadata: { ...sim.store.node('gpu-1')!.metadata, labels: { 'gpu-reflex.io/gpu': v } },
+      });
+    const agents = () => sim.store.podsOnNode('gpu-1').filter((p) => p.metadata.ownerReferences?.[0]?.name === 'agent');
+    await label('false');
+    sim.tick();
+    // Terminating first (its grace period), then gone; never replaced while the selector does not match.
+    expect(agents().every((p) => p.metadata.deletionTimestamp !== undefined)).toBe(true);
+    sim.advance(60_000);
+    expect(agents()).toEqual([]);
+    await label('true');
+    sim.tick();
+    expect(agents().map((p) => p.metadata.deletionTimestamp)).toEqual([undefined]);
+  });
+
   it('lists pods across namespaces by node through the field selector', async () => {
     const list = await c.core.listPodForAllNamespaces({ fieldSelector: 'spec.nodeName=gpu-0' });
     expect(list.items.map((p) => `${p.metadata?.namespace}/${p.spec?.nodeName}`)).toEqual(['gpu-reflex/gpu-0']);

@@ -29,6 +29,12 @@ export function eligible(ds: KubeObject, node: Node): boolean {
   return !blocked && matchesNodeAffinity({ metadata: {}, spec } as unknown as Pod, node);
 }
 
+/** Whether the DaemonSet's node selector and required affinity still match `node` (taints aside). */
+export function selects(ds: KubeObject, node: Node): boolean {
+  const spec = templateOf(ds)?.spec;
+  return !!spec && matchesNodeAffinity({ metadata: {}, spec } as unknown as Pod, node);
+}
+
 /** Whether `node` already runs a live pod of `ds`. */
 export function hasDaemonPod(ds: KubeObject, podsOnNode: Pod[]): boolean {
   return podsOnNode.some((p) => controllerOf(p)?.uid === ds.metadata.uid && !p.metadata.deletionTimestamp);

@@ -1,4 +1,4 @@
-import { daemonPod, eligible, hasDaemonPod } from './daemonsets.ts';
+import { daemonPod, eligible, hasDaemonPod, selects } from './daemonsets.ts';
 import { MigManager } from './mig-manager.ts';
 import { CreateRetries } from './create-retries.ts';
 import { notReady, nowReady, readyDelayMs } from './readiness.ts';
@@ -485,6 +485,12 @@ export class Lifecycle {
     for (const ds of this.store.list('daemonsets.apps')) {
       const ns = ds.metadata.namespace ?? '';
       for (const node of nodes) {
+        // A pod whose node no longer matches the DaemonSet's node selector or affinity is deleted (gracefully):
+        // `shouldContinueRunning` is false (pkg/controller/daemon/daemon_controller.go nodeShouldRunDaemonPod).
+        // A NoSchedule taint does not count there; only NoExecute does, which the taint manager handles.
+        if (!selects(ds, node))
+          for (const p of this.store.podsOnNode(node.metadata.name))
+            if (controllerOf(p)?.uid === ds.metadata.uid && !p.metadata.deletionTimestamp) this.deletePod(p);
         if (!eligible(ds, node) || hasDaemonPod(ds, this.store.podsOnNode(node.metadata.name))) continue;
         const name = this.generateName(`${ds.metadata.name}-`, (n) => this.store.pod(ns, n) !== undefined);
         try {
@@ -590,6 +596,9 @@ export class Lifecycle {
       if (e.type !== 'DELETED' && node.spec?.taints?.some((t) => t.effect === 'NoExecute'))
         this.noExecuteCheck.add(node.metadata.name);
       if (e.type === 'ADDED') this.markDaemonNode(node.metadata.name);
+      // A label change may take a node out of (or into) a DaemonSet's node selector.
+      else if (e.type === 'MODIFIED' && changedLabels(e.previous as Node, node).length > 0)
+        this.markDaemonNode(node.metadata.name);
     }
   }
 }

@@ -11,11 +11,14 @@ import { existsSync, readFileSync, renameSync, rmSync, writeFileSync } from 'nod
 import { join } from 'node:path';
 
 const USAGE =
-  "usage: nvidia-smi --gpu-reset -i <GPU UUID>   (the gpu-reflex local stack's mock: only the reset is built)";
+  'usage: nvidia-smi --gpu-reset -i <GPU UUID> | -i <GPU UUID> -pm 0|1 | -i <GPU UUID> ' +
+  "--query-gpu=persistence_mode --format=csv,noheader   (the gpu-reflex local stack's mock)";
 const args = process.argv.slice(2);
 const i = args.indexOf('-i');
 const uuid = i >= 0 ? args[i + 1] : undefined;
-if (!args.includes('--gpu-reset') || !uuid) {
+const pm = args.indexOf('-pm');
+const query = args.includes('--query-gpu=persistence_mode');
+if ((!args.includes('--gpu-reset') && pm < 0 && !query) || !uuid) {
   process.stderr.write(`${USAGE}\n`);
   process.exit(2);
 }
@@ -34,6 +37,7 @@ if (!dir) {
 }
 const gpu = (scenario.gpus ?? []).find((g) => g.uuid === uuid);
 const bus = gpu?.pciBusId ?? gpu?.busId ?? uuid;
+if (pm >= 0 || query) persistenceMode();
 const id = `${process.pid}-${Date.now()}`;
 writeFileSync(join(dir, `.${id}.tmp`), `reset ${uuid}\n`);
 renameSync(join(dir, `.${id}.tmp`), join(dir, `${id}.req`));
@@ -55,6 +59,37 @@ if (rc === '0') {
   process.stdout.write(`GPU ${bus} was successfully reset.\n`);
   process.exit(0);
 }
-const why = rc === '19' ? 'In use by another client' : rc === '6' ? 'Not Found' : 'Unknown Error';
+// nvmlErrorString's words for the codes the mock answers (nvml.h: 3 NOT_SUPPORTED, 6 NOT_FOUND, 19 IN_USE).
+const why =
+  rc === '19' ? 'In use by another client' : rc === '6' ? 'Not Found' : rc === '3' ? 'Not Supported' : 'Unknown Error';
 process.stderr.write(`The following GPUs could not be reset:\n  GPU ${bus}: ${why} (${said})\n`);
 process.exit(255);
+
+/**
+ * Persistence mode, per GPU, in `persistence.json` beside the node's controlDir (the library does not
+ * model it): on by default, as on a node where the GPU Operator's driver runs nvidia-persistenced.
+ * `-pm 1|0` sets it ("Enabled/Disabled persistence mode for GPU …", nvidia-smi's words); the query
+ * prints `Enabled` or `Disabled`.
+ */
+function persistenceMode() {
+  if (!gpu) {
+    process.stderr.write(`No devices were found matching ${uuid}\n`);
+    process.exit(6);
+  }
+  const file = join(dir, '..', 'persistence.json');
+  const state = existsSync(file) ? JSON.parse(readFileSync(file, 'utf8')) : {};
+  if (query) {
+    process.stdout.write(`${state[uuid] === false ? 'Disabled' : 'Enabled'}\n`);
+    process.exit(0);
+  }
+  const on = args[pm + 1] === '1';
+  if (args[pm + 1] !== '0' && args[pm + 1] !== '1') {
+    process.stderr.write(`${USAGE}\n`);
+    process.exit(2);
+  }
+  state[uuid] = on;
+  writeFileSync(`${file}.tmp`, JSON.stringify(state));
+  renameSync(`${file}.tmp`, file);
+  process.stdout.write(`${on ? 'Enabled' : 'Disabled'} persistence mode for GPU ${bus}.\n`);
+  process.exit(0);
+}

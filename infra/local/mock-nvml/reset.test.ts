@@ -63,6 +63,38 @@ describe('mock NVML reset', () => {
   });
 });
 
+describe('mock NVML reset on a board that does not reset one GPU alone', () => {
+  it.each([
+    ['none', 'NVSwitch system'],
+    ['all', 'every NVLink-connected GPU together'],
+  ])(
+    'answers NVML_ERROR_NOT_SUPPORTED for resetScope %s, even on an idle GPU, and clears nothing',
+    async (scope, words) => {
+      const s = await openMockNvml(oneGpu({ ...faulty, resetScope: scope }));
+      nvml = s.nvml;
+      expect(s.mock.resetGpu(0)).toBe(3);
+      expect(s.mock.lastError()).toContain(words);
+      expect(nvml.device(0).recoveryAction()?.code).toBe(2);
+    },
+  );
+
+  it('refuses a reset while another client (the clientsFile) holds the GPUs, and resets once it is empty', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mock-clients-'));
+    const clientsFile = join(dir, 'clients.json');
+    writeFileSync(clientsFile, JSON.stringify({ holders: ['gpu-operator/nvidia-dcgm-exporter-x'] }));
+    const s = await openMockNvml(oneGpu(faulty, { clientsFile }));
+    nvml = s.nvml;
+    expect(s.mock.resetGpu(0)).toBe(19);
+    expect(s.mock.lastError()).toContain('in use by another client (1: gpu-operator/nvidia-dcgm-exporter-x');
+    writeFileSync(clientsFile, JSON.stringify({ holders: [] }));
+    expect(s.mock.resetGpu(0)).toBe(0);
+  });
+
+  it('refuses a scenario with an unknown resetScope', async () => {
+    await expect(openMockNvml(oneGpu({ resetScope: 'sometimes' }))).rejects.toThrow(/nvmlInit/);
+  });
+});
+
 describe('mock nvidia-smi', () => {
   it("resets a GPU through the controlDir of the library another process loaded, in nvidia-smi's words", async () => {
     const dir = mkdtempSync(join(tmpdir(), 'mock-smi-'));
@@ -92,6 +124,24 @@ describe('mock nvidia-smi', () => {
     const unknown = await smi(path, ['--gpu-reset', '-i', 'GPU-nope'], poll);
     expect(unknown).toMatchObject({ code: 255, stderr: expect.stringContaining('Not Found') });
     expect((await smi(path, ['-q'], poll)).code).toBe(2);
+  });
+
+  it('keeps persistence mode per GPU beside the control directory: on by default, -pm 0|1 sets it', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'mock-smi-'));
+    const controlDir = join(dir, 'control');
+    mkdirSync(controlDir);
+    const path = join(dir, 'scenario.json');
+    writeFileSync(path, JSON.stringify(oneGpu({}, { controlDir })));
+    const query = ['-i', UUID, '--query-gpu=persistence_mode', '--format=csv,noheader'];
+    const none = () => undefined;
+    expect(await smi(path, query, none)).toMatchObject({ code: 0, stdout: 'Enabled\n' });
+    expect(await smi(path, ['-i', UUID, '-pm', '0'], none)).toMatchObject({
+      code: 0,
+      stdout: 'Disabled persistence mode for GPU 00000000:3B:00.0.\n',
+    });
+    expect(await smi(path, query, none)).toMatchObject({ stdout: 'Disabled\n' });
+    expect((await smi(path, ['-i', UUID, '-pm', '7'], none)).code).toBe(2);
+    expect((await smi(path, ['-i', 'GPU-nope', '-pm', '1'], none)).code).toBe(6);
   });
 
   it('gives up, exit 255, when no agent answers', async () => {

@@ -13,14 +13,51 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "json.h"
 #include "mock.h"
+
+/*
+ * How many other clients hold the GPUs open (scenario `clientsFile`: the GPU Operator's device plugin,
+ * DCGM, its exporter, GFD — processes NVML does not list as compute processes); the first named in
+ * `first`. A missing or unreadable file: none.
+ */
+static int other_clients(char *first, size_t len) {
+  first[0] = '\0';
+  if (!g.clientsFile[0]) return 0;
+  char *text = mock_read_file(g.clientsFile);
+  if (!text) return 0;
+  char err[64];
+  json_value *root = json_parse(text, err, sizeof err);
+  free(text);
+  if (!root) return 0;
+  const json_value *h = root->type == JSON_OBJECT ? json_get(root, "holders") : NULL;
+  int n = h && h->type == JSON_ARRAY ? (int)h->count : 0;
+  if (n > 0 && h->items[0]->type == JSON_STRING) snprintf(first, len, "%s", h->items[0]->string);
+  json_free(root);
+  return n;
+}
 
 /* Resets GPU `index` (callers hold g.lock): the rules of mockNvmlResetGpu. */
 nvmlReturn_t reset_gpu(unsigned int index) {
   if (index >= (unsigned int)g.gpuCount) return NVML_ERROR_INVALID_ARGUMENT;
   mock_gpu *gpu = &g.gpus[index];
+  /* Boards where NVIDIA does not reset one GPU alone (infra/local/gpu-reset-scope.ts names the source):
+   * NVML_ERROR_NOT_SUPPORTED, before anything else is looked at. */
+  if (gpu->resetScope != 0) {
+    snprintf(g.lastError, sizeof g.lastError, "%s",
+             gpu->resetScope == 1 ? "a single GPU cannot be reset here: reset every NVLink-connected GPU together"
+                                  : "a single GPU cannot be reset on this NVSwitch system (Fabric Manager)");
+    return NVML_ERROR_NOT_SUPPORTED;
+  }
   if (gpu->procCount > 0) {
     snprintf(g.lastError, sizeof g.lastError, "GPU %u is in use by %d process(es)", index, gpu->procCount);
+    return NVML_ERROR_IN_USE;
+  }
+  /* nvidia-smi(1) -r: no client may hold the GPU, monitoring ones included (DCGM, the device plugin). */
+  char first[256];
+  int clients = other_clients(first, sizeof first);
+  if (clients > 0) {
+    snprintf(g.lastError, sizeof g.lastError, "GPU %u is in use by another client (%d: %s, …)", index, clients, first);
     return NVML_ERROR_IN_USE;
   }
   if (gpu->resetFails) {

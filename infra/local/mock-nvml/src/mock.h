@@ -190,6 +190,7 @@ typedef struct mock_gpu {
   int procCount;
   int lost;
   int resetFails; /* a `resetFails` fault fired: mockNvmlResetGpu answers failure */
+  int resetScope; /* scenario `resetScope`: 0 gpu (one GPU alone), 1 all (the NVLink set only), 2 none */
   unsigned int registerEventsReturn; /* non-zero: nvmlDeviceRegisterEvents refuses this GPU with it */
   unsigned int recoveryActionReturn; /* non-zero: field 230 answers this NVML error (a pre-R565 driver's oddity) */
   unsigned int resets; /* resets done (mockNvmlResetGpu) */
@@ -257,6 +258,9 @@ typedef struct {
   long long migStamp[2];
   /* Optional directory of requests from other processes (scenario `controlDir`, control-dir.c). */
   char controlDir[1024];
+  /* Optional file of other clients holding the GPUs open (scenario `clientsFile`, control-dir.c):
+   * `{"holders": ["gpu-operator/nvidia-dcgm-exporter-x", …]}`, read at each reset. */
+  char clientsFile[1024];
   long long controlStamp;
   int clockOverride; /* -1: $MOCK_NVML_CLOCK decides; 0 real; 1 manual */
 } mock_state;

@@ -185,6 +185,12 @@ static int load_gpu(const json_value *o, int i) {
   gpu->migCapable = contains_ci(gpu->name, "A100") || contains_ci(gpu->name, "H100") ||
                     contains_ci(gpu->name, "H200") || contains_ci(gpu->name, "B200");
   if (!get_bool(o, "migCapable", path, &gpu->migCapable)) return 0;
+  char scope[16] = "gpu";
+  if (!get_str(o, "resetScope", path, scope, sizeof scope, 0)) return 0;
+  if (strcmp(scope, "gpu") == 0) gpu->resetScope = 0;
+  else if (strcmp(scope, "all") == 0) gpu->resetScope = 1;
+  else if (strcmp(scope, "none") == 0) gpu->resetScope = 2;
+  else return bad(path, "resetScope: expected gpu, all or none");
   if (!get_bool(o, "migMode", path, &gpu->migMode)) return 0;
   gpu->migPending = gpu->migMode;
   if (!get_bool(o, "migPending", path, &gpu->migPending)) return 0;
@@ -330,6 +336,8 @@ int scenario_load(const char *path) {
   g.controlDir[0] = '\0';
   g.controlStamp = -1;
   if (!get_str(root, "controlDir", "", g.controlDir, sizeof g.controlDir, 0)) goto done;
+  g.clientsFile[0] = '\0';
+  if (!get_str(root, "clientsFile", "", g.clientsFile, sizeof g.clientsFile, 0)) goto done;
   g.migFile[0] = '\0';
   g.migStamp[0] = g.migStamp[1] = -1;
   if (!get_str(root, "migFile", "", g.migFile, sizeof g.migFile, 0)) goto done;

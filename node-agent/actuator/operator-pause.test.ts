@@ -1,0 +1,166 @@
+import { describe, expect, it } from 'vitest';
+import { GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, type GpuActionRequest } from '../../events/index.ts';
+import { GpuActuator } from './actuator.ts';
+import {
+  OPERATOR_CLIENTS,
+  OPERATOR_PAUSED_ANNOTATION,
+  OperatorPause,
+  type OperatorClientsPort,
+} from './operator-pause.ts';
+
+const G0 = 'GPU-00000000-0000-4000-8000-000000000000';
+const T0 = Date.parse('2026-12-01T03:00:00.000Z');
+const DP = 'nvidia.com/gpu.deploy.device-plugin';
+const DCGM = 'nvidia.com/gpu.deploy.dcgm';
+
+/**
+ * One node: labels, annotations, and the GPU Operator's pods, which leave `leaveAfterTicks` ticks after
+ * their deploy label turns false (unless `stuck`) and come back when it is true or absent again.
+ */
+function rig(o: { labels?: Record<string, string>; stuck?: boolean; holders?: string[]; resetFails?: string } = {}) {
+  let now = T0;
+  const labels: Record<string, string> = { ...o.labels };
+  const annotations: Record<string, string> = {};
+  const calls: string[] = [];
+  let persistence = true;
+  const pods = () =>
+    OPERATOR_CLIENTS.filter((c) => labels[c.label] !== 'false' || o.stuck).map((c) => `gpu-operator/${c.app}-x`);
+  let leaving = 0;
+  const port: OperatorClientsPort = {
+    read: async () => ({ labels: { ...labels }, annotations: { ...annotations } }),
+    patch: async (l, record) => {
+      calls.push(`patch ${JSON.stringify(l)}${record === null ? ' -record' : ' +record'}`);
+      for (const [k, v] of Object.entries(l))
+        if (v === null) delete labels[k];
+        else labels[k] = v;
+      if (record === null) delete annotations[OPERATOR_PAUSED_ANNOTATION];
+      else annotations[OPERATOR_PAUSED_ANNOTATION] = record;
+      leaving = 1;
+    },
+    // The pods take one more tick to go than the label flip.
+    podsOnNode: async () => (leaving-- > 0 ? OPERATOR_CLIENTS.map((c) => `gpu-operator/${c.app}-x`) : pods()),
+  };
+  const pause = new OperatorPause({
+    port,
+    pauseTimeoutMs: 60_000,
+    now: () => now,
+    holders: () => o.holders ?? [],
+    reset: async () => {
+      calls.push(`reset (persistence ${persistence ? 'on' : 'off'}, ${pods().length} operator pods)`);
+      return o.resetFails ? { ok: false, reason: o.resetFails } : { ok: true };
+    },
+    persistence: () => persistence,
+    setPersistence: (_u, on) => {
+      persistence = on;
+      calls.push(`persistence ${on ? 'on' : 'off'}`);
+      return { ok: true };
+    },
+  });
+  const actuator = new GpuActuator({
+    node: 'n1',
+    nodeApi: {
+      annotations: async () => ({ ...annotations }),
+      writeResults: async (json) => void (annotations[GPU_ACTION_RESULTS_ANNOTATION] = json),
+    },
+    gpus: {
+      indexOf: (u) => (u === G0 ? 0 : undefined),
+      holders: () => [],
+      reset: async () => ({ ok: true }),
+      health: () => ({
+        nvmlAnswers: true,
+        recoveryAction: 'none',
+        remapPending: false,
+        remapFailed: false,
+        eccUncorrected: 0,
+      }),
+    },
+    fence: { read: () => ({ index: [], uuid: [] }), ours: () => [], add: () => undefined, remove: () => false },
+    publish: async () => undefined,
+    now: () => now,
+    xids: () => [],
+    pause,
+  });
+  const ask = (timeoutSeconds = 600) => {
+    const r: GpuActionRequest = {
+      id: 'reset.0001',
+      action: 'reset',
+      gpuUuid: G0,
+      incident: 'n1/gpu/xid-95',
+      requestedAt: new Date(now).toISOString(),
+      timeoutSeconds,
+    };
+    annotations[GPU_ACTIONS_ANNOTATION] = JSON.stringify([r]);
+  };
+  const state = () => JSON.parse(annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}')['reset.0001'];
+  return {
+    labels,
+    annotations,
+    calls,
+    ask,
+    state,
+    tick: async (stepMs = 5_000) => {
+      await actuator.tick();
+      now += stepMs;
+    },
+  };
+}
+
+describe('a reset with the GPU Operator paused (opt-in)', () => {
+  it('pauses the clients, waits for their pods, turns persistence off, resets, and restores every label as it was', async () => {
+    // device-plugin was true, dcgm had been set false by someone else, the rest were absent.
+    const r = rig({ labels: { [DP]: 'true', [DCGM]: 'false', keep: 'me' } });
+    r.ask();
+    await r.tick();
+    expect(r.state()).toMatchObject({
+      state: 'running',
+      reason: expect.stringContaining('GPU Operator clients paused'),
+    });
+    for (const c of OPERATOR_CLIENTS) expect(r.labels[c.label]).toBe('false');
+    expect(JSON.parse(r.annotations[OPERATOR_PAUSED_ANNOTATION]!).prior).toMatchObject({
+      [DP]: 'true',
+      [DCGM]: 'false',
+    });
+    await r.tick();
+    expect(r.state()).toMatchObject({ state: 'running', reason: 'waiting for 5 GPU Operator pod(s) to leave' });
+    await r.tick();
+    expect(r.state()).toMatchObject({ state: 'done' });
+    expect(r.state().reason).toBe(
+      'GPU Operator clients paused, their pods gone; persistence mode off; GPU reset; persistence mode back on; deploy labels restored',
+    );
+    expect(r.calls).toContain('reset (persistence off, 0 operator pods)');
+    expect(r.labels).toEqual({ [DP]: 'true', [DCGM]: 'false', keep: 'me' });
+    expect(r.annotations[OPERATOR_PAUSED_ANNOTATION]).toBeUndefined();
+  });
+
+  it('refuses the reset when the pods do not leave within the bound, and restores the labels', async () => {
+    const r = rig({ labels: { [DP]: 'true' }, stuck: true });
+    r.ask();
+    for (let i = 0; i < 13; i++) await r.tick();
+    expect(r.state()).toMatchObject({
+      state: 'failed',
+      reason: expect.stringMatching(/^busy: GPU Operator pods still/),
+    });
+    expect(r.state().holders).toContain('gpu-operator/nvidia-device-plugin-daemonset-x');
+    expect(r.calls.some((c) => c.startsWith('reset'))).toBe(false);
+    expect(r.labels).toEqual({ [DP]: 'true' });
+  });
+
+  it('restores the labels when the reset fails, and says so', async () => {
+    const r = rig({ resetFails: 'nvidia-smi --gpu-reset exited 255: In use by another client' });
+    r.ask();
+    for (let i = 0; i < 3; i++) await r.tick();
+    expect(r.state()).toMatchObject({ state: 'failed', reason: expect.stringContaining('reset failed (nvidia-smi') });
+    expect(r.labels).toEqual({});
+  });
+
+  it('restores the labels of a pause whose request timed out meanwhile', async () => {
+    const r = rig({ labels: { [DP]: 'true' }, stuck: true });
+    r.ask(10);
+    await r.tick(20_000);
+    expect(r.labels[DP]).toBe('false');
+    await r.tick();
+    expect(r.state()).toMatchObject({ state: 'failed', reason: 'timeout' });
+    expect(r.labels).toEqual({ [DP]: 'true' });
+    expect(r.annotations[OPERATOR_PAUSED_ANNOTATION]).toBeUndefined();
+  });
+});

@@ -1,0 +1,155 @@
+/**
+ * A GPU reset the way NVIDIA's own tooling does it (issue #27), opt-in (GPU_RESET_PAUSE_OPERATOR):
+ *
+ *   1. pause the GPU Operator's clients on this node — every `nvidia.com/gpu.deploy.<component>` label
+ *      below set to `false`, so their DaemonSets take their pods off the node and the handles they hold
+ *      on /dev/nvidia* go with them; what each label was is written first, in the same patch, to the
+ *      node annotation `gpu-reflex.io/operator-paused` (a restarted agent still restores them);
+ *   2. wait for those pods to leave, bounded (`pauseTimeoutMs`, on the injected clock; a tick at a time,
+ *      never a sleep); still there at the bound: labels restored, the reset refused;
+ *   3. persistence mode off when it was on; 4. the reset; 5. persistence mode back on when it was;
+ *   6. the labels restored exactly as they were: a label someone else had set to `false` stays `false`,
+ *      one that was absent is removed again — whatever the reset's outcome.
+ *
+ * Sources: NVIDIA/NVSentinel ADR-019 "Janitor support for GPU reset" (the clients, the persistence mode
+ * order, labels reverted regardless of the outcome); NVIDIA/mig-parted's GPU Operator hook
+ * reconfigure-mig.sh (the same labels set to false, `kubectl wait --for=delete` on each client's pods by
+ * `app` label and node, 5 min bound, then the labels set back); NVIDIA/gpu-operator
+ * controllers/state_manager.go (the deploy label names).
+ */
+import type { GpuActionRequest, GpuActionState } from '../../events/index.ts';
+
+/** The node annotation that records a pause under way: `{ id, at, prior: { label: value | null } }`. */
+export const OPERATOR_PAUSED_ANNOTATION = 'gpu-reflex.io/operator-paused';
+
+/** The GPU Operator's clients that hold a GPU open, by deploy label and their pods' `app` label. */
+export const OPERATOR_CLIENTS: readonly { label: string; app: string }[] = [
+  { label: 'nvidia.com/gpu.deploy.device-plugin', app: 'nvidia-device-plugin-daemonset' },
+  { label: 'nvidia.com/gpu.deploy.gpu-feature-discovery', app: 'gpu-feature-discovery' },
+  { label: 'nvidia.com/gpu.deploy.dcgm-exporter', app: 'nvidia-dcgm-exporter' },
+  { label: 'nvidia.com/gpu.deploy.dcgm', app: 'nvidia-dcgm' },
+  { label: 'nvidia.com/gpu.deploy.operator-validator', app: 'nvidia-operator-validator' },
+];
+
+/** This node, as the pause needs it (RBAC: nodes get/patch — its own; pods list on its node). */
+export interface OperatorClientsPort {
+  /** The node's labels and annotations now. */
+  read(): Promise<{ labels: Record<string, string>; annotations: Record<string, string> }>;
+  /** One merge patch: labels (null removes one) and the pause record (null removes it). */
+  patch(labels: Record<string, string | null>, record: string | null): Promise<void>;
+  /** `namespace/name` of the pods on this node whose `app` label is one of `apps` (not yet gone). */
+  podsOnNode(apps: readonly string[]): Promise<string[]>;
+}
+
+interface PauseRecord {
+  id: string;
+  at: number;
+  prior: Record<string, string | null>;
+}
+
+export interface PauseDeps {
+  port: OperatorClientsPort;
+  pauseTimeoutMs: number;
+  now: () => number;
+  holders: (uuid: string) => string[];
+  reset: (uuid: string) => Promise<{ ok: true } | { ok: false; reason: string }>;
+  /** Persistence mode: on/off, undefined when it cannot be read (then left alone). */
+  persistence?: (uuid: string) => boolean | undefined;
+  setPersistence?: (uuid: string, on: boolean) => { ok: true } | { ok: false; reason: string };
+  log?: (line: string) => void;
+}
+
+type Base = Pick<GpuActionState, 'action' | 'gpuUuid' | 'at'>;
+
+function readRecord(raw: string | undefined): PauseRecord | undefined {
+  if (!raw) return undefined;
+  try {
+    const r = JSON.parse(raw) as PauseRecord;
+    return typeof r.id === 'string' && typeof r.at === 'number' && r.prior && typeof r.prior === 'object'
+      ? r
+      : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+export class OperatorPause {
+  /** Pauses begun or ended by `step` since the last `settle`: the annotation read before them is stale. */
+  private readonly stepped = new Set<string>();
+
+  constructor(private readonly d: PauseDeps) {}
+
+  /** One step of a paused reset (called once per tick while the request runs). */
+  async step(r: GpuActionRequest, base: Base): Promise<GpuActionState> {
+    const { labels, annotations } = await this.d.port.read();
+    const record = readRecord(annotations[OPERATOR_PAUSED_ANNOTATION]);
+    const apps = OPERATOR_CLIENTS.map((c) => c.app);
+    this.stepped.add(r.id);
+    if (!record || record.id !== r.id) {
+      // Another request's pause left behind (an agent restarted mid-reset): put it back first.
+      if (record) await this.restore(record);
+      const prior = Object.fromEntries(OPERATOR_CLIENTS.map((c) => [c.label, labels[c.label] ?? null]));
+      const off = Object.fromEntries(OPERATOR_CLIENTS.map((c) => [c.label, 'false']));
+      const next: PauseRecord = { id: r.id, at: this.d.now(), prior };
+      await this.d.port.patch(off, JSON.stringify(next));
+      const names = OPERATOR_CLIENTS.map((c) => c.label.slice('nvidia.com/gpu.deploy.'.length)).join(', ');
+      this.d.log?.(`gpu action ${r.id}: GPU Operator clients paused (${names}); waiting for their pods`);
+      return { ...base, state: 'running', reason: `GPU Operator clients paused (${names}): waiting for their pods` };
+    }
+    const left = await this.d.port.podsOnNode(apps);
+    if (left.length > 0) {
+      const waited = this.d.now() - record.at;
+      if (waited < this.d.pauseTimeoutMs)
+        return { ...base, state: 'running', reason: `waiting for ${left.length} GPU Operator pod(s) to leave` };
+      await this.restore(record);
+      return {
+        ...base,
+        state: 'failed',
+        reason: `busy: GPU Operator pods still on the node ${Math.round(waited / 1000)} s after their pause; labels restored`,
+        holders: left.slice(0, 64),
+      };
+    }
+    const steps = ['GPU Operator clients paused, their pods gone'];
+    const holders = this.d.holders(r.gpuUuid);
+    if (holders.length > 0) {
+      await this.restore(record);
+      return { ...base, state: 'failed', reason: 'busy', holders: holders.slice(0, 64) };
+    }
+    const wasOn = this.d.persistence?.(r.gpuUuid);
+    if (wasOn === true) {
+      const off = this.d.setPersistence?.(r.gpuUuid, false);
+      if (off && !off.ok) {
+        await this.restore(record);
+        return { ...base, state: 'failed', reason: `persistence mode not turned off: ${off.reason}`.slice(0, 512) };
+      }
+      steps.push('persistence mode off');
+    } else if (wasOn === undefined) steps.push('persistence mode unknown: left alone');
+    const done = await this.d.reset(r.gpuUuid);
+    steps.push(done.ok ? 'GPU reset' : `reset failed (${done.reason})`);
+    if (wasOn === true) {
+      const on = this.d.setPersistence?.(r.gpuUuid, true);
+      steps.push(on && !on.ok ? `persistence mode NOT back on: ${on.reason}` : 'persistence mode back on');
+    }
+    await this.restore(record);
+    steps.push('deploy labels restored');
+    const reason = steps.join('; ').slice(0, 512);
+    return done.ok ? { ...base, state: 'done', reason } : { ...base, state: 'failed', reason };
+  }
+
+  /**
+   * A pause whose request is no longer running (timed out, withdrawn, answered by a restarted agent):
+   * its labels go back. `running`: the ids of resets still under way.
+   */
+  async settle(annotations: Record<string, string>, running: ReadonlySet<string>): Promise<void> {
+    const record = readRecord(annotations[OPERATOR_PAUSED_ANNOTATION]);
+    const stepped = this.stepped.has(record?.id ?? '');
+    this.stepped.clear();
+    if (record && !running.has(record.id) && !stepped) await this.restore(record);
+  }
+
+  /** Each label back to what it was (absent: removed), and the record removed, in one patch. */
+  private async restore(record: PauseRecord): Promise<void> {
+    await this.d.port.patch({ ...record.prior }, null);
+    this.d.log?.(`gpu action ${record.id}: GPU Operator deploy labels restored`);
+  }
+}
