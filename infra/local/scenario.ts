@@ -259,6 +259,19 @@ export const ExpectSchema = z.union([
   z
     .object({ event: z.string().min(1), node: Name.optional(), atLeast: z.number().int().nonnegative().default(1) })
     .strict(),
+  /** Pods still running (bound, phase Running, not terminating) carrying every label of `selector`. */
+  z
+    .object({
+      runningPods: z
+        .object({
+          selector: z.record(z.string(), z.string()),
+          atLeast: z.number().int().nonnegative().optional(),
+          atMost: z.number().int().nonnegative().optional(),
+        })
+        .strict()
+        .refine((p) => p.atLeast !== undefined || p.atMost !== undefined, { message: 'set atLeast, atMost or both' }),
+    })
+    .strict(),
 ]);
 export type Expectation = z.infer<typeof ExpectSchema>;
 
@@ -284,6 +297,11 @@ export const ScenarioSchema = z
         sampleIntervalMs: z.number().int().min(100).max(60_000).default(1000),
         /** `false`: the agents run without their actuator (the DaemonSet as shipped, GPU_ACTIONS off): nobody fences, resets or probes. */
         actuator: z.boolean().optional(),
+        /**
+         * `false`: the agents do not share the host's PID namespace, so no GPU process is traced to its
+         * pod (pid → cgroup): the XIDs' attribution is unknown, and only PodResources says who holds a GPU.
+         */
+        hostPID: z.boolean().optional(),
       })
       .strict()
       .default({ nodes: 'all-gpu-nodes', sampleIntervalMs: 1000 }),
