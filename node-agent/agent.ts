@@ -25,6 +25,8 @@ import { noAgentMetrics, type AgentMetrics } from './agent-metrics.ts';
 import { HealthEvaluator, type EccMemory, type HealthEvent, type HealthThresholds } from './collectors/health.ts';
 import { buildInventory, inventoryKey, podOfPidOnGpu, podsOnGpu, type Inventory } from './collectors/inventory.ts';
 import { PodResolver } from './collectors/pods.ts';
+import { deviceHolders, holdersOfGpu, type PodResourcesSource } from './collectors/pod-resources-source.ts';
+import type { DeviceHolder } from '../events/common.ts';
 import type { GpuReading } from './collectors/reading.ts';
 import { UtilizationWindow } from './collectors/utilization.ts';
 import { healthEvent, inventoryEvent, sxidEvent, utilizationEvent, xidEvent, type OutgoingEvent } from './events.ts';
@@ -96,6 +98,11 @@ export interface AgentOptions {
    * process and an NVLink5 XID's Fatal/Nonfatal — is the first sighting when it exists.
    */
   kernelLog?: { catchUp(timeoutMs: number): Promise<boolean> };
+  /**
+   * The kubelet's PodResources API (collectors/pod-resources-source.ts), read at each sample: which
+   * pods hold which GPU. None, or unreadable: the events carry no `holders` (unknown).
+   */
+  podResources?: PodResourcesSource;
 }
 
 /** How long an NVML XID waits for the kernel log to be read; the line is usually there already. */
@@ -132,6 +139,10 @@ export class Agent {
   private readonly xids = new XidLog();
   private readonly log: PublisherLog;
   private inventory: Inventory | undefined;
+  /** Device holders by PodResources as of the last sample; undefined: unknown. */
+  private holders: DeviceHolder[] | undefined;
+  /** Why PodResources was last unreadable (logged once per change). */
+  private podResourcesProblem: string | undefined;
   private eccSaved: string;
   /** gpu-missing events (and their resolutions) found at start, sent with the first sample. */
   private pendingGpuReport: HealthEvent[];
@@ -205,7 +216,11 @@ export class Agent {
     // A lost GPU answers nothing: inventory lists the GPUs that can take work.
     const live = result.readings.filter((r) => !r.lost);
     const podOfPid = await this.pods.resolve(live.flatMap((r) => (r.processes ?? []).map((p) => p.pid)));
-    const inv = buildInventory(this.source.system, live, podOfPid);
+    this.holders = await this.readHolders(live);
+    const inv = {
+      ...buildInventory(this.source.system, live, podOfPid),
+      ...(this.holders ? { holders: this.holders } : {}),
+    };
     const key = inventoryKey(inv);
     this.inventory = inv;
     await this.metrics.gpusSampled({
@@ -228,6 +243,24 @@ export class Agent {
     // Held XID repeats whose window closed (a quiet GPU sends no XID that would release them).
     out.push(...this.aggregate.due(nowMs));
     return this.emit(out);
+  }
+
+  /** PodResources' holders of this node's GPUs now; undefined when it cannot be read (unknown). */
+  private async readHolders(live: readonly GpuReading[]): Promise<DeviceHolder[] | undefined> {
+    if (!this.o.podResources) return undefined;
+    const r = await this.o.podResources.read();
+    if (!r.known) {
+      if (r.reason !== this.podResourcesProblem)
+        this.log.warn('PodResources not readable: which pods hold a GPU is unknown', { reason: r.reason });
+      this.podResourcesProblem = r.reason;
+      return undefined;
+    }
+    if (this.podResourcesProblem !== undefined) this.log.info('PodResources readable again');
+    this.podResourcesProblem = undefined;
+    return deviceHolders(
+      r.pods,
+      live.map((g) => ({ uuid: g.uuid, migDevices: g.migDevices ?? [] })),
+    ).slice(0, 256);
   }
 
   /** The XIDs this agent published for `gpuUuid` at or after `sinceMs` (the probe window's). */
@@ -299,6 +332,7 @@ export class Agent {
       ...(recoveryAction ? { recoveryAction } : {}),
       // A whole-GPU XID on a MIG instance affects every instance's pods (events/xid.ts INSTANCE_SCOPED_XIDS).
       podUids: podsOnGpu(this.inventory, gpu.uuid, xidStaysInInstance(xid) ? e.gpuInstanceId : undefined),
+      ...(this.holders ? { holders: holdersOfGpu(this.holders, gpu.uuid) } : {}),
     });
     return this.sendXid(event, { gpuUuid: gpu.uuid, gpuInstanceId: e.gpuInstanceId, xid, pid: null }, 'nvml', now);
   }
@@ -464,6 +498,7 @@ export class Agent {
       // that pod alone is restarted and counted, while a quarantine still moves them all.
       podUids: podsOnGpu(this.inventory, gpu.uuid, xidStaysInInstance(k.xid) ? k.gpuInstanceId : undefined),
       ...(culprit ? { culpritUid: culprit } : {}),
+      ...(this.holders ? { holders: holdersOfGpu(this.holders, gpu.uuid) } : {}),
     });
     return this.sendXid(
       event,
