@@ -14,11 +14,19 @@ import type { Notice } from '../../lib/plan.ts';
 import { adoptOrphans, deriveNode, newGpuActions, nodeEdit } from './reconcile.ts';
 import { deviceTaintChange } from './fence-dra.ts';
 import { recoveryOf } from './recovery.ts';
-import { affectedPods, evictable, faultSite, type FaultSite } from './scope.ts';
+import { affectedPods, evictable, faultSite, holdersAt, type FaultSite } from './scope.ts';
 import { approvalIdFor } from './detail.ts';
 import { boundState, cmp, isOpen, type Incident, type IncidentPhase, type NodeState } from './state.ts';
 import type { NodeFacts, Plan, PlanTarget, PlanTrigger, PodFacts, RemediationFacts, TriggerEvent } from './types.ts';
-import { actionWords, fenceWords, letFinishWords, nextWords, triggerWords, xid45FollowsWords } from './words.ts';
+import {
+  actionWords,
+  evidenceWords,
+  fenceWords,
+  letFinishWords,
+  nextWords,
+  triggerWords,
+  xid45FollowsWords,
+} from './words.ts';
 import { xid45Follows } from './workflows.ts';
 
 /** Occurrences older than this are dropped from the history (longest sensible escalation window). */
@@ -202,7 +210,11 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     return decision.progress ? { ...stands, escalation: decision.progress } : stands;
   }
 
-  const affected = affectedPods(site, action === 'restart-workload' ? culprit : reported, facts.pods);
+  const held = {
+    holders: event.detailType === 'GPU XID Error' ? event.detail.holders : undefined,
+    draDevices: facts.node.dra?.devices,
+  };
+  const affected = affectedPods(site, action === 'restart-workload' ? culprit : reported, facts.pods, held);
   // DRAIN_AND_RESET (rule letWorkFinish): the GPU is fenced now, its running pods are left to end
   // by themselves until the deadline; the sweep evicts what is left then, and the reset waits for them.
   const patient = action === 'quarantine-gpu' && rule.letWorkFinish !== null && rule.action === 'quarantine-gpu';
@@ -302,7 +314,9 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   const doing = patient
     ? letFinishWords(site, affected.length, evictAt!)
     : actionWords(action, node.name, site, moving.length);
-  const reason = `${reasonCore} Now ${doing};${fence} ${nextWords(ladder, decision.level, facts.capabilities, recoveryOf(acted))}`;
+  const basis = moving === affected && reported.length === 0 ? evidenceWords(site, holdersAt(site, held)) : '';
+  const then = nextWords(ladder, decision.level, facts.capabilities, recoveryOf(acted));
+  const reason = `${reasonCore} Now ${doing}${basis};${fence} ${then}`;
   const notify = rule.notify || takesCapacity(action) || decision.escalated;
   const notices = notify ? [notice(action, node, reason.slice(0, 500))] : [];
   return {
