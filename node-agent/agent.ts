@@ -25,7 +25,12 @@ import { noAgentMetrics, type AgentMetrics } from './agent-metrics.ts';
 import { HealthEvaluator, type EccMemory, type HealthEvent, type HealthThresholds } from './collectors/health.ts';
 import { buildInventory, inventoryKey, podOfPidOnGpu, podsOnGpu, type Inventory } from './collectors/inventory.ts';
 import { PodResolver } from './collectors/pods.ts';
-import { deviceHolders, holdersOfGpu, type PodResourcesSource } from './collectors/pod-resources-source.ts';
+import {
+  deviceHolders,
+  holdersOfGpu,
+  type GpuIdentity,
+  type PodResourcesSource,
+} from './collectors/pod-resources-source.ts';
 import type { DeviceHolder } from '../events/common.ts';
 import type { GpuReading } from './collectors/reading.ts';
 import { UtilizationWindow } from './collectors/utilization.ts';
@@ -216,7 +221,13 @@ export class Agent {
     // A lost GPU answers nothing: inventory lists the GPUs that can take work.
     const live = result.readings.filter((r) => !r.lost);
     const podOfPid = await this.pods.resolve(live.flatMap((r) => (r.processes ?? []).map((p) => p.pid)));
-    this.holders = await this.readHolders(live);
+    // Every GPU, a lost one too (its holders still hold it; its MIG devices as last seen).
+    this.holders = await this.readHolders(
+      result.readings.map((r) => ({
+        uuid: r.uuid,
+        migDevices: r.migDevices ?? previous?.gpus.find((g) => g.uuid === r.uuid)?.migDevices ?? [],
+      })),
+    );
     const inv = {
       ...buildInventory(this.source.system, live, podOfPid),
       ...(this.holders ? { holders: this.holders } : {}),
@@ -235,7 +246,15 @@ export class Agent {
       out.push(inventoryEvent(this.o.nodeName, nowMs, inv));
     }
     for (const h of this.evaluator.evaluate(result.readings, nowMs))
-      out.push(healthEvent(this.o.nodeName, nowMs, h, this.podsFor(h, previous)));
+      out.push(
+        healthEvent(
+          this.o.nodeName,
+          nowMs,
+          h,
+          this.podsFor(h, previous),
+          h.gpu && this.holders ? holdersOfGpu(this.holders, h.gpu.uuid) : undefined,
+        ),
+      );
     for (const h of this.pendingGpuReport.splice(0)) out.push(healthEvent(this.o.nodeName, nowMs, h));
     this.saveEcc();
     const summary = this.window.add(result.readings, nowMs);
@@ -246,7 +265,7 @@ export class Agent {
   }
 
   /** PodResources' holders of this node's GPUs now; undefined when it cannot be read (unknown). */
-  private async readHolders(live: readonly GpuReading[]): Promise<DeviceHolder[] | undefined> {
+  private async readHolders(gpus: readonly GpuIdentity[]): Promise<DeviceHolder[] | undefined> {
     if (!this.o.podResources) return undefined;
     const r = await this.o.podResources.read();
     if (!r.known) {
@@ -257,10 +276,7 @@ export class Agent {
     }
     if (this.podResourcesProblem !== undefined) this.log.info('PodResources readable again');
     this.podResourcesProblem = undefined;
-    return deviceHolders(
-      r.pods,
-      live.map((g) => ({ uuid: g.uuid, migDevices: g.migDevices ?? [] })),
-    ).slice(0, 256);
+    return deviceHolders(r.pods, gpus).slice(0, 256);
   }
 
   /** The XIDs this agent published for `gpuUuid` at or after `sinceMs` (the probe window's). */

@@ -119,7 +119,13 @@ export function sxidEvent(node: string, at: number, k: KernelSxid): OutgoingEven
 
 const INFORMATIONAL: ReadonlySet<string> = new Set(['utilization-high', 'framebuffer-high', 'power']);
 
-export function healthEvent(node: string, at: number, h: HealthEvent, podUids: string[] = []): OutgoingEvent {
+export function healthEvent(
+  node: string,
+  at: number,
+  h: HealthEvent,
+  podUids: string[] = [],
+  holders?: GpuHealthChangedDetail['holders'],
+): OutgoingEvent {
   const subject = h.gpu?.uuid ?? 'node';
   const detail: GpuHealthChangedDetail = {
     schemaVersion: SCHEMA_VERSION,
@@ -128,6 +134,7 @@ export function healthEvent(node: string, at: number, h: HealthEvent, podUids: s
     observedAt: new Date(at).toISOString(),
     ...h,
     ...(podUids.length && h.state === 'firing' ? { pods: podUids.slice(0, 128).map((uid) => ({ uid })) } : {}),
+    ...(holders && h.gpu && h.state === 'firing' ? { holders } : {}),
   };
   // Informational crossings (load, not faults) travel with inventory's priority, not as alarms.
   return outgoing(GPU_HEALTH_CHANGED, detail, at, INFORMATIONAL.has(h.condition) ? 'normal' : 'critical');

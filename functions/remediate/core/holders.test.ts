@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { DeviceHolder, GpuXidErrorDetail } from '../../../events/index.ts';
+import type { DeviceHolder, GpuHealthChangedDetail, GpuXidErrorDetail } from '../../../events/index.ts';
 import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY } from './policy.ts';
 import { renderSteps } from './detail.ts';
-import { factsFor, gpu, node, pod, withDra, xid } from '../testing.ts';
+import { factsFor, gpu, health, node, pod, withDra, xid } from '../testing.ts';
 import type { Plan, PodFacts, TriggerEvent } from './types.ts';
 
 /**
@@ -33,7 +33,10 @@ const dra = (name: string, device: string): DeviceHolder => ({
   dra: { claim: `${name}-gpu`, claimNamespace: 'ml', driver: 'gpu.nvidia.com', pool: 'gpu-a100-07', device },
 });
 const held = (e: TriggerEvent, holders: DeviceHolder[] | undefined): TriggerEvent =>
-  ({ ...e, detail: { ...e.detail, ...(holders ? { holders } : {}) } as GpuXidErrorDetail }) as TriggerEvent;
+  ({
+    ...e,
+    detail: { ...e.detail, ...(holders ? { holders } : {}) } as GpuXidErrorDetail | GpuHealthChangedDetail,
+  }) as TriggerEvent;
 
 const PODS: PodFacts[] = [
   pod('a'),
@@ -85,6 +88,13 @@ describe('eviction scope by PodResources holders', () => {
     ]);
     const unsliced = held(xid(95), [dra('claimed', 'gpu-0'), plugin('a', 0)]);
     expect(evicted(planRemediation(factsFor(unsliced, node(), { pods: PODS }), DEFAULT_POLICY))).toEqual(['pod/ml/a']);
+  });
+
+  it('a health crossing that quarantines the GPU (uncorrected ECC) moves only its holders too', () => {
+    const e = held(health('ecc-uncorrected'), [plugin('a', 0), plugin('b', 1)]);
+    const plan = planRemediation(factsFor(e, node(), { pods: PODS }), DEFAULT_POLICY);
+    expect(plan.action).toBe('quarantine-gpu');
+    expect(evicted(plan)).toEqual(['pod/ml/a']);
   });
 
   it('pods the agent traced by pid still decide over holders', () => {

@@ -211,7 +211,7 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   }
 
   const held = {
-    holders: event.detailType === 'GPU XID Error' ? event.detail.holders : undefined,
+    holders: event.detailType === 'Operator Request' ? undefined : event.detail.holders,
     draDevices: facts.node.dra?.devices,
   };
   const affected = affectedPods(site, action === 'restart-workload' ? culprit : reported, facts.pods, held);
