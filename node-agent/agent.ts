@@ -274,9 +274,16 @@ export class Agent {
       this.podResourcesProblem = r.reason;
       return undefined;
     }
-    if (this.podResourcesProblem !== undefined) this.log.info('PodResources readable again');
-    this.podResourcesProblem = undefined;
-    return deviceHolders(r.pods, gpus).slice(0, 256);
+    const { holders, unmatched } = deviceHolders(r.pods, gpus);
+    // A GPU device the agent cannot name by UUID: who holds which GPU is unknown, not "nobody".
+    const problem =
+      unmatched.length > 0 ? `GPU devices that name no GPU here: ${unmatched.slice(0, 4).join(', ')}` : undefined;
+    if (problem !== this.podResourcesProblem) {
+      if (problem) this.log.warn('PodResources not usable: which pods hold a GPU is unknown', { reason: problem });
+      else this.log.info('PodResources readable again');
+    }
+    this.podResourcesProblem = problem;
+    return problem ? undefined : holders.slice(0, 256);
   }
 
   /** The XIDs this agent published for `gpuUuid` at or after `sinceMs` (the probe window's). */

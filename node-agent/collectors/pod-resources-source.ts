@@ -62,19 +62,29 @@ export function gpuOfDevice(id: string, gpus: readonly GpuIdentity[]): { gpu: st
   return undefined;
 }
 
+/** GPU resources of the device plugins (NVIDIA's, its time-sliced rename, ACK's gpushare). */
+const GPU_RESOURCE = /^(nvidia\.com\/(gpu|gpu\.shared|mig-.+)|aliyun\.com\/gpu.*)$/;
+
 /**
  * Every device holder of the node: device-plugin devices that are one of this node's GPUs (or MIG
  * devices), with the GPU they are; every DRA claim device as the kubelet names it (driver, pool,
- * device), which only the node's ResourceSlice maps to a GPU (the functions read it).
+ * device), which only the node's ResourceSlice maps to a GPU (the functions read it). `unmatched`:
+ * GPU-resource device IDs that name no GPU NVML lists (NVIDIA's plugin with `deviceIDStrategy: index`
+ * names devices `0`, `1`, …): then who holds which GPU is not known, and the caller must say so.
  */
-export function deviceHolders(pods: readonly PodResourcesEntry[], gpus: readonly GpuIdentity[]): DeviceHolder[] {
+export function deviceHolders(
+  pods: readonly PodResourcesEntry[],
+  gpus: readonly GpuIdentity[],
+): { holders: DeviceHolder[]; unmatched: string[] } {
   const out: DeviceHolder[] = [];
+  const unmatched: string[] = [];
   for (const p of pods) {
     if (!p.name || !p.namespace) continue;
     for (const c of p.containers) {
       for (const d of c.devices)
         for (const id of d.deviceIds) {
           const at = gpuOfDevice(id, gpus);
+          if (!at && GPU_RESOURCE.test(d.resourceName)) unmatched.push(`${d.resourceName}=${id}`);
           if (!at) continue;
           const h = { namespace: p.namespace, name: p.name, resource: d.resourceName, deviceId: id };
           out.push({ ...h, gpu: at.gpu, ...(at.mig ? { mig: at.mig } : {}) } as DeviceHolder);
@@ -90,10 +100,11 @@ export function deviceHolders(pods: readonly PodResourcesEntry[], gpus: readonly
   }
   // One entry per pod and device: several containers may share a device.
   const seen = new Set<string>();
-  return out.filter((h) => {
+  const holders = out.filter((h) => {
     const k = JSON.stringify([h.namespace, h.name, h.deviceId, h.dra]);
     return !seen.has(k) && (seen.add(k), true);
   });
+  return { holders, unmatched };
 }
 
 /** The holders an event about GPU `uuid` carries: its device-plugin holders and every DRA holder. */

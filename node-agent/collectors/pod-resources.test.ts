@@ -131,7 +131,8 @@ describe("the agent's PodResources client against grpc-js serving the real api.p
       { uuid: GPU0, migDevices: [{ uuid: MIG0 }] },
       { uuid: GPU1, migDevices: [] },
     ];
-    const holders = deviceHolders(r.pods, gpus);
+    const { holders, unmatched } = deviceHolders(r.pods, gpus);
+    expect(unmatched).toEqual([]);
     expect(holders).toEqual([
       { namespace: 'ml', name: 'trainer', resource: 'nvidia.com/gpu', deviceId: GPU1, gpu: GPU1 },
       { namespace: 'lab', name: 'notebook', resource: 'nvidia.com/mig-1g.10gb', deviceId: MIG0, gpu: GPU0, mig: MIG0 },
@@ -149,6 +150,22 @@ describe("the agent's PodResources client against grpc-js serving the real api.p
     ]);
     // An event about GPU 1 carries its holder and the node's DRA holders (the functions map those by ResourceSlice).
     expect(holdersOfGpu(holders, GPU1).map((h) => h.name)).toEqual(['trainer', 'dra-job']);
+  });
+
+  it('a GPU device named by index (deviceIDStrategy: index) names no GPU: unmatched, so the caller says unknown', async () => {
+    const r = await readPodResources(socket, 2_000);
+    const pods = [
+      {
+        name: 'x',
+        namespace: 'ml',
+        containers: [{ name: 'm', devices: [{ resourceName: 'nvidia.com/gpu', deviceIds: ['0'] }], claims: [] }],
+      },
+    ];
+    expect(deviceHolders(pods, [{ uuid: GPU0, migDevices: [] }]).unmatched).toEqual(['nvidia.com/gpu=0']);
+    // A NIC's device names no GPU either, and is no GPU resource: it is simply not a holder.
+    expect(deviceHolders(r.pods, [{ uuid: GPU0, migDevices: [{ uuid: MIG0 }] }]).unmatched).toEqual([
+      `nvidia.com/gpu=${GPU1}`,
+    ]);
   });
 
   it.each([
