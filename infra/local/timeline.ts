@@ -184,7 +184,9 @@ export function eventEntry(atMs: number, e: EventEnvelope, podName: PodName): Ti
         who: node,
         kind: 'event',
         what: 'GPU Inventory',
-        text: `${gpus.length} × ${gpus[0]?.name ?? 'GPU'}, ${pods.size} pod${pods.size === 1 ? '' : 's'} on them${byKubelet}`,
+        text:
+          `${gpus.length} × ${gpus[0]?.name ?? 'GPU'}, ${pods.size} pod${pods.size === 1 ? '' : 's'} on them` +
+          byKubelet,
       };
     }
     case 'GPU Utilization Summary':
