@@ -4,7 +4,7 @@
  */
 import * as grpc from '@grpc/grpc-js';
 import * as protoLoader from '@grpc/proto-loader';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -180,6 +180,13 @@ describe("the agent's PodResources client against grpc-js serving the real api.p
   it('an absent socket is unknown, never "no pods"', async () => {
     const r = await podResourcesSource(join(tmpdir(), 'no-such-dir-podres', 'kubelet.sock')).read();
     expect(r).toEqual({ known: false, reason: expect.stringMatching(/no PodResources socket/) });
+  });
+
+  it('a socket file nobody listens on (a stale one, the kubelet down) is unknown, with the reason', async () => {
+    const stale = join(mkdtempSync(join(tmpdir(), 'podres-stale-')), 'kubelet.sock');
+    writeFileSync(stale, '');
+    const r = await podResourcesSource(stale).read();
+    expect(r).toEqual({ known: false, reason: expect.stringMatching(/^PodResources List: .*ECONNREFUSED/) });
   });
 
   it('reads through the lazy source when the socket is there', async () => {
