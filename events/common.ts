@@ -112,6 +112,37 @@ export const PodRef = z
   .strict();
 export type PodRef = z.infer<typeof PodRef>;
 
+/**
+ * A pod the kubelet's PodResources API (`List`, kubernetes/kubelet pkg/apis/podresources/v1/api.proto)
+ * says holds a device: by namespace and name (the API names no pod UID). A device-plugin device has
+ * its resource name and device ID (the GPU UUID, a MIG UUID, `<UUID>::<n>` for a time-sliced
+ * replica), with the GPU (and MIG instance) the agent found it to be through NVML; a DRA device has
+ * its claim and driver/pool/device, which only the node's ResourceSlice maps to a GPU UUID.
+ */
+export const DeviceHolder = z
+  .object({
+    namespace: z.string().min(1).max(63),
+    name: z.string().min(1).max(253),
+    resource: z.string().min(1).max(253).optional(),
+    deviceId: z.string().min(1).max(128).optional(),
+    /** The GPU the device is (or is on), when the agent matched the device ID to one NVML lists. */
+    gpu: GpuUuid.optional(),
+    /** The MIG device, when the device ID is one. */
+    mig: MigUuid.optional(),
+    dra: z
+      .object({
+        claim: z.string().min(1).max(253),
+        claimNamespace: z.string().min(1).max(63),
+        driver: z.string().min(1).max(63),
+        pool: z.string().min(1).max(253),
+        device: z.string().min(1).max(128),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict();
+export type DeviceHolder = z.infer<typeof DeviceHolder>;
+
 export const SOURCES = {
   agent: 'gpu-reflex.node-agent',
   functions: 'gpu-reflex.functions',

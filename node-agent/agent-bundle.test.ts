@@ -36,5 +36,12 @@ describe('the agent bundle', () => {
     // Not vacuous: the bundle has them, in files of their own.
     expect(inputsOf(Object.keys(metafile.outputs)).filter(isHeld).length).toBeGreaterThan(1);
     expect(inputsOf(staticallyLoaded(metafile, entry)).filter(isHeld)).toEqual([]);
+    // The PodResources gRPC client (node:http2, its decoder) loads only once the kubelet's socket exists.
+    const isClient = (i: string) => /^node-agent\/collectors\/pod-resources(-wire)?\.ts$/.test(i);
+    expect(inputsOf(Object.keys(metafile.outputs)).filter(isClient).sort()).toEqual([
+      'node-agent/collectors/pod-resources-wire.ts',
+      'node-agent/collectors/pod-resources.ts',
+    ]);
+    expect(inputsOf(staticallyLoaded(metafile, entry)).filter(isClient)).toEqual([]);
   }, 60_000);
 });

@@ -12,6 +12,7 @@
  * close the NVML event watcher, and only then `nvml.close()`: a wait may still be running on a
  * pool thread, and nvmlShutdown under it would free its event set.
  */
+import { podResourcesSource } from './collectors/pod-resources-source.ts';
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
 import type { CliIo } from '../bin/command.ts';
@@ -146,6 +147,7 @@ export async function runAgent(o: RunAgentOptions): Promise<number> {
       sink: publisher ?? printSink(io.out),
       now: Date.now,
       procRoot: config.procRoot,
+      podResources: podResourcesSource(config.podResourcesSocket),
       thresholds: thresholdsOf(config),
       utilizationWindowMs: config.utilizationWindowMs,
       inventoryIntervalMs: config.inventoryIntervalMs,

@@ -25,6 +25,13 @@ import { noAgentMetrics, type AgentMetrics } from './agent-metrics.ts';
 import { HealthEvaluator, type EccMemory, type HealthEvent, type HealthThresholds } from './collectors/health.ts';
 import { buildInventory, inventoryKey, podOfPidOnGpu, podsOnGpu, type Inventory } from './collectors/inventory.ts';
 import { PodResolver } from './collectors/pods.ts';
+import {
+  deviceHolders,
+  holdersOfGpu,
+  type GpuIdentity,
+  type PodResourcesSource,
+} from './collectors/pod-resources-source.ts';
+import type { DeviceHolder } from '../events/common.ts';
 import type { GpuReading } from './collectors/reading.ts';
 import { UtilizationWindow } from './collectors/utilization.ts';
 import { healthEvent, inventoryEvent, sxidEvent, utilizationEvent, xidEvent, type OutgoingEvent } from './events.ts';
@@ -98,6 +105,11 @@ export interface AgentOptions {
    * process and an NVLink5 XID's Fatal/Nonfatal — is the first sighting when it exists.
    */
   kernelLog?: { catchUp(timeoutMs: number): Promise<boolean> };
+  /**
+   * The kubelet's PodResources API (collectors/pod-resources-source.ts), read at each sample: which
+   * pods hold which GPU. None, or unreadable: the events carry no `holders` (unknown).
+   */
+  podResources?: PodResourcesSource;
 }
 
 /** How long an NVML XID waits for the kernel log to be read; the line is usually there already. */
@@ -134,6 +146,10 @@ export class Agent {
   private readonly xids = new XidLog();
   private readonly log: PublisherLog;
   private inventory: Inventory | undefined;
+  /** Device holders by PodResources as of the last sample; undefined: unknown. */
+  private holders: DeviceHolder[] | undefined;
+  /** Why PodResources was last unreadable (logged once per change). */
+  private podResourcesProblem: string | undefined;
   private eccSaved: string;
   /** gpu-missing events (and their resolutions) found at start, sent with the first sample. */
   private pendingGpuReport: HealthEvent[];
@@ -208,7 +224,17 @@ export class Agent {
     // A lost GPU answers nothing: inventory lists the GPUs that can take work.
     const live = result.readings.filter((r) => !r.lost);
     const podOfPid = await this.pods.resolve(live.flatMap((r) => (r.processes ?? []).map((p) => p.pid)));
-    const inv = buildInventory(this.source.system, live, podOfPid);
+    // Every GPU, a lost one too (its holders still hold it; its MIG devices as last seen).
+    this.holders = await this.readHolders(
+      result.readings.map((r) => ({
+        uuid: r.uuid,
+        migDevices: r.migDevices ?? previous?.gpus.find((g) => g.uuid === r.uuid)?.migDevices ?? [],
+      })),
+    );
+    const inv = {
+      ...buildInventory(this.source.system, live, podOfPid),
+      ...(this.holders ? { holders: this.holders } : {}),
+    };
     const key = inventoryKey(inv);
     this.inventory = inv;
     await this.metrics.gpusSampled({
@@ -223,7 +249,15 @@ export class Agent {
       out.push(inventoryEvent(this.o.nodeName, nowMs, inv));
     }
     for (const h of this.evaluator.evaluate(result.readings, nowMs))
-      out.push(healthEvent(this.o.nodeName, nowMs, h, this.podsFor(h, previous)));
+      out.push(
+        healthEvent(
+          this.o.nodeName,
+          nowMs,
+          h,
+          this.podsFor(h, previous),
+          h.gpu && this.holders ? holdersOfGpu(this.holders, h.gpu.uuid) : undefined,
+        ),
+      );
     for (const h of this.pendingGpuReport.splice(0)) out.push(healthEvent(this.o.nodeName, nowMs, h));
     this.saveEcc();
     const summary = this.window.add(result.readings, nowMs);
@@ -231,6 +265,28 @@ export class Agent {
     // Held XID repeats whose window closed (a quiet GPU sends no XID that would release them).
     out.push(...this.aggregate.due(nowMs));
     return this.emit(out);
+  }
+
+  /** PodResources' holders of this node's GPUs now; undefined when it cannot be read (unknown). */
+  private async readHolders(gpus: readonly GpuIdentity[]): Promise<DeviceHolder[] | undefined> {
+    if (!this.o.podResources) return undefined;
+    const r = await this.o.podResources.read();
+    if (!r.known) {
+      if (r.reason !== this.podResourcesProblem)
+        this.log.warn('PodResources not readable: which pods hold a GPU is unknown', { reason: r.reason });
+      this.podResourcesProblem = r.reason;
+      return undefined;
+    }
+    const { holders, unmatched } = deviceHolders(r.pods, gpus);
+    // A GPU device the agent cannot name by UUID: who holds which GPU is unknown, not "nobody".
+    const problem =
+      unmatched.length > 0 ? `GPU devices that name no GPU here: ${unmatched.slice(0, 4).join(', ')}` : undefined;
+    if (problem !== this.podResourcesProblem) {
+      if (problem) this.log.warn('PodResources not usable: which pods hold a GPU is unknown', { reason: problem });
+      else this.log.info('PodResources readable again');
+    }
+    this.podResourcesProblem = problem;
+    return problem ? undefined : holders.slice(0, 256);
   }
 
   /** The XIDs this agent published for `gpuUuid` at or after `sinceMs` (the probe window's). */
@@ -302,6 +358,7 @@ export class Agent {
       ...(recoveryAction ? { recoveryAction } : {}),
       // A whole-GPU XID on a MIG instance affects every instance's pods (events/xid.ts INSTANCE_SCOPED_XIDS).
       podUids: podsOnGpu(this.inventory, gpu.uuid, xidStaysInInstance(xid) ? e.gpuInstanceId : undefined),
+      ...(this.holders ? { holders: holdersOfGpu(this.holders, gpu.uuid) } : {}),
     });
     return this.sendXid(event, { gpuUuid: gpu.uuid, gpuInstanceId: e.gpuInstanceId, xid, pid: null }, 'nvml', now);
   }
@@ -467,6 +524,7 @@ export class Agent {
       // that pod alone is restarted and counted, while a quarantine still moves them all.
       podUids: podsOnGpu(this.inventory, gpu.uuid, xidStaysInInstance(k.xid) ? k.gpuInstanceId : undefined),
       ...(culprit ? { culpritUid: culprit } : {}),
+      ...(this.holders ? { holders: holdersOfGpu(this.holders, gpu.uuid) } : {}),
     });
     return this.sendXid(
       event,

@@ -49,6 +49,8 @@ const EnvSchema = z.object({
   HTTP_PORT: z.coerce.number().int().min(0).max(65_535).default(9400),
   KMSG_PATH: z.string().trim().min(1).default('/dev/kmsg'),
   PROC_ROOT: z.string().trim().min(1).default('/proc'),
+  // The kubelet's PodResources socket (kubernetes/enhancements#2761): which pods hold which GPU.
+  POD_RESOURCES_SOCKET: z.string().trim().min(1).default('/var/lib/kubelet/pod-resources/kubelet.sock'),
   POD_LOG_DIR: z.string().trim().min(1).default('/var/log/pods'),
   EXPECTED_GPUS: z.coerce.number().int().min(1).max(64).optional(),
   DRY_RUN: z.stringbool().default(false),
@@ -96,6 +98,8 @@ export interface AgentConfig {
   readonly httpPort: number;
   readonly kmsgPath: string;
   readonly procRoot: string;
+  /** The kubelet's PodResources v1 socket; absent or unreadable: who holds a GPU is unknown. */
+  readonly podResourcesSocket: string;
   /** The kubelet's pod log directories (`<namespace>_<pod>_<uid>`): pod names for /metrics. */
   readonly podLogDir: string;
   /** How many GPUs this node should have (its instance type's); fewer at start fires `gpu-count`. */
@@ -170,6 +174,7 @@ export function loadAgentConfig(env: Record<string, string | undefined> = proces
     httpPort: e.HTTP_PORT,
     kmsgPath: e.KMSG_PATH,
     procRoot: e.PROC_ROOT,
+    podResourcesSocket: e.POD_RESOURCES_SOCKET,
     podLogDir: e.POD_LOG_DIR,
     expectedGpus: e.EXPECTED_GPUS,
     dryRun: e.DRY_RUN,

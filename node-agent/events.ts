@@ -83,6 +83,8 @@ export interface XidObservation {
   podUids: string[];
   /** The pod the kernel line's pid names, for an application XID (GpuXidErrorDetail.culprit). */
   culpritUid?: string;
+  /** PodResources' holders of this GPU (GpuXidErrorDetail.holders); absent: unknown. */
+  holders?: GpuXidErrorDetail['holders'];
 }
 
 export function xidEvent(node: string, at: number, o: XidObservation): OutgoingEvent {
@@ -103,6 +105,7 @@ export function xidEvent(node: string, at: number, o: XidObservation): OutgoingE
     ...(o.nvlink ? { nvlink: nvlinkDetail(o.xid, o.nvlink) } : {}),
     pods: o.podUids.slice(0, 128).map((uid) => ({ uid })),
     ...(o.culpritUid ? { culprit: { uid: o.culpritUid } } : {}),
+    ...(o.holders ? { holders: o.holders } : {}),
   };
   return outgoing(GPU_XID_ERROR, detail, at, 'critical');
 }
@@ -126,7 +129,13 @@ export function sxidEvent(node: string, at: number, k: KernelSxid): OutgoingEven
 
 const INFORMATIONAL: ReadonlySet<string> = new Set(['utilization-high', 'framebuffer-high', 'power']);
 
-export function healthEvent(node: string, at: number, h: HealthEvent, podUids: string[] = []): OutgoingEvent {
+export function healthEvent(
+  node: string,
+  at: number,
+  h: HealthEvent,
+  podUids: string[] = [],
+  holders?: GpuHealthChangedDetail['holders'],
+): OutgoingEvent {
   const subject = h.gpu?.uuid ?? 'node';
   const detail: GpuHealthChangedDetail = {
     schemaVersion: SCHEMA_VERSION,
@@ -135,6 +144,7 @@ export function healthEvent(node: string, at: number, h: HealthEvent, podUids: s
     observedAt: new Date(at).toISOString(),
     ...h,
     ...(podUids.length && h.state === 'firing' ? { pods: podUids.slice(0, 128).map((uid) => ({ uid })) } : {}),
+    ...(holders && h.gpu && h.state === 'firing' ? { holders } : {}),
   };
   // Informational crossings (load, not faults) travel with inventory's priority, not as alarms.
   return outgoing(GPU_HEALTH_CHANGED, detail, at, INFORMATIONAL.has(h.condition) ? 'normal' : 'critical');

@@ -1,7 +1,7 @@
 /** `GPU Health Changed` — a threshold crossing, sent once per crossing with hysteresis (example: ./gpu-health-changed.example.json). */
 import { z } from 'zod';
 import { GPU_RECOVERY_ACTIONS } from '../xid.ts';
-import { agentBase, GpuRef, MigRef, PodRef } from '../common.ts';
+import { agentBase, DeviceHolder, GpuRef, MigRef, PodRef } from '../common.ts';
 
 export const GPU_HEALTH_CHANGED = 'GPU Health Changed';
 
@@ -52,6 +52,8 @@ export const GpuHealthChangedDetailSchema = z
     message: z.string().max(1024),
     recoveryAction: z.enum(GPU_RECOVERY_ACTIONS).optional(),
     pods: z.array(PodRef).max(128).optional(),
+    /** Who holds the GPU by the kubelet's PodResources (GpuXidErrorDetail.holders); absent: unknown. */
+    holders: z.array(DeviceHolder).max(128).optional(),
   })
   .strict()
   .refine((d) => d.gpu !== undefined || d.condition === 'monitoring-degraded' || d.condition === 'gpu-count', {

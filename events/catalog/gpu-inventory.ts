@@ -1,6 +1,6 @@
 /** `GPU Inventory` — what a node has, sent at start and whenever it changes (example: ./gpu-inventory.example.json). */
 import { z } from 'zod';
-import { agentBase, count, GpuUuid, MigProfile, MigUuid, PciBusId } from '../common.ts';
+import { agentBase, count, DeviceHolder, GpuUuid, MigProfile, MigUuid, PciBusId } from '../common.ts';
 
 export const GPU_INVENTORY = 'GPU Inventory';
 
@@ -53,6 +53,11 @@ export const GpuInventoryDetailSchema = z
           .strict(),
       )
       .max(16),
+    /**
+     * The node's device holders by the kubelet's PodResources API (see GpuXidErrorDetail.holders):
+     * absent when the agent could not read it (unknown, never "no pods").
+     */
+    holders: z.array(DeviceHolder).max(256).optional(),
   })
   .strict();
 export type GpuInventoryDetail = z.infer<typeof GpuInventoryDetailSchema>;

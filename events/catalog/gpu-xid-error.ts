@@ -6,7 +6,7 @@
 import { z } from 'zod';
 import { GPU_RECOVERY_ACTIONS } from '../xid.ts';
 import { NVLINK5_RESOLUTIONS } from '../xid/types.ts';
-import { agentBase, count, GpuRef, int, MigRef, PodRef } from '../common.ts';
+import { agentBase, count, DeviceHolder, GpuRef, int, MigRef, PodRef } from '../common.ts';
 
 export const GPU_XID_ERROR = 'GPU XID Error';
 
@@ -59,6 +59,13 @@ export const GpuXidErrorDetailSchema = z
      * hardware XID): then every pod of `pods` is affected.
      */
     culprit: PodRef.optional(),
+    /**
+     * Who holds this GPU by the kubelet's allocation (PodResources `List`): the pods given it, or one of
+     * its MIG devices, by a device plugin, and every pod of the node holding a DRA device (mapped to a
+     * GPU by the ResourceSlice). Absent: the agent could not read PodResources — unknown, never "no
+     * pods". Empty: the kubelet says nobody holds it.
+     */
+    holders: z.array(DeviceHolder).max(128).optional(),
     /**
      * How many occurrences this event stands for (absent: one). The agent sends the first of a run of
      * one application-class XID on one GPU and pid at once and holds its repeats for a window

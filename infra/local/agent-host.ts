@@ -3,6 +3,7 @@ import { open } from 'node:fs/promises';
 import { Agent } from '../../node-agent/agent.ts';
 import type { Clock } from '../../node-agent/clock.ts';
 import { DEFAULT_THRESHOLDS } from '../../node-agent/collectors/health.ts';
+import { podResourcesSource } from '../../node-agent/collectors/pod-resources-source.ts';
 import { loadMockNvmlControls, type MockNvmlControls } from '../../node-agent/nvml/ffi.ts';
 import { Nvml } from '../../node-agent/nvml/nvml.ts';
 import { openPublisher } from '../../node-agent/publisher/open-publisher.ts';
@@ -131,6 +132,7 @@ export class LocalAgentHost {
       sink: publisher,
       now: () => o.clock.now(),
       procRoot: o.files.procRoot,
+      podResources: podResourcesSource(o.files.podResourcesSocket),
       thresholds: DEFAULT_THRESHOLDS,
       utilizationWindowMs: 60_000,
       inventoryIntervalMs: 300_000,

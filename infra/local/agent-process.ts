@@ -39,6 +39,7 @@ export function agentEnv(o: AgentProcessOptions, base: NodeJS.ProcessEnv = proce
     NVML_LIBRARY_PATH: o.files.libraryPath,
     MOCK_NVML_SCENARIO: o.files.scenarioPath,
     PROC_ROOT: o.files.procRoot,
+    POD_RESOURCES_SOCKET: o.files.podResourcesSocket,
     KMSG_PATH: o.files.kmsgPath,
     SPOOL_PATH: o.files.spoolPath,
     DEAD_LETTER_PATH: o.files.deadLetterPath,

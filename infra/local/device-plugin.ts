@@ -62,6 +62,8 @@ export class DevicePluginStandIn {
   private readonly base = new Map<string, Record<string, string>>();
   /** GPU indices each node's plugin held out at the last sync. */
   private readonly unhealthy = new Map<string, ReadonlySet<number>>();
+  /** The devices each node's plugin held out at the last sync, per GPU (for PodResources' allocatable). */
+  private readonly out = new Map<string, { gpu: number; devices: ReadonlyMap<string, number> }[]>();
   /** GPU indices per node that did not come back from a reboot: no plugin enumerates them any more. */
   private readonly gone = new Map<string, Set<number>>();
   /** NVIDIA plugin: GPU indices latched per node, and the uid of the plugin pod that latched them. */
@@ -131,6 +133,15 @@ export class DevicePluginStandIn {
   /** The GPUs the plugin reports unhealthy on `node` (as of the last sync): the kubelet hands them to no new pod. */
   fenced(node: string): ReadonlySet<number> {
     return this.unhealthy.get(node) ?? new Set();
+  }
+
+  /**
+   * What `node`'s plugin does not advertise healthy now (as of the last sync): per GPU held out, how
+   * many devices of each resource, and the GPUs it no longer enumerates. The simulated kubelet's
+   * PodResources GetAllocatableResources leaves these out (infra/local/pod-resources/node-state.ts).
+   */
+  notAdvertised(node: string): { held: { gpu: number; devices: ReadonlyMap<string, number> }[]; gone: Set<number> } {
+    return { held: this.out.get(node) ?? [], gone: new Set(this.gone.get(node) ?? []) };
   }
 
   /**
@@ -238,6 +249,10 @@ export class DevicePluginStandIn {
       const base = status.capacity ?? this.base.get(f.node)!;
       const gone = this.gone.get(f.node);
       const fenced = this.heldOut(f).filter((x) => !gone?.has(x.gpu.index));
+      this.out.set(
+        f.node,
+        fenced.map((x) => ({ gpu: x.gpu.index, devices: x.devices })),
+      );
       // The kubelet hands no new pod a GPU all of whose devices are out; a GPU with only some out
       // still takes pods on the others (the partial MIG latch).
       const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);

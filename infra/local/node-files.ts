@@ -22,6 +22,8 @@ export interface NodeFiles {
   processesPath: string;
   spoolPath: string;
   deadLetterPath: string;
+  /** The simulated kubelet's PodResources socket (infra/local/pod-resources/), when the stack serves one. */
+  podResourcesSocket: string;
 }
 
 export interface NodeFault {
@@ -185,6 +187,7 @@ export function writeNodeFiles(root: string, node: string, library: string, scen
     processesPath,
     spoolPath: join(dir, 'spool.jsonl'),
     deadLetterPath: join(dir, 'dead-letter.jsonl'),
+    podResourcesSocket: join(dir, 'pod-resources', 'kubelet.sock'),
   };
 }
 

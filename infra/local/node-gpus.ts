@@ -166,7 +166,13 @@ export interface GpuProcessOfPod {
   gpuInstanceId?: number;
   usedMiB: number;
   pod: { uid: string; namespace: string; name: string };
+  /** The pod's `spec.resourceClaims` entry this whole GPU was allocated for (DRA), when it was. */
+  claim?: string;
 }
+
+/** The pod's DRA claim entries (`spec.resourceClaims[].name`): each is given one whole GPU here. */
+const claimsOf = (pod: Pod): string[] =>
+  ((pod.spec.resourceClaims as { name?: string }[] | undefined) ?? []).flatMap((c) => (c.name ? [c.name] : []));
 
 const requestsOf = (pod: Pod): Record<string, number> => {
   const out: Record<string, number> = {};
@@ -226,9 +232,15 @@ export function allocateGpus(
       const usedMiB = 1024 * (Number(pod.metadata.annotations?.[MEM_POD]) || req['aliyun.com/gpu-mem']!);
       out.push({ pid: pid++, gpu: card, usedMiB, pod: ref });
     }
+    const mem = (gpu: number) => Math.round((gpus[gpu]?.memoryTotalMiB ?? 16384) * 0.6);
     for (let i = 0; i < (req['nvidia.com/gpu'] ?? 0) && freeGpus.length > 0; i++) {
       const gpu = freeGpus.shift()!;
-      out.push({ pid: pid++, gpu, usedMiB: Math.round((gpus[gpu]?.memoryTotalMiB ?? 16384) * 0.6), pod: ref });
+      out.push({ pid: pid++, gpu, usedMiB: mem(gpu), pod: ref });
+    }
+    // DRA: the simulated driver allocates one whole free GPU per claim (exactly one device of its class).
+    for (const claim of claimsOf(pod)) {
+      const gpu = freeGpus.shift();
+      if (gpu !== undefined) out.push({ pid: pid++, gpu, usedMiB: mem(gpu), pod: ref, claim });
     }
     for (const [k, v] of Object.entries(req)) {
       const m = /^nvidia\.com\/mig-(.+)$/.exec(k);

@@ -21,6 +21,11 @@ export class NodeProcesses {
     private readonly procRoot: string,
     private readonly processesFile: string,
     initial: readonly GpuProcessOfPod[],
+    /**
+     * false: the agent does not share the host's PID namespace (a DaemonSet without hostPID): NVML
+     * still lists the processes, but their `/proc/<pid>` is not there, so no pid names its pod.
+     */
+    private readonly hostPid = true,
   ) {
     this.procs = [...initial];
     this.nextPid = Math.max(4099, ...initial.map((p) => p.pid)) + 1;
@@ -29,6 +34,11 @@ export class NodeProcesses {
 
   get current(): readonly GpuProcessOfPod[] {
     return this.procs;
+  }
+
+  /** The node's GPUs as of the last relayout. */
+  get gpuSpecs(): readonly GpuSpec[] {
+    return this.gpus;
   }
 
   /**
@@ -71,7 +81,7 @@ export class NodeProcesses {
 
   private write(added: readonly GpuProcessOfPod[], removed: readonly GpuProcessOfPod[]): void {
     for (const p of removed) rmSync(join(this.procRoot, String(p.pid)), { recursive: true, force: true });
-    for (const p of added) {
+    for (const p of this.hostPid ? added : []) {
       mkdirSync(join(this.procRoot, String(p.pid)), { recursive: true });
       writeFileSync(join(this.procRoot, String(p.pid), 'cgroup'), cgroupLine(p.pod.uid, p.pid));
       writeFileSync(join(this.procRoot, String(p.pid), 'comm'), 'python\n');

@@ -158,3 +158,27 @@ describe('allocatable checks', () => {
     expect(c).toMatchObject({ ok, detail });
   });
 });
+
+describe('running pod checks', () => {
+  const pod = (name: string, labels: Record<string, string>, status: Pod['status'], extra: object = {}): Pod => ({
+    apiVersion: 'v1',
+    kind: 'Pod',
+    metadata: meta(name, { namespace: 'ml', labels, ...extra }),
+    spec: { nodeName: 'n', containers: [{ name: 'main' }] },
+    status,
+  });
+  const pods = [
+    pod('a', { app: 't' }, { phase: 'Running' }),
+    pod('b', { app: 't' }, { phase: 'Running' }, { deletionTimestamp: '2026-01-01T00:01:00Z' }),
+    pod('c', { app: 't' }, { phase: 'Pending' }),
+    pod('d', { app: 'u' }, { phase: 'Running' }),
+  ];
+  it.each([
+    [{ atLeast: 1, atMost: 1 }, true],
+    [{ atLeast: 2 }, false],
+    [{ atMost: 0 }, false],
+  ])('counts Running pods with the labels, not terminating or pending ones: %j → %s', (bounds, ok) => {
+    const [c] = checkExpectations([{ runningPods: { selector: { app: 't' }, ...bounds } }], [], pods, tallyOf([]));
+    expect(c).toMatchObject({ ok, detail: '1 running' });
+  });
+});

@@ -200,6 +200,23 @@ export function checkExpectations(
         detail: `${n} ready`,
       };
     }
+    if ('runningPods' in x) {
+      const { selector, atLeast, atMost } = x.runningPods;
+      const n = pods.filter(
+        (p) =>
+          Object.entries(selector).every(([k, v]) => p.metadata.labels?.[k] === v) &&
+          p.status?.phase === 'Running' &&
+          !p.metadata.deletionTimestamp,
+      ).length;
+      const sel = Object.entries(selector)
+        .map(([k, v]) => `${k}=${v}`)
+        .join(',');
+      return {
+        check: `${bounds(atLeast, atMost)} running pods with ${sel}`,
+        ok: (atLeast === undefined || n >= atLeast) && (atMost === undefined || n <= atMost),
+        detail: `${n} running`,
+      };
+    }
     if ('remediation' in x) {
       const { node, action, profile, atLeast, atMost } = x.remediation;
       const n = events.remediationCount(node, action, profile);

@@ -302,6 +302,19 @@ export const ExpectSchema = z.union([
         .transform((r) => (r.atLeast === undefined && r.atMost === undefined ? { ...r, atLeast: 1 } : r)),
     })
     .strict(),
+  /** Pods still running (bound, phase Running, not terminating) carrying every label of `selector`. */
+  z
+    .object({
+      runningPods: z
+        .object({
+          selector: z.record(z.string(), z.string()),
+          atLeast: z.number().int().nonnegative().optional(),
+          atMost: z.number().int().nonnegative().optional(),
+        })
+        .strict()
+        .refine((p) => p.atLeast !== undefined || p.atMost !== undefined, { message: 'set atLeast, atMost or both' }),
+    })
+    .strict(),
 ]);
 export type Expectation = z.infer<typeof ExpectSchema>;
 
@@ -329,6 +342,11 @@ export const ScenarioSchema = z
         actuator: z.boolean().optional(),
         /** `true`: the actuators pause the GPU Operator's clients around a reset (GPU_RESET_PAUSE_OPERATOR). */
         pauseOperator: z.boolean().optional(),
+        /**
+         * `false`: the agents do not share the host's PID namespace, so no GPU process is traced to its
+         * pod (pid → cgroup): the XIDs' attribution is unknown, and only PodResources says who holds a GPU.
+         */
+        hostPID: z.boolean().optional(),
       })
       .strict()
       .default({ nodes: 'all-gpu-nodes', sampleIntervalMs: 1000 }),

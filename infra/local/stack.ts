@@ -34,6 +34,7 @@ import { fenceBackendOf, poolOf } from '../../functions/remediate/core/policy.ts
 import { formatSummary, kubeconfigText, runningText, type TimelineEntry } from './timeline.ts';
 import { functionEnv, gapNotice, LOCAL_BUS_NAME, REPO_ROOT, withEnv } from './stack-env.ts';
 import { startStackCloud } from './stack-cloud.ts';
+import { StackPodResources } from './pod-resources/index.ts';
 import type { PodArrival } from './scenario.ts';
 
 /**
@@ -296,10 +297,29 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
         library,
         mockScenario(gpus, procs, faults, scenario.nvml[name], dirs.processesPath, dirs.controlDir, dirs.migPath),
       );
-      const tracker = new NodeProcesses(gpus, nf.procRoot, nf.processesPath, procs);
+      const tracker = new NodeProcesses(gpus, nf.procRoot, nf.processesPath, procs, scenario.agents.hostPID !== false);
       files.set(name, { ...nf, pci: gpus.map((g) => g.pciBusId), tracker });
       nodeFiles.push(nf);
     }
+    // Each agent node's kubelet serves PodResources v1 from what was allocated there (pod-resources/).
+    const podResources = new StackPodResources();
+    cleanups.push(() => podResources.close());
+    const servePodResources = async (name: string) => {
+      const f = files.get(name);
+      if (!sim || !f) return;
+      const store = sim.store;
+      await podResources.add(f.podResourcesSocket, {
+        node: name,
+        gpus: () => files.get(name)?.tracker.gpuSpecs ?? [],
+        allocation: () => files.get(name)?.tracker.current ?? [],
+        pods: () => store.podsOnNode(name),
+        notAdvertised: () => plugin.ref?.notAdvertised(name) ?? { held: [], gone: new Set() },
+        draDriver: policy.fence.dra.driver,
+      });
+    };
+    // The device plugin stand-in is made once the agents run; the kubelets ask it at each call.
+    const plugin: { ref?: DevicePluginStandIn } = {};
+    for (const name of files.keys()) await servePodResources(name);
     // Pods arriving on or leaving an agent's node change what runs on its GPUs (NodeProcesses).
     const dirty = new Set<string>();
     if (sim) {
@@ -366,6 +386,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           [...files.keys()].map((node) => ({ node, clientsPath: nodeDir(work, node).clientsPath })),
         )
       : undefined;
+    plugin.ref = devicePlugin;
     cleanups.push(() => agents.close());
     // A GPU node that joined (a booted cloud instance) gets its agent, as the DaemonSet starts a pod
     // on a new node: its own mock NVML with the GPUs its labels say, no process on them yet.
@@ -374,6 +395,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
         if (!files.has(name)) continue;
         files.delete(name);
         await agents.remove(name);
+        await podResources.remove(name);
         emit({ who: 'stack', kind: 'stack', what: '', text: `${name} left: its node agent stops` });
       }
       if (scenario.agents.nodes !== 'all-gpu-nodes' || !sim) return;
@@ -392,8 +414,9 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
         files.set(name, {
           ...nf,
           pci: gpus.map((g) => g.pciBusId),
-          tracker: new NodeProcesses(gpus, nf.procRoot, nf.processesPath, []),
+          tracker: new NodeProcesses(gpus, nf.procRoot, nf.processesPath, [], scenario.agents.hostPID !== false),
         });
+        await servePodResources(name);
         await agents.add(nf);
         // Pods the scheduler placed on it in the same step run on its GPUs from now on.
         dirty.add(name);

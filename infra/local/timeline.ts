@@ -175,12 +175,18 @@ export function eventEntry(atMs: number, e: EventEnvelope, podName: PodName): Ti
     case 'GPU Inventory': {
       const gpus = (d.gpus as { name?: string; processes?: { podUid?: string }[] }[] | undefined) ?? [];
       const pods = new Set(gpus.flatMap((g) => (g.processes ?? []).map((p) => p.podUid).filter(Boolean)));
+      // Who holds them by the kubelet's PodResources, when the agent could read it.
+      const holders = d.holders as { namespace: string; name: string }[] | undefined;
+      const held = holders ? new Set(holders.map((h) => `${h.namespace}/${h.name}`)).size : undefined;
+      const byKubelet = held === undefined ? '' : `; PodResources: ${held} pod${held === 1 ? '' : 's'} hold GPUs`;
       return {
         atMs,
         who: node,
         kind: 'event',
         what: 'GPU Inventory',
-        text: `${gpus.length} × ${gpus[0]?.name ?? 'GPU'}, ${pods.size} pod${pods.size === 1 ? '' : 's'} on them`,
+        text:
+          `${gpus.length} × ${gpus[0]?.name ?? 'GPU'}, ${pods.size} pod${pods.size === 1 ? '' : 's'} on them` +
+          byKubelet,
       };
     }
     case 'GPU Utilization Summary':

@@ -16,12 +16,13 @@ import { deviceTaintChange } from './fence-dra.ts';
 import { cardFenceChange, fenceBackendFor, sharesCards } from './fence-cgpu.ts';
 import { recoveryOf } from './recovery.ts';
 import { resetSupportOf, skipsReset } from './reset-support.ts';
-import { affectedPods, evictable, faultSite, type FaultSite } from './scope.ts';
+import { affectedPods, evictable, faultSite, holdersAt, type FaultSite } from './scope.ts';
 import { approvalIdFor } from './detail.ts';
 import { boundState, cmp, isOpen, type Incident, type IncidentPhase, type NodeState } from './state.ts';
 import type { NodeFacts, Plan, PlanTarget, PlanTrigger, PodFacts, RemediationFacts, TriggerEvent } from './types.ts';
 import {
   actionWords,
+  evidenceWords,
   fenceWords,
   unknownWorkloadWords,
   letFinishWords,
@@ -229,9 +230,13 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   }
 
   const unknownWorkload = action === 'restart-workload' && culprit.length === 0 && sharesCards(node);
+  const held = {
+    holders: event.detailType === 'Operator Request' ? undefined : event.detail.holders,
+    draDevices: facts.node.dra?.devices,
+  };
   const affected = unknownWorkload
     ? []
-    : affectedPods(site, action === 'restart-workload' ? culprit : reported, facts.pods);
+    : affectedPods(site, action === 'restart-workload' ? culprit : reported, facts.pods, held);
   // DRAIN_AND_RESET (rule letWorkFinish): the GPU is fenced now, its running pods are left to end
   // by themselves until the deadline; the sweep evicts what is left then, and the reset waits for them.
   const patient = action === 'quarantine-gpu' && rule.letWorkFinish !== null && rule.action === 'quarantine-gpu';
@@ -334,13 +339,14 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     : unknownWorkload
       ? unknownWorkloadWords(site)
       : actionWords(action, node.name, site, moving.length);
+  const basis = moving === affected && reported.length === 0 ? evidenceWords(site, holdersAt(site, held)) : '';
   const support = resetSupportOf(node.labels);
   // Where NVIDIA does not support resetting this GPU alone, the next step is the reboot (reset-support.ts).
   const then =
     action === 'quarantine-gpu' && recoveryOf(acted) === 'reset' && skipsReset(support)
       ? `next: ${resetSkippedWords(acted.gpu, support)}`
       : nextWords(ladder, decision.level, facts.capabilities, recoveryOf(acted));
-  const reason = `${reasonCore} Now ${doing};${fence} ${then}`;
+  const reason = `${reasonCore} Now ${doing}${basis};${fence} ${then}`;
   const notify = rule.notify || takesCapacity(action) || decision.escalated;
   const notices = notify ? [notice(action, node, reason.slice(0, 500))] : [];
   return {

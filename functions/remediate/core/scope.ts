@@ -1,10 +1,13 @@
 /**
  * Narrowness: an incident concerns one MIG instance when the event names one, else one GPU, else
  * the node. The pods it affects are the ones the agent saw there, matched by UID to the node's
- * pods; when the agent saw none, the pods the device plugin says hold that GPU (on a node ACK
- * shares, the pods its gpushare scheduler annotated with the card's index); when nobody knows,
- * every GPU pod on the node. DaemonSet and mirror pods are never affected: evicting a
- * DaemonSet pod only brings it back, and mirror pods cannot be evicted.
+ * pods; when the agent saw none, the pods the kubelet's PodResources API says hold that GPU (or that
+ * MIG device) — `holders` on the event, matched by namespace and name, DRA claim holders through the
+ * node's ResourceSlice (driver, pool, device → the GPU's UUID), whether or not they request
+ * `nvidia.com/gpu`; else, on a node ACK shares, the pods its gpushare scheduler annotated with the
+ * card's index; else the pods the device plugin says hold that GPU; when nobody knows, every GPU pod
+ * on the node. DaemonSet and mirror pods are never affected: evicting a DaemonSet pod only brings
+ * it back, and mirror pods cannot be evicted.
  */
 import {
   NVLINK5_XIDS,
@@ -12,9 +15,11 @@ import {
   xidStaysInInstance,
   type GpuRef,
   type GpuXidErrorDetail,
+  type DeviceHolder,
   type MigRef,
   type PodRef,
 } from '../../../events/index.ts';
+import type { DeviceRef } from '../../lib/plan.ts';
 import type { PodFacts, RemediationFacts, Scope } from './types.ts';
 
 /** The GPU a fault concerns: always its UUID; its index when the trigger knows it. */
@@ -77,11 +82,36 @@ export function evictable(pods: readonly PodFacts[]): PodFacts[] {
   return pods.filter((p) => !p.daemonSet && !p.mirror);
 }
 
+/** What the agent read from PodResources for the event (absent: unknown), and the node's DRA devices by GPU UUID. */
+export interface HeldBy {
+  holders: readonly DeviceHolder[] | undefined;
+  draDevices?: Readonly<Record<string, DeviceRef>> | undefined;
+}
+
+/**
+ * The holders of the site's device by PodResources: the MIG device's (by its UUID) for a MIG
+ * instance, the GPU's (device-plugin devices on it, DRA devices the ResourceSlice says are it) for a
+ * GPU. Undefined when that is unknown: no reading, no site device, or a MIG instance without its UUID.
+ */
+export function holdersAt(site: FaultSite, held: HeldBy | undefined): DeviceHolder[] | undefined {
+  if (!held?.holders || !site.gpu || site.scope === 'node') return undefined;
+  if (site.scope === 'mig-instance') {
+    const mig = site.mig?.uuid;
+    return mig ? held.holders.filter((h) => h.mig === mig) : undefined;
+  }
+  const uuid = site.gpu.uuid;
+  const dev = held.draDevices?.[uuid];
+  const isDev = (d: DeviceHolder['dra']) =>
+    dev !== undefined && d !== undefined && d.driver === dev.driver && d.pool === dev.pool && d.device === dev.device;
+  return held.holders.filter((h) => h.gpu === uuid || isDev(h.dra));
+}
+
 /** The pods a fault at `site` affects (see the file comment for the order of evidence). */
 export function affectedPods(
   site: FaultSite,
   reported: readonly PodRef[] | undefined,
   pods: readonly PodFacts[],
+  held?: HeldBy,
 ): PodFacts[] {
   const candidates = evictable(pods);
   if (reported && reported.length > 0) {
@@ -90,6 +120,9 @@ export function affectedPods(
   }
   const gpuPods = candidates.filter((p) => p.requestsGpu);
   if (site.scope === 'node' || !site.gpu) return gpuPods;
+  // The kubelet's allocation: exactly the pods given this device, a DRA pod without a GPU request too.
+  const holding = holdersAt(site, held);
+  if (holding) return candidates.filter((p) => holding.some((h) => h.namespace === p.namespace && h.name === p.name));
   // ACK gpushare: a card's tenants are the pods its scheduler extender gave that card (their
   // annotations, facts.ts); never the node's other cards' pods.
   const card = site.gpu.index;

@@ -6,6 +6,7 @@ import {
   decodeNvlink5,
   decodeWords,
   describeXid,
+  type DeviceHolder,
   type GpuXidErrorDetail,
   type NvidiaBucket,
   type RemediationAction,
@@ -110,6 +111,22 @@ export function actionWords(action: RemediationAction, node: string, site: Fault
     case 'replace-node':
       return `draining node ${node} (evict ${moved}) so it can be replaced`;
   }
+}
+
+/**
+ * Where the moved pods come from when the agent traced no process to a pod: the kubelet's PodResources
+ * allocation, or — unknown — every GPU pod of the node, as before PodResources was read.
+ */
+export function evidenceWords(site: FaultSite, holding: readonly DeviceHolder[] | undefined): string {
+  if (site.scope === 'node' || !site.gpu) return '';
+  if (holding === undefined)
+    return (
+      " (the agent traced no process to a pod and the kubelet's PodResources is unknown: " +
+      'every GPU pod of the node is moved)'
+    );
+  const n = new Set(holding.map((h) => `${h.namespace}/${h.name}`)).size;
+  const who = n === 1 ? '1 pod holds' : `${n} pods hold`;
+  return ` (the agent traced no process to a pod: the kubelet's PodResources says ${who} it)`;
 }
 
 /** quarantine-gpu under letWorkFinish (DRAIN_AND_RESET): fenced now, its pods left to finish. */

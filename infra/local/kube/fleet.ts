@@ -129,6 +129,14 @@ const PodGroup = z
     /** `spec.priority` and `spec.priorityClassName` as admission would resolve them (no PriorityClass objects here). */
     priority: z.number().int().optional(),
     priorityClassName: Name.optional(),
+    /**
+     * DRA: `spec.resourceClaims` (each entry a claim made from a template, kubernetes.io DRA docs), used
+     * by the container (`resources.claims`). The simulated driver gives each claim one whole GPU.
+     */
+    resourceClaims: z
+      .array(z.object({ name: Name, resourceClaimTemplateName: Name }).strict())
+      .max(4)
+      .optional(),
     ...Workload,
   })
   .strict();
@@ -349,7 +357,20 @@ export function seedFleet(cluster: Cluster, fleet: ParsedFleet): void {
               : {}),
           },
           spec: {
-            containers: [container(g, 'main')],
+            containers: [
+              {
+                ...container(g, 'main'),
+                ...(g.resourceClaims
+                  ? {
+                      resources: {
+                        ...container(g, 'main').resources,
+                        claims: g.resourceClaims.map((c) => ({ name: c.name })),
+                      },
+                    }
+                  : {}),
+              },
+            ],
+            ...(g.resourceClaims ? { resourceClaims: g.resourceClaims } : {}),
             ...(g.node ? { nodeName: g.node } : {}),
             ...(g.tolerations ? { tolerations: g.tolerations } : {}),
             ...(g.nodeSelector ? { nodeSelector: g.nodeSelector } : {}),

@@ -1,0 +1,61 @@
+/**
+ * The agent with a PodResources reading (collectors/pod-resources-source.ts): who holds the GPU goes
+ * out with the inventory and each XID; a reading it cannot use — no socket, a failing call, a GPU
+ * device it cannot name by UUID — is unknown (no `holders`), never "nobody holds it".
+ */
+import { afterEach, describe, expect, it } from 'vitest';
+import { oneGpu } from '../infra/local/mock-nvml/testing.ts';
+import { validateDetail } from '../events/validate.ts';
+import type { PodResourcesReading } from './collectors/pod-resources-source.ts';
+import { startAgent, type AgentFixture } from './test-support/agent-fixture.ts';
+
+const UUID = 'GPU-00000000-1111-2222-3333-444444444444';
+const LINE = 'NVRM: Xid (PCI:0000:3b:00): 95, pid=5002, name=python, Uncontained ECC error';
+let fx: AgentFixture | undefined;
+afterEach(async () => {
+  await fx?.close();
+  fx = undefined;
+});
+
+const holding = (deviceId: string): PodResourcesReading => ({
+  known: true,
+  pods: [
+    {
+      name: 'trainer',
+      namespace: 'ml',
+      containers: [{ name: 'main', devices: [{ resourceName: 'nvidia.com/gpu', deviceIds: [deviceId] }], claims: [] }],
+    },
+  ],
+  allocatable: [],
+});
+
+async function xidWith(reading: PodResourcesReading): Promise<Record<string, unknown>> {
+  fx = await startAgent(oneGpu(), { overrides: { podResources: { read: async () => reading } } });
+  const sampled = await fx.agent.sampleOnce();
+  const [event] = fx.agent.onKernelLine(LINE);
+  for (const e of [...sampled, event!]) expect(validateDetail(e.detailType, e.detail)).toMatchObject({ ok: true });
+  const inventory = sampled.find((e) => e.detailType === 'GPU Inventory')!.detail as Record<string, unknown>;
+  expect(inventory.holders).toEqual((event!.detail as Record<string, unknown>).holders);
+  return event!.detail as Record<string, unknown>;
+}
+
+describe('the agent and PodResources', () => {
+  it('sends the holders of the GPU with the XID (and the inventory), processes or not', async () => {
+    const d = await xidWith(holding(UUID));
+    expect(d.pods).toEqual([]);
+    expect(d.holders).toEqual([
+      { namespace: 'ml', name: 'trainer', resource: 'nvidia.com/gpu', deviceId: UUID, gpu: UUID },
+    ]);
+  });
+
+  it.each([
+    ['the socket is absent', { known: false, reason: 'no PodResources socket at /x' } as PodResourcesReading],
+    ['a GPU device is named by index (deviceIDStrategy: index)', holding('0')],
+  ])('sends no holders (unknown) when %s', async (_why, reading) => {
+    expect(await xidWith(reading)).not.toHaveProperty('holders');
+  });
+
+  it('sends empty holders when the kubelet says nobody holds the GPU', async () => {
+    expect((await xidWith({ known: true, pods: [], allocatable: [] })).holders).toEqual([]);
+  });
+});
