@@ -31,13 +31,7 @@ describe('gpu-reflex remediate policy', () => {
 
   it('prints the rule a profile gives for a pool and GPU model, naming the profile', async () => {
     const io = capture();
-    const args = [
-      'examples/remediation-policy.yaml',
-      '--pool',
-      'h100-train',
-      '--gpu-model',
-      'NVIDIA H100 80GB HBM3',
-    ];
+    const args = ['examples/remediation-policy.yaml', '--pool', 'h100-train', '--gpu-model', 'NVIDIA H100 80GB HBM3'];
     expect(await policyCommand.run(args, io)).toBe(0);
     expect(io.stdout.find((l) => l.startsWith('XID 79 '))).toContain('reboot-node (profile h100-train-79)');
     expect(io.stdout.find((l) => l.startsWith('XID 13 '))).not.toContain('profile');
