@@ -7,7 +7,7 @@
  * order; what counts is the agent's `observedAt`, never the arrival time.
  */
 import type { RemediationAction } from '../../../events/index.ts';
-import { checkBlastRadius, takesCapacity } from './blast-radius.ts';
+import { checkBlastRadius, checkTenants, takesCapacity } from './blast-radius.ts';
 import { decideLevel, ladderOf } from './escalation.ts';
 import { fenceBackendOf, resolveRule, type FenceBackend, type Policy, type Rule, type RuleTrigger } from './policy.ts';
 import type { Notice } from '../../lib/plan.ts';
@@ -18,8 +18,18 @@ import { affectedPods, evictable, faultSite, type FaultSite } from './scope.ts';
 import { approvalIdFor } from './detail.ts';
 import { boundState, cmp, isOpen, type Incident, type IncidentPhase, type NodeState } from './state.ts';
 import type { NodeFacts, Plan, PlanTarget, PlanTrigger, PodFacts, RemediationFacts, TriggerEvent } from './types.ts';
-import { actionWords, fenceWords, letFinishWords, nextWords, triggerWords, xid45FollowsWords } from './words.ts';
+import {
+  actionWords,
+  fenceWords,
+  letFinishWords,
+  nextWords,
+  tenantPodNote,
+  tenantWords,
+  triggerWords,
+  xid45FollowsWords,
+} from './words.ts';
 import { xid45Follows } from './workflows.ts';
+import { blameOf, sharingOf, tenantsOf } from './sharing.ts';
 
 /** Occurrences older than this are dropped from the history (longest sensible escalation window). */
 const RECENT_HORIZON_MS = 24 * 3_600_000;
@@ -160,9 +170,19 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
 
   const reported = d.pods ?? [];
   // An application XID whose kernel line named the process: that pod is the one workload it restarts
-  // and counts toward escalation; a quarantine still moves every pod on the GPU (`reported`).
-  const culprit = event.detailType === 'GPU XID Error' && event.detail.culprit ? [event.detail.culprit] : reported;
-  const podUids = [...new Set(culprit.map((p) => p.uid))];
+  // and counts toward escalation; a quarantine still moves every pod on the GPU (`reported`). On a
+  // shared card an unresolved pid is one unknown workload, never one per co-tenant (sharing.ts).
+  const xidDetail = event.detailType === 'GPU XID Error' ? event.detail : undefined;
+  const sharing = sharingOf(node, xidDetail?.sharing);
+  const blame = blameOf(
+    sharing,
+    site.gpu?.uuid,
+    xidDetail?.culprit?.uid,
+    reported.map((p) => p.uid),
+  );
+  const culprit =
+    blame.restart === 'culprit' && xidDetail?.culprit ? [xidDetail.culprit] : blame.restart === 'none' ? [] : reported;
+  const podUids = blame.workloads;
   // An agent sends repeats of an application XID on one GPU and pid as one event with `count`
   // (node-agent/xid-aggregate.ts): it is that many occurrences toward escalation.
   const carried = event.detailType === 'GPU XID Error' ? event.detail.count : undefined;
@@ -202,7 +222,11 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     return decision.progress ? { ...stands, escalation: decision.progress } : stands;
   }
 
-  const affected = affectedPods(site, action === 'restart-workload' ? culprit : reported, facts.pods);
+  // A restart on a time-sliced card that nothing names the culprit of restarts no tenant.
+  const affected =
+    action === 'restart-workload' && blame.restart === 'none'
+      ? []
+      : affectedPods(site, action === 'restart-workload' ? culprit : reported, facts.pods);
   // DRAIN_AND_RESET (rule letWorkFinish): the GPU is fenced now, its running pods are left to end
   // by themselves until the deadline; the sweep evicts what is left then, and the reset waits for them.
   const patient = action === 'quarantine-gpu' && rule.letWorkFinish !== null && rule.action === 'quarantine-gpu';
@@ -217,7 +241,9 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   const scope = ['drain-node', 'reboot-node', 'replace-node'].includes(action) ? 'node' : site.scope;
   const target = targetOf(site, moving, scope === 'node' ? node.gpus : undefined);
   const escalation = decision.escalated ? ` Escalated: ${decision.why}.` : '';
-  const reasonCore = `${words}. ${rule.source} → ${action}.${escalation}`;
+  // Who is blamed matters where repeats escalate or a workload restarts, not for a hardware fault.
+  const shared = blame.words && (rule.escalate || action === 'restart-workload') ? ` ${blame.words}.` : '';
+  const reasonCore = `${words}. ${rule.source} → ${action}.${shared}${escalation}`;
 
   if (takesCapacity(action) && !facts.approved) {
     const alreadyOut = prev.phase !== 'healthy' && prev.phase !== 'awaiting-approval';
@@ -228,6 +254,12 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
             words: `the pool ${facts.pool.name} has no free slot left in its ledger: a concurrent remediation took the last one`,
           }
         : checkBlastRadius(policy, facts.pool, node.name, alreadyOut);
+    // On a shared card the limit also counts the tenants one fence moves (issue #32).
+    const byTenants =
+      verdict.allowed && sharing.mode !== 'exclusive' && scope === 'gpu'
+        ? checkTenants(policy, facts.pool, tenantsOf(moving))
+        : undefined;
+    if (byTenants && !byTenants.allowed) Object.assign(verdict, { allowed: false, words: byTenants.words });
     if (!verdict.allowed) {
       if (retryApproval && open) {
         // Asked once already: count the repeat, do not ask again (no chat spam in a storm).
@@ -302,7 +334,16 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   const doing = patient
     ? letFinishWords(site, affected.length, evictAt!)
     : actionWords(action, node.name, site, moving.length);
-  const reason = `${reasonCore} Now ${doing};${fence} ${nextWords(ladder, decision.level, facts.capabilities, recoveryOf(acted))}`;
+  const tenants = sharing.mode !== 'exclusive' && site.gpu ? tenantsOf(moving) : [];
+  const who = tenants.length > 0 ? tenantWords(sharing.mode, tenants, moving.length) : '';
+  const reason = `${reasonCore} Now ${doing};${fence} ${nextWords(ladder, decision.level, facts.capabilities, recoveryOf(acted))}${who}`;
+  // Every tenant whose pod moves off the shared card is told why, on its own pod.
+  const podEvents = tenants.length
+    ? moving.map((p) => ({
+        pod: { namespace: p.namespace, name: p.name, uid: p.uid },
+        note: tenantPodNote(action, site.gpu!.uuid, node.name, words, tenants.filter((t) => t !== p.namespace).length),
+      }))
+    : [];
   const notify = rule.notify || takesCapacity(action) || decision.escalated;
   const notices = notify ? [notice(action, node, reason.slice(0, 500))] : [];
   return {
@@ -315,6 +356,7 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     ...edit(next),
     evictions,
     notices,
+    ...(podEvents.length > 0 ? { podEvents } : {}),
     reason,
     nextState: next,
   };

@@ -188,3 +188,25 @@ export function fenceEventNote(kind: 'lost' | 'restored' | 'escalated', why: str
   const reason = { lost: 'GpuFenceLost', restored: 'GpuFenceRestored', escalated: 'GpuFenceEscalated' }[kind];
   return { type: kind === 'restored' ? 'Normal' : 'Warning', reason, action: 'Fence', note: `gpu-reflex: ${why}` };
 }
+
+/** A move off a shared GPU, in the plan's reason: how many teams' pods it moves (issue #32). */
+export function tenantWords(mode: string, tenants: readonly string[], pods: number): string {
+  return ` The GPU is shared (${mode}): this moves ${pods} pod(s) of ${tenants.length} teams (${tenants.join(', ')}), each told why by an Event on its pod.`;
+}
+
+/** The Event on one tenant's pod moved off a shared GPU: why, though its own work may be fine. */
+export function tenantPodNote(
+  action: string,
+  gpu: string,
+  node: string,
+  cause: string,
+  others: number,
+): { type: 'Warning'; reason: string; action: string; note: string } {
+  const with_ = others > 0 ? `, which it shares with pods of ${others} other team(s)` : '';
+  return {
+    type: 'Warning',
+    reason: 'SharedGpuFault',
+    action: action === 'restart-workload' ? 'Restart' : 'Evict',
+    note: `gpu-reflex moved this pod off GPU ${gpu} of node ${node}${with_}: ${cause}. Its replacement is scheduled on another GPU; nothing says this pod caused it.`,
+  };
+}
