@@ -73,6 +73,8 @@ export interface XidObservation {
   podUids: string[];
   /** The pod the kernel line's pid names, for an application XID (GpuXidErrorDetail.culprit). */
   culpritUid?: string;
+  /** How the agent saw the card shared (GpuXidErrorDetail.sharing). */
+  sharing?: GpuXidErrorDetail['sharing'];
 }
 
 export function xidEvent(node: string, at: number, o: XidObservation): OutgoingEvent {
@@ -93,6 +95,7 @@ export function xidEvent(node: string, at: number, o: XidObservation): OutgoingE
     ...(o.nvlink ? { nvlink: nvlinkDetail(o.xid, o.nvlink) } : {}),
     pods: o.podUids.slice(0, 128).map((uid) => ({ uid })),
     ...(o.culpritUid ? { culprit: { uid: o.culpritUid } } : {}),
+    ...(o.sharing ? { sharing: o.sharing } : {}),
   };
   return outgoing(GPU_XID_ERROR, detail, at, 'critical');
 }

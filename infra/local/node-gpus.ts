@@ -44,7 +44,9 @@ const num = (v: string | number | undefined): number | undefined => (v === undef
 /** A node runs GPUs when it advertises whole GPUs or MIG slices. */
 export function isGpuNode(node: Node): boolean {
   const alloc = node.status?.allocatable ?? {};
-  return Object.keys(alloc).some((k) => k === 'nvidia.com/gpu' || k.startsWith('nvidia.com/mig-'));
+  return Object.keys(alloc).some(
+    (k) => k === 'nvidia.com/gpu' || k === 'nvidia.com/gpu.shared' || k.startsWith('nvidia.com/mig-'),
+  );
 }
 
 function gpuUuid(node: string, index: number): string {
@@ -132,7 +134,8 @@ export function gpuSpecsOf(node: Node): GpuSpec[] {
   const alloc = node.status?.allocatable ?? {};
   const migKeys = Object.keys(alloc).filter((k) => k.startsWith('nvidia.com/mig-'));
   const count = num(labels['nvidia.com/gpu.count']) ?? num(alloc['nvidia.com/gpu']) ?? (migKeys.length > 0 ? 1 : 0);
-  const product = labels['nvidia.com/gpu.product'] ?? 'NVIDIA-A100-SXM4-80GB';
+  // A shared, not renamed, resource labels the product `<model>-SHARED` (plugin-sharing.ts).
+  const product = (labels['nvidia.com/gpu.product'] ?? 'NVIDIA-A100-SXM4-80GB').replace(/-SHARED$/, '');
   const known = PRODUCTS[product];
   const memoryMiB = num(labels['nvidia.com/gpu.memory']) ?? 16384;
   const mixed = labels['nvidia.com/mig.strategy'] === 'mixed' && migKeys.length > 0;
@@ -156,6 +159,20 @@ export interface GpuProcessOfPod {
   gpuInstanceId?: number;
   usedMiB: number;
   pod: { uid: string; namespace: string; name: string };
+  /** MPS: a client of the card's MPS server (NVML lists it apart), or that server. */
+  mps?: 'client' | 'server';
+}
+
+/**
+ * A node whose device plugin replicates its GPUs (time-slicing or MPS, plugin-sharing.ts): pods asking
+ * for `resource` get one replica each of a card, several pods per card. `replicasOut`: replicas the
+ * plugin marked unhealthy per GPU index (a card with some out still hands out the rest).
+ */
+export interface SharedGpus {
+  resource: string;
+  replicas: number;
+  strategy: 'time-slicing' | 'mps';
+  replicasOut?: ReadonlyMap<number, number>;
 }
 
 const requestsOf = (pod: Pod): Record<string, number> => {
@@ -181,6 +198,7 @@ export function allocateGpus(
   pidBase = 4100,
   existing: readonly GpuProcessOfPod[] = [],
   fenced: ReadonlySet<number> = new Set(),
+  shared?: SharedGpus,
 ): GpuProcessOfPod[] {
   const present = new Set(pods.map((p) => p.metadata.uid));
   const kept = existing.filter((p) => present.has(p.pod.uid));
@@ -206,9 +224,37 @@ export function allocateGpus(
     );
   const out: GpuProcessOfPod[] = [...kept];
   let pid = pidBase;
+  // Replicas taken per whole GPU (kept pods' included), for a shared node.
+  const taken = new Map<number, number>();
+  for (const p of kept) if (p.gpuInstanceId === undefined) taken.set(p.gpu, (taken.get(p.gpu) ?? 0) + 1);
+  /**
+   * The card a new replica comes from: NVIDIA's default `distributed` policy takes the GPU with the
+   * fewest replicas allocated among those with one free (k8s-device-plugin internal/rm/allocate.go
+   * `allocationComparators`); a fenced card hands out none, a partly latched one only its healthy rest.
+   */
+  const replicaCard = (s: SharedGpus): number | undefined => {
+    const free = gpus.filter(
+      (g) =>
+        g.mig.length === 0 &&
+        !fenced.has(g.index) &&
+        (taken.get(g.index) ?? 0) < s.replicas - (s.replicasOut?.get(g.index) ?? 0),
+    );
+    free.sort((a, b) => (taken.get(a.index) ?? 0) - (taken.get(b.index) ?? 0) || a.index - b.index);
+    return free[0]?.index;
+  };
   for (const pod of ordered) {
     const req = requestsOf(pod);
     const ref = { uid: pod.metadata.uid, namespace: pod.metadata.namespace ?? 'default', name: pod.metadata.name };
+    if (shared) {
+      for (let i = 0; i < (req[shared.resource] ?? 0); i++) {
+        const gpu = replicaCard(shared);
+        if (gpu === undefined) break;
+        taken.set(gpu, (taken.get(gpu) ?? 0) + 1);
+        const mib = Math.round(((gpus[gpu]?.memoryTotalMiB ?? 16384) / shared.replicas) * 0.6);
+        out.push({ pid: pid++, gpu, usedMiB: mib, pod: ref, ...(shared.strategy === 'mps' ? { mps: 'client' } : {}) });
+      }
+      continue;
+    }
     for (let i = 0; i < (req['nvidia.com/gpu'] ?? 0) && freeGpus.length > 0; i++) {
       const gpu = freeGpus.shift()!;
       out.push({ pid: pid++, gpu, usedMiB: Math.round((gpus[gpu]?.memoryTotalMiB ?? 16384) * 0.6), pod: ref });

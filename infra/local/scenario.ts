@@ -221,6 +221,8 @@ export const ExpectSchema = z.union([
       absent: z.literal(true).optional(),
       cordoned: z.boolean().optional(),
       tainted: z.string().optional(),
+      /** The node does not carry this taint key (a per-GPU fence that held, issue #32). */
+      notTainted: z.string().optional(),
       label: z.record(z.string(), z.string()).optional(),
       /** Allocatable quantities as the kubelet reports them (a fenced GPU leaves nvidia.com/gpu). */
       allocatable: z
@@ -258,6 +260,20 @@ export const ExpectSchema = z.union([
     .strict(),
   z
     .object({ event: z.string().min(1), node: Name.optional(), atLeast: z.number().int().nonnegative().default(1) })
+    .strict(),
+  /** Pods of a namespace still bound and not terminating (a tenant never moved: issue #32), on `node` if given. */
+  z
+    .object({
+      running: z
+        .object({
+          namespace: Name,
+          node: Name.optional(),
+          atLeast: z.number().int().nonnegative().optional(),
+          atMost: z.number().int().nonnegative().optional(),
+        })
+        .strict()
+        .refine((p) => p.atLeast !== undefined || p.atMost !== undefined, { message: 'set atLeast, atMost or both' }),
+    })
     .strict(),
 ]);
 export type Expectation = z.infer<typeof ExpectSchema>;

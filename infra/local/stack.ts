@@ -26,6 +26,7 @@ import { StackKube } from './stack-kube.ts';
 import { StackRecorder } from './stack-recorder.ts';
 import { startAgentProcesses, startInProcessAgents } from './stack-agents.ts';
 import { DevicePluginStandIn, type DevicePluginKind } from './device-plugin.ts';
+import { nodeSharing, type PluginSharing } from './plugin-sharing.ts';
 import { fenceFilePath, replaceUnhealthyDevices } from './ack-fence-file.ts';
 import { remediationConfig } from '../../functions/remediate/wiring.ts';
 import { fenceBackendOf, poolOf } from '../../functions/remediate/core/policy.ts';
@@ -271,16 +272,27 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     const nodeFiles: NodeFiles[] = [];
     const gpuSpecsByNode = new Map<string, GpuSpec[]>();
     const files = new Map<string, NodeFiles & { pci: string[]; tracker: NodeProcesses }>();
+    // NVIDIA's plugin config per node (time-slicing, MPS: plugin-sharing.ts), from its namespace's ConfigMaps.
+    const sharingByNode = new Map<string, PluginSharing>();
+    const configMaps = (sim?.store.list('configmaps') ?? []).filter(
+      (c) => c.metadata.namespace === policy.fence.nvidiaPlugin.namespace,
+    ) as { data?: Record<string, string> }[];
+    const sharedOf = (name: string) => {
+      const s = sharingByNode.get(name);
+      return s ? { resource: s.resource, replicas: s.replicas, strategy: s.strategy } : undefined;
+    };
     for (const name of agentNodes) {
       const node = nodes.find((n) => n.metadata.name === name);
       if (!node) throw new Error(`agents.nodes: no node "${name}" in the cluster`);
       const gpus = gpuSpecsOf(node);
       gpuSpecsByNode.set(name, gpus);
+      const sharing = nodeSharing(node.metadata.labels, node.metadata.annotations, { configMaps });
+      if (sharing) sharingByNode.set(name, sharing);
       const pods = (await kube.podsOn(name)).filter(
         (p) => !p.metadata.ownerReferences?.some((r) => r.kind === 'DaemonSet'),
       );
       for (const p of pods) podNames.set(p.metadata.uid, `${p.metadata.namespace}/${p.metadata.name}`);
-      const procs = allocateGpus(gpus, pods);
+      const procs = allocateGpus(gpus, pods, undefined, undefined, undefined, sharedOf(name));
       const faults = faultSteps.filter((s) => s.node === name).map((s) => ({ atMs: s.at, gpu: s.gpu, fault: s.fault }));
       for (const f of faults)
         if (f.gpu >= gpus.length)
@@ -292,7 +304,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
         library,
         mockScenario(gpus, procs, faults, scenario.nvml[name], dirs.processesPath, dirs.controlDir, dirs.migPath),
       );
-      const tracker = new NodeProcesses(gpus, nf.procRoot, nf.processesPath, procs);
+      const tracker = new NodeProcesses(gpus, nf.procRoot, nf.processesPath, procs, sharedOf(name));
       files.set(name, { ...nf, pci: gpus.map((g) => g.pciBusId), tracker });
       nodeFiles.push(nf);
     }
@@ -319,7 +331,8 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       cleanups.push(off);
     }
     const syncProcesses = () => {
-      for (const n of dirty) files.get(n)?.tracker.update(sim!.store.podsOnNode(n), devicePlugin?.fenced(n));
+      for (const n of dirty)
+        files.get(n)?.tracker.update(sim!.store.podsOnNode(n), devicePlugin?.fenced(n), devicePlugin?.replicasOut(n));
       dirty.clear();
     };
     const common = {
@@ -346,7 +359,12 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     const devicePlugin = sim
       ? new DevicePluginStandIn(
           sim,
-          nodeFiles.map((f) => ({ ...f, gpus: gpuSpecsByNode.get(f.node) ?? [], kind: pluginKind(f.node) })),
+          nodeFiles.map((f) => ({
+            ...f,
+            gpus: gpuSpecsByNode.get(f.node) ?? [],
+            kind: pluginKind(f.node),
+            ...(sharingByNode.has(f.node) ? { sharing: sharingByNode.get(f.node)! } : {}),
+          })),
           policy.fence.nvidiaPlugin,
           policy.fence.dra.driver,
         )

@@ -263,6 +263,7 @@ static int load_gpu(const json_value *o, int i) {
       n = 0; if (!get_num(procs->items[j], "usedMiB", p, &n, 1)) return 0; pr->usedMiB = (unsigned long long)n;
       n = NO_INSTANCE; if (!get_num(procs->items[j], "gpuInstanceId", p, &n, 0)) return 0; pr->gi = (unsigned int)n;
       n = NO_INSTANCE; if (!get_num(procs->items[j], "computeInstanceId", p, &n, 0)) return 0; pr->ci = (unsigned int)n;
+      n = 0; if (!get_num(procs->items[j], "mps", p, &n, 0)) return 0; pr->mps = n != 0;
     }
     gpu->procCount = (int)procs->count;
   }
