@@ -92,6 +92,7 @@ export function poolFacts(
  */
 export function checkTenants(policy: Policy, pool: PoolFacts, tenants: readonly string[]): BlastVerdict {
   const limit = policy.blastRadius.maxTenants ?? poolLimits(policy, pool.name).maxCount;
-  const words = `the fence of this shared GPU moves pods of ${tenants.length} teams (${tenants.join(', ')}), limit ${limit}`;
+  const teams = `${tenants.length} teams (${tenants.join(', ')})`;
+  const words = `the fence of this shared GPU moves pods of ${teams}, limit ${limit}`;
   return { allowed: tenants.length <= limit, used: tenants.length, limit, words };
 }

@@ -164,10 +164,11 @@ function seenOut(i: Incident, state: Pick<NodeState, 'incidents'>, node: Node, r
   // A shared card gives `replicas` devices (time-slicing, MPS): fenced only when all of them are out.
   const sharing = sharingOf(node);
   const unit = sharing.replicas > 1 ? `${sharing.resource} replica(s)` : 'GPU device(s)';
+  const allReplicas = sharing.replicas > 1 ? ` (all ${sharing.replicas} replicas of each fenced card)` : '';
   const counted =
     out === undefined
       ? 'the node reports no nvidia.com GPU capacity'
-      : `${out} ${unit} missing from its allocatable, ${want} expected${sharing.replicas > 1 ? ` (all ${sharing.replicas} replicas of each fenced card)` : ''}${before > 0 ? ` (${mine} held out by gpu-reflex, ${before} already out before the fence: another device's isolation is no proof of ours)` : ''}`;
+      : `${out} ${unit} missing from its allocatable, ${want} expected${allReplicas}${before > 0 ? ` (${mine} held out by gpu-reflex, ${before} already out before the fence: another device's isolation is no proof of ours)` : ''}`;
   const countHolds = out !== undefined && out >= want;
   if (backendOf(i) !== 'ack-file') {
     const partial =

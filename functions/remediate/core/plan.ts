@@ -247,7 +247,7 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
 
   if (takesCapacity(action) && !facts.approved) {
     const alreadyOut = prev.phase !== 'healthy' && prev.phase !== 'awaiting-approval';
-    const verdict =
+    const byNodes =
       facts.slotDenied && !alreadyOut
         ? {
             allowed: false,
@@ -256,10 +256,10 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
         : checkBlastRadius(policy, facts.pool, node.name, alreadyOut);
     // On a shared card the limit also counts the tenants one fence moves (issue #32).
     const byTenants =
-      verdict.allowed && sharing.mode !== 'exclusive' && scope === 'gpu'
+      byNodes.allowed && sharing.mode !== 'exclusive' && scope === 'gpu'
         ? checkTenants(policy, facts.pool, tenantsOf(moving))
         : undefined;
-    if (byTenants && !byTenants.allowed) Object.assign(verdict, { allowed: false, words: byTenants.words });
+    const verdict = byTenants && !byTenants.allowed ? byTenants : byNodes;
     if (!verdict.allowed) {
       if (retryApproval && open) {
         // Asked once already: count the repeat, do not ask again (no chat spam in a storm).
@@ -336,7 +336,8 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     : actionWords(action, node.name, site, moving.length);
   const tenants = sharing.mode !== 'exclusive' && site.gpu ? tenantsOf(moving) : [];
   const who = tenants.length > 0 ? tenantWords(sharing.mode, tenants, moving.length) : '';
-  const reason = `${reasonCore} Now ${doing};${fence} ${nextWords(ladder, decision.level, facts.capabilities, recoveryOf(acted))}${who}`;
+  const then = nextWords(ladder, decision.level, facts.capabilities, recoveryOf(acted));
+  const reason = `${reasonCore} Now ${doing};${fence} ${then}${who}`;
   // Every tenant whose pod moves off the shared card is told why, on its own pod.
   const podEvents = tenants.length
     ? moving.map((p) => ({

@@ -17,6 +17,7 @@
  */
 import type { GpuXidErrorDetail } from '../../../events/index.ts';
 import type { NodeFacts, PodFacts } from './types.ts';
+import { mpsBlameWords, unknownTenantWords } from './words.ts';
 
 export type SharingMode = 'exclusive' | 'time-slicing' | 'mps';
 
@@ -87,13 +88,13 @@ export function blameOf(
     return {
       workloads: [unknownWorkload(gpuUuid)],
       restart: 'all-reported',
-      words: `the GPU is shared through MPS: a fault takes every MPS client of the card with it (${reported.length} pod(s)), and no one client is to blame, so it counts as one workload`,
+      words: mpsBlameWords(reported.length),
     };
   if (culprit) return { workloads: [culprit], restart: 'culprit', words: '' };
   return {
     workloads: [unknownWorkload(gpuUuid)],
     restart: 'none',
-    words: `the GPU is time-sliced (${sharing.replicas} replicas) and nothing names the faulting process, so it counts as one unknown workload, not ${reported.length}, and no tenant is restarted for it`,
+    words: unknownTenantWords(sharing.replicas, reported.length),
   };
 }
 
