@@ -24,6 +24,14 @@ describe('gpu-reflex simulate, sharing-mps scenario', () => {
     expect(String(moved?.detail.reason)).toContain('2 pod(s) of 2 teams (team-b, team-d)');
   });
 
+  it("shows each card's MPS server (the control daemon's pod, placed once the plugin labelled the node mps.capable) among its compute processes", () => {
+    type Inv = { gpus: { processes: { podUid?: string; mps?: boolean }[] }[] };
+    const inv = result.report.events.filter((e) => e.detailType === 'GPU Inventory').at(-1)?.detail as Inv;
+    const daemon = result.report.final.pods.find((p) => p.metadata.name.includes('mps-control-daemon'));
+    for (const g of inv.gpus)
+      expect(g.processes.filter((p) => !p.mps).map((p) => p.podUid)).toEqual([daemon?.metadata.uid]);
+  });
+
   it("names the card's MPS clients in the XID event, not the MPS server's pod", () => {
     const xid48 = result.report.events.find(
       (e) => e.detailType === 'GPU XID Error' && (e.detail as { xid: number }).xid === 48,
