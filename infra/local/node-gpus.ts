@@ -161,6 +161,11 @@ export interface GpuProcessOfPod {
   pod: { uid: string; namespace: string; name: string };
   /** MPS: a client of the card's MPS server (NVML lists it apart), or that server. */
   mps?: 'client' | 'server';
+  /**
+   * A shared card's replica the pod holds, as the kubelet records it: `<UUID>::<i>` (k8s-device-plugin
+   * internal/rm/devices.go `NewAnnotatedID`), what PodResources would list for the pod.
+   */
+  deviceId?: string;
 }
 
 /**
@@ -250,8 +255,20 @@ export function allocateGpus(
         const gpu = replicaCard(shared);
         if (gpu === undefined) break;
         taken.set(gpu, (taken.get(gpu) ?? 0) + 1);
+        // The lowest replica index of the card no process holds (kept or new).
+        const held = new Set(out.filter((p) => p.gpu === gpu && p.deviceId).map((p) => p.deviceId));
+        let replica = 0;
+        while (held.has(`${gpus[gpu]!.uuid}::${replica}`)) replica++;
         const mib = Math.round(((gpus[gpu]?.memoryTotalMiB ?? 16384) / shared.replicas) * 0.6);
-        out.push({ pid: pid++, gpu, usedMiB: mib, pod: ref, ...(shared.strategy === 'mps' ? { mps: 'client' } : {}) });
+        const deviceId = `${gpus[gpu]!.uuid}::${replica}`;
+        out.push({
+          pid: pid++,
+          gpu,
+          usedMiB: mib,
+          pod: ref,
+          deviceId,
+          ...(shared.strategy === 'mps' ? { mps: 'client' } : {}),
+        });
       }
       continue;
     }

@@ -281,6 +281,15 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       const s = sharingByNode.get(name);
       return s ? { resource: s.resource, replicas: s.replicas, strategy: s.strategy } : undefined;
     };
+    // MPS: the control daemon sets its GPUs EXCLUSIVE_PROCESS (k8s-device-plugin cmd/mps-control-daemon/mps/
+    // daemon.go); here from the node's start, as the daemon would once it runs (the scenario's own NVML wins).
+    const withMps = (name: string): NvmlOverride | undefined => {
+      const own = scenario.nvml[name];
+      if (sharingByNode.get(name)?.strategy !== 'mps') return own;
+      const gpus: Record<string, Record<string, unknown>> = {};
+      for (const g of gpuSpecsByNode.get(name) ?? []) gpus[g.index] = { computeMode: 3, ...own?.gpus?.[g.index] };
+      return { ...own, gpus };
+    };
     for (const name of agentNodes) {
       const node = nodes.find((n) => n.metadata.name === name);
       if (!node) throw new Error(`agents.nodes: no node "${name}" in the cluster`);
@@ -302,7 +311,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
         work,
         name,
         library,
-        mockScenario(gpus, procs, faults, scenario.nvml[name], dirs.processesPath, dirs.controlDir, dirs.migPath),
+        mockScenario(gpus, procs, faults, withMps(name), dirs.processesPath, dirs.controlDir, dirs.migPath),
       );
       const tracker = new NodeProcesses(gpus, nf.procRoot, nf.processesPath, procs, sharedOf(name));
       files.set(name, { ...nf, pci: gpus.map((g) => g.pciBusId), tracker });

@@ -152,6 +152,15 @@ EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigne
   return end(NVML_SUCCESS);
 }
 
+/* The compute mode: NVIDIA's MPS control daemon sets EXCLUSIVE_PROCESS (3) on the GPUs it serves
+ * (k8s-device-plugin cmd/mps-control-daemon/mps/daemon.go setComputeMode; nvml.h nvmlComputeMode_t). */
+EXPORT nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, unsigned int *mode) {
+  BEGIN_GPU(device);
+  if (!mode) return end(NVML_ERROR_INVALID_ARGUMENT);
+  *mode = gpu->computeMode;
+  return end(NVML_SUCCESS);
+}
+
 static nvmlReturn_t clock_reasons(nvmlDevice_t device, unsigned long long *reasons) {
   BEGIN_GPU(device);
   if (!reasons) return end(NVML_ERROR_INVALID_ARGUMENT);

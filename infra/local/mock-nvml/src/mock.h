@@ -172,6 +172,8 @@ typedef struct mock_gpu {
   unsigned int domain, bus, dev, pciDeviceId, pciSubSystemId;
   unsigned long long memoryTotalMiB;
   unsigned int powerLimitW;
+  /* nvmlComputeMode_t: 0 DEFAULT, 2 PROHIBITED, 3 EXCLUSIVE_PROCESS (what NVIDIA's MPS control daemon sets). */
+  unsigned int computeMode;
   int migCapable, migMode, migPending;
   mock_mig migs[MAX_MIGS];
   int migCount;

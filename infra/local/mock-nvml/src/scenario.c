@@ -182,6 +182,7 @@ static int load_gpu(const json_value *o, int i) {
   if (!get_hex(o, "pciSubSystemId", path, &gpu->pciSubSystemId)) return 0;
   n = 0; if (!get_num(o, "memoryTotalMiB", path, &n, 1)) return 0; gpu->memoryTotalMiB = (unsigned long long)n;
   n = 300; if (!get_num(o, "powerLimitW", path, &n, 0)) return 0; gpu->powerLimitW = (unsigned int)n;
+  n = 0; if (!get_num(o, "computeMode", path, &n, 0)) return 0; gpu->computeMode = (unsigned int)n;
   gpu->migCapable = contains_ci(gpu->name, "A100") || contains_ci(gpu->name, "H100") ||
                     contains_ci(gpu->name, "H200") || contains_ci(gpu->name, "B200");
   if (!get_bool(o, "migCapable", path, &gpu->migCapable)) return 0;
