@@ -256,10 +256,8 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
         : checkBlastRadius(policy, facts.pool, node.name, alreadyOut);
     // On a shared card the limit also counts the tenants one fence moves (issue #32).
     const byTenants =
-      byNodes.allowed && sharing.mode !== 'exclusive' && scope === 'gpu'
-        ? checkTenants(policy, facts.pool, tenantsOf(moving))
-        : undefined;
-    const verdict = byTenants && !byTenants.allowed ? byTenants : byNodes;
+      sharing.mode !== 'exclusive' && scope === 'gpu' ? checkTenants(policy, facts.pool, tenantsOf(moving)) : undefined;
+    const verdict = byNodes.allowed && byTenants && !byTenants.allowed ? byTenants : byNodes;
     if (!verdict.allowed) {
       if (retryApproval && open) {
         // Asked once already: count the repeat, do not ask again (no chat spam in a storm).
@@ -277,7 +275,9 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
         since: open?.phase === 'awaiting-approval' ? open.since : now.toISOString(),
       };
       const next = ws(replace(s1, waiting));
-      const summary = `${action} on node ${node.name} needs approval: ${verdict.words}`;
+      // A shared card's approval always says how many teams' pods the fence moves (issue #32).
+      const teams = byTenants && verdict !== byTenants ? `; ${byTenants.words}` : '';
+      const summary = `${action} on node ${node.name} needs approval: ${verdict.words}${teams}`;
       // The id the store records it under (run.ts): what a person answers in chat.
       const id = approvalIdFor(waiting.key, waiting.firstAt);
       const ask = {

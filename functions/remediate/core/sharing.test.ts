@@ -173,6 +173,19 @@ describe('tenant-aware blast radius', () => {
     expect(plan.approval?.summary).toContain('moves pods of 3 teams (team-a, team-b, team-c)');
   });
 
+  it('held back by the node count: the approval still says how many teams the fence moves', async () => {
+    const full = {
+      ...pool(),
+      quarantinedInWindow: 10,
+      quarantinedNodes: Array.from({ length: 10 }, (_, i) => `n${i}`),
+    };
+    const e = xid(48, { gpu: 3, pods: onCard });
+    const facts = factsFor(e, sharedNode(), { pods: TENANTS, pool: full, now: new Date(e.detail.observedAt) });
+    const plan = planRemediation(facts, NV);
+    expect(plan.kind).toBe('approval');
+    expect(plan.approval?.summary).toContain('moves pods of 3 teams (team-a, team-b, team-c)');
+  });
+
   it('within the limit: the card’s tenants move, each told why by an Event on its pod', async () => {
     const { plan } = await hit({ node: sharedNode(), pods: TENANTS }, xid(48, { gpu: 3, pods: onCard }), NV);
     expect(plan.kind).toBe('act');
