@@ -18,6 +18,10 @@
  *   The simulated scheduler allocates no ResourceClaims: a DRA node's GPUs are still counted as
  *   `nvidia.com/gpu`, so a tainted device leaves that count, as it leaves the claims' allocator.
  *
+ * Shared GPUs (issue #32, plugin-sharing.ts): where NVIDIA's plugin config time-slices or MPS-shares a
+ * node's GPUs, each GPU gives `replicas` devices of the shared resource, the labeller's labels are
+ * written once, and NVIDIA's latch takes every replica of the card out (one, before its #1929 fix).
+ *
  * So a fenced GPU really leaves the schedulable pool: a pod asking for every GPU of the node no
  * longer fits there.
  */
@@ -25,7 +29,7 @@ import type { KubeSim } from './kube/index.ts';
 import { fenceFilePath, readUnhealthyDevices } from './ack-fence-file.ts';
 import type { NodeFiles } from './node-files.ts';
 import type { GpuSpec } from './node-gpus.ts';
-import { sharingLabels, type PluginSharing } from './plugin-sharing.ts';
+import { advertised, type PluginSharing } from './plugin-sharing.ts';
 
 /**
  * XIDs NVIDIA's device plugin does not mark a GPU unhealthy for: its default skip list, written
@@ -153,28 +157,10 @@ export class DevicePluginStandIn {
    * shared resource's capacity (GPUs × replicas; a renamed resource replaces `nvidia.com/gpu`).
    */
   private advertise(f: PluginNode): void {
-    const s = f.sharing;
     const node = this.sim.store.node(f.node);
-    if (!s || !node || this.advertised.has(f.node)) return;
+    if (!f.sharing || !node || this.advertised.has(f.node)) return;
     this.advertised.add(f.node);
-    const whole = f.gpus.filter((g) => g.mig.length === 0).length;
-    const status = (node.status ?? {}) as { allocatable?: Record<string, string>; capacity?: Record<string, string> };
-    const shared = (m: Record<string, string> | undefined) => {
-      const out: Record<string, string> = { ...m };
-      if (s.renamed) delete out['nvidia.com/gpu'];
-      out[s.resource] = String(whole * s.replicas);
-      return out;
-    };
-    const labels = node.metadata.labels ?? {};
-    this.sim.store.put('nodes', {
-      ...node,
-      metadata: { ...node.metadata, labels: { ...labels, ...sharingLabels(s, labels['nvidia.com/gpu.product']) } },
-      status: {
-        ...status,
-        capacity: shared(status.capacity ?? status.allocatable),
-        allocatable: shared(status.allocatable),
-      },
-    });
+    this.sim.store.put('nodes', advertised(node, f.sharing, f.gpus.filter((g) => g.mig.length === 0).length));
   }
 
   /**

@@ -24,6 +24,7 @@
  *   `sim.gpu-reflex.io/nvidia-plugin-health: pre-1930` runs that older plugin.
  */
 import { parseYamlText } from '../../functions/lib/yaml-text.ts';
+import type { Node } from './kube/types.ts';
 
 export type SharingStrategy = 'time-slicing' | 'mps';
 
@@ -95,4 +96,29 @@ export function nodeSharing(
   return text === undefined
     ? undefined
     : parsePluginSharing(text, annotations?.[PLUGIN_HEALTH_ANNOTATION] === 'pre-1930');
+}
+
+/**
+ * The node as the kubelet shows it once the plugin has read its sharing config: the labeller's labels,
+ * and the shared resource's capacity and allocatable (`whole` GPUs × replicas; a renamed resource
+ * replaces `nvidia.com/gpu`, api/config/v1/replicas.go).
+ */
+export function advertised(node: Node, s: PluginSharing, whole: number): Node {
+  const status = (node.status ?? {}) as { allocatable?: Record<string, string>; capacity?: Record<string, string> };
+  const shared = (m: Record<string, string> | undefined) => {
+    const out: Record<string, string> = { ...m };
+    if (s.renamed) delete out['nvidia.com/gpu'];
+    out[s.resource] = String(whole * s.replicas);
+    return out;
+  };
+  const labels = node.metadata.labels ?? {};
+  return {
+    ...node,
+    metadata: { ...node.metadata, labels: { ...labels, ...sharingLabels(s, labels['nvidia.com/gpu.product']) } },
+    status: {
+      ...status,
+      capacity: shared(status.capacity ?? status.allocatable),
+      allocatable: shared(status.allocatable),
+    },
+  };
 }
