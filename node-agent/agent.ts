@@ -23,7 +23,14 @@ import { describeXid, xidStaysInInstance } from '../events/xid.ts';
 import type { GpuRef, MigRef } from '../events/common.ts';
 import { noAgentMetrics, type AgentMetrics } from './agent-metrics.ts';
 import { HealthEvaluator, type EccMemory, type HealthEvent, type HealthThresholds } from './collectors/health.ts';
-import { buildInventory, inventoryKey, podOfPidOnGpu, podsOnGpu, type Inventory } from './collectors/inventory.ts';
+import {
+  buildInventory,
+  cardSharing,
+  inventoryKey,
+  podOfPidOnGpu,
+  podsOnGpu,
+  type Inventory,
+} from './collectors/inventory.ts';
 import { PodResolver } from './collectors/pods.ts';
 import {
   deviceHolders,
@@ -359,6 +366,7 @@ export class Agent {
       // A whole-GPU XID on a MIG instance affects every instance's pods (events/xid.ts INSTANCE_SCOPED_XIDS).
       podUids: podsOnGpu(this.inventory, gpu.uuid, xidStaysInInstance(xid) ? e.gpuInstanceId : undefined),
       ...(this.holders ? { holders: holdersOfGpu(this.holders, gpu.uuid) } : {}),
+      ...this.sharingOf(gpu.uuid),
     });
     return this.sendXid(event, { gpuUuid: gpu.uuid, gpuInstanceId: e.gpuInstanceId, xid, pid: null }, 'nvml', now);
   }
@@ -506,8 +514,12 @@ export class Agent {
     if (k.xid === CONTAINED_ECC_XID) this.evaluator.containedEcc(gpu.uuid);
     const mig = this.migRef(gpu.uuid, k.gpuInstanceId);
     const recoveryAction = this.source.recoveryAction(gpu.index);
+    const sharing = this.sharingOf(gpu.uuid);
+    // Under MPS the kernel's pid may be the MPS server's (the control daemon's pod): no client is named.
     const culprit =
-      describeXid(k.xid).fault === 'application' ? podOfPidOnGpu(this.inventory, gpu.uuid, k.pid) : undefined;
+      describeXid(k.xid).fault === 'application' && sharing.sharing !== 'mps'
+        ? podOfPidOnGpu(this.inventory, gpu.uuid, k.pid)
+        : undefined;
     const event = xidEvent(this.o.nodeName, now, {
       gpu,
       xid: k.xid,
@@ -525,6 +537,7 @@ export class Agent {
       podUids: podsOnGpu(this.inventory, gpu.uuid, xidStaysInInstance(k.xid) ? k.gpuInstanceId : undefined),
       ...(culprit ? { culpritUid: culprit } : {}),
       ...(this.holders ? { holders: holdersOfGpu(this.holders, gpu.uuid) } : {}),
+      ...sharing,
     });
     return this.sendXid(
       event,
@@ -532,6 +545,12 @@ export class Agent {
       'kmsg',
       now,
     );
+  }
+
+  /** How the card looks shared in the latest inventory, as the XID event's `sharing` (issue #32). */
+  private sharingOf(gpuUuid: string): { sharing?: 'mps' | 'time-slicing' } {
+    const s = cardSharing(this.inventory, gpuUuid);
+    return s ? { sharing: s } : {};
   }
 
   /** An XID's event, unless it repeats a run the aggregator holds; runs whose window closed go out first. */

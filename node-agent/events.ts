@@ -85,6 +85,8 @@ export interface XidObservation {
   culpritUid?: string;
   /** PodResources' holders of this GPU (GpuXidErrorDetail.holders); absent: unknown. */
   holders?: GpuXidErrorDetail['holders'];
+  /** How the agent saw the card shared (GpuXidErrorDetail.sharing). */
+  sharing?: GpuXidErrorDetail['sharing'];
 }
 
 export function xidEvent(node: string, at: number, o: XidObservation): OutgoingEvent {
@@ -106,6 +108,7 @@ export function xidEvent(node: string, at: number, o: XidObservation): OutgoingE
     pods: o.podUids.slice(0, 128).map((uid) => ({ uid })),
     ...(o.culpritUid ? { culprit: { uid: o.culpritUid } } : {}),
     ...(o.holders ? { holders: o.holders } : {}),
+    ...(o.sharing ? { sharing: o.sharing } : {}),
   };
   return outgoing(GPU_XID_ERROR, detail, at, 'critical');
 }

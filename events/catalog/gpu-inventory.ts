@@ -25,6 +25,11 @@ export const GpuProcessSchema = z
     gpuInstanceId: count().optional(),
     /** From /proc/<pid>/cgroup; absent for processes outside Kubernetes. */
     podUid: z.string().min(1).max(64).optional(),
+    /**
+     * An MPS client, from NVML's MPS listing (nvmlDeviceGetMPSComputeRunningProcesses_v3); the card's
+     * compute listing then holds the MPS server, whose pod (the control daemon's) is no tenant (issue #32).
+     */
+    mps: z.literal(true).optional(),
   })
   .strict();
 

@@ -67,6 +67,13 @@ export const GpuXidErrorDetailSchema = z
      */
     holders: z.array(DeviceHolder).max(128).optional(),
     /**
+     * How the agent saw the card shared when the XID arrived (issue #32): `mps` when NVML's MPS client
+     * listing (nvmlDeviceGetMPSComputeRunningProcesses_v3) names processes on it — `pods` are then its
+     * MPS clients, the MPS server's pod left out — or `time-slicing` when two pods' processes run on one
+     * whole GPU. Absent: one pod or none, or an agent from before #32 (the node's labels still tell).
+     */
+    sharing: z.enum(['time-slicing', 'mps']).optional(),
+    /**
      * How many occurrences this event stands for (absent: one). The agent sends the first of a run of
      * one application-class XID on one GPU and pid at once and holds its repeats for a window
      * (node-agent/xid-aggregate.ts); this event is the latest of them, `count` all those held.

@@ -53,6 +53,27 @@ describe('applyActions', () => {
     expect(recorded).toEqual(['Node/n1 GpuFenceDrifted']);
   });
 
+  it("records the plan's pod Events on each pod (a tenant moved off a shared GPU is told why, issue #32)", async () => {
+    const kube = seeded();
+    const recorded: string[] = [];
+    const events = {
+      record: async (r: { kind: string; name: string; namespace?: string; uid?: string }, e: { reason: string }) =>
+        void recorded.push(`${r.kind}/${r.namespace}/${r.name}/${r.uid} ${e.reason}`),
+    };
+    const note = { type: 'Warning' as const, reason: 'SharedGpuFault', action: 'Evict', note: 'x' };
+    await applyActions(
+      actions({
+        nodeEdit: undefined,
+        notices: [],
+        cloud: [],
+        podEvents: [{ pod: { namespace: 'ml', name: 'a', uid: 'ua' }, note }],
+      }),
+      { nodes: kube.nodes, pods: kube.pods, notifier: new RecordingNotifier(), events },
+      codec,
+    );
+    expect(recorded).toContain('Pod/ml/a/ua SharedGpuFault');
+  });
+
   it('asks for every eviction at once and reports each, index for index, whatever order the answers come in', async () => {
     const kube = seeded();
     const asked: string[] = [];

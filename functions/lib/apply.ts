@@ -141,6 +141,12 @@ export async function applyActions<R>(
   const node = actions.nodeEdit?.node ?? basis?.name;
   if (evicted.length > 0 && node && ports.events)
     await ports.events.record({ kind: 'Node', name: node }, evictionsNote(evicted));
+  if (ports.events)
+    for (const { pod, note } of actions.podEvents ?? [])
+      await ports.events.record(
+        { kind: 'Pod', name: pod.name, namespace: pod.namespace, ...(pod.uid ? { uid: pod.uid } : {}) },
+        note,
+      );
   for (const notice of actions.notices) {
     try {
       await ports.notifier.notify(notice);

@@ -92,6 +92,11 @@ export interface Actions<R = never> {
    * kubelet's): what people on the node must see, such as a GPU fence that drifted. Never fails a plan.
    */
   nodeEvents?: KubeEventNote[];
+  /**
+   * Kubernetes Events to record on pods (`kubectl describe pod`): why a tenant's pod moved off a
+   * shared GPU it did not break (issue #32). Recorded after the evictions; never fails a plan.
+   */
+  podEvents?: { pod: PodRef; note: KubeEventNote }[];
 }
 
 export function noActions<R = never>(): Actions<R> {

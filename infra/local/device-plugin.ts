@@ -18,6 +18,10 @@
  *   The simulated scheduler allocates no ResourceClaims: a DRA node's GPUs are still counted as
  *   `nvidia.com/gpu`, so a tainted device leaves that count, as it leaves the claims' allocator.
  *
+ * Shared GPUs (issue #32, plugin-sharing.ts): where NVIDIA's plugin config time-slices or MPS-shares a
+ * node's GPUs, each GPU gives `replicas` devices of the shared resource, the labeller's labels are
+ * written once, and NVIDIA's latch takes every replica of the card out (one, before its #1929 fix).
+ *
  * So a fenced GPU really leaves the schedulable pool: a pod asking for every GPU of the node no
  * longer fits there.
  */
@@ -25,6 +29,7 @@ import type { KubeSim } from './kube/index.ts';
 import { fenceFilePath, readUnhealthyDevices } from './ack-fence-file.ts';
 import type { NodeFiles } from './node-files.ts';
 import type { GpuSpec } from './node-gpus.ts';
+import { advertised, type PluginSharing } from './plugin-sharing.ts';
 
 /**
  * XIDs NVIDIA's device plugin does not mark a GPU unhealthy for: its default skip list, written
@@ -41,6 +46,8 @@ export type DevicePluginKind = 'ack' | 'nvidia' | 'dra';
 export interface PluginNode extends Pick<NodeFiles, 'node' | 'dir'> {
   gpus: readonly GpuSpec[];
   kind: DevicePluginKind;
+  /** NVIDIA's plugin config shares the node's GPUs (time-slicing or MPS replicas: plugin-sharing.ts). */
+  sharing?: PluginSharing;
 }
 
 /** Where NVIDIA's device plugin runs (the remediation policy's `fence.nvidiaPlugin`). */
@@ -49,10 +56,13 @@ export interface PluginPods {
   selector: Readonly<Record<string, string>>;
 }
 
-/** What one GPU gives the node's allocatable: its MIG instances by profile, or one whole GPU. */
-function devicesOf(g: GpuSpec): Map<string, number> {
+/**
+ * What one GPU gives the node's allocatable: its MIG instances by profile, or one whole GPU — `replicas`
+ * devices of the shared resource when the plugin's config replicates it (plugin-sharing.ts).
+ */
+function devicesOf(g: GpuSpec, sharing?: PluginSharing): Map<string, number> {
   const out = new Map<string, number>();
-  if (g.mig.length === 0) out.set('nvidia.com/gpu', 1);
+  if (g.mig.length === 0) out.set(sharing?.resource ?? 'nvidia.com/gpu', sharing?.replicas ?? 1);
   for (const m of g.mig) out.set(`nvidia.com/mig-${m.profile}`, (out.get(`nvidia.com/mig-${m.profile}`) ?? 0) + 1);
   return out;
 }
@@ -66,6 +76,10 @@ export class DevicePluginStandIn {
   private readonly out = new Map<string, { gpu: number; devices: ReadonlyMap<string, number> }[]>();
   /** GPU indices per node that did not come back from a reboot: no plugin enumerates them any more. */
   private readonly gone = new Map<string, Set<number>>();
+  /** Shared cards with only some replicas out, per node (GPU index → replicas out). */
+  private readonly partial = new Map<string, Map<number, number>>();
+  /** Nodes whose sharing labels and capacity the plugin has written. */
+  private readonly advertised = new Set<string>();
   /** NVIDIA plugin: GPU indices latched per node, and the uid of the plugin pod that latched them. */
   private readonly latched = new Map<string, { gpus: Set<number>; pod: string | undefined }>();
 
@@ -135,6 +149,22 @@ export class DevicePluginStandIn {
     return this.unhealthy.get(node) ?? new Set();
   }
 
+  /** A shared card's replicas held out per GPU index, as of the last sync (the rest are still handed out). */
+  replicasOut(node: string): ReadonlyMap<number, number> {
+    return this.partial.get(node) ?? new Map();
+  }
+
+  /**
+   * What the plugin advertises once it has read its sharing config: its labeller's labels, and the
+   * shared resource's capacity (GPUs × replicas; a renamed resource replaces `nvidia.com/gpu`).
+   */
+  private advertise(f: PluginNode): void {
+    const node = this.sim.store.node(f.node);
+    if (!f.sharing || !node || this.advertised.has(f.node)) return;
+    this.advertised.add(f.node);
+    this.sim.store.put('nodes', advertised(node, f.sharing, f.gpus.filter((g) => g.mig.length === 0).length));
+  }
+
   /**
    * What `node`'s plugin does not advertise healthy now (as of the last sync): per GPU held out, how
    * many devices of each resource, and the GPUs it no longer enumerates. The simulated kubelet's
@@ -163,7 +193,7 @@ export class DevicePluginStandIn {
     const less = (m: Record<string, string> | undefined) => {
       if (!m) return m;
       const out = { ...m };
-      for (const [key, k] of devicesOf(g))
+      for (const [key, k] of devicesOf(g, f.sharing))
         if (out[key] !== undefined) out[key] = String(Math.max(0, Number(out[key]) - k));
       return out;
     };
@@ -204,7 +234,7 @@ export class DevicePluginStandIn {
 
   /** The devices `f`'s plugin holds out now, per GPU (every device of the GPU, or only some). */
   private heldOut(f: PluginNode): { gpu: GpuSpec; devices: Map<string, number> }[] {
-    const whole = (gs: GpuSpec[]) => gs.map((g) => ({ gpu: g, devices: devicesOf(g) }));
+    const whole = (gs: GpuSpec[]) => gs.map((g) => ({ gpu: g, devices: devicesOf(g, f.sharing) }));
     if (f.kind === 'dra') {
       this.publishSlice(f);
       return whole(this.tainted(f));
@@ -224,12 +254,15 @@ export class DevicePluginStandIn {
     // With MIG, NVIDIA's plugin keys health by the parent GPU's UUID, so a whole-GPU XID marks one MIG
     // device of that GPU unhealthy and its other instances stay allocatable (k8s-device-plugin
     // internal/rm/health.go; fencing.md, corrections 2026-12-01).
-    return f.gpus
-      .filter((g) => l.gpus.has(g.index))
-      .map((g) => ({
-        gpu: g,
-        devices: g.mig.length === 0 ? devicesOf(g) : new Map([[`nvidia.com/mig-${g.mig[0]!.profile}`, 1]]),
-      }));
+    // A shared card: since PR #1930 every replica goes; the plugin before it (#1929) kept one device
+    // per parent UUID and marks one replica (internal/rm/health.go@1b826acc; plugin-sharing.ts).
+    const latch = (g: GpuSpec): Map<string, number> =>
+      g.mig.length > 0
+        ? new Map([[`nvidia.com/mig-${g.mig[0]!.profile}`, 1]])
+        : f.sharing?.preFix1929
+          ? new Map([[f.sharing.resource, 1]])
+          : devicesOf(g, f.sharing);
+    return f.gpus.filter((g) => l.gpus.has(g.index)).map((g) => ({ gpu: g, devices: latch(g) }));
   }
 
   /**
@@ -240,6 +273,7 @@ export class DevicePluginStandIn {
     const changed: string[] = [];
     for (const f of this.nodes) {
       if (kind && f.kind !== kind) continue;
+      this.advertise(f);
       const node = this.sim.store.node(f.node);
       if (!node) continue;
       const status = (node.status ?? {}) as { allocatable?: Record<string, string>; capacity?: Record<string, string> };
@@ -256,12 +290,14 @@ export class DevicePluginStandIn {
       // The kubelet hands no new pod a GPU all of whose devices are out; a GPU with only some out
       // still takes pods on the others (the partial MIG latch).
       const total = (m: Map<string, number>) => [...m.values()].reduce((a, b) => a + b, 0);
-      this.unhealthy.set(
+      const all = (g: GpuSpec) => total(devicesOf(g, f.sharing));
+      this.unhealthy.set(f.node, new Set(fenced.filter((x) => total(x.devices) >= all(x.gpu)).map((x) => x.gpu.index)));
+      this.partial.set(
         f.node,
-        new Set(fenced.filter((x) => total(x.devices) >= total(devicesOf(x.gpu))).map((x) => x.gpu.index)),
+        new Map(fenced.filter((x) => total(x.devices) < all(x.gpu)).map((x) => [x.gpu.index, total(x.devices)])),
       );
       const want: Record<string, string> = { ...(status.allocatable ?? {}) };
-      for (const key of new Set(f.gpus.flatMap((g) => [...devicesOf(g).keys()]))) {
+      for (const key of new Set(f.gpus.flatMap((g) => [...devicesOf(g, f.sharing).keys()]))) {
         if (base[key] === undefined) continue;
         const out = fenced.reduce((n, x) => n + (x.devices.get(key) ?? 0), 0);
         want[key] = String(Math.max(0, Number(base[key]) - out));

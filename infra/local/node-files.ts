@@ -115,6 +115,7 @@ export function mockScenario(
       .map((p) => ({
         pid: p.pid,
         usedMiB: p.usedMiB,
+        ...(p.mps === 'client' ? { mps: 1 } : {}),
         ...(p.gpuInstanceId !== undefined ? { gpuInstanceId: p.gpuInstanceId, computeInstanceId: 0 } : {}),
       })),
     ...(override.gpus?.[String(g.index)] ?? {}),

@@ -144,3 +144,36 @@ describe('the mock NVML scenario of a node', () => {
     ]);
   });
 });
+
+describe('shared GPUs (issue #32): one replica per pod, spread as NVIDIA distributes them', () => {
+  const A100x2 = gpuSpecsOf(
+    node(
+      'ts',
+      { 'nvidia.com/gpu.count': '2', 'nvidia.com/gpu.product': 'NVIDIA-A100-SXM4-80GB-SHARED' },
+      { 'nvidia.com/gpu': 8 },
+    ),
+  );
+  const shared = { resource: 'nvidia.com/gpu', replicas: 4, strategy: 'time-slicing' as const };
+  const four = ['a', 'b', 'c', 'd'].map((n) => pod(n, { 'nvidia.com/gpu': 1 }));
+
+  it('reads the product past its -SHARED suffix', () => {
+    expect(A100x2[0]!.name).toBe('NVIDIA A100-SXM4-80GB');
+  });
+
+  it('spreads replicas over the cards (fewest taken first) with <UUID>::<i> device IDs', () => {
+    const procs = allocateGpus(A100x2, four, 4100, [], new Set(), shared);
+    expect(procs.map((p) => [p.pod.name, p.gpu, p.deviceId])).toEqual([
+      ['a', 0, `${A100x2[0]!.uuid}::0`],
+      ['b', 1, `${A100x2[1]!.uuid}::0`],
+      ['c', 0, `${A100x2[0]!.uuid}::1`],
+      ['d', 1, `${A100x2[1]!.uuid}::1`],
+    ]);
+  });
+
+  it('a fenced card hands out no replica; a partly latched one only its healthy rest', () => {
+    const five = [...four, pod('e', { 'nvidia.com/gpu': 1 }), pod('f', { 'nvidia.com/gpu': 1 })];
+    expect(allocateGpus(A100x2, five, 4100, [], new Set([1]), shared).map((p) => p.gpu)).toEqual([0, 0, 0, 0]);
+    const latched = allocateGpus(A100x2, five, 4100, [], new Set(), { ...shared, replicasOut: new Map([[1, 3]]) });
+    expect(latched.filter((p) => p.gpu === 1)).toHaveLength(1);
+  });
+});

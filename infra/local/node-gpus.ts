@@ -48,7 +48,10 @@ const num = (v: string | number | undefined): number | undefined => (v === undef
 /** A node runs GPUs when it advertises whole GPUs, MIG slices, or ACK's shared cards (gpushare.ts). */
 export function isGpuNode(node: Node): boolean {
   const alloc = node.status?.allocatable ?? {};
-  return Object.keys(alloc).some((k) => k === 'nvidia.com/gpu' || k.startsWith('nvidia.com/mig-') || k === GPU_COUNT);
+  return Object.keys(alloc).some(
+    (k) =>
+      k === 'nvidia.com/gpu' || k === 'nvidia.com/gpu.shared' || k.startsWith('nvidia.com/mig-') || k === GPU_COUNT,
+  );
 }
 
 function gpuUuid(node: string, index: number): string {
@@ -140,7 +143,8 @@ export function gpuSpecsOf(node: Node): GpuSpec[] {
     num(alloc['nvidia.com/gpu']) ??
     num(alloc[GPU_COUNT]) ??
     (migKeys.length > 0 ? 1 : 0);
-  const product = labels['nvidia.com/gpu.product'] ?? 'NVIDIA-A100-SXM4-80GB';
+  // A shared, not renamed, resource labels the product `<model>-SHARED` (plugin-sharing.ts).
+  const product = (labels['nvidia.com/gpu.product'] ?? 'NVIDIA-A100-SXM4-80GB').replace(/-SHARED$/, '');
   const known = PRODUCTS[product];
   const memoryMiB = num(labels['nvidia.com/gpu.memory']) ?? 16384;
   const mixed = labels['nvidia.com/mig.strategy'] === 'mixed' && migKeys.length > 0;
@@ -168,6 +172,25 @@ export interface GpuProcessOfPod {
   pod: { uid: string; namespace: string; name: string };
   /** The pod's `spec.resourceClaims` entry this whole GPU was allocated for (DRA), when it was. */
   claim?: string;
+  /** MPS: a client of the card's MPS server (NVML lists it apart), or that server. */
+  mps?: 'client' | 'server';
+  /**
+   * A shared card's replica the pod holds, as the kubelet records it: `<UUID>::<i>` (k8s-device-plugin
+   * internal/rm/devices.go `NewAnnotatedID`), what PodResources would list for the pod.
+   */
+  deviceId?: string;
+}
+
+/**
+ * A node whose device plugin replicates its GPUs (time-slicing or MPS, plugin-sharing.ts): pods asking
+ * for `resource` get one replica each of a card, several pods per card. `replicasOut`: replicas the
+ * plugin marked unhealthy per GPU index (a card with some out still hands out the rest).
+ */
+export interface SharedGpus {
+  resource: string;
+  replicas: number;
+  strategy: 'time-slicing' | 'mps';
+  replicasOut?: ReadonlyMap<number, number>;
 }
 
 /** The pod's DRA claim entries (`spec.resourceClaims[].name`): each is given one whole GPU here. */
@@ -197,6 +220,7 @@ export function allocateGpus(
   pidBase = 4100,
   existing: readonly GpuProcessOfPod[] = [],
   fenced: ReadonlySet<number> = new Set(),
+  shared?: SharedGpus,
 ): GpuProcessOfPod[] {
   const present = new Set(pods.map((p) => p.metadata.uid));
   const kept = existing.filter((p) => present.has(p.pod.uid));
@@ -222,6 +246,24 @@ export function allocateGpus(
     );
   const out: GpuProcessOfPod[] = [...kept];
   let pid = pidBase;
+  // Replicas taken per whole GPU (kept pods' included), for a shared node.
+  const taken = new Map<number, number>();
+  for (const p of kept) if (p.gpuInstanceId === undefined) taken.set(p.gpu, (taken.get(p.gpu) ?? 0) + 1);
+  /**
+   * The card a new replica comes from: NVIDIA's default `distributed` policy takes the GPU with the
+   * fewest replicas allocated among those with one free (k8s-device-plugin internal/rm/allocate.go
+   * `allocationComparators`); a fenced card hands out none, a partly latched one only its healthy rest.
+   */
+  const replicaCard = (s: SharedGpus): number | undefined => {
+    const free = gpus.filter(
+      (g) =>
+        g.mig.length === 0 &&
+        !fenced.has(g.index) &&
+        (taken.get(g.index) ?? 0) < s.replicas - (s.replicasOut?.get(g.index) ?? 0),
+    );
+    free.sort((a, b) => (taken.get(a.index) ?? 0) - (taken.get(b.index) ?? 0) || a.index - b.index);
+    return free[0]?.index;
+  };
   for (const pod of ordered) {
     const req = requestsOf(pod);
     const ref = { uid: pod.metadata.uid, namespace: pod.metadata.namespace ?? 'default', name: pod.metadata.name };
@@ -233,6 +275,28 @@ export function allocateGpus(
       out.push({ pid: pid++, gpu: card, usedMiB, pod: ref });
     }
     const mem = (gpu: number) => Math.round((gpus[gpu]?.memoryTotalMiB ?? 16384) * 0.6);
+    if (shared) {
+      for (let i = 0; i < (req[shared.resource] ?? 0); i++) {
+        const gpu = replicaCard(shared);
+        if (gpu === undefined) break;
+        taken.set(gpu, (taken.get(gpu) ?? 0) + 1);
+        // The lowest replica index of the card no process holds (kept or new).
+        const held = new Set(out.filter((p) => p.gpu === gpu && p.deviceId).map((p) => p.deviceId));
+        let replica = 0;
+        while (held.has(`${gpus[gpu]!.uuid}::${replica}`)) replica++;
+        const mib = Math.round(((gpus[gpu]?.memoryTotalMiB ?? 16384) / shared.replicas) * 0.6);
+        const deviceId = `${gpus[gpu]!.uuid}::${replica}`;
+        out.push({
+          pid: pid++,
+          gpu,
+          usedMiB: mib,
+          pod: ref,
+          deviceId,
+          ...(shared.strategy === 'mps' ? { mps: 'client' } : {}),
+        });
+      }
+      continue;
+    }
     for (let i = 0; i < (req['nvidia.com/gpu'] ?? 0) && freeGpus.length > 0; i++) {
       const gpu = freeGpus.shift()!;
       out.push({ pid: pid++, gpu, usedMiB: mem(gpu), pod: ref });

@@ -61,7 +61,7 @@ describe('NodeProcesses', () => {
   it('without hostPID, NVML still lists the processes but no /proc entry names their pod', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'node-procs-'));
     const gpus = gpuSpecsOf(node);
-    const t = new NodeProcesses(gpus, dir, join(dir, 'processes.json'), allocateGpus(gpus, [pod(1)]), false);
+    const t = new NodeProcesses(gpus, dir, join(dir, 'processes.json'), allocateGpus(gpus, [pod(1)]), undefined, false);
     expect(JSON.parse(readFileSync(join(dir, 'processes.json'), 'utf8'))).toEqual([[{ pid: 4100, usedMiB: 9830 }], []]);
     expect(t.update([pod(1), pod(2)])).toBe(true);
     expect(await podUidOfPid(4100, dir)).toBeUndefined();

@@ -1,7 +1,7 @@
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Pod } from './kube/types.ts';
-import { allocateGpus, cgroupLine, type GpuProcessOfPod, type GpuSpec } from './node-gpus.ts';
+import { allocateGpus, cgroupLine, type GpuProcessOfPod, type GpuSpec, type SharedGpus } from './node-gpus.ts';
 import { migDevicesJson } from './node-files.ts';
 
 /**
@@ -21,6 +21,8 @@ export class NodeProcesses {
     private readonly procRoot: string,
     private readonly processesFile: string,
     initial: readonly GpuProcessOfPod[],
+    /** The device plugin shares the node's GPUs (time-slicing or MPS replicas). */
+    private readonly shared?: SharedGpus,
     /**
      * false: the agent does not share the host's PID namespace (a DaemonSet without hostPID): NVML
      * still lists the processes, but their `/proc/<pid>` is not there, so no pid names its pod.
@@ -60,14 +62,29 @@ export class NodeProcesses {
   }
 
   /** `pods`: the pods bound to the node now. Returns whether anything changed. */
-  update(pods: readonly Pod[], fenced: ReadonlySet<number> = new Set()): boolean {
+  update(
+    pods: readonly Pod[],
+    fenced: ReadonlySet<number> = new Set(),
+    replicasOut?: ReadonlyMap<number, number>,
+  ): boolean {
+    const live = (p: Pod) =>
+      p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed' && !p.metadata.deletionTimestamp;
     const running = pods.filter(
       (p) =>
         p.status?.phase !== 'Succeeded' &&
         p.status?.phase !== 'Failed' &&
         !p.metadata.ownerReferences?.some((o) => o.kind === 'DaemonSet'),
     );
-    const next = allocateGpus(this.gpus, running, this.nextPid, this.procs, fenced);
+    const shared = this.shared ? { ...this.shared, ...(replicasOut ? { replicasOut } : {}) } : undefined;
+    const tenants = allocateGpus(
+      this.gpus,
+      running,
+      this.nextPid,
+      this.procs.filter((p) => p.mps !== 'server'),
+      fenced,
+      shared,
+    );
+    const next = [...tenants, ...this.mpsServers(tenants, pods.filter(live))];
     const before = new Set(this.procs.map((p) => p.pid));
     const after = new Set(next.map((p) => p.pid));
     const added = next.filter((p) => !before.has(p.pid));
@@ -77,6 +94,35 @@ export class NodeProcesses {
     this.nextPid = Math.max(this.nextPid - 1, ...next.map((p) => p.pid)) + 1;
     this.write(added, removed);
     return true;
+  }
+
+  /**
+   * MPS: the control daemon (NVIDIA's `*-mps-control-daemon` DaemonSet pod, k8s-device-plugin
+   * cmd/mps-control-daemon) runs the MPS server, one compute process per card that has clients; NVML
+   * lists the server among compute processes and the clients apart (nvmlDeviceGetMPSComputeRunningProcesses_v3,
+   * reference sharing.md §2). A server keeps its pid while its card has clients.
+   */
+  private mpsServers(tenants: readonly GpuProcessOfPod[], pods: readonly Pod[]): GpuProcessOfPod[] {
+    if (this.shared?.strategy !== 'mps') return [];
+    const daemon = pods.find((p) => p.metadata.name.includes('mps-control-daemon'));
+    if (!daemon) return [];
+    const ref = {
+      uid: daemon.metadata.uid,
+      namespace: daemon.metadata.namespace ?? 'default',
+      name: daemon.metadata.name,
+    };
+    const cards = [...new Set(tenants.filter((p) => p.mps === 'client').map((p) => p.gpu))];
+    let pid = Math.max(this.nextPid, ...tenants.map((p) => p.pid + 1));
+    return cards.map(
+      (gpu) =>
+        this.procs.find((p) => p.mps === 'server' && p.gpu === gpu && p.pod.uid === ref.uid) ?? {
+          pid: pid++,
+          gpu,
+          usedMiB: 30,
+          pod: ref,
+          mps: 'server' as const,
+        },
+    );
   }
 
   private write(added: readonly GpuProcessOfPod[], removed: readonly GpuProcessOfPod[]): void {
@@ -92,6 +138,7 @@ export class NodeProcesses {
         .map((p) => ({
           pid: p.pid,
           usedMiB: p.usedMiB,
+          ...(p.mps === 'client' ? { mps: 1 } : {}),
           ...(p.gpuInstanceId !== undefined ? { gpuInstanceId: p.gpuInstanceId, computeInstanceId: 0 } : {}),
         })),
     );

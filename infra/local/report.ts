@@ -200,6 +200,23 @@ export function checkExpectations(
         detail: `${n} ready`,
       };
     }
+    if ('running' in x) {
+      const { namespace, node, atLeast, atMost } = x.running;
+      const n = pods.filter(
+        (p) =>
+          p.metadata.namespace === namespace &&
+          !!p.spec.nodeName &&
+          (node === undefined || p.spec.nodeName === node) &&
+          !p.metadata.deletionTimestamp &&
+          p.status?.phase !== 'Succeeded' &&
+          p.status?.phase !== 'Failed',
+      ).length;
+      return {
+        check: `${bounds(atLeast, atMost)} pods of ${namespace} running${node ? ` on ${node}` : ''}`,
+        ok: (atLeast === undefined || n >= atLeast) && (atMost === undefined || n <= atMost),
+        detail: `${n} running`,
+      };
+    }
     if ('runningPods' in x) {
       const { selector, atLeast, atMost } = x.runningPods;
       const n = pods.filter(
@@ -245,6 +262,8 @@ export function checkExpectations(
       problems.push(x.cordoned ? 'not cordoned' : 'cordoned');
     if (x.tainted !== undefined && !(node.spec?.taints ?? []).some((t) => t.key === x.tainted))
       problems.push(`no taint ${x.tainted}`);
+    if (x.notTainted !== undefined && (node.spec?.taints ?? []).some((t) => t.key === x.notTainted))
+      problems.push(`tainted ${x.notTainted}`);
     for (const [k, v] of Object.entries(x.label ?? {}))
       if (node.metadata.labels?.[k] !== v)
         problems.push(`label ${k} is ${node.metadata.labels?.[k] ?? 'unset'}, not ${v}`);
@@ -256,6 +275,7 @@ export function checkExpectations(
     const wanted = [
       x.cordoned !== undefined ? (x.cordoned ? 'cordoned' : 'schedulable') : '',
       x.tainted ? `tainted ${x.tainted}` : '',
+      x.notTainted ? `not tainted ${x.notTainted}` : '',
       ...Object.entries(x.label ?? {}).map(([k, v]) => `${k}=${v}`),
       ...Object.entries(x.allocatable ?? {}).map(([k, v]) => `allocatable ${k} ${v}`),
     ]

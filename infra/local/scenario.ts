@@ -241,6 +241,8 @@ export const ExpectSchema = z.union([
       absent: z.literal(true).optional(),
       cordoned: z.boolean().optional(),
       tainted: z.string().optional(),
+      /** The node does not carry this taint key (a per-GPU fence that held, issue #32). */
+      notTainted: z.string().optional(),
       label: z.record(z.string(), z.string()).optional(),
       /** Allocatable quantities as the kubelet reports them (a fenced GPU leaves nvidia.com/gpu). */
       allocatable: z
@@ -308,6 +310,20 @@ export const ExpectSchema = z.union([
       runningPods: z
         .object({
           selector: z.record(z.string(), z.string()),
+          atLeast: z.number().int().nonnegative().optional(),
+          atMost: z.number().int().nonnegative().optional(),
+        })
+        .strict()
+        .refine((p) => p.atLeast !== undefined || p.atMost !== undefined, { message: 'set atLeast, atMost or both' }),
+    })
+    .strict(),
+  /** Pods of a namespace still bound and not terminating (a tenant never moved: issue #32), on `node` if given. */
+  z
+    .object({
+      running: z
+        .object({
+          namespace: Name,
+          node: Name.optional(),
           atLeast: z.number().int().nonnegative().optional(),
           atMost: z.number().int().nonnegative().optional(),
         })

@@ -28,6 +28,7 @@ import { startAgentProcesses, startInProcessAgents } from './stack-agents.ts';
 import { DevicePluginStandIn, type DevicePluginKind } from './device-plugin.ts';
 import { cardsOf, replaceUnhealthyCards } from './kube/gpushare.ts';
 import { GpuOperatorClients } from './gpu-operator.ts';
+import { nodeSharing, type PluginSharing } from './plugin-sharing.ts';
 import { fenceFilePath, replaceUnhealthyDevices } from './ack-fence-file.ts';
 import { remediationConfig } from '../../functions/remediate/wiring.ts';
 import { fenceBackendOf, poolOf } from '../../functions/remediate/core/policy.ts';
@@ -276,16 +277,36 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     const nodeFiles: NodeFiles[] = [];
     const gpuSpecsByNode = new Map<string, GpuSpec[]>();
     const files = new Map<string, NodeFiles & { pci: string[]; tracker: NodeProcesses }>();
+    // NVIDIA's plugin config per node (time-slicing, MPS: plugin-sharing.ts), from its namespace's ConfigMaps.
+    const sharingByNode = new Map<string, PluginSharing>();
+    const configMaps = (sim?.store.list('configmaps') ?? []).filter(
+      (c) => c.metadata.namespace === policy.fence.nvidiaPlugin.namespace,
+    ) as { data?: Record<string, string> }[];
+    const sharedOf = (name: string) => {
+      const s = sharingByNode.get(name);
+      return s ? { resource: s.resource, replicas: s.replicas, strategy: s.strategy } : undefined;
+    };
+    // MPS: the control daemon sets its GPUs EXCLUSIVE_PROCESS (k8s-device-plugin cmd/mps-control-daemon/mps/
+    // daemon.go); here from the node's start, as the daemon would once it runs (the scenario's own NVML wins).
+    const withMps = (name: string): NvmlOverride | undefined => {
+      const own = scenario.nvml[name];
+      if (sharingByNode.get(name)?.strategy !== 'mps') return own;
+      const gpus: Record<string, Record<string, unknown>> = {};
+      for (const g of gpuSpecsByNode.get(name) ?? []) gpus[g.index] = { computeMode: 3, ...own?.gpus?.[g.index] };
+      return { ...own, gpus };
+    };
     for (const name of agentNodes) {
       const node = nodes.find((n) => n.metadata.name === name);
       if (!node) throw new Error(`agents.nodes: no node "${name}" in the cluster`);
       const gpus = gpuSpecsOf(node);
       gpuSpecsByNode.set(name, gpus);
+      const sharing = nodeSharing(node.metadata.labels, node.metadata.annotations, { configMaps });
+      if (sharing) sharingByNode.set(name, sharing);
       const pods = (await kube.podsOn(name)).filter(
         (p) => !p.metadata.ownerReferences?.some((r) => r.kind === 'DaemonSet'),
       );
       for (const p of pods) podNames.set(p.metadata.uid, `${p.metadata.namespace}/${p.metadata.name}`);
-      const procs = allocateGpus(gpus, pods);
+      const procs = allocateGpus(gpus, pods, undefined, undefined, undefined, sharedOf(name));
       const faults = faultSteps.filter((s) => s.node === name).map((s) => ({ atMs: s.at, gpu: s.gpu, fault: s.fault }));
       for (const f of faults)
         if (f.gpu >= gpus.length)
@@ -295,9 +316,16 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
         work,
         name,
         library,
-        mockScenario(gpus, procs, faults, scenario.nvml[name], dirs.processesPath, dirs.controlDir, dirs.migPath),
+        mockScenario(gpus, procs, faults, withMps(name), dirs.processesPath, dirs.controlDir, dirs.migPath),
       );
-      const tracker = new NodeProcesses(gpus, nf.procRoot, nf.processesPath, procs, scenario.agents.hostPID !== false);
+      const tracker = new NodeProcesses(
+        gpus,
+        nf.procRoot,
+        nf.processesPath,
+        procs,
+        sharedOf(name),
+        scenario.agents.hostPID !== false,
+      );
       files.set(name, { ...nf, pci: gpus.map((g) => g.pciBusId), tracker });
       nodeFiles.push(nf);
     }
@@ -343,7 +371,8 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       cleanups.push(off);
     }
     const syncProcesses = () => {
-      for (const n of dirty) files.get(n)?.tracker.update(sim!.store.podsOnNode(n), devicePlugin?.fenced(n));
+      for (const n of dirty)
+        files.get(n)?.tracker.update(sim!.store.podsOnNode(n), devicePlugin?.fenced(n), devicePlugin?.replicasOut(n));
       dirty.clear();
     };
     const common = {
@@ -375,7 +404,12 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           // reads no unhealthy-devices file (GDP pkg/gpu/nvidia: no such read; docs/sharing.md).
           nodeFiles
             .filter((f) => !sharesCards(nodes.find((n) => n.metadata.name === f.node)))
-            .map((f) => ({ ...f, gpus: gpuSpecsByNode.get(f.node) ?? [], kind: pluginKind(f.node) })),
+            .map((f) => ({
+              ...f,
+              gpus: gpuSpecsByNode.get(f.node) ?? [],
+              kind: pluginKind(f.node),
+              ...(sharingByNode.has(f.node) ? { sharing: sharingByNode.get(f.node)! } : {}),
+            })),
           policy.fence.nvidiaPlugin,
           policy.fence.dra.driver,
         )
@@ -414,7 +448,14 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
         files.set(name, {
           ...nf,
           pci: gpus.map((g) => g.pciBusId),
-          tracker: new NodeProcesses(gpus, nf.procRoot, nf.processesPath, [], scenario.agents.hostPID !== false),
+          tracker: new NodeProcesses(
+            gpus,
+            nf.procRoot,
+            nf.processesPath,
+            [],
+            undefined,
+            scenario.agents.hostPID !== false,
+          ),
         });
         await servePodResources(name);
         await agents.add(nf);

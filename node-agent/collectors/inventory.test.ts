@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { buildInventory, inventoryKey, podsOnGpu } from './inventory.ts';
+import { buildInventory, cardSharing, inventoryKey, podsOnGpu } from './inventory.ts';
 import type { GpuReading } from './reading.ts';
 
 const r = (procs: GpuReading['processes']): GpuReading => ({
@@ -43,6 +43,32 @@ describe('inventory', () => {
     expect(podsOnGpu(inv, 'GPU-0a1b2c3d-4e5f-4061-8273-94a5b6c7d8e9', 1)).toEqual(['pod-a']);
     expect(podsOnGpu(inv, 'GPU-0a1b2c3d-4e5f-4061-8273-94a5b6c7d8e9', 2)).toEqual([]);
     expect(podsOnGpu(inv, 'GPU-unknown')).toEqual([]);
+  });
+
+  it('MPS (issue #32): the tenants are the MPS clients, never the MPS server of the control daemon', () => {
+    const uuid = 'GPU-0a1b2c3d-4e5f-4061-8273-94a5b6c7d8e9';
+    const whole = { ...r([{ pid: 900 }, { pid: 10, mps: true }, { pid: 11, mps: true }]), migDevices: [] };
+    const owners = new Map([
+      [900, 'mps-daemon'],
+      [10, 'tenant-a'],
+      [11, 'tenant-b'],
+    ]);
+    const inv = buildInventory(sys, [whole], owners);
+    expect(inv.gpus[0]!.processes[1]).toEqual({ pid: 10, podUid: 'tenant-a', mps: true });
+    expect(podsOnGpu(inv, uuid)).toEqual(['tenant-a', 'tenant-b']);
+    expect(cardSharing(inv, uuid)).toBe('mps');
+  });
+
+  it('two pods on one whole GPU are time-slicing; one pod is not shared (issue #32)', () => {
+    const uuid = 'GPU-0a1b2c3d-4e5f-4061-8273-94a5b6c7d8e9';
+    const whole = (pids: number[]) => ({ ...r(pids.map((pid) => ({ pid }))), migDevices: [] });
+    const owners = new Map([
+      [10, 'tenant-a'],
+      [11, 'tenant-b'],
+      [12, 'tenant-a'],
+    ]);
+    expect(cardSharing(buildInventory(sys, [whole([10, 11])], owners), uuid)).toBe('time-slicing');
+    expect(cardSharing(buildInventory(sys, [whole([10, 12])], owners), uuid)).toBeUndefined();
   });
 
   it('treats memory churn as no change, and a new pod as a change', () => {

@@ -44,6 +44,7 @@ export function buildInventory(
           ...(p.usedMiB !== undefined ? { usedMiB: p.usedMiB } : {}),
           ...(p.gpuInstanceId !== undefined ? { gpuInstanceId: p.gpuInstanceId } : {}),
           ...(podUid ? { podUid } : {}),
+          ...(p.mps ? { mps: true as const } : {}),
         };
       }),
     })),
@@ -56,7 +57,7 @@ export function inventoryKey(inv: Inventory): string {
     ...inv,
     gpus: inv.gpus.map((g) => ({
       ...g,
-      processes: g.processes.map((p) => [p.pid, p.gpuInstanceId ?? null, p.podUid ?? null]).sort(),
+      processes: g.processes.map((p) => [p.pid, p.gpuInstanceId ?? null, p.podUid ?? null, p.mps ?? false]).sort(),
     })),
   });
 }
@@ -87,8 +88,24 @@ export function podsOnGpu(
   if (!gpu) return [];
   const owner = pid ? gpu.processes.find((p) => p.pid === pid)?.podUid : undefined;
   if (owner) return [owner];
+  // MPS: the tenants are the MPS clients; the compute listing's server belongs to the control daemon.
+  const mps = gpu.processes.some((p) => p.mps);
   const uids = gpu.processes
+    .filter((p) => !mps || p.mps)
     .filter((p) => gpuInstanceId === undefined || p.gpuInstanceId === gpuInstanceId)
     .flatMap((p) => (p.podUid ? [p.podUid] : []));
   return [...new Set(uids)];
+}
+
+/**
+ * How the card looked shared in the latest inventory (issue #32): `mps` when NVML's MPS listing names
+ * clients on it; `time-slicing` when processes of two pods run on one whole GPU, which exclusive
+ * scheduling never does. Undefined: one pod or none (the node's labels may still say it is shared).
+ */
+export function cardSharing(inv: Inventory | undefined, gpuUuid: string): 'mps' | 'time-slicing' | undefined {
+  const gpu = inv?.gpus.find((g) => g.uuid === gpuUuid);
+  if (!gpu) return undefined;
+  if (gpu.processes.some((p) => p.mps)) return 'mps';
+  const whole = gpu.processes.filter((p) => p.gpuInstanceId === undefined && p.podUid);
+  return new Set(whole.map((p) => p.podUid)).size > 1 ? 'time-slicing' : undefined;
 }

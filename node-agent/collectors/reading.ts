@@ -18,6 +18,8 @@ export interface ProcessReading {
   pid: number;
   usedMiB?: number;
   gpuInstanceId?: number;
+  /** An MPS client (NVML's MPS listing), not a process with its own compute context. */
+  mps?: boolean;
 }
 
 export interface GpuReading {

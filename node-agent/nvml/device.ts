@@ -9,6 +9,7 @@ import {
   GpuFabricInfoV3,
   ProcessInfo,
   structVersion,
+  type Handle,
   type NvmlLibrary,
   type Out,
 } from './ffi.ts';
@@ -302,18 +303,36 @@ export class NvmlDevice {
 
   /** Compute processes; asks for the count first, then retries if more appeared meanwhile. */
   processes(): GpuProcess[] | undefined {
+    const call = this.lib.nvmlDeviceGetComputeRunningProcesses_v3.bind(this.lib);
+    return this.listProcesses('nvmlDeviceGetComputeRunningProcesses_v3', call);
+  }
+
+  /**
+   * MPS clients (issue #32): NVML lists them apart from the compute processes, where only the MPS
+   * server shows (reference sharing.md §2). Undefined: the library lacks the call, or NOT_SUPPORTED.
+   */
+  mpsProcesses(): GpuProcess[] | undefined {
+    const call = this.lib.nvmlDeviceGetMPSComputeRunningProcesses_v3;
+    if (!call) return undefined;
+    return this.listProcesses('nvmlDeviceGetMPSComputeRunningProcesses_v3', call);
+  }
+
+  private listProcesses(
+    name: string,
+    call: (device: Handle, count: Out<number>, infos: Buffer | null) => number,
+  ): GpuProcess[] | undefined {
     for (let attempt = 0; attempt < 3; attempt++) {
       const count: [number] = [0];
-      const first = this.lib.nvmlDeviceGetComputeRunningProcesses_v3(this.handle, count, null);
+      const first = call(this.handle, count, null);
       if (first === NVML.NOT_SUPPORTED) return undefined;
       if (first === NVML.SUCCESS) return [];
-      if (first !== NVML.INSUFFICIENT_SIZE) this.nvml.check('nvmlDeviceGetComputeRunningProcesses_v3', first);
+      if (first !== NVML.INSUFFICIENT_SIZE) this.nvml.check(name, first);
       const capacity = count[0] + 4;
       const buf = Buffer.alloc(capacity * ProcessInfo.size);
       const n: [number] = [capacity];
-      const rc = this.lib.nvmlDeviceGetComputeRunningProcesses_v3(this.handle, n, buf);
+      const rc = call(this.handle, n, buf);
       if (rc === NVML.INSUFFICIENT_SIZE) continue;
-      this.nvml.check('nvmlDeviceGetComputeRunningProcesses_v3', rc);
+      this.nvml.check(name, rc);
       type Raw = { pid: number; usedGpuMemory: number | bigint; gpuInstanceId: number; computeInstanceId: number };
       return decodeArray<Raw>(buf, ProcessInfo, n[0]).map((p) => {
         const used = BigInt(p.usedGpuMemory);
@@ -325,7 +344,7 @@ export class NvmlDevice {
         };
       });
     }
-    this.nvml.check('nvmlDeviceGetComputeRunningProcesses_v3', NVML.INSUFFICIENT_SIZE);
+    this.nvml.check(name, NVML.INSUFFICIENT_SIZE);
     return undefined;
   }
 

@@ -175,6 +175,11 @@ export interface NvmlLibrary {
   /** `status` is a Buffer holding nvmlEccSramErrorStatus_v1_t with its version set. */
   nvmlDeviceGetSramEccErrorStatus?: (device: Handle, status: Buffer) => Rc;
   nvmlDeviceGetComputeRunningProcesses_v3(device: Handle, count: Out<number>, infos: Buffer | null): Rc;
+  /**
+   * MPS clients only (Volta and newer; the compute listing then shows the MPS server): same struct and
+   * protocol as the compute listing (NVIDIA/go-nvml pkg/nvml/nvml.h). Undefined where the library lacks it.
+   */
+  nvmlDeviceGetMPSComputeRunningProcesses_v3?: (device: Handle, count: Out<number>, infos: Buffer | null) => Rc;
   nvmlDeviceGetMigMode(device: Handle, current: Out<number>, pending: Out<number>): Rc;
   nvmlDeviceGetMaxMigDeviceCount(device: Handle, out: Out<number>): Rc;
   nvmlDeviceGetMigDeviceHandleByIndex(device: Handle, index: number, out: Out<Handle>): Rc;
@@ -288,6 +293,11 @@ export function loadNvml(path?: string): NvmlLibrary {
     nvmlDeviceGetGpuFabricInfoV: optional('nvmlDeviceGetGpuFabricInfoV', [handle, 'void *']),
     nvmlDeviceGetSramEccErrorStatus: optional('nvmlDeviceGetSramEccErrorStatus', [handle, 'void *']),
     nvmlDeviceGetComputeRunningProcesses_v3: fn('nvmlDeviceGetComputeRunningProcesses_v3', [
+      handle,
+      koffi.inout(koffi.pointer(uint)),
+      'void *',
+    ]),
+    nvmlDeviceGetMPSComputeRunningProcesses_v3: optional('nvmlDeviceGetMPSComputeRunningProcesses_v3', [
       handle,
       koffi.inout(koffi.pointer(uint)),
       'void *',

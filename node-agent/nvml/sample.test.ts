@@ -64,6 +64,7 @@ describe('sampleDevice', () => {
       nvlinks: Array.from({ length: 12 }, (_, link) => ({ link, active: true })),
       nvlinkErrors: { crcFlit: 1, crcData: 2, replay: 3, recovery: 4 },
       processes: [{ pid: 4242, usedMiB: 4000 }],
+      mpsProcesses: [],
       migMode: { current: false, pending: false },
       recoveryAction: { code: 0, action: 'none' },
       pcieLink: { gen: 4, maxGen: 4, width: 16, maxWidth: 16 },
@@ -114,6 +115,21 @@ describe('sampleDevice', () => {
     ]);
     for (const field of s.unsupported) expect(s).not.toHaveProperty(field);
     expect(s.utilization).toEqual({ gpu: 35, memory: 20 });
+  });
+
+  it('under MPS lists the clients apart: the compute listing holds only the MPS server (issue #32)', async () => {
+    const { nvml } = await session(
+      oneGpu({
+        processes: [
+          { pid: 900, usedMiB: 30 },
+          { pid: 4100, usedMiB: 4000, mps: 1 },
+          { pid: 4101, usedMiB: 4000, mps: 1 },
+        ],
+      }),
+    );
+    const s = ok(sampleDevice(nvml, 0));
+    expect(s.processes?.map((p) => p.pid)).toEqual([900]);
+    expect(s.mpsProcesses?.map((p) => p.pid)).toEqual([4100, 4101]);
   });
 
   it('on a MIG GPU omits utilization and remapped rows and lists MIG devices and processes', async () => {

@@ -46,6 +46,8 @@ export interface GpuSample {
   /** NVLink error totals over all links (fields 38/45/52/59). */
   nvlinkErrors?: NvLinkErrors;
   processes?: GpuProcess[];
+  /** MPS clients (nvmlDeviceGetMPSComputeRunningProcesses_v3), listed apart from `processes`. */
+  mpsProcesses?: GpuProcess[];
   migMode?: { current: boolean; pending: boolean };
   migDevices?: MigDeviceInfo[];
   recoveryAction?: RecoveryAction;
@@ -126,6 +128,7 @@ export function sampleDevice(nvml: Nvml, index: number): GpuSampleResult {
       nvlinks: () => d.nvlinks(),
       nvlinkErrors: () => d.nvlinkErrors(),
       processes: () => d.processes(),
+      mpsProcesses: () => d.mpsProcesses(),
       migMode: () => migMode(nvml, d),
       recoveryAction: () => d.recoveryAction(),
       pcieLink: () => d.pcieLink(),

@@ -14,6 +14,7 @@
 import { NvmlError, type Nvml } from '../nvml/nvml.ts';
 import { inventory } from '../nvml/inventory.ts';
 import { sampleDevice, type GpuSample } from '../nvml/sample.ts';
+import type { GpuProcess } from '../nvml/device.ts';
 import type { SystemInfo } from '../collectors/inventory.ts';
 import type { GpuReading, GpuRef, MigReading } from '../collectors/reading.ts';
 
@@ -77,11 +78,17 @@ export function toReading(sample: GpuSample, name: string): GpuReading {
     );
   }
   if (sample.processes) {
-    r.processes = sample.processes.map((p) => ({
+    const of = (p: GpuProcess, mps: boolean) => ({
       pid: p.pid,
       ...(p.usedMiB === undefined ? {} : { usedMiB: p.usedMiB }),
       ...(p.gpuInstanceId === undefined ? {} : { gpuInstanceId: p.gpuInstanceId }),
-    }));
+      ...(mps ? { mps: true } : {}),
+    });
+    // MPS clients are listed apart; the compute listing then holds the MPS server (issue #32).
+    r.processes = [
+      ...sample.processes.map((p) => of(p, false)),
+      ...(sample.mpsProcesses ?? []).map((p) => of(p, true)),
+    ];
   }
   return r;
 }

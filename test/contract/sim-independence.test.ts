@@ -22,6 +22,7 @@ export const SIMULATORS = [
   'infra/local/node-files.ts', // a node's NVML scenario, kernel log and /proc
   'infra/local/node-processes.ts', // the GPU processes of a node's pods
   'infra/local/device-plugin.ts', // NVIDIA's and ACK's device plugins (issue #27 made it independent)
+  'infra/local/plugin-sharing.ts', // NVIDIA's plugin's time-slicing and MPS config, labels and health (issue #32)
   'infra/local/ack-fence-file.ts', // ACK's unhealthy-devices file, as its plugin reads it
   'infra/local/stack-cloud.ts', // ACK's nodes joining the cluster
   'infra/local/gpu-reset-scope.ts', // which boards NVML resets one GPU on (issue #27)

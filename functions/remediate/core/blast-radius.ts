@@ -84,3 +84,15 @@ export function poolFacts(
   const names = out.map((m) => m.name).sort();
   return { name, nodes: members.length, quarantinedInWindow: names.length, quarantinedNodes: names };
 }
+
+/**
+ * On a shared card (issue #32) the limit counts tenants too: how many teams (namespaces) one fence
+ * moves. More than the pool allows (`blastRadius.maxTenants`, else its `maxCount`) goes to a person.
+ * `tenants`: the namespaces of the pods the plan moves.
+ */
+export function checkTenants(policy: Policy, pool: PoolFacts, tenants: readonly string[]): BlastVerdict {
+  const limit = policy.blastRadius.maxTenants ?? poolLimits(policy, pool.name).maxCount;
+  const teams = `${tenants.length} teams (${tenants.join(', ')})`;
+  const words = `the fence of this shared GPU moves pods of ${teams}, limit ${limit}`;
+  return { allowed: tenants.length <= limit, used: tenants.length, limit, words };
+}

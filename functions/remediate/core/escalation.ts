@@ -5,7 +5,9 @@
  *   `windowMinutes`, across at least `distinctWorkloads` different pods, moves one rung up.
  *   Different workloads are what separate a broken GPU from a buggy program: one job that keeps
  *   faulting (XID 13/31) is the job's problem, so repeats by the same pod never escalate, and
- *   occurrences with no pod attribution count as no workload at all. Counting restarts after
+ *   occurrences with no pod attribution count as no workload at all. On a shared card an occurrence
+ *   nothing ties to one pod arrives as one unknown workload of the card (sharing.ts `blameOf`), so
+ *   co-tenants never count as different workloads (issue #32). Counting restarts after
  *   each escalation. Rules without `escalate` (XID 45 always) never escalate by repetition.
  * - Recurrence: a fault that returns within `recurrenceHours` after an incident on the same key
  *   that took capacity (`outAt`) was restored starts one rung higher ("reset; if it persists, reboot; if it

@@ -27,6 +27,7 @@ import { requestId } from './gpu-repair.ts';
 import type { Policy } from './policy.ts';
 import { isOpen, type FenceState, type Incident, type NodeState } from './state.ts';
 import type { NodeFacts } from './types.ts';
+import { sharingOf } from './sharing.ts';
 
 export type FenceCheck =
   | { kind: 'wait' }
@@ -37,7 +38,7 @@ export type FenceCheck =
   | { kind: 'drift'; incident: Incident; why: string };
 
 const MINUTE = 60_000;
-type Node = Pick<NodeFacts, 'name' | 'capacity' | 'allocatable' | 'annotations' | 'dra' | 'cards'>;
+type Node = Pick<NodeFacts, 'name' | 'capacity' | 'allocatable' | 'annotations' | 'dra' | 'cards' | 'labels'>;
 type Results = Readonly<Record<string, GpuActionState>>;
 
 /** What the node shows of a device-plugin fence now: whether it holds, and in words. */
@@ -162,12 +163,23 @@ function seenOut(i: Incident, state: Pick<NodeState, 'incidents'>, node: Node, r
   const before = first ? foreignOut(state, results) : 0;
   const want = mine + before;
   const out = devicesOut(node);
+  // A shared card gives `replicas` devices (time-slicing, MPS): fenced only when all of them are out.
+  const sharing = sharingOf(node);
+  const unit = sharing.replicas > 1 ? `${sharing.resource} replica(s)` : 'GPU device(s)';
+  const allReplicas = sharing.replicas > 1 ? ` (all ${sharing.replicas} replicas of each fenced card)` : '';
   const counted =
     out === undefined
       ? 'the node reports no nvidia.com GPU capacity'
-      : `${out} GPU device(s) missing from its allocatable, ${want} expected${before > 0 ? ` (${mine} held out by gpu-reflex, ${before} already out before the fence: another device's isolation is no proof of ours)` : ''}`;
+      : `${out} ${unit} missing from its allocatable, ${want} expected${allReplicas}${before > 0 ? ` (${mine} held out by gpu-reflex, ${before} already out before the fence: another device's isolation is no proof of ours)` : ''}`;
   const countHolds = out !== undefined && out >= want;
-  if (backendOf(i) !== 'ack-file') return { holds: countHolds, words: counted };
+  if (backendOf(i) !== 'ack-file') {
+    const partial =
+      sharing.replicas > 1 && out !== undefined && out > before && !countHolds
+        ? `the device plugin took only ${out - before} of the ${mine} replica(s) out and leaves the rest schedulable` +
+          ` (NVIDIA's plugin before its fix for k8s-device-plugin#1929 marks one replica per Xid)`
+        : undefined;
+    return { holds: countHolds, words: partial ? `${partial}; ${counted}` : counted };
+  }
   const r = results[requestId('fence', i)];
   if (r?.state === 'failed')
     return {

@@ -10,6 +10,7 @@ import type { FenceBackend, Policy } from './policy.ts';
 import { isOpen, type Incident, type NodeState } from './state.ts';
 import type { NodeFacts, PodFacts } from './types.ts';
 import { listedBefore } from './fence-cgpu.ts';
+import { sharingOf } from './sharing.ts';
 
 /**
  * Whether the incident holds its GPU out of scheduling: every whole-GPU quarantine, whatever raised
@@ -42,7 +43,7 @@ export function pluginFences(i: Pick<Incident, 'xid' | 'condition' | 'trigger'>)
 export function withFence(
   i: Incident,
   backend: FenceBackend,
-  node?: Pick<NodeFacts, 'capacity' | 'allocatable' | 'annotations' | 'cards'>,
+  node?: Pick<NodeFacts, 'capacity' | 'allocatable' | 'annotations' | 'cards' | 'labels'>,
   state?: Pick<NodeState, 'incidents'>,
 ): Incident {
   if (i.fence || !isOpen(i) || !fenced(i)) return i;
@@ -57,7 +58,7 @@ export function withFence(
   // out and leaves the rest schedulable (k8s-device-plugin internal/rm/health.go; fencing.md,
   // corrections 2026-12-01). No fence, then: the node taint at once, and the plugin restart after
   // the repair still undoes the one it latched.
-  if (backend === 'nvidia-plugin' && node && i.gpu && devicesOfGpu(node, i.gpu) > 1)
+  if (backend === 'nvidia-plugin' && node && i.gpu && migInstancesOf(node, i.gpu) > 1)
     return { ...i, fence: { backend, fallback: 'plugin-latches-one-mig-device', fallbackAt: i.outAt! } };
   const out = node ? devicesOut(node) : undefined;
   // NVIDIA's plugin latches the GPU on the very XID that raised this incident, often before the
@@ -71,9 +72,16 @@ export function withFence(
 /**
  * How many devices one GPU gives the node's allocatable: its MIG instances, as the node agent's
  * inventory lists them (NVIDIA's plugin advertises each as its own `nvidia.com/mig-<profile>`
- * device), else one whole GPU.
+ * device), else one whole GPU — times the replicas of a shared GPU: time-slicing and MPS advertise
+ * `replicas` devices per GPU, `<UUID>::<i>` (k8s-device-plugin internal/rm/device_map.go
+ * `updateDeviceMapWithReplicas`), so a card is out only when all of them are (issue #32).
  */
-export function devicesOfGpu(node: Pick<NodeFacts, 'annotations'>, gpu: string): number {
+export function devicesOfGpu(node: Pick<NodeFacts, 'annotations' | 'labels' | 'capacity'>, gpu: string): number {
+  return migInstancesOf(node, gpu) * sharingOf(node).replicas;
+}
+
+/** The MIG instances of one GPU as the agent's inventory lists them (1: a whole GPU). */
+export function migInstancesOf(node: Pick<NodeFacts, 'annotations'>, gpu: string): number {
   const listed = readMigInventory(node.annotations).inventory?.gpus.find((g) => g.uuid === gpu);
   return listed && listed.instances.length > 0 ? listed.instances.length : 1;
 }
@@ -88,8 +96,11 @@ export function fencedByTaint(i: Incident): boolean {
   return isOpen(i) && fenced(i) && (backendOf(i) === 'cordon' || i.fence?.fallback !== undefined);
 }
 
-/** Extended resources a device plugin reports GPUs under: whole GPUs and MIG instances. */
-const GPU_DEVICE = /^nvidia\.com\/(gpu|mig-.+)$/;
+/**
+ * Extended resources a device plugin reports GPUs under: whole GPUs, MIG instances, and their renamed
+ * shared replicas (`nvidia.com/gpu.shared`, `nvidia.com/mig-1g.10gb.shared`: api/config/v1/replicas.go).
+ */
+const GPU_DEVICE = /^nvidia\.com\/(gpu|gpu\.shared|mig-.+)$/;
 
 /** Devices the node's capacity has and its allocatable does not (what the device plugin holds out). */
 export function devicesOut(node: Pick<NodeFacts, 'capacity' | 'allocatable'>): number | undefined {

@@ -7,7 +7,7 @@
  * order; what counts is the agent's `observedAt`, never the arrival time.
  */
 import type { RemediationAction } from '../../../events/index.ts';
-import { checkBlastRadius, takesCapacity } from './blast-radius.ts';
+import { checkBlastRadius, checkTenants, takesCapacity } from './blast-radius.ts';
 import { decideLevel, ladderOf } from './escalation.ts';
 import { resolveRule, type FenceBackend, type Policy, type Rule, type RuleTrigger } from './policy.ts';
 import type { Notice } from '../../lib/plan.ts';
@@ -28,10 +28,13 @@ import {
   letFinishWords,
   nextWords,
   resetSkippedWords,
+  tenantPodNote,
+  tenantWords,
   triggerWords,
   xid45FollowsWords,
 } from './words.ts';
 import { xid45Follows, xid48Workflow } from './workflows.ts';
+import { blameOf, sharingOf, tenantsOf } from './sharing.ts';
 
 /** Occurrences older than this are dropped from the history (longest sensible escalation window). */
 const RECENT_HORIZON_MS = 24 * 3_600_000;
@@ -183,13 +186,29 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
 
   const reported = d.pods ?? [];
   // An application XID whose kernel line named the process: that pod is the one workload it restarts
-  // and counts toward escalation; a quarantine still moves every pod on the GPU (`reported`).
-  // On a card ACK shares (cGPU) every tenant's process runs on it: an XID whose process names no pod
-  // is one incident of an unknown workload, not one of each tenant (restarting them all would move
+  // and counts toward escalation; a quarantine still moves every pod on the GPU (`reported`). On a
+  // shared card an unresolved pid is one unknown workload, never one per co-tenant: time-slicing and
+  // MPS by sharing.ts; on a card ACK shares (cGPU) every tenant's process runs on it, so an XID whose
+  // process names no pod is one incident of an unknown workload (restarting them all would move
   // neighbours that did nothing).
-  const namedPod = event.detailType === 'GPU XID Error' ? event.detail.culprit : undefined;
-  const culprit = namedPod ? [namedPod] : sharesCards(node) && site.gpu ? [] : reported;
-  const podUids = [...new Set(culprit.map((p) => p.uid))];
+  const xidDetail = event.detailType === 'GPU XID Error' ? event.detail : undefined;
+  const namedPod = xidDetail?.culprit;
+  const sharing = sharingOf(node, xidDetail?.sharing);
+  const blame = blameOf(
+    sharing,
+    site.gpu?.uuid,
+    namedPod?.uid,
+    reported.map((p) => p.uid),
+  );
+  const cgpuUnknown = !namedPod && sharesCards(node) && site.gpu !== undefined;
+  const culprit = cgpuUnknown
+    ? []
+    : blame.restart === 'culprit' && namedPod
+      ? [namedPod]
+      : blame.restart === 'none'
+        ? []
+        : reported;
+  const podUids = cgpuUnknown ? [] : blame.workloads;
   // An agent sends repeats of an application XID on one GPU and pid as one event with `count`
   // (node-agent/xid-aggregate.ts): it is that many occurrences toward escalation.
   const carried = event.detailType === 'GPU XID Error' ? event.detail.count : undefined;
@@ -234,9 +253,11 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     holders: event.detailType === 'Operator Request' ? undefined : event.detail.holders,
     draDevices: facts.node.dra?.devices,
   };
-  const affected = unknownWorkload
-    ? []
-    : affectedPods(site, action === 'restart-workload' ? culprit : reported, facts.pods, held);
+  // A restart on a shared card that nothing names the culprit of restarts no tenant.
+  const affected =
+    unknownWorkload || (action === 'restart-workload' && blame.restart === 'none')
+      ? []
+      : affectedPods(site, action === 'restart-workload' ? culprit : reported, facts.pods, held);
   // DRAIN_AND_RESET (rule letWorkFinish): the GPU is fenced now, its running pods are left to end
   // by themselves until the deadline; the sweep evicts what is left then, and the reset waits for them.
   const patient = action === 'quarantine-gpu' && rule.letWorkFinish !== null && rule.action === 'quarantine-gpu';
@@ -251,17 +272,23 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   const scope = ['drain-node', 'reboot-node', 'replace-node'].includes(action) ? 'node' : site.scope;
   const target = targetOf(site, moving, scope === 'node' ? node.gpus : undefined);
   const escalation = decision.escalated ? ` Escalated: ${decision.why}.` : '';
-  const reasonCore = `${words}. ${rule.source} → ${action}.${escalation}`;
+  // Who is blamed matters where repeats escalate or a workload restarts, not for a hardware fault.
+  const shared = blame.words && (rule.escalate || action === 'restart-workload') ? ` ${blame.words}.` : '';
+  const reasonCore = `${words}. ${rule.source} → ${action}.${shared}${escalation}`;
 
   if (takesCapacity(action) && !facts.approved) {
     const alreadyOut = prev.phase !== 'healthy' && prev.phase !== 'awaiting-approval';
-    const verdict =
+    const byNodes =
       facts.slotDenied && !alreadyOut
         ? {
             allowed: false,
             words: `the pool ${facts.pool.name} has no free slot left in its ledger: a concurrent remediation took the last one`,
           }
         : checkBlastRadius(policy, facts.pool, node.name, alreadyOut);
+    // On a shared card the limit also counts the tenants one fence moves (issue #32).
+    const byTenants =
+      sharing.mode !== 'exclusive' && scope === 'gpu' ? checkTenants(policy, facts.pool, tenantsOf(moving)) : undefined;
+    const verdict = byNodes.allowed && byTenants && !byTenants.allowed ? byTenants : byNodes;
     if (!verdict.allowed) {
       if (retryApproval && open) {
         // Asked once already: count the repeat, do not ask again (no chat spam in a storm).
@@ -279,7 +306,9 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
         since: open?.phase === 'awaiting-approval' ? open.since : now.toISOString(),
       };
       const next = ws(replace(s1, waiting));
-      const summary = `${action} on node ${node.name} needs approval: ${verdict.words}`;
+      // A shared card's approval always says how many teams' pods the fence moves (issue #32).
+      const teams = byTenants && verdict !== byTenants ? `; ${byTenants.words}` : '';
+      const summary = `${action} on node ${node.name} needs approval: ${verdict.words}${teams}`;
       // The id the store records it under (run.ts): what a person answers in chat.
       const id = approvalIdFor(waiting.key, waiting.firstAt);
       const ask = {
@@ -340,13 +369,22 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
       ? unknownWorkloadWords(site)
       : actionWords(action, node.name, site, moving.length);
   const basis = moving === affected && reported.length === 0 ? evidenceWords(site, holdersAt(site, held)) : '';
+  const tenants = sharing.mode !== 'exclusive' && site.gpu ? tenantsOf(moving) : [];
+  const who = tenants.length > 0 ? tenantWords(sharing.mode, tenants, moving.length) : '';
   const support = resetSupportOf(node.labels);
   // Where NVIDIA does not support resetting this GPU alone, the next step is the reboot (reset-support.ts).
   const then =
     action === 'quarantine-gpu' && recoveryOf(acted) === 'reset' && skipsReset(support)
       ? `next: ${resetSkippedWords(acted.gpu, support)}`
       : nextWords(ladder, decision.level, facts.capabilities, recoveryOf(acted));
-  const reason = `${reasonCore} Now ${doing}${basis};${fence} ${then}`;
+  const reason = `${reasonCore} Now ${doing}${basis};${fence} ${then}${who}`;
+  // Every tenant whose pod moves off the shared card is told why, on its own pod.
+  const podEvents = tenants.length
+    ? moving.map((p) => ({
+        pod: { namespace: p.namespace, name: p.name, uid: p.uid },
+        note: tenantPodNote(action, site.gpu!.uuid, node.name, words, tenants.filter((t) => t !== p.namespace).length),
+      }))
+    : [];
   const notify = rule.notify || takesCapacity(action) || decision.escalated;
   const notices = notify ? [notice(action, node, reason.slice(0, 500))] : [];
   return {
@@ -360,6 +398,7 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     ...edit(next),
     evictions,
     notices,
+    ...(podEvents.length > 0 ? { podEvents } : {}),
     reason,
     nextState: next,
   };

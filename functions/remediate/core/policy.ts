@@ -220,6 +220,11 @@ export const PolicySchema = z
         maxShare: z.number().min(0).max(1),
         maxCount: int().min(0).max(100_000),
         windowMinutes: int().min(1).max(10_080),
+        /**
+         * On a shared GPU (time-slicing, MPS): the most teams (namespaces) one fence may move without a
+         * person's approval (issue #32). Absent: the pool's `maxCount`, counted in teams.
+         */
+        maxTenants: int().min(0).max(100_000).optional(),
       })
       .strict(),
     /** Default for rules whose XID escalates on repeat (application XIDs). */

@@ -595,9 +595,10 @@ export class Lifecycle {
       else if (e.type === 'MODIFIED') this.unfit.forgetSelecting(changedLabels(e.previous as Node, node));
       if (e.type !== 'DELETED' && node.spec?.taints?.some((t) => t.effect === 'NoExecute'))
         this.noExecuteCheck.add(node.metadata.name);
-      if (e.type === 'ADDED') this.markDaemonNode(node.metadata.name);
-      // A label change may take a node out of (or into) a DaemonSet's node selector.
-      else if (e.type === 'MODIFIED' && changedLabels(e.previous as Node, node).length > 0)
+      // The DaemonSet controller also looks again at a node whose labels changed (its `updateNode`
+      // handler, kubernetes pkg/controller/daemon/daemon_controller.go): a label a DaemonSet's
+      // nodeSelector names (NVIDIA's `nvidia.com/mps.capable`) brings its pod there.
+      if (e.type === 'ADDED' || (e.type === 'MODIFIED' && changedLabels(e.previous as Node, node).length > 0))
         this.markDaemonNode(node.metadata.name);
     }
   }

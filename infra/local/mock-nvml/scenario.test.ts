@@ -1,4 +1,5 @@
 import { statSync } from 'node:fs';
+import koffi from 'koffi';
 import { afterEach, describe, expect, it } from 'vitest';
 import { loadMockNvmlControls } from '../../../node-agent/nvml/ffi.ts';
 import { inventory } from '../../../node-agent/nvml/inventory.ts';
@@ -18,6 +19,25 @@ describe('mock NVML library', () => {
     expect(await buildMockNvml()).toBe(MOCK_NVML_LIBRARY);
     expect(statSync(MOCK_NVML_LIBRARY).mtimeMs).toBe(before);
   });
+
+  it.each([
+    [undefined, 0],
+    [3, 3],
+  ])(
+    'answers nvmlDeviceGetComputeMode: computeMode %s → %d (3: the EXCLUSIVE_PROCESS MPS sets)',
+    async (mode, want) => {
+      const s = await openMockNvml(oneGpu(mode === undefined ? {} : { computeMode: mode }));
+      nvml = s.nvml;
+      const lib = koffi.load(s.library);
+      const byIndex = lib.func('nvmlDeviceGetHandleByIndex_v2', 'int', ['uint', koffi.out(koffi.pointer('void *'))]);
+      const computeMode = lib.func('nvmlDeviceGetComputeMode', 'int', ['void *', koffi.out(koffi.pointer('uint'))]);
+      const handle: [unknown] = [null];
+      expect(byIndex(0, handle)).toBe(0);
+      const out: [number] = [-1];
+      expect(computeMode(handle[0], out)).toBe(0);
+      expect(out[0]).toBe(want);
+    },
+  );
 
   it.each(['dgx-a100-8x.json', 'h100-mig.json', 't4-node.json', 'h200-1x.json'])(
     'loads the example scenario %s',

@@ -152,6 +152,15 @@ EXPORT nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t device, unsigne
   return end(NVML_SUCCESS);
 }
 
+/* The compute mode: NVIDIA's MPS control daemon sets EXCLUSIVE_PROCESS (3) on the GPUs it serves
+ * (k8s-device-plugin cmd/mps-control-daemon/mps/daemon.go setComputeMode; nvml.h nvmlComputeMode_t). */
+EXPORT nvmlReturn_t nvmlDeviceGetComputeMode(nvmlDevice_t device, unsigned int *mode) {
+  BEGIN_GPU(device);
+  if (!mode) return end(NVML_ERROR_INVALID_ARGUMENT);
+  *mode = gpu->computeMode;
+  return end(NVML_SUCCESS);
+}
+
 static nvmlReturn_t clock_reasons(nvmlDevice_t device, unsigned long long *reasons) {
   BEGIN_GPU(device);
   if (!reasons) return end(NVML_ERROR_INVALID_ARGUMENT);
@@ -298,13 +307,19 @@ EXPORT nvmlReturn_t nvmlDeviceGetSramEccErrorStatus(nvmlDevice_t device, nvmlEcc
 
 /* ---- processes -------------------------------------------------------------------------------- */
 
-EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_t *infos) {
+/*
+ * Compute processes and MPS clients, apart as the driver lists them: the compute listing shows every
+ * process with a compute context except MPS clients (so under MPS the server), the MPS listing only the
+ * clients (NVIDIA/go-nvml pkg/nvml/nvml.h, nvmlDeviceGetMPSComputeRunningProcesses_v3; reference
+ * sharing.md §2: a server pid alone names no pod, dcgm-exporter#734).
+ */
+static nvmlReturn_t list_processes(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_t *infos, unsigned int mps) {
   BEGIN_DEVICE(device);
   if (!infoCount) return end(NVML_ERROR_INVALID_ARGUMENT);
   if (gpu->unsupported & U_PROCESSES) return end(NVML_ERROR_NOT_SUPPORTED);
   unsigned int n = 0;
   for (int i = 0; i < gpu->procCount; i++)
-    if (!mig || (gpu->procs[i].gi == mig->giId && gpu->procs[i].ci == mig->ciId)) n++;
+    if (gpu->procs[i].mps == mps && (!mig || (gpu->procs[i].gi == mig->giId && gpu->procs[i].ci == mig->ciId))) n++;
   if (*infoCount < n || (n && !infos)) {
     *infoCount = n;
     return end(NVML_ERROR_INSUFFICIENT_SIZE);
@@ -312,7 +327,7 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
   unsigned int k = 0;
   for (int i = 0; i < gpu->procCount; i++) {
     const mock_proc *p = &gpu->procs[i];
-    if (mig && (p->gi != mig->giId || p->ci != mig->ciId)) continue;
+    if (p->mps != mps || (mig && (p->gi != mig->giId || p->ci != mig->ciId))) continue;
     infos[k].pid = p->pid;
     infos[k].usedGpuMemory = p->usedMiB << 20;
     infos[k].gpuInstanceId = p->gi;
@@ -321,4 +336,12 @@ EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device,
   }
   *infoCount = n;
   return end(NVML_SUCCESS);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_t *infos) {
+  return list_processes(device, infoCount, infos, 0);
+}
+
+EXPORT nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_t *infos) {
+  return list_processes(device, infoCount, infos, 1);
 }

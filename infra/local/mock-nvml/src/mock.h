@@ -162,7 +162,8 @@ typedef struct mock_mig {
   unsigned long long memoryMiB;
 } mock_mig;
 
-typedef struct { unsigned int pid, gi, ci; unsigned long long usedMiB; } mock_proc;
+/* mps: 1 for an MPS client (listed by nvmlDeviceGetMPSComputeRunningProcesses_v3 only), else 0. */
+typedef struct { unsigned int pid, gi, ci, mps; unsigned long long usedMiB; } mock_proc;
 
 typedef struct mock_gpu {
   uint32_t magic;
@@ -171,6 +172,8 @@ typedef struct mock_gpu {
   unsigned int domain, bus, dev, pciDeviceId, pciSubSystemId;
   unsigned long long memoryTotalMiB;
   unsigned int powerLimitW;
+  /* nvmlComputeMode_t: 0 DEFAULT, 2 PROHIBITED, 3 EXCLUSIVE_PROCESS (what NVIDIA's MPS control daemon sets). */
+  unsigned int computeMode;
   int migCapable, migMode, migPending;
   mock_mig migs[MAX_MIGS];
   int migCount;

@@ -52,6 +52,7 @@ void refresh_processes_file(void) {
       n = 0; ok = ok && get_num(list->items[j], "usedMiB", p, &n, 1); pr->usedMiB = (unsigned long long)n;
       n = NO_INSTANCE; ok = ok && get_num(list->items[j], "gpuInstanceId", p, &n, 0); pr->gi = (unsigned int)n;
       n = NO_INSTANCE; ok = ok && get_num(list->items[j], "computeInstanceId", p, &n, 0); pr->ci = (unsigned int)n;
+      n = 0; ok = ok && get_num(list->items[j], "mps", p, &n, 0); pr->mps = n != 0;
     }
     counts[i] = (int)list->count;
   }

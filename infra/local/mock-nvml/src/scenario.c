@@ -182,6 +182,7 @@ static int load_gpu(const json_value *o, int i) {
   if (!get_hex(o, "pciSubSystemId", path, &gpu->pciSubSystemId)) return 0;
   n = 0; if (!get_num(o, "memoryTotalMiB", path, &n, 1)) return 0; gpu->memoryTotalMiB = (unsigned long long)n;
   n = 300; if (!get_num(o, "powerLimitW", path, &n, 0)) return 0; gpu->powerLimitW = (unsigned int)n;
+  n = 0; if (!get_num(o, "computeMode", path, &n, 0)) return 0; gpu->computeMode = (unsigned int)n;
   gpu->migCapable = contains_ci(gpu->name, "A100") || contains_ci(gpu->name, "H100") ||
                     contains_ci(gpu->name, "H200") || contains_ci(gpu->name, "B200");
   if (!get_bool(o, "migCapable", path, &gpu->migCapable)) return 0;
@@ -269,6 +270,7 @@ static int load_gpu(const json_value *o, int i) {
       n = 0; if (!get_num(procs->items[j], "usedMiB", p, &n, 1)) return 0; pr->usedMiB = (unsigned long long)n;
       n = NO_INSTANCE; if (!get_num(procs->items[j], "gpuInstanceId", p, &n, 0)) return 0; pr->gi = (unsigned int)n;
       n = NO_INSTANCE; if (!get_num(procs->items[j], "computeInstanceId", p, &n, 0)) return 0; pr->ci = (unsigned int)n;
+      n = 0; if (!get_num(procs->items[j], "mps", p, &n, 0)) return 0; pr->mps = n != 0;
     }
     gpu->procCount = (int)procs->count;
   }
