@@ -92,7 +92,7 @@ export const commands: Entry[] = [
   {
     path: ['remediate', 'reset-support'],
     summary: 'print where NVIDIA supports resetting one GPU (SKU × topology), each row with its source',
-    load: async () => (await import('../functions/remediate/reset-support-cli.ts')).resetSupportCommand,
+    load: async () => (await import('./reset-support.ts')).resetSupportCommand,
   },
   {
     path: ['approve'],

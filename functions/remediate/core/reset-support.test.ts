@@ -82,7 +82,7 @@ describe('a GPU that needs a reset on a system where NVIDIA does not support one
 
 describe('gpu-reflex remediate reset-support', () => {
   const run = async (args: string[]) => {
-    const { resetSupportCommand } = await import('../reset-support-cli.ts');
+    const { resetSupportCommand } = await import('../../../bin/reset-support.ts');
     const out: string[] = [];
     const code = await resetSupportCommand.run(args, { out: (l) => out.push(l), err: (l) => out.push(l) });
     return { code, text: out.join('\n') };

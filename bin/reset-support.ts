@@ -3,14 +3,14 @@
  * its answer for one node's labels. Changes nothing, reads no cluster.
  */
 import { parseArgs } from 'node:util';
-import { UsageError, type Command } from '../../bin/command.ts';
+import { UsageError, type Command } from './command.ts';
 import {
   GPU_PRODUCT_LABEL,
   GPU_TOPOLOGY_LABEL,
   RESET_SUPPORT,
   resetSupportOf,
   skipsReset,
-} from './core/reset-support.ts';
+} from '../functions/remediate/core/reset-support.ts';
 
 export const resetSupportCommand: Command = {
   path: ['remediate', 'reset-support'],
