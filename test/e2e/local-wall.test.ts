@@ -11,6 +11,8 @@ import type { StackReport } from '../../infra/local/report.ts';
  * is on the bus: endWhenMet, with a 60 s deadline for a loaded machine). Its own file
  * on purpose: the functions wire themselves once per process (functions/lib/wiring.ts), so each
  * stack run that reaches them needs a fresh module graph, which vitest gives every test file.
+ * The XID comes 2 s in, after the agent's first sample (NVML processes, their cgroups, the kubelet's
+ * PodResources) has named the pod on the GPU: at 0.3 s it raced that first sample on a loaded machine.
  */
 const dir = mkdtempSync(join(tmpdir(), 'local-wall-test-'));
 const io = { out: () => undefined, err: () => undefined };
@@ -30,7 +32,7 @@ fleet:
   pods:
     - { name: serve, namespace: ml, requests: { nvidia.com/gpu: 1 } }
 timeline:
-  - { at: 0.3s, node: t4-0, gpu: 0, fault: { kind: xid, xid: 79 } }
+  - { at: 2s, node: t4-0, gpu: 0, fault: { kind: xid, xid: 79 } }
 expect:
   - { event: GPU XID Error, node: t4-0, atLeast: 1 }
 `,
