@@ -80,10 +80,10 @@ async function heldForApproval(
   // Told first, then recorded: a notice that fails is asked again next round, never lost.
   await deps.notifier.notify({
     title: `gpu-reflex: approve growing node pool ${pool.name} ${inc.from} → ${inc.to} (+${inc.hourlyCost}/h)?`,
-    text: `${reason}. It adds ${inc.hourlyCost}/h, above the ${approval.aboveHourlyCost}/h the policy lets the autoscaler spend alone. Answer "approve ${id}" or "deny ${id}" within ${approval.ttlMinutes} min`.slice(
-      0,
-      1500,
-    ),
+    text: (
+      `${reason}. It adds ${inc.hourlyCost}/h, above the ${approval.aboveHourlyCost}/h the policy lets the ` +
+      `autoscaler spend alone. Answer "approve ${id}" or "deny ${id}" within ${approval.ttlMinutes} min`
+    ).slice(0, 1500),
     severity: 'warning',
     approval: { id },
   });
@@ -412,7 +412,8 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
             const ok = task.state === 'success';
             const why = ok
               ? `${p.name}: ${req.to} nodes requested, the ACK task ended successfully`
-              : `${p.name}: growing ${req.from} → ${req.to} failed: ${task.error?.code ?? 'unknown'}: ${task.error?.message ?? 'no detail'}`;
+              : `${p.name}: growing ${req.from} → ${req.to} ` +
+                `failed: ${task.error?.code ?? 'unknown'}: ${task.error?.message ?? 'no detail'}`;
             const notices: Notice[] = ok
               ? []
               : [
@@ -528,7 +529,10 @@ const movable = (p: PodInfo) =>
   !p.owners.some((o) => o.kind === 'DaemonSet') &&
   !(MIRROR_POD_ANNOTATION in p.annotations);
 
-/** Sends a decided removal (RemoveNodePoolNodes: drain done by us, release pay-as-you-go), then records the request with its event. */
+/**
+ * Sends a decided removal (RemoveNodePoolNodes: drain done by us, release pay-as-you-go), then records the request with
+ * its event.
+ */
 async function sendRemoval(
   deps: AutoscaleDeps,
   pool: NodePool,
@@ -569,7 +573,10 @@ async function sendRemoval(
 }
 
 /** `rec`: the pool's record as this round read it (a pool that grew this round is not shrunk). */
-/** `replacing`: remediation's replacements into this pool: none of its nodes leaves meanwhile, and idle time starts over after. */
+/**
+ * `replacing`: remediation's replacements into this pool: none of its nodes leaves meanwhile, and idle time starts over
+ * after.
+ */
 async function scaleIn(
   deps: AutoscaleDeps,
   pool: NodePool,
@@ -632,7 +639,9 @@ async function scaleIn(
   if (drained.length > 0) {
     const from = pool.desiredSize;
     const to = Math.max(0, from - drained.length);
-    const reason = `${pool.name}: ${from} → ${to}: ${drained.map((d) => d.node).join(', ')} ran no GPU pod for ${policy.idleMinutes} min and ${drained.length === 1 ? 'is' : 'are'} drained; released`;
+    const reason =
+      `${pool.name}: ${from} → ${to}: ${drained.map((d) => d.node).join(', ')} ran no GPU pod ` +
+      `for ${policy.idleMinutes} min and ${drained.length === 1 ? 'is' : 'are'} drained; released`;
     const removal = {
       nodes: drained.map((d) => d.node),
       instanceIds: drained.map((d) => d.instanceId),
@@ -677,7 +686,9 @@ async function scaleIn(
       template,
       ...(rec.cooldownUntil !== undefined && rec.cooldownUntil > now
         ? {
-            frozen: `${pool.name} grew within its cooldown (until ${new Date(rec.cooldownUntil).toISOString().slice(11, 16)})`,
+            frozen:
+              `${pool.name} grew within its cooldown ` +
+              `(until ${new Date(rec.cooldownUntil).toISOString().slice(11, 16)})`,
           }
         : {}),
     },
