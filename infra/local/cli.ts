@@ -101,7 +101,8 @@ async function runScenario(
     // Start-up failures (no C compiler, a bad kubeconfig, an agent that would not start) are
     // reported in one message; what had started is already stopped.
     io.err(
-      `gpu-reflex ${opts.clock === 'wall' ? 'local' : 'simulate'}: could not start the stack: ${(err as Error).message}`,
+      `gpu-reflex ${opts.clock === 'wall' ? 'local' : 'simulate'}: could not start the ` +
+        `stack: ${(err as Error).message}`,
     );
     return 1;
   }

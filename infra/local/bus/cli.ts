@@ -143,7 +143,8 @@ export function makeBusServeCommand(hooks: BusServeHooks = {}): Command {
       io.out(`httpApi:   ${bus.httpUrl ?? '-'}`);
       if (t) {
         io.out(
-          `${t.service} (${t.stage}): buses ${['default', ...t.buses].join(', ')}; ${t.eventRules.length} rules, ${t.schedules.length} schedules, ${t.routes.length} routes`,
+          `${t.service} (${t.stage}): buses ${['default', ...t.buses].join(', ')}; ${t.eventRules.length} ` +
+            `rules, ${t.schedules.length} schedules, ${t.routes.length} routes`,
         );
         for (const w of t.warnings) io.err(`warning: ${w}`);
       }

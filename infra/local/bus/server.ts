@@ -143,7 +143,8 @@ function checkSignature(req: IncomingMessage, body: Buffer): void {
   if (!m) {
     throw new AwsRequestError(
       'IncompleteSignatureException',
-      `Authorization header requires 'Credential', 'Signature', 'SignedHeaders' parameters. Authorization=${auth.split(' ')[0]}`,
+      `Authorization header requires 'Credential', 'Signature', 'SignedHeaders' parameters. ` +
+        `Authorization=${auth.split(' ')[0]}`,
     );
   }
   if (m[4] !== 'events') {
