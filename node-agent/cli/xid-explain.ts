@@ -145,7 +145,8 @@ export function createXidExplainCommand(kit: ExplainKit): ExplainCommand {
       const subcode = values.subcode === undefined ? undefined : parseSubcode(values.subcode);
       if (values.subcode !== undefined && !subcode)
         throw kit.usage(
-          `--subcode: expected INTRINFO,ERRORSTATUS as two hex words (e.g. 0x00000013,0x00000000), got "${values.subcode}"`,
+          `--subcode: expected INTRINFO,ERRORSTATUS as two hex words (e.g. 0x00000013,0x00000000), got ` +
+            `"${values.subcode}"`,
         );
       const e = explain(xid, subcode);
       if (values.json) io.out(JSON.stringify(e));
