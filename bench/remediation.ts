@@ -126,7 +126,8 @@ function stormRows(label: string, r: RunResult, targets: { p99s: number }): Meas
 export const remediationSuite: BenchSuite = {
   name: 'remediation',
   summary:
-    'XID → node unschedulable through bus + remediate handler + simulated cluster; storms at 1,500 and 10,000 nodes; XID → fence verified (agent processes)',
+    'XID → node unschedulable through bus + remediate handler + simulated cluster; storms at 1,500 and 10,000 nodes; ' +
+    'XID → fence verified (agent processes)',
   async run(progress) {
     progress('run 1: 1,500-node fleet, single XIDs, then 150 nodes fail');
     const small = await runChild(SMALL, progress);
