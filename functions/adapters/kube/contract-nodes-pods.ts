@@ -118,16 +118,20 @@ export function nodeAndPodContracts(harness: () => KubeHarness): void {
       expect(await h.nodes.update('c-n5', {})).toBe(false);
     });
 
-    it('update against a basis patches without a read, and a node changed since the basis throws ConflictError, changing nothing', async () => {
-      await h.seedNode({ name: 'c-n8' });
-      const basis = await h.nodes.get('c-n8');
-      expect(await h.nodes.update('c-n8', { labels: { a: '1' } }, { basis })).toBe(true);
-      // basis is now stale: our own write moved the resourceVersion on
-      await expect(h.nodes.update('c-n8', { unschedulable: true }, { basis })).rejects.toBeInstanceOf(ConflictError);
-      expect((await h.nodes.get('c-n8')).unschedulable).toBe(false);
-      const fresh = await h.nodes.get('c-n8');
-      expect(await h.nodes.update('c-n8', { labels: { a: '1' } }, { basis: fresh })).toBe(false);
-    });
+    it(
+      'update against a basis patches without a read, and a node changed since the basis throws ConflictError, ' +
+        'changing nothing',
+      async () => {
+        await h.seedNode({ name: 'c-n8' });
+        const basis = await h.nodes.get('c-n8');
+        expect(await h.nodes.update('c-n8', { labels: { a: '1' } }, { basis })).toBe(true);
+        // basis is now stale: our own write moved the resourceVersion on
+        await expect(h.nodes.update('c-n8', { unschedulable: true }, { basis })).rejects.toBeInstanceOf(ConflictError);
+        expect((await h.nodes.get('c-n8')).unschedulable).toBe(false);
+        const fresh = await h.nodes.get('c-n8');
+        expect(await h.nodes.update('c-n8', { labels: { a: '1' } }, { basis: fresh })).toBe(false);
+      },
+    );
 
     it('a blind update removes an annotation without a basis, and refuses to touch taints', async () => {
       await h.seedNode({ name: 'c-n9' });
