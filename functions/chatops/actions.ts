@@ -178,7 +178,10 @@ export async function quotaShow(p: CommandPorts, config: QuotaConfig): Promise<s
         .sort(([a], [b]) => a.localeCompare(b))
         .map(([k, v]) => `${k} ${v} (used ${q.used[k] ?? '0'})`);
       const hold = q.annotations?.[HOLD_UNTIL_ANNOTATION];
-      return `${ns} (${t.name}): ${hard.join(', ') || 'no limits'}${hold && Date.parse(hold) > p.clock.now() ? `; held from rewrites until ${hold}` : ''}`;
+      return (
+        `${ns} (${t.name}): ${hard.join(', ') || 'no limits'}` +
+        `${hold && Date.parse(hold) > p.clock.now() ? `; held from rewrites until ${hold}` : ''}`
+      );
     }),
   );
   return lines.join('\n');

@@ -166,7 +166,11 @@ async function status(kube: DryRunnable, node: string | undefined): Promise<stri
     const gpus = n.allocatable['nvidia.com/gpu'];
     return (
       `${n.name}: ${n.ready === false ? 'NotReady' : 'Ready'}${n.unschedulable ? ', cordoned' : ''}; gpu-reflex ` +
-      `state ${n.labels[STATE_LABEL] ?? 'healthy'}${n.taints.length > 0 ? `; taints ${n.taints.map((t) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`).join(', ')}` : ''}${gpus ? `; ${gpus} GPUs allocatable` : ''}`
+      `state ${n.labels[STATE_LABEL] ?? 'healthy'}` +
+      (n.taints.length > 0
+        ? '; taints ' + n.taints.map((t) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`).join(', ')
+        : '') +
+      (gpus ? `; ${gpus} GPUs allocatable` : '')
     );
   }
   const [nodes, pods] = await Promise.all([kube.nodes.list(), kube.pods.list()]);
@@ -278,7 +282,9 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
           : []),
         ...(r.skipped.length > 0 ? [`${r.skipped.length} DaemonSet/mirror pod(s) left`] : []),
       ];
-      answer = `${c.dryRun ? 'dry run: would have cordoned and drained' : 'cordoned and draining'} ${c.node}: ${parts.join('; ')}`;
+      answer =
+        `${c.dryRun ? 'dry run: would have cordoned and drained' : 'cordoned and draining'} ${c.node}: ` +
+        `${parts.join('; ')}`;
       break;
     }
     case 'quarantine':

@@ -221,7 +221,8 @@ function laterRequest(
   }
   if (c.dingtalk && deps.dingtalk?.reaches(c.dingtalk.sessionWebhook) && (c.dingtalk.expiresAt ?? Infinity) > now) {
     const [timestamp, sign] = [headers['timestamp']!, headers['sign']!];
-    const eventId = `chat-request:dingtalk:${createHash('sha256').update(`${timestamp}\n${sign}`).digest('hex').slice(0, 32)}`;
+    const eventId =
+      'chat-request:dingtalk:' + createHash('sha256').update(`${timestamp}\n${sign}`).digest('hex').slice(0, 32);
     return {
       ...base,
       eventId,

@@ -211,7 +211,8 @@ export function verifyFeishu(
   const replayKey =
     typeof id === 'string' && id
       ? `feishu:event:${id}`
-      : `feishu:${String((event as { challenge?: unknown }).challenge ?? createHash('sha256').update(body).digest('hex'))}`;
+      : 'feishu:' +
+        String((event as { challenge?: unknown }).challenge ?? createHash('sha256').update(body).digest('hex'));
   return { ok: true, platform: 'feishu', body, replayKey };
 }
 
