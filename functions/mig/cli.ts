@@ -117,7 +117,7 @@ export const migValidateCommand: Command = {
     io.out(
       `  compute slices ${check.computeSlices} ` +
         `of ${model.computeSlices}${
-          w.compute === 0 && w.memory === 0 ? '; zero waste' : `; unused: ${w.compute} ` + `compute, ${w.memory} memory`
+          w.compute === 0 && w.memory === 0 ? '; zero waste' : `; unused: ${w.compute} compute, ${w.memory} memory`
         }`,
     );
     if (model.expected)

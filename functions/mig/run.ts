@@ -70,7 +70,19 @@ type NodeChange = PlannedNodeChange['changes'][number];
 
 /** The approval id of a preempting relayout: the node, the GPUs, their new layouts and who is preempted. */
 export function migApprovalId(node: string, changes: readonly NodeChange[]): string {
-  return `apr-mig-${fnv1a(JSON.stringify([node, changes.map((c) => [c.gpu, [...c.to].sort(), (c.preempts ?? []).map((h) => `${h.namespace}/${h.name}/${h.uid ?? ''}`).sort()])]))}`;
+  return (
+    'apr-mig-' +
+    fnv1a(
+      JSON.stringify([
+        node,
+        changes.map((c) => [
+          c.gpu,
+          [...c.to].sort(),
+          (c.preempts ?? []).map((h) => `${h.namespace}/${h.name}/${h.uid ?? ''}`).sort(),
+        ]),
+      ]),
+    )
+  );
 }
 
 /**
