@@ -340,7 +340,10 @@ const record = (
 
 function reasonOf(inc: Increment, plan: ScaleOutPlan): string {
   const waiting = plan.deferred.length > 0 ? `; ${plan.deferred.length} more pod(s) wait on pool limits` : '';
-  return `${inc.why}: ${inc.pods.slice(0, 10).join(', ')}${inc.pods.length > 10 ? ` and ${inc.pods.length - 10} more` : ''}${waiting}`;
+  return (
+    `${inc.why}: ${inc.pods.slice(0, 10).join(', ')}` +
+    `${inc.pods.length > 10 ? ` and ${inc.pods.length - 10} more` : ''}${waiting}`
+  );
 }
 
 export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutcome> {
@@ -611,10 +614,12 @@ async function scaleIn(
     if (left.length === 0) drained.push(l);
     else if (now - l.since >= policy.drainTimeoutMinutes * 60_000) {
       await deps.nodes.uncordon(l.node);
-      const text = `${l.node} still runs ${left.length} pod(s) after ${policy.drainTimeoutMinutes} min of draining (${left
-        .slice(0, 5)
-        .map((p) => `${p.namespace}/${p.name}`)
-        .join(', ')}; disruption budgets?): kept, uncordoned`;
+      const text =
+        `${l.node} still runs ${left.length} pod(s) after ${policy.drainTimeoutMinutes} min of draining ` +
+        `(${left
+          .slice(0, 5)
+          .map((p) => `${p.namespace}/${p.name}`)
+          .join(', ')}; disruption budgets?): kept, uncordoned`;
       await flush(
         deps,
         pool.id,
