@@ -267,7 +267,11 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       cleanups.push(withEnv(cloud.env));
       progress(
         `  Alibaba Cloud simulator ` +
-          `at ${cloud.sim.url}: ${scenario.cloudFile.pools.map((p) => `${p.name} ${cloud.sim.cloud.members(p.id).length}`).join(', ')}${scenario.autoscaleFile ? `; autoscaler manages ${Object.keys(scenario.autoscaleFile.policy.pools).join(', ') || 'no pool'}` : ''}`,
+          `at ${cloud.sim.url}: ` +
+          scenario.cloudFile.pools.map((p) => `${p.name} ${cloud.sim.cloud.members(p.id).length}`).join(', ') +
+          (scenario.autoscaleFile
+            ? '; autoscaler manages ' + (Object.keys(scenario.autoscaleFile.policy.pools).join(', ') || 'no pool')
+            : ''),
       );
     }
 
@@ -360,7 +364,8 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           // mig-manager applied a config to the node's GPUs: its agent's NVML lists what it left
           // from now on, even when the layout did not change (instances a reset destroyed return).
           const applied = (n: Node | undefined) =>
-            `${n?.metadata.annotations?.[SIM_GPU_LAYOUT_ANNOTATION]}|${n?.metadata.annotations?.[SIM_MIG_APPLIED_ANNOTATION]}`;
+            `${n?.metadata.annotations?.[SIM_GPU_LAYOUT_ANNOTATION]}|` +
+            `${n?.metadata.annotations?.[SIM_MIG_APPLIED_ANNOTATION]}`;
           if (applied(e.previous as Node | undefined) !== applied(e.object as Node)) {
             const name = e.object.metadata.name;
             files.get(name)!.tracker.relayout(gpuSpecsOf(e.object as Node), nodeDir(work, name).migPath);
@@ -610,11 +615,11 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           who: 'scenario',
           kind: 'note',
           what: '',
-          text: `create ${n} pod${n === 1 ? '' : 's'} ${s.pods.namespace}/${s.pods.name}${n > 1 ? '-*' : ''} requesting ${Object.keys(
-            s.pods.requests,
-          )
-            .filter((k) => k.includes('/'))
-            .join(', ')}${s.note ? ` — ${s.note}` : ''}`,
+          text:
+            `create ${n} pod${n === 1 ? '' : 's'} ${s.pods.namespace}/${s.pods.name}${n > 1 ? '-*' : ''} ` +
+            `requesting ${Object.keys(s.pods.requests)
+              .filter((k) => k.includes('/'))
+              .join(', ')}${s.note ? ` — ${s.note}` : ''}`,
         });
         const r = await kube.createPods(s.pods);
         for (const x of r.refused) {
@@ -687,7 +692,8 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           what: '',
           text:
             `${n} pod${n === 1 ? '' : 's'} pending ` +
-            `on ${resource}${gapNotice(resource, functions, Object.keys(scenario.autoscaleFile?.policy.pools ?? {}).length)}`,
+            `on ${resource}` +
+            `${gapNotice(resource, functions, Object.keys(scenario.autoscaleFile?.policy.pools ?? {}).length)}`,
         });
     };
 

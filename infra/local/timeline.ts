@@ -141,7 +141,8 @@ function utilizationText(d: Record<string, unknown>): string {
     ];
     parts.push(
       `utilization not ` +
-        `reported${who}${instances.length ? ' (MIG on: NVML has none per GPU or instance)' : ''}${facts.length ? `; ${facts.join(', ')}` : ''}`,
+        `reported${who}${instances.length ? ' (MIG on: NVML has none per GPU or instance)' : ''}` +
+        `${facts.length ? `; ${facts.join(', ')}` : ''}`,
     );
   }
   return `${head}${parts.length ? `, ${parts.join('; ')}` : ''}`;
@@ -208,7 +209,7 @@ export function eventEntry(atMs: number, e: EventEnvelope, podName: PodName): Ti
     case 'Quota Rewritten': {
       const changes = (d.changes as { resource: string; from: string | null; to: string | null }[] | undefined) ?? [];
       const text = `${String(d.namespace)}: ${changes
-        .map((c) => `${c.resource} ${c.from ?? 'unset'} ` + `→ ${c.to ?? 'unset'}`)
+        .map((c) => `${c.resource} ${c.from ?? 'unset'} → ${c.to ?? 'unset'}`)
         .join(', ')}${d.dryRun ? ' [dry run]' : ''}`;
       return {
         atMs,
@@ -222,7 +223,11 @@ export function eventEntry(atMs: number, e: EventEnvelope, podName: PodName): Ti
     case 'Node Labels Changed': {
       const changes = (d.changes as { key: string; from: string | null; to: string | null }[] | undefined) ?? [];
       const left = (d.leftAlone as { key: string; value: string | null }[] | undefined) ?? [];
-      const text = `${String(d.node)}: ${changes.map((c) => `${c.key} ${c.from ?? 'unset'} → ${c.to ?? 'unset'}`).join(', ')}${left.length ? `; left alone: ${left.map((l) => `${l.key}=${l.value ?? 'unset'}`).join(', ')}` : ''}${d.dryRun ? ' [dry run]' : ''}`;
+      const text =
+        `${String(d.node)}: ` +
+        `${changes.map((c) => `${c.key} ${c.from ?? 'unset'} → ${c.to ?? 'unset'}`).join(', ')}` +
+        `${left.length ? `; left alone: ${left.map((l) => `${l.key}=${l.value ?? 'unset'}`).join(', ')}` : ''}` +
+        `${d.dryRun ? ' [dry run]' : ''}`;
       return {
         atMs,
         who: 'label-nodes',

@@ -26,8 +26,10 @@ export interface PutEventsServer {
 /** The largest body read before refusing; AWS's own limit is the 256 KB of entry content. */
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
-const AUTH_RE =
-  /^AWS4-HMAC-SHA256 Credential=([^/,\s]+)\/(\d{8})\/([a-z0-9-]+)\/([a-z0-9-]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/;
+const AUTH_RE = new RegExp(
+  /^AWS4-HMAC-SHA256 Credential=([^/,\s]+)\/(\d{8})\/([a-z0-9-]+)\/([a-z0-9-]+)\/aws4_request/.source +
+    /, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/.source,
+);
 
 const STATUS_CODES: Record<number, string> = {
   500: 'InternalFailure',
