@@ -108,7 +108,9 @@ function text(e: ReturnType<typeof explain>): string[] {
       `  sub-code: ${e.subcode.decoded} → ${e.subcode.verdict === 'observe' ? 'observe' : 'reset'} (${e.subcode.why})`,
     );
   lines.push(
-    `  gpu-reflex: ${chain(e.gpuReflex)}${e.gpuReflex.escalateOnRepeat ? ', escalating on repeats across workloads' : ''}${e.gpuReflex.notify ? ', a person is told' : ''}`,
+    `  gpu-reflex: ${chain(e.gpuReflex)}` +
+      `${e.gpuReflex.escalateOnRepeat ? ', escalating on repeats across workloads' : ''}` +
+      `${e.gpuReflex.notify ? ', a person is told' : ''}`,
   );
   lines.push(`  why: ${e.gpuReflex.recommendation}`);
   return lines;

@@ -82,7 +82,7 @@ export function createXidScanCommand(deps: XidScanDeps = {}): Command {
         io.err(
           `gpu-reflex xid scan: cannot ` +
             `read ${file}: ${errnoPhrase(e) ?? e.message}${
-              e.code === 'EACCES' ? ' (reading /dev/kmsg needs root or ' + 'CAP_SYSLOG)' : ''
+              e.code === 'EACCES' ? ' (reading /dev/kmsg needs root or CAP_SYSLOG)' : ''
             }`,
         );
         return 1;

@@ -45,8 +45,11 @@ export interface KernelXid {
  * the pattern on purpose: `(.*)$` made the engine rescan the whole tail from every `NVRM: Xid (`
  * when the tail held a line terminator, quadratic on long lines (see firstXidMatch).
  */
-const XID_HEAD =
-  /NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{1,8}:[0-9a-fA-F]{1,2}:[0-9a-fA-F]{1,2}(?:\.[0-7])?)((?:\s+GPU-C?I:\s*[0-9a-fA-F]+)*)\):\s*(\d{1,6})\b,?\s*/g;
+const XID_HEAD = new RegExp(
+  /NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{1,8}:[0-9a-fA-F]{1,2}:[0-9a-fA-F]{1,2}(?:\.[0-7])?)/.source +
+    /((?:\s+GPU-C?I:\s*[0-9a-fA-F]+)*)\):\s*(\d{1,6})\b,?\s*/.source,
+  'g',
+);
 /** What `.` in a regex does not match: the driver's text runs to the end of the line without one. */
 const LINE_TERMINATOR = /[\n\r\u2028\u2029]/g;
 const GPU_INSTANCE = /GPU-I:\s*([0-9a-fA-F]+)/;
