@@ -94,7 +94,10 @@ export const benchCommand: Command = {
       const rows = await suite.run((line) => io.err(`  … ${line}`));
       for (const r of rows) {
         io.out(
-          `  ${r.metric.padEnd(44)} ${String(Math.round(r.value * 100) / 100).padStart(10)} ${r.unit.padEnd(10)} ${r.target ? `target ${r.target}` : ''} ${r.ok === false ? 'MISSED' : ''}`.trimEnd(),
+          (
+            `  ${r.metric.padEnd(44)} ${String(Math.round(r.value * 100) / 100).padStart(10)} ${r.unit.padEnd(10)} ` +
+            `${r.target ? `target ${r.target}` : ''} ${r.ok === false ? 'MISSED' : ''}`
+          ).trimEnd(),
         );
         if (r.ok === false) missed++;
       }

@@ -43,9 +43,10 @@ function runChild(spec: RunSpec, progress: (l: string) => void): Promise<RunResu
       for (const line of chunk.split('\n'))
         if (
           line.trim() &&
-          !/AWS SDK|node >=22|upgrade to node|a\.co\/|trace-warnings|^\s*$|security updates|versions published|socket usage|node-configuring-maxsockets/.test(
-            line,
-          )
+          !new RegExp(
+            /AWS SDK|node >=22|upgrade to node|a\.co\/|trace-warnings|^\s*$|security updates/.source +
+              /|versions published|socket usage|node-configuring-maxsockets/.source,
+          ).test(line)
         )
           progress(line.trim());
     });
