@@ -165,7 +165,9 @@ export function render(catalogText: string, decodeText: string): { catalog: stri
       const r0 = rows[0]!;
       return (
         `  [${r0.xid}, ${s(r0.unit)}, ${s(r0.intrinfoV1)}, ${s(r0.intrinfoV2)}, ` +
-        `[${rows.map((r) => `[0x${r.errorStatus.toString(16)}, ${s(r.resolution)}, ${s(r.investigatory)}, ${s(r.severity)}]`).join(', ')}]],`
+        `[${rows
+          .map((r) => `[0x${r.errorStatus.toString(16)}, ${s(r.resolution)}, ${s(r.investigatory)}, ${s(r.severity)}]`)
+          .join(', ')}]],`
       );
     }),
     '];',
