@@ -79,7 +79,15 @@ export function loadFunctionsConfig(env: NodeJS.ProcessEnv = process.env): Funct
   if (c.GPU_REFLEX_KUBECONFIG_EKS && (!c.GPU_REFLEX_EKS_ENDPOINT || !c.GPU_REFLEX_EKS_CA_DATA))
     throw new ConfigError(
       `bad configuration: GPU_REFLEX_KUBECONFIG_EKS ` +
-        `needs ${[c.GPU_REFLEX_EKS_ENDPOINT ? '' : 'GPU_REFLEX_EKS_ENDPOINT', c.GPU_REFLEX_EKS_CA_DATA ? '' : 'GPU_REFLEX_EKS_CA_DATA'].filter(Boolean).join(' and ')} (aws eks describe-cluster --name ${c.GPU_REFLEX_KUBECONFIG_EKS} --query 'cluster.[endpoint,certificateAuthority.data]')`,
+        'needs ' +
+        [
+          c.GPU_REFLEX_EKS_ENDPOINT ? '' : 'GPU_REFLEX_EKS_ENDPOINT',
+          c.GPU_REFLEX_EKS_CA_DATA ? '' : 'GPU_REFLEX_EKS_CA_DATA',
+        ]
+          .filter(Boolean)
+          .join(' and ') +
+        ` (aws eks describe-cluster --name ${c.GPU_REFLEX_KUBECONFIG_EKS} ` +
+        `--query 'cluster.[endpoint,certificateAuthority.data]')`,
     );
   if (c.CHAT_WEBHOOK_URL && !c.CHAT_PLATFORM)
     throw new ConfigError('bad configuration: CHAT_WEBHOOK_URL needs CHAT_PLATFORM (slack, dingtalk or feishu)');

@@ -202,7 +202,9 @@ export const quotaRollbackCommand: Command = {
       for (const x of r.restored) {
         const keys = [...new Set([...Object.keys(x.from), ...Object.keys(x.to)])].sort();
         io.out(
-          `${dry ? 'would roll back' : 'rolled back'} ${x.namespace}: ${keys.map((k) => `${k} ${x.from[k] ?? 'unset'} → ${x.to[k] ?? 'unset'}`).join(', ') || 'no values'}${hold > 0 ? `; held from rewrites for ${hold} min` : ''}`,
+          `${dry ? 'would roll back' : 'rolled back'} ${x.namespace}: ` +
+            `${keys.map((k) => `${k} ${x.from[k] ?? 'unset'} → ${x.to[k] ?? 'unset'}`).join(', ') || 'no values'}` +
+            `${hold > 0 ? `; held from rewrites for ${hold} min` : ''}`,
         );
       }
       for (const s of r.skipped) io.out(`skipped ${s.namespace}: ${s.why}`);

@@ -22,25 +22,28 @@ export function nodeAndPodContracts(harness: () => KubeHarness): void {
       expect(names).toEqual(['c-gpu-a']);
     });
 
-    it("listMetadata filters by label selector and returns each node's name, labels and annotations as list does", async () => {
-      await h.seedNode({ name: 'c-meta-a', labels: { 'c-meta': 'gpu' } });
-      await h.nodes.setAnnotations('c-meta-a', { 'c-note': 'x' });
-      await h.seedNode({ name: 'c-meta-b', labels: { 'c-meta': 'cpu' } });
-      const meta = await h.nodes.listMetadata('c-meta=gpu');
-      expect(meta).toEqual([
-        {
-          name: 'c-meta-a',
-          labels: expect.objectContaining({ 'c-meta': 'gpu' }),
-          annotations: expect.objectContaining({ 'c-note': 'x' }),
-        },
-      ]);
-      const full = (await h.nodes.list('c-meta=gpu')).map((n) => ({
-        name: n.name,
-        labels: n.labels,
-        annotations: n.annotations,
-      }));
-      expect(meta).toEqual(full);
-    });
+    it(
+      "listMetadata filters by label selector and returns each node's name, labels and " + 'annotations as list does',
+      async () => {
+        await h.seedNode({ name: 'c-meta-a', labels: { 'c-meta': 'gpu' } });
+        await h.nodes.setAnnotations('c-meta-a', { 'c-note': 'x' });
+        await h.seedNode({ name: 'c-meta-b', labels: { 'c-meta': 'cpu' } });
+        const meta = await h.nodes.listMetadata('c-meta=gpu');
+        expect(meta).toEqual([
+          {
+            name: 'c-meta-a',
+            labels: expect.objectContaining({ 'c-meta': 'gpu' }),
+            annotations: expect.objectContaining({ 'c-note': 'x' }),
+          },
+        ]);
+        const full = (await h.nodes.list('c-meta=gpu')).map((n) => ({
+          name: n.name,
+          labels: n.labels,
+          annotations: n.annotations,
+        }));
+        expect(meta).toEqual(full);
+      },
+    );
 
     it('cordon and uncordon are idempotent and report whether they changed the node', async () => {
       await h.seedNode({ name: 'c-n1' });
