@@ -7,11 +7,11 @@
  *
  *   pendingSeconds: 60        # a pod counts as demand once it has waited this long
  *   cooldownMinutes: 3        # after a pool grew, wait this long before growing it again
- *   reserve: { cpu: 0.5, memoryGiB: 1 }   # kept back from an instance type's size when the pool has no node to read
- *   allocatable from
+ *   # kept back from an instance type's size when the pool has no node to read allocatable from:
+ *   reserve: { cpu: 0.5, memoryGiB: 1 }
  *   scaleIn: { idleMinutes: 10, drainTimeoutMinutes: 30 }   # give back nodes that ran no GPU pod this long
- *   approval: { aboveHourlyCost: 100, ttlMinutes: 30 }      # a scale-out adding more than this per hour waits for
- *   "approve ID" in chat
+ *   # a scale-out adding more than this per hour waits for "approve ID" in chat:
+ *   approval: { aboveHourlyCost: 100, ttlMinutes: 30 }
  *   pools:
  *     np-t4-inference: { min: 0, max: 10, maxStep: 4 }
  *     np-a10-shared:                          # nodes run NVIDIA time-slicing: 4 pods per GPU

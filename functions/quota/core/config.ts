@@ -13,8 +13,8 @@
  *   buffer: { nvidia.com/gpu: 8 }  # kept back from what is shared out
  *   limitRange: { default: { nvidia.com/gpu: 1 }, max: { nvidia.com/gpu: 8 } }
  *   teams:
- *     - { name: ml, namespaces: [ml-train, ml-infer], weight: 4, guarantee: { nvidia.com/gpu: 16 }, max: {
- *     nvidia.com/gpu: 32 } }
+ *     - { name: ml, namespaces: [ml-train, ml-infer], weight: 4, guarantee: { nvidia.com/gpu: 16 },
+ *         max: { nvidia.com/gpu: 32 } }
  *
  * MIG profiles from GPU-equivalents (opt-in, per group of profiles): a team states its share of
  * the group in GPUs under the group's name, and gpu-reflex derives its per-profile quotas:
