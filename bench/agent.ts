@@ -40,12 +40,16 @@ interface RunResult {
   delivered: number;
   exitCode: number | null;
   shutdownMs: number;
-  /** Distinct GPU XID Error events on the bus (by eventId), and the XIDs they stand for (their `count`, 1 when absent). */
+  /**
+   * Distinct GPU XID Error events on the bus (by eventId), and the XIDs they stand for (their `count`, 1 when absent).
+   */
   xidEvents: number;
   xidsCarried: number;
 }
 
-/** What one run injects: `count` XIDs, one per `intervalMs`; `env` adds to the agent's (BENCH_XID_LIST, BENCH_XID_GPUS). */
+/**
+ * What one run injects: `count` XIDs, one per `intervalMs`; `env` adds to the agent's (BENCH_XID_LIST, BENCH_XID_GPUS).
+ */
 export interface XidPhase {
   count: number;
   intervalMs: number;

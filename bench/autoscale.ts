@@ -27,7 +27,9 @@ const MODELS = [
   { model: 'P100', perGpu: 12 },
 ];
 
-/** 50 pools: 10 GPU models × 1, 2, 4, 8 GPUs per node and a GPU-sharing variant; bigger nodes a little cheaper per GPU. */
+/**
+ * 50 pools: 10 GPU models × 1, 2, 4, 8 GPUs per node and a GPU-sharing variant; bigger nodes a little cheaper per GPU.
+ */
 export function benchPools(): PoolState[] {
   const pools: PoolState[] = [];
   MODELS.forEach(({ model, perGpu }, m) => {
@@ -131,7 +133,8 @@ function smallFleets(count: number, seed = 11): { pools: PoolState[]; pods: Pend
 export const autoscaleSuite: BenchSuite = {
   name: 'autoscale',
   summary:
-    'scale-out planner: 10,000 pending pods × 50 pools decision time; cost against cluster-autoscaler-style expanders and the exact optimum',
+    'scale-out planner: 10,000 pending pods × 50 pools decision time; cost against cluster-autoscaler-style ' +
+    'expanders and the exact optimum',
   async run(progress) {
     const rows: Measurement[] = [];
     const pools = benchPools();

@@ -26,17 +26,20 @@ export const SUITES: Record<string, { summary: string; load: () => Promise<Bench
   },
   autoscale: {
     summary:
-      'scale-out planner: 10,000 pending pods × 50 pools, cost against cluster-autoscaler-style expanders and the exact optimum',
+      'scale-out planner: 10,000 pending pods × 50 pools, cost against cluster-autoscaler-style expanders and the ' +
+      'exact optimum',
     load: async () => (await import('./autoscale.ts')).autoscaleSuite,
   },
   quota: {
     summary:
-      'quota planner: 500 namespaces × 6 resources plan time; demand served and idle quota beside a static weight split',
+      'quota planner: 500 namespaces × 6 resources plan time; demand served and idle quota beside a static ' +
+      'weight split',
     load: async () => (await import('./quota.ts')).quotaSuite,
   },
   mig: {
     summary:
-      'MIG planner: 1,000 nodes × 8 GPUs solve time; satisfied demand against the exact optimum; beside a nos-style greedy',
+      'MIG planner: 1,000 nodes × 8 GPUs solve time; satisfied demand against the exact optimum; beside a ' +
+      'nos-style greedy',
     load: async () => (await import('./mig.ts')).migSuite,
   },
   deploy: {
@@ -46,7 +49,8 @@ export const SUITES: Record<string, { summary: string; load: () => Promise<Bench
   },
   noise: {
     summary:
-      'a GB200-size flood of application-class XIDs through agents, bus and functions in virtual time: nothing fenced or cordoned',
+      'a GB200-size flood of application-class XIDs through agents, bus and functions in virtual time: nothing ' +
+      'fenced or cordoned',
     load: async () => (await import('./noise.ts')).noiseSuite,
   },
   xid: {
@@ -58,7 +62,8 @@ export const SUITES: Record<string, { summary: string; load: () => Promise<Bench
 export const benchCommand: Command = {
   path: ['bench'],
   summary:
-    'run the benchmarks (agent, publisher, remediation, bus, noise, xid, autoscale, quota, mig, deploy) and print their numbers',
+    'run the benchmarks (agent, publisher, remediation, bus, noise, xid, autoscale, quota, mig, deploy) and print ' +
+    'their numbers',
   help: [
     'Usage: gpu-reflex bench [SUITE...] [--record FILE]',
     '',
@@ -89,7 +94,10 @@ export const benchCommand: Command = {
       const rows = await suite.run((line) => io.err(`  … ${line}`));
       for (const r of rows) {
         io.out(
-          `  ${r.metric.padEnd(44)} ${String(Math.round(r.value * 100) / 100).padStart(10)} ${r.unit.padEnd(10)} ${r.target ? `target ${r.target}` : ''} ${r.ok === false ? 'MISSED' : ''}`.trimEnd(),
+          (
+            `  ${r.metric.padEnd(44)} ${String(Math.round(r.value * 100) / 100).padStart(10)} ${r.unit.padEnd(10)} ` +
+            `${r.target ? `target ${r.target}` : ''} ${r.ok === false ? 'MISSED' : ''}`
+          ).trimEnd(),
         );
         if (r.ok === false) missed++;
       }

@@ -79,7 +79,10 @@ function chatStatus(): unknown {
   };
 }
 
-/** The event each function's first invocation handles: its example from events/catalog, on a node of the example fleet; a schedule tick for the scheduled ones. */
+/**
+ * The event each function's first invocation handles: its example from events/catalog, on a node of the example fleet;
+ * a schedule tick for the scheduled ones.
+ */
 function firstEvent(fn: string): unknown {
   const onNode = (name: string, extra: Record<string, unknown> = {}) => {
     const e = example(name);
@@ -101,7 +104,10 @@ function firstEvent(fn: string): unknown {
   }
 }
 
-/** What a handled event answers: `done` (or already done), HTTP 200 for chat. Anything else makes the timing meaningless. */
+/**
+ * What a handled event answers: `done` (or already done), HTTP 200 for chat. Anything else makes the timing
+ * meaningless.
+ */
 function handled(outcome: unknown): boolean {
   const o = outcome as { status?: string; statusCode?: number; FailedEntryCount?: number };
   return o.status === 'done' || o.status === 'already-done' || o.statusCode === 200 || o.FailedEntryCount === 0;

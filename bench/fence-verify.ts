@@ -53,7 +53,9 @@ export function scenarioText(s: FenceVerifySpec): {
     '  nodes:',
     ...nodes.map(
       (node) =>
-        `    - { name: ${node}, count: 1, labels: { nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3, nvidia.com/gpu.count: "${s.gpusPerNode}", gpu-reflex.io/pool: ${node} }, allocatable: { cpu: "32", memory: 256Gi, nvidia.com/gpu: ${s.gpusPerNode} } }`,
+        `    - { name: ${node}, count: 1, labels: { nvidia.com/gpu.product: NVIDIA-H100-80GB-HBM3, ` +
+        `nvidia.com/gpu.count: "${s.gpusPerNode}", gpu-reflex.io/pool: ${node} }, allocatable: { cpu: "32", ` +
+        `memory: 256Gi, nvidia.com/gpu: ${s.gpusPerNode} } }`,
     ),
     '  namespaces: [{ name: ml }, { name: gpu-reflex }]',
     'timeline:',

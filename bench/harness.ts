@@ -23,7 +23,10 @@ export interface BenchSuite {
 
 export function machine(): string {
   const c = cpus();
-  return `${c.length} × ${c[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, Node ${process.version}, ${process.platform}/${process.arch}`;
+  return (
+    `${c.length} × ${c[0]?.model.trim() ?? 'unknown CPU'}, ${(totalmem() / 2 ** 30).toFixed(0)} GiB, ` +
+    `Node ${process.version}, ${process.platform}/${process.arch}`
+  );
 }
 
 /** Percentile (nearest-rank) of a list of numbers; NaN for an empty list. */
@@ -61,7 +64,8 @@ export function markdown(suite: string, rows: readonly Measurement[], when: Date
     '| --- | --- | --- | --- |',
     ...rows.map(
       (r) =>
-        `| ${r.metric} | ${fmt(r.value)} ${r.unit} | ${r.target ?? ''} | ${r.ok === undefined ? '' : r.ok ? 'yes' : '**no**'} |`,
+        `| ${r.metric} | ${fmt(r.value)} ${r.unit} | ${r.target ?? ''} ` +
+        `| ${r.ok === undefined ? '' : r.ok ? 'yes' : '**no**'} |`,
     ),
     '',
   ].join('\n');

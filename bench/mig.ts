@@ -91,7 +91,8 @@ function timed<T>(f: () => T): [T, number] {
 export const migSuite: BenchSuite = {
   name: 'mig',
   summary:
-    'MIG planner: 1,000 nodes × 8 GPUs solve time; satisfied demand against the exact optimum; beside a nos-style greedy',
+    'MIG planner: 1,000 nodes × 8 GPUs solve time; satisfied demand against the exact optimum; beside a ' +
+    'nos-style greedy',
   async run(progress) {
     const rows: Measurement[] = [];
     const seed = 5;
@@ -106,7 +107,8 @@ export const migSuite: BenchSuite = {
         info(
           'pods satisfied before → after',
           big.satisfiedAfter,
-          `(from ${big.satisfiedBefore}; ${big.changes} GPUs changed; a replan of the applied state changes ${big.replanned})`,
+          `(from ${big.satisfiedBefore}; ${big.changes} GPUs changed; a replan of the applied state ` +
+            `changes ${big.replanned})`,
         ),
       );
     } else {
@@ -139,13 +141,15 @@ export const migSuite: BenchSuite = {
         info(
           `  ${heavyPods.toLocaleString('en-US')} pods: satisfied before → after`,
           heavy.satisfiedAfter,
-          `(from ${heavy.satisfiedBefore}; ${heavy.changes} GPUs changed; a replan of the applied state changes ${heavy.replanned})`,
+          `(from ${heavy.satisfiedBefore}; ${heavy.changes} GPUs changed; a replan of the applied state ` +
+            `changes ${heavy.replanned})`,
         ),
       );
     } else
       rows.push(
         info(
-          `solve time, 1,000 × 8, ${heavyPods.toLocaleString('en-US')} pending pods (stopped at ${DEADLINE_MS / 1000} s)`,
+          `solve time, 1,000 × 8, ${heavyPods.toLocaleString('en-US')} pending pods (stopped ` +
+            `at ${DEADLINE_MS / 1000} s)`,
           DEADLINE_MS,
           'ms (more)',
         ),
@@ -160,7 +164,8 @@ export const migSuite: BenchSuite = {
         info(
           `  preemption on: satisfied before → after`,
           preempting.satisfiedAfter,
-          `(from ${preempting.satisfiedBefore}; ${preempting.changes} GPUs changed; a replan of the applied state changes ${preempting.replanned})`,
+          `(from ${preempting.satisfiedBefore}; ${preempting.changes} GPUs changed; a replan of the applied state ` +
+            `changes ${preempting.replanned})`,
         ),
       );
     } else

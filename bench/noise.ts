@@ -34,7 +34,10 @@ const GPUS = 4;
 const HOURS = Number(process.env.NOISE_HOURS ?? 3);
 /** The mock NVML library takes at most 256 faults per node (infra/local/mock-nvml/src/scenario.c). */
 const MOCK_MAX_FAULTS = 256;
-/** Virtual step: the stack's 100 ms. Coarser steps let an agent fall behind on a burst (one NVML event a wait, one wait a step), past the 10 s pairing of NVML and kernel-log sightings. */
+/**
+ * Virtual step: the stack's 100 ms. Coarser steps let an agent fall behind on a burst (one NVML event a wait, one wait
+ * a step), past the 10 s pairing of NVML and kernel-log sightings.
+ */
 const STEP_MS = 100;
 const XID45_PER_HOUR = 168_924 / 48;
 const BURST = 30;
@@ -124,7 +127,8 @@ const WORKLOAD_ONLY = new Set(['observe', 'restart-workload']);
 export const noiseSuite: BenchSuite = {
   name: 'noise',
   summary:
-    'a GB200-size flood of application-class XIDs through agents, bus and functions in virtual time: nothing fenced or cordoned',
+    'a GB200-size flood of application-class XIDs through agents, bus and functions in virtual time: nothing fenced ' +
+    'or cordoned',
   async run(progress) {
     const steps = noiseFlood(HOURS);
     const scenario = parseScenario(scenarioText(steps, HOURS), 'bench/noise.ts');

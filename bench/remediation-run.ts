@@ -256,7 +256,8 @@ export async function runRemediationBench(spec: RunSpec, progress: (l: string) =
     const kubeconfig = join(dir, 'kubeconfig');
     const ready = await sim.request({ type: 'start', spec, kubeconfig }, 'ready');
     progress(
-      `stack up: ${ready.nodes} nodes, ${ready.pods} pods in ${ready.setupSeconds.toFixed(1)} s (simulated API server in its own process, pid ${sim.child.pid})`,
+      `stack up: ${ready.nodes} nodes, ${ready.pods} pods in ${ready.setupSeconds.toFixed(1)} s (simulated API ` +
+        `server in its own process, pid ${sim.child.pid})`,
     );
     const stack = await startFunctionsStack({ kubeconfig, policy: policyFor(spec), concurrency: spec.concurrency });
     try {

@@ -43,9 +43,10 @@ function runChild(spec: RunSpec, progress: (l: string) => void): Promise<RunResu
       for (const line of chunk.split('\n'))
         if (
           line.trim() &&
-          !/AWS SDK|node >=22|upgrade to node|a\.co\/|trace-warnings|^\s*$|security updates|versions published|socket usage|node-configuring-maxsockets/.test(
-            line,
-          )
+          !new RegExp(
+            /AWS SDK|node >=22|upgrade to node|a\.co\/|trace-warnings|^\s*$|security updates/.source +
+              /|versions published|socket usage|node-configuring-maxsockets/.source,
+          ).test(line)
         )
           progress(line.trim());
     });
@@ -126,7 +127,8 @@ function stormRows(label: string, r: RunResult, targets: { p99s: number }): Meas
 export const remediationSuite: BenchSuite = {
   name: 'remediation',
   summary:
-    'XID → node unschedulable through bus + remediate handler + simulated cluster; storms at 1,500 and 10,000 nodes; XID → fence verified (agent processes)',
+    'XID → node unschedulable through bus + remediate handler + simulated cluster; storms at 1,500 and 10,000 nodes; ' +
+    'XID → fence verified (agent processes)',
   async run(progress) {
     progress('run 1: 1,500-node fleet, single XIDs, then 150 nodes fail');
     const small = await runChild(SMALL, progress);

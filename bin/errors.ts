@@ -104,7 +104,10 @@ function isZodError(err: unknown): err is Error & { issues: Issue[] } {
 export function issuesLine(issues: readonly Issue[], prefix: readonly string[] = []): string {
   const [first, ...more] = issues;
   const path = [...prefix, ...(first?.path ?? []).map(String)];
-  return `${path.length > 0 ? `${path.join('.')}: ` : ''}${first?.message ?? 'invalid'}${more.length > 0 ? ` (and ${more.length} more)` : ''}`;
+  return (
+    `${path.length > 0 ? `${path.join('.')}: ` : ''}${first?.message ?? 'invalid'}` +
+    `${more.length > 0 ? ` (and ${more.length} more)` : ''}`
+  );
 }
 
 /**

@@ -243,7 +243,8 @@ export async function main(
       }
       const what = argv[1] === undefined ? 'name a command' : `unknown command "${argv.slice(1).join(' ')}"`;
       io.err(
-        `gpu-reflex ${first}: ${what}; choose one of: ${group.map((c) => c.path.slice(1).join(' ')).join(', ')} (see gpu-reflex ${first} --help)`,
+        `gpu-reflex ${first}: ${what}; choose one of: ${group.map((c) => c.path.slice(1).join(' ')).join(', ')} (see ` +
+          `gpu-reflex ${first} --help)`,
       );
       return 2;
     }

@@ -60,6 +60,8 @@ export function readMigInventory(annotations: Readonly<Record<string, string>>):
   return parsed.success
     ? { inventory: parsed.data }
     : {
-        problem: `${MIG_INVENTORY_ANNOTATION} does not match the contract (${parsed.error.issues[0]?.path.join('.') ?? ''}: ${parsed.error.issues[0]?.message ?? 'invalid'})`,
+        problem:
+          `${MIG_INVENTORY_ANNOTATION} does not match the contract ` +
+          `(${parsed.error.issues[0]?.path.join('.') ?? ''}: ${parsed.error.issues[0]?.message ?? 'invalid'})`,
       };
 }

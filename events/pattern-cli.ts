@@ -83,7 +83,8 @@ export const patternTestCommand: Command = {
     if (!event) return 1;
     if (!isJsonObject(event.value)) {
       io.err(
-        `${NAME}: --event ${values.event === '-' ? 'standard input' : `file "${values.event}"`} must hold a JSON object`,
+        `${NAME}: --event ${values.event === '-' ? 'standard input' : `file "${values.event}"`} must hold a ` +
+          `JSON object`,
       );
       return 1;
     }

@@ -114,7 +114,8 @@ class Compiler {
         this.stars.set(path, total);
         if (total > MAX_WILDCARD_STARS) {
           fail(
-            'Rule is too complex - try using fewer wildcard characters or fewer repeating character sequences after a wildcard character',
+            'Rule is too complex - try using fewer wildcard characters or fewer repeating character sequences after ' +
+              'a wildcard character',
           );
         }
       },

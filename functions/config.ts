@@ -27,7 +27,10 @@ const FunctionsEnvSchema = z.object({
     .string()
     .regex(/^[0-9A-Za-z][A-Za-z0-9\-_]{0,99}$/, 'an EKS cluster name')
     .optional(),
-  /** With GPU_REFLEX_KUBECONFIG_EKS: the API server endpoint and its CA (DescribeCluster's `endpoint`, `certificateAuthority.data`). */
+  /**
+   * With GPU_REFLEX_KUBECONFIG_EKS: the API server endpoint and its CA (DescribeCluster's `endpoint`,
+   * `certificateAuthority.data`).
+   */
   GPU_REFLEX_EKS_ENDPOINT: z.url({ protocol: /^https?$/ }).optional(),
   GPU_REFLEX_EKS_CA_DATA: z
     .string()
@@ -69,11 +72,22 @@ export function loadFunctionsConfig(env: NodeJS.ProcessEnv = process.env): Funct
   ].filter(Boolean).length;
   if (sources !== 1)
     throw new ConfigError(
-      'bad configuration: set exactly one of KUBECONFIG, GPU_REFLEX_KUBECONFIG_TEXT, GPU_REFLEX_KUBECONFIG_PARAMETER, GPU_REFLEX_KUBECONFIG_ACK, GPU_REFLEX_KUBECONFIG_EKS, GPU_REFLEX_IN_CLUSTER=true',
+      'bad configuration: set exactly one of KUBECONFIG, GPU_REFLEX_KUBECONFIG_TEXT, ' +
+        'GPU_REFLEX_KUBECONFIG_PARAMETER, GPU_REFLEX_KUBECONFIG_ACK, GPU_REFLEX_KUBECONFIG_EKS, ' +
+        'GPU_REFLEX_IN_CLUSTER=true',
     );
   if (c.GPU_REFLEX_KUBECONFIG_EKS && (!c.GPU_REFLEX_EKS_ENDPOINT || !c.GPU_REFLEX_EKS_CA_DATA))
     throw new ConfigError(
-      `bad configuration: GPU_REFLEX_KUBECONFIG_EKS needs ${[c.GPU_REFLEX_EKS_ENDPOINT ? '' : 'GPU_REFLEX_EKS_ENDPOINT', c.GPU_REFLEX_EKS_CA_DATA ? '' : 'GPU_REFLEX_EKS_CA_DATA'].filter(Boolean).join(' and ')} (aws eks describe-cluster --name ${c.GPU_REFLEX_KUBECONFIG_EKS} --query 'cluster.[endpoint,certificateAuthority.data]')`,
+      `bad configuration: GPU_REFLEX_KUBECONFIG_EKS ` +
+        'needs ' +
+        [
+          c.GPU_REFLEX_EKS_ENDPOINT ? '' : 'GPU_REFLEX_EKS_ENDPOINT',
+          c.GPU_REFLEX_EKS_CA_DATA ? '' : 'GPU_REFLEX_EKS_CA_DATA',
+        ]
+          .filter(Boolean)
+          .join(' and ') +
+        ` (aws eks describe-cluster --name ${c.GPU_REFLEX_KUBECONFIG_EKS} ` +
+        `--query 'cluster.[endpoint,certificateAuthority.data]')`,
     );
   if (c.CHAT_WEBHOOK_URL && !c.CHAT_PLATFORM)
     throw new ConfigError('bad configuration: CHAT_WEBHOOK_URL needs CHAT_PLATFORM (slack, dingtalk or feishu)');

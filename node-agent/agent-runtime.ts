@@ -107,7 +107,10 @@ export function printSink(out: (line: string) => void): EventSink {
 export function threadPoolWarning(env: Record<string, string | undefined>): string | undefined {
   const n = Number(env.UV_THREADPOOL_SIZE);
   if (env.UV_THREADPOOL_SIZE && Number.isInteger(n) && n >= 8) return undefined;
-  return `UV_THREADPOOL_SIZE is ${env.UV_THREADPOOL_SIZE ? env.UV_THREADPOOL_SIZE : 'unset (4)'}: set it to 8 or more, or NVML event waits can starve file I/O`;
+  return (
+    `UV_THREADPOOL_SIZE is ${env.UV_THREADPOOL_SIZE ? env.UV_THREADPOOL_SIZE : 'unset (4)'}: set it to 8 or ` +
+    `more, or NVML event waits can starve file I/O`
+  );
 }
 
 export async function runAgent(o: RunAgentOptions): Promise<number> {

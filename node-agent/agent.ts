@@ -409,7 +409,9 @@ export class Agent {
           condition: 'gpu-missing',
           state: 'firing',
           severity: 'critical',
-          message: `GPU ${g.index} (${g.uuid}, PCI ${g.pciBusId}) was on this node and NVML no longer lists it: ${this.source.gpus.length} GPUs now, ${memory.gpus.length} before`,
+          message:
+            `GPU ${g.index} (${g.uuid}, PCI ${g.pciBusId}) was on this node and NVML no longer lists ` +
+            `it: ${this.source.gpus.length} GPUs now, ${memory.gpus.length} before`,
           value: this.source.gpus.length,
           threshold: memory.gpus.length,
           unit: 'GPUs',
@@ -460,7 +462,9 @@ export class Agent {
           condition: 'gpu-count',
           state: 'firing',
           severity: 'critical',
-          message: `NVML lists ${seen} GPU${seen === 1 ? '' : 's'}; this node should have ${expected} (EXPECTED_GPUS): ${expected! - seen} missing since before the agent started`,
+          message:
+            `NVML lists ${seen} GPU${seen === 1 ? '' : 's'}; this node should have ${expected} ` +
+            `(EXPECTED_GPUS): ${expected! - seen} missing since before the agent started`,
           value: seen,
           threshold: expected,
           unit: 'GPUs',

@@ -130,7 +130,8 @@ export function loadAgentConfig(env: Record<string, string | undefined> = proces
   if (!parsed.success) {
     const lines = parsed.error.issues.map(
       (i) =>
-        `${String(i.path[0] ?? 'environment')}: ${i.message} (got ${JSON.stringify(cleaned[String(i.path[0])] ?? null)})`,
+        `${String(i.path[0] ?? 'environment')}: ${i.message} ` +
+        `(got ${JSON.stringify(cleaned[String(i.path[0])] ?? null)})`,
     );
     throw new ConfigError(`invalid node-agent environment:\n  ${lines.join('\n  ')}`);
   }

@@ -179,7 +179,9 @@ export function inventoryEvent(node: string, at: number, inv: Inventory): Outgoi
   return outgoing(GPU_INVENTORY, detail, at, 'normal');
 }
 
-/** `GPU Action Result`: the actuator answered a GPU action the functions asked for (critical: a restore waits on it). */
+/**
+ * `GPU Action Result`: the actuator answered a GPU action the functions asked for (critical: a restore waits on it).
+ */
 export function gpuActionResultEvent(detail: GpuActionResultDetail): OutgoingEvent {
   return outgoing(GPU_ACTION_RESULT, detail, Date.parse(detail.observedAt), 'critical');
 }

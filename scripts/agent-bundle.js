@@ -28,7 +28,9 @@ export function agentBuildOptions(root, outdir) {
     legalComments: 'none',
     // The AWS SDK's and client-node's CommonJS parts call require(): every chunk is a module of its own.
     banner: {
-      js: "import { createRequire as __gr_createRequire } from 'module'; const require = __gr_createRequire(import.meta.url);",
+      js:
+        "import { createRequire as __gr_createRequire } from 'module'; const require = " +
+        '__gr_createRequire(import.meta.url);',
     },
     logLevel: 'warning',
   };

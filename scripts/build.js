@@ -65,7 +65,8 @@ const functionPlugins = [
   shim(
     'jsonpath-plus',
     /^jsonpath-plus$/,
-    "export const JSONPath = () => { throw new Error('jsonpath-plus is left out of the bundle (scripts/build.js): a gcp/azure auth-provider kubeconfig is not supported; use exec credentials'); };",
+    "export const JSONPath = () => { throw new Error('jsonpath-plus is left out of the bundle (scripts/build.js): a " +
+      "gcp/azure auth-provider kubeconfig is not supported; use exec credentials'); };",
   ),
   // zod's `z.locales` namespace holds every language's messages (0.26 MB); the functions speak English.
   {
@@ -134,7 +135,8 @@ for (const name of names) {
     `${([...paths].reduce((n, f) => n + statSync(join(root, f)).size, 0) / 1024 / 1024).toFixed(2)} MB`;
   const entryOut = relative(root, join(outdir, 'index.mjs'));
   console.log(
-    `${name.padEnd(20)} ${entryOut}  ${mb(files.map((f) => relative(root, join(outdir, f))))} in ${files.length} files, ${mb(staticallyLoaded(metafile, entryOut))} of them at import`,
+    `${name.padEnd(20)} ${entryOut}  ${mb(files.map((f) => relative(root, join(outdir, f))))} in ${files.length} ` +
+      `files, ${mb(staticallyLoaded(metafile, entryOut))} of them at import`,
   );
   const base = handler.slice(0, dot);
   await writeArtifact(
@@ -183,7 +185,8 @@ async function writeArtifact(zipPath, entries) {
     `${([...paths].reduce((n, f) => n + statSync(join(root, f)).size, 0) / 1024 / 1024).toFixed(2)} MB`;
   const entryOut = relative(root, join(outdir, 'agent.mjs'));
   console.log(
-    `${'node-agent'.padEnd(20)} ${entryOut}  ${mb(files.map((f) => relative(root, join(outdir, f))))} in ${files.length} files, ${mb(staticallyLoaded(metafile, entryOut))} of them at import`,
+    `${'node-agent'.padEnd(20)} ${entryOut}  ${mb(files.map((f) => relative(root, join(outdir, f))))} ` +
+      `in ${files.length} files, ${mb(staticallyLoaded(metafile, entryOut))} of them at import`,
   );
 }
 process.exit(failed ? 1 : 0);

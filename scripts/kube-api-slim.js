@@ -10,8 +10,10 @@ import { dirname, join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import ts from 'typescript';
 
-const FILES =
-  /[\\/]@kubernetes[\\/]client-node[\\/]dist[\\/]gen[\\/](apis[\\/][A-Za-z0-9]+Api|types[\\/](ObservableAPI|ObjectParamAPI|PromiseAPI))\.js$/;
+const FILES = new RegExp(
+  /[\\/]@kubernetes[\\/]client-node[\\/]dist[\\/]gen[\\/]/.source +
+    /(apis[\\/][A-Za-z0-9]+Api|types[\\/](ObservableAPI|ObjectParamAPI|PromiseAPI))\.js$/.source,
+);
 
 /** The API group a generated class belongs to: ObservableCoreV1Api, CoreV1ApiRequestFactory → CoreV1Api. */
 export function groupOf(className) {

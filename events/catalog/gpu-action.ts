@@ -26,7 +26,9 @@ export const GPU_ACTIONS = [
   'drain-on', // NVML drain state on (nvidia-smi drain -p <pci> -m 1): new work cannot open the GPU
   'drain-off', // NVML drain state off
   'reset', // GPU reset (nvidia-smi --gpu-reset -i <uuid>); refused while processes hold the GPU
-  'probe', // after a reset, a reboot or a person's repair: NVML answers, the GPU counted, recovery action none, no remap pending/failed, no XID, counters still
+  // after a reset, a reboot or a person's repair: NVML answers, the GPU counted, recovery action none, no remap
+  // pending/failed, no XID, counters still
+  'probe',
   'mig-cleanup', // destroy the GPU's MIG compute and GPU instances (before a reset of a MIG GPU)
 ] as const;
 export type GpuActionKind = (typeof GPU_ACTIONS)[number];
@@ -67,7 +69,10 @@ export const GpuProbeSchema = z
     eccUncorrectedDelta: count(),
     /** The XIDs the agent saw on this GPU during the probe window (none to pass). */
     xidsDuringProbe: z.array(count()).max(64),
-    /** NVML enumerates the GPU under its UUID (a GPU missing after a reboot is not counted; absent: not checked, which never passes). */
+    /**
+     * NVML enumerates the GPU under its UUID (a GPU missing after a reboot is not counted; absent: not checked, which
+     * never passes).
+     */
     counted: z.boolean().optional(),
     passed: z.boolean(),
   })

@@ -1,4 +1,7 @@
-/** `GPU Health Changed` — a threshold crossing, sent once per crossing with hysteresis (example: ./gpu-health-changed.example.json). */
+/**
+ * `GPU Health Changed` — a threshold crossing, sent once per crossing with hysteresis (example:
+ * ./gpu-health-changed.example.json).
+ */
 import { z } from 'zod';
 import { GPU_RECOVERY_ACTIONS } from '../xid.ts';
 import { agentBase, DeviceHolder, GpuRef, MigRef, PodRef } from '../common.ts';
@@ -29,7 +32,10 @@ export const HEALTH_CONDITIONS = [
   'gpu-lost',
   /** A GPU this node had that NVML no longer lists (fell off the bus before the agent started, or was removed). */
   'gpu-missing',
-  /** The node has fewer GPUs than it should (EXPECTED_GPUS, e.g. its instance type's): a node-level fact, no GPU to name. */
+  /**
+   * The node has fewer GPUs than it should (EXPECTED_GPUS, e.g. its instance type's): a node-level fact, no GPU to
+   * name.
+   */
   'gpu-count',
   'recovery-action',
   /** The agent itself cannot see (NVML hung or failing): never a hardware verdict. */

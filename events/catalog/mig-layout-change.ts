@@ -1,4 +1,6 @@
-/** `MIG Layout Change` — a node's MIG layout planned, applied, or failed (example: ./mig-layout-change.example.json). */
+/**
+ * `MIG Layout Change` — a node's MIG layout planned, applied, or failed (example: ./mig-layout-change.example.json).
+ */
 import { z } from 'zod';
 import { actorBase, count, GpuUuid, MigProfile, NodeName } from '../common.ts';
 

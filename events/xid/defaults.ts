@@ -52,7 +52,8 @@ export const BUCKET_DEFAULTS: Record<NvidiaBucket, Reflex> = {
     escalateOnRepeat: true,
     notify: false,
     recommendation:
-      'restart the workload that hit it (that one only); the same XID across different workloads on one GPU quarantines it',
+      'restart the workload that hit it (that one only); the same XID across different workloads on one GPU ' +
+      'quarantines it',
   },
   RESET_GPU: {
     fault: 'hardware',
@@ -129,7 +130,8 @@ export const BUCKET_DEFAULTS: Record<NvidiaBucket, Reflex> = {
     escalateOnRepeat: false,
     notify: false,
     recommendation:
-      'quarantine the GPU and reset it, reboot if that fails; replace only when the SRAM uncorrectable threshold is exceeded',
+      'quarantine the GPU and reset it, reboot if that fails; replace only when the SRAM uncorrectable threshold ' +
+      'is exceeded',
   },
   WORKFLOW_NVLINK_ERR: {
     fault: 'hardware',
@@ -139,7 +141,8 @@ export const BUCKET_DEFAULTS: Record<NvidiaBucket, Reflex> = {
     notify: true,
     recommendation: 'quarantine the GPU, reset it, then reboot; a person checks the links; replace if it recurs',
   },
-  // Undecoded (NVML only, or a row the sheet lacks): a Fatal line, or none, resets; a Nonfatal one is observed (policy.ts).
+  // Undecoded (NVML only, or a row the sheet lacks): a Fatal line, or none, resets; a Nonfatal one is observed
+  // (policy.ts).
   WORKFLOW_NVLINK5_ERR: {
     fault: 'hardware',
     action: 'quarantine-gpu',
@@ -147,7 +150,8 @@ export const BUCKET_DEFAULTS: Record<NvidiaBucket, Reflex> = {
     escalateOnRepeat: false,
     notify: false,
     recommendation:
-      "decode intrinfo/errorStatus per NVIDIA's NVLink5 sheet: IGNORE rows are observed, RESET_GPU rows quarantine and reset the GPU",
+      "decode intrinfo/errorStatus per NVIDIA's NVLink5 sheet: IGNORE rows are observed, RESET_GPU rows quarantine " +
+      'and reset the GPU',
   },
   XID_154: {
     fault: 'hardware',
@@ -240,7 +244,8 @@ export const CURATED: Readonly<Record<number, Curated>> = {
   159: {
     meaning: 'CHI non-data error (Grace C2C link)',
     recommendation:
-      "observe and tell a person: NVIDIA says check the host's UVM driver; usually a report sympathetic to another fault",
+      "observe and tell a person: NVIDIA says check the host's UVM driver; usually a report sympathetic to " +
+      'another fault',
   },
   160: {
     meaning: 'channel retirement event (B100/GB200)',

@@ -1,5 +1,6 @@
 /**
- * Generates `nvidia.generated.ts` and `nvidia-names.generated.ts` from the two committed tables beside it, NVIDIA's XID catalog
+ * Generates `nvidia.generated.ts` and `nvidia-names.generated.ts` from the two committed tables beside it, NVIDIA's XID
+ * catalog
  * (`nvidia-xid-catalog.tsv`) and its XID 144–150 decode sheet (`nvlink5-decode.tsv`), so the next
  * catalog NVIDIA publishes is one run away:
  *
@@ -85,7 +86,8 @@ export function parseCatalog(text: string): NvidiaXidEntry[] {
     const bucket = cells.immediate_action! === '' ? 'NONE_GIVEN' : cells.immediate_action!;
     if (!(NVIDIA_BUCKETS as readonly string[]).includes(bucket))
       throw new Error(
-        `${where}: XID ${code}: bucket "${bucket}" is new: add it to NVIDIA_BUCKETS (types.ts) and decide its default (defaults.ts)`,
+        `${where}: XID ${code}: bucket "${bucket}" is new: add it to NVIDIA_BUCKETS (types.ts) and decide its ` +
+          `default (defaults.ts)`,
       );
     return {
       code,
@@ -156,11 +158,17 @@ export function render(catalogText: string, decodeText: string): { catalog: stri
     ...catalog.map((e) => `  [${e.code}, ${s(e.description)}, ${s(e.immediate)}],`),
     '];',
     '',
-    '/** NVIDIA\'s "XID 144-150 Decode" sheet by unit: [xid, unit, intrinfo v1, intrinfo v2, [[errorStatus, resolution, investigatory, severity], …]]. */',
+    '/** NVIDIA\'s "XID 144-150 Decode" sheet by unit: [xid, unit, intrinfo v1, intrinfo v2, [[errorStatus, ' +
+      'resolution, investigatory, severity], …]]. */',
     'export const NVLINK5_UNITS: readonly UnitTuple[] = [',
     ...units.map(({ rows }) => {
       const r0 = rows[0]!;
-      return `  [${r0.xid}, ${s(r0.unit)}, ${s(r0.intrinfoV1)}, ${s(r0.intrinfoV2)}, [${rows.map((r) => `[0x${r.errorStatus.toString(16)}, ${s(r.resolution)}, ${s(r.investigatory)}, ${s(r.severity)}]`).join(', ')}]],`;
+      return (
+        `  [${r0.xid}, ${s(r0.unit)}, ${s(r0.intrinfoV1)}, ${s(r0.intrinfoV2)}, ` +
+        `[${rows
+          .map((r) => `[0x${r.errorStatus.toString(16)}, ${s(r.resolution)}, ${s(r.investigatory)}, ${s(r.severity)}]`)
+          .join(', ')}]],`
+      );
     }),
     '];',
     '',

@@ -2,7 +2,7 @@
  * NVIDIA's decode of the NVLink5 XIDs 144–150 (the "XID 144-150 Decode" sheet of NVIDIA's Xid
  * catalog, nvlink5-decode.tsv): the kernel line carries two words, intrinfo and errorStatus
  *
- *   NVRM: Xid (PCI:0000:04:00): 149, NETIR_BER_EVENT Nonfatal XC0 i0 Link 00 (0x00000013 0x00000000 0x00000000 0x00000000)
+ *   NVRM: Xid (PCI:0000:04:00): 149, NETIR_BER_EVENT Nonfatal XC0 i0 Link 00 (0x00000013 0x00000000 …)
  *
  * intrinfo names the unit (its low bits, and for NETIR_LINK_DOWN bits 20–25 the reason), errorStatus
  * the error within the unit; each row of the sheet says IGNORE, RESET_GPU or XID_154_EVAL. Pure.
@@ -103,7 +103,10 @@ export function alwaysIgnored(xid: number): boolean {
 
 const hex = (n: number) => `0x${(n >>> 0).toString(16).padStart(8, '0')}`;
 
-/** "NETIR_BER_EVENT (intrinfo 0x00000013, errorStatus 0x00000000): IGNORE, Non-fatal; investigate: INVESTIGATE_LINK_SI_AND_CABLES" */
+/**
+ * "NETIR_BER_EVENT (intrinfo 0x00000013, errorStatus 0x00000000): IGNORE, Non-fatal; investigate:
+ * INVESTIGATE_LINK_SI_AND_CABLES"
+ */
 export function decodeWords(d: Nvlink5Decode): string {
   const where = `${d.unit} (intrinfo ${hex(d.intrinfo)}, errorStatus ${hex(d.errorStatus)})`;
   if (d.resolution === undefined) return `${where}: errorStatus not in NVIDIA's decode sheet`;

@@ -32,7 +32,8 @@ export function checkPublished(e: PublishedEvent): void {
   const r = validateDetail(e.detailType, e.detail);
   if (!r.ok)
     throw new Error(
-      `publishing an invalid ${e.detailType} (a bug in what we built): ${r.problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`,
+      `publishing an invalid ${e.detailType} (a bug in what we ` +
+        `built): ${r.problems.map((p) => `${p.path}: ${p.message}`).join('; ')}`,
     );
 }
 

@@ -80,10 +80,10 @@ async function heldForApproval(
   // Told first, then recorded: a notice that fails is asked again next round, never lost.
   await deps.notifier.notify({
     title: `gpu-reflex: approve growing node pool ${pool.name} ${inc.from} → ${inc.to} (+${inc.hourlyCost}/h)?`,
-    text: `${reason}. It adds ${inc.hourlyCost}/h, above the ${approval.aboveHourlyCost}/h the policy lets the autoscaler spend alone. Answer "approve ${id}" or "deny ${id}" within ${approval.ttlMinutes} min`.slice(
-      0,
-      1500,
-    ),
+    text: (
+      `${reason}. It adds ${inc.hourlyCost}/h, above the ${approval.aboveHourlyCost}/h the policy lets the ` +
+      `autoscaler spend alone. Answer "approve ${id}" or "deny ${id}" within ${approval.ttlMinutes} min`
+    ).slice(0, 1500),
     severity: 'warning',
     approval: { id },
   });
@@ -340,7 +340,10 @@ const record = (
 
 function reasonOf(inc: Increment, plan: ScaleOutPlan): string {
   const waiting = plan.deferred.length > 0 ? `; ${plan.deferred.length} more pod(s) wait on pool limits` : '';
-  return `${inc.why}: ${inc.pods.slice(0, 10).join(', ')}${inc.pods.length > 10 ? ` and ${inc.pods.length - 10} more` : ''}${waiting}`;
+  return (
+    `${inc.why}: ${inc.pods.slice(0, 10).join(', ')}` +
+    `${inc.pods.length > 10 ? ` and ${inc.pods.length - 10} more` : ''}${waiting}`
+  );
 }
 
 export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutcome> {
@@ -412,7 +415,8 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
             const ok = task.state === 'success';
             const why = ok
               ? `${p.name}: ${req.to} nodes requested, the ACK task ended successfully`
-              : `${p.name}: growing ${req.from} → ${req.to} failed: ${task.error?.code ?? 'unknown'}: ${task.error?.message ?? 'no detail'}`;
+              : `${p.name}: growing ${req.from} → ${req.to} ` +
+                `failed: ${task.error?.code ?? 'unknown'}: ${task.error?.message ?? 'no detail'}`;
             const notices: Notice[] = ok
               ? []
               : [
@@ -528,7 +532,10 @@ const movable = (p: PodInfo) =>
   !p.owners.some((o) => o.kind === 'DaemonSet') &&
   !(MIRROR_POD_ANNOTATION in p.annotations);
 
-/** Sends a decided removal (RemoveNodePoolNodes: drain done by us, release pay-as-you-go), then records the request with its event. */
+/**
+ * Sends a decided removal (RemoveNodePoolNodes: drain done by us, release pay-as-you-go), then records the request with
+ * its event.
+ */
 async function sendRemoval(
   deps: AutoscaleDeps,
   pool: NodePool,
@@ -569,7 +576,10 @@ async function sendRemoval(
 }
 
 /** `rec`: the pool's record as this round read it (a pool that grew this round is not shrunk). */
-/** `replacing`: remediation's replacements into this pool: none of its nodes leaves meanwhile, and idle time starts over after. */
+/**
+ * `replacing`: remediation's replacements into this pool: none of its nodes leaves meanwhile, and idle time starts over
+ * after.
+ */
 async function scaleIn(
   deps: AutoscaleDeps,
   pool: NodePool,
@@ -604,10 +614,12 @@ async function scaleIn(
     if (left.length === 0) drained.push(l);
     else if (now - l.since >= policy.drainTimeoutMinutes * 60_000) {
       await deps.nodes.uncordon(l.node);
-      const text = `${l.node} still runs ${left.length} pod(s) after ${policy.drainTimeoutMinutes} min of draining (${left
-        .slice(0, 5)
-        .map((p) => `${p.namespace}/${p.name}`)
-        .join(', ')}; disruption budgets?): kept, uncordoned`;
+      const text =
+        `${l.node} still runs ${left.length} pod(s) after ${policy.drainTimeoutMinutes} min of draining ` +
+        `(${left
+          .slice(0, 5)
+          .map((p) => `${p.namespace}/${p.name}`)
+          .join(', ')}; disruption budgets?): kept, uncordoned`;
       await flush(
         deps,
         pool.id,
@@ -632,7 +644,9 @@ async function scaleIn(
   if (drained.length > 0) {
     const from = pool.desiredSize;
     const to = Math.max(0, from - drained.length);
-    const reason = `${pool.name}: ${from} → ${to}: ${drained.map((d) => d.node).join(', ')} ran no GPU pod for ${policy.idleMinutes} min and ${drained.length === 1 ? 'is' : 'are'} drained; released`;
+    const reason =
+      `${pool.name}: ${from} → ${to}: ${drained.map((d) => d.node).join(', ')} ran no GPU pod ` +
+      `for ${policy.idleMinutes} min and ${drained.length === 1 ? 'is' : 'are'} drained; released`;
     const removal = {
       nodes: drained.map((d) => d.node),
       instanceIds: drained.map((d) => d.instanceId),
@@ -677,7 +691,9 @@ async function scaleIn(
       template,
       ...(rec.cooldownUntil !== undefined && rec.cooldownUntil > now
         ? {
-            frozen: `${pool.name} grew within its cooldown (until ${new Date(rec.cooldownUntil).toISOString().slice(11, 16)})`,
+            frozen:
+              `${pool.name} grew within its cooldown ` +
+              `(until ${new Date(rec.cooldownUntil).toISOString().slice(11, 16)})`,
           }
         : {}),
     },

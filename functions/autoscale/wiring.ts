@@ -20,7 +20,8 @@ const NO_CLOUD = new Proxy({} as CloudPools, {
   get: (_t, method) => () =>
     Promise.reject(
       new ConfigError(
-        `autoscale-pools: no node pool is managed (AUTOSCALE_POLICY_FILE names none), so the cloud is not wired; ${String(method)} was called`,
+        `autoscale-pools: no node pool is managed (AUTOSCALE_POLICY_FILE names none), so the cloud is not ` +
+          `wired; ${String(method)} was called`,
       ),
     ),
 });

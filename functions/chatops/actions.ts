@@ -64,7 +64,8 @@ export function resolveGpu(node: NodeInfo, gpu: string): { uuid: string; index?:
     const found = listed.find((g) => g.index === index);
     return found
       ? { uuid: found.uuid, index }
-      : `node ${node.name} does not list its GPUs' UUIDs (no gpu-reflex.io/mig-inventory): name GPU ${index} by its UUID (nvidia-smi -L)`;
+      : `node ${node.name} does not list its GPUs' UUIDs (no gpu-reflex.io/mig-inventory): name GPU ${index} by its ` +
+          `UUID (nvidia-smi -L)`;
   }
   if (!GpuUuid.safeParse(gpu).success) return `"${gpu}" is not a GPU UUID (GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)`;
   const found = listed.find((g) => g.uuid.toLowerCase() === gpu.toLowerCase());
@@ -118,7 +119,10 @@ export async function quarantine(
   });
   const lead = dryRun ? 'dry run, nothing changed: ' : '';
   if (plan.kind === 'approval')
-    return `${lead}held back for approval (${approvalIdOf(plan)}): ${plan.approval?.summary ?? plan.reason}. An approver answers "approve ${approvalIdOf(plan)}"`;
+    return (
+      `${lead}held back for approval (${approvalIdOf(plan)}): ${plan.approval?.summary ?? plan.reason}. An ` +
+      `approver answers "approve ${approvalIdOf(plan)}"`
+    );
   if (plan.kind === 'noop') return `${lead}nothing to do: ${plan.reason}`;
   return `${lead}${plan.reason}`;
 }
@@ -151,7 +155,9 @@ export async function migApply(p: CommandPorts, mig: MigRebalanceConfig, dryRun:
     .map(([n, s]) => `${n} ${s}`);
   const said = [
     started.length > 0
-      ? `${dryRun ? 'dry run: would have started' : 'started'} the relayout of ${started.join(', ')} (mig-parted config written, node cordoned; rebalance-mig sets nvidia.com/mig.config after the sync and uncordons when mig-manager succeeds)`
+      ? `${dryRun ? 'dry run: would have started' : 'started'} the relayout of ${started.join(', ')} (mig-parted ` +
+        `config written, node cordoned; rebalance-mig sets nvidia.com/mig.config after the sync and uncordons ` +
+        `when mig-manager succeeds)`
       : `${dryRun ? 'dry run: ' : ''}no relayout started`,
     ...(moved.length > 0 ? [`moved on: ${moved.join(', ')}`] : []),
     ...(out.underWay.length > 0 && started.length === 0 ? [`under way: ${out.underWay.join(', ')}`] : []),
@@ -172,7 +178,10 @@ export async function quotaShow(p: CommandPorts, config: QuotaConfig): Promise<s
         .sort(([a], [b]) => a.localeCompare(b))
         .map(([k, v]) => `${k} ${v} (used ${q.used[k] ?? '0'})`);
       const hold = q.annotations?.[HOLD_UNTIL_ANNOTATION];
-      return `${ns} (${t.name}): ${hard.join(', ') || 'no limits'}${hold && Date.parse(hold) > p.clock.now() ? `; held from rewrites until ${hold}` : ''}`;
+      return (
+        `${ns} (${t.name}): ${hard.join(', ') || 'no limits'}` +
+        `${hold && Date.parse(hold) > p.clock.now() ? `; held from rewrites until ${hold}` : ''}`
+      );
     }),
   );
   return lines.join('\n');
@@ -200,7 +209,8 @@ export async function quotaRollback(
   const lines = [
     ...r.restored.map(
       (x) =>
-        `${dryRun ? 'would roll back' : 'rolled back'} ${x.namespace}: ${values(x.from)} → ${values(x.to)}, held from rewrites for ${ROLLBACK_HOLD_MINUTES} min`,
+        `${dryRun ? 'would roll back' : 'rolled back'} ${x.namespace}: ${values(x.from)} → ${values(x.to)}, held ` +
+        `from rewrites for ${ROLLBACK_HOLD_MINUTES} min`,
     ),
     ...r.skipped.map((x) => `${x.namespace}: ${x.why}`),
   ];
@@ -233,9 +243,15 @@ export async function poolScale(
 ): Promise<string> {
   const bounds = pools?.policy.pools[poolId];
   if (!pools || !bounds)
-    return `node pool ${poolId} is not managed by gpu-reflex (AUTOSCALE_POLICY_FILE names ${Object.keys(pools?.policy.pools ?? {}).join(', ') || 'none'}). Usage: ${usage}`;
+    return (
+      `node pool ${poolId} is not managed by gpu-reflex (AUTOSCALE_POLICY_FILE ` +
+      `names ${Object.keys(pools?.policy.pools ?? {}).join(', ') || 'none'}). Usage: ${usage}`
+    );
   if (size < bounds.min || size > bounds.max)
-    return `${poolId} may hold ${bounds.min}–${bounds.max} nodes (the autoscale policy): ${size} is outside. Usage: ${usage}`;
+    return (
+      `${poolId} may hold ${bounds.min}–${bounds.max} nodes (the autoscale policy): ${size} is outside. ` +
+      `Usage: ${usage}`
+    );
   const pool = (await pools.cloud.listNodePools()).find((x) => x.id === poolId);
   if (!pool) return `no node pool ${poolId} in the cluster. Usage: ${usage}`;
   const lead = dryRun ? 'dry run, nothing changed: ' : '';
@@ -243,7 +259,9 @@ export async function poolScale(
   if (size - pool.desiredSize > bounds.maxStep) {
     const now = new Date(p.clock.now());
     const id = `apr-${fnv1a(`pool/${poolId}@${pool.desiredSize}->${size}@${now.toISOString()}`)}`;
-    const summary = `pool scale ${poolId} ${pool.desiredSize} → ${size} adds ${size - pool.desiredSize} nodes, more than its maxStep ${bounds.maxStep}: it needs approval`;
+    const summary =
+      `pool scale ${poolId} ${pool.desiredSize} → ${size} adds ${size - pool.desiredSize} nodes, more ` +
+      `than its maxStep ${bounds.maxStep}: it needs approval`;
     await recordApproval(
       p.kube.state,
       {
@@ -270,7 +288,10 @@ export async function poolScale(
     return `${lead}${summary}: held for approval ${id}; an operator answers "approve ${id}"`;
   }
   const { taskId } = await pools.cloud.setDesiredSize(poolId, size);
-  return `${lead}${dryRun ? 'would set' : 'set'} ${poolId}'s desired size ${pool.desiredSize} → ${size}${dryRun ? '' : ` (task ${taskId})`}`;
+  return (
+    `${lead}${dryRun ? 'would set' : 'set'} ${poolId}'s desired size ${pool.desiredSize} ` +
+    `→ ${size}${dryRun ? '' : ` (task ${taskId})`}`
+  );
 }
 
 /**
@@ -292,12 +313,19 @@ export async function decideHeldPlan(
   if (!rec) return undefined;
   const what = rec.mig
     ? {
-        yes: `rebalance-mig preempts ${rec.mig.preempts.join(', ')} and relays ${rec.node} GPU${rec.mig.gpus.length === 1 ? '' : 's'} ${rec.mig.gpus.join(', ')} at its next round`,
-        no: `${rec.mig.preempts.join(', ')} keep ${rec.node} GPU${rec.mig.gpus.length === 1 ? '' : 's'} ${rec.mig.gpus.join(', ')}; not asked again while they hold them`,
+        yes:
+          `rebalance-mig preempts ${rec.mig.preempts.join(', ')} and relays ${rec.node} ` +
+          `GPU${rec.mig.gpus.length === 1 ? '' : 's'} ${rec.mig.gpus.join(', ')} at its next round`,
+        no:
+          `${rec.mig.preempts.join(', ')} keep ${rec.node} ` +
+          `GPU${rec.mig.gpus.length === 1 ? '' : 's'} ${rec.mig.gpus.join(', ')}; not asked again while ` +
+          `they hold them`,
         late: `${rec.mig.preempts.join(', ')} keep their GPUs`,
       }
     : {
-        yes: `autoscale-pools grows ${rec.scale!.pool} ${rec.scale!.from} → ${rec.scale!.to} at its next round, if its plan is still that`,
+        yes:
+          `autoscale-pools grows ${rec.scale!.pool} ${rec.scale!.from} → ${rec.scale!.to} at its next round, if ` +
+          `its plan is still that`,
         no: `${rec.scale!.pool} is not grown to ${rec.scale!.to}; that plan is not asked about again`,
         late: `${rec.scale!.pool} is not grown to ${rec.scale!.to}`,
       };

@@ -67,7 +67,8 @@ export const chatVerifyCommand: Command = {
     const platform = values.platform as ChatPlatform | undefined;
     if (!platform || !CHAT_PLATFORMS.includes(platform))
       throw new UsageError(
-        `--platform must be one of ${CHAT_PLATFORMS.join(', ')} (got ${values.platform === undefined ? 'nothing' : JSON.stringify(values.platform)})`,
+        `--platform must be one of ${CHAT_PLATFORMS.join(', ')} ` +
+          `(got ${values.platform === undefined ? 'nothing' : JSON.stringify(values.platform)})`,
       );
     if (!values['body-file']) throw new UsageError('--body-file FILE is required: the raw body, byte for byte');
     const nowS = values.now === undefined ? Math.floor(Date.now() / 1000) : Number(values.now);

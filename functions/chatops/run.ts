@@ -141,7 +141,10 @@ export interface ChatDeps {
   approvalKey?: () => Promise<ApprovalKey | undefined>;
 }
 
-/** The ports a command runs on: for `--dry-run` every one that acts is the dry-run decorator (lib/wiring.ts's choice, per command). */
+/**
+ * The ports a command runs on: for `--dry-run` every one that acts is the dry-run decorator (lib/wiring.ts's choice,
+ * per command).
+ */
 function portsFor(deps: ChatDeps, dryRun: boolean, holder: string): CommandPorts {
   const base = { clock: deps.clock, logger: deps.logger, holder };
   if (!dryRun) return { ...base, kube: deps.kube, publisher: deps.publisher, notifier: deps.notifier };
@@ -161,14 +164,25 @@ async function status(kube: DryRunnable, node: string | undefined): Promise<stri
   if (node) {
     const n = await kube.nodes.get(node);
     const gpus = n.allocatable['nvidia.com/gpu'];
-    return `${n.name}: ${n.ready === false ? 'NotReady' : 'Ready'}${n.unschedulable ? ', cordoned' : ''}; gpu-reflex state ${n.labels[STATE_LABEL] ?? 'healthy'}${n.taints.length > 0 ? `; taints ${n.taints.map((t) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`).join(', ')}` : ''}${gpus ? `; ${gpus} GPUs allocatable` : ''}`;
+    return (
+      `${n.name}: ${n.ready === false ? 'NotReady' : 'Ready'}${n.unschedulable ? ', cordoned' : ''}; gpu-reflex ` +
+      `state ${n.labels[STATE_LABEL] ?? 'healthy'}` +
+      (n.taints.length > 0
+        ? '; taints ' + n.taints.map((t) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`).join(', ')
+        : '') +
+      (gpus ? `; ${gpus} GPUs allocatable` : '')
+    );
   }
   const [nodes, pods] = await Promise.all([kube.nodes.list(), kube.pods.list()]);
   const byState = new Map<string, number>();
   for (const n of nodes)
     byState.set(n.labels[STATE_LABEL] ?? 'healthy', (byState.get(n.labels[STATE_LABEL] ?? 'healthy') ?? 0) + 1);
   const pending = pods.filter((p) => p.phase === 'Pending' && !p.nodeName && requestsGpu(p)).length;
-  return `${nodes.length} nodes (${[...byState].map(([s, k]) => `${k} ${s}`).join(', ')}), ${nodes.filter((n) => n.unschedulable).length} cordoned; ${pending} GPU pod${pending === 1 ? '' : 's'} pending`;
+  return (
+    `${nodes.length} nodes ` +
+    `(${[...byState].map(([s, k]) => `${k} ${s}`).join(', ')}), ${nodes.filter((n) => n.unschedulable).length} ` +
+    `cordoned; ${pending} GPU pod${pending === 1 ? '' : 's'} pending`
+  );
 }
 
 /** Why `who` may not run `c`, in words; undefined when they may. */
@@ -176,7 +190,10 @@ export function refusal(config: ChatOpsConfig, who: ChatUser, c: ChatCommand): s
   const role = roleOf(config, who);
   const need = roleNeeded(c, config.require);
   if (role !== 'none' && ROLE_RANK[role] >= ROLE_RANK[need]) return undefined;
-  return `not allowed: ${c.name} needs the ${need} role; ${who.platform} user ${who.id} has ${role === 'none' ? 'none' : `only ${role}`}`;
+  return (
+    `not allowed: ${c.name} needs the ${need} role; ${who.platform} user ${who.id} ` +
+    `has ${role === 'none' ? 'none' : `only ${role}`}`
+  );
 }
 
 /** What a command came to: the answer, and for approve/deny whether a decision was sent or made. */
@@ -242,7 +259,8 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
       const changed = c.name === 'cordon' ? await kube.nodes.cordon(c.node) : await kube.nodes.uncordon(c.node);
       const verb = c.name === 'cordon' ? 'cordoned' : 'uncordoned';
       answer = c.dryRun
-        ? `dry run: would have ${changed ? verb : `left ${c.node} as it is (already ${verb})`}${changed ? ` ${c.node}` : ''}`
+        ? `dry run: would ` +
+          `have ${changed ? verb : `left ${c.node} as it is (already ${verb})`}${changed ? ` ${c.node}` : ''}`
         : changed
           ? `${verb} ${c.node}`
           : `${c.node} was already ${verb}`;
@@ -258,12 +276,15 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
           : 'no pod to evict',
         ...(r.blocked.length > 0
           ? [
-              `${r.blocked.length} blocked for now (${pods(r.blocked.map((b) => b.pod))}: ${r.blocked[0]!.reason}); drain again to retry`,
+              `${r.blocked.length} blocked for now (${pods(r.blocked.map((b) => b.pod))}: ${r.blocked[0]!.reason}); ` +
+                `drain again to retry`,
             ]
           : []),
         ...(r.skipped.length > 0 ? [`${r.skipped.length} DaemonSet/mirror pod(s) left`] : []),
       ];
-      answer = `${c.dryRun ? 'dry run: would have cordoned and drained' : 'cordoned and draining'} ${c.node}: ${parts.join('; ')}`;
+      answer =
+        `${c.dryRun ? 'dry run: would have cordoned and drained' : 'cordoned and draining'} ${c.node}: ` +
+        `${parts.join('; ')}`;
       break;
     }
     case 'quarantine':
@@ -282,7 +303,9 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
       break;
     case 'quota': {
       if (!deps.quota) {
-        answer = `no teams are configured here (QUOTA_CONFIG_FILE): there are no quotas to ${c.sub === 'plan' ? 'plan' : c.sub}`;
+        answer =
+          `no teams are configured here (QUOTA_CONFIG_FILE): there are no quotas ` +
+          `to ${c.sub === 'plan' ? 'plan' : c.sub}`;
         break;
       }
       if (c.sub === 'show') {
@@ -357,17 +380,23 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
         break;
       }
       if (now >= Date.parse(rec.expiresAt)) {
-        answer = `${c.id} expired at ${rec.expiresAt}: too late, nothing done (${rec.action} on ${rec.node} stays held back)`;
+        answer =
+          `${c.id} expired at ${rec.expiresAt}: too late, nothing done (${rec.action} on ${rec.node} ` +
+          `stays held back)`;
         break;
       }
       if (c.dryRun) {
-        answer = `dry run: would have ${decision} ${c.id} (${rec.scale ? `${rec.scale.pool} ${rec.scale.from} → ${rec.scale.to}` : `${rec.action} on ${rec.node}`})`;
+        answer =
+          `dry run: would have ${decision} ${c.id} ` +
+          `(${rec.scale ? `${rec.scale.pool} ${rec.scale.from} → ${rec.scale.to}` : `${rec.action} on ${rec.node}`})`;
         break;
       }
       // remediate-approve believes only a sealed decision (lib/approval-seal.ts); the role was checked above.
       const key = await deps.approvalKey?.();
       if (!key) {
-        answer = `cannot decide ${c.id}: this deployment has no approval key (${APPROVAL_KEY_PARAMETER_ENV}), and remediate-approve refuses a decision it cannot prove; nothing done`;
+        answer =
+          `cannot decide ${c.id}: this deployment has no approval key (${APPROVAL_KEY_PARAMETER_ENV}), and ` +
+          `remediate-approve refuses a decision it cannot prove; nothing done`;
         break;
       }
       const detail: ApprovalDecidedDetail = {
@@ -386,7 +415,10 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
         { source: SOURCES.chatops, detailType: APPROVAL_DECIDED, detail: sealDecision(key, detail) },
       ]);
       decided = { id: c.id, decision };
-      answer = `${decision} ${c.id} (${rec.action} on ${rec.node}): remediate-approve ${decision === 'approved' ? 'carries it out' : 'closes it'}, once however often it is clicked`;
+      answer =
+        `${decision} ${c.id} (${rec.action} on ${rec.node}): ` +
+        `remediate-approve ${decision === 'approved' ? 'carries it out' : 'closes it'}, once however often ` +
+        `it is clicked`;
       break;
     }
   }

@@ -134,7 +134,10 @@ export type WebhookDeps = ChatDeps & {
   responder: SlackResponder;
   /** One per container (replay.ts). */
   replay: ReplayCheck;
-  /** Feishu's message API, where the app's id and secret are configured; without it the answer is only in the ChatOps Command event. */
+  /**
+   * Feishu's message API, where the app's id and secret are configured; without it the answer is only in the ChatOps
+   * Command event.
+   */
   feishu?: FeishuReplier;
   /** Where a DingTalk conversation takes a late answer; without it long DingTalk commands run in the callback. */
   dingtalk?: DingTalkSessionResponder;
@@ -152,7 +155,9 @@ async function pressButton(
     // decided, expired): only the presser is told why, and the buttons stay for whoever may.
     const message = out.decided
       ? {
-          text: `${out.decided.decision === 'approved' ? '✅' : '⛔'} ${out.decided.id} ${out.decided.decision} by <@${who.id}>: ${out.answer}`,
+          text:
+            `${out.decided.decision === 'approved' ? '✅' : '⛔'} ${out.decided.id} ${out.decided.decision} by ` +
+            `<@${who.id}>: ${out.answer}`,
           replaceOriginal: true,
           responseType: 'in_channel' as const,
         }
@@ -216,7 +221,8 @@ function laterRequest(
   }
   if (c.dingtalk && deps.dingtalk?.reaches(c.dingtalk.sessionWebhook) && (c.dingtalk.expiresAt ?? Infinity) > now) {
     const [timestamp, sign] = [headers['timestamp']!, headers['sign']!];
-    const eventId = `chat-request:dingtalk:${createHash('sha256').update(`${timestamp}\n${sign}`).digest('hex').slice(0, 32)}`;
+    const eventId =
+      'chat-request:dingtalk:' + createHash('sha256').update(`${timestamp}\n${sign}`).digest('hex').slice(0, 32);
     return {
       ...base,
       eventId,
@@ -242,7 +248,10 @@ async function handOff(deps: WebhookDeps, detail: ChatOpsCommandRequestedDetail,
     return `working on it… (${words.join(' ')}): the answer follows here`;
   } catch (err) {
     deps.logger.error('chat request not handed to chatops-worker', { platform: detail.platform, error: err });
-    return `failed: ${words.join(' ')}: could not hand it to chatops-worker (${(err as Error).message}); nothing was done, ask again`;
+    return (
+      `failed: ${words.join(' ')}: could not hand it to chatops-worker (${(err as Error).message}); nothing was ` +
+      `done, ask again`
+    );
   }
 }
 

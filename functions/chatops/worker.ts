@@ -5,7 +5,8 @@
  * believes the request only by the platform's own proof (the event carries the request byte for
  * byte): Slack's signature within the response_url's 30 minutes; Feishu's signature (with an
  * Encrypt Key, within the same 30 minutes) and verification token; DingTalk's sign (its hour) and,
- * as that does not cover the body, the webhook's MAC over it. An event on the bus cannot make it act for anyone the platform did not vouch for, and it
+ * as that does not cover the body, the webhook's MAC over it. An event on the bus cannot make it act for anyone the
+ * platform did not vouch for, and it
  * acts once: the bus may deliver an event twice, so the replay guard (replay.ts, shared through the
  * state store) keeps each request. The command then runs as a typed one would (role, ChatOps
  * Command event, the same cores).
@@ -18,7 +19,10 @@ import { commandOf, type WebhookDeps } from './webhook.ts';
 
 /** How long Slack takes posts at a response_url; a request older than this has no one to answer. */
 export const RESPONSE_URL_WINDOW_S = 1800;
-/** How long a Feishu request left for the worker stays good: as long as the bus keeps it for chatops-worker (serverless.yml). */
+/**
+ * How long a Feishu request left for the worker stays good: as long as the bus keeps it for chatops-worker
+ * (serverless.yml).
+ */
 export const FEISHU_WORKER_WINDOW_S = 1800;
 
 export type WorkerOutcome = { answered: string } | { refused: string };

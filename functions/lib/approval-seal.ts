@@ -41,7 +41,8 @@ export function approvalKey(text: string, where: string): ApprovalKey {
   const value = text.trim();
   if (value.length < APPROVAL_KEY_MIN_LENGTH)
     throw new ConfigurationError(
-      `${where}: the approval key must be at least ${APPROVAL_KEY_MIN_LENGTH} characters (it has ${value.length}); make one with: openssl rand -base64 32`,
+      `${where}: the approval key must be at least ${APPROVAL_KEY_MIN_LENGTH} characters (it has ${value.length}); ` +
+        `make one with: openssl rand -base64 32`,
       { what: where },
     );
   return { kind: 'approval-key', bytes: Buffer.from(value, 'utf8') };

@@ -22,7 +22,10 @@ const ApprovalRecordSchema = z.object({
   target: z.object({ gpus: z.array(z.string()), pods: z.array(z.string()) }),
   requestedAt: z.string(),
   expiresAt: z.string(),
-  /** Who may decide (decidedBy.id); empty: whoever may seal a decision (chat roles, the approval key: lib/approval-seal.ts). Copied from the policy when requested. */
+  /**
+   * Who may decide (decidedBy.id); empty: whoever may seal a decision (chat roles, the approval key:
+   * lib/approval-seal.ts). Copied from the policy when requested.
+   */
   approvers: z.array(z.string()),
   status: z.enum(APPROVAL_STATUSES),
   decidedBy: z.string().optional(),

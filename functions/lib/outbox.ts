@@ -136,7 +136,8 @@ export async function recordWithOutbox<R extends WithOutbox>(
 }
 
 /**
- * Sends `key`'s outbox: notices best-effort (a failed one stays for the next round), then the events until the bus takes them (a failure throws, the
+ * Sends `key`'s outbox: notices best-effort (a failed one stays for the next round), then the events until the bus
+ * takes them (a failure throws, the
  * events stay); then clears from the record what went. `r` is the record as just written or read.
  */
 export async function flushStoreOutbox(

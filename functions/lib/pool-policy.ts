@@ -1,14 +1,17 @@
 /**
  * The pools gpu-reflex manages, the kernel's (autoscale-pools sizes them, remediation replaces a
- * node within their bounds, chat's `pool scale` keeps to them): the pool autoscaler's policy, which ACK node pools gpu-reflex may size, their bounds, and how
+ * node within their bounds, chat's `pool scale` keeps to them): the pool autoscaler's policy, which ACK node pools
+ * gpu-reflex may size, their bounds, and how
  * patient to be. YAML or JSON (AUTOSCALE_POLICY_FILE), validated with zod so a mistake names its
  * field. A node pool the policy does not name is never touched.
  *
  *   pendingSeconds: 60        # a pod counts as demand once it has waited this long
  *   cooldownMinutes: 3        # after a pool grew, wait this long before growing it again
- *   reserve: { cpu: 0.5, memoryGiB: 1 }   # kept back from an instance type's size when the pool has no node to read allocatable from
+ *   # kept back from an instance type's size when the pool has no node to read allocatable from:
+ *   reserve: { cpu: 0.5, memoryGiB: 1 }
  *   scaleIn: { idleMinutes: 10, drainTimeoutMinutes: 30 }   # give back nodes that ran no GPU pod this long
- *   approval: { aboveHourlyCost: 100, ttlMinutes: 30 }      # a scale-out adding more than this per hour waits for "approve ID" in chat
+ *   # a scale-out adding more than this per hour waits for "approve ID" in chat:
+ *   approval: { aboveHourlyCost: 100, ttlMinutes: 30 }
  *   pools:
  *     np-t4-inference: { min: 0, max: 10, maxStep: 4 }
  *     np-a10-shared:                          # nodes run NVIDIA time-slicing: 4 pods per GPU
@@ -57,7 +60,10 @@ export const AutoscalePolicySchema = z
       .object({ cpu: z.number().nonnegative().default(0.5), memoryGiB: z.number().nonnegative().default(1) })
       .strict()
       .default({ cpu: 0.5, memoryGiB: 1 }),
-    /** Giving idle nodes back: after this long with no GPU pod, drained (Eviction API) and released; a drain stuck this long is abandoned. */
+    /**
+     * Giving idle nodes back: after this long with no GPU pod, drained (Eviction API) and released; a drain stuck this
+     * long is abandoned.
+     */
     scaleIn: z
       .object({
         idleMinutes: z.number().positive().max(10_080).default(10),
@@ -66,7 +72,10 @@ export const AutoscalePolicySchema = z
       .strict()
       .default({ idleMinutes: 10, drainTimeoutMinutes: 30 }),
     pools: z.record(z.string().regex(/^np[a-z0-9-]*$/, 'node pool ids start with "np"'), PoolBounds).default({}),
-    /** Set: a scale-out that adds more than `aboveHourlyCost` (the instance type's price × nodes added, CNY) waits for a person. */
+    /**
+     * Set: a scale-out that adds more than `aboveHourlyCost` (the instance type's price × nodes added, CNY) waits for a
+     * person.
+     */
     approval: z
       .object({ aboveHourlyCost: z.number().nonnegative(), ttlMinutes: z.number().int().min(1).max(1440).default(30) })
       .strict()

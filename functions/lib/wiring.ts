@@ -135,7 +135,8 @@ export async function wireFromEnv<Own extends object = object>(
   // never lets it fail a remediation.
   if (!dryRun) return { ...base, kube, publisher: bus, notifier: chat };
   logger.info(
-    'dry run: nothing in the cluster or in chat changes, no side-effect event is sent; reports are published marked dry-run',
+    'dry run: nothing in the cluster or in chat changes, no side-effect event is sent; reports are published ' +
+      'marked dry-run',
     { DRY_RUN: config.DRY_RUN, byFunctionConfig: mine.dryRun === true },
   );
   return {

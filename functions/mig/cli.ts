@@ -19,12 +19,14 @@ import { knownModelNames, migModel, migResourceName, type MigModel } from '../li
 function modelFrom(name: string | undefined): MigModel {
   if (!name)
     throw new UsageError(
-      `--model MODEL is required (one of ${knownModelNames().join(', ')}, or an NVML product name such as "NVIDIA A100-SXM4-80GB")`,
+      `--model MODEL is required (one of ${knownModelNames().join(', ')}, or an NVML product name such as "NVIDIA ` +
+        `A100-SXM4-80GB")`,
     );
   const m = migModel(name);
   if (!m)
     throw new UsageError(
-      `--model ${JSON.stringify(name)} is not a MIG-capable model gpu-reflex knows (${knownModelNames().join(', ')}; NVML product names such as "NVIDIA H100 80GB HBM3" work too)`,
+      `--model ${JSON.stringify(name)} is not a MIG-capable model gpu-reflex knows (${knownModelNames().join(', ')}; ` +
+        `NVML product names such as "NVIDIA H100 80GB HBM3" work too)`,
     );
   return m;
 }
@@ -108,11 +110,15 @@ export const migValidateCommand: Command = {
     io.out(`  memory slices  ${placementMap(model, check)}  (${check.memorySlices} of ${model.memorySlices} used)`);
     check.placement.forEach((p, i) =>
       io.out(
-        `  ${String.fromCharCode(65 + i)}  ${p.profile.padEnd(12)} start ${p.start}, ${p.size} slice${p.size === 1 ? '' : 's'}  ${migResourceName(p.profile)}`,
+        `  ${String.fromCharCode(65 + i)}  ${p.profile.padEnd(12)} start ${p.start}, ${p.size} ` +
+          `slice${p.size === 1 ? '' : 's'}  ${migResourceName(p.profile)}`,
       ),
     );
     io.out(
-      `  compute slices ${check.computeSlices} of ${model.computeSlices}${w.compute === 0 && w.memory === 0 ? '; zero waste' : `; unused: ${w.compute} compute, ${w.memory} memory`}`,
+      `  compute slices ${check.computeSlices} ` +
+        `of ${model.computeSlices}${
+          w.compute === 0 && w.memory === 0 ? '; zero waste' : `; unused: ${w.compute} compute, ${w.memory} memory`
+        }`,
     );
     if (model.expected)
       io.out(
@@ -156,7 +162,8 @@ export const migLayoutsCommand: Command = {
     for (const r of rows)
       io.out(`${layoutWords(r.layout).padEnd(48)}  unused ${r.waste.compute} compute, ${r.waste.memory} memory`);
     io.out(
-      `${rows.length} layout${rows.length === 1 ? '' : 's'} on ${model.name}${values['zero-waste'] ? ' with zero waste' : ''}`,
+      `${rows.length} layout${rows.length === 1 ? '' : 's'} ` +
+        `on ${model.name}${values['zero-waste'] ? ' with zero waste' : ''}`,
     );
     return 0;
   },

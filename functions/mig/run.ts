@@ -70,7 +70,19 @@ type NodeChange = PlannedNodeChange['changes'][number];
 
 /** The approval id of a preempting relayout: the node, the GPUs, their new layouts and who is preempted. */
 export function migApprovalId(node: string, changes: readonly NodeChange[]): string {
-  return `apr-mig-${fnv1a(JSON.stringify([node, changes.map((c) => [c.gpu, [...c.to].sort(), (c.preempts ?? []).map((h) => `${h.namespace}/${h.name}/${h.uid ?? ''}`).sort()])]))}`;
+  return (
+    'apr-mig-' +
+    fnv1a(
+      JSON.stringify([
+        node,
+        changes.map((c) => [
+          c.gpu,
+          [...c.to].sort(),
+          (c.preempts ?? []).map((h) => `${h.namespace}/${h.name}/${h.uid ?? ''}`).sort(),
+        ]),
+      ]),
+    )
+  );
 }
 
 /**
@@ -116,10 +128,10 @@ async function approvedChanges(
   // Told first, then recorded: a notice that fails is asked again next round, never lost.
   await deps.notifier.notify({
     title: `gpu-reflex: approve preempting ${pods.length} pod(s) on ${node} for a MIG relayout?`,
-    text: `${preempting.map((c) => why(c.gpu)).join('; ')}. Answer "approve ${id}" or "deny ${id}" within ${minutes} min`.slice(
-      0,
-      1500,
-    ),
+    text: (
+      `${preempting.map((c) => why(c.gpu)).join('; ')}. Answer "approve ${id}" or "deny ${id}" ` +
+      `within ${minutes} min`
+    ).slice(0, 1500),
     severity: 'warning',
     approval: { id },
   });
@@ -198,7 +210,11 @@ function blockedWords(step: MigStep, applied?: Applied): string {
     (_, i) => applied?.evictions[i]?.result === 'blocked' || applied?.evictions[i]?.result === 'failed',
   );
   if (blocked.length === 0) return '';
-  return `; eviction of ${blocked.map((p) => `${p.namespace}/${p.name}`).join(', ')} refused (${applied!.evictions.find((e) => e.result === 'blocked' || e.result === 'failed')?.message ?? ''}): not relaid this round, asked again each minute`;
+  return (
+    `; eviction of ${blocked.map((p) => `${p.namespace}/${p.name}`).join(', ')} refused ` +
+    `(${applied!.evictions.find((e) => e.result === 'blocked' || e.result === 'failed')?.message ?? ''}): not ` +
+    `relaid this round, asked again each minute`
+  );
 }
 
 /** A remediation that keeps the node out (its state label or taint): the relayout must not uncordon it. */

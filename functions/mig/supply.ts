@@ -86,7 +86,9 @@ function agentInventory(
   // race that repair and return a fenced GPU by another road.
   for (const g of gpus) {
     if (g.instances.length > 0) continue;
-    g.locked = `GPU ${g.index} is in MIG mode with no instance (a reset destroyed them; its repair has mig-manager apply the node's config again)`;
+    g.locked =
+      `GPU ${g.index} is in MIG mode with no instance (a reset destroyed them; its repair has mig-manager ` +
+      `apply the node's config again)`;
     notes.push(`${n.name}: ${g.locked}: not relaid`);
   }
   const inUse = new Map<string, number>();
@@ -97,7 +99,9 @@ function agentInventory(
       wanted.set(profile, (wanted.get(profile) ?? 0) + k);
   const behind = [...wanted].filter(([profile, k]) => k > (inUse.get(profile) ?? 0));
   if (behind.length > 0) {
-    const why = `the node agent's MIG inventory (${inventory.at}) shows fewer instances in use than its pods hold (${behind.map(([p, k]) => `${p}: ${inUse.get(p) ?? 0} < ${k}`).join(', ')})`;
+    const why =
+      `the node agent's MIG inventory (${inventory.at}) shows fewer instances in use than its pods hold ` +
+      `(${behind.map(([p, k]) => `${p}: ${inUse.get(p) ?? 0} < ${k}`).join(', ')})`;
     for (const g of gpus) g.locked = why;
     notes.push(`${n.name}: ${why}: none of its GPUs will be relaid until it catches up`);
   }
@@ -245,7 +249,8 @@ export function readMigFleet(
       for (const g of gpus)
         g.locked = `${running.length} pod(s) hold MIG instances on ${n.name} and which GPUs they use is unknown`;
       notes.push(
-        `${n.name}: ${running.length} pod(s) use MIG instances there, but not which GPUs: none of its GPUs will be relaid (the node agent's inventory tells)`,
+        `${n.name}: ${running.length} pod(s) use MIG instances there, but not which GPUs: none of its GPUs will be ` +
+          `relaid (the node agent's inventory tells)`,
       );
     } else attachHolders(gpus, running, model);
     out.push({ name: n.name, labels: n.labels, schedulable: !n.unschedulable, gpus });

@@ -61,7 +61,8 @@ export function planTable(
     // A MIG group is planned in eighths of a GPU; people read GPUs.
     const u = p.unit ? (n: number) => `${n / 8}` : String;
     out.push(
-      `${r}: capacity ${u(p.capacity)}${p.unit ? ' GPU-equivalents' : ''}, ${u(p.shared)} shared out (overcommit ${config.overcommit}, buffer ${config.buffer[r] ?? 0})`,
+      `${r}: capacity ${u(p.capacity)}${p.unit ? ' GPU-equivalents' : ''}, ${u(p.shared)} shared out ` +
+        `(overcommit ${config.overcommit}, buffer ${config.buffer[r] ?? 0})`,
     );
   }
   if (excluded.length > 0) out.push(`not counted: ${excluded.join(', ')}`);
@@ -86,7 +87,8 @@ export const quotaPlanCommand: Command = {
     '  --json             the plan as JSON (pool, teams, namespaces with changes and reasons, warnings)',
     '',
     'Example:',
-    '  gpu-reflex quota plan --config infra/local/scenarios/quota-teams.yaml --fleet infra/local/scenarios/fleets/mixed.yaml',
+    '  gpu-reflex quota plan --config infra/local/scenarios/quota-teams.yaml --fleet ' +
+      'infra/local/scenarios/fleets/mixed.yaml',
   ].join('\n'),
   async run(args: string[], io: CliIo): Promise<number> {
     const { values, positionals } = parseArgs({
@@ -137,7 +139,8 @@ export const quotaRollbackCommand: Command = {
   path: ['quota', 'rollback'],
   summary: "put gpu-reflex's team quotas back to the values before their last rewrite, and hold them",
   help: [
-    'Usage: gpu-reflex quota rollback --kubeconfig FILE --config FILE [--namespace NS]... [--hold-minutes N] [--dry-run] [--endpoint URL]',
+    'Usage: gpu-reflex quota rollback --kubeconfig FILE --config FILE [--namespace NS]... [--hold-minutes N] ' +
+      '[--dry-run] [--endpoint URL]',
     '',
     'Each gpu-reflex ResourceQuota (of the namespaces named, or all) goes back to the values its last',
     'rewrite replaced (kept in its gpu-reflex.io/previous-hard annotation) and is held from rewrites',
@@ -199,7 +202,9 @@ export const quotaRollbackCommand: Command = {
       for (const x of r.restored) {
         const keys = [...new Set([...Object.keys(x.from), ...Object.keys(x.to)])].sort();
         io.out(
-          `${dry ? 'would roll back' : 'rolled back'} ${x.namespace}: ${keys.map((k) => `${k} ${x.from[k] ?? 'unset'} → ${x.to[k] ?? 'unset'}`).join(', ') || 'no values'}${hold > 0 ? `; held from rewrites for ${hold} min` : ''}`,
+          `${dry ? 'would roll back' : 'rolled back'} ${x.namespace}: ` +
+            `${keys.map((k) => `${k} ${x.from[k] ?? 'unset'} → ${x.to[k] ?? 'unset'}`).join(', ') || 'no values'}` +
+            `${hold > 0 ? `; held from rewrites for ${hold} min` : ''}`,
         );
       }
       for (const s of r.skipped) io.out(`skipped ${s.namespace}: ${s.why}`);

@@ -141,7 +141,8 @@ export class LocalAgentHost {
       gpuMemoryPath: `${o.files.spoolPath}.gpus.json`,
     });
     o.log?.(
-      `NVML ${agent.source.system.driverVersion}: ${agent.source.gpus.length} GPUs (${agent.source.gpus[0]?.name ?? 'none'})`,
+      `NVML ${agent.source.system.driverVersion}: ${agent.source.gpus.length} GPUs ` +
+        `(${agent.source.gpus[0]?.name ?? 'none'})`,
     );
     return new LocalAgentHost(o, mock, nvml, agent, publisher);
   }

@@ -10,7 +10,9 @@ import { startStack, type StackResult } from './stack.ts';
  * `gpu-reflex simulate`: the same scenario on a virtual clock, in seconds.
  * Both print a live timeline and a summary; `--report FILE` writes the JSON report.
  */
-const LOCAL_HELP = `Usage: gpu-reflex local [--scenario FILE] [--follow] [--kubeconfig FILE] [--report FILE] [--duration S]
+const LOCAL_HELP =
+  `Usage: gpu-reflex local [--scenario FILE] [--follow] [--kubeconfig FILE] ` +
+  `[--report FILE] [--duration S]
 
 Runs gpu-reflex end to end on this machine, in real time: a simulated Kubernetes cluster, the
 local event bus with the functions of serverless.yml, and one node agent per GPU node reading its
@@ -101,7 +103,8 @@ async function runScenario(
     // Start-up failures (no C compiler, a bad kubeconfig, an agent that would not start) are
     // reported in one message; what had started is already stopped.
     io.err(
-      `gpu-reflex ${opts.clock === 'wall' ? 'local' : 'simulate'}: could not start the stack: ${(err as Error).message}`,
+      `gpu-reflex ${opts.clock === 'wall' ? 'local' : 'simulate'}: could not start the ` +
+        `stack: ${(err as Error).message}`,
     );
     return 1;
   }

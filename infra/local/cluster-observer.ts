@@ -107,7 +107,9 @@ export class ClusterObserver {
         who: 'cluster',
         kind: 'cluster',
         what: '',
-        text: `pod ${key(p)} terminating on ${p.spec.nodeName ?? '(no node)'} (grace ${p.metadata.deletionGracePeriodSeconds ?? 0}s)`,
+        text:
+          `pod ${key(p)} terminating on ${p.spec.nodeName ?? '(no node)'} ` +
+          `(grace ${p.metadata.deletionGracePeriodSeconds ?? 0}s)`,
       });
       return;
     }

@@ -9,9 +9,10 @@
  *   agent's actuator writes it) are held out; removing an entry returns the GPU.
  * - `nvidia` — NVIDIA's k8s-device-plugin: it watches the GPUs' XIDs itself, marks a GPU unhealthy
  *   on every XID not on its skip list, and never marks it healthy again until the plugin restarts
- *   (its latch); on a MIG GPU only one of its instances (health is keyed by the parent GPU). Here: a GPU latches when an XID is injected into it (`onXid`), and the latch is
- *   undone when the plugin's pod on the node is replaced by a new one (its DaemonSet recreates it
- *   after an eviction), which enumerates the GPUs afresh. It reads no file.
+ *   (its latch); on a MIG GPU only one of its instances (health is keyed by the parent GPU). Here: a
+ *   GPU latches when an XID is injected into it (`onXid`), and the latch is undone when the plugin's
+ *   pod on the node is replaced by a new one (its DaemonSet recreates it after an eviction), which
+ *   enumerates the GPUs afresh. It reads no file.
  * - `dra` — a DRA driver (NVIDIA's publishes driver `gpu.nvidia.com`, pool = the node): it
  *   publishes one ResourceSlice per node listing each whole GPU as `gpu-<index>` with its `uuid`
  *   attribute; a GPU whose device a DeviceTaintRule (NoSchedule or NoExecute) selects is held out.

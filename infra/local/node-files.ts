@@ -213,7 +213,10 @@ export function kmsgXidLine(
   const stamp = `[${(atMs / 1000).toFixed(6).padStart(12)}]`;
   const gi = gpuInstanceId !== undefined ? ` GPU-I:${String(gpuInstanceId).padStart(2, '0')}` : '';
   const who = pid !== undefined ? `pid=${pid}, name=python` : `pid='<unknown>', name=<unknown>`;
-  return `${stamp} NVRM: Xid (PCI:${kernelPci(pciBusId)}${gi}): ${xid}, ${text ?? `${who}, ${describeXid(xid).meaning}`}\n`;
+  return (
+    `${stamp} NVRM: Xid ` +
+    `(PCI:${kernelPci(pciBusId)}${gi}): ${xid}, ${text ?? `${who}, ${describeXid(xid).meaning}`}\n`
+  );
 }
 
 export function appendKmsg(path: string, line: string): void {

@@ -346,5 +346,8 @@ export function migInstancesInUse(nodes: readonly Node[], pods: readonly Pod[]):
 /** The cgroup v2 (systemd driver) line the kubelet gives a container of this pod. */
 export function cgroupLine(podUid: string, pid: number): string {
   const container = createHash('sha256').update(`${podUid}/${pid}`).digest('hex');
-  return `0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod${podUid.replaceAll('-', '_')}.slice/cri-containerd-${container}.scope\n`;
+  return (
+    `0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod${podUid.replaceAll('-', '_')}` +
+    `.slice/cri-containerd-${container}.scope\n`
+  );
 }

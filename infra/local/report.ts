@@ -248,7 +248,9 @@ export function checkExpectations(
       const n = events.count(x.event, x.node, x.says);
       const least = x.atLeast ?? (x.atMost === undefined ? 1 : undefined);
       return {
-        check: `${bounds(least, x.atMost)} "${x.event}"${x.node ? ` from ${x.node}` : ''}${x.says ? ` saying "${x.says}"` : ''}`,
+        check:
+          `${bounds(least, x.atMost)} ` +
+          `"${x.event}"${x.node ? ` from ${x.node}` : ''}${x.says ? ` saying "${x.says}"` : ''}`,
         ok: (least === undefined || n >= least) && (x.atMost === undefined || n <= x.atMost),
         detail: `${n} seen`,
       };

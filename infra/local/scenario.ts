@@ -54,7 +54,10 @@ export const FaultSchema = z.discriminatedUnion('kind', [
       xid: z.number().int().positive(),
       gpuInstanceId: z.number().int().nonnegative().optional(),
       pid: z.number().int().positive().optional(),
-      /** The pod whose process hit it: the kernel line names that process's pid (default: the first process on the GPU or instance). */
+      /**
+       * The pod whose process hit it: the kernel line names that process's pid (default: the first process on the GPU
+       * or instance).
+       */
       pod: Name.optional(),
       /**
        * The driver's text after the XID number on the kernel line, as the driver writes it for this
@@ -354,7 +357,10 @@ export const ScenarioSchema = z
       .object({
         nodes: z.union([z.literal('all-gpu-nodes'), z.array(Name).min(1)]).default('all-gpu-nodes'),
         sampleIntervalMs: z.number().int().min(100).max(60_000).default(1000),
-        /** `false`: the agents run without their actuator (the DaemonSet as shipped, GPU_ACTIONS off): nobody fences, resets or probes. */
+        /**
+         * `false`: the agents run without their actuator (the DaemonSet as shipped, GPU_ACTIONS off): nobody fences,
+         * resets or probes.
+         */
         actuator: z.boolean().optional(),
         /** `true`: the actuators pause the GPU Operator's clients around a reset (GPU_RESET_PAUSE_OPERATOR). */
         pauseOperator: z.boolean().optional(),

@@ -145,7 +145,9 @@ export async function startStackCloud(o: StackCloudOptions): Promise<StackCloud>
         who,
         kind: 'cluster',
         what: '',
-        text: `ACK removes ${inst.nodeName} (${inst.id}) from node pool ${c.pool.spec.name}${c.drain ? ', draining it' : ''}`,
+        text:
+          `ACK removes ${inst.nodeName} (${inst.id}) from node ` +
+          `pool ${c.pool.spec.name}${c.drain ? ', draining it' : ''}`,
       });
     } else if (c.type === 'removed') {
       if (cluster?.store.get('nodes', '', inst.nodeName)) {
@@ -158,7 +160,9 @@ export async function startStackCloud(o: StackCloudOptions): Promise<StackCloud>
         who,
         kind: 'cluster',
         what: '',
-        text: `${inst.nodeName} left the cluster${c.released ? `; ${inst.id} released` : ` (${inst.id} is subscription: kept, not released)`}`,
+        text:
+          `${inst.nodeName} left the ` +
+          `cluster${c.released ? `; ${inst.id} released` : ` (${inst.id} is subscription: kept, not released)`}`,
       });
     }
   });

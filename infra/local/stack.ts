@@ -146,7 +146,8 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     progress('starting the event bus with serverless.yml ...');
     const busName = LOCAL_BUS_NAME;
     cleanups.push(withEnv(functionEnv({ kubeconfig, busUrl: 'http://pending', busName })));
-    // The scenario's policy is the functions' policy file (else the caller's REMEDIATION_POLICY_FILE, else the defaults).
+    // The scenario's policy is the functions' policy file (else the caller's REMEDIATION_POLICY_FILE, else the
+    // defaults).
     if (scenario.policyFile) {
       const policyPath = join(work, 'remediation-policy.yaml');
       writeFileSync(policyPath, scenario.policyFile.text);
@@ -238,7 +239,9 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
               who: 'scenario',
               kind: 'note',
               what: '',
-              text: `GPU ${g.index} of ${node} does not come back from the reboot: still off the bus, NVML and the device plugin no longer list it`,
+              text:
+                `GPU ${g.index} of ${node} does not come back from the reboot: still off the bus, NVML and the ` +
+                `device plugin no longer list it`,
             });
             continue;
           }
@@ -263,7 +266,12 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       cleanups.push(() => cloud.close());
       cleanups.push(withEnv(cloud.env));
       progress(
-        `  Alibaba Cloud simulator at ${cloud.sim.url}: ${scenario.cloudFile.pools.map((p) => `${p.name} ${cloud.sim.cloud.members(p.id).length}`).join(', ')}${scenario.autoscaleFile ? `; autoscaler manages ${Object.keys(scenario.autoscaleFile.policy.pools).join(', ') || 'no pool'}` : ''}`,
+        `  Alibaba Cloud simulator ` +
+          `at ${cloud.sim.url}: ` +
+          scenario.cloudFile.pools.map((p) => `${p.name} ${cloud.sim.cloud.members(p.id).length}`).join(', ') +
+          (scenario.autoscaleFile
+            ? '; autoscaler manages ' + (Object.keys(scenario.autoscaleFile.policy.pools).join(', ') || 'no pool')
+            : ''),
       );
     }
 
@@ -356,7 +364,8 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           // mig-manager applied a config to the node's GPUs: its agent's NVML lists what it left
           // from now on, even when the layout did not change (instances a reset destroyed return).
           const applied = (n: Node | undefined) =>
-            `${n?.metadata.annotations?.[SIM_GPU_LAYOUT_ANNOTATION]}|${n?.metadata.annotations?.[SIM_MIG_APPLIED_ANNOTATION]}`;
+            `${n?.metadata.annotations?.[SIM_GPU_LAYOUT_ANNOTATION]}|` +
+            `${n?.metadata.annotations?.[SIM_MIG_APPLIED_ANNOTATION]}`;
           if (applied(e.previous as Node | undefined) !== applied(e.object as Node)) {
             const name = e.object.metadata.name;
             files.get(name)!.tracker.relayout(gpuSpecsOf(e.object as Node), nodeDir(work, name).migPath);
@@ -499,7 +508,9 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
         who: 'scenario',
         kind: 'note',
         what: '',
-        text: `maintenance on ${s.node}: ${said || 'its NVML changes'}; its node agent restarts${s.note ? ` — ${s.note}` : ''}`,
+        text:
+          `maintenance on ${s.node}: ${said || 'its NVML changes'}; its node agent ` +
+          `restarts${s.note ? ` — ${s.note}` : ''}`,
       });
       // The mock's clock starts again at the new nvmlInit: faults still to come move with it.
       const faults = faultSteps
@@ -581,7 +592,9 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           who: 'scenario',
           kind: 'note',
           what: '',
-          text: `${s.fenceFile.by} replaces the unhealthy-devices file of ${s.node} with ${JSON.stringify(content)}${s.note ? ` — ${s.note}` : ''}`,
+          text:
+            `${s.fenceFile.by} replaces the unhealthy-devices file of ${s.node} ` +
+            `with ${JSON.stringify(content)}${s.note ? ` — ${s.note}` : ''}`,
         });
       } else if ('unhealthyCards' in s) {
         if (sim) replaceUnhealthyCards(sim.store, s.node, s.unhealthyCards.gpus ?? undefined);
@@ -602,11 +615,11 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           who: 'scenario',
           kind: 'note',
           what: '',
-          text: `create ${n} pod${n === 1 ? '' : 's'} ${s.pods.namespace}/${s.pods.name}${n > 1 ? '-*' : ''} requesting ${Object.keys(
-            s.pods.requests,
-          )
-            .filter((k) => k.includes('/'))
-            .join(', ')}${s.note ? ` — ${s.note}` : ''}`,
+          text:
+            `create ${n} pod${n === 1 ? '' : 's'} ${s.pods.namespace}/${s.pods.name}${n > 1 ? '-*' : ''} ` +
+            `requesting ${Object.keys(s.pods.requests)
+              .filter((k) => k.includes('/'))
+              .join(', ')}${s.note ? ` — ${s.note}` : ''}`,
         });
         const r = await kube.createPods(s.pods);
         for (const x of r.refused) {
@@ -614,7 +627,9 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
             who: 'cluster',
             kind: 'gap',
             what: '',
-            text: `pod ${s.pods.namespace}/${x.name} refused: ${x.reason} — its controller retries every ${RETRY_CREATE_MS / 1000}s`,
+            text:
+              `pod ${s.pods.namespace}/${x.name} refused: ${x.reason} — its controller retries ` +
+              `every ${RETRY_CREATE_MS / 1000}s`,
           });
           refusedPods.push({ arrival: s.pods, name: x.name, at: sinceStart() + RETRY_CREATE_MS });
         }
@@ -675,7 +690,10 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           who: 'cluster',
           kind: 'gap',
           what: '',
-          text: `${n} pod${n === 1 ? '' : 's'} pending on ${resource}${gapNotice(resource, functions, Object.keys(scenario.autoscaleFile?.policy.pools ?? {}).length)}`,
+          text:
+            `${n} pod${n === 1 ? '' : 's'} pending ` +
+            `on ${resource}` +
+            `${gapNotice(resource, functions, Object.keys(scenario.autoscaleFile?.policy.pools ?? {}).length)}`,
         });
     };
 
@@ -768,7 +786,8 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           summary.expectations = checkExpectations(scenario.expect, finalNodes, finalPods, rec.tally);
         else if (scenario.expect)
           progress(
-            `expect: not checked, the run ended at ${(t / 1000).toFixed(1)}s, before the scenario's end (${scenario.durationSeconds}s)`,
+            `expect: not checked, the run ended at ${(t / 1000).toFixed(1)}s, before the scenario's end ` +
+              `(${scenario.durationSeconds}s)`,
           );
         for (const l of formatSummary(summary)) o.out(l);
         const report: StackReport = {

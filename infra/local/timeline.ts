@@ -140,7 +140,9 @@ function utilizationText(d: Record<string, unknown>): string {
       ...(fb.length ? [`framebuffer ${avg(fb).toFixed(0)}% used`] : []),
     ];
     parts.push(
-      `utilization not reported${who}${instances.length ? ' (MIG on: NVML has none per GPU or instance)' : ''}${facts.length ? `; ${facts.join(', ')}` : ''}`,
+      `utilization not ` +
+        `reported${who}${instances.length ? ' (MIG on: NVML has none per GPU or instance)' : ''}` +
+        `${facts.length ? `; ${facts.join(', ')}` : ''}`,
     );
   }
   return `${head}${parts.length ? `, ${parts.join('; ')}` : ''}`;
@@ -161,7 +163,9 @@ export function eventEntry(atMs: number, e: EventEnvelope, podName: PodName): Ti
         who: node,
         kind: 'event',
         what: 'GPU XID Error',
-        text: `XID ${xid} (${describeXid(xid).meaning})${onGpu}${mig ? ` instance ${mig.gpuInstanceId}` : ''} via ${String(d.via)}${podsText(d.pods, podName)}`,
+        text:
+          `XID ${xid} (${describeXid(xid).meaning})${onGpu}${mig ? ` instance ${mig.gpuInstanceId}` : ''} ` +
+          `via ${String(d.via)}${podsText(d.pods, podName)}`,
       };
     }
     case 'GPU Health Changed':
@@ -170,7 +174,9 @@ export function eventEntry(atMs: number, e: EventEnvelope, podName: PodName): Ti
         who: node,
         kind: 'event',
         what: 'GPU Health Changed',
-        text: `${String(d.condition)} ${String(d.state)} (${String(d.severity)})${onGpu}: ${String(d.message ?? '')}${podsText(d.pods, podName)}`,
+        text:
+          `${String(d.condition)} ${String(d.state)} ` +
+          `(${String(d.severity)})${onGpu}: ${String(d.message ?? '')}${podsText(d.pods, podName)}`,
       };
     case 'GPU Inventory': {
       const gpus = (d.gpus as { name?: string; processes?: { podUid?: string }[] }[] | undefined) ?? [];
@@ -202,7 +208,9 @@ export function eventEntry(atMs: number, e: EventEnvelope, podName: PodName): Ti
       };
     case 'Quota Rewritten': {
       const changes = (d.changes as { resource: string; from: string | null; to: string | null }[] | undefined) ?? [];
-      const text = `${String(d.namespace)}: ${changes.map((c) => `${c.resource} ${c.from ?? 'unset'} → ${c.to ?? 'unset'}`).join(', ')}${d.dryRun ? ' [dry run]' : ''}`;
+      const text = `${String(d.namespace)}: ${changes
+        .map((c) => `${c.resource} ${c.from ?? 'unset'} → ${c.to ?? 'unset'}`)
+        .join(', ')}${d.dryRun ? ' [dry run]' : ''}`;
       return {
         atMs,
         who: 'rewrite-quotas',
@@ -215,7 +223,11 @@ export function eventEntry(atMs: number, e: EventEnvelope, podName: PodName): Ti
     case 'Node Labels Changed': {
       const changes = (d.changes as { key: string; from: string | null; to: string | null }[] | undefined) ?? [];
       const left = (d.leftAlone as { key: string; value: string | null }[] | undefined) ?? [];
-      const text = `${String(d.node)}: ${changes.map((c) => `${c.key} ${c.from ?? 'unset'} → ${c.to ?? 'unset'}`).join(', ')}${left.length ? `; left alone: ${left.map((l) => `${l.key}=${l.value ?? 'unset'}`).join(', ')}` : ''}${d.dryRun ? ' [dry run]' : ''}`;
+      const text =
+        `${String(d.node)}: ` +
+        `${changes.map((c) => `${c.key} ${c.from ?? 'unset'} → ${c.to ?? 'unset'}`).join(', ')}` +
+        `${left.length ? `; left alone: ${left.map((l) => `${l.key}=${l.value ?? 'unset'}`).join(', ')}` : ''}` +
+        `${d.dryRun ? ' [dry run]' : ''}`;
       return {
         atMs,
         who: 'label-nodes',
@@ -244,7 +256,9 @@ export function eventEntry(atMs: number, e: EventEnvelope, podName: PodName): Ti
         cost?.amount === undefined
           ? ''
           : ` (${cost.amount < 0 ? '−' : '+'}${Math.abs(cost.amount)} ${cost.currency ?? ''}/h)`;
-      const text = `node pool ${String(d.nodepoolName ?? d.nodepoolId)} ${what} ${String(d.from)} → ${String(d.to)}${price}${d.dryRun ? ' [dry run]' : ''}`;
+      const text =
+        `node pool ${String(d.nodepoolName ?? d.nodepoolId)} ${what} ${String(d.from)} ` +
+        `→ ${String(d.to)}${price}${d.dryRun ? ' [dry run]' : ''}`;
       return {
         atMs,
         who: 'autoscale-pools',
@@ -282,7 +296,10 @@ export function eventEntry(atMs: number, e: EventEnvelope, podName: PodName): Ti
 export function countedText(e: EscalationProgress): string {
   const workloads =
     e.neededWorkloads > 1 ? ` (${Math.min(e.workloads, e.neededWorkloads)} of ${e.neededWorkloads} workloads)` : '';
-  return `${Math.min(e.seen, e.needed)} of ${e.needed} toward escalation to ${e.next} within ${e.windowMinutes} min${workloads}`;
+  return (
+    `${Math.min(e.seen, e.needed)} of ${e.needed} toward escalation to ${e.next} within ${e.windowMinutes} ` +
+    `min${workloads}`
+  );
 }
 
 export function deliveryEntry(atMs: number, fn: string, outcome: unknown): TimelineEntry | undefined {

@@ -7,7 +7,8 @@
  * `GPU Action Result` for each request that reached done or failed.
  *
  *   fence / unfence — the device plugin's unhealthy-devices file (FenceFile: entries it did not add are never removed);
- *                     a done fence is held: every tick the file must still list the GPU, else it is written back (fence-hold.ts)
+ *                     a done fence is held: every tick the file must still list the GPU, else it is written back
+ *                     (fence-hold.ts)
  *   reset           — refused (`busy`, naming what holds it) while processes use the GPU; else the GPU reset
  *                     (opt-in: the GPU Operator's clients paused and restored around it, operator-pause.ts)
  *   probe           — after `probeSeconds` of watching: NVML answers and still enumerates the GPU under
@@ -319,7 +320,8 @@ function parseRequests(raw: string | undefined, log: (why: string) => void): Gpu
     const parsed = GpuActionRequestsSchema.safeParse(JSON.parse(raw));
     if (parsed.success) return parsed.data;
     log(
-      `${GPU_ACTIONS_ANNOTATION} does not match the contract: ${parsed.error.issues[0]?.message ?? 'invalid'}; nothing done`,
+      `${GPU_ACTIONS_ANNOTATION} does not match the contract: ${parsed.error.issues[0]?.message ?? 'invalid'}; ` +
+        `nothing done`,
     );
   } catch {
     log(`${GPU_ACTIONS_ANNOTATION} is not JSON: nothing done`);

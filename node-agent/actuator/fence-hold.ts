@@ -89,11 +89,10 @@ export function holdFence(
       ...prior,
       at,
       state: 'failed',
-      reason:
-        `the fence file no longer lists the GPU and cannot be written back: ${err instanceof Error ? err.message : String(err)}`.slice(
-          0,
-          512,
-        ),
+      reason: (
+        `the fence file no longer lists the GPU and cannot be written ` +
+        `back: ${err instanceof Error ? err.message : String(err)}`
+      ).slice(0, 512),
       fence: { ...was, listed: false },
     };
   }
@@ -109,7 +108,9 @@ export function holdFence(
   return {
     ...prior,
     at,
-    reason: `another writer removed the GPU from the fence file; written back (${restored} time${restored === 1 ? '' : 's'})`,
+    reason:
+      `another writer removed the GPU from the fence file; written back (${restored} ` +
+      `time${restored === 1 ? '' : 's'})`,
     fence: { ...was, listed: true, restored, restoredAt: at },
   };
 }

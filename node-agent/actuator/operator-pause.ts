@@ -105,7 +105,9 @@ export class OperatorPause {
       return {
         ...base,
         state: 'failed',
-        reason: `busy: GPU Operator pods still on the node ${Math.round(waited / 1000)} s after their pause; labels restored`,
+        reason:
+          `busy: GPU Operator pods still on the node ${Math.round(waited / 1000)} s after their pause; ` +
+          `labels restored`,
         holders: left.slice(0, 64),
       };
     }

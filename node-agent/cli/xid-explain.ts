@@ -108,7 +108,9 @@ function text(e: ReturnType<typeof explain>): string[] {
       `  sub-code: ${e.subcode.decoded} → ${e.subcode.verdict === 'observe' ? 'observe' : 'reset'} (${e.subcode.why})`,
     );
   lines.push(
-    `  gpu-reflex: ${chain(e.gpuReflex)}${e.gpuReflex.escalateOnRepeat ? ', escalating on repeats across workloads' : ''}${e.gpuReflex.notify ? ', a person is told' : ''}`,
+    `  gpu-reflex: ${chain(e.gpuReflex)}` +
+      `${e.gpuReflex.escalateOnRepeat ? ', escalating on repeats across workloads' : ''}` +
+      `${e.gpuReflex.notify ? ', a person is told' : ''}`,
   );
   lines.push(`  why: ${e.gpuReflex.recommendation}`);
   return lines;
@@ -145,7 +147,8 @@ export function createXidExplainCommand(kit: ExplainKit): ExplainCommand {
       const subcode = values.subcode === undefined ? undefined : parseSubcode(values.subcode);
       if (values.subcode !== undefined && !subcode)
         throw kit.usage(
-          `--subcode: expected INTRINFO,ERRORSTATUS as two hex words (e.g. 0x00000013,0x00000000), got "${values.subcode}"`,
+          `--subcode: expected INTRINFO,ERRORSTATUS as two hex words (e.g. 0x00000013,0x00000000), got ` +
+            `"${values.subcode}"`,
         );
       const e = explain(xid, subcode);
       if (values.json) io.out(JSON.stringify(e));

@@ -80,7 +80,10 @@ export function createXidScanCommand(deps: XidScanDeps = {}): Command {
       } catch (err) {
         const e = err as NodeJS.ErrnoException;
         io.err(
-          `gpu-reflex xid scan: cannot read ${file}: ${errnoPhrase(e) ?? e.message}${e.code === 'EACCES' ? ' (reading /dev/kmsg needs root or CAP_SYSLOG)' : ''}`,
+          `gpu-reflex xid scan: cannot ` +
+            `read ${file}: ${errnoPhrase(e) ?? e.message}${
+              e.code === 'EACCES' ? ' (reading /dev/kmsg needs root or CAP_SYSLOG)' : ''
+            }`,
         );
         return 1;
       }

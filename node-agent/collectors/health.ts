@@ -26,7 +26,10 @@ export interface HealthThresholds {
   temperatureFromGpu: boolean;
   /** HBM limit where the GPU does not report one (95 °C, what an H200 reports). */
   memoryTemperatureMaxC: number;
-  /** PCIe generation below the link's maximum counts only while the GPU is this busy (an idle link slows down on purpose). */
+  /**
+   * PCIe generation below the link's maximum counts only while the GPU is this busy (an idle link slows down on
+   * purpose).
+   */
   pcieBusyPercent: number;
   /** How long a fabric probe may stay not-started/in-progress before it is reported. */
   fabricGraceMs: number;
@@ -214,7 +217,8 @@ export class HealthEvaluator {
         'memory-temperature',
         lvl,
         lvl
-          ? `memory (HBM) temperature ${t} °C ${lvl === 'critical' ? 'reached' : 'within 5 °C of'} its limit (${max} °C)`
+          ? `memory (HBM) temperature ${t} °C ${lvl === 'critical' ? 'reached' : 'within 5 °C of'} its limit ` +
+              `(${max} °C)`
           : `memory temperature back to ${t} °C`,
         {
           value: t,
@@ -289,7 +293,8 @@ export class HealthEvaluator {
             gpu,
             'ecc-uncorrected',
             'critical',
-            `${rise - explained} new uncorrected ECC error(s) (${n} since last reset${explained ? `; ${explained} more were contained, XID 94` : ''})`,
+            `${rise - explained} new uncorrected ECC error(s) (${n} since last ` +
+              `reset${explained ? `; ${explained} more were contained, XID 94` : ''})`,
             { value: n, threshold: 0, unit: 'errors' },
           ),
         );
@@ -345,7 +350,8 @@ export class HealthEvaluator {
             level,
             act === 'none'
               ? 'no recovery action needed'
-              : `NVML asks for recovery action ${act}${prev?.action && prev.action !== 'none' ? ` (was ${prev.action})` : ''}`,
+              : `NVML asks for recovery ` +
+                  `action ${act}${prev?.action && prev.action !== 'none' ? ` (was ${prev.action})` : ''}`,
             { recoveryAction: act },
           ),
         );
@@ -438,7 +444,9 @@ export class HealthEvaluator {
     if (f.state === 'completed') {
       if (f.status !== undefined && f.status !== 0) {
         level = 'critical';
-        message = `fabric registration failed: ${f.statusName ?? `NVML error ${f.status}`} (is nvidia-fabricmanager running?)`;
+        message =
+          `fabric registration failed: ${f.statusName ?? `NVML error ${f.status}`} (is ` +
+          `nvidia-fabricmanager running?)`;
       } else if (f.degradedBandwidth) {
         level = 'warning';
         message = 'fabric registered with degraded NVLink bandwidth';
@@ -448,7 +456,9 @@ export class HealthEvaluator {
       const waited = now - since;
       if (waited >= this.t.fabricGraceMs) {
         level = 'critical';
-        message = `fabric not ready for ${Math.round(waited / 60_000)} min (probe ${f.state}): CUDA work fails on this GPU until it registers`;
+        message =
+          `fabric not ready for ${Math.round(waited / 60_000)} min (probe ${f.state}): CUDA work fails on ` +
+          `this GPU until it registers`;
       } else {
         level = s.level; // still within the grace time: no news either way
       }

@@ -9,8 +9,10 @@ import { join } from 'node:path';
 import type { PodName, PodNames } from '../dcgm.ts';
 
 /** `<namespace>_<pod>_<uid>`: namespaces and pod names cannot hold `_`, so the split is exact. */
-const POD_DIR =
-  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)_([a-z0-9]([-a-z0-9.]*[a-z0-9])?)_([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/;
+const POD_DIR = new RegExp(
+  /^([a-z0-9]([-a-z0-9]*[a-z0-9])?)_([a-z0-9]([-a-z0-9.]*[a-z0-9])?)_/.source +
+    /([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})$/.source,
+);
 
 export function kubeletLogPodNames(dir: string): PodNames {
   return {

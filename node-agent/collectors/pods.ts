@@ -2,7 +2,8 @@
  * Which pod a GPU process belongs to: the kubelet puts every container in a cgroup named after the
  * pod UID, so `/proc/<pid>/cgroup` answers without asking the API server.
  *   cgroup v1:            11:devices:/kubepods/burstable/pod7c1e4b52-93a0-4d8e-b6f1-2a9c0e5d7f31/<container>
- *   cgroup v2 (systemd):  0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod7c1e4b52_93a0_….slice/cri-containerd-….scope
+ *   cgroup v2 (systemd):
+ *   0::/kubepods.slice/kubepods-besteffort.slice/kubepods-besteffort-pod7c1e4b52_93a0_….slice/cri-containerd-….scope
  *   cgroup v2 (cgroupfs): 0::/kubepods/besteffort/pod7c1e4b52-93a0-…/<container>
  */
 import { readFile } from 'node:fs/promises';

@@ -11,7 +11,7 @@ import type { Nvlink5Words } from '../../events/xid/nvlink5.ts';
  *   NVRM: Xid (PCI:0000:07:00): 31, pid='<unknown>', name=<unknown>, Ch 00000008, ...
  *   NVRM: Xid (PCI:0000:c1:00 GPU-I:05): 43, pid=2201, name=python3, Ch 00000010
  *   NVRM: Xid (0000:01:00): 13, 0000 00000000 0000a197 ...           (older drivers)
- *   NVRM: Xid (PCI:0000:04:00): 149, NETIR_BER_EVENT Nonfatal XC0 i0 Link 08 (0x00000013 0x00000000 0x00000000 0x00000000)
+ *   NVRM: Xid (PCI:0000:04:00): 149, NETIR_BER_EVENT Nonfatal XC0 i0 Link 08 (0x00000013 0x00000000 …)
  *
  * The NVLink5 XIDs (144–150) name their unit first and carry intrinfo and errorStatus as the first two
  * words in parentheses (NVIDIA's "XID 144-150 Decode" sheet; line shape as in leptonai/gpud's NVLink
@@ -44,8 +44,11 @@ export interface KernelXid {
  * the pattern on purpose: `(.*)$` made the engine rescan the whole tail from every `NVRM: Xid (`
  * when the tail held a line terminator, quadratic on long lines (see firstXidMatch).
  */
-const XID_HEAD =
-  /NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{1,8}:[0-9a-fA-F]{1,2}:[0-9a-fA-F]{1,2}(?:\.[0-7])?)((?:\s+GPU-C?I:\s*[0-9a-fA-F]+)*)\):\s*(\d{1,6})\b,?\s*/g;
+const XID_HEAD = new RegExp(
+  /NVRM: Xid \((?:PCI:)?([0-9a-fA-F]{1,8}:[0-9a-fA-F]{1,2}:[0-9a-fA-F]{1,2}(?:\.[0-7])?)/.source +
+    /((?:\s+GPU-C?I:\s*[0-9a-fA-F]+)*)\):\s*(\d{1,6})\b,?\s*/.source,
+  'g',
+);
 /** What `.` in a regex does not match: the driver's text runs to the end of the line without one. */
 const LINE_TERMINATOR = /[\n\r\u2028\u2029]/g;
 const GPU_INSTANCE = /GPU-I:\s*([0-9a-fA-F]+)/;

@@ -443,7 +443,10 @@ export class NvmlDevice {
     return this.supported(call, fn(this.handle, out)) ? out[0] : undefined;
   }
 
-  /** The GPU's own limits: slowdown and shutdown (every recent GPU), max operating GPU and memory (Ada, Hopper and later). */
+  /**
+   * The GPU's own limits: slowdown and shutdown (every recent GPU), max operating GPU and memory (Ada, Hopper and
+   * later).
+   */
   temperatureLimits(): TemperatureLimits | undefined {
     const read = this.lib.nvmlDeviceGetTemperatureThreshold;
     if (!read) return undefined;

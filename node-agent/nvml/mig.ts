@@ -35,7 +35,10 @@ export interface GpuInstanceProfile {
   profileIndex: number;
   /** The profile ID NVML uses everywhere else (placements, GI info). */
   id: number;
-  /** NVML's own name where the driver gives one (…ProfileInfoV, "MIG 1g.18gb" → `1g.18gb`), else NVIDIA's rule (migProfileName). */
+  /**
+   * NVML's own name where the driver gives one (…ProfileInfoV, "MIG 1g.18gb" → `1g.18gb`), else NVIDIA's rule
+   * (migProfileName).
+   */
   name: string;
   sliceCount: number;
   instanceCount: number;

@@ -33,7 +33,10 @@ export async function aliCloudSettingsWithSecret(
   const str = (v: unknown) => typeof v === 'string' && v.length > 0;
   if (typeof key !== 'object' || key === null || !str(key.accessKeyId) || !str(key.accessKeySecret))
     throw new ConfigurationError(
-      `${where} must hold {"accessKeyId": "...", "accessKeySecret": "..."} (strings${typeof key === 'object' && key !== null ? `; has ${Object.keys(key).sort().join(', ') || 'nothing'}` : ''})`,
+      `${where} must hold {"accessKeyId": "...", "accessKeySecret": "..."} ` +
+        '(strings' +
+        (typeof key === 'object' && key !== null ? `; has ${Object.keys(key).sort().join(', ') || 'nothing'}` : '') +
+        ')',
       { what: ACCESS_KEY_PARAMETER_ENV },
     );
   if (key.securityToken !== undefined && !str(key.securityToken))

@@ -26,7 +26,10 @@ export interface AliCloudSettings {
   accessKeyId?: string;
   accessKeySecret?: string;
   securityToken?: string;
-  /** One endpoint for both products (the local simulator): `127.0.0.1:8443`. Default: `cs.<region>.aliyuncs.com`, `ecs.<region>.aliyuncs.com`. */
+  /**
+   * One endpoint for both products (the local simulator): `127.0.0.1:8443`. Default: `cs.<region>.aliyuncs.com`,
+   * `ecs.<region>.aliyuncs.com`.
+   */
   endpoint?: string;
   /** `https` (default) or `http` (loopback simulator only). */
   protocol?: 'http' | 'https';

@@ -43,7 +43,9 @@ export function aliCloudRepair(
         if (pool.desiredSize !== action.from)
           return {
             done: false,
-            message: `node pool ${pool.name} has ${pool.desiredSize} nodes, not the ${action.from} seen: decided again next sweep`,
+            message:
+              `node pool ${pool.name} has ${pool.desiredSize} nodes, not the ${action.from} seen: decided ` +
+              `again next sweep`,
           };
         return { done: true, taskId: (await cloud.setDesiredSize(action.pool, action.to)).taskId };
       }
@@ -57,7 +59,8 @@ export function aliCloudRepair(
         if (err instanceof BadInputError)
           return {
             done: false,
-            message: `instance ${action.instanceId} is not in node pool ${action.pool} any more (already being removed?)`,
+            message:
+              `instance ${action.instanceId} is not in node pool ${action.pool} any more (already ` + `being removed?)`,
           };
         throw err;
       }
@@ -75,7 +78,8 @@ export function aliCloudRepair(
       const id = instanceIdOf(node.providerId);
       if (!id)
         throw new BadInputError(
-          `node ${action.node} names no ECS instance (spec.providerID ${node.providerId ?? 'unset'}): it cannot be rebooted through Alibaba Cloud`,
+          `node ${action.node} names no ECS instance (spec.providerID ${node.providerId ?? 'unset'}): it cannot be ` +
+            `rebooted through Alibaba Cloud`,
           { what: `node ${action.node}` },
         );
       try {

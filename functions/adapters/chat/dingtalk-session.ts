@@ -41,10 +41,10 @@ export class HttpDingTalkSessionResponder implements DingTalkSessionResponder {
     const json = (await res.json().catch(() => undefined)) as { errcode?: unknown; errmsg?: unknown } | undefined;
     if (!res.ok || (typeof json?.errcode === 'number' && json.errcode !== 0))
       throw new Error(
-        `dingtalk sessionWebhook answered ${res.status} errcode ${String(json?.errcode)}: ${String(json?.errmsg ?? '')}`.slice(
-          0,
-          300,
-        ),
+        (
+          `dingtalk sessionWebhook answered ${res.status} ` +
+          `errcode ${String(json?.errcode)}: ${String(json?.errmsg ?? '')}`
+        ).slice(0, 300),
       );
   }
 }

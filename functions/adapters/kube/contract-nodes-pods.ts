@@ -22,25 +22,28 @@ export function nodeAndPodContracts(harness: () => KubeHarness): void {
       expect(names).toEqual(['c-gpu-a']);
     });
 
-    it("listMetadata filters by label selector and returns each node's name, labels and annotations as list does", async () => {
-      await h.seedNode({ name: 'c-meta-a', labels: { 'c-meta': 'gpu' } });
-      await h.nodes.setAnnotations('c-meta-a', { 'c-note': 'x' });
-      await h.seedNode({ name: 'c-meta-b', labels: { 'c-meta': 'cpu' } });
-      const meta = await h.nodes.listMetadata('c-meta=gpu');
-      expect(meta).toEqual([
-        {
-          name: 'c-meta-a',
-          labels: expect.objectContaining({ 'c-meta': 'gpu' }),
-          annotations: expect.objectContaining({ 'c-note': 'x' }),
-        },
-      ]);
-      const full = (await h.nodes.list('c-meta=gpu')).map((n) => ({
-        name: n.name,
-        labels: n.labels,
-        annotations: n.annotations,
-      }));
-      expect(meta).toEqual(full);
-    });
+    it(
+      "listMetadata filters by label selector and returns each node's name, labels and " + 'annotations as list does',
+      async () => {
+        await h.seedNode({ name: 'c-meta-a', labels: { 'c-meta': 'gpu' } });
+        await h.nodes.setAnnotations('c-meta-a', { 'c-note': 'x' });
+        await h.seedNode({ name: 'c-meta-b', labels: { 'c-meta': 'cpu' } });
+        const meta = await h.nodes.listMetadata('c-meta=gpu');
+        expect(meta).toEqual([
+          {
+            name: 'c-meta-a',
+            labels: expect.objectContaining({ 'c-meta': 'gpu' }),
+            annotations: expect.objectContaining({ 'c-note': 'x' }),
+          },
+        ]);
+        const full = (await h.nodes.list('c-meta=gpu')).map((n) => ({
+          name: n.name,
+          labels: n.labels,
+          annotations: n.annotations,
+        }));
+        expect(meta).toEqual(full);
+      },
+    );
 
     it('cordon and uncordon are idempotent and report whether they changed the node', async () => {
       await h.seedNode({ name: 'c-n1' });
@@ -118,16 +121,20 @@ export function nodeAndPodContracts(harness: () => KubeHarness): void {
       expect(await h.nodes.update('c-n5', {})).toBe(false);
     });
 
-    it('update against a basis patches without a read, and a node changed since the basis throws ConflictError, changing nothing', async () => {
-      await h.seedNode({ name: 'c-n8' });
-      const basis = await h.nodes.get('c-n8');
-      expect(await h.nodes.update('c-n8', { labels: { a: '1' } }, { basis })).toBe(true);
-      // basis is now stale: our own write moved the resourceVersion on
-      await expect(h.nodes.update('c-n8', { unschedulable: true }, { basis })).rejects.toBeInstanceOf(ConflictError);
-      expect((await h.nodes.get('c-n8')).unschedulable).toBe(false);
-      const fresh = await h.nodes.get('c-n8');
-      expect(await h.nodes.update('c-n8', { labels: { a: '1' } }, { basis: fresh })).toBe(false);
-    });
+    it(
+      'update against a basis patches without a read, and a node changed since the basis throws ConflictError, ' +
+        'changing nothing',
+      async () => {
+        await h.seedNode({ name: 'c-n8' });
+        const basis = await h.nodes.get('c-n8');
+        expect(await h.nodes.update('c-n8', { labels: { a: '1' } }, { basis })).toBe(true);
+        // basis is now stale: our own write moved the resourceVersion on
+        await expect(h.nodes.update('c-n8', { unschedulable: true }, { basis })).rejects.toBeInstanceOf(ConflictError);
+        expect((await h.nodes.get('c-n8')).unschedulable).toBe(false);
+        const fresh = await h.nodes.get('c-n8');
+        expect(await h.nodes.update('c-n8', { labels: { a: '1' } }, { basis: fresh })).toBe(false);
+      },
+    );
 
     it('a blind update removes an annotation without a basis, and refuses to touch taints', async () => {
       await h.seedNode({ name: 'c-n9' });

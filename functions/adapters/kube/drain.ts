@@ -153,7 +153,9 @@ function stuckNote(pass: DrainPassReport, passes: number, elapsedMs: number): Ku
     type: 'Warning',
     reason: 'DrainStuck',
     action: 'Drain',
-    note: `Drain gave up after ${passes} passes in ${Math.round(elapsedMs / 1000)}s with ${pass.remaining.length} pod(s) left: ${[...why, ...waiting].join(', ')}`,
+    note:
+      `Drain gave up after ${passes} passes in ${Math.round(elapsedMs / 1000)}s with ${pass.remaining.length} ` +
+      `pod(s) left: ${[...why, ...waiting].join(', ')}`,
   };
 }
 

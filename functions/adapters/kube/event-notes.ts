@@ -18,6 +18,8 @@ export function evictionsNote(pods: readonly string[]): KubeEventNote {
     type: 'Normal',
     reason: 'PodsEvicted',
     action: 'Evict',
-    note: `${n} pod${n === 1 ? '' : 's'} evicted by gpu-reflex through the Eviction API (PodDisruptionBudgets honoured): ${pods.join(', ')}`,
+    note:
+      `${n} pod${n === 1 ? '' : 's'} evicted by gpu-reflex through the Eviction API (PodDisruptionBudgets ` +
+      `honoured): ${pods.join(', ')}`,
   };
 }

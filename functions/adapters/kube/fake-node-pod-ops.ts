@@ -157,7 +157,10 @@ export function pdbRefusal(pdb: FakePdb, pod: PodInfo, all: PodInfo[]): string |
   const after = podHealthy ? healthy - 1 : healthy;
   const unavailableAfter = matching.length - after;
   if (pdb.minAvailable !== undefined && after < pdb.minAvailable) {
-    return `Cannot evict pod as it would violate the pod's disruption budget (minAvailable ${pdb.minAvailable}, healthy ${healthy}).`;
+    return (
+      `Cannot evict pod as it would violate the pod's disruption budget (minAvailable ${pdb.minAvailable}, ` +
+      `healthy ${healthy}).`
+    );
   }
   if (pdb.maxUnavailable !== undefined && unavailableAfter > pdb.maxUnavailable) {
     return `Cannot evict pod as it would violate the pod's disruption budget (maxUnavailable ${pdb.maxUnavailable}).`;

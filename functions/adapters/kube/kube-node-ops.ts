@@ -58,7 +58,9 @@ export function nodeChangeEvents(
   }
   if (spec.unschedulable !== undefined) {
     const on = spec.unschedulable;
-    const note = `Node marked ${on ? 'unschedulable' : 'schedulable'} by gpu-reflex${taintNews.length ? `; ${taintNews.join(', ')}` : ''}`;
+    const note =
+      `Node marked ${on ? 'unschedulable' : 'schedulable'} by ` +
+      `gpu-reflex${taintNews.length ? `; ${taintNews.join(', ')}` : ''}`;
     return [{ type: 'Normal', reason: on ? 'Cordoned' : 'Uncordoned', action: on ? 'Cordon' : 'Uncordon', note }];
   }
   if (taintNews.length === 0) return [];

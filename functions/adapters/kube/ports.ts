@@ -94,7 +94,9 @@ export interface KubeEventRef {
   kind: 'Node' | 'Pod';
   name: string;
   namespace?: string;
-  /** Pods: their uid, so `kubectl describe pod` finds the event. Nodes: defaults to the name (the kubelet's convention). */
+  /**
+   * Pods: their uid, so `kubectl describe pod` finds the event. Nodes: defaults to the name (the kubelet's convention).
+   */
   uid?: string;
 }
 
@@ -207,7 +209,10 @@ export interface LeaseOps {
   tryAcquire(name: string, holder: string, durationS: number, clock: Clock): Promise<LeaseAttempt>;
   /** Extends our holding by its duration. `false` when we no longer hold it (lost or taken over). */
   renew(name: string, holder: string, clock: Clock): Promise<boolean>;
-  /** Frees the lease if we hold it (a free lease is no object: it is deleted). `false` (and no change) when we do not. Idempotent. */
+  /**
+   * Frees the lease if we hold it (a free lease is no object: it is deleted). `false` (and no change) when we do not.
+   * Idempotent.
+   */
   release(name: string, holder: string): Promise<boolean>;
   /** The lease as it stands, or undefined when it is free (never created, or released). */
   get(name: string): Promise<LeaseState | undefined>;

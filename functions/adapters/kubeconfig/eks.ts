@@ -89,7 +89,8 @@ export function credentialsFromEnv(env: NodeJS.ProcessEnv): AwsCredentials {
   const secretAccessKey = env['AWS_SECRET_ACCESS_KEY'];
   if (!accessKeyId || !secretAccessKey)
     throw new ConfigurationError(
-      "EKS token: no AWS credentials in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY): the Lambda runtime sets them from the function's role",
+      'EKS token: no AWS credentials in the environment (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY): the Lambda ' +
+        "runtime sets them from the function's role",
       { what: 'AWS_ACCESS_KEY_ID' },
     );
   return {

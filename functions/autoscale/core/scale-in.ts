@@ -81,7 +81,9 @@ export function planScaleIn(
     else {
       release.push({
         node,
-        why: `${node} has run no GPU pod for ${Math.round((now - since) / 60_000)} min (idle since ${new Date(since).toISOString()})`,
+        why:
+          `${node} has run no GPU pod for ${Math.round((now - since) / 60_000)} min (idle ` +
+          `since ${new Date(since).toISOString()})`,
       });
       room--;
     }

@@ -3,7 +3,8 @@
  * raw body and headers in, a verdict with the exact reason out (the webhook answers 401 without
  * it; `gpu-reflex chat verify` prints it). Comparisons are constant-time.
  *
- * - Slack: `X-Slack-Signature: v0=hex(HMAC-SHA256(signing secret, "v0:" + X-Slack-Request-Timestamp + ":" + raw body))`,
+ * - Slack: `X-Slack-Signature: v0=hex(HMAC-SHA256(signing secret, "v0:" + X-Slack-Request-Timestamp + ":" + raw
+ * body))`,
  *   the timestamp within 5 minutes of now.
  * - DingTalk (outgoing robot): headers `timestamp` (ms) and `sign` =
  *   base64(HMAC-SHA256(app secret, timestamp + "\n" + app secret)), within one hour. The signature
@@ -94,7 +95,8 @@ export function verifyDingTalk(req: ChatRequest, secret: string | undefined, now
   if (Math.abs(nowMs - Number(ts)) > DINGTALK_WINDOW_MS)
     return refuse(
       'dingtalk',
-      `stale: timestamp ${ts} is ${Math.round(Math.abs(nowMs - Number(ts)) / 1000)} s from now (window ${DINGTALK_WINDOW_MS / 1000} s)`,
+      `stale: timestamp ${ts} is ${Math.round(Math.abs(nowMs - Number(ts)) / 1000)} s from now ` +
+        `(window ${DINGTALK_WINDOW_MS / 1000} s)`,
     );
   const want = createHmac('sha256', secret).update(`${ts}\n${secret}`).digest('base64');
   if (!sameText(sign, want))
@@ -209,7 +211,8 @@ export function verifyFeishu(
   const replayKey =
     typeof id === 'string' && id
       ? `feishu:event:${id}`
-      : `feishu:${String((event as { challenge?: unknown }).challenge ?? createHash('sha256').update(body).digest('hex'))}`;
+      : 'feishu:' +
+        String((event as { challenge?: unknown }).challenge ?? createHash('sha256').update(body).digest('hex'));
   return { ok: true, platform: 'feishu', body, replayKey };
 }
 

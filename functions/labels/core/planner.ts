@@ -136,7 +136,9 @@ export function planLabels(node: NodeLabelFacts, inv: InventoryFacts, config: La
           value: cur,
           wanted: want ?? null,
           why: 'gfd-runs-here',
-          reason: `GPU Feature Discovery labels this node: gpu-reflex does not write under ${config.gfd.prefix}${mine ? ' (handed over)' : ''}`,
+          reason:
+            `GPU Feature Discovery labels this node: gpu-reflex does not write ` +
+            `under ${config.gfd.prefix}${mine ? ' (handed over)' : ''}`,
         });
       delete owned[key];
       continue;

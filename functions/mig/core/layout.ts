@@ -96,7 +96,8 @@ export function checkLayout(model: MigModel, profiles: readonly string[]): Layou
   const memory = instances.reduce((s, p) => s + p.size, 0);
   if (compute > model.computeSlices)
     problems.push(
-      `compute slices ${instances.map((p) => p.slices).join('+')} = ${compute}: ${aGpu(model)} has ${model.computeSlices}`,
+      `compute slices ${instances.map((p) => p.slices).join('+')} = ${compute}: ${aGpu(model)} ` +
+        `has ${model.computeSlices}`,
     );
   if (memory > model.memorySlices)
     problems.push(
@@ -109,7 +110,8 @@ export function checkLayout(model: MigModel, profiles: readonly string[]): Layou
       .sort(bySize)
       .map(
         (p) =>
-          `${p.name} at ${p.starts.length === 1 ? `${p.starts[0]} only` : p.starts.join(' or ')} (${p.size} slice${p.size === 1 ? '' : 's'})`,
+          `${p.name} at ${p.starts.length === 1 ? `${p.starts[0]} only` : p.starts.join(' or ')} (${p.size} ` +
+          `slice${p.size === 1 ? '' : 's'})`,
       );
     return {
       valid: false,

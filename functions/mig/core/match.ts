@@ -9,7 +9,8 @@
  * `bench mig`). Pure.
  *
  * It runs several times per plan over fleets of thousands of GPUs, so profiles are numbered and
- * each node keeps its free instances summed over its GPUs in a typed array: a pod fits a node when the sums cover its requests (taking GPU
+ * each node keeps its free instances summed over its GPUs in a typed array: a pod fits a node when the sums cover its
+ * requests (taking GPU
  * by GPU in index order then always succeeds), and the nodes a pod may use are worked out once per
  * distinct nodeSelector.
  */

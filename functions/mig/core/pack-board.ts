@@ -20,7 +20,10 @@ export interface Slot {
   free: Map<string, number>;
   /** No instance in use, not locked, not relaid yet: may be relaid (keeping what pods take of it, or not). */
   relayable: boolean;
-  /** Instances in use by pods the preemption policy lets go (all known, none protected): may be relaid for pods far enough above them. */
+  /**
+   * Instances in use by pods the preemption policy lets go (all known, none protected): may be relaid for pods far
+   * enough above them.
+   */
   holders?: MigHolder[];
   /** Relaid by this plan over its holders: they are preempted. */
   preempts?: MigHolder[];
@@ -30,7 +33,10 @@ export interface Slot {
   takers: Map<PendingMigPod, string[]>;
   /** Relaid: whether one more instance of a profile still fits with `req` (cleared when it changes). */
   fitsMore: Map<string, boolean>;
-  /** Relayable: whether relaying it could give a pod of a priority one instance of a profile (cleared when its takers change). */
+  /**
+   * Relayable: whether relaying it could give a pod of a priority one instance of a profile (cleared when its takers
+   * change).
+   */
   couldGive: Map<string, boolean>;
 }
 

@@ -38,7 +38,8 @@ export interface Option {
 }
 
 /**
- * Lower is better: fewest running pods preempted (then the lowest priorities), fewest pods displaced, fewest new relays, fewest instances destroyed that
+ * Lower is better: fewest running pods preempted (then the lowest priorities), fewest pods displaced, fewest new
+ * relays, fewest instances destroyed that
  * waiting pods ask for, most of the old layouts kept, fewest destroyed.
  */
 export function cost(o: Option): number[] {

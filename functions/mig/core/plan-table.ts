@@ -19,7 +19,8 @@ export function planTable(plan: MigPlan, notes: readonly string[]): string[] {
   const line = (r: string[]) => r.map((c, i) => (i === r.length - 1 ? c : c.padEnd(width[i]!))).join('  ');
   const out = plan.changes.length > 0 ? [line(head), ...rows.map(line)] : ['no GPU to relay'];
   out.push(
-    `pending MIG pods that can run: ${plan.satisfiedBefore} now, ${plan.satisfiedAfter} after ${plan.changes.length} GPU change${plan.changes.length === 1 ? '' : 's'}`,
+    `pending MIG pods that can run: ${plan.satisfiedBefore} now, ${plan.satisfiedAfter} after ${plan.changes.length} ` +
+      `GPU change${plan.changes.length === 1 ? '' : 's'}`,
   );
   for (const c of plan.changes) out.push(`  why ${c.node}/${c.gpu}: ${c.why}`);
   for (const u of plan.unmet) out.push(`  still pending ${u.pod}: ${u.why}`);

@@ -143,7 +143,10 @@ function describe(
       const unblocks = (servedBy.get(gpuKey(g)) ?? []).map(podKey);
       const wanted = [...new Set(unblocks.flatMap((u) => Object.keys(podByKey.get(u)!.requests)))];
       const preempts = preempted.get(gpuKey(g)) ?? [];
-      const serves = `${layoutWords(from)} → ${layoutWords(to)} gives ${unblocks.length} pending pod${unblocks.length === 1 ? '' : 's'} the ${wanted.join(', ')} instance${unblocks.length === 1 ? '' : 's'} ${unblocks.length === 1 ? 'it waits' : 'they wait'} for`;
+      const serves =
+        `${layoutWords(from)} → ${layoutWords(to)} gives ${unblocks.length} pending ` +
+        `pod${unblocks.length === 1 ? '' : 's'} the ${wanted.join(', ')} ` +
+        `instance${unblocks.length === 1 ? '' : 's'} ${unblocks.length === 1 ? 'it waits' : 'they wait'} for`;
       changes.push({
         node: n.name,
         gpu: g.index,
@@ -155,8 +158,14 @@ function describe(
         preempts,
         why:
           preempts.length === 0
-            ? `${n.name} GPU ${g.index} is idle (no instance in use); ${serves}, keeping ${kept(from, to)} of its ${from.length} instance${from.length === 1 ? '' : 's'}`
-            : `${n.name} GPU ${g.index} runs only pods of priority ${Math.max(...preempts.map((h) => h.priority))} or lower (${preempts.map((h) => `${holderKey(h)} at ${h.priority}`).join(', ')}), at least ${preemption!.minPriorityGap} below the pending pods of priority ${Math.max(...unblocks.map((u) => podByKey.get(u)!.priority))} it serves; preempting ${preempts.length === 1 ? 'it' : 'them'} (mig-manager recreates every instance of a changed GPU), ${serves}`,
+            ? `${n.name} GPU ${g.index} is idle (no instance in use); ${serves}, keeping ${kept(from, to)} of ` +
+              `its ${from.length} instance${from.length === 1 ? '' : 's'}`
+            : `${n.name} GPU ${g.index} runs only pods of priority ${Math.max(...preempts.map((h) => h.priority))} ` +
+              `or lower (${preempts.map((h) => `${holderKey(h)} at ${h.priority}`).join(', ')}), at ` +
+              `least ${preemption!.minPriorityGap} below the pending pods of ` +
+              `priority ${Math.max(...unblocks.map((u) => podByKey.get(u)!.priority))} it serves; ` +
+              `preempting ${preempts.length === 1 ? 'it' : 'them'} (mig-manager recreates every instance of a ` +
+              `changed GPU), ${serves}`,
       });
     }
   }
@@ -181,7 +190,10 @@ function unmetWhy(nodes: readonly MigNode[], pod: PendingMigPod): string {
     n.gpus.some((g) => Object.keys(pod.requests).every((p) => g.model.profiles.some((q) => q.name === p))),
   );
   if (!offers) return `no GPU model on the ${eligible.length} node(s) it may use has the profile(s) ${want}`;
-  return `${want}: every GPU that could be relaid for it on the ${eligible.length} node(s) it may use has an instance in use, holds instances other pending pods can use, or went to a pod before it`;
+  return (
+    `${want}: every GPU that could be relaid for it on the ${eligible.length} node(s) it may use has an ` +
+    `instance in use, holds instances other pending pods can use, or went to a pod before it`
+  );
 }
 
 /**

@@ -139,7 +139,8 @@ export function stepMigNode(
     const touched =
       preempt.length === 0
         ? 'no instance in use is touched'
-        : `preempting ${preempt.map((p) => `${p.namespace}/${p.name}`).join(', ')}: evicted now, the label waits until they have left`;
+        : `preempting ${preempt.map((p) => `${p.namespace}/${p.name}`).join(', ')}: evicted now, the label waits ` +
+          `until they have left`;
     return {
       kind: 'start',
       config: { name: config, layout },
@@ -148,7 +149,9 @@ export function stepMigNode(
       record,
       ...(preempt.length > 0 ? { evictions: preempt } : {}),
       state: 'pending',
-      why: `${what} for ${record.unblocks.length} pending pod(s); mig-parted config ${config} written, node cordoned while mig-manager works (${touched}); the label follows in ${policy.configSyncSeconds} s`,
+      why:
+        `${what} for ${record.unblocks.length} pending pod(s); mig-parted config ${config} written, node cordoned ` +
+        `while mig-manager works (${touched}); the label follows in ${policy.configSyncSeconds} s`,
     };
   }
   if (r.phase === 'failed') return { kind: 'none', labels: {}, why: '' };
@@ -163,16 +166,23 @@ export function stepMigNode(
           kind: 'evict',
           labels: {},
           evictions: left,
-          why: `waiting for preempted pod(s) ${names} to leave ${n.name} before ${MIG_CONFIG_LABEL} is set: GPU(s) ${r.gpus.map((g) => g.gpu).join(', ')} not relaid this round`,
+          why:
+            `waiting for preempted pod(s) ${names} to leave ${n.name} before ${MIG_CONFIG_LABEL} is set: ` +
+            `GPU(s) ${r.gpus.map((g) => g.gpu).join(', ')} not relaid this round`,
         };
       }
-      const reason = `preempted pod(s) ${names} did not leave within ${policy.timeoutMinutes} min (a PodDisruptionBudget blocks the eviction, or they do not terminate); ${MIG_CONFIG_LABEL} was never set, nothing was relaid`;
+      const reason =
+        `preempted pod(s) ${names} did not leave within ${policy.timeoutMinutes} min (a ` +
+        `PodDisruptionBudget blocks the eviction, or they do not terminate); ${MIG_CONFIG_LABEL} was never set, ` +
+        `nothing was relaid`;
       return {
         kind: 'failed',
         labels: {},
         record: { ...r, phase: 'failed', since: at, reason },
         state: 'failed',
-        why: `${reason}; the node stays cordoned for a person to look (remove ${MIG_REBALANCE_ANNOTATION} and uncordon when done)`,
+        why:
+          `${reason}; the node stays cordoned for a person to look (remove ${MIG_REBALANCE_ANNOTATION} and ` +
+          `uncordon when done)`,
       };
     }
     if (elapsed < policy.configSyncSeconds * 1000) return { kind: 'wait', labels: {}, why: '' };
@@ -180,7 +190,9 @@ export function stepMigNode(
       kind: 'label',
       labels: { [MIG_CONFIG_LABEL]: r.config },
       record: { ...r, phase: 'applying', since: at },
-      why: `${MIG_CONFIG_LABEL}=${r.config} set; mig-manager reconfigures ${r.gpus.map((g) => `GPU ${g.gpu}`).join(', ')}`,
+      why:
+        `${MIG_CONFIG_LABEL}=${r.config} set; mig-manager ` +
+        `reconfigures ${r.gpus.map((g) => `GPU ${g.gpu}`).join(', ')}`,
     };
   }
   const state = n.labels[MIG_CONFIG_STATE_LABEL];
@@ -197,7 +209,9 @@ export function stepMigNode(
       labels: {},
       ...(uncordon ? { unschedulable: false } : {}),
       state: 'success',
-      why: `mig-manager applied ${r.config} (${r.gpus.map((g) => `GPU ${g.gpu} ${layoutWords(g.to)}`).join(', ')})${after}`,
+      why:
+        `mig-manager applied ${r.config} ` +
+        `(${r.gpus.map((g) => `GPU ${g.gpu} ${layoutWords(g.to)}`).join(', ')})${after}`,
     };
   }
   const failed = ours && state === 'failed';
@@ -206,15 +220,19 @@ export function stepMigNode(
   const reason = failed
     ? `mig-manager reports ${MIG_CONFIG_STATE_LABEL}=failed for ${r.config}`
     : !ours
-      ? `${MIG_CONFIG_LABEL} was changed to ${n.labels[MIG_CONFIG_LABEL] ?? '(removed)'} by someone else while ${r.config} was applying`
-      : `mig-manager did not report success for ${r.config} within ${policy.timeoutMinutes} min (state: ${state ?? 'none'})`;
+      ? `${MIG_CONFIG_LABEL} was changed to ${n.labels[MIG_CONFIG_LABEL] ?? '(removed)'} by someone else ` +
+        `while ${r.config} was applying`
+      : `mig-manager did not report success for ${r.config} within ${policy.timeoutMinutes} min ` +
+        `(state: ${state ?? 'none'})`;
   return {
     kind: 'failed',
     // Put the previous layout's name back only where the label is still ours.
     labels: ours ? { [MIG_CONFIG_LABEL]: r.previous } : {},
     record: { ...r, phase: 'failed', since: at, reason },
     state: 'failed',
-    why: `${reason}; ${ours ? `${MIG_CONFIG_LABEL} set back to ${r.previous ?? '(none)'}, ` : ''}the node stays cordoned for a person to look (remove ${MIG_REBALANCE_ANNOTATION} and uncordon when done)`,
+    why:
+      `${reason}; ${ours ? `${MIG_CONFIG_LABEL} set back to ${r.previous ?? '(none)'}, ` : ''}the node stays ` +
+      `cordoned for a person to look (remove ${MIG_REBALANCE_ANNOTATION} and uncordon when done)`,
   };
 }
 

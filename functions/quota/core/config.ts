@@ -13,7 +13,8 @@
  *   buffer: { nvidia.com/gpu: 8 }  # kept back from what is shared out
  *   limitRange: { default: { nvidia.com/gpu: 1 }, max: { nvidia.com/gpu: 8 } }
  *   teams:
- *     - { name: ml, namespaces: [ml-train, ml-infer], weight: 4, guarantee: { nvidia.com/gpu: 16 }, max: { nvidia.com/gpu: 32 } }
+ *     - { name: ml, namespaces: [ml-train, ml-infer], weight: 4, guarantee: { nvidia.com/gpu: 16 },
+ *         max: { nvidia.com/gpu: 32 } }
  *
  * MIG profiles from GPU-equivalents (opt-in, per group of profiles): a team states its share of
  * the group in GPUs under the group's name, and gpu-reflex derives its per-profile quotas:
@@ -29,7 +30,10 @@ const EXTENDED = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\/[-a-zA-Z0-9._]+$/;
 /** Why `k` cannot be a resource to share out, or undefined when it can. */
 function badResource(k: string): string | undefined {
   if (k.startsWith('limits.'))
-    return `"${k}": quota on limits of an extended resource is accepted by the API server and never enforced; name the resource (${k.slice(7)}) and gpu-reflex writes requests.${k.slice(7)}`;
+    return (
+      `"${k}": quota on limits of an extended resource is accepted by the API server and never enforced; name ` +
+      `the resource (${k.slice(7)}) and gpu-reflex writes requests.${k.slice(7)}`
+    );
   if (k.startsWith('requests.'))
     return `"${k}": name the resource itself (${k.slice(9)}); gpu-reflex writes the requests. key`;
   if (!EXTENDED.test(k)) return `"${k}" is not an extended resource name such as nvidia.com/gpu or aliyun.com/gpu-mem`;

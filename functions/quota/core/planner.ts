@@ -180,7 +180,8 @@ export function planQuotas(config: QuotaConfig, facts: QuotaFacts): QuotaPlan {
     const floorSum = usage.reduce((s, x) => s + x, 0);
     if (floorSum > shared) {
       warnings.push(
-        `${r}: the teams already use ${floorSum}, more than the ${shared} shared out (capacity ${capacity}): no quota goes below usage, so the total is ${floorSum}`,
+        `${r}: the teams already use ${floorSum}, more than the ${shared} shared out (capacity ${capacity}): no ` +
+          `quota goes below usage, so the total is ${floorSum}`,
       );
       l.base = [...usage];
       return;
@@ -198,7 +199,8 @@ export function planQuotas(config: QuotaConfig, facts: QuotaFacts): QuotaPlan {
     teams.forEach((t, i) => {
       if (l.base[i]! < Math.min(guarantee[i]!, max[i]!))
         warnings.push(
-          `${r}: ${t.name} gets ${l.base[i]} of its guarantee ${guarantee[i]}: capacity (${capacity}, ${shared} shared out) cannot back every guarantee`,
+          `${r}: ${t.name} gets ${l.base[i]} of its guarantee ${guarantee[i]}: capacity (${capacity}, ${shared} ` +
+            `shared out) cannot back every guarantee`,
         );
     });
   });
@@ -288,9 +290,17 @@ export function planQuotas(config: QuotaConfig, facts: QuotaFacts): QuotaPlan {
         const x = s.resources[r]!;
         const g = config.migGroups.find((m) => m.name === r);
         if (!g)
-          return `${r}: team ${t.name} (weight ${t.weight}) uses ${x.usage}, guaranteed ${x.guarantee}, wants ${x.want} → ${x.hard} of ${pool[r]!.shared} shared out`;
+          return (
+            `${r}: team ${t.name} (weight ${t.weight}) uses ${x.usage}, guaranteed ${x.guarantee}, ` +
+            `wants ${x.want} → ${x.hard} of ${pool[r]!.shared} shared out`
+          );
         const gpus = (n: number) => `${n / 8} GPU${n === 8 ? '' : 's'}`;
-        return `${r} (in GPU-equivalents): team ${t.name} (weight ${t.weight}) uses ${gpus(x.usage)}, guaranteed ${gpus(x.guarantee)}, wants ${gpus(x.want)} → ${gpus(x.hard)} of ${gpus(pool[r]!.shared)} shared out, as ${g.profiles.map((p) => `${p.slice('nvidia.com/mig-'.length)} ${s.resources[p]!.hard}`).join(', ')}`;
+        return (
+          `${r} (in GPU-equivalents): team ${t.name} (weight ${t.weight}) uses ${gpus(x.usage)}, ` +
+          `guaranteed ${gpus(x.guarantee)}, wants ${gpus(x.want)} → ${gpus(x.hard)} of ${gpus(pool[r]!.shared)} ` +
+          `shared out, ` +
+          `as ${g.profiles.map((p) => `${p.slice('nvidia.com/mig-'.length)} ${s.resources[p]!.hard}`).join(', ')}`
+        );
       });
       namespaces.push({ namespace: ns, team: t.name, hard, changes, reason: words.join('; ') });
     }

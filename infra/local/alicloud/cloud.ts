@@ -178,7 +178,10 @@ export class AliCloud {
    */
   readonly userKubeconfigs: { public?: string; private?: string } = {};
 
-  /** DescribeClusterUserKubeconfig: a temporary one lasts `minutes` (15–4320); without, 3 years (ACK's default certificate). */
+  /**
+   * DescribeClusterUserKubeconfig: a temporary one lasts `minutes` (15–4320); without, 3 years (ACK's default
+   * certificate).
+   */
   userKubeconfig(privateIp: boolean, minutes: number | undefined): { config: string; expiresMs: number } {
     if (minutes !== undefined && (!Number.isInteger(minutes) || minutes < 15 || minutes > 4320))
       throw new CloudError(
@@ -191,7 +194,8 @@ export class AliCloud {
       throw new CloudError(
         400,
         'InvalidParameter',
-        `this simulator has no ${privateIp ? 'private' : 'public'} kubeconfig for cluster ${this.clusterId} (set cloud.userKubeconfigs)`,
+        `this simulator has no ${privateIp ? 'private' : 'public'} kubeconfig for cluster ${this.clusterId} (set ` +
+          `cloud.userKubeconfigs)`,
       );
     return { config, expiresMs: this.clock.now() + (minutes ?? 3 * 365 * 24 * 60) * 60_000 };
   }
@@ -235,7 +239,10 @@ export class AliCloud {
     return this.grow(pool, count, 'ScaleClusterNodePool');
   }
 
-  /** RemoveNodePoolNodes: takes the instances out (and lowers the desired size), releasing pay-as-you-go ones when asked. */
+  /**
+   * RemoveNodePoolNodes: takes the instances out (and lowers the desired size), releasing pay-as-you-go ones when
+   * asked.
+   */
   removeNodes(poolId: string, instanceIds: string[], opts: { release: boolean; drain: boolean }): SimTask {
     const pool = this.pool(poolId);
     if (instanceIds.length === 0)
@@ -262,7 +269,8 @@ export class AliCloud {
       throw new CloudError(
         403,
         'IncorrectInstanceStatus',
-        `The current status of the resource does not support this operation (instance ${instanceId} is ${inst.status}).`,
+        `The current status of the resource does not support this operation (instance ${instanceId} ` +
+          `is ${inst.status}).`,
       );
     if (opts.dryRun)
       throw new CloudError(400, 'DryRunOperation', 'Request validation has been passed with DryRun flag set.');
@@ -355,7 +363,9 @@ export class AliCloud {
         task.state = 'failed';
         task.error = {
           code: 'OperationDenied.NoStock',
-          message: `The requested resource is sold out in the specified zone; try other types of resources or other regions and zones (${type}, ${this.zoneId}; injected).`,
+          message:
+            `The requested resource is sold out in the specified zone; try other types of resources or other ` +
+            `regions and zones (${type}, ${this.zoneId}; injected).`,
         };
         return;
       }

@@ -234,7 +234,8 @@ function serveCs(cloud: AliCloud, call: Call, requestId: string): Json {
     throw new CloudError(
       404,
       'InvalidAction.NotFound',
-      `Specified api is not found, please check your url and method (${call.method} /${call.segs.join('/')} as ${call.action}).`,
+      `Specified api is not found, please check your url and method (${call.method} /${call.segs.join('/')} ` +
+        `as ${call.action}).`,
     );
   if (r.clusterId !== undefined) cloud.cluster(r.clusterId);
   switch (r.action) {

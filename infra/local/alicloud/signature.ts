@@ -100,7 +100,9 @@ export function verify(req: SignedRequest, secretOf: (accessKeyId: string) => st
       ok: false,
       status: 400,
       code: 'InvalidAuthorization',
-      message: `Authorization must be "${ACS3} Credential=…,SignedHeaders=…,Signature=…"; this simulator checks ACS3-HMAC-SHA256 only (the legacy v2 signature is not served).`,
+      message:
+        `Authorization must be "${ACS3} Credential=…,SignedHeaders=…,Signature=…"; this simulator checks ` +
+        `ACS3-HMAC-SHA256 only (the legacy v2 signature is not served).`,
     };
   }
   const [, keyId, signedList, signature] = m as unknown as [string, string, string, string];
@@ -119,7 +121,9 @@ export function verify(req: SignedRequest, secretOf: (accessKeyId: string) => st
       ok: false,
       status: 400,
       code: 'SignatureDoesNotMatch',
-      message: `SignedHeaders must include host and every x-acs-* header${unsigned.length > 0 ? ` (unsigned: ${unsigned.join(', ')})` : ''}.`,
+      message:
+        `SignedHeaders must include host and every x-acs-* ` +
+        `header${unsigned.length > 0 ? ` (unsigned: ${unsigned.join(', ')})` : ''}.`,
     };
   }
   const claimed = header(req.headers, 'x-acs-content-sha256');

@@ -12,7 +12,9 @@ import { printTimeline } from './timeline.ts';
  * `gpu-reflex bus serve`: the local EventBridge alone, on the wall clock, until SIGINT/SIGTERM,
  * printing a line for everything it delivers. Tests build it with `makeBusServeCommand({ stop })`.
  */
-const HELP = `Usage: gpu-reflex bus serve [--kubeconfig FILE] [--serverless FILE] [--port N] [--http-port N] [--host ADDR] [--dlq FILE] [--stage S] [--region R] [--account ID] [--history N]
+const HELP =
+  `Usage: gpu-reflex bus serve [--kubeconfig FILE] [--serverless FILE] [--port N] [--http-port N] [--host ADDR] ` +
+  `[--dlq FILE] [--stage S] [--region R] [--account ID] [--history N]
 
 Runs the local EventBridge: a PutEvents endpoint the real AWS SDK talks to, the rules, schedules
 and httpApi routes of serverless.yml, and the handlers in-process with EventBridge-like retries.
@@ -143,7 +145,8 @@ export function makeBusServeCommand(hooks: BusServeHooks = {}): Command {
       io.out(`httpApi:   ${bus.httpUrl ?? '-'}`);
       if (t) {
         io.out(
-          `${t.service} (${t.stage}): buses ${['default', ...t.buses].join(', ')}; ${t.eventRules.length} rules, ${t.schedules.length} schedules, ${t.routes.length} routes`,
+          `${t.service} (${t.stage}): buses ${['default', ...t.buses].join(', ')}; ${t.eventRules.length} ` +
+            `rules, ${t.schedules.length} schedules, ${t.routes.length} routes`,
         );
         for (const w of t.warnings) io.err(`warning: ${w}`);
       }

@@ -7,7 +7,8 @@ import { parse as parseYaml } from 'yaml';
  * cluster. `local` does the same through infra/local/stack-env.ts.
  *
  * The functions read exactly one cluster source (functions/config.ts): a kubeconfig file, a
- * kubeconfig's text, one fetched from Parameter Store or ACK, or the pod's service account. Without one every delivery would fail and be
+ * kubeconfig's text, one fetched from Parameter Store or ACK, or the pod's service account. Without one every delivery
+ * would fail and be
  * retried until it dead-letters, so the command refuses to start instead.
  */
 export interface FunctionCluster {
@@ -45,12 +46,14 @@ export function resolveFunctionCluster(
   const set = SOURCES.filter((k) => (k === 'GPU_REFLEX_IN_CLUSTER' ? env[k] === 'true' : (env[k] ?? '') !== ''));
   if (set.length === 0) {
     throw new ClusterSourceError(
-      'the functions need a cluster to act on: give --kubeconfig FILE or set KUBECONFIG (or GPU_REFLEX_KUBECONFIG_TEXT, or GPU_REFLEX_IN_CLUSTER=true)',
+      'the functions need a cluster to act on: give --kubeconfig FILE or set KUBECONFIG (or ' +
+        'GPU_REFLEX_KUBECONFIG_TEXT, or GPU_REFLEX_IN_CLUSTER=true)',
     );
   }
   if (set.length > 1)
     throw new ClusterSourceError(
-      `the functions read exactly one cluster source, but ${set.join(' and ')} are set: unset all but one, or give --kubeconfig FILE`,
+      `the functions read exactly one cluster source, but ${set.join(' and ')} are set: unset all but one, or give ` +
+        `--kubeconfig FILE`,
     );
   const source = set[0]!;
   const keep = { ...NONE, [source]: env[source] };
@@ -61,7 +64,8 @@ export function resolveFunctionCluster(
     };
   if (source === 'GPU_REFLEX_KUBECONFIG_TEXT')
     return {
-      description: `the kubeconfig in GPU_REFLEX_KUBECONFIG_TEXT (${describeKubeconfig(env.GPU_REFLEX_KUBECONFIG_TEXT!)})`,
+      description:
+        `the kubeconfig in GPU_REFLEX_KUBECONFIG_TEXT ` + `(${describeKubeconfig(env.GPU_REFLEX_KUBECONFIG_TEXT!)})`,
       env: keep,
     };
   if (source === 'GPU_REFLEX_KUBECONFIG_PARAMETER')
@@ -71,7 +75,9 @@ export function resolveFunctionCluster(
     };
   if (source === 'GPU_REFLEX_KUBECONFIG_ACK')
     return {
-      description: `ACK's kubeconfig for ${env.ACK_CLUSTER_ID ?? 'ACK_CLUSTER_ID'} (${env[source]} endpoint, fetched at the first delivery)`,
+      description:
+        `ACK's kubeconfig for ${env.ACK_CLUSTER_ID ?? 'ACK_CLUSTER_ID'} (${env[source]} endpoint, fetched ` +
+        `at the first delivery)`,
       env: keep,
     };
   return { description: 'the service account of this pod (GPU_REFLEX_IN_CLUSTER=true)', env: keep };

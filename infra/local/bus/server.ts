@@ -26,8 +26,10 @@ export interface PutEventsServer {
 /** The largest body read before refusing; AWS's own limit is the 256 KB of entry content. */
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
 
-const AUTH_RE =
-  /^AWS4-HMAC-SHA256 Credential=([^/,\s]+)\/(\d{8})\/([a-z0-9-]+)\/([a-z0-9-]+)\/aws4_request, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/;
+const AUTH_RE = new RegExp(
+  /^AWS4-HMAC-SHA256 Credential=([^/,\s]+)\/(\d{8})\/([a-z0-9-]+)\/([a-z0-9-]+)\/aws4_request/.source +
+    /, ?SignedHeaders=([a-z0-9;-]+), ?Signature=([0-9a-f]{64})$/.source,
+);
 
 const STATUS_CODES: Record<number, string> = {
   500: 'InternalFailure',
@@ -143,7 +145,8 @@ function checkSignature(req: IncomingMessage, body: Buffer): void {
   if (!m) {
     throw new AwsRequestError(
       'IncompleteSignatureException',
-      `Authorization header requires 'Credential', 'Signature', 'SignedHeaders' parameters. Authorization=${auth.split(' ')[0]}`,
+      `Authorization header requires 'Credential', 'Signature', 'SignedHeaders' parameters. ` +
+        `Authorization=${auth.split(' ')[0]}`,
     );
   }
   if (m[4] !== 'events') {

@@ -9,7 +9,10 @@ import type { LocalBus } from './index.ts';
 export function formatBusEvent<K extends keyof DeliveryEvents>(name: K, ...[p]: DeliveryEvents[K]): string {
   const pad = name.padEnd(13);
   if ('reason' in p) {
-    return `${p.time} ${pad} ${p.rule} → ${p.function} after ${p.attempts} attempt${p.attempts === 1 ? '' : 's'} (${p.reason}): ${p.errorMessage}`;
+    return (
+      `${p.time} ${pad} ${p.rule} → ${p.function} after ${p.attempts} attempt${p.attempts === 1 ? '' : 's'} ` +
+      `(${p.reason}): ${p.errorMessage}`
+    );
   }
   const head = `${isoSeconds(p.at)} ${pad} ${p.rule} → ${p.function}`;
   if ('error' in p) {

@@ -164,7 +164,9 @@ export class Cluster {
     return this.present(r, this.store.get(qualifiedName(r), obj.metadata.namespace ?? '', obj.metadata.name) ?? stored);
   }
 
-  /** Each node's kubelet holds a Lease in kube-node-lease (when that namespace exists, as it always does when seeded). */
+  /**
+   * Each node's kubelet holds a Lease in kube-node-lease (when that namespace exists, as it always does when seeded).
+   */
   private putNodeLease(node: KubeObject): void {
     if (
       !this.store.get('namespaces', '', NODE_LEASE_NAMESPACE) ||
@@ -332,7 +334,10 @@ export class Cluster {
         r,
         name,
         'spec',
-        'Forbidden: pod updates may not change fields other than `spec.containers[*].image`, `spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to existing tolerations) or `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)',
+        'Forbidden: pod updates may not change fields other than `spec.containers[*].image`, ' +
+          '`spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to ' +
+          'existing tolerations) or `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was ' +
+          'previously negative)',
       );
     if (same(merged, current) || opts.dryRun) return this.present(r, opts.dryRun ? merged : current);
     const stored = this.store.put(qualifiedName(r), merged);
@@ -358,14 +363,17 @@ export class Cluster {
       throw errors.conflictMessage(
         r,
         name,
-        `Operation cannot be fulfilled on ${res} "${name}": Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${current.metadata.uid}`,
+        `Operation cannot be fulfilled on ${res} "${name}": Precondition failed: UID in precondition: ${pre.uid}, ` +
+          `UID in object meta: ${current.metadata.uid}`,
       );
     }
     if (pre?.resourceVersion && pre.resourceVersion !== current.metadata.resourceVersion) {
       throw errors.conflictMessage(
         r,
         name,
-        `Operation cannot be fulfilled on ${res} "${name}": Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${current.metadata.resourceVersion}`,
+        `Operation cannot be fulfilled on ${res} "${name}": Precondition failed: ResourceVersion in ` +
+          `precondition: ${pre.resourceVersion}, ResourceVersion in object ` +
+          `meta: ${current.metadata.resourceVersion}`,
       );
     }
     if (options.dryRun) return current;
@@ -387,14 +395,16 @@ export class Cluster {
       throw errors.conflictMessage(
         PODS,
         name,
-        `Operation cannot be fulfilled on pods "${name}": Precondition failed: UID in precondition: ${pre.uid}, UID in object meta: ${pod.metadata.uid}`,
+        `Operation cannot be fulfilled on pods "${name}": Precondition failed: UID in precondition: ${pre.uid}, UID ` +
+          `in object meta: ${pod.metadata.uid}`,
       );
     }
     if (pre?.resourceVersion !== undefined && pre.resourceVersion !== pod.metadata.resourceVersion) {
       throw errors.conflictMessage(
         PODS,
         name,
-        `Operation cannot be fulfilled on pods "${name}": Precondition failed: ResourceVersion in precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${pod.metadata.resourceVersion}`,
+        `Operation cannot be fulfilled on pods "${name}": Precondition failed: ResourceVersion in ` +
+          `precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${pod.metadata.resourceVersion}`,
       );
     }
     if (pod.metadata.deletionTimestamp) return success(201);
@@ -422,7 +432,8 @@ export class Cluster {
       throw errors.conflictMessage(
         PODS,
         name,
-        `Operation cannot be fulfilled on pods/binding "${name}": pod ${name} is already assigned to node "${pod.spec.nodeName}"`,
+        `Operation cannot be fulfilled on pods/binding "${name}": pod ${name} is already assigned to node ` +
+          `"${pod.spec.nodeName}"`,
       );
     this.lifecycle.bind(pod, target);
     this.lifecycle.settle();

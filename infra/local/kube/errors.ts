@@ -63,7 +63,8 @@ export const errors = {
     failure(
       409,
       'Conflict',
-      `Operation cannot be fulfilled on ${qualifiedName(r)} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+      `Operation cannot be fulfilled on ${qualifiedName(r)} "${name}": the object has been modified; please apply ` +
+        `your changes to the latest version and try again`,
       detailsOf(r, name),
     ),
   conflictMessage: (r: ResourceDef, name: string, message: string) =>
@@ -100,7 +101,9 @@ export const errors = {
     failure(
       415,
       'UnsupportedMediaType',
-      `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json (got ${type})`,
+      `the body of the request was in an unknown format - accepted media types include: application/json-patch+json, ` +
+        `application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json ` +
+        `(got ${type})`,
     ),
   notFoundPath: () => failure(404, 'NotFound', 'the server could not find the requested resource'),
   gone: (message: string) => failure(410, 'Expired', message),

@@ -100,7 +100,10 @@ export const SIM_MIG_MODELS: readonly SimMigModel[] = [
   },
 ];
 
-/** GPU Feature Discovery's product label is the NVML name with spaces as `-`, plus `-MIG-<profile>` under the single strategy. */
+/**
+ * GPU Feature Discovery's product label is the NVML name with spaces as `-`, plus `-MIG-<profile>` under the single
+ * strategy.
+ */
 const byLabel = new Map<string, SimMigModel>();
 for (const m of SIM_MIG_MODELS) for (const p of m.products) byLabel.set(p.replaceAll(' ', '-'), m);
 

@@ -104,6 +104,8 @@ export function evictionVerdict(pod: Pod, pdbs: KubeObject[], podsOf: (pdb: Kube
     allowed: false,
     code: 429,
     message: "Cannot evict pod as it would violate the pod's disruption budget.",
-    cause: `The disruption budget ${pdb.metadata.name} needs ${s.desiredHealthy} healthy pods and has ${s.currentHealthy} currently`,
+    cause:
+      `The disruption budget ${pdb.metadata.name} needs ${s.desiredHealthy} healthy pods and ` +
+      `has ${s.currentHealthy} currently`,
   };
 }

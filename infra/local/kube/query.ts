@@ -122,7 +122,8 @@ export function listQuery(q: URLSearchParams): ListQuery {
     throw failure(
       422,
       'Invalid',
-      `ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Unsupported value: ${JSON.stringify(rvMatch)}: supported values: "Exact", "NotOlderThan"`,
+      `ListOptions.meta.k8s.io "" is invalid: resourceVersionMatch: Unsupported value: ${JSON.stringify(rvMatch)}: ` +
+        `supported values: "Exact", "NotOlderThan"`,
       {
         group: 'meta.k8s.io',
         kind: 'ListOptions',

@@ -46,11 +46,13 @@ function checkRequirement(r: Requirement): void {
     if (r.op === 'gt' || r.op === 'lt') {
       if (!/^-?\d+$/.test(v))
         throw new Error(
-          `unable to parse requirement: values[${i}]: Invalid value: ${JSON.stringify(v)}: for 'Gt', 'Lt' operators, the value must be an integer`,
+          `unable to parse requirement: values[${i}]: Invalid value: ${JSON.stringify(v)}: for 'Gt', 'Lt' operators, ` +
+            `the value must be an integer`,
         );
     } else if (v.length > 63 || !LABEL_VALUE.test(v)) {
       throw new Error(
-        `unable to parse requirement: values[${i}][${r.key}]: Invalid value: ${JSON.stringify(v)}: ${v.length > 63 ? 'must be no more than 63 characters' : LABEL_VALUE_MSG}`,
+        `unable to parse requirement: values[${i}][${r.key}]: Invalid ` +
+          `value: ${JSON.stringify(v)}: ${v.length > 63 ? 'must be no more than 63 characters' : LABEL_VALUE_MSG}`,
       );
     }
   });

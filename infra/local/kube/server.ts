@@ -96,7 +96,8 @@ function checkKind(r: ResourceDef, body: unknown): unknown {
   const { apiVersion, kind } = body as { apiVersion?: unknown; kind?: unknown };
   if (apiVersion !== undefined && apiVersion !== apiVersionOf(r))
     throw errors.badRequest(
-      `the API version in the data (${String(apiVersion)}) does not match the expected API version (${apiVersionOf(r)})`,
+      `the API version in the data (${String(apiVersion)}) does not match the expected API version ` +
+        `(${apiVersionOf(r)})`,
     );
   if (kind !== undefined && kind !== r.kind)
     throw errors.badRequest(`the kind in the data (${String(kind)}) does not match the expected kind (${r.kind})`);

@@ -90,7 +90,9 @@ function columns(r: ResourceDef, now: number): Column[] {
         name: 'Ready',
         type: 'string',
         cell: (o) =>
-          `${((p(o).status?.containerStatuses as { ready?: boolean }[] | undefined) ?? []).filter((c) => c.ready).length}/${p(o).spec.containers.length}`,
+          ((p(o).status?.containerStatuses as { ready?: boolean }[] | undefined) ?? []).filter((c) => c.ready).length +
+          '/' +
+          p(o).spec.containers.length,
       },
       {
         name: 'Status',

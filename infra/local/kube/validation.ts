@@ -119,12 +119,16 @@ export function typeMismatch(obj: KubeObject): TypeMismatch | undefined {
         return {
           field: path,
           value: v,
-          message: `parsing time ${JSON.stringify(v)} as "2006-01-02T15:04:05Z07:00": cannot parse ${JSON.stringify(v)} as "2006"`,
+          message:
+            `parsing time ${JSON.stringify(v)} as "2006-01-02T15:04:05Z07:00": cannot ` +
+            `parse ${JSON.stringify(v)} as "2006"`,
         };
       return {
         field: path,
         value: v,
-        message: `json: cannot unmarshal ${jsonTypeOf(v)} into Go struct field ${inStruct}.${goPath} of type ${goTypeOf(t)}`,
+        message:
+          `json: cannot unmarshal ${jsonTypeOf(v)} into Go struct field ${inStruct}.${goPath} of ` +
+          `type ${goTypeOf(t)}`,
       };
     }
     if (v === null || typeof t === 'string') continue;
@@ -146,16 +150,24 @@ export function typeMismatch(obj: KubeObject): TypeMismatch | undefined {
 
 const NAME_PART = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 const NAME_PART_MSG =
-  "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
+  "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric " +
+  "character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is " +
+  "'([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
 const DNS1123_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const SUBDOMAIN_MSG =
-  "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
+  "a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and " +
+  "end with an alphanumeric character (e.g. 'example.com', regex used for validation is " +
+  "'[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')";
 const DNS1123_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const LABEL_MSG =
-  "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
+  "a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with " +
+  "an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is " +
+  "'[a-z0-9]([-a-z0-9]*[a-z0-9])?')";
 export const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 export const LABEL_VALUE_MSG =
-  "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
+  "a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and " +
+  "end with an alphanumeric character (e.g. 'MyValue',  or 'my_value',  or '12345', regex used for validation " +
+  "is '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')";
 /** TotalAnnotationSizeLimitB: keys and values of all annotations together. */
 export const MAX_ANNOTATIONS_BYTES = 256 * 1024;
 
@@ -180,7 +192,8 @@ export function qualifiedNameErrors(key: string): string[] {
     else if (!DNS1123_SUBDOMAIN.test(prefix)) out.push(`prefix part ${SUBDOMAIN_MSG}`);
   } else {
     return [
-      `a qualified name ${NAME_PART_MSG.slice('name part '.length)} with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`,
+      `a qualified name ${NAME_PART_MSG.slice('name part '.length)} with an optional DNS subdomain prefix and '/' ` +
+        `(e.g. 'example.com/MyName')`,
     ];
   }
   if (name.length === 0) out.push('name part must be non-empty');

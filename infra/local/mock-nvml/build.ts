@@ -47,7 +47,8 @@ export async function buildMockNvml(): Promise<string> {
     const compiler = process.env.CC ?? 'cc';
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') {
       throw new Error(
-        `building the mock NVML library: no C compiler "${compiler}" on PATH (install gcc, or set CC); the agent and NVML tests need it`,
+        `building the mock NVML library: no C compiler "${compiler}" on PATH (install gcc, or set CC); the agent and ` +
+          `NVML tests need it`,
         { cause: err },
       );
     }
