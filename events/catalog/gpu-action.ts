@@ -95,6 +95,12 @@ export const GpuFenceEvidenceSchema = z
     restored: count().optional(),
     /** When it last did. */
     restoredAt: Timestamp.optional(),
+    /**
+     * GPU devices (every `nvidia.com/` resource) the agent's own Node counted allocatable when this
+     * answer was last written. The agent answers again when that count changes while it holds the fence:
+     * the functions' prompt to verify the fence at once rather than at the next sweep (absent: not read).
+     */
+    allocatable: count().optional(),
   })
   .strict();
 export type GpuFenceEvidence = z.infer<typeof GpuFenceEvidenceSchema>;

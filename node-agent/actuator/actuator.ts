@@ -37,7 +37,7 @@ import {
   type GpuProbe,
   type MigInventory,
 } from '../../events/index.ts';
-import { fenceOnce, holdFence } from './fence-hold.ts';
+import { allocatableSeen, fenceOnce, holdFence } from './fence-hold.ts';
 import type { OperatorPause } from './operator-pause.ts';
 
 /** This node's Node object, as far as the actuator needs it (RBAC: nodes get, patch — its own). */
@@ -47,6 +47,12 @@ export interface ActuatorNode {
   writeResults(json: string): Promise<void>;
   /** Merge-patches the MIG inventory annotation (only that key). */
   writeMigInventory?(json: string): Promise<void>;
+  /**
+   * GPU devices (every `nvidia.com/` resource) the Node counted allocatable at the last
+   * `annotations()` read, the same GET; undefined when not read. A held fence answers again when it
+   * changes (fence-hold.ts allocatableSeen).
+   */
+  gpuAllocatable?(): number | undefined;
 }
 
 export interface GpuHealthReading {
@@ -119,6 +125,7 @@ export class GpuActuator {
   /** One pass over the requests; returns the requests answered (done or failed) this pass. */
   async tick(): Promise<GpuActionResultDetail[]> {
     const annotations = await this.o.nodeApi.annotations();
+    const allocatable = this.o.nodeApi.gpuAllocatable?.();
     const requests = parseRequests(annotations[GPU_ACTIONS_ANNOTATION], (why) => this.o.log?.(why));
     const before = annotations[GPU_ACTION_RESULTS_ANNOTATION];
     const results = parseResults(before);
@@ -146,13 +153,26 @@ export class GpuActuator {
           this.o.log?.(
             `gpu action ${r.id}: fence of ${r.gpuUuid} found gone from the fence file: ${held.reason ?? ''}`,
           );
+          continue;
+        }
+        // The Node's allocatable changed (the device plugin took the GPU out): said again, so the
+        // functions verify the fence now instead of at their next sweep.
+        const seen = allocatableSeen(prior, allocatable);
+        if (seen) {
+          results[r.id] = seen;
+          answered.push(this.detail(r, seen, `allocatable-${allocatable}-${this.o.now()}`));
         }
         continue;
       }
       if (prior && (prior.state === 'done' || prior.state === 'failed')) continue;
       if (this.dryAnswered.has(r.id)) continue;
       if (busy.has(r.gpuUuid)) continue;
-      const state = await this.carryOut(r);
+      const done = await this.carryOut(r);
+      // A fence records the Node's allocatable it was answered against (fence-hold.ts allocatableSeen).
+      const state =
+        r.action === 'fence' && done.fence && allocatable !== undefined && !this.o.dryRun
+          ? { ...done, fence: { ...done.fence, allocatable } }
+          : done;
       results[r.id] = state;
       if (state.state === 'running') busy.add(r.gpuUuid);
       if (state.state === 'done' || state.state === 'failed') {

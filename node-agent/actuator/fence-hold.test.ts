@@ -21,10 +21,12 @@ const T0 = Date.parse('2026-11-21T03:00:00.000Z');
 const dirs: string[] = [];
 afterEach(() => dirs.splice(0).forEach((d) => rmSync(d, { recursive: true, force: true })));
 
-function rig(o: { failWritesAfter?: number; dropWrites?: boolean } = {}) {
+function rig(o: { failWritesAfter?: number; dropWrites?: boolean; allocatable?: number } = {}) {
   const dir = mkdtempSync(join(tmpdir(), 'fence-hold-'));
   dirs.push(dir);
   let now = T0;
+  // The Node's GPU devices allocatable as the agent's Node read shows them (undefined: not read).
+  let allocatable: number | undefined = o.allocatable;
   const annotations: Record<string, string> = {};
   const published: GpuActionResultDetail[] = [];
   const gpus: ActuatorGpus = {
@@ -57,6 +59,7 @@ function rig(o: { failWritesAfter?: number; dropWrites?: boolean } = {}) {
     nodeApi: {
       annotations: async () => ({ ...annotations }),
       writeResults: async (json) => void (annotations[GPU_ACTION_RESULTS_ANNOTATION] = json),
+      gpuAllocatable: () => allocatable,
     },
     gpus,
     fence,
@@ -76,7 +79,16 @@ function rig(o: { failWritesAfter?: number; dropWrites?: boolean } = {}) {
   ]);
   const result = () =>
     (JSON.parse(annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>)['fence.0001'];
-  return { dir, path, fence, actuator, result, published, advance: (ms: number) => (now += ms) };
+  return {
+    dir,
+    path,
+    fence,
+    actuator,
+    result,
+    published,
+    advance: (ms: number) => (now += ms),
+    setAllocatable: (n: number) => (allocatable = n),
+  };
 }
 
 describe('the fence, by identity and held', () => {
@@ -130,5 +142,36 @@ describe('the fence, by identity and held', () => {
     await r.actuator.tick();
     expect(r.result()).toMatchObject({ state: 'failed', fence: { listed: false } });
     expect(r.result()?.reason).toContain('cannot be written back: read-only file system');
+  });
+
+  it("answers the fence again once its Node's allocatable changes, so the functions verify it then (not at the next sweep)", async () => {
+    const r = rig({ allocatable: 8 });
+    await r.actuator.tick();
+    expect(r.result()).toMatchObject({ state: 'done', fence: { listed: true, allocatable: 8 } });
+    expect(r.published).toHaveLength(1);
+    // the device plugin has not re-read the file yet: nothing new
+    await r.actuator.tick();
+    expect(r.published).toHaveLength(1);
+    r.advance(5_000);
+    r.setAllocatable(7);
+    await r.actuator.tick();
+    expect(r.result()).toMatchObject({ state: 'done', at: new Date(T0).toISOString(), fence: { allocatable: 7 } });
+    expect(r.published.at(-1)).toMatchObject({
+      action: 'fence',
+      state: 'done',
+      eventId: `gpu-action:n1:fence.0001:done:allocatable-7-${T0 + 5_000}`,
+      fence: { listed: true, allocatable: 7 },
+    });
+    // said once per change
+    await r.actuator.tick();
+    expect(r.published).toHaveLength(2);
+  });
+
+  it('an allocatable it cannot read prompts nothing', async () => {
+    const r = rig();
+    await r.actuator.tick();
+    await r.actuator.tick();
+    expect(r.published).toHaveLength(1);
+    expect(r.result()?.fence?.allocatable).toBeUndefined();
   });
 });

@@ -36,6 +36,19 @@ function othersIn(
   return [...new Set([...uuids, ...indices])].slice(0, 64);
 }
 
+/**
+ * A held fence whose Node now counts a different number of GPU devices allocatable than when its
+ * answer was written: the same answer with the new count, published again — the functions' prompt to
+ * verify it by identity now (a device plugin updates the allocatable some time after the file is
+ * written, and a fence answered before that was otherwise looked at again only by the next sweep).
+ * Undefined when the count is unknown or unchanged. Only a prompt: the functions read the Node.
+ */
+export function allocatableSeen(prior: GpuActionState, allocatable: number | undefined): GpuActionState | undefined {
+  if (allocatable === undefined || prior.fence === undefined || prior.fence.allocatable === allocatable)
+    return undefined;
+  return { ...prior, fence: { ...prior.fence, allocatable } };
+}
+
 /** Adds the GPU to the file and answers what the file says afterwards (never "done" on faith). */
 export function fenceOnce(fence: FenceFileOps, uuid: string, index: number | undefined, base: Base): GpuActionState {
   const before = othersIn(fence.read(), fence.ours(), uuid, index);

@@ -14,11 +14,14 @@ import type { ActuatorGpus, ActuatorNode, GpuHealthReading } from './actuator.ts
 const MERGE_PATCH = setHeaderOptions('Content-Type', PatchStrategy.MergePatch);
 
 export function kubeNode(core: CoreV1Api, name: string): ActuatorNode {
+  let gpus: number | undefined;
   return {
     async annotations() {
       const n = await core.readNode({ name });
+      gpus = gpuDevices(n.status?.allocatable);
       return { ...(n.metadata?.annotations ?? {}) };
     },
+    gpuAllocatable: () => gpus,
     async writeResults(json) {
       await core.patchNode(
         { name, body: { metadata: { annotations: { [GPU_ACTION_RESULTS_ANNOTATION]: json } } } },
@@ -32,6 +35,14 @@ export function kubeNode(core: CoreV1Api, name: string): ActuatorNode {
       );
     },
   };
+}
+
+/** GPU devices in a Node's allocatable: every `nvidia.com/` resource (whole GPUs, MIG devices, shared replicas). */
+function gpuDevices(allocatable: Record<string, string> | undefined): number | undefined {
+  if (!allocatable) return undefined;
+  let n = 0;
+  for (const [k, v] of Object.entries(allocatable)) if (k.startsWith('nvidia.com/')) n += Number(v) || 0;
+  return n;
 }
 
 /** Resets one GPU by UUID: ok, or why not (the tool's own words). */

@@ -41,6 +41,7 @@ function inventory(minute: number, instances: MigInventory['gpus'][number]['inst
   };
   return { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inv) };
 }
+const MIG_1G = 'nvidia.com/mig-1g.10gb';
 const MIG_LABELS = { 'nvidia.com/mig.config': 'all-1g.10gb', 'nvidia.com/mig.config.state': 'success' };
 const incident = (o: Partial<Incident> = {}): Incident => ({
   key: `n/${G3}/xid-48`,
@@ -184,7 +185,8 @@ describe('the sweep: a reset MIG GPU returns only with its instances', () => {
       { now: new Date(at(minute)), nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }] },
       P,
     ).plans[0];
-    return { plan, world: plan ? await apply(w.node, w.pods, plan) : w };
+    // The test's allocatable stands: the fake plugin counts whole GPUs, not the MIG devices of one.
+    return { plan, world: plan ? await apply(w.node, w.pods, plan, new Set(), 'ignores') : w };
   }
   const passed = {
     nvmlAnswers: true,
@@ -198,12 +200,30 @@ describe('the sweep: a reset MIG GPU returns only with its instances', () => {
   const quarantined = (w: World) => JSON.parse(w.node.annotations[QUARANTINED_GPUS_ANNOTATION] ?? '[]') as string[];
 
   it('restarts mig-manager after the passed probe, keeps the GPU fenced while it is empty, and restores it once the agent lists its instances', async () => {
-    const n0: NodeFacts = { ...node(), labels: { ...node().labels, ...MIG_LABELS }, annotations: inventory(0, seven) };
+    const mig = { ...node().capacity, [MIG_1G]: '14' };
+    const n0: NodeFacts = {
+      ...node(),
+      labels: { ...node().labels, ...MIG_LABELS },
+      annotations: inventory(0, seven),
+      capacity: mig,
+      allocatable: mig,
+    };
     const e = xid(48, { gpu: 3 });
     const plan0 = planRemediation(factsFor(e, n0, { pods: [MANAGER], now: new Date(e.detail.observedAt) }), P);
     let w: World = { node: n0, pods: [MANAGER] };
     w = { ...w, node: (await apply(w.node, w.pods, plan0)).node };
-    w = (await sweep(w, 1)).world;
+    // The agent lists the GPU in the fence file and its 7 instances leave the allocatable: its fence
+    // is verified, so its reset may be asked for (reset-gate.ts).
+    w = { ...w, node: { ...w.node, allocatable: { ...w.node.allocatable, [MIG_1G]: '7' } } };
+    const fence = requested(w).find((r) => r.action === 'fence')!;
+    const listed: GpuActionState = {
+      state: 'done',
+      action: 'fence',
+      gpuUuid: G3,
+      at: at(0),
+      fence: { listed: true, before: [] },
+    };
+    w = (await sweep(answer(w, fence.id, listed), 1)).world;
     const reset = requested(w).find((r) => r.action === 'reset')!;
     w = agentWrites(answer(w, reset.id, { state: 'done', action: 'reset', gpuUuid: G3, at: at(2) }), 2, []);
     w = (await sweep(w, 2)).world;

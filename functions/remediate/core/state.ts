@@ -139,6 +139,8 @@ const IncidentSchema = z.object({
   evictAt: Timestamp.optional(),
   /** The agent reset the GPU (its answer's time): the evidence a restore needs, with a passed probe. */
   resetAt: Timestamp.optional(),
+  /** Its pods were gone, but the reset waited for its fence (reset-gate.ts): since when (said once). */
+  resetHeldAt: Timestamp.optional(),
   /** The probe after the reset passed: the GPU is back on evidence, not on quiet time. */
   probedAt: Timestamp.optional(),
   /** A MIG GPU the reset emptied: mig-manager's pod on the node was restarted so it applies the node's config again (mig-restore.ts). */

@@ -16,6 +16,7 @@ import { checkFence } from './fence-check.ts';
 import { draLifted } from './fence-dra.ts';
 import { cardsLifted } from './fence-cgpu.ts';
 import { stepMigRestore } from './mig-restore.ts';
+import { podsOnCard, resetGate } from './reset-gate.ts';
 import { climb } from './sweep-node.ts';
 import type { SweepFacts } from './sweep.ts';
 import { MIN, type Work } from './sweep-work.ts';
@@ -53,7 +54,8 @@ export function repairStep(
   retry: (pods: PodFacts[]) => void,
 ): Incident {
   let i = i0;
-  const left = evictable(w.facts.pods).filter((p) => i.pods.includes(p.uid));
+  // Every pod on the card, not only ours: a reset kills whatever holds it (reset-gate.ts).
+  const left = podsOnCard(i, w.facts.pods);
   if (i.evictAt !== undefined) {
     // letWorkFinish (DRAIN_AND_RESET): its pods end by themselves until the deadline; then they move.
     if (left.length > 0 && facts.now.getTime() < Date.parse(i.evictAt)) return i;
@@ -86,6 +88,20 @@ export function repairStep(
   const support = resetSupportOf(w.facts.node.labels);
   if (!i.repair && skipsReset(support)) return climb(i, resetSkippedWords(i.gpu, support), w, facts, policy);
   retry(left);
+  if (!i.repair) {
+    // The reset waits for a verified fence, or for the node taint that replaces it (reset-gate.ts).
+    const gate = resetGate(i, w.facts.node, policy);
+    if (!gate.ok) {
+      if (left.length > 0) return i;
+      // Said on every sweep it waits (words alone publish nothing; they ride on what the sweep does,
+      // such as the node taint), and recorded once.
+      w.reasons.push(gate.why);
+      if (i.resetHeldAt !== undefined) return i;
+      const held: Incident = { ...i, resetHeldAt: facts.now.toISOString() };
+      w.touched.push(held);
+      return held;
+    }
+  }
   const s = stepRepair(i, left.length, w.results, facts.now, policy);
   if (s.kind === 'wait') return i;
   // Bookkeeping only: the new request goes out with the node's state, no Remediation of its own.
