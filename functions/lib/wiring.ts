@@ -101,7 +101,7 @@ export async function wireFromEnv<Own extends object = object>(
     });
   // Policies kept in Parameter Store become text here, read with this function's own role
   // (lib/config-source.ts); the function's own config then parses them as it parses a file.
-  const params = await resolveConfigParameters(env, await parameterReader(env));
+  const params = await resolveConfigParameters(env, readConfigParameter);
   for (const m of params.missing)
     logger.warn(`no ${m.label} at ssm:${m.parameter}: the defaults apply`, {
       variable: m.variable,
@@ -147,13 +147,9 @@ export async function wireFromEnv<Own extends object = object>(
   };
 }
 
-/** Parameter Store, loaded only where a policy is kept there (the SDK client stays off other cold starts). */
-async function parameterReader(env: NodeJS.ProcessEnv): Promise<ReadParameter> {
-  const wanted = Object.keys(env).some((k) => k.endsWith('_PARAMETER') && env[k]);
-  if (!wanted) return async () => undefined;
-  const { readParameter } = await import('../adapters/ssm.ts');
-  return (parameter, label) => readParameter(parameter, label);
-}
+/** Parameter Store, loaded at the first policy read from it (the SDK client stays off other cold starts). */
+const readConfigParameter: ReadParameter = async (parameter, label) =>
+  (await import('../adapters/ssm.ts')).readParameter(parameter, label);
 
 /**
  * Wiring happens at the first invocation, not at import, once per container. A wiring that fails
