@@ -110,7 +110,8 @@ beforeAll(async () => {
     // A developer's shell may hold a kubeconfig: it must not reach the template.
     GPU_REFLEX_KUBECONFIG_TEXT: `apiVersion: v1\nkind: Config\nusers: [{name: u, user: {token: ${KUBECONFIG_SECRET}}}]\n`,
   };
-  // The build parses client-node's generated API once (scripts/kube-api-slim.js): allow for a loaded machine.
+  // The build parses client-node's generated API once (scripts/kube-api-slim.js), then osls packages four
+  // times (dev, prod, two with a VPC): allow for a loaded machine.
   ({ stdout, stderr } = await promisify(execFile)('npm', ['run', 'package'], { cwd: root, env }));
   // A second stage, from the same artifacts, into a folder of its own: the two must fit one account.
   // (osls clears .serverless/ whatever --package says: dev's template is kept aside meanwhile.)
@@ -146,7 +147,7 @@ beforeAll(async () => {
     await cp(devCopy, join(root, '.serverless'), { recursive: true });
   }
   networkLog = existsSync(log) ? readFileSync(log, 'utf8') : '';
-}, 240_000);
+}, 420_000);
 let prodDir = '';
 let vpcDir = '';
 let vpcFromStore = '';
