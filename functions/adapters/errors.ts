@@ -139,6 +139,11 @@ export function fromKubeError(err: unknown, what: string): AdapterError {
   if (net !== undefined && TRANSIENT_CODES.has(net)) {
     return new TransientError(`${what}: ${net}`, { what, cause: err });
   }
+  // A request aborted by its time limit (kube/pooled-agent.ts): node-fetch's AbortError, or the
+  // signal's own TimeoutError.
+  const name = err instanceof Error ? err.name : undefined;
+  if (name === 'AbortError' || name === 'TimeoutError')
+    return new TransientError(`${what}: no answer in time`, { what, cause: err });
   const text = err instanceof Error ? err.message : String(err);
   return new TransientError(`${what}: ${text}`, { what, cause: err });
 }

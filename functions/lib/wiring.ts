@@ -19,6 +19,7 @@ import { NoChatNotifier, WebhookNotifier, type Notifier } from '../adapters/chat
 import { currentClock, type Clock } from '../adapters/clock.ts';
 import { dryRunPorts } from '../adapters/kube/dry-run.ts';
 import { kubeconfigSource, renewAt } from '../adapters/kubeconfig/source.ts';
+import { reauthOn401 } from '../adapters/kube/reauth.ts';
 import type { KubePorts, KubePortsOptions } from '../adapters/kube/index.ts';
 import { ConfigError, loadFunctionsConfig, type FunctionsConfig } from '../config.ts';
 import {
@@ -52,6 +53,11 @@ export interface BaseDeps {
    * DescribeClusterUserKubeconfig) and `lazy` wires anew from here on. Absent: never.
    */
   renewAt?: number;
+  /**
+   * True once the API server refused this wiring's credentials (401, adapters/kube/reauth.ts):
+   * `lazy` wires anew, fetching the kubeconfig again, at the next invocation.
+   */
+  stale?: () => boolean;
 }
 
 /** The shared deps and what one function wired of its own. */
@@ -110,11 +116,22 @@ export async function wireFromEnv<Own extends object = object>(
   const mine = ownConfig ? ownConfig(params.env) : { own: {} as Own };
   const dryRun = config.DRY_RUN || mine.dryRun === true;
   // Events (kubectl describe node) carry the one clock's time and this function's name.
-  const kube = kubePorts(kc, {
-    namespace: config.GPU_REFLEX_NAMESPACE,
-    events: { clock, logger, instance: service },
-    ...mine.kube,
-  });
+  // A 401 marks this wiring stale (the next invocation fetches the kubeconfig again) and is retried.
+  let refused = false;
+  const kube = reauthOn401(
+    kubePorts(kc, {
+      namespace: config.GPU_REFLEX_NAMESPACE,
+      events: { clock, logger, instance: service },
+      ...mine.kube,
+    }),
+    () => {
+      if (!refused)
+        logger.warn('the API server refused the credentials (401): the next invocation fetches the kubeconfig again', {
+          source: source?.name ?? 'local',
+        });
+      refused = true;
+    },
+  );
   const bus = new EventBridgePublisher(config.EVENT_BUS_NAME);
   const chat: Notifier =
     config.CHAT_WEBHOOK_URL && config.CHAT_PLATFORM
@@ -130,6 +147,7 @@ export async function wireFromEnv<Own extends object = object>(
     clock,
     dryRun,
     ...(renewBy !== undefined ? { renewAt: renewBy } : {}),
+    stale: () => refused,
   };
   // Not safeNotifier: carryOut must see a failed notice to keep it in the outbox; it logs it and
   // never lets it fail a remediation.
@@ -154,8 +172,9 @@ const readConfigParameter: ReadParameter = async (parameter, label) =>
 /**
  * Wiring happens at the first invocation, not at import, once per container. A wiring that fails
  * (a bad config) is not kept: the next call wires again and reports it again. A wiring that says
- * when to renew (`renewAt` on its own `clock`: a temporary kubeconfig) is built again by the first
- * call from then on; calls already holding the old one finish with it.
+ * when to renew (`renewAt` on its own `clock`: a temporary kubeconfig), or that is `stale` (the API
+ * server refused its credentials), is built again by the first call from then on; calls already
+ * holding the old one finish with it.
  */
 export function lazy<T>(make: () => Promise<T>): () => Promise<T> {
   let v: Promise<T> | undefined;
@@ -164,8 +183,12 @@ export function lazy<T>(make: () => Promise<T>): () => Promise<T> {
     if (v && due()) v = undefined;
     return (v ??= make().then(
       (made) => {
-        const { renewAt: at, clock } = (made ?? {}) as { renewAt?: number; clock?: Pick<Clock, 'now'> };
-        due = at !== undefined && clock ? () => clock.now() >= at : () => false;
+        const {
+          renewAt: at,
+          clock,
+          stale,
+        } = (made ?? {}) as { renewAt?: number; clock?: Pick<Clock, 'now'>; stale?: () => boolean };
+        due = () => (at !== undefined && clock !== undefined && clock.now() >= at) || stale?.() === true;
         return made;
       },
       (err: unknown) => {

@@ -110,7 +110,8 @@ beforeAll(async () => {
     // A developer's shell may hold a kubeconfig: it must not reach the template.
     GPU_REFLEX_KUBECONFIG_TEXT: `apiVersion: v1\nkind: Config\nusers: [{name: u, user: {token: ${KUBECONFIG_SECRET}}}]\n`,
   };
-  // The build parses client-node's generated API once (scripts/kube-api-slim.js): allow for a loaded machine.
+  // The build parses client-node's generated API once (scripts/kube-api-slim.js), then osls packages four
+  // times (dev, prod, two with a VPC): allow for a loaded machine.
   ({ stdout, stderr } = await promisify(execFile)('npm', ['run', 'package'], { cwd: root, env }));
   // A second stage, from the same artifacts, into a folder of its own: the two must fit one account.
   // (osls clears .serverless/ whatever --package says: dev's template is kept aside meanwhile.)
@@ -122,13 +123,35 @@ beforeAll(async () => {
       cwd: root,
       env,
     });
+    // The functions in a VPC (serverless.yml `params` vpc; infra/aws/vpc.yml), the ids given as
+    // parameters: still offline. Without them, the ids are read from Parameter Store at package time.
+    vpcDir = join(dir, 'vpc');
+    const vpcParams = ['--param', 'vpc=on', '--param', `vpcSubnetIds=${VPC.subnets}`];
+    await promisify(execFile)(
+      'npx',
+      ['serverless', 'package', '--package', vpcDir, ...vpcParams, '--param', `vpcSecurityGroupIds=${VPC.groups}`],
+      { cwd: root, env },
+    );
+    vpcFromStore = await promisify(execFile)(
+      'npx',
+      ['serverless', 'package', '--package', join(dir, 'vpc-store'), '--param', 'vpc=on'],
+      // Its attempt to find AWS credentials (the SDK's chain may try the instance metadata) is refused
+      // and logged apart from the offline packages' log.
+      { cwd: root, env: { ...env, NO_NETWORK_LOG: join(dir, 'store-network.log') } },
+    ).then(
+      () => 'packaged',
+      (e: { stderr: string; stdout: string }) => e.stderr + e.stdout,
+    );
   } finally {
     await rm(join(root, '.serverless'), { recursive: true, force: true });
     await cp(devCopy, join(root, '.serverless'), { recursive: true });
   }
   networkLog = existsSync(log) ? readFileSync(log, 'utf8') : '';
-}, 240_000);
+}, 420_000);
 let prodDir = '';
+let vpcDir = '';
+let vpcFromStore = '';
+const VPC = { subnets: 'subnet-0a1b2c3d4e5f60001,subnet-0a1b2c3d4e5f60002', groups: 'sg-0a1b2c3d4e5f60003' };
 
 describe('npm run build', () => {
   it('bundles every function in serverless.yml into an ESM file that loads and answers like the handler', async () => {
@@ -272,12 +295,39 @@ const yml = () =>
   parseDocument(readFileSync(join(root, 'serverless.yml'), 'utf8'), { logLevel: 'silent' }).toJS({
     maxAliasCount: 100,
   }) as { functions: Record<string, { handler: string; events?: Record<string, unknown>[] }> };
-const template = () =>
-  (
-    JSON.parse(readFileSync(join(root, '.serverless/cloudformation-template-update-stack.json'), 'utf8')) as {
-      Resources: Record<string, Cf>;
+/**
+ * The Resources of a packaged template as CloudFormation creates them: each `Fn::If` replaced by the
+ * branch its condition chooses, `AWS::NoValue` dropped. The template's conditions are package-time
+ * constants (`Fn::Equals` of two literals, serverless.yml's FunctionsInVpc); any other fails here.
+ */
+function deployed(dir: string): Record<string, Cf> {
+  const t = JSON.parse(readFileSync(join(dir, 'cloudformation-template-update-stack.json'), 'utf8')) as {
+    Resources: Record<string, Cf>;
+    Conditions?: Record<string, { 'Fn::Equals'?: unknown[] }>;
+  };
+  const holds = (name: string) => {
+    const eq = t.Conditions?.[name]?.['Fn::Equals'];
+    if (!eq || !eq.every((v) => typeof v === 'string')) throw new Error(`condition ${name}: not two literals`);
+    return eq[0] === eq[1];
+  };
+  const NONE = Symbol('AWS::NoValue');
+  const walk = (v: unknown): unknown => {
+    if (Array.isArray(v)) return v.map(walk).filter((x) => x !== NONE);
+    if (typeof v !== 'object' || v === null) return v;
+    if ('Ref' in v && v.Ref === 'AWS::NoValue') return NONE;
+    if ('Fn::If' in v) {
+      const [name, yes, no] = v['Fn::If'] as [string, unknown, unknown];
+      return walk(holds(name) ? yes : no);
     }
-  ).Resources;
+    return Object.fromEntries(
+      Object.entries(v)
+        .map(([k, x]) => [k, walk(x)])
+        .filter(([, x]) => x !== NONE),
+    );
+  };
+  return walk(t.Resources) as Record<string, Cf>;
+}
+const template = () => deployed(join(root, '.serverless'));
 const getAtt = (id: string, att = 'Arn') => ({ 'Fn::GetAtt': [id, att] });
 /** A Parameter Store parameter's ARN in this account, partition and region, as CloudFormation builds it. */
 const parameterArn = (name: string) => ({
@@ -409,6 +459,73 @@ describe('stages (the packaged templates)', () => {
       service: { provider: { stackTags?: Record<string, string> } };
     };
     expect(state.service.provider.stackTags).toEqual({ app: 'gpu-reflex', stage: 'dev' });
+  });
+});
+
+/**
+ * The functions' network (docs/deploy.md#network-path). Off by default; on, Lambda puts each
+ * function's ENIs in the stage's subnets with its security groups, and creates them with the
+ * function's own role, which then needs exactly the EC2 actions AWS's Lambda guide lists for a
+ * VPC function's execution role (https://docs.aws.amazon.com/lambda/latest/dg/configuration-vpc.html).
+ */
+const ENI_STATEMENT = {
+  Effect: 'Allow',
+  Action: [
+    'ec2:CreateNetworkInterface',
+    'ec2:DescribeNetworkInterfaces',
+    'ec2:DescribeSubnets',
+    'ec2:DeleteNetworkInterface',
+    'ec2:AssignPrivateIpAddresses',
+    'ec2:UnassignPrivateIpAddresses',
+  ],
+  Resource: '*',
+};
+describe('the network path (serverless.yml params.vpc, infra/aws/vpc.yml)', () => {
+  const functions = (res: Record<string, Cf>) =>
+    Object.entries(res).filter(([, r]) => r.Type === 'AWS::Lambda::Function');
+  const statements = (res: Record<string, Cf>, f: Cf) =>
+    (
+      res[(f.Properties.Role as { 'Fn::GetAtt': [string] })['Fn::GetAtt'][0]]!.Properties.Policies as {
+        PolicyDocument: { Statement: Statement[] };
+      }[]
+    ).flatMap((p) => p.PolicyDocument.Statement);
+
+  it('is off by default: no function in a VPC, no role with an EC2 action (dev and prod)', () => {
+    for (const res of [template(), deployed(prodDir)]) {
+      expect(functions(res)).toHaveLength(Object.keys(yml().functions).length);
+      for (const [id, f] of functions(res)) {
+        expect(f.Properties.VpcConfig, id).toBeUndefined();
+        expect(
+          statements(res, f).filter((st) => [st.Action].flat().some((a) => a.startsWith('ec2:'))),
+          id,
+        ).toEqual([]);
+      }
+    }
+  });
+
+  it("on: every function's ENIs in the given subnets and groups, and its role that statement more, nothing else", () => {
+    const off = template();
+    const on = deployed(vpcDir);
+    for (const key of Object.keys(yml().functions)) {
+      const f = lambda(on, key)[1];
+      expect(f.Properties.VpcConfig, key).toEqual({
+        SubnetIds: { 'Fn::Split': [',', VPC.subnets] },
+        SecurityGroupIds: { 'Fn::Split': [',', VPC.groups] },
+      });
+      const granted = statements(on, f);
+      expect(
+        granted.filter((st) => JSON.stringify(st) === JSON.stringify(ENI_STATEMENT)),
+        key,
+      ).toHaveLength(1);
+      expect(
+        granted.filter((st) => JSON.stringify(st) !== JSON.stringify(ENI_STATEMENT)),
+        `${key}: its other statements as without the VPC`,
+      ).toEqual(statements(off, lambda(off, key)[1]));
+    }
+  });
+
+  it('on without ids: reads them from Parameter Store while packaging (AWS credentials needed then)', () => {
+    expect(vpcFromStore).toMatch(/custom\.vpc\.function\.subnetIds[\s\S]*AWS provider credentials not found/);
   });
 });
 

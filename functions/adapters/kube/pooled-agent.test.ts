@@ -1,8 +1,11 @@
+import { createServer, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKubeSim, type KubeSim } from '../../../infra/local/kube/index.ts';
 import { loadKubeConfig } from './config.ts';
-import { PooledKubeConfig } from './pooled-agent.ts';
+import { fromKubeError, TransientError } from '../errors.ts';
+import { KUBE_REQUEST_TIMEOUT_MS, PooledKubeConfig } from './pooled-agent.ts';
 
 let sim: KubeSim;
 let connections = 0;
@@ -52,5 +55,35 @@ describe('PooledKubeConfig', () => {
     await core.readNode({ name: 'gpu-0' });
     expect(kc.pooledAgents).toBe(1);
     kc.destroyAgents();
+  });
+});
+
+describe('a request the API server never answers', () => {
+  it('is aborted at the time limit and fails as a TransientError, not held until the Lambda timeout', async () => {
+    // A server that accepts and never answers (what a hung API server looks like from here).
+    const held: ServerResponse[] = [];
+    const silent = createServer((_req, res) => void held.push(res));
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    const port = (silent.address() as AddressInfo).port;
+    try {
+      const kc = new PooledKubeConfig(100);
+      kc.loadFromString(sim.kubeconfig().replace(/server: \S+/, `server: http://127.0.0.1:${port}`));
+      const started = Date.now();
+      const err = await kc
+        .makeApiClient(CoreV1Api)
+        .readNode({ name: 'gpu-0' })
+        .catch((e: unknown) => e);
+      expect(Date.now() - started).toBeLessThan(5_000);
+      const mapped = fromKubeError(err, 'reading node gpu-0');
+      expect(mapped).toBeInstanceOf(TransientError);
+      expect(mapped.message).toBe('reading node gpu-0: no answer in time');
+      expect(held).toHaveLength(1);
+      expect(loadKubeConfig({ kubeconfigText: sim.kubeconfig() })).toMatchObject({
+        requestTimeoutMs: KUBE_REQUEST_TIMEOUT_MS,
+      });
+    } finally {
+      for (const r of held) r.destroy();
+      silent.close();
+    }
   });
 });

@@ -42,13 +42,30 @@ function identity(kind: string, options: Record<string, unknown>): string {
   return JSON.stringify([kind, ...parts]);
 }
 
+/**
+ * How long one API request may go unanswered. client-node sets no timeout of its own, so a hung
+ * API server (a dropped connection with no RST, an overloaded apiserver) would hold a function's
+ * invocation for its whole Lambda timeout; aborted here, the call fails as a TransientError and the
+ * platform retries it. Generous next to a healthy API server (reads and patches answer in
+ * milliseconds, a page of 500 pods in well under a second).
+ */
+export const KUBE_REQUEST_TIMEOUT_MS = 15_000;
+
 export class PooledKubeConfig extends KubeConfig {
   private readonly agents = new Map<string, http.Agent>();
+
+  /** `requestTimeoutMs`: each API request's limit (0: none). Watches are not API requests here. */
+  constructor(private readonly requestTimeoutMs = KUBE_REQUEST_TIMEOUT_MS) {
+    super();
+  }
 
   override async applySecurityAuthentication(context: RequestContext): Promise<void> {
     await super.applySecurityAuthentication(context);
     const made = context.getAgent();
     if (made) context.setAgent(this.pooled(made));
+    // Every request of the generated API passes here once; a signal the caller set wins.
+    if (this.requestTimeoutMs > 0 && !context.getSignal())
+      context.setSignal(AbortSignal.timeout(this.requestTimeoutMs));
   }
 
   /** How many keep-alive agents are held (for tests). */

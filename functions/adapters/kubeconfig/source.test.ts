@@ -5,7 +5,7 @@ import { EXAMPLE_FLEET_PATH, startKubeSim, type KubeSim } from '../../../infra/l
 import { withEnv } from '../../../infra/local/stack-env.ts';
 import { lazy, wireFromEnv } from '../../lib/wiring.ts';
 import { injectClock } from '../clock.ts';
-import { ConfigurationError, ForbiddenError, NotFoundError } from '../errors.ts';
+import { ConfigurationError, ForbiddenError, isRetryable, NotFoundError, TransientError } from '../errors.ts';
 import { ACK_KUBECONFIG_ACTION, AckKubeconfigSource } from './ack.ts';
 import { renewAt } from './source.ts';
 import { SsmKubeconfigSource } from './ssm.ts';
@@ -181,6 +181,37 @@ describe('the wiring reaches the cluster with a fetched kubeconfig', () => {
     expect(deps.renewAt).toBeUndefined();
     expect(await get()).toBe(deps);
     expect(ssm.requests).toHaveLength(1);
+  });
+
+  it('from Parameter Store, fetched again after the API server refuses it (401), the refused call retried', async () => {
+    const kube = await kubeSim();
+    const ssm = await ssmWith((name) => ({
+      status: 200,
+      body: { Parameter: { Name: name, Type: 'SecureString', Value: kube.kubeconfig() } },
+    }));
+    const get = lazy(() =>
+      wireFromEnv('test', undefined, {
+        GPU_REFLEX_KUBECONFIG_PARAMETER: '/gpu-reflex/dev/kubeconfig',
+        LOG_LEVEL: 'error',
+      }),
+    );
+    const first = await get();
+    // The token was rotated under us: the API server answers 401 (a real Status, through client-node).
+    kube.faults.inject({ code: 401, reason: 'Unauthorized', message: 'Unauthorized', path: '/api/v1/nodes/' });
+    const err = await first.kube.nodes.get('a100-train-0').catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(TransientError);
+    expect(isRetryable(err)).toBe(true);
+    expect((err as TransientError).status).toBe(401);
+    // The next invocation wires again, with the kubeconfig fetched again, and reaches the cluster.
+    const second = await get();
+    expect(second).not.toBe(first);
+    expect(ssm.requests).toHaveLength(2);
+    expect((await second.kube.nodes.get('a100-train-0')).name).toBe('a100-train-0');
+    expect(await get()).toBe(second);
+    // Other refusals are not about credentials: a 403 stays a ForbiddenError and keeps the wiring.
+    kube.faults.inject({ code: 403, path: '/api/v1/nodes/' });
+    await expect(second.kube.nodes.get('a100-train-0')).rejects.toBeInstanceOf(ForbiddenError);
+    expect(await get()).toBe(second);
   });
 
   it("from ACK, wired again once 80% of the temporary kubeconfig's life has passed", async () => {
