@@ -19,7 +19,14 @@ import type { NodeChange } from '../adapters/kube/node-change.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import { applyActions, type ActionPorts } from './apply.ts';
 import { gpuAnswerHandler } from './gpu-answer-handler.ts';
-import { isAnswerFor, mergeGpuActions, readGpuAnswers, type GpuAction, type GpuActionSet } from './gpu-actions.ts';
+import {
+  carriesGpuActions,
+  isAnswerFor,
+  mergeGpuActions,
+  readGpuAnswers,
+  type GpuAction,
+  type GpuActionSet,
+} from './gpu-actions.ts';
 import { silentLogger } from './logger.ts';
 import { emptyEdit, noActions, type Actions } from './plan.ts';
 
@@ -73,6 +80,20 @@ describe('the GPU-action channel (functions/lib/gpu-actions.ts)', () => {
     expect(own(requests(await kube.nodes.get('n1')))).toEqual(['mig cleanup.1 mig-cleanup']);
     await applyActions(asking({ owner: 'mig', actions: [] }), ports);
     expect((await kube.nodes.get('n1')).annotations[GPU_ACTIONS_ANNOTATION]).toBeUndefined();
+  });
+
+  it("reads as already carrying an owner's set beside another owner's entries (nothing rewritten every pass)", async () => {
+    const { kube, ports } = seeded();
+    // MIG's entry as another writer put it (its own key order): kept exactly as written.
+    const mig = { id: 'cleanup.1', action: 'mig-cleanup', owner: 'mig', gpuUuid: G1, incident: 'n1/x' };
+    const written = { ...mig, requestedAt: AT, timeoutSeconds: 600 };
+    await kube.nodes.update('n1', { annotations: { [GPU_ACTIONS_ANNOTATION]: JSON.stringify([written]) } });
+    const set: GpuActionSet = { owner: 'remediate', actions: [act('fence.a01', 'fence')] };
+    await applyActions(asking(set), ports);
+    const after = await kube.nodes.get('n1');
+    expect(carriesGpuActions(after.annotations, set, 'n1')).toBe(true);
+    expect(JSON.parse(after.annotations[GPU_ACTIONS_ANNOTATION]!)[1]).toEqual(written);
+    expect(Object.keys(JSON.parse(after.annotations[GPU_ACTIONS_ANNOTATION]!)[1])).toEqual(Object.keys(written));
   });
 
   it('writes remediation-only requests exactly as before owners (no owner field, its own key order)', () => {

@@ -75,8 +75,11 @@ export function toRequest(owner: GpuActionOwner, a: GpuAction): GpuActionRequest
   };
 }
 
-/** The requests on the node, each as its owner wrote it; entries that break the contract are dropped. */
-export function readRequests(raw: string | undefined): GpuActionRequest[] {
+/**
+ * The requests on the node: each parsed, beside the entry exactly as its owner wrote it (kept as written
+ * when merged, so a node that already carries a set reads as carrying it). Entries off the contract are dropped.
+ */
+function readEntries(raw: string | undefined): { request: GpuActionRequest; written: unknown }[] {
   if (raw === undefined) return [];
   let json: unknown;
   try {
@@ -85,10 +88,15 @@ export function readRequests(raw: string | undefined): GpuActionRequest[] {
     return [];
   }
   if (!Array.isArray(json)) return [];
-  return json.flatMap((e) => {
-    const r = GpuActionRequestSchema.safeParse(e);
-    return r.success ? [r.data] : [];
+  return json.flatMap((written: unknown) => {
+    const r = GpuActionRequestSchema.safeParse(written);
+    return r.success ? [{ request: r.data, written }] : [];
   });
+}
+
+/** The requests on the node, every owner's; entries that break the contract are dropped. */
+export function readRequests(raw: string | undefined): GpuActionRequest[] {
+  return readEntries(raw).map((e) => e.request);
 }
 
 /** Owners in GPU_ACTION_OWNERS order (the agent's precedence), then any other by name. */
@@ -103,7 +111,7 @@ function rank(owner: string): [number, string] {
  * `null`: nothing left (the annotation is removed). Throws when the node would carry more than the agent reads.
  */
 export function mergeGpuActions(raw: string | undefined, set: GpuActionSet, node: string): string | null {
-  const others = readRequests(raw).filter((r) => ownerOf(r) !== set.owner);
+  const others = readEntries(raw).filter((e) => ownerOf(e.request) !== set.owner);
   const mine = set.actions.map((a) => toRequest(set.owner, a));
   // One entry off the contract makes the agent refuse the whole annotation, every owner's: checked here.
   for (const r of mine) {
@@ -114,7 +122,7 @@ export function mergeGpuActions(raw: string | undefined, set: GpuActionSet, node
           `(${z.prettifyError(ok.error).split('\n').join(' ')}): nothing written`,
       );
   }
-  const all = [...others, ...mine];
+  const all = [...others, ...mine.map((r) => ({ request: r, written: r as unknown }))];
   if (all.length > MAX_GPU_ACTIONS)
     throw new Error(
       `node ${node} would carry ${all.length} GPU actions (${set.owner}: ${set.actions.length}), ` +
@@ -122,9 +130,9 @@ export function mergeGpuActions(raw: string | undefined, set: GpuActionSet, node
     );
   // A stable sort: each owner's entries keep the order their owner gave.
   const sorted = all
-    .map((r, i) => ({ r, i, k: rank(ownerOf(r)) }))
+    .map((e, i) => ({ e, i, k: rank(ownerOf(e.request)) }))
     .sort((a, b) => a.k[0] - b.k[0] || (a.k[1] < b.k[1] ? -1 : a.k[1] > b.k[1] ? 1 : 0) || a.i - b.i)
-    .map((x) => x.r);
+    .map((x) => x.e.written);
   return sorted.length > 0 ? JSON.stringify(sorted) : null;
 }
 
