@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import {
   GPU_ACTION_RESULT,
@@ -20,6 +21,7 @@ import type { NodeInfo } from '../adapters/kube/model.ts';
 import { applyActions, type ActionPorts } from './apply.ts';
 import { gpuAnswerHandler } from './gpu-answer-handler.ts';
 import {
+  carriedGpuActions,
   carriesGpuActions,
   isAnswerFor,
   mergeGpuActions,
@@ -168,6 +170,43 @@ describe('the GPU-action channel (functions/lib/gpu-actions.ts)', () => {
     ]);
     expect(update?.result).toBe(true);
     expect((await kube.nodes.get('n1')).annotations[GPU_ACTIONS_ANNOTATION]).toBe(before);
+  });
+});
+
+describe("merging owners' sets, in any order (property)", () => {
+  const owners = ['remediate', 'mig'] as const;
+  const action = fc.record({
+    id: fc.constantFrom('fence.0001', 'reset.0001', 'probe.0001', 'fence.0002'),
+    gpu: fc.constantFrom(G0, G1),
+    action: fc.constantFrom('fence', 'reset', 'probe', 'unfence', 'mig-cleanup'),
+    incident: fc.constant('n1/why'),
+    requestedAt: fc.constant(AT),
+    timeoutSeconds: fc.integer({ min: 1, max: 3600 }),
+  }) as fc.Arbitrary<GpuAction>;
+  const step = fc.record({
+    owner: fc.constantFrom(...owners),
+    actions: fc.uniqueArray(action, { selector: (a) => a.id, maxLength: 4 }),
+  });
+
+  it('leaves each owner exactly its last set, whatever the others wrote in between, and reads as carrying it', () => {
+    fc.assert(
+      fc.property(fc.array(step, { maxLength: 12 }), (steps) => {
+        let raw: string | undefined;
+        const last = new Map<string, GpuActionSet>();
+        for (const set of steps) {
+          raw = mergeGpuActions(raw, set, 'n1') ?? undefined;
+          last.set(set.owner, set);
+        }
+        const annotations = raw === undefined ? {} : { [GPU_ACTIONS_ANNOTATION]: raw };
+        if (raw !== undefined) GpuActionRequestsSchema.parse(JSON.parse(raw));
+        for (const owner of owners) {
+          const set = last.get(owner) ?? { owner, actions: [] };
+          expect(carriedGpuActions(annotations, owner)).toEqual(set.actions);
+          expect(carriesGpuActions(annotations, set, 'n1')).toBe(true);
+        }
+      }),
+      { numRuns: 300 },
+    );
   });
 });
 
