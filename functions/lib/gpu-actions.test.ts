@@ -197,7 +197,7 @@ describe("merging owners' sets, in any order (property)", () => {
           raw = mergeGpuActions(raw, set, 'n1') ?? undefined;
           last.set(set.owner, set);
         }
-        const annotations = raw === undefined ? {} : { [GPU_ACTIONS_ANNOTATION]: raw };
+        const annotations: Record<string, string> = raw === undefined ? {} : { [GPU_ACTIONS_ANNOTATION]: raw };
         if (raw !== undefined) GpuActionRequestsSchema.parse(JSON.parse(raw));
         for (const owner of owners) {
           const set = last.get(owner) ?? { owner, actions: [] };
