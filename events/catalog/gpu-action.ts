@@ -9,6 +9,12 @@
  * into `GPU_ACTION_RESULTS_ANNOTATION` (a JSON object `id → GpuActionState`) and publishes a
  * `GPU Action Result` event when a request reaches `done` or `failed`. Each side writes only its
  * own annotation (a JSON merge patch of that key), so neither overwrites the other.
+ *
+ * Owners (docs/architecture.md "GPU actions: the protocol"): several reflexes ask one node's agent for
+ * GPU actions through the same annotation. Each request names its `owner` (absent: `remediate`, the
+ * format before owners, still read by both sides); the functions' one applier (functions/lib/gpu-actions.ts)
+ * replaces only its owner's entries, never another's, and the agent answers each request under
+ * `gpuActionKey(owner, id)`, with the owner on the answer and on the event, so each answer reaches its owner.
  */
 import { z } from 'zod';
 import { agentBase, count, EventId, GpuUuid, PciBusId, Timestamp } from '../common.ts';
@@ -33,6 +39,30 @@ export const GPU_ACTIONS = [
 ] as const;
 export type GpuActionKind = (typeof GPU_ACTIONS)[number];
 
+/**
+ * The reflexes that ask the agent for GPU actions, in the agent's order of precedence (when two owners ask
+ * for one GPU in the same pass, the earlier owner's request goes first). A new reflex adds its name here.
+ */
+export const GPU_ACTION_OWNERS = ['remediate', 'mig'] as const;
+export type GpuActionOwner = (typeof GPU_ACTION_OWNERS)[number];
+/** The owner of a request or answer written without one (the format before owners). */
+export const LEGACY_GPU_ACTION_OWNER: GpuActionOwner = 'remediate';
+/**
+ * On the wire any owner name is accepted (an agent older than a new reflex still carries its requests out);
+ * the functions type it by GPU_ACTION_OWNERS.
+ */
+export const GpuActionOwnerName = z
+  .string()
+  .regex(/^[a-z][a-z0-9-]{0,30}$/, 'expected an owner name like remediate or mig (lowercase, digits, "-")');
+
+/**
+ * The key a request's answer is kept under in the results annotation: the request id for the legacy owner
+ * (as before owners), `<owner>:<id>` for any other, so two owners' ids never meet.
+ */
+export function gpuActionKey(owner: string | undefined, id: string): string {
+  return owner === undefined || owner === LEGACY_GPU_ACTION_OWNER ? id : `${owner}:${id}`;
+}
+
 export const GPU_ACTION_STATES = ['requested', 'running', 'done', 'failed'] as const;
 export type GpuActionStateName = (typeof GPU_ACTION_STATES)[number];
 
@@ -53,6 +83,8 @@ export const GpuActionRequestSchema = z
     timeoutSeconds: count().max(86_400),
     /** probe only: how long the counters must stay still after the reset, in seconds. */
     probeSeconds: count().max(3600).optional(),
+    /** The reflex that asked (GPU_ACTION_OWNERS); absent: `remediate`, which writes none (the format before owners). */
+    owner: GpuActionOwnerName.optional(),
   })
   .strict();
 export type GpuActionRequest = z.infer<typeof GpuActionRequestSchema>;
@@ -119,10 +151,18 @@ export const GpuActionStateSchema = z
     probe: GpuProbeSchema.optional(),
     /** fence only: what the file says (GpuFenceEvidenceSchema). */
     fence: GpuFenceEvidenceSchema.optional(),
+    /** The request's owner, as it asked; absent for `remediate` (the format before owners). */
+    owner: GpuActionOwnerName.optional(),
   })
   .strict();
 export type GpuActionState = z.infer<typeof GpuActionStateSchema>;
-export const GpuActionStatesSchema = z.record(EventId, GpuActionStateSchema);
+/** A results key: a request id, or `<owner>:<id>` (gpuActionKey), so up to an owner name longer than an id. */
+const GpuActionKeySchema = z
+  .string()
+  .min(8)
+  .max(160)
+  .regex(/^[A-Za-z0-9._:-]+$/, 'expected a request id, or <owner>:<id>');
+export const GpuActionStatesSchema = z.record(GpuActionKeySchema, GpuActionStateSchema);
 
 /** `GPU Action Result` — an agent finished (done or failed) one requested GPU action. */
 export const GpuActionResultDetailSchema = z
@@ -139,6 +179,11 @@ export const GpuActionResultDetailSchema = z
     fence: GpuFenceEvidenceSchema.optional(),
     /** Whether the agent ran with --dry-run (it then did nothing to the GPU and says so). */
     dryRun: z.boolean(),
+    /**
+     * Whose request this answers (absent: `remediate`): each owner's rule on the bus matches its own
+     * (events/patterns/gpu-action.json is remediate's), so an answer reaches only its owner.
+     */
+    owner: GpuActionOwnerName.optional(),
   })
   .strict();
 export type GpuActionResultDetail = z.infer<typeof GpuActionResultDetailSchema>;

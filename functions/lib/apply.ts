@@ -10,12 +10,20 @@
  * reported and never fails anything; a cloud action without a cloud port is reported skipped, and
  * so is a device taint without a DRA port (the fence check then falls back to a node taint). A
  * device-taint call that fails throws, like the node patch: the fence must not be half-applied.
+ *
+ * GPU actions (`NodeEdit.gpuActions`, gpu-actions.ts) ride in the node's one patch, merged into the
+ * request annotation against the node as read: the caller's `basis` (a 409 then reaches the caller, whose
+ * plan was made from that read), or else the applier's own read, read again and merged again on a 409.
  */
 import type { Notifier } from '../adapters/chat/notifier.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { NodeChange } from '../adapters/kube/node-change.ts';
 import { evictionsNote } from '../adapters/kube/event-notes.ts';
 import type { CardFenceOps, DeviceTaintOps, EventRecorder, NodeOps, PodOps } from '../adapters/kube/ports.ts';
+import { ConflictError } from '../adapters/errors.ts';
+import { DEFAULT_CONFLICT_ATTEMPTS } from '../adapters/kube/retry.ts';
+import { GPU_ACTIONS_ANNOTATION } from '../../events/index.ts';
+import { mergeGpuActions } from './gpu-actions.ts';
 import { encodeOutbox, OUTBOX_ANNOTATION } from './outbox.ts';
 import type { Actions, CloudAction, NodeEdit } from './plan.ts';
 
@@ -47,7 +55,8 @@ export interface CloudOps {
 }
 
 export interface ActionPorts {
-  nodes: Pick<NodeOps, 'update' | 'setCondition'>;
+  /** `get`: read by the applier only to merge GPU actions into a node no `basis` was given for. */
+  nodes: Pick<NodeOps, 'update' | 'setCondition'> & Partial<Pick<NodeOps, 'get'>>;
   pods: Pick<PodOps, 'evict'>;
   notifier: Notifier;
   cloud?: CloudOps;
@@ -79,11 +88,11 @@ export async function applyActions<R>(
 ): Promise<Applied> {
   const applied: Applied = { evictions: [], notices: [], cloud: [] };
   if (actions.nodeEdit) {
-    const change = toNodeChange(actions.nodeEdit, codec);
-    const changed = await ports.nodes.update(
-      actions.nodeEdit.node,
-      change,
-      basis?.name === actions.nodeEdit.node ? { basis } : undefined,
+    const changed = await updateNode(
+      actions.nodeEdit,
+      ports.nodes,
+      codec,
+      basis?.name === actions.nodeEdit.node ? basis : undefined,
     );
     // The condition rides on nodes/status, a second request: only when the edit has one.
     const condition = actions.nodeEdit.condition
@@ -175,10 +184,46 @@ export async function applyActions<R>(
 }
 
 /**
- * The port's one-patch change. The record and the outbox are encoded here, once; a record without
- * a codec is our bug.
+ * The node edit as one patch. With GPU actions and no basis, the node is read here and the patch sent
+ * against that read; a 409 (someone wrote the node in between: another owner's GPU actions, say) reads
+ * and merges again, up to DEFAULT_CONFLICT_ATTEMPTS times, so no owner's entry is ever lost.
  */
-export function toNodeChange<R>(edit: NodeEdit<R>, codec?: RecordCodec<R>): NodeChange {
+async function updateNode<R>(
+  edit: NodeEdit<R>,
+  nodes: ActionPorts['nodes'],
+  codec: RecordCodec<R> | undefined,
+  basis: NodeInfo | undefined,
+): Promise<boolean> {
+  if (!edit.gpuActions || basis)
+    return nodes.update(edit.node, toNodeChange(edit, codec, basis?.annotations), basis ? { basis } : undefined);
+  if (!nodes.get) throw new Error(`GPU actions for node ${edit.node}: the applier needs the node as read (a basis)`);
+  let last: ConflictError | undefined;
+  for (let i = 0; i < DEFAULT_CONFLICT_ATTEMPTS; i++) {
+    const read = await nodes.get(edit.node);
+    try {
+      return await nodes.update(edit.node, toNodeChange(edit, codec, read.annotations), { basis: read });
+    } catch (err) {
+      if (!(err instanceof ConflictError)) throw err;
+      last = err;
+    }
+  }
+  throw new ConflictError(`merging GPU actions into node ${edit.node}: still conflicting`, {
+    what: `node ${edit.node}`,
+    status: 409,
+    cause: last,
+  });
+}
+
+/**
+ * The port's one-patch change. The record, the outbox and the GPU actions are encoded here, once; a
+ * record without a codec is our bug, and so are GPU actions without the node's current annotations
+ * (`current`: the node as read, which the owner's set is merged into) or written as a bare annotation.
+ */
+export function toNodeChange<R>(
+  edit: NodeEdit<R>,
+  codec?: RecordCodec<R>,
+  current?: Readonly<Record<string, string>>,
+): NodeChange {
   let labels = edit.labels;
   let annotations = edit.annotations;
   if (edit.record !== undefined) {
@@ -188,6 +233,14 @@ export function toNodeChange<R>(edit: NodeEdit<R>, codec?: RecordCodec<R>): Node
     annotations = { ...annotations, ...enc.annotations };
   }
   if (edit.outbox !== undefined) annotations = { ...annotations, [OUTBOX_ANNOTATION]: encodeOutbox(edit.outbox) };
+  // Only the merge writes the request channel: a bare value would rewrite every other owner's requests.
+  if (GPU_ACTIONS_ANNOTATION in annotations)
+    throw new Error(`node edit for ${edit.node} writes ${GPU_ACTIONS_ANNOTATION} itself: use NodeEdit.gpuActions`);
+  if (edit.gpuActions !== undefined) {
+    if (!current) throw new Error(`GPU actions for node ${edit.node} need the node's annotations as read`);
+    const merged = mergeGpuActions(current[GPU_ACTIONS_ANNOTATION], edit.gpuActions, edit.node);
+    annotations = { ...annotations, [GPU_ACTIONS_ANNOTATION]: merged };
+  }
   return {
     ...(edit.addTaints.length ? { addTaints: edit.addTaints } : {}),
     ...(edit.removeTaints.length ? { removeTaints: edit.removeTaints } : {}),

@@ -7,6 +7,7 @@ import type { NodeCondition, Taint, TaintEffect } from '../adapters/kube/model.t
 import type { Notice } from '../adapters/chat/notifier.ts';
 import type { Outbox } from './outbox.ts';
 import type { KubeEventNote } from '../adapters/kube/ports.ts';
+import type { GpuActionSet } from './gpu-actions.ts';
 
 export type { KubeEventNote };
 
@@ -31,6 +32,12 @@ export interface NodeEdit<R = never> {
   outbox?: Outbox;
   /** A Node condition to set through `nodes/status` after the patch (where `kubectl describe node` shows it). */
   condition?: NodeCondition;
+  /**
+   * GPU actions for the node's agent (gpu-actions.ts): the owner's whole set, merged by the applier into
+   * the node's request annotation in this same patch (so a request is written with the state that explains
+   * it, or not at all), replacing only this owner's entries. Never written as an annotation by hand.
+   */
+  gpuActions?: GpuActionSet;
 }
 
 export interface PodRef {
@@ -124,6 +131,7 @@ export function isEmptyEdit(e: NodeEdit<unknown>): boolean {
     Object.keys(e.annotations).length === 0 &&
     e.record === undefined &&
     e.outbox === undefined &&
-    e.condition === undefined
+    e.condition === undefined &&
+    e.gpuActions === undefined
   );
 }

@@ -6,16 +6,16 @@
  * never a repair.
  */
 import { randomUUID } from 'node:crypto';
-import { GPU_ACTION_RESULT, type GpuActionResultDetail } from '../../events/index.ts';
-import { eventHandler } from '../lib/handler.ts';
+import { gpuAnswerHandler } from '../lib/gpu-answer-handler.ts';
 import { sweep } from './sweep-run.ts';
 import { lazy } from '../lib/wiring.ts';
 import type { RemediationWiring } from './wiring.ts';
 
 export function createGpuActionHandler(getDeps: () => RemediationWiring | Promise<RemediationWiring>) {
-  return eventHandler<GpuActionResultDetail>({
+  // Remediation's answers only (the kernel's one result path; its rule: events/patterns/gpu-action.json).
+  return gpuAnswerHandler({
     name: 'remediate-gpu-action',
-    detailTypes: [GPU_ACTION_RESULT],
+    owner: 'remediate',
     logger: async () => (await getDeps()).logger,
     async handle(event, { logger, context }) {
       const d = await getDeps();

@@ -17,6 +17,12 @@
  *   drain-on/off    — NVML drain state (refused `busy` while processes use the GPU, to turn it on)
  *   mig-cleanup     — answered `failed: not-supported` (not built yet; a reset destroys the instances anyway)
  *
+ * Owners (docs/architecture.md "GPU actions: the protocol"): each request names the reflex that asked
+ * (`owner`; absent: remediate, the format before owners, read the same). Its answer is kept under
+ * `gpuActionKey(owner, id)` and carries the owner, on the Node and in the event, so it reaches that owner
+ * only; requests run in the annotation's order (owners in precedence order), one per GPU at a time; an
+ * unfence leaves the GPU listed while another owner's fence of it stands.
+ *
  * A request older than its `timeoutSeconds` that could not finish fails `timeout`. `dryRun`: nothing
  * is done to a GPU, a file or the Node; every request is answered once, in the event only, done with
  * "dry run: …", and the events say so.
@@ -28,6 +34,8 @@ import {
   GPU_ACTIONS_ANNOTATION,
   GpuActionRequestsSchema,
   GpuActionStatesSchema,
+  gpuActionKey,
+  LEGACY_GPU_ACTION_OWNER,
   MIG_INVENTORY_ANNOTATION,
   readMigInventory,
   SCHEMA_VERSION,
@@ -130,13 +138,16 @@ export class GpuActuator {
     const before = annotations[GPU_ACTION_RESULTS_ANNOTATION];
     const results = parseResults(before);
     const answered: GpuActionResultDetail[] = [];
-    const wanted = new Set(requests.map((r) => r.id));
+    // Each answer under its owner's key (gpuActionKey): two owners' ids never meet.
+    const wanted = new Set(requests.map(keyOf));
     // Forget answers nobody asks about any more: the annotation stays small.
     for (const id of Object.keys(results)) if (!wanted.has(id)) delete results[id];
     for (const id of this.probing.keys()) if (!wanted.has(id)) this.probing.delete(id);
     // One action per GPU at a time: requests in order, a GPU busy with one waits for the next tick.
     const busy = new Set<string>();
-    for (const r of requests) {
+    for (const r0 of requests) {
+      // From here on the request goes by its key: the legacy owner's is its id, as before owners.
+      const r = { ...r0, id: keyOf(r0) };
       const prior = results[r.id];
       // A fence is held, not done once: every tick the file must still list the GPU (fence-hold.ts).
       if (r.action === 'fence' && prior?.state === 'done' && !this.o.dryRun) {
@@ -167,7 +178,7 @@ export class GpuActuator {
       if (prior && (prior.state === 'done' || prior.state === 'failed')) continue;
       if (this.dryAnswered.has(r.id)) continue;
       if (busy.has(r.gpuUuid)) continue;
-      const done = await this.carryOut(r);
+      const done = await this.carryOut(r, requests);
       // A fence records the Node's allocatable it was answered against (fence-hold.ts allocatableSeen).
       const state =
         r.action === 'fence' && done.fence && allocatable !== undefined && !this.o.dryRun
@@ -222,10 +233,17 @@ export class GpuActuator {
     await this.o.nodeApi.writeMigInventory(JSON.stringify(inventory));
   }
 
-  private async carryOut(r: GpuActionRequest): Promise<GpuActionState> {
+  /** `all`: every request on the Node (an unfence must not undo another owner's fence). */
+  private async carryOut(r: GpuActionRequest, all: readonly GpuActionRequest[]): Promise<GpuActionState> {
     const now = this.o.now();
     const at = new Date(now).toISOString();
-    const base = { action: r.action, gpuUuid: r.gpuUuid, at };
+    const owner = ownerOf(r);
+    const base = {
+      action: r.action,
+      gpuUuid: r.gpuUuid,
+      at,
+      ...(owner === LEGACY_GPU_ACTION_OWNER ? {} : { owner }),
+    };
     // A fence or unfence is never late (the file is what it is); a reset or probe is.
     const timed = r.action === 'reset' || r.action === 'probe';
     if (timed && now - Date.parse(r.requestedAt) > r.timeoutSeconds * 1000)
@@ -236,7 +254,12 @@ export class GpuActuator {
     switch (r.action) {
       case 'fence':
         return fenceOnce(this.o.fence, r.gpuUuid, index, base);
-      case 'unfence':
+      case 'unfence': {
+        // The fence file is one per node: another owner's standing fence of this GPU keeps it listed.
+        const holds = [...new Set(all.filter((o) => o.action === 'fence' && o.gpuUuid === r.gpuUuid).map(ownerOf))];
+        const others = holds.filter((o) => o !== owner);
+        if (others.length > 0)
+          return { ...base, state: 'done', reason: `left listed: still fenced for ${others.join(', ')}` };
         return {
           ...base,
           state: 'done',
@@ -244,6 +267,7 @@ export class GpuActuator {
             ? "removed from the device plugin's unhealthy devices"
             : 'not listed by gpu-reflex: left as it was',
         };
+      }
       case 'reset': {
         if (index === undefined) return { ...base, state: 'failed', reason: 'NVML does not know this GPU' };
         const holders = this.o.gpus.holders(r.gpuUuid);
@@ -315,12 +339,14 @@ export class GpuActuator {
 
   /** `again`: a later answer to the same request (a fence written back), under its own event id. */
   private detail(r: GpuActionRequest, s: GpuActionState, again?: string): GpuActionResultDetail {
+    const owner = s.owner;
     return {
       schemaVersion: SCHEMA_VERSION,
       eventId: `gpu-action:${this.o.node}:${r.id}:${s.state}${again ? `:${again}` : ''}`.slice(0, 128),
       node: this.o.node,
       observedAt: s.at,
-      requestId: r.id,
+      // The owner's own id (r.id is the key here: `<owner>:<id>` but for the legacy owner).
+      requestId: owner === undefined ? r.id : r.id.slice(owner.length + 1),
       incident: r.incident,
       action: r.action,
       gpuUuid: r.gpuUuid,
@@ -330,9 +356,13 @@ export class GpuActuator {
       ...(s.probe ? { probe: s.probe } : {}),
       ...(s.fence ? { fence: s.fence } : {}),
       dryRun: this.o.dryRun === true,
+      ...(owner === undefined ? {} : { owner }),
     };
   }
 }
+
+const ownerOf = (r: { owner?: string | undefined }): string => r.owner ?? LEGACY_GPU_ACTION_OWNER;
+const keyOf = (r: GpuActionRequest): string => gpuActionKey(r.owner, r.id);
 
 function parseRequests(raw: string | undefined, log: (why: string) => void): GpuActionRequest[] {
   if (raw === undefined) return [];

@@ -27,7 +27,7 @@ const ALLOWED: Record<string, number> = {
   'functions/remediate/core/fence-check.ts': 4,
   'functions/remediate/core/fence-dra.ts': 4,
   'functions/remediate/core/fence.ts': 2,
-  'functions/remediate/core/gpu-repair.ts': 3,
+  'functions/remediate/core/gpu-repair.ts': 2,
   'functions/remediate/core/mig-restore.ts': 7,
   'functions/remediate/core/plan.ts': 9,
   'functions/remediate/core/policy.ts': 8,

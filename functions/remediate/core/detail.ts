@@ -6,7 +6,6 @@
 import {
   APPROVAL_REQUESTED,
   ApprovalRequestedDetailSchema,
-  GPU_ACTIONS_ANNOTATION,
   parseDetail,
   REMEDIATION,
   RemediationDetailSchema,
@@ -52,15 +51,13 @@ export function renderSteps(plan: Plan): RenderedStep[] {
       steps.push({ kind: e.unschedulable ? 'cordon' : 'uncordon', target: node, from });
     for (const [k, v] of Object.entries(e.labels))
       steps.push({ kind: 'label', target: node, message: v === null ? `${k}-` : `${k}=${v}`, from });
-    for (const [k, v] of Object.entries(e.annotations)) {
-      // The GPU actions are shown as what they ask, below, not as the annotation's JSON.
-      if (k === GPU_ACTIONS_ANNOTATION) continue;
+    for (const [k, v] of Object.entries(e.annotations))
       steps.push({ kind: 'annotate', target: node, message: v === null ? `${k}-` : `${k}=${v}`, from });
-    }
+    // The GPU actions (merged into the node's requests by the applier) are shown as what they ask.
     for (const r of plan.gpuActions ?? [])
       steps.push({
         kind: r.action === 'drain-on' || r.action === 'drain-off' || r.action === 'mig-cleanup' ? 'annotate' : r.action,
-        target: `${node}/gpu/${r.gpuUuid}`,
+        target: `${node}/gpu/${r.gpu}`,
         message: `asked of the node agent (${r.id})`,
         from,
       });

@@ -1,9 +1,9 @@
 /**
  * Fencing and repairing one GPU through its node's agent (issue #11). The functions cannot touch
  * a GPU; the node agent can (events/catalog/gpu-action.ts is the contract). So the node carries,
- * derived from its open incidents like every other part of its state (reconcile.ts):
- *
- *   gpu-reflex.io/gpu-actions = the GPU actions this node's agent must carry out:
+ * derived from its open incidents like every other part of its state (reconcile.ts), remediation's
+ * GPU actions (owner `remediate` on the kernel's channel, functions/lib/gpu-actions.ts, merged into
+ * gpu-reflex.io/gpu-actions beside any other reflex's):
  *     fence   — while a whole-GPU incident holds the GPU out (the agent adds it to the device
  *               plugin's unhealthy-devices file, so the GPU leaves the node's allocatable);
  *     reset   — once no pod of ours is left on the GPU;
@@ -17,30 +17,25 @@
  * A failed reset or probe, or no answer within `answerTimeoutMinutes`, climbs the incident's ladder
  * (reboot, then replace: with no cloud adapter, awaiting-repair and a person is told). Pure.
  */
-import { z } from 'zod';
-import {
-  GPU_ACTION_RESULTS_ANNOTATION,
-  GpuActionStatesSchema,
-  type GpuActionRequest,
-  type GpuActionState,
-} from '../../../events/index.ts';
+import type { GpuActionKind, GpuActionState } from '../../../events/index.ts';
+import { readGpuAnswers, type GpuAction } from '../../lib/gpu-actions.ts';
 import type { Policy } from './policy.ts';
 import { fnv1a } from '../../lib/hash.ts';
 import { backendOf, fenced } from './fence.ts';
 import { isOpen, type Incident, type NodeState } from './state.ts';
 
 /** Request ids: action + a hash of the incident episode (key and when it was first seen). */
-export function requestId(action: GpuActionRequest['action'], i: Pick<Incident, 'key' | 'firstAt'>): string {
+export function requestId(action: GpuActionKind, i: Pick<Incident, 'key' | 'firstAt'>): string {
   return `${action}.${fnv1a(`${i.key}@${i.firstAt}`)}`;
 }
 
 /** The GPU actions the node's agent must carry out for this state, in a stable order. */
-export function gpuActionsOf(state: NodeState, policy: Pick<Policy, 'repair'>): GpuActionRequest[] {
-  const out: GpuActionRequest[] = [];
+export function gpuActionsOf(state: NodeState, policy: Pick<Policy, 'repair'>): GpuAction[] {
+  const out: GpuAction[] = [];
   const timeoutSeconds = policy.repair.answerTimeoutMinutes * 60;
   for (const i of state.incidents) {
     if (!i.gpu) continue;
-    const base = { gpuUuid: i.gpu, incident: i.key, timeoutSeconds };
+    const base = { gpu: i.gpu, incident: i.key, timeoutSeconds };
     const file = backendOf(i) === 'ack-file';
     if (isOpen(i) && fenced(i) && file)
       out.push({ ...base, id: requestId('fence', i), action: 'fence', requestedAt: i.outAt! });
@@ -59,26 +54,15 @@ export function gpuActionsOf(state: NodeState, policy: Pick<Policy, 'repair'>): 
   return out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
-/** The agent's answers on the node (a corrupt annotation reads as no answers, with a warning). */
+/**
+ * The agent's answers to remediation's requests (the kernel's one result path: never another owner's);
+ * a corrupt annotation reads as no answers, with a warning.
+ */
 export function readResults(annotations: Readonly<Record<string, string>>): {
   results: Record<string, GpuActionState>;
   warning?: string;
 } {
-  const raw = annotations[GPU_ACTION_RESULTS_ANNOTATION];
-  if (raw === undefined) return { results: {} };
-  let json: unknown;
-  try {
-    json = JSON.parse(raw);
-  } catch {
-    return { results: {}, warning: `${GPU_ACTION_RESULTS_ANNOTATION} is not JSON: ignoring the agent's answers` };
-  }
-  const parsed = GpuActionStatesSchema.safeParse(json);
-  if (!parsed.success)
-    return {
-      results: {},
-      warning: `${GPU_ACTION_RESULTS_ANNOTATION} does not match the contract (${z.prettifyError(parsed.error).split('\n')[0]}): ignoring the agent's answers`,
-    };
-  return { results: parsed.data };
+  return readGpuAnswers(annotations, 'remediate');
 }
 
 /** What one sweep makes of a repairing incident. */

@@ -12,12 +12,13 @@ const ALLOWED = [
   /^\.\.\/\.\.\/\.\.\/events\/index\.ts$/,
   /^\.\.\/\.\.\/lib\/plan\.ts$/,
   /^\.\.\/\.\.\/lib\/yaml-text\.ts$/,
-  /^\.\.\/\.\.\/lib\/(hash|node-state)\.ts$/,
+  /^\.\.\/\.\.\/lib\/(hash|node-state|gpu-actions)\.ts$/,
   /^zod$/,
   /^yaml$/,
 ];
 // lib/yaml-text.ts parses text it is handed (bounded aliases, one-line errors): no I/O. lib/hash.ts and
-// lib/node-state.ts are the kernel's pure ids and label names.
+// lib/node-state.ts are the kernel's pure ids and label names; lib/gpu-actions.ts its pure GPU-action
+// channel (the merge of an owner's set into the node's requests, the answers by owner).
 /** Type-only imports of the applier's result shape are not I/O. */
 const TYPE_ONLY = [/^\.\.\/\.\.\/lib\/apply\.ts$/];
 

@@ -22,7 +22,7 @@ import {
 } from './state.ts';
 import { emptyEdit, isEmptyEdit, type NodeEdit } from '../../lib/plan.ts';
 import type { NodeFacts } from './types.ts';
-import { GPU_ACTIONS_ANNOTATION, type GpuActionRequest } from '../../../events/index.ts';
+import { carriesGpuActions, type GpuAction, type GpuActionSet } from '../../lib/gpu-actions.ts';
 import { gpuActionsOf } from './gpu-repair.ts';
 import { backendOf, fenced, fencedByTaint, withFence } from './fence.ts';
 import type { FenceBackend, Policy } from './policy.ts';
@@ -118,16 +118,16 @@ export function nodeEdit(
     edit.annotations[QUARANTINED_GPUS_ANNOTATION] =
       next.quarantinedGpus.length > 0 ? JSON.stringify(next.quarantinedGpus) : null;
   }
-  // What the node's agent must do to its GPUs, as the node should carry it (drift corrected too).
-  const actions = gpuActionsOf(next, policy);
+  // What the node's agent must do to its GPUs, as the node should carry it (drift corrected too): the
+  // kernel's applier merges remediation's set into the node's requests, beside other reflexes'.
+  const actions: GpuActionSet = { owner: 'remediate', actions: gpuActionsOf(next, policy) };
   // Where people look (kubectl describe node): a condition that names the GPUs held out.
   const condition = fencedCondition(next);
   const had = node.conditions?.[FENCED_CONDITION];
   if (condition.status === 'True' || had !== undefined) {
     if (!had || had.status !== condition.status || had.message !== condition.message) edit.condition = condition;
   }
-  const wanted = actions.length > 0 ? JSON.stringify(actions) : null;
-  if (wanted !== (node.annotations[GPU_ACTIONS_ANNOTATION] ?? null)) edit.annotations[GPU_ACTIONS_ANNOTATION] = wanted;
+  if (!carriesGpuActions(node.annotations, actions, node.name)) edit.gpuActions = actions;
   if (encodeHistory(next) !== encodeHistory(prev)) edit.record = next;
   return isEmptyEdit(edit) ? undefined : edit;
 }
@@ -163,7 +163,7 @@ function fencedCondition(state: NodeState): NonNullable<NodeEdit<NodeState>['con
 }
 
 /** The GPU actions `next` asks of the node agent that `prev` did not (for the Remediation's steps). */
-export function newGpuActions(prev: NodeState, next: NodeState, policy: Pick<Policy, 'repair'>): GpuActionRequest[] {
+export function newGpuActions(prev: NodeState, next: NodeState, policy: Pick<Policy, 'repair'>): GpuAction[] {
   const before = new Set(gpuActionsOf(prev, policy).map((r) => r.id));
   return gpuActionsOf(next, policy).filter((r) => !before.has(r.id));
 }

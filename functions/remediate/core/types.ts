@@ -13,7 +13,7 @@ import type {
   RemediationAction,
 } from '../../../events/index.ts';
 import type { Actions, DeviceRef } from '../../lib/plan.ts';
-import type { GpuActionRequest } from '../../../events/index.ts';
+import type { GpuAction } from '../../lib/gpu-actions.ts';
 import type { NodeState, Taint } from './state.ts';
 
 export type TriggerEvent =
@@ -190,6 +190,9 @@ export interface Plan extends Actions<NodeState> {
   approval?: { summary: string };
   /** A repeat that did not (yet) escalate: how far it is toward the next rung. */
   escalation?: EscalationProgress;
-  /** GPU actions this plan newly asks of the node agent (carried in the node edit's annotation). */
-  gpuActions?: GpuActionRequest[];
+  /**
+   * GPU actions this plan newly asks of the node agent, for its steps and events (the node edit's
+   * `gpuActions` carries remediation's whole set, which the applier merges into the node's requests).
+   */
+  gpuActions?: GpuAction[];
 }
