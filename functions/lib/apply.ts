@@ -12,12 +12,16 @@
  * device-taint call that fails throws, like the node patch: the fence must not be half-applied.
  */
 import type { Notifier } from '../adapters/chat/notifier.ts';
+import type { CloudOps } from '../adapters/cloud.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { NodeChange } from '../adapters/kube/node-change.ts';
 import { evictionsNote } from '../adapters/kube/event-notes.ts';
 import type { CardFenceOps, DeviceTaintOps, EventRecorder, NodeOps, PodOps } from '../adapters/kube/ports.ts';
 import { encodeOutbox, OUTBOX_ANNOTATION } from './outbox.ts';
-import type { Actions, CloudAction, NodeEdit } from './plan.ts';
+import type { Actions, NodeEdit } from './plan.ts';
+
+/** The applier's cloud port, declared with the adapters (adapters/cloud.ts). */
+export type { CloudOps };
 
 export interface StepOutcome {
   result: 'done' | 'already' | 'blocked' | 'failed' | 'skipped';
@@ -36,14 +40,6 @@ export interface Applied {
   evictions: StepOutcome[];
   notices: StepOutcome[];
   cloud: StepOutcome[];
-}
-
-/**
- * Port for cloud actions (repair, scaling). Each is idempotent; `false` = already so. An
- * asynchronous one may answer its task id, and a message where "not done" needs saying why.
- */
-export interface CloudOps {
-  run(action: CloudAction): Promise<boolean | { done: boolean; taskId?: string; message?: string }>;
 }
 
 export interface ActionPorts {
