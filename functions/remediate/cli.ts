@@ -6,9 +6,9 @@
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { InputError, UsageError, type CliIo, type Command } from '../../bin/command.ts';
-import { issuesLine } from '../../bin/errors.ts';
-import { readInputText, readJsonObject } from '../../bin/input.ts';
+import { InputError, UsageError, type CliIo, type Command } from '../../events/cli-kit/command.ts';
+import { issuesLine } from '../../events/cli-kit/phrases.ts';
+import { readInputText, readJsonObject } from '../../events/cli-kit/input.ts';
 import {
   GpuHealthChangedDetailSchema,
   GpuXidErrorDetailSchema,

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { CliIo } from '../../bin/command.ts';
+import type { CliIo } from '../../events/cli-kit/command.ts';
 import { GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION } from '../../events/index.ts';
 import { buildMockNvml, MOCK_NVML_SCENARIOS } from '../../infra/local/mock-nvml/build.ts';
 import { startKubeSim, wallClock, type KubeSim } from '../../infra/local/kube/index.ts';

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { UsageError } from '../../bin/command.ts';
+import { UsageError } from '../../events/cli-kit/command.ts';
 import { agentCommand } from './agent.ts';
 import { buildMockNvml, MOCK_NVML_SCENARIOS } from '../../infra/local/mock-nvml/build.ts';
 import { validateEvent } from '../../events/validate.ts';
