@@ -13,7 +13,7 @@ export const SUITES: Record<string, { summary: string; load: () => Promise<Bench
   },
   publisher: {
     summary: 'agent publisher: throughput, publish→ack latency, spool replay',
-    load: async () => (await import('../node-agent/publisher/publisher.bench.ts')).publisherBenchSuite,
+    load: async () => (await import('./publisher.ts')).publisherBenchSuite,
   },
   remediation: {
     summary:

@@ -12,7 +12,7 @@ import type { CliIo } from '../events/cli-kit/command.ts';
 import { kmsgRecordBefore, runAgent, threadPoolWarning } from './agent-runtime.ts';
 import { loadAgentConfig } from './config.ts';
 import { loadMockNvmlControls } from './nvml/ffi.ts';
-import { fakeProcRoot, podUidOf } from './test-support/agent-fixture.ts';
+import { fakeProcRoot, podUidOf } from '../test/support/agent-fixture.ts';
 
 type Printed = { detailType: string; detail: Record<string, unknown> };
 

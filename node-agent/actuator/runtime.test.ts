@@ -16,7 +16,7 @@ import { loadKubeConfig } from '../../functions/adapters/kube/config.ts';
 import { runAgent } from '../agent-runtime.ts';
 import { loadAgentConfig } from '../config.ts';
 import { loadMockNvmlControls } from '../nvml/ffi.ts';
-import { fakeProcRoot } from '../test-support/agent-fixture.ts';
+import { fakeProcRoot } from '../../test/support/agent-fixture.ts';
 import { nvidiaSmiReset } from './ports.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'gr-actuator-'));

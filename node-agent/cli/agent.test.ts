@@ -12,7 +12,7 @@ import { UsageError } from '../../events/cli-kit/command.ts';
 import { agentCommand } from './agent.ts';
 import { buildMockNvml, MOCK_NVML_SCENARIOS } from '../../infra/local/mock-nvml/build.ts';
 import { validateEvent } from '../../events/validate.ts';
-import { fakeProcRoot, podUidOf } from '../test-support/agent-fixture.ts';
+import { fakeProcRoot, podUidOf } from '../../test/support/agent-fixture.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 
