@@ -72,6 +72,14 @@ describe('gpu-reflex remediate plan', () => {
     ]);
   });
 
+  it('refuses a facts file whose node taint has an effect Kubernetes does not know, naming the field', async () => {
+    const node = { name: 'gpu-node-1', taints: [{ key: 'gpu-reflex.io/unhealthy', effect: 'NoScheduel' }] };
+    const io = capture({ 'facts.json': JSON.stringify({ node }) });
+    await expect(
+      planCommand.run(['events/catalog/gpu-xid-error.example.json', '--facts', 'facts.json'], io),
+    ).rejects.toThrow(/^--facts facts\.json: node\.taints\.0\.effect: /);
+  });
+
   it('refuses an event that is not a GPU fault', async () => {
     await expect(planCommand.run(['events/catalog/remediation.example.json'], capture())).rejects.toThrow(
       /detail-type "Remediation"/,

@@ -115,7 +115,18 @@ const FactsFileSchema = z
         name: z.string(),
         labels: z.record(z.string(), z.string()).default({}),
         annotations: z.record(z.string(), z.string()).default({}),
-        taints: z.array(z.object({ key: z.string(), value: z.string().optional(), effect: z.string() })).default([]),
+        // The effects Kubernetes allows (core/v1 Taint, "Valid effects are NoSchedule, PreferNoSchedule and
+        // NoExecute": https://kubernetes.io/docs/reference/kubernetes-api/cluster-resources/node-v1/#NodeSpec),
+        // the one Taint type's (adapters/kube/model.ts): another is a clear error, not a taint read as none.
+        taints: z
+          .array(
+            z.object({
+              key: z.string(),
+              value: z.string().optional(),
+              effect: z.enum(['NoSchedule', 'PreferNoSchedule', 'NoExecute']),
+            }),
+          )
+          .default([]),
         unschedulable: z.boolean().default(false),
         gpus: z.array(z.string()).optional(),
       })
