@@ -11,7 +11,7 @@
  * Two runs: the agent bundled to plain JavaScript (how an image ships it; the targets apply
  * there), and `node bin/gpu-reflex.js agent` through tsx (the development entry; informational,
  * it carries tsx's loader thread). Publisher throughput is measured in-process
- * (node-agent/publisher/publisher.bench.ts).
+ * (bench/publisher.ts).
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
@@ -22,8 +22,8 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { fileURLToPath } from 'node:url';
 import { startLocalBus } from '../infra/local/bus/index.ts';
 import { buildMockNvml, MOCK_NVML_SCENARIOS } from '../infra/local/mock-nvml/build.ts';
-import { runPublisherBench } from '../node-agent/publisher/publisher.bench.ts';
-import { fakeProcRoot } from '../node-agent/test-support/agent-fixture.ts';
+import { runPublisherBench } from './publisher.ts';
+import { fakeProcRoot } from '../test/support/agent-fixture.ts';
 import { bundleAgent, cpuSeconds, peakRssMiB, watchReceipts } from './agent-child.ts';
 import { atLeast, below, info, percentile, type BenchSuite, type Measurement } from './harness.ts';
 

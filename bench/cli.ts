@@ -1,8 +1,8 @@
 /** `gpu-reflex bench [SUITE...] [--record FILE]`. */
 import { appendFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { UsageError, type Command } from '../bin/command.ts';
-import { checkWritableFile } from '../bin/input.ts';
+import { UsageError, type Command } from '../events/cli-kit/command.ts';
+import { checkWritableFile } from '../events/cli-kit/input.ts';
 import { machine, markdown, type BenchSuite } from './harness.ts';
 
 /** Suites load lazily: each pulls in its own part of the stack. */
@@ -13,7 +13,7 @@ export const SUITES: Record<string, { summary: string; load: () => Promise<Bench
   },
   publisher: {
     summary: 'agent publisher: throughput, publish→ack latency, spool replay',
-    load: async () => (await import('../node-agent/publisher/publisher.bench.ts')).publisherBenchSuite,
+    load: async () => (await import('./publisher.ts')).publisherBenchSuite,
   },
   remediation: {
     summary:

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { CliIo } from './command.ts';
+import type { CliIo } from '../events/cli-kit/command.ts';
 import { configCheckCommand } from './config-check.ts';
 
 function capture(): CliIo & { lines: string[]; errors: string[] } {

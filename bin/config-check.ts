@@ -13,7 +13,7 @@ import { parseAutoscalePolicy } from '../functions/lib/pool-policy.ts';
 import { parseMigPolicy } from '../functions/mig/core/policy.ts';
 import { parseQuotaConfig } from '../functions/quota/core/config.ts';
 import { loadPolicyFile, PolicyFileError } from '../functions/remediate/core/policy-file.ts';
-import { UsageError, type CliIo, type Command } from './command.ts';
+import { UsageError, type CliIo, type Command } from '../events/cli-kit/command.ts';
 
 /** Each policy by its file (and parameter) name: its variable, and the function's own parser. */
 const KINDS: Record<string, { variable: string; parse: (text: string, source: string) => unknown }> = {

@@ -2,8 +2,9 @@ import { parseArgs } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { BadInputError, TransientError } from '../functions/adapters/errors.ts';
-import { InputError, UsageError } from './command.ts';
-import { describeFailure, oneLine } from './errors.ts';
+import { InputError, UsageError } from '../events/cli-kit/command.ts';
+import { oneLine } from '../events/cli-kit/phrases.ts';
+import { describeFailure } from './errors.ts';
 
 const sys = (code: string, fields: Record<string, unknown>) =>
   Object.assign(new Error(`${code}: raw node text`), { code, ...fields });

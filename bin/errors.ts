@@ -6,7 +6,8 @@
  * --debug, and the stack only then.
  */
 import { AdapterError } from '../functions/adapters/errors.ts';
-import { InputError, UsageError } from './command.ts';
+import { InputError, UsageError } from '../events/cli-kit/command.ts';
+import { errnoPhrase, issuesLine, oneLine, type Issue } from '../events/cli-kit/phrases.ts';
 
 export interface Failure {
   /** One line, no newline in it. */
@@ -16,30 +17,6 @@ export interface Failure {
   /** False for our own bugs: those get the --debug hint. */
   expected: boolean;
 }
-
-/** Plain words for the errno codes a user's input or machine can cause. */
-const ERRNO: Record<string, string> = {
-  ENOENT: 'no such file or directory',
-  EACCES: 'permission denied',
-  EPERM: 'operation not permitted',
-  EISDIR: 'is a directory',
-  ENOTDIR: 'a parent in the path is not a directory',
-  EEXIST: 'already exists',
-  EROFS: 'read-only file system',
-  ENOSPC: 'no space left on the device',
-  ENAMETOOLONG: 'file name too long',
-  ELOOP: 'too many symbolic links',
-  EMFILE: 'too many open files',
-  EADDRINUSE: 'address already in use',
-  EADDRNOTAVAIL: 'address not available on this machine',
-  ENOTFOUND: 'no such host',
-  EAI_AGAIN: 'host name lookup failed (temporary)',
-  EAI_FAIL: 'host name lookup failed',
-  ECONNREFUSED: 'connection refused',
-  ECONNRESET: 'connection reset',
-  ETIMEDOUT: 'timed out',
-  EHOSTUNREACH: 'host unreachable',
-};
 
 interface SystemError extends Error {
   code?: unknown;
@@ -52,28 +29,8 @@ interface SystemError extends Error {
   errors?: unknown[];
 }
 
-/** "ENOENT" → "no such file or directory", or undefined for a code we do not know. */
-export function errnoPhrase(err: unknown): string | undefined {
-  const code = (err as SystemError | undefined)?.code;
-  return typeof code === 'string' ? ERRNO[code] : undefined;
-}
-
 function firstLine(text: string): string {
   return (text.split('\n').find((l) => l.trim() !== '') ?? '').trim();
-}
-
-/**
- * Folds a message listing problems ("x is invalid:\n  a: ...\n  b: ...") into one line
- * ("x is invalid: a: ...; b: ...").
- */
-export function oneLine(text: string): string {
-  const lines = text
-    .split('\n')
-    .map((l) => l.trim())
-    .filter((l) => l !== '');
-  if (lines.length <= 1) return lines[0] ?? '';
-  const [head, ...rest] = lines as [string, ...string[]];
-  return head.endsWith(':') ? `${head} ${rest.join('; ')}` : `${head}; ${rest.join('; ')}`;
 }
 
 /** A Node system error (errno) in words, naming the file or address it concerns. */
@@ -91,23 +48,8 @@ function describeSystemError(err: SystemError, phrase: string): string {
   return `${err.syscall ?? 'system call'}: ${phrase}`;
 }
 
-interface Issue {
-  path: readonly PropertyKey[];
-  message: string;
-}
-
 function isZodError(err: unknown): err is Error & { issues: Issue[] } {
   return err instanceof Error && err.name === 'ZodError' && Array.isArray((err as { issues?: unknown }).issues);
-}
-
-/** A schema's issues in one line: the first with its field path (under `prefix`), and how many more. */
-export function issuesLine(issues: readonly Issue[], prefix: readonly string[] = []): string {
-  const [first, ...more] = issues;
-  const path = [...prefix, ...(first?.path ?? []).map(String)];
-  return (
-    `${path.length > 0 ? `${path.join('.')}: ` : ''}${first?.message ?? 'invalid'}` +
-    `${more.length > 0 ? ` (and ${more.length} more)` : ''}`
-  );
 }
 
 /**

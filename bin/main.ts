@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { exitQuietlyOnEpipe, processIo, UsageError, type CliIo, type Command } from './command.ts';
+import { processIo, type CliIo, type Command } from '../events/cli-kit/command.ts';
 import { debugText, describeFailure } from './errors.ts';
 
 /**
@@ -41,8 +41,7 @@ export const commands: Entry[] = [
   {
     path: ['xid', 'explain'],
     summary: "print what an XID means (NVIDIA's words) and what gpu-reflex does about it",
-    load: async () =>
-      (await import('../node-agent/cli/xid-explain.ts')).createXidExplainCommand({ usage: (m) => new UsageError(m) }),
+    load: async () => (await import('../node-agent/cli/xid-explain.ts')).xidExplainCommand,
   },
   {
     path: ['agent'],
@@ -113,7 +112,12 @@ export const commands: Entry[] = [
     path: ['mig', 'plan'],
     summary:
       'print which idle MIG GPUs to relay so pending MIG pods can run (fleet file or live cluster; changes nothing)',
-    load: async () => (await import('../functions/mig/cli.ts')).migPlanCommand,
+    // The fleet file is the simulated cluster's: its reader comes from the local stack, so the MIG
+    // CLI (and the functions bundled with it) import no simulator.
+    load: async () =>
+      (await import('../functions/mig/cli.ts')).createMigPlanCommand(async (path) =>
+        (await import('../infra/local/mig-fleet.ts')).readFleetForMig(path),
+      ),
   },
   {
     path: ['mig', 'layouts'],
@@ -129,7 +133,11 @@ export const commands: Entry[] = [
   {
     path: ['quota', 'plan'],
     summary: 'print the team quotas the rewriter would write (fleet file or live cluster; changes nothing)',
-    load: async () => (await import('../functions/quota/cli.ts')).quotaPlanCommand,
+    // As for mig plan: the fleet file's reader is the local stack's.
+    load: async () =>
+      (await import('../functions/quota/cli.ts')).createQuotaPlanCommand(async (path) =>
+        (await import('../infra/local/fleet-snapshot.ts')).fleetSnapshot(path),
+      ),
   },
   {
     path: ['quota', 'rollback'],
@@ -262,6 +270,18 @@ export async function main(
   } catch (err) {
     return reportFailure(err, name, io, debug);
   }
+}
+
+/**
+ * `gpu-reflex xid scan | head -2`: a reader that went away is not an error worth a stack trace.
+ * Called by the CLI's own entry (runProcess), never on import: the modules the commands import
+ * (the node agent's shipped entry among them) must not have their process's stdout rewired.
+ */
+function exitQuietlyOnEpipe(): void {
+  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+    if (err.code === 'EPIPE') process.exit(0);
+    throw err;
+  });
 }
 
 /**

@@ -3,7 +3,7 @@
  * its answer for one node's labels. Changes nothing, reads no cluster.
  */
 import { parseArgs } from 'node:util';
-import { UsageError, type Command } from './command.ts';
+import { UsageError, type Command } from '../events/cli-kit/command.ts';
 import {
   GPU_PRODUCT_LABEL,
   GPU_TOPOLOGY_LABEL,

@@ -3,9 +3,9 @@ import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { UsageError, type CliIo, type Command } from '../bin/command.ts';
-import { errnoPhrase } from '../bin/errors.ts';
-import { ensureOutputFolder } from '../bin/input.ts';
+import { UsageError, type CliIo, type Command } from './cli-kit/command.ts';
+import { errnoPhrase } from './cli-kit/phrases.ts';
+import { ensureOutputFolder } from './cli-kit/input.ts';
 import { CATALOG } from './catalog.ts';
 import { validateEvent, type Problem } from './validate.ts';
 

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { main } from '../bin/main.ts';
-import type { CliIo } from '../bin/command.ts';
+import type { CliIo } from './cli-kit/command.ts';
 import { patternTestCommand } from './pattern-cli.ts';
 
 /** A capturing io whose "files" are an in-memory map; `-` is standard input. */

@@ -6,7 +6,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { parseArgs } from 'node:util';
-import { UsageError, type CliIo, type Command } from '../bin/command.ts';
+import { UsageError, type CliIo, type Command } from './cli-kit/command.ts';
 import { isJsonObject } from './json-number.ts';
 import { parseJsonText } from './json-text.ts';
 import { InvalidPatternError, matchesPattern } from './pattern.ts';

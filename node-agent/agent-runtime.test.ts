@@ -8,11 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { buildMockNvml, MOCK_NVML_SCENARIOS } from '../infra/local/mock-nvml/build.ts';
-import type { CliIo } from '../bin/command.ts';
+import type { CliIo } from '../events/cli-kit/command.ts';
 import { kmsgRecordBefore, runAgent, threadPoolWarning } from './agent-runtime.ts';
 import { loadAgentConfig } from './config.ts';
 import { loadMockNvmlControls } from './nvml/ffi.ts';
-import { fakeProcRoot, podUidOf } from './test-support/agent-fixture.ts';
+import { fakeProcRoot, podUidOf } from '../test/support/agent-fixture.ts';
 
 type Printed = { detailType: string; detail: Record<string, unknown> };
 

@@ -15,7 +15,7 @@
 import { podResourcesSource } from './collectors/pod-resources-source.ts';
 import { readFile } from 'node:fs/promises';
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { CliIo } from '../bin/command.ts';
+import type { CliIo } from '../events/cli-kit/command.ts';
 import { Agent, type EventSink } from './agent.ts';
 import { registerAgentMetrics } from './agent-metrics.ts';
 import { kubeletLogPodNames } from './collectors/pod-names.ts';

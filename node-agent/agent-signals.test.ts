@@ -5,7 +5,7 @@ import { MOCK_NVML_SCENARIOS } from '../infra/local/mock-nvml/build.ts';
 import { validateDetail } from '../events/validate.ts';
 import { DEFAULT_THRESHOLDS } from './collectors/health.ts';
 import type { OutgoingEvent } from './events.ts';
-import { startAgent, type AgentFixture } from './test-support/agent-fixture.ts';
+import { startAgent, type AgentFixture } from '../test/support/agent-fixture.ts';
 
 // The signals a real fleet needs that the first agent lacked, each through the real path: the mock
 // NVML (answering in the shapes a real H200 answered, infra/local/mock-nvml/scenarios/h200-1x.json)

@@ -3,12 +3,12 @@ import { mkdtemp } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { oneGpu } from '../infra/local/mock-nvml/testing.ts';
+import { oneGpu } from '../test/support/mock-nvml.ts';
 import { MOCK_NVML_SCENARIOS } from '../infra/local/mock-nvml/build.ts';
 import { validateDetail } from '../events/validate.ts';
 import { AgentHealth } from './http.ts';
 import type { OutgoingEvent } from './events.ts';
-import { podUidOf, startAgent, type AgentFixture } from './test-support/agent-fixture.ts';
+import { podUidOf, startAgent, type AgentFixture } from '../test/support/agent-fixture.ts';
 
 // The real agent on the mock NVML library through the real koffi binding, with the mock's manual
 // clock: nvmlEventSetWait_v2 answers at once, so pollEventsOnce(0) is a non-blocking poll.

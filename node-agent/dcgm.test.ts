@@ -2,15 +2,15 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { MOCK_NVML_SCENARIOS } from '../infra/local/mock-nvml/build.ts';
-import { oneGpu } from '../infra/local/mock-nvml/testing.ts';
+import { oneGpu } from '../test/support/mock-nvml.ts';
 import { registerAgentMetrics } from './agent-metrics.ts';
 import { DCGM_GPU_FIELDS, type PodName, type PodNames } from './dcgm.ts';
 import { AgentHealth, startAgentHttp, type AgentHttpServer } from './http.ts';
 import { Metrics } from './metrics.ts';
-import { podUidOf, startAgent, type AgentFixture } from './test-support/agent-fixture.ts';
-import { FIELD_NOTE_QUERIES } from './test-support/dcgm-field-notes.ts';
-import { parseExposition, scrape, SERVICE_MONITOR_TARGET, type ParsedFamily } from './test-support/prom-text.ts';
-import { evalPromql, queryShape } from './test-support/promql-lite.ts';
+import { podUidOf, startAgent, type AgentFixture } from '../test/support/agent-fixture.ts';
+import { FIELD_NOTE_QUERIES } from '../test/support/dcgm-field-notes.ts';
+import { parseExposition, scrape, SERVICE_MONITOR_TARGET, type ParsedFamily } from '../test/support/prom-text.ts';
+import { evalPromql, queryShape } from '../test/support/promql-lite.ts';
 
 // The real agent on the mock NVML (real koffi binding, manual clock), /metrics served over HTTP on
 // a port the OS picks, the text parsed as Prometheus would and the field notes' queries run on it.

@@ -4,7 +4,7 @@
  * under tsx, whose loader thread costs ~35 MiB of RSS (see docs/benchmarks.md).
  *   node agent.mjs [--once] [--dry-run]
  */
-import { processIo } from '../bin/command.ts';
+import { processIo } from '../events/cli-kit/command.ts';
 import { agentCommand } from './cli/agent.ts';
 
 const args = process.argv.slice(2);

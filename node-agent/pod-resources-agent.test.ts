@@ -4,10 +4,10 @@
  * device it cannot name by UUID — is unknown (no `holders`), never "nobody holds it".
  */
 import { afterEach, describe, expect, it } from 'vitest';
-import { oneGpu } from '../infra/local/mock-nvml/testing.ts';
+import { oneGpu } from '../test/support/mock-nvml.ts';
 import { validateDetail } from '../events/validate.ts';
 import type { PodResourcesReading } from './collectors/pod-resources-source.ts';
-import { startAgent, type AgentFixture } from './test-support/agent-fixture.ts';
+import { startAgent, type AgentFixture } from '../test/support/agent-fixture.ts';
 
 const UUID = 'GPU-00000000-1111-2222-3333-444444444444';
 const LINE = 'NVRM: Xid (PCI:0000:3b:00): 95, pid=5002, name=python, Uncontained ECC error';

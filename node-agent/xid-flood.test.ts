@@ -1,8 +1,8 @@
 import { afterEach, expect, it } from 'vitest';
-import { oneGpu } from '../infra/local/mock-nvml/testing.ts';
+import { oneGpu } from '../test/support/mock-nvml.ts';
 import { validateDetail } from '../events/validate.ts';
 import type { OutgoingEvent } from './events.ts';
-import { startAgent, type AgentFixture } from './test-support/agent-fixture.ts';
+import { startAgent, type AgentFixture } from '../test/support/agent-fixture.ts';
 import { XID_AGGREGATE_WINDOW_MS } from './xid-aggregate.ts';
 
 // The real agent on the mock NVML library, its clock stepped by the test.

@@ -10,7 +10,7 @@ import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { AutoscalePolicySchema } from '../lib/pool-policy.ts';
 import { decideHeldPlan, type CommandPorts } from '../chatops/actions.ts';
 import { autoscalePools, NODEPOOL_LABEL, scaleOutApprovalId, type AutoscaleDeps } from './run.ts';
-import { simDeps } from './testing.ts';
+import { simDeps } from '../../test/support/autoscale-sim-deps.ts';
 
 const T0 = Date.parse('2026-01-01T00:00:00.000Z');
 let sim: AliCloudSim;

@@ -11,7 +11,7 @@ import { REPLACEMENT_KEY_PREFIX } from '../lib/replacements.ts';
 import { POOL_SIZE_LEASE } from '../adapters/alicloud/ports.ts';
 import { AutoscalePolicySchema } from '../lib/pool-policy.ts';
 import { autoscalePools, NODEPOOL_LABEL, type AutoscaleDeps } from './run.ts';
-import { simDeps } from './testing.ts';
+import { simDeps } from '../../test/support/autoscale-sim-deps.ts';
 
 /**
  * Scale-in through the real SDK against the simulated region: a T4 pool of four, one node busy

@@ -4,8 +4,8 @@
  * would be refused. `--decrypt` prints a Feishu/Lark callback's decrypted body.
  */
 import { parseArgs } from 'node:util';
-import { InputError, UsageError, type CliIo, type Command } from '../../bin/command.ts';
-import { readInputText } from '../../bin/input.ts';
+import { InputError, UsageError, type CliIo, type Command } from '../../events/cli-kit/command.ts';
+import { readInputText } from '../../events/cli-kit/input.ts';
 import {
   CHAT_PLATFORMS,
   feishuDecrypt,

@@ -16,6 +16,7 @@
  * plan was made from that read), or else the applier's own read, read again and merged again on a 409.
  */
 import type { Notifier } from '../adapters/chat/notifier.ts';
+import type { CloudOps } from '../adapters/cloud.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { NodeChange } from '../adapters/kube/node-change.ts';
 import { evictionsNote } from '../adapters/kube/event-notes.ts';
@@ -25,7 +26,10 @@ import { DEFAULT_CONFLICT_ATTEMPTS } from '../adapters/kube/retry.ts';
 import { GPU_ACTIONS_ANNOTATION } from '../../events/index.ts';
 import { mergeGpuActions } from './gpu-actions.ts';
 import { encodeOutbox, OUTBOX_ANNOTATION } from './outbox.ts';
-import type { Actions, CloudAction, NodeEdit } from './plan.ts';
+import type { Actions, NodeEdit } from './plan.ts';
+
+/** The applier's cloud port, declared with the adapters (adapters/cloud.ts). */
+export type { CloudOps };
 
 export interface StepOutcome {
   result: 'done' | 'already' | 'blocked' | 'failed' | 'skipped';
@@ -44,14 +48,6 @@ export interface Applied {
   evictions: StepOutcome[];
   notices: StepOutcome[];
   cloud: StepOutcome[];
-}
-
-/**
- * Port for cloud actions (repair, scaling). Each is idempotent; `false` = already so. An
- * asynchronous one may answer its task id, and a message where "not done" needs saying why.
- */
-export interface CloudOps {
-  run(action: CloudAction): Promise<boolean | { done: boolean; taskId?: string; message?: string }>;
 }
 
 export interface ActionPorts {

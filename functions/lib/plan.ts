@@ -6,10 +6,13 @@
 import type { NodeCondition, Taint, TaintEffect } from '../adapters/kube/model.ts';
 import type { Notice } from '../adapters/chat/notifier.ts';
 import type { Outbox } from './outbox.ts';
-import type { KubeEventNote } from '../adapters/kube/ports.ts';
+import type { DeviceRef, DeviceTaint, KubeEventNote } from '../adapters/kube/ports.ts';
+import type { CloudAction } from '../adapters/cloud.ts';
 import type { GpuActionSet } from './gpu-actions.ts';
 
-export type { KubeEventNote };
+// The types a plan shares with the ports that carry it out are declared with those ports (adapters
+// import no kernel: test/contract/layers.test.ts) and named here too, where planners look for them.
+export type { CloudAction, DeviceRef, DeviceTaint, KubeEventNote };
 
 export type { Notice, Taint, TaintEffect };
 
@@ -46,22 +49,6 @@ export interface PodRef {
   uid?: string;
 }
 
-/** A DRA device: what a DeviceTaintRule's `deviceSelector` names (resource.k8s.io). */
-export interface DeviceRef {
-  driver: string;
-  pool: string;
-  device: string;
-}
-
-/** A DeviceTaintRule gpu-reflex keeps on one GPU's DRA device while the GPU is held out. */
-export interface DeviceTaint extends DeviceRef {
-  /** Deterministic per node and GPU, so a redelivered plan asks for the same rule. */
-  name: string;
-  node: string;
-  gpuUuid: string;
-  taint: { key: string; value: string; effect: 'NoSchedule' };
-}
-
 /**
  * Cards of a node that shares its GPUs through ACK's gpushare, held out of its scheduler extender's
  * placement by ConfigMap `kube-system/unhealthy-gpu-<node>`, key `gpus` (adapters/kube/kube-card-fence-ops.ts).
@@ -72,18 +59,6 @@ export interface CardFence {
   add: number[];
   remove: number[];
 }
-
-/**
- * Cloud work (repair, pool sizes). A replacement is two steps, capacity first: `grow` sets the
- * node's pool to `to` nodes (absolute, so a retry cannot add two; sent only while the pool still
- * has `from`), then, once a new node is Ready, `remove` takes the node's instance out of its pool
- * and releases it.
- */
-export type CloudAction =
-  | { kind: 'reboot'; node: string }
-  | { kind: 'replace'; step: 'grow'; node: string; pool: string; from: number; to: number }
-  | { kind: 'replace'; step: 'remove'; node: string; pool: string; instanceId: string }
-  | { kind: 'scale'; pool: string; desired: number };
 
 export interface Actions<R = never> {
   nodeEdit?: NodeEdit<R>;

@@ -6,12 +6,14 @@
  * live cluster; it changes nothing).
  */
 import { parseArgs } from 'node:util';
-import { UsageError, type Command } from '../../bin/command.ts';
-import { readInputText } from '../../bin/input.ts';
+import { UsageError, type Command } from '../../events/cli-kit/command.ts';
+import { readInputText } from '../../events/cli-kit/input.ts';
+import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
 import { checkLayout, enumerateLayouts, layoutWords, waste, type LayoutCheck } from './core/layout.ts';
 import { planMig } from './core/planner.ts';
 import { MigPolicyError, parseMigPolicy } from './core/policy.ts';
 import { planTable } from './core/plan-table.ts';
+import type { MigUsage } from './supply.ts';
 
 export { planTable };
 import { knownModelNames, migModel, migResourceName, type MigModel } from '../lib/mig-profiles.ts';
@@ -169,7 +171,16 @@ export const migLayoutsCommand: Command = {
   },
 };
 
-export const migPlanCommand: Command = {
+/**
+ * A fleet file as the simulated cluster seeds and schedules it (`--fleet`): nodes and pods in the
+ * adapters' types, and which GPU instance each running pod holds. The fleet file is the simulated
+ * cluster's format, so the reader is the local stack's (infra/local/mig-fleet.ts), handed in where
+ * the CLI wires its commands (bin/main.ts): nothing in functions/ imports the simulators
+ * (test/contract/layers.test.ts).
+ */
+export type MigFleetReader = (path: string) => Promise<{ nodes: NodeInfo[]; pods: PodInfo[]; usage: MigUsage }>;
+
+export const createMigPlanCommand = (readFleet: MigFleetReader): Command => ({
   path: ['mig', 'plan'],
   summary:
     'print which idle MIG GPUs to relay so pending MIG pods can run (fleet file or live cluster; changes nothing)',
@@ -218,8 +229,7 @@ export const migPlanCommand: Command = {
     let fleet;
     if (values.fleet) {
       await readInputText(values.fleet, '--fleet', io);
-      const { readFleetForMig } = await import('../../infra/local/mig-fleet.ts');
-      const read = readFleetForMig(values.fleet);
+      const read = await readFleet(values.fleet);
       fleet = readMigFleet(read.nodes, read.pods, read.usage);
     } else {
       await readInputText(values.kubeconfig!, '--kubeconfig', io);
@@ -233,4 +243,4 @@ export const migPlanCommand: Command = {
     else for (const l of planTable(plan, fleet.notes)) io.out(l);
     return 0;
   },
-};
+});

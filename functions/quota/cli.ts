@@ -5,12 +5,13 @@
  */
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { parseArgs } from 'node:util';
-import { InputError, UsageError, type CliIo, type Command } from '../../bin/command.ts';
-import { readInputText } from '../../bin/input.ts';
+import { InputError, UsageError, type CliIo, type Command } from '../../events/cli-kit/command.ts';
+import { readInputText } from '../../events/cli-kit/input.ts';
 import { RecordingPublisher, type EventPublisher } from '../adapters/bus.ts';
 import { EventBridgePublisher } from '../adapters/bus-eventbridge.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { systemClock } from '../adapters/clock.ts';
+import type { NodeInfo, PodInfo, QuotaInfo } from '../adapters/kube/model.ts';
 import { createLogger } from '../lib/logger.ts';
 import { parseQuotaConfig, QuotaConfigError, resourcesOf, type QuotaConfig } from './core/config.ts';
 import { planQuotas, quotaKey, type QuotaPlan } from './core/planner.ts';
@@ -70,7 +71,15 @@ export function planTable(
   return out;
 }
 
-export const quotaPlanCommand: Command = {
+/**
+ * A fleet file as a cluster would hold it (`--fleet`): its nodes, pods and quotas in the adapters'
+ * types, a bad file an InputError. The fleet file is the simulated cluster's format, so the reader
+ * is the local stack's (infra/local/fleet-snapshot.ts), handed in where the CLI wires its commands
+ * (bin/main.ts): nothing in functions/ imports the simulators (test/contract/layers.test.ts).
+ */
+export type QuotaFleetReader = (path: string) => Promise<{ nodes: NodeInfo[]; pods: PodInfo[]; quotas: QuotaInfo[] }>;
+
+export const createQuotaPlanCommand = (readFleet: QuotaFleetReader): Command => ({
   path: ['quota', 'plan'],
   summary: 'print the team quotas the rewriter would write (fleet file or live cluster; changes nothing)',
   help: [
@@ -109,13 +118,7 @@ export const quotaPlanCommand: Command = {
     let read;
     if (values.fleet) {
       await readInputText(values.fleet, '--fleet', io);
-      const { fleetSnapshot } = await import('../../infra/local/fleet-snapshot.ts');
-      const { FleetError } = await import('../../infra/local/kube/fleet.ts');
-      try {
-        read = fleetSnapshot(values.fleet);
-      } catch (err) {
-        throw err instanceof FleetError ? new InputError(err.message, { cause: err }) : err;
-      }
+      read = await readFleet(values.fleet);
     } else {
       await readInputText(values.kubeconfig!, '--kubeconfig', io);
       const { kubePorts, loadKubeConfig } = await import('../adapters/kube/client.ts');
@@ -133,7 +136,7 @@ export const quotaPlanCommand: Command = {
     else for (const l of planTable(config, plan, facts.usage, facts.excluded)) io.out(l);
     return 0;
   },
-};
+});
 
 export const quotaRollbackCommand: Command = {
   path: ['quota', 'rollback'],

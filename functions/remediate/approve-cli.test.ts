@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UsageError } from '../../bin/command.ts';
+import { UsageError } from '../../events/cli-kit/command.ts';
 import { APPROVAL_DECIDED, SOURCES } from '../../events/index.ts';
 import { startLocalBus, type LocalBus } from '../../infra/local/bus/index.ts';
 import { approvalKey, checkSeal } from '../lib/approval-seal.ts';

@@ -8,9 +8,9 @@
 import { userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
-import { UsageError, type CliIo, type Command } from '../../bin/command.ts';
-import { issuesLine } from '../../bin/errors.ts';
-import { readInputText } from '../../bin/input.ts';
+import { UsageError, type CliIo, type Command } from '../../events/cli-kit/command.ts';
+import { issuesLine } from '../../events/cli-kit/phrases.ts';
+import { readInputText } from '../../events/cli-kit/input.ts';
 import {
   APPROVAL_DECIDED,
   ApprovalDecidedDetailSchema,

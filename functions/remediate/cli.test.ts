@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { readFile } from 'node:fs/promises';
-import type { CliIo } from '../../bin/command.ts';
+import type { CliIo } from '../../events/cli-kit/command.ts';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -70,6 +70,14 @@ describe('gpu-reflex remediate plan', () => {
       'evict',
       'notify',
     ]);
+  });
+
+  it('refuses a facts file whose node taint has an effect Kubernetes does not know, naming the field', async () => {
+    const node = { name: 'gpu-node-1', taints: [{ key: 'gpu-reflex.io/unhealthy', effect: 'NoScheduel' }] };
+    const io = capture({ 'facts.json': JSON.stringify({ node }) });
+    await expect(
+      planCommand.run(['events/catalog/gpu-xid-error.example.json', '--facts', 'facts.json'], io),
+    ).rejects.toThrow(/^--facts facts\.json: node\.taints\.0\.effect: /);
   });
 
   it('refuses an event that is not a GPU fault', async () => {

@@ -6,9 +6,9 @@
  */
 import { parseArgs } from 'node:util';
 import { z } from 'zod';
-import { InputError, UsageError, type CliIo, type Command } from '../../bin/command.ts';
-import { issuesLine } from '../../bin/errors.ts';
-import { readInputText, readJsonObject } from '../../bin/input.ts';
+import { InputError, UsageError, type CliIo, type Command } from '../../events/cli-kit/command.ts';
+import { issuesLine } from '../../events/cli-kit/phrases.ts';
+import { readInputText, readJsonObject } from '../../events/cli-kit/input.ts';
 import {
   GpuHealthChangedDetailSchema,
   GpuXidErrorDetailSchema,
@@ -115,7 +115,18 @@ const FactsFileSchema = z
         name: z.string(),
         labels: z.record(z.string(), z.string()).default({}),
         annotations: z.record(z.string(), z.string()).default({}),
-        taints: z.array(z.object({ key: z.string(), value: z.string().optional(), effect: z.string() })).default([]),
+        // The effects Kubernetes allows (core/v1 Taint, "Valid effects are NoSchedule, PreferNoSchedule and
+        // NoExecute": https://kubernetes.io/docs/reference/kubernetes-api/cluster-resources/node-v1/#NodeSpec),
+        // the one Taint type's (adapters/kube/model.ts): another is a clear error, not a taint read as none.
+        taints: z
+          .array(
+            z.object({
+              key: z.string(),
+              value: z.string().optional(),
+              effect: z.enum(['NoSchedule', 'PreferNoSchedule', 'NoExecute']),
+            }),
+          )
+          .default([]),
         unschedulable: z.boolean().default(false),
         gpus: z.array(z.string()).optional(),
       })

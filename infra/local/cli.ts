@@ -1,7 +1,7 @@
 import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { InputError, processIo, UsageError, type CliIo, type Command } from '../../bin/command.ts';
-import { checkWritableFile, readInputText } from '../../bin/input.ts';
+import { InputError, processIo, UsageError, type CliIo, type Command } from '../../events/cli-kit/command.ts';
+import { checkWritableFile, readInputText } from '../../events/cli-kit/input.ts';
 import { DEFAULT_SCENARIO_PATH, parseScenario, ScenarioError, type Scenario } from './scenario.ts';
 import { startStack, type StackResult } from './stack.ts';
 

@@ -1,5 +1,6 @@
 /**
- * A fleet file as the MIG planner sees it (`gpu-reflex mig plan --fleet`): the simulated cluster
+ * A fleet file as the MIG planner sees it (`gpu-reflex mig plan --fleet`, which bin/main.ts hands
+ * this reader: the MIG CLI itself imports no simulator): the simulated cluster
  * is seeded in process (no server), its scheduler places what fits, and the simulated device
  * plugin's allocation says which GPU instance each running pod holds, so the planner knows which
  * GPUs are idle exactly, as the node agent's inventory would tell it on a real node.
@@ -19,7 +20,7 @@ import { seedFleet } from './kube/fleet.ts';
 import type { Node, Pod } from './kube/types.ts';
 import { migInstancesInUse } from './node-gpus.ts';
 
-export function readFleetForMig(path: string): { nodes: NodeInfo[]; pods: PodInfo[]; usage: MigUsage } {
+export async function readFleetForMig(path: string): Promise<{ nodes: NodeInfo[]; pods: PodInfo[]; usage: MigUsage }> {
   const fleet = loadFleet(path);
   const cluster = new Cluster(new ManualClock(), {
     migLayouts: fleet.migConfigs,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MIG_INVENTORY_ANNOTATION, readMigInventory, type MigInventory } from '../../events/index.ts';
-import { oneGpu, openMockNvml } from '../../infra/local/mock-nvml/testing.ts';
+import { oneGpu, openMockNvml } from '../../test/support/mock-nvml.ts';
 import { GpuActuator, type ActuatorGpus } from './actuator.ts';
 import { nvmlMigInventory } from './ports.ts';
 

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoreV1Api, PatchStrategy, setHeaderOptions } from '@kubernetes/client-node';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { CliIo } from '../../bin/command.ts';
+import type { CliIo } from '../../events/cli-kit/command.ts';
 import { GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION } from '../../events/index.ts';
 import { buildMockNvml, MOCK_NVML_SCENARIOS } from '../../infra/local/mock-nvml/build.ts';
 import { startKubeSim, wallClock, type KubeSim } from '../../infra/local/kube/index.ts';
@@ -16,7 +16,7 @@ import { loadKubeConfig } from '../../functions/adapters/kube/config.ts';
 import { runAgent } from '../agent-runtime.ts';
 import { loadAgentConfig } from '../config.ts';
 import { loadMockNvmlControls } from '../nvml/ffi.ts';
-import { fakeProcRoot } from '../test-support/agent-fixture.ts';
+import { fakeProcRoot } from '../../test/support/agent-fixture.ts';
 import { nvidiaSmiReset } from './ports.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'gr-actuator-'));

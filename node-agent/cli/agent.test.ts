@@ -8,11 +8,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { UsageError } from '../../bin/command.ts';
+import { UsageError } from '../../events/cli-kit/command.ts';
 import { agentCommand } from './agent.ts';
 import { buildMockNvml, MOCK_NVML_SCENARIOS } from '../../infra/local/mock-nvml/build.ts';
 import { validateEvent } from '../../events/validate.ts';
-import { fakeProcRoot, podUidOf } from '../test-support/agent-fixture.ts';
+import { fakeProcRoot, podUidOf } from '../../test/support/agent-fixture.ts';
 
 const ROOT = fileURLToPath(new URL('../../', import.meta.url));
 

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
-import { UsageError, type Command } from '../../bin/command.ts';
-import { oneLine } from '../../bin/errors.ts';
+import { UsageError, type Command } from '../../events/cli-kit/command.ts';
+import { oneLine } from '../../events/cli-kit/phrases.ts';
 import { ConfigError, loadAgentConfig } from '../config.ts';
 import { EXIT, runAgent } from '../agent-runtime.ts';
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { CliIo } from '../../bin/command.ts';
+import type { CliIo } from '../../events/cli-kit/command.ts';
 import { main } from '../../bin/main.ts';
 
 function capture(): CliIo & { lines: string[]; errors: string[] } {

@@ -1,8 +1,6 @@
-/**
- * `gpu-reflex xid explain`. It takes what it needs of the CLI kit (bin/command.ts) from bin/main.ts,
- * which builds it: nothing below bin/ imports bin/ (test/contract/layers.test.ts, issue #26).
- */
+/** `gpu-reflex xid explain`: what one XID means, in NVIDIA's words, and what gpu-reflex does about it. */
 import { parseArgs } from 'node:util';
+import { UsageError, type Command } from '../../events/cli-kit/command.ts';
 import { describeXid, NVLINK5_XIDS, nvlink5Verdict, decodeWords, type XidInfo } from '../../events/xid.ts';
 import { nvidiaNames } from '../../events/xid/names.ts';
 
@@ -28,19 +26,6 @@ Examples:
   gpu-reflex xid explain 45 --json`;
 
 const HEX_WORD = /^(?:0x)?([0-9a-fA-F]{1,8})$/;
-
-/** bin/command.ts's UsageError (one line, exit 2), passed in. */
-export interface ExplainKit {
-  usage(message: string): Error;
-}
-
-/** The shape of bin/command.ts's Command, structurally. */
-export interface ExplainCommand {
-  path: readonly string[];
-  summary: string;
-  help: string;
-  run(args: string[], io: { out(line: string): void }): Promise<number>;
-}
 
 /** `0x13,0x0`, `0x13:0x0` or `0x13 0x0` → the two words; undefined when it is not that. */
 export function parseSubcode(text: string): { intrinfo: number; errorStatus: number } | undefined {
@@ -116,44 +101,42 @@ function text(e: ReturnType<typeof explain>): string[] {
   return lines;
 }
 
-export function createXidExplainCommand(kit: ExplainKit): ExplainCommand {
-  return {
-    path: ['xid', 'explain'],
-    summary: "print what an XID means (NVIDIA's words) and what gpu-reflex does about it",
-    help: HELP,
-    async run(args, io) {
-      let parsed;
-      try {
-        parsed = parseArgs({
-          args,
-          allowPositionals: true,
-          options: { subcode: { type: 'string' }, json: { type: 'boolean' } },
-        });
-      } catch (err) {
-        throw kit.usage((err as Error).message);
-      }
-      const { values, positionals } = parsed;
-      if (positionals.length !== 1)
-        throw kit.usage(
-          positionals.length === 0
-            ? 'give one XID number (e.g. gpu-reflex xid explain 79)'
-            : `one XID at a time, got ${positionals.join(' ')}`,
-        );
-      const raw = positionals[0]!;
-      if (!/^\d{1,6}$/.test(raw)) throw kit.usage(`XID must be a number, got "${raw}"`);
-      const xid = Number(raw);
-      if (values.subcode !== undefined && !NVLINK5_XIDS.has(xid))
-        throw kit.usage(`--subcode is for the NVLink5 XIDs 144-150, not XID ${xid}`);
-      const subcode = values.subcode === undefined ? undefined : parseSubcode(values.subcode);
-      if (values.subcode !== undefined && !subcode)
-        throw kit.usage(
-          `--subcode: expected INTRINFO,ERRORSTATUS as two hex words (e.g. 0x00000013,0x00000000), got ` +
-            `"${values.subcode}"`,
-        );
-      const e = explain(xid, subcode);
-      if (values.json) io.out(JSON.stringify(e));
-      else for (const l of text(e)) io.out(l);
-      return 0;
-    },
-  };
-}
+export const xidExplainCommand: Command = {
+  path: ['xid', 'explain'],
+  summary: "print what an XID means (NVIDIA's words) and what gpu-reflex does about it",
+  help: HELP,
+  async run(args, io) {
+    let parsed;
+    try {
+      parsed = parseArgs({
+        args,
+        allowPositionals: true,
+        options: { subcode: { type: 'string' }, json: { type: 'boolean' } },
+      });
+    } catch (err) {
+      throw new UsageError((err as Error).message);
+    }
+    const { values, positionals } = parsed;
+    if (positionals.length !== 1)
+      throw new UsageError(
+        positionals.length === 0
+          ? 'give one XID number (e.g. gpu-reflex xid explain 79)'
+          : `one XID at a time, got ${positionals.join(' ')}`,
+      );
+    const raw = positionals[0]!;
+    if (!/^\d{1,6}$/.test(raw)) throw new UsageError(`XID must be a number, got "${raw}"`);
+    const xid = Number(raw);
+    if (values.subcode !== undefined && !NVLINK5_XIDS.has(xid))
+      throw new UsageError(`--subcode is for the NVLink5 XIDs 144-150, not XID ${xid}`);
+    const subcode = values.subcode === undefined ? undefined : parseSubcode(values.subcode);
+    if (values.subcode !== undefined && !subcode)
+      throw new UsageError(
+        `--subcode: expected INTRINFO,ERRORSTATUS as two hex words (e.g. 0x00000013,0x00000000), got ` +
+          `"${values.subcode}"`,
+      );
+    const e = explain(xid, subcode);
+    if (values.json) io.out(JSON.stringify(e));
+    else for (const l of text(e)) io.out(l);
+    return 0;
+  },
+};

@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { UsageError, type CliIo } from '../../bin/command.ts';
+import { UsageError, type CliIo } from '../../events/cli-kit/command.ts';
 import { main } from '../../bin/main.ts';
 import type { KernelXid } from '../kmsg/parse-xid.ts';
 import { createXidScanCommand } from './xid-scan.ts';

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
-import { UsageError, type CliIo, type Command } from '../../bin/command.ts';
-import { errnoPhrase } from '../../bin/errors.ts';
+import { UsageError, type CliIo, type Command } from '../../events/cli-kit/command.ts';
+import { errnoPhrase } from '../../events/cli-kit/phrases.ts';
 import { readLogLines, splitLines, type ReadLogOptions } from '../kmsg/read-log.ts';
 import { scanXids } from '../kmsg/scan.ts';
 

@@ -1,5 +1,5 @@
 import { afterEach, expect, it } from 'vitest';
-import { openMockNvml } from '../../infra/local/mock-nvml/testing.ts';
+import { openMockNvml } from '../../test/support/mock-nvml.ts';
 import type { NvmlEventWatcher } from '../nvml/events.ts';
 import type { Nvml } from '../nvml/nvml.ts';
 import { XidDeduper } from './dedupe.ts';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { oneGpu, openMockNvml } from '../../infra/local/mock-nvml/testing.ts';
+import { oneGpu, openMockNvml } from '../../test/support/mock-nvml.ts';
 import { nvmlGpus } from '../actuator/ports.ts';
 import { NvmlError, type Nvml } from './nvml.ts';
 

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { MOCK_NVML_SCENARIOS } from '../../infra/local/mock-nvml/build.ts';
-import { oneGpu, openMockNvml } from '../../infra/local/mock-nvml/testing.ts';
+import { oneGpu, openMockNvml } from '../../test/support/mock-nvml.ts';
 import { inventory } from './inventory.ts';
 import { Nvml, NvmlError, NvmlNotFoundError } from './nvml.ts';
 

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { oneGpu, openMockNvml } from '../../infra/local/mock-nvml/testing.ts';
+import { oneGpu, openMockNvml } from '../../test/support/mock-nvml.ts';
 import type { Nvml } from './nvml.ts';
 import { inventory } from './inventory.ts';
 import { gpuInstanceProfiles } from './mig.ts';

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { oneGpu, openMockNvml } from '../../infra/local/mock-nvml/testing.ts';
+import { oneGpu, openMockNvml } from '../../test/support/mock-nvml.ts';
 import type { Nvml } from './nvml.ts';
 import { sampleDevice, type GpuSample, type GpuSampleResult } from './sample.ts';
 

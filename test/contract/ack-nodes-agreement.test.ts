@@ -12,7 +12,7 @@ import { manualClock } from '../../functions/adapters/clock.ts';
 import { fakeKube } from '../../functions/adapters/kube/fake.ts';
 import { AutoscalePolicySchema } from '../../functions/lib/pool-policy.ts';
 import { autoscalePools, GPU_SHARE_LABEL } from '../../functions/autoscale/run.ts';
-import { simDeps } from '../../functions/autoscale/testing.ts';
+import { simDeps } from '../support/autoscale-sim-deps.ts';
 import { ACK_GPU_SCHEDULE_LABEL, ACK_NODEPOOL_LABEL, gpuResources } from '../../infra/local/alicloud/ack-nodes.ts';
 import { startAliCloudSim, type AliCloudSim } from '../../infra/local/alicloud/index.ts';
 

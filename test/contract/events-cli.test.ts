@@ -5,7 +5,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../bin/main.ts';
-import type { CliIo } from '../../bin/command.ts';
+import type { CliIo } from '../../events/cli-kit/command.ts';
 import { CATALOG } from '../../events/catalog.ts';
 
 function capture(): CliIo & { stdout: string[]; stderr: string[] } {

@@ -17,7 +17,7 @@ export const SIMULATORS = [
   'infra/local/kube/', // API server, scheduler, kubelet, controllers, quota, PDBs, mig-manager
   'infra/local/alicloud/', // ECS and ACK
   'infra/local/bus/', // EventBridge
-  'infra/local/mock-nvml/build.ts', // builds the NVML library the agent loads (mock-nvml/testing.ts is the agent's test harness over it, not the world)
+  'infra/local/mock-nvml/', // the NVML library the agent loads (test/support/mock-nvml.ts, the agent's test harness over it, is not the world)
   'infra/local/node-gpus.ts', // what GPU Feature Discovery labelled and the device plugin allocated
   'infra/local/node-files.ts', // a node's NVML scenario, kernel log and /proc
   'infra/local/node-processes.ts', // the GPU processes of a node's pods
@@ -34,10 +34,6 @@ export const UTILITIES = new Map([
   [
     'functions/lib/yaml-text.ts',
     'parses YAML text (bounded aliases, one-line errors): a reading aid, no rule of any system',
-  ],
-  [
-    'functions/adapters/errors.ts',
-    "the adapters' error classes, which the command-line plumbing every CLI shares (bin/errors.ts) phrases; reached by the simulators' cli.ts only",
   ],
 ]);
 

@@ -9,7 +9,7 @@ import { startLocalBus, type LocalBus } from '../../infra/local/bus/index.ts';
 import { validateEvent } from '../../events/validate.ts';
 import { makeHarness, type Harness } from '../../node-agent/publisher/test-harness.ts';
 import { defaultEventBridgeClient, sdkSender } from '../../node-agent/publisher/sdk-sender.ts';
-import { podUidOf, startAgent, type AgentFixture } from '../../node-agent/test-support/agent-fixture.ts';
+import { podUidOf, startAgent, type AgentFixture } from '../support/agent-fixture.ts';
 
 let bus: LocalBus;
 let fx: AgentFixture | undefined;

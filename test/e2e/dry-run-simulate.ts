@@ -11,7 +11,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { CliIo } from '../../bin/command.ts';
+import type { CliIo } from '../../events/cli-kit/command.ts';
 import { makeSimulateCommand } from '../../infra/local/cli.ts';
 import type { StackReport } from '../../infra/local/report.ts';
 import { MIG_INVENTORY_ANNOTATION } from '../../events/index.ts';

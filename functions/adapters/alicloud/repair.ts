@@ -1,5 +1,5 @@
 /**
- * Remediation's cloud hands on Alibaba Cloud (the applier's CloudOps port, lib/apply.ts):
+ * Remediation's cloud hands on Alibaba Cloud (the applier's CloudOps port, adapters/cloud.ts):
  * - reboot: the ECS instance behind a node, its `spec.providerID` (`<region>.<instance id>` on
  *   ACK). Idempotent: an instance already rebooting answers "already".
  * - replace, capacity first (remediate/core/replace.ts): `grow` sets the node pool's desired size
@@ -9,8 +9,7 @@
  *   Both hold the pool-size Lease the autoscaler holds (`lock`): one held elsewhere answers "not
  *   now" and the sweep asks again next round. Never ESS or ECS for scaling.
  */
-import type { CloudAction } from '../../lib/plan.ts';
-import type { CloudOps } from '../../lib/apply.ts';
+import type { CloudAction, CloudOps } from '../cloud.ts';
 import { BadInputError, ForbiddenError } from '../errors.ts';
 import type { NodeOps } from '../kube/ports.ts';
 import { NODEPOOL_LABEL, POOL_SIZE_LEASE, type CloudPools, type NodePool } from './ports.ts';

@@ -2,7 +2,7 @@
  * Telling people. A notification failure never fails a remediation: `safeNotifier` logs and
  * swallows (node-termination-handler's webhook lesson).
  */
-import type { Logger } from '../../lib/logger.ts';
+import type { Logger } from '../logger.ts';
 
 export interface Notice {
   title: string;

@@ -8,7 +8,7 @@
  * controllers that replace evicted pods. Handler tests that depend on those belong on the
  * simulated cluster.
  */
-import type { DeviceRef, DeviceTaint } from '../../lib/plan.ts';
+import type { DeviceRef, DeviceTaint } from './ports.ts';
 import type { Clock } from '../clock.ts';
 import { ConflictError, fromKubeError } from '../errors.ts';
 import type { AdapterError } from '../errors.ts';

@@ -17,7 +17,7 @@ import type {
   QuotaSpec,
   StateStore,
 } from './ports.ts';
-import type { DeviceRef, DeviceTaint } from '../../lib/plan.ts';
+import type { DeviceRef, DeviceTaint } from './ports.ts';
 import { sameJson } from './same-json.ts';
 
 export class FakeQuotaOps implements QuotaOps {

@@ -7,7 +7,7 @@
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKubeSim } from '../../../infra/local/kube/index.ts';
-import type { DeviceTaint } from '../../lib/plan.ts';
+import type { DeviceTaint } from './ports.ts';
 import { loadKubeConfig } from './config.ts';
 import { FakeCluster, FakeDeviceTaintOps } from './fake.ts';
 import { KubeDeviceTaintOps, uuidOf } from './kube-device-taint-ops.ts';

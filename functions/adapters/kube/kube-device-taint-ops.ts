@@ -10,7 +10,7 @@
  */
 import type { CustomApi } from './api-methods.ts';
 import { ConflictError, NotFoundError, fromKubeError } from '../errors.ts';
-import type { DeviceRef, DeviceTaint } from '../../lib/plan.ts';
+import type { DeviceRef, DeviceTaint } from './ports.ts';
 import { listAll, type Page } from './list-all.ts';
 import type { DeviceTaintOps } from './ports.ts';
 

@@ -12,7 +12,7 @@ import { V1MicroTime, type EventsV1Event } from '@kubernetes/client-node';
 import type { EventsApi } from './api-methods.ts';
 import type { Clock } from '../clock.ts';
 import { currentClock } from '../clock.ts';
-import { createLogger, type Logger } from '../../lib/logger.ts';
+import { createLogger, type Logger } from '../logger.ts';
 import type { EventRecorder, KubeEventNote, KubeEventRef } from './ports.ts';
 
 export const REPORTING_CONTROLLER = 'gpu-reflex';

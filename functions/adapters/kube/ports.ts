@@ -9,7 +9,6 @@
  * BadInputError (400/422), TransientError (5xx, network).
  */
 import type { Clock } from '../clock.ts';
-import type { DeviceRef, DeviceTaint } from '../../lib/plan.ts';
 import type { NodeChange } from './node-change.ts';
 import type {
   ApplyResult,
@@ -216,6 +215,22 @@ export interface LeaseOps {
   release(name: string, holder: string): Promise<boolean>;
   /** The lease as it stands, or undefined when it is free (never created, or released). */
   get(name: string): Promise<LeaseState | undefined>;
+}
+
+/** A DRA device: what a DeviceTaintRule's `deviceSelector` names (resource.k8s.io). */
+export interface DeviceRef {
+  driver: string;
+  pool: string;
+  device: string;
+}
+
+/** A DeviceTaintRule gpu-reflex keeps on one GPU's DRA device while the GPU is held out. */
+export interface DeviceTaint extends DeviceRef {
+  /** Deterministic per node and GPU, so a redelivered plan asks for the same rule. */
+  name: string;
+  node: string;
+  gpuUuid: string;
+  taint: { key: string; value: string; effect: 'NoSchedule' };
 }
 
 /**

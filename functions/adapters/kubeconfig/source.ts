@@ -6,7 +6,6 @@
  * This file holds no SDK: each source is an adapter loaded with `import()` by `kubeconfigSource`,
  * so a bundle's import evaluates none of them (test/contract/build.test.ts).
  */
-import type { FunctionsConfig } from '../../config.ts';
 import { ConfigurationError } from '../errors.ts';
 
 export interface FetchedKubeconfig {
@@ -37,9 +36,23 @@ export function renewAt(fetchedAt: number, expiresAt: number | undefined): numbe
   return fetchedAt + Math.max(0, Math.floor((expiresAt - fetchedAt) * 0.8));
 }
 
+/**
+ * The settings a source is chosen by, as functions/config.ts parses them from the environment
+ * (validated there: the ACK endpoint kind, the EKS endpoint and CA given with the cluster name).
+ * Named here, not imported, so the adapter imports no kernel (test/contract/layers.test.ts).
+ */
+export interface KubeconfigSettings {
+  readonly GPU_REFLEX_KUBECONFIG_PARAMETER?: string | undefined;
+  readonly GPU_REFLEX_KUBECONFIG_ACK?: 'public' | 'private' | undefined;
+  readonly GPU_REFLEX_KUBECONFIG_ACK_MINUTES: number;
+  readonly GPU_REFLEX_KUBECONFIG_EKS?: string | undefined;
+  readonly GPU_REFLEX_EKS_ENDPOINT?: string | undefined;
+  readonly GPU_REFLEX_EKS_CA_DATA?: string | undefined;
+}
+
 /** The source the configuration names, or undefined (a file, the text, or in-cluster access). */
 export async function kubeconfigSource(
-  config: FunctionsConfig,
+  config: KubeconfigSettings,
   env: NodeJS.ProcessEnv,
   now: () => number,
 ): Promise<KubeconfigSource | undefined> {

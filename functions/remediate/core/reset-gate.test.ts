@@ -93,7 +93,7 @@ describe('the reset waits for a fence that holds (reset-gate.ts)', () => {
 describe('resetGate (pure)', () => {
   const base = { gpu: gpu(3).uuid } as Incident;
   const n = { name: 'gpu-node-1', taints: [] };
-  const tainted = { ...n, taints: [{ key: DEFAULT_POLICY.taintKey, value: 'xid-48', effect: 'NoSchedule' }] };
+  const tainted = { ...n, taints: [{ key: DEFAULT_POLICY.taintKey, value: 'xid-48', effect: 'NoSchedule' as const }] };
   const open = { ...base, phase: 'quarantined', scope: 'gpu', action: 'quarantine-gpu', outAt: at(0) } as Incident;
 
   it('unknown is never a fence: no fence state, no reset', () => {

@@ -14,6 +14,10 @@ import { z } from 'zod';
 import { GPU_RECOVERY_ACTIONS, HEALTH_CONDITIONS, REMEDIATION_ACTIONS, Timestamp } from '../../../events/index.ts';
 import { FENCE_BACKENDS } from './policy.ts';
 import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../../lib/node-state.ts';
+import type { Taint } from '../../adapters/kube/model.ts';
+
+/** The one Taint type: the Kubernetes ports' (adapters/kube/model.ts). */
+export type { Taint };
 export { DEFAULT_TAINT_KEY, STATE_LABEL };
 
 /**
@@ -229,12 +233,6 @@ export function emptyState(): NodeState {
     cordoned: false,
     warnings: [],
   };
-}
-
-export interface Taint {
-  key: string;
-  value?: string;
-  effect: string;
 }
 
 /** Reads the state from a node's metadata. Never throws; every problem becomes a warning. */

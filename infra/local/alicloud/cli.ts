@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
-import { InputError, UsageError, type CliIo, type Command, untilSignal } from '../../../bin/command.ts';
-import { checkWritableFile, readInputText } from '../../../bin/input.ts';
+import { InputError, UsageError, type CliIo, type Command, untilSignal } from '../../../events/cli-kit/command.ts';
+import { checkWritableFile, readInputText } from '../../../events/cli-kit/input.ts';
 import { systemClock } from '../../../events/clock.ts';
 import { CloudError } from './cloud.ts';
 import { CloudFileError, EXAMPLE_CLOUD_PATH, parseCloudFile, type ParsedCloudFile } from './cloud-file.ts';

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { afterAll, afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { UsageError } from '../../../bin/command.ts';
+import { UsageError } from '../../../events/cli-kit/command.ts';
 import { withEnv } from '../stack-env.ts';
 import { busServeCommand, makeBusServeCommand } from './cli.ts';
 import { calls } from './fixtures/handlers/record.ts';

@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
-import { UsageError, type CliIo, type Command, untilSignal } from '../../../bin/command.ts';
-import { checkWritableFile } from '../../../bin/input.ts';
+import { UsageError, type CliIo, type Command, untilSignal } from '../../../events/cli-kit/command.ts';
+import { checkWritableFile } from '../../../events/cli-kit/input.ts';
 import { withEnv } from '../stack-env.ts';
 import { busFunctionEnv, ClusterSourceError, resolveFunctionCluster, type FunctionCluster } from './function-env.ts';
 import { startLocalBus, type LocalBus } from './index.ts';

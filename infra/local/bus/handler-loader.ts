@@ -37,6 +37,11 @@ export class HandlerLoader {
     }
     let mod: unknown;
     try {
+      // The one import() of an expression in the embedded world, on purpose: like Lambda's Node.js
+      // runtime, the bus loads whatever module a function's `handler:` in serverless.yml names (any
+      // serverless.yml: `gpu-reflex bus serve --config F`), so no list of modules could be written
+      // here. What it loads is the code under test, run as the platform runs it; no rule of the bus
+      // comes from it. test/contract/layers.test.ts lists this file as the one such import.
       mod = await import(pathToFileURL(file).href);
     } catch (err) {
       throw new HandlerLoadError(`function ${fn.key}: importing ${file} failed: ${(err as Error).message}`, {

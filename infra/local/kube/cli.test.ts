@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { UsageError } from '../../../bin/command.ts';
+import { UsageError } from '../../../events/cli-kit/command.ts';
 import { main } from '../../../bin/main.ts';
 import { makeClusterServeCommand } from './cli.ts';
 import type { KubeSim } from './index.ts';

@@ -1,8 +1,8 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { InputError, UsageError, type CliIo, type Command, untilSignal } from '../../../bin/command.ts';
-import { checkWritableFile, readInputText } from '../../../bin/input.ts';
+import { InputError, UsageError, type CliIo, type Command, untilSignal } from '../../../events/cli-kit/command.ts';
+import { checkWritableFile, readInputText } from '../../../events/cli-kit/input.ts';
 import { wallClock } from './clock.ts';
 import { EXAMPLE_FLEET_PATH, FleetError, parseFleet, type ParsedFleet } from './fleet.ts';
 import { startKubeSim, type KubeSim } from './index.ts';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { migDevices, migMode } from '../../../node-agent/nvml/mig.ts';
 import type { Nvml } from '../../../node-agent/nvml/nvml.ts';
-import { oneGpu, openMockNvml } from './testing.ts';
+import { oneGpu, openMockNvml } from '../../../test/support/mock-nvml.ts';
 
 let nvml: Nvml | undefined;
 afterEach(() => {

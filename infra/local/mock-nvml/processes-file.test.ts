@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Nvml } from '../../../node-agent/nvml/nvml.ts';
-import { oneGpu, openMockNvml } from './testing.ts';
+import { oneGpu, openMockNvml } from '../../../test/support/mock-nvml.ts';
 
 let nvml: Nvml | undefined;
 afterEach(() => {

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Nvml } from '../../../node-agent/nvml/nvml.ts';
 import { MOCK_NVIDIA_SMI } from '../agent-process.ts';
-import { oneGpu, openMockNvml } from './testing.ts';
+import { oneGpu, openMockNvml } from '../../../test/support/mock-nvml.ts';
 
 let nvml: Nvml | undefined;
 afterEach(() => {

@@ -5,7 +5,7 @@ import { loadMockNvmlControls } from '../../../node-agent/nvml/ffi.ts';
 import { inventory } from '../../../node-agent/nvml/inventory.ts';
 import type { Nvml } from '../../../node-agent/nvml/nvml.ts';
 import { buildMockNvml, MOCK_NVML_LIBRARY } from './build.ts';
-import { oneGpu, openMockNvml } from './testing.ts';
+import { oneGpu, openMockNvml } from '../../../test/support/mock-nvml.ts';
 
 let nvml: Nvml | undefined;
 afterEach(() => {

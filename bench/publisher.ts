@@ -1,6 +1,6 @@
 /**
  * Publisher benchmark through the real EventBridge SDK to the embedded bus on loopback.
- * Run: `npx tsx node-agent/publisher/publisher.bench.ts` (not a vitest test: it measures real time).
+ * Run: `npx tsx bench/publisher.ts` (not a vitest test: it measures real time).
  *
  * - eventsPerSecond: a burst of events published at once, until the bus has them all (memory
  *   path: full batches of 10, one call in flight at a time).
@@ -13,12 +13,12 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { atLeast, below, info, percentile, type BenchSuite } from '../../bench/harness.ts';
-import { startLocalBus, type LocalBus } from '../../infra/local/bus/index.ts';
-import { openPublisher } from './open-publisher.ts';
-import type { Publisher } from './publisher.ts';
-import { defaultEventBridgeClient, sdkSender } from './sdk-sender.ts';
-import { toEntry, toRecord, type OutgoingEvent, type PutEventsSender } from './types.ts';
+import { atLeast, below, info, percentile, type BenchSuite } from './harness.ts';
+import { startLocalBus, type LocalBus } from '../infra/local/bus/index.ts';
+import { openPublisher } from '../node-agent/publisher/open-publisher.ts';
+import type { Publisher } from '../node-agent/publisher/publisher.ts';
+import { defaultEventBridgeClient, sdkSender } from '../node-agent/publisher/sdk-sender.ts';
+import { toEntry, toRecord, type OutgoingEvent, type PutEventsSender } from '../node-agent/publisher/types.ts';
 
 export interface PublisherBenchResult {
   eventsPerSecond: number;

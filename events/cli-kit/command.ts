@@ -1,4 +1,14 @@
 /**
+ * The CLI kit every command shares, wherever it lives (`node-agent/cli/`, a function's folder,
+ * `infra/local/`, `events/`): what a command is, its two error kinds, its output, its wait for a
+ * signal. It sits in `events/` for the reason the clock does (events/clock.ts): that folder is the
+ * one the agent, the functions and the simulators may all import, and nothing below bin/ may import
+ * bin/ (test/contract/layers.test.ts). bin/main.ts dispatches to the commands and phrases their
+ * failures (bin/errors.ts). Importing this file has no side effect: the stdout hook for EPIPE is
+ * bin/main.ts's, run by the CLI's own entry only.
+ */
+
+/**
  * What every CLI command is: a path of words (`events validate`), a one-line summary, the full
  * help text, and a run function that returns the exit code. Output goes through `io` so tests can
  * capture it without spawning a process.
@@ -29,18 +39,6 @@ export class UsageError extends Error {
  */
 export class InputError extends Error {
   override name = 'InputError';
-}
-
-/**
- * `gpu-reflex xid scan | head -2`: a reader that went away is not an error worth a stack trace.
- * Called by the CLI's own entry (main.ts), never on import: the modules that import this file
- * (the node agent's shipped entry among them) must not have their process's stdout rewired.
- */
-export function exitQuietlyOnEpipe(): void {
-  process.stdout.on('error', (err: NodeJS.ErrnoException) => {
-    if (err.code === 'EPIPE') process.exit(0);
-    throw err;
-  });
 }
 
 export const processIo: CliIo = {

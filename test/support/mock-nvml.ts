@@ -1,9 +1,9 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadMockNvmlControls, type MockNvmlControls } from '../../../node-agent/nvml/ffi.ts';
-import { Nvml } from '../../../node-agent/nvml/nvml.ts';
-import { buildMockNvml, MOCK_NVML_SCENARIOS } from './build.ts';
+import { loadMockNvmlControls, type MockNvmlControls } from '../../node-agent/nvml/ffi.ts';
+import { Nvml } from '../../node-agent/nvml/nvml.ts';
+import { buildMockNvml, MOCK_NVML_SCENARIOS } from '../../infra/local/mock-nvml/build.ts';
 
 /**
  * Opens the real NVML binding on the mock library with a scenario (a file name from scenarios/,

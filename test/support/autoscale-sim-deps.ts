@@ -1,13 +1,13 @@
 /** Test wiring for autoscale-pools: the real adapter on the Alibaba Cloud simulator, the Kubernetes fakes. */
 import type { AliCloudSim } from '../../infra/local/alicloud/index.ts';
-import { AliCloudPools } from '../adapters/alicloud/client.ts';
-import type { EventPublisher } from '../adapters/bus.ts';
-import { RecordingNotifier } from '../adapters/chat/notifier.ts';
-import type { ManualClock } from '../adapters/clock.ts';
-import type { FakeKube } from '../adapters/kube/fake.ts';
-import { silentLogger } from '../lib/logger.ts';
-import type { AutoscalePolicy } from '../lib/pool-policy.ts';
-import type { AutoscaleDeps } from './run.ts';
+import { AliCloudPools } from '../../functions/adapters/alicloud/client.ts';
+import type { EventPublisher } from '../../functions/adapters/bus.ts';
+import { RecordingNotifier } from '../../functions/adapters/chat/notifier.ts';
+import type { ManualClock } from '../../functions/adapters/clock.ts';
+import type { FakeKube } from '../../functions/adapters/kube/fake.ts';
+import { silentLogger } from '../../functions/lib/logger.ts';
+import type { AutoscalePolicy } from '../../functions/lib/pool-policy.ts';
+import type { AutoscaleDeps } from '../../functions/autoscale/run.ts';
 
 export function simDeps(
   sim: AliCloudSim,

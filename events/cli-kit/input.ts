@@ -7,7 +7,7 @@ import { constants } from 'node:fs';
 import { access, mkdir, readFile, stat } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { InputError, type CliIo } from './command.ts';
-import { errnoPhrase } from './errors.ts';
+import { errnoPhrase } from './phrases.ts';
 
 function reason(err: unknown): string {
   return errnoPhrase(err) ?? (err as Error).message;

@@ -6,12 +6,12 @@
 import { mkdir, mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { openMockNvml } from '../../infra/local/mock-nvml/testing.ts';
-import { Agent, type AgentOptions } from '../agent.ts';
-import { DEFAULT_THRESHOLDS } from '../collectors/health.ts';
-import type { OutgoingEvent } from '../events.ts';
-import type { MockNvmlControls } from '../nvml/ffi.ts';
-import type { Nvml } from '../nvml/nvml.ts';
+import { openMockNvml } from './mock-nvml.ts';
+import { Agent, type AgentOptions } from '../../node-agent/agent.ts';
+import { DEFAULT_THRESHOLDS } from '../../node-agent/collectors/health.ts';
+import type { OutgoingEvent } from '../../node-agent/events.ts';
+import type { MockNvmlControls } from '../../node-agent/nvml/ffi.ts';
+import type { Nvml } from '../../node-agent/nvml/nvml.ts';
 
 /** A deterministic pod UID per pid, as the kubelet's cgroup path would carry it. */
 export const podUidOf = (pid: number): string => `7c1e4b52-93a0-4d8e-b6f1-${pid.toString(16).padStart(12, '0')}`;
