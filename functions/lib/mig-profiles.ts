@@ -103,7 +103,9 @@ export const MIG_MODELS: readonly MigModel[] = [
   },
   {
     name: 'H100-NVL',
-    products: ['NVIDIA H100 NVL'],
+    // H800 NVL: the same names (NVIDIA AI Enterprise Hopper vGPU types, H800 PCIe 94GB; GPU Operator
+    // default config "H100 NVL, H800 NVL").
+    products: ['NVIDIA H100 NVL', 'NVIDIA H800 NVL'],
     memorySlices: 8,
     computeSlices: 7,
     profiles: eightSlice({
@@ -142,6 +144,131 @@ export const MIG_MODELS: readonly MigModel[] = [
       three: '3g.90gb',
       four: '4g.90gb',
       seven: '7g.180gb',
+    }),
+    expected: true,
+  },
+  // The GPUs sold for ACK fleets (issue #30). Each is the 8-slice family above; the names are
+  // NVIDIA's, cited per model. Until a node's agent confirms them they are `expected`.
+  {
+    // A800 = A100 names and geometry: GPU Operator default-mig-parted-config
+    // (NVIDIA/gpu-operator assets/state-mig-manager/0400_configmap.yaml: "A100-40GB, A800-40GB").
+    name: 'A800-40GB',
+    products: ['NVIDIA A800-SXM4-40GB', 'NVIDIA A800-PCIE-40GB', 'NVIDIA A800 40GB PCIe'],
+    memorySlices: 8,
+    computeSlices: 7,
+    profiles: eightSlice({
+      one: '1g.5gb',
+      oneDouble: '1g.10gb',
+      two: '2g.10gb',
+      three: '3g.20gb',
+      four: '4g.20gb',
+      seven: '7g.40gb',
+    }),
+    expected: true,
+  },
+  {
+    // Same source ("H100-80GB, H800-80GB, A100-80GB, A800-80GB" share 1g.10gb … 7g.80gb).
+    name: 'A800-80GB',
+    products: ['NVIDIA A800-SXM4-80GB', 'NVIDIA A800 80GB PCIe', 'NVIDIA A800-PCIE-80GB'],
+    memorySlices: 8,
+    computeSlices: 7,
+    profiles: eightSlice({
+      one: '1g.10gb',
+      oneDouble: '1g.20gb',
+      two: '2g.20gb',
+      three: '3g.40gb',
+      four: '4g.40gb',
+      seven: '7g.80gb',
+    }),
+    expected: true,
+  },
+  {
+    // NVIDIA AI Enterprise "Hopper Architecture vGPU Types" (docs.nvidia.com/ai-enterprise/…/vgpu):
+    // H800 SXM5 80GB and H800 PCIe 80GB list MIG 1g.10gb(+me), 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb
+    // with the H100's instance counts; the GPU Operator's default config groups H800-80GB with H100-80GB.
+    name: 'H800-80GB',
+    products: ['NVIDIA H800', 'NVIDIA H800 PCIe', 'NVIDIA H800 80GB HBM3'],
+    memorySlices: 8,
+    computeSlices: 7,
+    profiles: eightSlice({
+      one: '1g.10gb',
+      oneDouble: '1g.20gb',
+      two: '2g.20gb',
+      three: '3g.40gb',
+      four: '4g.40gb',
+      seven: '7g.80gb',
+    }),
+    expected: true,
+  },
+  {
+    // NVIDIA MIG user guide "Supported GPUs" (H20: Hopper, 96GB, 7 instances); its GPU-instance profiles
+    // from NVIDIA AI Enterprise "Hopper Architecture vGPU Types", H20 SXM5 96GB: MIG 1g.12gb ×7,
+    // 1g.12gb+me ×1, 1g.24gb ×4, 2g.24gb ×3, 3g.48gb ×2, 4g.48gb ×1, 7g.96gb ×1 (the H100 96GB table of
+    // "Supported MIG Profiles"); GPU Operator default config: "H100-96GB, PG506-96GB, GH200, H20" (0x2329).
+    // A 141 GB H20 exists with the H200's names: its agent's table decides (fromReported).
+    name: 'H20-96GB',
+    products: ['NVIDIA H20'],
+    memorySlices: 8,
+    computeSlices: 7,
+    profiles: eightSlice({
+      one: '1g.12gb',
+      oneDouble: '1g.24gb',
+      two: '2g.24gb',
+      three: '3g.48gb',
+      four: '4g.48gb',
+      seven: '7g.96gb',
+    }),
+    expected: true,
+  },
+  {
+    // NVIDIA MIG user guide "Supported MIG Profiles", table "H100 96GB product (H100 on GH200)":
+    // 1g.12gb ×7, 1g.12gb+me ×1, 1g.24gb ×4, 2g.24gb ×3, 3g.48gb ×2, 4g.48gb ×1, 7g.96gb ×1.
+    name: 'GH200-96GB',
+    products: ['NVIDIA GH200 480GB', 'NVIDIA GH200 96GB HBM3'],
+    memorySlices: 8,
+    computeSlices: 7,
+    profiles: eightSlice({
+      one: '1g.12gb',
+      oneDouble: '1g.24gb',
+      two: '2g.24gb',
+      three: '3g.48gb',
+      four: '4g.48gb',
+      seven: '7g.96gb',
+    }),
+  },
+  {
+    // GPU Operator default-mig-parted-config, "GH200 144G HBM3e" (device 0x2348): 1g.18gb ×7, 1g.18gb+me ×1,
+    // 1g.36gb ×4, 2g.36gb ×3, 3g.72gb ×2, 4g.72gb ×1, 7g.144gb ×1 (gpu-operator release notes: GH200 NVL2
+    // 144GB HBM3e profiles added).
+    name: 'GH200-144GB',
+    products: ['NVIDIA GH200 144G HBM3e'],
+    memorySlices: 8,
+    computeSlices: 7,
+    profiles: eightSlice({
+      one: '1g.18gb',
+      oneDouble: '1g.36gb',
+      two: '2g.36gb',
+      three: '3g.72gb',
+      four: '4g.72gb',
+      seven: '7g.144gb',
+    }),
+    expected: true,
+  },
+  {
+    // NVIDIA MIG user guide "Supported GPUs" (GB200: Blackwell, 186GB, 7 instances); profiles from the GPU
+    // Operator default config ("GB200, B200" 1g.23gb ×7 and 1g.23gb+me; all-1g.47gb ×4, all-2g.47gb ×3,
+    // 3g.93gb ×2, 4g.93gb ×1, 7g.186gb; "GB200 HGX" 0x2941) and NVIDIA/go-nvml's GB200 mock (placements as B200).
+    name: 'GB200',
+    products: ['NVIDIA GB200'],
+    memorySlices: 8,
+    computeSlices: 7,
+    profiles: eightSlice({
+      one: '1g.23gb',
+      oneDouble: '1g.47gb',
+      two: '2g.47gb',
+      three: '3g.93gb',
+      four: '4g.93gb',
+      seven: '7g.186gb',
     }),
     expected: true,
   },
@@ -225,4 +352,20 @@ export function fromReported(model: MigModel, reported: readonly ReportedProfile
       mediaExtensions: /\+me(\.|$)/.test(r.name),
     }));
   return { ...model, profiles, expected: false };
+}
+
+/**
+ * A model the catalog lacks, from its agent's NVML table alone (a new SKU works on day one): the
+ * memory slices are where the last placement ends, the compute slices the largest profile's. The
+ * name is the product's (GPU Feature Discovery's label, `-MIG-…`/`-SHARED` cut). Undefined when the
+ * table offers no placeable profile.
+ */
+export function modelFromReported(product: string, reported: readonly ReportedProfile[]): MigModel | undefined {
+  const name = product.replace(/-MIG-.*$/i, '').replace(/-SHARED$/i, '') || 'unknown';
+  const base: MigModel = { name, products: [product], memorySlices: 0, computeSlices: 0, profiles: [] };
+  const model = fromReported(base, reported);
+  if (model.profiles.length === 0) return undefined;
+  const memorySlices = Math.max(...model.profiles.flatMap((p) => p.starts.map((s) => s + p.size)));
+  const computeSlices = Math.max(...model.profiles.map((p) => p.slices));
+  return { ...model, memorySlices, computeSlices };
 }

@@ -92,8 +92,74 @@ describe('readMigFleet', () => {
     );
     expect(f.nodes).toEqual([]);
     expect(f.notes).toEqual([
-      'odd: Tesla-T4 is not a MIG model gpu-reflex knows: left out',
+      "odd: Tesla-T4 is not a MIG model gpu-reflex knows, and its node agent has not reported the GPU's NVML " +
+        'profile table (gpu-reflex.io/mig-inventory): left out',
       'busy: mig-manager is reconfiguring it (nvidia.com/mig.config.state=pending): left out until it is done',
+    ]);
+  });
+
+  it('says so for a node on the single strategy instead of skipping it silently', () => {
+    const f = readMigFleet([node('one', { 'nvidia.com/mig.strategy': 'single' }, { 'nvidia.com/gpu': '14' })], []);
+    expect(f.nodes).toEqual([]);
+    expect(f.notes).toEqual([
+      'one: nvidia.com/mig.strategy=single (every GPU one profile, sold as nvidia.com/gpu): left out; only the ' +
+        'mixed strategy is relaid',
+    ]);
+  });
+
+  it.each([
+    ['NVIDIA-H20', 'H20-96GB', 'nvidia.com/mig-3g.48gb'],
+    ['NVIDIA-A800-SXM4-80GB', 'A800-80GB', 'nvidia.com/mig-3g.40gb'],
+    ['NVIDIA-H800', 'H800-80GB', 'nvidia.com/mig-3g.40gb'],
+    ['NVIDIA-GH200-480GB', 'GH200-96GB', 'nvidia.com/mig-3g.48gb'],
+    ['NVIDIA-GH200-144G-HBM3e', 'GH200-144GB', 'nvidia.com/mig-3g.72gb'],
+    ['NVIDIA-GB200', 'GB200', 'nvidia.com/mig-3g.93gb'],
+  ])('plans a %s node (the GPUs sold for ACK) from the catalog', (product, model, resource) => {
+    const f = readMigFleet([node('n', { 'nvidia.com/gpu.product': product }, { [resource]: '4' })], []);
+    expect(f.notes).toEqual([]);
+    expect(f.nodes[0]!.gpus[0]!.model.name).toBe(model);
+    expect(layout(f)).toHaveLength(2);
+  });
+
+  it("relays a model the catalog lacks from its agent's NVML profile table", () => {
+    const place = (size: number, starts: number[]) => starts.map((start) => ({ start, size }));
+    const table = [
+      { name: '1g.30gb', id: 19, sliceCount: 1, instanceCount: 7, placements: place(1, [0, 1, 2, 3, 4, 5, 6]) },
+      { name: '3g.120gb', id: 9, sliceCount: 3, instanceCount: 2, placements: place(4, [0, 4]) },
+      { name: '7g.240gb', id: 0, sliceCount: 7, instanceCount: 1, placements: place(8, [0]) },
+    ];
+    const inv: MigInventory = {
+      v: 1,
+      at: '2026-11-21T03:00:00.000Z',
+      gpus: [
+        {
+          index: 0,
+          uuid: 'GPU-00000000-0000-4000-8000-000000000000',
+          instances: [{ profile: '7g.240gb', gi: 0, start: 0, size: 8, inUse: false }],
+          profiles: table,
+        },
+      ],
+    };
+    const f = readMigFleet(
+      [
+        node(
+          'new',
+          { 'nvidia.com/gpu.product': 'NVIDIA-X300', 'nvidia.com/gpu.count': '1' },
+          { 'nvidia.com/mig-7g.240gb': '1' },
+          { annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inv) } },
+        ),
+      ],
+      [],
+    );
+    expect(f.notes).toEqual([
+      "new: NVIDIA-X300 is not in the built-in catalog: planned from its agent's NVML profile table",
+    ]);
+    const m = f.nodes[0]!.gpus[0]!.model;
+    expect([m.name, m.memorySlices, m.computeSlices]).toEqual(['NVIDIA-X300', 8, 7]);
+    expect(m.profiles.map((p) => `${p.name}:${p.starts.join('/')}:${p.max}`)).toEqual([
+      '1g.30gb:0/1/2/3/4/5/6:7',
+      '3g.120gb:0/4:2',
+      '7g.240gb:0:1',
     ]);
   });
 

@@ -12,10 +12,10 @@
  * layouts and usage, checked against the pods bound there) says it; without either, every GPU of a
  * node that runs a MIG pod is locked (counted as supply, never relaid) and a note says so.
  */
-import { readMigInventory } from '../../events/index.ts';
+import { MIG_INVENTORY_ANNOTATION, readMigInventory } from '../../events/index.ts';
 import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
 import type { MigGpu, MigHolder, MigNode, PendingMigPod } from './core/planner.ts';
-import { MIG_MODELS, migModel, migResourceName, type MigModel } from '../lib/mig-profiles.ts';
+import { MIG_MODELS, migModel, migResourceName, modelFromReported, type MigModel } from '../lib/mig-profiles.ts';
 import { MIG_CONFIG_STATE_LABEL } from './core/rebalance.ts';
 import { checkLayout } from './core/layout.ts';
 
@@ -30,6 +30,12 @@ export interface MigFleet {
   pending: PendingMigPod[];
   /** What was left out or assumed, in words (a node mid-reconfiguration, an unknown model, …). */
   notes: string[];
+}
+
+/** A model the catalog lacks, from the profile table its node agent read through NVML (first GPU that has one). */
+function reportedModel(n: NodeInfo, product: string): MigModel | undefined {
+  const table = readMigInventory(n.annotations).inventory?.gpus.find((g) => g.profiles)?.profiles;
+  return table ? modelFromReported(product || n.name, table) : undefined;
 }
 
 /** The profile a `nvidia.com/mig-…` resource stands for on this model (`+` was spelled `.`). */
@@ -186,15 +192,28 @@ export function readMigFleet(
   for (const n of nodes) {
     const counts = n.capacity ?? n.allocatable;
     const migKeys = Object.keys(counts).filter((k) => MIG_RESOURCE.test(k));
-    if (n.labels[MIG_STRATEGY_LABEL] !== 'mixed' || migKeys.length === 0) continue;
-    const product = n.labels['nvidia.com/gpu.product'] ?? '';
-    const model = migModel(product);
-    if (!model) {
+    const strategy = n.labels[MIG_STRATEGY_LABEL];
+    if (strategy === 'single') {
+      // The device plugin's `single` strategy: every GPU of the node carries one profile, sold as
+      // nvidia.com/gpu (k8s-device-plugin docs): a per-profile relayout has nothing to offer there.
       notes.push(
-        `${n.name}: ${product || 'no nvidia.com/gpu.product label'} is not a MIG model gpu-reflex knows: left out`,
+        `${n.name}: ${MIG_STRATEGY_LABEL}=single (every GPU one profile, sold as nvidia.com/gpu): left out; ` +
+          `only the mixed strategy is relaid`,
       );
       continue;
     }
+    if (strategy !== 'mixed' || migKeys.length === 0) continue;
+    const product = n.labels['nvidia.com/gpu.product'] ?? '';
+    const model = migModel(product) ?? reportedModel(n, product);
+    if (!model) {
+      notes.push(
+        `${n.name}: ${product || 'no nvidia.com/gpu.product label'} is not a MIG model gpu-reflex knows, and its ` +
+          `node agent has not reported the GPU's NVML profile table (${MIG_INVENTORY_ANNOTATION}): left out`,
+      );
+      continue;
+    }
+    if (!migModel(product))
+      notes.push(`${n.name}: ${product} is not in the built-in catalog: planned from its agent's NVML profile table`);
     const state = n.labels[MIG_CONFIG_STATE_LABEL];
     if (state === 'pending' || state === 'rebooting') {
       notes.push(
