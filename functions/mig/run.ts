@@ -5,7 +5,13 @@
  * event recorded in its outbox, then published. At most `maxNodesAtOnce` nodes are reconfigured
  * at a time (a node being reconfigured is cordoned and its MIG allocatable is 0 meanwhile).
  */
-import { MIG_LAYOUT_CHANGE, SCHEMA_VERSION, SOURCES, type MigLayoutChangeDetail } from '../../events/index.ts';
+import {
+  MIG_LAYOUT_CHANGE,
+  readMigInventory,
+  SCHEMA_VERSION,
+  SOURCES,
+  type MigLayoutChangeDetail,
+} from '../../events/index.ts';
 import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notifier } from '../adapters/chat/notifier.ts';
 import type { Clock } from '../adapters/clock.ts';
@@ -285,11 +291,20 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
               p.namespace === r.namespace && p.name === r.name && p.nodeName === n.name && (!r.uid || p.uid === r.uid),
           ),
         );
+        const inv = readMigInventory(n.annotations).inventory;
         const step = stepMigNode(
           {
             name: n.name,
             labels: n.labels,
             unschedulable: n.unschedulable,
+            ...(inv
+              ? {
+                  inventory: {
+                    at: inv.at,
+                    gpus: inv.gpus.map((g) => ({ index: g.index, profiles: g.instances.map((i) => i.profile) })),
+                  },
+                }
+              : {}),
             ...(record ? { record } : {}),
             ...(held ? { heldBy: held } : {}),
             remaining,

@@ -86,6 +86,8 @@ export class MigManager {
         if (!node) this.work.delete(name);
         continue;
       }
+      // Down on this node: nothing answers the label (no `pending`, no `success`) until its pod runs.
+      if (job.due === undefined && !runsOn(store, name)) continue;
       if (job.due === undefined) {
         job.due = now + this.reconfigureSeconds * 1000;
         store.put('nodes', withLabels(node, { [STATE]: 'pending' }));
@@ -109,6 +111,36 @@ export class MigManager {
       );
     }
   }
+}
+
+/**
+ * Whether mig-manager runs on the node. Under the GPU Operator it is the `nvidia-mig-manager`
+ * DaemonSet, which the operator schedules only where `nvidia.com/gpu.deploy.mig-manager` is `true`
+ * (NVIDIA/gpu-operator assets/state-mig-manager/0600_daemonset.yaml nodeSelector); a node without its
+ * Running pod has no mig-manager, and the label is answered by nobody (issue #30's "mig-manager down").
+ * A fleet that declares no such DaemonSet is taken to run it everywhere, as before.
+ */
+function runsOn(store: Store, node: string): boolean {
+  const { namespace, labels } = MIG_MANAGER_POD;
+  const matches = (l: Record<string, string> | undefined) => Object.entries(labels).every(([k, v]) => l?.[k] === v);
+  const declared = store
+    .list('daemonsets.apps', namespace)
+    .some((d) =>
+      matches(
+        (d.spec as { template?: { metadata?: { labels?: Record<string, string> } } } | undefined)?.template?.metadata
+          ?.labels,
+      ),
+    );
+  if (!declared) return true;
+  return store
+    .podsOnNode(node)
+    .some(
+      (p) =>
+        p.metadata.namespace === namespace &&
+        matches(p.metadata.labels) &&
+        p.status?.phase === 'Running' &&
+        !p.metadata.deletionTimestamp,
+    );
 }
 
 function withLabels(node: Node, labels: Record<string, string>): Node {
