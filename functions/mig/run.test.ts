@@ -201,6 +201,26 @@ describe('rebalance-mig', () => {
     expect(notifier.notices.map((n) => n.title)).toEqual(['gpu-reflex: MIG relayout failed on h100-0']);
   });
 
+  it('refuses to write into a mig-parted ConfigMap the GPU Operator owns, saying what to set', async () => {
+    seed();
+    waiting(2);
+    kube.cluster.configFileOwners.set('gpu-operator/gpu-reflex-mig-parted-config', {
+      labels: {},
+      ownerReferences: [{ apiVersion: 'nvidia.com/v1', kind: 'ClusterPolicy', name: 'cluster-policy' }],
+    });
+    const out = await rebalanceMig(deps);
+    expect(out.steps).toEqual({});
+    expect(out.refused).toContain("owned by the GPU Operator's ClusterPolicy cluster-policy");
+    expect(out.refused).toContain('spec.migManager.config.name');
+    expect(kube.cluster.callsTo('configFile.update')).toEqual([]);
+    const node = await kube.nodes.get('h100-0');
+    expect(node.unschedulable).toBe(false);
+    expect(node.annotations[MIG_REBALANCE_ANNOTATION]).toBeUndefined();
+    // Its own (no owner): the relayout starts.
+    kube.cluster.configFileOwners.clear();
+    expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'start' });
+  });
+
   it('leaves the node cordoned when a remediation drained it meanwhile', async () => {
     seed();
     waiting(1);

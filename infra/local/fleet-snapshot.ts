@@ -14,6 +14,7 @@ export function fleetSnapshot(path: string): { nodes: NodeInfo[]; pods: PodInfo[
   const cluster = new Cluster(new ManualClock(), {
     migLayouts: fleet.migConfigs,
     migReconfigureSeconds: fleet.migReconfigureSeconds,
+    migManagerConfig: fleet.migManagerConfig,
   });
   seedFleet(cluster, fleet);
   cluster.tick();

@@ -169,6 +169,7 @@ mig-configs:
     ],
     namespaces: [{ name: 'gpu-operator' }],
     migReconfigureSeconds: 20,
+    migManagerConfig: 'default-mig-parted-config',
   };
   let sim: KubeSim;
   beforeEach(async () => {
@@ -213,5 +214,76 @@ mig-configs:
     ["another model's profile names", 'a100-40-names'],
   ])('fails %s and leaves the resources as they were', async (_, name) => {
     expect(await apply(name)).toEqual({ state: 'failed', alloc: { 'nvidia.com/mig-7g.80gb': '2' } });
+  });
+});
+
+describe('the simulated GPU Operator reconciles its own mig-parted ConfigMap when a GPU node joins', () => {
+  const ENTRY = `version: v1
+mig-configs:
+  gpu-reflex-h100-0-aaaaaaaa:
+    - devices: all
+      mig-enabled: true
+      mig-devices: { 3g.40gb: 2 }
+`;
+  const fleetWith = (migManagerConfig: string): Fleet => ({
+    nodes: [
+      {
+        name: 'h100',
+        labels: {
+          'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3',
+          'nvidia.com/gpu.count': '2',
+          'nvidia.com/mig.strategy': 'mixed',
+        },
+        allocatable: { cpu: '190', memory: '1800Gi', 'nvidia.com/mig-7g.80gb': 2 },
+      },
+    ],
+    namespaces: [{ name: 'gpu-operator' }],
+    migReconfigureSeconds: 20,
+    migManagerConfig,
+  });
+  let sim: KubeSim | undefined;
+  afterEach(() => sim?.close());
+
+  /** Our entry written, the label set, then a GPU node joins while mig-manager is still at work. */
+  async function relayoutWithReconcile(configMap: string) {
+    sim = await startKubeSim({ fleet: fleetWith(configMap) });
+    const c = clients(sim);
+    const body = { metadata: { name: configMap, namespace: 'gpu-operator' }, data: { 'config.yaml': ENTRY } };
+    if (sim.store.get('configmaps', 'gpu-operator', configMap))
+      await c.core.replaceNamespacedConfigMap({ name: configMap, namespace: 'gpu-operator', body });
+    else await c.core.createNamespacedConfigMap({ namespace: 'gpu-operator', body });
+    await c.core.patchNode(
+      { name: 'h100', body: { metadata: { labels: { 'nvidia.com/mig.config': 'gpu-reflex-h100-0-aaaaaaaa' } } } },
+      patchWith(k8s.PatchStrategy.MergePatch),
+    );
+    sim.advance(5_000);
+    await c.core.createNode({
+      body: { metadata: { name: 'h100-new', labels: { 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3' } } },
+    });
+    sim.advance(20_000);
+    const n = sim.store.node('h100')!;
+    const cm = sim.store.get('configmaps', 'gpu-operator', configMap) as unknown as { data: Record<string, string> };
+    return {
+      state: n.metadata.labels?.['nvidia.com/mig.config.state'],
+      alloc: n.status?.allocatable?.['nvidia.com/mig-3g.40gb'],
+      entryKept: cm.data['config.yaml']!.includes('gpu-reflex-h100-0-aaaaaaaa'),
+    };
+  }
+
+  it("wipes entries written into its default-mig-parted-config: mig-manager then fails on the node's label", async () => {
+    expect(await relayoutWithReconcile('default-mig-parted-config')).toEqual({
+      state: 'failed',
+      alloc: undefined,
+      entryKept: false,
+    });
+  });
+
+  it('leaves the ConfigMap the ClusterPolicy names alone: the layout lands', async () => {
+    expect(await relayoutWithReconcile('gpu-reflex-mig-parted-config')).toEqual({
+      state: 'success',
+      alloc: '4',
+      entryKept: true,
+    });
+    expect(sim!.store.get('configmaps', 'gpu-operator', 'default-mig-parted-config')).toBeUndefined();
   });
 });
