@@ -222,7 +222,7 @@ export const migPlanCommand: Command = {
       await readInputText(values.fleet, '--fleet', io);
       const { readFleetForMig } = await import('../../infra/local/mig-fleet.ts');
       const read = readFleetForMig(values.fleet);
-      fleet = readMigFleet(read.nodes, read.pods, read.usage);
+      fleet = readMigFleet(read.nodes, read.pods, read.usage, undefined, read.layouts);
     } else {
       await readInputText(values.kubeconfig!, '--kubeconfig', io);
       const { kubePorts, loadKubeConfig } = await import('../adapters/kube/client.ts');

@@ -38,6 +38,9 @@ const pod = (name: string, resources: Record<string, number>, o: Partial<PodInfo
   extendedResources: resources,
   ...o,
 });
+const guessed = (n: string) =>
+  `${n}: each GPU's layout is guessed from the node's MIG totals (no node agent inventory): FROM may differ ` +
+  `from the GPUs`;
 const layout = (f: ReturnType<typeof readMigFleet>, n = 0) =>
   f.nodes[n]!.gpus.map((g) => g.instances.map((i) => `${i.profile}${i.inUse ? '*' : ''}`).join(','));
 
@@ -116,7 +119,7 @@ describe('readMigFleet', () => {
     ['NVIDIA-GB200', 'GB200', 'nvidia.com/mig-3g.93gb'],
   ])('plans a %s node (the GPUs sold for ACK) from the catalog', (product, model, resource) => {
     const f = readMigFleet([node('n', { 'nvidia.com/gpu.product': product }, { [resource]: '4' })], []);
-    expect(f.notes).toEqual([]);
+    expect(f.notes).toEqual([guessed('n')]);
     expect(f.nodes[0]!.gpus[0]!.model.name).toBe(model);
     expect(layout(f)).toHaveLength(2);
   });
@@ -171,7 +174,31 @@ describe('readMigFleet', () => {
     );
     expect(f.nodes[0]!.gpus.map((g) => g.instances.filter((i) => i.inUse).length)).toEqual([0, 1]);
     expect(f.nodes[0]!.gpus.some((g) => g.locked)).toBe(false);
-    expect(f.notes).toEqual([]);
+    expect(f.notes).toEqual([guessed('h')]);
+  });
+
+  it("takes each GPU's layout where the caller knows it (a fleet file's GPUs), and says when it guessed", () => {
+    const totals = { 'nvidia.com/mig-3g.40gb': '2', 'nvidia.com/mig-1g.10gb': '4' };
+    const exact = readMigFleet(
+      [node('h', {}, totals)],
+      [],
+      undefined,
+      undefined,
+      new Map([
+        [
+          'h',
+          [
+            ['1g.10gb', '1g.10gb', '1g.10gb', '1g.10gb'],
+            ['3g.40gb', '3g.40gb'],
+          ],
+        ],
+      ]),
+    );
+    expect(layout(exact)).toEqual(['1g.10gb,1g.10gb,1g.10gb,1g.10gb', '3g.40gb,3g.40gb']);
+    expect(exact.notes).toEqual([]);
+    const guess = readMigFleet([node('h', {}, totals)], []);
+    expect(layout(guess)).not.toEqual(layout(exact));
+    expect(guess.notes).toEqual([guessed('h')]);
   });
 
   it("without knowing which GPU holds a pod, counts its instances and locks the node's GPUs, saying so", () => {
@@ -183,6 +210,7 @@ describe('readMigFleet', () => {
     expect(f.nodes[0]!.gpus.flatMap((g) => g.instances).filter((i) => i.inUse)).toHaveLength(2);
     expect(f.nodes[0]!.gpus.every((g) => g.locked?.includes('which GPUs they use is unknown'))).toBe(true);
     expect(f.notes).toEqual([
+      guessed('h'),
       "h: 1 pod(s) use MIG instances there, but not which GPUs: none of its GPUs will be relaid (the node agent's inventory tells)",
     ]);
   });

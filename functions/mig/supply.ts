@@ -186,6 +186,8 @@ export function readMigFleet(
   pods: readonly PodInfo[],
   usage?: MigUsage,
   waited?: { now: Date; seconds: number },
+  /** node → each GPU's layout, where the caller knows it (a fleet file's simulated GPUs); else guessed. */
+  layouts?: MigUsage,
 ): MigFleet {
   const notes: string[] = [];
   const out: MigNode[] = [];
@@ -222,12 +224,15 @@ export function readMigFleet(
       continue;
     }
     const gpuCount = Number(n.labels['nvidia.com/gpu.count'] ?? '1') || 1;
-    const perGpu = spreadTotals(
-      model,
-      gpuCount,
-      migKeys.map((k) => [profileOfResource(model, k)!, Number(counts[k]) || 0]),
-      usage?.get(n.name),
-    );
+    const exact = layouts?.get(n.name);
+    const perGpu =
+      exact?.map((l) => [...l]) ??
+      spreadTotals(
+        model,
+        gpuCount,
+        migKeys.map((k) => [profileOfResource(model, k)!, Number(counts[k]) || 0]),
+        usage?.get(n.name),
+      );
     const running = pods.filter(
       (p) => p.nodeName === n.name && !finished(p) && Object.keys(migRequests(p, model)).length > 0,
     );
@@ -238,6 +243,12 @@ export function readMigFleet(
       continue;
     }
     const known = usage?.get(n.name);
+    // Neither the agent's inventory nor the caller says each GPU's layout: the API gives totals only.
+    if (!exact)
+      notes.push(
+        `${n.name}: each GPU's layout is guessed from the node's MIG totals (no node agent inventory): FROM may ` +
+          `differ from the GPUs`,
+      );
     const gpus: MigGpu[] = perGpu.map((profiles, index) => {
       const used = [...(known?.[index] ?? [])];
       return {
