@@ -287,3 +287,54 @@ mig-configs:
     expect(sim!.store.get('configmaps', 'gpu-operator', 'default-mig-parted-config')).toBeUndefined();
   });
 });
+
+describe('the simulated mig-manager can be down on a node', () => {
+  const down: Fleet = {
+    nodes: [
+      {
+        name: 'h100',
+        labels: {
+          'nvidia.com/mig.strategy': 'mixed',
+          'nvidia.com/mig.config': 'all-balanced',
+          'nvidia.com/mig.config.state': 'success',
+          'nvidia.com/gpu.deploy.mig-manager': 'false',
+        },
+        allocatable: { cpu: '190', memory: '1800Gi', 'nvidia.com/mig-1g.10gb': 16 },
+      },
+    ],
+    namespaces: [{ name: 'gpu-operator' }],
+    daemonSets: [
+      {
+        name: 'nvidia-mig-manager',
+        namespace: 'gpu-operator',
+        labels: { app: 'nvidia-mig-manager' },
+        image: 'nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.12.1',
+        nodeSelector: { 'nvidia.com/gpu.deploy.mig-manager': 'true' },
+        requests: { cpu: '50m', memory: '64Mi' },
+      },
+    ],
+    migConfigs: { 'all-1g.10gb': { 'nvidia.com/mig-1g.10gb': 56 } },
+    migReconfigureSeconds: 20,
+  };
+  let sim: KubeSim;
+  afterEach(() => sim.close());
+
+  it('answers nothing while its DaemonSet has no Running pod there, and applies the label once it runs', async () => {
+    sim = await startKubeSim({ fleet: down });
+    const c = clients(sim);
+    const label = (labels: Record<string, string>) =>
+      c.core.patchNode({ name: 'h100', body: { metadata: { labels } } }, patchWith(k8s.PatchStrategy.MergePatch));
+    const state = () => sim.store.node('h100')!.metadata.labels?.['nvidia.com/mig.config.state'];
+    await label({ 'nvidia.com/mig.config': 'all-1g.10gb' });
+    sim.advance(600_000);
+    // the last run's success stays; nobody wrote pending or applied the layout
+    expect(state()).toBe('success');
+    expect(sim.store.node('h100')!.status?.allocatable?.['nvidia.com/mig-1g.10gb']).toBe('16');
+    await label({ 'nvidia.com/gpu.deploy.mig-manager': 'true' });
+    for (let i = 0; i < 10 && state() !== 'pending'; i++) sim.advance(5_000);
+    expect(state()).toBe('pending');
+    sim.advance(20_000);
+    expect(state()).toBe('success');
+    expect(sim.store.node('h100')!.status?.allocatable?.['nvidia.com/mig-1g.10gb']).toBe('56');
+  });
+});
