@@ -35,6 +35,25 @@ export const MigInventorySchema = z
                   .strict(),
               )
               .max(7),
+            /**
+             * The GPU's MIG profile table as NVML offers it (`nvmlDeviceGetGpuInstanceProfileInfoV` and its
+             * possible placements): for a model no built-in table lists, the planner's only source
+             * (functions/lib/mig-profiles.ts modelFromReported). Optional: older agents do not send it.
+             */
+            profiles: z
+              .array(
+                z
+                  .object({
+                    name: MigProfile,
+                    id: count(),
+                    sliceCount: count(),
+                    instanceCount: count(),
+                    placements: z.array(z.object({ start: count(), size: count() }).strict()).max(8),
+                  })
+                  .strict(),
+              )
+              .max(32)
+              .optional(),
           })
           .strict(),
       )

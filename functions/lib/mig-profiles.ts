@@ -37,112 +37,139 @@ export interface MigModel {
   expected?: boolean;
 }
 
-/** The 8-slice family (A100, H100, H200, B200): one geometry, names per model's memory. */
-function eightSlice(mem: {
-  one: string;
-  oneDouble: string;
-  two: string;
-  three: string;
-  four: string;
-  seven: string;
-}): MigProfile[] {
-  const all = [0, 1, 2, 3, 4, 5, 6];
-  return [
-    { name: mem.one, giProfileId: 19, slices: 1, size: 1, starts: all, max: 7, mediaExtensions: false },
-    { name: `${mem.one}+me`, giProfileId: 20, slices: 1, size: 1, starts: all, max: 1, mediaExtensions: true },
-    { name: mem.oneDouble, giProfileId: 15, slices: 1, size: 2, starts: [0, 2, 4, 6], max: 4, mediaExtensions: false },
-    { name: mem.two, giProfileId: 14, slices: 2, size: 2, starts: [0, 2, 4], max: 3, mediaExtensions: false },
-    { name: mem.three, giProfileId: 9, slices: 3, size: 4, starts: [0, 4], max: 2, mediaExtensions: false },
-    { name: mem.four, giProfileId: 5, slices: 4, size: 4, starts: [0], max: 1, mediaExtensions: false },
-    { name: mem.seven, giProfileId: 0, slices: 7, size: 8, starts: [0], max: 1, mediaExtensions: false },
+/**
+ * The 8-slice family (A100, H100, H200, B200 …): one geometry, names per model's memory, given as
+ * `1g 1g-double 2g 3g 4g 7g` (e.g. `1g.10gb 1g.20gb 2g.20gb 3g.40gb 4g.40gb 7g.80gb`).
+ */
+function eightSlice(names: string): Pick<MigModel, 'memorySlices' | 'computeSlices' | 'profiles'> {
+  const [one, oneDouble, two, three, four, seven] = names.split(' ') as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
   ];
+  const all = [0, 1, 2, 3, 4, 5, 6];
+  const row = (name: string, giProfileId: number, slices: number, size: number, starts: number[], max: number) => ({
+    name,
+    giProfileId,
+    slices,
+    size,
+    starts,
+    max,
+    mediaExtensions: name.endsWith('+me'),
+  });
+  return {
+    memorySlices: 8,
+    computeSlices: 7,
+    profiles: [
+      row(one, 19, 1, 1, all, 7),
+      row(`${one}+me`, 20, 1, 1, all, 1),
+      row(oneDouble, 15, 1, 2, [0, 2, 4, 6], 4),
+      row(two, 14, 2, 2, [0, 2, 4], 3),
+      row(three, 9, 3, 4, [0, 4], 2),
+      row(four, 5, 4, 4, [0], 1),
+      row(seven, 0, 7, 8, [0], 1),
+    ],
+  };
 }
 
 export const MIG_MODELS: readonly MigModel[] = [
   {
     name: 'A100-40GB',
     products: ['NVIDIA A100-SXM4-40GB', 'NVIDIA A100-PCIE-40GB'],
-    memorySlices: 8,
-    computeSlices: 7,
-    profiles: eightSlice({
-      one: '1g.5gb',
-      oneDouble: '1g.10gb',
-      two: '2g.10gb',
-      three: '3g.20gb',
-      four: '4g.20gb',
-      seven: '7g.40gb',
-    }),
+    ...eightSlice('1g.5gb 1g.10gb 2g.10gb 3g.20gb 4g.20gb 7g.40gb'),
   },
   {
     name: 'A100-80GB',
     products: ['NVIDIA A100-SXM4-80GB', 'NVIDIA A100 80GB PCIe'],
-    memorySlices: 8,
-    computeSlices: 7,
-    profiles: eightSlice({
-      one: '1g.10gb',
-      oneDouble: '1g.20gb',
-      two: '2g.20gb',
-      three: '3g.40gb',
-      four: '4g.40gb',
-      seven: '7g.80gb',
-    }),
+    ...eightSlice('1g.10gb 1g.20gb 2g.20gb 3g.40gb 4g.40gb 7g.80gb'),
   },
   {
     name: 'H100-80GB',
     products: ['NVIDIA H100 80GB HBM3', 'NVIDIA H100 PCIe'],
-    memorySlices: 8,
-    computeSlices: 7,
-    profiles: eightSlice({
-      one: '1g.10gb',
-      oneDouble: '1g.20gb',
-      two: '2g.20gb',
-      three: '3g.40gb',
-      four: '4g.40gb',
-      seven: '7g.80gb',
-    }),
+    ...eightSlice('1g.10gb 1g.20gb 2g.20gb 3g.40gb 4g.40gb 7g.80gb'),
   },
   {
     name: 'H100-NVL',
-    products: ['NVIDIA H100 NVL'],
-    memorySlices: 8,
-    computeSlices: 7,
-    profiles: eightSlice({
-      one: '1g.12gb',
-      oneDouble: '1g.24gb',
-      two: '2g.24gb',
-      three: '3g.47gb',
-      four: '4g.47gb',
-      seven: '7g.94gb',
-    }),
+    // H800 NVL: the same names (NVIDIA AI Enterprise Hopper vGPU types, H800 PCIe 94GB; GPU Operator
+    // default config "H100 NVL, H800 NVL").
+    products: ['NVIDIA H100 NVL', 'NVIDIA H800 NVL'],
+    ...eightSlice('1g.12gb 1g.24gb 2g.24gb 3g.47gb 4g.47gb 7g.94gb'),
   },
   {
     name: 'H200-141GB',
     products: ['NVIDIA H200', 'NVIDIA H200 NVL'],
-    memorySlices: 8,
-    computeSlices: 7,
-    profiles: eightSlice({
-      one: '1g.18gb',
-      oneDouble: '1g.35gb',
-      two: '2g.35gb',
-      three: '3g.71gb',
-      four: '4g.71gb',
-      seven: '7g.141gb',
-    }),
+    ...eightSlice('1g.18gb 1g.35gb 2g.35gb 3g.71gb 4g.71gb 7g.141gb'),
     expected: true,
   },
   {
     name: 'B200',
     products: ['NVIDIA B200'],
-    memorySlices: 8,
-    computeSlices: 7,
-    profiles: eightSlice({
-      one: '1g.23gb',
-      oneDouble: '1g.45gb',
-      two: '2g.45gb',
-      three: '3g.90gb',
-      four: '4g.90gb',
-      seven: '7g.180gb',
-    }),
+    ...eightSlice('1g.23gb 1g.45gb 2g.45gb 3g.90gb 4g.90gb 7g.180gb'),
+    expected: true,
+  },
+  // The GPUs sold for ACK fleets (issue #30). Each is the 8-slice family above; the names are
+  // NVIDIA's, cited per model. Until a node's agent confirms them they are `expected`.
+  {
+    // A800 = A100 names and geometry: GPU Operator default-mig-parted-config
+    // (NVIDIA/gpu-operator assets/state-mig-manager/0400_configmap.yaml: "A100-40GB, A800-40GB").
+    name: 'A800-40GB',
+    products: ['NVIDIA A800-SXM4-40GB', 'NVIDIA A800-PCIE-40GB', 'NVIDIA A800 40GB PCIe'],
+    ...eightSlice('1g.5gb 1g.10gb 2g.10gb 3g.20gb 4g.20gb 7g.40gb'),
+    expected: true,
+  },
+  {
+    // Same source ("H100-80GB, H800-80GB, A100-80GB, A800-80GB" share 1g.10gb … 7g.80gb).
+    name: 'A800-80GB',
+    products: ['NVIDIA A800-SXM4-80GB', 'NVIDIA A800 80GB PCIe', 'NVIDIA A800-PCIE-80GB'],
+    ...eightSlice('1g.10gb 1g.20gb 2g.20gb 3g.40gb 4g.40gb 7g.80gb'),
+    expected: true,
+  },
+  {
+    // NVIDIA AI Enterprise "Hopper Architecture vGPU Types" (docs.nvidia.com/ai-enterprise/…/vgpu):
+    // H800 SXM5 80GB and H800 PCIe 80GB list MIG 1g.10gb(+me), 1g.20gb, 2g.20gb, 3g.40gb, 4g.40gb, 7g.80gb
+    // with the H100's instance counts; the GPU Operator's default config groups H800-80GB with H100-80GB.
+    name: 'H800-80GB',
+    products: ['NVIDIA H800', 'NVIDIA H800 PCIe', 'NVIDIA H800 80GB HBM3'],
+    ...eightSlice('1g.10gb 1g.20gb 2g.20gb 3g.40gb 4g.40gb 7g.80gb'),
+    expected: true,
+  },
+  {
+    // NVIDIA MIG user guide "Supported GPUs" (H20: Hopper, 96GB, 7 instances); its GPU-instance profiles
+    // from NVIDIA AI Enterprise "Hopper Architecture vGPU Types", H20 SXM5 96GB: MIG 1g.12gb ×7,
+    // 1g.12gb+me ×1, 1g.24gb ×4, 2g.24gb ×3, 3g.48gb ×2, 4g.48gb ×1, 7g.96gb ×1 (the H100 96GB table of
+    // "Supported MIG Profiles"); GPU Operator default config: "H100-96GB, PG506-96GB, GH200, H20" (0x2329).
+    // A 141 GB H20 exists with the H200's names: its agent's table decides (fromReported).
+    name: 'H20-96GB',
+    products: ['NVIDIA H20'],
+    ...eightSlice('1g.12gb 1g.24gb 2g.24gb 3g.48gb 4g.48gb 7g.96gb'),
+    expected: true,
+  },
+  {
+    // NVIDIA MIG user guide "Supported MIG Profiles", table "H100 96GB product (H100 on GH200)":
+    // 1g.12gb ×7, 1g.12gb+me ×1, 1g.24gb ×4, 2g.24gb ×3, 3g.48gb ×2, 4g.48gb ×1, 7g.96gb ×1.
+    name: 'GH200-96GB',
+    products: ['NVIDIA GH200 480GB', 'NVIDIA GH200 96GB HBM3'],
+    ...eightSlice('1g.12gb 1g.24gb 2g.24gb 3g.48gb 4g.48gb 7g.96gb'),
+  },
+  {
+    // GPU Operator default-mig-parted-config, "GH200 144G HBM3e" (device 0x2348): 1g.18gb ×7, 1g.18gb+me ×1,
+    // 1g.36gb ×4, 2g.36gb ×3, 3g.72gb ×2, 4g.72gb ×1, 7g.144gb ×1 (gpu-operator release notes: GH200 NVL2
+    // 144GB HBM3e profiles added).
+    name: 'GH200-144GB',
+    products: ['NVIDIA GH200 144G HBM3e'],
+    ...eightSlice('1g.18gb 1g.36gb 2g.36gb 3g.72gb 4g.72gb 7g.144gb'),
+    expected: true,
+  },
+  {
+    // NVIDIA MIG user guide "Supported GPUs" (GB200: Blackwell, 186GB, 7 instances); profiles from the GPU
+    // Operator default config ("GB200, B200" 1g.23gb ×7 and 1g.23gb+me; all-1g.47gb ×4, all-2g.47gb ×3,
+    // 3g.93gb ×2, 4g.93gb ×1, 7g.186gb; "GB200 HGX" 0x2941) and NVIDIA/go-nvml's GB200 mock (placements as B200).
+    name: 'GB200',
+    products: ['NVIDIA GB200'],
+    ...eightSlice('1g.23gb 1g.47gb 2g.47gb 3g.93gb 4g.93gb 7g.186gb'),
     expected: true,
   },
   {
@@ -225,4 +252,20 @@ export function fromReported(model: MigModel, reported: readonly ReportedProfile
       mediaExtensions: /\+me(\.|$)/.test(r.name),
     }));
   return { ...model, profiles, expected: false };
+}
+
+/**
+ * A model the catalog lacks, from its agent's NVML table alone (a new SKU works on day one): the
+ * memory slices are where the last placement ends, the compute slices the largest profile's. The
+ * name is the product's (GPU Feature Discovery's label, `-MIG-…`/`-SHARED` cut). Undefined when the
+ * table offers no placeable profile.
+ */
+export function modelFromReported(product: string, reported: readonly ReportedProfile[]): MigModel | undefined {
+  const name = product.replace(/-MIG-.*$/i, '').replace(/-SHARED$/i, '') || 'unknown';
+  const base: MigModel = { name, products: [product], memorySlices: 0, computeSlices: 0, profiles: [] };
+  const model = fromReported(base, reported);
+  if (model.profiles.length === 0) return undefined;
+  const memorySlices = Math.max(...model.profiles.flatMap((p) => p.starts.map((s) => s + p.size)));
+  const computeSlices = Math.max(...model.profiles.map((p) => p.slices));
+  return { ...model, memorySlices, computeSlices };
 }

@@ -19,6 +19,25 @@ const run = async (...args: string[]) => {
   return { code, out: io.stdout.join('\n'), err: io.stderr.join('\n') };
 };
 
+describe('gpu-reflex mig layouts / validate for the GPUs sold for ACK', () => {
+  it.each([
+    ['NVIDIA-H20', 'H20-96GB', '4g.48gb,3g.48gb'],
+    ['NVIDIA-A800-SXM4-40GB', 'A800-40GB', '4g.20gb,3g.20gb'],
+    ['NVIDIA-A800-SXM4-80GB', 'A800-80GB', '4g.40gb,3g.40gb'],
+    ['NVIDIA-H800', 'H800-80GB', '4g.40gb,3g.40gb'],
+    ['NVIDIA-GH200-480GB', 'GH200-96GB', '4g.48gb,3g.48gb'],
+    ['NVIDIA-GH200-144G-HBM3e', 'GH200-144GB', '4g.72gb,3g.72gb'],
+    ['NVIDIA-GB200', 'GB200', '4g.93gb,3g.93gb'],
+  ])("--model %s (the nvidia.com/gpu.product value) lists NVIDIA's layouts", async (product, model, full) => {
+    const layouts = await run('mig', 'layouts', '--model', product, '--zero-waste', '--json');
+    expect(layouts.code).toBe(0);
+    expect((JSON.parse(layouts.out) as unknown[]).length).toBe(17);
+    const v = await run('mig', 'validate', '--model', product, full);
+    expect(v.code).toBe(0);
+    expect(v.out).toContain(`valid on ${model}:`);
+  });
+});
+
 describe('gpu-reflex mig validate', () => {
   it('exits 0 for a valid layout and shows where each instance sits', async () => {
     const r = await run('mig', 'validate', '--model', 'A100-80GB', '3g.40gb,2g.20gb,1g.10gb');

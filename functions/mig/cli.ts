@@ -66,14 +66,16 @@ export const migValidateCommand: Command = {
     "instance at one of its profile's allowed starts on the memory slices, no overlap, compute",
     "slices within the GPU's, per-profile maxima, at most one +me instance. Exit code 0 when it is",
     'valid (prints where each instance sits), 1 when it is not (prints every reason), 2 for bad usage.',
-    '  --model MODEL  A100-40GB, A100-80GB, H100-80GB, H100-NVL, H200-141GB, B200, A30-24GB, or an',
-    '                 NVML product name / GPU Feature Discovery label ("NVIDIA A100-SXM4-80GB")',
+    '  --model MODEL  A100-40GB, A100-80GB, A800-40GB, A800-80GB, H100-80GB, H100-NVL, H800-80GB,',
+    '                 H20-96GB, GH200-96GB, GH200-144GB, H200-141GB, B200, GB200, A30-24GB, or an NVML',
+    '                 product name / the nvidia.com/gpu.product label value ("NVIDIA-H20")',
     '  LAYOUT         profiles, comma-separated; repeats as 2x1g.10gb or 1g.10gb:2',
     '  --json         print the result as JSON',
     '',
     'Examples:',
     '  gpu-reflex mig validate --model A100-80GB 3g.40gb,2g.20gb,1g.10gb',
     '  gpu-reflex mig validate --model "NVIDIA H100 80GB HBM3" 4g.40gb,3g.40gb',
+    '  gpu-reflex mig validate --model NVIDIA-H20 3g.48gb,2g.24gb,1g.12gb',
   ].join('\n'),
   async run(args, io) {
     const { values, positionals } = parseArgs({
@@ -178,7 +180,13 @@ export const migLayoutsCommand: Command = {
  * the CLI wires its commands (bin/main.ts): nothing in functions/ imports the simulators
  * (test/contract/layers.test.ts).
  */
-export type MigFleetReader = (path: string) => Promise<{ nodes: NodeInfo[]; pods: PodInfo[]; usage: MigUsage }>;
+export type MigFleetReader = (path: string) => Promise<{
+  nodes: NodeInfo[];
+  pods: PodInfo[];
+  usage: MigUsage;
+  /** Each GPU's layout as the fleet holds it (what a node agent's inventory would say). */
+  layouts: MigUsage;
+}>;
 
 export const createMigPlanCommand = (readFleet: MigFleetReader): Command => ({
   path: ['mig', 'plan'],
@@ -230,7 +238,7 @@ export const createMigPlanCommand = (readFleet: MigFleetReader): Command => ({
     if (values.fleet) {
       await readInputText(values.fleet, '--fleet', io);
       const read = await readFleet(values.fleet);
-      fleet = readMigFleet(read.nodes, read.pods, read.usage);
+      fleet = readMigFleet(read.nodes, read.pods, read.usage, undefined, read.layouts);
     } else {
       await readInputText(values.kubeconfig!, '--kubeconfig', io);
       const { kubePorts, loadKubeConfig } = await import('../adapters/kube/client.ts');

@@ -1,6 +1,7 @@
 import { parse } from 'yaml';
 import { beforeEach, describe, expect, it } from 'vitest';
 import {
+  readMigInventory,
   MIG_INVENTORY_ANNOTATION,
   MIG_LAYOUT_CHANGE,
   type MigInventory,
@@ -71,6 +72,14 @@ const waiting = (n: number) => {
       extendedResources: { 'nvidia.com/mig-3g.40gb': 1 },
     });
 };
+/** The node agent reads NVML again: GPU `gpu` now holds `profiles` (nothing in use), at the clock's now. */
+function agentShows(name: string, gpu: number, profiles: string[]) {
+  const stored = kube.cluster.nodes.get(name)!;
+  const inv = readMigInventory(stored.annotations).inventory!;
+  inv.at = new Date(clock.now()).toISOString();
+  inv.gpus[gpu]!.instances = profiles.map((profile, gi) => ({ profile, gi: gi + 1, inUse: false }));
+  stored.annotations[MIG_INVENTORY_ANNOTATION] = JSON.stringify(inv);
+}
 const layoutEvents = () =>
   publisher.published.filter((e) => e.detailType === MIG_LAYOUT_CHANGE).map((e) => e.detail as MigLayoutChangeDetail);
 
@@ -129,11 +138,17 @@ describe('rebalance-mig', () => {
     expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'label' });
     node = await kube.nodes.get('h100-0');
     expect(node.labels[MIG_CONFIG_LABEL]).toBe(record.config);
-    // mig-manager works, then reports success
+    // The last run's success went with the label write: only mig-manager writes it again.
+    expect(node.labels[MIG_CONFIG_STATE_LABEL]).toBeUndefined();
+    // mig-manager works (seen and recorded), then reports success
     kube.cluster.nodes.get('h100-0')!.labels[MIG_CONFIG_STATE_LABEL] = 'pending';
     clock.advance(60_000);
-    expect((await rebalanceMig(deps)).steps).toEqual({});
+    expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'observe' });
     kube.cluster.nodes.get('h100-0')!.labels[MIG_CONFIG_STATE_LABEL] = 'success';
+    clock.advance(60_000);
+    // success, but the agent has not read the new instances yet: not done
+    expect((await rebalanceMig(deps)).steps).toEqual({});
+    agentShows('h100-0', 2, ['3g.40gb', '3g.40gb']);
     clock.advance(60_000);
     expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'done' });
     node = await kube.nodes.get('h100-0');
@@ -166,6 +181,46 @@ describe('rebalance-mig', () => {
     expect((await rebalanceMig(deps)).steps).toEqual({});
   });
 
+  it('announces no success when mig-manager never answers: previous config back, cordoned, a person told', async () => {
+    seed();
+    waiting(1);
+    await rebalanceMig(deps);
+    clock.advance(90_000);
+    expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'label' });
+    for (let m = 1; m < 20; m++) {
+      clock.advance(60_000);
+      expect((await rebalanceMig(deps)).steps).toEqual({});
+    }
+    clock.advance(60_000);
+    expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'failed' });
+    const node = await kube.nodes.get('h100-0');
+    expect(node.labels[MIG_CONFIG_LABEL]).toBe('all-1g.10gb');
+    expect(node.unschedulable).toBe(true);
+    expect(readMigRecord(node.annotations).record?.reason).toContain('mig-manager never took');
+    expect(layoutEvents().map((e) => e.state)).toEqual(['pending', 'failed']);
+    expect(notifier.notices.map((n) => n.title)).toEqual(['gpu-reflex: MIG relayout failed on h100-0']);
+  });
+
+  it('refuses to write into a mig-parted ConfigMap the GPU Operator owns, saying what to set', async () => {
+    seed();
+    waiting(2);
+    kube.cluster.configFileOwners.set('gpu-operator/gpu-reflex-mig-parted-config', {
+      labels: {},
+      ownerReferences: [{ apiVersion: 'nvidia.com/v1', kind: 'ClusterPolicy', name: 'cluster-policy' }],
+    });
+    const out = await rebalanceMig(deps);
+    expect(out.steps).toEqual({});
+    expect(out.refused).toContain("owned by the GPU Operator's ClusterPolicy cluster-policy");
+    expect(out.refused).toContain('spec.migManager.config.name');
+    expect(kube.cluster.callsTo('configFile.update')).toEqual([]);
+    const node = await kube.nodes.get('h100-0');
+    expect(node.unschedulable).toBe(false);
+    expect(node.annotations[MIG_REBALANCE_ANNOTATION]).toBeUndefined();
+    // Its own (no owner): the relayout starts.
+    kube.cluster.configFileOwners.clear();
+    expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'start' });
+  });
+
   it('leaves the node cordoned when a remediation drained it meanwhile', async () => {
     seed();
     waiting(1);
@@ -173,6 +228,7 @@ describe('rebalance-mig', () => {
     clock.advance(90_000);
     await rebalanceMig(deps);
     const stored = kube.cluster.nodes.get('h100-0')!;
+    for (const g of readMigRecord(stored.annotations).record!.gpus) agentShows('h100-0', g.gpu, g.to);
     stored.labels[MIG_CONFIG_STATE_LABEL] = 'success';
     stored.labels['gpu-reflex.io/state'] = 'draining';
     clock.advance(60_000);

@@ -5,7 +5,13 @@
  * event recorded in its outbox, then published. At most `maxNodesAtOnce` nodes are reconfigured
  * at a time (a node being reconfigured is cordoned and its MIG allocatable is 0 meanwhile).
  */
-import { MIG_LAYOUT_CHANGE, SCHEMA_VERSION, SOURCES, type MigLayoutChangeDetail } from '../../events/index.ts';
+import {
+  MIG_LAYOUT_CHANGE,
+  readMigInventory,
+  SCHEMA_VERSION,
+  SOURCES,
+  type MigLayoutChangeDetail,
+} from '../../events/index.ts';
 import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notifier } from '../adapters/chat/notifier.ts';
 import type { Clock } from '../adapters/clock.ts';
@@ -20,6 +26,7 @@ import { readOutbox } from '../lib/outbox.ts';
 import { emptyEdit, noActions } from '../lib/plan.ts';
 import { carryOut, withLease } from '../lib/reflex.ts';
 import { countProfiles } from './core/layout.ts';
+import { partedConfigRefusal } from './core/parted-owner.ts';
 import { withPartedEntry } from './core/parted.ts';
 import { planMig, type MigHolder } from './core/planner.ts';
 import type { PreemptionPolicy } from './core/policy.ts';
@@ -167,6 +174,8 @@ export interface MigRebalanceOutcome {
   /** Nodes whose relayout is under way after this round, and ones left failed for a person. */
   underWay: string[];
   failed: string[];
+  /** Why no relayout started: the mig-parted ConfigMap is not gpu-reflex's to write (core/parted-owner.ts). */
+  refused?: string;
 }
 
 const profileCounts = (l: readonly string[]) => Object.fromEntries(countProfiles(l));
@@ -261,6 +270,8 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
       for (const p of fleet.pending)
         for (const [profile, k] of Object.entries(p.requests))
           demand[migResourceName(profile)] = (demand[migResourceName(profile)] ?? 0) + k;
+      let refusal: string | undefined;
+      let refused: string | undefined;
       let underWay = [...records.values()].filter((r) => r.record && r.record.phase !== 'failed').length;
       const steps: Record<string, MigStep['kind']> = {};
       for (const n of [...nodes].sort((a, b) => a.name.localeCompare(b.name))) {
@@ -285,11 +296,20 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
               p.namespace === r.namespace && p.name === r.name && p.nodeName === n.name && (!r.uid || p.uid === r.uid),
           ),
         );
+        const inv = readMigInventory(n.annotations).inventory;
         const step = stepMigNode(
           {
             name: n.name,
             labels: n.labels,
             unschedulable: n.unschedulable,
+            ...(inv
+              ? {
+                  inventory: {
+                    at: inv.at,
+                    gpus: inv.gpus.map((g) => ({ index: g.index, profiles: g.instances.map((i) => i.profile) })),
+                  },
+                }
+              : {}),
             ...(record ? { record } : {}),
             ...(held ? { heldBy: held } : {}),
             remaining,
@@ -318,7 +338,16 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
           steps[n.name] = step.kind;
           continue;
         }
-        if (step.kind === 'start') underWay++;
+        if (step.kind === 'start') {
+          // Checked before the first write of each round: the ConfigMap must be gpu-reflex's own.
+          refusal ??= partedConfigRefusal(deps.migParted.ref, await deps.migParted.ownership()) ?? '';
+          if (refusal) {
+            deps.logger.error('rebalance-mig', { node: n.name, refused: refusal });
+            refused = refusal;
+            continue;
+          }
+          underWay++;
+        }
         // The config first: the label that names it comes a sync later (core/rebalance.ts).
         if (step.config) {
           const { name, layout } = step.config;
@@ -390,6 +419,7 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
         satisfiedAfter: plan.satisfiedAfter,
         underWay: names.filter((n) => phaseAfter(n) === 'writing' || phaseAfter(n) === 'applying'),
         failed: names.filter((n) => phaseAfter(n) === 'failed'),
+        ...(refused ? { refused } : {}),
       };
     },
     idle,

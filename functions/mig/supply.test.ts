@@ -38,6 +38,9 @@ const pod = (name: string, resources: Record<string, number>, o: Partial<PodInfo
   extendedResources: resources,
   ...o,
 });
+const guessed = (n: string) =>
+  `${n}: each GPU's layout is guessed from the node's MIG totals (no node agent inventory): FROM may differ ` +
+  `from the GPUs`;
 const layout = (f: ReturnType<typeof readMigFleet>, n = 0) =>
   f.nodes[n]!.gpus.map((g) => g.instances.map((i) => `${i.profile}${i.inUse ? '*' : ''}`).join(','));
 
@@ -92,8 +95,74 @@ describe('readMigFleet', () => {
     );
     expect(f.nodes).toEqual([]);
     expect(f.notes).toEqual([
-      'odd: Tesla-T4 is not a MIG model gpu-reflex knows: left out',
+      "odd: Tesla-T4 is not a MIG model gpu-reflex knows, and its node agent has not reported the GPU's NVML " +
+        'profile table (gpu-reflex.io/mig-inventory): left out',
       'busy: mig-manager is reconfiguring it (nvidia.com/mig.config.state=pending): left out until it is done',
+    ]);
+  });
+
+  it('says so for a node on the single strategy instead of skipping it silently', () => {
+    const f = readMigFleet([node('one', { 'nvidia.com/mig.strategy': 'single' }, { 'nvidia.com/gpu': '14' })], []);
+    expect(f.nodes).toEqual([]);
+    expect(f.notes).toEqual([
+      'one: nvidia.com/mig.strategy=single (every GPU one profile, sold as nvidia.com/gpu): left out; only the ' +
+        'mixed strategy is relaid',
+    ]);
+  });
+
+  it.each([
+    ['NVIDIA-H20', 'H20-96GB', 'nvidia.com/mig-3g.48gb'],
+    ['NVIDIA-A800-SXM4-80GB', 'A800-80GB', 'nvidia.com/mig-3g.40gb'],
+    ['NVIDIA-H800', 'H800-80GB', 'nvidia.com/mig-3g.40gb'],
+    ['NVIDIA-GH200-480GB', 'GH200-96GB', 'nvidia.com/mig-3g.48gb'],
+    ['NVIDIA-GH200-144G-HBM3e', 'GH200-144GB', 'nvidia.com/mig-3g.72gb'],
+    ['NVIDIA-GB200', 'GB200', 'nvidia.com/mig-3g.93gb'],
+  ])('plans a %s node (the GPUs sold for ACK) from the catalog', (product, model, resource) => {
+    const f = readMigFleet([node('n', { 'nvidia.com/gpu.product': product }, { [resource]: '4' })], []);
+    expect(f.notes).toEqual([guessed('n')]);
+    expect(f.nodes[0]!.gpus[0]!.model.name).toBe(model);
+    expect(layout(f)).toHaveLength(2);
+  });
+
+  it("relays a model the catalog lacks from its agent's NVML profile table", () => {
+    const place = (size: number, starts: number[]) => starts.map((start) => ({ start, size }));
+    const table = [
+      { name: '1g.30gb', id: 19, sliceCount: 1, instanceCount: 7, placements: place(1, [0, 1, 2, 3, 4, 5, 6]) },
+      { name: '3g.120gb', id: 9, sliceCount: 3, instanceCount: 2, placements: place(4, [0, 4]) },
+      { name: '7g.240gb', id: 0, sliceCount: 7, instanceCount: 1, placements: place(8, [0]) },
+    ];
+    const inv: MigInventory = {
+      v: 1,
+      at: '2026-11-21T03:00:00.000Z',
+      gpus: [
+        {
+          index: 0,
+          uuid: 'GPU-00000000-0000-4000-8000-000000000000',
+          instances: [{ profile: '7g.240gb', gi: 0, start: 0, size: 8, inUse: false }],
+          profiles: table,
+        },
+      ],
+    };
+    const f = readMigFleet(
+      [
+        node(
+          'new',
+          { 'nvidia.com/gpu.product': 'NVIDIA-X300', 'nvidia.com/gpu.count': '1' },
+          { 'nvidia.com/mig-7g.240gb': '1' },
+          { annotations: { [MIG_INVENTORY_ANNOTATION]: JSON.stringify(inv) } },
+        ),
+      ],
+      [],
+    );
+    expect(f.notes).toEqual([
+      "new: NVIDIA-X300 is not in the built-in catalog: planned from its agent's NVML profile table",
+    ]);
+    const m = f.nodes[0]!.gpus[0]!.model;
+    expect([m.name, m.memorySlices, m.computeSlices]).toEqual(['NVIDIA-X300', 8, 7]);
+    expect(m.profiles.map((p) => `${p.name}:${p.starts.join('/')}:${p.max}`)).toEqual([
+      '1g.30gb:0/1/2/3/4/5/6:7',
+      '3g.120gb:0/4:2',
+      '7g.240gb:0:1',
     ]);
   });
 
@@ -105,7 +174,31 @@ describe('readMigFleet', () => {
     );
     expect(f.nodes[0]!.gpus.map((g) => g.instances.filter((i) => i.inUse).length)).toEqual([0, 1]);
     expect(f.nodes[0]!.gpus.some((g) => g.locked)).toBe(false);
-    expect(f.notes).toEqual([]);
+    expect(f.notes).toEqual([guessed('h')]);
+  });
+
+  it("takes each GPU's layout where the caller knows it (a fleet file's GPUs), and says when it guessed", () => {
+    const totals = { 'nvidia.com/mig-3g.40gb': '2', 'nvidia.com/mig-1g.10gb': '4' };
+    const exact = readMigFleet(
+      [node('h', {}, totals)],
+      [],
+      undefined,
+      undefined,
+      new Map([
+        [
+          'h',
+          [
+            ['1g.10gb', '1g.10gb', '1g.10gb', '1g.10gb'],
+            ['3g.40gb', '3g.40gb'],
+          ],
+        ],
+      ]),
+    );
+    expect(layout(exact)).toEqual(['1g.10gb,1g.10gb,1g.10gb,1g.10gb', '3g.40gb,3g.40gb']);
+    expect(exact.notes).toEqual([]);
+    const guess = readMigFleet([node('h', {}, totals)], []);
+    expect(layout(guess)).not.toEqual(layout(exact));
+    expect(guess.notes).toEqual([guessed('h')]);
   });
 
   it("without knowing which GPU holds a pod, counts its instances and locks the node's GPUs, saying so", () => {
@@ -117,6 +210,7 @@ describe('readMigFleet', () => {
     expect(f.nodes[0]!.gpus.flatMap((g) => g.instances).filter((i) => i.inUse)).toHaveLength(2);
     expect(f.nodes[0]!.gpus.every((g) => g.locked?.includes('which GPUs they use is unknown'))).toBe(true);
     expect(f.notes).toEqual([
+      guessed('h'),
       "h: 1 pod(s) use MIG instances there, but not which GPUs: none of its GPUs will be relaid (the node agent's inventory tells)",
     ]);
   });

@@ -12,10 +12,10 @@
  * layouts and usage, checked against the pods bound there) says it; without either, every GPU of a
  * node that runs a MIG pod is locked (counted as supply, never relaid) and a note says so.
  */
-import { readMigInventory } from '../../events/index.ts';
+import { MIG_INVENTORY_ANNOTATION, readMigInventory } from '../../events/index.ts';
 import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
 import type { MigGpu, MigHolder, MigNode, PendingMigPod } from './core/planner.ts';
-import { MIG_MODELS, migModel, migResourceName, type MigModel } from '../lib/mig-profiles.ts';
+import { MIG_MODELS, migModel, migResourceName, modelFromReported, type MigModel } from '../lib/mig-profiles.ts';
 import { MIG_CONFIG_STATE_LABEL } from './core/rebalance.ts';
 import { checkLayout } from './core/layout.ts';
 
@@ -30,6 +30,12 @@ export interface MigFleet {
   pending: PendingMigPod[];
   /** What was left out or assumed, in words (a node mid-reconfiguration, an unknown model, …). */
   notes: string[];
+}
+
+/** A model the catalog lacks, from the profile table its node agent read through NVML (first GPU that has one). */
+function reportedModel(n: NodeInfo, product: string): MigModel | undefined {
+  const table = readMigInventory(n.annotations).inventory?.gpus.find((g) => g.profiles)?.profiles;
+  return table ? modelFromReported(product || n.name, table) : undefined;
 }
 
 /** The profile a `nvidia.com/mig-…` resource stands for on this model (`+` was spelled `.`). */
@@ -180,21 +186,36 @@ export function readMigFleet(
   pods: readonly PodInfo[],
   usage?: MigUsage,
   waited?: { now: Date; seconds: number },
+  /** node → each GPU's layout, where the caller knows it (a fleet file's simulated GPUs); else guessed. */
+  layouts?: MigUsage,
 ): MigFleet {
   const notes: string[] = [];
   const out: MigNode[] = [];
   for (const n of nodes) {
     const counts = n.capacity ?? n.allocatable;
     const migKeys = Object.keys(counts).filter((k) => MIG_RESOURCE.test(k));
-    if (n.labels[MIG_STRATEGY_LABEL] !== 'mixed' || migKeys.length === 0) continue;
-    const product = n.labels['nvidia.com/gpu.product'] ?? '';
-    const model = migModel(product);
-    if (!model) {
+    const strategy = n.labels[MIG_STRATEGY_LABEL];
+    if (strategy === 'single') {
+      // The device plugin's `single` strategy: every GPU of the node carries one profile, sold as
+      // nvidia.com/gpu (k8s-device-plugin docs): a per-profile relayout has nothing to offer there.
       notes.push(
-        `${n.name}: ${product || 'no nvidia.com/gpu.product label'} is not a MIG model gpu-reflex knows: left out`,
+        `${n.name}: ${MIG_STRATEGY_LABEL}=single (every GPU one profile, sold as nvidia.com/gpu): left out; ` +
+          `only the mixed strategy is relaid`,
       );
       continue;
     }
+    if (strategy !== 'mixed' || migKeys.length === 0) continue;
+    const product = n.labels['nvidia.com/gpu.product'] ?? '';
+    const model = migModel(product) ?? reportedModel(n, product);
+    if (!model) {
+      notes.push(
+        `${n.name}: ${product || 'no nvidia.com/gpu.product label'} is not a MIG model gpu-reflex knows, and its ` +
+          `node agent has not reported the GPU's NVML profile table (${MIG_INVENTORY_ANNOTATION}): left out`,
+      );
+      continue;
+    }
+    if (!migModel(product))
+      notes.push(`${n.name}: ${product} is not in the built-in catalog: planned from its agent's NVML profile table`);
     const state = n.labels[MIG_CONFIG_STATE_LABEL];
     if (state === 'pending' || state === 'rebooting') {
       notes.push(
@@ -203,12 +224,15 @@ export function readMigFleet(
       continue;
     }
     const gpuCount = Number(n.labels['nvidia.com/gpu.count'] ?? '1') || 1;
-    const perGpu = spreadTotals(
-      model,
-      gpuCount,
-      migKeys.map((k) => [profileOfResource(model, k)!, Number(counts[k]) || 0]),
-      usage?.get(n.name),
-    );
+    const exact = layouts?.get(n.name);
+    const perGpu =
+      exact?.map((l) => [...l]) ??
+      spreadTotals(
+        model,
+        gpuCount,
+        migKeys.map((k) => [profileOfResource(model, k)!, Number(counts[k]) || 0]),
+        usage?.get(n.name),
+      );
     const running = pods.filter(
       (p) => p.nodeName === n.name && !finished(p) && Object.keys(migRequests(p, model)).length > 0,
     );
@@ -219,6 +243,12 @@ export function readMigFleet(
       continue;
     }
     const known = usage?.get(n.name);
+    // Neither the agent's inventory nor the caller says each GPU's layout: the API gives totals only.
+    if (!exact)
+      notes.push(
+        `${n.name}: each GPU's layout is guessed from the node's MIG totals (no node agent inventory): FROM may ` +
+          `differ from the GPUs`,
+      );
     const gpus: MigGpu[] = perGpu.map((profiles, index) => {
       const used = [...(known?.[index] ?? [])];
       return {

@@ -1,8 +1,10 @@
 /**
  * The MIG rebalancer's own configuration, from its environment:
- *   MIG_PARTED_CONFIGMAP     namespace/name of mig-manager's mig-parted config (default
- *                            gpu-operator/default-mig-parted-config), MIG_PARTED_KEY its key
- *                            (default config.yaml)
+ *   MIG_PARTED_CONFIGMAP     namespace/name of gpu-reflex's own mig-parted config, the one the
+ *                            ClusterPolicy's spec.migManager.config.name names (default
+ *                            gpu-operator/gpu-reflex-mig-parted-config; the GPU Operator's
+ *                            default-mig-parted-config is refused: core/parted-owner.ts),
+ *                            MIG_PARTED_KEY its key (default config.yaml)
  *   MIG_CONFIG_SYNC_SECONDS  wait between writing the config and setting the label (default 90:
  *                            the kubelet takes up to a minute to show a ConfigMap's change)
  *   MIG_TIMEOUT_MINUTES      mig-manager must report success within this (default 20)
@@ -15,6 +17,7 @@ import { z } from 'zod';
 import { DEFAULT_MIG_PARTED_CONFIG } from '../adapters/kube/index.ts';
 import { ConfigError } from '../config.ts';
 import { configFileFromEnv, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
+import { partedConfigRefusal } from './core/parted-owner.ts';
 import { DEFAULT_MIG_POLICY, MigPolicyError, parseMigPolicy } from './core/policy.ts';
 import { DEFAULT_MIG_REBALANCE_CONFIG, type MigRebalanceConfig } from './run.ts';
 
@@ -47,6 +50,9 @@ export function migConfig(env: NodeJS.ProcessEnv) {
   const [namespace, name] = (
     e.MIG_PARTED_CONFIGMAP ?? `${DEFAULT_MIG_PARTED_CONFIG.namespace}/${DEFAULT_MIG_PARTED_CONFIG.name}`
   ).split('/') as [string, string];
+  // Refused at cold start, saying what to set: the operator's own ConfigMap loses our entries.
+  const refusal = partedConfigRefusal({ namespace, name }, undefined);
+  if (refusal) throw new ConfigError(`bad configuration: MIG_PARTED_CONFIGMAP: ${refusal}`);
   const mig: MigRebalanceConfig = {
     configSyncSeconds: e.MIG_CONFIG_SYNC_SECONDS ?? DEFAULT_MIG_REBALANCE_CONFIG.configSyncSeconds,
     timeoutMinutes: e.MIG_TIMEOUT_MINUTES ?? DEFAULT_MIG_REBALANCE_CONFIG.timeoutMinutes,

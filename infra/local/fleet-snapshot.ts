@@ -27,6 +27,7 @@ function snapshot(path: string): { nodes: NodeInfo[]; pods: PodInfo[]; quotas: Q
   const cluster = new Cluster(new ManualClock(), {
     migLayouts: fleet.migConfigs,
     migReconfigureSeconds: fleet.migReconfigureSeconds,
+    migManagerConfig: fleet.migManagerConfig,
   });
   seedFleet(cluster, fleet);
   cluster.tick();

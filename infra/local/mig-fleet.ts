@@ -18,9 +18,15 @@ import type { MigUsage } from '../../functions/mig/supply.ts';
 import { Cluster, ManualClock, loadFleet } from './kube/index.ts';
 import { seedFleet } from './kube/fleet.ts';
 import type { Node, Pod } from './kube/types.ts';
-import { migInstancesInUse } from './node-gpus.ts';
+import { migInstancesInUse, migLayoutsOf } from './node-gpus.ts';
 
-export async function readFleetForMig(path: string): Promise<{ nodes: NodeInfo[]; pods: PodInfo[]; usage: MigUsage }> {
+export async function readFleetForMig(path: string): Promise<{
+  nodes: NodeInfo[];
+  pods: PodInfo[];
+  usage: MigUsage;
+  /** Each GPU's layout as the simulated GPUs hold it (what a node agent's inventory would say). */
+  layouts: MigUsage;
+}> {
   const fleet = loadFleet(path);
   const cluster = new Cluster(new ManualClock(), {
     migLayouts: fleet.migConfigs,
@@ -35,5 +41,6 @@ export async function readFleetForMig(path: string): Promise<{ nodes: NodeInfo[]
     nodes: nodes.map((n) => toNodeInfo(n as unknown as V1Node)),
     pods: pods.map((p) => toPodInfo(p as unknown as V1Pod)),
     usage,
+    layouts: migLayoutsOf(nodes),
   };
 }

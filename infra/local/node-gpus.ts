@@ -324,6 +324,20 @@ export function allocateGpus(
  * Which MIG instances the running pods of each MIG node hold, per GPU (profile names): what the
  * node agent's inventory would report from NVML after the device plugin allocated them.
  */
+/** Node → each simulated GPU's MIG instances (profiles), as its NVML lists them: the layouts the world has. */
+export function migLayoutsOf(nodes: readonly Node[]): Map<string, string[][]> {
+  const out = new Map<string, string[][]>();
+  for (const n of nodes.filter(isGpuNode)) {
+    const specs = gpuSpecsOf(n);
+    if (specs.some((g) => g.mig.length > 0))
+      out.set(
+        n.metadata.name,
+        specs.map((g) => g.mig.map((s) => s.profile)),
+      );
+  }
+  return out;
+}
+
 export function migInstancesInUse(nodes: readonly Node[], pods: readonly Pod[]): Map<string, string[][]> {
   const usage = new Map<string, string[][]>();
   for (const n of nodes.filter(isGpuNode)) {

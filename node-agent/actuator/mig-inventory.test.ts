@@ -153,7 +153,20 @@ describe('nvmlMigInventory (NVML through the mock library)', () => {
         [0, ['3g.40gb@0', '3g.40gb@4']],
       ]);
       expect(mock.resetGpu(0)).toBe(0);
-      expect(inventory()).toEqual([{ index: 0, uuid: 'GPU-00000000-1111-2222-3333-444444444444', instances: [] }]);
+      const [after] = inventory();
+      expect({ ...after, profiles: undefined }).toEqual({
+        index: 0,
+        uuid: 'GPU-00000000-1111-2222-3333-444444444444',
+        instances: [],
+        profiles: undefined,
+      });
+      // The GPU's NVML profile table travels too: the planner's source for a model no table lists.
+      const three = after!.profiles?.find((p) => p.name === '3g.40gb');
+      expect(three).toMatchObject({ sliceCount: 3, instanceCount: 2 });
+      expect(three!.placements).toEqual([
+        { start: 0, size: 4 },
+        { start: 4, size: 4 },
+      ]);
     } finally {
       nvml.close();
     }

@@ -7,7 +7,7 @@
 import { execFile } from 'node:child_process';
 import { PatchStrategy, setHeaderOptions, type CoreV1Api } from '@kubernetes/client-node';
 import { GPU_ACTION_RESULTS_ANNOTATION, MIG_INVENTORY_ANNOTATION, type MigInventory } from '../../events/index.ts';
-import { migDevices, migMode } from '../nvml/mig.ts';
+import { gpuInstanceProfiles, migDevices, migMode } from '../nvml/mig.ts';
 import type { Nvml } from '../nvml/nvml.ts';
 import type { ActuatorGpus, ActuatorNode, GpuHealthReading } from './actuator.ts';
 
@@ -153,10 +153,40 @@ export function nvidiaSmiReset(path: string, timeoutMs = 120_000): GpuReset {
  * them, so an empty MIG GPU is a fact the functions must see (never returned to service so).
  * GPUs without MIG mode are left out.
  */
+/** The names the inventory's contract takes (events/common.ts MigProfile); a table row named otherwise is left out. */
+const MIG_PROFILE_NAME = /^\d+g\.\d+gb(\+me|\+me\.all|-me|\+gfx)?$/;
+
 export function nvmlMigInventory(
   nvml: Nvml,
   podOfPid: (pid: number) => string | undefined = () => undefined,
 ): () => MigInventory['gpus'] {
+  // A GPU's profile table never changes while the driver runs: read once per GPU (by UUID).
+  const tables = new Map<string, NonNullable<MigInventory['gpus'][number]['profiles']>>();
+  const tableOf = (d: ReturnType<Nvml['devices']>[number], uuid: string) => {
+    if (!tables.has(uuid)) {
+      let rows: ReturnType<typeof gpuInstanceProfiles> = [];
+      try {
+        rows = gpuInstanceProfiles(nvml, d);
+      } catch {
+        return undefined; // not read now: asked again next time
+      }
+      tables.set(
+        uuid,
+        rows
+          .filter((p) => MIG_PROFILE_NAME.test(p.name))
+          .slice(0, 32)
+          .map((p) => ({
+            name: p.name,
+            id: p.id,
+            sliceCount: p.sliceCount,
+            instanceCount: p.instanceCount,
+            placements: p.placements.slice(0, 8).map((x) => ({ start: x.start, size: x.size })),
+          })),
+      );
+    }
+    const t = tables.get(uuid)!;
+    return t.length > 0 ? t : undefined;
+  };
   return () => {
     const out: MigInventory['gpus'] = [];
     nvml.devices().forEach((d, index) => {
@@ -196,7 +226,9 @@ export function nvmlMigInventory(
           };
         })
         .sort((a, b) => (a.start ?? 0) - (b.start ?? 0) || a.gi - b.gi);
-      out.push({ index, uuid: d.uuid(), instances });
+      const uuid = d.uuid();
+      const profiles = tableOf(d, uuid);
+      out.push({ index, uuid, instances, ...(profiles ? { profiles } : {}) });
     });
     return out;
   };

@@ -170,12 +170,12 @@ describe('chat commands through the automation’s own cores', () => {
     expect(dry.text).toMatch(/h100-0 .*GPU 0|h100-0/);
     expect(dry.text).toMatch(/dry run: would have started the relayout of h100-0/);
     expect(node('h100-0').spec?.unschedulable).toBeFalsy();
+    // gpu-reflex's own mig-parted ConfigMap (the ClusterPolicy names it), created at its first write.
     const parted = () =>
       (
-        stack.sim.store.get('configmaps', 'gpu-operator', 'default-mig-parted-config') as unknown as {
-          data: Record<string, string>;
-        }
-      ).data['config.yaml'];
+        stack.sim.store.get('configmaps', 'gpu-operator', 'gpu-reflex-mig-parted-config') as unknown as
+          { data: Record<string, string> } | undefined
+      )?.data['config.yaml'] ?? '';
     expect(parted()).not.toContain('3g.40gb');
 
     expect((await slack.command('U-VIEW', 'mig apply')).text).toBe(

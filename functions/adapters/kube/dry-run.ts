@@ -163,7 +163,9 @@ export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: Dr
   };
   const parted = ports.migParted;
   const migParted: ConfigFileOps | undefined = parted && {
+    ref: parted.ref,
     read: () => parted.read(),
+    ownership: () => parted.ownership(),
     update: async (fn) => {
       const current = await parted.read();
       note('migParted.update', [fn(current)], undefined);

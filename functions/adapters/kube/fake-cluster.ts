@@ -57,6 +57,11 @@ export class FakeCluster {
   readonly deviceTaintRules = new Map<string, DeviceTaint>();
   /** ConfigMap files (`namespace/name/key` → text): mig-manager's mig-parted config. */
   readonly configFiles = new Map<string, string>();
+  /** ConfigMap (`namespace/name`) → its labels and owner references, where a test sets them. */
+  readonly configFileOwners = new Map<
+    string,
+    { labels: Record<string, string>; ownerReferences: { apiVersion: string; kind: string; name: string }[] }
+  >();
   readonly calls: FakeCall[] = [];
   readonly clock: Clock;
   readonly conflictAttempts: number;

@@ -10,6 +10,7 @@ import { decodeValue } from './kube-state-store.ts';
 import type { ApplyResult, Json, LeaseAttempt, LeaseState, LimitRangeInfo, QuotaInfo } from './model.ts';
 import type {
   ConfigFileOps,
+  ConfigMapOwnership,
   DeviceTaintOps,
   LeaseOps,
   LimitRangeSpec,
@@ -242,10 +243,16 @@ export class FakeConfigFile implements ConfigFileOps {
     private readonly cluster: FakeCluster,
     readonly ref: { namespace: string; name: string; key: string } = {
       namespace: 'gpu-operator',
-      name: 'default-mig-parted-config',
+      name: 'gpu-reflex-mig-parted-config',
       key: 'config.yaml',
     },
   ) {}
+
+  async ownership(): Promise<ConfigMapOwnership | undefined> {
+    const set = this.cluster.configFileOwners.get(`${this.ref.namespace}/${this.ref.name}`);
+    if (set) return set;
+    return this.cluster.configFiles.has(this.id) ? { labels: {}, ownerReferences: [] } : undefined;
+  }
 
   private get id(): string {
     return `${this.ref.namespace}/${this.ref.name}/${this.ref.key}`;

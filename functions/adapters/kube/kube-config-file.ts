@@ -1,14 +1,15 @@
 /**
  * A text file kept in one key of a ConfigMap that another component reads (NVIDIA mig-manager's
- * mig-parted config: `default-mig-parted-config`, key `config.yaml`, in the GPU Operator's
- * namespace). Updates are read → change → replace with the resourceVersion; a 409 re-reads and
- * applies the change again, so a concurrent writer's edit is never lost. The ConfigMap is created
- * when absent (labelled as ours).
+ * mig-parted config: gpu-reflex's own `gpu-reflex-mig-parted-config`, key `config.yaml`, in the GPU
+ * Operator's namespace, named in the ClusterPolicy's `spec.migManager.config.name`). Updates are
+ * read → change → replace with the resourceVersion; a 409 re-reads and applies the change again,
+ * so a concurrent writer's edit is never lost. The ConfigMap is created when absent (labelled as
+ * ours).
  */
 import type { V1ConfigMap } from '@kubernetes/client-node';
 import type { CoreApi } from './api-methods.ts';
 import { NotFoundError, fromKubeError } from '../errors.ts';
-import type { ConfigFileOps } from './ports.ts';
+import type { ConfigFileOps, ConfigMapOwnership } from './ports.ts';
 import { DEFAULT_CONFLICT_ATTEMPTS, retryOnConflict } from './retry.ts';
 
 export interface ConfigFileRef {
@@ -17,10 +18,15 @@ export interface ConfigFileRef {
   key: string;
 }
 
-/** Where NVIDIA's GPU Operator keeps mig-manager's config by default. */
+/**
+ * gpu-reflex's own mig-parted ConfigMap. Not the GPU Operator's `default-mig-parted-config`: the
+ * operator owns that one and rewrites it on every ClusterPolicy reconcile (NVIDIA/gpu-operator
+ * controllers/object_controls.go createConfigMap). mig-manager reads this one once the ClusterPolicy's
+ * `spec.migManager.config.name` names it (docs/mig.md "The mig-parted ConfigMap").
+ */
 export const DEFAULT_MIG_PARTED_CONFIG: ConfigFileRef = {
   namespace: 'gpu-operator',
-  name: 'default-mig-parted-config',
+  name: 'gpu-reflex-mig-parted-config',
   key: 'config.yaml',
 };
 
@@ -35,6 +41,21 @@ export class KubeConfigFile implements ConfigFileOps {
   // RBAC: configmaps get
   async read(): Promise<string | undefined> {
     return (await this.readMap())?.data?.[this.ref.key];
+  }
+
+  // RBAC: configmaps get
+  async ownership(): Promise<ConfigMapOwnership | undefined> {
+    const cm = await this.readMap();
+    if (!cm) return undefined;
+    return {
+      labels: cm.metadata?.labels ?? {},
+      ownerReferences: (cm.metadata?.ownerReferences ?? []).map((o) => ({
+        apiVersion: o.apiVersion,
+        kind: o.kind,
+        name: o.name,
+        ...(o.controller !== undefined ? { controller: o.controller } : {}),
+      })),
+    };
   }
 
   // RBAC: configmaps get, create, update

@@ -264,9 +264,19 @@ export interface CardFenceOps {
 }
 
 /** A text file in one key of a ConfigMap another component reads (mig-manager's mig-parted config). */
+/** Who a ConfigMap belongs to: its labels and owner references (the GPU Operator sets a ClusterPolicy one). */
+export interface ConfigMapOwnership {
+  labels: Readonly<Record<string, string>>;
+  ownerReferences: readonly { apiVersion: string; kind: string; name: string; controller?: boolean }[];
+}
+
 export interface ConfigFileOps {
+  /** Which ConfigMap and key. */
+  readonly ref: { namespace: string; name: string; key: string };
   /** The file's text; undefined when the ConfigMap or the key is absent. */
   read(): Promise<string | undefined>;
+  /** The ConfigMap's labels and owner references; undefined when it is absent. Read only. */
+  ownership(): Promise<ConfigMapOwnership | undefined>;
   /** Rewrites it with `fn` (a conflicting write re-reads and applies `fn` again); an unchanged text writes nothing. */
   update(fn: (current: string | undefined) => string): Promise<void>;
 }

@@ -58,17 +58,68 @@ describe('applying a MIG plan through mig-manager', () => {
     const label = stepMigNode(n, undefined, at(DEFAULT_MIG_REBALANCE.configSyncSeconds));
     expect(label).toMatchObject({
       kind: 'label',
-      labels: { [MIG_CONFIG_LABEL]: start.record!.config },
-      record: { phase: 'applying' },
+      // the last run's state goes with our write: a success read later is this change's
+      labels: { [MIG_CONFIG_LABEL]: start.record!.config, [MIG_CONFIG_STATE_LABEL]: null },
+      record: { phase: 'applying', stateCleared: true },
     });
     n = run(n, label);
-    // mig-manager: pending, then success
+    expect(n.labels[MIG_CONFIG_STATE_LABEL]).toBeUndefined();
+    // mig-manager: pending (recorded as seen), then success
     n = { ...n, labels: { ...n.labels, [MIG_CONFIG_STATE_LABEL]: 'pending' } };
-    expect(stepMigNode(n, undefined, at(200)).kind).toBe('wait');
+    const seen = stepMigNode(n, undefined, at(200));
+    expect(seen).toMatchObject({ kind: 'observe', labels: {}, record: { sawPending: true } });
+    n = run(n, seen);
+    expect(stepMigNode(n, undefined, at(210)).kind).toBe('wait');
     n = { ...n, labels: { ...n.labels, [MIG_CONFIG_STATE_LABEL]: 'success' } };
-    const done = stepMigNode(n, undefined, at(300));
+    // success alone is not done: the agent's inventory, newer than the change, must show the instances
+    expect(stepMigNode(n, undefined, at(300)).kind).toBe('wait');
+    const old = { at: at(10).toISOString(), gpus: [{ index: 2, profiles: SEVEN }] };
+    expect(stepMigNode({ ...n, inventory: old }, undefined, at(300)).kind).toBe('wait');
+    const stillOld = { at: at(250).toISOString(), gpus: [{ index: 2, profiles: SEVEN }] };
+    expect(stepMigNode({ ...n, inventory: stillOld }, undefined, at(300)).kind).toBe('wait');
+    const now = { at: at(250).toISOString(), gpus: [{ index: 2, profiles: ['3g.40gb', '3g.40gb'] }] };
+    const done = stepMigNode({ ...n, inventory: now }, undefined, at(300));
     expect(done).toMatchObject({ kind: 'done', unschedulable: false, state: 'success' });
     expect(done.record).toBeUndefined();
+  });
+
+  it("never reads the last run's success as this change's: no evidence, no done; then the failure path", () => {
+    const start = stepMigNode(node(), planned, at(0));
+    const labelled = run(run(node(), start), stepMigNode(run(node(), start), undefined, at(90)));
+    // mig-manager is down: nothing writes the state; a success left over (a record from before the
+    // state was cleared) is not evidence either
+    const stale = {
+      ...labelled,
+      labels: { ...labelled.labels, [MIG_CONFIG_STATE_LABEL]: 'success' },
+      record: { ...labelled.record!, stateCleared: undefined },
+      inventory: { at: at(100).toISOString(), gpus: [{ index: 2, profiles: ['3g.40gb', '3g.40gb'] }] },
+    };
+    for (const n of [labelled, stale]) {
+      expect(stepMigNode(n, undefined, at(19 * 60)).kind).toBe('wait');
+      const failed = stepMigNode(n, undefined, at(90 + 20 * 60));
+      expect(failed).toMatchObject({
+        kind: 'failed',
+        labels: { [MIG_CONFIG_LABEL]: 'all-1g.10gb' },
+        state: 'failed',
+        record: { phase: 'failed', reason: expect.stringContaining('mig-manager never took') },
+      });
+      expect(failed.why).toContain('is mig-manager running on the node?');
+    }
+  });
+
+  it('fails when mig-manager says success but the agent never shows the instances', () => {
+    const start = stepMigNode(node(), planned, at(0));
+    let n = run(run(node(), start), stepMigNode(run(node(), start), undefined, at(90)));
+    n = {
+      ...n,
+      labels: { ...n.labels, [MIG_CONFIG_STATE_LABEL]: 'success' },
+      inventory: { at: at(200).toISOString(), gpus: [{ index: 2, profiles: SEVEN }] },
+    };
+    expect(stepMigNode(n, undefined, at(600)).kind).toBe('wait');
+    expect(stepMigNode(n, undefined, at(90 + 20 * 60)).record?.reason).toBe(
+      `mig-manager reported success for ${start.record!.config}, but within 20 min the node agent's MIG ` +
+        `inventory shows GPU 2 as 7×1g.10gb, not 2×3g.40gb`,
+    );
   });
 
   it('leaves a node that was cordoned before cordoned after', () => {
@@ -78,7 +129,8 @@ describe('applying a MIG plan through mig-manager', () => {
     const applying = {
       ...node({ unschedulable: true }),
       labels: { [MIG_CONFIG_LABEL]: start.record!.config, [MIG_CONFIG_STATE_LABEL]: 'success' },
-      record: { ...start.record!, phase: 'applying' as const },
+      record: { ...start.record!, phase: 'applying' as const, stateCleared: true },
+      inventory: { at: at(200).toISOString(), gpus: [{ index: 2, profiles: ['3g.40gb', '3g.40gb'] }] },
     };
     expect(stepMigNode(applying, undefined, at(300))).toMatchObject({ kind: 'done' });
     expect(stepMigNode(applying, undefined, at(300)).unschedulable).toBeUndefined();
@@ -89,7 +141,7 @@ describe('applying a MIG plan through mig-manager', () => {
     const applying = {
       ...node({ unschedulable: true }),
       labels: { [MIG_CONFIG_LABEL]: start.record!.config, [MIG_CONFIG_STATE_LABEL]: 'failed' },
-      record: { ...start.record!, phase: 'applying' as const },
+      record: { ...start.record!, phase: 'applying' as const, stateCleared: true },
     };
     const failed = stepMigNode(applying, undefined, at(200));
     expect(failed).toMatchObject({
@@ -100,7 +152,11 @@ describe('applying a MIG plan through mig-manager', () => {
     });
     expect(failed.unschedulable).toBeUndefined();
     expect(failed.why).toContain('the node stays cordoned for a person to look');
-    const stuck = { ...applying, labels: { ...applying.labels, [MIG_CONFIG_STATE_LABEL]: 'pending' } };
+    const stuck = {
+      ...applying,
+      labels: { ...applying.labels, [MIG_CONFIG_STATE_LABEL]: 'pending' },
+      record: { ...applying.record, sawPending: true },
+    };
     expect(stepMigNode(stuck, undefined, at(19 * 60)).kind).toBe('wait');
     expect(stepMigNode(stuck, undefined, at(20 * 60 + 1)).record?.reason).toBe(
       `mig-manager did not report success for ${start.record!.config} within 20 min (state: pending)`,

@@ -55,6 +55,13 @@ export const MigRecordSchema = z
       .max(64)
       .optional(),
     reason: z.string().max(1024).optional(),
+    /**
+     * Our label write also removed the last run's `nvidia.com/mig.config.state`, so any state seen after
+     * it was written by mig-manager for this change (it writes `pending` before anything else).
+     */
+    stateCleared: z.boolean().optional(),
+    /** `pending` (or `rebooting`) was seen after our label write. */
+    sawPending: z.boolean().optional(),
   })
   .strict();
 export type MigRecord = z.infer<typeof MigRecordSchema>;
@@ -75,6 +82,11 @@ export interface MigNodeFacts {
   heldBy?: string;
   /** The record's preempted pods still on the node (same uid), as the caller read the pods. */
   remaining?: PodRef[];
+  /**
+   * What the node agent last read through NVML (`gpu-reflex.io/mig-inventory`): when, and each GPU's
+   * instances. The evidence that a relayout happened; absent when the node has none (or a bad one).
+   */
+  inventory?: { at: string; gpus: readonly { index: number; profiles: readonly string[] }[] };
 }
 
 export interface PlannedNodeChange {
@@ -85,7 +97,7 @@ export interface PlannedNodeChange {
 
 /** What one step writes. `config`: an entry to put into the mig-parted config before the node edit. */
 export interface MigStep {
-  kind: 'start' | 'evict' | 'wait' | 'label' | 'done' | 'failed' | 'none';
+  kind: 'start' | 'evict' | 'wait' | 'observe' | 'label' | 'done' | 'failed' | 'none';
   config?: { name: string; layout: string[][] };
   labels: Record<string, string | null>;
   unschedulable?: boolean;
@@ -188,8 +200,10 @@ export function stepMigNode(
     if (elapsed < policy.configSyncSeconds * 1000) return { kind: 'wait', labels: {}, why: '' };
     return {
       kind: 'label',
-      labels: { [MIG_CONFIG_LABEL]: r.config },
-      record: { ...r, phase: 'applying', since: at },
+      // The state label is the *last* run's result: removed with our write, so a `success` read later
+      // is mig-manager's answer to this change, never the one before (issue #30).
+      labels: { [MIG_CONFIG_LABEL]: r.config, [MIG_CONFIG_STATE_LABEL]: null },
+      record: { ...r, phase: 'applying', since: at, stateCleared: true },
       why:
         `${MIG_CONFIG_LABEL}=${r.config} set; mig-manager ` +
         `reconfigures ${r.gpus.map((g) => `GPU ${g.gpu}`).join(', ')}`,
@@ -197,7 +211,19 @@ export function stepMigNode(
   }
   const state = n.labels[MIG_CONFIG_STATE_LABEL];
   const ours = n.labels[MIG_CONFIG_LABEL] === r.config;
-  if (ours && state === 'success') {
+  const late = elapsed >= policy.timeoutMinutes * 60_000;
+  if (ours && (state === 'pending' || state === 'rebooting') && !r.sawPending)
+    return {
+      kind: 'observe',
+      labels: {},
+      record: { ...r, sawPending: true },
+      why: `mig-manager took ${r.config} on ${n.name} (${MIG_CONFIG_STATE_LABEL}=${state})`,
+    };
+  // Completion from evidence: mig-manager ran for this change (pending seen, or a state written after
+  // ours removed the old one) and the agent's NVML inventory, newer than the change, shows the layout.
+  const ran = r.sawPending === true || (r.stateCleared === true && state !== undefined);
+  const gap = ours && state === 'success' && ran ? inventoryGap(r, n.inventory) : undefined;
+  if (ours && state === 'success' && ran && !gap) {
     const uncordon = r.cordoned && !n.heldBy;
     const after = uncordon
       ? '; uncordoned'
@@ -214,16 +240,21 @@ export function stepMigNode(
         `(${r.gpus.map((g) => `GPU ${g.gpu} ${layoutWords(g.to)}`).join(', ')})${after}`,
     };
   }
-  const failed = ours && state === 'failed';
-  const late = elapsed >= policy.timeoutMinutes * 60_000;
+  const failed = ours && state === 'failed' && ran;
   if (!failed && !late && ours) return { kind: 'wait', labels: {}, why: '' };
   const reason = failed
     ? `mig-manager reports ${MIG_CONFIG_STATE_LABEL}=failed for ${r.config}`
     : !ours
       ? `${MIG_CONFIG_LABEL} was changed to ${n.labels[MIG_CONFIG_LABEL] ?? '(removed)'} by someone else ` +
         `while ${r.config} was applying`
-      : `mig-manager did not report success for ${r.config} within ${policy.timeoutMinutes} min ` +
-        `(state: ${state ?? 'none'})`;
+      : !ran
+        ? `mig-manager never took ${r.config} within ${policy.timeoutMinutes} min (${MIG_CONFIG_STATE_LABEL} ` +
+          `${state === undefined ? 'never written' : `still ${state} from before`} since ` +
+          `${MIG_CONFIG_LABEL} was set: is mig-manager running on the node?)`
+        : gap
+          ? `mig-manager reported success for ${r.config}, but within ${policy.timeoutMinutes} min ${gap}`
+          : `mig-manager did not report success for ${r.config} within ${policy.timeoutMinutes} min ` +
+            `(state: ${state ?? 'none'})`;
   return {
     kind: 'failed',
     // Put the previous layout's name back only where the label is still ours.
@@ -234,6 +265,25 @@ export function stepMigNode(
       `${reason}; ${ours ? `${MIG_CONFIG_LABEL} set back to ${r.previous ?? '(none)'}, ` : ''}the node stays ` +
       `cordoned for a person to look (remove ${MIG_REBALANCE_ANNOTATION} and uncordon when done)`,
   };
+}
+
+/**
+ * Why the node agent's inventory does not (yet) show the change, or undefined when it does: it must
+ * be newer than the label write and list, for every changed GPU, exactly the instances asked for.
+ */
+function inventoryGap(r: MigRecord, inv: MigNodeFacts['inventory']): string | undefined {
+  if (!inv)
+    return `the node agent's MIG inventory (gpu-reflex.io/mig-inventory) is missing: the new instances are unconfirmed`;
+  if (Date.parse(inv.at) < Date.parse(r.since))
+    return `the node agent's MIG inventory (${inv.at}) is older than the change (${r.since})`;
+  const sorted = (l: readonly string[]) => [...l].sort().join(',');
+  for (const g of r.gpus) {
+    const have = inv.gpus.find((x) => x.index === g.gpu)?.profiles;
+    if (!have) return `the node agent's MIG inventory does not list GPU ${g.gpu}`;
+    if (sorted(have) !== sorted(g.to))
+      return `the node agent's MIG inventory shows GPU ${g.gpu} as ${layoutWords(have)}, not ${layoutWords(g.to)}`;
+  }
+  return undefined;
 }
 
 /** The record on a node, or undefined (a corrupt one reads as absent and is reported). */

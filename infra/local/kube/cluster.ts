@@ -59,12 +59,12 @@ export class Cluster {
 
   constructor(
     readonly clock: Clock,
-    options: { migLayouts?: MigLayouts; migReconfigureSeconds?: number } = {},
+    options: { migLayouts?: MigLayouts; migReconfigureSeconds?: number; migManagerConfig?: string } = {},
   ) {
     this.lifecycle = new Lifecycle(
       this.store,
       clock,
-      new MigManager(options.migLayouts ?? {}, options.migReconfigureSeconds ?? 30),
+      new MigManager(options.migLayouts ?? {}, options.migReconfigureSeconds ?? 30, options.migManagerConfig),
     );
     // Controllers create pods through the same admission as clients (quota can refuse them).
     this.lifecycle.admit = (pod) => this.prepareCreate(PODS, pod.metadata.namespace ?? '', pod) as Pod;

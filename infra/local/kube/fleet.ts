@@ -5,7 +5,7 @@ import { ApiError } from './errors.ts';
 import { parseYamlText } from '../../../functions/lib/yaml-text.ts';
 import { COMPLETE_AFTER } from './lifecycle.ts';
 import { READY_AFTER } from './readiness.ts';
-import { MIG_PARTED_CONFIGMAP } from './mig-manager.ts';
+import { OPERATOR_MIG_PARTED_CONFIGMAP, OPERATOR_SHIPPED_MIG_CONFIG } from './mig-manager.ts';
 import { resource, resourceForKind } from './resources.ts';
 
 /**
@@ -151,6 +151,12 @@ export const FleetSchema = z
     /** Layouts the simulated mig-manager applies when a node's `nvidia.com/mig.config` label names one. */
     migConfigs: z.record(z.string(), Resources).default({}),
     migReconfigureSeconds: z.number().nonnegative().default(30),
+    /**
+     * The ClusterPolicy's `spec.migManager.config.name`: the mig-parted ConfigMap mig-manager reads.
+     * Default gpu-reflex's own (as its install sets it, docs/mig.md); `default-mig-parted-config` is
+     * the GPU Operator's, which it rewrites on every reconcile (mig-manager.ts GPU Operator stand-in).
+     */
+    migManagerConfig: z.string().min(1).default('gpu-reflex-mig-parted-config'),
     /** Escape hatch: raw manifests of any served kind, created after everything else. */
     objects: z
       .array(
@@ -266,14 +272,15 @@ export function seedFleet(cluster: Cluster, fleet: ParsedFleet): void {
     }
   }
   // A fleet with MIG nodes under the mixed strategy runs NVIDIA's mig-manager (the simulated one in
-  // mig-manager.ts): the GPU Operator installs its namespace and an empty mig-parted config.
+  // mig-manager.ts): the GPU Operator installs its namespace, and its own default mig-parted config
+  // only when the ClusterPolicy names no other (gpu-operator object_controls.go createConfigMap).
   if (fleet.nodes.some((g) => g.labels?.['nvidia.com/mig.strategy'] === 'mixed')) {
-    const { namespace, name, key } = MIG_PARTED_CONFIGMAP;
+    const { namespace, name, key } = OPERATOR_MIG_PARTED_CONFIGMAP;
     if (!cluster.store.get('namespaces', '', namespace))
       run(`namespace ${namespace}`, () => create('namespaces', '', { metadata: { name: namespace } }));
-    if (!cluster.store.get('configmaps', namespace, name))
+    if (fleet.migManagerConfig === name && !cluster.store.get('configmaps', namespace, name))
       run(`configmap ${namespace}/${name}`, () =>
-        create('configmaps', namespace, { metadata: { name }, data: { [key]: 'version: v1\nmig-configs: {}\n' } }),
+        create('configmaps', namespace, { metadata: { name }, data: { [key]: OPERATOR_SHIPPED_MIG_CONFIG } }),
       );
   }
   for (const ns of fleet.namespaces) {

@@ -60,6 +60,7 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
   const cluster = new Cluster(clock, {
     migLayouts: fleet.migConfigs,
     migReconfigureSeconds: fleet.migReconfigureSeconds,
+    migManagerConfig: fleet.migManagerConfig,
   });
   seedFleet(cluster, fleet);
 

@@ -169,6 +169,7 @@ mig-configs:
     ],
     namespaces: [{ name: 'gpu-operator' }],
     migReconfigureSeconds: 20,
+    migManagerConfig: 'default-mig-parted-config',
   };
   let sim: KubeSim;
   beforeEach(async () => {
@@ -213,5 +214,127 @@ mig-configs:
     ["another model's profile names", 'a100-40-names'],
   ])('fails %s and leaves the resources as they were', async (_, name) => {
     expect(await apply(name)).toEqual({ state: 'failed', alloc: { 'nvidia.com/mig-7g.80gb': '2' } });
+  });
+});
+
+describe('the simulated GPU Operator reconciles its own mig-parted ConfigMap when a GPU node joins', () => {
+  const ENTRY = `version: v1
+mig-configs:
+  gpu-reflex-h100-0-aaaaaaaa:
+    - devices: all
+      mig-enabled: true
+      mig-devices: { 3g.40gb: 2 }
+`;
+  const fleetWith = (migManagerConfig: string): Fleet => ({
+    nodes: [
+      {
+        name: 'h100',
+        labels: {
+          'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3',
+          'nvidia.com/gpu.count': '2',
+          'nvidia.com/mig.strategy': 'mixed',
+        },
+        allocatable: { cpu: '190', memory: '1800Gi', 'nvidia.com/mig-7g.80gb': 2 },
+      },
+    ],
+    namespaces: [{ name: 'gpu-operator' }],
+    migReconfigureSeconds: 20,
+    migManagerConfig,
+  });
+  let sim: KubeSim | undefined;
+  afterEach(() => sim?.close());
+
+  /** Our entry written, the label set, then a GPU node joins while mig-manager is still at work. */
+  async function relayoutWithReconcile(configMap: string) {
+    sim = await startKubeSim({ fleet: fleetWith(configMap) });
+    const c = clients(sim);
+    const body = { metadata: { name: configMap, namespace: 'gpu-operator' }, data: { 'config.yaml': ENTRY } };
+    if (sim.store.get('configmaps', 'gpu-operator', configMap))
+      await c.core.replaceNamespacedConfigMap({ name: configMap, namespace: 'gpu-operator', body });
+    else await c.core.createNamespacedConfigMap({ namespace: 'gpu-operator', body });
+    await c.core.patchNode(
+      { name: 'h100', body: { metadata: { labels: { 'nvidia.com/mig.config': 'gpu-reflex-h100-0-aaaaaaaa' } } } },
+      patchWith(k8s.PatchStrategy.MergePatch),
+    );
+    sim.advance(5_000);
+    await c.core.createNode({
+      body: { metadata: { name: 'h100-new', labels: { 'nvidia.com/gpu.product': 'NVIDIA-H100-80GB-HBM3' } } },
+    });
+    sim.advance(20_000);
+    const n = sim.store.node('h100')!;
+    const cm = sim.store.get('configmaps', 'gpu-operator', configMap) as unknown as { data: Record<string, string> };
+    return {
+      state: n.metadata.labels?.['nvidia.com/mig.config.state'],
+      alloc: n.status?.allocatable?.['nvidia.com/mig-3g.40gb'],
+      entryKept: cm.data['config.yaml']!.includes('gpu-reflex-h100-0-aaaaaaaa'),
+    };
+  }
+
+  it("wipes entries written into its default-mig-parted-config: mig-manager then fails on the node's label", async () => {
+    expect(await relayoutWithReconcile('default-mig-parted-config')).toEqual({
+      state: 'failed',
+      alloc: undefined,
+      entryKept: false,
+    });
+  });
+
+  it('leaves the ConfigMap the ClusterPolicy names alone: the layout lands', async () => {
+    expect(await relayoutWithReconcile('gpu-reflex-mig-parted-config')).toEqual({
+      state: 'success',
+      alloc: '4',
+      entryKept: true,
+    });
+    expect(sim!.store.get('configmaps', 'gpu-operator', 'default-mig-parted-config')).toBeUndefined();
+  });
+});
+
+describe('the simulated mig-manager can be down on a node', () => {
+  const down: Fleet = {
+    nodes: [
+      {
+        name: 'h100',
+        labels: {
+          'nvidia.com/mig.strategy': 'mixed',
+          'nvidia.com/mig.config': 'all-balanced',
+          'nvidia.com/mig.config.state': 'success',
+          'nvidia.com/gpu.deploy.mig-manager': 'false',
+        },
+        allocatable: { cpu: '190', memory: '1800Gi', 'nvidia.com/mig-1g.10gb': 16 },
+      },
+    ],
+    namespaces: [{ name: 'gpu-operator' }],
+    daemonSets: [
+      {
+        name: 'nvidia-mig-manager',
+        namespace: 'gpu-operator',
+        labels: { app: 'nvidia-mig-manager' },
+        image: 'nvcr.io/nvidia/cloud-native/k8s-mig-manager:v0.12.1',
+        nodeSelector: { 'nvidia.com/gpu.deploy.mig-manager': 'true' },
+        requests: { cpu: '50m', memory: '64Mi' },
+      },
+    ],
+    migConfigs: { 'all-1g.10gb': { 'nvidia.com/mig-1g.10gb': 56 } },
+    migReconfigureSeconds: 20,
+  };
+  let sim: KubeSim;
+  afterEach(() => sim.close());
+
+  it('answers nothing while its DaemonSet has no Running pod there, and applies the label once it runs', async () => {
+    sim = await startKubeSim({ fleet: down });
+    const c = clients(sim);
+    const label = (labels: Record<string, string>) =>
+      c.core.patchNode({ name: 'h100', body: { metadata: { labels } } }, patchWith(k8s.PatchStrategy.MergePatch));
+    const state = () => sim.store.node('h100')!.metadata.labels?.['nvidia.com/mig.config.state'];
+    await label({ 'nvidia.com/mig.config': 'all-1g.10gb' });
+    sim.advance(600_000);
+    // the last run's success stays; nobody wrote pending or applied the layout
+    expect(state()).toBe('success');
+    expect(sim.store.node('h100')!.status?.allocatable?.['nvidia.com/mig-1g.10gb']).toBe('16');
+    await label({ 'nvidia.com/gpu.deploy.mig-manager': 'true' });
+    for (let i = 0; i < 10 && state() !== 'pending'; i++) sim.advance(5_000);
+    expect(state()).toBe('pending');
+    sim.advance(20_000);
+    expect(state()).toBe('success');
+    expect(sim.store.node('h100')!.status?.allocatable?.['nvidia.com/mig-1g.10gb']).toBe('56');
   });
 });

@@ -44,17 +44,41 @@ export class MigManager {
   /** Nodes where a new mig-manager pod started since the last settle. */
   private readonly started = new Set<string>();
 
+  /** A GPU node joined since the last settle: the GPU Operator reconciles its ClusterPolicy. */
+  private reconcile = false;
+
   constructor(
     private readonly layouts: MigLayouts,
     private readonly reconfigureSeconds: number,
+    /** The ClusterPolicy's `spec.migManager.config.name` (its default: the operator's own ConfigMap). */
+    private readonly configMap: string = OPERATOR_MIG_PARTED_CONFIGMAP.name,
   ) {}
 
   observe(e: StoreEvent): void {
     if (e.resource === 'pods') return this.observePod(e);
+    // The GPU Operator reconciles when a GPU node is created (clusterpolicy_controller.go
+    // addWatchNewGPUNode: a Create of a node with GPU labels), which the autoscaler causes.
+    if (e.resource === 'nodes' && e.type === 'ADDED' && hasGpuLabels(e.object.metadata.labels)) this.reconcile = true;
     if (e.resource !== 'nodes' || e.type !== 'MODIFIED') return;
     const before = e.previous?.metadata.labels?.[CONFIG];
     const after = e.object.metadata.labels?.[CONFIG];
     if (after !== undefined && after !== before) this.work.set(e.object.metadata.name, { config: after });
+  }
+
+  /**
+   * The GPU Operator's ClusterPolicy reconcile, as far as MIG goes: its own `default-mig-parted-config` is
+   * replaced with the shipped content whenever it exists (object_controls.go createConfigMap: Create, or
+   * Update when it exists — whatever anyone wrote into it is gone); a ConfigMap the ClusterPolicy names
+   * instead is never touched (and the default is not created then).
+   */
+  private reconcileOperator(store: Store): void {
+    this.reconcile = false;
+    const { namespace, name, key } = OPERATOR_MIG_PARTED_CONFIGMAP;
+    if (this.configMap !== name) return;
+    const cm = store.get('configmaps', namespace, name) as
+      (ReturnType<Store['get']> & { data?: Record<string, string> }) | undefined;
+    if (!cm || cm.data?.[key] === OPERATOR_SHIPPED_MIG_CONFIG) return;
+    store.put('configmaps', { ...cm, data: { [key]: OPERATOR_SHIPPED_MIG_CONFIG } });
   }
 
   /** A new mig-manager pod on a node that had one: it starts, and applies the node's config. */
@@ -74,6 +98,7 @@ export class MigManager {
 
   /** Writes due state changes; returns nothing, every change goes through the store. */
   settle(store: Store, now: number): void {
+    if (this.reconcile) this.reconcileOperator(store);
     // Its informer's first sight of the Node: whatever the label names (no label: it waits).
     for (const name of this.started) {
       const config = store.node(name)?.metadata.labels?.[CONFIG];
@@ -86,6 +111,8 @@ export class MigManager {
         if (!node) this.work.delete(name);
         continue;
       }
+      // Down on this node: nothing answers the label (no `pending`, no `success`) until its pod runs.
+      if (job.due === undefined && !runsOn(store, name)) continue;
       if (job.due === undefined) {
         job.due = now + this.reconfigureSeconds * 1000;
         store.put('nodes', withLabels(node, { [STATE]: 'pending' }));
@@ -100,7 +127,7 @@ export class MigManager {
         continue;
       }
       // Not a fleet layout: the mig-parted config in its ConfigMap, as the real mig-manager reads it.
-      const parted = partedLayout(store, job.config, node);
+      const parted = partedLayout(store, this.configMap, job.config, node);
       store.put(
         'nodes',
         parted
@@ -109,6 +136,46 @@ export class MigManager {
       );
     }
   }
+}
+
+/** GPU labels as the operator's node watch means them (hasGPULabels: GPU Feature Discovery's or NFD's PCI label). */
+function hasGpuLabels(labels: Record<string, string> | undefined): boolean {
+  return Object.keys(labels ?? {}).some(
+    (k) =>
+      k === 'nvidia.com/gpu.present' ||
+      k === 'nvidia.com/gpu.product' ||
+      k.startsWith('feature.node.kubernetes.io/pci-10de'),
+  );
+}
+
+/**
+ * Whether mig-manager runs on the node. Under the GPU Operator it is the `nvidia-mig-manager`
+ * DaemonSet, which the operator schedules only where `nvidia.com/gpu.deploy.mig-manager` is `true`
+ * (NVIDIA/gpu-operator assets/state-mig-manager/0600_daemonset.yaml nodeSelector); a node without its
+ * Running pod has no mig-manager, and the label is answered by nobody (issue #30's "mig-manager down").
+ * A fleet that declares no such DaemonSet is taken to run it everywhere, as before.
+ */
+function runsOn(store: Store, node: string): boolean {
+  const { namespace, labels } = MIG_MANAGER_POD;
+  const matches = (l: Record<string, string> | undefined) => Object.entries(labels).every(([k, v]) => l?.[k] === v);
+  const declared = store
+    .list('daemonsets.apps', namespace)
+    .some((d) =>
+      matches(
+        (d.spec as { template?: { metadata?: { labels?: Record<string, string> } } } | undefined)?.template?.metadata
+          ?.labels,
+      ),
+    );
+  if (!declared) return true;
+  return store
+    .podsOnNode(node)
+    .some(
+      (p) =>
+        p.metadata.namespace === namespace &&
+        matches(p.metadata.labels) &&
+        p.status?.phase === 'Running' &&
+        !p.metadata.deletionTimestamp,
+    );
 }
 
 function withLabels(node: Node, labels: Record<string, string>): Node {
@@ -139,12 +206,18 @@ function applyLayout(node: Node, layout: Record<string, string | number>, at: st
   };
 }
 
-/** Where the simulated mig-manager reads its mig-parted config (the GPU Operator's default). */
-export const MIG_PARTED_CONFIGMAP = {
+/**
+ * The GPU Operator's own mig-parted ConfigMap (NVIDIA/gpu-operator MigPartedDefaultConfigMapName). mig-manager
+ * reads it unless the ClusterPolicy's `spec.migManager.config.name` names another, in the same namespace, key
+ * `config.yaml` (object_controls.go: the DaemonSet's `mig-parted-config` volume takes that name).
+ */
+export const OPERATOR_MIG_PARTED_CONFIGMAP = {
   namespace: 'gpu-operator',
   name: 'default-mig-parted-config',
   key: 'config.yaml',
 } as const;
+/** What the simulated operator ships in it: no layouts of its own (the fleet's `migConfigs` stand for those). */
+export const OPERATOR_SHIPPED_MIG_CONFIG = 'version: v1\nmig-configs: {}\n';
 /** The simulator's own record of each GPU's layout after a per-device config (node-gpus.ts reads it). */
 export const SIM_GPU_LAYOUT_ANNOTATION = 'sim.gpu-reflex.io/mig-layout';
 
@@ -157,14 +230,15 @@ export const SIM_GPU_LAYOUT_ANNOTATION = 'sim.gpu-reflex.io/mig-layout';
  */
 function partedLayout(
   store: Store,
+  configMap: string,
   config: string,
   node: Node,
 ): { perGpu: string[][]; resources: Record<string, number> } | undefined {
   const gpus = Number(node.metadata.labels?.['nvidia.com/gpu.count'] ?? 1) || 1;
   const model = simMigModel(node.metadata.labels?.['nvidia.com/gpu.product'] ?? '');
-  const cm = store.get('configmaps', MIG_PARTED_CONFIGMAP.namespace, MIG_PARTED_CONFIGMAP.name) as
+  const cm = store.get('configmaps', OPERATOR_MIG_PARTED_CONFIGMAP.namespace, configMap) as
     { data?: Record<string, string> } | undefined;
-  const text = cm?.data?.[MIG_PARTED_CONFIGMAP.key];
+  const text = cm?.data?.[OPERATOR_MIG_PARTED_CONFIGMAP.key];
   if (!text) return undefined;
   let parsed: {
     'mig-configs'?: Record<
