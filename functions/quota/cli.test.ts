@@ -30,8 +30,9 @@ describe('gpu-reflex quota plan', () => {
     expect(await main(['quota', 'plan', '--config', TEAMS, '--fleet', MIXED], io, {})).toBe(0);
     expect(err).toEqual([]);
     expect(out[0]).toMatch(/^TEAM\s+NAMESPACE\s+RESOURCE\s+USED\s+NOW\s+NEW$/);
-    expect(out).toContainEqual(expect.stringMatching(/^training\s+ml-train\s+nvidia\.com\/gpu\s+16\s+-\s+16\s+new$/));
-    expect(out).toContainEqual(expect.stringMatching(/^inference\s+ml-infer\s+nvidia\.com\/gpu\s+3\s+-\s+4\s+new$/));
+    // 28 shared, 19 used: the 9 free go 3:2:1 over research's guarantee (2): 4, 3 and 2.
+    expect(out).toContainEqual(expect.stringMatching(/^training\s+ml-train\s+nvidia\.com\/gpu\s+16\s+-\s+20\s+new$/));
+    expect(out).toContainEqual(expect.stringMatching(/^inference\s+ml-infer\s+nvidia\.com\/gpu\s+3\s+-\s+6\s+new$/));
     expect(out).toContain('nvidia.com/gpu: capacity 28, 28 shared out (overcommit 1.1, buffer 2)');
     const json = capture();
     expect(await main(['quota', 'plan', '--config', TEAMS, '--fleet', MIXED, '--json'], json.io, {})).toBe(0);
@@ -39,10 +40,19 @@ describe('gpu-reflex quota plan', () => {
       namespaces: { namespace: string; hard: Record<string, number> }[];
     };
     expect(plan.namespaces.map((n) => [n.namespace, n.hard['requests.nvidia.com/gpu']])).toEqual([
-      ['ml-infer', 4],
+      ['ml-infer', 6],
       ['research', 2],
-      ['ml-train', 16],
+      ['ml-train', 20],
     ]);
+  });
+
+  it('gives two idle teams of equal weight on an empty 16-GPU cluster 8 GPUs each (never stranded)', async () => {
+    const { io, out } = capture();
+    const args = ['--config', join(REPO_ROOT, 'infra/local/scenarios/quota-two-teams.yaml')];
+    args.push('--fleet', join(REPO_ROOT, 'infra/local/scenarios/fleets/empty-16.yaml'));
+    expect(await main(['quota', 'plan', ...args], io, {})).toBe(0);
+    expect(out).toContainEqual(expect.stringMatching(/^a\s+team-a\s+nvidia\.com\/gpu\s+0\s+-\s+8\s+new$/));
+    expect(out).toContainEqual(expect.stringMatching(/^b\s+team-b\s+nvidia\.com\/gpu\s+0\s+-\s+8\s+new$/));
   });
 
   it('names the bad field of a configuration, and a limits. key with why', async () => {
