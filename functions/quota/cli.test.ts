@@ -111,4 +111,48 @@ describe('gpu-reflex quota rollback', () => {
     await main(['quota', 'rollback', '--kubeconfig', kc, '--config', config], again.io, {});
     expect(again.out[0]).toBe('rolled back ml: requests.nvidia.com/gpu 4 → 6; held from rewrites for 60 min');
   });
+
+  it('deletes a quota gpu-reflex created, and refuses to go below usage without --force', async () => {
+    const quota = (ns: string, previous: string, gpus: string) => ({
+      apiVersion: 'v1',
+      kind: 'ResourceQuota',
+      metadata: { name: 'gpu-reflex', namespace: ns, annotations: { 'gpu-reflex.io/previous-hard': previous } },
+      spec: { hard: { 'requests.nvidia.com/gpu': gpus } },
+    });
+    sim = await startKubeSim({
+      fleet: {
+        nodes: [{ name: 'gpu', allocatable: { 'nvidia.com/gpu': 8 } }],
+        namespaces: [{ name: 'ml' }, { name: 'nlp' }],
+        objects: [quota('ml', 'null', '8'), quota('nlp', '{"requests.nvidia.com/gpu":"2"}', '6')],
+        pods: [{ name: 'run', namespace: 'nlp', count: 4, requests: { 'nvidia.com/gpu': 1 } }],
+      },
+    });
+    const kc = join(dir, 'kubeconfig-created');
+    sim.writeKubeconfig(kc);
+    const config = join(dir, 'teams-two.yaml');
+    writeFileSync(config, 'teams: [{ name: ml, namespaces: [ml] }, { name: nlp, namespaces: [nlp] }]\n');
+    const q = (ns: string) =>
+      sim!.store.get('resourcequotas', ns, 'gpu-reflex') as unknown as
+        { spec: { hard: Record<string, string> } } | undefined;
+    const first = capture();
+    expect(await main(['quota', 'rollback', '--kubeconfig', kc, '--config', config], first.io, {})).toBe(1);
+    expect(first.out).toEqual([
+      'rolled back ml: deleted the quota gpu-reflex had created (requests.nvidia.com/gpu 8 → unset); ' +
+        'rewrite-quotas writes it again at its next round',
+      'refused nlp: going back would put it below what it uses: requests.nvidia.com/gpu 2 < 4 used; nothing ' +
+        'changed (gpu-reflex quota rollback --force to roll back anyway)',
+      'no bus given (--endpoint): Quota Rewritten not published',
+    ]);
+    expect(q('ml')).toBeUndefined();
+    expect(q('nlp')?.spec.hard).toEqual({ 'requests.nvidia.com/gpu': '6' });
+    const forced = capture();
+    const args = ['quota', 'rollback', '--kubeconfig', kc, '--config', config, '--namespace', 'nlp', '--force'];
+    expect(await main(args, forced.io, {})).toBe(0);
+    expect(forced.out.slice(0, 2)).toEqual([
+      'rolled back nlp: requests.nvidia.com/gpu 6 → 2; held from rewrites for 60 min',
+      'warning: nlp: going back would put it below what it uses: requests.nvidia.com/gpu 2 < 4 used: its running ' +
+        'pods stay, new ones are refused until they fit',
+    ]);
+    expect(q('nlp')?.spec.hard).toEqual({ 'requests.nvidia.com/gpu': '2' });
+  });
 });

@@ -83,7 +83,8 @@ describe('rewrite-quotas', () => {
     expect([await hard('ml'), await hard('nlp')]).toEqual(['16', '8']);
     const q = await kube.quotas.getQuota('ml', 'gpu-reflex');
     expect(q?.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'gpu-reflex' });
-    expect(q?.annotations?.[PREVIOUS_HARD_ANNOTATION]).toBe('{}');
+    // There was no quota: a rollback deletes this one (null, not {}).
+    expect(q?.annotations?.[PREVIOUS_HARD_ANNOTATION]).toBe('null');
     expect((await kube.quotas.getLimitRange('ml', 'gpu-reflex'))?.limits).toEqual([
       { type: 'Container', default: { [GPU]: '1' }, defaultRequest: { [GPU]: '1' }, max: { [GPU]: '8' } },
     ]);
@@ -142,5 +143,44 @@ describe('rewrite-quotas', () => {
     await clock.advance(61 * 60_000);
     expect((await rewriteQuotas(deps)).held).toEqual([]);
     expect(await hard('ml')).toBe('8');
+  });
+
+  it('rolls a quota it created back to absence: deleted, not emptied, not held; the next round writes it again', async () => {
+    await rewriteQuotas(deps);
+    const r = await rollbackQuotas(deps, ['nlp'], 60);
+    expect(r.restored).toEqual([{ namespace: 'nlp', from: { [K]: '8' }, to: {}, deleted: true, warnings: [] }]);
+    expect(await kube.quotas.getQuota('nlp', 'gpu-reflex')).toBeUndefined();
+    expect(events().at(-1)).toMatchObject({ namespace: 'nlp', changes: [{ resource: K, from: '8', to: null }] });
+    expect(events().at(-1)?.reason).toMatch(/gpu-reflex had created this quota, so it is deleted/);
+    const next = await rewriteQuotas(deps);
+    expect(next.held).toEqual([]);
+    expect(await hard('nlp')).toBe('8');
+  });
+
+  it('refuses to roll back below what a namespace uses unless forced, and says so', async () => {
+    await rewriteQuotas(deps);
+    await kube.nodes.addTaint('gpu-2', { key: DEFAULT_TAINT_KEY, value: 'xid-79', effect: 'NoSchedule' });
+    await rewriteQuotas(deps); // ml 16 → 8 (previous 16)
+    // ml now runs 12 (status.used, as the API server counts it) and its previous value says 10.
+    const q = kube.cluster.quotas.get('ml/gpu-reflex')!;
+    q.used = { [K]: '12' };
+    q.annotations = { ...q.annotations, [PREVIOUS_HARD_ANNOTATION]: JSON.stringify({ [K]: '10' }) };
+    const refused = await rollbackQuotas(deps, ['ml'], 60);
+    expect(refused.restored).toEqual([]);
+    expect(refused.refused).toEqual([
+      {
+        namespace: 'ml',
+        why:
+          'going back would put it below what it uses: requests.nvidia.com/gpu 10 < 12 used; nothing changed ' +
+          '(gpu-reflex quota rollback --force to roll back anyway)',
+      },
+    ]);
+    expect(await hard('ml')).toBe('8');
+    const forced = await rollbackQuotas(deps, ['ml'], 60, { force: true });
+    expect(forced.restored[0]?.warnings).toEqual([
+      'going back would put it below what it uses: requests.nvidia.com/gpu 10 < 12 used: its running pods stay, ' +
+        'new ones are refused until they fit',
+    ]);
+    expect(await hard('ml')).toBe('10');
   });
 });
