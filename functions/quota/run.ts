@@ -22,7 +22,7 @@ import { mergeOutbox } from '../lib/outbox.ts';
 import { withLease } from '../lib/reflex.ts';
 import { resourcesOf, type QuotaConfig } from './core/config.ts';
 import { planQuotas, quotaKey, type NamespaceQuota, type QuotaPlan } from './core/planner.ts';
-import { quotaFacts } from './facts.ts';
+import { quotaFacts, type CapacityOut } from './facts.ts';
 
 export const PREVIOUS_HARD_ANNOTATION = 'gpu-reflex.io/previous-hard';
 export const HOLD_UNTIL_ANNOTATION = 'gpu-reflex.io/quota-hold-until';
@@ -63,6 +63,7 @@ function quotaEvent(
   changes: EventChange[],
   reason: string,
   now: number,
+  capacity?: QuotaRewrittenDetail['capacity'],
 ): PublishedEvent {
   const digest = createHash('sha256').update(JSON.stringify(changes)).digest('hex').slice(0, 12);
   const detail: QuotaRewrittenDetail = {
@@ -73,9 +74,30 @@ function quotaEvent(
     quota: deps.config.quotaName,
     changes: changes.slice(0, 64),
     reason: reason.slice(0, 2048),
+    ...(capacity ? { capacity } : {}),
     dryRun: false,
   };
   return { source: SOURCES.functions, detailType: QUOTA_REWRITTEN, detail, resources: [`namespace/${namespace}`] };
+}
+
+/** The event's account of capacity: what was shared out, and what was left out and why (facts.ts). */
+function capacityOf(plan: QuotaPlan, out: readonly CapacityOut[]): NonNullable<QuotaRewrittenDetail['capacity']> {
+  return {
+    resources: Object.entries(plan.pool)
+      .filter(([, p]) => !p.unit)
+      .slice(0, 64)
+      .map(([resource, p]) => ({ resource, capacity: p.capacity, shared: p.shared })),
+    out: out.slice(0, 64).map((o) => ({ ...o, why: o.why.slice(0, 256) })),
+  };
+}
+
+/** `capacity nvidia.com/gpu 7: a100-0: 1 GPU fenced by remediation`, when something is left out. */
+function capacityWords(c: NonNullable<QuotaRewrittenDetail['capacity']>): string[] {
+  if (c.out.length === 0) return [];
+  const gpu = c.resources.find((r) => r.resource === 'nvidia.com/gpu') ?? c.resources[0];
+  return [
+    `capacity${gpu ? ` ${gpu.resource} ${gpu.capacity}` : ''}: ${c.out.map((o) => `${o.node}: ${o.why}`).join(', ')}`,
+  ];
 }
 
 /** Publishes what a namespace's outbox holds, then clears what went (the outbox rule). */
@@ -136,6 +158,7 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
       ]);
       const facts = quotaFacts(deps.config, nodes, pods, quotas);
       const plan = planQuotas(deps.config, facts);
+      const capacity = capacityOf(plan, facts.out);
       const now = deps.clock.now();
       const changed: string[] = [];
       const held: string[] = [];
@@ -156,7 +179,9 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
             labels: { ...MANAGED_BY },
           });
         if (nq.changes.length === 0 && current) continue;
-        const events = await record(deps, nq.namespace, quotaEvent(deps, nq.namespace, changesOf(nq), nq.reason, now));
+        const reason = [nq.reason, ...capacityWords(capacity)].join('; ');
+        const event = quotaEvent(deps, nq.namespace, changesOf(nq), reason, now, capacity);
+        const events = await record(deps, nq.namespace, event);
         await deps.quotas.applyQuota(nq.namespace, deps.config.quotaName, {
           hard: hardStrings(nq, current),
           labels: { ...MANAGED_BY },
