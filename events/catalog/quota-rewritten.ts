@@ -19,6 +19,38 @@ export const QuotaRewrittenDetailSchema = z
       .min(1)
       .max(64),
     reason: z.string().min(1).max(2048),
+    /**
+     * Additive (2026-12, issue #30): the capacity the planner shared out at this rewrite, and what it
+     * left out and why — a node not Ready, cordoned, draining or awaiting repair, or `gpus` whole GPUs
+     * fenced by remediation on a node that stays. Absent from rollbacks and older producers.
+     */
+    capacity: z
+      .object({
+        resources: z
+          .array(
+            z
+              .object({
+                resource: z.string().min(1).max(253),
+                capacity: z.number().int().nonnegative(),
+                shared: z.number().int().nonnegative(),
+              })
+              .strict(),
+          )
+          .max(64),
+        out: z
+          .array(
+            z
+              .object({
+                node: z.string().min(1).max(253),
+                why: z.string().min(1).max(256),
+                gpus: z.number().int().positive().optional(),
+              })
+              .strict(),
+          )
+          .max(64),
+      })
+      .strict()
+      .optional(),
     dryRun: z.boolean(),
   })
   .strict();

@@ -207,11 +207,15 @@ export async function quotaRollback(
       .map(([k, v]) => `${k} ${v}`)
       .join(', ') || 'none';
   const lines = [
-    ...r.restored.map(
-      (x) =>
-        `${dryRun ? 'would roll back' : 'rolled back'} ${x.namespace}: ${values(x.from)} → ${values(x.to)}, held ` +
-        `from rewrites for ${ROLLBACK_HOLD_MINUTES} min`,
-    ),
+    ...r.restored.flatMap((x) => [
+      x.deleted
+        ? `${dryRun ? 'would delete' : 'deleted'} ${x.namespace}'s quota (${values(x.from)}): gpu-reflex had ` +
+          'created it; rewrite-quotas writes it again at its next round'
+        : `${dryRun ? 'would roll back' : 'rolled back'} ${x.namespace}: ${values(x.from)} → ${values(x.to)}, held ` +
+          `from rewrites for ${ROLLBACK_HOLD_MINUTES} min`,
+      ...x.warnings.map((w) => `warning: ${x.namespace}: ${w}`),
+    ]),
+    ...r.refused.map((x) => `${x.namespace}: refused: ${x.why}`),
     ...r.skipped.map((x) => `${x.namespace}: ${x.why}`),
   ];
   return (dryRun ? ['dry run, nothing changed:', ...lines] : lines).join('\n') || 'no gpu-reflex quota to roll back';

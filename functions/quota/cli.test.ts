@@ -30,8 +30,9 @@ describe('gpu-reflex quota plan', () => {
     expect(await main(['quota', 'plan', '--config', TEAMS, '--fleet', MIXED], io, {})).toBe(0);
     expect(err).toEqual([]);
     expect(out[0]).toMatch(/^TEAM\s+NAMESPACE\s+RESOURCE\s+USED\s+NOW\s+NEW$/);
-    expect(out).toContainEqual(expect.stringMatching(/^training\s+ml-train\s+nvidia\.com\/gpu\s+16\s+-\s+16\s+new$/));
-    expect(out).toContainEqual(expect.stringMatching(/^inference\s+ml-infer\s+nvidia\.com\/gpu\s+3\s+-\s+4\s+new$/));
+    // 28 shared, 19 used: the 9 free go 3:2:1 over research's guarantee (2): 4, 3 and 2.
+    expect(out).toContainEqual(expect.stringMatching(/^training\s+ml-train\s+nvidia\.com\/gpu\s+16\s+-\s+20\s+new$/));
+    expect(out).toContainEqual(expect.stringMatching(/^inference\s+ml-infer\s+nvidia\.com\/gpu\s+3\s+-\s+6\s+new$/));
     expect(out).toContain('nvidia.com/gpu: capacity 28, 28 shared out (overcommit 1.1, buffer 2)');
     const json = capture();
     expect(await main(['quota', 'plan', '--config', TEAMS, '--fleet', MIXED, '--json'], json.io, {})).toBe(0);
@@ -39,10 +40,19 @@ describe('gpu-reflex quota plan', () => {
       namespaces: { namespace: string; hard: Record<string, number> }[];
     };
     expect(plan.namespaces.map((n) => [n.namespace, n.hard['requests.nvidia.com/gpu']])).toEqual([
-      ['ml-infer', 4],
+      ['ml-infer', 6],
       ['research', 2],
-      ['ml-train', 16],
+      ['ml-train', 20],
     ]);
+  });
+
+  it('gives two idle teams of equal weight on an empty 16-GPU cluster 8 GPUs each (never stranded)', async () => {
+    const { io, out } = capture();
+    const args = ['--config', join(REPO_ROOT, 'infra/local/scenarios/quota-two-teams.yaml')];
+    args.push('--fleet', join(REPO_ROOT, 'infra/local/scenarios/fleets/empty-16.yaml'));
+    expect(await main(['quota', 'plan', ...args], io, {})).toBe(0);
+    expect(out).toContainEqual(expect.stringMatching(/^a\s+team-a\s+nvidia\.com\/gpu\s+0\s+-\s+8\s+new$/));
+    expect(out).toContainEqual(expect.stringMatching(/^b\s+team-b\s+nvidia\.com\/gpu\s+0\s+-\s+8\s+new$/));
   });
 
   it('names the bad field of a configuration, and a limits. key with why', async () => {
@@ -100,5 +110,49 @@ describe('gpu-reflex quota rollback', () => {
     const again = capture();
     await main(['quota', 'rollback', '--kubeconfig', kc, '--config', config], again.io, {});
     expect(again.out[0]).toBe('rolled back ml: requests.nvidia.com/gpu 4 → 6; held from rewrites for 60 min');
+  });
+
+  it('deletes a quota gpu-reflex created, and refuses to go below usage without --force', async () => {
+    const quota = (ns: string, previous: string, gpus: string) => ({
+      apiVersion: 'v1',
+      kind: 'ResourceQuota',
+      metadata: { name: 'gpu-reflex', namespace: ns, annotations: { 'gpu-reflex.io/previous-hard': previous } },
+      spec: { hard: { 'requests.nvidia.com/gpu': gpus } },
+    });
+    sim = await startKubeSim({
+      fleet: {
+        nodes: [{ name: 'gpu', allocatable: { 'nvidia.com/gpu': 8 } }],
+        namespaces: [{ name: 'ml' }, { name: 'nlp' }],
+        objects: [quota('ml', 'null', '8'), quota('nlp', '{"requests.nvidia.com/gpu":"2"}', '6')],
+        pods: [{ name: 'run', namespace: 'nlp', count: 4, requests: { 'nvidia.com/gpu': 1 } }],
+      },
+    });
+    const kc = join(dir, 'kubeconfig-created');
+    sim.writeKubeconfig(kc);
+    const config = join(dir, 'teams-two.yaml');
+    writeFileSync(config, 'teams: [{ name: ml, namespaces: [ml] }, { name: nlp, namespaces: [nlp] }]\n');
+    const q = (ns: string) =>
+      sim!.store.get('resourcequotas', ns, 'gpu-reflex') as unknown as
+        { spec: { hard: Record<string, string> } } | undefined;
+    const first = capture();
+    expect(await main(['quota', 'rollback', '--kubeconfig', kc, '--config', config], first.io, {})).toBe(1);
+    expect(first.out).toEqual([
+      'rolled back ml: deleted the quota gpu-reflex had created (requests.nvidia.com/gpu 8 → unset); ' +
+        'rewrite-quotas writes it again at its next round',
+      'refused nlp: going back would put it below what it uses: requests.nvidia.com/gpu 2 < 4 used; nothing ' +
+        'changed (gpu-reflex quota rollback --force to roll back anyway)',
+      'no bus given (--endpoint): Quota Rewritten not published',
+    ]);
+    expect(q('ml')).toBeUndefined();
+    expect(q('nlp')?.spec.hard).toEqual({ 'requests.nvidia.com/gpu': '6' });
+    const forced = capture();
+    const args = ['quota', 'rollback', '--kubeconfig', kc, '--config', config, '--namespace', 'nlp', '--force'];
+    expect(await main(args, forced.io, {})).toBe(0);
+    expect(forced.out.slice(0, 2)).toEqual([
+      'rolled back nlp: requests.nvidia.com/gpu 6 → 2; held from rewrites for 60 min',
+      'warning: nlp: going back would put it below what it uses: requests.nvidia.com/gpu 2 < 4 used: its running ' +
+        'pods stay, new ones are refused until they fit',
+    ]);
+    expect(q('nlp')?.spec.hard).toEqual({ 'requests.nvidia.com/gpu': '2' });
   });
 });

@@ -143,14 +143,18 @@ export const quotaRollbackCommand: Command = {
   summary: "put gpu-reflex's team quotas back to the values before their last rewrite, and hold them",
   help: [
     'Usage: gpu-reflex quota rollback --kubeconfig FILE --config FILE [--namespace NS]... [--hold-minutes N] ' +
-      '[--dry-run] [--endpoint URL]',
+      '[--force] [--dry-run] [--endpoint URL]',
     '',
     'Each gpu-reflex ResourceQuota (of the namespaces named, or all) goes back to the values its last',
     'rewrite replaced (kept in its gpu-reflex.io/previous-hard annotation) and is held from rewrites',
     'for --hold-minutes (default 60; annotation gpu-reflex.io/quota-hold-until). A rollback can itself',
-    'be rolled back. Publishes Quota Rewritten for each when a bus is given (--endpoint or',
-    'AWS_ENDPOINT_URL_EVENTBRIDGE / AWS credentials).',
+    'be rolled back. A quota gpu-reflex created is deleted (absence restored, not held: rewrite-quotas',
+    "writes it again at its next round). Going back below what a namespace uses (the quota's",
+    'status.used) is refused, and nothing changes there, unless --force. Publishes Quota Rewritten for',
+    'each when a bus is given (--endpoint or AWS_ENDPOINT_URL_EVENTBRIDGE / AWS credentials).',
+    '  --force     roll back even below what a namespace uses (its running pods stay; new ones are refused)',
     '  --dry-run   print what would change; write nothing',
+    'Exit status 1 when a namespace was refused or had nothing to go back to.',
   ].join('\n'),
   async run(args: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
     const { values, positionals } = parseArgs({
@@ -161,6 +165,7 @@ export const quotaRollbackCommand: Command = {
         namespace: { type: 'string', multiple: true },
         'hold-minutes': { type: 'string' },
         'dry-run': { type: 'boolean' },
+        force: { type: 'boolean' },
         endpoint: { type: 'string' },
       },
       allowPositionals: true,
@@ -201,18 +206,24 @@ export const quotaRollbackCommand: Command = {
         },
         values.namespace,
         hold,
+        { force: values.force === true },
       );
       for (const x of r.restored) {
         const keys = [...new Set([...Object.keys(x.from), ...Object.keys(x.to)])].sort();
+        const values = keys.map((k) => `${k} ${x.from[k] ?? 'unset'} → ${x.to[k] ?? 'unset'}`).join(', ');
         io.out(
           `${dry ? 'would roll back' : 'rolled back'} ${x.namespace}: ` +
-            `${keys.map((k) => `${k} ${x.from[k] ?? 'unset'} → ${x.to[k] ?? 'unset'}`).join(', ') || 'no values'}` +
-            `${hold > 0 ? `; held from rewrites for ${hold} min` : ''}`,
+            (x.deleted
+              ? `${dry ? 'would delete' : 'deleted'} the quota gpu-reflex had created (${values || 'no values'}); ` +
+                'rewrite-quotas writes it again at its next round'
+              : `${values || 'no values'}${hold > 0 ? `; held from rewrites for ${hold} min` : ''}`),
         );
+        for (const w of x.warnings) io.out(`warning: ${x.namespace}: ${w}`);
       }
+      for (const s of r.refused) io.out(`refused ${s.namespace}: ${s.why}`);
       for (const s of r.skipped) io.out(`skipped ${s.namespace}: ${s.why}`);
       if (!client && !dry && r.restored.length > 0) io.out('no bus given (--endpoint): Quota Rewritten not published');
-      return r.restored.length > 0 || r.skipped.length === 0 ? 0 : 1;
+      return r.refused.length > 0 || (r.restored.length === 0 && r.skipped.length > 0) ? 1 : 0;
     } finally {
       client?.destroy();
     }

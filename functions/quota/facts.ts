@@ -6,9 +6,11 @@
 import type { NodeInfo, PodInfo, QuotaInfo } from '../adapters/kube/model.ts';
 import { parseQuantity } from '../adapters/kube/quantity.ts';
 import { migModel, migResourceName } from '../lib/mig-profiles.ts';
-import { DEFAULT_TAINT_KEY } from '../lib/node-state.ts';
+import { DEFAULT_TAINT_KEY, NODE_OUT_PHASES, QUARANTINED_GPUS_ANNOTATION, STATE_LABEL } from '../lib/node-state.ts';
 import { resourcesOf, type QuotaConfig } from './core/config.ts';
 import { quotaKey, type QuotaFacts } from './core/planner.ts';
+
+const GPU = 'nvidia.com/gpu';
 
 function quantity(q: string | undefined): number {
   try {
@@ -18,34 +20,77 @@ function quantity(q: string | undefined): number {
   }
 }
 
+/** Capacity a node does not give, and why: a whole node, or GPUs fenced on a node that stays. */
+export interface CapacityOut {
+  node: string;
+  why: string;
+  /** Whole GPUs (nvidia.com/gpu) of a node that stays schedulable; absent: the whole node is out. */
+  gpus?: number;
+}
+
+/** The whole GPUs of a quarantined-gpus annotation (MIG instances are `MIG-…` or `GPU-…/gi<n>`). */
+function fencedGpus(annotations: Readonly<Record<string, string>>): number {
+  const raw = annotations[QUARANTINED_GPUS_ANNOTATION];
+  if (raw === undefined) return 0;
+  try {
+    const list: unknown = JSON.parse(raw);
+    // A list we cannot read says nothing: the node's allocatable still does.
+    if (!Array.isArray(list)) return 0;
+    return new Set(list.filter((x): x is string => typeof x === 'string' && /^GPU-[^/]+$/.test(x))).size;
+  } catch {
+    return 0;
+  }
+}
+
+/** Why a node gives no capacity, or undefined when it does. */
+function nodeOut(n: NodeInfo): string | undefined {
+  if (n.ready !== true) return 'not Ready';
+  if (n.unschedulable) return 'cordoned';
+  if (n.taints.some((t) => t.key === DEFAULT_TAINT_KEY)) return `tainted ${DEFAULT_TAINT_KEY}`;
+  const phase = n.labels[STATE_LABEL];
+  // Remediation's own word, whatever taint its policy uses: the node is being emptied or waits for repair.
+  if ((NODE_OUT_PHASES as readonly string[]).includes(phase ?? '')) return `${phase} (${STATE_LABEL})`;
+  return undefined;
+}
+
 /**
- * Capacity counts Ready nodes nobody took out: not cordoned, not tainted by remediation. A GPU
- * fenced by its device plugin has already left the node's allocatable, so a quarantine shrinks it.
+ * Capacity counts Ready nodes nobody took out: not cordoned, not tainted by remediation, not
+ * draining or awaiting repair (remediation's state label). On a node that stays, each whole GPU
+ * remediation holds out (its quarantined-gpus annotation) is out of nvidia.com/gpu at once, whether or
+ * not the device plugin has dropped it from the allocatable yet: the node gives
+ * min(allocatable, capacity − fenced) — counted once either way. Restored, it comes back with the
+ * annotation's entry (and the allocatable, for a plugin that latches, once it re-enumerates).
  */
 export function quotaFacts(
   config: QuotaConfig,
   nodes: readonly NodeInfo[],
   pods: readonly PodInfo[],
   quotas: readonly QuotaInfo[],
-): QuotaFacts & { excluded: string[] } {
+): QuotaFacts & { excluded: string[]; out: CapacityOut[] } {
   const resources = resourcesOf(config);
   const capacity: Record<string, number> = Object.fromEntries(resources.map((r) => [r, 0]));
-  const excluded: string[] = [];
-  for (const n of nodes) {
-    const out =
-      n.ready !== true
-        ? 'not Ready'
-        : n.unschedulable
-          ? 'cordoned'
-          : n.taints.some((t) => t.key === DEFAULT_TAINT_KEY)
-            ? `tainted ${DEFAULT_TAINT_KEY}`
-            : undefined;
-    if (out) {
-      if (resources.some((r) => quantity(n.allocatable[r]) > 0)) excluded.push(`${n.name} (${out})`);
+  const out: CapacityOut[] = [];
+  for (const n of [...nodes].sort((a, b) => a.name.localeCompare(b.name))) {
+    const why = nodeOut(n);
+    if (why) {
+      if (resources.some((r) => quantity(n.allocatable[r]) > 0)) out.push({ node: n.name, why });
       continue;
     }
-    for (const r of resources) capacity[r]! += quantity(n.allocatable[r]);
+    for (const r of resources) {
+      const allocatable = quantity(n.allocatable[r]);
+      if (r !== GPU) {
+        capacity[r]! += allocatable;
+        continue;
+      }
+      const fenced = fencedGpus(n.annotations ?? {});
+      const total = n.capacity?.[r] === undefined ? allocatable : quantity(n.capacity[r]);
+      const gives = Math.max(0, Math.min(allocatable, total - fenced));
+      capacity[r]! += gives;
+      if (fenced > 0)
+        out.push({ node: n.name, why: `${fenced} GPU${fenced === 1 ? '' : 's'} fenced by remediation`, gpus: fenced });
+    }
   }
+  const excluded = out.map((o) => `${o.node} (${o.why})`);
   const teamNs = new Set(config.teams.flatMap((t) => t.namespaces));
   const usage: Record<string, Record<string, number>> = {};
   for (const p of pods) {
@@ -63,7 +108,7 @@ export function quotaFacts(
     for (const r of resources)
       if (q.hard[quotaKey(r)] !== undefined) (current[q.namespace] ??= {})[r] = quantity(q.hard[quotaKey(r)]);
   }
-  return { capacity, usage, current, excluded, gpuEighths: gpuEighths(config, nodes) };
+  return { capacity, usage, current, excluded, out, gpuEighths: gpuEighths(config, nodes) };
 }
 
 /**

@@ -78,16 +78,18 @@ describe('rewrite-quotas', () => {
   it('writes each team’s quota and LimitRange, keeping what it replaced, and says so once', async () => {
     const out = await rewriteQuotas(deps);
     expect(out.changed).toEqual(['ml', 'nlp']);
-    // 24 GPUs; guarantees 8 + 8; ml uses 6, nlp nothing (its finished pod does not count).
-    expect([await hard('ml'), await hard('nlp')]).toEqual(['8', '8']);
+    // 24 GPUs; guarantees 8 + 8; ml uses 6, nlp nothing (its finished pod does not count): of the
+    // 18 free, nlp's guarantee is more than its weighted share (6), ml gets the other 10.
+    expect([await hard('ml'), await hard('nlp')]).toEqual(['16', '8']);
     const q = await kube.quotas.getQuota('ml', 'gpu-reflex');
     expect(q?.labels).toMatchObject({ 'app.kubernetes.io/managed-by': 'gpu-reflex' });
-    expect(q?.annotations?.[PREVIOUS_HARD_ANNOTATION]).toBe('{}');
+    // There was no quota: a rollback deletes this one (null, not {}).
+    expect(q?.annotations?.[PREVIOUS_HARD_ANNOTATION]).toBe('null');
     expect((await kube.quotas.getLimitRange('ml', 'gpu-reflex'))?.limits).toEqual([
       { type: 'Container', default: { [GPU]: '1' }, defaultRequest: { [GPU]: '1' }, max: { [GPU]: '8' } },
     ]);
     expect(events().map((e) => [e.namespace, e.changes])).toEqual([
-      ['ml', [{ resource: K, from: null, to: '8' }]],
+      ['ml', [{ resource: K, from: null, to: '16' }]],
       ['nlp', [{ resource: K, from: null, to: '8' }]],
     ]);
     expect(notifier.notices.map((n) => n.title)).toEqual(['gpu-reflex: rewrote 2 team quotas']);
@@ -97,24 +99,14 @@ describe('rewrite-quotas', () => {
     expect(kube.cluster.calls.filter((c) => c.op === 'quotas.applyQuota')).toHaveLength(2);
   });
 
-  it('lends idle capacity to a quota-bound team, and shrinks fairly when a node is taken out', async () => {
+  it('shrinks with capacity when a node is taken out, keeping every guarantee and what runs', async () => {
     await rewriteQuotas(deps);
-    for (let i = 6; i < 8; i++)
-      kube.cluster.addPod({
-        name: `train-${i}`,
-        namespace: 'ml',
-        nodeName: 'gpu-1',
-        requests: { [GPU]: 1 },
-        extendedResources: { [GPU]: 1 },
-      });
-    // ml runs 8 of its 8: quota-bound, it may borrow from nlp's idle share.
-    await rewriteQuotas(deps);
-    expect([await hard('ml'), await hard('nlp')]).toEqual(['10', '8']);
-    // Remediation taints gpu-2: 16 GPUs left for 8 + 8 guaranteed; ml keeps its 8 running.
+    expect([await hard('ml'), await hard('nlp')]).toEqual(['16', '8']);
+    // Remediation taints gpu-2: 16 GPUs left for 8 + 8 guaranteed; ml keeps its 6 running and 2 more.
     await kube.nodes.addTaint('gpu-2', { key: DEFAULT_TAINT_KEY, value: 'xid-79', effect: 'NoSchedule' });
     const out = await rewriteQuotas(deps);
     expect([await hard('ml'), await hard('nlp')]).toEqual(['8', '8']);
-    expect(events().at(-1)).toMatchObject({ namespace: 'ml', changes: [{ resource: K, from: '10', to: '8' }] });
+    expect(events().at(-1)).toMatchObject({ namespace: 'ml', changes: [{ resource: K, from: '16', to: '8' }] });
     expect(out.plan.pool[GPU]).toEqual({ capacity: 16, shared: 16 });
   });
 
@@ -127,7 +119,7 @@ describe('rewrite-quotas', () => {
           : publisher.publish(e),
     };
     await expect(rewriteQuotas({ ...deps, publisher: flaky })).rejects.toThrow('Region is missing');
-    expect(await hard('ml')).toBe('8');
+    expect(await hard('ml')).toBe('16');
     await rewriteQuotas({ ...deps, publisher: flaky });
     await rewriteQuotas({ ...deps, publisher: flaky });
     expect(events().map((e) => e.namespace)).toEqual(['ml', 'nlp']);
@@ -135,28 +127,60 @@ describe('rewrite-quotas', () => {
 
   it('rolls back to the values before the last rewrite and holds the quota from rewrites for a while', async () => {
     await rewriteQuotas(deps);
-    for (let i = 6; i < 8; i++)
-      kube.cluster.addPod({
-        name: `train-${i}`,
-        namespace: 'ml',
-        nodeName: 'gpu-1',
-        requests: { [GPU]: 1 },
-        extendedResources: { [GPU]: 1 },
-      });
+    await kube.nodes.addTaint('gpu-2', { key: DEFAULT_TAINT_KEY, value: 'xid-79', effect: 'NoSchedule' });
     await rewriteQuotas(deps);
-    expect(await hard('ml')).toBe('10');
+    expect(await hard('ml')).toBe('8');
     const r = await rollbackQuotas(deps, ['ml', 'nope'], 60);
-    expect(r.restored.map((x) => [x.namespace, x.to[K]])).toEqual([['ml', '8']]);
+    expect(r.restored.map((x) => [x.namespace, x.to[K]])).toEqual([['ml', '16']]);
     expect(r.skipped).toEqual([{ namespace: 'nope', why: 'no ResourceQuota gpu-reflex there' }]);
     const q = await kube.quotas.getQuota('ml', 'gpu-reflex');
-    expect(q?.hard[K]).toBe('8');
+    expect(q?.hard[K]).toBe('16');
     expect(q?.annotations?.[HOLD_UNTIL_ANNOTATION]).toBe(new Date(T0 + 3_600_000).toISOString());
     expect(events().at(-1)?.reason).toMatch(/^rolled back by a person/);
     const held = await rewriteQuotas(deps);
     expect(held.held).toEqual(['ml']);
-    expect(await hard('ml')).toBe('8');
+    expect(await hard('ml')).toBe('16');
     await clock.advance(61 * 60_000);
     expect((await rewriteQuotas(deps)).held).toEqual([]);
+    expect(await hard('ml')).toBe('8');
+  });
+
+  it('rolls a quota it created back to absence: deleted, not emptied, not held; the next round writes it again', async () => {
+    await rewriteQuotas(deps);
+    const r = await rollbackQuotas(deps, ['nlp'], 60);
+    expect(r.restored).toEqual([{ namespace: 'nlp', from: { [K]: '8' }, to: {}, deleted: true, warnings: [] }]);
+    expect(await kube.quotas.getQuota('nlp', 'gpu-reflex')).toBeUndefined();
+    expect(events().at(-1)).toMatchObject({ namespace: 'nlp', changes: [{ resource: K, from: '8', to: null }] });
+    expect(events().at(-1)?.reason).toMatch(/gpu-reflex had created this quota, so it is deleted/);
+    const next = await rewriteQuotas(deps);
+    expect(next.held).toEqual([]);
+    expect(await hard('nlp')).toBe('8');
+  });
+
+  it('refuses to roll back below what a namespace uses unless forced, and says so', async () => {
+    await rewriteQuotas(deps);
+    await kube.nodes.addTaint('gpu-2', { key: DEFAULT_TAINT_KEY, value: 'xid-79', effect: 'NoSchedule' });
+    await rewriteQuotas(deps); // ml 16 → 8 (previous 16)
+    // ml now runs 12 (status.used, as the API server counts it) and its previous value says 10.
+    const q = kube.cluster.quotas.get('ml/gpu-reflex')!;
+    q.used = { [K]: '12' };
+    q.annotations = { ...q.annotations, [PREVIOUS_HARD_ANNOTATION]: JSON.stringify({ [K]: '10' }) };
+    const refused = await rollbackQuotas(deps, ['ml'], 60);
+    expect(refused.restored).toEqual([]);
+    expect(refused.refused).toEqual([
+      {
+        namespace: 'ml',
+        why:
+          'going back would put it below what it uses: requests.nvidia.com/gpu 10 < 12 used; nothing changed ' +
+          '(gpu-reflex quota rollback --force to roll back anyway)',
+      },
+    ]);
+    expect(await hard('ml')).toBe('8');
+    const forced = await rollbackQuotas(deps, ['ml'], 60, { force: true });
+    expect(forced.restored[0]?.warnings).toEqual([
+      'going back would put it below what it uses: requests.nvidia.com/gpu 10 < 12 used: its running pods stay, ' +
+        'new ones are refused until they fit',
+    ]);
     expect(await hard('ml')).toBe('10');
   });
 });

@@ -16,12 +16,13 @@ import type { Notice, Notifier } from '../adapters/chat/notifier.ts';
 import type { Clock } from '../adapters/clock.ts';
 import type { Json, LimitItem, QuotaInfo } from '../adapters/kube/model.ts';
 import type { LeaseOps, NodeOps, PodOps, QuotaOps, StateStore } from '../adapters/kube/ports.ts';
+import { parseQuantity } from '../adapters/kube/quantity.ts';
 import type { Logger } from '../lib/logger.ts';
 import { mergeOutbox } from '../lib/outbox.ts';
 import { withLease } from '../lib/reflex.ts';
 import { resourcesOf, type QuotaConfig } from './core/config.ts';
 import { planQuotas, quotaKey, type NamespaceQuota, type QuotaPlan } from './core/planner.ts';
-import { quotaFacts } from './facts.ts';
+import { quotaFacts, type CapacityOut } from './facts.ts';
 
 export const PREVIOUS_HARD_ANNOTATION = 'gpu-reflex.io/previous-hard';
 export const HOLD_UNTIL_ANNOTATION = 'gpu-reflex.io/quota-hold-until';
@@ -62,6 +63,7 @@ function quotaEvent(
   changes: EventChange[],
   reason: string,
   now: number,
+  capacity?: QuotaRewrittenDetail['capacity'],
 ): PublishedEvent {
   const digest = createHash('sha256').update(JSON.stringify(changes)).digest('hex').slice(0, 12);
   const detail: QuotaRewrittenDetail = {
@@ -72,9 +74,30 @@ function quotaEvent(
     quota: deps.config.quotaName,
     changes: changes.slice(0, 64),
     reason: reason.slice(0, 2048),
+    ...(capacity ? { capacity } : {}),
     dryRun: false,
   };
   return { source: SOURCES.functions, detailType: QUOTA_REWRITTEN, detail, resources: [`namespace/${namespace}`] };
+}
+
+/** The event's account of capacity: what was shared out, and what was left out and why (facts.ts). */
+function capacityOf(plan: QuotaPlan, out: readonly CapacityOut[]): NonNullable<QuotaRewrittenDetail['capacity']> {
+  return {
+    resources: Object.entries(plan.pool)
+      .filter(([, p]) => !p.unit)
+      .slice(0, 64)
+      .map(([resource, p]) => ({ resource, capacity: p.capacity, shared: p.shared })),
+    out: out.slice(0, 64).map((o) => ({ ...o, why: o.why.slice(0, 256) })),
+  };
+}
+
+/** `capacity nvidia.com/gpu 7: a100-0: 1 GPU fenced by remediation`, when something is left out. */
+function capacityWords(c: NonNullable<QuotaRewrittenDetail['capacity']>): string[] {
+  if (c.out.length === 0) return [];
+  const gpu = c.resources.find((r) => r.resource === 'nvidia.com/gpu') ?? c.resources[0];
+  return [
+    `capacity${gpu ? ` ${gpu.resource} ${gpu.capacity}` : ''}: ${c.out.map((o) => `${o.node}: ${o.why}`).join(', ')}`,
+  ];
 }
 
 /** Publishes what a namespace's outbox holds, then clears what went (the outbox rule). */
@@ -135,6 +158,7 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
       ]);
       const facts = quotaFacts(deps.config, nodes, pods, quotas);
       const plan = planQuotas(deps.config, facts);
+      const capacity = capacityOf(plan, facts.out);
       const now = deps.clock.now();
       const changed: string[] = [];
       const held: string[] = [];
@@ -155,11 +179,14 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
             labels: { ...MANAGED_BY },
           });
         if (nq.changes.length === 0 && current) continue;
-        const events = await record(deps, nq.namespace, quotaEvent(deps, nq.namespace, changesOf(nq), nq.reason, now));
+        const reason = [nq.reason, ...capacityWords(capacity)].join('; ');
+        const event = quotaEvent(deps, nq.namespace, changesOf(nq), reason, now, capacity);
+        const events = await record(deps, nq.namespace, event);
         await deps.quotas.applyQuota(nq.namespace, deps.config.quotaName, {
           hard: hardStrings(nq, current),
           labels: { ...MANAGED_BY },
-          annotations: { [PREVIOUS_HARD_ANNOTATION]: JSON.stringify(current?.hard ?? {}) },
+          // `null`: there was no quota, so a rollback deletes this one (rollbackQuotas).
+          annotations: { [PREVIOUS_HARD_ANNOTATION]: current ? JSON.stringify(current.hard) : 'null' },
         });
         await flush(deps, nq.namespace, events);
         changed.push(nq.namespace);
@@ -187,64 +214,117 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
   );
 }
 
+export interface RolledBack {
+  namespace: string;
+  from: Record<string, string>;
+  to: Record<string, string>;
+  /** gpu-reflex had created the quota: it was deleted, not emptied, and is not held. */
+  deleted: boolean;
+  /** Said when `force` let a rollback go below what the namespace uses. */
+  warnings: string[];
+}
+
+export interface RollbackOutcome {
+  restored: RolledBack[];
+  skipped: { namespace: string; why: string }[];
+  /** Left alone: going back would put the namespace below what it uses (and `force` was not given). */
+  refused: { namespace: string; why: string }[];
+}
+
+function amount(q: string | undefined): number | undefined {
+  if (q === undefined) return undefined;
+  try {
+    return parseQuantity(q);
+  } catch {
+    return undefined;
+  }
+}
+
+/** `requests.nvidia.com/gpu 4 < 6 used` for each key whose restored value is below its usage. */
+function belowUsage(to: Record<string, string>, used: Record<string, string>): string[] {
+  return Object.keys(to)
+    .sort()
+    .flatMap((k) => {
+      const v = amount(to[k]);
+      const u = amount(used[k]);
+      return v !== undefined && u !== undefined && v < u ? [`${k} ${to[k]} < ${used[k]} used`] : [];
+    });
+}
+
 /**
  * `gpu-reflex quota rollback`: each gpu-reflex quota (of `namespaces`, or all) goes back to the
  * values its last rewrite replaced, and is held from further rewrites for `holdMinutes`. The
  * values it leaves become the new "previous", so a rollback can itself be rolled back.
+ *
+ * A quota gpu-reflex created (previous `null`, or `{}` as written before 2026-12) goes back to
+ * absence: it is deleted (with the resourceVersion read), not emptied, and not held — an empty or
+ * absent quota held for an hour would leave the namespace unlimited that long; the rewriter writes
+ * it again at its next round. Going back below what a namespace uses (the quota's status.used) is
+ * refused unless `force`, and said either way.
  */
 export async function rollbackQuotas(
   deps: Omit<QuotaDeps, 'nodes' | 'pods' | 'leases' | 'holder'>,
   namespaces: readonly string[] | undefined,
   holdMinutes: number,
-): Promise<{
-  restored: { namespace: string; from: Record<string, string>; to: Record<string, string> }[];
-  skipped: { namespace: string; why: string }[];
-}> {
+  opts: { force?: boolean } = {},
+): Promise<RollbackOutcome> {
   const now = deps.clock.now();
   const mine = (await deps.quotas.listQuotas()).filter(
     (q) => q.name === deps.config.quotaName && (namespaces === undefined || namespaces.includes(q.namespace)),
   );
-  const restored: { namespace: string; from: Record<string, string>; to: Record<string, string> }[] = [];
-  const skipped: { namespace: string; why: string }[] = [];
+  const out: RollbackOutcome = { restored: [], skipped: [], refused: [] };
   for (const ns of namespaces ?? [])
     if (!mine.some((q) => q.namespace === ns))
-      skipped.push({ namespace: ns, why: `no ResourceQuota ${deps.config.quotaName} there` });
+      out.skipped.push({ namespace: ns, why: `no ResourceQuota ${deps.config.quotaName} there` });
   for (const q of mine.sort((a, b) => a.namespace.localeCompare(b.namespace))) {
     const raw = q.annotations?.[PREVIOUS_HARD_ANNOTATION];
-    let previous: Record<string, string>;
+    let previous: Record<string, string> | null;
     try {
-      previous = JSON.parse(raw ?? 'null') as Record<string, string>;
-      if (previous === null || typeof previous !== 'object') throw new Error('absent');
+      previous = JSON.parse(raw ?? 'undefined') as Record<string, string> | null;
+      if (typeof previous !== 'object' || Array.isArray(previous)) throw new Error('not an object');
     } catch {
-      skipped.push({
+      out.skipped.push({
         namespace: q.namespace,
         why: `no readable ${PREVIOUS_HARD_ANNOTATION} annotation: nothing to go back to`,
       });
       continue;
     }
+    const created = previous === null || Object.keys(previous).length === 0;
+    const to = previous ?? {};
+    const below = created ? [] : belowUsage(to, q.used);
+    const warnings: string[] = [];
+    if (below.length > 0) {
+      const why = `going back would put it below what it uses: ${below.join(', ')}`;
+      if (!opts.force) {
+        out.refused.push({
+          namespace: q.namespace,
+          why: `${why}; nothing changed (gpu-reflex quota rollback --force to roll back anyway)`,
+        });
+        continue;
+      }
+      warnings.push(`${why}: its running pods stay, new ones are refused until they fit`);
+    }
     const until = new Date(now + holdMinutes * 60_000).toISOString();
-    await deps.quotas.applyQuota(q.namespace, q.name, {
-      hard: previous,
-      labels: { ...MANAGED_BY },
-      annotations: { [PREVIOUS_HARD_ANNOTATION]: JSON.stringify(q.hard), [HOLD_UNTIL_ANNOTATION]: until },
-    });
-    const changes: EventChange[] = [...new Set([...Object.keys(previous), ...Object.keys(q.hard)])]
-      .filter((k) => previous[k] !== q.hard[k])
+    if (created) await deps.quotas.deleteQuota(q.namespace, q.name, q.resourceVersion);
+    else
+      await deps.quotas.applyQuota(q.namespace, q.name, {
+        hard: to,
+        labels: { ...MANAGED_BY },
+        annotations: { [PREVIOUS_HARD_ANNOTATION]: JSON.stringify(q.hard), [HOLD_UNTIL_ANNOTATION]: until },
+      });
+    const changes: EventChange[] = [...new Set([...Object.keys(to), ...Object.keys(q.hard)])]
+      .filter((k) => to[k] !== q.hard[k])
       .sort()
-      .map((k) => ({ resource: k, from: q.hard[k] ?? null, to: previous[k] ?? null }));
+      .map((k) => ({ resource: k, from: q.hard[k] ?? null, to: to[k] ?? null }));
+    const reason = created
+      ? 'rolled back by a person: gpu-reflex had created this quota, so it is deleted; rewrite-quotas writes it ' +
+        'again at its next round (take the namespace out of the teams file to keep it away)'
+      : `rolled back by a person to the values before the last rewrite; held from rewrites until ${until}`;
     if (changes.length > 0)
-      await deps.publisher.publish([
-        quotaEvent(
-          deps,
-          q.namespace,
-          changes,
-          `rolled back by a person to the values before the last rewrite; held from rewrites until ${until}`,
-          now,
-        ),
-      ]);
-    restored.push({ namespace: q.namespace, from: q.hard, to: previous });
+      await deps.publisher.publish([quotaEvent(deps, q.namespace, changes, [reason, ...warnings].join('; '), now)]);
+    out.restored.push({ namespace: q.namespace, from: q.hard, to, deleted: created, warnings });
   }
-  return { restored, skipped };
+  return out;
 }
 
 /** The resources' quota keys, for tables. */

@@ -24,6 +24,7 @@ export const KUBE_API_METHODS = {
     'listResourceQuotaForAllNamespaces',
     'createNamespacedResourceQuota',
     'replaceNamespacedResourceQuota',
+    'deleteNamespacedResourceQuota',
     'readNamespacedLimitRange',
     'listNamespacedLimitRange',
     'listLimitRangeForAllNamespaces',

@@ -1,6 +1,6 @@
 /** QuotaOps, StateStore and LeaseOps contracts; run by describePortContracts (contract.ts). */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { BadInputError } from '../errors.ts';
+import { BadInputError, ConflictError } from '../errors.ts';
 import type { KubeHarness } from './contract.ts';
 
 export function storeContracts(harness: () => KubeHarness): void {
@@ -30,6 +30,17 @@ export function storeContracts(harness: () => KubeHarness): void {
       expect(q?.hard).toEqual({ 'requests.nvidia.com/gpu': '4' });
       expect(q?.labels).toMatchObject({ owner: 'gpu-reflex' });
       expect((await h.quotas.listQuotas('team-q')).map((x) => x.name)).toEqual(['gpu']);
+    });
+
+    it('deleteQuota deletes only the version read, and is idempotent', async () => {
+      await h.quotas.applyQuota('team-q', 'gone', { hard: { 'requests.nvidia.com/gpu': '8' } });
+      const read = (await h.quotas.getQuota('team-q', 'gone'))!;
+      await h.quotas.applyQuota('team-q', 'gone', { hard: { 'requests.nvidia.com/gpu': '4' } });
+      await expect(h.quotas.deleteQuota('team-q', 'gone', read.resourceVersion)).rejects.toThrow(ConflictError);
+      const now = (await h.quotas.getQuota('team-q', 'gone'))!;
+      expect(await h.quotas.deleteQuota('team-q', 'gone', now.resourceVersion)).toBe('deleted');
+      expect(await h.quotas.getQuota('team-q', 'gone')).toBeUndefined();
+      expect(await h.quotas.deleteQuota('team-q', 'gone', now.resourceVersion)).toBe('absent');
     });
 
     it('applyLimitRange creates, leaves an equal one alone, and replaces a different one', async () => {

@@ -99,6 +99,8 @@ export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: Dr
         ),
       );
     },
+    deleteQuota: async (ns, n, rv) =>
+      note('quotas.deleteQuota', [ns, n, rv], (await quotas.getQuota(ns, n)) ? 'deleted' : 'absent'),
     applyLimitRange: async (ns, n, spec: LimitRangeSpec) => {
       const cur = await quotas.getLimitRange(ns, n);
       return note(

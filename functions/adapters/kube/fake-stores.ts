@@ -4,7 +4,7 @@
  * then surface as ConflictError; other injected statuses throw what the real adapter throws.
  */
 import type { Clock } from '../clock.ts';
-import { BadInputError } from '../errors.ts';
+import { BadInputError, ConflictError } from '../errors.ts';
 import type { FakeCluster } from './fake-cluster.ts';
 import { decodeValue } from './kube-state-store.ts';
 import type { ApplyResult, Json, LeaseAttempt, LeaseState, LimitRangeInfo, QuotaInfo } from './model.ts';
@@ -61,6 +61,16 @@ export class FakeQuotaOps implements QuotaOps {
       resourceVersion: rv,
     });
     return cur === undefined ? 'created' : 'updated';
+  }
+
+  async deleteQuota(namespace: string, name: string, resourceVersion: string): Promise<'deleted' | 'absent'> {
+    this.begin('quotas.deleteQuota', [namespace, name, resourceVersion], true);
+    const cur = this.cluster.quotas.get(`${namespace}/${name}`);
+    if (cur === undefined) return 'absent';
+    if (cur.resourceVersion !== resourceVersion)
+      throw new ConflictError(`deleting resourcequota ${namespace}/${name}: the object has been modified`);
+    this.cluster.quotas.delete(`${namespace}/${name}`);
+    return 'deleted';
   }
 
   async getLimitRange(namespace: string, name: string): Promise<LimitRangeInfo | undefined> {

@@ -102,6 +102,18 @@ export class KubeQuotaOps implements QuotaOps {
     });
   }
 
+  // RBAC: resourcequotas delete
+  async deleteQuota(namespace: string, name: string, resourceVersion: string): Promise<'deleted' | 'absent'> {
+    try {
+      await this.core.deleteNamespacedResourceQuota({ namespace, name, body: { preconditions: { resourceVersion } } });
+      return 'deleted';
+    } catch (err) {
+      const mapped = fromKubeError(err, `deleting resourcequota ${namespace}/${name}`);
+      if (mapped instanceof NotFoundError) return 'absent';
+      throw mapped;
+    }
+  }
+
   // RBAC: limitranges get
   async getLimitRange(namespace: string, name: string): Promise<LimitRangeInfo | undefined> {
     const l = await this.readLimitRange(namespace, name);

@@ -171,6 +171,11 @@ export interface QuotaOps {
   /** Quotas in a namespace, or in all namespaces when omitted. */
   listQuotas(namespace?: string): Promise<QuotaInfo[]>;
   applyQuota(namespace: string, name: string, spec: QuotaSpec): Promise<ApplyResult>;
+  /**
+   * Deletes the quota if it is still at `resourceVersion` (a concurrent edit is a 409
+   * ConflictError: re-read and re-decide). Idempotent: already gone is 'absent'.
+   */
+  deleteQuota(namespace: string, name: string, resourceVersion: string): Promise<'deleted' | 'absent'>;
   getLimitRange(namespace: string, name: string): Promise<LimitRangeInfo | undefined>;
   listLimitRanges(namespace?: string): Promise<LimitRangeInfo[]>;
   applyLimitRange(namespace: string, name: string, spec: LimitRangeSpec): Promise<ApplyResult>;

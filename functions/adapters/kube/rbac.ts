@@ -15,7 +15,7 @@ export const KUBE_RBAC_RULES: readonly RbacRule[] = [
   { apiGroups: [''], resources: ['nodes/status'], verbs: ['patch'] },
   { apiGroups: [''], resources: ['pods'], verbs: ['list'] },
   { apiGroups: [''], resources: ['pods/eviction'], verbs: ['create'] },
-  { apiGroups: [''], resources: ['resourcequotas'], verbs: ['get', 'list', 'create', 'update'] },
+  { apiGroups: [''], resources: ['resourcequotas'], verbs: ['get', 'list', 'create', 'update', 'delete'] },
   { apiGroups: [''], resources: ['limitranges'], verbs: ['get', 'list', 'create', 'update'] },
   { apiGroups: [''], resources: ['configmaps'], verbs: ['get', 'create', 'update'] },
   { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update', 'delete'] },

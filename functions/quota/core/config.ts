@@ -16,6 +16,11 @@
  *     - { name: ml, namespaces: [ml-train, ml-infer], weight: 4, guarantee: { nvidia.com/gpu: 16 },
  *         max: { nvidia.com/gpu: 32 } }
  *
+ * Lending and its limits (docs/quota.md, "Never stranded"):
+ *
+ *   headroom: { nvidia.com/gpu: 2 }          # kept free above a lender's usage (a team may say its own)
+ *   maxDecreasePerRound: { nvidia.com/gpu: 4 } # a team's quota falls at most this much per round
+ *
  * MIG profiles from GPU-equivalents (opt-in, per group of profiles): a team states its share of
  * the group in GPUs under the group's name, and gpu-reflex derives its per-profile quotas:
  *
@@ -59,6 +64,8 @@ const Team = z
     weight: z.number().positive().default(1),
     guarantee: Amounts.default({}),
     max: Amounts.default({}),
+    /** Per resource: quota kept free above its usage when its idle share is lent (default: the top-level one). */
+    headroom: Amounts.default({}),
   })
   .strict()
   .superRefine((t, ctx) => {
@@ -93,6 +100,13 @@ export const QuotaConfigSchema = z
     resources: z.array(ResourceName).optional(),
     overcommit: z.number().min(1).max(2).default(1),
     buffer: Amounts.default({}),
+    /**
+     * Per resource: what lending never takes from a team — quota above its usage, so its next pods
+     * are admitted at once while its idle share is lent (a team's own `headroom` wins; default 1).
+     */
+    headroom: Amounts.default({}),
+    /** Per resource: the most one team's quota may fall in one round (unset: no limit). */
+    maxDecreasePerRound: z.record(z.string(), z.number().int().positive()).default({}),
     limitRange: z.object({ default: Amounts.optional(), max: Amounts.optional() }).strict().optional(),
     /** Opt-in: MIG profile quotas derived from GPU-equivalent shares (docs/quota.md). */
     migGroups: z.array(MigGroup).default([]),
@@ -122,7 +136,7 @@ export const QuotaConfigSchema = z
       });
     });
     c.teams.forEach((t, i) => {
-      for (const field of ['guarantee', 'max'] as const) {
+      for (const field of ['guarantee', 'max', 'headroom'] as const) {
         for (const r of Object.keys(t[field])) {
           const g = groupOf.get(r);
           if (g !== undefined)
@@ -134,6 +148,11 @@ export const QuotaConfigSchema = z
         }
       }
     });
+    for (const field of ['headroom', 'maxDecreasePerRound'] as const)
+      for (const r of Object.keys(c[field])) {
+        const why = badResource(r) ?? (groupOf.has(r) ? `${r} is derived from group ${groupOf.get(r)}` : undefined);
+        if (why) ctx.addIssue({ code: 'custom', path: [field, r], message: why });
+      }
     (c.resources ?? []).forEach((r, i) => {
       if (groupOf.has(r) || c.migGroups.some((g) => g.name === r))
         ctx.addIssue({

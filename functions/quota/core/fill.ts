@@ -71,3 +71,38 @@ export function drfWeights(
     d.map((x, t) => (shared[r]! > 0 && dominant[t]! > 0 ? (weights[t]! * (x / shared[r]!)) / dominant[t]! : 0)),
   );
 }
+
+/**
+ * Weighted max-min with a floor per team: x_t = clamp(L·w_t, lo_t, cap_t) with Σx = total, for
+ * Σlo ≤ total (each team gets the larger of its floor and its weighted share of what the floors
+ * leave). When Σcap < total every team gets its cap. Real-valued; L found by bisection, then solved
+ * exactly over the teams strictly between their bounds.
+ */
+export function waterFillFloors(
+  lo: readonly number[],
+  caps: readonly number[],
+  weights: readonly number[],
+  total: number,
+): number[] {
+  const clamp = (L: number) => lo.map((l, i) => Math.min(caps[i]!, Math.max(l, L * weights[i]!)));
+  const sumAt = (L: number) => clamp(L).reduce((s, x) => s + x, 0);
+  if (sumAt(0) >= total - 1e-9) return lo.map((l, i) => Math.min(l, caps[i]!));
+  const top = Math.max(0, ...caps.filter(Number.isFinite));
+  const wMin = Math.min(...weights.filter((w) => w > 0));
+  let hi = Math.max(1, (total + top) / wMin);
+  if (sumAt(hi) <= total + 1e-9) return clamp(hi);
+  let low = 0;
+  for (let k = 0; k < 200 && hi - low > 1e-12 * hi; k++) {
+    const mid = (low + hi) / 2;
+    if (sumAt(mid) < total) low = mid;
+    else hi = mid;
+  }
+  const L = (low + hi) / 2;
+  const inner = lo.map((_, i) => i).filter((i) => L * weights[i]! > lo[i]! && L * weights[i]! < caps[i]!);
+  const out = clamp(L);
+  if (inner.length === 0) return out;
+  const fixed = out.reduce((s, x, i) => (inner.includes(i) ? s : s + x), 0);
+  const exact = (total - fixed) / inner.reduce((s, i) => s + weights[i]!, 0);
+  for (const i of inner) out[i] = exact * weights[i]!;
+  return out;
+}

@@ -43,11 +43,11 @@ describe('MIG profile quotas from GPU-equivalent shares', () => {
 
   it('turns each team’s share in GPUs into profile quotas: usage kept, the rest split by the free mix, never more GPU-equivalents than the share', () => {
     // The mixed fleet's MIG node: 16 × 1g (1/8), 8 × 2g (2/8), 8 × 3g (4/8) = 8 GPUs. research is
-    // guaranteed 2 GPUs and runs three 1g; vision is guaranteed 4 and runs one 3g.
+    // guaranteed (and held to) 2 GPUs and runs three 1g; vision is guaranteed 4 and runs one 3g.
     const config = QuotaConfigSchema.parse({
       migGroups: [{ name: G, profiles: [P1, P2, P3] }],
       teams: [
-        { name: 'research', namespaces: ['research'], guarantee: { [G]: 2 } },
+        { name: 'research', namespaces: ['research'], guarantee: { [G]: 2 }, max: { [G]: 2 } },
         { name: 'vision', namespaces: ['vision'], guarantee: { [G]: 4 } },
       ],
     });
@@ -67,7 +67,7 @@ describe('MIG profile quotas from GPU-equivalent shares', () => {
     const ns = plan.namespaces.find((n) => n.namespace === 'research')!;
     expect(ns.hard).toEqual({ [`requests.${P1}`]: 6, [`requests.${P2}`]: 2, [`requests.${P3}`]: 1 });
     expect(ns.reason).toBe(
-      `${G} (in GPU-equivalents): team research (weight 1) uses 0.375 GPUs, guaranteed 2 GPUs, wants 0.375 GPUs → 2 GPUs of 8 GPUs shared out, as 1g.10gb 6, 2g.20gb 2, 3g.40gb 1`,
+      `${G} (in GPU-equivalents): team research (weight 1) uses 0.375 GPUs, guaranteed 2 GPUs, wants 0.375 GPUs, fair share 2 GPUs → 2 GPUs of 8 GPUs shared out, as 1g.10gb 6, 2g.20gb 2, 3g.40gb 1`,
     );
   });
 

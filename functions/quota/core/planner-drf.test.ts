@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { QuotaConfigSchema } from './config.ts';
 import { planQuotas, type QuotaFacts, type QuotaPlan } from './planner.ts';
-import { planQuotasPerResource } from './testing/per-resource-planner.ts';
+import { drfWeights } from './fill.ts';
 
 const GPU = 'nvidia.com/gpu';
 const MIG = 'nvidia.com/mig-1g.10gb';
@@ -13,27 +13,27 @@ const hard = (plan: QuotaPlan, team: string, r: string) => plan.teams.find((t) =
 
 describe('planQuotas across resources (weighted DRF)', () => {
   it('lends the scarce GPU more slowly to the team that already asks for most of the MIG pool', () => {
-    // Both teams quota-bound on 8 GPUs (each wants 2 more); only 3 GPUs left to lend. Team a also
-    // wants 50 of the 60 MIG slices: its dominant share is MIG (50/60), its GPU want is 10/19 of the
-    // pool, so it rises on GPUs at 0.63 of b's pace: 1.2 : 1.8 → a 1, b 2. Shared out per resource
-    // on its own (before DRF) the tie went to a by name: a 2, b 1.
+    // a and b quota-bound on 12 GPUs (each wants 3 more); c idle. 6 GPUs free: 2 each → a 14,
+    // b 14, c 2, of which c lends 1 (it keeps its headroom of 1). Team a also wants 50 of the 60
+    // MIG slices: its dominant share is MIG (50/60), its GPU want 15/30 of the pool, so it rises on
+    // GPUs at 0.6 of b's pace: 0.375 : 0.625 → the one GPU goes to b. With plain weights (no DRF)
+    // the tie would have gone to a by name.
     const config = QuotaConfigSchema.parse({
       resources: [GPU, MIG],
       teams: [
         { name: 'a', namespaces: ['a'] },
         { name: 'b', namespaces: ['b'] },
+        { name: 'c', namespaces: ['c'] },
       ],
     });
     const facts: QuotaFacts = {
-      capacity: { [GPU]: 19, [MIG]: 60 },
-      usage: { a: { [GPU]: 8, [MIG]: 40 }, b: { [GPU]: 8 } },
-      current: { a: { [GPU]: 8, [MIG]: 40 }, b: { [GPU]: 8 } },
+      capacity: { [GPU]: 30, [MIG]: 60 },
+      usage: { a: { [GPU]: 12, [MIG]: 40 }, b: { [GPU]: 12 } },
+      current: { a: { [GPU]: 12, [MIG]: 40 }, b: { [GPU]: 12 }, c: { [GPU]: 2 } },
     };
     const plan = planQuotas(config, facts);
-    expect([hard(plan, 'a', GPU), hard(plan, 'b', GPU)]).toEqual([9, 10]);
+    expect([hard(plan, 'a', GPU), hard(plan, 'b', GPU), hard(plan, 'c', GPU)]).toEqual([14, 15, 1]);
     expect(hard(plan, 'a', MIG)).toBe(50); // MIG is not scarce: a gets all it wants there
-    const old = planQuotasPerResource(config, facts);
-    expect([old.teams[0]!.resources[GPU]!.hard, old.teams[1]!.resources[GPU]!.hard]).toEqual([10, 9]);
   });
 
   it('shares a capacity loss by dominant share: the team holding most of the other pool gives back first', () => {
@@ -49,11 +49,6 @@ describe('planQuotas across resources (weighted DRF)', () => {
     });
     const plan = planQuotas(config, { capacity: { [GPU]: 12, [MIG]: 50 }, usage: {}, current: {} });
     expect([hard(plan, 'a', GPU), hard(plan, 'b', GPU)]).toEqual([5, 7]);
-    expect(
-      planQuotasPerResource(config, { capacity: { [GPU]: 12, [MIG]: 50 }, usage: {}, current: {} }).teams.map(
-        (t) => t.resources[GPU]!.hard,
-      ),
-    ).toEqual([6, 6]);
   });
 });
 
@@ -163,9 +158,7 @@ describe('planQuotas across resources: properties', () => {
         const { config, facts } = build(x);
         const plan = planQuotas(config, facts);
         for (const r of RESOURCES) {
-          const short = plan.teams.some(
-            (t) => t.resources[r]!.hard < Math.max(t.resources[r]!.want, t.resources[r]!.base),
-          );
+          const short = plan.teams.some((t) => t.resources[r]!.hard < t.resources[r]!.want);
           if (short) expect(total(plan, r)).toBe(Math.max(plan.pool[r]!.shared, total(plan, r, 'usage')));
         }
       }),
@@ -190,7 +183,7 @@ describe('planQuotas across resources: properties', () => {
         for (const r of RESOURCES) {
           for (const t of plan.teams) {
             const s = t.resources[r]!;
-            if (s.hard >= Math.max(s.want, s.base)) continue;
+            if (s.hard >= s.want) continue;
             for (const u of plan.teams) {
               const lent = u.resources[r]!.hard - u.resources[r]!.base;
               if (u === t || lent < 1) continue;
@@ -217,23 +210,25 @@ describe('planQuotas across resources: properties', () => {
     );
   });
 
-  it('shares a fleet where every team uses one resource exactly as the per-resource planner did', () => {
+  it('gives a team that wants one resource only its plain weight on it (DRF changes nothing for it)', () => {
     fc.assert(
       fc.property(
-        input.map((x) => ({ ...x, teams: x.teams.map((t) => ({ ...t, uses: t.uses.slice(0, 1) })) })),
-        (x) => {
-          const { config, facts } = build(x);
-          const plan = planQuotas(config, facts);
-          const old = planQuotasPerResource(config, facts);
-          expect(plan.namespaces).toEqual(old.namespaces);
-          expect(plan.warnings).toEqual(old.warnings);
-          expect(plan.pool).toEqual(old.pool);
-          expect(
-            plan.teams.map((t) => ({
-              ...t,
-              resources: Object.fromEntries(Object.entries(t.resources).map(([r, { base: _, ...rest }]) => [r, rest])),
-            })),
-          ).toEqual(old.teams);
+        fc.array(
+          fc.record({ weight: fc.integer({ min: 1, max: 8 }), r: fc.nat(2), want: fc.integer({ min: 1, max: 50 }) }),
+          {
+            minLength: 1,
+            maxLength: 6,
+          },
+        ),
+        fc.array(fc.integer({ min: 1, max: 200 }), { minLength: 3, maxLength: 3 }),
+        (teams, shared) => {
+          const demand = [0, 1, 2].map((r) => teams.map((t) => (t.r === r ? t.want : 0)));
+          const w = drfWeights(
+            demand,
+            shared,
+            teams.map((t) => t.weight),
+          );
+          teams.forEach((t, i) => expect(w[t.r]![i]).toBeCloseTo(t.weight, 9));
         },
       ),
       opts,

@@ -27,48 +27,73 @@ const team = (plan: ReturnType<typeof planQuotas>, name: string) =>
   plan.teams.find((t) => t.team === name)!.resources[GPU]!.hard;
 
 describe('planQuotas', () => {
-  it('gives every team its guarantee when the fleet can back them all', () => {
+  it('gives every team its guarantee, and shares what is free by weight on top of it', () => {
+    // 80 GPUs, 50 in use: 30 free, shared 4:3:2 over the guarantees' floors (ml 8, nlp 14 short
+    // of their guarantees): ml 24 + 10.7, nlp 10 + 14 (its guarantee is more than its share), vision 16 + 5.3.
     const plan = planQuotas(FIELD_NOTES, facts(80, { 'ml-train': 20, 'ml-infer': 4, nlp: 10, vision: 16 }));
     expect(plan.pool[GPU]).toEqual({ capacity: 80, shared: 80 });
-    expect([team(plan, 'ml'), team(plan, 'nlp'), team(plan, 'vision')]).toEqual([32, 24, 16]);
+    expect([team(plan, 'ml'), team(plan, 'nlp'), team(plan, 'vision')]).toEqual([35, 24, 21]);
     // ml's two namespaces: each keeps its usage, the rest goes by usage (20:4).
-    expect(hardOf(plan)).toMatchObject({ 'ml-train': 27, 'ml-infer': 5 });
+    expect(hardOf(plan)).toMatchObject({ 'ml-train': 29, 'ml-infer': 6 });
     expect(plan.namespaces.find((n) => n.namespace === 'nlp')!.reason).toBe(
-      'nvidia.com/gpu: team nlp (weight 3) uses 10, guaranteed 24, wants 10 → 24 of 80 shared out',
+      'nvidia.com/gpu: team nlp (weight 3) uses 10, guaranteed 24, wants 10, fair share 24 → 24 of 80 shared out',
     );
   });
 
-  it('shares a capacity loss by weight, never below usage, and says which guarantees it cannot back', () => {
-    // A node of 8 quarantined: 72 → 71 shared out (×1.1 − 8), 72 guaranteed.
-    const plan = planQuotas(FIELD_NOTES, facts(72, { 'ml-train': 10, nlp: 24, vision: 2 }));
-    expect(plan.pool[GPU]!.shared).toBe(71);
-    expect(team(plan, 'nlp')).toBe(24);
-    expect(team(plan, 'ml') + team(plan, 'nlp') + team(plan, 'vision')).toBe(71);
-    expect(plan.warnings).toHaveLength(1);
-    expect(plan.warnings[0]).toMatch(/nvidia\.com\/gpu: (ml|vision) gets \d+ of its guarantee \d+: capacity/);
-    // Deeper: 30 GPUs left, 25 shared out, 36 in use: nothing goes below usage, and it is said.
-    const deep = planQuotas(FIELD_NOTES, facts(30, { 'ml-train': 10, nlp: 24, vision: 2 }));
-    expect([team(deep, 'ml'), team(deep, 'nlp'), team(deep, 'vision')]).toEqual([10, 24, 2]);
-    expect(deep.warnings).toEqual([
-      'nvidia.com/gpu: the teams already use 36, more than the 25 shared out (capacity 30): no quota goes below usage, so the total is 36',
-    ]);
-  });
-
-  it('lends an idle share to a quota-bound team, and takes it back as the lender’s usage returns', () => {
+  it('never strands an idle team: two idle teams of equal weight on an empty 16-GPU pool get 8 each', () => {
     const cfg = QuotaConfigSchema.parse({
       teams: [
-        { name: 'a', namespaces: ['a'], guarantee: { [GPU]: 8 } },
-        { name: 'b', namespaces: ['b'], guarantee: { [GPU]: 8 } },
+        { name: 'a', namespaces: ['a'] },
+        { name: 'b', namespaces: ['b'] },
       ],
     });
-    // b uses all 8 of its quota (its next pod would be refused); a is idle: b may borrow.
-    const lend = planQuotas(cfg, facts(24, { a: 0, b: 8 }, { a: 8, b: 8 }));
-    expect(hardOf(lend)).toEqual({ a: 8, b: 10 });
-    const more = planQuotas(cfg, facts(24, { a: 0, b: 10 }, { a: 8, b: 10 }));
-    expect(hardOf(more)).toEqual({ a: 8, b: 13 });
-    // a comes back: its guarantee stands; b keeps what it runs but gets no more.
-    const back = planQuotas(cfg, facts(24, { a: 6, b: 10 }, { a: 8, b: 13 }));
-    expect(hardOf(back)).toEqual({ a: 8, b: 10 });
+    expect(hardOf(planQuotas(cfg, facts(16, { a: 0, b: 0 }, { a: 8, b: 8 })))).toEqual({ a: 8, b: 8 });
+    // A team using 4 keeps its 4 and half of the 12 free; the idle one the other half.
+    expect(hardOf(planQuotas(cfg, facts(16, { a: 4, b: 0 }, { a: 8, b: 8 })))).toEqual({ a: 10, b: 6 });
+  });
+
+  it('lends an idle share to a quota-bound team only down to the lender’s headroom, and gives it back as its usage returns', () => {
+    const cfg = QuotaConfigSchema.parse({
+      headroom: { [GPU]: 1 },
+      teams: [
+        { name: 'a', namespaces: ['a'] },
+        { name: 'b', namespaces: ['b'] },
+      ],
+    });
+    // b runs 12 of its 12 (its next pod would be refused) and wants 3 more; a is idle: its fair
+    // share of the 4 free is 2, of which it lends 1 and keeps 1 (its headroom).
+    const lend = planQuotas(cfg, facts(16, { a: 0, b: 12 }, { a: 2, b: 12 }));
+    expect(hardOf(lend)).toEqual({ a: 1, b: 15 });
+    expect(lend.namespaces.find((n) => n.namespace === 'a')!.reason).toContain('fair share 2, lends 1 → 1');
+    // a's next pod was admitted (headroom 1); the next round a is entitled to half of what is
+    // free again, and b (not bound any more) falls to its share.
+    const back = planQuotas(cfg, facts(16, { a: 1, b: 12 }, { a: 1, b: 15 }));
+    expect(hardOf(back)).toEqual({ a: 3, b: 13 });
+    // A larger headroom lends less.
+    const wide = QuotaConfigSchema.parse({ ...cfg, teams: cfg.teams.map((t) => ({ ...t, headroom: { [GPU]: 2 } })) });
+    expect(hardOf(planQuotas(wide, facts(16, { a: 0, b: 12 }, { a: 2, b: 12 })))).toEqual({ a: 2, b: 14 });
+  });
+
+  it('lets a quota fall at most maxDecreasePerRound a round, and a rise beyond the floor wait for the room', () => {
+    const cfg = QuotaConfigSchema.parse({
+      maxDecreasePerRound: { [GPU]: 2 },
+      teams: [
+        { name: 'a', namespaces: ['a'] },
+        { name: 'b', namespaces: ['b'] },
+      ],
+    });
+    // b started 8 pods (a idle): the plan is a 4, b 12 (bound: it wants 10 → 12 is its share);
+    // a may fall 8 → 6 this round, so b rises only into the 2 that freed.
+    const first = planQuotas(cfg, facts(16, { a: 0, b: 8 }, { a: 8, b: 8 }));
+    expect(hardOf(first)).toEqual({ a: 6, b: 10 });
+    expect(hardOf(planQuotas(cfg, facts(16, { a: 0, b: 8 }, { a: 6, b: 10 })))).toEqual({ a: 4, b: 12 });
+    // A capacity loss is followed at the same pace, and the plan says the total is above the pool.
+    const loss = planQuotas(cfg, facts(8, { a: 0, b: 0 }, { a: 8, b: 8 }));
+    expect(hardOf(loss)).toEqual({ a: 6, b: 6 });
+    expect(loss.warnings).toEqual([
+      'nvidia.com/gpu: quotas fall at most 2 per round (maxDecreasePerRound): together 12, above the 8 shared ' +
+        'out, until later rounds',
+    ]);
   });
 
   it('weighs teams: a 3:1 weight takes 3:1 of a loss-bounded pool and of what is lent', () => {
@@ -122,19 +147,25 @@ describe('planQuotas properties', () => {
         max: fc.option(fc.integer({ min: 40, max: 120 }), { nil: undefined }),
         usage: fc.integer({ min: 0, max: 40 }),
         bound: fc.boolean(),
+        /** Quota now above usage, when not bound. */
+        slack: fc.integer({ min: 1, max: 40 }),
+        headroom: fc.integer({ min: 0, max: 4 }),
       }),
       { minLength: 1, maxLength: 6 },
     ),
+    maxDecrease: fc.option(fc.integer({ min: 1, max: 8 }), { nil: undefined }),
   });
   type Input = typeof input extends fc.Arbitrary<infer T> ? T : never;
   const build = (x: Input) => {
     const config: QuotaConfig = QuotaConfigSchema.parse({
       overcommit: x.overcommit,
       buffer: { [GPU]: x.buffer },
+      ...(x.maxDecrease !== undefined ? { maxDecreasePerRound: { [GPU]: x.maxDecrease } } : {}),
       teams: x.teams.map((t, i) => ({
         name: `t${i}`,
         namespaces: [`ns${i}`],
         weight: t.weight,
+        headroom: { [GPU]: t.headroom },
         guarantee: { [GPU]: t.guarantee },
         ...(t.max !== undefined ? { max: { [GPU]: t.max } } : {}),
       })),
@@ -142,23 +173,109 @@ describe('planQuotas properties', () => {
     const f = facts(
       x.capacity,
       Object.fromEntries(x.teams.map((t, i) => [`ns${i}`, t.usage])),
-      Object.fromEntries(x.teams.map((t, i) => [`ns${i}`, t.bound ? t.usage : t.usage + 5])),
+      Object.fromEntries(x.teams.map((t, i) => [`ns${i}`, t.bound ? t.usage : t.usage + t.slack])),
     );
     return { config, f };
   };
   const opts = { seed: 20261125, numRuns: 300 };
+  const sharedOf = (x: Input) => Math.max(0, Math.floor(x.capacity * x.overcommit + 1e-9) - x.buffer);
+  /** No guarantees, no maxima, no rate limit: every team shares what is free by weight only. */
+  const plainTeams = input.map((x) => ({
+    ...x,
+    maxDecrease: undefined,
+    teams: x.teams.map((t) => ({ ...t, guarantee: 0, max: undefined })),
+  }));
+  /** ⌊what is free × w / Σw⌋: a team's weighted share of the pool less what every team uses. */
+  const shareOfFree = (x: Input, i: number) => {
+    const free = Math.max(0, sharedOf(x) - x.teams.reduce((s, t) => s + t.usage, 0));
+    return Math.floor((free * x.teams[i]!.weight) / x.teams.reduce((s, t) => s + t.weight, 0) + 1e-9);
+  };
 
-  it('never goes below usage; the total stays within capacity × overcommit − buffer unless usage alone exceeds it', () => {
+  it('never strands a team: it keeps its usage plus min(headroom, its weighted share of what is free)', () => {
+    fc.assert(
+      fc.property(plainTeams, (x) => {
+        const { config, f } = build(x);
+        const plan = planQuotas(config, f);
+        x.teams.forEach((t, i) =>
+          expect(team(plan, `t${i}`)).toBeGreaterThanOrEqual(t.usage + Math.min(t.headroom, shareOfFree(x, i))),
+        );
+      }),
+      opts,
+    );
+  });
+
+  it('lends nothing when no team is quota-bound: each keeps its usage plus its weighted share of what is free', () => {
+    fc.assert(
+      fc.property(plainTeams, (x) => {
+        const idle = { ...x, teams: x.teams.map((t) => ({ ...t, bound: false })) };
+        const { config, f } = build(idle);
+        const plan = planQuotas(config, f);
+        idle.teams.forEach((t, i) =>
+          expect(team(plan, `t${i}`)).toBeGreaterThanOrEqual(t.usage + shareOfFree(idle, i)),
+        );
+      }),
+      opts,
+    );
+  });
+
+  it('lends only above the lender’s floor: every team keeps min(its entitlement, max(guarantee, usage + headroom))', () => {
     fc.assert(
       fc.property(input, (x) => {
         const { config, f } = build(x);
         const plan = planQuotas(config, f);
-        const shared = Math.max(0, Math.floor(x.capacity * x.overcommit + 1e-9) - x.buffer);
-        const usage = x.teams.reduce((s, t) => s + t.usage, 0);
-        x.teams.forEach((t, i) => expect(team(plan, `t${i}`)).toBeGreaterThanOrEqual(t.usage));
-        const total = plan.teams.reduce((s, t) => s + t.resources[GPU]!.hard, 0);
-        expect(total).toBeLessThanOrEqual(Math.max(shared, usage));
+        x.teams.forEach((t, i) => {
+          const s = plan.teams.find((p) => p.team === `t${i}`)!.resources[GPU]!;
+          const floor = Math.min(t.guarantee, t.max ?? Infinity);
+          expect(s.keep).toBe(Math.min(s.base, Math.max(t.usage, floor, t.usage + t.headroom)));
+          expect(s.hard).toBeGreaterThanOrEqual(s.keep);
+        });
       }),
+      opts,
+    );
+  });
+
+  it('lets no quota fall more than maxDecreasePerRound, and rises beyond a team’s floor only into room the pool has', () => {
+    fc.assert(
+      fc.property(input, fc.integer({ min: 1, max: 8 }), (x0, d) => {
+        const x = { ...x0, maxDecrease: d };
+        const { config, f } = build(x);
+        const plan = planQuotas(config, f);
+        const shared = sharedOf(x);
+        const total = plan.teams.reduce((s, t) => s + t.resources[GPU]!.hard, 0);
+        x.teams.forEach((t, i) => {
+          const now = t.bound ? t.usage : t.usage + t.slack;
+          const s = plan.teams.find((p) => p.team === `t${i}`)!.resources[GPU]!;
+          expect(s.hard).toBeGreaterThanOrEqual(Math.max(t.usage, now - d));
+          // Over the pool only while decreases are held: then no team rose beyond its floor.
+          if (
+            total >
+              Math.max(
+                shared,
+                x.teams.reduce((a, u) => a + u.usage, 0),
+              ) &&
+            s.hard > now
+          )
+            expect(s.hard).toBeLessThanOrEqual(Math.max(now, s.keep));
+        });
+      }),
+      opts,
+    );
+  });
+
+  it('never goes below usage; the total stays within capacity × overcommit − buffer unless usage alone exceeds it', () => {
+    fc.assert(
+      fc.property(
+        input.map((x) => ({ ...x, maxDecrease: undefined })),
+        (x) => {
+          const { config, f } = build(x);
+          const plan = planQuotas(config, f);
+          const shared = Math.max(0, Math.floor(x.capacity * x.overcommit + 1e-9) - x.buffer);
+          const usage = x.teams.reduce((s, t) => s + t.usage, 0);
+          x.teams.forEach((t, i) => expect(team(plan, `t${i}`)).toBeGreaterThanOrEqual(t.usage));
+          const total = plan.teams.reduce((s, t) => s + t.resources[GPU]!.hard, 0);
+          expect(total).toBeLessThanOrEqual(Math.max(shared, usage));
+        },
+      ),
       opts,
     );
   });

@@ -9,10 +9,15 @@
  *    (below) over what each team holds above its usage, the demand vector being its bases — so
  *    the teams holding most per unit of weight, measured on their dominant resource, give back
  *    first. Usage itself is never cut (the plan says when even that does not fit).
- * 3. Lending: what is left of S_r goes to teams that want more than their base, by weighted DRF
- *    up to their want and max, the demand vector being their wants. A team wants its usage, plus
- *    a burst when it is quota-bound (usage at its current hard value: its next pods would be
- *    refused). The lent share comes back as the lender's usage returns: its base rises with it.
+ *    When they fit, each team is entitled to the larger of its base and its usage plus its
+ *    weighted share of what is free (lend.ts): an idle team is never cut to nothing.
+ * 3. Lending: teams that want more than their entitlement borrow, by weighted DRF up to their want
+ *    and max (the demand vector being their wants), what the others hold above their kept floor —
+ *    guarantee, and usage + headroom, so a lender's next pod is admitted at once. A team wants its
+ *    usage, plus a burst when it is quota-bound (usage at its current hard value: its next pods
+ *    would be refused). The lent share comes back as the lender's usage returns: its floor rises
+ *    with it. Decreases are then rate-limited (maxDecreasePerRound), rises beyond the floor
+ *    waiting for the room.
  * 4. Namespaces of a team split its hard: each keeps its usage, the rest goes by usage, evenly
  *    when none (largest remainders, ties by name).
  *
@@ -28,6 +33,7 @@
  */
 import { resourcesOf, type QuotaConfig } from './config.ts';
 import { drfWeights, integers, waterFill } from './fill.ts';
+import { entitlements, lend, limitDecreases } from './lend.ts';
 import { splitProfiles, type ProfilePool } from './mig-shares.ts';
 
 export interface QuotaFacts {
@@ -70,8 +76,13 @@ export interface TeamShare {
       usage: number;
       guarantee: number;
       want: number;
-      /** What it keeps before lending: max(usage, guarantee) less its part of a capacity loss. */
+      /**
+       * Its entitlement before lending: the larger of its guarantee and its usage plus its weighted
+       * share of what is free (up to its max), less its part of a capacity loss.
+       */
       base: number;
+      /** What lending never takes from it: its guarantee, and its headroom above its usage (≤ base). */
+      keep: number;
       hard: number;
     }
   >;
@@ -87,6 +98,14 @@ export interface QuotaPlan {
 }
 
 export const quotaKey = (resource: string) => `requests.${resource}`;
+
+/** `, borrows 2` / `, lends 3` / `, falling 2 a round` (hard against fair share), or nothing. */
+function lentWords(x: { hard: number; base: number; want: number }, unit: (n: number) => string = String): string {
+  const d = x.hard - x.base;
+  if (d < 0) return `, lends ${unit(-d)}`;
+  if (d === 0) return '';
+  return x.want > x.base ? `, borrows ${unit(Math.min(d, x.want - x.base))}` : `, held ${unit(d)} above it`;
+}
 
 export function planQuotas(config: QuotaConfig, facts: QuotaFacts): QuotaPlan {
   const teams = [...config.teams].sort((a, b) => (a.name < b.name ? -1 : 1));
@@ -158,17 +177,20 @@ export function planQuotas(config: QuotaConfig, facts: QuotaFacts): QuotaPlan {
     const max = teams.map((t) => (t.max[l.r] === undefined ? Infinity : per(t.max[l.r]!, l)));
     const guarantee = teams.map((t) => per(t.guarantee[l.r] ?? 0, l));
     const base = teams.map((_, i) => Math.max(l.usage[i]!, Math.min(guarantee[i]!, max[i]!)));
+    const headroom = teams.map((t) => per(t.headroom[l.r] ?? config.headroom[l.r] ?? 1, l));
     const want = teams.map((_, i) => {
       const cur = l.current[i];
       const bound = cur !== undefined && l.usage[i]! >= cur && l.usage[i]! > 0;
       const burst = bound ? Math.max(l.minBurst, Math.ceil(cur * 0.25)) : 0;
       return Math.min(max[i]!, l.usage[i]! + burst);
     });
-    return { ...l, max, guarantee, base, want };
+    const limit = config.maxDecreasePerRound[l.r];
+    return { ...l, max, guarantee, base, kept: base, headroom, want, limit: limit && per(limit, l) };
   });
   const sharedAll = lines.map((l) => l.shared);
 
   // 2. Capacity loss: bases come down towards usage, weighted DRF over what each holds above it.
+  // Otherwise each team is entitled to its usage plus its weighted share of what is free (lend.ts).
   const lossWeights = drfWeights(
     lines.map((l) => l.base),
     sharedAll,
@@ -176,7 +198,10 @@ export function planQuotas(config: QuotaConfig, facts: QuotaFacts): QuotaPlan {
   );
   lines.forEach((l, ri) => {
     const { r, capacity, shared, usage, guarantee, max } = l;
-    if (l.base.reduce((s, x) => s + x, 0) <= shared) return;
+    if (l.base.reduce((s, x) => s + x, 0) <= shared) {
+      l.base = entitlements({ names, weights, ...l }, shared);
+      return;
+    }
     const floorSum = usage.reduce((s, x) => s + x, 0);
     if (floorSum > shared) {
       warnings.push(
@@ -205,32 +230,32 @@ export function planQuotas(config: QuotaConfig, facts: QuotaFacts): QuotaPlan {
     });
   });
 
-  // 3. Lending what is left: weighted DRF along what the teams want.
+  // 3. Lending: quota-bound teams borrow, by weighted DRF along what they want, what the others
+  // hold above their kept floor (guarantee, usage + headroom); then decreases are rate-limited.
   const lendWeights = drfWeights(
     lines.map((l) => l.want),
     sharedAll,
     weights,
   );
   lines.forEach((l, ri) => {
-    const { base, want } = l;
-    const left = l.shared - base.reduce((s, x) => s + x, 0);
-    const extra = waterFill(
-      want.map((w, i) => Math.max(0, w - base[i]!)),
-      lendWeights[ri]!,
-      left,
-    );
-    const hard = integers(
-      extra.map((x, i) => base[i]! + x),
-      want.map((w, i) => Math.max(w, base[i]!)),
-      names,
-    );
+    const teamsOf = { names, weights, ...l, base: l.kept };
+    const lent = lend(teamsOf, l.base, lendWeights[ri]!);
+    const limited = limitDecreases(teamsOf, lent.hard, l.current, lent.keep, l.shared, l.limit);
+    const hard = limited.hard;
+    const total = hard.reduce((s, x) => s + x, 0);
+    if (limited.held && total > l.shared)
+      warnings.push(
+        `${l.r}: quotas fall at most ${l.limit! / (l.unit ? 8 : 1)} per round (maxDecreasePerRound): together ` +
+          `${total / (l.unit ? 8 : 1)}, above the ${l.shared / (l.unit ? 8 : 1)} shared out, until later rounds`,
+      );
     teams.forEach((_, i) => {
       hardOf[i]![l.r] = hard[i]!;
       shares[i]!.resources[l.r] = {
         usage: l.usage[i]!,
         guarantee: l.guarantee[i]!,
-        want: want[i]!,
-        base: base[i]!,
+        want: l.want[i]!,
+        base: l.base[i]!,
+        keep: lent.keep[i]!,
         hard: hard[i]!,
       };
     });
@@ -257,6 +282,7 @@ export function planQuotas(config: QuotaConfig, facts: QuotaFacts): QuotaPlan {
           guarantee: 0,
           want: p.usage[i]!,
           base: p.usage[i]!,
+          keep: p.usage[i]!,
           hard: split[k]![i]!,
         };
       });
@@ -292,12 +318,14 @@ export function planQuotas(config: QuotaConfig, facts: QuotaFacts): QuotaPlan {
         if (!g)
           return (
             `${r}: team ${t.name} (weight ${t.weight}) uses ${x.usage}, guaranteed ${x.guarantee}, ` +
-            `wants ${x.want} → ${x.hard} of ${pool[r]!.shared} shared out`
+            `wants ${x.want}, fair share ${x.base}${lentWords(x)} → ${x.hard} of ${pool[r]!.shared} ` +
+            `shared out`
           );
         const gpus = (n: number) => `${n / 8} GPU${n === 8 ? '' : 's'}`;
         return (
           `${r} (in GPU-equivalents): team ${t.name} (weight ${t.weight}) uses ${gpus(x.usage)}, ` +
-          `guaranteed ${gpus(x.guarantee)}, wants ${gpus(x.want)} → ${gpus(x.hard)} of ${gpus(pool[r]!.shared)} ` +
+          `guaranteed ${gpus(x.guarantee)}, wants ${gpus(x.want)}, fair share ${gpus(x.base)}` +
+          `${lentWords(x, gpus)} → ${gpus(x.hard)} of ${gpus(pool[r]!.shared)} ` +
           `shared out, ` +
           `as ${g.profiles.map((p) => `${p.slice('nvidia.com/mig-'.length)} ${s.resources[p]!.hard}`).join(', ')}`
         );
