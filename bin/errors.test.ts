@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { describe, expect, it } from 'vitest';
-import { z } from 'zod';
+import * as z from 'zod';
 import { BadInputError, TransientError } from '../functions/adapters/errors.ts';
 import { InputError, UsageError } from '../events/cli-kit/command.ts';
 import { oneLine } from '../events/cli-kit/phrases.ts';

@@ -3,7 +3,7 @@
  * parses before it sends; functions parse on arrival. Both import this file.
  */
 import { readFileSync } from 'node:fs';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { SOURCES, type EventSource } from './common.ts';
 import { GPU_XID_ERROR, GpuXidErrorDetailSchema } from './catalog/gpu-xid-error.ts';
 import { GPU_HEALTH_CHANGED, GpuHealthChangedDetailSchema } from './catalog/gpu-health-changed.ts';

@@ -2,7 +2,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
-import { z } from 'zod';
+import * as z from 'zod';
 import { UsageError, type CliIo, type Command } from './cli-kit/command.ts';
 import { errnoPhrase } from './cli-kit/phrases.ts';
 import { ensureOutputFolder } from './cli-kit/input.ts';

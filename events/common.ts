@@ -2,7 +2,7 @@
  * Building blocks shared by every detail schema: identifiers as NVML and Kubernetes spell them,
  * timestamps, and the fields every detail carries (`schemaVersion`, `eventId`).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 /** Describes a received value for messages: `"79"`, `an object`, `nothing`. */
 export function describeValue(v: unknown): string {

@@ -2,7 +2,7 @@
  * The envelope EventBridge wraps around every detail, as delivered to rules and Lambda targets.
  * (`Detail` travels as a JSON string in PutEvents; here it is already an object.)
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 export const EventEnvelopeSchema = z
   .object({

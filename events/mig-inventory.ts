@@ -5,7 +5,7 @@
  * the MIG planner needs exactly that to relay only GPUs nothing runs on (functions/mig/supply.ts).
  * The agent writes it (a JSON merge patch of that key) whenever it changes; `at` is when it last did.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { count, GpuUuid, MigProfile, Timestamp } from './common.ts';
 
 export const MIG_INVENTORY_ANNOTATION = 'gpu-reflex.io/mig-inventory';

@@ -2,7 +2,7 @@
  * Validation of whole events (envelope + detail) against the catalog, with problems that name the
  * field: `detail.xid: expected integer, got "79"`.
  */
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { catalogEntry } from './catalog.ts';
 import { describeValue } from './common.ts';
 import { EventEnvelopeSchema, entrySize, MAX_ENTRY_BYTES, type EventEnvelope } from './envelope.ts';

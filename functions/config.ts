@@ -2,7 +2,7 @@
  * The functions' configuration: environment variables parsed once at cold start with zod, then
  * frozen. Every variable is public interface and listed in the README.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 
 const FunctionsEnvSchema = z.object({
   EVENT_BUS_NAME: z.string().min(1).default('gpu-reflex'),

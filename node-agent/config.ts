@@ -5,7 +5,7 @@
  * exactly what to fix.
  */
 import { hostname } from 'node:os';
-import { z } from 'zod';
+import * as z from 'zod';
 
 const MiB = 1024 * 1024;
 

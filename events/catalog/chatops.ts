@@ -4,7 +4,7 @@
  * `Approval Decided`. Examples: ./chatops-command.example.json, ./chatops-command-requested.example.json,
  * ./approval-requested.example.json, ./approval-decided.example.json.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { actorBase, Timestamp } from '../common.ts';
 
 export const CHATOPS_COMMAND = 'ChatOps Command';

@@ -16,7 +16,7 @@
  * replaces only its owner's entries, never another's, and the agent answers each request under
  * `gpuActionKey(owner, id)`, with the owner on the answer and on the event, so each answer reaches its owner.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { agentBase, count, EventId, GpuUuid, PciBusId, Timestamp } from '../common.ts';
 
 export const GPU_ACTION_RESULT = 'GPU Action Result';

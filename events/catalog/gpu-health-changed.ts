@@ -2,7 +2,7 @@
  * `GPU Health Changed` — a threshold crossing, sent once per crossing with hysteresis (example:
  * ./gpu-health-changed.example.json).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { GPU_RECOVERY_ACTIONS } from '../xid.ts';
 import { agentBase, DeviceHolder, GpuRef, MigRef, PodRef } from '../common.ts';
 

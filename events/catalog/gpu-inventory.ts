@@ -1,5 +1,5 @@
 /** `GPU Inventory` — what a node has, sent at start and whenever it changes (example: ./gpu-inventory.example.json). */
-import { z } from 'zod';
+import * as z from 'zod';
 import { agentBase, count, DeviceHolder, GpuUuid, MigProfile, MigUuid, PciBusId } from '../common.ts';
 
 export const GPU_INVENTORY = 'GPU Inventory';

@@ -1,5 +1,5 @@
 /** `GPU Pool Scaled` — a GPU node pool's desired size changed (example: ./gpu-pool-scaled.example.json). */
-import { z } from 'zod';
+import * as z from 'zod';
 import { actorBase, count } from '../common.ts';
 
 export const GPU_POOL_SCALED = 'GPU Pool Scaled';

@@ -1,5 +1,5 @@
 /** `GPU Utilization Summary` — one event per window per node (example: ./gpu-utilization-summary.example.json). */
-import { z } from 'zod';
+import * as z from 'zod';
 import { agentBase, count, GpuUuid, MigProfile, MigUuid, Timestamp } from '../common.ts';
 
 export const GPU_UTILIZATION_SUMMARY = 'GPU Utilization Summary';

@@ -3,7 +3,7 @@
  * with its decoded sub-code: ./gpu-xid-error-nvlink5.example.json; repeats of an XID 45 held by the agent and
  * sent as one event with `count`: ./gpu-xid-error-aggregated.example.json).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { GPU_RECOVERY_ACTIONS } from '../xid.ts';
 import { NVLINK5_RESOLUTIONS } from '../xid/types.ts';
 import { agentBase, count, DeviceHolder, GpuRef, int, MigRef, PodRef } from '../common.ts';

@@ -1,7 +1,7 @@
 /**
  * `MIG Layout Change` — a node's MIG layout planned, applied, or failed (example: ./mig-layout-change.example.json).
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { actorBase, count, GpuUuid, MigProfile, NodeName } from '../common.ts';
 
 export const MIG_LAYOUT_CHANGE = 'MIG Layout Change';

@@ -1,5 +1,5 @@
 /** `Node Labels Changed` — label-nodes changed a GPU node's labels (example: ./node-labels-changed.example.json). */
-import { z } from 'zod';
+import * as z from 'zod';
 import { actorBase, NodeName, Timestamp } from '../common.ts';
 
 export const NODE_LABELS_CHANGED = 'Node Labels Changed';

@@ -1,5 +1,5 @@
 /** `NVSwitch SXid Error` — an NVSwitch error from the kernel log (example: ./nvswitch-sxid-error.example.json). */
-import { z } from 'zod';
+import * as z from 'zod';
 import { agentBase, PciBusId } from '../common.ts';
 
 export const NVSWITCH_SXID_ERROR = 'NVSwitch SXid Error';

@@ -1,5 +1,5 @@
 /** `Quota Rewritten` — a team's ResourceQuota changed (example: ./quota-rewritten.example.json). */
-import { z } from 'zod';
+import * as z from 'zod';
 import { actorBase } from '../common.ts';
 
 export const QUOTA_REWRITTEN = 'Quota Rewritten';

@@ -1,5 +1,5 @@
 /** `Remediation` — what was decided and done about a fault, and why (example: ./remediation.example.json). */
-import { z } from 'zod';
+import * as z from 'zod';
 import { REMEDIATION_ACTIONS } from '../xid.ts';
 import { actorBase, count, EventId, GpuUuid, NodeName, Timestamp } from '../common.ts';
 import { HEALTH_CONDITIONS } from './gpu-health-changed.ts';

@@ -3,7 +3,7 @@
  * `--dry-run` through the dry-run ports (the wiring's decorator, chosen per command), published
  * as a ChatOps Command event (who, what, the answer), answered in words.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   APPROVAL_DECIDED,
   CHATOPS_COMMAND,

@@ -6,7 +6,7 @@
  * or the sweep's expiry moves it out of `open` once, with optimistic concurrency (store.update),
  * and a closed approval never opens again.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { StateStore } from '../adapters/kube/ports.ts';
 import type { Json } from '../adapters/kube/model.ts';
 

@@ -23,7 +23,7 @@ import {
   type GpuActionResultDetail,
   type GpuActionState,
 } from '../../events/index.ts';
-import { z } from 'zod';
+import * as z from 'zod';
 
 export type { GpuActionOwner };
 

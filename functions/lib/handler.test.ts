@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import type { Context } from 'aws-lambda';
-import { z } from 'zod';
+import * as z from 'zod';
 import { DropEvent, eventHandler, httpHandler, scheduleHandler } from './handler.ts';
 import { createLogger } from './logger.ts';
 import { ConflictError, NotFoundError, BadInputError, fromKubeError } from '../adapters/errors.ts';

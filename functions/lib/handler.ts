@@ -14,7 +14,7 @@
  */
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context, EventBridgeEvent } from 'aws-lambda';
-import type { z } from 'zod';
+import type * as z from 'zod';
 import { EventEnvelopeSchema } from '../../events/envelope.ts';
 import { problemsOf, validateDetail } from '../../events/validate.ts';
 import { AdapterError, BadInputError, NotFoundError } from '../adapters/errors.ts';

@@ -7,7 +7,7 @@
  * them instead of answering "nothing to do"; so does the next sweep of that node. Event ids are
  * deterministic, so a consumer that saw the first attempt dedupes the second.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notice, Notifier } from '../adapters/chat/notifier.ts';
 import type { Json } from '../adapters/kube/model.ts';

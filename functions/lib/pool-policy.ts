@@ -18,7 +18,7 @@
  *       max: 4
  *       sharing: { timeSlicing: { replicas: 4, renameByDefault: true } }
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { configFileFromEnv } from './wiring.ts';
 import { parseConfigText } from './yaml-text.ts';
 

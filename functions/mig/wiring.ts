@@ -13,7 +13,7 @@
  *   MIG_POLICY_FILE          YAML/JSON (core/policy.ts): preemption of lower-priority instances
  *                            (default: off)
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { DEFAULT_MIG_PARTED_CONFIG } from '../adapters/kube/index.ts';
 import { ConfigError } from '../config.ts';
 import { configFileFromEnv, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';

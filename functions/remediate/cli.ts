@@ -5,7 +5,7 @@
  * behind the dry-run decorator: reads are real, writes are only recorded).
  */
 import { parseArgs } from 'node:util';
-import { z } from 'zod';
+import * as z from 'zod';
 import { InputError, UsageError, type CliIo, type Command } from '../../events/cli-kit/command.ts';
 import { issuesLine } from '../../events/cli-kit/phrases.ts';
 import { readInputText, readJsonObject } from '../../events/cli-kit/input.ts';

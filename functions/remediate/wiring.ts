@@ -5,7 +5,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { configTextFromEnv } from '../lib/config-source.ts';
-import { z } from 'zod';
+import * as z from 'zod';
 import { ConfigError } from '../config.ts';
 import type { DraVersions } from '../adapters/kube/index.ts';
 import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';

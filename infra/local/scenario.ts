@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { parseYamlText } from '../../functions/lib/yaml-text.ts';
-import { z } from 'zod';
+import * as z from 'zod';
 import { loadFleet, validateFleet, type ParsedFleet } from './kube/fleet.ts';
 import { isQuantity } from './kube/quantity.ts';
 import { loadPolicyFile, PolicyFileError } from '../../functions/remediate/core/policy-file.ts';

@@ -8,7 +8,7 @@
  * Records are parsed with zod: the file is input like any other and may be damaged or old.
  */
 import { crc32 } from 'node:zlib';
-import { z } from 'zod';
+import * as z from 'zod';
 import { PRIORITIES, type QueuedRecord } from './types.ts';
 
 const QueuedRecordSchema = z

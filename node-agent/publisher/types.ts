@@ -3,7 +3,7 @@
  * Producers (XID watcher, health sampler, inventory, utilization) know nothing about batching,
  * retries or the spool; they call `publish(event)` and move on.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { OutgoingEvent, Priority } from '../events.ts';
 
 export type { OutgoingEvent, Priority };

@@ -8,7 +8,7 @@
  * `insecure-skip-tls-verify: true`, which the client needs for an http:// server.
  */
 import { CoordinationV1Api, CoreV1Api, CustomObjectsApi, EventsV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { z } from 'zod';
+import * as z from 'zod';
 import { BadInputError } from '../errors.ts';
 import { PooledKubeConfig } from './pooled-agent.ts';
 

@@ -13,7 +13,7 @@
  * Keys are whole label keys, so selectors a fleet already uses keep working. A key under GFD's
  * prefix (`nvidia.com/`) is allowed: it is written only on nodes where GFD does not run.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { parseConfigText } from '../../lib/yaml-text.ts';
 
 /** `[prefix/]name` as the API server accepts a label key. */

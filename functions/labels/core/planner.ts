@@ -13,7 +13,7 @@
  * An inventory observed before the one the record says was last applied is stale (EventBridge does
  * not keep order): the plan does nothing.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import type { LabelerConfig } from './config.ts';
 import { wantedLabels, type InventoryFacts } from './facts.ts';
 

@@ -16,7 +16,7 @@
  * Why preemption is opt-in: a relaid GPU loses every instance (mig-manager recreates them all),
  * so each preempted pod loses its work; only an operator can say that a priority gap is worth it.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { parseConfigText } from '../../lib/yaml-text.ts';
 
 const K8S_NAME = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;

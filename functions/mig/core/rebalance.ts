@@ -21,7 +21,7 @@
  * budget blocks is asked again each round, so that GPU is not relaid this round; still blocked
  * after `timeoutMinutes`, the relayout fails before anything was relaid.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { fnv1a } from '../../lib/hash.ts';
 import type { PodRef } from '../../lib/plan.ts';
 import { layoutWords } from './layout.ts';

@@ -27,7 +27,7 @@
  *   migGroups: [{ name: gpu-reflex.io/mig-gpus, profiles: [nvidia.com/mig-1g.10gb, nvidia.com/mig-3g.40gb] }]
  *   teams: [{ name: research, namespaces: [research], guarantee: { gpu-reflex.io/mig-gpus: 2 } }]
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { parseConfigText } from '../../lib/yaml-text.ts';
 
 const EXTENDED = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?\/[-a-zA-Z0-9._]+$/;

@@ -4,7 +4,7 @@
  * either the whole file is valid and merged, or loadPolicy throws PolicyFileError.
  */
 import { isMap, isPair, isScalar, isSeq, LineCounter, parseDocument, type Document } from 'yaml';
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   ApprovalsSchema,
   FenceSchema,

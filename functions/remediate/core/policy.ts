@@ -3,7 +3,7 @@
  * go in a pool, and how repeats escalate. Defaults come from the XID catalog (events/xid.ts, i.e.
  * NVIDIA's resolution buckets); a policy file overrides them (policy-file.ts). Pure data.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import {
   describeXid,
   GPU_RECOVERY_ACTIONS,

@@ -10,7 +10,7 @@
  *
  * parseNodeState never throws: garbage becomes an empty state plus a warning. Pure.
  */
-import { z } from 'zod';
+import * as z from 'zod';
 import { GPU_RECOVERY_ACTIONS, HEALTH_CONDITIONS, REMEDIATION_ACTIONS, Timestamp } from '../../../events/index.ts';
 import { FENCE_BACKENDS } from './policy.ts';
 import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../../lib/node-state.ts';

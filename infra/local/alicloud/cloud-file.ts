@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { z } from 'zod';
+import * as z from 'zod';
 import { parseConfigText, validateConfig } from '../../../functions/lib/yaml-text.ts';
 
 /**

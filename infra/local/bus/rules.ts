@@ -1,5 +1,5 @@
 import { resolve as resolvePath } from 'node:path';
-import { z } from 'zod';
+import * as z from 'zod';
 import { parseSchedule, type Schedule } from './schedule-expression.ts';
 import { ServerlessConfigError, ServerlessDocument, type VariableContext } from './serverless-yaml.ts';
 import { busNameOf } from './put-events.ts';

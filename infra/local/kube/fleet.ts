@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { z } from 'zod';
+import * as z from 'zod';
 import type { Cluster } from './cluster.ts';
 import { ApiError } from './errors.ts';
 import { parseYamlText } from '../../../functions/lib/yaml-text.ts';
