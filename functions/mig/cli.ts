@@ -6,7 +6,7 @@
  * live cluster; it changes nothing).
  */
 import { parseArgs } from 'node:util';
-import { UsageError, type Command } from '../../bin/command.ts';
+import { InputError, UsageError, type Command } from '../../bin/command.ts';
 import { readInputText } from '../../bin/input.ts';
 import { checkLayout, enumerateLayouts, layoutWords, waste, type LayoutCheck } from './core/layout.ts';
 import { planMig } from './core/planner.ts';
@@ -219,7 +219,14 @@ export const migPlanCommand: Command = {
     if (values.fleet) {
       await readInputText(values.fleet, '--fleet', io);
       const { readFleetForMig } = await import('../../infra/local/mig-fleet.ts');
-      const read = readFleetForMig(values.fleet);
+      const { FleetError } = await import('../../infra/local/kube/fleet.ts');
+      let read;
+      try {
+        read = readFleetForMig(values.fleet);
+      } catch (err) {
+        // The user's file, named with every bad field (as quota plan says it), not "unexpected error".
+        throw err instanceof FleetError ? new InputError(err.message, { cause: err }) : err;
+      }
       fleet = readMigFleet(read.nodes, read.pods, read.usage);
     } else {
       await readInputText(values.kubeconfig!, '--kubeconfig', io);

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { errnoWords } from './errno-words.ts';
 import { parse as parseYaml } from 'yaml';
 
 /**
@@ -88,9 +89,7 @@ function kubeconfigTarget(read: (f: string) => string, file: string): string {
   try {
     text = read(file);
   } catch (err) {
-    throw new ClusterSourceError(
-      `cannot read kubeconfig ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
-    );
+    throw new ClusterSourceError(`cannot read kubeconfig ${file}: ${errnoWords(err)}`);
   }
   return describeKubeconfig(text);
 }
