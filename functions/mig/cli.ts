@@ -210,7 +210,7 @@ export const migPlanCommand: Command = {
       try {
         preemption = parseMigPolicy(text, values.policy).preemption;
       } catch (err) {
-        if (err instanceof MigPolicyError) throw new UsageError(`--policy: ${err.message}`);
+        if (err instanceof MigPolicyError) throw new InputError(`--policy: ${err.message}`, { cause: err });
         throw err;
       }
     }
