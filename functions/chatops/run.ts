@@ -279,7 +279,8 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
             : 'no pod to evict',
           ...(r.blocked.length > 0
             ? [
-                `${r.blocked.length} blocked for now (${pods(r.blocked.map((b) => b.pod))}: ${r.blocked[0]!.reason}); ` +
+                `${r.blocked.length} blocked for now ` +
+                  `(${pods(r.blocked.map((b) => b.pod))}: ${r.blocked[0]!.reason}); ` +
                   `drain again to retry`,
               ]
             : []),

@@ -342,7 +342,8 @@ export async function handleChatRequest(
   // CHAT_SLACK_RESPONSE_URL_PREFIX) would run with nobody ever told how it went: refused here, in words.
   const unreachable = long && c.slack?.responseUrl && !deps.responder.reaches(c.slack.responseUrl);
   const text = unreachable
-    ? `not run: ${(parsed?.words ?? []).join(' ')} takes longer than Slack waits, and its answer could not follow: the ` +
+    ? `not run: ${(parsed?.words ?? []).join(' ')} takes longer than Slack waits, ` +
+      `and its answer could not follow: the ` +
       `request's response_url is not one this deployment posts to (CHAT_SLACK_RESPONSE_URL_PREFIX); nothing done`
     : long && later
       ? await handOff(deps, later, parsed?.words ?? [])

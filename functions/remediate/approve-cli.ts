@@ -175,7 +175,8 @@ export const approveCommand: Command = {
     const endpoint = values.endpoint ?? env.AWS_ENDPOINT_URL_EVENTBRIDGE;
     if (endpoint !== undefined && !/^https?:\/\/[^/\s]+/.test(endpoint))
       throw new UsageError(
-        `${values.endpoint !== undefined ? '--endpoint' : 'AWS_ENDPOINT_URL_EVENTBRIDGE'} "${endpoint.slice(0, 64)}" is ` +
+        `${values.endpoint !== undefined ? '--endpoint' : 'AWS_ENDPOINT_URL_EVENTBRIDGE'} ` +
+          `"${endpoint.slice(0, 64)}" is ` +
           `not a URL (http://127.0.0.1:PORT for the local bus)`,
       );
     const client = new EventBridgeClient({

@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CliIo } from '../../bin/command.ts';
 import { main } from '../../bin/main.ts';
+import { kubeconfigYaml } from '../../infra/local/kube/kubeconfig.ts';
 
 /**
  * Issue #31's smaller list: what an operator trialling gpu-reflex meets is said in words, naming
@@ -83,7 +84,12 @@ describe('said in words', () => {
     expect(missing.err).toEqual([
       `gpu-reflex bus serve: cannot read kubeconfig ${join(dir, 'missing.yaml')}: no such file or directory`,
     ]);
-    writeFileSync(join(dir, 'k.yaml'), 'apiVersion: v1\nkind: Config\nclusters: []\ncontexts: []\nusers: []\n');
+    writeFileSync(join(dir, 'k.yaml'), kubeconfigYaml('http://127.0.0.1:1'));
+    writeFileSync(join(dir, 'not-yaml.yaml'), 'clusters: [\n');
+    // A kubeconfig the functions could not load is refused at the start, not found out at each delivery.
+    expect((await run('bus', 'serve', '--kubeconfig', join(dir, 'not-yaml.yaml'))).err).toEqual([
+      `gpu-reflex bus serve: cannot read kubeconfig ${join(dir, 'not-yaml.yaml')}: not YAML`,
+    ]);
     const inUse = await run('bus', 'serve', '--kubeconfig', join(dir, 'k.yaml'), '--port', String(busyPort));
     expect(inUse.code).toBe(1);
     expect(inUse.err).toEqual([`gpu-reflex bus serve: cannot listen on 127.0.0.1:${busyPort}: address already in use`]);
