@@ -46,10 +46,12 @@ import {
   type CommandPorts,
   type PoolPorts,
 } from './actions.ts';
+import { BadInputError, ForbiddenError, NotFoundError } from '../adapters/errors.ts';
 import {
   COMMANDS,
   helpText,
   parseCommand,
+  quoted,
   ROLE_RANK,
   roleNeeded,
   type ChatCommand,
@@ -245,183 +247,208 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
   );
   const kube = ports.kube;
   const usage = COMMANDS[c.name].usage;
-  let answer: string;
+  let answer = '';
   let decided: ChatOutcome['decided'];
-  switch (c.name) {
-    case 'help':
-      answer = helpText();
-      break;
-    case 'status':
-      answer = await status(kube, c.node);
-      break;
-    case 'cordon':
-    case 'uncordon': {
-      const changed = c.name === 'cordon' ? await kube.nodes.cordon(c.node) : await kube.nodes.uncordon(c.node);
-      const verb = c.name === 'cordon' ? 'cordoned' : 'uncordoned';
-      answer = c.dryRun
-        ? `dry run: would ` +
-          `have ${changed ? verb : `left ${c.node} as it is (already ${verb})`}${changed ? ` ${c.node}` : ''}`
-        : changed
-          ? `${verb} ${c.node}`
-          : `${c.node} was already ${verb}`;
-      break;
-    }
-    case 'drain': {
-      // One pass, as `kubectl drain` does per attempt; blocked pods are said, a second drain retries them.
-      const r = await drainOnce(kube, c.node);
-      const pods = (xs: string[]) => xs.slice(0, 5).join(', ') + (xs.length > 5 ? ` and ${xs.length - 5} more` : '');
-      const parts = [
-        r.evicted.length > 0
-          ? `${c.dryRun ? 'would evict' : 'evicting'} ${r.evicted.length} pod(s) (${pods(r.evicted)})`
-          : 'no pod to evict',
-        ...(r.blocked.length > 0
-          ? [
-              `${r.blocked.length} blocked for now (${pods(r.blocked.map((b) => b.pod))}: ${r.blocked[0]!.reason}); ` +
-                `drain again to retry`,
-            ]
-          : []),
-        ...(r.skipped.length > 0 ? [`${r.skipped.length} DaemonSet/mirror pod(s) left`] : []),
-      ];
-      answer =
-        `${c.dryRun ? 'dry run: would have cordoned and drained' : 'cordoned and draining'} ${c.node}: ` +
-        `${parts.join('; ')}`;
-      break;
-    }
-    case 'quarantine':
-      answer = await quarantine(ports, deps.policy, who, c.node, c.gpu, usage, c.dryRun);
-      break;
-    case 'pool':
-      answer = await poolScale(
-        ports,
-        poolsFor(deps, c.dryRun),
-        deps.policy.approvals.ttlMinutes,
-        c.pool,
-        c.size,
-        usage,
-        c.dryRun,
-      );
-      break;
-    case 'quota': {
-      if (!deps.quota) {
+  try {
+    switch (c.name) {
+      case 'help':
+        answer = helpText();
+        break;
+      case 'status':
+        answer = await status(kube, c.node);
+        break;
+      case 'cordon':
+      case 'uncordon': {
+        const changed = c.name === 'cordon' ? await kube.nodes.cordon(c.node) : await kube.nodes.uncordon(c.node);
+        const verb = c.name === 'cordon' ? 'cordoned' : 'uncordoned';
+        answer = c.dryRun
+          ? `dry run: would ` +
+            `have ${changed ? verb : `left ${c.node} as it is (already ${verb})`}${changed ? ` ${c.node}` : ''}`
+          : changed
+            ? `${verb} ${c.node}`
+            : `${c.node} was already ${verb}`;
+        break;
+      }
+      case 'drain': {
+        // One pass, as `kubectl drain` does per attempt; blocked pods are said, a second drain retries them.
+        const r = await drainOnce(kube, c.node);
+        const pods = (xs: string[]) => xs.slice(0, 5).join(', ') + (xs.length > 5 ? ` and ${xs.length - 5} more` : '');
+        const parts = [
+          r.evicted.length > 0
+            ? `${c.dryRun ? 'would evict' : 'evicting'} ${r.evicted.length} pod(s) (${pods(r.evicted)})`
+            : 'no pod to evict',
+          ...(r.blocked.length > 0
+            ? [
+                `${r.blocked.length} blocked for now ` +
+                  `(${pods(r.blocked.map((b) => b.pod))}: ${r.blocked[0]!.reason}); ` +
+                  `drain again to retry`,
+              ]
+            : []),
+          ...(r.skipped.length > 0 ? [`${r.skipped.length} DaemonSet/mirror pod(s) left`] : []),
+        ];
         answer =
-          `no teams are configured here (QUOTA_CONFIG_FILE): there are no quotas ` +
-          `to ${c.sub === 'plan' ? 'plan' : c.sub}`;
+          `${c.dryRun ? 'dry run: would have cordoned and drained' : 'cordoned and draining'} ${c.node}: ` +
+          `${parts.join('; ')}`;
         break;
       }
-      if (c.sub === 'show') {
-        answer = await quotaShow(ports, deps.quota);
+      case 'quarantine':
+        answer = await quarantine(ports, deps.policy, who, c.node, c.gpu, usage, c.dryRun);
+        break;
+      case 'pool':
+        answer = await poolScale(
+          ports,
+          poolsFor(deps, c.dryRun),
+          deps.policy.approvals.ttlMinutes,
+          c.pool,
+          c.size,
+          usage,
+          c.dryRun,
+        );
+        break;
+      case 'quota': {
+        if (!deps.quota) {
+          answer =
+            `no teams are configured here (QUOTA_CONFIG_FILE): there are no quotas ` +
+            `to ${c.sub === 'plan' ? 'plan' : c.sub}`;
+          break;
+        }
+        if (c.sub === 'show') {
+          answer = await quotaShow(ports, deps.quota);
+          break;
+        }
+        if (c.sub === 'rollback') {
+          answer = await quotaRollback(ports, deps.quota, c.namespace, c.dryRun);
+          break;
+        }
+        const [nodes, pods, quotas] = await Promise.all([
+          kube.nodes.list(),
+          kube.pods.list(),
+          kube.quotas.listQuotas(),
+        ]);
+        const plan = planQuotas(deps.quota, quotaFacts(deps.quota, nodes, pods, quotas));
+        const lines = plan.namespaces.flatMap((n) =>
+          n.changes.map((ch) => `${n.namespace}: ${ch.key} ${ch.from ?? 'unset'} → ${ch.to}`),
+        );
+        answer = [
+          lines.length > 0
+            ? `rewrite-quotas would change ${lines.length} quota value(s):`
+            : 'every team quota is as rewrite-quotas would write it',
+          ...lines,
+          ...plan.warnings.map((w) => `warning: ${w}`),
+        ].join('\n');
         break;
       }
-      if (c.sub === 'rollback') {
-        answer = await quotaRollback(ports, deps.quota, c.namespace, c.dryRun);
+      case 'mig': {
+        if (c.sub === 'apply') {
+          answer = await migApply(ports, deps.mig, c.dryRun);
+          break;
+        }
+        const [nodes, pods] = await Promise.all([kube.nodes.list(), kube.pods.list()]);
+        const fleet = readMigFleet(nodes, pods);
+        // As rebalance-mig would plan: with its preemption policy.
+        answer = migPlanTable(
+          planMig(fleet.nodes, fleet.pending, deps.mig.preemption ? { preemption: deps.mig.preemption } : {}),
+          fleet.notes,
+        ).join('\n');
         break;
       }
-      const [nodes, pods, quotas] = await Promise.all([kube.nodes.list(), kube.pods.list(), kube.quotas.listQuotas()]);
-      const plan = planQuotas(deps.quota, quotaFacts(deps.quota, nodes, pods, quotas));
-      const lines = plan.namespaces.flatMap((n) =>
-        n.changes.map((ch) => `${n.namespace}: ${ch.key} ${ch.from ?? 'unset'} → ${ch.to}`),
-      );
-      answer = [
-        lines.length > 0
-          ? `rewrite-quotas would change ${lines.length} quota value(s):`
-          : 'every team quota is as rewrite-quotas would write it',
-        ...lines,
-        ...plan.warnings.map((w) => `warning: ${w}`),
-      ].join('\n');
-      break;
-    }
-    case 'mig': {
-      if (c.sub === 'apply') {
-        answer = await migApply(ports, deps.mig, c.dryRun);
-        break;
-      }
-      const [nodes, pods] = await Promise.all([kube.nodes.list(), kube.pods.list()]);
-      const fleet = readMigFleet(nodes, pods);
-      // As rebalance-mig would plan: with its preemption policy.
-      answer = migPlanTable(
-        planMig(fleet.nodes, fleet.pending, deps.mig.preemption ? { preemption: deps.mig.preemption } : {}),
-        fleet.notes,
-      ).join('\n');
-      break;
-    }
-    case 'approve':
-    case 'deny': {
-      const decision = c.name === 'approve' ? 'approved' : 'rejected';
-      // The store says whether there is anything left to decide; remediate-approve's own
-      // exactly-once guard still decides two clicks that both found it open.
-      // A pool scale is chat's own approval: decided and carried out here, once.
-      // A plan a scheduled function holds (a preempting MIG relayout, a costly scale-out): decided
-      // here, carried out by that function's next round.
-      const held = c.dryRun ? undefined : await decideHeldPlan(ports, c.id, decision, `${who.platform}:${who.id}`);
-      if (held) {
-        answer = held.answer;
-        if (held.decided) decided = { id: c.id, decision };
-        break;
-      }
-      const pool = c.dryRun
-        ? undefined
-        : await decidePoolScale(ports, poolsFor(deps, false), c.id, decision, `${who.platform}:${who.id}`);
-      if (pool) {
-        answer = pool.answer;
-        if (pool.decided) decided = { id: c.id, decision };
-        break;
-      }
-      const rec =
-        (await getApproval(kube.state, c.id)) ??
-        (await getApproval(kube.state, c.id, CHAT_APPROVALS_SHARD)) ??
-        (await getApproval(kube.state, c.id, MIG_APPROVALS_SHARD)) ??
-        (await getApproval(kube.state, c.id, AUTOSCALE_APPROVALS_SHARD));
-      if (!rec) {
-        answer = `no approval ${c.id} is waiting (unknown id): nothing done`;
-        break;
-      }
-      if (rec.status !== 'open') {
-        answer = `${c.id} is already ${rec.status}${rec.decidedBy ? ` by ${rec.decidedBy}` : ''}: nothing more done`;
-        break;
-      }
-      if (now >= Date.parse(rec.expiresAt)) {
+      case 'approve':
+      case 'deny': {
+        const decision = c.name === 'approve' ? 'approved' : 'rejected';
+        // The store says whether there is anything left to decide; remediate-approve's own
+        // exactly-once guard still decides two clicks that both found it open.
+        // A pool scale is chat's own approval: decided and carried out here, once.
+        // A plan a scheduled function holds (a preempting MIG relayout, a costly scale-out): decided
+        // here, carried out by that function's next round.
+        const held = c.dryRun ? undefined : await decideHeldPlan(ports, c.id, decision, `${who.platform}:${who.id}`);
+        if (held) {
+          answer = held.answer;
+          if (held.decided) decided = { id: c.id, decision };
+          break;
+        }
+        const pool = c.dryRun
+          ? undefined
+          : await decidePoolScale(ports, poolsFor(deps, false), c.id, decision, `${who.platform}:${who.id}`);
+        if (pool) {
+          answer = pool.answer;
+          if (pool.decided) decided = { id: c.id, decision };
+          break;
+        }
+        const rec =
+          (await getApproval(kube.state, c.id)) ??
+          (await getApproval(kube.state, c.id, CHAT_APPROVALS_SHARD)) ??
+          (await getApproval(kube.state, c.id, MIG_APPROVALS_SHARD)) ??
+          (await getApproval(kube.state, c.id, AUTOSCALE_APPROVALS_SHARD));
+        if (!rec) {
+          answer = `no approval ${c.id} is waiting (unknown id): nothing done`;
+          break;
+        }
+        if (rec.status !== 'open') {
+          answer = `${c.id} is already ${rec.status}${rec.decidedBy ? ` by ${rec.decidedBy}` : ''}: nothing more done`;
+          break;
+        }
+        if (now >= Date.parse(rec.expiresAt)) {
+          answer =
+            `${c.id} expired at ${rec.expiresAt}: too late, nothing done (${rec.action} on ${rec.node} ` +
+            `stays held back)`;
+          break;
+        }
+        if (c.dryRun) {
+          answer =
+            `dry run: would have ${decision} ${c.id} ` +
+            `(${rec.scale ? `${rec.scale.pool} ${rec.scale.from} → ${rec.scale.to}` : `${rec.action} on ${rec.node}`})`;
+          break;
+        }
+        // remediate-approve believes only a sealed decision (lib/approval-seal.ts); the role was checked above.
+        const key = await deps.approvalKey?.();
+        if (!key) {
+          answer =
+            `cannot decide ${c.id}: this deployment has no approval key (${APPROVAL_KEY_PARAMETER_ENV}), and ` +
+            `remediate-approve refuses a decision it cannot prove; nothing done`;
+          break;
+        }
+        const detail: ApprovalDecidedDetail = {
+          schemaVersion: SCHEMA_VERSION,
+          eventId: `decision:${c.id}:${who.platform}:${who.id}:${now}`.slice(0, 128),
+          occurredAt: new Date(now).toISOString(),
+          approvalId: c.id,
+          decision,
+          decidedBy: {
+            platform: who.platform,
+            id: who.id.slice(0, 128),
+            ...(who.name ? { name: who.name.slice(0, 128) } : {}),
+          },
+        };
+        await deps.publisher.publish([
+          { source: SOURCES.chatops, detailType: APPROVAL_DECIDED, detail: sealDecision(key, detail) },
+        ]);
+        decided = { id: c.id, decision };
         answer =
-          `${c.id} expired at ${rec.expiresAt}: too late, nothing done (${rec.action} on ${rec.node} ` +
-          `stays held back)`;
+          `${decision} ${c.id} (${rec.action} on ${rec.node}): ` +
+          `remediate-approve ${decision === 'approved' ? 'carries it out' : 'closes it'}, once however often ` +
+          `it is clicked`;
         break;
       }
-      if (c.dryRun) {
-        answer =
-          `dry run: would have ${decision} ${c.id} ` +
-          `(${rec.scale ? `${rec.scale.pool} ${rec.scale.from} → ${rec.scale.to}` : `${rec.action} on ${rec.node}`})`;
-        break;
-      }
-      // remediate-approve believes only a sealed decision (lib/approval-seal.ts); the role was checked above.
-      const key = await deps.approvalKey?.();
-      if (!key) {
-        answer =
-          `cannot decide ${c.id}: this deployment has no approval key (${APPROVAL_KEY_PARAMETER_ENV}), and ` +
-          `remediate-approve refuses a decision it cannot prove; nothing done`;
-        break;
-      }
-      const detail: ApprovalDecidedDetail = {
-        schemaVersion: SCHEMA_VERSION,
-        eventId: `decision:${c.id}:${who.platform}:${who.id}:${now}`.slice(0, 128),
-        occurredAt: new Date(now).toISOString(),
-        approvalId: c.id,
-        decision,
-        decidedBy: {
-          platform: who.platform,
-          id: who.id.slice(0, 128),
-          ...(who.name ? { name: who.name.slice(0, 128) } : {}),
-        },
-      };
-      await deps.publisher.publish([
-        { source: SOURCES.chatops, detailType: APPROVAL_DECIDED, detail: sealDecision(key, detail) },
-      ]);
-      decided = { id: c.id, decision };
-      answer =
-        `${decision} ${c.id} (${rec.action} on ${rec.node}): ` +
-        `remediate-approve ${decision === 'approved' ? 'carries it out' : 'closes it'}, once however often ` +
-        `it is clicked`;
-      break;
     }
+  } catch (err) {
+    // A name that is not there, a refusal by the cluster: the person is told in words (not the
+    // handler's `already-done`, which is for a bus event), and the command is recorded as answered.
+    const said = failureWords(c, err);
+    if (said === undefined) throw err;
+    answer = said;
   }
   await publish(c.name, args, answer, c.dryRun);
   return { answer, ...(decided ? { decided } : {}) };
+}
+
+/** What a person is told when the cluster says no; undefined for a failure worth a retry (it is thrown). */
+function failureWords(c: ChatCommand, err: unknown): string | undefined {
+  if (err instanceof NotFoundError)
+    return 'node' in c && c.node !== undefined
+      ? `no node ${quoted(c.node)} in this cluster (kubectl get nodes lists the names)`
+      : `not found: ${err.message}`;
+  if (err instanceof ForbiddenError)
+    return `the cluster does not let gpu-reflex do that: ${err.message} (its RBAC, infra/k8s); nothing done`;
+  if (err instanceof BadInputError) return `the cluster refused it: ${err.message}; nothing done`;
+  return undefined;
 }

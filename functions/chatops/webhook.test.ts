@@ -835,3 +835,107 @@ describe('ChatOps Command events', () => {
     expect(new Set(ids).size).toBe(2);
   });
 });
+
+describe('an answer in words for every request (#31)', () => {
+  const text = (r: { body?: string }) => (JSON.parse(String(r.body)) as { text: string }).text;
+  const dingtalk = (t: ReturnType<typeof setup>, body: string) => {
+    t.deps.secrets = { dingtalkAppSecret: 'dt-secret' };
+    const ts = String(t.clock.now());
+    const sign = createHmac('sha256', 'dt-secret').update(`${ts}\ndt-secret`).digest('base64');
+    return handleChatRequest(
+      t.deps,
+      {
+        rawPath: '/chat/dingtalk',
+        pathParameters: { platform: 'dingtalk' },
+        headers: { timestamp: ts, sign },
+      } as unknown as APIGatewayProxyEventV2,
+      body,
+    );
+  };
+  const dtMessage = (user: string, content: string) =>
+    JSON.stringify({ msgtype: 'text', text: { content }, senderStaffId: user, conversationId: 'cid-gpu' });
+
+  it('answers a node that is not there in words on Slack, DingTalk and Feishu, not with an internal object', async () => {
+    const t = setup();
+    const r = await t.post(t.slash('U-OPS', 'cordon nope', ''));
+    expect(r.statusCode).toBe(200);
+    expect(JSON.parse(String(r.body))).toEqual({
+      response_type: 'ephemeral',
+      text: 'no node "nope" in this cluster (kubectl get nodes lists the names)',
+    });
+    expect(t.published(CHATOPS_COMMAND).map((e) => (e.detail as { result: string }).result)).toEqual([
+      'no node "nope" in this cluster (kubectl get nodes lists the names)',
+    ]);
+    const d = await dingtalk(t, dtMessage('staff-1', 'status nope'));
+    expect((JSON.parse(String(d.body)) as { text: { content: string } }).text.content).toBe(
+      'no node "nope" in this cluster (kubectl get nodes lists the names)',
+    );
+    const feishu = new RecordingFeishuReplier();
+    t.deps.secrets = { feishuVerificationToken: 'feishu-token' };
+    t.deps.feishu = feishu;
+    const body = JSON.stringify({
+      schema: '2.0',
+      header: { event_id: 'ev-nope', token: 'feishu-token', event_type: 'im.message.receive_v1' },
+      event: {
+        sender: { sender_id: { open_id: 'ou_view' } },
+        message: { message_id: 'om_nope', chat_id: 'oc_gpu', content: JSON.stringify({ text: 'status nope' }) },
+      },
+    });
+    const f = await handleChatRequest(
+      t.deps,
+      { rawPath: '/chat/feishu', pathParameters: { platform: 'feishu' }, headers: {} } as never,
+      body,
+    );
+    expect(f.statusCode).toBe(200);
+    expect(feishu.replies.map((x) => x.text)).toEqual([
+      'no node "nope" in this cluster (kubectl get nodes lists the names)',
+    ]);
+  });
+
+  it('answers a signed body that is not the platform’s with 400 and the reason', async () => {
+    const t = setup();
+    const slack = await t.post('text=status');
+    expect(slack.statusCode).toBe(400);
+    expect(JSON.parse(String(slack.body))).toEqual({
+      error: 'bad request',
+      reason: 'a Slack request names its user (user_id) or carries an interaction (payload); this one has neither',
+    });
+    expect((await t.post('payload=%7Bnot-json')).statusCode).toBe(400);
+    const notJson = await dingtalk(t, 'status gpu-0');
+    expect(notJson.statusCode).toBe(400);
+    expect(JSON.parse(String(notJson.body))).toMatchObject({ reason: 'the DingTalk request body is not JSON' });
+    await t.clock.advance(1000); // a new timestamp: the same one would be a replay
+    const noSender = await dingtalk(t, JSON.stringify({ text: { content: 'status' } }));
+    expect(JSON.parse(String(noSender.body))).toMatchObject({
+      reason: 'a DingTalk message names its sender (senderStaffId or senderId); this one does not',
+    });
+    expect(t.published(CHATOPS_COMMAND)).toEqual([]);
+  });
+
+  it('bounds what it reads before any lookup: a 1 MB name, a 254-character name, a name that is no DNS name', async () => {
+    const t = setup();
+    const huge = text(await t.post(t.slash('U-VIEW', `status ${'a'.repeat(1_000_000)}`, '')));
+    expect(huge).toMatch(/^that is 1000007 characters; a command has at most 512\./);
+    expect(huge.length).toBeLessThan(2000);
+    expect(text(await t.post(t.slash('U-VIEW', `status ${'a'.repeat(254)}`, '')))).toMatch(
+      /^a node name has at most 253 characters \("a{64}…" has 254\)\. Usage: status \[NODE\]$/,
+    );
+    expect(text(await t.post(t.slash('U-OPS', 'cordon Gpu_0', '')))).toMatch(/^"Gpu_0" is not a node name/);
+    expect(text(await t.post(t.slash('U-OPS', 'cordon gpu-.0', '')))).toMatch(/^"gpu-\.0" is not a node name/);
+    expect(t.kube.cluster.calls.filter((c) => c.op.startsWith('nodes.'))).toEqual([]);
+    // The longest name the API server takes is still looked up.
+    expect(text(await t.post(t.slash('U-VIEW', `status ${'a'.repeat(253)}`, '')))).toMatch(/^no node "a{64}…"/);
+  });
+
+  it('tells a long command whose response_url it would not post to, in the acknowledgement, and does nothing', async () => {
+    const t = setup();
+    const r = await t.post(t.slash('U-OPS', 'drain gpu-0', 'https://attacker.example/hook'));
+    expect(text(r)).toBe(
+      "not run: drain gpu-0 takes longer than Slack waits, and its answer could not follow: the request's " +
+        'response_url is not one this deployment posts to (CHAT_SLACK_RESPONSE_URL_PREFIX); nothing done',
+    );
+    expect(t.published(CHATOPS_COMMAND_REQUESTED)).toEqual([]);
+    expect((await t.kube.nodes.get('gpu-0')).unschedulable).toBe(false);
+    expect(t.kube.cluster.pods().every((p) => !p.terminating)).toBe(true);
+  });
+});

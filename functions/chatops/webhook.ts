@@ -121,6 +121,42 @@ export function commandOf(
   };
 }
 
+/**
+ * Why a verified body is not what the platform sends, so it is answered 400 with the reason (a
+ * platform's test console or a hand-made request learns what is wrong); undefined when it is a
+ * request of the platform's that simply carries no command (another interaction, another event):
+ * that one is acknowledged with a 200.
+ */
+export function malformedReason(platform: ChatPlatform, body: string): string | undefined {
+  if (platform === 'slack') {
+    const f = new URLSearchParams(body);
+    const payload = f.get('payload');
+    if (payload === null)
+      return f.get('user_id')
+        ? undefined
+        : 'a Slack request names its user (user_id) or carries an interaction (payload); this one has neither';
+    try {
+      JSON.parse(payload);
+      return undefined;
+    } catch {
+      return 'the Slack interaction payload is not JSON';
+    }
+  }
+  let j: unknown;
+  try {
+    j = JSON.parse(body);
+  } catch {
+    return `the ${platform === 'dingtalk' ? 'DingTalk' : 'Feishu'} request body is not JSON`;
+  }
+  if (j === null || typeof j !== 'object' || Array.isArray(j)) return 'the request body is not a JSON object';
+  const o = j as Record<string, unknown>;
+  if (platform === 'dingtalk')
+    return 'a DingTalk message names its sender (senderStaffId or senderId); this one does not';
+  if (o.type === undefined && o.header === undefined && o.event === undefined)
+    return 'not a Feishu event: it has no header, event or type';
+  return undefined;
+}
+
 function answer(platform: ChatPlatform, text: string): APIGatewayProxyStructuredResultV2 {
   if (platform === 'slack') return json(200, { response_type: 'ephemeral', text });
   if (platform === 'dingtalk') return json(200, { msgtype: 'text', text: { content: text } });
@@ -289,15 +325,29 @@ export async function handleChatRequest(
     return json(401, { error: 'unauthorized' });
   }
   const c = commandOf(platform, v.body);
-  if (!c) return json(200, {});
+  if (!c) {
+    const reason = malformedReason(platform, v.body);
+    if (!reason) return json(200, {});
+    deps.logger.warn('chat request malformed', { platform, reason });
+    return json(400, { error: 'bad request', reason });
+  }
   if ('challenge' in c) return json(200, { challenge: c.challenge });
   if (c.slack?.button) return pressButton(deps, c.who, c.slack);
   // A long command goes to the worker where the platform takes a late answer; quick ones, refusals
   // and usage errors are answered here, as the synchronous path words them.
   const later = laterRequest(deps, c, headers, body, now);
-  const parsed = later ? parseCommand(c.text) : undefined;
-  const long = later && parsed?.ok && isLong(parsed.command) && !refusal(deps.config, c.who, parsed.command);
-  const text = long ? await handOff(deps, later, parsed.words) : await runChatCommand(deps, c.who, c.text);
+  const parsed = later || c.slack ? parseCommand(c.text) : undefined;
+  const long = parsed?.ok && isLong(parsed.command) && !refusal(deps.config, c.who, parsed.command);
+  // A long Slack command whose response_url this function will not post to (not under
+  // CHAT_SLACK_RESPONSE_URL_PREFIX) would run with nobody ever told how it went: refused here, in words.
+  const unreachable = long && c.slack?.responseUrl && !deps.responder.reaches(c.slack.responseUrl);
+  const text = unreachable
+    ? `not run: ${(parsed?.words ?? []).join(' ')} takes longer than Slack waits, ` +
+      `and its answer could not follow: the ` +
+      `request's response_url is not one this deployment posts to (CHAT_SLACK_RESPONSE_URL_PREFIX); nothing done`
+    : long && later
+      ? await handOff(deps, later, parsed?.words ?? [])
+      : await runChatCommand(deps, c.who, c.text);
   if (c.feishu && deps.feishu) {
     // A reply failure is logged, never undoes the command; the event id keeps a retried callback's
     // reply single (the worker's answer takes the event id, so "working on it" takes another).

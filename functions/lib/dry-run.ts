@@ -17,13 +17,18 @@ import type { Logger } from './logger.ts';
  */
 export class DryRunPublisher implements EventPublisher {
   readonly withheld: PublishedEvent[] = [];
+  /**
+   * `would`: a reflex's words for its report's reason in a dry run ("Now draining" → "Would drain",
+   * remediate/core/words.ts wouldWords); the reason is published as the plan said it otherwise.
+   */
   constructor(
     private readonly reports: EventPublisher,
     private readonly logger?: Logger,
+    private readonly would: (reason: string) => string = (r) => r,
   ) {}
 
   async publish(events: readonly PublishedEvent[]): Promise<void> {
-    const reports = events.filter(isReport).map(markEvent);
+    const reports = events.filter(isReport).map((e) => markEvent(e, this.would));
     for (const e of events.filter((x) => !isReport(x))) {
       this.withheld.push(e);
       this.logger?.info('dry run: would publish', { detailType: e.detailType, eventId: e.detail.eventId });
@@ -34,8 +39,9 @@ export class DryRunPublisher implements EventPublisher {
 
 const isReport = (e: PublishedEvent) => 'dryRun' in e.detail;
 
-function markEvent(e: PublishedEvent): PublishedEvent {
+function markEvent(e: PublishedEvent, would: (reason: string) => string): PublishedEvent {
   const detail: Record<string, unknown> = { ...e.detail, dryRun: true };
+  if (typeof e.detail.reason === 'string') detail.reason = would(e.detail.reason);
   const steps = e.detail.steps;
   if (Array.isArray(steps)) {
     detail.steps = steps.map((s: { result?: string }) =>

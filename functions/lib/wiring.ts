@@ -11,13 +11,16 @@
  *
  * Dry-run is decided here and nowhere else: `DRY_RUN=true`, or a function's own config saying so
  * (a remediation policy file's `dryRun: true`), selects the dry-run wiring (lib/dry-run.ts), every
- * port that acts wrapped in a recording decorator. No plan, fact or policy carries the flag.
+ * port that acts wrapped in a recording decorator. No plan, fact or policy carries the flag. The
+ * decorators of every function wired in this process on one cluster share one overlay of what
+ * they would have written (adapters/kube/dry-run-overlay.ts), so the dry run predicts the live
+ * run: the second node of a storm finds the first one out, as it would live.
  */
 import { readFileSync } from 'node:fs';
 import type { EventPublisher } from '../adapters/bus.ts';
 import { NoChatNotifier, WebhookNotifier, type Notifier } from '../adapters/chat/notifier.ts';
 import { currentClock, type Clock } from '../adapters/clock.ts';
-import { dryRunPorts } from '../adapters/kube/dry-run.ts';
+import { DryRunOverlay, dryRunPorts } from '../adapters/kube/dry-run.ts';
 import { kubeconfigSource, renewAt } from '../adapters/kubeconfig/source.ts';
 import { reauthOn401 } from '../adapters/kube/reauth.ts';
 import type { KubePorts, KubePortsOptions } from '../adapters/kube/index.ts';
@@ -68,6 +71,8 @@ export type OwnConfig<Own extends object> = (env: NodeJS.ProcessEnv) => {
   own: Own;
   dryRun?: boolean;
   kube?: Pick<KubePortsOptions, 'dra' | 'migParted'>;
+  /** The function's words for a report's reason in a dry run ("Would drain …"); DryRunPublisher applies them. */
+  wouldWords?: (reason: string) => string;
 };
 
 export async function wireFromEnv<Own extends object = object>(
@@ -159,10 +164,26 @@ export async function wireFromEnv<Own extends object = object>(
   );
   return {
     ...base,
-    kube: dryRunPorts(kube, (a) => logger.info('dry run: would', { op: a.op, args: a.args })),
-    publisher: new DryRunPublisher(bus, logger),
+    kube: dryRunPorts(
+      kube,
+      (a) => logger.info('dry run: would', { op: a.op, args: a.args }),
+      sharedOverlay(kc.getCurrentCluster()?.server ?? '', clock),
+    ),
+    publisher: new DryRunPublisher(bus, logger, mine.wouldWords),
     notifier: new DryRunNotifier(logger),
   };
+}
+
+/**
+ * One overlay per cluster in this process: what every dry-run wiring here would have written. The
+ * embedded stack runs all functions in one process, so remediate, the sweep and the approver see
+ * each other's would-be writes as the live ones see the cluster's; a Lambda container keeps its own.
+ */
+const overlays = new Map<string, DryRunOverlay>();
+function sharedOverlay(cluster: string, clock: Pick<Clock, 'now'>): DryRunOverlay {
+  let o = overlays.get(cluster);
+  if (!o) overlays.set(cluster, (o = new DryRunOverlay({ now: () => clock.now() })));
+  return o;
 }
 
 /** Parameter Store, loaded at the first policy read from it (the SDK client stays off other cold starts). */

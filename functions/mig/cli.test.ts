@@ -165,7 +165,8 @@ describe('gpu-reflex mig plan', () => {
     const bad = join(dir, 'bad.yaml');
     writeFileSync(bad, 'preemption: { enabled: maybe }\n');
     const refused = await run('mig', 'plan', '--fleet', notebooks, '--policy', bad);
-    expect(refused.code).toBe(2);
+    // A malformed file is bad input (1), not bad usage (2): the command line was right (issue #31).
+    expect(refused.code).toBe(1);
     expect(refused.err).toContain(`--policy: ${bad}`);
   });
 

@@ -6,7 +6,7 @@
  * live cluster; it changes nothing).
  */
 import { parseArgs } from 'node:util';
-import { UsageError, type Command } from '../../events/cli-kit/command.ts';
+import { InputError, UsageError, type Command } from '../../events/cli-kit/command.ts';
 import { readInputText } from '../../events/cli-kit/input.ts';
 import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
 import { checkLayout, enumerateLayouts, layoutWords, waste, type LayoutCheck } from './core/layout.ts';
@@ -229,7 +229,7 @@ export const createMigPlanCommand = (readFleet: MigFleetReader): Command => ({
       try {
         preemption = parseMigPolicy(text, values.policy).preemption;
       } catch (err) {
-        if (err instanceof MigPolicyError) throw new UsageError(`--policy: ${err.message}`);
+        if (err instanceof MigPolicyError) throw new InputError(`--policy: ${err.message}`, { cause: err });
         throw err;
       }
     }

@@ -8,7 +8,7 @@
 import { userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
-import { UsageError, type CliIo, type Command } from '../../events/cli-kit/command.ts';
+import { InputError, UsageError, type CliIo, type Command } from '../../events/cli-kit/command.ts';
 import { issuesLine } from '../../events/cli-kit/phrases.ts';
 import { readInputText } from '../../events/cli-kit/input.ts';
 import {
@@ -173,6 +173,12 @@ export const approveCommand: Command = {
       );
     const detail = sealDecision(key, unsealed);
     const endpoint = values.endpoint ?? env.AWS_ENDPOINT_URL_EVENTBRIDGE;
+    if (endpoint !== undefined && !/^https?:\/\/[^/\s]+/.test(endpoint))
+      throw new UsageError(
+        `${values.endpoint !== undefined ? '--endpoint' : 'AWS_ENDPOINT_URL_EVENTBRIDGE'} ` +
+          `"${endpoint.slice(0, 64)}" is ` +
+          `not a URL (http://127.0.0.1:PORT for the local bus)`,
+      );
     const client = new EventBridgeClient({
       region,
       ...(endpoint ? { endpoint } : {}),
@@ -185,6 +191,15 @@ export const approveCommand: Command = {
       await new EventBridgePublisher(values.bus ?? env.EVENT_BUS_NAME ?? 'gpu-reflex', client).publish([
         { source: SOURCES.chatops, detailType: APPROVAL_DECIDED, detail },
       ]);
+    } catch (err) {
+      // The SDK's own words for missing credentials stay in the cause, which the CLI does not print.
+      if (causes(err).some((e) => e.name === 'CredentialsProviderError'))
+        throw new InputError(
+          'no AWS credentials to put the decision on the bus: set AWS_PROFILE or AWS_ACCESS_KEY_ID and ' +
+            'AWS_SECRET_ACCESS_KEY (or give --endpoint URL of a local bus)',
+          { cause: err },
+        );
+      throw err;
     } finally {
       client.destroy();
     }
@@ -192,3 +207,10 @@ export const approveCommand: Command = {
     return 0;
   },
 };
+
+/** `err` and every cause under it. */
+function causes(err: unknown): Error[] {
+  const out: Error[] = [];
+  for (let e: unknown = err; e instanceof Error && out.length < 8; e = e.cause) out.push(e);
+  return out;
+}

@@ -76,6 +76,16 @@ export const policyCommand: Command = {
       io.out(JSON.stringify(policy, null, 2));
       return 0;
     }
+    // A pool the policy names nowhere gets the rules every pool gets: said, since it is often a typo.
+    const named = [
+      ...new Set([...Object.keys(policy.pools), ...Object.values(policy.profiles).flatMap((p) => p.match.pools ?? [])]),
+    ].sort();
+    if (values.pool !== undefined && !named.includes(values.pool))
+      io.err(
+        `note: no override or profile of this policy names pool "${values.pool.slice(0, 64)}"` +
+          ` (${named.length > 0 ? `it names ${named.join(', ')}` : 'it names no pool'}): the rules below are the ones` +
+          ` every pool gets`,
+      );
     const rows: string[][] = [['trigger', 'action', 'then', 'escalate on repeat']];
     const triggers: (number | (typeof HEALTH_CONDITIONS)[number])[] = [...XID_CATALOG.keys(), ...HEALTH_CONDITIONS];
     for (const t of triggers) {

@@ -22,6 +22,7 @@ import type { Capabilities } from './core/types.ts';
 import type { RemediationDeps } from './run.ts';
 import { DEFAULT_POLICY, type Policy } from './core/policy.ts';
 import { loadPolicyFile } from './core/policy-file.ts';
+import { wouldWords } from './core/words.ts';
 
 const RemediationEnvSchema = z.object({
   REMEDIATION_POLICY_FILE: z.string().min(1).optional(),
@@ -46,6 +47,7 @@ export function remediationConfig(env: NodeJS.ProcessEnv): {
   own: { policy: Policy };
   dryRun: boolean;
   kube: { dra: DraVersions };
+  wouldWords: (reason: string) => string;
 } {
   const r = RemediationEnvSchema.safeParse(env);
   if (!r.success)
@@ -62,6 +64,8 @@ export function remediationConfig(env: NodeJS.ProcessEnv): {
     own: { policy: file.policy },
     dryRun: file.dryRun,
     kube: { dra: { deviceTaintRuleVersion, resourceSliceVersion } },
+    // A dry run's report says what it would do (core/words.ts), not "Now draining".
+    wouldWords,
   };
 }
 

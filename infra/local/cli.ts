@@ -2,6 +2,7 @@ import { dirname, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { InputError, processIo, UsageError, type CliIo, type Command } from '../../events/cli-kit/command.ts';
 import { checkWritableFile, readInputText } from '../../events/cli-kit/input.ts';
+import { identifyCluster } from './cluster-identity.ts';
 import { DEFAULT_SCENARIO_PATH, parseScenario, ScenarioError, type Scenario } from './scenario.ts';
 import { startStack, type StackResult } from './stack.ts';
 
@@ -11,7 +12,7 @@ import { startStack, type StackResult } from './stack.ts';
  * Both print a live timeline and a summary; `--report FILE` writes the JSON report.
  */
 const LOCAL_HELP =
-  `Usage: gpu-reflex local [--scenario FILE] [--follow] [--kubeconfig FILE] ` +
+  `Usage: gpu-reflex local [--scenario FILE] [--follow] [--kubeconfig FILE [--write-to-real-cluster]] ` +
   `[--report FILE] [--duration S]
 
 Runs gpu-reflex end to end on this machine, in real time: a simulated Kubernetes cluster, the
@@ -22,13 +23,21 @@ the agents, the bus, the functions and the cluster did.
 Options:
   --scenario FILE    scenario (YAML or JSON); default: infra/local/scenarios/default.yaml
   --follow           keep running after the scenario's end, until Ctrl-C
-  --kubeconfig FILE  act on this cluster instead of the simulated one
+  --kubeconfig FILE  act on this cluster instead of the simulated one: only a simulated cluster
+                     (gpu-reflex cluster serve) is accepted as it is, anything else is refused
+  --write-to-real-cluster
+                     act on a --kubeconfig cluster that is not the simulated one: the mock GPUs'
+                     faults cordon, drain and taint its nodes of the scenario's names, and the
+                     scenario's pods are created in it (the node labeler still labels nothing)
   --report FILE      write the JSON report (events, deliveries, actions, final nodes and pods)
   --duration S       run S seconds instead of the scenario's durationSeconds
 
 Example:
   npm start
-  gpu-reflex local --scenario infra/local/scenarios/storm.yaml --report /tmp/storm.json`;
+  gpu-reflex local --scenario infra/local/scenarios/storm.yaml --report /tmp/storm.json
+
+To look at your own cluster without changing it, use the read-only commands (README, "Looking at
+your own cluster safely"): gpu-reflex remediate plan EVENT --kubeconfig FILE.`;
 
 const SIMULATE_HELP = `Usage: gpu-reflex simulate [--scenario FILE] [--report FILE]
 
@@ -83,6 +92,7 @@ async function runScenario(
     clock: 'wall' | 'virtual';
     report?: string | undefined;
     kubeconfig?: string | undefined;
+    kubeconfigIsSimulated?: boolean;
     durationMs?: number;
   },
 ): Promise<number> {
@@ -97,6 +107,7 @@ async function runScenario(
       colour,
       ...(opts.report ? { reportPath: opts.report } : {}),
       ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}),
+      ...(opts.kubeconfigIsSimulated ? { kubeconfigIsSimulated: true } : {}),
       ...(opts.durationMs !== undefined ? { durationMs: opts.durationMs } : {}),
     });
   } catch (err) {
@@ -122,6 +133,23 @@ async function runScenario(
   }
 }
 
+/**
+ * Refuses a `--kubeconfig` cluster that is not the simulated one (by identity: cluster-identity.ts)
+ * unless `--write-to-real-cluster` says writing to it is meant; returns whether it is simulated.
+ * Nothing has touched the cluster yet: the refusal leaves it exactly as it was.
+ */
+async function checkClusterToWrite(kubeconfig: string, writeToReal: boolean): Promise<boolean> {
+  const id = await identifyCluster(kubeconfig);
+  if (id.simulated || writeToReal) return id.simulated;
+  throw new UsageError(
+    `--kubeconfig ${kubeconfig}: refusing to act on ${id.server || 'its cluster'}: it is not gpu-reflex's ` +
+      `simulated cluster (${id.why}). \`local\` makes faults on mock GPUs, and the functions would cordon, ` +
+      `drain and taint that cluster's nodes and create the scenario's pods in it. To see what gpu-reflex would ` +
+      `do there without writing: gpu-reflex remediate plan EVENT --kubeconfig ${kubeconfig}. To act on it ` +
+      `anyway: add --write-to-real-cluster`,
+  );
+}
+
 export function makeLocalCommand(hooks: LocalCliHooks = {}): Command {
   return {
     path: ['local'],
@@ -132,9 +160,14 @@ export function makeLocalCommand(hooks: LocalCliHooks = {}): Command {
         scenario: { type: 'string' },
         follow: { type: 'boolean' },
         kubeconfig: { type: 'string' },
+        'write-to-real-cluster': { type: 'boolean' },
         report: { type: 'string' },
         duration: { type: 'string' },
       });
+      if (v['write-to-real-cluster'] && !v.kubeconfig)
+        throw new UsageError(
+          '--write-to-real-cluster goes with --kubeconfig FILE (without it the cluster is simulated)',
+        );
       let durationMs: number | undefined;
       if (v.duration !== undefined) {
         const s = Number(v.duration);
@@ -143,10 +176,14 @@ export function makeLocalCommand(hooks: LocalCliHooks = {}): Command {
       }
       if (v.follow) durationMs = Infinity;
       const scenario = await load(v, io);
+      const simulated = v.kubeconfig
+        ? await checkClusterToWrite(v.kubeconfig, v['write-to-real-cluster'] === true)
+        : false;
       return runScenario(scenario, io, hooks, {
         clock: 'wall',
         report: v.report,
         kubeconfig: v.kubeconfig,
+        kubeconfigIsSimulated: simulated,
         ...(durationMs !== undefined ? { durationMs } : {}),
       });
     },

@@ -16,17 +16,29 @@ import { toNodeInfo, toPodInfo } from '../../functions/adapters/kube/convert.ts'
 import type { NodeInfo, PodInfo } from '../../functions/adapters/kube/model.ts';
 import type { MigUsage } from '../../functions/mig/supply.ts';
 import { Cluster, ManualClock, loadFleet } from './kube/index.ts';
-import { seedFleet } from './kube/fleet.ts';
+import { FleetError, seedFleet } from './kube/fleet.ts';
+import { InputError } from '../../events/cli-kit/command.ts';
 import type { Node, Pod } from './kube/types.ts';
 import { migInstancesInUse, migLayoutsOf } from './node-gpus.ts';
 
-export async function readFleetForMig(path: string): Promise<{
+type MigFleetRead = {
   nodes: NodeInfo[];
   pods: PodInfo[];
   usage: MigUsage;
   /** Each GPU's layout as the simulated GPUs hold it (what a node agent's inventory would say). */
   layouts: MigUsage;
-}> {
+};
+
+/** A fleet file that is not one is an InputError naming every bad field (as quota plan says it). */
+export async function readFleetForMig(path: string): Promise<MigFleetRead> {
+  try {
+    return read(path);
+  } catch (err) {
+    throw err instanceof FleetError ? new InputError(err.message, { cause: err }) : err;
+  }
+}
+
+function read(path: string): MigFleetRead {
   const fleet = loadFleet(path);
   const cluster = new Cluster(new ManualClock(), {
     migLayouts: fleet.migConfigs,

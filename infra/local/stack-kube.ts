@@ -1,4 +1,5 @@
 import { CoreV1Api } from '@kubernetes/client-node';
+import { fromKubeError } from '../../functions/adapters/errors.ts';
 import { loadKubeConfig } from '../../functions/adapters/kube/config.ts';
 import type { Node, Pod } from './kube/types.ts';
 import { COMPLETE_AFTER } from './kube/lifecycle.ts';
@@ -17,15 +18,16 @@ export class StackKube {
   }
 
   async nodes(): Promise<Node[]> {
-    return plain<Node[]>((await this.core.listNode()).items);
+    return plain<Node[]>((await named(this.core.listNode(), 'listing nodes')).items);
   }
 
   async pods(): Promise<Pod[]> {
-    return plain<Pod[]>((await this.core.listPodForAllNamespaces()).items);
+    return plain<Pod[]>((await named(this.core.listPodForAllNamespaces(), 'listing pods')).items);
   }
 
   async podsOn(node: string): Promise<Pod[]> {
-    return plain<Pod[]>((await this.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` })).items);
+    const list = this.core.listPodForAllNamespaces({ fieldSelector: `spec.nodeName=${node}` });
+    return plain<Pod[]>((await named(list, `listing the pods on ${node}`)).items);
   }
 
   /**
@@ -62,7 +64,8 @@ export class StackKube {
         await this.core.createNamespacedPod({ namespace: a.namespace, body });
       } catch (err) {
         const e = err as { code?: number; body?: string };
-        if (e.code !== 403) throw err;
+        // The API server's own words (`namespaces "research" not found`), not client-node's `HTTP-Code: 404`.
+        if (e.code !== 403) throw fromKubeError(err, `creating pod ${a.namespace}/${name}`);
         let reason = String(e.body ?? 'forbidden');
         try {
           reason = (JSON.parse(reason) as { message?: string }).message ?? reason;
@@ -75,6 +78,15 @@ export class StackKube {
       names.push(name);
     }
     return { created: names, refused };
+  }
+}
+
+/** A failed call as an AdapterError whose message says what was done and the Status's message. */
+async function named<T>(call: Promise<T>, what: string): Promise<T> {
+  try {
+    return await call;
+  } catch (err) {
+    throw fromKubeError(err, what);
   }
 }
 

@@ -32,6 +32,7 @@ import { nodeSharing, type PluginSharing } from './plugin-sharing.ts';
 import { fenceFilePath, replaceUnhealthyDevices } from './ack-fence-file.ts';
 import { remediationConfig } from '../../functions/remediate/wiring.ts';
 import { fenceBackendOf, poolOf } from '../../functions/remediate/core/policy.ts';
+import { labelNothingConfigText } from './cluster-identity.ts';
 import { formatSummary, kubeconfigText, runningText, type TimelineEntry } from './timeline.ts';
 import { functionEnv, gapNotice, LOCAL_BUS_NAME, REPO_ROOT, withEnv } from './stack-env.ts';
 import { startStackCloud } from './stack-cloud.ts';
@@ -49,6 +50,12 @@ export interface StackOptions {
   clock: 'wall' | 'virtual';
   /** Act on this cluster instead of the simulated one. */
   kubeconfig?: string;
+  /**
+   * The cluster of `kubeconfig` served the simulator's marker (cluster-identity.ts). Otherwise it
+   * is taken for a real one, and the node labeler writes nothing there: the mock GPUs' driver,
+   * CUDA and model are not its nodes'. The caller decided that writing to it is wanted.
+   */
+  kubeconfigIsSimulated?: boolean;
   reportPath?: string;
   /** Timeline and progress lines. */
   out: (line: string) => void;
@@ -175,6 +182,12 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           .map(([k, v]) => `${k}=${v}`)
           .join(', ')})`,
       );
+    }
+    if (o.kubeconfig && !o.kubeconfigIsSimulated) {
+      const labelsPath = join(work, 'node-labels-none.json');
+      writeFileSync(labelsPath, labelNothingConfigText());
+      cleanups.push(withEnv({ LABELER_CONFIG_FILE: labelsPath }));
+      progress(`  node labeler: labels nothing on this cluster (its agents read mock GPUs, not these nodes')`);
     }
     if (scenario.quotaFile) {
       const quotaPath = join(work, 'quota-teams.yaml');

@@ -79,6 +79,25 @@ describe('timeline lines', () => {
     expect(e.why).toBe((event.detail as { reason: string }).reason);
   });
 
+  it('says what a dry run would have done, never that it acted', () => {
+    const event = example('remediation');
+    const d = event.detail as { steps: { result: string }[] };
+    const dry = {
+      ...event,
+      detail: {
+        ...d,
+        dryRun: true,
+        steps: d.steps.map((s) => ({ ...s, result: s.result === 'done' ? 'dry-run' : s.result })),
+      },
+    };
+    const e = eventEntry(8400, dry as EventEnvelope, () => undefined);
+    expect(e.text).toBe('drain-node would act: taint, cordon, evict 1 pod (dry run: nothing changed)');
+    const held = { ...dry, detail: { ...dry.detail, phase: 'awaiting-approval', steps: [] } };
+    expect(eventEntry(8400, held as EventEnvelope, () => undefined).text).toBe(
+      'drain-node would wait for approval (dry run: nothing changed)',
+    );
+  });
+
   it('prints a long why whole, wrapped on indented lines under the text, none past the line width', () => {
     const why = `XID 79 on GPU 3 of node a100-train-1: ${'power-cycle the machine; '.repeat(8)}then annotate gpu-reflex.io/repaired-at`;
     const lines = formatEntry(

@@ -97,9 +97,49 @@ interface Step {
   message?: string;
 }
 
+/**
+ * What a dry run's step would have done, in the conditional's bare verb. Labels and annotations are
+ * bookkeeping; a notice is left out, as the dry run's notifier answers whether or not a chat is set.
+ */
+const WOULD_STEP: Record<string, string> = {
+  taint: 'taint',
+  untaint: 'untaint',
+  cordon: 'cordon',
+  uncordon: 'uncordon',
+  fence: 'fence',
+  unfence: 'unfence',
+  reboot: 'reboot',
+  replace: 'replace',
+  approval: 'ask for approval',
+};
+/** A dry run's phase, said as what the live run would be doing. */
+const WOULD_PHASE: Record<string, string> = {
+  acted: 'would act',
+  partial: 'would act in part',
+  'awaiting-approval': 'would wait for approval',
+  'awaiting-repair': 'would wait for repair',
+  restored: 'would restore',
+  decided: 'would decide',
+};
+
+/**
+ * A dry run's Remediation: `drain-node would act: taint, cordon, evict 2 pods (dry run: nothing
+ * changed)`, never "acted", since nothing was done.
+ */
+function wouldText(d: Record<string, unknown>, steps: Step[]): string {
+  const kinds = [...new Set(steps.filter((s) => s.result === 'dry-run').map((s) => s.kind))];
+  const evict = steps.filter((s) => s.kind === 'evict' && s.result === 'dry-run').length;
+  const verbs = kinds.flatMap((k) =>
+    k === 'evict' ? [`evict ${evict} pod${evict === 1 ? '' : 's'}`] : WOULD_STEP[k] ? [WOULD_STEP[k]] : [],
+  );
+  const phase = WOULD_PHASE[String(d.phase)] ?? String(d.phase);
+  return `${String(d.action)} ${phase}${verbs.length ? `: ${verbs.join(', ')}` : ''} (dry run: nothing changed)`;
+}
+
 /** `drain-node acted: tainted, cordoned, evicting 2 pods`; the reason goes in `why`. */
 function remediationText(d: Record<string, unknown>): string {
   const steps = (d.steps as Step[] | undefined) ?? [];
+  if (d.dryRun === true) return wouldText(d, steps);
   const done = (k: string) => steps.filter((s) => s.kind === k && (s.result === 'done' || s.result === 'already'));
   const parts: string[] = [];
   if (done('taint').length) parts.push('tainted');
@@ -109,7 +149,6 @@ function remediationText(d: Record<string, unknown>): string {
   if (evicted) parts.push(`evicting ${evicted} pod${evicted === 1 ? '' : 's'}`);
   if (blocked) parts.push(`${blocked} eviction${blocked === 1 ? '' : 's'} blocked by a disruption budget`);
   for (const k of ['uncordon', 'untaint', 'reboot', 'replace', 'notify', 'approval']) if (done(k).length) parts.push(k);
-  if (steps.some((s) => s.result === 'dry-run')) parts.push('dry run');
   const failed = steps.filter((s) => s.result === 'failed');
   if (failed.length) parts.push(`${failed.length} step${failed.length === 1 ? '' : 's'} failed`);
   return `${String(d.action)} ${String(d.phase)}${parts.length ? `: ${parts.join(', ')}` : ''}`;

@@ -15,6 +15,8 @@ export interface SlackResponse {
 /** Port. `respond` may throw (an unknown host, Slack refusing): the caller logs it, the command stands. */
 export interface SlackResponder {
   respond(responseUrl: string, message: SlackResponse): Promise<void>;
+  /** Whether `respond` would post to this URL at all (it is under the allowed prefix). */
+  reaches(responseUrl: string): boolean;
 }
 
 /** The JSON Slack expects at a response_url. */
@@ -36,8 +38,12 @@ export class HttpSlackResponder implements SlackResponder {
     private readonly fetchFn: typeof fetch = fetch,
   ) {}
 
+  reaches(responseUrl: string): boolean {
+    return responseUrl.startsWith(this.allowedPrefix);
+  }
+
   async respond(responseUrl: string, m: SlackResponse): Promise<void> {
-    if (!responseUrl.startsWith(this.allowedPrefix)) throw new Error(`response_url is not under ${this.allowedPrefix}`);
+    if (!this.reaches(responseUrl)) throw new Error(`response_url is not under ${this.allowedPrefix}`);
     const res = await this.fetchFn(responseUrl, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
@@ -50,6 +56,10 @@ export class HttpSlackResponder implements SlackResponder {
 
 export class RecordingSlackResponder implements SlackResponder {
   readonly sent: { url: string; message: SlackResponse }[] = [];
+  constructor(private readonly allowedPrefix = 'https://hooks.slack.com/') {}
+  reaches(url: string): boolean {
+    return url.startsWith(this.allowedPrefix);
+  }
   async respond(url: string, message: SlackResponse): Promise<void> {
     this.sent.push({ url, message });
   }

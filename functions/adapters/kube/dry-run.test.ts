@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { manualClock } from '../clock.ts';
 import { NotFoundError } from '../errors.ts';
 import { drainOnce } from './drain.ts';
-import { dryRunPorts } from './dry-run.ts';
+import { DryRunOverlay, dryRunPorts } from './dry-run.ts';
 import type { DryRunAction } from './dry-run.ts';
 import { fakeKube } from './fake.ts';
 import type { FakeKube } from './fake.ts';
@@ -55,16 +55,54 @@ async function script(p: FakeKube): Promise<unknown[]> {
 }
 
 describe('dryRunPorts', () => {
-  it('answers each write as the real ports would on the starting state', async () => {
-    // The dry run never changes the state, so each of its answers is compared with a real
-    // call made on its own freshly seeded cluster.
-    const realAnswers: unknown[] = [];
-    for (const call of CALLS) realAnswers.push(await call(seeded()));
+  it('answers each write as the real ports would, one after another on the same cluster', async () => {
+    // The live run sees its own writes; so does the dry run, through its overlay: the script's
+    // answers are the ones the same script gets from the real ports on a cluster seeded alike.
+    const live = seeded();
+    const realAnswers = await script(live);
     const actions: DryRunAction[] = [];
-    const dryAnswers = await script(dryRunPorts(seeded(), (a) => actions.push(a)));
+    const dry = dryRunPorts(seeded(), (a) => actions.push(a));
+    const dryAnswers = await script(dry);
     expect(dryAnswers).toEqual(realAnswers);
-    expect(realAnswers.slice(0, 9)).toEqual([true, false, true, false, false, true, false, true, { outcome: 'gone' }]);
+    // cordon, then uncordon of the node it cordoned: both change it.
+    expect(realAnswers.slice(0, 9)).toEqual([true, true, true, false, false, true, false, true, { outcome: 'gone' }]);
     expect(actions.map((a) => a.result)).toEqual(dryAnswers);
+    // And every later read sees what the live run made.
+    const { resourceVersion: _a, ...dryNode } = await dry.nodes.get('n1');
+    const { resourceVersion: _b, ...liveNode } = await live.nodes.get('n1');
+    expect(dryNode).toEqual(liveNode);
+    expect(await dry.state.get('seen')).toEqual(await live.state.get('seen'));
+    expect(await dry.state.getAll()).toEqual(await live.state.getAll());
+    expect(await dry.leases.get('pool-a')).toEqual(await live.leases.get('pool-a'));
+  });
+
+  it('a second decision sees the first one: a held lease, a ledger entry, a cordoned node', async () => {
+    const k = seeded();
+    const dry = dryRunPorts(k, () => {});
+    expect((await dry.leases.tryAcquire('pool-a', 'first', 30, clock)).acquired).toBe(true);
+    expect((await dry.leases.tryAcquire('pool-a', 'second', 30, clock)).acquired).toBe(false);
+    await dry.state.update('ledger', () => ({ out: ['n1'] }));
+    expect(await dry.state.get('ledger')).toEqual({ out: ['n1'] });
+    expect(await dry.nodes.cordon('n1')).toBe(true);
+    expect(await dry.nodes.cordon('n1')).toBe(false);
+    await dry.nodes.update('n1', { labels: { 'gpu-reflex.io/state': 'draining' } });
+    expect((await dry.nodes.listMetadata('gpu-reflex.io/state=draining')).map((n) => n.name)).toEqual(['n1']);
+    expect((await dry.nodes.list('gpu-reflex.io/state!=draining')).map((n) => n.name)).toEqual([]);
+    // The cluster itself is as seeded.
+    expect(k.cluster.state.get('ledger')).toBeUndefined();
+    expect((await k.nodes.get('n1')).unschedulable).toBe(false);
+  });
+
+  it('an evicted pod terminates for its grace period, then is gone, and is not evicted twice', async () => {
+    const c = manualClock();
+    const k = seeded();
+    const dry = dryRunPorts(k, () => {}, new DryRunOverlay(c));
+    expect(await dry.pods.evict('default', 'train', { gracePeriodSeconds: 10 })).toEqual({ outcome: 'evicted' });
+    expect((await dry.pods.listOnNode('n1')).find((p) => p.name === 'train')?.terminating).toBe(true);
+    await c.advance(10_000);
+    expect((await dry.pods.listOnNode('n1')).map((p) => p.name)).toEqual(['dcgm']);
+    expect(await dry.pods.evict('default', 'train')).toEqual({ outcome: 'gone' });
+    expect(k.cluster.pods().every((p) => !p.terminating)).toBe(true);
   });
 
   it('changes nothing in the cluster', async () => {
@@ -141,9 +179,12 @@ describe('dryRunPorts', () => {
     const dry = dryRunPorts({ ...seeded(), cardFences }, (a) => seen.push(a));
     expect(await dry.cardFences!.change('n1', [1], [])).toBe(true);
     expect(await dry.cardFences!.change('n1', [3], [])).toBe(false);
-    expect(await dry.cardFences!.listed('n1')).toEqual([3]);
+    expect(await dry.cardFences!.change('n1', [1], [])).toBe(false);
+    // The dry run reads what it would have listed; the ConfigMap lists what it did.
+    expect(await dry.cardFences!.listed('n1')).toEqual([1, 3]);
+    expect(listed).toEqual([3]);
     expect(writes).toEqual([]);
-    expect(seen.map((a) => a.op)).toEqual(['cardFences.change', 'cardFences.change']);
+    expect(seen.map((a) => a.op)).toEqual(['cardFences.change', 'cardFences.change', 'cardFences.change']);
   });
 
   it('reads still fail as the real ports do', async () => {

@@ -1,13 +1,15 @@
 /**
  * Dry-run as one decorator around the ports, chosen at wiring time (not a flag checked in every
- * handler). Reads go through to the real ports; writes are recorded and answered with what they
- * would have returned, computed from a read, so a dry run's plan and report match a real run's.
- * Evictions answer `evicted` for a pod that exists (disruption budgets are judged only by the
- * API server, so a dry run cannot foresee `blocked`).
+ * handler). Reads go through to the real ports, with what the run would have written laid over
+ * them (dry-run-overlay.ts); writes are recorded, kept in the overlay and answered with what they
+ * would have returned, so a dry run's plans and reports match a real run's, one decision after
+ * another. Evictions answer `evicted` for a pod that exists (disruption budgets are judged only by
+ * the API server, so a dry run cannot foresee `blocked`).
  */
 import type { Clock } from '../clock.ts';
-import { mergeStringMap, nodeDelta, sameCondition, withTaint, withoutTaint } from './node-change.ts';
-import type { ApplyResult, EvictResult, Json, LeaseAttempt, PodInfo, Taint, TaintEffect } from './model.ts';
+import { DryRunOverlay, matchesEqualitySelector } from './dry-run-overlay.ts';
+import { nodeDelta, sameCondition, type NodeChange } from './node-change.ts';
+import type { ApplyResult, EvictResult, Json, LeaseAttempt, NodeInfo, PodInfo, Taint, TaintEffect } from './model.ts';
 import type {
   ConfigFileOps,
   CardFenceOps,
@@ -23,6 +25,8 @@ import type {
   StateStore,
 } from './ports.ts';
 import { sameJson } from './same-json.ts';
+
+export { DryRunOverlay };
 
 export interface DryRunAction {
   /** `<port>.<method>`, as the fakes record it. */
@@ -43,36 +47,87 @@ export interface DryRunnable {
   migParted?: ConfigFileOps;
 }
 
-export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: DryRunAction) => void): P {
+/**
+ * The dry-run ports. `overlay` keeps what the run would have written and lays it over every later
+ * read (dry-run-overlay.ts), so a second write is answered as the live run would answer it after
+ * the first; by default each call gets its own, a wiring passes the one its process shares.
+ */
+export function dryRunPorts<P extends DryRunnable>(
+  ports: P,
+  record: (action: DryRunAction) => void,
+  overlay: DryRunOverlay = new DryRunOverlay(),
+): P {
   const note = <T>(op: string, args: unknown[], result: T): T => (record({ op, args, result }), result);
   const { nodes, pods, quotas, state, leases } = ports;
+  const read = async (n: string) => overlay.node(await nodes.get(n));
+  /** Keeps `change` when it changes the node as it reads now; answers whether it did. */
+  const change = async (op: string, args: unknown[], n: string, c: NodeChange, basis?: NodeInfo) => {
+    const changes = nodeDelta(basis ?? (await read(n)), c) !== undefined;
+    if (changes) overlay.noteNodeChange(n, c);
+    return note(op, args, changes);
+  };
+  /** A list as it would read: changed nodes re-judged against a simple selector (set-based ones as listed). */
+  const overlaid = async <M extends { name: string; labels: Record<string, string> }>(
+    selector: string | undefined,
+    list: (s?: string) => Promise<M[]>,
+    view: (m: M) => M,
+    one: (n: string) => Promise<M>,
+  ): Promise<M[]> => {
+    const listed = (await list(selector)).map(view);
+    if (!overlay.changesNodes) return listed;
+    if (selector !== undefined && selector.includes('(')) return listed;
+    const have = new Set(listed.map((m) => m.name));
+    const more: M[] = [];
+    for (const n of overlay.changedNodes().filter((x) => !have.has(x))) {
+      const m = await one(n).catch(() => undefined);
+      if (m) more.push(view(m));
+    }
+    return [...listed, ...more].filter((m) => matchesEqualitySelector(m.labels, selector));
+  };
 
   const nodeOps: NodeOps = {
-    get: (n) => nodes.get(n),
-    list: (s) => nodes.list(s),
-    listMetadata: (s) => nodes.listMetadata(s),
-    cordon: async (n) => note('nodes.cordon', [n], !(await nodes.get(n)).unschedulable),
-    uncordon: async (n) => note('nodes.uncordon', [n], (await nodes.get(n)).unschedulable),
-    addTaint: async (n, t: Taint) =>
-      note('nodes.addTaint', [n, t], withTaint((await nodes.get(n)).taints, t) !== undefined),
-    removeTaint: async (n, k, e?: TaintEffect) =>
-      note('nodes.removeTaint', [n, k, e], withoutTaint((await nodes.get(n)).taints, k, e) !== undefined),
-    setLabels: async (n, l) =>
-      note('nodes.setLabels', [n, l], mergeStringMap((await nodes.get(n)).labels, l) !== undefined),
-    setAnnotations: async (n, a) =>
-      note('nodes.setAnnotations', [n, a], mergeStringMap((await nodes.get(n)).annotations, a) !== undefined),
-    update: async (n, c, o) =>
-      note('nodes.update', [n, c], nodeDelta(o?.basis ?? (await nodes.get(n)), c) !== undefined),
-    setCondition: async (n, c) =>
-      note('nodes.setCondition', [n, c], !sameCondition((await nodes.get(n)).conditions?.[c.type], c)),
+    get: read,
+    list: (s) =>
+      overlaid(
+        s,
+        (x) => nodes.list(x),
+        (n) => overlay.node(n),
+        (n) => nodes.get(n),
+      ),
+    listMetadata: (s) =>
+      overlaid(
+        s,
+        (x) => nodes.listMetadata(x),
+        (m) => overlay.meta(m),
+        async (n) => {
+          const { name, labels, annotations } = await nodes.get(n);
+          return { name, labels, annotations };
+        },
+      ),
+    cordon: (n) => change('nodes.cordon', [n], n, { unschedulable: true }),
+    uncordon: (n) => change('nodes.uncordon', [n], n, { unschedulable: false }),
+    addTaint: (n, t: Taint) => change('nodes.addTaint', [n, t], n, { addTaints: [t] }),
+    removeTaint: (n, k, e?: TaintEffect) =>
+      change('nodes.removeTaint', [n, k, e], n, {
+        removeTaints: [e === undefined ? { key: k } : { key: k, effect: e }],
+      }),
+    setLabels: (n, l) => change('nodes.setLabels', [n, l], n, { labels: l }),
+    setAnnotations: (n, a) => change('nodes.setAnnotations', [n, a], n, { annotations: a }),
+    update: (n, c, o) => change('nodes.update', [n, c], n, c, o?.basis),
+    setCondition: async (n, c) => {
+      const changes = !sameCondition((await read(n)).conditions?.[c.type], c);
+      if (changes) overlay.noteCondition(n, c);
+      return note('nodes.setCondition', [n, c], changes);
+    },
   };
 
   const podOps: PodOps = {
-    listOnNode: (n) => pods.listOnNode(n),
-    list: (q) => pods.list(q),
+    listOnNode: async (n) => overlay.pods(await pods.listOnNode(n)),
+    list: async (q) => overlay.pods(await pods.list(q)),
     evict: async (ns, name, options?: EvictOptions): Promise<EvictResult> => {
-      const found = (await pods.list({ namespace: ns })).some((p: PodInfo) => p.name === name);
-      return note('pods.evict', [ns, name, options], found ? { outcome: 'evicted' } : { outcome: 'gone' });
+      const pod = overlay.pods(await pods.list({ namespace: ns })).find((p: PodInfo) => p.name === name);
+      if (pod) overlay.noteEviction(ns, name, options?.gracePeriodSeconds ?? pod.terminationGracePeriodSeconds);
+      return note('pods.evict', [ns, name, options], pod ? { outcome: 'evicted' } : { outcome: 'gone' });
     },
   };
 
@@ -114,47 +169,84 @@ export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: Dr
     },
   };
 
-  // Shards too: a dry run must read the approvals and the ledger where the real run keeps them.
-  const dryStore = (store: StateStore, prefix: string): StateStore => ({
-    get: (k) => store.get(k),
-    getAll: () => store.getAll(),
-    update: async <T extends Json>(k: string, fn: (cur: Json | undefined) => T | undefined) =>
-      note('state.update', [`${prefix}${k}`], fn(await store.get(k))),
-    ...(store.shard ? { shard: (name: string) => dryStore(store.shard!(name), `${prefix}${name}/`) } : {}),
-  });
+  // Shards too: a dry run must read the approvals and the ledger where the real run keeps them, and
+  // each later read sees what the run would have written there.
+  const dryStore = (store: StateStore, prefix: string): StateStore => {
+    const get = async (k: string) =>
+      overlay.hasState(`${prefix}${k}`) ? overlay.stateOf(`${prefix}${k}`) : store.get(k);
+    return {
+      get,
+      getAll: async () => overlay.allState(prefix, await store.getAll()),
+      update: async <T extends Json>(k: string, fn: (cur: Json | undefined) => T | undefined) => {
+        const next = fn(await get(k));
+        overlay.setState(`${prefix}${k}`, next);
+        return note('state.update', [`${prefix}${k}`], next);
+      },
+      ...(store.shard ? { shard: (name: string) => dryStore(store.shard!(name), `${prefix}${name}/`) } : {}),
+    };
+  };
   const stateStore = dryStore(state, '');
 
+  const leaseNow = async (n: string) => (overlay.leases.has(n) ? overlay.leases.get(n) : leases.get(n));
   const leaseOps: LeaseOps = {
-    get: (n) => leases.get(n),
-    // A dry run must not take real locks: it answers as if it had, when the lease is free.
+    get: leaseNow,
+    // A dry run must not take real locks: it answers as if it had, when the lease is free, and holds it in the overlay.
     tryAcquire: async (n, holder, durationS, clock: Clock): Promise<LeaseAttempt> => {
-      const cur = await leases.get(n);
+      const cur = await leaseNow(n);
       const free =
         cur === undefined || cur.holder === undefined || cur.holder === holder || cur.expiresAtMs <= clock.now();
       const lease = free ? { name: n, holder, durationS, expiresAtMs: clock.now() + durationS * 1000 } : cur;
+      if (free) overlay.leases.set(n, lease);
       return note('leases.tryAcquire', [n, holder, durationS], { acquired: free, lease });
     },
-    renew: async (n, holder) => note('leases.renew', [n, holder], (await leases.get(n))?.holder === holder),
-    release: async (n, holder) => note('leases.release', [n, holder], (await leases.get(n))?.holder === holder),
+    renew: async (n, holder, clock: Clock) => {
+      const cur = await leaseNow(n);
+      const ours = cur?.holder === holder;
+      if (ours) overlay.leases.set(n, { ...cur, expiresAtMs: clock.now() + cur.durationS * 1000 });
+      return note('leases.renew', [n, holder], ours);
+    },
+    release: async (n, holder) => {
+      const ours = (await leaseNow(n))?.holder === holder;
+      if (ours) overlay.leases.set(n, undefined);
+      return note('leases.release', [n, holder], ours);
+    },
   };
 
-  // DRA: reads go through; a rule is answered as created when the node has none by that name.
+  // DRA: reads go through, with the rules the run would have created or deleted.
   const dra = ports.deviceTaints;
+  const made = overlay.deviceRules;
+  const draRules = async (n: string) =>
+    [...new Set([...(await dra!.rules(n)), ...(made.created.get(n) ?? [])])].filter((r) => !made.removed.has(r));
   const deviceTaints: DeviceTaintOps | undefined = dra && {
     devices: (n, d) => dra.devices(n, d),
-    rules: (n) => dra.rules(n),
-    create: async (r) => note('deviceTaints.create', [r], !(await dra.rules(r.node)).includes(r.name)),
+    rules: draRules,
+    create: async (r) => {
+      const creates = !(await draRules(r.node)).includes(r.name);
+      made.removed.delete(r.name);
+      made.created.set(r.node, new Set([...(made.created.get(r.node) ?? []), r.name]));
+      return note('deviceTaints.create', [r], creates);
+    },
     // Which node a rule is for is in its name only as a hash: say it would be deleted.
-    remove: async (name) => note('deviceTaints.remove', [name], true),
+    remove: async (name) => {
+      made.removed.add(name);
+      return note('deviceTaints.remove', [name], true);
+    },
   };
 
-  // gpushare card fences: reads go through; a change is answered by what the ConfigMap lists now.
+  // gpushare card fences: reads go through; a change is answered by what the ConfigMap would list.
   const cards = ports.cardFences;
+  const cardsListed = async (n: string) => overlay.cardFences.get(n) ?? (await cards!.listed(n));
   const cardFences: CardFenceOps | undefined = cards && {
-    listed: (n) => cards.listed(n),
+    listed: cardsListed,
     change: async (n, add, remove) => {
-      const now = new Set(await cards.listed(n));
+      const now = new Set(await cardsListed(n));
       const changes = add.some((c) => !now.has(c)) || remove.some((c) => now.has(c));
+      for (const c of add) now.add(c);
+      for (const c of remove) now.delete(c);
+      overlay.cardFences.set(
+        n,
+        [...now].sort((a, b) => a - b),
+      );
       return note('cardFences.change', [n, add, remove], changes);
     },
   };
@@ -164,13 +256,15 @@ export function dryRunPorts<P extends DryRunnable>(ports: P, record: (action: Dr
     record: async (regarding, event) => void note('events.record', [regarding, event], undefined),
   };
   const parted = ports.migParted;
+  const partedText = async () => (overlay.migParted ? overlay.migParted.text : parted!.read());
   const migParted: ConfigFileOps | undefined = parted && {
     ref: parted.ref,
-    read: () => parted.read(),
+    read: partedText,
     ownership: () => parted.ownership(),
     update: async (fn) => {
-      const current = await parted.read();
-      note('migParted.update', [fn(current)], undefined);
+      const text = fn(await partedText());
+      overlay.migParted = { text };
+      note('migParted.update', [text], undefined);
     },
   };
   return {

@@ -56,7 +56,10 @@ describe('chat commands', () => {
   it.each([
     ['quarantine gpu-3', 'expected a node and a GPU, got 1 word(s)'],
     ['quarantine gpu-3 gpu0', '"gpu0" is not a GPU index or UUID (GPU-…)'],
-    ['quarantine GPU_3 0', '"GPU_3" is not a node name'],
+    [
+      'quarantine GPU_3 0',
+      `"GPU_3" is not a node name (lowercase letters, digits, '-' and '.', alphanumeric at both ends)`,
+    ],
     ['mig relay', 'expected plan (which idle GPUs would be relaid) or apply (relay them)'],
     ['quota rollback ML_1', '"ML_1" is not a namespace'],
     ['pool scale a100 3', '"a100" is not a node pool id (np…)'],

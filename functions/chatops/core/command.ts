@@ -26,13 +26,29 @@ interface Spec {
   parse(args: string[]): Bare | string;
 }
 
-const NODE = /^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/;
+/**
+ * A node's name is a DNS subdomain: at most 253 characters, lowercase alphanumerics, '-' and '.',
+ * alphanumeric at both ends of each dot-separated part
+ * (https://kubernetes.io/docs/concepts/overview/working-with-objects/names/#dns-subdomain-names).
+ * Checked before any lookup, so a name the API server could never hold is never sent to it.
+ */
+export const MAX_NODE_NAME = 253;
+const NODE_NAME = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const isNode = (s: string) => s.length <= MAX_NODE_NAME && NODE_NAME.test(s);
+/** Why `s` is not a node name, in words. */
+const notNode = (s: string) =>
+  s.length > MAX_NODE_NAME
+    ? `a node name has at most ${MAX_NODE_NAME} characters (${quoted(s)} has ${s.length})`
+    : `${quoted(s)} is not a node name (lowercase letters, digits, '-' and '.', alphanumeric at both ends)`;
+/** A word as the answer repeats it: quoted, and cut where it is long (a pasted log is not echoed back). */
+const cut = (s: string) => (s.length > 64 ? `${s.slice(0, 64)}…` : s);
+export const quoted = (s: string) => `"${cut(s)}"`;
 const node = (name: 'cordon' | 'uncordon' | 'drain') => (args: string[]) =>
   args.length !== 1
     ? `expected one node name, got ${args.length}`
-    : NODE.test(args[0]!)
+    : isNode(args[0]!)
       ? { name, node: args[0]! }
-      : `"${args[0]}" is not a node name`;
+      : notNode(args[0]!);
 const GPU = /^(\d{1,2}|GPU-[0-9a-fA-F-]{8,64})$/;
 const NAMESPACE = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
 const POOL = /^np[a-z0-9-]*$/;
@@ -41,7 +57,7 @@ const decide = (name: 'approve' | 'deny') => (args: string[]) =>
     ? `expected one approval id, got ${args.length}`
     : /^apr-[a-z0-9-]{4,64}$/.test(args[0]!)
       ? { name, id: args[0]! }
-      : `"${args[0]}" is not an approval id (apr-…)`;
+      : `${quoted(args[0]!)} is not an approval id (apr-…)`;
 
 export const COMMANDS: Record<ChatCommand['name'], Spec> = {
   help: {
@@ -55,9 +71,11 @@ export const COMMANDS: Record<ChatCommand['name'], Spec> = {
     parse: (a) =>
       a.length === 0
         ? { name: 'status' }
-        : a.length === 1 && NODE.test(a[0]!)
-          ? { name: 'status', node: a[0]! }
-          : 'expected at most one node name',
+        : a.length !== 1
+          ? 'expected at most one node name'
+          : isNode(a[0]!)
+            ? { name: 'status', node: a[0]! }
+            : notNode(a[0]!),
   },
   cordon: { usage: 'cordon NODE [--dry-run]', role: 'operator', parse: node('cordon') },
   uncordon: { usage: 'uncordon NODE [--dry-run]', role: 'operator', parse: node('uncordon') },
@@ -68,10 +86,10 @@ export const COMMANDS: Record<ChatCommand['name'], Spec> = {
     parse: (a) =>
       a.length !== 2
         ? `expected a node and a GPU, got ${a.length} word(s)`
-        : !NODE.test(a[0]!)
-          ? `"${a[0]}" is not a node name`
+        : !isNode(a[0]!)
+          ? notNode(a[0]!)
           : !GPU.test(a[1]!)
-            ? `"${a[1]}" is not a GPU index or UUID (GPU-…)`
+            ? `${quoted(a[1]!)} is not a GPU index or UUID (GPU-…)`
             : { name: 'quarantine', node: a[0]!, gpu: a[1]! },
   },
   quota: {
@@ -84,7 +102,7 @@ export const COMMANDS: Record<ChatCommand['name'], Spec> = {
           ? { name: 'quota', sub: 'rollback' }
           : NAMESPACE.test(a[1])
             ? { name: 'quota', sub: 'rollback', namespace: a[1] }
-            : `"${a[1]}" is not a namespace`;
+            : `${quoted(a[1])} is not a namespace`;
       return 'expected show, plan or rollback [NAMESPACE]';
     },
   },
@@ -103,9 +121,9 @@ export const COMMANDS: Record<ChatCommand['name'], Spec> = {
       a[0] !== 'scale' || a.length !== 3
         ? 'expected scale, a node pool id and a size'
         : !POOL.test(a[1]!)
-          ? `"${a[1]}" is not a node pool id (np…)`
+          ? `${quoted(a[1]!)} is not a node pool id (np…)`
           : !/^\d{1,4}$/.test(a[2]!)
-            ? `"${a[2]}" is not a node count`
+            ? `${quoted(a[2]!)} is not a node count`
             : { name: 'pool', sub: 'scale', pool: a[1]!, size: Number(a[2]) },
   },
   approve: { usage: 'approve ID [--dry-run]', role: 'operator', parse: decide('approve') },
@@ -134,11 +152,22 @@ export function helpText(): string {
   ].join('\n');
 }
 
+/** The most characters a command's text may have. */
+export const MAX_COMMAND_TEXT = 512;
+
 export type Parsed =
   { ok: true; command: ChatCommand; words: string[] } | { ok: false; error: string; words: string[] };
 
 /** `/gpu cordon gpu-node-3 --dry-run`, `@bot status`: the command word, its arguments, flags. */
 export function parseCommand(text: string): Parsed {
+  // The longest command (a quarantine by GPU UUID of a 253-character node) is well under this:
+  // anything longer is refused before it is split, looked up or logged whole.
+  if (text.length > MAX_COMMAND_TEXT)
+    return {
+      ok: false,
+      error: `that is ${text.length} characters; a command has at most ${MAX_COMMAND_TEXT}. ${helpText()}`,
+      words: [],
+    };
   // Mentions (`@gpu-reflex`) are not words of the command; a leading `/gpu` is the slash command.
   const words = text
     .trim()
@@ -150,8 +179,9 @@ export function parseCommand(text: string): Parsed {
   const [name, ...args] = cleaned.filter((w) => w !== '--dry-run');
   if (!name) return { ok: false, error: helpText(), words: cleaned };
   const spec = COMMANDS[name.toLowerCase() as ChatCommand['name']];
-  if (!spec) return { ok: false, error: `unknown command "${name}".\n${helpText()}`, words: cleaned };
-  if (unknownFlag) return { ok: false, error: `unknown flag ${unknownFlag}. Usage: ${spec.usage}`, words: cleaned };
+  if (!spec) return { ok: false, error: `unknown command ${quoted(name)}.\n${helpText()}`, words: cleaned };
+  if (unknownFlag)
+    return { ok: false, error: `unknown flag ${cut(unknownFlag)}. Usage: ${spec.usage}`, words: cleaned };
   const r = spec.parse(args);
   if (typeof r === 'string') return { ok: false, error: `${r}. Usage: ${spec.usage}`, words: cleaned };
   return { ok: true, command: { ...r, dryRun }, words: cleaned };

@@ -290,3 +290,23 @@ export function tenantPodNote(
       ' Its replacement is scheduled on another GPU; nothing says this pod caused it.',
   };
 }
+
+/**
+ * What a dry run says instead of "Now …": the action it would have taken, in the conditional
+ * ("Now draining node n: …" → "Would drain node n: …"). Applied by the dry-run publisher
+ * (lib/dry-run.ts) to the reason the plan rendered, so the plan stays the live one. Each opening
+ * is one this file writes (actionWords, letFinishWords, unknownWorkloadWords).
+ */
+const WOULD: readonly (readonly [string, string])[] = [
+  ['Now draining ', 'Would drain '],
+  ['Now quarantining ', 'Would quarantine '],
+  ['Now restarting ', 'Would restart '],
+  ['Now observing:', 'Would observe:'],
+  ['Now counting ', 'Would count '],
+  ['Now informational only: nothing to do', 'Would do nothing: informational only'],
+];
+
+export function wouldWords(reason: string): string {
+  for (const [now, would] of WOULD) if (reason.includes(now)) return reason.replace(now, would);
+  return reason;
+}

@@ -140,7 +140,9 @@ describe('gpu-reflex bus serve', () => {
     );
     const { io, err } = capture();
     expect(await busServeCommand.run(['--serverless', PUBLISH_BACK, '--kubeconfig', join(dir, 'missing')], io)).toBe(1);
-    expect(err).toEqual([`gpu-reflex bus serve: cannot read kubeconfig ${join(dir, 'missing')}: ENOENT`]);
+    expect(err).toEqual([
+      `gpu-reflex bus serve: cannot read kubeconfig ${join(dir, 'missing')}: no such file or directory`,
+    ]);
   });
 
   it.each([

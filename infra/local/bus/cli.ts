@@ -134,10 +134,11 @@ export function makeBusServeCommand(hooks: BusServeHooks = {}): Command {
           ...(values.account ? { account: values.account } : {}),
         });
       } catch (err) {
-        if (err instanceof ServerlessConfigError || (err as NodeJS.ErrnoException).code === 'EADDRINUSE') {
+        if (err instanceof ServerlessConfigError) {
           io.err(`gpu-reflex bus serve: ${(err as Error).message}`);
           return 1;
         }
+        // A port in use and the like: the CLI kit says it in words (`cannot listen on …: address already in use`).
         throw err;
       }
       const t = bus.table;

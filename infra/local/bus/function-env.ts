@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { errnoWords } from './errno-words.ts';
 import { parse as parseYaml } from 'yaml';
 
 /**
@@ -88,12 +89,21 @@ function kubeconfigTarget(read: (f: string) => string, file: string): string {
   try {
     text = read(file);
   } catch (err) {
-    throw new ClusterSourceError(
-      `cannot read kubeconfig ${file}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`,
-    );
+    throw new ClusterSourceError(`cannot read kubeconfig ${file}: ${errnoWords(err)}`);
   }
-  return describeKubeconfig(text);
+  // A file the functions could not load would be found out only at the first delivery, each one
+  // failing and dead-lettering: refuse to start instead, as for a file that cannot be read.
+  const said = describeKubeconfig(text);
+  if (said === NOT_YAML || said === NO_CONTEXT)
+    throw new ClusterSourceError(
+      `cannot read kubeconfig ${file}: ` +
+        (said === NOT_YAML ? 'not YAML' : 'it names no current-context, so the functions would reach no cluster'),
+    );
+  return said;
 }
+
+const NOT_YAML = 'not readable as YAML';
+const NO_CONTEXT = 'no current-context';
 
 /** `context c, server https://…` from a kubeconfig's current context; a best effort, never throws. */
 export function describeKubeconfig(text: string): string {
@@ -106,10 +116,10 @@ export function describeKubeconfig(text: string): string {
     const name = doc?.['current-context'];
     const cluster = doc?.contexts?.find((c) => c.name === name)?.context?.cluster;
     const server = doc?.clusters?.find((c) => c.name === cluster)?.cluster?.server;
-    if (name === undefined) return 'no current-context';
+    if (name === undefined) return NO_CONTEXT;
     return `context ${name}, server ${server ?? 'unknown'}`;
   } catch {
-    return 'not readable as YAML';
+    return NOT_YAML;
   }
 }
 

@@ -69,7 +69,7 @@ functions:
     [
       'a missing file',
       fnWith('      - eventBridge:\n          pattern: ${file(./nope.json)}\n'),
-      /\$\{file\(\.\/nope\.json\)\}: ENOENT/,
+      /\$\{file\(\.\/nope\.json\)\}: no such file or directory \(\//,
     ],
     [
       'a missing key in a file',

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { errnoWords } from './errno-words.ts';
 import { dirname, extname, resolve as resolvePath } from 'node:path';
 import type { ScalarTag, CollectionTag } from 'yaml';
 import { parseYamlText } from '../../../functions/lib/yaml-text.ts';
@@ -78,7 +79,7 @@ export class ServerlessDocument {
     try {
       text = readFileSync(path, 'utf8');
     } catch (err) {
-      throw new ServerlessConfigError(`cannot read ${path}: ${(err as Error).message}`);
+      throw new ServerlessConfigError(`cannot read ${path}: ${errnoWords(err)}`);
     }
     const doc = parseYaml(text, path);
     if (typeof doc !== 'object' || doc === null || Array.isArray(doc))
@@ -173,7 +174,7 @@ export class ServerlessDocument {
     try {
       text = readFileSync(full, 'utf8');
     } catch (err) {
-      throw new ServerlessConfigError(`${where}: \${file(${rel})}: ${(err as Error).message}`);
+      throw new ServerlessConfigError(`${where}: \${file(${rel})}: ${errnoWords(err)} (${full})`);
     }
     let content: unknown;
     if (extname(full) === '.json') {

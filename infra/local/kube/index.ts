@@ -7,6 +7,7 @@ import { Cluster } from './cluster.ts';
 import { loadFleet, seedFleet, validateFleet, type Fleet, type ParsedFleet } from './fleet.ts';
 import { Faults } from './faults.ts';
 import { kubeconfigYaml } from './kubeconfig.ts';
+import { serveMarker, simulatedClusterMarker, type SimulatedClusterMarker } from './identity.ts';
 import { createHandler } from './server.ts';
 import type { Store } from './store.ts';
 import type { Clock } from './types.ts';
@@ -34,6 +35,11 @@ export interface KubeSimOptions {
    * Default: 200 with `wallClock`, never with other clocks (tests call `advance`).
    */
   tickEveryMs?: number;
+  /**
+   * Serve the marker that says "simulated" (identity.ts; default true). False: a stand-in for a
+   * real cluster, for tests of what refuses to write to one.
+   */
+  marker?: boolean;
 }
 
 export interface KubeSim {
@@ -51,6 +57,8 @@ export interface KubeSim {
   tick(): void;
   /** Makes matching requests fail with a real Status (e.g. one 409 on the next node PATCH). */
   faults: Faults;
+  /** What it serves at SIMULATED_CLUSTER_PATH; undefined when started with `marker: false`. */
+  marker: SimulatedClusterMarker | undefined;
   close(): Promise<void>;
 }
 
@@ -66,7 +74,11 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
 
   const open = new Set<ServerResponse>();
   const faults = new Faults();
-  const server = createServer(createHandler(cluster, open, faults));
+  const handler = createHandler(cluster, open, faults);
+  const marker = options.marker === false ? undefined : simulatedClusterMarker();
+  const server = createServer((req, res) => {
+    if (!marker || !serveMarker(marker, req, res)) void handler(req, res);
+  });
   server.keepAliveTimeout = 60_000;
   const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
@@ -88,6 +100,7 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
     writeKubeconfig: (path) => writeFileSync(path, kubeconfigYaml(url), { mode: 0o600 }),
     tick: () => cluster.tick(),
     faults,
+    marker,
     advance(ms) {
       if (clock instanceof VirtualClock) clock.advance(ms);
       cluster.tick();
