@@ -5,7 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CliIo } from '../../bin/command.ts';
+import type { CliIo } from '../../events/cli-kit/command.ts';
 import { main } from '../../bin/main.ts';
 import { kubeconfigYaml } from '../../infra/local/kube/kubeconfig.ts';
 
