@@ -3,6 +3,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { VirtualClock } from '../../../events/clock.ts';
 import { ManualClock, wallClock } from './clock.ts';
+import type { ApiSettings } from './api-versions.ts';
 import { Cluster } from './cluster.ts';
 import { loadFleet, seedFleet, validateFleet, type Fleet, type ParsedFleet } from './fleet.ts';
 import { Faults } from './faults.ts';
@@ -34,6 +35,8 @@ export interface KubeSimOptions {
    * Default: 200 with `wallClock`, never with other clocks (tests call `advance`).
    */
   tickEveryMs?: number;
+  /** The Kubernetes release served (1.32–1.37, default 1.37), its feature gates and runtime-config (api-versions.ts). */
+  apis?: ApiSettings;
 }
 
 export interface KubeSim {
@@ -60,6 +63,7 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
   const cluster = new Cluster(clock, {
     migLayouts: fleet.migConfigs,
     migReconfigureSeconds: fleet.migReconfigureSeconds,
+    ...(options.apis ? { apis: options.apis } : {}),
   });
   seedFleet(cluster, fleet);
 
@@ -103,6 +107,7 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
 
 export { ManualClock, wallClock } from './clock.ts';
 export { Cluster } from './cluster.ts';
+export { KUBERNETES_VERSIONS, type ApiSettings, type KubernetesVersion } from './api-versions.ts';
 export {
   EXAMPLE_FLEET_PATH,
   FleetError,
