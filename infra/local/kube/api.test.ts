@@ -290,9 +290,11 @@ describe('API surface: watch, leases, configmaps, events, daemonsets, discovery'
       (b: Record<string, unknown>) =>
         expect((b.groups as { name: string }[]).map((g) => g.name).sort()).toEqual([
           'apps',
+          'authorization.k8s.io',
           'coordination.k8s.io',
           'events.k8s.io',
           'policy',
+          'rbac.authorization.k8s.io',
           'resource.k8s.io',
         ]),
     ],

@@ -46,8 +46,9 @@ export interface KubeSim {
   store: Store;
   cluster: Cluster;
   clock: Clock;
-  kubeconfig(): string;
-  writeKubeconfig(path: string): void;
+  /** `as`: requests impersonate that user (`system:serviceaccount:<ns>:<name>`), and RBAC decides them. */
+  kubeconfig(as?: string): string;
+  writeKubeconfig(path: string, as?: string): void;
   /** Moves a ManualClock forward (other clocks move by themselves), then lets the cluster catch up. */
   advance(ms: number): void;
   /** Lets the cluster catch up with its clock as it stands (due terminations, MIG, scheduling). */
@@ -87,8 +88,8 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
     store: cluster.store,
     cluster,
     clock,
-    kubeconfig: () => kubeconfigYaml(url),
-    writeKubeconfig: (path) => writeFileSync(path, kubeconfigYaml(url), { mode: 0o600 }),
+    kubeconfig: (as) => kubeconfigYaml(url, undefined, as),
+    writeKubeconfig: (path, as) => writeFileSync(path, kubeconfigYaml(url, undefined, as), { mode: 0o600 }),
     tick: () => cluster.tick(),
     faults,
     advance(ms) {

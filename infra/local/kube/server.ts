@@ -4,6 +4,8 @@ import type { Cluster, ListResult } from './cluster.ts';
 import { apiGroup, apiGroupList, apiResourceList, apiVersions } from './discovery.ts';
 import { DRA_GROUP, toServedVersion, toStoredVersion, type ServedApis } from './api-versions.ts';
 import type { KubeObject } from './types.ts';
+import { decodeSelfSubjectAccessReview, PROTOBUF, unwrap } from './protobuf.ts';
+import { checkAccess, requestUser, selfSubjectAccessReview, verbOf } from './access-review.ts';
 import { ApiError, errors } from './errors.ts';
 import type { Faults } from './faults.ts';
 import { serveEventsV1 } from './event-view.ts';
@@ -35,6 +37,10 @@ interface Route {
 }
 
 function readBody(req: IncomingMessage): Promise<string> {
+  return readBytes(req).then((b) => b.toString('utf8'));
+}
+
+function readBytes(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -43,7 +49,7 @@ function readBody(req: IncomingMessage): Promise<string> {
       if (size > MAX_BODY) reject(errors.badRequest('request entity too large'));
       else chunks.push(c);
     });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
 }
@@ -147,6 +153,19 @@ function metadataListBody(r: ResourceDef, result: ListResult): object {
   };
 }
 
+/** kubectl sends its SelfSubjectAccessReview as protobuf (protobuf.ts); other clients as JSON or YAML. */
+async function reviewBody(req: IncomingMessage): Promise<unknown> {
+  const type = req.headers['content-type'] ?? 'application/json';
+  if (!type.startsWith(PROTOBUF)) return decode(await readBody(req), type);
+  try {
+    const { kind, raw } = unwrap(await readBytes(req));
+    if (kind !== 'SelfSubjectAccessReview') throw new Error(`kind ${kind ?? '(none)'}`);
+    return decodeSelfSubjectAccessReview(raw);
+  } catch (err) {
+    throw errors.badRequest(`couldn't decode the request body: ${(err as Error).message}`);
+  }
+}
+
 export function createHandler(cluster: Cluster, open: Set<ServerResponse>, faults?: Faults) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     try {
@@ -182,6 +201,11 @@ async function handle(
   const method = req.method ?? 'GET';
   // Wall-clock mode: whatever came due since the last request (grace periods) happens first.
   cluster.tick();
+  // kubectl --as: the request is that user's, and RBAC decides it (access-review.ts).
+  const { user, impersonated } = requestUser(req);
+  const resourceRequest = (segs[0] === 'api' && segs.length > 2) || (segs[0] === 'apis' && segs.length > 3);
+  if (impersonated && !resourceRequest)
+    checkAccess(cluster.store, user, { verb: method.toLowerCase(), path: url.pathname });
 
   if (segs[0] === 'version' && segs.length === 1) return send(res, 200, cluster.apis.versionInfo());
   if (['healthz', 'livez', 'readyz'].includes(segs[0] ?? '')) {
@@ -215,6 +239,27 @@ async function handle(
   const r = served.group === DRA_GROUP ? resource(served.plural) : served;
   const view = (o: KubeObject): KubeObject => (o.kind === served.kind ? (toServedVersion(served, o) as KubeObject) : o);
   const ns = r.namespaced ? hit.ns : undefined;
+  if (impersonated) {
+    const watch = hit.watch || (q.has('watch') && !['0', 'false'].includes(q.get('watch')!.toLowerCase()));
+    checkAccess(
+      cluster.store,
+      user,
+      {
+        verb: verbOf(method, name !== undefined, watch),
+        group: served.group,
+        resource: served.plural,
+        ...(sub ? { subresource: sub } : {}),
+        ...(name ? { name } : {}),
+        ...(ns ? { namespace: ns } : {}),
+      },
+      served,
+    );
+  }
+  if (served.plural === 'selfsubjectaccessreviews') {
+    if (method !== 'POST' || name !== undefined)
+      throw errors.methodNotAllowed('the server does not allow this method on the requested resource');
+    return send(res, 201, selfSubjectAccessReview(cluster.store, user, await reviewBody(req)));
+  }
   const optionsKind = (
     { POST: 'CreateOptions', PUT: 'UpdateOptions', PATCH: 'PatchOptions', DELETE: 'DeleteOptions' } as const
   )[method as 'POST'];
