@@ -35,7 +35,10 @@ export interface KubeSimOptions {
    * Default: 200 with `wallClock`, never with other clocks (tests call `advance`).
    */
   tickEveryMs?: number;
-  /** The Kubernetes release served (1.32–1.37, default 1.37), its feature gates and runtime-config (api-versions.ts). */
+  /**
+   * The Kubernetes release served (1.32–1.37, default 1.37), its feature gates and
+   * runtime-config (api-versions.ts).
+   */
   apis?: ApiSettings;
 }
 
