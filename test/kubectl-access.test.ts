@@ -93,4 +93,24 @@ describe('kubectl: release, RBAC and OpenAPI of the simulated cluster', kubectlT
     );
     expect(sim.store.node('gpu-a')).toBeDefined();
   });
+
+  it('kubectl explain reads the served OpenAPI v3: node.spec.taints and its fields', async () => {
+    const r = await kubectl(['explain', 'node.spec.taints']);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toMatch(/^KIND:\s+Node\nVERSION:\s+v1\n/);
+    expect(r.stdout).toMatch(/FIELD: taints <\[\]Taint>/);
+    expect(r.stdout).toMatch(/effect\t<string> -required-/);
+    expect(r.stdout).toMatch(/key\t<string> -required-/);
+    expect(r.stdout).toMatch(/timeAdded\t<string>/);
+  });
+
+  it.each([
+    ['pods.spec.containers.resources', /FIELD: resources <ResourceRequirements>/],
+    ['poddisruptionbudgets.spec.minAvailable', /FIELD: minAvailable <IntOrString>/],
+    ['clusterroles', /GROUP:\s+rbac.authorization.k8s.io\nKIND:\s+ClusterRole\n/],
+  ])('kubectl explain %s', async (path, shape) => {
+    const r = await kubectl(['explain', path]);
+    expect(r.stderr).toBe('');
+    expect(r.stdout).toMatch(shape);
+  });
 });

@@ -11,7 +11,7 @@ import type { Faults } from './faults.ts';
 import { serveEventsV1 } from './event-view.ts';
 import { apiVersionOf, resource, type ResourceDef } from './resources.ts';
 import { listBody, send } from './respond.ts';
-import { openApiGroupVersion, openApiRoot } from './openapi.ts';
+import { openApiGroupVersion, openApiRoot, openApiV2 } from './openapi.ts';
 import { tableOf, wantsTable } from './table.ts';
 import { serveWatch } from './watch.ts';
 import { jsonTextDepth } from '../../../events/json-depth.ts';
@@ -213,9 +213,11 @@ async function handle(
     return void res.end('ok');
   }
   if (segs[0] === 'openapi' && segs[1] === 'v3') {
-    const doc = segs.length === 2 ? openApiRoot() : openApiGroupVersion(segs.slice(2).join('/'));
+    const doc =
+      segs.length === 2 ? openApiRoot(cluster.apis) : openApiGroupVersion(cluster.apis, segs.slice(2).join('/'));
     return doc ? send(res, 200, doc) : send(res, 404, errors.notFoundPath().status);
   }
+  if (segs[0] === 'openapi' && segs[1] === 'v2' && segs.length === 2) return send(res, 200, openApiV2(cluster.apis));
   if (segs[0] === 'api' && segs.length === 1) return send(res, 200, apiVersions(req.headers.host ?? '127.0.0.1'));
   // POST /api/v1/namespaces/{ns}/bindings: the collection form of binding (client-node's createNamespacedBinding).
   if (
