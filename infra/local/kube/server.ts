@@ -26,7 +26,12 @@ import { listQuery, queryInt, writeOptions } from './query.ts';
  *   /api/v1/watch/...                                       legacy watch paths
  * plus discovery and /version. Every failure is a Status object with the real code and reason.
  */
-const MAX_BODY = 8 * 1024 * 1024;
+/**
+ * kube-apiserver's MaxRequestBodyBytes default (k8s.io/apiserver pkg/server/config.go: 3 MiB); a larger
+ * body is `413 RequestEntityTooLarge`, "Request entity too large: limit is 3145728" (handlers/rest.go
+ * limitedReadBody, apimachinery NewRequestEntityTooLargeError).
+ */
+const MAX_BODY = 3 * 1024 * 1024;
 
 interface Route {
   r: ResourceDef;
@@ -46,7 +51,7 @@ function readBytes(req: IncomingMessage): Promise<Buffer> {
     let size = 0;
     req.on('data', (c: Buffer) => {
       size += c.length;
-      if (size > MAX_BODY) reject(errors.badRequest('request entity too large'));
+      if (size > MAX_BODY) reject(errors.tooLarge(`Request entity too large: limit is ${MAX_BODY}`));
       else chunks.push(c);
     });
     req.on('end', () => resolve(Buffer.concat(chunks)));
