@@ -239,7 +239,7 @@ describe('kubectl against the simulated cluster', kubectlTool.options, () => {
       /^NAME\s+STATUS\s+ROLES\s+AGE\s+VERSION\s+INTERNAL-IP\s+EXTERNAL-IP\s+OS-IMAGE\s+KERNEL-VERSION\s+CONTAINER-RUNTIME$/,
     );
     expect(r.stdout).toMatch(
-      /spare\s+Ready\S*\s+<none>\s+\S+\s+v1\.30\.0\s+10\.\d+\.\d+\.\d+\s+<none>\s+Ubuntu 22\.04\.4 LTS\s+5\.15\.0-1063-nvidia\s+containerd:\/\/1\.7\.13/,
+      /spare\s+Ready\S*\s+<none>\s+\S+\s+v1\.37\.0\s+10\.\d+\.\d+\.\d+\s+<none>\s+Ubuntu 22\.04\.4 LTS\s+5\.15\.0-1063-nvidia\s+containerd:\/\/1\.7\.13/,
     );
   });
 

@@ -4,6 +4,7 @@ import { parseYamlText } from '../../functions/lib/yaml-text.ts';
 import * as z from 'zod';
 import { loadFleet, validateFleet, type ParsedFleet } from './kube/fleet.ts';
 import { isQuantity } from './kube/quantity.ts';
+import { KUBERNETES_VERSIONS } from './kube/api-versions.ts';
 import { loadPolicyFile, PolicyFileError } from '../../functions/remediate/core/policy-file.ts';
 import type { Policy } from '../../functions/remediate/core/policy.ts';
 import { AutoscalePolicyError, parseAutoscalePolicy, type AutoscalePolicy } from '../../functions/lib/pool-policy.ts';
@@ -350,6 +351,16 @@ export const ScenarioSchema = z
     startAt: z.iso
       .datetime({ offset: true })
       .transform((v) => Date.parse(v))
+      .optional(),
+    /**
+     * The Kubernetes release the simulated cluster is (kube/api-versions.ts): `/version`, and which
+     * resource.k8s.io (DRA) versions it serves. `featureGates` and `runtimeConfig` are kube-apiserver's
+     * `--feature-gates` and `--runtime-config` (e.g. `resource.k8s.io/v1beta2` for DeviceTaintRule on 1.36).
+     */
+    kubernetesVersion: z.enum(KUBERNETES_VERSIONS).optional(),
+    featureGates: z.record(z.string().regex(/^[A-Za-z0-9]+$/, 'a feature gate name'), z.boolean()).optional(),
+    runtimeConfig: z
+      .array(z.string().regex(/^[a-z0-9.-]+\/v[0-9a-z]+(=(true|false))?$/, 'group/version, or group/version=false'))
       .optional(),
     /** A fleet file path (relative to the scenario file) or an inline fleet (kube/fleet.ts format). */
     fleet: z.union([z.string().min(1), z.record(z.string(), z.unknown())]),

@@ -140,7 +140,15 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     let kubeconfig = o.kubeconfig;
     if (!kubeconfig) {
       progress(`starting the simulated Kubernetes cluster (${scenario.parsedFleet.nodes.length} node groups) ...`);
-      sim = await startKubeSim({ fleet: scenario.parsedFleet, clock: vclock ?? wallClock });
+      sim = await startKubeSim({
+        fleet: scenario.parsedFleet,
+        clock: vclock ?? wallClock,
+        apis: {
+          ...(scenario.kubernetesVersion ? { kubernetesVersion: scenario.kubernetesVersion } : {}),
+          ...(scenario.featureGates ? { featureGates: scenario.featureGates } : {}),
+          ...(scenario.runtimeConfig ? { runtimeConfig: scenario.runtimeConfig } : {}),
+        },
+      });
       const started = sim;
       cleanups.push(() => started.close());
       kubeconfig = join(work, 'kubeconfig');

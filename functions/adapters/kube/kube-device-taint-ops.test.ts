@@ -6,7 +6,8 @@
  */
 import { CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startKubeSim } from '../../../infra/local/kube/index.ts';
+import { startKubeSim, type ApiSettings } from '../../../infra/local/kube/index.ts';
+import { ConfigurationError, NotFoundError } from '../errors.ts';
 import type { DeviceTaint } from './ports.ts';
 import { loadKubeConfig } from './config.ts';
 import { FakeCluster, FakeDeviceTaintOps } from './fake.ts';
@@ -143,11 +144,127 @@ describe('KubeDeviceTaintOps', () => {
     expect(uuidOf({ attributes: { index: { string: '0' } } }, 'gpu.nvidia.com')).toBeUndefined();
   });
 
-  it('an API the cluster does not serve is a NotFoundError naming what was read', async () => {
+  it('a version the policy names that the cluster does not serve is passed over for one it serves', async () => {
     const old = new KubeDeviceTaintOps(custom, { deviceTaintRuleVersion: 'v1alpha3', resourceSliceVersion: 'v1' });
-    await expect(old.rules('n1')).rejects.toMatchObject({
-      name: 'NotFoundError',
-      message: expect.stringContaining('listing devicetaintrules of node n1'),
+    expect(await old.rules('n1')).toEqual([]);
+    await old.create(rule('n8', 2));
+    expect(sim.store.get('devicetaintrules.resource.k8s.io', '', 'gpu-reflex-n8-2')?.apiVersion).toBe(
+      'resource.k8s.io/v1',
+    );
+  });
+});
+
+/**
+ * Each Kubernetes release serves DRA at its own versions (infra/local/kube/api-versions.ts cites which), and
+ * the policy's default (v1) is only right from 1.37 on. The adapter asks at the others before it gives up.
+ */
+describe('KubeDeviceTaintOps on each Kubernetes release', () => {
+  async function onRelease(apis: ApiSettings, sliceVersion: string) {
+    const s = await startKubeSim({ apis });
+    const api = loadKubeConfig({ kubeconfigText: s.kubeconfig() }).makeApiClient(CustomObjectsApi);
+    const device = (i: number) => ({ name: `gpu-${i}`, attributes: { uuid: { string: UUID(i) } } });
+    await api.createClusterCustomObject({
+      group: 'resource.k8s.io',
+      version: sliceVersion,
+      plural: 'resourceslices',
+      body: {
+        apiVersion: `resource.k8s.io/${sliceVersion}`,
+        kind: 'ResourceSlice',
+        metadata: { name: 'n1-gpus' },
+        spec: {
+          driver: 'gpu.nvidia.com',
+          nodeName: 'n1',
+          pool: { name: 'n1', generation: 1, resourceSliceCount: 1 },
+          devices: [0, 1].map((i) =>
+            sliceVersion === 'v1beta1' ? { name: `gpu-${i}`, basic: { attributes: device(i).attributes } } : device(i),
+          ),
+        },
+      },
     });
+    // The policy's defaults: v1 for both kinds.
+    return { s, ops: new KubeDeviceTaintOps(api) };
+  }
+
+  it.each<[string, ApiSettings, string, string]>([
+    [
+      '1.33 (v1alpha3 rules, v1beta2 slices)',
+      {
+        kubernetesVersion: '1.33',
+        runtimeConfig: ['resource.k8s.io/v1alpha3', 'resource.k8s.io/v1beta2'],
+        featureGates: { DRADeviceTaints: true },
+      },
+      'v1beta2',
+      'v1alpha3',
+    ],
+    [
+      '1.35 (v1alpha3 rules)',
+      {
+        kubernetesVersion: '1.35',
+        runtimeConfig: ['resource.k8s.io/v1alpha3'],
+        featureGates: { DRADeviceTaintRules: true },
+      },
+      'v1',
+      'v1alpha3',
+    ],
+    [
+      '1.36 (v1beta2 rules)',
+      {
+        kubernetesVersion: '1.36',
+        runtimeConfig: ['resource.k8s.io/v1beta2'],
+        featureGates: { DRADeviceTaintRules: true },
+      },
+      'v1',
+      'v1beta2',
+    ],
+    ['1.37 (v1)', { kubernetesVersion: '1.37' }, 'v1', 'v1'],
+  ])('%s: reads the GPUs and keeps a rule at the version served', async (_what, apis, sliceVersion, ruleVersion) => {
+    const { s, ops } = await onRelease(apis, sliceVersion);
+    try {
+      expect(Object.keys(await ops.devices('n1', 'gpu.nvidia.com'))).toEqual([UUID(0), UUID(1)]);
+      expect(await ops.rules('n1')).toEqual([]);
+      expect(await ops.create(rule('n1', 1))).toBe(true);
+      // Created at the version served (a create at another would have thrown): read back there.
+      const api = loadKubeConfig({ kubeconfigText: s.kubeconfig() }).makeApiClient(CustomObjectsApi);
+      const got = await api.getClusterCustomObject({
+        group: 'resource.k8s.io',
+        version: ruleVersion,
+        plural: 'devicetaintrules',
+        name: 'gpu-reflex-n1-1',
+      });
+      expect(got).toMatchObject({
+        apiVersion: `resource.k8s.io/${ruleVersion}`,
+        spec: { deviceSelector: { pool: 'n1' } },
+      });
+      expect(await ops.rules('n1')).toEqual(['gpu-reflex-n1-1']);
+      expect(await ops.remove('gpu-reflex-n1-1')).toBe(true);
+      expect(await ops.remove('gpu-reflex-n1-1')).toBe(false);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('a release serving no DeviceTaintRule: reading says so, and a create or delete is never "already done"', async () => {
+    const { s, ops } = await onRelease({ kubernetesVersion: '1.36' }, 'v1');
+    try {
+      await expect(ops.rules('n1')).rejects.toThrow(/at none of v1, v1beta2, v1alpha3/);
+      await expect(ops.rules('n1')).rejects.toBeInstanceOf(NotFoundError);
+      // NotFoundError would be read by the handler as "already done": the fence silently dropped.
+      await expect(ops.create(rule('n1', 0))).rejects.toBeInstanceOf(ConfigurationError);
+      await expect(ops.remove('gpu-reflex-n1-0')).rejects.toBeInstanceOf(ConfigurationError);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("1.32's v1beta1 slices: each device's attributes under basic", async () => {
+    const { s, ops } = await onRelease(
+      { kubernetesVersion: '1.32', runtimeConfig: ['resource.k8s.io/v1beta1'] },
+      'v1beta1',
+    );
+    try {
+      expect(Object.keys(await ops.devices('n1', 'gpu.nvidia.com'))).toEqual([UUID(0), UUID(1)]);
+    } finally {
+      await s.close();
+    }
   });
 });

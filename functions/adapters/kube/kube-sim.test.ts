@@ -5,7 +5,9 @@
 import { CoreV1Api, PatchStrategy, PolicyV1Api, setHeaderOptions } from '@kubernetes/client-node';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { startKubeSim } from '../../../infra/local/kube/index.ts';
+import { readFileSync } from 'node:fs';
+import { parseAllDocuments } from 'yaml';
+import { startKubeSim, type Fleet } from '../../../infra/local/kube/index.ts';
 import { manualClock } from '../clock.ts';
 import { ConfigurationError, ConflictError, ForbiddenError, fromKubeError } from '../errors.ts';
 import { loadKubeConfig, makeKubeApis } from './config.ts';
@@ -71,19 +73,21 @@ interface SimContext {
   core: CoreV1Api;
 }
 
-async function startSim(): Promise<SimContext> {
-  const sim = await startKubeSim({});
+async function startSim(fleet?: Fleet): Promise<SimContext> {
+  const sim = await startKubeSim(fleet ? { fleet } : {});
   const kc = loadKubeConfig({ kubeconfigText: sim.kubeconfig() });
   const core = kc.makeApiClient(CoreV1Api);
   await ensureNamespace(core, NS);
   return { sim, kc, core };
 }
 
-async function simHarness(): Promise<KubeHarness> {
-  const { sim, kc, core } = await startSim();
+/** `as`: the ports' requests impersonate that user (seeding stays the admin's); `fleet`: what the sim holds. */
+async function simHarness(as?: string, fleet?: Fleet): Promise<KubeHarness> {
+  const { sim, kc, core } = await startSim(fleet);
   const policy = kc.makeApiClient(PolicyV1Api);
   const clock = manualClock(Date.UTC(2026, 0, 1), (ms) => sim.advance(ms));
-  const ports = kubePorts(kc, { namespace: NS, pageSize: 2 });
+  const portsKc = as ? loadKubeConfig({ kubeconfigText: sim.kubeconfig(as) }) : kc;
+  const ports = kubePorts(portsKc, { namespace: NS, pageSize: 2 });
   return {
     ...ports,
     clock,
@@ -116,7 +120,29 @@ async function simHarness(): Promise<KubeHarness> {
   };
 }
 
-describePortContracts('real adapters on the simulated cluster', simHarness);
+describePortContracts('real adapters on the simulated cluster', () => simHarness());
+
+/**
+ * The same contract with the ports' requests made as the functions' ServiceAccount (the kubeconfig's
+ * `as:`), so the simulated server's RBAC, loaded from the repository's own infra/k8s manifests,
+ * decides each one: a permission the adapters need and the manifests do not grant fails here with 403.
+ */
+const FUNCTIONS_SA = 'system:serviceaccount:gpu-reflex:gpu-reflex-functions';
+function rbacObjects(): Record<string, unknown>[] {
+  const docs = ['functions-rbac.yaml', 'functions-identity.yaml'].flatMap((f) =>
+    parseAllDocuments(readFileSync(new URL(`../../../infra/k8s/${f}`, import.meta.url), 'utf8')).map(
+      (d) => d.toJS() as Record<string, unknown>,
+    ),
+  );
+  return docs.filter((d) => d && d['kind'] !== 'Namespace');
+}
+
+describePortContracts("real adapters as the functions' ServiceAccount, RBAC from infra/k8s", () =>
+  simHarness(FUNCTIONS_SA, {
+    namespaces: [{ name: NS }, { name: 'gpu-operator' }],
+    objects: rbacObjects() as Fleet['objects'],
+  }),
+);
 
 /**
  * Wraps a CoreV1Api so that, before each of the first `times` calls of `method`, another client

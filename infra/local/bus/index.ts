@@ -7,6 +7,7 @@ import { Router, mulberry32 } from './router.ts';
 import { loadRoutingTable, type RoutingTable } from './rules.ts';
 import { armSchedules } from './schedules.ts';
 import { startPutEventsServer } from './server.ts';
+import { controlPlane } from './control-plane.ts';
 
 /**
  * The local EventBridge: a PutEvents endpoint, the rules/schedules/httpApi routes of
@@ -127,7 +128,12 @@ export async function startLocalBus(opts: LocalBusOptions = {}): Promise<LocalBu
   armSchedules(table?.schedules ?? [], { clock, timers, router, region, account });
 
   const host = opts.host ?? '127.0.0.1';
-  const server = await startPutEventsServer(ingest, host, opts.port ?? 0);
+  const server = await startPutEventsServer(
+    ingest,
+    host,
+    opts.port ?? 0,
+    controlPlane(table, () => buses, { region, account }),
+  );
   let http: HttpApiServer | undefined;
   if (table) {
     const onInvoke: HttpApiOptions['onInvoke'] = ({ routeKey, function: fn, event, at, statusCode, error }) => {

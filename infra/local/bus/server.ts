@@ -2,10 +2,12 @@ import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { AwsRequestError } from './errors.ts';
+import type { ControlOperation } from './control-plane.ts';
 import type { PutEventsIngest } from './put-events.ts';
 
 /**
- * A loopback EventBridge endpoint that speaks PutEvents over AWS JSON 1.1, so the real
+ * A loopback EventBridge endpoint that speaks PutEvents (and the read-only control-plane calls
+ * control-plane.ts answers) over AWS JSON 1.1, so the real
  * `@aws-sdk/client-eventbridge` runs unchanged against it (`endpoint` or
  * `AWS_ENDPOINT_URL_EVENTBRIDGE`). SigV4 is checked for shape, not for the secret: any key signs,
  * an unsigned or garbled request is refused the way AWS refuses it.
@@ -43,6 +45,8 @@ export async function startPutEventsServer(
   ingest: PutEventsIngest,
   host = '127.0.0.1',
   port = 0,
+  /** Other operations by name (ListRules, DescribeRule, …: control-plane.ts), same checks as PutEvents. */
+  operations: Record<string, ControlOperation> = {},
 ): Promise<PutEventsServer> {
   let down = false;
   const failures: number[] = [];
@@ -82,7 +86,8 @@ export async function startPutEventsServer(
       throw new AwsRequestError('UnknownOperationException', `Method ${req.method} is not supported`);
     checkSignature(req, body);
     const target = header(req, 'x-amz-target');
-    if (target !== 'AWSEvents.PutEvents') {
+    const operation = target?.startsWith('AWSEvents.') ? operations[target.slice('AWSEvents.'.length)] : undefined;
+    if (target !== 'AWSEvents.PutEvents' && !operation) {
       throw new AwsRequestError(
         'UnknownOperationException',
         `Operation ${target ?? '(none)'} is not supported by the local bus`,
@@ -93,6 +98,11 @@ export async function startPutEventsServer(
       parsed = JSON.parse(body.toString('utf8'));
     } catch {
       throw new AwsRequestError('SerializationException', 'Request body is not valid JSON');
+    }
+    if (operation) {
+      if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+        throw new AwsRequestError('SerializationException', 'Request body must be a JSON object');
+      return sendJson(res, 200, operation(parsed as Record<string, unknown>));
     }
     sendJson(res, 200, ingest.put(parsed));
   }

@@ -93,7 +93,7 @@ function nodeConditions(given: { type: string; status: string; [k: string]: unkn
  * the kubelet endpoint, and a complete nodeInfo (typed clients such as the Python one refuse a
  * Node whose nodeInfo lacks bootID, machineID, systemUUID, kernelVersion or kubeProxyVersion).
  */
-export function defaultNode(node: Node, nowIso: string): Node {
+export function defaultNode(node: Node, nowIso: string, kubeletVersion = 'v1.37.0'): Node {
   const name = node.metadata.name;
   const status = { ...(node.status ?? {}) };
   status.capacity ??= status.allocatable ?? {};
@@ -111,8 +111,8 @@ export function defaultNode(node: Node, nowIso: string): Node {
     kernelVersion: '5.15.0-1063-nvidia',
     osImage: 'Ubuntu 22.04.4 LTS',
     containerRuntimeVersion: 'containerd://1.7.13',
-    kubeletVersion: 'v1.30.0',
-    kubeProxyVersion: 'v1.30.0',
+    kubeletVersion,
+    kubeProxyVersion: kubeletVersion,
     operatingSystem: 'linux',
     architecture: 'amd64',
     ...(status.nodeInfo as object | undefined),

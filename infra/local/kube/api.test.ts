@@ -290,9 +290,11 @@ describe('API surface: watch, leases, configmaps, events, daemonsets, discovery'
       (b: Record<string, unknown>) =>
         expect((b.groups as { name: string }[]).map((g) => g.name).sort()).toEqual([
           'apps',
+          'authorization.k8s.io',
           'coordination.k8s.io',
           'events.k8s.io',
           'policy',
+          'rbac.authorization.k8s.io',
           'resource.k8s.io',
         ]),
     ],
@@ -356,8 +358,42 @@ describe('API surface: watch, leases, configmaps, events, daemonsets, discovery'
     expect(table.rows[0]!.cells.slice(0, firstCells.length)).toEqual(firstCells);
   });
 
-  it('answers unknown paths and /openapi/v2 with a 404 Status', async () => {
-    for (const path of ['/openapi/v2', '/apis/batch/v1/jobs', '/api/v1/widgets']) {
+  it('serves OpenAPI v3 per group/version and v2 whole, with the kinds it models and the merge keys kubectl apply reads', async () => {
+    const root = (await (await fetch(`${sim.url}/openapi/v3`)).json()) as { paths: Record<string, unknown> };
+    expect(Object.keys(root.paths)).toEqual(
+      expect.arrayContaining(['api/v1', 'apis/policy/v1', 'apis/rbac.authorization.k8s.io/v1']),
+    );
+    const v3 = (await (await fetch(`${sim.url}/openapi/v3/api/v1`)).json()) as {
+      components: {
+        schemas: Record<string, { properties?: Record<string, Record<string, unknown>> } & Record<string, unknown>>;
+      };
+    };
+    const schemas = v3.components.schemas;
+    expect(schemas['io.k8s.api.core.v1.Node']).toMatchObject({
+      'x-kubernetes-group-version-kind': [{ group: '', kind: 'Node', version: 'v1' }],
+      properties: { spec: { allOf: [{ $ref: '#/components/schemas/io.k8s.api.core.v1.NodeSpec' }] } },
+    });
+    expect(schemas['io.k8s.api.core.v1.NodeSpec']!.properties!['taints']).toEqual({
+      type: 'array',
+      items: { allOf: [{ $ref: '#/components/schemas/io.k8s.api.core.v1.Taint' }], default: {} },
+    });
+    expect(schemas['io.k8s.api.core.v1.Taint']).toMatchObject({ required: ['effect', 'key'] });
+    expect(schemas['io.k8s.api.core.v1.PodSpec']!.properties!['containers']).toMatchObject({
+      'x-kubernetes-patch-merge-key': 'name',
+      'x-kubernetes-patch-strategy': 'merge',
+    });
+    const v2 = (await (await fetch(`${sim.url}/openapi/v2`)).json()) as {
+      swagger: string;
+      definitions: Record<string, unknown>;
+    };
+    expect(v2.swagger).toBe('2.0');
+    expect(v2.definitions['io.k8s.api.policy.v1.PodDisruptionBudget']).toMatchObject({
+      properties: { spec: { $ref: '#/definitions/io.k8s.api.policy.v1.PodDisruptionBudgetSpec' } },
+    });
+  });
+
+  it('answers unknown paths with a 404 Status', async () => {
+    for (const path of ['/openapi/v3/apis/batch/v1', '/apis/batch/v1/jobs', '/api/v1/widgets']) {
       const res = await fetch(sim.url + path);
       expect(res.status).toBe(404);
       expect(((await res.json()) as { kind: string }).kind).toBe('Status');

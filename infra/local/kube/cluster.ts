@@ -7,6 +7,7 @@ import { applyMergePatch, applyPatch, PATCH_TYPES, PatchError, PatchTooLarge } f
 import { evictionVerdict, withPdbStatus } from './pdb.ts';
 import { normalizeQuantities } from './normalize.ts';
 import { withQuotaStatus } from './quota.ts';
+import { ServedApis, type ApiSettings } from './api-versions.ts';
 import { apiVersionOf, qualifiedName, resource, type ResourceDef } from './resources.ts';
 import { parseFieldSelector, parseLabelSelector, requirementsOf } from './selectors.ts';
 import { Store } from './store.ts';
@@ -55,12 +56,20 @@ function badRequest(err: unknown): ApiError {
 export class Cluster {
   readonly store = new Store();
   readonly lifecycle: Lifecycle;
+  /** The Kubernetes release this server is: `/version`, and which DRA API versions it serves. */
+  readonly apis: ServedApis;
   private uidSeq = 0;
 
   constructor(
     readonly clock: Clock,
-    options: { migLayouts?: MigLayouts; migReconfigureSeconds?: number; migManagerConfig?: string } = {},
+    options: {
+      migLayouts?: MigLayouts;
+      migReconfigureSeconds?: number;
+      migManagerConfig?: string;
+      apis?: ApiSettings;
+    } = {},
   ) {
+    this.apis = new ServedApis(options.apis);
     this.lifecycle = new Lifecycle(
       this.store,
       clock,
@@ -221,7 +230,7 @@ export class Cluster {
     const wrong = invalidField(obj);
     if (wrong) throw errors.invalid(r, meta.name, ...wrong);
     if (r.plural === 'pods') obj = admitPod(obj as Pod, this.store, (p, node) => this.lifecycle.running(p, node));
-    if (r.plural === 'nodes') obj = defaultNode(obj as Node, this.nowIso());
+    if (r.plural === 'nodes') obj = defaultNode(obj as Node, this.nowIso(), this.apis.gitVersion());
     if (r.plural === 'namespaces') {
       obj.metadata.labels = { ...obj.metadata.labels, 'kubernetes.io/metadata.name': obj.metadata.name };
       obj.spec = { finalizers: ['kubernetes'] };

@@ -1,22 +1,12 @@
-import { apiVersionOf, groupVersions, RESOURCES, verbsFor, type ResourceDef } from './resources.ts';
+import type { ServedApis } from './api-versions.ts';
+import { apiVersionOf, verbsFor, type ResourceDef } from './resources.ts';
 
 /**
  * Discovery documents in their legacy (unaggregated) form. kubectl asks for the aggregated
  * `apidiscovery.k8s.io/v2` form first and falls back when the reply is plain `application/json`,
- * which is what every handler here sends.
+ * which is what every handler here sends. What is listed is what the cluster's release serves
+ * (api-versions.ts): a DRA version it does not serve is absent, as from a real server.
  */
-export const VERSION_INFO = {
-  major: '1',
-  minor: '30',
-  gitVersion: 'v1.30.0-gpu-reflex-sim',
-  gitCommit: '0000000000000000000000000000000000000000',
-  gitTreeState: 'clean',
-  buildDate: '2026-01-01T00:00:00Z',
-  goVersion: 'go1.22.0',
-  compiler: 'gc',
-  platform: 'linux/amd64',
-};
-
 export function apiVersions(hostPort: string): object {
   return {
     kind: 'APIVersions',
@@ -25,21 +15,22 @@ export function apiVersions(hostPort: string): object {
   };
 }
 
-function group(name: string): object {
-  const versions = groupVersions()
+function group(apis: ServedApis, name: string): object {
+  const versions = apis
+    .groupVersions()
     .filter((g) => g.group === name)
     .map((g) => ({ groupVersion: `${g.group}/${g.version}`, version: g.version }));
   return { name, versions, preferredVersion: versions[0] };
 }
 
-export function apiGroupList(): object {
-  const names = [...new Set(groupVersions().map((g) => g.group))];
-  return { kind: 'APIGroupList', apiVersion: 'v1', groups: names.map(group) };
+export function apiGroupList(apis: ServedApis): object {
+  const names = [...new Set(apis.groupVersions().map((g) => g.group))];
+  return { kind: 'APIGroupList', apiVersion: 'v1', groups: names.map((n) => group(apis, n)) };
 }
 
-export function apiGroup(name: string): object | undefined {
-  if (!groupVersions().some((g) => g.group === name)) return undefined;
-  return { kind: 'APIGroup', apiVersion: 'v1', ...group(name) };
+export function apiGroup(apis: ServedApis, name: string): object | undefined {
+  if (!apis.groupVersions().some((g) => g.group === name)) return undefined;
+  return { kind: 'APIGroup', apiVersion: 'v1', ...group(apis, name) };
 }
 
 /** Subresources as discovery lists them; `pods/eviction` names policy/v1 so kubectl drain evicts. */
@@ -52,8 +43,8 @@ function subresourceEntries(r: ResourceDef): object[] {
   });
 }
 
-export function apiResourceList(groupVersion: string): object | undefined {
-  const defs = RESOURCES.filter((r) => apiVersionOf(r) === groupVersion);
+export function apiResourceList(apis: ServedApis, groupVersion: string): object | undefined {
+  const defs = apis.resources().filter((r) => apiVersionOf(r) === groupVersion);
   if (defs.length === 0) return undefined;
   const resources = defs.flatMap((r) => [
     {

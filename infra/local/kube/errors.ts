@@ -105,7 +105,9 @@ export const errors = {
         `application/merge-patch+json, application/apply-patch+yaml, application/strategic-merge-patch+json ` +
         `(got ${type})`,
     ),
-  notFoundPath: () => failure(404, 'NotFound', 'the server could not find the requested resource'),
+  // k8s.io/apiserver pkg/util/notfoundhandler: a path no handler serves (a group/version or resource the
+  // release does not serve) is this Status with empty details.
+  notFoundPath: () => failure(404, 'NotFound', 'the server could not find the requested resource', {}),
   gone: (message: string) => failure(410, 'Expired', message),
   tooManyRequests: (message: string, causes: { reason: string; message: string }[]) =>
     failure(429, 'TooManyRequests', message, { causes }),

@@ -3,6 +3,7 @@ import { createServer, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { VirtualClock } from '../../../events/clock.ts';
 import { ManualClock, wallClock } from './clock.ts';
+import type { ApiSettings } from './api-versions.ts';
 import { Cluster } from './cluster.ts';
 import { loadFleet, seedFleet, validateFleet, type Fleet, type ParsedFleet } from './fleet.ts';
 import { Faults } from './faults.ts';
@@ -40,6 +41,11 @@ export interface KubeSimOptions {
    * real cluster, for tests of what refuses to write to one.
    */
   marker?: boolean;
+  /**
+   * The Kubernetes release served (1.32–1.37, default 1.37), its feature gates and
+   * runtime-config (api-versions.ts).
+   */
+  apis?: ApiSettings;
 }
 
 export interface KubeSim {
@@ -49,8 +55,9 @@ export interface KubeSim {
   store: Store;
   cluster: Cluster;
   clock: Clock;
-  kubeconfig(): string;
-  writeKubeconfig(path: string): void;
+  /** `as`: requests impersonate that user (`system:serviceaccount:<ns>:<name>`), and RBAC decides them. */
+  kubeconfig(as?: string): string;
+  writeKubeconfig(path: string, as?: string): void;
   /** Moves a ManualClock forward (other clocks move by themselves), then lets the cluster catch up. */
   advance(ms: number): void;
   /** Lets the cluster catch up with its clock as it stands (due terminations, MIG, scheduling). */
@@ -69,6 +76,7 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
     migLayouts: fleet.migConfigs,
     migReconfigureSeconds: fleet.migReconfigureSeconds,
     migManagerConfig: fleet.migManagerConfig,
+    ...(options.apis ? { apis: options.apis } : {}),
   });
   seedFleet(cluster, fleet);
 
@@ -96,8 +104,8 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
     store: cluster.store,
     cluster,
     clock,
-    kubeconfig: () => kubeconfigYaml(url),
-    writeKubeconfig: (path) => writeFileSync(path, kubeconfigYaml(url), { mode: 0o600 }),
+    kubeconfig: (as) => kubeconfigYaml(url, undefined, as),
+    writeKubeconfig: (path, as) => writeFileSync(path, kubeconfigYaml(url, undefined, as), { mode: 0o600 }),
     tick: () => cluster.tick(),
     faults,
     marker,
@@ -117,6 +125,7 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
 
 export { ManualClock, wallClock } from './clock.ts';
 export { Cluster } from './cluster.ts';
+export { KUBERNETES_VERSIONS, type ApiSettings, type KubernetesVersion } from './api-versions.ts';
 export {
   EXAMPLE_FLEET_PATH,
   FleetError,

@@ -1,8 +1,10 @@
 /**
  * A kubeconfig for the simulated cluster. `insecure-skip-tls-verify` is required by
- * @kubernetes/client-node for plain-http servers; the token is a placeholder (no auth here).
+ * @kubernetes/client-node for plain-http servers; the token is the cluster admin's (`system:masters`).
+ * `as`: every request impersonates that user (kubectl's and client-node's `user.as`), so RBAC decides
+ * it as the real server would (access-review.ts).
  */
-export function kubeconfigYaml(url: string, name = 'gpu-reflex-sim'): string {
+export function kubeconfigYaml(url: string, name = 'gpu-reflex-sim', as?: string): string {
   return [
     'apiVersion: v1',
     'kind: Config',
@@ -23,6 +25,7 @@ export function kubeconfigYaml(url: string, name = 'gpu-reflex-sim'): string {
     `- name: ${name}`,
     '  user:',
     '    token: gpu-reflex-sim-token',
+    ...(as ? [`    as: ${JSON.stringify(as)}`] : []),
     '',
   ].join('\n');
 }

@@ -204,7 +204,7 @@ function mergeInto(target: Obj, patch: Obj): Obj {
  * real server: NodeSpec.Taints has no patch strategy, which is why `kubectl taint k-` works by
  * sending the full remaining list.
  */
-const MERGE_KEYS: Record<string, string> = {
+export const MERGE_KEYS: Record<string, string> = {
   containers: 'name',
   initContainers: 'name',
   ephemeralContainers: 'name',
@@ -218,7 +218,7 @@ const MERGE_KEYS: Record<string, string> = {
   addresses: 'type',
 };
 /** Primitive lists the Go types merge as sets. */
-const MERGE_PRIMITIVES = new Set(['finalizers']);
+export const MERGE_PRIMITIVES = new Set(['finalizers']);
 
 /** `base` is owned by the caller (part of the copy being patched). */
 function mergeList(field: string, base: J[], patch: J[]): J[] {

@@ -455,6 +455,16 @@ describe('the simulated API server judges requests as the real one does', () => 
       },
     );
 
+    it('a body over 3 MiB is a 413 RequestEntityTooLarge, as kube-apiserver answers (MaxRequestBodyBytes)', async () => {
+      const big = { metadata: { name: 'big' }, data: { blob: 'x'.repeat(3 * 1024 * 1024) } };
+      const { code, body } = await call('POST', '/api/v1/namespaces/default/configmaps', big);
+      expect(code).toBe(413);
+      expect(body).toMatchObject({
+        reason: 'RequestEntityTooLarge',
+        message: 'Request entity too large: limit is 3145728',
+      });
+    });
+
     it('a JSON patch of more than 10,000 operations is a 413, as the real server answers', async () => {
       const ops = Array.from({ length: 10_001 }, () => ({ op: 'test', path: '/metadata/name', value: 'gpu-1' }));
       const { code, body } = await call('PATCH', '/api/v1/nodes/gpu-1', ops, 'application/json-patch+json');

@@ -15,6 +15,8 @@ export interface ResourceDef {
   hasStatus?: boolean;
   /** Served as a converted view of another resource's objects (events.k8s.io Events are core Events). */
   viewOf?: string;
+  /** The verbs discovery lists, when not every CRUD verb (a review is only created, never stored). */
+  verbs?: string[];
 }
 
 const VERBS = ['create', 'delete', 'deletecollection', 'get', 'list', 'patch', 'update', 'watch'];
@@ -123,6 +125,66 @@ export const RESOURCES: ResourceDef[] = [
     subresources: ['status'],
     hasStatus: true,
   },
+  // Identity and RBAC: what `kubectl apply -k infra/k8s` creates, and what `auth can-i` is answered from.
+  {
+    group: '',
+    version: 'v1',
+    plural: 'serviceaccounts',
+    singular: 'serviceaccount',
+    kind: 'ServiceAccount',
+    namespaced: true,
+    shortNames: ['sa'],
+  },
+  {
+    group: '',
+    version: 'v1',
+    plural: 'secrets',
+    singular: 'secret',
+    kind: 'Secret',
+    namespaced: true,
+  },
+  {
+    group: 'rbac.authorization.k8s.io',
+    version: 'v1',
+    plural: 'roles',
+    singular: 'role',
+    kind: 'Role',
+    namespaced: true,
+  },
+  {
+    group: 'rbac.authorization.k8s.io',
+    version: 'v1',
+    plural: 'rolebindings',
+    singular: 'rolebinding',
+    kind: 'RoleBinding',
+    namespaced: true,
+  },
+  {
+    group: 'rbac.authorization.k8s.io',
+    version: 'v1',
+    plural: 'clusterroles',
+    singular: 'clusterrole',
+    kind: 'ClusterRole',
+    namespaced: false,
+  },
+  {
+    group: 'rbac.authorization.k8s.io',
+    version: 'v1',
+    plural: 'clusterrolebindings',
+    singular: 'clusterrolebinding',
+    kind: 'ClusterRoleBinding',
+    namespaced: false,
+  },
+  // Answered from the RBAC objects above (access-review.ts), never stored.
+  {
+    group: 'authorization.k8s.io',
+    version: 'v1',
+    plural: 'selfsubjectaccessreviews',
+    singular: 'selfsubjectaccessreview',
+    kind: 'SelfSubjectAccessReview',
+    namespaced: false,
+    verbs: ['create'],
+  },
   // DRA (resource.k8s.io), as Kubernetes 1.37 serves it: a node's devices, and taints on them.
   {
     group: 'resource.k8s.io',
@@ -142,8 +204,8 @@ export const RESOURCES: ResourceDef[] = [
   },
 ];
 
-export function verbsFor(_r: ResourceDef): string[] {
-  return VERBS;
+export function verbsFor(r: ResourceDef): string[] {
+  return r.verbs ?? VERBS;
 }
 
 /** `pods`, `poddisruptionbudgets.policy`: the name the real server uses in messages and store keys. */

@@ -1,13 +1,17 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseYaml } from 'yaml';
 import type { Cluster, ListResult } from './cluster.ts';
-import { apiGroup, apiGroupList, apiResourceList, apiVersions, VERSION_INFO } from './discovery.ts';
+import { apiGroup, apiGroupList, apiResourceList, apiVersions } from './discovery.ts';
+import { DRA_GROUP, toServedVersion, toStoredVersion, type ServedApis } from './api-versions.ts';
+import type { KubeObject } from './types.ts';
+import { decodeSelfSubjectAccessReview, PROTOBUF, unwrap } from './protobuf.ts';
+import { checkAccess, requestUser, selfSubjectAccessReview, verbOf } from './access-review.ts';
 import { ApiError, errors } from './errors.ts';
 import type { Faults } from './faults.ts';
 import { serveEventsV1 } from './event-view.ts';
-import { apiVersionOf, findResource, type ResourceDef } from './resources.ts';
+import { apiVersionOf, resource, type ResourceDef } from './resources.ts';
 import { listBody, send } from './respond.ts';
-import { openApiGroupVersion, openApiRoot } from './openapi.ts';
+import { openApiGroupVersion, openApiRoot, openApiV2 } from './openapi.ts';
 import { tableOf, wantsTable } from './table.ts';
 import { serveWatch } from './watch.ts';
 import { jsonTextDepth } from '../../../events/json-depth.ts';
@@ -22,7 +26,12 @@ import { listQuery, queryInt, writeOptions } from './query.ts';
  *   /api/v1/watch/...                                       legacy watch paths
  * plus discovery and /version. Every failure is a Status object with the real code and reason.
  */
-const MAX_BODY = 8 * 1024 * 1024;
+/**
+ * kube-apiserver's MaxRequestBodyBytes default (k8s.io/apiserver pkg/server/config.go: 3 MiB); a larger
+ * body is `413 RequestEntityTooLarge`, "Request entity too large: limit is 3145728" (handlers/rest.go
+ * limitedReadBody, apimachinery NewRequestEntityTooLargeError).
+ */
+const MAX_BODY = 3 * 1024 * 1024;
 
 interface Route {
   r: ResourceDef;
@@ -33,21 +42,25 @@ interface Route {
 }
 
 function readBody(req: IncomingMessage): Promise<string> {
+  return readBytes(req).then((b) => b.toString('utf8'));
+}
+
+function readBytes(req: IncomingMessage): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
     req.on('data', (c: Buffer) => {
       size += c.length;
-      if (size > MAX_BODY) reject(errors.badRequest('request entity too large'));
+      if (size > MAX_BODY) reject(errors.tooLarge(`Request entity too large: limit is ${MAX_BODY}`));
       else chunks.push(c);
     });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('end', () => resolve(Buffer.concat(chunks)));
     req.on('error', reject);
   });
 }
 
 /** Splits the path into a resource route, or returns a discovery document / undefined. */
-function route(segs: string[]): Route | { doc: object } | undefined {
+function route(apis: ServedApis, segs: string[]): Route | { doc: object } | undefined {
   let gv: string;
   let rest: string[];
   if (segs[0] === 'api') {
@@ -56,14 +69,14 @@ function route(segs: string[]): Route | { doc: object } | undefined {
     gv = 'v1';
     rest = segs.slice(2);
   } else if (segs[0] === 'apis') {
-    if (segs.length === 1) return { doc: apiGroupList() };
-    const g = apiGroup(segs[1]!);
+    if (segs.length === 1) return { doc: apiGroupList(apis) };
+    const g = apiGroup(apis, segs[1]!);
     if (segs.length === 2) return g ? { doc: g } : undefined;
     gv = `${segs[1]}/${segs[2]}`;
     rest = segs.slice(3);
   } else return undefined;
   if (rest.length === 0) {
-    const doc = apiResourceList(gv);
+    const doc = apiResourceList(apis, gv);
     return doc ? { doc } : undefined;
   }
   let watch = false;
@@ -71,12 +84,12 @@ function route(segs: string[]): Route | { doc: object } | undefined {
     watch = true;
     rest = rest.slice(1);
   }
-  if (rest[0] === 'namespaces' && rest.length >= 3 && findResource(gv, rest[2]!)) {
-    const r = findResource(gv, rest[2]!)!;
+  if (rest[0] === 'namespaces' && rest.length >= 3 && apis.find(gv, rest[2]!)) {
+    const r = apis.find(gv, rest[2]!)!;
     if (!r.namespaced || rest.length > 5) return undefined;
     return { r, ns: rest[1], name: rest[3], sub: rest[4], watch };
   }
-  const r = findResource(gv, rest[0]!);
+  const r = apis.find(gv, rest[0]!);
   if (!r || rest.length > 3) return undefined;
   return { r, name: rest[1], sub: rest[2], watch };
 }
@@ -145,6 +158,19 @@ function metadataListBody(r: ResourceDef, result: ListResult): object {
   };
 }
 
+/** kubectl sends its SelfSubjectAccessReview as protobuf (protobuf.ts); other clients as JSON or YAML. */
+async function reviewBody(req: IncomingMessage): Promise<unknown> {
+  const type = req.headers['content-type'] ?? 'application/json';
+  if (!type.startsWith(PROTOBUF)) return decode(await readBody(req), type);
+  try {
+    const { kind, raw } = unwrap(await readBytes(req));
+    if (kind !== 'SelfSubjectAccessReview') throw new Error(`kind ${kind ?? '(none)'}`);
+    return decodeSelfSubjectAccessReview(raw);
+  } catch (err) {
+    throw errors.badRequest(`couldn't decode the request body: ${(err as Error).message}`);
+  }
+}
+
 export function createHandler(cluster: Cluster, open: Set<ServerResponse>, faults?: Faults) {
   return async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     try {
@@ -180,16 +206,23 @@ async function handle(
   const method = req.method ?? 'GET';
   // Wall-clock mode: whatever came due since the last request (grace periods) happens first.
   cluster.tick();
+  // kubectl --as: the request is that user's, and RBAC decides it (access-review.ts).
+  const { user, impersonated } = requestUser(req);
+  const resourceRequest = (segs[0] === 'api' && segs.length > 2) || (segs[0] === 'apis' && segs.length > 3);
+  if (impersonated && !resourceRequest)
+    checkAccess(cluster.store, user, { verb: method.toLowerCase(), path: url.pathname });
 
-  if (segs[0] === 'version' && segs.length === 1) return send(res, 200, VERSION_INFO);
+  if (segs[0] === 'version' && segs.length === 1) return send(res, 200, cluster.apis.versionInfo());
   if (['healthz', 'livez', 'readyz'].includes(segs[0] ?? '')) {
     res.writeHead(200, { 'Content-Type': 'text/plain' });
     return void res.end('ok');
   }
   if (segs[0] === 'openapi' && segs[1] === 'v3') {
-    const doc = segs.length === 2 ? openApiRoot() : openApiGroupVersion(segs.slice(2).join('/'));
+    const doc =
+      segs.length === 2 ? openApiRoot(cluster.apis) : openApiGroupVersion(cluster.apis, segs.slice(2).join('/'));
     return doc ? send(res, 200, doc) : send(res, 404, errors.notFoundPath().status);
   }
+  if (segs[0] === 'openapi' && segs[1] === 'v2' && segs.length === 2) return send(res, 200, openApiV2(cluster.apis));
   if (segs[0] === 'api' && segs.length === 1) return send(res, 200, apiVersions(req.headers.host ?? '127.0.0.1'));
   // POST /api/v1/namespaces/{ns}/bindings: the collection form of binding (client-node's createNamespacedBinding).
   if (
@@ -203,12 +236,37 @@ async function handle(
       { metadata?: { name?: string } } | undefined;
     return send(res, 201, cluster.bind(segs[3]!, body?.metadata?.name ?? '', body));
   }
-  const hit = route(segs);
+  const hit = route(cluster.apis, segs);
   if (!hit) return send(res, 404, errors.notFoundPath().status);
   if ('doc' in hit) return send(res, 200, hit.doc);
 
-  const { r, name, sub } = hit;
+  const { name, sub } = hit;
+  // A DRA kind asked for at another version than it is stored (v1): converted at the edge, both ways.
+  const served = hit.r;
+  const r = served.group === DRA_GROUP ? resource(served.plural) : served;
+  const view = (o: KubeObject): KubeObject => (o.kind === served.kind ? (toServedVersion(served, o) as KubeObject) : o);
   const ns = r.namespaced ? hit.ns : undefined;
+  if (impersonated) {
+    const watch = hit.watch || (q.has('watch') && !['0', 'false'].includes(q.get('watch')!.toLowerCase()));
+    checkAccess(
+      cluster.store,
+      user,
+      {
+        verb: verbOf(method, name !== undefined, watch),
+        group: served.group,
+        resource: served.plural,
+        ...(sub ? { subresource: sub } : {}),
+        ...(name ? { name } : {}),
+        ...(ns ? { namespace: ns } : {}),
+      },
+      served,
+    );
+  }
+  if (served.plural === 'selfsubjectaccessreviews') {
+    if (method !== 'POST' || name !== undefined)
+      throw errors.methodNotAllowed('the server does not allow this method on the requested resource');
+    return send(res, 201, selfSubjectAccessReview(cluster.store, user, await reviewBody(req)));
+  }
   const optionsKind = (
     { POST: 'CreateOptions', PUT: 'UpdateOptions', PATCH: 'PatchOptions', DELETE: 'DeleteOptions' } as const
   )[method as 'POST'];
@@ -216,7 +274,9 @@ async function handle(
   const list = method === 'GET' || (method === 'DELETE' && name === undefined) ? listQuery(q) : undefined;
   const dryRun = optionsKind ? writeOptions(q, optionsKind) : false;
   const contentType = req.headers['content-type'] ?? 'application/json';
-  const body = method === 'GET' ? undefined : decode(await readBody(req), contentType);
+  const decoded = method === 'GET' ? undefined : decode(await readBody(req), contentType);
+  if ((method === 'POST' && name === undefined) || method === 'PUT') checkKind(served, decoded);
+  const body = toStoredVersion(served, decoded);
   const gone = () => {
     throw errors.methodNotAllowed(`the server does not allow this method on the requested resource`);
   };
@@ -248,6 +308,7 @@ async function handle(
             ...opts,
             resourceVersion: list.resourceVersion,
             ...(list.timeoutSeconds !== undefined ? { timeoutSeconds: list.timeoutSeconds } : {}),
+            view,
           },
           open,
         );
@@ -255,14 +316,13 @@ async function handle(
       const result = cluster.list(r, ns, { ...opts, limit: list.limit, continue: list.continue });
       if (wantsTable(req.headers.accept)) return send(res, 200, tableOf(r, result, cluster.clock.now()));
       if (wantsMetadata(req.headers.accept)) return send(res, 200, metadataListBody(r, result));
-      return send(res, 200, listBody(r, result));
+      return send(res, 200, listBody(served, { ...result, items: result.items.map(view) }));
     }
-    if (method === 'POST')
-      return send(res, dryRun ? 200 : 201, cluster.create(r, ns ?? '', checkKind(r, body), { dryRun }));
+    if (method === 'POST') return send(res, dryRun ? 200 : 201, view(cluster.create(r, ns ?? '', body, { dryRun })));
     if (method === 'DELETE') {
       const result = cluster.list(r, ns, { labelSelector: list?.labelSelector, fieldSelector: list?.fieldSelector });
       const items = result.items.map((o) => cluster.delete(r, o.metadata.namespace ?? '', o.metadata.name, { dryRun }));
-      return send(res, 200, listBody(r, { ...result, items }));
+      return send(res, 200, listBody(served, { ...result, items: items.map((o) => view(o as KubeObject)) }));
     }
     return gone();
   }
@@ -285,13 +345,13 @@ async function handle(
           200,
           tableOf(r, { items: [obj], resourceVersion: obj.metadata.resourceVersion }, cluster.clock.now()),
         );
-      return send(res, 200, obj);
+      return send(res, 200, view(obj));
     }
     case 'PUT':
       return send(
         res,
         200,
-        cluster.replace(r, nsName, name, checkKind(r, body), { dryRun, ...(sub ? { subresource: sub } : {}) }),
+        view(cluster.replace(r, nsName, name, body, { dryRun, ...(sub ? { subresource: sub } : {}) })),
       );
     case 'PATCH': {
       const existed =
@@ -301,7 +361,7 @@ async function handle(
         ...(sub ? { subresource: sub } : {}),
         fieldManager: q.get('fieldManager') ?? undefined,
       });
-      return send(res, existed ? 200 : 201, out);
+      return send(res, existed ? 200 : 201, view(out));
     }
     case 'DELETE': {
       const opts = deleteOptions(body);
@@ -311,7 +371,7 @@ async function handle(
         ...(grace !== undefined ? { gracePeriodSeconds: grace } : {}),
         dryRun: dryRun || opts.dryRun,
       });
-      return send(res, 200, out);
+      return send(res, 200, view(out as KubeObject));
     }
     default:
       return gone();
