@@ -26,7 +26,7 @@ import { flushStoreOutbox, recordWithOutbox, type PendingNotice } from '../lib/o
 import { withLease } from '../lib/reflex.ts';
 import { planScaleOut, type Increment, type PendingPod, type PoolState, type ScaleOutPlan } from './core/planner.ts';
 import { planScaleIn } from './core/scale-in.ts';
-import { ACK_GPU_MODE_LABEL, cardsOfNode, gpuOffer } from './core/template.ts';
+import { ACK_GPU_MODE_LABEL, cardsOfNode, gpuLabels, gpuOffer, wellKnownLabels } from './core/template.ts';
 import { withoutRoomOnExisting } from './existing-room.ts';
 import { instanceIdOf } from '../adapters/alicloud/repair.ts';
 import { BadInputError } from '../adapters/errors.ts';
@@ -196,8 +196,24 @@ function podsOf(pods: readonly PodInfo[], now: number, waitS: number): PendingPo
 }
 
 const INSTANCE_TYPE_LABEL = 'node.kubernetes.io/instance-type';
-const NODE_SPECIFIC =
-  /^(kubernetes\.io\/hostname|gpu-reflex\.io\/|nvidia\.com\/mig\.config\.state|node\.kubernetes\.io\/exclude)/;
+const REGION_LABEL = 'topology.kubernetes.io/region';
+const ZONE_LABELS = ['topology.kubernetes.io/zone', 'failure-domain.beta.kubernetes.io/zone'];
+// A member's zone is not the pool's: a pool over several vSwitches lands new nodes in any of their zones.
+const NODE_SPECIFIC_PREFIXES = [
+  'kubernetes.io/hostname',
+  'gpu-reflex.io/',
+  'nvidia.com/mig.config.state',
+  'node.kubernetes.io/exclude',
+  ...ZONE_LABELS,
+];
+const NODE_SPECIFIC = { test: (k: string) => NODE_SPECIFIC_PREFIXES.some((p) => k.startsWith(p)) };
+
+/** The one zone every member of a pool is in (a new node will be too), or undefined when they differ or none is. */
+function zoneOf(members: readonly NodeInfo[]): string | undefined {
+  const zones = new Set(members.map((n) => n.labels[ZONE_LABELS[0]!]));
+  const [zone] = zones;
+  return zones.size === 1 && zone ? zone : undefined;
+}
 
 function numeric(r: Readonly<Record<string, string>>): Record<string, number> {
   const out: Record<string, number> = {};
@@ -274,13 +290,21 @@ async function poolStates(
       min: bounds.min,
       max: bounds.max,
       maxStep: bounds.maxStep,
+      // What the scheduler will see on a new node: the type's GPU labels and the well-known ones
+      // (core/template.ts), then what a member shows (its zone among them), the pool's own labels,
+      // and last what ACK and the type fix for certain.
       labels: {
         ...offer.labels,
+        ...gpuLabels(spec.gpuAmount, spec.gpuSpec, spec.gpuMemoryGiB),
+        ...wellKnownLabels({ instanceType: type, regionId: p.regionId ?? '' }),
         ...sampleLabels,
         ...p.labels,
+        ...wellKnownLabels({
+          instanceType: type,
+          regionId: p.regionId ?? sampleLabels[REGION_LABEL] ?? '',
+          ...(zoneOf(members) ? { zoneId: zoneOf(members)! } : {}),
+        }),
         [NODEPOOL_LABEL]: p.id,
-        [INSTANCE_TYPE_LABEL]: type,
-        'kubernetes.io/os': 'linux',
       },
       taints: p.taints.map((t) => ({ key: t.key, ...(t.value ? { value: t.value } : {}), effect: t.effect })),
       allocatable,

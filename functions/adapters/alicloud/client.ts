@@ -246,6 +246,7 @@ export class AliCloudPools implements CloudPools {
       return {
         id: str(info['nodepool_id']),
         name: str(info['name']),
+        ...(str(info['region_id']) ? { regionId: str(info['region_id']) } : {}),
         state: str(status['state']),
         desiredSize: num(sg['desired_size'] ?? status['total_nodes']),
         totalNodes: num(status['total_nodes']),

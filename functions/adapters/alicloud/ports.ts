@@ -26,6 +26,8 @@ export interface NodePoolTaint {
 export interface NodePool {
   id: string;
   name: string;
+  /** `nodepool_info.region_id`: where its nodes are (their `topology.kubernetes.io/region`). */
+  regionId?: string;
   /** `active`, `scaling`, `removing`, `deleting`, `updating`. */
   state: string;
   desiredSize: number;
