@@ -27,6 +27,8 @@ import { withLease } from '../lib/reflex.ts';
 import { planScaleOut, type Increment, type PendingPod, type PoolState, type ScaleOutPlan } from './core/planner.ts';
 import { planScaleIn } from './core/scale-in.ts';
 import { ACK_GPU_MODE_LABEL, cardsOfNode, gpuLabels, gpuOffer, wellKnownLabels } from './core/template.ts';
+import { countNotDemand, notDemand, type NotDemand } from './demand.ts';
+import { drainCounts, whyBlocks } from './drainable.ts';
 import { withoutRoomOnExisting } from './existing-room.ts';
 import { instanceIdOf } from '../adapters/alicloud/repair.ts';
 import { BadInputError } from '../adapters/errors.ts';
@@ -146,11 +148,15 @@ export interface AutoscaleOutcome {
   released: string[];
   /** Idle nodes being drained for release after this round. */
   draining: string[];
+  /** Idle nodes scale-in kept this round, with why (a pod that blocks their drain, the pool's minimum...). */
+  kept: { node: string; why: string }[];
   pending: number;
   awaitingInFlight: number;
   deferred: number;
   unhostable: number;
   hourlyCost: number;
+  /** Waiting GPU pods that are no reason to buy a node (demand.ts), by why; and those an existing node has room for. */
+  notDemand: Record<NotDemand, number> & { fitsExisting: number };
 }
 
 /** What the state ConfigMap holds per pool (key `autoscale.<pool id>`). */
@@ -180,20 +186,27 @@ interface PoolRecord {
 
 const key = (poolId: string) => `autoscale.${poolId}`;
 
+/** GPU pods waiting for a node: not bound, not finishing. */
+const waitingGpu = (pods: readonly PodInfo[]) =>
+  pods.filter((p) => p.phase === 'Pending' && !p.nodeName && !p.terminating).filter(requestsGpu);
+
+/** The waiting GPU pods that are demand (demand.ts) and have waited `waitS`. */
 function podsOf(pods: readonly PodInfo[], now: number, waitS: number): PendingPod[] {
-  return pods
-    .filter((p) => p.phase === 'Pending' && !p.nodeName && !p.terminating)
-    .filter(requestsGpu)
+  return waitingGpu(pods)
+    .filter((p) => notDemand(p) === undefined)
     .filter((p) => !p.createdAt || now - Date.parse(p.createdAt) >= waitS * 1000)
-    .map((p) => ({
-      key: `${p.namespace}/${p.name}`,
-      priority: p.priority ?? 0,
-      requests: { ...(p.requests ?? p.extendedResources) },
-      ...(p.nodeSelector ? { nodeSelector: p.nodeSelector } : {}),
-      ...(p.tolerations ? { tolerations: p.tolerations } : {}),
-      ...(p.requiredNodeTerms ? { requiredTerms: p.requiredNodeTerms } : {}),
-    }));
+    .map(asPending);
 }
+
+/** A pod as the planner fits it: its requests and where it may go. */
+const asPending = (p: PodInfo): PendingPod => ({
+  key: `${p.namespace}/${p.name}`,
+  priority: p.priority ?? 0,
+  requests: { ...(p.requests ?? p.extendedResources) },
+  ...(p.nodeSelector ? { nodeSelector: p.nodeSelector } : {}),
+  ...(p.tolerations ? { tolerations: p.tolerations } : {}),
+  ...(p.requiredNodeTerms ? { requiredTerms: p.requiredNodeTerms } : {}),
+});
 
 const INSTANCE_TYPE_LABEL = 'node.kubernetes.io/instance-type';
 const REGION_LABEL = 'topology.kubernetes.io/region';
@@ -377,11 +390,13 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
     finished: {},
     released: [],
     draining: [],
+    kept: [],
     pending: 0,
     awaitingInFlight: 0,
     deferred: 0,
     unhostable: 0,
     hourlyCost: 0,
+    notDemand: { gated: 0, nominated: 0, 'not-unschedulable': 0, fitsExisting: 0 },
   };
   // The literal is POOL_SIZE_LEASE (adapters/alicloud/ports.ts), which remediation's replacements
   // hold too; it stays spelled out so the build's check finds this function's global Lease.
@@ -390,7 +405,15 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
     120,
     deps,
     async () => {
-      const out: AutoscaleOutcome = { ...empty, scaled: {}, held: {}, finished: {}, released: [], draining: [] };
+      const out: AutoscaleOutcome = {
+        ...empty,
+        scaled: {},
+        held: {},
+        finished: {},
+        released: [],
+        draining: [],
+        kept: [],
+      };
       const all = await deps.cloud.listNodePools();
       for (const id of Object.keys(deps.policy.pools))
         if (!all.some((p) => p.id === id))
@@ -483,6 +506,7 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
       const states = await poolStates(deps, managed, nodes, fresh, now);
       const plan = planScaleOut(states, pending);
       Object.assign(out, {
+        notDemand: { ...countNotDemand(waitingGpu(pods)), fitsExisting: fitsExisting.length },
         pending: waiting.length,
         awaitingInFlight: plan.awaitingInFlight.length,
         deferred: plan.deferred.length,
@@ -619,6 +643,7 @@ async function scaleIn(
   const members = nodes.filter((n) => n.labels[NODEPOOL_LABEL] === pool.id);
   const on = (node: string) => pods.filter((p) => p.nodeName === node && movable(p));
   const policy = deps.policy.scaleIn;
+  const blockers = drainBlockers(members, nodes, pods, new Set((rec.leaving ?? []).map((l) => l.node)));
   // Drains under way: a drained node is given back; one that will not drain is handed back to scheduling.
   const leaving: NonNullable<PoolRecord['leaving']> = [];
   const drained: NonNullable<PoolRecord['leaving']> = [];
@@ -670,7 +695,8 @@ async function scaleIn(
     const to = Math.max(0, from - drained.length);
     const reason =
       `${pool.name}: ${from} → ${to}: ${drained.map((d) => d.node).join(', ')} ran no GPU pod ` +
-      `for ${policy.idleMinutes} min and ${drained.length === 1 ? 'is' : 'are'} drained; released`;
+      `for ${policy.idleMinutes} min and ${drained.length === 1 ? 'is' : 'are'} drained; released` +
+      keptWords(blockers);
     const removal = {
       nodes: drained.map((d) => d.node),
       instanceIds: drained.map((d) => d.instanceId),
@@ -692,6 +718,8 @@ async function scaleIn(
     if (n.taints.some((t) => t.key === DEFAULT_TAINT_KEY)) return `remediation holds it (taint ${DEFAULT_TAINT_KEY})`;
     if (n.unschedulable) return 'cordoned by someone else';
     if (n.ready !== true) return 'not Ready';
+    const blocked = blockers.get(n.name);
+    if (blocked) return blocked;
     if (!instanceIdOf(n.providerId)) return `spec.providerID names no ECS instance (${n.providerId ?? 'unset'})`;
     return undefined;
   };
@@ -727,6 +755,7 @@ async function scaleIn(
     policy.idleMinutes,
   );
   for (const k of decision.kept) deps.logger.info('autoscale-pools: idle node kept', { pool: pool.id, ...k });
+  out.kept.push(...decision.kept);
   const starting = decision.release.map((r) => ({
     node: r.node,
     instanceId: instanceIdOf(members2.find((n) => n.name === r.node)!.providerId)!,
@@ -744,6 +773,44 @@ async function scaleIn(
     });
   }
   out.draining.push(...leaving.map((l) => l.node), ...starting.map((s) => s.node));
+}
+
+/**
+ * Idle members whose pods keep them (node → why): cluster-autoscaler's scale-down rules
+ * (drainable.ts), and its last one: every pod that would be evicted must fit on another node, as
+ * CA simulates them rescheduled before it removes a node (cluster-autoscaler/simulator/cluster.go).
+ * Nodes already leaving take nothing. A node running a GPU pod is not idle and not looked at.
+ */
+function drainBlockers(
+  members: readonly NodeInfo[],
+  nodes: readonly NodeInfo[],
+  pods: readonly PodInfo[],
+  leaving: ReadonlySet<string>,
+): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const n of members) {
+    if (leaving.has(n.name)) continue;
+    const here = pods.filter((p) => p.nodeName === n.name && !p.terminating);
+    if (here.some((p) => drainCounts(p) && requestsGpu(p))) continue;
+    const why = here.map(whyBlocks).find((w) => w !== undefined);
+    if (why) {
+      out.set(n.name, why);
+      continue;
+    }
+    const moving = here.filter(drainCounts);
+    if (moving.length === 0) continue;
+    const others = nodes.filter((o) => o.name !== n.name && !leaving.has(o.name));
+    const { plan: stuck } = withoutRoomOnExisting(moving.map(asPending), others, pods);
+    if (stuck.length > 0) out.set(n.name, `${stuck[0]!.key} blocks its removal: it fits on no other node`);
+  }
+  return out;
+}
+
+/** The nodes a shrink leaves in place and why, for its GPU Pool Scaled reason ('' when none). */
+function keptWords(blockers: ReadonlyMap<string, string>): string {
+  if (blockers.size === 0) return '';
+  const words = [...blockers].slice(0, 5).map(([node, why]) => `${node} kept: ${why}`);
+  return `; ${words.join('; ')}${blockers.size > 5 ? `; and ${blockers.size - 5} more kept` : ''}`;
 }
 
 async function evict(deps: AutoscaleDeps, p: PodInfo): Promise<void> {
