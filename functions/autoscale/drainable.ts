@@ -41,7 +41,10 @@ export function whyBlocks(p: PodInfo): string | undefined {
   if (!p.owners.some((o) => o.controller === true))
     return `${pod} blocks its removal: it has no controller, nothing would recreate it (a bare pod)`;
   if (p.namespace === 'kube-system')
-    return `${pod} blocks its removal: a kube-system pod (cluster-autoscaler moves one only under a PodDisruptionBudget)`;
+    return (
+      `${pod} blocks its removal: a kube-system pod ` +
+      '(cluster-autoscaler moves one only under a PodDisruptionBudget)'
+    );
   const safe = new Set((p.annotations[SAFE_TO_EVICT_LOCAL_VOLUMES] ?? '').split(',').filter(Boolean));
   const local = (p.localVolumes ?? []).find(
     (v) => !safe.has(v.name) && (v.kind === 'hostPath' || v.medium !== 'Memory'),
