@@ -165,6 +165,8 @@ interface PoolRecord {
   intent?: { from: number; to: number; at: number; reason: string; cost: number };
   /** The last request sent, until its ACK task ends. */
   request?: { taskId: string; from: number; to: number; at: number };
+  /** Instance types ECS answered sold out for (a scale task failed NoStock), until when (ms). */
+  noStock?: { types: string[]; until: number };
   cooldownUntil?: number;
   /** Node → when it was first seen running no GPU pod (ms). */
   idle?: Record<string, number>;
@@ -185,6 +187,47 @@ interface PoolRecord {
 }
 
 const key = (poolId: string) => `autoscale.${poolId}`;
+
+/**
+ * How long a pool whose every instance type ECS answered sold out is passed over: cluster-autoscaler's
+ * initial node-group backoff after a failed scale-up (FAQ, `--initial-node-group-backoff-duration`,
+ * 5 min). Its newest node says which types were sold out for as long as CA's longest backoff (30 min).
+ */
+const NO_STOCK_BACKOFF_MS = 5 * 60_000;
+const SOLD_OUT_MEMORY_MS = 30 * 60_000;
+
+/** ECS's stock-out codes: `OperationDenied.NoStock` (RunInstances error codes) and its zone variants. */
+const isNoStock = (code: string | undefined) => code !== undefined && /NoStock|NotEnoughResource/.test(code);
+
+/**
+ * The instance type a pool's next node will be, and why none when the pool is sold out. The
+ * scaling group tries its types in their order and falls back to the next when one is sold out
+ * (Auto Scaling scaling configuration `InstanceTypes`: priority by order), so a new node is the
+ * first type not known sold out: not in a NoStock answer still in its backoff, and not before the
+ * type of the pool's newest node made in the last 30 min (the group passed over those then).
+ */
+function typeToBuy(
+  pool: NodePool,
+  members: readonly NodeInfo[],
+  rec: PoolRecord | undefined,
+  now: number,
+): { type: string | undefined; soldOut?: string } {
+  // (the first type when every one is sold out, with why)
+  const banned = new Set(rec?.noStock && rec.noStock.until > now ? rec.noStock.types : []);
+  const newest = members
+    .filter((n) => n.createdAt !== undefined && now - Date.parse(n.createdAt) < SOLD_OUT_MEMORY_MS)
+    .sort((a, b) => Date.parse(b.createdAt!) - Date.parse(a.createdAt!))[0];
+  const at = newest ? pool.instanceTypes.indexOf(newest.labels[INSTANCE_TYPE_LABEL] ?? '') : -1;
+  pool.instanceTypes.slice(0, Math.max(0, at)).forEach((t) => banned.add(t));
+  const type = pool.instanceTypes.find((t) => !banned.has(t));
+  if (type !== undefined || pool.instanceTypes.length === 0) return { type };
+  const until = rec?.noStock ? new Date(rec.noStock.until).toISOString().slice(11, 16) : '';
+  // Sold out through and through: the pool is frozen, its first type still its template (for scale-in).
+  return {
+    type: pool.instanceTypes[0],
+    soldOut: `every instance type is sold out (OperationDenied.NoStock)${until ? ` until ${until}` : ''}`,
+  };
+}
 
 /** GPU pods waiting for a node: not bound, not finishing. */
 const waitingGpu = (pods: readonly PodInfo[]) =>
@@ -247,16 +290,19 @@ async function poolStates(
   records: Map<string, PoolRecord>,
   now: number,
 ): Promise<PoolState[]> {
-  const typeIds = [...new Set(pools.map((p) => p.instanceTypes[0]).filter((t): t is string => t !== undefined))];
+  // Every type of every pool, in batches of 10 (the adapter's DescribeInstanceTypes).
+  const typeIds = [...new Set(pools.flatMap((p) => p.instanceTypes))];
   const types = new Map((typeIds.length > 0 ? await deps.cloud.instanceTypes(typeIds) : []).map((t) => [t.id, t]));
-  // One DescribePrice per instance type, however many pools share it.
-  const prices = new Map<string, number>();
-  for (const t of types.keys()) prices.set(t, await deps.cloud.hourlyPrice(t));
   const out: PoolState[] = [];
+  // One DescribePrice per instance type a pool will buy, however many pools share it.
+  const prices = new Map<string, number>();
   for (const p of pools) {
     const bounds = deps.policy.pools[p.id]!;
-    const type = p.instanceTypes[0];
+    const members = nodes.filter((n) => n.labels[NODEPOOL_LABEL] === p.id);
+    const choice = typeToBuy(p, members, records.get(p.id), now);
+    const type = choice.type;
     const spec = type ? types.get(type) : undefined;
+    if (type && spec && !prices.has(type)) prices.set(type, await deps.cloud.hourlyPrice(type));
     if (!type || !spec) {
       deps.logger.warn('autoscale-pools: node pool has no instance type gpu-reflex can read; left alone', {
         pool: p.id,
@@ -264,7 +310,6 @@ async function poolStates(
       });
       continue;
     }
-    const members = nodes.filter((n) => n.labels[NODEPOOL_LABEL] === p.id);
     // A new node holds what a member of the type it will be holds (exact: the kubelet's reserve
     // taken), else what the type says: a member of another type says nothing of its size.
     const alike = members.filter((n) => n.labels[INSTANCE_TYPE_LABEL] === type);
@@ -290,9 +335,11 @@ async function poolStates(
     const record = records.get(p.id);
     const frozen = p.ackAutoScaling.enable
       ? "ACK's own autoscaler manages this pool"
-      : record?.cooldownUntil !== undefined && record.cooldownUntil > now
-        ? `cooling down until ${new Date(record.cooldownUntil).toISOString().slice(11, 16)} after its last scale-out`
-        : undefined;
+      : choice.soldOut
+        ? choice.soldOut
+        : record?.cooldownUntil !== undefined && record.cooldownUntil > now
+          ? `cooling down until ${new Date(record.cooldownUntil).toISOString().slice(11, 16)} after its last scale-out`
+          : undefined;
     out.push({
       id: p.id,
       name: p.name,
@@ -463,7 +510,11 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
             const why = ok
               ? `${p.name}: ${req.to} nodes requested, the ACK task ended successfully`
               : `${p.name}: growing ${req.from} → ${req.to} ` +
-                `failed: ${task.error?.code ?? 'unknown'}: ${task.error?.message ?? 'no detail'}`;
+                `failed: ${task.error?.code ?? 'unknown'}: ${task.error?.message ?? 'no detail'}` +
+                (isNoStock(task.error?.code)
+                  ? `; every instance type of the pool is sold out: other pools are used for ` +
+                    `${NO_STOCK_BACKOFF_MS / 60_000} min`
+                  : '');
             const notices: Notice[] = ok
               ? []
               : [
@@ -473,12 +524,18 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
                     severity: 'warning',
                   },
                 ];
+            const soldOut = !ok && isNoStock(task.error?.code);
+            const until = deps.clock.now() + NO_STOCK_BACKOFF_MS;
             written.set(
               p.id,
               await record(
                 deps,
                 p.id,
-                (x) => ({ ...x, request: undefined }),
+                (x) => ({
+                  ...x,
+                  request: undefined,
+                  ...(soldOut ? { noStock: { types: [...p.instanceTypes], until } } : {}),
+                }),
                 [
                   poolEvent(deps, p, req.at, req.from, req.to, ok ? 'succeeded' : 'failed', why, {
                     taskId: req.taskId,

@@ -156,6 +156,9 @@ export function defaultCredential(): unknown {
 const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v ?? 0));
 const str = (v: unknown): string => (v === undefined || v === null ? '' : String(v));
 
+/** DescribeInstanceTypes' limit on `InstanceTypes` per call. */
+const MAX_TYPES_PER_CALL = 10;
+
 export class AliCloudPools implements CloudPools {
   private readonly cs: InstanceType<Ctor>;
   private readonly ecs: InstanceType<Ctor>;
@@ -302,7 +305,21 @@ export class AliCloudPools implements CloudPools {
     };
   }
 
+  /**
+   * DescribeInstanceTypes takes at most 10 `InstanceTypes` a call ("You can specify up to 10
+   * instance types": ECS API reference, DescribeInstanceTypesRequest in the SDKs), so the ids go in
+   * batches of 10, each paged. No ids describes every type (paged).
+   */
   async instanceTypes(ids: string[]): Promise<InstanceTypeInfo[]> {
+    if (ids.length === 0) return this.instanceTypesPage([]);
+    const out: InstanceTypeInfo[] = [];
+    const unique = [...new Set(ids)];
+    for (let i = 0; i < unique.length; i += MAX_TYPES_PER_CALL)
+      out.push(...(await this.instanceTypesPage(unique.slice(i, i + MAX_TYPES_PER_CALL))));
+    return out;
+  }
+
+  private async instanceTypesPage(ids: string[]): Promise<InstanceTypeInfo[]> {
     const out: InstanceTypeInfo[] = [];
     const query: Record<string, string> = { MaxResults: '100' };
     ids.forEach((id, i) => (query[`InstanceTypes.${i + 1}`] = id));

@@ -84,6 +84,12 @@ export const CloudFileSchema = z
     instanceTypes: z.array(InstanceType).default([]),
     pools: z.array(Pool).default([]),
     faults: z.array(Fault).default([]),
+    /**
+     * How many more instances of each type the zone can supply (absent: no limit). A node pool's
+     * scale-out takes its instance types in order and falls back to the next when one is sold out;
+     * when none has stock the task fails `OperationDenied.NoStock` (cloud.ts `grow`).
+     */
+    stock: z.record(z.string(), z.number().int().nonnegative()).default({}),
   })
   .strict()
   .superRefine((c, ctx) => {

@@ -15,6 +15,8 @@ import { verify } from './signature.ts';
 const CS = '2015-12-15';
 const ECS = '2014-05-26';
 const MAX_BODY = 1024 * 1024;
+/** DescribeInstanceTypes: at most this many `InstanceTypes` in one call (ECS API reference). */
+export const MAX_DESCRIBED_TYPES = 10;
 
 type Json = Record<string, unknown>;
 
@@ -328,6 +330,16 @@ function serveEcs(cloud: AliCloud, call: Call, requestId: string): Json {
   switch (call.action) {
     case 'DescribeInstanceTypes': {
       const wanted = listParam(p, 'InstanceTypes');
+      // "The instance types. You can specify up to 10 instance types." (ECS DescribeInstanceTypes API
+      // reference, and the SDKs' DescribeInstanceTypesRequest). The code for more is not published:
+      // ECS's generic 400 for a parameter out of its range is answered.
+      if (wanted.length > MAX_DESCRIBED_TYPES)
+        throw new CloudError(
+          400,
+          'InvalidParameter',
+          `The specified parameter InstanceTypes is not valid: at most ${MAX_DESCRIBED_TYPES} instance types ` +
+            `(got ${wanted.length}).`,
+        );
       const family = p.get('InstanceTypeFamily');
       const all = [...cloud.types.values()].filter(
         (t) => (wanted.length === 0 || wanted.includes(t.id)) && (!family || t.family === family),
