@@ -229,6 +229,28 @@ function typeToBuy(
   };
 }
 
+/**
+ * What a node of the pool costs per hour. A spot pool (`spot_strategy` `SpotAsPriceGo` or
+ * `SpotWithPriceLimit`) pays the market price, from DescribeSpotPriceHistory's newest entry; with a
+ * price limit, at most the limit (ECS preemptible instances: the bid caps what is paid; ACK
+ * `spot_price_limit`). No spot price known: the pool's limit, else the pay-as-you-go price.
+ */
+async function priceOf(
+  deps: AutoscaleDeps,
+  pool: NodePool,
+  type: string,
+  payAsYouGo: number,
+  cache: Map<string, number | undefined>,
+): Promise<number> {
+  const strategy = pool.spotStrategy ?? 'NoSpot';
+  if (strategy !== 'SpotAsPriceGo' && strategy !== 'SpotWithPriceLimit') return payAsYouGo;
+  if (!cache.has(type)) cache.set(type, await deps.cloud.spotPrice(type));
+  const market = cache.get(type);
+  const limit = strategy === 'SpotWithPriceLimit' ? pool.spotPriceLimits?.[type] : undefined;
+  if (market === undefined) return limit ?? payAsYouGo;
+  return limit === undefined ? market : Math.min(market, limit);
+}
+
 /** GPU pods waiting for a node: not bound, not finishing. */
 const waitingGpu = (pods: readonly PodInfo[]) =>
   pods.filter((p) => p.phase === 'Pending' && !p.nodeName && !p.terminating).filter(requestsGpu);
@@ -294,8 +316,9 @@ async function poolStates(
   const typeIds = [...new Set(pools.flatMap((p) => p.instanceTypes))];
   const types = new Map((typeIds.length > 0 ? await deps.cloud.instanceTypes(typeIds) : []).map((t) => [t.id, t]));
   const out: PoolState[] = [];
-  // One DescribePrice per instance type a pool will buy, however many pools share it.
+  // One DescribePrice (and DescribeSpotPriceHistory) per instance type a pool will buy, however many pools share it.
   const prices = new Map<string, number>();
+  const spot = new Map<string, number | undefined>();
   for (const p of pools) {
     const bounds = deps.policy.pools[p.id]!;
     const members = nodes.filter((n) => n.labels[NODEPOOL_LABEL] === p.id);
@@ -303,6 +326,7 @@ async function poolStates(
     const type = choice.type;
     const spec = type ? types.get(type) : undefined;
     if (type && spec && !prices.has(type)) prices.set(type, await deps.cloud.hourlyPrice(type));
+    const price = type && spec ? await priceOf(deps, p, type, prices.get(type)!, spot) : 0;
     if (!type || !spec) {
       deps.logger.warn('autoscale-pools: node pool has no instance type gpu-reflex can read; left alone', {
         pool: p.id,
@@ -344,7 +368,7 @@ async function poolStates(
       id: p.id,
       name: p.name,
       instanceType: type,
-      hourlyPrice: prices.get(type)!,
+      hourlyPrice: price,
       desired: p.desiredSize,
       ready: members.filter((n) => n.ready === true).length,
       min: bounds.min,

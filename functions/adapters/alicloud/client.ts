@@ -259,6 +259,14 @@ export class AliCloudPools implements CloudPools {
         ackAutoRepair: mgmt['enable'] === true && mgmt['auto_repair'] === true,
         labels: Object.fromEntries(labels.map((l) => [str(l['key']), str(l['value'])])),
         taints: taints.map((t) => ({ key: str(t['key']), value: str(t['value']), effect: str(t['effect']) })),
+        ...(str(sg['spot_strategy']) ? { spotStrategy: str(sg['spot_strategy']) } : {}),
+        ...(Array.isArray(sg['spot_price_limit']) && (sg['spot_price_limit'] as Json[]).length > 0
+          ? {
+              spotPriceLimits: Object.fromEntries(
+                (sg['spot_price_limit'] as Json[]).map((l) => [str(l['instance_type']), num(l['price_limit'])]),
+              ),
+            }
+          : {}),
       };
     });
   }
@@ -358,6 +366,22 @@ export class AliCloudPools implements CloudPools {
     });
     const price = ((body['PriceInfo'] as Json | undefined)?.['Price'] ?? {}) as Json;
     return num(price['TradePrice']);
+  }
+
+  /**
+   * DescribeSpotPriceHistory (ECS 2014-05-26): `RegionId`, `NetworkType` (`vpc`: ACK nodes are VPC
+   * instances), `InstanceType`, `OSType` → `SpotPrices.SpotPriceType[]` of `{ZoneId, Timestamp,
+   * SpotPrice, OriginPrice}`. The newest entry's `SpotPrice` is what a spot instance costs now.
+   */
+  async spotPrice(instanceType: string): Promise<number | undefined> {
+    const body = await this.call('spotPrice', 'ecs', {
+      pathname: '/',
+      method: 'POST',
+      query: { RegionId: this.settings.regionId, NetworkType: 'vpc', InstanceType: instanceType, OSType: 'linux' },
+    });
+    const list = ((body['SpotPrices'] as Json | undefined)?.['SpotPriceType'] ?? []) as Json[];
+    const newest = [...list].sort((a, b) => Date.parse(str(b['Timestamp'])) - Date.parse(str(a['Timestamp'])))[0];
+    return newest && Number.isFinite(num(newest['SpotPrice'])) ? num(newest['SpotPrice']) : undefined;
   }
 
   async instances(ids: string[]): Promise<InstanceInfo[]> {

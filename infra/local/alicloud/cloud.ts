@@ -354,6 +354,11 @@ export class AliCloud {
    * Scaling cannot create instances by using the instance type of the highest priority, Auto Scaling
    * uses the instance type of the next highest priority").
    */
+  /** The zone's spot price per hour for the type (cloud file `spotPrices`), undefined when it offers none. */
+  spotPrice(type: string): number | undefined {
+    return this.file.spotPrices?.[type];
+  }
+
   private typesFor(pool: SimPool, count: number): string[] | undefined {
     const left = new Map(Object.entries(this.file.stock ?? {}));
     const out: string[] = [];

@@ -145,6 +145,11 @@ function poolView(cloud: AliCloud, pool: SimPool): Json {
       scaling_group_id: `asg-${s.id}`,
       vswitch_ids: [`vsw-${cloud.zoneId}`],
       multi_az_policy: 'PRIORITY',
+      spot_strategy: s.spotStrategy,
+      spot_price_limit: Object.entries(s.spotPriceLimit).map(([t, price]) => ({
+        instance_type: t,
+        price_limit: price,
+      })),
     },
     kubernetes_config: {
       labels: Object.entries(s.labels).map(([key, value]) => ({ key, value })),
@@ -384,6 +389,44 @@ function serveEcs(cloud: AliCloud, call: Call, requestId: string): Json {
         PriceInfo: {
           Price: { OriginalPrice: price, DiscountPrice: 0, TradePrice: price, Currency: 'CNY' },
           Rules: { Rule: [] },
+        },
+      };
+    }
+    case 'DescribeSpotPriceHistory': {
+      // ECS DescribeSpotPriceHistory: RegionId, NetworkType (classic | vpc) and InstanceType are
+      // required; the answer lists SpotPrices.SpotPriceType[] per zone with its Timestamp.
+      required(p, 'RegionId');
+      const network = required(p, 'NetworkType');
+      if (network !== 'vpc' && network !== 'classic')
+        throw new CloudError(400, 'InvalidNetworkType.ValueNotSupported', `NetworkType ${network} is not supported`);
+      const typeId = required(p, 'InstanceType');
+      if (!cloud.types.get(typeId))
+        throw new CloudError(
+          400,
+          'InvalidInstanceType.NotFound',
+          `The specified InstanceType does not exist: ${typeId}`,
+        );
+      const spot = cloud.spotPrice(typeId);
+      const origin = cloud.types.get(typeId)!.pricePerHour;
+      return {
+        RequestId: requestId,
+        NextOffset: 0,
+        Currency: 'CNY',
+        SpotPrices: {
+          SpotPriceType:
+            spot === undefined
+              ? []
+              : [
+                  {
+                    ZoneId: cloud.zoneId,
+                    InstanceType: typeId,
+                    IoOptimized: 'optimized',
+                    NetworkType: network,
+                    Timestamp: new Date(cloud.clock.now()).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+                    SpotPrice: spot,
+                    OriginPrice: origin,
+                  },
+                ],
         },
       };
     }
