@@ -68,8 +68,11 @@ describe('shared-GPU pods an existing cGPU node has room for, card by card', () 
     expect(fits([waiting('p', 4)], [node({ unschedulable: true })], [])).toEqual([]);
   });
 
-  it('whole-GPU pods are left to the planner as before', () => {
+  it('whole-GPU pods a node has room for are not planned for either; those it has no room for are', () => {
     const gpu: PendingPod = { key: 'ml/g', priority: 0, requests: { 'nvidia.com/gpu': 1 } };
-    expect(withoutRoomOnExisting([gpu], [node({ allocatable: { 'nvidia.com/gpu': '8' } })], []).plan).toEqual([gpu]);
+    const big: PendingPod = { key: 'ml/big', priority: 0, requests: { 'nvidia.com/gpu': 9 } };
+    const out = withoutRoomOnExisting([gpu, big], [node({ allocatable: { 'nvidia.com/gpu': '8' } })], []);
+    expect(out.plan).toEqual([big]);
+    expect(out.fitsExisting.map((f) => f.pod)).toEqual(['ml/g']);
   });
 });

@@ -1,12 +1,15 @@
 /**
- * Shared-GPU pods that an existing cGPU node can take now are no reason to buy a node: the
- * gpushare extender will bind them there. cluster-autoscaler drops such pods from its scale-up
- * input the same way (kubernetes/autoscaler cluster-autoscaler/core/podlistprocessor
- * filter_out_schedulable.go). The room is read card by card (core/cards.ts `cardsFree`): a node
- * with 12 GiB free in all, 6 on each of two cards, has no room for an 8 GiB share.
+ * Pods that an existing node has room for now are no reason to buy a node: the scheduler will bind
+ * them there at its next try (room freed since it marked them Unschedulable). cluster-autoscaler
+ * drops such pods from its scale-up input the same way (kubernetes/autoscaler cluster-autoscaler/
+ * core/podlistprocessor filter_out_schedulable.go), placing each in turn so two pods do not count
+ * one node's room twice. Nodes on their way are the planner's in-flight count (core/planner.ts).
  *
- * Only pods asking for `aliyun.com/gpu-mem` or `aliyun.com/gpu-core.percentage` are checked:
- * whole-GPU pods keep waiting `pendingSeconds` for the scheduler as before.
+ * The fit is core/fit.ts's: selectors, required node affinity, taints, every requested resource
+ * against allocatable less the bound pods' requests, and on cGPU nodes card by card (core/cards.ts
+ * `cardsFree`: a node with 12 GiB free in all, 6 on each of two cards, has no room for an 8 GiB
+ * share). Inter-pod affinity and topology spread are not modelled: a pod they keep off a node with
+ * room is still logged as fitting it.
  */
 import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
 import { parseQuantity } from '../adapters/kube/quantity.ts';
@@ -19,7 +22,7 @@ import { cardsOfNode } from './core/template.ts';
 interface Room {
   node: NodeInfo;
   free: Record<string, number>;
-  cards: GpuCard[];
+  cards?: GpuCard[];
 }
 
 const holds = (p: PodInfo) => !p.terminating && p.phase !== 'Succeeded' && p.phase !== 'Failed';
@@ -35,29 +38,28 @@ function roomOf(node: NodeInfo, pods: readonly PodInfo[]): Room | undefined {
     }
   }
   const cards = cardsOfNode(free);
-  if (!cards) return undefined;
   const on = pods.filter((p) => p.nodeName === node.name && holds(p));
   const used = on.map((p) => ({ requests: p.requests ?? p.extendedResources, annotations: p.annotations }));
   for (const u of used) for (const [k, v] of Object.entries(u.requests)) free[k] = (free[k] ?? 0) - v;
+  // The kubelet's default maxPods when the node says none (kubelet config `maxPods`).
   free.pods = (free.pods ?? 110) - on.length;
-  return { node, free, cards: cardsFree(cards, used) };
+  return { node, free, ...(cards ? { cards: cardsFree(cards, used) } : {}) };
 }
 
 /**
- * Splits the pending pods into those to plan for and the shared-GPU pods an existing node has
- * room for now (each such pod takes its room, so two pods do not count one card twice).
+ * Splits the pending pods into those to plan for and those an existing node has room for now (each
+ * such pod takes its room, so two pods do not count one node or card twice).
  */
 export function withoutRoomOnExisting(
   pending: readonly PendingPod[],
   nodes: readonly NodeInfo[],
   pods: readonly PodInfo[],
 ): { plan: PendingPod[]; fitsExisting: { pod: string; node: string }[] } {
-  const shared = pending.filter((p) => cardNeed(p.requests) !== undefined);
-  if (shared.length === 0) return { plan: [...pending], fitsExisting: [] };
+  if (pending.length === 0) return { plan: [], fitsExisting: [] };
   const rooms = nodes.map((n) => roomOf(n, pods)).filter((r): r is Room => r !== undefined);
   const fitsExisting: { pod: string; node: string }[] = [];
   const placed = new Set<string>();
-  for (const p of shared) {
+  for (const p of pending) {
     const room = rooms.find(
       (r) =>
         whyNot(p, {
@@ -65,16 +67,18 @@ export function withoutRoomOnExisting(
           taints: r.node.taints,
           allocatable: r.free,
           name: r.node.name,
-          cards: r.cards,
+          ...(r.cards ? { cards: r.cards } : {}),
         }) === undefined,
     );
     if (!room) continue;
     for (const [k, v] of Object.entries(p.requests)) room.free[k] = (room.free[k] ?? 0) - v;
     room.free.pods = (room.free.pods ?? 0) - 1;
     // The extender's binpack: the tightest card that holds it (whyNot said one does).
-    const need = cardNeed(p.requests)!;
-    const i = tightestCard(cardArray(room.cards), need);
-    room.cards[i] = { memory: room.cards[i]!.memory - need.memory, core: room.cards[i]!.core - need.core };
+    const need = cardNeed(p.requests);
+    if (need && room.cards) {
+      const i = tightestCard(cardArray(room.cards), need);
+      room.cards[i] = { memory: room.cards[i]!.memory - need.memory, core: room.cards[i]!.core - need.core };
+    }
     placed.add(p.key);
     fitsExisting.push({ pod: p.key, node: room.node.name });
   }

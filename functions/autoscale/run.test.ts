@@ -54,6 +54,16 @@ beforeEach(async () => {
     labels: { [NODEPOOL_LABEL]: 'np-t4', 'gpu-reflex.io/pool': 't4' },
     allocatable: { 'nvidia.com/gpu': '1', cpu: '3500m', memory: '14Gi' },
   });
+  // Its GPU is busy: a waiting pod has no room on it (existing-room.ts).
+  kube.cluster.addPod({
+    name: 'serving',
+    namespace: 'ml',
+    nodeName: t4!.nodeName,
+    phase: 'Running',
+    owners: [{ kind: 'ReplicaSet', name: 'serving', controller: true }],
+    extendedResources: { 'nvidia.com/gpu': 1 },
+    requests: { 'nvidia.com/gpu': 1, cpu: 2 },
+  });
   publisher = new RecordingPublisher();
   notifier = new RecordingNotifier();
   deps = {
@@ -80,6 +90,7 @@ const pendingGpuPods = (n: number, prefix = 'infer', extra: object = {}) => {
       namespace: 'ml',
       uid: `${prefix}-${i}`,
       phase: 'Pending',
+      scheduled: { status: 'False', reason: 'Unschedulable' },
       extendedResources: { 'nvidia.com/gpu': 1 },
       requests: { 'nvidia.com/gpu': 1, cpu: 2, memory: 8 * 2 ** 30 },
       createdAt: new Date(T0).toISOString(),
@@ -126,6 +137,33 @@ describe('autoscale-pools', () => {
     expect(poolEvents()[1]!.taskId).toBe(requested!.taskId);
   });
 
+  it('buys nothing for pods the scheduler has not found unschedulable: gated, nominated, or not yet tried', async () => {
+    pendingGpuPods(2, 'kueue', { schedulingGates: ['kueue.x-k8s.io/admission'] });
+    pendingGpuPods(1, 'preemptor', { nominatedNodeName: 'some-node' });
+    pendingGpuPods(1, 'fresh', { scheduled: undefined });
+    await clock.advance(60_000);
+    const out = await autoscalePools(deps);
+    expect(out.scaled).toEqual({});
+    expect(out.notDemand).toEqual({ gated: 2, nominated: 1, 'not-unschedulable': 1, fitsExisting: 0 });
+    expect(sim.cloud.calls.filter((c) => c.action === 'ModifyClusterNodePool')).toHaveLength(0);
+    // Kueue admits the workload: it lifts the gates, the scheduler tries and fails, and the pool grows.
+    for (let i = 0; i < 2; i++)
+      Object.assign(kube.cluster.pod('ml', `kueue-${i}`)!, {
+        schedulingGates: undefined,
+        scheduled: { status: 'False', reason: 'Unschedulable' },
+      });
+    expect((await autoscalePools(deps)).scaled).toEqual({ 'np-t4': 3 });
+  });
+
+  it('buys nothing for a pod an existing node has room for', async () => {
+    kube.cluster.pod('ml', 'serving')!.phase = 'Succeeded';
+    pendingGpuPods(1);
+    await clock.advance(60_000);
+    const out = await autoscalePools(deps);
+    expect(out.scaled).toEqual({});
+    expect(out.notDemand.fitsExisting).toBe(1);
+  });
+
   it('sizes new nodes by the type they will be, not by a member of another type', async () => {
     // The pool's member is a bigger, older type (two GPUs); ACK adds ecs.gn6i-c4g1.xlarge (one).
     const [t4] = sim.cloud.members('np-t4');
@@ -137,8 +175,11 @@ describe('autoscale-pools', () => {
     });
     pendingGpuPods(3);
     await clock.advance(60_000);
-    expect((await autoscalePools(deps)).scaled).toEqual({ 'np-t4': 4 });
-    expect(poolEvents()[0]!.reason).toContain('t4: 1 → 4 (3 for 3 pending pod(s))');
+    // One pod has room on the member's second GPU; the other two get one one-GPU node each.
+    const out = await autoscalePools(deps);
+    expect(out.scaled).toEqual({ 'np-t4': 3 });
+    expect(out.notDemand.fitsExisting).toBe(1);
+    expect(poolEvents()[0]!.reason).toContain('t4: 1 → 3 (2 for 2 pending pod(s))');
   });
 
   it("holds a scale-out above the policy's hourly cost for approval in chat: asked once, carried out once approved", async () => {

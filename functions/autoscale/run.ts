@@ -26,7 +26,9 @@ import { flushStoreOutbox, recordWithOutbox, type PendingNotice } from '../lib/o
 import { withLease } from '../lib/reflex.ts';
 import { planScaleOut, type Increment, type PendingPod, type PoolState, type ScaleOutPlan } from './core/planner.ts';
 import { planScaleIn } from './core/scale-in.ts';
-import { ACK_GPU_MODE_LABEL, cardsOfNode, gpuOffer } from './core/template.ts';
+import { ACK_GPU_MODE_LABEL, cardsOfNode, gpuLabels, gpuOffer, wellKnownLabels } from './core/template.ts';
+import { countNotDemand, notDemand, type NotDemand } from './demand.ts';
+import { drainCounts, whyBlocks } from './drainable.ts';
 import { withoutRoomOnExisting } from './existing-room.ts';
 import { instanceIdOf } from '../adapters/alicloud/repair.ts';
 import { BadInputError } from '../adapters/errors.ts';
@@ -146,11 +148,15 @@ export interface AutoscaleOutcome {
   released: string[];
   /** Idle nodes being drained for release after this round. */
   draining: string[];
+  /** Idle nodes scale-in kept this round, with why (a pod that blocks their drain, the pool's minimum...). */
+  kept: { node: string; why: string }[];
   pending: number;
   awaitingInFlight: number;
   deferred: number;
   unhostable: number;
   hourlyCost: number;
+  /** Waiting GPU pods that are no reason to buy a node (demand.ts), by why; and those an existing node has room for. */
+  notDemand: Record<NotDemand, number> & { fitsExisting: number };
 }
 
 /** What the state ConfigMap holds per pool (key `autoscale.<pool id>`). */
@@ -159,6 +165,8 @@ interface PoolRecord {
   intent?: { from: number; to: number; at: number; reason: string; cost: number };
   /** The last request sent, until its ACK task ends. */
   request?: { taskId: string; from: number; to: number; at: number };
+  /** Instance types ECS answered sold out for (a scale task failed NoStock), until when (ms). */
+  noStock?: { types: string[]; until: number };
   cooldownUntil?: number;
   /** Node → when it was first seen running no GPU pod (ms). */
   idle?: Record<string, number>;
@@ -180,24 +188,110 @@ interface PoolRecord {
 
 const key = (poolId: string) => `autoscale.${poolId}`;
 
-function podsOf(pods: readonly PodInfo[], now: number, waitS: number): PendingPod[] {
-  return pods
-    .filter((p) => p.phase === 'Pending' && !p.nodeName && !p.terminating)
-    .filter(requestsGpu)
-    .filter((p) => !p.createdAt || now - Date.parse(p.createdAt) >= waitS * 1000)
-    .map((p) => ({
-      key: `${p.namespace}/${p.name}`,
-      priority: p.priority ?? 0,
-      requests: { ...(p.requests ?? p.extendedResources) },
-      ...(p.nodeSelector ? { nodeSelector: p.nodeSelector } : {}),
-      ...(p.tolerations ? { tolerations: p.tolerations } : {}),
-      ...(p.requiredNodeTerms ? { requiredTerms: p.requiredNodeTerms } : {}),
-    }));
+/**
+ * How long a pool whose every instance type ECS answered sold out is passed over: cluster-autoscaler's
+ * initial node-group backoff after a failed scale-up (FAQ, `--initial-node-group-backoff-duration`,
+ * 5 min). Its newest node says which types were sold out for as long as CA's longest backoff (30 min).
+ */
+const NO_STOCK_BACKOFF_MS = 5 * 60_000;
+const SOLD_OUT_MEMORY_MS = 30 * 60_000;
+
+/** ECS's stock-out codes: `OperationDenied.NoStock` (RunInstances error codes) and its zone variants. */
+const isNoStock = (code: string | undefined) => code !== undefined && /NoStock|NotEnoughResource/.test(code);
+
+/**
+ * The instance type a pool's next node will be, and why none when the pool is sold out. The
+ * scaling group tries its types in their order and falls back to the next when one is sold out
+ * (Auto Scaling scaling configuration `InstanceTypes`: priority by order), so a new node is the
+ * first type not known sold out: not in a NoStock answer still in its backoff, and not before the
+ * type of the pool's newest node made in the last 30 min (the group passed over those then).
+ */
+function typeToBuy(
+  pool: NodePool,
+  members: readonly NodeInfo[],
+  rec: PoolRecord | undefined,
+  now: number,
+): { type: string | undefined; soldOut?: string } {
+  // (the first type when every one is sold out, with why)
+  const banned = new Set(rec?.noStock && rec.noStock.until > now ? rec.noStock.types : []);
+  const newest = members
+    .filter((n) => n.createdAt !== undefined && now - Date.parse(n.createdAt) < SOLD_OUT_MEMORY_MS)
+    .sort((a, b) => Date.parse(b.createdAt!) - Date.parse(a.createdAt!))[0];
+  const at = newest ? pool.instanceTypes.indexOf(newest.labels[INSTANCE_TYPE_LABEL] ?? '') : -1;
+  pool.instanceTypes.slice(0, Math.max(0, at)).forEach((t) => banned.add(t));
+  const type = pool.instanceTypes.find((t) => !banned.has(t));
+  if (type !== undefined || pool.instanceTypes.length === 0) return { type };
+  const until = rec?.noStock ? new Date(rec.noStock.until).toISOString().slice(11, 16) : '';
+  // Sold out through and through: the pool is frozen, its first type still its template (for scale-in).
+  return {
+    type: pool.instanceTypes[0],
+    soldOut: `every instance type is sold out (OperationDenied.NoStock)${until ? ` until ${until}` : ''}`,
+  };
 }
 
+/**
+ * What a node of the pool costs per hour. A spot pool (`spot_strategy` `SpotAsPriceGo` or
+ * `SpotWithPriceLimit`) pays the market price, from DescribeSpotPriceHistory's newest entry; with a
+ * price limit, at most the limit (ECS preemptible instances: the bid caps what is paid; ACK
+ * `spot_price_limit`). No spot price known: the pool's limit, else the pay-as-you-go price.
+ */
+async function priceOf(
+  deps: AutoscaleDeps,
+  pool: NodePool,
+  type: string,
+  payAsYouGo: number,
+  cache: Map<string, number | undefined>,
+): Promise<number> {
+  const strategy = pool.spotStrategy ?? 'NoSpot';
+  if (strategy !== 'SpotAsPriceGo' && strategy !== 'SpotWithPriceLimit') return payAsYouGo;
+  if (!cache.has(type)) cache.set(type, await deps.cloud.spotPrice(type));
+  const market = cache.get(type);
+  const limit = strategy === 'SpotWithPriceLimit' ? pool.spotPriceLimits?.[type] : undefined;
+  if (market === undefined) return limit ?? payAsYouGo;
+  return limit === undefined ? market : Math.min(market, limit);
+}
+
+/** GPU pods waiting for a node: not bound, not finishing. */
+const waitingGpu = (pods: readonly PodInfo[]) =>
+  pods.filter((p) => p.phase === 'Pending' && !p.nodeName && !p.terminating).filter(requestsGpu);
+
+/** The waiting GPU pods that are demand (demand.ts) and have waited `waitS`. */
+function podsOf(pods: readonly PodInfo[], now: number, waitS: number): PendingPod[] {
+  return waitingGpu(pods)
+    .filter((p) => notDemand(p) === undefined)
+    .filter((p) => !p.createdAt || now - Date.parse(p.createdAt) >= waitS * 1000)
+    .map(asPending);
+}
+
+/** A pod as the planner fits it: its requests and where it may go. */
+const asPending = (p: PodInfo): PendingPod => ({
+  key: `${p.namespace}/${p.name}`,
+  priority: p.priority ?? 0,
+  requests: { ...(p.requests ?? p.extendedResources) },
+  ...(p.nodeSelector ? { nodeSelector: p.nodeSelector } : {}),
+  ...(p.tolerations ? { tolerations: p.tolerations } : {}),
+  ...(p.requiredNodeTerms ? { requiredTerms: p.requiredNodeTerms } : {}),
+});
+
 const INSTANCE_TYPE_LABEL = 'node.kubernetes.io/instance-type';
-const NODE_SPECIFIC =
-  /^(kubernetes\.io\/hostname|gpu-reflex\.io\/|nvidia\.com\/mig\.config\.state|node\.kubernetes\.io\/exclude)/;
+const REGION_LABEL = 'topology.kubernetes.io/region';
+const ZONE_LABELS = ['topology.kubernetes.io/zone', 'failure-domain.beta.kubernetes.io/zone'];
+// A member's zone is not the pool's: a pool over several vSwitches lands new nodes in any of their zones.
+const NODE_SPECIFIC_PREFIXES = [
+  'kubernetes.io/hostname',
+  'gpu-reflex.io/',
+  'nvidia.com/mig.config.state',
+  'node.kubernetes.io/exclude',
+  ...ZONE_LABELS,
+];
+const NODE_SPECIFIC = { test: (k: string) => NODE_SPECIFIC_PREFIXES.some((p) => k.startsWith(p)) };
+
+/** The one zone every member of a pool is in (a new node will be too), or undefined when they differ or none is. */
+function zoneOf(members: readonly NodeInfo[]): string | undefined {
+  const zones = new Set(members.map((n) => n.labels[ZONE_LABELS[0]!]));
+  const [zone] = zones;
+  return zones.size === 1 && zone ? zone : undefined;
+}
 
 function numeric(r: Readonly<Record<string, string>>): Record<string, number> {
   const out: Record<string, number> = {};
@@ -218,16 +312,21 @@ async function poolStates(
   records: Map<string, PoolRecord>,
   now: number,
 ): Promise<PoolState[]> {
-  const typeIds = [...new Set(pools.map((p) => p.instanceTypes[0]).filter((t): t is string => t !== undefined))];
+  // Every type of every pool, in batches of 10 (the adapter's DescribeInstanceTypes).
+  const typeIds = [...new Set(pools.flatMap((p) => p.instanceTypes))];
   const types = new Map((typeIds.length > 0 ? await deps.cloud.instanceTypes(typeIds) : []).map((t) => [t.id, t]));
-  // One DescribePrice per instance type, however many pools share it.
-  const prices = new Map<string, number>();
-  for (const t of types.keys()) prices.set(t, await deps.cloud.hourlyPrice(t));
   const out: PoolState[] = [];
+  // One DescribePrice (and DescribeSpotPriceHistory) per instance type a pool will buy, however many pools share it.
+  const prices = new Map<string, number>();
+  const spot = new Map<string, number | undefined>();
   for (const p of pools) {
     const bounds = deps.policy.pools[p.id]!;
-    const type = p.instanceTypes[0];
+    const members = nodes.filter((n) => n.labels[NODEPOOL_LABEL] === p.id);
+    const choice = typeToBuy(p, members, records.get(p.id), now);
+    const type = choice.type;
     const spec = type ? types.get(type) : undefined;
+    if (type && spec && !prices.has(type)) prices.set(type, await deps.cloud.hourlyPrice(type));
+    const price = type && spec ? await priceOf(deps, p, type, prices.get(type)!, spot) : 0;
     if (!type || !spec) {
       deps.logger.warn('autoscale-pools: node pool has no instance type gpu-reflex can read; left alone', {
         pool: p.id,
@@ -235,7 +334,6 @@ async function poolStates(
       });
       continue;
     }
-    const members = nodes.filter((n) => n.labels[NODEPOOL_LABEL] === p.id);
     // A new node holds what a member of the type it will be holds (exact: the kubelet's reserve
     // taken), else what the type says: a member of another type says nothing of its size.
     const alike = members.filter((n) => n.labels[INSTANCE_TYPE_LABEL] === type);
@@ -261,26 +359,36 @@ async function poolStates(
     const record = records.get(p.id);
     const frozen = p.ackAutoScaling.enable
       ? "ACK's own autoscaler manages this pool"
-      : record?.cooldownUntil !== undefined && record.cooldownUntil > now
-        ? `cooling down until ${new Date(record.cooldownUntil).toISOString().slice(11, 16)} after its last scale-out`
-        : undefined;
+      : choice.soldOut
+        ? choice.soldOut
+        : record?.cooldownUntil !== undefined && record.cooldownUntil > now
+          ? `cooling down until ${new Date(record.cooldownUntil).toISOString().slice(11, 16)} after its last scale-out`
+          : undefined;
     out.push({
       id: p.id,
       name: p.name,
       instanceType: type,
-      hourlyPrice: prices.get(type)!,
+      hourlyPrice: price,
       desired: p.desiredSize,
       ready: members.filter((n) => n.ready === true).length,
       min: bounds.min,
       max: bounds.max,
       maxStep: bounds.maxStep,
+      // What the scheduler will see on a new node: the type's GPU labels and the well-known ones
+      // (core/template.ts), then what a member shows (its zone among them), the pool's own labels,
+      // and last what ACK and the type fix for certain.
       labels: {
         ...offer.labels,
+        ...gpuLabels(spec.gpuAmount, spec.gpuSpec, spec.gpuMemoryGiB),
+        ...wellKnownLabels({ instanceType: type, regionId: p.regionId ?? '' }),
         ...sampleLabels,
         ...p.labels,
+        ...wellKnownLabels({
+          instanceType: type,
+          regionId: p.regionId ?? sampleLabels[REGION_LABEL] ?? '',
+          ...(zoneOf(members) ? { zoneId: zoneOf(members)! } : {}),
+        }),
         [NODEPOOL_LABEL]: p.id,
-        [INSTANCE_TYPE_LABEL]: type,
-        'kubernetes.io/os': 'linux',
       },
       taints: p.taints.map((t) => ({ key: t.key, ...(t.value ? { value: t.value } : {}), effect: t.effect })),
       allocatable,
@@ -353,11 +461,13 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
     finished: {},
     released: [],
     draining: [],
+    kept: [],
     pending: 0,
     awaitingInFlight: 0,
     deferred: 0,
     unhostable: 0,
     hourlyCost: 0,
+    notDemand: { gated: 0, nominated: 0, 'not-unschedulable': 0, fitsExisting: 0 },
   };
   // The literal is POOL_SIZE_LEASE (adapters/alicloud/ports.ts), which remediation's replacements
   // hold too; it stays spelled out so the build's check finds this function's global Lease.
@@ -366,7 +476,15 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
     120,
     deps,
     async () => {
-      const out: AutoscaleOutcome = { ...empty, scaled: {}, held: {}, finished: {}, released: [], draining: [] };
+      const out: AutoscaleOutcome = {
+        ...empty,
+        scaled: {},
+        held: {},
+        finished: {},
+        released: [],
+        draining: [],
+        kept: [],
+      };
       const all = await deps.cloud.listNodePools();
       for (const id of Object.keys(deps.policy.pools))
         if (!all.some((p) => p.id === id))
@@ -416,7 +534,11 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
             const why = ok
               ? `${p.name}: ${req.to} nodes requested, the ACK task ended successfully`
               : `${p.name}: growing ${req.from} → ${req.to} ` +
-                `failed: ${task.error?.code ?? 'unknown'}: ${task.error?.message ?? 'no detail'}`;
+                `failed: ${task.error?.code ?? 'unknown'}: ${task.error?.message ?? 'no detail'}` +
+                (isNoStock(task.error?.code)
+                  ? `; every instance type of the pool is sold out: other pools are used for ` +
+                    `${NO_STOCK_BACKOFF_MS / 60_000} min`
+                  : '');
             const notices: Notice[] = ok
               ? []
               : [
@@ -426,12 +548,18 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
                     severity: 'warning',
                   },
                 ];
+            const soldOut = !ok && isNoStock(task.error?.code);
+            const until = deps.clock.now() + NO_STOCK_BACKOFF_MS;
             written.set(
               p.id,
               await record(
                 deps,
                 p.id,
-                (x) => ({ ...x, request: undefined }),
+                (x) => ({
+                  ...x,
+                  request: undefined,
+                  ...(soldOut ? { noStock: { types: [...p.instanceTypes], until } } : {}),
+                }),
                 [
                   poolEvent(deps, p, req.at, req.from, req.to, ok ? 'succeeded' : 'failed', why, {
                     taskId: req.taskId,
@@ -459,6 +587,7 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
       const states = await poolStates(deps, managed, nodes, fresh, now);
       const plan = planScaleOut(states, pending);
       Object.assign(out, {
+        notDemand: { ...countNotDemand(waitingGpu(pods)), fitsExisting: fitsExisting.length },
         pending: waiting.length,
         awaitingInFlight: plan.awaitingInFlight.length,
         deferred: plan.deferred.length,
@@ -595,6 +724,7 @@ async function scaleIn(
   const members = nodes.filter((n) => n.labels[NODEPOOL_LABEL] === pool.id);
   const on = (node: string) => pods.filter((p) => p.nodeName === node && movable(p));
   const policy = deps.policy.scaleIn;
+  const blockers = drainBlockers(members, nodes, pods, new Set((rec.leaving ?? []).map((l) => l.node)));
   // Drains under way: a drained node is given back; one that will not drain is handed back to scheduling.
   const leaving: NonNullable<PoolRecord['leaving']> = [];
   const drained: NonNullable<PoolRecord['leaving']> = [];
@@ -646,7 +776,8 @@ async function scaleIn(
     const to = Math.max(0, from - drained.length);
     const reason =
       `${pool.name}: ${from} → ${to}: ${drained.map((d) => d.node).join(', ')} ran no GPU pod ` +
-      `for ${policy.idleMinutes} min and ${drained.length === 1 ? 'is' : 'are'} drained; released`;
+      `for ${policy.idleMinutes} min and ${drained.length === 1 ? 'is' : 'are'} drained; released` +
+      keptWords(blockers);
     const removal = {
       nodes: drained.map((d) => d.node),
       instanceIds: drained.map((d) => d.instanceId),
@@ -668,6 +799,8 @@ async function scaleIn(
     if (n.taints.some((t) => t.key === DEFAULT_TAINT_KEY)) return `remediation holds it (taint ${DEFAULT_TAINT_KEY})`;
     if (n.unschedulable) return 'cordoned by someone else';
     if (n.ready !== true) return 'not Ready';
+    const blocked = blockers.get(n.name);
+    if (blocked) return blocked;
     if (!instanceIdOf(n.providerId)) return `spec.providerID names no ECS instance (${n.providerId ?? 'unset'})`;
     return undefined;
   };
@@ -703,6 +836,7 @@ async function scaleIn(
     policy.idleMinutes,
   );
   for (const k of decision.kept) deps.logger.info('autoscale-pools: idle node kept', { pool: pool.id, ...k });
+  out.kept.push(...decision.kept);
   const starting = decision.release.map((r) => ({
     node: r.node,
     instanceId: instanceIdOf(members2.find((n) => n.name === r.node)!.providerId)!,
@@ -720,6 +854,44 @@ async function scaleIn(
     });
   }
   out.draining.push(...leaving.map((l) => l.node), ...starting.map((s) => s.node));
+}
+
+/**
+ * Idle members whose pods keep them (node → why): cluster-autoscaler's scale-down rules
+ * (drainable.ts), and its last one: every pod that would be evicted must fit on another node, as
+ * CA simulates them rescheduled before it removes a node (cluster-autoscaler/simulator/cluster.go).
+ * Nodes already leaving take nothing. A node running a GPU pod is not idle and not looked at.
+ */
+function drainBlockers(
+  members: readonly NodeInfo[],
+  nodes: readonly NodeInfo[],
+  pods: readonly PodInfo[],
+  leaving: ReadonlySet<string>,
+): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const n of members) {
+    if (leaving.has(n.name)) continue;
+    const here = pods.filter((p) => p.nodeName === n.name && !p.terminating);
+    if (here.some((p) => drainCounts(p) && requestsGpu(p))) continue;
+    const why = here.map(whyBlocks).find((w) => w !== undefined);
+    if (why) {
+      out.set(n.name, why);
+      continue;
+    }
+    const moving = here.filter(drainCounts);
+    if (moving.length === 0) continue;
+    const others = nodes.filter((o) => o.name !== n.name && !leaving.has(o.name));
+    const { plan: stuck } = withoutRoomOnExisting(moving.map(asPending), others, pods);
+    if (stuck.length > 0) out.set(n.name, `${stuck[0]!.key} blocks its removal: it fits on no other node`);
+  }
+  return out;
+}
+
+/** The nodes a shrink leaves in place and why, for its GPU Pool Scaled reason ('' when none). */
+function keptWords(blockers: ReadonlyMap<string, string>): string {
+  if (blockers.size === 0) return '';
+  const words = [...blockers].slice(0, 5).map(([node, why]) => `${node} kept: ${why}`);
+  return `; ${words.join('; ')}${blockers.size > 5 ? `; and ${blockers.size - 5} more kept` : ''}`;
 }
 
 async function evict(deps: AutoscaleDeps, p: PodInfo): Promise<void> {

@@ -56,7 +56,13 @@ beforeEach(async () => {
     extendedResources: { 'nvidia.com/gpu': 1 },
     requests: { 'nvidia.com/gpu': 1 },
   });
-  kube.cluster.addPod({ name: 'sidecar', namespace: 'ml', nodeName: withCpuPod, requests: { cpu: 1 } });
+  kube.cluster.addPod({
+    name: 'sidecar',
+    namespace: 'ml',
+    nodeName: withCpuPod,
+    requests: { cpu: 1 },
+    owners: [{ kind: 'ReplicaSet', name: 'sidecar', controller: true }],
+  });
   kube.cluster.addPod({
     name: 'agent-x',
     namespace: 'gpu-reflex',
@@ -116,6 +122,7 @@ describe('autoscale-pools gives idle nodes back', () => {
       name: 'embed-0',
       namespace: 'ml',
       phase: 'Pending',
+      scheduled: { status: 'False', reason: 'Unschedulable' },
       extendedResources: { 'nvidia.com/gpu': 1 },
       requests: { 'nvidia.com/gpu': 1 },
       createdAt: new Date(T0).toISOString(),
@@ -125,6 +132,76 @@ describe('autoscale-pools gives idle nodes back', () => {
     const out = await autoscalePools(deps);
     expect(out.draining).toEqual([]);
     expect(sim.cloud.calls.filter((c) => c.action === 'RemoveNodePoolNodes')).toHaveLength(0);
+  });
+
+  // cluster-autoscaler's scale-down rules (drainable.ts): each pod keeps the idle node it runs on.
+  it.each([
+    ['a bare pod', { owners: [] }, 'it has no controller, nothing would recreate it (a bare pod)'],
+    [
+      'safe-to-evict "false"',
+      { annotations: { 'cluster-autoscaler.kubernetes.io/safe-to-evict': 'false' } },
+      'cluster-autoscaler.kubernetes.io/safe-to-evict: "false"',
+    ],
+    [
+      "Karpenter's do-not-disrupt",
+      { annotations: { 'karpenter.sh/do-not-disrupt': 'true' } },
+      'karpenter.sh/do-not-disrupt: "true"',
+    ],
+    [
+      'a disk-backed emptyDir',
+      { localVolumes: [{ name: 'scratch', kind: 'emptyDir' }] },
+      'local storage (emptyDir volume scratch)',
+    ],
+    ['a hostPath', { localVolumes: [{ name: 'logs', kind: 'hostPath' }] }, 'local storage (hostPath volume logs)'],
+    ['a pod that fits on no other node', { nodeSelector: { only: 'here' } }, 'it fits on no other node'],
+  ])('keeps an idle node that runs %s, and the shrink event says why', async (_, extra, why) => {
+    const [, withCpuPod, , bare] = names as [string, string, string, string];
+    Object.assign(kube.cluster.pod('ml', 'sidecar')!, extra);
+    await kube.nodes.setLabels(withCpuPod, { only: 'here' });
+    await autoscalePools(deps);
+    await clock.advance(10 * MIN);
+    const start = await autoscalePools(deps);
+    expect(start.draining).toEqual([bare]);
+    expect(start.kept).toContainEqual({ node: withCpuPod, why: `ml/sidecar blocks its removal: ${why}` });
+    expect(kube.cluster.calls.filter((c) => c.op === 'pods.evict')).toEqual([]);
+    await clock.advance(MIN);
+    await autoscalePools(deps);
+    const [shrink] = events();
+    expect(shrink).toMatchObject({ from: 4, to: 3, state: 'requested' });
+    expect(shrink!.reason).toContain(`${withCpuPod} kept: ml/sidecar blocks its removal: ${why}`);
+  });
+
+  it('lets a pod go that is safe to evict, a memory-backed emptyDir, or a local volume named safe', async () => {
+    const [, withCpuPod, , bare] = names as [string, string, string, string];
+    Object.assign(kube.cluster.pod('ml', 'sidecar')!, {
+      owners: [],
+      annotations: {
+        'cluster-autoscaler.kubernetes.io/safe-to-evict': 'true',
+        'cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes': 'cache',
+      },
+    });
+    kube.cluster.addPod({
+      name: 'tmpfs',
+      namespace: 'ml',
+      nodeName: withCpuPod,
+      owners: [{ kind: 'ReplicaSet', name: 'tmpfs', controller: true }],
+      localVolumes: [{ name: 'shm', kind: 'emptyDir', medium: 'Memory' }],
+      annotations: { 'cluster-autoscaler.kubernetes.io/safe-to-evict-local-volumes': 'cache' },
+    });
+    kube.cluster.pod('ml', 'tmpfs')!.localVolumes!.push({ name: 'cache', kind: 'hostPath' });
+    await autoscalePools(deps);
+    await clock.advance(10 * MIN);
+    expect((await autoscalePools(deps)).draining.sort()).toEqual([withCpuPod, bare].sort());
+  });
+
+  it('keeps a node running a kube-system pod (gpu-reflex reads no disruption budgets)', async () => {
+    const [, withCpuPod] = names as [string, string];
+    Object.assign(kube.cluster.pod('ml', 'sidecar')!, { namespace: 'kube-system' });
+    await autoscalePools(deps);
+    await clock.advance(10 * MIN);
+    const out = await autoscalePools(deps);
+    expect(out.kept.map((k) => k.node)).toContain(withCpuPod);
+    expect(out.kept.find((k) => k.node === withCpuPod)!.why).toContain('a kube-system pod');
   });
 
   it('gives a node back to scheduling when its drain is blocked past the timeout, and tries again only after another idle period', async () => {

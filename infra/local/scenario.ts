@@ -108,6 +108,8 @@ export const PodArrivalSchema = z
     tolerations: z.array(Toleration).optional(),
     /** The pods exit 0 (Succeeded) this long after they start running: batch work that ends. */
     completeAfterSeconds: z.number().nonnegative().optional(),
+    /** `spec.schedulingGates` names (Kueue's `kueue.x-k8s.io/admission`): not scheduled until an `ungate` step. */
+    schedulingGates: z.array(z.string().min(1)).max(16).optional(),
   })
   .strict();
 export type PodArrival = z.infer<typeof PodArrivalSchema>;
@@ -174,6 +176,18 @@ const UnhealthyCardsStep = z
     note: z.string().optional(),
   })
   .strict();
+/**
+ * Whoever gated pods lifts their gates (Kueue admitting the workload): every scheduling gate of the
+ * pods `name` or `name-<i>` in `namespace` is removed, as the gate's owner does (pod-scheduling-readiness).
+ */
+const UngateStep = z
+  .object({
+    at: Duration,
+    ungate: z.object({ namespace: Name, name: Name, by: z.string().min(1).max(80).default('Kueue') }).strict(),
+    note: z.string().optional(),
+  })
+  .strict();
+export type UngateStepT = z.infer<typeof UngateStep>;
 /** A narration line printed at its time: tells the reader what to look for next. */
 const NoteStep = z.object({ at: Duration, note: z.string().min(1) }).strict();
 export type TimelineStep =
@@ -183,6 +197,7 @@ export type TimelineStep =
   | z.infer<typeof FenceFileStep>
   | z.infer<typeof AfterRebootStep>
   | z.infer<typeof UnhealthyCardsStep>
+  | z.infer<typeof UngateStep>
   | z.infer<typeof NoteStep>;
 export type AfterRebootStepT = z.infer<typeof AfterRebootStep>;
 export type FenceFileStepT = z.infer<typeof FenceFileStep>;
@@ -206,7 +221,9 @@ export const TimelineStepSchema = z.unknown().transform((v, ctx): TimelineStep =
               ? AfterRebootStep
               : 'unhealthyCards' in o
                 ? UnhealthyCardsStep
-                : NoteStep;
+                : 'ungate' in o
+                  ? UngateStep
+                  : NoteStep;
   const r = schema.safeParse(v);
   if (r.success) return r.data;
   for (const i of r.error.issues) ctx.addIssue({ code: 'custom', message: i.message, path: i.path });

@@ -58,6 +58,7 @@ export class StackKube {
           containers: [{ name: 'main', image: 'registry.local/gpu-reflex/sim:latest', resources }],
           ...(a.nodeSelector ? { nodeSelector: a.nodeSelector } : {}),
           ...(a.tolerations ? { tolerations: a.tolerations } : {}),
+          ...(a.schedulingGates ? { schedulingGates: a.schedulingGates.map((g) => ({ name: g })) } : {}),
         },
       };
       try {
@@ -78,6 +79,23 @@ export class StackKube {
       names.push(name);
     }
     return { created: names, refused };
+  }
+
+  /** Removes every scheduling gate of the pods `name` or `name-<i>` in `namespace` (gates may only be removed). */
+  async ungate(namespace: string, name: string): Promise<string[]> {
+    const mine = new RegExp(`^${name.replace(/[.]/g, '\\.')}(-[0-9]+)?$`);
+    const out: string[] = [];
+    for (const pod of (await this.core.listNamespacedPod({ namespace })).items) {
+      const n = pod.metadata?.name ?? '';
+      if (!mine.test(n) || (pod.spec?.schedulingGates ?? []).length === 0) continue;
+      await this.core.replaceNamespacedPod({
+        name: n,
+        namespace,
+        body: { ...pod, spec: { ...pod.spec!, schedulingGates: [] } },
+      });
+      out.push(n);
+    }
+    return out;
   }
 }
 

@@ -629,6 +629,17 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
             (s.note ? ` — ${s.note}` : ''),
         });
         sim?.tick();
+      } else if ('ungate' in s) {
+        const done = await kube.ungate(s.ungate.namespace, s.ungate.name);
+        emit({
+          who: 'scenario',
+          kind: 'note',
+          what: '',
+          text:
+            `${s.ungate.by} lifts the scheduling gates of ${done.length} pod${done.length === 1 ? '' : 's'} ` +
+            `${s.ungate.namespace}/${s.ungate.name}${s.note ? ` — ${s.note}` : ''}`,
+        });
+        sim?.tick();
       } else if ('pods' in s) {
         // The step is printed before the pods exist: the scheduler's lines are its effects.
         const n = s.pods.count;

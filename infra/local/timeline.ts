@@ -386,6 +386,10 @@ interface AutoscaleOutcome {
   awaitingInFlight?: number;
   deferred?: number;
   unhostable?: number;
+  /** Waiting GPU pods that are no demand (functions/autoscale/demand.ts), by why. */
+  notDemand?: { gated?: number; nominated?: number; fitsExisting?: number };
+  /** Idle nodes scale-in kept, with why (a pod that blocks their drain, the pool's minimum...). */
+  kept?: { node: string; why: string }[];
 }
 
 function autoscaleLine(a: AutoscaleOutcome, line: (text: string) => TimelineEntry): TimelineEntry | undefined {
@@ -397,6 +401,16 @@ function autoscaleLine(a: AutoscaleOutcome, line: (text: string) => TimelineEntr
   )
     return undefined;
   if ((a.draining ?? []).length > 0) return line(`draining ${a.draining!.join(', ')} to give back: idle, no GPU pod`);
+  const nd = a.notDemand ?? {};
+  const noDemand = [
+    nd.gated ? `${nd.gated} held by scheduling gates` : '',
+    nd.nominated ? `${nd.nominated} nominated to a node preemption frees` : '',
+    nd.fitsExisting ? `${nd.fitsExisting} fit an existing node` : '',
+  ].filter(Boolean);
+  const blocked = (a.kept ?? []).filter((k) => k.why.includes(' blocks '));
+  if (!a.pending && noDemand.length > 0) return line(`no GPU pod to buy a node for: ${noDemand.join('; ')}`);
+  if (!a.pending && blocked.length > 0)
+    return line(`idle ${blocked.map((k) => `${k.node} kept: ${k.why}`).join('; ')}`);
   const parts = [
     a.awaitingInFlight ? `${a.awaitingInFlight} wait for nodes on their way` : '',
     a.deferred ? `${a.deferred} wait on pool limits (max, step or cooldown)` : '',

@@ -99,6 +99,8 @@ describe("ACK's GPU modes as the autoscaler reads them (alibabacloud.com/help/do
         namespace: 'ml',
         uid: `infer-${i}`,
         phase: 'Pending',
+        // The scheduler found no node for it: demand (functions/autoscale/demand.ts).
+        scheduled: { status: 'False', reason: 'Unschedulable' },
         extendedResources: gpu,
         requests: { ...gpu, cpu: 2, memory: 8 * 2 ** 30 },
         createdAt: new Date(T0).toISOString(),

@@ -168,6 +168,22 @@ describe('AliCloudPools against the Alibaba Cloud simulator (real @alicloud/open
     expect(sim.cloud.members('np-a100')).toHaveLength(0);
   });
 
+  it('asks DescribeInstanceTypes for at most 10 types a call, as ECS allows (the simulator refuses 11)', async () => {
+    const many = Array.from({ length: 25 }, (_, i) => ({
+      id: `ecs.gnx-c${i}.xlarge`,
+      gpuAmount: 1,
+      gpuSpec: 'NVIDIA L20',
+      gpuMemoryGiB: 48,
+      cpu: 8,
+      memoryGiB: 64,
+      pricePerHour: 10 + i,
+    }));
+    const { sim, pools } = await setup({ ...CLOUD, instanceTypes: many });
+    const types = await pools.instanceTypes(many.map((t) => t.id));
+    expect(types.map((t) => t.id).sort()).toEqual(many.map((t) => t.id).sort());
+    expect(sim.cloud.calls.filter((c) => c.action === 'DescribeInstanceTypes')).toHaveLength(3);
+  });
+
   it('pages through DescribeInstanceTypes (100 a page) and reads GPU specs and prices', async () => {
     const many = Array.from({ length: 130 }, (_, i) => ({
       id: `ecs.gnx-c${i}.xlarge`,

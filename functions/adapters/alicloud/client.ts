@@ -156,6 +156,9 @@ export function defaultCredential(): unknown {
 const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v ?? 0));
 const str = (v: unknown): string => (v === undefined || v === null ? '' : String(v));
 
+/** DescribeInstanceTypes' limit on `InstanceTypes` per call. */
+const MAX_TYPES_PER_CALL = 10;
+
 export class AliCloudPools implements CloudPools {
   private readonly cs: InstanceType<Ctor>;
   private readonly ecs: InstanceType<Ctor>;
@@ -246,6 +249,7 @@ export class AliCloudPools implements CloudPools {
       return {
         id: str(info['nodepool_id']),
         name: str(info['name']),
+        ...(str(info['region_id']) ? { regionId: str(info['region_id']) } : {}),
         state: str(status['state']),
         desiredSize: num(sg['desired_size'] ?? status['total_nodes']),
         totalNodes: num(status['total_nodes']),
@@ -255,6 +259,14 @@ export class AliCloudPools implements CloudPools {
         ackAutoRepair: mgmt['enable'] === true && mgmt['auto_repair'] === true,
         labels: Object.fromEntries(labels.map((l) => [str(l['key']), str(l['value'])])),
         taints: taints.map((t) => ({ key: str(t['key']), value: str(t['value']), effect: str(t['effect']) })),
+        ...(str(sg['spot_strategy']) ? { spotStrategy: str(sg['spot_strategy']) } : {}),
+        ...(Array.isArray(sg['spot_price_limit']) && (sg['spot_price_limit'] as Json[]).length > 0
+          ? {
+              spotPriceLimits: Object.fromEntries(
+                (sg['spot_price_limit'] as Json[]).map((l) => [str(l['instance_type']), num(l['price_limit'])]),
+              ),
+            }
+          : {}),
       };
     });
   }
@@ -301,7 +313,21 @@ export class AliCloudPools implements CloudPools {
     };
   }
 
+  /**
+   * DescribeInstanceTypes takes at most 10 `InstanceTypes` a call ("You can specify up to 10
+   * instance types": ECS API reference, DescribeInstanceTypesRequest in the SDKs), so the ids go in
+   * batches of 10, each paged. No ids describes every type (paged).
+   */
   async instanceTypes(ids: string[]): Promise<InstanceTypeInfo[]> {
+    if (ids.length === 0) return this.instanceTypesPage([]);
+    const out: InstanceTypeInfo[] = [];
+    const unique = [...new Set(ids)];
+    for (let i = 0; i < unique.length; i += MAX_TYPES_PER_CALL)
+      out.push(...(await this.instanceTypesPage(unique.slice(i, i + MAX_TYPES_PER_CALL))));
+    return out;
+  }
+
+  private async instanceTypesPage(ids: string[]): Promise<InstanceTypeInfo[]> {
     const out: InstanceTypeInfo[] = [];
     const query: Record<string, string> = { MaxResults: '100' };
     ids.forEach((id, i) => (query[`InstanceTypes.${i + 1}`] = id));
@@ -340,6 +366,22 @@ export class AliCloudPools implements CloudPools {
     });
     const price = ((body['PriceInfo'] as Json | undefined)?.['Price'] ?? {}) as Json;
     return num(price['TradePrice']);
+  }
+
+  /**
+   * DescribeSpotPriceHistory (ECS 2014-05-26): `RegionId`, `NetworkType` (`vpc`: ACK nodes are VPC
+   * instances), `InstanceType`, `OSType` → `SpotPrices.SpotPriceType[]` of `{ZoneId, Timestamp,
+   * SpotPrice, OriginPrice}`. The newest entry's `SpotPrice` is what a spot instance costs now.
+   */
+  async spotPrice(instanceType: string): Promise<number | undefined> {
+    const body = await this.call('spotPrice', 'ecs', {
+      pathname: '/',
+      method: 'POST',
+      query: { RegionId: this.settings.regionId, NetworkType: 'vpc', InstanceType: instanceType, OSType: 'linux' },
+    });
+    const list = ((body['SpotPrices'] as Json | undefined)?.['SpotPriceType'] ?? []) as Json[];
+    const newest = [...list].sort((a, b) => Date.parse(str(b['Timestamp'])) - Date.parse(str(a['Timestamp'])))[0];
+    return newest && Number.isFinite(num(newest['SpotPrice'])) ? num(newest['SpotPrice']) : undefined;
   }
 
   async instances(ids: string[]): Promise<InstanceInfo[]> {

@@ -15,6 +15,7 @@ export function dryRunCloudPools(real: CloudPools, record: (action: DryRunAction
     listNodePools: () => real.listNodePools(),
     instanceTypes: (ids) => real.instanceTypes(ids),
     hourlyPrice: (t) => real.hourlyPrice(t),
+    spotPrice: (t) => real.spotPrice(t),
     instances: (ids) => real.instances(ids),
     task: async (id) => (id === DRY_RUN_TASK ? { id, state: 'running' } : real.task(id)),
     setDesiredSize: async (pool, n) => note('cloud.setDesiredSize', [pool, n], { taskId: DRY_RUN_TASK }),

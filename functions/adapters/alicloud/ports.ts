@@ -26,6 +26,8 @@ export interface NodePoolTaint {
 export interface NodePool {
   id: string;
   name: string;
+  /** `nodepool_info.region_id`: where its nodes are (their `topology.kubernetes.io/region`). */
+  regionId?: string;
   /** `active`, `scaling`, `removing`, `deleting`, `updating`. */
   state: string;
   desiredSize: number;
@@ -39,6 +41,13 @@ export interface NodePool {
   ackAutoRepair: boolean;
   labels: Record<string, string>;
   taints: NodePoolTaint[];
+  /**
+   * `scaling_group.spot_strategy`: `NoSpot` (pay-as-you-go), `SpotWithPriceLimit` (bids at most
+   * `spot_price_limit` per type), `SpotAsPriceGo` (pays the market price); unset means `NoSpot`.
+   */
+  spotStrategy?: string;
+  /** `scaling_group.spot_price_limit`: the highest price per hour bid for each instance type. */
+  spotPriceLimits?: Record<string, number>;
 }
 
 export type CloudTaskState = 'running' | 'success' | 'failed';
@@ -83,6 +92,8 @@ export interface CloudPools {
   instanceTypes(ids: string[]): Promise<InstanceTypeInfo[]>;
   /** Pay-as-you-go price per hour (TradePrice) in the account's currency. */
   hourlyPrice(instanceType: string): Promise<number>;
+  /** The latest spot price per hour of the type in the region (DescribeSpotPriceHistory), undefined when none. */
+  spotPrice(instanceType: string): Promise<number | undefined>;
   instances(ids: string[]): Promise<InstanceInfo[]>;
   reboot(instanceId: string): Promise<void>;
 }
@@ -95,6 +106,7 @@ export const RAM_ACTIONS: Readonly<Record<keyof CloudPools, string>> = {
   task: 'cs:DescribeTaskInfo',
   instanceTypes: 'ecs:DescribeInstanceTypes',
   hourlyPrice: 'ecs:DescribePrice',
+  spotPrice: 'ecs:DescribeSpotPriceHistory',
   instances: 'ecs:DescribeInstances',
   reboot: 'ecs:RebootInstance',
 };

@@ -10,6 +10,7 @@ import type {
   NodeSelectorExpression,
   NodeSelectorTermInfo,
   PodInfo,
+  PodLocalVolume,
   PodToleration,
   QuotaInfo,
   Taint,
@@ -188,7 +189,11 @@ export function toPodInfo(p: V1Pod): PodInfo {
     phase: p.status?.phase,
     labels: { ...(p.metadata?.labels ?? {}) },
     annotations: { ...(p.metadata?.annotations ?? {}) },
-    owners: (p.metadata?.ownerReferences ?? []).map((o) => ({ kind: o.kind, name: o.name })),
+    owners: (p.metadata?.ownerReferences ?? []).map((o) => ({
+      kind: o.kind,
+      name: o.name,
+      ...(o.controller === true ? { controller: true } : {}),
+    })),
     terminating: p.metadata?.deletionTimestamp !== undefined && p.metadata.deletionTimestamp !== null,
     terminationGracePeriodSeconds: p.spec?.terminationGracePeriodSeconds,
     extendedResources: extendedResources(p),
@@ -201,6 +206,26 @@ export function toPodInfo(p: V1Pod): PodInfo {
     ...(typeof p.spec?.priority === 'number' ? { priority: p.spec.priority } : {}),
     ...(p.spec?.priorityClassName ? { priorityClassName: p.spec.priorityClassName } : {}),
     ...(p.metadata?.creationTimestamp ? { createdAt: new Date(p.metadata.creationTimestamp).toISOString() } : {}),
+    ...schedulingOf(p),
+  };
+}
+
+/** What the scheduler said and may do with a pod: its PodScheduled condition, gates, nomination; its local volumes. */
+function schedulingOf(p: V1Pod): Partial<PodInfo> {
+  const cond = p.status?.conditions?.find((c) => c.type === 'PodScheduled');
+  const gates = (p.spec?.schedulingGates ?? []).map((g) => g.name);
+  const local = (p.spec?.volumes ?? []).flatMap((v): PodLocalVolume[] =>
+    v.hostPath
+      ? [{ name: v.name, kind: 'hostPath' }]
+      : v.emptyDir
+        ? [{ name: v.name, kind: 'emptyDir', ...(v.emptyDir.medium ? { medium: v.emptyDir.medium } : {}) }]
+        : [],
+  );
+  return {
+    ...(cond ? { scheduled: { status: cond.status, ...(cond.reason ? { reason: cond.reason } : {}) } } : {}),
+    ...(gates.length > 0 ? { schedulingGates: gates } : {}),
+    ...(p.status?.nominatedNodeName ? { nominatedNodeName: p.status.nominatedNodeName } : {}),
+    ...(local.length > 0 ? { localVolumes: local } : {}),
   };
 }
 

@@ -53,6 +53,16 @@ export interface NodeCondition {
 export interface OwnerRef {
   kind: string;
   name: string;
+  /** `controller: true`: the owner that manages the pod (metav1.GetControllerOf), when set. */
+  controller?: boolean;
+}
+
+/** A volume of a pod that keeps data on the node (cluster-autoscaler's local storage). */
+export interface PodLocalVolume {
+  name: string;
+  kind: 'hostPath' | 'emptyDir';
+  /** emptyDir's `medium` (`Memory`: tmpfs, nothing on the node's disk). */
+  medium?: string;
 }
 
 export interface PodInfo {
@@ -93,6 +103,14 @@ export interface PodInfo {
   priorityClassName?: string;
   /** `metadata.creationTimestamp` (ISO), when the API gave one: how long a pending pod has waited. */
   createdAt?: string;
+  /** The `PodScheduled` condition, when the pod has one (`False`/`Unschedulable`: the scheduler found no node). */
+  scheduled?: { status: string; reason?: string };
+  /** `spec.schedulingGates` names (Kueue's, for one), when any: the scheduler does not try the pod. */
+  schedulingGates?: string[];
+  /** `status.nominatedNodeName`: the scheduler preempted room for the pod there. */
+  nominatedNodeName?: string;
+  /** hostPath and emptyDir volumes, when any. */
+  localVolumes?: PodLocalVolume[];
 }
 
 export interface PodToleration {

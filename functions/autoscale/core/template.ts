@@ -109,3 +109,63 @@ export function cardsOfNode(allocatable: Resources): GpuCard[] | undefined {
     core: allocatable[GPU_CORE] !== undefined ? allocatable[GPU_CORE] / cards : 100,
   }));
 }
+
+/** Alibaba's Arm (Yitian 710, Ampere Altra) ECS families: everything else gpu-reflex pools is x86 (amd64). */
+// Source: alibabacloud.com/help/en/ecs/user-guide/arm-based-instance-families (g8y, c8y, r8y; g6r, c6r).
+const ARM_FAMILIES = /^ecs\.(g8y|c8y|r8y|g6r|c6r)\./;
+
+/** What a template node needs to know of where and what it will be. */
+export interface TemplateSite {
+  instanceType: string;
+  regionId: string;
+  /** The zone a new node lands in, when the pool can only land in one (unknown: no zone label). */
+  zoneId?: string;
+}
+
+/**
+ * The well-known labels a node of the pool will carry, as cluster-autoscaler's alicloud provider
+ * puts them on its template node (kubernetes/autoscaler cluster-autoscaler/cloudprovider/alicloud/
+ * alicloud_manager.go `buildGenericLabels`: `kubernetes.io/arch` and `kubernetes.io/os` from
+ * cloudprovider.DefaultArch/DefaultOS (amd64, linux), `node.kubernetes.io/instance-type`,
+ * `topology.kubernetes.io/region` and `zone`), and the beta aliases the kubelet still sets
+ * (kubernetes.io/docs/reference/labels-annotations-taints: `beta.kubernetes.io/arch|os|instance-type`,
+ * `failure-domain.beta.kubernetes.io/region|zone`). An Arm family is arm64, as its kubelet says.
+ * The node's hostname is left out: no pod can name a node still to be bought.
+ */
+export function wellKnownLabels(site: TemplateSite): Record<string, string> {
+  const arch = ARM_FAMILIES.test(site.instanceType) ? 'arm64' : 'amd64';
+  return {
+    'kubernetes.io/arch': arch,
+    'beta.kubernetes.io/arch': arch,
+    'kubernetes.io/os': 'linux',
+    'beta.kubernetes.io/os': 'linux',
+    'node.kubernetes.io/instance-type': site.instanceType,
+    'beta.kubernetes.io/instance-type': site.instanceType,
+    ...(site.regionId
+      ? {
+          'topology.kubernetes.io/region': site.regionId,
+          'failure-domain.beta.kubernetes.io/region': site.regionId,
+        }
+      : {}),
+    ...(site.zoneId
+      ? { 'topology.kubernetes.io/zone': site.zoneId, 'failure-domain.beta.kubernetes.io/zone': site.zoneId }
+      : {}),
+  };
+}
+
+/**
+ * The GPU labels NVIDIA's GPU feature discovery puts on a node, from what DescribeInstanceTypes
+ * says of the type (NVIDIA/k8s-device-plugin gpu-feature-discovery, internal/lm/resource.go:
+ * `nvidia.com/gpu.product` is the GPU's name with spaces as `-`, `nvidia.com/gpu.count`, and
+ * `nvidia.com/gpu.memory` in MiB). ECS's `GPUSpec` (`NVIDIA A10`) is the catalogue's name, not
+ * always the one the driver reports (a T4 says `Tesla T4`), so a member of the pool, when there is
+ * one, says better and wins; so do the pool's own labels.
+ */
+export function gpuLabels(gpuAmount: number, gpuSpec: string, gpuMemoryGiB: number): Record<string, string> {
+  if (gpuAmount <= 0) return {};
+  return {
+    ...(gpuSpec.trim() ? { 'nvidia.com/gpu.product': gpuSpec.trim().replace(/\s+/g, '-') } : {}),
+    'nvidia.com/gpu.count': String(gpuAmount),
+    ...(gpuMemoryGiB > 0 ? { 'nvidia.com/gpu.memory': String(Math.round(gpuMemoryGiB * 1024)) } : {}),
+  };
+}

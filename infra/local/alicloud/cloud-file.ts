@@ -52,6 +52,9 @@ const Pool = z
     /** ACK managed auto repair (GPU fault isolation) on for this pool. */
     autoRepair: z.boolean().default(false),
     chargeType: z.enum(['PostPaid', 'PrePaid']).default('PostPaid'),
+    /** `scaling_group.spot_strategy` and `spot_price_limit` (per type): ACK's spot node pools. */
+    spotStrategy: z.enum(['NoSpot', 'SpotWithPriceLimit', 'SpotAsPriceGo']).default('NoSpot'),
+    spotPriceLimit: z.record(z.string(), z.number().positive()).default({}),
     labels: Labels.default({}),
     taints: z.array(Taint).default([]),
   })
@@ -84,6 +87,14 @@ export const CloudFileSchema = z
     instanceTypes: z.array(InstanceType).default([]),
     pools: z.array(Pool).default([]),
     faults: z.array(Fault).default([]),
+    /**
+     * How many more instances of each type the zone can supply (absent: no limit). A node pool's
+     * scale-out takes its instance types in order and falls back to the next when one is sold out;
+     * when none has stock the task fails `OperationDenied.NoStock` (cloud.ts `grow`).
+     */
+    stock: z.record(z.string(), z.number().int().nonnegative()).default({}),
+    /** The current spot price per hour of each type (DescribeSpotPriceHistory); absent: no spot offer. */
+    spotPrices: z.record(z.string(), z.number().positive()).default({}),
   })
   .strict()
   .superRefine((c, ctx) => {

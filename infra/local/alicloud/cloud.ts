@@ -346,6 +346,32 @@ export class AliCloud {
     this.emit({ type: 'running', instance: inst, pool: inst.poolId ? this.pools.get(inst.poolId) : undefined });
   }
 
+  /**
+   * The instance type of each of `count` new instances of the pool, or undefined when the zone's
+   * stock cannot supply them all. The scaling group takes its instance types in their order of
+   * priority and, when one cannot be created, the next (Auto Scaling CreateScalingConfiguration,
+   * `InstanceTypes`: "up to 10 instance types ... sorted in descending order of priority ... If Auto
+   * Scaling cannot create instances by using the instance type of the highest priority, Auto Scaling
+   * uses the instance type of the next highest priority").
+   */
+  /** The zone's spot price per hour for the type (cloud file `spotPrices`), undefined when it offers none. */
+  spotPrice(type: string): number | undefined {
+    return this.file.spotPrices?.[type];
+  }
+
+  private typesFor(pool: SimPool, count: number): string[] | undefined {
+    const left = new Map(Object.entries(this.file.stock ?? {}));
+    const out: string[] = [];
+    for (let i = 0; i < count; i++) {
+      const type = pool.spec.instanceTypes.find((t) => !left.has(t) || left.get(t)! > 0);
+      if (type === undefined) return undefined;
+      if (left.has(type)) left.set(type, left.get(type)! - 1);
+      out.push(type);
+    }
+    for (const [t, n] of left) if (this.file.stock[t] !== undefined) this.file.stock[t] = n;
+    return out;
+  }
+
   private grow(pool: SimPool, count: number, action: string): SimTask {
     const created = Array.from({ length: count }, () => this.newInstance(pool.spec.id));
     const task = this.newTask(
@@ -353,19 +379,22 @@ export class AliCloud {
       pool.spec.id,
       created.map((i) => i.id),
     );
-    const fail = this.failsNext(action);
+    const injected = this.failsNext(action);
+    const types = injected ? undefined : this.typesFor(pool, count);
+    types?.forEach((t, i) => (created[i]!.instanceType = t));
     this.clock.setTimer(this.bootMs, () => {
       task.updatedMs = this.clock.now();
-      if (fail) {
-        const type = created[0]?.instanceType ?? pool.spec.instanceTypes[0]!;
+      if (!types) {
         for (const i of created) this.instances.delete(i.id);
         pool.desired = this.members(pool.spec.id).length;
         task.state = 'failed';
+        // ECS's answer when the zone has none of the type left (RunInstances error codes, 403).
         task.error = {
           code: 'OperationDenied.NoStock',
           message:
             `The requested resource is sold out in the specified zone; try other types of resources or other ` +
-            `regions and zones (${type}, ${this.zoneId}; injected).`,
+            `regions and zones (${pool.spec.instanceTypes.join(', ')}, ${this.zoneId}` +
+            `${injected ? '; injected' : ''}).`,
         };
         return;
       }

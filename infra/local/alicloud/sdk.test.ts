@@ -141,6 +141,12 @@ describe('Alibaba Cloud simulator with the generated CS and ECS SDKs', () => {
       new DescribeInstanceTypesRequest!({ instanceTypes: ['ecs.gn6i-c4g1.xlarge'] }),
     );
     expect(one.body.instanceTypes.instanceType.map((t: Loose) => t.instanceTypeId)).toEqual(['ecs.gn6i-c4g1.xlarge']);
+    // At most 10 InstanceTypes a call (the ECS API reference): the 11th is refused, not ignored.
+    const eleven = Array.from({ length: 11 }, (_, i) => `ecs.gn6i-c${i}g1.xlarge`);
+    const tooMany = await failure(
+      ecs.describeInstanceTypes!(new DescribeInstanceTypesRequest!({ instanceTypes: eleven })),
+    );
+    expect(tooMany).toMatchObject({ code: 'InvalidParameter', statusCode: 400 });
 
     const price = await ecs.describePrice!(
       new DescribePriceRequest!({

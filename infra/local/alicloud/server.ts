@@ -15,6 +15,8 @@ import { verify } from './signature.ts';
 const CS = '2015-12-15';
 const ECS = '2014-05-26';
 const MAX_BODY = 1024 * 1024;
+/** DescribeInstanceTypes: at most this many `InstanceTypes` in one call (ECS API reference). */
+export const MAX_DESCRIBED_TYPES = 10;
 
 type Json = Record<string, unknown>;
 
@@ -143,6 +145,11 @@ function poolView(cloud: AliCloud, pool: SimPool): Json {
       scaling_group_id: `asg-${s.id}`,
       vswitch_ids: [`vsw-${cloud.zoneId}`],
       multi_az_policy: 'PRIORITY',
+      spot_strategy: s.spotStrategy,
+      spot_price_limit: Object.entries(s.spotPriceLimit).map(([t, price]) => ({
+        instance_type: t,
+        price_limit: price,
+      })),
     },
     kubernetes_config: {
       labels: Object.entries(s.labels).map(([key, value]) => ({ key, value })),
@@ -328,6 +335,16 @@ function serveEcs(cloud: AliCloud, call: Call, requestId: string): Json {
   switch (call.action) {
     case 'DescribeInstanceTypes': {
       const wanted = listParam(p, 'InstanceTypes');
+      // "The instance types. You can specify up to 10 instance types." (ECS DescribeInstanceTypes API
+      // reference, and the SDKs' DescribeInstanceTypesRequest). The code for more is not published:
+      // ECS's generic 400 for a parameter out of its range is answered.
+      if (wanted.length > MAX_DESCRIBED_TYPES)
+        throw new CloudError(
+          400,
+          'InvalidParameter',
+          `The specified parameter InstanceTypes is not valid: at most ${MAX_DESCRIBED_TYPES} instance types ` +
+            `(got ${wanted.length}).`,
+        );
       const family = p.get('InstanceTypeFamily');
       const all = [...cloud.types.values()].filter(
         (t) => (wanted.length === 0 || wanted.includes(t.id)) && (!family || t.family === family),
@@ -372,6 +389,44 @@ function serveEcs(cloud: AliCloud, call: Call, requestId: string): Json {
         PriceInfo: {
           Price: { OriginalPrice: price, DiscountPrice: 0, TradePrice: price, Currency: 'CNY' },
           Rules: { Rule: [] },
+        },
+      };
+    }
+    case 'DescribeSpotPriceHistory': {
+      // ECS DescribeSpotPriceHistory: RegionId, NetworkType (classic | vpc) and InstanceType are
+      // required; the answer lists SpotPrices.SpotPriceType[] per zone with its Timestamp.
+      required(p, 'RegionId');
+      const network = required(p, 'NetworkType');
+      if (network !== 'vpc' && network !== 'classic')
+        throw new CloudError(400, 'InvalidNetworkType.ValueNotSupported', `NetworkType ${network} is not supported`);
+      const typeId = required(p, 'InstanceType');
+      if (!cloud.types.get(typeId))
+        throw new CloudError(
+          400,
+          'InvalidInstanceType.NotFound',
+          `The specified InstanceType does not exist: ${typeId}`,
+        );
+      const spot = cloud.spotPrice(typeId);
+      const origin = cloud.types.get(typeId)!.pricePerHour;
+      return {
+        RequestId: requestId,
+        NextOffset: 0,
+        Currency: 'CNY',
+        SpotPrices: {
+          SpotPriceType:
+            spot === undefined
+              ? []
+              : [
+                  {
+                    ZoneId: cloud.zoneId,
+                    InstanceType: typeId,
+                    IoOptimized: 'optimized',
+                    NetworkType: network,
+                    Timestamp: new Date(cloud.clock.now()).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+                    SpotPrice: spot,
+                    OriginPrice: origin,
+                  },
+                ],
         },
       };
     }

@@ -22,6 +22,10 @@ import {
   UNHEALTHY_GPU_PREFIX,
 } from './gpushare.ts';
 import {
+  SCHEDULING_GATED,
+  SCHEDULING_GATED_MESSAGE,
+  scheduledReason,
+  schedulingGated,
   cardRoomOf,
   freeOn,
   matchesNodeAffinity,
@@ -60,6 +64,8 @@ const MAX_TIME_MS = Date.UTC(9999, 11, 31, 23, 59, 59);
 export class Lifecycle {
   private epoch = 0;
   private readonly pending = new Set<string>();
+  /** Gated pods whose PodScheduled condition does not say SchedulingGated yet (scheduler.ts). */
+  private readonly gatedToMark = new Set<string>();
   private readonly tried = new Map<string, number>();
   private readonly terminating = new Map<string, number>();
   private readonly replaced = new Set<string>();
@@ -367,6 +373,14 @@ export class Lifecycle {
   }
 
   private schedule(): void {
+    // Gated pods are never tried; their condition says why (scheduler.ts schedulingGated).
+    for (const key of this.gatedToMark) {
+      this.gatedToMark.delete(key);
+      const [ns, name] = key.split('/') as [string, string];
+      const pod = this.store.pod(ns, name);
+      if (pod && schedulingGated(pod) && !pod.spec.nodeName && scheduledReason(pod) !== SCHEDULING_GATED)
+        this.store.put('pods', { ...pod, status: pendingStatus(pod, SCHEDULING_GATED, SCHEDULING_GATED_MESSAGE) });
+    }
     // Every waiting pod was tried at this capacity epoch and none came since: nothing can bind.
     if (this.dirtyShapes.size === 0) return;
     const keys = [...this.dirtyShapes].flatMap((shape) => [...(this.byShape.get(shape) ?? [])]);
@@ -532,12 +546,16 @@ export class Lifecycle {
       const key = `${pod.metadata.namespace}/${pod.metadata.name}`;
       // Only pods asking for the default scheduler are ours; others wait for their own binder.
       const ours = (pod.spec.schedulerName ?? 'default-scheduler') === 'default-scheduler';
-      const waiting =
+      const unbound =
         e.type !== 'DELETED' &&
         ours &&
         !pod.spec.nodeName &&
         !pod.metadata.deletionTimestamp &&
         pod.status?.phase === 'Pending';
+      // A gated pod waits outside the queue until its last gate is removed (scheduler.ts).
+      const gated = unbound && schedulingGated(pod);
+      const waiting = unbound && !gated;
+      if (gated && scheduledReason(pod) !== SCHEDULING_GATED) this.gatedToMark.add(key);
       const annotation = pod.metadata.annotations?.[COMPLETE_AFTER];
       const seconds = annotation === undefined || annotation === '' ? Number.NaN : Number(annotation);
       if (e.type === 'DELETED' || pod.status?.phase !== 'Running') this.completing.delete(key);

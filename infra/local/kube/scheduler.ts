@@ -188,3 +188,25 @@ export function pickNode(
   const parts = [...reasons.entries()].map(([r, n]) => `${n} ${r}`).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
   return { reason: `0/${byName.length} nodes are available: ${parts.join(', ')}.` };
 }
+
+/**
+ * Pod scheduling readiness (kubernetes.io/docs/concepts/scheduling-eviction/pod-scheduling-readiness;
+ * kube-scheduler's SchedulingGates PreEnqueue plugin, pkg/scheduler/framework/plugins/schedulinggates):
+ * a pod with any entry in `spec.schedulingGates` is not tried at all until every gate is removed
+ * (gates may only be removed after creation, never added). Meanwhile its `PodScheduled` condition is
+ * `False` with reason `SchedulingGated` (pkg/apis/core/types.go `PodReasonSchedulingGated`), not
+ * `Unschedulable`: nothing was found wanting, nothing was tried.
+ */
+export const SCHEDULING_GATED = 'SchedulingGated';
+export const SCHEDULING_GATED_MESSAGE = 'Scheduling is blocked due to non-empty scheduling gates';
+
+/** Does the pod carry a scheduling gate? */
+export function schedulingGated(pod: Pod): boolean {
+  const gates = pod.spec.schedulingGates;
+  return Array.isArray(gates) && gates.length > 0;
+}
+
+/** The reason of the pod's `PodScheduled` condition, when it has one. */
+export function scheduledReason(pod: Pod): string | undefined {
+  return pod.status?.conditions?.find((c) => c.type === 'PodScheduled')?.reason;
+}
