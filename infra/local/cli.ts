@@ -139,7 +139,15 @@ async function runScenario(
  * Nothing has touched the cluster yet: the refusal leaves it exactly as it was.
  */
 async function checkClusterToWrite(kubeconfig: string, writeToReal: boolean): Promise<boolean> {
-  const id = await identifyCluster(kubeconfig);
+  let id;
+  try {
+    id = await identifyCluster(kubeconfig);
+  } catch (err) {
+    // A file that is there but is no kubeconfig: the user's input, said in one line (exit 1).
+    throw new InputError(`--kubeconfig ${kubeconfig}: ${err instanceof Error ? err.message : String(err)}`, {
+      cause: err,
+    });
+  }
   if (id.simulated || writeToReal) return id.simulated;
   throw new UsageError(
     `--kubeconfig ${kubeconfig}: refusing to act on ${id.server || 'its cluster'}: it is not gpu-reflex's ` +

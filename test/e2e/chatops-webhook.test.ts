@@ -126,7 +126,7 @@ describe('chatops webhook on the local bus', () => {
     );
     expect(cordoned('gpu-2')).toBe(true);
     expect((await post(signed('U-VIEW', 'quota plan'))).json.text).toBe(
-      'rewrite-quotas would change 1 quota value(s):\nml: requests.nvidia.com/gpu unset → 4',
+      'rewrite-quotas would change 1 quota value(s):\nml: requests.nvidia.com/gpu unset → 8',
     );
     expect((await post(signed('U-VIEW', 'mig plan'))).json.text).toBe(
       'no GPU to relay\npending MIG pods that can run: 0 now, 0 after 0 GPU changes',

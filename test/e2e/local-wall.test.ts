@@ -2,6 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { InputError } from '../../events/cli-kit/command.ts';
 import { validateEvent } from '../../events/validate.ts';
 import { makeLocalCommand } from '../../infra/local/cli.ts';
 import type { StackReport } from '../../infra/local/report.ts';
@@ -50,18 +51,17 @@ expect:
 });
 
 describe('gpu-reflex local, start-up failures', () => {
-  it('exits 1 with one message naming what failed, e.g. a kubeconfig that does not load', async () => {
-    // A missing file is refused before the stack starts (test/contract/cli-errors.test.ts); this
-    // one exists but is not a kubeconfig, so the stack's own start-up reports it.
+  it("refuses a kubeconfig that does not load as the user's input, naming the file and the cause", async () => {
+    // A missing file is refused by its reader (test/contract/cli-errors.test.ts); this one exists
+    // but is not a kubeconfig: it is refused before anything starts, as the user's input (exit 1,
+    // bin/errors.ts), when the command asks the cluster whether it is the simulated one.
     const broken = join(dir, 'broken.kubeconfig');
     writeFileSync(broken, 'clusters: [\n');
-    const err: string[] = [];
-    const code = await makeLocalCommand().run(['--kubeconfig', broken, '--duration', '1'], {
+    const run = makeLocalCommand().run(['--kubeconfig', broken, '--duration', '1'], {
       out: () => undefined,
-      err: (l) => err.push(l),
+      err: () => undefined,
     });
-    expect(code).toBe(1);
-    expect(err).toHaveLength(1);
-    expect(err[0]).toMatch(/could not start the stack: kube access: cannot load kubeconfigPath .*broken\.kubeconfig/);
+    await expect(run).rejects.toThrow(InputError);
+    await expect(run).rejects.toThrow(/--kubeconfig .*broken\.kubeconfig: kube access: cannot load kubeconfigPath/);
   });
 });
