@@ -7,7 +7,7 @@ import { manualClock } from '../adapters/clock.ts';
 import { fakeKube } from '../adapters/kube/fake.ts';
 import { AutoscalePolicySchema } from '../lib/pool-policy.ts';
 import { autoscalePools } from './run.ts';
-import { simDeps } from './testing.ts';
+import { simDeps } from '../../test/support/autoscale-sim-deps.ts';
 
 /**
  * Spot pools are priced from DescribeSpotPriceHistory (capped by the pool's spot_price_limit),

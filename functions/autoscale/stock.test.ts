@@ -7,7 +7,7 @@ import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { AutoscalePolicySchema } from '../lib/pool-policy.ts';
 import { autoscalePools, NODEPOOL_LABEL, type AutoscaleDeps } from './run.ts';
-import { simDeps } from './testing.ts';
+import { simDeps } from '../../test/support/autoscale-sim-deps.ts';
 
 /**
  * Multi-type pools and stock-outs through the real SDK against the simulated region, whose scaling
