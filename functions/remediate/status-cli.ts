@@ -11,7 +11,7 @@ import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { NodeOps, StateStore } from '../adapters/kube/ports.ts';
 import type { ApprovalRecord } from '../lib/approvals.ts';
 import { STATE_LABEL } from '../lib/node-state.ts';
-import { parseNodeState, type Incident } from './core/state.ts';
+import { isOpen, parseNodeState, type Incident } from './core/state.ts';
 
 const HELP = [
   'Usage: gpu-reflex status --kubeconfig FILE [--namespace NS] [--json]',
@@ -80,7 +80,8 @@ export function heldNodes(nodes: readonly NodeInfo[], approvals: readonly Approv
   for (const n of [...nodes].sort((a, b) => a.name.localeCompare(b.name))) {
     const s = parseNodeState(n.annotations, n.labels, n.taints, { unschedulable: n.unschedulable });
     const incidents = s.incidents
-      .filter((i) => !i.closedAt && i.phase !== 'closed' && i.phase !== 'observing')
+      // An observed fault holds nothing: only incidents that took GPUs or the node out, or wait to.
+      .filter((i) => isOpen(i) && !i.closedAt && i.phase !== 'observing')
       .map((i): HeldIncident => ({
         ...((i.qid ?? i.gpu) ? { gpu: i.qid ?? i.gpu } : {}),
         why: why(i),
