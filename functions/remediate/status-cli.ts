@@ -5,7 +5,7 @@
  * `approvals list` and chat's `approve ID` read. Reads only: no write goes through these ports.
  */
 import { parseArgs } from 'node:util';
-import { UsageError, type CliIo, type Command } from '../../events/cli-kit/command.ts';
+import { untilSignal, UsageError, type CliIo, type Command } from '../../events/cli-kit/command.ts';
 import { readInputText } from '../../events/cli-kit/input.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { NodeOps, StateStore } from '../adapters/kube/ports.ts';
@@ -14,7 +14,7 @@ import { STATE_LABEL } from '../lib/node-state.ts';
 import { isOpen, parseNodeState, type Incident } from './core/state.ts';
 
 const HELP = [
-  'Usage: gpu-reflex status --kubeconfig FILE [--namespace NS] [--json]',
+  'Usage: gpu-reflex status --kubeconfig FILE [--namespace NS] [--json] [--watch SECONDS]',
   '',
   'Shows every node gpu-reflex holds: its state (the gpu-reflex.io/state label), the GPU(s)',
   'concerned, why, since when, the next step, the approvals waiting for a person with their IDs',
@@ -26,6 +26,8 @@ const HELP = [
   '  --namespace NS     where the approval store lives (ConfigMap gpu-reflex-state-approvals;',
   '                     default gpu-reflex)',
   '  --json             one JSON array: per node its state, incidents, fences and open approvals',
+  '  --watch SECONDS    read again every SECONDS (1-3600) until Ctrl-C, each read under a line',
+  '                     with its time; a failed read is said and the next one tried',
 ].join('\n');
 
 export interface HeldIncident {
@@ -160,27 +162,64 @@ export function statusTable(held: readonly HeldNode[]): string[] {
   return [line(COLUMNS), ...rows.map(line)];
 }
 
-export const statusCommand: Command = {
-  path: ['status'],
-  summary: 'show every node gpu-reflex holds: state, GPU, why, since when, fences, approvals waiting (reads only)',
-  help: HELP,
-  async run(args: string[], io: CliIo): Promise<number> {
-    const { values, positionals } = parseArgs({
-      args,
-      options: { kubeconfig: { type: 'string' }, namespace: { type: 'string' }, json: { type: 'boolean' } },
-      allowPositionals: true,
-      strict: true,
-    });
-    if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
-    if (!values.kubeconfig) throw new UsageError('--kubeconfig FILE is required: status reads the cluster');
-    await readInputText(values.kubeconfig, '--kubeconfig', io);
-    const { kubePorts, loadKubeConfig } = await import('../adapters/kube/client.ts');
-    const ports = kubePorts(loadKubeConfig({ kubeconfigPath: values.kubeconfig }), {
-      namespace: values.namespace ?? 'gpu-reflex',
-    });
-    const held = await readHeldNodes(ports);
-    if (values.json) io.out(JSON.stringify(held, null, 2));
-    else for (const l of statusTable(held)) io.out(l);
-    return 0;
-  },
+/** Waits `ms` between --watch reads; resolves false when the command should stop (Ctrl-C). */
+export type WatchWait = (ms: number) => Promise<boolean>;
+
+const waitOrSignal: WatchWait = (ms) => {
+  let timer: NodeJS.Timeout | undefined;
+  return Promise.race([
+    new Promise<boolean>((resolve) => (timer = setTimeout(() => resolve(true), ms))),
+    untilSignal().then(() => false),
+  ]).finally(() => clearTimeout(timer));
 };
+
+export function createStatusCommand(wait: WatchWait = waitOrSignal, now: () => Date = () => new Date()): Command {
+  return {
+    path: ['status'],
+    summary: 'show every node gpu-reflex holds: state, GPU, why, since when, fences, approvals waiting (reads only)',
+    help: HELP,
+    async run(args: string[], io: CliIo): Promise<number> {
+      const { values, positionals } = parseArgs({
+        args,
+        options: {
+          kubeconfig: { type: 'string' },
+          namespace: { type: 'string' },
+          json: { type: 'boolean' },
+          watch: { type: 'string' },
+        },
+        allowPositionals: true,
+        strict: true,
+      });
+      if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
+      if (!values.kubeconfig) throw new UsageError('--kubeconfig FILE is required: status reads the cluster');
+      const every = values.watch === undefined ? undefined : Number(values.watch);
+      if (every !== undefined && !(Number.isInteger(every) && every >= 1 && every <= 3600))
+        throw new UsageError(`--watch takes whole seconds from 1 to 3600, not ${JSON.stringify(values.watch)}`);
+      await readInputText(values.kubeconfig, '--kubeconfig', io);
+      const { kubePorts, loadKubeConfig } = await import('../adapters/kube/client.ts');
+      const ports = kubePorts(loadKubeConfig({ kubeconfigPath: values.kubeconfig }), {
+        namespace: values.namespace ?? 'gpu-reflex',
+      });
+      const show = (held: HeldNode[]) => {
+        if (values.json) io.out(JSON.stringify(held, null, 2));
+        else for (const l of statusTable(held)) io.out(l);
+      };
+      if (every === undefined) {
+        show(await readHeldNodes(ports));
+        return 0;
+      }
+      do {
+        io.out(`--- ${now().toISOString()}`);
+        try {
+          show(await readHeldNodes(ports));
+        } catch (err) {
+          // One failed read (the API server restarting) does not end a watch: the next read may work.
+          io.err(`status: this read failed (${err instanceof Error ? err.message : String(err)}); trying again`);
+        }
+      } while (await wait(every * 1000));
+      return 0;
+    },
+  };
+}
+
+export const statusCommand: Command = createStatusCommand();

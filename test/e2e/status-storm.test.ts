@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { commands } from '../../bin/main.ts';
-import type { HeldNode } from '../../functions/remediate/status-cli.ts';
+import { createStatusCommand, type HeldNode } from '../../functions/remediate/status-cli.ts';
 import { simulateScenario } from './scenario-run.ts';
 
 /**
@@ -55,6 +55,23 @@ describe('gpu-reflex status, storm scenario', () => {
       expect(table[0]).toMatch(/^NODE\s+STATE\s+GPU\s+WHY\s+SINCE\s+FENCE\s+APPROVAL\s+NEXT$/);
       for (const id of aprIds) expect(table.join('\n')).toContain(id);
       for (const n of ['t4-0', 't4-1', 't4-2']) expect(table.some((l) => l.startsWith(n))).toBe(true);
+
+      // --watch: reads again after each wait until the wait says stop; the injected wait never sleeps.
+      const waits: number[] = [];
+      const watched: string[] = [];
+      const watch = createStatusCommand(
+        async (ms) => waits.push(ms) < 2,
+        () => new Date('2026-01-01T00:10:00.000Z'),
+      );
+      expect(
+        await watch.run(['--kubeconfig', kubeconfig, '--watch', '5'], {
+          out: (l) => void watched.push(l),
+          err: () => {},
+        }),
+      ).toBe(0);
+      expect(waits).toEqual([5000, 5000]);
+      expect(watched.filter((l) => l === '--- 2026-01-01T00:10:00.000Z')).toHaveLength(2);
+      for (const id of aprIds) expect(watched.filter((l) => l.includes(id))).toHaveLength(2);
 
       expect(sim.store.resourceVersion).toBe(rvBefore);
       expect(objects()).toEqual(before);
