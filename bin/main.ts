@@ -104,6 +104,11 @@ export const commands: Entry[] = [
     load: async () => (await import('../functions/remediate/approve-cli.ts')).approvalsListCommand,
   },
   {
+    path: ['status'],
+    summary: 'show every node gpu-reflex holds: state, GPU, why, since when, fences, approvals waiting (reads only)',
+    load: async () => (await import('../functions/remediate/status-cli.ts')).statusCommand,
+  },
+  {
     path: ['mig', 'validate'],
     summary: "check one GPU's MIG layout against its model: valid (and where each instance sits) or why not",
     load: async () => (await import('../functions/mig/cli.ts')).migValidateCommand,
