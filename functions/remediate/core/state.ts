@@ -13,8 +13,11 @@
 import * as z from 'zod';
 import { GPU_RECOVERY_ACTIONS, HEALTH_CONDITIONS, REMEDIATION_ACTIONS, Timestamp } from '../../../events/index.ts';
 import { FENCE_BACKENDS } from './policy.ts';
-import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../../lib/node-state.ts';
+import { DEFAULT_TAINT_KEY, QUARANTINED_GPUS_ANNOTATION, STATE_LABEL } from '../../lib/node-state.ts';
 import type { Taint } from '../../adapters/kube/model.ts';
+
+// The key is the kernel's: quota reads it too (capacity a fence takes out), and neither imports the other.
+export { QUARANTINED_GPUS_ANNOTATION };
 
 /** The one Taint type: the Kubernetes ports' (adapters/kube/model.ts). */
 export type { Taint };
@@ -58,7 +61,6 @@ const FenceStateSchema = z.object({
 export type FenceState = z.infer<typeof FenceStateSchema>;
 
 export const HISTORY_ANNOTATION = 'gpu-reflex.io/history';
-export const QUARANTINED_GPUS_ANNOTATION = 'gpu-reflex.io/quarantined-gpus';
 export const REPAIRED_AT_ANNOTATION = 'gpu-reflex.io/repaired-at';
 
 export const NODE_PHASES = ['healthy', 'quarantined', 'draining', 'awaiting-repair', 'awaiting-approval'] as const;
