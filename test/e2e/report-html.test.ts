@@ -41,7 +41,7 @@ describe('the HTML report of the default scenario', () => {
 
   it(
     'opens in headless Chromium: its DOM has one lane per node, the verdict and the faults',
-    chromium.options,
+    { ...chromium.options, timeout: 150_000 },
     () => {
       const r = spawnSync(CHROMIUM!, [...FLAGS, '--dump-dom', `file://${page}`], {
         encoding: 'utf8',
@@ -56,26 +56,20 @@ describe('the HTML report of the default scenario', () => {
       expect(a100).toMatch(/data-kind="fault"[^>]*title="[^"]*XID 79/);
       expect(a100).toMatch(/data-state="draining"/);
     },
-    150_000,
   );
 
-  it(
-    'renders to a screenshot of the asked size that is not blank',
-    chromium.options,
-    () => {
-      const png = join(dir, 'default.png');
-      const r = spawnSync(CHROMIUM!, [...FLAGS, '--window-size=1400,560', `--screenshot=${png}`, `file://${page}`], {
-        encoding: 'utf8',
-        timeout: 120_000,
-      });
-      expect(r.status, r.stderr).toBe(0);
-      const bytes = readFileSync(png);
-      expect(bytes.subarray(1, 4).toString('latin1')).toBe('PNG');
-      // IHDR: width and height, big-endian, at bytes 16 and 20 (PNG specification, 11.2.2).
-      expect([bytes.readUInt32BE(16), bytes.readUInt32BE(20)]).toEqual([1400, 560]);
-      // A blank page compresses to a few kilobytes; ten lanes of text and colour do not.
-      expect(statSync(png).size).toBeGreaterThan(20_000);
-    },
-    150_000,
-  );
+  it('renders to a screenshot of the asked size that is not blank', { ...chromium.options, timeout: 150_000 }, () => {
+    const png = join(dir, 'default.png');
+    const r = spawnSync(CHROMIUM!, [...FLAGS, '--window-size=1400,560', `--screenshot=${png}`, `file://${page}`], {
+      encoding: 'utf8',
+      timeout: 120_000,
+    });
+    expect(r.status, r.stderr).toBe(0);
+    const bytes = readFileSync(png);
+    expect(bytes.subarray(1, 4).toString('latin1')).toBe('PNG');
+    // IHDR: width and height, big-endian, at bytes 16 and 20 (PNG specification, 11.2.2).
+    expect([bytes.readUInt32BE(16), bytes.readUInt32BE(20)]).toEqual([1400, 560]);
+    // A blank page compresses to a few kilobytes; ten lanes of text and colour do not.
+    expect(statSync(png).size).toBeGreaterThan(20_000);
+  });
 });
