@@ -384,6 +384,13 @@ const rows: Row[] = [
     1,
     /^gpu-reflex events schemas: --out \S+existing-file exists and is not a folder$/,
   ],
+  [
+    // Node's recursive mkdir never returns here (the kernel answers ENOENT under /proc): it hung.
+    'events schemas: --out a folder the kernel will not create (/proc)',
+    () => ['events', 'schemas', '--out', '/proc/gpu-reflex-schemas'],
+    1,
+    /^gpu-reflex events schemas: cannot create --out \/proc\/gpu-reflex-schemas: no such file or directory$/,
+  ],
   ['events validate: a directory', () => ['events', 'validate', f('a-dir')], 1, /a-dir: cannot read: is a directory$/],
   // local and simulate: every input checked before the stack starts.
   [
