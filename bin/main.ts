@@ -74,6 +74,11 @@ export const commands: Entry[] = [
     load: async () => (await import('../infra/local/cli.ts')).simulateCommand,
   },
   {
+    path: ['shadow'],
+    summary: 'replay recorded agent events through the functions against a real cluster, writing nothing',
+    load: async () => (await import('../infra/local/shadow.ts')).shadowCommand,
+  },
+  {
     path: ['pattern', 'test'],
     summary: 'test an EventBridge pattern against an event, like aws events test-event-pattern',
     load: async () => (await import('../events/pattern-cli.ts')).patternTestCommand,

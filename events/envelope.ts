@@ -10,9 +10,13 @@ export const EventEnvelopeSchema = z
     id: z.string().min(1).max(128),
     'detail-type': z.string().min(1).max(128),
     source: z.string().min(1).max(256),
-    account: z.string().regex(/^\d{12}$/, 'expected a 12-digit account id'),
+    // AWS: a 12-digit account id. Alibaba Cloud (issue #35, events/cloudevents.ts): the account's
+    // 16-digit UID, as its EventBridge stamps `aliyunaccountid` on delivery.
+    account: z.string().regex(/^(\d{12}|\d{16})$/, 'expected a 12-digit AWS account id or a 16-digit Alibaba UID'),
     time: z.iso.datetime({ offset: false }),
-    region: z.string().regex(/^[a-z]{2}(-[a-z]+)+-\d$/, 'expected a region like us-east-1'),
+    // AWS: us-east-1; Alibaba Cloud: cn-hangzhou, ap-southeast-1, cn-shanghai-finance-1
+    // (https://www.alibabacloud.com/help/en/cloud-migration-guide-for-beginners/latest/regions-and-zones).
+    region: z.string().regex(/^[a-z]{2}(-[a-z]+)+(-\d)?$/, 'expected a region like us-east-1 or cn-hangzhou'),
     resources: z.array(z.string().max(2048)),
     detail: z.record(z.string(), z.unknown()),
     'replay-name': z.string().optional(),

@@ -5,7 +5,7 @@
  */
 import { constants } from 'node:fs';
 import { access, mkdir, readFile, stat } from 'node:fs/promises';
-import { dirname } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { InputError, type CliIo } from './command.ts';
 import { errnoPhrase } from './phrases.ts';
 
@@ -76,7 +76,14 @@ export async function ensureOutputFolder(path: string, what: string): Promise<vo
   const existing = await stat(path).catch(() => undefined);
   if (existing && !existing.isDirectory()) throw new InputError(`${what} ${path} exists and is not a folder`);
   try {
-    await mkdir(path, { recursive: true });
+    // One folder at a time, not mkdir's `recursive`: Node's recursive mkdir never returns where the
+    // kernel answers ENOENT for a folder under an existing one (/proc/x), and the command hung.
+    const missing: string[] = [];
+    for (let p = resolve(path); !(await stat(p).catch(() => undefined)); p = dirname(p)) {
+      missing.unshift(p);
+      if (dirname(p) === p) break;
+    }
+    for (const folder of missing) await mkdir(folder);
     await access(path, constants.W_OK);
   } catch (err) {
     throw new InputError(`cannot create ${what} ${path}: ${reason(err)}`, { cause: err });

@@ -16,7 +16,7 @@ import type { EventPublisher } from '../adapters/bus.ts';
 import type { Clock } from '../adapters/clock.ts';
 import { dryRunPorts, type DryRunnable } from '../adapters/kube/dry-run.ts';
 import { APPROVAL_KEY_PARAMETER_ENV, sealDecision, type ApprovalKey } from '../lib/approval-seal.ts';
-import { AUTOSCALE_APPROVALS_SHARD, getApproval, MIG_APPROVALS_SHARD } from '../lib/approvals.ts';
+import { AUTOSCALE_APPROVALS_SHARD, getApproval, listApprovals, MIG_APPROVALS_SHARD } from '../lib/approvals.ts';
 import { fnv1a } from '../lib/hash.ts';
 import { STATE_LABEL } from '../lib/node-state.ts';
 import { parseConfigText } from '../lib/yaml-text.ts';
@@ -33,6 +33,7 @@ import { DryRunNotifier, DryRunPublisher } from '../lib/dry-run.ts';
 import type { Logger } from '../lib/logger.ts';
 import type { MigRebalanceConfig } from '../mig/index.ts';
 import type { Policy } from '../remediate/index.ts';
+import { fenceWords, heldNodes, type HeldNode } from '../remediate/index.ts';
 import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
 import {
   CHAT_APPROVALS_SHARD,
@@ -175,16 +176,38 @@ async function status(kube: DryRunnable, node: string | undefined): Promise<stri
       (gpus ? `; ${gpus} GPUs allocatable` : '')
     );
   }
-  const [nodes, pods] = await Promise.all([kube.nodes.list(), kube.pods.list()]);
+  const [nodes, pods, approvals] = await Promise.all([kube.nodes.list(), kube.pods.list(), listApprovals(kube.state)]);
   const byState = new Map<string, number>();
   for (const n of nodes)
     byState.set(n.labels[STATE_LABEL] ?? 'healthy', (byState.get(n.labels[STATE_LABEL] ?? 'healthy') ?? 0) + 1);
   const pending = pods.filter((p) => p.phase === 'Pending' && !p.nodeName && requestsGpu(p)).length;
-  return (
+  const counts =
     `${nodes.length} nodes ` +
     `(${[...byState].map(([s, k]) => `${k} ${s}`).join(', ')}), ${nodes.filter((n) => n.unschedulable).length} ` +
-    `cordoned; ${pending} GPU pod${pending === 1 ? '' : 's'} pending`
-  );
+    `cordoned; ${pending} GPU pod${pending === 1 ? '' : 's'} pending`;
+  return [counts, ...heldLines(heldNodes(nodes, approvals))].join('\n');
+}
+
+/** At most this many held nodes in one chat answer; the rest are counted and `gpu-reflex status` named. */
+export const HELD_IN_CHAT = 10;
+
+/** Each held node in one line of words: state, what and why, the fence, the approval to decide. */
+function heldLines(held: readonly HeldNode[]): string[] {
+  const lines = held.slice(0, HELD_IN_CHAT).map((h) => {
+    const what = h.incidents.map((i) => {
+      const fence = fenceWords(i.fence);
+      return `${i.gpu ?? 'node'} ${i.why} since ${i.since}${fence ? `, fence ${fence}` : ''}`;
+    });
+    const ask = h.approvals.map((a) => `approve ${a.id} (${a.action}, expires ${a.expiresAt})`);
+    return (
+      `• ${h.node}: ${h.state}${h.cordoned ? ', cordoned' : ''}` +
+      (what.length > 0 ? `; ${what.join('; ')}` : '') +
+      (ask.length > 0 ? `; waiting for ${ask.join(' or ')}` : '')
+    );
+  });
+  if (held.length > HELD_IN_CHAT)
+    lines.push(`and ${held.length - HELD_IN_CHAT} more held nodes: gpu-reflex status --kubeconfig F lists all`);
+  return lines;
 }
 
 /** Why `who` may not run `c`, in words; undefined when they may. */

@@ -166,12 +166,32 @@ export async function wireFromEnv<Own extends object = object>(
     ...base,
     kube: dryRunPorts(
       kube,
-      (a) => logger.info('dry run: would', { op: a.op, args: a.args }),
+      (a) => {
+        logger.info('dry run: would', { op: a.op, args: a.args });
+        for (const l of wouldWriteListeners) l({ op: a.op, args: a.args, at: clock.now() });
+      },
       sharedOverlay(kc.getCurrentCluster()?.server ?? '', clock),
     ),
     publisher: new DryRunPublisher(bus, logger, mine.wouldWords),
     notifier: new DryRunNotifier(logger),
   };
+}
+
+/** A write a dry-run wiring refused at its port: the operation, its arguments, and when (its clock's ms). */
+export interface WouldWrite {
+  op: string;
+  args: unknown[];
+  at: number;
+}
+const wouldWriteListeners = new Set<(w: WouldWrite) => void>();
+
+/**
+ * Listens to every Kubernetes write any dry-run wiring of this process refuses (`gpu-reflex shadow`
+ * lists them); returns the function that stops listening.
+ */
+export function onWouldWrite(listener: (w: WouldWrite) => void): () => void {
+  wouldWriteListeners.add(listener);
+  return () => void wouldWriteListeners.delete(listener);
 }
 
 /**

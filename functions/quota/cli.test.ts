@@ -15,7 +15,7 @@ function capture() {
     err,
   };
 }
-const TEAMS = join(REPO_ROOT, 'infra/local/scenarios/quota-teams.yaml');
+const TEAMS = join(REPO_ROOT, 'infra/local/scenarios/fleets/mixed-quota-teams.yaml');
 const MIXED = join(REPO_ROOT, 'infra/local/scenarios/fleets/mixed.yaml');
 const dir = mkdtempSync(join(tmpdir(), 'quota-cli-'));
 let sim: KubeSim | undefined;
@@ -48,7 +48,7 @@ describe('gpu-reflex quota plan', () => {
 
   it('gives two idle teams of equal weight on an empty 16-GPU cluster 8 GPUs each (never stranded)', async () => {
     const { io, out } = capture();
-    const args = ['--config', join(REPO_ROOT, 'infra/local/scenarios/quota-two-teams.yaml')];
+    const args = ['--config', join(REPO_ROOT, 'infra/local/scenarios/fleets/quota-two-teams.yaml')];
     args.push('--fleet', join(REPO_ROOT, 'infra/local/scenarios/fleets/empty-16.yaml'));
     expect(await main(['quota', 'plan', ...args], io, {})).toBe(0);
     expect(out).toContainEqual(expect.stringMatching(/^a\s+team-a\s+nvidia\.com\/gpu\s+0\s+-\s+8\s+new$/));

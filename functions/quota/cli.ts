@@ -96,7 +96,7 @@ export const createQuotaPlanCommand = (readFleet: QuotaFleetReader): Command => 
     '  --json             the plan as JSON (pool, teams, namespaces with changes and reasons, warnings)',
     '',
     'Example:',
-    '  gpu-reflex quota plan --config infra/local/scenarios/quota-teams.yaml --fleet ' +
+    '  gpu-reflex quota plan --config infra/local/scenarios/fleets/mixed-quota-teams.yaml --fleet ' +
       'infra/local/scenarios/fleets/mixed.yaml',
   ].join('\n'),
   async run(args: string[], io: CliIo): Promise<number> {

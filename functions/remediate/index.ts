@@ -34,6 +34,7 @@ export { poolFacts, poolAllowance, checkBlastRadius } from './core/blast-radius.
 export { planSweep, type SweepFacts, type SweepNodeFacts, type SweepPlan } from './core/sweep.ts';
 export { toRemediationDetail, remediationEventId, approvalIdOf, type StepResult } from './core/detail.ts';
 export { OPERATOR_REQUEST } from './core/types.ts';
+export { heldNodes, fenceWords, type HeldNode } from './held.ts';
 export { remediate } from './run.ts';
 export { remediationConfig } from './wiring.ts';
 export type * from './core/types.ts';

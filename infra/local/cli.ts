@@ -9,7 +9,7 @@ import { startStack, type StackResult } from './stack.ts';
 /**
  * `gpu-reflex local` (npm start): the whole pipeline on this machine in real time.
  * `gpu-reflex simulate`: the same scenario on a virtual clock, in seconds.
- * Both print a live timeline and a summary; `--report FILE` writes the JSON report.
+ * Both print a live timeline and a summary; `--report FILE` writes the JSON report (`.html`: a page).
  */
 const LOCAL_HELP =
   `Usage: gpu-reflex local [--scenario FILE] [--follow] [--kubeconfig FILE [--write-to-real-cluster]] ` +
@@ -29,7 +29,9 @@ Options:
                      act on a --kubeconfig cluster that is not the simulated one: the mock GPUs'
                      faults cordon, drain and taint its nodes of the scenario's names, and the
                      scenario's pods are created in it (the node labeler still labels nothing)
-  --report FILE      write the JSON report (events, deliveries, actions, final nodes and pods)
+  --report FILE      write the JSON report (events, deliveries, actions, final nodes and pods);
+                     a FILE ending in .html gets a page instead: one lane per node (its state
+                     over time, faults, fences, drains, approvals; the why on hover)
   --duration S       run S seconds instead of the scenario's durationSeconds
 
 Example:
@@ -47,10 +49,12 @@ scenario's \`expect\` checks fails.
 
 Options:
   --scenario FILE  scenario (YAML or JSON); default: infra/local/scenarios/default.yaml
-  --report FILE    write the JSON report
+  --report FILE    write the JSON report; a FILE ending in .html gets a page instead: one lane
+                   per node (state over time, faults, fences, drains, approvals; the why on hover)
 
 Example:
-  gpu-reflex simulate --report /tmp/default.json`;
+  gpu-reflex simulate --report /tmp/default.json
+  gpu-reflex simulate --report /tmp/default.html`;
 
 export interface LocalCliHooks {
   /** Resolves to end a running stack (tests); default: SIGINT/SIGTERM. */

@@ -78,9 +78,15 @@ export class ClusterObserver {
       if (!after.has(t)) this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `node ${name} untainted ${t}` });
     const labels = n.metadata.labels ?? {};
     const old = prev.metadata.labels ?? {};
-    for (const [k, v] of Object.entries(labels))
-      if (k.startsWith('gpu-reflex.io/') && old[k] !== v)
-        this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `node ${name} labelled ${k}=${v}` });
+    // One line per node update, however many of our labels it set: a first labelling sets six.
+    const set = Object.entries(labels).filter(([k, v]) => k.startsWith('gpu-reflex.io/') && old[k] !== v);
+    if (set.length > 0)
+      this.emit({
+        who: 'cluster',
+        kind: 'cluster',
+        what: '',
+        text: `node ${name} labelled ${set.map(([k, v]) => `${k}=${v}`).join(', ')}`,
+      });
     // GPU devices the device plugin reports (a fenced GPU leaving, returning): what the scheduler counts.
     const alloc = (n.status?.allocatable ?? {}) as Record<string, string>;
     const was = (prev.status?.allocatable ?? {}) as Record<string, string>;

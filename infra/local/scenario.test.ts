@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { DEFAULT_SCENARIO_PATH, loadScenario, parseDuration, parseScenario, ScenarioError } from './scenario.ts';
 
 const FLEET = `
@@ -149,4 +151,12 @@ fleet:
   it('says when the file cannot be read', () => {
     expect(() => loadScenario('/nonexistent/scenario.yaml')).toThrow(ScenarioError);
   });
+});
+
+describe('the scenarios folder', () => {
+  // Every YAML file at its top is a scenario (`gpu-reflex simulate --scenario` takes it); fleets and
+  // their team files live in fleets/ (issue #31: a quota team file sat here and failed to load).
+  const dir = new URL('./scenarios/', import.meta.url).pathname;
+  const files = readdirSync(dir).filter((f) => /\.ya?ml$/.test(f));
+  it.each(files)('%s loads as a scenario', (f) => expect(() => loadScenario(join(dir, f))).not.toThrow());
 });

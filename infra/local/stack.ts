@@ -33,7 +33,8 @@ import { fenceFilePath, replaceUnhealthyDevices } from './ack-fence-file.ts';
 import { remediationConfig } from '../../functions/remediate/wiring.ts';
 import { fenceBackendOf, poolOf } from '../../functions/remediate/core/policy.ts';
 import { labelNothingConfigText } from './cluster-identity.ts';
-import { formatSummary, kubeconfigText, runningText, type TimelineEntry } from './timeline.ts';
+import { reportHtml } from './report-html.ts';
+import { formatSummary, kubeconfigText, runningText, verdictLine, type TimelineEntry } from './timeline.ts';
 import { functionEnv, gapNotice, LOCAL_BUS_NAME, REPO_ROOT, withEnv } from './stack-env.ts';
 import { startStackCloud } from './stack-cloud.ts';
 import { StackPodResources } from './pod-resources/index.ts';
@@ -847,9 +848,14 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           summary,
         };
         if (o.reportPath) {
-          writeFileSync(o.reportPath, JSON.stringify(report, null, 2));
+          // `.html`: the page a person looks at (report-html.ts); anything else: the JSON report.
+          writeFileSync(
+            o.reportPath,
+            /\.html?$/i.test(o.reportPath) ? reportHtml(report) : JSON.stringify(report, null, 2),
+          );
           progress(`report written to ${o.reportPath}`);
         }
+        o.out(verdictLine(summary));
         const failedChecks = (summary.expectations ?? []).filter((x) => !x.ok).length;
         return { report, sim, exitCode: failedChecks > 0 ? 1 : 0 };
       } finally {

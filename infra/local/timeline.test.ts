@@ -11,6 +11,7 @@ import {
   LINE_WIDTH,
   runningText,
   wrapWords,
+  verdictLine,
   type Summary,
 } from './timeline.ts';
 
@@ -407,5 +408,45 @@ describe('timeline lines', () => {
       'dead letters:      0',
     ])
       expect(text).toContain(part);
+  });
+});
+
+describe('what a person needs on screen (issue #31)', () => {
+  it('puts the approval ID and how to decide it on the line of an Approval Requested', () => {
+    const ev = example('approval-requested');
+    const id = (ev.detail as { approvalId: string }).approvalId;
+    const e = eventEntry(0, ev, () => undefined);
+    expect(e).toMatchObject({ kind: 'action', what: 'Approval Requested' });
+    expect(e.text).toContain(`gpu-reflex approve ${id}`);
+    expect(e.text).toContain(`"approve ${id}" in chat`);
+    expect(e.why).toBe((ev.detail as { summary: string }).summary);
+  });
+
+  it('says who decided an approval and how', () => {
+    const ev = example('approval-decided');
+    const d = ev.detail as { approvalId: string; decision: string };
+    expect(eventEntry(0, ev, () => undefined).text).toMatch(new RegExp(`^${d.approvalId} ${d.decision}( by .+)?$`));
+  });
+
+  const summary = (expectations?: Summary['expectations']): Summary => ({
+    eventsByDetailType: {},
+    actionsByKind: {},
+    nodesCordoned: [],
+    nodesTainted: [],
+    nodesQuarantined: [],
+    podsEvicted: 0,
+    podsRescheduled: 0,
+    podsPending: {},
+    deliveryFailures: {},
+    deadLetters: 0,
+    ...(expectations ? { expectations } : {}),
+  });
+
+  it('ends a run with one verdict line: PASS with the count, FAIL naming what did not hold', () => {
+    const ok = { check: 'node a schedulable', ok: true, detail: 'as expected' };
+    const bad = { check: 'node b cordoned', ok: false, detail: 'schedulable' };
+    expect(verdictLine(summary([ok, ok]))).toBe('verdict: PASS, 2 of 2 expectations hold');
+    expect(verdictLine(summary([ok, bad]))).toBe('verdict: FAIL, 1 of 2 expectations do not hold: node b cordoned');
+    expect(verdictLine(summary())).toMatch(/^verdict: not judged/);
   });
 });

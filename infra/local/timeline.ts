@@ -245,6 +245,29 @@ export function eventEntry(atMs: number, e: EventEnvelope, podName: PodName): Ti
         text: remediationText(d),
         ...(d.reason ? { why: String(d.reason) } : {}),
       };
+    case 'Approval Requested': {
+      // The ID a person needs to decide it, on screen where the hold happens (issue #31).
+      const id = String(d.approvalId);
+      return {
+        atMs,
+        who: String(d.requestedBy ?? 'functions'),
+        kind: 'action',
+        what: 'Approval Requested',
+        text: `${id} (expires ${String(d.expiresAt)}): gpu-reflex approve ${id}, or "approve ${id}" in chat`,
+        ...(d.summary ? { why: String(d.summary) } : {}),
+      };
+    }
+    case 'Approval Decided': {
+      const by = d.decidedBy as { platform?: string; name?: string; id?: string } | undefined;
+      const who = by ? ` by ${by.name ?? by.id} (${by.platform})` : '';
+      return {
+        atMs,
+        who: 'approvals',
+        kind: 'action',
+        what: 'Approval Decided',
+        text: `${String(d.approvalId)} ${String(d.decision)}${who}`,
+      };
+    }
     case 'Quota Rewritten': {
       const changes = (d.changes as { resource: string; from: string | null; to: string | null }[] | undefined) ?? [];
       const text = `${String(d.namespace)}: ${changes
@@ -486,4 +509,20 @@ export function formatSummary(s: Summary): string[] {
   ];
   for (const x of s.expectations ?? []) lines.push(`  expect ${x.ok ? 'PASS' : 'FAIL'}  ${x.check}: ${x.detail}`);
   return lines;
+}
+
+/**
+ * The run's last line, one verdict a person can read without scrolling: PASS when every expectation
+ * held, FAIL naming how many did not, or that the scenario set none (or was not judged).
+ */
+export function verdictLine(s: Summary): string {
+  const checks = s.expectations;
+  if (checks === undefined)
+    return 'verdict: not judged (the scenario expects nothing, or the run ended before its end)';
+  const failed = checks.filter((x) => !x.ok);
+  if (failed.length === 0) return `verdict: PASS, ${checks.length} of ${checks.length} expectations hold`;
+  return (
+    `verdict: FAIL, ${failed.length} of ${checks.length} expectations do not hold: ` +
+    failed.map((x) => x.check).join('; ')
+  );
 }

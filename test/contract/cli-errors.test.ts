@@ -384,6 +384,13 @@ const rows: Row[] = [
     1,
     /^gpu-reflex events schemas: --out \S+existing-file exists and is not a folder$/,
   ],
+  [
+    // Node's recursive mkdir never returns here (the kernel answers ENOENT under /proc): it hung.
+    'events schemas: --out a folder the kernel will not create (/proc)',
+    () => ['events', 'schemas', '--out', '/proc/gpu-reflex-schemas'],
+    1,
+    /^gpu-reflex events schemas: cannot create --out \/proc\/gpu-reflex-schemas: no such file or directory$/,
+  ],
   ['events validate: a directory', () => ['events', 'validate', f('a-dir')], 1, /a-dir: cannot read: is a directory$/],
   // local and simulate: every input checked before the stack starts.
   [
@@ -580,26 +587,32 @@ function runEscaping(): Promise<{ code: number; stderr: string }> {
 }
 
 describe('the gpu-reflex binary', () => {
-  it('prints one line and no stack for usage, file and port errors, and for an error escaping the command', async () => {
-    const [usage, file, port, escaped] = await Promise.all([
-      run(['events', 'list', '--bogus']),
-      run(['remediate', 'policy', f('bomb.yaml')]),
-      run(['cluster', 'serve', '--port', String(busyPort), '--kubeconfig-out', f('kc-3')]),
-      runEscaping(),
-    ]);
-    expect(escaped).toEqual({
-      code: 1,
-      stderr: 'gpu-reflex: unexpected error: Error: failed after start (run with --debug for details)\n',
-    });
-    expect(usage).toEqual({
-      code: 2,
-      stderr: "gpu-reflex events list: Unknown option '--bogus' (see gpu-reflex events list --help)\n",
-    });
-    expect(file.code).toBe(1);
-    expect(file.stderr).toMatch(/^\S+bomb\.yaml: Excessive alias count[^\n]*\n$/);
-    expect(port.code).toBe(1);
-    expect(port.stderr).toMatch(
-      /^gpu-reflex cluster serve: cannot listen on 127\.0\.0\.1:\d+: address already in use\n$/,
-    );
-  });
+  // Four processes, each loading the CLI through tsx: ~20 s on a 2-core machine under load, so a
+  // wide limit (a test that fails only because the machine is busy proves nothing).
+  it(
+    'prints one line and no stack for usage, file and port errors, and for an error escaping the command',
+    { timeout: 180_000 },
+    async () => {
+      const [usage, file, port, escaped] = await Promise.all([
+        run(['events', 'list', '--bogus']),
+        run(['remediate', 'policy', f('bomb.yaml')]),
+        run(['cluster', 'serve', '--port', String(busyPort), '--kubeconfig-out', f('kc-3')]),
+        runEscaping(),
+      ]);
+      expect(escaped).toEqual({
+        code: 1,
+        stderr: 'gpu-reflex: unexpected error: Error: failed after start (run with --debug for details)\n',
+      });
+      expect(usage).toEqual({
+        code: 2,
+        stderr: "gpu-reflex events list: Unknown option '--bogus' (see gpu-reflex events list --help)\n",
+      });
+      expect(file.code).toBe(1);
+      expect(file.stderr).toMatch(/^\S+bomb\.yaml: Excessive alias count[^\n]*\n$/);
+      expect(port.code).toBe(1);
+      expect(port.stderr).toMatch(
+        /^gpu-reflex cluster serve: cannot listen on 127\.0\.0\.1:\d+: address already in use\n$/,
+      );
+    },
+  );
 });

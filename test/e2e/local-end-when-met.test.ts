@@ -22,5 +22,11 @@ describe('a scenario with endWhenMet', () => {
     expect(report.scenario.durationSeconds).toBeGreaterThanOrEqual(120);
     expect(report.scenario.durationSeconds).toBeLessThan(300);
     expect(lines.join('\n')).toMatch(/expect: every check holds at \d+\.\ds; the run ends here \(endWhenMet\)/);
+    // What a person reads (issue #31): the run's last line is its verdict; a node's first labelling,
+    // six labels in one update, is one line, not six.
+    expect(lines.at(-1)).toBe('verdict: PASS, 1 of 1 expectations hold');
+    const labelled = lines.filter((l) => / node t4-0 labelled /.test(l));
+    expect(labelled.length).toBeGreaterThan(0);
+    expect(labelled[0]).toMatch(/labelled gpu-reflex\.io\/\S+=\S+, gpu-reflex\.io\//);
   }, 60_000);
 });
