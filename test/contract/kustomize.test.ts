@@ -40,7 +40,13 @@ type Kustomization = {
   configMapGenerator?: { name: string; namespace?: string; envs?: string[] }[];
 };
 
-const CLUSTER_SCOPED = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding']);
+const CLUSTER_SCOPED = new Set([
+  'Namespace',
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'ValidatingAdmissionPolicy',
+  'ValidatingAdmissionPolicyBinding',
+]);
 /**
  * Namespaces gpu-reflex uses but does not create: NVIDIA's GPU Operator's (the mig-parted ConfigMap),
  * and kube-system for the opt-in ack-cgpu component (ACK's unhealthy-gpu-<node> ConfigMaps).
