@@ -12,6 +12,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { parseDocument } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadKubeConfig } from '../../functions/adapters/kube/config.ts';
+import { ARCHES } from '../../scripts/agent-modules.js';
 import { assembleStage, parseDockerfile } from '../dockerfile.ts';
 import { commandWorks, requireTool } from '../tools.ts';
 import { EXAMPLE_FLEET_PATH, startKubeSim } from '../../infra/local/kube/index.ts';
@@ -231,6 +232,11 @@ describe('npm run build', () => {
   it("runs the agent from the image's runtime stage, assembled from the Dockerfile's COPY lines", async () => {
     const { stages } = parseDockerfile(readFileSync(join(root, 'Dockerfile'), 'utf8'));
     const image = await mkdtemp(join(tmpdir(), 'gr-image-'));
+    // The build stage's koffi step for this machine's architecture (Docker's TARGETARCH name), as the
+    // Dockerfile writes it (agent-image.test.ts lays out the other architecture).
+    const step = stages.find((s) => s.name === 'build')!.runs.find((r) => r.includes('scripts/agent-modules.js'))!;
+    const targetArch = Object.entries(ARCHES).find(([, a]) => a === process.arch)![0];
+    await promisify(execFile)('sh', ['-c', step], { cwd: root, env: { ...process.env, TARGETARCH: targetArch } });
     assembleStage(
       stages.at(-1)!,
       stages.find((s) => s.name === 'build')!,
