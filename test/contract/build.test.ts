@@ -895,6 +895,25 @@ describe('asynchronous functions (the packaged template)', () => {
   // A function whose code takes one global Lease (withLease('<its name>')) runs one at a time: a
   // second invocation waits in Lambda's queue rather than failing on the lease. The others scale out
   // (remediate takes a lease per node and must run many at once in a storm).
+  it('a scheduled function that runs one at a time ends before its next tick, so the tick is never throttled into its DLQ', () => {
+    const res = template();
+    const rateSeconds = (e: Record<string, unknown>) => {
+      const m = /^rate\((\d+) minutes?\)$/.exec(String(e.schedule ?? ''));
+      return m ? Number(m[1]) * 60 : undefined;
+    };
+    let checked = 0;
+    for (const [key, fn] of Object.entries(yml().functions)) {
+      const f = lambda(res, key)[1].Properties;
+      const rates = (fn.events ?? []).map(rateSeconds).filter((r): r is number => r !== undefined);
+      if (f.ReservedConcurrentExecutions !== 1 || rates.length === 0) continue;
+      checked++;
+      expect(f.Timeout, `${key}: timeout under its ${Math.min(...rates)} s tick, 10 s to spare`).toBeLessThanOrEqual(
+        Math.min(...rates) - 10,
+      );
+    }
+    expect(checked).toBeGreaterThanOrEqual(3);
+  });
+
   it('run one at a time exactly where the code takes a global lease', () => {
     const res = template();
     const sources = readdirSync(join(root, 'functions'), { recursive: true, encoding: 'utf8' }).filter(
