@@ -1,21 +1,30 @@
 # syntax=docker/dockerfile:1
-# The gpu-reflex node agent (infra/k8s/node-agent.yaml runs it; docs/deploy.md#the-agent-image):
+# The gpu-reflex node agent (infra/k8s/node-agent.yaml runs it; docs/deploy.md#the-agent-image), for
+# linux/amd64 and linux/arm64 (GH200/GB200 nodes are arm64) in one multi-platform image:
 #
-#   docker build -t registry.example.com/gpu-reflex/node-agent:0.1.0 .
+#   IMAGE=registry.example.com/gpu-reflex/node-agent:0.1.0 npm run image:build
+#   (docker buildx build --platform linux/amd64,linux/arm64 --tag "$IMAGE" --push .)
 #
 # `build` installs the locked dependencies and runs `npm run build`, whose esbuild bundle
 # .build/node-agent/ is the whole agent in plain JavaScript (agent.mjs and its chunks). `runtime` is a slim
 # Node with that folder and koffi, the only module left outside the bundle (a native addon), carrying only
-# its linux x64 glibc binary: no npm, no sources, no dev dependencies, nothing written at run time
-# but the spool (a hostPath), so the root filesystem can be read-only.
-# test/contract/agent-image.test.ts checks every COPY source; test/contract/build.test.ts assembles
-# /app as the runtime stage would and starts the agent from it (no Docker engine is needed).
+# its linux glibc binary for the platform's architecture: no npm, no sources, no dev dependencies,
+# nothing written at run time but the spool (a hostPath), so the root filesystem can be read-only.
+# test/contract/agent-image.test.ts checks every COPY source and lays out both architectures' koffi;
+# test/contract/build.test.ts assembles /app as the runtime stage would and starts the agent from it
+# (no Docker engine is needed).
 
-# linux/amd64 only: koffi's prebuilt comes per platform (@koromix/koffi-linux-x64); an arm64 image
-# would copy @koromix/koffi-linux-arm64 instead.
-ARG NODE_IMAGE=node:22-bookworm-slim
+# Node 22 on Debian bookworm, slim, pinned by the digest of its multi-platform index: one digest
+# names every platform's image, and buildx takes linux/amd64's and linux/arm64's from it. A tag moves
+# (security fixes land under the same name); a digest does not, so what was tested is what ships.
+# To move to the tag's current image: `npm run image:pin` (scripts/pin-node-image.js: reads the
+# index with `docker buildx imagetools inspect --raw node:22-bookworm-slim`, refuses one without both
+# platforms, writes its sha256 here), then rebuild and test. docs/deploy.md#the-agent-image.
+ARG NODE_IMAGE=node:22-bookworm-slim@sha256:9c2c405e3ff9b9afb2873232d24bb06367d649aa3e6259cbe314da59578e81e9
 
-FROM --platform=linux/amd64 ${NODE_IMAGE} AS build
+# The build runs on the builder's own platform ($BUILDPLATFORM): the bundle is plain JavaScript, the
+# same for every target, and no emulator is needed. Only the native addon differs per target (below).
+FROM --platform=$BUILDPLATFORM ${NODE_IMAGE} AS build
 WORKDIR /src
 COPY package.json package-lock.json ./
 # No install scripts: esbuild's and koffi's binaries come as optional dependencies; koffi's script
@@ -32,17 +41,18 @@ COPY functions/ functions/
 COPY infra/ infra/
 COPY node-agent/ node-agent/
 RUN npm run build
+# koffi and its prebuilt binary for the target platform's architecture (Docker's TARGETARCH, amd64 or
+# arm64), glibc only: from this install when the builder has the same architecture, otherwise fetched
+# at package-lock.json's version and checked against its integrity (scripts/agent-modules.js).
+ARG TARGETARCH
+RUN node scripts/agent-modules.js --arch "$TARGETARCH" --out .build/agent-modules
 
-FROM --platform=linux/amd64 ${NODE_IMAGE} AS runtime
+FROM ${NODE_IMAGE} AS runtime
 WORKDIR /app
 # agent.mjs and the chunks its import() loads (the actuator's Kubernetes client: scripts/agent-bundle.js).
 COPY --from=build /src/.build/node-agent/ ./
-# koffi's ESM entry, its loader, and the linux x64 glibc binary it loads (the musl one stays behind).
-COPY --from=build /src/node_modules/koffi/package.json /src/node_modules/koffi/index.js node_modules/koffi/
-COPY --from=build /src/node_modules/koffi/src/koffi/index.js node_modules/koffi/src/koffi/
-COPY --from=build /src/node_modules/koffi/src/koffi/src/static.js node_modules/koffi/src/koffi/src/
-COPY --from=build /src/node_modules/@koromix/koffi-linux-x64/package.json /src/node_modules/@koromix/koffi-linux-x64/index.js node_modules/@koromix/koffi-linux-x64/
-COPY --from=build /src/node_modules/@koromix/koffi-linux-x64/linux_x64/ node_modules/@koromix/koffi-linux-x64/linux_x64/
+# koffi's ESM entry, its loader and the target's linux glibc binary, nothing else.
+COPY --from=build /src/.build/agent-modules/node_modules/ node_modules/
 # Non-root by default: NVML's read-only queries (the NVIDIA runtime mounts the driver and
 # /dev/nvidia*, world-readable), /proc/<pid>/cgroup for pid → pod, and /metrics need no root.
 # What does need root, so the DaemonSet runs this container as UID 0 with every capability dropped

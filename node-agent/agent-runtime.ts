@@ -184,6 +184,9 @@ export async function runAgent(o: RunAgentOptions): Promise<number> {
         metrics: registry,
         health,
         publisherStatus: () => (p ? p.status() : { lastPublishAt: null, spooledEvents: 0 }),
+        // The agent's clock (as the Agent's `now` above); degraded after DELIVERY_STALL_MINUTES of backlog.
+        now: Date.now,
+        stallMs: config.deliveryStallMs,
       });
       await runLoops(agent, nvml, publisher ?? printSink(io.out), config, o, log, http.port, kernelLog);
       agent.flush();

@@ -32,6 +32,13 @@ describe('loadAgentConfig', () => {
     });
   });
 
+  it('reads DELIVERY_STALL_MINUTES: 10 by default, 1 to 1440', () => {
+    expect(loadAgentConfig({}).deliveryStallMs).toBe(600_000);
+    expect(loadAgentConfig({ DELIVERY_STALL_MINUTES: '3' }).deliveryStallMs).toBe(180_000);
+    for (const bad of ['0', '1441', 'soon'])
+      expect(() => loadAgentConfig({ DELIVERY_STALL_MINUTES: bad })).toThrow(/DELIVERY_STALL_MINUTES/);
+  });
+
   it('reads the XID aggregation window: 60 s by default, 1 s to 10 min', () => {
     expect(loadAgentConfig({}).xidAggregateWindowMs).toBe(60_000);
     expect(loadAgentConfig({ XID_AGGREGATE_WINDOW_MS: '120000' }).xidAggregateWindowMs).toBe(120_000);

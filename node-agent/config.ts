@@ -47,6 +47,8 @@ const EnvSchema = z.object({
   PUBLISH_MAX_ATTEMPTS: z.coerce.number().int().min(1).max(20).default(5),
   PUBLISH_PROBE_INTERVAL_MS: ms(10_000),
   HTTP_PORT: z.coerce.number().int().min(0).max(65_535).default(9400),
+  /** Events waiting this long with nothing delivered: /healthz degraded (agent-health.ts). */
+  DELIVERY_STALL_MINUTES: z.coerce.number().int().min(1).max(1440).default(10),
   KMSG_PATH: z.string().trim().min(1).default('/dev/kmsg'),
   PROC_ROOT: z.string().trim().min(1).default('/proc'),
   // The kubelet's PodResources socket (kubernetes/enhancements#2761): which pods hold which GPU.
@@ -96,6 +98,8 @@ export interface AgentConfig {
   readonly publishMaxAttempts: number;
   readonly publishProbeIntervalMs: number;
   readonly httpPort: number;
+  /** /healthz says degraded when events wait and nothing was delivered for this long (ms). */
+  readonly deliveryStallMs: number;
   readonly kmsgPath: string;
   readonly procRoot: string;
   /** The kubelet's PodResources v1 socket; absent or unreadable: who holds a GPU is unknown. */
@@ -173,6 +177,7 @@ export function loadAgentConfig(env: Record<string, string | undefined> = proces
     publishMaxAttempts: e.PUBLISH_MAX_ATTEMPTS,
     publishProbeIntervalMs: e.PUBLISH_PROBE_INTERVAL_MS,
     httpPort: e.HTTP_PORT,
+    deliveryStallMs: e.DELIVERY_STALL_MINUTES * 60_000,
     kmsgPath: e.KMSG_PATH,
     procRoot: e.PROC_ROOT,
     podResourcesSocket: e.POD_RESOURCES_SOCKET,

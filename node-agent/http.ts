@@ -1,29 +1,18 @@
 /**
- * The agent's HTTP endpoint: `/healthz` for the kubelet's probes, `/metrics` for Prometheus.
- * Read-only, no body parsing. `/healthz` answers 503 while NVML is marked unhealthy (the driver
- * is gone or wedged: the pod should restart); a bus outage does NOT fail health, because the
- * spool handles it and a restart would not help.
+ * The agent's HTTP endpoint: `/healthz` (readiness), `/livez` (liveness) for the kubelet's probes,
+ * `/metrics` for Prometheus. Read-only, no body parsing.
+ *
+ * `/healthz` answers 200 `ok`, or 503 `degraded` with every reason (agent-health.ts): NVML calls
+ * fail, PutEvents keeps failing, or events wait while nothing is delivered for DELIVERY_STALL_MINUTES.
+ * `/livez` answers 200 while the process serves requests: a degraded agent is marked not ready,
+ * never restarted in a loop (infra/k8s/node-agent.yaml's probes).
  */
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { healthReport, registerHealthMetric, type AgentHealth, type DeliveryStatus } from './agent-health.ts';
 import type { Metrics } from './metrics.ts';
 
-/** What other parts of the agent report about themselves. */
-export class AgentHealth {
-  private nvml: { healthy: boolean; reason?: string } = { healthy: true };
-
-  setNvmlHealthy(healthy: boolean, reason?: string): void {
-    this.nvml = reason === undefined ? { healthy } : { healthy, reason };
-  }
-
-  get nvmlHealthy(): boolean {
-    return this.nvml.healthy;
-  }
-
-  get nvmlReason(): string | undefined {
-    return this.nvml.reason;
-  }
-}
+export { AgentHealth } from './agent-health.ts';
 
 export interface AgentHttpOptions {
   port: number;
@@ -31,8 +20,12 @@ export interface AgentHttpOptions {
   host?: string;
   metrics: Metrics;
   health: AgentHealth;
-  /** The publisher's view: when the bus last accepted an event, how many wait in the spool. */
-  publisherStatus: () => { lastPublishAt: number | null; spooledEvents: number };
+  /** The publisher's view: when the bus last accepted an event, how many wait, whether sends fail. */
+  publisherStatus: () => DeliveryStatus;
+  /** The agent's clock (ms); the start of "nothing delivered since" is its value when the server starts. */
+  now?: () => number;
+  /** Events waiting this long with nothing delivered: degraded. Default 10 minutes. */
+  stallMs?: number;
 }
 
 export interface AgentHttpServer {
@@ -41,6 +34,20 @@ export interface AgentHttpServer {
 }
 
 export async function startAgentHttp(options: AgentHttpOptions): Promise<AgentHttpServer> {
+  const now = options.now ?? Date.now;
+  const startedAt = now();
+  const setGauge = registerHealthMetric(options.metrics);
+  const report = () => {
+    const r = healthReport({
+      nvml: options.health,
+      delivery: options.publisherStatus(),
+      now: now(),
+      startedAt,
+      stallMs: options.stallMs ?? 10 * 60_000,
+    });
+    setGauge(r);
+    return r;
+  };
   const server = createServer((req, res) => {
     const path = (req.url ?? '/').split('?')[0];
     if (req.method !== 'GET' && req.method !== 'HEAD') {
@@ -48,19 +55,24 @@ export async function startAgentHttp(options: AgentHttpOptions): Promise<AgentHt
       return;
     }
     if (path === '/metrics') {
+      report(); // gpu_reflex_agent_degraded as of this scrape
       res.writeHead(200, { 'content-type': 'text/plain; version=0.0.4; charset=utf-8' }).end(options.metrics.render());
       return;
     }
     if (path === '/healthz') {
+      const r = report();
       const p = options.publisherStatus();
-      const healthy = options.health.nvmlHealthy;
       const body = {
-        status: healthy ? 'ok' : 'unhealthy',
-        ...(healthy ? {} : { reason: options.health.nvmlReason ?? 'NVML unhealthy' }),
+        status: r.status,
+        ...(r.status === 'ok' ? {} : { reasons: r.reasons }),
         lastPublishAt: p.lastPublishAt === null ? null : new Date(p.lastPublishAt).toISOString(),
         spooled: p.spooledEvents,
       };
-      res.writeHead(healthy ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      res.writeHead(r.status === 'ok' ? 200 : 503, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      return;
+    }
+    if (path === '/livez') {
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ status: 'alive' }));
       return;
     }
     res.writeHead(404, { 'content-type': 'text/plain' }).end('not found\n');

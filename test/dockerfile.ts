@@ -3,7 +3,8 @@ import { basename, join, posix } from 'node:path';
 
 /**
  * Just enough of a Dockerfile reader for the agent image's tests (no Docker engine runs here):
- * stages with their WORKDIR, COPY instructions and USER, line continuations and comments handled.
+ * stages with their platform, WORKDIR, COPY and RUN instructions and USER, line continuations and
+ * comments handled.
  */
 export interface Copy {
   from?: string;
@@ -14,6 +15,12 @@ export interface Copy {
 export interface Stage {
   name: string;
   image: string;
+  /** `FROM --platform=…`'s value, e.g. `$BUILDPLATFORM`; absent: the target platform. */
+  platform?: string;
+  /** The stage's ARG names (TARGETARCH and the like), in order. */
+  args: string[];
+  /** Its RUN commands (shell form), in order. */
+  runs: string[];
   workdir: string;
   copies: Copy[];
   user?: string;
@@ -33,9 +40,23 @@ export function parseDockerfile(text: string): { args: string[]; stages: Stage[]
     switch (op!.toUpperCase()) {
       case 'ARG':
         if (!stage) args.push(rest[0]!.split('=')[0]!);
+        else stage.args.push(rest[0]!.split('=')[0]!);
         break;
-      case 'FROM':
-        stages.push({ image: words[0]!, name: words[2] ?? String(stages.length), workdir: '/', copies: [] });
+      case 'FROM': {
+        const platform = rest.find((w) => w.startsWith('--platform='))?.slice('--platform='.length);
+        stages.push({
+          image: words[0]!,
+          name: words[2] ?? String(stages.length),
+          ...(platform ? { platform } : {}),
+          workdir: '/',
+          args: [],
+          runs: [],
+          copies: [],
+        });
+        break;
+      }
+      case 'RUN':
+        stage!.runs.push(rest.join(' '));
         break;
       case 'WORKDIR':
         stage!.workdir = posix.resolve(stage!.workdir, rest[0]!);

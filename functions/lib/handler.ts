@@ -11,14 +11,19 @@
  *   anything else, our own bugs included → thrown (visible, retried, then dead-lettered), never dropped.
  *
  * HTTP maps the same meanings onto status codes (400, 404, 503, 500) instead of throwing.
+ *
+ * Around each, `metered` writes the invocation's numbers once it ends, whatever the outcome
+ * (lib/metrics.ts: CloudWatch EMF lines where METRICS_NAMESPACE is set).
  */
 import middy from '@middy/core';
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context, EventBridgeEvent } from 'aws-lambda';
 import type * as z from 'zod';
 import { EventEnvelopeSchema } from '../../events/envelope.ts';
 import { problemsOf, validateDetail } from '../../events/validate.ts';
+import { currentClock } from '../adapters/clock.ts';
 import { AdapterError, BadInputError, NotFoundError } from '../adapters/errors.ts';
 import type { Logger } from './logger.ts';
+import { InvocationMetrics, measuring, metricsNamespaceFromEnv, type MetricsOptions, type Outcome } from './metrics.ts';
 
 export type HandlerOutcome =
   | { status: 'done'; result?: unknown }
@@ -59,6 +64,46 @@ export function meaningOf(err: unknown): Meaning {
   if (err instanceof AdapterError && err.retryable) return 'retry';
   return 'bug';
 }
+
+/** What a handler variant's spec may say about its metrics (tests: a namespace and a sink). */
+export interface MeteredSpec {
+  metrics?: Partial<MetricsOptions>;
+}
+
+/**
+ * The one place the functions' numbers are written: each invocation of `h` is measured (what it
+ * publishes counted by the wiring's meteredPublisher) and its EMF line written when it ends, with
+ * its outcome: the response's (`outcomeOf`), or the meaning of what it threw.
+ */
+function metered<E, R>(
+  name: string,
+  spec: MeteredSpec,
+  h: (event: E, context: Context) => Promise<R>,
+  outcomeOf: (response: R) => Outcome,
+): (event: E, context: Context) => Promise<R> {
+  const clock = currentClock();
+  const opts: MetricsOptions = { namespace: metricsNamespaceFromEnv(), now: () => clock.now(), ...spec.metrics };
+  return async (event, context) => {
+    const m = new InvocationMetrics(name, opts);
+    let outcome: Outcome = 'bug';
+    try {
+      const response = await measuring(m, () => h(event, context));
+      outcome = outcomeOf(response);
+      return response;
+    } catch (err) {
+      outcome = meaningOf(err) === 'retry' ? 'retry' : 'bug'; // thrown: a failure, whatever it was
+      throw err;
+    } finally {
+      m.flush(outcome);
+    }
+  };
+}
+
+const outcomeOfStatus = (r: HandlerOutcome): Outcome => r.status;
+const outcomeOfHttp = (r: APIGatewayProxyStructuredResultV2): Outcome => {
+  const s = r.statusCode ?? 200;
+  return s === 503 ? 'retry' : s >= 500 ? 'bug' : s === 404 ? 'already-done' : s >= 400 ? 'dropped' : 'done';
+};
 
 /** Logs a failure by its meaning; returns the outcome to acknowledge, or throws to retry. */
 export function classify(err: unknown, logger: Logger): HandlerOutcome {
@@ -145,7 +190,7 @@ function parseInput<E, R>(parse: (raw: unknown) => unknown): Mw<E, R> {
   };
 }
 
-export interface EventHandlerSpec<D> {
+export interface EventHandlerSpec<D> extends MeteredSpec {
   name: string;
   /** Detail-types this function accepts; anything else is dropped as bad input. */
   detailTypes: readonly string[];
@@ -156,7 +201,7 @@ export interface EventHandlerSpec<D> {
 
 /** EventBridge rule target: a typed event in, `HandlerOutcome` out. */
 export function eventHandler<D>(spec: EventHandlerSpec<D>) {
-  return middy<EventBridgeEvent<string, unknown>, HandlerOutcome, Error, Ctx>()
+  const h = middy<EventBridgeEvent<string, unknown>, HandlerOutcome, Error, Ctx>()
     .use(loggerContext(spec.name, spec.logger))
     .use(parseInput((raw) => parseEventBridgeEvent<D>(raw, spec.detailTypes)))
     .use(classifyErrors((o) => o))
@@ -165,9 +210,10 @@ export function eventHandler<D>(spec: EventHandlerSpec<D>) {
       const logger = loggerOf(context).child({ eventId: typed.id, detailType: typed.detailType });
       return { status: 'done', result: await spec.handle(typed, { logger, context }) };
     });
+  return metered(spec.name, spec, (e: Parameters<typeof h>[0], c: Context) => h(e, c), outcomeOfStatus);
 }
 
-export interface ScheduleHandlerSpec {
+export interface ScheduleHandlerSpec extends MeteredSpec {
   name: string;
   logger: LoggerSource;
   handle(ctx: HandlerContext): Promise<unknown>;
@@ -175,16 +221,17 @@ export interface ScheduleHandlerSpec {
 
 /** Schedule target (`rate(1 minute)`): no input to parse; same classification. */
 export function scheduleHandler(spec: ScheduleHandlerSpec) {
-  return middy<unknown, HandlerOutcome, Error, Ctx>()
+  const h = middy<unknown, HandlerOutcome, Error, Ctx>()
     .use(loggerContext(spec.name, spec.logger))
     .use(classifyErrors((o) => o))
     .handler(async (_event, context) => ({
       status: 'done',
       result: await spec.handle({ logger: loggerOf(context), context }),
     }));
+  return metered(spec.name, spec, (e: Parameters<typeof h>[0], c: Context) => h(e, c), outcomeOfStatus);
 }
 
-export interface HttpHandlerSpec<B> {
+export interface HttpHandlerSpec<B> extends MeteredSpec {
   name: string;
   logger: LoggerSource;
   /** The JSON body's schema; a body that fails it answers 400 naming every problem. */
@@ -200,7 +247,7 @@ const json = (statusCode: number, body: unknown): APIGatewayProxyStructuredResul
 
 /** API Gateway v2 (HTTP API): JSON body parsed at the edge; failures answered by their meaning. */
 export function httpHandler<B>(spec: HttpHandlerSpec<B>) {
-  return middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, Ctx>()
+  const h = middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, Ctx>()
     .use(loggerContext(spec.name, spec.logger))
     .use(
       classifyErrors(
@@ -235,9 +282,10 @@ export function httpHandler<B>(spec: HttpHandlerSpec<B>) {
       const result = await spec.handle(parsed.data, { logger: loggerOf(context), context, request });
       return json(200, { status: 'done', result });
     });
+  return metered(spec.name, spec, (e: Parameters<typeof h>[0], c: Context) => h(e, c), outcomeOfHttp);
 }
 
-export interface RawHttpHandlerSpec {
+export interface RawHttpHandlerSpec extends MeteredSpec {
   name: string;
   logger: LoggerSource;
   /** The raw body text (base64 undone) and the request: signed webhooks must see the bytes as sent. */
@@ -253,7 +301,7 @@ export interface RawHttpHandlerSpec {
  * every handler (retryable → 503, anything else → 500, logged).
  */
 export function rawHttpHandler(spec: RawHttpHandlerSpec) {
-  return middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, Ctx>()
+  const h = middy<APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Error, Ctx>()
     .use(loggerContext(spec.name, spec.logger))
     .use(
       classifyErrors(
@@ -271,6 +319,7 @@ export function rawHttpHandler(spec: RawHttpHandlerSpec) {
             : request.body;
       return spec.handle(text, { logger: loggerOf(context), context, request });
     });
+  return metered(spec.name, spec, (e: Parameters<typeof h>[0], c: Context) => h(e, c), outcomeOfHttp);
 }
 
 function loggerOf(context: Ctx): Logger {

@@ -35,6 +35,7 @@ import {
 } from './config-source.ts';
 import { DryRunNotifier, DryRunPublisher } from './dry-run.ts';
 import { createLogger, type Logger } from './logger.ts';
+import { meteredPublisher } from './metrics.ts';
 
 export interface BaseDeps {
   config: FunctionsConfig;
@@ -137,7 +138,8 @@ export async function wireFromEnv<Own extends object = object>(
       refused = true;
     },
   );
-  const bus = new EventBridgePublisher(config.EVENT_BUS_NAME);
+  // What an invocation puts on the bus is counted into its metrics (lib/metrics.ts), dry runs' reports too.
+  const bus = meteredPublisher(new EventBridgePublisher(config.EVENT_BUS_NAME));
   const chat: Notifier =
     config.CHAT_WEBHOOK_URL && config.CHAT_PLATFORM
       ? new WebhookNotifier(config.CHAT_PLATFORM, config.CHAT_WEBHOOK_URL)

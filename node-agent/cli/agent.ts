@@ -10,7 +10,8 @@ Runs the node agent: samples every GPU through NVML (health crossings, utilizati
 summaries, inventory with the pods on each GPU), waits for NVML events (XIDs, ECC, DRAM
 retirement, recovery action) and follows the kernel log for XIDs, and publishes events to
 the EventBridge bus (batched, retried, spooled to disk while the bus is unreachable).
-Serves /healthz and /metrics on HTTP_PORT. SIGTERM or SIGINT: flush, close, exit 0.
+Serves /healthz (degraded: 503 with its reasons), /livez and /metrics on HTTP_PORT.
+SIGTERM or SIGINT: flush, close, exit 0.
 
 Options:
   --once      take one sample and the inventory, publish (or print) them, exit:

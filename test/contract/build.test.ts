@@ -12,10 +12,12 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { parseDocument } from 'yaml';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadKubeConfig } from '../../functions/adapters/kube/config.ts';
+import { ARCHES } from '../../scripts/agent-modules.js';
 import { assembleStage, parseDockerfile } from '../dockerfile.ts';
 import { commandWorks, requireTool } from '../tools.ts';
 import { EXAMPLE_FLEET_PATH, startKubeSim } from '../../infra/local/kube/index.ts';
 import { APPROVAL_DECIDED, CHATOPS_COMMAND, CHATOPS_COMMAND_REQUESTED, SOURCES } from '../../events/index.ts';
+import { METRICS } from '../../functions/lib/metrics.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
 type Handler = { handler: (e: unknown, c: unknown) => Promise<unknown> };
@@ -129,7 +131,18 @@ beforeAll(async () => {
     const vpcParams = ['--param', 'vpc=on', '--param', `vpcSubnetIds=${VPC.subnets}`];
     await promisify(execFile)(
       'npx',
-      ['serverless', 'package', '--package', vpcDir, ...vpcParams, '--param', `vpcSecurityGroupIds=${VPC.groups}`],
+      // With an alarm topic too (params.alarmTopicArn): it changes the alarms only.
+      [
+        'serverless',
+        'package',
+        '--package',
+        vpcDir,
+        ...vpcParams,
+        '--param',
+        `vpcSecurityGroupIds=${VPC.groups}`,
+        '--param',
+        `alarmTopicArn=${ALARM_TOPIC}`,
+      ],
       { cwd: root, env },
     );
     vpcFromStore = await promisify(execFile)(
@@ -151,6 +164,7 @@ beforeAll(async () => {
 let prodDir = '';
 let vpcDir = '';
 let vpcFromStore = '';
+const ALARM_TOPIC = 'arn:aws:sns:us-east-1:123456789012:gpu-reflex-oncall';
 const VPC = { subnets: 'subnet-0a1b2c3d4e5f60001,subnet-0a1b2c3d4e5f60002', groups: 'sg-0a1b2c3d4e5f60003' };
 
 describe('npm run build', () => {
@@ -218,6 +232,11 @@ describe('npm run build', () => {
   it("runs the agent from the image's runtime stage, assembled from the Dockerfile's COPY lines", async () => {
     const { stages } = parseDockerfile(readFileSync(join(root, 'Dockerfile'), 'utf8'));
     const image = await mkdtemp(join(tmpdir(), 'gr-image-'));
+    // The build stage's koffi step for this machine's architecture (Docker's TARGETARCH name), as the
+    // Dockerfile writes it (agent-image.test.ts lays out the other architecture).
+    const step = stages.find((s) => s.name === 'build')!.runs.find((r) => r.includes('scripts/agent-modules.js'))!;
+    const targetArch = Object.entries(ARCHES).find(([, a]) => a === process.arch)![0];
+    await promisify(execFile)('sh', ['-c', step], { cwd: root, env: { ...process.env, TARGETARCH: targetArch } });
     assembleStage(
       stages.at(-1)!,
       stages.find((s) => s.name === 'build')!,
@@ -298,18 +317,22 @@ const yml = () =>
 /**
  * The Resources of a packaged template as CloudFormation creates them: each `Fn::If` replaced by the
  * branch its condition chooses, `AWS::NoValue` dropped. The template's conditions are package-time
- * constants (`Fn::Equals` of two literals, serverless.yml's FunctionsInVpc); any other fails here.
+ * constants (`Fn::Equals` of two literals, or its `Fn::Not`: serverless.yml's FunctionsInVpc,
+ * AlarmsNotify); any other fails here.
  */
 function deployed(dir: string): Record<string, Cf> {
   const t = JSON.parse(readFileSync(join(dir, 'cloudformation-template-update-stack.json'), 'utf8')) as {
     Resources: Record<string, Cf>;
-    Conditions?: Record<string, { 'Fn::Equals'?: unknown[] }>;
+    Conditions?: Record<string, Cond>;
   };
-  const holds = (name: string) => {
-    const eq = t.Conditions?.[name]?.['Fn::Equals'];
+  type Cond = { 'Fn::Equals'?: unknown[]; 'Fn::Not'?: [Cond] };
+  const truth = (name: string, c: Cond | undefined): boolean => {
+    if (c?.['Fn::Not']) return !truth(name, c['Fn::Not'][0]);
+    const eq = c?.['Fn::Equals'];
     if (!eq || !eq.every((v) => typeof v === 'string')) throw new Error(`condition ${name}: not two literals`);
     return eq[0] === eq[1];
   };
+  const holds = (name: string) => truth(name, t.Conditions?.[name]);
   const NONE = Symbol('AWS::NoValue');
   const walk = (v: unknown): unknown => {
     if (Array.isArray(v)) return v.map(walk).filter((x) => x !== NONE);
@@ -431,7 +454,17 @@ describe('stages (the packaged templates)', () => {
   /** Every name a resource gives itself (CloudFormation fails a second stack that reuses one in the account and region). */
   const names = (res: Record<string, Cf>) =>
     Object.values(res).flatMap((r) =>
-      ['Name', 'QueueName', 'LogGroupName', 'FunctionName', 'RoleName', 'ManagedPolicyName', 'TopicName', 'TableName']
+      [
+        'Name',
+        'QueueName',
+        'LogGroupName',
+        'FunctionName',
+        'RoleName',
+        'ManagedPolicyName',
+        'TopicName',
+        'TableName',
+        'AlarmName',
+      ]
         .map((k) => (r.Properties as Record<string, unknown> | undefined)?.[k])
         .filter((v): v is string => typeof v === 'string'),
     );
@@ -459,6 +492,60 @@ describe('stages (the packaged templates)', () => {
       service: { provider: { stackTags?: Record<string, string> } };
     };
     expect(state.service.provider.stackTags).toEqual({ app: 'gpu-reflex', stage: 'dev' });
+  });
+});
+
+/**
+ * The functions' own numbers (functions/lib/metrics.ts: EMF lines under METRICS_NAMESPACE) and the
+ * alarms on them and on the dead-letter queues (serverless.yml; docs/deploy.md#metrics, #alarms).
+ */
+describe('metrics and alarms (the packaged templates)', () => {
+  const alarms = (res: Record<string, Cf>) => Object.values(res).filter((r) => r.Type === 'AWS::CloudWatch::Alarm');
+
+  it("every function writes its metrics under the stage's namespace", () => {
+    for (const [res, stage] of [
+      [template(), 'dev'],
+      [deployed(prodDir), 'prod'],
+    ] as const)
+      for (const [, f] of Object.entries(res).filter(([, r]) => r.Type === 'AWS::Lambda::Function'))
+        expect(f.Properties.Environment.Variables.METRICS_NAMESPACE).toBe(`gpu-reflex/${stage}`);
+  });
+
+  it("alarms on each dead-letter queue's depth and on each function's Failures, by the name its handler writes", () => {
+    const res = template();
+    const queues = Object.entries(res).filter(([, r]) => r.Type === 'AWS::SQS::Queue');
+    const depth = alarms(res).filter((a) => a.Properties.Namespace === 'AWS/SQS');
+    expect(depth.map((a) => a.Properties.Dimensions[0].Value['Fn::GetAtt'][0]).sort()).toEqual(
+      queues.map(([id]) => id).sort(),
+    );
+    for (const a of depth)
+      expect(a.Properties).toMatchObject({
+        MetricName: 'ApproximateNumberOfMessagesVisible',
+        Threshold: 0,
+        ComparisonOperator: 'GreaterThanThreshold',
+      });
+    const failures = alarms(res).filter((a) => a.Properties.Namespace === 'gpu-reflex/dev');
+    expect(failures.map((a) => a.Properties.Dimensions[0].Value).sort()).toEqual(Object.keys(yml().functions).sort());
+    for (const a of failures) {
+      expect(a.Properties).toMatchObject({ MetricName: METRICS.failures.name, Statistic: 'Sum', Threshold: 0 });
+      // The dimension is the name the function's handler gives itself (lib/handler.ts writes it as Function).
+      const key = a.Properties.Dimensions[0].Value as string;
+      const source = readFileSync(join(root, `${yml().functions[key]!.handler.replace(/\.handler$/, '')}.ts`), 'utf8');
+      expect(source, key).toContain(`name: '${key}'`);
+    }
+  });
+
+  it('notifies the topic params.alarmTopicArn names, and nothing by default', () => {
+    for (const a of alarms(template())) {
+      expect(a.Properties.AlarmActions).toBeUndefined();
+      expect(a.Properties.OKActions).toBeUndefined();
+    }
+    const withTopic = alarms(deployed(vpcDir));
+    expect(withTopic.length).toBe(alarms(template()).length);
+    for (const a of withTopic) {
+      expect(a.Properties.AlarmActions).toEqual([ALARM_TOPIC]);
+      expect(a.Properties.OKActions).toEqual([ALARM_TOPIC]);
+    }
   });
 });
 
@@ -808,6 +895,25 @@ describe('asynchronous functions (the packaged template)', () => {
   // A function whose code takes one global Lease (withLease('<its name>')) runs one at a time: a
   // second invocation waits in Lambda's queue rather than failing on the lease. The others scale out
   // (remediate takes a lease per node and must run many at once in a storm).
+  it('a scheduled function that runs one at a time ends before its next tick, so the tick is never throttled into its DLQ', () => {
+    const res = template();
+    const rateSeconds = (e: Record<string, unknown>) => {
+      const m = /^rate\((\d+) minutes?\)$/.exec(String(e.schedule ?? ''));
+      return m ? Number(m[1]) * 60 : undefined;
+    };
+    let checked = 0;
+    for (const [key, fn] of Object.entries(yml().functions)) {
+      const f = lambda(res, key)[1].Properties;
+      const rates = (fn.events ?? []).map(rateSeconds).filter((r): r is number => r !== undefined);
+      if (f.ReservedConcurrentExecutions !== 1 || rates.length === 0) continue;
+      checked++;
+      expect(f.Timeout, `${key}: timeout under its ${Math.min(...rates)} s tick, 10 s to spare`).toBeLessThanOrEqual(
+        Math.min(...rates) - 10,
+      );
+    }
+    expect(checked).toBeGreaterThanOrEqual(3);
+  });
+
   it('run one at a time exactly where the code takes a global lease', () => {
     const res = template();
     const sources = readdirSync(join(root, 'functions'), { recursive: true, encoding: 'utf8' }).filter(

@@ -4,6 +4,8 @@ import { tmpdir } from 'node:os';
 import { join, relative } from 'node:path';
 import { parse as parseYaml, parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
+import { AgentHealth, startAgentHttp } from '../../node-agent/http.ts';
+import { Metrics } from '../../node-agent/metrics.ts';
 import { commandWorks, requireTool } from '../tools.ts';
 
 /**
@@ -38,7 +40,13 @@ type Kustomization = {
   configMapGenerator?: { name: string; namespace?: string; envs?: string[] }[];
 };
 
-const CLUSTER_SCOPED = new Set(['Namespace', 'ClusterRole', 'ClusterRoleBinding']);
+const CLUSTER_SCOPED = new Set([
+  'Namespace',
+  'ClusterRole',
+  'ClusterRoleBinding',
+  'ValidatingAdmissionPolicy',
+  'ValidatingAdmissionPolicyBinding',
+]);
 /**
  * Namespaces gpu-reflex uses but does not create: NVIDIA's GPU Operator's (the mig-parted ConfigMap),
  * and kube-system for the opt-in ack-cgpu component (ACK's unhealthy-gpu-<node> ConfigMaps).
@@ -199,6 +207,53 @@ describe('infra/k8s/kustomization.yaml (read file by file)', () => {
     const image = ds.spec!.template.spec.containers[0]!.image;
     expect(readFileSync(join(root, 'docs/deploy.md'), 'utf8')).toContain(image);
     expect(base.images).toEqual([{ name: image.split(':')[0], newTag: image.split(':')[1] }]);
+  });
+});
+
+/**
+ * The DaemonSet's probes against the agent's own HTTP server (node-agent/http.ts): a degraded agent
+ * (NVML failing, the bus unreachable, events stalled) is marked not ready and keeps running: the
+ * kubelet restarts a container whose liveness probe fails
+ * (https://kubernetes.io/docs/concepts/configuration/liveness-readiness-startup-probes/), and no
+ * degraded reason is cured by a restart.
+ */
+describe("the agent's probes (node-agent.yaml against node-agent/http.ts)", () => {
+  type Probe = { httpGet: { path: string; port: string } };
+  const container = () =>
+    parseAllDocuments(readFileSync(join(k8s, 'node-agent.yaml'), 'utf8'))
+      .map((d) => d.toJS() as Obj)
+      .find((o) => o.kind === 'DaemonSet')!.spec!.template.spec.containers[0] as unknown as {
+      readinessProbe: Probe;
+      livenessProbe: Probe;
+      ports: { name: string; containerPort: number }[];
+    };
+
+  it('a degraded agent fails readiness with its reason and passes liveness; a healthy one passes both', async () => {
+    const c = container();
+    expect(c.ports.map((p) => p.name)).toContain(c.readinessProbe.httpGet.port);
+    expect(c.livenessProbe.httpGet.port).toBe(c.readinessProbe.httpGet.port);
+    const health = new AgentHealth();
+    const status = { lastPublishAt: null as number | null, spooledEvents: 0, busReachable: true };
+    const server = await startAgentHttp({
+      port: 0,
+      host: '127.0.0.1',
+      metrics: new Metrics(),
+      health,
+      publisherStatus: () => status,
+      now: () => 0,
+    });
+    const probe = async (p: Probe) => (await fetch(`http://127.0.0.1:${server.port}${p.httpGet.path}`)).status;
+    try {
+      expect([await probe(c.readinessProbe), await probe(c.livenessProbe)]).toEqual([200, 200]);
+      health.setNvmlHealthy(false, 'nvmlDeviceGetCount: GPU is lost');
+      status.busReachable = false;
+      const ready = await fetch(`http://127.0.0.1:${server.port}${c.readinessProbe.httpGet.path}`);
+      expect(ready.status).toBe(503);
+      expect(((await ready.json()) as { reasons: string[] }).reasons).toHaveLength(2);
+      expect(await probe(c.livenessProbe)).toBe(200);
+    } finally {
+      await server.close();
+    }
   });
 });
 

@@ -13,6 +13,7 @@ import { parser } from '@prometheus-io/lezer-promql';
 import { parse, parseAllDocuments } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { AGENT_METRIC_NAMES } from '../../node-agent/agent-metrics.ts';
+import { HEALTH_METRIC_NAMES } from '../../node-agent/agent-health.ts';
 import { DCGM_GPU_FIELDS, DCGM_MIG_FIELDS, DCGM_XID_ERRORS } from '../../node-agent/dcgm.ts';
 import { PUBLISHER_METRIC_NAMES } from '../../node-agent/publisher/publisher-metrics.ts';
 import { commandWorks, requireTool } from '../tools.ts';
@@ -23,6 +24,7 @@ const EXPORTED = new Set([
   'up', // Prometheus' own, per scrape target
   ...Object.values(AGENT_METRIC_NAMES),
   ...Object.values(PUBLISHER_METRIC_NAMES),
+  ...Object.values(HEALTH_METRIC_NAMES),
   ...DCGM_GPU_FIELDS.map((f) => f.name),
   ...DCGM_MIG_FIELDS.map((f) => f.name),
   DCGM_XID_ERRORS.name,
@@ -119,6 +121,8 @@ describe('infra/k8s with the monitoring component (kubectl kustomize)', kubectl.
     expect(Object.entries(svc.spec.selector).every(([k, v]) => ds.spec.template.metadata.labels[k] === v)).toBe(true);
     const ports = ds.spec.template.spec.containers.flatMap((c) => c.ports ?? []).map((p) => p.name);
     expect(ports).toContain(svc.spec.ports[0]!.targetPort);
+    // A degraded agent is not ready (/healthz 503) and is the one whose series say why: still scraped.
+    expect((svc.spec as { publishNotReadyAddresses?: boolean }).publishNotReadyAddresses).toBe(true);
     const sm = find('ServiceMonitor')[0] as unknown as {
       spec: { selector: { matchLabels: Record<string, string> }; endpoints: { port: string }[] };
     };
