@@ -268,7 +268,8 @@ export class Agent {
     for (const h of this.pendingGpuReport.splice(0)) out.push(healthEvent(this.o.nodeName, nowMs, h));
     this.saveEcc();
     const summary = this.window.add(result.readings, nowMs);
-    if (summary) out.push(utilizationEvent(this.o.nodeName, nowMs, summary));
+    // With the holders as of this sample: idle-gpus tells whose allocation sat idle (absent: unknown).
+    if (summary) out.push(utilizationEvent(this.o.nodeName, nowMs, this.withHolders(summary)));
     // Held XID repeats whose window closed (a quiet GPU sends no XID that would release them).
     out.push(...this.aggregate.due(nowMs));
     return this.emit(out);
@@ -580,11 +581,16 @@ export class Agent {
     };
   }
 
+  /** A utilization summary with the PodResources holders as last read; none when unknown. */
+  private withHolders<S extends object>(summary: S): S & { holders?: DeviceHolder[] } {
+    return this.holders ? { ...summary, holders: this.holders } : summary;
+  }
+
   /** Shutdown: the utilization window so far, as one last summary, and every held XID repeat. */
   flush(nowMs: number = this.o.now()): OutgoingEvent[] {
     const summary = this.window.flush(nowMs);
     return this.emit([
-      ...(summary ? [utilizationEvent(this.o.nodeName, nowMs, summary)] : []),
+      ...(summary ? [utilizationEvent(this.o.nodeName, nowMs, this.withHolders(summary))] : []),
       ...this.aggregate.due(nowMs, true),
     ]);
   }

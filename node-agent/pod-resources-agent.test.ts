@@ -59,3 +59,23 @@ describe('the agent and PodResources', () => {
     expect((await xidWith({ known: true, pods: [], allocatable: [] })).holders).toEqual([]);
   });
 });
+
+describe('the utilization summary and PodResources', () => {
+  async function summaryWith(reading: PodResourcesReading): Promise<Record<string, unknown>> {
+    fx = await startAgent(oneGpu(), { overrides: { podResources: { read: async () => reading } } });
+    await fx.agent.sampleOnce();
+    const [summary] = fx.agent.flush().filter((e) => e.detailType === 'GPU Utilization Summary');
+    expect(validateDetail(summary!.detailType, summary!.detail)).toMatchObject({ ok: true });
+    return summary!.detail as Record<string, unknown>;
+  }
+
+  it('carries who holds each GPU, so idle-gpus knows whose allocation sat idle', async () => {
+    expect((await summaryWith(holding(UUID))).holders).toEqual([
+      { namespace: 'ml', name: 'trainer', resource: 'nvidia.com/gpu', deviceId: UUID, gpu: UUID },
+    ]);
+  });
+
+  it('carries no holders (unknown) when PodResources cannot be read', async () => {
+    expect(await summaryWith({ known: false, reason: 'no PodResources socket at /x' })).not.toHaveProperty('holders');
+  });
+});
