@@ -147,6 +147,12 @@ describe('planIdle', () => {
     expect(again.recordChanged).toBe(false);
   });
 
+  it('never moves a run back for a summary that arrives late (EventBridge does not keep order)', () => {
+    const { record } = run(times(3, [idle]), policy());
+    const late = planIdle({ node: NODE, summary: summary(T0, [idle], NB), pods: PODS, record }, policy());
+    expect([late.recordChanged, late.record.tracks[0]!.lastEnd]).toEqual([false, T0 + 30 * MIN]);
+  });
+
   it('drops the track of a pod that no longer holds the device, silently', () => {
     const { record } = run([...times(3, [idle])], policy());
     const gone = planIdle({ node: NODE, summary: summary(T0 + 30 * MIN, [idle], []), pods: [], record }, policy());
