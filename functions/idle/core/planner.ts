@@ -195,7 +195,7 @@ export function planIdle(f: IdleFacts, policy: IdlePolicy): IdlePlan {
       : {
           device,
           gpu: h.gpu,
-          ...(h.mig ? { mig: h.mig } : {}),
+          ...(h.mig ? { mig: h.mig, share: round(share, 4) } : {}),
           namespace: pod.namespace,
           pod: pod.name,
           since: ws,

@@ -13,6 +13,8 @@ const Track = z
     device: z.string().min(1),
     gpu: z.string().min(1),
     mig: z.string().min(1).optional(),
+    /** The share of the GPU a MIG device is (3g.40gb: 3/7), for the cost report; absent: a whole GPU. */
+    share: z.number().min(0).max(1).optional(),
     namespace: z.string().min(1),
     pod: z.string().min(1),
     /** Epoch ms: the start of the run's first idle window, and the end of its last. */
