@@ -8,8 +8,8 @@ import type { Metrics } from './metrics.ts';
 export interface AgentMetrics {
   /** An NVML call failed (not NOT_SUPPORTED, not a lost GPU): `error` is NVML's name for it. */
   nvmlError(error: string): void;
-  /** An XID went out for the GPU `gpuUuid`; `atMs` is when the agent saw it. */
-  xidPublished(via: 'nvml' | 'kmsg', atMs: number, gpuUuid: string, xid: number): void;
+  /** An XID went out for the GPU `gpuUuid` (index `gpuIndex` when known); `atMs` is when the agent saw it. */
+  xidPublished(via: 'nvml' | 'kmsg', atMs: number, gpuUuid: string, xid: number, gpuIndex?: number): void;
   /** The second sighting of an XID (NVML and kernel log) that the deduper absorbed. */
   xidDuplicate(via: 'nvml' | 'kmsg'): void;
   /** Every sample, failed ones included (`samples` empty): the DCGM-named GPU series (dcgm.ts). */
@@ -42,7 +42,12 @@ export function registerAgentMetrics(registry: Metrics, dcgm?: DcgmOptions): Age
     n.lastXid,
     'Unix time (seconds) of the last XID the agent published; 0 before the first.',
   );
-  const xids = registry.counter(n.xids, 'XIDs published, by where the agent saw them first (nvml or kmsg).', ['via']);
+  // Per GPU and XID, with dcgm-exporter's label keys (gpu, UUID), so an XID alert fires per GPU (issue #33).
+  const xids = registry.counter(
+    n.xids,
+    'XIDs published, by where the agent saw them first (nvml or kmsg), GPU (index, UUID) and XID.',
+    ['via', 'gpu', 'UUID', 'xid'],
+  );
   const dups = registry.counter(
     n.xidDuplicates,
     'XID sightings suppressed because the other source already reported them.',
@@ -52,8 +57,8 @@ export function registerAgentMetrics(registry: Metrics, dcgm?: DcgmOptions): Age
   lastXid.set({}, 0);
   return {
     nvmlError: (error) => errors.inc({ error }),
-    xidPublished(via, atMs, gpuUuid, xid) {
-      xids.inc({ via });
+    xidPublished(via, atMs, gpuUuid, xid, gpuIndex) {
+      xids.inc({ via, gpu: gpuIndex !== undefined ? String(gpuIndex) : '', UUID: gpuUuid, xid: String(xid) });
       lastXid.set({}, atMs / 1000);
       gpus?.xid(gpuUuid, xid);
     },

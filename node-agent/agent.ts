@@ -564,7 +564,7 @@ export class Agent {
     this.xids.record(o.gpuUuid, o.xid, now);
     const closed = this.aggregate.due(now);
     if (!this.aggregate.admit(o, event, now)) return this.emit(closed);
-    this.metrics.xidPublished(via, now, o.gpuUuid, o.xid);
+    this.metrics.xidPublished(via, now, o.gpuUuid, o.xid, this.source.gpus.find((g) => g.uuid === o.gpuUuid)?.index);
     return this.emit([...closed, event]);
   }
 
