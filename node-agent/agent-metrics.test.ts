@@ -29,4 +29,23 @@ describe('the agent metrics', () => {
     m.xidPublished('nvml', 1000, UUID, 79, 0);
     expect(registry.render()).not.toContain('DCGM_FI_');
   });
+
+  it('say which pod holds which GPU or MIG device, one series each, and none when PodResources is unknown', () => {
+    const registry = new Metrics();
+    const m = registerAgentMetrics(registry);
+    const MIG = 'MIG-00000000-1111-2222-3333-000000000001';
+    const holder = { namespace: 'research', name: 'nb', resource: 'nvidia.com/gpu', gpu: UUID };
+    // Two containers of one pod name the device twice: one series.
+    m.holdersSampled([holder, holder, { ...holder, name: 'small', mig: MIG }], () => 3);
+    const lines = registry
+      .render()
+      .split('\n')
+      .filter((l) => l.startsWith('gpu_reflex_gpu_allocated{'));
+    expect(lines).toEqual([
+      `gpu_reflex_gpu_allocated{gpu="3",UUID="${UUID}",mig="",namespace="research",pod="nb"} 1`,
+      `gpu_reflex_gpu_allocated{gpu="3",UUID="${UUID}",mig="${MIG}",namespace="research",pod="small"} 1`,
+    ]);
+    m.holdersSampled(undefined, () => 3);
+    expect(registry.render()).not.toContain('gpu_reflex_gpu_allocated{');
+  });
 });

@@ -238,6 +238,7 @@ export class Agent {
         migDevices: r.migDevices ?? previous?.gpus.find((g) => g.uuid === r.uuid)?.migDevices ?? [],
       })),
     );
+    this.metrics.holdersSampled(this.holders, (uuid) => this.source.gpus.find((g) => g.uuid === uuid)?.index);
     const inv = {
       ...buildInventory(this.source.system, live, podOfPid),
       ...(this.holders ? { holders: this.holders } : {}),
