@@ -34,6 +34,7 @@ describe('watchIdle through the applier and fake ports', () => {
     for (let i = 0; i < 15; i++)
       await watchIdle(w.deps, summary(T0 + i * 10 * MIN, [{ uuid: GPU0, util: 0, mem: 0 }], NB));
     expect(w.kube.cluster.pod('research', 'notebook')?.terminating).toBe(true);
+    expect(w.podEvents).toEqual(['notebook: GpuIdle', 'gpu-1: PodsEvicted', 'notebook: IdleGpuReclaimed']);
     expect(w.publisher.published.map((e) => (e.detail as GpuIdleAllocationDetail).state)).toEqual(['idle', 'evicted']);
 
     const back = idleWatcher(policy({ namespaces: { research: { evict: { afterMinutes: 30 } } } }));

@@ -15,7 +15,7 @@ import {
 import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notice, Notifier } from '../adapters/chat/notifier.ts';
 import type { Clock } from '../adapters/clock.ts';
-import type { NodeOps, PodOps } from '../adapters/kube/ports.ts';
+import type { EventRecorder, NodeOps, PodOps } from '../adapters/kube/ports.ts';
 import type { Logger } from '../lib/logger.ts';
 import { readOutbox } from '../lib/outbox.ts';
 import { emptyEdit, noActions, type Actions } from '../lib/plan.ts';
@@ -32,6 +32,8 @@ export interface IdleDeps {
   clock: Clock;
   logger: Logger;
   policy: IdlePolicy;
+  /** Kubernetes Events on the pods (`kubectl describe pod` says why); absent: none recorded. */
+  events?: EventRecorder;
 }
 
 export interface IdleOutcome {
@@ -91,6 +93,16 @@ export function idleActions(plan: IdlePlan): Actions<IdleRecord> {
     ...(plan.recordChanged ? { nodeEdit: { ...emptyEdit<IdleRecord>(plan.node), record: plan.record } } : {}),
     evictions: plan.evictions,
     notices: plan.findings.map(idleNotice),
+    // What the pod's owner sees in `kubectl describe pod`: told idle, reclaimed (after the eviction).
+    podEvents: plan.findings
+      .filter((f) => f.state !== 'cancelled')
+      .map((f) => ({
+        pod: { namespace: f.track.namespace, name: f.track.pod },
+        note:
+          f.state === 'idle'
+            ? { type: 'Warning' as const, reason: 'GpuIdle', action: 'Notify', note: f.reason }
+            : { type: 'Warning' as const, reason: 'IdleGpuReclaimed', action: 'Evict', note: f.reason },
+      })),
   };
 }
 

@@ -72,6 +72,7 @@ export function idleWatcher(policy: IdlePolicy) {
   const kube = fakeKube({ clock });
   const publisher = new RecordingPublisher();
   const notifier = new RecordingNotifier();
+  const podEvents: string[] = [];
   kube.cluster.addNode({ name: 'gpu-1', labels: { 'node.kubernetes.io/instance-type': 'ecs.gn7i-c8g1.2xlarge' } });
   kube.cluster.addPod({
     namespace: 'research',
@@ -88,6 +89,7 @@ export function idleWatcher(policy: IdlePolicy) {
     clock,
     logger: silentLogger,
     policy,
+    events: { record: async (object, note) => void podEvents.push(`${object.name}: ${note.reason}`) },
   };
-  return { kube, publisher, notifier, deps, setNow: (ms: number) => void (now = ms) };
+  return { kube, publisher, notifier, deps, podEvents, setNow: (ms: number) => void (now = ms) };
 }

@@ -55,13 +55,14 @@ describe('idle-gpus wiring and handler', () => {
     const bus = new RecordingPublisher();
     const deps = {
       ...w.deps,
-      ...dryRunPorts(w.kube, () => undefined),
+      ...dryRunPorts({ ...w.kube, events: w.deps.events! }, () => undefined),
       publisher: new DryRunPublisher(bus),
       notifier: new DryRunNotifier(),
     };
     for (let i = 0; i < 14; i++) await watchIdle(deps, summary(T0 + i * 10 * MIN, idleGpu, NB));
     expect(w.kube.cluster.pod('research', 'notebook')?.terminating).toBe(false);
     expect(w.notifier.notices).toEqual([]);
+    expect(w.podEvents).toEqual([]);
     expect(bus.published.map((e) => [(e.detail as GpuIdleAllocationDetail).state, e.detail.dryRun])).toEqual([
       ['idle', true],
       ['evicted', true],
