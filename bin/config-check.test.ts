@@ -16,7 +16,7 @@ describe('gpu-reflex config check', () => {
     const io = capture();
     expect(await configCheckCommand.run(['examples'], io)).toBe(0);
     expect(io.errors).toEqual([]);
-    expect(io.lines.at(-1)).toBe('6 of 6 accepted');
+    expect(io.lines.at(-1)).toBe('7 of 7 accepted');
     for (const kind of [
       'remediation-policy',
       'mig-policy',
@@ -24,6 +24,7 @@ describe('gpu-reflex config check', () => {
       'quota-config',
       'labeler-config',
       'chatops-config',
+      'idle-policy',
     ])
       expect(io.lines).toContain(`examples/${kind}.yaml: ok (${kind})`);
   });

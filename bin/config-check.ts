@@ -8,6 +8,7 @@ import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, extname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { parseChatOpsConfig } from '../functions/chatops/run.ts';
+import { parseIdlePolicy } from '../functions/idle/core/policy.ts';
 import { parseLabelerConfig } from '../functions/labels/core/config.ts';
 import { parseAutoscalePolicy } from '../functions/lib/pool-policy.ts';
 import { parseMigPolicy } from '../functions/mig/core/policy.ts';
@@ -23,6 +24,7 @@ const KINDS: Record<string, { variable: string; parse: (text: string, source: st
   'quota-config': { variable: 'QUOTA_CONFIG', parse: parseQuotaConfig },
   'labeler-config': { variable: 'LABELER_CONFIG', parse: parseLabelerConfig },
   'chatops-config': { variable: 'CHATOPS_CONFIG', parse: parseChatOpsConfig },
+  'idle-policy': { variable: 'IDLE_POLICY', parse: parseIdlePolicy },
 };
 const EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
 

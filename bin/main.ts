@@ -114,6 +114,11 @@ export const commands: Entry[] = [
     load: async () => (await import('../functions/remediate/status-cli.ts')).statusCommand,
   },
   {
+    path: ['cost', 'report'],
+    summary: 'GPU-hours and cost per team and namespace, idle share apart (reads the cluster)',
+    load: async () => (await import('../functions/idle/cost-cli.ts')).costReportCommand,
+  },
+  {
     path: ['mig', 'validate'],
     summary: "check one GPU's MIG layout against its model: valid (and where each instance sits) or why not",
     load: async () => (await import('../functions/mig/cli.ts')).migValidateCommand,

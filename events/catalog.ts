@@ -15,6 +15,7 @@ import { GPU_POOL_SCALED, GpuPoolScaledDetailSchema } from './catalog/gpu-pool-s
 import { QUOTA_REWRITTEN, QuotaRewrittenDetailSchema } from './catalog/quota-rewritten.ts';
 import { GPU_ACTION_RESULT, GpuActionResultDetailSchema } from './catalog/gpu-action.ts';
 import { NODE_LABELS_CHANGED, NodeLabelsChangedDetailSchema } from './catalog/node-labels-changed.ts';
+import { GPU_IDLE_ALLOCATION, GpuIdleAllocationDetailSchema } from './catalog/gpu-idle-allocation.ts';
 import { NVSWITCH_SXID_ERROR, NvSwitchSxidErrorDetailSchema } from './catalog/nvswitch-sxid-error.ts';
 import {
   APPROVAL_DECIDED,
@@ -113,6 +114,13 @@ export const CATALOG: readonly CatalogEntry[] = [
     slug: 'node-labels-changed',
     summary: "a GPU node's labels changed to follow its inventory",
     schema: NodeLabelsChangedDetailSchema,
+  },
+  {
+    detailType: GPU_IDLE_ALLOCATION,
+    source: SOURCES.functions,
+    slug: 'gpu-idle-allocation',
+    summary: 'a GPU allocated to a pod sat idle past its policy window, or was reclaimed, or came back to work',
+    schema: GpuIdleAllocationDetailSchema,
   },
   {
     detailType: APPROVAL_REQUESTED,

@@ -15,5 +15,6 @@ export * from './catalog/mig-layout-change.ts';
 export * from './catalog/gpu-pool-scaled.ts';
 export * from './catalog/quota-rewritten.ts';
 export * from './catalog/node-labels-changed.ts';
+export * from './catalog/gpu-idle-allocation.ts';
 export * from './catalog/nvswitch-sxid-error.ts';
 export * from './catalog/chatops.ts';

@@ -99,8 +99,9 @@ describe('runAgent', () => {
     expect(health.status).toBe(200);
     expect(await health.json()).toMatchObject({ status: 'ok', spooled: 0 });
     const metrics = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
-    expect(metrics).toContain('gpu_reflex_xids_total{via="kmsg"} 1');
-    expect(metrics).toContain('gpu_reflex_xids_total{via="nvml"} 1');
+    // Per GPU and XID, dcgm-exporter's label keys: an XID alert fires per GPU.
+    expect(metrics).toMatch(/^gpu_reflex_xids_total\{via="kmsg",gpu="2",UUID="GPU-[0-9a-f-]+",xid="31"\} 1$/m);
+    expect(metrics).toMatch(/^gpu_reflex_xids_total\{via="nvml",gpu="5",UUID="GPU-[0-9a-f-]+",xid="79"\} 1$/m);
     expect(metrics).toMatch(/^# TYPE gpu_reflex_nvml_errors_total counter$/m);
     // The GPUs under dcgm-exporter's names, labelled with the node (dcgm.test.ts covers the rest).
     expect(metrics).toMatch(/^# TYPE DCGM_FI_DEV_GPU_UTIL gauge$/m);

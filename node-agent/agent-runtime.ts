@@ -21,6 +21,7 @@ import { registerAgentMetrics } from './agent-metrics.ts';
 import { kubeletLogPodNames } from './collectors/pod-names.ts';
 import { DEFAULT_THRESHOLDS, type HealthThresholds } from './collectors/health.ts';
 import type { AgentConfig } from './config.ts';
+import type { DcgmOptions } from './dcgm.ts';
 import type { OutgoingEvent } from './events.ts';
 import { AgentHealth, startAgentHttp, type AgentHttpServer } from './http.ts';
 import { KernelLogCatchUp, readLogLines } from './kmsg/read-log.ts';
@@ -156,10 +157,11 @@ export async function runAgent(o: RunAgentOptions): Promise<number> {
       inventoryIntervalMs: config.inventoryIntervalMs,
       xidAggregateWindowMs: config.xidAggregateWindowMs,
       watchEvents: !o.once,
-      metrics: registerAgentMetrics(registry, {
-        hostname: config.nodeName,
-        podNames: kubeletLogPodNames(config.podLogDir),
-      }),
+      // DCGM_METRICS=false: no DCGM_FI_* series where dcgm-exporter already exports them.
+      metrics: registerAgentMetrics(
+        registry,
+        config.dcgmMetrics ? { hostname: config.nodeName, podNames: kubeletLogPodNames(config.podLogDir) } : undefined,
+      ),
       health,
       log,
       // --dry-run keeps nothing on disk; otherwise the counters live beside the spool.
@@ -292,4 +294,11 @@ async function followKernelLog(
   } finally {
     catchUp.stopped();
   }
+}
+
+/** DCGM_METRICS=false: no DCGM_FI_* series, where dcgm-exporter already exports them on the node. */
+export function dcgmOptionsOf(
+  config: Pick<AgentConfig, 'dcgmMetrics' | 'nodeName' | 'podLogDir'>,
+): DcgmOptions | undefined {
+  return config.dcgmMetrics ? { hostname: config.nodeName, podNames: kubeletLogPodNames(config.podLogDir) } : undefined;
 }

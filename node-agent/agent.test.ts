@@ -59,6 +59,7 @@ describe('an NVML XID and its kernel-log line', () => {
     const metrics = {
       nvmlError() {},
       xidPublished() {},
+      holdersSampled() {},
       xidDuplicate: (via: string) => duplicates.push(via),
       gpusSampled: async () => {},
     };

@@ -238,6 +238,7 @@ export class Agent {
         migDevices: r.migDevices ?? previous?.gpus.find((g) => g.uuid === r.uuid)?.migDevices ?? [],
       })),
     );
+    this.metrics.holdersSampled(this.holders, (uuid) => this.source.gpus.find((g) => g.uuid === uuid)?.index);
     const inv = {
       ...buildInventory(this.source.system, live, podOfPid),
       ...(this.holders ? { holders: this.holders } : {}),
@@ -268,7 +269,8 @@ export class Agent {
     for (const h of this.pendingGpuReport.splice(0)) out.push(healthEvent(this.o.nodeName, nowMs, h));
     this.saveEcc();
     const summary = this.window.add(result.readings, nowMs);
-    if (summary) out.push(utilizationEvent(this.o.nodeName, nowMs, summary));
+    // With the holders as of this sample: idle-gpus tells whose allocation sat idle (absent: unknown).
+    if (summary) out.push(utilizationEvent(this.o.nodeName, nowMs, this.withHolders(summary)));
     // Held XID repeats whose window closed (a quiet GPU sends no XID that would release them).
     out.push(...this.aggregate.due(nowMs));
     return this.emit(out);
@@ -563,7 +565,7 @@ export class Agent {
     this.xids.record(o.gpuUuid, o.xid, now);
     const closed = this.aggregate.due(now);
     if (!this.aggregate.admit(o, event, now)) return this.emit(closed);
-    this.metrics.xidPublished(via, now, o.gpuUuid, o.xid);
+    this.metrics.xidPublished(via, now, o.gpuUuid, o.xid, this.source.gpus.find((g) => g.uuid === o.gpuUuid)?.index);
     return this.emit([...closed, event]);
   }
 
@@ -580,11 +582,16 @@ export class Agent {
     };
   }
 
+  /** A utilization summary with the PodResources holders as last read; none when unknown. */
+  private withHolders<S extends object>(summary: S): S & { holders?: DeviceHolder[] } {
+    return this.holders ? { ...summary, holders: this.holders } : summary;
+  }
+
   /** Shutdown: the utilization window so far, as one last summary, and every held XID repeat. */
   flush(nowMs: number = this.o.now()): OutgoingEvent[] {
     const summary = this.window.flush(nowMs);
     return this.emit([
-      ...(summary ? [utilizationEvent(this.o.nodeName, nowMs, summary)] : []),
+      ...(summary ? [utilizationEvent(this.o.nodeName, nowMs, this.withHolders(summary))] : []),
       ...this.aggregate.due(nowMs, true),
     ]);
   }

@@ -54,6 +54,8 @@ const EnvSchema = z.object({
   // The kubelet's PodResources socket (kubernetes/enhancements#2761): which pods hold which GPU.
   POD_RESOURCES_SOCKET: z.string().trim().min(1).default('/var/lib/kubelet/pod-resources/kubelet.sock'),
   POD_LOG_DIR: z.string().trim().min(1).default('/var/log/pods'),
+  // Off where dcgm-exporter already runs on the node: otherwise every DCGM_FI_* series doubles (docs/node-agent.md).
+  DCGM_METRICS: z.stringbool().default(true),
   EXPECTED_GPUS: z.coerce.number().int().min(1).max(64).optional(),
   DRY_RUN: z.stringbool().default(false),
   // The actuator (GPU actions the functions ask for in the Node annotation gpu-reflex.io/gpu-actions).
@@ -106,6 +108,8 @@ export interface AgentConfig {
   readonly podResourcesSocket: string;
   /** The kubelet's pod log directories (`<namespace>_<pod>_<uid>`): pod names for /metrics. */
   readonly podLogDir: string;
+  /** Export the GPUs under dcgm-exporter's DCGM_FI_* names (DCGM_METRICS; default on). */
+  readonly dcgmMetrics: boolean;
   /** How many GPUs this node should have (its instance type's); fewer at start fires `gpu-count`. */
   readonly expectedGpus: number | undefined;
   /** Publish nothing: events are logged instead of sent (wired as a decorator on the sender). */
@@ -182,6 +186,7 @@ export function loadAgentConfig(env: Record<string, string | undefined> = proces
     procRoot: e.PROC_ROOT,
     podResourcesSocket: e.POD_RESOURCES_SOCKET,
     podLogDir: e.POD_LOG_DIR,
+    dcgmMetrics: e.DCGM_METRICS,
     expectedGpus: e.EXPECTED_GPUS,
     dryRun: e.DRY_RUN,
     gpuActions: Object.freeze({

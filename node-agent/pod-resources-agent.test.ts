@@ -8,6 +8,8 @@ import { oneGpu } from '../test/support/mock-nvml.ts';
 import { validateDetail } from '../events/validate.ts';
 import type { PodResourcesReading } from './collectors/pod-resources-source.ts';
 import { startAgent, type AgentFixture } from '../test/support/agent-fixture.ts';
+import { registerAgentMetrics } from './agent-metrics.ts';
+import { Metrics } from './metrics.ts';
 
 const UUID = 'GPU-00000000-1111-2222-3333-444444444444';
 const LINE = 'NVRM: Xid (PCI:0000:3b:00): 95, pid=5002, name=python, Uncontained ECC error';
@@ -57,5 +59,36 @@ describe('the agent and PodResources', () => {
 
   it('sends empty holders when the kubelet says nobody holds the GPU', async () => {
     expect((await xidWith({ known: true, pods: [], allocatable: [] })).holders).toEqual([]);
+  });
+});
+
+describe('the utilization summary and PodResources', () => {
+  async function summaryWith(reading: PodResourcesReading): Promise<Record<string, unknown>> {
+    fx = await startAgent(oneGpu(), { overrides: { podResources: { read: async () => reading } } });
+    await fx.agent.sampleOnce();
+    const [summary] = fx.agent.flush().filter((e) => e.detailType === 'GPU Utilization Summary');
+    expect(validateDetail(summary!.detailType, summary!.detail)).toMatchObject({ ok: true });
+    return summary!.detail as Record<string, unknown>;
+  }
+
+  it('carries who holds each GPU, so idle-gpus knows whose allocation sat idle', async () => {
+    expect((await summaryWith(holding(UUID))).holders).toEqual([
+      { namespace: 'ml', name: 'trainer', resource: 'nvidia.com/gpu', deviceId: UUID, gpu: UUID },
+    ]);
+  });
+
+  it('exports who holds each GPU as gpu_reflex_gpu_allocated at each sample', async () => {
+    const registry = new Metrics();
+    fx = await startAgent(oneGpu(), {
+      overrides: { podResources: { read: async () => holding(UUID) }, metrics: registerAgentMetrics(registry) },
+    });
+    await fx.agent.sampleOnce();
+    expect(registry.render()).toContain(
+      `gpu_reflex_gpu_allocated{gpu="0",UUID="${UUID}",mig="",namespace="ml",pod="trainer"} 1`,
+    );
+  });
+
+  it('carries no holders (unknown) when PodResources cannot be read', async () => {
+    expect(await summaryWith({ known: false, reason: 'no PodResources socket at /x' })).not.toHaveProperty('holders');
   });
 });

@@ -1,6 +1,6 @@
 /** `GPU Utilization Summary` — one event per window per node (example: ./gpu-utilization-summary.example.json). */
 import * as z from 'zod';
-import { agentBase, count, GpuUuid, MigProfile, MigUuid, Timestamp } from '../common.ts';
+import { agentBase, count, DeviceHolder, GpuUuid, MigProfile, MigUuid, Timestamp } from '../common.ts';
 
 export const GPU_UTILIZATION_SUMMARY = 'GPU Utilization Summary';
 
@@ -41,6 +41,11 @@ export const GpuUtilizationSummaryDetailSchema = z
           .strict(),
       )
       .max(16),
+    /**
+     * Who holds the GPUs at the window's end by the kubelet's PodResources API (as GpuInventoryDetail.holders):
+     * what idle-gpus reads to know whose allocation sits idle. Absent: unknown (never "nobody").
+     */
+    holders: z.array(DeviceHolder).max(256).optional(),
   })
   .strict();
 export type GpuUtilizationSummaryDetail = z.infer<typeof GpuUtilizationSummaryDetailSchema>;

@@ -22,6 +22,7 @@ export const CONFIG_DOCUMENTS = {
   QUOTA_CONFIG_FILE: 'quota config',
   LABELER_CONFIG_FILE: 'labeler config',
   CHATOPS_CONFIG_FILE: 'chatops config',
+  IDLE_POLICY_FILE: 'idle policy',
 } as const;
 
 export type ConfigVariable = keyof typeof CONFIG_DOCUMENTS;

@@ -12,6 +12,7 @@ import { NODEPOOL_LABEL } from '../../functions/autoscale/run.ts';
 import { CloudFileError, parseCloudFile, type ParsedCloudFile } from './alicloud/cloud-file.ts';
 import { parseQuotaConfig, QuotaConfigError, type QuotaConfig } from '../../functions/quota/core/config.ts';
 import { LabelerConfigError, parseLabelerConfig, type LabelerConfig } from '../../functions/labels/core/config.ts';
+import { IdlePolicyError, parseIdlePolicy, type IdlePolicy } from '../../functions/idle/core/policy.ts';
 import { MigPolicyError, parseMigPolicy, type MigPolicy } from '../../functions/mig/core/policy.ts';
 import { migConfig } from '../../functions/mig/wiring.ts';
 
@@ -419,6 +420,8 @@ export const ScenarioSchema = z
     quota: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
     /** The node labeler's configuration (functions/labels/core/config.ts), path or inline; absent: its defaults. */
     labels: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
+    /** idle-gpus' policy (functions/idle/core/policy.ts), path or inline; absent: its defaults (docs/cost.md). */
+    idle: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
     /** The MIG rebalancer's policy (functions/mig/core/policy.ts: preemption), path or inline; absent: its defaults. */
     mig: z.union([z.string().min(1), z.record(z.string(), z.unknown())]).optional(),
     /**
@@ -476,6 +479,8 @@ export interface Scenario extends ScenarioFile {
   labelsFile?: { text: string; config: LabelerConfig };
   /** The MIG policy's text (given to the functions as MIG_POLICY_FILE), checked. */
   migFile?: { text: string; policy: MigPolicy };
+  /** idle-gpus' policy text (given to the functions as IDLE_POLICY_FILE), checked. */
+  idleFile?: { text: string; policy: IdlePolicy };
 }
 
 export class ScenarioError extends Error {
@@ -523,7 +528,22 @@ export function validateScenario(raw: unknown, source = 'scenario', baseDir = pr
     ...(s.quota !== undefined ? { quotaFile: readQuota(s.quota, source, baseDir) } : {}),
     ...(s.labels !== undefined ? { labelsFile: readLabels(s.labels, source, baseDir) } : {}),
     ...(s.mig !== undefined ? { migFile: readMig(s.mig, source, baseDir) } : {}),
+    ...(s.idle !== undefined ? { idleFile: readIdle(s.idle, source, baseDir) } : {}),
   };
+}
+
+function readIdle(
+  ref: string | Record<string, unknown>,
+  source: string,
+  baseDir: string,
+): { text: string; policy: IdlePolicy } {
+  const { text, name } = readText(ref, 'idle', source, baseDir);
+  try {
+    return { text, policy: parseIdlePolicy(text, name) };
+  } catch (err) {
+    if (err instanceof IdlePolicyError) throw new ScenarioError(`${source}: idle: ${err.message}`);
+    throw err;
+  }
 }
 
 function readMig(

@@ -176,6 +176,12 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       cleanups.push(withEnv({ LABELER_CONFIG_FILE: labelsPath }));
       progress(`  node labeler: the scenario's configuration (${labelsPath})`);
     }
+    if (scenario.idleFile) {
+      const idlePath = join(work, 'idle-policy.yaml');
+      writeFileSync(idlePath, scenario.idleFile.text);
+      cleanups.push(withEnv({ IDLE_POLICY_FILE: idlePath }));
+      progress(`  idle GPUs: the scenario's policy (${idlePath})`);
+    }
     if (scenario.migFile) {
       const migPath = join(work, 'mig-policy.yaml');
       writeFileSync(migPath, scenario.migFile.text);

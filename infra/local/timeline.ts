@@ -282,6 +282,22 @@ export function eventEntry(atMs: number, e: EventEnvelope, podName: PodName): Ti
         ...(d.reason ? { why: String(d.reason) } : {}),
       };
     }
+    case 'GPU Idle Allocation': {
+      const pod = d.pod as { namespace?: string; name?: string } | undefined;
+      const hours = (Number(d.idleSeconds) / 3600).toFixed(1);
+      const cost = d.cost as { amount?: number; currency?: string } | undefined;
+      const spent = cost?.amount !== undefined ? `, ${cost.amount.toFixed(2)} ${String(cost.currency)}` : '';
+      return {
+        atMs,
+        who: 'idle-gpus',
+        kind: 'action',
+        what: 'GPU Idle Allocation',
+        text: `${String(d.state)}: ${pod?.namespace}/${pod?.name} on ${String(d.node)}, ${hours} h idle${spent}${
+          d.dryRun ? ' [dry run]' : ''
+        }`,
+        ...(d.reason ? { why: String(d.reason) } : {}),
+      };
+    }
     case 'Node Labels Changed': {
       const changes = (d.changes as { key: string; from: string | null; to: string | null }[] | undefined) ?? [];
       const left = (d.leftAlone as { key: string; value: string | null }[] | undefined) ?? [];

@@ -831,6 +831,7 @@ const CONFIG_POLICIES = [
   'QUOTA_CONFIG',
   'LABELER_CONFIG',
   'CHATOPS_CONFIG',
+  'IDLE_POLICY',
 ];
 
 describe('asynchronous functions (the packaged template)', () => {

@@ -6,6 +6,7 @@ import {
   EventEnvelopeSchema,
   GPU_HEALTH_CHANGED,
   GPU_INVENTORY,
+  GPU_UTILIZATION_SUMMARY,
   GPU_XID_ERROR,
   SOURCES,
 } from '../../../events/index.ts';
@@ -110,6 +111,25 @@ describe('the label-nodes rule', () => {
   );
 });
 
+describe('the idle-gpus rule', () => {
+  const rule = table.eventRules.find((r) => r.fn.key === 'idle-gpus');
+  it.each(CATALOG.map((e) => [e.slug, e]))(
+    'routes the %s example exactly when it is an agent GPU Utilization Summary',
+    (slug, entry) => {
+      const example: unknown = JSON.parse(
+        readFileSync(new URL(`../../../events/catalog/${slug}.example.json`, import.meta.url), 'utf8'),
+      );
+      expect(rule).toMatchObject({
+        busName: 'gpu-reflex-dev',
+        retryPolicy: { maximumRetryAttempts: 2, maximumEventAgeSeconds: 600 },
+      });
+      expect(matchesPattern(rule?.pattern, example)).toBe(
+        entry.source === SOURCES.agent && entry.detailType === GPU_UTILIZATION_SUMMARY,
+      );
+    },
+  );
+});
+
 describe('the local bus on the root serverless.yml', () => {
   let bus: LocalBus | undefined;
   afterEach(async () => bus?.close());
@@ -130,7 +150,8 @@ describe('the local bus on the root serverless.yml', () => {
     await bus.put([
       {
         Source: 'gpu-reflex.node-agent',
-        DetailType: 'GPU Utilization Summary',
+        // No rule routes an NVSwitch SXid (GPU Utilization Summary goes to idle-gpus now).
+        DetailType: 'NVSwitch SXid Error',
         Detail: '{"node":"gpu-node-1"}',
         EventBusName: 'gpu-reflex-dev',
       },

@@ -1,0 +1,192 @@
+/**
+ * GPU cost per team (pure): the GPU-hours the pods running now have held over a period, × the price per
+ * GPU-hour of their node's instance type (the idle policy's `prices`), per namespace and team, with the
+ * idle share apart — the idle runs idle-gpus keeps on each node (core/record.ts). What the cluster holds
+ * now: a pod that finished is no longer in it (its idle runs went out as `GPU Idle Allocation` events).
+ */
+import { INSTANCE_TYPE_LABEL, migShare } from './planner.ts';
+import type { IdlePolicy } from './policy.ts';
+import { readIdleRecord } from './record.ts';
+
+export interface CostNode {
+  name: string;
+  labels: Readonly<Record<string, string>>;
+  annotations: Readonly<Record<string, string>>;
+}
+
+export interface CostPod {
+  namespace: string;
+  name: string;
+  nodeName: string | undefined;
+  phase: string | undefined;
+  labels: Readonly<Record<string, string>>;
+  extendedResources: Readonly<Record<string, number>>;
+  /** ISO; absent: counted from the start of the period. */
+  createdAt?: string;
+}
+
+export interface CostRow {
+  team: string;
+  namespace: string;
+  pods: number;
+  gpuHours: number;
+  idleGpuHours: number;
+  /** Absent: some of its GPU-hours ran on an instance type with no price (`unpriced` says how many). */
+  cost?: number;
+  idleCost?: number;
+  unpricedGpuHours: number;
+}
+
+export interface CostReport {
+  from: string;
+  to: string;
+  currency: string;
+  rows: CostRow[];
+}
+
+/** GPUs a pod holds: whole GPUs, and MIG devices as their share of a GPU (`nvidia.com/mig-3g.40gb` → 3/7). */
+export function gpusOf(resources: Readonly<Record<string, number>>): number {
+  let n = 0;
+  for (const [r, q] of Object.entries(resources)) {
+    if (r === 'nvidia.com/gpu' || r === 'nvidia.com/gpu.shared') n += q;
+    else if (r.startsWith('nvidia.com/mig-')) n += q * migShare(r.slice('nvidia.com/mig-'.length));
+  }
+  return n;
+}
+
+const round = (v: number, d: number) => Math.round(v * 10 ** d) / 10 ** d;
+const overlap = (a0: number, a1: number, b0: number, b1: number) => Math.max(0, Math.min(a1, b1) - Math.max(a0, b0));
+
+export function costReport(
+  nodes: readonly CostNode[],
+  pods: readonly CostPod[],
+  policy: IdlePolicy,
+  fromMs: number,
+  toMs: number,
+): CostReport {
+  const byNode = new Map(nodes.map((n) => [n.name, n]));
+  const idleByPod = new Map<string, number>();
+  for (const n of nodes)
+    for (const t of readIdleRecord(n.annotations).record.tracks) {
+      const key = `${t.namespace}/${t.pod}`;
+      const share = t.share ?? 1;
+      idleByPod.set(key, (idleByPod.get(key) ?? 0) + overlap(t.since, t.lastEnd, fromMs, toMs) * share);
+    }
+  const rows = new Map<string, CostRow>();
+  for (const p of pods) {
+    if (p.phase !== 'Running' || !p.nodeName) continue;
+    const gpus = gpusOf(p.extendedResources);
+    if (gpus === 0) continue;
+    const start = p.createdAt !== undefined ? Date.parse(p.createdAt) : fromMs;
+    const gpuHours = (overlap(start, toMs, fromMs, toMs) / 3_600_000) * gpus;
+    const idleGpuHours = Math.min(gpuHours, (idleByPod.get(`${p.namespace}/${p.name}`) ?? 0) / 3_600_000);
+    const type = byNode.get(p.nodeName)?.labels[INSTANCE_TYPE_LABEL];
+    const price = type !== undefined ? policy.prices[type] : undefined;
+    const team = p.labels[policy.teamLabel] ?? p.namespace;
+    const key = `${team}\u0000${p.namespace}`;
+    const row = rows.get(key) ?? {
+      team,
+      namespace: p.namespace,
+      pods: 0,
+      gpuHours: 0,
+      idleGpuHours: 0,
+      cost: 0,
+      idleCost: 0,
+      unpricedGpuHours: 0,
+    };
+    row.pods += 1;
+    row.gpuHours += gpuHours;
+    row.idleGpuHours += idleGpuHours;
+    if (price === undefined) row.unpricedGpuHours += gpuHours;
+    else {
+      row.cost = (row.cost ?? 0) + gpuHours * price;
+      row.idleCost = (row.idleCost ?? 0) + idleGpuHours * price;
+    }
+    rows.set(key, row);
+  }
+  const out = [...rows.values()]
+    .map((r) => ({
+      ...r,
+      gpuHours: round(r.gpuHours, 2),
+      idleGpuHours: round(r.idleGpuHours, 2),
+      unpricedGpuHours: round(r.unpricedGpuHours, 2),
+      ...(r.unpricedGpuHours > 0
+        ? { cost: undefined, idleCost: undefined }
+        : { cost: round(r.cost ?? 0, 2), idleCost: round(r.idleCost ?? 0, 2) }),
+    }))
+    .map(({ cost, idleCost, ...r }) => ({
+      ...r,
+      ...(cost !== undefined ? { cost } : {}),
+      ...(idleCost !== undefined ? { idleCost } : {}),
+    }))
+    .sort((a, b) => (a.team === b.team ? (a.namespace < b.namespace ? -1 : 1) : a.team < b.team ? -1 : 1));
+  return {
+    from: new Date(fromMs).toISOString(),
+    to: new Date(toMs).toISOString(),
+    currency: policy.currency,
+    rows: out,
+  };
+}
+
+const COLUMNS = ['TEAM', 'NAMESPACE', 'PODS', 'GPU-HOURS', 'IDLE GPU-HOURS', 'IDLE %', 'COST', 'IDLE COST'];
+
+const pct = (r: CostRow) => (r.gpuHours > 0 ? `${Math.round((100 * r.idleGpuHours) / r.gpuHours)}%` : '-');
+const money = (v: number | undefined, r: CostRow) =>
+  v === undefined ? `unpriced (${r.unpricedGpuHours} GPU-h)` : v.toFixed(2);
+
+export function costTable(rep: CostReport): string[] {
+  const rows = rep.rows.map((r) => [
+    r.team,
+    r.namespace,
+    String(r.pods),
+    r.gpuHours.toFixed(2),
+    r.idleGpuHours.toFixed(2),
+    pct(r),
+    money(r.cost, r),
+    money(r.idleCost, r),
+  ]);
+  const width = COLUMNS.map((c, j) => Math.max(c.length, ...rows.map((r) => r[j]!.length)));
+  const line = (r: readonly string[]) =>
+    r
+      .map((c, j) => c.padEnd(width[j]!))
+      .join('  ')
+      .trimEnd();
+  return [`GPU cost ${rep.from} → ${rep.to} (${rep.currency})`, line(COLUMNS), ...rows.map(line)];
+}
+
+/** RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled. */
+const csvField = (v: string) => (/[",\n\r]/.test(v) ? `"${v.replaceAll('"', '""')}"` : v);
+
+export function costCsv(rep: CostReport): string[] {
+  const head = [
+    'team',
+    'namespace',
+    'pods',
+    'gpu_hours',
+    'idle_gpu_hours',
+    'cost',
+    'idle_cost',
+    'currency',
+    'from',
+    'to',
+  ];
+  return [
+    head.join(','),
+    ...rep.rows.map((r) =>
+      [
+        r.team,
+        r.namespace,
+        String(r.pods),
+        String(r.gpuHours),
+        String(r.idleGpuHours),
+        r.cost === undefined ? '' : String(r.cost),
+        r.idleCost === undefined ? '' : String(r.idleCost),
+        rep.currency,
+        rep.from,
+        rep.to,
+      ]
+        .map(csvField)
+        .join(','),
+    ),
+  ];
+}

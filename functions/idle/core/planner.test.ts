@@ -1,0 +1,169 @@
+import { describe, expect, it } from 'vitest';
+import { GPU0, GPU1, holder, MIG0, MIN, pod, summary, T0, type GpuReading } from '../testing.ts';
+import { planIdle, type IdleFinding, type IdlePlan, type PodFacts } from './planner.ts';
+import { IdlePolicySchema, parseIdlePolicy, type IdlePolicy } from './policy.ts';
+import type { IdleRecord } from './record.ts';
+
+const NODE = { name: 'gpu-1', labels: { 'node.kubernetes.io/instance-type': 'ecs.gn7i-c8g1.2xlarge' } };
+const policy = (o: object = {}): IdlePolicy =>
+  IdlePolicySchema.parse({ prices: { 'ecs.gn7i-c8g1.2xlarge': 9.8 }, ...o });
+const idle: GpuReading = { uuid: GPU0, util: 0, mem: 0 };
+const busy: GpuReading = { uuid: GPU0, util: 60, mem: 30 };
+const NB = [holder('research', 'notebook', GPU0)];
+const PODS = [
+  pod('research', 'notebook', { labels: { team: 'vision' }, annotations: { 'gpu-reflex.io/owner': '@alice' } }),
+];
+
+/** Runs the planner window by window (10 min each) from T0, carrying the record; every plan and finding. */
+function run(
+  readings: GpuReading[][],
+  p: IdlePolicy,
+  o: { pods?: PodFacts[]; holders?: ReturnType<typeof holder>[] | null; gapAt?: number } = {},
+): { plans: IdlePlan[]; findings: IdleFinding[]; record: IdleRecord } {
+  let record: IdleRecord = { tracks: [] };
+  const plans: IdlePlan[] = [];
+  readings.forEach((gpus, i) => {
+    const start = T0 + i * 10 * MIN + (o.gapAt !== undefined && i >= o.gapAt ? 30 * MIN : 0);
+    const plan = planIdle(
+      {
+        node: NODE,
+        summary: summary(start, gpus, o.holders === undefined ? NB : o.holders),
+        pods: o.pods ?? PODS,
+        record,
+      },
+      p,
+    );
+    plans.push(plan);
+    record = plan.record;
+  });
+  return { plans, findings: plans.flatMap((x) => x.findings), record };
+}
+const times = <T>(n: number, v: T): T[] => Array.from({ length: n }, () => v);
+
+describe('planIdle', () => {
+  it('tells the owner once the run reaches the window, with the team and the cost so far', () => {
+    const { plans, findings } = run(times(14, [idle]), policy());
+    expect(findings.map((f) => [f.state, f.at - T0])).toEqual([['idle', 120 * MIN]]);
+    expect(plans.findIndex((p) => p.findings.length > 0)).toBe(11);
+    const f = findings[0]!;
+    expect(f).toMatchObject({ team: 'vision', owner: '@alice', idleMs: 120 * MIN });
+    expect(f.cost).toEqual({ gpuHours: 2, amount: 19.6, currency: 'CNY', pricePerGpuHour: 9.8 });
+    expect(f.reason).toMatch(/research\/notebook has held GPU .* for 2\.0 h under 5%.*19\.60 CNY.*nothing is evicted/);
+  });
+
+  it('never evicts without a policy that says so, however long the GPU sits idle', () => {
+    const { plans } = run(times(60, [idle]), policy());
+    expect(plans.flatMap((p) => p.evictions)).toEqual([]);
+  });
+
+  it('evicts an opted-in namespace at the deadline, asks again while the pod holds on, says so once', () => {
+    const p = policy({ namespaces: { research: { evict: { afterMinutes: 60 } } } });
+    const { plans, findings } = run(times(20, [idle]), p);
+    expect(findings.map((f) => [f.state, (f.at - T0) / MIN])).toEqual([
+      ['idle', 120],
+      ['evicted', 180],
+    ]);
+    expect(findings[0]!.track.evictAt).toBe(T0 + 180 * MIN);
+    expect(plans.map((x) => x.evictions.length)).toEqual([...times(17, 0), 1, 1, 1]);
+    expect(plans[17]!.evictions).toEqual([{ namespace: 'research', name: 'notebook' }]);
+  });
+
+  it('cancels the eviction when utilization returns before the deadline', () => {
+    const p = policy({ namespaces: { research: { evict: { afterMinutes: 60 } } } });
+    const { plans, findings, record } = run([...times(14, [idle]), [busy], ...times(6, [idle])], p);
+    expect(findings.map((f) => f.state)).toEqual(['idle', 'cancelled']);
+    expect(findings[1]!.reason).toMatch(/utilization came back.*eviction is cancelled/);
+    expect(plans.flatMap((x) => x.evictions)).toEqual([]);
+    // The run starts again after the busy window: six idle windows are an hour, under the window.
+    expect(record.tracks[0]!.since).toBe(T0 + 150 * MIN);
+  });
+
+  it('reads a window without utilization as not idle, and says the eviction is cancelled', () => {
+    const p = policy({ namespaces: { research: { evict: { afterMinutes: 60 } } } });
+    const { findings, plans } = run([...times(13, [idle]), [{ uuid: GPU0 }], ...times(6, [idle])], p);
+    expect(findings.map((f) => f.state)).toEqual(['idle', 'cancelled']);
+    expect(findings[1]!.reason).toMatch(/no utilization reading/);
+    expect(plans.flatMap((x) => x.evictions)).toEqual([]);
+  });
+
+  it('counts memory activity: a GPU whose memory controller works is not idle', () => {
+    expect(run(times(14, [{ uuid: GPU0, util: 0, mem: 40 }]), policy()).findings).toEqual([]);
+  });
+
+  it('starts the run again after a gap longer than gapMinutes (unseen time is not idle)', () => {
+    const { findings, record } = run(times(14, [idle]), policy(), { gapAt: 6 });
+    expect(findings).toEqual([]);
+    expect(record.tracks[0]!.since).toBe(T0 + 90 * MIN);
+  });
+
+  it('leaves out pods that opt out by annotation, and namespaces the policy ignores', () => {
+    const exempt = [pod('research', 'notebook', { annotations: { 'gpu-reflex.io/idle-policy': 'exempt' } })];
+    expect(run(times(14, [idle]), policy(), { pods: exempt }).findings).toEqual([]);
+    expect(run(times(14, [idle]), policy({ namespaces: { research: { ignore: true } } })).findings).toEqual([]);
+  });
+
+  it('decides nothing and writes nothing when the holders are unknown', () => {
+    const { plans } = run(times(14, [idle]), policy(), { holders: null });
+    expect(plans.every((p) => p.skipped && !p.recordChanged && p.findings.length === 0)).toBe(true);
+  });
+
+  it('takes the pool rule under the namespace rule, and the namespace team when the pod has no team label', () => {
+    const p = policy({ windowMinutes: 600, pools: { 'np-nb': { windowMinutes: 60 } } });
+    const node = { name: 'gpu-1', labels: { 'alibabacloud.com/nodepool-id': 'np-nb' } };
+    const plan = [0, 1, 2, 3, 4, 5].reduce<IdlePlan | undefined>(
+      (prev, i) =>
+        planIdle(
+          {
+            node,
+            summary: summary(T0 + i * 10 * MIN, [idle], NB),
+            pods: [pod('research', 'notebook')],
+            record: prev?.record ?? { tracks: [] },
+          },
+          p,
+        ),
+      undefined,
+    )!;
+    expect(plan.findings.map((f) => [f.state, f.team, f.cost])).toEqual([['idle', 'research', undefined]]);
+  });
+
+  it('counts a MIG device idle only while its framebuffer is empty, and its cost as its share of the GPU', () => {
+    const mig = (fb: number): GpuReading => ({ uuid: GPU1, mig: [{ uuid: MIG0, profile: '3g.40gb', fb }] });
+    const holders = [holder('research', 'notebook', GPU1, MIG0)];
+    expect(run(times(14, [mig(40)]), policy(), { holders }).findings).toEqual([]);
+    const [f] = run(times(12, [mig(0)]), policy(), { holders }).findings;
+    expect(f!.track).toMatchObject({ device: MIG0, gpu: GPU1, mig: MIG0 });
+    expect(f!.cost).toEqual({ gpuHours: 0.857, amount: 8.4, currency: 'CNY', pricePerGpuHour: 9.8 });
+  });
+
+  it('keeps the record as it is for a redelivered summary', () => {
+    const first = planIdle(
+      { node: NODE, summary: summary(T0, [idle], NB), pods: PODS, record: { tracks: [] } },
+      policy(),
+    );
+    const again = planIdle(
+      { node: NODE, summary: summary(T0, [idle], NB), pods: PODS, record: first.record },
+      policy(),
+    );
+    expect(again.recordChanged).toBe(false);
+  });
+
+  it('never moves a run back for a summary that arrives late (EventBridge does not keep order)', () => {
+    const { record } = run(times(3, [idle]), policy());
+    const late = planIdle({ node: NODE, summary: summary(T0, [idle], NB), pods: PODS, record }, policy());
+    expect([late.recordChanged, late.record.tracks[0]!.lastEnd]).toEqual([false, T0 + 30 * MIN]);
+  });
+
+  it('drops the track of a pod that no longer holds the device, silently', () => {
+    const { record } = run([...times(3, [idle])], policy());
+    const gone = planIdle({ node: NODE, summary: summary(T0 + 30 * MIN, [idle], []), pods: [], record }, policy());
+    expect([gone.record.tracks, gone.findings, gone.recordChanged]).toEqual([[], [], true]);
+  });
+});
+
+describe('parseIdlePolicy', () => {
+  it('names the bad field', () => {
+    expect(() => parseIdlePolicy('thresholdPercent: 500\nnamespaces: { Bad_NS: {} }')).toThrow(
+      /thresholdPercent: .*\n.*namespaces\.Bad_NS/s,
+    );
+  });
+});

@@ -1,0 +1,116 @@
+/**
+ * The idle-GPU policy (IDLE_POLICY_FILE, YAML or JSON; every field optional), validated with zod so
+ * a mistake names its field. What counts as idle, for how long, and what happens then — per node
+ * pool and per namespace, the namespace's words winning over the pool's, the pool's over the defaults:
+ *
+ *   thresholdPercent: 5      # idle: utilization and memory activity (max over each window) under this
+ *   windowMinutes: 120       # … for this long: the owner is told, with the GPU-hours and their cost
+ *   teamLabel: team          # the pod label that names its team (absent on a pod: its namespace)
+ *   currency: CNY
+ *   prices:                  # per GPU-hour, by the node's instance type (node.kubernetes.io/instance-type)
+ *     ecs.gn7i-c8g1.2xlarge: 9.8
+ *   pools:                   # by ACK node pool (label alibabacloud.com/nodepool-id)
+ *     np-notebooks: { windowMinutes: 60 }
+ *   namespaces:
+ *     research: { evict: { afterMinutes: 60 } }   # opted in: evicted 60 min after the owner was told
+ *     prod-serving: { ignore: true }              # never watched
+ *
+ * Eviction happens only where a namespace (or pool) says `evict`: without it gpu-reflex only tells.
+ * A pod opts out by annotation `gpu-reflex.io/idle-policy: exempt`.
+ */
+import * as z from 'zod';
+import { parseConfigText } from '../../lib/yaml-text.ts';
+
+/** What a pool or namespace may set; unset fields fall through to the next level. */
+const Rule = z
+  .object({
+    thresholdPercent: z.number().min(0).max(100).optional(),
+    windowMinutes: z
+      .number()
+      .int()
+      .min(1)
+      .max(7 * 24 * 60)
+      .optional(),
+    /** Opt-in eviction: the pod is evicted this long after the owner was told, if still idle. */
+    evict: z
+      .object({
+        afterMinutes: z
+          .number()
+          .int()
+          .min(0)
+          .max(7 * 24 * 60),
+      })
+      .strict()
+      .optional(),
+    /** Not watched at all (no event, no notice, no eviction). */
+    ignore: z.boolean().optional(),
+  })
+  .strict();
+
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+
+export const IdlePolicySchema = z
+  .object({
+    thresholdPercent: z.number().min(0).max(100).default(5),
+    windowMinutes: z
+      .number()
+      .int()
+      .min(1)
+      .max(7 * 24 * 60)
+      .default(120),
+    /** A window that starts later than this after the last one ended breaks the run: unseen time is not idle. */
+    gapMinutes: z.number().int().min(1).max(60).default(5),
+    teamLabel: z.string().min(1).max(317).default('team'),
+    currency: z
+      .string()
+      .regex(/^[A-Z]{3}$/, 'an ISO 4217 code such as CNY or USD')
+      .default('CNY'),
+    prices: z.record(z.string().min(1).max(128), z.number().min(0)).default({}),
+    pools: z.record(z.string().min(1).max(128), Rule).default({}),
+    namespaces: z.record(z.string().regex(DNS_LABEL, 'a namespace name'), Rule).default({}),
+  })
+  .strict();
+
+export type IdlePolicy = z.output<typeof IdlePolicySchema>;
+
+/** The rule that applies to one pod: the defaults, then its pool's, then its namespace's. */
+export interface EffectiveRule {
+  thresholdPercent: number;
+  windowMs: number;
+  /** Absent: never evicted, only told. */
+  evictAfterMs?: number;
+  ignore: boolean;
+}
+
+export function ruleFor(policy: IdlePolicy, namespace: string, pool: string | undefined): EffectiveRule {
+  const levels = [pool !== undefined ? policy.pools[pool] : undefined, policy.namespaces[namespace]];
+  let r: EffectiveRule = {
+    thresholdPercent: policy.thresholdPercent,
+    windowMs: policy.windowMinutes * 60_000,
+    ignore: false,
+  };
+  for (const l of levels) {
+    if (!l) continue;
+    r = {
+      thresholdPercent: l.thresholdPercent ?? r.thresholdPercent,
+      windowMs: l.windowMinutes !== undefined ? l.windowMinutes * 60_000 : r.windowMs,
+      ignore: l.ignore ?? r.ignore,
+      ...(l.evict
+        ? { evictAfterMs: l.evict.afterMinutes * 60_000 }
+        : r.evictAfterMs !== undefined
+          ? { evictAfterMs: r.evictAfterMs }
+          : {}),
+    };
+  }
+  return r;
+}
+
+export class IdlePolicyError extends Error {
+  override name = 'IdlePolicyError';
+}
+
+export function parseIdlePolicy(text: string, source = 'idle policy'): IdlePolicy {
+  return parseConfigText(text, source, IdlePolicySchema, (m) => new IdlePolicyError(m));
+}
+
+export const DEFAULT_IDLE_POLICY: IdlePolicy = IdlePolicySchema.parse({});

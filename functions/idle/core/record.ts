@@ -1,0 +1,58 @@
+/**
+ * What idle-gpus keeps between invocations, on the node (annotation `gpu-reflex.io/idle-gpus`): one
+ * track per held device whose utilization sits under the threshold — since when, the last window seen,
+ * whether the owner was told and when the pod is due for eviction. Functions hold no state themselves.
+ */
+import * as z from 'zod';
+
+export const IDLE_ANNOTATION = 'gpu-reflex.io/idle-gpus';
+
+const Track = z
+  .object({
+    /** The device the pod holds: a GPU UUID, or a MIG device UUID. */
+    device: z.string().min(1),
+    gpu: z.string().min(1),
+    mig: z.string().min(1).optional(),
+    /** The share of the GPU a MIG device is (3g.40gb: 3/7), for the cost report; absent: a whole GPU. */
+    share: z.number().min(0).max(1).optional(),
+    namespace: z.string().min(1),
+    pod: z.string().min(1),
+    /** Epoch ms: the start of the run's first idle window, and the end of its last. */
+    since: z.number().int().min(0),
+    lastEnd: z.number().int().min(0),
+    /** Epoch ms the owner was told (the `idle` event); absent: not yet. */
+    notifiedAt: z.number().int().min(0).optional(),
+    /** Epoch ms the pod is evicted if still idle; absent: its policy never evicts. */
+    evictAt: z.number().int().min(0).optional(),
+    /** Epoch ms the eviction was first asked (the `evicted` event); it is asked again while the pod holds on. */
+    evictedAt: z.number().int().min(0).optional(),
+  })
+  .strict();
+export type IdleTrack = z.infer<typeof Track>;
+
+const RecordSchema = z.object({ v: z.literal(1), tracks: z.array(Track).max(256) }).strict();
+
+export interface IdleRecord {
+  tracks: IdleTrack[];
+}
+
+/** The node's record; a record that does not parse starts afresh (idle runs begin again: never evicts early). */
+export function readIdleRecord(annotations: Readonly<Record<string, string>>): {
+  record: IdleRecord;
+  warning?: string;
+} {
+  const raw = annotations[IDLE_ANNOTATION];
+  if (raw === undefined) return { record: { tracks: [] } };
+  try {
+    return { record: { tracks: RecordSchema.parse(JSON.parse(raw)).tracks } };
+  } catch {
+    return { record: { tracks: [] }, warning: `${IDLE_ANNOTATION} is not an idle-gpus record: idle runs start again` };
+  }
+}
+
+/** No track left: the annotation is removed rather than kept empty. */
+export function encodeIdleRecord(r: IdleRecord): { annotations: Record<string, string | null> } {
+  return {
+    annotations: { [IDLE_ANNOTATION]: r.tracks.length === 0 ? null : JSON.stringify({ v: 1, tracks: r.tracks }) },
+  };
+}

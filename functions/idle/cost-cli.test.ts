@@ -1,0 +1,115 @@
+import { describe, expect, it } from 'vitest';
+import { UsageError } from '../../events/cli-kit/command.ts';
+import { fakeKube } from '../adapters/kube/fake.ts';
+import { costCsv, costReport, costTable, gpusOf, type CostPod } from './core/cost.ts';
+import { IdlePolicySchema } from './core/policy.ts';
+import { encodeIdleRecord } from './core/record.ts';
+import { costReportCommand, parseSince, readCost } from './cost-cli.ts';
+import { GPU0, MIN, T0 } from './testing.ts';
+
+const H = 3_600_000;
+const NOW = T0 + 48 * H;
+const policy = IdlePolicySchema.parse({ prices: { 'ecs.gn6i-c4g1.xlarge': 8.5 } });
+const t4 = { name: 't4-0', labels: { 'node.kubernetes.io/instance-type': 'ecs.gn6i-c4g1.xlarge' }, annotations: {} };
+const pod = (o: Partial<CostPod> & { name: string }): CostPod => ({
+  namespace: 'research',
+  nodeName: 't4-0',
+  phase: 'Running',
+  labels: {},
+  extendedResources: { 'nvidia.com/gpu': 1 },
+  ...o,
+});
+
+describe('costReport', () => {
+  it('sums GPU-hours per team and namespace over the period, priced by instance type, the idle share apart', () => {
+    const idle = encodeIdleRecord({
+      tracks: [{ device: GPU0, gpu: GPU0, namespace: 'research', pod: 'nb', since: NOW - 5 * H, lastEnd: NOW }],
+    }).annotations as Record<string, string>;
+    const rep = costReport(
+      [{ ...t4, annotations: idle }],
+      [
+        pod({ name: 'nb', createdAt: new Date(NOW - 12 * H).toISOString(), labels: { team: 'vision' } }),
+        // Created before the period: counted from its start (24 h), two GPUs.
+        pod({
+          name: 'train',
+          createdAt: new Date(NOW - 100 * H).toISOString(),
+          extendedResources: { 'nvidia.com/gpu': 2 },
+        }),
+        pod({ name: 'done', phase: 'Succeeded' }),
+        pod({ name: 'cpu', extendedResources: {} }),
+      ],
+      policy,
+      NOW - 24 * H,
+      NOW,
+    );
+    expect(rep.rows).toEqual([
+      {
+        team: 'research',
+        namespace: 'research',
+        pods: 1,
+        gpuHours: 48,
+        idleGpuHours: 0,
+        cost: 408,
+        idleCost: 0,
+        unpricedGpuHours: 0,
+      },
+      {
+        team: 'vision',
+        namespace: 'research',
+        pods: 1,
+        gpuHours: 12,
+        idleGpuHours: 5,
+        cost: 102,
+        idleCost: 42.5,
+        unpricedGpuHours: 0,
+      },
+    ]);
+    expect(costTable(rep)[2]).toMatch(/^research\s+research\s+1\s+48\.00\s+0\.00\s+0%\s+408\.00\s+0\.00$/);
+    expect(costTable(rep)[3]).toMatch(/^vision\s+research\s+1\s+12\.00\s+5\.00\s+42%\s+102\.00\s+42\.50$/);
+  });
+
+  it('says unpriced rather than summing a wrong cost when an instance type has no price', () => {
+    const rep = costReport([{ ...t4, labels: {} }], [pod({ name: 'nb' })], policy, NOW - H, NOW);
+    expect(rep.rows[0]).toMatchObject({ gpuHours: 1, unpricedGpuHours: 1 });
+    expect(rep.rows[0]).not.toHaveProperty('cost');
+    expect(costTable(rep)[2]).toContain('unpriced (1 GPU-h)');
+  });
+
+  it('counts a MIG device as its share of a GPU', () => {
+    expect(gpusOf({ 'nvidia.com/mig-3g.40gb': 2, 'nvidia.com/gpu': 1, cpu: 4 })).toBeCloseTo(1 + 6 / 7, 9);
+  });
+
+  it('writes RFC 4180 CSV, quoting a field with a comma', () => {
+    const rep = costReport([t4], [pod({ name: 'nb', labels: { team: 'a,b' } })], policy, NOW - H, NOW);
+    expect(costCsv(rep)).toEqual([
+      'team,namespace,pods,gpu_hours,idle_gpu_hours,cost,idle_cost,currency,from,to',
+      `"a,b",research,1,1,0,8.5,0,CNY,${rep.from},${rep.to}`,
+    ]);
+  });
+});
+
+describe('gpu-reflex cost report', () => {
+  it('reads nodes and pods through the ports and writes nothing', async () => {
+    const kube = fakeKube();
+    kube.cluster.addNode(t4);
+    kube.cluster.addPod({ ...pod({ name: 'nb' }), createdAt: new Date(NOW - 30 * MIN).toISOString() });
+    const rep = await readCost(kube, policy, 7 * 24 * H, NOW);
+    expect(rep.rows.map((r) => [r.team, r.gpuHours, r.cost])).toEqual([['research', 0.5, 4.25]]);
+    expect(kube.cluster.calls.filter((c) => !/\.(get|list)/.test(c.op))).toEqual([]);
+  });
+
+  it.each([
+    [['--kubeconfig', 'k', '--since', '7x'], /--since takes a duration such as 30m, 12h or 7d, not "7x"/],
+    [[], /--kubeconfig FILE is required/],
+    [['--kubeconfig', 'k', '--csv', '--json'], /choose one/],
+  ])('refuses %j with a usage error', async (args, msg) => {
+    await expect(costReportCommand.run(args, { out: () => undefined, err: () => undefined })).rejects.toThrow(msg);
+    await expect(costReportCommand.run(args, { out: () => undefined, err: () => undefined })).rejects.toBeInstanceOf(
+      UsageError,
+    );
+  });
+
+  it('takes 30m, 12h and 7d', () => {
+    expect([parseSince('30m'), parseSince('12h'), parseSince('7d')]).toEqual([30 * MIN, 12 * H, 7 * 24 * H]);
+  });
+});

@@ -1,0 +1,137 @@
+/**
+ * idle-gpus: on each `GPU Utilization Summary`, read the node and its pods, plan (core/planner.ts, pure)
+ * and carry the plan out on the reflex skeleton: the node's idle record and the `GPU Idle Allocation`
+ * events and chat notices (the outbox) in one patch sent against the node as read (its resourceVersion
+ * is the lock: a summary of one node touches only that node), then the evictions an opted-in namespace's
+ * deadline calls for, through the Eviction API (a PodDisruptionBudget holds it: asked again next window).
+ */
+import {
+  GPU_IDLE_ALLOCATION,
+  SCHEMA_VERSION,
+  SOURCES,
+  type GpuIdleAllocationDetail,
+  type GpuUtilizationSummaryDetail,
+} from '../../events/index.ts';
+import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
+import type { Notice, Notifier } from '../adapters/chat/notifier.ts';
+import type { Clock } from '../adapters/clock.ts';
+import type { EventRecorder, NodeOps, PodOps } from '../adapters/kube/ports.ts';
+import type { Logger } from '../lib/logger.ts';
+import { readOutbox } from '../lib/outbox.ts';
+import { emptyEdit, noActions, type Actions } from '../lib/plan.ts';
+import { carryOut } from '../lib/reflex.ts';
+import { planIdle, type IdleFinding, type IdlePlan } from './core/planner.ts';
+import type { IdlePolicy } from './core/policy.ts';
+import { encodeIdleRecord, readIdleRecord, type IdleRecord } from './core/record.ts';
+
+export interface IdleDeps {
+  nodes: Pick<NodeOps, 'get' | 'update' | 'setCondition'>;
+  pods: Pick<PodOps, 'listOnNode' | 'evict'>;
+  publisher: EventPublisher;
+  notifier: Notifier;
+  clock: Clock;
+  logger: Logger;
+  policy: IdlePolicy;
+  /** Kubernetes Events on the pods (`kubectl describe pod` says why); absent: none recorded. */
+  events?: EventRecorder;
+}
+
+export interface IdleOutcome {
+  plan: IdlePlan;
+  published: number;
+  evictions: { pod: string; result: string }[];
+}
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export function idleEvent(plan: IdlePlan, f: IdleFinding, now: number): PublishedEvent {
+  const t = f.track;
+  const detail: GpuIdleAllocationDetail = {
+    schemaVersion: SCHEMA_VERSION,
+    // One per idle run and state: a redelivered summary renders the same event.
+    eventId: `idle:${plan.node}:${t.device}:${t.since}:${f.state}`.slice(0, 128),
+    occurredAt: iso(now),
+    state: f.state,
+    node: plan.node,
+    gpu: t.gpu,
+    ...(t.mig ? { mig: t.mig } : {}),
+    pod: { namespace: t.namespace, name: t.pod },
+    team: f.team.slice(0, 63),
+    idleSince: iso(t.since),
+    idleSeconds: Math.max(0, Math.round(f.idleMs / 1000)),
+    thresholdPercent: f.rule.thresholdPercent,
+    windowSeconds: Math.round(f.rule.windowMs / 1000),
+    ...(f.cost ? { cost: f.cost } : {}),
+    ...(t.evictAt !== undefined && f.state !== 'cancelled' ? { evictAt: iso(t.evictAt) } : {}),
+    reason: f.reason.slice(0, 1024),
+    dryRun: false,
+  };
+  return {
+    source: SOURCES.functions,
+    detailType: GPU_IDLE_ALLOCATION,
+    detail,
+    resources: [`node/${plan.node}`, `pod/${t.namespace}/${t.pod}`],
+  };
+}
+
+/** What the owner reads in chat: the pod, the hours idle, what they cost, and what happens next. */
+export function idleNotice(f: IdleFinding): Notice {
+  const who = `${f.track.namespace}/${f.track.pod}`;
+  const to = f.owner ? `${f.owner} ` : '';
+  const title =
+    f.state === 'idle'
+      ? `Idle GPU: ${who} (team ${f.team})`
+      : f.state === 'evicted'
+        ? `Idle GPU reclaimed: ${who} evicted`
+        : `GPU working again: ${who}`;
+  return { title, text: `${to}${f.reason}`, severity: f.state === 'cancelled' ? 'info' : 'warning' };
+}
+
+export function idleActions(plan: IdlePlan): Actions<IdleRecord> {
+  return {
+    ...noActions<IdleRecord>(),
+    ...(plan.recordChanged ? { nodeEdit: { ...emptyEdit<IdleRecord>(plan.node), record: plan.record } } : {}),
+    evictions: plan.evictions,
+    notices: plan.findings.map(idleNotice),
+    // What the pod's owner sees in `kubectl describe pod`: told idle, reclaimed (after the eviction).
+    podEvents: plan.findings
+      .filter((f) => f.state !== 'cancelled')
+      .map((f) => ({
+        pod: { namespace: f.track.namespace, name: f.track.pod },
+        note:
+          f.state === 'idle'
+            ? { type: 'Warning' as const, reason: 'GpuIdle', action: 'Notify', note: f.reason }
+            : { type: 'Warning' as const, reason: 'IdleGpuReclaimed', action: 'Evict', note: f.reason },
+      })),
+  };
+}
+
+export async function watchIdle(deps: IdleDeps, s: GpuUtilizationSummaryDetail): Promise<IdleOutcome> {
+  // A node gone is NotFoundError: already done (the handler acknowledges it).
+  const node = await deps.nodes.get(s.node);
+  const { record, warning } = readIdleRecord(node.annotations);
+  if (warning) deps.logger.warn('idle-gpus', { node: node.name, warning });
+  const pods = s.holders && s.holders.length > 0 ? await deps.pods.listOnNode(node.name) : [];
+  const plan = planIdle({ node, summary: s, pods, record }, deps.policy);
+  if (plan.skipped) deps.logger.info('idle-gpus: nothing decided', { node: node.name, why: plan.skipped });
+  const out = await carryOut(
+    {
+      node: node.name,
+      pending: readOutbox(node.annotations),
+      actions: idleActions(plan),
+      events: () => plan.findings.map((f) => idleEvent(plan, f, deps.clock.now())),
+      codec: encodeIdleRecord,
+      basis: node,
+    },
+    deps,
+  );
+  for (const f of plan.findings) deps.logger.info('idle-gpus', { node: node.name, state: f.state, reason: f.reason });
+  return {
+    plan,
+    published: out.published.length,
+    evictions: plan.evictions.map((p, i) => ({
+      pod: `${p.namespace}/${p.name}`,
+      result: out.applied.evictions[i]?.result ?? 'unknown',
+    })),
+  };
+}
