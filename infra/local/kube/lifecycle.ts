@@ -1,3 +1,4 @@
+import { ClusterRoleAggregation } from './clusterrole-aggregation.ts';
 import { daemonPod, eligible, hasDaemonPod, selects } from './daemonsets.ts';
 import { MigManager } from './mig-manager.ts';
 import { CreateRetries } from './create-retries.ts';
@@ -122,6 +123,8 @@ export class Lifecycle {
   private ipSeq = 0;
   /** Set by the cluster: builds a pod through admission (limit ranges, quota); throws ApiError. */
   admit: CreatePod = (p) => p as Pod;
+  /** kube-controller-manager's ClusterRole aggregation (clusterrole-aggregation.ts). */
+  private readonly aggregation: ClusterRoleAggregation;
   /** Controller failures (quota refused a replacement), kept for tests and the CLI log. */
   readonly failures: string[] = [];
 
@@ -130,6 +133,7 @@ export class Lifecycle {
     private readonly clock: Clock,
     private readonly mig: MigManager = new MigManager({}, 30),
   ) {
+    this.aggregation = new ClusterRoleAggregation(store);
     store.subscribe((e) => {
       this.mig.observe(e);
       this.observe(e);
@@ -310,6 +314,7 @@ export class Lifecycle {
       }
     }
     this.mig.settle(this.store, now);
+    this.aggregation.settle();
     if (this.daemonNodes === 'all' || this.daemonNodes.size > 0) this.runDaemonSets();
     this.schedule();
   }
