@@ -67,6 +67,8 @@ export class Cluster {
       migReconfigureSeconds?: number;
       migManagerConfig?: string;
       apis?: ApiSettings;
+      /** How often each kubelet syncs its node status (its schedulable Events come then); default 10 s. */
+      kubeletStatusSeconds?: number;
     } = {},
   ) {
     this.apis = new ServedApis(options.apis);
@@ -74,7 +76,9 @@ export class Cluster {
       this.store,
       clock,
       new MigManager(options.migLayouts ?? {}, options.migReconfigureSeconds ?? 30, options.migManagerConfig),
+      options.kubeletStatusSeconds,
     );
+    this.lifecycle.uid = () => this.uid();
     // Controllers create pods through the same admission as clients (quota can refuse them).
     this.lifecycle.admit = (pod) => this.prepareCreate(PODS, pod.metadata.namespace ?? '', pod) as Pod;
   }

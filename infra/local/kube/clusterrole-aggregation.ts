@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from 'node:util';
-import { matchesRequirements, requirementsOf, type LabelSelectorSpec } from './selectors.ts';
+import { matchesRequirements, requirementsOf } from './selectors.ts';
 import type { Store } from './store.ts';
-import type { KubeObject } from './types.ts';
+import type { KubeObject, LabelSelectorSpec } from './types.ts';
 
 /**
  * kube-controller-manager's ClusterRole aggregation controller, written again from
