@@ -66,4 +66,11 @@ describe("the kubelet's Events for cordon and drain", () => {
     expect(kubelet()).toEqual(['Killing: Stopping container main']);
     expect(events[0]!.involvedObject).toMatchObject({ kind: 'Pod', name: 'job', fieldPath: 'spec.containers{main}' });
   });
+
+  it('records nothing into a namespace that is being removed with its pods', () => {
+    const { c } = cluster();
+    c.delete(resource('namespaces'), '', 'train');
+    c.tick();
+    expect(c.store.list('events', 'train')).toEqual([]);
+  });
 });

@@ -66,8 +66,8 @@ export class KubeletEvents {
   /** Records what came due: Killing at once, the schedulable change at each kubelet's next status sync. */
   settle(now: number): void {
     for (const { pod, node } of this.killing.splice(0)) {
-      // A node that is gone took its kubelet with it.
-      if (!this.store.node(node)) continue;
+      // A node that is gone took its kubelet with it; a namespace that is gone took its Events.
+      if (!this.store.node(node) || !this.store.get('namespaces', '', pod.metadata.namespace ?? '')) continue;
       for (const c of pod.spec.containers ?? [])
         this.record(
           now,
