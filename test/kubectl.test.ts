@@ -16,7 +16,8 @@ import { RecordingNotifier } from '../functions/adapters/chat/notifier.ts';
  * The simulated cluster driven by the real kubectl. Where kubectl is not installed the tests are
  * skipped and the run says so (test/tools.ts).
  * This suite runs the sim on the wall clock: `kubectl drain` waits for evicted pods to disappear
- * in real time, so their grace period is 1 s.
+ * in real time, so their grace period is 1 s, and each kubelet syncs its node status every 1 s
+ * (10 s on a real node), when it records a cordon as NodeNotSchedulable.
  */
 const kubectlTool = requireTool('kubectl', () => commandWorks('kubectl', ['version', '--client']));
 
@@ -71,7 +72,7 @@ describe('kubectl against the simulated cluster', kubectlTool.options, () => {
   let dir: string;
   let kubeconfig: string;
   beforeAll(async () => {
-    sim = await startKubeSim({ fleet, clock: wallClock });
+    sim = await startKubeSim({ fleet, clock: wallClock, kubeletStatusSeconds: 1 });
     dir = mkdtempSync(join(tmpdir(), 'kube-sim-kubectl-'));
     kubeconfig = join(dir, 'config');
     sim.writeKubeconfig(kubeconfig);
@@ -272,11 +273,26 @@ describe('kubectl against the simulated cluster', kubectlTool.options, () => {
     expect(events.stdout).toMatch(
       /default\s+\S+\s+Normal\s+PodsEvicted\s+node\/gpu-b\s+1 pod evicted by gpu-reflex through the Eviction API \(PodDisruptionBudgets honoured\): train\/evictee/,
     );
+    // The kubelet stops the evicted pod's container as soon as it is deleted (kuberuntime_container.go
+    // killContainer: reason Killing, "Stopping container <name>", on the pod's container).
+    expect(events.stdout).toMatch(/train\s+\S+\s+Normal\s+Killing\s+pod\/evictee\s+Stopping container m/);
+    // The cordon shows as the kubelet's NodeNotSchedulable at its next node status sync, after
+    // gpu-reflex's own Events (kubelet_node_status.go recordNodeSchedulableEvent): watched until it comes.
+    const watched = await kubectl(
+      ['get', 'events', '-n', 'default', '--field-selector', 'involvedObject.name=gpu-b', '--watch'],
+      undefined,
+      (out) => out.includes('NodeNotSchedulable'),
+    );
+    expect(watched.stdout).toMatch(
+      /Normal\s+NodeNotSchedulable\s+node\/gpu-b\s+Node gpu-b status is now: NodeNotSchedulable/,
+    );
     const described = await kubectl(['describe', 'node', 'gpu-b']);
     expect(described.stdout).toMatch(/Lease:\s+HolderIdentity:\s+gpu-b/);
     expect(described.stdout).toMatch(/Boot ID:\s+[0-9a-f-]{36}/);
+    // describe node also reads the kubelet's Events, whose node reference carries the node's name as
+    // its UID (kubectl describe.go: "kubelet use node.name"), and sorts them all by time.
     expect(described.stdout).toMatch(
-      /Events:\n\s+Type\s+Reason\s+Age\s+From\s+Message\n.*\n\s+Normal\s+Cordoned\s+\S+\s+gpu-reflex\s+Node marked unschedulable by gpu-reflex; taint \S+ added\n\s+Normal\s+PodsEvicted\s+/,
+      /Events:\n\s+Type\s+Reason\s+Age\s+From\s+Message\n.*\n\s+Normal\s+Cordoned\s+\S+\s+gpu-reflex\s+Node marked unschedulable by gpu-reflex; taint \S+ added\n\s+Normal\s+PodsEvicted\s+.*\n\s+Normal\s+NodeNotSchedulable\s+\S+\s+kubelet\s+Node gpu-b status is now: NodeNotSchedulable/,
     );
   });
 
@@ -332,5 +348,21 @@ describe('kubectl against the simulated cluster', kubectlTool.options, () => {
     expect(
       sim.store.pods('serve').filter((p) => p.status?.phase === 'Running' && !p.metadata.deletionTimestamp),
     ).toHaveLength(3);
+    // kubectl records no Events of its own; what a drain leaves is the kubelet's: Killing for each
+    // evicted pod's container (the two llm replicas here; the trainer's in train).
+    const onA = await kubectl([
+      'get',
+      'events',
+      '-n',
+      'serve',
+      '--field-selector',
+      'reason=Killing,source=kubelet',
+      '-o',
+      'jsonpath={range .items[*]}{.involvedObject.name} {.source.host} {.message}{"\\n"}{end}',
+    ]);
+    expect(onA.stdout.trim().split('\n').sort()).toEqual([
+      'llm-0 gpu-a Stopping container main',
+      'llm-1 gpu-a Stopping container main',
+    ]);
   });
 });

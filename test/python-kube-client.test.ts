@@ -139,7 +139,9 @@ describe.skipIf(!python)('the official Python Kubernetes client against the simu
     expect(a.evictedPodTerminating).toBe(true);
     expect(a.badLimit).toEqual({ status: 400, message: 'strconv.ParseInt: parsing "abc": invalid syntax' });
     expect(a.coreEvents).toEqual(['Cordoned']);
-    expect(a.eventsV1).toEqual(['Cordoned Node/gpu-1 by gpu-reflex']);
+    // The eviction's own Event is the kubelet's, stopping the pod's container (kuberuntime_container.go
+    // killContainer), and the Python client parses it through events.k8s.io/v1 as well.
+    expect(a.eventsV1).toEqual(['Cordoned Node/gpu-1 by gpu-reflex', 'Killing Pod/llm-0 by kubelet']);
     expect(a.leaseHolder).toBe('gpu-1');
     expect(a.pdbs).toEqual([1]);
     expect(a.daemonSets).toEqual([2]);

@@ -23,6 +23,7 @@ import type { Node, Pod } from './kube/types.ts';
 import { SIM_GPU_LAYOUT_ANNOTATION, SIM_MIG_APPLIED_ANNOTATION } from './kube/mig-manager.ts';
 import type { FaultStepT, NvmlStepT, Scenario, TimelineStep } from './scenario.ts';
 import { StackKube } from './stack-kube.ts';
+import { AGENT_USER, FUNCTIONS_USER, installShippedRbac, type ShippedComponent } from './kube/shipped-rbac.ts';
 import { StackRecorder } from './stack-recorder.ts';
 import { startAgentProcesses, startInProcessAgents } from './stack-agents.ts';
 import { DevicePluginStandIn, type DevicePluginKind } from './device-plugin.ts';
@@ -139,6 +140,9 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
 
     let sim: KubeSim | undefined;
     let kubeconfig = o.kubeconfig;
+    // A real cluster (--kubeconfig): everyone uses the caller's identity.
+    let functionsKubeconfig = o.kubeconfig;
+    let agentKubeconfig = o.kubeconfig;
     if (!kubeconfig) {
       progress(`starting the simulated Kubernetes cluster (${scenario.parsedFleet.nodes.length} node groups) ...`);
       sim = await startKubeSim({
@@ -156,12 +160,20 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       sim.writeKubeconfig(kubeconfig);
       progress(`  cluster at ${sim.url}: ${sim.store.count('nodes')} nodes, ${sim.store.count('pods')} pods`);
       if (!virtual) progress(kubeconfigText(kubeconfig));
+      // The functions and the agents run as their ServiceAccounts under infra/k8s's RBAC (shipped-rbac.ts).
+      const skipped = installShippedRbac(sim.cluster, shippedComponents(scenario));
+      for (const s of skipped) progress(`  infra/k8s: left out ${s}`);
+      functionsKubeconfig = join(work, 'kubeconfig-functions');
+      sim.writeKubeconfig(functionsKubeconfig, FUNCTIONS_USER);
+      agentKubeconfig = join(work, 'kubeconfig-agent');
+      sim.writeKubeconfig(agentKubeconfig, AGENT_USER);
+      progress(`  functions act as ${FUNCTIONS_USER}, agents as ${AGENT_USER} (RBAC from infra/k8s)`);
     } else progress(`using the cluster in ${kubeconfig}`);
     const kube = new StackKube(kubeconfig);
 
     progress('starting the event bus with serverless.yml ...');
     const busName = LOCAL_BUS_NAME;
-    cleanups.push(withEnv(functionEnv({ kubeconfig, busUrl: 'http://pending', busName })));
+    cleanups.push(withEnv(functionEnv({ kubeconfig: functionsKubeconfig!, busUrl: 'http://pending', busName })));
     // The scenario's policy is the functions' policy file (else the caller's REMEDIATION_POLICY_FILE, else the
     // defaults).
     if (scenario.policyFile) {
@@ -418,7 +430,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       region: 'us-east-1',
       sampleIntervalMs: scenario.agents.sampleIntervalMs,
       log: progress,
-      ...(scenario.agents.actuator === false ? {} : { kubeconfig }),
+      ...(scenario.agents.actuator === false ? {} : { kubeconfig: agentKubeconfig! }),
       ...(scenario.agents.pauseOperator ? { pauseOperator: true } : {}),
     };
     if (!virtual) progress(`starting ${nodeFiles.length} agents (gpu-reflex agent) ...`);
@@ -884,4 +896,20 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
 /** A node that shares its GPUs through ACK's gpushare (it advertises aliyun.com/gpu-mem and gpu-count). */
 function sharesCards(node: Node | undefined): boolean {
   return node !== undefined && cardsOf(node) !== undefined;
+}
+
+/**
+ * The infra/k8s components a scenario's deployment enables, as docs/deploy.md tells people to: the
+ * actuator unless the agents run without it, the reset pause where the actuators pause the GPU
+ * Operator, ACK cGPU's RBAC where a node shares its cards.
+ */
+function shippedComponents(scenario: Scenario): ShippedComponent[] {
+  const nodes = scenario.parsedFleet.nodes;
+  return [
+    ...(scenario.agents.actuator === false ? [] : (['actuator'] as const)),
+    ...(scenario.agents.actuator !== false && scenario.agents.pauseOperator ? (['actuator-reset-pause'] as const) : []),
+    ...(nodes.some((n) => Object.keys({ ...n.capacity, ...n.allocatable }).some((k) => k.startsWith('aliyun.com/gpu')))
+      ? (['ack-cgpu'] as const)
+      : []),
+  ];
 }

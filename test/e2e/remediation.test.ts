@@ -182,25 +182,32 @@ describe('remediation on the embedded stack', () => {
     // All of it within the same virtual instant the event was observed in.
     expect(clock.now() - t0).toBe(0);
     // As `kubectl describe node` shows it: one Event for the patch (cordon and taint), one for the
-    // evictions, naming the pod evicted (not the one the budget kept); none per pod.
-    const onNode = stack.sim.store
-      .list('events')
-      .filter((e) => (e as { involvedObject?: { name?: string } }).involvedObject?.name === 'drain-0') as {
+    // evictions, naming the pod evicted (not the one the budget kept); none per pod from gpu-reflex.
+    type Ev = {
       reason?: string;
       message?: string;
-    }[];
-    expect(onNode.map((e) => [e.reason, e.message]).sort()).toEqual([
-      ['Cordoned', `Node marked unschedulable by gpu-reflex; taint ${TAINT_KEY}=xid-79:NoSchedule added`],
+      reportingComponent?: string;
+      involvedObject?: { kind?: string; name?: string };
+    };
+    const onNode = () =>
+      (stack.sim!.store.list('events') as Ev[])
+        .filter((e) => e.involvedObject?.name === 'drain-0')
+        .map((e) => [e.reportingComponent, e.reason, e.message]);
+    expect(onNode().sort()).toEqual([
+      ['gpu-reflex', 'Cordoned', `Node marked unschedulable by gpu-reflex; taint ${TAINT_KEY}=xid-79:NoSchedule added`],
       [
+        'gpu-reflex',
         'PodsEvicted',
         '1 pod evicted by gpu-reflex through the Eviction API (PodDisruptionBudgets honoured): ml/train-d0',
       ],
     ]);
+    // The pod Events a real cluster shows are the kubelet's: it stops the evicted pod's container at
+    // once (kuberuntime_container.go killContainer), and the kept replica's is left alone.
     expect(
-      stack.sim.store
-        .list('events')
-        .filter((e) => (e as { involvedObject?: { kind?: string } }).involvedObject?.kind === 'Pod'),
-    ).toEqual([]);
+      (stack.sim.store.list('events') as Ev[])
+        .filter((e) => e.involvedObject?.kind === 'Pod')
+        .map((e) => [e.reportingComponent, e.reason, e.involvedObject?.name]),
+    ).toEqual([['kubelet', 'Killing', 'train-d0']]);
 
     // Capacity frees up elsewhere (the job on drain-1 completes): the twin schedules and runs there.
     stack.sim.cluster.patch(
@@ -214,6 +221,13 @@ describe('remediation on the embedded stack', () => {
     stack.sim.cluster.tick();
     expect(stack.sim.store.pod('serve', 'serve-b')?.spec?.nodeName).toBe('drain-1');
     await stack.advance(60_000); // the sweep runs
+    // By now the kubelet's node status sync (every 10 s) has recorded the cordon, which it had not in
+    // the instant gpu-reflex acted (kubelet_node_status.go recordNodeSchedulableEvent).
+    expect(onNode()).toContainEqual([
+      'kubelet',
+      'NodeNotSchedulable',
+      'Node drain-0 status is now: NodeNotSchedulable',
+    ]);
     expect(evicted(stack.sim.store.pod('serve', 'serve-a')), 'serve/serve-a evicted').toBe(true);
     expect(podsOn('drain-0').filter((p) => p.metadata.namespace !== 'kube-system')).toEqual([]);
     expect(node('drain-0').spec?.unschedulable).toBe(true);

@@ -128,7 +128,15 @@ describe('Events recorded by the Kubernetes adapter', () => {
         '1 pod evicted by gpu-reflex through the Eviction API (PodDisruptionBudgets honoured): serve/batch',
       ],
     ]);
-    expect((await core.listNamespacedEvent({ namespace: 'serve' })).items).toEqual([]);
+    // gpu-reflex records none per pod; the one pod Event is the simulated kubelet's, stopping the
+    // evicted pod's container as a real kubelet does (infra/local/kube/kubelet-events.ts).
+    expect(
+      (await core.listNamespacedEvent({ namespace: 'serve' })).items.map((e) => [
+        e.reportingComponent,
+        e.reason,
+        e.involvedObject.name,
+      ]),
+    ).toEqual([['kubelet', 'Killing', 'batch']]);
   });
 
   it('a drain that runs out of time is a DrainStuck Warning naming what is left and why', async () => {

@@ -21,6 +21,11 @@ export interface AliCloudSimOptions {
   host?: string;
   /** Boots, reboots and removals are timers on this clock. Default: a VirtualClock (tests advance it). */
   clock?: Clock;
+  /**
+   * The gateway's own time, which each request's `x-acs-date` must be within 15 minutes of (replay.ts).
+   * Default: the machine's, which is what the SDKs sign with.
+   */
+  gatewayNow?: () => number;
 }
 
 /** What a client needs to reach the simulator: written by `--out` as JSON. */
@@ -47,7 +52,7 @@ export async function startAliCloudSim(options: AliCloudSimOptions = {}): Promis
   const file =
     typeof options.cloud === 'string' ? loadCloudFile(options.cloud) : validateCloudFile(options.cloud ?? {});
   const cloud = new AliCloud(file, options.clock ?? new VirtualClock());
-  const server = createServer(createHandler(cloud));
+  const server = createServer(createHandler(cloud, options.gatewayNow));
   const host = options.host ?? '127.0.0.1';
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -1,3 +1,4 @@
+import { ReplayGuard } from './replay.ts';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { CloudError, type AliCloud, type SimInstance, type SimPool, type SimTask } from './cloud.ts';
@@ -213,6 +214,10 @@ function csRoute(call: Call): { action: string; clusterId?: string; poolId?: str
   if (m === 'GET' && s.length === 3 && s[0] === 'clusters' && s[2] === 'nodepools')
     return { action: 'DescribeClusterNodePools', clusterId: s[1]! };
   if (s.length === 4 && s[0] === 'clusters' && s[2] === 'nodepools') {
+    // DescribeClusterNodePoolDetail: GET /clusters/{ClusterId}/nodepools/{NodepoolId}, one pool in the shape of
+    // DescribeClusterNodePools' items (https://www.alibabacloud.com/help/en/ack/ack-managed-and-ack-dedicated/
+    // developer-reference/api-cs-2015-12-15-describeclusternodepooldetail).
+    if (m === 'GET') return { action: 'DescribeClusterNodePoolDetail', clusterId: s[1]!, poolId: s[3]! };
     if (m === 'PUT') return { action: 'ModifyClusterNodePool', clusterId: s[1]!, poolId: s[3]! };
     if (m === 'POST') return { action: 'ScaleClusterNodePool', clusterId: s[1]!, poolId: s[3]! };
   }
@@ -248,6 +253,8 @@ function serveCs(cloud: AliCloud, call: Call, requestId: string): Json {
   switch (r.action) {
     case 'DescribeClusterNodePools':
       return { nodepools: [...cloud.pools.values()].map((p) => poolView(cloud, p)), request_id: requestId };
+    case 'DescribeClusterNodePoolDetail':
+      return poolView(cloud, cloud.pool(r.poolId!));
     case 'ModifyClusterNodePool': {
       const body = jsonBody(call);
       const sg = body['scaling_group'] as Json | undefined;
@@ -464,7 +471,9 @@ function serveEcs(cloud: AliCloud, call: Call, requestId: string): Json {
 }
 
 /** The request handler; `host` names the simulator in error bodies (`HostId`). */
-export function createHandler(cloud: AliCloud) {
+export function createHandler(cloud: AliCloud, gatewayNow?: () => number) {
+  // Nonce replay and date skew, refused after the signature is checked (replay.ts).
+  const replay = new ReplayGuard(gatewayNow);
   return (req: IncomingMessage, res: ServerResponse): void => {
     const requestId = randomUUID().toUpperCase();
     const host = String(req.headers.host ?? 'localhost');
@@ -474,9 +483,10 @@ export function createHandler(cloud: AliCloud) {
       const q = url.indexOf('?');
       const path = q < 0 ? url : url.slice(0, q);
       const query = q < 0 ? '' : url.slice(q + 1);
-      const verdict = verify({ method: req.method ?? 'GET', path, query, headers: req.headers, body }, (id) =>
+      const signed = verify({ method: req.method ?? 'GET', path, query, headers: req.headers, body }, (id) =>
         cloud.secretOf(id),
       );
+      const verdict = signed.ok ? replay.check(req.headers, signed.accessKeyId) : signed;
       if (!verdict.ok) {
         gatewayError(res, host, requestId, verdict.status, verdict.code, verdict.message);
         return;

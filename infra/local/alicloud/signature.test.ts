@@ -11,6 +11,9 @@ afterEach(async () => {
 });
 
 const sha = (s: string) => createHash('sha256').update(s).digest('hex');
+/** The gateway's time these hand-signed requests are dated at (replay.ts refuses a date 15 min off). */
+const GATEWAY_NOW = () => Date.parse('2026-01-01T00:00:00Z');
+let nonce = 0;
 
 /** Sends one hand-signed request; `tamper` changes it after signing. */
 async function send(
@@ -24,7 +27,8 @@ async function send(
     'x-acs-action': 'DescribeInstances',
     'x-acs-version': '2014-05-26',
     'x-acs-date': '2026-01-01T00:00:00Z',
-    'x-acs-signature-nonce': 'n-1',
+    // A fresh nonce each request: the gateway refuses one used before (replay.ts).
+    'x-acs-signature-nonce': `n-${++nonce}`,
     'x-acs-content-sha256': sha(body),
     ...req.headers,
   };
@@ -56,7 +60,7 @@ const describeInstances = { method: 'POST', path: '/', query: 'RegionId=cn-hangz
 
 describe('ACS3-HMAC-SHA256 checking', () => {
   it('accepts a correctly signed request and refuses every change made after signing', async () => {
-    sim = await startAliCloudSim({});
+    sim = await startAliCloudSim({ gatewayNow: GATEWAY_NOW });
     expect((await send(sim, describeInstances)).status).toBe(200);
     const changed = [
       (r: { query: string }) => (r.query = 'RegionId=cn-beijing&PageSize=5'),
@@ -73,7 +77,7 @@ describe('ACS3-HMAC-SHA256 checking', () => {
   });
 
   it('requires every x-acs-* header to be signed, an Authorization, and the ACS3 form', async () => {
-    sim = await startAliCloudSim({});
+    sim = await startAliCloudSim({ gatewayNow: GATEWAY_NOW });
     const unsigned = await send(sim, describeInstances, (r) => (r.headers['x-acs-security-token'] = 'sneaked-in'));
     expect(unsigned.body).toMatchObject({ Code: 'SignatureDoesNotMatch' });
     expect(String(unsigned.body['Message'])).toContain('unsigned: x-acs-security-token');
@@ -88,7 +92,7 @@ describe('ACS3-HMAC-SHA256 checking', () => {
   });
 
   it('canonicalises odd query values as the SDK signs them (spaces, reserved and non-ASCII characters)', async () => {
-    sim = await startAliCloudSim({});
+    sim = await startAliCloudSim({}); // the SDK signs with the machine's time, the gateway's default
     const c = sim.connection;
     const Client = (
       openapi as unknown as {

@@ -7,6 +7,7 @@ import { Router, mulberry32 } from './router.ts';
 import { loadRoutingTable, type RoutingTable } from './rules.ts';
 import { armSchedules } from './schedules.ts';
 import { startPutEventsServer } from './server.ts';
+import { RuleRegistry } from './rule-registry.ts';
 import { controlPlane } from './control-plane.ts';
 
 /**
@@ -132,7 +133,10 @@ export async function startLocalBus(opts: LocalBusOptions = {}): Promise<LocalBu
     ingest,
     host,
     opts.port ?? 0,
-    controlPlane(table, () => buses, { region, account }),
+    controlPlane(new RuleRegistry(table, { region, account }, (rules) => router.setRules(rules)), () => buses, {
+      region,
+      account,
+    }),
   );
   let http: HttpApiServer | undefined;
   if (table) {

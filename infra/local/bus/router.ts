@@ -62,7 +62,7 @@ export function backoffMs(retry: number, random: () => number): number {
 
 export class Router extends EventEmitter<DeliveryEvents> {
   private readonly letters: Ring<DeadLetter>;
-  private readonly rules: { rule: EventRule; matches: PatternMatcher }[];
+  private rules: { rule: EventRule; matches: PatternMatcher }[];
   private readonly loader = new HandlerLoader();
   private readonly queue: Job[] = [];
   private readonly workers = new Set<Promise<void>>();
@@ -91,6 +91,11 @@ export class Router extends EventEmitter<DeliveryEvents> {
     if (!Number.isInteger(this.concurrency) || this.concurrency < 1)
       throw new RangeError(`concurrency must be a positive integer, got ${opts.concurrency}`);
     if (opts.dlqPath) mkdirSync(dirname(opts.dlqPath), { recursive: true });
+  }
+
+  /** Routes by these rules from now on (PutRule, PutTargets, …: rule-registry.ts validated them). */
+  setRules(rules: EventRule[]): void {
+    this.rules = rules.map((rule) => ({ rule, matches: compilePattern(rule.pattern) }));
   }
 
   /** The last dead letters (at most historySize), oldest first. */

@@ -53,9 +53,24 @@ function badRequest(err: unknown): ApiError {
   return errors.badRequest(err instanceof Error ? err.message : String(err));
 }
 
+export interface AuditRecord {
+  user: string;
+  verb: string;
+  resource: string;
+  subresource?: string;
+  namespace?: string;
+  name?: string;
+}
+export const AUDIT_KEPT = 20_000;
+
 export class Cluster {
   readonly store = new Store();
   readonly lifecycle: Lifecycle;
+  /**
+   * Who changed what, as kube-apiserver's audit log records it (audit.k8s.io Event: user.username,
+   * verb, objectRef): the authorized writes that came over HTTP, at least the last AUDIT_KEPT of them.
+   */
+  readonly audit: AuditRecord[] = [];
   /** The Kubernetes release this server is: `/version`, and which DRA API versions it serves. */
   readonly apis: ServedApis;
   private uidSeq = 0;
@@ -67,6 +82,8 @@ export class Cluster {
       migReconfigureSeconds?: number;
       migManagerConfig?: string;
       apis?: ApiSettings;
+      /** How often each kubelet syncs its node status (its schedulable Events come then); default 10 s. */
+      kubeletStatusSeconds?: number;
     } = {},
   ) {
     this.apis = new ServedApis(options.apis);
@@ -74,7 +91,9 @@ export class Cluster {
       this.store,
       clock,
       new MigManager(options.migLayouts ?? {}, options.migReconfigureSeconds ?? 30, options.migManagerConfig),
+      options.kubeletStatusSeconds,
     );
+    this.lifecycle.uid = () => this.uid();
     // Controllers create pods through the same admission as clients (quota can refuse them).
     this.lifecycle.admit = (pod) => this.prepareCreate(PODS, pod.metadata.namespace ?? '', pod) as Pod;
   }

@@ -46,6 +46,11 @@ export interface KubeSimOptions {
    * runtime-config (api-versions.ts).
    */
   apis?: ApiSettings;
+  /**
+   * How often each node's kubelet syncs its status (default 10 s, the kubelet's
+   * nodeStatusUpdateFrequency); its NodeNotSchedulable / NodeSchedulable Events come at that sync.
+   */
+  kubeletStatusSeconds?: number;
 }
 
 export interface KubeSim {
@@ -77,6 +82,7 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
     migReconfigureSeconds: fleet.migReconfigureSeconds,
     migManagerConfig: fleet.migManagerConfig,
     ...(options.apis ? { apis: options.apis } : {}),
+    ...(options.kubeletStatusSeconds !== undefined ? { kubeletStatusSeconds: options.kubeletStatusSeconds } : {}),
   });
   seedFleet(cluster, fleet);
 

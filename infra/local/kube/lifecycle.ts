@@ -1,3 +1,5 @@
+import { ClusterRoleAggregation } from './clusterrole-aggregation.ts';
+import { KUBELET_STATUS_SECONDS, KubeletEvents } from './kubelet-events.ts';
 import { daemonPod, eligible, hasDaemonPod, selects } from './daemonsets.ts';
 import { MigManager } from './mig-manager.ts';
 import { CreateRetries } from './create-retries.ts';
@@ -122,6 +124,12 @@ export class Lifecycle {
   private ipSeq = 0;
   /** Set by the cluster: builds a pod through admission (limit ranges, quota); throws ApiError. */
   admit: CreatePod = (p) => p as Pod;
+  /** kube-controller-manager's ClusterRole aggregation (clusterrole-aggregation.ts). */
+  private readonly aggregation: ClusterRoleAggregation;
+  /** The Events the nodes' kubelets record: NodeNotSchedulable, Killing (kubelet-events.ts). */
+  private readonly kubelet: KubeletEvents;
+  /** Set by the cluster: its deterministic UIDs, for the objects controllers create. */
+  uid: () => string = () => '00000000-0000-4000-8000-000000000000';
   /** Controller failures (quota refused a replacement), kept for tests and the CLI log. */
   readonly failures: string[] = [];
 
@@ -129,7 +137,15 @@ export class Lifecycle {
     private readonly store: Store,
     private readonly clock: Clock,
     private readonly mig: MigManager = new MigManager({}, 30),
+    kubeletStatusSeconds = KUBELET_STATUS_SECONDS,
   ) {
+    this.aggregation = new ClusterRoleAggregation(store);
+    this.kubelet = new KubeletEvents(
+      store,
+      () => clock.now(),
+      () => this.uid(),
+      kubeletStatusSeconds * 1000,
+    );
     store.subscribe((e) => {
       this.mig.observe(e);
       this.observe(e);
@@ -310,8 +326,10 @@ export class Lifecycle {
       }
     }
     this.mig.settle(this.store, now);
+    this.aggregation.settle();
     if (this.daemonNodes === 'all' || this.daemonNodes.size > 0) this.runDaemonSets();
     this.schedule();
+    this.kubelet.settle(now);
   }
 
   /** Terminations whose grace period ended and pods whose run time is over; recomputes dueAt. */

@@ -8,7 +8,8 @@ import type { KubeObject } from './types.ts';
  * allows the request; RBAC never denies, it only has no opinion), pkg/registry/rbac/validation/rule.go
  * (ClusterRoleBindings apply everywhere, RoleBindings only in their namespace; who a subject is), and
  * pkg/apis/rbac/v1/evaluation_helpers.go (how a rule's verbs, groups, resources, names and URLs match).
- * Aggregated ClusterRoles (`aggregationRule`) are not expanded: their stored `rules` count as written.
+ * Aggregated ClusterRoles (`aggregationRule`) count with the rules the aggregation controller wrote
+ * into them (clusterrole-aggregation.ts), as the real authorizer reads them.
  */
 export interface UserInfo {
   name: string;

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { parse as parseYaml } from 'yaml';
-import type { Cluster, ListResult } from './cluster.ts';
+import { AUDIT_KEPT, type Cluster, type ListResult } from './cluster.ts';
 import { apiGroup, apiGroupList, apiResourceList, apiVersions } from './discovery.ts';
 import { DRA_GROUP, toServedVersion, toStoredVersion, type ServedApis } from './api-versions.ts';
 import type { KubeObject } from './types.ts';
@@ -246,13 +246,14 @@ async function handle(
   const r = served.group === DRA_GROUP ? resource(served.plural) : served;
   const view = (o: KubeObject): KubeObject => (o.kind === served.kind ? (toServedVersion(served, o) as KubeObject) : o);
   const ns = r.namespaced ? hit.ns : undefined;
+  const watch = hit.watch || (q.has('watch') && !['0', 'false'].includes(q.get('watch')!.toLowerCase()));
+  const verb = verbOf(method, name !== undefined, watch);
   if (impersonated) {
-    const watch = hit.watch || (q.has('watch') && !['0', 'false'].includes(q.get('watch')!.toLowerCase()));
     checkAccess(
       cluster.store,
       user,
       {
-        verb: verbOf(method, name !== undefined, watch),
+        verb,
         group: served.group,
         resource: served.plural,
         ...(sub ? { subresource: sub } : {}),
@@ -261,6 +262,18 @@ async function handle(
       },
       served,
     );
+  }
+  if (!['get', 'list', 'watch'].includes(verb)) {
+    cluster.audit.push({
+      user: user.name,
+      verb,
+      resource: served.plural,
+      ...(sub ? { subresource: sub } : {}),
+      ...(ns ? { namespace: ns } : {}),
+      ...(name ? { name } : {}),
+    });
+    // Trimmed in halves, not per request: the last AUDIT_KEPT to 2×AUDIT_KEPT are kept.
+    if (cluster.audit.length > 2 * AUDIT_KEPT) cluster.audit.splice(0, AUDIT_KEPT);
   }
   if (served.plural === 'selfsubjectaccessreviews') {
     if (method !== 'POST' || name !== undefined)
