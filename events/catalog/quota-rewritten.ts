@@ -44,6 +44,8 @@ export const QuotaRewrittenDetailSchema = z
                 node: z.string().min(1).max(253),
                 why: z.string().min(1).max(256),
                 gpus: z.number().int().positive().optional(),
+                /** MIG instances fenced on a node that stays, per resource (`nvidia.com/mig-1g.10gb`: 1). */
+                instances: z.record(z.string().min(1).max(253), z.number().int().positive()).optional(),
               })
               .strict(),
           )

@@ -221,6 +221,28 @@ describe('rebalance-mig', () => {
     expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'start' });
   });
 
+  it("refuses to write while the GPU Operator's ClusterPolicy names another ConfigMap, saying what to set", async () => {
+    seed();
+    waiting(2);
+    kube.cluster.clusterPolicies = [{ name: 'cluster-policy', ignored: false }];
+    const out = await rebalanceMig(deps);
+    expect(out.steps).toEqual({});
+    expect(out.refused).toContain('ClusterPolicy cluster-policy has spec.migManager.config.name unset');
+    expect(out.refused).toContain(
+      `kubectl patch clusterpolicies.nvidia.com cluster-policy --type merge -p ` +
+        `'{"spec":{"migManager":{"config":{"name":"gpu-reflex-mig-parted-config"}}}}'`,
+    );
+    expect(kube.cluster.callsTo('configFile.update')).toEqual([]);
+    const node = await kube.nodes.get('h100-0');
+    expect(node.unschedulable).toBe(false);
+    expect(node.annotations[MIG_REBALANCE_ANNOTATION]).toBeUndefined();
+    // Patched as it says: the relayout starts.
+    kube.cluster.clusterPolicies = [
+      { name: 'cluster-policy', configName: 'gpu-reflex-mig-parted-config', ignored: false },
+    ];
+    expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'start' });
+  });
+
   it('leaves the node cordoned when a remediation drained it meanwhile', async () => {
     seed();
     waiting(1);

@@ -26,7 +26,7 @@ import { readOutbox } from '../lib/outbox.ts';
 import { emptyEdit, noActions } from '../lib/plan.ts';
 import { carryOut, withLease } from '../lib/reflex.ts';
 import { countProfiles } from './core/layout.ts';
-import { partedConfigRefusal } from './core/parted-owner.ts';
+import { clusterPolicyRefusal, partedConfigRefusal } from './core/parted-owner.ts';
 import { withPartedEntry } from './core/parted.ts';
 import { planMig, type MigHolder } from './core/planner.ts';
 import type { PreemptionPolicy } from './core/policy.ts';
@@ -340,7 +340,11 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
         }
         if (step.kind === 'start') {
           // Checked before the first write of each round: the ConfigMap must be gpu-reflex's own.
-          refusal ??= partedConfigRefusal(deps.migParted.ref, await deps.migParted.ownership()) ?? '';
+          // And mig-manager must read it: the ClusterPolicy names it (spec.migManager.config.name).
+          refusal ??=
+            partedConfigRefusal(deps.migParted.ref, await deps.migParted.ownership()) ??
+            clusterPolicyRefusal(deps.migParted.ref, await deps.migParted.clusterPolicies()) ??
+            '';
           if (refusal) {
             deps.logger.error('rebalance-mig', { node: n.name, refused: refusal });
             refused = refusal;

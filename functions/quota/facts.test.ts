@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { NodeInfo } from '../adapters/kube/model.ts';
+import { MIG_INVENTORY_ANNOTATION } from '../../events/index.ts';
 import { QUARANTINED_GPUS_ANNOTATION, STATE_LABEL } from '../lib/node-state.ts';
 import { QuotaConfigSchema } from './core/config.ts';
 import { quotaFacts } from './facts.ts';
@@ -55,5 +56,59 @@ describe('quotaFacts: faults move capacity', () => {
   it('reads an unreadable quarantined-gpus annotation as nothing fenced (the allocatable still speaks)', () => {
     const bad = node('n0', { annotations: { [QUARANTINED_GPUS_ANNOTATION]: '{not json' }, allocatableGpus: 7 });
     expect(capacityOf([bad])).toBe(7);
+  });
+});
+
+describe('quotaFacts: a fenced MIG instance moves capacity like a whole GPU', () => {
+  const MIG = 'nvidia.com/mig-1g.10gb';
+  const UUID = 'GPU-6f3d436b-50bf-7e46-2a73-970aa9422a64';
+  const migConfig = QuotaConfigSchema.parse({
+    teams: [{ name: 'a', namespaces: ['a'] }],
+    resources: [MIG, 'nvidia.com/mig-3g.40gb'],
+  });
+  const inventory = JSON.stringify({
+    v: 1,
+    at: '2041-07-01T00:00:00.000Z',
+    gpus: [
+      {
+        index: 0,
+        uuid: UUID,
+        instances: [
+          { profile: '3g.40gb', gi: 1, inUse: false },
+          { profile: '1g.10gb', gi: 7, inUse: false },
+          { profile: '1g.10gb', gi: 8, inUse: false },
+        ],
+      },
+    ],
+  });
+  const migNode = (annotations: Record<string, string>, allocatable1g = 4) =>
+    ({
+      name: 'h0',
+      labels: {},
+      annotations: { [MIG_INVENTORY_ANNOTATION]: inventory, ...annotations },
+      ready: true,
+      unschedulable: false,
+      taints: [],
+      capacity: { [MIG]: '4', 'nvidia.com/mig-3g.40gb': '1' },
+      allocatable: { [MIG]: String(allocatable1g), 'nvidia.com/mig-3g.40gb': '1' },
+    }) as unknown as NodeInfo;
+
+  it('takes the instance out of its profile at once (from the agent inventory), and counts it once after', () => {
+    expect(quotaFacts(migConfig, [migNode({})], [], []).capacity[MIG]).toBe(4);
+    const f = quotaFacts(migConfig, [migNode(fenced(`${UUID}/gi7`))], [], []);
+    expect(f.capacity).toEqual({ [MIG]: 3, 'nvidia.com/mig-3g.40gb': 1 });
+    expect(f.out).toEqual([
+      { node: 'h0', why: '1 1g.10gb MIG instance fenced by remediation', instances: { [MIG]: 1 } },
+    ]);
+    // The device plugin dropped it: still 3, not 2.
+    expect(quotaFacts(migConfig, [migNode(fenced(`${UUID}/gi7`), 3)], [], []).capacity[MIG]).toBe(3);
+    // Two of them, and a GPU instance the inventory does not list (or a MIG-… UUID): the allocatable speaks.
+    expect(
+      quotaFacts(migConfig, [migNode(fenced(`${UUID}/gi7`, `${UUID}/gi8`, `${UUID}/gi9`, 'MIG-bb'))], [], []).capacity[
+        MIG
+      ],
+    ).toBe(2);
+    // Restored: back.
+    expect(quotaFacts(migConfig, [migNode({})], [], []).capacity[MIG]).toBe(4);
   });
 });

@@ -3,6 +3,7 @@
  * fleet file seeded in process, and the function): capacity from the nodes pods can land on,
  * usage as the quota admission counts it, and gpu-reflex's current quotas.
  */
+import { readMigInventory } from '../../events/index.ts';
 import type { NodeInfo, PodInfo, QuotaInfo } from '../adapters/kube/model.ts';
 import { parseQuantity } from '../adapters/kube/quantity.ts';
 import { migModel, migResourceName } from '../lib/mig-profiles.ts';
@@ -24,8 +25,36 @@ function quantity(q: string | undefined): number {
 export interface CapacityOut {
   node: string;
   why: string;
-  /** Whole GPUs (nvidia.com/gpu) of a node that stays schedulable; absent: the whole node is out. */
+  /** Whole GPUs (nvidia.com/gpu) of a node that stays schedulable; absent with `instances`: the whole node is out. */
   gpus?: number;
+  /** MIG instances fenced on a node that stays, per resource (`nvidia.com/mig-1g.10gb`). */
+  instances?: Record<string, number>;
+}
+
+/**
+ * The MIG instances of a quarantined-gpus annotation whose profile is known, per resource: an entry
+ * `GPU-…/gi<n>` is looked up in the node agent's gpu-reflex.io/mig-inventory (that GPU's instance with
+ * GPU-instance id n). A `MIG-…` UUID names no profile there: it leaves through the allocatable alone.
+ */
+function fencedInstances(annotations: Readonly<Record<string, string>>): Record<string, number> {
+  const raw = annotations[QUARANTINED_GPUS_ANNOTATION];
+  if (raw === undefined) return {};
+  let list: unknown;
+  try {
+    list = JSON.parse(raw);
+  } catch {
+    return {};
+  }
+  if (!Array.isArray(list)) return {};
+  const { inventory } = readMigInventory(annotations);
+  const out: Record<string, number> = {};
+  for (const entry of new Set(list.filter((x): x is string => typeof x === 'string'))) {
+    const m = /^(GPU-[^/]+)\/gi(\d+)$/.exec(entry);
+    if (!m) continue;
+    const profile = inventory?.gpus.find((g) => g.uuid === m[1])?.instances.find((i) => i.gi === Number(m[2]))?.profile;
+    if (profile) out[migResourceName(profile)] = (out[migResourceName(profile)] ?? 0) + 1;
+  }
+  return out;
 }
 
 /** The whole GPUs of a quarantined-gpus annotation (MIG instances are `MIG-…` or `GPU-…/gi<n>`). */
@@ -76,19 +105,31 @@ export function quotaFacts(
       if (resources.some((r) => quantity(n.allocatable[r]) > 0)) out.push({ node: n.name, why });
       continue;
     }
+    const instances = fencedInstances(n.annotations ?? {});
+    const counted: Record<string, number> = {};
     for (const r of resources) {
       const allocatable = quantity(n.allocatable[r]);
-      if (r !== GPU) {
+      // A fenced MIG instance leaves its profile's resource at once, as a fenced GPU leaves nvidia.com/gpu.
+      const fenced = r === GPU ? fencedGpus(n.annotations ?? {}) : (instances[r] ?? 0);
+      if (fenced === 0) {
         capacity[r]! += allocatable;
         continue;
       }
-      const fenced = fencedGpus(n.annotations ?? {});
       const total = n.capacity?.[r] === undefined ? allocatable : quantity(n.capacity[r]);
       const gives = Math.max(0, Math.min(allocatable, total - fenced));
       capacity[r]! += gives;
-      if (fenced > 0)
+      if (r === GPU)
         out.push({ node: n.name, why: `${fenced} GPU${fenced === 1 ? '' : 's'} fenced by remediation`, gpus: fenced });
+      else counted[r] = fenced;
     }
+    if (Object.keys(counted).length > 0)
+      out.push({
+        node: n.name,
+        why: `${Object.entries(counted)
+          .map(([r, k]) => `${k} ${r.replace('nvidia.com/mig-', '')} MIG instance${k === 1 ? '' : 's'}`)
+          .join(', ')} fenced by remediation`,
+        instances: counted,
+      });
   }
   const excluded = out.map((o) => `${o.node} (${o.why})`);
   const teamNs = new Set(config.teams.flatMap((t) => t.namespaces));

@@ -59,3 +59,25 @@ export class GpuOperatorClients {
     return changed;
   }
 }
+
+/** The operator's own mig-parted ConfigMap: what mig-manager reads while the ClusterPolicy names none. */
+const OPERATOR_DEFAULT_MIG_CONFIG = 'default-mig-parted-config';
+
+/**
+ * The GPU Operator's ClusterPolicy as its Helm chart installs it (`cluster-policy`), as far as MIG goes:
+ * `spec.migManager.config.name` is the mig-parted ConfigMap mig-manager reads. The chart leaves it empty
+ * by default (deployments/gpu-operator/values.yaml `migManager.config.name: ""`), and the operator then
+ * uses its own default-mig-parted-config (controllers/object_controls.go TransformMigManager), so a fleet
+ * whose mig-manager reads that one gets a ClusterPolicy that names none. `status.state` `ready` is the
+ * operator's word for the one ClusterPolicy it acts on (others are `ignored`).
+ */
+export function operatorClusterPolicy(migConfigName: string): object {
+  const config = migConfigName === OPERATOR_DEFAULT_MIG_CONFIG ? {} : { name: migConfigName };
+  return {
+    apiVersion: 'nvidia.com/v1',
+    kind: 'ClusterPolicy',
+    metadata: { name: 'cluster-policy' },
+    spec: { migManager: { enabled: true, config: { default: 'all-disabled', ...config } } },
+    status: { state: 'ready' },
+  };
+}

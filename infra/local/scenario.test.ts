@@ -45,6 +45,22 @@ describe('scenario validation', () => {
     expect(s.agents).toEqual({ nodes: 'all-gpu-nodes', sampleIntervalMs: 1000 });
   });
 
+  it('reads a join step: the node, its labels and allocatable; a misspelt field is named', () => {
+    const s = parseScenario(
+      ok(`timeline:
+  - { at: 5s, join: { node: a100-new, labels: { nvidia.com/gpu.present: "true" }, allocatable: { nvidia.com/gpu: 8 } } }`),
+    );
+    expect(s.timeline).toEqual([
+      {
+        at: 5000,
+        join: { node: 'a100-new', labels: { 'nvidia.com/gpu.present': 'true' }, allocatable: { 'nvidia.com/gpu': 8 } },
+      },
+    ]);
+    expect(() => parseScenario(ok('timeline:\n  - { at: 5s, join: { node: x, label: {} } }'))).toThrow(
+      /timeline\.0\.join/,
+    );
+  });
+
   it.each([
     [
       'a fault field of the wrong type',

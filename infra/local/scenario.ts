@@ -189,6 +189,26 @@ const UngateStep = z
   })
   .strict();
 export type UngateStepT = z.infer<typeof UngateStep>;
+/**
+ * A node joins the cluster (a person or a provisioner outside the scenario's cloud adds it): a Node with
+ * these labels and allocatable, Ready. A GPU node makes the GPU Operator reconcile its ClusterPolicy
+ * (clusterpolicy_controller.go addWatchNewGPUNode; the simulated one in kube/mig-manager.ts). No agent
+ * runs on it: it is the cluster's object only.
+ */
+const JoinStep = z
+  .object({
+    at: Duration,
+    join: z
+      .object({
+        node: Name,
+        labels: z.record(z.string(), z.string()).default({}),
+        allocatable: z.record(z.string(), z.union([z.string(), z.number()])).default({}),
+      })
+      .strict(),
+    note: z.string().optional(),
+  })
+  .strict();
+export type JoinStepT = z.infer<typeof JoinStep>;
 /** A narration line printed at its time: tells the reader what to look for next. */
 const NoteStep = z.object({ at: Duration, note: z.string().min(1) }).strict();
 export type TimelineStep =
@@ -199,6 +219,7 @@ export type TimelineStep =
   | z.infer<typeof AfterRebootStep>
   | z.infer<typeof UnhealthyCardsStep>
   | z.infer<typeof UngateStep>
+  | JoinStepT
   | z.infer<typeof NoteStep>;
 export type AfterRebootStepT = z.infer<typeof AfterRebootStep>;
 export type FenceFileStepT = z.infer<typeof FenceFileStep>;
@@ -224,7 +245,9 @@ export const TimelineStepSchema = z.unknown().transform((v, ctx): TimelineStep =
                 ? UnhealthyCardsStep
                 : 'ungate' in o
                   ? UngateStep
-                  : NoteStep;
+                  : 'join' in o
+                    ? JoinStep
+                    : NoteStep;
   const r = schema.safeParse(v);
   if (r.success) return r.data;
   for (const i of r.error.issues) ctx.addIssue({ code: 'custom', message: i.message, path: i.path });

@@ -21,7 +21,8 @@ import { NodeProcesses } from './node-processes.ts';
 import { checkExpectations, summarize, type StackReport } from './report.ts';
 import type { Node, Pod } from './kube/types.ts';
 import { SIM_GPU_LAYOUT_ANNOTATION, SIM_MIG_APPLIED_ANNOTATION } from './kube/mig-manager.ts';
-import type { FaultStepT, NvmlStepT, Scenario, TimelineStep } from './scenario.ts';
+import type { FaultStepT, JoinStepT, NvmlStepT, Scenario, TimelineStep } from './scenario.ts';
+import { resource } from './kube/resources.ts';
 import { StackKube } from './stack-kube.ts';
 import { AGENT_USER, FUNCTIONS_USER, installShippedRbac, type ShippedComponent } from './kube/shipped-rbac.ts';
 import { StackRecorder } from './stack-recorder.ts';
@@ -648,6 +649,15 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
             (s.note ? ` — ${s.note}` : ''),
         });
         sim?.tick();
+      } else if ('join' in s) {
+        emit({
+          who: 'scenario',
+          kind: 'note',
+          what: '',
+          text: `node ${s.join.node} joins the cluster${s.note ? ` — ${s.note}` : ''}`,
+        });
+        sim?.cluster.create(resource('nodes'), '', joiningNode(s));
+        sim?.tick();
       } else if ('ungate' in s) {
         const done = await kube.ungate(s.ungate.namespace, s.ungate.name);
         emit({
@@ -912,4 +922,17 @@ function shippedComponents(scenario: Scenario): ShippedComponent[] {
       ? (['ack-cgpu'] as const)
       : []),
   ];
+}
+
+/** The Node a scenario `join` step adds: its labels (and the kubelet's own), its allocatable, Ready. */
+function joiningNode({ join: j }: JoinStepT): object {
+  const allocatable = Object.fromEntries(Object.entries(j.allocatable).map(([k, v]) => [k, String(v)]));
+  return {
+    metadata: {
+      name: j.node,
+      labels: { 'kubernetes.io/hostname': j.node, 'kubernetes.io/os': 'linux', ...j.labels },
+    },
+    spec: {},
+    status: { capacity: { pods: '110', ...allocatable }, allocatable: { pods: '110', ...allocatable } },
+  };
 }

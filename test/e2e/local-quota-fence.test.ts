@@ -6,7 +6,7 @@ import { lineAt, simulateScenario } from './scenario-run.ts';
  * Issue #30, faults move capacity, on the embedded stack (its own file: the functions' wiring is read
  * once per process): a GPU fenced by remediation lowers the capacity rewrite-quotas shares by one at
  * once — on the Remediation, before the device plugin has dropped it — and the Quota Rewritten says
- * which GPU and why; once the GPU is restored and unfenced, the next round shares all 8 again.
+ * which GPU and why; once the GPU is restored, the unfence's GPU Action Result shares all 8 again at once.
  */
 describe('rewrite-quotas follows faults on the embedded stack', () => {
   it('shares one GPU less while one is fenced, says why, and shares it again after the restore', async () => {
@@ -34,10 +34,10 @@ describe('rewrite-quotas follows faults on the embedded stack', () => {
     const fenced = lineAt(lines, /rewrite-quotas\s+Quota Rewritten\s+team-b: requests\.nvidia\.com\/gpu 4 → 3/);
     expect(fenced).toBe(60);
     expect(fenced).toBeLessThanOrEqual(lineAt(lines, /node a100-0 allocatable nvidia\.com\/gpu 8 → 7/));
-    // Back within one 5-minute round of the unfence.
+    // Back at the unfence's GPU Action Result (on rewrite-quotas' rule), not at the next 5-minute round.
     const unfenced = lineAt(lines, /node a100-0 allocatable nvidia\.com\/gpu 7 → 8/);
     const back = lineAt(lines, /rewrite-quotas\s+Quota Rewritten\s+team-b: requests\.nvidia\.com\/gpu 3 → 4/);
-    expect(back).toBeGreaterThanOrEqual(unfenced);
-    expect(back - unfenced).toBeLessThanOrEqual(5 * 60);
+    expect(lineAt(lines, /a100-0\s+GPU Action Result\s+unfence/)).toBe(unfenced);
+    expect(back).toBe(unfenced);
   }, 60_000);
 });

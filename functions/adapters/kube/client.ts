@@ -43,6 +43,11 @@ export function kubePorts(kc: KubeConfig, options: KubePortsOptions): KubePorts 
     events,
     deviceTaints: new KubeDeviceTaintOps(custom, options.dra),
     cardFences: new KubeCardFenceOps(core, options.conflictAttempts),
-    migParted: new KubeConfigFile(core, options.migParted ?? DEFAULT_MIG_PARTED_CONFIG, options.conflictAttempts),
+    migParted: new KubeConfigFile(
+      core,
+      options.migParted ?? DEFAULT_MIG_PARTED_CONFIG,
+      options.conflictAttempts,
+      custom,
+    ),
   };
 }

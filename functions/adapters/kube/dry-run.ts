@@ -261,6 +261,7 @@ export function dryRunPorts<P extends DryRunnable>(
     ref: parted.ref,
     read: partedText,
     ownership: () => parted.ownership(),
+    clusterPolicies: () => parted.clusterPolicies(),
     update: async (fn) => {
       const text = fn(await partedText());
       overlay.migParted = { text };

@@ -62,6 +62,8 @@ export class FakeCluster {
     string,
     { labels: Record<string, string>; ownerReferences: { apiVersion: string; kind: string; name: string }[] }
   >();
+  /** The GPU Operator's ClusterPolicies; undefined: the kind is not served (no operator). */
+  clusterPolicies: { name: string; configName?: string; ignored: boolean }[] | undefined = undefined;
   readonly calls: FakeCall[] = [];
   readonly clock: Clock;
   readonly conflictAttempts: number;

@@ -9,6 +9,7 @@ import type { FakeCluster } from './fake-cluster.ts';
 import { decodeValue } from './kube-state-store.ts';
 import type { ApplyResult, Json, LeaseAttempt, LeaseState, LimitRangeInfo, QuotaInfo } from './model.ts';
 import type {
+  ClusterPolicyMigConfig,
   ConfigFileOps,
   ConfigMapOwnership,
   DeviceTaintOps,
@@ -257,6 +258,10 @@ export class FakeConfigFile implements ConfigFileOps {
       key: 'config.yaml',
     },
   ) {}
+
+  async clusterPolicies(): Promise<readonly ClusterPolicyMigConfig[] | undefined> {
+    return this.cluster.clusterPolicies;
+  }
 
   async ownership(): Promise<ConfigMapOwnership | undefined> {
     const set = this.cluster.configFileOwners.get(`${this.ref.namespace}/${this.ref.name}`);

@@ -1,4 +1,4 @@
-import { CoreV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKubeSim, type KubeSim } from '../../../infra/local/kube/index.ts';
 import { loadKubeConfig } from './config.ts';
@@ -49,5 +49,29 @@ describe('KubeConfigFile', () => {
     await f.update(() => 'version: v1\n');
     const cm = await core.readNamespacedConfigMap({ namespace: 'gpu-operator', name: 'shared' });
     expect(cm.data).toEqual({ 'other.yaml': 'x: 1\n', 'config.yaml': 'version: v1\n' });
+  });
+});
+
+describe('KubeConfigFile.clusterPolicies', () => {
+  it("reads each ClusterPolicy's spec.migManager.config.name and whether the operator ignores it", async () => {
+    const kc = loadKubeConfig({ kubeconfigText: sim.kubeconfig() });
+    const custom = kc.makeApiClient(CustomObjectsApi);
+    const f = new KubeConfigFile(core, { namespace: 'gpu-operator', name: 'mine', key: 'config.yaml' }, 3, custom);
+    expect(await f.clusterPolicies()).toEqual([]);
+    const put = (name: string, spec: object, state: string) =>
+      custom.createClusterCustomObject({
+        group: 'nvidia.com',
+        version: 'v1',
+        plural: 'clusterpolicies',
+        body: { apiVersion: 'nvidia.com/v1', kind: 'ClusterPolicy', metadata: { name }, spec, status: { state } },
+      });
+    await put('cluster-policy', { migManager: { config: { name: 'mine', default: 'all-disabled' } } }, 'ready');
+    await put('second', { migManager: { enabled: true } }, 'ignored');
+    expect(await f.clusterPolicies()).toEqual([
+      { name: 'cluster-policy', configName: 'mine', ignored: false },
+      { name: 'second', ignored: true },
+    ]);
+    // Without the custom-objects client it reads as a cluster with no GPU Operator.
+    expect(await new KubeConfigFile(core, f.ref).clusterPolicies()).toBeUndefined();
   });
 });

@@ -7,9 +7,10 @@
  * ours).
  */
 import type { V1ConfigMap } from '@kubernetes/client-node';
-import type { CoreApi } from './api-methods.ts';
+import type { CoreApi, CustomApi } from './api-methods.ts';
 import { NotFoundError, fromKubeError } from '../errors.ts';
-import type { ConfigFileOps, ConfigMapOwnership } from './ports.ts';
+import { listAll, type Page } from './list-all.ts';
+import type { ClusterPolicyMigConfig, ConfigFileOps, ConfigMapOwnership } from './ports.ts';
 import { DEFAULT_CONFLICT_ATTEMPTS, retryOnConflict } from './retry.ts';
 
 export interface ConfigFileRef {
@@ -30,12 +31,48 @@ export const DEFAULT_MIG_PARTED_CONFIG: ConfigFileRef = {
   key: 'config.yaml',
 };
 
+/** The GPU Operator's ClusterPolicy as far as read here (NVIDIA/gpu-operator api/nvidia/v1 ClusterPolicySpec). */
+interface ClusterPolicyObject {
+  metadata?: { name?: string };
+  spec?: { migManager?: { config?: { name?: string } } };
+  status?: { state?: string };
+}
+
 export class KubeConfigFile implements ConfigFileOps {
   constructor(
     private readonly core: CoreApi,
     readonly ref: ConfigFileRef,
     private readonly attempts = DEFAULT_CONFLICT_ATTEMPTS,
+    /** For the ClusterPolicies; absent: read as a cluster that serves none. */
+    private readonly custom?: CustomApi,
   ) {}
+
+  // RBAC: nvidia.com clusterpolicies list
+  async clusterPolicies(): Promise<readonly ClusterPolicyMigConfig[] | undefined> {
+    const custom = this.custom;
+    if (!custom) return undefined;
+    try {
+      const items = await listAll<ClusterPolicyObject>(
+        async (cont) =>
+          (await custom.listClusterCustomObject({
+            group: 'nvidia.com',
+            version: 'v1',
+            plural: 'clusterpolicies',
+            ...(cont ? { _continue: cont } : {}),
+          })) as Page<ClusterPolicyObject>,
+      );
+      return items.map((p) => ({
+        name: p.metadata?.name ?? '',
+        ...(p.spec?.migManager?.config?.name ? { configName: p.spec.migManager.config.name } : {}),
+        ignored: p.status?.state === 'ignored',
+      }));
+    } catch (err) {
+      const mapped = fromKubeError(err, 'listing clusterpolicies.nvidia.com');
+      // Not served: no GPU Operator in this cluster (a static mig-manager reads its config by path).
+      if (mapped instanceof NotFoundError) return undefined;
+      throw mapped;
+    }
+  }
 
   // In the ConfigMap's namespace (a Role there: infra/k8s/functions-rbac.yaml).
   // RBAC: configmaps get

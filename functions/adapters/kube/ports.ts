@@ -275,9 +275,26 @@ export interface ConfigMapOwnership {
   ownerReferences: readonly { apiVersion: string; kind: string; name: string; controller?: boolean }[];
 }
 
+/**
+ * One GPU Operator ClusterPolicy (nvidia.com/v1, cluster-scoped), as far as mig-manager's config goes:
+ * `configName` is its `spec.migManager.config.name` (absent: unset, the operator's own
+ * default-mig-parted-config); `ignored` when its `status.state` is `ignored` (the operator acts on one
+ * ClusterPolicy and marks the others so: NVIDIA/gpu-operator controllers/clusterpolicy_controller.go).
+ */
+export interface ClusterPolicyMigConfig {
+  name: string;
+  configName?: string;
+  ignored: boolean;
+}
+
 export interface ConfigFileOps {
   /** Which ConfigMap and key. */
   readonly ref: { namespace: string; name: string; key: string };
+  /**
+   * The cluster's GPU Operator ClusterPolicies; undefined when the cluster does not serve the kind (no
+   * GPU Operator: a static mig-manager, configured by path). Read only.
+   */
+  clusterPolicies(): Promise<readonly ClusterPolicyMigConfig[] | undefined>;
   /** The file's text; undefined when the ConfigMap or the key is absent. */
   read(): Promise<string | undefined>;
   /** The ConfigMap's labels and owner references; undefined when it is absent. Read only. */

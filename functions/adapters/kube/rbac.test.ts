@@ -66,6 +66,7 @@ describe('missingRbac', () => {
       'coordination.k8s.io/leases get',
       'coordination.k8s.io/leases update',
       'events.k8s.io/events create',
+      'nvidia.com/clusterpolicies list',
       'resource.k8s.io/devicetaintrules create',
       'resource.k8s.io/devicetaintrules delete',
       'resource.k8s.io/devicetaintrules list',

@@ -22,6 +22,7 @@ export const KUBE_RBAC_RULES: readonly RbacRule[] = [
   { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create'] },
   { apiGroups: ['resource.k8s.io'], resources: ['resourceslices'], verbs: ['list'] },
   { apiGroups: ['resource.k8s.io'], resources: ['devicetaintrules'], verbs: ['list', 'create', 'delete'] },
+  { apiGroups: ['nvidia.com'], resources: ['clusterpolicies'], verbs: ['list'] },
 ];
 
 /** `group/resource verb` strings, one per permission (`/nodes get` for the core group). */

@@ -67,9 +67,25 @@ describe('matching pending pods to free instances', () => {
         'ml/p',
       ),
     ).toEqual([
-      ['n#0', '1g.10gb'],
+      // What is free now on GPU 1, left as it is, first: that much the pod gets before any relayout.
+      ['n#1', '1g.10gb'],
       ['n#0', '1g.10gb'],
       ['n#0', '1g.10gb'],
     ]);
+  });
+
+  it('puts a pod on what is free on GPUs left as they are before a relaid GPU, whatever the node order', () => {
+    // Issue #30 (bench fleet smallMigScenarios(100, 11)[83]): `free` (priority 100, any node) would take,
+    // by name, the 2g.20gb relaid on `a` for `pinned`, which may use only `a`; but `z` has one free
+    // now, where the scheduler puts it long before mig-manager has relaid `a` (cordoned meanwhile).
+    const a = node('a', [gpu('a', 0, ['3g.40gb', '1g.10gb'])], { pool: 'a' });
+    const z = node('z', [gpu('z', 0, ['2g.20gb'])]);
+    const pods = [
+      pod('free', { '2g.20gb': 1 }, { priority: 100 }),
+      pod('pinned', { '2g.20gb': 1 }, { nodeSelector: { pool: 'a' } }),
+    ];
+    const relaid = new Map([['a#0', ['3g.40gb', '2g.20gb', '1g.10gb']]]);
+    const m = match([a, z], pods, relaid);
+    expect(Object.fromEntries(m.taken)).toEqual({ 'ml/free': [['z#0', '2g.20gb']], 'ml/pinned': [['a#0', '2g.20gb']] });
   });
 });

@@ -4,7 +4,10 @@
  * anywhere does not take the instance the only node another may use offers), then those asking
  * for more instances (which must all come from one node), then namespace/name,
  * each on the first node (by name) it may use where every instance it asks for is free; instances
- * are taken GPU by GPU in index order.
+ * are taken GPU by GPU in index order. With relayouts planned, a pod that fits in what is free on
+ * GPUs left as they are goes there first (the first such node; those GPUs first): it is scheduled
+ * at once, before mig-manager relays anything, so a pod free to go anywhere does not take the new
+ * instance a relayout made for a pod that can use only that node, whatever their priorities.
  * A model of the scheduler, not the scheduler: what a plan is judged by (planner.ts, afterPlan,
  * `bench mig`). Pure.
  *
@@ -121,38 +124,53 @@ export function assign(
       return c;
     }),
   );
-  const nodeFree = gpuFree.map((gs) => {
-    const sum = new Int32Array(width);
-    for (const g of gs) for (let p = 0; p < width; p++) sum[p]! += g[p]!;
-    return sum;
-  });
+  const relaid = nodes.map((n) => n.gpus.map((g) => layouts.has(gpuKey(g))));
+  const sumOver = (keep: (i: number, gi: number) => boolean) =>
+    gpuFree.map((gs, i) => {
+      const sum = new Int32Array(width);
+      gs.forEach((g, gi) => {
+        if (keep(i, gi)) for (let p = 0; p < width; p++) sum[p]! += g[p]!;
+      });
+      return sum;
+    });
+  const nodeFree = sumOver(() => true);
+  // What is free now, on GPUs no relayout touches: a pod that fits there is scheduled at once,
+  // long before mig-manager has relaid anything, so it takes those first (on the first node where
+  // it can) and leaves the relaid GPUs' new instances to the pods they were relaid for.
+  const nowFree = layouts.size > 0 ? sumOver((i, gi) => !relaid[i]![gi]) : nodeFree;
   const placed = new Map<string, string[]>();
   const taken = new Map<string, [string, string][]>();
   const byPriority = new Map<number, number>();
-  pods.forEach((pod, k) => {
-    const want = asks[k]!;
-    let at = -1;
+  const firstFit = (pod: PendingMigPod, want: readonly (readonly [number, number, string])[], sums: Int32Array[]) => {
     for (const i of eligible.get(pod)!) {
-      const free = nodeFree[i]!;
+      const free = sums[i]!;
       let ok = true;
       for (const [p, n] of want) if (free[p]! < n) ok = false;
-      if (ok) {
-        at = i;
-        break;
-      }
+      if (ok) return i;
     }
+    return -1;
+  };
+  pods.forEach((pod, k) => {
+    const want = asks[k]!;
+    let at = nowFree === nodeFree ? -1 : firstFit(pod, want, nowFree);
+    if (at < 0) at = firstFit(pod, want, nodeFree);
     if (at < 0) return;
     const take: [string, string][] = [];
     for (const [p, n, profile] of want) {
       let left = n;
-      nodes[at]!.gpus.forEach((g, gi) => {
-        const c = gpuFree[at]![gi]!;
-        const m = Math.min(left, c[p]!);
-        if (m === 0) return;
-        c[p]! -= m;
-        for (let j = 0; j < m; j++) take.push([gpuKey(g), profile]);
-        left -= m;
-      });
+      // GPUs as they are first (index order), then the relaid ones.
+      for (const second of [false, true]) {
+        nodes[at]!.gpus.forEach((g, gi) => {
+          if (relaid[at]![gi] !== second) return;
+          const c = gpuFree[at]![gi]!;
+          const m = Math.min(left, c[p]!);
+          if (m === 0) return;
+          c[p]! -= m;
+          if (!second && nowFree !== nodeFree) nowFree[at]![p]! -= m;
+          for (let j = 0; j < m; j++) take.push([gpuKey(g), profile]);
+          left -= m;
+        });
+      }
       nodeFree[at]![p]! -= n;
     }
     const key = podKey(pod);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { migConfig } from '../wiring.ts';
-import { partedConfigRefusal } from './parted-owner.ts';
+import { clusterPolicyRefusal, partedConfigRefusal } from './parted-owner.ts';
 
 const ref = { namespace: 'gpu-operator', name: 'gpu-reflex-mig-parted-config' };
 
@@ -52,6 +52,38 @@ describe("the mig-parted ConfigMap must be gpu-reflex's own", () => {
     });
     expect(() => migConfig({ MIG_PARTED_CONFIGMAP: 'gpu-operator/default-mig-parted-config' })).toThrow(
       /MIG_PARTED_CONFIGMAP: gpu-operator\/default-mig-parted-config is the GPU Operator's own/,
+    );
+  });
+
+  it('writes when the ClusterPolicy names its ConfigMap, or when no GPU Operator runs (a static mig-manager)', () => {
+    expect(clusterPolicyRefusal(ref, undefined)).toBeUndefined();
+    expect(clusterPolicyRefusal(ref, [])).toBeUndefined();
+    expect(
+      clusterPolicyRefusal(ref, [
+        { name: 'cluster-policy', configName: 'gpu-reflex-mig-parted-config', ignored: false },
+      ]),
+    ).toBeUndefined();
+    // One the operator ignores (it acts on a single ClusterPolicy) says nothing about mig-manager.
+    expect(
+      clusterPolicyRefusal(ref, [
+        { name: 'cluster-policy', configName: 'gpu-reflex-mig-parted-config', ignored: false },
+        { name: 'old', ignored: true },
+      ]),
+    ).toBeUndefined();
+  });
+
+  it.each([
+    ['unset', undefined, "unset (mig-manager reads the operator's default-mig-parted-config)"],
+    ['another ConfigMap', 'custom-mig-config', 'custom-mig-config'],
+  ])('refuses when the ClusterPolicy names %s, giving the kubectl patch that fixes it', (_, configName, says) => {
+    const r = clusterPolicyRefusal(ref, [
+      { name: 'gpu-cluster-policy', ignored: false, ...(configName ? { configName } : {}) },
+    ]);
+    expect(r).toBe(
+      `the GPU Operator's ClusterPolicy gpu-cluster-policy has spec.migManager.config.name ${says}, not ` +
+        "gpu-reflex-mig-parted-config: mig-manager would never see gpu-reflex's layouts (the node would wait for " +
+        'a layout that never comes); set it with: kubectl patch clusterpolicies.nvidia.com gpu-cluster-policy ' +
+        `--type merge -p '{"spec":{"migManager":{"config":{"name":"gpu-reflex-mig-parted-config"}}}}'`,
     );
   });
 });

@@ -8,7 +8,7 @@
  * (`app.kubernetes.io/managed-by: Helm`): the next `helm upgrade` puts its data back. Entries written
  * into either vanish, mig-manager fails on the node's label, and the node stays cordoned. Pure.
  */
-import type { ConfigMapOwnership } from '../../adapters/kube/ports.ts';
+import type { ClusterPolicyMigConfig, ConfigMapOwnership } from '../../adapters/kube/ports.ts';
 
 /** The GPU Operator's own mig-parted ConfigMap (its `MigPartedDefaultConfigMapName`). */
 export const OPERATOR_MIG_PARTED_CONFIGMAP = 'default-mig-parted-config';
@@ -20,8 +20,7 @@ export function ownConfigAdvice(namespace: string): string {
   return (
     `use a ConfigMap of gpu-reflex's own (MIG_PARTED_CONFIGMAP=${namespace}/gpu-reflex-mig-parted-config, the ` +
     `default; gpu-reflex creates it) and name it in the ClusterPolicy's ${CLUSTER_POLICY_MIG_CONFIG_FIELD} ` +
-    `(kubectl patch clusterpolicies.nvidia.com cluster-policy --type merge -p ` +
-    `'{"spec":{"migManager":{"config":{"name":"gpu-reflex-mig-parted-config"}}}}')`
+    `(${clusterPolicyPatch('cluster-policy', 'gpu-reflex-mig-parted-config')})`
   );
 }
 
@@ -55,4 +54,37 @@ export function partedConfigRefusal(
       ownConfigAdvice(ref.namespace)
     );
   return undefined;
+}
+
+/** The one command that makes ClusterPolicy `policy` point mig-manager at ConfigMap `name`. */
+export function clusterPolicyPatch(policy: string, name: string): string {
+  return (
+    `kubectl patch clusterpolicies.nvidia.com ${policy} --type merge -p ` +
+    `'{"spec":{"migManager":{"config":{"name":"${name}"}}}}'`
+  );
+}
+
+/**
+ * Why mig-manager would not read what gpu-reflex writes, or undefined when it would: each ClusterPolicy
+ * the operator acts on (not `ignored`) must name our ConfigMap in spec.migManager.config.name — unset,
+ * mig-manager reads the operator's own default-mig-parted-config (NVIDIA/gpu-operator
+ * api/nvidia/v1/clusterpolicy_types.go MIGManagerSpec.Config; object_controls.go). No ClusterPolicy (or
+ * the kind not served): no GPU Operator here, a static mig-manager reads its CONFIG_FILE, which the
+ * operator of the cluster points at this ConfigMap (docs/mig.md); nothing to read, nothing refused.
+ */
+export function clusterPolicyRefusal(
+  ref: { namespace: string; name: string },
+  policies: readonly ClusterPolicyMigConfig[] | undefined,
+): string | undefined {
+  const wrong = (policies ?? []).filter((p) => !p.ignored && p.configName !== ref.name);
+  if (wrong.length === 0) return undefined;
+  return wrong
+    .map(
+      (p) =>
+        `the GPU Operator's ClusterPolicy ${p.name} has spec.migManager.config.name ` +
+        `${p.configName ?? `unset (mig-manager reads the operator's ${OPERATOR_MIG_PARTED_CONFIGMAP})`}, not ` +
+        `${ref.name}: mig-manager would never see gpu-reflex's layouts (the node would wait for a layout that ` +
+        `never comes); set it with: ${clusterPolicyPatch(p.name, ref.name)}`,
+    )
+    .join('; ');
 }

@@ -229,7 +229,8 @@ export function afterPlan(
     }));
   const { pods, eligible } = matchingOrder(relaid, pendingPods);
   const priorities = [...new Set(pods.map((p) => p.priority))].sort((a, b) => b - a);
-  const result = assign(relaid, pods, new Map(), priorities, eligible);
+  // The relaid GPUs named as such: a pod that fits on GPUs left as they are is scheduled there first (match.ts).
+  const result = assign(relaid, pods, to, priorities, eligible);
   const byKey = new Map(relaid.flatMap((n) => n.gpus.map((g) => [gpuKey(g), g] as const)));
   for (const pod of pods) {
     for (const [k, profile] of result.taken.get(podKey(pod)) ?? []) {

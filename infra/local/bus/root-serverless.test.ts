@@ -90,6 +90,19 @@ describe('the rewrite-quotas rule', () => {
       );
     },
   );
+  // Issue #30: an unfenced GPU is capacity back at once, not at the next 5-minute round.
+  it.each([
+    ['unfence', 'done', true],
+    ['unfence', 'failed', false],
+    ['fence', 'done', false],
+    ['reset', 'done', false],
+  ] as const)('routes a GPU Action Result %s %s: %s', (action, state, routed) => {
+    const example = JSON.parse(
+      readFileSync(new URL('../../../events/catalog/gpu-action-result.example.json', import.meta.url), 'utf8'),
+    ) as { detail: Record<string, unknown> };
+    const event = { ...example, detail: { ...example.detail, action, state } };
+    expect(matchesPattern(rule?.pattern, event)).toBe(routed);
+  });
 });
 
 describe('the label-nodes rule', () => {

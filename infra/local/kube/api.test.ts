@@ -293,6 +293,7 @@ describe('API surface: watch, leases, configmaps, events, daemonsets, discovery'
           'authorization.k8s.io',
           'coordination.k8s.io',
           'events.k8s.io',
+          'nvidia.com',
           'policy',
           'rbac.authorization.k8s.io',
           'resource.k8s.io',

@@ -7,6 +7,7 @@ import { COMPLETE_AFTER } from './lifecycle.ts';
 import { READY_AFTER } from './readiness.ts';
 import { OPERATOR_MIG_PARTED_CONFIGMAP, OPERATOR_SHIPPED_MIG_CONFIG } from './mig-manager.ts';
 import { resource, resourceForKind } from './resources.ts';
+import { operatorClusterPolicy } from '../gpu-operator.ts';
 
 /**
  * The fleet file: what a simulated cluster starts with. YAML or JSON, validated with zod so a
@@ -281,6 +282,11 @@ export function seedFleet(cluster: Cluster, fleet: ParsedFleet): void {
     if (fleet.migManagerConfig === name && !cluster.store.get('configmaps', namespace, name))
       run(`configmap ${namespace}/${name}`, () =>
         create('configmaps', namespace, { metadata: { name }, data: { [key]: OPERATOR_SHIPPED_MIG_CONFIG } }),
+      );
+    // Its ClusterPolicy, whose spec.migManager.config.name says which ConfigMap mig-manager reads.
+    if (!cluster.store.get('clusterpolicies', '', 'cluster-policy'))
+      run('clusterpolicy cluster-policy', () =>
+        create('clusterpolicies', '', operatorClusterPolicy(fleet.migManagerConfig)),
       );
   }
   for (const ns of fleet.namespaces) {

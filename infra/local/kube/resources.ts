@@ -202,6 +202,16 @@ export const RESOURCES: ResourceDef[] = [
     kind: 'DeviceTaintRule',
     namespaced: false,
   },
+  // The GPU Operator's CRD (NVIDIA/gpu-operator config/crd/bases/nvidia.com_clusterpolicies.yaml):
+  // cluster-scoped, short name none; served where the fleet runs the operator (../gpu-operator.ts).
+  {
+    group: 'nvidia.com',
+    version: 'v1',
+    plural: 'clusterpolicies',
+    singular: 'clusterpolicy',
+    kind: 'ClusterPolicy',
+    namespaced: false,
+  },
 ];
 
 export function verbsFor(r: ResourceDef): string[] {
