@@ -57,6 +57,21 @@ function translateFields(p: Record<string, unknown>, where: string): Record<stri
   return out;
 }
 
+/**
+ * `aws` as the Alibaba EventBridge rules that route the same events: one pattern, or one per branch
+ * of a top-level `$or` (Alibaba has no `$or`; a function may have several rules, each up to five
+ * targets: https://help.aliyun.com/document_detail/163289.html). An `$or` anywhere else is refused.
+ */
+export function toAlibabaPatterns(aws: unknown): Record<string, unknown>[] {
+  if (aws !== null && typeof aws === 'object' && !Array.isArray(aws) && '$or' in aws) {
+    const { $or: branches, ...rest } = aws as { $or: unknown };
+    if (!Array.isArray(branches) || branches.length === 0)
+      throw new UnsupportedOnAlibabaError('$or: a list of patterns');
+    return branches.map((b) => toAlibabaPattern({ ...rest, ...(b as object) }));
+  }
+  return [toAlibabaPattern(aws)];
+}
+
 /** `aws` (an EventBridge pattern over our envelope) as an Alibaba EventBridge pattern over CloudEvents. */
 export function toAlibabaPattern(aws: unknown): Record<string, unknown> {
   if (aws === null || typeof aws !== 'object' || Array.isArray(aws))

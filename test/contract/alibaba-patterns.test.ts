@@ -7,7 +7,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { toAlibabaPattern, UnsupportedOnAlibabaError } from '../../events/alibaba-pattern.ts';
+import { toAlibabaPattern, toAlibabaPatterns, UnsupportedOnAlibabaError } from '../../events/alibaba-pattern.ts';
 import { toCloudEvent } from '../../events/cloudevents.ts';
 import type { EventEnvelope } from '../../events/envelope.ts';
 import { matchesPattern } from '../../events/pattern.ts';
@@ -26,6 +26,9 @@ const action = examples.find((e) => e['detail-type'] === 'GPU Action Result')!;
 const variants = [
   { ...action, detail: { ...action.detail, owner: 'remediate' } },
   { ...action, detail: { ...action.detail, owner: 'mig' } },
+  // rewrite-quotas' second branch: a done unfence gives capacity back.
+  { ...action, detail: { ...action.detail, action: 'unfence', state: 'done' } },
+  { ...action, detail: { ...action.detail, action: 'unfence', state: 'failed' } },
   { ...action, detail: Object.fromEntries(Object.entries(action.detail).filter(([k]) => k !== 'owner')) },
 ];
 const events = [...examples, ...variants];
@@ -34,10 +37,14 @@ const asCloudEvent = (e: EventEnvelope) =>
 
 describe("the functions' rules on Alibaba EventBridge", () => {
   it.each(patterns)('%s routes on Alibaba exactly the events it routes on AWS', (_f, aws) => {
-    const alibaba = toAlibabaPattern(aws);
+    const rules = toAlibabaPatterns(aws);
     const onAws = events.map((e) => matchesPattern(aws, e));
     expect(onAws.some(Boolean)).toBe(true);
-    expect(events.map((e) => alibabaPatternMatches(alibaba, asCloudEvent(e)))).toEqual(onAws);
+    expect(events.map((e) => rules.some((r) => alibabaPatternMatches(r, asCloudEvent(e))))).toEqual(onAws);
+  });
+
+  it('gives a top-level $or one Alibaba rule per branch (rewrite-quotas: its functions, and done unfences)', () => {
+    expect(toAlibabaPatterns(read('events/patterns/rewrite-quotas.json'))).toHaveLength(2);
   });
 
   it('matches on CloudEvents attributes: detail-type → type, detail → data', () => {
