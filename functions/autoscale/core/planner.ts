@@ -64,6 +64,8 @@ export interface ScaleOutPlan {
   hourlyCost: number;
   /** Pods the nodes already on their way will host: nothing more is asked for them. */
   awaitingInFlight: string[];
+  /** Nodes on their way that those pods use, by pool id (core/gangs.ts keeps a gang's apart). */
+  inFlightUsed?: Record<string, number>;
   /** Pods no pool can ever host, with why (reported, not chased). */
   unhostable: { pod: string; why: string }[];
   /** Pods a pool could host but no such pool may grow enough now, with why. */
@@ -374,11 +376,15 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
   const podsOf = (bin: Bin) =>
     [...bin.load].sort(([a], [b]) => a - b).flatMap(([s, n]) => shapes[s]!.pods.slice(cursor[s]!, (cursor[s]! += n)));
   const awaitingInFlight: string[] = [];
+  const inFlightUsed: Record<string, number> = {};
   const forPool = pools.map(() => [] as string[][]);
   for (const bin of bins) {
     const named = podsOf(bin);
-    if (bin.kind === 'in-flight') awaitingInFlight.push(...named);
-    else forPool[bin.pool]!.push(named);
+    if (bin.kind !== 'in-flight') forPool[bin.pool]!.push(named);
+    else if (named.length > 0) {
+      awaitingInFlight.push(...named);
+      inFlightUsed[pools[bin.pool]!.id] = (inFlightUsed[pools[bin.pool]!.id] ?? 0) + 1;
+    }
   }
   const deferred: ScaleOutPlan['deferred'] = [];
   for (const s of order) {
@@ -422,6 +428,7 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
     increments,
     hourlyCost: increments.reduce((t, x) => t + x.hourlyCost, 0),
     awaitingInFlight: awaitingInFlight.sort(),
+    inFlightUsed,
     unhostable,
     deferred,
   };

@@ -12,6 +12,7 @@ import {
   succeededStatus,
 } from './pods.ts';
 import { qualifiedName, type ResourceDef } from './resources.ts';
+import { PODGROUPS, scheduleGangs, type PodGroup } from './volcano.ts';
 import {
   allocatedAnnotations,
   bindAnnotations,
@@ -312,6 +313,28 @@ export class Lifecycle {
     this.mig.settle(this.store, now);
     if (this.daemonNodes === 'all' || this.daemonNodes.size > 0) this.runDaemonSets();
     this.schedule();
+    if (this.store.count(PODGROUPS) > 0) this.scheduleGangs();
+  }
+
+  /** Volcano's allocate action over the PodGroups (volcano.ts): a group's pods bind together or not at all. */
+  private scheduleGangs(): void {
+    const freeOf = (n: Node) => {
+      const name = n.metadata.name;
+      let f = this.freeCache.get(name);
+      if (!f)
+        this.freeCache.set(name, (f = freeOn(n, this.store.podsOnNode(name), unhealthyCardsOf(this.store, name))));
+      return f;
+    };
+    scheduleGangs({
+      groups: this.store.list(PODGROUPS) as PodGroup[],
+      pods: this.store.pods(),
+      nodes: this.nodesByName(),
+      freeOf,
+      bind: (pod, node) => this.bind(pod, node),
+      pending: (pod, message) =>
+        this.store.put('pods', { ...pod, status: pendingStatus(pod, 'Unschedulable', message) }),
+      groupStatus: (g, status) => this.store.put(PODGROUPS, { ...g, status }),
+    });
   }
 
   /** Terminations whose grace period ended and pods whose run time is over; recomputes dueAt. */
