@@ -31,6 +31,7 @@ import { countNotDemand, gangOfPod, notDemand, type NotDemand } from './demand.t
 import { planWithGangs, type Gang } from './core/gangs.ts';
 import { drainCounts, whyBlocks } from './drainable.ts';
 import { withoutRoomOnExisting } from './existing-room.ts';
+import { spreadKeyOf } from './anti-affinity.ts';
 import { instanceIdOf } from '../adapters/alicloud/repair.ts';
 import { BadInputError } from '../adapters/errors.ts';
 import { MIRROR_POD_ANNOTATION, requestsGpu } from '../adapters/kube/model.ts';
@@ -291,6 +292,7 @@ const asPending = (p: PodInfo): PendingPod => ({
   ...(p.nodeSelector ? { nodeSelector: p.nodeSelector } : {}),
   ...(p.tolerations ? { tolerations: p.tolerations } : {}),
   ...(p.requiredNodeTerms ? { requiredTerms: p.requiredNodeTerms } : {}),
+  ...(spreadKeyOf(p) ? { spread: spreadKeyOf(p)! } : {}),
 });
 
 const INSTANCE_TYPE_LABEL = 'node.kubernetes.io/instance-type';

@@ -95,3 +95,21 @@ describe('gangOfPod', () => {
     expect(gangOfPod(info({}, {}), () => 0)).toBeUndefined();
   });
 });
+
+describe('planScaleOut and anti-affine replicas (issue #33)', () => {
+  it('spreads pods with one spread key over distinct new nodes, where they would otherwise share one', () => {
+    const replicas = pods('serve', 3, 1).map((p) => ({ ...p, spread: 'ml|serve' }));
+    const plan = planWithGangs([pool('np-a100', 8, 520)], replicas, new Map());
+    expect(plan.increments.map((i) => [i.from, i.to])).toEqual([[0, 3]]);
+    expect(plan.increments[0]!.nodes).toEqual([['ml/serve-0'], ['ml/serve-1'], ['ml/serve-2']]);
+    const together = planWithGangs([pool('np-a100', 8, 520)], pods('serve', 3, 1), new Map());
+    expect(together.increments.map((i) => [i.from, i.to])).toEqual([[0, 1]]);
+  });
+
+  it('puts one replica on each node on its way before buying more', () => {
+    const replicas = pods('serve', 3, 1).map((p) => ({ ...p, spread: 'ml|serve' }));
+    const plan = planWithGangs([pool('np-a100', 8, 520, { desired: 2 })], replicas, new Map());
+    expect(plan.awaitingInFlight).toHaveLength(2);
+    expect(plan.increments.map((i) => [i.from, i.to])).toEqual([[2, 3]]);
+  });
+});
