@@ -14,6 +14,7 @@
  * planner's in-flight count), as cluster-autoscaler's filter_out_schedulable does.
  */
 import type { PodInfo } from '../adapters/kube/model.ts';
+import type { Gang } from './core/gangs.ts';
 
 export type NotDemand = 'gated' | 'nominated' | 'not-unschedulable';
 
@@ -33,4 +34,24 @@ export function countNotDemand(pods: readonly PodInfo[]): Record<NotDemand, numb
     if (why) out[why]++;
   }
   return out;
+}
+
+/** Volcano's pod annotation naming the pod's PodGroup (volcano.sh/en/docs/podgroup/). */
+export const VOLCANO_GROUP_ANNOTATION = 'scheduling.k8s.io/group-name';
+/** Kueue's plain-pod group label and its size (kueue.sigs.k8s.io/docs/tasks/run/plain_pods/). */
+export const KUEUE_GROUP_LABEL = 'kueue.x-k8s.io/pod-group-name';
+export const KUEUE_GROUP_TOTAL_ANNOTATION = 'kueue.x-k8s.io/pod-group-total-count';
+
+/**
+ * The gang a pod belongs to (core/gangs.ts), by what Volcano or Kueue put on it, or undefined.
+ * `bound` is how many of the gang's pods already run: a Kueue group of 4 with 1 running needs 3.
+ */
+export function gangOfPod(p: PodInfo, bound: (gang: string) => number): Gang | undefined {
+  const volcano = p.annotations[VOLCANO_GROUP_ANNOTATION];
+  if (volcano) return { name: `PodGroup ${p.namespace}/${volcano}` };
+  const kueue = p.labels[KUEUE_GROUP_LABEL];
+  if (!kueue) return undefined;
+  const name = `Kueue workload ${p.namespace}/${kueue}`;
+  const total = Number(p.annotations[KUEUE_GROUP_TOTAL_ANNOTATION]);
+  return Number.isInteger(total) && total > 0 ? { name, size: Math.max(0, total - bound(name)) } : { name };
 }

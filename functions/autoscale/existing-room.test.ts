@@ -76,3 +76,36 @@ describe('shared-GPU pods an existing cGPU node has room for, card by card', () 
     expect(out.fitsExisting.map((f) => f.pod)).toEqual(['ml/g']);
   });
 });
+
+describe('existing room and required hostname anti-affinity (InterPodAffinity filter)', () => {
+  const anti = [{ matchLabels: { app: 'serve' } }];
+  const gpuNode = (name: string) =>
+    node({ name, labels: {}, allocatable: { cpu: '32', memory: '128Gi', pods: '110', 'nvidia.com/gpu': '8' } });
+  const replica = (name: string, nodeName: string | undefined): PodInfo => ({
+    ...running(name, 0),
+    nodeName,
+    phase: nodeName ? 'Running' : 'Pending',
+    labels: { app: 'serve' },
+    extendedResources: { 'nvidia.com/gpu': 1 },
+    requests: { 'nvidia.com/gpu': 1, cpu: 1 },
+    hostnameAntiAffinity: anti,
+  });
+  const pend = (name: string): PendingPod => ({
+    key: `ml/${name}`,
+    priority: 0,
+    requests: { 'nvidia.com/gpu': 1, cpu: 1 },
+  });
+
+  it('keeps an anti-affine replica off a node running another, and two waiting replicas off one node', () => {
+    const pods = [replica('serve-0', 'gpu-a'), replica('serve-1', undefined), replica('serve-2', undefined)];
+    const out = withoutRoomOnExisting([pend('serve-1'), pend('serve-2')], [gpuNode('gpu-a'), gpuNode('gpu-b')], pods);
+    expect(out.fitsExisting).toEqual([{ pod: 'ml/serve-1', node: 'gpu-b' }]);
+    expect(out.plan.map((p) => p.key)).toEqual(['ml/serve-2']);
+  });
+
+  it('honours the running pod’s own anti-affinity against a pod that has none', () => {
+    const plain: PodInfo = { ...replica('other', undefined), hostnameAntiAffinity: undefined };
+    const pods = [replica('serve-0', 'gpu-a'), plain];
+    expect(fits([pend('other')], [gpuNode('gpu-a')], pods)).toEqual([]);
+  });
+});

@@ -8,11 +8,15 @@
  * The fit is core/fit.ts's: selectors, required node affinity, taints, every requested resource
  * against allocatable less the bound pods' requests, and on cGPU nodes card by card (core/cards.ts
  * `cardsFree`: a node with 12 GiB free in all, 6 on each of two cards, has no room for an 8 GiB
- * share). Inter-pod affinity and topology spread are not modelled: a pod they keep off a node with
- * room is still logged as fitting it.
+ * share). Required pod anti-affinity on `kubernetes.io/hostname` is kept both ways, as the
+ * scheduler's InterPodAffinity filter does (anti-affinity.ts): a pod does not fit a node running a
+ * pod it, or that pod, is anti-affine to (pods placed by this pass included). Inter-pod affinity,
+ * other topology keys and topology spread are not modelled: a pod they keep off a node with room is
+ * still logged as fitting it.
  */
 import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
 import { parseQuantity } from '../adapters/kube/quantity.ts';
+import { apartAllows } from './anti-affinity.ts';
 import { cardArray, cardNeed, cardsFree, tightestCard } from './core/cards.ts';
 import { whyNot, type GpuCard } from './core/fit.ts';
 import type { PendingPod } from './core/planner.ts';
@@ -21,6 +25,8 @@ import { cardsOfNode } from './core/template.ts';
 /** What a node has left: allocatable less the requests of the pods bound to it, and its cards' free share. */
 interface Room {
   node: NodeInfo;
+  /** The pods there, and those this pass placed there (for anti-affinity). */
+  pods: PodInfo[];
   free: Record<string, number>;
   cards?: GpuCard[];
 }
@@ -43,7 +49,7 @@ function roomOf(node: NodeInfo, pods: readonly PodInfo[]): Room | undefined {
   for (const u of used) for (const [k, v] of Object.entries(u.requests)) free[k] = (free[k] ?? 0) - v;
   // The kubelet's default maxPods when the node says none (kubelet config `maxPods`).
   free.pods = (free.pods ?? 110) - on.length;
-  return { node, free, ...(cards ? { cards: cardsFree(cards, used) } : {}) };
+  return { node, pods: on, free, ...(cards ? { cards: cardsFree(cards, used) } : {}) };
 }
 
 /**
@@ -59,9 +65,12 @@ export function withoutRoomOnExisting(
   const rooms = nodes.map((n) => roomOf(n, pods)).filter((r): r is Room => r !== undefined);
   const fitsExisting: { pod: string; node: string }[] = [];
   const placed = new Set<string>();
+  const infoOf = new Map(pods.map((p) => [`${p.namespace}/${p.name}`, p]));
   for (const p of pending) {
+    const info = infoOf.get(p.key);
     const room = rooms.find(
       (r) =>
+        (!info || apartAllows(info, r.pods)) &&
         whyNot(p, {
           labels: r.node.labels,
           taints: r.node.taints,
@@ -80,6 +89,7 @@ export function withoutRoomOnExisting(
       room.cards[i] = { memory: room.cards[i]!.memory - need.memory, core: room.cards[i]!.core - need.core };
     }
     placed.add(p.key);
+    if (info) room.pods.push(info);
     fitsExisting.push({ pod: p.key, node: room.node.name });
   }
   return { plan: pending.filter((p) => !placed.has(p.key)), fitsExisting };

@@ -24,12 +24,14 @@ import { parseQuantity } from '../adapters/kube/quantity.ts';
 import type { Logger } from '../lib/logger.ts';
 import { flushStoreOutbox, recordWithOutbox, type PendingNotice } from '../lib/outbox.ts';
 import { withLease } from '../lib/reflex.ts';
-import { planScaleOut, type Increment, type PendingPod, type PoolState, type ScaleOutPlan } from './core/planner.ts';
+import { type Increment, type PendingPod, type PoolState, type ScaleOutPlan } from './core/planner.ts';
 import { planScaleIn } from './core/scale-in.ts';
 import { ACK_GPU_MODE_LABEL, cardsOfNode, gpuLabels, gpuOffer, wellKnownLabels } from './core/template.ts';
-import { countNotDemand, notDemand, type NotDemand } from './demand.ts';
+import { countNotDemand, gangOfPod, notDemand, type NotDemand } from './demand.ts';
+import { planWithGangs, type Gang } from './core/gangs.ts';
 import { drainCounts, whyBlocks } from './drainable.ts';
 import { withoutRoomOnExisting } from './existing-room.ts';
+import { spreadKeyOf } from './anti-affinity.ts';
 import { instanceIdOf } from '../adapters/alicloud/repair.ts';
 import { BadInputError } from '../adapters/errors.ts';
 import { MIRROR_POD_ANNOTATION, requestsGpu } from '../adapters/kube/model.ts';
@@ -155,6 +157,8 @@ export interface AutoscaleOutcome {
   deferred: number;
   unhostable: number;
   hourlyCost: number;
+  /** Gangs (core/gangs.ts) given no node this round, with why; gangs grown whole, by name → pods. */
+  gangs: { held: string[]; grown: Record<string, number> };
   /** Waiting GPU pods that are no reason to buy a node (demand.ts), by why; and those an existing node has room for. */
   notDemand: Record<NotDemand, number> & { fitsExisting: number };
 }
@@ -263,6 +267,23 @@ function podsOf(pods: readonly PodInfo[], now: number, waitS: number): PendingPo
     .map(asPending);
 }
 
+/** The gang (core/gangs.ts) of each waiting pod that belongs to one, by `namespace/name`. */
+function gangsOf(pods: readonly PodInfo[]): Map<string, Gang> {
+  const running = new Map<string, number>();
+  for (const p of pods) {
+    const g = p.nodeName && !p.terminating && p.phase !== 'Succeeded' && p.phase !== 'Failed' && gangOfPod(p, () => 0);
+    if (g) running.set(g.name, (running.get(g.name) ?? 0) + 1);
+  }
+  const out = new Map<string, Gang>();
+  for (const p of waitingGpu(pods)) {
+    const g = gangOfPod(p, (name) => running.get(name) ?? 0);
+    if (g) out.set(`${p.namespace}/${p.name}`, g);
+  }
+  return out;
+}
+
+const gangPodsCovered = (fits: readonly { pod: string }[]) => fits.map((f) => f.pod);
+
 /** A pod as the planner fits it: its requests and where it may go. */
 const asPending = (p: PodInfo): PendingPod => ({
   key: `${p.namespace}/${p.name}`,
@@ -271,6 +292,7 @@ const asPending = (p: PodInfo): PendingPod => ({
   ...(p.nodeSelector ? { nodeSelector: p.nodeSelector } : {}),
   ...(p.tolerations ? { tolerations: p.tolerations } : {}),
   ...(p.requiredNodeTerms ? { requiredTerms: p.requiredNodeTerms } : {}),
+  ...(spreadKeyOf(p) ? { spread: spreadKeyOf(p)! } : {}),
 });
 
 const INSTANCE_TYPE_LABEL = 'node.kubernetes.io/instance-type';
@@ -468,6 +490,7 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
     unhostable: 0,
     hourlyCost: 0,
     notDemand: { gated: 0, nominated: 0, 'not-unschedulable': 0, fitsExisting: 0 },
+    gangs: { held: [], grown: {} },
   };
   // The literal is POOL_SIZE_LEASE (adapters/alicloud/ports.ts), which remediation's replacements
   // hold too; it stays spelled out so the build's check finds this function's global Lease.
@@ -585,7 +608,7 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
       for (const f of fitsExisting.slice(0, 20))
         deps.logger.info('autoscale-pools: a card of an existing node has room for this pod', f);
       const states = await poolStates(deps, managed, nodes, fresh, now);
-      const plan = planScaleOut(states, pending);
+      const plan = planWithGangs(states, pending, gangsOf(pods), gangPodsCovered(fitsExisting));
       Object.assign(out, {
         notDemand: { ...countNotDemand(waitingGpu(pods)), fitsExisting: fitsExisting.length },
         pending: waiting.length,
@@ -593,7 +616,9 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
         deferred: plan.deferred.length,
         unhostable: plan.unhostable.length,
         hourlyCost: plan.hourlyCost,
+        gangs: { held: plan.held, grown: plan.gangs },
       });
+      for (const why of plan.held) deps.logger.info('autoscale-pools: a gang gets all its nodes or none', { why });
       for (const u of plan.unhostable.slice(0, 20)) deps.logger.info('autoscale-pools: no pool can host this pod', u);
       for (const d of plan.deferred.slice(0, 20)) deps.logger.info('autoscale-pools: pod waits on pool limits', d);
 

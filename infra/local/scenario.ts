@@ -111,6 +111,24 @@ export const PodArrivalSchema = z
     completeAfterSeconds: z.number().nonnegative().optional(),
     /** `spec.schedulingGates` names (Kueue's `kueue.x-k8s.io/admission`): not scheduled until an `ungate` step. */
     schedulingGates: z.array(z.string().min(1)).max(16).optional(),
+    /**
+     * A Volcano PodGroup (scheduling.volcano.sh/v1beta1) the pods form: created first, the pods ask
+     * for `schedulerName: volcano` and name it in `scheduling.k8s.io/group-name` (volcano.sh/en/docs/podgroup/).
+     */
+    podGroup: z
+      .object({
+        name: Name,
+        minMember: z.number().int().positive(),
+        minResources: z.record(z.string(), Quantity).optional(),
+      })
+      .strict()
+      .optional(),
+    /**
+     * `hostname`: required pod anti-affinity against the pods' own `app` label on
+     * `kubernetes.io/hostname`, so no two of them share a node (kubernetes.io/docs/concepts/
+     * scheduling-eviction/assign-pod-node/#inter-pod-affinity-and-anti-affinity).
+     */
+    antiAffinity: z.literal('hostname').optional(),
   })
   .strict();
 export type PodArrival = z.infer<typeof PodArrivalSchema>;

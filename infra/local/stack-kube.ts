@@ -1,8 +1,9 @@
-import { CoreV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { fromKubeError } from '../../functions/adapters/errors.ts';
 import { loadKubeConfig } from '../../functions/adapters/kube/config.ts';
 import type { Node, Pod } from './kube/types.ts';
 import { COMPLETE_AFTER } from './kube/lifecycle.ts';
+import { GROUP_NAME_ANNOTATION as VOLCANO_GROUP_ANNOTATION } from './kube/volcano.ts';
 import type { PodArrival } from './scenario.ts';
 
 /**
@@ -12,9 +13,12 @@ import type { PodArrival } from './scenario.ts';
  */
 export class StackKube {
   private readonly core: CoreV1Api;
+  private readonly custom: CustomObjectsApi;
 
   constructor(kubeconfigPath: string) {
-    this.core = loadKubeConfig({ kubeconfigPath }).makeApiClient(CoreV1Api);
+    const kc = loadKubeConfig({ kubeconfigPath });
+    this.core = kc.makeApiClient(CoreV1Api);
+    this.custom = kc.makeApiClient(CustomObjectsApi);
   }
 
   async nodes(): Promise<Node[]> {
@@ -40,6 +44,7 @@ export class StackKube {
   ): Promise<{ created: string[]; refused: { name: string; reason: string }[] }> {
     const names: string[] = [];
     const refused: { name: string; reason: string }[] = [];
+    if (a.podGroup && only === undefined) await this.createPodGroup(a.namespace, a.podGroup);
     for (let i = 0; i < a.count; i++) {
       const name = a.count === 1 ? a.name : `${a.name}-${i}`;
       if (only !== undefined && name !== only) continue;
@@ -50,15 +55,18 @@ export class StackKube {
         metadata: {
           name,
           labels: { app: a.name, ...a.labels },
-          ...(a.completeAfterSeconds !== undefined
-            ? { annotations: { [COMPLETE_AFTER]: String(a.completeAfterSeconds) } }
-            : {}),
+          annotations: {
+            ...(a.completeAfterSeconds !== undefined ? { [COMPLETE_AFTER]: String(a.completeAfterSeconds) } : {}),
+            ...(a.podGroup ? { [VOLCANO_GROUP_ANNOTATION]: a.podGroup.name } : {}),
+          },
         },
         spec: {
           containers: [{ name: 'main', image: 'registry.local/gpu-reflex/sim:latest', resources }],
           ...(a.nodeSelector ? { nodeSelector: a.nodeSelector } : {}),
           ...(a.tolerations ? { tolerations: a.tolerations } : {}),
           ...(a.schedulingGates ? { schedulingGates: a.schedulingGates.map((g) => ({ name: g })) } : {}),
+          ...(a.podGroup ? { schedulerName: 'volcano' } : {}),
+          ...(a.antiAffinity ? { affinity: antiAffine(a.name) } : {}),
         },
       };
       try {
@@ -79,6 +87,24 @@ export class StackKube {
       names.push(name);
     }
     return { created: names, refused };
+  }
+
+  /** Creates a Volcano PodGroup (scheduling.volcano.sh/v1beta1), as Volcano's job controller or a user does. */
+  private async createPodGroup(namespace: string, g: NonNullable<PodArrival['podGroup']>): Promise<void> {
+    const body = {
+      apiVersion: 'scheduling.volcano.sh/v1beta1',
+      kind: 'PodGroup',
+      metadata: { name: g.name, namespace },
+      spec: { minMember: g.minMember, ...(g.minResources ? { minResources: strings(g.minResources) } : {}) },
+    };
+    const call = this.custom.createNamespacedCustomObject({
+      group: 'scheduling.volcano.sh',
+      version: 'v1beta1',
+      namespace,
+      plural: 'podgroups',
+      body,
+    });
+    await named(call, `creating PodGroup ${namespace}/${g.name}`);
   }
 
   /** Removes every scheduling gate of the pods `name` or `name-<i>` in `namespace` (gates may only be removed). */
@@ -112,3 +138,12 @@ const strings = (r: Record<string, string | number>) =>
   Object.fromEntries(Object.entries(r).map(([k, v]) => [k, String(v)]));
 /** client-node returns class instances with Date fields; the report wants the API's JSON. */
 const plain = <T>(v: unknown): T => JSON.parse(JSON.stringify(v)) as T;
+
+/** Required anti-affinity on `kubernetes.io/hostname` against pods with the same `app` label: one per node. */
+const antiAffine = (app: string) => ({
+  podAntiAffinity: {
+    requiredDuringSchedulingIgnoredDuringExecution: [
+      { labelSelector: { matchLabels: { app } }, topologyKey: 'kubernetes.io/hostname' },
+    ],
+  },
+});

@@ -429,6 +429,8 @@ interface AutoscaleOutcome {
   notDemand?: { gated?: number; nominated?: number; fitsExisting?: number };
   /** Idle nodes scale-in kept, with why (a pod that blocks their drain, the pool's minimum...). */
   kept?: { node: string; why: string }[];
+  /** Gangs given no node, with why (functions/autoscale/core/gangs.ts). */
+  gangs?: { held?: string[] };
 }
 
 function autoscaleLine(a: AutoscaleOutcome, line: (text: string) => TimelineEntry): TimelineEntry | undefined {
@@ -454,6 +456,7 @@ function autoscaleLine(a: AutoscaleOutcome, line: (text: string) => TimelineEntr
     a.awaitingInFlight ? `${a.awaitingInFlight} wait for nodes on their way` : '',
     a.deferred ? `${a.deferred} wait on pool limits (max, step or cooldown)` : '',
     a.unhostable ? `${a.unhostable} no managed pool can host` : '',
+    ...(a.gangs?.held ?? []),
   ].filter(Boolean);
   if (!a.pending) return undefined;
   return line(

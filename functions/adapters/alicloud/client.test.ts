@@ -3,8 +3,15 @@ import { VirtualClock } from '../../../events/clock.ts';
 import { startAliCloudSim, type AliCloudSim } from '../../../infra/local/alicloud/index.ts';
 import type { CloudFile } from '../../../infra/local/alicloud/cloud-file.ts';
 import { manualClock } from '../clock.ts';
-import { BadInputError, ConfigurationError, ForbiddenError, NotFoundError, ThrottledError } from '../errors.ts';
-import { AliCloudPools, aliCloudSettingsFromEnv, type AliCloudSettings } from './client.ts';
+import {
+  BadInputError,
+  ConfigurationError,
+  ConflictError,
+  ForbiddenError,
+  NotFoundError,
+  ThrottledError,
+} from '../errors.ts';
+import { AliCloudPools, aliCloudSettingsFromEnv, mapAliCloudError, type AliCloudSettings } from './client.ts';
 
 const CLOUD: CloudFile = {
   bootSeconds: 120,
@@ -258,5 +265,18 @@ describe('aliCloudSettingsFromEnv', () => {
         ALIBABA_CLOUD_PROTOCOL: 'http',
       }),
     ).toEqual({ regionId: 'cn-hangzhou', clusterId: 'c1', endpoint: '127.0.0.1:1', protocol: 'http' });
+  });
+});
+
+describe('mapAliCloudError: conflicts and throttling are retried (issue #34)', () => {
+  it.each([
+    [{ code: 'Throttling.User', data: { statusCode: 400 } }, ThrottledError],
+    [{ code: 'ErrorNodePoolStateConflict', data: { statusCode: 400 } }, ConflictError],
+    [{ code: 'OperationConflict', data: { statusCode: 409 } }, ConflictError],
+    [{ code: 'InvalidParameter', data: { statusCode: 400 } }, BadInputError],
+  ])('maps %o', (err, type) => {
+    const mapped = mapAliCloudError(err, 'cs:ModifyClusterNodePool');
+    expect(mapped).toBeInstanceOf(type);
+    expect(mapped.retryable).toBe(type !== BadInputError);
   });
 });

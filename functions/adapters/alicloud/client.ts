@@ -5,6 +5,7 @@ import {
   AdapterError,
   BadInputError,
   ConfigurationError,
+  ConflictError,
   ForbiddenError,
   NotFoundError,
   ThrottledError,
@@ -111,6 +112,11 @@ export function mapAliCloudError(err: unknown, action: string): AdapterError {
     return new TransientError(message, fields);
   if (isThrottle(code) || status === 429) return new ThrottledError(message, fields);
   if (status !== undefined && status >= 500) return new TransientError(message, fields);
+  // 409, or a code naming a conflict (another operation holds the node pool): retried after a
+  // backoff like throttling. Alibaba publishes no list of ACK node-pool codes (its API error
+  // center), so the status and the code's words decide. A retried ModifyClusterNodePool is safe:
+  // desired_size is absolute, so a scale-out sent twice buys once.
+  if (status === 409 || /Conflict/i.test(code)) return new ConflictError(message, fields);
   if (
     code.startsWith('InvalidAccessKeyId') ||
     code === 'SignatureDoesNotMatch' ||

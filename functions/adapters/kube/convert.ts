@@ -221,7 +221,24 @@ function schedulingOf(p: V1Pod): Partial<PodInfo> {
         ? [{ name: v.name, kind: 'emptyDir', ...(v.emptyDir.medium ? { medium: v.emptyDir.medium } : {}) }]
         : [],
   );
+  // Required anti-affinity per node (topologyKey kubernetes.io/hostname); other topologies are not read.
+  const anti = (p.spec?.affinity?.podAntiAffinity?.requiredDuringSchedulingIgnoredDuringExecution ?? [])
+    .filter((t) => t.topologyKey === 'kubernetes.io/hostname')
+    .map((t) => ({
+      ...(t.namespaces?.length ? { namespaces: [...t.namespaces] } : {}),
+      ...(t.labelSelector?.matchLabels ? { matchLabels: { ...t.labelSelector.matchLabels } } : {}),
+      ...(t.labelSelector?.matchExpressions
+        ? {
+            matchExpressions: t.labelSelector.matchExpressions.map((e) => ({
+              key: e.key,
+              operator: e.operator,
+              ...(e.values ? { values: [...e.values] } : {}),
+            })),
+          }
+        : {}),
+    }));
   return {
+    ...(anti.length > 0 ? { hostnameAntiAffinity: anti } : {}),
     ...(cond ? { scheduled: { status: cond.status, ...(cond.reason ? { reason: cond.reason } : {}) } } : {}),
     ...(gates.length > 0 ? { schedulingGates: gates } : {}),
     ...(p.status?.nominatedNodeName ? { nominatedNodeName: p.status.nominatedNodeName } : {}),

@@ -107,6 +107,11 @@ export interface PodInfo {
   scheduled?: { status: string; reason?: string };
   /** `spec.schedulingGates` names (Kueue's, for one), when any: the scheduler does not try the pod. */
   schedulingGates?: string[];
+  /**
+   * Required pod anti-affinity terms on `kubernetes.io/hostname`, when any: no pod they select may
+   * share the pod's node (autoscale/anti-affinity.ts).
+   */
+  hostnameAntiAffinity?: PodSelectorTerm[];
   /** `status.nominatedNodeName`: the scheduler preempted room for the pod there. */
   nominatedNodeName?: string;
   /** hostPath and emptyDir volumes, when any. */
@@ -145,6 +150,13 @@ const GPU_RESOURCE = new RegExp(
 );
 
 /** True when the pod asks for any GPU resource: whole GPUs, MIG instances, shared GPU memory… */
+/** A pod affinity term's selection: `labelSelector` in `namespaces` (empty: the pod's own). */
+export interface PodSelectorTerm {
+  namespaces?: string[];
+  matchLabels?: Record<string, string>;
+  matchExpressions?: { key: string; operator: string; values?: string[] }[];
+}
+
 export function requestsGpu(pod: Pick<PodInfo, 'extendedResources'>): boolean {
   return Object.entries(pod.extendedResources).some(([k, v]) => v > 0 && GPU_RESOURCE.test(k));
 }

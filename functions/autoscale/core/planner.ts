@@ -22,6 +22,11 @@ export interface PendingPod extends PodConstraints {
   /** `namespace/name`. */
   key: string;
   priority: number;
+  /**
+   * Pods with one spread key never share a node (required hostname anti-affinity among replicas:
+   * autoscale/anti-affinity.ts): each gets a node of its own.
+   */
+  spread?: string;
 }
 
 export interface PoolState extends NodeTemplate {
@@ -64,6 +69,8 @@ export interface ScaleOutPlan {
   hourlyCost: number;
   /** Pods the nodes already on their way will host: nothing more is asked for them. */
   awaitingInFlight: string[];
+  /** Nodes on their way that those pods use, by pool id (core/gangs.ts keeps a gang's apart). */
+  inFlightUsed?: Record<string, number>;
   /** Pods no pool can ever host, with why (reported, not chased). */
   unhostable: { pod: string; why: string }[];
   /** Pods a pool could host but no such pool may grow enough now, with why. */
@@ -79,6 +86,8 @@ interface Shape {
   value: number;
   /** What one pod needs of one card on cGPU pools; unset when it asks for no shared GPU. */
   need?: GpuCard;
+  /** At most one pod of the shape a node (its pods are anti-affine on the hostname). */
+  spread?: boolean;
 }
 
 interface Bin {
@@ -97,10 +106,13 @@ const EPS = 1e-9;
 /** How many of a pool's pending shapes the balanced packing weighs (largest first). */
 const BALANCE_SHAPES = 48;
 
-/** How many of up to `limit` pods of a shape fit in `free` (and on `cards`, where the node has them). */
-function fitCount(shape: Shape, free: Float64Array, limit: number, cards?: Float64Array): number {
+/**
+ * How many of up to `limit` pods of a shape fit in `free` (and on `cards`, where the node has them);
+ * `already`: pods of the shape the node holds (a spread shape takes one a node).
+ */
+function fitCount(shape: Shape, free: Float64Array, limit: number, cards?: Float64Array, already = 0): number {
   const vec = shape.vec;
-  let n = limit;
+  let n = shape.spread ? Math.min(limit, 1 - already) : limit;
   for (let d = 0; d < vec.length && n > 0; d++)
     if (vec[d]! > 0) n = Math.min(n, Math.floor((free[d]! + EPS) / vec[d]!));
   if (cards && shape.need && n > 0) n = fitOnCards(cards, shape.need, n);
@@ -177,7 +189,7 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
       continue;
     }
     const vec = Float64Array.from(dims, (d) => pod.requests[d] ?? 0);
-    const key = `${pod.priority}|${vec.join(',')}|${feasible.join(',')}`;
+    const key = `${pod.priority}|${vec.join(',')}|${feasible.join(',')}|${pod.spread ?? ''}`;
     let s = byKey.get(key);
     if (s === undefined) {
       const share = (i: number) => Math.max(...dims.map((_, d) => (vec[d]! > 0 ? vec[d]! / cap[i]![d]! : 0)));
@@ -190,6 +202,7 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
         pods: [],
         value: Math.min(...feasible.map((i) => pools[i]!.hourlyPrice * share(i))),
         ...(cardNeed(pod.requests) ? { need: cardNeed(pod.requests)! } : {}),
+        ...(pod.spread ? { spread: true } : {}),
       });
     }
     shapes[s]!.pods.push(pod.key);
@@ -227,7 +240,7 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
     for (const bin of bins) {
       if (left[s] === 0) break;
       if (!fits(s, bin.pool)) continue;
-      const n = fitCount(shapes[s]!, bin.free, left[s]!, bin.cards);
+      const n = fitCount(shapes[s]!, bin.free, left[s]!, bin.cards, bin.load.get(s));
       if (n > 0) {
         take(bin, s, shapes[s]!, n);
         left[s]! -= n;
@@ -270,7 +283,8 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
       let bestRatio = 0;
       for (const s of head) {
         const sh = shapes[s]!;
-        if (sh.priority !== top || (taken.get(s) ?? 0) >= left[s]! || fitCount(sh, free, 1, cards) === 0) continue;
+        if (sh.priority !== top || (taken.get(s) ?? 0) >= left[s]! || fitCount(sh, free, 1, cards, taken.get(s)) === 0)
+          continue;
         let use = 0;
         for (let d = 0; d < dims.length; d++) if (sh.vec[d]! > 0) use += sh.vec[d]! / Math.max(free[d]!, EPS);
         const ratio = sh.value / use;
@@ -287,7 +301,7 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
     // What is left fills the gaps, in order (lower priorities included).
     for (const s of mine) {
       const had = taken.get(s) ?? 0;
-      const n = fitCount(shapes[s]!, free, left[s]! - had, cards);
+      const n = fitCount(shapes[s]!, free, left[s]! - had, cards, had);
       if (n === 0) continue;
       use(shapes[s]!, n, free, cards);
       taken.set(s, had + n);
@@ -346,7 +360,7 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
       let rest = n;
       for (const other of bins) {
         if (other === victim || rest === 0 || !fits(s, other.pool)) continue;
-        const k = fitCount(shapes[s]!, other.free, rest, other.cards);
+        const k = fitCount(shapes[s]!, other.free, rest, other.cards, other.load.get(s));
         if (k > 0) {
           const before = other.cards?.slice();
           take(other, s, shapes[s]!, k);
@@ -374,11 +388,15 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
   const podsOf = (bin: Bin) =>
     [...bin.load].sort(([a], [b]) => a - b).flatMap(([s, n]) => shapes[s]!.pods.slice(cursor[s]!, (cursor[s]! += n)));
   const awaitingInFlight: string[] = [];
+  const inFlightUsed: Record<string, number> = {};
   const forPool = pools.map(() => [] as string[][]);
   for (const bin of bins) {
     const named = podsOf(bin);
-    if (bin.kind === 'in-flight') awaitingInFlight.push(...named);
-    else forPool[bin.pool]!.push(named);
+    if (bin.kind !== 'in-flight') forPool[bin.pool]!.push(named);
+    else if (named.length > 0) {
+      awaitingInFlight.push(...named);
+      inFlightUsed[pools[bin.pool]!.id] = (inFlightUsed[pools[bin.pool]!.id] ?? 0) + 1;
+    }
   }
   const deferred: ScaleOutPlan['deferred'] = [];
   for (const s of order) {
@@ -422,6 +440,7 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
     increments,
     hourlyCost: increments.reduce((t, x) => t + x.hourlyCost, 0),
     awaitingInFlight: awaitingInFlight.sort(),
+    inFlightUsed,
     unhostable,
     deferred,
   };

@@ -14,6 +14,8 @@ import {
   succeededStatus,
 } from './pods.ts';
 import { qualifiedName, type ResourceDef } from './resources.ts';
+import { PODGROUPS, scheduleGangs, type PodGroup } from './volcano.ts';
+import { ANTI_AFFINITY_REASON, antiAffinityAllows, hasHostnameAntiAffinity } from './pod-anti-affinity.ts';
 import {
   allocatedAnnotations,
   bindAnnotations,
@@ -120,6 +122,8 @@ export class Lifecycle {
   private nodeIndex = new Map<string, number>();
   /** Nodes the DaemonSet controller must look at next settle; 'all' after a DaemonSet changes. */
   private daemonNodes: Set<string> | 'all' = new Set();
+  /** Pods (`ns/name`) with required hostname anti-affinity: while any exists, fits look at pods too. */
+  private readonly antiAffine = new Set<string>();
   private nameSeq = 0;
   private ipSeq = 0;
   /** Set by the cluster: builds a pod through admission (limit ranges, quota); throws ApiError. */
@@ -329,7 +333,31 @@ export class Lifecycle {
     this.aggregation.settle();
     if (this.daemonNodes === 'all' || this.daemonNodes.size > 0) this.runDaemonSets();
     this.schedule();
+    if (this.store.count(PODGROUPS) > 0) this.scheduleGangs();
     this.kubelet.settle(now);
+  }
+
+  /** Volcano's allocate action over the PodGroups (volcano.ts): a group's pods bind together or not at all. */
+  private scheduleGangs(): void {
+    const freeOf = (n: Node) => {
+      const name = n.metadata.name;
+      let f = this.freeCache.get(name);
+      if (!f)
+        this.freeCache.set(name, (f = freeOn(n, this.store.podsOnNode(name), unhealthyCardsOf(this.store, name))));
+      return f;
+    };
+    scheduleGangs({
+      groups: this.store.list(PODGROUPS) as PodGroup[],
+      pods: this.store.pods(),
+      nodes: this.nodesByName(),
+      freeOf,
+      bind: (pod, node) => this.bind(pod, node),
+      pending: (pod, message) =>
+        this.store.put('pods', { ...pod, status: pendingStatus(pod, 'Unschedulable', message) }),
+      groupStatus: (g, status) => this.store.put(PODGROUPS, { ...g, status }),
+      podFits: (pod, node, placed) =>
+        antiAffinityAllows(pod, [...this.store.podsOnNode(node.metadata.name), ...placed]),
+    });
   }
 
   /** Terminations whose grace period ended and pods whose run time is over; recomputes dueAt. */
@@ -422,6 +450,21 @@ export class Lifecycle {
       // the same shape fits nowhere either, or only on a node that gained room since.
       const known = this.unfit.recall(shape, this.epoch, this.nodeListVersion);
       let pick: { node: string; index: number } | { reason: string };
+      // Inter-pod anti-affinity makes a fit depend on the pods a node runs: no shape memo holds then.
+      if (this.antiAffine.size > 0) {
+        nodes ??= this.nodesByName();
+        pick = this.pickApart(pod, nodes, freeOf);
+        if ('node' in pick) {
+          const node = this.store.node(pick.node);
+          this.bind(pod, pick.node, node ? this.gpushareCard(pod, pick.node, freeOf(node)) : undefined);
+        } else {
+          this.tried.set(key, this.epoch);
+          const c = pod.status?.conditions?.find((x) => x.type === 'PodScheduled') as { message?: string } | undefined;
+          if (c?.message !== pick.reason)
+            this.store.put('pods', { ...pod, status: pendingStatus(pod, 'Unschedulable', pick.reason) });
+        }
+        continue;
+      }
       if (known && 'unfit' in known) pick = { reason: known.unfit };
       else if (known) {
         const fits = known.retry
@@ -448,6 +491,27 @@ export class Lifecycle {
       if (cond?.message !== pick.reason)
         this.store.put('pods', { ...pod, status: pendingStatus(pod, 'Unschedulable', pick.reason) });
     }
+  }
+
+  /**
+   * The first node in name order that passes the filter and the pods' hostname anti-affinity
+   * (pod-anti-affinity.ts), or the scheduler's count of why none did.
+   */
+  private pickApart(
+    pod: Pod,
+    nodes: readonly NodeView[],
+    freeOf: (n: Node) => Map<string, number>,
+  ): { node: string; index: number } | { reason: string } {
+    const reasons = new Map<string, number>();
+    for (const [i, v] of nodes.entries()) {
+      const why =
+        unfitReason(pod, v.node, freeOf(v.node)) ??
+        (antiAffinityAllows(pod, this.store.podsOnNode(v.name)) ? undefined : ANTI_AFFINITY_REASON);
+      if (why === undefined) return { node: v.name, index: i };
+      reasons.set(why, (reasons.get(why) ?? 0) + 1);
+    }
+    const parts = [...reasons.entries()].map(([r, n]) => `${n} ${r}`).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
+    return { reason: `0/${nodes.length} nodes are available: ${parts.join(', ')}.` };
   }
 
   /** The cluster gained room on `node`: pods that fitted nowhere and may use it are worth another try. */
@@ -587,6 +651,8 @@ export class Lifecycle {
         ? this.retries.kick(`${owner.kind} ${pod.metadata.namespace}/${owner.name}`, this.clock.now())
         : undefined;
       if (kicked !== undefined) this.dueAt = Math.min(this.dueAt, kicked);
+      if (e.type !== 'DELETED' && hasHostnameAntiAffinity(pod)) this.antiAffine.add(key);
+      else this.antiAffine.delete(key);
       if (waiting || this.pending.has(key)) this.trackSelected(key, waiting ? pod.spec : undefined);
       this.fileShape(key, waiting ? shapeOf(pod) : undefined);
       if (waiting && !this.pending.has(key)) this.dirtyShapes.add(this.shapeOf.get(key)!);

@@ -185,6 +185,16 @@ export const RESOURCES: ResourceDef[] = [
     namespaced: false,
     verbs: ['create'],
   },
+  // Volcano's PodGroup CRD (volcano.sh/en/docs/podgroup/): gangs the simulated Volcano binds whole (volcano.ts).
+  {
+    group: 'scheduling.volcano.sh',
+    version: 'v1beta1',
+    plural: 'podgroups',
+    singular: 'podgroup',
+    kind: 'PodGroup',
+    namespaced: true,
+    shortNames: ['pg', 'podgroup-v1beta1'],
+  },
   // DRA (resource.k8s.io), as Kubernetes 1.37 serves it: a node's devices, and taints on them.
   {
     group: 'resource.k8s.io',
