@@ -17,6 +17,12 @@ import { GPU_ACTION_RESULT, GpuActionResultDetailSchema } from './catalog/gpu-ac
 import { NODE_LABELS_CHANGED, NodeLabelsChangedDetailSchema } from './catalog/node-labels-changed.ts';
 import { NVSWITCH_SXID_ERROR, NvSwitchSxidErrorDetailSchema } from './catalog/nvswitch-sxid-error.ts';
 import {
+  DEVICE_PLUGIN_ACTION,
+  DEVICE_PLUGIN_MISMATCH,
+  DevicePluginActionDetailSchema,
+  DevicePluginMismatchDetailSchema,
+} from './catalog/device-plugin.ts';
+import {
   APPROVAL_DECIDED,
   APPROVAL_REQUESTED,
   ApprovalDecidedDetailSchema,
@@ -73,6 +79,13 @@ export const CATALOG: readonly CatalogEntry[] = [
     schema: NvSwitchSxidErrorDetailSchema,
   },
   {
+    detailType: DEVICE_PLUGIN_MISMATCH,
+    source: SOURCES.agent,
+    slug: 'device-plugin-mismatch',
+    summary: "NVML's GPUs and the devices the node advertises disagree (a dead or misconfigured device plugin)",
+    schema: DevicePluginMismatchDetailSchema,
+  },
+  {
     detailType: GPU_ACTION_RESULT,
     source: SOURCES.agent,
     slug: 'gpu-action-result',
@@ -113,6 +126,13 @@ export const CATALOG: readonly CatalogEntry[] = [
     slug: 'node-labels-changed',
     summary: "a GPU node's labels changed to follow its inventory",
     schema: NodeLabelsChangedDetailSchema,
+  },
+  {
+    detailType: DEVICE_PLUGIN_ACTION,
+    source: SOURCES.functions,
+    slug: 'device-plugin-action',
+    summary: "a node's device plugin restarted, or its node tainted and a person told, or the taint lifted",
+    schema: DevicePluginActionDetailSchema,
   },
   {
     detailType: APPROVAL_REQUESTED,

@@ -16,4 +16,5 @@ export * from './catalog/gpu-pool-scaled.ts';
 export * from './catalog/quota-rewritten.ts';
 export * from './catalog/node-labels-changed.ts';
 export * from './catalog/nvswitch-sxid-error.ts';
+export * from './catalog/device-plugin.ts';
 export * from './catalog/chatops.ts';
