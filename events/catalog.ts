@@ -18,6 +18,12 @@ import { NODE_LABELS_CHANGED, NodeLabelsChangedDetailSchema } from './catalog/no
 import { GPU_IDLE_ALLOCATION, GpuIdleAllocationDetailSchema } from './catalog/gpu-idle-allocation.ts';
 import { NVSWITCH_SXID_ERROR, NvSwitchSxidErrorDetailSchema } from './catalog/nvswitch-sxid-error.ts';
 import {
+  DEVICE_PLUGIN_ACTION,
+  DEVICE_PLUGIN_MISMATCH,
+  DevicePluginActionDetailSchema,
+  DevicePluginMismatchDetailSchema,
+} from './catalog/device-plugin.ts';
+import {
   APPROVAL_DECIDED,
   APPROVAL_REQUESTED,
   ApprovalDecidedDetailSchema,
@@ -74,6 +80,13 @@ export const CATALOG: readonly CatalogEntry[] = [
     schema: NvSwitchSxidErrorDetailSchema,
   },
   {
+    detailType: DEVICE_PLUGIN_MISMATCH,
+    source: SOURCES.agent,
+    slug: 'device-plugin-mismatch',
+    summary: "NVML's GPUs and the devices the node advertises disagree (a dead or misconfigured device plugin)",
+    schema: DevicePluginMismatchDetailSchema,
+  },
+  {
     detailType: GPU_ACTION_RESULT,
     source: SOURCES.agent,
     slug: 'gpu-action-result',
@@ -121,6 +134,13 @@ export const CATALOG: readonly CatalogEntry[] = [
     slug: 'gpu-idle-allocation',
     summary: 'a GPU allocated to a pod sat idle past its policy window, or was reclaimed, or came back to work',
     schema: GpuIdleAllocationDetailSchema,
+  },
+  {
+    detailType: DEVICE_PLUGIN_ACTION,
+    source: SOURCES.functions,
+    slug: 'device-plugin-action',
+    summary: "a node's device plugin restarted, or its node tainted and a person told, or the taint lifted",
+    schema: DevicePluginActionDetailSchema,
   },
   {
     detailType: APPROVAL_REQUESTED,

@@ -17,4 +17,5 @@ export * from './catalog/quota-rewritten.ts';
 export * from './catalog/node-labels-changed.ts';
 export * from './catalog/gpu-idle-allocation.ts';
 export * from './catalog/nvswitch-sxid-error.ts';
+export * from './catalog/device-plugin.ts';
 export * from './catalog/chatops.ts';

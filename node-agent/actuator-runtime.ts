@@ -17,6 +17,7 @@ import type { AgentConfig } from './config.ts';
 import { gpuActionResultEvent } from './events.ts';
 import type { Nvml } from './nvml/nvml.ts';
 import type { PublisherLog } from './publisher/types.ts';
+import { kubeNodeView, PluginHealthCheck, pluginErrorLines } from './plugin-health.ts';
 
 /** The actuator's loop: reads this node's GPU actions every `intervalMs` (docs/node-agent.md "The actuator"). */
 export async function runActuator(
@@ -60,6 +61,15 @@ export async function runActuator(
     dryRun: o.print === true,
     log: (line) => log.info(line),
   });
+  // The device plugin's health, read with the actuator's Node access at each of its ticks (plugin-health.ts).
+  const plugin = config.devicePlugin.check
+    ? new PluginHealthCheck({
+        nodeName: config.nodeName,
+        readNode: kubeNodeView(core, config.nodeName),
+        errorLines: () => pluginErrorLines(config.podLogDir, config.devicePlugin.logPods),
+        log: (line) => log.warn(line),
+      })
+    : undefined;
   log.info('actuator started', {
     fenceFile: a.fenceFile,
     nvidiaSmi: a.nvidiaSmi,
@@ -72,6 +82,11 @@ export async function runActuator(
       .catch((err: unknown) =>
         log.error('gpu actions failed', { error: err instanceof Error ? err.message : String(err) }),
       );
+    const mismatch = await plugin?.check(Date.now(), agent.latestInventory).catch((err: unknown) => {
+      log.error('device plugin check failed', { error: err instanceof Error ? err.message : String(err) });
+      return [];
+    });
+    for (const e of mismatch ?? []) sink.publish(e);
     await sleep(a.intervalMs, undefined, { signal: o.stop }).catch(() => undefined);
   }
 }

@@ -67,6 +67,9 @@ const EnvSchema = z.object({
   GPU_RESET_PAUSE_OPERATOR: z.stringbool().default(false),
   GPU_OPERATOR_NAMESPACE: z.string().trim().min(1).default('gpu-operator'),
   GPU_RESET_PAUSE_TIMEOUT_MS: z.coerce.number().int().min(1_000).max(1_800_000).default(300_000),
+  // The device plugin's health at each actuator tick (plugin-health.ts): NVML's GPUs against the Node's.
+  DEVICE_PLUGIN_CHECK: z.stringbool().default(true),
+  DEVICE_PLUGIN_LOG_PODS: z.string().trim().min(1).default('kube-system_nvidia-device-plugin'),
   /** Outside a cluster: where the Node is read from. In-cluster the ServiceAccount is used. */
   KUBECONFIG: optionalText,
 });
@@ -125,6 +128,12 @@ export interface AgentConfig {
     kubeconfig: string | undefined;
     inCluster: boolean;
   }>;
+  /**
+   * The device plugin check (plugin-health.ts), run with the actuator: on unless DEVICE_PLUGIN_CHECK=false
+   * (a DRA-only node advertises no device plugin resource). `logPods`: the plugin's pod log directories'
+   * prefix under POD_LOG_DIR (`<namespace>_<pod name prefix>`), where its known error lines are read.
+   */
+  readonly devicePlugin: Readonly<{ check: boolean; logPods: string }>;
 }
 
 export class ConfigError extends Error {
@@ -202,6 +211,7 @@ export function loadAgentConfig(env: Record<string, string | undefined> = proces
       kubeconfig: e.KUBECONFIG,
       inCluster: e.KUBERNETES_SERVICE_HOST !== undefined,
     }),
+    devicePlugin: Object.freeze({ check: e.DEVICE_PLUGIN_CHECK, logPods: e.DEVICE_PLUGIN_LOG_PODS }),
   };
   return Object.freeze(config);
 }

@@ -20,6 +20,8 @@ import { fenceFilePath } from './ack-fence-file.ts';
 import { OperatorPause } from '../../node-agent/actuator/operator-pause.ts';
 import { kubeOperatorClients, nvidiaSmiPersistence } from '../../node-agent/actuator/operator-ports.ts';
 import { MOCK_NVIDIA_SMI } from './agent-process.ts';
+import { kubeNodeView, PluginHealthCheck, pluginErrorLines } from '../../node-agent/plugin-health.ts';
+import { pluginLogDir } from './device-plugin.ts';
 
 /**
  * One node's agent in-process, for `simulate`: the real `Agent` (node-agent/agent.ts) on the
@@ -54,6 +56,8 @@ export class LocalAgentHost {
   private closed = false;
   private nextActuatorAt = 0;
   private actuator: GpuActuator | undefined;
+  /** The device plugin check, run at each actuator tick as the agent's runtime runs it. */
+  private plugin: PluginHealthCheck | undefined;
 
   private constructor(
     private readonly o: AgentHostOptions,
@@ -100,6 +104,13 @@ export class LocalAgentHost {
         xids: (uuid, since) => agent.xidsSince(uuid, since),
         publish: async (_type, detail) => void publisher.publish(gpuActionResultEvent(detail)),
         now: () => o.clock.now(),
+        log: (l) => o.log?.(l),
+      });
+      this.plugin = new PluginHealthCheck({
+        nodeName: o.files.node,
+        readNode: kubeNodeView(core, o.files.node),
+        // The stand-in writes its pod's log where the kubelet would (device-plugin.ts pluginLogDir).
+        errorLines: () => pluginErrorLines(pluginLogDir(o.files), 'kube-system_nvidia-device-plugin'),
         log: (l) => o.log?.(l),
       });
     }
@@ -163,6 +174,7 @@ export class LocalAgentHost {
     if (this.actuator && now >= this.nextActuatorAt) {
       this.nextActuatorAt = now + ACTUATOR_INTERVAL_MS;
       await this.actuator.tick();
+      for (const e of (await this.plugin?.check(now, this.agent.latestInventory)) ?? []) this.publisher.publish(e);
     }
   }
 

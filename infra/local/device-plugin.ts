@@ -23,10 +23,21 @@
  * node's GPUs, each GPU gives `replicas` devices of the shared resource, the labeller's labels are
  * written once, and NVIDIA's latch takes every replica of the card out (one, before its #1929 fix).
  *
+ * A plugin can break (`breakPlugin`, issue #32): its endpoint stops, so the kubelet marks every device it
+ * served unhealthy (allocatable 0 at once) and drops the resource from capacity once
+ * `endpointStopGracePeriod` (5 min) has passed (kubernetes/kubernetes pkg/kubelet/cm/devicemanager/types.go,
+ * manager.go GetCapacity); the plugin's pod log gets its error lines, where the kubelet keeps pod logs. A new
+ * plugin pod on the node (the DaemonSet's, after the old one was deleted) enumerates the GPUs and serves
+ * again — unless the cause is the node's (a missing driver library, a stale CDI spec: `persistent`), when
+ * the new pod fails the same way.
+ *
  * So a fenced GPU really leaves the schedulable pool: a pod asking for every GPU of the node no
  * longer fits there.
  */
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { KubeSim } from './kube/index.ts';
+import type { Pod } from './kube/types.ts';
 import { fenceFilePath, readUnhealthyDevices } from './ack-fence-file.ts';
 import type { NodeFiles } from './node-files.ts';
 import type { GpuSpec } from './node-gpus.ts';
@@ -43,6 +54,24 @@ const SLICES = 'resourceslices.resource.k8s.io';
 const RULES = 'devicetaintrules.resource.k8s.io';
 
 export type DevicePluginKind = 'ack' | 'nvidia' | 'dra';
+
+/** The kubelet's grace before a stopped plugin's resource leaves capacity (devicemanager/types.go: 5 min). */
+export const ENDPOINT_STOP_GRACE_MS = 5 * 60_000;
+
+/** Where a node's kubelet keeps pod logs (`/var/log/pods` on the host), under the node's directory. */
+export function pluginLogDir(f: Pick<NodeFiles, 'dir'>): string {
+  return join(f.dir, 'var', 'log', 'pods');
+}
+
+/** A broken plugin on a node: since when, the pod that broke, what it logs, whether a new pod breaks too. */
+interface Broken {
+  since: number;
+  pod: string | undefined;
+  lines: readonly string[];
+  persistent: boolean;
+  /** The resources' capacity when it broke: what a working plugin enumerates again. */
+  capacity: Record<string, string>;
+}
 
 export interface PluginNode extends Pick<NodeFiles, 'node' | 'dir'> {
   gpus: readonly GpuSpec[];
@@ -83,6 +112,8 @@ export class DevicePluginStandIn {
   private readonly advertised = new Set<string>();
   /** NVIDIA plugin: GPU indices latched per node, and the uid of the plugin pod that latched them. */
   private readonly latched = new Map<string, { gpus: Set<number>; pod: string | undefined }>();
+  /** Nodes whose plugin stopped serving (breakPlugin). */
+  private readonly broken = new Map<string, Broken>();
 
   constructor(
     private readonly sim: KubeSim,
@@ -221,8 +252,12 @@ export class DevicePluginStandIn {
 
   /** The uid of the live NVIDIA device plugin pod on `node`, if one runs there. */
   private pluginPod(node: string): string | undefined {
+    return this.livePluginPod(node)?.metadata.uid;
+  }
+
+  private livePluginPod(node: string): Pod | undefined {
     const { namespace, selector } = this.pluginPods;
-    const pod = this.sim.store
+    return this.sim.store
       .podsOnNode(node)
       .find(
         (p) =>
@@ -230,7 +265,72 @@ export class DevicePluginStandIn {
           !p.metadata.deletionTimestamp &&
           Object.entries(selector).every(([k, v]) => p.metadata.labels?.[k] === v),
       );
-    return pod?.metadata.uid;
+  }
+
+  /**
+   * `node`'s plugin stops serving now (scripted adversity: scenario step `devicePlugin`), logging `lines`;
+   * the next sync shows it in the Node. A new plugin pod serves again unless `persistent`.
+   */
+  breakPlugin(node: string, lines: readonly string[], persistent: boolean): void {
+    const f = this.nodes.find((x) => x.node === node);
+    const n = this.sim.store.node(node);
+    if (!f || !n) return;
+    const status = (n.status ?? {}) as { capacity?: Record<string, string>; allocatable?: Record<string, string> };
+    const had = this.broken.get(node)?.capacity ?? { ...(status.capacity ?? status.allocatable ?? {}) };
+    const pod = this.livePluginPod(node);
+    this.broken.set(node, { since: this.sim.clock.now(), pod: pod?.metadata.uid, lines, persistent, capacity: had });
+    if (pod) this.writeLog(f, pod, lines);
+  }
+
+  /** Whether `node`'s plugin is broken now (as of the last sync). */
+  isBroken(node: string): boolean {
+    return this.broken.has(node);
+  }
+
+  /** The pod's log, where the kubelet writes it: `<ns>_<pod>_<uid>/<container>/0.log` (CRI format lines). */
+  private writeLog(f: PluginNode, pod: Pod, lines: readonly string[]): void {
+    const dir = join(pluginLogDir(f), `${pod.metadata.namespace}_${pod.metadata.name}_${pod.metadata.uid}`, 'plugin');
+    mkdirSync(dir, { recursive: true });
+    const at = new Date(this.sim.clock.now()).toISOString();
+    writeFileSync(join(dir, '0.log'), lines.map((l) => `${at} stderr F ${l}\n`).join(''));
+  }
+
+  /**
+   * A broken plugin's node as the kubelet shows it: every device of the plugin's resources unhealthy
+   * (allocatable 0), and after ENDPOINT_STOP_GRACE_MS none in capacity either. Undefined: the plugin serves
+   * (again: a new pod replaced the broken one, and the node's capacity is restored).
+   */
+  private brokenView(
+    f: PluginNode,
+    status: { capacity?: Record<string, string>; allocatable?: Record<string, string> },
+  ) {
+    const b = this.broken.get(f.node);
+    if (!b) return undefined;
+    const pod = this.livePluginPod(f.node);
+    const keys = new Set(f.gpus.flatMap((g) => [...devicesOf(g, f.sharing).keys()]));
+    if (pod && pod.metadata.uid !== b.pod) {
+      if (!b.persistent) {
+        this.broken.delete(f.node);
+        const capacity = { ...(status.capacity ?? {}) };
+        for (const k of keys) if (b.capacity[k] !== undefined) capacity[k] = b.capacity[k];
+        return { restored: capacity };
+      }
+      b.pod = pod.metadata.uid;
+      this.writeLog(f, pod, b.lines);
+    }
+    const zero = (m: Record<string, string> | undefined) => {
+      const out = { ...(m ?? {}) };
+      for (const k of keys) if (out[k] !== undefined) out[k] = '0';
+      return out;
+    };
+    const dropped = this.sim.clock.now() - b.since >= ENDPOINT_STOP_GRACE_MS;
+    return {
+      status: {
+        ...status,
+        allocatable: zero(status.allocatable),
+        ...(dropped ? { capacity: zero(status.capacity) } : {}),
+      },
+    };
   }
 
   /** The devices `f`'s plugin holds out now, per GPU (every device of the GPU, or only some). */
@@ -277,7 +377,15 @@ export class DevicePluginStandIn {
       this.advertise(f);
       const node = this.sim.store.node(f.node);
       if (!node) continue;
-      const status = (node.status ?? {}) as { allocatable?: Record<string, string>; capacity?: Record<string, string> };
+      let status = (node.status ?? {}) as { allocatable?: Record<string, string>; capacity?: Record<string, string> };
+      const broken = this.brokenView(f, status);
+      if (broken?.status) {
+        if (JSON.stringify(broken.status) === JSON.stringify(status)) continue;
+        this.sim.store.put('nodes', { ...node, status: broken.status });
+        changed.push(f.node);
+        continue;
+      }
+      if (broken?.restored) status = { ...status, capacity: broken.restored };
       if (!this.base.has(f.node)) this.base.set(f.node, { ...(status.allocatable ?? {}) });
       // What the plugin enumerates is the node's capacity (mig-manager changes it with a relayout);
       // a node that reports none keeps what the plugin first saw.
@@ -303,7 +411,7 @@ export class DevicePluginStandIn {
         const out = fenced.reduce((n, x) => n + (x.devices.get(key) ?? 0), 0);
         want[key] = String(Math.max(0, Number(base[key]) - out));
       }
-      if (JSON.stringify(want) === JSON.stringify(status.allocatable ?? {})) continue;
+      if (!broken?.restored && JSON.stringify(want) === JSON.stringify(status.allocatable ?? {})) continue;
       this.sim.store.put('nodes', { ...node, status: { ...status, allocatable: want } });
       changed.push(f.node);
     }

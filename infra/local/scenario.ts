@@ -227,6 +227,27 @@ const JoinStep = z
   })
   .strict();
 export type JoinStepT = z.infer<typeof JoinStep>;
+/**
+ * The node's device plugin breaks (issue #32): it stops serving, so the kubelet marks its devices unhealthy
+ * (allocatable 0) and drops its resource 5 min later (capacity 0), with `log` lines in its pod's log. A new
+ * plugin pod (its DaemonSet's, after the old one is deleted) serves again, unless `persistent` (the cause is
+ * the node's: a missing driver library, a stale CDI spec). Scripted adversity (infra/local/device-plugin.ts).
+ */
+const DevicePluginStep = z
+  .object({
+    at: Duration,
+    node: Name,
+    devicePlugin: z
+      .object({
+        breaks: z.literal(true),
+        log: z.array(z.string().min(1).max(400)).max(8).default([]),
+        persistent: z.boolean().default(false),
+      })
+      .strict(),
+    note: z.string().optional(),
+  })
+  .strict();
+export type DevicePluginStepT = z.infer<typeof DevicePluginStep>;
 /** A narration line printed at its time: tells the reader what to look for next. */
 const NoteStep = z.object({ at: Duration, note: z.string().min(1) }).strict();
 export type TimelineStep =
@@ -238,6 +259,7 @@ export type TimelineStep =
   | z.infer<typeof UnhealthyCardsStep>
   | z.infer<typeof UngateStep>
   | JoinStepT
+  | z.infer<typeof DevicePluginStep>
   | z.infer<typeof NoteStep>;
 export type AfterRebootStepT = z.infer<typeof AfterRebootStep>;
 export type FenceFileStepT = z.infer<typeof FenceFileStep>;
@@ -265,7 +287,9 @@ export const TimelineStepSchema = z.unknown().transform((v, ctx): TimelineStep =
                   ? UngateStep
                   : 'join' in o
                     ? JoinStep
-                    : NoteStep;
+                    : 'devicePlugin' in o
+                      ? DevicePluginStep
+                      : NoteStep;
   const r = schema.safeParse(v);
   if (r.success) return r.data;
   for (const i of r.error.issues) ctx.addIssue({ code: 'custom', message: i.message, path: i.path });

@@ -710,6 +710,20 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
           what: '',
           text: `GPU ${s.gpu} of ${s.node} will not come back from a reboot${s.note ? ` — ${s.note}` : ''}`,
         });
+      } else if ('devicePlugin' in s) {
+        // Scripted adversity: the node's device plugin stops serving (device-plugin.ts breakPlugin).
+        devicePlugin?.breakPlugin(s.node, s.devicePlugin.log, s.devicePlugin.persistent);
+        emit({
+          who: 'scenario',
+          kind: 'note',
+          what: '',
+          text:
+            `the device plugin of ${s.node} stops serving` +
+            `${s.devicePlugin.persistent ? ' (and a new pod will too)' : ''}` +
+            `${s.devicePlugin.log.length ? `, logging "${s.devicePlugin.log[0]}"` : ''}${s.note ? ` — ${s.note}` : ''}`,
+        });
+        devicePlugin?.sync();
+        sim?.tick();
       } else emit({ who: 'scenario', kind: 'note', what: '', text: s.note });
     };
     // Pods admission refused (a quota): created again every RETRY_CREATE_MS, as a Job or
