@@ -20,6 +20,8 @@
 # To move to the tag's current image: `npm run image:pin` (scripts/pin-node-image.js: reads the
 # index with `docker buildx imagetools inspect --raw node:22-bookworm-slim`, refuses one without both
 # platforms, writes its sha256 here), then rebuild and test. docs/deploy.md#the-agent-image.
+# The digest below was written with no network to check it against Docker Hub: run `npm run image:pin`
+# once before the first build (a digest that is not the index's fails the build; it never ships another image).
 ARG NODE_IMAGE=node:22-bookworm-slim@sha256:9c2c405e3ff9b9afb2873232d24bb06367d649aa3e6259cbe314da59578e81e9
 
 # The build runs on the builder's own platform ($BUILDPLATFORM): the bundle is plain JavaScript, the
