@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY, type Policy } from './policy.ts';
 import { planSweep } from './sweep.ts';
-import { resetGate } from './reset-gate.ts';
+import { awaitsTaint, resetGate } from './reset-gate.ts';
 import { apply, at, factsFor, gpu, node, pod, pool, stateOf, xid, type PluginModel } from '../testing.ts';
 import type { Incident } from './state.ts';
 import type { NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
@@ -113,5 +113,18 @@ describe('resetGate (pure)', () => {
       why: expect.stringContaining('not held since'),
     });
     expect(resetGate({ ...i, fence: { backend: 'ack-file', verifiedAt: at(1) } }, n, DEFAULT_POLICY).ok).toBe(true);
+  });
+
+  it('awaitsTaint: a plan that asks for the taint a held reset waits for is followed at once (sweep-run.ts)', () => {
+    const held = { ...open, fence: { backend: 'cordon' }, resetHeldAt: at(1) } as Incident;
+    expect(awaitsTaint({ incidents: [held] }, n, DEFAULT_POLICY)).toBe(true);
+    // already on the Node as read: the gate passed this very sweep, nothing to follow
+    expect(awaitsTaint({ incidents: [held] }, tainted, DEFAULT_POLICY)).toBe(false);
+    // no reset held (or one already asked for), or a per-GPU fence: the taint is not what it waits for
+    expect(awaitsTaint({ incidents: [{ ...held, resetHeldAt: undefined }] }, n, DEFAULT_POLICY)).toBe(false);
+    const asked = { ...held, repair: { action: 'reset' } } as unknown as Incident;
+    expect(awaitsTaint({ incidents: [asked] }, n, DEFAULT_POLICY)).toBe(false);
+    const perGpu = { ...held, fence: { backend: 'ack-file' } } as Incident;
+    expect(awaitsTaint({ incidents: [perGpu] }, n, DEFAULT_POLICY)).toBe(false);
   });
 });
