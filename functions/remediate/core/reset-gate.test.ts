@@ -8,7 +8,19 @@ import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY, type Policy } from './policy.ts';
 import { planSweep } from './sweep.ts';
 import { awaitsTaint, resetGate } from './reset-gate.ts';
-import { apply, at, factsFor, gpu, node, pod, pool, stateOf, xid, type PluginModel } from '../testing.ts';
+import {
+  apply,
+  at,
+  factsFor,
+  gpu,
+  node,
+  pod,
+  podResourcesSays,
+  pool,
+  stateOf,
+  xid,
+  type PluginModel,
+} from '../testing.ts';
 import type { Incident } from './state.ts';
 import type { NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
 import { GPU_ACTIONS_ANNOTATION, type GpuActionRequest } from '../../../events/index.ts';
@@ -82,7 +94,7 @@ describe('the reset waits for a fence that holds (reset-gate.ts)', () => {
 
   it('a fence verified in the sweep is reset in that sweep (no wait added where the fence holds)', async () => {
     let w = await hit({ node: node(), pods: PODS }, xid(48, { gpu: 3 }), NV, 'ignores');
-    w = { ...w, node: { ...w.node, allocatable: { 'nvidia.com/gpu': '7' } } };
+    w = { ...w, node: podResourcesSays({ ...w.node, allocatable: { 'nvidia.com/gpu': '7' } }, [3]) };
     const s = await sweep(w, 1, NV, 'ignores');
     expect(stateOf(s.world.node).incidents[0]?.fence?.verifiedAt).toBe(at(1));
     expect(resets(s.world)).toHaveLength(1);
