@@ -260,6 +260,39 @@ describe('a fence is held: re-verified on every sweep, restored, escalated, repo
     expect((await sweep(s.world, 4, P)).plan?.notices ?? []).toEqual([]);
   });
 
+  it('a fence that keeps drifting is told once per fence.driftNoticeMinutes, still written back and recorded', async () => {
+    const R: Policy = { ...P, fence: { ...P.fence, driftNoticeMinutes: 10 } };
+    let w = await verified();
+    const told: number[] = [];
+    // Another writer rewrites the file every minute; the agent writes it back each time.
+    for (let m = 2; m <= 12; m++) {
+      const s = await sweep(agent(w, { listed: true, before: [], restored: m - 1, restoredAt: at(m) }), m, R);
+      if (s.plan?.notices.some((n) => n.text.includes('holds again'))) told.push(m);
+      expect(fenceOf(s.world)?.restoredSeen).toBe(at(m));
+      w = s.world;
+    }
+    expect(told).toEqual([2, 12]);
+  });
+
+  it('a drift whose start was not told is not told when it ends; a told one is', async () => {
+    const R: Policy = { ...P, fence: { ...P.fence, driftNoticeMinutes: 10 } };
+    const first = await sweep(gpus(agent(await verified(), { listed: false, before: [] }), 8), 2, R);
+    expect(first.plan?.notices).toHaveLength(1);
+    const back = await sweep(gpus(agent(first.world, { listed: true, before: [] }), 7), 3, R);
+    expect(back.plan?.notices).toHaveLength(1);
+    const again = await sweep(gpus(agent(back.world, { listed: false, before: [] }), 8), 4, R);
+    expect(again.plan?.notices ?? []).toEqual([]);
+    expect(fenceOf(again.world)?.driftAt).toBe(at(4));
+    const quiet = await sweep(gpus(agent(again.world, { listed: true, before: [] }), 7), 5, R);
+    expect(quiet.plan?.notices ?? []).toEqual([]);
+    expect(fenceOf(quiet.world)?.driftAt).toBeUndefined();
+    // escalation is not rate-limited: gone again and never back, the node is tainted at the deadline
+    const gone = await sweep(gpus(agent(quiet.world, { listed: false, before: [] }), 8), 6, R);
+    const late = await sweep(gone.world, 6 + R.fence.verifyMinutes, R);
+    expect(late.plan?.notices[0]?.text).toContain('has not held since');
+    expect(ourTaint(late.world)).toMatchObject({ effect: 'NoSchedule' });
+  });
+
   it('a fence seen gone is reported at once; still gone fence.verifyMinutes later, the node is tainted', async () => {
     const gone = gpus(agent(await verified(), { listed: false, before: [] }), 8);
     const s = await sweep(gone, 2, P);
