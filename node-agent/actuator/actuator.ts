@@ -217,10 +217,12 @@ export class GpuActuator {
     const after = JSON.stringify(results);
     // A dry run changes nothing in the cluster either: its answers are only printed.
     if (!this.o.dryRun && after !== (before ?? '{}')) await this.o.nodeApi.writeResults(after);
+    // Before the events too: an answer prompts the functions to read and update the Node, and a write of
+    // ours after their read would fail their update (409) and push the verification to the next sweep.
+    await this.writeGpuDevices(annotations[GPU_DEVICES_ANNOTATION]);
     // Written first: the functions read the annotation; the event is the prompt, never the only copy.
     for (const d of answered) await this.o.publish(GPU_ACTION_RESULT, d);
     await this.writeMigInventory(annotations[MIG_INVENTORY_ANNOTATION]);
-    await this.writeGpuDevices(annotations[GPU_DEVICES_ANNOTATION]);
     return answered;
   }
 
