@@ -11,6 +11,7 @@ export * from './catalog/gpu-inventory.ts';
 export * from './catalog/remediation.ts';
 export * from './catalog/gpu-action.ts';
 export * from './mig-inventory.ts';
+export * from './gpu-devices.ts';
 export * from './catalog/mig-layout-change.ts';
 export * from './catalog/gpu-pool-scaled.ts';
 export * from './catalog/quota-rewritten.ts';

@@ -15,6 +15,7 @@ import type { Agent, EventSink } from './agent.ts';
 import type { RunAgentOptions } from './agent-runtime.ts';
 import type { AgentConfig } from './config.ts';
 import { gpuActionResultEvent } from './events.ts';
+import { allocatableByGpu, podResourcesSource } from './collectors/pod-resources-source.ts';
 import type { Nvml } from './nvml/nvml.ts';
 import type { PublisherLog } from './publisher/types.ts';
 import { kubeNodeView, PluginHealthCheck, pluginErrorLines } from './plugin-health.ts';
@@ -34,6 +35,7 @@ export async function runActuator(
   else kc.loadFromCluster();
   const core = kc.makeApiClient(CoreV1Api);
   const gpus = nvmlGpus(nvml, nvidiaSmiReset(a.nvidiaSmi));
+  const podResources = podResourcesSource(config.podResourcesSocket);
   // Opt-in, chosen here once: a reset pauses the GPU Operator's clients (actuator/operator-pause.ts).
   const persistence = nvidiaSmiPersistence(a.nvidiaSmi);
   const pause = a.pauseOperator.enabled
@@ -56,6 +58,8 @@ export async function runActuator(
     fence: new FenceFile(a.fenceFile),
     migInventory: nvmlMigInventory(nvml, (pid) => agent.podOfPid(pid)),
     xids: (uuid, since) => agent.xidsSince(uuid, since),
+    // PodResources' allocatable device IDs, by GPU: a fence under NVIDIA's plugin is verified by them.
+    devices: async () => allocatableByGpu(await podResources.read(), agent.gpuIdentities()),
     publish: async (_type, detail) => void sink.publish(gpuActionResultEvent(detail)),
     now: Date.now,
     dryRun: o.print === true,

@@ -298,6 +298,11 @@ export class Agent {
     return problem ? undefined : holders.slice(0, 256);
   }
 
+  /** The GPUs as of the last sample, with their MIG devices: what PodResources device IDs are matched to. */
+  gpuIdentities(): GpuIdentity[] {
+    return (this.inventory?.gpus ?? []).map((g) => ({ uuid: g.uuid, migDevices: g.migDevices ?? [] }));
+  }
+
   /** The XIDs this agent published for `gpuUuid` at or after `sinceMs` (the probe window's). */
   xidsSince(gpuUuid: string, sinceMs: number): number[] {
     return this.xids.since(gpuUuid, sinceMs);

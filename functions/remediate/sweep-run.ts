@@ -26,6 +26,7 @@ import { closeApproval, getApproval, listApprovals, type ApprovalRecord } from '
 import { stillWaits } from './approval-waits.ts';
 import { planSweep, type SweepNodeFacts } from './core/sweep.ts';
 import { needsReplaceFacts } from './core/replace.ts';
+import { awaitsTaint } from './core/reset-gate.ts';
 import type { Plan, PoolFacts } from './core/types.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import { NotFoundError } from '../adapters/errors.ts';
@@ -64,89 +65,114 @@ export async function sweep(deps: RemediationDeps, only?: string): Promise<Sweep
     120,
     deps,
     async () => {
-      // One node: read it alone (each agent answer would otherwise list every tracked node of the fleet).
-      const tracked = only ? await oneTracked(deps, only) : await deps.nodes.list(STATE_LABEL);
-      const pools = new Map<string, PoolFacts>();
-      const facts: SweepNodeFacts[] = [];
-      // Replacements on record: the removal's task to follow, and new nodes already claimed.
-      const records = deps.replacements
-        ? replacementsIn(await deps.state.getAll())
-        : new Map<string, ReplacementRecord>();
-      for (const n of tracked) {
-        const key = poolOf(deps.policy, n.labels);
-        const pool = pools.get(key) ?? (await fetchPoolFacts(deps.nodes, deps.policy, n, new Date(deps.clock.now())));
-        pools.set(key, pool);
-        const dra = await draFacts(deps.deviceTaints, deps.policy, n, (m, f) => deps.logger.warn(m, f));
-        const cards = await cardFacts(deps.cardFences, deps.policy, n, (m, f) => deps.logger.warn(m, f));
-        const owned = deps.repairOwner || deps.unreachable ? await capabilitiesFor(deps, n) : undefined;
-        const state = stateOf(n, deps.policy.taintKey);
-        // Read only where this round may start or move a replacement (a drain's every sweep would cost ACK a call).
-        const atReplace =
-          deps.replacements && !owned?.repairOwner && state.incidents.some((i) => isOpen(i) && needsReplaceFacts(i));
-        const claimed = new Set(
-          [...records.values()].filter((r) => r.node !== n.name && r.newNode).map((r) => r.newNode!),
-        );
-        const replace = atReplace ? await deps.replacements!.facts(n, records.get(n.name), claimed) : undefined;
-        facts.push({
-          node: nodeFacts(n, dra, cards),
-          state,
-          pool,
-          pods: await podsOf(deps.pods, n.name),
-          ...(owned ? { capabilities: owned } : {}),
-          ...(replace ? { replace } : {}),
-        });
+      const out = await pass(deps, only);
+      // A fence fallback's taint just landed where a reset waits for it (reset-gate.ts awaitsTaint): the
+      // node's next step now, on the Node read again (the taint seen, not only asked for), once.
+      for (const name of out.again) {
+        const more = await pass(deps, name);
+        out.plans.push(...more.plans);
+        out.skipped.push(...more.skipped.filter((s) => !out.skipped.includes(s)));
       }
-      const now = new Date(deps.clock.now());
-      const planned = new Map(
-        planSweep(
-          { now, nodes: facts, ...(deps.capabilities ? { capabilities: deps.capabilities } : {}) },
-          deps.policy,
-        ).plans.map((p) => [p.target.node, p]),
-      );
-      const applied: Plan[] = [];
-      const skipped: string[] = [];
-      for (const n of tracked) {
-        const p = planned.get(n.name);
-        // A node with nothing to do may still hold events an earlier invocation never got out.
-        const pending = readOutbox(n.annotations);
-        if (!p && pending.events.length === 0 && pending.notices.length === 0) continue;
-        const done = await withLease(
-          nodeLease(n.name),
-          60,
-          deps,
-          async () => {
-            // A remediation may have written the node since the snapshot: then next round decides.
-            const fresh = await deps.nodes.get(n.name);
-            if (fresh.resourceVersion !== n.resourceVersion) return false;
-            const actions = p ?? { evictions: [], notices: [], cloud: [] };
-            // A replacement is on record before the cloud is asked, and its removal's task id after.
-            if (replacing(p)) await noteReplacement(deps.state, p!);
-            const { applied } = await carryOut(
-              {
-                node: n.name,
-                pending,
-                actions,
-                events: (a) => (p && newsworthy(p) ? [remediationEvent(p, a, new Date(deps.clock.now()))] : []),
-                codec: historyCodec,
-                basis: fresh,
-              },
-              deps,
-            );
-            if (replacing(p)) await noteReplacement(deps.state, p!, applied);
-            if (p) deps.logger.info('sweep', { node: n.name, action: p.action, phase: p.phase, reason: p.reason });
-            return true;
-          },
-          () => false,
-        );
-        if (!done) skipped.push(n.name);
-        else if (p) applied.push(p);
-      }
-      const expired = only ? [] : await expireApprovals(deps, new Set(applied.map((p) => p.target.node)));
-      if (!only && deps.replacements) await followReplacements(deps, records);
-      return { nodes: tracked.length, plans: applied, skipped, expired };
+      const expired = only ? [] : await expireApprovals(deps, new Set(out.plans.map((p) => p.target.node)));
+      if (!only && deps.replacements) await followReplacements(deps, out.records);
+      return { nodes: out.nodes, plans: out.plans, skipped: out.skipped, expired };
     },
     idle,
   );
+}
+
+/**
+ * One pass over the tracked nodes (or `only` that one): facts, plans, each carried out under the
+ * node's lease. `again`: the nodes whose plan just asked for the taint a reset waits for.
+ */
+async function pass(
+  deps: RemediationDeps,
+  only: string | undefined,
+): Promise<{
+  nodes: number;
+  plans: Plan[];
+  skipped: string[];
+  again: string[];
+  records: Map<string, ReplacementRecord>;
+}> {
+  // One node: read it alone (each agent answer would otherwise list every tracked node of the fleet).
+  const tracked = only ? await oneTracked(deps, only) : await deps.nodes.list(STATE_LABEL);
+  const pools = new Map<string, PoolFacts>();
+  const facts: SweepNodeFacts[] = [];
+  // Replacements on record: the removal's task to follow, and new nodes already claimed.
+  const records = deps.replacements ? replacementsIn(await deps.state.getAll()) : new Map<string, ReplacementRecord>();
+  for (const n of tracked) {
+    const key = poolOf(deps.policy, n.labels);
+    const pool = pools.get(key) ?? (await fetchPoolFacts(deps.nodes, deps.policy, n, new Date(deps.clock.now())));
+    pools.set(key, pool);
+    const dra = await draFacts(deps.deviceTaints, deps.policy, n, (m, f) => deps.logger.warn(m, f));
+    const cards = await cardFacts(deps.cardFences, deps.policy, n, (m, f) => deps.logger.warn(m, f));
+    const owned = deps.repairOwner || deps.unreachable ? await capabilitiesFor(deps, n) : undefined;
+    const state = stateOf(n, deps.policy.taintKey);
+    // Read only where this round may start or move a replacement (a drain's every sweep would cost ACK a call).
+    const atReplace =
+      deps.replacements && !owned?.repairOwner && state.incidents.some((i) => isOpen(i) && needsReplaceFacts(i));
+    const claimed = new Set([...records.values()].filter((r) => r.node !== n.name && r.newNode).map((r) => r.newNode!));
+    const replace = atReplace ? await deps.replacements!.facts(n, records.get(n.name), claimed) : undefined;
+    facts.push({
+      node: nodeFacts(n, dra, cards),
+      state,
+      pool,
+      pods: await podsOf(deps.pods, n.name),
+      ...(owned ? { capabilities: owned } : {}),
+      ...(replace ? { replace } : {}),
+    });
+  }
+  const now = new Date(deps.clock.now());
+  const planned = new Map(
+    planSweep(
+      { now, nodes: facts, ...(deps.capabilities ? { capabilities: deps.capabilities } : {}) },
+      deps.policy,
+    ).plans.map((p) => [p.target.node, p]),
+  );
+  const applied: Plan[] = [];
+  const skipped: string[] = [];
+  const again: string[] = [];
+  for (const n of tracked) {
+    const p = planned.get(n.name);
+    // A node with nothing to do may still hold events an earlier invocation never got out.
+    const pending = readOutbox(n.annotations);
+    if (!p && pending.events.length === 0 && pending.notices.length === 0) continue;
+    const done = await withLease(
+      nodeLease(n.name),
+      60,
+      deps,
+      async () => {
+        // A remediation may have written the node since the snapshot: then next round decides.
+        const fresh = await deps.nodes.get(n.name);
+        if (fresh.resourceVersion !== n.resourceVersion) return false;
+        const actions = p ?? { evictions: [], notices: [], cloud: [] };
+        // A replacement is on record before the cloud is asked, and its removal's task id after.
+        if (replacing(p)) await noteReplacement(deps.state, p!);
+        const { applied } = await carryOut(
+          {
+            node: n.name,
+            pending,
+            actions,
+            events: (a) => (p && newsworthy(p) ? [remediationEvent(p, a, new Date(deps.clock.now()))] : []),
+            codec: historyCodec,
+            basis: fresh,
+          },
+          deps,
+        );
+        if (replacing(p)) await noteReplacement(deps.state, p!, applied);
+        if (p) deps.logger.info('sweep', { node: n.name, action: p.action, phase: p.phase, reason: p.reason });
+        return true;
+      },
+      () => false,
+    );
+    if (!done) skipped.push(n.name);
+    else if (p) {
+      applied.push(p);
+      if (awaitsTaint(p.nextState, n, deps.policy)) again.push(n.name);
+    }
+  }
+  return { nodes: tracked.length, plans: applied, skipped, again, records };
 }
 
 /**

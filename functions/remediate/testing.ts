@@ -7,6 +7,7 @@
 import {
   GPU_ACTION_RESULTS_ANNOTATION,
   GPU_ACTIONS_ANNOTATION,
+  GPU_DEVICES_ANNOTATION,
   GPU_HEALTH_CHANGED,
   type GpuActionState,
   GPU_XID_ERROR,
@@ -302,4 +303,29 @@ function allocatableFor(capacity: Record<string, string>, annotations: Record<st
   const fenced = new Set(requests.filter((r) => r.action === 'fence').map((r) => r.gpuUuid)).size;
   const total = Number(capacity['nvidia.com/gpu'] ?? 0);
   return { ...capacity, 'nvidia.com/gpu': String(Math.max(0, total - fenced)) };
+}
+
+/**
+ * The node agent's word on PodResources' allocatable devices (events/gpu-devices.ts), as it writes it:
+ * GPUs 0..count-1, each with its `replicas` device IDs allocatable, but for `out`, where `left` of its
+ * replicas stay allocatable (default none: the GPU is out). `unknown`: a reason, no socket say.
+ */
+export function podResourcesSays(
+  n: NodeFacts,
+  out: readonly number[],
+  o: { count?: number; replicas?: number; left?: number; unknown?: string; at?: string } = {},
+): NodeFacts {
+  const replicas = o.replicas ?? 1;
+  const ids = (uuid: string, k: number) =>
+    replicas === 1 ? (k > 0 ? [uuid] : []) : Array.from({ length: k }, (_, r) => `${uuid}::${r}`);
+  const gpus = Object.fromEntries(
+    Array.from({ length: o.count ?? 8 }, (_, i) => [
+      gpu(i).uuid,
+      ids(gpu(i).uuid, out.includes(i) ? (o.left ?? 0) : replicas),
+    ]),
+  );
+  const doc = o.unknown
+    ? { v: 1, at: o.at ?? at(0), known: false, reason: o.unknown, gpus: {} }
+    : { v: 1, at: o.at ?? at(0), known: true, gpus };
+  return { ...n, annotations: { ...n.annotations, [GPU_DEVICES_ANNOTATION]: JSON.stringify(doc) } };
 }

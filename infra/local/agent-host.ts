@@ -3,7 +3,7 @@ import { open } from 'node:fs/promises';
 import { Agent } from '../../node-agent/agent.ts';
 import type { Clock } from '../../node-agent/clock.ts';
 import { DEFAULT_THRESHOLDS } from '../../node-agent/collectors/health.ts';
-import { podResourcesSource } from '../../node-agent/collectors/pod-resources-source.ts';
+import { allocatableByGpu, podResourcesSource } from '../../node-agent/collectors/pod-resources-source.ts';
 import { loadMockNvmlControls, type MockNvmlControls } from '../../node-agent/nvml/ffi.ts';
 import { Nvml } from '../../node-agent/nvml/nvml.ts';
 import { openPublisher } from '../../node-agent/publisher/open-publisher.ts';
@@ -77,6 +77,7 @@ export class LocalAgentHost {
           : ({ ok: false, reason: `nvidia-smi --gpu-reset: ${mock.lastError() || `NVML error ${rc}`}` } as const);
       };
       const gpus = nvmlGpus(nvml, reset);
+      const podResources = podResourcesSource(o.files.podResourcesSocket);
       // Persistence mode through the mock nvidia-smi (a file beside the node's control directory).
       const persistence = nvidiaSmiPersistence(MOCK_NVIDIA_SMI, 15_000, {
         PATH: process.env.PATH,
@@ -102,6 +103,7 @@ export class LocalAgentHost {
         fence: new FenceFile(fenceFilePath(o.files)),
         migInventory: nvmlMigInventory(nvml, (pid) => agent.podOfPid(pid)),
         xids: (uuid, since) => agent.xidsSince(uuid, since),
+        devices: async () => allocatableByGpu(await podResources.read(), agent.gpuIdentities()),
         publish: async (_type, detail) => void publisher.publish(gpuActionResultEvent(detail)),
         now: () => o.clock.now(),
         log: (l) => o.log?.(l),

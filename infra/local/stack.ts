@@ -111,7 +111,11 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       'a virtual clock needs the simulated cluster: --kubeconfig works with `local` (the wall clock) only',
     );
   const wallStart = Date.now();
-  const work = mkdtempSync(join(tmpdir(), `gpu-reflex-local-${scenario.name.replace(/[^a-z0-9-]/gi, '')}-`));
+  // Short: each node's PodResources socket lies below it, and a unix socket path has at most 107 bytes
+  // (sun_path, unix(7)); a long scenario name under a test's temp dir left the kubelet socket unserved.
+  const work = mkdtempSync(
+    join(tmpdir(), `gpu-reflex-local-${scenario.name.replace(/[^a-z0-9-]/gi, '').slice(0, 12)}-`),
+  );
   // One clock for everything. Virtual: the agents, the bus, the simulated cluster and the
   // functions (injectClock) all read this one, starting at the scenario's `startAt`.
   const vclock = virtual ? new VirtualClock(scenario.startAt ?? Date.UTC(2026, 0, 1)) : undefined;
@@ -391,6 +395,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
         allocation: () => files.get(name)?.tracker.current ?? [],
         pods: () => store.podsOnNode(name),
         notAdvertised: () => plugin.ref?.notAdvertised(name) ?? { held: [], gone: new Set() },
+        sharing: () => sharingByNode.get(name),
         draDriver: policy.fence.dra.driver,
       });
     };

@@ -31,17 +31,20 @@
 import {
   GPU_ACTION_RESULT,
   GPU_ACTION_RESULTS_ANNOTATION,
+  GPU_DEVICES_ANNOTATION,
   GPU_ACTIONS_ANNOTATION,
   GpuActionRequestsSchema,
   GpuActionStatesSchema,
   gpuActionKey,
   LEGACY_GPU_ACTION_OWNER,
   MIG_INVENTORY_ANNOTATION,
+  readGpuDevices,
   readMigInventory,
   SCHEMA_VERSION,
   type GpuActionRequest,
   type GpuActionResultDetail,
   type GpuActionState,
+  type GpuDevices,
   type GpuProbe,
   type MigInventory,
 } from '../../events/index.ts';
@@ -55,6 +58,8 @@ export interface ActuatorNode {
   writeResults(json: string): Promise<void>;
   /** Merge-patches the MIG inventory annotation (only that key). */
   writeMigInventory?(json: string): Promise<void>;
+  /** Merge-patches the allocatable-devices annotation (only that key; events/gpu-devices.ts). */
+  writeGpuDevices?(json: string): Promise<void>;
   /**
    * GPU devices (every `nvidia.com/` resource) the Node counted allocatable at the last
    * `annotations()` read, the same GET; undefined when not read. A held fence answers again when it
@@ -106,6 +111,12 @@ export interface ActuatorOptions {
   now: () => number;
   dryRun?: boolean;
   log?: (line: string) => void;
+  /**
+   * Each GPU's device IDs the kubelet counts allocatable (PodResources GetAllocatableResources), read each
+   * tick and written to the Node when it changes (events/gpu-devices.ts): a fence under NVIDIA's plugin
+   * is verified by it. Absent: not written (unknown to the functions).
+   */
+  devices?: () => Promise<{ known: true; gpus: Record<string, string[]> } | { known: false; reason: string }>;
   /** The XIDs the agent published for a GPU at or after a time (ms): the probe window's (agent.ts xidsSince). */
   xids: (gpuUuid: string, sinceMs: number) => number[];
   /** This node's MIG GPUs as NVML sees them now (no MIG GPU: an empty list); written to the Node when it changes. */
@@ -206,10 +217,30 @@ export class GpuActuator {
     const after = JSON.stringify(results);
     // A dry run changes nothing in the cluster either: its answers are only printed.
     if (!this.o.dryRun && after !== (before ?? '{}')) await this.o.nodeApi.writeResults(after);
+    // Before the events too: an answer prompts the functions to read and update the Node, and a write of
+    // ours after their read would fail their update (409) and push the verification to the next sweep.
+    await this.writeGpuDevices(annotations[GPU_DEVICES_ANNOTATION]);
     // Written first: the functions read the annotation; the event is the prompt, never the only copy.
     for (const d of answered) await this.o.publish(GPU_ACTION_RESULT, d);
     await this.writeMigInventory(annotations[MIG_INVENTORY_ANNOTATION]);
     return answered;
+  }
+
+  /** The allocatable-devices annotation, rewritten only when what it says changed (`at`: when it last did). */
+  private async writeGpuDevices(before: string | undefined): Promise<void> {
+    if (!this.o.devices || !this.o.nodeApi.writeGpuDevices || this.o.dryRun) return;
+    const now = await this.o.devices();
+    const prior = readGpuDevices({ [GPU_DEVICES_ANNOTATION]: before ?? '' });
+    const said = (d: { known: boolean; reason?: string; gpus?: Record<string, string[]> }) =>
+      JSON.stringify([d.known, d.reason ?? '', d.gpus ?? {}]);
+    if (prior && said(prior) === said(now)) return;
+    const doc: GpuDevices = {
+      v: 1,
+      at: new Date(this.o.now()).toISOString(),
+      known: now.known,
+      ...(now.known ? { gpus: now.gpus } : { reason: now.reason, gpus: {} }),
+    };
+    await this.o.nodeApi.writeGpuDevices(JSON.stringify(doc));
   }
 
   /**

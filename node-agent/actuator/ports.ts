@@ -6,7 +6,12 @@
  */
 import { execFile } from 'node:child_process';
 import { PatchStrategy, setHeaderOptions, type CoreV1Api } from '@kubernetes/client-node';
-import { GPU_ACTION_RESULTS_ANNOTATION, MIG_INVENTORY_ANNOTATION, type MigInventory } from '../../events/index.ts';
+import {
+  GPU_ACTION_RESULTS_ANNOTATION,
+  GPU_DEVICES_ANNOTATION,
+  MIG_INVENTORY_ANNOTATION,
+  type MigInventory,
+} from '../../events/index.ts';
 import { gpuInstanceProfiles, migDevices, migMode } from '../nvml/mig.ts';
 import type { Nvml } from '../nvml/nvml.ts';
 import type { ActuatorGpus, ActuatorNode, GpuHealthReading } from './actuator.ts';
@@ -25,6 +30,12 @@ export function kubeNode(core: CoreV1Api, name: string): ActuatorNode {
     async writeResults(json) {
       await core.patchNode(
         { name, body: { metadata: { annotations: { [GPU_ACTION_RESULTS_ANNOTATION]: json } } } },
+        MERGE_PATCH,
+      );
+    },
+    async writeGpuDevices(json) {
+      await core.patchNode(
+        { name, body: { metadata: { annotations: { [GPU_DEVICES_ANNOTATION]: json } } } },
         MERGE_PATCH,
       );
     },

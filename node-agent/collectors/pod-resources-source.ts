@@ -111,3 +111,26 @@ export function deviceHolders(
 export function holdersOfGpu(holders: readonly DeviceHolder[], uuid: string): DeviceHolder[] {
   return holders.filter((h) => h.gpu === uuid || h.dra !== undefined).slice(0, 128);
 }
+
+/** What `GetAllocatableResources` says of each GPU: its device IDs still allocatable (events/gpu-devices.ts). */
+export type AllocatableByGpu = { known: true; gpus: Record<string, string[]> } | { known: false; reason: string };
+
+/**
+ * Each GPU's allocatable device IDs (an empty list: none of its devices is allocatable, it is out). A GPU
+ * device ID that names no GPU here (`deviceIDStrategy: index`) makes the whole answer unknown: identity
+ * cannot be told, and unknown never verifies a fence.
+ */
+export function allocatableByGpu(reading: PodResourcesReading, gpus: readonly GpuIdentity[]): AllocatableByGpu {
+  if (!reading.known) return { known: false, reason: reading.reason.slice(0, 256) };
+  const out: Record<string, string[]> = Object.fromEntries(gpus.map((g) => [g.uuid, [] as string[]]));
+  for (const d of reading.allocatable) {
+    if (!GPU_RESOURCE.test(d.resourceName)) continue;
+    for (const id of d.deviceIds) {
+      const g = gpuOfDevice(id, gpus);
+      if (!g) return { known: false, reason: `GPU device ${id} (${d.resourceName}) names no GPU here`.slice(0, 256) };
+      out[g.gpu]!.push(id);
+    }
+  }
+  for (const ids of Object.values(out)) ids.sort();
+  return { known: true, gpus: out };
+}

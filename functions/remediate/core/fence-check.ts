@@ -19,7 +19,7 @@
  * Unknown is never a fence: no answer from the agent, no GPU capacity on the node, a fence answer
  * without evidence (an agent from before #27) — none of them verifies.
  */
-import type { GpuActionState } from '../../../events/index.ts';
+import { readGpuDevices, type GpuActionState } from '../../../events/index.ts';
 import { backendOf, devicesOfGpu, devicesOut, fenced, pluginFencedGpus } from './fence.ts';
 import { checkDra } from './fence-dra.ts';
 import { checkCards } from './fence-cgpu.ts';
@@ -178,7 +178,9 @@ function seenOut(i: Incident, state: Pick<NodeState, 'incidents'>, node: Node, r
         ? `the device plugin took only ${out - before} of the ${mine} replica(s) out and leaves the rest schedulable` +
           ` (NVIDIA's plugin before its fix for k8s-device-plugin#1929 marks one replica per Xid)`
         : undefined;
-    return { holds: countHolds, words: partial ? `${partial}; ${counted}` : counted };
+    const id = byDeviceIds(i, node);
+    const words = [partial, id.words, counted].filter((w) => w !== undefined).join('; ');
+    return { holds: id.out, words };
   }
   const r = results[requestId('fence', i)];
   if (r?.state === 'failed')
@@ -217,4 +219,30 @@ function foreignOut(state: Pick<NodeState, 'incidents'>, results: Results): numb
     most = Math.max(most, x.fence?.outBefore ?? 0, file);
   }
   return most;
+}
+
+/**
+ * NVIDIA's plugin's fence by identity: the kubelet's PodResources `GetAllocatableResources`, as the node
+ * agent writes it (events/gpu-devices.ts), lists none of this GPU's device IDs (its UUID, its MIG
+ * devices, its replicas `<UUID>::<n>`). The Node's count is said beside it but verifies nothing: any other
+ * device out passes a count. Absent or unknown (no socket, device IDs naming no GPU): not verified.
+ */
+function byDeviceIds(i: Incident, node: Pick<NodeFacts, 'annotations'>): { out: boolean; words: string } {
+  const d = readGpuDevices(node.annotations);
+  if (d === undefined)
+    return {
+      out: false,
+      words: "the node agent has not said which devices the kubelet's PodResources lists allocatable (unknown)",
+    };
+  if (!d.known) return { out: false, words: `PodResources unknown at ${d.at} (${d.reason ?? 'no reason given'})` };
+  const left = d.gpus[i.gpu ?? ''];
+  if (left === undefined) return { out: false, words: `PodResources (${d.at}) does not name ${i.gpu}` };
+  return left.length === 0
+    ? { out: true, words: `PodResources (${d.at}) lists none of its devices allocatable` }
+    : {
+        out: false,
+        words: `PodResources (${d.at}) still lists ${left.length} of its device(s) allocatable: ${left
+          .slice(0, 4)
+          .join(', ')}`,
+      };
 }

@@ -8,7 +8,7 @@ import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY, type Policy } from './policy.ts';
 import { planSweep } from './sweep.ts';
 import { deviceTaintName } from './fence-dra.ts';
-import { apply, at, factsFor, gpu, node, pod, pool, stateOf, withDra, xid } from '../testing.ts';
+import { apply, at, factsFor, gpu, node, pod, podResourcesSays, pool, stateOf, withDra, xid } from '../testing.ts';
 import type { NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
 import {
   GPU_ACTION_RESULTS_ANNOTATION,
@@ -46,6 +46,11 @@ const setAllocatable = (w: World, key: string, n: number): World => ({
   node: { ...w.node, allocatable: { ...w.node.allocatable, [key]: String(n) } },
 });
 const gpus = (w: World, n: number) => setAllocatable(w, 'nvidia.com/gpu', n);
+/** NVIDIA's plugin's latch: the count, and PodResources naming which GPUs are out. */
+const latched = (w: World, n: number, out: number[]): World => {
+  const c = gpus(w, n);
+  return { ...c, node: podResourcesSays(c.node, out) };
+};
 const fenceRequest = (w: World) =>
   (JSON.parse(w.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[]).find(
     (r) => r.action === 'fence',
@@ -179,13 +184,35 @@ describe("fence identity under NVIDIA's plugin: only a count, so the baseline an
 
   it('a GPU the plugin had latched before (an XID gpu-reflex only observed) does not verify ours', async () => {
     // Read as the plugin latches: 2 out, one of which may be ours already; the other is not ours.
-    const w = await hit(gpus({ node: node(), pods: PODS }, 6), xid(48, { gpu: 3 }), NV);
+    const w = await hit(latched({ node: node(), pods: PODS }, 6, [5, 3]), xid(48, { gpu: 3 }), NV);
     expect(fenceOf(w)?.outBefore).toBe(1);
-    const s = await sweep(gpus(w, 7), NV.fence.verifyMinutes, NV);
+    const s = await sweep(latched(w, 7, [5]), NV.fence.verifyMinutes, NV);
     expect(s.plan?.notices[0]?.text).toContain('1 GPU device(s) missing from its allocatable, 2 expected');
+    expect(s.plan?.notices[0]?.text).toContain(`still lists 1 of its device(s) allocatable: ${gpu(3).uuid}`);
     expect(ourTaint(s.world)).toBeDefined();
-    const latched = await sweep(w, 1, NV);
-    expect(fenceOf(latched.world)?.verifiedAt).toBe(at(1));
+    const verified = await sweep(w, 1, NV);
+    expect(fenceOf(verified.world)?.verifiedAt).toBe(at(1));
+  });
+
+  it('identity, not count: another GPU out passes any count, but PodResources still lists ours allocatable', async () => {
+    // GPU 5 latched after our fence began (no baseline can tell): one device out, one expected.
+    const w = await hit({ node: node(), pods: PODS }, xid(48, { gpu: 3 }), NV);
+    const s = await sweep(latched(w, 7, [5]), 1, NV);
+    expect(fenceOf(s.world)?.verifiedAt).toBeUndefined();
+    expect(s.plan?.reason ?? '').not.toContain('is fenced');
+    expect(fenceOf((await sweep(latched(w, 7, [3]), 1, NV)).world)?.verifiedAt).toBe(at(1));
+  });
+
+  it('unknown is not verified: no PodResources word, or PodResources unreadable, never verifies a latch', async () => {
+    const w = await hit({ node: node(), pods: PODS }, xid(48, { gpu: 3 }), NV);
+    const silent = await sweep(gpus(w, 7), 1, NV);
+    expect(fenceOf(silent.world)?.verifiedAt).toBeUndefined();
+    const c = gpus(w, 7);
+    const blind = { ...c, node: podResourcesSays(c.node, [3], { unknown: 'no PodResources socket' }) };
+    const s = await sweep(blind, NV.fence.verifyMinutes, NV);
+    expect(fenceOf(s.world)?.verifiedAt).toBeUndefined();
+    expect(s.plan?.notices[0]?.text).toContain('PodResources unknown');
+    expect(ourTaint(s.world)).toBeDefined();
   });
 
   it('a MIG GPU: the upstream plugin latches one instance of seven, which is no fence, so the node is tainted at once and the words say why', async () => {
@@ -199,9 +226,9 @@ describe("fence identity under NVIDIA's plugin: only a count, so the baseline an
   });
 
   it('a verified latch undone by someone (the plugin restarted) cannot be set again by gpu-reflex: the node is tainted at once', async () => {
-    const v = await sweep(gpus(await hit({ node: node(), pods: PODS }, xid(48, { gpu: 3 }), NV), 7), 1, NV);
+    const v = await sweep(latched(await hit({ node: node(), pods: PODS }, xid(48, { gpu: 3 }), NV), 7, [3]), 1, NV);
     expect(fenceOf(v.world)?.verifiedAt).toBe(at(1));
-    const s = await sweep(gpus(v.world, 8), 2, NV);
+    const s = await sweep(latched(v.world, 8, []), 2, NV);
     expect(s.plan?.notices[0]?.text).toContain("NVIDIA's device plugin counts it again");
     expect(ourTaint(s.world)).toBeDefined();
   });
@@ -231,6 +258,39 @@ describe('a fence is held: re-verified on every sweep, restored, escalated, repo
       expect.objectContaining({ type: 'Normal', reason: 'GpuFenceRestored', action: 'Fence' }),
     ]);
     expect((await sweep(s.world, 4, P)).plan?.notices ?? []).toEqual([]);
+  });
+
+  it('a fence that keeps drifting is told once per fence.driftNoticeMinutes, still written back and recorded', async () => {
+    const R: Policy = { ...P, fence: { ...P.fence, driftNoticeMinutes: 10 } };
+    let w = await verified();
+    const told: number[] = [];
+    // Another writer rewrites the file every minute; the agent writes it back each time.
+    for (let m = 2; m <= 12; m++) {
+      const s = await sweep(agent(w, { listed: true, before: [], restored: m - 1, restoredAt: at(m) }), m, R);
+      if (s.plan?.notices.some((n) => n.text.includes('holds again'))) told.push(m);
+      expect(fenceOf(s.world)?.restoredSeen).toBe(at(m));
+      w = s.world;
+    }
+    expect(told).toEqual([2, 12]);
+  });
+
+  it('a drift whose start was not told is not told when it ends; a told one is', async () => {
+    const R: Policy = { ...P, fence: { ...P.fence, driftNoticeMinutes: 10 } };
+    const first = await sweep(gpus(agent(await verified(), { listed: false, before: [] }), 8), 2, R);
+    expect(first.plan?.notices).toHaveLength(1);
+    const back = await sweep(gpus(agent(first.world, { listed: true, before: [] }), 7), 3, R);
+    expect(back.plan?.notices).toHaveLength(1);
+    const again = await sweep(gpus(agent(back.world, { listed: false, before: [] }), 8), 4, R);
+    expect(again.plan?.notices ?? []).toEqual([]);
+    expect(fenceOf(again.world)?.driftAt).toBe(at(4));
+    const quiet = await sweep(gpus(agent(again.world, { listed: true, before: [] }), 7), 5, R);
+    expect(quiet.plan?.notices ?? []).toEqual([]);
+    expect(fenceOf(quiet.world)?.driftAt).toBeUndefined();
+    // escalation is not rate-limited: gone again and never back, the node is tainted at the deadline
+    const gone = await sweep(gpus(agent(quiet.world, { listed: false, before: [] }), 8), 6, R);
+    const late = await sweep(gone.world, 6 + R.fence.verifyMinutes, R);
+    expect(late.plan?.notices[0]?.text).toContain('has not held since');
+    expect(ourTaint(late.world)).toMatchObject({ effect: 'NoSchedule' });
   });
 
   it('a fence seen gone is reported at once; still gone fence.verifyMinutes later, the node is tainted', async () => {

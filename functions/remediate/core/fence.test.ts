@@ -22,6 +22,7 @@ import {
   health,
   node,
   pod,
+  podResourcesSays,
   pool,
   stateOf,
   withDra,
@@ -101,9 +102,10 @@ const passed = {
   xidsDuringProbe: [],
   passed: true,
 };
+/** The plugin's latch as the node shows it: the count, and PodResources naming the GPUs out (3, then 0). */
 const allocatable = (w: World, n: number): World => ({
   ...w,
-  node: { ...w.node, allocatable: { 'nvidia.com/gpu': String(n) } },
+  node: podResourcesSays({ ...w.node, allocatable: { 'nvidia.com/gpu': String(n) } }, [3, 0].slice(0, 8 - n)),
 });
 const ourTaint = (w: World) => w.node.taints.find((t) => t.key === DEFAULT_POLICY.taintKey);
 const fenceOf = (w: World) => stateOf(w.node).incidents[0]!.fence;

@@ -140,6 +140,11 @@ export const FenceSchema = z
     backend: z.enum(FENCE_BACKENDS),
     /** A fence not seen in the node's allocatable within this is escalated one scope up (the node is tainted). */
     verifyMinutes: int().min(1).max(1440),
+    /**
+     * A fence that keeps drifting is told at most once per this many minutes (absent: verifyMinutes): a
+     * drift starting sooner after the last one told is recorded, restored and escalated as ever, not told.
+     */
+    driftNoticeMinutes: int().min(0).max(10080).optional(),
     /** Where NVIDIA's device plugin runs: its pod on the node is restarted to undo the latch. */
     nvidiaPlugin: DaemonPods,
     /**

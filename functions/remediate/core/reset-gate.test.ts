@@ -7,8 +7,20 @@ import { describe, expect, it } from 'vitest';
 import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY, type Policy } from './policy.ts';
 import { planSweep } from './sweep.ts';
-import { resetGate } from './reset-gate.ts';
-import { apply, at, factsFor, gpu, node, pod, pool, stateOf, xid, type PluginModel } from '../testing.ts';
+import { awaitsTaint, resetGate } from './reset-gate.ts';
+import {
+  apply,
+  at,
+  factsFor,
+  gpu,
+  node,
+  pod,
+  podResourcesSays,
+  pool,
+  stateOf,
+  xid,
+  type PluginModel,
+} from '../testing.ts';
 import type { Incident } from './state.ts';
 import type { NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
 import { GPU_ACTIONS_ANNOTATION, type GpuActionRequest } from '../../../events/index.ts';
@@ -82,7 +94,7 @@ describe('the reset waits for a fence that holds (reset-gate.ts)', () => {
 
   it('a fence verified in the sweep is reset in that sweep (no wait added where the fence holds)', async () => {
     let w = await hit({ node: node(), pods: PODS }, xid(48, { gpu: 3 }), NV, 'ignores');
-    w = { ...w, node: { ...w.node, allocatable: { 'nvidia.com/gpu': '7' } } };
+    w = { ...w, node: podResourcesSays({ ...w.node, allocatable: { 'nvidia.com/gpu': '7' } }, [3]) };
     const s = await sweep(w, 1, NV, 'ignores');
     expect(stateOf(s.world.node).incidents[0]?.fence?.verifiedAt).toBe(at(1));
     expect(resets(s.world)).toHaveLength(1);
@@ -113,5 +125,18 @@ describe('resetGate (pure)', () => {
       why: expect.stringContaining('not held since'),
     });
     expect(resetGate({ ...i, fence: { backend: 'ack-file', verifiedAt: at(1) } }, n, DEFAULT_POLICY).ok).toBe(true);
+  });
+
+  it('awaitsTaint: a plan that asks for the taint a held reset waits for is followed at once (sweep-run.ts)', () => {
+    const held = { ...open, fence: { backend: 'cordon' }, resetHeldAt: at(1) } as Incident;
+    expect(awaitsTaint({ incidents: [held] }, n, DEFAULT_POLICY)).toBe(true);
+    // already on the Node as read: the gate passed this very sweep, nothing to follow
+    expect(awaitsTaint({ incidents: [held] }, tainted, DEFAULT_POLICY)).toBe(false);
+    // no reset held (or one already asked for), or a per-GPU fence: the taint is not what it waits for
+    expect(awaitsTaint({ incidents: [{ ...held, resetHeldAt: undefined }] }, n, DEFAULT_POLICY)).toBe(false);
+    const asked = { ...held, repair: { action: 'reset' } } as unknown as Incident;
+    expect(awaitsTaint({ incidents: [asked] }, n, DEFAULT_POLICY)).toBe(false);
+    const perGpu = { ...held, fence: { backend: 'ack-file' } } as Incident;
+    expect(awaitsTaint({ incidents: [perGpu] }, n, DEFAULT_POLICY)).toBe(false);
   });
 });

@@ -64,3 +64,18 @@ export function resetGate(
       ` it is reset once the fence is seen, or once the node is tainted after ${policy.fence.verifyMinutes} min`,
   };
 }
+
+/**
+ * Whether a plan just asked for the node taint that one of its incidents' resets waits for (a fence
+ * fallback, see resetGate), on a node read without it. Then the sweep reads the Node again at once
+ * and takes the node's next step (sweep-run.ts): the taint landing is what the reset waited for, and
+ * the next minute's sweep is no reason to leave a fenced-out GPU unrepaired. Pure.
+ */
+export function awaitsTaint(
+  next: { incidents: readonly Incident[] },
+  read: Pick<NodeFacts, 'taints'>,
+  policy: Pick<Policy, 'taintKey'>,
+): boolean {
+  if (read.taints.some((t) => t.key === policy.taintKey && t.effect === 'NoSchedule')) return false;
+  return next.incidents.some((i) => fencedByTaint(i) && i.repair === undefined && i.resetHeldAt !== undefined);
+}

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY, type Policy } from './policy.ts';
 import { planSweep } from './sweep.ts';
-import { apply, at, factsFor, gpu, node, pod, pool, stateOf, xid } from '../testing.ts';
+import { apply, at, factsFor, gpu, node, pod, pool, podResourcesSays, stateOf, xid } from '../testing.ts';
 import { sharingOf } from './sharing.ts';
 import type { NodeFacts, PodFacts, TriggerEvent } from './types.ts';
 import type { GpuXidErrorDetail } from '../../../events/index.ts';
@@ -50,6 +50,11 @@ async function hit(w: World, e: TriggerEvent, policy: Policy = DEFAULT_POLICY) {
 const setAlloc = (w: World, key: string, n: number): World => ({
   ...w,
   node: { ...w.node, allocatable: { ...w.node.allocatable, [key]: String(n) } },
+});
+/** PodResources as the agent writes it: GPU 3's replicas out but `left` (events/gpu-devices.ts). */
+const podSays = (w: World, left = 0): World => ({
+  ...w,
+  node: podResourcesSays(w.node, [3], { replicas: 4, left }),
 });
 async function sweep(w: World, minute: number, policy: Policy) {
   const plan = planSweep(
@@ -144,7 +149,7 @@ describe('MPS: every client of the card, counted as one workload', () => {
 describe('a fence of a shared card is verified across all of its replicas', () => {
   it('NVIDIA plugin, replicas=4: one replica out is not a fence; after verifyMinutes the node is tainted and the words say why', async () => {
     const { world } = await hit({ node: sharedNode(), pods: TENANTS }, xid(48, { gpu: 3, pods: onCard }), NV);
-    const one = setAlloc(world, 'nvidia.com/gpu', 31);
+    const one = podSays(setAlloc(world, 'nvidia.com/gpu', 31), 3);
     expect((await sweep(one, 1, NV)).world.node.taints.find((t) => t.key === NV.taintKey)).toBeUndefined();
     const late = await sweep(one, NV.fence.verifyMinutes, NV);
     expect(late.plan?.notices[0]?.text).toContain('took only 1 of the 4 replica(s) out');
@@ -154,13 +159,13 @@ describe('a fence of a shared card is verified across all of its replicas', () =
 
   it('NVIDIA plugin, replicas=4: all four out verifies the fence', async () => {
     const { world } = await hit({ node: sharedNode(), pods: TENANTS }, xid(48, { gpu: 3, pods: onCard }), NV);
-    const s = await sweep(setAlloc(world, 'nvidia.com/gpu', 28), 1, NV);
+    const s = await sweep(podSays(setAlloc(world, 'nvidia.com/gpu', 28)), 1, NV);
     expect(stateOf(s.world.node).incidents[0]!.fence?.verifiedAt).toBe(at(1));
   });
 
   it('renamed nvidia.com/gpu.shared is counted: four replicas out verifies, and nothing says "no GPU capacity"', async () => {
     const { world } = await hit({ node: sharedNode(4, true), pods: TENANTS }, xid(48, { gpu: 3, pods: onCard }), NV);
-    const s = await sweep(setAlloc(world, 'nvidia.com/gpu.shared', 28), 1, NV);
+    const s = await sweep(podSays(setAlloc(world, 'nvidia.com/gpu.shared', 28)), 1, NV);
     expect(stateOf(s.world.node).incidents[0]!.fence?.verifiedAt).toBe(at(1));
   });
 });

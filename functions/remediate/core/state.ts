@@ -55,6 +55,10 @@ const FenceStateSchema = z.object({
   driftAt: Timestamp.optional(),
   /** The last write-back of the fence by the node agent that was reported (its `restoredAt`). */
   restoredSeen: Timestamp.optional(),
+  /** When a drift of this fence was last told (notice, Remediation, Event): the rate limit's clock (sweep-gpu.ts). */
+  driftToldAt: Timestamp.optional(),
+  /** The drift under way was not told (within the rate limit): its end is not told either. */
+  driftMuted: z.boolean().optional(),
   /** ack-cgpu: the card was listed in gpushare's ConfigMap before this fence (another writer's: never unlisted). */
   listedBefore: z.boolean().optional(),
 });

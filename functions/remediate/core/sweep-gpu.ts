@@ -122,14 +122,30 @@ export function holdFence(i: Incident, w: Work, facts: SweepFacts, policy: Polic
   const check = checkFence(i, w.state, w.facts.node, w.results, facts.now, policy);
   if (check.kind === 'wait') return i;
   w.reasons.push(check.why);
-  if (check.kind === 'fallback' || check.kind === 'drift') {
+  if (check.kind === 'drift') {
+    // Rate limit: a fence that keeps drifting (a writer rewriting the file every minute) is told once per
+    // `fence.driftNoticeMinutes`, not each sweep; it is still restored, and escalated at its deadline.
+    const f = check.incident.fence!;
+    const ends = i.fence?.driftAt !== undefined && f.driftAt === undefined;
+    const every = (policy.fence.driftNoticeMinutes ?? policy.fence.verifyMinutes) * MIN;
+    const told = i.fence?.driftToldAt;
+    const mute = ends
+      ? i.fence?.driftMuted === true
+      : told !== undefined && facts.now.getTime() - Date.parse(told) < every;
+    const { driftMuted: _was, ...rest } = f;
+    const fence = mute
+      ? { ...rest, ...(ends ? {} : { driftMuted: true }) }
+      : { ...rest, ...(ends ? {} : { driftToldAt: facts.now.toISOString() }) };
+    const incident: Incident = { ...check.incident, fence };
+    w.touched.push(incident);
+    if (mute) return incident;
+    w.notices.push(notice(incident.action, w.facts.node, check.why));
+    w.nodeEvents.push(fenceEventNote(f.driftAt ? 'lost' : 'restored', check.why));
+    return incident;
+  }
+  if (check.kind === 'fallback') {
     w.notices.push(notice(check.incident.action, w.facts.node, check.why));
-    w.nodeEvents.push(
-      fenceEventNote(
-        check.kind === 'fallback' ? 'escalated' : check.incident.fence?.driftAt ? 'lost' : 'restored',
-        check.why,
-      ),
-    );
+    w.nodeEvents.push(fenceEventNote('escalated', check.why));
     w.touched.push(check.incident);
   }
   return check.incident;

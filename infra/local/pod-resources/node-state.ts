@@ -37,6 +37,11 @@ export interface NodeStateSources {
   notAdvertised?: () => { held: { gpu: number; devices: ReadonlyMap<string, number> }[]; gone: Set<number> };
   /** The DRA driver's name (the simulated ResourceSlice's). */
   draDriver: string;
+  /**
+   * NVIDIA's plugin config shares the node's whole GPUs: each gives `replicas` devices of `resource`,
+   * named `<UUID>::<n>` (NVIDIA/k8s-device-plugin internal/rm/device_map.go, replicated devices).
+   */
+  sharing?: () => { resource: string; replicas: number } | undefined;
 }
 
 const NUMA = [0];
@@ -45,8 +50,13 @@ function migUuid(g: GpuSpec, giId: number): string | undefined {
   return (migDevicesJson(g) as { giId: number; uuid: string }[]).find((m) => m.giId === giId)?.uuid;
 }
 
-/** A GPU's device-plugin devices: one whole GPU, or each MIG instance under its profile's resource. */
-function devicesOf(g: GpuSpec): { resource: string; id: string }[] {
+/**
+ * A GPU's device-plugin devices: one whole GPU (or its replicas `<UUID>::<n>` under a shared
+ * resource), or each MIG instance under its profile's resource.
+ */
+function devicesOf(g: GpuSpec, sharing?: { resource: string; replicas: number }): { resource: string; id: string }[] {
+  if (g.mig.length === 0 && sharing && sharing.replicas > 1)
+    return Array.from({ length: sharing.replicas }, (_, n) => ({ resource: sharing.resource, id: `${g.uuid}::${n}` }));
   if (g.mig.length === 0) return [{ resource: 'nvidia.com/gpu', id: g.uuid }];
   return g.mig.map((s) => ({ resource: `nvidia.com/mig-${s.profile}`, id: migUuid(g, s.giId)! }));
 }
@@ -106,11 +116,12 @@ export function podResourcesState(s: NodeStateSources): PodResourcesState {
     allocatable(): ContainerDevicesMsg[] {
       const { held, gone } = s.notAdvertised?.() ?? { held: [], gone: new Set<number>() };
       const out: { resource: string; id: string }[] = [];
+      const sharing = s.sharing?.();
       for (const g of s.gpus()) {
         if (gone.has(g.index)) continue;
         const h = held.find((x) => x.gpu === g.index);
         const left = new Map(h?.devices ?? []);
-        for (const d of devicesOf(g)) {
+        for (const d of devicesOf(g, sharing)) {
           const n = left.get(d.resource) ?? 0;
           if (n > 0) {
             left.set(d.resource, n - 1);
