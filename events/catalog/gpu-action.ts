@@ -42,8 +42,11 @@ export type GpuActionKind = (typeof GPU_ACTIONS)[number];
 /**
  * The reflexes that ask the agent for GPU actions, in the agent's order of precedence (when two owners ask
  * for one GPU in the same pass, the earlier owner's request goes first). A new reflex adds its name here.
+ * MIG is not one: mig-manager changes the layouts, and the evidence the rebalancer needs (each GPU's
+ * instances and whether a process runs in each) is the MIG inventory the agent writes from NVML on its own
+ * (docs/architecture.md "GPU actions: the protocol").
  */
-export const GPU_ACTION_OWNERS = ['remediate', 'mig'] as const;
+export const GPU_ACTION_OWNERS = ['remediate'] as const;
 export type GpuActionOwner = (typeof GPU_ACTION_OWNERS)[number];
 /** The owner of a request or answer written without one (the format before owners). */
 export const LEGACY_GPU_ACTION_OWNER: GpuActionOwner = 'remediate';
@@ -53,7 +56,7 @@ export const LEGACY_GPU_ACTION_OWNER: GpuActionOwner = 'remediate';
  */
 export const GpuActionOwnerName = z
   .string()
-  .regex(/^[a-z][a-z0-9-]{0,30}$/, 'expected an owner name like remediate or mig (lowercase, digits, "-")');
+  .regex(/^[a-z][a-z0-9-]{0,30}$/, 'expected an owner name like remediate or thermal (lowercase, digits, "-")');
 
 /**
  * The key a request's answer is kept under in the results annotation: the request id for the legacy owner

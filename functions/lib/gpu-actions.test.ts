@@ -27,11 +27,17 @@ import {
   mergeGpuActions,
   readGpuAnswers,
   type GpuAction,
+  type GpuActionOwner,
   type GpuActionSet,
 } from './gpu-actions.ts';
 import { silentLogger } from './logger.ts';
 import { emptyEdit, noActions, type Actions } from './plan.ts';
 
+/**
+ * A second owner of GPU actions: remediation is the only one gpu-reflex has today (GPU_ACTION_OWNERS), and
+ * the channel is built for the next (docs/architecture.md's thermal example). The wire takes any owner name.
+ */
+const THERMAL = 'thermal' as GpuActionOwner;
 const G0 = 'GPU-00000000-0000-4000-8000-000000000000';
 const G1 = 'GPU-11111111-0000-4000-8000-000000000000';
 const AT = '2026-12-04T21:00:00.000Z';
@@ -62,7 +68,7 @@ function seeded() {
 describe('the GPU-action channel (functions/lib/gpu-actions.ts)', () => {
   it("keeps both owners' actions on one node through an apply, and withdraws only the owner's own", async () => {
     const { kube, ports } = seeded();
-    await applyActions(asking({ owner: 'mig', actions: [act('cleanup.1', 'mig-cleanup', G1)] }), ports);
+    await applyActions(asking({ owner: THERMAL, actions: [act('drain-on.1', 'drain-on', G1)] }), ports);
     await applyActions(
       asking({ owner: 'remediate', actions: [act('fence.a01', 'fence'), act('reset.a01', 'reset')] }),
       ports,
@@ -70,25 +76,25 @@ describe('the GPU-action channel (functions/lib/gpu-actions.ts)', () => {
     expect(own(requests(await kube.nodes.get('n1')))).toEqual([
       'remediate fence.a01 fence',
       'remediate reset.a01 reset',
-      'mig cleanup.1 mig-cleanup',
+      'thermal drain-on.1 drain-on',
     ]);
-    // Remediation's reset done: its set shrinks; MIG's entry stays as MIG wrote it.
+    // Remediation's reset done: its set shrinks; thermal's entry stays as thermal wrote it.
     await applyActions(asking({ owner: 'remediate', actions: [act('fence.a01', 'fence')] }), ports);
     expect(own(requests(await kube.nodes.get('n1')))).toEqual([
       'remediate fence.a01 fence',
-      'mig cleanup.1 mig-cleanup',
+      'thermal drain-on.1 drain-on',
     ]);
     await applyActions(asking({ owner: 'remediate', actions: [] }), ports);
-    expect(own(requests(await kube.nodes.get('n1')))).toEqual(['mig cleanup.1 mig-cleanup']);
-    await applyActions(asking({ owner: 'mig', actions: [] }), ports);
+    expect(own(requests(await kube.nodes.get('n1')))).toEqual(['thermal drain-on.1 drain-on']);
+    await applyActions(asking({ owner: THERMAL, actions: [] }), ports);
     expect((await kube.nodes.get('n1')).annotations[GPU_ACTIONS_ANNOTATION]).toBeUndefined();
   });
 
   it("reads as already carrying an owner's set beside another owner's entries (nothing rewritten every pass)", async () => {
     const { kube, ports } = seeded();
-    // MIG's entry as another writer put it (its own key order): kept exactly as written.
-    const mig = { id: 'cleanup.1', action: 'mig-cleanup', owner: 'mig', gpuUuid: G1, incident: 'n1/x' };
-    const written = { ...mig, requestedAt: AT, timeoutSeconds: 600 };
+    // Thermal's entry as another writer put it (its own key order): kept exactly as written.
+    const other = { id: 'drain-on.1', action: 'drain-on', owner: 'thermal', gpuUuid: G1, incident: 'n1/x' };
+    const written = { ...other, requestedAt: AT, timeoutSeconds: 600 };
     await kube.nodes.update('n1', { annotations: { [GPU_ACTIONS_ANNOTATION]: JSON.stringify([written]) } });
     const set: GpuActionSet = { owner: 'remediate', actions: [act('fence.a01', 'fence')] };
     await applyActions(asking(set), ports);
@@ -124,8 +130,8 @@ describe('the GPU-action channel (functions/lib/gpu-actions.ts)', () => {
       get: async (n) => {
         const read = await kube.nodes.get(n);
         if (!raced) {
-          raced = true; // MIG writes its request after our read: our patch against that read is a 409
-          await applyActions(asking({ owner: 'mig', actions: [act('cleanup.1', 'mig-cleanup', G1)] }), ports);
+          raced = true; // thermal writes its request after our read: our patch against that read is a 409
+          await applyActions(asking({ owner: THERMAL, actions: [act('drain-on.1', 'drain-on', G1)] }), ports);
         }
         return read;
       },
@@ -133,18 +139,18 @@ describe('the GPU-action channel (functions/lib/gpu-actions.ts)', () => {
     await applyActions(asking({ owner: 'remediate', actions: [act('fence.a01', 'fence')] }), { ...ports, nodes });
     expect(own(requests(await kube.nodes.get('n1')))).toEqual([
       'remediate fence.a01 fence',
-      'mig cleanup.1 mig-cleanup',
+      'thermal drain-on.1 drain-on',
     ]);
   });
 
   it("sends a caller's basis back as a 409 when the node changed since (its plan was made from that read)", async () => {
     const { kube, ports } = seeded();
     const basis = await kube.nodes.get('n1');
-    await applyActions(asking({ owner: 'mig', actions: [act('cleanup.1', 'mig-cleanup', G1)] }), ports);
+    await applyActions(asking({ owner: THERMAL, actions: [act('drain-on.1', 'drain-on', G1)] }), ports);
     await expect(
       applyActions(asking({ owner: 'remediate', actions: [act('fence.a01', 'fence')] }), ports, undefined, basis),
     ).rejects.toBeInstanceOf(ConflictError);
-    expect(own(requests(await kube.nodes.get('n1')))).toEqual(['mig cleanup.1 mig-cleanup']);
+    expect(own(requests(await kube.nodes.get('n1')))).toEqual(['thermal drain-on.1 drain-on']);
   });
 
   it('refuses a node edit that writes the request annotation itself (it would erase the other owners)', async () => {
@@ -155,7 +161,7 @@ describe('the GPU-action channel (functions/lib/gpu-actions.ts)', () => {
 
   it('records, in a dry run, the merged annotation it would write, and writes nothing', async () => {
     const { kube, ports } = seeded();
-    await applyActions(asking({ owner: 'mig', actions: [act('cleanup.1', 'mig-cleanup', G1)] }), ports);
+    await applyActions(asking({ owner: THERMAL, actions: [act('drain-on.1', 'drain-on', G1)] }), ports);
     const before = (await kube.nodes.get('n1')).annotations[GPU_ACTIONS_ANNOTATION];
     const recorded: DryRunAction[] = [];
     const dry = dryRunPorts(kube, (a) => recorded.push(a));
@@ -166,7 +172,7 @@ describe('the GPU-action channel (functions/lib/gpu-actions.ts)', () => {
     expect(written).toBe(mergeGpuActions(before, set, 'n1'));
     expect(own(GpuActionRequestsSchema.parse(JSON.parse(written ?? '[]')))).toEqual([
       'remediate fence.a01 fence',
-      'mig cleanup.1 mig-cleanup',
+      'thermal drain-on.1 drain-on',
     ]);
     expect(update?.result).toBe(true);
     expect((await kube.nodes.get('n1')).annotations[GPU_ACTIONS_ANNOTATION]).toBe(before);
@@ -174,7 +180,7 @@ describe('the GPU-action channel (functions/lib/gpu-actions.ts)', () => {
 });
 
 describe("merging owners' sets, in any order (property)", () => {
-  const owners = ['remediate', 'mig'] as const;
+  const owners = ['remediate', THERMAL] as const;
   const action = fc.record({
     id: fc.constantFrom('fence.0001', 'reset.0001', 'probe.0001', 'fence.0002'),
     gpu: fc.constantFrom(G0, G1),
@@ -218,11 +224,11 @@ describe("the agent's answers reach their owner only", () => {
     at: AT,
     ...o,
   });
-  // Both owners asked under the same id: the agent keeps MIG's under `mig:<id>` (gpuActionKey).
+  // Both owners asked under the same id: the agent keeps thermal's under `thermal:<id>` (gpuActionKey).
   const annotations = {
     [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify({
       'reset.same': state({ reason: 'for remediation' }),
-      'mig:reset.same': state({ state: 'failed', reason: 'for mig', owner: 'mig' }),
+      'thermal:reset.same': state({ state: 'failed', reason: 'for thermal', owner: 'thermal' }),
     }),
   };
 
@@ -230,12 +236,12 @@ describe("the agent's answers reach their owner only", () => {
     expect(readGpuAnswers(annotations, 'remediate').results).toEqual({
       'reset.same': state({ reason: 'for remediation' }),
     });
-    expect(readGpuAnswers(annotations, 'mig').results).toEqual({
-      'reset.same': state({ state: 'failed', reason: 'for mig', owner: 'mig' }),
+    expect(readGpuAnswers(annotations, THERMAL).results).toEqual({
+      'reset.same': state({ state: 'failed', reason: 'for thermal', owner: 'thermal' }),
     });
   });
 
-  const detail = (owner?: 'mig' | 'remediate'): GpuActionResultDetail => ({
+  const detail = (owner?: string): GpuActionResultDetail => ({
     schemaVersion: SCHEMA_VERSION,
     eventId: `gpu-action:n1:${owner ?? 'legacy'}:reset.same:done`,
     node: 'n1',
@@ -260,17 +266,17 @@ describe("the agent's answers reach their owner only", () => {
     detail: d,
   });
 
-  it("on the bus: remediation's rule matches its answers (owner absent or remediate), never MIG's", () => {
+  it("on the bus: remediation's rule matches its answers (owner absent or remediate), never another owner's", () => {
     const pattern: unknown = JSON.parse(
       readFileSync(new URL('../../events/patterns/gpu-action.json', import.meta.url), 'utf8'),
     );
     expect(matchesPattern(pattern, envelope(detail()))).toBe(true);
     expect(matchesPattern(pattern, envelope(detail('remediate')))).toBe(true);
-    expect(matchesPattern(pattern, envelope(detail('mig')))).toBe(false);
-    expect([isAnswerFor(detail('mig'), 'remediate'), isAnswerFor(detail(), 'remediate')]).toEqual([false, true]);
+    expect(matchesPattern(pattern, envelope(detail('thermal')))).toBe(false);
+    expect([isAnswerFor(detail('thermal'), 'remediate'), isAnswerFor(detail(), 'remediate')]).toEqual([false, true]);
   });
 
-  it("in the handler: an answer for MIG that reaches remediation's handler is acknowledged, never handled", async () => {
+  it("in the handler: an answer for another owner that reaches remediation's handler is acknowledged, never handled", async () => {
     const handled: string[] = [];
     const handler = gpuAnswerHandler({
       name: 'remediate-gpu-action',
@@ -279,7 +285,10 @@ describe("the agent's answers reach their owner only", () => {
       handle: async (e) => void handled.push(e.detail.owner ?? 'legacy'),
     });
     const run = (d: GpuActionResultDetail) => handler(envelope(d), {} as never);
-    expect(await run(detail('mig'))).toMatchObject({ status: 'done', result: { ignored: /of mig, not of remediate/ } });
+    expect(await run(detail('thermal'))).toMatchObject({
+      status: 'done',
+      result: { ignored: /of thermal, not of remediate/ },
+    });
     await run(detail());
     expect(handled).toEqual(['legacy']);
   });
