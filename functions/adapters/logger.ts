@@ -2,8 +2,8 @@
  * Structured JSON logs, one object per line (what CloudWatch Logs Insights and the local timeline
  * both read). Messages are short phrases; facts go in fields. A port with its implementation beside
  * it, like the clock (clock.ts): the adapters log through it (a notification or a Kubernetes Event
- * that failed), and the kernel hands it on from functions/lib/logger.ts, so no adapter imports the
- * kernel (test/contract/layers.test.ts).
+ * that failed), and the kernel and every reflex import it from here, the one logger of the functions;
+ * no adapter imports the kernel (test/contract/layers.test.ts).
  */
 export type Level = 'debug' | 'info' | 'warn' | 'error';
 const ORDER: Record<Level, number> = { debug: 10, info: 20, warn: 30, error: 40 };

@@ -21,7 +21,8 @@ import type { Clock } from '../adapters/clock.ts';
 import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
 import type { LeaseOps, NodeOps, PodOps, StateStore } from '../adapters/kube/ports.ts';
 import { parseQuantity } from '../adapters/kube/quantity.ts';
-import type { Logger } from '../lib/logger.ts';
+import { toTaint } from '../adapters/kube/convert.ts';
+import type { Logger } from '../adapters/logger.ts';
 import { flushStoreOutbox, recordWithOutbox, type PendingNotice } from '../lib/outbox.ts';
 import { withLease } from '../lib/reflex.ts';
 import { type Increment, type PendingPod, type PoolState, type ScaleOutPlan } from './core/planner.ts';
@@ -412,7 +413,7 @@ async function poolStates(
         }),
         [NODEPOOL_LABEL]: p.id,
       },
-      taints: p.taints.map((t) => ({ key: t.key, ...(t.value ? { value: t.value } : {}), effect: t.effect })),
+      taints: p.taints.map(toTaint),
       allocatable,
       ...(cards ? { cards } : {}),
       ...(offer.gpuUnknown ? { gpuUnknown: offer.gpuUnknown } : {}),

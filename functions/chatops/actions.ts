@@ -11,7 +11,7 @@ import type { Clock } from '../adapters/clock.ts';
 import { NotFoundError } from '../adapters/errors.ts';
 import type { DryRunnable } from '../adapters/kube/dry-run.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
-import type { Logger } from '../lib/logger.ts';
+import type { Logger } from '../adapters/logger.ts';
 import { planTable as migPlanTable } from '../mig/index.ts';
 import { rebalanceMig, type MigRebalanceConfig } from '../mig/index.ts';
 import type { QuotaConfig } from '../quota/index.ts';

@@ -32,7 +32,7 @@ import { autoscalePolicyFromEnv } from '../lib/pool-policy.ts';
 import { HttpDingTalkSessionResponder, type DingTalkSessionResponder } from '../adapters/chat/dingtalk-session.ts';
 import { HttpFeishuReplier, type FeishuReplier } from '../adapters/chat/feishu-replier.ts';
 import { HttpSlackResponder, type SlackResponder } from '../adapters/chat/slack-response.ts';
-import type { Logger } from '../lib/logger.ts';
+import type { Logger } from '../adapters/logger.ts';
 import type { PoolPorts } from './actions.ts';
 import { sharedReplayGuard, type ReplayCheck } from './replay.ts';
 import type { ChatSecrets } from './core/signature.ts';

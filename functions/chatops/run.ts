@@ -30,7 +30,7 @@ import { planQuotas } from '../quota/index.ts';
 import { quotaFacts } from '../quota/index.ts';
 import type { Notifier } from '../adapters/chat/notifier.ts';
 import { DryRunNotifier, DryRunPublisher } from '../lib/dry-run.ts';
-import type { Logger } from '../lib/logger.ts';
+import type { Logger } from '../adapters/logger.ts';
 import type { MigRebalanceConfig } from '../mig/index.ts';
 import type { Policy } from '../remediate/index.ts';
 import { fenceWords, heldNodes, type HeldNode } from '../remediate/index.ts';

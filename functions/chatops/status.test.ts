@@ -9,7 +9,7 @@ import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock } from '../adapters/clock.ts';
 import { fakeKube } from '../adapters/kube/fake.ts';
 import { recordApproval } from '../lib/approvals.ts';
-import { createLogger } from '../lib/logger.ts';
+import { createLogger } from '../adapters/logger.ts';
 import { STATE_LABEL } from '../lib/node-state.ts';
 import { DEFAULT_MIG_REBALANCE_CONFIG } from '../mig/run.ts';
 import { DEFAULT_POLICY } from '../remediate/core/policy.ts';

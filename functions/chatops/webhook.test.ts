@@ -24,7 +24,7 @@ import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import type { StateStore } from '../adapters/kube/ports.ts';
 import { approvalKey, checkSeal } from '../lib/approval-seal.ts';
-import { createLogger } from '../lib/logger.ts';
+import { createLogger } from '../adapters/logger.ts';
 import { DEFAULT_MIG_REBALANCE_CONFIG } from '../mig/run.ts';
 import { getApproval, recordApproval } from '../lib/approvals.ts';
 import { DEFAULT_POLICY } from '../remediate/core/policy.ts';

@@ -23,7 +23,7 @@ import { createHash } from 'node:crypto';
 import type { DingTalkSessionResponder } from '../adapters/chat/dingtalk-session.ts';
 import type { FeishuReplier } from '../adapters/chat/feishu-replier.ts';
 import type { SlackResponder } from '../adapters/chat/slack-response.ts';
-import type { Logger } from '../lib/logger.ts';
+import type { Logger } from '../adapters/logger.ts';
 import { isLong, parseCommand } from './core/command.ts';
 import {
   CHAT_PLATFORMS,

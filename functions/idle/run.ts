@@ -16,7 +16,7 @@ import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notice, Notifier } from '../adapters/chat/notifier.ts';
 import type { Clock } from '../adapters/clock.ts';
 import type { EventRecorder, NodeOps, PodOps } from '../adapters/kube/ports.ts';
-import type { Logger } from '../lib/logger.ts';
+import type { Logger } from '../adapters/logger.ts';
 import { readOutbox } from '../lib/outbox.ts';
 import { emptyEdit, noActions, type Actions } from '../lib/plan.ts';
 import { carryOut } from '../lib/reflex.ts';

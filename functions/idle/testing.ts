@@ -3,7 +3,7 @@ import type { DeviceHolder, GpuUtilizationSummaryDetail } from '../../events/ind
 import { RecordingPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { fakeKube } from '../adapters/kube/fake.ts';
-import { silentLogger } from '../lib/logger.ts';
+import { silentLogger } from '../adapters/logger.ts';
 import type { PodFacts } from './core/planner.ts';
 import type { IdlePolicy } from './core/policy.ts';
 import type { IdleDeps } from './run.ts';

@@ -18,7 +18,7 @@ import type { Notifier } from '../adapters/chat/notifier.ts';
 import type { Clock } from '../adapters/clock.ts';
 import type { NodeOps, PodOps } from '../adapters/kube/ports.ts';
 import type { RecordCodec } from '../lib/apply.ts';
-import type { Logger } from '../lib/logger.ts';
+import type { Logger } from '../adapters/logger.ts';
 import { readOutbox } from '../lib/outbox.ts';
 import { emptyEdit, noActions, type Actions } from '../lib/plan.ts';
 import { carryOut } from '../lib/reflex.ts';

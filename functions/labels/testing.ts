@@ -3,7 +3,7 @@ import type { GpuInventoryDetail } from '../../events/index.ts';
 import { RecordingPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
-import { silentLogger } from '../lib/logger.ts';
+import { silentLogger } from '../adapters/logger.ts';
 import { DEFAULT_LABELER_CONFIG, type LabelerConfig } from './core/config.ts';
 import type { LabelDeps } from './run.ts';
 

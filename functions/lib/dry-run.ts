@@ -7,7 +7,7 @@
  */
 import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notice, Notifier } from '../adapters/chat/notifier.ts';
-import type { Logger } from './logger.ts';
+import type { Logger } from '../adapters/logger.ts';
 
 /**
  * The publisher of a dry run. A report — an event whose detail has a `dryRun` field (Remediation,

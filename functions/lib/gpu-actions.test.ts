@@ -30,7 +30,7 @@ import {
   type GpuActionOwner,
   type GpuActionSet,
 } from './gpu-actions.ts';
-import { silentLogger } from './logger.ts';
+import { silentLogger } from '../adapters/logger.ts';
 import { emptyEdit, noActions, type Actions } from './plan.ts';
 
 /**

@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import type { Context } from 'aws-lambda';
 import * as z from 'zod';
 import { DropEvent, eventHandler, httpHandler, scheduleHandler } from './handler.ts';
-import { createLogger } from './logger.ts';
+import { createLogger } from '../adapters/logger.ts';
 import { ConflictError, NotFoundError, BadInputError, fromKubeError } from '../adapters/errors.ts';
 
 const example = JSON.parse(

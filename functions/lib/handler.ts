@@ -22,7 +22,7 @@ import { EventEnvelopeSchema } from '../../events/envelope.ts';
 import { problemsOf, validateDetail } from '../../events/validate.ts';
 import { currentClock } from '../adapters/clock.ts';
 import { AdapterError, BadInputError, NotFoundError } from '../adapters/errors.ts';
-import type { Logger } from './logger.ts';
+import type { Logger } from '../adapters/logger.ts';
 import { InvocationMetrics, measuring, metricsNamespaceFromEnv, type MetricsOptions, type Outcome } from './metrics.ts';
 
 export type HandlerOutcome =

@@ -3,7 +3,7 @@ import type { Context } from 'aws-lambda';
 import { TransientError } from '../adapters/errors.ts';
 import remediationExample from '../../events/catalog/remediation.example.json' with { type: 'json' };
 import { eventHandler, rawHttpHandler, scheduleHandler } from './handler.ts';
-import { silentLogger } from './logger.ts';
+import { silentLogger } from '../adapters/logger.ts';
 import { meteredPublisher, METRICS, metricsNamespaceFromEnv } from './metrics.ts';
 
 /**

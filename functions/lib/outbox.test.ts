@@ -3,7 +3,7 @@ import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import { NoChatNotifier, RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock } from '../adapters/clock.ts';
 import { fakeKube } from '../adapters/kube/fake.ts';
-import { silentLogger } from './logger.ts';
+import { silentLogger } from '../adapters/logger.ts';
 import {
   encodeOutbox,
   flushStoreOutbox,

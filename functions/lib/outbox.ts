@@ -12,7 +12,7 @@ import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notice, Notifier } from '../adapters/chat/notifier.ts';
 import type { Json } from '../adapters/kube/model.ts';
 import type { StateStore } from '../adapters/kube/ports.ts';
-import type { Logger } from './logger.ts';
+import type { Logger } from '../adapters/logger.ts';
 
 /** A chat notice waiting to be sent; `id` (from its content) keeps one copy per notice. */
 export type PendingNotice = Notice & { id: string };

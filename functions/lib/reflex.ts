@@ -13,7 +13,7 @@ import { BlockedError } from '../adapters/errors.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { LeaseOps, NodeOps } from '../adapters/kube/ports.ts';
 import { applyActions, type ActionPorts, type Applied, type RecordCodec, type StepOutcome } from './apply.ts';
-import type { Logger } from './logger.ts';
+import type { Logger } from '../adapters/logger.ts';
 import {
   encodeOutbox,
   mergeNotices,

@@ -34,7 +34,7 @@ import {
   type ReadParameter,
 } from './config-source.ts';
 import { DryRunNotifier, DryRunPublisher } from './dry-run.ts';
-import { createLogger, type Logger } from './logger.ts';
+import { createLogger, type Logger } from '../adapters/logger.ts';
 import { meteredPublisher } from './metrics.ts';
 
 export interface BaseDeps {

@@ -12,7 +12,7 @@ import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import type { PodInfo } from '../adapters/kube/model.ts';
-import { silentLogger } from '../lib/logger.ts';
+import { silentLogger } from '../adapters/logger.ts';
 import { MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL, MIG_REBALANCE_ANNOTATION, readMigRecord } from './core/rebalance.ts';
 import { PreemptionPolicySchema } from './core/policy.ts';
 import { decideHeldPlan, type CommandPorts } from '../chatops/actions.ts';

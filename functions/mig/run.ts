@@ -20,7 +20,7 @@ import type { ConfigFileOps, LeaseOps, NodeOps, PodOps, StateStore } from '../ad
 import { closeApproval, getApproval, MIG_APPROVALS_SHARD, recordApproval } from '../lib/approvals.ts';
 import { fnv1a } from '../lib/hash.ts';
 import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../lib/node-state.ts';
-import type { Logger } from '../lib/logger.ts';
+import type { Logger } from '../adapters/logger.ts';
 import type { Applied } from '../lib/apply.ts';
 import { readOutbox } from '../lib/outbox.ts';
 import { emptyEdit, noActions } from '../lib/plan.ts';

@@ -12,7 +12,7 @@ import { EventBridgePublisher } from '../adapters/bus-eventbridge.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { systemClock } from '../adapters/clock.ts';
 import type { NodeInfo, PodInfo, QuotaInfo } from '../adapters/kube/model.ts';
-import { createLogger } from '../lib/logger.ts';
+import { createLogger } from '../adapters/logger.ts';
 import { parseQuotaConfig, QuotaConfigError, resourcesOf, type QuotaConfig } from './core/config.ts';
 import { planQuotas, quotaKey, type QuotaPlan } from './core/planner.ts';
 import { quotaFacts } from './facts.ts';

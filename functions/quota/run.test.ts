@@ -5,7 +5,7 @@ import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { TransientError } from '../adapters/errors.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
-import { silentLogger } from '../lib/logger.ts';
+import { silentLogger } from '../adapters/logger.ts';
 import { DEFAULT_TAINT_KEY } from '../lib/node-state.ts';
 import { QuotaConfigSchema } from './core/config.ts';
 import {

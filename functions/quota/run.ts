@@ -17,7 +17,7 @@ import type { Clock } from '../adapters/clock.ts';
 import type { Json, LimitItem, QuotaInfo } from '../adapters/kube/model.ts';
 import type { LeaseOps, NodeOps, PodOps, QuotaOps, StateStore } from '../adapters/kube/ports.ts';
 import { parseQuantity } from '../adapters/kube/quantity.ts';
-import type { Logger } from '../lib/logger.ts';
+import type { Logger } from '../adapters/logger.ts';
 import { mergeOutbox } from '../lib/outbox.ts';
 import { withLease } from '../lib/reflex.ts';
 import { resourcesOf, type QuotaConfig } from './core/config.ts';

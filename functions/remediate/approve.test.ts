@@ -15,7 +15,7 @@ import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { approvalKey, sealDecision } from '../lib/approval-seal.ts';
-import { silentLogger } from '../lib/logger.ts';
+import { silentLogger } from '../adapters/logger.ts';
 import { getApproval } from '../lib/approvals.ts';
 import { decideApproval } from './approve.ts';
 import { DEFAULT_POLICY, type Policy } from './core/policy.ts';

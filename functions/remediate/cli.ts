@@ -255,7 +255,7 @@ async function planAgainstCluster(
   const { RecordingPublisher } = await import('../adapters/bus.ts');
   const { DryRunNotifier, DryRunPublisher } = await import('../lib/dry-run.ts');
   const { systemClock } = await import('../adapters/clock.ts');
-  const { silentLogger } = await import('../lib/logger.ts');
+  const { silentLogger } = await import('../adapters/logger.ts');
   const { remediate } = await import('./run.ts');
   const writes: { op: string; args: unknown[] }[] = [];
   const ports = dryRunPorts(kubePorts(loadKubeConfig({ kubeconfigPath }), { namespace: 'gpu-reflex' }), (a) =>

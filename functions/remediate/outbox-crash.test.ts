@@ -13,7 +13,7 @@ import { RecordingNotifier, type Notifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import type { NodeOps } from '../adapters/kube/ports.ts';
-import { silentLogger } from '../lib/logger.ts';
+import { silentLogger } from '../adapters/logger.ts';
 import { OUTBOX_ANNOTATION } from '../lib/outbox.ts';
 import { DEFAULT_POLICY } from './core/policy.ts';
 import { STATE_LABEL } from './core/state.ts';

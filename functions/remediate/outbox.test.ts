@@ -10,7 +10,7 @@ import { NoChatNotifier, RecordingNotifier, type Notice, type Notifier } from '.
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { TransientError } from '../adapters/errors.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
-import { silentLogger } from '../lib/logger.ts';
+import { silentLogger } from '../adapters/logger.ts';
 import { OUTBOX_ANNOTATION } from '../lib/outbox.ts';
 import { DEFAULT_POLICY, type Policy } from './core/policy.ts';
 import { remediate, triggerOf, type RemediationDeps } from './run.ts';

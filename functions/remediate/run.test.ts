@@ -19,7 +19,7 @@ import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { BlockedError } from '../adapters/errors.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
-import { silentLogger } from '../lib/logger.ts';
+import { silentLogger } from '../adapters/logger.ts';
 import { DEFAULT_POLICY } from './core/policy.ts';
 import { remediate, triggerOf, type RemediationDeps } from './run.ts';
 import { HISTORY_ANNOTATION, REPAIRED_AT_ANNOTATION, STATE_LABEL } from './core/state.ts';

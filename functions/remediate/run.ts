@@ -19,7 +19,7 @@ import type { Notifier } from '../adapters/chat/notifier.ts';
 import type { CardFenceOps, DeviceTaintOps, LeaseOps, NodeOps, PodOps, StateStore } from '../adapters/kube/ports.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { Applied, CloudOps } from '../lib/apply.ts';
-import type { Logger } from '../lib/logger.ts';
+import type { Logger } from '../adapters/logger.ts';
 import { readOutbox } from '../lib/outbox.ts';
 import { carryOut, withLease } from '../lib/reflex.ts';
 import { poolAllowance, takesCapacity } from './core/blast-radius.ts';

@@ -9,6 +9,7 @@
 import type { V1Pod } from '@kubernetes/client-node';
 import { describe, expect, it } from 'vitest';
 import { toPodInfo } from '../../functions/adapters/kube/convert.ts';
+import type { Taint } from '../../functions/adapters/kube/model.ts';
 import { parseQuantity as productQuantity } from '../../functions/adapters/kube/quantity.ts';
 import { whyNot } from '../../functions/autoscale/core/fit.ts';
 import { freeOn, unfitReason } from '../../infra/local/kube/scheduler.ts';
@@ -19,7 +20,7 @@ interface Case {
   spec: Record<string, unknown>;
   node?: {
     labels?: Record<string, string>;
-    taints?: { key: string; value?: string; effect: string }[];
+    taints?: Taint[];
     allocatable?: Record<string, string>;
   };
 }

@@ -5,7 +5,7 @@ import type { EventPublisher } from '../../functions/adapters/bus.ts';
 import { RecordingNotifier } from '../../functions/adapters/chat/notifier.ts';
 import type { ManualClock } from '../../functions/adapters/clock.ts';
 import type { FakeKube } from '../../functions/adapters/kube/fake.ts';
-import { silentLogger } from '../../functions/lib/logger.ts';
+import { silentLogger } from '../../functions/adapters/logger.ts';
 import type { AutoscalePolicy } from '../../functions/lib/pool-policy.ts';
 import type { AutoscaleDeps } from '../../functions/autoscale/run.ts';
 

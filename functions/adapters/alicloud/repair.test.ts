@@ -8,7 +8,7 @@ import { AliCloudPools } from './client.ts';
 import { ackRepairOwner, aliCloudRepair, instanceIdOf, type PoolLock } from './repair.ts';
 import { NODEPOOL_LABEL, POOL_SIZE_LEASE } from './ports.ts';
 import { withLease } from '../../lib/reflex.ts';
-import { silentLogger } from '../../lib/logger.ts';
+import { silentLogger } from '../logger.ts';
 
 let sim: AliCloudSim;
 let vclock: VirtualClock;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { safeNotifier, WebhookNotifier, webhookBody } from './notifier.ts';
-import { createLogger } from '../../lib/logger.ts';
+import { createLogger } from '../logger.ts';
 
 const notice = { title: 'Node gpu-a100-07 drained', text: 'XID 79 on GPU 3', severity: 'critical' as const };
 

@@ -7,7 +7,7 @@ import { CoreV1Api, type CoreV1Event } from '@kubernetes/client-node';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { startKubeSim, type Fleet } from '../../../infra/local/kube/index.ts';
 import { manualClock } from '../clock.ts';
-import { createLogger } from '../../lib/logger.ts';
+import { createLogger } from '../logger.ts';
 import { loadKubeConfig } from './config.ts';
 import { dryRunPorts } from './dry-run.ts';
 import { drain } from './drain.ts';

@@ -7,6 +7,7 @@
  * test/contract/scheduler-agreement.test.ts holds the two together. Pure; the reason is said in
  * words when the answer is no.
  */
+import type { Taint } from '../../adapters/kube/model.ts';
 import { whyNotOnCards } from './cards.ts';
 
 export type Resources = Readonly<Record<string, number>>;
@@ -16,12 +17,6 @@ export interface Toleration {
   operator?: 'Exists' | 'Equal';
   value?: string;
   effect?: string;
-}
-
-export interface Taint {
-  key: string;
-  value?: string;
-  effect: string;
 }
 
 export interface MatchExpression {
