@@ -5,6 +5,7 @@ import {
   CATALOG,
   EventEnvelopeSchema,
   GPU_HEALTH_CHANGED,
+  DEVICE_PLUGIN_MISMATCH,
   GPU_INVENTORY,
   GPU_UTILIZATION_SUMMARY,
   GPU_XID_ERROR,
@@ -41,14 +42,16 @@ describe('serverless.yml at the repository root', () => {
   });
 
   it.each(CATALOG.map((e) => [e.slug, e]))(
-    'the remediate pattern routes the %s example exactly when it is an agent XID or health event',
+    'the remediate pattern routes the %s example exactly when it is an agent XID, health or device-plugin event',
     (slug, entry) => {
       const example: unknown = JSON.parse(
         readFileSync(new URL(`../../../events/catalog/${slug}.example.json`, import.meta.url), 'utf8'),
       );
       const wanted =
         entry.source === SOURCES.agent &&
-        (entry.detailType === GPU_XID_ERROR || entry.detailType === GPU_HEALTH_CHANGED);
+        (entry.detailType === GPU_XID_ERROR ||
+          entry.detailType === GPU_HEALTH_CHANGED ||
+          entry.detailType === DEVICE_PLUGIN_MISMATCH);
       expect(matchesPattern(remediate?.pattern, example)).toBe(wanted);
     },
   );
