@@ -15,6 +15,7 @@ import type { CliIo } from '../../events/cli-kit/command.ts';
 import { makeSimulateCommand } from '../../infra/local/cli.ts';
 import type { StackReport } from '../../infra/local/report.ts';
 import { MIG_INVENTORY_ANNOTATION } from '../../events/index.ts';
+import { GPU_DEVICES_ANNOTATION } from '../../events/gpu-devices.ts';
 import { LABELER_ANNOTATION } from '../../functions/labels/core/planner.ts';
 
 export async function simulateDryRun(how: 'policy-file' | 'env'): Promise<StackReport> {
@@ -61,7 +62,13 @@ export function nodeShape(report: StackReport, which: 'initial' | 'final', remed
   const annotations = (a: Record<string, string> = {}) =>
     Object.fromEntries(
       Object.entries(a).filter(
-        ([k]) => k !== MIG_INVENTORY_ANNOTATION && !(remediationOnly && k === LABELER_ANNOTATION) && !migKey(k),
+        // The agent's own reports (its MIG inventory, PodResources' allocatable devices) are written
+        // whatever the functions' dry run: observations, not decisions.
+        ([k]) =>
+          k !== MIG_INVENTORY_ANNOTATION &&
+          k !== GPU_DEVICES_ANNOTATION &&
+          !(remediationOnly && k === LABELER_ANNOTATION) &&
+          !migKey(k),
       ),
     );
   const atStart = new Set(report.initial.nodes.map((n) => n.metadata.name));
