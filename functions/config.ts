@@ -6,6 +6,14 @@ import * as z from 'zod';
 
 const FunctionsEnvSchema = z.object({
   EVENT_BUS_NAME: z.string().min(1).default('gpu-reflex'),
+  /**
+   * The Alibaba target (docs/deploy-alibaba.md): Alibaba Cloud EventBridge's data-plane endpoint
+   * `<account id>.eventbridge.<region>.aliyuncs.com`; set, the functions publish there instead of AWS.
+   */
+  ALIBABA_EVENTBRIDGE_ENDPOINT: z
+    .string()
+    .regex(/^[A-Za-z0-9.-]+(:\d+)?$/, 'a host (and port), without a scheme')
+    .optional(),
   /** Path of a kubeconfig file (laptop, the embedded stack). */
   KUBECONFIG: z.string().min(1).optional(),
   /** A kubeconfig's text (local runs and tests: never packaged, it would sit in the template). */

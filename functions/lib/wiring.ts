@@ -18,6 +18,7 @@
  */
 import { readFileSync } from 'node:fs';
 import type { EventPublisher } from '../adapters/bus.ts';
+import { busPublisher } from '../adapters/bus-select.ts';
 import { NoChatNotifier, WebhookNotifier, type Notifier } from '../adapters/chat/notifier.ts';
 import { currentClock, type Clock } from '../adapters/clock.ts';
 import { DryRunOverlay, dryRunPorts } from '../adapters/kube/dry-run.ts';
@@ -82,10 +83,7 @@ export async function wireFromEnv<Own extends object = object>(
   env: NodeJS.ProcessEnv = process.env,
 ): Promise<FunctionDeps<Own>> {
   const config = loadFunctionsConfig(env);
-  const [{ kubePorts, loadKubeConfig }, { EventBridgePublisher }] = await Promise.all([
-    import('../adapters/kube/client.ts'),
-    import('../adapters/bus-eventbridge.ts'),
-  ]);
+  const { kubePorts, loadKubeConfig } = await import('../adapters/kube/client.ts');
   const clock = currentClock();
   // Log lines carry the one clock's time too (virtual under simulate).
   const logger = createLogger({ service, level: config.LOG_LEVEL, now: () => clock.now() });
@@ -139,7 +137,7 @@ export async function wireFromEnv<Own extends object = object>(
     },
   );
   // What an invocation puts on the bus is counted into its metrics (lib/metrics.ts), dry runs' reports too.
-  const bus = meteredPublisher(new EventBridgePublisher(config.EVENT_BUS_NAME));
+  const bus = meteredPublisher(await busPublisher(config, () => clock.now(), env));
   const chat: Notifier =
     config.CHAT_WEBHOOK_URL && config.CHAT_PLATFORM
       ? new WebhookNotifier(config.CHAT_PLATFORM, config.CHAT_WEBHOOK_URL)
