@@ -24,7 +24,7 @@ export interface FcContext {
 type AwsShapedHandler = (event: EventEnvelope, context: Context) => Promise<HandlerOutcome>;
 
 /** The Lambda context fields the handlers read, filled from FC's. */
-function lambdaContext(fc: FcContext, startedAt: number, now: () => number): Context {
+export function lambdaContext(fc: FcContext, startedAt: number, now: () => number): Context {
   const timeoutMs = (fc.function?.timeout ?? 60) * 1000;
   return {
     callbackWaitsForEmptyEventLoop: false,
