@@ -141,3 +141,23 @@ describe('FC 3.0 timer trigger', () => {
     });
   });
 });
+
+describe('one FC entry for every trigger', () => {
+  it('routes each trigger’s event to its adapter by the event’s own shape', async () => {
+    const { fcEntry, triggerKindOf } = await import('./fc-entry.ts');
+    const tick = { triggerTime: '2026-12-05T04:01:00Z', triggerName: 'every-minute' };
+    expect(triggerKindOf(Buffer.from(JSON.stringify(fcEvent())))).toBe('http');
+    expect(triggerKindOf(JSON.stringify(tick))).toBe('timer');
+    expect(triggerKindOf(JSON.stringify({ specversion: '1.0' }))).toBe('eventbridge');
+    expect(triggerKindOf(JSON.stringify([{ specversion: '1.0' }]))).toBe('eventbridge');
+    const seen: unknown[] = [];
+    const entry = fcEntry(async (event: never) => {
+      seen.push(event);
+      return { statusCode: 200, body: '' } as never;
+    });
+    await entry(JSON.stringify(fcEvent()), ctx);
+    await entry(JSON.stringify(tick), ctx);
+    expect(seen.map((e) => (e as { version?: string; 'detail-type'?: string }).version ?? '')).toEqual(['2.0', '0']);
+    expect(seen[1]).toMatchObject({ 'detail-type': 'Scheduled Event' });
+  });
+});

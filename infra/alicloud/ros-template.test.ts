@@ -1,0 +1,203 @@
+/**
+ * The Alibaba target's ROS template (issue #35) against the AWS stack it mirrors and against
+ * Alibaba's own SDK models: every serverless.yml function is an FC 3.0 function on nodejs20 with
+ * its triggers (schedules as timers of the same period, the chat route as an HTTP trigger, each
+ * pattern as rules in Alibaba's syntax), least-privilege roles, and definitions whose every field
+ * is one FC 3.0's API (`@alicloud/fc20230330` models) knows, of the type it expects.
+ */
+import * as fc from '@alicloud/fc20230330';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { parse } from 'yaml';
+import { describe, expect, it } from 'vitest';
+import { toAlibabaPatterns } from '../../events/alibaba-pattern.ts';
+import {
+  alibabaTemplate,
+  fcEvery,
+  FC_RUNTIME,
+  ROS_TEMPLATE_MAX_BYTES,
+  type ServerlessFunction,
+} from './ros-template.ts';
+
+const ROOT = new URL('../../', import.meta.url).pathname;
+const yml = parse(readFileSync(join(ROOT, 'serverless.yml'), 'utf8'), { maxAliasCount: 100, logLevel: 'silent' }) as {
+  provider: { timeout: number; memorySize: number };
+  functions: Record<string, ServerlessFunction>;
+};
+const patterns = Object.fromEntries(
+  readdirSync(join(ROOT, 'events/patterns'))
+    .filter((f) => f.endsWith('.json'))
+    .map((f) => [
+      `events/patterns/${f}`,
+      JSON.parse(readFileSync(join(ROOT, 'events/patterns', f), 'utf8')) as unknown,
+    ]),
+);
+const cloudActions = (
+  JSON.parse(readFileSync(join(ROOT, 'infra/alicloud/ram-policy.json'), 'utf8')) as {
+    Statement: { Action: string[] }[];
+  }
+).Statement.flatMap((s) => s.Action);
+const input = {
+  stage: 'prod',
+  functions: yml.functions,
+  defaults: { timeout: yml.provider.timeout, memorySize: yml.provider.memorySize },
+  patterns,
+  cloudActions,
+};
+const template = alibabaTemplate(input);
+type Resource = { Type: string; Properties: Record<string, unknown> };
+const resources = Object.values(template['Resources'] as Record<string, Resource>);
+const ofType = (t: string) => resources.filter((r) => r.Type === t);
+/** Resolves `{Fn::GetAtt: [X, FunctionName]}` to the function it names. */
+const fnNameOf = (ref: unknown): string => {
+  const getAtt = (ref as { 'Fn::GetAtt'?: [string, string] })['Fn::GetAtt'];
+  const r = getAtt ? (template['Resources'] as Record<string, Resource>)[getAtt[0]] : undefined;
+  return String(r?.Properties['FunctionName'] ?? ref);
+};
+
+/**
+ * Every key of `value` is a field of the darabonba model `model` (its wire names), of the type its
+ * `types()` declares, recursively; ROS's PascalCase properties are FC's camelCase API fields.
+ * ROS intrinsics (`Ref`, `Fn::*`) stand for strings.
+ */
+function shapeProblems(model: unknown, value: unknown, path: string, pascal: boolean): string[] {
+  const m = model as { names(): Record<string, string>; types(): Record<string, unknown> };
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) return [`${path}: expected an object`];
+  const byWire = new Map(Object.entries(m.names()).map(([field, wire]) => [wire, field]));
+  const out: string[] = [];
+  for (const [k, v] of Object.entries(value as Record<string, unknown>)) {
+    const wire = pascal ? k.charAt(0).toLowerCase() + k.slice(1) : k;
+    const field = byWire.get(wire) ?? [...byWire.entries()].find(([w]) => w.toLowerCase() === wire.toLowerCase())?.[1];
+    if (field === undefined) {
+      out.push(`${path}.${k}: not a field of ${(model as { name: string }).name}`);
+      continue;
+    }
+    out.push(...typeProblems(m.types()[field], v, `${path}.${k}`, pascal));
+  }
+  return out;
+}
+function typeProblems(type: unknown, v: unknown, path: string, pascal: boolean): string[] {
+  const intrinsic =
+    v !== null && typeof v === 'object' && Object.keys(v).some((k) => k === 'Ref' || k.startsWith('Fn::'));
+  if (type === 'string') return typeof v === 'string' || intrinsic ? [] : [`${path}: expected a string`];
+  if (type === 'number') return typeof v === 'number' ? [] : [`${path}: expected a number`];
+  if (type === 'boolean') return typeof v === 'boolean' ? [] : [`${path}: expected a boolean`];
+  if (typeof type === 'function') return shapeProblems(type, v, path, pascal);
+  const t = type as { type?: string; itemType?: unknown };
+  if (t?.type === 'array')
+    return Array.isArray(v)
+      ? v.flatMap((x, i) => typeProblems(t.itemType, x, `${path}[${i}]`, pascal))
+      : [`${path}: expected an array`];
+  if (t?.type === 'map') return v !== null && typeof v === 'object' ? [] : [`${path}: expected a map`];
+  return [];
+}
+
+describe('the Alibaba ROS template', () => {
+  it('declares every serverless.yml function on FC 3.0 (nodejs20), with its timeout and memory', () => {
+    const fns = ofType('ALIYUN::FC3::Function');
+    expect(fns.map((f) => f.Properties['FunctionName']).sort()).toEqual(
+      Object.keys(yml.functions)
+        .map((n) => `gpu-reflex-prod-${n}`)
+        .sort(),
+    );
+    for (const [name, f] of Object.entries(yml.functions)) {
+      const p = fns.find((x) => x.Properties['FunctionName'] === `gpu-reflex-prod-${name}`)!.Properties;
+      expect(p['Runtime']).toBe(FC_RUNTIME);
+      expect(p['Timeout']).toBe(f.timeout ?? yml.provider.timeout);
+      expect(p['MemorySize']).toBe(f.memorySize ?? yml.provider.memorySize);
+      expect(p['VpcConfig']).toBeDefined();
+    }
+  });
+
+  it("gives FC 3.0's API only fields it knows, of the types it expects (@alicloud/fc20230330 models)", () => {
+    const problems = [
+      ...ofType('ALIYUN::FC3::Function').flatMap((r) =>
+        shapeProblems(fc.CreateFunctionInput, r.Properties, String(r.Properties['FunctionName']), true),
+      ),
+      ...ofType('ALIYUN::FC3::Trigger').flatMap((r) => {
+        const { TriggerConfig, FunctionName: _f, ...rest } = r.Properties;
+        const config = r.Properties['TriggerType'] === 'timer' ? fc.TimerTriggerConfig : fc.HTTPTriggerConfig;
+        return [
+          ...shapeProblems(fc.CreateTriggerInput, rest, `trigger ${String(r.Properties['TriggerName'])}`, true),
+          ...shapeProblems(config, TriggerConfig, `trigger ${String(r.Properties['TriggerName'])}.config`, false),
+        ];
+      }),
+      ...ofType('ALIYUN::FC3::AsyncInvokeConfig').flatMap((r) => {
+        const { FunctionName: _f, ...rest } = r.Properties;
+        return shapeProblems(fc.PutAsyncInvokeConfigInput, rest, 'async config', true);
+      }),
+    ];
+    expect(problems).toEqual([]);
+    // The check can fail: a misspelt field and a wrong type are named.
+    expect(
+      shapeProblems(fc.CreateFunctionInput, { Runtime: 'nodejs20', MemorySise: 1, Timeout: '3' }, 'f', true),
+    ).toEqual(['f.MemorySise: not a field of CreateFunctionInput', 'f.Timeout: expected a number']);
+  });
+
+  it('turns each schedule into an FC timer of the same period, and the chat route into an HTTP trigger', () => {
+    const triggers = ofType('ALIYUN::FC3::Trigger').map((t) => ({
+      fn: fnNameOf(t.Properties['FunctionName']),
+      type: t.Properties['TriggerType'],
+      config: t.Properties['TriggerConfig'] as Record<string, unknown>,
+    }));
+    for (const [name, f] of Object.entries(yml.functions))
+      for (const e of f.events ?? []) {
+        if (typeof e['schedule'] === 'string')
+          expect(triggers).toContainEqual({
+            fn: `gpu-reflex-prod-${name}`,
+            type: 'timer',
+            config: { cronExpression: fcEvery(e['schedule']), enable: true, payload: '' },
+          });
+        if (e['httpApi'] !== undefined)
+          expect(triggers).toContainEqual(expect.objectContaining({ fn: `gpu-reflex-prod-${name}`, type: 'http' }));
+      }
+    expect(fcEvery('rate(1 minute)')).toBe('@every 1m');
+    expect(fcEvery('rate(5 minutes)')).toBe('@every 5m');
+    expect(fcEvery('rate(2 days)')).toBe('@every 48h');
+  });
+
+  it("routes each function's patterns as rules in Alibaba's syntax on the custom bus, to that function", () => {
+    const rules = ofType('ALIYUN::EventBridge::Rule');
+    for (const [name, f] of Object.entries(yml.functions))
+      for (const e of f.events ?? []) {
+        const eb = e['eventBridge'] as { pattern?: string } | undefined;
+        if (!eb) continue;
+        const file = /\.\/(.+)\)\}$/.exec(String(eb.pattern))![1]!;
+        const mine = rules.filter((r) =>
+          (r.Properties['Targets'] as { Endpoint: { 'Fn::Sub': string } }[]).some((t) =>
+            t.Endpoint['Fn::Sub'].endsWith(`functions/gpu-reflex-prod-${name}`),
+          ),
+        );
+        expect(mine.map((r) => r.Properties['FilterPattern'])).toEqual(toAlibabaPatterns(patterns[file]));
+        for (const r of mine) expect(r.Properties['EventBusName']).toEqual({ Ref: 'EventBusName' });
+      }
+  });
+
+  it('grants each function only its calls: Alibaba cloud actions to those that reach the cloud', () => {
+    const roles = ofType('ALIYUN::RAM::Role');
+    const actionsOf = (fnName: string) =>
+      (
+        roles.find((r) => r.Properties['RoleName'] === fnName)!.Properties['Policies'] as {
+          PolicyDocument: { Statement: { Action: string[] }[] };
+        }[]
+      )[0]!.PolicyDocument.Statement.flatMap((s) => s.Action);
+    for (const [name, f] of Object.entries(yml.functions)) {
+      const reaches = Object.hasOwn(f.environment ?? {}, 'ALIBABA_CLOUD_ACCESS_KEY_PARAMETER');
+      expect(actionsOf(`gpu-reflex-prod-${name}`).sort()).toEqual(
+        ['eventbridge:PutEvents', 'cs:DescribeClusterUserKubeconfig', ...(reaches ? cloudActions : [])].sort(),
+      );
+    }
+    expect(actionsOf('gpu-reflex-prod-label-nodes')).not.toContain('ecs:RebootInstance');
+  });
+
+  it('stays within ROS limits', () => {
+    expect(Buffer.byteLength(JSON.stringify(template))).toBeLessThan(ROS_TEMPLATE_MAX_BYTES);
+    expect(template['ROSTemplateFormatVersion']).toBe('2015-09-01');
+  });
+
+  it('refuses what FC cannot run, naming it', () => {
+    const bad = { ...input, functions: { x: { handler: 'h', timeout: 100_000 } } };
+    expect(() => alibabaTemplate(bad)).toThrow(/x: timeout 100000 s is outside FC 3.0's/);
+    expect(() => fcEvery('cron(0 * * * ? *)')).toThrow(/only rate/);
+  });
+});

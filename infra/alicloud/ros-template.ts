@@ -1,0 +1,259 @@
+/**
+ * The Alibaba target's ROS template (issue #35), made offline from the same sources as the AWS
+ * stack: serverless.yml's functions (timeouts, memory, retries, schedules, the chat route) and
+ * events/patterns/ (translated to Alibaba's syntax by events/alibaba-pattern.ts). Written with
+ * Alibaba's ROS CDK (`@alicloud/ros-cdk-*`), whose typed properties and synth-time validators stand
+ * in for ROS's online `ValidateTemplate`.
+ *
+ * What it declares (ROS resource types: https://help.aliyun.com/zh/ros/developer-reference/aliyun-fc3-function
+ * and its siblings; `@alicloud/ros-cdk-fc3` 1.11, `-eventbridge` 1.15, `-ram` 1.12):
+ * - per function an `ALIYUN::FC3::Function` on `nodejs20` (FC 3.0 has no nodejs22), its code from
+ *   OSS (`<CodePrefix>/<function>.zip`, what `npm run package -- --target alibaba` writes), bound to
+ *   the cluster's VPC so it reaches the ACK API server privately; an `ALIYUN::FC3::AsyncInvokeConfig`
+ *   carrying serverless.yml's retries and event age;
+ * - per function an `ALIYUN::RAM::Role` FC assumes (`fc.aliyuncs.com`), least privilege: PutEvents
+ *   on the bus, the cluster's kubeconfig, and the ACK/ECS actions of infra/alicloud/ram-policy.json
+ *   only for the functions that reach Alibaba's APIs (those serverless.yml gives
+ *   ALIBABA_CLOUD_ACCESS_KEY_PARAMETER);
+ * - `schedule: rate(N minutes)` → an FC timer trigger `@every Nm`; `httpApi` → an FC HTTP trigger
+ *   (anonymous: chat's webhook checks each platform's signature itself);
+ * - each `eventBridge` pattern → one `ALIYUN::EventBridge::Rule` per branch on the custom bus, its
+ *   target the function (`acs.fc.function`). FC's own EventBridge trigger cannot listen to a custom
+ *   bus (`eventSourceType`: Default, MNS, RocketMQ, RabbitMQ, Kafka, MQTT, DTS —
+ *   @alicloud/fc20230330 EventSourceConfig), so the rules are the bus's.
+ * The custom bus itself has no ROS resource type: docs/deploy-alibaba.md creates it first.
+ */
+import * as ros from '@alicloud/ros-cdk-core';
+import * as eventbridge from '@alicloud/ros-cdk-eventbridge';
+import * as fc3 from '@alicloud/ros-cdk-fc3';
+import * as ram from '@alicloud/ros-cdk-ram';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { toAlibabaPatterns } from '../../events/alibaba-pattern.ts';
+
+/** What the template reads of one serverless.yml function. */
+export interface ServerlessFunction {
+  handler: string;
+  timeout?: number;
+  memorySize?: number;
+  maximumRetryAttempts?: number;
+  maximumEventAge?: number;
+  environment?: Record<string, unknown>;
+  events?: Record<string, unknown>[];
+}
+
+export interface AlibabaTemplateInput {
+  stage: string;
+  /** serverless.yml's `functions`. */
+  functions: Record<string, ServerlessFunction>;
+  /** serverless.yml's provider defaults. */
+  defaults: { timeout: number; memorySize: number };
+  /** A pattern file's path (as serverless.yml's `${file(./events/patterns/x.json)}` names it) → its JSON. */
+  patterns: Record<string, unknown>;
+  /** The ACK/ECS actions of infra/alicloud/ram-policy.json. */
+  cloudActions: string[];
+}
+
+/** FC 3.0's runtime for Node (no nodejs22: https://www.alibabacloud.com/help/en/functioncompute/fc/node-js). */
+export const FC_RUNTIME = 'nodejs20';
+/** ROS's template size limit (https://www.alibabacloud.com/help/doc-detail/28930.htm). */
+export const ROS_TEMPLATE_MAX_BYTES = 512 * 1024;
+/** FC 3.0's timeout bounds in seconds (CreateFunction, @alicloud/fc20230330 CreateFunctionInput). */
+const FC_TIMEOUT = { min: 1, max: 86_400 };
+
+/** `rate(5 minutes)` → FC's `@every 5m` (timer triggers: https://www.alibabacloud.com/help/en/functioncompute/fc-3-0/user-guide/timer-triggers). */
+export function fcEvery(rate: string): string {
+  const m = /^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$/.exec(rate.trim());
+  if (!m) throw new Error(`schedule ${JSON.stringify(rate)}: only rate(N minutes|hours|days) has an FC timer form`);
+  const n = Number(m[1]);
+  const unit = m[2]!.startsWith('minute') ? 'm' : m[2]!.startsWith('hour') ? 'h' : 'd';
+  return unit === 'd' ? `@every ${n * 24}h` : `@every ${n}${unit}`;
+}
+
+const resourceId = (name: string, suffix: string) =>
+  name
+    .split('-')
+    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
+    .join('') + suffix;
+
+/** The pattern file a serverless.yml `eventBridge.pattern` names (`${file(./events/patterns/x.json)}`). */
+function patternFile(pattern: unknown): string {
+  const m = typeof pattern === 'string' ? /^\$\{file\(\.\/(.+)\)\}$/.exec(pattern) : null;
+  if (!m) throw new Error(`eventBridge pattern ${JSON.stringify(pattern)}: expected \${file(./events/patterns/…)}`);
+  return m[1]!;
+}
+
+/** The ROS template, as ROS takes it (plain JSON). */
+export function alibabaTemplate(input: AlibabaTemplateInput): Record<string, unknown> {
+  const outdir = mkdtempSync(join(tmpdir(), 'gpu-reflex-ros-'));
+  try {
+    const app = new ros.App({ outdir });
+    const stack = new ros.Stack(app, `gpu-reflex-${input.stage}`, {
+      description: `gpu-reflex (${input.stage}) on Function Compute 3.0 and EventBridge: docs/deploy-alibaba.md`,
+    });
+    const param = (id: string, description: string, extra: Partial<ros.RosParameterProps> = {}) =>
+      new ros.RosParameter(stack, id, { type: ros.RosParameterType.STRING, description, ...extra });
+    const codeBucket = param('CodeBucket', 'The OSS bucket holding the function packages (same region).');
+    // Named in each function's Code by Fn::Sub.
+    param('CodePrefix', 'The folder in CodeBucket the packages were uploaded to.', {
+      defaultValue: `gpu-reflex/${input.stage}`,
+    });
+    const busName = param('EventBusName', 'The custom event bus (created beforehand: docs/deploy-alibaba.md).', {
+      defaultValue: `gpu-reflex-${input.stage}`,
+    });
+    const clusterId = param('AckClusterId', 'The ACK cluster gpu-reflex looks after.');
+    const vpcId = param('VpcId', "The cluster's VPC.");
+    const vSwitchId = param('VSwitchId', 'A vSwitch of that VPC for the functions.');
+    const securityGroupId = param('SecurityGroupId', "A security group allowed to reach the cluster's API server.");
+
+    const region = ros.Fn.ref('ALIYUN::Region');
+    const busArn = ros.Fn.sub('acs:eventbridge:${ALIYUN::Region}:${ALIYUN::TenantId}:eventbus/${EventBusName}');
+
+    for (const [name, f] of Object.entries(input.functions)) {
+      const functionName = `gpu-reflex-${input.stage}-${name}`;
+      const reachesCloud = Object.hasOwn(f.environment ?? {}, 'ALIBABA_CLOUD_ACCESS_KEY_PARAMETER');
+      const role = new ram.RosRole(
+        stack,
+        resourceId(name, 'Role'),
+        {
+          roleName: functionName,
+          description: `gpu-reflex ${name}: what its adapters call, nothing more`,
+          assumeRolePolicyDocument: {
+            version: '1',
+            statement: [{ action: 'sts:AssumeRole', effect: 'Allow', principal: { service: ['fc.aliyuncs.com'] } }],
+          },
+          policies: [
+            {
+              policyName: `${functionName}-calls`,
+              policyDocument: {
+                version: '1',
+                statement: [
+                  { effect: 'Allow', action: ['eventbridge:PutEvents'], resource: [busArn] },
+                  {
+                    effect: 'Allow',
+                    action: ['cs:DescribeClusterUserKubeconfig'],
+                    resource: [ros.Fn.sub('acs:cs:*:*:cluster/${AckClusterId}')],
+                  },
+                  ...(reachesCloud ? [{ effect: 'Allow', action: input.cloudActions, resource: ['*'] }] : []),
+                ],
+              },
+            },
+          ],
+        },
+        true,
+      );
+      const timeout = f.timeout ?? input.defaults.timeout;
+      if (timeout < FC_TIMEOUT.min || timeout > FC_TIMEOUT.max)
+        throw new Error(`${name}: timeout ${timeout} s is outside FC 3.0's ${FC_TIMEOUT.min}–${FC_TIMEOUT.max} s`);
+      const fn = new fc3.RosFunction(
+        stack,
+        resourceId(name, 'Function'),
+        {
+          functionName,
+          description: `gpu-reflex ${name} (${f.handler})`,
+          runtime: FC_RUNTIME,
+          handler: 'index.handler',
+          code: { ossBucketName: codeBucket.valueAsString, ossObjectName: ros.Fn.sub(`\${CodePrefix}/${name}.zip`) },
+          memorySize: f.memorySize ?? input.defaults.memorySize,
+          timeout,
+          role: role.attrArn,
+          vpcConfig: {
+            vpcId: vpcId.valueAsString,
+            vSwitchIds: [vSwitchId.valueAsString],
+            securityGroupId: securityGroupId.valueAsString,
+          },
+          environmentVariables: {
+            EVENT_BUS_NAME: busName.valueAsString,
+            ALIBABA_EVENTBRIDGE_ENDPOINT: ros.Fn.sub('${ALIYUN::TenantId}.eventbridge.${ALIYUN::Region}.aliyuncs.com'),
+            ALIBABA_CLOUD_REGION_ID: region,
+            ACK_CLUSTER_ID: clusterId.valueAsString,
+            // The kubeconfig from ACK's DescribeClusterUserKubeconfig, the API server's VPC endpoint.
+            GPU_REFLEX_KUBECONFIG_ACK: 'private',
+          },
+        },
+        true,
+      );
+      new fc3.RosAsyncInvokeConfig(
+        stack,
+        resourceId(name, 'AsyncConfig'),
+        {
+          functionName: fn.attrFunctionName,
+          maxAsyncRetryAttempts: f.maximumRetryAttempts ?? 2,
+          maxAsyncEventAgeInSeconds: f.maximumEventAge ?? 21_600,
+        },
+        true,
+      );
+      let rules = 0;
+      for (const [i, event] of (f.events ?? []).entries()) {
+        if (typeof event['schedule'] === 'string') {
+          new fc3.RosTrigger(
+            stack,
+            resourceId(name, `Timer${i}`),
+            {
+              functionName: fn.attrFunctionName,
+              triggerName: `${name}-timer-${i}`,
+              triggerType: 'timer',
+              triggerConfig: { cronExpression: fcEvery(event['schedule']), enable: true, payload: '' },
+            },
+            true,
+          );
+        } else if (event['httpApi'] !== undefined) {
+          new fc3.RosTrigger(
+            stack,
+            resourceId(name, `Http${i}`),
+            {
+              functionName: fn.attrFunctionName,
+              triggerName: `${name}-http`,
+              triggerType: 'http',
+              triggerConfig: { authType: 'anonymous', methods: ['POST'] },
+            },
+            true,
+          );
+        } else if (event['eventBridge'] !== undefined) {
+          const file = patternFile((event['eventBridge'] as Record<string, unknown>)['pattern']);
+          const aws = input.patterns[file];
+          if (aws === undefined) throw new Error(`${name}: pattern file ${file} was not given`);
+          for (const pattern of toAlibabaPatterns(aws)) {
+            new eventbridge.RosRule(
+              stack,
+              resourceId(name, `Rule${rules}`),
+              {
+                eventBusName: busName.valueAsString,
+                ruleName: `${functionName}-${rules}`,
+                description: `${file} (branch ${rules}) → ${name}`,
+                status: 'ENABLE',
+                filterPattern: pattern,
+                targets: [
+                  {
+                    identity: `${name}-${rules}`,
+                    type: 'acs.fc.function',
+                    endpoint: ros.Fn.sub(`acs:fc:\${ALIYUN::Region}:\${ALIYUN::TenantId}:functions/${functionName}`),
+                    // FC target parameters (EventBridge "Event target parameters"; keys unconfirmed for
+                    // FC 3.0, docs/deploy-alibaba.md): the whole CloudEvent as the body, asynchronously.
+                    paramList: [
+                      { resourceKey: 'functionName', form: 'CONSTANT', value: functionName },
+                      { resourceKey: 'qualifier', form: 'CONSTANT', value: 'LATEST' },
+                      { resourceKey: 'Body', form: 'ORIGINAL', value: '' },
+                      { resourceKey: 'InvocationType', form: 'CONSTANT', value: 'Async' },
+                    ],
+                    pushRetryStrategy: 'BACKOFF_RETRY',
+                    errorsTolerance: 'ALL',
+                  },
+                ],
+              },
+              true,
+            );
+            rules++;
+          }
+        } else {
+          throw new Error(`${name}: event ${Object.keys(event).join(', ')} has no Alibaba form yet`);
+        }
+      }
+    }
+    const assembly = app.synth();
+    return assembly.getStackByName(stack.stackName).template as Record<string, unknown>;
+  } finally {
+    rmSync(outdir, { recursive: true, force: true });
+  }
+}
