@@ -17,6 +17,17 @@ import { agentBuildOptions } from './agent-bundle.js';
 import { kubeApiSlim } from './kube-api-slim.js';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
+// `--target alibaba` (npm run package -- --target alibaba, docs/deploy-alibaba.md): each function
+// with Function Compute's entry in front (functions/lib/fc-entry.ts), for FC 3.0's nodejs20, under
+// .build/alibaba/; the node agent is not built (its image is the same for both clouds).
+const targetAt = process.argv.indexOf('--target');
+const target = targetAt >= 0 ? process.argv[targetAt + 1] : 'aws';
+if (target !== 'aws' && target !== 'alibaba') {
+  console.error(`--target must be aws or alibaba (got ${JSON.stringify(target)})`);
+  process.exit(2);
+}
+const alibaba = target === 'alibaba';
+const buildRoot = alibaba ? join(root, '.build', 'alibaba') : join(root, '.build');
 const doc = parseDocument(readFileSync(join(root, 'serverless.yml'), 'utf8'), { logLevel: 'silent' });
 const functions = doc.toJS({ maxAliasCount: 100 })?.functions ?? {};
 const names = Object.keys(functions);
@@ -97,11 +108,11 @@ for (const name of names) {
     failed++;
     continue;
   }
-  const outdir = join(root, '.build', 'functions', name);
+  const outdir = join(buildRoot, 'functions', name);
   // Chunks are named by content hash: a stale one from an earlier build would ship and count.
   await rm(outdir, { recursive: true, force: true });
   const { metafile } = await build({
-    entryPoints: { index: entry },
+    entryPoints: { index: alibaba ? 'fc-entry' : entry },
     outdir,
     // Code reached only through `import()` (the wiring's clients: client-node, the AWS SDK, the
     // Alibaba SDKs) goes into chunks of its own, loaded at the first invocation: the module Lambda
@@ -112,7 +123,7 @@ for (const name of names) {
     metafile: true,
     bundle: true,
     platform: 'node',
-    target: 'node22',
+    target: alibaba ? 'node20' : 'node22',
     format: 'esm',
     minify: true,
     sourcemap: 'linked',
@@ -121,13 +132,13 @@ for (const name of names) {
     banner: { js: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);" },
     // The SDK's and others' ES module builds: esbuild can drop what is not used of them (CommonJS it cannot).
     mainFields: ['module', 'main'],
-    plugins: functionPlugins,
+    plugins: alibaba ? [fcEntryPlugin(entry), ...functionPlugins] : functionPlugins,
     logLevel: 'warning',
   });
   // What went into which file and what imports what, statically or by import(): the deferral
   // test (test/contract/build.test.ts) and `bench deploy` read it.
-  await mkdir(join(root, '.build', 'meta'), { recursive: true });
-  await writeFile(join(root, '.build', 'meta', `${name}.json`), JSON.stringify(metafile));
+  await mkdir(join(buildRoot, 'meta'), { recursive: true });
+  await writeFile(join(buildRoot, 'meta', `${name}.json`), JSON.stringify(metafile));
   const files = readdirSync(outdir)
     .filter((f) => f.endsWith('.mjs'))
     .sort();
@@ -139,6 +150,14 @@ for (const name of names) {
       `files, ${mb(staticallyLoaded(metafile, entryOut))} of them at import`,
   );
   const base = handler.slice(0, dot);
+  // FC's handler is `index.handler`: the entry at the zip's root, its chunks beside it.
+  if (alibaba) {
+    await writeArtifact(
+      join(buildRoot, 'code', `${name}.zip`),
+      files.map((f) => [f, join(outdir, f)]),
+    );
+    continue;
+  }
   await writeArtifact(
     join(root, '.build', 'artifacts', `${name}.zip`),
     files.map((f) => [f === 'index.mjs' ? `${base}.mjs` : join(dirname(base), f), join(outdir, f)]),
@@ -170,6 +189,24 @@ async function writeArtifact(zipPath, entries) {
   zip.end();
   await pipeline(zip.outputStream, createWriteStream(zipPath));
 }
+/** The FC entry in front of a function's AWS handler (functions/lib/fc-entry.ts). */
+function fcEntryPlugin(entry) {
+  return {
+    name: 'fc-entry',
+    setup(b) {
+      b.onResolve({ filter: /^fc-entry$/ }, () => ({ path: 'fc-entry', namespace: 'fc-entry' }));
+      b.onLoad({ filter: /.*/, namespace: 'fc-entry' }, () => ({
+        contents:
+          `import { handler as aws } from ${JSON.stringify(entry)};\n` +
+          `import { fcEntry } from ${JSON.stringify(join(root, 'functions', 'lib', 'fc-entry.ts'))};\n` +
+          'export const handler = fcEntry(aws);\n',
+        loader: 'js',
+        resolveDir: root,
+      }));
+    },
+  };
+}
+if (alibaba) process.exit(failed ? 1 : 0);
 // The node agent as the DaemonSet image would run it: .build/node-agent/agent.mjs and the chunks
 // only its import() loads (scripts/agent-bundle.js); the Dockerfile copies the folder.
 {

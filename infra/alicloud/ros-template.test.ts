@@ -201,3 +201,16 @@ describe('the Alibaba ROS template', () => {
     expect(() => fcEvery('cron(0 * * * ? *)')).toThrow(/only rate/);
   });
 });
+
+describe('npm run package -- --target …', () => {
+  it('names a target it does not know, and explains itself with --help', async () => {
+    const { spawnSync } = await import('node:child_process');
+    const script = join(ROOT, 'scripts/package.js');
+    const bad = spawnSync(process.execPath, [script, '--target', 'gcp'], { encoding: 'utf8' });
+    expect(bad.status).toBe(2);
+    expect(bad.stderr).toMatch(/--target must be aws or alibaba \(got "gcp"\)/);
+    const help = spawnSync(process.execPath, [script, '--help'], { encoding: 'utf8' });
+    expect(help.status).toBe(0);
+    expect(help.stdout).toMatch(/--target alibaba {2}FC 3\.0 packages/);
+  });
+});
