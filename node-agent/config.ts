@@ -20,6 +20,17 @@ const EnvSchema = z.object({
   KUBERNETES_SERVICE_HOST: optionalText,
   EVENT_BUS_NAME: z.string().trim().min(1).default('gpu-reflex'),
   AWS_REGION: optionalText,
+  /** Set: events go to Alibaba Cloud EventBridge's data plane (publisher/alibaba-sender.ts), not AWS. */
+  ALIBABA_EVENTBRIDGE_ENDPOINT: z
+    .string()
+    .trim()
+    .regex(
+      /^[A-Za-z0-9.-]+(:\d+)?$/,
+      'a host (and port), without a scheme: <account id>.eventbridge.<region>.aliyuncs.com',
+    )
+    .optional(),
+  /** `http` only for a loopback simulator. */
+  ALIBABA_CLOUD_PROTOCOL: z.enum(['http', 'https']).default('https'),
   NVML_LIBRARY_PATH: z.string().trim().min(1).default('libnvidia-ml.so.1'),
   SAMPLE_INTERVAL_MS: ms(5_000),
   /**
@@ -77,6 +88,8 @@ const EnvSchema = z.object({
 export interface AgentConfig {
   readonly nodeName: string;
   readonly eventBusName: string;
+  /** Alibaba Cloud EventBridge's data plane, where events go instead of AWS (issue #35). */
+  readonly alibabaEventBridge?: { readonly endpoint: string; readonly protocol: 'http' | 'https' };
   /** Undefined: the AWS SDK's own resolution (profile, IMDS) decides. */
   readonly awsRegion: string | undefined;
   readonly nvmlLibraryPath: string;
@@ -167,6 +180,14 @@ export function loadAgentConfig(env: Record<string, string | undefined> = proces
   const config: AgentConfig = {
     nodeName: e.NODE_NAME ?? hostname(),
     eventBusName: e.EVENT_BUS_NAME,
+    ...(e.ALIBABA_EVENTBRIDGE_ENDPOINT
+      ? {
+          alibabaEventBridge: Object.freeze({
+            endpoint: e.ALIBABA_EVENTBRIDGE_ENDPOINT,
+            protocol: e.ALIBABA_CLOUD_PROTOCOL,
+          }),
+        }
+      : {}),
     awsRegion: e.AWS_REGION,
     nvmlLibraryPath: e.NVML_LIBRARY_PATH,
     sampleIntervalMs: e.SAMPLE_INTERVAL_MS,

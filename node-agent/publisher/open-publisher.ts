@@ -71,10 +71,11 @@ async function openJournal(path: string, spool: Spool, log: PublisherLog): Promi
 }
 
 /** The agent entry point's one call: everything from the frozen config. */
-export function openPublisherFromConfig(
+export async function openPublisherFromConfig(
   config: Pick<
     AgentConfig,
     | 'eventBusName'
+    | 'alibabaEventBridge'
     | 'spoolPath'
     | 'spoolMaxBytes'
     | 'deadLetterPath'
@@ -86,7 +87,13 @@ export function openPublisherFromConfig(
   extras: { metrics?: PublisherMetrics; log?: PublisherLog; send?: PutEventsSender } = {},
 ): Promise<Publisher> {
   const log = extras.log ?? silentLog;
-  const send = extras.send ?? (config.dryRun ? dryRunSender(log) : undefined);
+  const send =
+    extras.send ??
+    (config.dryRun
+      ? dryRunSender(log)
+      : config.alibabaEventBridge
+        ? (await import('./alibaba-sender.ts')).alibabaSender(config.alibabaEventBridge)
+        : undefined);
   return openPublisher({
     busName: config.eventBusName,
     spoolPath: config.spoolPath,
