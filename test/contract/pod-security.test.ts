@@ -45,6 +45,7 @@ const EXPLAINED: Record<string, Record<string, string>> = {
   },
   'identity/irsa': {},
   'identity/ack-rrsa': {},
+  'identity/alibaba-rrsa': {},
   'ack-cgpu': {},
   monitoring: {},
 };
@@ -55,6 +56,7 @@ const COMBINATIONS: string[][] = [
   ['actuator', 'actuator-reset-pause'],
   ['identity/irsa'],
   ['identity/ack-rrsa'],
+  ['identity/alibaba-rrsa'],
   ['ack-cgpu', 'monitoring'],
 ];
 const RANK: Record<Level, number> = { privileged: 0, baseline: 1, restricted: 2 };
