@@ -22,8 +22,8 @@ const FunctionsEnvSchema = z.object({
   GPU_REFLEX_KUBECONFIG_PARAMETER: z
     .string()
     .regex(
-      /^(\/[\w.\-/]+|arn:aws[\w-]*:ssm:[\w-]+:\d{12}:parameter\/[\w.\-/]+)$/,
-      'a parameter name starting with / or its ARN',
+      /^(\/[\w.\-/]+|arn:aws[\w-]*:ssm:[\w-]+:\d{12}:parameter\/[\w.\-/]+|oos-secret:[\w-]+)$/,
+      'a parameter name starting with / or its ARN (AWS), or oos-secret:<name> (Alibaba OOS)',
     )
     .optional(),
   /** ACK's DescribeClusterUserKubeconfig for ACK_CLUSTER_ID: the API server's `public` or `private` (VPC) endpoint. */

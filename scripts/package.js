@@ -75,6 +75,8 @@ const template = alibabaTemplate({
   defaults: { timeout: yml.provider.timeout, memorySize: yml.provider.memorySize },
   patterns,
   cloudActions,
+  providerEnvironment: yml.provider.environment,
+  awsResources: yml.resources?.Resources,
 });
 const out = join(root, '.build', 'alibaba', 'template.json');
 writeFileSync(out, JSON.stringify(template, null, 2) + '\n');

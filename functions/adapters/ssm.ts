@@ -8,6 +8,7 @@
  * `AWS_ENDPOINT_URL_SSM` points the SDK elsewhere (the tests' loopback stand-in).
  */
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
+import { isOosReference, OOS_SECRET_PREFIX } from './alicloud/oos-names.ts';
 import type { AdapterError } from './errors.ts';
 import {
   BadInputError,
@@ -26,6 +27,7 @@ export async function readSecureString(
   label: string,
   client: Pick<SSMClient, 'send'> = new SSMClient({}),
 ): Promise<string> {
+  if (isOosReference(parameter)) return readOosSecret(parameter, label);
   const what = `ssm:${parameter}`;
   let out;
   try {
@@ -53,6 +55,7 @@ export async function readParameter(
   label: string,
   client: Pick<SSMClient, 'send'> = new SSMClient({}),
 ): Promise<string | undefined> {
+  if (isOosReference(parameter)) return (await import('./alicloud/oos.ts')).readOosParameter(parameter, label);
   const what = `ssm:${parameter}`;
   let out;
   try {
@@ -71,6 +74,21 @@ export async function readParameter(
     );
   if (!p.Value) throw new ConfigurationError(`${label} ${what}: the parameter is empty`, { what });
   return p.Value;
+}
+
+/**
+ * The Alibaba target's store (alicloud/oos.ts): a secret must be an encrypted OOS parameter
+ * (`oos-secret:<name>`) and must exist. Loaded only where such a name is given.
+ */
+async function readOosSecret(parameter: string, label: string): Promise<string> {
+  if (!parameter.startsWith(OOS_SECRET_PREFIX))
+    throw new ConfigurationError(
+      `${label} ${parameter}: a secret belongs in an encrypted OOS parameter (${OOS_SECRET_PREFIX}<name>)`,
+      { what: parameter },
+    );
+  const value = await (await import('./alicloud/oos.ts')).readOosParameter(parameter, label);
+  if (value === undefined) throw new NotFoundError(`${label} ${parameter}: no such parameter`, { what: parameter });
+  return value;
 }
 
 /** The SDK's error by its name. */

@@ -15,14 +15,16 @@ import {
   alibabaTemplate,
   fcEvery,
   FC_RUNTIME,
+  oosParameters,
   ROS_TEMPLATE_MAX_BYTES,
   type ServerlessFunction,
 } from './ros-template.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
 const yml = parse(readFileSync(join(ROOT, 'serverless.yml'), 'utf8'), { maxAliasCount: 100, logLevel: 'silent' }) as {
-  provider: { timeout: number; memorySize: number };
+  provider: { timeout: number; memorySize: number; environment: Record<string, unknown> };
   functions: Record<string, ServerlessFunction>;
+  resources: { Resources: Record<string, unknown> };
 };
 const patterns = Object.fromEntries(
   readdirSync(join(ROOT, 'events/patterns'))
@@ -43,6 +45,8 @@ const input = {
   defaults: { timeout: yml.provider.timeout, memorySize: yml.provider.memorySize },
   patterns,
   cloudActions,
+  providerEnvironment: yml.provider.environment,
+  awsResources: yml.resources.Resources,
 };
 const template = alibabaTemplate(input);
 type Resource = { Type: string; Properties: Record<string, unknown> };
@@ -183,11 +187,46 @@ describe('the Alibaba ROS template', () => {
       )[0]!.PolicyDocument.Statement.flatMap((s) => s.Action);
     for (const [name, f] of Object.entries(yml.functions)) {
       const reaches = Object.hasOwn(f.environment ?? {}, 'ALIBABA_CLOUD_ACCESS_KEY_PARAMETER');
+      const params = oosParameters(input, f);
       expect(actionsOf(`gpu-reflex-prod-${name}`).sort()).toEqual(
-        ['eventbridge:PutEvents', 'cs:DescribeClusterUserKubeconfig', ...(reaches ? cloudActions : [])].sort(),
+        [
+          'eventbridge:PutEvents',
+          'cs:DescribeClusterUserKubeconfig',
+          ...(reaches ? cloudActions : []),
+          ...(params.some((p) => !p.secret) ? ['oos:GetParameter'] : []),
+          ...(params.some((p) => p.secret) ? ['oos:GetSecretParameter', 'kms:GetSecretValue'] : []),
+        ].sort(),
       );
     }
     expect(actionsOf('gpu-reflex-prod-label-nodes')).not.toContain('ecs:RebootInstance');
+  });
+
+  it("carries each function's parameters over as OOS names, readable by that function alone (its AWS role's grants)", () => {
+    const fns = ofType('ALIYUN::FC3::Function');
+    const envOf = (n: string) =>
+      fns.find((x) => x.Properties['FunctionName'] === `gpu-reflex-prod-${n}`)!.Properties[
+        'EnvironmentVariables'
+      ] as Record<string, unknown>;
+    // chatops reads the chat secrets and the approval key (encrypted) and its policies; label-nodes its own policy only.
+    expect(envOf('chatops')).toMatchObject({
+      CHAT_SECRETS_PARAMETER: 'oos-secret:gpu-reflex-prod-chat-secrets',
+      GPU_REFLEX_APPROVAL_KEY_PARAMETER: 'oos-secret:gpu-reflex-prod-approval-key',
+      REMEDIATION_POLICY_PARAMETER: 'oos:gpu-reflex-prod-remediation-policy',
+    });
+    expect(envOf('label-nodes')).toEqual(
+      expect.objectContaining({ LABELER_CONFIG_PARAMETER: 'oos:gpu-reflex-prod-labeler-config' }),
+    );
+    expect(Object.keys(envOf('label-nodes'))).not.toContain('CHAT_SECRETS_PARAMETER');
+    for (const f of fns) {
+      const env = f.Properties['EnvironmentVariables'] as Record<string, unknown>;
+      expect(env['GPU_REFLEX_KUBECONFIG_PARAMETER']).toBeUndefined();
+      expect(env['ALIBABA_CLOUD_ACCESS_KEY_PARAMETER']).toBeUndefined();
+    }
+    // The role grants exactly those names.
+    const role = ofType('ALIYUN::RAM::Role').find((r) => r.Properties['RoleName'] === 'gpu-reflex-prod-chatops')!;
+    const secretArns = JSON.stringify(role.Properties['Policies']);
+    expect(secretArns).toContain('secretparameter/gpu-reflex-prod-chat-secrets');
+    expect(secretArns).not.toContain('parameter/gpu-reflex-prod-labeler-config');
   });
 
   it('stays within ROS limits', () => {

@@ -35,6 +35,8 @@ import { toAlibabaPatterns } from '../../events/alibaba-pattern.ts';
 /** What the template reads of one serverless.yml function. */
 export interface ServerlessFunction {
   handler: string;
+  /** serverless.yml's `role`: the AWS role whose ssm:GetParameter grants say which parameters it reads. */
+  role?: string;
   timeout?: number;
   memorySize?: number;
   maximumRetryAttempts?: number;
@@ -53,6 +55,63 @@ export interface AlibabaTemplateInput {
   patterns: Record<string, unknown>;
   /** The ACK/ECS actions of infra/alicloud/ram-policy.json. */
   cloudActions: string[];
+  /** serverless.yml's provider.environment (the parameters every function is told of). */
+  providerEnvironment?: Record<string, unknown>;
+  /** serverless.yml's resources.Resources (the functions' AWS roles). */
+  awsResources?: Record<string, unknown>;
+}
+
+/**
+ * The `*_PARAMETER`s that hold secrets: on Alibaba, encrypted OOS parameters (`oos-secret:`); the
+ * others (policies) common ones (`oos:`). Not carried over: the AccessKey parameter (FC's role
+ * reaches Alibaba's APIs) and the kubeconfig parameter (ACK's DescribeClusterUserKubeconfig).
+ */
+const SECRET_PARAMETERS = new Set(['CHAT_SECRETS_PARAMETER', 'GPU_REFLEX_APPROVAL_KEY_PARAMETER']);
+const NOT_ON_ALIBABA = new Set(['ALIBABA_CLOUD_ACCESS_KEY_PARAMETER', 'GPU_REFLEX_KUBECONFIG_PARAMETER']);
+
+/** Every string inside a value (CloudFormation's !Join lists included). */
+const strings = (v: unknown): string[] =>
+  typeof v === 'string'
+    ? [v]
+    : Array.isArray(v)
+      ? v.flatMap(strings)
+      : v && typeof v === 'object'
+        ? Object.values(v).flatMap(strings)
+        : [];
+
+/**
+ * The parameters `f` reads on AWS, as OOS references on Alibaba: a `*_PARAMETER` of its environment
+ * (or the provider's) whose Parameter Store name its AWS role may `ssm:GetParameter` — the same least
+ * privilege, carried over. The OOS name is `gpu-reflex-<stage>-<variable in kebab case>`.
+ */
+export function oosParameters(
+  input: AlibabaTemplateInput,
+  f: ServerlessFunction,
+): { variable: string; ref: string; name: string; secret: boolean }[] {
+  const env = { ...(input.providerEnvironment ?? {}), ...(f.environment ?? {}) };
+  const role = f.role
+    ? (input.awsResources?.[f.role] as { Properties?: { Policies?: unknown } } | undefined)
+    : undefined;
+  const policies = role?.Properties?.Policies;
+  const statements = (Array.isArray(policies) ? policies : []).flatMap(
+    (p: { PolicyDocument?: { Statement?: unknown[] } }) =>
+      (p.PolicyDocument?.Statement ?? []) as { Action?: unknown; Resource?: unknown }[],
+  );
+  const readable = statements
+    .filter((st) => strings(st.Action).includes('ssm:GetParameter'))
+    .flatMap((st) => strings(st.Resource));
+  return Object.entries(env)
+    .filter(([k, v]) => k.endsWith('_PARAMETER') && !NOT_ON_ALIBABA.has(k) && typeof v === 'string')
+    .filter(([, v]) => readable.some((r) => r.includes(`parameter${v as string}`)))
+    .map(([variable]) => {
+      const secret = SECRET_PARAMETERS.has(variable);
+      const name = `gpu-reflex-${input.stage}-${variable
+        .replace(/^GPU_REFLEX_/, '')
+        .replace(/_PARAMETER$/, '')
+        .toLowerCase()
+        .replace(/_/g, '-')}`;
+      return { variable, name, secret, ref: `${secret ? 'oos-secret' : 'oos'}:${name}` };
+    });
 }
 
 /** FC 3.0's runtime for Node (no nodejs22: https://www.alibabacloud.com/help/en/functioncompute/fc/node-js). */
@@ -113,6 +172,11 @@ export function alibabaTemplate(input: AlibabaTemplateInput): Record<string, unk
     for (const [name, f] of Object.entries(input.functions)) {
       const functionName = `gpu-reflex-${input.stage}-${name}`;
       const reachesCloud = Object.hasOwn(f.environment ?? {}, 'ALIBABA_CLOUD_ACCESS_KEY_PARAMETER');
+      const params = oosParameters(input, f);
+      const plain = params.filter((p) => !p.secret);
+      const secrets = params.filter((p) => p.secret);
+      const oosArn = (kind: string, n: string) =>
+        ros.Fn.sub(`acs:oos:\${ALIYUN::Region}:\${ALIYUN::TenantId}:${kind}/${n}`);
       const role = new ram.RosRole(
         stack,
         resourceId(name, 'Role'),
@@ -136,6 +200,27 @@ export function alibabaTemplate(input: AlibabaTemplateInput): Record<string, unk
                     resource: [ros.Fn.sub('acs:cs:*:*:cluster/${AckClusterId}')],
                   },
                   ...(reachesCloud ? [{ effect: 'Allow', action: input.cloudActions, resource: ['*'] }] : []),
+                  // Its own parameters only (OOS: oos:GetParameter on parameter/<name>, oos:GetSecretParameter
+                  // on secretparameter/<name> with kms:GetSecretValue behind it).
+                  ...(plain.length
+                    ? [
+                        {
+                          effect: 'Allow',
+                          action: ['oos:GetParameter'],
+                          resource: plain.map((p) => oosArn('parameter', p.name)),
+                        },
+                      ]
+                    : []),
+                  ...(secrets.length
+                    ? [
+                        {
+                          effect: 'Allow',
+                          action: ['oos:GetSecretParameter'],
+                          resource: secrets.map((p) => oosArn('secretparameter', p.name)),
+                        },
+                        { effect: 'Allow', action: ['kms:GetSecretValue'], resource: ['*'] },
+                      ]
+                    : []),
                 ],
               },
             },
@@ -170,6 +255,7 @@ export function alibabaTemplate(input: AlibabaTemplateInput): Record<string, unk
             ACK_CLUSTER_ID: clusterId.valueAsString,
             // The kubeconfig from ACK's DescribeClusterUserKubeconfig, the API server's VPC endpoint.
             GPU_REFLEX_KUBECONFIG_ACK: 'private',
+            ...Object.fromEntries(params.map((p) => [p.variable, p.ref])),
           },
         },
         true,
