@@ -110,7 +110,13 @@ describe('the Alibaba ROS template', () => {
       expect(p['Timeout']).toBe(f.timeout ?? yml.provider.timeout);
       expect(p['MemorySize']).toBe(f.memorySize ?? yml.provider.memorySize);
       expect(p['VpcConfig']).toBeDefined();
+      // Logs to the stack's SLS logstore.
+      expect(p['LogConfig']).toMatchObject({
+        Project: { 'Fn::GetAtt': ['FunctionLogs', 'ProjectName'] },
+        Logstore: { 'Fn::GetAtt': ['FunctionLogs', 'LogstoreName'] },
+      });
     }
+    expect(ofType('ALIYUN::SLS::Logstore')).toHaveLength(1);
   });
 
   it("gives FC 3.0's API only fields it knows, of the types it expects (@alicloud/fc20230330 models)", () => {
@@ -191,6 +197,7 @@ describe('the Alibaba ROS template', () => {
       expect(actionsOf(`gpu-reflex-prod-${name}`).sort()).toEqual(
         [
           'eventbridge:PutEvents',
+          'log:PostLogStoreLogs',
           'cs:DescribeClusterUserKubeconfig',
           ...(reaches ? cloudActions : []),
           ...(params.some((p) => !p.secret) ? ['oos:GetParameter'] : []),

@@ -27,6 +27,7 @@ import * as ros from '@alicloud/ros-cdk-core';
 import * as eventbridge from '@alicloud/ros-cdk-eventbridge';
 import * as fc3 from '@alicloud/ros-cdk-fc3';
 import * as ram from '@alicloud/ros-cdk-ram';
+import * as sls from '@alicloud/ros-cdk-sls';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -118,6 +119,8 @@ export function oosParameters(
 export const FC_RUNTIME = 'nodejs20';
 /** ROS's template size limit (https://www.alibabacloud.com/help/doc-detail/28930.htm). */
 export const ROS_TEMPLATE_MAX_BYTES = 512 * 1024;
+/** How long the functions' logs are kept (days). */
+export const LOG_DAYS = 30;
 /** FC 3.0's timeout bounds in seconds (CreateFunction, @alicloud/fc20230330 CreateFunctionInput). */
 const FC_TIMEOUT = { min: 1, max: 86_400 };
 
@@ -167,6 +170,26 @@ export function alibabaTemplate(input: AlibabaTemplateInput): Record<string, unk
     const securityGroupId = param('SecurityGroupId', "A security group allowed to reach the cluster's API server.");
 
     const region = ros.Fn.ref('ALIYUN::Region');
+    // The functions' logs: one SLS project (its name unique per account and stage) and logstore, 30
+    // days kept; FC writes there with each function's role (log:PostLogStoreLogs on it).
+    const logProject = new sls.RosProject(
+      stack,
+      'LogProject',
+      {
+        name: ros.Fn.sub(`gpu-reflex-${input.stage}-\${ALIYUN::TenantId}`),
+        description: `gpu-reflex (${input.stage}) function logs`,
+      },
+      true,
+    );
+    const logstore = new sls.RosLogstore(
+      stack,
+      'FunctionLogs',
+      { projectName: logProject.attrName, logstoreName: 'functions', ttl: LOG_DAYS },
+      true,
+    );
+    const logstoreArn = ros.Fn.sub(
+      `acs:log:\${ALIYUN::Region}:\${ALIYUN::TenantId}:project/gpu-reflex-${input.stage}-\${ALIYUN::TenantId}/logstore/functions`,
+    );
     const busArn = ros.Fn.sub('acs:eventbridge:${ALIYUN::Region}:${ALIYUN::TenantId}:eventbus/${EventBusName}');
 
     for (const [name, f] of Object.entries(input.functions)) {
@@ -194,6 +217,7 @@ export function alibabaTemplate(input: AlibabaTemplateInput): Record<string, unk
                 version: '1',
                 statement: [
                   { effect: 'Allow', action: ['eventbridge:PutEvents'], resource: [busArn] },
+                  { effect: 'Allow', action: ['log:PostLogStoreLogs'], resource: [logstoreArn] },
                   {
                     effect: 'Allow',
                     action: ['cs:DescribeClusterUserKubeconfig'],
@@ -243,6 +267,12 @@ export function alibabaTemplate(input: AlibabaTemplateInput): Record<string, unk
           memorySize: f.memorySize ?? input.defaults.memorySize,
           timeout,
           role: role.attrArn,
+          logConfig: {
+            project: logstore.attrProjectName,
+            logstore: logstore.attrLogstoreName,
+            enableRequestMetrics: true,
+            enableInstanceMetrics: true,
+          },
           vpcConfig: {
             vpcId: vpcId.valueAsString,
             vSwitchIds: [vSwitchId.valueAsString],
