@@ -16,9 +16,7 @@ import {
   type AlibabaEventBridge,
   type AlibabaRule,
 } from '../../infra/local/bus/alibaba-eventbridge.ts';
-import { DEFAULT_LABELER_CONFIG } from '../labels/core/config.ts';
-import { createLabelHandler } from '../labels/handler.ts';
-import { inventory, labeler } from '../labels/testing.ts';
+import { inventory, labelHandlerFor } from '../labels/testing.ts';
 import { fcEventTrigger } from '../lib/fc-trigger.ts';
 import { AlibabaEventBridgePublisher } from './bus-alibaba.ts';
 import { busPublisher } from './bus-select.ts';
@@ -173,16 +171,7 @@ describe('the simulated bus checks what Alibaba checks', () => {
 
 describe('one event through the Alibaba target', () => {
   it('a GPU Inventory published on Alibaba EventBridge reaches label-nodes on Function Compute and labels the node', async () => {
-    const t = labeler();
-    t.kube.cluster.addNode({ name: 'gpu-1' });
-    const handler = createLabelHandler(
-      () =>
-        ({
-          ...t.deps,
-          kube: { nodes: t.kube.nodes, pods: t.kube.pods },
-          labelerConfig: DEFAULT_LABELER_CONFIG,
-        }) as never,
-    );
+    const { t, handler } = await labelHandlerFor('gpu-1');
     const trigger = fcEventTrigger(handler as never);
     const outcomes: unknown[] = [];
     const awsPattern = JSON.parse(

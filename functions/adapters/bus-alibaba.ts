@@ -12,7 +12,7 @@
 import * as eventbridge from '@alicloud/eventbridge';
 import { randomUUID } from 'node:crypto';
 import { toCloudEvent } from '../../events/cloudevents.ts';
-import { defaultClass, defaultCredential } from './alicloud/client.ts';
+import { credentialFields, defaultClass } from './alicloud/client.ts';
 import { checkPublished, type EventPublisher, type PublishedEvent } from './bus.ts';
 import { ConfigurationError, ForbiddenError, TransientError } from './errors.ts';
 
@@ -77,13 +77,7 @@ export class AlibabaEventBridgePublisher implements EventPublisher {
         protocol: settings.protocol ?? 'https',
         readTimeout: settings.readTimeoutMs ?? 10_000,
         connectTimeout: 5_000,
-        ...(settings.accessKeyId
-          ? {
-              accessKeyId: settings.accessKeyId,
-              accessKeySecret: settings.accessKeySecret,
-              ...(settings.securityToken ? { securityToken: settings.securityToken } : {}),
-            }
-          : { credential: credential ?? defaultCredential() }),
+        ...credentialFields(settings, credential),
       }),
     );
     // No retries inside the client (its own sleep is on the wall clock): a failed call throws

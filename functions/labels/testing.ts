@@ -60,3 +60,19 @@ export function labeler(config: LabelerConfig = DEFAULT_LABELER_CONFIG): {
   };
   return { kube, publisher, deps };
 }
+
+/** The label-nodes handler over a fake cluster holding `node`: what one cloud's delivery reaches. */
+export async function labelHandlerFor(node: string) {
+  const { createLabelHandler } = await import('./handler.ts');
+  const t = labeler();
+  t.kube.cluster.addNode({ name: node });
+  const handler = createLabelHandler(
+    () =>
+      ({
+        ...t.deps,
+        kube: { nodes: t.kube.nodes, pods: t.kube.pods },
+        labelerConfig: DEFAULT_LABELER_CONFIG,
+      }) as never,
+  );
+  return { t, handler };
+}

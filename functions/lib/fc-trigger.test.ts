@@ -9,9 +9,7 @@ import { describe, expect, it } from 'vitest';
 import { toCloudEvent } from '../../events/cloudevents.ts';
 import type { EventEnvelope } from '../../events/envelope.ts';
 import { GPU_INVENTORY, SOURCES } from '../../events/index.ts';
-import { createLabelHandler } from '../labels/handler.ts';
-import { inventory, labeler } from '../labels/testing.ts';
-import { DEFAULT_LABELER_CONFIG } from '../labels/core/config.ts';
+import { inventory, labelHandlerFor } from '../labels/testing.ts';
 import { fcEventTrigger } from './fc-trigger.ts';
 
 const detail = inventory({ node: 'gpu-1', gpus: ['NVIDIA H100 80GB HBM3', 'NVIDIA H100 80GB HBM3'] });
@@ -37,25 +35,13 @@ const cloudEvent = {
   aliyunpublishtime: '2026-01-01T00:00:00.120Z',
 };
 
-function labelHandler() {
-  const t = labeler();
-  t.kube.cluster.addNode({ name: 'gpu-1' });
-  const handler = createLabelHandler(
-    () =>
-      ({
-        ...t.deps,
-        kube: { nodes: t.kube.nodes, pods: t.kube.pods },
-        labelerConfig: DEFAULT_LABELER_CONFIG,
-      }) as never,
-  );
-  return { t, handler };
-}
+const labelHandler = () => labelHandlerFor('gpu-1');
 
 describe('one handler, two clouds', () => {
   it('plans the same for the AWS envelope and the Function Compute CloudEvent', async () => {
-    const onAws = labelHandler();
+    const onAws = await labelHandler();
     const viaAws = await onAws.handler(aws as never, { awsRequestId: 'r1', functionName: 'label-nodes' } as Context);
-    const onAlibaba = labelHandler();
+    const onAlibaba = await labelHandler();
     const viaFc = await fcEventTrigger(onAlibaba.handler as never)(Buffer.from(JSON.stringify(cloudEvent)), {
       requestId: 'r2',
       function: { name: 'label-nodes' },
@@ -66,7 +52,7 @@ describe('one handler, two clouds', () => {
   });
 
   it('takes a batch in event-streaming mode, each event its own outcome', async () => {
-    const { handler } = labelHandler();
+    const { handler } = await labelHandler();
     const out = await fcEventTrigger(handler as never)(JSON.stringify([cloudEvent, { ...cloudEvent, id: 'x2' }]), {
       requestId: 'r3',
     });
@@ -74,7 +60,7 @@ describe('one handler, two clouds', () => {
   });
 
   it('drops what is not one of our CloudEvents, saying why (RawData has no detail-type)', async () => {
-    const { handler } = labelHandler();
+    const { handler } = await labelHandler();
     const raw = await fcEventTrigger(handler as never)(Buffer.from(JSON.stringify(detail)), { requestId: 'r4' });
     expect(raw).toEqual({
       status: 'dropped',

@@ -159,6 +159,23 @@ export function defaultCredential(): unknown {
   return new Credential();
 }
 
+/**
+ * The credential fields of an Alibaba client's Config: the access keys given (with an STS token when
+ * there is one), else `credential`, else the default chain.
+ */
+export function credentialFields(
+  keys: { accessKeyId?: string | undefined; accessKeySecret?: string | undefined; securityToken?: string | undefined },
+  credential?: unknown,
+): Record<string, unknown> {
+  return keys.accessKeyId
+    ? {
+        accessKeyId: keys.accessKeyId,
+        accessKeySecret: keys.accessKeySecret,
+        ...(keys.securityToken ? { securityToken: keys.securityToken } : {}),
+      }
+    : { credential: credential ?? defaultCredential() };
+}
+
 const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v ?? 0));
 const str = (v: unknown): string => (v === undefined || v === null ? '' : String(v));
 
@@ -182,13 +199,7 @@ export class AliCloudPools implements CloudPools {
       protocol: this.protocol,
       readTimeout: settings.readTimeoutMs ?? 10_000,
       connectTimeout: 5_000,
-      ...(settings.accessKeyId
-        ? {
-            accessKeyId: settings.accessKeyId,
-            accessKeySecret: settings.accessKeySecret,
-            ...(settings.securityToken ? { securityToken: settings.securityToken } : {}),
-          }
-        : { credential: credential ?? defaultCredential() }),
+      ...credentialFields(settings, credential),
     };
     this.cs = new Client(
       new openapi.Config({ ...base, endpoint: settings.endpoint ?? `cs.${settings.regionId}.aliyuncs.com` }),

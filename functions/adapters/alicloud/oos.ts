@@ -17,7 +17,7 @@
  */
 import * as openapi from '@alicloud/openapi-client';
 import { ConfigurationError, ForbiddenError, NotFoundError } from '../errors.ts';
-import { defaultClass, defaultCredential, mapAliCloudError } from './client.ts';
+import { credentialFields, defaultClass, mapAliCloudError } from './client.ts';
 import { OOS_PARAMETER_PREFIX, OOS_SECRET_PREFIX } from './oos-names.ts';
 
 const NAME = /^(?!(ALIYUN|ACS|ALIBABA|ALICLOUD|OOS))[A-Za-z0-9_-]{1,180}$/i;
@@ -52,13 +52,14 @@ export function oosClient(env: NodeJS.ProcessEnv = process.env, credential?: unk
       what: 'ALIBABA_CLOUD_REGION_ID',
     });
   const Client = defaultClass<new (c: openapi.Config) => Caller>(openapi);
-  const keys = env['ALIBABA_CLOUD_ACCESS_KEY_ID']
-    ? {
-        accessKeyId: env['ALIBABA_CLOUD_ACCESS_KEY_ID'],
-        accessKeySecret: env['ALIBABA_CLOUD_ACCESS_KEY_SECRET'],
-        ...(env['ALIBABA_CLOUD_SECURITY_TOKEN'] ? { securityToken: env['ALIBABA_CLOUD_SECURITY_TOKEN'] } : {}),
-      }
-    : { credential: credential ?? defaultCredential() };
+  const keys = credentialFields(
+    {
+      accessKeyId: env['ALIBABA_CLOUD_ACCESS_KEY_ID'],
+      accessKeySecret: env['ALIBABA_CLOUD_ACCESS_KEY_SECRET'],
+      securityToken: env['ALIBABA_CLOUD_SECURITY_TOKEN'],
+    },
+    credential,
+  );
   return new Client(
     new openapi.Config({
       regionId: region,
