@@ -102,7 +102,10 @@ describe("the agent's Alibaba sender", () => {
 
   it('refuses an endpoint with a scheme, naming the variable', () => {
     expect(() =>
-      loadAgentConfig({ NODE_NAME: 'n', ALIBABA_EVENTBRIDGE_ENDPOINT: 'https://x.eventbridge.cn-hangzhou.aliyuncs.com' }),
+      loadAgentConfig({
+        NODE_NAME: 'n',
+        ALIBABA_EVENTBRIDGE_ENDPOINT: 'https://x.eventbridge.cn-hangzhou.aliyuncs.com',
+      }),
     ).toThrow(/ALIBABA_EVENTBRIDGE_ENDPOINT: a host/);
   });
 });
