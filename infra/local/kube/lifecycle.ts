@@ -113,6 +113,8 @@ export class Lifecycle {
    * while the epoch stands, so they still do not: seeding 6,000 pods stays linear, not quadratic.
    */
   private readonly hints = new Map<string, { epoch: number; list: number; index: number }>();
+  /** Shapes with a hint, by a node label key they select on: a change of that label voids their hints. */
+  private readonly hintsByKey = new Map<string, Set<string>>();
   private nodeListVersion = 0;
   /** Pod shapes that fitted no node, and the nodes that gained room since (unfit-shapes.ts). */
   private readonly unfit = new UnfitShapes();
@@ -478,9 +480,15 @@ export class Lifecycle {
         pick = pickNode(pod, nodes, freeOf, start);
       }
       if ('node' in pick) {
-        if (this.hints.size > 10_000) this.hints.clear();
-        if (pick.index >= 0)
+        if (this.hints.size > 10_000) this.clearHints();
+        if (pick.index >= 0) {
           this.hints.set(shape, { epoch: this.epoch, list: this.nodeListVersion, index: pick.index });
+          for (const k of this.selectedBy.get(key) ?? []) {
+            let shapes = this.hintsByKey.get(k);
+            if (!shapes) this.hintsByKey.set(k, (shapes = new Set()));
+            shapes.add(shape);
+          }
+        }
         const node = this.store.node(pick.node);
         this.bind(pod, pick.node, node ? this.gpushareCard(pod, pick.node, freeOf(node)) : undefined);
         continue;
@@ -512,6 +520,11 @@ export class Lifecycle {
     }
     const parts = [...reasons.entries()].map(([r, n]) => `${n} ${r}`).sort((a, b) => (a < b ? -1 : a > b ? 1 : 0));
     return { reason: `0/${nodes.length} nodes are available: ${parts.join(', ')}.` };
+  }
+
+  private clearHints(): void {
+    this.hints.clear();
+    this.hintsByKey.clear();
   }
 
   /** The cluster gained room on `node`: pods that fitted nowhere and may use it are worth another try. */
@@ -686,15 +699,24 @@ export class Lifecycle {
       if (e.type !== 'MODIFIED') {
         this.nodeListVersion++;
         this.allDirty();
-        this.hints.clear();
+        this.clearHints();
       }
       if (
         e.type === 'ADDED' ||
         (e.type === 'MODIFIED' && loosened(e.previous as Node, node, (k) => this.selectedLabelKey(k)))
       )
         this.bumpEpoch(node.metadata.name);
-      // Labels no waiting pod selects on: a shape remembered as fitting nowhere may fit there now.
-      else if (e.type === 'MODIFIED') this.unfit.forgetSelecting(changedLabels(e.previous as Node, node));
+      // Labels no waiting pod selects on: a shape remembered as fitting nowhere may fit there now,
+      // and a first-fit hint (where the last pod of a shape bound) may point past a node that is
+      // now the shape's: the next pod of it scans from the first node again.
+      else if (e.type === 'MODIFIED') {
+        const changed = changedLabels(e.previous as Node, node);
+        this.unfit.forgetSelecting(changed);
+        for (const k of changed) {
+          for (const shape of this.hintsByKey.get(k) ?? []) this.hints.delete(shape);
+          this.hintsByKey.delete(k);
+        }
+      }
       if (e.type !== 'DELETED' && node.spec?.taints?.some((t) => t.effect === 'NoExecute'))
         this.noExecuteCheck.add(node.metadata.name);
       // The DaemonSet controller also looks again at a node whose labels changed (its `updateNode`

@@ -137,6 +137,18 @@ describe('the scheduler under churn', () => {
               { kind: 'pod', pool: 'c', gpus: 3 },
             ],
           ],
+          // Found by this test (seed 1331427528): a pod of the shape binds on a new node of its pool,
+          // so the scan's first-fit hint points there; a node earlier in name order is relabelled into
+          // the pool while nobody waits: the next pod must not start its scan past that node.
+          [
+            [
+              { kind: 'pod', pool: 'c', gpus: 7 },
+              { kind: 'node', pool: 'c' },
+              { kind: 'relabel', pick: 0, pool: 'c' },
+              { kind: 'pod', pool: 'c', gpus: 7 },
+              { kind: 'delete', pick: 0, grace: false },
+            ],
+          ],
         ],
       },
     );
