@@ -12,6 +12,7 @@ import type { CliIo } from '../events/cli-kit/command.ts';
 import { kmsgRecordBefore, runAgent, threadPoolWarning } from './agent-runtime.ts';
 import { loadAgentConfig } from './config.ts';
 import { loadMockNvmlControls } from './nvml/ffi.ts';
+import { FakeClock } from './clock.ts';
 import { fakeProcRoot, podUidOf } from '../test/support/agent-fixture.ts';
 
 type Printed = { detailType: string; detail: Record<string, unknown> };
@@ -118,6 +119,52 @@ describe('runAgent', () => {
     expect(events.at(-1)?.detailType).toBe('GPU Utilization Summary');
     expect(logs.some((l) => l.includes('"msg":"agent stopped"'))).toBe(true);
     expect(logs.some((l) => l.includes('UV_THREADPOOL_SIZE'))).toBe(false);
+  });
+});
+
+describe('runAgent on an injected clock', () => {
+  it('samples when the clock it was given moves, not when real time passes', async () => {
+    const library = await buildMockNvml();
+    process.env.MOCK_NVML_QUIET = '1';
+    const mock = loadMockNvmlControls(library);
+    mock.setScenario(join(MOCK_NVML_SCENARIOS, 'dgx-a100-8x.json'));
+    mock.setManualClock(false);
+    const dir = await mkdtemp(join(tmpdir(), 'gr-runtime-clock-'));
+    const config = loadAgentConfig({
+      NODE_NAME: 'gpu-node-1',
+      NVML_LIBRARY_PATH: library,
+      HTTP_PORT: '0',
+      KMSG_PATH: join(dir, 'no-kmsg'),
+      PROC_ROOT: await fakeProcRoot([]),
+      POD_LOG_DIR: join(dir, 'pods'),
+      // An hour between samples: only the injected clock can bring the second one within this test.
+      SAMPLE_INTERVAL_MS: '3600000',
+      UTILIZATION_WINDOW_MS: '3600000',
+    });
+    const clock = new FakeClock(Date.UTC(2026, 11, 5));
+    const { io, events, logs, next } = capture();
+    const stop = new AbortController();
+    let onReady = () => {};
+    const ready = new Promise<void>((resolve) => (onReady = resolve));
+    const exit = runAgent({ config, io, stop: stop.signal, print: true, clock, env: {}, onReady: () => onReady() });
+    await Promise.race([
+      ready,
+      exit.then((code) => Promise.reject(new Error(`agent exited ${code}: ${logs.join('\n')}`))),
+    ]);
+    const inventory = await next((e) => e.detailType === 'GPU Inventory');
+    expect(inventory.detail.observedAt).toBe('2026-12-05T00:00:00.000Z');
+    expect(events.some((e) => e.detailType === 'GPU Utilization Summary')).toBe(false);
+
+    // The second sample is due an hour of the clock later (once the loop waits on its timer); it
+    // closes the utilization window.
+    for (let i = 0; i < 10_000 && clock.pendingTimers === 0; i++) await new Promise((r) => setImmediate(r));
+    expect(clock.nextDue()).toBe(Date.UTC(2026, 11, 5, 1));
+    clock.advance(3_600_000);
+    const summary = await next((e) => e.detailType === 'GPU Utilization Summary');
+    expect(summary.detail).toMatchObject({ windowEnd: '2026-12-05T01:00:00.000Z' });
+
+    stop.abort();
+    expect(await exit).toBe(0);
   });
 });
 

@@ -1,8 +1,10 @@
 /**
  * The agent process: wiring (NVML, publisher, metrics, HTTP) and the loops that drive the steps of
- * agent.ts on real timers. Startup, shutdown and exit codes are decided here, once.
+ * agent.ts on the one injected clock (loops.ts; the system clock unless a test passes a VirtualClock).
+ * Startup, shutdown and exit codes are decided here, once.
  *
- * Loops: a sample every SAMPLE_INTERVAL_MS (fixed rate); NVML event waits of EVENT_WAIT_MS in a
+ * Loops: a sample every SAMPLE_INTERVAL_MS (fixed rate); the actuator's pass over its Node's GPU
+ * actions when GPU_ACTIONS is on (actuator-runtime.ts); NVML event waits of EVENT_WAIT_MS in a
  * loop (each one a koffi async call of at most the watcher's 100 ms slice, so the event loop stays
  * free and a stop is seen within one slice); the kernel log followed from KMSG_PATH when it can be
  * read (a missing or unreadable kmsg is a warning: XIDs still come from NVML).
@@ -14,9 +16,10 @@
  */
 import { podResourcesSource } from './collectors/pod-resources-source.ts';
 import { readFile } from 'node:fs/promises';
-import { setTimeout as sleep } from 'node:timers/promises';
 import type { CliIo } from '../events/cli-kit/command.ts';
 import { Agent, type EventSink } from './agent.ts';
+import { systemClock, type Clock } from './clock.ts';
+import { runLoops, sleepOn, type LoopSpec } from './loops.ts';
 import { registerAgentMetrics } from './agent-metrics.ts';
 import { kubeletLogPodNames } from './collectors/pod-names.ts';
 import { DEFAULT_THRESHOLDS, type HealthThresholds } from './collectors/health.ts';
@@ -64,6 +67,11 @@ export interface RunAgentOptions {
   print?: boolean;
   /** The process environment, for the UV_THREADPOOL_SIZE check. */
   env?: Record<string, string | undefined>;
+  /**
+   * The one clock of the agent's loops, timers, publisher, actuator and event times (default: the
+   * system clock). A test passes a VirtualClock and moves it instead of waiting.
+   */
+  clock?: Clock;
   /** Called once the loops run (tests: the HTTP port). */
   onReady?: (info: { httpPort: number; agent: Agent }) => void;
 }
@@ -114,8 +122,14 @@ export function threadPoolWarning(env: Record<string, string | undefined>): stri
   );
 }
 
+/** The sample loop (fixed rate): the agent's runtime and the embedded stack's in-process agents run this one. */
+export function sampleLoop(agent: Agent, everyMs: number): LoopSpec {
+  return { name: 'sample', everyMs, cadence: 'rate', run: () => agent.sampleOnce() };
+}
+
 export async function runAgent(o: RunAgentOptions): Promise<number> {
   const { config, io } = o;
+  const clock = o.clock ?? systemClock;
   const log = jsonLog(io.err);
   // --once makes no event waits: the pool size does not matter there.
   const warning = o.once ? undefined : threadPoolWarning(o.env ?? process.env);
@@ -140,16 +154,16 @@ export async function runAgent(o: RunAgentOptions): Promise<number> {
   let agent: Agent | undefined;
   let http: AgentHttpServer | undefined;
   // The follower of the kernel log (runLoops) and the agent's XID handling meet here.
-  const kernelLog = new KernelLogCatchUp();
+  const kernelLog = new KernelLogCatchUp(clock);
   try {
     if (!o.print)
-      publisher = await openPublisherFromConfig(config, { metrics: registerPublisherMetrics(registry), log });
+      publisher = await openPublisherFromConfig(config, { metrics: registerPublisherMetrics(registry), log, clock });
     agent = new Agent({
       kernelLog,
       nodeName: config.nodeName,
       nvml,
       sink: publisher ?? printSink(io.out),
-      now: Date.now,
+      now: () => clock.now(),
       procRoot: config.procRoot,
       podResources: podResourcesSource(config.podResourcesSocket),
       thresholds: thresholdsOf(config),
@@ -190,7 +204,8 @@ export async function runAgent(o: RunAgentOptions): Promise<number> {
         now: Date.now,
         stallMs: config.deliveryStallMs,
       });
-      await runLoops(agent, nvml, publisher ?? printSink(io.out), config, o, log, http.port, kernelLog);
+      const sink = publisher ?? printSink(io.out);
+      await runAgentLoops({ agent, nvml, sink, config, o, clock, log, httpPort: http.port, kernelLog });
       agent.flush();
     }
     return EXIT.ok;
@@ -207,43 +222,42 @@ export async function runAgent(o: RunAgentOptions): Promise<number> {
   }
 }
 
-async function runLoops(
-  agent: Agent,
-  nvml: Nvml,
-  sink: EventSink,
-  config: AgentConfig,
-  o: RunAgentOptions,
-  log: PublisherLog,
-  httpPort: number,
-  kernelLog: KernelLogCatchUp,
-): Promise<void> {
-  const { stop } = o;
-  const failed = (step: string) => (err: unknown) => {
-    log.error(`${step} failed`, { error: err instanceof Error ? err.message : String(err) });
-    return [];
-  };
-  const sampling = (async () => {
-    // Fixed rate: a slow sample does not push every later one back.
-    for (let next = Date.now(); !stop.aborted;) {
-      await agent.sampleOnce().catch(failed('sample'));
-      next += config.sampleIntervalMs;
-      await sleep(Math.max(0, next - Date.now()), undefined, { signal: stop }).catch(() => undefined);
-    }
-  })();
+async function runAgentLoops(w: {
+  agent: Agent;
+  nvml: Nvml;
+  sink: EventSink;
+  config: AgentConfig;
+  o: RunAgentOptions;
+  clock: Clock;
+  log: PublisherLog;
+  httpPort: number;
+  kernelLog: KernelLogCatchUp;
+}): Promise<void> {
+  const { agent, config, clock, log } = w;
+  const { stop } = w.o;
+  const sampling = runLoops([sampleLoop(agent, config.sampleIntervalMs)], { clock, stop, log });
   const events = (async () => {
     while (!stop.aborted) {
-      await agent.pollEventsOnce(EVENT_WAIT_MS).catch(failed('NVML event wait'));
+      // The wait blocks in the driver (its own time, sliced): not a timer of ours.
+      await agent.pollEventsOnce(EVENT_WAIT_MS).catch((err: unknown) => {
+        log.error('NVML event wait failed', { error: err instanceof Error ? err.message : String(err) });
+      });
       // A failing wait returns at once: pause instead of spinning on a broken driver.
-      if (agent.eventWaitFailing) await sleep(EVENT_RETRY_MS, undefined, { signal: stop }).catch(() => undefined);
+      if (agent.eventWaitFailing) await sleepOn(clock, EVENT_RETRY_MS, stop);
     }
   })();
-  const kernel = followKernelLog(agent, config.kmsgPath, stop, log, kernelLog);
+  const kernel = followKernelLog(agent, config.kmsgPath, stop, log, w.kernelLog);
   // Loaded only with GPU_ACTIONS on: the Kubernetes client it brings is most of the agent's memory
   // (docs/node-agent.md "Memory"); node-agent/agent-bundle.test.ts keeps it off the start-up path.
   const actions = config.gpuActions.enabled
-    ? import('./actuator-runtime.ts').then((m) => m.runActuator(nvml, sink, config, o, log, agent))
+    ? import('./actuator-runtime.ts').then((m) =>
+        runLoops(
+          [m.actuatorFromConfig({ config, nvml: w.nvml, agent, sink: w.sink, clock, dryRun: w.o.print === true, log })],
+          { clock, stop, log },
+        ),
+      )
     : Promise.resolve();
-  o.onReady?.({ httpPort, agent });
+  w.o.onReady?.({ httpPort: w.httpPort, agent });
   await Promise.all([sampling, events, kernel, actions]);
 }
 

@@ -3,7 +3,7 @@ import { open } from 'node:fs/promises';
 import { Agent } from '../../node-agent/agent.ts';
 import type { Clock } from '../../node-agent/clock.ts';
 import { DEFAULT_THRESHOLDS } from '../../node-agent/collectors/health.ts';
-import { allocatableByGpu, podResourcesSource } from '../../node-agent/collectors/pod-resources-source.ts';
+import { podResourcesSource } from '../../node-agent/collectors/pod-resources-source.ts';
 import { loadMockNvmlControls, type MockNvmlControls } from '../../node-agent/nvml/ffi.ts';
 import { Nvml } from '../../node-agent/nvml/nvml.ts';
 import { openPublisher } from '../../node-agent/publisher/open-publisher.ts';
@@ -12,23 +12,22 @@ import { sdkSender } from '../../node-agent/publisher/sdk-sender.ts';
 import type { NodeFiles } from './node-files.ts';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../../functions/adapters/kube/config.ts';
-import { GpuActuator } from '../../node-agent/actuator/actuator.ts';
-import { FenceFile } from '../../node-agent/actuator/fence-file.ts';
-import { kubeNode, nvmlGpus, nvmlMigInventory } from '../../node-agent/actuator/ports.ts';
-import { catalogProblems, gpuActionResultEvent } from '../../node-agent/events.ts';
+import { actuatorLoop, wireActuator } from '../../node-agent/actuator-runtime.ts';
+import { nvidiaSmiPersistence } from '../../node-agent/actuator/operator-ports.ts';
+import { sampleLoop } from '../../node-agent/agent-runtime.ts';
+import { catalogProblems } from '../../node-agent/events.ts';
+import { Loop, runDueLoops } from '../../node-agent/loops.ts';
 import { fenceFilePath } from './ack-fence-file.ts';
-import { OperatorPause } from '../../node-agent/actuator/operator-pause.ts';
-import { kubeOperatorClients, nvidiaSmiPersistence } from '../../node-agent/actuator/operator-ports.ts';
 import { MOCK_NVIDIA_SMI } from './agent-process.ts';
-import { kubeNodeView, PluginHealthCheck, pluginErrorLines } from '../../node-agent/plugin-health.ts';
 import { pluginLogDir } from './device-plugin.ts';
 
 /**
  * One node's agent in-process, for `simulate`: the real `Agent` (node-agent/agent.ts) on the
  * node's own copy of the mock NVML library, publishing through the real Publisher and the AWS
- * SDK to the bus — what `gpu-reflex agent` runs, with its loops replaced by `step(ms)`:
- * the mock's manual clock moves, NVML events are drained (`pollEventsOnce`), new kernel-log lines
- * are handed over (`onKernelLine`), and a sample is taken at the fixed rate (`sampleOnce`).
+ * SDK to the bus — what `gpu-reflex agent` runs, stepped by `step(ms)`: the mock's manual clock
+ * moves, NVML events are drained (`pollEventsOnce`), new kernel-log lines are handed over
+ * (`onKernelLine`), then the agent's own loops (node-agent/loops.ts: the sample, the actuator) run
+ * where they are due on the one clock, in order.
  */
 export interface AgentHostOptions {
   files: NodeFiles;
@@ -51,13 +50,10 @@ const EVENTS_PER_STEP = 64;
 const ACTUATOR_INTERVAL_MS = 5_000;
 
 export class LocalAgentHost {
-  private nextSampleAt: number;
   private kmsgOffset = 0;
   private closed = false;
-  private nextActuatorAt = 0;
-  private actuator: GpuActuator | undefined;
-  /** The device plugin check, run at each actuator tick as the agent's runtime runs it. */
-  private plugin: PluginHealthCheck | undefined;
+  /** The agent's loops, as its runtime runs them (sample, then the actuator), on the one clock. */
+  private readonly loops: Loop[];
 
   private constructor(
     private readonly o: AgentHostOptions,
@@ -66,55 +62,45 @@ export class LocalAgentHost {
     readonly agent: Agent,
     private readonly publisher: Publisher,
   ) {
-    this.nextSampleAt = o.clock.now();
+    // A loop's failure is logged as the agent logs it, and the loop goes on (node-agent/loops.ts).
+    const line = (m: string, f?: Record<string, unknown>) => o.log?.(f ? `${m} ${JSON.stringify(f)}` : m);
+    const log = { info: line, warn: line, error: line };
+    this.loops = [new Loop(sampleLoop(agent, o.sampleIntervalMs), o.clock, log)];
     if (o.kubeconfig) {
-      const core = loadKubeConfig({ kubeconfigPath: o.kubeconfig }).makeApiClient(CoreV1Api);
-      // The mock's reset is what `nvidia-smi --gpu-reset` does to a real GPU (docs/mock-nvml.md).
-      const reset = async (_uuid: string, index: number) => {
-        const rc = mock.resetGpu(index);
-        return rc === 0
-          ? ({ ok: true } as const)
-          : ({ ok: false, reason: `nvidia-smi --gpu-reset: ${mock.lastError() || `NVML error ${rc}`}` } as const);
-      };
-      const gpus = nvmlGpus(nvml, reset);
-      const podResources = podResourcesSource(o.files.podResourcesSocket);
-      // Persistence mode through the mock nvidia-smi (a file beside the node's control directory).
-      const persistence = nvidiaSmiPersistence(MOCK_NVIDIA_SMI, 15_000, {
-        PATH: process.env.PATH,
-        MOCK_NVML_SCENARIO: o.files.scenarioPath,
-      });
-      const pause = o.pauseOperator
-        ? new OperatorPause({
-            port: kubeOperatorClients(core, o.files.node, 'gpu-operator'),
-            pauseTimeoutMs: 300_000,
-            now: () => o.clock.now(),
-            holders: (uuid) => gpus.holders(uuid),
-            reset: (uuid) => gpus.reset(uuid),
-            persistence: persistence.read,
-            setPersistence: persistence.set,
-            log: (l) => o.log?.(l),
-          })
-        : undefined;
-      this.actuator = new GpuActuator({
+      const actuator = wireActuator({
+        core: loadKubeConfig({ kubeconfigPath: o.kubeconfig }).makeApiClient(CoreV1Api),
         node: o.files.node,
-        nodeApi: kubeNode(core, o.files.node),
-        gpus,
-        ...(pause ? { pause } : {}),
-        fence: new FenceFile(fenceFilePath(o.files)),
-        migInventory: nvmlMigInventory(nvml, (pid) => agent.podOfPid(pid)),
-        xids: (uuid, since) => agent.xidsSince(uuid, since),
-        devices: async () => allocatableByGpu(await podResources.read(), agent.gpuIdentities()),
-        publish: async (_type, detail) => void publisher.publish(gpuActionResultEvent(detail)),
-        now: () => o.clock.now(),
-        log: (l) => o.log?.(l),
-      });
-      this.plugin = new PluginHealthCheck({
-        nodeName: o.files.node,
-        readNode: kubeNodeView(core, o.files.node),
+        nvml,
+        agent,
+        sink: publisher,
+        clock: o.clock,
+        fenceFile: fenceFilePath(o.files),
+        // The mock's reset is what `nvidia-smi --gpu-reset` does to a real GPU (docs/mock-nvml.md).
+        reset: async (_uuid, index) => {
+          const rc = mock.resetGpu(index);
+          return rc === 0
+            ? ({ ok: true } as const)
+            : ({ ok: false, reason: `nvidia-smi --gpu-reset: ${mock.lastError() || `NVML error ${rc}`}` } as const);
+        },
+        // Persistence mode through the mock nvidia-smi (a file beside the node's control directory).
+        persistence: nvidiaSmiPersistence(MOCK_NVIDIA_SMI, 15_000, {
+          PATH: process.env.PATH,
+          MOCK_NVML_SCENARIO: o.files.scenarioPath,
+        }),
+        ...(o.pauseOperator ? { pauseOperator: { namespace: 'gpu-operator', timeoutMs: 300_000 } } : {}),
+        podResourcesSocket: o.files.podResourcesSocket,
         // The stand-in writes its pod's log where the kubelet would (device-plugin.ts pluginLogDir).
-        errorLines: () => pluginErrorLines(pluginLogDir(o.files), 'kube-system_nvidia-device-plugin'),
+        devicePlugin: { logDir: pluginLogDir(o.files), logPods: 'kube-system_nvidia-device-plugin' },
+        dryRun: false,
         log: (l) => o.log?.(l),
       });
+      this.loops.push(
+        new Loop(
+          actuatorLoop(actuator, ACTUATOR_INTERVAL_MS, { agent, sink: publisher, clock: o.clock, log }),
+          o.clock,
+          log,
+        ),
+      );
     }
   }
 
@@ -167,17 +153,7 @@ export class LocalAgentHost {
     // KernelLogCatchUp): the driver's line — pid, NVLink5 words — is the sighting that goes out.
     await this.readKernelLog();
     for (let i = 0; i < EVENTS_PER_STEP; i++) if ((await this.agent.pollEventsOnce(0)).length === 0) break;
-    const now = this.o.clock.now();
-    if (now >= this.nextSampleAt) {
-      await this.agent.sampleOnce(now);
-      // Fixed rate, as the agent's runtime samples.
-      while (this.nextSampleAt <= now) this.nextSampleAt += this.o.sampleIntervalMs;
-    }
-    if (this.actuator && now >= this.nextActuatorAt) {
-      this.nextActuatorAt = now + ACTUATOR_INTERVAL_MS;
-      await this.actuator.tick();
-      for (const e of (await this.plugin?.check(now, this.agent.latestInventory)) ?? []) this.publisher.publish(e);
-    }
+    await runDueLoops(this.loops, this.o.clock.now());
   }
 
   private async readKernelLog(): Promise<void> {

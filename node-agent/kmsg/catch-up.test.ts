@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { FakeClock } from '../clock.ts';
 import { KernelLogCatchUp, readLogLines, type LogHandle } from './read-log.ts';
 
 /** A kernel log the test writes records into; a read with nothing new answers EAGAIN, as /dev/kmsg does. */
@@ -53,7 +54,7 @@ async function following(tap: KernelLogCatchUp): Promise<void> {
 describe('KernelLogCatchUp', () => {
   it('makes the follower read what the kernel logged, and resolves only once those lines were handed over', async () => {
     const k = kernel();
-    const tap = new KernelLogCatchUp();
+    const tap = new KernelLogCatchUp(new FakeClock());
     const ac = new AbortController();
     const f = follow(k, tap, ac);
     await following(tap);
@@ -68,7 +69,7 @@ describe('KernelLogCatchUp', () => {
   });
 
   it('answers false at once when nothing follows the log (never started, or stopped: an unreadable /dev/kmsg)', async () => {
-    const tap = new KernelLogCatchUp();
+    const tap = new KernelLogCatchUp(new FakeClock());
     expect(await tap.catchUp(60_000)).toBe(false);
     const k = kernel();
     const ac = new AbortController();
@@ -80,8 +81,11 @@ describe('KernelLogCatchUp', () => {
   });
 
   it('gives up after its timeout when the follower does not come back (a read that hangs)', async () => {
-    const tap = new KernelLogCatchUp();
+    const clock = new FakeClock();
+    const tap = new KernelLogCatchUp(clock);
     void tap.sleep(3_600_000, stop.signal); // following, asleep; nobody will read after the wake
-    expect(await tap.catchUp(1)).toBe(false);
+    const answer = tap.catchUp(1);
+    clock.advance(1);
+    expect(await answer).toBe(false);
   });
 });

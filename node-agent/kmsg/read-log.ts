@@ -2,6 +2,7 @@ import { constants } from 'node:fs';
 import { open } from 'node:fs/promises';
 import { StringDecoder } from 'node:string_decoder';
 import { setTimeout as delay } from 'node:timers/promises';
+import type { Clock } from '../clock.ts';
 
 /**
  * Streams the lines of a kernel log: `/dev/kmsg` or any file. The file is opened non-blocking and
@@ -108,12 +109,15 @@ export function readLogLines(path: string, options: ReadLogOptions = {}): AsyncG
  * docs/node-agent.md "Read on a real driver").
  *
  * Pass `sleep` to readLogLines: where the follower sleeps it has read everything there was, so
- * that is where waiting callers are released, and a catch-up wakes it.
+ * that is where waiting callers are released, and a catch-up wakes it. Its poll sleep and the
+ * catch-up's timeout are timers of the agent's one clock (node-agent/clock.ts).
  */
 export class KernelLogCatchUp {
   private wake: (() => void) | undefined;
   private waiters: (() => void)[] = [];
   private following = false;
+
+  constructor(private readonly clock: Pick<Clock, 'setTimer'>) {}
 
   readonly sleep = (ms: number, signal?: AbortSignal): Promise<void> => {
     this.following = true;
@@ -121,12 +125,12 @@ export class KernelLogCatchUp {
     if (signal?.aborted) return Promise.resolve();
     return new Promise<void>((resolve) => {
       const done = () => {
-        clearTimeout(timer);
+        cancel();
         signal?.removeEventListener('abort', done);
         if (this.wake === done) this.wake = undefined;
         resolve();
       };
-      const timer = setTimeout(done, ms);
+      const cancel = this.clock.setTimer(ms, done);
       signal?.addEventListener('abort', done, { once: true });
       this.wake = done;
     });
@@ -155,10 +159,10 @@ export class KernelLogCatchUp {
       const finish = (ok: boolean) => {
         if (settled) return;
         settled = true;
-        clearTimeout(timer);
+        cancel();
         resolve(ok);
       };
-      const timer = setTimeout(() => finish(false), timeoutMs);
+      const cancel = this.clock.setTimer(timeoutMs, () => finish(false));
       this.waiters.push(() => finish(this.following));
       this.wake?.();
     });

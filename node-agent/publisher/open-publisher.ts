@@ -84,7 +84,7 @@ export async function openPublisherFromConfig(
     | 'publishProbeIntervalMs'
     | 'dryRun'
   >,
-  extras: { metrics?: PublisherMetrics; log?: PublisherLog; send?: PutEventsSender } = {},
+  extras: { metrics?: PublisherMetrics; log?: PublisherLog; send?: PutEventsSender; clock?: Clock } = {},
 ): Promise<Publisher> {
   const log = extras.log ?? silentLog;
   const send =
@@ -104,6 +104,7 @@ export async function openPublisherFromConfig(
     check: catalogProblems,
     ...(send ? { send } : {}),
     ...(extras.metrics ? { metrics: extras.metrics } : {}),
+    ...(extras.clock ? { clock: extras.clock } : {}),
     settings: {
       batchDelayMs: config.batchDelayMs,
       maxAttempts: config.publishMaxAttempts,
