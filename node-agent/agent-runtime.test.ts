@@ -11,7 +11,7 @@ import { buildMockNvml, MOCK_NVML_SCENARIOS } from '../infra/local/mock-nvml/bui
 import type { CliIo } from '../events/cli-kit/command.ts';
 import { kmsgRecordBefore, runAgent, threadPoolWarning } from './agent-runtime.ts';
 import { loadAgentConfig } from './config.ts';
-import { loadMockNvmlControls } from './nvml/ffi.ts';
+import { loadMockNvmlControls } from './nvml/mock-controls.ts';
 import { FakeClock } from './clock.ts';
 import { fakeProcRoot, podUidOf } from '../test/support/agent-fixture.ts';
 

@@ -4,7 +4,7 @@ import { Agent } from '../../node-agent/agent.ts';
 import type { Clock } from '../../node-agent/clock.ts';
 import { DEFAULT_THRESHOLDS } from '../../node-agent/collectors/health.ts';
 import { podResourcesSource } from '../../node-agent/collectors/pod-resources-source.ts';
-import { loadMockNvmlControls, type MockNvmlControls } from '../../node-agent/nvml/ffi.ts';
+import { loadMockNvmlControls, type MockNvmlControls } from '../../node-agent/nvml/mock-controls.ts';
 import { Nvml } from '../../node-agent/nvml/nvml.ts';
 import { openPublisher } from '../../node-agent/publisher/open-publisher.ts';
 import type { Publisher } from '../../node-agent/publisher/publisher.ts';

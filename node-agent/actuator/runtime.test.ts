@@ -15,7 +15,7 @@ import { startKubeSim, wallClock, type KubeSim } from '../../infra/local/kube/in
 import { loadKubeConfig } from '../../functions/adapters/kube/config.ts';
 import { runAgent } from '../agent-runtime.ts';
 import { loadAgentConfig } from '../config.ts';
-import { loadMockNvmlControls } from '../nvml/ffi.ts';
+import { loadMockNvmlControls } from '../nvml/mock-controls.ts';
 import { fakeProcRoot } from '../../test/support/agent-fixture.ts';
 import { nvidiaSmiReset } from './ports.ts';
 

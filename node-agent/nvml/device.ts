@@ -1,18 +1,7 @@
 import { GPU_RECOVERY_ACTIONS, type GpuRecoveryAction } from '../../events/xid.ts';
 import { NVML, NvmlError, nvmlReturnName as nvmlName } from './errors.ts';
-import {
-  decodeArray,
-  decodeStruct,
-  EccSramErrorStatusV1,
-  encodeStruct,
-  FieldValue,
-  GpuFabricInfoV3,
-  ProcessInfo,
-  structVersion,
-  type Handle,
-  type NvmlLibrary,
-  type Out,
-} from './ffi.ts';
+import { decodeArray, decodeStruct, encodeStruct, type Handle, type NvmlLibrary, type Out } from './ffi.ts';
+import { EccSramErrorStatusV1, FieldValue, GpuFabricInfoV3, ProcessInfo, structVersion } from './structs.ts';
 import { clockEventReasonNames } from './clock-reasons.ts';
 import type { Nvml } from './nvml.ts';
 

@@ -1,5 +1,6 @@
 import { NVML, NvmlError } from './errors.ts';
-import { decodeStruct, EventData } from './ffi.ts';
+import { decodeStruct } from './ffi.ts';
+import { EventData } from './structs.ts';
 import { NO_INSTANCE } from './device.ts';
 import type { Nvml } from './nvml.ts';
 

@@ -1,9 +1,11 @@
 import koffi, { type LibraryHandle, type TypeObject } from 'koffi';
+import { GpuInstanceInfo, GpuInstanceProfileInfo, Memory, PciInfo, Utilization } from './structs.ts';
 
 type TypeSpec = string | TypeObject | ReturnType<typeof koffi.out>;
 
 /**
- * The one file that touches koffi: it loads libnvidia-ml and declares the NVML ABI. Everything
+ * With structs.ts (the ABI's structs) and mock-controls.ts (the mock library's extra symbols), the
+ * files that touch koffi: it loads libnvidia-ml and binds the NVML functions. Everything
  * above it (nvml.ts) sees plain functions returning NVML return codes, with out-parameters written
  * into one-element arrays, objects or Buffers.
  *
@@ -20,106 +22,6 @@ type TypeSpec = string | TypeObject | ReturnType<typeof koffi.out>;
 const handle = koffi.pointer(koffi.opaque());
 const uint = 'uint32';
 const ulonglong = 'uint64';
-
-export const PciInfo = koffi.struct({
-  busIdLegacy: koffi.array('char', 16, 'String'),
-  domain: uint,
-  bus: uint,
-  device: uint,
-  pciDeviceId: uint,
-  pciSubSystemId: uint,
-  busId: koffi.array('char', 32, 'String'),
-});
-export const Memory = koffi.struct({ total: ulonglong, free: ulonglong, used: ulonglong });
-export const Utilization = koffi.struct({ gpu: uint, memory: uint });
-/** nvmlProcessInfo_t as filled by nvmlDeviceGetComputeRunningProcesses_v3 (24 bytes). */
-export const ProcessInfo = koffi.struct({
-  pid: uint,
-  usedGpuMemory: ulonglong,
-  gpuInstanceId: uint,
-  computeInstanceId: uint,
-});
-/** nvmlEventData_t (32 bytes: device 0, eventType 8, eventData 16, GI 24, CI 28). */
-export const EventData = koffi.struct({
-  device: 'uint64',
-  eventType: ulonglong,
-  eventData: ulonglong,
-  gpuInstanceId: uint,
-  computeInstanceId: uint,
-});
-export const Placement = koffi.struct({ start: uint, size: uint });
-export const GpuInstanceProfileInfo = koffi.struct({
-  id: uint,
-  isP2pSupported: uint,
-  sliceCount: uint,
-  instanceCount: uint,
-  multiprocessorCount: uint,
-  copyEngineCount: uint,
-  decoderCount: uint,
-  encoderCount: uint,
-  jpegCount: uint,
-  ofaCount: uint,
-  memorySizeMB: ulonglong,
-});
-/** nvmlGpuInstanceProfileInfo_v2_t (152 bytes): the v1 fields after a version, and NVML's own name ("MIG 1g.18gb"). */
-export const GpuInstanceProfileInfoV2 = koffi.struct({
-  version: uint,
-  id: uint,
-  isP2pSupported: uint,
-  sliceCount: uint,
-  instanceCount: uint,
-  multiprocessorCount: uint,
-  copyEngineCount: uint,
-  decoderCount: uint,
-  encoderCount: uint,
-  jpegCount: uint,
-  ofaCount: uint,
-  memorySizeMB: ulonglong,
-  name: koffi.array('char', 96, 'String'),
-});
-export const GpuInstanceInfo = koffi.struct({ device: 'uint64', id: uint, profileId: uint, placement: Placement });
-/** nvmlFieldValue_t (40 bytes); the value union is read as its raw 8 bytes. */
-export const FieldValue = koffi.struct({
-  fieldId: uint,
-  scopeId: uint,
-  timestamp: 'int64',
-  latencyUsec: 'int64',
-  valueType: uint,
-  nvmlReturn: 'int32',
-  value: 'uint64',
-});
-
-/**
- * nvmlGpuFabricInfo_v3_t (40 bytes): version, cluster UUID, probe status, clique, probe state,
- * health mask, health summary. Version 2 is the same without the summary (36 bytes).
- */
-export const GpuFabricInfoV3 = koffi.struct({
-  version: uint,
-  clusterUuid: koffi.array('uint8', 16, 'Array'),
-  status: 'int32',
-  cliqueId: uint,
-  state: 'uint8',
-  healthMask: uint,
-  healthSummary: 'uint8',
-});
-/** nvmlEccSramErrorStatus_v1_t (104 bytes): SRAM error counters and whether the field-diag threshold is exceeded. */
-export const EccSramErrorStatusV1 = koffi.struct({
-  version: uint,
-  aggregateUncParity: ulonglong,
-  aggregateUncSecDed: ulonglong,
-  aggregateCor: ulonglong,
-  volatileUncParity: ulonglong,
-  volatileUncSecDed: ulonglong,
-  volatileCor: ulonglong,
-  aggregateUncBucketL2: ulonglong,
-  aggregateUncBucketSm: ulonglong,
-  aggregateUncBucketPcie: ulonglong,
-  aggregateUncBucketMcu: ulonglong,
-  aggregateUncBucketOther: ulonglong,
-  bThresholdExceeded: uint,
-});
-/** NVML_STRUCT_VERSION(x, v): the struct's size with the version in the top byte. */
-export const structVersion = (size: number, version: number): number => (size | (version << 24)) >>> 0;
 
 export type Handle = bigint;
 export type Out<T> = [T];
@@ -223,7 +125,7 @@ export function nvmlLibraryPath(path?: string): string {
   return path ?? (process.env.NVML_LIBRARY_PATH || DEFAULT_NVML_LIBRARY);
 }
 
-function loadLibrary(path: string): LibraryHandle {
+export function loadLibrary(path: string): LibraryHandle {
   try {
     return koffi.load(path);
   } catch (err) {
@@ -346,45 +248,4 @@ export function decodeStruct<T>(buf: Buffer, type: TypeObject): T {
 
 export function encodeStruct(buf: Buffer, offset: number, type: TypeObject, value: object): void {
   koffi.encode(buf, offset, type, value);
-}
-
-/**
- * The mock library's extra symbols (infra/local/mock-nvml, docs/mock-nvml.md). Loading the same
- * path again shares the one dlopen'ed copy, so these steer the library `loadNvml` bound. Throws
- * when the library is not the mock.
- */
-export interface MockNvmlControls {
-  setScenario(path: string | null): number;
-  /** Applies from the next first nvmlInit: true manual clock, false real, undefined $MOCK_NVML_CLOCK. */
-  setManualClock(manual: boolean | undefined): number;
-  advanceMs(ms: number): number;
-  nowMs(): number;
-  injectXid(gpu: number, xid: number, gpuInstanceId?: number, computeInstanceId?: number): number;
-  injectFault(fault: object): number;
-  /** What `nvidia-smi --gpu-reset` does to the mock GPU at `index` (0, or an NVML error code). */
-  resetGpu(index: number): number;
-  lastError(): string;
-}
-
-export function loadMockNvmlControls(path?: string): MockNvmlControls {
-  const lib = loadLibrary(nvmlLibraryPath(path));
-  const setScenario = lib.func('mockNvmlSetScenario', 'int32', ['const char *']);
-  const setClock = lib.func('mockNvmlSetManualClock', 'int32', ['int32']);
-  const advance = lib.func('mockNvmlAdvanceMs', 'int32', [ulonglong]);
-  const now = lib.func('mockNvmlNowMs', ulonglong, []);
-  const xid = lib.func('mockNvmlInjectXid', 'int32', [uint, ulonglong, uint, uint]);
-  const fault = lib.func('mockNvmlInjectFault', 'int32', ['const char *']);
-  const lastError = lib.func('mockNvmlLastError', 'const char *', []);
-  const reset = lib.func('mockNvmlResetGpu', 'int32', [uint]);
-  const NONE = 0xffffffff;
-  return {
-    setScenario: (p) => setScenario(p) as number,
-    setManualClock: (manual) => setClock(manual === undefined ? -1 : manual ? 1 : 0) as number,
-    advanceMs: (ms) => advance(ms) as number,
-    nowMs: () => Number(now()),
-    injectXid: (gpu, x, gi = NONE, ci = NONE) => xid(gpu, x, gi, ci) as number,
-    injectFault: (f) => fault(JSON.stringify(f)) as number,
-    resetGpu: (index) => reset(index) as number,
-    lastError: () => lastError() as string,
-  };
 }

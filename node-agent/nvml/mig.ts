@@ -1,5 +1,6 @@
 import { NVML } from './errors.ts';
-import { decodeArray, decodeStruct, GpuInstanceProfileInfoV2, Placement, structVersion } from './ffi.ts';
+import { decodeArray, decodeStruct } from './ffi.ts';
+import { GpuInstanceProfileInfoV2, Placement, structVersion } from './structs.ts';
 import type { NvmlDevice } from './device.ts';
 import type { Nvml } from './nvml.ts';
 

@@ -148,7 +148,7 @@ describe('Nvml errors', () => {
       (e: unknown) => e,
     );
     expect(err).toMatchObject({ nvmlName: 'NVML_ERROR_UNKNOWN', call: 'nvmlInit_v2' });
-    const { loadMockNvmlControls } = await import('./ffi.ts');
+    const { loadMockNvmlControls } = await import('./mock-controls.ts');
     const { MOCK_NVML_LIBRARY } = await import('../../infra/local/mock-nvml/build.ts');
     expect(loadMockNvmlControls(MOCK_NVML_LIBRARY).lastError()).toMatch(
       /gpus\[0\]\.pciBusId: expected DOMAIN:BUS:DEVICE\.FUNCTION/,

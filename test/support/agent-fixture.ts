@@ -10,7 +10,7 @@ import { openMockNvml } from './mock-nvml.ts';
 import { Agent, type AgentOptions } from '../../node-agent/agent.ts';
 import { DEFAULT_THRESHOLDS } from '../../node-agent/collectors/health.ts';
 import type { OutgoingEvent } from '../../node-agent/events.ts';
-import type { MockNvmlControls } from '../../node-agent/nvml/ffi.ts';
+import type { MockNvmlControls } from '../../node-agent/nvml/mock-controls.ts';
 import type { Nvml } from '../../node-agent/nvml/nvml.ts';
 
 /** A deterministic pod UID per pid, as the kubelet's cgroup path would carry it. */

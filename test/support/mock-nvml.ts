@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadMockNvmlControls, type MockNvmlControls } from '../../node-agent/nvml/ffi.ts';
+import { loadMockNvmlControls, type MockNvmlControls } from '../../node-agent/nvml/mock-controls.ts';
 import { Nvml } from '../../node-agent/nvml/nvml.ts';
 import { buildMockNvml, MOCK_NVML_SCENARIOS } from '../../infra/local/mock-nvml/build.ts';
 

@@ -1,7 +1,7 @@
 import { statSync } from 'node:fs';
 import koffi from 'koffi';
 import { afterEach, describe, expect, it } from 'vitest';
-import { loadMockNvmlControls } from '../../../node-agent/nvml/ffi.ts';
+import { loadMockNvmlControls } from '../../../node-agent/nvml/mock-controls.ts';
 import { inventory } from '../../../node-agent/nvml/inventory.ts';
 import type { Nvml } from '../../../node-agent/nvml/nvml.ts';
 import { buildMockNvml, MOCK_NVML_LIBRARY } from './build.ts';
