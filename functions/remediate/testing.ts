@@ -313,7 +313,7 @@ function allocatableFor(capacity: Record<string, string>, annotations: Record<st
 export function podResourcesSays(
   n: NodeFacts,
   out: readonly number[],
-  o: { count?: number; replicas?: number; left?: number; unknown?: string; at?: string } = {},
+  o: { count?: number; replicas?: number; left?: number; unknown?: string; at?: string; checked?: string } = {},
 ): NodeFacts {
   const replicas = o.replicas ?? 1;
   const ids = (uuid: string, k: number) =>
@@ -324,8 +324,8 @@ export function podResourcesSays(
       ids(gpu(i).uuid, out.includes(i) ? (o.left ?? 0) : replicas),
     ]),
   );
-  const doc = o.unknown
-    ? { v: 1, at: o.at ?? at(0), known: false, reason: o.unknown, gpus: {} }
-    : { v: 1, at: o.at ?? at(0), known: true, gpus };
+  // `checked`: when the agent last confirmed it (an agent from before that stamp writes none).
+  const stamp = { v: 1, at: o.at ?? at(0), ...(o.checked ? { checked: o.checked } : {}) };
+  const doc = o.unknown ? { ...stamp, known: false, reason: o.unknown, gpus: {} } : { ...stamp, known: true, gpus };
   return { ...n, annotations: { ...n.annotations, [GPU_DEVICES_ANNOTATION]: JSON.stringify(doc) } };
 }

@@ -32,6 +32,7 @@ import {
   GPU_ACTION_RESULT,
   GPU_ACTION_RESULTS_ANNOTATION,
   GPU_DEVICES_ANNOTATION,
+  GPU_DEVICES_RECONFIRM_MS,
   GPU_ACTIONS_ANNOTATION,
   GpuActionRequestsSchema,
   GpuActionStatesSchema,
@@ -233,10 +234,19 @@ export class GpuActuator {
     const prior = readGpuDevices({ [GPU_DEVICES_ANNOTATION]: before ?? '' });
     const said = (d: { known: boolean; reason?: string; gpus?: Record<string, string[]> }) =>
       JSON.stringify([d.known, d.reason ?? '', d.gpus ?? {}]);
-    if (prior && said(prior) === said(now)) return;
+    const stamp = new Date(this.o.now()).toISOString();
+    if (prior && said(prior) === said(now)) {
+      // Unchanged: re-confirmed only while a GPU is out, what a verified fence rests on (events/gpu-devices.ts).
+      const out = Object.values(prior.gpus).some((ids) => ids.length === 0);
+      const last = Date.parse(prior.checked ?? prior.at);
+      if (!out || this.o.now() - last < GPU_DEVICES_RECONFIRM_MS) return;
+      await this.o.nodeApi.writeGpuDevices(JSON.stringify({ ...prior, checked: stamp } satisfies GpuDevices));
+      return;
+    }
     const doc: GpuDevices = {
       v: 1,
-      at: new Date(this.o.now()).toISOString(),
+      at: stamp,
+      checked: stamp,
       known: now.known,
       ...(now.known ? { gpus: now.gpus } : { reason: now.reason, gpus: {} }),
     };

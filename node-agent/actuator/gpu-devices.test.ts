@@ -4,7 +4,7 @@
  * NVIDIA's plugin by them (issue #27).
  */
 import { describe, expect, it } from 'vitest';
-import { GPU_DEVICES_ANNOTATION, readGpuDevices } from '../../events/index.ts';
+import { GPU_DEVICES_ANNOTATION, GPU_DEVICES_RECONFIRM_MS, readGpuDevices } from '../../events/index.ts';
 import { allocatableByGpu, type PodResourcesReading } from '../collectors/pod-resources-source.ts';
 import { GpuActuator } from './actuator.ts';
 import type { FenceFileOps } from './actuator.ts';
@@ -90,11 +90,28 @@ describe('the actuator writes the allocatable devices to its Node', () => {
     said = { known: true, gpus: { [G0]: [] } };
     await actuator.tick();
     expect(writes).toBe(2);
+    const changedAt = new Date(now).toISOString();
     expect(readGpuDevices(annotations)).toEqual({
       v: 1,
-      at: new Date(now).toISOString(),
+      at: changedAt,
+      checked: changedAt,
       known: true,
       gpus: { [G0]: [] },
     });
+    // G0 is out (a fence rests on it): unchanged, the word is re-confirmed every 2 minutes, `at` kept.
+    now += GPU_DEVICES_RECONFIRM_MS - 5_000;
+    await actuator.tick();
+    expect(writes).toBe(2);
+    now += 5_000;
+    await actuator.tick();
+    expect(writes).toBe(3);
+    expect(readGpuDevices(annotations)).toMatchObject({ at: changedAt, checked: new Date(now).toISOString() });
+    // Nothing out: nothing rests on it, so no writes while it does not change.
+    said = { known: true, gpus: { [G0]: [G0] } };
+    await actuator.tick();
+    expect(writes).toBe(4);
+    now += 10 * GPU_DEVICES_RECONFIRM_MS;
+    await actuator.tick();
+    expect(writes).toBe(4);
   });
 });

@@ -19,7 +19,7 @@
  * Unknown is never a fence: no answer from the agent, no GPU capacity on the node, a fence answer
  * without evidence (an agent from before #27) — none of them verifies.
  */
-import { readGpuDevices, type GpuActionState } from '../../../events/index.ts';
+import { GPU_DEVICES_STALE_MS, readGpuDevices, type GpuActionState } from '../../../events/index.ts';
 import { backendOf, devicesOfGpu, devicesOut, fenced, pluginFencedGpus } from './fence.ts';
 import { checkDra } from './fence-dra.ts';
 import { checkCards } from './fence-cgpu.ts';
@@ -61,7 +61,7 @@ export function checkFence(
   if (!f || f.fallback || f.backend === 'cordon' || !isOpen(i) || !fenced(i)) return { kind: 'wait' };
   if (f.backend === 'dra') return checkDra(i, node, now, policy);
   if (f.backend === 'ack-cgpu') return checkCards(i, node, now, policy);
-  const seen = seenOut(i, state, node, results, f.verifiedAt === undefined);
+  const seen = seenOut(i, state, node, results, f.verifiedAt === undefined, now);
   const at = now.toISOString();
   const how =
     f.backend === 'ack-file' ? "ACK device plugin's unhealthy-devices file" : "NVIDIA device plugin's own health check";
@@ -157,7 +157,14 @@ function writtenBack(i: Incident, results: Results): string | undefined {
  * see past what was out before the fence; later checks need only our own devices missing (what was
  * out before may have come back meanwhile).
  */
-function seenOut(i: Incident, state: Pick<NodeState, 'incidents'>, node: Node, results: Results, first: boolean): Seen {
+function seenOut(
+  i: Incident,
+  state: Pick<NodeState, 'incidents'>,
+  node: Node,
+  results: Results,
+  first: boolean,
+  now: Date,
+): Seen {
   const ours = [...pluginFencedGpus(state)];
   const mine = ours.reduce((n, g) => n + devicesOfGpu(node, g), 0);
   const before = first ? foreignOut(state, results) : 0;
@@ -178,7 +185,7 @@ function seenOut(i: Incident, state: Pick<NodeState, 'incidents'>, node: Node, r
         ? `the device plugin took only ${out - before} of the ${mine} replica(s) out and leaves the rest schedulable` +
           ` (NVIDIA's plugin before its fix for k8s-device-plugin#1929 marks one replica per Xid)`
         : undefined;
-    const id = byDeviceIds(i, node);
+    const id = byDeviceIds(i, node, now);
     const words = [partial, id.words, counted].filter((w) => w !== undefined).join('; ');
     return { holds: id.out, words };
   }
@@ -227,12 +234,20 @@ function foreignOut(state: Pick<NodeState, 'incidents'>, results: Results): numb
  * devices, its replicas `<UUID>::<n>`). The Node's count is said beside it but verifies nothing: any other
  * device out passes a count. Absent or unknown (no socket, device IDs naming no GPU): not verified.
  */
-function byDeviceIds(i: Incident, node: Pick<NodeFacts, 'annotations'>): { out: boolean; words: string } {
+function byDeviceIds(i: Incident, node: Pick<NodeFacts, 'annotations'>, now: Date): { out: boolean; words: string } {
   const d = readGpuDevices(node.annotations);
   if (d === undefined)
     return {
       out: false,
       words: "the node agent has not said which devices the kubelet's PodResources lists allocatable (unknown)",
+    };
+  // The agent re-confirms while a GPU is out; an old word is a dead agent's, never evidence (events/gpu-devices.ts).
+  if (d.checked !== undefined && now.getTime() - Date.parse(d.checked) > GPU_DEVICES_STALE_MS)
+    return {
+      out: false,
+      words:
+        `the node agent last confirmed PodResources at ${d.checked}, over ${GPU_DEVICES_STALE_MS / 60_000} min ago ` +
+        '(unknown: is it running?)',
     };
   if (!d.known) return { out: false, words: `PodResources unknown at ${d.at} (${d.reason ?? 'no reason given'})` };
   const left = d.gpus[i.gpu ?? ''];

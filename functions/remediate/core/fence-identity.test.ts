@@ -225,6 +225,25 @@ describe("fence identity under NVIDIA's plugin: only a count, so the baseline an
     );
   });
 
+  it("a dead agent's last word verifies nothing: PodResources last confirmed over 10 min ago is unknown, and the node is tainted", async () => {
+    const hitW = await hit({ node: node(), pods: PODS }, xid(48, { gpu: 3 }), NV);
+    const confirmed = (w: World, minute: number): World => {
+      const c = gpus(w, 7);
+      return { ...c, node: podResourcesSays(c.node, [3], { at: at(1), checked: at(minute) }) };
+    };
+    const v = await sweep(confirmed(hitW, 1), 1, NV);
+    expect(fenceOf(v.world)?.verifiedAt).toBe(at(1));
+    // The agent keeps re-confirming: the fence holds.
+    const kept = await sweep(confirmed(v.world, 9), 10, NV);
+    expect(ourTaint(kept.world)).toBeUndefined();
+    // It stopped at minute 9: at minute 20 its word is 11 minutes old.
+    const s = await sweep(confirmed(kept.world, 9), 20, NV);
+    expect(s.plan?.notices[0]?.text ?? s.plan?.reason).toContain(
+      `the node agent last confirmed PodResources at ${at(9)}, over 10 min ago (unknown: is it running?)`,
+    );
+    expect(ourTaint(s.world)).toBeDefined();
+  });
+
   it('a verified latch undone by someone (the plugin restarted) cannot be set again by gpu-reflex: the node is tainted at once', async () => {
     const v = await sweep(latched(await hit({ node: node(), pods: PODS }, xid(48, { gpu: 3 }), NV), 7, [3]), 1, NV);
     expect(fenceOf(v.world)?.verifiedAt).toBe(at(1));
