@@ -12,7 +12,8 @@
  * function answers `{statusCode, headers, isBase64Encoded, body}`, the page's response struct, which
  * is API Gateway v2's structured result as our handlers build it.
  *
- * Timer trigger ("Timer triggers", https://www.alibabacloud.com/help/en/functioncompute/fc-3-0/user-guide/timer-triggers):
+ * Timer trigger ("Timer triggers",
+ * https://www.alibabacloud.com/help/en/functioncompute/fc-3-0/user-guide/timer-triggers):
  * the event is JSON `{triggerTime, triggerName, payload}`; it becomes the Scheduled Event envelope
  * an EventBridge schedule hands a Lambda, which our schedule handlers take (and do not read).
  */

@@ -124,7 +124,10 @@ export const LOG_DAYS = 30;
 /** FC 3.0's timeout bounds in seconds (CreateFunction, @alicloud/fc20230330 CreateFunctionInput). */
 const FC_TIMEOUT = { min: 1, max: 86_400 };
 
-/** `rate(5 minutes)` → FC's `@every 5m` (timer triggers: https://www.alibabacloud.com/help/en/functioncompute/fc-3-0/user-guide/timer-triggers). */
+/**
+ * `rate(5 minutes)` → FC's `@every 5m` (timer triggers:
+ * https://www.alibabacloud.com/help/en/functioncompute/fc-3-0/user-guide/timer-triggers).
+ */
 export function fcEvery(rate: string): string {
   const m = /^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$/.exec(rate.trim());
   if (!m) throw new Error(`schedule ${JSON.stringify(rate)}: only rate(N minutes|hours|days) has an FC timer form`);
@@ -188,7 +191,8 @@ export function alibabaTemplate(input: AlibabaTemplateInput): Record<string, unk
       true,
     );
     const logstoreArn = ros.Fn.sub(
-      `acs:log:\${ALIYUN::Region}:\${ALIYUN::TenantId}:project/gpu-reflex-${input.stage}-\${ALIYUN::TenantId}/logstore/functions`,
+      `acs:log:\${ALIYUN::Region}:\${ALIYUN::TenantId}:project/gpu-reflex-${input.stage}-` +
+        '${ALIYUN::TenantId}/logstore/functions',
     );
     const busArn = ros.Fn.sub('acs:eventbridge:${ALIYUN::Region}:${ALIYUN::TenantId}:eventbus/${EventBusName}');
 

@@ -8,7 +8,8 @@
  * mapping: type = detail-type, data = detail, subject = first resource; the id the detail's
  * `eventId`, which consumers deduplicate on). Credentials: Alibaba's default chain, which on ACK
  * reads RRSA's injected `ALIBABA_CLOUD_ROLE_ARN` / `_OIDC_PROVIDER_ARN` / `_OIDC_TOKEN_FILE`
- * (https://www.alibabacloud.com/help/en/ack/ack-managed-and-ack-dedicated/user-guide/use-rrsa-to-authorize-pods-to-access-different-cloud-services)
+ * (ACK's RRSA guide, https://www.alibabacloud.com/help/en/ack/ack-managed-and-ack-dedicated/user-guide/
+ * use-rrsa-to-authorize-pods-to-access-different-cloud-services)
  * and re-reads the rotating token. RAM: `eventbridge:PutEvents` on the bus.
  *
  * How failures reach the retry policy (retry-policy.ts): a call that fails as a whole is thrown

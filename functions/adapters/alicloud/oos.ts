@@ -7,7 +7,8 @@
  * kubeconfig) takes either.
  *
  * OOS 2019-06-01, RPC, `oos.<region>.aliyuncs.com`, through `@alicloud/openapi-client` (ACS3) as the
- * ECS/CS adapter calls its APIs. Facts (https://help.aliyun.com/zh/oos/developer-reference/api-oos-2019-06-01-getsecretparameter
+ * ECS/CS adapter calls its APIs. Facts
+ * (https://help.aliyun.com/zh/oos/developer-reference/api-oos-2019-06-01-getsecretparameter
  * and …-getparameter): `Name` letters, digits, `-` and `_`, at most 180 characters, not starting with
  * ALIYUN, ACS, ALIBABA, ALICLOUD or OOS; the answer's `Parameter.Value` (a secret's only with
  * WithDecryption=true); RAM `oos:GetParameter` on `acs:oos:<region>:<account>:parameter/<name>`,
