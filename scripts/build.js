@@ -98,6 +98,16 @@ const functionPlugins = [
   // Only the Kubernetes operations the adapters call (functions/adapters/kube/api-methods.ts).
   kubeApiSlim(KUBE_API_METHODS),
 ];
+// Each cloud's package carries its own bus client only: on AWS the functions publish through the AWS
+// SDK (functions/adapters/bus-select.ts picks Alibaba's only where ALIBABA_EVENTBRIDGE_ENDPOINT is
+// set, which the AWS template never sets), so Alibaba's data-plane client (60 kB a function) stays out;
+// set on Lambda anyway, the first publish fails saying so.
+const awsOnly = shim(
+  'alibaba-eventbridge',
+  /^@alicloud\/eventbridge$/,
+  "export class Config {} export default class { constructor() { throw new Error('this package was built for AWS " +
+    "(npm run package): Alibaba EventBridge is in the --target alibaba build (ALIBABA_EVENTBRIDGE_ENDPOINT)'); } }",
+);
 let failed = 0;
 for (const name of names) {
   const handler = String(functions[name].handler ?? '');
@@ -132,7 +142,7 @@ for (const name of names) {
     banner: { js: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);" },
     // The SDK's and others' ES module builds: esbuild can drop what is not used of them (CommonJS it cannot).
     mainFields: ['module', 'main'],
-    plugins: alibaba ? [fcEntryPlugin(entry), ...functionPlugins] : functionPlugins,
+    plugins: alibaba ? [fcEntryPlugin(entry), ...functionPlugins] : [awsOnly, ...functionPlugins],
     logLevel: 'warning',
   });
   // What went into which file and what imports what, statically or by import(): the deferral
