@@ -14,7 +14,17 @@
  */
 import type { Clock } from '../clock.ts';
 import { mergeStringMap, withTaint, withoutTaint, type NodeChange } from './node-change.ts';
-import type { Json, LeaseState, NodeCondition, NodeInfo, NodeMeta, PodInfo, Taint } from './model.ts';
+import type {
+  Json,
+  LeaseState,
+  LimitRangeInfo,
+  NodeCondition,
+  NodeInfo,
+  NodeMeta,
+  PodInfo,
+  QuotaInfo,
+  Taint,
+} from './model.ts';
 
 /** A pod evicted by the dry run: terminating from `at`, gone once its grace period has passed. */
 interface Evicted {
@@ -36,6 +46,10 @@ export class DryRunOverlay {
   readonly leases = new Map<string, LeaseState | undefined>();
   readonly deviceRules = { created: new Map<string, Set<string>>(), removed: new Set<string>() };
   readonly cardFences = new Map<string, number[]>();
+  /** `<ns>/<name>` → the ResourceQuota as the run would have left it; `undefined` means deleted. */
+  readonly quotas = new Map<string, QuotaInfo | undefined>();
+  /** `<ns>/<name>` → the LimitRange as the run would have left it. */
+  readonly limitRanges = new Map<string, LimitRangeInfo>();
   migParted: { text: string } | undefined;
 
   constructor(private readonly clock: Pick<Clock, 'now'> = { now: () => Date.now() }) {}
@@ -111,6 +125,22 @@ export class DryRunOverlay {
       else out[key] = v;
     }
     return out;
+  }
+
+  /** Objects as they would list: the run's writes in `kept` laid over the `real` list of `namespace` (or all). */
+  listed<T extends { namespace: string; name: string }>(
+    real: T[],
+    kept: ReadonlyMap<string, T | undefined>,
+    namespace: string | undefined,
+  ): T[] {
+    if (kept.size === 0) return real;
+    const out = new Map<string, T>(real.map((o) => [`${o.namespace}/${o.name}`, o]));
+    for (const [key, o] of kept) {
+      if (namespace !== undefined && !key.startsWith(`${namespace}/`)) continue;
+      if (o === undefined) out.delete(key);
+      else out.set(key, o);
+    }
+    return [...out.values()];
   }
 
   noteEviction(namespace: string, name: string, graceS: number | undefined): void {

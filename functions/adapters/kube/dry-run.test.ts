@@ -41,6 +41,10 @@ const CALLS: ((p: FakeKube) => Promise<unknown>)[] = [
   (p) => p.quotas.applyQuota('t', 'q', { hard: { 'requests.nvidia.com/gpu': '4' } }),
   (p) => p.quotas.applyQuota('t', 'q', { hard: { 'requests.nvidia.com/gpu': '8' } }),
   (p) => p.quotas.applyQuota('t', 'q2', { hard: { 'requests.nvidia.com/gpu': '2' } }),
+  // The same writes again: the live run finds its own (unchanged), and so must the dry run.
+  (p) => p.quotas.applyQuota('t', 'q', { hard: { 'requests.nvidia.com/gpu': '8' } }),
+  (p) => p.quotas.applyQuota('t', 'q2', { hard: { 'requests.nvidia.com/gpu': '2' } }),
+  (p) => p.quotas.applyLimitRange('t', 'l', { limits: [{ type: 'Container' }] }),
   (p) => p.quotas.applyLimitRange('t', 'l', { limits: [{ type: 'Container' }] }),
   (p) => p.state.update('seen', (c) => (typeof c === 'number' ? c + 1 : 1)),
   (p) => p.leases.tryAcquire('pool-a', 'fn', 30, clock),
@@ -74,6 +78,24 @@ describe('dryRunPorts', () => {
     expect(await dry.state.get('seen')).toEqual(await live.state.get('seen'));
     expect(await dry.state.getAll()).toEqual(await live.state.getAll());
     expect(await dry.leases.get('pool-a')).toEqual(await live.leases.get('pool-a'));
+    const hardOf = async (p: FakeKube) =>
+      (await p.quotas.listQuotas('t'))
+        .map((q) => [q.name, q.hard])
+        .sort((a, b) => String(a[0]).localeCompare(String(b[0])));
+    expect(await hardOf(dry)).toEqual(await hardOf(live));
+    expect((await dry.quotas.listLimitRanges('t')).map((l) => l.limits)).toEqual(
+      (await live.quotas.listLimitRanges('t')).map((l) => l.limits),
+    );
+  });
+
+  it('a deleted quota is gone for the rest of the run, and deleting it again is absent', async () => {
+    const k = seeded();
+    const dry = dryRunPorts(k, () => {});
+    expect(await dry.quotas.deleteQuota('t', 'q', '1')).toBe('deleted');
+    expect(await dry.quotas.getQuota('t', 'q')).toBeUndefined();
+    expect(await dry.quotas.listQuotas()).toEqual([]);
+    expect(await dry.quotas.deleteQuota('t', 'q', '1')).toBe('absent');
+    expect(k.cluster.quotas.has('t/q')).toBe(true);
   });
 
   it('a second decision sees the first one: a held lease, a ledger entry, a cordoned node', async () => {

@@ -135,37 +135,54 @@ export function dryRunPorts<P extends DryRunnable>(
     !exists ? 'created' : same ? 'unchanged' : 'updated';
   const hasLabels = (cur: Record<string, string>, want?: Record<string, string>) =>
     Object.entries(want ?? {}).every(([k, v]) => cur[k] === v);
+  // The run's quota and limit-range writes are kept too: a later rewrite in the same run reads them
+  // (the live run's second pass finds its quota `unchanged`, so does the dry run's).
+  const quotaKey = (ns: string, n: string) => `${ns}/${n}`;
+  const getQuota = async (ns: string, n: string) =>
+    overlay.quotas.has(quotaKey(ns, n)) ? overlay.quotas.get(quotaKey(ns, n)) : quotas.getQuota(ns, n);
+  const getLimitRange = async (ns: string, n: string) =>
+    overlay.limitRanges.get(quotaKey(ns, n)) ?? (await quotas.getLimitRange(ns, n));
   const quotaOps: QuotaOps = {
-    getQuota: (ns, n) => quotas.getQuota(ns, n),
-    listQuotas: (ns) => quotas.listQuotas(ns),
-    getLimitRange: (ns, n) => quotas.getLimitRange(ns, n),
-    listLimitRanges: (ns) => quotas.listLimitRanges(ns),
+    getQuota,
+    listQuotas: async (ns) => overlay.listed(await quotas.listQuotas(ns), overlay.quotas, ns),
+    getLimitRange,
+    listLimitRanges: async (ns) => overlay.listed(await quotas.listLimitRanges(ns), overlay.limitRanges, ns),
     applyQuota: async (ns, n, spec: QuotaSpec) => {
-      const cur = await quotas.getQuota(ns, n);
-      return note(
-        'quotas.applyQuota',
-        [ns, n, spec],
-        applied(
-          cur !== undefined,
-          cur !== undefined &&
-            sameJson(cur.hard, spec.hard) &&
-            hasLabels(cur.labels, spec.labels) &&
-            hasLabels(cur.annotations ?? {}, spec.annotations),
-        ),
-      );
+      const cur = await getQuota(ns, n);
+      const same =
+        cur !== undefined &&
+        sameJson(cur.hard, spec.hard) &&
+        hasLabels(cur.labels, spec.labels) &&
+        hasLabels(cur.annotations ?? {}, spec.annotations);
+      if (!same)
+        overlay.quotas.set(quotaKey(ns, n), {
+          namespace: ns,
+          name: n,
+          labels: { ...(cur?.labels ?? {}), ...spec.labels },
+          annotations: { ...(cur?.annotations ?? {}), ...spec.annotations },
+          hard: { ...spec.hard },
+          used: cur?.used ?? {},
+          resourceVersion: 'dry-run',
+        });
+      return note('quotas.applyQuota', [ns, n, spec], applied(cur !== undefined, same));
     },
-    deleteQuota: async (ns, n, rv) =>
-      note('quotas.deleteQuota', [ns, n, rv], (await quotas.getQuota(ns, n)) ? 'deleted' : 'absent'),
+    deleteQuota: async (ns, n, rv) => {
+      const cur = await getQuota(ns, n);
+      if (cur) overlay.quotas.set(quotaKey(ns, n), undefined);
+      return note('quotas.deleteQuota', [ns, n, rv], cur ? 'deleted' : 'absent');
+    },
     applyLimitRange: async (ns, n, spec: LimitRangeSpec) => {
-      const cur = await quotas.getLimitRange(ns, n);
-      return note(
-        'quotas.applyLimitRange',
-        [ns, n, spec],
-        applied(
-          cur !== undefined,
-          cur !== undefined && sameJson(cur.limits, spec.limits) && hasLabels(cur.labels, spec.labels),
-        ),
-      );
+      const cur = await getLimitRange(ns, n);
+      const same = cur !== undefined && sameJson(cur.limits, spec.limits) && hasLabels(cur.labels, spec.labels);
+      if (!same)
+        overlay.limitRanges.set(quotaKey(ns, n), {
+          namespace: ns,
+          name: n,
+          labels: { ...(cur?.labels ?? {}), ...spec.labels },
+          limits: structuredClone(spec.limits),
+          resourceVersion: 'dry-run',
+        });
+      return note('quotas.applyLimitRange', [ns, n, spec], applied(cur !== undefined, same));
     },
   };
 
