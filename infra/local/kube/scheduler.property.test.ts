@@ -137,6 +137,18 @@ describe('the scheduler under churn', () => {
               { kind: 'pod', pool: 'c', gpus: 3 },
             ],
           ],
+          // Found by seed 1331427528: the first pod's first-fit hint (bound at the last node) outlived a
+          // node relabelled into its pool while nobody waited on that label, so the next pod of the
+          // shape started its scan past the relabelled node and waited beside room.
+          [
+            [
+              { kind: 'pod', pool: 'c', gpus: 7 },
+              { kind: 'node', pool: 'c' },
+              { kind: 'relabel', pick: 0, pool: 'c' },
+              { kind: 'pod', pool: 'c', gpus: 7 },
+              { kind: 'delete', pick: 0, grace: false },
+            ],
+          ],
         ],
       },
     );
