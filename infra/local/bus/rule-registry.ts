@@ -29,8 +29,9 @@ import {
  *
  * Only what the local bus can deliver is routed: an ENABLED rule with a pattern, to targets that are
  * the Lambda ARN of a function it loaded (`arn:aws:lambda:<region>:<account>:function:<name>`); PutTargets
- * answers any other target as a failed entry (ErrorCode UnsupportedTarget) naming its type, and keeps the rest. Every enabled rule with a ScheduleExpression fires on the
- * bus's clock (schedules(), schedules.ts), whether serverless.yml or PutRule made it.
+ * answers any other target as a failed entry (ErrorCode UnsupportedTarget) naming its type, and keeps the
+ * rest. Every enabled rule with a ScheduleExpression fires on the bus's clock (schedules(), schedules.ts),
+ * whether serverless.yml or PutRule made it.
  */
 export interface ScheduledRule {
   name: string;
