@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { AGENT_USER, FUNCTIONS_USER } from '../../infra/local/kube/shipped-rbac.ts';
+import { CGPU_REQUESTS, coveredBy, STACK_REQUESTS } from '../contract/stack-requests.ts';
 import { simulateScenario } from './scenario-run.ts';
 
 /**
@@ -23,6 +24,8 @@ describe("the stack's identities", () => {
         (a) => a.resource === 'configmaps' && a.verb === 'create' && a.namespace === 'gpu-operator',
       ),
     ).toHaveLength(1);
+    // Each write the functions made is one test/contract/rbac.test.ts holds the shipped RBAC to, namespace included.
+    expect(by(FUNCTIONS_USER).filter((a) => !coveredBy([...STACK_REQUESTS, ...CGPU_REQUESTS], a))).toEqual([]);
     expect(by(AGENT_USER).every((a) => a.verb === 'patch' && a.resource === 'nodes')).toBe(true);
     // The admin's writes are the world's (the scenario's pods, the stack's own bookkeeping), never an eviction.
     expect(audit.filter((a) => a.user === 'kubernetes-admin' && a.subresource === 'eviction')).toEqual([]);

@@ -24,12 +24,13 @@ const FIXTURE = new URL('./fixtures/serverless.yml', import.meta.url).pathname;
 const awsCli = requireTool('aws', () => commandWorks('aws', ['--version']));
 const BUS = 'fixture-bus';
 const RECORD = 'arn:aws:lambda:us-east-1:000000000000:function:fixture-test-record';
+const clock = new ManualClock(Date.parse('2026-01-02T11:50:00Z'));
 let bus: LocalBus;
 let sdk: EventBridgeClient;
 const delivered: { rule: string; fn: string }[] = [];
 
 beforeAll(async () => {
-  bus = await startLocalBus({ serverlessYml: FIXTURE, clock: new ManualClock(Date.parse('2026-01-02T11:50:00Z')) });
+  bus = await startLocalBus({ serverlessYml: FIXTURE, clock });
   bus.on('delivered', (d) => delivered.push({ rule: d.rule, fn: d.function }));
   sdk = new EventBridgeClient({
     endpoint: bus.url,
@@ -142,7 +143,7 @@ describe('the bus write calls through the SDK', () => {
       message: 'Rule no-such-rule does not exist on EventBus fixture-bus.',
     });
     await sdk.send(new PutRuleCommand({ Name: 'limits', EventBusName: BUS, EventPattern: '{"source":["l"]}' }));
-    const five = ['1', '2', '3', '4', '5'].map((Id) => ({ Id, Arn: `arn:aws:sqs:us-east-1:000000000000:q${Id}` }));
+    const five = ['1', '2', '3', '4', '5'].map((Id) => ({ Id, Arn: RECORD }));
     await put(five);
     await put([{ Id: '5', Arn: RECORD }]); // an Id already there is updated, not added
     await expect(put([{ Id: '6', Arn: RECORD }])).rejects.toMatchObject({ name: 'LimitExceededException' });
@@ -153,8 +154,36 @@ describe('the bus write calls through the SDK', () => {
       name: 'ValidationException',
       message: expect.stringMatching(/between 0 and 185/),
     });
-    // Only the SQS queues and the function: the function alone is invoked.
-    expect(await deliveredFor('l')).toEqual(['limits → record']);
+    // Five targets, each the same function: it is invoked once per target, as AWS does.
+    expect(await deliveredFor('l')).toEqual(Array(5).fill('limits → record'));
+  });
+
+  it('PutTargets refuses targets the local bus cannot deliver to, naming their type, and keeps the others', async () => {
+    await sdk.send(new PutRuleCommand({ Name: 'kinds', EventBusName: BUS, EventPattern: '{"source":["k"]}' }));
+    const r = await sdk.send(
+      new PutTargetsCommand({
+        Rule: 'kinds',
+        EventBusName: BUS,
+        Targets: [
+          { Id: 'q', Arn: 'arn:aws:sqs:us-east-1:000000000000:work' },
+          { Id: 'log', Arn: 'arn:aws:logs:us-east-1:000000000000:log-group:/aws/events/gpu' },
+          { Id: 'other', Arn: 'arn:aws:lambda:eu-west-1:000000000000:function:fixture-test-record' },
+          { Id: 'rec', Arn: RECORD },
+        ],
+      }),
+    );
+    expect(r.FailedEntryCount).toBe(3);
+    expect(r.FailedEntries!.map((f) => [f.TargetId, f.ErrorCode])).toEqual([
+      ['q', 'UnsupportedTarget'],
+      ['log', 'UnsupportedTarget'],
+      ['other', 'UnsupportedTarget'],
+    ]);
+    expect(r.FailedEntries![0]!.ErrorMessage).toMatch(/arn:aws:sqs:us-east-1:000000000000:work is an SQS queue/);
+    expect(r.FailedEntries![1]!.ErrorMessage).toMatch(/a CloudWatch Logs log group: not supported/);
+    expect(r.FailedEntries![2]!.ErrorMessage).toMatch(/outside this bus's region and account/);
+    const listed = await sdk.send(new ListTargetsByRuleCommand({ Rule: 'kinds', EventBusName: BUS }));
+    expect(listed.Targets).toEqual([{ Id: 'rec', Arn: RECORD }]);
+    expect(await deliveredFor('k')).toEqual(['kinds → record']);
   });
 });
 
@@ -208,4 +237,60 @@ describe('the bus write calls through the AWS CLI', awsCli.options, () => {
     expect(missing.stderr).toMatch(/ResourceNotFoundException.*Rule cli-rule does not exist on EventBus fixture-bus\./);
     // Each aws start-up is seconds on a loaded 2-core machine, and this test makes eight calls.
   }, 180_000);
+});
+
+describe('schedules made through PutRule', () => {
+  it('fire on the bus clock as EventBridge scheduled rules do; replaced they re-arm, disabled they stop', async () => {
+    const fired: string[] = [];
+    const off = bus.on('scheduled', ({ rule, function: fn, event, at }) => {
+      if (rule !== 'sims-tick') return;
+      const e = event as { 'detail-type': string; resources: string[] };
+      expect(e['detail-type']).toBe('Scheduled Event');
+      expect(e.resources).toEqual(['arn:aws:events:us-east-1:000000000000:rule/sims-tick']);
+      fired.push(`${new Date(at).toISOString().slice(11, 16)} ${fn}`);
+    });
+    const ran = () => delivered.filter((d) => d.rule === 'sims-tick').map((d) => d.fn);
+    const start = clock.now();
+    // A rate counts from the rule's creation (schedule-expression.ts): 5 and 10 minutes after it.
+    await sdk.send(new PutRuleCommand({ Name: 'sims-tick', ScheduleExpression: 'rate(5 minutes)' }));
+    await sdk.send(
+      new PutTargetsCommand({ Rule: 'sims-tick', Targets: [{ Id: 'rec', Arn: RECORD, Input: '{"tick":1}' }] }),
+    );
+    delivered.length = 0;
+    await bus.advance(12 * 60_000);
+    const hhmm = (min: number) => new Date(start + min * 60_000).toISOString().slice(11, 16);
+    expect(fired).toEqual([`${hhmm(5)} record`, `${hhmm(10)} record`]);
+    expect(ran()).toEqual(['record', 'record']);
+    // Replaced by a cron: the rate stops, the cron fires at minute 15 of each hour.
+    fired.length = 0;
+    await sdk.send(new PutRuleCommand({ Name: 'sims-tick', ScheduleExpression: 'cron(15 * * * ? *)' }));
+    await bus.advance(75 * 60_000);
+    expect(fired).toEqual(['12:15 record', '13:15 record']);
+    // Disabled, it fires no more.
+    fired.length = 0;
+    await sdk.send(
+      new PutRuleCommand({ Name: 'sims-tick', ScheduleExpression: 'cron(15 * * * ? *)', State: 'DISABLED' }),
+    );
+    await bus.advance(120 * 60_000);
+    expect(fired).toEqual([]);
+    // Enabled again, then its target removed and the rule deleted: nothing armed fires.
+    await sdk.send(new PutRuleCommand({ Name: 'sims-tick', ScheduleExpression: 'rate(1 minute)' }));
+    await sdk.send(new RemoveTargetsCommand({ Rule: 'sims-tick', Ids: ['rec'] }));
+    await sdk.send(new DeleteRuleCommand({ Name: 'sims-tick' }));
+    await bus.advance(10 * 60_000);
+    expect(fired).toEqual([]);
+    off();
+  });
+
+  it.each(['rate(5 minute)', 'rate(0 minutes)', 'every 5 minutes', 'cron(0 12 * * * *)'])(
+    'PutRule refuses ScheduleExpression %s as AWS does',
+    async (expression) => {
+      await expect(
+        sdk.send(new PutRuleCommand({ Name: 'bad-tick', ScheduleExpression: expression })),
+      ).rejects.toMatchObject({
+        name: 'ValidationException',
+        message: expect.stringMatching(/^Parameter ScheduleExpression is not valid\./),
+      });
+    },
+  );
 });

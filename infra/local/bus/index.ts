@@ -5,7 +5,7 @@ import { startHttpApi, type HttpApiOptions, type HttpApiServer } from './http-ap
 import { PutEventsIngest, type PutEventsRequestEntry, type PutEventsResponse } from './put-events.ts';
 import { Router, mulberry32 } from './router.ts';
 import { loadRoutingTable, type RoutingTable } from './rules.ts';
-import { armSchedules } from './schedules.ts';
+import { Schedules } from './schedules.ts';
 import { startPutEventsServer } from './server.ts';
 import { RuleRegistry } from './rule-registry.ts';
 import { controlPlane } from './control-plane.ts';
@@ -126,14 +126,20 @@ export async function startLocalBus(opts: LocalBusOptions = {}): Promise<LocalBu
     },
     (e) => router.route(e),
   );
-  armSchedules(table?.schedules ?? [], { clock, timers, router, region, account });
+  // Every enabled scheduled rule fires on the clock, serverless.yml's and PutRule's alike (schedules.ts).
+  const schedules = new Schedules({ clock, timers, router, region, account });
+  const registry = new RuleRegistry(table, { region, account }, (rules) => {
+    router.setRules(rules);
+    schedules.sync(registry.schedules());
+  });
+  schedules.sync(registry.schedules());
 
   const host = opts.host ?? '127.0.0.1';
   const server = await startPutEventsServer(
     ingest,
     host,
     opts.port ?? 0,
-    controlPlane(new RuleRegistry(table, { region, account }, (rules) => router.setRules(rules)), () => buses, {
+    controlPlane(registry, () => buses, {
       region,
       account,
     }),

@@ -1,6 +1,9 @@
 import { InvalidPatternError } from '../../../events/pattern-error.ts';
 import { validatePattern } from '../../../events/pattern.ts';
+import { CronError } from './cron.ts';
 import { AwsRequestError } from './errors.ts';
+import type { Target } from './router.ts';
+import { parseSchedule } from './schedule-expression.ts';
 import {
   DEFAULT_RETRY_POLICY,
   type EventRule,
@@ -25,9 +28,17 @@ import {
  * service quota, https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-quota.html).
  *
  * Only what the local bus can deliver is routed: an ENABLED rule with a pattern, to targets that are
- * the Lambda ARN of a function it loaded (`arn:aws:lambda:<region>:<account>:function:<name>`); other
- * targets are kept and listed, not invoked. Schedules made through PutRule are kept, not armed.
+ * the Lambda ARN of a function it loaded (`arn:aws:lambda:<region>:<account>:function:<name>`); PutTargets
+ * answers any other target as a failed entry (ErrorCode UnsupportedTarget) naming its type, and keeps the
+ * rest. Every enabled rule with a ScheduleExpression fires on the bus's clock (schedules(), schedules.ts),
+ * whether serverless.yml or PutRule made it.
  */
+export interface ScheduledRule {
+  name: string;
+  expression: string;
+  targets: Target[];
+}
+
 export interface TargetView {
   Id: string;
   Arn: string;
@@ -136,6 +147,7 @@ export class RuleRegistry {
     if (schedule !== undefined && bus !== 'default')
       throw validation('ScheduleExpression is supported only on the default event bus.');
     if (pattern !== undefined) checkPattern(pattern);
+    if (schedule !== undefined) checkSchedule(schedule);
     const existing = this.get(bus, name);
     if (!existing && this.list(bus).length >= MAX_RULES_PER_BUS)
       throw new AwsRequestError('LimitExceededException', 'The requested resource exceeds the maximum number allowed.');
@@ -173,12 +185,19 @@ export class RuleRegistry {
     if (!Array.isArray(targets) || targets.length < 1 || targets.length > 10)
       throw constraint(JSON.stringify(targets), 'targets', 'Member must have length between 1 and 10');
     const parsed = targets.map((t, i) => parseTarget(t, i));
-    const fresh = new Set(parsed.map((t) => t.Id).filter((id) => !rule.targets.has(id)));
+    // The local bus invokes only the functions it loaded: any other target (an SQS queue, a log group,
+    // another account's Lambda) is a failed entry naming what it is, never kept to be silently not delivered.
+    const failed = parsed.flatMap((t) => {
+      const why = this.functionOf(t.Arn) ? undefined : unsupportedTarget(t.Arn, this.where);
+      return why ? [{ TargetId: t.Id, ErrorCode: 'UnsupportedTarget', ErrorMessage: why }] : [];
+    });
+    const taken = parsed.filter((t) => !failed.some((f) => f.TargetId === t.Id));
+    const fresh = new Set(taken.map((t) => t.Id).filter((id) => !rule.targets.has(id)));
     if (rule.targets.size + fresh.size > MAX_TARGETS_PER_RULE)
       throw new AwsRequestError('LimitExceededException', `The requested resource exceeds the maximum number allowed.`);
-    for (const t of parsed) rule.targets.set(t.Id, t);
+    for (const t of taken) rule.targets.set(t.Id, t);
     this.changed();
-    return [];
+    return failed;
   }
 
   /** API_RemoveTargets: removes those there; the others are no failure. */
@@ -202,23 +221,50 @@ export class RuleRegistry {
     const out: EventRule[] = [];
     for (const r of this.rules.values()) {
       if (r.State === 'DISABLED' || r.EventPattern === undefined) continue;
-      for (const t of r.targets.values()) {
-        const fn = this.functionOf(t.Arn);
-        if (!fn) continue;
+      const pattern = JSON.parse(r.EventPattern) as unknown;
+      for (const { fn, input, retryPolicy, deadLetterQueueArn } of this.targetsOf(r))
         out.push({
           name: r.Name,
           busName: r.EventBusName,
-          pattern: JSON.parse(r.EventPattern) as unknown,
+          pattern,
           fn,
-          input: inputOf(t),
-          retryPolicy: {
-            maximumRetryAttempts: t.RetryPolicy?.MaximumRetryAttempts ?? DEFAULT_RETRY_POLICY.maximumRetryAttempts,
-            maximumEventAgeSeconds:
-              t.RetryPolicy?.MaximumEventAgeInSeconds ?? DEFAULT_RETRY_POLICY.maximumEventAgeSeconds,
-          },
-          ...(t.DeadLetterConfig?.Arn ? { deadLetterQueueArn: t.DeadLetterConfig.Arn } : {}),
+          input,
+          retryPolicy,
+          ...(deadLetterQueueArn ? { deadLetterQueueArn } : {}),
         });
-      }
+    }
+    return out;
+  }
+
+  /**
+   * What the scheduler fires: every enabled rule with a ScheduleExpression (serverless.yml's and
+   * PutRule's alike), with its targets that are functions the bus loaded (schedules.ts).
+   */
+  schedules(): ScheduledRule[] {
+    const out: ScheduledRule[] = [];
+    for (const r of this.rules.values()) {
+      if (r.State === 'DISABLED' || r.ScheduleExpression === undefined) continue;
+      out.push({ name: r.Name, expression: r.ScheduleExpression, targets: this.targetsOf(r) });
+    }
+    return out;
+  }
+
+  private targetsOf(r: RegisteredRule): Target[] {
+    const out: Target[] = [];
+    for (const t of r.targets.values()) {
+      const fn = this.functionOf(t.Arn);
+      if (!fn) continue;
+      out.push({
+        rule: r.Name,
+        fn,
+        input: inputOf(t),
+        retryPolicy: {
+          maximumRetryAttempts: t.RetryPolicy?.MaximumRetryAttempts ?? DEFAULT_RETRY_POLICY.maximumRetryAttempts,
+          maximumEventAgeSeconds:
+            t.RetryPolicy?.MaximumEventAgeInSeconds ?? DEFAULT_RETRY_POLICY.maximumEventAgeSeconds,
+        },
+        ...(t.DeadLetterConfig?.Arn ? { deadLetterQueueArn: t.DeadLetterConfig.Arn } : {}),
+      });
     }
     return out;
   }
@@ -281,6 +327,50 @@ function parseTarget(raw: unknown, i: number): TargetView {
       'Member must have value between 60 and 86400',
     );
   return { ...(t as object), Id: id, Arn: arn } as TargetView;
+}
+
+/**
+ * rate(value unit) or cron(six fields), as the EventBridge user guide gives them
+ * (https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-scheduled-rule-pattern.html); AWS answers
+ * anything else with ValidationException "Parameter ScheduleExpression is not valid.".
+ */
+function checkSchedule(text: string): void {
+  try {
+    parseSchedule(text);
+  } catch (err) {
+    if (err instanceof CronError) throw validation(`Parameter ScheduleExpression is not valid. (${err.message})`);
+    throw err;
+  }
+}
+
+/** Services by an ARN's service field, as EventBridge's target types name them (eb-targets.html). */
+const TARGET_KINDS: Record<string, string> = {
+  sqs: 'an SQS queue',
+  sns: 'an SNS topic',
+  logs: 'a CloudWatch Logs log group',
+  kinesis: 'a Kinesis stream',
+  firehose: 'a Firehose stream',
+  states: 'a Step Functions state machine',
+  events: 'an event bus or API destination',
+  ecs: 'an ECS task',
+  batch: 'a Batch job queue',
+  ssm: 'a Systems Manager document',
+  codebuild: 'a CodeBuild project',
+};
+
+/**
+ * Why a target the bus did not load cannot be taken
+ * (target types: https://docs.aws.amazon.com/eventbridge/latest/userguide/eb-targets.html).
+ */
+function unsupportedTarget(arn: string, where: { region: string; account: string }): string {
+  const [, , service = '', region = '', account = ''] = arn.split(':');
+  const what =
+    service === 'lambda'
+      ? region === where.region && account === where.account
+        ? 'a Lambda function the local bus did not load from serverless.yml'
+        : `a Lambda function outside this bus's region and account (${where.region}, ${where.account})`
+      : (TARGET_KINDS[service] ?? `a ${service || 'non-ARN'} target`);
+  return `The local bus delivers only to the Lambda functions it loaded; ${arn} is ${what}: not supported.`;
 }
 
 function checkPattern(text: string): void {

@@ -113,7 +113,11 @@ export class Lifecycle {
    * while the epoch stands, so they still do not: seeding 6,000 pods stays linear, not quadratic.
    */
   private readonly hints = new Map<string, { epoch: number; list: number; index: number }>();
-  /** Shapes with a hint, by a node label key they select on: a change of that label voids their hints. */
+  /**
+   * Hinted shapes by a node label key they select on. A label change that no waiting pod selects
+   * on moves no epoch, yet it can bring a node before a hint's index into the shape's pool (a node
+   * relabelled into it): that shape's hint no longer holds (the property test's counterexample).
+   */
   private readonly hintsByKey = new Map<string, Set<string>>();
   private nodeListVersion = 0;
   /** Pod shapes that fitted no node, and the nodes that gained room since (unfit-shapes.ts). */
@@ -481,14 +485,7 @@ export class Lifecycle {
       }
       if ('node' in pick) {
         if (this.hints.size > 10_000) this.clearHints();
-        if (pick.index >= 0) {
-          this.hints.set(shape, { epoch: this.epoch, list: this.nodeListVersion, index: pick.index });
-          for (const k of this.selectedBy.get(key) ?? []) {
-            let shapes = this.hintsByKey.get(k);
-            if (!shapes) this.hintsByKey.set(k, (shapes = new Set()));
-            shapes.add(shape);
-          }
-        }
+        if (pick.index >= 0) this.hint(shape, pick.index, this.selectedBy.get(key) ?? []);
         const node = this.store.node(pick.node);
         this.bind(pod, pick.node, node ? this.gpushareCard(pod, pick.node, freeOf(node)) : undefined);
         continue;
@@ -522,11 +519,6 @@ export class Lifecycle {
     return { reason: `0/${nodes.length} nodes are available: ${parts.join(', ')}.` };
   }
 
-  private clearHints(): void {
-    this.hints.clear();
-    this.hintsByKey.clear();
-  }
-
   /** The cluster gained room on `node`: pods that fitted nowhere and may use it are worth another try. */
   private bumpEpoch(node: string): void {
     this.epoch++;
@@ -538,6 +530,31 @@ export class Lifecycle {
       const pod = this.store.pod(ns, name);
       // A node the shape's selector or affinity rules out gains it nothing.
       if (!n || !pod || matchesNodeAffinity(pod, n)) this.dirtyShapes.add(shape);
+    }
+  }
+
+  /** Pods of `shape` (selecting on node label `keys`) fit no node before `index` at this epoch. */
+  private hint(shape: string, index: number, keys: readonly string[]): void {
+    this.hints.set(shape, { epoch: this.epoch, list: this.nodeListVersion, index });
+    for (const k of keys) {
+      let s = this.hintsByKey.get(k);
+      if (!s) this.hintsByKey.set(k, (s = new Set()));
+      s.add(shape);
+    }
+  }
+
+  private clearHints(): void {
+    this.hints.clear();
+    this.hintsByKey.clear();
+  }
+
+  /** Node labels `changed` without an epoch bump: hints of shapes selecting on them may skip a node that fits. */
+  private forgetHintsSelecting(changed: readonly string[]): void {
+    for (const k of changed) {
+      const shapes = this.hintsByKey.get(k);
+      if (!shapes) continue;
+      this.hintsByKey.delete(k);
+      for (const shape of shapes) this.hints.delete(shape);
     }
   }
 
@@ -706,16 +723,11 @@ export class Lifecycle {
         (e.type === 'MODIFIED' && loosened(e.previous as Node, node, (k) => this.selectedLabelKey(k)))
       )
         this.bumpEpoch(node.metadata.name);
-      // Labels no waiting pod selects on: a shape remembered as fitting nowhere may fit there now,
-      // and a first-fit hint (where the last pod of a shape bound) may point past a node that is
-      // now the shape's: the next pod of it scans from the first node again.
+      // Labels no waiting pod selects on: a shape remembered as fitting nowhere may fit there now.
       else if (e.type === 'MODIFIED') {
         const changed = changedLabels(e.previous as Node, node);
         this.unfit.forgetSelecting(changed);
-        for (const k of changed) {
-          for (const shape of this.hintsByKey.get(k) ?? []) this.hints.delete(shape);
-          this.hintsByKey.delete(k);
-        }
+        this.forgetHintsSelecting(changed);
       }
       if (e.type !== 'DELETED' && node.spec?.taints?.some((t) => t.effect === 'NoExecute'))
         this.noExecuteCheck.add(node.metadata.name);

@@ -137,9 +137,9 @@ describe('the scheduler under churn', () => {
               { kind: 'pod', pool: 'c', gpus: 3 },
             ],
           ],
-          // Found by this test (seed 1331427528): a pod of the shape binds on a new node of its pool,
-          // so the scan's first-fit hint points there; a node earlier in name order is relabelled into
-          // the pool while nobody waits: the next pod must not start its scan past that node.
+          // Found by seed 1331427528: the first pod's first-fit hint (bound at the last node) outlived a
+          // node relabelled into its pool while nobody waited on that label, so the next pod of the
+          // shape started its scan past the relabelled node and waited beside room.
           [
             [
               { kind: 'pod', pool: 'c', gpus: 7 },
