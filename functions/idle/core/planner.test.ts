@@ -135,6 +135,33 @@ describe('planIdle', () => {
     expect(f!.cost).toEqual({ gpuHours: 0.857, amount: 8.4, currency: 'CNY', pricePerGpuHour: 9.8 });
   });
 
+  describe('lending to the quota planner (policy lend)', () => {
+    const LEND = policy({ namespaces: { research: { lend: true } } });
+    const withUid = [{ ...PODS[0]!, uid: 'uid-nb' }];
+    it("lends the told device on this window's evidence only, never before the owner is told", () => {
+      const { plans } = run(times(13, [idle]), LEND, { pods: withUid });
+      expect(plans[10]!.record.tracks[0]!.lend).toBeUndefined(); // 110 min: not told yet
+      expect(plans[11]!.record.tracks[0]!.lend).toEqual({
+        resource: 'nvidia.com/gpu',
+        uid: 'uid-nb',
+        until: T0 + 120 * MIN + 5 * MIN,
+      });
+      expect(plans[12]!.record.tracks[0]!.lend!.until).toBe(T0 + 130 * MIN + 5 * MIN);
+    });
+    it('takes the loan back when utilization returns, and lends nothing without the policy or the pod UID', () => {
+      const back = run([...times(12, [idle]), [busy]], LEND, { pods: withUid });
+      expect(back.record.tracks).toEqual([]);
+      expect(run(times(13, [idle]), policy(), { pods: withUid }).record.tracks[0]!.lend).toBeUndefined();
+      expect(run(times(13, [idle]), LEND).record.tracks[0]!.lend).toBeUndefined();
+    });
+    it("lends a MIG device under its profile's resource", () => {
+      const holders = [holder('research', 'notebook', GPU1, MIG0)];
+      const mig: GpuReading = { uuid: GPU1, mig: [{ uuid: MIG0, profile: '3g.40gb', fb: 0 }] };
+      const { record } = run(times(13, [mig]), LEND, { pods: withUid, holders });
+      expect(record.tracks[0]!.lend!.resource).toBe('nvidia.com/mig-3g.40gb');
+    });
+  });
+
   it('keeps the record as it is for a redelivered summary', () => {
     const first = planIdle(
       { node: NODE, summary: summary(T0, [idle], NB), pods: PODS, record: { tracks: [] } },

@@ -10,6 +10,7 @@
  * of windows each of which showed the device idle.
  */
 import type { GpuUtilizationSummaryDetail } from '../../../events/index.ts';
+import { migResourceName } from '../../lib/mig-profiles.ts';
 import type { PodRef } from '../../lib/plan.ts';
 import { ruleFor, type EffectiveRule, type IdlePolicy } from './policy.ts';
 import type { IdleRecord, IdleTrack } from './record.ts';
@@ -33,6 +34,8 @@ export interface PodFacts {
   labels: Readonly<Record<string, string>>;
   annotations: Readonly<Record<string, string>>;
   terminating: boolean;
+  /** metadata.uid: a loan to the quota planner names the very pod (absent: nothing is lent). */
+  uid?: string;
 }
 
 export interface IdleFacts {
@@ -114,6 +117,11 @@ const round = (v: number, digits: number) => Math.round(v * 10 ** digits) / 10 *
 const hours = (ms: number) => (ms / 3_600_000).toFixed(1);
 const same = (t: IdleTrack, device: string, ns: string, pod: string) =>
   t.device === device && t.namespace === ns && t.pod === pod;
+
+function withoutLend(t: IdleTrack): IdleTrack {
+  const { lend: _lend, ...rest } = t;
+  return rest;
+}
 
 export function planIdle(f: IdleFacts, policy: IdlePolicy): IdlePlan {
   const node = f.node.name;
@@ -242,6 +250,11 @@ export function planIdle(f: IdleFacts, policy: IdlePolicy): IdlePlan {
         );
       }
     }
+    // Lent to the quota planner while told and idle, on this window's evidence only (docs/cost.md, Lending).
+    const resource = h.mig ? (profile ? migResourceName(profile) : undefined) : 'nvidia.com/gpu';
+    if (rule.lend && t.notifiedAt !== undefined && resource !== undefined && pod.uid)
+      t = { ...t, lend: { resource, uid: pod.uid, until: t.lastEnd + gapMs } };
+    else if (t.lend !== undefined) t = withoutLend(t);
     tracks.push(t);
   }
   const record = { tracks };

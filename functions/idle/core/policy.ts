@@ -14,6 +14,7 @@
  *   namespaces:
  *     research: { evict: { afterMinutes: 60 } }   # opted in: evicted 60 min after the owner was told
  *     prod-serving: { ignore: true }              # never watched
+ *     notebooks: { lend: true }                   # told: the idle GPU is free capacity in the quota planner
  *
  * Eviction happens only where a namespace (or pool) says `evict`: without it gpu-reflex only tells.
  * A pod opts out by annotation `gpu-reflex.io/idle-policy: exempt`.
@@ -44,6 +45,8 @@ const Rule = z
       .optional(),
     /** Not watched at all (no event, no notice, no eviction). */
     ignore: z.boolean().optional(),
+    /** Once the owner was told, the idle device counts as free capacity in the quota planner (docs/cost.md). */
+    lend: z.boolean().optional(),
   })
   .strict();
 
@@ -80,6 +83,8 @@ export interface EffectiveRule {
   /** Absent: never evicted, only told. */
   evictAfterMs?: number;
   ignore: boolean;
+  /** The idle device is lent to the quota planner once the owner was told. */
+  lend: boolean;
 }
 
 export function ruleFor(policy: IdlePolicy, namespace: string, pool: string | undefined): EffectiveRule {
@@ -88,6 +93,7 @@ export function ruleFor(policy: IdlePolicy, namespace: string, pool: string | un
     thresholdPercent: policy.thresholdPercent,
     windowMs: policy.windowMinutes * 60_000,
     ignore: false,
+    lend: false,
   };
   for (const l of levels) {
     if (!l) continue;
@@ -95,6 +101,7 @@ export function ruleFor(policy: IdlePolicy, namespace: string, pool: string | un
       thresholdPercent: l.thresholdPercent ?? r.thresholdPercent,
       windowMs: l.windowMinutes !== undefined ? l.windowMinutes * 60_000 : r.windowMs,
       ignore: l.ignore ?? r.ignore,
+      lend: l.lend ?? r.lend,
       ...(l.evict
         ? { evictAfterMs: l.evict.afterMinutes * 60_000 }
         : r.evictAfterMs !== undefined
