@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GPU0, GPU1, holder, MIG0, MIN, pod, summary, T0, type GpuReading } from '../testing.ts';
-import { planIdle, type IdleFinding, type IdlePlan, type PodFacts } from './planner.ts';
+import type { ApprovalRecord } from '../../lib/approvals.ts';
+import { idleApprovalId, planIdle, type IdleFinding, type IdlePlan, type PodFacts } from './planner.ts';
 import { IdlePolicySchema, parseIdlePolicy, type IdlePolicy } from './policy.ts';
 import type { IdleRecord } from './record.ts';
 
@@ -18,7 +19,12 @@ const PODS = [
 function run(
   readings: GpuReading[][],
   p: IdlePolicy,
-  o: { pods?: PodFacts[]; holders?: ReturnType<typeof holder>[] | null; gapAt?: number } = {},
+  o: {
+    pods?: PodFacts[];
+    holders?: ReturnType<typeof holder>[] | null;
+    gapAt?: number;
+    approvals?: (record: IdleRecord) => Record<string, ApprovalRecord>;
+  } = {},
 ): { plans: IdlePlan[]; findings: IdleFinding[]; record: IdleRecord } {
   let record: IdleRecord = { tracks: [] };
   const plans: IdlePlan[] = [];
@@ -30,6 +36,7 @@ function run(
         summary: summary(start, gpus, o.holders === undefined ? NB : o.holders),
         pods: o.pods ?? PODS,
         record,
+        ...(o.approvals ? { approvals: o.approvals(record) } : {}),
       },
       p,
     );
@@ -66,6 +73,67 @@ describe('planIdle', () => {
     expect(findings[0]!.track.evictAt).toBe(T0 + 180 * MIN);
     expect(plans.map((x) => x.evictions.length)).toEqual([...times(17, 0), 1, 1, 1]);
     expect(plans[17]!.evictions).toEqual([{ namespace: 'research', name: 'notebook' }]);
+  });
+
+  describe('eviction after approval (evict.approvalMinutes)', () => {
+    const p = policy({ namespaces: { research: { evict: { afterMinutes: 60, approvalMinutes: 30 } } } });
+    const idOf = (r: IdleRecord) => idleApprovalId('gpu-1', r.tracks[0]!);
+    const rec = (r: IdleRecord, o: Partial<ApprovalRecord>): Record<string, ApprovalRecord> =>
+      r.tracks[0]?.evictAt === undefined
+        ? {}
+        : {
+            [idOf(r)]: {
+              id: idOf(r),
+              node: 'gpu-1',
+              incident: 'idle/gpu-1',
+              action: 'idle-evict',
+              scope: 'pod',
+              target: { gpus: [GPU0], pods: ['research/notebook'] },
+              requestedAt: new Date(T0 + 180 * MIN).toISOString(),
+              expiresAt: new Date(T0 + 210 * MIN).toISOString(),
+              approvers: [],
+              status: 'approved-applied',
+              decidedAt: new Date(T0 + 195 * MIN).toISOString(),
+              decidedBy: 'U123',
+              idle: { pod: 'research/notebook', device: GPU0 },
+              ...o,
+            },
+          };
+    it('asks at the deadline instead of evicting, and waits while the question is open', () => {
+      const { plans } = run(times(20, [idle]), p, { approvals: (r) => rec(r, { status: 'open' }) });
+      expect(plans.flatMap((x) => x.evictions)).toEqual([]);
+      expect(plans[17]!.asks).toEqual([]); // recorded open (by run.ts) at the first ask: here it already is
+      const first = run(times(18, [idle]), p).plans[17]!;
+      expect(first.asks).toEqual([
+        expect.objectContaining({ pod: 'research/notebook', device: GPU0, expiresAt: T0 + 210 * MIN }),
+      ]);
+      expect(first.asks[0]!.reason).toMatch(/approve idle-[0-9a-f]{12}/);
+      expect(first.evictions).toEqual([]);
+    });
+    it('evicts on an approval of exactly this eviction, decided in time, and says so once', () => {
+      const { plans, findings } = run(times(20, [idle]), p, { approvals: (r) => rec(r, {}) });
+      expect(plans.map((x) => x.evictions.length)).toEqual([...times(17, 0), 1, 1, 1]);
+      expect(findings.map((f) => f.state)).toEqual(['idle', 'evicted']);
+      expect(findings[1]!.reason).toMatch(/evicted on approval idle-/);
+    });
+    it('never evicts on a rejected, expired, late, or mismatched (forged) approval', () => {
+      const never = (o: Partial<ApprovalRecord>) =>
+        run(times(20, [idle]), p, { approvals: (r) => rec(r, o) }).plans.flatMap((x) => x.evictions);
+      expect(never({ status: 'rejected' })).toEqual([]);
+      expect(never({ status: 'expired' })).toEqual([]);
+      expect(never({ decidedAt: new Date(T0 + 211 * MIN).toISOString() })).toEqual([]);
+      expect(never({ decidedAt: undefined })).toEqual([]);
+      expect(never({ idle: { pod: 'research/other', device: GPU0 } })).toEqual([]);
+      expect(never({ idle: { pod: 'research/notebook', device: GPU1 } })).toEqual([]);
+      expect(never({ node: 'gpu-2' })).toEqual([]);
+      expect(never({ action: 'mig-preempt' })).toEqual([]);
+    });
+    it('closes an open question past its expiry, evicting nothing', () => {
+      const late = run(times(22, [idle]), p, { approvals: (r) => rec(r, { status: 'open' }) });
+      expect(late.plans[20]!.expired).toEqual([idOf(late.record)]); // window ending 210 min
+      expect(late.plans[19]!.expired).toEqual([]);
+      expect(late.plans.flatMap((x) => x.evictions)).toEqual([]);
+    });
   });
 
   it('cancels the eviction when utilization returns before the deadline', () => {

@@ -13,6 +13,7 @@
  *     np-notebooks: { windowMinutes: 60 }
  *   namespaces:
  *     research: { evict: { afterMinutes: 60 } }   # opted in: evicted 60 min after the owner was told
+ *     lab: { evict: { afterMinutes: 60, approvalMinutes: 120 } }  # … only once a person approves
  *     prod-serving: { ignore: true }              # never watched
  *     notebooks: { lend: true }                   # told: the idle GPU is free capacity in the quota planner
  *
@@ -40,6 +41,16 @@ const Rule = z
           .int()
           .min(0)
           .max(7 * 24 * 60),
+        /**
+         * Evicted only after a person approves (chat `approve <id>`): asked at the deadline, the
+         * question open this many minutes; rejected or expired, the pod is not evicted for this idle run.
+         */
+        approvalMinutes: z
+          .number()
+          .int()
+          .min(1)
+          .max(7 * 24 * 60)
+          .optional(),
       })
       .strict()
       .optional(),
@@ -82,6 +93,8 @@ export interface EffectiveRule {
   windowMs: number;
   /** Absent: never evicted, only told. */
   evictAfterMs?: number;
+  /** Present: the eviction waits for an approval open this long (evict.approvalMinutes). */
+  approvalMs?: number;
   ignore: boolean;
   /** The idle device is lent to the quota planner once the owner was told. */
   lend: boolean;
@@ -103,9 +116,12 @@ export function ruleFor(policy: IdlePolicy, namespace: string, pool: string | un
       ignore: l.ignore ?? r.ignore,
       lend: l.lend ?? r.lend,
       ...(l.evict
-        ? { evictAfterMs: l.evict.afterMinutes * 60_000 }
+        ? {
+            evictAfterMs: l.evict.afterMinutes * 60_000,
+            ...(l.evict.approvalMinutes !== undefined ? { approvalMs: l.evict.approvalMinutes * 60_000 } : {}),
+          }
         : r.evictAfterMs !== undefined
-          ? { evictAfterMs: r.evictAfterMs }
+          ? { evictAfterMs: r.evictAfterMs, ...(r.approvalMs !== undefined ? { approvalMs: r.approvalMs } : {}) }
           : {}),
     };
   }
