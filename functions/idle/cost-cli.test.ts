@@ -3,7 +3,7 @@ import { UsageError } from '../../events/cli-kit/command.ts';
 import { fakeKube } from '../adapters/kube/fake.ts';
 import { costCsv, costReport, costTable, gpusOf, type CostPod } from './core/cost.ts';
 import { IdlePolicySchema } from './core/policy.ts';
-import { encodeIdleRecord } from './core/record.ts';
+import { encodeIdleRecord } from '../lib/idle-record.ts';
 import { costReportCommand, parseSince, readCost } from './cost-cli.ts';
 import { GPU0, MIN, T0 } from './testing.ts';
 

@@ -4,7 +4,7 @@ import { decideHeldPlan, type CommandPorts } from '../chatops/actions.ts';
 import { getApproval, IDLE_APPROVALS_SHARD } from '../lib/approvals.ts';
 import { OUTBOX_ANNOTATION } from '../lib/outbox.ts';
 import { IdlePolicySchema } from './core/policy.ts';
-import { IDLE_ANNOTATION } from './core/record.ts';
+import { IDLE_ANNOTATION } from '../lib/idle-record.ts';
 import { watchIdle } from './run.ts';
 import { GPU0, holder, idleWatcher, MIN, summary, T0 } from './testing.ts';
 

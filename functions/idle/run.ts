@@ -29,7 +29,7 @@ import { emptyEdit, noActions, type Actions } from '../lib/plan.ts';
 import { carryOut } from '../lib/reflex.ts';
 import { idleApprovalId, planIdle, type IdleFinding, type IdlePlan } from './core/planner.ts';
 import type { IdlePolicy } from './core/policy.ts';
-import { encodeIdleRecord, readIdleRecord, type IdleRecord } from './core/record.ts';
+import { encodeIdleRecord, readIdleRecord, type IdleRecord } from '../lib/idle-record.ts';
 
 export interface IdleDeps {
   nodes: Pick<NodeOps, 'get' | 'update' | 'setCondition'>;

@@ -7,7 +7,7 @@ import { dryRunPorts, type DryRunAction } from '../adapters/kube/dry-run.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
 import { silentLogger } from '../adapters/logger.ts';
-import { IDLE_ANNOTATION, type IdleTrack } from '../idle/core/record.ts';
+import { IDLE_ANNOTATION, type IdleTrack } from '../lib/idle-record.ts';
 import { DEFAULT_TAINT_KEY, QUARANTINED_GPUS_ANNOTATION } from '../lib/node-state.ts';
 import { QuotaConfigSchema } from './core/config.ts';
 import { quotaFacts } from './facts.ts';

@@ -15,7 +15,7 @@
  */
 import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
 import { QUARANTINED_GPUS_ANNOTATION } from '../lib/node-state.ts';
-import { readIdleRecord } from '../idle/core/record.ts';
+import { readIdleRecord } from '../lib/idle-record.ts';
 import { resourcesOf, type QuotaConfig } from './core/config.ts';
 import type { QuotaFacts } from './core/planner.ts';
 import type { CapacityOut } from './facts.ts';

@@ -2,13 +2,13 @@
  * GPU cost per team (pure): the GPU-hours the pods running now, and those that ended within the period
  * (Succeeded/Failed, still in the API, with their end time), have held over a period, × the price per
  * GPU-hour of their node's instance type (the idle policy's `prices`), per namespace and team, with the
- * idle share apart — the idle runs idle-gpus keeps on each node (core/record.ts). A pod deleted from the
+ * idle share apart — the idle runs idle-gpus keeps on each node (lib/idle-record.ts). A pod deleted from the
  * API is not counted (its idle runs went out as `GPU Idle Allocation` events); an ended pod without an
  * end time is not guessed at: it is counted in `unknownEnd`.
  */
 import { INSTANCE_TYPE_LABEL, migShare } from './planner.ts';
 import type { IdlePolicy } from './policy.ts';
-import { readIdleRecord } from './record.ts';
+import { readIdleRecord } from '../../lib/idle-record.ts';
 
 export interface CostNode {
   name: string;

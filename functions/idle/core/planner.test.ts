@@ -3,7 +3,7 @@ import { GPU0, GPU1, holder, MIG0, MIN, pod, summary, T0, type GpuReading } from
 import type { ApprovalRecord } from '../../lib/approvals.ts';
 import { idleApprovalId, planIdle, type IdleFinding, type IdlePlan, type PodFacts } from './planner.ts';
 import { IdlePolicySchema, parseIdlePolicy, type IdlePolicy } from './policy.ts';
-import type { IdleRecord } from './record.ts';
+import type { IdleRecord } from '../../lib/idle-record.ts';
 
 const NODE = { name: 'gpu-1', labels: { 'node.kubernetes.io/instance-type': 'ecs.gn7i-c8g1.2xlarge' } };
 const policy = (o: object = {}): IdlePolicy =>

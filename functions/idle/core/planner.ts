@@ -15,7 +15,7 @@ import type { ApprovalRecord } from '../../lib/approvals.ts';
 import { migResourceName } from '../../lib/mig-profiles.ts';
 import type { PodRef } from '../../lib/plan.ts';
 import { ruleFor, type EffectiveRule, type IdlePolicy } from './policy.ts';
-import type { IdleRecord, IdleTrack } from './record.ts';
+import type { IdleRecord, IdleTrack } from '../../lib/idle-record.ts';
 
 /** A pod opts out with this annotation set to `exempt`. */
 export const IDLE_OPT_OUT_ANNOTATION = 'gpu-reflex.io/idle-policy';

@@ -2,6 +2,7 @@
  * What idle-gpus keeps between invocations, on the node (annotation `gpu-reflex.io/idle-gpus`): one
  * track per held device whose utilization sits under the threshold — since when, the last window seen,
  * whether the owner was told and when the pod is due for eviction. Functions hold no state themselves.
+ * In lib/ because rewrite-quotas reads its loans too (functions/quota/idle-lending.ts).
  */
 import * as z from 'zod';
 
