@@ -22,6 +22,7 @@ import {
   AUTOSCALE_APPROVALS_SHARD,
   closeApproval,
   getApproval,
+  IDLE_APPROVALS_SHARD,
   MIG_APPROVALS_SHARD,
   recordApproval,
   type ApprovalRecord,
@@ -312,27 +313,35 @@ export async function decideHeldPlan(
 ): Promise<{ answer: string; decided: boolean } | undefined> {
   const mig = await getApproval(p.kube.state, id, MIG_APPROVALS_SHARD);
   const pool = mig?.mig ? undefined : await getApproval(p.kube.state, id, AUTOSCALE_APPROVALS_SHARD);
-  const shard = mig?.mig ? MIG_APPROVALS_SHARD : AUTOSCALE_APPROVALS_SHARD;
-  const rec = mig?.mig ? mig : pool?.scale ? pool : undefined;
+  // An idle pod's eviction (idle-gpus, evict.approvalMinutes): carried out at its next window.
+  const idle = mig?.mig || pool?.scale ? undefined : await getApproval(p.kube.state, id, IDLE_APPROVALS_SHARD);
+  const shard = mig?.mig ? MIG_APPROVALS_SHARD : pool?.scale ? AUTOSCALE_APPROVALS_SHARD : IDLE_APPROVALS_SHARD;
+  const rec = mig?.mig ? mig : pool?.scale ? pool : idle?.idle ? idle : undefined;
   if (!rec) return undefined;
-  const what = rec.mig
+  const what = rec.idle
     ? {
-        yes:
-          `rebalance-mig preempts ${rec.mig.preempts.join(', ')} and relays ${rec.node} ` +
-          `GPU${rec.mig.gpus.length === 1 ? '' : 's'} ${rec.mig.gpus.join(', ')} at its next round`,
-        no:
-          `${rec.mig.preempts.join(', ')} keep ${rec.node} ` +
-          `GPU${rec.mig.gpus.length === 1 ? '' : 's'} ${rec.mig.gpus.join(', ')}; not asked again while ` +
-          `they hold them`,
-        late: `${rec.mig.preempts.join(', ')} keep their GPUs`,
+        yes: `idle-gpus evicts ${rec.idle.pod} (idle on ${rec.node}) at its next window, if still idle`,
+        no: `${rec.idle.pod} keeps its GPU; not asked again for this idle run`,
+        late: `${rec.idle.pod} is not evicted`,
       }
-    : {
-        yes:
-          `autoscale-pools grows ${rec.scale!.pool} ${rec.scale!.from} → ${rec.scale!.to} at its next round, if ` +
-          `its plan is still that`,
-        no: `${rec.scale!.pool} is not grown to ${rec.scale!.to}; that plan is not asked about again`,
-        late: `${rec.scale!.pool} is not grown to ${rec.scale!.to}`,
-      };
+    : rec.mig
+      ? {
+          yes:
+            `rebalance-mig preempts ${rec.mig.preempts.join(', ')} and relays ${rec.node} ` +
+            `GPU${rec.mig.gpus.length === 1 ? '' : 's'} ${rec.mig.gpus.join(', ')} at its next round`,
+          no:
+            `${rec.mig.preempts.join(', ')} keep ${rec.node} ` +
+            `GPU${rec.mig.gpus.length === 1 ? '' : 's'} ${rec.mig.gpus.join(', ')}; not asked again while ` +
+            `they hold them`,
+          late: `${rec.mig.preempts.join(', ')} keep their GPUs`,
+        }
+      : {
+          yes:
+            `autoscale-pools grows ${rec.scale!.pool} ${rec.scale!.from} → ${rec.scale!.to} at its next round, if ` +
+            `its plan is still that`,
+          no: `${rec.scale!.pool} is not grown to ${rec.scale!.to}; that plan is not asked about again`,
+          late: `${rec.scale!.pool} is not grown to ${rec.scale!.to}`,
+        };
   const now = new Date(p.clock.now());
   if (rec.status !== 'open')
     return {

@@ -3,7 +3,7 @@ import { UsageError } from '../../events/cli-kit/command.ts';
 import { fakeKube } from '../adapters/kube/fake.ts';
 import { costCsv, costReport, costTable, gpusOf, type CostPod } from './core/cost.ts';
 import { IdlePolicySchema } from './core/policy.ts';
-import { encodeIdleRecord } from './core/record.ts';
+import { encodeIdleRecord } from '../lib/idle-record.ts';
 import { costReportCommand, parseSince, readCost } from './cost-cli.ts';
 import { GPU0, MIN, T0 } from './testing.ts';
 
@@ -66,6 +66,31 @@ describe('costReport', () => {
     ]);
     expect(costTable(rep)[2]).toMatch(/^research\s+research\s+1\s+48\.00\s+0\.00\s+0%\s+408\.00\s+0\.00$/);
     expect(costTable(rep)[3]).toMatch(/^vision\s+research\s+1\s+12\.00\s+5\.00\s+42%\s+102\.00\s+42\.50$/);
+  });
+
+  it('counts pods that ended within the period up to their end, and says which ended pods it could not time', () => {
+    const at = (h: number) => new Date(NOW - h * H).toISOString();
+    const rep = costReport(
+      [t4],
+      [
+        pod({ name: 'job-a', phase: 'Succeeded', createdAt: at(30), finishedAt: at(20) }), // 4 h in the period
+        pod({
+          name: 'job-b',
+          phase: 'Failed',
+          createdAt: at(10),
+          finishedAt: at(8),
+          extendedResources: { 'nvidia.com/gpu': 2 },
+        }),
+        pod({ name: 'old', phase: 'Succeeded', createdAt: at(40), finishedAt: at(30) }), // ended before it
+        pod({ name: 'lost', phase: 'Failed', createdAt: at(10) }), // no end time: not guessed
+      ],
+      policy,
+      NOW - 24 * H,
+      NOW,
+    );
+    expect(rep.rows).toEqual([expect.objectContaining({ namespace: 'research', pods: 2, gpuHours: 8, cost: 68 })]);
+    expect(rep.unknownEnd).toEqual(['research/lost']);
+    expect(costTable(rep).at(-1)).toBe('not counted: 1 ended GPU pod without an end time (research/lost)');
   });
 
   it('says unpriced rather than summing a wrong cost when an instance type has no price', () => {

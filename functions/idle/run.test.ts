@@ -1,8 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import type { GpuIdleAllocationDetail } from '../../events/index.ts';
+import { decideHeldPlan, type CommandPorts } from '../chatops/actions.ts';
+import { getApproval, IDLE_APPROVALS_SHARD } from '../lib/approvals.ts';
 import { OUTBOX_ANNOTATION } from '../lib/outbox.ts';
 import { IdlePolicySchema } from './core/policy.ts';
-import { IDLE_ANNOTATION } from './core/record.ts';
+import { IDLE_ANNOTATION } from '../lib/idle-record.ts';
 import { watchIdle } from './run.ts';
 import { GPU0, holder, idleWatcher, MIN, summary, T0 } from './testing.ts';
 
@@ -47,6 +49,57 @@ describe('watchIdle through the applier and fake ports', () => {
       'cancelled',
     ]);
     expect(back.kube.cluster.pod('research', 'notebook')?.terminating).toBe(false);
+  });
+
+  it('asks a person at the deadline where the policy says so, and evicts only once approved', async () => {
+    const w = idleWatcher(policy({ namespaces: { research: { evict: { afterMinutes: 30, approvalMinutes: 60 } } } }));
+    const deps = { ...w.deps, state: w.kube.state };
+    const tick = async (i: number) => {
+      w.setNow(T0 + (i + 1) * 10 * MIN);
+      await watchIdle(deps, summary(T0 + i * 10 * MIN, [{ uuid: GPU0, util: 0, mem: 0 }], NB));
+    };
+    for (let i = 0; i < 17; i++) await tick(i);
+    expect(w.kube.cluster.pod('research', 'notebook')?.terminating).toBe(false);
+    const ask = w.notifier.notices.find((n) => n.approval)!;
+    expect(ask.title).toBe('gpu-reflex: approve evicting idle research/notebook?');
+    const id = ask.approval!.id;
+    expect(await getApproval(w.kube.state, id, IDLE_APPROVALS_SHARD)).toMatchObject({
+      status: 'open',
+      action: 'idle-evict',
+      idle: { pod: 'research/notebook', device: GPU0 },
+      expiresAt: new Date(T0 + 210 * MIN).toISOString(),
+    });
+    await tick(17);
+    expect(w.notifier.notices.filter((n) => n.approval)).toHaveLength(1); // asked once
+    expect(w.kube.cluster.pod('research', 'notebook')?.terminating).toBe(false);
+    // A person approves in chat (chatops closes it, once); the next window evicts.
+    const chat = { kube: w.kube, clock: deps.clock } as unknown as CommandPorts;
+    expect(await decideHeldPlan(chat, id, 'approved', 'slack:U-OPS')).toEqual({
+      answer: `approved ${id}: idle-gpus evicts research/notebook (idle on gpu-1) at its next window, if still idle`,
+      decided: true,
+    });
+    expect((await decideHeldPlan(chat, id, 'approved', 'slack:U-OPS'))!.decided).toBe(false);
+    await tick(18);
+    expect(w.kube.cluster.pod('research', 'notebook')?.terminating).toBe(true);
+    expect(w.publisher.published.map((e) => (e.detail as GpuIdleAllocationDetail).state)).toEqual(['idle', 'evicted']);
+  });
+
+  it('closes an unanswered question at its expiry and never evicts; without a store it never evicts', async () => {
+    const p = policy({ namespaces: { research: { evict: { afterMinutes: 30, approvalMinutes: 20 } } } });
+    const w = idleWatcher(p);
+    const deps = { ...w.deps, state: w.kube.state };
+    for (let i = 0; i < 24; i++) {
+      w.setNow(T0 + (i + 1) * 10 * MIN);
+      await watchIdle(deps, summary(T0 + i * 10 * MIN, [{ uuid: GPU0, util: 0, mem: 0 }], NB));
+    }
+    const id = w.notifier.notices.find((n) => n.approval)!.approval!.id;
+    expect((await getApproval(w.kube.state, id, IDLE_APPROVALS_SHARD))?.status).toBe('expired');
+    expect(w.kube.cluster.pod('research', 'notebook')?.terminating).toBe(false);
+    const none = idleWatcher(p);
+    for (let i = 0; i < 24; i++)
+      await watchIdle(none.deps, summary(T0 + i * 10 * MIN, [{ uuid: GPU0, util: 0, mem: 0 }], NB));
+    expect(none.kube.cluster.pod('research', 'notebook')?.terminating).toBe(false);
+    expect(none.notifier.notices.filter((n) => n.approval)).toEqual([]);
   });
 
   it('writes nothing for a GPU at work', async () => {

@@ -15,14 +15,21 @@ import {
 import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notice, Notifier } from '../adapters/chat/notifier.ts';
 import type { Clock } from '../adapters/clock.ts';
-import type { EventRecorder, NodeOps, PodOps } from '../adapters/kube/ports.ts';
+import type { EventRecorder, NodeOps, PodOps, StateStore } from '../adapters/kube/ports.ts';
 import type { Logger } from '../adapters/logger.ts';
+import {
+  closeApproval,
+  getApproval,
+  IDLE_APPROVALS_SHARD,
+  recordApproval,
+  type ApprovalRecord,
+} from '../lib/approvals.ts';
 import { readOutbox } from '../lib/outbox.ts';
 import { emptyEdit, noActions, type Actions } from '../lib/plan.ts';
 import { carryOut } from '../lib/reflex.ts';
-import { planIdle, type IdleFinding, type IdlePlan } from './core/planner.ts';
+import { idleApprovalId, planIdle, type IdleFinding, type IdlePlan } from './core/planner.ts';
 import type { IdlePolicy } from './core/policy.ts';
-import { encodeIdleRecord, readIdleRecord, type IdleRecord } from './core/record.ts';
+import { encodeIdleRecord, readIdleRecord, type IdleRecord } from '../lib/idle-record.ts';
 
 export interface IdleDeps {
   nodes: Pick<NodeOps, 'get' | 'update' | 'setCondition'>;
@@ -34,6 +41,8 @@ export interface IdleDeps {
   policy: IdlePolicy;
   /** Kubernetes Events on the pods (`kubectl describe pod` says why); absent: none recorded. */
   events?: EventRecorder;
+  /** The approval store (evict.approvalMinutes); absent: an eviction that needs approval never happens. */
+  state?: StateStore;
 }
 
 export interface IdleOutcome {
@@ -112,7 +121,8 @@ export async function watchIdle(deps: IdleDeps, s: GpuUtilizationSummaryDetail):
   const { record, warning } = readIdleRecord(node.annotations);
   if (warning) deps.logger.warn('idle-gpus', { node: node.name, warning });
   const pods = s.holders && s.holders.length > 0 ? await deps.pods.listOnNode(node.name) : [];
-  const plan = planIdle({ node, summary: s, pods, record }, deps.policy);
+  const approvals = await approvalsOf(deps, node.name, record);
+  const plan = planIdle({ node, summary: s, pods, record, approvals }, deps.policy);
   if (plan.skipped) deps.logger.info('idle-gpus: nothing decided', { node: node.name, why: plan.skipped });
   const out = await carryOut(
     {
@@ -126,6 +136,7 @@ export async function watchIdle(deps: IdleDeps, s: GpuUtilizationSummaryDetail):
     deps,
   );
   for (const f of plan.findings) deps.logger.info('idle-gpus', { node: node.name, state: f.state, reason: f.reason });
+  await askApprovals(deps, plan);
   return {
     plan,
     published: out.published.length,
@@ -134,4 +145,62 @@ export async function watchIdle(deps: IdleDeps, s: GpuUtilizationSummaryDetail):
       result: out.applied.evictions[i]?.result ?? 'unknown',
     })),
   };
+}
+
+/** The approvals asked for the record's tracks past their deadline, by id (none without a store). */
+async function approvalsOf(deps: IdleDeps, node: string, record: IdleRecord): Promise<Record<string, ApprovalRecord>> {
+  const out: Record<string, ApprovalRecord> = {};
+  if (!deps.state) return out;
+  const now = deps.clock.now();
+  for (const t of record.tracks) {
+    if (t.evictAt === undefined || t.evictedAt !== undefined || now < t.evictAt - 3_600_000) continue;
+    const id = idleApprovalId(node, t);
+    const rec = await getApproval(deps.state, id, IDLE_APPROVALS_SHARD);
+    if (rec) out[id] = rec;
+  }
+  return out;
+}
+
+/**
+ * Evictions a person must approve: told first (the chat notice carries the approval id), then recorded
+ * open — a notice that fails is asked again next window, never lost; expired ones closed.
+ */
+async function askApprovals(deps: IdleDeps, plan: IdlePlan): Promise<void> {
+  const now = new Date(deps.clock.now());
+  if (!deps.state) {
+    for (const a of plan.asks)
+      deps.logger.warn('idle-gpus', {
+        node: plan.node,
+        pod: a.pod,
+        problem: 'eviction needs approval, no store: kept',
+      });
+    return;
+  }
+  for (const id of plan.expired)
+    await closeApproval(deps.state, id, 'expired', { at: now, note: 'expired undecided' }, IDLE_APPROVALS_SHARD);
+  for (const a of plan.asks) {
+    await deps.notifier.notify({
+      title: `gpu-reflex: approve evicting idle ${a.pod}?`,
+      text: a.reason.slice(0, 1500),
+      severity: 'warning',
+      approval: { id: a.id },
+    });
+    await recordApproval(
+      deps.state,
+      {
+        id: a.id,
+        node: a.node,
+        incident: `idle/${a.node}`,
+        action: 'idle-evict',
+        scope: 'pod',
+        target: { gpus: [a.device], pods: [a.pod] },
+        requestedAt: now.toISOString(),
+        expiresAt: new Date(a.expiresAt).toISOString(),
+        approvers: [],
+        status: 'open',
+        idle: { pod: a.pod, device: a.device },
+      },
+      IDLE_APPROVALS_SHARD,
+    );
+  }
 }

@@ -35,6 +35,8 @@ const ApprovalRecordSchema = z.object({
   scale: z.object({ pool: z.string(), from: z.number().int(), to: z.number().int() }).optional(),
   /** A MIG relayout that preempts, held for approval (rebalance-mig): the GPUs and the pods. */
   mig: z.object({ gpus: z.array(z.number().int()), preempts: z.array(z.string()) }).optional(),
+  /** An idle pod's eviction held for approval (idle-gpus, policy evict.approvalMinutes): the pod and its device. */
+  idle: z.object({ pod: z.string(), device: z.string() }).optional(),
 });
 export type ApprovalRecord = z.infer<typeof ApprovalRecordSchema>;
 
@@ -48,6 +50,7 @@ export const APPROVALS_SHARD = 'approvals';
 /** Plans scheduled functions hold for a person, each in a shard of its own (chat decides them). */
 export const MIG_APPROVALS_SHARD = 'mig-approvals';
 export const AUTOSCALE_APPROVALS_SHARD = 'autoscale-approvals';
+export const IDLE_APPROVALS_SHARD = 'idle-approvals';
 const storeOf = (state: StateStore, shard = APPROVALS_SHARD): StateStore => (state.shard ? state.shard(shard) : state);
 const keyOf = (id: string) => `approval.${id}`;
 

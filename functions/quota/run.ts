@@ -23,6 +23,7 @@ import { withLease } from '../lib/reflex.ts';
 import { resourcesOf, type QuotaConfig } from './core/config.ts';
 import { planQuotas, quotaKey, type NamespaceQuota, type QuotaPlan } from './core/planner.ts';
 import { quotaFacts, type CapacityOut } from './facts.ts';
+import { idleLending, lendIdle, loanWords, type IdleLending } from './idle-lending.ts';
 
 export const PREVIOUS_HARD_ANNOTATION = 'gpu-reflex.io/previous-hard';
 export const HOLD_UNTIL_ANNOTATION = 'gpu-reflex.io/quota-hold-until';
@@ -48,6 +49,8 @@ export interface QuotaOutcome {
   changed: string[];
   /** Namespaces left alone: a rollback holds them. */
   held: string[];
+  /** Idle devices counted as free this round (idle-lending.ts), and the records' loans not taken. */
+  lending?: IdleLending;
 }
 
 const key = (ns: string) => `quota.${ns}`;
@@ -157,7 +160,9 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
         deps.state.getAll(),
       ]);
       const facts = quotaFacts(deps.config, nodes, pods, quotas);
-      const plan = planQuotas(deps.config, facts);
+      // Idle GPUs lent (idle-lending.ts): their owners' usage counts without them.
+      const lending = idleLending(deps.config, nodes, pods, facts.out, deps.clock.now());
+      const plan = planQuotas(deps.config, lendIdle(facts, lending));
       const capacity = capacityOf(plan, facts.out);
       const now = deps.clock.now();
       const changed: string[] = [];
@@ -179,7 +184,7 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
             labels: { ...MANAGED_BY },
           });
         if (nq.changes.length === 0 && current) continue;
-        const reason = [nq.reason, ...capacityWords(capacity)].join('; ');
+        const reason = [nq.reason, ...loanWords(lending, nq.namespace), ...capacityWords(capacity)].join('; ');
         const event = quotaEvent(deps, nq.namespace, changesOf(nq), reason, now, capacity);
         const events = await record(deps, nq.namespace, event);
         await deps.quotas.applyQuota(nq.namespace, deps.config.quotaName, {
@@ -208,7 +213,8 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
           .notify(notice)
           .catch((err: unknown) => deps.logger.warn('rewrite-quotas: chat notice failed', { error: err }));
       }
-      return { plan, changed, held };
+      for (const r of lending.refused) deps.logger.info('rewrite-quotas: idle device not lent', { ...r });
+      return { plan, changed, held, lending };
     },
     empty,
   );

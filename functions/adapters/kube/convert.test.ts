@@ -48,3 +48,28 @@ describe('toPodInfo: what the scheduler (and the pool autoscaler) sees of a pend
     expect(bare).not.toHaveProperty('requests');
   });
 });
+
+describe('toPodInfo: when a pod that ended stopped', () => {
+  const ended = (phase: string, finished: (string | undefined)[]): V1Pod => ({
+    metadata: { name: 'job', namespace: 'ml' },
+    status: {
+      phase,
+      containerStatuses: finished.map((f, i) => ({
+        name: `c${i}`,
+        image: 'x',
+        imageID: '',
+        ready: false,
+        restartCount: 0,
+        state: f ? { terminated: { exitCode: 0, finishedAt: new Date(f) } } : { running: {} },
+      })),
+    },
+  });
+  it('takes the latest container end of a Succeeded or Failed pod, nothing while one still runs', () => {
+    expect(toPodInfo(ended('Succeeded', ['2026-12-01T01:00:00Z', '2026-12-01T02:00:00Z'])).finishedAt).toBe(
+      '2026-12-01T02:00:00.000Z',
+    );
+    expect(toPodInfo(ended('Failed', ['2026-12-01T01:00:00Z', undefined])).finishedAt).toBeUndefined();
+    expect(toPodInfo(ended('Running', ['2026-12-01T01:00:00Z'])).finishedAt).toBeUndefined();
+    expect(toPodInfo(ended('Succeeded', [])).finishedAt).toBeUndefined();
+  });
+});

@@ -206,8 +206,24 @@ export function toPodInfo(p: V1Pod): PodInfo {
     ...(typeof p.spec?.priority === 'number' ? { priority: p.spec.priority } : {}),
     ...(p.spec?.priorityClassName ? { priorityClassName: p.spec.priorityClassName } : {}),
     ...(p.metadata?.creationTimestamp ? { createdAt: new Date(p.metadata.creationTimestamp).toISOString() } : {}),
+    ...finishedOf(p),
     ...schedulingOf(p),
   };
+}
+
+/**
+ * When a pod that ended stopped: the latest container `state.terminated.finishedAt`
+ * (https://kubernetes.io/docs/reference/kubernetes-api/workload-resources/pod-v1/#PodStatus); only for a
+ * terminal phase, and only when every container says so (one still running: not ended).
+ */
+function finishedOf(p: V1Pod): Partial<PodInfo> {
+  if (p.status?.phase !== 'Succeeded' && p.status?.phase !== 'Failed') return {};
+  const ends = (p.status.containerStatuses ?? []).map((c) => {
+    const f = c.state?.terminated?.finishedAt;
+    return f === undefined || f === null ? NaN : new Date(f).getTime();
+  });
+  if (ends.length === 0 || ends.some((t) => !Number.isFinite(t))) return {};
+  return { finishedAt: new Date(Math.max(...ends)).toISOString() };
 }
 
 /** What the scheduler said and may do with a pod: its PodScheduled condition, gates, nomination; its local volumes. */

@@ -103,6 +103,11 @@ export interface PodInfo {
   priorityClassName?: string;
   /** `metadata.creationTimestamp` (ISO), when the API gave one: how long a pending pod has waited. */
   createdAt?: string;
+  /**
+   * A pod that ended (`Succeeded`/`Failed`): the latest `state.terminated.finishedAt` of its containers
+   * (ISO; Kubernetes PodStatus, ContainerStateTerminated), when the kubelet reported one.
+   */
+  finishedAt?: string;
   /** The `PodScheduled` condition, when the pod has one (`False`/`Unschedulable`: the scheduler found no node). */
   scheduled?: { status: string; reason?: string };
   /** `spec.schedulingGates` names (Kueue's, for one), when any: the scheduler does not try the pod. */

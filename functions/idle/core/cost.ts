@@ -1,12 +1,14 @@
 /**
- * GPU cost per team (pure): the GPU-hours the pods running now have held over a period, × the price per
+ * GPU cost per team (pure): the GPU-hours the pods running now, and those that ended within the period
+ * (Succeeded/Failed, still in the API, with their end time), have held over a period, × the price per
  * GPU-hour of their node's instance type (the idle policy's `prices`), per namespace and team, with the
- * idle share apart — the idle runs idle-gpus keeps on each node (core/record.ts). What the cluster holds
- * now: a pod that finished is no longer in it (its idle runs went out as `GPU Idle Allocation` events).
+ * idle share apart — the idle runs idle-gpus keeps on each node (lib/idle-record.ts). A pod deleted from the
+ * API is not counted (its idle runs went out as `GPU Idle Allocation` events); an ended pod without an
+ * end time is not guessed at: it is counted in `unknownEnd`.
  */
 import { INSTANCE_TYPE_LABEL, migShare } from './planner.ts';
 import type { IdlePolicy } from './policy.ts';
-import { readIdleRecord } from './record.ts';
+import { readIdleRecord } from '../../lib/idle-record.ts';
 
 export interface CostNode {
   name: string;
@@ -23,6 +25,8 @@ export interface CostPod {
   extendedResources: Readonly<Record<string, number>>;
   /** ISO; absent: counted from the start of the period. */
   createdAt?: string;
+  /** ISO: when a Succeeded/Failed pod ended; absent on one: its hours are unknown, not counted. */
+  finishedAt?: string;
 }
 
 export interface CostRow {
@@ -42,6 +46,8 @@ export interface CostReport {
   to: string;
   currency: string;
   rows: CostRow[];
+  /** Ended GPU pods (namespace/name) the API gives no end time for: left out, not guessed. */
+  unknownEnd: string[];
 }
 
 /** GPUs a pod holds: whole GPUs, and MIG devices as their share of a GPU (`nvidia.com/mig-3g.40gb` → 3/7). */
@@ -73,12 +79,20 @@ export function costReport(
       idleByPod.set(key, (idleByPod.get(key) ?? 0) + overlap(t.since, t.lastEnd, fromMs, toMs) * share);
     }
   const rows = new Map<string, CostRow>();
+  const unknownEnd: string[] = [];
   for (const p of pods) {
-    if (p.phase !== 'Running' || !p.nodeName) continue;
+    const ended = p.phase === 'Succeeded' || p.phase === 'Failed';
+    if ((p.phase !== 'Running' && !ended) || !p.nodeName) continue;
     const gpus = gpusOf(p.extendedResources);
     if (gpus === 0) continue;
+    const end = ended ? (p.finishedAt !== undefined ? Date.parse(p.finishedAt) : NaN) : toMs;
+    if (Number.isNaN(end)) {
+      unknownEnd.push(`${p.namespace}/${p.name}`);
+      continue;
+    }
+    if (ended && end <= fromMs) continue; // ended before the period
     const start = p.createdAt !== undefined ? Date.parse(p.createdAt) : fromMs;
-    const gpuHours = (overlap(start, toMs, fromMs, toMs) / 3_600_000) * gpus;
+    const gpuHours = (overlap(start, end, fromMs, toMs) / 3_600_000) * gpus;
     const idleGpuHours = Math.min(gpuHours, (idleByPod.get(`${p.namespace}/${p.name}`) ?? 0) / 3_600_000);
     const type = byNode.get(p.nodeName)?.labels[INSTANCE_TYPE_LABEL];
     const price = type !== undefined ? policy.prices[type] : undefined;
@@ -125,6 +139,7 @@ export function costReport(
     to: new Date(toMs).toISOString(),
     currency: policy.currency,
     rows: out,
+    unknownEnd: unknownEnd.sort(),
   };
 }
 
@@ -151,7 +166,18 @@ export function costTable(rep: CostReport): string[] {
       .map((c, j) => c.padEnd(width[j]!))
       .join('  ')
       .trimEnd();
-  return [`GPU cost ${rep.from} → ${rep.to} (${rep.currency})`, line(COLUMNS), ...rows.map(line)];
+  const unknown = rep.unknownEnd.length;
+  return [
+    `GPU cost ${rep.from} → ${rep.to} (${rep.currency})`,
+    line(COLUMNS),
+    ...rows.map(line),
+    ...(unknown > 0
+      ? [
+          `not counted: ${unknown} ended GPU pod${unknown === 1 ? '' : 's'} without an end time ` +
+            `(${rep.unknownEnd.slice(0, 5).join(', ')}${unknown > 5 ? ', …' : ''})`,
+        ]
+      : []),
+  ];
 }
 
 /** RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled. */

@@ -1,8 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { GPU0, GPU1, holder, MIG0, MIN, pod, summary, T0, type GpuReading } from '../testing.ts';
-import { planIdle, type IdleFinding, type IdlePlan, type PodFacts } from './planner.ts';
+import type { ApprovalRecord } from '../../lib/approvals.ts';
+import { idleApprovalId, planIdle, type IdleFinding, type IdlePlan, type PodFacts } from './planner.ts';
 import { IdlePolicySchema, parseIdlePolicy, type IdlePolicy } from './policy.ts';
-import type { IdleRecord } from './record.ts';
+import type { IdleRecord } from '../../lib/idle-record.ts';
 
 const NODE = { name: 'gpu-1', labels: { 'node.kubernetes.io/instance-type': 'ecs.gn7i-c8g1.2xlarge' } };
 const policy = (o: object = {}): IdlePolicy =>
@@ -18,7 +19,12 @@ const PODS = [
 function run(
   readings: GpuReading[][],
   p: IdlePolicy,
-  o: { pods?: PodFacts[]; holders?: ReturnType<typeof holder>[] | null; gapAt?: number } = {},
+  o: {
+    pods?: PodFacts[];
+    holders?: ReturnType<typeof holder>[] | null;
+    gapAt?: number;
+    approvals?: (record: IdleRecord) => Record<string, ApprovalRecord>;
+  } = {},
 ): { plans: IdlePlan[]; findings: IdleFinding[]; record: IdleRecord } {
   let record: IdleRecord = { tracks: [] };
   const plans: IdlePlan[] = [];
@@ -30,6 +36,7 @@ function run(
         summary: summary(start, gpus, o.holders === undefined ? NB : o.holders),
         pods: o.pods ?? PODS,
         record,
+        ...(o.approvals ? { approvals: o.approvals(record) } : {}),
       },
       p,
     );
@@ -66,6 +73,67 @@ describe('planIdle', () => {
     expect(findings[0]!.track.evictAt).toBe(T0 + 180 * MIN);
     expect(plans.map((x) => x.evictions.length)).toEqual([...times(17, 0), 1, 1, 1]);
     expect(plans[17]!.evictions).toEqual([{ namespace: 'research', name: 'notebook' }]);
+  });
+
+  describe('eviction after approval (evict.approvalMinutes)', () => {
+    const p = policy({ namespaces: { research: { evict: { afterMinutes: 60, approvalMinutes: 30 } } } });
+    const idOf = (r: IdleRecord) => idleApprovalId('gpu-1', r.tracks[0]!);
+    const rec = (r: IdleRecord, o: Partial<ApprovalRecord>): Record<string, ApprovalRecord> =>
+      r.tracks[0]?.evictAt === undefined
+        ? {}
+        : {
+            [idOf(r)]: {
+              id: idOf(r),
+              node: 'gpu-1',
+              incident: 'idle/gpu-1',
+              action: 'idle-evict',
+              scope: 'pod',
+              target: { gpus: [GPU0], pods: ['research/notebook'] },
+              requestedAt: new Date(T0 + 180 * MIN).toISOString(),
+              expiresAt: new Date(T0 + 210 * MIN).toISOString(),
+              approvers: [],
+              status: 'approved-applied',
+              decidedAt: new Date(T0 + 195 * MIN).toISOString(),
+              decidedBy: 'U123',
+              idle: { pod: 'research/notebook', device: GPU0 },
+              ...o,
+            },
+          };
+    it('asks at the deadline instead of evicting, and waits while the question is open', () => {
+      const { plans } = run(times(20, [idle]), p, { approvals: (r) => rec(r, { status: 'open' }) });
+      expect(plans.flatMap((x) => x.evictions)).toEqual([]);
+      expect(plans[17]!.asks).toEqual([]); // recorded open (by run.ts) at the first ask: here it already is
+      const first = run(times(18, [idle]), p).plans[17]!;
+      expect(first.asks).toEqual([
+        expect.objectContaining({ pod: 'research/notebook', device: GPU0, expiresAt: T0 + 210 * MIN }),
+      ]);
+      expect(first.asks[0]!.reason).toMatch(/approve idle-[0-9a-f]{12}/);
+      expect(first.evictions).toEqual([]);
+    });
+    it('evicts on an approval of exactly this eviction, decided in time, and says so once', () => {
+      const { plans, findings } = run(times(20, [idle]), p, { approvals: (r) => rec(r, {}) });
+      expect(plans.map((x) => x.evictions.length)).toEqual([...times(17, 0), 1, 1, 1]);
+      expect(findings.map((f) => f.state)).toEqual(['idle', 'evicted']);
+      expect(findings[1]!.reason).toMatch(/evicted on approval idle-/);
+    });
+    it('never evicts on a rejected, expired, late, or mismatched (forged) approval', () => {
+      const never = (o: Partial<ApprovalRecord>) =>
+        run(times(20, [idle]), p, { approvals: (r) => rec(r, o) }).plans.flatMap((x) => x.evictions);
+      expect(never({ status: 'rejected' })).toEqual([]);
+      expect(never({ status: 'expired' })).toEqual([]);
+      expect(never({ decidedAt: new Date(T0 + 211 * MIN).toISOString() })).toEqual([]);
+      expect(never({ decidedAt: undefined })).toEqual([]);
+      expect(never({ idle: { pod: 'research/other', device: GPU0 } })).toEqual([]);
+      expect(never({ idle: { pod: 'research/notebook', device: GPU1 } })).toEqual([]);
+      expect(never({ node: 'gpu-2' })).toEqual([]);
+      expect(never({ action: 'mig-preempt' })).toEqual([]);
+    });
+    it('closes an open question past its expiry, evicting nothing', () => {
+      const late = run(times(22, [idle]), p, { approvals: (r) => rec(r, { status: 'open' }) });
+      expect(late.plans[20]!.expired).toEqual([idOf(late.record)]); // window ending 210 min
+      expect(late.plans[19]!.expired).toEqual([]);
+      expect(late.plans.flatMap((x) => x.evictions)).toEqual([]);
+    });
   });
 
   it('cancels the eviction when utilization returns before the deadline', () => {
@@ -133,6 +201,33 @@ describe('planIdle', () => {
     const [f] = run(times(12, [mig(0)]), policy(), { holders }).findings;
     expect(f!.track).toMatchObject({ device: MIG0, gpu: GPU1, mig: MIG0 });
     expect(f!.cost).toEqual({ gpuHours: 0.857, amount: 8.4, currency: 'CNY', pricePerGpuHour: 9.8 });
+  });
+
+  describe('lending to the quota planner (policy lend)', () => {
+    const LEND = policy({ namespaces: { research: { lend: true } } });
+    const withUid = [{ ...PODS[0]!, uid: 'uid-nb' }];
+    it("lends the told device on this window's evidence only, never before the owner is told", () => {
+      const { plans } = run(times(13, [idle]), LEND, { pods: withUid });
+      expect(plans[10]!.record.tracks[0]!.lend).toBeUndefined(); // 110 min: not told yet
+      expect(plans[11]!.record.tracks[0]!.lend).toEqual({
+        resource: 'nvidia.com/gpu',
+        uid: 'uid-nb',
+        until: T0 + 120 * MIN + 5 * MIN,
+      });
+      expect(plans[12]!.record.tracks[0]!.lend!.until).toBe(T0 + 130 * MIN + 5 * MIN);
+    });
+    it('takes the loan back when utilization returns, and lends nothing without the policy or the pod UID', () => {
+      const back = run([...times(12, [idle]), [busy]], LEND, { pods: withUid });
+      expect(back.record.tracks).toEqual([]);
+      expect(run(times(13, [idle]), policy(), { pods: withUid }).record.tracks[0]!.lend).toBeUndefined();
+      expect(run(times(13, [idle]), LEND).record.tracks[0]!.lend).toBeUndefined();
+    });
+    it("lends a MIG device under its profile's resource", () => {
+      const holders = [holder('research', 'notebook', GPU1, MIG0)];
+      const mig: GpuReading = { uuid: GPU1, mig: [{ uuid: MIG0, profile: '3g.40gb', fb: 0 }] };
+      const { record } = run(times(13, [mig]), LEND, { pods: withUid, holders });
+      expect(record.tracks[0]!.lend!.resource).toBe('nvidia.com/mig-3g.40gb');
+    });
   });
 
   it('keeps the record as it is for a redelivered summary', () => {

@@ -9,10 +9,13 @@
  * between windows longer than `gapMinutes` starts the run again. So an eviction only ever follows a run
  * of windows each of which showed the device idle.
  */
+import { createHash } from 'node:crypto';
 import type { GpuUtilizationSummaryDetail } from '../../../events/index.ts';
+import type { ApprovalRecord } from '../../lib/approvals.ts';
+import { migResourceName } from '../../lib/mig-profiles.ts';
 import type { PodRef } from '../../lib/plan.ts';
 import { ruleFor, type EffectiveRule, type IdlePolicy } from './policy.ts';
-import type { IdleRecord, IdleTrack } from './record.ts';
+import type { IdleRecord, IdleTrack } from '../../lib/idle-record.ts';
 
 /** A pod opts out with this annotation set to `exempt`. */
 export const IDLE_OPT_OUT_ANNOTATION = 'gpu-reflex.io/idle-policy';
@@ -33,6 +36,8 @@ export interface PodFacts {
   labels: Readonly<Record<string, string>>;
   annotations: Readonly<Record<string, string>>;
   terminating: boolean;
+  /** metadata.uid: a loan to the quota planner names the very pod (absent: nothing is lent). */
+  uid?: string;
 }
 
 export interface IdleFacts {
@@ -41,6 +46,19 @@ export interface IdleFacts {
   /** The pods on the node (all namespaces). */
   pods: readonly PodFacts[];
   record: IdleRecord;
+  /** The eviction approvals asked for this node's tracks, by id (idleApprovalId), as the store holds them. */
+  approvals?: Readonly<Record<string, ApprovalRecord>>;
+}
+
+/** An eviction to put to a person (policy evict.approvalMinutes): told first, then recorded (run.ts). */
+export interface ApprovalAsk {
+  id: string;
+  node: string;
+  /** namespace/name */
+  pod: string;
+  device: string;
+  expiresAt: number;
+  reason: string;
 }
 
 export interface IdleCost {
@@ -70,6 +88,10 @@ export interface IdlePlan {
   recordChanged: boolean;
   findings: IdleFinding[];
   evictions: PodRef[];
+  /** Evictions waiting for a person: asked this window. */
+  asks: ApprovalAsk[];
+  /** Open approvals past their expiry, to close as expired (nothing is evicted for them). */
+  expired: string[];
   /** Why nothing was decided this window (holders unknown), when so. */
   skipped?: string;
 }
@@ -115,6 +137,34 @@ const hours = (ms: number) => (ms / 3_600_000).toFixed(1);
 const same = (t: IdleTrack, device: string, ns: string, pod: string) =>
   t.device === device && t.namespace === ns && t.pod === pod;
 
+/** One approval per idle run of a pod's device: a new run asks again. */
+export function idleApprovalId(node: string, t: Pick<IdleTrack, 'device' | 'namespace' | 'pod' | 'since'>): string {
+  const h = createHash('sha256').update(`${node}\u0000${t.device}\u0000${t.namespace}/${t.pod}\u0000${t.since}`);
+  return `idle-${h.digest('hex').slice(0, 12)}`;
+}
+
+type Verdict = 'ask' | 'wait' | 'expire' | 'approved' | 'refused';
+
+/**
+ * What the approval store says of this eviction. Only an approval closed as approved, for exactly this
+ * eviction (action, node, pod, device), decided before it expired, lets it go on; anything else — absent,
+ * open, rejected, expired, or a record that does not match — never evicts.
+ */
+function verdictOf(rec: ApprovalRecord | undefined, node: string, pod: string, device: string, now: number): Verdict {
+  if (!rec) return 'ask';
+  if (rec.status === 'open') return now >= Date.parse(rec.expiresAt) ? 'expire' : 'wait';
+  if (rec.status !== 'approved-applied') return 'refused';
+  const matches =
+    rec.action === 'idle-evict' && rec.node === node && rec.idle?.pod === pod && rec.idle.device === device;
+  const inTime = rec.decidedAt !== undefined && Date.parse(rec.decidedAt) <= Date.parse(rec.expiresAt);
+  return matches && inTime ? 'approved' : 'refused';
+}
+
+function withoutLend(t: IdleTrack): IdleTrack {
+  const { lend: _lend, ...rest } = t;
+  return rest;
+}
+
 export function planIdle(f: IdleFacts, policy: IdlePolicy): IdlePlan {
   const node = f.node.name;
   const unchanged = (skipped: string): IdlePlan => ({
@@ -123,6 +173,8 @@ export function planIdle(f: IdleFacts, policy: IdlePolicy): IdlePlan {
     recordChanged: false,
     findings: [],
     evictions: [],
+    asks: [],
+    expired: [],
     skipped,
   });
   const holders = f.summary.holders;
@@ -137,6 +189,8 @@ export function planIdle(f: IdleFacts, policy: IdlePolicy): IdlePlan {
   const tracks: IdleTrack[] = [];
   const findings: IdleFinding[] = [];
   const evictions: PodRef[] = [];
+  const asks: ApprovalAsk[] = [];
+  const expired: string[] = [];
   const seen = new Set<string>();
 
   for (const h of holders) {
@@ -224,7 +278,43 @@ export function planIdle(f: IdleFacts, policy: IdlePolicy): IdlePlan {
             `utilization and memory activity${spent(c)}${then}`,
         ),
       );
+    } else if (
+      t.evictAt !== undefined &&
+      we >= t.evictAt &&
+      t.evictedAt === undefined &&
+      rule.approvalMs !== undefined
+    ) {
+      // The policy asks a person first: evicted only on an approval of exactly this eviction.
+      const id = idleApprovalId(node, t);
+      const verdict = verdictOf(f.approvals?.[id], node, who, t.device, we);
+      if (verdict === 'ask')
+        asks.push({
+          id,
+          node,
+          pod: who,
+          device: t.device,
+          expiresAt: we + rule.approvalMs,
+          reason:
+            `${who} has held ${what} on ${node} idle for ${hours(idleMs)} h` +
+            `${spent(idleCost(policy, instanceType, idleMs, share))}, past its deadline: evict it? ` +
+            `Answer "approve ${id}" or "deny ${id}" within ${rule.approvalMs / 60_000} min`,
+        });
+      if (verdict === 'expire') expired.push(id);
+      if (verdict === 'approved') {
+        evictions.push({ namespace: pod.namespace, name: pod.name });
+        t = { ...t, evictedAt: we };
+        findings.push(
+          finding(
+            'evicted',
+            t,
+            idleMs,
+            `${who} evicted on approval ${id}: ${what} on ${node} idle for ${hours(idleMs)} h` +
+              `${spent(idleCost(policy, instanceType, idleMs, share))} (namespace policy ${pod.namespace})`,
+          ),
+        );
+      }
     } else if (t.evictAt !== undefined && we >= t.evictAt) {
+      // No approval asked for, or one given (evictedAt set above at the approved window).
       const deadline = t.evictAt;
       // Asked again each window while the pod still holds the device (a PodDisruptionBudget may hold it).
       evictions.push({ namespace: pod.namespace, name: pod.name });
@@ -242,6 +332,11 @@ export function planIdle(f: IdleFacts, policy: IdlePolicy): IdlePlan {
         );
       }
     }
+    // Lent to the quota planner while told and idle, on this window's evidence only (docs/cost.md, Lending).
+    const resource = h.mig ? (profile ? migResourceName(profile) : undefined) : 'nvidia.com/gpu';
+    if (rule.lend && t.notifiedAt !== undefined && resource !== undefined && pod.uid)
+      t = { ...t, lend: { resource, uid: pod.uid, until: t.lastEnd + gapMs } };
+    else if (t.lend !== undefined) t = withoutLend(t);
     tracks.push(t);
   }
   const record = { tracks };
@@ -251,5 +346,7 @@ export function planIdle(f: IdleFacts, policy: IdlePolicy): IdlePlan {
     recordChanged: JSON.stringify(record) !== JSON.stringify(f.record),
     findings,
     evictions,
+    asks,
+    expired,
   };
 }

@@ -13,7 +13,9 @@
  *     np-notebooks: { windowMinutes: 60 }
  *   namespaces:
  *     research: { evict: { afterMinutes: 60 } }   # opted in: evicted 60 min after the owner was told
+ *     lab: { evict: { afterMinutes: 60, approvalMinutes: 120 } }  # … only once a person approves
  *     prod-serving: { ignore: true }              # never watched
+ *     notebooks: { lend: true }                   # told: the idle GPU is free capacity in the quota planner
  *
  * Eviction happens only where a namespace (or pool) says `evict`: without it gpu-reflex only tells.
  * A pod opts out by annotation `gpu-reflex.io/idle-policy: exempt`.
@@ -39,11 +41,23 @@ const Rule = z
           .int()
           .min(0)
           .max(7 * 24 * 60),
+        /**
+         * Evicted only after a person approves (chat `approve <id>`): asked at the deadline, the
+         * question open this many minutes; rejected or expired, the pod is not evicted for this idle run.
+         */
+        approvalMinutes: z
+          .number()
+          .int()
+          .min(1)
+          .max(7 * 24 * 60)
+          .optional(),
       })
       .strict()
       .optional(),
     /** Not watched at all (no event, no notice, no eviction). */
     ignore: z.boolean().optional(),
+    /** Once the owner was told, the idle device counts as free capacity in the quota planner (docs/cost.md). */
+    lend: z.boolean().optional(),
   })
   .strict();
 
@@ -79,7 +93,11 @@ export interface EffectiveRule {
   windowMs: number;
   /** Absent: never evicted, only told. */
   evictAfterMs?: number;
+  /** Present: the eviction waits for an approval open this long (evict.approvalMinutes). */
+  approvalMs?: number;
   ignore: boolean;
+  /** The idle device is lent to the quota planner once the owner was told. */
+  lend: boolean;
 }
 
 export function ruleFor(policy: IdlePolicy, namespace: string, pool: string | undefined): EffectiveRule {
@@ -88,6 +106,7 @@ export function ruleFor(policy: IdlePolicy, namespace: string, pool: string | un
     thresholdPercent: policy.thresholdPercent,
     windowMs: policy.windowMinutes * 60_000,
     ignore: false,
+    lend: false,
   };
   for (const l of levels) {
     if (!l) continue;
@@ -95,10 +114,14 @@ export function ruleFor(policy: IdlePolicy, namespace: string, pool: string | un
       thresholdPercent: l.thresholdPercent ?? r.thresholdPercent,
       windowMs: l.windowMinutes !== undefined ? l.windowMinutes * 60_000 : r.windowMs,
       ignore: l.ignore ?? r.ignore,
+      lend: l.lend ?? r.lend,
       ...(l.evict
-        ? { evictAfterMs: l.evict.afterMinutes * 60_000 }
+        ? {
+            evictAfterMs: l.evict.afterMinutes * 60_000,
+            ...(l.evict.approvalMinutes !== undefined ? { approvalMs: l.evict.approvalMinutes * 60_000 } : {}),
+          }
         : r.evictAfterMs !== undefined
-          ? { evictAfterMs: r.evictAfterMs }
+          ? { evictAfterMs: r.evictAfterMs, ...(r.approvalMs !== undefined ? { approvalMs: r.approvalMs } : {}) }
           : {}),
     };
   }

@@ -2,6 +2,7 @@
  * What idle-gpus keeps between invocations, on the node (annotation `gpu-reflex.io/idle-gpus`): one
  * track per held device whose utilization sits under the threshold — since when, the last window seen,
  * whether the owner was told and when the pod is due for eviction. Functions hold no state themselves.
+ * In lib/ because rewrite-quotas reads its loans too (functions/quota/idle-lending.ts).
  */
 import * as z from 'zod';
 
@@ -26,6 +27,15 @@ const Track = z
     evictAt: z.number().int().min(0).optional(),
     /** Epoch ms the eviction was first asked (the `evicted` event); it is asked again while the pod holds on. */
     evictedAt: z.number().int().min(0).optional(),
+    /**
+     * Lent to the quota planner (policy `lend: true`, once the owner was told): the resource the pod's
+     * device is counted under, the pod's UID (the planner lends only while that very pod holds it) and
+     * until when this window's evidence holds (its end + the gap): after that, unseen time lends nothing.
+     */
+    lend: z
+      .object({ resource: z.string().min(1).max(253), uid: z.string().min(1).max(128), until: z.number().int().min(0) })
+      .strict()
+      .optional(),
   })
   .strict();
 export type IdleTrack = z.infer<typeof Track>;
