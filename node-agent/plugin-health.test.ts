@@ -6,6 +6,7 @@ import {
   criMessage,
   expectedAdvertised,
   judge,
+  kubeNodeView,
   PluginHealthCheck,
   pluginErrorLines,
   type GpuView,
@@ -130,6 +131,31 @@ describe('PluginHealthCheck', () => {
     expect(await c.check(70_000, inv as never)).toEqual([]);
   });
 
+  it("says resolved each minute while the functions' taint holds, until it is gone (lost event, restarted agent)", async () => {
+    const ok = { capacity: { 'nvidia.com/gpu': '8' }, allocatable: { 'nvidia.com/gpu': '8' } };
+    let node = view({ ...ok, taints: ['node.kubernetes.io/unschedulable', 'gpu-reflex.io/device-plugin'] });
+    // A fresh agent (restarted after the firing): the taint is the evidence, its first tick says resolved.
+    const c = check(async () => node);
+    const states = async (at: number) => (await c.check(at, inv as never)).map((e) => e.detail.state);
+    expect(await states(0)).toEqual(['resolved']);
+    expect(await states(30_000)).toEqual([]);
+    // The functions did not act on it (lost, or restarted meanwhile): said again on the minute.
+    expect(await states(60_000)).toEqual(['resolved']);
+    // A mismatch again is a firing at once, not held back by the last resolution.
+    node = view({ ...node, allocatable: { 'nvidia.com/gpu': '0' } });
+    expect(await states(61_000)).toEqual(['firing']);
+    node = view({ ...ok, taints: ['gpu-reflex.io/device-plugin'] });
+    expect(await states(62_000)).toEqual(['resolved']);
+    expect(await states(100_000)).toEqual([]);
+    expect(await states(122_000)).toEqual(['resolved']);
+    // The taint lifted: nothing more to say.
+    node = view(ok);
+    expect(await states(300_000)).toEqual([]);
+    // Another taint is not this reflex's.
+    node = view({ ...ok, taints: ['nvidia.com/gpu'] });
+    expect(await check(async () => node).check(0, inv as never)).toEqual([]);
+  });
+
   it('reads an unreadable Node as unknown: no firing, and no resolution of one that fired', async () => {
     let fail = false;
     const c = check(async () => {
@@ -145,5 +171,23 @@ describe('PluginHealthCheck', () => {
     const c = check(async () => view());
     expect(await c.check(0, undefined)).toEqual([]);
     expect(await c.check(0, { gpus: [] } as never)).toEqual([]);
+  });
+});
+
+describe('kubeNodeView', () => {
+  it("reads the Node's labels, capacity, allocatable and taint keys", async () => {
+    const node = {
+      metadata: { labels: { a: 'b' } },
+      spec: { taints: [{ key: 'gpu-reflex.io/device-plugin', value: 'capacity', effect: 'NoSchedule' }] },
+      status: { capacity: { 'nvidia.com/gpu': '8' }, allocatable: { 'nvidia.com/gpu': '0' } },
+    };
+    const read = kubeNodeView({ readNode: async () => node } as never, 'n1');
+    expect(await read()).toEqual({
+      labels: { a: 'b' },
+      capacity: { 'nvidia.com/gpu': '8' },
+      allocatable: { 'nvidia.com/gpu': '0' },
+      taints: ['gpu-reflex.io/device-plugin'],
+    });
+    expect((await kubeNodeView({ readNode: async () => ({}) } as never, 'n1')()).taints).toEqual([]);
   });
 });

@@ -27,6 +27,7 @@ import { join } from 'node:path';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import {
   DEVICE_PLUGIN_MISMATCH,
+  DEVICE_PLUGIN_TAINT_KEY,
   type DevicePluginMismatchDetail,
   type DevicePluginMode,
 } from '../events/catalog/device-plugin.ts';
@@ -40,6 +41,8 @@ export interface NodeView {
   labels: Readonly<Record<string, string>>;
   capacity: Readonly<Record<string, string>>;
   allocatable: Readonly<Record<string, string>>;
+  /** The keys of the Node's taints (absent: not read, as if none). */
+  taints?: readonly string[];
 }
 
 /** What NVML answers for: whole GPUs (MIG off), MIG devices, and GPUs in all. */
@@ -204,11 +207,16 @@ export function kubeNodeView(core: Pick<CoreV1Api, 'readNode'>, name: string): (
       labels: { ...(n.metadata?.labels ?? {}) },
       capacity: { ...(n.status?.capacity ?? {}) },
       allocatable: { ...(n.status?.allocatable ?? {}) },
+      taints: (n.spec?.taints ?? []).map((t) => t.key),
     };
   };
 }
 
-/** While the mismatch lasts, it is sent again this often (the functions escalate on a later one). */
+/**
+ * While the mismatch lasts, it is sent again this often (the functions escalate on a later one, and one
+ * restarted or lost meanwhile acts on the next); while the functions' taint holds on a node that advertises
+ * its GPUs again, the resolution is, until the taint is gone (the evidence that it was acted on).
+ */
 export const PLUGIN_MISMATCH_REPEAT_MS = 60_000;
 
 export interface PluginHealthOptions {
@@ -222,7 +230,8 @@ export interface PluginHealthOptions {
 
 /**
  * The check, one tick at a time: a `Device Plugin Mismatch` when it starts, each `repeatMs` while it lasts,
- * and when it ends.
+ * and when it ends — then again each `repeatMs` while the node still holds `gpu-reflex.io/device-plugin`
+ * (the `resolved` was lost, or this agent restarted and never saw the firing: the taint is the evidence).
  */
 export class PluginHealthCheck {
   private firing = false;
@@ -248,10 +257,12 @@ export class PluginHealthCheck {
     const g = gpuViewOf(inv);
     const { mode, resources } = expectedAdvertised(g, node);
     const v = judge(g, resources);
+    const repeatMs = this.o.repeatMs ?? PLUGIN_MISMATCH_REPEAT_MS;
     if (v.ok) {
-      if (!this.firing) return [];
+      const held = node.taints?.includes(DEVICE_PLUGIN_TAINT_KEY) ?? false;
+      if (!this.firing && !(held && nowMs - this.sentAt >= repeatMs)) return [];
       this.firing = false;
-      this.sentAt = -Infinity;
+      this.sentAt = nowMs;
       return [
         this.event(nowMs, {
           state: 'resolved',
@@ -262,7 +273,7 @@ export class PluginHealthCheck {
         }),
       ];
     }
-    if (this.firing && nowMs - this.sentAt < (this.o.repeatMs ?? PLUGIN_MISMATCH_REPEAT_MS)) return [];
+    if (this.firing && nowMs - this.sentAt < repeatMs) return [];
     this.firing = true;
     this.sentAt = nowMs;
     const lines = (await this.o.errorLines?.().catch(() => [])) ?? [];

@@ -8,6 +8,12 @@ import { actorBase, agentBase, NodeName } from '../common.ts';
 
 export const DEVICE_PLUGIN_MISMATCH = 'Device Plugin Mismatch';
 export const DEVICE_PLUGIN_ACTION = 'Device Plugin Action';
+/**
+ * The NoSchedule taint the functions put on a node whose plugin stays wrong (functions/remediate/core/
+ * plugin-health.ts). The agent reads it too: while it is on the node and the GPUs are advertised again,
+ * the agent says so each minute, so a lost `resolved` or a restarted agent never leaves it held.
+ */
+export const DEVICE_PLUGIN_TAINT_KEY = 'gpu-reflex.io/device-plugin';
 
 /**
  * How the node's GPUs are advertised, as the agent read it: NVIDIA's plugin whole (`exclusive`), with

@@ -150,6 +150,13 @@ describe('planPluginHealth: a node that advertises fewer GPUs than NVML sees', (
     expect(p.actions.notices).toHaveLength(1);
   });
 
+  it('lifts its taint on a resolution even where the record is gone (the agent re-says it while the taint holds)', () => {
+    const f = facts({ tainted: true, event: mismatch({ state: 'resolved', kind: undefined }) });
+    const p = planPluginHealth(f, DEFAULT_POLICY);
+    expect(p.step).toBe('untaint');
+    expect(p.actions.nodeEdit!.removeTaints).toEqual([{ key: PLUGIN_TAINT_KEY, effect: 'NoSchedule' }]);
+  });
+
   it('ignores a resolution it never acted on', () => {
     const p = planPluginHealth(facts({ event: mismatch({ state: 'resolved', kind: undefined }) }), DEFAULT_POLICY);
     expect(p.step).toBe('none');

@@ -15,7 +15,7 @@
  * the restart is the only un-latch). Then: `held`, the taint and a person at once. The other backends
  * (the ACK file the plugin re-reads, DRA taints, the cGPU ConfigMap, a node taint) survive a restart.
  */
-import type { DevicePluginMismatchDetail } from '../../../events/index.ts';
+import { DEVICE_PLUGIN_TAINT_KEY, type DevicePluginMismatchDetail } from '../../../events/index.ts';
 import type { NodeInfo } from '../../adapters/kube/model.ts';
 import { emptyEdit, noActions, type Actions, type Notice } from '../../lib/plan.ts';
 import { backendOf, fenced, pluginPods } from './fence.ts';
@@ -26,7 +26,7 @@ import type { PodFacts } from './types.ts';
 /** What the reflex remembers on the node: when the mismatch began, the restart, the taint. */
 export const PLUGIN_RECORD_ANNOTATION = 'gpu-reflex.io/device-plugin';
 /** The taint a node gets when its plugin stays wrong: no new pod lands where its GPUs cannot be handed out. */
-export const PLUGIN_TAINT_KEY = 'gpu-reflex.io/device-plugin';
+export const PLUGIN_TAINT_KEY = DEVICE_PLUGIN_TAINT_KEY;
 
 export interface PluginRecord {
   since: string;

@@ -17,6 +17,7 @@ import { draLifted } from './fence-dra.ts';
 import { cardsLifted } from './fence-cgpu.ts';
 import { stepMigRestore } from './mig-restore.ts';
 import { podsOnCard, resetGate } from './reset-gate.ts';
+import { mpsDaemonHolding } from './mps-reset.ts';
 import { climb } from './sweep-node.ts';
 import type { SweepFacts } from './sweep.ts';
 import { MIN, type Work } from './sweep-work.ts';
@@ -105,7 +106,15 @@ export function repairStep(
   const s = stepRepair(i, left.length, w.results, facts.now, policy);
   if (s.kind === 'wait') return i;
   // Bookkeeping only: the new request goes out with the node's state, no Remediation of its own.
-  if (s.kind === 'retry') return s.incident;
+  if (s.kind === 'retry') {
+    // MPS: the control daemon's server still holds the card after its clients left (mps-reset.ts).
+    const mps = mpsDaemonHolding(i, w.results, w.facts.pods);
+    if (mps) {
+      w.evictions.push(...mps.pods);
+      w.reasons.push(mps.why);
+    }
+    return s.incident;
+  }
   if (s.kind === 'failed') return climb(s.incident, s.why, w, facts, policy);
   if (s.kind === 'restored') return restoreMig(i, s.incident, s.why, w, facts, policy);
   w.reasons.push(s.why);
