@@ -63,6 +63,26 @@ export function toCloudEvent(
   };
 }
 
+/**
+ * A CloudEvent as Alibaba's data-plane client (`@alicloud/eventbridge`, its CloudEvent model) takes it:
+ * the core attributes, the rest under `extensions`, `data` as the bytes of its JSON (`dataText`, so a
+ * publisher that must resend the same bytes passes its own).
+ */
+export function sdkCloudEvent(ce: CloudEvent, dataText: string = JSON.stringify(ce.data)): Record<string, unknown> {
+  const { data: _data, specversion, id, source, type, datacontenttype, subject, time, ...extensions } = ce;
+  return {
+    id,
+    source,
+    type,
+    specversion,
+    datacontenttype,
+    time,
+    ...(subject !== undefined ? { subject } : {}),
+    extensions,
+    data: Buffer.from(dataText),
+  };
+}
+
 const str = (ce: Record<string, unknown>, k: string): string => {
   const v = ce[k];
   if (typeof v !== 'string' || v === '') throw new NotACloudEventError(`${k}: a CloudEvent needs a non-empty string`);

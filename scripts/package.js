@@ -4,11 +4,10 @@
 // alibaba: FC 3.0 bundles under .build/alibaba/code/<function>.zip and the ROS template
 // .build/alibaba/template.json, offline and without credentials (docs/deploy-alibaba.md).
 import { spawnSync } from 'node:child_process';
-import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { tsImport } from 'tsx/esm/api';
-import { parse } from 'yaml';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '..');
 const args = process.argv.slice(2);
@@ -59,25 +58,8 @@ if (args.length > 0) {
   process.exit(2);
 }
 run(process.execPath, [join(root, 'scripts', 'build.js'), '--target', 'alibaba']);
-const yml = parse(readFileSync(join(root, 'serverless.yml'), 'utf8'), { maxAliasCount: 100, logLevel: 'silent' });
-const patterns = Object.fromEntries(
-  readdirSync(join(root, 'events', 'patterns'))
-    .filter((f) => f.endsWith('.json'))
-    .map((f) => [`events/patterns/${f}`, JSON.parse(readFileSync(join(root, 'events', 'patterns', f), 'utf8'))]),
-);
-const cloudActions = JSON.parse(
-  readFileSync(join(root, 'infra', 'alicloud', 'ram-policy.json'), 'utf8'),
-).Statement.flatMap((s) => s.Action);
-const { alibabaTemplate } = await tsImport('../infra/alicloud/ros-template.ts', import.meta.url);
-const template = alibabaTemplate({
-  stage,
-  functions: yml.functions,
-  defaults: { timeout: yml.provider.timeout, memorySize: yml.provider.memorySize },
-  patterns,
-  cloudActions,
-  providerEnvironment: yml.provider.environment,
-  awsResources: yml.resources?.Resources,
-});
+const { alibabaTemplate, alibabaTemplateInput } = await tsImport('../infra/alicloud/ros-template.ts', import.meta.url);
+const template = alibabaTemplate(alibabaTemplateInput(root, stage));
 const out = join(root, '.build', 'alibaba', 'template.json');
 writeFileSync(out, JSON.stringify(template, null, 2) + '\n');
 console.log(

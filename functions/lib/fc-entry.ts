@@ -9,7 +9,7 @@
  * `npm run package -- --target alibaba` builds each function with this in front (scripts/build.js).
  */
 import type { FcContext } from './fc-trigger.ts';
-import { fcEventTrigger } from './fc-trigger.ts';
+import { fcEventTrigger, parseFcEvent } from './fc-trigger.ts';
 import { fcHttpTrigger, fcTimerTrigger } from './fc-http.ts';
 
 type AnyHandler = (event: never, context: never) => Promise<unknown>;
@@ -18,10 +18,9 @@ export type TriggerKind = 'http' | 'timer' | 'eventbridge';
 
 /** Which FC trigger delivered `event` (a Buffer or text of JSON, or already parsed). */
 export function triggerKindOf(event: unknown): TriggerKind {
-  let e: unknown = event;
+  let e: unknown;
   try {
-    const text = Buffer.isBuffer(event) ? event.toString('utf8') : event;
-    e = typeof text === 'string' ? (JSON.parse(text) as unknown) : text;
+    e = parseFcEvent(event);
   } catch {
     return 'eventbridge'; // its adapter drops non-JSON with the reason
   }
@@ -39,13 +38,20 @@ export function fcEntry(handler: AnyHandler, now: () => number = Date.now) {
   const timer = fcTimerTrigger(h, now);
   const events = fcEventTrigger(h, now);
   return async (event: unknown, context: FcContext): Promise<unknown> => {
-    switch (triggerKindOf(event)) {
+    // Parsed once here; each adapter takes the parsed event as it is.
+    let parsed: unknown;
+    try {
+      parsed = parseFcEvent(event);
+    } catch {
+      return events(event, context);
+    }
+    switch (triggerKindOf(parsed)) {
       case 'http':
-        return http(event, context);
+        return http(parsed, context);
       case 'timer':
-        return timer(event, context);
+        return timer(parsed, context);
       default:
-        return events(event, context);
+        return events(parsed, context);
     }
   };
 }

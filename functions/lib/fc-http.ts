@@ -20,7 +20,7 @@
 import type { APIGatewayProxyEventV2, APIGatewayProxyStructuredResultV2, Context } from 'aws-lambda';
 import { createHash } from 'node:crypto';
 import type { FcContext } from './fc-trigger.ts';
-import { lambdaContext } from './fc-trigger.ts';
+import { lambdaContext, parseFcEvent } from './fc-trigger.ts';
 import type { HandlerOutcome } from './handler.ts';
 
 export interface FcHttpEvent {
@@ -42,11 +42,6 @@ export interface FcHttpEvent {
 }
 
 type HttpHandler = (event: APIGatewayProxyEventV2, context: Context) => Promise<APIGatewayProxyStructuredResultV2>;
-
-const parse = (event: unknown): unknown => {
-  const text = Buffer.isBuffer(event) ? event.toString('utf8') : event;
-  return typeof text === 'string' ? (JSON.parse(text) as unknown) : text;
-};
 
 /** FC's HTTP event as the API Gateway v2 event our HTTP handlers parse. */
 export function apiGatewayEventOf(fc: FcHttpEvent): APIGatewayProxyEventV2 {
@@ -99,7 +94,7 @@ export function fcHttpTrigger(handler: HttpHandler, now: () => number = Date.now
     const startedAt = now();
     let fc: unknown;
     try {
-      fc = parse(event);
+      fc = parseFcEvent(event);
     } catch {
       return refuse('the HTTP trigger delivered text that is not JSON');
     }
@@ -134,7 +129,7 @@ export function fcTimerTrigger(handler: ScheduleHandler, now: () => number = Dat
     const startedAt = now();
     let timer: unknown;
     try {
-      timer = parse(event);
+      timer = parseFcEvent(event);
     } catch {
       return { status: 'dropped', reason: 'the timer trigger delivered text that is not JSON' };
     }

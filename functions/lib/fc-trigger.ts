@@ -14,6 +14,15 @@ import { envelopeOfCloudEvent, NotACloudEventError } from '../../events/cloudeve
 import type { EventEnvelope } from '../../events/envelope.ts';
 import type { HandlerOutcome } from './handler.ts';
 
+/**
+ * What FC hands a function, as JSON: a Buffer or text is parsed (throws on text that is not JSON), an
+ * object already parsed (fc-entry.ts parses once and passes it on) is taken as it is.
+ */
+export function parseFcEvent(event: unknown): unknown {
+  const text = Buffer.isBuffer(event) ? event.toString('utf8') : event;
+  return typeof text === 'string' ? (JSON.parse(text) as unknown) : text;
+}
+
 /** The parts of FC 3.0's context the adapter reads. */
 export interface FcContext {
   requestId: string;
@@ -51,10 +60,9 @@ export function lambdaContext(fc: FcContext, startedAt: number, now: () => numbe
 export function fcEventTrigger(handler: AwsShapedHandler, now: () => number = Date.now) {
   return async (event: unknown, context: FcContext): Promise<HandlerOutcome | HandlerOutcome[]> => {
     const startedAt = now();
-    const text = Buffer.isBuffer(event) ? event.toString('utf8') : event;
     let parsed: unknown;
     try {
-      parsed = typeof text === 'string' ? (JSON.parse(text) as unknown) : text;
+      parsed = parseFcEvent(event);
     } catch {
       return { status: 'dropped', reason: 'the trigger delivered text that is not JSON' };
     }

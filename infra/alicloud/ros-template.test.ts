@@ -6,48 +6,22 @@
  * is one FC 3.0's API (`@alicloud/fc20230330` models) knows, of the type it expects.
  */
 import * as fc from '@alicloud/fc20230330';
-import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parse } from 'yaml';
 import { describe, expect, it } from 'vitest';
 import { toAlibabaPatterns } from '../../events/alibaba-pattern.ts';
 import {
   alibabaTemplate,
+  alibabaTemplateInput,
   fcEvery,
   FC_RUNTIME,
   oosParameters,
   ROS_TEMPLATE_MAX_BYTES,
-  type ServerlessFunction,
 } from './ros-template.ts';
 
 const ROOT = new URL('../../', import.meta.url).pathname;
-const yml = parse(readFileSync(join(ROOT, 'serverless.yml'), 'utf8'), { maxAliasCount: 100, logLevel: 'silent' }) as {
-  provider: { timeout: number; memorySize: number; environment: Record<string, unknown> };
-  functions: Record<string, ServerlessFunction>;
-  resources: { Resources: Record<string, unknown> };
-};
-const patterns = Object.fromEntries(
-  readdirSync(join(ROOT, 'events/patterns'))
-    .filter((f) => f.endsWith('.json'))
-    .map((f) => [
-      `events/patterns/${f}`,
-      JSON.parse(readFileSync(join(ROOT, 'events/patterns', f), 'utf8')) as unknown,
-    ]),
-);
-const cloudActions = (
-  JSON.parse(readFileSync(join(ROOT, 'infra/alicloud/ram-policy.json'), 'utf8')) as {
-    Statement: { Action: string[] }[];
-  }
-).Statement.flatMap((s) => s.Action);
-const input = {
-  stage: 'prod',
-  functions: yml.functions,
-  defaults: { timeout: yml.provider.timeout, memorySize: yml.provider.memorySize },
-  patterns,
-  cloudActions,
-  providerEnvironment: yml.provider.environment,
-  awsResources: yml.resources.Resources,
-};
+const input = alibabaTemplateInput(ROOT, 'prod');
+const yml = { functions: input.functions, provider: input.defaults };
+const { patterns, cloudActions } = input;
 const template = alibabaTemplate(input);
 type Resource = { Type: string; Properties: Record<string, unknown> };
 const resources = Object.values(template['Resources'] as Record<string, Resource>);

@@ -28,9 +28,10 @@ import * as eventbridge from '@alicloud/ros-cdk-eventbridge';
 import * as fc3 from '@alicloud/ros-cdk-fc3';
 import * as ram from '@alicloud/ros-cdk-ram';
 import * as sls from '@alicloud/ros-cdk-sls';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parse } from 'yaml';
 import { toAlibabaPatterns } from '../../events/alibaba-pattern.ts';
 
 /** What the template reads of one serverless.yml function. */
@@ -60,6 +61,36 @@ export interface AlibabaTemplateInput {
   providerEnvironment?: Record<string, unknown>;
   /** serverless.yml's resources.Resources (the functions' AWS roles). */
   awsResources?: Record<string, unknown>;
+}
+
+/**
+ * The template's input as the repository at `root` holds it: serverless.yml (functions, provider
+ * defaults and environment, the AWS roles), events/patterns/, infra/alicloud/ram-policy.json. What
+ * `npm run package -- --target alibaba` and the template's test both read.
+ */
+export function alibabaTemplateInput(root: string, stage: string): AlibabaTemplateInput {
+  const yml = parse(readFileSync(join(root, 'serverless.yml'), 'utf8'), { maxAliasCount: 100, logLevel: 'silent' }) as {
+    provider: { timeout: number; memorySize: number; environment?: Record<string, unknown> };
+    functions: Record<string, ServerlessFunction>;
+    resources?: { Resources?: Record<string, unknown> };
+  };
+  const patterns = Object.fromEntries(
+    readdirSync(join(root, 'events', 'patterns'))
+      .filter((f) => f.endsWith('.json'))
+      .map((f) => [`events/patterns/${f}`, JSON.parse(readFileSync(join(root, 'events', 'patterns', f), 'utf8'))]),
+  ) as Record<string, unknown>;
+  const policy = JSON.parse(readFileSync(join(root, 'infra', 'alicloud', 'ram-policy.json'), 'utf8')) as {
+    Statement: { Action: string[] }[];
+  };
+  return {
+    stage,
+    functions: yml.functions,
+    defaults: { timeout: yml.provider.timeout, memorySize: yml.provider.memorySize },
+    patterns,
+    cloudActions: policy.Statement.flatMap((s) => s.Action),
+    ...(yml.provider.environment ? { providerEnvironment: yml.provider.environment } : {}),
+    ...(yml.resources?.Resources ? { awsResources: yml.resources.Resources } : {}),
+  };
 }
 
 /**

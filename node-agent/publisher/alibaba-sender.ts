@@ -21,6 +21,7 @@
 import * as credentials from '@alicloud/credentials';
 import * as eventbridge from '@alicloud/eventbridge';
 import { randomUUID } from 'node:crypto';
+import { sdkCloudEvent, toCloudEvent } from '../../events/cloudevents.ts';
 import type { EntryResult, PutEntry, PutEventsSender } from './types.ts';
 
 export interface AlibabaSenderOptions {
@@ -46,26 +47,30 @@ const classOf = <T>(mod: unknown): T => {
   return (typeof m.default === 'function' ? m.default : (m.default as { default: T }).default) as T;
 };
 
-/** One entry as the SDK's CloudEvent model: extensions apart, `data` a Buffer of JSON. */
+/** One entry as Alibaba's client takes it (events/cloudevents.ts), its Detail's bytes unchanged. */
 function cloudEvent(e: PutEntry): Record<string, unknown> {
-  let detail: unknown;
+  let detail: Record<string, unknown> = {};
   try {
-    detail = JSON.parse(e.Detail) as unknown;
+    const parsed = JSON.parse(e.Detail) as unknown;
+    if (parsed !== null && typeof parsed === 'object' && !Array.isArray(parsed))
+      detail = parsed as Record<string, unknown>;
   } catch {
-    detail = undefined;
+    // Sent as it is: the bus judges it.
   }
-  const eventId = (detail as { eventId?: unknown } | undefined)?.eventId;
-  return {
-    id: typeof eventId === 'string' && eventId !== '' ? eventId : randomUUID(),
-    source: e.Source,
-    type: e.DetailType,
-    specversion: '1.0',
-    datacontenttype: 'application/json',
-    time: e.Time.toISOString(),
-    ...(e.Resources && e.Resources.length > 0 ? { subject: e.Resources[0] } : {}),
-    extensions: { aliyuneventbusname: e.EventBusName },
-    data: Buffer.from(e.Detail),
-  };
+  const eventId = detail['eventId'];
+  const id = typeof eventId === 'string' && eventId !== '' ? eventId : randomUUID();
+  const ce = toCloudEvent(
+    {
+      id,
+      source: e.Source,
+      detailType: e.DetailType,
+      time: e.Time.toISOString(),
+      detail,
+      resources: e.Resources ?? [],
+    },
+    e.EventBusName,
+  );
+  return sdkCloudEvent(ce, e.Detail);
 }
 
 class CallError extends Error {
