@@ -27,7 +27,8 @@ import {
 } from '../lib/approval-seal.ts';
 
 const HELP = [
-  'Usage: gpu-reflex approve ID [--reject] [--by NAME] [--comment TEXT] [--key-parameter NAME] [--endpoint URL] [--bus NAME] [--region R]',
+  'Usage: gpu-reflex approve ID [--reject] [--by NAME] [--comment TEXT] [--key-parameter NAME] ' +
+    '[--endpoint URL] [--bus NAME] [--region R]',
   '',
   'Approves (or with --reject rejects) the held-back remediation ID (apr-..., from its',
   'Approval Requested event) by putting an Approval Decided event on the bus, sealed with the',
@@ -168,7 +169,9 @@ export const approveCommand: Command = {
     });
     if (!key)
       throw new ConfigurationError(
-        `no approval key: remediate-approve refuses an unsealed decision; pass --key-parameter /gpu-reflex/STAGE/approval-key (ssm:GetParameter on it) or set ${APPROVAL_KEY_PARAMETER_ENV} or ${APPROVAL_KEY_ENV}`,
+        `no approval key: remediate-approve refuses an unsealed decision; pass --key-parameter ` +
+          `/gpu-reflex/STAGE/approval-key (ssm:GetParameter on it) or set ` +
+          `${APPROVAL_KEY_PARAMETER_ENV} or ${APPROVAL_KEY_ENV}`,
         { what: APPROVAL_KEY_PARAMETER_ENV },
       );
     const detail = sealDecision(key, unsealed);

@@ -41,7 +41,10 @@ function allowed(rec: ApprovalRecord, d: ApprovalDecidedDetail): boolean {
 /** Why an unproven decision is refused; undefined when it carries this deployment's seal. */
 function unproven(d: ApprovalDecidedDetail, key: ApprovalKey | undefined): string | undefined {
   if (!key)
-    return `this deployment has no approval key (${APPROVAL_KEY_PARAMETER_ENV}), so no decision can be proven: refused, nothing done`;
+    return (
+      `this deployment has no approval key (${APPROVAL_KEY_PARAMETER_ENV}), so no decision can ` +
+      `be proven: refused, nothing done`
+    );
   const seal = checkSeal(key, d);
   if (seal === 'missing')
     return 'unsealed: it did not come from chatops or gpu-reflex approve with the approval key: refused, nothing done';
@@ -74,12 +77,15 @@ export async function decideApproval(
     return log({
       result: 'already-decided',
       status: first.status,
-      message: `already ${first.status}${first.decidedBy ? ` by ${first.decidedBy}` : ''}: this decision changes nothing`,
+      message:
+        `already ${first.status}${first.decidedBy ? ` by ${first.decidedBy}` : ''}: this ` + `decision changes nothing`,
     });
   if (!allowed(first, d))
     return log({
       result: 'refused',
-      message: `${deciderOf(d) ?? 'an anonymous decider'} may not decide it (approvers: ${first.approvers.join(', ')}): refused, nothing done`,
+      message:
+        `${deciderOf(d) ?? 'an anonymous decider'} may not decide it (approvers: ` +
+        `${first.approvers.join(', ')}): refused, nothing done`,
     });
   const now = new Date(deps.clock.now());
   if (now.getTime() >= Date.parse(first.expiresAt))
@@ -102,7 +108,9 @@ export async function decideApproval(
       const info = await deps.nodes.get(rec.node);
       const state = stateOf(info, deps.policy.taintKey);
       if (!stillWaits(state, rec)) {
-        const note = `${rec.incident} on ${rec.node} no longer waits for approval (resolved, acted on, or restored): no longer needed`;
+        const note =
+          `${rec.incident} on ${rec.node} no longer waits for approval (resolved, acted ` +
+          `on, or restored): no longer needed`;
         await closeApproval(deps.state, rec.id, 'no-longer-needed', { ...by, note });
         return { result: 'closed', status: 'no-longer-needed', message: note };
       }

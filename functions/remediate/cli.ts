@@ -39,7 +39,8 @@ async function eventFrom(file: string, io: CliIo): Promise<TriggerEvent> {
   if (type === 'GPU Health Changed')
     return { detailType: type, detail: check(GpuHealthChangedDetailSchema.safeParse(raw.detail)) };
   throw new InputError(
-    `event file ${file}: expected a GPU XID Error or GPU Health Changed event, got detail-type ${JSON.stringify(type) ?? 'none'}`,
+    `event file ${file}: expected a GPU XID Error or GPU Health Changed event, got detail-type ` +
+      `${JSON.stringify(type) ?? 'none'}`,
   );
 }
 

@@ -85,7 +85,8 @@ export function aliCloudReplaceReader(
           : pool.ackAutoScaling.enable
             ? `ACK's own autoscaler sizes node pool ${pool.name} (${pool.id})`
             : pool.chargeType === 'PrePaid'
-              ? `node pool ${pool.name} is subscription (PrePaid): ACK never releases its instances, so gpu-reflex does not replace them`
+              ? `node pool ${pool.name} is subscription (PrePaid): ACK never releases its ` +
+                `instances, so gpu-reflex does not replace them`
               : !instanceId
                 ? `spec.providerID names no ECS instance (${node.providerId ?? 'unset'})`
                 : undefined;
@@ -136,7 +137,9 @@ export function replacedPlan(r: ReplacementRecord, task?: NonNullable<ReplaceFac
     evictions: [],
     notices: [],
     cloud: [{ kind: 'replace', step: 'remove', node: r.node, pool: r.pool, instanceId: r.instanceId }],
-    reason: `node ${r.node} is gone: replaced by ${r.newNode ?? 'a new node'} of node pool ${r.pool}, its instance ${r.instanceId} removed from the pool and released${how}; the incident is closed`,
+    reason:
+      `node ${r.node} is gone: replaced by ${r.newNode ?? 'a new node'} of node pool ` +
+      `${r.pool}, its instance ${r.instanceId} removed from the pool and released${how}; the incident is closed`,
     trigger: {
       eventId: `replace:${r.node}:${r.removeAt ?? r.since}`,
       detailType: 'Scheduled Event',

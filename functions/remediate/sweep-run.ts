@@ -232,7 +232,9 @@ export async function expireApprovals(
           return false;
         }
         if (!due(a)) return false;
-        const reason = `approval ${a.id} expired at ${a.expiresAt} undecided: ${a.action} on ${a.node} stays held back; the sweep acts once the pool's window has room`;
+        const reason =
+          `approval ${a.id} expired at ${a.expiresAt} undecided: ${a.action} on ` +
+          `${a.node} stays held back; the sweep acts once the pool's window has room`;
         await deps.publisher.publish([remediationEvent(expiredPlan(a, reason), undefined, now)]);
         const r = await closeApproval(deps.state, a.id, 'expired', { at: now, note: reason });
         deps.logger.info('approval expired', {

@@ -48,7 +48,9 @@ export function checkBlastRadius(policy: Policy, pool: PoolFacts, node: string, 
   const counted = pool.quarantinedNodes.includes(node) ? pool.quarantinedInWindow - 1 : pool.quarantinedInWindow;
   const used = Math.max(others, counted, 0);
   const { maxShare, maxCount, windowMinutes } = poolLimits(policy, pool.name);
-  const words = `${used} of ${pool.nodes} nodes in pool ${pool.name} are already out within ${windowMinutes} min (limit ${limit}: ${Math.round(maxShare * 100)}% and at most ${maxCount})`;
+  const words =
+    `${used} of ${pool.nodes} nodes in pool ${pool.name} are already out within ` +
+    `${windowMinutes} min (limit ${limit}: ${Math.round(maxShare * 100)}% and at most ${maxCount})`;
   if (alreadyOut || pool.quarantinedNodes.includes(node)) return { allowed: true, used, limit, words };
   return { allowed: used + 1 <= limit, used, limit, words };
 }

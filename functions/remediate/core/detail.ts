@@ -76,7 +76,9 @@ export function renderSteps(plan: Plan): RenderedStep[] {
       steps.push({
         kind: 'fence',
         target: `${node}/gpu/${t.gpuUuid}`,
-        message: `DeviceTaintRule ${t.name}: ${t.taint.key}=${t.taint.value}:${t.taint.effect} on DRA device ${t.driver}/${t.pool}/${t.device}`,
+        message:
+          `DeviceTaintRule ${t.name}: ${t.taint.key}=${t.taint.value}:${t.taint.effect} on ` +
+          `DRA device ${t.driver}/${t.pool}/${t.device}`,
         from: { part: 'deviceTaints', index },
       }),
     );

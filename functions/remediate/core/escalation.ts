@@ -77,7 +77,9 @@ export function decideLevel(
         return {
           level,
           escalated: true,
-          why: `it returned ${minutesBetween(closedAt, at)} min after the last restore (at ${lastClosed.action}), so it goes one step further`,
+          why:
+            `it returned ${minutesBetween(closedAt, at)} min after the last restore (at ` +
+            `${lastClosed.action}), so it goes one step further`,
         };
     }
     return { level: 0, escalated: false, why: '' };
@@ -92,7 +94,10 @@ export function decideLevel(
     return {
       level: level + 1,
       escalated: true,
-      why: `seen ${times} times within ${rule.escalate.windowMinutes} min across ${workloads.size} different workloads (rule: ${rule.escalate.count} times, ${rule.escalate.distinctWorkloads} workloads), so it escalates from ${ladder[level]} to ${ladder[level + 1]}`,
+      why:
+        `seen ${times} times within ${rule.escalate.windowMinutes} min across ${workloads.size} ` +
+        `different workloads (rule: ${rule.escalate.count} times, ` +
+        `${rule.escalate.distinctWorkloads} workloads), so it escalates from ${ladder[level]} to ${ladder[level + 1]}`,
     };
   }
   const progress: EscalationProgress = {

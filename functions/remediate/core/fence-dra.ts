@@ -32,7 +32,9 @@ export function checkDra(
     return {
       kind: 'fallback',
       incident: { ...i, fence: { ...f, fallback: 'no-dra-device', fallbackAt: at } },
-      why: `no ResourceSlice of ${node.name} lists ${i.gpu} under the DRA driver ${driver}, so no DeviceTaintRule can hold it out: the node is tainted NoSchedule instead, until the GPU is repaired`,
+      why:
+        `no ResourceSlice of ${node.name} lists ${i.gpu} under the DRA driver ${driver}, so no ` +
+        `DeviceTaintRule can hold it out: the node is tainted NoSchedule instead, until the GPU is repaired`,
     };
   }
   const name = deviceTaintName(node.name, i.gpu ?? '');
@@ -42,7 +44,9 @@ export function checkDra(
     return {
       kind: 'verified',
       incident: { ...i, fence: { ...f, verifiedAt: at } },
-      why: `${i.gpu} is fenced: DeviceTaintRule ${name} (NoSchedule) holds out DRA device ${d.driver}/${d.pool}/${d.device}`,
+      why:
+        `${i.gpu} is fenced: DeviceTaintRule ${name} (NoSchedule) holds out DRA device ` +
+        `${d.driver}/${d.pool}/${d.device}`,
     };
   }
   if (now.getTime() - Date.parse(i.outAt ?? i.since) < policy.fence.verifyMinutes * MINUTE) return { kind: 'wait' };
@@ -52,7 +56,9 @@ export function checkDra(
   return {
     kind: 'fallback',
     incident: { ...i, fence: { ...f, fallback: 'not-verified', fallbackAt: at } },
-    why: `${i.gpu} was not fenced within ${policy.fence.verifyMinutes} min (dra: ${seen}): the node is tainted NoSchedule instead, until the GPU is repaired`,
+    why:
+      `${i.gpu} was not fenced within ${policy.fence.verifyMinutes} min (dra: ${seen}): the node ` +
+      `is tainted NoSchedule instead, until the GPU is repaired`,
   };
 }
 
@@ -89,7 +95,10 @@ function heldRule(
   return {
     kind: 'fallback',
     incident: { ...i, fence: { ...f, fallback: 'not-verified', fallbackAt: at } },
-    why: `DeviceTaintRule ${name} for ${i.gpu} has been missing since ${f.driftAt} and could not be created again within ${policy.fence.verifyMinutes} min: the node is tainted NoSchedule instead, until the GPU is repaired`,
+    why:
+      `DeviceTaintRule ${name} for ${i.gpu} has been missing since ${f.driftAt} and could not be ` +
+      `created again within ${policy.fence.verifyMinutes} min: the node is tainted NoSchedule ` +
+      `instead, until the GPU is repaired`,
   };
 }
 

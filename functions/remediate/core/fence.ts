@@ -186,9 +186,14 @@ export function stepUnlatch(
   const where = `${policy.fence.nvidiaPlugin.namespace} (${Object.entries(policy.fence.nvidiaPlugin.selector)
     .map(([k, v]) => `${k}=${v}`)
     .join(',')})`;
+  const again = f.restartedAt
+    ? ` again (the GPU was not back ${policy.fence.verifyMinutes} min after ${f.restartedAt})`
+    : '';
   const why =
     plugin.length > 0
-      ? `${i.gpu} passed its reset and probe; NVIDIA's device plugin keeps it unhealthy until it restarts: restarting ${plugin.map((p) => `${p.namespace}/${p.name}`).join(', ')}${f.restartedAt ? ` again (the GPU was not back ${policy.fence.verifyMinutes} min after ${f.restartedAt})` : ''}`
-      : `${i.gpu} passed its reset and probe, but no NVIDIA device plugin pod was found on the node in ${where}: the GPU stays unschedulable until that plugin restarts (check fence.nvidiaPlugin)`;
+      ? `${i.gpu} passed its reset and probe; NVIDIA's device plugin keeps it unhealthy until it ` +
+        `restarts: restarting ${plugin.map((p) => `${p.namespace}/${p.name}`).join(', ')}${again}`
+      : `${i.gpu} passed its reset and probe, but no NVIDIA device plugin pod was found on the node ` +
+        `in ${where}: the GPU stays unschedulable until that plugin restarts (check fence.nvidiaPlugin)`;
   return { kind: 'restart', incident: { ...i, fence: { ...f, restartedAt: at } }, pods: plugin, why };
 }

@@ -64,7 +64,9 @@ export function stepMigRestore(
       return {
         kind: 'failed',
         incident: i,
-        why: `the node agent's MIG inventory was not written again within ${timeout} min of the reset of ${i.gpu} (last at ${inventory.at}): whether its MIG instances survived is unknown`,
+        why:
+          `the node agent's MIG inventory was not written again within ${timeout} min of the ` +
+          `reset of ${i.gpu} (last at ${inventory.at}): whether its MIG instances survived is unknown`,
       };
     }
     if (entry.instances.length > 0)
@@ -73,11 +75,15 @@ export function stepMigRestore(
     const where = `${policy.repair.migManager.namespace} (${Object.entries(policy.repair.migManager.selector)
       .map(([k, v]) => `${k}=${v}`)
       .join(',')})`;
-    const head = `${i.gpu} passed its reset and probe, but the reset destroyed its MIG instances, and mig-manager applies a config only when it starts or ${CONFIG} changes`;
+    const head =
+      `${i.gpu} passed its reset and probe, but the reset destroyed its MIG instances, ` +
+      `and mig-manager applies a config only when it starts or ${CONFIG} changes`;
     const why =
       manager.length > 0
-        ? `${head}: restarting ${manager.map((p) => `${p.namespace}/${p.name}`).join(', ')} so it applies ${config ?? "the node's config"} again; the GPU returns once the node agent lists its instances`
-        : `${head}, and no mig-manager pod was found on the node in ${where}: the GPU stays out until its instances return (check repair.migManager)`;
+        ? `${head}: restarting ${manager.map((p) => `${p.namespace}/${p.name}`).join(', ')} so it ` +
+          `applies ${config ?? "the node's config"} again; the GPU returns once the node agent lists its instances`
+        : `${head}, and no mig-manager pod was found on the node in ${where}: the GPU stays out ` +
+          `until its instances return (check repair.migManager)`;
     return { kind: 'restart', incident: { ...i, migRestartedAt: now.toISOString() }, pods: manager, why };
   }
   const state = node.labels[CONFIG_STATE];
@@ -85,7 +91,9 @@ export function stepMigRestore(
     return {
       kind: 'failed',
       incident: i,
-      why: `mig-manager could not apply ${config ?? "the node's config"} again after the reset of ${i.gpu} (${CONFIG_STATE}=failed)`,
+      why:
+        `mig-manager could not apply ${config ?? "the node's config"} again after the reset of ` +
+        `${i.gpu} (${CONFIG_STATE}=failed)`,
     };
   const back =
     inventory !== undefined &&
@@ -96,14 +104,23 @@ export function stepMigRestore(
     return {
       kind: 'ready',
       incident: { ...i, migBackAt: inventory.at },
-      why: `mig-manager applied ${config ?? "the node's config"} again: the node agent lists its MIG instances at ${inventory.at} (${profiles(entry.instances)})`,
+      why:
+        `mig-manager applied ${config ?? "the node's config"} again: the node agent lists its ` +
+        `MIG instances at ${inventory.at} (${profiles(entry.instances)})`,
     };
   }
   if (!late(i.migRestartedAt)) return { kind: 'wait' };
   return {
     kind: 'failed',
     incident: i,
-    why: `the MIG instances of ${i.gpu} did not come back within ${timeout} min of restarting mig-manager at ${i.migRestartedAt} (${entry ? `the node agent lists ${entry.instances.length} at ${inventory!.at}` : 'the node agent does not list the GPU'}${state ? `, ${CONFIG_STATE}=${state}` : ''})`,
+    why:
+      `the MIG instances of ${i.gpu} did not come back within ${timeout} min of restarting ` +
+      `mig-manager at ${i.migRestartedAt} ` +
+      `(${
+        entry
+          ? `the node agent lists ${entry.instances.length} at ` + `${inventory!.at}`
+          : 'the node agent does not list the GPU'
+      }${state ? `, ${CONFIG_STATE}=${state}` : ''})`,
   };
 }
 

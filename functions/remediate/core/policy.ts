@@ -177,14 +177,20 @@ export const PoolOverrideSchema = z
 export const ApprovalsSchema = z
   .object({
     ttlMinutes: int().min(1).max(10_080),
-    /** Approver ids (`decidedBy.id`) allowed to decide; empty: whoever may seal a decision (chat roles allowing approve, holders of the approval key), never anyone who can put the event on the bus. */
+    /**
+     * Approver ids (`decidedBy.id`) allowed to decide; empty: whoever may seal a decision (chat roles allowing
+     * approve, holders of the approval key), never anyone who can put the event on the bus.
+     */
     approvers: z.array(z.string().min(1).max(128)).max(256),
   })
   .strict();
 
 export const RepairSchema = z
   .object({
-    /** A requested reset or probe that the node agent has not answered within this is a failed one (is the actuator running?). */
+    /**
+     * A requested reset or probe that the node agent has not answered within this is a failed one (is the actuator
+     * running?).
+     */
     answerTimeoutMinutes: int().min(1).max(1440),
     /** How long the probe watches the reset GPU's counters before it passes it. */
     probeSeconds: int().min(0).max(3600),
@@ -242,9 +248,14 @@ export const PolicySchema = z
     taintKey: z
       .string()
       .regex(/^([a-z0-9.-]+\/)?[A-Za-z0-9._-]{1,63}$/, 'expected a taint key like gpu-reflex.io/unhealthy'),
-    /** Held-back plans: how long an approval stays open, and who may decide it (empty = whoever may seal a decision). */
+    /**
+     * Held-back plans: how long an approval stays open, and who may decide it (empty = whoever may seal a decision).
+     */
     approvals: ApprovalsSchema,
-    /** GPU repair through the node agent (docs/remediation.md "Repair"): how long to wait for its answer, and the post-reset check. */
+    /**
+     * GPU repair through the node agent (docs/remediation.md "Repair"): how long to wait for its answer, and the
+     * post-reset check.
+     */
     repair: RepairSchema,
     /** How a GPU is fenced, and how the fence is verified (FenceSchema). */
     fence: FenceSchema,
@@ -384,12 +395,17 @@ export interface Rule {
   source: string;
   /** The profile that decided (policy `profiles`), when one did. */
   profile?: string;
-  /** quarantine-gpu: leave the GPU's running pods until this deadline (RuleOverrideSchema.letWorkFinish); null: evict at once. */
+  /**
+   * quarantine-gpu: leave the GPU's running pods until this deadline (RuleOverrideSchema.letWorkFinish); null: evict
+   * at once.
+   */
   letWorkFinish: { deadlineMinutes: number } | null;
 }
 
 export type RuleTrigger =
-  /** `severity`: the kernel line's own Fatal/Nonfatal; `nvlink`: its intrinfo and errorStatus (NVLink5 XIDs 144–150). */
+  /**
+   * `severity`: the kernel line's own Fatal/Nonfatal; `nvlink`: its intrinfo and errorStatus (NVLink5 XIDs 144–150).
+   */
   | {
       kind: 'xid';
       xid: number;
@@ -446,7 +462,8 @@ export function resolveRule(
       ? { ...finish(merge(rule, chosen.override), `${src} (profile ${chosen.name})`, undefined), profile: chosen.name }
       : finish(rule, src, undefined);
     // Never escalate on XID 45 noise, whatever a file says (the schema rejects it too).
-    // Alone on its GPU (plan.ts ignores one that follows another XID): NVIDIA says restart Fabric Manager, a person's call.
+    // Alone on its GPU (plan.ts ignores one that follows another XID): NVIDIA says restart Fabric Manager, a person's
+    // call.
     if (t.xid === 45) return { ...r, escalate: null, source: `${r.source} (alone: restart Fabric Manager)` };
     if (NVLINK5_XIDS.has(t.xid)) return nvlink5Rule(r, t);
     return r;
@@ -480,7 +497,8 @@ function finish(rule: RuleOverride, source: string, severity: 'info' | 'warning'
   const action = bySeverity ?? rule.action ?? 'observe';
   return {
     action,
-    // A chain never repeats the action itself (a pool that turns 94 into quarantine-gpu keeps `then: [quarantine-gpu]`).
+    // A chain never repeats the action itself (a pool that turns 94 into quarantine-gpu keeps `then:
+    // [quarantine-gpu]`).
     then: (rule.then ?? []).filter((a, i, all) => a !== action && all.indexOf(a) === i),
     escalate: rule.escalate ? { ...rule.escalate } : null,
     notify: rule.notify ?? false,

@@ -52,7 +52,9 @@ export function startReplace(
   const person = (because: string): ReplaceStep & { kind: 'act' } => ({
     kind: 'act',
     incident: i,
-    why: `${why}: awaiting-repair, a person must replace it (${because}), then annotate gpu-reflex.io/repaired-at=<time>`,
+    why:
+      `${why}: awaiting-repair, a person must replace it (${because}), then annotate ` +
+      `gpu-reflex.io/repaired-at=<time>`,
     tell: true,
   });
   if (!f) return person('its node pool could not be read');
@@ -62,14 +64,17 @@ export function startReplace(
   const from = pool.desired + others;
   if (from + 1 > pool.max)
     return person(
-      `node pool ${pool.name} is at ${from} of its maximum ${pool.max} nodes (autoscale policy): a new node first would pass it`,
+      `node pool ${pool.name} is at ${from} of its maximum ${pool.max} nodes (autoscale policy): a ` +
+        `new node first would pass it`,
     );
   const to = from + 1;
   return {
     kind: 'act',
     incident: { ...i, replace: { at: now.toISOString(), pool: pool.id, instanceId: f.instanceId, to } },
     cloud: { kind: 'replace', step: 'grow', node: node.name, pool: pool.id, from, to },
-    why: `${why}: replacing it, capacity first: node pool ${pool.name} grows ${from} → ${to}; once a new node is Ready, ${node.name}'s instance ${f.instanceId} is removed from the pool and released`,
+    why:
+      `${why}: replacing it, capacity first: node pool ${pool.name} grows ${from} → ${to}; once ` +
+      `a new node is Ready, ${node.name}'s instance ${f.instanceId} is removed from the pool and released`,
     tell: false,
   };
 }
@@ -102,13 +107,18 @@ export function stepReplace(
         kind: 'act',
         incident: { ...i, replace: { ...r, newNode: fresh.name, readyAt: now.toISOString() } },
         cloud: { kind: 'replace', step: 'remove', node: node.name, pool: r.pool, instanceId: r.instanceId },
-        why: `${fresh.name} joined node pool ${r.pool} and is Ready: ${node.name}'s instance ${r.instanceId} is removed from the pool and released (ACK lowers the desired size back)`,
+        why:
+          `${fresh.name} joined node pool ${r.pool} and is Ready: ${node.name}'s instance ` +
+          `${r.instanceId} is removed from the pool and released (ACK lowers the desired size back)`,
         tell: false,
       };
     }
     if (now.getTime() - Date.parse(r.at) >= policy.repair.replaceTimeoutMinutes * MIN) {
       if (toldSince(r.at)) return { kind: 'wait' };
-      const why = `${node.name}'s replacement: node pool ${r.pool} was asked for ${r.to} nodes at ${r.at} and no new node is Ready after ${policy.repair.replaceTimeoutMinutes} min: nothing was removed; a person must look (is the pool out of stock?)`;
+      const why =
+        `${node.name}'s replacement: node pool ${r.pool} was asked for ${r.to} nodes at ` +
+        `${r.at} and no new node is Ready after ${policy.repair.replaceTimeoutMinutes} min: nothing ` +
+        `was removed; a person must look (is the pool out of stock?)`;
       return { kind: 'act', incident: { ...i, notifiedAt: now.toISOString() }, why, tell: true };
     }
     // The grow did not reach ACK (an error, the autoscaler held the pool): asked again, one more
@@ -119,7 +129,9 @@ export function stepReplace(
         kind: 'act',
         incident: { ...i, replace: { ...r, to } },
         cloud: { kind: 'replace', step: 'grow', node: node.name, pool: r.pool, from: f.pool.desired, to },
-        why: `${node.name}'s replacement: node pool ${r.pool} has ${f.pool.desired} nodes, not the ${r.to} asked: asking again for ${to}`,
+        why:
+          `${node.name}'s replacement: node pool ${r.pool} has ${f.pool.desired} nodes, not the ` +
+          `${r.to} asked: asking again for ${to}`,
         tell: false,
       };
     }
@@ -127,7 +139,10 @@ export function stepReplace(
   }
   if (f?.removal?.state === 'failed') {
     if (toldSince(r.readyAt)) return { kind: 'wait' };
-    const why = `removing ${node.name}'s instance ${r.instanceId} from node pool ${r.pool} failed (${f.removal.error ?? 'no detail'}): ${r.newNode ?? 'the new node'} serves in its place, ${node.name} stays out of service; a person must remove it`;
+    const why =
+      `removing ${node.name}'s instance ${r.instanceId} from node pool ${r.pool} failed ` +
+      `(${f.removal.error ?? 'no detail'}): ${r.newNode ?? 'the new node'} serves in its place, ` +
+      `${node.name} stays out of service; a person must remove it`;
     return { kind: 'act', incident: { ...i, notifiedAt: now.toISOString() }, why, tell: true };
   }
   // Asked, but no task recorded (the answer was lost): asked again; ACK refuses an instance already leaving.

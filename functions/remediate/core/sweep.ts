@@ -156,10 +156,12 @@ function step(i0: Incident, w: Work, facts: SweepFacts, policy: Policy, retries:
         retry(left);
         return i;
       }
-      const stuck = `${left.length} pod(s) still on ${node} after the ${policy.drainTimeoutMinutes} min drain timeout (${left
+      const names = left
         .slice(0, 5)
         .map((p) => `${p.namespace}/${p.name}`)
-        .join(', ')})`;
+        .join(', ');
+      const timeout = `${policy.drainTimeoutMinutes} min drain timeout`;
+      const stuck = `${left.length} pod(s) still on ${node} after the ${timeout} (${names})`;
       const nextRung = i.ladder[i.level + 1];
       if (
         nextRung &&

@@ -51,7 +51,10 @@ export interface NodeFacts {
   gpus?: string[];
   /** Node conditions by type (gpu-reflex keeps GpuReflexGpuFenced current). */
   conditions?: Record<string, { status: string; message: string }>;
-  /** `status.capacity` / `status.allocatable` (quantities as written): a device plugin's fence shows as the difference. */
+  /**
+   * `status.capacity` / `status.allocatable` (quantities as written): a device plugin's fence shows as the
+   * difference.
+   */
   capacity?: Record<string, string>;
   allocatable?: Record<string, string>;
   /**

@@ -31,7 +31,8 @@ const BUCKET_WORDS: Record<NvidiaBucket, string> = {
   CHECK_UVM: "NVIDIA says check the host's unified-memory (UVM) driver",
   WORKFLOW_XID_45: 'NVIDIA says: alone, restart Fabric Manager; with other XIDs, ignore it and follow them',
   WORKFLOW_XID_48:
-    'NVIDIA says reset the GPU (reboot if that fails); replace it only when the SRAM uncorrectable threshold is exceeded',
+    'NVIDIA says reset the GPU (reboot if that fails); replace it only when the SRAM uncorrectable ' +
+    'threshold is exceeded',
   WORKFLOW_NVLINK_ERR: 'NVIDIA says reset the GPU or reboot, check the links, replace if it recurs',
   WORKFLOW_NVLINK5_ERR: "NVIDIA says decode intrinfo/errorStatus and act on the decode sheet's row",
   XID_154: 'NVIDIA says obey the recovery action the driver names',
@@ -55,10 +56,15 @@ export function triggerWords(event: TriggerEvent, site: FaultSite): string {
       ? ` (${d.value}${d.unit ? ' ' + d.unit : ''}${d.threshold !== undefined ? `, threshold ${d.threshold}` : ''})`
       : '';
   const ra = d.recoveryAction ? ` asking for ${d.recoveryAction}` : '';
-  return `health condition ${d.condition}${ra} ${d.state} at ${d.severity}${measured} on ${gpuWords(site)} of node ${d.node}: ${d.message}`;
+  return (
+    `health condition ${d.condition}${ra} ${d.state} at ${d.severity}${measured} on ` +
+    `${gpuWords(site)} of node ${d.node}: ${d.message}`
+  );
 }
 
-/** "; decoded: NETIR_BER_EVENT (intrinfo 0x00000013, errorStatus 0x00000000): IGNORE, Non-fatal; …" for NVLink5 XIDs. */
+/**
+ * "; decoded: NETIR_BER_EVENT (intrinfo 0x00000013, errorStatus 0x00000000): IGNORE, Non-fatal; …" for NVLink5 XIDs.
+ */
 function nvlinkWords(d: GpuXidErrorDetail): string {
   if (!d.nvlink) return '';
   const decoded = decodeNvlink5(d.xid, d.nvlink.intrinfo, d.nvlink.errorStatus);
@@ -70,7 +76,10 @@ function nvlinkWords(d: GpuXidErrorDetail): string {
 
 /** An XID 45 that is another XID's cleanup (NVIDIA's WORKFLOW_XID_45, not solo). */
 export function xid45FollowsWords(words: string, other: string): string {
-  return `${words}: it follows ${other} on this GPU, so it is that error's cleanup: ignored, the ${other} incident decides`;
+  return (
+    `${words}: it follows ${other} on this GPU, so it is that error's cleanup: ignored, the ` +
+    `${other} incident decides`
+  );
 }
 
 /** NVIDIA's WORKFLOW_XID_48 (workflows.ts `xid48Workflow`): what a 63 or 64 beside the 48 means. */
@@ -102,8 +111,15 @@ export function actionWords(action: RemediationAction, node: string, site: Fault
     case 'quarantine-gpu':
       // Device plugins fence whole GPUs (the ACK file, NVIDIA's latch): one MIG instance has no fence.
       if (site.scope === 'mig-instance')
-        return `quarantining ${gpuWords(site)}: evicting the ${moved} on it (disruption budgets apply); no fence holds one MIG instance out (the device plugins fence whole GPUs), so new work may still be placed on it; the rest of the node keeps working`;
-      return `quarantining ${gpuWords(site)}: no new work lands on it, evicting the ${moved} on it (disruption budgets apply); the rest of the node keeps working`;
+        return (
+          `quarantining ${gpuWords(site)}: evicting the ${moved} on it (disruption budgets ` +
+          `apply); no fence holds one MIG instance out (the device plugins fence whole GPUs), so ` +
+          `new work may still be placed on it; the rest of the node keeps working`
+        );
+      return (
+        `quarantining ${gpuWords(site)}: no new work lands on it, evicting the ${moved} on it ` +
+        `(disruption budgets apply); the rest of the node keeps working`
+      );
     case 'drain-node':
       return `draining node ${node}: taint, cordon, evict ${moved} (disruption budgets apply)`;
     case 'reboot-node':
@@ -134,8 +150,12 @@ export function letFinishWords(site: FaultSite, pods: number, until: string): st
   const running =
     pods === 0
       ? 'nothing runs on it'
-      : `its ${pods === 1 ? '1 running pod is' : `${pods} running pods are`} left to finish until ${until} (then what is left is evicted, disruption budgets apply)`;
-  return `quarantining ${gpuWords(site)}: no new work lands on it; ${running}; the reset waits for them; the rest of the node keeps working`;
+      : `its ${pods === 1 ? '1 running pod is' : `${pods} running pods are`} left to finish until ` +
+        `${until} (then what is left is evicted, disruption budgets apply)`;
+  return (
+    `quarantining ${gpuWords(site)}: no new work lands on it; ${running}; the reset waits for ` +
+    `them; the rest of the node keeps working`
+  );
 }
 
 /** What happens after this action, given what the handler can repair. */
@@ -152,26 +172,50 @@ export function nextWords(
     if (!repair)
       return 'next: once drained, the node waits for a person to repair it and annotate gpu-reflex.io/repaired-at';
     if (capabilities?.repairOwner)
-      return `next: once drained, ${capabilities.repairOwner} repairs the node (gpu-reflex defers to it), and once back it returns on a passed probe (a node-wide fault: after the quiet period)`;
+      return (
+        `next: once drained, ${capabilities.repairOwner} repairs the node (gpu-reflex defers ` +
+        `to it), and once back it returns on a passed probe (a node-wide fault: after the quiet period)`
+      );
     const can = repair === 'reboot-node' ? capabilities?.reboot : capabilities?.replace;
     if (can && repair === 'replace-node')
-      return 'next: once drained, replace the node, capacity first: its node pool grows by one, and once the new node is Ready the old one is removed from the pool and released';
+      return (
+        'next: once drained, replace the node, capacity first: its node pool grows by one, and ' +
+        'once the new node is Ready the old one is removed from the pool and released'
+      );
+    const verb = repair === 'reboot-node' ? 'reboot' : 'replace';
+    const cannot = capabilities?.unreachable
+      ? `the cloud cannot ${verb} it (${capabilities.unreachable})`
+      : `no cloud adapter can ${verb} it`;
     return can
-      ? 'next: once drained, reboot the node, then return it on a passed probe (a node-wide fault: after the quiet period)'
-      : `next: once drained, the node waits at awaiting-repair: ${capabilities?.unreachable ? `the cloud cannot ${repair === 'reboot-node' ? 'reboot' : 'replace'} it (${capabilities.unreachable})` : `no cloud adapter can ${repair === 'reboot-node' ? 'reboot' : 'replace'} it`}, so a person must, then annotate gpu-reflex.io/repaired-at`;
+      ? 'next: once drained, reboot the node, then return it on a passed probe (a node-wide fault: ' +
+          'after the quiet period)'
+      : `next: once drained, the node waits at awaiting-repair: ${cannot}, so a person must, then annotate ` +
+          'gpu-reflex.io/repaired-at';
   }
   if (action === 'quarantine-gpu') {
     switch (recovery) {
       case 'replace':
-        return `next: NVIDIA says this GPU must be replaced (RMA), so it stays fenced and no reset is tried; once the fence is seen, ${replaceWords(next, capabilities)}`;
+        return (
+          `next: NVIDIA says this GPU must be replaced (RMA), so it stays fenced and no reset ` +
+          `is tried; once the fence is seen, ${replaceWords(next, capabilities)}`
+        );
       case 'quiesce':
-        return "next: once its pods are gone the driver's recovery action is read again: none returns the GPU after the quiet period, a reset request has it reset and probed";
+        return (
+          "next: once its pods are gone the driver's recovery action is read again: none " +
+          'returns the GPU after the quiet period, a reset request has it reset and probed'
+        );
       case 'instance':
         return `next: the incident closes after the quiet period${next ? `; if it repeats: ${next}` : ''}`;
       case 'resolve':
-        return `next: it stays fenced until the node agent reports the condition resolved, then returns after the quiet period${next ? `; if it comes back: ${next}` : ''}`;
+        return (
+          `next: it stays fenced until the node agent reports the condition resolved, then ` +
+          `returns after the quiet period${next ? `; if it comes back: ${next}` : ''}`
+        );
       default:
-        return `next: once its pods are gone the node agent resets the GPU, and it returns only after a health probe passes${next ? `; if the reset fails or the fault returns: ${next}` : ''}`;
+        return (
+          `next: once its pods are gone the node agent resets the GPU, and it returns only ` +
+          `after a health probe passes${next ? `; if the reset fails or the fault returns: ${next}` : ''}`
+        );
     }
   }
   return next ? `next: if it repeats, ${next}` : 'next: nothing unless it gets worse';
@@ -183,7 +227,10 @@ function replaceWords(next: RemediationAction | undefined, caps: Capabilities | 
   if (next !== 'replace-node') return `it waits at awaiting-repair: ${person}`;
   if (caps?.repairOwner) return `the node is drained and left to ${caps.repairOwner} to repair`;
   if (caps?.replace) return 'the node is drained and replaced through its node pool, capacity first';
-  return `the node is drained and waits at awaiting-repair (${caps?.unreachable ?? 'no cloud adapter can replace it'}): ${person}`;
+  return (
+    `the node is drained and waits at awaiting-repair ` +
+    `(${caps?.unreachable ?? 'no cloud adapter can replace it'}): ${person}`
+  );
 }
 
 /** The repair a drain leads to: the action itself if it is one, else the next rung if it is one. */
@@ -204,15 +251,31 @@ export function fenceWords(i: Incident, policy: Pick<Policy, 'fence'>): string {
   if (!f) return '';
   const what = i.xid !== undefined ? `XID ${i.xid}` : (i.condition ?? i.trigger);
   if (f.fallback === 'plugin-latches-one-mig-device')
-    return `${i.gpu} is a MIG GPU, and NVIDIA's device plugin latches only one of its instances for ${what} (it keys health by the parent GPU), leaving the others schedulable: the node is tainted NoSchedule while it is out (fence fallback).`;
+    return (
+      `${i.gpu} is a MIG GPU, and NVIDIA's device plugin latches only one of its instances for ` +
+      `${what} (it keys health by the parent GPU), leaving the others schedulable: the node is ` +
+      `tainted NoSchedule while it is out (fence fallback).`
+    );
   if (f.fallback === 'not-fenced-by-plugin')
-    return `NVIDIA's device plugin does not take the GPU out for ${what} by itself, so the node is tainted NoSchedule while ${i.gpu} is out (fence fallback).`;
+    return (
+      `NVIDIA's device plugin does not take the GPU out for ${what} by itself, so the node is ` +
+      `tainted NoSchedule while ${i.gpu} is out (fence fallback).`
+    );
   if (f.backend === 'cordon')
-    return `This pool fences by node taint (fence backend cordon): the node is tainted NoSchedule while ${i.gpu} is out.`;
+    return (
+      `This pool fences by node taint (fence backend cordon): the node is tainted NoSchedule ` +
+      `while ${i.gpu} is out.`
+    );
   if (f.fallback === 'no-dra-device')
-    return `No ResourceSlice of the node lists ${i.gpu} under the DRA driver ${policy.fence.dra.driver}, so the node is tainted NoSchedule while it is out (fence fallback).`;
+    return (
+      `No ResourceSlice of the node lists ${i.gpu} under the DRA driver ` +
+      `${policy.fence.dra.driver}, so the node is tainted NoSchedule while it is out (fence fallback).`
+    );
   if (f.backend === 'dra')
-    return `${i.gpu} is fenced by a DRA DeviceTaintRule (NoSchedule) on its device; it must be there within ${policy.fence.verifyMinutes} min, else the node is tainted.`;
+    return (
+      `${i.gpu} is fenced by a DRA DeviceTaintRule (NoSchedule) on its device; it must be ` +
+      `there within ${policy.fence.verifyMinutes} min, else the node is tainted.`
+    );
   if (f.backend === 'ack-cgpu')
     return (
       `${i.gpu} is on a node that shares its GPUs through ACK cGPU, where the ACK device plugin's ` +
@@ -222,8 +285,15 @@ export function fenceWords(i: Incident, policy: Pick<Policy, 'fence'>): string {
       `${policy.fence.verifyMinutes} min, else the node is tainted.`
     );
   if (f.backend === 'nvidia-plugin')
-    return `NVIDIA's device plugin takes ${i.gpu} out for ${what} by itself; the node's allocatable must show it within ${policy.fence.verifyMinutes} min, else the node is tainted.`;
-  return `${i.gpu} is fenced through the ACK device plugin's unhealthy-devices file (the node agent writes it and keeps it there); within ${policy.fence.verifyMinutes} min the agent must say the file lists it and the node's allocatable must show it out, past what was out before, else the node is tainted.`;
+    return (
+      `NVIDIA's device plugin takes ${i.gpu} out for ${what} by itself; the node's allocatable ` +
+      `must show it within ${policy.fence.verifyMinutes} min, else the node is tainted.`
+    );
+  return (
+    `${i.gpu} is fenced through the ACK device plugin's unhealthy-devices file (the node agent ` +
+    `writes it and keeps it there); within ${policy.fence.verifyMinutes} min the agent must say the ` +
+    `file lists it and the node's allocatable must show it out, past what was out before, else the node is tainted.`
+  );
 }
 
 /**
@@ -245,7 +315,10 @@ export function resetSkippedWords(gpu: string | undefined, s: ResetSupport): str
       ? 'NVIDIA resets these GPUs only all together, never one alone'
       : 'NVIDIA does not support resetting one GPU there';
   const where = `${s.product} on ${s.topology ?? 'an unknown topology'}${s.row ? ` (${s.row.systems})` : ''}`;
-  return `${gpu ?? 'the GPU'} needs a reset, but ${how}: ${where}, per ${s.row?.source ?? 'no source'}; no reset tried, the node is rebooted instead`;
+  return (
+    `${gpu ?? 'the GPU'} needs a reset, but ${how}: ${where}, per ` +
+    `${s.row?.source ?? 'no source'}; no reset tried, the node is rebooted instead`
+  );
 }
 
 /** A move off a shared GPU, in the plan's reason: how many teams' pods it moves (issue #32). */
