@@ -102,3 +102,43 @@ describe('eviction scope by PodResources holders', () => {
     expect(evicted(planRemediation(factsFor(e, node(), { pods: PODS }), DEFAULT_POLICY))).toEqual(['pod/ml/b']);
   });
 });
+
+describe('a shared DRA claim moves whole (issue #32)', () => {
+  // Three pods name one claim (`resourceClaimName: train-gpu`); it holds GPU 0's DRA device.
+  const shared = (name: string, claim = 'train-gpu', device = 'gpu-0'): DeviceHolder => ({
+    namespace: 'ml',
+    name,
+    dra: { claim, claimNamespace: 'ml', driver: 'gpu.nvidia.com', pool: 'gpu-a100-07', device },
+  });
+  const CONSUMERS = [shared('a'), shared('b'), shared('c'), shared('web', 'web-gpu', 'gpu-1')];
+
+  it('a GPU fault traced to one consumer moves every consumer of its claim, and says why', () => {
+    const e = held(xid(95, { pods: [{ uid: 'uid-a' }] }), CONSUMERS);
+    const plan = planRemediation(factsFor(e, withDra(node()), { pods: PODS }), DEFAULT_POLICY);
+    expect(plan.action).toBe('quarantine-gpu');
+    expect(evicted(plan)).toEqual(['pod/ml/a', 'pod/ml/b', 'pod/ml/c']);
+    expect(plan.reason).toContain(
+      'DRA claim ml/train-gpu is shared: 2 more of its pods move with it, so Kubernetes can deallocate it from this GPU',
+    );
+  });
+
+  it("a claim on another GPU keeps its pods; an application fault restarts only the culprit, the claim's GPU is fine", () => {
+    const e = held(xid(95, { pods: [{ uid: 'uid-a' }] }), [shared('a'), shared('web', 'web-gpu', 'gpu-1')]);
+    expect(evicted(planRemediation(factsFor(e, withDra(node()), { pods: PODS }), DEFAULT_POLICY))).toEqual([
+      'pod/ml/a',
+    ]);
+    // XID 94 (contained ECC): NVIDIA restarts the application; the GPU stays in service, so does the claim.
+    const app = held(xid(94, { pods: [{ uid: 'uid-a' }] }), CONSUMERS);
+    const plan = planRemediation(factsFor(app, withDra(node()), { pods: PODS }), DEFAULT_POLICY);
+    expect(plan.action).toBe('restart-workload');
+    expect(evicted(plan)).toEqual(['pod/ml/a']);
+    expect(plan.reason).not.toContain('DRA claim');
+  });
+
+  it('without a PodResources reading nothing is added (unknown is not a claim)', () => {
+    const e = xid(95, { pods: [{ uid: 'uid-a' }] });
+    expect(evicted(planRemediation(factsFor(e, withDra(node()), { pods: PODS }), DEFAULT_POLICY))).toEqual([
+      'pod/ml/a',
+    ]);
+  });
+});

@@ -16,12 +16,13 @@ import { deviceTaintChange } from './fence-dra.ts';
 import { cardFenceChange, fenceBackendFor, sharesCards } from './fence-cgpu.ts';
 import { recoveryOf } from './recovery.ts';
 import { resetSupportOf, skipsReset } from './reset-support.ts';
-import { affectedPods, evictable, faultSite, holdersAt, type FaultSite } from './scope.ts';
+import { affectedPods, claimMove, evictable, faultSite, holdersAt, type FaultSite } from './scope.ts';
 import { approvalIdFor } from './detail.ts';
 import { boundState, cmp, isOpen, type Incident, type IncidentPhase, type NodeState } from './state.ts';
 import type { NodeFacts, Plan, PlanTarget, PlanTrigger, PodFacts, RemediationFacts, TriggerEvent } from './types.ts';
 import {
   actionWords,
+  claimMoveWords,
   evidenceWords,
   fenceWords,
   unknownWorkloadWords,
@@ -254,10 +255,13 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     draDevices: facts.node.dra?.devices,
   };
   // A restart on a shared card that nothing names the culprit of restarts no tenant.
-  const affected =
+  const direct =
     unknownWorkload || (action === 'restart-workload' && blame.restart === 'none')
       ? []
       : affectedPods(site, action === 'restart-workload' ? culprit : reported, facts.pods, held);
+  // A GPU leaving service takes its shared DRA claims' other consumers along (scope.ts claimMove).
+  const claims = action === 'quarantine-gpu' ? claimMove(site, direct, facts.pods, held) : undefined;
+  const affected = claims ? claims.pods : direct;
   // DRAIN_AND_RESET (rule letWorkFinish): the GPU is fenced now, its running pods are left to end
   // by themselves until the deadline; the sweep evicts what is left then, and the reset waits for them.
   const patient = action === 'quarantine-gpu' && rule.letWorkFinish !== null && rule.action === 'quarantine-gpu';
@@ -369,6 +373,7 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
       ? unknownWorkloadWords(site)
       : actionWords(action, node.name, site, moving.length);
   const basis = moving === affected && reported.length === 0 ? evidenceWords(site, holdersAt(site, held)) : '';
+  const together = claims && moving === affected ? claimMoveWords(claims, direct.length) : '';
   const tenants = sharing.mode !== 'exclusive' && site.gpu ? tenantsOf(moving) : [];
   const who = tenants.length > 0 ? tenantWords(sharing.mode, tenants, moving.length) : '';
   const support = resetSupportOf(node.labels);
@@ -377,7 +382,7 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     action === 'quarantine-gpu' && recoveryOf(acted) === 'reset' && skipsReset(support)
       ? `next: ${resetSkippedWords(acted.gpu, support)}`
       : nextWords(ladder, decision.level, facts.capabilities, recoveryOf(acted));
-  const reason = `${reasonCore} Now ${doing}${basis};${fence} ${then}${who}`;
+  const reason = `${reasonCore} Now ${doing}${basis}${together};${fence} ${then}${who}`;
   // Every tenant whose pod moves off the shared card is told why, on its own pod.
   const podEvents = tenants.length
     ? moving.map((p) => ({

@@ -138,6 +138,51 @@ export function affectedPods(
   return gpuPods.filter((p) => p.gpus?.includes(uuid));
 }
 
+/** Pods a shared DRA claim brings along, and the claims (`namespace/name`) that brought them. */
+export interface ClaimMove {
+  pods: PodFacts[];
+  claims: string[];
+}
+
+/**
+ * A DRA claim on the faulty GPU moves whole (issue #32). Pods that name the same `resourceClaimName`
+ * share one claim, and Kubernetes never deallocates a claim a pod still reserves
+ * (ResourceClaimStatus.reservedFor, resource.k8s.io API reference: "a claim that is in use or might
+ * be in use because it has been reserved must not get deallocated"), while a NoSchedule device taint
+ * applies to the claim and every pod that uses it
+ * (kubernetes.io/docs/concepts/scheduling-eviction/dynamic-resource-allocation device taints). So
+ * moving one consumer leaves the claim on the broken GPU: its replacement waits Pending behind the
+ * taint and the other consumers keep running there. Every consumer PodResources names for a claim
+ * that holds the site's GPU and has one of `moving` among its consumers moves with it; undefined when
+ * no claim adds anyone (or PodResources is unknown).
+ */
+export function claimMove(
+  site: FaultSite,
+  moving: readonly PodFacts[],
+  pods: readonly PodFacts[],
+  held: HeldBy | undefined,
+): ClaimMove | undefined {
+  if (!held?.holders) return undefined;
+  const key = (ns: string, name: string) => `${ns}/${name}`;
+  const movingKeys = new Set(moving.map((p) => key(p.namespace, p.name)));
+  const onDevice = (holdersAt(site, held) ?? []).filter((h) => h.dra);
+  const claims = new Set(
+    onDevice
+      .filter((h) => movingKeys.has(key(h.namespace, h.name)))
+      .map((h) => key(h.dra!.claimNamespace, h.dra!.claim)),
+  );
+  if (claims.size === 0) return undefined;
+  const consumers = new Set(
+    held.holders
+      .filter((h) => h.dra && claims.has(key(h.dra.claimNamespace, h.dra.claim)))
+      .map((h) => key(h.namespace, h.name)),
+  );
+  const added = evictable(pods).filter(
+    (p) => consumers.has(key(p.namespace, p.name)) && !movingKeys.has(key(p.namespace, p.name)),
+  );
+  return added.length === 0 ? undefined : { pods: [...moving, ...added], claims: [...claims].sort() };
+}
+
 export function podTarget(p: { namespace: string; name: string }): string {
   return `pod/${p.namespace}/${p.name}`;
 }

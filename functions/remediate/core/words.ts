@@ -11,7 +11,7 @@ import {
   type NvidiaBucket,
   type RemediationAction,
 } from '../../../events/index.ts';
-import { gpuWords, type FaultSite } from './scope.ts';
+import { gpuWords, type ClaimMove, type FaultSite } from './scope.ts';
 import type { Capabilities, TriggerEvent } from './types.ts';
 import type { Policy } from './policy.ts';
 import type { Incident } from './state.ts';
@@ -127,6 +127,16 @@ export function actionWords(action: RemediationAction, node: string, site: Fault
     case 'replace-node':
       return `draining node ${node} (evict ${moved}) so it can be replaced`;
   }
+}
+
+/** " (DRA claim ml/train is shared: 2 more of its pods move with it, so Kubernetes can deallocate it …)" */
+export function claimMoveWords(m: ClaimMove, before: number): string {
+  const claims = m.claims.length === 1 ? `DRA claim ${m.claims[0]} is` : `DRA claims ${m.claims.join(', ')} are`;
+  const more = m.pods.length - before;
+  return (
+    ` (${claims} shared: ${more === 1 ? '1 more of its pods moves' : `${more} more of its pods move`} with it, ` +
+    'so Kubernetes can deallocate it from this GPU; a claim any pod still reserves stays where it is)'
+  );
 }
 
 /**
