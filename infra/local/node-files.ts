@@ -111,7 +111,7 @@ export function mockScenario(
       powerW: [Math.round(g.powerLimitW * 0.55), Math.round(g.powerLimitW * 0.6)],
     },
     processes: procs
-      .filter((p) => p.gpu === g.index)
+      .filter((p) => p.gpu === g.index && !p.noProcess)
       .map((p) => ({
         pid: p.pid,
         usedMiB: p.usedMiB,

@@ -4,6 +4,7 @@ import { parseXidLine } from '../../node-agent/kmsg/parse-xid.ts';
 import type { Node, Pod } from './kube/types.ts';
 import { kmsgXidLine, mockScenario } from './node-files.ts';
 import { allocateGpus, cgroupLine, gpuSpecsOf, isGpuNode } from './node-gpus.ts';
+import { NO_GPU_PROCESS } from './kube/readiness.ts';
 
 const node = (name: string, labels: Record<string, string>, allocatable: Record<string, string | number>): Node => ({
   apiVersion: 'v1',
@@ -175,5 +176,39 @@ describe('shared GPUs (issue #32): one replica per pod, spread as NVIDIA distrib
     expect(allocateGpus(A100x2, five, 4100, [], new Set([1]), shared).map((p) => p.gpu)).toEqual([0, 0, 0, 0]);
     const latched = allocateGpus(A100x2, five, 4100, [], new Set(), { ...shared, replicasOut: new Map([[1, 3]]) });
     expect(latched.filter((p) => p.gpu === 1)).toHaveLength(1);
+  });
+});
+
+describe('DRA claims shared by name (resourceClaimName)', () => {
+  const gpus = gpuSpecsOf(A100);
+  const consumer = (name: string, created: string, extra: Partial<Pod['metadata']> = {}): Pod => {
+    const p = pod(name, {}, created);
+    return {
+      ...p,
+      metadata: { ...p.metadata, ...extra },
+      spec: { ...p.spec, resourceClaims: [{ name: 'gpu', resourceClaimName: 'serve-gpu' }] },
+    };
+  };
+  const a = consumer('serve-a', '2026-01-01T00:00:00Z');
+  const b = consumer('serve-b', '2026-01-01T00:00:01Z', { annotations: { [NO_GPU_PROCESS]: 'true' } });
+
+  it('every pod naming the claim shares its one GPU; a pod annotated with no GPU process holds it without one', () => {
+    const procs = allocateGpus(gpus, [a, b]);
+    expect(procs.map((p) => [p.pod.name, p.gpu, p.sharedClaim, p.noProcess ?? false])).toEqual([
+      ['serve-a', 0, 'serve-gpu', false],
+      ['serve-b', 0, 'serve-gpu', true],
+    ]);
+    const scenario = mockScenario(gpus, procs, []) as { gpus: { processes: unknown[] }[] };
+    expect(scenario.gpus[0]!.processes).toHaveLength(1);
+  });
+
+  it('the claim stays on its GPU while a pod holds it: a new consumer of a fenced one gets nothing; freed, it moves', () => {
+    const held = allocateGpus(gpus, [a]);
+    const late = consumer('serve-c', '2026-01-01T00:00:02Z');
+    expect(allocateGpus(gpus, [a, late], 5000, held, new Set([0])).map((p) => p.pod.name)).toEqual(['serve-a']);
+    // Every consumer gone: the claim is allocated afresh, on a GPU that is not fenced.
+    expect(allocateGpus(gpus, [late], 5000, held, new Set([0])).map((p) => [p.pod.name, p.gpu])).toEqual([
+      ['serve-c', 1],
+    ]);
   });
 });

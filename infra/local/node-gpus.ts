@@ -4,6 +4,7 @@ import { simMigModel, SIM_MIG_MODELS, type SimMigModel, type SimMigProfile } fro
 import { SIM_GPU_LAYOUT_ANNOTATION } from './kube/mig-manager.ts';
 import { placeInstances } from './kube/mig-placement.ts';
 import { cardOfPod, GPU_COUNT, MEM_POD } from './kube/gpushare.ts';
+import { NO_GPU_PROCESS } from './kube/readiness.ts';
 import { gpuResetScopeOf, type GpuResetScope } from './gpu-reset-scope.ts';
 
 /**
@@ -172,6 +173,13 @@ export interface GpuProcessOfPod {
   pod: { uid: string; namespace: string; name: string };
   /** The pod's `spec.resourceClaims` entry this whole GPU was allocated for (DRA), when it was. */
   claim?: string;
+  /** The shared ResourceClaim (`resourceClaimName`) that entry names: every pod naming it shares its GPU. */
+  sharedClaim?: string;
+  /**
+   * The pod holds the device but runs no GPU process (NO_GPU_PROCESS): NVML lists nothing for it, the
+   * kubelet's PodResources still lists its allocation.
+   */
+  noProcess?: true;
   /** MPS: a client of the card's MPS server (NVML lists it apart), or that server. */
   mps?: 'client' | 'server';
   /**
@@ -193,9 +201,15 @@ export interface SharedGpus {
   replicasOut?: ReadonlyMap<number, number>;
 }
 
-/** The pod's DRA claim entries (`spec.resourceClaims[].name`): each is given one whole GPU here. */
-const claimsOf = (pod: Pod): string[] =>
-  ((pod.spec.resourceClaims as { name?: string }[] | undefined) ?? []).flatMap((c) => (c.name ? [c.name] : []));
+/**
+ * The pod's DRA claim entries (`spec.resourceClaims[]`): a template's entry gets a claim of its own, an
+ * entry naming `resourceClaimName` shares that claim with every pod of the namespace naming it
+ * (kubernetes.io DRA docs: "pods that name the same ResourceClaim share it").
+ */
+const claimsOf = (pod: Pod): { entry: string; shared?: string }[] =>
+  ((pod.spec.resourceClaims as { name?: string; resourceClaimName?: string }[] | undefined) ?? []).flatMap((c) =>
+    c.name ? [{ entry: c.name, ...(c.resourceClaimName ? { shared: c.resourceClaimName } : {}) }] : [],
+  );
 
 const requestsOf = (pod: Pod): Record<string, number> => {
   const out: Record<string, number> = {};
@@ -302,9 +316,20 @@ export function allocateGpus(
       out.push({ pid: pid++, gpu, usedMiB: mem(gpu), pod: ref });
     }
     // DRA: the simulated driver allocates one whole free GPU per claim (exactly one device of its class).
-    for (const claim of claimsOf(pod)) {
-      const gpu = freeGpus.shift();
-      if (gpu !== undefined) out.push({ pid: pid++, gpu, usedMiB: mem(gpu), pod: ref, claim });
+    // A shared claim already allocated (another pod of it holds a GPU) keeps its device: a claim is
+    // never deallocated while a pod reserves it (ResourceClaimStatus.reservedFor, resource.k8s.io API
+    // reference), so a new consumer joins it there; where that GPU is fenced by a NoSchedule device
+    // taint the new consumer is not given it (the real scheduler leaves such a pod Pending: the taint
+    // applies to the claim and every pod using it, device-taints docs). Once no pod holds the claim, it
+    // is allocated afresh on a free, unfenced GPU.
+    const idle = pod.metadata.annotations?.[NO_GPU_PROCESS] === 'true' ? { noProcess: true as const } : {};
+    for (const { entry, shared: name } of claimsOf(pod)) {
+      const sharedKey = name ? { sharedClaim: name } : {};
+      const holder = name ? out.find((p) => p.sharedClaim === name && p.pod.namespace === ref.namespace) : undefined;
+      if (holder && fenced.has(holder.gpu)) continue;
+      const gpu = holder ? holder.gpu : freeGpus.shift();
+      if (gpu !== undefined)
+        out.push({ pid: pid++, gpu, usedMiB: mem(gpu), pod: ref, claim: entry, ...sharedKey, ...idle });
     }
     for (const [k, v] of Object.entries(req)) {
       const m = /^nvidia\.com\/mig-(.+)$/.exec(k);

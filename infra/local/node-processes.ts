@@ -127,14 +127,14 @@ export class NodeProcesses {
 
   private write(added: readonly GpuProcessOfPod[], removed: readonly GpuProcessOfPod[]): void {
     for (const p of removed) rmSync(join(this.procRoot, String(p.pid)), { recursive: true, force: true });
-    for (const p of this.hostPid ? added : []) {
+    for (const p of this.hostPid ? added.filter((a) => !a.noProcess) : []) {
       mkdirSync(join(this.procRoot, String(p.pid)), { recursive: true });
       writeFileSync(join(this.procRoot, String(p.pid), 'cgroup'), cgroupLine(p.pod.uid, p.pid));
       writeFileSync(join(this.procRoot, String(p.pid), 'comm'), 'python\n');
     }
     const lists = this.gpus.map((g) =>
       this.procs
-        .filter((p) => p.gpu === g.index)
+        .filter((p) => p.gpu === g.index && !p.noProcess)
         .map((p) => ({
           pid: p.pid,
           usedMiB: p.usedMiB,

@@ -4,7 +4,7 @@ import type { Cluster } from './cluster.ts';
 import { ApiError } from './errors.ts';
 import { parseYamlText } from '../../../functions/lib/yaml-text.ts';
 import { COMPLETE_AFTER } from './lifecycle.ts';
-import { READY_AFTER } from './readiness.ts';
+import { NO_GPU_PROCESS, READY_AFTER } from './readiness.ts';
 import { OPERATOR_MIG_PARTED_CONFIGMAP, OPERATOR_SHIPPED_MIG_CONFIG } from './mig-manager.ts';
 import { resource, resourceForKind } from './resources.ts';
 import { operatorClusterPolicy } from '../gpu-operator.ts';
@@ -131,13 +131,22 @@ const PodGroup = z
     priority: z.number().int().optional(),
     priorityClassName: Name.optional(),
     /**
-     * DRA: `spec.resourceClaims` (each entry a claim made from a template, kubernetes.io DRA docs), used
-     * by the container (`resources.claims`). The simulated driver gives each claim one whole GPU.
+     * DRA: `spec.resourceClaims`, used by the container (`resources.claims`): each entry a claim made
+     * from a template, or an existing claim by `resourceClaimName` that every pod naming it shares
+     * (exactly one of the two: PodResourceClaim, kubernetes.io DRA docs). The simulated driver gives
+     * each claim one whole GPU.
      */
     resourceClaims: z
-      .array(z.object({ name: Name, resourceClaimTemplateName: Name }).strict())
+      .array(
+        z.union([
+          z.object({ name: Name, resourceClaimTemplateName: Name }).strict(),
+          z.object({ name: Name, resourceClaimName: Name }).strict(),
+        ]),
+      )
       .max(4)
       .optional(),
+    /** The pods hold their GPUs but run no GPU process (readiness.ts NO_GPU_PROCESS): NVML lists none for them. */
+    gpuProcess: z.boolean().optional(),
     ...Workload,
   })
   .strict();
@@ -343,9 +352,10 @@ export function seedFleet(cluster: Cluster, fleet: ParsedFleet): void {
           metadata: {
             name,
             labels: g.labels,
-            ...(g.completeAfterSeconds !== undefined || g.readyAfterSeconds !== undefined
+            ...(g.completeAfterSeconds !== undefined || g.readyAfterSeconds !== undefined || g.gpuProcess === false
               ? {
                   annotations: {
+                    ...(g.gpuProcess === false ? { [NO_GPU_PROCESS]: 'true' } : {}),
                     ...(g.completeAfterSeconds !== undefined
                       ? { [COMPLETE_AFTER]: String(g.completeAfterSeconds) }
                       : {}),

@@ -11,6 +11,13 @@ import type { Pod } from './types.ts';
  */
 export const READY_AFTER = 'sim.gpu-reflex.io/ready-after-seconds';
 
+/**
+ * A pod annotated so (`"true"`) holds its devices but runs no GPU process yet (a server that has not
+ * opened a CUDA context): NVML lists no process for it, while the kubelet's PodResources lists its
+ * allocation (node-gpus.ts).
+ */
+export const NO_GPU_PROCESS = 'sim.gpu-reflex.io/no-gpu-process';
+
 /** How long after starting the pod turns Ready, in ms; 0 for a pod Ready at once. */
 export function readyDelayMs(pod: Pod): number {
   const v = pod.metadata.annotations?.[READY_AFTER];

@@ -78,11 +78,13 @@ export function podResourcesState(s: NodeStateSources): PodResourcesState {
         .map((p) => {
           const mine = alloc.filter((a) => a.pod.uid === p.metadata.uid);
           const devices: { resource: string; id: string }[] = [];
+          // A claim by its object's name: a shared one's own (`resourceClaimName`), a template's `<pod>-<entry>`.
           const claims = new Map<string, number[]>();
           for (const a of mine) {
             const g = gpus[a.gpu];
             if (!g) continue;
-            if (a.claim !== undefined) claims.set(a.claim, [...(claims.get(a.claim) ?? []), g.index]);
+            const claimName = a.sharedClaim ?? `${p.metadata.name}-${a.claim}`;
+            if (a.claim !== undefined) claims.set(claimName, [...(claims.get(claimName) ?? []), g.index]);
             else if (a.gpuInstanceId === undefined) devices.push({ resource: 'nvidia.com/gpu', id: g.uuid });
             else {
               const slot = g.mig.find((m) => m.giId === a.gpuInstanceId);
@@ -96,8 +98,8 @@ export function podResourcesState(s: NodeStateSources): PodResourcesState {
             devices: i === 0 ? grouped(devices) : [],
             dynamicResources:
               i === 0
-                ? [...claims].map(([entry, indices]) => ({
-                    claimName: `${p.metadata.name}-${entry}`,
+                ? [...claims].map(([claimName, indices]) => ({
+                    claimName,
                     claimNamespace: p.metadata.namespace ?? 'default',
                     claimResources: indices.map((index) => ({
                       // A CDI name in the CDI spec's vendor/class=name form (api.proto's CDIDevice comment).
