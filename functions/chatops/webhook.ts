@@ -160,7 +160,8 @@ export function malformedReason(platform: ChatPlatform, body: string): string | 
 function answer(platform: ChatPlatform, text: string): APIGatewayProxyStructuredResultV2 {
   if (platform === 'slack') return json(200, { response_type: 'ephemeral', text });
   if (platform === 'dingtalk') return json(200, { msgtype: 'text', text: { content: text } });
-  // Feishu takes only a 200 here; the answer went through its message API (FeishuReplier).
+  // Feishu takes only a 200 here; with its app configured the answer goes through its message API
+  // (feishuHandOff), without it only into the ChatOps Command event.
   return json(200, {});
 }
 
@@ -291,6 +292,35 @@ async function handOff(deps: WebhookDeps, detail: ChatOpsCommandRequestedDetail,
   }
 }
 
+/**
+ * Feishu answers only through its message API, never in the callback's response, and re-sends an event
+ * it got no 200 for within 3 s (open.feishu.cn event subscription docs: "respond with HTTP 200 within 3
+ * seconds"). So every Feishu command, quick or long, goes to chatops-worker and the callback is
+ * acknowledged at once: a slow Feishu API (the token fetch, the reply) never holds the acknowledgement.
+ * Only when the bus refuses the hand-off does the webhook itself reply, to say nothing was done.
+ */
+async function feishuHandOff(
+  deps: WebhookDeps,
+  feishu: FeishuReplier,
+  said: { messageId: string; eventId?: string },
+  later: ChatOpsCommandRequestedDetail,
+  text: string,
+): Promise<APIGatewayProxyStructuredResultV2> {
+  try {
+    await deps.publisher.publish([{ source: SOURCES.chatops, detailType: CHATOPS_COMMAND_REQUESTED, detail: later }]);
+  } catch (err) {
+    deps.logger.error('chat request not handed to chatops-worker', { platform: 'feishu', error: err });
+    const why = (err as Error).message;
+    const parsed = parseCommand(text);
+    const asked = parsed.ok ? parsed.words.join(' ') : text.trim();
+    const words = `failed: ${asked}: could not hand it to chatops-worker (${why}); nothing was done, ask again`;
+    await feishu
+      .reply(said.messageId, words, said.eventId ? `${said.eventId}:ack` : undefined)
+      .catch((e: unknown) => deps.logger.warn('feishu reply failed', { error: e }));
+  }
+  return json(200, {});
+}
+
 export async function handleChatRequest(
   deps: WebhookDeps,
   request: APIGatewayProxyEventV2,
@@ -333,6 +363,8 @@ export async function handleChatRequest(
   }
   if ('challenge' in c) return json(200, { challenge: c.challenge });
   if (c.slack?.button) return pressButton(deps, c.who, c.slack);
+  if (c.feishu && deps.feishu)
+    return feishuHandOff(deps, deps.feishu, c.feishu, laterRequest(deps, c, headers, body, now)!, c.text);
   // A long command goes to the worker where the platform takes a late answer; quick ones, refusals
   // and usage errors are answered here, as the synchronous path words them.
   const later = laterRequest(deps, c, headers, body, now);
@@ -348,13 +380,5 @@ export async function handleChatRequest(
     : long && later
       ? await handOff(deps, later, parsed?.words ?? [])
       : await runChatCommand(deps, c.who, c.text);
-  if (c.feishu && deps.feishu) {
-    // A reply failure is logged, never undoes the command; the event id keeps a retried callback's
-    // reply single (the worker's answer takes the event id, so "working on it" takes another).
-    const uuid = c.feishu.eventId && long ? `${c.feishu.eventId}:ack` : c.feishu.eventId;
-    await deps.feishu
-      .reply(c.feishu.messageId, text, uuid)
-      .catch((err: unknown) => deps.logger.warn('feishu reply failed', { error: err }));
-  }
   return answer(platform, text);
 }

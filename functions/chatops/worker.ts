@@ -14,7 +14,8 @@
 import type { ChatOpsCommandRequestedDetail } from '../../events/index.ts';
 import { dingtalkMacMatches, DINGTALK_WINDOW_MS, verifyDingTalk, verifyFeishu, verifySlack } from './core/signature.ts';
 import { readSlackForm } from './core/slack-form.ts';
-import { runChatCommand, type ChatUser } from './run.ts';
+import { isLong, parseCommand } from './core/command.ts';
+import { refusal, runChatCommand, type ChatUser } from './run.ts';
 import { commandOf, type WebhookDeps } from './webhook.ts';
 
 /** How long Slack takes posts at a response_url; a request older than this has no one to answer. */
@@ -28,7 +29,15 @@ export const FEISHU_WORKER_WINDOW_S = 1800;
 export type WorkerOutcome = { answered: string } | { refused: string };
 
 /** A request the platform vouches for: who asked what, its replay key, and how to answer it. */
-type Vouched = { who: ChatUser; text: string; key: string; windowS: number; answer: (text: string) => Promise<void> };
+type Vouched = {
+  who: ChatUser;
+  text: string;
+  key: string;
+  windowS: number;
+  answer: (text: string) => Promise<void>;
+  /** Feishu: "working on it" before a long command (the webhook hands every Feishu command here). */
+  ack?: (text: string) => Promise<void>;
+};
 
 function slackRequest(
   deps: WebhookDeps,
@@ -82,6 +91,8 @@ function feishuRequest(
     key: v.replayKey,
     windowS: FEISHU_WORKER_WINDOW_S,
     answer: (text) => feishu.reply(messageId, text, eventId),
+    // Its own uuid: Feishu sends one message per uuid, and the answer takes the event id.
+    ack: (text) => feishu.reply(messageId, text, eventId ? `${eventId}:ack` : undefined),
   };
 }
 
@@ -134,6 +145,11 @@ export async function carryOutRequested(
     deps.logger.info('chat request already carried out by chatops-worker: not again', { platform });
     return { refused: 'already carried out' };
   }
+  const parsed = said.ack ? parseCommand(said.text) : undefined;
+  if (said.ack && parsed?.ok && isLong(parsed.command) && !refusal(deps.config, said.who, parsed.command))
+    await said
+      .ack(`working on it… (${parsed.words.join(' ')}): the answer follows here`)
+      .catch((e: unknown) => deps.logger.warn(`${platform} answer failed`, { error: e }));
   let text: string;
   try {
     text = await runChatCommand(deps, said.who, said.text);
