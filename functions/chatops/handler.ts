@@ -20,7 +20,7 @@
 import { approvalKeyFromEnv, type ApprovalKey } from '../lib/approval-seal.ts';
 import { rawHttpHandler } from '../lib/handler.ts';
 import { chatSecretsFromEnv, chatSecretsInEnv } from './secrets.ts';
-import { configFileFromEnv, lazy, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
+import { configFileFromEnv, lazy, wireBus, wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';
 import type { QuotaConfig } from '../quota/index.ts';
 import { quotaConfigFromEnv } from '../quota/index.ts';
 import { migConfig } from '../mig/index.ts';
@@ -34,10 +34,10 @@ import { HttpFeishuReplier, type FeishuReplier } from '../adapters/chat/feishu-r
 import { HttpSlackResponder, type SlackResponder } from '../adapters/chat/slack-response.ts';
 import type { Logger } from '../adapters/logger.ts';
 import type { PoolPorts } from './actions.ts';
-import { sharedReplayGuard, type ReplayCheck } from './replay.ts';
+import { memoryReplayGuard, sharedReplayGuard, type ReplayCheck } from './replay.ts';
 import type { ChatSecrets } from './core/signature.ts';
 import { ChatOpsConfigError, ChatOpsConfigSchema, parseChatOpsConfig, type ChatOpsConfig } from './run.ts';
-import { handleChatRequest, type WebhookDeps } from './webhook.ts';
+import { handleChatRequest, type AckDeps, type WebhookDeps } from './webhook.ts';
 
 export type ChatWiring = FunctionDeps<{
   chat: ChatOpsConfig;
@@ -118,6 +118,41 @@ export async function wireChat(service: string, env: NodeJS.ProcessEnv = process
   };
 }
 
+/**
+ * What the webhook acknowledges on (webhook.ts AckDeps): the bus, the chat roles and secrets, where late
+ * answers may go — no Kubernetes client, no kubeconfig fetch, no cores' policies, no cloud SDK. A
+ * command handed to chatops-worker is answered on this alone, so a cold container meets Slack's 3 s;
+ * the whole wiring (wireChat) loads only for a command answered in the callback.
+ */
+export async function wireChatAck(service: string, env: NodeJS.ProcessEnv = process.env): Promise<AckDeps> {
+  const bus = await wireBus(service, ['CHATOPS_CONFIG_FILE'], env);
+  const own = bus.configEnv;
+  const config =
+    configFileFromEnv(own, 'CHATOPS_CONFIG_FILE', parseChatOpsConfig, ChatOpsConfigError) ??
+    ChatOpsConfigSchema.parse({});
+  const { feishuAppSecret: appSecret, ...secrets } = await chatSecretsFromEnv(env);
+  const appId = env['CHAT_FEISHU_APP_ID'];
+  return {
+    logger: bus.logger,
+    clock: bus.clock,
+    publisher: bus.publisher,
+    config,
+    secrets,
+    responder: new HttpSlackResponder(own['CHAT_SLACK_RESPONSE_URL_PREFIX'] || undefined),
+    dingtalk: new HttpDingTalkSessionResponder(own['CHAT_DINGTALK_SESSION_WEBHOOK_PREFIX'] || undefined),
+    // This container's memory: chatops-worker checks the shared store before it runs anything (worker.ts).
+    replay: memoryReplayGuard(),
+    ...(appId && appSecret
+      ? {
+          feishu: new HttpFeishuReplier(
+            { appId, appSecret, baseUrl: env['CHAT_FEISHU_API_URL'] || 'https://open.feishu.cn' },
+            bus.clock,
+          ),
+        }
+      : {}),
+  };
+}
+
 /** What the webhook and the worker run on, from the wiring. */
 export function chatDeps(d: ChatWiring, logger: Logger): WebhookDeps {
   return {
@@ -140,14 +175,26 @@ export function chatDeps(d: ChatWiring, logger: Logger): WebhookDeps {
   };
 }
 
-export function createChatHandler(getDeps: () => ChatWiring | Promise<ChatWiring>) {
+/**
+ * `getAck`: what acknowledging needs (wireChatAck); without it the whole wiring serves both. The whole
+ * wiring is loaded only when a command is answered in the callback (acknowledge first, then load).
+ */
+export function createChatHandler(
+  getDeps: () => ChatWiring | Promise<ChatWiring>,
+  getAck?: () => AckDeps | Promise<AckDeps>,
+) {
+  const ack = async (logger: Logger): Promise<AckDeps> =>
+    getAck ? { ...(await getAck()), logger } : chatDeps(await getDeps(), logger);
   return rawHttpHandler({
     name: 'chatops',
-    logger: async () => (await getDeps()).logger,
+    logger: async () => (getAck ? await getAck() : await getDeps()).logger,
     async handle(body, { logger, request }) {
-      return handleChatRequest(chatDeps(await getDeps(), logger), request, body);
+      return handleChatRequest(await ack(logger), request, body, async () => chatDeps(await getDeps(), logger));
     },
   });
 }
 
-export const handler = createChatHandler(lazy((): Promise<ChatWiring> => wireChat('chatops')));
+export const handler = createChatHandler(
+  lazy((): Promise<ChatWiring> => wireChat('chatops')),
+  lazy((): Promise<AckDeps> => wireChatAck('chatops')),
+);

@@ -52,3 +52,13 @@ export function sharedReplayGuard(state: StateStore): ReplayCheck {
       memory.accept(key, nowMs, windowMs) && (await shared.accept(key, nowMs, windowMs)),
   };
 }
+
+/**
+ * This container's memory alone: what the webhook acknowledges a handed-off command on (handler.ts
+ * wireChatAck), before any Kubernetes client loads. A request replayed to another container is handed
+ * off again and refused by chatops-worker's shared check (worker.ts), so nothing runs twice.
+ */
+export function memoryReplayGuard(): ReplayCheck {
+  const memory = new ReplayGuard();
+  return { accept: async (key, nowMs, windowMs) => memory.accept(key, nowMs, windowMs) };
+}

@@ -28,9 +28,10 @@ import { createLogger } from '../adapters/logger.ts';
 import { DEFAULT_MIG_REBALANCE_CONFIG } from '../mig/run.ts';
 import { getApproval, recordApproval } from '../lib/approvals.ts';
 import { DEFAULT_POLICY } from '../remediate/core/policy.ts';
-import { REPLAY_SHARD, sharedReplayGuard } from './replay.ts';
+import { memoryReplayGuard, REPLAY_SHARD, sharedReplayGuard } from './replay.ts';
 import { parseChatOpsConfig } from './run.ts';
-import { handleChatRequest, type WebhookDeps } from './webhook.ts';
+import { handleChatRequest, type AckDeps, type WebhookDeps } from './webhook.ts';
+import { createChatHandler } from './handler.ts';
 import { carryOutRequested, RESPONSE_URL_WINDOW_S } from './worker.ts';
 
 const SECRET = 'slack-signing-secret-for-tests';
@@ -967,5 +968,75 @@ describe('an answer in words for every request (#31)', () => {
     expect(t.published(CHATOPS_COMMAND_REQUESTED)).toEqual([]);
     expect((await t.kube.nodes.get('gpu-0')).unschedulable).toBe(false);
     expect(t.kube.cluster.pods().every((p) => !p.terminating)).toBe(true);
+  });
+});
+
+describe('acknowledge first, then load (issue #31: Slack waits 3 s, a cold container must not load everything first)', () => {
+  /** The whole wiring as a cold container would meet it: loading, and never done within the test. */
+  const neverLoaded = () => {
+    const calls = { n: 0 };
+    return { calls, full: () => (calls.n++, new Promise<WebhookDeps>(() => {})) };
+  };
+  const ackOf = (d: WebhookDeps): AckDeps => ({
+    secrets: d.secrets,
+    logger: d.logger,
+    clock: d.clock,
+    publisher: d.publisher,
+    config: d.config,
+    responder: d.responder,
+    replay: memoryReplayGuard(),
+  });
+  const slack = (t: ReturnType<typeof setup>, ack: AckDeps, body: string, full: () => Promise<WebhookDeps>) =>
+    handleChatRequest(
+      ack,
+      {
+        rawPath: '/chat/slack',
+        pathParameters: { platform: 'slack' },
+        headers: t.sign(body),
+      } as unknown as APIGatewayProxyEventV2,
+      body,
+      full,
+    );
+
+  it('hands a long command to the worker on the acknowledgement’s wiring alone: the rest is never loaded', async () => {
+    const t = setup();
+    const { calls, full } = neverLoaded();
+    const ack = ackOf(t.deps);
+    const body = t.slash('U-OPS', 'drain gpu-0');
+    const r = await slack(t, ack, body, full);
+    expect(JSON.parse(String(r.body)).text).toBe('working on it… (drain gpu-0): the answer follows here');
+    expect(calls.n).toBe(0);
+    expect(t.published(CHATOPS_COMMAND_REQUESTED)).toHaveLength(1);
+    // The same signed request again to this container: refused by its memory, not handed off twice
+    // (another container hands it off, and chatops-worker's shared check runs it once: worker tests).
+    expect((await slack(t, ack, body, full)).statusCode).toBe(401);
+    expect(t.published(CHATOPS_COMMAND_REQUESTED)).toHaveLength(1);
+  });
+
+  it('loads the whole wiring for what it answers in the callback (a quick command), and only then', async () => {
+    const t = setup();
+    let loads = 0;
+    const r = await slack(t, ackOf(t.deps), t.slash('U-VIEW', 'status gpu-0'), async () => (loads++, t.deps));
+    expect(JSON.parse(String(r.body)).text).toBe('gpu-0: Ready; gpu-reflex state healthy; 8 GPUs allocatable');
+    expect(loads).toBe(1);
+  });
+
+  it('the deployed handler acknowledges on wireChatAck’s deps while wireChat never finishes', async () => {
+    const t = setup();
+    const { calls, full } = neverLoaded();
+    const handler = createChatHandler(full as never, () => ackOf(t.deps));
+    const body = t.slash('U-OPS', 'drain gpu-0');
+    const r = (await handler(
+      {
+        rawPath: '/chat/slack',
+        pathParameters: { platform: 'slack' },
+        headers: t.sign(body),
+        body,
+        isBase64Encoded: false,
+      } as unknown as APIGatewayProxyEventV2,
+      { awsRequestId: 'r-1', functionName: 'chatops', getRemainingTimeInMillis: () => 3_000 } as never,
+    )) as { statusCode: number; body: string };
+    expect(JSON.parse(r.body).text).toBe('working on it… (drain gpu-0): the answer follows here');
+    expect(calls.n).toBe(0);
   });
 });

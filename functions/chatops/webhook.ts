@@ -219,7 +219,7 @@ type Said = Exclude<ReturnType<typeof commandOf>, { challenge: string } | undefi
  * later, so the command runs here.
  */
 function laterRequest(
-  deps: WebhookDeps,
+  deps: AckDeps,
   c: Said,
   headers: Record<string, string | undefined>,
   body: string,
@@ -279,7 +279,7 @@ function laterRequest(
  * A long command left for chatops-worker: "working on it", or, when the bus refuses it, that
  * nothing was done (the person may ask again; a Feishu re-send of the event is acknowledged, not run).
  */
-async function handOff(deps: WebhookDeps, detail: ChatOpsCommandRequestedDetail, words: string[]): Promise<string> {
+async function handOffWords(deps: AckDeps, detail: ChatOpsCommandRequestedDetail, words: string[]): Promise<string> {
   try {
     await deps.publisher.publish([{ source: SOURCES.chatops, detailType: CHATOPS_COMMAND_REQUESTED, detail }]);
     return `working on it… (${words.join(' ')}): the answer follows here`;
@@ -300,7 +300,7 @@ async function handOff(deps: WebhookDeps, detail: ChatOpsCommandRequestedDetail,
  * Only when the bus refuses the hand-off does the webhook itself reply, to say nothing was done.
  */
 async function feishuHandOff(
-  deps: WebhookDeps,
+  deps: AckDeps,
   feishu: FeishuReplier,
   said: { messageId: string; eventId?: string },
   later: ChatOpsCommandRequestedDetail,
@@ -321,10 +321,53 @@ async function feishuHandOff(
   return json(200, {});
 }
 
+/**
+ * What the webhook needs to verify a request and hand it to chatops-worker, and no more: no Kubernetes
+ * client, no cores' policies (handler.ts wireChatAck). A command handed off is acknowledged on these
+ * alone, within Slack's 3 s however cold the container; the rest loads only for what runs here.
+ */
+export type AckDeps = Pick<
+  WebhookDeps,
+  'secrets' | 'logger' | 'clock' | 'publisher' | 'config' | 'responder' | 'replay' | 'feishu' | 'dingtalk'
+>;
+
+/** Where a verified command goes to chatops-worker: the request for it, and what to say. */
+type HandOff = { later: ChatOpsCommandRequestedDetail; words: string[]; feishu?: Said['feishu'] & object };
+
+/**
+ * Whether the worker takes this command: every Feishu command where the app can answer (feishuHandOff);
+ * elsewhere a long one the person may run, where the platform takes a late answer that this deployment
+ * may post. Undefined: it is answered here (quick ones, refusals, usage errors, an unreachable response_url).
+ */
+function handOffOf(
+  deps: AckDeps,
+  c: Said,
+  headers: Record<string, string | undefined>,
+  body: string,
+  now: number,
+): HandOff | undefined {
+  if (c.slack?.button) return undefined;
+  const later = laterRequest(deps, c, headers, body, now);
+  if (!later) return undefined;
+  if (c.feishu && deps.feishu) return { later, words: [], feishu: c.feishu };
+  const parsed = parseCommand(c.text);
+  const long = parsed.ok && isLong(parsed.command) && !refusal(deps.config, c.who, parsed.command);
+  // A long Slack command whose response_url this function will not post to is answered here, in words.
+  if (!long || (c.slack?.responseUrl && !deps.responder.reaches(c.slack.responseUrl))) return undefined;
+  return { later, words: parsed.words };
+}
+
+/**
+ * `deps`: enough to acknowledge (AckDeps); `full`: the whole wiring, loaded only when the command is
+ * answered here (default: `deps` is it). A handed-off request's replay is checked by the container's
+ * memory here and by the shared store in chatops-worker (worker.ts), which runs nothing twice; one
+ * answered here is checked against the shared store first, as before.
+ */
 export async function handleChatRequest(
-  deps: WebhookDeps,
+  deps: AckDeps | WebhookDeps,
   request: APIGatewayProxyEventV2,
   body: string,
+  full: () => Promise<WebhookDeps> = async () => deps as WebhookDeps,
 ): Promise<APIGatewayProxyStructuredResultV2> {
   const platform = (request.pathParameters?.platform ?? request.rawPath.split('/').pop() ?? '') as ChatPlatform;
   if (!CHAT_PLATFORMS.includes(platform)) return json(404, { error: 'unknown chat platform' });
@@ -335,13 +378,16 @@ export async function handleChatRequest(
     deps.logger.warn('chat request refused', { platform, reason: v.reason });
     return json(401, { error: 'unauthorized' });
   }
+  const c = commandOf(platform, v.body);
+  const handOff = c && !('challenge' in c) ? handOffOf(deps, c, headers, body, now) : undefined;
+  const d = handOff ? deps : await full();
   const window =
     platform === 'dingtalk'
       ? DINGTALK_WINDOW_MS
       : platform === 'feishu'
         ? FEISHU_RETRY_WINDOW_MS
         : SLACK_WINDOW_S * 1000 * 2;
-  if (!(await deps.replay.accept(v.replayKey, now, window))) {
+  if (!(await d.replay.accept(v.replayKey, now, window))) {
     // Feishu re-sends what it got no 200 for (a slow answer included): the event was handled, so
     // it is acknowledged, and nothing runs twice. Elsewhere a replay is a forgery until shown otherwise.
     if (platform === 'feishu') {
@@ -354,7 +400,6 @@ export async function handleChatRequest(
     });
     return json(401, { error: 'unauthorized' });
   }
-  const c = commandOf(platform, v.body);
   if (!c) {
     const reason = malformedReason(platform, v.body);
     if (!reason) return json(200, {});
@@ -362,23 +407,24 @@ export async function handleChatRequest(
     return json(400, { error: 'bad request', reason });
   }
   if ('challenge' in c) return json(200, { challenge: c.challenge });
-  if (c.slack?.button) return pressButton(deps, c.who, c.slack);
-  if (c.feishu && deps.feishu)
-    return feishuHandOff(deps, deps.feishu, c.feishu, laterRequest(deps, c, headers, body, now)!, c.text);
-  // A long command goes to the worker where the platform takes a late answer; quick ones, refusals
-  // and usage errors are answered here, as the synchronous path words them.
-  const later = laterRequest(deps, c, headers, body, now);
-  const parsed = later || c.slack ? parseCommand(c.text) : undefined;
-  const long = parsed?.ok && isLong(parsed.command) && !refusal(deps.config, c.who, parsed.command);
-  // A long Slack command whose response_url this function will not post to (not under
-  // CHAT_SLACK_RESPONSE_URL_PREFIX) would run with nobody ever told how it went: refused here, in words.
-  const unreachable = long && c.slack?.responseUrl && !deps.responder.reaches(c.slack.responseUrl);
+  if (handOff?.feishu) return feishuHandOff(deps, deps.feishu!, handOff.feishu, handOff.later, c.text);
+  if (handOff) return answer(platform, await handOffWords(deps, handOff.later, handOff.words));
+  const here = d as WebhookDeps;
+  if (c.slack?.button) return pressButton(here, c.who, c.slack);
+  // Quick commands, refusals and usage errors are answered here, as the synchronous path words them;
+  // a long Slack command whose response_url this function will not post to (not under
+  // CHAT_SLACK_RESPONSE_URL_PREFIX) would run with nobody ever told how it went: refused, in words.
+  const parsed = c.slack ? parseCommand(c.text) : undefined;
+  const unreachable =
+    parsed?.ok &&
+    isLong(parsed.command) &&
+    !refusal(here.config, c.who, parsed.command) &&
+    c.slack?.responseUrl &&
+    !here.responder.reaches(c.slack.responseUrl);
   const text = unreachable
-    ? `not run: ${(parsed?.words ?? []).join(' ')} takes longer than Slack waits, ` +
+    ? `not run: ${parsed.words.join(' ')} takes longer than Slack waits, ` +
       `and its answer could not follow: the ` +
       `request's response_url is not one this deployment posts to (CHAT_SLACK_RESPONSE_URL_PREFIX); nothing done`
-    : long && later
-      ? await handOff(deps, later, parsed?.words ?? [])
-      : await runChatCommand(deps, c.who, c.text);
+    : await runChatCommand(here, c.who, c.text);
   return answer(platform, text);
 }

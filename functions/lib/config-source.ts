@@ -54,10 +54,13 @@ export interface ParameterResolution {
 export async function resolveConfigParameters(
   env: NodeJS.ProcessEnv,
   read: ReadParameter,
+  /** Only these policies (an acknowledgement needs the chat roles alone); absent: every one. */
+  only?: readonly ConfigVariable[],
 ): Promise<ParameterResolution> {
   const out: NodeJS.ProcessEnv = { ...env };
   const resolution: ParameterResolution = { env: out, read: [], missing: [] };
   for (const [variable, label] of Object.entries(CONFIG_DOCUMENTS) as [ConfigVariable, string][]) {
+    if (only && !only.includes(variable)) continue;
     const set = [variable, parameterVariable(variable), textVariable(variable)].filter((v) => env[v]);
     if (set.length > 1)
       throw new ConfigError(

@@ -177,6 +177,30 @@ export async function wireFromEnv<Own extends object = object>(
   };
 }
 
+/** What a function needs to speak on the bus without touching the cluster (BusDeps): no Kubernetes client. */
+export type BusDeps = Pick<BaseDeps, 'config' | 'logger' | 'publisher' | 'clock' | 'configEnv' | 'dryRun'>;
+
+/**
+ * The bus side of the wiring alone: config, the one clock, the logger, the publisher (metered; in a
+ * dry run marked as wireFromEnv marks it) and the policies `only` names read from Parameter Store —
+ * no kubeconfig fetched, no Kubernetes client loaded. For a path that must answer before the rest
+ * loads (chatops acknowledging a command it hands to chatops-worker, within Slack's 3 s).
+ */
+export async function wireBus(
+  service: string,
+  only: readonly ConfigVariable[],
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<BusDeps> {
+  const config = loadFunctionsConfig(env);
+  const clock = currentClock();
+  const logger = createLogger({ service, level: config.LOG_LEVEL, now: () => clock.now() });
+  const params = await resolveConfigParameters(env, readConfigParameter, only);
+  const bus = meteredPublisher(await busPublisher(config, () => clock.now(), env));
+  const dryRun = config.DRY_RUN;
+  const publisher = dryRun ? new DryRunPublisher(bus, logger) : bus;
+  return { config, logger, clock, publisher, configEnv: params.env, dryRun };
+}
+
 /** A write a dry-run wiring refused at its port: the operation, its arguments, and when (its clock's ms). */
 export interface WouldWrite {
   op: string;
