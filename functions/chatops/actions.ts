@@ -45,6 +45,11 @@ export interface CommandPorts {
   logger: Logger;
   /** Lease holder: this command. */
   holder: string;
+  /**
+   * The ports above are the dry-run decorators (run.ts portsFor, the one place it is chosen): the
+   * answers say "would", nothing else branches on it.
+   */
+  dryRun: boolean;
 }
 
 /** `3` or `GPU-…` on a node: its UUID (and index where known), or what is wrong in words. */
@@ -78,13 +83,9 @@ export function resolveGpu(node: NodeInfo, gpu: string): { uuid: string; index?:
 /** Answers a usage error (bad node, bad GPU) with a string; carries a real quarantine out otherwise. */
 export async function quarantine(
   p: CommandPorts,
-  policy: Policy,
-  who: ChatUser,
-  nodeName: string,
-  gpuArg: string,
-  usage: string,
-  dryRun: boolean,
+  asked: { policy: Policy; who: ChatUser; node: string; gpu: string; usage: string },
 ): Promise<string> {
+  const { policy, who, node: nodeName, gpu: gpuArg, usage } = asked;
   let node: NodeInfo;
   try {
     node = await p.kube.nodes.get(nodeName);
@@ -118,7 +119,7 @@ export async function quarantine(
     logger: p.logger,
     holder: p.holder,
   });
-  const lead = dryRun ? 'dry run, nothing changed: ' : '';
+  const lead = p.dryRun ? 'dry run, nothing changed: ' : '';
   if (plan.kind === 'approval')
     return (
       `${lead}held back for approval (${approvalIdOf(plan)}): ${plan.approval?.summary ?? plan.reason}. An ` +
@@ -129,7 +130,8 @@ export async function quarantine(
 }
 
 /** One round of the MIG rebalancer, now: what it plans and what it started. */
-export async function migApply(p: CommandPorts, mig: MigRebalanceConfig, dryRun: boolean): Promise<string> {
+export async function migApply(p: CommandPorts, mig: MigRebalanceConfig): Promise<string> {
+  const dryRun = p.dryRun;
   if (!p.kube.migParted) return 'mig apply: this deployment has no mig-parted config wired (MIG_PARTED_CONFIGMAP)';
   const [nodes, pods] = await Promise.all([p.kube.nodes.list(), p.kube.pods.list()]);
   const fleet = readMigFleet(nodes, pods, undefined, { now: new Date(p.clock.now()), seconds: mig.minPendingSeconds });
@@ -195,8 +197,8 @@ export async function quotaRollback(
   p: CommandPorts,
   config: QuotaConfig,
   namespace: string | undefined,
-  dryRun: boolean,
 ): Promise<string> {
+  const dryRun = p.dryRun;
   const r = await rollbackQuotas(
     { ...p.kube, publisher: p.publisher, notifier: p.notifier, clock: p.clock, logger: p.logger, config },
     namespace ? [namespace] : undefined,
@@ -239,13 +241,10 @@ export interface PoolPorts {
  */
 export async function poolScale(
   p: CommandPorts,
-  pools: PoolPorts | undefined,
-  approvalTtlMinutes: number,
-  poolId: string,
-  size: number,
-  usage: string,
-  dryRun: boolean,
+  asked: { pools: PoolPorts | undefined; approvalTtlMinutes: number; pool: string; size: number; usage: string },
 ): Promise<string> {
+  const { pools, approvalTtlMinutes, pool: poolId, size, usage } = asked;
+  const dryRun = p.dryRun;
   const bounds = pools?.policy.pools[poolId];
   if (!pools || !bounds)
     return (

@@ -149,7 +149,7 @@ export interface ChatDeps {
  * per command).
  */
 function portsFor(deps: ChatDeps, dryRun: boolean, holder: string): CommandPorts {
-  const base = { clock: deps.clock, logger: deps.logger, holder };
+  const base = { clock: deps.clock, logger: deps.logger, holder, dryRun };
   if (!dryRun) return { ...base, kube: deps.kube, publisher: deps.publisher, notifier: deps.notifier };
   return {
     ...base,
@@ -315,18 +315,16 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
         break;
       }
       case 'quarantine':
-        answer = await quarantine(ports, deps.policy, who, c.node, c.gpu, usage, c.dryRun);
+        answer = await quarantine(ports, { policy: deps.policy, who, node: c.node, gpu: c.gpu, usage });
         break;
       case 'pool':
-        answer = await poolScale(
-          ports,
-          poolsFor(deps, c.dryRun),
-          deps.policy.approvals.ttlMinutes,
-          c.pool,
-          c.size,
+        answer = await poolScale(ports, {
+          pools: poolsFor(deps, c.dryRun),
+          approvalTtlMinutes: deps.policy.approvals.ttlMinutes,
+          pool: c.pool,
+          size: c.size,
           usage,
-          c.dryRun,
-        );
+        });
         break;
       case 'quota': {
         if (!deps.quota) {
@@ -340,7 +338,7 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
           break;
         }
         if (c.sub === 'rollback') {
-          answer = await quotaRollback(ports, deps.quota, c.namespace, c.dryRun);
+          answer = await quotaRollback(ports, deps.quota, c.namespace);
           break;
         }
         const [nodes, pods, quotas] = await Promise.all([
@@ -363,7 +361,7 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
       }
       case 'mig': {
         if (c.sub === 'apply') {
-          answer = await migApply(ports, deps.mig, c.dryRun);
+          answer = await migApply(ports, deps.mig);
           break;
         }
         const [nodes, pods] = await Promise.all([kube.nodes.list(), kube.pods.list()]);
