@@ -63,6 +63,9 @@ const Rule = z
 
 const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 
+/** In `Date.getUTCDay()` order: sunday is 0. */
+export const WEEKDAYS = ['sunday', 'monday', 'tuesday', 'wednesday', 'thursday', 'friday', 'saturday'] as const;
+
 export const IdlePolicySchema = z
   .object({
     thresholdPercent: z.number().min(0).max(100).default(5),
@@ -82,6 +85,18 @@ export const IdlePolicySchema = z
     prices: z.record(z.string().min(1).max(128), z.number().min(0)).default({}),
     pools: z.record(z.string().min(1).max(128), Rule).default({}),
     namespaces: z.record(z.string().regex(DNS_LABEL, 'a namespace name'), Rule).default({}),
+    /**
+     * Opt-in: each team's GPU cost of the past week, told in chat once a week (weekly.ts), at `hourUtc`
+     * on `day`; `teams` limits it to those teams (absent: every team with GPU pods in the week).
+     */
+    weeklyReport: z
+      .object({
+        day: z.enum(WEEKDAYS).default('monday'),
+        hourUtc: z.number().int().min(0).max(23).default(9),
+        teams: z.array(z.string().min(1).max(253)).min(1).optional(),
+      })
+      .strict()
+      .optional(),
   })
   .strict();
 

@@ -1,0 +1,52 @@
+/**
+ * The weekly cost report (pure): when the last one was due, and what each team is told — its GPU-hours
+ * and cost of the week before that instant, per namespace, the idle share apart (core/cost.ts).
+ */
+import type { Notice } from '../../adapters/chat/notifier.ts';
+import type { CostReport, CostRow } from './cost.ts';
+import { WEEKDAYS, type IdlePolicy } from './policy.ts';
+
+const HOUR = 3_600_000;
+export const WEEK_MS = 7 * 24 * HOUR;
+
+/** The latest instant at or before `now` that is `day` at `hourUtc`:00 UTC. */
+export function lastDue(now: number, day: (typeof WEEKDAYS)[number], hourUtc: number): number {
+  const d = new Date(now);
+  const today = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), d.getUTCDate(), hourUtc);
+  const back = (d.getUTCDay() - WEEKDAYS.indexOf(day) + 7) % 7;
+  const due = today - back * 24 * HOUR;
+  return due > now ? due - WEEK_MS : due;
+}
+
+const money = (v: number | undefined, r: CostRow, currency: string) =>
+  v === undefined ? `unpriced (${r.unpricedGpuHours} GPU-h)` : `${v.toFixed(2)} ${currency}`;
+
+/** One notice per team the policy reports on, with a line per namespace; teams without GPU pods get none. */
+export function weeklyNotices(rep: CostReport, policy: IdlePolicy): { team: string; notice: Notice }[] {
+  const wanted = policy.weeklyReport?.teams;
+  const teams = [...new Set(rep.rows.map((r) => r.team))].filter((t) => !wanted || wanted.includes(t)).sort();
+  return teams.map((team) => {
+    const rows = rep.rows.filter((r) => r.team === team);
+    const hours = rows.reduce((a, r) => a + r.gpuHours, 0);
+    const idle = rows.reduce((a, r) => a + r.idleGpuHours, 0);
+    const priced = rows.every((r) => r.cost !== undefined);
+    const cost = rows.reduce((a, r) => a + (r.cost ?? 0), 0);
+    const idleCost = rows.reduce((a, r) => a + (r.idleCost ?? 0), 0);
+    const total = priced
+      ? `${cost.toFixed(2)} ${rep.currency}, of which idle ${idleCost.toFixed(2)} ${rep.currency}`
+      : 'cost: some GPU-hours have no price (the idle policy’s prices)';
+    const lines = rows.map(
+      (r) =>
+        `• ${r.namespace}: ${r.pods} pod(s), ${r.gpuHours.toFixed(2)} GPU-h (idle ${r.idleGpuHours.toFixed(2)}), ` +
+        `${money(r.cost, r, rep.currency)}`,
+    );
+    return {
+      team,
+      notice: {
+        title: `gpu-reflex: team ${team}'s GPU cost, ${rep.from.slice(0, 10)} → ${rep.to.slice(0, 10)}`,
+        text: [`${hours.toFixed(2)} GPU-hours (idle ${idle.toFixed(2)}): ${total}`, ...lines].join('\n'),
+        severity: 'info',
+      },
+    };
+  });
+}
