@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { matchesPattern } from '../../events/pattern.ts';
 import { beforeEach, describe, expect, it } from 'vitest';
 import { RecordingPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
@@ -196,5 +198,17 @@ describe('idle GPUs lent through quotas', () => {
   it('writes nothing itself: with no loans the facts are the very object read', async () => {
     const { facts, lending: l } = await lending();
     expect(lendIdle(facts, l)).toBe(facts);
+  });
+});
+
+describe("rewrite-quotas' rule takes idle-gpus' word at once", () => {
+  // A loan starts when idle-gpus tells the owner and ends when the device works again or is reclaimed:
+  // rewrite-quotas runs on each of those, not only at its next 5-minute round (issue #33).
+  const rule = JSON.parse(readFileSync(new URL('../../events/patterns/rewrite-quotas.json', import.meta.url), 'utf8'));
+  const example = JSON.parse(
+    readFileSync(new URL('../../events/catalog/gpu-idle-allocation.example.json', import.meta.url), 'utf8'),
+  );
+  it.each(['idle', 'cancelled', 'evicted'])('matches GPU Idle Allocation %s', (state) => {
+    expect(matchesPattern(rule, { ...example, detail: { ...example.detail, state } })).toBe(true);
   });
 });
