@@ -4,7 +4,8 @@ import { fakeKube } from '../adapters/kube/fake.ts';
 import { costCsv, costReport, costTable, gpusOf, type CostPod } from './core/cost.ts';
 import { IdlePolicySchema } from './core/policy.ts';
 import { encodeIdleRecord } from '../lib/idle-record.ts';
-import { costReportCommand, parseSince, readCost } from './cost-cli.ts';
+import { costReportCommand, parseSince } from './cost-cli.ts';
+import { readCost } from './read-cost.ts';
 import { GPU0, MIN, T0 } from './testing.ts';
 
 const H = 3_600_000;

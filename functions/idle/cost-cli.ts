@@ -7,12 +7,14 @@
 import { parseArgs } from 'node:util';
 import { UsageError, type CliIo, type Command } from '../../events/cli-kit/command.ts';
 import { readInputText } from '../../events/cli-kit/input.ts';
-import type { NodeOps, PodOps } from '../adapters/kube/ports.ts';
-import { costCsv, costReport, costTable, type CostReport } from './core/cost.ts';
-import { DEFAULT_IDLE_POLICY, parseIdlePolicy, type IdlePolicy } from './core/policy.ts';
+import { costCsv, costTable } from './core/cost.ts';
+import { DEFAULT_IDLE_POLICY, parseIdlePolicy } from './core/policy.ts';
+import type { PriceSource } from './live-prices.ts';
+import { readCost } from './read-cost.ts';
 
 const HELP = [
-  'Usage: gpu-reflex cost report --kubeconfig FILE [--since DURATION] [--policy FILE] [--csv | --json]',
+  'Usage: gpu-reflex cost report --kubeconfig FILE [--since DURATION] [--policy FILE] [--live-prices]',
+  '                               [--csv | --json]',
   '',
   'GPU-hours and what they cost per team and namespace over the period, the idle share apart:',
   'each GPU pod running now counts from its creation (or the start of the period) to now, whole',
@@ -28,6 +30,10 @@ const HELP = [
   '  --since DURATION    the period, ending now: 30m, 12h, 7d (default 7d)',
   '  --policy FILE       the idle policy with the prices (IDLE_POLICY_FILE when unset; without',
   '                      either no price is known and COST says "unpriced")',
+  '  --live-prices       price the nodes the policy does not from Alibaba Cloud now: DescribePrice',
+  '                      (pay-as-you-go) or, on a spot pool, the newest spot price, per GPU of the',
+  '                      node; reads ALIBABA_CLOUD_REGION_ID, ACK_CLUSTER_ID and the AccessKey',
+  '                      (ALIBABA_CLOUD_ACCESS_KEY_ID/_SECRET) as autoscale-pools does',
   '  --csv               RFC 4180 CSV, one row per team and namespace',
   '  --json              the report as JSON',
 ].join('\n');
@@ -39,16 +45,6 @@ export function parseSince(v: string): number {
   if (!m || !(n > 0) || n > 366 * 24 * 60)
     throw new UsageError(`--since takes a duration such as 30m, 12h or 7d, not ${JSON.stringify(v)}`);
   return n * { m: 60_000, h: 3_600_000, d: 86_400_000 }[m[2] as 'm' | 'h' | 'd'];
-}
-
-export async function readCost(
-  ports: { nodes: Pick<NodeOps, 'list'>; pods: Pick<PodOps, 'list'> },
-  policy: IdlePolicy,
-  sinceMs: number,
-  nowMs: number,
-): Promise<CostReport> {
-  const [nodes, pods] = await Promise.all([ports.nodes.list(), ports.pods.list()]);
-  return costReport(nodes, pods, policy, nowMs - sinceMs, nowMs);
 }
 
 export function createCostReportCommand(now: () => number = () => Date.now()): Command {
@@ -65,6 +61,7 @@ export function createCostReportCommand(now: () => number = () => Date.now()): C
           policy: { type: 'string' },
           csv: { type: 'boolean' },
           json: { type: 'boolean' },
+          'live-prices': { type: 'boolean' },
         },
         allowPositionals: true,
         strict: true,
@@ -80,12 +77,23 @@ export function createCostReportCommand(now: () => number = () => Date.now()): C
       await readInputText(values.kubeconfig, '--kubeconfig', io);
       const { kubePorts, loadKubeConfig } = await import('../adapters/kube/client.ts');
       const ports = kubePorts(loadKubeConfig({ kubeconfigPath: values.kubeconfig }), { namespace: 'gpu-reflex' });
-      const rep = await readCost(ports, policy, since, now());
+      const live = values['live-prices']
+        ? { cloud: await aliCloud(), note: (w: string) => io.err(`cost report: unpriced: ${w}`) }
+        : undefined;
+      const rep = await readCost(ports, policy, since, now(), live);
       const lines = values.json ? [JSON.stringify(rep, null, 2)] : values.csv ? costCsv(rep) : costTable(rep);
       for (const l of lines) io.out(l);
       return 0;
     },
   };
+}
+
+/** The cloud port as autoscale-pools builds it, loaded only for --live-prices. */
+async function aliCloud(): Promise<PriceSource> {
+  const { AliCloudPools } = await import('../adapters/alicloud/client.ts');
+  const { aliCloudSettingsWithSecret } = await import('../adapters/alicloud/access-key.ts');
+  const { systemClock } = await import('../adapters/clock.ts');
+  return new AliCloudPools(await aliCloudSettingsWithSecret(process.env), systemClock);
 }
 
 export const costReportCommand: Command = createCostReportCommand();

@@ -9,7 +9,7 @@ import type { Notifier } from '../adapters/chat/notifier.ts';
 import type { Clock } from '../adapters/clock.ts';
 import type { NodeOps, PodOps, StateStore } from '../adapters/kube/ports.ts';
 import type { Logger } from '../adapters/logger.ts';
-import { readCost } from './cost-cli.ts';
+import { readCost } from './read-cost.ts';
 import type { IdlePolicy } from './core/policy.ts';
 import { lastDue, WEEK_MS, weeklyNotices } from './core/weekly.ts';
 

@@ -69,6 +69,8 @@ export function costReport(
   policy: IdlePolicy,
   fromMs: number,
   toMs: number,
+  /** Per GPU-hour by node name, for nodes the policy does not price (live-prices.ts); the policy's win. */
+  nodePrices: ReadonlyMap<string, number> = new Map(),
 ): CostReport {
   const byNode = new Map(nodes.map((n) => [n.name, n]));
   const idleByPod = new Map<string, number>();
@@ -95,7 +97,7 @@ export function costReport(
     const gpuHours = (overlap(start, end, fromMs, toMs) / 3_600_000) * gpus;
     const idleGpuHours = Math.min(gpuHours, (idleByPod.get(`${p.namespace}/${p.name}`) ?? 0) / 3_600_000);
     const type = byNode.get(p.nodeName)?.labels[INSTANCE_TYPE_LABEL];
-    const price = type !== undefined ? policy.prices[type] : undefined;
+    const price = (type !== undefined ? policy.prices[type] : undefined) ?? nodePrices.get(p.nodeName);
     const team = p.labels[policy.teamLabel] ?? p.namespace;
     const key = `${team}\u0000${p.namespace}`;
     const row = rows.get(key) ?? {
