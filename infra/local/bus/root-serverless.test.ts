@@ -35,6 +35,7 @@ describe('serverless.yml at the repository root', () => {
       ['rebalance-mig', 'rate(1 minute)'],
       ['autoscale-pools', 'rate(1 minute)'],
       ['rewrite-quotas', 'rate(5 minutes)'],
+      ['idle-gpus', 'rate(1 hour)'],
     ]);
     // The chat webhook: one route, the platform in the path.
     expect(table.routes.map((r) => [r.method, r.path, r.fn.key])).toEqual([['POST', '/chat/{platform}', 'chatops']]);
@@ -77,7 +78,8 @@ describe('the remediate-approve rule', () => {
 
 describe('the rewrite-quotas rule', () => {
   const rule = table.eventRules.find((r) => r.fn.key === 'rewrite-quotas');
-  const capacity = new Set(['Remediation', 'GPU Pool Scaled', 'MIG Layout Change']);
+  // Capacity may have changed, or an idle GPU's loan started or ended (GPU Idle Allocation, docs/cost.md).
+  const capacity = new Set(['Remediation', 'GPU Pool Scaled', 'MIG Layout Change', 'GPU Idle Allocation']);
   it.each(CATALOG.map((e) => [e.slug, e]))(
     'routes the %s example exactly when it says capacity may have changed',
     (slug, entry) => {
