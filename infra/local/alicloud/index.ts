@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
+import { listen } from '../http-kit.ts';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { VirtualClock, type Clock } from '../../../events/clock.ts';
 import { AliCloud } from './cloud.ts';
 import { loadCloudFile, validateCloudFile, type CloudFile, type ParsedCloudFile } from './cloud-file.ts';
@@ -54,11 +54,7 @@ export async function startAliCloudSim(options: AliCloudSimOptions = {}): Promis
   const cloud = new AliCloud(file, options.clock ?? new VirtualClock());
   const server = createServer(createHandler(cloud, options.gatewayNow));
   const host = options.host ?? '127.0.0.1';
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, host, () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  const port = await listen(server, options.port ?? 0, host);
   const endpoint = `${host}:${port}`;
   const key = file.credentials[0]!;
   const connection: AliCloudConnection = {

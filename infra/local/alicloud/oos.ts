@@ -10,8 +10,8 @@
  * list no error codes). An AccessKey may be limited to some names, answering 403 `Forbidden.RAM`.
  */
 import { randomUUID } from 'node:crypto';
+import { listen } from '../http-kit.ts';
 import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { ReplayGuard } from './replay.ts';
 import { verify } from './signature.ts';
 
@@ -103,8 +103,7 @@ export async function startOosSim(o: OosSimOptions): Promise<OosSim> {
       });
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const port = await listen(server);
   return {
     endpoint: `127.0.0.1:${port}`,
     calls,

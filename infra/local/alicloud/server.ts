@@ -1,6 +1,7 @@
 import { ReplayGuard } from './replay.ts';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { readBody } from '../http-kit.ts';
 import { CloudError, type AliCloud, type SimInstance, type SimPool, type SimTask } from './cloud.ts';
 import { verify } from './signature.ts';
 
@@ -64,20 +65,6 @@ function gatewayError(
     },
     requestId,
   );
-}
-
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_BODY) reject(new CloudError(413, 'InvalidParameter', 'request body too large'));
-      else chunks.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
 }
 
 const bool = (v: string | null | undefined, dflt: boolean): boolean =>
@@ -478,7 +465,11 @@ export function createHandler(cloud: AliCloud, gatewayNow?: () => number) {
     const requestId = randomUUID().toUpperCase();
     const host = String(req.headers.host ?? 'localhost');
     void (async () => {
-      const body = await readBody(req);
+      const body = await readBody(
+        req,
+        MAX_BODY,
+        () => new CloudError(413, 'InvalidParameter', 'request body too large'),
+      );
       const url = req.url ?? '/';
       const q = url.indexOf('?');
       const path = q < 0 ? url : url.slice(0, q);

@@ -34,8 +34,8 @@
  * and then counted as failed.
  */
 import { createHmac, randomUUID } from 'node:crypto';
+import { listen } from '../http-kit.ts';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { alibabaPatternMatches } from './alibaba-pattern.ts';
 
 /** PutEvents' limits (document_detail/164006). */
@@ -280,8 +280,7 @@ export async function startAlibabaEventBridge(o: AlibabaEventBridgeOptions): Pro
       res.end(text);
     });
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
+  const port = await listen(server);
   return {
     endpoint: `127.0.0.1:${port}`,
     accepted,

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+
 import type { Clock } from './clock.ts';
 import { HandlerLoader, invoke, lambdaContext } from './handler-loader.ts';
-import { listen } from './server.ts';
+import { listen } from '../http-kit.ts';
 import type { HttpRoute } from './rules.ts';
 
 /**
@@ -190,8 +190,7 @@ export async function startHttpApi(
     send(res, out.status, out.headers, out.body);
   }
 
-  await listen(server, port, host);
-  const bound = (server.address() as AddressInfo).port;
+  const bound = await listen(server, port, host);
   return {
     url: `http://${host}:${bound}`,
     close: () => {

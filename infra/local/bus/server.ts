@@ -1,7 +1,8 @@
 import { createHash, randomUUID } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo, Socket } from 'node:net';
+import type { Socket } from 'node:net';
 import { AwsRequestError } from './errors.ts';
+import { listen, readBody } from '../http-kit.ts';
 import type { ControlOperation } from './control-plane.ts';
 import type { PutEventsIngest } from './put-events.ts';
 
@@ -75,7 +76,11 @@ export async function startPutEventsServer(
   }
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const body = await readBody(req);
+    const body = await readBody(
+      req,
+      MAX_BODY_BYTES,
+      () => new AwsRequestError('ValidationException', 'Request body is too large', 413),
+    );
     if (down) {
       req.socket.destroy();
       return;
@@ -107,8 +112,7 @@ export async function startPutEventsServer(
     sendJson(res, 200, ingest.put(parsed));
   }
 
-  await listen(server, port, host);
-  const bound = (server.address() as AddressInfo).port;
+  const bound = await listen(server, port, host);
   return {
     url: `http://${host}:${bound}`,
     get down() {
@@ -127,17 +131,6 @@ export async function startPutEventsServer(
       return new Promise((resolve, reject) => server.close((err) => (err ? reject(err) : resolve())));
     },
   };
-}
-
-/** Listens, turning EADDRINUSE and friends into a rejected promise instead of an unhandled error. */
-export function listen(server: Server, port: number, host: string): Promise<void> {
-  return new Promise((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(port, host, () => {
-      server.off('error', reject);
-      resolve();
-    });
-  });
 }
 
 function header(req: IncomingMessage, name: string): string | undefined {
@@ -178,26 +171,6 @@ function checkSignature(req: IncomingMessage, body: Buffer): void {
       );
     }
   }
-}
-
-function readBody(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_BODY_BYTES) {
-        // Stop keeping the body but keep the socket, so the 413 can still be answered.
-        reject(new AwsRequestError('ValidationException', 'Request body is too large', 413));
-        req.removeAllListeners('data');
-        req.resume();
-        return;
-      }
-      chunks.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
 }
 
 function sendJson(res: ServerResponse, status: number, value: unknown, extra: Record<string, string> = {}): void {

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
+import { listen } from '../http-kit.ts';
 import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { VirtualClock } from '../../../events/clock.ts';
 import { ManualClock, wallClock } from './clock.ts';
 import type { ApiSettings } from './api-versions.ts';
@@ -95,11 +95,7 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
   });
   server.keepAliveTimeout = 60_000;
   const host = options.host ?? '127.0.0.1';
-  await new Promise<void>((resolve, reject) => {
-    server.once('error', reject);
-    server.listen(options.port ?? 0, host, () => resolve());
-  });
-  const { port } = server.address() as AddressInfo;
+  const port = await listen(server, options.port ?? 0, host);
   const tickEvery = options.tickEveryMs ?? (clock === wallClock ? 200 : 0);
   const ticker = tickEvery > 0 ? setInterval(() => cluster.tick(), tickEvery) : undefined;
   ticker?.unref();

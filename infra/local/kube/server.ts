@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { readBody as readLimited } from '../http-kit.ts';
 import { parse as parseYaml } from 'yaml';
 import { AUDIT_KEPT, type Cluster, type ListResult } from './cluster.ts';
 import { apiGroup, apiGroupList, apiResourceList, apiVersions } from './discovery.ts';
@@ -41,22 +42,12 @@ interface Route {
   watch: boolean;
 }
 
-function readBody(req: IncomingMessage): Promise<string> {
-  return readBytes(req).then((b) => b.toString('utf8'));
+function readBytes(req: IncomingMessage): Promise<Buffer> {
+  return readLimited(req, MAX_BODY, () => errors.tooLarge(`Request entity too large: limit is ${MAX_BODY}`));
 }
 
-function readBytes(req: IncomingMessage): Promise<Buffer> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_BODY) reject(errors.tooLarge(`Request entity too large: limit is ${MAX_BODY}`));
-      else chunks.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks)));
-    req.on('error', reject);
-  });
+function readBody(req: IncomingMessage): Promise<string> {
+  return readBytes(req).then((b) => b.toString('utf8'));
 }
 
 /** Splits the path into a resource route, or returns a discovery document / undefined. */
