@@ -6,11 +6,12 @@
 import { EventBridgeClient, PutEventsCommand } from '@aws-sdk/client-eventbridge';
 import { checkPublished, type EventPublisher, type PublishedEvent } from './bus.ts';
 import { TransientError } from './errors.ts';
+import { withAwsTimeouts } from './aws-timeouts.ts';
 
 export class EventBridgePublisher implements EventPublisher {
   constructor(
     private readonly busName: string,
-    private readonly client = new EventBridgeClient({}),
+    private readonly client = new EventBridgeClient(withAwsTimeouts({})),
   ) {}
 
   async publish(events: readonly PublishedEvent[]): Promise<void> {

@@ -22,6 +22,8 @@ export abstract class AdapterError extends Error {
 
   constructor(message: string, fields: AdapterErrorFields = {}) {
     super(message, fields.cause === undefined ? undefined : { cause: fields.cause });
+    // Each class below also names itself as a literal: the bundles are minified, where a class's own
+    // name is a letter, and the logs must say `ConflictError`, not `d` (issue #29).
     this.name = new.target.name;
     this.what = fields.what;
     this.status = fields.status;
@@ -30,16 +32,19 @@ export abstract class AdapterError extends Error {
 
 /** The object does not exist (404). For deletes and evictions this means "already done". */
 export class NotFoundError extends AdapterError {
+  override name: string = 'NotFoundError';
   readonly retryable = false;
 }
 
 /** Optimistic concurrency lost (409) or an object already exists; re-read and try again. */
 export class ConflictError extends AdapterError {
+  override name: string = 'ConflictError';
   readonly retryable = true;
 }
 
 /** The server asked us to slow down (429 without a disruption-budget meaning). */
 export class ThrottledError extends AdapterError {
+  override name: string = 'ThrottledError';
   readonly retryable = true;
 }
 /** Alias kept for readers who search by the HTTP reason phrase. */
@@ -47,6 +52,7 @@ export { ThrottledError as TooManyRequestsError };
 
 /** The request itself is wrong (400, 422, a missing field); repeating it cannot help. Never retried. */
 export class BadInputError extends AdapterError {
+  override name: string = 'BadInputError';
   readonly retryable = false;
 }
 
@@ -55,6 +61,7 @@ export class BadInputError extends AdapterError {
  * ResourceQuota rejected the object. Not retried: a person or a quota change must act first.
  */
 export class ForbiddenError extends AdapterError {
+  override name: string = 'ForbiddenError';
   readonly retryable = false;
 }
 
@@ -63,6 +70,7 @@ export class ForbiddenError extends AdapterError {
  * Lease). Retryable later, by a schedule, not by an immediate platform retry.
  */
 export class BlockedError extends AdapterError {
+  override name: string = 'BlockedError';
   readonly retryable = true;
 }
 
@@ -71,11 +79,13 @@ export class BlockedError extends AdapterError {
  * not the event's fault: thrown so it is logged as an error, retried, then dead-lettered, loudly.
  */
 export class ConfigurationError extends AdapterError {
+  override name: string = 'ConfigurationError';
   readonly retryable = false;
 }
 
 /** Server-side or network trouble (5xx, reset, timeout); the same call may succeed later. */
 export class TransientError extends AdapterError {
+  override name: string = 'TransientError';
   readonly retryable = true;
 }
 

@@ -10,6 +10,7 @@
 import { GetParameterCommand, SSMClient } from '@aws-sdk/client-ssm';
 import { isOosReference, OOS_SECRET_PREFIX } from './alicloud/oos-names.ts';
 import type { AdapterError } from './errors.ts';
+import { withAwsTimeouts } from './aws-timeouts.ts';
 import {
   BadInputError,
   ConfigurationError,
@@ -25,7 +26,7 @@ export const SSM_ACTION = 'ssm:GetParameter';
 export async function readSecureString(
   parameter: string,
   label: string,
-  client: Pick<SSMClient, 'send'> = new SSMClient({}),
+  client: Pick<SSMClient, 'send'> = new SSMClient(withAwsTimeouts({})),
 ): Promise<string> {
   if (isOosReference(parameter)) return readOosSecret(parameter, label);
   const what = `ssm:${parameter}`;
@@ -53,7 +54,7 @@ export async function readSecureString(
 export async function readParameter(
   parameter: string,
   label: string,
-  client: Pick<SSMClient, 'send'> = new SSMClient({}),
+  client: Pick<SSMClient, 'send'> = new SSMClient(withAwsTimeouts({})),
 ): Promise<string | undefined> {
   if (isOosReference(parameter)) return (await import('./alicloud/oos.ts')).readOosParameter(parameter, label);
   const what = `ssm:${parameter}`;

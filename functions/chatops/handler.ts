@@ -1,5 +1,6 @@
 /**
- * Lambda `chatops`: HTTP API `POST /chat/{platform}` (slack, dingtalk, feishu). Configuration:
+ * Lambda `chatops`: HTTP API `POST /chat/{platform}` (slack, dingtalk, feishu), and `GET /chat/healthz`
+ * (health.ts: alive and configured, no secret said). Configuration:
  *   CHAT_SLACK_SIGNING_SECRET, CHAT_DINGTALK_APP_SECRET, CHAT_FEISHU_VERIFICATION_TOKEN,
  *   CHAT_FEISHU_ENCRYPT_KEY   the platforms' secrets (a platform without one refuses everything)
  *   CHAT_SECRETS_PARAMETER    or an SSM SecureString holding them as JSON (secrets.ts): what a deployment uses
@@ -38,6 +39,8 @@ import { memoryReplayGuard, sharedReplayGuard, type ReplayCheck } from './replay
 import type { ChatSecrets } from './core/signature.ts';
 import { ChatOpsConfigError, ChatOpsConfigSchema, parseChatOpsConfig, type ChatOpsConfig } from './run.ts';
 import { handleChatRequest, type AckDeps, type WebhookDeps } from './webhook.ts';
+import { chatHealth, isHealthRequest } from './health.ts';
+import type { APIGatewayProxyEventV2, Context } from 'aws-lambda';
 
 export type ChatWiring = FunctionDeps<{
   chat: ChatOpsConfig;
@@ -185,13 +188,23 @@ export function createChatHandler(
 ) {
   const ack = async (logger: Logger): Promise<AckDeps> =>
     getAck ? { ...(await getAck()), logger } : chatDeps(await getDeps(), logger);
-  return rawHttpHandler({
+  const chat = rawHttpHandler({
     name: 'chatops',
     logger: async () => (getAck ? await getAck() : await getDeps()).logger,
     async handle(body, { logger, request }) {
       return handleChatRequest(await ack(logger), request, body, async () => chatDeps(await getDeps(), logger));
     },
   });
+  // `GET /chat/healthz` (health.ts) answers before the chat path: it must answer even when the wiring
+  // fails, which the chat path's logger middleware cannot.
+  // The route is `ANY /chat/{platform}` (serverless.yml): the platforms only ever POST.
+  return async (request: APIGatewayProxyEventV2, context: Context) => {
+    if (isHealthRequest(request)) return chatHealth(getDeps);
+    const method = request.requestContext?.http?.method ?? 'POST';
+    if (method !== 'POST')
+      return { statusCode: 405, headers: { allow: 'POST' }, body: `${method} not allowed: the platforms POST here` };
+    return chat(request, context);
+  };
 }
 
 export const handler = createChatHandler(

@@ -4,6 +4,7 @@ import type { Context } from 'aws-lambda';
 import * as z from 'zod';
 import { DropEvent, eventHandler, httpHandler, scheduleHandler } from './handler.ts';
 import { createLogger } from '../adapters/logger.ts';
+import { injectClock, manualClock } from '../adapters/clock.ts';
 import { ConflictError, NotFoundError, BadInputError, fromKubeError } from '../adapters/errors.ts';
 
 const example = JSON.parse(
@@ -134,6 +135,51 @@ describe('scheduleHandler', () => {
         },
       })({}, ctx),
     ).rejects.toThrow('bug');
+  });
+});
+
+describe('scheduleHandler with coalesce (rewrite-quotas)', () => {
+  const logger = createLogger({ service: 't', sink: () => {} });
+  const clock = manualClock(Date.parse('2026-12-05T10:00:00.500Z'));
+  const at = (iso: string) => ({ 'detail-type': 'Remediation', time: iso });
+
+  it('acknowledges an event older than the start of a run that completed, and runs for a newer one', async () => {
+    injectClock(clock);
+    try {
+      let runs = 0;
+      const spec = { name: 'rewrite-quotas', logger, handle: async () => ++runs };
+      const h = scheduleHandler({ ...spec, coalesce: true });
+      // A storm: the first event runs (started 10:00:00.500); those from before that second's start are covered.
+      expect(await h(at('2026-12-05T09:59:58Z'), ctx)).toEqual({ status: 'done', result: 1 });
+      await clock.advance(5_000);
+      expect(await h(at('2026-12-05T09:59:59Z'), ctx)).toMatchObject({ status: 'already-done' });
+      // The same second as the run's start: it may have come after the run read, so it runs.
+      expect(await h(at('2026-12-05T10:00:00Z'), ctx)).toEqual({ status: 'done', result: 2 });
+      expect(await h(at('2026-12-05T10:00:04Z'), ctx)).toMatchObject({ status: 'already-done' });
+      expect(await h({}, ctx)).toEqual({ status: 'done', result: 3 }); // no time: never skipped
+      expect(runs).toBe(3);
+      // Without coalesce every event runs.
+      const plain = scheduleHandler(spec);
+      expect(await plain(at('2026-12-05T09:00:00Z'), ctx)).toEqual({ status: 'done', result: 4 });
+      expect(await plain(at('2026-12-05T09:00:00Z'), ctx)).toEqual({ status: 'done', result: 5 });
+    } finally {
+      injectClock(undefined);
+    }
+  });
+
+  it('a run that failed covers nothing: the next event runs', async () => {
+    let calls = 0;
+    const h = scheduleHandler({
+      name: 'rewrite-quotas',
+      logger,
+      coalesce: true,
+      handle: async () => {
+        if (++calls === 1) throw new ConflictError('stale');
+        return calls;
+      },
+    });
+    await expect(h(at('2020-01-01T00:00:00Z'), ctx)).rejects.toThrow('stale');
+    expect(await h(at('2020-01-01T00:00:00Z'), ctx)).toEqual({ status: 'done', result: 2 });
   });
 });
 

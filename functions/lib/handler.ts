@@ -217,17 +217,44 @@ export interface ScheduleHandlerSpec extends MeteredSpec {
   name: string;
   logger: LoggerSource;
   handle(ctx: HandlerContext): Promise<unknown>;
+  /**
+   * For a run that reads the whole cluster whatever woke it (rewrite-quotas): an event (a schedule
+   * tick or a rule's event) older than the start of a run that completed in this container is
+   * already covered, and is acknowledged without running again. A storm's hundreds of Remediation
+   * events, queued behind reserved concurrency 1, so become a run or two, not hundreds.
+   */
+  coalesce?: boolean;
+}
+
+/**
+ * When the event happened, rounded up to the end of its second: EventBridge's `time` has whole
+ * seconds, so an event in the same second as a run's start may have come after it and is not covered.
+ */
+function eventTimeBound(event: unknown): number | undefined {
+  const t = Date.parse(String((event as { time?: unknown } | null)?.time ?? ''));
+  return Number.isFinite(t) ? Math.floor(t / 1000) * 1000 + 1000 : undefined;
 }
 
 /** Schedule target (`rate(1 minute)`): no input to parse; same classification. */
 export function scheduleHandler(spec: ScheduleHandlerSpec) {
+  const clock = currentClock();
+  // The start of the last run that completed here (spec.coalesce): what happened before it, it read.
+  let coveredUntil = -Infinity;
   const h = middy<unknown, HandlerOutcome, Error, Ctx>()
     .use(loggerContext(spec.name, spec.logger))
     .use(classifyErrors((o) => o))
-    .handler(async (_event, context) => ({
-      status: 'done',
-      result: await spec.handle({ logger: loggerOf(context), context }),
-    }));
+    .handler(async (event, context): Promise<HandlerOutcome> => {
+      const at = spec.coalesce ? eventTimeBound(event) : undefined;
+      if (at !== undefined && at <= coveredUntil) {
+        const since = new Date(coveredUntil).toISOString();
+        loggerOf(context).info('coalesced: a run that started after this event read the cluster', { since });
+        return { status: 'already-done', reason: `coalesced: covered by the run that started at ${since}` };
+      }
+      const startedAt = clock.now();
+      const result = await spec.handle({ logger: loggerOf(context), context });
+      coveredUntil = Math.max(coveredUntil, startedAt);
+      return { status: 'done', result };
+    });
   return metered(spec.name, spec, (e: Parameters<typeof h>[0], c: Context) => h(e, c), outcomeOfStatus);
 }
 

@@ -8,6 +8,8 @@ import type { QuotaWiring } from './wiring.ts';
 export function createQuotaHandler(getDeps: () => QuotaWiring | Promise<QuotaWiring>) {
   return scheduleHandler({
     name: 'rewrite-quotas',
+    // Every run reads every team's use and capacity: a storm's Remediation events need one run, not one each.
+    coalesce: true,
     logger: async () => (await getDeps()).logger,
     async handle({ logger, context }) {
       const d = await getDeps();

@@ -36,6 +36,14 @@ describe('rewrite-quotas wiring', () => {
     });
   });
 
+  it("coalesces a storm: an event from before a completed run's start is acknowledged, not run again", async () => {
+    const deps = await wireQuota('rewrite-quotas', { KUBECONFIG, LOG_LEVEL: 'error' });
+    const h = createQuotaHandler(() => deps);
+    const remediation = { 'detail-type': 'Remediation', time: '2026-01-01T00:00:00Z' };
+    expect(await h(remediation, { awsRequestId: 'r1' } as Context)).toMatchObject({ status: 'done' });
+    expect(await h(remediation, { awsRequestId: 'r2' } as Context)).toMatchObject({ status: 'already-done' });
+  });
+
   it('keeps the teams apart from the shared configuration', async () => {
     const deps = await wireQuota('rewrite-quotas', {
       KUBECONFIG,

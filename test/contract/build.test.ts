@@ -197,6 +197,10 @@ describe('npm run build', () => {
       await expect(mod.handler({ version: '0', id: 'x' }, { awsRequestId: 'r1' })).resolves.toMatchObject({
         status: 'dropped',
       });
+      // The API server at a closed port: the invocation throws for the platform's retry, and the error
+      // keeps its class's name through minification (esbuild keepNames), as the logs print it.
+      const xid = JSON.parse(readFileSync(join(root, 'events/catalog/gpu-xid-error.example.json'), 'utf8')) as object;
+      await expect(mod.handler(xid, { awsRequestId: 'r2' })).rejects.toMatchObject({ name: 'TransientError' });
     } finally {
       delete process.env.KUBECONFIG;
     }

@@ -211,6 +211,50 @@ describe('infra/k8s/kustomization.yaml (read file by file)', () => {
 });
 
 /**
+ * Where the agent runs: the DaemonSet's required node affinity against the labels each provisioner puts
+ * on a GPU node. Terms are ORed, a term's expressions ANDed; `In` needs the label with one of the
+ * values, `Exists` the label (https://kubernetes.io/docs/concepts/scheduling-eviction/assign-pod-node/#node-affinity).
+ */
+describe("the agent's GPU nodes (node-agent.yaml's node affinity)", () => {
+  type Expr = { key: string; operator: 'In' | 'Exists'; values?: string[] };
+  const terms = () =>
+    (
+      parseAllDocuments(readFileSync(join(k8s, 'node-agent.yaml'), 'utf8'))
+        .map((d) => d.toJS() as Obj)
+        .find((o) => o.kind === 'DaemonSet')!.spec!.template.spec as unknown as {
+        affinity: {
+          nodeAffinity: {
+            requiredDuringSchedulingIgnoredDuringExecution: { nodeSelectorTerms: { matchExpressions: Expr[] }[] };
+          };
+        };
+      }
+    ).affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms;
+  const runsOn = (labels: Record<string, string>) =>
+    terms().some((t) =>
+      t.matchExpressions.every((e) =>
+        e.operator === 'Exists' ? e.key in labels : e.key in labels && e.values!.includes(labels[e.key]!),
+      ),
+    );
+
+  it.each([
+    ['GPU Feature Discovery (GPU Operator)', { 'nvidia.com/gpu.present': 'true' }],
+    ['ACK', { 'aliyun.accelerator/nvidia_name': 'NVIDIA-A100-SXM4-80GB' }],
+    ['Karpenter on EKS', { 'karpenter.k8s.aws/instance-gpu-manufacturer': 'nvidia' }],
+    ['EKS Auto Mode', { 'eks.amazonaws.com/instance-gpu-manufacturer': 'nvidia' }],
+  ])('runs on a GPU node labelled by %s', (_, labels) => {
+    expect(runsOn({ 'kubernetes.io/os': 'linux', ...labels })).toBe(true);
+  });
+
+  it.each([
+    ['a CPU node', {}],
+    ['a node GFD says has no GPU', { 'nvidia.com/gpu.present': 'false' }],
+    ['an EKS node with AMD GPUs (Karpenter)', { 'karpenter.k8s.aws/instance-gpu-manufacturer': 'amd' }],
+  ])('not on %s', (_, labels) => {
+    expect(runsOn({ 'kubernetes.io/os': 'linux', ...labels })).toBe(false);
+  });
+});
+
+/**
  * The DaemonSet's probes against the agent's own HTTP server (node-agent/http.ts): a degraded agent
  * (NVML failing, the bus unreachable, events stalled) is marked not ready and keeps running: the
  * kubelet restarts a container whose liveness probe fails

@@ -16,6 +16,9 @@ import { AGENT_METRIC_NAMES } from '../../node-agent/agent-metrics.ts';
 import { HEALTH_METRIC_NAMES } from '../../node-agent/agent-health.ts';
 import { DCGM_GPU_FIELDS, DCGM_MIG_FIELDS, DCGM_XID_ERRORS } from '../../node-agent/dcgm.ts';
 import { PUBLISHER_METRIC_NAMES } from '../../node-agent/publisher/publisher-metrics.ts';
+import { REMEDIATION_PHASES } from '../../events/catalog/remediation.ts';
+import { REMEDIATION_ACTIONS } from '../../events/xid.ts';
+import { InvocationMetrics } from '../../functions/lib/metrics.ts';
 import { commandWorks, requireTool } from '../tools.ts';
 
 const root = new URL('../../', import.meta.url).pathname;
@@ -86,6 +89,65 @@ describe('infra/k8s/monitoring: alerts and dashboard', () => {
   });
 });
 
+/**
+ * The functions' dashboard (functions-dashboard.json, Grafana's CloudWatch data source): every query
+ * names a metric the functions write, with exactly a dimension set they write it with (CloudWatch
+ * matches a metric by its whole set of dimensions), under the namespace the template sets. What is
+ * written is learnt by running the one writer (functions/lib/metrics.ts) over a Remediation that acted
+ * and one that restored, not from a list kept beside it.
+ */
+describe('infra/k8s/monitoring: the functions dashboard names only metrics the functions write', () => {
+  const written = new Map<string, Set<string>>();
+  const m = new InvocationMetrics('remediate', {
+    namespace: 'gpu-reflex/test',
+    now: () => Date.parse('2026-12-05T10:00:00Z'),
+  });
+  const report = (phase: string) => ({
+    source: 'gpu-reflex.functions',
+    detailType: 'Remediation',
+    detail: { action: 'drain-node', phase, trigger: { observedAt: '2026-12-05T09:59:00Z' } },
+  });
+  m.published([report('acted'), report('restored')]);
+  for (const doc of m.documents('done')) {
+    const cw = (doc._aws as { CloudWatchMetrics: { Metrics: { Name: string }[]; Dimensions: string[][] }[] })
+      .CloudWatchMetrics[0]!;
+    for (const { Name } of cw.Metrics)
+      for (const set of cw.Dimensions)
+        written.set(Name, (written.get(Name) ?? new Set()).add([...set].sort().join(',')));
+  }
+  const fd = JSON.parse(readFileSync(join(dir, 'functions-dashboard.json'), 'utf8')) as {
+    uid: string;
+    panels: {
+      title: string;
+      targets: { namespace: string; metricName: string; dimensions: Record<string, string>; matchExact: boolean }[];
+    }[];
+  };
+  const values: Record<string, readonly string[]> = {
+    Action: [...REMEDIATION_ACTIONS, 'restore'],
+    Phase: REMEDIATION_PHASES,
+  };
+
+  it.each(fd.panels.flatMap((p) => p.targets.map((t) => [p.title, t] as const)))('panel "%s"', (_, t) => {
+    expect(t.namespace).toBe('gpu-reflex/${stage}');
+    expect([...written.keys()]).toContain(t.metricName);
+    expect(t.matchExact).toBe(true);
+    expect([...written.get(t.metricName)!]).toContain(Object.keys(t.dimensions).sort().join(','));
+    for (const [k, v] of Object.entries(t.dimensions)) if (v !== '*' && values[k]) expect(values[k]).toContain(v);
+  });
+
+  it('the check can fail: a metric nobody writes, or a dimension set it is not written with', () => {
+    expect(written.has('BreakerOpen')).toBe(false);
+    expect(written.get('TimeToRestore')).toEqual(new Set(['Action,Function']));
+    expect(written.get('Remediations')).toEqual(new Set(['Action,Function,Phase']));
+  });
+
+  it("reads the namespace the template gives the functions (serverless.yml's custom.metricsNamespace)", () => {
+    expect(readFileSync(join(root, 'serverless.yml'), 'utf8')).toMatch(
+      /^ {2}metricsNamespace: gpu-reflex\/\$\{sls:stage\}$/m,
+    );
+  });
+});
+
 const kubectl = requireTool('kubectl', () => commandWorks('kubectl', ['version', '--client']));
 
 describe('infra/k8s with the monitoring component (kubectl kustomize)', kubectl.options, () => {
@@ -135,5 +197,8 @@ describe('infra/k8s with the monitoring component (kubectl kustomize)', kubectl.
     const cm = find('ConfigMap').find((c) => c.metadata.name === 'gpu-reflex-dashboard')!;
     expect(cm.metadata.labels).toMatchObject({ grafana_dashboard: '1' });
     expect(JSON.parse(cm.data!['gpu-reflex-node-agents.json']!)).toMatchObject({ uid: 'gpu-reflex-node-agents' });
+    const fcm = find('ConfigMap').find((c) => c.metadata.name === 'gpu-reflex-functions-dashboard')!;
+    expect(fcm.metadata.labels).toMatchObject({ grafana_dashboard: '1' });
+    expect(JSON.parse(fcm.data!['gpu-reflex-functions.json']!)).toMatchObject({ uid: 'gpu-reflex-functions' });
   });
 });

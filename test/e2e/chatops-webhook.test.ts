@@ -154,4 +154,20 @@ describe('chatops webhook on the local bus', () => {
     expect(commands.map((c) => [c.user.id, c.command, c.dryRun])).toContainEqual(['U-VIEW', 'cordon', true]);
     expect(commands.every((c) => c.channel === 'C-GPU')).toBe(true);
   });
+
+  it('answers GET /chat/healthz through the route serverless.yml declares, naming no secret; other methods 405', async () => {
+    const res = await fetch(`${bus.httpUrl}/chat/healthz`);
+    const text = await res.text();
+    expect(res.status).toBe(200);
+    expect(JSON.parse(text)).toEqual({
+      status: 'ok',
+      platforms: { slack: true, dingtalk: false, feishu: false },
+      roles: { rules: 1, default: 'viewer' },
+      approvals: 'sealed',
+      problems: [],
+    });
+    expect(text).not.toContain(SECRET);
+    expect(text).not.toContain('U-OPS');
+    expect((await fetch(`${bus.httpUrl}/chat/slack`)).status).toBe(405);
+  });
 });

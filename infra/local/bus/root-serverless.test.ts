@@ -37,8 +37,8 @@ describe('serverless.yml at the repository root', () => {
       ['rewrite-quotas', 'rate(5 minutes)'],
       ['idle-gpus', 'rate(1 hour)'],
     ]);
-    // The chat webhook: one route, the platform in the path.
-    expect(table.routes.map((r) => [r.method, r.path, r.fn.key])).toEqual([['POST', '/chat/{platform}', 'chatops']]);
+    // The chat webhook: one route, the platform in the path; ANY, for its GET /chat/healthz (chatops/health.ts).
+    expect(table.routes.map((r) => [r.method, r.path, r.fn.key])).toEqual([['ANY', '/chat/{platform}', 'chatops']]);
     expect(table.warnings).toEqual([]);
   });
 
