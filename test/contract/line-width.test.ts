@@ -35,7 +35,7 @@ const ALLOWED: Record<string, number> = {
   'functions/remediate/core/replace.ts': 7,
   'functions/remediate/core/return-probe.ts': 2,
   'functions/remediate/core/state.ts': 3,
-  'functions/remediate/core/sweep-node.ts': 10,
+  'functions/remediate/core/sweep-node.ts': 7,
   'functions/remediate/core/sweep.ts': 1,
   'functions/remediate/core/types.ts': 1,
   'functions/remediate/core/words.ts': 25,
