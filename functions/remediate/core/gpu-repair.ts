@@ -29,11 +29,26 @@ export function requestId(action: GpuActionKind, i: Pick<Incident, 'key' | 'firs
   return `${action}.${fnv1a(`${i.key}@${i.firstAt}`)}`;
 }
 
+/**
+ * A node-wide incident's return probe after a reboot asks one probe per GPU the node had before it
+ * (`reboot.gpus`): each under the incident's probe id and the GPU's place in that list.
+ */
+export function nodeProbes(i: Pick<Incident, 'repair' | 'reboot' | 'gpu'>): { gpu: string; id: string }[] {
+  if (i.gpu || i.repair?.step !== 'probe' || !i.reboot?.gpus) return [];
+  const id = i.repair.id;
+  return i.reboot.gpus.map((gpu, k) => ({ gpu, id: `${id}.${k}` }));
+}
+
 /** The GPU actions the node's agent must carry out for this state, in a stable order. */
 export function gpuActionsOf(state: NodeState, policy: Pick<Policy, 'repair'>): GpuAction[] {
   const out: GpuAction[] = [];
   const timeoutSeconds = policy.repair.answerTimeoutMinutes * 60;
   for (const i of state.incidents) {
+    if (!i.gpu && isOpen(i) && i.repair) {
+      const probeSeconds = policy.repair.probeSeconds;
+      for (const p of nodeProbes(i))
+        out.push({ ...p, incident: i.key, timeoutSeconds, action: 'probe', requestedAt: i.repair.at, probeSeconds });
+    }
     if (!i.gpu) continue;
     const base = { gpu: i.gpu, incident: i.key, timeoutSeconds };
     const file = backendOf(i) === 'ack-file';

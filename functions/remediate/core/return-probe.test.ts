@@ -10,7 +10,7 @@ import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY } from './policy.ts';
 import { REPAIRED_AT_ANNOTATION, STATE_LABEL } from './state.ts';
 import { planSweep } from './sweep.ts';
-import { apply, at, factsFor, node, pool, STANDARD_PODS, stateOf, xid } from '../testing.ts';
+import { apply, at, factsFor, gpu, health, node, pool, STANDARD_PODS, stateOf, xid } from '../testing.ts';
 import type { NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
 
 const P = DEFAULT_POLICY;
@@ -34,6 +34,10 @@ async function sweep(w: World, minute: number, cloud = true): Promise<{ plan: Pl
   return { plan, world: plan ? await apply(w.node, w.pods, plan) : w };
 }
 const booted = (w: World, bootId: string): World => ({ ...w, node: { ...w.node, bootId, ready: true } });
+const probesAsked = (w: World): GpuActionRequest[] =>
+  (JSON.parse(w.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[]).filter(
+    (r) => r.action === 'probe',
+  );
 const probeAsked = (w: World): GpuActionRequest | undefined =>
   (JSON.parse(w.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[]).find(
     (r) => r.action === 'probe',
@@ -134,5 +138,82 @@ describe("evidence, not time, after a reboot or a person's repair", () => {
     const back = await sweep(w, 93, false);
     expect(back.plan).toMatchObject({ action: 'restore', phase: 'restored' });
     expect(back.world.node.labels[STATE_LABEL]).toBe('healthy');
+  });
+});
+
+/**
+ * A node-wide incident (gpu-count: NVML lists fewer GPUs than the node should, no GPU to name) drains
+ * the node, the sweep reboots it, and it comes back (new boot id, Ready) at minute 5.
+ */
+async function nodeWideBack(o: { gpusAfter?: number; known?: boolean } = {}): Promise<World> {
+  const before = o.known === false ? { ...node(), gpus: undefined } : node();
+  let w = booted(await hit({ node: before, pods: STANDARD_PODS }, health('gpu-count', { gpu: null })), 'boot-1');
+  w = (await sweep(w, 1)).world;
+  const gpus = o.known === false ? undefined : node().gpus!.slice(0, o.gpusAfter ?? 8);
+  return (await sweep(booted({ ...w, node: { ...w.node, gpus } }, 'boot-2'), 5)).world;
+}
+const answerAll = (w: World, minute: number, probe: (uuid: string) => Partial<GpuProbe> = () => ({})): World =>
+  probesAsked(w).reduce((x, r) => answer(x, r, minute, probe(r.gpuUuid)), w);
+
+describe('a node-wide incident after a reboot: each GPU decided by its own probe', () => {
+  it('asks one probe per GPU the node had before the reboot, and returns the node when all 8 pass', async () => {
+    let w = await nodeWideBack();
+    const asked = probesAsked(w);
+    expect(asked.map((r) => r.gpuUuid).sort()).toEqual([...node().gpus!].sort());
+    expect(new Set(asked.map((r) => r.id)).size).toBe(8);
+    // Seven answered: not yet.
+    w = asked.slice(0, 7).reduce((x, r) => answer(x, r, 6, {}), w);
+    expect((await sweep(w, 7)).plan?.action).not.toBe('restore');
+    w = answer(w, asked[7]!, 7, {});
+    const { plan, world } = await sweep(w, 8);
+    expect(plan).toMatchObject({ action: 'restore', phase: 'restored' });
+    expect(plan?.reason).toContain("each of the node's 8 GPUs passed its own health probe after its reboot");
+    expect(world.node.labels[STATE_LABEL]).toBe('healthy');
+    expect(world.node.unschedulable).toBe(false);
+  });
+
+  it('keeps the node out, awaiting-repair with a person told, when one of its 8 GPUs does not come back', async () => {
+    // GPU 7 is gone after the reboot: the node lists 7, but the probe still asks for the 8 it had.
+    let w = await nodeWideBack({ gpusAfter: 7 });
+    expect(probesAsked(w)).toHaveLength(8);
+    const lost = gpu(7).uuid;
+    w = answerAll(w, 6, (uuid) => (uuid === lost ? { counted: false, nvmlAnswers: false, passed: false } : {}));
+    const { plan, world } = await sweep(w, 7);
+    expect(plan?.action).not.toBe('restore');
+    expect(plan?.reason).toContain(`the health probe of ${lost} after its reboot did not pass`);
+    expect(plan?.reason).toContain('a GPU is missing: the node stays out');
+    expect(plan?.notices.length).toBeGreaterThan(0);
+    expect(world.node.labels[STATE_LABEL]).toBe('awaiting-repair');
+    expect(world.node.unschedulable).toBe(true);
+    expect((await sweep(world, 300)).world.node.labels[STATE_LABEL]).toBe('awaiting-repair');
+  });
+
+  it('does not return the node on one GPU whose recovery action is unknown: unknown is not none', async () => {
+    let w = await nodeWideBack();
+    w = answerAll(w, 6, (uuid) => (uuid === gpu(2).uuid ? { recoveryAction: 'unknown', passed: false } : {}));
+    const { plan } = await sweep(w, 7);
+    expect(plan?.action).not.toBe('restore');
+    expect(plan?.reason).toContain(`the health probe of ${gpu(2).uuid} after its reboot did not pass`);
+  });
+
+  it('fails a GPU on an XID of it the functions saw during its probe window', async () => {
+    let w = await nodeWideBack();
+    w = await hit(w, xid(48, { minute: 6, gpu: 4 }));
+    w = answerAll(w, 7);
+    const { plan } = await sweep(w, 8);
+    expect(plan?.action).not.toBe('restore');
+    expect(plan?.reason).toMatch(/xid-48 seen at .*, during the probe window/);
+  });
+
+  it('keeps the node out when no GPU of it is known: nothing to probe is not a passed probe', async () => {
+    const w = await nodeWideBack({ known: false });
+    expect(probesAsked(w)).toHaveLength(0);
+    expect(w.node.labels[STATE_LABEL]).toBe('awaiting-repair');
+    // Told at once, when it came back (minute 5), and its reboot is behind it: only a person returns it now.
+    expect(stateOf(w.node).incidents[0]).toMatchObject({ phase: 'awaiting-repair', notifiedAt: at(5) });
+    expect(stateOf(w.node).incidents[0]?.reboot).toBeUndefined();
+    const { plan, world } = await sweep(w, 5 + P.quietPeriodMinutes + 1);
+    expect(plan?.action).not.toBe('restore');
+    expect(world.node.labels[STATE_LABEL]).toBe('awaiting-repair');
   });
 });

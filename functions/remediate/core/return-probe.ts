@@ -8,15 +8,20 @@
  * always quiet (fencing.md, corrections 2026-12-01: "After a reboot the same probe as after a reset
  * decides the return").
  *
+ * A node-wide incident (no GPU named) after a reboot is decided per GPU: each GPU the node listed
+ * before it (`reboot.gpus`) gets its own probe, and the node returns only when every one passed; one
+ * missing or failed keeps it out, and no GPU known at all is no evidence either.
+ *
  * The sweep also fails the probe on what it saw itself: another incident of the same GPU whose
  * fault was last seen during the window (an XID or a health condition the functions received while
  * the agent watched). Pure.
  */
-import type { GpuActionState } from '../../../events/index.ts';
+import { readGpuDevices, readMigInventory, type GpuActionState } from '../../../events/index.ts';
 import { fnv1a } from '../../lib/hash.ts';
-import { probeWords, requestId } from './gpu-repair.ts';
+import { nodeProbes, probeWords, requestId } from './gpu-repair.ts';
 import type { Policy } from './policy.ts';
-import { isOpen, type Incident, type NodeState } from './state.ts';
+import { cmp, isOpen, type Incident, type NodeState } from './state.ts';
+import type { NodeFacts } from './types.ts';
 
 /** What repair the probe follows: the reboot (from its `backAt`) or a person's repair (its `repaired-at`). */
 export type ReturnCause = { kind: 'reboot'; backAt: string } | { kind: 'repaired'; repairedAt: string };
@@ -53,32 +58,117 @@ export function stepReturnProbe(
   policy: Pick<Policy, 'repair'>,
 ): ReturnStep {
   const p = i.repair;
-  if (!p || p.step !== 'probe') return { kind: 'wait' };
-  const r = results[p.id];
-  const after = i.reboot?.backAt ? 'its reboot' : 'its repair';
-  if (r === undefined || r.state === 'requested' || r.state === 'running') {
-    if (now.getTime() - Date.parse(p.at) < policy.repair.answerTimeoutMinutes * MIN) return { kind: 'wait' };
+  if (!p || p.step !== 'probe' || !i.gpu) return { kind: 'wait' };
+  const v = judge(i, i.gpu, results[p.id], p.at, state, now, policy);
+  if (v.kind !== 'passed') return v.kind === 'wait' ? v : { ...v, incident: i };
+  return {
+    kind: 'passed',
+    incident: { ...i, repair: undefined, probedAt: v.at },
+    why: `${i.gpu}'s health probe after ${afterWhat(i)} passed at ${v.at} (NVML lists it, recovery action ${v.recoveryAction}, no remap pending or failed, no XID during the window): back in service`,
+  };
+}
+
+/** The GPUs a node-wide incident's return must hear from: those the node listed before the reboot. */
+export function nodeGpusOf(node: Pick<NodeFacts, 'gpus' | 'annotations'>): string[] {
+  const devices = readGpuDevices(node.annotations);
+  const mig = readMigInventory(node.annotations).inventory;
+  const all = [
+    ...(node.gpus ?? []),
+    ...(devices?.known ? Object.keys(devices.gpus) : []),
+    ...(mig?.gpus.map((g) => g.uuid) ?? []),
+  ];
+  return [...new Set(all)].sort().slice(0, 16);
+}
+
+/**
+ * A node-wide incident back from its reboot: one probe per GPU the node had before it
+ * (`reboot.gpus`). Undefined when no GPU of the node is known: nothing can be probed, and unknown is
+ * never healthy (the caller keeps the node out).
+ */
+export function askNodeProbes(i: Incident, gpus: readonly string[], backAt: string, now: Date): Incident | undefined {
+  if (i.gpu || !i.reboot || gpus.length === 0) return undefined;
+  const cause = { kind: 'reboot', backAt } as const;
+  return {
+    ...i,
+    reboot: { ...i.reboot, gpus: [...gpus] },
+    repair: { step: 'probe', id: returnProbeId(i, cause), at: now.toISOString() },
+  };
+}
+
+/**
+ * Each GPU of a node-wide incident returns only on its own passed probe: the first that fails (or
+ * is missing) decides at once; all passed returns the node. A GPU missing after the reboot keeps it out.
+ */
+export function stepNodeProbes(
+  i: Incident,
+  state: Pick<NodeState, 'incidents'>,
+  results: Readonly<Record<string, GpuActionState>>,
+  now: Date,
+  policy: Pick<Policy, 'repair'>,
+): ReturnStep {
+  const probes = nodeProbes(i);
+  if (probes.length === 0) return { kind: 'wait' };
+  const verdicts = probes.map((p) => judge(i, p.gpu, results[p.id], i.repair!.at, state, now, policy));
+  const failed = verdicts.filter((v): v is Extract<Verdict, { kind: 'failed' }> => v.kind === 'failed');
+  if (failed.length > 0)
     return {
       kind: 'failed',
       incident: i,
+      missing: failed.some((v) => v.missing),
+      why: failed.map((v) => v.why).join('; '),
+    };
+  const passed = verdicts.filter((v): v is Extract<Verdict, { kind: 'passed' }> => v.kind === 'passed');
+  if (passed.length < verdicts.length) return { kind: 'wait' };
+  const last = passed.map((v) => v.at).sort((a, b) => cmp(a, b))[passed.length - 1]!;
+  return {
+    kind: 'passed',
+    incident: { ...i, repair: undefined, probedAt: last },
+    why:
+      `each of the node's ${passed.length} GPUs passed its own health probe after ${afterWhat(i)} (the last at ` +
+      `${last}: NVML lists it, recovery action none, no remap pending or failed, no XID during the window): ` +
+      'back in service',
+  };
+}
+
+type Verdict =
+  | { kind: 'wait' }
+  | { kind: 'passed'; at: string; recoveryAction: string }
+  | { kind: 'failed'; why: string; missing: boolean };
+
+const afterWhat = (i: Incident): string => (i.reboot?.backAt ? 'its reboot' : 'its repair');
+
+/** One GPU's probe answer, judged: evidence only (unknown is never healthy). */
+function judge(
+  i: Incident,
+  gpu: string,
+  r: GpuActionState | undefined,
+  askedAt: string,
+  state: Pick<NodeState, 'incidents'>,
+  now: Date,
+  policy: Pick<Policy, 'repair'>,
+): Verdict {
+  const after = afterWhat(i);
+  if (r === undefined || r.state === 'requested' || r.state === 'running') {
+    if (now.getTime() - Date.parse(askedAt) < policy.repair.answerTimeoutMinutes * MIN) return { kind: 'wait' };
+    return {
+      kind: 'failed',
       missing: false,
-      why: `the node agent did not answer the health probe of ${i.gpu} after ${after} within ${policy.repair.answerTimeoutMinutes} min (${r ? `still ${r.state}` : 'no answer at all: is the agent running with its actuator?'})`,
+      why: `the node agent did not answer the health probe of ${gpu} after ${after} within ${policy.repair.answerTimeoutMinutes} min (${r ? `still ${r.state}` : 'no answer at all: is the agent running with its actuator?'})`,
     };
   }
   if (r.state === 'failed')
     return {
       kind: 'failed',
-      incident: i,
       missing: false,
-      why: `the health probe of ${i.gpu} after ${after} failed on the node: ${r.reason ?? 'no reason given'}`,
+      why: `the health probe of ${gpu} after ${after} failed on the node: ${r.reason ?? 'no reason given'}`,
     };
   // What the functions saw themselves during the window: another fault of this GPU.
   const seen = state.incidents.filter(
     (x) =>
       x.key !== i.key &&
-      x.gpu === i.gpu &&
+      x.gpu === gpu &&
       isOpen(x) &&
-      Date.parse(x.lastAt) >= Date.parse(p.at) &&
+      Date.parse(x.lastAt) >= Date.parse(askedAt) &&
       Date.parse(x.lastAt) <= Date.parse(r.at),
   );
   const probe = r.probe;
@@ -91,16 +181,7 @@ export function stepReturnProbe(
     ]
       .filter(Boolean)
       .join('; ');
-    return {
-      kind: 'failed',
-      incident: i,
-      missing,
-      why: `the health probe of ${i.gpu} after ${after} did not pass: ${bad}`,
-    };
+    return { kind: 'failed', missing, why: `the health probe of ${gpu} after ${after} did not pass: ${bad}` };
   }
-  return {
-    kind: 'passed',
-    incident: { ...i, repair: undefined, probedAt: r.at },
-    why: `${i.gpu}'s health probe after ${after} passed at ${r.at} (NVML lists it, recovery action ${probe.recoveryAction}, no remap pending or failed, no XID during the window): back in service`,
-  };
+  return { kind: 'passed', at: r.at, recoveryAction: probe.recoveryAction };
 }

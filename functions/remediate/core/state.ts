@@ -172,6 +172,11 @@ const IncidentSchema = z.object({
       fromBoot: z.string().optional(),
       backAt: Timestamp.optional(),
       by: z.string().max(128).optional(),
+      /**
+       * A node-wide incident: the node's GPUs (UUIDs) known before the reboot — each must pass its own
+       * health probe after it, so a GPU that does not come back keeps the node out (return-probe.ts).
+       */
+      gpus: z.array(z.string().min(1).max(200)).max(16).optional(),
     })
     .optional(),
   /**

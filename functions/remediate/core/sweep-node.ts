@@ -9,7 +9,9 @@ import { evictable } from './scope.ts';
 import { cmp, isOpen, type Incident } from './state.ts';
 import { startReplace, type ReplaceStep } from './replace.ts';
 import { notice } from './plan.ts';
-import { askReturnProbe, probing, stepReturnProbe } from './return-probe.ts';
+import { askNodeProbes, askReturnProbe, nodeGpusOf, probing, stepNodeProbes, stepReturnProbe } from './return-probe.ts';
+import { nodeProbes } from './gpu-repair.ts';
+import { GPU_DEVICES_ANNOTATION } from '../../../events/index.ts';
 import type { SweepFacts } from './sweep.ts';
 import { MIN, type Work } from './sweep-work.ts';
 
@@ -76,12 +78,13 @@ export function toRepair(
         at: now,
         ...(w.facts.node.bootId ? { fromBoot: w.facts.node.bootId } : {}),
         by: caps.repairOwner.slice(0, 128),
+        ...gpusBefore(i, w),
       },
       phase: 'awaiting-repair',
       since: now,
       notifiedAt: now,
     };
-    const text = `${why}: ${caps.repairOwner} repairs this node, so gpu-reflex defers (no reboot or replace of its own); once the node is back it returns ${i.gpu ? `only when the health probe of ${i.gpu} passes` : 'after the quiet period'}`;
+    const text = `${why}: ${caps.repairOwner} repairs this node, so gpu-reflex defers (no reboot or replace of its own); once the node is back it returns ${returnsWhen(i)}`;
     w.notices.push(notice(i.action, w.facts.node, text));
     w.reasons.push(text);
     w.touched.push(next);
@@ -114,15 +117,13 @@ export function toRepair(
   }
   const rebooting =
     repair === 'reboot-node' && can
-      ? { reboot: { at: now, ...(w.facts.node.bootId ? { fromBoot: w.facts.node.bootId } : {}) } }
+      ? { reboot: { at: now, ...(w.facts.node.bootId ? { fromBoot: w.facts.node.bootId } : {}), ...gpusBefore(i, w) } }
       : {};
   const next: Incident = { ...rest, ...rebooting, phase: 'awaiting-repair', since: now, notifiedAt: now };
   if (repair === 'reboot-node' && can) {
     // One reboot per node, however many of its incidents lead to it.
     if (!w.cloud.some((c) => c.kind === 'reboot' && c.node === node)) w.cloud.push({ kind: 'reboot', node });
-    w.reasons.push(
-      `${why}: rebooting it; once it is back it returns ${i.gpu ? `only when the health probe of ${i.gpu} passes` : 'after the quiet period'}`,
-    );
+    w.reasons.push(`${why}: rebooting it; once it is back it returns ${returnsWhen(i)}`);
   } else {
     const what = repair
       ? `${repair === 'reboot-node' ? 'reboot' : 'replace'} it (${caps?.unreachable ?? 'no cloud adapter can'})`
@@ -134,6 +135,18 @@ export function toRepair(
   w.touched.push(next);
   return next;
 }
+
+/**
+ * A node-wide incident's reboot records the GPUs the node lists before it (the agent's
+ * allocatable-devices and MIG inventory): after it, each must pass its own probe.
+ */
+function gpusBefore(i: Incident, w: Work): { gpus?: string[] } {
+  const gpus = i.gpu ? [] : nodeGpusOf(w.facts.node);
+  return gpus.length > 0 ? { gpus } : {};
+}
+
+const returnsWhen = (i: Incident): string =>
+  i.gpu ? `only when the health probe of ${i.gpu} passes` : 'only when each of its GPUs passes its own health probe';
 
 /** Carries a replacement's step into the sweep's work: its cloud action, its words, a notice when a person must act. */
 export function replaced(s: ReplaceStep, i: Incident, w: Work): Incident {
@@ -153,7 +166,8 @@ export function replaced(s: ReplaceStep, i: Incident, w: Work): Incident {
 /**
  * After a reboot the cloud adapter asked for: the node is back when it shows a new boot id and is
  * Ready. Then a GPU incident returns only on a passed health probe of its GPU (return-probe.ts:
- * evidence, not time); a node-wide incident (no GPU named) after the quiet period. The fault seen
+ * evidence, not time); a node-wide incident (no GPU named) only on a passed probe of each GPU the
+ * node had before the reboot (none known: it stays out). The fault seen
  * again after it came back, or a probe that fails (the GPU missing after the reboot, the fault
  * still there), climbs the ladder (replace-node) or leaves the node out, awaiting-repair, a person
  * told: NVIDIA's resolution for an error that persists after a reboot is to replace the hardware
@@ -175,14 +189,14 @@ export function afterReboot(
     if (back) {
       const backAt = now.toISOString();
       const backed: Incident = { ...i, reboot: { ...r, backAt } };
-      const asked = askReturnProbe(backed, { kind: 'reboot', backAt }, now);
+      // A node-wide incident goes on at once to its per-GPU probes (below).
+      if (!i.gpu) return afterReboot(backed, backed.reboot!, w, facts, policy, close);
+      const asked = askReturnProbe(backed, { kind: 'reboot', backAt }, now)!;
       w.reasons.push(
-        asked
-          ? `${node.name} is back from its reboot (new boot id, Ready): health probe of ${i.gpu} requested (${asked.repair!.id}, ${policy.repair.probeSeconds} s); it returns only when the probe passes`
-          : `${node.name} is back from its reboot (new boot id, Ready): it returns after ${policy.quietPeriodMinutes} min without the fault`,
+        `${node.name} is back from its reboot (new boot id, Ready): health probe of ${i.gpu} requested (${asked.repair!.id}, ${policy.repair.probeSeconds} s); it returns only when the probe passes`,
       );
-      w.touched.push(asked ?? backed);
-      return asked ?? backed;
+      w.touched.push(asked);
+      return asked;
     }
     const late = now.getTime() - Date.parse(r.at) >= policy.repair.rebootTimeoutMinutes * MIN;
     if (!late || (i.notifiedAt && Date.parse(i.notifiedAt) > Date.parse(r.at))) return i;
@@ -227,11 +241,43 @@ export function afterReboot(
       s.incident,
     );
   }
-  if (now.getTime() - Date.parse(r.backAt) >= policy.quietPeriodMinutes * MIN)
-    return close(
-      `${i.key}: ${r.by ? `repaired by ${r.by}` : 'rebooted'} at ${r.at}, back at ${r.backAt} and quiet for ${policy.quietPeriodMinutes} min, back in service`,
+  // A node-wide incident: each GPU the node had before the reboot returns on its own passed probe.
+  if (!probing(i, { kind: 'reboot', backAt: r.backAt }) || nodeProbes(i).length === 0) {
+    const asked = askNodeWide(i, r.backAt, w, facts, policy);
+    if (asked) return asked;
+    return notCured(
+      `${i.key}: ${node.name} is back from its reboot, but no GPU of it is known (the node agent wrote no ` +
+        `${GPU_DEVICES_ANNOTATION}): nothing can be probed, and unknown is not healthy; the node stays out`,
     );
-  return i;
+  }
+  const s = stepNodeProbes(i, w.state, w.results, now, policy);
+  if (s.kind === 'wait') return i;
+  if (s.kind === 'failed')
+    return notCured(
+      `${i.key}: ${node.name} is back from its reboot, but ${s.why}` +
+        (s.missing ? '; a GPU is missing: the node stays out' : ''),
+    );
+  return close(
+    `${i.key}: ${r.by ? `repaired by ${r.by}` : 'rebooted'} at ${r.at}, back at ${r.backAt}; ${s.why}`,
+    s.incident,
+  );
+}
+
+/**
+ * Asks a node-wide incident's per-GPU probes: the GPUs recorded before the reboot, else those the
+ * node lists now. Undefined when none is known (nothing asked).
+ */
+function askNodeWide(i: Incident, backAt: string, w: Work, facts: SweepFacts, policy: Policy): Incident | undefined {
+  const gpus = i.reboot?.gpus ?? nodeGpusOf(w.facts.node);
+  const asked = askNodeProbes(i, gpus, backAt, facts.now);
+  if (!asked) return undefined;
+  w.reasons.push(
+    `${w.facts.node.name} is back from its reboot (new boot id, Ready): health probe of each of its ` +
+      `${gpus.length} GPUs requested (${asked.repair!.id}, ${policy.repair.probeSeconds} s); ` +
+      'it returns only when every one passes',
+  );
+  w.touched.push(asked);
+  return asked;
 }
 
 /**

@@ -10,7 +10,8 @@
  *                            timeout → the next rung of `then`, or a person is told
  * - awaiting-repair        → after our reboot: back (new boot id, Ready), then a passed health
  *                            probe of its GPU → restored (return-probe.ts; a node-wide incident:
- *                            quiet); a replacement (replace.ts): new node Ready → old one removed;
+ *                            a passed probe of each GPU it had); a replacement (replace.ts):
+ *                            new node Ready → old one removed;
  *                            else once `gpu-reflex.io/repaired-at` is set, the same probe (or quiet)
  * - awaiting-approval      → acted on by itself when the pool's window has room again (first come,
  *                            first served by when the fault was first seen), or when approved
