@@ -236,11 +236,18 @@ describe('rebalance-mig', () => {
     const node = await kube.nodes.get('h100-0');
     expect(node.unschedulable).toBe(false);
     expect(node.annotations[MIG_REBALANCE_ANNOTATION]).toBeUndefined();
+    // The person is told on the bus: the layout planned, not started, and the command that fixes it.
+    expect(layoutEvents().map((e) => [e.state, e.node])).toEqual([['planned', 'h100-0']]);
+    expect(layoutEvents()[0]!.reason).toMatch(
+      /^not started: .*kubectl patch clusterpolicies\.nvidia\.com cluster-policy/,
+    );
     // Patched as it says: the relayout starts.
     kube.cluster.clusterPolicies = [
       { name: 'cluster-policy', configName: 'gpu-reflex-mig-parted-config', ignored: false },
     ];
     expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'start' });
+    expect(layoutEvents().map((e) => e.state)).toEqual(['planned', 'pending']);
+    expect(new Set(layoutEvents().map((e) => e.eventId)).size).toBe(2);
   });
 
   it('leaves the node cordoned when a remediation drained it meanwhile', async () => {
