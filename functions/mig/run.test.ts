@@ -72,6 +72,11 @@ const waiting = (n: number) => {
       extendedResources: { 'nvidia.com/mig-3g.40gb': 1 },
     });
 };
+/** The kubelet reports the device plugin's devices: the Node's allocatable `nvidia.com/mig-*` counts. */
+function kubeletReports(name: string, counts: Record<string, number>) {
+  const stored = kube.cluster.nodes.get(name)!;
+  for (const [k, v] of Object.entries(counts)) stored.allocatable[k] = String(v);
+}
 /** The node agent reads NVML again: GPU `gpu` now holds `profiles` (nothing in use), at the clock's now. */
 function agentShows(name: string, gpu: number, profiles: string[]) {
   const stored = kube.cluster.nodes.get(name)!;
@@ -149,6 +154,13 @@ describe('rebalance-mig', () => {
     // success, but the agent has not read the new instances yet: not done
     expect((await rebalanceMig(deps)).steps).toEqual({});
     agentShows('h100-0', 2, ['3g.40gb', '3g.40gb']);
+    // NVML shows them, but the kubelet has not reported the new devices yet (allocatable 0 while the
+    // device plugin restarts): the scheduler cannot place the pods, not done
+    kubeletReports('h100-0', { 'nvidia.com/mig-3g.40gb': 0 });
+    clock.advance(60_000);
+    expect((await rebalanceMig(deps)).steps).toEqual({});
+    expect((await kube.nodes.get('h100-0')).unschedulable).toBe(true);
+    kubeletReports('h100-0', { 'nvidia.com/mig-3g.40gb': 2 });
     clock.advance(60_000);
     expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'done' });
     node = await kube.nodes.get('h100-0');
@@ -258,6 +270,7 @@ describe('rebalance-mig', () => {
     await rebalanceMig(deps);
     const stored = kube.cluster.nodes.get('h100-0')!;
     for (const g of readMigRecord(stored.annotations).record!.gpus) agentShows('h100-0', g.gpu, g.to);
+    kubeletReports('h100-0', { 'nvidia.com/mig-3g.40gb': 2 });
     stored.labels[MIG_CONFIG_STATE_LABEL] = 'success';
     stored.labels['gpu-reflex.io/state'] = 'draining';
     clock.advance(60_000);

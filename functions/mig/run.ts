@@ -311,6 +311,12 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
                   },
                 }
               : {}),
+            // What the scheduler can place: the relayout is done only once the kubelet reports the new devices.
+            allocatable: Object.fromEntries(
+              Object.entries(n.allocatable)
+                .filter(([k]) => k.startsWith('nvidia.com/mig-'))
+                .map(([k, v]) => [k, Number(v)]),
+            ),
             ...(record ? { record } : {}),
             ...(held ? { heldBy: held } : {}),
             remaining,
