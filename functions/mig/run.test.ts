@@ -72,6 +72,11 @@ const waiting = (n: number) => {
       extendedResources: { 'nvidia.com/mig-3g.40gb': 1 },
     });
 };
+/** The kubelet reports the device plugin's devices: the Node's allocatable `nvidia.com/mig-*` counts. */
+function kubeletReports(name: string, counts: Record<string, number>) {
+  const stored = kube.cluster.nodes.get(name)!;
+  for (const [k, v] of Object.entries(counts)) stored.allocatable[k] = String(v);
+}
 /** The node agent reads NVML again: GPU `gpu` now holds `profiles` (nothing in use), at the clock's now. */
 function agentShows(name: string, gpu: number, profiles: string[]) {
   const stored = kube.cluster.nodes.get(name)!;
@@ -149,6 +154,13 @@ describe('rebalance-mig', () => {
     // success, but the agent has not read the new instances yet: not done
     expect((await rebalanceMig(deps)).steps).toEqual({});
     agentShows('h100-0', 2, ['3g.40gb', '3g.40gb']);
+    // NVML shows them, but the kubelet has not reported the new devices yet (allocatable 0 while the
+    // device plugin restarts): the scheduler cannot place the pods, not done
+    kubeletReports('h100-0', { 'nvidia.com/mig-3g.40gb': 0 });
+    clock.advance(60_000);
+    expect((await rebalanceMig(deps)).steps).toEqual({});
+    expect((await kube.nodes.get('h100-0')).unschedulable).toBe(true);
+    kubeletReports('h100-0', { 'nvidia.com/mig-3g.40gb': 2 });
     clock.advance(60_000);
     expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'done' });
     node = await kube.nodes.get('h100-0');
@@ -236,11 +248,18 @@ describe('rebalance-mig', () => {
     const node = await kube.nodes.get('h100-0');
     expect(node.unschedulable).toBe(false);
     expect(node.annotations[MIG_REBALANCE_ANNOTATION]).toBeUndefined();
+    // The person is told on the bus: the layout planned, not started, and the command that fixes it.
+    expect(layoutEvents().map((e) => [e.state, e.node])).toEqual([['planned', 'h100-0']]);
+    expect(layoutEvents()[0]!.reason).toMatch(
+      /^not started: .*kubectl patch clusterpolicies\.nvidia\.com cluster-policy/,
+    );
     // Patched as it says: the relayout starts.
     kube.cluster.clusterPolicies = [
       { name: 'cluster-policy', configName: 'gpu-reflex-mig-parted-config', ignored: false },
     ];
     expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'start' });
+    expect(layoutEvents().map((e) => e.state)).toEqual(['planned', 'pending']);
+    expect(new Set(layoutEvents().map((e) => e.eventId)).size).toBe(2);
   });
 
   it('leaves the node cordoned when a remediation drained it meanwhile', async () => {
@@ -251,6 +270,7 @@ describe('rebalance-mig', () => {
     await rebalanceMig(deps);
     const stored = kube.cluster.nodes.get('h100-0')!;
     for (const g of readMigRecord(stored.annotations).record!.gpus) agentShows('h100-0', g.gpu, g.to);
+    kubeletReports('h100-0', { 'nvidia.com/mig-3g.40gb': 2 });
     stored.labels[MIG_CONFIG_STATE_LABEL] = 'success';
     stored.labels['gpu-reflex.io/state'] = 'draining';
     clock.advance(60_000);

@@ -182,7 +182,7 @@ const profileCounts = (l: readonly string[]) => Object.fromEntries(countProfiles
 
 function layoutEvent(
   node: string,
-  step: MigStep,
+  step: Omit<MigStep, 'state'> & { state?: MigLayoutChangeDetail['state'] },
   now: Date,
   demand: Record<string, number>,
   preempted: readonly MigHolder[] = [],
@@ -192,7 +192,8 @@ function layoutEvent(
   if (!step.state || !r) return undefined;
   const detail: MigLayoutChangeDetail = {
     schemaVersion: SCHEMA_VERSION,
-    eventId: `mig:${node}:${r.config}:${step.kind}`.slice(0, 128),
+    // A refused start (`planned`) must not share the id of the start that may follow once fixed.
+    eventId: `mig:${node}:${r.config}:${step.state === 'planned' ? 'planned' : step.kind}`.slice(0, 128),
     occurredAt: now.toISOString(),
     node,
     config: r.config,
@@ -214,7 +215,7 @@ function layoutEvent(
 }
 
 /** What the Eviction API refused, in words: that GPU is not relaid this round. */
-function blockedWords(step: MigStep, applied?: Applied): string {
+function blockedWords(step: Pick<MigStep, 'evictions'>, applied?: Applied): string {
   const blocked = (step.evictions ?? []).filter(
     (_, i) => applied?.evictions[i]?.result === 'blocked' || applied?.evictions[i]?.result === 'failed',
   );
@@ -310,6 +311,12 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
                   },
                 }
               : {}),
+            // What the scheduler can place: the relayout is done only once the kubelet reports the new devices.
+            allocatable: Object.fromEntries(
+              Object.entries(n.allocatable)
+                .filter(([k]) => k.startsWith('nvidia.com/mig-'))
+                .map(([k, v]) => [k, Number(v)]),
+            ),
             ...(record ? { record } : {}),
             ...(held ? { heldBy: held } : {}),
             remaining,
@@ -347,6 +354,17 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
             '';
           if (refusal) {
             deps.logger.error('rebalance-mig', { node: n.name, refused: refusal });
+            // The person running the cluster is told on the bus: the layout planned, not started, and the
+            // command that fixes it (once a round, for the first node refused, as long as it holds).
+            if (!refused) {
+              const planned = layoutEvent(
+                n.name,
+                { ...step, state: 'planned', why: `not started: ${refusal}` },
+                now,
+                demand,
+              );
+              if (planned) await deps.publisher.publish([planned]);
+            }
             refused = refusal;
             continue;
           }

@@ -38,6 +38,9 @@ function catalog(model: MigModel): Catalog {
   return c;
 }
 
+/** Every valid layout of `model` (enumerateLayouts, memoised). */
+export const layoutsOf = (model: MigModel): readonly string[][] => catalog(model).layouts;
+
 export const offers = (model: MigModel, profile: string) => model.profiles.some((p) => p.name === profile);
 export const holds = (model: MigModel, profiles: readonly string[]) =>
   profiles.length === 0 || catalog(model).valid.has(multisetKey(profiles));

@@ -25,6 +25,7 @@ import * as z from 'zod';
 import { fnv1a } from '../../lib/hash.ts';
 import type { PodRef } from '../../lib/plan.ts';
 import { layoutWords } from './layout.ts';
+import { migResourceName } from '../../lib/mig-profiles.ts';
 
 export const MIG_CONFIG_LABEL = 'nvidia.com/mig.config';
 export const MIG_CONFIG_STATE_LABEL = 'nvidia.com/mig.config.state';
@@ -87,6 +88,12 @@ export interface MigNodeFacts {
    * instances. The evidence that a relayout happened; absent when the node has none (or a bad one).
    */
   inventory?: { at: string; gpus: readonly { index: number; profiles: readonly string[] }[] };
+  /**
+   * The Node's `status.allocatable` counts of `nvidia.com/mig-*` (resource → count): what the scheduler
+   * can place. While mig-manager reconfigures it drops to 0 (it pauses the device plugin), and the kubelet
+   * reports the new devices some seconds after `success`. Absent: not read (the check is skipped).
+   */
+  allocatable?: Readonly<Record<string, number>>;
 }
 
 export interface PlannedNodeChange {
@@ -222,7 +229,8 @@ export function stepMigNode(
   // Completion from evidence: mig-manager ran for this change (pending seen, or a state written after
   // ours removed the old one) and the agent's NVML inventory, newer than the change, shows the layout.
   const ran = r.sawPending === true || (r.stateCleared === true && state !== undefined);
-  const gap = ours && state === 'success' && ran ? inventoryGap(r, n.inventory) : undefined;
+  const gap =
+    ours && state === 'success' && ran ? (inventoryGap(r, n.inventory) ?? allocatableGap(r, n.allocatable)) : undefined;
   if (ours && state === 'success' && ran && !gap) {
     const uncordon = r.cordoned && !n.heldBy;
     const after = uncordon
@@ -282,6 +290,29 @@ function inventoryGap(r: MigRecord, inv: MigNodeFacts['inventory']): string | un
     if (!have) return `the node agent's MIG inventory does not list GPU ${g.gpu}`;
     if (sorted(have) !== sorted(g.to))
       return `the node agent's MIG inventory shows GPU ${g.gpu} as ${layoutWords(have)}, not ${layoutWords(g.to)}`;
+  }
+  return undefined;
+}
+
+/**
+ * Why the Node does not (yet) offer the new instances to the scheduler, or undefined when it does: its
+ * allocatable must hold, per `nvidia.com/mig-<profile>`, at least the instances the changed GPUs now carry.
+ * mig-manager's `success` and the agent's NVML come before the device plugin re-registers and the kubelet
+ * reports it (node status every 10 s, Kubernetes node-status-update-frequency); until then the scheduler
+ * cannot place the pods the layout is for, and the node must not be called done (nor uncordoned).
+ * "At least": instances of that profile on other GPUs add to it, and a fenced one elsewhere takes from it.
+ */
+function allocatableGap(r: MigRecord, allocatable: MigNodeFacts['allocatable']): string | undefined {
+  if (!allocatable) return undefined;
+  const want = new Map<string, number>();
+  for (const g of r.gpus) for (const p of g.to) want.set(migResourceName(p), (want.get(migResourceName(p)) ?? 0) + 1);
+  for (const [res, n] of [...want].sort(([a], [b]) => a.localeCompare(b))) {
+    const have = allocatable[res] ?? 0;
+    if (have < n)
+      return (
+        `the Node's allocatable ${res} is ${have}, below the ${n} the new layout offers (the kubelet has not yet ` +
+        `reported the device plugin's new devices)`
+      );
   }
   return undefined;
 }

@@ -81,6 +81,8 @@ export class Cluster {
       migLayouts?: MigLayouts;
       migReconfigureSeconds?: number;
       migManagerConfig?: string;
+      /** Seconds after mig-manager's `success` until the Node's MIG allocatable shows the new layout. */
+      migAllocatableLagSeconds?: number;
       apis?: ApiSettings;
       /** How often each kubelet syncs its node status (its schedulable Events come then); default 10 s. */
       kubeletStatusSeconds?: number;
@@ -90,7 +92,12 @@ export class Cluster {
     this.lifecycle = new Lifecycle(
       this.store,
       clock,
-      new MigManager(options.migLayouts ?? {}, options.migReconfigureSeconds ?? 30, options.migManagerConfig),
+      new MigManager(
+        options.migLayouts ?? {},
+        options.migReconfigureSeconds ?? 30,
+        options.migManagerConfig,
+        options.migAllocatableLagSeconds,
+      ),
       options.kubeletStatusSeconds,
     );
     this.lifecycle.uid = () => this.uid();

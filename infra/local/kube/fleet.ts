@@ -162,6 +162,11 @@ export const FleetSchema = z
     migConfigs: z.record(z.string(), Resources).default({}),
     migReconfigureSeconds: z.number().nonnegative().default(30),
     /**
+     * Seconds after mig-manager's `success` until the Node's `nvidia.com/mig-*` allocatable shows the new
+     * layout (0 meanwhile: the device plugin restarts, the kubelet reports it later). Default 0: at once.
+     */
+    migAllocatableLagSeconds: z.number().nonnegative().default(0),
+    /**
      * The ClusterPolicy's `spec.migManager.config.name`: the mig-parted ConfigMap mig-manager reads.
      * Default gpu-reflex's own (as its install sets it, docs/mig.md); `default-mig-parted-config` is
      * the GPU Operator's, which it rewrites on every reconcile (mig-manager.ts GPU Operator stand-in).

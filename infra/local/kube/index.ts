@@ -81,6 +81,7 @@ export async function startKubeSim(options: KubeSimOptions = {}): Promise<KubeSi
     migLayouts: fleet.migConfigs,
     migReconfigureSeconds: fleet.migReconfigureSeconds,
     migManagerConfig: fleet.migManagerConfig,
+    migAllocatableLagSeconds: fleet.migAllocatableLagSeconds,
     ...(options.apis ? { apis: options.apis } : {}),
     ...(options.kubeletStatusSeconds !== undefined ? { kubeletStatusSeconds: options.kubeletStatusSeconds } : {}),
   });

@@ -52,7 +52,18 @@ export class MigManager {
     private readonly reconfigureSeconds: number,
     /** The ClusterPolicy's `spec.migManager.config.name` (its default: the operator's own ConfigMap). */
     private readonly configMap: string = OPERATOR_MIG_PARTED_CONFIGMAP.name,
+    /**
+     * Seconds after `success` until the Node's `nvidia.com/mig-*` allocatable shows the new layout (0 until
+     * then). mig-manager pauses the device plugin while it works and restarts it after; the kubelet then
+     * reports the plugin's devices in its next node status (every 10 s by default: kubelet
+     * nodeStatusUpdateFrequency, https://kubernetes.io/docs/reference/config-api/kubelet-config.v1beta1/).
+     * Default 0: at once, with `success`.
+     */
+    private readonly allocatableLagSeconds = 0,
   ) {}
+
+  /** Node → when the kubelet reports the new layout's devices, and their counts. */
+  private readonly lagged = new Map<string, { due: number; resources: Record<string, string | number> }>();
 
   observe(e: StoreEvent): void {
     if (e.resource === 'pods') return this.observePod(e);
@@ -105,6 +116,12 @@ export class MigManager {
       if (config) this.work.set(name, { config });
     }
     this.started.clear();
+    for (const [name, lag] of [...this.lagged]) {
+      const node = store.node(name);
+      if (lag.due > now && node) continue;
+      this.lagged.delete(name);
+      if (node) store.put('nodes', withMigResources(node, lag.resources));
+    }
     for (const [name, job] of [...this.work]) {
       const node = store.node(name);
       if (!node || node.metadata.labels?.[CONFIG] !== job.config) {
@@ -122,8 +139,13 @@ export class MigManager {
       this.work.delete(name);
       const layout = this.layouts[job.config];
       const at = new Date(now).toISOString();
+      const lag = this.allocatableLagSeconds > 0;
+      const later = (resources: Record<string, string | number>) => {
+        if (lag) this.lagged.set(name, { due: now + this.allocatableLagSeconds * 1000, resources });
+      };
       if (layout) {
-        store.put('nodes', applyLayout(node, layout, at));
+        store.put('nodes', applyLayout(node, layout, at, lag));
+        later(layout);
         continue;
       }
       // Not a fleet layout: the mig-parted config in its ConfigMap, as the real mig-manager reads it.
@@ -131,9 +153,10 @@ export class MigManager {
       store.put(
         'nodes',
         parted
-          ? withGpuLayouts(applyLayout(node, parted.resources, at), parted.perGpu)
+          ? withGpuLayouts(applyLayout(node, parted.resources, at, lag), parted.perGpu)
           : withLabels(node, { [STATE]: 'failed' }),
       );
+      if (parted) later(parted.resources);
     }
   }
 }
@@ -182,13 +205,25 @@ function withLabels(node: Node, labels: Record<string, string>): Node {
   return { ...node, metadata: { ...node.metadata, labels: { ...node.metadata.labels, ...labels } } };
 }
 
-function applyLayout(node: Node, layout: Record<string, string | number>, at: string): Node {
+/** The node's `nvidia.com/mig-*` capacity and allocatable replaced with `layout`'s (what the kubelet reports). */
+function withMigResources(node: Node, layout: Record<string, string | number>): Node {
   const swap = (list: Record<string, string | number> | undefined) => {
     const out: Record<string, string | number> = {};
     for (const [k, v] of Object.entries(list ?? {})) if (!MIG_RESOURCE.test(k)) out[k] = v;
     for (const [k, v] of Object.entries(layout)) out[k] = String(v);
     return out;
   };
+  return {
+    ...node,
+    status: { ...node.status, capacity: swap(node.status?.capacity), allocatable: swap(node.status?.allocatable) },
+  };
+}
+
+/**
+ * `layout` applied: GFD's count labels, `success`, the applied stamp, and the resources — at once, or with
+ * `lagged` all `nvidia.com/mig-*` at 0 (the device plugin restarting; the kubelet reports its devices later).
+ */
+function applyLayout(node: Node, layout: Record<string, string | number>, at: string, lagged = false): Node {
   const labels: Record<string, string> = {};
   for (const [k, v] of Object.entries(node.metadata.labels ?? {})) if (!MIG_COUNT_LABEL.test(k)) labels[k] = v;
   for (const [k, v] of Object.entries(layout)) {
@@ -199,11 +234,8 @@ function applyLayout(node: Node, layout: Record<string, string | number>, at: st
   const annotations = { ...node.metadata.annotations };
   delete annotations[SIM_GPU_LAYOUT_ANNOTATION];
   annotations[SIM_MIG_APPLIED_ANNOTATION] = at;
-  return {
-    ...node,
-    metadata: { ...node.metadata, labels, annotations },
-    status: { ...node.status, capacity: swap(node.status?.capacity), allocatable: swap(node.status?.allocatable) },
-  };
+  const resources = lagged ? Object.fromEntries(Object.keys(layout).map((k) => [k, 0])) : layout;
+  return withMigResources({ ...node, metadata: { ...node.metadata, labels, annotations } }, resources);
 }
 
 /**
