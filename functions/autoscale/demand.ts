@@ -15,6 +15,7 @@
  */
 import type { PodInfo } from '../adapters/kube/model.ts';
 import type { Gang } from './core/gangs.ts';
+import { parseQuantity } from '../adapters/kube/quantity.ts';
 
 export type NotDemand = 'gated' | 'nominated' | 'not-unschedulable';
 
@@ -43,15 +44,76 @@ export const KUEUE_GROUP_LABEL = 'kueue.x-k8s.io/pod-group-name';
 export const KUEUE_GROUP_TOTAL_ANNOTATION = 'kueue.x-k8s.io/pod-group-total-count';
 
 /**
+ * A gang's own minimum to start, from its object in the cluster (issue #34), by the gang's name as
+ * gangOfPod spells it.
+ */
+export interface GangSpec {
+  name: string;
+  /** How many of its pods must run at once for any to start. */
+  minimum: number;
+  /** The least its pods ask for all together (base units: cpu in cores, memory in bytes). */
+  minResources?: Record<string, number>;
+}
+
+/**
+ * A Volcano PodGroup's own minimum (scheduling.volcano.sh/v1beta1, volcano.sh/en/docs/podgroup/):
+ * `spec.minMember` pods must be placeable at once (1 when unset), and the group's pods must ask for at
+ * least `spec.minResources` in all, before Volcano binds any of them.
+ */
+export function podGroupSpec(o: {
+  metadata?: { namespace?: string; name?: string };
+  spec?: { minMember?: number; minResources?: Record<string, string | number> };
+}): GangSpec | undefined {
+  const { namespace, name } = o.metadata ?? {};
+  if (!namespace || !name) return undefined;
+  const min = o.spec?.minResources;
+  return {
+    name: `PodGroup ${namespace}/${name}`,
+    minimum: Math.max(1, Math.floor(o.spec?.minMember ?? 1)),
+    ...(min ? { minResources: Object.fromEntries(Object.entries(min).map(([k, v]) => [k, parseQuantity(v)])) } : {}),
+  };
+}
+
+/**
+ * A Kueue Workload's own minimum (kueue.x-k8s.io/v1beta1, kueue.sigs.k8s.io/docs/concepts/workload/):
+ * the sum over `spec.podSets[]` of `count`, or of `minCount` where partial admission lets Kueue admit
+ * fewer (kueue.sigs.k8s.io/docs/concepts/workload/#partial-admission). A plain-pod group's Workload is
+ * named after the group (kubernetes-sigs/kueue keps/976-plain-pods), so it matches the pods' label.
+ */
+export function kueueWorkloadSpec(o: {
+  metadata?: { namespace?: string; name?: string };
+  spec?: { podSets?: { count?: number; minCount?: number }[] };
+}): GangSpec | undefined {
+  const { namespace, name } = o.metadata ?? {};
+  const sets = o.spec?.podSets ?? [];
+  if (!namespace || !name || sets.length === 0) return undefined;
+  const minimum = sets.reduce((t, s) => t + Math.max(0, s.minCount ?? s.count ?? 1), 0);
+  return { name: `Kueue workload ${namespace}/${name}`, minimum };
+}
+
+/**
  * The gang a pod belongs to (core/gangs.ts), by what Volcano or Kueue put on it, or undefined.
  * `bound` is how many of the gang's pods already run: a Kueue group of 4 with 1 running needs 3.
+ * With the gang's object read (`spec`: its PodGroup or Workload), the gang needs only its own
+ * minimum less the running pods; once that many run, its other pods are ordinary demand (undefined).
  */
-export function gangOfPod(p: PodInfo, bound: (gang: string) => number): Gang | undefined {
+export function gangOfPod(
+  p: PodInfo,
+  bound: (gang: string) => number,
+  spec: (gang: string) => GangSpec | undefined = () => undefined,
+): Gang | undefined {
   const volcano = p.annotations[VOLCANO_GROUP_ANNOTATION];
-  if (volcano) return { name: `PodGroup ${p.namespace}/${volcano}` };
   const kueue = p.labels[KUEUE_GROUP_LABEL];
+  const own = volcano ? `PodGroup ${p.namespace}/${volcano}` : kueue ? `Kueue workload ${p.namespace}/${kueue}` : '';
+  const s = own ? spec(own) : undefined;
+  if (s) {
+    const size = s.minimum - bound(own);
+    if (size <= 0) return undefined;
+    return { name: own, size, minimum: true, ...(s.minResources ? { minResources: s.minResources } : {}) };
+  }
+  if (volcano) return { name: own };
   if (!kueue) return undefined;
-  const name = `Kueue workload ${p.namespace}/${kueue}`;
+  const name = own;
   const total = Number(p.annotations[KUEUE_GROUP_TOTAL_ANNOTATION]);
   return Number.isInteger(total) && total > 0 ? { name, size: Math.max(0, total - bound(name)) } : { name };
 }

@@ -155,6 +155,31 @@ describe('autoscale-pools', () => {
     expect((await autoscalePools(deps)).scaled).toEqual({ 'np-t4': 3 });
   });
 
+  it('buys what a PodGroup needs to start (its minMember), read from the cluster, not every waiting pod', async () => {
+    pendingGpuPods(4, 'train', { annotations: { 'scheduling.k8s.io/group-name': 'train' } });
+    await clock.advance(60_000);
+    const out = await autoscalePools({
+      ...deps,
+      gangs: {
+        list: async () => ({
+          podGroups: [{ metadata: { namespace: 'ml', name: 'train' }, spec: { minMember: 2 } }],
+          workloads: [],
+        }),
+      },
+    });
+    expect(out.scaled).toEqual({ 'np-t4': 3 });
+    expect(out.gangs.grown).toEqual({ 'PodGroup ml/train': 2 });
+    expect(poolEvents()[0]!.reason).toMatch(/PodGroup ml\/train \(2 of its 4 waiting pods, what it needs to start/);
+  });
+
+  it('buys for every waiting pod of a gang whose PodGroup cannot be read (the gang surely starts)', async () => {
+    pendingGpuPods(4, 'train', { annotations: { 'scheduling.k8s.io/group-name': 'train' } });
+    await clock.advance(60_000);
+    const blind = await autoscalePools({ ...deps, gangs: { list: () => Promise.reject(new Error('forbidden')) } });
+    expect(blind.scaled).toEqual({ 'np-a10': 1, 'np-t4': 4 });
+    expect(blind.gangs.grown).toEqual({ 'PodGroup ml/train': 4 });
+  });
+
   it('buys nothing for a pod an existing node has room for', async () => {
     kube.cluster.pod('ml', 'serving')!.phase = 'Succeeded';
     pendingGpuPods(1);

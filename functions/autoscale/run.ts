@@ -19,7 +19,7 @@ import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notice, Notifier } from '../adapters/chat/notifier.ts';
 import type { Clock } from '../adapters/clock.ts';
 import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
-import type { LeaseOps, NodeOps, PodOps, StateStore } from '../adapters/kube/ports.ts';
+import type { GangObjectOps, LeaseOps, NodeOps, PodOps, StateStore } from '../adapters/kube/ports.ts';
 import { parseQuantity } from '../adapters/kube/quantity.ts';
 import { toTaint } from '../adapters/kube/convert.ts';
 import type { Logger } from '../adapters/logger.ts';
@@ -28,7 +28,15 @@ import { withLease } from '../lib/reflex.ts';
 import { type Increment, type PendingPod, type PoolState, type ScaleOutPlan } from './core/planner.ts';
 import { planScaleIn } from './core/scale-in.ts';
 import { ACK_GPU_MODE_LABEL, cardsOfNode, gpuLabels, gpuOffer, wellKnownLabels } from './core/template.ts';
-import { countNotDemand, gangOfPod, notDemand, type NotDemand } from './demand.ts';
+import {
+  countNotDemand,
+  gangOfPod,
+  kueueWorkloadSpec,
+  notDemand,
+  podGroupSpec,
+  type GangSpec,
+  type NotDemand,
+} from './demand.ts';
 import { planWithGangs, type Gang } from './core/gangs.ts';
 import { drainCounts, whyBlocks } from './drainable.ts';
 import { withoutRoomOnExisting } from './existing-room.ts';
@@ -138,6 +146,12 @@ export interface AutoscaleDeps {
   holder: string;
   policy: AutoscalePolicy;
   clusterId: string;
+  /**
+   * The gangs' own minimums (issue #34): Volcano PodGroups' `minMember`/`minResources`, Kueue
+   * Workloads' pod-set counts (demand.ts). Unset, or a gang with no object: every waiting pod of a
+   * gang is bought for (the cautious side: the gang surely starts).
+   */
+  gangs?: GangObjectOps;
 }
 
 export interface AutoscaleOutcome {
@@ -269,7 +283,8 @@ function podsOf(pods: readonly PodInfo[], now: number, waitS: number): PendingPo
 }
 
 /** The gang (core/gangs.ts) of each waiting pod that belongs to one, by `namespace/name`. */
-function gangsOf(pods: readonly PodInfo[]): Map<string, Gang> {
+function gangsOf(pods: readonly PodInfo[], specs: readonly GangSpec[] = []): Map<string, Gang> {
+  const byName = new Map(specs.map((s) => [s.name, s]));
   const running = new Map<string, number>();
   for (const p of pods) {
     const g = p.nodeName && !p.terminating && p.phase !== 'Succeeded' && p.phase !== 'Failed' && gangOfPod(p, () => 0);
@@ -277,10 +292,21 @@ function gangsOf(pods: readonly PodInfo[]): Map<string, Gang> {
   }
   const out = new Map<string, Gang>();
   for (const p of waitingGpu(pods)) {
-    const g = gangOfPod(p, (name) => running.get(name) ?? 0);
+    const g = gangOfPod(
+      p,
+      (name) => running.get(name) ?? 0,
+      (name) => byName.get(name),
+    );
     if (g) out.set(`${p.namespace}/${p.name}`, g);
   }
   return out;
+}
+
+/** The gangs' own minimums from their PodGroups and Workloads (demand.ts); none without the port. */
+async function gangSpecsOf(gangs: GangObjectOps | undefined): Promise<GangSpec[]> {
+  if (!gangs) return [];
+  const { podGroups, workloads } = await gangs.list();
+  return [...podGroups.map(podGroupSpec), ...workloads.map(kueueWorkloadSpec)].filter((s) => s !== undefined);
 }
 
 const gangPodsCovered = (fits: readonly { pod: string }[]) => fits.map((f) => f.pod);
@@ -603,13 +629,23 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
       const now = deps.clock.now();
       const after = await deps.state.getAll();
       const fresh = new Map(managed.map((p) => [p.id, (after[key(p.id)] ?? {}) as PoolRecord]));
-      const [nodes, pods] = await Promise.all([deps.nodes.list(), deps.pods.list()]);
+      const [nodes, pods, specs] = await Promise.all([
+        deps.nodes.list(),
+        deps.pods.list(),
+        // Unread (no Volcano or Kueue objects to be had), every waiting pod of a gang is bought for.
+        gangSpecsOf(deps.gangs).catch((e: unknown) => {
+          deps.logger.warn('autoscale-pools: gangs’ own minimums unread: buying for every waiting pod of a gang', {
+            error: e instanceof Error ? e.message : String(e),
+          });
+          return [] as GangSpec[];
+        }),
+      ]);
       const waiting = podsOf(pods, now, deps.policy.pendingSeconds);
       const { plan: pending, fitsExisting } = withoutRoomOnExisting(waiting, nodes, pods);
       for (const f of fitsExisting.slice(0, 20))
         deps.logger.info('autoscale-pools: a card of an existing node has room for this pod', f);
       const states = await poolStates(deps, managed, nodes, fresh, now);
-      const plan = planWithGangs(states, pending, gangsOf(pods), gangPodsCovered(fitsExisting));
+      const plan = planWithGangs(states, pending, gangsOf(pods, specs), gangPodsCovered(fitsExisting));
       Object.assign(out, {
         notDemand: { ...countNotDemand(waitingGpu(pods)), fitsExisting: fitsExisting.length },
         pending: waiting.length,

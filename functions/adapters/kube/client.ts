@@ -9,6 +9,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { makeKubeApis } from './config.ts';
 import { KubeLeaseOps } from './kube-lease-ops.ts';
 import { KubeDeviceTaintOps } from './kube-device-taint-ops.ts';
+import { KubeGangOps } from './kube-gang-ops.ts';
 import { KubeCardFenceOps } from './kube-card-fence-ops.ts';
 import { KubeNodeOps } from './kube-node-ops.ts';
 import { KubePodOps } from './kube-pod-ops.ts';
@@ -42,6 +43,7 @@ export function kubePorts(kc: KubeConfig, options: KubePortsOptions): KubePorts 
     leases: new KubeLeaseOps(coordination, options.namespace, { conflictAttempts: options.conflictAttempts }),
     events,
     deviceTaints: new KubeDeviceTaintOps(custom, options.dra),
+    gangs: new KubeGangOps(custom, options.pageSize),
     cardFences: new KubeCardFenceOps(core, options.conflictAttempts),
     migParted: new KubeConfigFile(
       core,

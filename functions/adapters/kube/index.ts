@@ -15,6 +15,7 @@ import type {
   ConfigFileOps,
   DeviceTaintOps,
   EventRecorder,
+  GangObjectOps,
   LeaseOps,
   NodeOps,
   PodOps,
@@ -53,6 +54,8 @@ export interface KubePorts {
   cardFences: CardFenceOps;
   /** NVIDIA mig-manager's mig-parted config (the MIG rebalancer writes its layouts there). */
   migParted: ConfigFileOps;
+  /** Volcano PodGroups and Kueue Workloads (the pool autoscaler sizes gangs by them). */
+  gangs?: GangObjectOps;
 }
 
 export interface KubePortsOptions extends Omit<KubeOpsOptions, 'events'> {

@@ -302,3 +302,20 @@ export interface ConfigFileOps {
   /** Rewrites it with `fn` (a conflicting write re-reads and applies `fn` again); an unchanged text writes nothing. */
   update(fn: (current: string | undefined) => string): Promise<void>;
 }
+
+/** A Volcano PodGroup or a Kueue Workload as the pool autoscaler reads it (kube-gang-ops.ts). */
+export interface GangObjects {
+  podGroups: {
+    metadata?: { namespace?: string; name?: string };
+    spec?: { minMember?: number; minResources?: Record<string, string | number> };
+  }[];
+  workloads: {
+    metadata?: { namespace?: string; name?: string };
+    spec?: { podSets?: { count?: number; minCount?: number }[] };
+  }[];
+}
+
+/** Volcano PodGroups and Kueue Workloads of every namespace; a kind the cluster does not serve: none. */
+export interface GangObjectOps {
+  list(): Promise<GangObjects>;
+}

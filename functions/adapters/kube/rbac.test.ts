@@ -66,11 +66,13 @@ describe('missingRbac', () => {
       'coordination.k8s.io/leases get',
       'coordination.k8s.io/leases update',
       'events.k8s.io/events create',
+      'kueue.x-k8s.io/workloads list',
       'nvidia.com/clusterpolicies list',
       'resource.k8s.io/devicetaintrules create',
       'resource.k8s.io/devicetaintrules delete',
       'resource.k8s.io/devicetaintrules list',
       'resource.k8s.io/resourceslices list',
+      'scheduling.volcano.sh/podgroups list',
     ]);
   });
 });

@@ -23,6 +23,8 @@ export const KUBE_RBAC_RULES: readonly RbacRule[] = [
   { apiGroups: ['resource.k8s.io'], resources: ['resourceslices'], verbs: ['list'] },
   { apiGroups: ['resource.k8s.io'], resources: ['devicetaintrules'], verbs: ['list', 'create', 'delete'] },
   { apiGroups: ['nvidia.com'], resources: ['clusterpolicies'], verbs: ['list'] },
+  { apiGroups: ['scheduling.volcano.sh'], resources: ['podgroups'], verbs: ['list'] },
+  { apiGroups: ['kueue.x-k8s.io'], resources: ['workloads'], verbs: ['list'] },
 ];
 
 /** `group/resource verb` strings, one per permission (`/nodes get` for the core group). */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { gangOfPod } from '../demand.ts';
+import { gangOfPod, kueueWorkloadSpec, podGroupSpec } from '../demand.ts';
 import type { PodInfo } from '../../adapters/kube/model.ts';
 import { planWithGangs, type Gang } from './gangs.ts';
 import type { PendingPod, PoolState } from './planner.ts';
@@ -83,6 +83,47 @@ describe('planWithGangs (issue #33)', () => {
   });
 });
 
+describe('planWithGangs and a gang’s own minimum (issue #34)', () => {
+  const six = pods('train', 6, 8);
+  // volcano.sh/en/docs/podgroup/: the group starts once minMember pods run; minResources, the least it asks for.
+  const pg4: Gang = { name: 'PodGroup ml/train', size: 4, minimum: true };
+
+  it('buys 4 nodes for a PodGroup of 6 pods with minMember 4, all in one increment, and says why', () => {
+    const plan = planWithGangs([pool('np-a100', 8, 520, { max: 10 })], six, gangOf(six, pg4));
+    expect(plan.increments.map((i) => [i.from, i.to, i.pods])).toEqual([[0, 4, six.slice(0, 4).map((p) => p.key)]]);
+    expect(plan.increments[0]!.why).toMatch(/PodGroup ml\/train \(4 of its 6 waiting pods, what it needs to start/);
+    expect(plan.gangs).toEqual({ 'PodGroup ml/train': 4 });
+    expect(plan.deferred.map((d) => d.pod)).toEqual(six.slice(4).map((p) => p.key));
+    expect(plan.deferred[0]!.why).toMatch(/starts with 4 of its 6 pods: the rest wait until it runs/);
+  });
+
+  it('buys none of the 4 when the max leaves 3', () => {
+    const plan = planWithGangs([pool('np-a100', 8, 520, { max: 3 })], six, gangOf(six, pg4));
+    expect(plan.increments).toEqual([]);
+    expect(plan.held).toEqual(['PodGroup ml/train needs 4 nodes of pool a100, its max of 3 leaves 3: not growing']);
+  });
+
+  it('counts pods an existing node has room for towards minMember', () => {
+    const plan = planWithGangs([pool('np-a100', 8, 520)], six.slice(0, 5), gangOf(six, pg4), ['ml/train-5']);
+    expect(plan.increments.map((i) => i.add)).toEqual([3]);
+  });
+
+  it('chooses more pods than minMember while they ask for less than minResources', () => {
+    const gang: Gang = { ...pg4, minResources: { 'nvidia.com/gpu': 40 } };
+    const plan = planWithGangs([pool('np-a100', 8, 520)], six, gangOf(six, gang));
+    expect(plan.increments.map((i) => i.add)).toEqual([5]);
+  });
+
+  it('grows nothing for a gang whose pods all together ask for less than its minResources', () => {
+    const gang: Gang = { ...pg4, minResources: { 'nvidia.com/gpu': 64 } };
+    const plan = planWithGangs([pool('np-a100', 8, 520)], six, gangOf(six, gang));
+    expect(plan.increments).toEqual([]);
+    expect(plan.held).toEqual([
+      'PodGroup ml/train: its 6 waiting pods ask for 48 nvidia.com/gpu, its minResources 64: it never starts, not growing',
+    ]);
+  });
+});
+
 describe('gangOfPod', () => {
   const info = (labels: Record<string, string>, annotations: Record<string, string>) =>
     ({ namespace: 'ml', name: 'p', labels, annotations }) as unknown as PodInfo;
@@ -93,6 +134,36 @@ describe('gangOfPod', () => {
     const k = info({ 'kueue.x-k8s.io/pod-group-name': 'w' }, { 'kueue.x-k8s.io/pod-group-total-count': '4' });
     expect(gangOfPod(k, () => 1)).toEqual({ name: 'Kueue workload ml/w', size: 3 });
     expect(gangOfPod(info({}, {}), () => 0)).toBeUndefined();
+  });
+
+  it('reads a PodGroup’s minMember and minResources, and a Workload’s pod-set counts (minCount first)', () => {
+    const pg = podGroupSpec({
+      metadata: { namespace: 'ml', name: 'train' },
+      spec: { minMember: 4, minResources: { 'nvidia.com/gpu': 32, cpu: '500m', memory: '1Gi' } },
+    });
+    expect(pg).toEqual({
+      name: 'PodGroup ml/train',
+      minimum: 4,
+      minResources: { 'nvidia.com/gpu': 32, cpu: 0.5, memory: 2 ** 30 },
+    });
+    expect(podGroupSpec({ metadata: { namespace: 'ml', name: 'x' } })).toEqual({ name: 'PodGroup ml/x', minimum: 1 });
+    const wl = kueueWorkloadSpec({
+      metadata: { namespace: 'ml', name: 'w' },
+      spec: { podSets: [{ count: 1 }, { count: 8, minCount: 3 }] },
+    });
+    expect(wl).toEqual({ name: 'Kueue workload ml/w', minimum: 4 });
+  });
+
+  it('sizes a gang by its own minimum less its running pods; met, its other pods are no gang', () => {
+    const p = info({}, { 'scheduling.k8s.io/group-name': 'train' });
+    const spec = () => ({ name: 'PodGroup ml/train', minimum: 4, minResources: { cpu: 2 } });
+    expect(gangOfPod(p, () => 1, spec)).toEqual({
+      name: 'PodGroup ml/train',
+      size: 3,
+      minimum: true,
+      minResources: { cpu: 2 },
+    });
+    expect(gangOfPod(p, () => 4, spec)).toBeUndefined();
   });
 });
 

@@ -19,6 +19,19 @@ export interface Gang {
   name: string;
   /** How many of its pods must be placed now for any to run; unset: every one waiting. */
   size?: number;
+  /**
+   * Whether `size` is the gang's own minimum to start (Volcano's `spec.minMember`, Kueue's
+   * `podSets[].minCount` under partial admission), read from its PodGroup or Workload: then only
+   * that many waiting pods are bought for now, the rest wait for the gang to run (they are ordinary
+   * demand after). Unset: `size` is a count of pods still to come (Kueue's total-count annotation).
+   */
+  minimum?: boolean;
+  /**
+   * Volcano's `spec.minResources`, in base units (cpu in cores, memory in bytes): the least the
+   * group's pods must ask for all together before Volcano starts it (volcano.sh/en/docs/podgroup/).
+   * The pods bought for are chosen until they reach it, beyond `size` if need be.
+   */
+  minResources?: Record<string, number>;
 }
 
 export interface GangPlan extends ScaleOutPlan {
@@ -74,18 +87,60 @@ export function planWithGangs(
       out.held.push(why);
       continue;
     }
-    const plan = planScaleOut(cur, pods);
+    const start = gang.minimum ? startingSet(gang, pods, near) : { pods };
+    if ('why' in start) {
+      out.deferred.push(...pods.map((p) => ({ pod: p.key, why: start.why })));
+      out.held.push(start.why);
+      continue;
+    }
+    const later = pods.filter((p) => !start.pods.includes(p));
+    if (later.length > 0) {
+      const why = `${name} starts with ${start.pods.length + near} of its ${have} pods: the rest wait until it runs`;
+      out.deferred.push(...later.map((p) => ({ pod: p.key, why })));
+    }
+    const plan = planScaleOut(cur, start.pods);
     if (plan.deferred.length > 0 || plan.unhostable.length > 0) {
-      const why = whyNotWhole(cur, pods, name, plan);
+      const why = whyNotWhole(cur, start.pods, name, plan);
       out.deferred.push(...pods.map((p) => ({ pod: p.key, why })));
       out.held.push(why);
       continue;
     }
-    out.gangs[name] = pods.length;
-    cur = merge(out, plan, cur, `${name} (${pods.length} pods, all or none)`);
+    out.gangs[name] = start.pods.length;
+    const what =
+      later.length > 0
+        ? `${name} (${start.pods.length} of its ${pods.length} waiting pods, what it needs to start; all or none)`
+        : `${name} (${pods.length} pods, all or none)`;
+    cur = merge(out, plan, cur, what);
   }
   merge(out, planScaleOut(cur, solo), cur);
   return out;
+}
+
+/**
+ * The waiting pods a gang with its own minimum needs bought to start: `size` less those an existing
+ * node has room for (`near`), highest priority first then by name, and more while the chosen ones
+ * (with `near`'s, counted as none: the cautious side) ask for less than `minResources`. A gang whose
+ * pods all together ask for less than `minResources` never starts (Volcano keeps it Pending): why.
+ */
+function startingSet(gang: Gang, pods: readonly PendingPod[], near: number): { pods: PendingPod[] } | { why: string } {
+  const order = [...pods].sort((a, b) => b.priority - a.priority || (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+  const min = Object.entries(gang.minResources ?? {}).filter(([, v]) => v > 0);
+  const asked = new Map<string, number>();
+  const short = () => min.find(([k, v]) => (asked.get(k) ?? 0) < v);
+  const out: PendingPod[] = [];
+  for (const p of order) {
+    if (out.length >= Math.max(0, (gang.size ?? pods.length) - near) && short() === undefined) break;
+    out.push(p);
+    for (const [k, v] of Object.entries(p.requests)) asked.set(k, (asked.get(k) ?? 0) + v);
+  }
+  const s = short();
+  if (s)
+    return {
+      why:
+        `${gang.name}: its ${pods.length} waiting pods ask for ${asked.get(s[0]) ?? 0} ${s[0]}, ` +
+        `its minResources ${s[1]}: it never starts, not growing`,
+    };
+  return { pods: out };
 }
 
 /**
