@@ -141,3 +141,20 @@ describe('the idle-gpus handler', () => {
     expect(out).toMatchObject({ status: 'done', result: { sent: ['llm', 'vision'] } });
   });
 });
+
+describe('a told week costs the hourly ticks nothing', () => {
+  it('once every team is told, the week’s later ticks list no pods; the next week reads again', async () => {
+    const now = { ms: MONDAY_9 + HOUR };
+    const f = fleet(now, { weeklyReport: {} });
+    let lists = 0;
+    const pods = { list: async () => (lists++, f.kube.pods.list()) };
+    expect((await sendWeeklyReport({ ...f.deps, pods })).sent).toEqual(['llm', 'vision']);
+    expect(lists).toBe(1);
+    now.ms += HOUR;
+    expect((await sendWeeklyReport({ ...f.deps, pods })).sent).toEqual([]);
+    expect(lists).toBe(1);
+    now.ms = MONDAY_9 + 7 * 24 * HOUR;
+    expect((await sendWeeklyReport({ ...f.deps, pods })).sent).toEqual(['llm', 'vision']);
+    expect(lists).toBe(2);
+  });
+});

@@ -14,6 +14,7 @@ import type { IdlePolicy } from './core/policy.ts';
 import { lastDue, WEEK_MS, weeklyNotices } from './core/weekly.ts';
 
 export const WEEKLY_SHARD = 'idle-weekly';
+const WEEK_KEY = 'weekly.week';
 const CLAIM_MS = 10 * 60_000;
 
 export interface WeeklyDeps {
@@ -39,15 +40,21 @@ export async function sendWeeklyReport(deps: WeeklyDeps): Promise<{ due?: string
   const due = new Date(dueMs).toISOString();
   const store = deps.state.shard?.(WEEKLY_SHARD) ?? deps.state;
   const marks = await store.getAll();
+  // Every team of this week told: the hourly ticks until the next one read nothing more.
+  if (marks[WEEK_KEY] === due) return { due, sent: [] };
   const rep = await readCost(deps, deps.policy, WEEK_MS, dueMs);
   const sent: string[] = [];
-  for (const { team, notice } of weeklyNotices(rep, deps.policy)) {
+  const notices = weeklyNotices(rep, deps.policy);
+  let told = 0;
+  for (const { team, notice } of notices) {
     const key = weeklyKey(team);
     const done = (m: unknown) => {
       const mark = m as Mark | undefined;
       return mark?.due === due && (mark.state === 'sent' || (mark.until ?? 0) > now);
     };
-    if (done(marks[key])) continue;
+    const mark = marks[key] as Mark | undefined;
+    if (mark?.due === due && mark.state === 'sent') told++;
+    if (done(mark)) continue;
     let claimed = false;
     await store.update(key, (cur) => {
       if (done(cur)) return cur as Mark;
@@ -64,6 +71,10 @@ export async function sendWeeklyReport(deps: WeeklyDeps): Promise<{ due?: string
     }
     await store.update(key, () => ({ due, state: 'sent' }));
     sent.push(team);
+    told++;
   }
+  // Every team told: the week is closed (a team another container is sending, or whose send failed,
+  // keeps it open for the next tick).
+  if (told === notices.length) await store.update(WEEK_KEY, () => due);
   return { due, sent };
 }
