@@ -137,6 +137,13 @@ describe('KubeDeviceTaintOps', () => {
     });
   });
 
+  it('follows the continue token the API server puts in a custom-object list (pages of one, three rules)', async () => {
+    const paged = new KubeDeviceTaintOps(custom, undefined, 1);
+    for (const i of [1, 2, 3]) await paged.create(rule('n7', i));
+    // The custom-objects client hands the JSON back as served: `metadata.continue`, not the typed `_continue`.
+    expect(await paged.rules('n7')).toEqual(['gpu-reflex-n7-1', 'gpu-reflex-n7-2', 'gpu-reflex-n7-3']);
+  });
+
   it("reads a UUID attribute bare, qualified with the driver, or under v1beta1's basic", () => {
     expect(uuidOf({ attributes: { uuid: { string: 'A' } } }, 'gpu.nvidia.com')).toBe('A');
     expect(uuidOf({ attributes: { 'gpu.nvidia.com/uuid': { string: 'B' } } }, 'gpu.nvidia.com')).toBe('B');
