@@ -9,7 +9,7 @@
  */
 import type { Clock } from '../adapters/clock.ts';
 import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
-import { BlockedError } from '../adapters/errors.ts';
+import { AdapterError, BlockedError } from '../adapters/errors.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { LeaseOps, NodeOps } from '../adapters/kube/ports.ts';
 import { applyActions, type ActionPorts, type Applied, type RecordCodec, type StepOutcome } from './apply.ts';
@@ -78,6 +78,14 @@ export interface CarryOut<R> {
   codec?: RecordCodec<R>;
   /** The node as read for this plan: the state patch is sent against it, without another read. */
   basis?: NodeInfo;
+  /**
+   * The label a periodic pass finds this node's outbox by (remediation's sweep lists STATE_LABEL). With it
+   * (and `basis`), the outbox is never left where that pass cannot see it — the label is written with the
+   * outbox when the node has none — and a refused publish is not this invocation's failure: the events stay
+   * recorded for the pass, so the platform neither retries nor dead-letters an event the outbox delivers later
+   * (issue #29). Without it, a refused publish throws and the platform's retry sends the outbox.
+   */
+  sweptBy?: { label: string; value: string };
 }
 
 /**
@@ -85,14 +93,15 @@ export interface CarryOut<R> {
  * sends the notices, publishes the events, and clears what was delivered from the outbox.
  *
  * A publish failure throws (the platform retries): the events stay recorded, and the retry, or
- * the next sweep of the node, publishes them. A notice that fails is logged, stays in the outbox
- * for the next invocation or sweep, and never fails anything; one that was sent leaves the outbox
- * even when the publish then fails, so a retry does not repeat it in chat.
+ * the next sweep of the node, publishes them — unless the node is one the sweep finds (`sweptBy`):
+ * then it returns them as `deferred`, logged, and the sweep alone sends them. A notice that fails is
+ * logged, stays in the outbox for the next invocation or sweep, and never fails anything; one that was
+ * sent leaves the outbox even when the publish then fails, so a retry does not repeat it in chat.
  */
 export async function carryOut<R>(
   c: CarryOut<R>,
   ports: CarryOutPorts,
-): Promise<{ applied: Applied; published: PublishedEvent[] }> {
+): Promise<{ applied: Applied; published: PublishedEvent[]; deferred: PublishedEvent[] }> {
   const decided = c.events();
   const mine = c.actions.notices.map(pendingNotice);
   const fresh = decided.length > 0 || mine.length > 0;
@@ -100,7 +109,10 @@ export async function carryOut<R>(
     events: mergeOutbox(c.pending.events, decided),
     notices: mergeNotices(c.pending.notices, mine),
   };
+  const swept = c.sweptBy && c.basis ? c.sweptBy : undefined;
   const edit = fresh ? { nodeEdit: { ...(c.actions.nodeEdit ?? emptyEdit<R>(c.node)), outbox: box } } : {};
+  if (edit.nodeEdit && swept && !(swept.label in c.basis!.labels) && !(swept.label in edit.nodeEdit.labels))
+    edit.nodeEdit.labels = { ...edit.nodeEdit.labels, [swept.label]: swept.value };
   const applied = await applyActions({ ...c.actions, ...edit, notices: [] }, ports, c.codec, c.basis);
 
   const unsent: PendingNotice[] = [];
@@ -131,7 +143,7 @@ export async function carryOut<R>(
   applied.notices = mine.map((n) => outcome.get(n.id) ?? { result: 'done' });
 
   const send = mergeOutbox(c.pending.events, decided.length > 0 ? c.events(applied) : []);
-  if (send.length === 0 && box.notices.length === 0) return { applied, published: [] };
+  if (send.length === 0 && box.notices.length === 0) return { applied, published: [], deferred: [] };
   const rest = (events: PublishedEvent[]) => ({
     annotations: { [OUTBOX_ANNOTATION]: encodeOutbox({ events, notices: unsent }) },
   });
@@ -141,10 +153,19 @@ export async function carryOut<R>(
     // Best effort: forget the notices already sent; the events stay for the retry.
     if (unsent.length < box.notices.length)
       await ports.nodes.update(c.node, rest(send), { blind: true }).catch(() => undefined);
-    throw err;
+    // Recorded where the sweep looks: it sends them; nothing for the platform to retry or dead-letter.
+    // A refusal the bus may lift (throttling, outage) only: a bug (an invalid event) still throws.
+    const seen = swept && (swept.label in c.basis!.labels || fresh);
+    if (!seen || !(err instanceof AdapterError && err.retryable)) throw err;
+    ports.logger.error('events not published: the outbox keeps them for the next sweep', {
+      node: c.node,
+      events: send.length,
+      error: err,
+    });
+    return { applied, published: [], deferred: send };
   }
   // Acknowledged: a second, small write, blind (our own annotation needs no read). Should it
   // fail, the events go out again under the same ids, which consumers dedupe.
   await ports.nodes.update(c.node, rest([]), { blind: true });
-  return { applied, published: send };
+  return { applied, published: send, deferred: [] };
 }

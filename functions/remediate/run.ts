@@ -30,6 +30,7 @@ import { reserveSlot } from './ledger.ts';
 import { planRemediation } from './core/plan.ts';
 import { poolLimits, type Policy } from './core/policy.ts';
 import { historyCodec } from './core/reconcile.ts';
+import { STATE_LABEL } from './core/state.ts';
 import type { Capabilities, Plan, PoolFacts, RemediationFacts, TriggerEvent } from './core/types.ts';
 import type { ReplaceReader } from './replacements.ts';
 
@@ -159,6 +160,7 @@ export async function remediate(event: TriggerEvent, deps: RemediationDeps): Pro
         events: (a) => eventsOf(plan, a, new Date(deps.clock.now()), asked),
         codec: historyCodec,
         basis: info,
+        sweptBy: SWEPT,
       },
       deps,
     );
@@ -175,6 +177,9 @@ export async function remediate(event: TriggerEvent, deps: RemediationDeps): Pro
     return { plan, applied, published: published.length > 0 };
   });
 }
+
+/** The sweep lists the nodes with a state label: one whose outbox waits is one it finds (lib/reflex.ts). */
+export const SWEPT = { label: STATE_LABEL, value: 'healthy' } as const;
 
 /** The lease that serialises work on one node (remediation and the sweep). */
 export const nodeLease = (node: string) => `remediate-${node}`.slice(0, 253);

@@ -10,7 +10,7 @@ import { editsScheduling } from '../lib/plan.ts';
 import { carryOut, withLease } from '../lib/reflex.ts';
 import { cardFacts, draFacts, nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
 import { historyCodec } from './core/reconcile.ts';
-import { capabilitiesFor, nodeLease, remediationEvent, type RemediationDeps } from './run.ts';
+import { capabilitiesFor, nodeLease, remediationEvent, SWEPT, type RemediationDeps } from './run.ts';
 import { poolOf } from './core/policy.ts';
 import { emptyState, isOpen, STATE_LABEL } from './core/state.ts';
 import {
@@ -157,6 +157,7 @@ async function pass(
             events: (a) => (p && newsworthy(p) ? [remediationEvent(p, a, new Date(deps.clock.now()))] : []),
             codec: historyCodec,
             basis: fresh,
+            sweptBy: SWEPT,
           },
           deps,
         );
