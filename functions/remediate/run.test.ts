@@ -271,3 +271,42 @@ describe('remediate', () => {
     expect(remediations().at(-1)!.detail).toMatchObject({ action: 'restore', phase: 'restored' });
   });
 });
+
+/**
+ * Issue #29: a drain that meets refusals (a disruption budget's 429, the API server's 500) is asked again every
+ * sweep; those rounds change nothing anyone would notice and publish no report. The drain is reported when it
+ * starts and when it ends: two reports, not one a minute with its failed evictions.
+ */
+describe('a drain that meets API errors', () => {
+  it.each<[string, (node: string) => void]>([
+    [
+      'a disruption budget (429)',
+      () => kube.cluster.addPdb({ namespace: 'ml', matchLabels: { app: 'train' }, minAvailable: 5 }),
+    ],
+    ['the API server (500)', () => kube.cluster.failNext('pods.evict', 500, 12)],
+  ])('publishes one report when it starts and one when it ends, refused by %s in between', async (_, refuse) => {
+    for (const n of ['gpu-a100-1', 'gpu-a100-2', 'gpu-a100-3', 'gpu-a100-4', 'gpu-a100-5']) seedNode(n);
+    refuse('gpu-a100-1');
+    await remediate(triggerOf('GPU XID Error', xid('gpu-a100-1', 79, T0, { pods: ['gpu-a100-1-train-uid'] })), deps);
+    expect(remediations()).toHaveLength(1);
+    for (let minute = 1; minute <= 6; minute++) {
+      await clock.advance(60_000);
+      await sweep(deps);
+    }
+    // Still draining (something is still refused), asked again each minute, and nothing said about it.
+    const node = await kube.nodes.get('gpu-a100-1');
+    expect(node.labels[STATE_LABEL]).toBe('draining');
+    expect(kube.cluster.calls.filter((c) => c.op === 'pods.evict' && c.args[0] === 'ml').length).toBeGreaterThan(3);
+    expect(remediations()).toHaveLength(1);
+    // The refusal lifts: the pods go, and the drain's end is reported once.
+    kube.cluster.pdbs.length = 0;
+    kube.cluster.failNext('pods.evict', 500, 0);
+    for (let minute = 1; minute <= 6; minute++) {
+      await clock.advance(60_000);
+      await sweep(deps);
+    }
+    expect((await kube.nodes.get('gpu-a100-1')).labels[STATE_LABEL]).toBe('awaiting-repair');
+    expect(remediations()).toHaveLength(2);
+    expect(remediations()[1]!.detail).toMatchObject({ phase: 'awaiting-repair' });
+  });
+});

@@ -124,12 +124,12 @@ async function pass(
     });
   }
   const now = new Date(deps.clock.now());
-  const planned = new Map(
-    planSweep(
-      { now, nodes: facts, ...(deps.capabilities ? { capabilities: deps.capabilities } : {}) },
-      deps.policy,
-    ).plans.map((p) => [p.target.node, p]),
+  const swept = planSweep(
+    { now, nodes: facts, ...(deps.capabilities ? { capabilities: deps.capabilities } : {}) },
+    deps.policy,
   );
+  const planned = new Map(swept.plans.map((p) => [p.target.node, p]));
+  const retried = new Set(swept.retries.map((r) => `${r.node}\u0000${r.pod}`));
   const applied: Plan[] = [];
   const skipped: string[] = [];
   const again: string[] = [];
@@ -154,7 +154,8 @@ async function pass(
             node: n.name,
             pending,
             actions,
-            events: (a) => (p && newsworthy(p) ? [remediationEvent(p, a, new Date(deps.clock.now()))] : []),
+            events: (a) =>
+              p && newsworthy(p) && !retryOnly(p, retried) ? [remediationEvent(p, a, new Date(deps.clock.now()))] : [],
             codec: historyCodec,
             basis: fresh,
             sweptBy: SWEPT,
@@ -272,6 +273,20 @@ function expiredPlan(a: ApprovalRecord, reason: string): Plan {
 }
 
 /** Bookkeeping alone (our history) is nobody's news. */
+/**
+ * A round that only asks again for evictions an earlier round asked for (a drain waiting on a disruption budget or
+ * an API error) changes nothing anyone would notice: it is carried out and logged, and publishes no report. A drain
+ * is reported when it starts (the remediation) and when it ends (drained → repair, or stuck → a person), once each,
+ * not once a minute with its failed evictions in between (issue #29).
+ */
+export function retryOnly(p: Plan, retried: ReadonlySet<string>): boolean {
+  return (
+    p.evictions.length > 0 &&
+    p.evictions.every((e) => retried.has(`${p.target.node}\u0000${e.namespace}/${e.name}`)) &&
+    !newsworthy({ ...p, evictions: [] })
+  );
+}
+
 export function newsworthy(p: Plan): boolean {
   return (
     p.phase !== 'skipped' &&
