@@ -20,10 +20,7 @@ const NOT_PRODUCTION = /test\.ts$|\/e2e\/|test-support|testing|\.generated\.ts$|
 const ALLOWED: Record<string, number> = {
   'functions/remediate/core/fence-check.ts': 4,
   'functions/remediate/core/gpu-repair.ts': 2,
-  'functions/remediate/core/plan.ts': 9,
-  'functions/remediate/core/reconcile.ts': 2,
   'functions/remediate/core/return-probe.ts': 2,
-  'functions/remediate/core/state.ts': 3,
   'functions/remediate/core/sweep-node.ts': 7,
 };
 

@@ -86,7 +86,8 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   if (prev.handled.includes(d.eventId)) return noop(`already handled event ${d.eventId}: nothing to do`);
   if (prev.recent.some((o) => o.key === site.key && o.at === d.observedAt))
     return noop(
-      `already handled: ${site.trigger} on ${site.key} observed at ${d.observedAt} was seen before (duplicate delivery)`,
+      `already handled: ${site.trigger} on ${site.key} observed at ${d.observedAt} ` +
+        'was seen before (duplicate delivery)',
     );
   const mine = prev.incidents.filter((i) => i.key === site.key);
   const open = mine.find(isOpen);
@@ -96,7 +97,8 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     .at(-1);
   if (!open && lastClosed?.closedAt && cmp(d.observedAt, lastClosed.closedAt) <= 0) {
     return noop(
-      `stale replay: observed at ${d.observedAt}, before incident ${site.key} was closed at ${lastClosed.closedAt}; it never reopens a closed incident`,
+      `stale replay: observed at ${d.observedAt}, before incident ${site.key} was closed at ${lastClosed.closedAt}; ` +
+        'it never reopens a closed incident',
     );
   }
   if (!open && !lastClosed && prev.restoredAt && cmp(d.observedAt, prev.restoredAt) <= 0) {
@@ -117,7 +119,9 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   if (link) {
     const next = ws(replace(state, { ...link, count: link.count + 1, lastAt: maxIso(link.lastAt, d.observedAt) }));
     return noop(
-      `${words}: the same NVLink incident as ${link.gpu} (XID 74 first at ${link.firstAt}): peers on one link report 74 together, so ${link.action} of ${link.gpu} stands and this GPU is not quarantined for it`,
+      `${words}: the same NVLink incident as ${link.gpu} (XID 74 first at ${link.firstAt}): ` +
+        `peers on one link report 74 together, so ${link.action} of ${link.gpu} stands ` +
+        'and this GPU is not quarantined for it',
       link.action,
       next,
     );
@@ -139,11 +143,13 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
     const cure = recoveryOf(open);
     const after =
       cure === 'replace'
-        ? 'NVIDIA says this GPU must be replaced, so it stays out until it is repaired, whatever the condition reads now'
+        ? 'NVIDIA says this GPU must be replaced, so it stays out until it is repaired, ' +
+          'whatever the condition reads now'
         : cure === 'reset'
           ? 'it returns to service only after its reset and a passed health probe, never on quiet time'
           : open.phase === 'awaiting-repair' || open.phase === 'draining'
-            ? `its node returns after its repair and ${open.gpu ? 'a passed probe' : `${policy.quietPeriodMinutes} quiet minutes`}`
+            ? 'its node returns after its repair and ' +
+              (open.gpu ? 'a passed probe' : `${policy.quietPeriodMinutes} quiet minutes`)
             : `the sweep returns it to service after ${policy.quietPeriodMinutes} quiet minutes`;
     return noop(closes ? `${words}: resolved; incident closed` : `${words}: resolved; ${after}`, open.action, next);
   }
@@ -180,7 +186,9 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
       phase: 'decided',
       ...edit(next),
       notices,
-      reason: `${words}. Monitoring is degraded: this is not a hardware verdict, so nothing is quarantined; a person is told`,
+      reason:
+        `${words}. Monitoring is degraded: this is not a hardware verdict, ` +
+        'so nothing is quarantined; a person is told',
       nextState: next,
     };
   }
@@ -242,7 +250,8 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
   if (open && !decision.escalated && !retryApproval && action !== 'restart-workload') {
     const next = ws(replace(s1, counted));
     const stands = noop(
-      `${words}. Incident already open (${open.phase} since ${open.since}, ${counted.count} occurrences): ${ladder[open.level]} stands`,
+      `${words}. Incident already open (${open.phase} since ${open.since}, ${counted.count} occurrences): ` +
+        `${ladder[open.level]} stands`,
       open.action,
       next,
     );
@@ -286,7 +295,9 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
       facts.slotDenied && !alreadyOut
         ? {
             allowed: false,
-            words: `the pool ${facts.pool.name} has no free slot left in its ledger: a concurrent remediation took the last one`,
+            words:
+              `the pool ${facts.pool.name} has no free slot left in its ledger: ` +
+              'a concurrent remediation took the last one',
           }
         : checkBlastRadius(policy, facts.pool, node.name, alreadyOut);
     // On a shared card the limit also counts the tenants one fence moves (issue #32).
@@ -334,7 +345,9 @@ export function planRemediation(facts: RemediationFacts, policy: Policy): Plan {
         ...edit(next),
         approval: { summary },
         notices: [ask],
-        reason: `${reasonCore} Held back by the blast radius: ${verdict.words}. A person must approve; the sweep acts by itself once the window has room`,
+        reason:
+          `${reasonCore} Held back by the blast radius: ${verdict.words}. ` +
+          'A person must approve; the sweep acts by itself once the window has room',
         nextState: next,
       };
     }

@@ -158,7 +158,9 @@ function fencedCondition(state: NodeState): NonNullable<NodeEdit<NodeState>['con
     type: FENCED_CONDITION,
     status: 'True',
     reason: held.some(fencedByTaint) ? 'GpuFencedByNodeTaint' : 'GpuFenced',
-    message: `gpu-reflex holds ${gpus.length === 1 ? 'GPU' : `${gpus.length} GPUs`} out of scheduling (through ${how}) until a reset and a passed health probe: ${gpus.join(', ')}`,
+    message:
+      `gpu-reflex holds ${gpus.length === 1 ? 'GPU' : `${gpus.length} GPUs`} out of scheduling (through ${how}) ` +
+      `until a reset and a passed health probe: ${gpus.join(', ')}`,
   };
 }
 
@@ -233,7 +235,8 @@ export function adoptOrphans(state: NodeState, node: string, now: Date): NodeSta
     incidents: [...state.incidents.filter((i) => !keys.has(i.key)), ...adopted],
     warnings: [
       ...state.warnings,
-      `node ${node} was out of service without a history: adopted as an orphan incident, restored after the quiet period`,
+      `node ${node} was out of service without a history: ` +
+        'adopted as an orphan incident, restored after the quiet period',
     ],
   };
 }

@@ -153,18 +153,24 @@ const IncidentSchema = z.object({
   resetHeldAt: Timestamp.optional(),
   /** The probe after the reset passed: the GPU is back on evidence, not on quiet time. */
   probedAt: Timestamp.optional(),
-  /** A MIG GPU the reset emptied: mig-manager's pod on the node was restarted so it applies the node's config again (mig-restore.ts). */
+  /**
+   * A MIG GPU the reset emptied: mig-manager's pod on the node was restarted so it applies the node's
+   * config again (mig-restore.ts).
+   */
   migRestartedAt: Timestamp.optional(),
   /** The agent's MIG inventory, written after that restart, listed the GPU's instances again (its `at`). */
   migBackAt: Timestamp.optional(),
-  /** The GPU is schedulable again (after the incident closed): the agent took it out of its fence file, or the device plugin counts it again. */
+  /**
+   * The GPU is schedulable again (after the incident closed): the agent took it out of its fence file,
+   * or the device plugin counts it again.
+   */
   unfencedAt: Timestamp.optional(),
   /** How the GPU is kept out of scheduling while the incident holds it (gpu-repair.ts). */
   fence: FenceStateSchema.optional(),
   /**
    * A reboot asked of the cloud for this incident (or a repair left to `by`, the node pool's own
-   * auto repair): when, the node's boot id then, and when the node came back (a new boot id, Ready). The quiet period runs from `backAt`; the fault seen after it
-   * climbs the ladder (replace).
+   * auto repair): when, the node's boot id then, and when the node came back (a new boot id, Ready).
+   * The quiet period runs from `backAt`; the fault seen after it climbs the ladder (replace).
    */
   reboot: z
     .object({
