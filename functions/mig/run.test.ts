@@ -262,6 +262,31 @@ describe('rebalance-mig', () => {
     expect(new Set(layoutEvents().map((e) => e.eventId)).size).toBe(2);
   });
 
+  it('tells a refusal once while it holds, and again once it came back after being lifted', async () => {
+    seed();
+    waiting(2);
+    deps = { ...deps, state: kube.state };
+    kube.cluster.clusterPolicies = [{ name: 'cluster-policy', ignored: false }];
+    for (let round = 0; round < 3; round++) {
+      expect((await rebalanceMig(deps)).refused).toContain('ClusterPolicy cluster-policy');
+      await clock.advance(5 * 60_000);
+    }
+    expect(layoutEvents().map((e) => e.state)).toEqual(['planned']);
+    // Another refusal (the ConfigMap taken by someone else) is news.
+    kube.cluster.clusterPolicies = [];
+    kube.cluster.configFileOwners.set('gpu-operator/gpu-reflex-mig-parted-config', {
+      labels: {},
+      ownerReferences: [{ apiVersion: 'nvidia.com/v1', kind: 'ClusterPolicy', name: 'cluster-policy' }],
+    });
+    await rebalanceMig(deps);
+    await rebalanceMig(deps);
+    expect(layoutEvents().map((e) => e.state)).toEqual(['planned', 'planned']);
+    // Lifted: the relayout starts, and the next refusal would be told again.
+    kube.cluster.configFileOwners.clear();
+    expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'start' });
+    expect(await kube.state.get('mig-parted-refusal')).toBeUndefined();
+  });
+
   it('leaves the node cordoned when a remediation drained it meanwhile', async () => {
     seed();
     waiting(1);

@@ -214,6 +214,27 @@ function layoutEvent(
   return { source: SOURCES.functions, detailType: MIG_LAYOUT_CHANGE, detail, resources: [`node/${node}`] };
 }
 
+/**
+ * The refusal to write the mig-parted ConfigMap is told once, not every round while it holds (one 'planned' event
+ * per refusal text; a state store remembers what was told, and forgets it once a round starts or finds nothing
+ * refused). Without a state store it is told every round, as before.
+ */
+const REFUSAL_KEY = 'mig-parted-refusal';
+
+async function toldBefore(deps: MigRebalanceDeps, refusal: string): Promise<boolean> {
+  if (!deps.state) return false;
+  const told = (await deps.state.get(REFUSAL_KEY)) as { refusal?: string } | undefined;
+  return told?.refusal === refusal;
+}
+
+async function remember(deps: MigRebalanceDeps, refusal: string | undefined): Promise<void> {
+  if (!deps.state) return;
+  if (refusal === undefined && (await deps.state.get(REFUSAL_KEY)) === undefined) return;
+  await deps.state.update(REFUSAL_KEY, () =>
+    refusal === undefined ? undefined : { refusal, at: new Date(deps.clock.now()).toISOString() },
+  );
+}
+
 /** What the Eviction API refused, in words: that GPU is not relaid this round. */
 function blockedWords(step: Pick<MigStep, 'evictions'>, applied?: Applied): string {
   const blocked = (step.evictions ?? []).filter(
@@ -356,7 +377,7 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
             deps.logger.error('rebalance-mig', { node: n.name, refused: refusal });
             // The person running the cluster is told on the bus: the layout planned, not started, and the
             // command that fixes it (once a round, for the first node refused, as long as it holds).
-            if (!refused) {
+            if (!refused && !(await toldBefore(deps, refusal))) {
               const planned = layoutEvent(
                 n.name,
                 { ...step, state: 'planned', why: `not started: ${refusal}` },
@@ -364,6 +385,7 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
                 demand,
               );
               if (planned) await deps.publisher.publish([planned]);
+              await remember(deps, refusal);
             }
             refused = refusal;
             continue;
@@ -433,6 +455,8 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
             : steps[name] === 'start'
               ? 'writing'
               : records.get(name)?.record?.phase;
+      // Checked and not refused: the refusal lifted, and the next one is news again.
+      if (refusal === '') await remember(deps, undefined);
       const names = nodes.map((n) => n.name).sort();
       return {
         nodes: fleet.nodes.length,
