@@ -4,49 +4,23 @@
  * as a ChatOps Command event (who, what, the answer), answered in words.
  */
 import * as z from 'zod';
-import {
-  APPROVAL_DECIDED,
-  CHATOPS_COMMAND,
-  SCHEMA_VERSION,
-  SOURCES,
-  type ApprovalDecidedDetail,
-  type ChatOpsCommandDetail,
-} from '../../events/index.ts';
+import { CHATOPS_COMMAND, SCHEMA_VERSION, SOURCES, type ChatOpsCommandDetail } from '../../events/index.ts';
 import type { EventPublisher } from '../adapters/bus.ts';
 import type { Clock } from '../adapters/clock.ts';
 import { dryRunPorts, type DryRunnable } from '../adapters/kube/dry-run.ts';
-import { APPROVAL_KEY_PARAMETER_ENV, sealDecision, type ApprovalKey } from '../lib/approval-seal.ts';
-import { AUTOSCALE_APPROVALS_SHARD, getApproval, listApprovals, MIG_APPROVALS_SHARD } from '../lib/approvals.ts';
+import type { ApprovalKey } from '../lib/approval-seal.ts';
 import { fnv1a } from '../lib/hash.ts';
-import { STATE_LABEL } from '../lib/node-state.ts';
 import { parseConfigText } from '../lib/yaml-text.ts';
-import { drainOnce } from '../adapters/kube/drain.ts';
-import { requestsGpu } from '../adapters/kube/model.ts';
-import { planTable as migPlanTable } from '../mig/index.ts';
-import { planMig } from '../mig/index.ts';
-import { readMigFleet } from '../mig/index.ts';
 import type { QuotaConfig } from '../quota/index.ts';
-import { planQuotas } from '../quota/index.ts';
-import { quotaFacts } from '../quota/index.ts';
 import type { Notifier } from '../adapters/chat/notifier.ts';
 import { DryRunNotifier, DryRunPublisher } from '../lib/dry-run.ts';
 import type { Logger } from '../adapters/logger.ts';
 import type { MigRebalanceConfig } from '../mig/index.ts';
 import type { Policy } from '../remediate/index.ts';
-import { fenceWords, heldNodes, type HeldNode } from '../remediate/index.ts';
 import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
-import {
-  CHAT_APPROVALS_SHARD,
-  decideHeldPlan,
-  decidePoolScale,
-  migApply,
-  poolScale,
-  quarantine,
-  quotaRollback,
-  quotaShow,
-  type CommandPorts,
-  type PoolPorts,
-} from './actions.ts';
+import { approvalAnswer, cordonAnswer, drainAnswer, migAnswer, quotaAnswer, statusAnswer } from './answers.ts';
+export { HELD_IN_CHAT } from './answers.ts';
+import { poolScale, quarantine, type CommandPorts, type PoolPorts } from './actions.ts';
 import { BadInputError, ForbiddenError, NotFoundError } from '../adapters/errors.ts';
 import {
   COMMANDS,
@@ -163,53 +137,6 @@ function poolsFor(deps: ChatDeps, dryRun: boolean): PoolPorts | undefined {
   return deps.pools && dryRun ? { ...deps.pools, cloud: dryRunCloudPools(deps.pools.cloud, () => {}) } : deps.pools;
 }
 
-async function status(kube: DryRunnable, node: string | undefined): Promise<string> {
-  if (node) {
-    const n = await kube.nodes.get(node);
-    const gpus = n.allocatable['nvidia.com/gpu'];
-    return (
-      `${n.name}: ${n.ready === false ? 'NotReady' : 'Ready'}${n.unschedulable ? ', cordoned' : ''}; gpu-reflex ` +
-      `state ${n.labels[STATE_LABEL] ?? 'healthy'}` +
-      (n.taints.length > 0
-        ? '; taints ' + n.taints.map((t) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`).join(', ')
-        : '') +
-      (gpus ? `; ${gpus} GPUs allocatable` : '')
-    );
-  }
-  const [nodes, pods, approvals] = await Promise.all([kube.nodes.list(), kube.pods.list(), listApprovals(kube.state)]);
-  const byState = new Map<string, number>();
-  for (const n of nodes)
-    byState.set(n.labels[STATE_LABEL] ?? 'healthy', (byState.get(n.labels[STATE_LABEL] ?? 'healthy') ?? 0) + 1);
-  const pending = pods.filter((p) => p.phase === 'Pending' && !p.nodeName && requestsGpu(p)).length;
-  const counts =
-    `${nodes.length} nodes ` +
-    `(${[...byState].map(([s, k]) => `${k} ${s}`).join(', ')}), ${nodes.filter((n) => n.unschedulable).length} ` +
-    `cordoned; ${pending} GPU pod${pending === 1 ? '' : 's'} pending`;
-  return [counts, ...heldLines(heldNodes(nodes, approvals))].join('\n');
-}
-
-/** At most this many held nodes in one chat answer; the rest are counted and `gpu-reflex status` named. */
-export const HELD_IN_CHAT = 10;
-
-/** Each held node in one line of words: state, what and why, the fence, the approval to decide. */
-function heldLines(held: readonly HeldNode[]): string[] {
-  const lines = held.slice(0, HELD_IN_CHAT).map((h) => {
-    const what = h.incidents.map((i) => {
-      const fence = fenceWords(i.fence);
-      return `${i.gpu ?? 'node'} ${i.why} since ${i.since}${fence ? `, fence ${fence}` : ''}`;
-    });
-    const ask = h.approvals.map((a) => `approve ${a.id} (${a.action}, expires ${a.expiresAt})`);
-    return (
-      `• ${h.node}: ${h.state}${h.cordoned ? ', cordoned' : ''}` +
-      (what.length > 0 ? `; ${what.join('; ')}` : '') +
-      (ask.length > 0 ? `; waiting for ${ask.join(' or ')}` : '')
-    );
-  });
-  if (held.length > HELD_IN_CHAT)
-    lines.push(`and ${held.length - HELD_IN_CHAT} more held nodes: gpu-reflex status --kubeconfig F lists all`);
-  return lines;
-}
-
 /** Why `who` may not run `c`, in words; undefined when they may. */
 export function refusal(config: ChatOpsConfig, who: ChatUser, c: ChatCommand): string | undefined {
   const role = roleOf(config, who);
@@ -268,7 +195,6 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
     c.dryRun,
     `chatops-${who.platform}-${who.id}-${now}`.replace(/[^A-Za-z0-9.-]/g, '-').slice(0, 128),
   );
-  const kube = ports.kube;
   const usage = COMMANDS[c.name].usage;
   let answer = '';
   let decided: ChatOutcome['decided'];
@@ -278,42 +204,15 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
         answer = helpText();
         break;
       case 'status':
-        answer = await status(kube, c.node);
+        answer = await statusAnswer(ports.kube, c.node);
         break;
       case 'cordon':
-      case 'uncordon': {
-        const changed = c.name === 'cordon' ? await kube.nodes.cordon(c.node) : await kube.nodes.uncordon(c.node);
-        const verb = c.name === 'cordon' ? 'cordoned' : 'uncordoned';
-        answer = c.dryRun
-          ? `dry run: would ` +
-            `have ${changed ? verb : `left ${c.node} as it is (already ${verb})`}${changed ? ` ${c.node}` : ''}`
-          : changed
-            ? `${verb} ${c.node}`
-            : `${c.node} was already ${verb}`;
+      case 'uncordon':
+        answer = await cordonAnswer(ports, c);
         break;
-      }
-      case 'drain': {
-        // One pass, as `kubectl drain` does per attempt; blocked pods are said, a second drain retries them.
-        const r = await drainOnce(kube, c.node);
-        const pods = (xs: string[]) => xs.slice(0, 5).join(', ') + (xs.length > 5 ? ` and ${xs.length - 5} more` : '');
-        const parts = [
-          r.evicted.length > 0
-            ? `${c.dryRun ? 'would evict' : 'evicting'} ${r.evicted.length} pod(s) (${pods(r.evicted)})`
-            : 'no pod to evict',
-          ...(r.blocked.length > 0
-            ? [
-                `${r.blocked.length} blocked for now ` +
-                  `(${pods(r.blocked.map((b) => b.pod))}: ${r.blocked[0]!.reason}); ` +
-                  `drain again to retry`,
-              ]
-            : []),
-          ...(r.skipped.length > 0 ? [`${r.skipped.length} DaemonSet/mirror pod(s) left`] : []),
-        ];
-        answer =
-          `${c.dryRun ? 'dry run: would have cordoned and drained' : 'cordoned and draining'} ${c.node}: ` +
-          `${parts.join('; ')}`;
+      case 'drain':
+        answer = await drainAnswer(ports, c);
         break;
-      }
       case 'quarantine':
         answer = await quarantine(ports, { policy: deps.policy, who, node: c.node, gpu: c.gpu, usage });
         break;
@@ -326,130 +225,20 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
           usage,
         });
         break;
-      case 'quota': {
-        if (!deps.quota) {
-          answer =
-            `no teams are configured here (QUOTA_CONFIG_FILE): there are no quotas ` +
-            `to ${c.sub === 'plan' ? 'plan' : c.sub}`;
-          break;
-        }
-        if (c.sub === 'show') {
-          answer = await quotaShow(ports, deps.quota);
-          break;
-        }
-        if (c.sub === 'rollback') {
-          answer = await quotaRollback(ports, deps.quota, c.namespace);
-          break;
-        }
-        const [nodes, pods, quotas] = await Promise.all([
-          kube.nodes.list(),
-          kube.pods.list(),
-          kube.quotas.listQuotas(),
-        ]);
-        const plan = planQuotas(deps.quota, quotaFacts(deps.quota, nodes, pods, quotas));
-        const lines = plan.namespaces.flatMap((n) =>
-          n.changes.map((ch) => `${n.namespace}: ${ch.key} ${ch.from ?? 'unset'} → ${ch.to}`),
-        );
-        answer = [
-          lines.length > 0
-            ? `rewrite-quotas would change ${lines.length} quota value(s):`
-            : 'every team quota is as rewrite-quotas would write it',
-          ...lines,
-          ...plan.warnings.map((w) => `warning: ${w}`),
-        ].join('\n');
+      case 'quota':
+        answer = await quotaAnswer(ports, deps.quota, c);
         break;
-      }
-      case 'mig': {
-        if (c.sub === 'apply') {
-          answer = await migApply(ports, deps.mig);
-          break;
-        }
-        const [nodes, pods] = await Promise.all([kube.nodes.list(), kube.pods.list()]);
-        const fleet = readMigFleet(nodes, pods);
-        // As rebalance-mig would plan: with its preemption policy.
-        answer = migPlanTable(
-          planMig(fleet.nodes, fleet.pending, deps.mig.preemption ? { preemption: deps.mig.preemption } : {}),
-          fleet.notes,
-        ).join('\n');
+      case 'mig':
+        answer = await migAnswer(ports, deps.mig, c);
         break;
-      }
       case 'approve':
-      case 'deny': {
-        const decision = c.name === 'approve' ? 'approved' : 'rejected';
-        // The store says whether there is anything left to decide; remediate-approve's own
-        // exactly-once guard still decides two clicks that both found it open.
-        // A pool scale is chat's own approval: decided and carried out here, once.
-        // A plan a scheduled function holds (a preempting MIG relayout, a costly scale-out): decided
-        // here, carried out by that function's next round.
-        const held = c.dryRun ? undefined : await decideHeldPlan(ports, c.id, decision, `${who.platform}:${who.id}`);
-        if (held) {
-          answer = held.answer;
-          if (held.decided) decided = { id: c.id, decision };
-          break;
-        }
-        const pool = c.dryRun
-          ? undefined
-          : await decidePoolScale(ports, poolsFor(deps, false), c.id, decision, `${who.platform}:${who.id}`);
-        if (pool) {
-          answer = pool.answer;
-          if (pool.decided) decided = { id: c.id, decision };
-          break;
-        }
-        const rec =
-          (await getApproval(kube.state, c.id)) ??
-          (await getApproval(kube.state, c.id, CHAT_APPROVALS_SHARD)) ??
-          (await getApproval(kube.state, c.id, MIG_APPROVALS_SHARD)) ??
-          (await getApproval(kube.state, c.id, AUTOSCALE_APPROVALS_SHARD));
-        if (!rec) {
-          answer = `no approval ${c.id} is waiting (unknown id): nothing done`;
-          break;
-        }
-        if (rec.status !== 'open') {
-          answer = `${c.id} is already ${rec.status}${rec.decidedBy ? ` by ${rec.decidedBy}` : ''}: nothing more done`;
-          break;
-        }
-        if (now >= Date.parse(rec.expiresAt)) {
-          answer =
-            `${c.id} expired at ${rec.expiresAt}: too late, nothing done (${rec.action} on ${rec.node} ` +
-            `stays held back)`;
-          break;
-        }
-        if (c.dryRun) {
-          answer =
-            `dry run: would have ${decision} ${c.id} ` +
-            `(${rec.scale ? `${rec.scale.pool} ${rec.scale.from} → ${rec.scale.to}` : `${rec.action} on ${rec.node}`})`;
-          break;
-        }
-        // remediate-approve believes only a sealed decision (lib/approval-seal.ts); the role was checked above.
-        const key = await deps.approvalKey?.();
-        if (!key) {
-          answer =
-            `cannot decide ${c.id}: this deployment has no approval key (${APPROVAL_KEY_PARAMETER_ENV}), and ` +
-            `remediate-approve refuses a decision it cannot prove; nothing done`;
-          break;
-        }
-        const detail: ApprovalDecidedDetail = {
-          schemaVersion: SCHEMA_VERSION,
-          eventId: `decision:${c.id}:${who.platform}:${who.id}:${now}`.slice(0, 128),
-          occurredAt: new Date(now).toISOString(),
-          approvalId: c.id,
-          decision,
-          decidedBy: {
-            platform: who.platform,
-            id: who.id.slice(0, 128),
-            ...(who.name ? { name: who.name.slice(0, 128) } : {}),
-          },
-        };
-        await deps.publisher.publish([
-          { source: SOURCES.chatops, detailType: APPROVAL_DECIDED, detail: sealDecision(key, detail) },
-        ]);
-        decided = { id: c.id, decision };
-        answer =
-          `${decision} ${c.id} (${rec.action} on ${rec.node}): ` +
-          `remediate-approve ${decision === 'approved' ? 'carries it out' : 'closes it'}, once however often ` +
-          `it is clicked`;
+      case 'deny':
+        ({ answer, decided } = await approvalAnswer(
+          ports,
+          { pools: poolsFor(deps, false), approvalKey: deps.approvalKey, who, now },
+          c,
+        ));
         break;
-      }
     }
   } catch (err) {
     // A name that is not there, a refusal by the cluster: the person is told in words (not the
