@@ -6,7 +6,8 @@ import { STATE_CONFIGMAP } from '../../functions/adapters/kube/kube-state-store.
  * The Kubernetes requests gpu-reflex's functions make, with the namespace and object each one names,
  * as their adapters make them (functions/adapters/kube/*: the `// RBAC:` comments give the verbs, the
  * constants below the places). test/contract/rbac.test.ts puts them to the simulated API server's RBAC
- * over the shipped manifests; test/e2e/local-identities.test.ts holds the stack's audited writes to them.
+ * over the shipped manifests; test/e2e/local-identities.test.ts holds the stack's audited writes and its
+ * reads to them (a read the list lacks fails there, so "nothing granted that no row uses" rests on a whole list).
  * `namespace` undefined: cluster-scoped, or across namespaces; `name` undefined: any name (or a list).
  */
 export interface StackRequest {
@@ -98,6 +99,9 @@ export const STACK_REQUESTS: readonly StackRequest[] = [
     ...(v === 'delete' ? { name: 'gpu-reflex-gpu-a-0' } : {}),
   })),
   { verb: 'list', group: 'nvidia.com', resource: 'clusterpolicies' },
+  // A gang's own size (autoscale's kube-gang-ops.ts): Volcano PodGroups and Kueue Workloads, read only.
+  { verb: 'list', group: 'scheduling.volcano.sh', resource: 'podgroups' },
+  { verb: 'list', group: 'kueue.x-k8s.io', resource: 'workloads' },
 ];
 
 /** With the ack-cgpu component: ACK's per-node `unhealthy-gpu-<node>` ConfigMaps (kube-card-fence-ops.ts). */

@@ -26,6 +26,21 @@ describe("the stack's identities", () => {
     ).toHaveLength(1);
     // Each write the functions made is one test/contract/rbac.test.ts holds the shipped RBAC to, namespace included.
     expect(by(FUNCTIONS_USER).filter((a) => !coveredBy([...STACK_REQUESTS, ...CGPU_REQUESTS], a))).toEqual([]);
+    // And each read: the request list is the functions' whole use of the API, so the least-privilege test
+    // (nothing granted that no row uses) rests on a complete list.
+    const reads = [...sim!.cluster.reads].filter((r) => r.startsWith(`${FUNCTIONS_USER} `));
+    expect(reads.length).toBeGreaterThan(5);
+    const unlisted = reads.filter((r) => {
+      const [, verb, res, namespace] = r.split(' ');
+      const [resource, subresource] = res!.split('/');
+      return !coveredBy([...STACK_REQUESTS, ...CGPU_REQUESTS], {
+        verb: verb!,
+        resource: resource!,
+        ...(subresource ? { subresource } : {}),
+        ...(namespace ? { namespace } : {}),
+      });
+    });
+    expect(unlisted).toEqual([]);
     expect(by(AGENT_USER).every((a) => a.verb === 'patch' && a.resource === 'nodes')).toBe(true);
     // The admin's writes are the world's (the scenario's pods, the stack's own bookkeeping), never an eviction.
     expect(audit.filter((a) => a.user === 'kubernetes-admin' && a.subresource === 'eviction')).toEqual([]);

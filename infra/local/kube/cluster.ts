@@ -71,6 +71,11 @@ export class Cluster {
    * verb, objectRef): the authorized writes that came over HTTP, at least the last AUDIT_KEPT of them.
    */
   readonly audit: AuditRecord[] = [];
+  /**
+   * The reads (get, list, watch) each impersonated user made, one entry per distinct verb, resource and
+   * namespace (`user verb resource[/sub] namespace`): what the audit log's read events would show, kept small.
+   */
+  readonly reads = new Set<string>();
   /** The Kubernetes release this server is: `/version`, and which DRA API versions it serves. */
   readonly apis: ServedApis;
   private uidSeq = 0;

@@ -254,7 +254,9 @@ async function handle(
       served,
     );
   }
-  if (!['get', 'list', 'watch'].includes(verb)) {
+  if (['get', 'list', 'watch'].includes(verb)) {
+    if (impersonated) cluster.reads.add(`${user.name} ${verb} ${served.plural}${sub ? `/${sub}` : ''} ${ns ?? ''}`);
+  } else {
     cluster.audit.push({
       user: user.name,
       verb,
