@@ -69,6 +69,10 @@ export function gpuActionKey(owner: string | undefined, id: string): string {
 export const GPU_ACTION_STATES = ['requested', 'running', 'done', 'failed'] as const;
 export type GpuActionStateName = (typeof GPU_ACTION_STATES)[number];
 
+/** `dcgmi diag -r` run levels a probe may ask for (NVIDIA DCGM user guide, "DCGM Diagnostics": levels 1–3). */
+export const DcgmDiagLevel = z.union([z.literal(1), z.literal(2), z.literal(3)]);
+export type DcgmDiagLevel = z.infer<typeof DcgmDiagLevel>;
+
 /** One request in the node's `gpu-reflex.io/gpu-actions` annotation. */
 export const GpuActionRequestSchema = z
   .object({
@@ -86,12 +90,34 @@ export const GpuActionRequestSchema = z
     timeoutSeconds: count().max(86_400),
     /** probe only: how long the counters must stay still after the reset, in seconds. */
     probeSeconds: count().max(3600).optional(),
+    /**
+     * probe only: DCGM's diagnostic at this run level (`dcgmi diag -r N` on the GPU: 1 quick deployment checks,
+     * 2 a few minutes, 3 about half an hour; NVIDIA DCGM user guide, "DCGM Diagnostics") must pass as well. Absent:
+     * no diagnostic is run.
+     */
+    diag: DcgmDiagLevel.optional(),
     /** The reflex that asked (GPU_ACTION_OWNERS); absent: `remediate`, which writes none (the format before owners). */
     owner: GpuActionOwnerName.optional(),
   })
   .strict();
 export type GpuActionRequest = z.infer<typeof GpuActionRequestSchema>;
 export const GpuActionRequestsSchema = z.array(GpuActionRequestSchema).max(64);
+
+/**
+ * What DCGM's diagnostic said of the GPU (asked by a probe's `diag`). `pass`: at least one test passed on the GPU
+ * and none failed or warned (skipped and not-run tests say nothing either way); `fail`: one did (`failed` names
+ * them); `unavailable`: no verdict — dcgmi is not installed, the host engine did not answer, the run timed out or
+ * its output was not DCGM's JSON (`reason`). Only `pass` passes: unknown is never healthy.
+ */
+export const GpuDiagSchema = z
+  .object({
+    level: DcgmDiagLevel,
+    result: z.enum(['pass', 'fail', 'unavailable']),
+    failed: z.array(z.string().min(1).max(128)).max(32),
+    reason: z.string().max(512).optional(),
+  })
+  .strict();
+export type GpuDiag = z.infer<typeof GpuDiagSchema>;
 
 /** What the probe found: every field is evidence a restore is decided on. */
 export const GpuProbeSchema = z
@@ -109,6 +135,8 @@ export const GpuProbeSchema = z
      * never passes).
      */
     counted: z.boolean().optional(),
+    /** DCGM's diagnostic, when the request asked for one (absent: not run; where one was asked, that never passes). */
+    diag: GpuDiagSchema.optional(),
     passed: z.boolean(),
   })
   .strict();

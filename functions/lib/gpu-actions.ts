@@ -17,6 +17,7 @@ import {
   GpuActionStatesSchema,
   gpuActionKey,
   LEGACY_GPU_ACTION_OWNER,
+  type DcgmDiagLevel,
   type GpuActionKind,
   type GpuActionOwner,
   type GpuActionRequest,
@@ -41,6 +42,8 @@ export interface GpuAction {
   timeoutSeconds: number;
   /** probe only: how long the counters must stay still, in seconds. */
   probeSeconds?: number;
+  /** probe only: DCGM's diagnostic at this run level must pass as well (`dcgmi diag -r N`). */
+  diag?: DcgmDiagLevel;
 }
 
 /**
@@ -71,6 +74,7 @@ export function toRequest(owner: GpuActionOwner, a: GpuAction): GpuActionRequest
     action: a.action,
     requestedAt: a.requestedAt,
     ...(a.probeSeconds !== undefined ? { probeSeconds: a.probeSeconds } : {}),
+    ...(a.diag !== undefined ? { diag: a.diag } : {}),
     ...(owner === LEGACY_GPU_ACTION_OWNER ? {} : { owner }),
   };
 }
@@ -158,6 +162,7 @@ export function carriedGpuActions(annotations: Readonly<Record<string, string>>,
       requestedAt: r.requestedAt,
       timeoutSeconds: r.timeoutSeconds,
       ...(r.probeSeconds !== undefined ? { probeSeconds: r.probeSeconds } : {}),
+      ...(r.diag !== undefined ? { diag: r.diag } : {}),
     }));
 }
 

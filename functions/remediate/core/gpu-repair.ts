@@ -17,7 +17,7 @@
  * A failed reset or probe, or no answer within `answerTimeoutMinutes`, climbs the incident's ladder
  * (reboot, then replace: with no cloud adapter, awaiting-repair and a person is told). Pure.
  */
-import type { GpuActionKind, GpuActionState } from '../../../events/index.ts';
+import type { DcgmDiagLevel, GpuActionKind, GpuActionState, GpuDiag, GpuProbe } from '../../../events/index.ts';
 import { readGpuAnswers, type GpuAction } from '../../lib/gpu-actions.ts';
 import type { Policy } from './policy.ts';
 import { fnv1a } from '../../lib/hash.ts';
@@ -39,15 +39,41 @@ export function nodeProbes(i: Pick<Incident, 'repair' | 'reboot' | 'gpu'>): { gp
   return i.reboot.gpus.map((gpu, k) => ({ gpu, id: `${id}.${k}` }));
 }
 
+/** The DCGM diagnostic level a return probe asks for (policy `repair.dcgmDiag`), or none. */
+export function diagAsked(policy: Pick<Policy, 'repair'>): DcgmDiagLevel | undefined {
+  const level = policy.repair.dcgmDiag ?? 0;
+  return level === 1 || level === 2 || level === 3 ? level : undefined;
+}
+
+/**
+ * How much longer than `answerTimeoutMinutes` a probe with a diagnostic may take: each run level's duration as
+ * NVIDIA gives it (DCGM user guide, "DCGM Diagnostics": r1 seconds, r2 about two minutes, r3 about half an hour),
+ * with room to spare.
+ */
+const DIAG_SECONDS: Record<DcgmDiagLevel, number> = { 1: 5 * 60, 2: 15 * 60, 3: 60 * 60 };
+
+/**
+ * A probe's verdict: the agent's own (every NVML field healthy) and, where the policy asks for DCGM's
+ * diagnostic, that diagnostic's `pass` at that level or deeper. An agent that ignored `diag` (too old to know
+ * it) has no diagnostic to show: that never passes.
+ */
+export function probePassed(probe: GpuProbe | undefined, policy: Pick<Policy, 'repair'>): boolean {
+  if (!probe?.passed) return false;
+  const level = diagAsked(policy);
+  return level === undefined || (probe.diag?.result === 'pass' && probe.diag.level >= level);
+}
+
 /** The GPU actions the node's agent must carry out for this state, in a stable order. */
 export function gpuActionsOf(state: NodeState, policy: Pick<Policy, 'repair'>): GpuAction[] {
   const out: GpuAction[] = [];
-  const timeoutSeconds = policy.repair.answerTimeoutMinutes * 60;
+  const diag = diagAsked(policy);
+  // A diagnostic runs for minutes: the agent's answer may come that much later.
+  const timeoutSeconds = policy.repair.answerTimeoutMinutes * 60 + (diag ? DIAG_SECONDS[diag] : 0);
+  const probe = { probeSeconds: policy.repair.probeSeconds, ...(diag ? { diag } : {}) };
   for (const i of state.incidents) {
     if (!i.gpu && isOpen(i) && i.repair) {
-      const probeSeconds = policy.repair.probeSeconds;
       for (const p of nodeProbes(i))
-        out.push({ ...p, incident: i.key, timeoutSeconds, action: 'probe', requestedAt: i.repair.at, probeSeconds });
+        out.push({ ...p, incident: i.key, timeoutSeconds, action: 'probe', requestedAt: i.repair.at, ...probe });
     }
     if (!i.gpu) continue;
     const base = { gpu: i.gpu, incident: i.key, timeoutSeconds };
@@ -60,7 +86,7 @@ export function gpuActionsOf(state: NodeState, policy: Pick<Policy, 'repair'>): 
         id: i.repair.id,
         action: i.repair.step,
         requestedAt: i.repair.at,
-        ...(i.repair.step === 'probe' ? { probeSeconds: policy.repair.probeSeconds } : {}),
+        ...(i.repair.step === 'probe' ? probe : {}),
       });
     }
     if (!isOpen(i) && fenced(i) && file && !i.unfencedAt)
@@ -163,11 +189,11 @@ export function stepRepair(
       why: `${i.gpu} was reset at ${r.at}: health probe requested (${id}, ${policy.repair.probeSeconds} s)`,
     };
   }
-  if (!r.probe?.passed) {
+  if (!probePassed(r.probe, policy) || !r.probe) {
     return {
       kind: 'failed',
       incident: { ...i, repair: undefined },
-      why: `the health probe of ${i.gpu} after its reset did not pass: ${probeWords(r)}`,
+      why: `the health probe of ${i.gpu} after its reset did not pass: ${probeWords(r, policy)}`,
     };
   }
   const closed: Incident = { ...i, repair: undefined, probedAt: r.at, phase: 'closed', closedAt: at };
@@ -186,10 +212,12 @@ export function unfenceDone(i: Incident, results: Readonly<Record<string, GpuAct
 }
 
 /** What a probe that did not pass found, in words (after a reset, a reboot or a person's repair). */
-export function probeWords(r: GpuActionState): string {
+export function probeWords(r: GpuActionState, policy?: Pick<Policy, 'repair'>): string {
   const p = r.probe;
   if (!p) return r.reason ?? 'no probe result';
+  const level = policy ? diagAsked(policy) : undefined;
   const bad = [
+    ...(level === undefined ? [] : [diagWords(p.diag, level)]),
     p.counted === false && 'NVML does not list it any more (missing since the reboot)',
     !p.nvmlAnswers && 'NVML does not answer for it',
     p.recoveryAction !== 'none' && `recovery action ${p.recoveryAction}`,
@@ -199,4 +227,14 @@ export function probeWords(r: GpuActionState): string {
     p.xidsDuringProbe.length > 0 && `XID ${p.xidsDuringProbe.join(', ')} during the probe`,
   ].filter((x): x is string => typeof x === 'string');
   return bad.join('; ') || (r.reason ?? 'the probe says it did not pass');
+}
+
+/** What DCGM's diagnostic said, where it does not let the GPU back; undefined where it does. */
+function diagWords(d: GpuDiag | undefined, level: DcgmDiagLevel): string | undefined {
+  if (!d) return `no DCGM diagnostic (level ${level} asked; an agent from before diagnostics ignores it)`;
+  if (d.result === 'pass' && d.level >= level) return undefined;
+  if (d.result === 'pass') return `DCGM diagnostic ran at level ${d.level}, not the ${level} asked`;
+  if (d.result === 'fail')
+    return `DCGM diagnostic level ${d.level} failed${d.failed.length > 0 ? `: ${d.failed.join(', ')}` : ''}`;
+  return `no DCGM verdict (level ${d.level}): ${d.reason ?? 'unavailable'}`;
 }

@@ -194,6 +194,13 @@ export const RepairSchema = z
     answerTimeoutMinutes: int().min(1).max(1440),
     /** How long the probe watches the reset GPU's counters before it passes it. */
     probeSeconds: int().min(0).max(3600),
+    /**
+     * DCGM's diagnostic as part of every return probe: `dcgmi diag -r <level>` on the repaired GPU (NVIDIA DCGM user
+     * guide, "DCGM Diagnostics": 1 deployment checks in seconds, 2 a few minutes, 3 about half an hour, each level
+     * the one before and more) must pass, or the GPU stays out. 0: none (the default). A node without DCGM then
+     * never passes a probe: set it only where DCGM runs on every GPU node.
+     */
+    dcgmDiag: int().min(0).max(3),
     /** A rebooted node that shows no new boot id (and Ready) within this is reported to a person. */
     rebootTimeoutMinutes: int().min(1).max(1440),
     /**
@@ -370,6 +377,7 @@ export const DEFAULT_POLICY: Policy = deepFreeze({
   repair: {
     answerTimeoutMinutes: 10,
     probeSeconds: 30,
+    dcgmDiag: 0,
     rebootTimeoutMinutes: 30,
     replaceTimeoutMinutes: 45,
     pdbDeadlineMinutes: 30,

@@ -217,3 +217,64 @@ describe('a node-wide incident after a reboot: each GPU decided by its own probe
     expect(world.node.labels[STATE_LABEL]).toBe('awaiting-repair');
   });
 });
+
+/**
+ * DCGM's diagnostic as probe evidence (policy `repair.dcgmDiag`): the probe asks for `dcgmi diag -r N` and the GPU
+ * returns only on its `pass`; a failed, unavailable or missing diagnostic keeps it out (unknown is never healthy).
+ */
+describe("DCGM's diagnostic as part of the return probe", () => {
+  const DIAG = { ...P, repair: { ...P.repair, dcgmDiag: 2 } };
+  const sweepDiag = async (w: World, minute: number) => {
+    const plan = planSweep(
+      {
+        now: new Date(at(minute)),
+        nodes: [{ node: w.node, state: stateOf(w.node), pool: pool(), pods: w.pods }],
+        ...CLOUD,
+      },
+      DIAG,
+    ).plans[0];
+    return { plan, world: plan ? await apply(w.node, w.pods, plan) : w };
+  };
+  async function back(): Promise<World> {
+    let w = booted(await hit({ node: node(), pods: STANDARD_PODS }, xid(79, { minute: 0 })), 'boot-1');
+    w = (await sweepDiag(w, 1)).world;
+    return (await sweepDiag(booted(w, 'boot-2'), 5)).world;
+  }
+  const diag = (result: 'pass' | 'fail' | 'unavailable', more: Record<string, unknown> = {}) => ({
+    diag: { level: 2 as const, result, failed: result === 'fail' ? ['Memtest'] : [], ...more },
+  });
+
+  it('asks the agent for the diagnostic, with the time it takes added to the answer timeout', async () => {
+    const w = await back();
+    const asked = probeAsked(w)!;
+    expect(asked).toMatchObject({ action: 'probe', diag: 2 });
+    expect(asked.timeoutSeconds).toBe(P.repair.answerTimeoutMinutes * 60 + 15 * 60);
+    // Without the policy, no diagnostic is asked.
+    expect(probeAsked(await rebootedAndBack())!.diag).toBeUndefined();
+  });
+
+  it('returns the node once the probe and the diagnostic both pass', async () => {
+    let w = await back();
+    w = answer(w, probeAsked(w)!, 8, diag('pass'));
+    const { plan } = await sweepDiag(w, 9);
+    expect(plan).toMatchObject({ action: 'restore', phase: 'restored' });
+  });
+
+  it.each([
+    ['a failed diagnostic', diag('fail'), 'DCGM diagnostic level 2 failed: Memtest'],
+    [
+      'no verdict (the host engine down)',
+      diag('unavailable', { reason: 'host engine not running' }),
+      'no DCGM verdict',
+    ],
+    ['an agent that ignored the diagnostic', {}, 'no DCGM diagnostic (level 2 asked'],
+    ['a shallower run than asked', { diag: { level: 1, result: 'pass', failed: [] } }, 'ran at level 1, not the 2'],
+  ])('keeps the node out on %s, whatever NVML says', async (_what, probe, words) => {
+    let w = await back();
+    w = answer(w, probeAsked(w)!, 8, probe as Partial<GpuProbe>);
+    const { plan, world } = await sweepDiag(w, 9);
+    expect(plan?.action).not.toBe('restore');
+    expect(plan?.reason).toContain(words);
+    expect(world.node.unschedulable).toBe(true);
+  });
+});

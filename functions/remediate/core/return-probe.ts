@@ -18,7 +18,7 @@
  */
 import { readGpuDevices, readMigInventory, type GpuActionState } from '../../../events/index.ts';
 import { fnv1a } from '../../lib/hash.ts';
-import { nodeProbes, probeWords, requestId } from './gpu-repair.ts';
+import { nodeProbes, probePassed, probeWords, requestId } from './gpu-repair.ts';
 import type { Policy } from './policy.ts';
 import { cmp, isOpen, type Incident, type NodeState } from './state.ts';
 import type { NodeFacts } from './types.ts';
@@ -174,14 +174,15 @@ function judge(
   const probe = r.probe;
   // Unknown is never healthy: no probe, or one that does not say the GPU is counted, does not pass.
   const missing = probe !== undefined && (probe.counted === false || !probe.nvmlAnswers);
-  if (!probe?.passed || probe.counted !== true || seen.length > 0) {
+  const passed = probePassed(probe, policy);
+  if (!passed || probe?.counted !== true || seen.length > 0) {
     const bad = [
-      probe?.passed ? (probe.counted === true ? '' : 'the agent did not say whether NVML lists it') : probeWords(r),
+      passed ? (probe?.counted === true ? '' : 'the agent did not say whether NVML lists it') : probeWords(r, policy),
       ...seen.map((x) => `${x.key} seen at ${x.lastAt}, during the probe window`),
     ]
       .filter(Boolean)
       .join('; ');
     return { kind: 'failed', missing, why: `the health probe of ${gpu} after ${after} did not pass: ${bad}` };
   }
-  return { kind: 'passed', at: r.at, recoveryAction: probe.recoveryAction };
+  return { kind: 'passed', at: r.at, recoveryAction: probe!.recoveryAction };
 }
