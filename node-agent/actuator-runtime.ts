@@ -9,6 +9,7 @@
  */
 import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
 import { GpuActuator } from './actuator/actuator.ts';
+import { dcgmiProcess, runDcgmDiag, type DcgmiRun } from './actuator/dcgm-diag.ts';
 import { FenceFile } from './actuator/fence-file.ts';
 import { kubeNode, nvidiaSmiReset, nvmlGpus, nvmlMigInventory, type GpuReset } from './actuator/ports.ts';
 import { OperatorPause } from './actuator/operator-pause.ts';
@@ -33,6 +34,8 @@ export interface ActuatorWiring {
   fenceFile: string;
   /** How a GPU is reset (`nvidia-smi --gpu-reset`; the mock's reset in the embedded stack). */
   reset: GpuReset;
+  /** DCGM's CLI, for a probe that asks for its diagnostic (actuator/dcgm-diag.ts); absent: none runs. */
+  dcgmi?: DcgmiRun;
   /** Persistence mode, read and set around a reset (`nvidia-smi -pm`). */
   persistence: ReturnType<typeof nvidiaSmiPersistence>;
   /** Opt-in (GPU_RESET_PAUSE_OPERATOR): a reset pauses the GPU Operator's clients (actuator/operator-pause.ts). */
@@ -76,6 +79,7 @@ export function wireActuator(w: ActuatorWiring): WiredActuator {
     fence: new FenceFile(w.fenceFile),
     migInventory: nvmlMigInventory(w.nvml, (pid) => w.agent.podOfPid(pid)),
     xids: (uuid, since) => w.agent.xidsSince(uuid, since),
+    ...(w.dcgmi ? { diag: (index, level) => runDcgmDiag(w.dcgmi!, index, level) } : {}),
     // PodResources' allocatable device IDs, by GPU: a fence under NVIDIA's plugin is verified by them.
     devices: async () => allocatableByGpu(await podResources.read(), w.agent.gpuIdentities()),
     publish: async (_type, detail) => void w.sink.publish(gpuActionResultEvent(detail)),
@@ -141,6 +145,7 @@ export function actuatorFromConfig(o: {
     clock: o.clock,
     fenceFile: a.fenceFile,
     reset: nvidiaSmiReset(a.nvidiaSmi),
+    dcgmi: dcgmiProcess(a.dcgmi),
     persistence: nvidiaSmiPersistence(a.nvidiaSmi),
     ...(a.pauseOperator.enabled
       ? { pauseOperator: { namespace: a.pauseOperator.namespace, timeoutMs: a.pauseOperator.timeoutMs } }

@@ -74,6 +74,7 @@ const EnvSchema = z.object({
   GPU_ACTIONS_INTERVAL_MS: ms(5_000),
   FENCE_FILE: z.string().trim().min(1).default('/etc/nvidia-device-plugin/unhealthyDevices.json'),
   NVIDIA_SMI: z.string().trim().min(1).default('nvidia-smi'),
+  DCGMI: z.string().trim().min(1).default('dcgmi'),
   // Opt-in: a reset pauses the GPU Operator's clients on the node first (actuator/operator-pause.ts).
   GPU_RESET_PAUSE_OPERATOR: z.stringbool().default(false),
   GPU_OPERATOR_NAMESPACE: z.string().trim().min(1).default('gpu-operator'),
@@ -136,6 +137,8 @@ export interface AgentConfig {
     intervalMs: number;
     fenceFile: string;
     nvidiaSmi: string;
+    /** DCGM's CLI, for a probe that asks for its diagnostic (`dcgmi diag`). */
+    dcgmi: string;
     /** Opt-in: pause the GPU Operator's clients around a reset (off: the reset runs with them in place). */
     pauseOperator: Readonly<{ enabled: boolean; namespace: string; timeoutMs: number }>;
     kubeconfig: string | undefined;
@@ -224,6 +227,7 @@ export function loadAgentConfig(env: Record<string, string | undefined> = proces
       intervalMs: e.GPU_ACTIONS_INTERVAL_MS,
       fenceFile: e.FENCE_FILE,
       nvidiaSmi: e.NVIDIA_SMI,
+      dcgmi: e.DCGMI,
       pauseOperator: Object.freeze({
         enabled: e.GPU_RESET_PAUSE_OPERATOR,
         namespace: e.GPU_OPERATOR_NAMESPACE,

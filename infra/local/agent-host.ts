@@ -18,7 +18,8 @@ import { sampleLoop } from '../../node-agent/agent-runtime.ts';
 import { catalogProblems } from '../../node-agent/events.ts';
 import { Loop, runDueLoops } from '../../node-agent/loops.ts';
 import { fenceFilePath } from './ack-fence-file.ts';
-import { MOCK_NVIDIA_SMI } from './agent-process.ts';
+import { MOCK_DCGMI, MOCK_NVIDIA_SMI } from './agent-process.ts';
+import { dcgmiProcessSync } from '../../node-agent/actuator/dcgm-diag.ts';
 import { pluginLogDir } from './device-plugin.ts';
 
 /**
@@ -82,6 +83,8 @@ export class LocalAgentHost {
             ? ({ ok: true } as const)
             : ({ ok: false, reason: `nvidia-smi --gpu-reset: ${mock.lastError() || `NVML error ${rc}`}` } as const);
         },
+        // DCGM's diagnostic through the mock dcgmi: its verdict per GPU from the node's mock scenario (`dcgmDiag`).
+        dcgmi: dcgmiProcessSync(MOCK_DCGMI, { PATH: process.env.PATH, MOCK_NVML_SCENARIO: o.files.scenarioPath }),
         // Persistence mode through the mock nvidia-smi (a file beside the node's control directory).
         persistence: nvidiaSmiPersistence(MOCK_NVIDIA_SMI, 15_000, {
           PATH: process.env.PATH,

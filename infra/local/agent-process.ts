@@ -30,6 +30,8 @@ export interface AgentProcessOptions {
 
 /** The local stack's `nvidia-smi` (only `--gpu-reset -i <uuid>`, through the node's mock NVML). */
 export const MOCK_NVIDIA_SMI = join(REPO_ROOT, 'infra/local/mock-nvml/nvidia-smi.mjs');
+/** The mock `dcgmi` (its diagnostic's verdict per GPU from the node's mock scenario: mock-nvml/dcgmi.mjs). */
+export const MOCK_DCGMI = join(REPO_ROOT, 'infra/local/mock-nvml/dcgmi.mjs');
 
 export function agentEnv(o: AgentProcessOptions, base: NodeJS.ProcessEnv = process.env): NodeJS.ProcessEnv {
   return {
@@ -60,6 +62,7 @@ export function agentEnv(o: AgentProcessOptions, base: NodeJS.ProcessEnv = proce
           KUBECONFIG: o.kubeconfig,
           FENCE_FILE: fenceFilePath(o.files),
           NVIDIA_SMI: MOCK_NVIDIA_SMI,
+          DCGMI: MOCK_DCGMI,
           ...(o.pauseOperator ? { GPU_RESET_PAUSE_OPERATOR: 'true' } : {}),
         }
       : {}),

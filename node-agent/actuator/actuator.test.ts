@@ -8,7 +8,9 @@ import {
   GPU_ACTIONS_ANNOTATION,
   type GpuActionRequest,
   type GpuActionResultDetail,
+  type DcgmDiagLevel,
   type GpuActionState,
+  type GpuDiag,
 } from '../../events/index.ts';
 import { GpuActuator, type ActuatorGpus, type GpuHealthReading } from './actuator.ts';
 import { FenceFile } from './fence-file.ts';
@@ -26,6 +28,7 @@ function rig(
     health?: Partial<GpuHealthReading>;
     dryRun?: boolean;
     gone?: string;
+    diag?: (index: number, level: DcgmDiagLevel) => Promise<GpuDiag>;
   } = {},
 ) {
   const dir = mkdtempSync(join(tmpdir(), 'actuator-'));
@@ -62,6 +65,7 @@ function rig(
     xids: (u, since) => xids.filter((x) => x.uuid === u && x.atMs >= since).map((x) => x.xid),
     now: () => now,
     ...(o.dryRun ? { dryRun: true } : {}),
+    ...(o.diag ? { diag: o.diag } : {}),
   });
   const ask = (...reqs: Partial<GpuActionRequest>[]) => {
     annotations[GPU_ACTIONS_ANNOTATION] = JSON.stringify(
@@ -181,6 +185,64 @@ describe('GpuActuator', () => {
       probe: { passed: false, xidsDuringProbe: [48] },
     });
   });
+
+  it("runs DCGM's diagnostic after the window when the probe asks, and passes only on its pass", async () => {
+    const asked: [number, number][] = [];
+    const verdicts: Record<number, GpuDiag['result']> = { 0: 'pass', 1: 'fail' };
+    const r = rig({
+      diag: async (index, level) => {
+        asked.push([index, level]);
+        const result = verdicts[index]!;
+        return { level, result, failed: result === 'fail' ? ['Memtest'] : [] };
+      },
+    });
+    r.ask(
+      { action: 'probe', gpuUuid: G0, probeSeconds: 10, diag: 2 },
+      { action: 'probe', gpuUuid: G1, probeSeconds: 10, diag: 2 },
+    );
+    await r.actuator.tick();
+    r.advance(10_000);
+    await r.actuator.tick(); // the window is over: the diagnostics start
+    expect(asked).toEqual([
+      [0, 2],
+      [1, 2],
+    ]);
+    expect(r.results()['req.0.probe']).toMatchObject({ state: 'running', reason: 'DCGM diagnostic level 2 running' });
+    r.advance(5_000);
+    await r.actuator.tick();
+    expect(r.results()['req.0.probe']).toMatchObject({
+      state: 'done',
+      probe: { passed: true, diag: { level: 2, result: 'pass' } },
+    });
+    expect(r.results()['req.1.probe']).toMatchObject({
+      state: 'done',
+      probe: { passed: false, diag: { result: 'fail', failed: ['Memtest'] } },
+    });
+    expect(asked).toHaveLength(2); // once each
+  });
+
+  it.each([
+    ['no DCGM on this agent', undefined, 'this agent runs no DCGM diagnostic'],
+    [
+      'a diagnostic that throws',
+      async () => {
+        throw new Error('host engine not running');
+      },
+      'dcgmi: host engine not running',
+    ],
+  ] as const)(
+    'answers a probe that asks for a diagnostic with %s as not passed (unavailable)',
+    async (_w, diag, why) => {
+      const r = rig(diag ? { diag } : {});
+      r.ask({ action: 'probe', gpuUuid: G0, probeSeconds: 0, diag: 1 });
+      await r.actuator.tick();
+      await r.actuator.tick();
+      expect(r.results()['req.0.probe']).toMatchObject({
+        state: 'done',
+        probe: { passed: false, diag: { level: 1, result: 'unavailable', reason: why } },
+      });
+    },
+  );
 
   it('fails a reset it could not start within its timeout', async () => {
     const r = rig();

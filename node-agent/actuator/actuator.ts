@@ -42,10 +42,12 @@ import {
   readGpuDevices,
   readMigInventory,
   SCHEMA_VERSION,
+  type DcgmDiagLevel,
   type GpuActionRequest,
   type GpuActionResultDetail,
   type GpuActionState,
   type GpuDevices,
+  type GpuDiag,
   type GpuProbe,
   type MigInventory,
 } from '../../events/index.ts';
@@ -120,6 +122,11 @@ export interface ActuatorOptions {
   devices?: () => Promise<{ known: true; gpus: Record<string, string[]> } | { known: false; reason: string }>;
   /** The XIDs the agent published for a GPU at or after a time (ms): the probe window's (agent.ts xidsSince). */
   xids: (gpuUuid: string, sinceMs: number) => number[];
+  /**
+   * DCGM's diagnostic on the GPU at an index (dcgm-diag.ts runDcgmDiag), for a probe that asks `diag`. Absent: a
+   * probe that asks gets `unavailable` (never a pass).
+   */
+  diag?: (index: number, level: DcgmDiagLevel) => Promise<GpuDiag>;
   /** This node's MIG GPUs as NVML sees them now (no MIG GPU: an empty list); written to the Node when it changes. */
   migInventory?: () => Omit<MigInventory, 'at' | 'v'>['gpus'];
   /**
@@ -132,6 +139,8 @@ export interface ActuatorOptions {
 interface Probing {
   startedAt: number;
   baseline: number;
+  /** The DCGM diagnostic the probe asked for: under way, then its verdict (it runs for minutes: never awaited). */
+  diag?: { verdict?: GpuDiag };
 }
 
 export class GpuActuator {
@@ -141,6 +150,30 @@ export class GpuActuator {
   private readonly dryAnswered = new Set<string>();
 
   constructor(private readonly o: ActuatorOptions) {}
+
+  /** Starts the probe's diagnostic; its verdict lands on `p` (a later tick reads it). Never throws. */
+  private startDiag(id: string, p: Probing, index: number | undefined, level: DcgmDiagLevel): void {
+    const run = this.o.diag;
+    p.diag = {};
+    this.probing.set(id, p);
+    const verdict: Promise<GpuDiag> =
+      index === undefined
+        ? Promise.resolve({ level, result: 'unavailable', failed: [], reason: 'NVML does not list the GPU' })
+        : run
+          ? run(index, level).catch((err: unknown) => ({
+              level,
+              result: 'unavailable' as const,
+              failed: [],
+              reason: `dcgmi: ${err instanceof Error ? err.message : String(err)}`.slice(0, 512),
+            }))
+          : Promise.resolve({ level, result: 'unavailable', failed: [], reason: 'this agent runs no DCGM diagnostic' });
+    void verdict.then((v) => {
+      p.diag = { verdict: v };
+      this.o.log?.(
+        `DCGM diagnostic level ${level} of GPU ${index ?? '?'}: ${v.result}${v.reason ? ` (${v.reason})` : ''}`,
+      );
+    });
+  }
 
   /** One pass over the requests; returns the requests answered (done or failed) this pass. */
   async tick(): Promise<GpuActionResultDetail[]> {
@@ -331,6 +364,11 @@ export class GpuActuator {
         const p = started ?? { startedAt: now, baseline: reading.eccUncorrected };
         if (now - p.startedAt < (r.probeSeconds ?? 0) * 1000)
           return { ...base, state: 'running', reason: `watching for ${r.probeSeconds} s` };
+        // The window is over: DCGM's diagnostic, where asked, runs now, and the probe ends when it has a verdict.
+        if (r.diag !== undefined && !p.diag?.verdict) {
+          if (!p.diag) this.startDiag(r.id, p, index, r.diag);
+          if (!p.diag?.verdict) return { ...base, state: 'running', reason: `DCGM diagnostic level ${r.diag} running` };
+        }
         this.probing.delete(r.id);
         const probe: GpuProbe = {
           nvmlAnswers: reading.nvmlAnswers,
@@ -342,6 +380,7 @@ export class GpuActuator {
           // NVML still lists the GPU under its UUID: a GPU that did not come back (from a reset or a
           // reboot) is not counted, whatever its last reading said.
           counted: index !== undefined,
+          ...(p.diag?.verdict ? { diag: p.diag.verdict } : {}),
           passed: false,
         };
         // Evidence only: every field must say healthy; `unknown` (no field 230) is not `none`.
@@ -352,7 +391,8 @@ export class GpuActuator {
           !probe.remapPending &&
           !probe.remapFailed &&
           probe.eccUncorrectedDelta === 0 &&
-          probe.xidsDuringProbe.length === 0;
+          probe.xidsDuringProbe.length === 0 &&
+          (r.diag === undefined || probe.diag?.result === 'pass');
         return { ...base, state: 'done', probe, reason: probe.passed ? 'probe passed' : 'probe did not pass' };
       }
       case 'drain-on':
