@@ -118,7 +118,8 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
       replacement: refusal === undefined,
     };
     plan.steps.push({ kind: 'prepare', node: w.node, pool: pool.id, tracked, why: wordsOf(w) });
-    if (w.kind === 'preemption')
+    // A spot notice leaves no time to wait for a node; an event first seen late is drained at once too.
+    if (f.now >= drainAt(tracked))
       plan.steps.push({ kind: 'drain', node: w.node, pool: pool.id, why: `${wordsOf(w)}: no time to wait for a node` });
   }
   // 2. Tracked nodes: drain when the replacement is Ready or the drain deadline came; return once the event is over.

@@ -155,7 +155,8 @@ export class AliCloud {
         publishedMs: this.clock.now() + spec.publishSeconds * 1000,
         notBeforeMs: this.clock.now() + spec.notBeforeSeconds * 1000,
       };
-      this.clock.setTimer(spec.publishSeconds * 1000, () => this.systemEvents.push(e));
+      if (spec.publishSeconds === 0) this.systemEvents.push(e);
+      else this.clock.setTimer(spec.publishSeconds * 1000, () => this.systemEvents.push(e));
       this.clock.setTimer(spec.notBeforeSeconds * 1000, () => this.carryOut(e));
     }
     for (const spec of file.preemptions ?? []) {
