@@ -917,6 +917,8 @@ async function scaleIn(
   }
   // New releases.
   const held = (n: NodeInfo): string | undefined => {
+    const moving = rec.maintenance?.[n.name];
+    if (moving) return `being moved off ahead of ${moving.type} (maintenance.ts)`;
     const st = n.labels[STATE_LABEL];
     if (st && st !== 'healthy') return `remediation holds it (${STATE_LABEL}=${st})`;
     if (n.taints.some((t) => t.key === DEFAULT_TAINT_KEY)) return `remediation holds it (taint ${DEFAULT_TAINT_KEY})`;
@@ -958,6 +960,8 @@ async function scaleIn(
     now,
     policy.idleMinutes,
   );
+  // A node moved off ahead of maintenance idles from its return on, not from its drain.
+  for (const n of Object.keys(rec.maintenance ?? {})) delete decision.idleSince[n];
   for (const k of decision.kept) deps.logger.info('autoscale-pools: idle node kept', { pool: pool.id, ...k });
   out.kept.push(...decision.kept);
   const starting = decision.release.map((r) => ({
