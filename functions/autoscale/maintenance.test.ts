@@ -6,6 +6,8 @@ import type { CloudFile } from '../../infra/local/alicloud/cloud-file.ts';
 import { RecordingPublisher } from '../adapters/bus.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
+import { dryRunPorts, type DryRunAction } from '../adapters/kube/dry-run.ts';
+import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
 import { AutoscalePolicySchema } from '../lib/pool-policy.ts';
 import { autoscalePools, NODEPOOL_LABEL, type AutoscaleDeps } from './run.ts';
 import { simDeps } from '../../test/support/autoscale-sim-deps.ts';
@@ -141,6 +143,10 @@ describe('planned maintenance (ECS system events)', () => {
     await autoscalePools(deps);
     expect(serving()!.terminating).toBe(false);
     expect(kube.cluster.calls.filter((c) => c.op === 'pods.evict')).toHaveLength(1);
+    await clock.advance(1 * MIN);
+    await autoscalePools(deps);
+    expect(kube.cluster.calls.filter((c) => c.op === 'pods.evict')).toHaveLength(2);
+    expect(serving()!.terminating).toBe(false);
   });
 
   it('returns no node while the events cannot be read (unknown is not "over")', async () => {
@@ -151,6 +157,27 @@ describe('planned maintenance (ECS system events)', () => {
     sim.cloud.inject({ action: 'DescribeInstanceHistoryEvents', throttle: 100 });
     expect((await autoscalePools(deps)).maintenance.returned).toEqual([]);
     expect(kube.cluster.nodes.get('n-a')!.unschedulable).toBe(true);
+  });
+});
+
+describe('dry run', () => {
+  it('shows the cordon, the new size and the evictions without making them', async () => {
+    const real = await world(reboot2h, 4);
+    const did: DryRunAction[] = [];
+    const kubePorts = dryRunPorts(
+      { nodes: kube.nodes, pods: kube.pods, quotas: kube.quotas, state: kube.state, leases: kube.leases },
+      (a) => did.push(a),
+    );
+    const deps = { ...real, ...kubePorts, cloud: dryRunCloudPools(real.cloud, (a) => did.push(a)) };
+    await clock.advance(90 * MIN);
+    const out = await autoscalePools(deps);
+    expect(out.maintenance).toMatchObject({ preparing: ['n-a'], draining: ['n-a'] });
+    expect(did.map((a) => a.op)).toEqual(
+      expect.arrayContaining(['nodes.cordon', 'pods.evict', 'cloud.setDesiredSize']),
+    );
+    expect(kube.cluster.nodes.get('n-a')!.unschedulable).toBe(false);
+    expect(serving()!.terminating).toBe(false);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(2);
   });
 });
 
