@@ -80,7 +80,8 @@ export interface InstanceInfo {
   /**
    * `OperationLocks.LockReason[].LockReason`: `Recycling` is a spot (preemptible) instance's interruption
    * notice, the instance is reclaimed minutes later (ECS "Detect and respond to spot instance interruption
-   * events": https://www.alibabacloud.com/help/en/ecs/user-guide/query-the-interruption-events-of-preemptible-instances).
+   * events":
+   * https://www.alibabacloud.com/help/en/ecs/user-guide/query-the-interruption-events-of-preemptible-instances).
    */
   locks?: string[];
 }
