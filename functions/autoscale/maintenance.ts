@@ -12,6 +12,7 @@ import { NODEPOOL_LABEL } from '../adapters/alicloud/ports.ts';
 import { instanceIdOf } from '../adapters/alicloud/repair.ts';
 import type { Notice } from '../adapters/chat/notifier.ts';
 import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
+import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../lib/node-state.ts';
 import {
   planMaintenance,
   type CapacityWarning,
@@ -86,6 +87,14 @@ async function warningsOf(
   }
 }
 
+/** Remediation's hold on a node (its state label or taint): its cordon is not ours to lift. */
+function remediationHold(n: NodeInfo): string | undefined {
+  const st = n.labels[STATE_LABEL];
+  if (st && st !== 'healthy') return `remediation holds it (${STATE_LABEL}=${st})`;
+  if (n.taints.some((t) => t.key === DEFAULT_TAINT_KEY)) return `remediation holds it (taint ${DEFAULT_TAINT_KEY})`;
+  return undefined;
+}
+
 export async function maintainPools(
   deps: AutoscaleDeps,
   pools: readonly NodePool[],
@@ -118,7 +127,20 @@ export async function maintainPools(
     policy,
     warnings,
     tracked,
-    nodes: new Map(members.map((n) => [n.name, { pool: n.labels[NODEPOOL_LABEL]!, ready: n.ready === true }])),
+    nodes: new Map(
+      members.map((n) => {
+        const heldBy = remediationHold(n);
+        return [
+          n.name,
+          {
+            pool: n.labels[NODEPOOL_LABEL]!,
+            ready: n.ready === true,
+            unschedulable: n.unschedulable,
+            ...(heldBy ? { heldBy } : {}),
+          },
+        ];
+      }),
+    ),
     pools: mpools,
   });
   await carryOut(deps, plan, managed, pods, book, out);
@@ -164,6 +186,7 @@ async function carryOut(
       out.returned.push(s.node);
     } else {
       await book.setTracked(s.pool, ({ [s.node]: _, ...rest }) => rest);
+      deps.logger.info('autoscale-pools: a node prepared for maintenance is forgotten', { node: s.node, why: s.why });
     }
   }
   for (const [poolId, g] of Object.entries(plan.grow)) {

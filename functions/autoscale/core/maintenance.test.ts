@@ -19,6 +19,7 @@ const tracked = (deadline: number, over: Partial<TrackedNode> = {}): TrackedNode
   deadline,
   since: T0,
   replacement: true,
+  ownCordon: true,
   ...over,
 });
 
@@ -117,6 +118,20 @@ describe('planMaintenance', () => {
     const rebooting = new Map(f.nodes);
     rebooting.set('n-a', { pool: 'np-a', ready: false });
     expect(kinds({ ...f, nodes: rebooting })).toEqual([]);
+  });
+
+  it("never lifts a cordon it did not set: a person's, or one remediation holds by then", () => {
+    const d = T0 + 120 * MIN;
+    const theirs = facts({ now: d + 5 * MIN, warnings: [], tracked: { 'n-a': tracked(d, { ownCordon: false }) } });
+    expect(kinds(theirs)).toEqual(['forget n-a']);
+    const held = new Map(theirs.nodes);
+    held.set('n-a', { pool: 'np-a', ready: true, heldBy: 'remediation holds it (gpu-reflex.io/state=quarantined)' });
+    expect(kinds({ ...theirs, tracked: { 'n-a': tracked(d) }, nodes: held })).toEqual(['forget n-a']);
+    // Prepared while already cordoned: not ours.
+    const cordoned = new Map(theirs.nodes);
+    cordoned.set('n-a', { pool: 'np-a', ready: true, unschedulable: true });
+    const plan = planMaintenance(facts({ now: T0 + 30 * MIN, warnings: [reboot(d)], nodes: cordoned }));
+    expect(plan.steps[0]).toMatchObject({ kind: 'prepare', tracked: { ownCordon: false } });
   });
 
   it('returns nothing while the events could not be read (unknown is not "over")', () => {

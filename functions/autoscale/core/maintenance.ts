@@ -42,6 +42,8 @@ export interface TrackedNode {
   since: number;
   /** A node was asked of the pool for it. */
   replacement: boolean;
+  /** gpu-reflex cordoned it (it was schedulable): only then is it uncordoned on return. */
+  ownCordon: boolean;
 }
 
 export interface MaintenancePolicy {
@@ -68,8 +70,11 @@ export interface MaintenanceFacts {
   warnings: CapacityWarning[] | undefined;
   /** node → tracked, across every managed pool. */
   tracked: Readonly<Record<string, TrackedNode>>;
-  /** Members of managed pools: node → its pool, whether Ready, whether it exists. */
-  nodes: ReadonlyMap<string, { pool: string; ready: boolean }>;
+  /**
+   * Members of managed pools: node → its pool, whether Ready, whether cordoned, and who else holds it
+   * (remediation's state label or taint), if anyone.
+   */
+  nodes: ReadonlyMap<string, { pool: string; ready: boolean; unschedulable?: boolean; heldBy?: string }>;
   pools: readonly MaintenancePool[];
 }
 
@@ -116,6 +121,7 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
       deadline: w.deadline,
       since: f.now,
       replacement: refusal === undefined,
+      ownCordon: member.unschedulable !== true,
     };
     plan.steps.push({ kind: 'prepare', node: w.node, pool: pool.id, tracked, why: wordsOf(w) });
     // A spot notice leaves no time to wait for a node; an event first seen late is drained at once too.
@@ -132,7 +138,15 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
     }
     const still = warned.get(node);
     if (f.warnings !== undefined && (!still || still.eventId !== t.eventId)) {
-      if (member.ready)
+      // Someone else's cordon (a person's, remediation's) stays: the node is only forgotten.
+      if (!t.ownCordon || member.heldBy)
+        plan.steps.push({
+          kind: 'forget',
+          node,
+          pool: poolId,
+          why: `${t.type} on ${node} is over; left cordoned: ${member.heldBy ?? 'cordoned before gpu-reflex did'}`,
+        });
+      else if (member.ready)
         plan.steps.push({ kind: 'return', node, pool: poolId, why: `${t.type} on ${node} is over and it is Ready` });
       continue;
     }
