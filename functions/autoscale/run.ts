@@ -49,6 +49,8 @@ import { replacementsByPool, type ReplacementRecord } from '../lib/replacements.
 import type { AutoscalePolicy } from '../lib/pool-policy.ts';
 import { AUTOSCALE_APPROVALS_SHARD, closeApproval, getApproval, recordApproval } from '../lib/approvals.ts';
 import { fnv1a } from '../lib/hash.ts';
+import type { TrackedNode } from './core/maintenance.ts';
+import { maintainPools, type MaintenanceBook, type MaintenanceOutcome } from './maintenance.ts';
 
 /** The approval id of a scale-out: the cluster, the pool and the sizes (the same plan asks once). */
 export const scaleOutApprovalId = (clusterId: string, pool: string, from: number, to: number) =>
@@ -174,6 +176,8 @@ export interface AutoscaleOutcome {
   hourlyCost: number;
   /** Gangs (core/gangs.ts) given no node this round, with why; gangs grown whole, by name → pods. */
   gangs: { held: string[]; grown: Record<string, number> };
+  /** Nodes moved off ahead of ECS maintenance or a spot interruption (maintenance.ts), and those returned after. */
+  maintenance: MaintenanceOutcome;
   /** Waiting GPU pods that are no reason to buy a node (demand.ts), by why; and those an existing node has room for. */
   notDemand: Record<NotDemand, number> & { fitsExisting: number };
 }
@@ -201,6 +205,8 @@ interface PoolRecord {
     reason: string;
     cost: number;
   };
+  /** Nodes of the pool being moved off ahead of ECS maintenance or a spot interruption (maintenance.ts). */
+  maintenance?: Record<string, TrackedNode>;
   events?: PublishedEvent[];
   notices?: PendingNotice[];
 }
@@ -503,6 +509,79 @@ function reasonOf(inc: Increment, plan: ScaleOutPlan): string {
   );
 }
 
+/** Intent first, then the absolute size, then the request with its event and notice (the outbox); the task id. */
+async function growPool(
+  deps: AutoscaleDeps,
+  pool: NodePool,
+  inc: { from: number; to: number; hourlyCost: number },
+  reason: string,
+  now: number,
+): Promise<string> {
+  await record(deps, pool.id, (x) => ({
+    ...x,
+    intent: { from: inc.from, to: inc.to, at: now, reason, cost: inc.hourlyCost },
+  }));
+  const { taskId } = await deps.cloud.setDesiredSize(pool.id, inc.to);
+  const ev = poolEvent(deps, pool, now, inc.from, inc.to, 'requested', reason, { taskId, cost: inc.hourlyCost });
+  const notice: Notice = {
+    title: `gpu-reflex: growing node pool ${pool.name} ${inc.from} → ${inc.to}`,
+    text: `${reason} (+${inc.hourlyCost}/h)`.slice(0, 1000),
+    severity: 'info',
+  };
+  const rec = await record(
+    deps,
+    pool.id,
+    (x) => ({
+      ...x,
+      intent: undefined,
+      request: { taskId, from: inc.from, to: inc.to, at: now },
+      cooldownUntil: now + cooldownMs(deps, pool.id),
+    }),
+    [ev],
+    [notice],
+  );
+  await flush(deps, pool.id, rec);
+  pool.desiredSize = inc.to;
+  return taskId;
+}
+
+/** The maintenance step's view of the round (maintenance.ts): records, growth, what may move. */
+function maintenanceBook(
+  deps: AutoscaleDeps,
+  fresh: ReadonlyMap<string, PoolRecord>,
+  states: readonly PoolState[],
+  now: number,
+): MaintenanceBook {
+  return {
+    tracked: (id) => ({ ...(fresh.get(id)?.maintenance ?? {}) }),
+    busy: (id) => {
+      const r = fresh.get(id);
+      const price = states.find((s) => s.id === id)?.hourlyPrice;
+      const limit = deps.policy.approval?.aboveHourlyCost;
+      if (r?.intent || r?.removal) return 'an earlier size change of the pool is still being sent';
+      if (price === undefined) return 'its instance type cannot be read';
+      if (limit !== undefined && price > limit)
+        return `a node costs ${price}/h, above the ${limit}/h the policy lets gpu-reflex spend alone`;
+      return undefined;
+    },
+    setTracked: async (id, change, notices = []) => {
+      const rec = await record(
+        deps,
+        id,
+        (x) => ({ ...x, maintenance: change({ ...(x.maintenance ?? {}) }) }),
+        [],
+        notices,
+      );
+      await flush(deps, id, rec);
+    },
+    grow: async (pool, from, to, reason) => {
+      const price = states.find((s) => s.id === pool.id)?.hourlyPrice ?? 0;
+      await growPool(deps, pool, { from, to, hourlyCost: Math.round((to - from) * price * 100) / 100 }, reason, now);
+    },
+    movable,
+  };
+}
+
 export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutcome> {
   const empty: AutoscaleOutcome = {
     scaled: {},
@@ -518,6 +597,7 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
     hourlyCost: 0,
     notDemand: { gated: 0, nominated: 0, 'not-unschedulable': 0, fitsExisting: 0 },
     gangs: { held: [], grown: {} },
+    maintenance: { preparing: [], draining: [], returned: [], refused: [] },
   };
   // The literal is POOL_SIZE_LEASE (adapters/alicloud/ports.ts), which remediation's replacements
   // hold too; it stays spelled out so the build's check finds this function's global Lease.
@@ -534,6 +614,7 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
         released: [],
         draining: [],
         kept: [],
+        maintenance: { preparing: [], draining: [], returned: [], refused: [] },
       };
       const all = await deps.cloud.listNodePools();
       for (const id of Object.keys(deps.policy.pools))
@@ -645,6 +726,9 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
       for (const f of fitsExisting.slice(0, 20))
         deps.logger.info('autoscale-pools: a card of an existing node has room for this pod', f);
       const states = await poolStates(deps, managed, nodes, fresh, now);
+      // 2b. Capacity known to go away (ECS maintenance, spot interruptions): cordon, grow first, drain, return.
+      out.maintenance = await maintainPools(deps, managed, nodes, pods, maintenanceBook(deps, fresh, states, now));
+      for (const s of states) s.desired = managed.find((p) => p.id === s.id)!.desiredSize;
       const plan = planWithGangs(states, pending, gangsOf(pods, specs), gangPodsCovered(fitsExisting));
       Object.assign(out, {
         notDemand: { ...countNotDemand(waitingGpu(pods)), fitsExisting: fitsExisting.length },
@@ -667,30 +751,7 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
           out.held[pool.id] = inc.to;
           continue;
         }
-        await record(deps, pool.id, (x) => ({
-          ...x,
-          intent: { from: inc.from, to: inc.to, at: now, reason, cost: inc.hourlyCost },
-        }));
-        const { taskId } = await deps.cloud.setDesiredSize(pool.id, inc.to);
-        const ev = poolEvent(deps, pool, now, inc.from, inc.to, 'requested', reason, { taskId, cost: inc.hourlyCost });
-        const notice: Notice = {
-          title: `gpu-reflex: growing node pool ${pool.name} ${inc.from} → ${inc.to}`,
-          text: `${reason} (+${inc.hourlyCost}/h)`.slice(0, 1000),
-          severity: 'info',
-        };
-        const rec = await record(
-          deps,
-          pool.id,
-          (x) => ({
-            ...x,
-            intent: undefined,
-            request: { taskId, from: inc.from, to: inc.to, at: now },
-            cooldownUntil: now + cooldownMs(deps, pool.id),
-          }),
-          [ev],
-          [notice],
-        );
-        await flush(deps, pool.id, rec);
+        const taskId = await growPool(deps, pool, inc, reason, now);
         deps.logger.info('autoscale-pools: growing node pool', {
           pool: pool.id,
           from: inc.from,
@@ -856,6 +917,8 @@ async function scaleIn(
   }
   // New releases.
   const held = (n: NodeInfo): string | undefined => {
+    const moving = rec.maintenance?.[n.name];
+    if (moving) return `being moved off ahead of ${moving.type} (maintenance.ts)`;
     const st = n.labels[STATE_LABEL];
     if (st && st !== 'healthy') return `remediation holds it (${STATE_LABEL}=${st})`;
     if (n.taints.some((t) => t.key === DEFAULT_TAINT_KEY)) return `remediation holds it (taint ${DEFAULT_TAINT_KEY})`;
@@ -897,6 +960,8 @@ async function scaleIn(
     now,
     policy.idleMinutes,
   );
+  // A node moved off ahead of maintenance idles from its return on, not from its drain.
+  for (const n of Object.keys(rec.maintenance ?? {})) delete decision.idleSince[n];
   for (const k of decision.kept) deps.logger.info('autoscale-pools: idle node kept', { pool: pool.id, ...k });
   out.kept.push(...decision.kept);
   const starting = decision.release.map((r) => ({

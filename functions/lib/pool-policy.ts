@@ -12,6 +12,9 @@
  *   scaleIn: { idleMinutes: 10, drainTimeoutMinutes: 30 }   # give back nodes that ran no GPU pod this long
  *   # a scale-out adding more than this per hour waits for "approve ID" in chat:
  *   approval: { aboveHourlyCost: 100, ttlMinutes: 30 }
+ *   # ECS planned maintenance and spot interruptions: cordon and add a node prepareMinutes before the drain
+ *   # deadline, empty the node drainBeforeMinutes before the event at the latest (autoscale/core/maintenance.ts):
+ *   maintenance: { enabled: true, drainBeforeMinutes: 30, prepareMinutes: 60 }
  *   pools:
  *     np-t4-inference: { min: 0, max: 10, maxStep: 4 }
  *     np-a10-shared:                          # nodes run NVIDIA time-slicing: 4 pods per GPU
@@ -71,6 +74,15 @@ export const AutoscalePolicySchema = z
       })
       .strict()
       .default({ idleMinutes: 10, drainTimeoutMinutes: 30 }),
+    /** Planned maintenance and spot interruptions (functions/autoscale/core/maintenance.ts). */
+    maintenance: z
+      .object({
+        enabled: z.boolean().default(true),
+        drainBeforeMinutes: z.number().nonnegative().max(1440).default(30),
+        prepareMinutes: z.number().nonnegative().max(1440).default(60),
+      })
+      .strict()
+      .default({ enabled: true, drainBeforeMinutes: 30, prepareMinutes: 60 }),
     pools: z.record(z.string().regex(/^np[a-z0-9-]*$/, 'node pool ids start with "np"'), PoolBounds).default({}),
     /**
      * Set: a scale-out that adds more than `aboveHourlyCost` (the instance type's price × nodes added, CNY) waits for a

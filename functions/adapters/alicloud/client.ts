@@ -11,7 +11,7 @@ import {
   ThrottledError,
   TransientError,
 } from '../errors.ts';
-import type { CloudPools, CloudTask, InstanceInfo, InstanceTypeInfo, NodePool } from './ports.ts';
+import type { CloudPools, CloudTask, InstanceInfo, InstanceTypeInfo, NodePool, SystemEvent } from './ports.ts';
 import { RAM_ACTIONS } from './ports.ts';
 
 /**
@@ -178,6 +178,9 @@ export function credentialFields(
 
 const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v ?? 0));
 const str = (v: unknown): string => (v === undefined || v === null ? '' : String(v));
+
+/** The system-event states that are not over (DescribeInstanceHistoryEvents `InstanceEventCycleStatus`). */
+const ACTIVE_EVENT_STATES = ['Scheduled', 'Executing', 'Inquiring'];
 
 /** DescribeInstanceTypes' limit on `InstanceTypes` per call. */
 const MAX_TYPES_PER_CALL = 10;
@@ -412,7 +415,8 @@ export class AliCloudPools implements CloudPools {
         query: { RegionId: this.settings.regionId, InstanceIds: JSON.stringify(chunk), PageSize: '100' },
       });
       const list = ((body['Instances'] as Json | undefined)?.['Instance'] ?? []) as Json[];
-      for (const x of list)
+      for (const x of list) {
+        const locks = ((x['OperationLocks'] as Json | undefined)?.['LockReason'] ?? []) as Json[];
         out.push({
           id: str(x['InstanceId']),
           status: str(x['Status']),
@@ -420,7 +424,48 @@ export class AliCloudPools implements CloudPools {
           instanceType: str(x['InstanceType']),
           chargeType: str(x['InstanceChargeType']),
           startTime: str(x['StartTime']),
+          ...(Array.isArray(locks) && locks.length > 0 ? { locks: locks.map((l) => str(l['LockReason'])) } : {}),
         });
+      }
+    }
+    return out;
+  }
+
+  /**
+   * DescribeInstanceHistoryEvents (ECS 2014-05-26,
+   * https://www.alibabacloud.com/help/en/ecs/developer-reference/api-ecs-2014-05-26-describeinstancehistoryevents):
+   * `RegionId`, `ResourceId.N` (1–100 instance ids), `InstanceEventCycleStatus.N` — without it only events that are
+   * over (Avoided, Executed, Canceled, Failed) are listed, so the active ones are named — and `MaxResults` (10–100)
+   * with `NextToken` → `InstanceSystemEventSet.InstanceSystemEventType[]` of `{EventId, InstanceId,
+   * EventType:{Code,Name}, EventCycleStatus:{Code,Name}, NotBefore, ...}` (field names from the SDK's
+   * DescribeInstanceHistoryEventsResponseBody, @alicloud/ecs20140526).
+   */
+  async systemEvents(instanceIds: string[]): Promise<SystemEvent[]> {
+    const out: SystemEvent[] = [];
+    const ids = [...new Set(instanceIds)];
+    for (let i = 0; i < ids.length; i += 100) {
+      const query: Record<string, string> = { RegionId: this.settings.regionId, MaxResults: '100' };
+      ids.slice(i, i + 100).forEach((id, k) => (query[`ResourceId.${k + 1}`] = id));
+      ACTIVE_EVENT_STATES.forEach((st, k) => (query[`InstanceEventCycleStatus.${k + 1}`] = st));
+      for (let token = ''; ;) {
+        const body = await this.call('systemEvents', 'ecs', {
+          pathname: '/',
+          method: 'POST',
+          query: token ? { ...query, NextToken: token } : query,
+        });
+        const list = ((body['InstanceSystemEventSet'] as Json | undefined)?.['InstanceSystemEventType'] ??
+          []) as Json[];
+        for (const e of list)
+          out.push({
+            id: str(e['EventId']),
+            instanceId: str(e['InstanceId']),
+            type: str((e['EventType'] as Json | undefined)?.['Name']),
+            status: str((e['EventCycleStatus'] as Json | undefined)?.['Name']),
+            notBefore: str(e['NotBefore']),
+          });
+        token = str(body['NextToken']);
+        if (!token) break;
+      }
     }
     return out;
   }

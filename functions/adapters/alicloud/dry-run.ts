@@ -17,6 +17,7 @@ export function dryRunCloudPools(real: CloudPools, record: (action: DryRunAction
     hourlyPrice: (t) => real.hourlyPrice(t),
     spotPrice: (t) => real.spotPrice(t),
     instances: (ids) => real.instances(ids),
+    systemEvents: (ids) => real.systemEvents(ids),
     task: async (id) => (id === DRY_RUN_TASK ? { id, state: 'running' } : real.task(id)),
     setDesiredSize: async (pool, n) => note('cloud.setDesiredSize', [pool, n], { taskId: DRY_RUN_TASK }),
     removeNodes: async (pool, ids, opts) => note('cloud.removeNodes', [pool, ids, opts], { taskId: DRY_RUN_TASK }),

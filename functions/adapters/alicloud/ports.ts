@@ -77,6 +77,28 @@ export interface InstanceInfo {
   chargeType: string;
   /** ISO time of the last start, '' when never started. */
   startTime: string;
+  /**
+   * `OperationLocks.LockReason[].LockReason`: `Recycling` is a spot (preemptible) instance's interruption
+   * notice, the instance is reclaimed minutes later (ECS "Detect and respond to spot instance interruption
+   * events":
+   * https://www.alibabacloud.com/help/en/ecs/user-guide/query-the-interruption-events-of-preemptible-instances).
+   */
+  locks?: string[];
+}
+
+/**
+ * An ECS system event not yet over (DescribeInstanceHistoryEvents, `InstanceSystemEventSet`): the instance will be
+ * rebooted, redeployed, stopped or released at `notBefore` at the earliest.
+ */
+export interface SystemEvent {
+  id: string;
+  instanceId: string;
+  /** `EventType.Name`: `SystemMaintenance.Reboot`, `SystemMaintenance.Redeploy`, `SystemFailure.Redeploy`… */
+  type: string;
+  /** `EventCycleStatus.Name`: `Scheduled`, `Executing` or `Inquiring` (only those are asked for). */
+  status: string;
+  /** ISO time: the earliest the event is carried out. */
+  notBefore: string;
 }
 
 export interface CloudPools {
@@ -95,6 +117,8 @@ export interface CloudPools {
   /** The latest spot price per hour of the type in the region (DescribeSpotPriceHistory), undefined when none. */
   spotPrice(instanceType: string): Promise<number | undefined>;
   instances(ids: string[]): Promise<InstanceInfo[]>;
+  /** The system events of these instances that are scheduled or under way (none over); read only. */
+  systemEvents(instanceIds: string[]): Promise<SystemEvent[]>;
   reboot(instanceId: string): Promise<void>;
 }
 
@@ -108,5 +132,6 @@ export const RAM_ACTIONS: Readonly<Record<keyof CloudPools, string>> = {
   hourlyPrice: 'ecs:DescribePrice',
   spotPrice: 'ecs:DescribeSpotPriceHistory',
   instances: 'ecs:DescribeInstances',
+  systemEvents: 'ecs:DescribeInstanceHistoryEvents',
   reboot: 'ecs:RebootInstance',
 };

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import * as z from 'zod';
 import { parseConfigText, validateConfig } from '../../../functions/lib/yaml-text.ts';
+import { PreemptionSpec, SystemEventSpec } from './system-events.ts';
 
 /**
  * The cloud file: what the Alibaba Cloud simulator starts with (region, one ACK cluster, its node
@@ -95,6 +96,10 @@ export const CloudFileSchema = z
     stock: z.record(z.string(), z.number().int().nonnegative()).default({}),
     /** The current spot price per hour of each type (DescribeSpotPriceHistory); absent: no spot offer. */
     spotPrices: z.record(z.string(), z.number().positive()).default({}),
+    /** ECS system events to publish (planned maintenance: a reboot or redeploy at `notBeforeSeconds`). */
+    systemEvents: z.array(SystemEventSpec).default([]),
+    /** Spot interruptions: the instance is locked `Recycling`, then reclaimed 5 minutes later. */
+    preemptions: z.array(PreemptionSpec).default([]),
   })
   .strict()
   .superRefine((c, ctx) => {

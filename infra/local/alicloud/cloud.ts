@@ -1,6 +1,7 @@
 import type { Clock } from '../../../events/clock.ts';
 import { DEFAULT_INSTANCE_TYPES, type InstanceTypeSpec } from './catalog.ts';
 import type { ParsedCloudFile } from './cloud-file.ts';
+import { SPOT_RECLAIM_MS, type SimSystemEvent } from './system-events.ts';
 
 /**
  * The simulated region: one ACK cluster's node pools, the ECS instances behind them, and the
@@ -28,6 +29,8 @@ export interface SimInstance {
   /** Changes on every boot, as a node's `status.nodeInfo.bootID` does. */
   bootId: string;
   removing: boolean;
+  /** `OperationLocks`: `Recycling` once a spot instance's interruption is announced. */
+  locks: string[];
 }
 
 export interface SimPool {
@@ -80,6 +83,8 @@ export class AliCloud {
   readonly instances = new Map<string, SimInstance>();
   readonly tasks = new Map<string, SimTask>();
   readonly types = new Map<string, InstanceTypeSpec>();
+  /** ECS system events published so far (system-events.ts), every state. */
+  readonly systemEvents: SimSystemEvent[] = [];
   /** Every call that reached an action, in order (action and caller's AccessKey id): tests count them. */
   readonly calls: { action: string; accessKeyId: string }[] = [];
   private readonly secrets = new Map<string, string>();
@@ -121,6 +126,75 @@ export class AliCloud {
         inst.startedMs = now;
       }
     }
+    this.scriptEvents(file);
+  }
+
+  /** The instance a scripted event names (by node name or id); a name the region lacks is refused at start. */
+  private scripted(e: { node?: string | undefined; instanceId?: string | undefined }, what: string): SimInstance {
+    const inst = [...this.instances.values()].find((i) => i.id === e.instanceId || i.nodeName === e.node);
+    if (!inst)
+      throw new CloudError(400, 'InvalidParameter', `${what}: no instance ${e.instanceId ?? `with node ${e.node}`}`);
+    return inst;
+  }
+
+  /**
+   * The cloud file's system events and spot interruptions, on the clock. A system event is published, carried out at
+   * its NotBefore (the instance restarts: Executing), and Executed once the instance runs again; one whose instance
+   * is gone by then is Canceled. A spot instance's notice locks it `Recycling`; 5 minutes later it is reclaimed
+   * (released), and its pool, which keeps its desired size, boots another (ACK: a node deleted another way is
+   * replaced).
+   */
+  private scriptEvents(file: ParsedCloudFile): void {
+    for (const spec of file.systemEvents ?? []) {
+      const inst = this.scripted(spec, 'systemEvents');
+      const e: SimSystemEvent = {
+        id: `e-gr${this.next().toString(36).padStart(16, '0')}`,
+        instanceId: inst.id,
+        type: spec.type,
+        status: 'Scheduled',
+        publishedMs: this.clock.now() + spec.publishSeconds * 1000,
+        notBeforeMs: this.clock.now() + spec.notBeforeSeconds * 1000,
+      };
+      if (spec.publishSeconds === 0) this.systemEvents.push(e);
+      else this.clock.setTimer(spec.publishSeconds * 1000, () => this.systemEvents.push(e));
+      this.clock.setTimer(spec.notBeforeSeconds * 1000, () => this.carryOut(e));
+    }
+    for (const spec of file.preemptions ?? []) {
+      const inst = this.scripted(spec, 'preemptions');
+      this.clock.setTimer(spec.atSeconds * 1000, () => {
+        if (!this.instances.has(inst.id)) return;
+        inst.locks = ['Recycling'];
+        this.clock.setTimer(SPOT_RECLAIM_MS, () => this.reclaim(inst));
+      });
+    }
+  }
+
+  private carryOut(e: SimSystemEvent): void {
+    const inst = this.instances.get(e.instanceId);
+    if (!inst || inst.status !== 'Running') {
+      e.status = 'Canceled';
+      e.finishedMs = this.clock.now();
+      return;
+    }
+    e.status = 'Executing';
+    inst.status = 'Stopping';
+    this.emit({ type: 'rebooting', instance: inst, pool: inst.poolId ? this.pools.get(inst.poolId) : undefined });
+    this.clock.setTimer(this.file.rebootSeconds * 1000, () => {
+      if (this.instances.has(inst.id) && inst.status === 'Stopping') this.boot(inst);
+      e.status = 'Executed';
+      e.finishedMs = this.clock.now();
+    });
+  }
+
+  private reclaim(inst: SimInstance): void {
+    if (!this.instances.has(inst.id)) return;
+    const pool = inst.poolId ? this.pools.get(inst.poolId) : undefined;
+    this.instances.delete(inst.id);
+    if (!pool) return;
+    inst.poolId = undefined;
+    this.emit({ type: 'removed', instance: inst, pool, released: true });
+    const short = pool.desired - this.members(pool.spec.id).length;
+    if (short > 0) this.grow(pool, short, 'ReclaimReplacement');
   }
 
   get bootMs(): number {
@@ -312,6 +386,7 @@ export class AliCloud {
       startedMs: undefined,
       bootId: `boot-${n}-0`,
       removing: false,
+      locks: [],
     };
     this.instances.set(inst.id, inst);
     return inst;

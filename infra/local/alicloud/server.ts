@@ -4,6 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { readBody } from '../http-kit.ts';
 import { CloudError, type AliCloud, type SimInstance, type SimPool, type SimTask } from './cloud.ts';
 import { verify } from './signature.ts';
+import { describeSystemEvents } from './system-events-api.ts';
 
 /**
  * Alibaba Cloud OpenAPI as the official SDKs speak it, both styles on one endpoint:
@@ -186,6 +187,8 @@ function instanceView(cloud: AliCloud, i: SimInstance): Json {
     GPUAmount: type?.gpuAmount ?? 0,
     GPUSpec: type?.gpuSpec ?? '',
     VpcAttributes: { PrivateIpAddress: { IpAddress: [i.privateIp] } },
+    // A spot instance's interruption notice: `LockReason` `Recycling` (system-events.ts).
+    OperationLocks: { LockReason: i.locks.map((r) => ({ LockReason: r })) },
     Tags: {
       Tag: [
         { TagKey: 'ack.aliyun.com', TagValue: cloud.clusterId },
@@ -441,6 +444,8 @@ function serveEcs(cloud: AliCloud, call: Call, requestId: string): Json {
         Instances: { Instance: items.map((i) => instanceView(cloud, i)) },
       };
     }
+    case 'DescribeInstanceHistoryEvents':
+      return describeSystemEvents(cloud, p, requestId);
     case 'RebootInstance': {
       cloud.reboot(required(p, 'InstanceId'), {
         dryRun: bool(p.get('DryRun'), false),

@@ -1,0 +1,150 @@
+import { describe, expect, it } from 'vitest';
+import { planMaintenance, type CapacityWarning, type MaintenanceFacts, type TrackedNode } from './maintenance.ts';
+
+const MIN = 60_000;
+const T0 = Date.parse('2026-01-01T00:00:00.000Z');
+const reboot = (deadline: number, node = 'n-a'): CapacityWarning => ({
+  node,
+  instanceId: `i-${node}`,
+  kind: 'maintenance',
+  type: 'SystemMaintenance.Reboot',
+  eventId: `e-${node}`,
+  deadline,
+});
+const tracked = (deadline: number, over: Partial<TrackedNode> = {}): TrackedNode => ({
+  eventId: 'e-n-a',
+  type: 'SystemMaintenance.Reboot',
+  kind: 'maintenance',
+  instanceId: 'i-n-a',
+  deadline,
+  since: T0,
+  replacement: true,
+  ownCordon: true,
+  ...over,
+});
+
+function facts(over: Partial<MaintenanceFacts> = {}): MaintenanceFacts {
+  return {
+    now: T0,
+    policy: { drainBeforeMinutes: 30, prepareMinutes: 60 },
+    warnings: [],
+    tracked: {},
+    nodes: new Map([
+      ['n-a', { pool: 'np-a', ready: true }],
+      ['n-b', { pool: 'np-a', ready: true }],
+    ]),
+    pools: [{ id: 'np-a', desired: 2, ready: 2, max: 4 }],
+    ...over,
+  };
+}
+
+const kinds = (f: MaintenanceFacts) => planMaintenance(f).steps.map((s) => `${s.kind} ${s.node}`);
+
+describe('planMaintenance', () => {
+  it('does nothing for an event 2 h ahead until 90 min before it (prepare 60 + drain 30)', () => {
+    expect(kinds(facts({ warnings: [reboot(T0 + 120 * MIN)] }))).toEqual([]);
+    expect(kinds(facts({ now: T0 + 29 * MIN, warnings: [reboot(T0 + 120 * MIN)] }))).toEqual([]);
+  });
+
+  it('prepares a node inside the window: cordon and one more node of its pool, capacity first', () => {
+    const plan = planMaintenance(facts({ now: T0 + 30 * MIN, warnings: [reboot(T0 + 120 * MIN)] }));
+    expect(plan.steps.map((s) => s.kind)).toEqual(['prepare']);
+    expect(plan.grow).toEqual({ 'np-a': { from: 2, to: 3, nodes: ['n-a'] } });
+  });
+
+  it('buys no replacement above the pool max, and says so; the node is still prepared', () => {
+    const plan = planMaintenance(
+      facts({
+        now: T0 + 30 * MIN,
+        warnings: [reboot(T0 + 120 * MIN)],
+        pools: [{ id: 'np-a', desired: 2, ready: 2, max: 2 }],
+      }),
+    );
+    expect(plan.grow).toEqual({});
+    expect(plan.refused).toEqual([{ node: 'n-a', pool: 'np-a', why: 'node pool np-a is at its max (2)' }]);
+    expect(plan.steps.map((s) => s.kind)).toEqual(['prepare']);
+  });
+
+  it('counts two warned nodes of one pool against its max together', () => {
+    const plan = planMaintenance(
+      facts({
+        now: T0 + 30 * MIN,
+        warnings: [reboot(T0 + 120 * MIN, 'n-a'), reboot(T0 + 120 * MIN, 'n-b')],
+        pools: [{ id: 'np-a', desired: 2, ready: 2, max: 3 }],
+      }),
+    );
+    expect(plan.grow).toEqual({ 'np-a': { from: 2, to: 3, nodes: ['n-a'] } });
+    expect(plan.refused.map((r) => r.node)).toEqual(['n-b']);
+  });
+
+  it('waits for the replacement before draining, and drains once it is Ready', () => {
+    const d = T0 + 120 * MIN;
+    const waiting = facts({
+      now: T0 + 40 * MIN,
+      warnings: [reboot(d)],
+      tracked: { 'n-a': tracked(d) },
+      pools: [{ id: 'np-a', desired: 3, ready: 2, max: 4 }],
+    });
+    expect(kinds(waiting)).toEqual([]);
+    expect(kinds({ ...waiting, pools: [{ id: 'np-a', desired: 3, ready: 3, max: 4 }] })).toEqual(['drain n-a']);
+  });
+
+  it('drains at the drain deadline (30 min before) even when no replacement came', () => {
+    const d = T0 + 120 * MIN;
+    const f = facts({
+      now: d - 30 * MIN,
+      warnings: [reboot(d)],
+      tracked: { 'n-a': tracked(d) },
+      pools: [{ id: 'np-a', desired: 3, ready: 2, max: 4 }],
+    });
+    expect(kinds(f)).toEqual(['drain n-a']);
+    expect(kinds({ ...f, now: d - 31 * MIN })).toEqual([]);
+  });
+
+  it('drains a spot instance at its interruption notice, with its replacement asked at once', () => {
+    const plan = planMaintenance(
+      facts({
+        warnings: [{ ...reboot(T0 + 5 * MIN), kind: 'preemption', type: 'Recycling', eventId: 'spot:i-n-a' }],
+      }),
+    );
+    expect(plan.steps.map((s) => `${s.kind} ${s.node}`)).toEqual(['prepare n-a', 'drain n-a']);
+    expect(plan.grow['np-a']?.to).toBe(3);
+  });
+
+  it('returns a node once its event is over and it is Ready again; not while it reboots', () => {
+    const d = T0 + 120 * MIN;
+    const f = facts({ now: d + 5 * MIN, warnings: [], tracked: { 'n-a': tracked(d) } });
+    expect(kinds(f)).toEqual(['return n-a']);
+    const rebooting = new Map(f.nodes);
+    rebooting.set('n-a', { pool: 'np-a', ready: false });
+    expect(kinds({ ...f, nodes: rebooting })).toEqual([]);
+  });
+
+  it("never lifts a cordon it did not set: a person's, or one remediation holds by then", () => {
+    const d = T0 + 120 * MIN;
+    const theirs = facts({ now: d + 5 * MIN, warnings: [], tracked: { 'n-a': tracked(d, { ownCordon: false }) } });
+    expect(kinds(theirs)).toEqual(['forget n-a']);
+    const held = new Map(theirs.nodes);
+    held.set('n-a', { pool: 'np-a', ready: true, heldBy: 'remediation holds it (gpu-reflex.io/state=quarantined)' });
+    expect(kinds({ ...theirs, tracked: { 'n-a': tracked(d) }, nodes: held })).toEqual(['forget n-a']);
+    // Prepared while already cordoned: not ours.
+    const cordoned = new Map(theirs.nodes);
+    cordoned.set('n-a', { pool: 'np-a', ready: true, unschedulable: true });
+    const plan = planMaintenance(facts({ now: T0 + 30 * MIN, warnings: [reboot(d)], nodes: cordoned }));
+    expect(plan.steps[0]).toMatchObject({ kind: 'prepare', tracked: { ownCordon: false } });
+  });
+
+  it('returns nothing while the events could not be read (unknown is not "over")', () => {
+    const d = T0 + 120 * MIN;
+    const after = kinds(facts({ now: d + 5 * MIN, warnings: undefined, tracked: { 'n-a': tracked(d) } }));
+    expect(after).not.toContain('return n-a');
+    // …and a tracked node past its drain deadline keeps being drained on its stored deadline.
+    expect(kinds(facts({ now: d - 10 * MIN, warnings: undefined, tracked: { 'n-a': tracked(d) } }))).toEqual([
+      'drain n-a',
+    ]);
+  });
+
+  it('forgets a tracked node that left the cluster', () => {
+    expect(kinds(facts({ tracked: { 'n-gone': tracked(T0) } }))).toEqual(['forget n-gone']);
+  });
+});

@@ -1,0 +1,173 @@
+/**
+ * Capacity that will go away, known ahead (issue #34), decided as data: an ECS system event (planned maintenance:
+ * the instance is rebooted or redeployed at its NotBefore at the earliest) or a spot instance's interruption notice
+ * (reclaimed about 5 minutes later). cluster-autoscaler and Karpenter have no such reflex on Alibaba Cloud.
+ *
+ * For each warned node of a managed pool, in this order:
+ *   1. prepare, `prepareMinutes + drainBeforeMinutes` before the deadline (a spot notice: at once): the node is
+ *      cordoned (nothing new lands on it) and, when the pool is below its max (and the replacement within the
+ *      policy's spending limit), one more node is asked of the pool: capacity first;
+ *   2. drain: once the pool's requested nodes are all Ready (the replacement joined), or `drainBeforeMinutes` before
+ *      the deadline at the latest (a spot notice: at once, a new node takes minutes), its pods are evicted through
+ *      the Eviction API (disruption budgets respected; a blocked one is tried again next round);
+ *   3. return: once the event is no longer listed (executed, canceled) and the node is Ready again, it is
+ *      uncordoned and forgotten; the extra node idles and scale-in gives it back.
+ * An event that cannot be read (the call failed) is unknown: nothing is returned on it, and nodes already being
+ * prepared keep their stored deadline.
+ */
+
+export type WarningKind = 'maintenance' | 'preemption';
+
+/** What the cloud says will happen to a node's instance. */
+export interface CapacityWarning {
+  node: string;
+  instanceId: string;
+  kind: WarningKind;
+  /** `SystemMaintenance.Reboot`…, or `Recycling` for a spot interruption. */
+  type: string;
+  /** Event id (`e-…`), or `spot:<instance>` for a spot interruption. */
+  eventId: string;
+  /** When the capacity goes (ms): the event's NotBefore, or the notice plus 5 minutes. */
+  deadline: number;
+}
+
+/** A node being prepared, as the pool's record keeps it between rounds. */
+export interface TrackedNode {
+  eventId: string;
+  type: string;
+  kind: WarningKind;
+  instanceId: string;
+  deadline: number;
+  /** When gpu-reflex cordoned it (ms). */
+  since: number;
+  /** A node was asked of the pool for it. */
+  replacement: boolean;
+  /** gpu-reflex cordoned it (it was schedulable): only then is it uncordoned on return. */
+  ownCordon: boolean;
+}
+
+export interface MaintenancePolicy {
+  /** The node is empty at least this long before its deadline. */
+  drainBeforeMinutes: number;
+  /** Preparing (cordon, replacement) starts this long before the drain deadline. */
+  prepareMinutes: number;
+}
+
+export interface MaintenancePool {
+  id: string;
+  desired: number;
+  /** Ready members. */
+  ready: number;
+  max: number;
+  /** Why no replacement may be bought alone (the spending limit), if so. */
+  noReplacement?: string;
+}
+
+export interface MaintenanceFacts {
+  now: number;
+  policy: MaintenancePolicy;
+  /** undefined: the cloud could not be read this round (unknown, not "no event"). */
+  warnings: CapacityWarning[] | undefined;
+  /** node → tracked, across every managed pool. */
+  tracked: Readonly<Record<string, TrackedNode>>;
+  /**
+   * Members of managed pools: node → its pool, whether Ready, whether cordoned, and who else holds it
+   * (remediation's state label or taint), if anyone.
+   */
+  nodes: ReadonlyMap<string, { pool: string; ready: boolean; unschedulable?: boolean; heldBy?: string }>;
+  pools: readonly MaintenancePool[];
+}
+
+export type MaintenanceStep =
+  | { kind: 'prepare'; node: string; pool: string; tracked: TrackedNode; why: string }
+  | { kind: 'drain'; node: string; pool: string; why: string }
+  | { kind: 'return'; node: string; pool: string; why: string }
+  | { kind: 'forget'; node: string; pool: string; why: string };
+
+export interface MaintenancePlan {
+  steps: MaintenanceStep[];
+  /** Pools to grow for replacements: pool → the new desired size and the nodes it stands in for. */
+  grow: Record<string, { from: number; to: number; nodes: string[] }>;
+  /** Replacements not bought, with why (the pool is at its max, the spending limit). */
+  refused: { node: string; pool: string; why: string }[];
+}
+
+const MIN = 60_000;
+const clock = (ms: number) => new Date(ms).toISOString().slice(11, 16);
+
+export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
+  const plan: MaintenancePlan = { steps: [], grow: {}, refused: [] };
+  const drainAt = (t: TrackedNode) =>
+    t.kind === 'preemption' ? t.since : t.deadline - f.policy.drainBeforeMinutes * MIN;
+  const poolOf = new Map(f.pools.map((p) => [p.id, p]));
+  const warned = new Map((f.warnings ?? []).map((w) => [w.node, w]));
+  // 1. New warnings, once inside the preparing window.
+  for (const w of warned.values()) {
+    const member = f.nodes.get(w.node);
+    const pool = member && poolOf.get(member.pool);
+    if (!member || !pool || f.tracked[w.node]) continue;
+    const start = w.deadline - (f.policy.drainBeforeMinutes + f.policy.prepareMinutes) * MIN;
+    if (w.kind === 'maintenance' && f.now < start) continue;
+    const grown = plan.grow[pool.id];
+    const desired = grown?.to ?? pool.desired;
+    const refusal = desired >= pool.max ? `node pool ${pool.id} is at its max (${pool.max})` : pool.noReplacement;
+    if (refusal) plan.refused.push({ node: w.node, pool: pool.id, why: refusal });
+    else plan.grow[pool.id] = { from: pool.desired, to: desired + 1, nodes: [...(grown?.nodes ?? []), w.node] };
+    const tracked: TrackedNode = {
+      eventId: w.eventId,
+      type: w.type,
+      kind: w.kind,
+      instanceId: w.instanceId,
+      deadline: w.deadline,
+      since: f.now,
+      replacement: refusal === undefined,
+      ownCordon: member.unschedulable !== true,
+    };
+    plan.steps.push({ kind: 'prepare', node: w.node, pool: pool.id, tracked, why: wordsOf(w) });
+    // A spot notice leaves no time to wait for a node; an event first seen late is drained at once too.
+    if (f.now >= drainAt(tracked))
+      plan.steps.push({ kind: 'drain', node: w.node, pool: pool.id, why: `${wordsOf(w)}: no time to wait for a node` });
+  }
+  // 2. Tracked nodes: drain when the replacement is Ready or the drain deadline came; return once the event is over.
+  for (const [node, t] of Object.entries(f.tracked)) {
+    const member = f.nodes.get(node);
+    const poolId = member?.pool ?? '';
+    if (!member) {
+      plan.steps.push({ kind: 'forget', node, pool: poolId, why: `${node} left the cluster` });
+      continue;
+    }
+    const still = warned.get(node);
+    if (f.warnings !== undefined && (!still || still.eventId !== t.eventId)) {
+      // Someone else's cordon (a person's, remediation's) stays: the node is only forgotten.
+      if (!t.ownCordon || member.heldBy)
+        plan.steps.push({
+          kind: 'forget',
+          node,
+          pool: poolId,
+          why: `${t.type} on ${node} is over; left cordoned: ${member.heldBy ?? 'cordoned before gpu-reflex did'}`,
+        });
+      else if (member.ready)
+        plan.steps.push({ kind: 'return', node, pool: poolId, why: `${t.type} on ${node} is over and it is Ready` });
+      continue;
+    }
+    const pool = poolOf.get(poolId);
+    const capacityReady = t.replacement && pool !== undefined && pool.ready >= pool.desired;
+    if (f.now >= drainAt(t) || capacityReady)
+      plan.steps.push({
+        kind: 'drain',
+        node,
+        pool: poolId,
+        why:
+          f.now >= drainAt(t)
+            ? `${t.type} at ${clock(t.deadline)}: drained by ${clock(drainAt(t))} at the latest`
+            : `${t.type} at ${clock(t.deadline)}: its replacement is Ready`,
+      });
+  }
+  return plan;
+}
+
+function wordsOf(w: CapacityWarning): string {
+  return w.kind === 'preemption'
+    ? `spot instance ${w.instanceId} (${w.node}) is being reclaimed (Recycling) by ${clock(w.deadline)}`
+    : `ECS ${w.type} of ${w.instanceId} (${w.node}) not before ${clock(w.deadline)}`;
+}

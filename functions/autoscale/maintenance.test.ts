@@ -1,0 +1,198 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { VirtualClock } from '../../events/clock.ts';
+import { GPU_POOL_SCALED, type GpuPoolScaledDetail } from '../../events/index.ts';
+import { startAliCloudSim, type AliCloudSim } from '../../infra/local/alicloud/index.ts';
+import type { CloudFile } from '../../infra/local/alicloud/cloud-file.ts';
+import { RecordingPublisher } from '../adapters/bus.ts';
+import { manualClock, type ManualClock } from '../adapters/clock.ts';
+import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
+import { dryRunPorts, type DryRunAction } from '../adapters/kube/dry-run.ts';
+import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
+import { AutoscalePolicySchema } from '../lib/pool-policy.ts';
+import { autoscalePools, NODEPOOL_LABEL, type AutoscaleDeps } from './run.ts';
+import { simDeps } from '../../test/support/autoscale-sim-deps.ts';
+
+/**
+ * Planned maintenance and spot interruptions (issue #34) through the real Alibaba adapter against the simulated
+ * region: the event is read from DescribeInstanceHistoryEvents, the spot notice from DescribeInstances.
+ */
+const T0 = Date.parse('2026-01-01T00:00:00.000Z');
+const MIN = 60_000;
+let sim: AliCloudSim;
+let kube: FakeKube;
+let clock: ManualClock;
+let publisher: RecordingPublisher;
+afterEach(() => sim.close());
+
+async function world(cloud: Partial<CloudFile>, max = 4, policy: object = {}): Promise<AutoscaleDeps> {
+  const { pool, ...rest } = cloud as Partial<CloudFile> & { pool?: object };
+  const simClock = new VirtualClock(T0);
+  sim = await startAliCloudSim({
+    clock: simClock,
+    cloud: {
+      bootSeconds: 120,
+      rebootSeconds: 60,
+      pools: [
+        {
+          id: 'np-t4',
+          name: 't4',
+          instanceTypes: ['ecs.gn6i-c4g1.xlarge'],
+          size: 2,
+          nodeNames: ['n-a', 'n-b'],
+          ...pool,
+        },
+      ],
+      ...rest,
+    },
+  });
+  clock = manualClock(T0, (ms) => simClock.advance(ms));
+  kube = fakeKube({ clock });
+  for (const inst of sim.cloud.members('np-t4')) {
+    kube.cluster.addNode({
+      name: inst.nodeName,
+      providerId: `cn-hangzhou.${inst.id}`,
+      labels: { [NODEPOOL_LABEL]: 'np-t4' },
+      allocatable: { 'nvidia.com/gpu': '1', cpu: '3500m', memory: '14Gi' },
+    });
+    kube.cluster.addPod({
+      name: `serving-${inst.nodeName}`,
+      namespace: 'ml',
+      nodeName: inst.nodeName,
+      phase: 'Running',
+      owners: [{ kind: 'ReplicaSet', name: 'serving', controller: true }],
+      extendedResources: { 'nvidia.com/gpu': 1 },
+      requests: { 'nvidia.com/gpu': 1, cpu: 2 },
+    });
+  }
+  publisher = new RecordingPublisher();
+  return simDeps(
+    sim,
+    kube,
+    clock,
+    publisher,
+    AutoscalePolicySchema.parse({ pendingSeconds: 0, pools: { 'np-t4': { max } }, ...policy }),
+  );
+}
+
+/** The instance the pool booted for the replacement joins as a Ready node. */
+function joinNew(): void {
+  for (const inst of sim.cloud.members('np-t4'))
+    if (!kube.cluster.nodes.has(inst.nodeName) && inst.status === 'Running')
+      kube.cluster.addNode({
+        name: inst.nodeName,
+        providerId: `cn-hangzhou.${inst.id}`,
+        labels: { [NODEPOOL_LABEL]: 'np-t4' },
+        allocatable: { 'nvidia.com/gpu': '1', cpu: '3500m', memory: '14Gi' },
+      });
+}
+
+const serving = () => kube.cluster.pod('ml', 'serving-n-a');
+const reboot2h = { systemEvents: [{ node: 'n-a', type: 'SystemMaintenance.Reboot' as const, notBeforeSeconds: 7200 }] };
+
+describe('planned maintenance (ECS system events)', () => {
+  it('cordons and grows the pool 90 min ahead, drains once the new node is Ready, returns the node after', async () => {
+    const deps = await world(reboot2h);
+    expect((await autoscalePools(deps)).maintenance.preparing).toEqual([]);
+    expect(kube.cluster.nodes.get('n-a')!.unschedulable).toBe(false);
+
+    await clock.advance(30 * MIN);
+    expect((await autoscalePools(deps)).maintenance.preparing).toEqual(['n-a']);
+    expect(kube.cluster.nodes.get('n-a')!.unschedulable).toBe(true);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(3);
+    const scaled = publisher.published.filter((e) => e.detailType === GPU_POOL_SCALED);
+    expect((scaled[0]!.detail as GpuPoolScaledDetail).reason).toMatch(/capacity first.*n-a/);
+    // Capacity first: nothing is evicted while the new node boots.
+    expect(serving()!.terminating).toBe(false);
+    await clock.advance(1 * MIN);
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual([]);
+    expect(serving()!.terminating).toBe(false);
+
+    await clock.advance(2 * MIN);
+    joinNew();
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
+    expect(serving()?.terminating ?? true).toBe(true);
+
+    // The reboot (2 h) goes by: NotReady while the instance restarts, then Ready, and the event is over.
+    await clock.advance(120 * MIN - 33 * MIN + 10_000);
+    kube.cluster.nodes.get('n-a')!.ready = false;
+    const during = await autoscalePools(deps);
+    expect(during.maintenance.returned).toEqual([]);
+    await clock.advance(2 * MIN);
+    kube.cluster.nodes.get('n-a')!.ready = true;
+    expect((await autoscalePools(deps)).maintenance.returned).toEqual(['n-a']);
+    expect(kube.cluster.nodes.get('n-a')!.unschedulable).toBe(false);
+  });
+
+  it('drains 30 min before the event at the latest when the pool is at its max (no replacement)', async () => {
+    const deps = await world(reboot2h, 2);
+    await clock.advance(30 * MIN);
+    const out = await autoscalePools(deps);
+    expect(out.maintenance.refused).toEqual([{ node: 'n-a', pool: 'np-t4', why: 'node pool np-t4 is at its max (2)' }]);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(2);
+    await clock.advance(59 * MIN);
+    await autoscalePools(deps);
+    expect(serving()!.terminating).toBe(false);
+    await clock.advance(1 * MIN);
+    expect((await autoscalePools(deps)).maintenance.draining).toEqual(['n-a']);
+  });
+
+  it('respects disruption budgets: a blocked eviction is tried again next round', async () => {
+    const deps = await world(reboot2h, 2);
+    kube.cluster.addPdb({ namespace: 'ml', matchLabels: {}, minAvailable: 2 });
+    await clock.advance(90 * MIN);
+    await autoscalePools(deps);
+    expect(serving()!.terminating).toBe(false);
+    expect(kube.cluster.calls.filter((c) => c.op === 'pods.evict')).toHaveLength(1);
+    await clock.advance(1 * MIN);
+    await autoscalePools(deps);
+    expect(kube.cluster.calls.filter((c) => c.op === 'pods.evict')).toHaveLength(2);
+    expect(serving()!.terminating).toBe(false);
+  });
+
+  it('returns no node while the events cannot be read (unknown is not "over")', async () => {
+    const deps = await world(reboot2h);
+    await clock.advance(30 * MIN);
+    await autoscalePools(deps);
+    await clock.advance(100 * MIN);
+    sim.cloud.inject({ action: 'DescribeInstanceHistoryEvents', throttle: 100 });
+    expect((await autoscalePools(deps)).maintenance.returned).toEqual([]);
+    expect(kube.cluster.nodes.get('n-a')!.unschedulable).toBe(true);
+  });
+});
+
+describe('dry run', () => {
+  it('shows the cordon, the new size and the evictions without making them', async () => {
+    const real = await world(reboot2h, 4);
+    const did: DryRunAction[] = [];
+    const kubePorts = dryRunPorts(
+      { nodes: kube.nodes, pods: kube.pods, quotas: kube.quotas, state: kube.state, leases: kube.leases },
+      (a) => did.push(a),
+    );
+    const deps = { ...real, ...kubePorts, cloud: dryRunCloudPools(real.cloud, (a) => did.push(a)) };
+    await clock.advance(90 * MIN);
+    const out = await autoscalePools(deps);
+    expect(out.maintenance).toMatchObject({ preparing: ['n-a'], draining: ['n-a'] });
+    expect(did.map((a) => a.op)).toEqual(
+      expect.arrayContaining(['nodes.cordon', 'pods.evict', 'cloud.setDesiredSize']),
+    );
+    expect(kube.cluster.nodes.get('n-a')!.unschedulable).toBe(false);
+    expect(serving()!.terminating).toBe(false);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(2);
+  });
+});
+
+describe('spot interruption (OperationLocks Recycling)', () => {
+  it('drains a reclaimed spot node at once and asks its pool for another', async () => {
+    const deps = await world({
+      preemptions: [{ node: 'n-a', atSeconds: 60 }],
+      pool: { spotStrategy: 'SpotAsPriceGo' },
+      spotPrices: { 'ecs.gn6i-c4g1.xlarge': 2 },
+    } as Partial<CloudFile> & { pool: object });
+    expect((await autoscalePools(deps)).maintenance.preparing).toEqual([]);
+    await clock.advance(2 * MIN);
+    const out = await autoscalePools(deps);
+    expect(out.maintenance).toMatchObject({ preparing: ['n-a'], draining: ['n-a'] });
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(3);
+    expect(kube.cluster.nodes.get('n-a')!.unschedulable).toBe(true);
+  });
+});

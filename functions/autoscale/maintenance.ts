@@ -1,0 +1,201 @@
+/**
+ * Planned maintenance and spot interruptions for autoscale-pools (issue #34): the facts read from ECS, the plan of
+ * core/maintenance.ts carried out through the same ports as the rest of the round (cordon, Eviction API, the pool's
+ * absolute desired size), so a dry run wraps them like every other write.
+ *
+ * Facts: DescribeInstanceHistoryEvents for the managed pools' instances (events scheduled or under way), and, for
+ * spot pools, DescribeInstances' `OperationLocks` (`Recycling`: the instance is reclaimed about 5 minutes later,
+ * https://www.alibabacloud.com/help/en/ecs/user-guide/query-the-interruption-events-of-preemptible-instances).
+ */
+import type { NodePool } from '../adapters/alicloud/ports.ts';
+import { NODEPOOL_LABEL } from '../adapters/alicloud/ports.ts';
+import { instanceIdOf } from '../adapters/alicloud/repair.ts';
+import type { Notice } from '../adapters/chat/notifier.ts';
+import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
+import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../lib/node-state.ts';
+import {
+  planMaintenance,
+  type CapacityWarning,
+  type MaintenancePlan,
+  type MaintenancePool,
+  type TrackedNode,
+} from './core/maintenance.ts';
+import type { AutoscaleDeps } from './run.ts';
+
+/** A spot instance runs about this long after its interruption notice (ECS preemptible instances overview). */
+export const SPOT_NOTICE_MS = 5 * 60_000;
+
+/** What the round lends the maintenance step: the pools' records and how to grow a pool (run.ts). */
+export interface MaintenanceBook {
+  tracked(poolId: string): Record<string, TrackedNode>;
+  /** Why the pool cannot be sized this round (an earlier request is being sent), if so. */
+  busy(poolId: string): string | undefined;
+  setTracked(
+    poolId: string,
+    change: (t: Record<string, TrackedNode>) => Record<string, TrackedNode>,
+    notices?: Notice[],
+  ): Promise<void>;
+  /** Intent first, then the absolute size, then the request with its GPU Pool Scaled event (run.ts). */
+  grow(pool: NodePool, from: number, to: number, reason: string): Promise<void>;
+  movable(p: PodInfo): boolean;
+}
+
+export interface MaintenanceOutcome {
+  preparing: string[];
+  draining: string[];
+  returned: string[];
+  refused: { node: string; pool: string; why: string }[];
+}
+
+/** The warnings ECS gives for the managed pools' nodes, or undefined when they could not be read. */
+async function warningsOf(
+  deps: AutoscaleDeps,
+  pools: readonly NodePool[],
+  members: readonly NodeInfo[],
+): Promise<CapacityWarning[] | undefined> {
+  const byInstance = new Map(
+    members.flatMap((n) => (instanceIdOf(n.providerId) ? [[instanceIdOf(n.providerId)!, n]] : [])),
+  );
+  if (byInstance.size === 0) return [];
+  const spotPools = new Set(pools.filter((p) => (p.spotStrategy ?? 'NoSpot') !== 'NoSpot').map((p) => p.id));
+  try {
+    const out: CapacityWarning[] = [];
+    for (const e of await deps.cloud.systemEvents([...byInstance.keys()])) {
+      const n = byInstance.get(e.instanceId);
+      const deadline = Date.parse(e.notBefore);
+      if (!n || !Number.isFinite(deadline)) continue;
+      out.push({ node: n.name, instanceId: e.instanceId, kind: 'maintenance', type: e.type, eventId: e.id, deadline });
+    }
+    const spot = [...byInstance].filter(([, n]) => spotPools.has(n.labels[NODEPOOL_LABEL] ?? '')).map(([id]) => id);
+    if (spot.length > 0)
+      for (const i of await deps.cloud.instances(spot))
+        if (i.locks?.includes('Recycling'))
+          out.push({
+            node: byInstance.get(i.id)!.name,
+            instanceId: i.id,
+            kind: 'preemption',
+            type: 'Recycling',
+            eventId: `spot:${i.id}`,
+            deadline: deps.clock.now() + SPOT_NOTICE_MS,
+          });
+    return out;
+  } catch (e) {
+    deps.logger.warn('autoscale-pools: ECS system events unread: no node is returned from maintenance this round', {
+      error: e instanceof Error ? e.message : String(e),
+    });
+    return undefined;
+  }
+}
+
+/** Remediation's hold on a node (its state label or taint): its cordon is not ours to lift. */
+function remediationHold(n: NodeInfo): string | undefined {
+  const st = n.labels[STATE_LABEL];
+  if (st && st !== 'healthy') return `remediation holds it (${STATE_LABEL}=${st})`;
+  if (n.taints.some((t) => t.key === DEFAULT_TAINT_KEY)) return `remediation holds it (taint ${DEFAULT_TAINT_KEY})`;
+  return undefined;
+}
+
+export async function maintainPools(
+  deps: AutoscaleDeps,
+  pools: readonly NodePool[],
+  nodes: readonly NodeInfo[],
+  pods: readonly PodInfo[],
+  book: MaintenanceBook,
+): Promise<MaintenanceOutcome> {
+  const out: MaintenanceOutcome = { preparing: [], draining: [], returned: [], refused: [] };
+  const policy = deps.policy.maintenance;
+  const managed = pools.filter((p) => !p.ackAutoScaling.enable);
+  const ids = new Set(managed.map((p) => p.id));
+  const members = nodes.filter((n) => ids.has(n.labels[NODEPOOL_LABEL] ?? ''));
+  const tracked = Object.assign({}, ...managed.map((p) => book.tracked(p.id))) as Record<string, TrackedNode>;
+  if (!policy.enabled && Object.keys(tracked).length === 0) return out;
+  const warnings = policy.enabled ? await warningsOf(deps, managed, members) : [];
+  const mpools: MaintenancePool[] = managed.map((p) => {
+    const bounds = deps.policy.pools[p.id]!;
+    const busy = book.busy(p.id);
+    return {
+      id: p.id,
+      desired: p.desiredSize,
+      ready: members.filter((n) => n.labels[NODEPOOL_LABEL] === p.id && n.ready === true).length,
+      max: bounds.max,
+      ...(busy ? { noReplacement: busy } : {}),
+    };
+  });
+  const now = deps.clock.now();
+  const plan = planMaintenance({
+    now,
+    policy,
+    warnings,
+    tracked,
+    nodes: new Map(
+      members.map((n) => {
+        const heldBy = remediationHold(n);
+        return [
+          n.name,
+          {
+            pool: n.labels[NODEPOOL_LABEL]!,
+            ready: n.ready === true,
+            unschedulable: n.unschedulable,
+            ...(heldBy ? { heldBy } : {}),
+          },
+        ];
+      }),
+    ),
+    pools: mpools,
+  });
+  await carryOut(deps, plan, managed, pods, book, out);
+  return out;
+}
+
+async function carryOut(
+  deps: AutoscaleDeps,
+  plan: MaintenancePlan,
+  pools: readonly NodePool[],
+  pods: readonly PodInfo[],
+  book: MaintenanceBook,
+  out: MaintenanceOutcome,
+): Promise<void> {
+  for (const s of plan.steps) {
+    if (s.kind === 'prepare') {
+      // Ours first (recorded), then the cordon: a crash between leaves a node we know to uncordon.
+      const words = s.tracked.replacement ? '; a node is added to its pool first' : '';
+      await book.setTracked(s.pool, (t) => ({ ...t, [s.node]: s.tracked }), [
+        {
+          title: `gpu-reflex: moving work off ${s.node} ahead of ${s.tracked.type}`,
+          text: `${s.why}: cordoned${words}; drained before the deadline`.slice(0, 1000),
+          severity: 'info',
+        },
+      ]);
+      await deps.nodes.cordon(s.node);
+      out.preparing.push(s.node);
+      deps.logger.info('autoscale-pools: preparing a node for maintenance', { node: s.node, why: s.why });
+    } else if (s.kind === 'drain') {
+      const here = pods.filter((p) => p.nodeName === s.node && book.movable(p));
+      for (const p of here) {
+        const r = await deps.pods.evict(p.namespace, p.name, { uid: p.uid });
+        if (r.outcome === 'blocked')
+          deps.logger.info('autoscale-pools: eviction blocked for now', { pod: `${p.namespace}/${p.name}` });
+      }
+      if (here.length > 0) out.draining.push(s.node);
+      deps.logger.info('autoscale-pools: draining a node ahead of maintenance', { node: s.node, why: s.why });
+    } else if (s.kind === 'return') {
+      await deps.nodes.uncordon(s.node);
+      await book.setTracked(s.pool, ({ [s.node]: _, ...rest }) => rest, [
+        { title: `gpu-reflex: ${s.node} is back`, text: `${s.why}: uncordoned`, severity: 'info' },
+      ]);
+      out.returned.push(s.node);
+    } else {
+      await book.setTracked(s.pool, ({ [s.node]: _, ...rest }) => rest);
+      deps.logger.info('autoscale-pools: a node prepared for maintenance is forgotten', { node: s.node, why: s.why });
+    }
+  }
+  for (const [poolId, g] of Object.entries(plan.grow)) {
+    const pool = pools.find((p) => p.id === poolId)!;
+    const reason =
+      `${pool.name}: ${g.from} → ${g.to}: capacity first, ahead of maintenance or a spot interruption of ` +
+      g.nodes.join(', ');
+    await book.grow(pool, g.from, g.to, reason);
+  }
+  for (const r of plan.refused) deps.logger.info('autoscale-pools: no replacement for a node leaving', r);
+  out.refused.push(...plan.refused);
+}
