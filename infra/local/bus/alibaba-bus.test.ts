@@ -190,7 +190,11 @@ describe('the Alibaba target bus', () => {
     await bus.advance(10 * 60_000);
     const tries = mod.calls.filter((c) => Buffer.isBuffer(c.event) && String(c.event).includes('"xid":79'));
     expect(tries).toHaveLength(2); // the first and MaxAsyncRetryAttempts 1
-    const letters = bus.deadLetters.filter((l) => l.rule === 'echo-0'); // the failing timer's are its own
+    const letters = bus.deadLetters.filter((l) => l.rule === 'echo-0');
+    // The failing timer's: FC sends no timer-invoked failure to a destination.
+    const timers = bus.deadLetters.filter((l) => l.rule === 'echo-timer');
+    expect(timers.length).toBeGreaterThan(0);
+    for (const l of timers) expect(l.deadLetterQueueArn).toBeNull();
     expect(letters).toHaveLength(1);
     expect(letters[0]).toMatchObject({
       rule: 'echo-0',

@@ -14,7 +14,8 @@
  * FC's asynchronous invocation (the rules' targets say `InvocationType: Async`; FC 3.0 "Error
  * handling", https://www.alibabacloud.com/help/en/functioncompute/fc-3-0/user-guide/error-handling):
  * a function error is retried up to the function's `MaxAsyncRetryAttempts` while the event is younger
- * than `MaxAsyncEventAgeInSeconds`, then goes to its on-failure destination (none: dropped). The
+ * than `MaxAsyncEventAgeInSeconds`, then goes to its on-failure destination (none, or a timer's
+ * invocation: dropped, https://www.alibabacloud.com/help/doc-detail/181866.htm). The
  * waits between retries are not documented: the AWS bus's backoff is used (router.ts backoffMs).
  */
 import { appendFileSync, mkdirSync } from 'node:fs';
@@ -89,6 +90,8 @@ interface Job {
   event: unknown;
   attempt: number;
   firstAt: number;
+  /** Invoked by a timer trigger: FC sends no such failure to a destination (doc-detail/181866). */
+  timer?: boolean;
 }
 
 /** A CloudEvent as the envelope the reports read (`type` → detail-type, `data` → detail). */
@@ -189,7 +192,7 @@ export async function startAlibabaLocalBus(o: AlibabaLocalBusOptions): Promise<A
       time: isoSeconds(clock.now()),
       rule: job.rule,
       function: info.function,
-      deadLetterQueueArn: job.fn.onFailure ?? null,
+      deadLetterQueueArn: job.timer ? null : (job.fn.onFailure ?? null),
       reason,
       errorName: error.name,
       errorMessage: error.message,
@@ -237,7 +240,7 @@ export async function startAlibabaLocalBus(o: AlibabaLocalBusOptions): Promise<A
         const payload = { triggerTime: isoSeconds(at), triggerName: t.name, payload: t.payload };
         const fn = fnOf(t.function);
         report('scheduled', { rule: t.name, function: byPackage.get(fn.package)?.name ?? fn.name, event: payload, at });
-        push({ fn, rule: t.name, payload, event: payload, attempt: 1, firstAt: at });
+        push({ fn, rule: t.name, payload, event: payload, attempt: 1, firstAt: at, timer: true });
         arm(k + 1);
       });
     arm(1);
