@@ -14,6 +14,7 @@ import {
   alibabaTemplateInput,
   fcEvery,
   FC_RUNTIME,
+  httpMethods,
   oosParameters,
   ROS_TEMPLATE_MAX_BYTES,
 } from './ros-template.ts';
@@ -134,6 +135,11 @@ describe('the Alibaba ROS template', () => {
           });
         if (e['httpApi'] !== undefined)
           expect(triggers).toContainEqual(expect.objectContaining({ fn: `gpu-reflex-prod-${name}`, type: 'http' }));
+        // chat's `ANY /chat/{platform}`: the webhook's POST and the health check's GET (GET /chat/healthz).
+        const chat = triggers.find((t) => t.type === 'http')!;
+        expect(chat.config['methods']).toEqual(['GET', 'POST']);
+        expect(httpMethods('POST /x')).toEqual(['POST']);
+        expect(() => httpMethods('TRACE /x')).toThrow('no FC HTTP trigger method for "TRACE"');
       }
     expect(fcEvery('rate(1 minute)')).toBe('@every 1m');
     expect(fcEvery('rate(5 minutes)')).toBe('@every 5m');

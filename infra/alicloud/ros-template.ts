@@ -182,6 +182,22 @@ function patternFile(pattern: unknown): string {
   return m[1]!;
 }
 
+/**
+ * The methods of serverless.yml's `httpApi: METHOD /path` for FC's HTTP trigger (HTTPTriggerConfig.methods).
+ * `ANY` is chat's webhook (POST) and its health check (GET /chat/healthz): those two, as FC answers a method
+ * the trigger does not list itself, and the handler would refuse any other with 405 anyway.
+ */
+export function httpMethods(httpApi: unknown): string[] {
+  const method = (typeof httpApi === 'string' ? httpApi : String((httpApi as { method?: unknown })?.method ?? ''))
+    .trim()
+    .split(/\s+/)[0]!
+    .toUpperCase();
+  if (method === 'ANY' || method === '*') return ['GET', 'POST'];
+  if (!/^(GET|POST|PUT|DELETE|HEAD|PATCH)$/.test(method))
+    throw new Error(`httpApi ${JSON.stringify(httpApi)}: no FC HTTP trigger method for "${method}"`);
+  return [method];
+}
+
 /** How long a dead letter is kept: SMQ's longest (MessageRetentionPeriod 60–604800 s). */
 export const DLQ_RETENTION_SECONDS = 604_800;
 
@@ -392,7 +408,7 @@ export function alibabaTemplate(input: AlibabaTemplateInput): Record<string, unk
               functionName: fn.attrFunctionName,
               triggerName: `${name}-http`,
               triggerType: 'http',
-              triggerConfig: { authType: 'anonymous', methods: ['POST'] },
+              triggerConfig: { authType: 'anonymous', methods: httpMethods(event['httpApi']) },
             },
             true,
           );
