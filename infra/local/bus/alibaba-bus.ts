@@ -19,16 +19,16 @@
  * waits between retries are not documented: the AWS bus's backoff is used (router.ts backoffMs).
  */
 import { appendFileSync, mkdirSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
 import { dirname } from 'node:path';
 import { randomUUID } from 'node:crypto';
-import { listen, readBody } from '../http-kit.ts';
+import { startHttpTrigger, type FcHttpResult, type HttpTrigger } from './alibaba-http-trigger.ts';
 import { alibabaPatternMatches } from './alibaba-pattern.ts';
 import { startAlibabaEventBridge } from './alibaba-eventbridge.ts';
 import { readAlibabaTemplate, type RosFunction } from './alibaba-ros.ts';
 import { type Clock, isSteppable, moveTo, systemClock, TimerQueue, type SteppableClock } from './clock.ts';
 import type { DeadLetter, DeliveryEvents } from './delivery-events.ts';
 import { isoSeconds, type EventEnvelope } from './envelope.ts';
+import { envelopeOf, type FcContext } from './alibaba-fc.ts';
 import { HandlerLoadError, HandlerLoader, invoke, type LambdaHandler } from './handler-loader.ts';
 import { DEFAULT_HISTORY_SIZE, Ring } from './history.ts';
 import type { BusCounts, LocalBus } from './index.ts';
@@ -41,18 +41,6 @@ export type StackBus = Pick<
   LocalBus,
   'url' | 'httpUrl' | 'events' | 'deadLetters' | 'counts' | 'table' | 'advance' | 'drain' | 'on' | 'close'
 >;
-
-/**
- * FC 3.0's context, as a handler receives it
- * (https://www.alibabacloud.com/help/en/functioncompute/fc-3-0/user-guide/context).
- */
-export interface FcContext {
-  requestId: string;
-  function: { name: string; handler: string; memorySize: number; timeout: number };
-  region: string;
-  accountId: string;
-  credentials: { accessKeyId: string; accessKeySecret: string; securityToken: string };
-}
 
 export interface AlibabaLocalBusOptions {
   /** The ROS template (what `npm run package -- --target alibaba` writes). */
@@ -92,21 +80,6 @@ interface Job {
   firstAt: number;
   /** Invoked by a timer trigger: FC sends no such failure to a destination (doc-detail/181866). */
   timer?: boolean;
-}
-
-/** A CloudEvent as the envelope the reports read (`type` → detail-type, `data` → detail). */
-function envelopeOf(ce: Record<string, unknown>): EventEnvelope {
-  return {
-    version: '0',
-    id: String(ce['id']),
-    'detail-type': String(ce['type']),
-    source: String(ce['source']),
-    account: String(ce['aliyunaccountid'] ?? ''),
-    time: isoSeconds(Date.parse(String(ce['time']))),
-    region: String(ce['aliyunregionid'] ?? ''),
-    resources: typeof ce['subject'] === 'string' ? [ce['subject']] : [],
-    detail: (ce['data'] ?? {}) as Record<string, unknown>,
-  };
 }
 
 export async function startAlibabaLocalBus(o: AlibabaLocalBusOptions): Promise<AlibabaLocalBus> {
@@ -246,72 +219,33 @@ export async function startAlibabaLocalBus(o: AlibabaLocalBusOptions): Promise<A
     arm(1);
   }
 
-  // ---- HTTP triggers: FC's HTTP event from each request (fc-http's shape: version v1, capitalised headers)
-  const httpServers: Server[] = [];
-  let httpUrl: string | undefined;
+  // ---- HTTP triggers: FC's HTTP event from each request (alibaba-http-trigger.ts)
+  const httpTriggers: HttpTrigger[] = [];
   for (const t of deployment.http) {
     const fn = fnOf(t.function);
-    const server = createServer((req, res) => {
-      void (async () => {
-        const body = await readBody(req, 32 * 1024 * 1024, () => new Error('payload too large'));
-        const url = new URL(req.url ?? '/', 'http://fc.local');
-        const headers: Record<string, string> = {};
-        for (let i = 0; i < req.rawHeaders.length; i += 2) {
-          // FC hands header names capitalised word by word (X-Slack-Signature), several values comma-joined.
-          const k = req.rawHeaders[i]!.toLowerCase().replace(
-            /(^|-)([a-z])/g,
-            (_, d: string, c: string) => d + c.toUpperCase(),
-          );
-          headers[k] = headers[k] === undefined ? req.rawHeaders[i + 1]! : `${headers[k]},${req.rawHeaders[i + 1]}`;
+    const functionKey = byPackage.get(fn.package)?.name ?? fn.name;
+    const trigger = await startHttpTrigger({
+      methods: t.methods,
+      accountId,
+      functionName: fn.name,
+      now: () => clock.now(),
+      async call(event, at) {
+        const info = { rule: t.name, function: functionKey, event, attempt: 1, at };
+        try {
+          const h = await entryOf(fn);
+          const payload = Buffer.from(JSON.stringify(event));
+          const out = (await invoke(h, payload, context(fn) as never, fn.timeoutSeconds)) as FcHttpResult;
+          report('delivered', { ...info, result: out });
+          return out;
+        } catch (err) {
+          report('failed', { ...info, error: err instanceof Error ? err : new Error(String(err)) });
+          throw err;
         }
-        const at = clock.now();
-        const event = {
-          version: 'v1',
-          rawPath: url.pathname,
-          body: body.toString('base64'),
-          isBase64Encoded: true,
-          headers,
-          queryParameters: Object.fromEntries(url.searchParams),
-          requestContext: {
-            accountId,
-            domainName: req.headers.host ?? '',
-            domainPrefix: fn.name,
-            http: { method: req.method ?? 'GET', path: url.pathname, protocol: 'HTTP/1.1', sourceIp: '127.0.0.1' },
-            requestId: randomUUID(),
-            time: new Date(at).toISOString(),
-            timeEpoch: String(at),
-          },
-        };
-        const info = { rule: t.name, function: byPackage.get(fn.package)?.name ?? fn.name, event, attempt: 1, at };
-        let out: { statusCode?: number; headers?: Record<string, string>; body?: string; isBase64Encoded?: boolean };
-        if (!t.methods.includes(req.method ?? 'GET')) {
-          out = {
-            statusCode: 405,
-            body: `${req.method} is not one of the trigger's methods (${t.methods.join(', ')})`,
-          };
-        } else {
-          try {
-            const h = await entryOf(fn);
-            out = (await invoke(
-              h,
-              Buffer.from(JSON.stringify(event)),
-              context(fn) as never,
-              fn.timeoutSeconds,
-            )) as never;
-            report('delivered', { ...info, result: out });
-          } catch (err) {
-            report('failed', { ...info, error: err instanceof Error ? err : new Error(String(err)) });
-            out = { statusCode: 502, body: 'the function failed' };
-          }
-        }
-        res.writeHead(out.statusCode ?? 200, out.headers ?? {});
-        res.end(out.isBase64Encoded ? Buffer.from(out.body ?? '', 'base64') : (out.body ?? ''));
-      })().catch(() => res.destroy());
+      },
     });
-    const port = await listen(server);
-    httpServers.push(server);
-    httpUrl ??= `http://127.0.0.1:${port}`;
+    httpTriggers.push(trigger);
   }
+  const httpUrl = httpTriggers[0]?.url;
 
   const ticker = isSteppable(clock) ? undefined : setInterval(() => timers.runDue(clock.now()), 200);
   ticker?.unref();
@@ -361,15 +295,7 @@ export async function startAlibabaLocalBus(o: AlibabaLocalBusOptions): Promise<A
       timers.clear();
       while (worker) await worker.catch(() => undefined);
       await dataPlane.close();
-      await Promise.all(
-        httpServers.map(
-          (s) =>
-            new Promise<void>((r) => {
-              s.closeAllConnections();
-              s.close(() => r());
-            }),
-        ),
-      );
+      await Promise.all(httpTriggers.map((t) => t.close()));
     },
   };
 }
