@@ -14,6 +14,7 @@ import {
   alibabaTemplateInput,
   fcEvery,
   FC_RUNTIME,
+  httpMethods,
   oosParameters,
   ROS_TEMPLATE_MAX_BYTES,
 } from './ros-template.ts';
@@ -134,6 +135,11 @@ describe('the Alibaba ROS template', () => {
           });
         if (e['httpApi'] !== undefined)
           expect(triggers).toContainEqual(expect.objectContaining({ fn: `gpu-reflex-prod-${name}`, type: 'http' }));
+        // chat's `ANY /chat/{platform}`: the webhook's POST and the health check's GET (GET /chat/healthz).
+        const chat = triggers.find((t) => t.type === 'http')!;
+        expect(chat.config['methods']).toEqual(['GET', 'POST']);
+        expect(httpMethods('POST /x')).toEqual(['POST']);
+        expect(() => httpMethods('TRACE /x')).toThrow('no FC HTTP trigger method for "TRACE"');
       }
     expect(fcEvery('rate(1 minute)')).toBe('@every 1m');
     expect(fcEvery('rate(5 minutes)')).toBe('@every 5m');
@@ -176,6 +182,8 @@ describe('the Alibaba ROS template', () => {
           ...(reaches ? cloudActions : []),
           ...(params.some((p) => !p.secret) ? ['oos:GetParameter'] : []),
           ...(params.some((p) => p.secret) ? ['oos:GetSecretParameter', 'kms:GetSecretValue'] : []),
+          // Its dead-letter queue, FC's failure destination (rule-invoked functions only).
+          ...((f.events ?? []).some((e) => e['eventBridge'] !== undefined) ? ['mns:SendMessage'] : []),
         ].sort(),
       );
     }
@@ -208,6 +216,70 @@ describe('the Alibaba ROS template', () => {
     const secretArns = JSON.stringify(role.Properties['Policies']);
     expect(secretArns).toContain('secretparameter/gpu-reflex-prod-chat-secrets');
     expect(secretArns).not.toContain('parameter/gpu-reflex-prod-labeler-config');
+  });
+
+  it("ends both failure paths of a rule-invoked function in its own dead-letter queue, as Alibaba's docs define them", () => {
+    // The keys ROS CDK renders for a rule target (@alicloud/ros-cdk-eventbridge rosRuleTargetsPropertyToRosTemplate),
+    // the Targets syntax of https://help.aliyun.com/en/ros/developer-reference/aliyun-eventbridge-rule.
+    const TARGET_KEYS = ['ErrorsTolerance', 'PushRetryStrategy', 'DeadLetterQueue', 'Type', 'Endpoint'];
+    const TARGET_KEYS_ALL = [...TARGET_KEYS, 'ConcurrentConfig', 'ParamList', 'Id'];
+    // ALIYUN::MNS::Queue's properties (https://www.alibabacloud.com/help/doc-detail/116238.html).
+    const QUEUE_KEYS = ['PollingWaitSeconds', 'LoggingEnabled', 'MessageRetentionPeriod', 'MaximumMessageSize'];
+    const QUEUE_KEYS_ALL = [...QUEUE_KEYS, 'DelaySeconds', 'VisibilityTimeout', 'QueueName', 'DlqPolicy', 'Tags'];
+    const byId = template['Resources'] as Record<string, Resource & { DependsOn?: string[] }>;
+    const sub = (v: unknown) => (v as { 'Fn::Sub'?: string })['Fn::Sub'];
+    for (const [name, f] of Object.entries(yml.functions)) {
+      const fn = `gpu-reflex-prod-${name}`;
+      const queues = Object.entries(byId).filter(
+        ([, r]) => r.Type === 'ALIYUN::MNS::Queue' && r.Properties['QueueName'] === `${fn}-dlq`,
+      );
+      const asyncConfig = ofType('ALIYUN::FC3::AsyncInvokeConfig').find(
+        (r) => fnNameOf(r.Properties['FunctionName']) === fn,
+      )!;
+      const grants = (
+        ofType('ALIYUN::RAM::Role').find((r) => r.Properties['RoleName'] === fn)!.Properties['Policies'] as {
+          PolicyDocument: { Statement: { Action: string[]; Resource: unknown[] }[] };
+        }[]
+      )[0]!.PolicyDocument.Statement.filter((st) => st.Action.includes('mns:SendMessage'));
+      if (!(f.events ?? []).some((e) => e['eventBridge'] !== undefined)) {
+        // Timers only: FC sends no timer-invoked failure to a destination; the next tick is the retry.
+        expect(queues, name).toEqual([]);
+        expect(asyncConfig.Properties['DestinationConfig'], name).toBeUndefined();
+        expect(grants, name).toEqual([]);
+        continue;
+      }
+      expect(queues, name).toHaveLength(1);
+      const [queueId, queue] = queues[0]!;
+      expect(Object.keys(queue.Properties).filter((k) => !QUEUE_KEYS_ALL.includes(k))).toEqual([]);
+      expect(queue.Properties['QueueName']).toMatch(/^[A-Za-z0-9][A-Za-z0-9-]{0,255}$/);
+      expect(queue.Properties['MessageRetentionPeriod']).toBeGreaterThanOrEqual(60);
+      expect(queue.Properties['MessageRetentionPeriod']).toBeLessThanOrEqual(604_800);
+      const arn = `acs:mns:\${ALIYUN::Region}:\${ALIYUN::TenantId}:/queues/${fn}-dlq`;
+      // EventBridge: every target of the function's rules retries, then dead-letters there (ErrorsTolerance
+      // ALL: NONE would block the rule instead); the rule waits for the queue.
+      const rules = Object.values(byId).filter(
+        (r) =>
+          r.Type === 'ALIYUN::EventBridge::Rule' && new RegExp(`^${fn}-\\d+$`).test(String(r.Properties['RuleName'])),
+      );
+      expect(rules.length, name).toBeGreaterThan(0);
+      for (const r of rules) {
+        expect(r.DependsOn).toContain(queueId);
+        for (const t of r.Properties['Targets'] as Record<string, unknown>[]) {
+          expect(Object.keys(t).filter((k) => !TARGET_KEYS_ALL.includes(k))).toEqual([]);
+          expect(['BACKOFF_RETRY', 'EXPONENTIAL_DECAY_RETRY']).toContain(t['PushRetryStrategy']);
+          expect(t['ErrorsTolerance']).toBe('ALL');
+          expect(sub((t['DeadLetterQueue'] as { Arn: unknown }).Arn)).toBe(arn);
+        }
+      }
+      // FC: a handler still failing after its async retries goes to the same queue, with the role's grant.
+      const destination = (asyncConfig.Properties['DestinationConfig'] as { OnFailure: { Destination: unknown } })
+        .OnFailure.Destination;
+      expect(sub(destination)).toBe(`${arn}/messages`);
+      expect((asyncConfig as { DependsOn?: string[] }).DependsOn).toContain(queueId);
+      expect(grants.map((g) => g.Resource.map(sub))).toEqual([[`${arn}/messages`]]);
+    }
+    expect(TARGET_KEYS).toHaveLength(5);
+    expect(QUEUE_KEYS).toHaveLength(4);
   });
 
   it('stays within ROS limits', () => {

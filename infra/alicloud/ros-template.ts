@@ -21,6 +21,8 @@
  *   target the function (`acs.fc.function`). FC's own EventBridge trigger cannot listen to a custom
  *   bus (`eventSourceType`: Default, MNS, RocketMQ, RabbitMQ, Kafka, MQTT, DTS —
  *   @alicloud/fc20230330 EventSourceConfig), so the rules are the bus's.
+ * - per function its rules invoke, a dead-letter queue (`ALIYUN::MNS::Queue`) that its rule targets
+ *   (DeadLetterQueue, ErrorsTolerance ALL) and its async config (OnFailure) both end in;
  * The custom bus itself has no ROS resource type: docs/deploy-alibaba.md creates it first.
  */
 import * as ros from '@alicloud/ros-cdk-core';
@@ -180,6 +182,43 @@ function patternFile(pattern: unknown): string {
   return m[1]!;
 }
 
+/**
+ * The methods of serverless.yml's `httpApi: METHOD /path` for FC's HTTP trigger (HTTPTriggerConfig.methods).
+ * `ANY` is chat's webhook (POST) and its health check (GET /chat/healthz): those two, as FC answers a method
+ * the trigger does not list itself, and the handler would refuse any other with 405 anyway.
+ */
+export function httpMethods(httpApi: unknown): string[] {
+  const method = (typeof httpApi === 'string' ? httpApi : String((httpApi as { method?: unknown })?.method ?? ''))
+    .trim()
+    .split(/\s+/)[0]!
+    .toUpperCase();
+  if (method === 'ANY' || method === '*') return ['GET', 'POST'];
+  if (!/^(GET|POST|PUT|DELETE|HEAD|PATCH)$/.test(method))
+    throw new Error(`httpApi ${JSON.stringify(httpApi)}: no FC HTTP trigger method for "${method}"`);
+  return [method];
+}
+
+/** How long a dead letter is kept: SMQ's longest (MessageRetentionPeriod 60–604800 s). */
+export const DLQ_RETENTION_SECONDS = 604_800;
+
+/**
+ * A function's dead-letter queue: `ALIYUN::MNS::Queue` (https://www.alibabacloud.com/help/doc-detail/116238.html;
+ * no typed ROS CDK package for it is published, so a plain RosResource with the documented properties). `arn`
+ * is the form EventBridge's DeadLetterQueue takes (`acs:mns:<region>:<account>:/queues/<name>`, PutTargets:
+ * https://www.alibabacloud.com/help/en/eventbridge/developer-reference/api-eventbridge-2020-04-01-puttargets);
+ * `messagesArn` the form FC's destinations and RAM's mns:SendMessage name (`…/queues/<name>/messages`).
+ */
+function deadLetterQueue(stack: ros.Stack, name: string, queueName: string) {
+  // DependsOn (by logical id: what ROS CDK renders) keeps a rule or config from naming a queue not yet made.
+  const id = resourceId(name, 'Dlq');
+  new ros.RosResource(stack, id, {
+    type: 'ALIYUN::MNS::Queue',
+    properties: { QueueName: queueName, MessageRetentionPeriod: DLQ_RETENTION_SECONDS },
+  });
+  const arn = `acs:mns:\${ALIYUN::Region}:\${ALIYUN::TenantId}:/queues/${queueName}`;
+  return { id, arn: ros.Fn.sub(arn), messagesArn: ros.Fn.sub(`${arn}/messages`) };
+}
+
 /** The ROS template, as ROS takes it (plain JSON). */
 export function alibabaTemplate(input: AlibabaTemplateInput): Record<string, unknown> {
   const outdir = mkdtempSync(join(tmpdir(), 'gpu-reflex-ros-'));
@@ -229,6 +268,12 @@ export function alibabaTemplate(input: AlibabaTemplateInput): Record<string, unk
 
     for (const [name, f] of Object.entries(input.functions)) {
       const functionName = `gpu-reflex-${input.stage}-${name}`;
+      // Dead letters (serverless.yml's <Name>Dlq on AWS): a function its rules invoke gets an SMQ (MNS) queue
+      // that both failure paths end in. A function only timers invoke has none: FC sends no timer-invoked
+      // failure to a destination (https://www.alibabacloud.com/help/doc-detail/181866.htm), and the next
+      // tick is the retry.
+      const ruled = (f.events ?? []).some((e) => e['eventBridge'] !== undefined);
+      const dlq = ruled ? deadLetterQueue(stack, name, `${functionName}-dlq`) : undefined;
       const reachesCloud = Object.hasOwn(f.environment ?? {}, 'ALIBABA_CLOUD_ACCESS_KEY_PARAMETER');
       const params = oosParameters(input, f);
       const plain = params.filter((p) => !p.secret);
@@ -253,6 +298,9 @@ export function alibabaTemplate(input: AlibabaTemplateInput): Record<string, unk
                 statement: [
                   { effect: 'Allow', action: ['eventbridge:PutEvents'], resource: [busArn] },
                   { effect: 'Allow', action: ['log:PostLogStoreLogs'], resource: [logstoreArn] },
+                  // FC's failure destination sends with the function's role (mns:SendMessage, "Destinations for
+                  // asynchronous invocations": https://www.alibabacloud.com/help/en/fc/user-guide/result-callback).
+                  ...(dlq ? [{ effect: 'Allow', action: ['mns:SendMessage'], resource: [dlq.messagesArn] }] : []),
                   {
                     effect: 'Allow',
                     action: ['cs:DescribeClusterUserKubeconfig'],
@@ -325,16 +373,19 @@ export function alibabaTemplate(input: AlibabaTemplateInput): Record<string, unk
         },
         true,
       );
-      new fc3.RosAsyncInvokeConfig(
+      const asyncConfig = new fc3.RosAsyncInvokeConfig(
         stack,
         resourceId(name, 'AsyncConfig'),
         {
           functionName: fn.attrFunctionName,
           maxAsyncRetryAttempts: f.maximumRetryAttempts ?? 2,
           maxAsyncEventAgeInSeconds: f.maximumEventAge ?? 21_600,
+          // A handler still throwing after its retries (serverless.yml's destinations.onFailure).
+          ...(dlq ? { destinationConfig: { onFailure: { destination: dlq.messagesArn } } } : {}),
         },
         true,
       );
+      if (dlq) asyncConfig.addRosDependency(dlq.id);
       let rules = 0;
       for (const [i, event] of (f.events ?? []).entries()) {
         if (typeof event['schedule'] === 'string') {
@@ -357,7 +408,7 @@ export function alibabaTemplate(input: AlibabaTemplateInput): Record<string, unk
               functionName: fn.attrFunctionName,
               triggerName: `${name}-http`,
               triggerType: 'http',
-              triggerConfig: { authType: 'anonymous', methods: ['POST'] },
+              triggerConfig: { authType: 'anonymous', methods: httpMethods(event['httpApi']) },
             },
             true,
           );
@@ -366,7 +417,7 @@ export function alibabaTemplate(input: AlibabaTemplateInput): Record<string, unk
           const aws = input.patterns[file];
           if (aws === undefined) throw new Error(`${name}: pattern file ${file} was not given`);
           for (const pattern of toAlibabaPatterns(aws)) {
-            new eventbridge.RosRule(
+            const rule = new eventbridge.RosRule(
               stack,
               resourceId(name, `Rule${rules}`),
               {
@@ -388,13 +439,21 @@ export function alibabaTemplate(input: AlibabaTemplateInput): Record<string, unk
                       { resourceKey: 'Body', form: 'ORIGINAL', value: '' },
                       { resourceKey: 'InvocationType', form: 'CONSTANT', value: 'Async' },
                     ],
+                    // Delivery to FC failing (serverless.yml's retryPolicy and deadLetterQueueArn): 3 tries 10–20 s
+                    // apart (AWS: 8 within the hour; Alibaba's other strategy retries for a day, past what a
+                    // GPU event is worth), then, with ErrorsTolerance ALL, the dead-letter queue rather than a
+                    // blocked rule (EventBridge "Retry policies and dead-letter queues":
+                    // https://www.alibabacloud.com/help/en/eventbridge/user-guide/retry-and-dead-letter; the
+                    // queue's ARN form: deadLetterQueue above).
                     pushRetryStrategy: 'BACKOFF_RETRY',
                     errorsTolerance: 'ALL',
+                    deadLetterQueue: { arn: dlq!.arn },
                   },
                 ],
               },
               true,
             );
+            rule.addRosDependency(dlq!.id);
             rules++;
           }
         } else {

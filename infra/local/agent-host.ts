@@ -9,6 +9,8 @@ import { Nvml } from '../../node-agent/nvml/nvml.ts';
 import { openPublisher } from '../../node-agent/publisher/open-publisher.ts';
 import type { Publisher } from '../../node-agent/publisher/publisher.ts';
 import { sdkSender } from '../../node-agent/publisher/sdk-sender.ts';
+import { alibabaSender } from '../../node-agent/publisher/alibaba-sender.ts';
+import type { AlibabaAgentBus } from './agent-process.ts';
 import type { NodeFiles } from './node-files.ts';
 import { CoreV1Api } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../../functions/adapters/kube/config.ts';
@@ -36,6 +38,8 @@ export interface AgentHostOptions {
   busName: string;
   region: string;
   sampleIntervalMs: number;
+  /** Publish to Alibaba EventBridge's data plane instead (the stack's `--target alibaba`). */
+  alibaba?: AlibabaAgentBus;
   /** The agent's and publisher's clock: a FakeClock the stack advances. */
   clock: Clock;
   /** The cluster the node's actuator reads its Node from (GPU actions); none: no actuator. */
@@ -123,7 +127,8 @@ export class LocalAgentHost {
       spoolPath: o.files.spoolPath,
       spoolMaxBytes: 64 * 1024 * 1024,
       deadLetterPath: o.files.deadLetterPath,
-      send: sdkSender(client),
+      // The Alibaba target: the agent's own Alibaba sender, as ALIBABA_EVENTBRIDGE_ENDPOINT selects it.
+      send: o.alibaba ? alibabaSender({ ...o.alibaba, protocol: 'http' }) : sdkSender(client),
       clock: o.clock,
       // As in production (openPublisherFromConfig): checked against the catalog before it is sent.
       check: catalogProblems,

@@ -12,7 +12,15 @@ import { fenceFilePath } from './ack-fence-file.ts';
  * HTTP. Its JSON logs (stderr) go to `<node dir>/agent.log`; "agent started" there says it runs.
  * Stopped with SIGTERM, as the kubelet stops a pod.
  */
+/** Alibaba EventBridge's data plane (loopback, http) and the agent's keys: the stack's `--target alibaba`. */
+export interface AlibabaAgentBus {
+  endpoint: string;
+  accessKeyId: string;
+  accessKeySecret: string;
+}
+
 export interface AgentProcessOptions {
+  alibaba?: AlibabaAgentBus;
   files: NodeFiles;
   busUrl: string;
   busName: string;
@@ -51,6 +59,14 @@ export function agentEnv(o: AgentProcessOptions, base: NodeJS.ProcessEnv = proce
     AWS_ACCESS_KEY_ID: 'local',
     AWS_SECRET_ACCESS_KEY: 'local',
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    ...(o.alibaba
+      ? {
+          ALIBABA_EVENTBRIDGE_ENDPOINT: o.alibaba.endpoint,
+          ALIBABA_CLOUD_PROTOCOL: 'http',
+          ALIBABA_CLOUD_ACCESS_KEY_ID: o.alibaba.accessKeyId,
+          ALIBABA_CLOUD_ACCESS_KEY_SECRET: o.alibaba.accessKeySecret,
+        }
+      : {}),
     UV_THREADPOOL_SIZE: '8',
     SAMPLE_INTERVAL_MS: String(o.sampleIntervalMs),
     // Several agents on one machine: let the OS pick each /healthz port.

@@ -5,15 +5,29 @@ import { checkWritableFile, readInputText } from '../../events/cli-kit/input.ts'
 import { identifyCluster } from './cluster-identity.ts';
 import { DEFAULT_SCENARIO_PATH, parseScenario, ScenarioError, type Scenario } from './scenario.ts';
 import { startStack, type StackResult } from './stack.ts';
+import { STACK_TARGETS, type StackTarget } from './stack-alibaba.ts';
 
 /**
  * `gpu-reflex local` (npm start): the whole pipeline on this machine in real time.
  * `gpu-reflex simulate`: the same scenario on a virtual clock, in seconds.
  * Both print a live timeline and a summary; `--report FILE` writes the JSON report (`.html`: a page).
  */
+const TARGET_HELP = `  --target T         the cloud the functions run on, as deployed: aws (default; Lambda and
+                     EventBridge, from serverless.yml) or alibaba (Function Compute 3.0 and
+                     Alibaba EventBridge, from the ROS template of npm run package -- --target
+                     alibaba: CloudEvents to its signed PutEvents, rules in Alibaba's pattern
+                     syntax, FC's event, timer and HTTP triggers). Same scenario, same expectations`;
+
+/** `--target`: one of STACK_TARGETS, else a usage error naming it. */
+function targetOf(value: string | undefined): StackTarget {
+  if (value === undefined) return 'aws';
+  if ((STACK_TARGETS as readonly string[]).includes(value)) return value as StackTarget;
+  throw new UsageError(`--target ${value}: unknown target (expected one of ${STACK_TARGETS.join(', ')})`);
+}
+
 const LOCAL_HELP =
   `Usage: gpu-reflex local [--scenario FILE] [--follow] [--kubeconfig FILE [--write-to-real-cluster]] ` +
-  `[--report FILE] [--duration S]
+  `[--report FILE] [--duration S] [--target aws|alibaba]
 
 Runs gpu-reflex end to end on this machine, in real time: a simulated Kubernetes cluster, the
 local event bus with the functions of serverless.yml, and one node agent per GPU node reading its
@@ -33,15 +47,17 @@ Options:
                      a FILE ending in .html gets a page instead: one lane per node (its state
                      over time, faults, fences, drains, approvals; the why on hover)
   --duration S       run S seconds instead of the scenario's durationSeconds
+${TARGET_HELP}
 
 Example:
   npm start
+  npm start -- --target alibaba
   gpu-reflex local --scenario infra/local/scenarios/storm.yaml --report /tmp/storm.json
 
 To look at your own cluster without changing it, use the read-only commands (README, "Looking at
 your own cluster safely"): gpu-reflex remediate plan EVENT --kubeconfig FILE.`;
 
-const SIMULATE_HELP = `Usage: gpu-reflex simulate [--scenario FILE] [--report FILE]
+const SIMULATE_HELP = `Usage: gpu-reflex simulate [--scenario FILE] [--report FILE] [--target aws|alibaba]
 
 Runs a scenario through the same stack as \`gpu-reflex local\` on a virtual clock: a minute of
 scenario takes seconds, and the same inputs give the same timeline. Exit code 1 when one of the
@@ -51,9 +67,11 @@ Options:
   --scenario FILE  scenario (YAML or JSON); default: infra/local/scenarios/default.yaml
   --report FILE    write the JSON report; a FILE ending in .html gets a page instead: one lane
                    per node (state over time, faults, fences, drains, approvals; the why on hover)
+${TARGET_HELP}
 
 Example:
   gpu-reflex simulate --report /tmp/default.json
+  gpu-reflex simulate --target alibaba
   gpu-reflex simulate --report /tmp/default.html`;
 
 export interface LocalCliHooks {
@@ -98,6 +116,7 @@ async function runScenario(
     kubeconfig?: string | undefined;
     kubeconfigIsSimulated?: boolean;
     durationMs?: number;
+    target: StackTarget;
   },
 ): Promise<number> {
   // Node 20 is supported by this project; the SDK's notice about its 2027 releases is noise here.
@@ -113,6 +132,7 @@ async function runScenario(
       ...(opts.kubeconfig ? { kubeconfig: opts.kubeconfig } : {}),
       ...(opts.kubeconfigIsSimulated ? { kubeconfigIsSimulated: true } : {}),
       ...(opts.durationMs !== undefined ? { durationMs: opts.durationMs } : {}),
+      target: opts.target,
     });
   } catch (err) {
     // Start-up failures (no C compiler, a bad kubeconfig, an agent that would not start) are
@@ -175,7 +195,9 @@ export function makeLocalCommand(hooks: LocalCliHooks = {}): Command {
         'write-to-real-cluster': { type: 'boolean' },
         report: { type: 'string' },
         duration: { type: 'string' },
+        target: { type: 'string' },
       });
+      const target = targetOf(v.target);
       if (v['write-to-real-cluster'] && !v.kubeconfig)
         throw new UsageError(
           '--write-to-real-cluster goes with --kubeconfig FILE (without it the cluster is simulated)',
@@ -196,6 +218,7 @@ export function makeLocalCommand(hooks: LocalCliHooks = {}): Command {
         report: v.report,
         kubeconfig: v.kubeconfig,
         kubeconfigIsSimulated: simulated,
+        target,
         ...(durationMs !== undefined ? { durationMs } : {}),
       });
     },
@@ -208,9 +231,10 @@ export function makeSimulateCommand(hooks: LocalCliHooks = {}): Command {
     summary: 'run a scenario through the local stack on a virtual clock (seconds, reproducible)',
     help: SIMULATE_HELP,
     async run(args, io) {
-      const v = parse(args, { scenario: { type: 'string' }, report: { type: 'string' } });
+      const v = parse(args, { scenario: { type: 'string' }, report: { type: 'string' }, target: { type: 'string' } });
+      const target = targetOf(v.target);
       const scenario = await load(v, io);
-      return runScenario(scenario, io, hooks, { clock: 'virtual', report: v.report });
+      return runScenario(scenario, io, hooks, { clock: 'virtual', report: v.report, target });
     },
   };
 }

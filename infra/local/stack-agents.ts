@@ -1,6 +1,6 @@
 import type { Clock } from '../../node-agent/clock.ts';
 import { LocalAgentHost } from './agent-host.ts';
-import { AgentProcess } from './agent-process.ts';
+import { AgentProcess, type AlibabaAgentBus } from './agent-process.ts';
 import type { NodeFiles } from './node-files.ts';
 
 /**
@@ -26,6 +26,8 @@ export interface StackAgents {
 
 export interface AgentCommon {
   busUrl: string;
+  /** Publish to Alibaba EventBridge's data plane instead of the local EventBridge (`--target alibaba`). */
+  alibaba?: AlibabaAgentBus;
   busName: string;
   region: string;
   sampleIntervalMs: number;

@@ -1,5 +1,5 @@
 import { DEFAULT_HISTORY_SIZE, Ring } from './bus/history.ts';
-import type { LocalBus } from './bus/index.ts';
+import type { StackBus } from './bus/alibaba-bus.ts';
 import { EventTally, type DeliveryRecord, type StackReport } from './report.ts';
 import { deliveryEntry, eventEntry, formatEntry, type TimelineEntry } from './timeline.ts';
 
@@ -44,7 +44,7 @@ export class StackRecorder {
   private readonly announced = new Set<string>();
 
   constructor(
-    private readonly bus: LocalBus,
+    private readonly bus: Pick<StackBus, 'counts' | 'events' | 'on'>,
     private readonly o: RecorderOptions,
   ) {
     const size = o.historySize ?? DEFAULT_HISTORY_SIZE;

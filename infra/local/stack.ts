@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { systemClock, VirtualClock } from '../../events/clock.ts';
 import { injectClock } from '../../functions/adapters/clock.ts';
-import { startLocalBus, type LocalBus } from './bus/index.ts';
+import { startLocalBus } from './bus/index.ts';
+import type { StackBus } from './bus/alibaba-bus.ts';
+import { startAlibabaTarget, type StackTarget } from './stack-alibaba.ts';
 import { ClusterObserver, pendingByResource } from './cluster-observer.ts';
 import { startKubeSim, wallClock, type KubeSim } from './kube/index.ts';
 import { buildMockNvml } from './mock-nvml/build.ts';
@@ -77,6 +79,11 @@ export interface StackOptions {
   serverlessYml?: string;
   /** Events, deliveries, dead letters and timeline entries kept for the report: the last N of each (default 10,000). */
   historySize?: number;
+  /**
+   * `aws` (default): the local EventBridge with serverless.yml. `alibaba`: Alibaba EventBridge's data
+   * plane with the ROS template's rules, the functions invoked as Function Compute 3.0 does (stack-alibaba.ts).
+   */
+  target?: StackTarget;
 }
 
 export interface StackResult {
@@ -176,7 +183,11 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
     } else progress(`using the cluster in ${kubeconfig}`);
     const kube = new StackKube(kubeconfig);
 
-    progress('starting the event bus with serverless.yml ...');
+    progress(
+      o.target === 'alibaba'
+        ? 'starting Alibaba EventBridge and Function Compute from the ROS template ...'
+        : 'starting the event bus with serverless.yml ...',
+    );
     const busName = LOCAL_BUS_NAME;
     cleanups.push(withEnv(functionEnv({ kubeconfig: functionsKubeconfig!, busUrl: 'http://pending', busName })));
     // The scenario's policy is the functions' policy file (else the caller's REMEDIATION_POLICY_FILE, else the
@@ -228,14 +239,21 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       progress(`  quota teams: the scenario's (${scenario.quotaFile.config.teams.map((t) => t.name).join(', ')})`);
     }
     const policy = scenario.policyFile?.policy ?? remediationConfig(process.env).own.policy;
-    const bus: LocalBus = await startLocalBus({
+    const busOptions = {
       serverlessYml: o.serverlessYml ?? join(REPO_ROOT, 'serverless.yml'),
       clock: busClock,
       dlqPath: join(work, 'dead-letters.jsonl'),
       busName,
       ...(o.historySize !== undefined ? { historySize: o.historySize } : {}),
-    });
+    };
+    const alibaba = o.target === 'alibaba' ? await startAlibabaTarget(busOptions) : undefined;
+    const bus: StackBus = alibaba?.bus ?? (await startLocalBus(busOptions));
     cleanups.push(() => bus.close());
+    if (alibaba) {
+      cleanups.push(withEnv(alibaba.env));
+      progress(`  target alibaba: ${alibaba.summary}`);
+    }
+    // On the Alibaba target an AWS client would meet the Alibaba endpoint's 404: nothing reaches AWS.
     process.env.AWS_ENDPOINT_URL_EVENTBRIDGE = bus.url;
     const functions = new Set(bus.table?.functions.map((f) => f.key) ?? []);
     const keyOf = new Map(bus.table?.functions.map((f) => [f.name, f.key]) ?? []);
@@ -310,6 +328,8 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       });
       cleanups.push(() => cloud.close());
       cleanups.push(withEnv(cloud.env));
+      // One RAM identity for every Alibaba service the functions call (FC's role): the bus takes its key too.
+      alibaba?.trust(cloud.env.ALIBABA_CLOUD_ACCESS_KEY_ID!, cloud.env.ALIBABA_CLOUD_ACCESS_KEY_SECRET!);
       progress(
         `  Alibaba Cloud simulator ` +
           `at ${cloud.sim.url}: ` +
@@ -431,6 +451,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       dirty.clear();
     };
     const common = {
+      ...(alibaba ? { alibaba: alibaba.agents } : {}),
       busUrl: bus.url,
       busName,
       region: 'us-east-1',

@@ -67,6 +67,13 @@ export interface AlibabaEventBridgeOptions {
   regionId?: string;
   /** The bus's own time (the client signs `date` with the wall clock). */
   now?: () => number;
+  /** The time accepted events are stamped with (default `now`): the embedded stack's one clock. */
+  eventNow?: () => number;
+  /**
+   * Hands each accepted event to the caller instead of `rules` (the embedded stack's Alibaba target,
+   * alibaba-bus.ts, routes and invokes on its own clock).
+   */
+  route?: (event: Record<string, unknown>) => void;
 }
 
 export interface Delivered {
@@ -80,7 +87,7 @@ export interface Delivered {
 export interface AlibabaEventBridge {
   /** `host:port`, what the client's `endpoint` takes (it refuses a scheme). */
   endpoint: string;
-  /** Every event the bus accepted, as stamped. */
+  /** Every event the bus accepted, as stamped (empty with `route`: the caller keeps them). */
   accepted: Record<string, unknown>[];
   /** PutEvents calls that passed authentication. */
   readonly calls: number;
@@ -223,7 +230,7 @@ export async function startAlibabaEventBridge(o: AlibabaEventBridgeOptions): Pro
         entries.push({ ErrorCode: code, ErrorMessage: text });
         continue;
       }
-      const at = new Date(now()).toISOString();
+      const at = new Date((o.eventNow ?? now)()).toISOString();
       const event: Record<string, unknown> = {
         ...(raw as Record<string, unknown>),
         time: (raw as Record<string, unknown>).time ?? at,
@@ -232,8 +239,13 @@ export async function startAlibabaEventBridge(o: AlibabaEventBridgeOptions): Pro
         aliyunregionid: o.regionId ?? 'cn-hangzhou',
         aliyunpublishtime: at,
       };
-      accepted.push(event);
+      // With `route`, the caller keeps the history (bounded: a long run must not grow this list).
+      if (!o.route) accepted.push(event);
       entries.push({ EventId: String(event.id), TraceId: randomUUID() });
+      if (o.route) {
+        o.route(event);
+        continue;
+      }
       for (const rule of o.rules ?? [])
         if (rule.bus === event.aliyuneventbusname && alibabaPatternMatches(rule.pattern, event)) {
           const p = deliver(rule, event).finally(() => pending.delete(p));
