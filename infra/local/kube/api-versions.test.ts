@@ -110,7 +110,12 @@ describe('the API server of a release', () => {
       preferredVersion: { version: 'v1' },
     });
     const list = (await get('/apis/resource.k8s.io/v1')).body as { resources: { name: string }[] };
-    expect(list.resources.map((r) => r.name)).toEqual(['resourceslices', 'resourceclaims', 'resourceclaimtemplates', 'deviceclasses']);
+    expect(list.resources.map((r) => r.name)).toEqual([
+      'resourceslices',
+      'resourceclaims',
+      'resourceclaimtemplates',
+      'deviceclasses',
+    ]);
     await fetch(`${sim.url}/api/v1/nodes`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

@@ -1,10 +1,4 @@
-import {
-  celHolds,
-  deviceKey as key,
-  untolerated,
-  type DeviceToleration,
-  type SliceDevice,
-} from './dra-devices.ts';
+import { celHolds, deviceKey as key, untolerated, type DeviceToleration, type SliceDevice } from './dra-devices.ts';
 import { toleratesTaint } from './predicates.ts';
 import type { Store } from './store.ts';
 import type { KubeObject, Pod, Taint } from './types.ts';
