@@ -148,6 +148,32 @@ describe('the simulated scheduler allocates DRA claims', () => {
     expect(sim.store.pod('ml', 's-2')!.spec.nodeName).toBe('dra-a');
   });
 
+  it("allocates only devices its DeviceClass's CEL selects, and names CEL it cannot evaluate", async () => {
+    await start();
+    const cls = (name: string, expression: string) =>
+      create('deviceclasses', { metadata: { name }, spec: { selectors: [{ cel: { expression } }] } });
+    const template = (name: string, className: string) =>
+      create('resourceclaimtemplates', {
+        metadata: { name },
+        spec: { spec: { devices: { requests: [{ name: 'gpu', exactly: { deviceClassName: className } }] } } },
+      });
+    cls(
+      'h100',
+      "device.driver == 'gpu.nvidia.com' && device.attributes['gpu.nvidia.com'].productName == 'NVIDIA H100'",
+    );
+    template('h100', 'h100');
+    pod('wants-h100', { resourceClaimTemplateName: 'h100' });
+    expect(message('wants-h100')).toBe('0/1 nodes are available: 1 cannot allocate all claims.');
+    cls('gpu-1', "device.attributes['gpu.nvidia.com'].index == 1");
+    template('gpu-1', 'gpu-1');
+    pod('wants-1', { resourceClaimTemplateName: 'gpu-1' });
+    expect(devicesOf(claimOf('wants-1'))).toEqual(['gpu-1']);
+    cls('memory', "device.capacity['gpu.nvidia.com'].memory.compareTo(quantity('40Gi')) >= 0");
+    template('memory', 'memory');
+    pod('wants-memory', { resourceClaimTemplateName: 'memory' });
+    expect(message('wants-memory')).toMatch(/the simulated scheduler cannot evaluate CEL "device\.capacity/);
+  });
+
   it('skips a device a DeviceTaintRule taints NoSchedule unless the request tolerates it', async () => {
     await start();
     taintRule('gpu-0-out', 'gpu-0', 'NoSchedule');
