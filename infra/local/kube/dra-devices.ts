@@ -123,3 +123,14 @@ export function celHolds(expr: string, d: SliceDevice): boolean | undefined {
   }
   return true;
 }
+
+/**
+ * A DeviceTaintRule as the API server stores it on create: its taint's `timeAdded` set to now when the client
+ * gave none (KEP-5055, DeviceTaint.TimeAdded: "Added automatically during create or update if not set"), the
+ * instant a NoExecute toleration's `tolerationSeconds` counts from.
+ */
+export function withTimeAdded<T extends { spec?: unknown }>(rule: T, nowIso: string): T {
+  const spec = rule.spec as { taint?: { timeAdded?: string } } | undefined;
+  if (!spec?.taint || spec.taint.timeAdded) return rule;
+  return { ...rule, spec: { ...spec, taint: { ...spec.taint, timeAdded: nowIso } } };
+}

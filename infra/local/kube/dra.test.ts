@@ -209,6 +209,27 @@ describe('the simulated scheduler allocates DRA claims', () => {
     expect(sim.store.pod('ml', 's-1')!.spec.nodeName).toBe('dra-a');
   });
 
+  it('keeps the pods of a claim tolerating NoExecute for tolerationSeconds after the taint was added', async () => {
+    await start();
+    create('resourceclaims', {
+      metadata: { name: 'patient' },
+      spec: request(1, [
+        { key: 'gpu-reflex.io/unhealthy', operator: 'Exists', effect: 'NoExecute', tolerationSeconds: 60 },
+      ]),
+    });
+    pod('p-0', { resourceClaimName: 'patient' });
+    taintRule('gpu-0-evict', 'gpu-0', 'NoExecute');
+    // The API server stamped the taint's timeAdded: the toleration counts from it.
+    const rule = sim.store.get('devicetaintrules.resource.k8s.io', '', 'gpu-0-evict')!;
+    expect((rule.spec as { taint: { timeAdded?: string } }).taint.timeAdded).toBe(
+      new Date(sim.clock.now()).toISOString().replace(/\.\d{3}Z$/, 'Z'),
+    );
+    sim.advance(59_000);
+    expect(sim.store.pod('ml', 'p-0')!.metadata.deletionTimestamp).toBeUndefined();
+    sim.advance(1_000);
+    expect(sim.store.pod('ml', 'p-0')!.metadata.deletionTimestamp).toBeDefined();
+  });
+
   it('deletes the pods of a claim whose device is tainted NoExecute, then deallocates the claim', async () => {
     await start();
     create('resourceclaims', { metadata: { name: 'shared' }, spec: request(1) });
