@@ -1,6 +1,6 @@
 import { toleratesTaint } from './predicates.ts';
 import type { Store } from './store.ts';
-import type { Taint, Toleration } from './types.ts';
+import type { KubeObject, Taint, Toleration } from './types.ts';
 
 /**
  * The devices DRA drivers publish, as the scheduler's allocator sees them (rules and sources:
@@ -129,8 +129,8 @@ export function celHolds(expr: string, d: SliceDevice): boolean | undefined {
  * gave none (KEP-5055, DeviceTaint.TimeAdded: "Added automatically during create or update if not set"), the
  * instant a NoExecute toleration's `tolerationSeconds` counts from.
  */
-export function withTimeAdded<T extends { spec?: unknown }>(rule: T, nowIso: string): T {
+export function withTimeAdded(rule: KubeObject, nowIso: string): KubeObject {
   const spec = rule.spec as { taint?: { timeAdded?: string } } | undefined;
   if (!spec?.taint || spec.taint.timeAdded) return rule;
-  return { ...rule, spec: { ...spec, taint: { ...spec.taint, timeAdded: nowIso } } };
+  return { ...rule, spec: { ...spec, taint: { ...spec.taint, timeAdded: nowIso } } } as KubeObject;
 }
