@@ -10,9 +10,9 @@
  *   claims as `dynamic_resources` (driver, pool = the node, device `gpu-<index>`, the names the
  *   simulated ResourceSlice publishes, device-plugin.ts). The simulator has no Kubernetes version knob:
  *   DynamicResources (alpha 1.27, beta and on in 1.34, kubernetes/website feature-gate docs) is served.
- *   The pod's claim is named `<pod>-<entry>`: the resourceclaim controller names a claim it makes from
- *   a template with generateName `<pod>-<entry>-` (kubernetes pkg/controller/resourceclaim); the
- *   simulator leaves out the random suffix.
+ *   The claim is named as the pod's `status.resourceClaimStatuses` records it (a template's claim, made by
+ *   the simulated resourceclaim controller with generateName `<pod>-<entry>-`: kube/dra-controller.ts) or
+ *   by its own `resourceClaimName`; its devices are those the scheduler allocated to it.
  * - `GetAllocatableResources`: the devices the plugin advertises healthy now: the kubelet's
  *   devicemanager GetAllocatableDevices filters every known device by the healthy set
  *   (kubernetes pkg/kubelet/cm/devicemanager/manager.go), so a GPU the plugin holds out — a fence —
