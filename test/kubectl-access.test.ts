@@ -54,7 +54,12 @@ describe('kubectl: release, RBAC and OpenAPI of the simulated cluster', kubectlT
     expect(JSON.parse(v.stdout).serverVersion).toMatchObject({ major: '1', minor: '36' });
     const r = await kubectl(['api-resources', '--api-group=resource.k8s.io', '-o', 'name']);
     expect(r.code).toBe(0);
-    expect(r.stdout.trim().split('\n')).toEqual(['resourceslices.resource.k8s.io']);
+    expect(r.stdout.trim().split('\n')).toEqual([
+      'deviceclasses.resource.k8s.io',
+      'resourceclaims.resource.k8s.io',
+      'resourceclaimtemplates.resource.k8s.io',
+      'resourceslices.resource.k8s.io',
+    ]);
     const get = await kubectl(['get', 'devicetaintrules.v1beta2.resource.k8s.io']);
     expect(get.code).not.toBe(0);
   });

@@ -2,6 +2,7 @@ import type { Store } from './kube/index.ts';
 import type { StoreEvent } from './kube/store.ts';
 import type { KubeObject, Node, Pod } from './kube/types.ts';
 import { cardOfPod, UNHEALTHY_GPU_PREFIX } from './kube/gpushare.ts';
+import { allocatedDevices, CLAIMS, hasClaims, TAINT_RULES, type Claim } from './kube/dra-allocator.ts';
 import type { TimelineEntry } from './timeline.ts';
 
 /**
@@ -46,6 +47,41 @@ export class ClusterObserver {
     if (e.resource === 'nodes' && e.type === 'MODIFIED' && e.previous) this.node(e.object as Node, e.previous as Node);
     if (e.resource === 'pods') this.pod(e);
     if (e.resource === 'configmaps' && e.object.metadata.namespace === 'kube-system') this.cards(e);
+    if (e.resource === TAINT_RULES && e.type !== 'MODIFIED') this.deviceTaint(e);
+    if (e.resource === CLAIMS) this.claim(e);
+  }
+
+  /** A DeviceTaintRule created or deleted: which device it taints, with what (DRA: the scheduler's view). */
+  private deviceTaint(e: StoreEvent): void {
+    const spec = e.object.spec as {
+      deviceSelector?: { driver?: string; pool?: string; device?: string };
+      taint?: { key?: string; value?: string; effect?: string };
+    };
+    const sel = spec?.deviceSelector ?? {};
+    const device = [sel.driver ?? '*', sel.pool ?? '*', sel.device ?? '*'].join('/');
+    const t = spec?.taint ?? {};
+    const taint = `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`;
+    const done = e.type === 'DELETED' ? 'untainted' : 'tainted';
+    this.emit({
+      who: 'cluster',
+      kind: 'cluster',
+      what: '',
+      text: `device ${device} ${done} ${taint} (DeviceTaintRule ${e.object.metadata.name})`,
+    });
+  }
+
+  /** A claim allocated or deallocated by the scheduler / resourceclaim controller. */
+  private claim(e: StoreEvent): void {
+    const now = allocatedDevices(e.type === 'DELETED' ? undefined : (e.object as Claim));
+    const was = allocatedDevices(e.previous as Claim | undefined);
+    const name = `${e.object.metadata.namespace}/${e.object.metadata.name}`;
+    const list = (r: typeof now) => r.map((d) => `${d.driver}/${d.pool}/${d.device}`).join(', ');
+    if (now.length > 0 && was.length === 0)
+      this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `claim ${name} allocated ${list(now)}` });
+    if (now.length === 0 && was.length > 0) {
+      const how = e.type === 'DELETED' ? 'deleted (its pod is gone), freeing' : 'deallocated';
+      this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `claim ${name} ${how} ${list(was)}` });
+    }
   }
 
   /** ACK gpushare's unhealthy cards of a node (kube/gpushare.ts): what its extender skips. */
@@ -134,7 +170,7 @@ export class ClusterObserver {
         what: '',
         text: `pod ${key(p)} rescheduled on ${on} (replaces ${replaces})`,
       });
-    } else if (gpuResourcesOf(p).length > 0) {
+    } else if (gpuResourcesOf(p).length > 0 || hasClaims(p)) {
       this.emit({ who: 'cluster', kind: 'cluster', what: '', text: `pod ${key(p)} scheduled on ${on}` });
     }
   }

@@ -15,9 +15,10 @@
  *   enumerates the GPUs afresh. It reads no file.
  * - `dra` — a DRA driver (NVIDIA's publishes driver `gpu.nvidia.com`, pool = the node): it
  *   publishes one ResourceSlice per node listing each whole GPU as `gpu-<index>` with its `uuid`
- *   attribute; a GPU whose device a DeviceTaintRule (NoSchedule or NoExecute) selects is held out.
- *   The simulated scheduler allocates no ResourceClaims: a DRA node's GPUs are still counted as
- *   `nvidia.com/gpu`, so a tainted device leaves that count, as it leaves the claims' allocator.
+ *   attribute (dra-slice.ts); a GPU whose device a DeviceTaintRule (NoSchedule or NoExecute) selects is
+ *   held out. A DRA node advertises no `nvidia.com/gpu`: the simulated scheduler allocates its devices
+ *   to ResourceClaims (kube/dra-allocator.ts), skipping tainted ones; here the taint only keeps the
+ *   kubelet's view (PodResources' allocatable, NVML processes) in step.
  *
  * Shared GPUs (issue #32, plugin-sharing.ts): where NVIDIA's plugin config time-slices or MPS-shares a
  * node's GPUs, each GPU gives `replicas` devices of the shared resource, the labeller's labels are
@@ -42,6 +43,7 @@ import { fenceFilePath, readUnhealthyDevices } from './ack-fence-file.ts';
 import type { NodeFiles } from './node-files.ts';
 import type { GpuSpec } from './node-gpus.ts';
 import { advertised, type PluginSharing } from './plugin-sharing.ts';
+import { gpuResourceSlice } from './dra-slice.ts';
 
 /**
  * XIDs NVIDIA's device plugin does not mark a GPU unhealthy for: its default skip list, written
@@ -128,29 +130,9 @@ export class DevicePluginStandIn {
 
   /** The `dra` node's ResourceSlice, published once (as the driver's kubelet plugin does at start). */
   private publishSlice(f: PluginNode): void {
-    const name = `${f.node}-${this.draDriver}`;
-    if (this.sim.store.get(SLICES, '', name)) return;
-    this.sim.store.put(SLICES, {
-      apiVersion: 'resource.k8s.io/v1',
-      kind: 'ResourceSlice',
-      metadata: {
-        name,
-        uid: `slice-${f.node}`,
-        resourceVersion: '',
-        creationTimestamp: new Date(this.sim.clock.now()).toISOString(),
-      },
-      spec: {
-        driver: this.draDriver,
-        nodeName: f.node,
-        pool: { name: f.node, generation: 1, resourceSliceCount: 1 },
-        devices: f.gpus
-          .filter((g) => g.mig.length === 0)
-          .map((g) => ({
-            name: `gpu-${g.index}`,
-            attributes: { uuid: { string: g.uuid }, index: { int: g.index }, productName: { string: g.name } },
-          })),
-      },
-    });
+    const slice = gpuResourceSlice(f.node, this.draDriver, f.gpus, new Date(this.sim.clock.now()).toISOString());
+    if (this.sim.store.get(SLICES, '', slice.metadata.name)) return;
+    this.sim.store.put(SLICES, slice);
   }
 
   /** The GPUs of a `dra` node whose device a DeviceTaintRule with an effect selects. */

@@ -212,3 +212,29 @@ describe('DRA claims shared by name (resourceClaimName)', () => {
     ]);
   });
 });
+
+describe("DRA claims the scheduler allocated (issue #28): the kubelet prepares the claim's devices", () => {
+  const gpus = gpuSpecsOf(A100);
+  const claimed = (name: string, created: string): Pod => {
+    const p = pod(name, {}, created);
+    return { ...p, spec: { ...p.spec, resourceClaims: [{ name: 'gpus', resourceClaimTemplateName: 'two' }] } };
+  };
+
+  it("puts each pod's processes on the devices its claim was allocated, not on the first free GPUs", () => {
+    const allocated: Record<string, number[]> = { late: [3, 1], early: [] };
+    const procs = allocateGpus(
+      gpus,
+      [claimed('late', '2026-01-01T00:00:00Z'), claimed('early', '2026-01-01T00:00:01Z')],
+      4100,
+      [],
+      new Set(),
+      undefined,
+      (p, entry) => (entry === 'gpus' ? allocated[p.metadata.name] : undefined),
+    );
+    // An unallocated claim gives nothing (the pod is not running anywhere the kubelet would prepare it).
+    expect(procs.map((p) => [p.pod.name, p.gpu, p.claim])).toEqual([
+      ['late', 3, 'gpus'],
+      ['late', 1, 'gpus'],
+    ]);
+  });
+});

@@ -49,6 +49,9 @@ const num = (v: string | number | undefined): number | undefined => (v === undef
 /** A node runs GPUs when it advertises whole GPUs, MIG slices, or ACK's shared cards (gpushare.ts). */
 export function isGpuNode(node: Node): boolean {
   const alloc = node.status?.allocatable ?? {};
+  // A DRA node advertises no GPU resource (its GPUs are ResourceSlice devices, dra-slice.ts); the GPU
+  // Operator's and NFD's `nvidia.com/gpu.present=true` says it has GPUs (the agent DaemonSet selects on it).
+  if (node.metadata.labels?.['nvidia.com/gpu.present'] === 'true') return true;
   return Object.keys(alloc).some(
     (k) =>
       k === 'nvidia.com/gpu' || k === 'nvidia.com/gpu.shared' || k.startsWith('nvidia.com/mig-') || k === GPU_COUNT,
@@ -220,6 +223,9 @@ const requestsOf = (pod: Pod): Record<string, number> => {
   return out;
 };
 
+/** The GPU indices the scheduler allocated to the pod's claim entry (its ResourceClaim's devices). */
+export type ClaimGpus = (pod: Pod, entry: string) => readonly number[] | undefined;
+
 /**
  * Device-plugin allocation: pods in creation order take the first free whole GPUs
  * (`nvidia.com/gpu`) or MIG instances of their profile (`nvidia.com/mig-<profile>`). Each gets
@@ -235,6 +241,7 @@ export function allocateGpus(
   existing: readonly GpuProcessOfPod[] = [],
   fenced: ReadonlySet<number> = new Set(),
   shared?: SharedGpus,
+  claimGpus?: ClaimGpus,
 ): GpuProcessOfPod[] {
   const present = new Set(pods.map((p) => p.metadata.uid));
   const kept = existing.filter((p) => present.has(p.pod.uid));
@@ -323,7 +330,22 @@ export function allocateGpus(
     // applies to the claim and every pod using it, device-taints docs). Once no pod holds the claim, it
     // is allocated afresh on a free, unfenced GPU.
     const idle = pod.metadata.annotations?.[NO_GPU_PROCESS] === 'true' ? { noProcess: true as const } : {};
-    for (const { entry, shared: name } of claimsOf(pod)) {
+    // With the cluster's claims at hand the kubelet prepares exactly the devices the scheduler
+    // allocated to the claim (status.allocation; a claim not allocated gives nothing).
+    if (claimGpus) {
+      for (const { entry, shared: name } of claimsOf(pod))
+        for (const gpu of claimGpus(pod, entry) ?? [])
+          out.push({
+            pid: pid++,
+            gpu,
+            usedMiB: mem(gpu),
+            pod: ref,
+            claim: entry,
+            ...(name ? { sharedClaim: name } : {}),
+            ...idle,
+          });
+    }
+    for (const { entry, shared: name } of claimGpus ? [] : claimsOf(pod)) {
       const sharedKey = name ? { sharedClaim: name } : {};
       const holder = name ? out.find((p) => p.sharedClaim === name && p.pod.namespace === ref.namespace) : undefined;
       if (holder && fenced.has(holder.gpu)) continue;

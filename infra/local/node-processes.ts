@@ -1,7 +1,14 @@
 import { mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Pod } from './kube/types.ts';
-import { allocateGpus, cgroupLine, type GpuProcessOfPod, type GpuSpec, type SharedGpus } from './node-gpus.ts';
+import {
+  allocateGpus,
+  cgroupLine,
+  type ClaimGpus,
+  type GpuProcessOfPod,
+  type GpuSpec,
+  type SharedGpus,
+} from './node-gpus.ts';
 import { migDevicesJson } from './node-files.ts';
 
 /**
@@ -28,6 +35,8 @@ export class NodeProcesses {
      * still lists the processes, but their `/proc/<pid>` is not there, so no pid names its pod.
      */
     private readonly hostPid = true,
+    /** The devices the scheduler allocated to each pod's claims (the cluster's ResourceClaims). */
+    private readonly claimGpus?: ClaimGpus,
   ) {
     this.procs = [...initial];
     this.nextPid = Math.max(4099, ...initial.map((p) => p.pid)) + 1;
@@ -83,6 +92,7 @@ export class NodeProcesses {
       this.procs.filter((p) => p.mps !== 'server'),
       fenced,
       shared,
+      this.claimGpus,
     );
     const next = [...tenants, ...this.mpsServers(tenants, pods.filter(live))];
     const before = new Set(this.procs.map((p) => p.pid));

@@ -109,6 +109,19 @@ export const PodArrivalSchema = z
     tolerations: z.array(Toleration).optional(),
     /** The pods exit 0 (Succeeded) this long after they start running: batch work that ends. */
     completeAfterSeconds: z.number().nonnegative().optional(),
+    /**
+     * DRA: `spec.resourceClaims` entries, each a claim made from a ResourceClaimTemplate or a shared
+     * ResourceClaim by name (exactly one of the two), used by the container (PodResourceClaim, k8s DRA docs).
+     */
+    resourceClaims: z
+      .array(
+        z.union([
+          z.object({ name: Name, resourceClaimTemplateName: Name }).strict(),
+          z.object({ name: Name, resourceClaimName: Name }).strict(),
+        ]),
+      )
+      .min(1)
+      .optional(),
     /** `spec.schedulingGates` names (Kueue's `kueue.x-k8s.io/admission`): not scheduled until an `ungate` step. */
     schedulingGates: z.array(z.string().min(1)).max(16).optional(),
     /**

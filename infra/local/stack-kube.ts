@@ -61,7 +61,16 @@ export class StackKube {
           },
         },
         spec: {
-          containers: [{ name: 'main', image: 'registry.local/gpu-reflex/sim:latest', resources }],
+          containers: [
+            {
+              name: 'main',
+              image: 'registry.local/gpu-reflex/sim:latest',
+              resources: a.resourceClaims
+                ? { ...resources, claims: a.resourceClaims.map((c) => ({ name: c.name })) }
+                : resources,
+            },
+          ],
+          ...(a.resourceClaims ? { resourceClaims: a.resourceClaims } : {}),
           ...(a.nodeSelector ? { nodeSelector: a.nodeSelector } : {}),
           ...(a.tolerations ? { tolerations: a.tolerations } : {}),
           ...(a.schedulingGates ? { schedulingGates: a.schedulingGates.map((g) => ({ name: g })) } : {}),

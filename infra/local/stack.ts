@@ -9,7 +9,8 @@ import { startAlibabaTarget, type StackTarget } from './stack-alibaba.ts';
 import { ClusterObserver, pendingByResource } from './cluster-observer.ts';
 import { startKubeSim, wallClock, type KubeSim } from './kube/index.ts';
 import { buildMockNvml } from './mock-nvml/build.ts';
-import { allocateGpus, gpuSpecsOf, isGpuNode, type GpuSpec } from './node-gpus.ts';
+import { allocateGpus, gpuSpecsOf, isGpuNode, type ClaimGpus, type GpuSpec } from './node-gpus.ts';
+import { allocatedDevices, claimNameOf, CLAIMS, type Claim } from './kube/dra-allocator.ts';
 import {
   appendKmsg,
   kmsgXidLine,
@@ -368,6 +369,17 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
       for (const g of gpuSpecsByNode.get(name) ?? []) gpus[g.index] = { computeMode: 3, ...own?.gpus?.[g.index] };
       return { ...own, gpus };
     };
+    // The kubelet prepares the devices the scheduler allocated to a pod's claim (gpu-<index>: dra-slice.ts).
+    const claimGpus: ClaimGpus | undefined = sim
+      ? (pod, entry) => {
+          const name = claimNameOf(pod, entry);
+          const claim = name ? sim.store.get(CLAIMS, pod.metadata.namespace ?? 'default', name) : undefined;
+          return allocatedDevices(claim as Claim | undefined).flatMap((r) => {
+            const m = /^gpu-(\d+)$/.exec(r.device);
+            return m ? [Number(m[1])] : [];
+          });
+        }
+      : undefined;
     for (const name of agentNodes) {
       const node = nodes.find((n) => n.metadata.name === name);
       if (!node) throw new Error(`agents.nodes: no node "${name}" in the cluster`);
@@ -379,7 +391,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
         (p) => !p.metadata.ownerReferences?.some((r) => r.kind === 'DaemonSet'),
       );
       for (const p of pods) podNames.set(p.metadata.uid, `${p.metadata.namespace}/${p.metadata.name}`);
-      const procs = allocateGpus(gpus, pods, undefined, undefined, undefined, sharedOf(name));
+      const procs = allocateGpus(gpus, pods, undefined, undefined, undefined, sharedOf(name), claimGpus);
       const faults = faultSteps.filter((s) => s.node === name).map((s) => ({ atMs: s.at, gpu: s.gpu, fault: s.fault }));
       for (const f of faults)
         if (f.gpu >= gpus.length)
@@ -398,6 +410,7 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
         procs,
         sharedOf(name),
         scenario.agents.hostPID !== false,
+        claimGpus,
       );
       files.set(name, { ...nf, pci: gpus.map((g) => g.pciBusId), tracker });
       nodeFiles.push(nf);
@@ -706,7 +719,15 @@ export async function startStack(scenario: Scenario, o: StackOptions): Promise<L
             `create ${n} pod${n === 1 ? '' : 's'} ${s.pods.namespace}/${s.pods.name}${n > 1 ? '-*' : ''} ` +
             `requesting ${Object.keys(s.pods.requests)
               .filter((k) => k.includes('/'))
-              .join(', ')}${s.note ? ` — ${s.note}` : ''}`,
+              .join(', ')}`.trimEnd() +
+            (s.pods.resourceClaims
+              ? ` claiming ${s.pods.resourceClaims
+                  .map((c) =>
+                    'resourceClaimName' in c ? c.resourceClaimName : `a claim from ${c.resourceClaimTemplateName}`,
+                  )
+                  .join(', ')}`
+              : '') +
+            (s.note ? ` — ${s.note}` : ''),
         });
         const r = await kube.createPods(s.pods);
         for (const x of r.refused) {

@@ -27,6 +27,8 @@ export const SIMULATORS = [
   'infra/local/stack-cloud.ts', // ACK's nodes joining the cluster
   'infra/local/gpu-reset-scope.ts', // which boards NVML resets one GPU on (issue #27)
   'infra/local/gpu-operator.ts', // the GPU Operator's clients holding the GPUs open (issue #27)
+  'infra/local/dra-slice.ts', // NVIDIA's DRA driver's ResourceSlice and DeviceClass (issue #28)
+  'infra/local/pod-resources/', // the kubelet's PodResources API (issue #28)
 ];
 
 /** Product modules a simulator may use: utilities that read text and decide nothing about the world. */
@@ -83,6 +85,9 @@ describe('the embedded world is independent of the code it tests', () => {
         'infra/local/node-gpus.ts',
         'infra/local/device-plugin.ts',
         'infra/local/stack-cloud.ts',
+        'infra/local/kube/dra-allocator.ts',
+        'infra/local/dra-slice.ts',
+        'infra/local/pod-resources/node-state.ts',
       ]),
     );
     expect(result.files.length).toBeGreaterThan(60);

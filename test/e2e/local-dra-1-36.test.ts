@@ -21,6 +21,6 @@ describe('gpu-reflex simulate, dra-1-36 scenario', () => {
     );
     expect(fence).toMatchObject({ result: 'done', message: expect.stringMatching(/^DeviceTaintRule gpu-reflex-/) });
     expect(lines.some((l) => /node a100-dra-0 (cordoned|tainted)/.test(l))).toBe(false);
-    expect(lineAt(lines, /node a100-dra-0 allocatable nvidia\.com\/gpu 8 → 7/)).toBe(60);
+    expect(lineAt(lines, /device gpu\.nvidia\.com\/a100-dra-0\/gpu-0 tainted .*:NoSchedule/)).toBe(60);
   });
 });

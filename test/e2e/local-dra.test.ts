@@ -5,9 +5,9 @@ import { HISTORY_ANNOTATION } from '../../functions/remediate/core/state.ts';
 
 /**
  * Issue #11, the DRA backend on the embedded stack: XID 95 on GPU 0 → a DeviceTaintRule on the
- * GPU's device in the node's ResourceSlice (the stand-in DRA driver then leaves it out: 8 → 7), no
+ * GPU's device in the node's ResourceSlice (the simulated scheduler then allocates it to no claim), no
  * node taint or cordon, no fence file; the agent resets and probes the GPU; only the passed probe
- * deletes the rule (7 → 8) and an 8-GPU pod runs.
+ * deletes the rule, and only then is the 8-GPU claim allocated and its pod run.
  */
 describe('gpu-reflex simulate, dra scenario', () => {
   let result: StackResult;
@@ -26,16 +26,24 @@ describe('gpu-reflex simulate, dra scenario', () => {
   });
 
   it('fences with a DeviceTaintRule at once, keeps it through the repair, and deletes it only after the passed probe', () => {
-    const out = at(/node a100-dra-0 allocatable nvidia\.com\/gpu 8 → 7/);
+    // A DRA node advertises no nvidia.com/gpu: the fence is the device's taint, and the 8-GPU claim
+    // is allocated (by the simulated scheduler, from the ResourceSlice) only once the rule is gone.
+    const out = at(/device gpu\.nvidia\.com\/a100-dra-0\/gpu-0 tainted gpu-reflex\.io\/unhealthy=xid-95:NoSchedule/);
     const reset = at(/a100-dra-0\s+GPU Action Result\s+reset GPU reset/);
     const probed = at(/a100-dra-0\s+GPU Action Result\s+probe probe passed/);
-    const back = at(/node a100-dra-0 allocatable nvidia\.com\/gpu 7 → 8/);
+    const back = at(/device gpu\.nvidia\.com\/a100-dra-0\/gpu-0 untainted/);
+    const allocated = at(
+      /claim ml-train\/whole-node-gpus-\w{5} allocated gpu\.nvidia\.com\/a100-dra-0\/gpu-0, .*gpu-7$/,
+    );
     const runs = at(/pod ml-train\/whole-node scheduled on a100-dra-0/);
+    expect(lines.some((l) => /allocatable nvidia\.com\/gpu/.test(l))).toBe(false);
     expect(out).toBe(60);
     expect(out).toBeLessThan(reset);
     expect(reset).toBeLessThan(probed);
     expect(probed).toBeLessThanOrEqual(back);
-    expect(back).toBeLessThanOrEqual(runs);
+    expect(back).toBeLessThanOrEqual(allocated);
+    expect(allocated).toBeLessThanOrEqual(runs);
+    expect(runs).toBeGreaterThan(120); // it came at 2:00 and waited for the rule's deletion
     const [quarantine, restore] = remediations();
     const fence = (quarantine!.detail.steps as Step[]).find((s) => s.kind === 'fence');
     expect(fence).toMatchObject({

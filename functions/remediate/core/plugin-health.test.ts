@@ -162,3 +162,34 @@ describe('planPluginHealth: a node that advertises fewer GPUs than NVML sees', (
     expect(p.step).toBe('none');
   });
 });
+
+describe('planPluginHealth on a DRA pool (issue #28: found by the simulated cluster, whose DRA nodes advertise no GPU)', () => {
+  const dra = { ...DEFAULT_POLICY, pools: { 'a100-dra': { fenceBackend: 'dra' as const } } };
+  const none = mismatch({
+    resources: [{ resource: 'nvidia.com/gpu', expected: 8, capacity: 0, allocatable: 0 }],
+    kind: 'capacity',
+  });
+  const draNode = (o: Partial<PluginHealthFacts> = {}) =>
+    facts({
+      event: none,
+      pods: [pod('serve-0')],
+      ...o,
+      node: { ...facts().node, labels: { 'gpu-reflex.io/pool': 'a100-dra' } },
+    });
+
+  it('leaves a DRA node that advertises no nvidia.com/gpu alone: its GPUs are ResourceSlice devices', () => {
+    const p = planPluginHealth(draNode(), dra);
+    expect(p.step).toBe('none');
+    expect(p.actions.nodeEdit).toBeUndefined();
+    expect(p.reason).toMatch(/DRA driver hands out its GPUs/);
+  });
+
+  it('still taints a node of a device-plugin pool that advertises none (the dead plugin case)', () => {
+    expect(planPluginHealth(draNode(), DEFAULT_POLICY).step).toBe('taint');
+  });
+
+  it('still acts on a DRA-pool node that advertises some GPUs but fewer (a device plugin is there, and wrong)', () => {
+    const fewer = mismatch({ resources: [{ resource: 'nvidia.com/gpu', expected: 8, capacity: 6, allocatable: 6 }] });
+    expect(planPluginHealth(draNode({ event: fewer }), dra).step).not.toBe('none');
+  });
+});

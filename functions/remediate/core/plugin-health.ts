@@ -19,7 +19,7 @@ import { DEVICE_PLUGIN_TAINT_KEY, type DevicePluginMismatchDetail } from '../../
 import type { NodeInfo } from '../../adapters/kube/model.ts';
 import { emptyEdit, noActions, type Actions, type Notice } from '../../lib/plan.ts';
 import { backendOf, fenced, pluginPods } from './fence.ts';
-import type { Policy } from './policy.ts';
+import { fenceBackendOf, poolOf, type Policy } from './policy.ts';
 import { isOpen, type NodeState } from './state.ts';
 import type { PodFacts } from './types.ts';
 
@@ -55,7 +55,7 @@ export function readPluginRecord(annotations: Readonly<Record<string, string>>):
 export interface PluginHealthFacts {
   now: Date;
   event: DevicePluginMismatchDetail;
-  node: Pick<NodeInfo, 'name' | 'annotations' | 'taints'>;
+  node: Pick<NodeInfo, 'name' | 'annotations' | 'taints'> & Partial<Pick<NodeInfo, 'labels'>>;
   pods: readonly PodFacts[];
   state: Pick<NodeState, 'incidents'>;
 }
@@ -86,7 +86,24 @@ function words(e: DevicePluginMismatchDetail): string {
   return `${e.message}.${lines}`;
 }
 
-export function planPluginHealth(f: PluginHealthFacts, policy: Pick<Policy, 'fence'>): PluginPlan {
+/**
+ * A node of a pool whose GPUs a DRA driver hands out (fence backend `dra`) that advertises no device-plugin
+ * GPU at all: that is how a DRA node looks (its GPUs are ResourceSlice devices, no `nvidia.com/gpu`:
+ * kubernetes.io DRA docs; fencing.md, corrections), not a dead plugin. Some advertised but fewer is still
+ * a plugin's fault.
+ */
+function draNode(f: PluginHealthFacts, policy: Pick<Policy, 'fence' | 'pools' | 'poolLabels'>): boolean {
+  return (
+    fenceBackendOf(policy, poolOf(policy, f.node.labels ?? {})) === 'dra' &&
+    f.event.mode !== 'cgpu' &&
+    f.event.resources.every((r) => r.capacity === 0 && r.allocatable === 0)
+  );
+}
+
+export function planPluginHealth(
+  f: PluginHealthFacts,
+  policy: Pick<Policy, 'fence' | 'pools' | 'poolLabels'>,
+): PluginPlan {
   const { event: e, node } = f;
   const record = readPluginRecord(node.annotations);
   const at = f.now.toISOString();
@@ -119,6 +136,11 @@ export function planPluginHealth(f: PluginHealthFacts, policy: Pick<Policy, 'fen
     };
   }
 
+  if (draNode(f, policy) && !tainted)
+    return {
+      ...none,
+      reason: `${node.name}: a DRA driver hands out its GPUs (pool fence backend dra): no device plugin`,
+    };
   // Firing. Already tainted: a person was told; nothing more until it resolves.
   if (tainted && record?.taintedAt) return { ...none, reason: `${node.name}: tainted since ${record.taintedAt}` };
   const since = record?.since ?? e.observedAt;

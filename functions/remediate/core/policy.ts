@@ -539,7 +539,7 @@ export function fenceBackendOf(policy: Pick<Policy, 'fence' | 'pools'>, pool: st
 }
 
 /** The pool a node belongs to: the first of `poolLabels` it carries, else `default`. */
-export function poolOf(policy: Policy, labels: Readonly<Record<string, string>>): string {
+export function poolOf(policy: Pick<Policy, 'poolLabels'>, labels: Readonly<Record<string, string>>): string {
   for (const l of policy.poolLabels) {
     const v = labels[l];
     if (v) return v;

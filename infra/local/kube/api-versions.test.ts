@@ -2,7 +2,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { ServedApis, type ApiSettings, type KubernetesVersion } from './api-versions.ts';
 import { startKubeSim, type KubeSim } from './index.ts';
 
-const served = (s: ApiSettings) => new ServedApis(s).dra.map((r) => `${r.plural}/${r.version}`);
+const served = (s: ApiSettings, kinds = ['resourceslices', 'devicetaintrules']) =>
+  new ServedApis(s).dra.filter((r) => kinds.includes(r.plural)).map((r) => `${r.plural}/${r.version}`);
 
 describe('which resource.k8s.io versions each Kubernetes release serves', () => {
   it.each<[KubernetesVersion, string[]]>([
@@ -70,6 +71,16 @@ describe('which resource.k8s.io versions each Kubernetes release serves', () => 
     expect(served(settings)).toEqual(rows);
   });
 
+  it.each<[string, ApiSettings, string[]]>([
+    ['1.32 (v1beta1 only: its flat requests are not converted)', { kubernetesVersion: '1.32' }, []],
+    ['1.33 with v1beta2 on', { kubernetesVersion: '1.33', runtimeConfig: ['resource.k8s.io/v1beta2'] }, ['v1beta2']],
+    ['1.34 with its defaults', { kubernetesVersion: '1.34' }, ['v1']],
+    ['1.37 with its defaults', { kubernetesVersion: '1.37' }, ['v1']],
+  ])('serves ResourceClaims, their templates and DeviceClasses on %s', (_what, settings, versions) => {
+    const kinds = ['resourceclaims', 'resourceclaimtemplates', 'deviceclasses'];
+    expect(served(settings, kinds)).toEqual(versions.flatMap((v) => kinds.map((k) => `${k}/${v}`)));
+  });
+
   it('refuses a release it does not know and a runtime-config it cannot read', () => {
     expect(() => new ServedApis({ kubernetesVersion: '1.30' as KubernetesVersion })).toThrow(/1\.32, 1\.33/);
     expect(() => new ServedApis({ runtimeConfig: ['resource.k8s.io/v1beta2=maybe'] })).toThrow(/runtimeConfig/);
@@ -99,7 +110,12 @@ describe('the API server of a release', () => {
       preferredVersion: { version: 'v1' },
     });
     const list = (await get('/apis/resource.k8s.io/v1')).body as { resources: { name: string }[] };
-    expect(list.resources.map((r) => r.name)).toEqual(['resourceslices']);
+    expect(list.resources.map((r) => r.name)).toEqual([
+      'resourceslices',
+      'resourceclaims',
+      'resourceclaimtemplates',
+      'deviceclasses',
+    ]);
     await fetch(`${sim.url}/api/v1/nodes`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },

@@ -63,6 +63,12 @@ const DRA_KINDS: { plural: string; version: string; since: number; gate?: (minor
   { plural: 'resourceslices', version: 'v1beta1', since: 32 },
   { plural: 'resourceslices', version: 'v1beta2', since: 33 },
   { plural: 'resourceslices', version: 'v1', since: 34 },
+  // Claims, templates and classes at v1beta2 and v1 (whose shapes are the same: `exactly` requests);
+  // v1beta1's flat requests are not converted, so the simulator does not serve them at v1beta1.
+  ...['resourceclaims', 'resourceclaimtemplates', 'deviceclasses'].flatMap((plural) => [
+    { plural, version: 'v1beta2', since: 33 },
+    { plural, version: 'v1', since: 34 },
+  ]),
   {
     plural: 'devicetaintrules',
     version: 'v1alpha3',

@@ -1,4 +1,5 @@
 import { admitPod, defaultNode, invalidField, NODE_LEASE_NAMESPACE, nodeLease } from './admission.ts';
+import { withTimeAdded } from './dra-devices.ts';
 import { withDaemonSetStatus } from './daemonsets.ts';
 import { errors, success, type ApiError, type StatusBody } from './errors.ts';
 import { Lifecycle } from './lifecycle.ts';
@@ -267,6 +268,7 @@ export class Cluster {
       obj.spec = { finalizers: ['kubernetes'] };
       obj.status = { phase: 'Active' };
     }
+    if (r.plural === 'devicetaintrules') obj = withTimeAdded(obj, this.nowIso());
     return obj;
   }
 

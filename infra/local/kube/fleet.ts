@@ -8,6 +8,8 @@ import { NO_GPU_PROCESS, READY_AFTER } from './readiness.ts';
 import { OPERATOR_MIG_PARTED_CONFIGMAP, OPERATOR_SHIPPED_MIG_CONFIG } from './mig-manager.ts';
 import { resource, resourceForKind } from './resources.ts';
 import { operatorClusterPolicy } from '../gpu-operator.ts';
+import { gpuDeviceClass, gpuResourceSlice } from '../dra-slice.ts';
+import { gpuSpecsOf } from '../node-gpus.ts';
 
 /**
  * The fleet file: what a simulated cluster starts with. YAML or JSON, validated with zod so a
@@ -56,8 +58,22 @@ const NodeGroup = z
     taints: z.array(Taint).optional(),
     unschedulable: z.boolean().optional(),
     ready: z.boolean().optional(),
+    /**
+     * The node's GPUs are published by a DRA driver of this name (NVIDIA's: `gpu.nvidia.com`), not by a
+     * device plugin: a ResourceSlice lists them (dra-slice.ts; the count from `nvidia.com/gpu.count`) and
+     * the node advertises no `nvidia.com/gpu`. Pods get them through ResourceClaims.
+     */
+    draDriver: z.string().min(1).optional(),
   })
-  .strict();
+  .strict()
+  .refine(
+    (g) =>
+      !g.draDriver || (g.allocatable['nvidia.com/gpu'] === undefined && g.capacity?.['nvidia.com/gpu'] === undefined),
+    {
+      message:
+        'a DRA node advertises no nvidia.com/gpu: its GPUs are devices in its ResourceSlice (set nvidia.com/gpu.count)',
+    },
+  );
 
 const Namespace = z
   .object({
@@ -286,6 +302,19 @@ export function seedFleet(cluster: Cluster, fleet: ParsedFleet): void {
       );
     }
   }
+  // DRA nodes: the driver's kubelet plugin publishes each node's ResourceSlice, its Helm chart the DeviceClass.
+  for (const driver of new Set(fleet.nodes.flatMap((g) => (g.draDriver ? [g.draDriver] : [])))) {
+    if (!cluster.store.get('deviceclasses.resource.k8s.io', '', driver))
+      run(`deviceclass ${driver}`, () => create('deviceclasses', '', gpuDeviceClass(driver)));
+  }
+  for (const g of fleet.nodes.filter((x) => x.draDriver))
+    for (const name of expand(g)) {
+      const node = cluster.store.node(name)!;
+      const at = new Date(cluster.clock.now()).toISOString();
+      run(`resourceslice ${name}`, () =>
+        create('resourceslices', '', gpuResourceSlice(name, g.draDriver!, gpuSpecsOf(node), at)),
+      );
+    }
   // A fleet with MIG nodes under the mixed strategy runs NVIDIA's mig-manager (the simulated one in
   // mig-manager.ts): the GPU Operator installs its namespace, and its own default mig-parted config
   // only when the ClusterPolicy names no other (gpu-operator object_controls.go createConfigMap).

@@ -40,6 +40,8 @@ import {
   type NodeView,
 } from './scheduler.ts';
 import { UnfitShapes } from './unfit-shapes.ts';
+import { CLAIMS, CLAIM_TEMPLATES, DEVICE_CLASSES, hasClaims, SLICES, TAINT_RULES } from './dra-allocator.ts';
+import { DraController, keepClaimStatuses } from './dra-controller.ts';
 import type { Store, StoreEvent } from './store.ts';
 import type { Clock, KubeObject, Node, Pod, PodSpec, Taint } from './types.ts';
 
@@ -138,6 +140,15 @@ export class Lifecycle {
   private readonly aggregation: ClusterRoleAggregation;
   /** The Events the nodes' kubelets record: NodeNotSchedulable, Killing (kubelet-events.ts). */
   private readonly kubelet: KubeletEvents;
+  /** DRA: claims, their allocation and device-taint eviction (dra-controller.ts). */
+  private readonly dra: DraController;
+  /** Waiting pods with ResourceClaims, scheduled by the DRA path (not by shape). */
+  private readonly draPending = new Set<string>();
+  /** When each was last tried: capacity epoch, DRA object changes, node list. */
+  private readonly draTried = new Map<string, string>();
+  private draEpoch = 0;
+  /** Pods with claims that ended or went: the resourceclaim controller releases their claims. */
+  private readonly draReleased = new Map<string, Pod>();
   /** Set by the cluster: its deterministic UIDs, for the objects controllers create. */
   uid: () => string = () => '00000000-0000-4000-8000-000000000000';
   /** Controller failures (quota refused a replacement), kept for tests and the CLI log. */
@@ -156,6 +167,14 @@ export class Lifecycle {
       () => this.uid(),
       kubeletStatusSeconds * 1000,
     );
+    this.dra = new DraController({
+      store,
+      now: () => clock.now(),
+      iso: () => this.iso(),
+      uid: () => this.uid(),
+      generateName: (prefix, taken) => this.generateName(prefix, taken),
+      deletePod: (pod) => this.deletePod(pod),
+    });
     store.subscribe((e) => {
       this.mig.observe(e);
       this.observe(e);
@@ -204,7 +223,7 @@ export class Lifecycle {
       const assigned = { ...withCard, ...allocatedAnnotations(this.clock.now()) };
       bound = { ...bound, metadata: { ...bound.metadata, annotations: assigned } };
     }
-    this.store.put('pods', { ...bound, status: this.running(bound, node) });
+    this.store.put('pods', { ...bound, status: keepClaimStatuses(pod, this.running(bound, node)) });
   }
 
   /** The card ACK's gpushare extender gives a pod bound to `node` (its annotations), if it asks for one. */
@@ -335,6 +354,14 @@ export class Lifecycle {
         if (!p.metadata.deletionTimestamp && taints.some((t) => !tolerates(p.spec.tolerations, t))) this.deletePod(p);
       }
     }
+    if (this.draReleased.size > 0) {
+      for (const pod of this.draReleased.values()) this.dra.release(pod);
+      this.draReleased.clear();
+    }
+    if (this.store.count(CLAIMS) > 0) {
+      const next = this.dra.evict();
+      if (next !== undefined) this.dueAt = Math.min(this.dueAt, next);
+    }
     this.mig.settle(this.store, now);
     this.aggregation.settle();
     if (this.daemonNodes === 'all' || this.daemonNodes.size > 0) this.runDaemonSets();
@@ -433,6 +460,7 @@ export class Lifecycle {
       if (pod && schedulingGated(pod) && !pod.spec.nodeName && scheduledReason(pod) !== SCHEDULING_GATED)
         this.store.put('pods', { ...pod, status: pendingStatus(pod, SCHEDULING_GATED, SCHEDULING_GATED_MESSAGE) });
     }
+    if (this.draPending.size > 0) this.scheduleClaimed();
     // Every waiting pod was tried at this capacity epoch and none came since: nothing can bind.
     if (this.dirtyShapes.size === 0) return;
     const keys = [...this.dirtyShapes].flatMap((shape) => [...(this.byShape.get(shape) ?? [])]);
@@ -495,6 +523,46 @@ export class Lifecycle {
       const cond = pod.status?.conditions?.find((c) => c.type === 'PodScheduled') as { message?: string } | undefined;
       if (cond?.message !== pick.reason)
         this.store.put('pods', { ...pod, status: pendingStatus(pod, 'Unschedulable', pick.reason) });
+    }
+  }
+
+  /**
+   * Pods with ResourceClaims (dra-controller.ts): the resourceclaim controller makes their template
+   * claims, then each is tried over every node with DynamicResources after the other filters. Tried
+   * again only when capacity, the DRA objects or the node list changed since.
+   */
+  private scheduleClaimed(): void {
+    const stamp = () => `${this.epoch}/${this.draEpoch}/${this.nodeListVersion}`;
+    const free = this.freeCache;
+    const freeOf = (n: Node) => {
+      const name = n.metadata.name;
+      let f = free.get(name);
+      if (!f) free.set(name, (f = freeOn(n, this.store.podsOnNode(name), unhealthyCardsOf(this.store, name))));
+      return f;
+    };
+    for (const key of [...this.draPending]) {
+      if (this.draTried.get(key) === stamp()) continue;
+      const [ns, name] = key.split('/') as [string, string];
+      let pod = this.store.pod(ns, name);
+      if (!pod) continue;
+      const made = this.dra.makeClaims(pod);
+      pod = this.store.pod(ns, name)!;
+      const tried = stamp();
+      const pick =
+        'reason' in made
+          ? { reason: `0/${this.nodesByName().length} nodes are available: ${made.reason}.` }
+          : this.dra.place(pod, this.nodesByName(), (v) => unfitReason(pod!, v.node, freeOf(v.node)));
+      this.draTried.set(key, tried);
+      if ('node' in pick) {
+        this.bind(pod, pick.node);
+        continue;
+      }
+      const c = pod.status?.conditions?.find((x) => x.type === 'PodScheduled') as { message?: string } | undefined;
+      if (c?.message !== pick.reason)
+        this.store.put('pods', {
+          ...pod,
+          status: keepClaimStatuses(pod, pendingStatus(pod, 'Unschedulable', pick.reason)),
+        });
     }
   }
 
@@ -683,10 +751,18 @@ export class Lifecycle {
       if (kicked !== undefined) this.dueAt = Math.min(this.dueAt, kicked);
       if (e.type !== 'DELETED' && hasHostnameAntiAffinity(pod)) this.antiAffine.add(key);
       else this.antiAffine.delete(key);
-      if (waiting || this.pending.has(key)) this.trackSelected(key, waiting ? pod.spec : undefined);
-      this.fileShape(key, waiting ? shapeOf(pod) : undefined);
-      if (waiting && !this.pending.has(key)) this.dirtyShapes.add(this.shapeOf.get(key)!);
-      if (waiting) this.pending.add(key);
+      // Pods with ResourceClaims take the DRA path (scheduleClaimed), not the shape memo: whether
+      // they fit depends on claims and devices, not on their requests alone.
+      const claimed = hasClaims(pod);
+      if (claimed && waiting) this.draPending.add(key);
+      else this.draPending.delete(key);
+      if (!waiting) this.draTried.delete(key);
+      if (claimed && (e.type === 'DELETED' || isTerminal(pod))) this.draReleased.set(key, pod);
+      const shaped = waiting && !claimed;
+      if (shaped || this.pending.has(key)) this.trackSelected(key, shaped ? pod.spec : undefined);
+      this.fileShape(key, shaped ? shapeOf(pod) : undefined);
+      if (shaped && !this.pending.has(key)) this.dirtyShapes.add(this.shapeOf.get(key)!);
+      if (shaped) this.pending.add(key);
       else {
         this.pending.delete(key);
         this.tried.delete(key);
@@ -696,6 +772,9 @@ export class Lifecycle {
       if (pod.spec.nodeName) this.freeCache.delete(pod.spec.nodeName);
       const freed = before !== undefined && holdsResources(before) && (e.type === 'DELETED' || !holdsResources(pod));
       if (freed) this.bumpEpoch(before.spec.nodeName ?? '');
+    } else if ([CLAIMS, CLAIM_TEMPLATES, DEVICE_CLASSES, SLICES, TAINT_RULES].includes(e.resource)) {
+      // A claim freed or allocated, a device published, tainted or untainted: DRA pods may fit now.
+      this.draEpoch++;
     } else if (
       e.resource === 'configmaps' &&
       e.object.metadata.namespace === 'kube-system' &&

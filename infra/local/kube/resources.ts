@@ -204,6 +204,32 @@ export const RESOURCES: ResourceDef[] = [
     kind: 'ResourceSlice',
     namespaced: false,
   },
+  // A pod's request for devices, the template a pod's own claim is made from, and the classes the
+  // requests name (kubernetes.io/docs/reference/kubernetes-api/workload-resources/resource-claim-v1).
+  {
+    group: 'resource.k8s.io',
+    version: 'v1',
+    plural: 'resourceclaims',
+    singular: 'resourceclaim',
+    kind: 'ResourceClaim',
+    namespaced: true,
+  },
+  {
+    group: 'resource.k8s.io',
+    version: 'v1',
+    plural: 'resourceclaimtemplates',
+    singular: 'resourceclaimtemplate',
+    kind: 'ResourceClaimTemplate',
+    namespaced: true,
+  },
+  {
+    group: 'resource.k8s.io',
+    version: 'v1',
+    plural: 'deviceclasses',
+    singular: 'deviceclass',
+    kind: 'DeviceClass',
+    namespaced: false,
+  },
   {
     group: 'resource.k8s.io',
     version: 'v1',

@@ -10,15 +10,16 @@
  *   claims as `dynamic_resources` (driver, pool = the node, device `gpu-<index>`, the names the
  *   simulated ResourceSlice publishes, device-plugin.ts). The simulator has no Kubernetes version knob:
  *   DynamicResources (alpha 1.27, beta and on in 1.34, kubernetes/website feature-gate docs) is served.
- *   The pod's claim is named `<pod>-<entry>`: the resourceclaim controller names a claim it makes from
- *   a template with generateName `<pod>-<entry>-` (kubernetes pkg/controller/resourceclaim); the
- *   simulator leaves out the random suffix.
+ *   The claim is named as the pod's `status.resourceClaimStatuses` records it (a template's claim, made by
+ *   the simulated resourceclaim controller with generateName `<pod>-<entry>-`: kube/dra-controller.ts) or
+ *   by its own `resourceClaimName`; its devices are those the scheduler allocated to it.
  * - `GetAllocatableResources`: the devices the plugin advertises healthy now: the kubelet's
  *   devicemanager GetAllocatableDevices filters every known device by the healthy set
  *   (kubernetes pkg/kubelet/cm/devicemanager/manager.go), so a GPU the plugin holds out — a fence —
  *   leaves it by its UUID; a partial MIG latch takes out one MIG device (the first of its profile).
  * - Every device sits on NUMA node 0: the simulator has no topology.
  */
+import { claimNameOf } from '../kube/dra-allocator.ts';
 import type { Pod } from '../kube/types.ts';
 import { migDevicesJson } from '../node-files.ts';
 import type { GpuProcessOfPod, GpuSpec } from '../node-gpus.ts';
@@ -78,12 +79,13 @@ export function podResourcesState(s: NodeStateSources): PodResourcesState {
         .map((p) => {
           const mine = alloc.filter((a) => a.pod.uid === p.metadata.uid);
           const devices: { resource: string; id: string }[] = [];
-          // A claim by its object's name: a shared one's own (`resourceClaimName`), a template's `<pod>-<entry>`.
+          // A claim by its object's name: a shared one's own (`resourceClaimName`), a template's the one the
+          // resourceclaim controller made and recorded in the pod's status (`<pod>-<entry>-<suffix>`).
           const claims = new Map<string, number[]>();
           for (const a of mine) {
             const g = gpus[a.gpu];
             if (!g) continue;
-            const claimName = a.sharedClaim ?? `${p.metadata.name}-${a.claim}`;
+            const claimName = a.sharedClaim ?? claimNameOf(p, a.claim ?? '') ?? `${p.metadata.name}-${a.claim}`;
             if (a.claim !== undefined) claims.set(claimName, [...(claims.get(claimName) ?? []), g.index]);
             else if (a.gpuInstanceId === undefined) devices.push({ resource: 'nvidia.com/gpu', id: g.uuid });
             else {
