@@ -43,7 +43,7 @@ import { withoutRoomOnExisting } from './existing-room.ts';
 import { spreadKeyOf } from './anti-affinity.ts';
 import { instanceIdOf } from '../adapters/alicloud/repair.ts';
 import { BadInputError } from '../adapters/errors.ts';
-import { MIRROR_POD_ANNOTATION, requestsGpu } from '../adapters/kube/model.ts';
+import { holdsDevices, MIRROR_POD_ANNOTATION, requestsGpu } from '../adapters/kube/model.ts';
 import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../lib/node-state.ts';
 import { replacementsByPool, type ReplacementRecord } from '../lib/replacements.ts';
 import type { AutoscalePolicy } from '../lib/pool-policy.ts';
@@ -942,7 +942,7 @@ async function scaleIn(
           name: n.name,
           eligible: why === undefined,
           ...(why ? { heldBy: why } : {}),
-          gpuPods: pods.filter((p) => p.nodeName === n.name && movable(p) && requestsGpu(p)).length,
+          gpuPods: pods.filter((p) => p.nodeName === n.name && movable(p) && holdsDevices(p)).length,
         };
       }),
       leaving: leaving.map((l) => l.node),
@@ -999,7 +999,8 @@ function drainBlockers(
   for (const n of members) {
     if (leaving.has(n.name)) continue;
     const here = pods.filter((p) => p.nodeName === n.name && !p.terminating);
-    if (here.some((p) => drainCounts(p) && requestsGpu(p))) continue;
+    // A DRA pod holds its GPU through a claim, not an extended resource: busy all the same.
+    if (here.some((p) => drainCounts(p) && holdsDevices(p))) continue;
     const why = here.map(whyBlocks).find((w) => w !== undefined);
     if (why) {
       out.set(n.name, why);

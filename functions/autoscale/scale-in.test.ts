@@ -117,6 +117,24 @@ describe('autoscale-pools gives idle nodes back', () => {
     expect(sim.cloud.instances.size).toBe(2);
   });
 
+  it('never gives back a node whose pod holds its GPU through a DRA claim (no nvidia.com/gpu to count)', async () => {
+    const [, withCpuPod, , bare] = names as [string, string, string, string];
+    // A DRA pod: its GPU is a ResourceClaim's device, and the node advertises no nvidia.com/gpu for it.
+    kube.cluster.addPod({
+      name: 'dra-serve-0',
+      namespace: 'ml',
+      nodeName: bare,
+      resourceClaims: 1,
+      owners: [{ kind: 'ReplicaSet', name: 'dra-serve', controller: true }],
+    });
+    await autoscalePools(deps); // idle time counts from the first look
+    await clock.advance(10 * MIN);
+    const start = await autoscalePools(deps);
+    expect(start.draining).toEqual([withCpuPod]);
+    expect((await kube.nodes.get(bare)).unschedulable).toBe(false);
+    expect(kube.cluster.calls.filter((c) => c.op === 'pods.evict').map((c) => c.args[1])).not.toContain('dra-serve-0');
+  });
+
   it('keeps every node while a waiting GPU pod could run on the pool', async () => {
     kube.cluster.addPod({
       name: 'embed-0',

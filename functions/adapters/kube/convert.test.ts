@@ -73,3 +73,17 @@ describe('toPodInfo: when a pod that ended stopped', () => {
     expect(toPodInfo(ended('Succeeded', [])).finishedAt).toBeUndefined();
   });
 });
+
+describe('toPodInfo: a DRA pod', () => {
+  it('counts the ResourceClaims it names, which no extended resource shows', () => {
+    const pod = {
+      metadata: { name: 'dra-serve-0', namespace: 'ml' },
+      spec: {
+        containers: [{ name: 'c', resources: { claims: [{ name: 'gpu' }] } }],
+        resourceClaims: [{ name: 'gpu', resourceClaimTemplateName: 'one-gpu' }],
+      },
+    } as unknown as Parameters<typeof toPodInfo>[0];
+    expect(toPodInfo(pod)).toMatchObject({ resourceClaims: 1, extendedResources: {} });
+    expect(toPodInfo({ metadata: { name: 'p' }, spec: { containers: [] } }).resourceClaims).toBeUndefined();
+  });
+});

@@ -197,6 +197,7 @@ export function toPodInfo(p: V1Pod): PodInfo {
     terminating: p.metadata?.deletionTimestamp !== undefined && p.metadata.deletionTimestamp !== null,
     terminationGracePeriodSeconds: p.spec?.terminationGracePeriodSeconds,
     extendedResources: extendedResources(p),
+    ...((p.spec?.resourceClaims?.length ?? 0) > 0 ? { resourceClaims: p.spec!.resourceClaims!.length } : {}),
     ...(Object.keys(requests).length > 0 ? { requests } : {}),
     ...(p.spec?.nodeSelector && Object.keys(p.spec.nodeSelector).length > 0
       ? { nodeSelector: { ...p.spec.nodeSelector } }

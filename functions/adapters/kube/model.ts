@@ -85,6 +85,12 @@ export interface PodInfo {
    */
   extendedResources: Record<string, number>;
   /**
+   * How many `spec.resourceClaims` the pod names (DRA): devices it holds through ResourceClaims, which no
+   * extended resource counts (a DRA node advertises no `nvidia.com/gpu`; kubernetes.io/docs/concepts/
+   * scheduling-eviction/dynamic-resource-allocation/). Absent: none.
+   */
+  resourceClaims?: number;
+  /**
    * What the scheduler reserves for the pod, in base units (cpu in cores, memory in bytes,
    * extended resources in their counts): the containers' requests (a limit stands in for a missing
    * request, as the API server defaults it), or the largest init container's when that is more,
@@ -164,6 +170,14 @@ export interface PodSelectorTerm {
 
 export function requestsGpu(pod: Pick<PodInfo, 'extendedResources'>): boolean {
   return Object.entries(pod.extendedResources).some(([k, v]) => v > 0 && GPU_RESOURCE.test(k));
+}
+
+/**
+ * The pod holds devices: a GPU extended resource, or any DRA ResourceClaim (which may be a GPU: on a GPU fleet a
+ * claim is not taken for nothing). For what must never be taken for idle — a node running such a pod is busy.
+ */
+export function holdsDevices(pod: Pick<PodInfo, 'extendedResources' | 'resourceClaims'>): boolean {
+  return requestsGpu(pod) || (pod.resourceClaims ?? 0) > 0;
 }
 
 /** `namespace/name`, the key pods are reported by. */
