@@ -1,11 +1,12 @@
 /**
  * `bench autoscale`: the scale-out planner on 10,000 pending pods across 50 node pools (decision
- * time), its cost against cluster-autoscaler-style loops on the same input, and its cost against
- * the exact optimum on small random fleets.
+ * time), its cost against cluster-autoscaler-style loops on the same input, its cost against
+ * the exact optimum on small random fleets, and how often pods run through stock-outs (autoscale-stockout.ts).
  */
 import { performance } from 'node:perf_hooks';
 import { planScaleOut, type PendingPod, type PoolState } from '../functions/autoscale/core/planner.ts';
 import { cgpuRows } from './autoscale-cgpu.ts';
+import { stockoutRows } from './autoscale-stockout.ts';
 import { clusterAutoscalerStyle, exactScaleOut } from './autoscale-reference.ts';
 import { mulberry32 } from '../infra/local/bus/router.ts';
 import { below, info, percentile, type BenchSuite, type Measurement } from './harness.ts';
@@ -203,6 +204,10 @@ export const autoscaleSuite: BenchSuite = {
     rows.push(info('CA-style (price) above the optimum, mean', mean(caGaps), '%'));
     progress('a cGPU fleet: 2,000 shares on 2×T4 and A10 pools, card by card');
     rows.push(...cgpuRows());
+    progress(
+      'stock-outs: 40 seeded fleets through autoscale-pools on the simulated region, and a first-type-only baseline',
+    );
+    rows.push(...(await stockoutRows(40)));
     return rows;
   },
 };
