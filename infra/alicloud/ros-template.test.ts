@@ -6,6 +6,7 @@
  * is one FC 3.0's API (`@alicloud/fc20230330` models) knows, of the type it expects.
  */
 import * as fc from '@alicloud/fc20230330';
+import * as ros from '@alicloud/ros20190910';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { toAlibabaPatterns } from '../../events/alibaba-pattern.ts';
@@ -304,5 +305,45 @@ describe('npm run package -- --target …', () => {
     const help = spawnSync(process.execPath, [script, '--help'], { encoding: 'utf8' });
     expect(help.status).toBe(0);
     expect(help.stdout).toMatch(/--target alibaba {2}FC 3\.0 packages/);
+  });
+});
+
+/**
+ * What ROS's own SDK (@alicloud/ros20190910, the OpenAPI 2019-09-10 models) sends for the template: ValidateTemplate
+ * and CreateStack carry it as TemplateBody; ROS refuses a body over 524,288 bytes and a stack name that does not start
+ * with a letter or digit or holds other than [A-Za-z0-9_-] (ROS API reference, CreateStack: StackName, TemplateBody).
+ * ValidateTemplate itself is online only: this holds what can be held offline.
+ */
+describe("the template through ROS's own SDK", () => {
+  const body = JSON.stringify(template);
+  const params = template['Parameters'] as Record<string, { Type: string; Default?: unknown }>;
+
+  it('is a ValidateTemplate request the SDK accepts, under the TemplateBody limit', () => {
+    const req = new ros.ValidateTemplateRequest({ regionId: 'cn-hangzhou', templateBody: body });
+    req.validate();
+    expect(req.toMap()).toMatchObject({ RegionId: 'cn-hangzhou', TemplateBody: body });
+    expect(Buffer.byteLength(body)).toBeLessThanOrEqual(524_288);
+  });
+
+  it('is a CreateStack request the SDK accepts: every parameter the template declares, and a valid stack name', () => {
+    const stackName = 'gpu-reflex-prod';
+    expect(stackName).toMatch(/^[A-Za-z0-9][A-Za-z0-9_-]{0,254}$/);
+    const req = new ros.CreateStackRequest({
+      regionId: 'cn-hangzhou',
+      stackName,
+      templateBody: body,
+      timeoutInMinutes: 60,
+      parameters: Object.entries(params).map(
+        ([key, p]) =>
+          new ros.CreateStackRequestParameters({ parameterKey: key, parameterValue: String(p.Default ?? 'given') }),
+      ),
+    });
+    req.validate();
+    const map = req.toMap() as { Parameters: { ParameterKey: string }[]; TemplateBody: string };
+    expect(map.TemplateBody).toBe(body);
+    expect(map.Parameters.map((p) => p.ParameterKey)).toEqual(Object.keys(params));
+    // Each parameter is of a type ROS knows (ROS template structure: Parameters, Type).
+    const known = ['String', 'Number', 'CommaDelimitedList', 'Json', 'Boolean'];
+    expect(Object.entries(params).filter(([, p]) => !known.includes(p.Type))).toEqual([]);
   });
 });
