@@ -25,7 +25,7 @@ import { startHttpTrigger, type FcHttpResult, type HttpTrigger } from './alibaba
 import { alibabaPatternMatches } from './alibaba-pattern.ts';
 import { startAlibabaEventBridge } from './alibaba-eventbridge.ts';
 import { readAlibabaTemplate, type RosFunction } from './alibaba-ros.ts';
-import { type Clock, isSteppable, moveTo, systemClock, TimerQueue, type SteppableClock } from './clock.ts';
+import { advanceThrough, type Clock, isSteppable, systemClock, TimerQueue } from './clock.ts';
 import type { DeadLetter, DeliveryEvents } from './delivery-events.ts';
 import { isoSeconds, type EventEnvelope } from './envelope.ts';
 import { envelopeOf, type FcContext } from './alibaba-fc.ts';
@@ -273,18 +273,7 @@ export async function startAlibabaLocalBus(o: AlibabaLocalBusOptions): Promise<A
     get counts(): BusCounts {
       return { events: events.total, eventsByDetailType: Object.fromEntries(byType), deadLetters: letters.total };
     },
-    async advance(ms) {
-      if (!isSteppable(clock)) throw new Error('advance() needs a steppable clock; this bus runs on real time');
-      const c: SteppableClock = clock;
-      const target = c.now() + ms;
-      await drain();
-      for (let next = timers.nextAt(); next !== undefined && next <= target; next = timers.nextAt()) {
-        await moveTo(c, next);
-        await drain();
-      }
-      await moveTo(c, target);
-      await drain();
-    },
+    advance: (ms) => advanceThrough(clock, timers, drain, ms),
     drain,
     on(event, listener) {
       emitter.on(event, listener as never);

@@ -1,4 +1,4 @@
-import { type Clock, isSteppable, ManualClock, moveTo, systemClock, TimerQueue, type SteppableClock } from './clock.ts';
+import { advanceThrough, type Clock, isSteppable, ManualClock, systemClock, TimerQueue } from './clock.ts';
 import type { DeadLetter, DeliveryEvents } from './delivery-events.ts';
 import type { EventEnvelope } from './envelope.ts';
 import { startHttpApi, type HttpApiOptions, type HttpApiServer } from './http-api.ts';
@@ -192,20 +192,7 @@ export async function startLocalBus(opts: LocalBusOptions = {}): Promise<LocalBu
       if (injected) throw injected;
       return ingest.put({ Entries: entries });
     },
-    async advance(ms) {
-      if (!isSteppable(clock))
-        throw new Error('advance() needs a ManualClock (or a clock with advance(ms)); this bus runs on real time');
-      if (!(ms >= 0)) throw new RangeError(`advance(ms): ms must be >= 0, got ${ms}`);
-      const c: SteppableClock = clock;
-      const target = c.now() + ms;
-      await drain();
-      for (let next = timers.nextAt(); next !== undefined && next <= target; next = timers.nextAt()) {
-        await moveTo(c, next);
-        await drain();
-      }
-      await moveTo(c, target);
-      await drain();
-    },
+    advance: (ms) => advanceThrough(clock, timers, drain, ms),
     drain,
     deliverNow: drain,
     setDown: (down) => server.setDown(down),
