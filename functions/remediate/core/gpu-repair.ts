@@ -31,12 +31,15 @@ export function requestId(action: GpuActionKind, i: Pick<Incident, 'key' | 'firs
 
 /**
  * A node-wide incident's return probe after a reboot asks one probe per GPU the node had before it
- * (`reboot.gpus`): each under the incident's probe id and the GPU's place in that list.
+ * (`reboot.gpus`; after a person's repaired-at, `repair.gpus`): each under the incident's probe id and the
+ * GPU's place in that list.
  */
 export function nodeProbes(i: Pick<Incident, 'repair' | 'reboot' | 'gpu'>): { gpu: string; id: string }[] {
-  if (i.gpu || i.repair?.step !== 'probe' || !i.reboot?.gpus) return [];
+  // After a person's repaired-at the GPUs probed are on the probe itself (`repair.gpus`), after a reboot on it.
+  const gpus = i.repair?.gpus ?? i.reboot?.gpus;
+  if (i.gpu || i.repair?.step !== 'probe' || !gpus) return [];
   const id = i.repair.id;
-  return i.reboot.gpus.map((gpu, k) => ({ gpu, id: `${id}.${k}` }));
+  return gpus.map((gpu, k) => ({ gpu, id: `${id}.${k}` }));
 }
 
 /** The DCGM diagnostic level a return probe asks for (policy `repair.dcgmDiag`), or none. */

@@ -219,6 +219,70 @@ describe('a node-wide incident after a reboot: each GPU decided by its own probe
 });
 
 /**
+ * A node-wide incident (gpu-count) left to a person (no cloud: no reboot of ours), then the person's repaired-at at
+ * minute 60: the same per-GPU probes as after a reboot, over the GPUs the node lists.
+ */
+async function nodeWideRepaired(o: { known?: boolean; repairedAt?: number } = {}): Promise<World> {
+  const before = o.known === false ? { ...node(), gpus: undefined } : node();
+  let w = (await sweep(await hit({ node: before, pods: STANDARD_PODS }, health('gpu-count', { gpu: null })), 1, false))
+    .world;
+  w = {
+    ...w,
+    node: { ...w.node, annotations: { ...w.node.annotations, [REPAIRED_AT_ANNOTATION]: at(o.repairedAt ?? 60) } },
+  };
+  return (await sweep(w, (o.repairedAt ?? 60) + 1, false)).world;
+}
+
+describe("a node-wide incident after a person's repaired-at: each GPU decided by its own probe", () => {
+  it('asks one probe per GPU, returns the node only when all 8 pass, never on quiet time', async () => {
+    let w = await nodeWideRepaired();
+    const asked = probesAsked(w);
+    expect(asked.map((r) => r.gpuUuid).sort()).toEqual([...node().gpus!].sort());
+    expect(stateOf(w.node).incidents[0]?.repair?.gpus).toHaveLength(8);
+    // Hours of quiet with no answer: still out (the answer timeout fails it instead).
+    expect((await sweep(w, 61 + P.quietPeriodMinutes)).plan?.action).not.toBe('restore');
+    w = asked.slice(0, 7).reduce((x, r) => answer(x, r, 62, {}), w);
+    expect((await sweep(w, 63, false)).plan?.action).not.toBe('restore');
+    w = answer(w, asked[7]!, 63, {});
+    const { plan, world } = await sweep(w, 64, false);
+    expect(plan).toMatchObject({ action: 'restore', phase: 'restored' });
+    expect(plan?.reason).toContain("each of the node's 8 GPUs passed its own health probe after its repair");
+    expect(world.node.labels[STATE_LABEL]).toBe('healthy');
+  });
+
+  it('keeps the node out on one failed GPU, tells a person once; a newer repaired-at probes again', async () => {
+    let w = await nodeWideRepaired();
+    const bad = gpu(3).uuid;
+    w = answerAll(w, 62, (uuid) => (uuid === bad ? { remapFailed: true, passed: false } : {}));
+    const failed = await sweep(w, 63, false);
+    expect(failed.plan?.action).not.toBe('restore');
+    expect(failed.plan?.reason).toContain(`the health probe of ${bad} after its repair did not pass`);
+    expect(failed.plan?.notices).toHaveLength(1);
+    w = failed.world;
+    expect(w.node.labels[STATE_LABEL]).toBe('awaiting-repair');
+    expect((await sweep(w, 64, false)).plan).toBeUndefined(); // told once
+    const first = probesAsked(w).map((r) => r.id);
+    w = { ...w, node: { ...w.node, annotations: { ...w.node.annotations, [REPAIRED_AT_ANNOTATION]: at(90) } } };
+    w = (await sweep(w, 91, false)).world;
+    const second = probesAsked(w);
+    expect(second).toHaveLength(8);
+    expect(second.map((r) => r.id).some((id) => first.includes(id))).toBe(false);
+    w = answerAll(w, 92);
+    expect((await sweep(w, 93, false)).plan).toMatchObject({ action: 'restore' });
+  });
+
+  it('keeps the node out when no GPU of it is known, a person told once', async () => {
+    const w = await nodeWideRepaired({ known: false });
+    expect(probesAsked(w)).toHaveLength(0);
+    expect(w.node.labels[STATE_LABEL]).toBe('awaiting-repair');
+    expect(stateOf(w.node).incidents[0]).toMatchObject({ phase: 'awaiting-repair', notifiedAt: at(61) });
+    const later = await sweep(w, 61 + P.quietPeriodMinutes + 1, false);
+    expect(later.plan?.action).not.toBe('restore');
+    expect(later.plan?.notices ?? []).toHaveLength(0);
+  });
+});
+
+/**
  * DCGM's diagnostic as probe evidence (policy `repair.dcgmDiag`): the probe asks for `dcgmi diag -r N` and the GPU
  * returns only on its `pass`; a failed, unavailable or missing diagnostic keeps it out (unknown is never healthy).
  */

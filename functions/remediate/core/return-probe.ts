@@ -10,7 +10,8 @@
  *
  * A node-wide incident (no GPU named) after a reboot is decided per GPU: each GPU the node listed
  * before it (`reboot.gpus`) gets its own probe, and the node returns only when every one passed; one
- * missing or failed keeps it out, and no GPU known at all is no evidence either.
+ * missing or failed keeps it out, and no GPU known at all is no evidence either. After a person's
+ * repaired-at the same, over the GPUs the node lists then (`repair.gpus`).
  *
  * The sweep also fails the probe on what it saw itself: another incident of the same GPU whose
  * fault was last seen during the window (an XID or a health condition the functions received while
@@ -93,6 +94,22 @@ export function askNodeProbes(i: Incident, gpus: readonly string[], backAt: stri
     reboot: { ...i.reboot, gpus: [...gpus] },
     repair: { step: 'probe', id: returnProbeId(i, cause), at: now.toISOString() },
   };
+}
+
+/**
+ * A node-wide incident after a person's `repaired-at`: one probe per GPU the node lists (its agent's
+ * allocatable-devices and MIG inventory, its GPU inventory), recorded on the probe (`repair.gpus`).
+ * Undefined when no GPU of the node is known: nothing can be probed, and unknown is never healthy.
+ */
+export function askNodeRepairProbes(
+  i: Incident,
+  gpus: readonly string[],
+  repairedAt: string,
+  now: Date,
+): Incident | undefined {
+  if (i.gpu || gpus.length === 0) return undefined;
+  const id = returnProbeId(i, { kind: 'repaired', repairedAt });
+  return { ...i, repair: { step: 'probe', id, at: now.toISOString(), gpus: [...gpus] } };
 }
 
 /**

@@ -140,6 +140,11 @@ const IncidentSchema = z.object({
       at: Timestamp,
       since: Timestamp.optional(),
       attempt: z.number().int().min(1).optional(),
+      /**
+       * A node-wide incident's probes after a person's `repaired-at` (no reboot of ours to carry them): the node's
+       * GPUs (UUIDs) probed, one each; the node returns only when every one passed (return-probe.ts).
+       */
+      gpus: z.array(z.string().min(1).max(200)).max(16).optional(),
     })
     .optional(),
   /**

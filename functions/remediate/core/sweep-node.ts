@@ -9,7 +9,15 @@ import { evictable } from './scope.ts';
 import { cmp, isOpen, type Incident } from './state.ts';
 import { startReplace, type ReplaceStep } from './replace.ts';
 import { notice } from './plan.ts';
-import { askNodeProbes, askReturnProbe, nodeGpusOf, probing, stepNodeProbes, stepReturnProbe } from './return-probe.ts';
+import {
+  askNodeProbes,
+  askNodeRepairProbes,
+  askReturnProbe,
+  nodeGpusOf,
+  probing,
+  stepNodeProbes,
+  stepReturnProbe,
+} from './return-probe.ts';
 import { nodeProbes } from './gpu-repair.ts';
 import { GPU_DEVICES_ANNOTATION } from '../../../events/index.ts';
 import type { SweepFacts } from './sweep.ts';
@@ -283,8 +291,9 @@ function askNodeWide(i: Incident, backAt: string, w: Work, facts: SweepFacts, po
 /**
  * A person's `gpu-reflex.io/repaired-at` after the fault: a GPU incident asks the node agent for the
  * health probe and returns only when it passes (return-probe.ts); a failed one keeps the node out and
- * tells a person once, until a newer repaired-at asks again. A node-wide incident returns after the
- * quiet period from the repair.
+ * tells a person once, until a newer repaired-at asks again. A node-wide incident asks one probe per GPU
+ * the node lists and returns only when every one passed (quiet time alone returned it before: issue #27);
+ * no GPU known keeps it out, a person told once.
  */
 export function afterRepair(
   i: Incident,
@@ -295,13 +304,15 @@ export function afterRepair(
   close: (why: string, x?: Incident) => Incident,
 ): Incident {
   const now = facts.now;
-  if (!i.gpu) {
-    const since = now.getTime() - Math.max(Date.parse(repairedAt), i.trigger === 'orphan' ? 0 : Date.parse(i.lastAt));
+  const cause = { kind: 'repaired', repairedAt } as const;
+  if (!i.gpu && i.trigger === 'orphan') {
+    // An adopted node (our taint, no history): no fault is known to probe for; the person's word and quiet time.
+    const since = now.getTime() - Date.parse(repairedAt);
     return since >= policy.quietPeriodMinutes * MIN
       ? close(`${i.key}: repaired at ${repairedAt} and quiet for ${policy.quietPeriodMinutes} min, back in service`)
       : i;
   }
-  const cause = { kind: 'repaired', repairedAt } as const;
+  if (!i.gpu) return afterNodeRepair(i, repairedAt, w, facts, policy, close);
   if (!probing(i, cause)) {
     const asked = askReturnProbe(i, cause, now)!;
     w.reasons.push(
@@ -321,4 +332,50 @@ export function afterRepair(
   w.reasons.push(text);
   w.touched.push(told);
   return told;
+}
+
+/** A node-wide incident after a person's repaired-at: each GPU the node lists returns on its own passed probe. */
+function afterNodeRepair(
+  i: Incident,
+  repairedAt: string,
+  w: Work,
+  facts: SweepFacts,
+  policy: Policy,
+  close: (why: string, x?: Incident) => Incident,
+): Incident {
+  const now = facts.now;
+  const node = w.facts.node;
+  const tellOnce = (since: string, text: string): Incident => {
+    if (i.notifiedAt && Date.parse(i.notifiedAt) >= Date.parse(since)) return i;
+    const told: Incident = { ...i, notifiedAt: now.toISOString() };
+    w.notices.push(notice(i.action, node, text));
+    w.reasons.push(text);
+    w.touched.push(told);
+    return told;
+  };
+  if (!probing(i, { kind: 'repaired', repairedAt }) || nodeProbes(i).length === 0) {
+    const gpus = nodeGpusOf(node);
+    const asked = askNodeRepairProbes(i, gpus, repairedAt, now);
+    if (!asked)
+      return tellOnce(
+        repairedAt,
+        `${i.key}: repaired at ${repairedAt}, but no GPU of ${node.name} is known (the node agent wrote no ` +
+          `${GPU_DEVICES_ANNOTATION}): nothing can be probed, and unknown is not healthy; the node stays out`,
+      );
+    w.reasons.push(
+      `${i.key}: repaired at ${repairedAt}: health probe of each of the node's ${gpus.length} GPUs requested ` +
+        `(${asked.repair!.id}, ${policy.repair.probeSeconds} s); it returns only when every one passes`,
+    );
+    w.touched.push(asked);
+    return asked;
+  }
+  const s = stepNodeProbes(i, w.state, w.results, now, policy);
+  if (s.kind === 'wait') return i;
+  if (s.kind === 'passed') return close(`${i.key}: repaired at ${repairedAt}; ${s.why}`, s.incident);
+  // Told once per probe; the node stays out until a person repairs it again (a newer repaired-at).
+  return tellOnce(
+    i.repair!.at,
+    `${i.key}: repaired at ${repairedAt}, but ${s.why}${s.missing ? '; a GPU is missing' : ''}; the node stays ` +
+      'out: a person must look, then annotate gpu-reflex.io/repaired-at=<time> again',
+  );
 }
