@@ -59,6 +59,7 @@ const categories = [...new Set(tests.map(([c]) => c))].map((category) => ({
     }),
 }));
 process.stdout.write(
-  JSON.stringify({ 'DCGM Diagnostic': { test_categories: categories }, metadata: { version: '4.2.3' } }, null, 2) + '\n',
+  JSON.stringify({ 'DCGM Diagnostic': { test_categories: categories }, metadata: { version: '4.2.3' } }, null, 2) +
+    '\n',
 );
 process.exit(categories.some((c) => c.tests.some((t) => t.test_summary.status === 'Fail')) ? 226 : 0);
