@@ -3,6 +3,7 @@
  * time), its cost against cluster-autoscaler-style loops on the same input, its cost against
  * the exact optimum on small random fleets, and how often pods run through stock-outs (autoscale-stockout.ts).
  */
+import { cpus, loadavg } from 'node:os';
 import { performance } from 'node:perf_hooks';
 import { planScaleOut, type PendingPod, type PoolState } from '../functions/autoscale/core/planner.ts';
 import { cgpuRows } from './autoscale-cgpu.ts';
@@ -142,14 +143,22 @@ export const autoscaleSuite: BenchSuite = {
     const pods = benchPods(10_000);
     progress('planning 10,000 pending pods across 50 pools, 7 runs');
     const times: number[] = [];
+    const load = loadavg()[0]!;
     let plan = planScaleOut(pools, pods);
     for (let i = 0; i < 7; i++) {
       const t0 = performance.now();
       plan = planScaleOut(pools, pods);
       times.push(performance.now() - t0);
     }
-    rows.push(below('decision time, 10,000 pods × 50 pools (median)', percentile(times, 50), 'ms', 500));
+    // Issue #34's target: 250 ms on a quiet machine. On a shared machine a run's wall time counts the other
+    // processes' turns on the cores; the fastest of the seven is the run least disturbed, and the load average
+    // (recorded) says how shared the machine was. The median stays the row judged against the target.
+    rows.push(below('decision time, 10,000 pods × 50 pools (median)', percentile(times, 50), 'ms', 250));
+    rows.push(info('decision time, 10,000 pods × 50 pools (fastest of 7)', Math.min(...times), 'ms'));
     rows.push(below('decision time, 10,000 pods × 50 pools (slowest of 7)', Math.max(...times), 'ms', 500));
+    rows.push(
+      info('load average (1 min) when the runs began', Math.round(load * 100) / 100, `on ${cpus().length} cores`),
+    );
     rows.push(
       info(
         'pods placed on new nodes',
@@ -194,8 +203,8 @@ export const autoscaleSuite: BenchSuite = {
       metric: `cost above the exact optimum, mean of ${gaps.length} small fleets`,
       value: mean(gaps),
       unit: '%',
-      target: '≤ 2 %',
-      ok: mean(gaps) <= 2,
+      target: '≤ 0.2 %',
+      ok: mean(gaps) <= 0.2, // issue #34's done-when
     });
     rows.push(
       info('small fleets planned at the optimum', (100 * gaps.filter((g) => g < 1e-9).length) / gaps.length, '%'),
