@@ -25,6 +25,7 @@ export function admitPod(input: Pod, store: Store, running: (pod: Pod, node: str
     if (err instanceof RequestOverLimit) throw errors.invalid(PODS, input.metadata.name, err.field, err.message);
     throw errors.forbidden(PODS, input.metadata.name, (err as Error).message);
   }
+  const priority = admitPriority(pod, store);
   pod.spec = {
     restartPolicy: 'Always',
     terminationGracePeriodSeconds: 30,
@@ -32,10 +33,9 @@ export function admitPod(input: Pod, store: Store, running: (pod: Pod, node: str
     schedulerName: 'default-scheduler',
     serviceAccountName: 'default',
     securityContext: {},
-    priority: 0,
     enableServiceLinks: true,
-    preemptionPolicy: 'PreemptLowerPriority',
     ...pod.spec,
+    ...priority,
   };
   pod.spec.containers = pod.spec.containers.map(defaultContainer);
   // Quota needs the namespace's pods only when the namespace has a quota (most have none).
@@ -45,6 +45,63 @@ export function admitPod(input: Pod, store: Store, running: (pod: Pod, node: str
   // A pod created already bound (DaemonSet pods, fleet seeds) is started by its kubelet at once.
   pod.status = pod.spec.nodeName ? running(pod, pod.spec.nodeName) : pendingStatus(pod);
   return pod;
+}
+
+/**
+ * The Priority admission plugin (plugin/pkg/admission/priority/admission.go; kubernetes.io/docs/concepts/
+ * scheduling-eviction/pod-priority-preemption/): `spec.priority` and `spec.preemptionPolicy` come from the pod's
+ * PriorityClass, or from the class marked `globalDefault` (its name then written to the pod), or are 0 and
+ * PreemptLowerPriority. A class that does not exist is refused (403), and so is a pod that states a priority or a
+ * preemption policy other than its class's. The two classes the API server creates at start are known here by
+ * value (system-cluster-critical 2000000000, system-node-critical 2000001000), not stored.
+ */
+const SYSTEM_CLASSES: Record<string, number> = {
+  'system-cluster-critical': 2000000000,
+  'system-node-critical': 2000001000,
+};
+
+function admitPriority(
+  pod: Pod,
+  store: Store,
+): { priority: number; preemptionPolicy: string; priorityClassName?: string } {
+  const named = typeof pod.spec.priorityClassName === 'string' ? pod.spec.priorityClassName : '';
+  const classes = store.list('priorityclasses.scheduling.k8s.io') as (KubeObject & {
+    value?: number;
+    globalDefault?: boolean;
+    preemptionPolicy?: string;
+  })[];
+  let resolved: { priority: number; preemptionPolicy: string; priorityClassName?: string };
+  if (named === '') {
+    const def = classes.find((c) => c.globalDefault === true);
+    resolved = def
+      ? {
+          priority: def.value ?? 0,
+          preemptionPolicy: def.preemptionPolicy ?? 'PreemptLowerPriority',
+          priorityClassName: def.metadata.name,
+        }
+      : { priority: 0, preemptionPolicy: 'PreemptLowerPriority' };
+  } else if (SYSTEM_CLASSES[named] !== undefined) {
+    resolved = { priority: SYSTEM_CLASSES[named], preemptionPolicy: 'PreemptLowerPriority' };
+  } else {
+    const pc = classes.find((c) => c.metadata.name === named);
+    if (!pc) throw errors.forbidden(PODS, pod.metadata.name, `no PriorityClass with name ${named} was found`);
+    resolved = { priority: pc.value ?? 0, preemptionPolicy: pc.preemptionPolicy ?? 'PreemptLowerPriority' };
+  }
+  if (typeof pod.spec.priority === 'number' && pod.spec.priority !== resolved.priority)
+    throw errors.forbidden(
+      PODS,
+      pod.metadata.name,
+      `the integer value of priority (${pod.spec.priority}) must not be provided in pod spec; priority admission ` +
+        `controller computed ${resolved.priority} from the given PriorityClass name`,
+    );
+  if (typeof pod.spec.preemptionPolicy === 'string' && pod.spec.preemptionPolicy !== resolved.preemptionPolicy)
+    throw errors.forbidden(
+      PODS,
+      pod.metadata.name,
+      `the string value of PreemptionPolicy (${pod.spec.preemptionPolicy}) must not be provided in pod spec; ` +
+        `priority admission controller computed ${resolved.preemptionPolicy} from the given PriorityClass name`,
+    );
+  return resolved;
 }
 
 /** A stable hex string per name and purpose: node IDs are deterministic, as every sim object. */

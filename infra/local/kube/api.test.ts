@@ -297,6 +297,7 @@ describe('API surface: watch, leases, configmaps, events, daemonsets, discovery'
           'policy',
           'rbac.authorization.k8s.io',
           'resource.k8s.io',
+          'scheduling.k8s.io',
           'scheduling.volcano.sh',
         ]),
     ],

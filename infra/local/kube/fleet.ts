@@ -143,7 +143,7 @@ const PodGroup = z
     completeAfterSeconds: z.number().nonnegative().optional(),
     /** The pods start Ready=False and turn Ready this long after starting (readiness.ts), replacements too. */
     readyAfterSeconds: z.number().nonnegative().optional(),
-    /** `spec.priority` and `spec.priorityClassName` as admission would resolve them (no PriorityClass objects here). */
+    /** `spec.priority` and `spec.priorityClassName`; a named class is created with this value (PriorityClass). */
     priority: z.number().int().optional(),
     priorityClassName: Name.optional(),
     /**
@@ -342,6 +342,13 @@ export function seedFleet(cluster: Cluster, fleet: ParsedFleet): void {
         create('resourcequotas', ns.name, { metadata: { name: q.name }, spec: { hard: q.hard } }),
       );
   }
+  // The PriorityClasses the pod groups name, at the priority the group gives (Priority admission resolves a pod's
+  // priority from its class and refuses a class that does not exist: admission.ts).
+  const classes = new Map<string, number>();
+  for (const g of fleet.pods) if (g.priorityClassName) classes.set(g.priorityClassName, g.priority ?? 0);
+  for (const [name, value] of classes)
+    if (!cluster.store.get('priorityclasses.scheduling.k8s.io', '', name))
+      run(`priorityclass ${name}`, () => create('priorityclasses', '', { metadata: { name }, value }));
   for (const p of fleet.podDisruptionBudgets) {
     const { name, namespace, ...spec } = p;
     run(`poddisruptionbudget ${namespace}/${name}`, () =>

@@ -40,6 +40,8 @@ import {
   type NodeView,
 } from './scheduler.ts';
 import { UnfitShapes } from './unfit-shapes.ts';
+import { Nominations } from './nominations.ts';
+import { priorityOf } from './preemption.ts';
 import { CLAIMS, CLAIM_TEMPLATES, DEVICE_CLASSES, hasClaims, SLICES, TAINT_RULES } from './dra-allocator.ts';
 import { DraController, keepClaimStatuses } from './dra-controller.ts';
 import type { Store, StoreEvent } from './store.ts';
@@ -149,6 +151,8 @@ export class Lifecycle {
   private draEpoch = 0;
   /** Pods with claims that ended or went: the resourceclaim controller releases their claims. */
   private readonly draReleased = new Map<string, Pod>();
+  /** Preemption and the pods nominated to a node while their victims leave (nominations.ts). */
+  private readonly nominations: Nominations;
   /** Set by the cluster: its deterministic UIDs, for the objects controllers create. */
   uid: () => string = () => '00000000-0000-4000-8000-000000000000';
   /** Controller failures (quota refused a replacement), kept for tests and the CLI log. */
@@ -173,6 +177,13 @@ export class Lifecycle {
       iso: () => this.iso(),
       uid: () => this.uid(),
       generateName: (prefix, taken) => this.generateName(prefix, taken),
+      deletePod: (pod) => this.deletePod(pod),
+    });
+    this.nominations = new Nominations({
+      store,
+      iso: () => this.iso(),
+      now: () => clock.now(),
+      uid: () => this.uid(),
       deletePod: (pod) => this.deletePod(pod),
     });
     store.subscribe((e) => {
@@ -465,7 +476,10 @@ export class Lifecycle {
     if (this.dirtyShapes.size === 0) return;
     const keys = [...this.dirtyShapes].flatMap((shape) => [...(this.byShape.get(shape) ?? [])]);
     this.dirtyShapes.clear();
-    keys.sort((a, b) => this.queued.get(a)! - this.queued.get(b)!);
+    // The active queue takes higher priority first, then the earlier arrival (queuesort PrioritySort,
+    // pkg/scheduler/framework/plugins/queuesort/priority_sort.go).
+    const prio = new Map(keys.map((k) => [k, this.priorityOfKey(k)]));
+    keys.sort((a, b) => prio.get(b)! - prio.get(a)! || this.queued.get(a)! - this.queued.get(b)!);
     let nodes: NodeView[] | undefined;
     const free = this.freeCache;
     const freeOf = (n: Node) => {
@@ -480,6 +494,12 @@ export class Lifecycle {
       const pod = this.store.pod(ns, name);
       if (!pod) continue;
       const shape = this.shapeOf.get(key)!;
+      // While pods wait on nominations, a fit depends on the pod's priority: no shape memo holds (nominations.ts).
+      if (this.nominations.active) {
+        nodes ??= this.nodesByName();
+        this.scheduleNominated(key, pod, nodes, freeOf);
+        continue;
+      }
       // Shapes that fitted nowhere (unfit-shapes.ts): binding only takes room, so the next pod of
       // the same shape fits nowhere either, or only on a node that gained room since.
       const known = this.unfit.recall(shape, this.epoch, this.nodeListVersion);
@@ -519,11 +539,38 @@ export class Lifecycle {
         continue;
       }
       this.unfit.unfit(shape, this.epoch, this.nodeListVersion, pick.reason, this.selectedBy.get(key) ?? []);
-      this.tried.set(key, this.epoch);
-      const cond = pod.status?.conditions?.find((c) => c.type === 'PodScheduled') as { message?: string } | undefined;
-      if (cond?.message !== pick.reason)
-        this.store.put('pods', { ...pod, status: pendingStatus(pod, 'Unschedulable', pick.reason) });
+      this.unschedulable(key, pod, pick.reason);
+      if (this.nominations.mayTry(pod))
+        this.nominations.preempt(this.store.pod(ns, name) ?? pod, (nodes ??= this.nodesByName()));
     }
+  }
+
+  /** A pod that fits nowhere: tried at this epoch, its PodScheduled condition saying why. */
+  private unschedulable(key: string, pod: Pod, reason: string): void {
+    this.tried.set(key, this.epoch);
+    const cond = pod.status?.conditions?.find((c) => c.type === 'PodScheduled') as { message?: string } | undefined;
+    if (cond?.message !== reason)
+      this.store.put('pods', { ...pod, status: pendingStatus(pod, 'Unschedulable', reason) });
+  }
+
+  /** One pod while nominations hold room: filtered with the nominated pods, no memo, then preemption. */
+  private scheduleNominated(key: string, pod: Pod, nodes: NodeView[], freeOf: (n: Node) => Map<string, number>): void {
+    const seen = this.nominations.freeFor(pod, freeOf);
+    const pick = pickNode(pod, nodes, seen);
+    if ('node' in pick) {
+      const node = this.store.node(pick.node);
+      this.bind(pod, pick.node, node ? this.gpushareCard(pod, pick.node, seen(node)) : undefined);
+      return;
+    }
+    this.unschedulable(key, pod, pick.reason);
+    const [ns, name] = key.split('/') as [string, string];
+    if (this.nominations.mayTry(pod)) this.nominations.preempt(this.store.pod(ns, name) ?? pod, nodes);
+  }
+
+  private priorityOfKey(key: string): number {
+    const [ns, name] = key.split('/') as [string, string];
+    const pod = this.store.pod(ns, name);
+    return pod ? priorityOf(pod) : 0;
   }
 
   /**
@@ -759,6 +806,8 @@ export class Lifecycle {
       if (!waiting) this.draTried.delete(key);
       if (claimed && (e.type === 'DELETED' || isTerminal(pod))) this.draReleased.set(key, pod);
       const shaped = waiting && !claimed;
+      const heldFor = this.nominations.observe(key, pod, shaped);
+      if (heldFor !== undefined) this.bumpEpoch(heldFor);
       if (shaped || this.pending.has(key)) this.trackSelected(key, shaped ? pod.spec : undefined);
       this.fileShape(key, shaped ? shapeOf(pod) : undefined);
       if (shaped && !this.pending.has(key)) this.dirtyShapes.add(this.shapeOf.get(key)!);

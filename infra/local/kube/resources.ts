@@ -105,6 +105,17 @@ export const RESOURCES: ResourceDef[] = [
     hasStatus: true,
   },
   { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', singular: 'lease', kind: 'Lease', namespaced: true },
+  // PriorityClass (kubernetes.io/docs/concepts/scheduling-eviction/pod-priority-preemption/#priorityclass):
+  // cluster-scoped, short name pc; its `value`, `globalDefault`, `preemptionPolicy` sit at the top level.
+  {
+    group: 'scheduling.k8s.io',
+    version: 'v1',
+    plural: 'priorityclasses',
+    singular: 'priorityclass',
+    kind: 'PriorityClass',
+    namespaced: false,
+    shortNames: ['pc'],
+  },
   {
     group: 'events.k8s.io',
     version: 'v1',

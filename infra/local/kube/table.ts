@@ -15,7 +15,7 @@ interface Column {
   type: string;
   format?: string;
   priority?: number;
-  cell: (o: KubeObject) => string | number;
+  cell: (o: KubeObject) => string | number | boolean;
 }
 
 function age(created: string, now: number): string {
@@ -178,6 +178,19 @@ function columns(r: ResourceDef, now: number): Column[] {
         cell: (o) => (o.status as { disruptionsAllowed?: number } | undefined)?.disruptionsAllowed ?? 0,
       },
       ageCol,
+    ];
+  }
+  if (r.plural === 'priorityclasses') {
+    // pkg/printers/internalversion/printers.go priorityClassColumnDefinitions: Name, Value, Global-Default, Age,
+    // PreemptionPolicy.
+    const pc = (o: KubeObject) =>
+      o as KubeObject & { value?: number; globalDefault?: boolean; preemptionPolicy?: string };
+    return [
+      name,
+      { name: 'Value', type: 'integer', cell: (o) => pc(o).value ?? 0 },
+      { name: 'Global-Default', type: 'boolean', cell: (o) => pc(o).globalDefault ?? false },
+      ageCol,
+      { name: 'PreemptionPolicy', type: 'string', cell: (o) => pc(o).preemptionPolicy ?? 'PreemptLowerPriority' },
     ];
   }
   if (r.plural === 'daemonsets') {
