@@ -20,7 +20,7 @@ import {
   type MaintenancePool,
   type TrackedNode,
 } from './core/maintenance.ts';
-import type { AutoscaleDeps } from './run.ts';
+import type { AutoscaleDeps } from './deps.ts';
 
 /** A spot instance runs about this long after its interruption notice (ECS preemptible instances overview). */
 export const SPOT_NOTICE_MS = 5 * 60_000;

@@ -1,0 +1,116 @@
+import { MIRROR_POD_ANNOTATION, type PodInfo } from '../adapters/kube/model.ts';
+import type { CloudPools } from '../adapters/alicloud/ports.ts';
+import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
+import type { Notice, Notifier } from '../adapters/chat/notifier.ts';
+import type { Clock } from '../adapters/clock.ts';
+import type { GangObjectOps, LeaseOps, NodeOps, PodOps, StateStore } from '../adapters/kube/ports.ts';
+import type { Logger } from '../adapters/logger.ts';
+import { flushStoreOutbox, recordWithOutbox, type PendingNotice } from '../lib/outbox.ts';
+import type { NotDemand } from './demand.ts';
+import type { AutoscalePolicy } from '../lib/pool-policy.ts';
+import type { TrackedNode } from './core/maintenance.ts';
+import type { MaintenanceOutcome } from './maintenance.ts';
+
+export const GiB = 2 ** 30;
+
+export interface AutoscaleDeps {
+  nodes: Pick<NodeOps, 'list' | 'cordon' | 'uncordon'>;
+  pods: Pick<PodOps, 'list' | 'evict'>;
+  leases: LeaseOps;
+  state: StateStore;
+  cloud: CloudPools;
+  publisher: EventPublisher;
+  notifier: Notifier;
+  clock: Clock;
+  logger: Logger;
+  holder: string;
+  policy: AutoscalePolicy;
+  clusterId: string;
+  /**
+   * The gangs' own minimums (issue #34): Volcano PodGroups' `minMember`/`minResources`, Kueue
+   * Workloads' pod-set counts (demand.ts). Unset, or a gang with no object: every waiting pod of a
+   * gang is bought for (the cautious side: the gang surely starts).
+   */
+  gangs?: GangObjectOps;
+}
+
+export interface AutoscaleOutcome {
+  /** Pools grown this round: id → new desired size. */
+  scaled: Record<string, number>;
+  /** Scale-outs waiting for approval in chat (the policy's `approval`): id → the size asked for. */
+  held: Record<string, number>;
+  /** Earlier requests whose ACK task ended this round: pool → succeeded/failed. */
+  finished: Record<string, 'succeeded' | 'failed'>;
+  /** Nodes given back this round (drained, then removed from their pool and released). */
+  released: string[];
+  /** Idle nodes being drained for release after this round. */
+  draining: string[];
+  /** Idle nodes scale-in kept this round, with why (a pod that blocks their drain, the pool's minimum...). */
+  kept: { node: string; why: string }[];
+  pending: number;
+  awaitingInFlight: number;
+  deferred: number;
+  unhostable: number;
+  hourlyCost: number;
+  /** Gangs (core/gangs.ts) given no node this round, with why; gangs grown whole, by name → pods. */
+  gangs: { held: string[]; grown: Record<string, number> };
+  /** Nodes moved off ahead of ECS maintenance or a spot interruption (maintenance.ts), and those returned after. */
+  maintenance: MaintenanceOutcome;
+  /** Waiting GPU pods that are no reason to buy a node (demand.ts), by why; and those an existing node has room for. */
+  notDemand: Record<NotDemand, number> & { fitsExisting: number };
+}
+
+/** What the state ConfigMap holds per pool (key `autoscale.<pool id>`). */
+export interface PoolRecord {
+  /** A desired size decided but maybe not yet sent: re-sent (it is absolute) before anything else. */
+  intent?: { from: number; to: number; at: number; reason: string; cost: number };
+  /** The last request sent, until its ACK task ends. */
+  request?: { taskId: string; from: number; to: number; at: number };
+  /** Instance types ECS answered sold out for (a scale task failed NoStock), until when (ms). */
+  noStock?: { types: string[]; until: number };
+  cooldownUntil?: number;
+  /** Node → when it was first seen running no GPU pod (ms). */
+  idle?: Record<string, number>;
+  /** Idle nodes being drained for release: the instance, and when the drain began. */
+  leaving?: { node: string; instanceId: string; since: number }[];
+  /** A removal decided but maybe not yet sent (re-sent, or found done, first thing next round). */
+  removal?: {
+    nodes: string[];
+    instanceIds: string[];
+    from: number;
+    to: number;
+    at: number;
+    reason: string;
+    cost: number;
+  };
+  /** Nodes of the pool being moved off ahead of ECS maintenance or a spot interruption (maintenance.ts). */
+  maintenance?: Record<string, TrackedNode>;
+  events?: PublishedEvent[];
+  notices?: PendingNotice[];
+}
+
+export const poolKey = (poolId: string) => `autoscale.${poolId}`;
+
+/** Sends a pool's outbox (lib/outbox.ts), then clears what went. */
+export const flush = (deps: AutoscaleDeps, poolId: string, r: PoolRecord): Promise<void> =>
+  flushStoreOutbox(deps, poolKey(poolId), r);
+
+/** Writes a pool's record with events and notices in its outbox, in one write (lib/outbox.ts). */
+export const record = (
+  deps: AutoscaleDeps,
+  poolId: string,
+  change: (r: PoolRecord) => PoolRecord,
+  events: PublishedEvent[] = [],
+  notices: Notice[] = [],
+): Promise<PoolRecord> => recordWithOutbox(deps.state, poolKey(poolId), change, events, notices);
+
+export const movable = (p: PodInfo) =>
+  !p.terminating &&
+  p.phase !== 'Succeeded' &&
+  p.phase !== 'Failed' &&
+  !p.owners.some((o) => o.kind === 'DaemonSet') &&
+  !(MIRROR_POD_ANNOTATION in p.annotations);
+
+export function cooldownMs(deps: AutoscaleDeps, poolId: string): number {
+  return (deps.policy.pools[poolId]?.cooldownMinutes ?? deps.policy.cooldownMinutes) * 60_000;
+}

@@ -1,0 +1,120 @@
+import { GPU_POOL_SCALED, SCHEMA_VERSION, SOURCES, type GpuPoolScaledDetail } from '../../events/index.ts';
+import type { NodePool } from '../adapters/alicloud/ports.ts';
+import type { PublishedEvent } from '../adapters/bus.ts';
+import type { Notice } from '../adapters/chat/notifier.ts';
+import type { Increment, PoolState, ScaleOutPlan } from './core/planner.ts';
+import type { MaintenanceBook } from './maintenance.ts';
+import { type AutoscaleDeps, type PoolRecord, flush, record, movable, cooldownMs } from './deps.ts';
+
+export function poolEvent(
+  deps: AutoscaleDeps,
+  pool: { id: string; name: string; instanceTypes: string[] },
+  at: number,
+  from: number,
+  to: number,
+  state: GpuPoolScaledDetail['state'],
+  reason: string,
+  extra: { taskId?: string; cost?: number } = {},
+): PublishedEvent {
+  const detail: GpuPoolScaledDetail = {
+    schemaVersion: SCHEMA_VERSION,
+    eventId: `pool:${deps.clusterId}:${pool.id}:${from}-${to}:${at}:${state}`.slice(0, 128),
+    occurredAt: new Date(deps.clock.now()).toISOString(),
+    provider: 'alicloud',
+    clusterId: deps.clusterId,
+    nodepoolId: pool.id,
+    nodepoolName: pool.name,
+    instanceTypes: pool.instanceTypes.slice(0, 20),
+    from,
+    to,
+    state,
+    ...(extra.taskId ? { taskId: extra.taskId } : {}),
+    ...(extra.cost !== undefined
+      ? { hourlyCostDelta: { amount: Math.round(extra.cost * 100) / 100, currency: 'CNY' } }
+      : {}),
+    reason: reason.slice(0, 2048),
+    dryRun: false,
+  };
+  return { source: SOURCES.functions, detailType: GPU_POOL_SCALED, detail, resources: [`nodepool/${pool.id}`] };
+}
+
+export function reasonOf(inc: Increment, plan: ScaleOutPlan): string {
+  const waiting = plan.deferred.length > 0 ? `; ${plan.deferred.length} more pod(s) wait on pool limits` : '';
+  return (
+    `${inc.why}: ${inc.pods.slice(0, 10).join(', ')}` +
+    `${inc.pods.length > 10 ? ` and ${inc.pods.length - 10} more` : ''}${waiting}`
+  );
+}
+
+/** Intent first, then the absolute size, then the request with its event and notice (the outbox); the task id. */
+export async function growPool(
+  deps: AutoscaleDeps,
+  pool: NodePool,
+  inc: { from: number; to: number; hourlyCost: number },
+  reason: string,
+  now: number,
+): Promise<string> {
+  await record(deps, pool.id, (x) => ({
+    ...x,
+    intent: { from: inc.from, to: inc.to, at: now, reason, cost: inc.hourlyCost },
+  }));
+  const { taskId } = await deps.cloud.setDesiredSize(pool.id, inc.to);
+  const ev = poolEvent(deps, pool, now, inc.from, inc.to, 'requested', reason, { taskId, cost: inc.hourlyCost });
+  const notice: Notice = {
+    title: `gpu-reflex: growing node pool ${pool.name} ${inc.from} → ${inc.to}`,
+    text: `${reason} (+${inc.hourlyCost}/h)`.slice(0, 1000),
+    severity: 'info',
+  };
+  const rec = await record(
+    deps,
+    pool.id,
+    (x) => ({
+      ...x,
+      intent: undefined,
+      request: { taskId, from: inc.from, to: inc.to, at: now },
+      cooldownUntil: now + cooldownMs(deps, pool.id),
+    }),
+    [ev],
+    [notice],
+  );
+  await flush(deps, pool.id, rec);
+  pool.desiredSize = inc.to;
+  return taskId;
+}
+
+/** The maintenance step's view of the round (maintenance.ts): records, growth, what may move. */
+export function maintenanceBook(
+  deps: AutoscaleDeps,
+  fresh: ReadonlyMap<string, PoolRecord>,
+  states: readonly PoolState[],
+  now: number,
+): MaintenanceBook {
+  return {
+    tracked: (id) => ({ ...(fresh.get(id)?.maintenance ?? {}) }),
+    busy: (id) => {
+      const r = fresh.get(id);
+      const price = states.find((s) => s.id === id)?.hourlyPrice;
+      const limit = deps.policy.approval?.aboveHourlyCost;
+      if (r?.intent || r?.removal) return 'an earlier size change of the pool is still being sent';
+      if (price === undefined) return 'its instance type cannot be read';
+      if (limit !== undefined && price > limit)
+        return `a node costs ${price}/h, above the ${limit}/h the policy lets gpu-reflex spend alone`;
+      return undefined;
+    },
+    setTracked: async (id, change, notices = []) => {
+      const rec = await record(
+        deps,
+        id,
+        (x) => ({ ...x, maintenance: change({ ...(x.maintenance ?? {}) }) }),
+        [],
+        notices,
+      );
+      await flush(deps, id, rec);
+    },
+    grow: async (pool, from, to, reason) => {
+      const price = states.find((s) => s.id === pool.id)?.hourlyPrice ?? 0;
+      await growPool(deps, pool, { from, to, hourlyCost: Math.round((to - from) * price * 100) / 100 }, reason, now);
+    },
+    movable,
+  };
+}
