@@ -46,7 +46,8 @@ export function gpuViewOf(inv: Pick<Inventory, 'gpus'>): GpuView {
   };
 }
 
-type Resource = DevicePluginMismatchDetail['resources'][number];
+/** One advertised resource: what NVML's GPUs give, and what the Node's capacity and allocatable hold. */
+export type Resource = DevicePluginMismatchDetail['resources'][number];
 
 /** ACK's sharing modes (`default` is exclusive): alibabacloud.com/help/doc-detail/191140.html. */
 const CGPU_SCHEDULE = new Set(['cgpu', 'core_mem', 'share', 'mps']);

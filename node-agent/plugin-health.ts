@@ -19,7 +19,8 @@ import { SCHEMA_VERSION, SOURCES } from '../events/common.ts';
 import { validateDetail } from '../events/validate.ts';
 import type { Inventory } from './collectors/inventory.ts';
 import type { OutgoingEvent } from './events.ts';
-import { expectedAdvertised, gpuViewOf, judge, type NodeView } from './plugin-advertised.ts';
+import { expectedAdvertised, gpuViewOf, judge, type NodeView, type Resource } from './plugin-advertised.ts';
+import { advertisesNothing, draManaged, type SliceView } from './plugin-dra.ts';
 
 export {
   expectedAdvertised,
@@ -56,6 +57,10 @@ export interface PluginHealthOptions {
   readNode: () => Promise<NodeView>;
   /** The plugin's known error lines (pluginErrorLines); absent: not read. */
   errorLines?: () => Promise<string[]>;
+  /** This node's ResourceSlices (plugin-dra.ts kubeNodeSlices); absent: a DRA node is not recognised. */
+  readSlices?: () => Promise<SliceView[]>;
+  /** The DRA drivers whose devices are GPUs (default plugin-dra.ts GPU_DRA_DRIVERS). */
+  draDrivers?: readonly string[];
   repeatMs?: number;
   log?: (line: string) => void;
 }
@@ -69,6 +74,8 @@ export class PluginHealthCheck {
   private firing = false;
   private sentAt = -Infinity;
   private readFailing = false;
+  /** The last ResourceSlice reading (plugin-dra.ts): at most one list each `repeatMs`. */
+  private dra?: { at: number; managed: boolean; failed?: boolean };
 
   constructor(private readonly o: PluginHealthOptions) {}
 
@@ -88,8 +95,10 @@ export class PluginHealthCheck {
     }
     const g = gpuViewOf(inv);
     const { mode, resources } = expectedAdvertised(g, node);
-    const v = judge(g, resources);
     const repeatMs = this.o.repeatMs ?? PLUGIN_MISMATCH_REPEAT_MS;
+    const judged = judge(g, resources);
+    // A DRA node advertises no device-plugin GPU by design: not a mismatch (plugin-dra.ts).
+    const v = !judged.ok && (await this.offeredThroughDra(nowMs, repeatMs, resources)) ? { ok: true as const } : judged;
     if (v.ok) {
       const held = node.taints?.includes(DEVICE_PLUGIN_TAINT_KEY) ?? false;
       if (!this.firing && !(held && nowMs - this.sentAt >= repeatMs)) return [];
@@ -101,7 +110,9 @@ export class PluginHealthCheck {
           mode,
           gpus: g.gpus,
           resources,
-          message: `NVML sees ${g.gpus} GPU(s) and the node advertises them again`,
+          message: judged.ok
+            ? `NVML sees ${g.gpus} GPU(s) and the node advertises them again`
+            : `NVML sees ${g.gpus} GPU(s), offered through DRA: no device plugin resource is expected`,
         }),
       ];
     }
@@ -120,6 +131,23 @@ export class PluginHealthCheck {
         ...(lines.length > 0 ? { pluginErrors: lines } : {}),
       }),
     ];
+  }
+
+  /** Whether a GPU DRA driver offers this node's GPUs; slices not readable: unknown, so not (logged once). */
+  private async offeredThroughDra(nowMs: number, repeatMs: number, resources: readonly Resource[]): Promise<boolean> {
+    if (!this.o.readSlices || !advertisesNothing(resources)) return false;
+    if (this.dra && nowMs - this.dra.at < repeatMs) return this.dra.managed;
+    const was = this.dra;
+    let managed = false;
+    try {
+      managed = draManaged(resources, await this.o.readSlices(), this.o.draDrivers);
+      if (managed && !was?.managed) this.o.log?.('device plugin check: GPUs offered through DRA, no plugin expected');
+      this.dra = { at: nowMs, managed };
+    } catch (err) {
+      if (!was?.failed) this.o.log?.(`device plugin check: ResourceSlices not readable (${(err as Error).message})`);
+      this.dra = { at: nowMs, managed, failed: true };
+    }
+    return managed;
   }
 
   private event(
