@@ -1,6 +1,7 @@
 /**
  * The spool file's pieces (spool.ts): the in-memory index entry of a live record, what a dropped one
- * reports, which records make room for a bigger class, back-to-back runs for compaction, and the directory fsync that makes a rename durable.
+ * reports, which records make room for a higher class, back-to-back runs for compaction, and the
+ * directory fsync that makes a rename durable.
  */
 import { open } from 'node:fs/promises';
 import type { DroppedEvent } from './spool-port.ts';
