@@ -7,7 +7,7 @@
  * `wireActuator` is the one wiring of a GpuActuator: the agent's runtime passes the node's real tools
  * (`actuatorFromConfig`), the embedded stack's in-process agents pass the mock NVML's (infra/local/agent-host.ts).
  */
-import { CoreV1Api, KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, KubeConfig } from '@kubernetes/client-node';
 import { GpuActuator } from './actuator/actuator.ts';
 import { dcgmiProcess, runDcgmDiag, type DcgmiRun } from './actuator/dcgm-diag.ts';
 import { FenceFile } from './actuator/fence-file.ts';
@@ -21,11 +21,14 @@ import { gpuActionResultEvent } from './events.ts';
 import type { LoopSpec } from './loops.ts';
 import { allocatableByGpu, podResourcesSource } from './collectors/pod-resources-source.ts';
 import { kubeNodeView, PluginHealthCheck, pluginErrorLines } from './plugin-health.ts';
+import { kubeNodeSlices } from './plugin-dra.ts';
 import type { Nvml } from './nvml/nvml.ts';
 import type { PublisherLog } from './publisher/types.ts';
 
 export interface ActuatorWiring {
   core: CoreV1Api;
+  /** resource.k8s.io reads: the device plugin check recognises a DRA node by its ResourceSlice (plugin-dra.ts). */
+  custom?: Pick<CustomObjectsApi, 'listClusterCustomObject'>;
   node: string;
   nvml: Nvml;
   agent: Agent;
@@ -91,6 +94,7 @@ export function wireActuator(w: ActuatorWiring): WiredActuator {
     ? new PluginHealthCheck({
         nodeName: w.node,
         readNode: kubeNodeView(w.core, w.node),
+        ...(w.custom ? { readSlices: kubeNodeSlices(w.custom, w.node) } : {}),
         errorLines: () => pluginErrorLines(w.devicePlugin!.logDir, w.devicePlugin!.logPods),
         log: w.warn ?? w.log,
       })
@@ -138,6 +142,7 @@ export function actuatorFromConfig(o: {
   else kc.loadFromCluster();
   const wired = wireActuator({
     core: kc.makeApiClient(CoreV1Api),
+    custom: kc.makeApiClient(CustomObjectsApi),
     node: o.config.nodeName,
     nvml: o.nvml,
     agent: o.agent,

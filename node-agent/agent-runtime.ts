@@ -15,7 +15,6 @@
  * pool thread, and nvmlShutdown under it would free its event set.
  */
 import { podResourcesSource } from './collectors/pod-resources-source.ts';
-import { readFile } from 'node:fs/promises';
 import type { CliIo } from '../events/cli-kit/command.ts';
 import { Agent, type EventSink } from './agent.ts';
 import { systemClock, type Clock } from './clock.ts';
@@ -27,7 +26,8 @@ import type { AgentConfig } from './config.ts';
 import type { DcgmOptions } from './dcgm.ts';
 import type { OutgoingEvent } from './events.ts';
 import { AgentHealth, startAgentHttp, type AgentHttpServer } from './http.ts';
-import { KernelLogCatchUp, readLogLines } from './kmsg/read-log.ts';
+import { followKernelLog } from './kmsg/follow.ts';
+import { KernelLogCatchUp } from './kmsg/read-log.ts';
 import { jsonLog } from './log.ts';
 import { Metrics } from './metrics.ts';
 import { Nvml, NvmlError, NvmlNotFoundError } from './nvml/nvml.ts';
@@ -35,6 +35,8 @@ import { openPublisherFromConfig } from './publisher/open-publisher.ts';
 import type { Publisher } from './publisher/publisher.ts';
 import { registerPublisherMetrics } from './publisher/publisher-metrics.ts';
 import type { PublisherLog } from './publisher/types.ts';
+
+export { kmsgRecordBefore } from './kmsg/follow.ts';
 
 /** Exit codes of `gpu-reflex agent` (docs/node-agent.md). */
 export const EXIT = {
@@ -259,55 +261,6 @@ async function runAgentLoops(w: {
     : Promise.resolve();
   w.o.onReady?.({ httpPort: w.httpPort, agent });
   await Promise.all([sampling, events, kernel, actions]);
-}
-
-/** /dev/kmsg records carry microseconds since boot: `6,1234,5678901,-;NVRM: Xid ...`. */
-export function kmsgRecordBefore(line: string, sinceBootUs: number): boolean {
-  const m = /^\d+,\d+,(\d+),[^;]*;/.exec(line);
-  return m !== null && Number(m[1]) < sinceBootUs;
-}
-
-async function uptimeUs(): Promise<number> {
-  const text = await readFile('/proc/uptime', 'utf8').catch(() => '0');
-  return Math.floor(Number.parseFloat(text) * 1e6) || 0;
-}
-
-/**
- * Follows the kernel log. /dev/kmsg starts with the whole ring buffer: records from before the
- * agent started were reported by the previous run (or predate it) and are skipped, or every
- * restart would re-publish every XID since boot.
- */
-async function followKernelLog(
-  agent: Agent,
-  path: string,
-  stop: AbortSignal,
-  log: PublisherLog,
-  catchUp: KernelLogCatchUp,
-): Promise<void> {
-  const startedUs = await uptimeUs();
-  try {
-    for await (const line of readLogLines(path, { follow: true, signal: stop, sleep: catchUp.sleep })) {
-      if (kmsgRecordBefore(line, startedUs)) continue;
-      try {
-        agent.onKernelLine(line);
-      } catch (err) {
-        // One line the agent cannot turn into an event must not stop the follower.
-        log.error('kernel-log line not published', {
-          line: line.slice(0, 300),
-          error: err instanceof Error ? err.message : String(err),
-        });
-      }
-    }
-  } catch (err) {
-    const code = (err as NodeJS.ErrnoException).code;
-    log.warn('kernel log not readable; XIDs come from NVML only', {
-      path,
-      error: code ?? String(err),
-      ...(code === 'EACCES' || code === 'EPERM' ? { hint: 'reading /dev/kmsg needs CAP_SYSLOG' } : {}),
-    });
-  } finally {
-    catchUp.stopped();
-  }
 }
 
 /** DCGM_METRICS=false: no DCGM_FI_* series, where dcgm-exporter already exports them on the node. */

@@ -17,128 +17,37 @@
  * consumers. Repeats from one source are new occurrences: XidAggregator (xid-aggregate.ts) sends
  * the first of a run of one application-class XID on one GPU and pid at once and one event with a
  * `count` per window for its repeats; an XID that can fence, reset or drain is never held.
+ *
+ * The XID path is agent-xids.ts; what is compared at start, agent-start-checks.ts; the options,
+ * agent-options.ts.
  */
-import { readFileSync, renameSync, writeFileSync } from 'node:fs';
-import { describeXid, xidStaysInInstance } from '../events/xid.ts';
-import type { GpuRef, MigRef } from '../events/common.ts';
-import { noAgentMetrics, type AgentMetrics } from './agent-metrics.ts';
-import { HealthEvaluator, type EccMemory, type HealthEvent, type HealthThresholds } from './collectors/health.ts';
-import {
-  buildInventory,
-  cardSharing,
-  inventoryKey,
-  podOfPidOnGpu,
-  podsOnGpu,
-  type Inventory,
-} from './collectors/inventory.ts';
-import { PodResolver } from './collectors/pods.ts';
-import {
-  deviceHolders,
-  holdersOfGpu,
-  type GpuIdentity,
-  type PodResourcesSource,
-} from './collectors/pod-resources-source.ts';
 import type { DeviceHolder } from '../events/common.ts';
+import { noAgentMetrics, type AgentMetrics } from './agent-metrics.ts';
+import { AGENT_EVENT_MASK, EVENT_SAMPLE_MIN_GAP_MS, KMSG_CATCH_UP_MS, type AgentOptions } from './agent-options.ts';
+import { compareGpuCount, compareGpuMemory, readEccState, replaceFile } from './agent-start-checks.ts';
+import { XidPath } from './agent-xids.ts';
+import { HealthEvaluator, type HealthEvent } from './collectors/health.ts';
+import { buildInventory, inventoryKey, podsOnGpu, type Inventory } from './collectors/inventory.ts';
+import { PodResolver } from './collectors/pods.ts';
+import { holdersOfGpu, type GpuIdentity } from './collectors/pod-resources-source.ts';
+import { HolderReader } from './agent-holders.ts';
 import type { GpuReading } from './collectors/reading.ts';
 import { UtilizationWindow } from './collectors/utilization.ts';
-import { healthEvent, inventoryEvent, sxidEvent, utilizationEvent, xidEvent, type OutgoingEvent } from './events.ts';
-import type { AgentHealth } from './http.ts';
-import { XidDeduper } from './kmsg/dedupe.ts';
-import { XID_AGGREGATE_WINDOW_MS, XidAggregator, type XidOccurrence } from './xid-aggregate.ts';
-import { parseXidLine } from './kmsg/parse-xid.ts';
-import { parseSxidLine } from './kmsg/parse-sxid.ts';
-import { XidLog } from './xid-log.ts';
-import { NVML_EVENT, type NvmlEvent, type NvmlEventWatcher, type NvmlEventWatcherOptions } from './nvml/events.ts';
-import { NvmlError, type Nvml } from './nvml/nvml.ts';
+import { healthEvent, inventoryEvent, utilizationEvent, type OutgoingEvent } from './events.ts';
+import { XID_AGGREGATE_WINDOW_MS } from './xid-aggregate.ts';
+import type { NvmlEvent, NvmlEventWatcher } from './nvml/events.ts';
+import { NvmlError } from './nvml/nvml.ts';
 import { silentLog, type PublisherLog } from './publisher/types.ts';
 import { NvmlSource } from './sources/nvml-source.ts';
 
-/** Where events go: the Publisher, or stdout in a dry run. Must not block or throw. */
-export interface EventSink {
-  publish(event: OutgoingEvent): unknown;
-}
-
-/** XID critical errors, plus the events that mean "sample now": ECC, DRAM retirement, recovery action. */
-export const AGENT_EVENT_MASK =
-  NVML_EVENT.xidCriticalError |
-  NVML_EVENT.singleBitEcc |
-  NVML_EVENT.doubleBitEcc |
-  NVML_EVENT.dramRetirement |
-  NVML_EVENT.dramRetirementFailure |
-  NVML_EVENT.gpuRecoveryAction;
-
-/** The kernel log trails NVML by well under a second; 10 s leaves room for a slow kmsg poll. */
-export const XID_DEDUPE_WINDOW_MS = 10_000;
-/** An SBE storm must not turn into a sample per event: at most one event-triggered sample per second. */
-export const EVENT_SAMPLE_MIN_GAP_MS = 1_000;
-
-export interface AgentOptions {
-  nodeName: string;
-  nvml: Nvml;
-  sink: EventSink;
-  /** Wall-clock milliseconds: event times, windows, dedupe. */
-  now: () => number;
-  procRoot: string;
-  thresholds: HealthThresholds;
-  utilizationWindowMs: number;
-  inventoryIntervalMs: number;
-  /** XID_AGGREGATE_WINDOW_MS (default 60 s): how long repeats of an application XID are held. */
-  xidAggregateWindowMs?: number;
-  /** false (`--once`): no NVML event set is created. */
-  watchEvents?: boolean;
-  watcher?: NvmlEventWatcherOptions;
-  metrics?: AgentMetrics;
-  health?: AgentHealth;
-  log?: PublisherLog;
-  /**
-   * Where the last-seen uncorrected-ECC counters are kept across restarts (beside the spool). None:
-   * in memory only, and a restart re-reports an old count as new errors.
-   */
-  eccStatePath?: string;
-  /**
-   * Where the GPUs this node has had are remembered (beside the spool), so one that NVML no longer
-   * lists at start — it fell off the bus before the agent could watch it — is reported
-   * (`gpu-missing`) instead of silently not being there.
-   */
-  gpuMemoryPath?: string;
-  /**
-   * How many GPUs this node should have (EXPECTED_GPUS: its instance type's). NVML listing fewer at
-   * start fires `gpu-count` — the one way to see a GPU that was gone before any agent ran here.
-   */
-  expectedGpus?: number;
-  /**
-   * The kernel-log follower: before an NVML XID is published, the agent lets it read what the
-   * kernel logged meanwhile (at most KMSG_CATCH_UP_MS), so the kernel's line — with the pid, the
-   * process and an NVLink5 XID's Fatal/Nonfatal — is the first sighting when it exists.
-   */
-  kernelLog?: { catchUp(timeoutMs: number): Promise<boolean> };
-  /**
-   * The kubelet's PodResources API (collectors/pod-resources-source.ts), read at each sample: which
-   * pods hold which GPU. None, or unreadable: the events carry no `holders` (unknown).
-   */
-  podResources?: PodResourcesSource;
-}
-
-/** How long an NVML XID waits for the kernel log to be read; the line is usually there already. */
-export const KMSG_CATCH_UP_MS = 100;
-
-/** XID 94: an uncorrected ECC error the driver contained (only the application was killed). */
-const CONTAINED_ECC_XID = 94;
-
-/** A small state file replaced whole: written beside it, renamed over it (never half a file). */
-function replaceFile(path: string, text: string): void {
-  writeFileSync(`${path}.tmp`, text);
-  renameSync(`${path}.tmp`, path);
-}
-
-function readEccState(path: string): EccMemory {
-  try {
-    const raw = JSON.parse(readFileSync(path, 'utf8')) as unknown;
-    return raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as EccMemory) : {};
-  } catch {
-    return {}; // first start, or unreadable: counting starts over
-  }
-}
+export {
+  AGENT_EVENT_MASK,
+  EVENT_SAMPLE_MIN_GAP_MS,
+  KMSG_CATCH_UP_MS,
+  type AgentOptions,
+  type EventSink,
+} from './agent-options.ts';
+export { XID_DEDUPE_WINDOW_MS } from './agent-xids.ts';
 
 export class Agent {
   readonly source: NvmlSource;
@@ -146,17 +55,15 @@ export class Agent {
   private readonly evaluator: HealthEvaluator;
   private readonly window: UtilizationWindow;
   private readonly pods: PodResolver;
-  private readonly dedupe: XidDeduper;
-  private readonly aggregate: XidAggregator;
+  /** XIDs and SXids from NVML and the kernel log, deduplicated and aggregated (agent-xids.ts). */
+  private readonly xid: XidPath;
   private readonly metrics: AgentMetrics;
-  /** The XIDs published per GPU, for the actuator's health probe (xid-log.ts). */
-  private readonly xids = new XidLog();
   private readonly log: PublisherLog;
+  /** PodResources' holders, read at each sample (agent-holders.ts). */
+  private readonly holderReader: HolderReader;
   private inventory: Inventory | undefined;
   /** Device holders by PodResources as of the last sample; undefined: unknown. */
   private holders: DeviceHolder[] | undefined;
-  /** Why PodResources was last unreadable (logged once per change). */
-  private podResourcesProblem: string | undefined;
   private eccSaved: string;
   /** gpu-missing events (and their resolutions) found at start, sent with the first sample. */
   private pendingGpuReport: HealthEvent[];
@@ -173,17 +80,29 @@ export class Agent {
   constructor(private readonly o: AgentOptions) {
     this.metrics = o.metrics ?? noAgentMetrics;
     this.log = o.log ?? silentLog;
+    this.holderReader = new HolderReader(o.podResources, this.log);
     this.source = new NvmlSource(o.nvml);
     for (const index of this.source.unnamed)
       this.log.warn('GPU lost before the agent could name it; it is not monitored', { index });
     this.evaluator = new HealthEvaluator(o.thresholds);
     if (o.eccStatePath) this.evaluator.restoreEcc(readEccState(o.eccStatePath));
-    this.pendingGpuReport = [...(o.gpuMemoryPath ? this.compareGpus(o.gpuMemoryPath) : []), ...this.compareCount()];
+    this.pendingGpuReport = [
+      ...(o.gpuMemoryPath ? compareGpuMemory(o.gpuMemoryPath, this.source, this.log) : []),
+      ...compareGpuCount(o.expectedGpus, o.gpuMemoryPath, this.source, this.log),
+    ];
     this.eccSaved = JSON.stringify(this.evaluator.eccMemory());
     this.window = new UtilizationWindow(o.utilizationWindowMs, o.now());
     this.pods = new PodResolver(o.procRoot);
-    this.dedupe = new XidDeduper({ windowMs: XID_DEDUPE_WINDOW_MS, now: o.now });
-    this.aggregate = new XidAggregator({ windowMs: o.xidAggregateWindowMs ?? XID_AGGREGATE_WINDOW_MS });
+    this.xid = new XidPath({
+      nodeName: o.nodeName,
+      now: o.now,
+      source: this.source,
+      evaluator: this.evaluator,
+      metrics: this.metrics,
+      log: this.log,
+      aggregateWindowMs: o.xidAggregateWindowMs ?? XID_AGGREGATE_WINDOW_MS,
+      view: () => ({ inventory: this.inventory, readings: this.readings, holders: this.holders }),
+    });
     if (o.watchEvents ?? true) {
       this.watcher = o.nvml.events(AGENT_EVENT_MASK, o.watcher);
       for (const s of this.watcher.skipped)
@@ -232,7 +151,7 @@ export class Agent {
     const live = result.readings.filter((r) => !r.lost);
     const podOfPid = await this.pods.resolve(live.flatMap((r) => (r.processes ?? []).map((p) => p.pid)));
     // Every GPU, a lost one too (its holders still hold it; its MIG devices as last seen).
-    this.holders = await this.readHolders(
+    this.holders = await this.holderReader.read(
       result.readings.map((r) => ({
         uuid: r.uuid,
         migDevices: r.migDevices ?? previous?.gpus.find((g) => g.uuid === r.uuid)?.migDevices ?? [],
@@ -272,30 +191,8 @@ export class Agent {
     // With the holders as of this sample: idle-gpus tells whose allocation sat idle (absent: unknown).
     if (summary) out.push(utilizationEvent(this.o.nodeName, nowMs, this.withHolders(summary)));
     // Held XID repeats whose window closed (a quiet GPU sends no XID that would release them).
-    out.push(...this.aggregate.due(nowMs));
+    out.push(...this.xid.due(nowMs));
     return this.emit(out);
-  }
-
-  /** PodResources' holders of this node's GPUs now; undefined when it cannot be read (unknown). */
-  private async readHolders(gpus: readonly GpuIdentity[]): Promise<DeviceHolder[] | undefined> {
-    if (!this.o.podResources) return undefined;
-    const r = await this.o.podResources.read();
-    if (!r.known) {
-      if (r.reason !== this.podResourcesProblem)
-        this.log.warn('PodResources not readable: which pods hold a GPU is unknown', { reason: r.reason });
-      this.podResourcesProblem = r.reason;
-      return undefined;
-    }
-    const { holders, unmatched } = deviceHolders(r.pods, gpus);
-    // A GPU device the agent cannot name by UUID: who holds which GPU is unknown, not "nobody".
-    const problem =
-      unmatched.length > 0 ? `GPU devices that name no GPU here: ${unmatched.slice(0, 4).join(', ')}` : undefined;
-    if (problem !== this.podResourcesProblem) {
-      if (problem) this.log.warn('PodResources not usable: which pods hold a GPU is unknown', { reason: problem });
-      else this.log.info('PodResources readable again');
-    }
-    this.podResourcesProblem = problem;
-    return problem ? undefined : holders.slice(0, 256);
   }
 
   /** The GPUs as of the last sample, with their MIG devices: what PodResources device IDs are matched to. */
@@ -305,7 +202,7 @@ export class Agent {
 
   /** The XIDs this agent published for `gpuUuid` at or after `sinceMs` (the probe window's). */
   xidsSince(gpuUuid: string, sinceMs: number): number[] {
-    return this.xids.since(gpuUuid, sinceMs);
+    return this.xid.since(gpuUuid, sinceMs);
   }
 
   /** The pod (UID) a GPU process belongs to, as the last inventory resolved it; undefined when unknown. */
@@ -345,150 +242,10 @@ export class Agent {
     }
     if (event.xid !== undefined) {
       await this.o.kernelLog?.catchUp(KMSG_CATCH_UP_MS);
-      return this.nvmlXid(event, event.xid, now);
+      return this.emit(this.xid.nvmlXid(event, event.xid, now));
     }
     // ECC, retirement, recovery action: the counters the sample reads just moved.
     return now - this.lastSampleAt >= EVENT_SAMPLE_MIN_GAP_MS ? this.sampleOnce(now) : [];
-  }
-
-  private nvmlXid(e: Extract<NvmlEvent, { kind: 'event' }>, xid: number, now: number): OutgoingEvent[] {
-    const gpu = this.source.byIndex(e.deviceIndex);
-    if (!gpu) return [];
-    if (!this.dedupe.admit(e.pciBusId, xid, 'nvml')) {
-      this.metrics.xidDuplicate('nvml');
-      return [];
-    }
-    if (xid === CONTAINED_ECC_XID) this.evaluator.containedEcc(gpu.uuid);
-    const mig = this.migRef(gpu.uuid, e.gpuInstanceId, e.computeInstanceId);
-    const recoveryAction = this.source.recoveryAction(gpu.index);
-    const event = xidEvent(this.o.nodeName, now, {
-      gpu,
-      xid,
-      via: 'nvml',
-      pid: null,
-      process: null,
-      message: describeXid(xid).meaning,
-      ...(mig ? { mig } : {}),
-      ...(recoveryAction ? { recoveryAction } : {}),
-      // A whole-GPU XID on a MIG instance affects every instance's pods (events/xid.ts INSTANCE_SCOPED_XIDS).
-      podUids: podsOnGpu(this.inventory, gpu.uuid, xidStaysInInstance(xid) ? e.gpuInstanceId : undefined),
-      ...(this.holders ? { holders: holdersOfGpu(this.holders, gpu.uuid) } : {}),
-      ...this.sharingOf(gpu.uuid),
-    });
-    return this.sendXid(event, { gpuUuid: gpu.uuid, gpuInstanceId: e.gpuInstanceId, xid, pid: null }, 'nvml', now);
-  }
-
-  /**
-   * GPUs remembered from earlier runs that NVML does not list now fire `gpu-missing`; ones that were
-   * missing and are back resolve it. The memory keeps every GPU ever seen here (a GPU removed on
-   * purpose: delete the file).
-   */
-  private compareGpus(path: string): HealthEvent[] {
-    let memory: { gpus: GpuRef[]; missing: string[] } = { gpus: [], missing: [] };
-    try {
-      const raw = JSON.parse(readFileSync(path, 'utf8')) as { gpus?: GpuRef[]; missing?: string[] };
-      memory = {
-        gpus: Array.isArray(raw.gpus) ? raw.gpus : [],
-        missing: Array.isArray(raw.missing) ? raw.missing : [],
-      };
-    } catch {
-      // first start on this node: nothing to compare with
-    }
-    const now = new Set(this.source.gpus.map((g) => g.uuid));
-    const out: HealthEvent[] = [];
-    const missing: string[] = [];
-    for (const g of memory.gpus) {
-      if (now.has(g.uuid)) {
-        if (memory.missing.includes(g.uuid))
-          out.push({
-            gpu: g,
-            condition: 'gpu-missing',
-            state: 'resolved',
-            severity: 'info',
-            message: `GPU ${g.uuid} is listed by NVML again`,
-          });
-        continue;
-      }
-      missing.push(g.uuid);
-      if (!memory.missing.includes(g.uuid)) {
-        out.push({
-          gpu: g,
-          condition: 'gpu-missing',
-          state: 'firing',
-          severity: 'critical',
-          message:
-            `GPU ${g.index} (${g.uuid}, PCI ${g.pciBusId}) was on this node and NVML no longer lists ` +
-            `it: ${this.source.gpus.length} GPUs now, ${memory.gpus.length} before`,
-          value: this.source.gpus.length,
-          threshold: memory.gpus.length,
-          unit: 'GPUs',
-        });
-      }
-    }
-    const known = new Set(memory.gpus.map((g) => g.uuid));
-    const gpus = [
-      ...memory.gpus,
-      ...this.source.gpus
-        .filter((g) => !known.has(g.uuid))
-        .map((g) => ({ index: g.index, uuid: g.uuid, pciBusId: g.pciBusId, name: g.name })),
-    ];
-    try {
-      replaceFile(path, JSON.stringify({ gpus, missing }));
-    } catch (err) {
-      this.log.warn('GPU memory not saved', { path, error: String(err) });
-    }
-    return out;
-  }
-
-  /**
-   * NVML's GPU count against EXPECTED_GPUS. Firing each start while short (the functions deduplicate
-   * it as one open incident); resolved at a start with enough, when the last start was short (kept
-   * beside the GPU memory, or in the process only without it).
-   */
-  private compareCount(): HealthEvent[] {
-    const expected = this.o.expectedGpus;
-    const path = this.o.gpuMemoryPath ? `${this.o.gpuMemoryPath}.count` : undefined;
-    let wasShort = false;
-    try {
-      wasShort = path !== undefined && readFileSync(path, 'utf8').trim() === 'short';
-    } catch {
-      // never short before
-    }
-    const seen = this.source.gpus.length + this.source.unnamed.length;
-    const short = expected !== undefined && seen < expected;
-    if (path && short !== wasShort) {
-      try {
-        replaceFile(path, short ? 'short' : 'ok');
-      } catch (err) {
-        this.log.warn('GPU count state not saved', { path, error: String(err) });
-      }
-    }
-    if (short)
-      return [
-        {
-          condition: 'gpu-count',
-          state: 'firing',
-          severity: 'critical',
-          message:
-            `NVML lists ${seen} GPU${seen === 1 ? '' : 's'}; this node should have ${expected} ` +
-            `(EXPECTED_GPUS): ${expected! - seen} missing since before the agent started`,
-          value: seen,
-          threshold: expected,
-          unit: 'GPUs',
-        },
-      ];
-    return wasShort
-      ? [
-          {
-            condition: 'gpu-count',
-            state: 'resolved',
-            severity: 'info',
-            message: `NVML lists ${seen} GPUs again, as this node should have`,
-            value: seen,
-            unit: 'GPUs',
-          },
-        ]
-      : [];
   }
 
   /** Writes the ECC counters when they moved (temporary file renamed over the old: never half a file). */
@@ -506,85 +263,7 @@ export class Agent {
 
   /** A kernel-log line: an XID for a GPU of this node, or an NVSwitch SXid; anything else is ignored. */
   onKernelLine(line: string): OutgoingEvent[] {
-    const k = parseXidLine(line);
-    if (!k) {
-      // NVSwitch errors have no NVML event: the kernel log is their only source.
-      const sxid = parseSxidLine(line);
-      return sxid ? this.emit([sxidEvent(this.o.nodeName, this.o.now(), sxid)]) : [];
-    }
-    const gpu = this.source.byPciBusId(k.pci);
-    if (!gpu) {
-      this.log.warn('kernel-log XID for a GPU NVML does not list; ignored', { pci: k.pci, xid: k.xid });
-      return [];
-    }
-    const now = this.o.now();
-    if (!this.dedupe.admit(k.pci, k.xid, 'kmsg')) {
-      this.metrics.xidDuplicate('kmsg');
-      return [];
-    }
-    if (k.xid === CONTAINED_ECC_XID) this.evaluator.containedEcc(gpu.uuid);
-    const mig = this.migRef(gpu.uuid, k.gpuInstanceId);
-    const recoveryAction = this.source.recoveryAction(gpu.index);
-    const sharing = this.sharingOf(gpu.uuid);
-    // Under MPS the kernel's pid may be the MPS server's (the control daemon's pod): no client is named.
-    const culprit =
-      describeXid(k.xid).fault === 'application' && sharing.sharing !== 'mps'
-        ? podOfPidOnGpu(this.inventory, gpu.uuid, k.pid)
-        : undefined;
-    const event = xidEvent(this.o.nodeName, now, {
-      gpu,
-      xid: k.xid,
-      via: 'kmsg',
-      pid: k.pid,
-      // The catalog bounds these; a driver line is not.
-      process: k.process === null ? null : k.process.slice(0, 256),
-      message: k.message || k.meaning,
-      ...(mig ? { mig } : {}),
-      ...(recoveryAction ? { recoveryAction } : {}),
-      ...(k.severity ? { severity: k.severity } : {}),
-      ...(k.nvlink ? { nvlink: k.nvlink } : {}),
-      // Every pod on the GPU (instance) is affected; an application XID is the named process's fault:
-      // that pod alone is restarted and counted, while a quarantine still moves them all.
-      podUids: podsOnGpu(this.inventory, gpu.uuid, xidStaysInInstance(k.xid) ? k.gpuInstanceId : undefined),
-      ...(culprit ? { culpritUid: culprit } : {}),
-      ...(this.holders ? { holders: holdersOfGpu(this.holders, gpu.uuid) } : {}),
-      ...sharing,
-    });
-    return this.sendXid(
-      event,
-      { gpuUuid: gpu.uuid, gpuInstanceId: k.gpuInstanceId, xid: k.xid, pid: k.pid },
-      'kmsg',
-      now,
-    );
-  }
-
-  /** How the card looks shared in the latest inventory, as the XID event's `sharing` (issue #32). */
-  private sharingOf(gpuUuid: string): { sharing?: 'mps' | 'time-slicing' } {
-    const s = cardSharing(this.inventory, gpuUuid);
-    return s ? { sharing: s } : {};
-  }
-
-  /** An XID's event, unless it repeats a run the aggregator holds; runs whose window closed go out first. */
-  private sendXid(event: OutgoingEvent, o: XidOccurrence, via: 'nvml' | 'kmsg', now: number): OutgoingEvent[] {
-    // Every sighting counts for the health probe's window, a repeat the aggregator holds included.
-    this.xids.record(o.gpuUuid, o.xid, now);
-    const closed = this.aggregate.due(now);
-    if (!this.aggregate.admit(o, event, now)) return this.emit(closed);
-    this.metrics.xidPublished(via, now, o.gpuUuid, o.xid, this.source.gpus.find((g) => g.uuid === o.gpuUuid)?.index);
-    return this.emit([...closed, event]);
-  }
-
-  /** The MIG instance an event names, with its UUID and profile when the last sample saw it. */
-  private migRef(gpuUuid: string, gi: number | undefined, ci?: number): MigRef | undefined {
-    if (gi === undefined) return undefined;
-    const devices = this.readings.find((r) => r.uuid === gpuUuid)?.migDevices ?? [];
-    const m = devices.find((d) => d.gpuInstanceId === gi && (ci === undefined || d.computeInstanceId === ci));
-    return {
-      gpuInstanceId: gi,
-      ...(ci === undefined ? {} : { computeInstanceId: ci }),
-      ...(m?.uuid ? { uuid: m.uuid } : {}),
-      ...(m ? { profile: m.profile } : {}),
-    };
+    return this.emit(this.xid.kernelLine(line));
   }
 
   /** A utilization summary with the PodResources holders as last read; none when unknown. */
@@ -597,7 +276,7 @@ export class Agent {
     const summary = this.window.flush(nowMs);
     return this.emit([
       ...(summary ? [utilizationEvent(this.o.nodeName, nowMs, this.withHolders(summary))] : []),
-      ...this.aggregate.due(nowMs, true),
+      ...this.xid.due(nowMs, true),
     ]);
   }
 

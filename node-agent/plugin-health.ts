@@ -4,200 +4,33 @@
  * plugin: NVML sees 8 GPUs, the node advertises none, and nothing says so. Run at every actuator tick
  * (it reads the Node there anyway), so a dead plugin is noticed within one tick.
  *
- * What a node should advertise, per mode:
- * - NVIDIA's plugin, whole GPUs: `nvidia.com/gpu` = GPUs × `nvidia.com/gpu.replicas` (time-slicing or MPS,
- *   the labeller's replicas per GPU; 1 without sharing), under `nvidia.com/gpu.shared` when renamed
- *   (NVIDIA/k8s-device-plugin api/config/v1/replicas.go, internal/lm/resource.go).
- * - With MIG: every `nvidia.com/` GPU resource summed (whole GPUs, `nvidia.com/mig-*`, or `nvidia.com/gpu`
- *   counting MIG devices under the single strategy) = whole GPUs × replicas + MIG devices.
- * - ACK's gpushare plugin (`aliyun.com/gpu-count` in capacity, or a sharing `ack.node.gpu.schedule`):
- *   `aliyun.com/gpu-count` = cards, and `aliyun.com/gpu-mem` at least one GiB per card
- *   (AliyunContainerService/gpushare-device-plugin pkg/gpu/nvidia: it patches gpu-count into capacity).
- *
- * Two ways to be wrong: fewer devices in **capacity** than expected (the plugin enumerates fewer, or the
- * kubelet dropped a dead plugin's resource: pkg/kubelet/cm/devicemanager/types.go endpointStopGracePeriod,
- * 5 min after its endpoint stopped), or **none allocatable** (a plugin whose endpoint stopped has every
- * device marked unhealthy at once). A fence takes some devices out of allocatable, never all of them
- * and never capacity; `remediate` still checks its own fences before restarting anything.
+ * What a node should advertise per mode, and the two ways to be wrong: plugin-advertised.ts; the plugin's
+ * known error lines: plugin-logs.ts.
  *
  * An unreadable Node is unknown, never healthy: the state stays as it was.
  */
-import { readdir, open } from 'node:fs/promises';
-import { join } from 'node:path';
 import type { CoreV1Api } from '@kubernetes/client-node';
 import {
   DEVICE_PLUGIN_MISMATCH,
   DEVICE_PLUGIN_TAINT_KEY,
   type DevicePluginMismatchDetail,
-  type DevicePluginMode,
 } from '../events/catalog/device-plugin.ts';
 import { SCHEMA_VERSION, SOURCES } from '../events/common.ts';
 import { validateDetail } from '../events/validate.ts';
 import type { Inventory } from './collectors/inventory.ts';
 import type { OutgoingEvent } from './events.ts';
+import { expectedAdvertised, gpuViewOf, judge, type NodeView, type Resource } from './plugin-advertised.ts';
+import { advertisesNothing, draManaged, type SliceView } from './plugin-dra.ts';
 
-/** The Node as the check reads it. */
-export interface NodeView {
-  labels: Readonly<Record<string, string>>;
-  capacity: Readonly<Record<string, string>>;
-  allocatable: Readonly<Record<string, string>>;
-  /** The keys of the Node's taints (absent: not read, as if none). */
-  taints?: readonly string[];
-}
-
-/** What NVML answers for: whole GPUs (MIG off), MIG devices, and GPUs in all. */
-export interface GpuView {
-  gpus: number;
-  whole: number;
-  migDevices: number;
-}
-
-export function gpuViewOf(inv: Pick<Inventory, 'gpus'>): GpuView {
-  const mig = inv.gpus.filter((g) => g.migMode === 'enabled');
-  return {
-    gpus: inv.gpus.length,
-    whole: inv.gpus.length - mig.length,
-    migDevices: mig.reduce((n, g) => n + g.migDevices.length, 0),
-  };
-}
-
-type Resource = DevicePluginMismatchDetail['resources'][number];
-
-/** ACK's sharing modes (`default` is exclusive): alibabacloud.com/help/doc-detail/191140.html. */
-const CGPU_SCHEDULE = new Set(['cgpu', 'core_mem', 'share', 'mps']);
-const GPU_RESOURCE = /^nvidia\.com\/(gpu|gpu\.shared|mig-.+)$/;
-
-const num = (v: string | undefined) => {
-  const n = Number(v);
-  return Number.isFinite(n) && n > 0 ? Math.floor(n) : 0;
-};
-
-/** The mode the node's labels and capacity say, and what each advertised resource should hold. */
-export function expectedAdvertised(g: GpuView, node: NodeView): { mode: DevicePluginMode; resources: Resource[] } {
-  const { capacity: cap, allocatable: alloc, labels } = node;
-  if (cap['aliyun.com/gpu-count'] !== undefined || CGPU_SCHEDULE.has(labels['ack.node.gpu.schedule'] ?? '')) {
-    const r = (resource: string): Resource => ({
-      resource,
-      expected: g.gpus,
-      capacity: num(cap[resource]),
-      allocatable: num(alloc[resource]),
-    });
-    return { mode: 'cgpu', resources: [r('aliyun.com/gpu-count'), r('aliyun.com/gpu-mem')] };
-  }
-  const replicas = Math.max(1, num(labels['nvidia.com/gpu.replicas']));
-  const strategy = labels['nvidia.com/gpu.sharing-strategy'];
-  const renamed = cap['nvidia.com/gpu.shared'] !== undefined;
-  const shared: DevicePluginMode | undefined =
-    strategy === 'mps' ? 'mps' : strategy === 'time-slicing' || renamed ? 'time-slicing' : undefined;
-  if (g.migDevices > 0) {
-    const sum = (m: Readonly<Record<string, string>>) =>
-      Object.entries(m).reduce((n, [k, v]) => n + (GPU_RESOURCE.test(k) ? num(v) : 0), 0);
-    return {
-      mode: 'mig',
-      resources: [
-        {
-          resource: 'nvidia.com/*',
-          expected: g.whole * replicas + g.migDevices,
-          capacity: sum(cap),
-          allocatable: sum(alloc),
-        },
-      ],
-    };
-  }
-  const resource = renamed ? 'nvidia.com/gpu.shared' : 'nvidia.com/gpu';
-  return {
-    mode: shared ?? 'exclusive',
-    resources: [
-      {
-        resource,
-        expected: g.whole * (shared ? replicas : 1),
-        capacity: num(cap[resource]),
-        allocatable: num(alloc[resource]),
-      },
-    ],
-  };
-}
-
-export type Verdict = { ok: true } | { ok: false; kind: 'capacity' | 'none-allocatable'; words: string };
-
-/** Whether the node advertises what NVML's GPUs give (see the file's comment for the two ways it does not). */
-export function judge(g: GpuView, resources: readonly Resource[]): Verdict {
-  const short = resources.filter((r) => r.capacity < r.expected);
-  const seen = `NVML sees ${g.gpus} GPU(s)`;
-  if (short.length > 0)
-    return {
-      ok: false,
-      kind: 'capacity',
-      words: `${seen}; the node advertises ${short
-        .map((r) => `${r.capacity} ${r.resource} (expected ${r.expected})`)
-        .join(', ')}: the device plugin enumerates fewer devices than the node has, or is gone`,
-    };
-  const none = resources.filter((r) => r.expected > 0 && r.allocatable === 0);
-  if (none.length > 0)
-    return {
-      ok: false,
-      kind: 'none-allocatable',
-      words: `${seen}; the node advertises ${none
-        .map((r) => `${r.capacity} ${r.resource}`)
-        .join(', ')} but none allocatable: the device plugin is down or unregistered`,
-    };
-  return { ok: true };
-}
-
-/**
- * The plugin's log lines worth showing a person, by what they mean. Matched case-insensitively.
- * - `could not load NVML library`: the plugin's container has no driver library (go-nvlib
- *   pkg/nvlib/info HasNvml; the NVIDIA runtime or CDI not set up for it).
- * - `unresolvable CDI devices`: a CDI device the plugin named has no spec on the node
- *   (container-device-interface pkg/cdi, as the runtime reports it: "failed to inject CDI devices").
- */
-export const KNOWN_PLUGIN_ERRORS: readonly RegExp[] = [/could not load NVML library/i, /unresolvable CDI devices/i];
-
-/** How much of each log file's end is read. */
-const LOG_TAIL_BYTES = 64 * 1024;
-
-/**
- * The known error lines in the newest logs of the plugin's pods (`<podLogDir>/<prefix>*` directories,
- * `<container>/<n>.log` in each: the kubelet's layout, `<namespace>_<pod>_<uid>`). Unreadable: none.
- */
-export async function pluginErrorLines(podLogDir: string, prefix: string): Promise<string[]> {
-  const found: string[] = [];
-  try {
-    const pods = (await readdir(podLogDir)).filter((d) => d.startsWith(prefix)).sort();
-    for (const pod of pods) {
-      for (const container of await readdir(join(podLogDir, pod)).catch(() => [] as string[])) {
-        const dir = join(podLogDir, pod, container);
-        for (const file of (await readdir(dir).catch(() => [] as string[])).filter((f) => f.endsWith('.log'))) {
-          for (const line of (await tail(join(dir, file))).split('\n'))
-            if (KNOWN_PLUGIN_ERRORS.some((re) => re.test(line))) found.push(criMessage(line).slice(0, 512));
-        }
-      }
-    }
-  } catch {
-    return []; // no log directory here: nothing known
-  }
-  return [...new Set(found)].slice(-8);
-}
-
-/** The message of a CRI log line (`<time> <stream> <P|F> <message>`, the kubelet's pod log format), else the line. */
-export function criMessage(line: string): string {
-  const m = /^\S+ (?:stdout|stderr) [PF] (.*)$/.exec(line.trim());
-  return (m ? m[1]! : line).trim();
-}
-
-async function tail(path: string): Promise<string> {
-  const fh = await open(path, 'r').catch(() => undefined);
-  if (!fh) return '';
-  try {
-    const { size } = await fh.stat();
-    const len = Math.min(size, LOG_TAIL_BYTES);
-    const buf = Buffer.alloc(len);
-    await fh.read(buf, 0, len, size - len);
-    return buf.toString('utf8');
-  } finally {
-    await fh.close();
-  }
-}
+export {
+  expectedAdvertised,
+  gpuViewOf,
+  judge,
+  type GpuView,
+  type NodeView,
+  type Verdict,
+} from './plugin-advertised.ts';
+export { criMessage, KNOWN_PLUGIN_ERRORS, pluginErrorLines } from './plugin-logs.ts';
 
 /** The Node's labels, capacity and allocatable through the API (RBAC: nodes get, which the actuator has). */
 export function kubeNodeView(core: Pick<CoreV1Api, 'readNode'>, name: string): () => Promise<NodeView> {
@@ -224,6 +57,10 @@ export interface PluginHealthOptions {
   readNode: () => Promise<NodeView>;
   /** The plugin's known error lines (pluginErrorLines); absent: not read. */
   errorLines?: () => Promise<string[]>;
+  /** This node's ResourceSlices (plugin-dra.ts kubeNodeSlices); absent: a DRA node is not recognised. */
+  readSlices?: () => Promise<SliceView[]>;
+  /** The DRA drivers whose devices are GPUs (default plugin-dra.ts GPU_DRA_DRIVERS). */
+  draDrivers?: readonly string[];
   repeatMs?: number;
   log?: (line: string) => void;
 }
@@ -237,6 +74,8 @@ export class PluginHealthCheck {
   private firing = false;
   private sentAt = -Infinity;
   private readFailing = false;
+  /** The last ResourceSlice reading (plugin-dra.ts): at most one list each `repeatMs`. */
+  private dra?: { at: number; managed: boolean; failed?: boolean };
 
   constructor(private readonly o: PluginHealthOptions) {}
 
@@ -256,8 +95,10 @@ export class PluginHealthCheck {
     }
     const g = gpuViewOf(inv);
     const { mode, resources } = expectedAdvertised(g, node);
-    const v = judge(g, resources);
     const repeatMs = this.o.repeatMs ?? PLUGIN_MISMATCH_REPEAT_MS;
+    const judged = judge(g, resources);
+    // A DRA node advertises no device-plugin GPU by design: not a mismatch (plugin-dra.ts).
+    const v = !judged.ok && (await this.offeredThroughDra(nowMs, repeatMs, resources)) ? { ok: true as const } : judged;
     if (v.ok) {
       const held = node.taints?.includes(DEVICE_PLUGIN_TAINT_KEY) ?? false;
       if (!this.firing && !(held && nowMs - this.sentAt >= repeatMs)) return [];
@@ -269,7 +110,9 @@ export class PluginHealthCheck {
           mode,
           gpus: g.gpus,
           resources,
-          message: `NVML sees ${g.gpus} GPU(s) and the node advertises them again`,
+          message: judged.ok
+            ? `NVML sees ${g.gpus} GPU(s) and the node advertises them again`
+            : `NVML sees ${g.gpus} GPU(s), offered through DRA: no device plugin resource is expected`,
         }),
       ];
     }
@@ -288,6 +131,23 @@ export class PluginHealthCheck {
         ...(lines.length > 0 ? { pluginErrors: lines } : {}),
       }),
     ];
+  }
+
+  /** Whether a GPU DRA driver offers this node's GPUs; slices not readable: unknown, so not (logged once). */
+  private async offeredThroughDra(nowMs: number, repeatMs: number, resources: readonly Resource[]): Promise<boolean> {
+    if (!this.o.readSlices || !advertisesNothing(resources)) return false;
+    if (this.dra && nowMs - this.dra.at < repeatMs) return this.dra.managed;
+    const was = this.dra;
+    let managed = false;
+    try {
+      managed = draManaged(resources, await this.o.readSlices(), this.o.draDrivers);
+      if (managed && !was?.managed) this.o.log?.('device plugin check: GPUs offered through DRA, no plugin expected');
+      this.dra = { at: nowMs, managed };
+    } catch (err) {
+      if (!was?.failed) this.o.log?.(`device plugin check: ResourceSlices not readable (${(err as Error).message})`);
+      this.dra = { at: nowMs, managed, failed: true };
+    }
+    return managed;
   }
 
   private event(

@@ -12,7 +12,7 @@ import { sdkSender } from '../../node-agent/publisher/sdk-sender.ts';
 import { alibabaSender } from '../../node-agent/publisher/alibaba-sender.ts';
 import type { AlibabaAgentBus } from './agent-process.ts';
 import type { NodeFiles } from './node-files.ts';
-import { CoreV1Api } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../../functions/adapters/kube/config.ts';
 import { actuatorLoop, wireActuator } from '../../node-agent/actuator-runtime.ts';
 import { nvidiaSmiPersistence } from '../../node-agent/actuator/operator-ports.ts';
@@ -74,6 +74,7 @@ export class LocalAgentHost {
     if (o.kubeconfig) {
       const actuator = wireActuator({
         core: loadKubeConfig({ kubeconfigPath: o.kubeconfig }).makeApiClient(CoreV1Api),
+        custom: loadKubeConfig({ kubeconfigPath: o.kubeconfig }).makeApiClient(CustomObjectsApi),
         node: o.files.node,
         nvml,
         agent,

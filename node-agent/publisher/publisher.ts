@@ -8,84 +8,34 @@
  * [spool (oldest)] ++ [memory queue]; while the spool holds anything, new events are appended
  * behind it, so the memory queue is only used when the spool is empty.
  *
+ * What happens to a batch and to the records (send, retry, unreachable, spool, journal, dead letters) is
+ * publisher-delivery.ts, which this pump extends; its interface, publisher-api.ts.
+ *
  * Guarantees and their limits are listed in docs/node-agent-publisher.md.
  */
-import type { Clock } from '../clock.ts';
 import { EventTooLargeError, MAX_CALL_BYTES, MAX_ENTRIES_PER_CALL, entrySize, takeBatch } from './batching.ts';
-import type { DeadLetterSink } from './dead-letter.ts';
-import { noMetrics, type PublisherMetrics } from './publisher-metrics.ts';
-import { backoffDelay, classifyCallError, sortResults } from './retry-policy.ts';
-import type { PublisherSettings } from './publisher-settings.ts';
-import type { SpoolPort } from './spool.ts';
 import {
-  MalformedEventError,
-  recordFromEvent,
-  silentLog,
-  toEntry,
-  type OutgoingEvent,
-  type PublisherLog,
-  type PutEventsSender,
-  type QueuedRecord,
-} from './types.ts';
+  PublisherClosedError,
+  type CloseReport,
+  type PublisherDeps,
+  type PublisherStatus,
+  type PublishResult,
+} from './publisher-api.ts';
+import { PublisherDelivery } from './publisher-delivery.ts';
+import type { PublisherSettings } from './publisher-settings.ts';
+import { MalformedEventError, recordFromEvent, type OutgoingEvent, type QueuedRecord } from './types.ts';
 
-export interface PublisherDeps {
-  send: PutEventsSender;
-  spool: SpoolPort;
-  /**
-   * The write-ahead journal for critical events (XIDs, health alarms): each is fsynced here the
-   * moment it is published, before any send, and forgotten once the bus acknowledged it or the
-   * spool holds it. openPublisher moves what a killed process left here into the spool.
-   */
-  journal?: SpoolPort;
-  deadLetter: DeadLetterSink;
-  /**
-   * The catalog check (node-agent/events.ts `catalogProblems`): an event whose detail fails its
-   * detail-type's schema is dead-lettered with a log line, never sent. Wired by openPublisherFromConfig;
-   * unset, only the event's shape is checked (the publisher's own tests send schematic details).
-   */
-  check?: (event: OutgoingEvent) => readonly string[];
-  clock: Clock;
-  /** Uniform in [0, 1): the jitter source. */
-  random: () => number;
-  metrics?: PublisherMetrics;
-  log?: PublisherLog;
-}
+export {
+  PublisherClosedError,
+  type CloseReport,
+  type PublisherDeps,
+  type PublisherStatus,
+  type PublishResult,
+} from './publisher-api.ts';
 
-export type PublishResult = { ok: true; seq: number } | { ok: false; error: Error };
-
-export interface PublisherStatus {
-  lastPublishAt: number | null;
-  queued: number;
-  spooledEvents: number;
-  spoolBytes: number;
-  busReachable: boolean;
-}
-
-export interface CloseReport {
-  /** Events still in the spool when close returned (they are replayed on the next start). */
-  spooled: number;
-  deadlineHit: boolean;
-}
-
-export class PublisherClosedError extends Error {
-  override name = 'PublisherClosedError';
-}
-
-export class Publisher {
-  private readonly metrics: PublisherMetrics;
-  private readonly log: PublisherLog;
-  private inbox: QueuedRecord[] = [];
-  private queue: QueuedRecord[] = [];
+export class Publisher extends PublisherDelivery {
   private windowStart = 0;
   private nextSeq: number;
-  /** Failures of the current head batch; reset by any success. */
-  private failures = 0;
-  private retryAt = 0;
-  /** After a partial failure: exactly the entries to send next. */
-  private retryOnly: QueuedRecord[] | null = null;
-  private unreachable = false;
-  private lastPublishAt: number | null = null;
-  private closing: { hit: boolean; gaveUp: boolean; abort: AbortController; cancelTimer: () => void } | null = null;
   /** Set when the final spill starts: from then on nothing more can be accepted. */
   private sealed = false;
   private closed = false;
@@ -93,12 +43,8 @@ export class Publisher {
   private idleWaiters: (() => void)[] = [];
   private readonly done: Promise<void>;
 
-  constructor(
-    private readonly deps: PublisherDeps,
-    private readonly settings: PublisherSettings,
-  ) {
-    this.metrics = deps.metrics ?? noMetrics;
-    this.log = deps.log ?? silentLog;
+  constructor(deps: PublisherDeps, settings: PublisherSettings) {
+    super(deps, settings);
     this.nextSeq = deps.spool.lastSeq + 1;
     this.updateSpoolGauges();
     this.done = this.pump().catch((err: unknown) => {
@@ -205,33 +151,6 @@ export class Publisher {
   /** Dead-letter writes of events refused at publish (the catalog check), one at a time. */
   private rejected: Promise<void> = Promise.resolve();
 
-  /** Journal operations, one at a time, in publish order; sends wait for it (write-ahead). */
-  private journaled: Promise<void> = Promise.resolve();
-
-  /** Fsyncs a critical record to the journal at once, whatever the pump is doing (a hung call too). */
-  private writeAhead(record: QueuedRecord): void {
-    const journal = this.deps.journal;
-    if (!journal || !this.settings.writeAheadCritical) return;
-    this.journaled = this.journaled
-      .then(() => journal.append([record]))
-      .then(() => undefined)
-      .catch((err: unknown) =>
-        this.log.error('write-ahead journal failed; the event is kept in memory', {
-          eventId: record.eventId,
-          error: String(err),
-        }),
-      );
-  }
-
-  /** The journal forgets records the bus acknowledged (or dead-lettered) or the spool now holds. */
-  private unjournal(seqs: readonly number[]): void {
-    const journal = this.deps.journal;
-    if (!journal || seqs.length === 0) return;
-    this.journaled = this.journaled
-      .then(() => journal.ack(seqs))
-      .catch((err: unknown) => this.log.warn('write-ahead journal ack failed', { error: String(err) }));
-  }
-
   private poke(): void {
     const w = this.wake;
     this.wake = null;
@@ -334,136 +253,5 @@ export class Publisher {
       this.retryOnly ?? takeBatch(fromSpool ? await this.deps.spool.readHead(MAX_ENTRIES_PER_CALL) : this.queue);
     await this.sendBatch(batch);
     return 'now';
-  }
-
-  private async sendBatch(batch: QueuedRecord[]): Promise<void> {
-    // Write-ahead: no critical record leaves before its journal line is on disk.
-    await this.journaled;
-    const entries = batch.map((r) => toEntry(r, this.settings.busName));
-    let results;
-    try {
-      results = await this.deps.send(entries, this.closing ? { signal: this.closing.abort.signal } : {});
-    } catch (err) {
-      await this.callFailed(batch, err);
-      return;
-    }
-    if (this.unreachable) this.log.info('bus reachable again; replaying spool', { spooled: this.deps.spool.events });
-    this.unreachable = false;
-    const { delivered, retry, dead } = sortResults(batch, results);
-    if (delivered.length > 0) {
-      this.lastPublishAt = this.deps.clock.now();
-      for (const r of delivered) this.metrics.published(r.detailType, 1);
-    }
-    await this.deadLetter(dead);
-    await this.settle([...delivered, ...dead.map((d) => d.record)]);
-    if (retry.length === 0) {
-      this.failures = 0;
-      this.retryOnly = null;
-      return;
-    }
-    this.failures = delivered.length > 0 ? 1 : this.failures + 1;
-    if (this.failures >= this.settings.maxAttempts || this.closing) {
-      this.retryOnly = null;
-      await this.becomeUnreachable(`entries kept failing: ${results.map((r) => (r.ok ? 'ok' : r.code)).join(',')}`);
-      return;
-    }
-    this.retryOnly = retry;
-    this.retryAt = this.deps.clock.now() + backoffDelay(this.failures, this.settings.backoff, this.deps.random);
-  }
-
-  private async callFailed(batch: QueuedRecord[], err: unknown): Promise<void> {
-    const { failure, code, status } = classifyCallError(err);
-    this.failures++;
-    this.log.warn('PutEvents failed', { code, status, attempt: this.failures, events: batch.length });
-    if (failure === 'rejected' && this.failures >= this.settings.maxAttempts) {
-      await this.deadLetter(
-        batch.map((record) => ({ record, code, message: err instanceof Error ? err.message : String(err) })),
-      );
-      await this.settle(batch);
-      this.failures = 0;
-      this.retryOnly = null;
-      return;
-    }
-    if (this.unreachable || this.closing || this.failures >= this.settings.maxAttempts) {
-      await this.becomeUnreachable(code);
-      return;
-    }
-    this.retryAt = this.deps.clock.now() + backoffDelay(this.failures, this.settings.backoff, this.deps.random);
-  }
-
-  /** Everything in memory goes to the spool; from now on one probe per interval. */
-  private async becomeUnreachable(reason: string): Promise<void> {
-    if (!this.unreachable) this.log.error('bus unreachable; spooling events', { reason, attempts: this.failures });
-    this.unreachable = true;
-    if (this.closing) this.closing.gaveUp = true;
-    this.failures = 0;
-    this.retryOnly = null;
-    this.retryAt = this.deps.clock.now() + this.probeDelay();
-    await this.spill();
-  }
-
-  /**
-   * Probes are jittered (50-100% of the interval) so a fleet that lost the bus together does not
-   * come back in lockstep, replaying all at once.
-   */
-  private probeDelay(): number {
-    const half = this.settings.probeIntervalMs / 2;
-    return Math.floor(half + this.deps.random() * half);
-  }
-
-  /** Moves the memory queue and inbox (oldest first) behind whatever the spool holds. */
-  private async spill(): Promise<void> {
-    const fromInbox = this.inbox.length;
-    const records = [...this.queue, ...this.inbox.slice(0, fromInbox)];
-    if (records.length === 0) return;
-    await this.toSpool(records);
-    this.queue = [];
-    this.inbox.splice(0, fromInbox);
-  }
-
-  private async toSpool(records: QueuedRecord[]): Promise<void> {
-    const outcome = await this.deps.spool.append(records);
-    const droppedSeqs = new Set(outcome.dropped.map((d) => d.seq));
-    const kept = records.filter((r) => !droppedSeqs.has(r.seq)).length;
-    // In the spool now (fsynced): the journal need not keep them.
-    this.unjournal(records.filter((r) => r.priority === 'critical' && !droppedSeqs.has(r.seq)).map((r) => r.seq));
-    if (kept > 0) this.metrics.spooled(kept);
-    for (const d of outcome.dropped) {
-      this.metrics.dropped(d.priority, 1);
-      this.log.warn('spool full; dropped event', { ...d });
-    }
-    // A dropped event must not be sent by a pending retry either.
-    if (this.retryOnly && droppedSeqs.size > 0) {
-      const left = this.retryOnly.filter((r) => !droppedSeqs.has(r.seq));
-      this.retryOnly = left.length > 0 ? left : null;
-    }
-    this.updateSpoolGauges();
-  }
-
-  /** Removes delivered or dead-lettered records from wherever they wait. */
-  private async settle(records: QueuedRecord[]): Promise<void> {
-    if (records.length === 0) return;
-    const seqs = new Set(records.map((r) => r.seq));
-    this.queue = this.queue.filter((r) => !seqs.has(r.seq));
-    await this.deps.spool.ack([...seqs]);
-    this.unjournal(records.filter((r) => r.priority === 'critical').map((r) => r.seq));
-    this.updateSpoolGauges();
-  }
-
-  private async deadLetter(entries: { record: QueuedRecord; code: string; message: string }[]): Promise<void> {
-    if (entries.length === 0) return;
-    await this.deps.deadLetter.write(entries, this.deps.clock.now());
-    this.metrics.failed(entries.length);
-    for (const e of entries)
-      this.log.error('event dead-lettered', {
-        eventId: e.record.eventId,
-        detailType: e.record.detailType,
-        code: e.code,
-        message: e.message,
-      });
-  }
-
-  private updateSpoolGauges(): void {
-    this.metrics.spoolSize(this.deps.spool.bytes, this.deps.spool.events);
   }
 }

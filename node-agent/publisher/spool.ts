@@ -12,61 +12,18 @@
  *
  * Only an index (seq, priority, offset, length) stays in memory; records are re-read from disk
  * when replayed, so a full 64 MiB spool does not cost 64 MiB of heap.
+ *
+ * The port the publisher uses: spool-port.ts; the file helpers (index entries, runs, directory sync):
+ * spool-file.ts.
  */
 import { mkdir, open, readFile, rename, type FileHandle } from 'node:fs/promises';
 import { dirname } from 'node:path';
 import { encodeEvent, encodeLine, decodeLine, scanLines } from './spool-codec.ts';
-import { priorityRank, silentLog, type Priority, type PublisherLog, type QueuedRecord } from './types.ts';
+import { silentLog, type PublisherLog, type QueuedRecord } from './types.ts';
+import { contiguousRuns, describe, pickVictims, syncDir, type LiveEntry } from './spool-file.ts';
+import type { AppendOutcome, DroppedEvent, SpoolOptions, SpoolPort, SpoolRecovery } from './spool-port.ts';
 
-interface LiveEntry {
-  seq: number;
-  priority: Priority;
-  detailType: string;
-  eventId: string;
-  offset: number;
-  length: number;
-}
-
-export interface DroppedEvent {
-  seq: number;
-  eventId: string;
-  detailType: string;
-  priority: Priority;
-}
-
-export interface AppendOutcome {
-  /** Events that were not kept: incoming ones refused and older ones evicted to make room. */
-  dropped: DroppedEvent[];
-  /** True when critical events pushed the spool past `maxBytes`. */
-  overBound: boolean;
-}
-
-export interface SpoolRecovery {
-  events: number;
-  corruptLines: number;
-  tornBytes: number;
-}
-
-export interface SpoolOptions {
-  path: string;
-  maxBytes: number;
-  log?: PublisherLog;
-}
-
-/**
- * The port the publisher uses. Contract: `append` resolves once the kept records are fsynced; a
- * rejected `append` kept none of them (the file is cut back). `ack` forgets records (idempotent,
- * unknown seqs ignored). `readHead` returns live records oldest first.
- */
-export interface SpoolPort {
-  readonly events: number;
-  readonly bytes: number;
-  readonly lastSeq: number;
-  append(records: readonly QueuedRecord[]): Promise<AppendOutcome>;
-  readHead(max: number): Promise<QueuedRecord[]>;
-  ack(seqs: readonly number[]): Promise<void>;
-  close(): Promise<void>;
-}
+export type { AppendOutcome, DroppedEvent, SpoolOptions, SpoolPort, SpoolRecovery } from './spool-port.ts';
 
 /** Compact once acked garbage is at least this big and at least as big as the live part. */
 const COMPACT_MIN_GARBAGE = 64 * 1024;
@@ -159,7 +116,8 @@ export class Spool implements SpoolPort {
       };
       const need = planned + buf.length - this.maxBytes;
       if (need > 0) {
-        const victims = this.pickVictims(
+        const victims = pickVictims(
+          this.live,
           record.priority,
           need,
           evicted,
@@ -278,21 +236,6 @@ export class Spool implements SpoolPort {
     }
   }
 
-  /** Lowest class first, oldest first; only classes below `priority`. Existing before incoming. */
-  private pickVictims(priority: Priority, need: number, evicted: Set<number>, incoming: LiveEntry[]): LiveEntry[] {
-    const victims: LiveEntry[] = [];
-    let freed = 0;
-    for (let rank = 0; rank < priorityRank[priority] && freed < need; rank++) {
-      for (const e of [...this.live.values(), ...incoming]) {
-        if (freed >= need) break;
-        if (priorityRank[e.priority] !== rank || evicted.has(e.seq)) continue;
-        victims.push(e);
-        freed += e.length;
-      }
-    }
-    return victims;
-  }
-
   /** Writes `keep` (copied from the current file) and `extra` to a new file and swaps it in. */
   private async rewrite(
     keep: readonly LiveEntry[],
@@ -342,35 +285,5 @@ export class Spool implements SpoolPort {
     if (!e) return;
     this.live.delete(seq);
     this.liveBytesCount -= e.length;
-  }
-}
-
-function describe(e: LiveEntry): DroppedEvent {
-  return { seq: e.seq, eventId: e.eventId, detailType: e.detailType, priority: e.priority };
-}
-
-/** Groups entries that sit back to back in the file so compaction copies big chunks. */
-function contiguousRuns(entries: readonly LiveEntry[]): { offset: number; length: number; entries: LiveEntry[] }[] {
-  const runs: { offset: number; length: number; entries: LiveEntry[] }[] = [];
-  const MAX_RUN = 1024 * 1024;
-  for (const e of entries) {
-    const last = runs[runs.length - 1];
-    if (last && last.offset + last.length === e.offset && last.length + e.length <= MAX_RUN) {
-      last.length += e.length;
-      last.entries.push(e);
-    } else {
-      runs.push({ offset: e.offset, length: e.length, entries: [e] });
-    }
-  }
-  return runs;
-}
-
-/** Makes a rename durable: the directory entry itself must reach the disk. */
-async function syncDir(dir: string): Promise<void> {
-  const fh = await open(dir, 'r');
-  try {
-    await fh.sync();
-  } finally {
-    await fh.close();
   }
 }

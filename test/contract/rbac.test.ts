@@ -63,9 +63,15 @@ describe('infra/k8s RBAC for the node agent actuator', () => {
   const actuator = parseAllDocuments(
     readFileSync(new URL('../../infra/k8s/actuator/rbac.yaml', import.meta.url), 'utf8'),
   ).map((d) => d.toJS() as { kind: string; rules?: RbacRule[]; subjects?: { name: string }[] });
-  it('grants exactly what node-agent/actuator/ports.ts calls (get and patch nodes), bound to the agent', () => {
+  it('grants exactly what node-agent/actuator/ports.ts and plugin-dra.ts call, bound to the agent', () => {
     const role = actuator.find((d) => d.kind === 'ClusterRole')!;
-    expect(role.rules).toEqual([{ apiGroups: [''], resources: ['nodes'], verbs: ['get', 'patch'] }]);
+    expect(role.rules).toEqual([
+      { apiGroups: [''], resources: ['nodes'], verbs: ['get', 'patch'] },
+      { apiGroups: ['resource.k8s.io'], resources: ['resourceslices'], verbs: ['list'] },
+    ]);
+    const dra = readFileSync(new URL('../../node-agent/plugin-dra.ts', import.meta.url), 'utf8');
+    expect(dra.match(/custom\.(\w+)\(/g)).toEqual(['custom.listClusterCustomObject(']);
+    expect(dra).toContain("plural: 'resourceslices'");
     const calls = readFileSync(new URL('../../node-agent/actuator/ports.ts', import.meta.url), 'utf8').match(
       /core\.(\w+)\(/g,
     );

@@ -1,0 +1,145 @@
+/**
+ * What the agent compares once, at start, with what it remembers beside its spool: the GPUs this node
+ * has had (`gpu-missing` for one NVML no longer lists) and how many it should have (`gpu-count`,
+ * EXPECTED_GPUS); and the small state files it keeps (replaced whole, never half a file).
+ */
+import { readFileSync, renameSync, writeFileSync } from 'node:fs';
+import type { GpuRef } from '../events/common.ts';
+import type { EccMemory, HealthEvent } from './collectors/health.ts';
+import type { PublisherLog } from './publisher/types.ts';
+import type { NvmlSource } from './sources/nvml-source.ts';
+
+/** The GPUs NVML lists at start, and the ones it could not name. */
+type StartSource = Pick<NvmlSource, 'gpus' | 'unnamed'>;
+
+/** A small state file replaced whole: written beside it, renamed over it (never half a file). */
+export function replaceFile(path: string, text: string): void {
+  writeFileSync(`${path}.tmp`, text);
+  renameSync(`${path}.tmp`, path);
+}
+
+export function readEccState(path: string): EccMemory {
+  try {
+    const raw = JSON.parse(readFileSync(path, 'utf8')) as unknown;
+    return raw && typeof raw === 'object' && !Array.isArray(raw) ? (raw as EccMemory) : {};
+  } catch {
+    return {}; // first start, or unreadable: counting starts over
+  }
+}
+
+/**
+ * GPUs remembered from earlier runs that NVML does not list now fire `gpu-missing`; ones that were
+ * missing and are back resolve it. The memory keeps every GPU ever seen here (a GPU removed on
+ * purpose: delete the file).
+ */
+export function compareGpuMemory(path: string, source: StartSource, log: PublisherLog): HealthEvent[] {
+  let memory: { gpus: GpuRef[]; missing: string[] } = { gpus: [], missing: [] };
+  try {
+    const raw = JSON.parse(readFileSync(path, 'utf8')) as { gpus?: GpuRef[]; missing?: string[] };
+    memory = {
+      gpus: Array.isArray(raw.gpus) ? raw.gpus : [],
+      missing: Array.isArray(raw.missing) ? raw.missing : [],
+    };
+  } catch {
+    // first start on this node: nothing to compare with
+  }
+  const now = new Set(source.gpus.map((g) => g.uuid));
+  const out: HealthEvent[] = [];
+  const missing: string[] = [];
+  for (const g of memory.gpus) {
+    if (now.has(g.uuid)) {
+      if (memory.missing.includes(g.uuid))
+        out.push({
+          gpu: g,
+          condition: 'gpu-missing',
+          state: 'resolved',
+          severity: 'info',
+          message: `GPU ${g.uuid} is listed by NVML again`,
+        });
+      continue;
+    }
+    missing.push(g.uuid);
+    if (!memory.missing.includes(g.uuid)) {
+      out.push({
+        gpu: g,
+        condition: 'gpu-missing',
+        state: 'firing',
+        severity: 'critical',
+        message:
+          `GPU ${g.index} (${g.uuid}, PCI ${g.pciBusId}) was on this node and NVML no longer lists ` +
+          `it: ${source.gpus.length} GPUs now, ${memory.gpus.length} before`,
+        value: source.gpus.length,
+        threshold: memory.gpus.length,
+        unit: 'GPUs',
+      });
+    }
+  }
+  const known = new Set(memory.gpus.map((g) => g.uuid));
+  const gpus = [
+    ...memory.gpus,
+    ...source.gpus
+      .filter((g) => !known.has(g.uuid))
+      .map((g) => ({ index: g.index, uuid: g.uuid, pciBusId: g.pciBusId, name: g.name })),
+  ];
+  try {
+    replaceFile(path, JSON.stringify({ gpus, missing }));
+  } catch (err) {
+    log.warn('GPU memory not saved', { path, error: String(err) });
+  }
+  return out;
+}
+
+/**
+ * NVML's GPU count against EXPECTED_GPUS. Firing each start while short (the functions deduplicate
+ * it as one open incident); resolved at a start with enough, when the last start was short (kept
+ * beside the GPU memory, or in the process only without it).
+ */
+export function compareGpuCount(
+  expected: number | undefined,
+  gpuMemoryPath: string | undefined,
+  source: StartSource,
+  log: PublisherLog,
+): HealthEvent[] {
+  const path = gpuMemoryPath ? `${gpuMemoryPath}.count` : undefined;
+  let wasShort = false;
+  try {
+    wasShort = path !== undefined && readFileSync(path, 'utf8').trim() === 'short';
+  } catch {
+    // never short before
+  }
+  const seen = source.gpus.length + source.unnamed.length;
+  const short = expected !== undefined && seen < expected;
+  if (path && short !== wasShort) {
+    try {
+      replaceFile(path, short ? 'short' : 'ok');
+    } catch (err) {
+      log.warn('GPU count state not saved', { path, error: String(err) });
+    }
+  }
+  if (short)
+    return [
+      {
+        condition: 'gpu-count',
+        state: 'firing',
+        severity: 'critical',
+        message:
+          `NVML lists ${seen} GPU${seen === 1 ? '' : 's'}; this node should have ${expected} ` +
+          `(EXPECTED_GPUS): ${expected! - seen} missing since before the agent started`,
+        value: seen,
+        threshold: expected,
+        unit: 'GPUs',
+      },
+    ];
+  return wasShort
+    ? [
+        {
+          condition: 'gpu-count',
+          state: 'resolved',
+          severity: 'info',
+          message: `NVML lists ${seen} GPUs again, as this node should have`,
+          value: seen,
+          unit: 'GPUs',
+        },
+      ]
+    : [];
+}
