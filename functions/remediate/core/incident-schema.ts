@@ -5,7 +5,7 @@
  */
 import * as z from 'zod';
 import { GPU_RECOVERY_ACTIONS, HEALTH_CONDITIONS, REMEDIATION_ACTIONS, Timestamp } from '../../../events/index.ts';
-import { FENCE_BACKENDS } from './policy.ts';
+import { FENCE_BACKENDS } from './policy-schema.ts';
 
 /**
  * Why a GPU fence was escalated one scope up (the node tainted NoSchedule while the GPU is out):
