@@ -13,10 +13,11 @@ import {
 } from '../../../events/index.ts';
 import { chooseProfile } from './policy-profiles.ts';
 import { CONDITION_DEFAULTS, RECOVERY_DEFAULTS } from './policy-defaults.ts';
-import type { Escalate, FenceBackend, Policy, RuleOverride } from './policy-schema.ts';
+import type { Escalate, Policy, RuleOverride } from './policy-schema.ts';
 
 export * from './policy-schema.ts';
 export { DEFAULT_POLICY } from './policy-defaults.ts';
+export { fenceBackendOf, pdbDeadlineOf, poolLimits, poolOf } from './pool-policy.ts';
 
 /** A rule after defaults, file and pool overrides are merged: what the planner obeys. */
 export interface Rule {
@@ -138,36 +139,4 @@ function finish(rule: RuleOverride, source: string, severity: 'info' | 'warning'
     source: bySeverity ? `${source} (${severity})` : source,
     letWorkFinish: rule.letWorkFinish ? { ...rule.letWorkFinish } : null,
   };
-}
-
-/** Blast-radius limits for a pool: the pool's own, else the policy's. */
-export function poolLimits(
-  policy: Policy,
-  pool: string,
-): { maxShare: number; maxCount: number; windowMinutes: number } {
-  const p = policy.pools[pool];
-  return {
-    maxShare: p?.maxQuarantinedShare ?? policy.blastRadius.maxShare,
-    maxCount: p?.maxQuarantinedCount ?? policy.blastRadius.maxCount,
-    windowMinutes: policy.blastRadius.windowMinutes,
-  };
-}
-
-/** How a pool's GPUs are fenced: the pool's own backend, else the policy's. */
-/** How long a pod may hold a GPU that needs a reset after it was asked to move, in `pool`. */
-export function pdbDeadlineOf(policy: Pick<Policy, 'repair' | 'pools'>, pool: string): number {
-  return policy.pools[pool]?.pdbDeadlineMinutes ?? policy.repair.pdbDeadlineMinutes;
-}
-
-export function fenceBackendOf(policy: Pick<Policy, 'fence' | 'pools'>, pool: string): FenceBackend {
-  return policy.pools[pool]?.fenceBackend ?? policy.fence.backend;
-}
-
-/** The pool a node belongs to: the first of `poolLabels` it carries, else `default`. */
-export function poolOf(policy: Pick<Policy, 'poolLabels'>, labels: Readonly<Record<string, string>>): string {
-  for (const l of policy.poolLabels) {
-    const v = labels[l];
-    if (v) return v;
-  }
-  return 'default';
 }
