@@ -5,7 +5,8 @@
  * as the bus delivers them) are acted on and the rest wait: first come, first served.
  */
 import type { RemediationAction } from '../../../events/index.ts';
-import { poolLimits, type Policy } from './policy.ts';
+import { poolLimits } from './pool-policy.ts';
+import type { Policy } from './policy.ts';
 import type { NodePhase, NodeState } from './state.ts';
 import type { PoolFacts } from './types.ts';
 

@@ -120,21 +120,25 @@ function held(
     return fallBack(
       i,
       f,
-      `${i.gpu}'s fence no longer holds: NVIDIA's device plugin counts it again (restarted by someone?), and gpu-reflex cannot latch it (${seen.words})`,
+      `${i.gpu}'s fence no longer holds: NVIDIA's device plugin counts it again (restarted by someone?), ` +
+        `and gpu-reflex cannot latch it (${seen.words})`,
       at,
     );
   if (f.driftAt === undefined) {
     return {
       kind: 'drift',
       incident: { ...i, fence: { ...f, driftAt: at } },
-      why: `the fence of ${i.gpu} no longer holds (${seen.words}): the node agent writes it back on its next tick; if it is still not seen in ${policy.fence.verifyMinutes} min, the node is tainted`,
+      why:
+        `the fence of ${i.gpu} no longer holds (${seen.words}): the node agent writes it back on its next tick; ` +
+        `if it is still not seen in ${policy.fence.verifyMinutes} min, the node is tainted`,
     };
   }
   if (now.getTime() - Date.parse(f.driftAt) < policy.fence.verifyMinutes * MINUTE) return { kind: 'wait' };
   return fallBack(
     i,
     f,
-    `${i.gpu}'s fence has not held since ${f.driftAt} and was not restored within ${policy.fence.verifyMinutes} min (${seen.words})`,
+    `${i.gpu}'s fence has not held since ${f.driftAt} and was not restored within ` +
+      `${policy.fence.verifyMinutes} min (${seen.words})`,
     at,
   );
 }
@@ -174,10 +178,16 @@ function seenOut(
   const sharing = sharingOf(node);
   const unit = sharing.replicas > 1 ? `${sharing.resource} replica(s)` : 'GPU device(s)';
   const allReplicas = sharing.replicas > 1 ? ` (all ${sharing.replicas} replicas of each fenced card)` : '';
+  // Devices out before the fence are named apart: another device's isolation is no proof of ours.
+  const foreign =
+    before > 0
+      ? ` (${mine} held out by gpu-reflex, ${before} already out before the fence: ` +
+        "another device's isolation is no proof of ours)"
+      : '';
   const counted =
     out === undefined
       ? 'the node reports no nvidia.com GPU capacity'
-      : `${out} ${unit} missing from its allocatable, ${want} expected${allReplicas}${before > 0 ? ` (${mine} held out by gpu-reflex, ${before} already out before the fence: another device's isolation is no proof of ours)` : ''}`;
+      : `${out} ${unit} missing from its allocatable, ${want} expected${allReplicas}${foreign}`;
   const countHolds = out !== undefined && out >= want;
   if (backendOf(i) !== 'ack-file') {
     const partial =

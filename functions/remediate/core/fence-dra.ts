@@ -1,7 +1,7 @@
 /**
  * The DRA fence (pure): a cluster-scoped DeviceTaintRule (NoSchedule) on the GPU's device, as the
  * node's ResourceSlice of the policy's driver lists it; deleted on restore. Kubernetes docs,
- * "Device Taints and Tolerations" (resource.k8s.io; versions in policy.ts FenceSchema).
+ * "Device Taints and Tolerations" (resource.k8s.io; versions in policy-schema.ts FenceSchema).
  */
 import type { DeviceTaint } from '../../lib/plan.ts';
 import type { Policy } from './policy.ts';

@@ -1,6 +1,6 @@
 /**
  * Which incidents hold their GPU out of scheduling, through which backend, and whether the node
- * shows it (pure). The backends (policy.ts `FENCE_BACKENDS`): the ACK device plugin's file (the node
+ * shows it (pure). The backends (policy-schema.ts `FENCE_BACKENDS`): the ACK device plugin's file (the node
  * agent writes it), NVIDIA's device plugin latch (it fences critical XIDs by itself), a DRA
  * DeviceTaintRule (fence-dra.ts), or a node taint. A fence is real only when the node shows it;
  * one that does not within `fence.verifyMinutes` is escalated one scope up (the node is tainted).

@@ -147,7 +147,10 @@ export function stepRepair(
   if (r === undefined || r.state === 'requested' || r.state === 'running') {
     if (now.getTime() - Date.parse(i.repair.at) < policy.repair.answerTimeoutMinutes * MIN)
       return { kind: 'wait', incident: i };
-    const why = `the node agent did not answer the ${i.repair.step} of ${i.gpu} within ${policy.repair.answerTimeoutMinutes} min (${r ? `still ${r.state}` : 'no answer at all: is the agent running with its actuator?'})`;
+    const answer = r ? `still ${r.state}` : 'no answer at all: is the agent running with its actuator?';
+    const why =
+      `the node agent did not answer the ${i.repair.step} of ${i.gpu} within ` +
+      `${policy.repair.answerTimeoutMinutes} min (${answer})`;
     return { kind: 'failed', incident: { ...i, repair: undefined }, why };
   }
   // Still held (a pod in its grace period, a process the pod left behind): not a failed reset yet.
@@ -203,7 +206,9 @@ export function stepRepair(
   return {
     kind: 'restored',
     incident: closed,
-    why: `${i.gpu} was reset at ${i.resetAt ?? '?'} and its health probe passed at ${r.at} (recovery action ${r.probe.recoveryAction}, no remap pending or failed, counters still): back in service`,
+    why:
+      `${i.gpu} was reset at ${i.resetAt ?? '?'} and its health probe passed at ${r.at} ` +
+      `(recovery action ${r.probe.recoveryAction}, no remap pending or failed, counters still): back in service`,
   };
 }
 

@@ -6,7 +6,7 @@
  */
 import { describeXid, XID_CATALOG, type NvidiaBucket, type RemediationAction } from '../../../events/index.ts';
 import { takesCapacity } from './blast-radius.ts';
-import type { Profile, RuleOverride } from './policy.ts';
+import type { Profile, RuleOverride } from './policy-schema.ts';
 
 /** What a profile is matched against: the node's pool, its GPU's model, and the XID. */
 export interface ProfileSubject {

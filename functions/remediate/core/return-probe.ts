@@ -65,7 +65,9 @@ export function stepReturnProbe(
   return {
     kind: 'passed',
     incident: { ...i, repair: undefined, probedAt: v.at },
-    why: `${i.gpu}'s health probe after ${afterWhat(i)} passed at ${v.at} (NVML lists it, recovery action ${v.recoveryAction}, no remap pending or failed, no XID during the window): back in service`,
+    why:
+      `${i.gpu}'s health probe after ${afterWhat(i)} passed at ${v.at} (NVML lists it, ` +
+      `recovery action ${v.recoveryAction}, no remap pending or failed, no XID during the window): back in service`,
   };
 }
 
@@ -167,10 +169,13 @@ function judge(
   const after = afterWhat(i);
   if (r === undefined || r.state === 'requested' || r.state === 'running') {
     if (now.getTime() - Date.parse(askedAt) < policy.repair.answerTimeoutMinutes * MIN) return { kind: 'wait' };
+    const answer = r ? `still ${r.state}` : 'no answer at all: is the agent running with its actuator?';
     return {
       kind: 'failed',
       missing: false,
-      why: `the node agent did not answer the health probe of ${gpu} after ${after} within ${policy.repair.answerTimeoutMinutes} min (${r ? `still ${r.state}` : 'no answer at all: is the agent running with its actuator?'})`,
+      why:
+        `the node agent did not answer the health probe of ${gpu} after ${after} within ` +
+        `${policy.repair.answerTimeoutMinutes} min (${answer})`,
     };
   }
   if (r.state === 'failed')

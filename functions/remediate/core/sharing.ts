@@ -17,7 +17,7 @@
  */
 import type { GpuXidErrorDetail } from '../../../events/index.ts';
 import type { NodeFacts, PodFacts } from './types.ts';
-import { mpsBlameWords, unknownTenantWords } from './words.ts';
+import { mpsBlameWords, unknownTenantWords } from './tenant-words.ts';
 
 export type SharingMode = 'exclusive' | 'time-slicing' | 'mps';
 

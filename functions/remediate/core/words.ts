@@ -13,11 +13,10 @@ import {
 } from '../../../events/index.ts';
 import { gpuWords, type ClaimMove, type FaultSite } from './scope.ts';
 import type { Capabilities, TriggerEvent } from './types.ts';
-import type { Policy } from './policy.ts';
-import type { Incident } from './state.ts';
-import type { KubeEventNote } from '../../lib/plan.ts';
 import type { Recovery } from './recovery.ts';
-import type { ResetSupport } from './reset-support.ts';
+
+export { fenceEventNote, fenceWords, resetSkippedWords } from './fence-words.ts';
+export { mpsBlameWords, tenantPodNote, tenantWords, unknownTenantWords } from './tenant-words.ts';
 
 const BUCKET_WORDS: Record<NvidiaBucket, string> = {
   IGNORE: 'NVIDIA says no action is needed',
@@ -250,128 +249,6 @@ export function repairOf(
 ): 'reboot-node' | 'replace-node' | undefined {
   for (const a of [ladder[level], ladder[level + 1]]) if (a === 'reboot-node' || a === 'replace-node') return a;
   return undefined;
-}
-
-/** The node an incident is on: its key starts with it (`node/GPU-…/xid-79`). */
-const nodeOf = (i: Incident) => i.key.slice(0, i.key.indexOf('/'));
-
-/** How an incident's GPU is being kept out of scheduling, in words (the Remediation's reason). */
-export function fenceWords(i: Incident, policy: Pick<Policy, 'fence'>): string {
-  const f = i.fence;
-  if (!f) return '';
-  const what = i.xid !== undefined ? `XID ${i.xid}` : (i.condition ?? i.trigger);
-  if (f.fallback === 'plugin-latches-one-mig-device')
-    return (
-      `${i.gpu} is a MIG GPU, and NVIDIA's device plugin latches only one of its instances for ` +
-      `${what} (it keys health by the parent GPU), leaving the others schedulable: the node is ` +
-      `tainted NoSchedule while it is out (fence fallback).`
-    );
-  if (f.fallback === 'not-fenced-by-plugin')
-    return (
-      `NVIDIA's device plugin does not take the GPU out for ${what} by itself, so the node is ` +
-      `tainted NoSchedule while ${i.gpu} is out (fence fallback).`
-    );
-  if (f.backend === 'cordon')
-    return (
-      `This pool fences by node taint (fence backend cordon): the node is tainted NoSchedule ` +
-      `while ${i.gpu} is out.`
-    );
-  if (f.fallback === 'no-dra-device')
-    return (
-      `No ResourceSlice of the node lists ${i.gpu} under the DRA driver ` +
-      `${policy.fence.dra.driver}, so the node is tainted NoSchedule while it is out (fence fallback).`
-    );
-  if (f.backend === 'dra')
-    return (
-      `${i.gpu} is fenced by a DRA DeviceTaintRule (NoSchedule) on its device; it must be ` +
-      `there within ${policy.fence.verifyMinutes} min, else the node is tainted.`
-    );
-  if (f.backend === 'ack-cgpu')
-    return (
-      `${i.gpu} is on a node that shares its GPUs through ACK cGPU, where the ACK device plugin's ` +
-      'unhealthy-devices file fences nothing (the gpushare plugin never reads it): ' +
-      `card ${i.gpuIndex ?? '?'} is listed in ConfigMap kube-system/unhealthy-gpu-${nodeOf(i)} ` +
-      "instead, which ACK's gpushare scheduler extender skips; the ConfigMap must list it within " +
-      `${policy.fence.verifyMinutes} min, else the node is tainted.`
-    );
-  if (f.backend === 'nvidia-plugin')
-    return (
-      `NVIDIA's device plugin takes ${i.gpu} out for ${what} by itself; the node's allocatable ` +
-      `must show it within ${policy.fence.verifyMinutes} min, else the node is tainted.`
-    );
-  return (
-    `${i.gpu} is fenced through the ACK device plugin's unhealthy-devices file (the node agent ` +
-    `writes it and keeps it there); within ${policy.fence.verifyMinutes} min the agent must say the ` +
-    `file lists it and the node's allocatable must show it out, past what was out before, else the node is tainted.`
-  );
-}
-
-/**
- * The Kubernetes Event on the node for a fence that did not hold, was restored, or fell back to the
- * node taint (fence-check.ts): `kubectl describe node` shows why the GPU's scheduling changed.
- */
-export function fenceEventNote(kind: 'lost' | 'restored' | 'escalated', why: string): KubeEventNote {
-  const reason = { lost: 'GpuFenceLost', restored: 'GpuFenceRestored', escalated: 'GpuFenceEscalated' }[kind];
-  return { type: kind === 'restored' ? 'Normal' : 'Warning', reason, action: 'Fence', note: `gpu-reflex: ${why}` };
-}
-
-/**
- * Why a GPU that needs a reset goes to a node reboot without one (reset-support.ts): the SKU, the
- * topology and the matrix row's source.
- */
-export function resetSkippedWords(gpu: string | undefined, s: ResetSupport): string {
-  const how =
-    s.verdict === 'all-gpus'
-      ? 'NVIDIA resets these GPUs only all together, never one alone'
-      : 'NVIDIA does not support resetting one GPU there';
-  const where = `${s.product} on ${s.topology ?? 'an unknown topology'}${s.row ? ` (${s.row.systems})` : ''}`;
-  return (
-    `${gpu ?? 'the GPU'} needs a reset, but ${how}: ${where}, per ` +
-    `${s.row?.source ?? 'no source'}; no reset tried, the node is rebooted instead`
-  );
-}
-
-/** A move off a shared GPU, in the plan's reason: how many teams' pods it moves (issue #32). */
-export function tenantWords(mode: string, tenants: readonly string[], pods: number): string {
-  return (
-    ` The GPU is shared (${mode}): this moves ${pods} pod(s) of ${tenants.length} teams (${tenants.join(', ')}),` +
-    ' each told why by an Event on its pod.'
-  );
-}
-
-/** Why an XID on an MPS card is every client's and counts as one workload (sharing.ts). */
-export function mpsBlameWords(clients: number): string {
-  return (
-    `the GPU is shared through MPS: a fault takes every MPS client of the card with it (${clients} pod(s)),` +
-    ' and no one client is to blame, so it counts as one workload'
-  );
-}
-
-/** Why an unresolved pid on a time-sliced card counts as one unknown workload (sharing.ts). */
-export function unknownTenantWords(replicas: number, tenants: number): string {
-  return (
-    `the GPU is time-sliced (${replicas} replicas) and nothing names the faulting process,` +
-    ` so it counts as one unknown workload, not ${tenants}, and no tenant is restarted for it`
-  );
-}
-
-/** The Event on one tenant's pod moved off a shared GPU: why, though its own work may be fine. */
-export function tenantPodNote(
-  action: string,
-  gpu: string,
-  node: string,
-  cause: string,
-  others: number,
-): { type: 'Warning'; reason: string; action: string; note: string } {
-  const with_ = others > 0 ? `, which it shares with pods of ${others} other team(s)` : '';
-  return {
-    type: 'Warning',
-    reason: 'SharedGpuFault',
-    action: action === 'restart-workload' ? 'Restart' : 'Evict',
-    note:
-      `gpu-reflex moved this pod off GPU ${gpu} of node ${node}${with_}: ${cause}.` +
-      ' Its replacement is scheduled on another GPU; nothing says this pod caused it.',
-  };
 }
 
 /**

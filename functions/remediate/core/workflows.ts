@@ -97,5 +97,5 @@ export function xid48Workflow(
   return { kind: 'rule', rule };
 }
 
-/** As NVML's DRAIN_AND_RESET (policy.ts `recoveryActions.drain-and-reset`): running work gets up to 8 h. */
+/** As NVML's DRAIN_AND_RESET (policy-defaults.ts `RECOVERY_DEFAULTS`): running work gets up to 8 h. */
 const DRAIN_AND_RESET_MINUTES = 480;
