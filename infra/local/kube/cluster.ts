@@ -12,7 +12,8 @@ import { ServedApis, type ApiSettings } from './api-versions.ts';
 import { apiVersionOf, qualifiedName, resource, type ResourceDef } from './resources.ts';
 import { parseFieldSelector, parseLabelSelector, requirementsOf } from './selectors.ts';
 import { Store } from './store.ts';
-import { checkEviction, checkObject } from './validation.ts';
+import { checkEviction } from './delete-options.ts';
+import { checkObject } from './validation.ts';
 import type { Clock, KubeObject, LabelSelectorSpec, Node, Pod } from './types.ts';
 
 /**

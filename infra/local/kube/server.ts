@@ -16,7 +16,8 @@ import { openApiGroupVersion, openApiRoot, openApiV2 } from './openapi.ts';
 import { tableOf, wantsTable } from './table.ts';
 import { serveWatch } from './watch.ts';
 import { jsonTextDepth } from '../../../events/json-depth.ts';
-import { deleteOptions, depthOf, MAX_BODY_DEPTH, tooDeep } from './validation.ts';
+import { depthOf, MAX_BODY_DEPTH, tooDeep } from './body-types.ts';
+import { deleteOptions } from './delete-options.ts';
 import { listQuery, queryInt, writeOptions } from './query.ts';
 
 /**
