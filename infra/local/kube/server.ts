@@ -1,7 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { readBody as readLimited } from '../http-kit.ts';
 import { parse as parseYaml } from 'yaml';
-import { AUDIT_KEPT, type Cluster, type ListResult } from './cluster.ts';
+import type { ListResult } from './cluster-list.ts';
+import { AUDIT_KEPT } from './audit.ts';
+import type { Cluster } from './cluster.ts';
 import { apiGroup, apiGroupList, apiResourceList, apiVersions } from './discovery.ts';
 import { DRA_GROUP, toServedVersion, toStoredVersion, type ServedApis } from './api-versions.ts';
 import type { KubeObject } from './types.ts';
