@@ -3,7 +3,7 @@ import { ApiError } from './errors.ts';
 import { FleetError, validateFleet, type ParsedFleet } from './fleet.ts';
 import { COMPLETE_AFTER } from './lifecycle.ts';
 import { NO_GPU_PROCESS, READY_AFTER } from './readiness.ts';
-import { OPERATOR_MIG_PARTED_CONFIGMAP, OPERATOR_SHIPPED_MIG_CONFIG } from './mig-manager.ts';
+import { OPERATOR_MIG_PARTED_CONFIGMAP, OPERATOR_SHIPPED_MIG_CONFIG } from './mig-parted.ts';
 import { resource, resourceForKind } from './resources.ts';
 import { operatorClusterPolicy } from '../gpu-operator.ts';
 import { gpuDeviceClass, gpuResourceSlice } from '../dra-slice.ts';
