@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { startKubeSim, type Fleet, type KubeSim } from '../infra/local/kube/index.ts';
-import { typeMismatch } from '../infra/local/kube/validation.ts';
+import { typeMismatch } from '../infra/local/kube/body-types.ts';
 
 /**
  * Hostile input against the running simulated API server (loopback, port 0): random patches of

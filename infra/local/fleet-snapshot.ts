@@ -9,7 +9,8 @@ import type { V1Node, V1Pod, V1ResourceQuota } from '@kubernetes/client-node';
 import { toNodeInfo, toPodInfo, toQuotaInfo } from '../../functions/adapters/kube/convert.ts';
 import type { NodeInfo, PodInfo, QuotaInfo } from '../../functions/adapters/kube/model.ts';
 import { Cluster, ManualClock, loadFleet } from './kube/index.ts';
-import { FleetError, seedFleet } from './kube/fleet.ts';
+import { FleetError } from './kube/fleet.ts';
+import { seedFleet } from './kube/fleet-seed.ts';
 import { InputError } from '../../events/cli-kit/command.ts';
 
 export async function fleetSnapshot(

@@ -16,7 +16,8 @@ import { toNodeInfo, toPodInfo } from '../../functions/adapters/kube/convert.ts'
 import type { NodeInfo, PodInfo } from '../../functions/adapters/kube/model.ts';
 import type { MigUsage } from '../../functions/mig/supply.ts';
 import { Cluster, ManualClock, loadFleet } from './kube/index.ts';
-import { FleetError, seedFleet } from './kube/fleet.ts';
+import { FleetError } from './kube/fleet.ts';
+import { seedFleet } from './kube/fleet-seed.ts';
 import { InputError } from '../../events/cli-kit/command.ts';
 import type { Node, Pod } from './kube/types.ts';
 import { migInstancesInUse, migLayoutsOf } from './node-gpus.ts';

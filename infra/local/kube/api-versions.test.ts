@@ -72,7 +72,8 @@ describe('which resource.k8s.io versions each Kubernetes release serves', () => 
   });
 
   it.each<[string, ApiSettings, string[]]>([
-    ['1.32 (v1beta1 only: its flat requests are not converted)', { kubernetesVersion: '1.32' }, []],
+    ['1.32 with its defaults (v1beta1 is off)', { kubernetesVersion: '1.32' }, []],
+    ['1.32 with v1beta1 on', { kubernetesVersion: '1.32', runtimeConfig: ['resource.k8s.io/v1beta1'] }, ['v1beta1']],
     ['1.33 with v1beta2 on', { kubernetesVersion: '1.33', runtimeConfig: ['resource.k8s.io/v1beta2'] }, ['v1beta2']],
     ['1.34 with its defaults', { kubernetesVersion: '1.34' }, ['v1']],
     ['1.37 with its defaults', { kubernetesVersion: '1.37' }, ['v1']],
@@ -142,6 +143,57 @@ describe('the API server of a release', () => {
           code: 404,
         },
       });
+  });
+
+  it('serves a claim at v1beta1 with its flat requests and stores it in v1 shape (`exactly`)', async () => {
+    sim = await startKubeSim({
+      apis: { kubernetesVersion: '1.34', runtimeConfig: ['resource.k8s.io/v1beta1'] },
+    });
+    const flat = {
+      name: 'gpu',
+      deviceClassName: 'gpu.nvidia.com',
+      allocationMode: 'ExactCount',
+      count: 2,
+      selectors: [{ cel: { expression: 'true' } }],
+    };
+    const alt = { name: 'alt', firstAvailable: [{ name: 'a', deviceClassName: 'gpu.nvidia.com' }] };
+    const post = (path: string, body: object) =>
+      fetch(`${sim!.url}${path}`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify(body),
+      });
+    const claim = {
+      apiVersion: 'resource.k8s.io/v1beta1',
+      kind: 'ResourceClaim',
+      metadata: { name: 'c1', namespace: 'default' },
+      spec: { devices: { requests: [flat, alt] } },
+    };
+    const created = await post('/apis/resource.k8s.io/v1beta1/namespaces/default/resourceclaims', claim);
+    expect(created.status).toBe(201);
+    expect(await created.json()).toMatchObject({ apiVersion: 'resource.k8s.io/v1beta1', spec: claim.spec });
+    const { name: _name, ...exactly } = flat;
+    const v1 = (await get('/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/c1')).body;
+    expect(v1.apiVersion).toBe('resource.k8s.io/v1');
+    // A firstAvailable request is the same at both versions: no `exactly` beside it.
+    expect((v1.spec as { devices: { requests: object[] } }).devices.requests).toEqual([{ name: 'gpu', exactly }, alt]);
+    const v1beta1 = (await get('/apis/resource.k8s.io/v1beta1/namespaces/default/resourceclaims/c1')).body;
+    expect((v1beta1.spec as { devices: { requests: object[] } }).devices.requests).toEqual([flat, alt]);
+    // A template's claim spec (spec.spec) is converted the same way, both ways.
+    const template = {
+      apiVersion: 'resource.k8s.io/v1beta1',
+      kind: 'ResourceClaimTemplate',
+      metadata: { name: 't1', namespace: 'default' },
+      spec: { spec: { devices: { requests: [flat] } } },
+    };
+    expect(
+      (await post('/apis/resource.k8s.io/v1beta1/namespaces/default/resourceclaimtemplates', template)).status,
+    ).toBe(201);
+    expect((await get('/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates/t1')).body).toMatchObject({
+      spec: { spec: { devices: { requests: [{ name: 'gpu', exactly }] } } },
+    });
+    const t = (await get('/apis/resource.k8s.io/v1beta1/namespaces/default/resourceclaimtemplates/t1')).body;
+    expect(t.spec).toEqual(template.spec);
   });
 
   it('serves one store under each version, converted: a v1beta1 ResourceSlice nests its devices under basic', async () => {

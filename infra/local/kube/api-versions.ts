@@ -63,9 +63,9 @@ const DRA_KINDS: { plural: string; version: string; since: number; gate?: (minor
   { plural: 'resourceslices', version: 'v1beta1', since: 32 },
   { plural: 'resourceslices', version: 'v1beta2', since: 33 },
   { plural: 'resourceslices', version: 'v1', since: 34 },
-  // Claims, templates and classes at v1beta2 and v1 (whose shapes are the same: `exactly` requests);
-  // v1beta1's flat requests are not converted, so the simulator does not serve them at v1beta1.
+  // Claims, templates and classes at v1beta1 (flat requests, converted below), v1beta2 and v1 (`exactly`).
   ...['resourceclaims', 'resourceclaimtemplates', 'deviceclasses'].flatMap((plural) => [
+    { plural, version: 'v1beta1', since: 32 },
     { plural, version: 'v1beta2', since: 33 },
     { plural, version: 'v1', since: 34 },
   ]),
@@ -156,14 +156,23 @@ function defaultOf(gate: string, minor: number): boolean {
 }
 
 /**
- * An object as the client's version shows it, from the stored (v1) one. ResourceSlice `v1beta1` nests each
- * device's fields under `basic` (k8s.io/api resource/v1beta1 `Device.Basic`); the later versions are flat.
- * DeviceTaintRule's fields are the same in the versions served here.
+ * An object as the client's version shows it, from the stored (v1) one. At `v1beta1`:
+ * - a ResourceSlice nests each device's fields under `basic` (k8s.io/api resource/v1beta1 `Device.Basic`);
+ * - a claim's (and a template's) request carries the fields of v1's `exactly` itself (`deviceClassName`,
+ *   `selectors`, `allocationMode`, `count`, `adminAccess`, `tolerations`, `capacity`: k8s.io/api
+ *   resource/v1beta1 `DeviceRequest`; v1beta2 and v1 hold them in `DeviceRequest.Exactly`, an
+ *   `ExactDeviceRequest`), and a `firstAvailable` request is the same at every version
+ *   (kubernetes pkg/apis/resource/v1beta1/conversion.go).
+ * The later versions are v1's shapes. DeviceTaintRule's and DeviceClass's fields are the same in the versions
+ * served here; claim status (allocation results, reservedFor, devices) too.
  */
 export function toServedVersion(r: ResourceDef, obj: Record<string, unknown>): Record<string, unknown> {
   if (r.group !== DRA_GROUP) return obj;
   const out: Record<string, unknown> = { ...obj, apiVersion: `${r.group}/${r.version}` };
-  if (r.plural === 'resourceslices' && r.version === 'v1beta1') out.spec = mapDevices(obj.spec, nest);
+  if (r.version !== 'v1beta1') return out;
+  if (r.plural === 'resourceslices') out.spec = mapDevices(obj.spec, nest);
+  if (r.plural === 'resourceclaims') out.spec = mapRequests(obj.spec, flatRequest);
+  if (r.plural === 'resourceclaimtemplates') out.spec = mapTemplate(obj.spec, flatRequest);
   return out;
 }
 
@@ -173,7 +182,10 @@ export function toStoredVersion(r: ResourceDef, obj: unknown): unknown {
   const rec = obj as Record<string, unknown>;
   const out: Record<string, unknown> = { ...rec };
   if (rec.apiVersion !== undefined) out.apiVersion = `${r.group}/${resource(r.plural).version}`;
-  if (r.plural === 'resourceslices' && r.version === 'v1beta1') out.spec = mapDevices(rec.spec, flatten);
+  if (r.version !== 'v1beta1') return out;
+  if (r.plural === 'resourceslices') out.spec = mapDevices(rec.spec, flatten);
+  if (r.plural === 'resourceclaims') out.spec = mapRequests(rec.spec, exactRequest);
+  if (r.plural === 'resourceclaimtemplates') out.spec = mapTemplate(rec.spec, exactRequest);
   return out;
 }
 
@@ -189,4 +201,40 @@ function mapDevices(spec: unknown, f: (d: Device) => Device): unknown {
   const s = spec as { devices?: unknown };
   if (!Array.isArray(s.devices)) return spec;
   return { ...s, devices: s.devices.map((d) => (typeof d === 'object' && d !== null ? f(d as Device) : d)) };
+}
+
+type Request = Record<string, unknown>;
+const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** v1 → v1beta1: `{name, exactly: {...}}` becomes `{name, ...}`; a `firstAvailable` request stays as it is. */
+const flatRequest = ({ exactly, ...rest }: Request): Request => ({ ...rest, ...(isRecord(exactly) ? exactly : {}) });
+
+/** v1beta1 → v1: the fields of an exact request move under `exactly` unless the request lists `firstAvailable`. */
+const EXACT_FIELDS = [
+  'deviceClassName',
+  'selectors',
+  'allocationMode',
+  'count',
+  'adminAccess',
+  'tolerations',
+  'capacity',
+];
+function exactRequest(req: Request): Request {
+  if (Array.isArray(req.firstAvailable) && req.firstAvailable.length > 0) return req;
+  const out: Request = {};
+  const exactly: Request = {};
+  for (const [k, v] of Object.entries(req)) (EXACT_FIELDS.includes(k) ? exactly : out)[k] = v;
+  return { ...out, exactly };
+}
+
+/** ResourceClaimSpec: `devices.requests[]` mapped, everything else kept. */
+function mapRequests(spec: unknown, f: (r: Request) => Request): unknown {
+  if (!isRecord(spec) || !isRecord(spec.devices) || !Array.isArray(spec.devices.requests)) return spec;
+  const requests = spec.devices.requests.map((q) => (isRecord(q) ? f(q) : q));
+  return { ...spec, devices: { ...spec.devices, requests } };
+}
+
+/** ResourceClaimTemplateSpec: the claim spec sits at `spec.spec`. */
+function mapTemplate(spec: unknown, f: (r: Request) => Request): unknown {
+  return isRecord(spec) && isRecord(spec.spec) ? { ...spec, spec: mapRequests(spec.spec, f) } : spec;
 }

@@ -1,69 +1,40 @@
 import { admitPod, defaultNode, invalidField, NODE_LEASE_NAMESPACE, nodeLease } from './admission.ts';
 import { withTimeAdded } from './dra-devices.ts';
 import { withDaemonSetStatus } from './daemonsets.ts';
-import { errors, success, type ApiError, type StatusBody } from './errors.ts';
+import { errors, type StatusBody } from './errors.ts';
 import { Lifecycle } from './lifecycle.ts';
 import { MigManager, type MigLayouts } from './mig-manager.ts';
 import { applyMergePatch, applyPatch, PATCH_TYPES, PatchError, PatchTooLarge } from './patch.ts';
-import { evictionVerdict, withPdbStatus } from './pdb.ts';
+import { withPdbStatus } from './pdb.ts';
+import { checkDeletePreconditions } from './preconditions.ts';
+import type { AuditRecord } from './audit.ts';
+import { bindPod, evictPod } from './pod-subresources.ts';
 import { normalizeQuantities } from './normalize.ts';
 import { withQuotaStatus } from './quota.ts';
 import { ServedApis, type ApiSettings } from './api-versions.ts';
+import { selectPage, type ListOptions, type ListResult } from './cluster-list.ts';
 import { apiVersionOf, qualifiedName, resource, type ResourceDef } from './resources.ts';
-import { parseFieldSelector, parseLabelSelector, requirementsOf } from './selectors.ts';
+import { requirementsOf } from './selectors.ts';
 import { Store } from './store.ts';
-import { checkEviction, checkObject } from './validation.ts';
+import { mergeUpdate, same, type UpdateVerb, type WriteOptions } from './update-merge.ts';
+import { checkObject } from './validation.ts';
 import type { Clock, KubeObject, LabelSelectorSpec, Node, Pod } from './types.ts';
 
-/**
- * The API server's behaviour, independent of HTTP: CRUD with resourceVersion preconditions,
- * patches, admission (limit ranges, quota), eviction against budgets, binding. Every write
- * ends by letting the lifecycle (scheduler, terminations, controllers) catch up synchronously,
- * so a client sees a settled cluster after each call.
- */
-export interface ListOptions {
-  labelSelector?: string;
-  fieldSelector?: string;
-  limit?: number;
-  continue?: string;
-}
-
-export interface ListResult {
-  items: KubeObject[];
-  resourceVersion: string;
-  continue?: string;
-  remainingItemCount?: number;
-}
-
-export interface WriteOptions {
-  dryRun?: boolean;
-  subresource?: string;
-}
-
-type UpdateVerb = 'update' | 'patch';
+export type { ListOptions, ListResult } from './cluster-list.ts';
+export type { WriteOptions } from './update-merge.ts';
 
 const PODS = resource('pods');
 const NAMESPACES = resource('namespaces');
 
 const clone = <T>(v: T): T => JSON.parse(JSON.stringify(v)) as T;
-const same = (a: KubeObject, b: KubeObject) =>
-  JSON.stringify({ ...a, metadata: { ...a.metadata, resourceVersion: '' } }) ===
-  JSON.stringify({ ...b, metadata: { ...b.metadata, resourceVersion: '' } });
 
-function badRequest(err: unknown): ApiError {
-  return errors.badRequest(err instanceof Error ? err.message : String(err));
-}
-
-export interface AuditRecord {
-  user: string;
-  verb: string;
-  resource: string;
-  subresource?: string;
-  namespace?: string;
-  name?: string;
-}
-export const AUDIT_KEPT = 20_000;
-
+/**
+ * The API server's behaviour, independent of HTTP: CRUD with resourceVersion preconditions,
+ * patches, admission (limit ranges, quota), eviction against budgets, binding. Every write
+ * ends by letting the lifecycle (scheduler, terminations, controllers) catch up synchronously,
+ * so a client sees a settled cluster after each call. Lists, updates' merge rules, preconditions and the
+ * pod subresources live in cluster-list.ts, update-merge.ts, preconditions.ts and pod-subresources.ts.
+ */
 export class Cluster {
   readonly store = new Store();
   readonly lifecycle: Lifecycle;
@@ -143,7 +114,7 @@ export class Cluster {
   }
 
   /** The pods of a budget's namespace its selector picks, from the label index (pdb.ts filters again). */
-  private podsSelectedBy(pdb: KubeObject): Pod[] {
+  podsSelectedBy(pdb: KubeObject): Pod[] {
     const ns = pdb.metadata.namespace ?? '';
     try {
       return this.store.select('pods', {
@@ -157,39 +128,7 @@ export class Cluster {
   }
 
   list(r: ResourceDef, ns: string | undefined, opts: ListOptions = {}): ListResult {
-    let labels, fields;
-    try {
-      labels = opts.labelSelector ? parseLabelSelector(opts.labelSelector) : [];
-      fields = opts.fieldSelector ? parseFieldSelector(opts.fieldSelector) : [];
-    } catch (err) {
-      throw badRequest(err);
-    }
-    // The store's indexes (label, field, namespace) pick the candidates; only matches come back.
-    let items = this.store.select(qualifiedName(r), {
-      ...(r.namespaced && ns !== undefined ? { namespace: ns } : {}),
-      labels,
-      fields,
-    });
-    const key = (o: KubeObject) => `${o.metadata.namespace ?? ''}/${o.metadata.name}`;
-    items.sort((a, b) => (key(a) < key(b) ? -1 : key(a) > key(b) ? 1 : 0));
-    const rv = String(this.store.resourceVersion);
-    if (opts.continue) {
-      let after: string;
-      try {
-        after = (JSON.parse(Buffer.from(opts.continue, 'base64url').toString('utf8')) as { start: string }).start;
-      } catch {
-        throw errors.badRequest('continue key is not valid: illegal base64 data');
-      }
-      items = items.filter((o) => key(o) > after);
-    }
-    const result: ListResult = { items, resourceVersion: rv };
-    if (opts.limit && opts.limit > 0 && items.length > opts.limit) {
-      result.items = items.slice(0, opts.limit);
-      result.remainingItemCount = items.length - opts.limit;
-      result.continue = Buffer.from(
-        JSON.stringify({ v: 'meta.k8s.io/v1', rv: Number(rv), start: key(result.items[result.items.length - 1]!) }),
-      ).toString('base64url');
-    }
+    const result = selectPage(this.store, r, ns, opts);
     result.items = result.items.map((o) => this.present(r, o));
     return result;
   }
@@ -322,65 +261,7 @@ export class Cluster {
     verb: UpdateVerb,
   ): KubeObject {
     const name = current.metadata.name;
-    if (
-      typeof next !== 'object' ||
-      next === null ||
-      typeof next.metadata !== 'object' ||
-      next.metadata === null ||
-      Array.isArray(next.metadata)
-    )
-      throw errors.badRequest('the object has no metadata');
-    const rv = next.metadata.resourceVersion;
-    if (rv !== undefined && rv !== '' && rv !== current.metadata.resourceVersion) throw errors.conflict(r, name);
-    if (next.metadata.name !== undefined && next.metadata.name !== name)
-      throw errors.invalid(r, name, 'metadata.name', 'field is immutable');
-    let merged: KubeObject = {
-      ...next,
-      apiVersion: current.apiVersion,
-      kind: current.kind,
-      metadata: {
-        ...next.metadata,
-        name,
-        ...(current.metadata.namespace !== undefined ? { namespace: current.metadata.namespace } : {}),
-        uid: current.metadata.uid,
-        creationTimestamp: current.metadata.creationTimestamp,
-        resourceVersion: current.metadata.resourceVersion,
-        ...(current.metadata.deletionTimestamp
-          ? {
-              deletionTimestamp: current.metadata.deletionTimestamp,
-              deletionGracePeriodSeconds: current.metadata.deletionGracePeriodSeconds,
-            }
-          : {}),
-      },
-    };
-    if (merged.metadata.deletionTimestamp === undefined) delete merged.metadata.deletionTimestamp;
-    checkObject(r, merged, verb);
-    const bad = normalizeQuantities(merged);
-    if (bad) throw errors.invalid(r, name, bad, 'Invalid value: must be a quantity such as 500m, 16Gi or 8');
-    const wrong = invalidField(merged);
-    if (wrong) throw errors.invalid(r, name, ...wrong);
-    if (r.hasStatus) {
-      if (opts.subresource === 'status')
-        merged = {
-          ...current,
-          metadata: { ...current.metadata, labels: merged.metadata.labels, annotations: merged.metadata.annotations },
-          status: merged.status,
-        };
-      else if (current.status !== undefined) merged.status = current.status;
-      else delete merged.status;
-    }
-    if (JSON.stringify(merged.spec) !== JSON.stringify(current.spec))
-      merged.metadata.generation = (current.metadata.generation ?? 1) + 1;
-    if (r.plural === 'pods' && (merged as Pod).spec?.nodeName !== (current as Pod).spec.nodeName)
-      throw errors.invalid(
-        r,
-        name,
-        'spec',
-        'Forbidden: pod updates may not change fields other than `spec.containers[*].image`, ' +
-          '`spec.initContainers[*].image`, `spec.activeDeadlineSeconds`, `spec.tolerations` (only additions to ' +
-          'existing tolerations) or `spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was ' +
-          'previously negative)',
-      );
+    const merged = mergeUpdate(r, current, next, opts, verb);
     if (same(merged, current) || opts.dryRun) return this.present(r, opts.dryRun ? merged : current);
     const stored = this.store.put(qualifiedName(r), merged);
     this.lifecycle.settle();
@@ -400,85 +281,20 @@ export class Cluster {
     const res = qualifiedName(r);
     const current = this.store.get(res, r.namespaced ? ns : '', name);
     if (!current) throw errors.notFound(r, name);
-    const pre = options.preconditions;
-    if (pre?.uid && pre.uid !== current.metadata.uid) {
-      throw errors.conflictMessage(
-        r,
-        name,
-        `Operation cannot be fulfilled on ${res} "${name}": Precondition failed: UID in precondition: ${pre.uid}, ` +
-          `UID in object meta: ${current.metadata.uid}`,
-      );
-    }
-    if (pre?.resourceVersion && pre.resourceVersion !== current.metadata.resourceVersion) {
-      throw errors.conflictMessage(
-        r,
-        name,
-        `Operation cannot be fulfilled on ${res} "${name}": Precondition failed: ResourceVersion in ` +
-          `precondition: ${pre.resourceVersion}, ResourceVersion in object ` +
-          `meta: ${current.metadata.resourceVersion}`,
-      );
-    }
+    checkDeletePreconditions(r, name, current, options);
     if (options.dryRun) return current;
     const out = this.lifecycle.delete(r, current, options.gracePeriodSeconds);
     this.lifecycle.settle();
     return out;
   }
 
-  /** POST pods/{name}/eviction: a delete that first asks the pod's disruption budget. */
+  /** POST pods/{name}/eviction: a delete that first asks the pod's disruption budget (pod-subresources.ts). */
   evict(ns: string, name: string, body: unknown, opts: { dryRun?: boolean } = {}): StatusBody {
-    // The body is checked before the pod is looked up, as the real eviction REST handler does.
-    const options = checkEviction(ns, name, body);
-    const pod = this.store.pod(ns, name);
-    if (!pod) throw errors.notFound(PODS, name);
-    // deleteOptions.preconditions, as the real eviction handler checks them: a pod recreated under
-    // the same name (a StatefulSet's) is another pod, and an eviction meant for the old one fails.
-    const pre = options.preconditions;
-    if (pre?.uid !== undefined && pre.uid !== pod.metadata.uid) {
-      throw errors.conflictMessage(
-        PODS,
-        name,
-        `Operation cannot be fulfilled on pods "${name}": Precondition failed: UID in precondition: ${pre.uid}, UID ` +
-          `in object meta: ${pod.metadata.uid}`,
-      );
-    }
-    if (pre?.resourceVersion !== undefined && pre.resourceVersion !== pod.metadata.resourceVersion) {
-      throw errors.conflictMessage(
-        PODS,
-        name,
-        `Operation cannot be fulfilled on pods "${name}": Precondition failed: ResourceVersion in ` +
-          `precondition: ${pre.resourceVersion}, ResourceVersion in object meta: ${pod.metadata.resourceVersion}`,
-      );
-    }
-    if (pod.metadata.deletionTimestamp) return success(201);
-    const verdict = evictionVerdict(pod, this.store.list('poddisruptionbudgets.policy', ns), (pdb) =>
-      this.podsSelectedBy(pdb),
-    );
-    if (!verdict.allowed) {
-      if (verdict.code === 500) throw errors.internal(verdict.message);
-      throw errors.tooManyRequests(verdict.message, [{ reason: 'DisruptionBudget', message: verdict.cause ?? '' }]);
-    }
-    if (!(options.dryRun || opts.dryRun)) {
-      this.lifecycle.delete(PODS, pod, options.gracePeriodSeconds);
-      this.lifecycle.settle();
-    }
-    return success(201);
+    return evictPod(this, ns, name, body, opts);
   }
 
   /** POST pods/{name}/binding: what a custom scheduler does. */
   bind(ns: string, name: string, body: unknown): StatusBody {
-    const pod = this.store.pod(ns, name);
-    if (!pod) throw errors.notFound(PODS, name);
-    const target = ((body ?? {}) as { target?: { name?: string } }).target?.name;
-    if (!target) throw errors.invalid(PODS, name, 'target.name', 'Required value');
-    if (pod.spec.nodeName)
-      throw errors.conflictMessage(
-        PODS,
-        name,
-        `Operation cannot be fulfilled on pods/binding "${name}": pod ${name} is already assigned to node ` +
-          `"${pod.spec.nodeName}"`,
-      );
-    this.lifecycle.bind(pod, target);
-    this.lifecycle.settle();
-    return success(201);
+    return bindPod(this, ns, name, body);
   }
 }

@@ -8,7 +8,7 @@ import { resource, type ResourceDef } from './resources.ts';
 import { listBody, send } from './respond.ts';
 import { tableOf, wantsTable } from './table.ts';
 import type { KubeObject } from './types.ts';
-import { deleteOptions } from './validation.ts';
+import { deleteOptions } from './delete-options.ts';
 import { serveWatch } from './watch.ts';
 
 /**

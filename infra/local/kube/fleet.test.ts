@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from './clock.ts';
 import { Cluster } from './cluster.ts';
-import { EXAMPLE_FLEET_PATH, FleetError, loadFleet, parseFleet, seedFleet } from './fleet.ts';
+import { seedFleet } from './fleet-seed.ts';
+import { EXAMPLE_FLEET_PATH, FleetError, loadFleet, parseFleet } from './fleet.ts';
 
 describe('fleet files', () => {
   it('seeds the example fleet with every pod running and agents on every GPU node', () => {

@@ -5,7 +5,8 @@ import { VirtualClock } from '../../../events/clock.ts';
 import { ManualClock, wallClock } from './clock.ts';
 import type { ApiSettings } from './api-versions.ts';
 import { Cluster } from './cluster.ts';
-import { loadFleet, seedFleet, validateFleet, type Fleet, type ParsedFleet } from './fleet.ts';
+import { loadFleet, validateFleet, type Fleet, type ParsedFleet } from './fleet.ts';
+import { seedFleet } from './fleet-seed.ts';
 import { Faults } from './faults.ts';
 import { kubeconfigYaml } from './kubeconfig.ts';
 import { serveMarker, simulatedClusterMarker, type SimulatedClusterMarker } from './identity.ts';
@@ -135,10 +136,10 @@ export {
   FleetSchema,
   loadFleet,
   parseFleet,
-  syntheticFleet,
   type Fleet,
   type ParsedFleet,
 } from './fleet.ts';
+export { syntheticFleet } from './fleet-seed.ts';
 export type { Clock, KubeObject, Node, Pod } from './types.ts';
 export type { Store } from './store.ts';
 export type { FaultSpec } from './faults.ts';

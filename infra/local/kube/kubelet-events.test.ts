@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from './clock.ts';
 import { Cluster } from './cluster.ts';
-import { seedFleet, validateFleet } from './fleet.ts';
+import { seedFleet } from './fleet-seed.ts';
+import { validateFleet } from './fleet.ts';
 import { resource } from './resources.ts';
 
 /**

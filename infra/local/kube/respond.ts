@@ -1,5 +1,5 @@
 import type { ServerResponse } from 'node:http';
-import type { ListResult } from './cluster.ts';
+import type { ListResult } from './cluster-list.ts';
 import { apiVersionOf, type ResourceDef } from './resources.ts';
 
 /** Writing answers: shared by the router (server.ts) and the events.k8s.io view (event-view.ts). */

@@ -1,22 +1,22 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { readBody as readLimited } from '../http-kit.ts';
-import { parse as parseYaml } from 'yaml';
-import { AUDIT_KEPT, type Cluster, type ListResult } from './cluster.ts';
-import { apiGroup, apiGroupList, apiResourceList, apiVersions } from './discovery.ts';
-import { DRA_GROUP, toServedVersion, toStoredVersion, type ServedApis } from './api-versions.ts';
+import type { ListResult } from './cluster-list.ts';
+import { AUDIT_KEPT } from './audit.ts';
+import type { Cluster } from './cluster.ts';
+import { apiVersions } from './discovery.ts';
+import { DRA_GROUP, toServedVersion, toStoredVersion } from './api-versions.ts';
 import type { KubeObject } from './types.ts';
-import { decodeSelfSubjectAccessReview, PROTOBUF, unwrap } from './protobuf.ts';
 import { checkAccess, requestUser, selfSubjectAccessReview, verbOf } from './access-review.ts';
 import { ApiError, errors } from './errors.ts';
 import type { Faults } from './faults.ts';
 import { serveEventsV1 } from './event-view.ts';
-import { apiVersionOf, resource, type ResourceDef } from './resources.ts';
+import { resource, type ResourceDef } from './resources.ts';
 import { listBody, send } from './respond.ts';
 import { openApiGroupVersion, openApiRoot, openApiV2 } from './openapi.ts';
+import { checkKind, decode, readBody, reviewBody } from './request-body.ts';
+import { route } from './routes.ts';
 import { tableOf, wantsTable } from './table.ts';
 import { serveWatch } from './watch.ts';
-import { jsonTextDepth } from '../../../events/json-depth.ts';
-import { deleteOptions, depthOf, MAX_BODY_DEPTH, tooDeep } from './validation.ts';
+import { deleteOptions } from './delete-options.ts';
 import { listQuery, queryInt, writeOptions } from './query.ts';
 
 /**
@@ -25,106 +25,9 @@ import { listQuery, queryInt, writeOptions } from './query.ts';
  *   /api/v1/namespaces/{ns}/{plural}[/{name}[/{sub}]]       namespaced
  *   /apis/{group}/{version}/...                             the same under a group
  *   /api/v1/watch/...                                       legacy watch paths
- * plus discovery and /version. Every failure is a Status object with the real code and reason.
+ * plus discovery and /version. Every failure is a Status object with the real code and reason. Paths are
+ * read in routes.ts, bodies in request-body.ts.
  */
-/**
- * kube-apiserver's MaxRequestBodyBytes default (k8s.io/apiserver pkg/server/config.go: 3 MiB); a larger
- * body is `413 RequestEntityTooLarge`, "Request entity too large: limit is 3145728" (handlers/rest.go
- * limitedReadBody, apimachinery NewRequestEntityTooLargeError).
- */
-const MAX_BODY = 3 * 1024 * 1024;
-
-interface Route {
-  r: ResourceDef;
-  ns?: string;
-  name?: string;
-  sub?: string;
-  watch: boolean;
-}
-
-function readBytes(req: IncomingMessage): Promise<Buffer> {
-  return readLimited(req, MAX_BODY, () => errors.tooLarge(`Request entity too large: limit is ${MAX_BODY}`));
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return readBytes(req).then((b) => b.toString('utf8'));
-}
-
-/** Splits the path into a resource route, or returns a discovery document / undefined. */
-function route(apis: ServedApis, segs: string[]): Route | { doc: object } | undefined {
-  let gv: string;
-  let rest: string[];
-  if (segs[0] === 'api') {
-    if (segs.length === 1) return undefined; // handled by the caller (needs host)
-    if (segs[1] !== 'v1') return undefined;
-    gv = 'v1';
-    rest = segs.slice(2);
-  } else if (segs[0] === 'apis') {
-    if (segs.length === 1) return { doc: apiGroupList(apis) };
-    const g = apiGroup(apis, segs[1]!);
-    if (segs.length === 2) return g ? { doc: g } : undefined;
-    gv = `${segs[1]}/${segs[2]}`;
-    rest = segs.slice(3);
-  } else return undefined;
-  if (rest.length === 0) {
-    const doc = apiResourceList(apis, gv);
-    return doc ? { doc } : undefined;
-  }
-  let watch = false;
-  if (rest[0] === 'watch') {
-    watch = true;
-    rest = rest.slice(1);
-  }
-  if (rest[0] === 'namespaces' && rest.length >= 3 && apis.find(gv, rest[2]!)) {
-    const r = apis.find(gv, rest[2]!)!;
-    if (!r.namespaced || rest.length > 5) return undefined;
-    return { r, ns: rest[1], name: rest[3], sub: rest[4], watch };
-  }
-  const r = apis.find(gv, rest[0]!);
-  if (!r || rest.length > 3) return undefined;
-  return { r, name: rest[1], sub: rest[2], watch };
-}
-
-/**
- * JSON (V8's parser is iterative) or YAML, then refused when nested deeper than MAX_BODY_DEPTH,
- * before any recursive code (patches, clones, JSON.stringify) walks it. The YAML parser recurses:
- * its stack overflow is a parse error here, and `prettyErrors` stays off because rendering the
- * context of an error in a deeply nested document exhausts memory and kills the process.
- */
-/**
- * A created or replaced object must be of the endpoint's kind and version when it says (a client
- * may leave them out), as the real decoder checks before anything else.
- */
-function checkKind(r: ResourceDef, body: unknown): unknown {
-  if (typeof body !== 'object' || body === null || Array.isArray(body)) return body;
-  const { apiVersion, kind } = body as { apiVersion?: unknown; kind?: unknown };
-  if (apiVersion !== undefined && apiVersion !== apiVersionOf(r))
-    throw errors.badRequest(
-      `the API version in the data (${String(apiVersion)}) does not match the expected API version ` +
-        `(${apiVersionOf(r)})`,
-    );
-  if (kind !== undefined && kind !== r.kind)
-    throw errors.badRequest(`the kind in the data (${String(kind)}) does not match the expected kind (${r.kind})`);
-  return body;
-}
-
-function decode(text: string, contentType: string): unknown {
-  if (text.trim() === '') return undefined;
-  const yaml = contentType.includes('yaml');
-  // Flow-collection nesting of the YAML text, before the parser sees it (it needs ~1 s to fail
-  // on a 100,000-deep body; this needs a millisecond). It can overcount brackets in plain or
-  // single-quoted scalars, never undercount.
-  if (yaml && jsonTextDepth(text, MAX_BODY_DEPTH) > MAX_BODY_DEPTH) throw tooDeep();
-  let value: unknown;
-  try {
-    value = yaml ? parseYaml(text, { prettyErrors: false }) : JSON.parse(text);
-  } catch (err) {
-    if (/Maximum call stack/.test((err as Error).message)) throw tooDeep();
-    throw errors.badRequest(`couldn't decode the request body: ${(err as Error).message}`);
-  }
-  if (depthOf(value, MAX_BODY_DEPTH) > MAX_BODY_DEPTH) throw tooDeep();
-  return value;
-}
 
 /**
  * `Accept: application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1`: what real API
@@ -147,19 +50,6 @@ function metadataListBody(r: ResourceDef, result: ListResult): object {
       metadata: o.metadata,
     })),
   };
-}
-
-/** kubectl sends its SelfSubjectAccessReview as protobuf (protobuf.ts); other clients as JSON or YAML. */
-async function reviewBody(req: IncomingMessage): Promise<unknown> {
-  const type = req.headers['content-type'] ?? 'application/json';
-  if (!type.startsWith(PROTOBUF)) return decode(await readBody(req), type);
-  try {
-    const { kind, raw } = unwrap(await readBytes(req));
-    if (kind !== 'SelfSubjectAccessReview') throw new Error(`kind ${kind ?? '(none)'}`);
-    return decodeSelfSubjectAccessReview(raw);
-  } catch (err) {
-    throw errors.badRequest(`couldn't decode the request body: ${(err as Error).message}`);
-  }
 }
 
 export function createHandler(cluster: Cluster, open: Set<ServerResponse>, faults?: Faults) {

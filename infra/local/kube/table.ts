@@ -1,4 +1,4 @@
-import type { ListResult } from './cluster.ts';
+import type { ListResult } from './cluster-list.ts';
 import type { ResourceDef } from './resources.ts';
 import type { KubeObject, Node, Pod } from './types.ts';
 
