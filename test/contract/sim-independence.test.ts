@@ -19,6 +19,9 @@ export const SIMULATORS = [
   'infra/local/bus/', // EventBridge
   'infra/local/mock-nvml/', // the NVML library the agent loads (test/support/mock-nvml.ts, the agent's test harness over it, is not the world)
   'infra/local/node-gpus.ts', // what GPU Feature Discovery labelled and the device plugin allocated
+  'infra/local/gpu-specs.ts', // node-gpus.ts: what a node's GPUs are
+  'infra/local/gpu-allocation.ts', // node-gpus.ts: which GPU each pod holds
+  'infra/local/mig-usage.ts', // node-gpus.ts: MIG layouts and instances in use
   'infra/local/node-files.ts', // a node's NVML scenario, kernel log and /proc
   'infra/local/node-processes.ts', // the GPU processes of a node's pods
   'infra/local/device-plugin.ts', // NVIDIA's and ACK's device plugins (issue #27 made it independent)
