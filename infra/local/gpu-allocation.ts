@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Pod } from './kube/index.ts';
 import { cardOfPod, MEM_POD } from './kube/gpushare.ts';
 import { NO_GPU_PROCESS } from './kube/readiness.ts';
-import type { GpuSpec } from './gpu-specs.ts';
+import type { GpuSpec, MigSlot } from './gpu-specs.ts';
 
 /** One GPU process of one pod: what NVML lists and what `/proc/<pid>/cgroup` names. */
 export interface GpuProcessOfPod {
