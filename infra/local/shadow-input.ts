@@ -1,7 +1,10 @@
 import { InputError, UsageError } from '../../events/cli-kit/command.ts';
 import type { EventEnvelope } from './bus/index.ts';
 
-/** What `gpu-reflex shadow` reads (shadow.ts): its durations, and the agents' recorded events in any of three shapes. */
+/**
+ * What `gpu-reflex shadow` reads (shadow.ts): its durations, and the agents' recorded events in any
+ * of three shapes.
+ */
 
 const UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000 };
 

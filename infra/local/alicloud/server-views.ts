@@ -2,7 +2,8 @@ import type { AliCloud, SimInstance, SimPool, SimTask } from './cloud.ts';
 import type { Json } from './server-call.ts';
 
 /** The cloud's pools, tasks and instances in the shapes the CS and ECS APIs answer with. */
-export const iso = (ms: number | undefined) => (ms === undefined ? '' : new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z'));
+export const iso = (ms: number | undefined) =>
+  ms === undefined ? '' : new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z');
 /** ECS writes times to the minute: `2026-01-01T00:00Z`. */
 const ecsTime = (ms: number | undefined) => (ms === undefined ? '' : new Date(ms).toISOString().slice(0, 16) + 'Z');
 
