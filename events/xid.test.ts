@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { describeXid, XID_CATALOG, REMEDIATION_ACTIONS, type NvidiaBucket } from './xid.ts';
-import { BUCKET_DEFAULTS, CURATED } from './xid/defaults.ts';
+import { BUCKET_DEFAULTS } from './xid/defaults.ts';
+import { CURATED } from './xid/curated.ts';
 import { nvidiaNames } from './xid/names.ts';
 
 const range = (a: number, b: number) => Array.from({ length: b - a + 1 }, (_, i) => a + i);

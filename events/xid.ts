@@ -5,7 +5,8 @@
  * differ, docs/xid-catalog.md). The agent prints it (`xid scan`, `xid explain`); the remediation
  * policy starts from it. Both import it from here, so they never disagree.
  */
-import { BUCKET_DEFAULTS, CURATED, type Reflex, type RemediationAction } from './xid/defaults.ts';
+import { BUCKET_DEFAULTS, type Reflex, type RemediationAction } from './xid/defaults.ts';
+import { CURATED } from './xid/curated.ts';
 import { NVIDIA_XIDS } from './xid/nvidia.generated.ts';
 import { alwaysIgnored } from './xid/nvlink5.ts';
 import type { CatalogTuple, NvidiaBucket } from './xid/types.ts';

@@ -30,195 +30,25 @@ import * as eventbridge from '@alicloud/ros-cdk-eventbridge';
 import * as fc3 from '@alicloud/ros-cdk-fc3';
 import * as ram from '@alicloud/ros-cdk-ram';
 import * as sls from '@alicloud/ros-cdk-sls';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parse } from 'yaml';
 import { toAlibabaPatterns } from '../../events/alibaba-pattern.ts';
+import { oosParameters, type AlibabaTemplateInput } from './ros-input.ts';
+import { deadLetterQueue, FC_TIMEOUT, fcEvery, httpMethods, LOG_DAYS, patternFile, resourceId } from './ros-parts.ts';
 
-/** What the template reads of one serverless.yml function. */
-export interface ServerlessFunction {
-  handler: string;
-  /** serverless.yml's `role`: the AWS role whose ssm:GetParameter grants say which parameters it reads. */
-  role?: string;
-  timeout?: number;
-  memorySize?: number;
-  maximumRetryAttempts?: number;
-  maximumEventAge?: number;
-  environment?: Record<string, unknown>;
-  events?: Record<string, unknown>[];
-}
-
-export interface AlibabaTemplateInput {
-  stage: string;
-  /** serverless.yml's `functions`. */
-  functions: Record<string, ServerlessFunction>;
-  /** serverless.yml's provider defaults. */
-  defaults: { timeout: number; memorySize: number };
-  /** A pattern file's path (as serverless.yml's `${file(./events/patterns/x.json)}` names it) → its JSON. */
-  patterns: Record<string, unknown>;
-  /** The ACK/ECS actions of infra/alicloud/ram-policy.json. */
-  cloudActions: string[];
-  /** serverless.yml's provider.environment (the parameters every function is told of). */
-  providerEnvironment?: Record<string, unknown>;
-  /** serverless.yml's resources.Resources (the functions' AWS roles). */
-  awsResources?: Record<string, unknown>;
-}
-
-/**
- * The template's input as the repository at `root` holds it: serverless.yml (functions, provider
- * defaults and environment, the AWS roles), events/patterns/, infra/alicloud/ram-policy.json. What
- * `npm run package -- --target alibaba` and the template's test both read.
- */
-export function alibabaTemplateInput(root: string, stage: string): AlibabaTemplateInput {
-  const yml = parse(readFileSync(join(root, 'serverless.yml'), 'utf8'), { maxAliasCount: 100, logLevel: 'silent' }) as {
-    provider: { timeout: number; memorySize: number; environment?: Record<string, unknown> };
-    functions: Record<string, ServerlessFunction>;
-    resources?: { Resources?: Record<string, unknown> };
-  };
-  const patterns = Object.fromEntries(
-    readdirSync(join(root, 'events', 'patterns'))
-      .filter((f) => f.endsWith('.json'))
-      .map((f) => [`events/patterns/${f}`, JSON.parse(readFileSync(join(root, 'events', 'patterns', f), 'utf8'))]),
-  ) as Record<string, unknown>;
-  const policy = JSON.parse(readFileSync(join(root, 'infra', 'alicloud', 'ram-policy.json'), 'utf8')) as {
-    Statement: { Action: string[] }[];
-  };
-  return {
-    stage,
-    functions: yml.functions,
-    defaults: { timeout: yml.provider.timeout, memorySize: yml.provider.memorySize },
-    patterns,
-    cloudActions: policy.Statement.flatMap((s) => s.Action),
-    ...(yml.provider.environment ? { providerEnvironment: yml.provider.environment } : {}),
-    ...(yml.resources?.Resources ? { awsResources: yml.resources.Resources } : {}),
-  };
-}
-
-/**
- * The `*_PARAMETER`s that hold secrets: on Alibaba, encrypted OOS parameters (`oos-secret:`); the
- * others (policies) common ones (`oos:`). Not carried over: the AccessKey parameter (FC's role
- * reaches Alibaba's APIs) and the kubeconfig parameter (ACK's DescribeClusterUserKubeconfig).
- */
-const SECRET_PARAMETERS = new Set(['CHAT_SECRETS_PARAMETER', 'GPU_REFLEX_APPROVAL_KEY_PARAMETER']);
-const NOT_ON_ALIBABA = new Set(['ALIBABA_CLOUD_ACCESS_KEY_PARAMETER', 'GPU_REFLEX_KUBECONFIG_PARAMETER']);
-
-/** Every string inside a value (CloudFormation's !Join lists included). */
-const strings = (v: unknown): string[] =>
-  typeof v === 'string'
-    ? [v]
-    : Array.isArray(v)
-      ? v.flatMap(strings)
-      : v && typeof v === 'object'
-        ? Object.values(v).flatMap(strings)
-        : [];
-
-/**
- * The parameters `f` reads on AWS, as OOS references on Alibaba: a `*_PARAMETER` of its environment
- * (or the provider's) whose Parameter Store name its AWS role may `ssm:GetParameter` — the same least
- * privilege, carried over. The OOS name is `gpu-reflex-<stage>-<variable in kebab case>`.
- */
-export function oosParameters(
-  input: AlibabaTemplateInput,
-  f: ServerlessFunction,
-): { variable: string; ref: string; name: string; secret: boolean }[] {
-  const env = { ...(input.providerEnvironment ?? {}), ...(f.environment ?? {}) };
-  const role = f.role
-    ? (input.awsResources?.[f.role] as { Properties?: { Policies?: unknown } } | undefined)
-    : undefined;
-  const policies = role?.Properties?.Policies;
-  const statements = (Array.isArray(policies) ? policies : []).flatMap(
-    (p: { PolicyDocument?: { Statement?: unknown[] } }) =>
-      (p.PolicyDocument?.Statement ?? []) as { Action?: unknown; Resource?: unknown }[],
-  );
-  const readable = statements
-    .filter((st) => strings(st.Action).includes('ssm:GetParameter'))
-    .flatMap((st) => strings(st.Resource));
-  return Object.entries(env)
-    .filter(([k, v]) => k.endsWith('_PARAMETER') && !NOT_ON_ALIBABA.has(k) && typeof v === 'string')
-    .filter(([, v]) => readable.some((r) => r.includes(`parameter${v as string}`)))
-    .map(([variable]) => {
-      const secret = SECRET_PARAMETERS.has(variable);
-      const name = `gpu-reflex-${input.stage}-${variable
-        .replace(/^GPU_REFLEX_/, '')
-        .replace(/_PARAMETER$/, '')
-        .toLowerCase()
-        .replace(/_/g, '-')}`;
-      return { variable, name, secret, ref: `${secret ? 'oos-secret' : 'oos'}:${name}` };
-    });
-}
+export {
+  alibabaTemplateInput,
+  oosParameters,
+  type AlibabaTemplateInput,
+  type ServerlessFunction,
+} from './ros-input.ts';
+export { DLQ_RETENTION_SECONDS, fcEvery, httpMethods, LOG_DAYS } from './ros-parts.ts';
 
 /** FC 3.0's runtime for Node (no nodejs22: https://www.alibabacloud.com/help/en/functioncompute/fc/node-js). */
 export const FC_RUNTIME = 'nodejs20';
 /** ROS's template size limit (https://www.alibabacloud.com/help/doc-detail/28930.htm). */
 export const ROS_TEMPLATE_MAX_BYTES = 512 * 1024;
-/** How long the functions' logs are kept (days). */
-export const LOG_DAYS = 30;
-/** FC 3.0's timeout bounds in seconds (CreateFunction, @alicloud/fc20230330 CreateFunctionInput). */
-const FC_TIMEOUT = { min: 1, max: 86_400 };
-
-/**
- * `rate(5 minutes)` → FC's `@every 5m` (timer triggers:
- * https://www.alibabacloud.com/help/en/functioncompute/fc-3-0/user-guide/timer-triggers).
- */
-export function fcEvery(rate: string): string {
-  const m = /^rate\((\d+) (minute|minutes|hour|hours|day|days)\)$/.exec(rate.trim());
-  if (!m) throw new Error(`schedule ${JSON.stringify(rate)}: only rate(N minutes|hours|days) has an FC timer form`);
-  const n = Number(m[1]);
-  const unit = m[2]!.startsWith('minute') ? 'm' : m[2]!.startsWith('hour') ? 'h' : 'd';
-  return unit === 'd' ? `@every ${n * 24}h` : `@every ${n}${unit}`;
-}
-
-const resourceId = (name: string, suffix: string) =>
-  name
-    .split('-')
-    .map((w) => w.charAt(0).toUpperCase() + w.slice(1))
-    .join('') + suffix;
-
-/** The pattern file a serverless.yml `eventBridge.pattern` names (`${file(./events/patterns/x.json)}`). */
-function patternFile(pattern: unknown): string {
-  const m = typeof pattern === 'string' ? /^\$\{file\(\.\/(.+)\)\}$/.exec(pattern) : null;
-  if (!m) throw new Error(`eventBridge pattern ${JSON.stringify(pattern)}: expected \${file(./events/patterns/…)}`);
-  return m[1]!;
-}
-
-/**
- * The methods of serverless.yml's `httpApi: METHOD /path` for FC's HTTP trigger (HTTPTriggerConfig.methods).
- * `ANY` is chat's webhook (POST) and its health check (GET /chat/healthz): those two, as FC answers a method
- * the trigger does not list itself, and the handler would refuse any other with 405 anyway.
- */
-export function httpMethods(httpApi: unknown): string[] {
-  const method = (typeof httpApi === 'string' ? httpApi : String((httpApi as { method?: unknown })?.method ?? ''))
-    .trim()
-    .split(/\s+/)[0]!
-    .toUpperCase();
-  if (method === 'ANY' || method === '*') return ['GET', 'POST'];
-  if (!/^(GET|POST|PUT|DELETE|HEAD|PATCH)$/.test(method))
-    throw new Error(`httpApi ${JSON.stringify(httpApi)}: no FC HTTP trigger method for "${method}"`);
-  return [method];
-}
-
-/** How long a dead letter is kept: SMQ's longest (MessageRetentionPeriod 60–604800 s). */
-export const DLQ_RETENTION_SECONDS = 604_800;
-
-/**
- * A function's dead-letter queue: `ALIYUN::MNS::Queue` (https://www.alibabacloud.com/help/doc-detail/116238.html;
- * no typed ROS CDK package for it is published, so a plain RosResource with the documented properties). `arn`
- * is the form EventBridge's DeadLetterQueue takes (`acs:mns:<region>:<account>:/queues/<name>`, PutTargets:
- * https://www.alibabacloud.com/help/en/eventbridge/developer-reference/api-eventbridge-2020-04-01-puttargets);
- * `messagesArn` the form FC's destinations and RAM's mns:SendMessage name (`…/queues/<name>/messages`).
- */
-function deadLetterQueue(stack: ros.Stack, name: string, queueName: string) {
-  // DependsOn (by logical id: what ROS CDK renders) keeps a rule or config from naming a queue not yet made.
-  const id = resourceId(name, 'Dlq');
-  new ros.RosResource(stack, id, {
-    type: 'ALIYUN::MNS::Queue',
-    properties: { QueueName: queueName, MessageRetentionPeriod: DLQ_RETENTION_SECONDS },
-  });
-  const arn = `acs:mns:\${ALIYUN::Region}:\${ALIYUN::TenantId}:/queues/${queueName}`;
-  return { id, arn: ros.Fn.sub(arn), messagesArn: ros.Fn.sub(`${arn}/messages`) };
-}
-
 /** The ROS template, as ROS takes it (plain JSON). */
 export function alibabaTemplate(input: AlibabaTemplateInput): Record<string, unknown> {
   const outdir = mkdtempSync(join(tmpdir(), 'gpu-reflex-ros-'));

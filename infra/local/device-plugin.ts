@@ -35,69 +35,26 @@
  * So a fenced GPU really leaves the schedulable pool: a pod asking for every GPU of the node no
  * longer fits there.
  */
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
 import type { KubeSim } from './kube/index.ts';
-import type { Pod } from './kube/types.ts';
 import { fenceFilePath, readUnhealthyDevices } from './ack-fence-file.ts';
-import type { NodeFiles } from './node-files.ts';
 import type { GpuSpec } from './node-gpus.ts';
-import { advertised, type PluginSharing } from './plugin-sharing.ts';
+import { advertised } from './plugin-sharing.ts';
 import { gpuResourceSlice } from './dra-slice.ts';
+import { BrokenPlugins } from './broken-plugin.ts';
+import {
+  devicesOf,
+  livePluginPod,
+  PLUGIN_SKIPPED_XIDS,
+  type DevicePluginKind,
+  type PluginNode,
+  type PluginPods,
+} from './device-plugin-node.ts';
 
-/**
- * XIDs NVIDIA's device plugin does not mark a GPU unhealthy for: its default skip list, written
- * here from NVIDIA/k8s-device-plugin `internal/rm/health.go` (13, 31, 43, 45, 68, 109; fencing.md,
- * corrections 2026-12-01), not imported from the functions (which must not agree with a bug).
- */
-const PLUGIN_SKIPPED_XIDS: ReadonlySet<number> = new Set([13, 31, 43, 45, 68, 109]);
+export { ENDPOINT_STOP_GRACE_MS, pluginLogDir } from './broken-plugin.ts';
+export type { DevicePluginKind, PluginNode, PluginPods } from './device-plugin-node.ts';
 
 const SLICES = 'resourceslices.resource.k8s.io';
 const RULES = 'devicetaintrules.resource.k8s.io';
-
-export type DevicePluginKind = 'ack' | 'nvidia' | 'dra';
-
-/** The kubelet's grace before a stopped plugin's resource leaves capacity (devicemanager/types.go: 5 min). */
-export const ENDPOINT_STOP_GRACE_MS = 5 * 60_000;
-
-/** Where a node's kubelet keeps pod logs (`/var/log/pods` on the host), under the node's directory. */
-export function pluginLogDir(f: Pick<NodeFiles, 'dir'>): string {
-  return join(f.dir, 'var', 'log', 'pods');
-}
-
-/** A broken plugin on a node: since when, the pod that broke, what it logs, whether a new pod breaks too. */
-interface Broken {
-  since: number;
-  pod: string | undefined;
-  lines: readonly string[];
-  persistent: boolean;
-  /** The resources' capacity when it broke: what a working plugin enumerates again. */
-  capacity: Record<string, string>;
-}
-
-export interface PluginNode extends Pick<NodeFiles, 'node' | 'dir'> {
-  gpus: readonly GpuSpec[];
-  kind: DevicePluginKind;
-  /** NVIDIA's plugin config shares the node's GPUs (time-slicing or MPS replicas: plugin-sharing.ts). */
-  sharing?: PluginSharing;
-}
-
-/** Where NVIDIA's device plugin runs (the remediation policy's `fence.nvidiaPlugin`). */
-export interface PluginPods {
-  namespace: string;
-  selector: Readonly<Record<string, string>>;
-}
-
-/**
- * What one GPU gives the node's allocatable: its MIG instances by profile, or one whole GPU — `replicas`
- * devices of the shared resource when the plugin's config replicates it (plugin-sharing.ts).
- */
-function devicesOf(g: GpuSpec, sharing?: PluginSharing): Map<string, number> {
-  const out = new Map<string, number>();
-  if (g.mig.length === 0) out.set(sharing?.resource ?? 'nvidia.com/gpu', sharing?.replicas ?? 1);
-  for (const m of g.mig) out.set(`nvidia.com/mig-${m.profile}`, (out.get(`nvidia.com/mig-${m.profile}`) ?? 0) + 1);
-  return out;
-}
 
 export class DevicePluginStandIn {
   /** Each node's allocatable as the plugin first enumerated it (every device healthy). */
@@ -115,7 +72,7 @@ export class DevicePluginStandIn {
   /** NVIDIA plugin: GPU indices latched per node, and the uid of the plugin pod that latched them. */
   private readonly latched = new Map<string, { gpus: Set<number>; pod: string | undefined }>();
   /** Nodes whose plugin stopped serving (breakPlugin). */
-  private readonly broken = new Map<string, Broken>();
+  private readonly broken: BrokenPlugins;
 
   constructor(
     private readonly sim: KubeSim,
@@ -126,7 +83,9 @@ export class DevicePluginStandIn {
     },
     /** The DRA driver name the `dra` nodes' slices carry (the policy's `fence.dra.driver`). */
     private readonly draDriver = 'gpu.nvidia.com',
-  ) {}
+  ) {
+    this.broken = new BrokenPlugins(sim, nodes, pluginPods);
+  }
 
   /** The `dra` node's ResourceSlice, published once (as the driver's kubelet plugin does at start). */
   private publishSlice(f: PluginNode): void {
@@ -234,19 +193,7 @@ export class DevicePluginStandIn {
 
   /** The uid of the live NVIDIA device plugin pod on `node`, if one runs there. */
   private pluginPod(node: string): string | undefined {
-    return this.livePluginPod(node)?.metadata.uid;
-  }
-
-  private livePluginPod(node: string): Pod | undefined {
-    const { namespace, selector } = this.pluginPods;
-    return this.sim.store
-      .podsOnNode(node)
-      .find(
-        (p) =>
-          p.metadata.namespace === namespace &&
-          !p.metadata.deletionTimestamp &&
-          Object.entries(selector).every(([k, v]) => p.metadata.labels?.[k] === v),
-      );
+    return livePluginPod(this.sim, this.pluginPods, node)?.metadata.uid;
   }
 
   /**
@@ -254,65 +201,12 @@ export class DevicePluginStandIn {
    * the next sync shows it in the Node. A new plugin pod serves again unless `persistent`.
    */
   breakPlugin(node: string, lines: readonly string[], persistent: boolean): void {
-    const f = this.nodes.find((x) => x.node === node);
-    const n = this.sim.store.node(node);
-    if (!f || !n) return;
-    const status = (n.status ?? {}) as { capacity?: Record<string, string>; allocatable?: Record<string, string> };
-    const had = this.broken.get(node)?.capacity ?? { ...(status.capacity ?? status.allocatable ?? {}) };
-    const pod = this.livePluginPod(node);
-    this.broken.set(node, { since: this.sim.clock.now(), pod: pod?.metadata.uid, lines, persistent, capacity: had });
-    if (pod) this.writeLog(f, pod, lines);
+    this.broken.break(node, lines, persistent);
   }
 
   /** Whether `node`'s plugin is broken now (as of the last sync). */
   isBroken(node: string): boolean {
     return this.broken.has(node);
-  }
-
-  /** The pod's log, where the kubelet writes it: `<ns>_<pod>_<uid>/<container>/0.log` (CRI format lines). */
-  private writeLog(f: PluginNode, pod: Pod, lines: readonly string[]): void {
-    const dir = join(pluginLogDir(f), `${pod.metadata.namespace}_${pod.metadata.name}_${pod.metadata.uid}`, 'plugin');
-    mkdirSync(dir, { recursive: true });
-    const at = new Date(this.sim.clock.now()).toISOString();
-    writeFileSync(join(dir, '0.log'), lines.map((l) => `${at} stderr F ${l}\n`).join(''));
-  }
-
-  /**
-   * A broken plugin's node as the kubelet shows it: every device of the plugin's resources unhealthy
-   * (allocatable 0), and after ENDPOINT_STOP_GRACE_MS none in capacity either. Undefined: the plugin serves
-   * (again: a new pod replaced the broken one, and the node's capacity is restored).
-   */
-  private brokenView(
-    f: PluginNode,
-    status: { capacity?: Record<string, string>; allocatable?: Record<string, string> },
-  ) {
-    const b = this.broken.get(f.node);
-    if (!b) return undefined;
-    const pod = this.livePluginPod(f.node);
-    const keys = new Set(f.gpus.flatMap((g) => [...devicesOf(g, f.sharing).keys()]));
-    if (pod && pod.metadata.uid !== b.pod) {
-      if (!b.persistent) {
-        this.broken.delete(f.node);
-        const capacity = { ...(status.capacity ?? {}) };
-        for (const k of keys) if (b.capacity[k] !== undefined) capacity[k] = b.capacity[k];
-        return { restored: capacity };
-      }
-      b.pod = pod.metadata.uid;
-      this.writeLog(f, pod, b.lines);
-    }
-    const zero = (m: Record<string, string> | undefined) => {
-      const out = { ...(m ?? {}) };
-      for (const k of keys) if (out[k] !== undefined) out[k] = '0';
-      return out;
-    };
-    const dropped = this.sim.clock.now() - b.since >= ENDPOINT_STOP_GRACE_MS;
-    return {
-      status: {
-        ...status,
-        allocatable: zero(status.allocatable),
-        ...(dropped ? { capacity: zero(status.capacity) } : {}),
-      },
-    };
   }
 
   /** The devices `f`'s plugin holds out now, per GPU (every device of the GPU, or only some). */
@@ -360,7 +254,7 @@ export class DevicePluginStandIn {
       const node = this.sim.store.node(f.node);
       if (!node) continue;
       let status = (node.status ?? {}) as { allocatable?: Record<string, string>; capacity?: Record<string, string> };
-      const broken = this.brokenView(f, status);
+      const broken = this.broken.view(f, status);
       if (broken?.status) {
         if (JSON.stringify(broken.status) === JSON.stringify(status)) continue;
         this.sim.store.put('nodes', { ...node, status: broken.status });

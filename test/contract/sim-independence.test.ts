@@ -19,9 +19,14 @@ export const SIMULATORS = [
   'infra/local/bus/', // EventBridge
   'infra/local/mock-nvml/', // the NVML library the agent loads (test/support/mock-nvml.ts, the agent's test harness over it, is not the world)
   'infra/local/node-gpus.ts', // what GPU Feature Discovery labelled and the device plugin allocated
+  'infra/local/gpu-specs.ts', // node-gpus.ts: what a node's GPUs are
+  'infra/local/gpu-allocation.ts', // node-gpus.ts: which GPU each pod holds
+  'infra/local/mig-usage.ts', // node-gpus.ts: MIG layouts and instances in use
   'infra/local/node-files.ts', // a node's NVML scenario, kernel log and /proc
   'infra/local/node-processes.ts', // the GPU processes of a node's pods
   'infra/local/device-plugin.ts', // NVIDIA's and ACK's device plugins (issue #27 made it independent)
+  'infra/local/device-plugin-node.ts', // device-plugin.ts: a plugin's node and the devices a GPU gives
+  'infra/local/broken-plugin.ts', // device-plugin.ts: a plugin that stopped serving, as the kubelet shows it
   'infra/local/plugin-sharing.ts', // NVIDIA's plugin's time-slicing and MPS config, labels and health (issue #32)
   'infra/local/ack-fence-file.ts', // ACK's unhealthy-devices file, as its plugin reads it
   'infra/local/stack-cloud.ts', // ACK's nodes joining the cluster

@@ -1,7 +1,29 @@
 import type { Clock } from '../../../events/clock.ts';
 import { DEFAULT_INSTANCE_TYPES, type InstanceTypeSpec } from './catalog.ts';
 import type { ParsedCloudFile } from './cloud-file.ts';
-import { SPOT_RECLAIM_MS, type SimSystemEvent } from './system-events.ts';
+import type { SimSystemEvent } from './system-events.ts';
+import {
+  CloudError,
+  MAX_ADD_PER_CALL,
+  MAX_POOL_SIZE,
+  type CloudChange,
+  type SimInstance,
+  type SimPool,
+  type SimTask,
+} from './cloud-types.ts';
+import { scriptEvents } from './cloud-scripted-events.ts';
+
+export {
+  CloudError,
+  MAX_ADD_PER_CALL,
+  MAX_POOL_SIZE,
+  type CloudChange,
+  type InstanceStatus,
+  type SimInstance,
+  type SimPool,
+  type SimTask,
+  type TaskState,
+} from './cloud-types.ts';
 
 /**
  * The simulated region: one ACK cluster's node pools, the ECS instances behind them, and the
@@ -12,69 +34,6 @@ import { SPOT_RECLAIM_MS, type SimSystemEvent } from './system-events.ts';
  * Listeners hear instances become Running (a node joins), start rebooting (the node goes away for a
  * while) and leave the pool (the node is deleted): the local stack turns those into Nodes.
  */
-export type InstanceStatus = 'Pending' | 'Starting' | 'Running' | 'Stopping' | 'Stopped';
-
-export interface SimInstance {
-  id: string;
-  /** Undefined once removed from its pool without being released (subscription instances). */
-  poolId: string | undefined;
-  instanceType: string;
-  status: InstanceStatus;
-  /** The Kubernetes node name ACK gives it: `<region>.<private ip>`. */
-  nodeName: string;
-  privateIp: string;
-  chargeType: 'PostPaid' | 'PrePaid';
-  createdMs: number;
-  startedMs: number | undefined;
-  /** Changes on every boot, as a node's `status.nodeInfo.bootID` does. */
-  bootId: string;
-  removing: boolean;
-  /** `OperationLocks`: `Recycling` once a spot instance's interruption is announced. */
-  locks: string[];
-}
-
-export interface SimPool {
-  spec: ParsedCloudFile['pools'][number];
-  desired: number;
-  createdMs: number;
-  updatedMs: number;
-}
-
-export type TaskState = 'running' | 'success' | 'failed';
-
-export interface SimTask {
-  id: string;
-  type: 'nodepool_scale' | 'nodepool_remove_nodes';
-  poolId: string;
-  state: TaskState;
-  createdMs: number;
-  updatedMs: number;
-  instanceIds: string[];
-  error?: { code: string; message: string };
-}
-
-export type CloudChange =
-  | { type: 'running'; instance: SimInstance; pool: SimPool | undefined }
-  | { type: 'rebooting'; instance: SimInstance; pool: SimPool | undefined }
-  | { type: 'removing'; instance: SimInstance; pool: SimPool; drain: boolean }
-  | { type: 'removed'; instance: SimInstance; pool: SimPool; released: boolean };
-
-/** A refusal with the status, code and message Alibaba Cloud answers with. */
-export class CloudError extends Error {
-  override name = 'CloudError';
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-/** ACK adds at most this many nodes in one call. */
-export const MAX_ADD_PER_CALL = 500;
-export const MAX_POOL_SIZE = 2000;
-
 export class AliCloud {
   readonly regionId: string;
   readonly zoneId: string;
@@ -126,75 +85,12 @@ export class AliCloud {
         inst.startedMs = now;
       }
     }
-    this.scriptEvents(file);
-  }
-
-  /** The instance a scripted event names (by node name or id); a name the region lacks is refused at start. */
-  private scripted(e: { node?: string | undefined; instanceId?: string | undefined }, what: string): SimInstance {
-    const inst = [...this.instances.values()].find((i) => i.id === e.instanceId || i.nodeName === e.node);
-    if (!inst)
-      throw new CloudError(400, 'InvalidParameter', `${what}: no instance ${e.instanceId ?? `with node ${e.node}`}`);
-    return inst;
-  }
-
-  /**
-   * The cloud file's system events and spot interruptions, on the clock. A system event is published, carried out at
-   * its NotBefore (the instance restarts: Executing), and Executed once the instance runs again; one whose instance
-   * is gone by then is Canceled. A spot instance's notice locks it `Recycling`; 5 minutes later it is reclaimed
-   * (released), and its pool, which keeps its desired size, boots another (ACK: a node deleted another way is
-   * replaced).
-   */
-  private scriptEvents(file: ParsedCloudFile): void {
-    for (const spec of file.systemEvents ?? []) {
-      const inst = this.scripted(spec, 'systemEvents');
-      const e: SimSystemEvent = {
-        id: `e-gr${this.next().toString(36).padStart(16, '0')}`,
-        instanceId: inst.id,
-        type: spec.type,
-        status: 'Scheduled',
-        publishedMs: this.clock.now() + spec.publishSeconds * 1000,
-        notBeforeMs: this.clock.now() + spec.notBeforeSeconds * 1000,
-      };
-      if (spec.publishSeconds === 0) this.systemEvents.push(e);
-      else this.clock.setTimer(spec.publishSeconds * 1000, () => this.systemEvents.push(e));
-      this.clock.setTimer(spec.notBeforeSeconds * 1000, () => this.carryOut(e));
-    }
-    for (const spec of file.preemptions ?? []) {
-      const inst = this.scripted(spec, 'preemptions');
-      this.clock.setTimer(spec.atSeconds * 1000, () => {
-        if (!this.instances.has(inst.id)) return;
-        inst.locks = ['Recycling'];
-        this.clock.setTimer(SPOT_RECLAIM_MS, () => this.reclaim(inst));
-      });
-    }
-  }
-
-  private carryOut(e: SimSystemEvent): void {
-    const inst = this.instances.get(e.instanceId);
-    if (!inst || inst.status !== 'Running') {
-      e.status = 'Canceled';
-      e.finishedMs = this.clock.now();
-      return;
-    }
-    e.status = 'Executing';
-    inst.status = 'Stopping';
-    this.emit({ type: 'rebooting', instance: inst, pool: inst.poolId ? this.pools.get(inst.poolId) : undefined });
-    this.clock.setTimer(this.file.rebootSeconds * 1000, () => {
-      if (this.instances.has(inst.id) && inst.status === 'Stopping') this.boot(inst);
-      e.status = 'Executed';
-      e.finishedMs = this.clock.now();
+    scriptEvents(this, file, {
+      emit: (c) => this.emit(c),
+      next: () => this.next(),
+      boot: (i) => this.boot(i),
+      grow: (p, n, a) => this.grow(p, n, a),
     });
-  }
-
-  private reclaim(inst: SimInstance): void {
-    if (!this.instances.has(inst.id)) return;
-    const pool = inst.poolId ? this.pools.get(inst.poolId) : undefined;
-    this.instances.delete(inst.id);
-    if (!pool) return;
-    inst.poolId = undefined;
-    this.emit({ type: 'removed', instance: inst, pool, released: true });
-    const short = pool.desired - this.members(pool.spec.id).length;
-    if (short > 0) this.grow(pool, short, 'ReclaimReplacement');
   }
 
   get bootMs(): number {

@@ -32,11 +32,13 @@
  * `aliyunoriginalaccountid` and `aliyuneventbusname`, and the function receives it as a Buffer of
  * JSON. A target that throws is retried (BACKOFF_RETRY: 3 tries, https://help.aliyun.com/document_detail/433888.htm)
  * and then counted as failed.
- */
-import { createHmac, randomUUID } from 'node:crypto';
+ */ import { randomUUID } from 'node:crypto';
 import { listen } from '../http-kit.ts';
-import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import { alibabaPatternMatches } from './alibaba-pattern.ts';
+import { authenticate, Refusal } from './alibaba-data-plane-auth.ts';
+
+export { DATE_WINDOW_MS, dataPlaneStringToSign } from './alibaba-data-plane-auth.ts';
 
 /** PutEvents' limits (document_detail/164006). */
 export const MAX_EVENTS_PER_CALL = 16;
@@ -44,8 +46,6 @@ export const MAX_EVENT_BYTES = 64 * 1024;
 export const MAX_CALL_BYTES = 256 * 1024;
 /** BACKOFF_RETRY's tries for a target (document_detail/433888). */
 export const TARGET_TRIES = 3;
-/** The window for `date`, and how long a nonce is remembered (as the OpenAPI gateway: 15 minutes). */
-export const DATE_WINDOW_MS = 15 * 60_000;
 
 export interface AlibabaRule {
   bus: string;
@@ -95,80 +95,6 @@ export interface AlibabaEventBridge {
   /** Waits until every accepted event's deliveries have finished. */
   settled(): Promise<void>;
   close(): Promise<void>;
-}
-
-class Refusal extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
-const header = (req: IncomingMessage, name: string): string => {
-  const v = req.headers[name];
-  return (Array.isArray(v) ? v[0] : v) ?? '';
-};
-
-/** The string the client signs (see the file comment). */
-export function dataPlaneStringToSign(method: string, path: string, headers: Record<string, string>): string {
-  const acs = Object.keys(headers)
-    .filter((k) => k.startsWith('x-acs-'))
-    .sort()
-    .map((k) => `${k}:${headers[k]!.replace(/[\t\n\r\f]/g, ' ').trim()}\n`)
-    .join('');
-  const [pathname, query] = path.split('?');
-  const resource = query
-    ? `${pathname}?${[...new URLSearchParams(query)]
-        .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
-        .map(([k, v]) => `${k}=${v}`)
-        .join('&')}`
-    : pathname;
-  return (
-    `${method.toUpperCase()}\n${headers['content-md5'] ?? ''}\n${headers['content-type'] ?? ''}\n` +
-    `${headers['date'] ?? ''}\n${acs}${resource}`
-  );
-}
-
-function authenticate(
-  req: IncomingMessage,
-  o: AlibabaEventBridgeOptions,
-  seen: Map<string, number>,
-  now: number,
-): void {
-  const m = /^acs:([^:]+):(.+)$/.exec(header(req, 'authorization'));
-  if (!m) throw new Refusal(401, 'MissingAuthorization', 'authorization: expected "acs:<AccessKeyId>:<signature>"');
-  const [, keyId, signature] = m as unknown as [string, string, string];
-  const secret = o.accessKeys[keyId];
-  if (secret === undefined) throw new Refusal(401, 'InvalidAccessKeyId.NotFound', `unknown AccessKey ${keyId}`);
-  const token = header(req, 'x-acs-security-token');
-  const stsToken = o.securityTokens?.[keyId];
-  if (stsToken !== undefined && token !== stsToken)
-    throw new Refusal(401, 'InvalidSecurityToken', `the security token of ${keyId} is missing or wrong`);
-  if (header(req, 'x-acs-signature-method') !== 'HMAC-SHA1' || header(req, 'x-acs-signature-version') !== '1.0')
-    throw new Refusal(400, 'UnsupportedSignatureMethod', 'the data plane takes HMAC-SHA1, signature version 1.0');
-  const headers: Record<string, string> = {};
-  for (const [k, v] of Object.entries(req.headers)) if (v !== undefined) headers[k] = Array.isArray(v) ? v[0]! : v;
-  const expected = createHmac('sha1', secret)
-    .update(dataPlaneStringToSign(req.method ?? 'POST', req.url ?? '/', headers), 'utf8')
-    .digest('base64');
-  if (expected !== signature)
-    throw new Refusal(401, 'SignatureDoesNotMatch', 'the request signature does not match (simulator code)');
-  const date = Date.parse(header(req, 'date'));
-  if (Number.isNaN(date) || Math.abs(now - date) > DATE_WINDOW_MS)
-    throw new Refusal(
-      400,
-      'InvalidTimeStamp.Expired',
-      `date ${header(req, 'date') || '(none)'} is not within 15 minutes`,
-    );
-  const nonce = header(req, 'x-acs-signature-nonce');
-  if (!nonce) throw new Refusal(400, 'MissingSignatureNonce', 'x-acs-signature-nonce is required');
-  for (const [k, t] of seen) if (now - t > DATE_WINDOW_MS) seen.delete(k);
-  if (seen.has(`${keyId} ${nonce}`))
-    throw new Refusal(400, 'SignatureNonceUsed', 'the signature nonce was used already');
-  seen.set(`${keyId} ${nonce}`, now);
 }
 
 type Entry = { EventId: string; TraceId: string } | { ErrorCode: string; ErrorMessage: string };
