@@ -2,7 +2,7 @@ import type { ChatPlatform } from './core/signature.ts';
 import { readSlackForm, type SlackSaid } from './core/slack-form.ts';
 import type { ChatUser } from './run.ts';
 
-/** What a verified chat request says, read out of each platform's payload (webhook.ts, worker.ts). */
+// What a verified chat request says, read out of each platform's payload (webhook.ts, worker.ts).
 /** Who said what where, from the platform's (verified) body; undefined when it carries no command. */
 export function commandOf(
   platform: ChatPlatform,

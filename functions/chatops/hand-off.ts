@@ -14,10 +14,8 @@ import { json } from './http-answer.ts';
 import { refusal } from './run.ts';
 import type { AckDeps } from './webhook-deps.ts';
 
-/**
- * A long command handed to chatops-worker on the bus (ChatOps Command Requested), as the platform
- * signed it, and what the webhook says meanwhile (webhook.ts).
- */
+// A long command handed to chatops-worker on the bus (ChatOps Command Requested), as the platform
+// signed it, and what the webhook says meanwhile (webhook.ts).
 /**
  * The request as chatops-worker will believe it, where the platform takes a late answer: Slack's
  * signed form (its response_url), Feishu's raw body and signature headers (a reply through the

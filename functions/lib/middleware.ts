@@ -5,7 +5,7 @@ import type { Logger } from '../adapters/logger.ts';
 import { classify, meaningOf, type HandlerOutcome, type Meaning } from './failure-meaning.ts';
 import { InvocationMetrics, measuring, metricsNamespaceFromEnv, type MetricsOptions, type Outcome } from './metrics.ts';
 
-/** The middlewares every handler variant (handler.ts, http-handler.ts) is built from, and its metering. */
+// The middlewares every handler variant (handler.ts, http-handler.ts) is built from, and its metering.
 /** What the function's core gets besides its input: a logger with the invocation's context. */
 export interface HandlerContext {
   logger: Logger;
