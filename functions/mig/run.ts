@@ -5,248 +5,39 @@
  * event recorded in its outbox, then published. At most `maxNodesAtOnce` nodes are reconfigured
  * at a time (a node being reconfigured is cordoned and its MIG allocatable is 0 meanwhile).
  */
-import {
-  MIG_LAYOUT_CHANGE,
-  readMigInventory,
-  SCHEMA_VERSION,
-  SOURCES,
-  type MigLayoutChangeDetail,
-} from '../../events/index.ts';
-import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
-import type { Notifier } from '../adapters/chat/notifier.ts';
-import type { Clock } from '../adapters/clock.ts';
+import { readMigInventory } from '../../events/index.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
-import type { ConfigFileOps, LeaseOps, NodeOps, PodOps, StateStore } from '../adapters/kube/ports.ts';
-import { closeApproval, getApproval, MIG_APPROVALS_SHARD, recordApproval } from '../lib/approvals.ts';
-import { fnv1a } from '../lib/hash.ts';
-import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../lib/node-state.ts';
-import type { Logger } from '../adapters/logger.ts';
 import type { Applied } from '../lib/apply.ts';
+import { migResourceName } from '../lib/mig-profiles.ts';
+import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../lib/node-state.ts';
 import { readOutbox } from '../lib/outbox.ts';
 import { emptyEdit, noActions } from '../lib/plan.ts';
 import { carryOut, withLease } from '../lib/reflex.ts';
-import { countProfiles } from './core/layout.ts';
+import { approvedChanges } from './approval.ts';
 import { clusterPolicyRefusal, partedConfigRefusal } from './core/parted-owner.ts';
 import { withPartedEntry } from './core/parted.ts';
-import { planMig, type MigHolder } from './core/planner.ts';
-import type { PreemptionPolicy } from './core/policy.ts';
-import { migResourceName } from '../lib/mig-profiles.ts';
+import { planMig } from './core/planner.ts';
 import {
   MIG_CONFIG_LABEL,
   MIG_REBALANCE_ANNOTATION,
   readMigRecord,
   stepMigNode,
-  type MigRebalancePolicy,
   type MigStep,
   type PlannedNodeChange,
 } from './core/rebalance.ts';
+import type { MigRebalanceDeps, MigRebalanceOutcome } from './deps.ts';
+import { blockedWords, layoutEvent } from './layout-event.ts';
+import { remember, toldBefore } from './refusal-memory.ts';
 import { readMigFleet } from './supply.ts';
 
-export interface MigRebalanceConfig extends MigRebalancePolicy {
-  /** MIG_POLICY_FILE's preemption (core/policy.ts); absent: off. */
-  preemption?: PreemptionPolicy;
-  /** Nodes under reconfiguration at once (each is cordoned meanwhile). */
-  maxNodesAtOnce: number;
-  /** A pending pod counts as demand once it has waited this long (the scheduler may still bind it). */
-  minPendingSeconds: number;
-}
-
-export const DEFAULT_MIG_REBALANCE_CONFIG: MigRebalanceConfig = {
-  configSyncSeconds: 90,
-  timeoutMinutes: 20,
-  maxNodesAtOnce: 1,
-  minPendingSeconds: 60,
-};
-
-export interface MigRebalanceDeps {
-  nodes: NodeOps;
-  pods: PodOps;
-  leases: LeaseOps;
-  migParted: ConfigFileOps;
-  publisher: EventPublisher;
-  notifier: Notifier;
-  clock: Clock;
-  logger: Logger;
-  holder: string;
-  mig: MigRebalanceConfig;
-  /** Where approvals of preempting relayouts are kept (the policy's `approvalMinutes`). */
-  state?: StateStore;
-}
-
-type NodeChange = PlannedNodeChange['changes'][number];
-
-/** The approval id of a preempting relayout: the node, the GPUs, their new layouts and who is preempted. */
-export function migApprovalId(node: string, changes: readonly NodeChange[]): string {
-  return (
-    'apr-mig-' +
-    fnv1a(
-      JSON.stringify([
-        node,
-        changes.map((c) => [
-          c.gpu,
-          [...c.to].sort(),
-          (c.preempts ?? []).map((h) => `${h.namespace}/${h.name}/${h.uid ?? ''}`).sort(),
-        ]),
-      ]),
-    )
-  );
-}
-
-/**
- * With `approvalMinutes` set, a node's preempting changes go ahead only once approved in chat: the
- * first round asks (a notice with the approval id), later rounds wait; denied, expired or no
- * state store to keep the approval in, those GPUs keep their layouts. The node's other changes
- * go ahead meanwhile. The same pods on the same GPUs are asked about once.
- */
-async function approvedChanges(
-  deps: MigRebalanceDeps,
-  node: string,
-  planned: PlannedNodeChange,
-  why: (gpu: number) => string,
-): Promise<PlannedNodeChange | undefined> {
-  const minutes = deps.mig.preemption?.approvalMinutes;
-  const preempting = planned.changes.filter((c) => (c.preempts ?? []).length > 0);
-  if (!minutes || preempting.length === 0) return planned;
-  const others = planned.changes.filter((c) => !preempting.includes(c));
-  const without = others.length > 0 ? { ...planned, changes: others } : undefined;
-  if (!deps.state) {
-    deps.logger.warn('rebalance-mig', {
-      node,
-      problem: 'preempting relayouts need approval, and there is no state store to keep approvals in: not preempting',
-    });
-    return without;
-  }
-  const id = migApprovalId(node, preempting);
-  const now = new Date(deps.clock.now());
-  const rec = await getApproval(deps.state, id, MIG_APPROVALS_SHARD);
-  if (rec?.status === 'approved-applied') return planned;
-  if (rec?.status === 'open' && now.getTime() >= Date.parse(rec.expiresAt))
-    await closeApproval(deps.state, id, 'expired', { at: now, note: 'expired undecided' }, MIG_APPROVALS_SHARD);
-  if (rec) {
-    deps.logger.info('rebalance-mig', {
-      node,
-      approval: id,
-      status: rec.status,
-      why: 'preempting relayout not approved (yet): those GPUs keep their layouts',
-    });
-    return without;
-  }
-  const pods = preempting.flatMap((c) => (c.preempts ?? []).map((h) => `${h.namespace}/${h.name}`));
-  // Told first, then recorded: a notice that fails is asked again next round, never lost.
-  await deps.notifier.notify({
-    title: `gpu-reflex: approve preempting ${pods.length} pod(s) on ${node} for a MIG relayout?`,
-    text: (
-      `${preempting.map((c) => why(c.gpu)).join('; ')}. Answer "approve ${id}" or "deny ${id}" ` +
-      `within ${minutes} min`
-    ).slice(0, 1500),
-    severity: 'warning',
-    approval: { id },
-  });
-  await recordApproval(
-    deps.state,
-    {
-      id,
-      node,
-      incident: `mig/${node}`,
-      action: 'mig-preempt',
-      scope: 'gpu',
-      target: { gpus: preempting.map((c) => String(c.gpu)), pods },
-      requestedAt: now.toISOString(),
-      expiresAt: new Date(now.getTime() + minutes * 60_000).toISOString(),
-      approvers: [],
-      status: 'open',
-      mig: { gpus: preempting.map((c) => c.gpu), preempts: pods },
-    },
-    MIG_APPROVALS_SHARD,
-  );
-  deps.logger.info('rebalance-mig', { node, approval: id, why: 'preempting relayout asked for approval' });
-  return without;
-}
-
-export interface MigRebalanceOutcome {
-  /** MIG nodes read. */
-  nodes: number;
-  /** Node → what this round did (`start`, `evict`, `label`, `done`, `failed`). */
-  steps: Record<string, MigStep['kind']>;
-  /** Pending MIG pods, and how many the plan would let run. */
-  pending: number;
-  satisfiedAfter: number;
-  /** Nodes whose relayout is under way after this round, and ones left failed for a person. */
-  underWay: string[];
-  failed: string[];
-  /** Why no relayout started: the mig-parted ConfigMap is not gpu-reflex's to write (core/parted-owner.ts). */
-  refused?: string;
-}
-
-const profileCounts = (l: readonly string[]) => Object.fromEntries(countProfiles(l));
-
-function layoutEvent(
-  node: string,
-  step: Omit<MigStep, 'state'> & { state?: MigLayoutChangeDetail['state'] },
-  now: Date,
-  demand: Record<string, number>,
-  preempted: readonly MigHolder[] = [],
-  applied?: Applied,
-): PublishedEvent | undefined {
-  const r = step.record;
-  if (!step.state || !r) return undefined;
-  const detail: MigLayoutChangeDetail = {
-    schemaVersion: SCHEMA_VERSION,
-    // A refused start (`planned`) must not share the id of the start that may follow once fixed.
-    eventId: `mig:${node}:${r.config}:${step.state === 'planned' ? 'planned' : step.kind}`.slice(0, 128),
-    occurredAt: now.toISOString(),
-    node,
-    config: r.config,
-    state: step.state,
-    gpus: r.gpus.map((g) => ({ index: g.gpu, from: profileCounts(g.from), to: profileCounts(g.to) })),
-    ...(Object.keys(demand).length > 0 ? { demand } : {}),
-    evictedPods: applied?.evictions.filter((e) => e.result === 'done' || e.result === 'already').length ?? 0,
-    ...(preempted.length > 0
-      ? {
-          preempted: preempted
-            .slice(0, 64)
-            .map((p) => ({ namespace: p.namespace, name: p.name, priority: p.priority })),
-        }
-      : {}),
-    reason: `${step.why}${blockedWords(step, applied)}`.slice(0, 2048),
-    dryRun: false,
-  };
-  return { source: SOURCES.functions, detailType: MIG_LAYOUT_CHANGE, detail, resources: [`node/${node}`] };
-}
-
-/**
- * The refusal to write the mig-parted ConfigMap is told once, not every round while it holds (one 'planned' event
- * per refusal text; a state store remembers what was told, and forgets it once a round starts or finds nothing
- * refused). Without a state store it is told every round, as before.
- */
-const REFUSAL_KEY = 'mig-parted-refusal';
-
-async function toldBefore(deps: MigRebalanceDeps, refusal: string): Promise<boolean> {
-  if (!deps.state) return false;
-  const told = (await deps.state.get(REFUSAL_KEY)) as { refusal?: string } | undefined;
-  return told?.refusal === refusal;
-}
-
-async function remember(deps: MigRebalanceDeps, refusal: string | undefined): Promise<void> {
-  if (!deps.state) return;
-  if (refusal === undefined && (await deps.state.get(REFUSAL_KEY)) === undefined) return;
-  await deps.state.update(REFUSAL_KEY, () =>
-    refusal === undefined ? undefined : { refusal, at: new Date(deps.clock.now()).toISOString() },
-  );
-}
-
-/** What the Eviction API refused, in words: that GPU is not relaid this round. */
-function blockedWords(step: Pick<MigStep, 'evictions'>, applied?: Applied): string {
-  const blocked = (step.evictions ?? []).filter(
-    (_, i) => applied?.evictions[i]?.result === 'blocked' || applied?.evictions[i]?.result === 'failed',
-  );
-  if (blocked.length === 0) return '';
-  return (
-    `; eviction of ${blocked.map((p) => `${p.namespace}/${p.name}`).join(', ')} refused ` +
-    `(${applied!.evictions.find((e) => e.result === 'blocked' || e.result === 'failed')?.message ?? ''}): not ` +
-    `relaid this round, asked again each minute`
-  );
-}
+// Importable from here as before.
+export {
+  DEFAULT_MIG_REBALANCE_CONFIG,
+  type MigRebalanceConfig,
+  type MigRebalanceDeps,
+  type MigRebalanceOutcome,
+} from './deps.ts';
+export { migApprovalId } from './approval.ts';
 
 /** A remediation that keeps the node out (its state label or taint): the relayout must not uncordon it. */
 function remediationHold(n: NodeInfo): string | undefined {

@@ -14,13 +14,14 @@
  */
 import { MIG_INVENTORY_ANNOTATION, readMigInventory } from '../../events/index.ts';
 import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
-import type { MigGpu, MigHolder, MigNode, PendingMigPod } from './core/planner.ts';
-import { MIG_MODELS, migModel, migResourceName, modelFromReported, type MigModel } from '../lib/mig-profiles.ts';
+import type { MigGpu, MigNode, PendingMigPod } from './core/planner.ts';
+import { migModel, modelFromReported, type MigModel } from '../lib/mig-profiles.ts';
 import { MIG_CONFIG_STATE_LABEL } from './core/rebalance.ts';
 import { checkLayout } from './core/layout.ts';
 
+import { agentInventory, holderOf, MIG_RESOURCE, migRequests, profileOfResource } from './inventory-read.ts';
+
 const MIG_STRATEGY_LABEL = 'nvidia.com/mig.strategy';
-const MIG_RESOURCE = /^nvidia\.com\/mig-(.+)$/;
 
 /** node → per GPU index → profiles of the instances in use there. */
 export type MigUsage = ReadonlyMap<string, readonly (readonly string[])[]>;
@@ -38,89 +39,7 @@ function reportedModel(n: NodeInfo, product: string): MigModel | undefined {
   return table ? modelFromReported(product || n.name, table) : undefined;
 }
 
-/** The profile a `nvidia.com/mig-…` resource stands for on this model (`+` was spelled `.`). */
-function profileOfResource(model: MigModel | undefined, resource: string): string | undefined {
-  const m = MIG_RESOURCE.exec(resource);
-  if (!m) return undefined;
-  const models = model ? [model] : MIG_MODELS;
-  for (const mm of models) for (const p of mm.profiles) if (migResourceName(p.name) === resource) return p.name;
-  return m[1];
-}
-
 const finished = (p: PodInfo) => p.phase === 'Succeeded' || p.phase === 'Failed';
-
-function migRequests(pod: PodInfo, model?: MigModel): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const [k, v] of Object.entries(pod.extendedResources)) {
-    const profile = profileOfResource(model, k);
-    if (profile && v > 0) out[profile] = (out[profile] ?? 0) + v;
-  }
-  return out;
-}
-
-/**
- * The node agent's MIG inventory annotation, as planner GPUs: exact layouts and instances in use.
- * Checked against the API: when the pods bound to the node use more instances of a profile than
- * the inventory shows in use, it is older than they are, and the node's GPUs are locked.
- */
-function agentInventory(
-  n: NodeInfo,
-  model: MigModel,
-  running: readonly PodInfo[],
-  notes: string[],
-): MigGpu[] | undefined {
-  const { inventory, problem } = readMigInventory(n.annotations);
-  if (problem) notes.push(`${n.name}: ${problem}: read as unknown`);
-  if (!inventory) return undefined;
-  const gpus: MigGpu[] = inventory.gpus.map((g) => ({
-    node: n.name,
-    index: g.index,
-    model,
-    instances: g.instances.map((i) => ({ profile: i.profile, inUse: i.inUse })),
-  }));
-  // Where the agent names the pod in every instance in use, the GPU's holders are known exactly.
-  for (const [k, g] of inventory.gpus.entries()) {
-    const inUse = g.instances.filter((i) => i.inUse);
-    if (inUse.length === 0 || !inUse.every((i) => i.pods && i.pods.length > 0)) continue;
-    const uids = new Set(inUse.flatMap((i) => i.pods ?? []));
-    const holders = running.filter((p) => p.uid !== undefined && uids.has(p.uid));
-    // A pod the agent names that the API does not (yet) list: not exact after all.
-    if (holders.length === uids.size) gpus[k]!.holders = holders.map(holderOf);
-  }
-  // A MIG GPU with no instance was just reset (a reset destroys them all): its repair restarts
-  // mig-manager so the node's config is applied again (docs/remediation.md). Relaying it here would
-  // race that repair and return a fenced GPU by another road.
-  for (const g of gpus) {
-    if (g.instances.length > 0) continue;
-    g.locked =
-      `GPU ${g.index} is in MIG mode with no instance (a reset destroyed them; its repair has mig-manager ` +
-      `apply the node's config again)`;
-    notes.push(`${n.name}: ${g.locked}: not relaid`);
-  }
-  const inUse = new Map<string, number>();
-  for (const i of gpus.flatMap((g) => g.instances)) if (i.inUse) inUse.set(i.profile, (inUse.get(i.profile) ?? 0) + 1);
-  const wanted = new Map<string, number>();
-  for (const p of running)
-    for (const [profile, k] of Object.entries(migRequests(p, model)))
-      wanted.set(profile, (wanted.get(profile) ?? 0) + k);
-  const behind = [...wanted].filter(([profile, k]) => k > (inUse.get(profile) ?? 0));
-  if (behind.length > 0) {
-    const why =
-      `the node agent's MIG inventory (${inventory.at}) shows fewer instances in use than its pods hold ` +
-      `(${behind.map(([p, k]) => `${p}: ${inUse.get(p) ?? 0} < ${k}`).join(', ')})`;
-    for (const g of gpus) g.locked = why;
-    notes.push(`${n.name}: ${why}: none of its GPUs will be relaid until it catches up`);
-  }
-  return gpus;
-}
-
-const holderOf = (p: PodInfo): MigHolder => ({
-  namespace: p.namespace,
-  name: p.name,
-  ...(p.uid ? { uid: p.uid } : {}),
-  priority: p.priority ?? 0,
-  ...(p.priorityClassName ? { priorityClassName: p.priorityClassName } : {}),
-});
 
 /**
  * Which running pods hold each GPU's in-use instances, where the API and the usage tell it

@@ -1,183 +1,29 @@
-import * as credentials from '@alicloud/credentials';
 import * as openapi from '@alicloud/openapi-client';
 import type { Clock } from '../clock.ts';
-import {
-  AdapterError,
-  BadInputError,
-  ConfigurationError,
-  ConflictError,
-  ForbiddenError,
-  NotFoundError,
-  ThrottledError,
-  TransientError,
-} from '../errors.ts';
+import { mapAliCloudError } from './error-map.ts';
 import type { CloudPools, CloudTask, InstanceInfo, InstanceTypeInfo, NodePool, SystemEvent } from './ports.ts';
 import { RAM_ACTIONS } from './ports.ts';
+import {
+  instanceFrom,
+  instanceTypeFrom,
+  nodePoolFrom,
+  num,
+  str,
+  systemEventFrom,
+  taskFrom,
+  type Json,
+} from './records.ts';
+import { credentialFields, defaultClass } from './sdk.ts';
+import type { AliCloudSettings } from './settings.ts';
 
-/**
- * The Alibaba Cloud adapter: ACK (CS 2015-12-15, ROA) and ECS (2014-05-26, RPC) through the
- * generic `@alicloud/openapi-client` (`callApi`, ACS3-HMAC-SHA256), so one small dependency serves
- * both products. Throttling, 5xx and network failures are retried with exponential backoff on the
- * injected clock; every other error is thrown with Alibaba's code and message and the RAM action.
- */
-export interface AliCloudSettings {
-  regionId: string;
-  clusterId: string;
-  /** Access keys (optionally STS); absent: the default credential chain (RRSA's OIDC env vars, ECS RAM role…). */
-  accessKeyId?: string;
-  accessKeySecret?: string;
-  securityToken?: string;
-  /**
-   * One endpoint for both products (the local simulator): `127.0.0.1:8443`. Default: `cs.<region>.aliyuncs.com`,
-   * `ecs.<region>.aliyuncs.com`.
-   */
-  endpoint?: string;
-  /** `https` (default) or `http` (loopback simulator only). */
-  protocol?: 'http' | 'https';
-  /** Calls per operation including the first (default 5). */
-  maxAttempts?: number;
-  /** First backoff in ms, doubled each retry, at most 8 s (default 250). */
-  backoffMs?: number;
-  readTimeoutMs?: number;
-}
-
-/** Reads settings from the environment the functions run in; a missing value is named. */
-export function aliCloudSettingsFromEnv(env: NodeJS.ProcessEnv = process.env): AliCloudSettings {
-  const need = (name: string): string => {
-    const v = env[name];
-    if (!v) throw new ConfigurationError(`${name} is not set (needed to reach Alibaba Cloud)`, { what: name });
-    return v;
-  };
-  const protocol = env['ALIBABA_CLOUD_PROTOCOL'];
-  if (protocol !== undefined && protocol !== 'http' && protocol !== 'https')
-    throw new ConfigurationError(`ALIBABA_CLOUD_PROTOCOL must be http or https (got ${protocol})`, {
-      what: 'ALIBABA_CLOUD_PROTOCOL',
-    });
-  return {
-    regionId: need('ALIBABA_CLOUD_REGION_ID'),
-    clusterId: need('ACK_CLUSTER_ID'),
-    ...(env['ALIBABA_CLOUD_ACCESS_KEY_ID']
-      ? { accessKeyId: env['ALIBABA_CLOUD_ACCESS_KEY_ID'], accessKeySecret: need('ALIBABA_CLOUD_ACCESS_KEY_SECRET') }
-      : {}),
-    ...(env['ALIBABA_CLOUD_SECURITY_TOKEN'] ? { securityToken: env['ALIBABA_CLOUD_SECURITY_TOKEN'] } : {}),
-    ...(env['ALIBABA_CLOUD_ENDPOINT'] ? { endpoint: env['ALIBABA_CLOUD_ENDPOINT'] } : {}),
-    ...(protocol ? { protocol } : {}),
-  };
-}
-
-/** An error from Alibaba Cloud, with its code and the RAM action of the call (for permission errors). */
-export interface AliCloudErrorFields {
-  code: string;
-  action: string;
-  requestId?: string;
-}
-
-type Json = Record<string, unknown>;
-
-interface SdkError {
-  code?: unknown;
-  statusCode?: unknown;
-  message?: unknown;
-  data?: { Message?: unknown; message?: unknown; RequestId?: unknown; requestId?: unknown; statusCode?: unknown };
-}
-
-const isThrottle = (code: string) =>
-  code.startsWith('Throttling') || code === 'ServiceUnavailable' || code === 'Throttled';
-const NETWORK = new Set([
-  'ECONNRESET',
-  'ECONNREFUSED',
-  'ETIMEDOUT',
-  'EPIPE',
-  'EAI_AGAIN',
-  'ReadTimeout',
-  'ConnectTimeout',
-]);
-
-/** Maps an SDK error to the adapter hierarchy; the message carries Alibaba's code and text. */
-export function mapAliCloudError(err: unknown, action: string): AdapterError {
-  if (err instanceof AdapterError) return err;
-  const e = (err ?? {}) as SdkError;
-  const code = typeof e.code === 'string' ? e.code : '';
-  const status =
-    typeof e.data?.statusCode === 'number'
-      ? e.data.statusCode
-      : typeof e.statusCode === 'number'
-        ? e.statusCode
-        : undefined;
-  const text = String(e.data?.Message ?? e.data?.message ?? e.message ?? err);
-  const requestId = String(e.data?.RequestId ?? e.data?.requestId ?? '');
-  const message = `${action}: ${code || 'error'}: ${text}${requestId ? ` (request ${requestId})` : ''}`;
-  const fields = { what: action, cause: err, ...(status !== undefined ? { status } : {}) };
-  if (status === undefined && (NETWORK.has(code) || /socket hang up|ECONNRESET|ECONNREFUSED|timeout/i.test(text)))
-    return new TransientError(message, fields);
-  if (isThrottle(code) || status === 429) return new ThrottledError(message, fields);
-  if (status !== undefined && status >= 500) return new TransientError(message, fields);
-  // 409, or a code naming a conflict (another operation holds the node pool): retried after a
-  // backoff like throttling. Alibaba publishes no list of ACK node-pool codes (its API error
-  // center), so the status and the code's words decide. A retried ModifyClusterNodePool is safe:
-  // desired_size is absolute, so a scale-out sent twice buys once.
-  if (status === 409 || /Conflict/i.test(code)) return new ConflictError(message, fields);
-  if (
-    code.startsWith('InvalidAccessKeyId') ||
-    code === 'SignatureDoesNotMatch' ||
-    code === 'MissingAccessKeyId' ||
-    code === 'InvalidSecurityToken.Expired' ||
-    code.startsWith('InvalidSecurityToken')
-  ) {
-    return new ConfigurationError(`${message} — check the AccessKey or role gpu-reflex runs with`, fields);
-  }
-  if (
-    code === 'Forbidden.RAM' ||
-    code.startsWith('Forbidden') ||
-    code === 'NoPermission' ||
-    code === 'IncorrectInstanceStatus' ||
-    status === 403
-  )
-    return new ForbiddenError(
-      code.startsWith('Forbidden') || code === 'NoPermission'
-        ? `${message} — the RAM policy must allow ${action}`
-        : message,
-      fields,
-    );
-  if (status === 404 || code.endsWith('NotFound')) return new NotFoundError(message, fields);
-  return new BadInputError(message, fields);
-}
+// The adapter's parts, importable from here as before: settings, the error map, the SDK helpers.
+export { mapAliCloudError, type AliCloudErrorFields } from './error-map.ts';
+export { credentialFields, defaultClass, defaultCredential } from './sdk.ts';
+export { aliCloudSettingsFromEnv, type AliCloudSettings } from './settings.ts';
 
 type Ctor = new (config: openapi.Config) => {
   callApi(params: openapi.Params, request: openapi.OpenApiRequest, runtime: object): Promise<{ body: unknown }>;
 };
-
-/** A CJS module's class whichever way it was imported (node's ESM interop or a bundler). */
-export function defaultClass<T>(mod: unknown): T {
-  const m = mod as { default: T | { default: T } };
-  return (typeof m.default === 'function' ? m.default : (m.default as { default: T }).default) as T;
-}
-
-/** Alibaba's default credential chain: env access keys, RRSA (the OIDC variables ACK injects), the ECS RAM role… */
-export function defaultCredential(): unknown {
-  const Credential = defaultClass<new () => unknown>(credentials);
-  return new Credential();
-}
-
-/**
- * The credential fields of an Alibaba client's Config: the access keys given (with an STS token when
- * there is one), else `credential`, else the default chain.
- */
-export function credentialFields(
-  keys: { accessKeyId?: string | undefined; accessKeySecret?: string | undefined; securityToken?: string | undefined },
-  credential?: unknown,
-): Record<string, unknown> {
-  return keys.accessKeyId
-    ? {
-        accessKeyId: keys.accessKeyId,
-        accessKeySecret: keys.accessKeySecret,
-        ...(keys.securityToken ? { securityToken: keys.securityToken } : {}),
-      }
-    : { credential: credential ?? defaultCredential() };
-}
-
-const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v ?? 0));
-const str = (v: unknown): string => (v === undefined || v === null ? '' : String(v));
 
 /** The system-event states that are not over (DescribeInstanceHistoryEvents `InstanceEventCycleStatus`). */
 const ACTIVE_EVENT_STATES = ['Scheduled', 'Executing', 'Inquiring'];
@@ -185,6 +31,12 @@ const ACTIVE_EVENT_STATES = ['Scheduled', 'Executing', 'Inquiring'];
 /** DescribeInstanceTypes' limit on `InstanceTypes` per call. */
 const MAX_TYPES_PER_CALL = 10;
 
+/**
+ * The Alibaba Cloud adapter: ACK (CS 2015-12-15, ROA) and ECS (2014-05-26, RPC) through the
+ * generic `@alicloud/openapi-client` (`callApi`, ACS3-HMAC-SHA256), so one small dependency serves
+ * both products. Throttling, 5xx and network failures are retried with exponential backoff on the
+ * injected clock; every other error is thrown with Alibaba's code and message and the RAM action.
+ */
 export class AliCloudPools implements CloudPools {
   private readonly cs: InstanceType<Ctor>;
   private readonly ecs: InstanceType<Ctor>;
@@ -257,38 +109,7 @@ export class AliCloudPools implements CloudPools {
   async listNodePools(): Promise<NodePool[]> {
     const body = await this.call('listNodePools', 'cs', { pathname: `${this.clusterPath}/nodepools`, method: 'GET' });
     const pools = Array.isArray(body['nodepools']) ? (body['nodepools'] as Json[]) : [];
-    return pools.map((p) => {
-      const info = (p['nodepool_info'] ?? {}) as Json;
-      const status = (p['status'] ?? {}) as Json;
-      const sg = (p['scaling_group'] ?? {}) as Json;
-      const as = (p['auto_scaling'] ?? {}) as Json;
-      const kc = (p['kubernetes_config'] ?? {}) as Json;
-      const mgmt = (p['management'] ?? {}) as Json;
-      const labels = Array.isArray(kc['labels']) ? (kc['labels'] as Json[]) : [];
-      const taints = Array.isArray(kc['taints']) ? (kc['taints'] as Json[]) : [];
-      return {
-        id: str(info['nodepool_id']),
-        name: str(info['name']),
-        ...(str(info['region_id']) ? { regionId: str(info['region_id']) } : {}),
-        state: str(status['state']),
-        desiredSize: num(sg['desired_size'] ?? status['total_nodes']),
-        totalNodes: num(status['total_nodes']),
-        instanceTypes: Array.isArray(sg['instance_types']) ? (sg['instance_types'] as unknown[]).map(str) : [],
-        chargeType: str(sg['instance_charge_type']) || 'PostPaid',
-        ackAutoScaling: { enable: as['enable'] === true, min: num(as['min_instances']), max: num(as['max_instances']) },
-        ackAutoRepair: mgmt['enable'] === true && mgmt['auto_repair'] === true,
-        labels: Object.fromEntries(labels.map((l) => [str(l['key']), str(l['value'])])),
-        taints: taints.map((t) => ({ key: str(t['key']), value: str(t['value']), effect: str(t['effect']) })),
-        ...(str(sg['spot_strategy']) ? { spotStrategy: str(sg['spot_strategy']) } : {}),
-        ...(Array.isArray(sg['spot_price_limit']) && (sg['spot_price_limit'] as Json[]).length > 0
-          ? {
-              spotPriceLimits: Object.fromEntries(
-                (sg['spot_price_limit'] as Json[]).map((l) => [str(l['instance_type']), num(l['price_limit'])]),
-              ),
-            }
-          : {}),
-      };
-    });
+    return pools.map(nodePoolFrom);
   }
 
   async setDesiredSize(poolId: string, desiredSize: number): Promise<{ taskId: string }> {
@@ -320,17 +141,7 @@ export class AliCloudPools implements CloudPools {
 
   async task(taskId: string): Promise<CloudTask> {
     const body = await this.call('task', 'cs', { pathname: `/tasks/${encodeURIComponent(taskId)}`, method: 'GET' });
-    const raw = str(body['state']);
-    // Older documentation spells failure `fail`.
-    const state = raw === 'success' ? 'success' : raw === 'failed' || raw === 'fail' ? 'failed' : 'running';
-    const error = body['error'] as Json | undefined;
-    return {
-      id: taskId,
-      state,
-      ...(error && (error['code'] || error['message'])
-        ? { error: { code: str(error['code']), message: str(error['message']) } }
-        : {}),
-    };
+    return taskFrom(taskId, body);
   }
 
   /**
@@ -358,16 +169,7 @@ export class AliCloudPools implements CloudPools {
         query: token ? { ...query, NextToken: token } : query,
       });
       const list = ((body['InstanceTypes'] as Json | undefined)?.['InstanceType'] ?? []) as Json[];
-      for (const t of list) {
-        out.push({
-          id: str(t['InstanceTypeId']),
-          gpuAmount: num(t['GPUAmount']),
-          gpuSpec: str(t['GPUSpec']),
-          gpuMemoryGiB: num(t['GPUMemorySize']),
-          cpu: num(t['CpuCoreCount']),
-          memoryGiB: num(t['MemorySize']),
-        });
-      }
+      for (const t of list) out.push(instanceTypeFrom(t));
       token = str(body['NextToken']);
       if (!token) return out;
     }
@@ -415,18 +217,7 @@ export class AliCloudPools implements CloudPools {
         query: { RegionId: this.settings.regionId, InstanceIds: JSON.stringify(chunk), PageSize: '100' },
       });
       const list = ((body['Instances'] as Json | undefined)?.['Instance'] ?? []) as Json[];
-      for (const x of list) {
-        const locks = ((x['OperationLocks'] as Json | undefined)?.['LockReason'] ?? []) as Json[];
-        out.push({
-          id: str(x['InstanceId']),
-          status: str(x['Status']),
-          hostName: str(x['HostName']),
-          instanceType: str(x['InstanceType']),
-          chargeType: str(x['InstanceChargeType']),
-          startTime: str(x['StartTime']),
-          ...(Array.isArray(locks) && locks.length > 0 ? { locks: locks.map((l) => str(l['LockReason'])) } : {}),
-        });
-      }
+      for (const x of list) out.push(instanceFrom(x));
     }
     return out;
   }
@@ -455,14 +246,7 @@ export class AliCloudPools implements CloudPools {
         });
         const list = ((body['InstanceSystemEventSet'] as Json | undefined)?.['InstanceSystemEventType'] ??
           []) as Json[];
-        for (const e of list)
-          out.push({
-            id: str(e['EventId']),
-            instanceId: str(e['InstanceId']),
-            type: str((e['EventType'] as Json | undefined)?.['Name']),
-            status: str((e['EventCycleStatus'] as Json | undefined)?.['Name']),
-            notBefore: str(e['NotBefore']),
-          });
+        for (const e of list) out.push(systemEventFrom(e));
         token = str(body['NextToken']);
         if (!token) break;
       }

@@ -5,6 +5,7 @@
  */
 import { afterEach, beforeEach, describe } from 'vitest';
 import type { ManualClock } from '../clock.ts';
+import { drainContracts } from './contract-drain.ts';
 import { nodeAndPodContracts } from './contract-nodes-pods.ts';
 import { storeContracts } from './contract-stores.ts';
 import type { LeaseOps, NodeOps, PodOps, QuotaOps, StateStore } from './ports.ts';
@@ -63,6 +64,7 @@ export function describePortContracts(label: string, setup: () => Promise<KubeHa
       return harness;
     };
     nodeAndPodContracts(current);
+    drainContracts(current);
     storeContracts(current);
   });
 }

@@ -9,156 +9,43 @@
  * between windows longer than `gapMinutes` starts the run again. So an eviction only ever follows a run
  * of windows each of which showed the device idle.
  */
-import { createHash } from 'node:crypto';
-import type { GpuUtilizationSummaryDetail } from '../../../events/index.ts';
-import type { ApprovalRecord } from '../../lib/approvals.ts';
 import { migResourceName } from '../../lib/mig-profiles.ts';
+import type { IdleTrack } from '../../lib/idle-record.ts';
+import { idleApprovalId, verdictOf } from './approval-verdict.ts';
+import { ruleFor, type IdlePolicy } from './policy.ts';
 import type { PodRef } from '../../lib/plan.ts';
-import { ruleFor, type EffectiveRule, type IdlePolicy } from './policy.ts';
-import type { IdleRecord, IdleTrack } from '../../lib/idle-record.ts';
+import {
+  IDLE_OPT_OUT_ANNOTATION,
+  INSTANCE_TYPE_LABEL,
+  OWNER_ANNOTATION,
+  POOL_LABEL,
+  type ApprovalAsk,
+  type IdleCost,
+  type IdleFacts,
+  type IdleFinding,
+  type IdlePlan,
+} from './plan-types.ts';
+import { idleCost, migShare, readDevice, round } from './readings.ts';
 
-/** A pod opts out with this annotation set to `exempt`. */
-export const IDLE_OPT_OUT_ANNOTATION = 'gpu-reflex.io/idle-policy';
-/** Who to name in chat for the pod (`@alice`); absent: the notice names the pod and team only. */
-export const OWNER_ANNOTATION = 'gpu-reflex.io/owner';
-/**
- * ACK's node pool label
- * (https://www.alibabacloud.com/help/en/ack/ack-managed-and-ack-dedicated/user-guide/node-pool-overview).
- */
-export const POOL_LABEL = 'alibabacloud.com/nodepool-id';
-/** The well-known instance type label
- * (https://kubernetes.io/docs/reference/labels-annotations-taints/#nodekubernetesioinstance-type). */
-export const INSTANCE_TYPE_LABEL = 'node.kubernetes.io/instance-type';
+// Importable from here as before.
+export { idleApprovalId } from './approval-verdict.ts';
+export {
+  IDLE_OPT_OUT_ANNOTATION,
+  INSTANCE_TYPE_LABEL,
+  OWNER_ANNOTATION,
+  POOL_LABEL,
+  type ApprovalAsk,
+  type IdleCost,
+  type IdleFacts,
+  type IdleFinding,
+  type IdlePlan,
+  type PodFacts,
+} from './plan-types.ts';
+export { idleCost, migShare, readDevice } from './readings.ts';
 
-export interface PodFacts {
-  namespace: string;
-  name: string;
-  labels: Readonly<Record<string, string>>;
-  annotations: Readonly<Record<string, string>>;
-  terminating: boolean;
-  /** metadata.uid: a loan to the quota planner names the very pod (absent: nothing is lent). */
-  uid?: string;
-}
-
-export interface IdleFacts {
-  node: { name: string; labels: Readonly<Record<string, string>> };
-  summary: GpuUtilizationSummaryDetail;
-  /** The pods on the node (all namespaces). */
-  pods: readonly PodFacts[];
-  record: IdleRecord;
-  /** The eviction approvals asked for this node's tracks, by id (idleApprovalId), as the store holds them. */
-  approvals?: Readonly<Record<string, ApprovalRecord>>;
-}
-
-/** An eviction to put to a person (policy evict.approvalMinutes): told first, then recorded (run.ts). */
-export interface ApprovalAsk {
-  id: string;
-  node: string;
-  /** namespace/name */
-  pod: string;
-  device: string;
-  expiresAt: number;
-  reason: string;
-}
-
-export interface IdleCost {
-  gpuHours: number;
-  amount: number;
-  currency: string;
-  pricePerGpuHour: number;
-}
-
-export interface IdleFinding {
-  state: 'idle' | 'evicted' | 'cancelled';
-  track: IdleTrack;
-  team: string;
-  owner?: string;
-  rule: EffectiveRule;
-  /** Epoch ms: the end of the window that decided it. */
-  at: number;
-  idleMs: number;
-  cost?: IdleCost;
-  reason: string;
-}
-
-export interface IdlePlan {
-  node: string;
-  record: IdleRecord;
-  /** False when the record is the one read (nothing to write). */
-  recordChanged: boolean;
-  findings: IdleFinding[];
-  evictions: PodRef[];
-  /** Evictions waiting for a person: asked this window. */
-  asks: ApprovalAsk[];
-  /** Open approvals past their expiry, to close as expired (nothing is evicted for them). */
-  expired: string[];
-  /** Why nothing was decided this window (holders unknown), when so. */
-  skipped?: string;
-}
-
-type Reading = 'idle' | 'busy' | 'unknown';
-
-/** The device's reading in this summary: max over the window under the threshold, for every measure it has. */
-export function readDevice(
-  summary: GpuUtilizationSummaryDetail,
-  gpu: string,
-  mig: string | undefined,
-  thresholdPercent: number,
-): Reading {
-  const g = summary.gpus.find((x) => x.uuid === gpu);
-  if (!g) return 'unknown';
-  const under = (a: { max: number }) => a.max < thresholdPercent;
-  if (mig !== undefined) {
-    // NVML gives no SM utilization per MIG instance without GPM: an instance counts idle only while its
-    // framebuffer stays (nearly) empty — a loaded model reads busy, never the other way round.
-    const m = g.migDevices.find((d) => d.uuid === mig);
-    if (!m) return 'unknown';
-    return under(m.framebufferUsedPercent) ? 'idle' : 'busy';
-  }
-  if (!g.utilPercent || !g.memoryUtilPercent) return 'unknown';
-  return under(g.utilPercent) && under(g.memoryUtilPercent) ? 'idle' : 'busy';
-}
-
-/** The share of a GPU a MIG profile is (`3g.40gb` → 3/7: NVIDIA's A100/H100/H200 have 7 compute slices). */
-export function migShare(profile: string | undefined): number {
-  const g = /^(\d)g\./.exec(profile ?? '');
-  return g ? Math.min(1, Number(g[1]) / 7) : 1;
-}
-
-export function idleCost(policy: IdlePolicy, instanceType: string | undefined, idleMs: number, share: number) {
-  const price = instanceType !== undefined ? policy.prices[instanceType] : undefined;
-  if (price === undefined) return undefined;
-  const gpuHours = round((idleMs / 3_600_000) * share, 3);
-  return { gpuHours, amount: round(gpuHours * price, 2), currency: policy.currency, pricePerGpuHour: price };
-}
-
-const round = (v: number, digits: number) => Math.round(v * 10 ** digits) / 10 ** digits;
 const hours = (ms: number) => (ms / 3_600_000).toFixed(1);
 const same = (t: IdleTrack, device: string, ns: string, pod: string) =>
   t.device === device && t.namespace === ns && t.pod === pod;
-
-/** One approval per idle run of a pod's device: a new run asks again. */
-export function idleApprovalId(node: string, t: Pick<IdleTrack, 'device' | 'namespace' | 'pod' | 'since'>): string {
-  const h = createHash('sha256').update(`${node}\u0000${t.device}\u0000${t.namespace}/${t.pod}\u0000${t.since}`);
-  return `idle-${h.digest('hex').slice(0, 12)}`;
-}
-
-type Verdict = 'ask' | 'wait' | 'expire' | 'approved' | 'refused';
-
-/**
- * What the approval store says of this eviction. Only an approval closed as approved, for exactly this
- * eviction (action, node, pod, device), decided before it expired, lets it go on; anything else — absent,
- * open, rejected, expired, or a record that does not match — never evicts.
- */
-function verdictOf(rec: ApprovalRecord | undefined, node: string, pod: string, device: string, now: number): Verdict {
-  if (!rec) return 'ask';
-  if (rec.status === 'open') return now >= Date.parse(rec.expiresAt) ? 'expire' : 'wait';
-  if (rec.status !== 'approved-applied') return 'refused';
-  const matches =
-    rec.action === 'idle-evict' && rec.node === node && rec.idle?.pod === pod && rec.idle.device === device;
-  const inTime = rec.decidedAt !== undefined && Date.parse(rec.decidedAt) <= Date.parse(rec.expiresAt);
-  return matches && inTime ? 'approved' : 'refused';
-}
 
 function withoutLend(t: IdleTrack): IdleTrack {
   const { lend: _lend, ...rest } = t;

@@ -21,101 +21,34 @@
  * budget blocks is asked again each round, so that GPU is not relaid this round; still blocked
  * after `timeoutMinutes`, the relayout fails before anything was relaid.
  */
-import * as z from 'zod';
 import { fnv1a } from '../../lib/hash.ts';
-import type { PodRef } from '../../lib/plan.ts';
 import { layoutWords } from './layout.ts';
-import { migResourceName } from '../../lib/mig-profiles.ts';
+import { MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL, MIG_REBALANCE_ANNOTATION, type MigRecord } from './mig-record.ts';
+import {
+  DEFAULT_MIG_REBALANCE,
+  type MigNodeFacts,
+  type MigRebalancePolicy,
+  type MigStep,
+  type PlannedNodeChange,
+} from './rebalance-types.ts';
+import { allocatableGap, inventoryGap } from './relayout-evidence.ts';
 
-export const MIG_CONFIG_LABEL = 'nvidia.com/mig.config';
-export const MIG_CONFIG_STATE_LABEL = 'nvidia.com/mig.config.state';
-export const MIG_REBALANCE_ANNOTATION = 'gpu-reflex.io/mig-rebalance';
-
-const Layout = z.array(z.string().min(1)).max(7);
-
-export const MigRecordSchema = z
-  .object({
-    v: z.literal(1),
-    phase: z.enum(['writing', 'applying', 'failed']),
-    config: z.string().min(1).max(63),
-    /** The config label before ours (restored on failure); null when there was none. */
-    previous: z.string().nullable(),
-    /** We cordoned the node (it was schedulable): we uncordon it after. */
-    cordoned: z.boolean(),
-    since: z.iso.datetime(),
-    gpus: z
-      .array(z.object({ gpu: z.number().int().min(0), from: Layout, to: Layout }).strict())
-      .min(1)
-      .max(16),
-    /** The whole node's layout, GPU by GPU, as written into the mig-parted config. */
-    layout: z.array(Layout).max(16),
-    unblocks: z.array(z.string()).max(64),
-    /** Pods preempted for this relayout: evicted before the label is set. */
-    preempt: z
-      .array(z.object({ namespace: z.string().min(1), name: z.string().min(1), uid: z.string().optional() }).strict())
-      .max(64)
-      .optional(),
-    reason: z.string().max(1024).optional(),
-    /**
-     * Our label write also removed the last run's `nvidia.com/mig.config.state`, so any state seen after
-     * it was written by mig-manager for this change (it writes `pending` before anything else).
-     */
-    stateCleared: z.boolean().optional(),
-    /** `pending` (or `rebooting`) was seen after our label write. */
-    sawPending: z.boolean().optional(),
-  })
-  .strict();
-export type MigRecord = z.infer<typeof MigRecordSchema>;
-
-export interface MigRebalancePolicy {
-  configSyncSeconds: number;
-  timeoutMinutes: number;
-}
-
-export const DEFAULT_MIG_REBALANCE: MigRebalancePolicy = { configSyncSeconds: 90, timeoutMinutes: 20 };
-
-export interface MigNodeFacts {
-  name: string;
-  labels: Readonly<Record<string, string>>;
-  unschedulable: boolean;
-  record?: MigRecord;
-  /** Another part of gpu-reflex holds the node out (a remediation drained it meanwhile): it stays cordoned. */
-  heldBy?: string;
-  /** The record's preempted pods still on the node (same uid), as the caller read the pods. */
-  remaining?: PodRef[];
-  /**
-   * What the node agent last read through NVML (`gpu-reflex.io/mig-inventory`): when, and each GPU's
-   * instances. The evidence that a relayout happened; absent when the node has none (or a bad one).
-   */
-  inventory?: { at: string; gpus: readonly { index: number; profiles: readonly string[] }[] };
-  /**
-   * The Node's `status.allocatable` counts of `nvidia.com/mig-*` (resource → count): what the scheduler
-   * can place. While mig-manager reconfigures it drops to 0 (it pauses the device plugin), and the kubelet
-   * reports the new devices some seconds after `success`. Absent: not read (the check is skipped).
-   */
-  allocatable?: Readonly<Record<string, number>>;
-}
-
-export interface PlannedNodeChange {
-  /** Every GPU's current layout (index order), from the supply reader. */
-  current: string[][];
-  changes: { gpu: number; from: string[]; to: string[]; unblocks: string[]; preempts?: PodRef[] }[];
-}
-
-/** What one step writes. `config`: an entry to put into the mig-parted config before the node edit. */
-export interface MigStep {
-  kind: 'start' | 'evict' | 'wait' | 'observe' | 'label' | 'done' | 'failed' | 'none';
-  config?: { name: string; layout: string[][] };
-  labels: Record<string, string | null>;
-  unschedulable?: boolean;
-  /** The record to keep (undefined with `kind: done`: removed). */
-  record?: MigRecord;
-  /** Preempted pods to evict (Eviction API), after the cordon. */
-  evictions?: PodRef[];
-  /** For the MIG Layout Change event and the notice. */
-  state?: 'pending' | 'success' | 'failed';
-  why: string;
-}
+// Importable from here as before.
+export {
+  MIG_CONFIG_LABEL,
+  MIG_CONFIG_STATE_LABEL,
+  MIG_REBALANCE_ANNOTATION,
+  MigRecordSchema,
+  readMigRecord,
+  type MigRecord,
+} from './mig-record.ts';
+export {
+  DEFAULT_MIG_REBALANCE,
+  type MigNodeFacts,
+  type MigRebalancePolicy,
+  type MigStep,
+  type PlannedNodeChange,
+} from './rebalance-types.ts';
 
 /** A config name of our own for one node's layout: a label value (≤ 63 of [A-Za-z0-9._-]). */
 export function migConfigName(node: string, layout: readonly (readonly string[])[]): string {
@@ -273,60 +206,4 @@ export function stepMigNode(
       `${reason}; ${ours ? `${MIG_CONFIG_LABEL} set back to ${r.previous ?? '(none)'}, ` : ''}the node stays ` +
       `cordoned for a person to look (remove ${MIG_REBALANCE_ANNOTATION} and uncordon when done)`,
   };
-}
-
-/**
- * Why the node agent's inventory does not (yet) show the change, or undefined when it does: it must
- * be newer than the label write and list, for every changed GPU, exactly the instances asked for.
- */
-function inventoryGap(r: MigRecord, inv: MigNodeFacts['inventory']): string | undefined {
-  if (!inv)
-    return `the node agent's MIG inventory (gpu-reflex.io/mig-inventory) is missing: the new instances are unconfirmed`;
-  if (Date.parse(inv.at) < Date.parse(r.since))
-    return `the node agent's MIG inventory (${inv.at}) is older than the change (${r.since})`;
-  const sorted = (l: readonly string[]) => [...l].sort().join(',');
-  for (const g of r.gpus) {
-    const have = inv.gpus.find((x) => x.index === g.gpu)?.profiles;
-    if (!have) return `the node agent's MIG inventory does not list GPU ${g.gpu}`;
-    if (sorted(have) !== sorted(g.to))
-      return `the node agent's MIG inventory shows GPU ${g.gpu} as ${layoutWords(have)}, not ${layoutWords(g.to)}`;
-  }
-  return undefined;
-}
-
-/**
- * Why the Node does not (yet) offer the new instances to the scheduler, or undefined when it does: its
- * allocatable must hold, per `nvidia.com/mig-<profile>`, at least the instances the changed GPUs now carry.
- * mig-manager's `success` and the agent's NVML come before the device plugin re-registers and the kubelet
- * reports it (node status every 10 s, Kubernetes node-status-update-frequency); until then the scheduler
- * cannot place the pods the layout is for, and the node must not be called done (nor uncordoned).
- * "At least": instances of that profile on other GPUs add to it, and a fenced one elsewhere takes from it.
- */
-function allocatableGap(r: MigRecord, allocatable: MigNodeFacts['allocatable']): string | undefined {
-  if (!allocatable) return undefined;
-  const want = new Map<string, number>();
-  for (const g of r.gpus) for (const p of g.to) want.set(migResourceName(p), (want.get(migResourceName(p)) ?? 0) + 1);
-  for (const [res, n] of [...want].sort(([a], [b]) => a.localeCompare(b))) {
-    const have = allocatable[res] ?? 0;
-    if (have < n)
-      return (
-        `the Node's allocatable ${res} is ${have}, below the ${n} the new layout offers (the kubelet has not yet ` +
-        `reported the device plugin's new devices)`
-      );
-  }
-  return undefined;
-}
-
-/** The record on a node, or undefined (a corrupt one reads as absent and is reported). */
-export function readMigRecord(annotations: Readonly<Record<string, string>>): { record?: MigRecord; problem?: string } {
-  const raw = annotations[MIG_REBALANCE_ANNOTATION];
-  if (raw === undefined) return {};
-  try {
-    const parsed = MigRecordSchema.safeParse(JSON.parse(raw));
-    return parsed.success
-      ? { record: parsed.data }
-      : { problem: `${MIG_REBALANCE_ANNOTATION} does not match its format: ${parsed.error.issues[0]?.message ?? ''}` };
-  } catch {
-    return { problem: `${MIG_REBALANCE_ANNOTATION} is not JSON` };
-  }
 }

@@ -35,77 +35,25 @@ import { resourcesOf, type QuotaConfig } from './config.ts';
 import { drfWeights, integers, waterFill } from './fill.ts';
 import { entitlements, lend, limitDecreases } from './lend.ts';
 import { splitProfiles, type ProfilePool } from './mig-shares.ts';
+import {
+  quotaKey,
+  type NamespaceQuota,
+  type QuotaChange,
+  type QuotaFacts,
+  type QuotaPlan,
+  type TeamShare,
+} from './plan-types.ts';
+import { lentWords } from './words.ts';
 
-export interface QuotaFacts {
-  /** Per resource: what Ready, schedulable nodes offer (a fenced GPU has left allocatable). */
-  capacity: Readonly<Record<string, number>>;
-  /** Namespace → resource → requested by its pods the quota counts (not Succeeded or Failed). */
-  usage: Readonly<Record<string, Readonly<Record<string, number>>>>;
-  /** Namespace → resource → gpu-reflex's quota now (hard), when it has one. */
-  current: Readonly<Record<string, Readonly<Record<string, number>>>>;
-  /**
-   * MIG profile resource → its size in eighths of a GPU (mig-shares.ts), from the models of the
-   * nodes that offer it. A profile of a MIG group missing here counts as a whole GPU (8).
-   */
-  gpuEighths?: Readonly<Record<string, number>>;
-}
-
-export interface QuotaChange {
-  /** The quota key: `requests.nvidia.com/gpu`. */
-  key: string;
-  from: number | null;
-  to: number;
-}
-
-export interface NamespaceQuota {
-  namespace: string;
-  team: string;
-  /** Quota key → hard value. */
-  hard: Record<string, number>;
-  changes: QuotaChange[];
-  reason: string;
-}
-
-export interface TeamShare {
-  team: string;
-  weight: number;
-  /** Resource → numbers behind the team's hard value. */
-  resources: Record<
-    string,
-    {
-      usage: number;
-      guarantee: number;
-      want: number;
-      /**
-       * Its entitlement before lending: the larger of its guarantee and its usage plus its weighted
-       * share of what is free (up to its max), less its part of a capacity loss.
-       */
-      base: number;
-      /** What lending never takes from it: its guarantee, and its headroom above its usage (≤ base). */
-      keep: number;
-      hard: number;
-    }
-  >;
-}
-
-export interface QuotaPlan {
-  /** Resource → shared out (T), and what the fleet offers; a MIG group's in eighths of a GPU. */
-  pool: Record<string, { capacity: number; shared: number; unit?: 'eighths of a GPU' }>;
-  teams: TeamShare[];
-  namespaces: NamespaceQuota[];
-  /** Things a person should know: usage that does not fit, a guarantee capacity cannot back. */
-  warnings: string[];
-}
-
-export const quotaKey = (resource: string) => `requests.${resource}`;
-
-/** `, borrows 2` / `, lends 3` / `, falling 2 a round` (hard against fair share), or nothing. */
-function lentWords(x: { hard: number; base: number; want: number }, unit: (n: number) => string = String): string {
-  const d = x.hard - x.base;
-  if (d < 0) return `, lends ${unit(-d)}`;
-  if (d === 0) return '';
-  return x.want > x.base ? `, borrows ${unit(Math.min(d, x.want - x.base))}` : `, held ${unit(d)} above it`;
-}
+// Importable from here as before.
+export {
+  quotaKey,
+  type NamespaceQuota,
+  type QuotaChange,
+  type QuotaFacts,
+  type QuotaPlan,
+  type TeamShare,
+} from './plan-types.ts';
 
 export function planQuotas(config: QuotaConfig, facts: QuotaFacts): QuotaPlan {
   const teams = [...config.teams].sort((a, b) => (a.name < b.name ? -1 : 1));

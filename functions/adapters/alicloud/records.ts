@@ -1,0 +1,97 @@
+import type { CloudTask, InstanceInfo, InstanceTypeInfo, NodePool, SystemEvent } from './ports.ts';
+
+/**
+ * Alibaba's response records → the port's types (client.ts makes the calls). Field names are the
+ * APIs' own: ACK's DescribeClusterNodePools and DescribeTaskInfo (snake_case), ECS's
+ * DescribeInstanceTypes, DescribeInstances and DescribeInstanceHistoryEvents (PascalCase).
+ */
+export type Json = Record<string, unknown>;
+
+export const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v ?? 0));
+export const str = (v: unknown): string => (v === undefined || v === null ? '' : String(v));
+
+/** One entry of DescribeClusterNodePools' `nodepools`. */
+export function nodePoolFrom(p: Json): NodePool {
+  const info = (p['nodepool_info'] ?? {}) as Json;
+  const status = (p['status'] ?? {}) as Json;
+  const sg = (p['scaling_group'] ?? {}) as Json;
+  const as = (p['auto_scaling'] ?? {}) as Json;
+  const kc = (p['kubernetes_config'] ?? {}) as Json;
+  const mgmt = (p['management'] ?? {}) as Json;
+  const labels = Array.isArray(kc['labels']) ? (kc['labels'] as Json[]) : [];
+  const taints = Array.isArray(kc['taints']) ? (kc['taints'] as Json[]) : [];
+  return {
+    id: str(info['nodepool_id']),
+    name: str(info['name']),
+    ...(str(info['region_id']) ? { regionId: str(info['region_id']) } : {}),
+    state: str(status['state']),
+    desiredSize: num(sg['desired_size'] ?? status['total_nodes']),
+    totalNodes: num(status['total_nodes']),
+    instanceTypes: Array.isArray(sg['instance_types']) ? (sg['instance_types'] as unknown[]).map(str) : [],
+    chargeType: str(sg['instance_charge_type']) || 'PostPaid',
+    ackAutoScaling: { enable: as['enable'] === true, min: num(as['min_instances']), max: num(as['max_instances']) },
+    ackAutoRepair: mgmt['enable'] === true && mgmt['auto_repair'] === true,
+    labels: Object.fromEntries(labels.map((l) => [str(l['key']), str(l['value'])])),
+    taints: taints.map((t) => ({ key: str(t['key']), value: str(t['value']), effect: str(t['effect']) })),
+    ...(str(sg['spot_strategy']) ? { spotStrategy: str(sg['spot_strategy']) } : {}),
+    ...(Array.isArray(sg['spot_price_limit']) && (sg['spot_price_limit'] as Json[]).length > 0
+      ? {
+          spotPriceLimits: Object.fromEntries(
+            (sg['spot_price_limit'] as Json[]).map((l) => [str(l['instance_type']), num(l['price_limit'])]),
+          ),
+        }
+      : {}),
+  };
+}
+
+/** DescribeTaskInfo's body for task `taskId`. */
+export function taskFrom(taskId: string, body: Json): CloudTask {
+  const raw = str(body['state']);
+  // Older documentation spells failure `fail`.
+  const state = raw === 'success' ? 'success' : raw === 'failed' || raw === 'fail' ? 'failed' : 'running';
+  const error = body['error'] as Json | undefined;
+  return {
+    id: taskId,
+    state,
+    ...(error && (error['code'] || error['message'])
+      ? { error: { code: str(error['code']), message: str(error['message']) } }
+      : {}),
+  };
+}
+
+/** One `InstanceTypes.InstanceType` entry of DescribeInstanceTypes. */
+export function instanceTypeFrom(t: Json): InstanceTypeInfo {
+  return {
+    id: str(t['InstanceTypeId']),
+    gpuAmount: num(t['GPUAmount']),
+    gpuSpec: str(t['GPUSpec']),
+    gpuMemoryGiB: num(t['GPUMemorySize']),
+    cpu: num(t['CpuCoreCount']),
+    memoryGiB: num(t['MemorySize']),
+  };
+}
+
+/** One `Instances.Instance` entry of DescribeInstances. */
+export function instanceFrom(x: Json): InstanceInfo {
+  const locks = ((x['OperationLocks'] as Json | undefined)?.['LockReason'] ?? []) as Json[];
+  return {
+    id: str(x['InstanceId']),
+    status: str(x['Status']),
+    hostName: str(x['HostName']),
+    instanceType: str(x['InstanceType']),
+    chargeType: str(x['InstanceChargeType']),
+    startTime: str(x['StartTime']),
+    ...(Array.isArray(locks) && locks.length > 0 ? { locks: locks.map((l) => str(l['LockReason'])) } : {}),
+  };
+}
+
+/** One `InstanceSystemEventSet.InstanceSystemEventType` entry of DescribeInstanceHistoryEvents. */
+export function systemEventFrom(e: Json): SystemEvent {
+  return {
+    id: str(e['EventId']),
+    instanceId: str(e['InstanceId']),
+    type: str((e['EventType'] as Json | undefined)?.['Name']),
+    status: str((e['EventCycleStatus'] as Json | undefined)?.['Name']),
+    notBefore: str(e['NotBefore']),
+  };
+}

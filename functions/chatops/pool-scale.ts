@@ -1,0 +1,134 @@
+import type { CloudPools } from '../adapters/alicloud/ports.ts';
+import { closeApproval, getApproval, recordApproval, type ApprovalRecord } from '../lib/approvals.ts';
+import { fnv1a } from '../lib/hash.ts';
+import type { AutoscalePolicy } from '../lib/pool-policy.ts';
+import type { CommandPorts } from './command-ports.ts';
+
+/** Chat's own approvals (pool scales): a shard of their own, out of remediation's sweep's way. */
+export const CHAT_APPROVALS_SHARD = 'chatops-approvals';
+
+/** The autoscaler's pools and its cloud port, as autoscale-pools is wired (functions/autoscale/wiring.ts). */
+export interface PoolPorts {
+  policy: AutoscalePolicy;
+  cloud: CloudPools;
+}
+
+/**
+ * `pool scale POOL N`: an absolute desired size through the autoscaler's CloudPools port, within
+ * the pool's min/max from the autoscale policy. A scale-out of more than the pool's `maxStep` (the
+ * most the autoscaler itself adds at once) is costly: it is recorded as an approval and asked in
+ * chat, not carried out.
+ */
+export async function poolScale(
+  p: CommandPorts,
+  asked: { pools: PoolPorts | undefined; approvalTtlMinutes: number; pool: string; size: number; usage: string },
+): Promise<string> {
+  const { pools, approvalTtlMinutes, pool: poolId, size, usage } = asked;
+  const dryRun = p.dryRun;
+  const bounds = pools?.policy.pools[poolId];
+  if (!pools || !bounds)
+    return (
+      `node pool ${poolId} is not managed by gpu-reflex (AUTOSCALE_POLICY_FILE ` +
+      `names ${Object.keys(pools?.policy.pools ?? {}).join(', ') || 'none'}). Usage: ${usage}`
+    );
+  if (size < bounds.min || size > bounds.max)
+    return (
+      `${poolId} may hold ${bounds.min}–${bounds.max} nodes (the autoscale policy): ${size} is outside. ` +
+      `Usage: ${usage}`
+    );
+  const pool = (await pools.cloud.listNodePools()).find((x) => x.id === poolId);
+  if (!pool) return `no node pool ${poolId} in the cluster. Usage: ${usage}`;
+  const lead = dryRun ? 'dry run, nothing changed: ' : '';
+  if (pool.desiredSize === size) return `${lead}${poolId} is already at ${size}: nothing to do`;
+  if (size - pool.desiredSize > bounds.maxStep) {
+    const now = new Date(p.clock.now());
+    const id = `apr-${fnv1a(`pool/${poolId}@${pool.desiredSize}->${size}@${now.toISOString()}`)}`;
+    const summary =
+      `pool scale ${poolId} ${pool.desiredSize} → ${size} adds ${size - pool.desiredSize} nodes, more ` +
+      `than its maxStep ${bounds.maxStep}: it needs approval`;
+    await recordApproval(
+      p.kube.state,
+      {
+        id,
+        node: '',
+        incident: `pool/${poolId}`,
+        action: 'pool-scale',
+        scope: 'pool',
+        target: { gpus: [], pods: [] },
+        requestedAt: now.toISOString(),
+        expiresAt: new Date(now.getTime() + approvalTtlMinutes * 60_000).toISOString(),
+        approvers: [],
+        status: 'open',
+        scale: { pool: poolId, from: pool.desiredSize, to: size },
+      },
+      CHAT_APPROVALS_SHARD,
+    );
+    await p.notifier.notify({
+      title: `gpu-reflex: pool scale ${poolId}`,
+      text: `${summary}. Answer "approve ${id}" or "deny ${id}" within ${approvalTtlMinutes} min`,
+      severity: 'warning',
+      approval: { id },
+    });
+    return `${lead}${summary}: held for approval ${id}; an operator answers "approve ${id}"`;
+  }
+  const { taskId } = await pools.cloud.setDesiredSize(poolId, size);
+  return (
+    `${lead}${dryRun ? 'would set' : 'set'} ${poolId}'s desired size ${pool.desiredSize} ` +
+    `→ ${size}${dryRun ? '' : ` (task ${taskId})`}`
+  );
+}
+
+/**
+ * `approve`/`deny` of a held pool scale: closed once, then carried out; a second click finds it
+ * closed. `decided` is true only for the click that closed it.
+ */
+export async function decidePoolScale(
+  p: CommandPorts,
+  pools: PoolPorts | undefined,
+  id: string,
+  decision: 'approved' | 'rejected',
+  by: string,
+): Promise<{ answer: string; decided: boolean } | undefined> {
+  const rec = await getApproval(p.kube.state, id, CHAT_APPROVALS_SHARD);
+  if (!rec?.scale) return undefined;
+  const answer = await decideScale(p, { pools, id, rec: { ...rec, scale: rec.scale }, decision, by });
+  return typeof answer === 'string' ? { answer, decided: false } : answer;
+}
+
+/** A held pool scale's decision: closed, then carried out (approved) or left (rejected). */
+async function decideScale(
+  p: CommandPorts,
+  asked: {
+    pools: PoolPorts | undefined;
+    id: string;
+    rec: ApprovalRecord & { scale: NonNullable<ApprovalRecord['scale']> };
+    decision: 'approved' | 'rejected';
+    by: string;
+  },
+): Promise<string | { answer: string; decided: true }> {
+  const { pools, id, rec, decision, by } = asked;
+  const now = new Date(p.clock.now());
+  if (rec.status !== 'open')
+    return `${id} is already ${rec.status}${rec.decidedBy ? ` by ${rec.decidedBy}` : ''}: nothing more done`;
+  if (now.getTime() >= Date.parse(rec.expiresAt)) {
+    await closeApproval(p.kube.state, id, 'expired', { at: now, note: 'expired undecided' }, CHAT_APPROVALS_SHARD);
+    return `${id} expired at ${rec.expiresAt}: too late, nothing done (ask again with pool scale)`;
+  }
+  const { pool, from, to } = rec.scale;
+  const closed = await closeApproval(
+    p.kube.state,
+    id,
+    decision === 'approved' ? 'approved-applied' : 'rejected',
+    { decidedBy: by, at: now },
+    CHAT_APPROVALS_SHARD,
+  );
+  if (!closed.closed) return `${id} is already ${closed.record?.status ?? 'gone'}: nothing more done`;
+  if (decision === 'rejected') return { answer: `rejected ${id}: ${pool} stays as it is`, decided: true };
+  if (!pools)
+    return {
+      answer: `approved ${id}, but this deployment has no cloud wired (AUTOSCALE_POLICY_FILE): nothing done`,
+      decided: true,
+    };
+  const { taskId } = await pools.cloud.setDesiredSize(pool, to);
+  return { answer: `approved ${id}: set ${pool}'s desired size ${from} → ${to} (task ${taskId})`, decided: true };
+}

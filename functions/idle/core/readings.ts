@@ -1,0 +1,41 @@
+import type { GpuUtilizationSummaryDetail } from '../../../events/index.ts';
+import type { IdlePolicy } from './policy.ts';
+
+/** A device's reading in one summary, a MIG instance's share of its GPU, and what idle time cost (planner.ts). */
+type Reading = 'idle' | 'busy' | 'unknown';
+
+/** The device's reading in this summary: max over the window under the threshold, for every measure it has. */
+export function readDevice(
+  summary: GpuUtilizationSummaryDetail,
+  gpu: string,
+  mig: string | undefined,
+  thresholdPercent: number,
+): Reading {
+  const g = summary.gpus.find((x) => x.uuid === gpu);
+  if (!g) return 'unknown';
+  const under = (a: { max: number }) => a.max < thresholdPercent;
+  if (mig !== undefined) {
+    // NVML gives no SM utilization per MIG instance without GPM: an instance counts idle only while its
+    // framebuffer stays (nearly) empty — a loaded model reads busy, never the other way round.
+    const m = g.migDevices.find((d) => d.uuid === mig);
+    if (!m) return 'unknown';
+    return under(m.framebufferUsedPercent) ? 'idle' : 'busy';
+  }
+  if (!g.utilPercent || !g.memoryUtilPercent) return 'unknown';
+  return under(g.utilPercent) && under(g.memoryUtilPercent) ? 'idle' : 'busy';
+}
+
+/** The share of a GPU a MIG profile is (`3g.40gb` → 3/7: NVIDIA's A100/H100/H200 have 7 compute slices). */
+export function migShare(profile: string | undefined): number {
+  const g = /^(\d)g\./.exec(profile ?? '');
+  return g ? Math.min(1, Number(g[1]) / 7) : 1;
+}
+
+export function idleCost(policy: IdlePolicy, instanceType: string | undefined, idleMs: number, share: number) {
+  const price = instanceType !== undefined ? policy.prices[instanceType] : undefined;
+  if (price === undefined) return undefined;
+  const gpuHours = round((idleMs / 3_600_000) * share, 3);
+  return { gpuHours, amount: round(gpuHours * price, 2), currency: policy.currency, pricePerGpuHour: price };
+}
+
+export const round = (v: number, digits: number) => Math.round(v * 10 ** digits) / 10 ** digits;

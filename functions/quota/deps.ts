@@ -1,0 +1,37 @@
+import type { EventPublisher } from '../adapters/bus.ts';
+import type { Notifier } from '../adapters/chat/notifier.ts';
+import type { Clock } from '../adapters/clock.ts';
+import type { LeaseOps, NodeOps, PodOps, QuotaOps, StateStore } from '../adapters/kube/ports.ts';
+import type { Logger } from '../adapters/logger.ts';
+import type { QuotaConfig } from './core/config.ts';
+import type { QuotaPlan } from './core/planner.ts';
+import type { IdleLending } from './idle-lending.ts';
+
+/** The quota rewriter's marks on what it writes, its ports and its outcome (run.ts, rollback.ts). */
+export const PREVIOUS_HARD_ANNOTATION = 'gpu-reflex.io/previous-hard';
+export const HOLD_UNTIL_ANNOTATION = 'gpu-reflex.io/quota-hold-until';
+export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'gpu-reflex' } as const;
+
+export interface QuotaDeps {
+  nodes: Pick<NodeOps, 'list'>;
+  pods: Pick<PodOps, 'list'>;
+  quotas: QuotaOps;
+  state: StateStore;
+  leases: LeaseOps;
+  publisher: EventPublisher;
+  notifier: Notifier;
+  clock: Clock;
+  logger: Logger;
+  holder: string;
+  config: QuotaConfig;
+}
+
+export interface QuotaOutcome {
+  plan: QuotaPlan;
+  /** Namespaces whose quota was written this round. */
+  changed: string[];
+  /** Namespaces left alone: a rollback holds them. */
+  held: string[];
+  /** Idle devices counted as free this round (idle-lending.ts), and the records' loans not taken. */
+  lending?: IdleLending;
+}

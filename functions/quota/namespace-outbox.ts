@@ -1,0 +1,31 @@
+import type { PublishedEvent } from '../adapters/bus.ts';
+import type { Json } from '../adapters/kube/model.ts';
+import { mergeOutbox } from '../lib/outbox.ts';
+import type { QuotaDeps } from './deps.ts';
+
+/** A namespace's outbox, kept in the state store under `quota.<namespace>` (the outbox rule). */
+export const key = (ns: string) => `quota.${ns}`;
+
+/** Publishes what a namespace's outbox holds, then clears what went (the outbox rule). */
+export async function flush(deps: QuotaDeps, ns: string, pending: PublishedEvent[]): Promise<void> {
+  if (pending.length === 0) return;
+  await deps.publisher.publish(pending);
+  const sent = new Set(pending.map((e) => String(e.detail.eventId)));
+  await deps.state.update(key(ns), (cur) => {
+    const left = (((cur ?? {}) as { events?: PublishedEvent[] }).events ?? []).filter(
+      (e) => !sent.has(String(e.detail.eventId)),
+    );
+    return left.length > 0 ? ({ events: left } as unknown as Json) : undefined;
+  });
+}
+
+export async function record(deps: QuotaDeps, ns: string, event: PublishedEvent): Promise<PublishedEvent[]> {
+  const written = (await deps.state.update(
+    key(ns),
+    (cur) =>
+      ({
+        events: mergeOutbox(((cur ?? {}) as { events?: PublishedEvent[] }).events ?? [], [event]),
+      }) as unknown as Json,
+  )) as { events?: PublishedEvent[] } | undefined;
+  return written?.events ?? [event];
+}

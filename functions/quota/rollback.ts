@@ -1,0 +1,118 @@
+import { parseQuantity } from '../adapters/kube/quantity.ts';
+import { HOLD_UNTIL_ANNOTATION, MANAGED_BY, PREVIOUS_HARD_ANNOTATION, type QuotaDeps } from './deps.ts';
+import { quotaEvent, type EventChange } from './quota-event.ts';
+
+export interface RolledBack {
+  namespace: string;
+  from: Record<string, string>;
+  to: Record<string, string>;
+  /** gpu-reflex had created the quota: it was deleted, not emptied, and is not held. */
+  deleted: boolean;
+  /** Said when `force` let a rollback go below what the namespace uses. */
+  warnings: string[];
+}
+
+export interface RollbackOutcome {
+  restored: RolledBack[];
+  skipped: { namespace: string; why: string }[];
+  /** Left alone: going back would put the namespace below what it uses (and `force` was not given). */
+  refused: { namespace: string; why: string }[];
+}
+
+function amount(q: string | undefined): number | undefined {
+  if (q === undefined) return undefined;
+  try {
+    return parseQuantity(q);
+  } catch {
+    return undefined;
+  }
+}
+
+/** `requests.nvidia.com/gpu 4 < 6 used` for each key whose restored value is below its usage. */
+function belowUsage(to: Record<string, string>, used: Record<string, string>): string[] {
+  return Object.keys(to)
+    .sort()
+    .flatMap((k) => {
+      const v = amount(to[k]);
+      const u = amount(used[k]);
+      return v !== undefined && u !== undefined && v < u ? [`${k} ${to[k]} < ${used[k]} used`] : [];
+    });
+}
+
+/**
+ * `gpu-reflex quota rollback`: each gpu-reflex quota (of `namespaces`, or all) goes back to the
+ * values its last rewrite replaced, and is held from further rewrites for `holdMinutes`. The
+ * values it leaves become the new "previous", so a rollback can itself be rolled back.
+ *
+ * A quota gpu-reflex created (previous `null`, or `{}` as written before 2026-12) goes back to
+ * absence: it is deleted (with the resourceVersion read), not emptied, and not held — an empty or
+ * absent quota held for an hour would leave the namespace unlimited that long; the rewriter writes
+ * it again at its next round. Going back below what a namespace uses (the quota's status.used) is
+ * refused unless `force`, and said either way.
+ */
+export async function rollbackQuotas(
+  deps: Omit<QuotaDeps, 'nodes' | 'pods' | 'leases' | 'holder'>,
+  namespaces: readonly string[] | undefined,
+  holdMinutes: number,
+  opts: { force?: boolean } = {},
+): Promise<RollbackOutcome> {
+  const now = deps.clock.now();
+  const mine = (await deps.quotas.listQuotas()).filter(
+    (q) => q.name === deps.config.quotaName && (namespaces === undefined || namespaces.includes(q.namespace)),
+  );
+  const out: RollbackOutcome = { restored: [], skipped: [], refused: [] };
+  for (const ns of namespaces ?? [])
+    if (!mine.some((q) => q.namespace === ns))
+      out.skipped.push({ namespace: ns, why: `no ResourceQuota ${deps.config.quotaName} there` });
+  for (const q of mine.sort((a, b) => a.namespace.localeCompare(b.namespace))) {
+    const raw = q.annotations?.[PREVIOUS_HARD_ANNOTATION];
+    let previous: Record<string, string> | null;
+    try {
+      previous = JSON.parse(raw ?? 'undefined') as Record<string, string> | null;
+      if (typeof previous !== 'object' || Array.isArray(previous)) throw new Error('not an object');
+    } catch {
+      out.skipped.push({
+        namespace: q.namespace,
+        why: `no readable ${PREVIOUS_HARD_ANNOTATION} annotation: nothing to go back to`,
+      });
+      continue;
+    }
+    const created = previous === null || Object.keys(previous).length === 0;
+    const to = previous ?? {};
+    const below = created ? [] : belowUsage(to, q.used);
+    const warnings: string[] = [];
+    if (below.length > 0) {
+      const why = `going back would put it below what it uses: ${below.join(', ')}`;
+      if (!opts.force) {
+        out.refused.push({
+          namespace: q.namespace,
+          why: `${why}; nothing changed (gpu-reflex quota rollback --force to roll back anyway)`,
+        });
+        continue;
+      }
+      warnings.push(`${why}: its running pods stay, new ones are refused until they fit`);
+    }
+    const until = new Date(now + holdMinutes * 60_000).toISOString();
+    if (created) await deps.quotas.deleteQuota(q.namespace, q.name, q.resourceVersion);
+    else
+      await deps.quotas.applyQuota(q.namespace, q.name, {
+        hard: to,
+        labels: { ...MANAGED_BY },
+        annotations: { [PREVIOUS_HARD_ANNOTATION]: JSON.stringify(q.hard), [HOLD_UNTIL_ANNOTATION]: until },
+      });
+    const changes: EventChange[] = [...new Set([...Object.keys(to), ...Object.keys(q.hard)])]
+      .filter((k) => to[k] !== q.hard[k])
+      .sort()
+      .map((k) => ({ resource: k, from: q.hard[k] ?? null, to: to[k] ?? null }));
+    const reason = created
+      ? 'rolled back by a person: gpu-reflex had created this quota, so it is deleted; rewrite-quotas writes it ' +
+        'again at its next round (take the namespace out of the teams file to keep it away)'
+      : `rolled back by a person to the values before the last rewrite; held from rewrites until ${until}`;
+    if (changes.length > 0)
+      await deps.publisher.publish([
+        quotaEvent(deps, { namespace: q.namespace, changes, reason: [reason, ...warnings].join('; '), now }),
+      ]);
+    out.restored.push({ namespace: q.namespace, from: q.hard, to, deleted: created, warnings });
+  }
+  return out;
+}
