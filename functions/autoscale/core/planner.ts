@@ -1,3 +1,6 @@
+// Over 300 lines (issue #26 allows five such files, each saying why): planScaleOut is one algorithm whose phases
+// (shapes, in-flight fill, greedy growth, drop pass) share the shapes, bins and packing caches in closures on the
+// decision-time hot path (bench autoscale); cutting it into files would pass all of them around.
 import { cardArray, cardNeed, fitOnCards, placeOnCards } from './cards.ts';
 import { whyNot, type GpuCard, type NodeTemplate, type PodConstraints } from './fit.ts';
 

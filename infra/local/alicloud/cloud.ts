@@ -1,3 +1,6 @@
+// Over 300 lines (issue #26 allows five such files, each saying why): one stateful simulated region whose pool
+// operations, boots and tasks and the call gate (throttles, injected failures) mutate the same maps; its types and
+// scripted events are already apart (cloud-types.ts, cloud-scripted-events.ts). Next seam: the call gate.
 import type { Clock } from '../../../events/clock.ts';
 import { DEFAULT_INSTANCE_TYPES, type InstanceTypeSpec } from './catalog.ts';
 import type { ParsedCloudFile } from './cloud-file.ts';
