@@ -1,10 +1,10 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKubeSim, type KubeSim } from '../infra/local/kube/index.ts';
 import { commandWorks, requireTool } from './tools.ts';
+import { kubectlIn } from './kubectl-run.ts';
 
 /**
  * DRA on a Kubernetes 1.32 cluster as kubectl 1.32 sees it (issue #28): 1.32 serves resource.k8s.io only at
@@ -69,16 +69,7 @@ describe('kubectl 1.32: DRA claims at resource.k8s.io/v1beta1', kubectlTool.opti
     rmSync(dir, { recursive: true, force: true });
   });
 
-  function kubectl(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    return new Promise((done) => {
-      execFile(
-        'kubectl',
-        ['--kubeconfig', kubeconfig, '--cache-dir', join(dir, 'cache'), ...args],
-        { env: { ...process.env, HOME: dir, KUBECONFIG: '' } },
-        (err, stdout, stderr) => done({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-      );
-    });
-  }
+  const kubectl = (args: string[]) => kubectlIn(dir, kubeconfig)(args);
   const json = async (args: string[]) => {
     const r = await kubectl([...args, '-o', 'json']);
     expect(r.stderr).toBe('');

@@ -1,10 +1,10 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startKubeSim, type KubeSim } from '../infra/local/kube/index.ts';
 import { commandWorks, requireTool } from './tools.ts';
+import { kubectlIn } from './kubectl-run.ts';
 
 /**
  * Preemption on the simulated cluster as kubectl (1.32) sees it (issue #28): a PriorityClass applied with kubectl is
@@ -54,16 +54,7 @@ describe('kubectl: preemption by the simulated scheduler', kubectlTool.options, 
     rmSync(dir, { recursive: true, force: true });
   });
 
-  function kubectl(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-    return new Promise((done) => {
-      execFile(
-        'kubectl',
-        ['--kubeconfig', kubeconfig, '--cache-dir', join(dir, 'cache'), ...args],
-        { env: { ...process.env, HOME: dir, KUBECONFIG: '' } },
-        (err, stdout, stderr) => done({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
-      );
-    });
-  }
+  const kubectl = (args: string[]) => kubectlIn(dir, kubeconfig)(args);
 
   it('kubectl get priorityclasses lists the applied class; the pod is nominated to the node it preempts', async () => {
     expect((await kubectl(['apply', '-f', join(dir, 'serve.yaml')])).stderr).toBe('');
