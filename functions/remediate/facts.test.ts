@@ -3,7 +3,10 @@ import { FakeCluster } from '../adapters/kube/fake-cluster.ts';
 import { FakeNodeOps, FakePodOps } from '../adapters/kube/fake-node-pod-ops.ts';
 import { DEFAULT_POLICY } from './core/policy.ts';
 import { HISTORY_ANNOTATION, STATE_LABEL } from './core/state.ts';
-import { fetchPoolFacts, podsOf } from './facts.ts';
+import { draFacts, fetchPoolFacts, podsOf } from './facts.ts';
+import { ForbiddenError, NotFoundError } from '../adapters/errors.ts';
+import type { DeviceTaintOps } from '../adapters/kube/fence-ports.ts';
+import type { NodeInfo } from '../adapters/kube/model.ts';
 
 describe('podsOf: the pods a remediation moves or waits for', () => {
   it('leaves out finished pods (they hold no GPU) and pods already terminating', async () => {
@@ -82,5 +85,29 @@ describe('fetchPoolFacts: who in the pool counts against its blast radius', () =
       quarantinedInWindow: 2,
       quarantinedNodes: ['back-recently', 'draining'],
     });
+  });
+});
+
+describe('draFacts: an API the cluster does not serve is told apart from one it will not let us read', () => {
+  const policy = { ...DEFAULT_POLICY, pools: { a100: { fenceBackend: 'dra' as const } } };
+  const info = { name: 'n1', labels: { 'gpu-reflex.io/pool': 'a100' } } as unknown as NodeInfo;
+  const failing = (err: Error): DeviceTaintOps =>
+    ({ devices: () => Promise.reject(err), rules: () => Promise.reject(err) }) as unknown as DeviceTaintOps;
+  const warns: string[] = [];
+  const warn = (m: string) => void warns.push(m);
+
+  it('404 (no resource.k8s.io version serves them): unserved, so the fence falls back at once', async () => {
+    expect(
+      await draFacts(
+        failing(new NotFoundError('the server could not find the requested resource')),
+        policy,
+        info,
+        warn,
+      ),
+    ).toBe('unserved');
+  });
+
+  it('403 (not allowed): no reading, the fence waits fence.verifyMinutes as before', async () => {
+    expect(await draFacts(failing(new ForbiddenError('forbidden')), policy, info, warn)).toBeUndefined();
   });
 });

@@ -21,13 +21,23 @@ const MINUTE = 60_000;
  */
 export function checkDra(
   i: Incident,
-  node: Pick<NodeFacts, 'name' | 'dra'>,
+  node: Pick<NodeFacts, 'name' | 'dra' | 'draUnserved'>,
   now: Date,
   policy: Pick<Policy, 'fence'>,
 ): FenceCheck {
   const f = i.fence!;
   const at = now.toISOString();
   const driver = policy.fence.dra.driver;
+  // The cluster serves no DRA API (404): waiting cannot help, and meanwhile a claim could be given this GPU.
+  if (!node.dra && node.draUnserved && f.fallback === undefined) {
+    return {
+      kind: 'fallback',
+      incident: { ...i, fence: { ...f, fallback: 'not-verified', fallbackAt: at } },
+      why:
+        `${node.name}'s cluster serves no DRA API (ResourceSlices and DeviceTaintRules answer 404), so no ` +
+        `DeviceTaintRule can hold ${i.gpu} out: the node is tainted NoSchedule instead, until the GPU is repaired`,
+    };
+  }
   if (node.dra && i.gpu && !node.dra.devices[i.gpu]) {
     return {
       kind: 'fallback',

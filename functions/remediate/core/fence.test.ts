@@ -282,7 +282,16 @@ describe('fence backends: DRA device taints', () => {
     expect(ourTaint(s.world)).toMatchObject({ effect: 'NoSchedule' });
   });
 
-  it('DRA not readable here (no port, or the API is not served): waits fence.verifyMinutes, then taints the node and says so', async () => {
+  it('DRA API not served by the cluster (404, e.g. 1.32 with DRA off): the first sweep taints the node, no wait', async () => {
+    const w = (await hit({ node: { ...node(), draUnserved: true }, pods: PODS }, xid(48, { gpu: 3 }), P, 'ignores'))
+      .world;
+    const s = await sweep(w, 1, P, 'ignores');
+    expect(fenceOf(s.world)).toMatchObject({ fallback: 'not-verified' });
+    expect(s.plan?.reason).toContain('serves no DRA API');
+    expect(ourTaint(s.world)).toBeDefined();
+  });
+
+  it('DRA not readable here (no port, or not allowed to read): waits fence.verifyMinutes, then taints the node and says so', async () => {
     const w = (await hit({ node: node(), pods: PODS }, xid(48, { gpu: 3 }), P, 'ignores')).world;
     const early = await sweep(w, P.fence.verifyMinutes - 1, P, 'ignores');
     expect(ourTaint(early.world)).toBeUndefined();

@@ -64,6 +64,12 @@ export interface NodeFacts {
    */
   dra?: { devices: Record<string, DeviceRef>; rules: string[] };
   /**
+   * The cluster answered 404 for the DRA kinds (it serves no resource.k8s.io version with ResourceSlices and
+   * DeviceTaintRules, e.g. 1.32 with DRA off): no DeviceTaintRule can ever fence here (fence-dra.ts falls back
+   * at once).
+   */
+  draUnserved?: true;
+  /**
    * ACK gpushare, read only for nodes that share their GPUs (fence-cgpu.ts): the card indices
    * ConfigMap `kube-system/unhealthy-gpu-<node>` lists. Absent: not read (no access), never "none".
    */
