@@ -103,6 +103,8 @@ export class Lifecycle {
   /** Waiting pods by shape, and each one's place in the queue (first come, first bound). */
   private readonly byShape = new Map<string, Set<string>>();
   private readonly queued = new Map<string, number>();
+  /** Each waiting pod's priority, kept as it is filed (the queue's first key; read once per write, not per pass). */
+  private readonly priorities = new Map<string, number>();
   private queueSeq = 0;
   /**
    * Node label keys the waiting pods select on, counted: each waiting pod's keys are added when it
@@ -482,8 +484,8 @@ export class Lifecycle {
     this.dirtyShapes.clear();
     // The active queue takes higher priority first, then the earlier arrival (queuesort PrioritySort,
     // pkg/scheduler/framework/plugins/queuesort/priority_sort.go).
-    const prio = new Map(keys.map((k) => [k, this.priorityOfKey(k)]));
-    keys.sort((a, b) => prio.get(b)! - prio.get(a)! || this.queued.get(a)! - this.queued.get(b)!);
+    const prio = (k: string) => this.priorities.get(k) ?? 0;
+    keys.sort((a, b) => prio(b) - prio(a) || this.queued.get(a)! - this.queued.get(b)!);
     let nodes: NodeView[] | undefined;
     const free = this.freeCache;
     const freeOf = (n: Node) => {
@@ -569,12 +571,6 @@ export class Lifecycle {
     this.unschedulable(key, pod, pick.reason);
     const [ns, name] = key.split('/') as [string, string];
     if (this.nominations.mayTry(pod)) this.nominations.preempt(this.store.pod(ns, name) ?? pod, nodes);
-  }
-
-  private priorityOfKey(key: string): number {
-    const [ns, name] = key.split('/') as [string, string];
-    const pod = this.store.pod(ns, name);
-    return pod ? priorityOf(pod) : 0;
   }
 
   /**
@@ -814,6 +810,8 @@ export class Lifecycle {
       if (heldFor !== undefined) this.bumpEpoch(heldFor);
       if (shaped || this.pending.has(key)) this.trackSelected(key, shaped ? pod.spec : undefined);
       this.fileShape(key, shaped ? shapeOf(pod) : undefined);
+      if (shaped) this.priorities.set(key, priorityOf(pod));
+      else this.priorities.delete(key);
       if (shaped && !this.pending.has(key)) this.dirtyShapes.add(this.shapeOf.get(key)!);
       if (shaped) this.pending.add(key);
       else {
