@@ -88,16 +88,16 @@ interface Shape {
   /** Demand of one pod: the cheapest price of its dominant share of a node (also its size). */
   value: number;
   /** What one pod needs of one card on cGPU pools; unset when it asks for no shared GPU. */
-  need?: GpuCard;
+  need: GpuCard | undefined;
   /** At most one pod of the shape a node (its pods are anti-affine on the hostname). */
-  spread?: boolean;
+  spread: boolean;
 }
 
 interface Bin {
   pool: number;
   free: Float64Array;
   /** cGPU pools: each card's free memory and core (cards.ts cardArray). */
-  cards?: Float64Array;
+  cards: Float64Array | undefined;
   /** shape index → pods of that shape in this bin. */
   load: Map<number, number>;
   kind: 'in-flight' | 'minimum' | 'new';
@@ -145,15 +145,9 @@ function release(bin: Bin, s: number, shape: Shape, n: number, cardsBefore?: Flo
 export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly PendingPod[]): ScaleOutPlan {
   const pools = [...poolsIn].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const pending = [...pendingIn].sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
-  const dims = [
-    ...new Set(
-      pending.flatMap((p) =>
-        Object.entries(p.requests)
-          .filter(([, v]) => v > 0)
-          .map(([k]) => k),
-      ),
-    ),
-  ].sort();
+  const asked = new Set<string>();
+  for (const p of pending) for (const k of Object.keys(p.requests)) if (p.requests[k]! > 0) asked.add(k);
+  const dims = [...asked].sort();
   const cap = pools.map((p) => Float64Array.from(dims, (d) => p.allocatable[d] ?? 0));
   const cardCap = pools.map((p) => (p.cards ? cardArray(p.cards) : undefined));
   const room = pools.map((p) => (p.frozen ? 0 : Math.max(0, Math.min(p.maxStep, p.max - Math.max(p.desired, p.min)))));
@@ -163,20 +157,21 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
   const byKey = new Map<string, number>();
   const shapes: Shape[] = [];
   // Pods with the same constraints get the same answer: checked once.
-  const checked = new Map<string, { feasible: number[]; why: string }>();
+  // The requests are part of the check: its vector and the shape key's part for them are worked out once too.
+  const checked = new Map<string, { feasible: number[]; why: string; vec: Float64Array; key: string }>();
   for (const pod of pending) {
     const sig = JSON.stringify([pod.requests, pod.nodeSelector, pod.requiredTerms, pod.tolerations]);
     let check = checked.get(sig);
     if (!check) {
       const feasible: number[] = [];
-      const reasons: string[] = [];
-      for (let i = 0; i < pools.length; i++) {
-        const why = whyNot(pod, pools[i]!);
-        if (why === undefined) feasible.push(i);
-        else reasons.push(`${pools[i]!.name}: ${why}`);
-      }
+      for (let i = 0; i < pools.length; i++) if (whyNot(pod, pools[i]!) === undefined) feasible.push(i);
+      // Each pool's reason is written out only for a pod no pool can host (the only ones reported).
+      const reasons = feasible.length > 0 ? [] : pools.map((p) => `${p.name}: ${whyNot(pod, p)!}`);
+      const vec = Float64Array.from(dims, (d) => pod.requests[d] ?? 0);
       check = {
         feasible,
+        vec,
+        key: `${vec.join(',')}|${feasible.join(',')}`,
         why:
           feasible.length > 0
             ? ''
@@ -191,8 +186,8 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
       unhostable.push({ pod: pod.key, why: check.why });
       continue;
     }
-    const vec = Float64Array.from(dims, (d) => pod.requests[d] ?? 0);
-    const key = `${pod.priority}|${vec.join(',')}|${feasible.join(',')}|${pod.spread ?? ''}`;
+    const { vec } = check;
+    const key = `${pod.priority}|${check.key}|${pod.spread ?? ''}`;
     let s = byKey.get(key);
     if (s === undefined) {
       const share = (i: number) => Math.max(...dims.map((_, d) => (vec[d]! > 0 ? vec[d]! / cap[i]![d]! : 0)));
@@ -204,8 +199,9 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
         priority: pod.priority,
         pods: [],
         value: Math.min(...feasible.map((i) => pools[i]!.hourlyPrice * share(i))),
-        ...(cardNeed(pod.requests) ? { need: cardNeed(pod.requests)! } : {}),
-        ...(pod.spread ? { spread: true } : {}),
+        // Every field set, in one order: one object shape for the hot loops.
+        need: cardNeed(pod.requests),
+        spread: Boolean(pod.spread),
       });
     }
     shapes[s]!.pods.push(pod.key);
@@ -223,13 +219,35 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
   const fits = (s: number, pool: number) => hosts[s]![pool] === 1;
   /** Each pool's shapes, in packing order. */
   const mineOf = pools.map((_, p) => order.filter((s) => fits(s, p)));
+  /**
+   * Per pool, each resource every shape it hosts asks for, with the least any asks: a node with less free than that
+   * of one of them takes no more pods (fitCount's own test, on the smallest request: a larger one fits no better).
+   */
+  const least = mineOf.map((mine) => {
+    const at: number[] = [];
+    const min: number[] = [];
+    for (let d = 0; d < dims.length; d++) {
+      let m = Infinity;
+      for (const s of mine) m = Math.min(m, shapes[s]!.vec[d]! > 0 ? shapes[s]!.vec[d]! : -1);
+      if (m > 0 && m < Infinity) {
+        at.push(d);
+        min.push(m);
+      }
+    }
+    return { at, min };
+  });
+  const full = (pool: number, free: Float64Array): boolean => {
+    const { at, min } = least[pool]!;
+    for (let j = 0; j < at.length; j++) if (Math.floor((free[at[j]!]! + EPS) / min[j]!) === 0) return true;
+    return false;
+  };
 
   const bins: Bin[] = [];
   let seq = 0;
   const newBin = (pool: number, kind: Bin['kind']): Bin => ({
     pool,
     free: Float64Array.from(cap[pool]!),
-    ...(cardCap[pool] ? { cards: cardCap[pool].slice() } : {}),
+    cards: cardCap[pool]?.slice(),
     load: new Map(),
     kind,
     seq: seq++,
@@ -265,9 +283,12 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
       use(shapes[s]!, n, free, cards);
       load.push([s, n]);
       value += n * shapes[s]!.value;
+      if (full(pool, free)) break;
     }
     return { load, value };
   };
+  /** Pods of each shape one packing took (zeroed again before it returns). */
+  const taken = new Int32Array(shapes.length);
   /**
    * One pod at a time, the one with the most demand per share of what is still free (a resource
    * running out weighs more): mixes GPU-heavy and CPU-heavy pods on one node where the order
@@ -276,18 +297,23 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
   const packBalanced = (pool: number, mine: readonly number[]): { load: [number, number][]; value: number } => {
     const free = Float64Array.from(cap[pool]!);
     const cards = cardCap[pool]?.slice();
-    const taken = new Map<number, number>();
+    /** Shapes in the order they were first taken. */
+    const order: number[] = [];
     let value = 0;
     const top = shapes[mine[0]!]!.priority;
-    // The largest shapes are where GPU-heavy and CPU-heavy pods meet; the rest only fill gaps.
-    const head = mine.length > BALANCE_SHAPES ? mine.slice(0, BALANCE_SHAPES) : mine;
+    // The largest shapes are where GPU-heavy and CPU-heavy pods meet; the rest only fill gaps. A shape that cannot
+    // take one more pod now never can in this packing (room only shrinks, takings only grow): it leaves the list.
+    const head = (mine.length > BALANCE_SHAPES ? mine.slice(0, BALANCE_SHAPES) : mine).filter(
+      (s) => shapes[s]!.priority === top,
+    );
     for (;;) {
       let pick = -1;
       let bestRatio = 0;
+      let w = 0;
       for (const s of head) {
         const sh = shapes[s]!;
-        if (sh.priority !== top || (taken.get(s) ?? 0) >= left[s]! || fitCount(sh, free, 1, cards, taken.get(s)) === 0)
-          continue;
+        if (taken[s]! >= left[s]! || fitCount(sh, free, 1, cards, taken[s]) === 0) continue;
+        head[w++] = s;
         let use = 0;
         for (let d = 0; d < dims.length; d++) if (sh.vec[d]! > 0) use += sh.vec[d]! / Math.max(free[d]!, EPS);
         const ratio = sh.value / use;
@@ -296,33 +322,51 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
           pick = s;
         }
       }
+      head.length = w;
       if (pick < 0) break;
       use(shapes[pick]!, 1, free, cards);
-      taken.set(pick, (taken.get(pick) ?? 0) + 1);
+      if (taken[pick]! === 0) order.push(pick);
+      taken[pick]!++;
       value += shapes[pick]!.value;
     }
     // What is left fills the gaps, in order (lower priorities included).
     for (const s of mine) {
-      const had = taken.get(s) ?? 0;
+      if (full(pool, free)) break;
+      const had = taken[s]!;
       const n = fitCount(shapes[s]!, free, left[s]! - had, cards, had);
       if (n === 0) continue;
       use(shapes[s]!, n, free, cards);
-      taken.set(s, had + n);
+      if (had === 0) order.push(s);
+      taken[s] = had + n;
       value += n * shapes[s]!.value;
     }
-    return { load: [...taken], value };
+    const load = order.map((s): [number, number] => [s, taken[s]!]);
+    for (const s of order) taken[s] = 0;
+    return { load, value };
   };
-  const packOne = (pool: number): { load: [number, number][]; value: number } => {
-    const mine = mineOf[pool]!.filter((s) => left[s]! > 0);
-    if (mine.length === 0) return { load: [], value: 0 };
+  /**
+   * A pool's best node, and for each shape either packing took pods of, how many: both packings come out the same
+   * while every shape of the pool keeps more pods pending than that (each takes at most what is pending, and a
+   * shape is weighed only while it has pods left; equal counts could change a tie), so the node stays cached.
+   */
+  type Packed = { load: [number, number][]; value: number; took: Map<number, number> };
+  const packOne = (pool: number): Packed => {
+    // A shape with no pod left never gets one back: it leaves the pool's list for good.
+    const mine = mineOf[pool]!;
+    let w = 0;
+    for (const s of mine) if (left[s]! > 0) mine[w++] = s;
+    mine.length = w;
+    if (mine.length === 0) return { load: [], value: 0, took: new Map() };
     const plain = packInOrder(pool, mine);
-    if (mine.length === 1 || dims.length === 1) return plain;
+    const took = new Map(plain.load);
+    if (mine.length === 1 || dims.length === 1) return { load: plain.load, value: plain.value, took };
     // The largest shapes are where GPU-heavy and CPU-heavy pods meet; the rest only fill gaps.
     const balanced = packBalanced(pool, mine);
-    return balanced.value > plain.value + EPS ? balanced : plain;
+    for (const [s, n] of balanced.load) took.set(s, Math.max(n, took.get(s) ?? 0));
+    const best = balanced.value > plain.value + EPS ? balanced : plain;
+    return { load: best.load, value: best.value, took };
   };
-  // A pool's best node changes only when a shape it can host loses pods: cached until then.
-  const cache: ({ load: [number, number][]; value: number } | undefined)[] = pools.map(() => undefined);
+  const cache: (Packed | undefined)[] = pools.map(() => undefined);
   for (;;) {
     let best: { pool: number; load: [number, number][]; score: number } | undefined;
     for (let i = 0; i < pools.length; i++) {
@@ -344,7 +388,8 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
       bins.push(bin);
       added[best.pool]!++;
     }
-    for (const [sh] of best.load) for (const p of shapes[sh]!.pools) cache[p] = undefined;
+    for (const [sh] of best.load)
+      for (const p of shapes[sh]!.pools) if (left[sh]! <= (cache[p]?.took.get(sh) ?? 0)) cache[p] = undefined;
   }
 
   // Waste removal: drop a new node whose pods fit in the room left on the other nodes.
@@ -354,23 +399,51 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
       .sort((a, b) => pools[b.pool]!.hourlyPrice - pools[a.pool]!.hourlyPrice || b.seq - a.seq);
   // A node like one that could not be emptied cannot be either, until some move succeeds.
   let stuck = new Set<string>();
+  // Each shape's candidate nodes, in node order: the nodes of the pools that can host it, less those that can never
+  // take one of its pods again. Between attempts a node's room only shrinks (a failed attempt is undone, a
+  // successful one fills other nodes and drops its own), so a node without room for one pod of the shape, untouched
+  // by the attempt under way, leaves the shape's list for good.
+  const candidates = new Map<number, Bin[]>();
+  // The nodes of each set of pools, in node order (shapes hosted by the same pools share it until their first try).
+  // A node full for every shape its pool hosts (full()) takes nothing in any attempt: it is no candidate at all.
+  const withRoom = bins.filter((b) => !full(b.pool, b.free));
+  const ofPools = new Map<Shape['pools'], Bin[]>();
+  const nodesOf = (s: number): Bin[] => {
+    let list = ofPools.get(shapes[s]!.pools);
+    if (!list) ofPools.set(shapes[s]!.pools, (list = withRoom.filter((b) => fits(s, b.pool))));
+    return list;
+  };
+  const gone = new Uint8Array(seq);
+  const touched = new Int32Array(seq).fill(-1);
+  let attempt = 0;
   for (const victim of newest()) {
     const sig = `${victim.pool}|${[...victim.load].sort(([a], [b]) => a - b).join(';')}`;
     if (stuck.has(sig)) continue;
+    attempt++;
     const moves: [Bin, number, number, Float64Array | undefined][] = [];
     let ok = true;
     for (const [s, n] of [...victim.load]) {
       let rest = n;
-      for (const other of bins) {
-        if (other === victim || rest === 0 || !fits(s, other.pool)) continue;
-        const k = fitCount(shapes[s]!, other.free, rest, other.cards, other.load.get(s));
-        if (k > 0) {
-          const before = other.cards?.slice();
-          take(other, s, shapes[s]!, k);
-          moves.push([other, s, k, before]);
-          rest -= k;
+      const list = candidates.get(s) ?? nodesOf(s);
+      const kept: Bin[] = [];
+      let j = 0;
+      for (; j < list.length && rest > 0; j++) {
+        const other = list[j]!;
+        if (gone[other.seq]) continue;
+        if (other !== victim) {
+          const k = fitCount(shapes[s]!, other.free, rest, other.cards, other.load.get(s));
+          if (k > 0) {
+            const before = other.cards?.slice();
+            take(other, s, shapes[s]!, k);
+            moves.push([other, s, k, before]);
+            touched[other.seq] = attempt;
+            rest -= k;
+          } else if (touched[other.seq] !== attempt) continue;
         }
+        kept.push(other);
       }
+      for (; j < list.length; j++) kept.push(list[j]!);
+      candidates.set(s, kept);
       if (rest > 0) {
         ok = false;
         break;
@@ -378,6 +451,7 @@ export function planScaleOut(poolsIn: readonly PoolState[], pendingIn: readonly 
     }
     if (ok) {
       bins.splice(bins.indexOf(victim), 1);
+      gone[victim.seq] = 1;
       added[victim.pool]!--;
       stuck = new Set();
     } else {
