@@ -3,7 +3,7 @@
  * the platform's headers given as flags, the replay window at `--now` — and says exactly why it
  * would be refused. `--decrypt` prints a Feishu/Lark callback's decrypted body.
  */
-import { parseArgs } from 'node:util';
+import { parseFlags } from '../../events/cli-kit/flags.ts';
 import { InputError, UsageError, type CliIo, type Command } from '../../events/cli-kit/command.ts';
 import { readInputText } from '../../events/cli-kit/input.ts';
 import {
@@ -42,28 +42,18 @@ export const chatVerifyCommand: Command = {
     'check a captured Slack, DingTalk or Feishu request the way the webhook does, and say why it would be refused',
   help: HELP,
   async run(args: string[], io: CliIo): Promise<number> {
-    let values;
-    try {
-      ({ values } = parseArgs({
-        args,
-        options: {
-          platform: { type: 'string' },
-          'body-file': { type: 'string' },
-          secret: { type: 'string' },
-          timestamp: { type: 'string' },
-          signature: { type: 'string' },
-          nonce: { type: 'string' },
-          token: { type: 'string' },
-          'encrypt-key': { type: 'string' },
-          now: { type: 'string' },
-          decrypt: { type: 'boolean' },
-        },
-        strict: true,
-        allowPositionals: false,
-      }));
-    } catch (err) {
-      throw new UsageError((err as Error).message);
-    }
+    const values = parseFlags(args, {
+      platform: { type: 'string' },
+      'body-file': { type: 'string' },
+      secret: { type: 'string' },
+      timestamp: { type: 'string' },
+      signature: { type: 'string' },
+      nonce: { type: 'string' },
+      token: { type: 'string' },
+      'encrypt-key': { type: 'string' },
+      now: { type: 'string' },
+      decrypt: { type: 'boolean' },
+    });
     const platform = values.platform as ChatPlatform | undefined;
     if (!platform || !CHAT_PLATFORMS.includes(platform))
       throw new UsageError(

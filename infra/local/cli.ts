@@ -1,5 +1,5 @@
 import { dirname, resolve } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseFlags } from '../../events/cli-kit/flags.ts';
 import { InputError, processIo, UsageError, type CliIo, type Command } from '../../events/cli-kit/command.ts';
 import { checkWritableFile, readInputText } from '../../events/cli-kit/input.ts';
 import { identifyCluster } from './cluster-identity.ts';
@@ -98,14 +98,6 @@ async function load(
   return scenario;
 }
 
-function parse<T extends Record<string, { type: 'string' | 'boolean' }>>(args: string[], options: T) {
-  try {
-    return parseArgs({ args, options, strict: true, allowPositionals: false }).values;
-  } catch (err) {
-    throw new UsageError((err as Error).message);
-  }
-}
-
 async function runScenario(
   scenario: Scenario,
   io: CliIo,
@@ -188,7 +180,7 @@ export function makeLocalCommand(hooks: LocalCliHooks = {}): Command {
     summary: 'run the whole pipeline on this machine (simulated cluster, bus, functions, agents on mock GPUs)',
     help: LOCAL_HELP,
     async run(args, io) {
-      const v = parse(args, {
+      const v = parseFlags(args, {
         scenario: { type: 'string' },
         follow: { type: 'boolean' },
         kubeconfig: { type: 'string' },
@@ -231,7 +223,11 @@ export function makeSimulateCommand(hooks: LocalCliHooks = {}): Command {
     summary: 'run a scenario through the local stack on a virtual clock (seconds, reproducible)',
     help: SIMULATE_HELP,
     async run(args, io) {
-      const v = parse(args, { scenario: { type: 'string' }, report: { type: 'string' }, target: { type: 'string' } });
+      const v = parseFlags(args, {
+        scenario: { type: 'string' },
+        report: { type: 'string' },
+        target: { type: 'string' },
+      });
       const target = targetOf(v.target);
       const scenario = await load(v, io);
       return runScenario(scenario, io, hooks, { clock: 'virtual', report: v.report, target });

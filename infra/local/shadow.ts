@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { parseArgs } from 'node:util';
+import { parseFlags } from '../../events/cli-kit/flags.ts';
 import { InputError, UsageError, type CliIo, type Command } from '../../events/cli-kit/command.ts';
 import { readInputText } from '../../events/cli-kit/input.ts';
 import { SOURCES } from '../../events/common.ts';
@@ -223,24 +223,14 @@ export function makeShadowCommand(): Command {
     summary: 'replay recorded agent events through the functions against a real cluster, writing nothing',
     help: HELP,
     async run(args: string[], io: CliIo): Promise<number> {
-      let values;
-      try {
-        ({ values } = parseArgs({
-          args,
-          options: {
-            kubeconfig: { type: 'string' },
-            events: { type: 'string' },
-            since: { type: 'string' },
-            settle: { type: 'string' },
-            serverless: { type: 'string' },
-            json: { type: 'boolean' },
-          },
-          strict: true,
-          allowPositionals: false,
-        }));
-      } catch (err) {
-        throw new UsageError((err as Error).message);
-      }
+      const values = parseFlags(args, {
+        kubeconfig: { type: 'string' },
+        events: { type: 'string' },
+        since: { type: 'string' },
+        settle: { type: 'string' },
+        serverless: { type: 'string' },
+        json: { type: 'boolean' },
+      });
       if (!values.kubeconfig) throw new UsageError('--kubeconfig FILE is required: shadow reads your cluster');
       if (!values.events) throw new UsageError("--events FILE is required: the agents' recorded events to replay");
       const sinceMs = values.since === undefined ? undefined : parseDuration(values.since, '--since');

@@ -1,5 +1,5 @@
-import { parseArgs } from 'node:util';
-import { InputError, UsageError, type CliIo, type Command, untilSignal } from '../../../events/cli-kit/command.ts';
+import { parseFlags, portFlag } from '../../../events/cli-kit/flags.ts';
+import { InputError, type CliIo, type Command, untilSignal } from '../../../events/cli-kit/command.ts';
 import { checkWritableFile, readInputText } from '../../../events/cli-kit/input.ts';
 import { systemClock } from '../../../events/clock.ts';
 import { CloudError } from './cloud.ts';
@@ -40,25 +40,13 @@ export function makeAliCloudServeCommand(hooks: ServeHooks = {}): Command {
     summary: 'run the Alibaba Cloud OpenAPI simulator (ACK node pools, ECS) alone',
     help: HELP,
     async run(args: string[], io: CliIo): Promise<number> {
-      let values;
-      try {
-        ({ values } = parseArgs({
-          args,
-          options: {
-            fleet: { type: 'string' },
-            port: { type: 'string' },
-            host: { type: 'string' },
-            out: { type: 'string' },
-          },
-          strict: true,
-          allowPositionals: false,
-        }));
-      } catch (err) {
-        throw new UsageError((err as Error).message);
-      }
-      const port = values.port === undefined ? 0 : Number(values.port);
-      if (!Number.isInteger(port) || port < 0 || port > 65535)
-        throw new UsageError(`--port must be an integer from 0 to 65535 (got "${values.port}")`);
+      const values = parseFlags(args, {
+        fleet: { type: 'string' },
+        port: { type: 'string' },
+        host: { type: 'string' },
+        out: { type: 'string' },
+      });
+      const port = portFlag('port', values.port);
       const path = values.fleet ?? EXAMPLE_CLOUD_PATH;
       let file: ParsedCloudFile;
       try {

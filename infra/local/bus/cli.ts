@@ -1,4 +1,4 @@
-import { parseArgs } from 'node:util';
+import { parseFlags, portFlag } from '../../../events/cli-kit/flags.ts';
 import { UsageError, type CliIo, type Command, untilSignal } from '../../../events/cli-kit/command.ts';
 import { checkWritableFile } from '../../../events/cli-kit/input.ts';
 import { withEnv } from '../stack-env.ts';
@@ -49,41 +49,24 @@ export interface BusServeHooks {
   onReady?: (bus: LocalBus) => void;
 }
 
-function portOf(name: string, text: string | undefined): number {
-  const n = text === undefined ? 0 : Number(text);
-  if (!Number.isInteger(n) || n < 0 || n > 65535)
-    throw new UsageError(`--${name} must be an integer from 0 to 65535 (got "${text}")`);
-  return n;
-}
-
 export function makeBusServeCommand(hooks: BusServeHooks = {}): Command {
   return {
     path: ['bus', 'serve'],
     summary: 'run the local EventBridge (PutEvents, rules, schedules, httpApi) on serverless.yml',
     help: HELP,
     async run(args: string[], io: CliIo): Promise<number> {
-      let values;
-      try {
-        ({ values } = parseArgs({
-          args,
-          options: {
-            kubeconfig: { type: 'string' },
-            serverless: { type: 'string' },
-            port: { type: 'string' },
-            'http-port': { type: 'string' },
-            host: { type: 'string' },
-            dlq: { type: 'string' },
-            stage: { type: 'string' },
-            region: { type: 'string' },
-            account: { type: 'string' },
-            history: { type: 'string' },
-          },
-          strict: true,
-          allowPositionals: false,
-        }));
-      } catch (err) {
-        throw new UsageError((err as Error).message);
-      }
+      const values = parseFlags(args, {
+        kubeconfig: { type: 'string' },
+        serverless: { type: 'string' },
+        port: { type: 'string' },
+        'http-port': { type: 'string' },
+        host: { type: 'string' },
+        dlq: { type: 'string' },
+        stage: { type: 'string' },
+        region: { type: 'string' },
+        account: { type: 'string' },
+        history: { type: 'string' },
+      });
       if (values.account !== undefined && !/^\d{12}$/.test(values.account))
         throw new UsageError(`--account must be 12 digits (got "${values.account}")`);
       // Refused now, not at the first dead letter.
@@ -91,8 +74,8 @@ export function makeBusServeCommand(hooks: BusServeHooks = {}): Command {
       const historySize = values.history === undefined ? undefined : Number(values.history);
       if (historySize !== undefined && (!/^\d+$/.test(values.history!) || !Number.isSafeInteger(historySize)))
         throw new UsageError(`--history must be a whole number of events (got "${values.history}")`);
-      const port = portOf('port', values.port);
-      const httpPort = portOf('http-port', values['http-port']);
+      const port = portFlag('port', values.port);
+      const httpPort = portFlag('http-port', values['http-port']);
       const serverlessYml = values.serverless ?? 'serverless.yml';
       const region = values.region ?? 'us-east-1';
       let cluster: FunctionCluster | undefined;

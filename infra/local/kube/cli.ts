@@ -1,6 +1,6 @@
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
+import { parseFlags, portFlag } from '../../../events/cli-kit/flags.ts';
 import { InputError, UsageError, type CliIo, type Command, untilSignal } from '../../../events/cli-kit/command.ts';
 import { checkWritableFile, readInputText } from '../../../events/cli-kit/input.ts';
 import { wallClock } from './clock.ts';
@@ -52,28 +52,16 @@ export function makeClusterServeCommand(hooks: ServeHooks = {}): Command {
     summary: 'run the simulated Kubernetes cluster alone and write a kubeconfig for it',
     help: HELP,
     async run(args: string[], io: CliIo): Promise<number> {
-      let values;
-      try {
-        ({ values } = parseArgs({
-          args,
-          options: {
-            fleet: { type: 'string' },
-            port: { type: 'string' },
-            host: { type: 'string' },
-            'kubeconfig-out': { type: 'string' },
-            'kubernetes-version': { type: 'string' },
-            'feature-gates': { type: 'string' },
-            'runtime-config': { type: 'string' },
-          },
-          strict: true,
-          allowPositionals: false,
-        }));
-      } catch (err) {
-        throw new UsageError((err as Error).message);
-      }
-      const port = values.port === undefined ? 0 : Number(values.port);
-      if (!Number.isInteger(port) || port < 0 || port > 65535)
-        throw new UsageError(`--port must be an integer from 0 to 65535 (got "${values.port}")`);
+      const values = parseFlags(args, {
+        fleet: { type: 'string' },
+        port: { type: 'string' },
+        host: { type: 'string' },
+        'kubeconfig-out': { type: 'string' },
+        'kubernetes-version': { type: 'string' },
+        'feature-gates': { type: 'string' },
+        'runtime-config': { type: 'string' },
+      });
+      const port = portFlag('port', values.port);
       const fleetPath = values.fleet ?? EXAMPLE_FLEET_PATH;
       const apis = apiSettings(values);
       const kubeconfigPath = values['kubeconfig-out'] ?? join(tmpdir(), 'gpu-reflex-sim.kubeconfig');
