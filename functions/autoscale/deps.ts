@@ -65,7 +65,12 @@ export interface PoolRecord {
   /** A desired size decided but maybe not yet sent: re-sent (it is absolute) before anything else. */
   intent?: { from: number; to: number; at: number; reason: string; cost: number };
   /** The last request sent, until its ACK task ends. */
-  request?: { taskId: string; from: number; to: number; at: number };
+  request?: SentRequest;
+  /**
+   * Requests sent before `request` whose tasks had not ended then (a maintenance replacement sent while a scale-out
+   * still ran): each is followed to its end and reported once, as `request` is.
+   */
+  earlier?: SentRequest[];
   /** Instance types ECS answered sold out for (a scale task failed NoStock), until when (ms). */
   noStock?: { types: string[]; until: number };
   cooldownUntil?: number;
@@ -87,6 +92,20 @@ export interface PoolRecord {
   maintenance?: Record<string, TrackedNode>;
   events?: PublishedEvent[];
   notices?: PendingNotice[];
+}
+
+export interface SentRequest {
+  taskId: string;
+  from: number;
+  to: number;
+  at: number;
+}
+
+/** A new request on the record: one still followed there moves to `earlier` instead of being overwritten. */
+export function sent(x: PoolRecord, request: SentRequest): Pick<PoolRecord, 'request' | 'earlier'> {
+  const earlier =
+    x.request && x.request.taskId !== request.taskId ? [...(x.earlier ?? []), x.request] : (x.earlier ?? undefined);
+  return { request, ...(earlier ? { earlier } : {}) };
 }
 
 export const poolKey = (poolId: string) => `autoscale.${poolId}`;

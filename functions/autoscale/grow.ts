@@ -4,7 +4,7 @@ import type { PublishedEvent } from '../adapters/bus.ts';
 import type { Notice } from '../adapters/chat/notifier.ts';
 import type { Increment, PoolState, ScaleOutPlan } from './core/planner.ts';
 import type { MaintenanceBook } from './maintenance.ts';
-import { type AutoscaleDeps, type PoolRecord, flush, record, movable, cooldownMs } from './deps.ts';
+import { type AutoscaleDeps, type PoolRecord, flush, record, movable, cooldownMs, sent } from './deps.ts';
 
 export function poolEvent(
   deps: AutoscaleDeps,
@@ -71,7 +71,7 @@ export async function growPool(
     (x) => ({
       ...x,
       intent: undefined,
-      request: { taskId, from: inc.from, to: inc.to, at: now },
+      ...sent(x, { taskId, from: inc.from, to: inc.to, at: now }),
       cooldownUntil: now + cooldownMs(deps, pool.id),
     }),
     [ev],

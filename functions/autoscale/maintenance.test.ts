@@ -196,3 +196,36 @@ describe('spot interruption (OperationLocks Recycling)', () => {
     expect(kube.cluster.nodes.get('n-a')!.unschedulable).toBe(true);
   });
 });
+
+describe('a replacement while a scale-out is still under way', () => {
+  it('follows both ACK tasks and reports each once (the replacement does not overwrite the earlier request)', async () => {
+    // The warning enters the 90-minute window one minute in, while the scale-out for a pending pod still boots.
+    const deps = await world(
+      { systemEvents: [{ node: 'n-a', type: 'SystemMaintenance.Reboot', notBeforeSeconds: 5460 }] },
+      6,
+    );
+    kube.cluster.addPod({
+      name: 'train-0',
+      namespace: 'ml',
+      uid: 'train-0',
+      phase: 'Pending',
+      scheduled: { status: 'False', reason: 'Unschedulable' },
+      extendedResources: { 'nvidia.com/gpu': 1 },
+      requests: { 'nvidia.com/gpu': 1, cpu: 2 },
+      createdAt: new Date(T0).toISOString(),
+    });
+    await autoscalePools(deps);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(3);
+    await clock.advance(1 * MIN + 1000);
+    expect((await autoscalePools(deps)).maintenance.preparing).toEqual(['n-a']);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(4);
+    await clock.advance(5 * MIN);
+    await autoscalePools(deps);
+    const ended = publisher.published
+      .filter((e) => e.detailType === GPU_POOL_SCALED)
+      .map((e) => e.detail as GpuPoolScaledDetail)
+      .filter((d) => d.state !== 'requested')
+      .map((d) => `${d.from}→${d.to} ${d.state}`);
+    expect(ended.sort()).toEqual(['2→3 succeeded', '3→4 succeeded']);
+  });
+});

@@ -21,7 +21,6 @@
 export { scaleOutApprovalId } from './approval.ts';
 export type { AutoscaleDeps, AutoscaleOutcome } from './deps.ts';
 import { NODEPOOL_LABEL } from '../adapters/alicloud/ports.ts';
-import type { Notice } from '../adapters/chat/notifier.ts';
 import { withLease } from '../lib/reflex.ts';
 import { countNotDemand, type GangSpec } from './demand.ts';
 import { planWithGangs } from './core/gangs.ts';
@@ -37,11 +36,12 @@ import {
   flush,
   record,
   cooldownMs,
+  sent,
 } from './deps.ts';
-import { NO_STOCK_BACKOFF_MS, isNoStock } from './stock.ts';
 import { waitingGpu, podsOf, gangsOf, gangSpecsOf, gangPodsCovered, poolStates } from './pool-states.ts';
 import { poolEvent, reasonOf, growPool, maintenanceBook } from './grow.ts';
 import { sendRemoval, scaleIn } from './scale-in-run.ts';
+import { followRequests } from './requests.ts';
 
 /** ACK's label on every node of a node pool. */
 export { NODEPOOL_LABEL };
@@ -113,7 +113,7 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
               (x) => ({
                 ...x,
                 intent: undefined,
-                request: { taskId, from: intent.from, to: intent.to, at: intent.at },
+                ...sent(x, { taskId, from: intent.from, to: intent.to, at: intent.at }),
                 cooldownUntil: intent.at + cooldownMs(deps, p.id),
               }),
               [ev],
@@ -122,50 +122,12 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
           p.desiredSize = intent.to;
         } else if (r.removal) {
           written.set(p.id, await sendRemoval(deps, p, r.removal));
-        } else if (r.request) {
-          const task = await deps.cloud.task(r.request.taskId);
-          if (task.state !== 'running') {
-            const req = r.request;
-            const ok = task.state === 'success';
-            const why = ok
-              ? `${p.name}: ${req.to} nodes requested, the ACK task ended successfully`
-              : `${p.name}: growing ${req.from} → ${req.to} ` +
-                `failed: ${task.error?.code ?? 'unknown'}: ${task.error?.message ?? 'no detail'}` +
-                (isNoStock(task.error?.code)
-                  ? `; every instance type of the pool is sold out: other pools are used for ` +
-                    `${NO_STOCK_BACKOFF_MS / 60_000} min`
-                  : '');
-            const notices: Notice[] = ok
-              ? []
-              : [
-                  {
-                    title: `gpu-reflex: node pool ${p.name} could not grow`,
-                    text: why.slice(0, 500),
-                    severity: 'warning',
-                  },
-                ];
-            const soldOut = !ok && isNoStock(task.error?.code);
-            const until = deps.clock.now() + NO_STOCK_BACKOFF_MS;
-            written.set(
-              p.id,
-              await record(
-                deps,
-                p.id,
-                (x) => ({
-                  ...x,
-                  request: undefined,
-                  ...(soldOut ? { noStock: { types: [...p.instanceTypes], until } } : {}),
-                }),
-                [
-                  poolEvent(deps, p, req.at, req.from, req.to, ok ? 'succeeded' : 'failed', why, {
-                    taskId: req.taskId,
-                  }),
-                ],
-                notices,
-              ),
-            );
-            out.finished[p.id] = ok ? 'succeeded' : 'failed';
-          }
+        }
+        // Tasks that ended since: each request reported once (the latest only when no intent or removal was due).
+        const ended = await followRequests(deps, p, written.get(p.id) ?? r, !r.intent && !r.removal);
+        if (ended) {
+          written.set(p.id, ended.rec);
+          out.finished[p.id] = ended.finished;
         }
       }
       // The round's first read of the state holds what earlier rounds left unsent: no read per pool.

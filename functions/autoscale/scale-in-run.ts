@@ -9,7 +9,7 @@ import { instanceIdOf } from '../adapters/alicloud/repair.ts';
 import { BadInputError } from '../adapters/errors.ts';
 import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../lib/node-state.ts';
 import type { ReplacementRecord } from '../lib/replacements.ts';
-import { type AutoscaleDeps, type AutoscaleOutcome, type PoolRecord, flush, record, movable } from './deps.ts';
+import { type AutoscaleDeps, type AutoscaleOutcome, type PoolRecord, flush, record, movable, sent } from './deps.ts';
 import { asPending } from './pool-states.ts';
 import { poolEvent } from './grow.ts';
 
@@ -49,7 +49,7 @@ export async function sendRemoval(
     (x) => ({
       ...x,
       removal: undefined,
-      ...(taskId ? { request: { taskId, from: removal.from, to: removal.to, at: removal.at } } : {}),
+      ...(taskId ? sent(x, { taskId, from: removal.from, to: removal.to, at: removal.at }) : {}),
     }),
     [ev],
     [notice],

@@ -1,0 +1,75 @@
+import type { NodePool } from '../adapters/alicloud/ports.ts';
+import type { PublishedEvent } from '../adapters/bus.ts';
+import type { Notice } from '../adapters/chat/notifier.ts';
+import { type AutoscaleDeps, type PoolRecord, type SentRequest, record } from './deps.ts';
+import { poolEvent } from './grow.ts';
+import { NO_STOCK_BACKOFF_MS, isNoStock } from './stock.ts';
+
+/**
+ * The pool's requests whose ACK task ended since the last round, each reported once (a GPU Pool Scaled event
+ * `succeeded` or `failed`, a notice for a failure) and taken off the record in the same write; a task failed NoStock
+ * sets the pool's sold-out back-off. `latest`: follow `request` too (not while an intent or a removal is still to be
+ * sent: that branch owns the record this round). Undefined when no task ended.
+ */
+export async function followRequests(
+  deps: AutoscaleDeps,
+  p: NodePool,
+  r: PoolRecord,
+  latest: boolean,
+): Promise<{ rec: PoolRecord; finished: 'succeeded' | 'failed' } | undefined> {
+  const followed = [...(r.earlier ?? []), ...(latest && r.request ? [r.request] : [])];
+  const events: PublishedEvent[] = [];
+  const notices: Notice[] = [];
+  const ended = new Set<string>();
+  let finished: 'succeeded' | 'failed' | undefined;
+  let soldOut = false;
+  for (const req of followed) {
+    const task = await deps.cloud.task(req.taskId);
+    if (task.state === 'running') continue;
+    const ok = task.state === 'success';
+    const noStock = !ok && isNoStock(task.error?.code);
+    events.push(
+      poolEvent(deps, p, req.at, req.from, req.to, ok ? 'succeeded' : 'failed', endedWhy(p, req, task), {
+        taskId: req.taskId,
+      }),
+    );
+    if (!ok)
+      notices.push({
+        title: `gpu-reflex: node pool ${p.name} could not grow`,
+        text: endedWhy(p, req, task).slice(0, 500),
+        severity: 'warning',
+      });
+    ended.add(req.taskId);
+    soldOut ||= noStock;
+    finished = ok ? 'succeeded' : 'failed';
+  }
+  if (!finished) return undefined;
+  const until = deps.clock.now() + NO_STOCK_BACKOFF_MS;
+  const rec = await record(
+    deps,
+    p.id,
+    (x) => {
+      const earlier = x.earlier?.filter((e) => !ended.has(e.taskId));
+      return {
+        ...x,
+        request: x.request && ended.has(x.request.taskId) ? undefined : x.request,
+        earlier: earlier && earlier.length > 0 ? earlier : undefined,
+        ...(soldOut ? { noStock: { types: [...p.instanceTypes], until } } : {}),
+      };
+    },
+    events,
+    notices,
+  );
+  return { rec, finished };
+}
+
+function endedWhy(p: NodePool, req: SentRequest, task: { state: string; error?: { code?: string; message?: string } }) {
+  if (task.state === 'success') return `${p.name}: ${req.to} nodes requested, the ACK task ended successfully`;
+  return (
+    `${p.name}: growing ${req.from} → ${req.to} ` +
+    `failed: ${task.error?.code ?? 'unknown'}: ${task.error?.message ?? 'no detail'}` +
+    (isNoStock(task.error?.code)
+      ? `; every instance type of the pool is sold out: other pools are used for ${NO_STOCK_BACKOFF_MS / 60_000} min`
+      : '')
+  );
+}
