@@ -3,6 +3,24 @@ import * as z from 'zod';
 import { Name, Quantity } from './scenario-fields.ts';
 import { isQuantity } from './kube/quantity.ts';
 
+interface Bounds {
+  atLeast?: number;
+  atMost?: number;
+}
+
+/** A count with a lower bound, an upper bound or both (one must be set). */
+const bounded = <T extends z.ZodRawShape>(shape: T) =>
+  z
+    .object({
+      ...shape,
+      atLeast: z.number().int().nonnegative().optional(),
+      atMost: z.number().int().nonnegative().optional(),
+    })
+    .strict()
+    .refine((p) => (p as Bounds).atLeast !== undefined || (p as Bounds).atMost !== undefined, {
+      message: 'set atLeast, atMost or both',
+    });
+
 /** Checks on the final cluster state, printed as pass/fail in the summary. */
 export const ExpectSchema = z.union([
   z
@@ -26,27 +44,17 @@ export const ExpectSchema = z.union([
     .strict(),
   z
     .object({
-      pendingPods: z
-        .object({
-          resource: z.string().min(1),
-          atLeast: z.number().int().nonnegative().optional(),
-          atMost: z.number().int().nonnegative().optional(),
-        })
-        .strict()
-        .refine((p) => p.atLeast !== undefined || p.atMost !== undefined, { message: 'set atLeast, atMost or both' }),
+      pendingPods: bounded({
+        resource: z.string().min(1),
+      }),
     })
     .strict(),
   /** Ready nodes carrying every label of `selector` (a node pool that grew or shrank). */
   z
     .object({
-      nodes: z
-        .object({
-          selector: z.record(z.string(), z.string()),
-          atLeast: z.number().int().nonnegative().optional(),
-          atMost: z.number().int().nonnegative().optional(),
-        })
-        .strict()
-        .refine((p) => p.atLeast !== undefined || p.atMost !== undefined, { message: 'set atLeast, atMost or both' }),
+      nodes: bounded({
+        selector: z.record(z.string(), z.string()),
+      }),
     })
     .strict(),
   z
@@ -78,28 +86,18 @@ export const ExpectSchema = z.union([
   /** Pods still running (bound, phase Running, not terminating) carrying every label of `selector`. */
   z
     .object({
-      runningPods: z
-        .object({
-          selector: z.record(z.string(), z.string()),
-          atLeast: z.number().int().nonnegative().optional(),
-          atMost: z.number().int().nonnegative().optional(),
-        })
-        .strict()
-        .refine((p) => p.atLeast !== undefined || p.atMost !== undefined, { message: 'set atLeast, atMost or both' }),
+      runningPods: bounded({
+        selector: z.record(z.string(), z.string()),
+      }),
     })
     .strict(),
   /** Pods of a namespace still bound and not terminating (a tenant never moved: issue #32), on `node` if given. */
   z
     .object({
-      running: z
-        .object({
-          namespace: Name,
-          node: Name.optional(),
-          atLeast: z.number().int().nonnegative().optional(),
-          atMost: z.number().int().nonnegative().optional(),
-        })
-        .strict()
-        .refine((p) => p.atLeast !== undefined || p.atMost !== undefined, { message: 'set atLeast, atMost or both' }),
+      running: bounded({
+        namespace: Name,
+        node: Name.optional(),
+      }),
     })
     .strict(),
 ]);

@@ -97,6 +97,8 @@ describe('scenario validation', () => {
       'timeline:\n  - { at: 2s, pods: { name: p, namespace: default } }',
       /timeline\.0\.pods\.requests/,
     ],
+    ['a count with no bound', 'expect:\n  - { nodes: { selector: { pool: a } } }', /set atLeast, atMost or both/],
+    ['a bounded count with a stray field', 'expect:\n  - { pendingPods: { resource: r, atMost: 0, x: 1 } }', /x/],
   ])('names the field for %s', (_what, extra, message) => {
     expect(() => parseScenario(ok(extra), 'test.yaml')).toThrow(message);
   });
