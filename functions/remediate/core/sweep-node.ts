@@ -11,13 +11,29 @@ import { startReplace, type ReplaceStep } from './replace.ts';
 import { notice } from './plan.ts';
 import { nodeGpusOf } from './return-probe.ts';
 import type { SweepFacts } from './sweep.ts';
-import { type Work } from './sweep-work.ts';
+import { type Stepped, type Work } from './sweep-work.ts';
+
+/**
+ * Carries out what a step handed on (sweep-work.ts `Escalation`): once, after the step, so the steps
+ * never call back into the node's repair.
+ */
+export function escalate(s: Stepped, w: Work, facts: SweepFacts, policy: Policy): Incident {
+  if (!('escalate' in s)) return s;
+  switch (s.escalate) {
+    case 'climb':
+      return climb(s.incident, s.why, w, facts, policy);
+    case 'repair':
+      return toRepair(s.incident, s.repair, w, facts, s.why);
+    case 'replace':
+      return replaced(s.step, s.incident, w);
+  }
+}
 
 /**
  * A GPU repair failed: the incident climbs its ladder (reboot, then replace) as a node drain,
  * within the blast radius like any drain; at the top of the ladder a person is told.
  */
-export function climb(i: Incident, why: string, w: Work, facts: SweepFacts, policy: Policy): Incident {
+function climb(i: Incident, why: string, w: Work, facts: SweepFacts, policy: Policy): Incident {
   const node = w.facts.node;
   const now = facts.now.toISOString();
   const next = i.ladder[i.level + 1];
@@ -60,7 +76,7 @@ export function climb(i: Incident, why: string, w: Work, facts: SweepFacts, poli
   return draining;
 }
 
-export function toRepair(
+function toRepair(
   i: Incident,
   repair: 'reboot-node' | 'replace-node' | undefined,
   w: Work,
@@ -71,6 +87,7 @@ export function toRepair(
   const caps = w.facts.capabilities ?? facts.capabilities;
   const now = facts.now.toISOString();
   const { reboot: _done, ...rest } = i;
+  const before = gpusBefore(i, w);
   if (repair && caps?.repairOwner) {
     // Not ours to repair: no cloud call; the node's return (new boot id, Ready) is watched as after
     // our own reboot, and no return within repair.rebootTimeoutMinutes is told to a person.
@@ -80,7 +97,7 @@ export function toRepair(
         at: now,
         ...(w.facts.node.bootId ? { fromBoot: w.facts.node.bootId } : {}),
         by: caps.repairOwner.slice(0, 128),
-        ...gpusBefore(i, w),
+        ...before,
       },
       phase: 'awaiting-repair',
       since: now,
@@ -101,27 +118,20 @@ export function toRepair(
     const sibling = [...w.touched, ...w.state.incidents].find(
       (x) => x.key !== i.key && isOpen(x) && x.replace,
     )?.replace;
-    if (sibling)
-      return replaced(
-        {
+    const pool = w.facts.replace?.pool?.id;
+    const s: ReplaceStep = sibling
+      ? {
           kind: 'act',
           incident: { ...waiting, replace: sibling },
           why: `${why}: the replacement under way replaces it`,
           tell: false,
-        },
-        waiting,
-        w,
-      );
-    const pool = w.facts.replace?.pool?.id;
-    return replaced(
-      startReplace(waiting, w.facts.node, w.facts.replace, facts.now, why, pool ? (w.round.grows.get(pool) ?? 0) : 0),
-      waiting,
-      w,
-    );
+        }
+      : startReplace(waiting, w.facts.node, w.facts.replace, facts.now, why, pool ? (w.round.grows.get(pool) ?? 0) : 0);
+    return replaced(s, waiting, w);
   }
   const rebooting =
     repair === 'reboot-node' && can
-      ? { reboot: { at: now, ...(w.facts.node.bootId ? { fromBoot: w.facts.node.bootId } : {}), ...gpusBefore(i, w) } }
+      ? { reboot: { at: now, ...(w.facts.node.bootId ? { fromBoot: w.facts.node.bootId } : {}), ...before } }
       : {};
   const next: Incident = { ...rest, ...rebooting, phase: 'awaiting-repair', since: now, notifiedAt: now };
   if (repair === 'reboot-node' && can) {
@@ -153,7 +163,7 @@ const returnsWhen = (i: Incident): string =>
   i.gpu ? `only when the health probe of ${i.gpu} passes` : 'only when each of its GPUs passes its own health probe';
 
 /** Carries a replacement's step into the sweep's work: its cloud action, its words, a notice when a person must act. */
-export function replaced(s: ReplaceStep, i: Incident, w: Work): Incident {
+function replaced(s: ReplaceStep, i: Incident, w: Work): Incident {
   if (s.kind === 'wait') return i;
   const c = s.cloud;
   if (c?.kind === 'replace' && !w.cloud.some((x) => x.kind === 'replace' && x.step === c.step && x.node === c.node)) {

@@ -7,6 +7,7 @@ import type { GpuActionState } from '../../../events/index.ts';
 import type { Incident, NodeState } from './state.ts';
 import type { PodFacts } from './types.ts';
 import type { SweepNodeFacts } from './sweep.ts';
+import type { ReplaceStep } from './replace.ts';
 
 export interface Work {
   facts: SweepNodeFacts;
@@ -32,5 +33,18 @@ export interface Round {
   grows: Map<string, number>;
   claimed: Set<string>;
 }
+
+/**
+ * What a step hands on to the node's repair (sweep-node.ts `escalate`) instead of calling it: a rung
+ * to climb (a GPU repair failed), a node repair to start (drained, or not cured by a reboot), or a
+ * replacement's next step. The step that decides it says why; the repair is carried out once, after it.
+ */
+export type Escalation =
+  | { escalate: 'climb'; incident: Incident; why: string }
+  | { escalate: 'repair'; incident: Incident; repair: 'reboot-node' | 'replace-node' | undefined; why: string }
+  | { escalate: 'replace'; step: ReplaceStep; incident: Incident };
+
+/** A step's outcome: the incident as it now stands, or an escalation to carry out. */
+export type Stepped = Incident | Escalation;
 
 export const MIN = 60_000;

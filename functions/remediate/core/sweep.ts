@@ -16,11 +16,12 @@
  * - awaiting-approval      → acted on by itself when the pool's window has room again (first come,
  *                            first served by when the fault was first seen), or when approved
  *
- * Closed incidents keep `closedAt`, so stale replays never reopen them. Pure. The GPU's steps (its
- * fence held, its repair) are in sweep-gpu.ts, the node's repair in sweep-node.ts.
+ * Closed incidents keep `closedAt`, so stale replays never reopen them. Pure. The GPU's steps are in
+ * sweep-fence.ts (its fence held, then lifted) and sweep-gpu.ts (its repair); what they hand on to the
+ * node's repair (a rung to climb, a reboot or replacement) is carried out once, in sweep-node.ts.
  */
 import { checkBlastRadius, takesCapacity } from './blast-radius.ts';
-import type { Policy } from './policy.ts';
+import type { FenceBackend, Policy } from './policy.ts';
 import { adoptOrphans } from './reconcile.ts';
 import { evictable } from './scope.ts';
 import { cmp, isOpen, type Incident, type NodeState } from './state.ts';
@@ -32,10 +33,11 @@ import { readResults } from './gpu-repair.ts';
 import { fenced, withFence } from './fence.ts';
 import { fenceBackendFor } from './fence-cgpu.ts';
 import { needsReplace, needsReset } from './recovery.ts';
-import { holdFence, lift, repairStep, replaceGpu } from './sweep-gpu.ts';
-import { replaced, toRepair } from './sweep-node.ts';
+import { repairStep, replaceGpu } from './sweep-gpu.ts';
+import { holdFence, lift } from './sweep-fence.ts';
+import { escalate } from './sweep-node.ts';
 import { afterReboot, afterRepair } from './sweep-return.ts';
-import { MIN, type Round, type Work } from './sweep-work.ts';
+import { MIN, type Round, type Stepped, type Work } from './sweep-work.ts';
 import { toPlan } from './sweep-to-plan.ts';
 
 export interface SweepNodeFacts {
@@ -95,7 +97,7 @@ export function planSweep(facts: SweepFacts, policy: Policy): SweepPlan {
   for (const w of work) {
     const backend = fenceBackendFor(policy, w.facts.pool.name, w.facts.node);
     const incidents = w.state.incidents.map((i) => {
-      const s = isOpen(i) ? step(withFence(i, backend, w.facts.node, w.state), w, facts, policy, retries) : i;
+      const s = isOpen(i) ? step(i, backend, w, facts, policy, retries) : i;
       return isOpen(s) ? s : lift(s, w, facts, policy);
     });
     w.state = { ...w.state, incidents };
@@ -104,10 +106,24 @@ export function planSweep(facts: SweepFacts, policy: Policy): SweepPlan {
   return { plans: work.map((w) => toPlan(w, facts, policy)).filter((p): p is Plan => p !== undefined), retries };
 }
 
-/** Moves one open incident along (see the file comment). */
-function step(i0: Incident, w: Work, facts: SweepFacts, policy: Policy, retries: SweepPlan['retries']): Incident {
-  // Every fence is held, whatever phase its incident is in: seen, re-verified, restored, reported.
+/** Moves one open incident along (see the file comment); what it hands on to the node's repair is carried out after. */
+function step(
+  open: Incident,
+  backend: FenceBackend,
+  w: Work,
+  facts: SweepFacts,
+  policy: Policy,
+  retries: SweepPlan['retries'],
+): Incident {
+  // An incident that holds its GPU out gets its fence first (fence.ts), then every fence is held,
+  // whatever phase its incident is in: seen, re-verified, restored, reported.
+  const i0 = withFence(open, backend, w.facts.node, w.state);
   const i = fenced(i0) ? holdFence(i0, w, facts, policy) : i0;
+  const stepped = advance(i, w, facts, policy, retries);
+  return escalate(stepped, w, facts, policy);
+}
+
+function advance(i: Incident, w: Work, facts: SweepFacts, policy: Policy, retries: SweepPlan['retries']): Stepped {
   const now = facts.now;
   const node = w.facts.node.name;
   const quietSince = Math.max(Date.parse(i.lastAt), Date.parse(i.since), i.resolvedAt ? Date.parse(i.resolvedAt) : 0);
@@ -152,7 +168,7 @@ function step(i0: Incident, w: Work, facts: SweepFacts, policy: Policy, retries:
     case 'draining': {
       const left = evictable(w.facts.pods);
       const repair = repairOf(i.ladder, i.level);
-      if (left.length === 0) return toRepair(i, repair, w, facts, `${node} is drained`);
+      if (left.length === 0) return { escalate: 'repair', incident: i, repair, why: `${node} is drained` };
       if (now.getTime() - Date.parse(i.since) < policy.drainTimeoutMinutes * MIN) {
         retry(left);
         return i;
@@ -171,13 +187,12 @@ function step(i0: Incident, w: Work, facts: SweepFacts, policy: Policy, retries:
       ) {
         // Deliberate: a drain stuck past its timeout on a broken node goes on to repair rather than
         // hold a dead GPU forever; the remaining pods die with the reboot. Raise drainTimeoutMinutes to wait longer.
-        return toRepair(
-          { ...i, level: i.level + 1, action: nextRung, escalatedAt: now.toISOString() },
-          nextRung,
-          w,
-          facts,
-          `${stuck}; escalating to ${nextRung}`,
-        );
+        return {
+          escalate: 'repair',
+          incident: { ...i, level: i.level + 1, action: nextRung, escalatedAt: now.toISOString() },
+          repair: nextRung,
+          why: `${stuck}; escalating to ${nextRung}`,
+        };
       }
       retry(left);
       if (i.notifiedAt && Date.parse(i.notifiedAt) >= Date.parse(i.since)) return i;
@@ -199,7 +214,11 @@ function step(i0: Incident, w: Work, facts: SweepFacts, policy: Policy, retries:
       const repaired = w.state.repairedAt && (i.trigger === 'orphan' || cmp(w.state.repairedAt, i.lastAt) >= 0);
       // A person's repaired-at also ends a replacement that stalled (no new node, a failed removal).
       if (i.replace && !repaired)
-        return replaced(stepReplace(i, i.replace, w.facts.node, w.facts.replace, now, policy, w.round.claimed), i, w);
+        return {
+          escalate: 'replace',
+          step: stepReplace(i, i.replace, w.facts.node, w.facts.replace, now, policy, w.round.claimed),
+          incident: i,
+        };
       if (i.reboot) return afterReboot(i, i.reboot, w, facts, policy, close);
       // Evidence, not time: a GPU returns on a passed probe after the repair (sweep-node.ts afterRepair).
       return repaired ? afterRepair(i, w.state.repairedAt!, w, facts, policy, close) : i;
