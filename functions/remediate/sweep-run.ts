@@ -9,15 +9,13 @@
 import { readOutbox } from '../lib/outbox.ts';
 import { editsScheduling } from '../lib/plan.ts';
 import { carryOut, withLease } from '../lib/reflex.ts';
-import { cardFacts, draFacts, nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
+import { sweepNodeFacts } from './facts.ts';
 import { historyCodec } from './core/reconcile.ts';
-import { capabilitiesFor, nodeLease, remediationEvent, SWEPT, type RemediationDeps } from './run.ts';
-import { poolOf } from './core/policy.ts';
-import { isOpen, STATE_LABEL } from './core/state.ts';
+import { nodeLease, remediationEvent, SWEPT, type RemediationDeps } from './run.ts';
+import { STATE_LABEL } from './core/state.ts';
 import { noteReplacement, replacing } from './replacements.ts';
 import { replacementsIn, type ReplacementRecord } from '../lib/replacements.ts';
 import { planSweep, type SweepNodeFacts } from './core/sweep.ts';
-import { needsReplaceFacts } from './core/replace.ts';
 import { awaitsTaint } from './core/reset-gate.ts';
 import type { Plan, PoolFacts } from './core/types.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
@@ -80,28 +78,7 @@ async function pass(
   const facts: SweepNodeFacts[] = [];
   // Replacements on record: the removal's task to follow, and new nodes already claimed.
   const records = deps.replacements ? replacementsIn(await deps.state.getAll()) : new Map<string, ReplacementRecord>();
-  for (const n of tracked) {
-    const key = poolOf(deps.policy, n.labels);
-    const pool = pools.get(key) ?? (await fetchPoolFacts(deps.nodes, deps.policy, n, new Date(deps.clock.now())));
-    pools.set(key, pool);
-    const dra = await draFacts(deps.deviceTaints, deps.policy, n, (m, f) => deps.logger.warn(m, f));
-    const cards = await cardFacts(deps.cardFences, deps.policy, n, (m, f) => deps.logger.warn(m, f));
-    const owned = deps.repairOwner || deps.unreachable ? await capabilitiesFor(deps, n) : undefined;
-    const state = stateOf(n, deps.policy.taintKey);
-    // Read only where this round may start or move a replacement (a drain's every sweep would cost ACK a call).
-    const atReplace =
-      deps.replacements && !owned?.repairOwner && state.incidents.some((i) => isOpen(i) && needsReplaceFacts(i));
-    const claimed = new Set([...records.values()].filter((r) => r.node !== n.name && r.newNode).map((r) => r.newNode!));
-    const replace = atReplace ? await deps.replacements!.facts(n, records.get(n.name), claimed) : undefined;
-    facts.push({
-      node: nodeFacts(n, dra, cards),
-      state,
-      pool,
-      pods: await podsOf(deps.pods, n.name),
-      ...(owned ? { capabilities: owned } : {}),
-      ...(replace ? { replace } : {}),
-    });
-  }
+  for (const n of tracked) facts.push(await sweepNodeFacts(deps, deps.policy, n, { pools, records }));
   const now = new Date(deps.clock.now());
   const swept = planSweep(
     { now, nodes: facts, ...(deps.capabilities ? { capabilities: deps.capabilities } : {}) },
