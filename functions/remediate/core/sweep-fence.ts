@@ -21,7 +21,13 @@ import { MIN, type Work } from './sweep-work.ts';
  * within `fence.verifyMinutes`, the node is tainted instead and a person is told; a held fence that
  * drifts (or was written back by the agent) is told too.
  */
-export function holdFence(open: Incident, backend: FenceBackend, w: Work, facts: SweepFacts, policy: Policy): Incident {
+export function holdFence(
+  open: Incident,
+  backend: FenceBackend,
+  w: Work,
+  facts: SweepFacts,
+  policy: Pick<Policy, 'fence'>,
+): Incident {
   // An incident that holds its GPU out gets its fence first (fence.ts withFence); every fence is then
   // held, whatever phase its incident is in: seen, re-verified, restored, reported.
   const i = withFence(open, backend, w.facts.node, w.state);
@@ -62,7 +68,7 @@ export function holdFence(open: Incident, backend: FenceBackend, w: Work, facts:
  * A closed incident's GPU fence is lifted: the agent's word that it left the fence file (bookkeeping
  * only), or NVIDIA's device plugin restarted on the node so it counts the GPU again (gpu-repair.ts).
  */
-export function lift(i: Incident, w: Work, facts: SweepFacts, policy: Policy): Incident {
+export function lift(i: Incident, w: Work, facts: SweepFacts, policy: Pick<Policy, 'fence'>): Incident {
   const done =
     unfenceDone(i, w.results) ?? draLifted(i, w.facts.node, facts.now) ?? cardsLifted(i, w.facts.node, facts.now);
   if (done) return done;

@@ -26,7 +26,7 @@ export function repairStep(
   i0: Incident,
   w: Work,
   facts: SweepFacts,
-  policy: Policy,
+  policy: Pick<Policy, 'repair' | 'pools' | 'taintKey' | 'fence'>,
   retry: (pods: PodFacts[]) => void,
 ): Stepped {
   let i = i0;
@@ -104,17 +104,11 @@ export function repairStep(
  * cloud, or a person told), or awaiting-repair for a person when its ladder ends here. Its pods
  * keep moving meanwhile.
  */
-export function replaceGpu(
-  i: Incident,
-  w: Work,
-  facts: SweepFacts,
-  policy: Policy,
-  retry: (pods: PodFacts[]) => void,
-): Stepped {
+export function replaceGpu(i: Incident, pods: readonly PodFacts[], retry: (pods: PodFacts[]) => void): Stepped {
   const f = i.fence;
   const out = f !== undefined && (f.verifiedAt !== undefined || f.fallback !== undefined || f.backend === 'cordon');
   if (!out) {
-    retry(evictable(w.facts.pods).filter((p) => i.pods.includes(p.uid)));
+    retry(evictable(pods).filter((p) => i.pods.includes(p.uid)));
     return i;
   }
   return {
@@ -135,7 +129,7 @@ function restoreMig(
   why: string,
   w: Work,
   facts: SweepFacts,
-  policy: Policy,
+  policy: Pick<Policy, 'repair'>,
 ): Stepped {
   const m = stepMigRestore(open, w.facts.node, w.facts.pods, facts.now, policy);
   if (m.kind === 'wait') return open;

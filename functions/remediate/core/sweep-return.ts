@@ -36,7 +36,7 @@ export function afterReboot(
   r: NonNullable<Incident['reboot']>,
   w: Work,
   facts: SweepFacts,
-  policy: Policy,
+  policy: Pick<Policy, 'repair' | 'quietPeriodMinutes'>,
   close: (why: string, x?: Incident) => Incident,
 ): Stepped {
   const node = w.facts.node;
@@ -132,7 +132,13 @@ export function afterReboot(
  * Asks a node-wide incident's per-GPU probes: the GPUs recorded before the reboot, else those the
  * node lists now. Undefined when none is known (nothing asked).
  */
-function askNodeWide(i: Incident, backAt: string, w: Work, facts: SweepFacts, policy: Policy): Incident | undefined {
+function askNodeWide(
+  i: Incident,
+  backAt: string,
+  w: Work,
+  facts: SweepFacts,
+  policy: Pick<Policy, 'repair'>,
+): Incident | undefined {
   const gpus = i.reboot?.gpus ?? nodeGpusOf(w.facts.node);
   const asked = askNodeProbes(i, gpus, backAt, facts.now);
   if (!asked) return undefined;
@@ -157,7 +163,7 @@ export function afterRepair(
   repairedAt: string,
   w: Work,
   facts: SweepFacts,
-  policy: Policy,
+  policy: Pick<Policy, 'repair' | 'quietPeriodMinutes'>,
   close: (why: string, x?: Incident) => Incident,
 ): Incident {
   const now = facts.now;
@@ -200,7 +206,7 @@ function afterNodeRepair(
   repairedAt: string,
   w: Work,
   facts: SweepFacts,
-  policy: Policy,
+  policy: Pick<Policy, 'repair' | 'quietPeriodMinutes'>,
   close: (why: string, x?: Incident) => Incident,
 ): Incident {
   const now = facts.now;

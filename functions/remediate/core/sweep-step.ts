@@ -51,7 +51,7 @@ function advance(i: Incident, w: Work, facts: SweepFacts, policy: Policy, retrie
     case 'quarantined': {
       const held = i;
       if (needsReset(held)) return repairStep(held, w, facts, policy, retry);
-      if (needsReplace(held)) return replaceGpu(held, w, facts, policy, retry);
+      if (needsReplace(held)) return replaceGpu(held, w.facts.pods, retry);
       // A condition (unlike an XID) is still true until the agent says it resolved, or a person
       // says the node was repaired after the condition was last seen.
       const cleared =
