@@ -4,7 +4,7 @@
  * seen); once it closes the fence is lifted (the agent's word, the DRA rule or ACK's card gone, or
  * NVIDIA's device plugin restarted: fence.ts).
  */
-import type { FenceBackend, Policy } from './policy.ts';
+import type { Policy } from './policy.ts';
 import type { Incident } from './state.ts';
 import { notice } from './plan.ts';
 import { fenceEventNote } from './words.ts';
@@ -21,16 +21,10 @@ import { MIN, type Work } from './sweep-work.ts';
  * within `fence.verifyMinutes`, the node is tainted instead and a person is told; a held fence that
  * drifts (or was written back by the agent) is told too.
  */
-export function holdFence(
-  open: Incident,
-  backend: FenceBackend,
-  w: Work,
-  facts: SweepFacts,
-  policy: Pick<Policy, 'fence'>,
-): Incident {
+export function holdFence(open: Incident, w: Work, facts: SweepFacts, policy: Pick<Policy, 'fence'>): Incident {
   // An incident that holds its GPU out gets its fence first (fence.ts withFence); every fence is then
   // held, whatever phase its incident is in: seen, re-verified, restored, reported.
-  const i = withFence(open, backend, w.facts.node, w.state);
+  const i = withFence(open, w.backend, w.facts.node, w.state);
   if (!fenced(i)) return i;
   const check = checkFence(i, w.state, w.facts.node, w.results, facts.now, policy);
   if (check.kind === 'wait') return i;

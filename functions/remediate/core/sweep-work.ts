@@ -4,6 +4,7 @@
  */
 import type { CloudAction, KubeEventNote, Notice } from '../../lib/plan.ts';
 import type { GpuActionState } from '../../../events/index.ts';
+import type { FenceBackend } from './policy.ts';
 import type { Incident, NodeState } from './state.ts';
 import type { PodFacts } from './types.ts';
 import type { SweepNodeFacts } from './sweep.ts';
@@ -11,6 +12,8 @@ import type { ReplaceStep } from './replace.ts';
 
 export interface Work {
   facts: SweepNodeFacts;
+  /** How this node's GPUs are fenced (fence-cgpu.ts fenceBackendFor): decided once a round, used by each stage. */
+  backend: FenceBackend;
   /** The node agent's answers to our GPU actions (gpu-repair.ts). */
   results: Readonly<Record<string, GpuActionState>>;
   state: NodeState;

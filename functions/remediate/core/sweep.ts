@@ -75,6 +75,7 @@ export function planSweep(facts: SweepFacts, policy: Policy): SweepPlan {
       const read = readResults(f.node.annotations);
       return {
         facts: f,
+        backend: fenceBackendFor(policy, f.pool.name, f.node),
         results: read.results,
         state: adoptOrphans(f.state, f.node.name, now),
         evictions: [],
@@ -90,11 +91,10 @@ export function planSweep(facts: SweepFacts, policy: Policy): SweepPlan {
     });
 
   for (const w of work) {
-    const backend = fenceBackendFor(policy, w.facts.pool.name, w.facts.node);
     // Each open incident: its fence taken and held (sweep-fence.ts), then its step (sweep-step.ts);
     // once closed, its fence lifted.
     const incidents = w.state.incidents.map((i) => {
-      const held = isOpen(i) ? holdFence(i, backend, w, facts, policy) : i;
+      const held = isOpen(i) ? holdFence(i, w, facts, policy) : i;
       const s = isOpen(i) ? step(held, w, facts, policy, retries) : held;
       return isOpen(s) ? s : lift(s, w, facts, policy);
     });
