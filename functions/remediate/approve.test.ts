@@ -21,7 +21,7 @@ import { decideApproval } from './approve.ts';
 import { DEFAULT_POLICY, type Policy } from './core/policy.ts';
 import { HISTORY_ANNOTATION, STATE_LABEL } from './core/state.ts';
 import { remediate, triggerOf, type RemediationDeps } from './run.ts';
-import { sweep } from './sweep-run.ts';
+import { sweepRound } from './sweep-jobs.ts';
 
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');
 const MIN = 60_000;
@@ -134,7 +134,7 @@ describe('decideApproval', () => {
     // A person raised the limit: the next sweep finds room and goes ahead by itself.
     deps.policy = { ...POLICY, blastRadius: { ...POLICY.blastRadius, maxCount: 2 } };
     await clock.advance(MIN);
-    expect((await sweep(deps)).expired).toEqual([]);
+    expect((await sweepRound(deps)).expired).toEqual([]);
     expect((await kube.nodes.get('gpu-2')).labels[STATE_LABEL]).toBe('draining');
     expect(await getApproval(kube.state, id)).toMatchObject({ status: 'no-longer-needed' });
     expect(await decideApproval(decision(id, 'approved', clock.now()), deps, KEY)).toMatchObject({

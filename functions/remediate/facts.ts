@@ -1,6 +1,7 @@
 /**
  * Fetching what the planner decides from: the node, its pods, its pool. The only reads the
- * remediation handler makes; everything after is the pure planner.
+ * remediation handler and the sweep make, each through the narrow ports it needs; everything after
+ * is the pure planner.
  */
 import type { NodeInfo, NodeMeta, PodInfo } from '../adapters/kube/model.ts';
 import { MIRROR_POD_ANNOTATION, requestsGpu } from '../adapters/kube/model.ts';
@@ -10,8 +11,13 @@ import { fenceBackendFor } from './core/fence-cgpu.ts';
 import { ForbiddenError, NotFoundError } from '../adapters/errors.ts';
 import { fenceBackendOf, poolOf, type Policy } from './core/policy.ts';
 import { OUT_OF_SERVICE, poolFacts } from './core/blast-radius.ts';
-import { emptyState, parseNodeState, STATE_LABEL, type NodePhase, type NodeState } from './core/state.ts';
-import type { NodeFacts, PodFacts, PoolFacts } from './core/types.ts';
+import { emptyState, isOpen, parseNodeState, STATE_LABEL, type NodePhase, type NodeState } from './core/state.ts';
+import type { Capabilities, NodeFacts, PodFacts, PoolFacts, ReplaceFacts } from './core/types.ts';
+import type { SweepNodeFacts } from './core/sweep.ts';
+import { needsReplaceFacts } from './core/replace.ts';
+import type { ReplacementRecord } from '../lib/replacements.ts';
+import type { Clock } from '../adapters/clock.ts';
+import type { Logger } from '../adapters/logger.ts';
 
 export { requestsGpu };
 
@@ -60,7 +66,12 @@ export function stateOf(n: NodeInfo, taintKey?: string): NodeState {
  * being remediated, read in full). Measured on the 1,500-node storm, the full list was the
  * largest single cost: ~100 whole nodes serialized, parsed and deserialized per invocation.
  */
-export async function fetchPoolFacts(nodes: NodeOps, policy: Policy, node: NodeInfo, now: Date): Promise<PoolFacts> {
+export async function fetchPoolFacts(
+  nodes: Pick<NodeOps, 'listMetadata'>,
+  policy: Policy,
+  node: NodeInfo,
+  now: Date,
+): Promise<PoolFacts> {
   const name = poolOf(policy, node.labels);
   const label = policy.poolLabels.find((l) => node.labels[l] === name);
   // Nodes with no pool label form the `default` pool together.
@@ -145,8 +156,78 @@ export async function cardFacts(
  * (Succeeded, Failed) hold no GPU, so neither is a pod to move or to wait for (a GPU whose work
  * was left to finish is reset once its pods are done).
  */
-export async function podsOf(pods: PodOps, node: string): Promise<PodFacts[]> {
+export async function podsOf(pods: Pick<PodOps, 'listOnNode'>, node: string): Promise<PodFacts[]> {
   return (await pods.listOnNode(node))
     .filter((p) => !p.terminating && p.phase !== 'Succeeded' && p.phase !== 'Failed')
     .map(podFacts);
+}
+
+/** Who repairs a node, and whether the cloud reaches it: the deployment's word on each node. */
+export interface RepairPorts {
+  /** What the deployment's cloud adapter can do. */
+  capabilities?: Capabilities;
+  /** Another controller that repairs this node (its pool's ACK auto repair): gpu-reflex defers to it. */
+  repairOwner?: (node: NodeInfo) => Promise<string | undefined>;
+  /** Why the cloud cannot reach this node (no ECS instance behind it), or undefined when it can. */
+  unreachable?: (node: NodeInfo) => string | undefined;
+}
+
+/**
+ * The capabilities for one node: the deployment's, unless the node's pool repairs its nodes itself,
+ * or the cloud cannot reach the node (a person repairs it, and is told why).
+ */
+export async function capabilitiesFor(ports: RepairPorts, node: NodeInfo): Promise<Capabilities | undefined> {
+  const owner = await ports.repairOwner?.(node);
+  if (owner) return { ...ports.capabilities, reboot: false, replace: false, repairOwner: owner };
+  const unreachable = ports.capabilities?.reboot || ports.capabilities?.replace ? ports.unreachable?.(node) : undefined;
+  return unreachable ? { ...ports.capabilities, reboot: false, replace: false, unreachable } : ports.capabilities;
+}
+
+/** The reads the sweep makes for one tracked node, and no more. */
+export interface SweepFactPorts extends RepairPorts {
+  nodes: Pick<NodeOps, 'listMetadata'>;
+  pods: Pick<PodOps, 'listOnNode'>;
+  deviceTaints?: DeviceTaintOps;
+  cardFences?: CardFenceOps;
+  /** A replacement's facts: its node pool and the removal's task (replacements.ts). */
+  replacements?: {
+    facts(node: NodeInfo, record: ReplacementRecord | undefined, claimed: ReadonlySet<string>): Promise<ReplaceFacts>;
+  };
+  clock: Pick<Clock, 'now'>;
+  logger: Pick<Logger, 'warn'>;
+}
+
+/**
+ * Everything the sweep decides one tracked node from, read in a fixed order: its pool (once a round:
+ * `pools` keeps what was read), its DRA devices and rules, its gpushare cards, who repairs it, its
+ * replacement (read only where this round may start or move one: a drain's every sweep would cost ACK a
+ * call; `records`: the replacements on record, so new nodes already claimed are not claimed twice), its pods.
+ */
+export async function sweepNodeFacts(
+  ports: SweepFactPorts,
+  policy: Policy,
+  n: NodeInfo,
+  round: { pools: Map<string, PoolFacts>; records: ReadonlyMap<string, ReplacementRecord> },
+): Promise<SweepNodeFacts> {
+  const warn = (m: string, f: Record<string, unknown>) => ports.logger.warn(m, f);
+  const key = poolOf(policy, n.labels);
+  const pool = round.pools.get(key) ?? (await fetchPoolFacts(ports.nodes, policy, n, new Date(ports.clock.now())));
+  round.pools.set(key, pool);
+  const dra = await draFacts(ports.deviceTaints, policy, n, warn);
+  const cards = await cardFacts(ports.cardFences, policy, n, warn);
+  const owned = ports.repairOwner || ports.unreachable ? await capabilitiesFor(ports, n) : undefined;
+  const state = stateOf(n, policy.taintKey);
+  const atReplace =
+    ports.replacements && !owned?.repairOwner && state.incidents.some((i) => isOpen(i) && needsReplaceFacts(i));
+  const records = [...round.records.values()];
+  const claimed = new Set(records.filter((r) => r.node !== n.name && r.newNode).map((r) => r.newNode!));
+  const replace = atReplace ? await ports.replacements!.facts(n, round.records.get(n.name), claimed) : undefined;
+  return {
+    node: nodeFacts(n, dra, cards),
+    state,
+    pool,
+    pods: await podsOf(ports.pods, n.name),
+    ...(owned ? { capabilities: owned } : {}),
+    ...(replace ? { replace } : {}),
+  };
 }

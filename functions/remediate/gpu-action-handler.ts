@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { gpuAnswerHandler } from '../lib/gpu-answer-handler.ts';
-import { sweep } from './sweep-run.ts';
+import { sweepNode } from './sweep-jobs.ts';
 import { lazy } from '../lib/wiring.ts';
 import type { RemediationWiring } from './wiring.ts';
 
@@ -19,7 +19,7 @@ export function createGpuActionHandler(getDeps: () => RemediationWiring | Promis
     logger: async () => (await getDeps()).logger,
     async handle(event, { logger, context }) {
       const d = await getDeps();
-      const out = await sweep(
+      const out = await sweepNode(
         { ...d.kube, ...d, logger, holder: context?.awsRequestId ?? randomUUID() },
         event.detail.node,
       );

@@ -18,7 +18,7 @@ import { OUTBOX_ANNOTATION } from '../lib/outbox.ts';
 import { DEFAULT_POLICY } from './core/policy.ts';
 import { STATE_LABEL } from './core/state.ts';
 import { remediate, triggerOf, type RemediationDeps } from './run.ts';
-import { sweep } from './sweep-run.ts';
+import { sweepRound } from './sweep-jobs.ts';
 
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');
 const NODE = 'gpu-a100-1';
@@ -145,8 +145,8 @@ describe('outbox write-ahead', () => {
       logger: silentLogger,
       holder: 'req-2',
     };
-    await sweep(fresh);
-    await sweep(fresh);
+    await sweepRound(fresh);
+    await sweepRound(fresh);
     expect(bus.published.filter((e) => e.detailType === REMEDIATION && e.detail.eventId === decided[0])).toHaveLength(
       1,
     );

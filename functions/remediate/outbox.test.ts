@@ -16,7 +16,7 @@ import { DEFAULT_POLICY, type Policy } from './core/policy.ts';
 import { carryOut } from '../lib/reflex.ts';
 import { remediate, SWEPT, triggerOf, type RemediationDeps } from './run.ts';
 import { STATE_LABEL } from './core/state.ts';
-import { sweep } from './sweep-run.ts';
+import { sweepRound } from './sweep-jobs.ts';
 
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');
 
@@ -107,7 +107,7 @@ beforeEach(() => {
  */
 async function sweepsUntil(bus: EventPublisher, done: () => boolean): Promise<number> {
   for (let ticks = 1; ticks <= 10; ticks++) {
-    await sweep(depsWith(bus));
+    await sweepRound(depsWith(bus));
     if (done()) return ticks;
   }
   throw new Error('never delivered');
@@ -152,7 +152,7 @@ describe('outbox', () => {
     await remediate(event, depsWith(bus, held));
     const asked = ids(bus.attempts[0]!, APPROVAL_REQUESTED);
     expect(asked).toHaveLength(1);
-    for (let tick = 0; tick < 3; tick++) await sweep(depsWith(bus, held));
+    for (let tick = 0; tick < 3; tick++) await sweepRound(depsWith(bus, held));
     expect(ids(bus.accepted.published, APPROVAL_REQUESTED)).toEqual(asked);
     expect(ids(bus.accepted.published, REMEDIATION)).toHaveLength(1);
     expect((await kube.nodes.get('gpu-a100-2')).labels[STATE_LABEL]).toBe('awaiting-approval');
@@ -167,14 +167,14 @@ describe('outbox', () => {
     expect(sent).toHaveLength(1);
     expect(ids(bus.attempts[0]!, REMEDIATION)).toEqual(sent);
     expect((await kube.nodes.get('gpu-a100-3')).labels[STATE_LABEL]).toBe('awaiting-repair');
-    await sweep(depsWith(bus));
+    await sweepRound(depsWith(bus));
     expect(ids(bus.accepted.published, REMEDIATION)).toHaveLength(1);
   });
 
   it('lets the next sweep deliver what a remediation could not', async () => {
     const bus = new FlakyPublisher(1);
     await remediate(triggerOf('GPU XID Error', xid('gpu-a100-4', T0)), depsWith(bus));
-    await sweep(depsWith(bus));
+    await sweepRound(depsWith(bus));
     // first the remediation's own report, as decided; then the sweep's news (drained → awaiting repair)
     expect(ids(bus.accepted.published, REMEDIATION)[0]).toBe(ids(bus.attempts[0]!, REMEDIATION)[0]);
     expect(
@@ -204,7 +204,7 @@ describe('outbox', () => {
     );
     expect(out.deferred).toHaveLength(1);
     expect((await kube.nodes.get('gpu-a100-4')).labels[STATE_LABEL]).toBe('healthy');
-    await sweep(depsWith(bus));
+    await sweepRound(depsWith(bus));
     expect(ids(bus.accepted.published, REMEDIATION).filter((id) => id === report.detail.eventId)).toHaveLength(1);
     expect((await kube.nodes.get('gpu-a100-4')).annotations[OUTBOX_ANNOTATION]).toBeUndefined();
   });
@@ -244,8 +244,8 @@ describe('outbox', () => {
     expect(chat.sent).toHaveLength(0);
     expect(bus.published.find((e) => e.detailType === REMEDIATION)?.detail).toMatchObject({ phase: 'acted' });
     expect((await kube.nodes.get('gpu-a100-5')).annotations[OUTBOX_ANNOTATION]).toContain(out.plan.notices[0]!.title);
-    await sweep(depsWith(bus, DEFAULT_POLICY, chat));
-    await sweep(depsWith(bus, DEFAULT_POLICY, chat));
+    await sweepRound(depsWith(bus, DEFAULT_POLICY, chat));
+    await sweepRound(depsWith(bus, DEFAULT_POLICY, chat));
     expect(chat.sent.filter((n) => n.text === out.plan.notices[0]!.text)).toHaveLength(1);
   });
 
@@ -255,7 +255,7 @@ describe('outbox', () => {
     const event = triggerOf('GPU XID Error', xid('gpu-a100-5', T0));
     await remediate(event, depsWith(bus, DEFAULT_POLICY, chat));
     expect(chat.sent).toHaveLength(1);
-    await sweep(depsWith(bus, DEFAULT_POLICY, chat));
+    await sweepRound(depsWith(bus, DEFAULT_POLICY, chat));
     expect(chat.sent.filter((n) => n.text === chat.sent[0]!.text)).toHaveLength(1);
     const decided = ids(bus.attempts[0]!, REMEDIATION)[0];
     expect(ids(bus.accepted.published, REMEDIATION).filter((id) => id === decided)).toHaveLength(1);

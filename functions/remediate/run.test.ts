@@ -23,7 +23,7 @@ import { silentLogger } from '../adapters/logger.ts';
 import { DEFAULT_POLICY } from './core/policy.ts';
 import { remediate, triggerOf, type RemediationDeps } from './run.ts';
 import { HISTORY_ANNOTATION, REPAIRED_AT_ANNOTATION, STATE_LABEL } from './core/state.ts';
-import { sweep } from './sweep-run.ts';
+import { sweepRound } from './sweep-jobs.ts';
 
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');
 const gpuUuid = (n: number, g: number) =>
@@ -231,12 +231,12 @@ describe('remediate', () => {
     for (const n of ['gpu-a100-1', 'gpu-a100-2', 'gpu-a100-3', 'gpu-a100-4', 'gpu-a100-5']) seedNode(n);
     await remediate(triggerOf('GPU XID Error', xid('gpu-a100-1', 79, T0)), deps);
     await clock.advance(5 * 60_000);
-    await sweep(deps); // drained → awaiting repair
+    await sweepRound(deps); // drained → awaiting repair
     expect((await kube.nodes.get('gpu-a100-1')).labels[STATE_LABEL]).toBe('awaiting-repair');
     // A person (or the repair flow) marks the node repaired.
     await kube.nodes.setAnnotations('gpu-a100-1', { [REPAIRED_AT_ANNOTATION]: new Date(clock.now()).toISOString() });
     await clock.advance(60_000);
-    await sweep(deps);
+    await sweepRound(deps);
     expect((await kube.nodes.get('gpu-a100-1')).unschedulable).toBe(true);
     // The sweep asked the node agent for the health probe; the agent answers it passed.
     const probe = (
@@ -263,7 +263,7 @@ describe('remediate', () => {
     await kube.nodes.setAnnotations('gpu-a100-1', {
       [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify({ [probe.id]: probed }),
     });
-    await sweep(deps);
+    await sweepRound(deps);
     const node = await kube.nodes.get('gpu-a100-1');
     expect(node.unschedulable).toBe(false);
     expect(node.taints).toEqual([]);
@@ -291,7 +291,7 @@ describe('a drain that meets API errors', () => {
     expect(remediations()).toHaveLength(1);
     for (let minute = 1; minute <= 6; minute++) {
       await clock.advance(60_000);
-      await sweep(deps);
+      await sweepRound(deps);
     }
     // Still draining (something is still refused), asked again each minute, and nothing said about it.
     const node = await kube.nodes.get('gpu-a100-1');
@@ -303,7 +303,7 @@ describe('a drain that meets API errors', () => {
     kube.cluster.failNext('pods.evict', 500, 0);
     for (let minute = 1; minute <= 6; minute++) {
       await clock.advance(60_000);
-      await sweep(deps);
+      await sweepRound(deps);
     }
     expect((await kube.nodes.get('gpu-a100-1')).labels[STATE_LABEL]).toBe('awaiting-repair');
     expect(remediations()).toHaveLength(2);

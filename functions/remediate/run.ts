@@ -25,7 +25,7 @@ import { carryOut, withLease } from '../lib/reflex.ts';
 import { poolAllowance, takesCapacity } from './core/blast-radius.ts';
 import { approvalIdOf, toApprovalDetail, toRemediationDetail } from './core/detail.ts';
 import { recordApproval, type ApprovalRecord } from '../lib/approvals.ts';
-import { cardFacts, draFacts, nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
+import { capabilitiesFor, cardFacts, draFacts, nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
 import { reserveSlot } from './ledger.ts';
 import { planRemediation } from './core/plan.ts';
 import { poolLimits, type Policy } from './core/policy.ts';
@@ -61,20 +61,6 @@ export interface RemediationDeps {
   unreachable?: (node: NodeInfo) => string | undefined;
   /** Where `cloud` can replace nodes: what a replacement reads (its node pool, the removal's task). */
   replacements?: ReplaceReader;
-}
-
-/**
- * The capabilities for one node: the deployment's, unless the node's pool repairs its nodes itself,
- * or the cloud cannot reach the node (a person repairs it, and is told why).
- */
-export async function capabilitiesFor(
-  deps: Pick<RemediationDeps, 'capabilities' | 'repairOwner' | 'unreachable'>,
-  node: NodeInfo,
-): Promise<Capabilities | undefined> {
-  const owner = await deps.repairOwner?.(node);
-  if (owner) return { ...deps.capabilities, reboot: false, replace: false, repairOwner: owner };
-  const unreachable = deps.capabilities?.reboot || deps.capabilities?.replace ? deps.unreachable?.(node) : undefined;
-  return unreachable ? { ...deps.capabilities, reboot: false, replace: false, unreachable } : deps.capabilities;
 }
 
 export interface RemediationOutcome {

@@ -1,7 +1,7 @@
 /** Lambda `remediate-sweep`: runs on `rate(1 minute)`; see sweep-run.ts. */
 import { randomUUID } from 'node:crypto';
 import { scheduleHandler } from '../lib/handler.ts';
-import { sweep } from './sweep-run.ts';
+import { sweepRound } from './sweep-jobs.ts';
 import { lazy } from '../lib/wiring.ts';
 import type { RemediationWiring } from './wiring.ts';
 
@@ -11,7 +11,7 @@ export function createSweepHandler(getDeps: () => RemediationWiring | Promise<Re
     logger: async () => (await getDeps()).logger,
     async handle({ logger, context }) {
       const d = await getDeps();
-      const out = await sweep({ ...d.kube, ...d, logger, holder: context?.awsRequestId ?? randomUUID() });
+      const out = await sweepRound({ ...d.kube, ...d, logger, holder: context?.awsRequestId ?? randomUUID() });
       return { nodes: out.nodes, acted: out.plans.length, skipped: out.skipped, expired: out.expired };
     },
   });

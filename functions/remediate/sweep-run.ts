@@ -1,43 +1,33 @@
 /**
- * The sweep, every minute: retry blocked evictions, time out stuck drains, act on held-back
+ * The sweep's node pass, every minute: retry blocked evictions, time out stuck drains, act on held-back
  * incidents when the window has room, restore nodes that have been quiet long enough. Plans come
  * from the pure `planSweep`; this file fetches, then carries each node's plan out on the reflex
  * skeleton (lib/reflex.ts), one node at a time under its lease, publishing what any earlier
- * invocation left in a node's outbox on the way.
+ * invocation left in a node's outbox on the way. Approvals' expiry and replacements' ends are jobs
+ * of their own beside it (sweep-jobs.ts).
  */
 import { readOutbox } from '../lib/outbox.ts';
 import { editsScheduling } from '../lib/plan.ts';
 import { carryOut, withLease } from '../lib/reflex.ts';
-import { cardFacts, draFacts, nodeFacts, podsOf, fetchPoolFacts, stateOf } from './facts.ts';
+import { sweepNodeFacts } from './facts.ts';
 import { historyCodec } from './core/reconcile.ts';
-import { capabilitiesFor, nodeLease, remediationEvent, SWEPT, type RemediationDeps } from './run.ts';
-import { poolOf } from './core/policy.ts';
-import { emptyState, isOpen, STATE_LABEL } from './core/state.ts';
-import {
-  forgetReplacement,
-  nodeOrGone,
-  noteReplacement,
-  replacedPlan,
-  replacing,
-  replacingIn,
-} from './replacements.ts';
+import { nodeLease, remediationEvent, SWEPT, type RemediationDeps } from './run.ts';
+import { STATE_LABEL } from './core/state.ts';
+import { noteReplacement, replacing } from './replacements.ts';
 import { replacementsIn, type ReplacementRecord } from '../lib/replacements.ts';
-import { closeApproval, getApproval, listApprovals, type ApprovalRecord } from '../lib/approvals.ts';
-import { stillWaits } from './approval-waits.ts';
 import { planSweep, type SweepNodeFacts } from './core/sweep.ts';
-import { needsReplaceFacts } from './core/replace.ts';
 import { awaitsTaint } from './core/reset-gate.ts';
 import type { Plan, PoolFacts } from './core/types.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import { NotFoundError } from '../adapters/errors.ts';
 
-export interface SweepOutcome {
+export interface SweepPass {
   nodes: number;
   plans: Plan[];
   /** Nodes skipped this round: another invocation held them, or they changed since the snapshot. */
   skipped: string[];
-  /** Approvals closed as expired this round. */
-  expired: string[];
+  /** Replacements on record when the pass began (sweep-jobs.ts follows them). */
+  records: ReadonlyMap<string, ReplacementRecord>;
 }
 
 /** The node, when it still exists and carries gpu-reflex state (what `list(STATE_LABEL)` would select). */
@@ -52,33 +42,20 @@ async function oneTracked(deps: RemediationDeps, name: string): Promise<NodeInfo
 }
 
 /**
- * `only`: one node (a `GPU Action Result` from its agent): the repair moves on now instead of at the
- * next minute, under a lease of its own, and approvals are left to the scheduled sweep.
+ * The node pass: every tracked node (or `only` that one: a `GPU Action Result` from its agent moves its
+ * repair on now instead of at the next minute) from its facts to its plan, carried out under the node's
+ * lease. The caller holds the pass's own lease (sweep-jobs.ts): the scheduled round, or one node's repair.
  */
-export async function sweep(deps: RemediationDeps, only?: string): Promise<SweepOutcome> {
-  const idle = (): SweepOutcome => (
-    deps.logger.info('sweep already running elsewhere'),
-    { nodes: 0, plans: [], skipped: [], expired: [] }
-  );
-  return withLease(
-    only ? `remediate-repair-${only}` : 'remediate-sweep',
-    120,
-    deps,
-    async () => {
-      const out = await pass(deps, only);
-      // A fence fallback's taint just landed where a reset waits for it (reset-gate.ts awaitsTaint): the
-      // node's next step now, on the Node read again (the taint seen, not only asked for), once.
-      for (const name of out.again) {
-        const more = await pass(deps, name);
-        out.plans.push(...more.plans);
-        out.skipped.push(...more.skipped.filter((s) => !out.skipped.includes(s)));
-      }
-      const expired = only ? [] : await expireApprovals(deps, new Set(out.plans.map((p) => p.target.node)));
-      if (!only && deps.replacements) await followReplacements(deps, out.records);
-      return { nodes: out.nodes, plans: out.plans, skipped: out.skipped, expired };
-    },
-    idle,
-  );
+export async function sweep(deps: RemediationDeps, only?: string): Promise<SweepPass> {
+  const out = await pass(deps, only);
+  // A fence fallback's taint just landed where a reset waits for it (reset-gate.ts awaitsTaint): the
+  // node's next step now, on the Node read again (the taint seen, not only asked for), once.
+  for (const name of out.again) {
+    const more = await pass(deps, name);
+    out.plans.push(...more.plans);
+    out.skipped.push(...more.skipped.filter((s) => !out.skipped.includes(s)));
+  }
+  return { nodes: out.nodes, plans: out.plans, skipped: out.skipped, records: out.records };
 }
 
 /**
@@ -101,28 +78,7 @@ async function pass(
   const facts: SweepNodeFacts[] = [];
   // Replacements on record: the removal's task to follow, and new nodes already claimed.
   const records = deps.replacements ? replacementsIn(await deps.state.getAll()) : new Map<string, ReplacementRecord>();
-  for (const n of tracked) {
-    const key = poolOf(deps.policy, n.labels);
-    const pool = pools.get(key) ?? (await fetchPoolFacts(deps.nodes, deps.policy, n, new Date(deps.clock.now())));
-    pools.set(key, pool);
-    const dra = await draFacts(deps.deviceTaints, deps.policy, n, (m, f) => deps.logger.warn(m, f));
-    const cards = await cardFacts(deps.cardFences, deps.policy, n, (m, f) => deps.logger.warn(m, f));
-    const owned = deps.repairOwner || deps.unreachable ? await capabilitiesFor(deps, n) : undefined;
-    const state = stateOf(n, deps.policy.taintKey);
-    // Read only where this round may start or move a replacement (a drain's every sweep would cost ACK a call).
-    const atReplace =
-      deps.replacements && !owned?.repairOwner && state.incidents.some((i) => isOpen(i) && needsReplaceFacts(i));
-    const claimed = new Set([...records.values()].filter((r) => r.node !== n.name && r.newNode).map((r) => r.newNode!));
-    const replace = atReplace ? await deps.replacements!.facts(n, records.get(n.name), claimed) : undefined;
-    facts.push({
-      node: nodeFacts(n, dra, cards),
-      state,
-      pool,
-      pods: await podsOf(deps.pods, n.name),
-      ...(owned ? { capabilities: owned } : {}),
-      ...(replace ? { replace } : {}),
-    });
-  }
+  for (const n of tracked) facts.push(await sweepNodeFacts(deps, deps.policy, n, { pools, records }));
   const now = new Date(deps.clock.now());
   const swept = planSweep(
     { now, nodes: facts, ...(deps.capabilities ? { capabilities: deps.capabilities } : {}) },
@@ -175,101 +131,6 @@ async function pass(
     }
   }
   return { nodes: tracked.length, plans: applied, skipped, again, records };
-}
-
-/**
- * Replacements whose node is gone (RemoveNodePoolNodes took it, and its history with it) are
- * closed with their last Remediation event: published first, then forgotten, so a failed publish
- * is retried next round under the same event id. A record whose node no longer replaces (a person
- * closed the incident) is forgotten quietly.
- */
-async function followReplacements(
-  deps: RemediationDeps,
-  records: ReadonlyMap<string, ReplacementRecord>,
-): Promise<void> {
-  for (const r of records.values()) {
-    const node = await nodeOrGone(deps.nodes, r.node);
-    if (node && replacingIn(stateOf(node, deps.policy.taintKey))) continue;
-    if (!node) {
-      const task = r.taskId ? await deps.replacements!.task(r.taskId).catch(() => undefined) : undefined;
-      const plan = replacedPlan(r, task);
-      await deps.publisher.publish([
-        remediationEvent(plan, { evictions: [], notices: [], cloud: [{ result: 'done' }] }, new Date(deps.clock.now())),
-      ]);
-      deps.logger.info('sweep', { node: r.node, action: plan.action, phase: plan.phase, reason: plan.reason });
-    }
-    await forgetReplacement(deps.state, r.node);
-  }
-}
-
-/**
- * Settles open approvals. One whose incident no longer waits (the sweep acted on it once the
- * window had room, or it resolved) is closed `no-longer-needed`, quietly; one past its expiry is
- * closed `expired` and reported as a Remediation (phase awaiting-approval, reason "approval …
- * expired"): published first, then closed, so a failed publish is retried by the next sweep under
- * the same event id. An expired incident still waits: the sweep acts once the pool has room.
- * Only approvals due, or on nodes this sweep acted on (`touched`), are looked at: a node read each.
- */
-export async function expireApprovals(
-  deps: RemediationDeps,
-  touched: ReadonlySet<string> = new Set(),
-): Promise<string[]> {
-  const now = new Date(deps.clock.now());
-  const due = (a: ApprovalRecord) => Date.parse(a.expiresAt) <= now.getTime();
-  const open = (await listApprovals(deps.state)).filter((a) => a.status === 'open' && (due(a) || touched.has(a.node)));
-  const closed: string[] = [];
-  for (const a of open) {
-    // Under the node's lease, as remediate-approve decides: a decision and an expiry never cross.
-    const done = await withLease(
-      nodeLease(a.node),
-      60,
-      deps,
-      async () => {
-        // Decided since the listing (remediate-approve held the lease): nothing to settle.
-        if ((await getApproval(deps.state, a.id))?.status !== 'open') return false;
-        if (!stillWaits(stateOf(await deps.nodes.get(a.node), deps.policy.taintKey), a)) {
-          const note = `${a.incident} on ${a.node} no longer waits for approval: no longer needed`;
-          await closeApproval(deps.state, a.id, 'no-longer-needed', { at: now, note });
-          deps.logger.info('approval no longer needed', { approvalId: a.id, node: a.node, incident: a.incident });
-          return false;
-        }
-        if (!due(a)) return false;
-        const reason =
-          `approval ${a.id} expired at ${a.expiresAt} undecided: ${a.action} on ` +
-          `${a.node} stays held back; the sweep acts once the pool's window has room`;
-        await deps.publisher.publish([remediationEvent(expiredPlan(a, reason), undefined, now)]);
-        const r = await closeApproval(deps.state, a.id, 'expired', { at: now, note: reason });
-        deps.logger.info('approval expired', {
-          approvalId: a.id,
-          node: a.node,
-          incident: a.incident,
-          closed: r.closed,
-        });
-        return r.closed;
-      },
-      () => false,
-    );
-    if (done) closed.push(a.id);
-  }
-  return closed;
-}
-
-/** The report of an expiry: changes nothing, so a plan with no actions, rendered as a Remediation. */
-function expiredPlan(a: ApprovalRecord, reason: string): Plan {
-  return {
-    kind: 'approval',
-    incident: a.incident,
-    action: a.action as Plan['action'],
-    scope: a.scope as Plan['scope'],
-    phase: 'awaiting-approval',
-    target: { node: a.node, gpus: a.target.gpus, migInstances: [], pods: [] },
-    evictions: [],
-    notices: [],
-    cloud: [],
-    reason,
-    trigger: { eventId: `${a.id}:expired`, detailType: 'Approval Expired', node: a.node, observedAt: a.expiresAt },
-    nextState: emptyState(),
-  };
 }
 
 /** Bookkeeping alone (our history) is nobody's news. */

@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { capabilitiesFor } from './run.ts';
+import { capabilitiesFor } from './facts.ts';
 import { wireRemediation } from './wiring.ts';
 
 const dir = mkdtempSync(join(tmpdir(), 'remediation-wiring-'));

@@ -134,7 +134,7 @@ describe('replace-node, capacity first', () => {
       'grow',
       'remove',
     ]);
-    // While the removal runs, the sweep waits (the incident closes when the node is gone: sweep-run).
+    // While the removal runs, the sweep waits (the incident closes when the node is gone: sweep-jobs).
     expect((await sweep(remove.world, 14, cloud)).plan).toBeUndefined();
   });
 

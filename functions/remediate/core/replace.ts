@@ -6,7 +6,7 @@
  *             (none within `repair.replaceTimeoutMinutes`: a person is told, nothing is removed)
  *           → remove: the node's instance taken out of the pool and released (RemoveNodePoolNodes,
  *             no drain: remediation drained it; ACK lowers the desired size itself)
- *           → the incident closes when the node is gone (sweep-run.ts follows the task there,
+ *           → the incident closes when the node is gone (sweep-jobs.ts follows the task there,
  *             since the node and its history leave together); a failed removal is told to a person.
  *
  * Never started where the pool may not be sized by gpu-reflex (`ReplaceFacts.refused`: not in the

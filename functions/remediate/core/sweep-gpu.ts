@@ -1,46 +1,21 @@
 /**
- * The sweep's steps for a quarantined GPU (pure): its fence seen and held (fence-check.ts), its
- * repair through the node agent (gpu-repair.ts), an RMA-class GPU's climb, MIG instances back after
- * a reset, and a closed incident's fence lifted.
+ * The sweep's steps for a quarantined GPU (pure): its repair through the node agent (gpu-repair.ts),
+ * an RMA-class GPU's climb (handed to sweep-node.ts), MIG instances back after a reset. Its fence,
+ * held and lifted, is sweep-fence.ts.
  */
 import { pdbDeadlineOf, type Policy } from './policy.ts';
 import { evictable } from './scope.ts';
 import type { Incident } from './state.ts';
 import type { PodFacts } from './types.ts';
 import { notice } from './plan.ts';
-import { fenceEventNote, resetSkippedWords } from './words.ts';
+import { resetSkippedWords } from './words.ts';
+import { stepRepair } from './gpu-repair.ts';
 import { resetSupportOf, skipsReset } from './reset-support.ts';
-import { stepRepair, unfenceDone } from './gpu-repair.ts';
-import { stepUnlatch } from './fence.ts';
-import { checkFence } from './fence-check.ts';
-import { draLifted } from './fence-dra.ts';
-import { cardsLifted } from './fence-cgpu.ts';
 import { stepMigRestore } from './mig-restore.ts';
 import { podsOnCard, resetGate } from './reset-gate.ts';
 import { mpsDaemonHolding } from './mps-reset.ts';
-import { climb } from './sweep-node.ts';
 import type { SweepFacts } from './sweep.ts';
-import { MIN, type Work } from './sweep-work.ts';
-
-/**
- * A closed incident's GPU fence is lifted: the agent's word that it left the fence file (bookkeeping
- * only), or NVIDIA's device plugin restarted on the node so it counts the GPU again (gpu-repair.ts).
- */
-export function lift(i: Incident, w: Work, facts: SweepFacts, policy: Policy): Incident {
-  const done =
-    unfenceDone(i, w.results) ?? draLifted(i, w.facts.node, facts.now) ?? cardsLifted(i, w.facts.node, facts.now);
-  if (done) return done;
-  const u = stepUnlatch(i, w.state, w.facts.node, w.facts.pods, facts.now, policy);
-  if (u.kind === 'none') return i;
-  w.reasons.push(u.why);
-  if (u.kind === 'restart') {
-    w.unlatching = true;
-    // Through the Eviction API like every pod we move; its DaemonSet recreates it.
-    w.evictions.push(...u.pods);
-    if (u.pods.length === 0 && !i.fence?.restartedAt) w.notices.push(notice('restore', w.facts.node, u.why));
-  }
-  return u.incident;
-}
+import { MIN, type Stepped, type Work } from './sweep-work.ts';
 
 /**
  * A quarantined GPU that NVIDIA answers with a reset (gpu-repair.ts): its fence is verified, its
@@ -51,9 +26,9 @@ export function repairStep(
   i0: Incident,
   w: Work,
   facts: SweepFacts,
-  policy: Policy,
+  policy: Pick<Policy, 'repair' | 'pools' | 'taintKey' | 'fence'>,
   retry: (pods: PodFacts[]) => void,
-): Incident {
+): Stepped {
   let i = i0;
   // Every pod on the card, not only ours: a reset kills whatever holds it (reset-gate.ts).
   const left = podsOnCard(i, w.facts.pods);
@@ -82,12 +57,13 @@ export function repairStep(
       .map((p) => `${p.namespace}/${p.name}`)
       .join(', ')}; a disruption budget may be refusing their eviction): the reset cannot wait for them any longer`;
     // climb tells a person whatever it does (escalates, is held back, or ends at awaiting-repair).
-    return climb({ ...i, notifiedAt: facts.now.toISOString() }, why, w, facts, policy);
+    return { escalate: 'climb', incident: { ...i, notifiedAt: facts.now.toISOString() }, why };
   }
   // No reset where NVIDIA does not support one alone (reset-support.ts): straight to the next rung
   // (a node reboot), saying why, before any reset is asked of the agent.
   const support = resetSupportOf(w.facts.node.labels);
-  if (!i.repair && skipsReset(support)) return climb(i, resetSkippedWords(i.gpu, support), w, facts, policy);
+  if (!i.repair && skipsReset(support))
+    return { escalate: 'climb', incident: i, why: resetSkippedWords(i.gpu, support) };
   retry(left);
   if (!i.repair) {
     // The reset waits for a verified fence, or for the node taint that replaces it (reset-gate.ts).
@@ -115,49 +91,11 @@ export function repairStep(
     }
     return s.incident;
   }
-  if (s.kind === 'failed') return climb(s.incident, s.why, w, facts, policy);
+  if (s.kind === 'failed') return { escalate: 'climb', incident: s.incident, why: s.why };
   if (s.kind === 'restored') return restoreMig(i, s.incident, s.why, w, facts, policy);
   w.reasons.push(s.why);
   w.touched.push(s.incident);
   return s.incident;
-}
-
-/**
- * Is the GPU really out of scheduling, and still (fence-check.ts)? Verified, it is said so; not seen
- * within `fence.verifyMinutes`, the node is tainted instead and a person is told; a held fence that
- * drifts (or was written back by the agent) is told too.
- */
-export function holdFence(i: Incident, w: Work, facts: SweepFacts, policy: Policy): Incident {
-  const check = checkFence(i, w.state, w.facts.node, w.results, facts.now, policy);
-  if (check.kind === 'wait') return i;
-  w.reasons.push(check.why);
-  if (check.kind === 'drift') {
-    // Rate limit: a fence that keeps drifting (a writer rewriting the file every minute) is told once per
-    // `fence.driftNoticeMinutes`, not each sweep; it is still restored, and escalated at its deadline.
-    const f = check.incident.fence!;
-    const ends = i.fence?.driftAt !== undefined && f.driftAt === undefined;
-    const every = (policy.fence.driftNoticeMinutes ?? policy.fence.verifyMinutes) * MIN;
-    const told = i.fence?.driftToldAt;
-    const mute = ends
-      ? i.fence?.driftMuted === true
-      : told !== undefined && facts.now.getTime() - Date.parse(told) < every;
-    const { driftMuted: _was, ...rest } = f;
-    const fence = mute
-      ? { ...rest, ...(ends ? {} : { driftMuted: true }) }
-      : { ...rest, ...(ends ? {} : { driftToldAt: facts.now.toISOString() }) };
-    const incident: Incident = { ...check.incident, fence };
-    w.touched.push(incident);
-    if (mute) return incident;
-    w.notices.push(notice(incident.action, w.facts.node, check.why));
-    w.nodeEvents.push(fenceEventNote(f.driftAt ? 'lost' : 'restored', check.why));
-    return incident;
-  }
-  if (check.kind === 'fallback') {
-    w.notices.push(notice(check.incident.action, w.facts.node, check.why));
-    w.nodeEvents.push(fenceEventNote('escalated', check.why));
-    w.touched.push(check.incident);
-  }
-  return check.incident;
 }
 
 /**
@@ -166,26 +104,18 @@ export function holdFence(i: Incident, w: Work, facts: SweepFacts, policy: Polic
  * cloud, or a person told), or awaiting-repair for a person when its ladder ends here. Its pods
  * keep moving meanwhile.
  */
-export function replaceGpu(
-  i: Incident,
-  w: Work,
-  facts: SweepFacts,
-  policy: Policy,
-  retry: (pods: PodFacts[]) => void,
-): Incident {
+export function replaceGpu(i: Incident, pods: readonly PodFacts[], retry: (pods: PodFacts[]) => void): Stepped {
   const f = i.fence;
   const out = f !== undefined && (f.verifiedAt !== undefined || f.fallback !== undefined || f.backend === 'cordon');
   if (!out) {
-    retry(evictable(w.facts.pods).filter((p) => i.pods.includes(p.uid)));
+    retry(evictable(pods).filter((p) => i.pods.includes(p.uid)));
     return i;
   }
-  return climb(
-    i,
-    `NVIDIA says ${i.gpu} must be replaced (${i.condition}: RMA class, no reset cures it); it stays fenced`,
-    w,
-    facts,
-    policy,
-  );
+  return {
+    escalate: 'climb',
+    incident: i,
+    why: `NVIDIA says ${i.gpu} must be replaced (${i.condition}: RMA class, no reset cures it); it stays fenced`,
+  };
 }
 
 /**
@@ -199,11 +129,11 @@ function restoreMig(
   why: string,
   w: Work,
   facts: SweepFacts,
-  policy: Policy,
-): Incident {
+  policy: Pick<Policy, 'repair'>,
+): Stepped {
   const m = stepMigRestore(open, w.facts.node, w.facts.pods, facts.now, policy);
   if (m.kind === 'wait') return open;
-  if (m.kind === 'failed') return climb({ ...m.incident, repair: undefined }, m.why, w, facts, policy);
+  if (m.kind === 'failed') return { escalate: 'climb', incident: { ...m.incident, repair: undefined }, why: m.why };
   if (m.kind === 'restart') {
     // Through the Eviction API like every pod we move; its DaemonSet recreates it.
     w.evictions.push(...m.pods);

@@ -1,66 +1,34 @@
 /**
- * The sweep's steps for a node that must be repaired (pure): a failed GPU repair climbing its ladder
- * within the blast radius, the drained node's reboot or replacement (or a person told), and its
- * return after a reboot.
+ * The node's repair in the sweep (pure), carried out once for what a step handed on (`escalate`): a
+ * failed GPU repair's climb (sweep-climb.ts), the drained node's reboot or replacement (or a person
+ * told), a replacement's next step. Its return after a reboot is sweep-return.ts.
  */
-import { checkBlastRadius } from './blast-radius.ts';
 import type { Policy } from './policy.ts';
-import { evictable } from './scope.ts';
 import { isOpen, type Incident } from './state.ts';
 import { startReplace, type ReplaceStep } from './replace.ts';
 import { notice } from './plan.ts';
 import { nodeGpusOf } from './return-probe.ts';
 import type { SweepFacts } from './sweep.ts';
-import { type Work } from './sweep-work.ts';
+import { type Stepped, type Work } from './sweep-work.ts';
+import { climb } from './sweep-climb.ts';
 
 /**
- * A GPU repair failed: the incident climbs its ladder (reboot, then replace) as a node drain,
- * within the blast radius like any drain; at the top of the ladder a person is told.
+ * Carries out what a step handed on (sweep-work.ts `Escalation`): once, after the step, so the steps
+ * never call back into the node's repair.
  */
-export function climb(i: Incident, why: string, w: Work, facts: SweepFacts, policy: Policy): Incident {
-  const node = w.facts.node;
-  const now = facts.now.toISOString();
-  const next = i.ladder[i.level + 1];
-  if (!next || next === 'quarantine-gpu' || next === 'observe' || next === 'restart-workload' || next === 'ignore') {
-    const text =
-      `${why}; nothing further up its ladder: awaiting-repair, a person must repair ${i.gpu ?? node.name}, ` +
-      'then annotate gpu-reflex.io/repaired-at=<time>';
-    const waiting: Incident = { ...i, phase: 'awaiting-repair', since: now, notifiedAt: now };
-    w.notices.push(notice(i.action, node, text));
-    w.reasons.push(text);
-    w.touched.push(waiting);
-    return waiting;
+export function escalate(s: Stepped, w: Work, facts: SweepFacts, policy: Policy): Incident {
+  if (!('escalate' in s)) return s;
+  switch (s.escalate) {
+    case 'replace':
+      return replaced(s.step, s.incident, w);
+    case 'repair':
+      return toRepair(s.incident, s.repair, w, facts, s.why);
+    case 'climb':
+      return climb(s.incident, s.why, w, facts, policy);
   }
-  const out = w.state.incidents.some(
-    (x) => isOpen(x) && x.key !== i.key && (x.phase === 'draining' || x.phase === 'awaiting-repair'),
-  );
-  const verdict = checkBlastRadius(policy, w.facts.pool, node.name, out);
-  const escalated: Incident = { ...i, action: next, level: i.level + 1, escalatedAt: now, since: now };
-  if (!verdict.allowed) {
-    const held: Incident = { ...escalated, phase: 'awaiting-approval' };
-    const text =
-      `${why}; ${next} on node ${node.name} is held back: ${verdict.words}. ` +
-      'A person must approve; the sweep acts once the window has room';
-    w.notices.push(notice(next, node, text));
-    w.reasons.push(text);
-    w.touched.push(held);
-    return held;
-  }
-  const pods = evictable(w.facts.pods);
-  const draining: Incident = {
-    ...escalated,
-    phase: 'draining',
-    pods: [...new Set([...i.pods, ...pods.map((p) => p.uid)])],
-  };
-  w.evictions.push(...pods);
-  const text = `${why}; escalating to ${next}: draining node ${node.name} first`;
-  w.notices.push(notice(next, node, text));
-  w.reasons.push(text);
-  w.touched.push(draining);
-  return draining;
 }
 
-export function toRepair(
+function toRepair(
   i: Incident,
   repair: 'reboot-node' | 'replace-node' | undefined,
   w: Work,
@@ -71,6 +39,7 @@ export function toRepair(
   const caps = w.facts.capabilities ?? facts.capabilities;
   const now = facts.now.toISOString();
   const { reboot: _done, ...rest } = i;
+  const before = gpusBefore(i, w);
   if (repair && caps?.repairOwner) {
     // Not ours to repair: no cloud call; the node's return (new boot id, Ready) is watched as after
     // our own reboot, and no return within repair.rebootTimeoutMinutes is told to a person.
@@ -80,7 +49,7 @@ export function toRepair(
         at: now,
         ...(w.facts.node.bootId ? { fromBoot: w.facts.node.bootId } : {}),
         by: caps.repairOwner.slice(0, 128),
-        ...gpusBefore(i, w),
+        ...before,
       },
       phase: 'awaiting-repair',
       since: now,
@@ -101,27 +70,20 @@ export function toRepair(
     const sibling = [...w.touched, ...w.state.incidents].find(
       (x) => x.key !== i.key && isOpen(x) && x.replace,
     )?.replace;
-    if (sibling)
-      return replaced(
-        {
+    const pool = w.facts.replace?.pool?.id;
+    const s: ReplaceStep = sibling
+      ? {
           kind: 'act',
           incident: { ...waiting, replace: sibling },
           why: `${why}: the replacement under way replaces it`,
           tell: false,
-        },
-        waiting,
-        w,
-      );
-    const pool = w.facts.replace?.pool?.id;
-    return replaced(
-      startReplace(waiting, w.facts.node, w.facts.replace, facts.now, why, pool ? (w.round.grows.get(pool) ?? 0) : 0),
-      waiting,
-      w,
-    );
+        }
+      : startReplace(waiting, w.facts.node, w.facts.replace, facts.now, why, pool ? (w.round.grows.get(pool) ?? 0) : 0);
+    return replaced(s, waiting, w);
   }
   const rebooting =
     repair === 'reboot-node' && can
-      ? { reboot: { at: now, ...(w.facts.node.bootId ? { fromBoot: w.facts.node.bootId } : {}), ...gpusBefore(i, w) } }
+      ? { reboot: { at: now, ...(w.facts.node.bootId ? { fromBoot: w.facts.node.bootId } : {}), ...before } }
       : {};
   const next: Incident = { ...rest, ...rebooting, phase: 'awaiting-repair', since: now, notifiedAt: now };
   if (repair === 'reboot-node' && can) {
@@ -153,7 +115,7 @@ const returnsWhen = (i: Incident): string =>
   i.gpu ? `only when the health probe of ${i.gpu} passes` : 'only when each of its GPUs passes its own health probe';
 
 /** Carries a replacement's step into the sweep's work: its cloud action, its words, a notice when a person must act. */
-export function replaced(s: ReplaceStep, i: Incident, w: Work): Incident {
+function replaced(s: ReplaceStep, i: Incident, w: Work): Incident {
   if (s.kind === 'wait') return i;
   const c = s.cloud;
   if (c?.kind === 'replace' && !w.cloud.some((x) => x.kind === 'replace' && x.step === c.step && x.node === c.node)) {

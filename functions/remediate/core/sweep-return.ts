@@ -1,6 +1,7 @@
 /**
  * The sweep's steps for a node coming back (pure): after a reboot (a new boot id) or a person's `repaired-at`, each
- * GPU returns only on a passed probe, and a fault seen again climbs the ladder (sweep-node.ts) or leaves the node out.
+ * GPU returns only on a passed probe, and a fault seen again climbs the ladder (handed to sweep-node.ts) or leaves the
+ * node out.
  */
 import type { Policy } from './policy.ts';
 import { cmp, type Incident } from './state.ts';
@@ -17,8 +18,7 @@ import {
 import { nodeProbes } from './gpu-repair.ts';
 import { GPU_DEVICES_ANNOTATION } from '../../../events/index.ts';
 import type { SweepFacts } from './sweep.ts';
-import { MIN, type Work } from './sweep-work.ts';
-import { toRepair } from './sweep-node.ts';
+import { MIN, type Escalation, type Stepped, type Work } from './sweep-work.ts';
 
 /**
  * After a reboot the cloud adapter asked for: the node is back when it shows a new boot id and is
@@ -36,9 +36,9 @@ export function afterReboot(
   r: NonNullable<Incident['reboot']>,
   w: Work,
   facts: SweepFacts,
-  policy: Policy,
+  policy: Pick<Policy, 'repair' | 'quietPeriodMinutes'>,
   close: (why: string, x?: Incident) => Incident,
-): Incident {
+): Stepped {
   const node = w.facts.node;
   const now = facts.now;
   if (!r.backAt) {
@@ -68,18 +68,22 @@ export function afterReboot(
     w.touched.push(told);
     return told;
   }
-  const notCured = (why: string): Incident => {
+  const notCured = (why: string): Escalation => {
     const { repair: _asked, ...x } = i;
     const nextRung = i.ladder.indexOf('replace-node', i.level + 1) >= 0 ? 'replace-node' : undefined;
     if (nextRung)
-      return toRepair(
-        { ...x, level: i.ladder.indexOf(nextRung, i.level + 1), action: nextRung, escalatedAt: now.toISOString() },
-        nextRung,
-        w,
-        facts,
-        `${why}; escalating to ${nextRung}`,
-      );
-    return toRepair(x, undefined, w, facts, why);
+      return {
+        escalate: 'repair',
+        incident: {
+          ...x,
+          level: i.ladder.indexOf(nextRung, i.level + 1),
+          action: nextRung,
+          escalatedAt: now.toISOString(),
+        },
+        repair: nextRung,
+        why: `${why}; escalating to ${nextRung}`,
+      };
+    return { escalate: 'repair', incident: x, repair: undefined, why };
   };
   if (cmp(i.lastAt, r.backAt) > 0)
     return notCured(`${i.key}: the fault came back at ${i.lastAt}, after the reboot (back at ${r.backAt})`);
@@ -128,7 +132,13 @@ export function afterReboot(
  * Asks a node-wide incident's per-GPU probes: the GPUs recorded before the reboot, else those the
  * node lists now. Undefined when none is known (nothing asked).
  */
-function askNodeWide(i: Incident, backAt: string, w: Work, facts: SweepFacts, policy: Policy): Incident | undefined {
+function askNodeWide(
+  i: Incident,
+  backAt: string,
+  w: Work,
+  facts: SweepFacts,
+  policy: Pick<Policy, 'repair'>,
+): Incident | undefined {
   const gpus = i.reboot?.gpus ?? nodeGpusOf(w.facts.node);
   const asked = askNodeProbes(i, gpus, backAt, facts.now);
   if (!asked) return undefined;
@@ -153,7 +163,7 @@ export function afterRepair(
   repairedAt: string,
   w: Work,
   facts: SweepFacts,
-  policy: Policy,
+  policy: Pick<Policy, 'repair' | 'quietPeriodMinutes'>,
   close: (why: string, x?: Incident) => Incident,
 ): Incident {
   const now = facts.now;
@@ -196,7 +206,7 @@ function afterNodeRepair(
   repairedAt: string,
   w: Work,
   facts: SweepFacts,
-  policy: Policy,
+  policy: Pick<Policy, 'repair' | 'quietPeriodMinutes'>,
   close: (why: string, x?: Incident) => Incident,
 ): Incident {
   const now = facts.now;

@@ -9,14 +9,14 @@ import { isOpen } from './state.ts';
 import type { Plan } from './types.ts';
 import { notice, withState } from './plan.ts';
 import { deviceTaintChange } from './fence-dra.ts';
-import { cardFenceChange, fenceBackendFor } from './fence-cgpu.ts';
+import { cardFenceChange } from './fence-cgpu.ts';
 import { type Work } from './sweep-work.ts';
 import type { SweepFacts } from './sweep.ts';
 
 export function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undefined {
   const { node } = w.facts;
   const prev = w.facts.state;
-  let next = withState(prev, w.state, node, fenceBackendFor(policy, w.facts.pool.name, node));
+  let next = withState(prev, w.state, node, w.backend);
   // Back in service: it was out (a held-back node never left, so it is not "restored").
   const restored = next.phase === 'healthy' && prev.phase !== 'healthy' && prev.phase !== 'awaiting-approval';
   if (restored) next = { ...next, restoredAt: facts.now.toISOString() };

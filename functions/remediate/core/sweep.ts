@@ -16,26 +16,23 @@
  * - awaiting-approval      → acted on by itself when the pool's window has room again (first come,
  *                            first served by when the fault was first seen), or when approved
  *
- * Closed incidents keep `closedAt`, so stale replays never reopen them. Pure. The GPU's steps (its
- * fence held, its repair) are in sweep-gpu.ts, the node's repair in sweep-node.ts.
+ * Closed incidents keep `closedAt`, so stale replays never reopen them. Pure. This file only runs the
+ * pipeline, each stage once per incident, in order: the fence taken and held (sweep-fence.ts), the
+ * incident's step (sweep-step.ts: its phase, with the GPU's repair in sweep-gpu.ts and the node's return
+ * in sweep-return.ts; what a step hands on to the node's repair, a rung to climb, a reboot or replacement,
+ * carried out once in sweep-node.ts), the fence lifted once it closes; then held-back incidents granted
+ * where their pool has room (sweep-approvals.ts), and each node's plan (sweep-to-plan.ts).
  */
-import { checkBlastRadius, takesCapacity } from './blast-radius.ts';
 import type { Policy } from './policy.ts';
 import { adoptOrphans } from './reconcile.ts';
-import { evictable } from './scope.ts';
-import { cmp, isOpen, type Incident, type NodeState } from './state.ts';
 import type { Capabilities, NodeFacts, Plan, PodFacts, PoolFacts, ReplaceFacts } from './types.ts';
-import { stepReplace } from './replace.ts';
-import { notice } from './plan.ts';
-import { repairOf } from './words.ts';
 import { readResults } from './gpu-repair.ts';
-import { fenced, withFence } from './fence.ts';
 import { fenceBackendFor } from './fence-cgpu.ts';
-import { needsReplace, needsReset } from './recovery.ts';
-import { holdFence, lift, repairStep, replaceGpu } from './sweep-gpu.ts';
-import { replaced, toRepair } from './sweep-node.ts';
-import { afterReboot, afterRepair } from './sweep-return.ts';
-import { MIN, type Round, type Work } from './sweep-work.ts';
+import { isOpen, type NodeState } from './state.ts';
+import { holdFence, lift } from './sweep-fence.ts';
+import { step } from './sweep-step.ts';
+import { grantApprovals } from './sweep-approvals.ts';
+import type { Round, Work } from './sweep-work.ts';
 import { toPlan } from './sweep-to-plan.ts';
 
 export interface SweepNodeFacts {
@@ -78,6 +75,7 @@ export function planSweep(facts: SweepFacts, policy: Policy): SweepPlan {
       const read = readResults(f.node.annotations);
       return {
         facts: f,
+        backend: fenceBackendFor(policy, f.pool.name, f.node),
         results: read.results,
         state: adoptOrphans(f.state, f.node.name, now),
         evictions: [],
@@ -93,179 +91,15 @@ export function planSweep(facts: SweepFacts, policy: Policy): SweepPlan {
     });
 
   for (const w of work) {
-    const backend = fenceBackendFor(policy, w.facts.pool.name, w.facts.node);
+    // Each open incident: its fence taken and held (sweep-fence.ts), then its step (sweep-step.ts);
+    // once closed, its fence lifted.
     const incidents = w.state.incidents.map((i) => {
-      const s = isOpen(i) ? step(withFence(i, backend, w.facts.node, w.state), w, facts, policy, retries) : i;
+      const held = isOpen(i) ? holdFence(i, w, facts, policy) : i;
+      const s = isOpen(i) ? step(held, w, facts, policy, retries) : held;
       return isOpen(s) ? s : lift(s, w, facts, policy);
     });
     w.state = { ...w.state, incidents };
   }
   grantApprovals(work, facts, policy);
   return { plans: work.map((w) => toPlan(w, facts, policy)).filter((p): p is Plan => p !== undefined), retries };
-}
-
-/** Moves one open incident along (see the file comment). */
-function step(i0: Incident, w: Work, facts: SweepFacts, policy: Policy, retries: SweepPlan['retries']): Incident {
-  // Every fence is held, whatever phase its incident is in: seen, re-verified, restored, reported.
-  const i = fenced(i0) ? holdFence(i0, w, facts, policy) : i0;
-  const now = facts.now;
-  const node = w.facts.node.name;
-  const quietSince = Math.max(Date.parse(i.lastAt), Date.parse(i.since), i.resolvedAt ? Date.parse(i.resolvedAt) : 0);
-  const quiet = now.getTime() - quietSince >= policy.quietPeriodMinutes * MIN;
-  const close = (why: string, x: Incident = i): Incident => {
-    w.reasons.push(why);
-    const closed: Incident = { ...x, phase: 'closed', closedAt: now.toISOString() };
-    w.touched.push(closed);
-    if (i.phase === 'quarantined' || i.phase === 'draining' || i.phase === 'awaiting-repair') w.back.push(closed);
-    return closed;
-  };
-  const retry = (pods: PodFacts[]) => {
-    for (const p of pods) {
-      w.evictions.push(p);
-      retries.push({ node, pod: `${p.namespace}/${p.name}`, incident: i.key, since: i.since });
-    }
-  };
-  switch (i.phase) {
-    case 'observing':
-    case 'acted':
-      return now.getTime() - Date.parse(i.lastAt) >= policy.escalation.windowMinutes * MIN
-        ? close(`${i.key}: quiet for ${policy.escalation.windowMinutes} min, closed`)
-        : i;
-    case 'quarantined': {
-      const held = i;
-      if (needsReset(held)) return repairStep(held, w, facts, policy, retry);
-      if (needsReplace(held)) return replaceGpu(held, w, facts, policy, retry);
-      // A condition (unlike an XID) is still true until the agent says it resolved, or a person
-      // says the node was repaired after the condition was last seen.
-      const cleared =
-        held.condition === undefined ||
-        held.resolvedAt !== undefined ||
-        (w.state.repairedAt !== undefined && cmp(w.state.repairedAt, held.lastAt) >= 0);
-      if (quiet && cleared)
-        return close(
-          `${held.key}: quiet for ${policy.quietPeriodMinutes} min after quarantine, the GPU returns to service`,
-          held,
-        );
-      retry(evictable(w.facts.pods).filter((p) => held.pods.includes(p.uid)));
-      return held;
-    }
-    case 'draining': {
-      const left = evictable(w.facts.pods);
-      const repair = repairOf(i.ladder, i.level);
-      if (left.length === 0) return toRepair(i, repair, w, facts, `${node} is drained`);
-      if (now.getTime() - Date.parse(i.since) < policy.drainTimeoutMinutes * MIN) {
-        retry(left);
-        return i;
-      }
-      const names = left
-        .slice(0, 5)
-        .map((p) => `${p.namespace}/${p.name}`)
-        .join(', ');
-      const timeout = `${policy.drainTimeoutMinutes} min drain timeout`;
-      const stuck = `${left.length} pod(s) still on ${node} after the ${timeout} (${names})`;
-      const nextRung = i.ladder[i.level + 1];
-      if (
-        nextRung &&
-        (nextRung === 'reboot-node' || nextRung === 'replace-node') &&
-        (repair === nextRung || i.action === 'drain-node')
-      ) {
-        // Deliberate: a drain stuck past its timeout on a broken node goes on to repair rather than
-        // hold a dead GPU forever; the remaining pods die with the reboot. Raise drainTimeoutMinutes to wait longer.
-        return toRepair(
-          { ...i, level: i.level + 1, action: nextRung, escalatedAt: now.toISOString() },
-          nextRung,
-          w,
-          facts,
-          `${stuck}; escalating to ${nextRung}`,
-        );
-      }
-      retry(left);
-      if (i.notifiedAt && Date.parse(i.notifiedAt) >= Date.parse(i.since)) return i;
-      w.notices.push(
-        notice(
-          i.action,
-          w.facts.node,
-          `${stuck}; nothing further to escalate to: a person must look (disruption budgets may be blocking)`,
-        ),
-      );
-      w.reasons.push(stuck);
-      const notified = { ...i, notifiedAt: now.toISOString() };
-      w.touched.push(notified);
-      return notified;
-    }
-    case 'awaiting-repair': {
-      // A repair counts when it happened after the fault was last seen (an older repaired-at is a
-      // past repair); for an orphan nobody knows when the fault was, so any repair counts.
-      const repaired = w.state.repairedAt && (i.trigger === 'orphan' || cmp(w.state.repairedAt, i.lastAt) >= 0);
-      // A person's repaired-at also ends a replacement that stalled (no new node, a failed removal).
-      if (i.replace && !repaired)
-        return replaced(stepReplace(i, i.replace, w.facts.node, w.facts.replace, now, policy, w.round.claimed), i, w);
-      if (i.reboot) return afterReboot(i, i.reboot, w, facts, policy, close);
-      // Evidence, not time: a GPU returns on a passed probe after the repair (sweep-node.ts afterRepair).
-      return repaired ? afterRepair(i, w.state.repairedAt!, w, facts, policy, close) : i;
-    }
-    default:
-      return i; // awaiting-approval: grantApprovals
-  }
-}
-
-/** Held-back incidents, oldest first across all nodes, get acted on while their pool has room. */
-function grantApprovals(work: Work[], facts: SweepFacts, policy: Policy): void {
-  const waiting = work.flatMap((w) =>
-    w.state.incidents.filter((i) => i.phase === 'awaiting-approval').map((i) => ({ w, i })),
-  );
-  waiting.sort((a, b) => cmp(a.i.firstAt, b.i.firstAt) || a.w.facts.node.name.localeCompare(b.w.facts.node.name));
-  const granted = new Map<string, string[]>();
-  for (const { w, i } of waiting) {
-    const decision = facts.decisions?.find((d) => d.incident === i.key)?.decision;
-    if (decision === 'rejected') {
-      const closed: Incident = { ...i, phase: 'closed', closedAt: facts.now.toISOString() };
-      w.state = { ...w.state, incidents: w.state.incidents.map((x) => (x === i ? closed : x)) };
-      w.reasons.push(`${i.key}: ${i.action} rejected in chat; the incident is closed and left to a person`);
-      w.touched.push(closed);
-      continue;
-    }
-    const pool = w.facts.pool;
-    const extra = granted.get(pool.name) ?? [];
-    const counted: PoolFacts = {
-      ...pool,
-      quarantinedInWindow: pool.quarantinedInWindow + extra.length,
-      quarantinedNodes: [...pool.quarantinedNodes, ...extra],
-    };
-    const out = w.state.incidents.some(
-      (x) =>
-        isOpen(x) && x !== i && (x.phase === 'quarantined' || x.phase === 'draining' || x.phase === 'awaiting-repair'),
-    );
-    if (
-      !takesCapacity(i.action) ||
-      (decision !== 'approved' && !checkBlastRadius(policy, counted, w.facts.node.name, out).allowed)
-    )
-      continue;
-    const node = w.facts.node.name;
-    const drains = i.action !== 'quarantine-gpu';
-    const pods = drains
-      ? evictable(w.facts.pods)
-      : evictable(w.facts.pods).filter((p) =>
-          i.workloads.length > 0
-            ? i.workloads.includes(p.uid)
-            : p.requestsGpu && (p.gpus === undefined || (i.gpu !== undefined && p.gpus.includes(i.gpu))),
-        );
-    const acted: Incident = {
-      ...i,
-      phase: drains ? 'draining' : 'quarantined',
-      since: facts.now.toISOString(),
-      outAt: i.outAt ?? facts.now.toISOString(),
-      pods: [...new Set([...i.pods, ...pods.map((p) => p.uid)])],
-    };
-    w.state = { ...w.state, incidents: w.state.incidents.map((x) => (x === i ? acted : x)) };
-    w.evictions.push(...pods);
-    const text =
-      decision === 'approved'
-        ? `${i.key}: ${i.action} approved in chat, going ahead`
-        : `${i.key}: the pool ${pool.name} has room again, ${i.action} goes ahead (first come, first served)`;
-    w.notices.push(notice(i.action, w.facts.node, text));
-    w.reasons.push(text);
-    w.touched.push(acted);
-    if (!out && !pool.quarantinedNodes.includes(node)) granted.set(pool.name, [...extra, node]);
-  }
 }

@@ -230,7 +230,7 @@ export function nextWords(
   return next ? `next: if it repeats, ${next}` : 'next: nothing unless it gets worse';
 }
 
-/** Where an RMA-class GPU quarantine goes once its fence is seen (sweep.ts replaceGpu, then climb). */
+/** Where an RMA-class GPU quarantine goes once its fence is seen (sweep-gpu.ts replaceGpu, then climb). */
 function replaceWords(next: RemediationAction | undefined, caps: Capabilities | undefined): string {
   const person = 'a person must replace it, then annotate gpu-reflex.io/repaired-at';
   if (next !== 'replace-node') return `it waits at awaiting-repair: ${person}`;

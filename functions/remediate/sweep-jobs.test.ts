@@ -1,0 +1,108 @@
+/**
+ * The sweep's jobs and their leases (sweep-jobs.ts) over the Kubernetes fakes: the scheduled round runs
+ * the node pass, then settles approvals, under `remediate-sweep`, one invocation at a time; an agent's
+ * answer moves its node on under `remediate-repair-<node>` alone and leaves approvals to the round.
+ */
+import { beforeEach, describe, expect, it } from 'vitest';
+import { APPROVAL_REQUESTED, type GpuXidErrorDetail } from '../../events/index.ts';
+import { RecordingPublisher } from '../adapters/bus.ts';
+import { RecordingNotifier } from '../adapters/chat/notifier.ts';
+import { manualClock, type ManualClock } from '../adapters/clock.ts';
+import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
+import { silentLogger } from '../adapters/logger.ts';
+import { getApproval } from '../lib/approvals.ts';
+import { DEFAULT_POLICY, type Policy } from './core/policy.ts';
+import { STATE_LABEL } from './core/state.ts';
+import { remediate, triggerOf, type RemediationDeps } from './run.ts';
+import { sweepNode, sweepRound } from './sweep-jobs.ts';
+
+const T0 = Date.parse('2026-11-21T03:00:00.000Z');
+const MIN = 60_000;
+const POLICY: Policy = {
+  ...DEFAULT_POLICY,
+  blastRadius: { maxShare: 1, maxCount: 1, windowMinutes: 60 },
+  approvals: { ttlMinutes: 120, approvers: [] },
+};
+const xid = (node: string, at: number): GpuXidErrorDetail => ({
+  schemaVersion: 1,
+  eventId: `xid:${node}:${at}`,
+  node,
+  observedAt: new Date(at).toISOString(),
+  gpu: {
+    index: 0,
+    uuid: `GPU-${node.replace(/\D/g, '').padStart(8, '0')}-0000-4000-8000-000000000000`,
+    pciBusId: '00000000:3B:00.0',
+    name: 'NVIDIA A100-SXM4-80GB',
+  },
+  xid: 79,
+  via: 'nvml',
+  pid: null,
+  process: null,
+  message: 'XID 79',
+  pods: [],
+});
+
+let kube: FakeKube;
+let clock: ManualClock;
+let publisher: RecordingPublisher;
+let deps: RemediationDeps;
+
+beforeEach(() => {
+  clock = manualClock(T0);
+  kube = fakeKube({ clock });
+  publisher = new RecordingPublisher();
+  deps = {
+    nodes: kube.nodes,
+    pods: kube.pods,
+    state: kube.state,
+    leases: kube.leases,
+    publisher,
+    notifier: new RecordingNotifier(),
+    policy: POLICY,
+    clock,
+    logger: silentLogger,
+    holder: 'req-1',
+  };
+  for (const n of ['gpu-1', 'gpu-2'])
+    kube.cluster.addNode({ name: n, labels: { 'gpu-reflex.io/pool': 'p' }, allocatable: { 'nvidia.com/gpu': '8' } });
+});
+
+/** gpu-1 is acted on, gpu-2 held back (its approval open); then a person raises the limit: room for gpu-2. */
+async function heldWithRoom(): Promise<string> {
+  await remediate(triggerOf('GPU XID Error', xid('gpu-1', T0)), deps);
+  await remediate(triggerOf('GPU XID Error', xid('gpu-2', T0)), deps);
+  const id = String(publisher.published.find((e) => e.detailType === APPROVAL_REQUESTED)!.detail.approvalId);
+  deps.policy = { ...POLICY, blastRadius: { ...POLICY.blastRadius, maxCount: 2 } };
+  await clock.advance(MIN);
+  return id;
+}
+
+const phaseOf = async (node: string) => (await kube.nodes.get(node)).labels[STATE_LABEL];
+
+describe('the sweep jobs', () => {
+  it('the scheduled round is one invocation at a time: while another holds remediate-sweep it does nothing', async () => {
+    const id = await heldWithRoom();
+    await kube.leases.tryAcquire('remediate-sweep', 'other', 120, clock);
+    expect(await sweepRound(deps)).toEqual({ nodes: 0, plans: [], skipped: [], expired: [] });
+    expect(await phaseOf('gpu-2')).toBe('awaiting-approval');
+    expect(await getApproval(kube.state, id)).toMatchObject({ status: 'open' });
+    await kube.leases.release('remediate-sweep', 'other');
+    // The node pass acts on gpu-2, then, under the same lease, its approval is settled.
+    expect((await sweepRound(deps)).nodes).toBe(2);
+    expect(await phaseOf('gpu-2')).toBe('draining');
+    expect(await getApproval(kube.state, id)).toMatchObject({ status: 'no-longer-needed' });
+  });
+
+  it("an agent's answer moves its node on under its own lease, beside a round, and leaves approvals to the round", async () => {
+    const id = await heldWithRoom();
+    await kube.leases.tryAcquire('remediate-repair-gpu-2', 'other', 120, clock);
+    expect(await sweepNode(deps, 'gpu-2')).toEqual({ nodes: 0, plans: [], skipped: [], expired: [] });
+    expect(await phaseOf('gpu-2')).toBe('awaiting-approval');
+    await kube.leases.release('remediate-repair-gpu-2', 'other');
+    await kube.leases.tryAcquire('remediate-sweep', 'other', 120, clock);
+    const out = await sweepNode(deps, 'gpu-2');
+    expect(out).toMatchObject({ nodes: 1, expired: [] });
+    expect(await phaseOf('gpu-2')).toBe('draining');
+    expect(await getApproval(kube.state, id)).toMatchObject({ status: 'open' });
+  });
+});
