@@ -14,7 +14,7 @@ import { historyCodec } from './core/reconcile.ts';
 import { planSweep } from './core/sweep.ts';
 import { cardFacts, fetchPoolFacts, nodeFacts, podsOf, stateOf } from './facts.ts';
 import { nodeLease, remediationEvent, type RemediationDeps } from './run.ts';
-import { newsworthy } from './sweep-run.ts';
+import { newsworthy } from './reported.ts';
 
 export type DecisionResult =
   | { result: 'unknown'; message: string }

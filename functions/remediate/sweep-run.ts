@@ -7,7 +7,6 @@
  * of their own beside it (sweep-jobs.ts).
  */
 import { readOutbox } from '../lib/outbox.ts';
-import { editsScheduling } from '../lib/plan.ts';
 import { carryOut, withLease } from '../lib/reflex.ts';
 import { sweepNodeFacts } from './facts.ts';
 import { historyCodec } from './core/reconcile.ts';
@@ -17,6 +16,7 @@ import { noteReplacement, replacing } from './replacements.ts';
 import { replacementsIn, type ReplacementRecord } from '../lib/replacements.ts';
 import { planSweep, type SweepNodeFacts } from './core/sweep.ts';
 import { awaitsTaint } from './core/reset-gate.ts';
+import { newsworthy, retryOnly } from './reported.ts';
 import type { Plan, PoolFacts } from './core/types.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import { NotFoundError } from '../adapters/errors.ts';
@@ -94,6 +94,8 @@ async function pass(
     // A node with nothing to do may still hold events an earlier invocation never got out.
     const pending = readOutbox(n.annotations);
     if (!p && pending.events.length === 0 && pending.notices.length === 0) continue;
+    // Whether the plan is news is decided now, from the plan alone; the report renders what was applied.
+    const report = p !== undefined && newsworthy(p) && !retryOnly(p, retried);
     const done = await withLease(
       nodeLease(n.name),
       60,
@@ -110,8 +112,7 @@ async function pass(
             node: n.name,
             pending,
             actions,
-            events: (a) =>
-              p && newsworthy(p) && !retryOnly(p, retried) ? [remediationEvent(p, a, new Date(deps.clock.now()))] : [],
+            events: (a) => (report ? [remediationEvent(p!, a, new Date(deps.clock.now()))] : []),
             codec: historyCodec,
             basis: fresh,
             sweptBy: SWEPT,
@@ -131,31 +132,4 @@ async function pass(
     }
   }
   return { nodes: tracked.length, plans: applied, skipped, again, records };
-}
-
-/** Bookkeeping alone (our history) is nobody's news. */
-/**
- * A round that only asks again for evictions an earlier round asked for (a drain waiting on a disruption budget or
- * an API error) changes nothing anyone would notice: it is carried out and logged, and publishes no report. A drain
- * is reported when it starts (the remediation) and when it ends (drained → repair, or stuck → a person), once each,
- * not once a minute with its failed evictions in between (issue #29).
- */
-export function retryOnly(p: Plan, retried: ReadonlySet<string>): boolean {
-  return (
-    p.evictions.length > 0 &&
-    p.evictions.every((e) => retried.has(`${p.target.node}\u0000${e.namespace}/${e.name}`)) &&
-    !newsworthy({ ...p, evictions: [] })
-  );
-}
-
-export function newsworthy(p: Plan): boolean {
-  return (
-    p.phase !== 'skipped' &&
-    (editsScheduling(p.nodeEdit) ||
-      p.deviceTaints !== undefined ||
-      p.cardFences !== undefined ||
-      p.evictions.length > 0 ||
-      p.notices.length > 0 ||
-      p.cloud.length > 0)
-  );
 }
