@@ -110,4 +110,25 @@ describe('draFacts: an API the cluster does not serve is told apart from one it 
   it('403 (not allowed): no reading, the fence waits fence.verifyMinutes as before', async () => {
     expect(await draFacts(failing(new ForbiddenError('forbidden')), policy, info, warn)).toBeUndefined();
   });
+
+  it('says so once, not for every node every minute; again when the answer changes or after a read succeeded', async () => {
+    let answer: Error | undefined = new ForbiddenError('forbidden');
+    const ops = {
+      devices: () => (answer ? Promise.reject(answer) : Promise.resolve([])),
+      rules: () => (answer ? Promise.reject(answer) : Promise.resolve([])),
+    } as unknown as DeviceTaintOps;
+    const said: string[] = [];
+    const say = (m: string) => void said.push(m);
+    for (const name of ['n1', 'n2', 'n1']) await draFacts(ops, policy, { ...info, name }, say);
+    expect(said).toHaveLength(1);
+    expect(said[0]).toMatch(/DRA not readable/);
+    answer = new NotFoundError('the server could not find the requested resource');
+    await draFacts(ops, policy, info, say);
+    expect(said).toHaveLength(2);
+    answer = undefined;
+    await draFacts(ops, policy, info, say);
+    answer = new NotFoundError('the server could not find the requested resource');
+    await draFacts(ops, policy, info, say);
+    expect(said).toHaveLength(3);
+  });
 });

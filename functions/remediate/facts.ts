@@ -99,6 +99,20 @@ function memberState(m: NodeMeta): NodeState {
 }
 
 /**
+ * What a read port told last: a cluster that does not serve DRA, or a role that may not read it, answers the
+ * same for every node every minute, and a warning a node a minute says nothing new. Kept per port object (the
+ * wiring makes one a process; a test one a test): told again when the answer changes (404 → 403) or comes back after
+ * a read through the port succeeded.
+ */
+const told = new WeakMap<object, string>();
+function tellOnce(port: object, what: string, say: () => void): void {
+  if (told.get(port) === what) return;
+  told.set(port, what);
+  say();
+}
+const forget = (port: object) => told.delete(port);
+
+/**
  * The node's DRA devices and gpu-reflex's DeviceTaintRules for it, read only where the node's pool
  * fences by `dra` and the deployment has the port. An API the cluster does not serve (404) is
  * `unserved`: no rule can ever fence there, so the fence check falls back to a node taint at once
@@ -115,13 +129,16 @@ export async function draFacts(
   if (!ops || fenceBackendOf(policy, poolOf(policy, node.labels)) !== 'dra') return undefined;
   try {
     const [devices, rules] = await Promise.all([ops.devices(node.name, policy.fence.dra.driver), ops.rules(node.name)]);
+    forget(ops);
     return { devices, rules };
   } catch (err) {
     if (!(err instanceof NotFoundError || err instanceof ForbiddenError)) throw err;
-    warn("DRA not readable: this node's GPU fences fall back to a node taint", {
-      node: node.name,
-      error: (err as Error).message,
-    });
+    tellOnce(ops, err instanceof NotFoundError ? 'not served' : 'refused', () =>
+      warn(
+        "DRA not readable: GPU fences of the pool's nodes fall back to a node taint (said once until a read succeeds)",
+        { node: node.name, error: (err as Error).message },
+      ),
+    );
     return err instanceof NotFoundError ? 'unserved' : undefined;
   }
 }
@@ -140,13 +157,18 @@ export async function cardFacts(
 ): Promise<NodeFacts['cards']> {
   if (!ops || fenceBackendFor(policy, poolOf(policy, node.labels), node) !== 'ack-cgpu') return undefined;
   try {
-    return { listed: await ops.listed(node.name) };
+    const listed = await ops.listed(node.name);
+    forget(ops);
+    return { listed };
   } catch (err) {
     if (!(err instanceof ForbiddenError)) throw err;
-    warn("gpushare's unhealthy-gpu ConfigMap not readable: this node's card fences fall back to a node taint", {
-      node: node.name,
-      error: (err as Error).message,
-    });
+    tellOnce(ops, 'refused', () =>
+      warn(
+        "gpushare's unhealthy-gpu ConfigMap not readable: card fences fall back to a node taint " +
+          '(said once until a read succeeds)',
+        { node: node.name, error: (err as Error).message },
+      ),
+    );
     return undefined;
   }
 }
