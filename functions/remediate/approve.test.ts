@@ -4,24 +4,18 @@
  * exactly-once over the real stack: test/e2e/approvals.test.ts.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import {
-  APPROVAL_REQUESTED,
-  REMEDIATION,
-  type ApprovalDecidedDetail,
-  type GpuXidErrorDetail,
-} from '../../events/index.ts';
+import { APPROVAL_REQUESTED, REMEDIATION, type ApprovalDecidedDetail } from '../../events/index.ts';
 import { RecordingPublisher, type PublishedEvent } from '../adapters/bus.ts';
-import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { approvalKey, sealDecision } from '../lib/approval-seal.ts';
-import { silentLogger } from '../adapters/logger.ts';
 import { getApproval } from '../lib/approvals.ts';
 import { decideApproval } from './approve.ts';
 import { DEFAULT_POLICY, type Policy } from './core/policy.ts';
 import { HISTORY_ANNOTATION, STATE_LABEL } from './core/state.ts';
 import { remediate, triggerOf, type RemediationDeps } from './run.ts';
 import { sweepRound } from './sweep-jobs.ts';
+import { fakeDeps, xid79 } from './testing.ts';
 
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');
 const MIN = 60_000;
@@ -31,24 +25,7 @@ const POLICY: Policy = {
   approvals: { ttlMinutes: 120, approvers: [] },
 };
 
-const xid = (node: string, at: number): GpuXidErrorDetail => ({
-  schemaVersion: 1,
-  eventId: `xid:${node}:${at}`,
-  node,
-  observedAt: new Date(at).toISOString(),
-  gpu: {
-    index: 0,
-    uuid: `GPU-${node.replace(/\D/g, '').padStart(8, '0')}-0000-4000-8000-000000000000`,
-    pciBusId: '00000000:3B:00.0',
-    name: 'NVIDIA A100-SXM4-80GB',
-  },
-  xid: 79,
-  via: 'nvml',
-  pid: null,
-  process: null,
-  message: 'XID 79',
-  pods: [],
-});
+const xid = xid79;
 const KEY = approvalKey('k'.repeat(32), 'test');
 const unsealed = (
   approvalId: string,
@@ -75,18 +52,7 @@ beforeEach(() => {
   clock = manualClock(T0);
   kube = fakeKube({ clock });
   publisher = new RecordingPublisher();
-  deps = {
-    nodes: kube.nodes,
-    pods: kube.pods,
-    state: kube.state,
-    leases: kube.leases,
-    publisher,
-    notifier: new RecordingNotifier(),
-    policy: POLICY,
-    clock,
-    logger: silentLogger,
-    holder: 'req-1',
-  };
+  deps = fakeDeps(kube, { clock, publisher, policy: POLICY });
   for (const n of ['gpu-1', 'gpu-2', 'gpu-3'])
     kube.cluster.addNode({ name: n, labels: { 'gpu-reflex.io/pool': 'p' }, allocatable: { 'nvidia.com/gpu': '8' } });
 });

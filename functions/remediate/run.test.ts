@@ -19,11 +19,11 @@ import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { BlockedError } from '../adapters/errors.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
-import { silentLogger } from '../adapters/logger.ts';
 import { DEFAULT_POLICY } from './core/policy.ts';
 import { remediate, triggerOf, type RemediationDeps } from './run.ts';
 import { HISTORY_ANNOTATION, REPAIRED_AT_ANNOTATION, STATE_LABEL } from './core/state.ts';
 import { sweepRound } from './sweep-jobs.ts';
+import { fakeDeps } from './testing.ts';
 
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');
 const gpuUuid = (n: number, g: number) =>
@@ -92,18 +92,7 @@ beforeEach(() => {
   kube = fakeKube({ clock });
   publisher = new RecordingPublisher();
   notifier = new RecordingNotifier();
-  deps = {
-    nodes: kube.nodes,
-    pods: kube.pods,
-    state: kube.state,
-    leases: kube.leases,
-    publisher,
-    notifier,
-    policy: DEFAULT_POLICY,
-    clock,
-    logger: silentLogger,
-    holder: 'req-1',
-  };
+  deps = fakeDeps(kube, { clock, publisher, policy: DEFAULT_POLICY, notifier });
 });
 
 const remediations = () => publisher.published.filter((e) => e.detailType === REMEDIATION);

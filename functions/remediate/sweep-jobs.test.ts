@@ -4,17 +4,16 @@
  * answer moves its node on under `remediate-repair-<node>` alone and leaves approvals to the round.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { APPROVAL_REQUESTED, type GpuXidErrorDetail } from '../../events/index.ts';
+import { APPROVAL_REQUESTED } from '../../events/index.ts';
 import { RecordingPublisher } from '../adapters/bus.ts';
-import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
-import { silentLogger } from '../adapters/logger.ts';
 import { getApproval } from '../lib/approvals.ts';
 import { DEFAULT_POLICY, type Policy } from './core/policy.ts';
 import { STATE_LABEL } from './core/state.ts';
 import { remediate, triggerOf, type RemediationDeps } from './run.ts';
 import { sweepNode, sweepRound } from './sweep-jobs.ts';
+import { fakeDeps, xid79 } from './testing.ts';
 
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');
 const MIN = 60_000;
@@ -23,24 +22,7 @@ const POLICY: Policy = {
   blastRadius: { maxShare: 1, maxCount: 1, windowMinutes: 60 },
   approvals: { ttlMinutes: 120, approvers: [] },
 };
-const xid = (node: string, at: number): GpuXidErrorDetail => ({
-  schemaVersion: 1,
-  eventId: `xid:${node}:${at}`,
-  node,
-  observedAt: new Date(at).toISOString(),
-  gpu: {
-    index: 0,
-    uuid: `GPU-${node.replace(/\D/g, '').padStart(8, '0')}-0000-4000-8000-000000000000`,
-    pciBusId: '00000000:3B:00.0',
-    name: 'NVIDIA A100-SXM4-80GB',
-  },
-  xid: 79,
-  via: 'nvml',
-  pid: null,
-  process: null,
-  message: 'XID 79',
-  pods: [],
-});
+const xid = xid79;
 
 let kube: FakeKube;
 let clock: ManualClock;
@@ -51,18 +33,7 @@ beforeEach(() => {
   clock = manualClock(T0);
   kube = fakeKube({ clock });
   publisher = new RecordingPublisher();
-  deps = {
-    nodes: kube.nodes,
-    pods: kube.pods,
-    state: kube.state,
-    leases: kube.leases,
-    publisher,
-    notifier: new RecordingNotifier(),
-    policy: POLICY,
-    clock,
-    logger: silentLogger,
-    holder: 'req-1',
-  };
+  deps = fakeDeps(kube, { clock, publisher, policy: POLICY });
   for (const n of ['gpu-1', 'gpu-2'])
     kube.cluster.addNode({ name: n, labels: { 'gpu-reflex.io/pool': 'p' }, allocatable: { 'nvidia.com/gpu': '8' } });
 });

@@ -17,13 +17,17 @@ import {
   type MigRef,
   type PodRef,
 } from '../../events/index.ts';
+import type { EventPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
-import { FakeCluster, FakeDeviceTaintOps, FakeNodeOps, FakePodOps } from '../adapters/kube/fake.ts';
+import type { ManualClock } from '../adapters/clock.ts';
+import { FakeCluster, FakeDeviceTaintOps, FakeNodeOps, FakePodOps, type FakeKube } from '../adapters/kube/fake.ts';
+import { silentLogger } from '../adapters/logger.ts';
 import { applyActions, type Applied, type CloudOps } from '../lib/apply.ts';
 import type { Policy } from './core/policy.ts';
 import { historyCodec } from './core/reconcile.ts';
 import { parseNodeState } from './core/state.ts';
 import type { NodeFacts, Plan, PodFacts, PoolFacts, RemediationFacts, TriggerEvent } from './core/types.ts';
+import type { RemediationDeps } from './run.ts';
 
 export const T0 = Date.parse('2026-11-21T03:00:00.000Z');
 export const at = (minutes: number): string => new Date(T0 + minutes * 60_000).toISOString();
@@ -328,4 +332,45 @@ export function podResourcesSays(
   const stamp = { v: 1, at: o.at ?? at(0), ...(o.checked ? { checked: o.checked } : {}) };
   const doc = o.unknown ? { ...stamp, known: false, reason: o.unknown, gpus: {} } : { ...stamp, known: true, gpus };
   return { ...n, annotations: { ...n.annotations, [GPU_DEVICES_ANNOTATION]: JSON.stringify(doc) } };
+}
+
+/** XID 79 on GPU 0 of `node` at `atMs`, as the agent publishes it (each node's GPU a UUID of its own). */
+export function xid79(node: string, atMs: number): GpuXidErrorDetail {
+  return {
+    schemaVersion: 1,
+    eventId: `xid:${node}:${atMs}`,
+    node,
+    observedAt: new Date(atMs).toISOString(),
+    gpu: {
+      index: 0,
+      uuid: `GPU-${node.replace(/\D/g, '').padStart(8, '0')}-0000-4000-8000-000000000000`,
+      pciBusId: '00000000:3B:00.0',
+      name: 'NVIDIA A100-SXM4-80GB',
+    },
+    xid: 79,
+    via: 'nvml',
+    pid: null,
+    process: null,
+    message: 'XID 79',
+    pods: [],
+  };
+}
+
+/** Remediation's ports over the Kubernetes fakes, as the handlers' tests drive it (request holder `req-1`). */
+export function fakeDeps(
+  kube: FakeKube,
+  o: { clock: ManualClock; publisher: EventPublisher; policy: Policy; notifier?: RecordingNotifier },
+): RemediationDeps {
+  return {
+    nodes: kube.nodes,
+    pods: kube.pods,
+    state: kube.state,
+    leases: kube.leases,
+    publisher: o.publisher,
+    notifier: o.notifier ?? new RecordingNotifier(),
+    policy: o.policy,
+    clock: o.clock,
+    logger: silentLogger,
+    holder: 'req-1',
+  };
 }
