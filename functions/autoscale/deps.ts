@@ -103,8 +103,7 @@ export interface SentRequest {
 
 /** A new request on the record: one still followed there moves to `earlier` instead of being overwritten. */
 export function sent(x: PoolRecord, request: SentRequest): Pick<PoolRecord, 'request' | 'earlier'> {
-  const earlier =
-    x.request && x.request.taskId !== request.taskId ? [...(x.earlier ?? []), x.request] : (x.earlier ?? undefined);
+  const earlier = x.request && x.request.taskId !== request.taskId ? [...(x.earlier ?? []), x.request] : x.earlier;
   return { request, ...(earlier ? { earlier } : {}) };
 }
 

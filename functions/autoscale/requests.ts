@@ -27,20 +27,16 @@ export async function followRequests(
     const task = await deps.cloud.task(req.taskId);
     if (task.state === 'running') continue;
     const ok = task.state === 'success';
-    const noStock = !ok && isNoStock(task.error?.code);
-    events.push(
-      poolEvent(deps, p, req.at, req.from, req.to, ok ? 'succeeded' : 'failed', endedWhy(p, req, task), {
-        taskId: req.taskId,
-      }),
-    );
+    const why = endedWhy(p, req, task);
+    events.push(poolEvent(deps, p, req.at, req.from, req.to, ok ? 'succeeded' : 'failed', why, { taskId: req.taskId }));
     if (!ok)
       notices.push({
         title: `gpu-reflex: node pool ${p.name} could not grow`,
-        text: endedWhy(p, req, task).slice(0, 500),
+        text: why.slice(0, 500),
         severity: 'warning',
       });
+    soldOut ||= !ok && isNoStock(task.error?.code);
     ended.add(req.taskId);
-    soldOut ||= noStock;
     finished = ok ? 'succeeded' : 'failed';
   }
   if (!finished) return undefined;
