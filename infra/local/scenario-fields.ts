@@ -1,4 +1,5 @@
 import * as z from 'zod';
+import { Name, PodClaim } from './kube/fleet.ts';
 
 /** The fields scenario files share (scenario.ts): durations, names, quantities, faults and pod arrivals. */
 
@@ -22,7 +23,7 @@ export const Duration = z.union([z.number().nonnegative(), z.string()]).transfor
   }
 });
 
-export const Name = z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a lowercase RFC 1123 name');
+export { Name };
 export const Quantity = z.union([z.string().min(1), z.number()]);
 
 /** Fault kinds the mock NVML library fires (docs/mock-nvml.md), with their fields. */
@@ -90,15 +91,7 @@ export const PodArrivalSchema = z
      * DRA: `spec.resourceClaims` entries, each a claim made from a ResourceClaimTemplate or a shared
      * ResourceClaim by name (exactly one of the two), used by the container (PodResourceClaim, k8s DRA docs).
      */
-    resourceClaims: z
-      .array(
-        z.union([
-          z.object({ name: Name, resourceClaimTemplateName: Name }).strict(),
-          z.object({ name: Name, resourceClaimName: Name }).strict(),
-        ]),
-      )
-      .min(1)
-      .optional(),
+    resourceClaims: z.array(PodClaim).min(1).optional(),
     /** `spec.schedulingGates` names (Kueue's `kueue.x-k8s.io/admission`): not scheduled until an `ungate` step. */
     schedulingGates: z.array(z.string().min(1)).max(16).optional(),
     /**

@@ -19,7 +19,12 @@ const Quantity = z.union([
 ]);
 const Resources = z.record(z.string(), Quantity);
 const Labels = z.record(z.string(), z.string());
-const Name = z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a lowercase RFC 1123 name');
+export const Name = z.string().regex(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/, 'must be a lowercase RFC 1123 name');
+/** One `spec.resourceClaims` entry: a claim made from a template, or an existing claim by name (exactly one). */
+export const PodClaim = z.union([
+  z.object({ name: Name, resourceClaimTemplateName: Name }).strict(),
+  z.object({ name: Name, resourceClaimName: Name }).strict(),
+]);
 const Taint = z
   .object({
     key: z.string(),
@@ -142,15 +147,7 @@ const PodGroup = z
      * (exactly one of the two: PodResourceClaim, kubernetes.io DRA docs). The simulated driver gives
      * each claim one whole GPU.
      */
-    resourceClaims: z
-      .array(
-        z.union([
-          z.object({ name: Name, resourceClaimTemplateName: Name }).strict(),
-          z.object({ name: Name, resourceClaimName: Name }).strict(),
-        ]),
-      )
-      .max(4)
-      .optional(),
+    resourceClaims: z.array(PodClaim).max(4).optional(),
     /** The pods hold their GPUs but run no GPU process (readiness.ts NO_GPU_PROCESS): NVML lists none for them. */
     gpuProcess: z.boolean().optional(),
     ...Workload,
