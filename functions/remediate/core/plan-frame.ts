@@ -2,9 +2,8 @@
  * The planner's frame for one event (split from plan.ts): the fault site, the node's state before
  * it, the fields every plan of the event carries, and how a plan is built from a next state.
  */
-import { newGpuActions, nodeEdit } from './reconcile.ts';
-import { deviceTaintChange } from './fence-dra.ts';
-import { cardFenceChange, fenceBackendFor } from './fence-cgpu.ts';
+import { nodeChanges } from './reconcile.ts';
+import { fenceBackendFor } from './fence-cgpu.ts';
 import type { Policy } from './policy.ts';
 import { faultSite } from './scope.ts';
 import type { NodeState } from './state.ts';
@@ -30,18 +29,7 @@ export function planFrame(facts: RemediationFacts, policy: Policy) {
     notices: [],
     cloud: [],
   };
-  const edit = (next: NodeState) => {
-    const e = nodeEdit(prev, next, node, policy);
-    const asked = newGpuActions(prev, next, policy);
-    const taints = deviceTaintChange(next, node, policy);
-    const cards = cardFenceChange(next, node);
-    return {
-      ...(e ? { nodeEdit: e } : {}),
-      ...(taints ? { deviceTaints: taints } : {}),
-      ...(cards ? { cardFences: cards } : {}),
-      ...(asked.length > 0 ? { gpuActions: asked } : {}),
-    };
-  };
+  const edit = (next: NodeState) => nodeChanges(prev, next, node, policy);
   const noop = (reason: string, action: Plan['action'] = 'observe', nextState: NodeState = prev): Plan => ({
     ...base,
     kind: 'noop',

@@ -22,8 +22,11 @@ import {
 } from './state.ts';
 import { emptyEdit, isEmptyEdit, type NodeEdit } from '../../lib/plan.ts';
 import type { NodeFacts } from './types.ts';
-import { carriesGpuActions, type GpuAction, type GpuActionSet } from '../../lib/gpu-actions.ts';
-import { gpuActionsOf } from './gpu-repair.ts';
+import { carriesGpuActions, type GpuActionSet } from '../../lib/gpu-actions.ts';
+import { gpuActionsOf, newGpuActions } from './gpu-repair.ts';
+import { deviceTaintChange } from './fence-dra.ts';
+import { cardFenceChange } from './fence-cgpu.ts';
+import type { Plan } from './types.ts';
 import { backendOf, fenced, fencedByTaint, withFence } from './fence.ts';
 import type { FenceBackend, Policy } from './policy.ts';
 
@@ -95,6 +98,29 @@ export function taintValue(reason: string): string {
 }
 
 /**
+ * Everything a plan changes on the node to take it from `prev` to `next`: its edit (labels, taint, cordon, history,
+ * the GPU actions it should carry), its DRA DeviceTaintRules, its gpushare card list, and the GPU actions newly asked
+ * (for the Remediation's steps). The event planner and the sweep both build their plans' node half here.
+ */
+export function nodeChanges(
+  prev: NodeState,
+  next: NodeState,
+  node: NodeFacts,
+  policy: Pick<Policy, 'taintKey' | 'repair'>,
+): Pick<Plan, 'nodeEdit' | 'deviceTaints' | 'cardFences' | 'gpuActions'> {
+  const edit = nodeEdit(prev, next, node, policy);
+  const asked = newGpuActions(prev, next, policy);
+  const taints = deviceTaintChange(next, node, policy);
+  const cards = cardFenceChange(next, node);
+  return {
+    ...(edit ? { nodeEdit: edit } : {}),
+    ...(taints ? { deviceTaints: taints } : {}),
+    ...(cards ? { cardFences: cards } : {}),
+    ...(asked.length > 0 ? { gpuActions: asked } : {}),
+  };
+}
+
+/**
  * The node edit that takes the node from `prev` (what it carries now) to `next`, as values; the
  * history itself rides along as the typed `record` (encoded once, by the applier). Undefined
  * when the node already is `next`.
@@ -162,12 +188,6 @@ function fencedCondition(state: NodeState): NonNullable<NodeEdit<NodeState>['con
       `gpu-reflex holds ${gpus.length === 1 ? 'GPU' : `${gpus.length} GPUs`} out of scheduling (through ${how}) ` +
       `until a reset and a passed health probe: ${gpus.join(', ')}`,
   };
-}
-
-/** The GPU actions `next` asks of the node agent that `prev` did not (for the Remediation's steps). */
-export function newGpuActions(prev: NodeState, next: NodeState, policy: Pick<Policy, 'repair'>): GpuAction[] {
-  const before = new Set(gpuActionsOf(prev, policy).map((r) => r.id));
-  return gpuActionsOf(next, policy).filter((r) => !before.has(r.id));
 }
 
 /** How the history record is stored on the node: the applier's codec for `NodeEdit.record`. */

@@ -4,12 +4,10 @@
  */
 import type { Policy } from './policy.ts';
 import { editsScheduling } from '../../lib/plan.ts';
-import { newGpuActions, nodeEdit } from './reconcile.ts';
+import { nodeChanges } from './reconcile.ts';
 import { isOpen } from './state.ts';
 import type { Plan } from './types.ts';
 import { notice, withState } from './plan.ts';
-import { deviceTaintChange } from './fence-dra.ts';
-import { cardFenceChange } from './fence-cgpu.ts';
 import { type Work } from './sweep-work.ts';
 import type { SweepFacts } from './sweep.ts';
 
@@ -20,10 +18,8 @@ export function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undef
   // Back in service: it was out (a held-back node never left, so it is not "restored").
   const restored = next.phase === 'healthy' && prev.phase !== 'healthy' && prev.phase !== 'awaiting-approval';
   if (restored) next = { ...next, restoredAt: facts.now.toISOString() };
-  const edit = nodeEdit(prev, next, node, policy);
-  const taints = deviceTaintChange(next, node, policy);
-  const cards = cardFenceChange(next, node);
-  const asked = newGpuActions(prev, next, policy);
+  const changes = nodeChanges(prev, next, node, policy);
+  const { nodeEdit: edit, deviceTaints: taints } = changes;
   const notices = [...w.notices];
   const back = w.back;
   const main = w.touched.at(-1) ?? next.incidents.find(isOpen);
@@ -96,10 +92,7 @@ export function toPlan(w: Work, facts: SweepFacts, policy: Policy): Plan | undef
           : [],
       pods: evictions,
     },
-    ...(edit ? { nodeEdit: edit } : {}),
-    ...(taints ? { deviceTaints: taints } : {}),
-    ...(cards ? { cardFences: cards } : {}),
-    ...(asked.length > 0 ? { gpuActions: asked } : {}),
+    ...changes,
     evictions,
     notices,
     cloud: w.cloud,
