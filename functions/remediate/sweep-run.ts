@@ -47,15 +47,22 @@ async function oneTracked(deps: RemediationDeps, name: string): Promise<NodeInfo
  * lease. The caller holds the pass's own lease (sweep-jobs.ts): the scheduled round, or one node's repair.
  */
 export async function sweep(deps: RemediationDeps, only?: string): Promise<SweepPass> {
-  const out = await pass(deps, only);
-  // A fence fallback's taint just landed where a reset waits for it (reset-gate.ts awaitsTaint): the
-  // node's next step now, on the Node read again (the taint seen, not only asked for), once.
-  for (const name of out.again) {
-    const more = await pass(deps, name);
-    out.plans.push(...more.plans);
-    out.skipped.push(...more.skipped.filter((s) => !out.skipped.includes(s)));
+  // The pass, then once for each node whose fence fallback's taint just landed where a reset waits for it
+  // (reset-gate.ts awaitsTaint): the node's next step now, on the Node read again (the taint seen, not only
+  // asked for). Only the first pass adds to the list, so each of those nodes is passed again once.
+  const todo: (string | undefined)[] = [only];
+  const out: SweepPass = { nodes: 0, plans: [], skipped: [], records: new Map() };
+  for (const [k, name] of todo.entries()) {
+    const one = await pass(deps, name);
+    if (k === 0) {
+      todo.push(...one.again);
+      out.nodes = one.nodes;
+      out.records = one.records;
+    }
+    out.plans.push(...one.plans);
+    out.skipped.push(...one.skipped.filter((s) => !out.skipped.includes(s)));
   }
-  return { nodes: out.nodes, plans: out.plans, skipped: out.skipped, records: out.records };
+  return out;
 }
 
 /**
@@ -95,7 +102,7 @@ async function pass(
     const pending = readOutbox(n.annotations);
     if (!p && pending.events.length === 0 && pending.notices.length === 0) continue;
     // Whether the plan is news is decided now, from the plan alone; the report renders what was applied.
-    const report = p !== undefined && newsworthy(p) && !retryOnly(p, retried);
+    const report = p !== undefined && !retryOnly(p, retried) && newsworthy(p);
     const done = await withLease(
       nodeLease(n.name),
       60,
