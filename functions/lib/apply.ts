@@ -190,16 +190,21 @@ async function updateNode<R>(
   codec: RecordCodec<R> | undefined,
   basis: NodeInfo | undefined,
 ): Promise<boolean> {
-  if (!edit.gpuActions || basis)
-    return nodes.update(edit.node, toNodeChange(edit, codec, basis?.annotations), basis ? { basis } : undefined);
-  if (!nodes.get) throw new Error(`GPU actions for node ${edit.node}: the applier needs the node as read (a basis)`);
+  // One write path: against the basis (one try; a 409 is the caller's), or against a fresh read, read again on a 409.
+  const reread = edit.gpuActions !== undefined && !basis;
+  if (reread && !nodes.get)
+    throw new Error(`GPU actions for node ${edit.node}: the applier needs the node as read (a basis)`);
   let last: ConflictError | undefined;
-  for (let i = 0; i < DEFAULT_CONFLICT_ATTEMPTS; i++) {
-    const read = await nodes.get(edit.node);
+  for (let i = 0; i < (reread ? DEFAULT_CONFLICT_ATTEMPTS : 1); i++) {
+    const read = reread ? await nodes.get!(edit.node) : basis;
     try {
-      return await nodes.update(edit.node, toNodeChange(edit, codec, read.annotations), { basis: read });
+      return await nodes.update(
+        edit.node,
+        toNodeChange(edit, codec, read?.annotations),
+        read ? { basis: read } : undefined,
+      );
     } catch (err) {
-      if (!(err instanceof ConflictError)) throw err;
+      if (!reread || !(err instanceof ConflictError)) throw err;
       last = err;
     }
   }
