@@ -23,13 +23,30 @@ import { REPLACEMENT_KEY_PREFIX, type ReplacementRecord } from '../lib/replaceme
 const keyOf = (node: string) => `${REPLACEMENT_KEY_PREFIX}${node}`;
 
 /** True when a replacement step is in the plan (the record goes with it). */
-export const replacing = (p: Plan | undefined): boolean => p?.cloud.some((c) => c.kind === 'replace') ?? false;
+const replacing = (p: Plan | undefined): boolean => p?.cloud.some((c) => c.kind === 'replace') ?? false;
+
+/**
+ * Carries out a node's plan (`act`), keeping the record of a replacement it decides: on record before the cloud is
+ * asked (an intent: a crash after the call still leaves it to follow), and the removal's task id once the applier
+ * answered it. A plan that replaces nothing is only carried out.
+ */
+export async function withReplacementNoted<T extends { applied: Applied }>(
+  state: StateStore,
+  p: Plan | undefined,
+  act: () => Promise<T>,
+): Promise<T> {
+  if (!p || !replacing(p)) return act();
+  await noteReplacement(state, p);
+  const out = await act();
+  await noteReplacement(state, p, out.applied);
+  return out;
+}
 
 /**
  * Records the node's replacement as its plan decides it (before acting), and the removal's task
  * id once the applier answered it (`applied`).
  */
-export async function noteReplacement(state: StateStore, p: Plan, applied?: Applied): Promise<void> {
+async function noteReplacement(state: StateStore, p: Plan, applied?: Applied): Promise<void> {
   const inc = p.nextState.incidents.find((i) => isOpen(i) && i.replace);
   const r = inc?.replace;
   if (!inc || !r) return;

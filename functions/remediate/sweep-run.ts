@@ -12,7 +12,7 @@ import { sweepNodeFacts } from './facts.ts';
 import { historyCodec } from './core/reconcile.ts';
 import { nodeLease, remediationEvent, SWEPT, type RemediationDeps } from './run.ts';
 import { STATE_LABEL } from './core/state.ts';
-import { noteReplacement, replacing } from './replacements.ts';
+import { withReplacementNoted } from './replacements.ts';
 import { replacementsIn, type ReplacementRecord } from '../lib/replacements.ts';
 import { planSweep, type SweepNodeFacts } from './core/sweep.ts';
 import { awaitsTaint } from './core/reset-gate.ts';
@@ -113,20 +113,20 @@ async function pass(
         if (fresh.resourceVersion !== n.resourceVersion) return false;
         const actions = p ?? { evictions: [], notices: [], cloud: [] };
         // A replacement is on record before the cloud is asked, and its removal's task id after.
-        if (replacing(p)) await noteReplacement(deps.state, p!);
-        const { applied } = await carryOut(
-          {
-            node: n.name,
-            pending,
-            actions,
-            events: (a) => (report ? [remediationEvent(p!, a, new Date(deps.clock.now()))] : []),
-            codec: historyCodec,
-            basis: fresh,
-            sweptBy: SWEPT,
-          },
-          deps,
+        await withReplacementNoted(deps.state, p, () =>
+          carryOut(
+            {
+              node: n.name,
+              pending,
+              actions,
+              events: (a) => (report ? [remediationEvent(p!, a, new Date(deps.clock.now()))] : []),
+              codec: historyCodec,
+              basis: fresh,
+              sweptBy: SWEPT,
+            },
+            deps,
+          ),
         );
-        if (replacing(p)) await noteReplacement(deps.state, p!, applied);
         if (p) deps.logger.info('sweep', { node: n.name, action: p.action, phase: p.phase, reason: p.reason });
         return true;
       },

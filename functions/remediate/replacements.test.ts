@@ -1,0 +1,49 @@
+import { describe, expect, it } from 'vitest';
+import { FakeCluster } from '../adapters/kube/fake-cluster.ts';
+import { FakeStateStore } from '../adapters/kube/fake-stores.ts';
+import type { Applied } from '../lib/apply.ts';
+import type { Plan } from './core/types.ts';
+import { withReplacementNoted } from './replacements.ts';
+
+/** The slice of a plan the record reads: an open incident at replace-node, and the pool's removal asked. */
+function removing(node: string): Plan {
+  const replace = { pool: 'np-a100', instanceId: 'i-0abc', at: '2026-11-21T03:00:00.000Z' };
+  return {
+    target: { node, gpus: ['GPU-1'], migInstances: [], pods: [] },
+    cloud: [{ kind: 'replace', step: 'remove', node, pool: replace.pool, instanceId: replace.instanceId }],
+    nextState: { incidents: [{ key: `${node}/xid79`, phase: 'awaiting-repair', replace }] },
+  } as unknown as Plan;
+}
+
+const answered = (taskId: string): { applied: Applied } => ({
+  applied: { evictions: [], notices: [], cloud: [{ result: 'done', taskId }] },
+});
+
+describe('withReplacementNoted', () => {
+  it('has the replacement on record before the cloud is asked: a crash in the call leaves it to follow', async () => {
+    const state = new FakeStateStore(new FakeCluster());
+    let seen: unknown;
+    const act = async () => {
+      seen = await state.get('replace.n1');
+      throw new Error('killed while asking ACK');
+    };
+    await expect(withReplacementNoted(state, removing('n1'), act)).rejects.toThrow('killed');
+    expect(seen).toMatchObject({ node: 'n1', incident: 'n1/xid79', pool: 'np-a100', instanceId: 'i-0abc' });
+    expect(await state.get('replace.n1')).not.toHaveProperty('taskId');
+  });
+
+  it("records the removal's task id once the applier answered it", async () => {
+    const state = new FakeStateStore(new FakeCluster());
+    const out = await withReplacementNoted(state, removing('n1'), async () => answered('T-42'));
+    expect(out.applied.cloud[0]?.taskId).toBe('T-42');
+    expect(await state.get('replace.n1')).toMatchObject({ node: 'n1', taskId: 'T-42' });
+  });
+
+  it('only carries out a plan that replaces nothing', async () => {
+    const state = new FakeStateStore(new FakeCluster());
+    const plan = { ...removing('n1'), cloud: [] } as Plan;
+    await withReplacementNoted(state, plan, async () => answered('T-1'));
+    await withReplacementNoted(state, undefined, async () => answered('T-2'));
+    expect(await state.getAll()).toEqual({});
+  });
+});
