@@ -149,6 +149,36 @@ export function stepNodeProbes(
   };
 }
 
+/** The return's probe as one step: asked now (`gpus`: how many it probes), no GPU known to ask of, or judged. */
+export type ReturnProbe = ReturnStep | { kind: 'asked'; incident: Incident; gpus: number } | { kind: 'unknown' };
+
+/**
+ * The probe a return after `cause` waits for: asked when it has not been yet, else its answers judged. A GPU incident
+ * probes its GPU; a node-wide one each GPU the node had (after a reboot those recorded before it, else those it lists
+ * now; after a person's repaired-at those it lists now), and none known is `unknown`: nothing can be asked.
+ */
+export function probeReturn(
+  i: Incident,
+  cause: ReturnCause,
+  node: Pick<NodeFacts, 'gpus' | 'annotations'>,
+  state: Pick<NodeState, 'incidents'>,
+  results: Readonly<Record<string, GpuActionState>>,
+  now: Date,
+  policy: Pick<Policy, 'repair'>,
+): ReturnProbe {
+  if (i.gpu) {
+    if (!probing(i, cause)) return { kind: 'asked', incident: askReturnProbe(i, cause, now)!, gpus: 1 };
+    return stepReturnProbe(i, state, results, now, policy);
+  }
+  if (probing(i, cause) && nodeProbes(i).length > 0) return stepNodeProbes(i, state, results, now, policy);
+  const gpus = cause.kind === 'reboot' ? (i.reboot?.gpus ?? nodeGpusOf(node)) : nodeGpusOf(node);
+  const asked =
+    cause.kind === 'reboot'
+      ? askNodeProbes(i, gpus, cause.backAt, now)
+      : askNodeRepairProbes(i, gpus, cause.repairedAt, now);
+  return asked ? { kind: 'asked', incident: asked, gpus: gpus.length } : { kind: 'unknown' };
+}
+
 type Verdict =
   | { kind: 'wait' }
   | { kind: 'passed'; at: string; recoveryAction: string }

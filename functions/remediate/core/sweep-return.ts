@@ -1,39 +1,35 @@
 /**
- * The sweep's steps for a node coming back (pure): after a reboot (a new boot id) or a person's `repaired-at`, each
+ * The sweep's step for a node coming back (pure): after a reboot (a new boot id) or a person's `repaired-at`, each
  * GPU returns only on a passed probe, and a fault seen again climbs the ladder (handed to sweep-node.ts) or leaves the
  * node out.
  */
 import type { Policy } from './policy.ts';
 import { cmp, type Incident } from './state.ts';
 import { notice } from './plan.ts';
-import {
-  askNodeProbes,
-  askNodeRepairProbes,
-  askReturnProbe,
-  nodeGpusOf,
-  probing,
-  stepNodeProbes,
-  stepReturnProbe,
-} from './return-probe.ts';
-import { nodeProbes } from './gpu-repair.ts';
+import { probeReturn, type ReturnCause } from './return-probe.ts';
 import { GPU_DEVICES_ANNOTATION } from '../../../events/index.ts';
 import type { SweepFacts } from './sweep.ts';
 import { MIN, type Escalation, type Stepped, type Work } from './sweep-work.ts';
 
 /**
- * After a reboot the cloud adapter asked for: the node is back when it shows a new boot id and is
- * Ready. Then a GPU incident returns only on a passed health probe of its GPU (return-probe.ts:
- * evidence, not time); a node-wide incident (no GPU named) only on a passed probe of each GPU the
- * node had before the reboot (none known: it stays out). The fault seen
- * again after it came back, or a probe that fails (the GPU missing after the reboot, the fault
- * still there), climbs the ladder (replace-node) or leaves the node out, awaiting-repair, a person
- * told: NVIDIA's resolution for an error that persists after a reboot is to replace the hardware
- * (xid.md, "if it persists after reboot, replace"). No return within `repair.rebootTimeoutMinutes`
- * is told to a person once.
+ * An awaiting-repair incident after its reboot, or after a person's `gpu-reflex.io/repaired-at` (`w.state.repairedAt`,
+ * one that counts for it): evidence, not time (return-probe.ts).
+ *
+ * After a reboot the cloud adapter asked for, the node is back when it shows a new boot id and is Ready. Then a GPU
+ * incident returns only on a passed health probe of its GPU; a node-wide incident (no GPU named) only on a passed
+ * probe of each GPU the node had before the reboot (none known: it stays out). The fault seen again after it came
+ * back, or a probe that fails (the GPU missing after the reboot, the fault still there), climbs the ladder
+ * (replace-node) or leaves the node out, awaiting-repair, a person told: NVIDIA's resolution for an error that
+ * persists after a reboot is to replace the hardware (xid.md, "if it persists after reboot, replace"). No return
+ * within `repair.rebootTimeoutMinutes` is told to a person once.
+ *
+ * After a person's repaired-at the same probe, over the GPUs the node lists then for a node-wide incident (quiet time
+ * alone returned it before: issue #27); a failed one keeps the node out and tells a person once, until a newer
+ * repaired-at asks again; no GPU known keeps it out, a person told once. An adopted node (an orphan: our taint, no
+ * history) has no fault to probe for: the person's word and quiet time.
  */
-export function afterReboot(
-  i: Incident,
-  r: NonNullable<Incident['reboot']>,
+export function returnStep(
+  i0: Incident,
   w: Work,
   facts: SweepFacts,
   policy: Pick<Policy, 'repair' | 'quietPeriodMinutes'>,
@@ -41,33 +37,17 @@ export function afterReboot(
 ): Stepped {
   const node = w.facts.node;
   const now = facts.now;
-  if (!r.backAt) {
-    const back = node.bootId !== undefined && node.bootId !== r.fromBoot && node.ready !== false;
-    if (back) {
-      const backAt = now.toISOString();
-      const backed: Incident = { ...i, reboot: { ...r, backAt } };
-      // A node-wide incident goes on at once to its per-GPU probes (below).
-      if (!i.gpu) return afterReboot(backed, backed.reboot!, w, facts, policy, close);
-      const asked = askReturnProbe(backed, { kind: 'reboot', backAt }, now)!;
-      w.reasons.push(
-        `${node.name} is back from its reboot (new boot id, Ready): health probe of ${i.gpu} requested ` +
-          `(${asked.repair!.id}, ${policy.repair.probeSeconds} s); it returns only when the probe passes`,
-      );
-      w.touched.push(asked);
-      return asked;
-    }
-    const late = now.getTime() - Date.parse(r.at) >= policy.repair.rebootTimeoutMinutes * MIN;
-    if (!late || (i.notifiedAt && Date.parse(i.notifiedAt) > Date.parse(r.at))) return i;
-    const text =
-      `${node.name} was ${r.by ? `left to ${r.by}` : 'rebooted'} at ${r.at} and has not come back ` +
-      `(no new boot id${node.ready === false ? ', not Ready' : ''}) after ${policy.repair.rebootTimeoutMinutes} min: ` +
-      'a person must look';
-    w.notices.push(notice(i.action, node, text));
-    w.reasons.push(text);
-    const told: Incident = { ...i, notifiedAt: now.toISOString() };
-    w.touched.push(told);
-    return told;
+  let i = i0;
+  // A GPU incident just back asks its probe at once; a node-wide one goes on as one that came back earlier.
+  let justBack = false;
+  if (i.reboot && !i.reboot.backAt) {
+    const back = node.bootId !== undefined && node.bootId !== i.reboot.fromBoot && node.ready !== false;
+    if (!back) return notBack(i, i.reboot, w, facts, policy);
+    i = { ...i, reboot: { ...i.reboot, backAt: now.toISOString() } };
+    justBack = true;
   }
+  const r = i.reboot;
+  const repairedAt = w.state.repairedAt!;
   const notCured = (why: string): Escalation => {
     const { repair: _asked, ...x } = i;
     const nextRung = i.ladder.indexOf('replace-node', i.level + 1) >= 0 ? 'replace-node' : undefined;
@@ -85,132 +65,7 @@ export function afterReboot(
       };
     return { escalate: 'repair', incident: x, repair: undefined, why };
   };
-  if (cmp(i.lastAt, r.backAt) > 0)
-    return notCured(`${i.key}: the fault came back at ${i.lastAt}, after the reboot (back at ${r.backAt})`);
-  if (i.gpu) {
-    // A GPU incident back from its reboot before the probe existed (or whose ask was lost): ask now.
-    const cause = { kind: 'reboot', backAt: r.backAt } as const;
-    if (!probing(i, cause)) {
-      const asked = askReturnProbe(i, cause, now)!;
-      w.touched.push(asked);
-      return asked;
-    }
-    const s = stepReturnProbe(i, w.state, w.results, now, policy);
-    if (s.kind === 'wait') return i;
-    if (s.kind === 'failed')
-      return notCured(
-        `${i.key}: ${node.name} is back from its reboot, but ${s.why}${s.missing ? '; the node stays out' : ''}`,
-      );
-    return close(
-      `${i.key}: ${r.by ? `repaired by ${r.by}` : 'rebooted'} at ${r.at}, back at ${r.backAt}; ${s.why}`,
-      s.incident,
-    );
-  }
-  // A node-wide incident: each GPU the node had before the reboot returns on its own passed probe.
-  if (!probing(i, { kind: 'reboot', backAt: r.backAt }) || nodeProbes(i).length === 0) {
-    const asked = askNodeWide(i, r.backAt, w, facts, policy);
-    if (asked) return asked;
-    return notCured(
-      `${i.key}: ${node.name} is back from its reboot, but no GPU of it is known (the node agent wrote no ` +
-        `${GPU_DEVICES_ANNOTATION}): nothing can be probed, and unknown is not healthy; the node stays out`,
-    );
-  }
-  const s = stepNodeProbes(i, w.state, w.results, now, policy);
-  if (s.kind === 'wait') return i;
-  if (s.kind === 'failed')
-    return notCured(
-      `${i.key}: ${node.name} is back from its reboot, but ${s.why}` +
-        (s.missing ? '; a GPU is missing: the node stays out' : ''),
-    );
-  return close(
-    `${i.key}: ${r.by ? `repaired by ${r.by}` : 'rebooted'} at ${r.at}, back at ${r.backAt}; ${s.why}`,
-    s.incident,
-  );
-}
-
-/**
- * Asks a node-wide incident's per-GPU probes: the GPUs recorded before the reboot, else those the
- * node lists now. Undefined when none is known (nothing asked).
- */
-function askNodeWide(
-  i: Incident,
-  backAt: string,
-  w: Work,
-  facts: SweepFacts,
-  policy: Pick<Policy, 'repair'>,
-): Incident | undefined {
-  const gpus = i.reboot?.gpus ?? nodeGpusOf(w.facts.node);
-  const asked = askNodeProbes(i, gpus, backAt, facts.now);
-  if (!asked) return undefined;
-  w.reasons.push(
-    `${w.facts.node.name} is back from its reboot (new boot id, Ready): health probe of each of its ` +
-      `${gpus.length} GPUs requested (${asked.repair!.id}, ${policy.repair.probeSeconds} s); ` +
-      'it returns only when every one passes',
-  );
-  w.touched.push(asked);
-  return asked;
-}
-
-/**
- * A person's `gpu-reflex.io/repaired-at` after the fault: a GPU incident asks the node agent for the
- * health probe and returns only when it passes (return-probe.ts); a failed one keeps the node out and
- * tells a person once, until a newer repaired-at asks again. A node-wide incident asks one probe per GPU
- * the node lists and returns only when every one passed (quiet time alone returned it before: issue #27);
- * no GPU known keeps it out, a person told once.
- */
-export function afterRepair(
-  i: Incident,
-  repairedAt: string,
-  w: Work,
-  facts: SweepFacts,
-  policy: Pick<Policy, 'repair' | 'quietPeriodMinutes'>,
-  close: (why: string, x?: Incident) => Incident,
-): Incident {
-  const now = facts.now;
-  const cause = { kind: 'repaired', repairedAt } as const;
-  if (!i.gpu && i.trigger === 'orphan') {
-    // An adopted node (our taint, no history): no fault is known to probe for; the person's word and quiet time.
-    const since = now.getTime() - Date.parse(repairedAt);
-    return since >= policy.quietPeriodMinutes * MIN
-      ? close(`${i.key}: repaired at ${repairedAt} and quiet for ${policy.quietPeriodMinutes} min, back in service`)
-      : i;
-  }
-  if (!i.gpu) return afterNodeRepair(i, repairedAt, w, facts, policy, close);
-  if (!probing(i, cause)) {
-    const asked = askReturnProbe(i, cause, now)!;
-    w.reasons.push(
-      `${i.key}: repaired at ${repairedAt}: health probe of ${i.gpu} requested ` +
-        `(${asked.repair!.id}, ${policy.repair.probeSeconds} s); it returns only when the probe passes`,
-    );
-    w.touched.push(asked);
-    return asked;
-  }
-  const s = stepReturnProbe(i, w.state, w.results, now, policy);
-  if (s.kind === 'wait') return i;
-  if (s.kind === 'passed') return close(`${i.key}: repaired at ${repairedAt}; ${s.why}`, s.incident);
-  // Told once per probe; the node stays out until a person repairs it again (a newer repaired-at).
-  if (i.notifiedAt && Date.parse(i.notifiedAt) >= Date.parse(i.repair!.at)) return i;
-  const text =
-    `${i.key}: repaired at ${repairedAt}, but ${s.why}; the node stays out: a person must look, ` +
-    'then annotate gpu-reflex.io/repaired-at=<time> again';
-  const told: Incident = { ...i, notifiedAt: now.toISOString() };
-  w.notices.push(notice(i.action, w.facts.node, text));
-  w.reasons.push(text);
-  w.touched.push(told);
-  return told;
-}
-
-/** A node-wide incident after a person's repaired-at: each GPU the node lists returns on its own passed probe. */
-function afterNodeRepair(
-  i: Incident,
-  repairedAt: string,
-  w: Work,
-  facts: SweepFacts,
-  policy: Pick<Policy, 'repair' | 'quietPeriodMinutes'>,
-  close: (why: string, x?: Incident) => Incident,
-): Incident {
-  const now = facts.now;
-  const node = w.facts.node;
+  // Told once per `since` (the repaired-at, or the probe that failed); the node stays out meanwhile.
   const tellOnce = (since: string, text: string): Incident => {
     if (i.notifiedAt && Date.parse(i.notifiedAt) >= Date.parse(since)) return i;
     const told: Incident = { ...i, notifiedAt: now.toISOString() };
@@ -219,29 +74,80 @@ function afterNodeRepair(
     w.touched.push(told);
     return told;
   };
-  if (!probing(i, { kind: 'repaired', repairedAt }) || nodeProbes(i).length === 0) {
-    const gpus = nodeGpusOf(node);
-    const asked = askNodeRepairProbes(i, gpus, repairedAt, now);
-    if (!asked)
-      return tellOnce(
-        repairedAt,
-        `${i.key}: repaired at ${repairedAt}, but no GPU of ${node.name} is known (the node agent wrote no ` +
-          `${GPU_DEVICES_ANNOTATION}): nothing can be probed, and unknown is not healthy; the node stays out`,
-      );
-    w.reasons.push(
-      `${i.key}: repaired at ${repairedAt}: health probe of each of the node's ${gpus.length} GPUs requested ` +
-        `(${asked.repair!.id}, ${policy.repair.probeSeconds} s); it returns only when every one passes`,
-    );
-    w.touched.push(asked);
-    return asked;
+  if (r?.backAt && !(justBack && i.gpu) && cmp(i.lastAt, r.backAt) > 0)
+    return notCured(`${i.key}: the fault came back at ${i.lastAt}, after the reboot (back at ${r.backAt})`);
+  if (!r && !i.gpu && i.trigger === 'orphan') {
+    const since = now.getTime() - Date.parse(repairedAt);
+    return since >= policy.quietPeriodMinutes * MIN
+      ? close(`${i.key}: repaired at ${repairedAt} and quiet for ${policy.quietPeriodMinutes} min, back in service`)
+      : i;
   }
-  const s = stepNodeProbes(i, w.state, w.results, now, policy);
-  if (s.kind === 'wait') return i;
-  if (s.kind === 'passed') return close(`${i.key}: repaired at ${repairedAt}; ${s.why}`, s.incident);
-  // Told once per probe; the node stays out until a person repairs it again (a newer repaired-at).
-  return tellOnce(
-    i.repair!.at,
-    `${i.key}: repaired at ${repairedAt}, but ${s.why}${s.missing ? '; a GPU is missing' : ''}; the node stays ` +
-      'out: a person must look, then annotate gpu-reflex.io/repaired-at=<time> again',
-  );
+  const cause: ReturnCause = r?.backAt ? { kind: 'reboot', backAt: r.backAt } : { kind: 'repaired', repairedAt };
+  const s = probeReturn(i, cause, node, w.state, w.results, now, policy);
+  const after = r?.backAt ? `${node.name} is back from its reboot` : `${i.key}: repaired at ${repairedAt}`;
+  const asked = (x: Incident, what: string, until: string) =>
+    `${what} (${x.repair!.id}, ${policy.repair.probeSeconds} s); it returns only when ${until}`;
+  const unknown =
+    `the node agent wrote no ${GPU_DEVICES_ANNOTATION}): nothing can be probed, and unknown is not healthy; ` +
+    'the node stays out';
+  const again = 'the node stays out: a person must look, then annotate gpu-reflex.io/repaired-at=<time> again';
+  switch (s.kind) {
+    case 'wait':
+      return i;
+    case 'asked': {
+      const what = i.gpu
+        ? `health probe of ${i.gpu} requested`
+        : `health probe of each of ${r?.backAt ? 'its' : "the node's"} ${s.gpus} GPUs requested`;
+      const until = i.gpu ? 'the probe passes' : 'every one passes';
+      // A GPU incident back from its reboot before the probe existed (or whose ask was lost) asks it quietly.
+      if (!(r?.backAt && i.gpu && !justBack))
+        w.reasons.push(asked(s.incident, `${after}${r?.backAt ? ' (new boot id, Ready)' : ''}: ${what}`, until));
+      w.touched.push(s.incident);
+      return s.incident;
+    }
+    case 'unknown':
+      return r?.backAt
+        ? notCured(`${i.key}: ${after}, but no GPU of it is known (${unknown}`)
+        : tellOnce(repairedAt, `${after}, but no GPU of ${node.name} is known (${unknown}`);
+    case 'passed':
+      return close(
+        r?.backAt
+          ? `${i.key}: ${r.by ? `repaired by ${r.by}` : 'rebooted'} at ${r.at}, back at ${r.backAt}; ${s.why}`
+          : `${after}; ${s.why}`,
+        s.incident,
+      );
+    case 'failed':
+      if (r?.backAt)
+        return notCured(
+          `${i.key}: ${after}, but ${s.why}` +
+            (s.missing ? (i.gpu ? '; the node stays out' : '; a GPU is missing: the node stays out') : ''),
+        );
+      return tellOnce(
+        i.repair!.at,
+        `${after}, but ${s.why}${s.missing && !i.gpu ? '; a GPU is missing' : ''}; ${again}`,
+      );
+  }
+}
+
+/** Not back from its reboot (no new boot id, or not Ready): a person told once `repair.rebootTimeoutMinutes` after. */
+function notBack(
+  i: Incident,
+  r: NonNullable<Incident['reboot']>,
+  w: Work,
+  facts: SweepFacts,
+  policy: Pick<Policy, 'repair'>,
+): Incident {
+  const node = w.facts.node;
+  const now = facts.now;
+  const late = now.getTime() - Date.parse(r.at) >= policy.repair.rebootTimeoutMinutes * MIN;
+  if (!late || (i.notifiedAt && Date.parse(i.notifiedAt) > Date.parse(r.at))) return i;
+  const text =
+    `${node.name} was ${r.by ? `left to ${r.by}` : 'rebooted'} at ${r.at} and has not come back ` +
+    `(no new boot id${node.ready === false ? ', not Ready' : ''}) after ${policy.repair.rebootTimeoutMinutes} min: ` +
+    'a person must look';
+  w.notices.push(notice(i.action, node, text));
+  w.reasons.push(text);
+  const told: Incident = { ...i, notifiedAt: now.toISOString() };
+  w.touched.push(told);
+  return told;
 }

@@ -14,7 +14,7 @@ import { repairOf } from './words.ts';
 import { needsReplace, needsReset } from './recovery.ts';
 import { repairStep, replaceGpu } from './sweep-gpu.ts';
 import { escalate } from './sweep-node.ts';
-import { afterReboot, afterRepair } from './sweep-return.ts';
+import { returnStep } from './sweep-return.ts';
 import type { SweepFacts, SweepPlan } from './sweep.ts';
 import { MIN, type Stepped, type Work } from './sweep-work.ts';
 
@@ -120,9 +120,8 @@ function advance(i: Incident, w: Work, facts: SweepFacts, policy: Policy, retrie
           step: stepReplace(i, i.replace, w.facts.node, w.facts.replace, now, policy, w.round.claimed),
           incident: i,
         };
-      if (i.reboot) return afterReboot(i, i.reboot, w, facts, policy, close);
-      // Evidence, not time: a GPU returns on a passed probe after the repair (sweep-node.ts afterRepair).
-      return repaired ? afterRepair(i, w.state.repairedAt!, w, facts, policy, close) : i;
+      // Evidence, not time: a GPU returns on a passed probe after its reboot or a person's repair (sweep-return.ts).
+      return i.reboot || repaired ? returnStep(i, w, facts, policy, close) : i;
     }
     default:
       return i; // awaiting-approval: grantApprovals
