@@ -21,7 +21,7 @@
 export { scaleOutApprovalId } from './approval.ts';
 export type { AutoscaleDeps, AutoscaleOutcome } from './deps.ts';
 import { NODEPOOL_LABEL } from '../adapters/alicloud/ports.ts';
-import { withLease } from '../lib/reflex.ts';
+import { withLease } from '../lib/lease.ts';
 import { countNotDemand, type GangSpec } from './demand.ts';
 import { planWithGangs } from './core/gangs.ts';
 import { withoutRoomOnExisting } from './existing-room.ts';

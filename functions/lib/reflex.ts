@@ -4,14 +4,13 @@
  *   lock (Lease) → gather facts (read-only ports) → plan (pure) → record the outbox (events and
  *   chat notices) with the state → apply (applyActions) → notify, publish the outbox → report
  *
- * `withLease` is the lock; `carryOut` is everything after the plan. The function supplies the
- * facts and the planner; the rest is here, once.
+ * The lock is lease.ts `withLease`; `carryOut` here is everything after the plan. The function supplies
+ * the facts and the planner; the rest is here, once.
  */
-import type { Clock } from '../adapters/clock.ts';
 import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
-import { AdapterError, BlockedError } from '../adapters/errors.ts';
+import { AdapterError } from '../adapters/errors.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
-import type { LeaseOps, NodeOps } from '../adapters/kube/ports.ts';
+import type { NodeOps } from '../adapters/kube/ports.ts';
 import { applyActions, type ActionPorts, type Applied, type RecordCodec, type StepOutcome } from './apply.ts';
 import type { Logger } from '../adapters/logger.ts';
 import {
@@ -24,39 +23,6 @@ import {
   type PendingNotice,
 } from './outbox.ts';
 import { emptyEdit, type Actions } from './plan.ts';
-
-export interface LeasePorts {
-  leases: LeaseOps;
-  clock: Clock;
-  logger: Logger;
-  /** Who holds the lease: the invocation's request id. */
-  holder: string;
-}
-
-/**
- * Runs `work` holding the lease `name` (an exclusive section across invocations). A lease held by
- * another invocation throws BlockedError (the platform retries), unless `onBusy` says otherwise.
- */
-export async function withLease<T>(
-  name: string,
-  durationS: number,
-  ports: LeasePorts,
-  work: () => Promise<T>,
-  onBusy?: () => T,
-): Promise<T> {
-  const got = await ports.leases.tryAcquire(name, ports.holder, durationS, ports.clock);
-  if (!got.acquired) {
-    if (onBusy) return onBusy();
-    throw new BlockedError(`${name} is held by another invocation`, { what: `lease ${name}` });
-  }
-  try {
-    return await work();
-  } finally {
-    await ports.leases
-      .release(name, ports.holder)
-      .catch((err: unknown) => ports.logger.warn('releasing lease', { lease: name, error: err }));
-  }
-}
 
 export interface CarryOutPorts extends ActionPorts {
   nodes: Pick<NodeOps, 'update' | 'setCondition'>;

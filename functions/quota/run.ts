@@ -12,7 +12,7 @@
 import type { PublishedEvent } from '../adapters/bus.ts';
 import type { Notice } from '../adapters/chat/notifier.ts';
 import type { LimitItem, QuotaInfo } from '../adapters/kube/model.ts';
-import { withLease } from '../lib/reflex.ts';
+import { withLease } from '../lib/lease.ts';
 import { resourcesOf, type QuotaConfig } from './core/config.ts';
 import { planQuotas, quotaKey, type NamespaceQuota } from './core/planner.ts';
 import {

@@ -7,7 +7,8 @@
 import type { ApprovalDecidedDetail } from '../../events/index.ts';
 import { readOutbox } from '../lib/outbox.ts';
 import { checkSeal, APPROVAL_KEY_PARAMETER_ENV, type ApprovalKey } from '../lib/approval-seal.ts';
-import { carryOut, withLease } from '../lib/reflex.ts';
+import { carryOut } from '../lib/reflex.ts';
+import { withLease } from '../lib/lease.ts';
 import { closeApproval, getApproval, type ApprovalRecord, type ApprovalStatus } from '../lib/approvals.ts';
 import { stillWaits } from './approval-waits.ts';
 import { historyCodec } from './core/reconcile.ts';

@@ -8,7 +8,8 @@
 import { DEVICE_PLUGIN_ACTION, SOURCES, type DevicePluginMismatchDetail } from '../../events/index.ts';
 import type { PublishedEvent } from '../adapters/bus.ts';
 import { readOutbox } from '../lib/outbox.ts';
-import { carryOut, withLease } from '../lib/reflex.ts';
+import { carryOut } from '../lib/reflex.ts';
+import { withLease } from '../lib/lease.ts';
 import { planPluginHealth, type PluginPlan } from './core/plugin-health.ts';
 import { podsOf, stateOf } from './facts.ts';
 import { nodeLease, type RemediationDeps } from './run.ts';

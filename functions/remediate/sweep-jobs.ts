@@ -4,7 +4,7 @@
  * in that order under one lease) and one node's repair moved on by its agent's answer
  * (`remediate-repair-<node>`: the node pass for that node alone; approvals are left to the round).
  */
-import { withLease } from '../lib/reflex.ts';
+import { withLease } from '../lib/lease.ts';
 import { stateOf } from './facts.ts';
 import { nodeLease, remediationEvent, type RemediationDeps } from './run.ts';
 import { emptyState } from './core/state.ts';

@@ -7,7 +7,8 @@
  * of their own beside it (sweep-jobs.ts).
  */
 import { readOutbox } from '../lib/outbox.ts';
-import { carryOut, withLease } from '../lib/reflex.ts';
+import { carryOut } from '../lib/reflex.ts';
+import { withLease } from '../lib/lease.ts';
 import { sweepNodeFacts } from './facts.ts';
 import { historyCodec } from './core/reconcile.ts';
 import { nodeLease, remediationEvent, SWEPT, type RemediationDeps } from './run.ts';

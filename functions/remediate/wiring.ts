@@ -14,7 +14,7 @@ import { ackRepairOwner, aliCloudRepair, instanceIdOf, type PoolLock } from '../
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import { POOL_SIZE_LEASE } from '../adapters/alicloud/ports.ts';
 import { autoscalePolicyFromEnv } from '../lib/pool-policy.ts';
-import { withLease } from '../lib/reflex.ts';
+import { withLease } from '../lib/lease.ts';
 import { aliCloudReplaceReader } from './replacements.ts';
 import type { CloudOps } from '../lib/apply.ts';
 import { wireFromEnv, type FunctionDeps } from '../lib/wiring.ts';

@@ -7,7 +7,7 @@ import { fakeKube, type FakeKube } from '../kube/fake.ts';
 import { AliCloudPools } from './client.ts';
 import { ackRepairOwner, aliCloudRepair, instanceIdOf, type PoolLock } from './repair.ts';
 import { NODEPOOL_LABEL, POOL_SIZE_LEASE } from './ports.ts';
-import { withLease } from '../../lib/reflex.ts';
+import { withLease } from '../../lib/lease.ts';
 import { silentLogger } from '../logger.ts';
 
 let sim: AliCloudSim;
