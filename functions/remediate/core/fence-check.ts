@@ -59,8 +59,21 @@ export function checkFence(
 ): FenceCheck {
   const f = i.fence;
   if (!f || f.fallback || f.backend === 'cordon' || !isOpen(i) || !fenced(i)) return { kind: 'wait' };
-  if (f.backend === 'dra') return checkDra(i, node, now, policy);
-  if (f.backend === 'ack-cgpu') return checkCards(i, node, now, policy);
+  if (f.backend === 'ack-file' || f.backend === 'nvidia-plugin')
+    return checkPlugin(i, f, state, node, results, now, policy);
+  return f.backend === 'dra' ? checkDra(i, node, now, policy) : checkCards(i, node, now, policy);
+}
+
+/** A device plugin's fence (the ACK file, or NVIDIA's plugin's own health check): seen by what the node shows. */
+function checkPlugin(
+  i: Incident,
+  f: FenceState,
+  state: Pick<NodeState, 'incidents'>,
+  node: Node,
+  results: Results,
+  now: Date,
+  policy: Pick<Policy, 'fence'>,
+): FenceCheck {
   const seen = seenOut(i, state, node, results, f.verifiedAt === undefined, now);
   const at = now.toISOString();
   const how =
