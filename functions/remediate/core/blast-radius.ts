@@ -5,7 +5,6 @@
  * as the bus delivers them) are acted on and the rest wait: first come, first served.
  */
 import type { RemediationAction } from '../../../events/index.ts';
-import { poolLimits } from './pool-policy.ts';
 import type { Policy } from './policy.ts';
 import type { NodePhase, NodeState } from './state.ts';
 import type { PoolFacts } from './types.ts';
@@ -20,6 +19,19 @@ const CAPACITY_ACTIONS: ReadonlySet<RemediationAction> = new Set([
 /** Actions that take GPUs out of service count against the blast radius; restarts and observing do not. */
 export function takesCapacity(action: RemediationAction): boolean {
   return CAPACITY_ACTIONS.has(action);
+}
+
+/** Blast-radius limits for a pool: the pool's own, else the policy's. */
+export function poolLimits(
+  policy: Policy,
+  pool: string,
+): { maxShare: number; maxCount: number; windowMinutes: number } {
+  const p = policy.pools[pool];
+  return {
+    maxShare: p?.maxQuarantinedShare ?? policy.blastRadius.maxShare,
+    maxCount: p?.maxQuarantinedCount ?? policy.blastRadius.maxCount,
+    windowMinutes: policy.blastRadius.windowMinutes,
+  };
 }
 
 /**

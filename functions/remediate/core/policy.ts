@@ -17,7 +17,8 @@ import type { Escalate, Policy, RuleOverride } from './policy-schema.ts';
 
 export * from './policy-schema.ts';
 export { DEFAULT_POLICY } from './policy-defaults.ts';
-export { fenceBackendOf, pdbDeadlineOf, poolLimits, poolOf } from './pool-policy.ts';
+export { fenceBackendOf, pdbDeadlineOf, poolOf } from './pool-policy.ts';
+export { poolLimits } from './blast-radius.ts';
 
 /** A rule after defaults, file and pool overrides are merged: what the planner obeys. */
 export interface Rule {

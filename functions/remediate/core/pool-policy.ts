@@ -1,22 +1,9 @@
 /**
- * Per-pool lookups in a policy (split from policy.ts, which re-exports them): the pool a node is
- * in, and the pool's blast-radius limits, fence backend and PDB deadline. Types only from the
- * schema, so blast-radius.ts can use them without importing the policy's profiles back.
+ * Per-pool lookups in a policy (split from policy.ts, which re-exports them): the pool a node is in, and the pool's
+ * fence backend and PDB deadline. A pool's blast-radius limits are blast-radius.ts `poolLimits`, beside the count
+ * they bound. Types only from the schema: no import of the policy's profiles.
  */
 import type { FenceBackend, Policy } from './policy-schema.ts';
-
-/** Blast-radius limits for a pool: the pool's own, else the policy's. */
-export function poolLimits(
-  policy: Policy,
-  pool: string,
-): { maxShare: number; maxCount: number; windowMinutes: number } {
-  const p = policy.pools[pool];
-  return {
-    maxShare: p?.maxQuarantinedShare ?? policy.blastRadius.maxShare,
-    maxCount: p?.maxQuarantinedCount ?? policy.blastRadius.maxCount,
-    windowMinutes: policy.blastRadius.windowMinutes,
-  };
-}
 
 /** How long a pod may hold a GPU that needs a reset after it was asked to move, in `pool`. */
 export function pdbDeadlineOf(policy: Pick<Policy, 'repair' | 'pools'>, pool: string): number {
