@@ -170,4 +170,10 @@ describe('gpu-reflex quota plan and rollback usage', () => {
     const command = which === 'plan' ? createQuotaPlanCommand(unread) : quotaRollbackCommand;
     await expect(command.run(line.split(' '), capture().io)).rejects.toThrow(UsageError);
   });
+
+  it.each(['', ' '])('quota rollback refuses --hold-minutes=%j instead of holding for 0 minutes', async (text) => {
+    await expect(
+      quotaRollbackCommand.run(['--kubeconfig', 'k', `--hold-minutes=${text}`], capture().io),
+    ).rejects.toThrow(`--hold-minutes must be an integer from 0 to 10080 (got "${text}")`);
+  });
 });

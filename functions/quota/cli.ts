@@ -161,9 +161,11 @@ export const quotaRollbackCommand: Command = {
       endpoint: { type: 'string' },
     });
     if (!values.kubeconfig) throw new UsageError('--kubeconfig FILE is required: rollback changes a live cluster');
-    const hold = values['hold-minutes'] === undefined ? 60 : Number(values['hold-minutes']);
+    const holdText = values['hold-minutes'];
+    // Number('') is 0: an empty `--hold-minutes=` is refused, not read as "no hold at all".
+    const hold = holdText === undefined ? 60 : holdText.trim() === '' ? NaN : Number(holdText);
     if (!Number.isInteger(hold) || hold < 0 || hold > 10_080)
-      throw new UsageError(`--hold-minutes must be an integer from 0 to 10080 (got "${values['hold-minutes']}")`);
+      throw new UsageError(`--hold-minutes must be an integer from 0 to 10080 (got "${holdText}")`);
     const config = await readConfig(values.config, io);
     await readInputText(values.kubeconfig, '--kubeconfig', io);
     const { kubePorts, loadKubeConfig } = await import('../adapters/kube/client.ts');
