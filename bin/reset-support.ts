@@ -2,8 +2,8 @@
  * `gpu-reflex remediate reset-support`: prints the reset support matrix (core/reset-support.ts), or
  * its answer for one node's labels. Changes nothing, reads no cluster.
  */
-import { parseArgs } from 'node:util';
 import { UsageError, type Command } from '../events/cli-kit/command.ts';
+import { parseFlags } from '../events/cli-kit/flags.ts';
 import {
   GPU_PRODUCT_LABEL,
   GPU_TOPOLOGY_LABEL,
@@ -27,13 +27,11 @@ export const resetSupportCommand: Command = {
     '  --json              the rows (or the answer) as JSON',
   ].join('\n'),
   async run(args, io) {
-    const { values, positionals } = parseArgs({
-      args,
-      options: { product: { type: 'string' }, topology: { type: 'string' }, json: { type: 'boolean' } },
-      allowPositionals: false,
-      strict: true,
+    const values = parseFlags(args, {
+      product: { type: 'string' },
+      topology: { type: 'string' },
+      json: { type: 'boolean' },
     });
-    if (positionals.length > 0) throw new UsageError('reset-support takes no arguments');
     if (values.topology !== undefined && values.product === undefined)
       throw new UsageError('--topology needs --product');
     if (values.product !== undefined) {

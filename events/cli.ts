@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import * as z from 'zod';
 import { UsageError, type CliIo, type Command } from './cli-kit/command.ts';
+import { parseFlags } from './cli-kit/flags.ts';
 import { errnoPhrase } from './cli-kit/phrases.ts';
 import { ensureOutputFolder } from './cli-kit/input.ts';
 import { CATALOG } from './catalog.ts';
@@ -19,7 +20,7 @@ export const listCommand: Command = {
     '  --json   one JSON object per line: {"detailType","source","summary"}',
   ].join('\n'),
   async run(args, io) {
-    const { values } = parseArgs({ args, options: { json: { type: 'boolean' } }, strict: true });
+    const values = parseFlags(args, { json: { type: 'boolean' } });
     const width = Math.max(...CATALOG.map((e) => e.detailType.length));
     for (const e of CATALOG) {
       io.out(
@@ -116,7 +117,7 @@ export const schemasCommand: Command = {
     'tools may need conversion).',
   ].join('\n'),
   async run(args, io) {
-    const { values } = parseArgs({ args, strict: true, options: { out: { type: 'string' } } });
+    const values = parseFlags(args, { out: { type: 'string' } });
     if (!values.out) throw new UsageError('--out DIR is required');
     await ensureOutputFolder(values.out, '--out');
     for (const e of CATALOG) {

@@ -75,7 +75,7 @@ describe('gpu-reflex pattern test', () => {
     [['--event', 'e.json'], /--pattern FILE is required/],
     [['--pattern', 'p.json'], /--event FILE is required/],
     [['--pattern', '-', '--event', '-'], /only one of --pattern and --event/],
-    [['--pattern', 'p.json', '--event', 'e.json', 'extra'], /unexpected argument "extra"/],
+    [['--pattern', 'p.json', '--event', 'e.json', 'extra'], /Unexpected argument 'extra'/],
     [['--pattern', 'p.json', '--event', 'e.json', '--verbose'], /Unknown option '--verbose'/],
   ])('refuses usage %j with exit 2 through the dispatcher', async (args, message) => {
     const { io, err } = fakeIo({ 'p.json': XID_RULE, 'e.json': EVENT });

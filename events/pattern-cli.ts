@@ -5,8 +5,8 @@
  * Files are read with parseJsonText so number spellings reach the matcher as written.
  */
 import { readFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import { UsageError, type CliIo, type Command } from './cli-kit/command.ts';
+import { parseFlags } from './cli-kit/flags.ts';
 import { isJsonObject } from './json-number.ts';
 import { parseJsonText } from './json-text.ts';
 import { InvalidPatternError, matchesPattern } from './pattern.ts';
@@ -59,19 +59,7 @@ export const patternTestCommand: Command = {
   summary: 'test an EventBridge pattern against an event, like aws events test-event-pattern',
   help,
   async run(args, io) {
-    const { values, positionals } = (() => {
-      try {
-        return parseArgs({
-          args,
-          options: { pattern: { type: 'string' }, event: { type: 'string' } },
-          allowPositionals: true,
-          strict: true,
-        });
-      } catch (err) {
-        throw new UsageError((err as Error).message);
-      }
-    })();
-    if (positionals.length > 0) throw new UsageError(`unexpected argument "${positionals[0]}"`);
+    const values = parseFlags(args, { pattern: { type: 'string' }, event: { type: 'string' } });
     if (values.pattern === undefined) throw new UsageError('--pattern FILE is required');
     if (values.event === undefined) throw new UsageError('--event FILE is required');
     if (values.pattern === '-' && values.event === '-')

@@ -10,6 +10,12 @@ describe('parseFlags', () => {
     });
   });
 
+  it('collects a repeated option declared multiple', () => {
+    expect(
+      parseFlags(['--namespace', 'a', '--namespace', 'b'], { namespace: { type: 'string', multiple: true } }),
+    ).toEqual({ namespace: ['a', 'b'] });
+  });
+
   it.each([
     ['an unknown option', ['--bogus'], /Unknown option '--bogus'/],
     ['a positional', ['extra'], /Unexpected argument 'extra'/],

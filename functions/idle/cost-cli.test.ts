@@ -128,6 +128,9 @@ describe('gpu-reflex cost report', () => {
     [['--kubeconfig', 'k', '--since', '7x'], /--since takes a duration such as 30m, 12h or 7d, not "7x"/],
     [[], /--kubeconfig FILE is required/],
     [['--kubeconfig', 'k', '--csv', '--json'], /choose one/],
+    [['--kubeconfig', 'k', '--bogus'], /Unknown option '--bogus'/],
+    [['--kubeconfig'], /Option '--kubeconfig <value>' argument missing/],
+    [['--kubeconfig', 'k', 'extra'], /Unexpected argument 'extra'/],
   ])('refuses %j with a usage error', async (args, msg) => {
     await expect(costReportCommand.run(args, { out: () => undefined, err: () => undefined })).rejects.toThrow(msg);
     await expect(costReportCommand.run(args, { out: () => undefined, err: () => undefined })).rejects.toBeInstanceOf(

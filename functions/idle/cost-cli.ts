@@ -4,8 +4,8 @@
  * pods running now, their nodes' instance types and the idle runs idle-gpus keeps on the nodes — priced
  * by the idle policy's `prices` (the file idle-gpus reads, IDLE_POLICY_FILE). Reads only.
  */
-import { parseArgs } from 'node:util';
 import { UsageError, type CliIo, type Command } from '../../events/cli-kit/command.ts';
+import { parseFlags } from '../../events/cli-kit/flags.ts';
 import { readInputText } from '../../events/cli-kit/input.ts';
 import { costCsv, costTable } from './core/cost.ts';
 import { DEFAULT_IDLE_POLICY, parseIdlePolicy } from './core/policy.ts';
@@ -53,20 +53,14 @@ export function createCostReportCommand(now: () => number = () => Date.now()): C
     summary: 'GPU-hours and cost per team and namespace, idle share apart (reads the cluster)',
     help: HELP,
     async run(args: string[], io: CliIo): Promise<number> {
-      const { values, positionals } = parseArgs({
-        args,
-        options: {
-          kubeconfig: { type: 'string' },
-          since: { type: 'string' },
-          policy: { type: 'string' },
-          csv: { type: 'boolean' },
-          json: { type: 'boolean' },
-          'live-prices': { type: 'boolean' },
-        },
-        allowPositionals: true,
-        strict: true,
+      const values = parseFlags(args, {
+        kubeconfig: { type: 'string' },
+        since: { type: 'string' },
+        policy: { type: 'string' },
+        csv: { type: 'boolean' },
+        json: { type: 'boolean' },
+        'live-prices': { type: 'boolean' },
       });
-      if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
       if (!values.kubeconfig) throw new UsageError('--kubeconfig FILE is required: cost report reads the cluster');
       if (values.csv && values.json) throw new UsageError('--csv and --json: choose one');
       const since = parseSince(values.since ?? '7d');

@@ -2,10 +2,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { CliIo } from '../../events/cli-kit/command.ts';
+import { UsageError, type CliIo } from '../../events/cli-kit/command.ts';
 import { startKubeSim } from '../../infra/local/kube/index.ts';
 import { main } from '../../bin/main.ts';
-import { parseLayout } from './cli.ts';
+import { createMigPlanCommand, migLayoutsCommand, parseLayout } from './cli.ts';
 
 function capture(): CliIo & { stdout: string[]; stderr: string[] } {
   const stdout: string[] = [];
@@ -178,5 +178,19 @@ describe('gpu-reflex mig plan', () => {
     const missing = await run('mig', 'plan', '--fleet', '/nonexistent/fleet.yaml');
     expect(missing.code).toBe(1);
     expect(missing.err).toContain('/nonexistent/fleet.yaml');
+  });
+});
+
+describe('gpu-reflex mig layouts and plan usage', () => {
+  const unread = () => Promise.reject(new Error('a refused command reads no fleet'));
+  it.each([
+    ['layouts', '--model A100-80GB --bogus'],
+    ['layouts', '--model'],
+    ['layouts', '--model A100-80GB extra'],
+    ['plan', '--fleet f --bogus'],
+    ['plan', '--fleet'],
+  ])('mig %s refuses `%s` as a UsageError, not a raw TypeError', async (which, line) => {
+    const command = which === 'layouts' ? migLayoutsCommand : createMigPlanCommand(unread);
+    await expect(command.run(line.split(' '), capture())).rejects.toThrow(UsageError);
   });
 });

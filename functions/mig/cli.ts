@@ -7,6 +7,7 @@
  */
 import { parseArgs } from 'node:util';
 import { InputError, UsageError, type Command } from '../../events/cli-kit/command.ts';
+import { parseFlags } from '../../events/cli-kit/flags.ts';
 import { readInputText } from '../../events/cli-kit/input.ts';
 import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
 import { checkLayout, enumerateLayouts, layoutWords, waste, type LayoutCheck } from './core/layout.ts';
@@ -145,13 +146,11 @@ export const migLayoutsCommand: Command = {
     '  --json          one JSON array of layouts (each an array of profile names)',
   ].join('\n'),
   async run(args, io) {
-    const { values, positionals } = parseArgs({
-      args,
-      options: { model: { type: 'string' }, 'zero-waste': { type: 'boolean' }, json: { type: 'boolean' } },
-      allowPositionals: true,
-      strict: true,
+    const values = parseFlags(args, {
+      model: { type: 'string' },
+      'zero-waste': { type: 'boolean' },
+      json: { type: 'boolean' },
     });
-    if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
     const model = modelFrom(values.model);
     const rows = enumerateLayouts(model)
       .map((layout) => {
@@ -209,18 +208,12 @@ export const createMigPlanCommand = (readFleet: MigFleetReader): Command => ({
     '  --json             the plan and the notes as JSON',
   ].join('\n'),
   async run(args, io) {
-    const { values, positionals } = parseArgs({
-      args,
-      options: {
-        fleet: { type: 'string' },
-        kubeconfig: { type: 'string' },
-        policy: { type: 'string' },
-        json: { type: 'boolean' },
-      },
-      allowPositionals: true,
-      strict: true,
+    const values = parseFlags(args, {
+      fleet: { type: 'string' },
+      kubeconfig: { type: 'string' },
+      policy: { type: 'string' },
+      json: { type: 'boolean' },
     });
-    if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
     if (!values.fleet === !values.kubeconfig)
       throw new UsageError('give exactly one of --fleet FILE or --kubeconfig FILE');
     let preemption;

@@ -3,8 +3,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { main } from '../../bin/main.ts';
+import { UsageError } from '../../events/cli-kit/command.ts';
 import { startKubeSim, type KubeSim } from '../../infra/local/kube/index.ts';
 import { REPO_ROOT } from '../../infra/local/stack-env.ts';
+import { createQuotaPlanCommand, quotaRollbackCommand } from './cli.ts';
 
 function capture() {
   const out: string[] = [];
@@ -154,5 +156,24 @@ describe('gpu-reflex quota rollback', () => {
         'pods stay, new ones are refused until they fit',
     ]);
     expect(q('nlp')?.spec.hard).toEqual({ 'requests.nvidia.com/gpu': '2' });
+  });
+});
+
+describe('gpu-reflex quota plan and rollback usage', () => {
+  const unread = () => Promise.reject(new Error('a refused command reads no fleet'));
+  it.each([
+    ['plan', '--fleet f --bogus'],
+    ['plan', '--fleet'],
+    ['rollback', '--kubeconfig k --bogus'],
+    ['rollback', '--kubeconfig k --namespace'],
+  ])('quota %s refuses `%s` as a UsageError, not a raw TypeError', async (which, line) => {
+    const command = which === 'plan' ? createQuotaPlanCommand(unread) : quotaRollbackCommand;
+    await expect(command.run(line.split(' '), capture().io)).rejects.toThrow(UsageError);
+  });
+
+  it.each(['', ' '])('quota rollback refuses --hold-minutes=%j instead of holding for 0 minutes', async (text) => {
+    await expect(
+      quotaRollbackCommand.run(['--kubeconfig', 'k', `--hold-minutes=${text}`], capture().io),
+    ).rejects.toThrow(`--hold-minutes must be an integer from 0 to 10080 (got "${text}")`);
   });
 });

@@ -4,8 +4,8 @@
  * to the values before their last rewrite, held from rewrites for a while).
  */
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
-import { parseArgs } from 'node:util';
 import { InputError, UsageError, type CliIo, type Command } from '../../events/cli-kit/command.ts';
+import { parseFlags } from '../../events/cli-kit/flags.ts';
 import { readInputText } from '../../events/cli-kit/input.ts';
 import { RecordingPublisher, type EventPublisher } from '../adapters/bus.ts';
 import { EventBridgePublisher } from '../adapters/bus-eventbridge.ts';
@@ -100,18 +100,12 @@ export const createQuotaPlanCommand = (readFleet: QuotaFleetReader): Command => 
       'infra/local/scenarios/fleets/mixed.yaml',
   ].join('\n'),
   async run(args: string[], io: CliIo): Promise<number> {
-    const { values, positionals } = parseArgs({
-      args,
-      options: {
-        config: { type: 'string' },
-        fleet: { type: 'string' },
-        kubeconfig: { type: 'string' },
-        json: { type: 'boolean' },
-      },
-      allowPositionals: true,
-      strict: true,
+    const values = parseFlags(args, {
+      config: { type: 'string' },
+      fleet: { type: 'string' },
+      kubeconfig: { type: 'string' },
+      json: { type: 'boolean' },
     });
-    if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
     if (!values.fleet === !values.kubeconfig)
       throw new UsageError('give exactly one of --fleet FILE or --kubeconfig FILE');
     const config = await readConfig(values.config, io);
@@ -157,25 +151,21 @@ export const quotaRollbackCommand: Command = {
     'Exit status 1 when a namespace was refused or had nothing to go back to.',
   ].join('\n'),
   async run(args: string[], io: CliIo, env: NodeJS.ProcessEnv = process.env): Promise<number> {
-    const { values, positionals } = parseArgs({
-      args,
-      options: {
-        kubeconfig: { type: 'string' },
-        config: { type: 'string' },
-        namespace: { type: 'string', multiple: true },
-        'hold-minutes': { type: 'string' },
-        'dry-run': { type: 'boolean' },
-        force: { type: 'boolean' },
-        endpoint: { type: 'string' },
-      },
-      allowPositionals: true,
-      strict: true,
+    const values = parseFlags(args, {
+      kubeconfig: { type: 'string' },
+      config: { type: 'string' },
+      namespace: { type: 'string', multiple: true },
+      'hold-minutes': { type: 'string' },
+      'dry-run': { type: 'boolean' },
+      force: { type: 'boolean' },
+      endpoint: { type: 'string' },
     });
-    if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
     if (!values.kubeconfig) throw new UsageError('--kubeconfig FILE is required: rollback changes a live cluster');
-    const hold = values['hold-minutes'] === undefined ? 60 : Number(values['hold-minutes']);
+    const holdText = values['hold-minutes'];
+    // Number('') is 0: an empty `--hold-minutes=` is refused, not read as "no hold at all".
+    const hold = holdText === undefined ? 60 : holdText.trim() === '' ? NaN : Number(holdText);
     if (!Number.isInteger(hold) || hold < 0 || hold > 10_080)
-      throw new UsageError(`--hold-minutes must be an integer from 0 to 10080 (got "${values['hold-minutes']}")`);
+      throw new UsageError(`--hold-minutes must be an integer from 0 to 10080 (got "${holdText}")`);
     const config = await readConfig(values.config, io);
     await readInputText(values.kubeconfig, '--kubeconfig', io);
     const { kubePorts, loadKubeConfig } = await import('../adapters/kube/client.ts');

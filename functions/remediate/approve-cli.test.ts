@@ -135,4 +135,13 @@ describe('gpu-reflex approvals list', () => {
       rmSync(dir, { recursive: true, force: true });
     }
   });
+
+  it.each(['--kubeconfig k --bogus', '--kubeconfig', '--kubeconfig k extra'])(
+    'approvals list refuses `%s` as a UsageError, not a raw TypeError',
+    async (line) => {
+      const { approvalsListCommand } = await import('./approve-cli.ts');
+      const io = { out: () => {}, err: () => {} };
+      await expect(approvalsListCommand.run(line.split(' '), io)).rejects.toThrow(UsageError);
+    },
+  );
 });

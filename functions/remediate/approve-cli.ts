@@ -9,6 +9,7 @@ import { userInfo } from 'node:os';
 import { parseArgs } from 'node:util';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { InputError, UsageError, type CliIo, type Command } from '../../events/cli-kit/command.ts';
+import { parseFlags } from '../../events/cli-kit/flags.ts';
 import { issuesLine } from '../../events/cli-kit/phrases.ts';
 import { readInputText } from '../../events/cli-kit/input.ts';
 import {
@@ -62,18 +63,12 @@ export const approvalsListCommand: Command = {
   summary: 'list the approvals in the store (open, approved-applied, rejected, expired)',
   help: LIST_HELP,
   async run(args: string[], io: CliIo): Promise<number> {
-    const { values, positionals } = parseArgs({
-      args,
-      options: {
-        kubeconfig: { type: 'string' },
-        namespace: { type: 'string' },
-        open: { type: 'boolean' },
-        json: { type: 'boolean' },
-      },
-      allowPositionals: true,
-      strict: true,
+    const values = parseFlags(args, {
+      kubeconfig: { type: 'string' },
+      namespace: { type: 'string' },
+      open: { type: 'boolean' },
+      json: { type: 'boolean' },
     });
-    if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
     if (!values.kubeconfig)
       throw new UsageError('--kubeconfig FILE is required: the store is a ConfigMap in the cluster');
     await readInputText(values.kubeconfig, '--kubeconfig', io);

@@ -105,7 +105,9 @@ describe('gpu-reflex status', () => {
   const io = { out: () => {}, err: () => {} };
   it('needs --kubeconfig and takes no argument', async () => {
     await expect(statusCommand.run([], io)).rejects.toThrow(UsageError);
-    await expect(statusCommand.run(['--kubeconfig', 'x', 'extra'], io)).rejects.toThrow(/unexpected argument/);
+    await expect(statusCommand.run(['--kubeconfig', 'x', 'extra'], io)).rejects.toThrow(/Unexpected argument 'extra'/);
+    await expect(statusCommand.run(['--kubeconfig', 'x', '--bogus'], io)).rejects.toThrow(UsageError);
+    await expect(statusCommand.run(['--watch'], io)).rejects.toThrow(UsageError);
     for (const bad of ['0', '1.5', 'soon', '3601'])
       await expect(statusCommand.run(['--kubeconfig', 'x', '--watch', bad], io)).rejects.toThrow(
         /--watch takes whole seconds/,

@@ -4,8 +4,8 @@
  * annotation (core/state.ts) — and the approval store (lib/approvals.ts), which
  * `approvals list` and chat's `approve ID` read. Reads only: no write goes through these ports.
  */
-import { parseArgs } from 'node:util';
 import { untilSignal, UsageError, type CliIo, type Command } from '../../events/cli-kit/command.ts';
+import { parseFlags } from '../../events/cli-kit/flags.ts';
 import { readInputText } from '../../events/cli-kit/input.ts';
 import { fenceWords, readHeldNodes, type HeldNode } from './held.ts';
 
@@ -76,18 +76,12 @@ export function createStatusCommand(wait: WatchWait = waitOrSignal, now: () => D
     summary: 'show every node gpu-reflex holds: state, GPU, why, since when, fences, approvals waiting (reads only)',
     help: HELP,
     async run(args: string[], io: CliIo): Promise<number> {
-      const { values, positionals } = parseArgs({
-        args,
-        options: {
-          kubeconfig: { type: 'string' },
-          namespace: { type: 'string' },
-          json: { type: 'boolean' },
-          watch: { type: 'string' },
-        },
-        allowPositionals: true,
-        strict: true,
+      const values = parseFlags(args, {
+        kubeconfig: { type: 'string' },
+        namespace: { type: 'string' },
+        json: { type: 'boolean' },
+        watch: { type: 'string' },
       });
-      if (positionals.length > 0) throw new UsageError(`unexpected argument ${JSON.stringify(positionals[0])}`);
       if (!values.kubeconfig) throw new UsageError('--kubeconfig FILE is required: status reads the cluster');
       const every = values.watch === undefined ? undefined : Number(values.watch);
       if (every !== undefined && !(Number.isInteger(every) && every >= 1 && every <= 3600))

@@ -1,5 +1,5 @@
-import { parseArgs } from 'node:util';
-import { UsageError, type Command } from '../../events/cli-kit/command.ts';
+import type { Command } from '../../events/cli-kit/command.ts';
+import { parseFlags } from '../../events/cli-kit/flags.ts';
 import { oneLine } from '../../events/cli-kit/phrases.ts';
 import { ConfigError, loadAgentConfig } from '../config.ts';
 import { EXIT, runAgent } from '../agent-runtime.ts';
@@ -44,16 +44,7 @@ export const agentCommand: Command = {
   summary: 'run the node agent: NVML → events on the bus',
   help: HELP,
   async run(args, io) {
-    let values;
-    try {
-      ({ values } = parseArgs({
-        args,
-        strict: true,
-        options: { once: { type: 'boolean' }, 'dry-run': { type: 'boolean' } },
-      }));
-    } catch (err) {
-      throw new UsageError((err as Error).message);
-    }
+    const values = parseFlags(args, { once: { type: 'boolean' }, 'dry-run': { type: 'boolean' } });
     let config;
     try {
       config = loadAgentConfig(process.env);

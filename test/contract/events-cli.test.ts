@@ -5,7 +5,8 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../bin/main.ts';
-import type { CliIo } from '../../events/cli-kit/command.ts';
+import { UsageError, type CliIo } from '../../events/cli-kit/command.ts';
+import { listCommand, schemasCommand } from '../../events/cli.ts';
 import { CATALOG } from '../../events/catalog.ts';
 
 function capture(): CliIo & { stdout: string[]; stderr: string[] } {
@@ -49,6 +50,14 @@ describe('gpu-reflex events', () => {
       `${bad}: detail.xid: expected integer, got "79"`,
     ]);
     expect(io.stdout).toEqual(['1 of 2 files valid']);
+  });
+
+  // The command's own contract, not only the dispatcher's: a caller without bin/errors.ts gets a UsageError too.
+  it.each([
+    ['list', listCommand, ['--bogus']],
+    ['schemas', schemasCommand, ['--out']],
+  ])('events %s refuses bad usage as a UsageError', async (_, command, args) => {
+    await expect(command.run(args, capture())).rejects.toThrow(UsageError);
   });
 
   it('reports unreadable and non-JSON files instead of crashing', async () => {

@@ -98,4 +98,8 @@ describe('gpu-reflex remediate reset-support', () => {
     expect(text).toContain('unsupported → node reboot, no reset tried');
     expect((await run(['--product', 'NVIDIA-A100-SXM4-80GB'])).text).toContain('no row (the reset is tried)');
   });
+  it.each(['--bogus', 'extra', '--product'])('refuses %j as a UsageError, not a raw TypeError', async (arg) => {
+    const { UsageError } = await import('../../../events/cli-kit/command.ts');
+    await expect(run([arg])).rejects.toThrow(UsageError);
+  });
 });
