@@ -8,7 +8,7 @@ import {
 } from '../../../events/index.ts';
 import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY } from './policy.ts';
-import { REPAIRED_AT_ANNOTATION, STATE_LABEL } from './state.ts';
+import { encodeHistory, HISTORY_ANNOTATION, REPAIRED_AT_ANNOTATION, STATE_LABEL } from './state.ts';
 import { planSweep } from './sweep.ts';
 import { apply, at, factsFor, gpu, health, node, pool, STANDARD_PODS, stateOf, xid } from '../testing.ts';
 import type { NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
@@ -94,6 +94,23 @@ describe("evidence, not time, after a reboot or a person's repair", () => {
     expect(world.node.labels[STATE_LABEL]).toBe('awaiting-repair');
     // And it stays out: hours of quiet bring nothing back.
     expect((await sweep(world, 300)).world.node.labels[STATE_LABEL]).toBe('awaiting-repair');
+  });
+
+  it('asks the probe again, quietly, for a GPU back from its reboot whose ask was lost, and returns it only on its pass', async () => {
+    const back = await rebootedAndBack();
+    // History written without the ask (an older version, or a write that never landed): back, but no probe on record.
+    const s = stateOf(back.node);
+    const lost = { ...s, incidents: s.incidents.map(({ repair: _asked, ...i }) => i) };
+    let w: World = {
+      ...back,
+      node: { ...back.node, annotations: { ...back.node.annotations, [HISTORY_ANNOTATION]: encodeHistory(lost) } },
+    };
+    const asked = await sweep(w, 6);
+    expect(stateOf(asked.world.node).incidents[0]?.repair?.step).toBe('probe');
+    // The first ask said so when the node came back; this one is bookkeeping, said nowhere again.
+    expect(asked.plan?.reason ?? '').not.toContain('health probe of');
+    w = answer(asked.world, probeAsked(asked.world)!, 7, {});
+    expect((await sweep(w, 8)).world.node.labels[STATE_LABEL]).toBe('healthy');
   });
 
   it.each([
