@@ -11,6 +11,7 @@ import {
   GPU_HEALTH_CHANGED,
   type GpuActionState,
   GPU_XID_ERROR,
+  type GpuActionRequest,
   type GpuHealthChangedDetail,
   type GpuRef,
   type GpuXidErrorDetail,
@@ -168,6 +169,42 @@ export function factsFor(
  * `nvidia.com/gpu` allocatable), or `ignores` (no actuator, or a plugin that reads no file).
  */
 export type PluginModel = 'honours' | 'ignores';
+
+/** A node and its pods as the planners see them, between one plan and the next (`apply`). */
+export interface World {
+  node: NodeFacts;
+  pods: PodFacts[];
+}
+
+/** What the node carries for its agent: the requested GPU actions. */
+export const requested = (w: World): GpuActionRequest[] =>
+  JSON.parse(w.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[];
+
+/** The node agent answers request `id` (as its actuator writes gpu-reflex.io/gpu-action-results). */
+export function answer(w: World, id: string, state: GpuActionState): World {
+  const results = {
+    ...(JSON.parse(w.node.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>),
+    [id]: state,
+  };
+  return {
+    ...w,
+    node: {
+      ...w.node,
+      annotations: { ...w.node.annotations, [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify(results) },
+    },
+  };
+}
+
+/** A health probe that passed: NVML answers, recovery action none, no remap, no ECC error or XID in the window. */
+export const PASSED_PROBE = {
+  nvmlAnswers: true,
+  recoveryAction: 'none',
+  remapPending: false,
+  remapFailed: false,
+  eccUncorrectedDelta: 0,
+  xidsDuringProbe: [],
+  passed: true,
+};
 
 /**
  * Carries `plan` out on a fake cluster holding `n` and `pods` with the real applier, and reads the

@@ -9,14 +9,24 @@ import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY, type Policy } from './policy.ts';
 import { planSweep } from './sweep.ts';
 import { STATE_LABEL } from './state.ts';
-import { apply, at, factsFor, gpu, health, node, pod, pool, stateOf, xid, type PluginModel } from '../testing.ts';
-import type { Capabilities, NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
-import { GPU_ACTIONS_ANNOTATION, type GpuActionRequest, type HealthCondition } from '../../../events/index.ts';
+import {
+  apply,
+  at,
+  factsFor,
+  gpu,
+  health,
+  node,
+  pod,
+  pool,
+  stateOf,
+  xid,
+  type PluginModel,
+  type World,
+  requested,
+} from '../testing.ts';
+import type { Capabilities, Plan, TriggerEvent } from './types.ts';
+import type { HealthCondition } from '../../../events/index.ts';
 
-interface World {
-  node: NodeFacts;
-  pods: PodFacts[];
-}
 const PODS = [pod('train-0', { gpus: [gpu(0).uuid] }), pod('train-3', { gpus: [gpu(3).uuid] })];
 const withBackend = (backend: Policy['fence']['backend']): Policy => ({
   ...DEFAULT_POLICY,
@@ -52,8 +62,6 @@ async function sweep(
   ).plans[0];
   return { plan, world: plan ? await apply(w.node, w.pods, plan, new Set(), plugin) : w };
 }
-const requested = (w: World): GpuActionRequest[] =>
-  JSON.parse(w.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[];
 const ourTaint = (w: World) => w.node.taints.find((t) => t.key === DEFAULT_POLICY.taintKey);
 const start = (): World => ({ node: node(), pods: PODS });
 

@@ -28,19 +28,12 @@ import {
   withDra,
   xid,
   type PluginModel,
+  type World,
+  requested,
+  answer,
+  PASSED_PROBE,
 } from '../testing.ts';
-import type { NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
-import {
-  GPU_ACTION_RESULTS_ANNOTATION,
-  GPU_ACTIONS_ANNOTATION,
-  type GpuActionRequest,
-  type GpuActionState,
-} from '../../../events/index.ts';
-
-interface World {
-  node: NodeFacts;
-  pods: PodFacts[];
-}
+import type { NodeFacts, Plan, TriggerEvent } from './types.ts';
 
 const withBackend = (backend: Policy['fence']['backend']): Policy => ({
   ...DEFAULT_POLICY,
@@ -78,30 +71,6 @@ async function sweep(
   return { plan, world: plan ? await apply(w.node, w.pods, plan, new Set(), plugin) : w };
 }
 
-const requested = (w: World): GpuActionRequest[] =>
-  JSON.parse(w.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[];
-function answer(w: World, id: string, state: GpuActionState): World {
-  const results = {
-    ...(JSON.parse(w.node.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>),
-    [id]: state,
-  };
-  return {
-    ...w,
-    node: {
-      ...w.node,
-      annotations: { ...w.node.annotations, [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify(results) },
-    },
-  };
-}
-const passed = {
-  nvmlAnswers: true,
-  recoveryAction: 'none',
-  remapPending: false,
-  remapFailed: false,
-  eccUncorrectedDelta: 0,
-  xidsDuringProbe: [],
-  passed: true,
-};
 /** The plugin's latch as the node shows it: the count, and PodResources naming the GPUs out (3, then 0). */
 const allocatable = (w: World, n: number): World => ({
   ...w,
@@ -130,7 +99,13 @@ async function repair(
   ).world;
   const probe = requested(w).find((r) => r.action === 'probe')!;
   return sweep(
-    answer(w, probe.id, { state: 'done', action: 'probe', gpuUuid: probe.gpuUuid, at: at(from + 3), probe: passed }),
+    answer(w, probe.id, {
+      state: 'done',
+      action: 'probe',
+      gpuUuid: probe.gpuUuid,
+      at: at(from + 3),
+      probe: PASSED_PROBE,
+    }),
     from + 4,
     policy,
     plugin,
@@ -368,7 +343,7 @@ describe("fence backends: NVIDIA's device plugin (its latch)", () => {
     ).world;
     const probe3 = requested(w).find((r) => r.action === 'probe' && r.gpuUuid === inc3.gpu)!;
     const s = await sweep(
-      answer(w, probe3.id, { state: 'done', action: 'probe', gpuUuid: inc3.gpu!, at: at(5), probe: passed }),
+      answer(w, probe3.id, { state: 'done', action: 'probe', gpuUuid: inc3.gpu!, at: at(5), probe: PASSED_PROBE }),
       6,
       P,
       'ignores',

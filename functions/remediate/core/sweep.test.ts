@@ -4,22 +4,27 @@ import { DEFAULT_POLICY } from './policy.ts';
 import { HISTORY_ANNOTATION, REPAIRED_AT_ANNOTATION, STATE_LABEL } from './state.ts';
 import { planSweep, type SweepFacts } from './sweep.ts';
 import { renderSteps } from './detail.ts';
-import { apply, at, factsFor, health, node, pod, pool, STANDARD_PODS, stateOf, xid } from '../testing.ts';
-import type { NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
 import {
-  GPU_ACTION_RESULTS_ANNOTATION,
-  GPU_ACTIONS_ANNOTATION,
-  type GpuActionRequest,
-  type GpuActionState,
-} from '../../../events/index.ts';
+  apply,
+  at,
+  factsFor,
+  health,
+  node,
+  pod,
+  pool,
+  STANDARD_PODS,
+  stateOf,
+  xid,
+  type World,
+  requested,
+  answer,
+  PASSED_PROBE,
+} from '../testing.ts';
+import type { NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
+import { GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION } from '../../../events/index.ts';
 
 const P = DEFAULT_POLICY;
 const kinds = (plan: Plan | undefined) => (plan ? renderSteps(plan) : []).map((s) => s.kind);
-
-interface World {
-  node: NodeFacts;
-  pods: PodFacts[];
-}
 
 async function hit(w: World, e: TriggerEvent): Promise<World> {
   const plan = planRemediation(factsFor(e, w.node, { pods: w.pods }), P);
@@ -40,33 +45,6 @@ async function sweep(
 }
 
 const start = (pods: PodFacts[] = STANDARD_PODS): World => ({ node: node(), pods });
-
-/** What the node carries for its agent: the requested GPU actions. */
-const requested = (w: World): GpuActionRequest[] =>
-  JSON.parse(w.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[];
-/** The node agent answers request `id` (as its actuator writes gpu-reflex.io/gpu-action-results). */
-function answer(w: World, id: string, state: GpuActionState): World {
-  const results = {
-    ...(JSON.parse(w.node.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>),
-    [id]: state,
-  };
-  return {
-    ...w,
-    node: {
-      ...w.node,
-      annotations: { ...w.node.annotations, [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify(results) },
-    },
-  };
-}
-const passed = {
-  nvmlAnswers: true,
-  recoveryAction: 'none',
-  remapPending: false,
-  remapFailed: false,
-  eccUncorrectedDelta: 0,
-  xidsDuringProbe: [],
-  passed: true,
-};
 
 describe('planSweep: restoring', () => {
   it('returns a GPU NVIDIA answers with a reset only after a done reset and a passed probe, never on quiet time', async () => {
@@ -93,7 +71,7 @@ describe('planSweep: restoring', () => {
     const probe = requested(w).find((r) => r.action === 'probe')!;
     expect(probe.probeSeconds).toBe(P.repair.probeSeconds);
     expect(requested(w).some((r) => r.action === 'reset')).toBe(false);
-    w = answer(w, probe.id, { state: 'done', action: 'probe', gpuUuid: gpu, at: at(8), probe: passed });
+    w = answer(w, probe.id, { state: 'done', action: 'probe', gpuUuid: gpu, at: at(8), probe: PASSED_PROBE });
     const { plan, world } = await sweep(w, 9);
     expect(plan).toMatchObject({ kind: 'act', action: 'restore', phase: 'restored' });
     expect((plan ? renderSteps(plan) : []).find((st) => st.kind === 'notify')?.message).toContain(
@@ -200,7 +178,7 @@ describe('planSweep: restoring', () => {
       action: 'probe',
       gpuUuid: gpu,
       at: at(5),
-      probe: passed,
+      probe: PASSED_PROBE,
     });
     const s = await sweep(w, 6);
     expect(s.plan?.action).not.toBe('restore');
@@ -223,7 +201,7 @@ describe('planSweep: restoring', () => {
       action: 'probe',
       gpuUuid: gpu,
       at: at(4),
-      probe: { ...passed, remapPending: true, passed: false },
+      probe: { ...PASSED_PROBE, remapPending: true, passed: false },
     });
     const s = await sweep(w, 5);
     expect(s.plan?.action).not.toBe('restore');
@@ -299,7 +277,7 @@ describe('planSweep: drains and repair', () => {
       action: 'probe',
       gpuUuid: gpu,
       at: at(6),
-      probe: { ...passed, counted: true },
+      probe: { ...PASSED_PROBE, counted: true },
     });
     const { plan, world } = await sweep(w, 7, { capabilities: { reboot: true } });
     expect(plan).toMatchObject({ action: 'restore', phase: 'restored' });
@@ -343,7 +321,7 @@ describe('planSweep: drains and repair', () => {
       action: 'probe',
       gpuUuid: probe.gpuUuid,
       at: at(7),
-      probe: { ...passed, counted: true },
+      probe: { ...PASSED_PROBE, counted: true },
     });
     const { plan } = await sweepOwned(w, 8);
     expect(plan).toMatchObject({ action: 'restore' });
@@ -429,7 +407,7 @@ describe('planSweep: drains and repair', () => {
       action: 'probe',
       gpuUuid: probe.gpuUuid,
       at: at(62),
-      probe: { ...passed, counted: true },
+      probe: { ...PASSED_PROBE, counted: true },
     });
     const { plan, world } = await sweep(w, 91);
     expect(plan).toMatchObject({ action: 'restore', phase: 'restored' });
