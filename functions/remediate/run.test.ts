@@ -23,7 +23,7 @@ import { DEFAULT_POLICY } from './core/policy.ts';
 import { remediate, triggerOf, type RemediationDeps } from './run.ts';
 import { HISTORY_ANNOTATION, REPAIRED_AT_ANNOTATION, STATE_LABEL } from './core/state.ts';
 import { sweepRound } from './sweep-jobs.ts';
-import { fakeDeps } from './testing.ts';
+import { fakeDeps, PASSED_PROBE } from './testing.ts';
 
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');
 const gpuUuid = (n: number, g: number) =>
@@ -238,16 +238,7 @@ describe('remediate', () => {
       action: 'probe',
       gpuUuid: probe.gpuUuid,
       at: new Date(clock.now()).toISOString(),
-      probe: {
-        nvmlAnswers: true,
-        counted: true,
-        recoveryAction: 'none',
-        remapPending: false,
-        remapFailed: false,
-        eccUncorrectedDelta: 0,
-        xidsDuringProbe: [],
-        passed: true,
-      },
+      probe: PASSED_PROBE,
     };
     await kube.nodes.setAnnotations('gpu-a100-1', {
       [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify({ [probe.id]: probed }),

@@ -12,6 +12,7 @@ import {
   type GpuActionState,
   GPU_XID_ERROR,
   type GpuActionRequest,
+  type GpuProbe,
   type GpuHealthChangedDetail,
   type GpuRef,
   type GpuXidErrorDetail,
@@ -195,9 +196,13 @@ export function answer(w: World, id: string, state: GpuActionState): World {
   };
 }
 
-/** A health probe that passed: NVML answers, recovery action none, no remap, no ECC error or XID in the window. */
-export const PASSED_PROBE = {
+/**
+ * A health probe that passed: NVML answers and lists the GPU, recovery action none, no remap, no ECC error or XID in
+ * the window.
+ */
+export const PASSED_PROBE: GpuProbe = {
   nvmlAnswers: true,
+  counted: true,
   recoveryAction: 'none',
   remapPending: false,
   remapFailed: false,

@@ -27,6 +27,7 @@ import { resource } from '../../infra/local/kube/resources.ts';
 import { xidEvent } from '../../node-agent/events.ts';
 import { NAMESPACE, startRemediationStack, type RemediationStack } from './remediation-stack.ts';
 import { evicted } from './evicted.ts';
+import { PASSED_PROBE } from '../../functions/remediate/testing.ts';
 
 const clock = (() => {
   let t = Date.parse('2026-11-21T03:00:00.000Z');
@@ -332,16 +333,7 @@ describe('remediation on the embedded stack', () => {
       action: 'probe',
       gpuUuid: probe!.gpuUuid,
       at: new Date(clock.now()).toISOString(),
-      probe: {
-        nvmlAnswers: true,
-        counted: true,
-        recoveryAction: 'none',
-        remapPending: false,
-        remapFailed: false,
-        eccUncorrectedDelta: 0,
-        xidsDuringProbe: [],
-        passed: true,
-      },
+      probe: PASSED_PROBE,
     };
     stack.sim.cluster.patch(resource('nodes'), '', 'repair-0', 'application/merge-patch+json', {
       metadata: { annotations: { [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify({ [probe!.id]: probed }) } },

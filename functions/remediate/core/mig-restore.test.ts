@@ -4,21 +4,14 @@
  * GPU's instances. The decider, table by table; then the sweep through the real applier (testing.ts).
  */
 import { describe, expect, it } from 'vitest';
-import {
-  MIG_INVENTORY_ANNOTATION,
-  GPU_ACTION_RESULTS_ANNOTATION,
-  GPU_ACTIONS_ANNOTATION,
-  type GpuActionRequest,
-  type GpuActionState,
-  type MigInventory,
-} from '../../../events/index.ts';
-import { apply, at, factsFor, gpu, node, pod, pool, stateOf, xid } from '../testing.ts';
+import { MIG_INVENTORY_ANNOTATION, type GpuActionState, type MigInventory } from '../../../events/index.ts';
+import { apply, at, factsFor, gpu, node, pod, pool, stateOf, xid, type World, requested, answer } from '../testing.ts';
 import { stepMigRestore } from './mig-restore.ts';
 import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY } from './policy.ts';
 import { STATE_LABEL, QUARANTINED_GPUS_ANNOTATION, type Incident } from './state.ts';
 import { planSweep } from './sweep.ts';
-import type { NodeFacts, Plan, PodFacts } from './types.ts';
+import type { NodeFacts, Plan } from './types.ts';
 
 const P = DEFAULT_POLICY;
 const G3 = gpu(3).uuid;
@@ -157,25 +150,6 @@ describe('stepMigRestore', () => {
 });
 
 describe('the sweep: a reset MIG GPU returns only with its instances', () => {
-  interface World {
-    node: NodeFacts;
-    pods: PodFacts[];
-  }
-  const requested = (w: World): GpuActionRequest[] =>
-    JSON.parse(w.node.annotations[GPU_ACTIONS_ANNOTATION] ?? '[]') as GpuActionRequest[];
-  const answer = (w: World, id: string, state: GpuActionState): World => {
-    const results = {
-      ...(JSON.parse(w.node.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>),
-      [id]: state,
-    };
-    return {
-      ...w,
-      node: {
-        ...w.node,
-        annotations: { ...w.node.annotations, [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify(results) },
-      },
-    };
-  };
   const agentWrites = (w: World, minute: number, instances: MigInventory['gpus'][number]['instances']): World => ({
     ...w,
     node: { ...w.node, annotations: { ...w.node.annotations, ...inventory(minute, instances) } },

@@ -29,7 +29,19 @@ import { devicesOut, fenced, fencedByTaint } from './fence.ts';
 import { needsReset } from './recovery.ts';
 import { isOpen } from './state.ts';
 import { poolAllowance, poolFacts } from './blast-radius.ts';
-import { allDone, apply, at, gpu, node, pool, pod, stateOf, withDra, type PluginModel } from '../testing.ts';
+import {
+  allDone,
+  apply,
+  at,
+  gpu,
+  node,
+  pool,
+  pod,
+  stateOf,
+  withDra,
+  type PluginModel,
+  PASSED_PROBE,
+} from '../testing.ts';
 import type { NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
 
 const NODE = 'gpu-a100-07';
@@ -493,16 +505,7 @@ function probesPass(n: NodeFacts, when: string): NodeFacts {
       action: 'probe',
       gpuUuid: r.gpuUuid,
       at: when,
-      probe: {
-        nvmlAnswers: true,
-        counted: true,
-        recoveryAction: 'none',
-        remapPending: false,
-        remapFailed: false,
-        eccUncorrectedDelta: 0,
-        xidsDuringProbe: [],
-        passed: true,
-      },
+      probe: PASSED_PROBE,
     };
   }
   return { ...n, annotations: { ...n.annotations, [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify(results) } };

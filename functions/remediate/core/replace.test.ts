@@ -13,7 +13,7 @@ import { planSweep } from './sweep.ts';
 import { needsReplaceFacts } from './replace.ts';
 import { REPAIRED_AT_ANNOTATION, type Incident } from './state.ts';
 import { renderSteps } from './detail.ts';
-import { apply, at, factsFor, node, pool, STANDARD_PODS, stateOf, xid } from '../testing.ts';
+import { apply, at, factsFor, node, pool, STANDARD_PODS, stateOf, xid, PASSED_PROBE } from '../testing.ts';
 import type { NodeFacts, Plan, PodFacts, ReplaceFacts, TriggerEvent } from './types.ts';
 
 /**
@@ -202,16 +202,7 @@ describe('replace-node, capacity first', () => {
       action: 'probe',
       gpuUuid: probe.gpuUuid,
       at: at(fixed + 2),
-      probe: {
-        nvmlAnswers: true,
-        counted: true,
-        recoveryAction: 'none',
-        remapPending: false,
-        remapFailed: false,
-        eccUncorrectedDelta: 0,
-        xidsDuringProbe: [],
-        passed: true,
-      },
+      probe: PASSED_PROBE,
     } satisfies GpuActionState;
     const answered: World = {
       ...asked,
