@@ -7,7 +7,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { APPROVAL_REQUESTED, REMEDIATION, type ApprovalDecidedDetail } from '../../events/index.ts';
 import { RecordingPublisher, type PublishedEvent } from '../adapters/bus.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
-import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
+import { fakeKube, FakeDeviceTaintOps, type FakeKube } from '../adapters/kube/fake.ts';
 import { approvalKey, sealDecision } from '../lib/approval-seal.ts';
 import { getApproval } from '../lib/approvals.ts';
 import { decideApproval } from './approve.ts';
@@ -67,6 +67,25 @@ async function holdBack(): Promise<string> {
 }
 
 describe('decideApproval', () => {
+  it("fences the approved GPU by its DeviceTaintRule in the approval's own patch on a DRA pool", async () => {
+    deps.policy = { ...POLICY, fence: { ...POLICY.fence, backend: 'dra' } };
+    deps.deviceTaints = new FakeDeviceTaintOps(kube.cluster);
+    const fault = (node: string) => ({ ...xid(node, T0), xid: 48 });
+    for (const n of ['gpu-1', 'gpu-2'])
+      kube.cluster.draDevices.set(n, { [fault(n).gpu.uuid]: { driver: 'gpu.nvidia.com', pool: n, device: 'gpu-0' } });
+    // XID 48 quarantines the GPU: gpu-1's takes the pool's one slot, gpu-2's waits for a person.
+    await remediate(triggerOf('GPU XID Error', fault('gpu-1')), deps);
+    await remediate(triggerOf('GPU XID Error', fault('gpu-2')), deps);
+    const asked = publisher.published.filter((e) => e.detailType === APPROVAL_REQUESTED);
+    expect(asked).toHaveLength(1);
+    const rulesOf = (node: string) => [...kube.cluster.deviceTaintRules.values()].filter((r) => r.node === node);
+    expect(rulesOf('gpu-1')).toHaveLength(1);
+    expect(rulesOf('gpu-2')).toHaveLength(0);
+    await decideApproval(decision(String(asked[0]!.detail.approvalId), 'approved', clock.now()), deps, KEY);
+    // A new claim may not be given the faulty GPU in the minute until the next sweep.
+    expect(rulesOf('gpu-2')).toHaveLength(1);
+  });
+
   it('never publishes an approval id the store does not hold', async () => {
     const seen: (string | undefined)[] = [];
     deps.publisher = {

@@ -13,7 +13,7 @@ import { closeApproval, getApproval, type ApprovalRecord, type ApprovalStatus } 
 import { stillWaits } from './approval-waits.ts';
 import { historyCodec } from './core/reconcile.ts';
 import { planSweep } from './core/sweep.ts';
-import { cardFacts, fetchPoolFacts, nodeFacts, podsOf, stateOf } from './facts.ts';
+import { cardFacts, draFacts, fetchPoolFacts, nodeFacts, podsOf, stateOf } from './facts.ts';
 import { nodeLease, remediationEvent, type RemediationDeps } from './run.ts';
 import { newsworthy } from './reported.ts';
 
@@ -116,10 +116,13 @@ export async function decideApproval(
         return { result: 'closed', status: 'no-longer-needed', message: note };
       }
       const pool = await fetchPoolFacts(deps.nodes, deps.policy, info, now);
-      // A shared node's card fence begins here when the quarantine is approved: what its ConfigMap
-      // lists before is another writer's, never ours to remove later (fence-cgpu.ts).
-      const cards = await cardFacts(deps.cardFences, deps.policy, info, (m, f) => deps.logger.warn(m, f));
-      const facts = { node: nodeFacts(info, undefined, cards), state, pool, pods: await podsOf(deps.pods, rec.node) };
+      // The GPU's fence begins here when the quarantine is approved, as the event's would have: a DRA
+      // pool's DeviceTaintRule in this patch (not a sweep later, while a new claim could be given the GPU),
+      // a shared node's card fence from what its ConfigMap lists before, another writer's (fence-cgpu.ts).
+      const warn = (m: string, f: Record<string, unknown>) => deps.logger.warn(m, f);
+      const dra = await draFacts(deps.deviceTaints, deps.policy, info, warn);
+      const cards = await cardFacts(deps.cardFences, deps.policy, info, warn);
+      const facts = { node: nodeFacts(info, dra, cards), state, pool, pods: await podsOf(deps.pods, rec.node) };
       const plan = planSweep(
         {
           now,
