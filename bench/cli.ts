@@ -1,7 +1,7 @@
 /** `gpu-reflex bench [SUITE...] [--record FILE]`. */
 import { appendFile } from 'node:fs/promises';
-import { parseArgs } from 'node:util';
 import { UsageError, type Command } from '../events/cli-kit/command.ts';
+import { parseFlagsAndArgs } from '../events/cli-kit/flags.ts';
 import { checkWritableFile } from '../events/cli-kit/input.ts';
 import { machine, markdown, type BenchSuite } from './harness.ts';
 
@@ -75,12 +75,7 @@ export const benchCommand: Command = {
     ...Object.entries(SUITES).map(([k, v]) => `  ${k.padEnd(14)} ${v.summary}`),
   ].join('\n'),
   async run(args, io) {
-    const { values, positionals } = parseArgs({
-      args,
-      allowPositionals: true,
-      strict: true,
-      options: { record: { type: 'string' } },
-    });
+    const { values, positionals } = parseFlagsAndArgs(args, { record: { type: 'string' } });
     const names = positionals.length ? positionals : Object.keys(SUITES);
     for (const n of names)
       if (!SUITES[n]) throw new UsageError(`unknown suite "${n}" (known: ${Object.keys(SUITES).join(', ')})`);

@@ -2,7 +2,7 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { CliIo } from '../events/cli-kit/command.ts';
+import { UsageError, type CliIo } from '../events/cli-kit/command.ts';
 import { configCheckCommand } from './config-check.ts';
 
 function capture(): CliIo & { lines: string[]; errors: string[] } {
@@ -55,5 +55,12 @@ describe('gpu-reflex config check', () => {
       /--kind gpu-policy: not a policy/,
     );
     await expect(configCheckCommand.run([join(dir, 'nope')], capture())).rejects.toThrow(/no such file or directory/);
+  });
+
+  it.each([
+    ['examples/', '--bogus'],
+    ['examples/mig-policy.yaml', '--kind'],
+  ])('refuses %s %s as a UsageError, not a raw TypeError', async (...args) => {
+    await expect(configCheckCommand.run(args, capture())).rejects.toThrow(UsageError);
   });
 });

@@ -6,7 +6,6 @@
  */
 import { readdir, readFile, stat } from 'node:fs/promises';
 import { basename, extname, join } from 'node:path';
-import { parseArgs } from 'node:util';
 import { parseChatOpsConfig } from '../functions/chatops/run.ts';
 import { parseIdlePolicy } from '../functions/idle/core/policy.ts';
 import { parseLabelerConfig } from '../functions/labels/core/config.ts';
@@ -15,6 +14,7 @@ import { parseMigPolicy } from '../functions/mig/core/policy.ts';
 import { parseQuotaConfig } from '../functions/quota/core/config.ts';
 import { loadPolicyFile, PolicyFileError } from '../functions/remediate/core/policy-file.ts';
 import { UsageError, type CliIo, type Command } from '../events/cli-kit/command.ts';
+import { parseFlagsAndArgs } from '../events/cli-kit/flags.ts';
 
 /** Each policy by its file (and parameter) name: its variable, and the function's own parser. */
 const KINDS: Record<string, { variable: string; parse: (text: string, source: string) => unknown }> = {
@@ -47,12 +47,7 @@ export const configCheckCommand: Command = {
     '           --value file://examples/mig-policy.yaml --overwrite',
   ].join('\n'),
   async run(args, io) {
-    const { values, positionals } = parseArgs({
-      args,
-      options: { kind: { type: 'string' } },
-      allowPositionals: true,
-      strict: true,
-    });
+    const { values, positionals } = parseFlagsAndArgs(args, { kind: { type: 'string' } });
     if (positionals.length === 0) throw new UsageError('expected a policy FILE or a directory of them');
     if (values.kind !== undefined && !KINDS[values.kind])
       throw new UsageError(`--kind ${values.kind}: not a policy (known: ${Object.keys(KINDS).join(', ')})`);

@@ -1,10 +1,9 @@
 /** `gpu-reflex events list | validate | schemas`. */
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
 import * as z from 'zod';
 import { UsageError, type CliIo, type Command } from './cli-kit/command.ts';
-import { parseFlags } from './cli-kit/flags.ts';
+import { parseFlags, parseFlagsAndArgs } from './cli-kit/flags.ts';
 import { errnoPhrase } from './cli-kit/phrases.ts';
 import { ensureOutputFolder } from './cli-kit/input.ts';
 import { CATALOG } from './catalog.ts';
@@ -74,7 +73,7 @@ export const validateCommand: Command = {
     'Examples live beside their schemas: gpu-reflex events validate events/catalog/*.example.json',
   ].join('\n'),
   async run(args, io) {
-    const { positionals } = parseArgs({ args, allowPositionals: true, strict: true, options: {} });
+    const { positionals } = parseFlagsAndArgs(args, {});
     if (positionals.length === 0) throw new UsageError('name at least one FILE');
     let bad = 0;
     for (const file of positionals) {

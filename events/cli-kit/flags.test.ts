@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { UsageError } from './command.ts';
-import { parseFlags, portFlag } from './flags.ts';
+import { parseFlags, parseFlagsAndArgs, portFlag } from './flags.ts';
 
 describe('parseFlags', () => {
   it('returns the named options', () => {
@@ -24,6 +24,34 @@ describe('parseFlags', () => {
     const run = () => parseFlags(args, { port: { type: 'string' } });
     expect(run).toThrow(UsageError);
     expect(run).toThrow(message);
+  });
+});
+
+describe('parseFlagsAndArgs', () => {
+  const options = { out: { type: 'string' }, json: { type: 'boolean' } } as const;
+
+  it('returns the named options and the positionals in their order, wherever they stand', () => {
+    expect(parseFlagsAndArgs(['a.json', '--out', 'x', 'b.json', '--json'], options)).toEqual({
+      values: { out: 'x', json: true },
+      positionals: ['a.json', 'b.json'],
+    });
+    expect(parseFlagsAndArgs([], options)).toEqual({ values: {}, positionals: [] });
+  });
+
+  it('takes an argument after -- as a positional, even one that looks like an option', () => {
+    expect(parseFlagsAndArgs(['--', '--json'], options)).toEqual({ values: {}, positionals: ['--json'] });
+  });
+
+  // The advice node adds (place a '-' argument after '--') is left out: bin/errors.ts leaves it out of node's own
+  // error too, so a command's line reads the same whichever of the two reaches the user.
+  it.each([
+    ['an unknown option', ['a.json', '--bogus'], "Unknown option '--bogus'"],
+    ['an unknown short option', ['-x'], "Unknown option '-x'"],
+    ['an option without its value', ['a.json', '--out'], "Option '--out <value>' argument missing"],
+  ])('refuses %s as a usage error (one line, exit code 2)', (_, args, message) => {
+    const run = () => parseFlagsAndArgs(args, options);
+    expect(run).toThrow(UsageError);
+    expect(run).toThrow(new UsageError(message));
   });
 });
 

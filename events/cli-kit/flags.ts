@@ -1,7 +1,7 @@
 /**
- * Flag parsing every command shares: named options only (no positionals), unknown options refused,
- * node's own parser message turned into a UsageError (one line, exit code 2); and the one check of a
- * listening port the `serve` commands take.
+ * Flag parsing every command shares: named options (and, for the commands that take FILEs or IDs,
+ * positionals), unknown options refused, node's own parser message turned into a UsageError (one
+ * line, exit code 2); and the one check of a listening port the `serve` commands take.
  */
 import { parseArgs } from 'node:util';
 import { UsageError } from './command.ts';
@@ -14,6 +14,20 @@ export function parseFlags<T extends FlagOptions>(args: string[], options: T) {
     return parseArgs({ args, options, strict: true, allowPositionals: false }).values;
   } catch (err) {
     throw new UsageError((err as Error).message);
+  }
+}
+
+/**
+ * The values of `args` for `options` and its positionals, in order; a UsageError for an unknown option or a missing
+ * value. How many positionals a command takes, and the words for too few or too many, stay the command's.
+ */
+export function parseFlagsAndArgs<T extends FlagOptions>(args: string[], options: T) {
+  try {
+    return parseArgs({ args, options, strict: true, allowPositionals: true });
+  } catch (err) {
+    // Node's advice (put a positional that starts with '-' after `--`) is dropped, as bin/errors.ts drops it from
+    // node's own error: a command prints one line for a bad flag whichever of the two errors reaches the user.
+    throw new UsageError((err as Error).message.replace(/\. To specify a positional argument.*$/, ''));
   }
 }
 

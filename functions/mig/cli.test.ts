@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { UsageError, type CliIo } from '../../events/cli-kit/command.ts';
 import { startKubeSim } from '../../infra/local/kube/index.ts';
 import { main } from '../../bin/main.ts';
-import { createMigPlanCommand, migLayoutsCommand, parseLayout } from './cli.ts';
+import { createMigPlanCommand, migLayoutsCommand, migValidateCommand, parseLayout } from './cli.ts';
 
 function capture(): CliIo & { stdout: string[]; stderr: string[] } {
   const stdout: string[] = [];
@@ -181,7 +181,7 @@ describe('gpu-reflex mig plan', () => {
   });
 });
 
-describe('gpu-reflex mig layouts and plan usage', () => {
+describe('gpu-reflex mig layouts, plan and validate usage', () => {
   const unread = () => Promise.reject(new Error('a refused command reads no fleet'));
   it.each([
     ['layouts', '--model A100-80GB --bogus'],
@@ -189,8 +189,15 @@ describe('gpu-reflex mig layouts and plan usage', () => {
     ['layouts', '--model A100-80GB extra'],
     ['plan', '--fleet f --bogus'],
     ['plan', '--fleet'],
+    ['validate', '--model A100-80GB 3g.40gb --bogus'],
+    ['validate', '3g.40gb --model'],
   ])('mig %s refuses `%s` as a UsageError, not a raw TypeError', async (which, line) => {
-    const command = which === 'layouts' ? migLayoutsCommand : createMigPlanCommand(unread);
+    const command =
+      which === 'layouts'
+        ? migLayoutsCommand
+        : which === 'validate'
+          ? migValidateCommand
+          : createMigPlanCommand(unread);
     await expect(command.run(line.split(' '), capture())).rejects.toThrow(UsageError);
   });
 });

@@ -5,9 +5,8 @@
  * `gpu-reflex mig plan` (which idle GPUs to relay for the pending MIG pods of a fleet file or a
  * live cluster; it changes nothing).
  */
-import { parseArgs } from 'node:util';
 import { InputError, UsageError, type Command } from '../../events/cli-kit/command.ts';
-import { parseFlags } from '../../events/cli-kit/flags.ts';
+import { parseFlags, parseFlagsAndArgs } from '../../events/cli-kit/flags.ts';
 import { readInputText } from '../../events/cli-kit/input.ts';
 import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
 import { checkLayout, enumerateLayouts, layoutWords, waste, type LayoutCheck } from './core/layout.ts';
@@ -79,12 +78,7 @@ export const migValidateCommand: Command = {
     '  gpu-reflex mig validate --model NVIDIA-H20 3g.48gb,2g.24gb,1g.12gb',
   ].join('\n'),
   async run(args, io) {
-    const { values, positionals } = parseArgs({
-      args,
-      options: { model: { type: 'string' }, json: { type: 'boolean' } },
-      allowPositionals: true,
-      strict: true,
-    });
+    const { values, positionals } = parseFlagsAndArgs(args, { model: { type: 'string' }, json: { type: 'boolean' } });
     const model = modelFrom(values.model);
     if (positionals.length !== 1)
       throw new UsageError(

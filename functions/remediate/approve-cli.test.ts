@@ -84,6 +84,15 @@ describe('gpu-reflex approve', () => {
     await expect(run(['--endpoint', bus.url]).done).rejects.toThrow(/expected one approval ID \(apr-\.\.\.\), got 0/);
     expect(bus.events).toHaveLength(before);
   });
+
+  it.each(['apr-7f3c9a12 --bogus', 'apr-7f3c9a12 --by'])(
+    'refuses `%s` as a UsageError, not a raw TypeError, before sending anything',
+    async (line) => {
+      const before = bus.events.length;
+      await expect(run(['--endpoint', bus.url, ...line.split(' ')]).done).rejects.toThrow(UsageError);
+      expect(bus.events).toHaveLength(before);
+    },
+  );
 });
 
 describe('gpu-reflex approvals list', () => {

@@ -6,10 +6,9 @@
  * what makes the person at the terminal someone who may decide.
  */
 import { userInfo } from 'node:os';
-import { parseArgs } from 'node:util';
 import { EventBridgeClient } from '@aws-sdk/client-eventbridge';
 import { InputError, UsageError, type CliIo, type Command } from '../../events/cli-kit/command.ts';
-import { parseFlags } from '../../events/cli-kit/flags.ts';
+import { parseFlags, parseFlagsAndArgs } from '../../events/cli-kit/flags.ts';
 import { issuesLine } from '../../events/cli-kit/phrases.ts';
 import { readInputText } from '../../events/cli-kit/input.ts';
 import {
@@ -126,19 +125,14 @@ export const approveCommand: Command = {
     env: NodeJS.ProcessEnv = process.env,
     now: () => Date = () => new Date(),
   ): Promise<number> {
-    const { values, positionals } = parseArgs({
-      args,
-      options: {
-        reject: { type: 'boolean' },
-        by: { type: 'string' },
-        comment: { type: 'string' },
-        'key-parameter': { type: 'string' },
-        endpoint: { type: 'string' },
-        bus: { type: 'string' },
-        region: { type: 'string' },
-      },
-      allowPositionals: true,
-      strict: true,
+    const { values, positionals } = parseFlagsAndArgs(args, {
+      reject: { type: 'boolean' },
+      by: { type: 'string' },
+      comment: { type: 'string' },
+      'key-parameter': { type: 'string' },
+      endpoint: { type: 'string' },
+      bus: { type: 'string' },
+      region: { type: 'string' },
     });
     if (positionals.length !== 1) throw new UsageError(`expected one approval ID (apr-...), got ${positionals.length}`);
     const by = values.by ?? env.USER ?? userInfo().username;

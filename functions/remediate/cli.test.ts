@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { readFile } from 'node:fs/promises';
-import type { CliIo } from '../../events/cli-kit/command.ts';
+import { UsageError, type CliIo } from '../../events/cli-kit/command.ts';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -137,5 +137,18 @@ describe('gpu-reflex remediate plan', () => {
     } finally {
       await sim.close();
     }
+  });
+});
+
+describe('gpu-reflex remediate policy and plan usage', () => {
+  const EVENT = 'events/catalog/gpu-xid-error.example.json';
+  it.each([
+    ['policy', ['examples/remediation-policy.yaml', '--bogus']],
+    ['policy', ['examples/remediation-policy.yaml', '--pool']],
+    ['plan', [EVENT, '--bogus']],
+    ['plan', [EVENT, '--policy']],
+  ])('remediate %s refuses %j as a UsageError, not a raw TypeError', async (which, args) => {
+    const command = which === 'policy' ? policyCommand : planCommand;
+    await expect(command.run(args, capture())).rejects.toThrow(UsageError);
   });
 });

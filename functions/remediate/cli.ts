@@ -4,9 +4,9 @@
  * core with no cluster, or, with --kubeconfig, the handler's own run against a live cluster
  * behind the dry-run decorator: reads are real, writes are only recorded).
  */
-import { parseArgs } from 'node:util';
 import * as z from 'zod';
 import { InputError, UsageError, type CliIo, type Command } from '../../events/cli-kit/command.ts';
+import { parseFlagsAndArgs } from '../../events/cli-kit/flags.ts';
 import { issuesLine } from '../../events/cli-kit/phrases.ts';
 import { readInputText, readJsonObject } from '../../events/cli-kit/input.ts';
 import {
@@ -58,11 +58,10 @@ export const policyCommand: Command = {
     '  --json             print the merged policy as JSON',
   ].join('\n'),
   async run(args, io) {
-    const { values, positionals } = parseArgs({
-      args,
-      options: { pool: { type: 'string' }, 'gpu-model': { type: 'string' }, json: { type: 'boolean' } },
-      allowPositionals: true,
-      strict: true,
+    const { values, positionals } = parseFlagsAndArgs(args, {
+      pool: { type: 'string' },
+      'gpu-model': { type: 'string' },
+      json: { type: 'boolean' },
     });
     if (positionals.length > 1) throw new UsageError('expected at most one policy FILE');
     let policy: Policy;
@@ -182,16 +181,11 @@ export const planCommand: Command = {
     'every write it would make, and the Remediation event it would publish.',
   ].join('\n'),
   async run(args, io) {
-    const { values, positionals } = parseArgs({
-      args,
-      options: {
-        policy: { type: 'string' },
-        facts: { type: 'string' },
-        kubeconfig: { type: 'string' },
-        now: { type: 'string' },
-      },
-      allowPositionals: true,
-      strict: true,
+    const { values, positionals } = parseFlagsAndArgs(args, {
+      policy: { type: 'string' },
+      facts: { type: 'string' },
+      kubeconfig: { type: 'string' },
+      now: { type: 'string' },
     });
     if (positionals.length !== 1) throw new UsageError('expected one EVENT_FILE');
     if (values.facts && values.kubeconfig) throw new UsageError('give --facts or --kubeconfig, not both');

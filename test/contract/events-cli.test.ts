@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
 import { main } from '../../bin/main.ts';
 import { UsageError, type CliIo } from '../../events/cli-kit/command.ts';
-import { listCommand, schemasCommand } from '../../events/cli.ts';
+import { listCommand, schemasCommand, validateCommand } from '../../events/cli.ts';
 import { CATALOG } from '../../events/catalog.ts';
 
 function capture(): CliIo & { stdout: string[]; stderr: string[] } {
@@ -56,6 +56,7 @@ describe('gpu-reflex events', () => {
   it.each([
     ['list', listCommand, ['--bogus']],
     ['schemas', schemasCommand, ['--out']],
+    ['validate', validateCommand, ['events/catalog/gpu-xid-error.example.json', '--bogus']],
   ])('events %s refuses bad usage as a UsageError', async (_, command, args) => {
     await expect(command.run(args, capture())).rejects.toThrow(UsageError);
   });
