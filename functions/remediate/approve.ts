@@ -13,7 +13,8 @@ import { closeApproval, getApproval, type ApprovalRecord, type ApprovalStatus } 
 import { stillWaits } from './approval-waits.ts';
 import { historyCodec } from './core/reconcile.ts';
 import { planSweep } from './core/sweep.ts';
-import { cardFacts, draFacts, fetchPoolFacts, nodeFacts, podsOf, stateOf } from './facts.ts';
+import { stateOf, sweepNodeFacts } from './facts.ts';
+import { replacementsIn, type ReplacementRecord } from '../lib/replacements.ts';
 import { nodeLease, remediationEvent, type RemediationDeps } from './run.ts';
 import { newsworthy } from './reported.ts';
 
@@ -115,14 +116,14 @@ export async function decideApproval(
         await closeApproval(deps.state, rec.id, 'no-longer-needed', { ...by, note });
         return { result: 'closed', status: 'no-longer-needed', message: note };
       }
-      const pool = await fetchPoolFacts(deps.nodes, deps.policy, info, now);
-      // The GPU's fence begins here when the quarantine is approved, as the event's would have: a DRA
-      // pool's DeviceTaintRule in this patch (not a sweep later, while a new claim could be given the GPU),
-      // a shared node's card fence from what its ConfigMap lists before, another writer's (fence-cgpu.ts).
-      const warn = (m: string, f: Record<string, unknown>) => deps.logger.warn(m, f);
-      const dra = await draFacts(deps.deviceTaints, deps.policy, info, warn);
-      const cards = await cardFacts(deps.cardFences, deps.policy, info, warn);
-      const facts = { node: nodeFacts(info, dra, cards), state, pool, pods: await podsOf(deps.pods, rec.node) };
+      // Read as the sweep reads a node (facts.ts sweepNodeFacts), so a decision plans from what the sweep would: the
+      // GPU's fence begins here when the quarantine is approved, a DRA pool's DeviceTaintRule in this patch (not a
+      // sweep later, while a new claim could be given the GPU), a shared node's card fence from what its ConfigMap
+      // lists before (another writer's, fence-cgpu.ts); and the node's own repair owner and cloud reach.
+      const records = deps.replacements
+        ? replacementsIn(await deps.state.getAll())
+        : new Map<string, ReplacementRecord>();
+      const facts = await sweepNodeFacts(deps, deps.policy, info, { pools: new Map(), records });
       const plan = planSweep(
         {
           now,
