@@ -5,7 +5,21 @@
  */
 import { describe, expect, it } from 'vitest';
 import { MIG_INVENTORY_ANNOTATION, type GpuActionState, type MigInventory } from '../../../events/index.ts';
-import { apply, at, factsFor, gpu, node, pod, pool, stateOf, xid, type World, requested, answer } from '../testing.ts';
+import {
+  apply,
+  at,
+  factsFor,
+  gpu,
+  node,
+  pod,
+  pool,
+  stateOf,
+  xid,
+  type World,
+  requested,
+  answer,
+  PASSED_PROBE,
+} from '../testing.ts';
 import { stepMigRestore } from './mig-restore.ts';
 import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY } from './policy.ts';
@@ -162,15 +176,6 @@ describe('the sweep: a reset MIG GPU returns only with its instances', () => {
     // The test's allocatable stands: the fake plugin counts whole GPUs, not the MIG devices of one.
     return { plan, world: plan ? await apply(w.node, w.pods, plan, new Set(), 'ignores') : w };
   }
-  const passed = {
-    nvmlAnswers: true,
-    recoveryAction: 'none',
-    remapPending: false,
-    remapFailed: false,
-    eccUncorrectedDelta: 0,
-    xidsDuringProbe: [],
-    passed: true,
-  };
   const quarantined = (w: World) => JSON.parse(w.node.annotations[QUARANTINED_GPUS_ANNOTATION] ?? '[]') as string[];
 
   it('restarts mig-manager after the passed probe, keeps the GPU fenced while it is empty, and restores it once the agent lists its instances', async () => {
@@ -202,7 +207,7 @@ describe('the sweep: a reset MIG GPU returns only with its instances', () => {
     w = agentWrites(answer(w, reset.id, { state: 'done', action: 'reset', gpuUuid: G3, at: at(2) }), 2, []);
     w = (await sweep(w, 2)).world;
     const probe = requested(w).find((r) => r.action === 'probe')!;
-    w = answer(w, probe.id, { state: 'done', action: 'probe', gpuUuid: G3, at: at(3), probe: passed });
+    w = answer(w, probe.id, { state: 'done', action: 'probe', gpuUuid: G3, at: at(3), probe: PASSED_PROBE });
     // The probe passed, but the GPU is empty: mig-manager is restarted, the GPU stays out.
     const restart = await sweep(w, 4);
     expect(restart.plan?.evictions).toEqual([{ namespace: 'gpu-operator', name: MANAGER.name, uid: MANAGER.uid }]);

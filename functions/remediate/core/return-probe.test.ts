@@ -10,7 +10,7 @@ import { planRemediation } from './plan.ts';
 import { DEFAULT_POLICY } from './policy.ts';
 import { encodeHistory, HISTORY_ANNOTATION, REPAIRED_AT_ANNOTATION, STATE_LABEL } from './state.ts';
 import { planSweep } from './sweep.ts';
-import { apply, at, factsFor, gpu, health, node, pool, STANDARD_PODS, stateOf, xid } from '../testing.ts';
+import { apply, at, factsFor, gpu, health, node, pool, STANDARD_PODS, stateOf, xid, PASSED_PROBE } from '../testing.ts';
 import type { NodeFacts, Plan, PodFacts, TriggerEvent } from './types.ts';
 
 const P = DEFAULT_POLICY;
@@ -43,16 +43,6 @@ const probeAsked = (w: World): GpuActionRequest | undefined =>
     (r) => r.action === 'probe',
   );
 function answer(w: World, r: GpuActionRequest, minute: number, probe: Partial<GpuProbe>): World {
-  const passed: GpuProbe = {
-    nvmlAnswers: true,
-    counted: true,
-    recoveryAction: 'none',
-    remapPending: false,
-    remapFailed: false,
-    eccUncorrectedDelta: 0,
-    xidsDuringProbe: [],
-    passed: true,
-  };
   const results = {
     ...(JSON.parse(w.node.annotations[GPU_ACTION_RESULTS_ANNOTATION] ?? '{}') as Record<string, GpuActionState>),
     [r.id]: {
@@ -60,7 +50,7 @@ function answer(w: World, r: GpuActionRequest, minute: number, probe: Partial<Gp
       action: 'probe',
       gpuUuid: r.gpuUuid,
       at: at(minute),
-      probe: { ...passed, ...probe },
+      probe: { ...PASSED_PROBE, ...probe },
     } satisfies GpuActionState,
   };
   return {
