@@ -7,7 +7,7 @@
  * a second time.)
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { REMEDIATION, type GpuXidErrorDetail } from '../../events/index.ts';
+import { REMEDIATION } from '../../events/index.ts';
 import { RecordingPublisher, type EventPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier, type Notifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
@@ -19,6 +19,7 @@ import { DEFAULT_POLICY } from './core/policy.ts';
 import { STATE_LABEL } from './core/state.ts';
 import { remediate, triggerOf, type RemediationDeps } from './run.ts';
 import { sweepRound } from './sweep-jobs.ts';
+import { xid79 } from './testing.ts';
 
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');
 const NODE = 'gpu-a100-1';
@@ -53,24 +54,7 @@ beforeEach(() => {
   });
 });
 
-const xid = (): GpuXidErrorDetail => ({
-  schemaVersion: 1,
-  eventId: `xid:${NODE}:0:79:${T0}`,
-  node: NODE,
-  observedAt: new Date(T0).toISOString(),
-  gpu: {
-    index: 0,
-    uuid: 'GPU-00000001-0000-4000-8000-000000000000',
-    pciBusId: '00000000:3B:00.0',
-    name: 'NVIDIA A100-SXM4-80GB',
-  },
-  xid: 79,
-  via: 'nvml',
-  pid: null,
-  process: null,
-  message: 'XID 79',
-  pods: [],
-});
+const xid = () => xid79(NODE, T0);
 
 /** A process that dies after its first node write has landed: every later call, of any port, never happens. */
 function dyingAfterFirstWrite(): { deps: RemediationDeps; offered: RecordingPublisher } {

@@ -4,19 +4,19 @@
  * the id it was decided with. Over the Kubernetes fakes with the real run.ts / sweep-run.ts.
  */
 import { beforeEach, describe, expect, it } from 'vitest';
-import { APPROVAL_REQUESTED, REMEDIATION, type GpuXidErrorDetail } from '../../events/index.ts';
+import { APPROVAL_REQUESTED, REMEDIATION } from '../../events/index.ts';
 import { RecordingPublisher, type EventPublisher, type PublishedEvent } from '../adapters/bus.ts';
 import { NoChatNotifier, RecordingNotifier, type Notice, type Notifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { TransientError } from '../adapters/errors.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
-import { silentLogger } from '../adapters/logger.ts';
 import { OUTBOX_ANNOTATION } from '../lib/outbox.ts';
 import { DEFAULT_POLICY, type Policy } from './core/policy.ts';
 import { carryOut } from '../lib/reflex.ts';
 import { remediate, SWEPT, triggerOf, type RemediationDeps } from './run.ts';
 import { STATE_LABEL } from './core/state.ts';
 import { sweepRound } from './sweep-jobs.ts';
+import { fakeDeps, xid79 } from './testing.ts';
 
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');
 
@@ -32,26 +32,7 @@ class FlakyPublisher implements EventPublisher {
   }
 }
 
-function xid(node: string, atMs: number): GpuXidErrorDetail {
-  return {
-    schemaVersion: 1,
-    eventId: `xid:${node}:0:79:${atMs}`,
-    node,
-    observedAt: new Date(atMs).toISOString(),
-    gpu: {
-      index: 0,
-      uuid: 'GPU-00000001-0000-4000-8000-000000000000',
-      pciBusId: '00000000:3B:00.0',
-      name: 'NVIDIA A100-SXM4-80GB',
-    },
-    xid: 79,
-    via: 'nvml',
-    pid: null,
-    process: null,
-    message: 'XID 79',
-    pods: [],
-  };
-}
+const xid = xid79;
 
 let kube: FakeKube;
 let clock: ManualClock;
@@ -61,18 +42,7 @@ function depsWith(
   policy: Policy = DEFAULT_POLICY,
   notifier: Notifier = new RecordingNotifier(),
 ): RemediationDeps {
-  return {
-    nodes: kube.nodes,
-    pods: kube.pods,
-    state: kube.state,
-    leases: kube.leases,
-    publisher,
-    notifier,
-    policy,
-    clock,
-    logger: silentLogger,
-    holder: 'req-1',
-  };
+  return fakeDeps(kube, { clock, publisher, policy, notifier });
 }
 
 /** A chat webhook that is down for the first `failures` notices, and records what got through. */

@@ -20,7 +20,7 @@ import {
   type PodRef,
 } from '../../events/index.ts';
 import type { EventPublisher } from '../adapters/bus.ts';
-import { RecordingNotifier } from '../adapters/chat/notifier.ts';
+import { RecordingNotifier, type Notifier } from '../adapters/chat/notifier.ts';
 import type { ManualClock } from '../adapters/clock.ts';
 import { FakeCluster, FakeDeviceTaintOps, FakeNodeOps, FakePodOps, type FakeKube } from '../adapters/kube/fake.ts';
 import { silentLogger } from '../adapters/logger.ts';
@@ -401,7 +401,7 @@ export function xid79(node: string, atMs: number): GpuXidErrorDetail {
 /** Remediation's ports over the Kubernetes fakes, as the handlers' tests drive it (request holder `req-1`). */
 export function fakeDeps(
   kube: FakeKube,
-  o: { clock: ManualClock; publisher: EventPublisher; policy: Policy; notifier?: RecordingNotifier },
+  o: { clock: ManualClock; publisher: EventPublisher; policy: Policy; notifier?: Notifier },
 ): RemediationDeps {
   return {
     nodes: kube.nodes,
