@@ -98,12 +98,6 @@ export function gpuActionsOf(state: NodeState, policy: Pick<Policy, 'repair'>): 
   return out.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
 }
 
-/** The GPU actions `next` asks of the node agent that `prev` did not (for the Remediation's steps). */
-export function newGpuActions(prev: NodeState, next: NodeState, policy: Pick<Policy, 'repair'>): GpuAction[] {
-  const before = new Set(gpuActionsOf(prev, policy).map((r) => r.id));
-  return gpuActionsOf(next, policy).filter((r) => !before.has(r.id));
-}
-
 /**
  * The agent's answers to remediation's requests (the kernel's one result path: never another owner's);
  * a corrupt annotation reads as no answers, with a warning.

@@ -22,8 +22,8 @@ import {
 } from './state.ts';
 import { emptyEdit, isEmptyEdit, type NodeEdit } from '../../lib/plan.ts';
 import type { NodeFacts } from './types.ts';
-import { carriesGpuActions, type GpuActionSet } from '../../lib/gpu-actions.ts';
-import { gpuActionsOf, newGpuActions } from './gpu-repair.ts';
+import { carriesGpuActions, type GpuAction, type GpuActionSet } from '../../lib/gpu-actions.ts';
+import { gpuActionsOf } from './gpu-repair.ts';
 import { deviceTaintChange } from './fence-dra.ts';
 import { cardFenceChange } from './fence-cgpu.ts';
 import type { Plan } from './types.ts';
@@ -108,8 +108,11 @@ export function nodeChanges(
   node: NodeFacts,
   policy: Pick<Policy, 'taintKey' | 'repair'>,
 ): Pick<Plan, 'nodeEdit' | 'deviceTaints' | 'cardFences' | 'gpuActions'> {
-  const edit = nodeEdit(prev, next, node, policy);
-  const asked = newGpuActions(prev, next, policy);
+  // The GPU actions `next` asks of the agent, once: the node edit carries them, and those `prev` did not ask are new.
+  const wanted = gpuActionsOf(next, policy);
+  const before = new Set(gpuActionsOf(prev, policy).map((r) => r.id));
+  const asked = wanted.filter((r) => !before.has(r.id));
+  const edit = nodeEdit(prev, next, node, policy.taintKey, wanted);
   const taints = deviceTaintChange(next, node, policy);
   const cards = cardFenceChange(next, node);
   return {
@@ -121,17 +124,17 @@ export function nodeChanges(
 }
 
 /**
- * The node edit that takes the node from `prev` (what it carries now) to `next`, as values; the
- * history itself rides along as the typed `record` (encoded once, by the applier). Undefined
+ * The node edit that takes the node from `prev` (what it carries now) to `next`, as values, `wanted` the GPU actions
+ * it should carry; the history itself rides along as the typed `record` (encoded once, by the applier). Undefined
  * when the node already is `next`.
  */
-export function nodeEdit(
+function nodeEdit(
   prev: NodeState,
   next: NodeState,
   node: NodeFacts,
-  policy: Pick<Policy, 'taintKey' | 'repair'>,
+  taintKey: string,
+  wanted: GpuAction[],
 ): NodeEdit<NodeState> | undefined {
-  const taintKey = policy.taintKey;
   const edit = emptyEdit<NodeState>(node.name);
   if (next.taint && next.taint !== prev.taint)
     edit.addTaints.push({ key: taintKey, value: next.taint, effect: 'NoSchedule' });
@@ -146,7 +149,7 @@ export function nodeEdit(
   }
   // What the node's agent must do to its GPUs, as the node should carry it (drift corrected too): the
   // kernel's applier merges remediation's set into the node's requests, beside other reflexes'.
-  const actions: GpuActionSet = { owner: 'remediate', actions: gpuActionsOf(next, policy) };
+  const actions: GpuActionSet = { owner: 'remediate', actions: wanted };
   // Where people look (kubectl describe node): a condition that names the GPUs held out.
   const condition = fencedCondition(next);
   const had = node.conditions?.[FENCED_CONDITION];
