@@ -46,7 +46,8 @@ export function returnStep(
     i = { ...i, reboot: { ...i.reboot, backAt: now.toISOString() } };
     justBack = true;
   }
-  const r = i.reboot;
+  // Back from a reboot (its `backAt` known), or else returning after a person's repaired-at.
+  const back = i.reboot?.backAt ? { ...i.reboot, backAt: i.reboot.backAt } : undefined;
   const repairedAt = w.state.repairedAt!;
   const notCured = (why: string): Escalation => {
     const { repair: _asked, ...x } = i;
@@ -74,17 +75,17 @@ export function returnStep(
     w.touched.push(told);
     return told;
   };
-  if (r?.backAt && !(justBack && i.gpu) && cmp(i.lastAt, r.backAt) > 0)
-    return notCured(`${i.key}: the fault came back at ${i.lastAt}, after the reboot (back at ${r.backAt})`);
-  if (!r && !i.gpu && i.trigger === 'orphan') {
+  if (back && !(justBack && i.gpu) && cmp(i.lastAt, back.backAt) > 0)
+    return notCured(`${i.key}: the fault came back at ${i.lastAt}, after the reboot (back at ${back.backAt})`);
+  if (!i.reboot && !i.gpu && i.trigger === 'orphan') {
     const since = now.getTime() - Date.parse(repairedAt);
     return since >= policy.quietPeriodMinutes * MIN
       ? close(`${i.key}: repaired at ${repairedAt} and quiet for ${policy.quietPeriodMinutes} min, back in service`)
       : i;
   }
-  const cause: ReturnCause = r?.backAt ? { kind: 'reboot', backAt: r.backAt } : { kind: 'repaired', repairedAt };
+  const cause: ReturnCause = back ? { kind: 'reboot', backAt: back.backAt } : { kind: 'repaired', repairedAt };
   const s = probeReturn(i, cause, node, w.state, w.results, now, policy);
-  const after = r?.backAt ? `${node.name} is back from its reboot` : `${i.key}: repaired at ${repairedAt}`;
+  const after = back ? `${node.name} is back from its reboot` : `${i.key}: repaired at ${repairedAt}`;
   const asked = (x: Incident, what: string, until: string) =>
     `${what} (${x.repair!.id}, ${policy.repair.probeSeconds} s); it returns only when ${until}`;
   const unknown =
@@ -97,27 +98,27 @@ export function returnStep(
     case 'asked': {
       const what = i.gpu
         ? `health probe of ${i.gpu} requested`
-        : `health probe of each of ${r?.backAt ? 'its' : "the node's"} ${s.gpus} GPUs requested`;
+        : `health probe of each of ${back ? 'its' : "the node's"} ${s.gpus} GPUs requested`;
       const until = i.gpu ? 'the probe passes' : 'every one passes';
       // A GPU incident back from its reboot before the probe existed (or whose ask was lost) asks it quietly.
-      if (!(r?.backAt && i.gpu && !justBack))
-        w.reasons.push(asked(s.incident, `${after}${r?.backAt ? ' (new boot id, Ready)' : ''}: ${what}`, until));
+      if (!(back && i.gpu && !justBack))
+        w.reasons.push(asked(s.incident, `${after}${back ? ' (new boot id, Ready)' : ''}: ${what}`, until));
       w.touched.push(s.incident);
       return s.incident;
     }
     case 'unknown':
-      return r?.backAt
+      return back
         ? notCured(`${i.key}: ${after}, but no GPU of it is known (${unknown}`)
         : tellOnce(repairedAt, `${after}, but no GPU of ${node.name} is known (${unknown}`);
     case 'passed':
       return close(
-        r?.backAt
-          ? `${i.key}: ${r.by ? `repaired by ${r.by}` : 'rebooted'} at ${r.at}, back at ${r.backAt}; ${s.why}`
+        back
+          ? `${i.key}: ${back.by ? `repaired by ${back.by}` : 'rebooted'} at ${back.at}, back at ${back.backAt}; ${s.why}`
           : `${after}; ${s.why}`,
         s.incident,
       );
     case 'failed':
-      if (r?.backAt)
+      if (back)
         return notCured(
           `${i.key}: ${after}, but ${s.why}` +
             (s.missing ? (i.gpu ? '; the node stays out' : '; a GPU is missing: the node stays out') : ''),
