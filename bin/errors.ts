@@ -7,6 +7,7 @@
  */
 import { AdapterError } from '../functions/adapters/errors.ts';
 import { InputError, UsageError } from '../events/cli-kit/command.ts';
+import { parseErrorWords } from '../events/cli-kit/flags.ts';
 import { errnoPhrase, issuesLine, oneLine, type Issue } from '../events/cli-kit/phrases.ts';
 
 export interface Failure {
@@ -71,7 +72,7 @@ export function describeFailure(err: unknown): Failure {
   // node:util parseArgs: ERR_PARSE_ARGS_UNKNOWN_OPTION, _INVALID_OPTION_VALUE, _UNEXPECTED_POSITIONAL.
   if (typeof e?.code === 'string' && e.code.startsWith('ERR_PARSE_ARGS_')) {
     return {
-      message: firstLine(e.message).replace(/\. To specify a positional argument.*$/, ''),
+      message: parseErrorWords(firstLine(e.message)),
       exitCode: 2,
       expected: true,
     };

@@ -25,10 +25,17 @@ export function parseFlagsAndArgs<T extends FlagOptions>(args: string[], options
   try {
     return parseArgs({ args, options, strict: true, allowPositionals: true });
   } catch (err) {
-    // Node's advice (put a positional that starts with '-' after `--`) is dropped, as bin/errors.ts drops it from
-    // node's own error: a command prints one line for a bad flag whichever of the two errors reaches the user.
-    throw new UsageError((err as Error).message.replace(/\. To specify a positional argument.*$/, ''));
+    throw new UsageError(parseErrorWords((err as Error).message));
   }
+}
+
+/**
+ * Node's parser message without its advice (put a positional that starts with '-' after `--`), which it adds where
+ * positionals are allowed: a bad flag reads the same from every command, and from bin/errors.ts, which says node's own
+ * error when one reaches it.
+ */
+export function parseErrorWords(message: string): string {
+  return message.replace(/\. To specify a positional argument.*$/, '');
 }
 
 /** `--NAME`'s port: 0 (the OS chooses) when unset, otherwise an integer from 0 to 65535. */
