@@ -113,7 +113,8 @@ export function returnStep(
     case 'passed':
       return close(
         back
-          ? `${i.key}: ${back.by ? `repaired by ${back.by}` : 'rebooted'} at ${back.at}, back at ${back.backAt}; ${s.why}`
+          ? `${i.key}: ${back.by ? `repaired by ${back.by}` : 'rebooted'} at ${back.at}, ` +
+              `back at ${back.backAt}; ${s.why}`
           : `${after}; ${s.why}`,
         s.incident,
       );
