@@ -7,6 +7,7 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import { APPROVAL_REQUESTED, REMEDIATION, type ApprovalDecidedDetail } from '../../events/index.ts';
 import { RecordingPublisher, type PublishedEvent } from '../adapters/bus.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
+import { TransientError } from '../adapters/errors.ts';
 import { fakeKube, FakeDeviceTaintOps, type FakeKube } from '../adapters/kube/fake.ts';
 import { approvalKey, sealDecision } from '../lib/approval-seal.ts';
 import { getApproval } from '../lib/approvals.ts';
@@ -98,6 +99,28 @@ describe('decideApproval', () => {
     };
     await holdBack();
     expect(seen).toEqual(['open']);
+  });
+
+  it('keeps who approved when the bus refuses the report: approved-applied, the report left for the sweep', async () => {
+    const id = await holdBack();
+    const offered: PublishedEvent[] = [];
+    deps.publisher = {
+      async publish(events: readonly PublishedEvent[]) {
+        offered.push(...events);
+        throw new TransientError('PutEvents: the bus is unreachable');
+      },
+    };
+    // Not the decision's failure: a retry of it would find the incident acted on and close it as no longer
+    // needed, losing the approval's decider and status (approve.ts: the outbox is the sweep's to send).
+    const out = await decideApproval(decision(id, 'approved', clock.now()), deps, KEY);
+    expect(out).toMatchObject({ result: 'closed', status: 'approved-applied' });
+    expect(await getApproval(kube.state, id)).toMatchObject({ status: 'approved-applied', decidedBy: 'cli:alice' });
+    expect((await kube.nodes.get('gpu-2')).labels[STATE_LABEL]).toBe('draining');
+    const report = offered.find((e) => e.detailType === REMEDIATION)!.detail.eventId;
+    deps.publisher = publisher;
+    await clock.advance(MIN);
+    await sweepRound(deps);
+    expect(publisher.published.filter((e) => e.detail.eventId === report)).toHaveLength(1);
   });
 
   it('closes it as no longer needed when the incident no longer waits (a person reset the node): no write, no report', async () => {

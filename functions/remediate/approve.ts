@@ -15,7 +15,7 @@ import { historyCodec } from './core/reconcile.ts';
 import { planSweep } from './core/sweep.ts';
 import { stateOf, sweepNodeFacts } from './facts.ts';
 import { replacementsIn, type ReplacementRecord } from '../lib/replacements.ts';
-import { nodeLease, remediationEvent, type RemediationDeps } from './run.ts';
+import { nodeLease, remediationEvent, SWEPT, type RemediationDeps } from './run.ts';
 import { newsworthy } from './reported.ts';
 
 export type DecisionResult =
@@ -144,6 +144,10 @@ export async function decideApproval(
             events: (a) => (report ? [remediationEvent(plan, a, now)] : []),
             codec: historyCodec,
             basis: info,
+            // A refused publish leaves the report in the outbox for the sweep, not a thrown decision: the
+            // decision's retry would find the incident acted on and close the approval as no longer needed,
+            // losing who approved it.
+            sweptBy: SWEPT,
           },
           deps,
         );
