@@ -6,7 +6,7 @@
 import { parseArgs } from 'node:util';
 import { UsageError } from './command.ts';
 
-type FlagOptions = Record<string, { type: 'string' | 'boolean'; multiple?: boolean }>;
+type FlagOptions = Record<string, { type: 'string' | 'boolean'; multiple?: boolean; short?: string }>;
 
 /** The values of `args` for `options`; a UsageError for an unknown option, a positional or a missing value. */
 export function parseFlags<T extends FlagOptions>(args: string[], options: T) {

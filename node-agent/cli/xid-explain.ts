@@ -1,6 +1,6 @@
 /** `gpu-reflex xid explain`: what one XID means, in NVIDIA's words, and what gpu-reflex does about it. */
-import { parseArgs } from 'node:util';
 import { UsageError, type Command } from '../../events/cli-kit/command.ts';
+import { parseFlagsAndArgs } from '../../events/cli-kit/flags.ts';
 import { describeXid, NVLINK5_XIDS, nvlink5Verdict, decodeWords, type XidInfo } from '../../events/xid.ts';
 import { nvidiaNames } from '../../events/xid/names.ts';
 
@@ -106,17 +106,7 @@ export const xidExplainCommand: Command = {
   summary: "print what an XID means (NVIDIA's words) and what gpu-reflex does about it",
   help: HELP,
   async run(args, io) {
-    let parsed;
-    try {
-      parsed = parseArgs({
-        args,
-        allowPositionals: true,
-        options: { subcode: { type: 'string' }, json: { type: 'boolean' } },
-      });
-    } catch (err) {
-      throw new UsageError((err as Error).message);
-    }
-    const { values, positionals } = parsed;
+    const { values, positionals } = parseFlagsAndArgs(args, { subcode: { type: 'string' }, json: { type: 'boolean' } });
     if (positionals.length !== 1)
       throw new UsageError(
         positionals.length === 0

@@ -94,7 +94,8 @@ describe('gpu-reflex xid scan', () => {
     ['no FILE on a terminal', tty, [], /give a FILE/],
     ['two FILEs', piped, ['a', 'b'], /one FILE at most/],
     ['--follow with standard input', piped, ['-', '--follow'], /--follow needs a FILE/],
-    ['an unknown option', piped, ['--nope'], /nope/],
+    ['an unknown option', piped, ['--nope'], /^Unknown option '--nope'$/],
+    ['-f, short for --follow, with standard input', piped, ['-', '-f'], /--follow needs a FILE/],
   ])('rejects %s as bad usage', async (_what, cmd, args, message) => {
     await expect(cmd.run(args, capture())).rejects.toThrow(UsageError);
     await expect(cmd.run(args, capture())).rejects.toThrow(message);

@@ -1,5 +1,5 @@
-import { parseArgs } from 'node:util';
 import { UsageError, type CliIo, type Command } from '../../events/cli-kit/command.ts';
+import { parseFlagsAndArgs } from '../../events/cli-kit/flags.ts';
 import { errnoPhrase } from '../../events/cli-kit/phrases.ts';
 import { readLogLines, splitLines, type ReadLogOptions } from '../kmsg/read-log.ts';
 import { scanXids } from '../kmsg/scan.ts';
@@ -55,13 +55,7 @@ export function createXidScanCommand(deps: XidScanDeps = {}): Command {
     summary: 'print the XIDs found in a kernel log (dmesg, journald or /dev/kmsg)',
     help: HELP,
     async run(args, io) {
-      let parsed;
-      try {
-        parsed = parseArgs({ args, allowPositionals: true, options: { follow: { type: 'boolean', short: 'f' } } });
-      } catch (err) {
-        throw new UsageError((err as Error).message);
-      }
-      const { values, positionals } = parsed;
+      const { values, positionals } = parseFlagsAndArgs(args, { follow: { type: 'boolean', short: 'f' } });
       if (positionals.length > 1)
         throw new UsageError(`one FILE at most, got ${positionals.length}: ${positionals.join(' ')}`);
       const isTTY = deps.stdinIsTTY ?? (() => Boolean(process.stdin.isTTY));
