@@ -12,7 +12,7 @@ import { carryOut } from '../lib/reflex.ts';
 import { withLease } from '../lib/lease.ts';
 import { planPluginHealth, type PluginPlan } from './core/plugin-health.ts';
 import { podsOf, stateOf } from './facts.ts';
-import { nodeLease, type RemediationDeps } from './run.ts';
+import { nodeLease, SWEPT, type RemediationDeps } from './run.ts';
 
 export async function remediatePlugin(
   event: DevicePluginMismatchDetail,
@@ -25,17 +25,25 @@ export async function remediatePlugin(
       { now, event, node: info, pods, state: stateOf(info, deps.policy.taintKey) },
       deps.policy,
     );
+    const pending = readOutbox(info.annotations);
     if (plan.step === 'none') {
       deps.logger.info('device plugin', { node: event.node, state: event.state, reason: plan.reason });
+      // Nothing new, but what an earlier invocation recorded and never got out (a refused publish) goes now.
+      if (pending.events.length > 0 || pending.notices.length > 0)
+        await carryOut({ node: event.node, pending, actions: plan.actions, events: () => [], basis: info }, deps);
       return { ...plan, published: false };
     }
     const { published } = await carryOut(
       {
         node: event.node,
-        pending: readOutbox(info.annotations),
+        pending,
         actions: plan.actions,
         events: () => [actionEvent(event, plan, now)],
         basis: info,
+        // A refused publish leaves the action in the outbox where remediation's sweep finds the node (the state
+        // label is written with it): not this invocation's failure, whose retry would find the step recorded
+        // and decide nothing.
+        sweptBy: SWEPT,
       },
       deps,
     );
