@@ -137,6 +137,15 @@ describe('decideApproval', () => {
     );
   });
 
+  it('closes it as no longer needed when its node is gone (scaled in, replaced), and says so', async () => {
+    const id = await holdBack();
+    kube.cluster.nodes.delete('gpu-2');
+    const out = await decideApproval(decision(id, 'approved', clock.now()), deps, KEY);
+    expect(out).toMatchObject({ result: 'closed', status: 'no-longer-needed' });
+    expect(out.message).toMatch(/^gpu-2 is gone/);
+    expect(await getApproval(kube.state, id)).toMatchObject({ status: 'no-longer-needed', decidedBy: 'cli:alice' });
+  });
+
   it('the sweep closes it as no longer needed when it acted on the incident itself (the pool has room now)', async () => {
     const id = await holdBack();
     // A person raised the limit: the next sweep finds room and goes ahead by itself.

@@ -17,6 +17,7 @@ import { stateOf, sweepNodeFacts } from './facts.ts';
 import { replacementsIn, type ReplacementRecord } from '../lib/replacements.ts';
 import { nodeLease, remediationEvent, SWEPT, type RemediationDeps } from './run.ts';
 import { newsworthy } from './reported.ts';
+import { nodeOrGone } from './replacements.ts';
 
 export type DecisionResult =
   | { result: 'unknown'; message: string }
@@ -107,12 +108,12 @@ export async function decideApproval(
           message: `already ${rec?.status ?? 'gone'}: this decision changes nothing`,
         };
       const by = { ...(d.decidedBy ? { decidedBy: deciderOf(d)! } : {}), at: now };
-      const info = await deps.nodes.get(rec.node);
-      const state = stateOf(info, deps.policy.taintKey);
-      if (!stillWaits(state, rec)) {
-        const note =
-          `${rec.incident} on ${rec.node} no longer waits for approval (resolved, acted ` +
-          `on, or restored): no longer needed`;
+      const info = await nodeOrGone(deps.nodes, rec.node);
+      if (!info || !stillWaits(stateOf(info, deps.policy.taintKey), rec)) {
+        const note = info
+          ? `${rec.incident} on ${rec.node} no longer waits for approval (resolved, acted on, or restored): ` +
+            'no longer needed'
+          : `${rec.node} is gone (no such Node: scaled in, replaced or deleted): nothing to approve, no longer needed`;
         await closeApproval(deps.state, rec.id, 'no-longer-needed', { ...by, note });
         return { result: 'closed', status: 'no-longer-needed', message: note };
       }

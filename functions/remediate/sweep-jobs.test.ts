@@ -76,4 +76,15 @@ describe('the sweep jobs', () => {
     expect(await phaseOf('gpu-2')).toBe('draining');
     expect(await getApproval(kube.state, id)).toMatchObject({ status: 'open' });
   });
+
+  it('closes the approval of a node that is gone (scaled in, replaced) as no longer needed, and the round goes on', async () => {
+    await remediate(triggerOf('GPU XID Error', xid('gpu-1', T0)), deps);
+    await remediate(triggerOf('GPU XID Error', xid('gpu-2', T0)), deps);
+    const id = String(publisher.published.find((e) => e.detailType === APPROVAL_REQUESTED)!.detail.approvalId);
+    kube.cluster.nodes.delete('gpu-2');
+    await clock.advance(3 * 60 * MIN);
+    const out = await sweepRound(deps);
+    expect(out.expired).toEqual([]);
+    expect(await getApproval(kube.state, id)).toMatchObject({ status: 'no-longer-needed' });
+  });
 });

@@ -108,8 +108,13 @@ export async function expireApprovals(
       async () => {
         // Decided since the listing (remediate-approve held the lease): nothing to settle.
         if ((await getApproval(deps.state, a.id))?.status !== 'open') return false;
-        if (!stillWaits(stateOf(await deps.nodes.get(a.node), deps.policy.taintKey), a)) {
-          const note = `${a.incident} on ${a.node} no longer waits for approval: no longer needed`;
+        // A node gone (scaled in, replaced, deleted by a person) holds no incident: closed, or every round
+        // would stop here on its NotFound and settle nothing after it.
+        const node = await nodeOrGone(deps.nodes, a.node);
+        if (!node || !stillWaits(stateOf(node, deps.policy.taintKey), a)) {
+          const note = node
+            ? `${a.incident} on ${a.node} no longer waits for approval: no longer needed`
+            : `${a.node} is gone (no such Node): ${a.incident} no longer waits for approval: no longer needed`;
           await closeApproval(deps.state, a.id, 'no-longer-needed', { at: now, note });
           deps.logger.info('approval no longer needed', { approvalId: a.id, node: a.node, incident: a.incident });
           return false;
