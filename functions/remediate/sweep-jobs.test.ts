@@ -87,4 +87,20 @@ describe('the sweep jobs', () => {
     expect(out.expired).toEqual([]);
     expect(await getApproval(kube.state, id)).toMatchObject({ status: 'no-longer-needed' });
   });
+
+  it('a node deleted while the round runs (its replacement removed it) is skipped: the nodes after it are carried out', async () => {
+    await heldWithRoom();
+    // gpu-1 is listed, then gone before its plan is carried out (RemoveNodePoolNodes, a person, the autoscaler).
+    const nodes = kube.nodes;
+    deps.nodes = Object.assign(Object.create(nodes) as typeof nodes, {
+      list: async (selector?: string) => {
+        const listed = await nodes.list(selector);
+        kube.cluster.nodes.delete('gpu-1');
+        return listed;
+      },
+    });
+    const out = await sweepRound(deps);
+    expect(out.skipped).toEqual(['gpu-1']);
+    expect(await phaseOf('gpu-2')).toBe('draining');
+  });
 });

@@ -13,7 +13,7 @@ import { sweepNodeFacts } from './facts.ts';
 import { historyCodec } from './core/reconcile.ts';
 import { nodeLease, remediationEvent, SWEPT, type RemediationDeps } from './run.ts';
 import { STATE_LABEL } from './core/state.ts';
-import { withReplacementNoted } from './replacements.ts';
+import { nodeOrGone, withReplacementNoted } from './replacements.ts';
 import { replacementsIn, type ReplacementRecord } from '../lib/replacements.ts';
 import { planSweep, type SweepNodeFacts } from './core/sweep.ts';
 import { awaitsTaint } from './core/reset-gate.ts';
@@ -109,9 +109,10 @@ async function pass(
       60,
       deps,
       async () => {
-        // A remediation may have written the node since the snapshot: then next round decides.
-        const fresh = await deps.nodes.get(n.name);
-        if (fresh.resourceVersion !== n.resourceVersion) return false;
+        // A remediation may have written the node since the snapshot: then next round decides. Gone since
+        // (a replacement's removal, a person): nothing to carry out, and no reason to stop the nodes after it.
+        const fresh = await nodeOrGone(deps.nodes, n.name);
+        if (!fresh || fresh.resourceVersion !== n.resourceVersion) return false;
         const actions = p ?? { evictions: [], notices: [], cloud: [] };
         // A replacement is on record before the cloud is asked, and its removal's task id after.
         await withReplacementNoted(deps.state, p, () =>
