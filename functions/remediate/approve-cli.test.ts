@@ -49,6 +49,20 @@ describe('gpu-reflex approve', () => {
     expect(out).toEqual(['approved apr-7f3c9a12 by cli:bob: event apr-7f3c9a12:approved on the bus']);
   });
 
+  it('--dry-run reads the key and prints the sealed event it would send, and sends nothing', async () => {
+    const before = bus.events.length;
+    const { out, done } = run(['apr-7f3c9a12', '--endpoint', bus.url, '--dry-run']);
+    expect(await done).toBe(0);
+    expect(bus.events).toHaveLength(before);
+    expect(out[0]).toBe(
+      `dry run: approved apr-7f3c9a12 by cli:alice would be event apr-7f3c9a12:approved on bus gpu-reflex ` +
+        `(${bus.url}); nothing sent, nothing decided`,
+    );
+    const event = JSON.parse(out[1]!) as { detailType: string; detail: never };
+    expect(event.detailType).toBe(APPROVAL_DECIDED);
+    expect(checkSeal(approvalKey(KEY_TEXT, 'test'), event.detail)).toBe('valid');
+  });
+
   it('--reject rejects, decided by the login name by default', async () => {
     const { done } = run(['apr-7f3c9a12', '--reject', '--endpoint', bus.url]);
     expect(await done).toBe(0);

@@ -28,7 +28,7 @@ import {
 
 const HELP = [
   'Usage: gpu-reflex approve ID [--reject] [--by NAME] [--comment TEXT] [--key-parameter NAME] ' +
-    '[--endpoint URL] [--bus NAME] [--region R]',
+    '[--endpoint URL] [--bus NAME] [--region R] [--dry-run]',
   '',
   'Approves (or with --reject rejects) the held-back remediation ID (apr-..., from its',
   'Approval Requested event) by putting an Approval Decided event on the bus, sealed with the',
@@ -46,6 +46,8 @@ const HELP = [
   '                    AWS_ENDPOINT_URL_EVENTBRIDGE, else AWS EventBridge',
   '  --bus NAME        the event bus (default EVENT_BUS_NAME, else gpu-reflex)',
   '  --region R        AWS region (default AWS_REGION, else us-east-1)',
+  '  --dry-run         read the key and seal the decision, print the event it would put on the',
+  '                    bus (one JSON line), and send nothing: nothing is decided',
 ].join('\n');
 
 const LIST_HELP = [
@@ -133,6 +135,7 @@ export const approveCommand: Command = {
       endpoint: { type: 'string' },
       bus: { type: 'string' },
       region: { type: 'string' },
+      'dry-run': { type: 'boolean' },
     });
     if (positionals.length !== 1) throw new UsageError(`expected one approval ID (apr-...), got ${positionals.length}`);
     const by = values.by ?? env.USER ?? userInfo().username;
@@ -171,6 +174,15 @@ export const approveCommand: Command = {
           `"${endpoint.slice(0, 64)}" is ` +
           `not a URL (http://127.0.0.1:PORT for the local bus)`,
       );
+    const busName = values.bus ?? env.EVENT_BUS_NAME ?? 'gpu-reflex';
+    if (values['dry-run']) {
+      io.out(
+        `dry run: ${detail.decision} ${detail.approvalId} by cli:${by} would be event ${detail.eventId} on bus ` +
+          `${busName} (${endpoint ?? `AWS EventBridge, ${region}`}); nothing sent, nothing decided`,
+      );
+      io.out(JSON.stringify({ source: SOURCES.chatops, detailType: APPROVAL_DECIDED, detail }));
+      return 0;
+    }
     const client = new EventBridgeClient({
       region,
       ...(endpoint ? { endpoint } : {}),
@@ -180,7 +192,7 @@ export const approveCommand: Command = {
         : {}),
     });
     try {
-      await new EventBridgePublisher(values.bus ?? env.EVENT_BUS_NAME ?? 'gpu-reflex', client).publish([
+      await new EventBridgePublisher(busName, client).publish([
         { source: SOURCES.chatops, detailType: APPROVAL_DECIDED, detail },
       ]);
     } catch (err) {
