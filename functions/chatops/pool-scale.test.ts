@@ -33,10 +33,11 @@ function setup() {
       return { taskId: `T-${size}` };
     },
   };
+  const notifier = new RecordingNotifier();
   const ports: CommandPorts = {
     kube,
     publisher: new RecordingPublisher(),
-    notifier: new RecordingNotifier(),
+    notifier,
     clock,
     logger: silentLogger,
     holder: 'test',
@@ -50,10 +51,24 @@ function setup() {
     kube,
     pool,
     cloud,
+    notifier,
     hold: (size: number) => poolScale(ports, { pools, approvalTtlMinutes: 30, pool: 'np-t4', size, usage: '' }),
     approve: async (id: string, by: string) => (await decidePoolScale(ports, pools, id, 'approved', by))?.answer,
   };
 }
+
+describe('a held pool scale, asked in chat', () => {
+  it('gives the asker the approval id when the chat notice fails: held, not a failed command', async () => {
+    const t = setup();
+    t.notifier.notify = async () => Promise.reject(new Error('chat webhook: 502'));
+    // Recorded before the notice: a thrown command would leave an open approval nobody was told the id of.
+    const said = await t.hold(8);
+    const id = /held for approval (apr-[a-z0-9]+)/.exec(said)![1]!;
+    expect(said).toContain('the chat notice failed (chat webhook: 502)');
+    expect(await getApproval(t.kube.state, id, CHAT_APPROVALS_SHARD)).toMatchObject({ status: 'open' });
+    expect(await t.approve(id, 'slack:U-1')).toBe(`approved ${id}: set np-t4's desired size 1 → 8 (task T-8)`);
+  });
+});
 
 describe('a held pool scale, approved in chat', () => {
   it('is carried out by the next approve when the cloud refused it after the approval closed', async () => {

@@ -63,13 +63,23 @@ export async function poolScale(
       },
       CHAT_APPROVALS_SHARD,
     );
-    await p.notifier.notify({
-      title: `gpu-reflex: pool scale ${poolId}`,
-      text: `${summary}. Answer "approve ${id}" or "deny ${id}" within ${approvalTtlMinutes} min`,
-      severity: 'warning',
-      approval: { id },
-    });
-    return `${lead}${summary}: held for approval ${id}; an operator answers "approve ${id}"`;
+    // Recorded already: a notice that fails must not fail the command, or the open approval's id is told to no one
+    // (the asker hears "failed" and asks again, holding a second). The asker gets the id, and why the channel did not.
+    const unsent = await p.notifier
+      .notify({
+        title: `gpu-reflex: pool scale ${poolId}`,
+        text: `${summary}. Answer "approve ${id}" or "deny ${id}" within ${approvalTtlMinutes} min`,
+        severity: 'warning',
+        approval: { id },
+      })
+      .then(
+        () => '',
+        (err: unknown) => {
+          p.logger.warn('pool scale approval notice not sent', { approval: id, error: err });
+          return `; the chat notice failed (${(err as Error).message.slice(0, 200)}): pass the id on`;
+        },
+      );
+    return `${lead}${summary}: held for approval ${id}; an operator answers "approve ${id}"${unsent}`;
   }
   const { taskId } = await pools.cloud.setDesiredSize(poolId, size);
   return (
