@@ -1,5 +1,5 @@
 import type { CloudPools } from '../adapters/alicloud/ports.ts';
-import { closeApproval, getApproval, recordApproval, type ApprovalRecord } from '../lib/approvals.ts';
+import { closeApproval, getApproval, noteApproval, recordApproval, type ApprovalRecord } from '../lib/approvals.ts';
 import { fnv1a } from '../lib/hash.ts';
 import type { AutoscalePolicy } from '../lib/pool-policy.ts';
 import type { CommandPorts } from './command-ports.ts';
@@ -63,13 +63,23 @@ export async function poolScale(
       },
       CHAT_APPROVALS_SHARD,
     );
-    await p.notifier.notify({
-      title: `gpu-reflex: pool scale ${poolId}`,
-      text: `${summary}. Answer "approve ${id}" or "deny ${id}" within ${approvalTtlMinutes} min`,
-      severity: 'warning',
-      approval: { id },
-    });
-    return `${lead}${summary}: held for approval ${id}; an operator answers "approve ${id}"`;
+    // Recorded already: a notice that fails must not fail the command, or the open approval's id is told to no one
+    // (the asker hears "failed" and asks again, holding a second). The asker gets the id, and why the channel did not.
+    const unsent = await p.notifier
+      .notify({
+        title: `gpu-reflex: pool scale ${poolId}`,
+        text: `${summary}. Answer "approve ${id}" or "deny ${id}" within ${approvalTtlMinutes} min`,
+        severity: 'warning',
+        approval: { id },
+      })
+      .then(
+        () => '',
+        (err: unknown) => {
+          p.logger.warn('pool scale approval notice not sent', { approval: id, error: err });
+          return `; the chat notice failed (${(err as Error).message.slice(0, 200)}): pass the id on`;
+        },
+      );
+    return `${lead}${summary}: held for approval ${id}; an operator answers "approve ${id}"${unsent}`;
   }
   const { taskId } = await pools.cloud.setDesiredSize(poolId, size);
   return (
@@ -95,6 +105,15 @@ export async function decidePoolScale(
   return typeof answer === 'string' ? { answer, decided: false } : answer;
 }
 
+/**
+ * The note an approved scale is closed with until the cloud took it: the decision is closed first (once, whoever
+ * clicks), and the cloud call after it may fail (throttled, unreachable). Found on a later approve, the scale is
+ * sent again (an absolute size: safe to retry) while the pool is still where it was asked from; the note then says
+ * what was set. Without it, the approval read approved-applied with nothing applied, and every later click
+ * answered "nothing more done".
+ */
+const NOT_YET_SET = 'approved; the desired size not set yet';
+
 /** A held pool scale's decision: closed, then carried out (approved) or left (rejected). */
 async function decideScale(
   p: CommandPorts,
@@ -108,18 +127,28 @@ async function decideScale(
 ): Promise<string | { answer: string; decided: true }> {
   const { pools, id, rec, decision, by } = asked;
   const now = new Date(p.clock.now());
+  const { pool, from, to } = rec.scale;
+  const set = async () => {
+    const { taskId } = await pools!.cloud.setDesiredSize(pool, to);
+    const said = `set ${pool}'s desired size ${from} → ${to} (task ${taskId})`;
+    await noteApproval(p.kube.state, id, said, CHAT_APPROVALS_SHARD);
+    return said;
+  };
+  if (rec.status === 'approved-applied' && rec.note === NOT_YET_SET && decision === 'approved' && pools) {
+    const current = (await pools.cloud.listNodePools()).find((x) => x.id === pool)?.desiredSize;
+    if (current === from) return `approved ${id} (by ${rec.decidedBy ?? 'unknown'}): ${await set()}`;
+  }
   if (rec.status !== 'open')
     return `${id} is already ${rec.status}${rec.decidedBy ? ` by ${rec.decidedBy}` : ''}: nothing more done`;
   if (now.getTime() >= Date.parse(rec.expiresAt)) {
     await closeApproval(p.kube.state, id, 'expired', { at: now, note: 'expired undecided' }, CHAT_APPROVALS_SHARD);
     return `${id} expired at ${rec.expiresAt}: too late, nothing done (ask again with pool scale)`;
   }
-  const { pool, from, to } = rec.scale;
   const closed = await closeApproval(
     p.kube.state,
     id,
     decision === 'approved' ? 'approved-applied' : 'rejected',
-    { decidedBy: by, at: now },
+    { decidedBy: by, at: now, ...(decision === 'approved' && pools ? { note: NOT_YET_SET } : {}) },
     CHAT_APPROVALS_SHARD,
   );
   if (!closed.closed) return `${id} is already ${closed.record?.status ?? 'gone'}: nothing more done`;
@@ -129,6 +158,5 @@ async function decideScale(
       answer: `approved ${id}, but this deployment has no cloud wired (AUTOSCALE_POLICY_FILE): nothing done`,
       decided: true,
     };
-  const { taskId } = await pools.cloud.setDesiredSize(pool, to);
-  return { answer: `approved ${id}: set ${pool}'s desired size ${from} → ${to} (task ${taskId})`, decided: true };
+  return { answer: `approved ${id}: ${await set()}`, decided: true };
 }

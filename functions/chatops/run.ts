@@ -21,7 +21,7 @@ import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
 import { approvalAnswer, cordonAnswer, drainAnswer, migAnswer, quotaAnswer, statusAnswer } from './answers.ts';
 export { HELD_IN_CHAT } from './answers.ts';
 import { poolScale, quarantine, type CommandPorts, type PoolPorts } from './actions.ts';
-import { BadInputError, ForbiddenError, NotFoundError } from '../adapters/errors.ts';
+import { AdapterError, BadInputError, ForbiddenError, NotFoundError } from '../adapters/errors.ts';
 import {
   COMMANDS,
   helpText,
@@ -154,7 +154,10 @@ export interface ChatOutcome {
   decided?: { id: string; decision: 'approved' | 'rejected' };
 }
 
-/** Runs one command text for `who`; returns the answer. Publishes ChatOps Command whatever happens. */
+/**
+ * Runs one command text for `who`; returns the answer. Publishes ChatOps Command whatever happens (refused by the
+ * bus for now after the command was carried out: logged whole, the answer still given).
+ */
 export async function runChatCommand(deps: ChatDeps, who: ChatUser, text: string): Promise<string> {
   return (await runChat(deps, who, text)).answer;
 }
@@ -163,7 +166,7 @@ export async function runChatCommand(deps: ChatDeps, who: ChatUser, text: string
 export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Promise<ChatOutcome> {
   const parsed = parseCommand(text);
   const now = deps.clock.now();
-  const publish = async (command: string, args: string[], result: string, dryRun?: boolean) => {
+  const commandRecord = (command: string, args: string[], result: string, dryRun?: boolean) => {
     const detail: ChatOpsCommandDetail = {
       schemaVersion: SCHEMA_VERSION,
       // Who, when and what: two commands in one millisecond (one clock step in a simulation) stay two events.
@@ -177,6 +180,10 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
       result: result.slice(0, 2048),
       ...(dryRun !== undefined ? { dryRun } : {}),
     };
+    return detail;
+  };
+  const publish = async (command: string, args: string[], result: string, dryRun?: boolean) => {
+    const detail = commandRecord(command, args, result, dryRun);
     await deps.publisher.publish([{ source: SOURCES.chatops, detailType: CHATOPS_COMMAND, detail }]);
   };
   if (!parsed.ok) {
@@ -247,7 +254,17 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
     if (said === undefined) throw err;
     answer = said;
   }
-  await publish(c.name, args, answer, c.dryRun);
+  try {
+    await publish(c.name, args, answer, c.dryRun);
+  } catch (err) {
+    // Carried out already (an approval closed, a node cordoned): a thrown command would tell the person it failed,
+    // and a Slack press would keep its buttons. A refusal the bus may lift: the record goes to the log, whole.
+    if (!(err instanceof AdapterError && err.retryable)) throw err;
+    deps.logger.error('ChatOps Command not published: the command was carried out', {
+      command: commandRecord(c.name, args, answer, c.dryRun),
+      error: err,
+    });
+  }
   return { answer, ...(decided ? { decided } : {}) };
 }
 

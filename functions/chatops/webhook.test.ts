@@ -25,8 +25,9 @@ import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import type { StateStore } from '../adapters/kube/ports.ts';
 import { approvalKey, checkSeal } from '../lib/approval-seal.ts';
 import { createLogger } from '../adapters/logger.ts';
+import { TransientError } from '../adapters/errors.ts';
 import { DEFAULT_MIG_REBALANCE_CONFIG } from '../mig/run.ts';
-import { getApproval, recordApproval } from '../lib/approvals.ts';
+import { getApproval, MIG_APPROVALS_SHARD, recordApproval } from '../lib/approvals.ts';
 import { DEFAULT_POLICY } from '../remediate/core/policy.ts';
 import { memoryReplayGuard, REPLAY_SHARD, sharedReplayGuard } from './replay.ts';
 import { parseChatOpsConfig } from './run.ts';
@@ -166,6 +167,50 @@ describe('Slack buttons', () => {
       ),
     ]);
     expect((await getApproval(t.kube.state, 'apr-0000beef'))?.status).toBe('open');
+  });
+
+  it('says who decided a held plan though the bus refused the ChatOps Command record: logged, not a failure', async () => {
+    const t = setup();
+    await recordApproval(
+      t.kube.state,
+      {
+        id: 'apr-mig-0000beef',
+        node: 'gpu-0',
+        incident: 'mig/gpu-0',
+        action: 'mig-preempt',
+        scope: 'gpu',
+        target: { gpus: ['2'], pods: ['research/nb-c'] },
+        requestedAt: new Date(t.clock.now()).toISOString(),
+        expiresAt: new Date(t.clock.now() + 30 * 60_000).toISOString(),
+        approvers: [],
+        status: 'open',
+        mig: { gpus: [2], preempts: ['research/nb-c'] },
+      },
+      MIG_APPROVALS_SHARD,
+    );
+    t.deps.publisher = {
+      publish: async () => Promise.reject(new TransientError('PutEvents: the bus is unreachable')),
+    };
+    // The decision is made (closed in the store) before the record is published: a thrown press would leave the
+    // buttons as they were, and a second press only say "already approved-applied" to the presser.
+    expect(await t.post(t.press('U-OPS', 'approve apr-mig-0000beef'))).toEqual({ statusCode: 200 });
+    expect(await getApproval(t.kube.state, 'apr-mig-0000beef', MIG_APPROVALS_SHARD)).toMatchObject({
+      status: 'approved-applied',
+      decidedBy: 'slack:U-OPS',
+    });
+    expect(t.responder.sent.map((s) => s.message)).toEqual([
+      expect.objectContaining({
+        text: expect.stringMatching(/^✅ apr-mig-0000beef approved by <@U-OPS>: approved apr-mig-0000beef: /),
+        replaceOriginal: true,
+      }),
+    ]);
+    expect(t.logs).toContainEqual(
+      expect.objectContaining({
+        level: 'error',
+        message: 'ChatOps Command not published: the command was carried out',
+        command: expect.objectContaining({ text: 'approve apr-mig-0000beef', command: 'approve' }),
+      }),
+    );
   });
 
   it('tells a viewer only, leaving the buttons for whoever may decide', async () => {

@@ -112,3 +112,15 @@ export async function closeApproval(
   });
   return { closed, ...(record ? { record } : {}) };
 }
+
+/**
+ * Sets the note of a closed approval: what carrying it out came to, where that is a write of its own after the
+ * decision (chat's pool scale: closed, then the cloud asked). An open or unknown approval is left as it is.
+ */
+export async function noteApproval(state: StateStore, id: string, note: string, shard?: string): Promise<void> {
+  await storeOf(state, shard).update(keyOf(id), (cur): Json | undefined => {
+    const old = parse(cur);
+    if (!old || old.status === 'open') return cur; // unchanged
+    return { ...old, note: note.slice(0, 512) } as unknown as Json;
+  });
+}

@@ -8,7 +8,7 @@
  * the facts and the planner; the rest is here, once.
  */
 import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
-import { AdapterError } from '../adapters/errors.ts';
+import { AdapterError, ConflictError } from '../adapters/errors.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { NodeOps } from '../adapters/kube/ports.ts';
 import { applyActions, type ActionPorts, type Applied, type RecordCodec, type StepOutcome } from './apply.ts';
@@ -19,13 +19,15 @@ import {
   mergeOutbox,
   OUTBOX_ANNOTATION,
   pendingNotice,
+  readOutbox,
   type Outbox,
   type PendingNotice,
 } from './outbox.ts';
 import { emptyEdit, type Actions } from './plan.ts';
 
 export interface CarryOutPorts extends ActionPorts {
-  nodes: Pick<NodeOps, 'update' | 'setCondition'>;
+  /** `get`: what went is cleared from the outbox as the node holds it then (clearSent). */
+  nodes: Pick<NodeOps, 'get' | 'update' | 'setCondition'>;
   publisher: EventPublisher;
   logger: Logger;
 }
@@ -110,15 +112,18 @@ export async function carryOut<R>(
 
   const send = mergeOutbox(c.pending.events, decided.length > 0 ? c.events(applied) : []);
   if (send.length === 0 && box.notices.length === 0) return { applied, published: [], deferred: [] };
-  const rest = (events: PublishedEvent[]) => ({
-    annotations: { [OUTBOX_ANNOTATION]: encodeOutbox({ events, notices: unsent }) },
-  });
+  const told = new Set(box.notices.filter((n) => !unsent.includes(n)).map((n) => n.id));
   try {
     if (send.length > 0) await ports.publisher.publish(send);
   } catch (err) {
-    // Best effort: forget the notices already sent; the events stay for the retry.
-    if (unsent.length < box.notices.length)
-      await ports.nodes.update(c.node, rest(send), { blind: true }).catch(() => undefined);
+    // Best effort: forget the notices already sent; the events stay for the retry, as rendered after acting.
+    if (told.size > 0) {
+      const sent = new Map(send.map((e) => [eventKey(e), e]));
+      await rewriteOutbox(ports.nodes, c.node, (box) => ({
+        events: box.events.map((e) => sent.get(eventKey(e)) ?? e),
+        notices: box.notices.filter((n) => !told.has(n.id)),
+      })).catch(() => undefined);
+    }
     // Recorded where the sweep looks: it sends them; nothing for the platform to retry or dead-letter.
     // A refusal the bus may lift (throttling, outage) only: a bug (an invalid event) still throws.
     const seen = swept && (swept.label in c.basis!.labels || fresh);
@@ -130,8 +135,41 @@ export async function carryOut<R>(
     });
     return { applied, published: [], deferred: send };
   }
-  // Acknowledged: a second, small write, blind (our own annotation needs no read). Should it
-  // fail, the events go out again under the same ids, which consumers dedupe.
-  await ports.nodes.update(c.node, rest([]), { blind: true });
+  // Acknowledged: a second, small write. Should it fail, the events go out again under the same
+  // ids, which consumers dedupe.
+  const sent = new Set(send.map(eventKey));
+  await rewriteOutbox(ports.nodes, c.node, (box) => ({
+    events: box.events.filter((e) => !sent.has(eventKey(e))),
+    notices: box.notices.filter((n) => !told.has(n.id)),
+  }));
   return { applied, published: send, deferred: [] };
+}
+
+const eventKey = (e: PublishedEvent) => `${e.detailType}\u0000${String(e.detail.eventId)}`;
+
+/**
+ * Changes the node's outbox as it is now, not as this invocation wrote it: every function keeps its outbox in the
+ * one annotation, each under a lock of its own (remediation's node lease, rebalance-mig's lease, idle-gpus' and
+ * label-nodes' resourceVersion), so another may have recorded its own there since. Writing back what this one had
+ * left (a blind patch) erased those: that function's retry then found the outbox empty, and its event was never
+ * sent. Sent against the node as read; on a 409, read again; still conflicting, the outbox is left as it is (what
+ * went goes again, under the same ids, which consumers dedupe).
+ */
+async function rewriteOutbox(
+  nodes: Pick<NodeOps, 'get' | 'update'>,
+  node: string,
+  change: (box: Outbox) => Outbox,
+): Promise<void> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const now = await nodes.get(node);
+    const box = readOutbox(now.annotations);
+    const next = encodeOutbox(change(box));
+    if (next === encodeOutbox(box)) return;
+    try {
+      await nodes.update(node, { annotations: { [OUTBOX_ANNOTATION]: next } }, { basis: now });
+      return;
+    } catch (err) {
+      if (!(err instanceof ConflictError)) throw err;
+    }
+  }
 }

@@ -8,6 +8,7 @@ import {
   type MigLayoutChangeDetail,
 } from '../../events/index.ts';
 import { RecordingPublisher } from '../adapters/bus.ts';
+import { TransientError } from '../adapters/errors.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
@@ -17,6 +18,7 @@ import { MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL, MIG_REBALANCE_ANNOTATION, rea
 import { PreemptionPolicySchema } from './core/policy.ts';
 import { decideHeldPlan, type CommandPorts } from '../chatops/actions.ts';
 import { getApproval, MIG_APPROVALS_SHARD } from '../lib/approvals.ts';
+import { OUTBOX_ANNOTATION } from '../lib/outbox.ts';
 import { DEFAULT_MIG_REBALANCE_CONFIG, rebalanceMig, type MigRebalanceDeps } from './run.ts';
 
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');
@@ -191,6 +193,58 @@ describe('rebalance-mig', () => {
     // It stays so: nothing is retried on that node until a person clears the record.
     clock.advance(600_000);
     expect((await rebalanceMig(deps)).steps).toEqual({});
+  });
+
+  it('tells a person of a failed relayout that chat refused at first: the notice waits in the outbox', async () => {
+    seed();
+    waiting(1);
+    await rebalanceMig(deps);
+    clock.advance(90_000);
+    await rebalanceMig(deps);
+    kube.cluster.nodes.get('h100-0')!.labels[MIG_CONFIG_STATE_LABEL] = 'failed';
+    clock.advance(60_000);
+    deps.notifier = {
+      async notify() {
+        throw new Error('chat webhook: 502');
+      },
+    };
+    expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'failed' });
+    // The failed record is never stepped again (a person clears it): its outbox is all that remains to send.
+    deps.notifier = notifier;
+    clock.advance(60_000);
+    await rebalanceMig(deps);
+    expect(notifier.notices.map((n) => n.title)).toEqual(['gpu-reflex: MIG relayout failed on h100-0']);
+    clock.advance(60_000);
+    await rebalanceMig(deps);
+    expect(notifier.notices).toHaveLength(1);
+  });
+
+  it('publishes the success the bus refused at the done round: a later round sends the outbox', async () => {
+    seed();
+    waiting(2);
+    await rebalanceMig(deps);
+    clock.advance(90_000);
+    await rebalanceMig(deps);
+    kube.cluster.nodes.get('h100-0')!.labels[MIG_CONFIG_STATE_LABEL] = 'pending';
+    clock.advance(60_000);
+    await rebalanceMig(deps);
+    kube.cluster.nodes.get('h100-0')!.labels[MIG_CONFIG_STATE_LABEL] = 'success';
+    agentShows('h100-0', 2, ['3g.40gb', '3g.40gb']);
+    kubeletReports('h100-0', { 'nvidia.com/mig-3g.40gb': 2 });
+    clock.advance(60_000);
+    deps.publisher = {
+      async publish() {
+        throw new TransientError('PutEvents: the bus is unreachable');
+      },
+    };
+    await expect(rebalanceMig(deps)).rejects.toThrow(TransientError);
+    // Done: the record is gone, so the node is never stepped again; the success waits in its outbox.
+    expect(readMigRecord((await kube.nodes.get('h100-0')).annotations).record).toBeUndefined();
+    deps.publisher = publisher;
+    clock.advance(60_000);
+    await rebalanceMig(deps);
+    expect(layoutEvents().map((e) => e.state)).toEqual(['pending', 'success']);
+    expect((await kube.nodes.get('h100-0')).annotations[OUTBOX_ANNOTATION]).toBeUndefined();
   });
 
   it('announces no success when mig-manager never answers: previous config back, cordoned, a person told', async () => {

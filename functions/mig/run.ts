@@ -249,6 +249,20 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
               : records.get(name)?.record?.phase;
       // Checked and not refused: the refusal lifted, and the next one is news again.
       if (refusal === '') await remember(deps, undefined);
+      // This round is the MIG nodes' sweep: a node it did not carry anything out on may still hold what an earlier
+      // round never got out (a refused publish, a failed chat notice). A `done` or `failed` relayout is never
+      // stepped again, and remediation's sweep lists only nodes with its state label, so nothing else sends it (a
+      // node with that label is the sweep's to send: two senders would say a notice twice in chat).
+      const ours = new Set([
+        ...fleet.nodes.map((n) => n.name),
+        ...[...records].filter(([, r]) => r.record).map(([k]) => k),
+      ]);
+      for (const n of nodes) {
+        const pending = readOutbox(n.annotations);
+        const quiet = pending.events.length === 0 && pending.notices.length === 0;
+        if (steps[n.name] || !ours.has(n.name) || STATE_LABEL in n.labels || quiet) continue;
+        await carryOut({ node: n.name, pending, actions: noActions<never>(), events: () => [], basis: n }, deps);
+      }
       const names = nodes.map((n) => n.name).sort();
       return {
         nodes: fleet.nodes.length,
