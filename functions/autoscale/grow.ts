@@ -89,6 +89,8 @@ export function maintenanceBook(
   states: readonly PoolState[],
   now: number,
 ): MaintenanceBook {
+  const costOf = (id: string, from: number, to: number) =>
+    Math.round((to - from) * (states.find((s) => s.id === id)?.hourlyPrice ?? 0) * 100) / 100;
   return {
     tracked: (id) => ({ ...(fresh.get(id)?.maintenance ?? {}) }),
     busy: (id) => {
@@ -101,19 +103,23 @@ export function maintenanceBook(
         return `a node costs ${price}/h, above the ${limit}/h the policy lets gpu-reflex spend alone`;
       return undefined;
     },
-    setTracked: async (id, change, notices = []) => {
+    setTracked: async (id, change, notices = [], intent) => {
       const rec = await record(
         deps,
         id,
-        (x) => ({ ...x, maintenance: change({ ...(x.maintenance ?? {}) }) }),
+        (x) => ({
+          ...x,
+          maintenance: change({ ...(x.maintenance ?? {}) }),
+          // The same intent growPool records first: a round that stops before growPool re-sends it next round.
+          ...(intent ? { intent: { ...intent, at: now, cost: costOf(id, intent.from, intent.to) } } : {}),
+        }),
         [],
         notices,
       );
       await flush(deps, id, rec);
     },
     grow: async (pool, from, to, reason) => {
-      const price = states.find((s) => s.id === pool.id)?.hourlyPrice ?? 0;
-      await growPool(deps, pool, { from, to, hourlyCost: Math.round((to - from) * price * 100) / 100 }, reason, now);
+      await growPool(deps, pool, { from, to, hourlyCost: costOf(pool.id, from, to) }, reason, now);
     },
     movable,
   };
