@@ -160,6 +160,17 @@ describe('planned maintenance (ECS system events)', () => {
     ]);
   });
 
+  it('cordons a node recorded as prepared whose cordon a failed round never made, before it is drained', async () => {
+    const deps = await world(reboot2h);
+    await clock.advance(30 * MIN);
+    cordonRefusedOnce(deps);
+    await expect(autoscalePools(deps)).rejects.toThrow(TransientError);
+    await clock.advance(1 * MIN);
+    expect((await autoscalePools(deps)).maintenance.preparing).toEqual(['n-a']);
+    // Ours (the record says gpu-reflex cordons it), so uncordoned again once the event is over.
+    expect(kube.cluster.nodes.get('n-a')!.unschedulable).toBe(true);
+  });
+
   it('drains 30 min before the event at the latest when the pool is at its max (no replacement)', async () => {
     const deps = await world(reboot2h, 2);
     await clock.advance(30 * MIN);

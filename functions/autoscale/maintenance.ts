@@ -184,7 +184,7 @@ async function carryOut(
     );
   }
   for (const s of plan.steps) {
-    if (s.kind === 'prepare') {
+    if (s.kind === 'prepare' || s.kind === 'cordon') {
       await deps.nodes.cordon(s.node);
       out.preparing.push(s.node);
       deps.logger.info('autoscale-pools: preparing a node for maintenance', { node: s.node, why: s.why });
