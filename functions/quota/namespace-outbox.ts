@@ -19,7 +19,11 @@ export async function flush(deps: QuotaDeps, ns: string, pending: PublishedEvent
   });
 }
 
-export async function record(deps: QuotaDeps, ns: string, event: PublishedEvent): Promise<PublishedEvent[]> {
+export async function record(
+  deps: Pick<QuotaDeps, 'state'>,
+  ns: string,
+  event: PublishedEvent,
+): Promise<PublishedEvent[]> {
   const written = (await deps.state.update(
     key(ns),
     (cur) =>

@@ -145,6 +145,27 @@ describe('rewrite-quotas', () => {
     expect(await hard('ml')).toBe('8');
   });
 
+  it('rolls back every quota when the bus refuses a report: the report waits in the outbox for the next round', async () => {
+    await rewriteQuotas(deps);
+    await kube.nodes.addTaint('gpu-2', { key: DEFAULT_TAINT_KEY, value: 'xid-79', effect: 'NoSchedule' });
+    await rewriteQuotas(deps); // ml 16 → 8 (previous 16)
+    let failures = 1;
+    const flaky: EventPublisher = {
+      publish: async (e) =>
+        failures-- > 0 ? Promise.reject(new TransientError('PutEvents: the bus is unreachable')) : publisher.publish(e),
+    };
+    // Not the rollback's failure: ml is already written back, and a person running it again would roll the
+    // rollback back (its previous values are the rewrite's); nlp, after it, would not be rolled back at all.
+    const r = await rollbackQuotas({ ...deps, publisher: flaky }, ['ml', 'nlp'], 60);
+    expect(r.restored.map((x) => x.namespace)).toEqual(['ml', 'nlp']);
+    expect([await hard('ml'), await hard('nlp')]).toEqual(['16', undefined]);
+    expect(events().filter((e) => /^rolled back by a person/.test(e.reason))).toHaveLength(1);
+    await rewriteQuotas(deps);
+    expect(events().filter((e) => e.namespace === 'ml' && /^rolled back by a person/.test(e.reason))).toEqual([
+      expect.objectContaining({ changes: [{ resource: K, from: '8', to: '16' }] }),
+    ]);
+  });
+
   it('rolls a quota it created back to absence: deleted, not emptied, not held; the next round writes it again', async () => {
     await rewriteQuotas(deps);
     const r = await rollbackQuotas(deps, ['nlp'], 60);
