@@ -3,7 +3,8 @@ import { QUOTA_REWRITTEN, type QuotaRewrittenDetail } from '../../events/index.t
 import { RecordingPublisher, type EventPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
-import { TransientError } from '../adapters/errors.ts';
+import { ConflictError, TransientError } from '../adapters/errors.ts';
+import { DEFAULT_CONFLICT_ATTEMPTS } from '../adapters/kube/retry.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { silentLogger } from '../adapters/logger.ts';
 import { DEFAULT_TAINT_KEY } from '../lib/node-state.ts';
@@ -123,6 +124,25 @@ describe('rewrite-quotas', () => {
     await rewriteQuotas({ ...deps, publisher: flaky });
     await rewriteQuotas({ ...deps, publisher: flaky });
     expect(events().map((e) => e.namespace)).toEqual(['ml', 'nlp']);
+  });
+
+  it('never publishes a Quota Rewritten whose write did not land (a 409): the next round reports what it writes', async () => {
+    await rewriteQuotas(deps);
+    // Remediation takes gpu-2 out: ml 16 → 8 is decided and recorded, and its write is refused (a concurrent edit).
+    await kube.nodes.addTaint('gpu-2', { key: DEFAULT_TAINT_KEY, value: 'xid-79', effect: 'NoSchedule' });
+    kube.cluster.failNext('quotas.applyQuota', 409, DEFAULT_CONFLICT_ATTEMPTS);
+    await expect(rewriteQuotas(deps)).rejects.toThrow(ConflictError);
+    expect(await hard('ml')).toBe('16');
+    // gpu-2 is back before the next round: ml stays 16, and no event says it went to 8.
+    await kube.nodes.removeTaint('gpu-2', DEFAULT_TAINT_KEY);
+    await clock.advance(60_000);
+    await rewriteQuotas(deps);
+    expect(await hard('ml')).toBe('16');
+    expect(events().map((e) => [e.namespace, e.changes.map((c) => `${c.from} → ${c.to}`)])).toEqual([
+      ['ml', ['null → 16']],
+      ['nlp', ['null → 8']],
+    ]);
+    expect(await kube.state.get('quota.ml')).toBeUndefined();
   });
 
   it('rolls back to the values before the last rewrite and holds the quota from rewrites for a while', async () => {

@@ -25,7 +25,7 @@ import {
 import { quotaFacts } from './facts.ts';
 import { idleLending, lendIdle, loanWords } from './idle-lending.ts';
 import { flush, key, record } from './namespace-outbox.ts';
-import { capacityOf, capacityWords, changesOf, quotaEvent } from './quota-event.ts';
+import { capacityOf, capacityWords, changesOf, landed, quotaEvent } from './quota-event.ts';
 
 // Importable from here as before.
 export {
@@ -81,8 +81,15 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
       for (const nq of plan.namespaces) {
         // What an earlier round decided and never got out goes first (read once, with the round).
         const unsent = ((stored[key(nq.namespace)] ?? {}) as { events?: PublishedEvent[] }).events ?? [];
-        if (unsent.length > 0) await flush(deps, nq.namespace, unsent);
         const current = quotas.find((q) => q.namespace === nq.namespace && q.name === deps.config.quotaName);
+        // One the quota does not say was recorded for a write that never landed: cleared, not published.
+        const news = unsent.filter((e) => landed(e, current));
+        if (news.length < unsent.length)
+          deps.logger.warn('rewrite-quotas: a recorded Quota Rewritten whose write never landed is dropped', {
+            namespace: nq.namespace,
+            events: unsent.filter((e) => !news.includes(e)).map((e) => String(e.detail.eventId)),
+          });
+        if (unsent.length > 0) await flush(deps, nq.namespace, unsent, news);
         const holdUntil = current?.annotations?.[HOLD_UNTIL_ANNOTATION];
         if (holdUntil && Date.parse(holdUntil) > now) {
           held.push(nq.namespace);
