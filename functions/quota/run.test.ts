@@ -3,7 +3,7 @@ import { QUOTA_REWRITTEN, type QuotaRewrittenDetail } from '../../events/index.t
 import { RecordingPublisher, type EventPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
-import { ConflictError, TransientError } from '../adapters/errors.ts';
+import { BadInputError, ConflictError, TransientError } from '../adapters/errors.ts';
 import { DEFAULT_CONFLICT_ATTEMPTS } from '../adapters/kube/retry.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { silentLogger } from '../adapters/logger.ts';
@@ -119,11 +119,39 @@ describe('rewrite-quotas', () => {
           ? Promise.reject(new TransientError('publishing events: Region is missing'))
           : publisher.publish(e),
     };
-    await expect(rewriteQuotas({ ...deps, publisher: flaky })).rejects.toThrow('Region is missing');
+    // Not the round's failure: ml's event stays in its outbox, nlp is rewritten and published.
+    expect((await rewriteQuotas({ ...deps, publisher: flaky })).changed).toEqual(['ml', 'nlp']);
     expect(await hard('ml')).toBe('16');
+    expect(events().map((e) => e.namespace)).toEqual(['nlp']);
     await rewriteQuotas({ ...deps, publisher: flaky });
     await rewriteQuotas({ ...deps, publisher: flaky });
-    expect(events().map((e) => e.namespace)).toEqual(['ml', 'nlp']);
+    expect(events().map((e) => e.namespace)).toEqual(['nlp', 'ml']);
+  });
+
+  it('still fails a round whose event the bus refuses as invalid (a bug), keeping it in the outbox', async () => {
+    const invalid: EventPublisher = {
+      publish: () => Promise.reject(new BadInputError('PutEvents: detail is not valid JSON')),
+    };
+    await expect(rewriteQuotas({ ...deps, publisher: invalid })).rejects.toThrow(BadInputError);
+    expect(await kube.state.get('quota.ml')).toMatchObject({ events: [{ detailType: QUOTA_REWRITTEN }] });
+  });
+
+  it('says each rewrite in chat once, also when the bus refused its event and the next round publishes it', async () => {
+    let failures = 1;
+    const flaky: EventPublisher = {
+      publish: async (e) =>
+        failures-- > 0 ? Promise.reject(new TransientError('PutEvents: the bus is unreachable')) : publisher.publish(e),
+    };
+    // ml is written when its event is refused; whatever that round does, the next one finds ml written.
+    await rewriteQuotas({ ...deps, publisher: flaky }).catch(() => undefined);
+    await clock.advance(5 * 60_000);
+    await rewriteQuotas({ ...deps, publisher: flaky });
+    expect(
+      events()
+        .map((e) => e.namespace)
+        .sort(),
+    ).toEqual(['ml', 'nlp']);
+    expect(notifier.notices.flatMap((n) => n.text.split('\n'))).toEqual([`ml: ${K} unset → 16`, `nlp: ${K} unset → 8`]);
   });
 
   it('never publishes a Quota Rewritten whose write did not land (a 409): the next round reports what it writes', async () => {

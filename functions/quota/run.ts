@@ -10,6 +10,7 @@
  * until then, and said so.
  */
 import type { PublishedEvent } from '../adapters/bus.ts';
+import { AdapterError } from '../adapters/errors.ts';
 import type { Notice } from '../adapters/chat/notifier.ts';
 import type { LimitItem, QuotaInfo } from '../adapters/kube/model.ts';
 import { withLease } from '../lib/lease.ts';
@@ -78,6 +79,22 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
       const changed: string[] = [];
       const held: string[] = [];
       const lr = limitItems(deps.config);
+      // A refusal the bus may lift (throttling, an outage) is not the round's failure: the events stay in the
+      // outbox and the next round (every 5 minutes, and on capacity events) publishes them first. Thrown, it
+      // stopped the round after a quota it wrote, and the retry, finding that quota as planned, never said the
+      // rewrite in chat; the namespaces after it waited. A bug (an invalid event) still throws.
+      const publish = async (ns: string, pending: PublishedEvent[], send?: PublishedEvent[]) => {
+        try {
+          await flush(deps, ns, pending, send);
+        } catch (err) {
+          if (!(err instanceof AdapterError && err.retryable)) throw err;
+          deps.logger.error('rewrite-quotas: events not published: the outbox keeps them for the next round', {
+            namespace: ns,
+            events: pending.length,
+            error: err,
+          });
+        }
+      };
       for (const nq of plan.namespaces) {
         // What an earlier round decided and never got out goes first (read once, with the round).
         const unsent = ((stored[key(nq.namespace)] ?? {}) as { events?: PublishedEvent[] }).events ?? [];
@@ -89,7 +106,7 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
             namespace: nq.namespace,
             events: unsent.filter((e) => !news.includes(e)).map((e) => String(e.detail.eventId)),
           });
-        if (unsent.length > 0) await flush(deps, nq.namespace, unsent, news);
+        if (unsent.length > 0) await publish(nq.namespace, unsent, news);
         const holdUntil = current?.annotations?.[HOLD_UNTIL_ANNOTATION];
         if (holdUntil && Date.parse(holdUntil) > now) {
           held.push(nq.namespace);
@@ -110,7 +127,7 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
           // `null`: there was no quota, so a rollback deletes this one (rollbackQuotas).
           annotations: { [PREVIOUS_HARD_ANNOTATION]: current ? JSON.stringify(current.hard) : 'null' },
         });
-        await flush(deps, nq.namespace, events);
+        await publish(nq.namespace, events);
         changed.push(nq.namespace);
         deps.logger.info('rewrite-quotas', { namespace: nq.namespace, changes: nq.changes });
       }
