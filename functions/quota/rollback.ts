@@ -101,6 +101,8 @@ export async function rollbackQuotas(
         hard: to,
         labels: { ...MANAGED_BY },
         annotations: { [PREVIOUS_HARD_ANNOTATION]: JSON.stringify(q.hard), [HOLD_UNTIL_ANNOTATION]: until },
+        // Only over the values read (they are the previous-hard written here).
+        basis: q.hard,
       });
     const changes: EventChange[] = [...new Set([...Object.keys(to), ...Object.keys(q.hard)])]
       .filter((k) => to[k] !== q.hard[k])

@@ -173,6 +173,30 @@ describe('rewrite-quotas', () => {
     expect(await kube.state.get('quota.ml')).toBeUndefined();
   });
 
+  it('writes over no quota a person changed after the round read it: the value a rollback restores stays true', async () => {
+    await rewriteQuotas(deps);
+    await kube.nodes.addTaint('gpu-2', { key: DEFAULT_TAINT_KEY, value: 'xid-79', effect: 'NoSchedule' });
+    // A person sets ml to 20 between the round's read and its write (ml 16 → 8 is decided on 16).
+    const quotas = deps.quotas;
+    deps.quotas = Object.assign(Object.create(quotas) as typeof quotas, {
+      listQuotas: async (ns?: string) => {
+        const read = await quotas.listQuotas(ns);
+        await quotas.applyQuota('ml', 'gpu-reflex', { hard: { [K]: '20' } });
+        deps.quotas = quotas;
+        return read;
+      },
+    });
+    await rewriteQuotas(deps).catch(() => undefined);
+    // Either the person's 20 stands, or the rewrite replaced it and says so: a rollback goes back to 20, not 16.
+    if ((await hard('ml')) !== '20') {
+      await rollbackQuotas(deps, ['ml'], 60, { force: true });
+      expect(await hard('ml')).toBe('20');
+    }
+    await rewriteQuotas(deps);
+    const q = await kube.quotas.getQuota('ml', 'gpu-reflex');
+    expect([q?.hard[K], q?.annotations?.[PREVIOUS_HARD_ANNOTATION]]).toEqual(['8', JSON.stringify({ [K]: '20' })]);
+  });
+
   it('rolls back to the values before the last rewrite and holds the quota from rewrites for a while', async () => {
     await rewriteQuotas(deps);
     await kube.nodes.addTaint('gpu-2', { key: DEFAULT_TAINT_KEY, value: 'xid-79', effect: 'NoSchedule' });

@@ -126,6 +126,9 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
           labels: { ...MANAGED_BY },
           // `null`: there was no quota, so a rollback deletes this one (rollbackQuotas).
           annotations: { [PREVIOUS_HARD_ANNOTATION]: current ? JSON.stringify(current.hard) : 'null' },
+          // Decided on the quota as read: one a person changed since is a 409 (the next round decides again), not
+          // overwritten with the round's values, its own lost to the previous-hard a rollback restores.
+          basis: current ? current.hard : null,
         });
         await publish(nq.namespace, events);
         changed.push(nq.namespace);
