@@ -46,6 +46,13 @@ export function reasonOf(inc: Increment, plan: ScaleOutPlan): string {
   );
 }
 
+/** The chat notice of a scale-out, recorded with its request (growPool, or the re-sent intent: run.ts). */
+export const growNotice = (pool: { name: string }, from: number, to: number, reason: string, cost: number): Notice => ({
+  title: `gpu-reflex: growing node pool ${pool.name} ${from} → ${to}`,
+  text: `${reason} (+${cost}/h)`.slice(0, 1000),
+  severity: 'info',
+});
+
 /** Intent first, then the absolute size, then the request with its event and notice (the outbox); the task id. */
 export async function growPool(
   deps: AutoscaleDeps,
@@ -60,11 +67,6 @@ export async function growPool(
   }));
   const { taskId } = await deps.cloud.setDesiredSize(pool.id, inc.to);
   const ev = poolEvent(deps, pool, now, inc.from, inc.to, 'requested', reason, { taskId, cost: inc.hourlyCost });
-  const notice: Notice = {
-    title: `gpu-reflex: growing node pool ${pool.name} ${inc.from} → ${inc.to}`,
-    text: `${reason} (+${inc.hourlyCost}/h)`.slice(0, 1000),
-    severity: 'info',
-  };
   const rec = await record(
     deps,
     pool.id,
@@ -75,7 +77,7 @@ export async function growPool(
       cooldownUntil: now + cooldownMs(deps, pool.id),
     }),
     [ev],
-    [notice],
+    [growNotice(pool, inc.from, inc.to, reason, inc.hourlyCost)],
   );
   await flush(deps, pool.id, rec);
   pool.desiredSize = inc.to;
@@ -89,6 +91,8 @@ export function maintenanceBook(
   states: readonly PoolState[],
   now: number,
 ): MaintenanceBook {
+  const costOf = (id: string, from: number, to: number) =>
+    Math.round((to - from) * (states.find((s) => s.id === id)?.hourlyPrice ?? 0) * 100) / 100;
   return {
     tracked: (id) => ({ ...(fresh.get(id)?.maintenance ?? {}) }),
     busy: (id) => {
@@ -101,19 +105,23 @@ export function maintenanceBook(
         return `a node costs ${price}/h, above the ${limit}/h the policy lets gpu-reflex spend alone`;
       return undefined;
     },
-    setTracked: async (id, change, notices = []) => {
+    setTracked: async (id, change, notices = [], intent) => {
       const rec = await record(
         deps,
         id,
-        (x) => ({ ...x, maintenance: change({ ...(x.maintenance ?? {}) }) }),
+        (x) => ({
+          ...x,
+          maintenance: change({ ...(x.maintenance ?? {}) }),
+          // The same intent growPool records first: a round that stops before growPool re-sends it next round.
+          ...(intent ? { intent: { ...intent, at: now, cost: costOf(id, intent.from, intent.to) } } : {}),
+        }),
         [],
         notices,
       );
       await flush(deps, id, rec);
     },
     grow: async (pool, from, to, reason) => {
-      const price = states.find((s) => s.id === pool.id)?.hourlyPrice ?? 0;
-      await growPool(deps, pool, { from, to, hourlyCost: Math.round((to - from) * price * 100) / 100 }, reason, now);
+      await growPool(deps, pool, { from, to, hourlyCost: costOf(pool.id, from, to) }, reason, now);
     },
     movable,
   };

@@ -5,6 +5,7 @@ import { startAliCloudSim, type AliCloudSim } from '../../infra/local/alicloud/i
 import type { CloudFile } from '../../infra/local/alicloud/cloud-file.ts';
 import { RecordingPublisher } from '../adapters/bus.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
+import { TransientError } from '../adapters/errors.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { dryRunPorts, type DryRunAction } from '../adapters/kube/dry-run.ts';
 import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
@@ -121,6 +122,53 @@ describe('planned maintenance (ECS system events)', () => {
     kube.cluster.nodes.get('n-a')!.ready = true;
     expect((await autoscalePools(deps)).maintenance.returned).toEqual(['n-a']);
     expect(kube.cluster.nodes.get('n-a')!.unschedulable).toBe(false);
+  });
+
+  /** Autoscale's ports with the node's cordon refused once (TransientError), as a round's only failure. */
+  function cordonRefusedOnce(deps: AutoscaleDeps): void {
+    const nodes = deps.nodes;
+    let refused = false;
+    deps.nodes = {
+      list: () => nodes.list(),
+      uncordon: (name) => nodes.uncordon(name),
+      cordon: async (name) => {
+        if (refused) return nodes.cordon(name);
+        refused = true;
+        throw new TransientError('PATCH node: the API server is unreachable');
+      },
+    };
+  }
+
+  it('a round that fails after recording a node as prepared still asks its pool for the node, once', async () => {
+    const deps = await world(reboot2h);
+    await clock.advance(30 * MIN);
+    // The cordon after the record is refused: the round fails with the node on the record as prepared, its
+    // replacement promised (maintenance.ts: ours first, then the cordon), and is not prepared again after.
+    cordonRefusedOnce(deps);
+    await expect(autoscalePools(deps)).rejects.toThrow(TransientError);
+    await clock.advance(1 * MIN);
+    await autoscalePools(deps);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(3);
+    await clock.advance(1 * MIN);
+    await autoscalePools(deps);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(3);
+    const requested = publisher.published.filter(
+      (e) => e.detailType === GPU_POOL_SCALED && (e.detail as GpuPoolScaledDetail).state === 'requested',
+    );
+    expect(requested.map((e) => (e.detail as GpuPoolScaledDetail).reason)).toEqual([
+      expect.stringMatching(/capacity first.*n-a/),
+    ]);
+  });
+
+  it('cordons a node recorded as prepared whose cordon a failed round never made, before it is drained', async () => {
+    const deps = await world(reboot2h);
+    await clock.advance(30 * MIN);
+    cordonRefusedOnce(deps);
+    await expect(autoscalePools(deps)).rejects.toThrow(TransientError);
+    await clock.advance(1 * MIN);
+    expect((await autoscalePools(deps)).maintenance.preparing).toEqual(['n-a']);
+    // Ours (the record says gpu-reflex cordons it), so uncordoned again once the event is over.
+    expect(kube.cluster.nodes.get('n-a')!.unschedulable).toBe(true);
   });
 
   it('drains 30 min before the event at the latest when the pool is at its max (no replacement)', async () => {

@@ -30,10 +30,12 @@ export interface MaintenanceBook {
   tracked(poolId: string): Record<string, TrackedNode>;
   /** Why the pool cannot be sized this round (an earlier request is being sent), if so. */
   busy(poolId: string): string | undefined;
+  /** With `intent`, the pool's size change is recorded in the same write (deps.ts PoolRecord.intent). */
   setTracked(
     poolId: string,
     change: (t: Record<string, TrackedNode>) => Record<string, TrackedNode>,
     notices?: Notice[],
+    intent?: { from: number; to: number; reason: string },
   ): Promise<void>;
   /** Intent first, then the absolute size, then the request with its GPU Pool Scaled event (run.ts). */
   grow(pool: NodePool, from: number, to: number, reason: string): Promise<void>;
@@ -155,17 +157,34 @@ async function carryOut(
   book: MaintenanceBook,
   out: MaintenanceOutcome,
 ): Promise<void> {
+  const reasonOf = (pool: NodePool, g: MaintenancePlan['grow'][string]) =>
+    `${pool.name}: ${g.from} → ${g.to}: capacity first, ahead of maintenance or a spot interruption of ` +
+    g.nodes.join(', ');
+  // Ours first (recorded), then the cordon: a crash between leaves a node we know to uncordon. A pool's
+  // prepared nodes go on its record in one write with the node asked for them (the pool's intent, re-sent
+  // first thing next round): a node recorded as prepared is not prepared again, so a round that fails
+  // after that write (a refused cordon or eviction) would otherwise never ask for its replacement.
+  const prepared = plan.steps.filter((s) => s.kind === 'prepare');
+  for (const id of [...new Set(prepared.map((s) => s.pool))]) {
+    const mine = prepared.filter((s) => s.pool === id);
+    const g = plan.grow[id];
+    const pool = pools.find((p) => p.id === id)!;
+    await book.setTracked(
+      id,
+      (t) => ({ ...t, ...Object.fromEntries(mine.map((s) => [s.node, s.tracked])) }),
+      mine.map((s) => ({
+        title: `gpu-reflex: moving work off ${s.node} ahead of ${s.tracked.type}`,
+        text: (
+          `${s.why}: cordoned${s.tracked.replacement ? '; a node is added to its pool first' : ''}; ` +
+          'drained before the deadline'
+        ).slice(0, 1000),
+        severity: 'info' as const,
+      })),
+      g ? { from: g.from, to: g.to, reason: reasonOf(pool, g) } : undefined,
+    );
+  }
   for (const s of plan.steps) {
-    if (s.kind === 'prepare') {
-      // Ours first (recorded), then the cordon: a crash between leaves a node we know to uncordon.
-      const words = s.tracked.replacement ? '; a node is added to its pool first' : '';
-      await book.setTracked(s.pool, (t) => ({ ...t, [s.node]: s.tracked }), [
-        {
-          title: `gpu-reflex: moving work off ${s.node} ahead of ${s.tracked.type}`,
-          text: `${s.why}: cordoned${words}; drained before the deadline`.slice(0, 1000),
-          severity: 'info',
-        },
-      ]);
+    if (s.kind === 'prepare' || s.kind === 'cordon') {
       await deps.nodes.cordon(s.node);
       out.preparing.push(s.node);
       deps.logger.info('autoscale-pools: preparing a node for maintenance', { node: s.node, why: s.why });
@@ -191,10 +210,7 @@ async function carryOut(
   }
   for (const [poolId, g] of Object.entries(plan.grow)) {
     const pool = pools.find((p) => p.id === poolId)!;
-    const reason =
-      `${pool.name}: ${g.from} → ${g.to}: capacity first, ahead of maintenance or a spot interruption of ` +
-      g.nodes.join(', ');
-    await book.grow(pool, g.from, g.to, reason);
+    await book.grow(pool, g.from, g.to, reasonOf(pool, g));
   }
   for (const r of plan.refused) deps.logger.info('autoscale-pools: no replacement for a node leaving', r);
   out.refused.push(...plan.refused);

@@ -323,6 +323,22 @@ describe('autoscale-pools', () => {
     expect(poolEvents().map((e) => [e.state, e.from, e.to])).toEqual([['requested', 1, 3]]);
   });
 
+  it('tells chat of a scale-out whose size a retry re-sent (the round stopped after the intent), once', async () => {
+    pendingGpuPods(2);
+    await clock.advance(60_000);
+    const real = deps.cloud;
+    deps.cloud = Object.assign(Object.create(real) as typeof real, {
+      setDesiredSize: () => Promise.reject(new TransientError('ModifyClusterNodePool: connection reset')),
+    });
+    await expect(autoscalePools(deps)).rejects.toThrow('connection reset');
+    deps.cloud = real;
+    await autoscalePools(deps);
+    await clock.advance(60_000);
+    await autoscalePools(deps);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(3);
+    expect(notifier.notices.map((n) => n.title)).toEqual(['gpu-reflex: growing node pool t4 1 → 3']);
+  });
+
   it('publishes an event the bus refused on the next round, exactly once, without growing the pool again', async () => {
     pendingGpuPods(1);
     await clock.advance(60_000);

@@ -39,7 +39,7 @@ import {
   sent,
 } from './deps.ts';
 import { waitingGpu, podsOf, gangsOf, gangSpecsOf, gangPodsCovered, poolStates } from './pool-states.ts';
-import { poolEvent, reasonOf, growPool, maintenanceBook } from './grow.ts';
+import { poolEvent, reasonOf, growPool, growNotice, maintenanceBook } from './grow.ts';
 import { sendRemoval, scaleIn } from './scale-in-run.ts';
 import { followRequests } from './requests.ts';
 
@@ -117,6 +117,8 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
                 cooldownUntil: intent.at + cooldownMs(deps, p.id),
               }),
               [ev],
+              // The round that decided it stopped before recording its notice: never sent otherwise.
+              [growNotice(p, intent.from, intent.to, intent.reason, intent.cost)],
             ),
           );
           p.desiredSize = intent.to;

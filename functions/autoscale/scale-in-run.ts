@@ -121,6 +121,9 @@ export async function scaleIn(deps: AutoscaleDeps, round: ScaleInRound): Promise
         pods: left.length,
       });
     } else {
+      // On the record before its cordon (the intent first): a round that stopped between left it open to new pods,
+      // each evicted in turn, until the drain timed out. A person's uncordon is undone the same way while it drains.
+      if (members.find((n) => n.name === l.node)!.unschedulable !== true) await deps.nodes.cordon(l.node);
       leaving.push(l);
       for (const p of left) await evict(deps, p);
     }

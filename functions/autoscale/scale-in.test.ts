@@ -5,6 +5,7 @@ import { startAliCloudSim, type AliCloudSim } from '../../infra/local/alicloud/i
 import { RecordingPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
+import { TransientError } from '../adapters/errors.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { STATE_LABEL } from '../lib/node-state.ts';
 import { REPLACEMENT_KEY_PREFIX } from '../lib/replacements.ts';
@@ -256,6 +257,39 @@ describe('autoscale-pools gives idle nodes back', () => {
     await clock.advance(1 * MIN);
     expect((await autoscalePools(deps)).draining).toEqual([withCpuPod]);
     expect(sim.cloud.calls.filter((c) => c.action === 'RemoveNodePoolNodes')).toHaveLength(0);
+  });
+
+  it('cordons a node on the record as leaving whose cordon a failed round never made', async () => {
+    const [, withCpuPod, , bare] = names as [string, string, string, string];
+    // Only the node with the CPU pod is idle; a disruption budget keeps that pod there a while.
+    kube.cluster.addPod({
+      name: 'serve-1',
+      namespace: 'ml',
+      nodeName: bare,
+      extendedResources: { 'nvidia.com/gpu': 1 },
+      requests: { 'nvidia.com/gpu': 1 },
+    });
+    kube.cluster.pod('ml', 'sidecar')!.labels = { app: 'sidecar' };
+    kube.cluster.addPdb({ namespace: 'ml', matchLabels: { app: 'sidecar' }, minAvailable: 1 });
+    await autoscalePools(deps);
+    await clock.advance(10 * MIN);
+    // The cordon after the record is refused: the node is on the record as leaving, still schedulable.
+    const nodes = deps.nodes;
+    let refused = false;
+    deps.nodes = {
+      list: () => nodes.list(),
+      uncordon: (name) => nodes.uncordon(name),
+      cordon: async (name) => {
+        if (refused) return nodes.cordon(name);
+        refused = true;
+        throw new TransientError('PATCH node: the API server is unreachable');
+      },
+    };
+    await expect(autoscalePools(deps)).rejects.toThrow(TransientError);
+    await clock.advance(1 * MIN);
+    // Drained, it must take no new pod meanwhile (a GPU pod landing there would be evicted in turn).
+    expect((await autoscalePools(deps)).draining).toEqual([withCpuPod]);
+    expect((await kube.nodes.get(withCpuPod)).unschedulable).toBe(true);
   });
 
   it('gives back no node of a pool remediation is replacing a node of, and starts their idle time over after', async () => {

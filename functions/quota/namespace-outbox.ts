@@ -6,10 +6,18 @@ import type { QuotaDeps } from './deps.ts';
 /** A namespace's outbox, kept in the state store under `quota.<namespace>` (the outbox rule). */
 export const key = (ns: string) => `quota.${ns}`;
 
-/** Publishes what a namespace's outbox holds, then clears what went (the outbox rule). */
-export async function flush(deps: QuotaDeps, ns: string, pending: PublishedEvent[]): Promise<void> {
+/**
+ * Publishes what a namespace's outbox holds (`send`: those of `pending` still news), then clears `pending` (the
+ * outbox rule).
+ */
+export async function flush(
+  deps: QuotaDeps,
+  ns: string,
+  pending: PublishedEvent[],
+  send: PublishedEvent[] = pending,
+): Promise<void> {
   if (pending.length === 0) return;
-  await deps.publisher.publish(pending);
+  if (send.length > 0) await deps.publisher.publish(send);
   const sent = new Set(pending.map((e) => String(e.detail.eventId)));
   await deps.state.update(key(ns), (cur) => {
     const left = (((cur ?? {}) as { events?: PublishedEvent[] }).events ?? []).filter(
@@ -19,7 +27,11 @@ export async function flush(deps: QuotaDeps, ns: string, pending: PublishedEvent
   });
 }
 
-export async function record(deps: QuotaDeps, ns: string, event: PublishedEvent): Promise<PublishedEvent[]> {
+export async function record(
+  deps: Pick<QuotaDeps, 'state'>,
+  ns: string,
+  event: PublishedEvent,
+): Promise<PublishedEvent[]> {
   const written = (await deps.state.update(
     key(ns),
     (cur) =>

@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import { QUOTA_REWRITTEN, SCHEMA_VERSION, SOURCES, type QuotaRewrittenDetail } from '../../events/index.ts';
 import type { PublishedEvent } from '../adapters/bus.ts';
+import type { QuotaInfo } from '../adapters/kube/model.ts';
+import { parseQuantity } from '../adapters/kube/quantity.ts';
 import type { NamespaceQuota, QuotaPlan } from './core/planner.ts';
 import type { QuotaDeps } from './deps.ts';
 import type { CapacityOut } from './facts.ts';
@@ -59,4 +61,24 @@ export function capacityWords(c: NonNullable<QuotaRewrittenDetail['capacity']>):
   return [
     `capacity${gpu ? ` ${gpu.resource} ${gpu.capacity}` : ''}: ${c.out.map((o) => `${o.node}: ${o.why}`).join(', ')}`,
   ];
+}
+
+const amount = (q: string | undefined): number | undefined => {
+  try {
+    return q === undefined ? undefined : parseQuantity(q);
+  } catch {
+    return undefined;
+  }
+};
+
+/**
+ * Whether the quota as read says what a recorded Quota Rewritten reports (each change's new value; null: the key,
+ * or the quota, absent). The event is recorded before its write (the outbox rule): one the quota does not say is
+ * a write that never landed (a 409, a crash between), not news. Other events are taken as they are.
+ */
+export function landed(e: PublishedEvent, current: QuotaInfo | undefined): boolean {
+  if (e.detailType !== QUOTA_REWRITTEN) return true;
+  return (e.detail as unknown as QuotaRewrittenDetail).changes.every((c) =>
+    c.to === null ? current?.hard[c.resource] === undefined : amount(current?.hard[c.resource]) === amount(c.to),
+  );
 }

@@ -1,5 +1,7 @@
+import { AdapterError } from '../adapters/errors.ts';
 import { parseQuantity } from '../adapters/kube/quantity.ts';
 import { HOLD_UNTIL_ANNOTATION, MANAGED_BY, PREVIOUS_HARD_ANNOTATION, type QuotaDeps } from './deps.ts';
+import { record } from './namespace-outbox.ts';
 import { quotaEvent, type EventChange } from './quota-event.ts';
 
 export interface RolledBack {
@@ -99,6 +101,8 @@ export async function rollbackQuotas(
         hard: to,
         labels: { ...MANAGED_BY },
         annotations: { [PREVIOUS_HARD_ANNOTATION]: JSON.stringify(q.hard), [HOLD_UNTIL_ANNOTATION]: until },
+        // Only over the values read (they are the previous-hard written here).
+        basis: q.hard,
       });
     const changes: EventChange[] = [...new Set([...Object.keys(to), ...Object.keys(q.hard)])]
       .filter((k) => to[k] !== q.hard[k])
@@ -108,10 +112,33 @@ export async function rollbackQuotas(
       ? 'rolled back by a person: gpu-reflex had created this quota, so it is deleted; rewrite-quotas writes it ' +
         'again at its next round (take the namespace out of the teams file to keep it away)'
       : `rolled back by a person to the values before the last rewrite; held from rewrites until ${until}`;
-    if (changes.length > 0)
-      await deps.publisher.publish([
-        quotaEvent(deps, { namespace: q.namespace, changes, reason: [reason, ...warnings].join('; '), now }),
-      ]);
+    if (changes.length > 0) {
+      // Published once the quota is written (an event only for a write made). A refusal the bus may lift is
+      // not the rollback's failure: the quota is already back, and a person running the rollback again would
+      // roll it back to the rewrite's values (they are its previous now), the namespaces after it untouched
+      // meanwhile. The event goes to the namespace's outbox, which rewrite-quotas's next round publishes (run.ts).
+      const event = quotaEvent(deps, {
+        namespace: q.namespace,
+        changes,
+        reason: [reason, ...warnings].join('; '),
+        now,
+      });
+      try {
+        await deps.publisher.publish([event]);
+      } catch (err) {
+        if (!(err instanceof AdapterError && err.retryable)) throw err;
+        const kept = await record(deps, q.namespace, event).then(
+          () => true,
+          (e: unknown) => (deps.logger.error('quota rollback: outbox not written', { error: e }), false),
+        );
+        deps.logger.error(
+          kept
+            ? 'quota rollback: Quota Rewritten not published: rewrite-quotas publishes it at its next round'
+            : 'quota rollback: Quota Rewritten not published, and lost',
+          { namespace: q.namespace, error: err },
+        );
+      }
+    }
     out.restored.push({ namespace: q.namespace, from: q.hard, to, deleted: created, warnings });
   }
   return out;

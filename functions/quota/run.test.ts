@@ -3,7 +3,8 @@ import { QUOTA_REWRITTEN, type QuotaRewrittenDetail } from '../../events/index.t
 import { RecordingPublisher, type EventPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
-import { TransientError } from '../adapters/errors.ts';
+import { BadInputError, ConflictError, TransientError } from '../adapters/errors.ts';
+import { DEFAULT_CONFLICT_ATTEMPTS } from '../adapters/kube/retry.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { silentLogger } from '../adapters/logger.ts';
 import { DEFAULT_TAINT_KEY } from '../lib/node-state.ts';
@@ -118,11 +119,82 @@ describe('rewrite-quotas', () => {
           ? Promise.reject(new TransientError('publishing events: Region is missing'))
           : publisher.publish(e),
     };
-    await expect(rewriteQuotas({ ...deps, publisher: flaky })).rejects.toThrow('Region is missing');
+    // Not the round's failure: ml's event stays in its outbox, nlp is rewritten and published.
+    expect((await rewriteQuotas({ ...deps, publisher: flaky })).changed).toEqual(['ml', 'nlp']);
     expect(await hard('ml')).toBe('16');
+    expect(events().map((e) => e.namespace)).toEqual(['nlp']);
     await rewriteQuotas({ ...deps, publisher: flaky });
     await rewriteQuotas({ ...deps, publisher: flaky });
-    expect(events().map((e) => e.namespace)).toEqual(['ml', 'nlp']);
+    expect(events().map((e) => e.namespace)).toEqual(['nlp', 'ml']);
+  });
+
+  it('still fails a round whose event the bus refuses as invalid (a bug), keeping it in the outbox', async () => {
+    const invalid: EventPublisher = {
+      publish: () => Promise.reject(new BadInputError('PutEvents: detail is not valid JSON')),
+    };
+    await expect(rewriteQuotas({ ...deps, publisher: invalid })).rejects.toThrow(BadInputError);
+    expect(await kube.state.get('quota.ml')).toMatchObject({ events: [{ detailType: QUOTA_REWRITTEN }] });
+  });
+
+  it('says each rewrite in chat once, also when the bus refused its event and the next round publishes it', async () => {
+    let failures = 1;
+    const flaky: EventPublisher = {
+      publish: async (e) =>
+        failures-- > 0 ? Promise.reject(new TransientError('PutEvents: the bus is unreachable')) : publisher.publish(e),
+    };
+    // ml is written when its event is refused; whatever that round does, the next one finds ml written.
+    await rewriteQuotas({ ...deps, publisher: flaky }).catch(() => undefined);
+    await clock.advance(5 * 60_000);
+    await rewriteQuotas({ ...deps, publisher: flaky });
+    expect(
+      events()
+        .map((e) => e.namespace)
+        .sort(),
+    ).toEqual(['ml', 'nlp']);
+    expect(notifier.notices.flatMap((n) => n.text.split('\n'))).toEqual([`ml: ${K} unset → 16`, `nlp: ${K} unset → 8`]);
+  });
+
+  it('never publishes a Quota Rewritten whose write did not land (a 409): the next round reports what it writes', async () => {
+    await rewriteQuotas(deps);
+    // Remediation takes gpu-2 out: ml 16 → 8 is decided and recorded, and its write is refused (a concurrent edit).
+    await kube.nodes.addTaint('gpu-2', { key: DEFAULT_TAINT_KEY, value: 'xid-79', effect: 'NoSchedule' });
+    kube.cluster.failNext('quotas.applyQuota', 409, DEFAULT_CONFLICT_ATTEMPTS);
+    await expect(rewriteQuotas(deps)).rejects.toThrow(ConflictError);
+    expect(await hard('ml')).toBe('16');
+    // gpu-2 is back before the next round: ml stays 16, and no event says it went to 8.
+    await kube.nodes.removeTaint('gpu-2', DEFAULT_TAINT_KEY);
+    await clock.advance(60_000);
+    await rewriteQuotas(deps);
+    expect(await hard('ml')).toBe('16');
+    expect(events().map((e) => [e.namespace, e.changes.map((c) => `${c.from} → ${c.to}`)])).toEqual([
+      ['ml', ['null → 16']],
+      ['nlp', ['null → 8']],
+    ]);
+    expect(await kube.state.get('quota.ml')).toBeUndefined();
+  });
+
+  it('writes over no quota a person changed after the round read it: the value a rollback restores stays true', async () => {
+    await rewriteQuotas(deps);
+    await kube.nodes.addTaint('gpu-2', { key: DEFAULT_TAINT_KEY, value: 'xid-79', effect: 'NoSchedule' });
+    // A person sets ml to 20 between the round's read and its write (ml 16 → 8 is decided on 16).
+    const quotas = deps.quotas;
+    deps.quotas = Object.assign(Object.create(quotas) as typeof quotas, {
+      listQuotas: async (ns?: string) => {
+        const read = await quotas.listQuotas(ns);
+        await quotas.applyQuota('ml', 'gpu-reflex', { hard: { [K]: '20' } });
+        deps.quotas = quotas;
+        return read;
+      },
+    });
+    await rewriteQuotas(deps).catch(() => undefined);
+    // Either the person's 20 stands, or the rewrite replaced it and says so: a rollback goes back to 20, not 16.
+    if ((await hard('ml')) !== '20') {
+      await rollbackQuotas(deps, ['ml'], 60, { force: true });
+      expect(await hard('ml')).toBe('20');
+    }
+    await rewriteQuotas(deps);
+    const q = await kube.quotas.getQuota('ml', 'gpu-reflex');
+    expect([q?.hard[K], q?.annotations?.[PREVIOUS_HARD_ANNOTATION]]).toEqual(['8', JSON.stringify({ [K]: '20' })]);
   });
 
   it('rolls back to the values before the last rewrite and holds the quota from rewrites for a while', async () => {
@@ -143,6 +215,27 @@ describe('rewrite-quotas', () => {
     await clock.advance(61 * 60_000);
     expect((await rewriteQuotas(deps)).held).toEqual([]);
     expect(await hard('ml')).toBe('8');
+  });
+
+  it('rolls back every quota when the bus refuses a report: the report waits in the outbox for the next round', async () => {
+    await rewriteQuotas(deps);
+    await kube.nodes.addTaint('gpu-2', { key: DEFAULT_TAINT_KEY, value: 'xid-79', effect: 'NoSchedule' });
+    await rewriteQuotas(deps); // ml 16 → 8 (previous 16)
+    let failures = 1;
+    const flaky: EventPublisher = {
+      publish: async (e) =>
+        failures-- > 0 ? Promise.reject(new TransientError('PutEvents: the bus is unreachable')) : publisher.publish(e),
+    };
+    // Not the rollback's failure: ml is already written back, and a person running it again would roll the
+    // rollback back (its previous values are the rewrite's); nlp, after it, would not be rolled back at all.
+    const r = await rollbackQuotas({ ...deps, publisher: flaky }, ['ml', 'nlp'], 60);
+    expect(r.restored.map((x) => x.namespace)).toEqual(['ml', 'nlp']);
+    expect([await hard('ml'), await hard('nlp')]).toEqual(['16', undefined]);
+    expect(events().filter((e) => /^rolled back by a person/.test(e.reason))).toHaveLength(1);
+    await rewriteQuotas(deps);
+    expect(events().filter((e) => e.namespace === 'ml' && /^rolled back by a person/.test(e.reason))).toEqual([
+      expect.objectContaining({ changes: [{ resource: K, from: '8', to: '16' }] }),
+    ]);
   });
 
   it('rolls a quota it created back to absence: deleted, not emptied, not held; the next round writes it again', async () => {

@@ -10,6 +10,7 @@
  * until then, and said so.
  */
 import type { PublishedEvent } from '../adapters/bus.ts';
+import { AdapterError } from '../adapters/errors.ts';
 import type { Notice } from '../adapters/chat/notifier.ts';
 import type { LimitItem, QuotaInfo } from '../adapters/kube/model.ts';
 import { withLease } from '../lib/lease.ts';
@@ -25,7 +26,7 @@ import {
 import { quotaFacts } from './facts.ts';
 import { idleLending, lendIdle, loanWords } from './idle-lending.ts';
 import { flush, key, record } from './namespace-outbox.ts';
-import { capacityOf, capacityWords, changesOf, quotaEvent } from './quota-event.ts';
+import { capacityOf, capacityWords, changesOf, landed, quotaEvent } from './quota-event.ts';
 
 // Importable from here as before.
 export {
@@ -78,11 +79,34 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
       const changed: string[] = [];
       const held: string[] = [];
       const lr = limitItems(deps.config);
+      // A refusal the bus may lift (throttling, an outage) is not the round's failure: the events stay in the
+      // outbox and the next round (every 5 minutes, and on capacity events) publishes them first. Thrown, it
+      // stopped the round after a quota it wrote, and the retry, finding that quota as planned, never said the
+      // rewrite in chat; the namespaces after it waited. A bug (an invalid event) still throws.
+      const publish = async (ns: string, pending: PublishedEvent[], send?: PublishedEvent[]) => {
+        try {
+          await flush(deps, ns, pending, send);
+        } catch (err) {
+          if (!(err instanceof AdapterError && err.retryable)) throw err;
+          deps.logger.error('rewrite-quotas: events not published: the outbox keeps them for the next round', {
+            namespace: ns,
+            events: pending.length,
+            error: err,
+          });
+        }
+      };
       for (const nq of plan.namespaces) {
         // What an earlier round decided and never got out goes first (read once, with the round).
         const unsent = ((stored[key(nq.namespace)] ?? {}) as { events?: PublishedEvent[] }).events ?? [];
-        if (unsent.length > 0) await flush(deps, nq.namespace, unsent);
         const current = quotas.find((q) => q.namespace === nq.namespace && q.name === deps.config.quotaName);
+        // One the quota does not say was recorded for a write that never landed: cleared, not published.
+        const news = unsent.filter((e) => landed(e, current));
+        if (news.length < unsent.length)
+          deps.logger.warn('rewrite-quotas: a recorded Quota Rewritten whose write never landed is dropped', {
+            namespace: nq.namespace,
+            events: unsent.filter((e) => !news.includes(e)).map((e) => String(e.detail.eventId)),
+          });
+        if (unsent.length > 0) await publish(nq.namespace, unsent, news);
         const holdUntil = current?.annotations?.[HOLD_UNTIL_ANNOTATION];
         if (holdUntil && Date.parse(holdUntil) > now) {
           held.push(nq.namespace);
@@ -102,8 +126,11 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
           labels: { ...MANAGED_BY },
           // `null`: there was no quota, so a rollback deletes this one (rollbackQuotas).
           annotations: { [PREVIOUS_HARD_ANNOTATION]: current ? JSON.stringify(current.hard) : 'null' },
+          // Decided on the quota as read: one a person changed since is a 409 (the next round decides again), not
+          // overwritten with the round's values, its own lost to the previous-hard a rollback restores.
+          basis: current ? current.hard : null,
         });
-        await flush(deps, nq.namespace, events);
+        await publish(nq.namespace, events);
         changed.push(nq.namespace);
         deps.logger.info('rewrite-quotas', { namespace: nq.namespace, changes: nq.changes });
       }

@@ -32,6 +32,25 @@ export function storeContracts(harness: () => KubeHarness): void {
       expect((await h.quotas.listQuotas('team-q')).map((x) => x.name)).toEqual(['gpu']);
     });
 
+    it('applyQuota with a basis writes only over the hard values read (null: no quota there)', async () => {
+      const hard = (n: string) => ({ hard: { 'requests.nvidia.com/gpu': n } });
+      expect(await h.quotas.applyQuota('team-q', 'based', { ...hard('8'), basis: null })).toBe('created');
+      await expect(h.quotas.applyQuota('team-q', 'based', { ...hard('6'), basis: null })).rejects.toThrow(
+        ConflictError,
+      );
+      const read = (await h.quotas.getQuota('team-q', 'based'))!;
+      await h.quotas.applyQuota('team-q', 'based', hard('4'));
+      await expect(h.quotas.applyQuota('team-q', 'based', { ...hard('2'), basis: read.hard })).rejects.toThrow(
+        ConflictError,
+      );
+      expect((await h.quotas.getQuota('team-q', 'based'))?.hard).toEqual({ 'requests.nvidia.com/gpu': '4' });
+      // Another write that leaves the values (labels; the quota controller's status.used) is no conflict.
+      await h.quotas.applyQuota('team-q', 'based', { ...hard('4'), labels: { team: 'q' } });
+      expect(
+        await h.quotas.applyQuota('team-q', 'based', { ...hard('2'), basis: { 'requests.nvidia.com/gpu': '4' } }),
+      ).toBe('updated');
+    });
+
     it('deleteQuota deletes only the version read, and is idempotent', async () => {
       await h.quotas.applyQuota('team-q', 'gone', { hard: { 'requests.nvidia.com/gpu': '8' } });
       const read = (await h.quotas.getQuota('team-q', 'gone'))!;

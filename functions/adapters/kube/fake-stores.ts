@@ -42,6 +42,8 @@ export class FakeQuotaOps implements QuotaOps {
     this.begin('quotas.applyQuota', [namespace, name, spec], true);
     const key = `${namespace}/${name}`;
     const cur = this.cluster.quotas.get(key);
+    if (spec.basis !== undefined && !sameJson(cur ? cur.hard : null, spec.basis))
+      throw new ConflictError(`applying resourcequota ${key}: its hard values changed since they were read`);
     if (
       cur !== undefined &&
       sameJson(cur.hard, spec.hard) &&

@@ -11,7 +11,7 @@
  */
 import type { V1LimitRange, V1ResourceQuota } from '@kubernetes/client-node';
 import type { CoreApi } from './api-methods.ts';
-import { NotFoundError, fromKubeError } from '../errors.ts';
+import { ConflictError, NotFoundError, fromKubeError } from '../errors.ts';
 import { toLimitRangeInfo, toQuotaInfo } from './convert.ts';
 import type { KubeOpsOptions } from './kube-node-ops.ts';
 import { listAll } from './list-all.ts';
@@ -62,9 +62,13 @@ export class KubeQuotaOps implements QuotaOps {
   }
 
   // RBAC: resourcequotas get, create, update
-  applyQuota(namespace: string, name: string, spec: QuotaSpec): Promise<ApplyResult> {
-    return retryOnConflict(`applying resourcequota ${namespace}/${name}`, this.attempts, async () => {
+  async applyQuota(namespace: string, name: string, spec: QuotaSpec): Promise<ApplyResult> {
+    const what = `applying resourcequota ${namespace}/${name}`;
+    const r = await retryOnConflict(what, this.attempts, async (): Promise<ApplyResult | 'stale'> => {
       const current = await this.readQuota(namespace, name);
+      // The replace below carries the version read here: checked against the caller's, the two are one decision.
+      if (spec.basis !== undefined && !sameJson(current ? (current.spec?.hard ?? {}) : null, spec.basis))
+        return 'stale';
       if (current === undefined) {
         await this.core.createNamespacedResourceQuota({
           namespace,
@@ -100,6 +104,8 @@ export class KubeQuotaOps implements QuotaOps {
       await this.core.replaceNamespacedResourceQuota({ namespace, name, body });
       return 'updated';
     });
+    if (r === 'stale') throw new ConflictError(`${what}: its hard values changed since they were read`);
+    return r;
   }
 
   // RBAC: resourcequotas delete

@@ -7,6 +7,14 @@ export interface QuotaSpec {
   labels?: Record<string, string>;
   /** Set (merged) with the spec; gpu-reflex keeps the previous hard values here for a rollback. */
   annotations?: Record<string, string>;
+  /**
+   * The hard values the caller decided on (null: it saw no quota). Given, a quota whose hard values changed since
+   * (or created, or gone) is a ConflictError, not retried here: the caller re-reads and re-decides, for what it
+   * keeps of the old values (the previous hard values above) was taken from them. The values, not the
+   * resourceVersion: the quota controller moves that on with every change of status.used. A dry run, writing
+   * nothing, does not check it.
+   */
+  basis?: Record<string, string> | null;
 }
 
 export interface LimitRangeSpec {

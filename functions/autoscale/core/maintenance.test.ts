@@ -38,6 +38,13 @@ function facts(over: Partial<MaintenanceFacts> = {}): MaintenanceFacts {
   };
 }
 
+/** The members with n-a cordoned, as a tracked node of ours is. */
+const cordonedA = (): MaintenanceFacts['nodes'] =>
+  new Map([
+    ['n-a', { pool: 'np-a', ready: true, unschedulable: true }],
+    ['n-b', { pool: 'np-a', ready: true }],
+  ]);
+
 const kinds = (f: MaintenanceFacts) => planMaintenance(f).steps.map((s) => `${s.kind} ${s.node}`);
 
 describe('planMaintenance', () => {
@@ -83,6 +90,7 @@ describe('planMaintenance', () => {
       now: T0 + 40 * MIN,
       warnings: [reboot(d)],
       tracked: { 'n-a': tracked(d) },
+      nodes: cordonedA(),
       pools: [{ id: 'np-a', desired: 3, ready: 2, max: 4 }],
     });
     expect(kinds(waiting)).toEqual([]);
@@ -95,10 +103,19 @@ describe('planMaintenance', () => {
       now: d - 30 * MIN,
       warnings: [reboot(d)],
       tracked: { 'n-a': tracked(d) },
+      nodes: cordonedA(),
       pools: [{ id: 'np-a', desired: 3, ready: 2, max: 4 }],
     });
     expect(kinds(f)).toEqual(['drain n-a']);
     expect(kinds({ ...f, now: d - 31 * MIN })).toEqual([]);
+  });
+
+  it('cordons a node recorded as ours that is schedulable (its cordon never made), before its drain', () => {
+    const d = T0 + 120 * MIN;
+    const f = facts({ now: d - 30 * MIN, warnings: [reboot(d)], tracked: { 'n-a': tracked(d) } });
+    expect(kinds(f)).toEqual(['cordon n-a', 'drain n-a']);
+    // Not ours, or remediation's by now: left as it is.
+    expect(kinds({ ...f, tracked: { 'n-a': tracked(d, { ownCordon: false }) } })).toEqual(['drain n-a']);
   });
 
   it('drains a spot instance at its interruption notice, with its replacement asked at once', () => {
@@ -139,9 +156,9 @@ describe('planMaintenance', () => {
     const after = kinds(facts({ now: d + 5 * MIN, warnings: undefined, tracked: { 'n-a': tracked(d) } }));
     expect(after).not.toContain('return n-a');
     // …and a tracked node past its drain deadline keeps being drained on its stored deadline.
-    expect(kinds(facts({ now: d - 10 * MIN, warnings: undefined, tracked: { 'n-a': tracked(d) } }))).toEqual([
-      'drain n-a',
-    ]);
+    expect(
+      kinds(facts({ now: d - 10 * MIN, warnings: undefined, tracked: { 'n-a': tracked(d) }, nodes: cordonedA() })),
+    ).toEqual(['drain n-a']);
   });
 
   it('forgets a tracked node that left the cluster', () => {

@@ -6,7 +6,8 @@
  * For each warned node of a managed pool, in this order:
  *   1. prepare, `prepareMinutes + drainBeforeMinutes` before the deadline (a spot notice: at once): the node is
  *      cordoned (nothing new lands on it) and, when the pool is below its max (and the replacement within the
- *      policy's spending limit), one more node is asked of the pool: capacity first;
+ *      policy's spending limit), one more node is asked of the pool: capacity first; a node of ours found
+ *      schedulable later is cordoned again;
  *   2. drain: once the pool's requested nodes are all Ready (the replacement joined), or `drainBeforeMinutes` before
  *      the deadline at the latest (a spot notice: at once, a new node takes minutes), its pods are evicted through
  *      the Eviction API (disruption budgets respected; a blocked one is tried again next round);
@@ -80,6 +81,7 @@ export interface MaintenanceFacts {
 
 export type MaintenanceStep =
   | { kind: 'prepare'; node: string; pool: string; tracked: TrackedNode; why: string }
+  | { kind: 'cordon'; node: string; pool: string; why: string }
   | { kind: 'drain'; node: string; pool: string; why: string }
   | { kind: 'return'; node: string; pool: string; why: string }
   | { kind: 'forget'; node: string; pool: string; why: string };
@@ -150,6 +152,16 @@ export function planMaintenance(f: MaintenanceFacts): MaintenancePlan {
         plan.steps.push({ kind: 'return', node, pool: poolId, why: `${t.type} on ${node} is over and it is Ready` });
       continue;
     }
+    // Recorded as ours, yet schedulable: the round that recorded it stopped before its cordon (the record is
+    // written first), and no later round prepares it again. A person's uncordon is undone the same way: the
+    // node still goes away, and its pods are being moved off.
+    if (t.ownCordon && member.unschedulable !== true && !member.heldBy)
+      plan.steps.push({
+        kind: 'cordon',
+        node,
+        pool: poolId,
+        why: `${t.type} on ${node}: recorded as ours, not cordoned`,
+      });
     const pool = poolOf.get(poolId);
     const capacityReady = t.replacement && pool !== undefined && pool.ready >= pool.desired;
     if (f.now >= drainAt(t) || capacityReady)
