@@ -1,7 +1,15 @@
 import { describe, expect, it } from 'vitest';
+import { ConflictError } from '../adapters/errors.ts';
 import { FakeCluster } from '../adapters/kube/fake.ts';
 import { FakeStateStore } from '../adapters/kube/fake-stores.ts';
-import { closeApproval, getApproval, listApprovals, recordApproval, type ApprovalRecord } from './approvals.ts';
+import {
+  APPROVAL_CONFLICT_ROUNDS,
+  closeApproval,
+  getApproval,
+  listApprovals,
+  recordApproval,
+  type ApprovalRecord,
+} from './approvals.ts';
 
 const rec = (id: string, over: Partial<ApprovalRecord> = {}): ApprovalRecord => ({
   id,
@@ -61,5 +69,23 @@ describe('the approval store', () => {
     await recordApproval(state, rec('apr-early000'));
     await state.update('approval.apr-junk0000', () => ({ not: 'a record' }));
     expect((await listApprovals(state)).map((a) => a.id)).toEqual(['apr-early000', 'apr-late0000']);
+  });
+
+  it('records and closes through a storm of conflicts (each 409 is another write landed), until the rounds run out', async () => {
+    const state = new FakeStateStore(new FakeCluster());
+    // The store as a storm finds it: its update (its own tries spent) conflicts `left` more times.
+    let left = APPROVAL_CONFLICT_ROUNDS - 1;
+    const contended = Object.assign(Object.create(state) as FakeStateStore, {
+      shard: undefined,
+      update: (key: string, fn: Parameters<FakeStateStore['update']>[1]) => {
+        if (left-- > 0) return Promise.reject(new ConflictError(`updating ${key}: still conflicting after 5 attempts`));
+        return state.update(key, fn);
+      },
+    });
+    expect(await recordApproval(contended, rec('apr-cccc3333'))).toEqual(rec('apr-cccc3333'));
+    left = APPROVAL_CONFLICT_ROUNDS - 1;
+    expect((await closeApproval(contended, 'apr-cccc3333', 'rejected', { at: AT })).closed).toBe(true);
+    left = APPROVAL_CONFLICT_ROUNDS;
+    await expect(recordApproval(contended, rec('apr-dddd4444'))).rejects.toBeInstanceOf(ConflictError);
   });
 });

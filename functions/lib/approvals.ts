@@ -7,6 +7,7 @@
  * and a closed approval never opens again.
  */
 import * as z from 'zod';
+import { ConflictError } from '../adapters/errors.ts';
 import type { StateStore } from '../adapters/kube/ports.ts';
 import type { Json } from '../adapters/kube/model.ts';
 
@@ -59,10 +60,29 @@ function parse(v: Json | undefined): ApprovalRecord | undefined {
   return r.success ? r.data : undefined;
 }
 
+/** Rounds of the store's own conflict retries (its few tries each) before a conflict reaches the caller. */
+export const APPROVAL_CONFLICT_ROUNDS = 12;
+
+/**
+ * The store's update, tried again while it conflicts: a storm holds many nodes back at once, and each records its
+ * approval under its own key of the one shard, so all but one write lose each round (a storm of 22 nodes in
+ * test/e2e/remediation-storm.test.ts ran past the store's tries). Every 409 means another's write landed, so a fresh
+ * read converges; thrown back, the platform's retry waits seconds and redoes the whole remediation.
+ */
+async function updateConverging(store: StateStore, key: string, fn: (cur: Json | undefined) => Json | undefined) {
+  for (let round = 1; ; round++) {
+    try {
+      return await store.update(key, fn);
+    } catch (err) {
+      if (!(err instanceof ConflictError) || round >= APPROVAL_CONFLICT_ROUNDS) throw err;
+    }
+  }
+}
+
 /** Records an open approval; one already recorded under that id (a redelivery) is kept as it is. */
 export async function recordApproval(state: StateStore, rec: ApprovalRecord, shard?: string): Promise<ApprovalRecord> {
   let kept = rec;
-  await storeOf(state, shard).update(keyOf(rec.id), (cur): Json | undefined => {
+  await updateConverging(storeOf(state, shard), keyOf(rec.id), (cur): Json | undefined => {
     const old = parse(cur);
     if (old) {
       kept = old;
@@ -96,7 +116,7 @@ export async function closeApproval(
 ): Promise<{ closed: boolean; record?: ApprovalRecord }> {
   let closed = false;
   let record: ApprovalRecord | undefined;
-  await storeOf(state, shard).update(keyOf(id), (cur): Json | undefined => {
+  await updateConverging(storeOf(state, shard), keyOf(id), (cur): Json | undefined => {
     const old = parse(cur);
     record = old;
     if (!old || old.status !== 'open') return cur; // unchanged
@@ -118,7 +138,7 @@ export async function closeApproval(
  * decision (chat's pool scale: closed, then the cloud asked). An open or unknown approval is left as it is.
  */
 export async function noteApproval(state: StateStore, id: string, note: string, shard?: string): Promise<void> {
-  await storeOf(state, shard).update(keyOf(id), (cur): Json | undefined => {
+  await updateConverging(storeOf(state, shard), keyOf(id), (cur): Json | undefined => {
     const old = parse(cur);
     if (!old || old.status === 'open') return cur; // unchanged
     return { ...old, note: note.slice(0, 512) } as unknown as Json;
