@@ -31,6 +31,8 @@ function rig(
     diag?: (index: number, level: DcgmDiagLevel) => Promise<GpuDiag>;
   } = {},
 ) {
+  /** A results write whose JSON matches this fails once (a 409, a 5xx, or the agent killed before it). */
+  let failWrite: RegExp | undefined;
   const dir = mkdtempSync(join(tmpdir(), 'actuator-'));
   dirs.push(dir);
   let now = T0;
@@ -53,20 +55,29 @@ function rig(
     }),
   };
   const fence = new FenceFile(join(dir, 'unhealthyDevices.json'));
-  const actuator = new GpuActuator({
-    node: 'n1',
-    nodeApi: {
-      annotations: async () => ({ ...annotations }),
-      writeResults: async (json) => void (annotations[GPU_ACTION_RESULTS_ANNOTATION] = json),
-    },
-    gpus,
-    fence,
-    publish: async (_t, d) => void published.push(d),
-    xids: (u, since) => xids.filter((x) => x.uuid === u && x.atMs >= since).map((x) => x.xid),
-    now: () => now,
-    ...(o.dryRun ? { dryRun: true } : {}),
-    ...(o.diag ? { diag: o.diag } : {}),
-  });
+  // A restart is a new actuator over the same Node, GPUs and file.
+  const start = () =>
+    new GpuActuator({
+      node: 'n1',
+      nodeApi: {
+        annotations: async () => ({ ...annotations }),
+        writeResults: async (json) => {
+          if (failWrite?.test(json)) {
+            failWrite = undefined;
+            throw new Error('409 Conflict: the object has been modified');
+          }
+          annotations[GPU_ACTION_RESULTS_ANNOTATION] = json;
+        },
+      },
+      gpus,
+      fence,
+      publish: async (_t, d) => void published.push(d),
+      xids: (u, since) => xids.filter((x) => x.uuid === u && x.atMs >= since).map((x) => x.xid),
+      now: () => now,
+      ...(o.dryRun ? { dryRun: true } : {}),
+      ...(o.diag ? { diag: o.diag } : {}),
+    });
+  const actuator = start();
   const ask = (...reqs: Partial<GpuActionRequest>[]) => {
     annotations[GPU_ACTIONS_ANNOTATION] = JSON.stringify(
       reqs.map((r, i) => ({
@@ -85,6 +96,8 @@ function rig(
     dir,
     fence,
     actuator,
+    restart: () => start(),
+    failWriteOnce: (re: RegExp) => void (failWrite = re),
     ask,
     results,
     published,
@@ -262,6 +275,35 @@ describe('GpuActuator', () => {
     expect(r.results()).toEqual({}); // nothing written to the Node
     await r.actuator.tick();
     expect(r.published).toHaveLength(2); // answered once
+  });
+
+  it('resets once when the answer cannot be written (a 409), and writes and publishes it at the next tick', async () => {
+    const r = rig();
+    r.ask({ action: 'reset', gpuUuid: G1 });
+    r.failWriteOnce(/"state":"done"/);
+    await expect(r.actuator.tick()).rejects.toThrow('409');
+    expect(r.resets).toEqual([G1]);
+    await r.actuator.tick();
+    expect(r.resets).toEqual([G1]); // not reset a second time
+    expect(r.results()['req.0.reset']).toMatchObject({ state: 'done', reason: 'GPU reset' });
+    expect(r.published.map((d) => `${d.action} ${d.state}`)).toEqual(['reset done']);
+  });
+
+  it('does not reset again after a restart between the reset and its answer: the outcome is unknown', async () => {
+    const r = rig();
+    r.ask({ action: 'reset', gpuUuid: G1 });
+    r.failWriteOnce(/"state":"done"/); // the agent is killed before its answer reaches the Node
+    await expect(r.actuator.tick()).rejects.toThrow();
+    expect(r.resets).toEqual([G1]);
+    const again = r.restart();
+    await again.tick();
+    await again.tick();
+    expect(r.resets).toEqual([G1]);
+    expect(r.results()['req.0.reset']).toMatchObject({
+      state: 'failed',
+      reason: expect.stringMatching(/^interrupted: /),
+    });
+    expect(r.published.map((d) => `${d.action} ${d.state}`)).toEqual(['reset failed']);
   });
 
   it('answers what it cannot do yet as not-supported, never as done', async () => {

@@ -11,6 +11,7 @@
  *                     (fence-hold.ts)
  *   reset           — refused (`busy`, naming what holds it) while processes use the GPU; else the GPU reset
  *                     (opt-in: the GPU Operator's clients paused and restored around it, operator-pause.ts)
+ *                     — recorded on the Node as under way before it is done: never carried out twice (RESET_UNDER_WAY)
  *   probe           — after `probeSeconds` of watching: NVML answers and still enumerates the GPU under
  *                     its UUID (counted), recovery action none (unknown is not none), no row remap
  *                     pending or failed, no new uncorrected ECC error and no XID on it since the probe began
@@ -48,6 +49,14 @@ import type { ActuatorOptions } from './options.ts';
 import { GpuProbes } from './probe.ts';
 import { keyOf, ownerOf, parseRequests, parseResults, resultDetail } from './requests.ts';
 
+/**
+ * A reset's state on the Node from just before the GPU is reset until its answer is written: a
+ * reset is not idempotent (a second one may hit a pod placed on the GPU since), so it is recorded
+ * before it is done, and an agent that finds this state without having decided the answer itself
+ * (it restarted in between) does not reset again.
+ */
+export const RESET_UNDER_WAY = 'GPU reset under way';
+
 export type { ActuatorGpus, ActuatorNode, ActuatorOptions, FenceFileOps, GpuHealthReading } from './options.ts';
 
 export class GpuActuator {
@@ -55,6 +64,11 @@ export class GpuActuator {
   private readonly probes: GpuProbes;
   /** Dry run writes nothing to the Node: what it answered is remembered here instead. */
   private readonly dryAnswered = new Set<string>();
+  /**
+   * The answers (done or failed) this agent decided, until nobody asks about them: one whose write did
+   * not reach the Node (a 409, a 5xx) is written at the next tick, never carried out again.
+   */
+  private readonly decided = new Map<string, GpuActionState>();
 
   constructor(private readonly o: ActuatorOptions) {
     this.probes = new GpuProbes(o);
@@ -73,12 +87,21 @@ export class GpuActuator {
     // Forget answers nobody asks about any more: the annotation stays small.
     for (const id of Object.keys(results)) if (!wanted.has(id)) delete results[id];
     this.probes.forget(wanted);
+    for (const id of this.decided.keys()) if (!wanted.has(id)) this.decided.delete(id);
     // One action per GPU at a time: requests in order, a GPU busy with one waits for the next tick.
     const busy = new Set<string>();
     for (const r0 of requests) {
       // From here on the request goes by its key: the legacy owner's is its id, as before owners.
       const r = { ...r0, id: keyOf(r0) };
       const prior = results[r.id];
+      const kept = this.decided.get(r.id);
+      if (kept && prior?.state !== 'done' && prior?.state !== 'failed') {
+        // Decided here, but the write that carried it failed: written now, its event published again
+        // (the same event id), the action not carried out a second time.
+        results[r.id] = kept;
+        answered.push(resultDetail(this.o, r, kept));
+        continue;
+      }
       // A fence is held, not done once: every tick the file must still list the GPU (fence-hold.ts).
       if (r.action === 'fence' && prior?.state === 'done' && !this.o.dryRun) {
         const held = holdFence(
@@ -108,7 +131,13 @@ export class GpuActuator {
       if (prior && (prior.state === 'done' || prior.state === 'failed')) continue;
       if (this.dryAnswered.has(r.id)) continue;
       if (busy.has(r.gpuUuid)) continue;
-      const done = await this.carryOut(r, requests);
+      const done =
+        r.action === 'reset' && prior?.state === 'running' && prior.reason === RESET_UNDER_WAY
+          ? this.interrupted(r, prior)
+          : await this.carryOut(r, requests, async (s) => {
+              results[r.id] = s;
+              await this.o.nodeApi.writeResults(JSON.stringify(results));
+            });
       // A fence records the Node's allocatable it was answered against (fence-hold.ts allocatableSeen).
       const state =
         r.action === 'fence' && done.fence && allocatable !== undefined && !this.o.dryRun
@@ -118,6 +147,7 @@ export class GpuActuator {
       if (state.state === 'running') busy.add(r.gpuUuid);
       if (state.state === 'done' || state.state === 'failed') {
         if (this.o.dryRun) this.dryAnswered.add(r.id);
+        else this.decided.set(r.id, state);
         answered.push(resultDetail(this.o, r, state));
         this.o.log?.(
           `gpu action ${r.id}: ${r.action} ${r.gpuUuid} ${state.state}${state.reason ? ` (${state.reason})` : ''}`,
@@ -145,8 +175,33 @@ export class GpuActuator {
     return answered;
   }
 
-  /** `all`: every request on the Node (an unfence must not undo another owner's fence). */
-  private async carryOut(r: GpuActionRequest, all: readonly GpuActionRequest[]): Promise<GpuActionState> {
+  /**
+   * A reset another run of this agent began (RESET_UNDER_WAY on the Node) and never answered: it was
+   * killed between the reset and its answer, so whether the GPU was reset is unknown — failed, not
+   * reset again, and never `done` on faith ("unknown is never read as healthy"); a paused GPU Operator
+   * is restored by `settle`, the request no longer running.
+   */
+  private interrupted(r: GpuActionRequest, prior: GpuActionState): GpuActionState {
+    const { holders: _h, probe: _p, fence: _f, ...rest } = prior;
+    return {
+      ...rest,
+      at: new Date(this.o.now()).toISOString(),
+      state: 'failed',
+      reason:
+        `interrupted: the agent restarted during the GPU reset (begun ${prior.at}); ` +
+        `not reset again, its outcome unknown`,
+    };
+  }
+
+  /**
+   * `all`: every request on the Node (an unfence must not undo another owner's fence). `record`: writes a
+   * state of this request to the Node now (a reset's RESET_UNDER_WAY, before the GPU is reset).
+   */
+  private async carryOut(
+    r: GpuActionRequest,
+    all: readonly GpuActionRequest[],
+    record: (s: GpuActionState) => Promise<void>,
+  ): Promise<GpuActionState> {
     const now = this.o.now();
     const at = new Date(now).toISOString();
     const owner = ownerOf(r);
@@ -184,8 +239,11 @@ export class GpuActuator {
         if (index === undefined) return { ...base, state: 'failed', reason: 'NVML does not know this GPU' };
         const holders = this.o.gpus.holders(r.gpuUuid);
         if (holders.length > 0) return { ...base, state: 'failed', reason: 'busy', holders: holders.slice(0, 64) };
+        // Recorded before it is done (a write that fails leaves the GPU as it was, for the next tick).
+        const begin = () => record({ ...base, state: 'running', reason: RESET_UNDER_WAY });
         // Opt-in: the GPU Operator's clients paused around the reset, a tick at a time (operator-pause.ts).
-        if (this.o.pause) return this.o.pause.step(r, base);
+        if (this.o.pause) return this.o.pause.step(r, base, begin);
+        await begin();
         const done = await this.o.gpus.reset(r.gpuUuid);
         return done.ok
           ? { ...base, state: 'done', reason: 'GPU reset' }

@@ -79,8 +79,12 @@ export class OperatorPause {
 
   constructor(private readonly d: PauseDeps) {}
 
-  /** One step of a paused reset (called once per tick while the request runs). */
-  async step(r: GpuActionRequest, base: Base): Promise<GpuActionState> {
+  /**
+   * One step of a paused reset (called once per tick while the request runs). `begin`: records on the
+   * Node that the reset is under way, before persistence mode or the GPU is touched (actuator.ts
+   * RESET_UNDER_WAY: a restarted agent does not reset again).
+   */
+  async step(r: GpuActionRequest, base: Base, begin?: () => Promise<void>): Promise<GpuActionState> {
     const { labels, annotations } = await this.d.port.read();
     const record = readRecord(annotations[OPERATOR_PAUSED_ANNOTATION]);
     const apps = OPERATOR_CLIENTS.map((c) => c.app);
@@ -117,6 +121,7 @@ export class OperatorPause {
       await this.restore(record);
       return { ...base, state: 'failed', reason: 'busy', holders: holders.slice(0, 64) };
     }
+    await begin?.();
     const wasOn = this.d.persistence?.(r.gpuUuid);
     if (wasOn === true) {
       const off = this.d.setPersistence?.(r.gpuUuid, false);
