@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -344,5 +344,33 @@ describe("FenceFile (the ACK device plugin's unhealthy devices)", () => {
       ),
       { numRuns: 100 },
     );
+  });
+
+  it('leaves no entry nobody owns when the agent dies between the file and its record', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fence-'));
+    dirs.push(dir);
+    const path = join(dir, 'unhealthyDevices.json');
+    const record = `${path}.gpu-reflex.json`;
+    mkdirSync(record); // the record cannot be written (a full disk, the agent killed before it)
+    const f = new FenceFile(path);
+    expect(() => f.add(G0)).toThrow();
+    rmSync(record, { recursive: true });
+    f.add(G0); // the fence asked again (a restarted agent)
+    expect(f.read().uuid).toEqual([G0]);
+    expect(f.remove(G0)).toBe(true); // the unfence finds it its own
+    expect(f.read().uuid).toEqual([]);
+  });
+
+  it('claims nothing when the file itself cannot be written: a later entry of another writer stays', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fence-'));
+    dirs.push(dir);
+    const path = join(dir, 'unhealthyDevices.json');
+    mkdirSync(path); // the file cannot be written
+    const f = new FenceFile(path);
+    expect(() => f.add(G0)).toThrow();
+    rmSync(path, { recursive: true });
+    writeFileSync(path, JSON.stringify({ index: [], uuid: [G0] })); // then ACK's node-problem-detector lists it
+    expect(f.remove(G0)).toBe(false);
+    expect(f.read().uuid).toEqual([G0]);
   });
 });
