@@ -27,6 +27,7 @@ function rig(o: { labels?: Record<string, string>; stuck?: boolean; holders?: st
     OPERATOR_CLIENTS.filter((c) => labels[c.label] !== 'false' || o.stuck).map((c) => `gpu-operator/${c.app}-x`);
   let leaving = 0;
   let crashRestore = false;
+  let crashReset = false;
   const port: OperatorClientsPort = {
     read: async () => ({ labels: { ...labels }, annotations: { ...annotations } }),
     patch: async (l, record) => {
@@ -55,6 +56,10 @@ function rig(o: { labels?: Record<string, string>; stuck?: boolean; holders?: st
       now: () => now,
       holders: () => o.holders ?? [],
       reset: async () => {
+        if (crashReset) {
+          crashReset = false;
+          throw new Error('agent killed');
+        }
         calls.push(`reset (persistence ${persistence ? 'on' : 'off'}, ${pods().length} operator pods)`);
         return o.resetFails ? { ok: false, reason: o.resetFails } : { ok: true };
       },
@@ -116,6 +121,8 @@ function rig(o: { labels?: Record<string, string>; stuck?: boolean; holders?: st
     calls,
     ask,
     state,
+    persistence: () => persistence,
+    crashOnReset: () => void (crashReset = true),
     crashOnRestore: () => void (crashRestore = true),
     restart: () => void (actuator = start()),
     failWriteOnce: (re: RegExp) => void (failWrite = re),
@@ -213,6 +220,21 @@ describe('a reset with the GPU Operator paused (opt-in)', () => {
     for (let i = 0; i < 4; i++) await r.tick();
     expect(r.calls.filter((c) => c.startsWith('reset'))).toHaveLength(1);
     expect(r.state()).toMatchObject({ state: 'failed', reason: expect.stringMatching(/^interrupted: /) });
+    expect(r.labels).toEqual({ [DP]: 'true' });
+    expect(r.annotations[OPERATOR_PAUSED_ANNOTATION]).toBeUndefined();
+  });
+
+  it('turns persistence mode back on after a restart between turning it off and the reset', async () => {
+    const r = rig({ labels: { [DP]: 'true' } });
+    r.ask();
+    await r.tick();
+    await r.tick();
+    r.crashOnReset(); // the agent is killed with persistence mode off, before the reset
+    await expect(r.tick()).rejects.toThrow();
+    expect(r.persistence()).toBe(false);
+    r.restart();
+    for (let i = 0; i < 4; i++) await r.tick();
+    expect(r.persistence()).toBe(true);
     expect(r.labels).toEqual({ [DP]: 'true' });
     expect(r.annotations[OPERATOR_PAUSED_ANNOTATION]).toBeUndefined();
   });
