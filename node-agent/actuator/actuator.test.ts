@@ -306,6 +306,22 @@ describe('GpuActuator', () => {
     expect(r.published.map((d) => `${d.action} ${d.state}`)).toEqual(['reset failed']);
   });
 
+  it('keeps a fence written back whose answer could not be written, and answers it at the next tick', async () => {
+    const r = rig();
+    r.ask({ action: 'fence' });
+    await r.actuator.tick();
+    writeFileSync(join(r.dir, 'unhealthyDevices.json'), JSON.stringify({ index: [], uuid: [] })); // another writer
+    r.failWriteOnce(/"restored":1/);
+    await expect(r.actuator.tick()).rejects.toThrow('409');
+    expect(r.fence.read().uuid).toEqual([G0]); // written back
+    await r.actuator.tick();
+    expect(r.results()['req.0.fence']).toMatchObject({ state: 'done', fence: { listed: true, restored: 1 } });
+    expect(r.published.map((d) => d.eventId)).toEqual([
+      'gpu-action:n1:req.0.fence:done',
+      'gpu-action:n1:req.0.fence:done:restored-1',
+    ]);
+  });
+
   it('answers what it cannot do yet as not-supported, never as done', async () => {
     const r = rig();
     r.ask({ action: 'drain-on' });

@@ -65,10 +65,11 @@ export class GpuActuator {
   /** Dry run writes nothing to the Node: what it answered is remembered here instead. */
   private readonly dryAnswered = new Set<string>();
   /**
-   * The answers (done or failed) this agent decided, until nobody asks about them: one whose write did
-   * not reach the Node (a 409, a 5xx) is written at the next tick, never carried out again.
+   * The answers this agent decided (done, failed, a fence written back) and has not yet seen written to
+   * the Node: one whose write failed (a 409, a 5xx, a tick that threw) is written and published at the
+   * next tick, never carried out again, never lost.
    */
-  private readonly decided = new Map<string, GpuActionState>();
+  private readonly unwritten = new Map<string, { state: GpuActionState; detail: GpuActionResultDetail }>();
 
   constructor(private readonly o: ActuatorOptions) {
     this.probes = new GpuProbes(o);
@@ -87,19 +88,23 @@ export class GpuActuator {
     // Forget answers nobody asks about any more: the annotation stays small.
     for (const id of Object.keys(results)) if (!wanted.has(id)) delete results[id];
     this.probes.forget(wanted);
-    for (const id of this.decided.keys()) if (!wanted.has(id)) this.decided.delete(id);
+    for (const id of this.unwritten.keys()) if (!wanted.has(id)) this.unwritten.delete(id);
+    const answer = (id: string, state: GpuActionState, detail: GpuActionResultDetail) => {
+      results[id] = state;
+      answered.push(detail);
+      this.unwritten.set(id, { state, detail });
+    };
     // One action per GPU at a time: requests in order, a GPU busy with one waits for the next tick.
     const busy = new Set<string>();
     for (const r0 of requests) {
       // From here on the request goes by its key: the legacy owner's is its id, as before owners.
       const r = { ...r0, id: keyOf(r0) };
       const prior = results[r.id];
-      const kept = this.decided.get(r.id);
-      if (kept && prior?.state !== 'done' && prior?.state !== 'failed') {
+      const kept = this.unwritten.get(r.id);
+      if (kept) {
         // Decided here, but the write that carried it failed: written now, its event published again
         // (the same event id), the action not carried out a second time.
-        results[r.id] = kept;
-        answered.push(resultDetail(this.o, r, kept));
+        answer(r.id, kept.state, kept.detail);
         continue;
       }
       // A fence is held, not done once: every tick the file must still list the GPU (fence-hold.ts).
@@ -112,8 +117,7 @@ export class GpuActuator {
           new Date(this.o.now()).toISOString(),
         );
         if (held) {
-          results[r.id] = held;
-          answered.push(resultDetail(this.o, r, held, `restored-${held.fence?.restored ?? 0}`));
+          answer(r.id, held, resultDetail(this.o, r, held, `restored-${held.fence?.restored ?? 0}`));
           this.o.log?.(
             `gpu action ${r.id}: fence of ${r.gpuUuid} found gone from the fence file: ${held.reason ?? ''}`,
           );
@@ -122,10 +126,7 @@ export class GpuActuator {
         // The Node's allocatable changed (the device plugin took the GPU out): said again, so the
         // functions verify the fence now instead of at their next sweep.
         const seen = allocatableSeen(prior, allocatable);
-        if (seen) {
-          results[r.id] = seen;
-          answered.push(resultDetail(this.o, r, seen, `allocatable-${allocatable}-${this.o.now()}`));
-        }
+        if (seen) answer(r.id, seen, resultDetail(this.o, r, seen, `allocatable-${allocatable}-${this.o.now()}`));
         continue;
       }
       if (prior && (prior.state === 'done' || prior.state === 'failed')) continue;
@@ -146,9 +147,10 @@ export class GpuActuator {
       results[r.id] = state;
       if (state.state === 'running') busy.add(r.gpuUuid);
       if (state.state === 'done' || state.state === 'failed') {
-        if (this.o.dryRun) this.dryAnswered.add(r.id);
-        else this.decided.set(r.id, state);
-        answered.push(resultDetail(this.o, r, state));
+        if (this.o.dryRun) {
+          this.dryAnswered.add(r.id);
+          answered.push(resultDetail(this.o, r, state));
+        } else answer(r.id, state, resultDetail(this.o, r, state));
         this.o.log?.(
           `gpu action ${r.id}: ${r.action} ${r.gpuUuid} ${state.state}${state.reason ? ` (${state.reason})` : ''}`,
         );
@@ -166,6 +168,8 @@ export class GpuActuator {
     const after = JSON.stringify(results);
     // A dry run changes nothing in the cluster either: its answers are only printed.
     if (!this.o.dryRun && after !== (before ?? '{}')) await this.o.nodeApi.writeResults(after);
+    // On the Node now (the events below are the prompt; the annotation is the copy that counts).
+    this.unwritten.clear();
     // Before the events too: an answer prompts the functions to read and update the Node, and a write of
     // ours after their read would fail their update (409) and push the verification to the next sweep.
     await writeGpuDevices(this.o, annotations[GPU_DEVICES_ANNOTATION]);
