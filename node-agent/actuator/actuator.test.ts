@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import fc from 'fast-check';
@@ -31,6 +31,8 @@ function rig(
     diag?: (index: number, level: DcgmDiagLevel) => Promise<GpuDiag>;
   } = {},
 ) {
+  /** A results write whose JSON matches this fails once (a 409, a 5xx, or the agent killed before it). */
+  let failWrite: RegExp | undefined;
   const dir = mkdtempSync(join(tmpdir(), 'actuator-'));
   dirs.push(dir);
   let now = T0;
@@ -53,20 +55,29 @@ function rig(
     }),
   };
   const fence = new FenceFile(join(dir, 'unhealthyDevices.json'));
-  const actuator = new GpuActuator({
-    node: 'n1',
-    nodeApi: {
-      annotations: async () => ({ ...annotations }),
-      writeResults: async (json) => void (annotations[GPU_ACTION_RESULTS_ANNOTATION] = json),
-    },
-    gpus,
-    fence,
-    publish: async (_t, d) => void published.push(d),
-    xids: (u, since) => xids.filter((x) => x.uuid === u && x.atMs >= since).map((x) => x.xid),
-    now: () => now,
-    ...(o.dryRun ? { dryRun: true } : {}),
-    ...(o.diag ? { diag: o.diag } : {}),
-  });
+  // A restart is a new actuator over the same Node, GPUs and file.
+  const start = () =>
+    new GpuActuator({
+      node: 'n1',
+      nodeApi: {
+        annotations: async () => ({ ...annotations }),
+        writeResults: async (json) => {
+          if (failWrite?.test(json)) {
+            failWrite = undefined;
+            throw new Error('409 Conflict: the object has been modified');
+          }
+          annotations[GPU_ACTION_RESULTS_ANNOTATION] = json;
+        },
+      },
+      gpus,
+      fence,
+      publish: async (_t, d) => void published.push(d),
+      xids: (u, since) => xids.filter((x) => x.uuid === u && x.atMs >= since).map((x) => x.xid),
+      now: () => now,
+      ...(o.dryRun ? { dryRun: true } : {}),
+      ...(o.diag ? { diag: o.diag } : {}),
+    });
+  const actuator = start();
   const ask = (...reqs: Partial<GpuActionRequest>[]) => {
     annotations[GPU_ACTIONS_ANNOTATION] = JSON.stringify(
       reqs.map((r, i) => ({
@@ -85,6 +96,8 @@ function rig(
     dir,
     fence,
     actuator,
+    restart: () => start(),
+    failWriteOnce: (re: RegExp) => void (failWrite = re),
     ask,
     results,
     published,
@@ -264,6 +277,51 @@ describe('GpuActuator', () => {
     expect(r.published).toHaveLength(2); // answered once
   });
 
+  it('resets once when the answer cannot be written (a 409), and writes and publishes it at the next tick', async () => {
+    const r = rig();
+    r.ask({ action: 'reset', gpuUuid: G1 });
+    r.failWriteOnce(/"state":"done"/);
+    await expect(r.actuator.tick()).rejects.toThrow('409');
+    expect(r.resets).toEqual([G1]);
+    await r.actuator.tick();
+    expect(r.resets).toEqual([G1]); // not reset a second time
+    expect(r.results()['req.0.reset']).toMatchObject({ state: 'done', reason: 'GPU reset' });
+    expect(r.published.map((d) => `${d.action} ${d.state}`)).toEqual(['reset done']);
+  });
+
+  it('does not reset again after a restart between the reset and its answer: the outcome is unknown', async () => {
+    const r = rig();
+    r.ask({ action: 'reset', gpuUuid: G1 });
+    r.failWriteOnce(/"state":"done"/); // the agent is killed before its answer reaches the Node
+    await expect(r.actuator.tick()).rejects.toThrow();
+    expect(r.resets).toEqual([G1]);
+    const again = r.restart();
+    await again.tick();
+    await again.tick();
+    expect(r.resets).toEqual([G1]);
+    expect(r.results()['req.0.reset']).toMatchObject({
+      state: 'failed',
+      reason: expect.stringMatching(/^interrupted: /),
+    });
+    expect(r.published.map((d) => `${d.action} ${d.state}`)).toEqual(['reset failed']);
+  });
+
+  it('keeps a fence written back whose answer could not be written, and answers it at the next tick', async () => {
+    const r = rig();
+    r.ask({ action: 'fence' });
+    await r.actuator.tick();
+    writeFileSync(join(r.dir, 'unhealthyDevices.json'), JSON.stringify({ index: [], uuid: [] })); // another writer
+    r.failWriteOnce(/"restored":1/);
+    await expect(r.actuator.tick()).rejects.toThrow('409');
+    expect(r.fence.read().uuid).toEqual([G0]); // written back
+    await r.actuator.tick();
+    expect(r.results()['req.0.fence']).toMatchObject({ state: 'done', fence: { listed: true, restored: 1 } });
+    expect(r.published.map((d) => d.eventId)).toEqual([
+      'gpu-action:n1:req.0.fence:done',
+      'gpu-action:n1:req.0.fence:done:restored-1',
+    ]);
+  });
+
   it('answers what it cannot do yet as not-supported, never as done', async () => {
     const r = rig();
     r.ask({ action: 'drain-on' });
@@ -302,5 +360,33 @@ describe("FenceFile (the ACK device plugin's unhealthy devices)", () => {
       ),
       { numRuns: 100 },
     );
+  });
+
+  it('leaves no entry nobody owns when the agent dies between the file and its record', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fence-'));
+    dirs.push(dir);
+    const path = join(dir, 'unhealthyDevices.json');
+    const record = `${path}.gpu-reflex.json`;
+    mkdirSync(record); // the record cannot be written (a full disk, the agent killed before it)
+    const f = new FenceFile(path);
+    expect(() => f.add(G0)).toThrow();
+    rmSync(record, { recursive: true });
+    f.add(G0); // the fence asked again (a restarted agent)
+    expect(f.read().uuid).toEqual([G0]);
+    expect(f.remove(G0)).toBe(true); // the unfence finds it its own
+    expect(f.read().uuid).toEqual([]);
+  });
+
+  it('claims nothing when the file itself cannot be written: a later entry of another writer stays', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'fence-'));
+    dirs.push(dir);
+    const path = join(dir, 'unhealthyDevices.json');
+    mkdirSync(path); // the file cannot be written
+    const f = new FenceFile(path);
+    expect(() => f.add(G0)).toThrow();
+    rmSync(path, { recursive: true });
+    writeFileSync(path, JSON.stringify({ index: [], uuid: [G0] })); // then ACK's node-problem-detector lists it
+    expect(f.remove(G0)).toBe(false);
+    expect(f.read().uuid).toEqual([G0]);
   });
 });

@@ -11,6 +11,7 @@
  *                     (fence-hold.ts)
  *   reset           — refused (`busy`, naming what holds it) while processes use the GPU; else the GPU reset
  *                     (opt-in: the GPU Operator's clients paused and restored around it, operator-pause.ts)
+ *                     — recorded on the Node as under way before it is done: never carried out twice (RESET_UNDER_WAY)
  *   probe           — after `probeSeconds` of watching: NVML answers and still enumerates the GPU under
  *                     its UUID (counted), recovery action none (unknown is not none), no row remap
  *                     pending or failed, no new uncorrected ECC error and no XID on it since the probe began
@@ -48,6 +49,14 @@ import type { ActuatorOptions } from './options.ts';
 import { GpuProbes } from './probe.ts';
 import { keyOf, ownerOf, parseRequests, parseResults, resultDetail } from './requests.ts';
 
+/**
+ * A reset's state on the Node from just before the GPU is reset until its answer is written: a
+ * reset is not idempotent (a second one may hit a pod placed on the GPU since), so it is recorded
+ * before it is done, and an agent that finds this state without having decided the answer itself
+ * (it restarted in between) does not reset again.
+ */
+export const RESET_UNDER_WAY = 'GPU reset under way';
+
 export type { ActuatorGpus, ActuatorNode, ActuatorOptions, FenceFileOps, GpuHealthReading } from './options.ts';
 
 export class GpuActuator {
@@ -55,6 +64,12 @@ export class GpuActuator {
   private readonly probes: GpuProbes;
   /** Dry run writes nothing to the Node: what it answered is remembered here instead. */
   private readonly dryAnswered = new Set<string>();
+  /**
+   * The answers this agent decided (done, failed, a fence written back) and has not yet seen written to
+   * the Node: one whose write failed (a 409, a 5xx, a tick that threw) is written and published at the
+   * next tick, never carried out again, never lost.
+   */
+  private readonly unwritten = new Map<string, { state: GpuActionState; detail: GpuActionResultDetail }>();
 
   constructor(private readonly o: ActuatorOptions) {
     this.probes = new GpuProbes(o);
@@ -73,12 +88,25 @@ export class GpuActuator {
     // Forget answers nobody asks about any more: the annotation stays small.
     for (const id of Object.keys(results)) if (!wanted.has(id)) delete results[id];
     this.probes.forget(wanted);
+    for (const id of this.unwritten.keys()) if (!wanted.has(id)) this.unwritten.delete(id);
+    const answer = (id: string, state: GpuActionState, detail: GpuActionResultDetail) => {
+      results[id] = state;
+      answered.push(detail);
+      this.unwritten.set(id, { state, detail });
+    };
     // One action per GPU at a time: requests in order, a GPU busy with one waits for the next tick.
     const busy = new Set<string>();
     for (const r0 of requests) {
       // From here on the request goes by its key: the legacy owner's is its id, as before owners.
       const r = { ...r0, id: keyOf(r0) };
       const prior = results[r.id];
+      const kept = this.unwritten.get(r.id);
+      if (kept) {
+        // Decided here, but the write that carried it failed: written now, its event published again
+        // (the same event id), the action not carried out a second time.
+        answer(r.id, kept.state, kept.detail);
+        continue;
+      }
       // A fence is held, not done once: every tick the file must still list the GPU (fence-hold.ts).
       if (r.action === 'fence' && prior?.state === 'done' && !this.o.dryRun) {
         const held = holdFence(
@@ -89,8 +117,7 @@ export class GpuActuator {
           new Date(this.o.now()).toISOString(),
         );
         if (held) {
-          results[r.id] = held;
-          answered.push(resultDetail(this.o, r, held, `restored-${held.fence?.restored ?? 0}`));
+          answer(r.id, held, resultDetail(this.o, r, held, `restored-${held.fence?.restored ?? 0}`));
           this.o.log?.(
             `gpu action ${r.id}: fence of ${r.gpuUuid} found gone from the fence file: ${held.reason ?? ''}`,
           );
@@ -99,16 +126,19 @@ export class GpuActuator {
         // The Node's allocatable changed (the device plugin took the GPU out): said again, so the
         // functions verify the fence now instead of at their next sweep.
         const seen = allocatableSeen(prior, allocatable);
-        if (seen) {
-          results[r.id] = seen;
-          answered.push(resultDetail(this.o, r, seen, `allocatable-${allocatable}-${this.o.now()}`));
-        }
+        if (seen) answer(r.id, seen, resultDetail(this.o, r, seen, `allocatable-${allocatable}-${this.o.now()}`));
         continue;
       }
       if (prior && (prior.state === 'done' || prior.state === 'failed')) continue;
       if (this.dryAnswered.has(r.id)) continue;
       if (busy.has(r.gpuUuid)) continue;
-      const done = await this.carryOut(r, requests);
+      const done =
+        r.action === 'reset' && prior?.state === 'running' && prior.reason === RESET_UNDER_WAY
+          ? this.interrupted(r, prior)
+          : await this.carryOut(r, requests, async (s) => {
+              results[r.id] = s;
+              await this.o.nodeApi.writeResults(JSON.stringify(results));
+            });
       // A fence records the Node's allocatable it was answered against (fence-hold.ts allocatableSeen).
       const state =
         r.action === 'fence' && done.fence && allocatable !== undefined && !this.o.dryRun
@@ -117,8 +147,10 @@ export class GpuActuator {
       results[r.id] = state;
       if (state.state === 'running') busy.add(r.gpuUuid);
       if (state.state === 'done' || state.state === 'failed') {
-        if (this.o.dryRun) this.dryAnswered.add(r.id);
-        answered.push(resultDetail(this.o, r, state));
+        if (this.o.dryRun) {
+          this.dryAnswered.add(r.id);
+          answered.push(resultDetail(this.o, r, state));
+        } else answer(r.id, state, resultDetail(this.o, r, state));
         this.o.log?.(
           `gpu action ${r.id}: ${r.action} ${r.gpuUuid} ${state.state}${state.reason ? ` (${state.reason})` : ''}`,
         );
@@ -136,6 +168,8 @@ export class GpuActuator {
     const after = JSON.stringify(results);
     // A dry run changes nothing in the cluster either: its answers are only printed.
     if (!this.o.dryRun && after !== (before ?? '{}')) await this.o.nodeApi.writeResults(after);
+    // On the Node now (the events below are the prompt; the annotation is the copy that counts).
+    this.unwritten.clear();
     // Before the events too: an answer prompts the functions to read and update the Node, and a write of
     // ours after their read would fail their update (409) and push the verification to the next sweep.
     await writeGpuDevices(this.o, annotations[GPU_DEVICES_ANNOTATION]);
@@ -145,8 +179,33 @@ export class GpuActuator {
     return answered;
   }
 
-  /** `all`: every request on the Node (an unfence must not undo another owner's fence). */
-  private async carryOut(r: GpuActionRequest, all: readonly GpuActionRequest[]): Promise<GpuActionState> {
+  /**
+   * A reset another run of this agent began (RESET_UNDER_WAY on the Node) and never answered: it was
+   * killed between the reset and its answer, so whether the GPU was reset is unknown — failed, not
+   * reset again, and never `done` on faith ("unknown is never read as healthy"); a paused GPU Operator
+   * is restored by `settle`, the request no longer running.
+   */
+  private interrupted(r: GpuActionRequest, prior: GpuActionState): GpuActionState {
+    const { holders: _h, probe: _p, fence: _f, ...rest } = prior;
+    return {
+      ...rest,
+      at: new Date(this.o.now()).toISOString(),
+      state: 'failed',
+      reason:
+        `interrupted: the agent restarted during the GPU reset (begun ${prior.at}); ` +
+        `not reset again, its outcome unknown`,
+    };
+  }
+
+  /**
+   * `all`: every request on the Node (an unfence must not undo another owner's fence). `record`: writes a
+   * state of this request to the Node now (a reset's RESET_UNDER_WAY, before the GPU is reset).
+   */
+  private async carryOut(
+    r: GpuActionRequest,
+    all: readonly GpuActionRequest[],
+    record: (s: GpuActionState) => Promise<void>,
+  ): Promise<GpuActionState> {
     const now = this.o.now();
     const at = new Date(now).toISOString();
     const owner = ownerOf(r);
@@ -184,8 +243,11 @@ export class GpuActuator {
         if (index === undefined) return { ...base, state: 'failed', reason: 'NVML does not know this GPU' };
         const holders = this.o.gpus.holders(r.gpuUuid);
         if (holders.length > 0) return { ...base, state: 'failed', reason: 'busy', holders: holders.slice(0, 64) };
+        // Recorded before it is done (a write that fails leaves the GPU as it was, for the next tick).
+        const begin = () => record({ ...base, state: 'running', reason: RESET_UNDER_WAY });
         // Opt-in: the GPU Operator's clients paused around the reset, a tick at a time (operator-pause.ts).
-        if (this.o.pause) return this.o.pause.step(r, base);
+        if (this.o.pause) return this.o.pause.step(r, base, begin);
+        await begin();
         const done = await this.o.gpus.reset(r.gpuUuid);
         return done.ok
           ? { ...base, state: 'done', reason: 'GPU reset' }

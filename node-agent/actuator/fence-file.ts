@@ -39,11 +39,22 @@ export class FenceFile implements FenceFileOps {
     }
   }
 
+  /**
+   * The record first, then the file: an agent killed between the two leaves a claim on an entry not
+   * yet written (the retried fence writes it), never an entry nobody owns — one a retried fence would
+   * find "listed already" and no unfence would ever remove. A file write that fails takes the claim back.
+   */
   add(uuid: string): void {
     const now = this.read();
     if (now.uuid.includes(uuid)) return; // listed already (by us or by someone else): nothing to add, nothing to own
-    this.write({ ...now, uuid: [...now.uuid, uuid] });
-    this.writeOurs([...this.ours(), uuid]);
+    const ours = this.ours();
+    this.writeOurs([...ours, uuid]);
+    try {
+      this.write({ ...now, uuid: [...now.uuid, uuid] });
+    } catch (err) {
+      if (!ours.includes(uuid)) this.writeOurs(ours);
+      throw err;
+    }
   }
 
   remove(uuid: string): boolean {

@@ -26,9 +26,15 @@ function rig(o: { labels?: Record<string, string>; stuck?: boolean; holders?: st
   const pods = () =>
     OPERATOR_CLIENTS.filter((c) => labels[c.label] !== 'false' || o.stuck).map((c) => `gpu-operator/${c.app}-x`);
   let leaving = 0;
+  let crashRestore = false;
+  let crashReset = false;
   const port: OperatorClientsPort = {
     read: async () => ({ labels: { ...labels }, annotations: { ...annotations } }),
     patch: async (l, record) => {
+      if (record === null && crashRestore) {
+        crashRestore = false;
+        throw new Error('agent killed');
+      }
       calls.push(`patch ${JSON.stringify(l)}${record === null ? ' -record' : ' +record'}`);
       for (const [k, v] of Object.entries(l))
         if (v === null) delete labels[k];
@@ -40,46 +46,63 @@ function rig(o: { labels?: Record<string, string>; stuck?: boolean; holders?: st
     // The pods take one more tick to go than the label flip.
     podsOnNode: async () => (leaving-- > 0 ? OPERATOR_CLIENTS.map((c) => `gpu-operator/${c.app}-x`) : pods()),
   };
-  const pause = new OperatorPause({
-    port,
-    pauseTimeoutMs: 60_000,
-    now: () => now,
-    holders: () => o.holders ?? [],
-    reset: async () => {
-      calls.push(`reset (persistence ${persistence ? 'on' : 'off'}, ${pods().length} operator pods)`);
-      return o.resetFails ? { ok: false, reason: o.resetFails } : { ok: true };
-    },
-    persistence: () => persistence,
-    setPersistence: (_u, on) => {
-      persistence = on;
-      calls.push(`persistence ${on ? 'on' : 'off'}`);
-      return { ok: true };
-    },
-  });
-  const actuator = new GpuActuator({
-    node: 'n1',
-    nodeApi: {
-      annotations: async () => ({ ...annotations }),
-      writeResults: async (json) => void (annotations[GPU_ACTION_RESULTS_ANNOTATION] = json),
-    },
-    gpus: {
-      indexOf: (u) => (u === G0 ? 0 : undefined),
-      holders: () => [],
-      reset: async () => ({ ok: true }),
-      health: () => ({
-        nvmlAnswers: true,
-        recoveryAction: 'none',
-        remapPending: false,
-        remapFailed: false,
-        eccUncorrected: 0,
-      }),
-    },
-    fence: { read: () => ({ index: [], uuid: [] }), ours: () => [], add: () => undefined, remove: () => false },
-    publish: async () => undefined,
-    now: () => now,
-    xids: () => [],
-    pause,
-  });
+  /** A results write whose JSON matches this fails once (a 409, or the agent killed before it). */
+  let failWrite: RegExp | undefined;
+  // A restart is a new pause and actuator over the same Node and GPU.
+  const start = () => {
+    const pause = new OperatorPause({
+      port,
+      pauseTimeoutMs: 60_000,
+      now: () => now,
+      holders: () => o.holders ?? [],
+      reset: async () => {
+        if (crashReset) {
+          crashReset = false;
+          throw new Error('agent killed');
+        }
+        calls.push(`reset (persistence ${persistence ? 'on' : 'off'}, ${pods().length} operator pods)`);
+        return o.resetFails ? { ok: false, reason: o.resetFails } : { ok: true };
+      },
+      persistence: () => persistence,
+      setPersistence: (_u, on) => {
+        persistence = on;
+        calls.push(`persistence ${on ? 'on' : 'off'}`);
+        return { ok: true };
+      },
+    });
+    const actuator = new GpuActuator({
+      node: 'n1',
+      nodeApi: {
+        annotations: async () => ({ ...annotations }),
+        writeResults: async (json) => {
+          if (failWrite?.test(json)) {
+            failWrite = undefined;
+            throw new Error('409 Conflict: the object has been modified');
+          }
+          annotations[GPU_ACTION_RESULTS_ANNOTATION] = json;
+        },
+      },
+      gpus: {
+        indexOf: (u) => (u === G0 ? 0 : undefined),
+        holders: () => [],
+        reset: async () => ({ ok: true }),
+        health: () => ({
+          nvmlAnswers: true,
+          recoveryAction: 'none',
+          remapPending: false,
+          remapFailed: false,
+          eccUncorrected: 0,
+        }),
+      },
+      fence: { read: () => ({ index: [], uuid: [] }), ours: () => [], add: () => undefined, remove: () => false },
+      publish: async () => undefined,
+      now: () => now,
+      xids: () => [],
+      pause,
+    });
+    return actuator;
+  };
+  let actuator = start();
   const ask = (timeoutSeconds = 600) => {
     const r: GpuActionRequest = {
       id: 'reset.0001',
@@ -98,6 +121,11 @@ function rig(o: { labels?: Record<string, string>; stuck?: boolean; holders?: st
     calls,
     ask,
     state,
+    persistence: () => persistence,
+    crashOnReset: () => void (crashReset = true),
+    crashOnRestore: () => void (crashRestore = true),
+    restart: () => void (actuator = start()),
+    failWriteOnce: (re: RegExp) => void (failWrite = re),
     tick: async (stepMs = 5_000) => {
       await actuator.tick();
       now += stepMs;
@@ -160,6 +188,53 @@ describe('a reset with the GPU Operator paused (opt-in)', () => {
     expect(r.labels[DP]).toBe('false');
     await r.tick();
     expect(r.state()).toMatchObject({ state: 'failed', reason: 'timeout' });
+    expect(r.labels).toEqual({ [DP]: 'true' });
+    expect(r.annotations[OPERATOR_PAUSED_ANNOTATION]).toBeUndefined();
+  });
+
+  it('does not reset again after a restart between the reset and its answer, and leaves the labels restored', async () => {
+    const r = rig({ labels: { [DP]: 'true' } });
+    r.ask();
+    await r.tick();
+    await r.tick();
+    r.failWriteOnce(/"state":"(done|failed)"/); // the agent is killed before its answer reaches the Node
+    await expect(r.tick()).rejects.toThrow();
+    expect(r.calls.filter((c) => c.startsWith('reset'))).toHaveLength(1);
+    r.restart();
+    for (let i = 0; i < 4; i++) await r.tick();
+    expect(r.calls.filter((c) => c.startsWith('reset'))).toHaveLength(1);
+    expect(r.state()).toMatchObject({ state: 'failed', reason: expect.stringMatching(/^interrupted: /) });
+    expect(r.labels).toEqual({ [DP]: 'true' });
+    expect(r.annotations[OPERATOR_PAUSED_ANNOTATION]).toBeUndefined();
+  });
+
+  it('does not reset again after a restart between the reset and the labels restored', async () => {
+    const r = rig({ labels: { [DP]: 'true' } });
+    r.ask();
+    await r.tick();
+    await r.tick();
+    r.crashOnRestore(); // the agent is killed after the reset, before the labels go back
+    await expect(r.tick()).rejects.toThrow();
+    expect(r.annotations[OPERATOR_PAUSED_ANNOTATION]).toBeDefined(); // the labels still paused
+    r.restart();
+    for (let i = 0; i < 4; i++) await r.tick();
+    expect(r.calls.filter((c) => c.startsWith('reset'))).toHaveLength(1);
+    expect(r.state()).toMatchObject({ state: 'failed', reason: expect.stringMatching(/^interrupted: /) });
+    expect(r.labels).toEqual({ [DP]: 'true' });
+    expect(r.annotations[OPERATOR_PAUSED_ANNOTATION]).toBeUndefined();
+  });
+
+  it('turns persistence mode back on after a restart between turning it off and the reset', async () => {
+    const r = rig({ labels: { [DP]: 'true' } });
+    r.ask();
+    await r.tick();
+    await r.tick();
+    r.crashOnReset(); // the agent is killed with persistence mode off, before the reset
+    await expect(r.tick()).rejects.toThrow();
+    expect(r.persistence()).toBe(false);
+    r.restart();
+    for (let i = 0; i < 4; i++) await r.tick();
+    expect(r.persistence()).toBe(true);
     expect(r.labels).toEqual({ [DP]: 'true' });
     expect(r.annotations[OPERATOR_PAUSED_ANNOTATION]).toBeUndefined();
   });

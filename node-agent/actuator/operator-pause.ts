@@ -7,7 +7,8 @@
  *      node annotation `gpu-reflex.io/operator-paused` (a restarted agent still restores them);
  *   2. wait for those pods to leave, bounded (`pauseTimeoutMs`, on the injected clock; a tick at a time,
  *      never a sleep); still there at the bound: labels restored, the reset refused;
- *   3. persistence mode off when it was on; 4. the reset; 5. persistence mode back on when it was;
+ *   3. persistence mode off when it was on (the record says so first: a restarted agent turns it back on);
+ *   4. the reset; 5. persistence mode back on when it was;
  *   6. the labels restored exactly as they were: a label someone else had set to `false` stays `false`,
  *      one that was absent is removed again — whatever the reset's outcome.
  *
@@ -45,6 +46,8 @@ interface PauseRecord {
   id: string;
   at: number;
   prior: Record<string, string | null>;
+  /** Persistence mode of this GPU was on and the agent turned it off: whoever restores turns it back on. */
+  persistenceOff?: string;
 }
 
 export interface PauseDeps {
@@ -65,7 +68,11 @@ function readRecord(raw: string | undefined): PauseRecord | undefined {
   if (!raw) return undefined;
   try {
     const r = JSON.parse(raw) as PauseRecord;
-    return typeof r.id === 'string' && typeof r.at === 'number' && r.prior && typeof r.prior === 'object'
+    return typeof r.id === 'string' &&
+      typeof r.at === 'number' &&
+      r.prior &&
+      typeof r.prior === 'object' &&
+      (r.persistenceOff === undefined || typeof r.persistenceOff === 'string')
       ? r
       : undefined;
   } catch {
@@ -79,8 +86,12 @@ export class OperatorPause {
 
   constructor(private readonly d: PauseDeps) {}
 
-  /** One step of a paused reset (called once per tick while the request runs). */
-  async step(r: GpuActionRequest, base: Base): Promise<GpuActionState> {
+  /**
+   * One step of a paused reset (called once per tick while the request runs). `begin`: records on the
+   * Node that the reset is under way, before persistence mode or the GPU is touched (actuator.ts
+   * RESET_UNDER_WAY: a restarted agent does not reset again).
+   */
+  async step(r: GpuActionRequest, base: Base, begin?: () => Promise<void>): Promise<GpuActionState> {
     const { labels, annotations } = await this.d.port.read();
     const record = readRecord(annotations[OPERATOR_PAUSED_ANNOTATION]);
     const apps = OPERATOR_CLIENTS.map((c) => c.app);
@@ -117,8 +128,13 @@ export class OperatorPause {
       await this.restore(record);
       return { ...base, state: 'failed', reason: 'busy', holders: holders.slice(0, 64) };
     }
+    await begin?.();
     const wasOn = this.d.persistence?.(r.gpuUuid);
     if (wasOn === true) {
+      // Recorded before it is turned off, as the labels are: an agent killed before it is back on
+      // restores it with the labels (restore), never leaves it off.
+      const marked: PauseRecord = { ...record, persistenceOff: r.gpuUuid };
+      await this.d.port.patch({}, JSON.stringify(marked));
       const off = this.d.setPersistence?.(r.gpuUuid, false);
       if (off && !off.ok) {
         await this.restore(record);
@@ -132,6 +148,7 @@ export class OperatorPause {
       const on = this.d.setPersistence?.(r.gpuUuid, true);
       steps.push(on && !on.ok ? `persistence mode NOT back on: ${on.reason}` : 'persistence mode back on');
     }
+    // `record` as read at the start of this step: persistence mode is handled just above.
     await this.restore(record);
     steps.push('deploy labels restored');
     const reason = steps.join('; ').slice(0, 512);
@@ -149,8 +166,18 @@ export class OperatorPause {
     if (record && !running.has(record.id) && !stepped) await this.restore(record);
   }
 
-  /** Each label back to what it was (absent: removed), and the record removed, in one patch. */
+  /**
+   * Persistence mode back on where the record says the agent turned it off; each label back to what it
+   * was (absent: removed), and the record removed, in one patch.
+   */
   private async restore(record: PauseRecord): Promise<void> {
+    if (record.persistenceOff) {
+      const on = this.d.setPersistence?.(record.persistenceOff, true);
+      this.d.log?.(
+        `gpu action ${record.id}: persistence mode of ${record.persistenceOff} ` +
+          (on && !on.ok ? `NOT back on: ${on.reason}` : 'back on'),
+      );
+    }
     await this.d.port.patch({ ...record.prior }, null);
     this.d.log?.(`gpu action ${record.id}: GPU Operator deploy labels restored`);
   }
