@@ -2,14 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { ConflictError } from '../adapters/errors.ts';
 import { FakeCluster } from '../adapters/kube/fake.ts';
 import { FakeStateStore } from '../adapters/kube/fake-stores.ts';
-import {
-  APPROVAL_CONFLICT_ROUNDS,
-  closeApproval,
-  getApproval,
-  listApprovals,
-  recordApproval,
-  type ApprovalRecord,
-} from './approvals.ts';
+import { CONFLICT_ROUNDS } from './converge.ts';
+import { closeApproval, getApproval, listApprovals, recordApproval, type ApprovalRecord } from './approvals.ts';
 
 const rec = (id: string, over: Partial<ApprovalRecord> = {}): ApprovalRecord => ({
   id,
@@ -74,7 +68,7 @@ describe('the approval store', () => {
   it('records and closes through a storm of conflicts (each 409 is another write landed), until the rounds run out', async () => {
     const state = new FakeStateStore(new FakeCluster());
     // The store as a storm finds it: its update (its own tries spent) conflicts `left` more times.
-    let left = APPROVAL_CONFLICT_ROUNDS - 1;
+    let left = CONFLICT_ROUNDS - 1;
     const contended = Object.assign(Object.create(state) as FakeStateStore, {
       shard: undefined,
       update: (key: string, fn: Parameters<FakeStateStore['update']>[1]) => {
@@ -83,9 +77,9 @@ describe('the approval store', () => {
       },
     });
     expect(await recordApproval(contended, rec('apr-cccc3333'))).toEqual(rec('apr-cccc3333'));
-    left = APPROVAL_CONFLICT_ROUNDS - 1;
+    left = CONFLICT_ROUNDS - 1;
     expect((await closeApproval(contended, 'apr-cccc3333', 'rejected', { at: AT })).closed).toBe(true);
-    left = APPROVAL_CONFLICT_ROUNDS;
+    left = CONFLICT_ROUNDS;
     await expect(recordApproval(contended, rec('apr-dddd4444'))).rejects.toBeInstanceOf(ConflictError);
   });
 });

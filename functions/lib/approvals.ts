@@ -7,9 +7,9 @@
  * and a closed approval never opens again.
  */
 import * as z from 'zod';
-import { ConflictError } from '../adapters/errors.ts';
 import type { StateStore } from '../adapters/kube/ports.ts';
 import type { Json } from '../adapters/kube/model.ts';
+import { updateConverging } from './converge.ts';
 
 export const APPROVAL_STATUSES = ['open', 'approved-applied', 'rejected', 'expired', 'no-longer-needed'] as const;
 export type ApprovalStatus = (typeof APPROVAL_STATUSES)[number];
@@ -58,25 +58,6 @@ const keyOf = (id: string) => `approval.${id}`;
 function parse(v: Json | undefined): ApprovalRecord | undefined {
   const r = ApprovalRecordSchema.safeParse(v);
   return r.success ? r.data : undefined;
-}
-
-/** Rounds of the store's own conflict retries (its few tries each) before a conflict reaches the caller. */
-export const APPROVAL_CONFLICT_ROUNDS = 12;
-
-/**
- * The store's update, tried again while it conflicts: a storm holds many nodes back at once, and each records its
- * approval under its own key of the one shard, so all but one write lose each round (a storm of 22 nodes in
- * test/e2e/remediation-storm.test.ts ran past the store's tries). Every 409 means another's write landed, so a fresh
- * read converges; thrown back, the platform's retry waits seconds and redoes the whole remediation.
- */
-async function updateConverging(store: StateStore, key: string, fn: (cur: Json | undefined) => Json | undefined) {
-  for (let round = 1; ; round++) {
-    try {
-      return await store.update(key, fn);
-    } catch (err) {
-      if (!(err instanceof ConflictError) || round >= APPROVAL_CONFLICT_ROUNDS) throw err;
-    }
-  }
 }
 
 /** Records an open approval; one already recorded under that id (a redelivery) is kept as it is. */

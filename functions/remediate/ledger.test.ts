@@ -3,7 +3,8 @@ import { describe, expect, it } from 'vitest';
 import { ConflictError } from '../adapters/errors.ts';
 import type { Json } from '../adapters/kube/model.ts';
 import type { StateStore } from '../adapters/kube/ports.ts';
-import { LEDGER_CONFLICT_ROUNDS, ledgerNodes, reserveSlot } from './ledger.ts';
+import { CONFLICT_ROUNDS } from '../lib/converge.ts';
+import { ledgerNodes, reserveSlot } from './ledger.ts';
 
 /** An in-memory store that can shard and can be told to lose the next `conflicts` updates. */
 class MemStore implements StateStore {
@@ -78,15 +79,15 @@ describe('the blast-radius ledger', () => {
   });
 
   it('absorbs a storm of conflicts in place instead of failing the invocation', async () => {
-    const store = new MemStore(LEDGER_CONFLICT_ROUNDS - 1);
+    const store = new MemStore(CONFLICT_ROUNDS - 1);
     expect(await reserveSlot(store, 'p', 'n1', 1, T, HOUR)).toBe(true);
     expect(await ledgerNodes(store, 'p', T, HOUR)).toEqual(['n1']);
   });
 
   it('lets the platform retry once the conflicts outlast its rounds', async () => {
-    const store = new MemStore(LEDGER_CONFLICT_ROUNDS);
+    const store = new MemStore(CONFLICT_ROUNDS);
     await expect(reserveSlot(store, 'p', 'n1', 1, T, HOUR)).rejects.toBeInstanceOf(ConflictError);
-    expect([...store.shards.values()][0]!.updates).toBe(LEDGER_CONFLICT_ROUNDS);
+    expect([...store.shards.values()][0]!.updates).toBe(CONFLICT_ROUNDS);
   });
 
   it('uses the store itself when it cannot shard', async () => {

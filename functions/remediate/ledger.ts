@@ -5,7 +5,7 @@
  * optimistic concurrency — before anything capacity-taking is done. A slot counts for the
  * blast-radius window; a node already holding one keeps it.
  */
-import { ConflictError } from '../adapters/errors.ts';
+import { updateConverging } from '../lib/converge.ts';
 import type { StateStore } from '../adapters/kube/ports.ts';
 import type { Json } from '../adapters/kube/model.ts';
 
@@ -63,27 +63,13 @@ export async function reserveSlot(
   windowMs: number,
 ): Promise<boolean> {
   let granted = false;
-  const store = storeFor(state, pool);
-  const reserve = () =>
-    store.update(keyOf(pool), (cur) => {
-      const live = entriesOf(cur, now - windowMs);
-      granted = live.some((e) => e.node === node) || live.length < limit;
-      const next = granted && !live.some((e) => e.node === node) ? [...live, { node, at: now }] : live;
-      return { entries: next.map((e) => ({ node: e.node, at: e.at })) };
-    });
-  // A pool's own faults still race for its key, and all but one lose each round; the store's few
-  // tries may not be enough. Every 409 means someone else's slot landed, so a fresh read
-  // converges: keep trying here rather than throw the whole invocation back to the platform's
-  // retry, which waits seconds and then redoes every read.
-  for (let round = 1; ; round++) {
-    try {
-      await reserve();
-      return granted;
-    } catch (err) {
-      if (!(err instanceof ConflictError) || round >= LEDGER_CONFLICT_ROUNDS) throw err;
-    }
-  }
+  // A pool's own faults race for its key, and all but one lose each round: kept trying while it conflicts
+  // (lib/converge.ts), not thrown back to the platform's retry.
+  await updateConverging(storeFor(state, pool), keyOf(pool), (cur) => {
+    const live = entriesOf(cur, now - windowMs);
+    granted = live.some((e) => e.node === node) || live.length < limit;
+    const next = granted && !live.some((e) => e.node === node) ? [...live, { node, at: now }] : live;
+    return { entries: next.map((e) => ({ node: e.node, at: e.at })) };
+  });
+  return granted;
 }
-
-/** Rounds of the store's own conflict retries (5 tries each) before a conflict reaches the platform. */
-export const LEDGER_CONFLICT_ROUNDS = 12;
