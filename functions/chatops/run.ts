@@ -21,7 +21,7 @@ import { dryRunCloudPools } from '../adapters/alicloud/dry-run.ts';
 import { approvalAnswer, cordonAnswer, drainAnswer, migAnswer, quotaAnswer, statusAnswer } from './answers.ts';
 export { HELD_IN_CHAT } from './answers.ts';
 import { poolScale, quarantine, type CommandPorts, type PoolPorts } from './actions.ts';
-import { AdapterError, BadInputError, ForbiddenError, NotFoundError } from '../adapters/errors.ts';
+import { BadInputError, ForbiddenError, isRetryable, NotFoundError } from '../adapters/errors.ts';
 import {
   COMMANDS,
   helpText,
@@ -259,7 +259,7 @@ export async function runChat(deps: ChatDeps, who: ChatUser, text: string): Prom
   } catch (err) {
     // Carried out already (an approval closed, a node cordoned): a thrown command would tell the person it failed,
     // and a Slack press would keep its buttons. A refusal the bus may lift: the record goes to the log, whole.
-    if (!(err instanceof AdapterError && err.retryable)) throw err;
+    if (!isRetryable(err)) throw err;
     deps.logger.error('ChatOps Command not published: the command was carried out', {
       command: commandRecord(c.name, args, answer, c.dryRun),
       error: err,

@@ -1,4 +1,4 @@
-import { AdapterError } from '../adapters/errors.ts';
+import { isRetryable } from '../adapters/errors.ts';
 import { parseQuantity } from '../adapters/kube/quantity.ts';
 import { HOLD_UNTIL_ANNOTATION, MANAGED_BY, PREVIOUS_HARD_ANNOTATION, type QuotaDeps } from './deps.ts';
 import { record } from './namespace-outbox.ts';
@@ -126,7 +126,7 @@ export async function rollbackQuotas(
       try {
         await deps.publisher.publish([event]);
       } catch (err) {
-        if (!(err instanceof AdapterError && err.retryable)) throw err;
+        if (!isRetryable(err)) throw err;
         const kept = await record(deps, q.namespace, event).then(
           () => true,
           (e: unknown) => (deps.logger.error('quota rollback: outbox not written', { error: e }), false),

@@ -10,7 +10,7 @@
  * until then, and said so.
  */
 import type { PublishedEvent } from '../adapters/bus.ts';
-import { AdapterError } from '../adapters/errors.ts';
+import { isRetryable } from '../adapters/errors.ts';
 import type { Notice } from '../adapters/chat/notifier.ts';
 import type { LimitItem, QuotaInfo } from '../adapters/kube/model.ts';
 import { withLease } from '../lib/lease.ts';
@@ -87,7 +87,7 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
         try {
           await flush(deps, ns, pending, send);
         } catch (err) {
-          if (!(err instanceof AdapterError && err.retryable)) throw err;
+          if (!isRetryable(err)) throw err;
           deps.logger.error('rewrite-quotas: events not published: the outbox keeps them for the next round', {
             namespace: ns,
             events: pending.length,
