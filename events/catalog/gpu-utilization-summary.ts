@@ -21,7 +21,8 @@ export const GpuUtilizationSummaryDetailSchema = z
             uuid: GpuUuid,
             utilPercent: Agg.optional(),
             memoryUtilPercent: Agg.optional(),
-            framebufferUsedPercent: Agg,
+            /** Absent: NVML gave no memory reading in the window (unknown, never 0 %). */
+            framebufferUsedPercent: Agg.optional(),
             temperatureC: Agg.optional(),
             powerW: Agg.optional(),
             /** Per MIG device: NVML reports memory per instance; SM utilization needs GPM and is omitted. */
@@ -32,7 +33,8 @@ export const GpuUtilizationSummaryDetailSchema = z
                     uuid: MigUuid.optional(),
                     gpuInstanceId: count(),
                     profile: MigProfile,
-                    framebufferUsedPercent: Agg,
+                    /** Absent: NVML gave no memory for the instance (unknown: idle-gpus never reads it as empty). */
+                    framebufferUsedPercent: Agg.optional(),
                   })
                   .strict(),
               )

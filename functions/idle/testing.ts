@@ -18,8 +18,8 @@ export interface GpuReading {
   uuid: string;
   util?: number;
   mem?: number;
-  /** MIG devices: uuid, profile and framebuffer use. */
-  mig?: { uuid: string; profile: string; fb: number }[];
+  /** MIG devices: uuid, profile and framebuffer use (absent: NVML gave no memory for it). */
+  mig?: { uuid: string; profile: string; fb?: number }[];
 }
 
 const agg = (v: number) => ({ avg: v, max: v });
@@ -50,7 +50,7 @@ export function summary(
         uuid: m.uuid,
         gpuInstanceId: i + 1,
         profile: m.profile,
-        framebufferUsedPercent: agg(m.fb),
+        ...(m.fb !== undefined ? { framebufferUsedPercent: agg(m.fb) } : {}),
       })),
     })),
     ...(holders ? { holders } : {}),

@@ -68,10 +68,26 @@ describe('UtilizationWindow', () => {
       {
         index: 0,
         uuid: 'GPU-00000000-0000-4000-8000-000000000000',
-        framebufferUsedPercent: { avg: 0, max: 0 },
         migDevices: [],
       },
     ]);
+  });
+
+  it('never reports an unknown framebuffer as empty: a MIG device whose memory NVML did not give has none', () => {
+    // idle-gpus counts a MIG device idle by its framebuffer alone: 0 % for "unknown" would reclaim a loaded model.
+    const w = new UtilizationWindow(1000, 0);
+    const instance = (memoryUsedMiB?: number) => ({
+      gpuInstanceId: 1,
+      computeInstanceId: 0,
+      profile: '3g.40gb',
+      placement: { start: 4, size: 4 },
+      ...(memoryUsedMiB === undefined ? {} : { memoryUsedMiB, memoryTotalMiB: 40000 }),
+    });
+    w.add([gpu(0, 10, { memoryUsedMiB: undefined, migDevices: [instance()] })], 0);
+    w.add([gpu(0, 10, { memoryUsedMiB: undefined, migDevices: [instance()] })], 500);
+    const s = w.flush(1000)!;
+    expect(s.gpus[0]!.framebufferUsedPercent).toBeUndefined();
+    expect(s.gpus[0]!.migDevices).toEqual([{ gpuInstanceId: 1, profile: '3g.40gb' }]);
   });
 
   it('has nothing to say for a window without samples', () => {

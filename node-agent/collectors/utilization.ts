@@ -73,7 +73,7 @@ export class UtilizationWindow {
       }
       g.util.add(r.utilPercent);
       g.memUtil.add(r.memoryUtilPercent);
-      g.fb.add(pct(r.memoryUsedMiB, r.memoryTotalMiB) ?? 0);
+      g.fb.add(pct(r.memoryUsedMiB, r.memoryTotalMiB));
       g.temp.add(r.temperatureC);
       g.power.add(r.powerW);
       for (const m of r.migDevices ?? []) {
@@ -83,7 +83,7 @@ export class UtilizationWindow {
             m.gpuInstanceId,
             (acc = { ...(m.uuid ? { uuid: m.uuid } : {}), profile: m.profile, fb: new Agg() }),
           );
-        acc.fb.add(pct(m.memoryUsedMiB, m.memoryTotalMiB) ?? 0);
+        acc.fb.add(pct(m.memoryUsedMiB, m.memoryTotalMiB));
       }
     }
     return done;
@@ -102,7 +102,8 @@ export class UtilizationWindow {
             uuid: g.uuid,
             ...(g.util.empty ? {} : { utilPercent: g.util.value() }),
             ...(g.memUtil.empty ? {} : { memoryUtilPercent: g.memUtil.value() }),
-            framebufferUsedPercent: g.fb.empty ? { avg: 0, max: 0 } : g.fb.value(),
+            // No memory reading is unknown, never 0 %: idle-gpus would count a loaded model idle.
+            ...(g.fb.empty ? {} : { framebufferUsedPercent: g.fb.value() }),
             ...(g.temp.empty ? {} : { temperatureC: g.temp.value() }),
             ...(g.power.empty ? {} : { powerW: g.power.value() }),
             migDevices: [...g.mig.entries()]
@@ -111,7 +112,7 @@ export class UtilizationWindow {
                 ...(m.uuid ? { uuid: m.uuid } : {}),
                 gpuInstanceId: gi,
                 profile: m.profile,
-                framebufferUsedPercent: m.fb.empty ? { avg: 0, max: 0 } : m.fb.value(),
+                ...(m.fb.empty ? {} : { framebufferUsedPercent: m.fb.value() }),
               })),
           })),
         }

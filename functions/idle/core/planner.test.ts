@@ -203,6 +203,14 @@ describe('planIdle', () => {
     expect(f!.cost).toEqual({ gpuHours: 0.857, amount: 8.4, currency: 'CNY', pricePerGpuHour: 9.8 });
   });
 
+  it('never counts a MIG device idle while its framebuffer is unknown (NVML gave no memory for it)', () => {
+    const unknown: GpuReading = { uuid: GPU1, mig: [{ uuid: MIG0, profile: '3g.40gb' }] };
+    const holders = [holder('research', 'notebook', GPU1, MIG0)];
+    const { plans, findings } = run(times(14, [unknown]), policy(), { holders });
+    expect(findings).toEqual([]);
+    expect(plans.every((p) => p.record.tracks.length === 0)).toBe(true);
+  });
+
   describe('lending to the quota planner (policy lend)', () => {
     const LEND = policy({ namespaces: { research: { lend: true } } });
     const withUid = [{ ...PODS[0]!, uid: 'uid-nb' }];

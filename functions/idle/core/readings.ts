@@ -18,7 +18,7 @@ export function readDevice(
     // NVML gives no SM utilization per MIG instance without GPM: an instance counts idle only while its
     // framebuffer stays (nearly) empty — a loaded model reads busy, never the other way round.
     const m = g.migDevices.find((d) => d.uuid === mig);
-    if (!m) return 'unknown';
+    if (!m?.framebufferUsedPercent) return 'unknown';
     return under(m.framebufferUsedPercent) ? 'idle' : 'busy';
   }
   if (!g.utilPercent || !g.memoryUtilPercent) return 'unknown';
