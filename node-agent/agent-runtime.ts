@@ -7,7 +7,8 @@
  * actions when GPU_ACTIONS is on (actuator-runtime.ts); NVML event waits of EVENT_WAIT_MS in a
  * loop (each one a koffi async call of at most the watcher's 100 ms slice, so the event loop stays
  * free and a stop is seen within one slice); the kernel log followed from KMSG_PATH when it can be
- * read (a missing or unreadable kmsg is a warning: XIDs still come from NVML).
+ * read (a missing or unreadable kmsg is a warning: XIDs still come from NVML), from the cursor kept
+ * at KMSG_CURSOR_PATH (kmsg/cursor.ts).
  *
  * Shutdown (the `stop` signal: SIGTERM/SIGINT in the CLI): stop the loops, flush the utilization
  * window, `publisher.close({ deadlineMs })` (what is not delivered by then stays in the spool),
@@ -26,6 +27,7 @@ import type { AgentConfig } from './config.ts';
 import type { DcgmOptions } from './dcgm.ts';
 import type { OutgoingEvent } from './events.ts';
 import { AgentHealth, startAgentHttp, type AgentHttpServer } from './http.ts';
+import { cursorFile } from './kmsg/cursor.ts';
 import { followKernelLog } from './kmsg/follow.ts';
 import { KernelLogCatchUp } from './kmsg/read-log.ts';
 import { jsonLog } from './log.ts';
@@ -248,7 +250,9 @@ async function runAgentLoops(w: {
       if (agent.eventWaitFailing) await sleepOn(clock, EVENT_RETRY_MS, stop);
     }
   })();
-  const kernel = followKernelLog(agent, config.kmsgPath, stop, log, w.kernelLog);
+  // --dry-run keeps nothing on disk: no cursor, each start skips what the kernel logged before it.
+  const cursor = w.o.print ? {} : { cursor: cursorFile(config.kmsgCursorPath) };
+  const kernel = followKernelLog(agent, config.kmsgPath, stop, log, w.kernelLog, cursor);
   // Loaded only with GPU_ACTIONS on: the Kubernetes client it brings is most of the agent's memory
   // (docs/node-agent.md "Memory"); node-agent/agent-bundle.test.ts keeps it off the start-up path.
   const actions = config.gpuActions.enabled

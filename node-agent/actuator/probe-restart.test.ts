@@ -115,6 +115,20 @@ describe('a probe across an agent restart', () => {
     expect(r.answer()).toMatchObject({ state: 'done', probe: { passed: false, xidsDuringProbe: [79] } });
   });
 
+  it('fails on an XID the restarted agent caught up from the kernel log, before its first tick', async () => {
+    const r = rig();
+    await r.start().tick();
+    r.advance(10_000);
+    const again = r.start();
+    // Logged while no agent ran; the new run's follower reads it from its cursor (kmsg/follow.ts) at start.
+    r.xid(79);
+    r.advance(1_000);
+    await again.tick();
+    r.advance(30_000);
+    await again.tick();
+    expect(r.answer()).toMatchObject({ state: 'done', probe: { passed: false, xidsDuringProbe: [79] } });
+  });
+
   it('watches a full probeSeconds after the restart before it passes', async () => {
     const r = rig();
     await r.start().tick();
