@@ -22,18 +22,20 @@ const KEY = 'req.0.probe';
 function rig() {
   let now = T0;
   let ecc = 3;
+  let answers = true;
   let writes = 0;
   const annotations: Record<string, string> = {};
   const gpus: ActuatorGpus = {
     indexOf: (u) => (u === G1 ? 1 : undefined),
     holders: () => [],
     reset: async () => ({ ok: true }),
+    // NVML not answering reads no counter (ports.ts): 0.
     health: () => ({
-      nvmlAnswers: true,
-      recoveryAction: 'none',
+      nvmlAnswers: answers,
+      recoveryAction: answers ? 'none' : 'unknown',
       remapPending: false,
       remapFailed: false,
-      eccUncorrected: ecc,
+      eccUncorrected: answers ? ecc : 0,
     }),
   };
   const fence: FenceFileOps = {
@@ -83,6 +85,7 @@ function rig() {
     writes: () => writes,
     advance: (ms: number) => (now += ms),
     setEcc: (n: number) => (ecc = n),
+    nvmlAnswers: (yes: boolean) => (answers = yes),
     xid: (xid: number) => void xids.push({ atMs: now, xid }),
   };
 }
@@ -154,6 +157,19 @@ describe('a probe across an agent restart', () => {
     expect(r.answer()).toMatchObject({
       state: 'failed',
       reason: expect.stringMatching(/below the 3 recorded when the probe began/),
+    });
+  });
+
+  it('still says the GPU is missing when NVML stops answering (its 0 is no counter reset)', async () => {
+    const r = rig();
+    const agent = r.start();
+    await agent.tick();
+    r.nvmlAnswers(false);
+    r.advance(30_000);
+    await agent.tick();
+    expect(r.answer()).toMatchObject({
+      state: 'done',
+      probe: { passed: false, nvmlAnswers: false, eccUncorrectedDelta: 0 },
     });
   });
 

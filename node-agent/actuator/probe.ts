@@ -122,8 +122,8 @@ export class GpuProbes {
       this.probing.set(r.id, p);
     }
     // A count below the baseline: the counter was reset (a driver reload) and what it held is gone; no delta of it
-    // can say "no new error".
-    if (reading.eccUncorrected < p.baseline) {
+    // can say "no new error". (NVML not answering reads 0: that probe ends below, not passed, the GPU missing.)
+    if (reading.nvmlAnswers && reading.eccUncorrected < p.baseline) {
       this.probing.delete(r.id);
       return {
         ...base,
@@ -147,7 +147,7 @@ export class GpuProbes {
       recoveryAction: reading.recoveryAction,
       remapPending: reading.remapPending,
       remapFailed: reading.remapFailed,
-      eccUncorrectedDelta: reading.eccUncorrected - p.baseline,
+      eccUncorrectedDelta: Math.max(0, reading.eccUncorrected - p.baseline),
       xidsDuringProbe: xids,
       // NVML still lists the GPU under its UUID: a GPU that did not come back (from a reset or a
       // reboot) is not counted, whatever its last reading said.
