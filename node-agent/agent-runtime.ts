@@ -209,7 +209,7 @@ export async function runAgent(o: RunAgentOptions): Promise<number> {
         stallMs: config.deliveryStallMs,
       });
       const sink = publisher ?? printSink(io.out);
-      await runAgentLoops({ agent, nvml, sink, config, o, clock, log, httpPort: http.port, kernelLog });
+      await runAgentLoops({ agent, nvml, sink, config, o, clock, log, httpPort: http.port, kernelLog, publisher });
       agent.flush();
     }
     return EXIT.ok;
@@ -236,6 +236,7 @@ async function runAgentLoops(w: {
   log: PublisherLog;
   httpPort: number;
   kernelLog: KernelLogCatchUp;
+  publisher: Publisher | undefined;
 }): Promise<void> {
   const { agent, config, clock, log } = w;
   const { stop } = w.o;
@@ -251,7 +252,9 @@ async function runAgentLoops(w: {
     }
   })();
   // --dry-run keeps nothing on disk: no cursor, each start skips what the kernel logged before it.
-  const cursor = w.o.print ? {} : { cursor: cursorFile(config.kmsgCursorPath) };
+  const p = w.publisher;
+  const durable = p ? { durable: () => p.journaledSoFar() } : {};
+  const cursor = w.o.print ? {} : { cursor: cursorFile(config.kmsgCursorPath), ...durable };
   const kernel = followKernelLog(agent, config.kmsgPath, stop, log, w.kernelLog, cursor);
   // Loaded only with GPU_ACTIONS on: the Kubernetes client it brings is most of the agent's memory
   // (docs/node-agent.md "Memory"); node-agent/agent-bundle.test.ts keeps it off the start-up path.

@@ -6,11 +6,12 @@
  * order, per boot, so a restarted agent publishes exactly the records after it: the XIDs the kernel
  * logged while no agent ran (a rolling update's gap, an OOM kill) are no longer lost.
  *
- * Saved only after the records it covers were handed on (never one lost because the cursor ran ahead),
- * and in batches (follow.ts: where the follower has read all there was, every `saveEvery` records of a
- * flood, at stop), so a flood is not one file write per line. The price: records handed on after the
- * last save are published again by the next run if the agent is killed (SIGKILL, OOM) in between — at
- * most one batch; a stop (SIGTERM) saves first. A duplicate over a loss: evidence, not silence.
+ * Saved only after the records it covers were handed on and the publisher's write-ahead journal holds
+ * them (never one lost because the cursor ran ahead), and in batches (follow.ts: where the follower has
+ * read all there was, every `saveEvery` records of a flood, at stop), so a flood is not one file write
+ * per line. The price: records handed on after the last save are published again by the next run if
+ * the agent is killed (SIGKILL, OOM) in between — at most a batch; a stop (SIGTERM) saves first. A
+ * duplicate over a loss: evidence, not silence.
  */
 import { readFileSync } from 'node:fs';
 import { replaceFile } from '../agent-start-checks.ts';
@@ -49,6 +50,7 @@ export class KernelLogCursor {
   private seq: number | undefined;
   private saved: number | undefined;
   private moved = 0;
+  private failing = false;
 
   /** `bootId` undefined (unreadable): nothing is resumed or saved, each start skips what predates it. */
   constructor(
@@ -64,9 +66,15 @@ export class KernelLogCursor {
     return this.saved;
   }
 
-  /** Records dealt with since the last save. */
+  /** Records dealt with since the last `mark`. */
   get unsaved(): number {
     return this.moved;
+  }
+
+  /** Where the cursor is now, for a `save` once what was handed on up to here is safe. */
+  mark(): number | undefined {
+    this.moved = 0;
+    return this.seq;
   }
 
   /** A record the follower handed on (after the agent took it) or skipped. */
@@ -77,15 +85,21 @@ export class KernelLogCursor {
     this.moved++;
   }
 
-  /** Writes the cursor when it moved; a failed write is logged (the next save tries again), never thrown. */
-  save(): void {
-    if (!this.store || this.bootId === undefined || this.seq === undefined || this.seq === this.saved) return;
+  /**
+   * Writes the cursor at `upTo` (a `mark`) when that is past the saved one; a failed write is logged, once in a
+   * row (the next save tries again), never thrown.
+   */
+  save(upTo: number | undefined): void {
+    if (!this.store || this.bootId === undefined || upTo === undefined) return;
+    if (this.saved !== undefined && upTo <= this.saved) return;
     try {
-      this.store.write(JSON.stringify({ bootId: this.bootId, seq: this.seq }));
-      this.saved = this.seq;
-      this.moved = 0;
+      this.store.write(JSON.stringify({ bootId: this.bootId, seq: upTo }));
+      this.saved = upTo;
+      this.failing = false;
     } catch (err) {
-      this.log.warn('kernel-log cursor not saved', { error: err instanceof Error ? err.message : String(err) });
+      if (!this.failing)
+        this.log.warn('kernel-log cursor not saved', { error: err instanceof Error ? err.message : String(err) });
+      this.failing = true;
     }
   }
 

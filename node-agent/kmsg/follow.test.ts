@@ -3,7 +3,7 @@
  * update's gap) are published by the next run, from the cursor the last one kept beside its spool; none twice,
  * none lost. Each run reads a real file standing in for /dev/kmsg, with /proc's uptime and boot id in a temp dir.
  */
-import { appendFileSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -38,7 +38,14 @@ function node() {
 /** One agent run: reads what the log holds, then stops (as at SIGTERM); returns the lines it handed on. */
 async function run(
   n: ReturnType<typeof node>,
-  o: { cursor?: CursorStore; saveEvery?: number; onLine?: (line: string) => void } = {},
+  o: {
+    cursor?: CursorStore;
+    saveEvery?: number;
+    onLine?: (line: string) => void;
+    durable?: () => Promise<void>;
+    /** Before the stop, once the follower has read everything there was. */
+    beforeStop?: () => Promise<void>;
+  } = {},
 ): Promise<string[]> {
   const seen: string[] = [];
   const tap = new KernelLogCatchUp(new FakeClock());
@@ -61,10 +68,13 @@ async function run(
     cursor: o.cursor ?? cursorFile(n.cursorPath),
     procDir: n.proc,
     ...(o.saveEvery ? { saveEvery: o.saveEvery } : {}),
+    ...(o.durable ? { durable: o.durable } : {}),
   });
   await readAll;
+  await o.beforeStop?.();
   stop.abort();
   await done;
+  await new Promise((r) => setImmediate(r)); // the last save, once the (fake or absent) journal has answered
   return seen;
 }
 
@@ -125,5 +135,30 @@ describe('the kernel log across agent restarts', () => {
     expect(writes).toBe(4); // at 256, 512 and 768 records, then where the follower had read all there was
     await run(n, { cursor });
     expect(writes).toBe(4); // nothing new: nothing written
+  });
+
+  it("saves the cursor only once the publisher's write-ahead journal holds what was handed on", async () => {
+    const n = node();
+    n.boot('boot-1', 1);
+    n.log(record(1, 2), record(2, 3));
+    let journaled!: () => void;
+    const journal = new Promise<void>((resolve) => (journaled = resolve));
+    const saved = () => {
+      try {
+        return (JSON.parse(readFileSync(n.cursorPath, 'utf8')) as { seq: number }).seq;
+      } catch {
+        return undefined;
+      }
+    };
+    const seen = await run(n, {
+      durable: () => journal,
+      beforeStop: async () => {
+        for (let i = 0; i < 20; i++) await new Promise((r) => setImmediate(r));
+        expect(saved()).toBeUndefined(); // handed on, not yet in the journal: a kill now publishes them again
+        journaled();
+      },
+    });
+    expect(seqs(seen)).toEqual([1, 2]);
+    expect(saved()).toBe(2);
   });
 });

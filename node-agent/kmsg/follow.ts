@@ -21,6 +21,11 @@ export const KMSG_CURSOR_SAVE_EVERY = 256;
 export interface FollowOptions {
   /** Where the cursor is kept (beside the spool); absent: none (`--dry-run`), each start skips what predates it. */
   cursor?: CursorStore;
+  /**
+   * Resolves once what the agent published so far would survive a kill (the publisher's write-ahead journal,
+   * Publisher.journaledSoFar); the cursor is saved only then. Absent: at once.
+   */
+  durable?: () => Promise<unknown>;
   /** Where `uptime` and `sys/kernel/random/boot_id` are read (default /proc; tests: a temp dir). */
   procDir?: string;
   saveEvery?: number;
@@ -62,7 +67,7 @@ function oldNews(after: number | undefined, startedUs: number, log: PublisherLog
 
 /**
  * Follows the kernel log, handing each new record to the agent; the cursor moves past a record only
- * after the agent took it (its publisher spools what it cannot send), and is saved in batches.
+ * after the agent took it, and is saved in batches once the publisher's journal holds what it took.
  */
 export async function followKernelLog(
   agent: Pick<Agent, 'onKernelLine'>,
@@ -77,10 +82,20 @@ export async function followKernelLog(
   const cursor = new KernelLogCursor(o.cursor, await bootId(proc), log);
   const skip = oldNews(cursor.resumeAfter, startedUs, log);
   const saveEvery = o.saveEvery ?? KMSG_CURSOR_SAVE_EVERY;
+  // In order, each once the records handed on up to its mark are in the publisher's journal; never throws.
+  let saving: Promise<void> = Promise.resolve();
+  const save = () => {
+    const upTo = cursor.mark();
+    saving = saving.then(async () => {
+      await o.durable?.().catch(() => undefined);
+      cursor.save(upTo);
+    });
+  };
   // Where the follower sleeps it has read all there was: one save per burst of records.
   const sleep = (ms: number, signal?: AbortSignal) => {
-    cursor.save();
-    return catchUp.sleep(ms, signal);
+    const slept = catchUp.sleep(ms, signal);
+    save();
+    return slept;
   };
   try {
     for await (const line of readLogLines(path, { follow: true, signal: stop, sleep })) {
@@ -96,7 +111,7 @@ export async function followKernelLog(
         }
       }
       cursor.passed(line);
-      if (cursor.unsaved >= saveEvery) cursor.save();
+      if (cursor.unsaved >= saveEvery) save();
     }
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
@@ -106,7 +121,9 @@ export async function followKernelLog(
       ...(code === 'EACCES' || code === 'EPERM' ? { hint: 'reading /dev/kmsg needs CAP_SYSLOG' } : {}),
     });
   } finally {
-    cursor.save();
     catchUp.stopped();
+    // Not awaited: the stop goes on to the publisher's close, which spills what it holds and waits for its journal
+    // itself; the cursor follows the journal, and a kill before it only means those records are published again.
+    save();
   }
 }
