@@ -7,7 +7,8 @@
  * actions when GPU_ACTIONS is on (actuator-runtime.ts); NVML event waits of EVENT_WAIT_MS in a
  * loop (each one a koffi async call of at most the watcher's 100 ms slice, so the event loop stays
  * free and a stop is seen within one slice); the kernel log followed from KMSG_PATH when it can be
- * read (a missing or unreadable kmsg is a warning: XIDs still come from NVML).
+ * read (a missing or unreadable kmsg is a warning: XIDs still come from NVML), from the cursor kept
+ * at KMSG_CURSOR_PATH (kmsg/cursor.ts).
  *
  * Shutdown (the `stop` signal: SIGTERM/SIGINT in the CLI): stop the loops, flush the utilization
  * window, `publisher.close({ deadlineMs })` (what is not delivered by then stays in the spool),
@@ -26,6 +27,7 @@ import type { AgentConfig } from './config.ts';
 import type { DcgmOptions } from './dcgm.ts';
 import type { OutgoingEvent } from './events.ts';
 import { AgentHealth, startAgentHttp, type AgentHttpServer } from './http.ts';
+import { cursorFile } from './kmsg/cursor.ts';
 import { followKernelLog } from './kmsg/follow.ts';
 import { KernelLogCatchUp } from './kmsg/read-log.ts';
 import { jsonLog } from './log.ts';
@@ -207,7 +209,7 @@ export async function runAgent(o: RunAgentOptions): Promise<number> {
         stallMs: config.deliveryStallMs,
       });
       const sink = publisher ?? printSink(io.out);
-      await runAgentLoops({ agent, nvml, sink, config, o, clock, log, httpPort: http.port, kernelLog });
+      await runAgentLoops({ agent, nvml, sink, config, o, clock, log, httpPort: http.port, kernelLog, publisher });
       agent.flush();
     }
     return EXIT.ok;
@@ -234,6 +236,7 @@ async function runAgentLoops(w: {
   log: PublisherLog;
   httpPort: number;
   kernelLog: KernelLogCatchUp;
+  publisher: Publisher | undefined;
 }): Promise<void> {
   const { agent, config, clock, log } = w;
   const { stop } = w.o;
@@ -248,7 +251,11 @@ async function runAgentLoops(w: {
       if (agent.eventWaitFailing) await sleepOn(clock, EVENT_RETRY_MS, stop);
     }
   })();
-  const kernel = followKernelLog(agent, config.kmsgPath, stop, log, w.kernelLog);
+  // --dry-run keeps nothing on disk: no cursor, each start skips what the kernel logged before it.
+  const p = w.publisher;
+  const durable = p ? { durable: () => p.journaledSoFar() } : {};
+  const cursor = w.o.print ? {} : { cursor: cursorFile(config.kmsgCursorPath), ...durable };
+  const kernel = followKernelLog(agent, config.kmsgPath, stop, log, w.kernelLog, cursor);
   // Loaded only with GPU_ACTIONS on: the Kubernetes client it brings is most of the agent's memory
   // (docs/node-agent.md "Memory"); node-agent/agent-bundle.test.ts keeps it off the start-up path.
   const actions = config.gpuActions.enabled

@@ -17,6 +17,7 @@ describe('loadAgentConfig', () => {
       batchDelayMs: 200,
       httpPort: 9400,
       kmsgPath: '/dev/kmsg',
+      kmsgCursorPath: '/var/lib/gpu-reflex/spool.jsonl.kmsg.json',
       procRoot: '/proc',
       dryRun: false,
     });
@@ -30,6 +31,11 @@ describe('loadAgentConfig', () => {
       powerHighPercent: 90,
       hysteresisPercent: 5,
     });
+  });
+
+  it('keeps the kernel-log cursor beside the spool unless KMSG_CURSOR_PATH says where', () => {
+    expect(loadAgentConfig({ SPOOL_PATH: '/data/spool.jsonl' }).kmsgCursorPath).toBe('/data/spool.jsonl.kmsg.json');
+    expect(loadAgentConfig({ KMSG_CURSOR_PATH: '/data/kmsg.json' }).kmsgCursorPath).toBe('/data/kmsg.json');
   });
 
   it('reads DELIVERY_STALL_MINUTES: 10 by default, 1 to 1440', () => {

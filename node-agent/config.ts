@@ -61,6 +61,8 @@ const EnvSchema = z.object({
   /** Events waiting this long with nothing delivered: /healthz degraded (agent-health.ts). */
   DELIVERY_STALL_MINUTES: z.coerce.number().int().min(1).max(1440).default(10),
   KMSG_PATH: z.string().trim().min(1).default('/dev/kmsg'),
+  // Where the kernel-log follower got to (kmsg/cursor.ts); unset: beside the spool, `<SPOOL_PATH>.kmsg.json`.
+  KMSG_CURSOR_PATH: optionalText,
   PROC_ROOT: z.string().trim().min(1).default('/proc'),
   // The kubelet's PodResources socket (kubernetes/enhancements#2761): which pods hold which GPU.
   POD_RESOURCES_SOCKET: z.string().trim().min(1).default('/var/lib/kubelet/pod-resources/kubelet.sock'),
@@ -120,6 +122,8 @@ export interface AgentConfig {
   /** /healthz says degraded when events wait and nothing was delivered for this long (ms). */
   readonly deliveryStallMs: number;
   readonly kmsgPath: string;
+  /** The kernel-log cursor (boot id, last record's sequence number): what the next run starts after. */
+  readonly kmsgCursorPath: string;
   readonly procRoot: string;
   /** The kubelet's PodResources v1 socket; absent or unreadable: who holds a GPU is unknown. */
   readonly podResourcesSocket: string;
@@ -216,6 +220,7 @@ export function loadAgentConfig(env: Record<string, string | undefined> = proces
     httpPort: e.HTTP_PORT,
     deliveryStallMs: e.DELIVERY_STALL_MINUTES * 60_000,
     kmsgPath: e.KMSG_PATH,
+    kmsgCursorPath: e.KMSG_CURSOR_PATH ?? `${e.SPOOL_PATH}.kmsg.json`,
     procRoot: e.PROC_ROOT,
     podResourcesSocket: e.POD_RESOURCES_SOCKET,
     podLogDir: e.POD_LOG_DIR,

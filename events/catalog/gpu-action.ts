@@ -143,6 +143,23 @@ export const GpuProbeSchema = z
 export type GpuProbe = z.infer<typeof GpuProbeSchema>;
 
 /**
+ * What a running probe has watched so far, on its `running` answer: an agent that restarts (a rolling update, an
+ * OOM kill) resumes the probe from it instead of starting the window over with a new baseline, which would forget
+ * an error seen before the restart. Written when it changes (a new XID), not at every tick.
+ */
+export const GpuProbeWatchSchema = z
+  .object({
+    /** When the probe began watching (its XIDs count from then). */
+    since: Timestamp,
+    /** The GPU's aggregate uncorrected ECC count then; a lower count later means the counter was reset. */
+    eccBaseline: count(),
+    /** The XIDs seen on the GPU since then, oldest first. */
+    xids: z.array(count()).max(64),
+  })
+  .strict();
+export type GpuProbeWatch = z.infer<typeof GpuProbeWatchSchema>;
+
+/**
  * What a fence looks like on the node, by identity (issue #27): the agent reads the fence file before
  * it adds the GPU, and again on every tick while the fence is asked for. A fence is held only while
  * the file lists this GPU; entries other writers put there (ACK's own isolation, a person) are named,
@@ -182,6 +199,11 @@ export const GpuActionStateSchema = z
     probe: GpuProbeSchema.optional(),
     /** fence only: what the file says (GpuFenceEvidenceSchema). */
     fence: GpuFenceEvidenceSchema.optional(),
+    /**
+     * probe only, while `running`: the evidence so far (GpuProbeWatchSchema). Absent on a running probe: written by
+     * an agent older than this field, whose evidence a restarted agent cannot vouch for.
+     */
+    watch: GpuProbeWatchSchema.optional(),
     /** The request's owner, as it asked; absent for `remediate` (the format before owners). */
     owner: GpuActionOwnerName.optional(),
   })

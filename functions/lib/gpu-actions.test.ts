@@ -241,6 +241,17 @@ describe("the agent's answers reach their owner only", () => {
     });
   });
 
+  it("reads a running probe's recorded evidence (watch), and a running probe an older agent wrote without it", () => {
+    const watch = { since: AT, eccBaseline: 3, xids: [79] };
+    const running = state({ state: 'running', action: 'probe', reason: 'watching for 30 s' });
+    const read = readGpuAnswers(
+      { [GPU_ACTION_RESULTS_ANNOTATION]: JSON.stringify({ 'probe.new': { ...running, watch }, 'probe.old': running }) },
+      'remediate',
+    );
+    expect(read.warning).toBeUndefined();
+    expect(read.results).toEqual({ 'probe.new': { ...running, watch }, 'probe.old': running });
+  });
+
   const detail = (owner?: string): GpuActionResultDetail => ({
     schemaVersion: SCHEMA_VERSION,
     eventId: `gpu-action:n1:${owner ?? 'legacy'}:reset.same:done`,

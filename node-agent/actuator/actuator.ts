@@ -15,6 +15,7 @@
  *   probe           — after `probeSeconds` of watching: NVML answers and still enumerates the GPU under
  *                     its UUID (counted), recovery action none (unknown is not none), no row remap
  *                     pending or failed, no new uncorrected ECC error and no XID on it since the probe began
+ *                     — its running answer carries the evidence so far: a restarted agent resumes it (probe.ts)
  *   drain-on/off    — NVML drain state (refused `busy` while processes use the GPU, to turn it on)
  *   mig-cleanup     — answered `failed: not-supported` (not built yet; a reset destroys the instances anyway)
  *
@@ -47,7 +48,7 @@ import { allocatableSeen, fenceOnce, holdFence } from './fence-hold.ts';
 import { writeGpuDevices, writeMigInventory } from './node-annotations.ts';
 import type { ActuatorOptions } from './options.ts';
 import { GpuProbes } from './probe.ts';
-import { keyOf, ownerOf, parseRequests, parseResults, resultDetail } from './requests.ts';
+import { keyOf, ownerOf, parseRequests, parseResults, resultDetail, sameResults } from './requests.ts';
 
 /**
  * A reset's state on the Node from just before the GPU is reset until its answer is written: a
@@ -135,10 +136,15 @@ export class GpuActuator {
       const done =
         r.action === 'reset' && prior?.state === 'running' && prior.reason === RESET_UNDER_WAY
           ? this.interrupted(r, prior)
-          : await this.carryOut(r, requests, async (s) => {
-              results[r.id] = s;
-              await this.o.nodeApi.writeResults(JSON.stringify(results));
-            });
+          : await this.carryOut(
+              r,
+              requests,
+              async (s) => {
+                results[r.id] = s;
+                await this.o.nodeApi.writeResults(JSON.stringify(results));
+              },
+              prior,
+            );
       // A fence records the Node's allocatable it was answered against (fence-hold.ts allocatableSeen).
       const state =
         r.action === 'fence' && done.fence && allocatable !== undefined && !this.o.dryRun
@@ -167,7 +173,7 @@ export class GpuActuator {
     }
     const after = JSON.stringify(results);
     // A dry run changes nothing in the cluster either: its answers are only printed.
-    if (!this.o.dryRun && after !== (before ?? '{}')) await this.o.nodeApi.writeResults(after);
+    if (!this.o.dryRun && !sameResults(before, after)) await this.o.nodeApi.writeResults(after);
     // On the Node now (the events below are the prompt; the annotation is the copy that counts).
     this.unwritten.clear();
     // Before the events too: an answer prompts the functions to read and update the Node, and a write of
@@ -199,12 +205,14 @@ export class GpuActuator {
 
   /**
    * `all`: every request on the Node (an unfence must not undo another owner's fence). `record`: writes a
-   * state of this request to the Node now (a reset's RESET_UNDER_WAY, before the GPU is reset).
+   * state of this request to the Node now (a reset's RESET_UNDER_WAY, before the GPU is reset). `prior`: its answer
+   * on the Node (a running probe's evidence, which a restarted agent resumes from).
    */
   private async carryOut(
     r: GpuActionRequest,
     all: readonly GpuActionRequest[],
     record: (s: GpuActionState) => Promise<void>,
+    prior?: GpuActionState,
   ): Promise<GpuActionState> {
     const now = this.o.now();
     const at = new Date(now).toISOString();
@@ -254,7 +262,7 @@ export class GpuActuator {
           : { ...base, state: 'failed', reason: done.reason.slice(0, 512) };
       }
       case 'probe':
-        return this.probes.step(r, base, index, now);
+        return this.probes.step(r, base, index, now, prior);
       case 'drain-on':
       case 'drain-off': {
         if (!this.o.gpus.drain)

@@ -44,6 +44,20 @@ export function parseResults(raw: string | undefined): Record<string, GpuActionS
   }
 }
 
+/**
+ * The results annotation already says `after`: as written, or as the contract reads it (the same answers in
+ * another key order — the parser's — are no reason for another API call).
+ */
+export function sameResults(raw: string | undefined, after: string): boolean {
+  if (after === (raw ?? '{}')) return true;
+  try {
+    const parsed = GpuActionStatesSchema.safeParse(JSON.parse(raw ?? '{}'));
+    return parsed.success && JSON.stringify(parsed.data) === after;
+  } catch {
+    return false;
+  }
+}
+
 /** `again`: a later answer to the same request (a fence written back), under its own event id. */
 export function resultDetail(
   o: Pick<ActuatorOptions, 'node' | 'dryRun'>,

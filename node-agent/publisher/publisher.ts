@@ -117,6 +117,14 @@ export class Publisher extends PublisherDelivery {
     };
   }
 
+  /**
+   * Resolves once the write-ahead journal holds every critical event accepted so far (a kill then loses none): the
+   * kernel-log cursor is saved only then (kmsg/cursor.ts).
+   */
+  journaledSoFar(): Promise<void> {
+    return this.journaled;
+  }
+
   /** Resolves once the pump is parked with nothing to do before its next timer or event. */
   whenIdle(): Promise<void> {
     return new Promise((resolve) => {
