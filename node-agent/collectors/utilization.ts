@@ -83,7 +83,8 @@ export class UtilizationWindow {
             m.gpuInstanceId,
             (acc = { ...(m.uuid ? { uuid: m.uuid } : {}), profile: m.profile, fb: new Agg() }),
           );
-        acc.fb.add(pct(m.memoryUsedMiB, m.memoryTotalMiB) ?? 0);
+        // Unread memory adds nothing (unknown is not 0%: idle-gpus reads an empty instance as idle).
+        acc.fb.add(pct(m.memoryUsedMiB, m.memoryTotalMiB));
       }
     }
     return done;
@@ -105,13 +106,16 @@ export class UtilizationWindow {
             framebufferUsedPercent: g.fb.empty ? { avg: 0, max: 0 } : g.fb.value(),
             ...(g.temp.empty ? {} : { temperatureC: g.temp.value() }),
             ...(g.power.empty ? {} : { powerW: g.power.value() }),
+            // A MIG device whose memory no sample read is left out, as an unread GPU measure is: the
+            // contract requires its framebuffer, and idle-gpus reads a device it does not find as unknown.
             migDevices: [...g.mig.entries()]
+              .filter(([, m]) => !m.fb.empty)
               .sort(([a], [b]) => a - b)
               .map(([gi, m]) => ({
                 ...(m.uuid ? { uuid: m.uuid } : {}),
                 gpuInstanceId: gi,
                 profile: m.profile,
-                framebufferUsedPercent: m.fb.empty ? { avg: 0, max: 0 } : m.fb.value(),
+                framebufferUsedPercent: m.fb.value(),
               })),
           })),
         }
