@@ -188,6 +188,10 @@ export async function scaleIn(deps: AutoscaleDeps, round: ScaleInRound): Promise
   const nodes = round.nodes.filter((n) => !removing.has(n.name));
   const members = nodes.filter((n) => n.labels[NODEPOOL_LABEL] === pool.id);
   const on = (node: string) => pods.filter((p) => p.nodeName === node && movable(p));
+  // What still runs on a node, pods shutting down included: an evicted or deleted pod holds its node (and its
+  // GPU: a checkpoint being written) until its containers stop. cluster-autoscaler too deletes a node only once
+  // the pods it evicted are gone (cluster-autoscaler/core/scaledown/actuation/drain.go, Evictor.waitPodsToDisappear).
+  const running = (node: string) => pods.filter((p) => p.nodeName === node && drainCounts(p));
   const policy = deps.policy.scaleIn;
   const blockers = drainBlockers(members, nodes, pods, new Set((rec.leaving ?? []).map((l) => l.node)));
   // Drains under way: a drained node is given back; one that will not drain is handed back to scheduling.
@@ -205,7 +209,7 @@ export async function scaleIn(deps: AutoscaleDeps, round: ScaleInRound): Promise
     });
   for (const l of rec.leaving ?? []) {
     if (!members.some((n) => n.name === l.node)) continue;
-    const left = on(l.node);
+    const left = running(l.node);
     if (left.length === 0) drained.push(l);
     else if (now - l.since >= policy.drainTimeoutMinutes * 60_000) {
       await deps.nodes.uncordon(l.node);
@@ -236,7 +240,7 @@ export async function scaleIn(deps: AutoscaleDeps, round: ScaleInRound): Promise
       // each evicted in turn, until the drain timed out. A person's uncordon is undone the same way while it drains.
       if (members.find((n) => n.name === l.node)!.unschedulable !== true) await deps.nodes.cordon(l.node);
       leaving.push(l);
-      for (const p of left) await evict(deps, p);
+      for (const p of on(l.node)) await evict(deps, p);
     }
   }
   if (drained.length > 0) {
@@ -287,7 +291,7 @@ export async function scaleIn(deps: AutoscaleDeps, round: ScaleInRound): Promise
           name: n.name,
           eligible: why === undefined,
           ...(why ? { heldBy: why } : {}),
-          gpuPods: pods.filter((p) => p.nodeName === n.name && movable(p) && holdsDevices(p)).length,
+          gpuPods: running(n.name).filter(holdsDevices).length,
         };
       }),
       leaving: leaving.map((l) => l.node),

@@ -177,6 +177,47 @@ describe('autoscale-pools gives idle nodes back', () => {
     expect(back[0]!.text).toContain('the node pool is being upgraded');
   });
 
+  it('counts a GPU pod still terminating as GPU use: its node is not idle while it shuts down', async () => {
+    const [, withCpuPod, , bare] = names as [string, string, string, string];
+    // A training pod deleted with an hour to write its checkpoint: it holds its GPU until its containers stop.
+    kube.cluster.addPod({
+      name: 'train-0',
+      namespace: 'ml',
+      nodeName: bare,
+      extendedResources: { 'nvidia.com/gpu': 1 },
+      requests: { 'nvidia.com/gpu': 1 },
+      terminationGracePeriodSeconds: 3600,
+      owners: [{ kind: 'Job', name: 'train', controller: true }],
+    });
+    kube.cluster.terminate(kube.cluster.pod('ml', 'train-0')!);
+    await autoscalePools(deps);
+    await clock.advance(10 * MIN);
+    expect((await autoscalePools(deps)).draining).toEqual([withCpuPod]);
+    await clock.advance(MIN);
+    expect((await autoscalePools(deps)).released).toEqual([withCpuPod]);
+    expect((await kube.nodes.get(bare)).unschedulable).toBe(false);
+  });
+
+  it('gives a drained node back only once its evicted pods are gone, not while they shut down', async () => {
+    const [, withCpuPod, , bare] = names as [string, string, string, string];
+    kube.cluster.addPod({
+      name: 'serve-1',
+      namespace: 'ml',
+      nodeName: bare,
+      extendedResources: { 'nvidia.com/gpu': 1 },
+      requests: { 'nvidia.com/gpu': 1 },
+    });
+    kube.cluster.pod('ml', 'sidecar')!.terminationGracePeriodSeconds = 300;
+    await autoscalePools(deps);
+    await clock.advance(10 * MIN);
+    expect((await autoscalePools(deps)).draining).toEqual([withCpuPod]);
+    await clock.advance(MIN);
+    expect((await autoscalePools(deps)).released).toEqual([]);
+    expect(sim.cloud.calls.filter((c) => c.action === 'RemoveNodePoolNodes')).toHaveLength(0);
+    await clock.advance(4 * MIN);
+    expect((await autoscalePools(deps)).released).toEqual([withCpuPod]);
+  });
+
   it('never gives back a node whose pod holds its GPU through a DRA claim (no nvidia.com/gpu to count)', async () => {
     const [, withCpuPod, , bare] = names as [string, string, string, string];
     // A DRA pod: its GPU is a ResourceClaim's device, and the node advertises no nvidia.com/gpu for it.
