@@ -90,7 +90,7 @@ export interface PoolRecord {
   };
   /**
    * Nodes whose removal was sent, kept until that node (that name on that instance) has left the pool: a removal
-   * whose task failed, or one ACK refused that did not happen, is not taken as done (scale-in-run.ts).
+   * whose task failed, or one ACK refused that did not happen, is not taken as done (removals.ts).
    */
   removing?: Removing[];
   /** Nodes of the pool being moved off ahead of ECS maintenance or a spot interruption (maintenance.ts). */
