@@ -88,10 +88,24 @@ export interface PoolRecord {
     reason: string;
     cost: number;
   };
+  /**
+   * Nodes whose removal was sent, kept until that node (that name on that instance) has left the pool: a removal
+   * whose task failed, or one ACK refused that did not happen, is not taken as done (removals.ts).
+   */
+  removing?: Removing[];
   /** Nodes of the pool being moved off ahead of ECS maintenance or a spot interruption (maintenance.ts). */
   maintenance?: Record<string, TrackedNode>;
   events?: PublishedEvent[];
   notices?: PendingNotice[];
+}
+
+/** A node whose removal was sent: its task, or ACK's refusal (no task: maybe already under way, maybe not). */
+export interface Removing {
+  node: string;
+  instanceId: string;
+  at: number;
+  taskId?: string;
+  refused?: string;
 }
 
 export interface SentRequest {

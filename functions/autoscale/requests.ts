@@ -31,7 +31,7 @@ export async function followRequests(
     events.push(poolEvent(deps, p, req.at, req.from, req.to, ok ? 'succeeded' : 'failed', why, { taskId: req.taskId }));
     if (!ok)
       notices.push({
-        title: `gpu-reflex: node pool ${p.name} could not grow`,
+        title: `gpu-reflex: node pool ${p.name} could not ${req.to < req.from ? 'shrink' : 'grow'}`,
         text: why.slice(0, 500),
         severity: 'warning',
       });
@@ -62,7 +62,7 @@ export async function followRequests(
 function endedWhy(p: NodePool, req: SentRequest, task: { state: string; error?: { code?: string; message?: string } }) {
   if (task.state === 'success') return `${p.name}: ${req.to} nodes requested, the ACK task ended successfully`;
   return (
-    `${p.name}: growing ${req.from} → ${req.to} ` +
+    `${p.name}: ${req.to < req.from ? 'shrinking' : 'growing'} ${req.from} → ${req.to} ` +
     `failed: ${task.error?.code ?? 'unknown'}: ${task.error?.message ?? 'no detail'}` +
     (isNoStock(task.error?.code)
       ? `; every instance type of the pool is sold out: other pools are used for ${NO_STOCK_BACKOFF_MS / 60_000} min`

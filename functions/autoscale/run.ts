@@ -16,7 +16,7 @@
  * The steps live beside it: approval.ts (scale-outs above the policy's cost), deps.ts (ports, the outcome, the
  * pool records and their outbox), stock.ts (sold-out types and prices), pool-states.ts (pending pods, gangs, the
  * pools as the planner sees them), grow.ts (a pool grown and its events), scale-in-run.ts (idle nodes drained and
- * given back).
+ * given back), removals.ts (their removal sent, and followed until they have left the pool).
  */
 export { scaleOutApprovalId } from './approval.ts';
 export type { AutoscaleDeps, AutoscaleOutcome } from './deps.ts';
@@ -40,7 +40,8 @@ import {
 } from './deps.ts';
 import { waitingGpu, podsOf, gangsOf, gangSpecsOf, gangPodsCovered, poolStates } from './pool-states.ts';
 import { poolEvent, reasonOf, growPool, growNotice, maintenanceBook } from './grow.ts';
-import { sendRemoval, scaleIn } from './scale-in-run.ts';
+import { scaleIn } from './scale-in-run.ts';
+import { sendRemoval } from './removals.ts';
 import { followRequests } from './requests.ts';
 
 /** ACK's label on every node of a node pool. */

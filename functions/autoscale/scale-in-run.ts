@@ -1,60 +1,15 @@
 import { NODEPOOL_LABEL, type NodePool } from '../adapters/alicloud/ports.ts';
-import type { Notice } from '../adapters/chat/notifier.ts';
 import { type NodeInfo, type PodInfo, holdsDevices } from '../adapters/kube/model.ts';
 import type { PendingPod, PoolState } from './core/planner.ts';
 import { planScaleIn } from './core/scale-in.ts';
 import { drainCounts, whyBlocks } from './drainable.ts';
 import { withoutRoomOnExisting } from './existing-room.ts';
 import { instanceIdOf } from '../adapters/alicloud/repair.ts';
-import { BadInputError } from '../adapters/errors.ts';
 import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../lib/node-state.ts';
 import type { ReplacementRecord } from '../lib/replacements.ts';
-import { type AutoscaleDeps, type AutoscaleOutcome, type PoolRecord, flush, record, movable, sent } from './deps.ts';
+import { type AutoscaleDeps, type AutoscaleOutcome, type PoolRecord, flush, record, movable } from './deps.ts';
 import { asPending } from './pool-states.ts';
-import { poolEvent } from './grow.ts';
-
-/**
- * Sends a decided removal (RemoveNodePoolNodes: drain done by us, release pay-as-you-go), then records the request with
- * its event.
- */
-export async function sendRemoval(
-  deps: AutoscaleDeps,
-  pool: NodePool,
-  removal: NonNullable<PoolRecord['removal']>,
-): Promise<PoolRecord> {
-  let taskId: string | undefined;
-  try {
-    ({ taskId } = await deps.cloud.removeNodes(pool.id, removal.instanceIds, { release: true, drain: false }));
-  } catch (err) {
-    // Sent before and under way (the answer was lost): ACK refuses them as already leaving.
-    if (!(err instanceof BadInputError)) throw err;
-    deps.logger.warn('autoscale-pools: removal refused, taken as already under way', {
-      pool: pool.id,
-      nodes: removal.nodes,
-      error: err,
-    });
-  }
-  const ev = poolEvent(deps, pool, removal.at, removal.from, removal.to, 'requested', removal.reason, {
-    ...(taskId ? { taskId } : {}),
-    cost: removal.cost,
-  });
-  const notice: Notice = {
-    title: `gpu-reflex: shrinking node pool ${pool.name} ${removal.from} → ${removal.to}`,
-    text: removal.reason.slice(0, 1000),
-    severity: 'info',
-  };
-  return record(
-    deps,
-    pool.id,
-    (x) => ({
-      ...x,
-      removal: undefined,
-      ...(taskId ? sent(x, { taskId, from: removal.from, to: removal.to, at: removal.at }) : {}),
-    }),
-    [ev],
-    [notice],
-  );
-}
+import { followRemovals, sendRemoval } from './removals.ts';
 
 /** One pool's scale-in round: what it reads (this round's facts) and where it reports (`out`). */
 export interface ScaleInRound {
@@ -74,9 +29,17 @@ export interface ScaleInRound {
 }
 
 export async function scaleIn(deps: AutoscaleDeps, round: ScaleInRound): Promise<void> {
-  const { pool, rec, template, nodes, pods, pending, now, out, replacing = [] } = round;
+  const { pool, rec, template, pods, pending, now, out, replacing = [] } = round;
+  // A node on its way out of the pool (its removal sent) is none of the pool's any more: it is not counted
+  // towards the pool's size or minimum, idles nothing and takes no evicted pod.
+  const removing = await followRemovals(deps, pool, rec, round.nodes, now);
+  const nodes = round.nodes.filter((n) => !removing.has(n.name));
   const members = nodes.filter((n) => n.labels[NODEPOOL_LABEL] === pool.id);
   const on = (node: string) => pods.filter((p) => p.nodeName === node && movable(p));
+  // What still runs on a node, pods shutting down included: an evicted or deleted pod holds its node (and its
+  // GPU: a checkpoint being written) until its containers stop. cluster-autoscaler too deletes a node only once
+  // the pods it evicted are gone (cluster-autoscaler/core/scaledown/actuation/drain.go, Evictor.waitPodsToDisappear).
+  const running = (node: string) => pods.filter((p) => p.nodeName === node && drainCounts(p));
   const policy = deps.policy.scaleIn;
   const blockers = drainBlockers(members, nodes, pods, new Set((rec.leaving ?? []).map((l) => l.node)));
   // Drains under way: a drained node is given back; one that will not drain is handed back to scheduling.
@@ -94,7 +57,7 @@ export async function scaleIn(deps: AutoscaleDeps, round: ScaleInRound): Promise
     });
   for (const l of rec.leaving ?? []) {
     if (!members.some((n) => n.name === l.node)) continue;
-    const left = on(l.node);
+    const left = running(l.node);
     if (left.length === 0) drained.push(l);
     else if (now - l.since >= policy.drainTimeoutMinutes * 60_000) {
       await deps.nodes.uncordon(l.node);
@@ -125,7 +88,7 @@ export async function scaleIn(deps: AutoscaleDeps, round: ScaleInRound): Promise
       // each evicted in turn, until the drain timed out. A person's uncordon is undone the same way while it drains.
       if (members.find((n) => n.name === l.node)!.unschedulable !== true) await deps.nodes.cordon(l.node);
       leaving.push(l);
-      for (const p of left) await evict(deps, p);
+      for (const p of on(l.node)) await evict(deps, p);
     }
   }
   if (drained.length > 0) {
@@ -176,7 +139,7 @@ export async function scaleIn(deps: AutoscaleDeps, round: ScaleInRound): Promise
           name: n.name,
           eligible: why === undefined,
           ...(why ? { heldBy: why } : {}),
-          gpuPods: pods.filter((p) => p.nodeName === n.name && movable(p) && holdsDevices(p)).length,
+          gpuPods: running(n.name).filter(holdsDevices).length,
         };
       }),
       leaving: leaving.map((l) => l.node),

@@ -5,7 +5,7 @@ import { startAliCloudSim, type AliCloudSim } from '../../infra/local/alicloud/i
 import { RecordingPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
-import { TransientError } from '../adapters/errors.ts';
+import { BadInputError, TransientError } from '../adapters/errors.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { STATE_LABEL } from '../lib/node-state.ts';
 import { REPLACEMENT_KEY_PREFIX } from '../lib/replacements.ts';
@@ -116,6 +116,106 @@ describe('autoscale-pools gives idle nodes back', () => {
     await autoscalePools(deps);
     expect(events().map((e) => e.state)).toEqual(['requested', 'succeeded']);
     expect(sim.cloud.instances.size).toBe(2);
+  });
+
+  it('hands a node back when its removal task failed, tells a person, and tries again after idling', async () => {
+    const [, withCpuPod, , bare] = names as [string, string, string, string];
+    const notifier = new RecordingNotifier();
+    deps.notifier = notifier;
+    sim.cloud.inject({ action: 'RemoveNodePoolNodes', failTasks: 1 });
+    await autoscalePools(deps);
+    await clock.advance(10 * MIN);
+    expect((await autoscalePools(deps)).draining.sort()).toEqual([withCpuPod, bare].sort());
+    await clock.advance(MIN);
+    expect((await autoscalePools(deps)).released.sort()).toEqual([withCpuPod, bare].sort());
+    // The task fails (30 s later): both nodes are still in the pool, drained and cordoned by us.
+    await clock.advance(MIN);
+    await autoscalePools(deps);
+    expect(sim.cloud.members('np-t4')).toHaveLength(4);
+    expect((await kube.nodes.get(withCpuPod)).unschedulable).toBe(false);
+    expect((await kube.nodes.get(bare)).unschedulable).toBe(false);
+    const back = notifier.notices.filter((n) => n.title.startsWith('gpu-reflex: could not give back'));
+    expect(back.map((n) => n.title).sort()).toEqual(
+      [`gpu-reflex: could not give back ${withCpuPod}`, `gpu-reflex: could not give back ${bare}`].sort(),
+    );
+    expect(back[0]!.text).toContain('RemoveNodesFailed');
+    expect(notifier.notices.map((n) => n.title)).toContain('gpu-reflex: node pool t4 could not shrink');
+    expect(back[0]!.text).toContain('uncordoned');
+    // Told once; idle a full period again, they are drained and given back again.
+    await clock.advance(MIN);
+    await autoscalePools(deps);
+    expect(notifier.notices.filter((n) => n.title.startsWith('gpu-reflex: could not give back'))).toHaveLength(2);
+    await clock.advance(10 * MIN);
+    expect((await autoscalePools(deps)).draining.sort()).toEqual([withCpuPod, bare].sort());
+  });
+
+  it('hands a node back when ACK refused its removal and it is still in the pool after the drain timeout', async () => {
+    const [, withCpuPod, , bare] = names as [string, string, string, string];
+    const notifier = new RecordingNotifier();
+    deps.notifier = notifier;
+    const cloud = deps.cloud;
+    deps.cloud = Object.assign(Object.create(cloud) as typeof cloud, {
+      removeNodes: async () => {
+        throw new BadInputError('removeNodes: InvalidParameter: the node pool is being upgraded');
+      },
+    });
+    await autoscalePools(deps);
+    await clock.advance(10 * MIN);
+    await autoscalePools(deps);
+    await clock.advance(MIN);
+    expect((await autoscalePools(deps)).released.sort()).toEqual([withCpuPod, bare].sort());
+    // Refused, maybe as already under way (an answer lost): left cordoned while it may still go.
+    await clock.advance(29 * MIN);
+    await autoscalePools(deps);
+    expect((await kube.nodes.get(bare)).unschedulable).toBe(true);
+    await clock.advance(MIN);
+    await autoscalePools(deps);
+    expect((await kube.nodes.get(withCpuPod)).unschedulable).toBe(false);
+    expect((await kube.nodes.get(bare)).unschedulable).toBe(false);
+    const back = notifier.notices.filter((n) => n.title.startsWith('gpu-reflex: could not give back'));
+    expect(back).toHaveLength(2);
+    expect(back[0]!.text).toContain('the node pool is being upgraded');
+  });
+
+  it('counts a GPU pod still terminating as GPU use: its node is not idle while it shuts down', async () => {
+    const [, withCpuPod, , bare] = names as [string, string, string, string];
+    // A training pod deleted with an hour to write its checkpoint: it holds its GPU until its containers stop.
+    kube.cluster.addPod({
+      name: 'train-0',
+      namespace: 'ml',
+      nodeName: bare,
+      extendedResources: { 'nvidia.com/gpu': 1 },
+      requests: { 'nvidia.com/gpu': 1 },
+      terminationGracePeriodSeconds: 3600,
+      owners: [{ kind: 'Job', name: 'train', controller: true }],
+    });
+    kube.cluster.terminate(kube.cluster.pod('ml', 'train-0')!);
+    await autoscalePools(deps);
+    await clock.advance(10 * MIN);
+    expect((await autoscalePools(deps)).draining).toEqual([withCpuPod]);
+    await clock.advance(MIN);
+    expect((await autoscalePools(deps)).released).toEqual([withCpuPod]);
+    expect((await kube.nodes.get(bare)).unschedulable).toBe(false);
+  });
+
+  it('gives a drained node back only once its evicted pods are gone, not while they shut down', async () => {
+    const [, withCpuPod, , bare] = names as [string, string, string, string];
+    kube.cluster.addPod({
+      name: 'serve-1',
+      namespace: 'ml',
+      nodeName: bare,
+      extendedResources: { 'nvidia.com/gpu': 1 },
+      requests: { 'nvidia.com/gpu': 1 },
+    });
+    kube.cluster.pod('ml', 'sidecar')!.terminationGracePeriodSeconds = 300;
+    await autoscalePools(deps);
+    await clock.advance(10 * MIN);
+    expect((await autoscalePools(deps)).draining).toEqual([withCpuPod]);
+    await clock.advance(MIN);
+    expect((await autoscalePools(deps)).released).toEqual([]);
+    expect(sim.cloud.calls.filter((c) => c.action === 'RemoveNodePoolNodes')).toHaveLength(0);
+    await clock.advance(4 * MIN);
+    expect((await autoscalePools(deps)).released).toEqual([withCpuPod]);
   });
 
   it('never gives back a node whose pod holds its GPU through a DRA claim (no nvidia.com/gpu to count)', async () => {

@@ -5,6 +5,7 @@ import { costCsv, costReport, costTable, gpusOf, type CostPod } from './core/cos
 import { IdlePolicySchema } from './core/policy.ts';
 import { encodeIdleRecord } from '../lib/idle-record.ts';
 import { costReportCommand, parseSince } from './cost-cli.ts';
+import { weeklyNotices } from './core/weekly.ts';
 import { readCost } from './read-cost.ts';
 import { GPU0, MIN, T0 } from './testing.ts';
 
@@ -92,6 +93,25 @@ describe('costReport', () => {
     expect(rep.rows).toEqual([expect.objectContaining({ namespace: 'research', pods: 2, gpuHours: 8, cost: 68 })]);
     expect(rep.unknownEnd).toEqual(['research/lost']);
     expect(costTable(rep).at(-1)).toBe('not counted: 1 ended GPU pod without an end time (research/lost)');
+  });
+
+  it("says the idle share is unknown, not 0, where a node's idle record cannot be read", () => {
+    const rep = costReport(
+      [{ ...t4, annotations: { 'gpu-reflex.io/idle-gpus': '{"v":2,"runs":[]}' } }],
+      [pod({ name: 'nb', labels: { team: 'vision' } })],
+      policy,
+      NOW - 2 * H,
+      NOW,
+    );
+    expect(rep.rows[0]).toMatchObject({ gpuHours: 2, cost: 17, idleUnreadGpuHours: 2 });
+    expect(rep.rows[0]).not.toHaveProperty('idleCost');
+    expect(costTable(rep)[2]).toMatch(
+      /^vision\s+research\s+1\s+2\.00\s+unknown \(2 GPU-h unread\)\s+-\s+17\.00\s+unknown$/,
+    );
+    expect(costCsv(rep)[1]).toBe(`vision,research,1,2,,17,,CNY,${rep.from},${rep.to}`);
+    const notice = weeklyNotices(rep, policy)[0]!.notice;
+    expect(notice.text).toContain('idle unknown');
+    expect(notice.text).not.toContain('idle 0.00');
   });
 
   it('says unpriced rather than summing a wrong cost when an instance type has no price', () => {

@@ -18,6 +18,8 @@ const Track = z
     share: z.number().min(0).max(1).optional(),
     namespace: z.string().min(1),
     pod: z.string().min(1),
+    /** The pod's metadata.uid: the run is that very pod's (a pod of the same name made since starts its own). */
+    uid: z.string().min(1).max(128).optional(),
     /** Epoch ms: the start of the run's first idle window, and the end of its last. */
     since: z.number().int().min(0),
     lastEnd: z.number().int().min(0),

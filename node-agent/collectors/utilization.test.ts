@@ -54,6 +54,27 @@ describe('UtilizationWindow', () => {
     ]);
   });
 
+  it('gives no framebuffer for a MIG device whose memory NVML never reported in the window: unknown, not 0%', () => {
+    // idle-gpus counts a MIG instance idle while its framebuffer stays empty (functions/idle/core/readings.ts):
+    // an unread memory summarised as 0% would have a busy instance's pod reclaimed as idle.
+    const w = new UtilizationWindow(1000, 0);
+    const mig = (memoryUsedMiB?: number, memoryTotalMiB?: number) => ({
+      gpuInstanceId: 1,
+      computeInstanceId: 0,
+      profile: '3g.40gb',
+      placement: { start: 4, size: 4 },
+      ...(memoryUsedMiB !== undefined ? { memoryUsedMiB } : {}),
+      ...(memoryTotalMiB !== undefined ? { memoryTotalMiB } : {}),
+    });
+    w.add([gpu(0, 10, { migDevices: [mig()] })], 0);
+    w.add([gpu(0, 10, { migDevices: [mig(undefined, 40000), { ...mig(0, 0), gpuInstanceId: 2 }] })], 500);
+    const s = w.flush(1000)!;
+    expect(s.gpus[0]!.migDevices).toEqual([
+      { gpuInstanceId: 1, profile: '3g.40gb' },
+      { gpuInstanceId: 2, profile: '3g.40gb' },
+    ]);
+  });
+
   it('omits what NVML did not report and skips lost GPUs', () => {
     const w = new UtilizationWindow(1000, 0);
     w.add(

@@ -18,7 +18,7 @@ export interface IdleNode {
   eligible: boolean;
   /** Why it is not eligible, when it is not. */
   heldBy?: string;
-  /** Pods asking for a GPU that run on it now (not DaemonSet, not finished). */
+  /** Pods asking for a GPU that run on it now (not DaemonSet, not finished; shutting down counts: its GPU is held). */
   gpuPods: number;
 }
 

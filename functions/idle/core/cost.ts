@@ -39,6 +39,11 @@ export interface CostRow {
   cost?: number;
   idleCost?: number;
   unpricedGpuHours: number;
+  /**
+   * Present: some of its GPU-hours ran on a node whose idle record could not be read, so its idle share is unknown
+   * (`idleGpuHours` counts only what was read; `idleCost` is left out).
+   */
+  idleUnreadGpuHours?: number;
 }
 
 export interface CostReport {
@@ -74,12 +79,17 @@ export function costReport(
 ): CostReport {
   const byNode = new Map(nodes.map((n) => [n.name, n]));
   const idleByPod = new Map<string, number>();
-  for (const n of nodes)
-    for (const t of readIdleRecord(n.annotations).record.tracks) {
+  // A record that does not parse (another version's, a hand edit) says nothing of idle time: unknown, not none.
+  const unread = new Set<string>();
+  for (const n of nodes) {
+    const { record, warning } = readIdleRecord(n.annotations);
+    if (warning) unread.add(n.name);
+    for (const t of record.tracks) {
       const key = `${t.namespace}/${t.pod}`;
       const share = t.share ?? 1;
       idleByPod.set(key, (idleByPod.get(key) ?? 0) + overlap(t.since, t.lastEnd, fromMs, toMs) * share);
     }
+  }
   const rows = new Map<string, CostRow>();
   const unknownEnd: string[] = [];
   for (const p of pods) {
@@ -110,6 +120,7 @@ export function costReport(
       idleCost: 0,
       unpricedGpuHours: 0,
     };
+    if (unread.has(p.nodeName)) row.idleUnreadGpuHours = (row.idleUnreadGpuHours ?? 0) + gpuHours;
     row.pods += 1;
     row.gpuHours += gpuHours;
     row.idleGpuHours += idleGpuHours;
@@ -126,9 +137,13 @@ export function costReport(
       gpuHours: round(r.gpuHours, 2),
       idleGpuHours: round(r.idleGpuHours, 2),
       unpricedGpuHours: round(r.unpricedGpuHours, 2),
+      ...(r.idleUnreadGpuHours !== undefined ? { idleUnreadGpuHours: round(r.idleUnreadGpuHours, 2) } : {}),
       ...(r.unpricedGpuHours > 0
         ? { cost: undefined, idleCost: undefined }
-        : { cost: round(r.cost ?? 0, 2), idleCost: round(r.idleCost ?? 0, 2) }),
+        : {
+            cost: round(r.cost ?? 0, 2),
+            idleCost: r.idleUnreadGpuHours !== undefined ? undefined : round(r.idleCost ?? 0, 2),
+          }),
     }))
     .map(({ cost, idleCost, ...r }) => ({
       ...r,
@@ -147,9 +162,13 @@ export function costReport(
 
 const COLUMNS = ['TEAM', 'NAMESPACE', 'PODS', 'GPU-HOURS', 'IDLE GPU-HOURS', 'IDLE %', 'COST', 'IDLE COST'];
 
-const pct = (r: CostRow) => (r.gpuHours > 0 ? `${Math.round((100 * r.idleGpuHours) / r.gpuHours)}%` : '-');
+const pct = (r: CostRow) =>
+  r.gpuHours > 0 && r.idleUnreadGpuHours === undefined ? `${Math.round((100 * r.idleGpuHours) / r.gpuHours)}%` : '-';
 const money = (v: number | undefined, r: CostRow) =>
   v === undefined ? `unpriced (${r.unpricedGpuHours} GPU-h)` : v.toFixed(2);
+/** The idle GPU-hours, or why they are unknown (a node's idle record unread). */
+export const idleHours = (r: CostRow) =>
+  r.idleUnreadGpuHours !== undefined ? `unknown (${r.idleUnreadGpuHours} GPU-h unread)` : r.idleGpuHours.toFixed(2);
 
 export function costTable(rep: CostReport): string[] {
   const rows = rep.rows.map((r) => [
@@ -157,10 +176,10 @@ export function costTable(rep: CostReport): string[] {
     r.namespace,
     String(r.pods),
     r.gpuHours.toFixed(2),
-    r.idleGpuHours.toFixed(2),
+    idleHours(r),
     pct(r),
     money(r.cost, r),
-    money(r.idleCost, r),
+    r.idleUnreadGpuHours !== undefined && r.cost !== undefined ? 'unknown' : money(r.idleCost, r),
   ]);
   const width = COLUMNS.map((c, j) => Math.max(c.length, ...rows.map((r) => r[j]!.length)));
   const line = (r: readonly string[]) =>
@@ -206,7 +225,7 @@ export function costCsv(rep: CostReport): string[] {
         r.namespace,
         String(r.pods),
         String(r.gpuHours),
-        String(r.idleGpuHours),
+        r.idleUnreadGpuHours !== undefined ? '' : String(r.idleGpuHours),
         r.cost === undefined ? '' : String(r.cost),
         r.idleCost === undefined ? '' : String(r.idleCost),
         rep.currency,

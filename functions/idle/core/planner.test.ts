@@ -75,6 +75,36 @@ describe('planIdle', () => {
     expect(plans[17]!.evictions).toEqual([{ namespace: 'research', name: 'notebook' }]);
   });
 
+  it('starts afresh for a pod of the same name made since (a StatefulSet pod recreated): never its eviction', () => {
+    // Kubeflow's notebooks are StatefulSets: the evicted notebook-0 comes back as notebook-0, on the freed GPU,
+    // and idles while it starts. It was never told, nor idle for a window: the old run is not its own.
+    const p = policy({ namespaces: { research: { evict: { afterMinutes: 60 } } } });
+    const as = (uid: string) => [{ ...PODS[0]!, uid }];
+    let record: IdleRecord = { tracks: [] };
+    const plans: IdlePlan[] = [];
+    for (let i = 0; i < 20; i++) {
+      const plan = planIdle(
+        {
+          node: NODE,
+          summary: summary(T0 + i * 10 * MIN, [idle], NB),
+          pods: as(i < 18 ? 'uid-old' : 'uid-new'),
+          record,
+        },
+        p,
+      );
+      plans.push(plan);
+      record = plan.record;
+    }
+    expect(plans[18]!.evictions).toEqual([]);
+    expect(plans[19]!.evictions).toEqual([]);
+    expect(plans[17]!.evictions).toEqual([{ namespace: 'research', name: 'notebook', uid: 'uid-old' }]);
+    expect(plans.slice(18).flatMap((x) => x.findings)).toEqual([]);
+    expect(record.tracks).toEqual([
+      expect.objectContaining({ uid: 'uid-new', since: T0 + 180 * MIN, lastEnd: T0 + 200 * MIN }),
+    ]);
+    expect(record.tracks[0]!.notifiedAt).toBeUndefined();
+  });
+
   describe('eviction after approval (evict.approvalMinutes)', () => {
     const p = policy({ namespaces: { research: { evict: { afterMinutes: 60, approvalMinutes: 30 } } } });
     const idOf = (r: IdleRecord) => idleApprovalId('gpu-1', r.tracks[0]!);

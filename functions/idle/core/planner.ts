@@ -86,16 +86,21 @@ export function planIdle(f: IdleFacts, policy: IdlePolicy): IdlePlan {
     const key = `${device} ${h.namespace}/${h.name}`;
     if (seen.has(key)) continue; // one pod, one device: several containers name it once
     seen.add(key);
-    const prev = f.record.tracks.find((t) => same(t, device, h.namespace, h.name));
+    const found = f.record.tracks.find((t) => same(t, device, h.namespace, h.name));
     const pod = pods.get(`${h.namespace}/${h.name}`);
     if (!pod || pod.terminating || pod.annotations[IDLE_OPT_OUT_ANNOTATION] === 'exempt') continue;
     const rule = ruleFor(policy, pod.namespace, pool);
     if (rule.ignore) continue;
     // A redelivered or older summary: the track stays as it is.
-    if (prev && we <= prev.lastEnd) {
-      tracks.push(prev);
+    if (found && we <= found.lastEnd) {
+      tracks.push(found);
       continue;
     }
+    // The run is the very pod's (metadata.uid): a pod of the same name made since (a StatefulSet's pod recreated
+    // after its eviction, on the freed GPU) was never told nor idle for a window, so its run starts afresh. A track
+    // or pod without a UID (a record written before tracks kept it, a fake) is taken as the same pod.
+    const prev =
+      found && (found.uid === undefined || pod.uid === undefined || found.uid === pod.uid) ? found : undefined;
     const team = pod.labels[policy.teamLabel] ?? pod.namespace;
     const owner = pod.annotations[OWNER_ANNOTATION];
     const profile = h.mig
@@ -117,6 +122,8 @@ export function planIdle(f: IdleFacts, policy: IdlePolicy): IdlePlan {
       };
     };
     const who = `${pod.namespace}/${pod.name}`;
+    // The eviction names the pod's UID: the API refuses it for another pod of that name (a precondition).
+    const podRef: PodRef = { namespace: pod.namespace, name: pod.name, ...(pod.uid ? { uid: pod.uid } : {}) };
     const what = h.mig ? `MIG device ${h.mig} (${profile ?? 'unknown profile'})` : `GPU ${h.gpu}`;
     const reading = readDevice(f.summary, h.gpu, h.mig, rule.thresholdPercent);
     const continuing = prev !== undefined && ws - prev.lastEnd <= gapMs;
@@ -132,13 +139,14 @@ export function planIdle(f: IdleFacts, policy: IdlePolicy): IdlePlan {
     }
     if (reading !== 'idle') continue; // busy or unknown: no track
     let t: IdleTrack = continuing
-      ? { ...prev, lastEnd: we }
+      ? { ...prev, lastEnd: we, ...(pod.uid ? { uid: pod.uid } : {}) }
       : {
           device,
           gpu: h.gpu,
           ...(h.mig ? { mig: h.mig, share: round(share, 4) } : {}),
           namespace: pod.namespace,
           pod: pod.name,
+          ...(pod.uid ? { uid: pod.uid } : {}),
           since: ws,
           lastEnd: we,
         };
@@ -188,7 +196,7 @@ export function planIdle(f: IdleFacts, policy: IdlePolicy): IdlePlan {
         });
       if (verdict === 'expire') expired.push(id);
       if (verdict === 'approved') {
-        evictions.push({ namespace: pod.namespace, name: pod.name });
+        evictions.push(podRef);
         t = { ...t, evictedAt: we };
         findings.push(
           finding(
@@ -204,7 +212,7 @@ export function planIdle(f: IdleFacts, policy: IdlePolicy): IdlePlan {
       // No approval asked for, or one given (evictedAt set above at the approved window).
       const deadline = t.evictAt;
       // Asked again each window while the pod still holds the device (a PodDisruptionBudget may hold it).
-      evictions.push({ namespace: pod.namespace, name: pod.name });
+      evictions.push(podRef);
       if (t.evictedAt === undefined) {
         t = { ...t, evictedAt: we };
         const c = idleCost(policy, instanceType, idleMs, share);

@@ -3,7 +3,7 @@
  * and cost of the week before that instant, per namespace, the idle share apart (core/cost.ts).
  */
 import type { Notice } from '../../adapters/chat/notifier.ts';
-import type { CostReport, CostRow } from './cost.ts';
+import { idleHours, type CostReport, type CostRow } from './cost.ts';
 import { WEEKDAYS, type IdlePolicy } from './policy.ts';
 
 const HOUR = 3_600_000;
@@ -29,22 +29,28 @@ export function weeklyNotices(rep: CostReport, policy: IdlePolicy): { team: stri
     const rows = rep.rows.filter((r) => r.team === team);
     const hours = rows.reduce((a, r) => a + r.gpuHours, 0);
     const idle = rows.reduce((a, r) => a + r.idleGpuHours, 0);
+    // A namespace whose idle share could not be read makes the team's unknown too, never a smaller sum.
+    const idleKnown = rows.every((r) => r.idleUnreadGpuHours === undefined);
     const priced = rows.every((r) => r.cost !== undefined);
     const cost = rows.reduce((a, r) => a + (r.cost ?? 0), 0);
     const idleCost = rows.reduce((a, r) => a + (r.idleCost ?? 0), 0);
     const total = priced
-      ? `${cost.toFixed(2)} ${rep.currency}, of which idle ${idleCost.toFixed(2)} ${rep.currency}`
+      ? `${cost.toFixed(2)} ${rep.currency}, of which idle ` +
+        (idleKnown ? `${idleCost.toFixed(2)} ${rep.currency}` : 'unknown')
       : 'cost: some GPU-hours have no price (the idle policy’s prices)';
     const lines = rows.map(
       (r) =>
-        `• ${r.namespace}: ${r.pods} pod(s), ${r.gpuHours.toFixed(2)} GPU-h (idle ${r.idleGpuHours.toFixed(2)}), ` +
+        `• ${r.namespace}: ${r.pods} pod(s), ${r.gpuHours.toFixed(2)} GPU-h (idle ${idleHours(r)}), ` +
         `${money(r.cost, r, rep.currency)}`,
     );
     return {
       team,
       notice: {
         title: `gpu-reflex: team ${team}'s GPU cost, ${rep.from.slice(0, 10)} → ${rep.to.slice(0, 10)}`,
-        text: [`${hours.toFixed(2)} GPU-hours (idle ${idle.toFixed(2)}): ${total}`, ...lines].join('\n'),
+        text: [
+          `${hours.toFixed(2)} GPU-hours (idle ${idleKnown ? idle.toFixed(2) : 'unknown'}): ${total}`,
+          ...lines,
+        ].join('\n'),
         severity: 'info',
       },
     };

@@ -1,0 +1,153 @@
+/**
+ * Scale-in's removals (scale-in-run.ts drains, these give back): a decided removal sent, and the nodes it named
+ * followed until they have left their pool.
+ */
+import { NODEPOOL_LABEL, type CloudTask, type NodePool } from '../adapters/alicloud/ports.ts';
+import { instanceIdOf } from '../adapters/alicloud/repair.ts';
+import type { Notice } from '../adapters/chat/notifier.ts';
+import { BadInputError } from '../adapters/errors.ts';
+import type { NodeInfo } from '../adapters/kube/model.ts';
+import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../lib/node-state.ts';
+import { type AutoscaleDeps, type PoolRecord, type Removing, flush, record, sent } from './deps.ts';
+import { poolEvent } from './grow.ts';
+
+/**
+ * Sends a decided removal (RemoveNodePoolNodes: drain done by us, release pay-as-you-go), then records the request with
+ * its event.
+ */
+export async function sendRemoval(
+  deps: AutoscaleDeps,
+  pool: NodePool,
+  removal: NonNullable<PoolRecord['removal']>,
+): Promise<PoolRecord> {
+  let taskId: string | undefined;
+  let refused: string | undefined;
+  try {
+    ({ taskId } = await deps.cloud.removeNodes(pool.id, removal.instanceIds, { release: true, drain: false }));
+  } catch (err) {
+    // Sent before and under way (the answer was lost): ACK refuses them as already leaving. Or refused for
+    // another reason: the nodes stay on the record until they have left the pool (followRemovals).
+    if (!(err instanceof BadInputError)) throw err;
+    refused = err.message;
+    deps.logger.warn('autoscale-pools: removal refused, taken as maybe under way until the drain timeout', {
+      pool: pool.id,
+      nodes: removal.nodes,
+      error: err,
+    });
+  }
+  const removing: Removing[] = removal.nodes.map((node, i) => ({
+    node,
+    instanceId: removal.instanceIds[i]!,
+    at: removal.at,
+    ...(taskId ? { taskId } : { refused: (refused ?? 'refused').slice(0, 500) }),
+  }));
+  const ev = poolEvent(deps, pool, removal.at, removal.from, removal.to, 'requested', removal.reason, {
+    ...(taskId ? { taskId } : {}),
+    cost: removal.cost,
+  });
+  const notice: Notice = {
+    title: `gpu-reflex: shrinking node pool ${pool.name} ${removal.from} → ${removal.to}`,
+    text: removal.reason.slice(0, 1000),
+    severity: 'info',
+  };
+  return record(
+    deps,
+    pool.id,
+    (x) => ({
+      ...x,
+      removal: undefined,
+      removing: [...(x.removing ?? []).filter((r) => !removal.nodes.includes(r.node)), ...removing],
+      ...(taskId ? sent(x, { taskId, from: removal.from, to: removal.to, at: removal.at }) : {}),
+    }),
+    [ev],
+    [notice],
+  );
+}
+
+const remediationHolds = (n: NodeInfo) =>
+  (n.labels[STATE_LABEL] ?? 'healthy') !== 'healthy' || n.taints.some((t) => t.key === DEFAULT_TAINT_KEY);
+
+/**
+ * The nodes whose removal was sent, checked against the pool as it is now: one that has left it (no member of that
+ * name on that instance) is done; one whose task failed, or whose removal ACK refused and that is still in the pool
+ * after the drain timeout (an answer lost to a removal under way would have taken it by then), is handed back to
+ * scheduling (our cordon lifted) and a person told: it idles a full period before it is tried again. The names of
+ * those still on their way out.
+ */
+export async function followRemovals(
+  deps: AutoscaleDeps,
+  pool: NodePool,
+  rec: PoolRecord,
+  nodes: readonly NodeInfo[],
+  now: number,
+): Promise<Set<string>> {
+  const all = rec.removing ?? [];
+  if (all.length === 0) return new Set();
+  const timeoutMs = deps.policy.scaleIn.drainTimeoutMinutes * 60_000;
+  const tasks = new Map<string, CloudTask>();
+  const still: Removing[] = [];
+  const back: { r: Removing; node: NodeInfo; why: string }[] = [];
+  for (const r of all) {
+    const node = nodes.find(
+      (n) => n.name === r.node && n.labels[NODEPOOL_LABEL] === pool.id && instanceIdOf(n.providerId) === r.instanceId,
+    );
+    if (!node) continue; // left the pool: done
+    if (r.taskId !== undefined) {
+      let task = tasks.get(r.taskId);
+      if (!task) tasks.set(r.taskId, (task = await deps.cloud.task(r.taskId)));
+      if (task.state !== 'failed') still.push(r);
+      else
+        back.push({
+          r,
+          node,
+          why:
+            `its removal failed (task ${r.taskId}: ${task.error?.code ?? 'unknown'}: ` +
+            `${task.error?.message ?? 'no detail'})`,
+        });
+    } else if (now - r.at < timeoutMs) still.push(r);
+    else
+      back.push({
+        r,
+        node,
+        why:
+          `ACK refused its removal (${r.refused ?? 'no detail'}) and it is still in the pool ` +
+          `${deps.policy.scaleIn.drainTimeoutMinutes} min later`,
+      });
+  }
+  if (still.length < all.length) {
+    // The cordon first, then the record: a round that stops between finds the node again and lifts it again.
+    // Remediation's hold on it (taken since the drain) is not ours to lift.
+    for (const b of back)
+      if (b.node.unschedulable === true && !remediationHolds(b.node)) await deps.nodes.uncordon(b.r.node);
+    const gone = new Set(all.filter((r) => !still.includes(r)).map((r) => `${r.node}/${r.instanceId}`));
+    const notices: Notice[] = back.map((b) => ({
+      title: `gpu-reflex: could not give back ${b.r.node}`,
+      text: (
+        `${pool.name}: ${b.r.node} was drained to be given back, but ${b.why}: kept, ` +
+        (remediationHolds(b.node) ? 'left cordoned (remediation holds it)' : 'uncordoned')
+      ).slice(0, 1000),
+      severity: 'warning',
+    }));
+    await flush(
+      deps,
+      pool.id,
+      await record(
+        deps,
+        pool.id,
+        (x) => {
+          const left = (x.removing ?? []).filter((r) => !gone.has(`${r.node}/${r.instanceId}`));
+          return { ...x, removing: left.length > 0 ? left : undefined };
+        },
+        [],
+        notices,
+      ),
+    );
+    for (const b of back)
+      deps.logger.warn('autoscale-pools: a node drained for scale-in is still in its pool', {
+        pool: pool.id,
+        node: b.r.node,
+        why: b.why,
+      });
+  }
+  return new Set(still.map((r) => r.node));
+}
