@@ -100,7 +100,7 @@ export function maintenanceBook(
       const price = states.find((s) => s.id === id)?.hourlyPrice;
       const limit = deps.policy.approval?.aboveHourlyCost;
       if (r?.intent || r?.removal) return 'an earlier size change of the pool is still being sent';
-      if (price === undefined) return 'its instance type cannot be read';
+      if (price === undefined) return 'its instance type, or its price, cannot be read';
       if (limit !== undefined && price > limit)
         return `a node costs ${price}/h, above the ${limit}/h the policy lets gpu-reflex spend alone`;
       return undefined;

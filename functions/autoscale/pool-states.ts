@@ -109,7 +109,7 @@ export async function poolStates(
   const types = new Map((typeIds.length > 0 ? await deps.cloud.instanceTypes(typeIds) : []).map((t) => [t.id, t]));
   const out: PoolState[] = [];
   // One DescribePrice (and DescribeSpotPriceHistory) per instance type a pool will buy, however many pools share it.
-  const prices = new Map<string, number>();
+  const prices = new Map<string, number | undefined>();
   const spot = new Map<string, number | undefined>();
   for (const p of pools) {
     const bounds = deps.policy.pools[p.id]!;
@@ -118,9 +118,17 @@ export async function poolStates(
     const type = choice.type;
     const spec = type ? types.get(type) : undefined;
     if (type && spec && !prices.has(type)) prices.set(type, await deps.cloud.hourlyPrice(type));
-    const price = type && spec ? await priceOf(deps, p, type, prices.get(type)!, spot) : 0;
+    const price = type && spec ? await priceOf(deps, p, type, prices.get(type), spot) : undefined;
     if (!type || !spec) {
       deps.logger.warn('autoscale-pools: node pool has no instance type gpu-reflex can read; left alone', {
+        pool: p.id,
+        type,
+      });
+      continue;
+    }
+    if (price === undefined) {
+      // Unknown is not free: gpu-reflex buys nothing it cannot price (and no approval limit could hold it).
+      deps.logger.warn("autoscale-pools: Alibaba Cloud gives no price for the node pool's instance type; left alone", {
         pool: p.id,
         type,
       });

@@ -296,6 +296,24 @@ describe('autoscale-pools', () => {
     expect(held.scaled).toEqual({ 'np-a10': 2 });
   });
 
+  it('buys nothing it cannot price: a pool whose type Alibaba gives no price for is left alone, said so', async () => {
+    pendingGpuPods(2);
+    await clock.advance(60_000);
+    const warnings: string[] = [];
+    deps.logger = { ...deps.logger, warn: (m: string) => void warnings.push(m) };
+    const real = deps.cloud;
+    deps.cloud = Object.assign(Object.create(real) as typeof real, {
+      hourlyPrice: (t: string) => (t === 'ecs.gn6i-c4g1.xlarge' ? Promise.resolve(undefined) : real.hourlyPrice(t)),
+    });
+    const out = await autoscalePools(deps);
+    // The t4 pool (its price unknown, not 0) is not the cheapest: the a10 pool takes the pods.
+    expect(out.scaled).toEqual({ 'np-a10': 2 });
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(1);
+    expect(warnings).toContain(
+      "autoscale-pools: Alibaba Cloud gives no price for the node pool's instance type; left alone",
+    );
+  });
+
   it('re-sends a decided size that may not have reached ACK (a crash between deciding and sending) before planning again', async () => {
     pendingGpuPods(2);
     await clock.advance(60_000);

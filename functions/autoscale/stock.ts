@@ -49,15 +49,15 @@ export function typeToBuy(
  * What a node of the pool costs per hour. A spot pool (`spot_strategy` `SpotAsPriceGo` or
  * `SpotWithPriceLimit`) pays the market price, from DescribeSpotPriceHistory's newest entry; with a
  * price limit, at most the limit (ECS preemptible instances: the bid caps what is paid; ACK
- * `spot_price_limit`). No spot price known: the pool's limit, else the pay-as-you-go price.
+ * `spot_price_limit`). No spot price known: the pool's limit, else the pay-as-you-go price; none of them: unknown.
  */
 export async function priceOf(
   deps: AutoscaleDeps,
   pool: NodePool,
   type: string,
-  payAsYouGo: number,
+  payAsYouGo: number | undefined,
   cache: Map<string, number | undefined>,
-): Promise<number> {
+): Promise<number | undefined> {
   const strategy = pool.spotStrategy ?? 'NoSpot';
   if (strategy !== 'SpotAsPriceGo' && strategy !== 'SpotWithPriceLimit') return payAsYouGo;
   if (!cache.has(type)) cache.set(type, await deps.cloud.spotPrice(type));

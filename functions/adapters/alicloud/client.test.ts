@@ -1,3 +1,5 @@
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { VirtualClock } from '../../../events/clock.ts';
 import { startAliCloudSim, type AliCloudSim } from '../../../infra/local/alicloud/index.ts';
@@ -237,6 +239,55 @@ describe('AliCloudPools against the Alibaba Cloud simulator (real @alicloud/open
     simClock.advance(60_000);
     expect((await pools.instances([inst!.id]))[0]?.status).toBe('Running');
     expect(sim.cloud.instances.get(inst!.id)!.bootId).not.toBe(boot);
+  });
+});
+
+describe('AliCloudPools: a price the answer does not give is unknown, never 0', () => {
+  // An answer without TradePrice (or a spot entry without SpotPrice) read as 0 made that type the cheapest to buy
+  // and its scale-out cost nothing, under any approval limit (ECS API reference: DescribePrice PriceInfo.Price.TradePrice,
+  // DescribeSpotPriceHistory SpotPrices.SpotPriceType[].SpotPrice).
+  let server: Server | undefined;
+  afterEach(() => new Promise<void>((done) => (server ? server.close(() => done()) : done())));
+
+  async function answering(body: object): Promise<AliCloudPools> {
+    server = createServer((_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ RequestId: 'r-1', ...body }));
+    });
+    await new Promise<void>((ready) => server!.listen(0, '127.0.0.1', ready));
+    const { port } = server.address() as AddressInfo;
+    const settings = { regionId: 'cn-hangzhou', clusterId: 'c-1', accessKeyId: 'ak', accessKeySecret: 'sk' };
+    return new AliCloudPools(
+      { ...settings, endpoint: `127.0.0.1:${port}`, protocol: 'http', maxAttempts: 1 },
+      manualClock(),
+    );
+  }
+
+  it('DescribePrice without TradePrice', async () => {
+    const pools = await answering({ PriceInfo: { Price: { OriginalPrice: 20, Currency: 'CNY' } } });
+    expect(await pools.hourlyPrice('ecs.gn7i-c8g1.2xlarge')).toBeUndefined();
+  });
+
+  it('DescribePrice with a TradePrice that is no number', async () => {
+    const pools = await answering({ PriceInfo: { Price: { TradePrice: '', Currency: 'CNY' } } });
+    expect(await pools.hourlyPrice('ecs.gn7i-c8g1.2xlarge')).toBeUndefined();
+  });
+
+  it('DescribeSpotPriceHistory whose newest entry has no SpotPrice', async () => {
+    const pools = await answering({
+      SpotPrices: {
+        SpotPriceType: [
+          { Timestamp: '2026-12-06T00:00:00Z', OriginPrice: 20 },
+          { Timestamp: '2026-12-05T00:00:00Z', SpotPrice: 4, OriginPrice: 20 },
+        ],
+      },
+    });
+    expect(await pools.spotPrice('ecs.gn7i-c8g1.2xlarge')).toBeUndefined();
+  });
+
+  it('still reads a price that is there', async () => {
+    const pools = await answering({ PriceInfo: { Price: { TradePrice: 12.5, Currency: 'CNY' } } });
+    expect(await pools.hourlyPrice('ecs.gn7i-c8g1.2xlarge')).toBe(12.5);
   });
 });
 

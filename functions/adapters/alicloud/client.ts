@@ -7,7 +7,7 @@ import {
   instanceFrom,
   instanceTypeFrom,
   nodePoolFrom,
-  num,
+  priceFrom,
   str,
   systemEventFrom,
   taskFrom,
@@ -175,7 +175,7 @@ export class AliCloudPools implements CloudPools {
     }
   }
 
-  async hourlyPrice(instanceType: string): Promise<number> {
+  async hourlyPrice(instanceType: string): Promise<number | undefined> {
     const body = await this.call('hourlyPrice', 'ecs', {
       pathname: '/',
       method: 'POST',
@@ -187,7 +187,7 @@ export class AliCloudPools implements CloudPools {
       },
     });
     const price = ((body['PriceInfo'] as Json | undefined)?.['Price'] ?? {}) as Json;
-    return num(price['TradePrice']);
+    return priceFrom(price['TradePrice']);
   }
 
   /**
@@ -203,7 +203,7 @@ export class AliCloudPools implements CloudPools {
     });
     const list = ((body['SpotPrices'] as Json | undefined)?.['SpotPriceType'] ?? []) as Json[];
     const newest = [...list].sort((a, b) => Date.parse(str(b['Timestamp'])) - Date.parse(str(a['Timestamp'])))[0];
-    return newest && Number.isFinite(num(newest['SpotPrice'])) ? num(newest['SpotPrice']) : undefined;
+    return newest ? priceFrom(newest['SpotPrice']) : undefined;
   }
 
   async instances(ids: string[]): Promise<InstanceInfo[]> {

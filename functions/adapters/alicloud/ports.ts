@@ -112,8 +112,8 @@ export interface CloudPools {
   ): Promise<{ taskId: string }>;
   task(taskId: string): Promise<CloudTask>;
   instanceTypes(ids: string[]): Promise<InstanceTypeInfo[]>;
-  /** Pay-as-you-go price per hour (TradePrice) in the account's currency. */
-  hourlyPrice(instanceType: string): Promise<number>;
+  /** Pay-as-you-go price per hour (TradePrice) in the account's currency; undefined when the answer gives none. */
+  hourlyPrice(instanceType: string): Promise<number | undefined>;
   /** The latest spot price per hour of the type in the region (DescribeSpotPriceHistory), undefined when none. */
   spotPrice(instanceType: string): Promise<number | undefined>;
   instances(ids: string[]): Promise<InstanceInfo[]>;

@@ -9,6 +9,15 @@ export type Json = Record<string, unknown>;
 
 export const num = (v: unknown): number => (typeof v === 'number' ? v : Number(v ?? 0));
 export const str = (v: unknown): string => (v === undefined || v === null ? '' : String(v));
+/**
+ * A price as an answer gives it (DescribePrice `TradePrice`, DescribeSpotPriceHistory `SpotPrice`: numbers, ECS API
+ * reference); absent, empty or no number is unknown — never 0, which would make the type the cheapest to buy and its
+ * scale-out free under any approval limit.
+ */
+export function priceFrom(v: unknown): number | undefined {
+  const n = typeof v === 'number' ? v : typeof v === 'string' && v.trim() !== '' ? Number(v) : Number.NaN;
+  return Number.isFinite(n) && n >= 0 ? n : undefined;
+}
 
 /** One entry of DescribeClusterNodePools' `nodepools`. */
 export function nodePoolFrom(p: Json): NodePool {
