@@ -20,6 +20,27 @@ describe('toPodInfo: what the scheduler (and the pool autoscaler) sees of a pend
     expect(toPodInfo(pod).requests).toEqual({ cpu: 4.25, memory: 6 * GiB, 'nvidia.com/gpu': 1 });
   });
 
+  it('counts a GPU a sidecar or an init container holds: the pod holds it as Kubernetes reckons its requests', () => {
+    // A native sidecar (KEP-753: an init container with restartPolicy Always) holds its GPU for the pod's life; a
+    // plain init container's GPU is the pod's while it runs, and the pod needs at least that many
+    // (component-helpers/resource/helpers.go PodRequests). Counting the app containers alone read such a pod as
+    // GPU-free: scale-in could give its node back, idle and quota could miss it.
+    const gpu = (n: string) => ({ resources: { limits: { 'nvidia.com/gpu': n } } });
+    const sidecar: V1Pod = {
+      metadata: { name: 'p', namespace: 'ml' },
+      spec: {
+        containers: [{ name: 'app' }],
+        initContainers: [{ name: 'encoder', restartPolicy: 'Always', ...gpu('1') }],
+      },
+    };
+    expect(toPodInfo(sidecar).extendedResources).toEqual({ 'nvidia.com/gpu': 1 });
+    const init: V1Pod = {
+      metadata: { name: 'q', namespace: 'ml' },
+      spec: { containers: [{ name: 'app', ...gpu('1') }], initContainers: [{ name: 'warm', ...gpu('2') }] },
+    };
+    expect(toPodInfo(init).extendedResources).toEqual({ 'nvidia.com/gpu': 2 });
+  });
+
   it('keeps tolerations and required node affinity, and leaves them out when there are none', () => {
     const pod: V1Pod = {
       metadata: { name: 'p', namespace: 'ml' },

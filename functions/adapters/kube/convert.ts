@@ -56,25 +56,12 @@ export function toNodeInfo(n: V1Node): NodeInfo {
   };
 }
 
-/** Integer count of an extended-resource quantity ("2", "1k" are unusual but tolerated). */
-function count(q: string | undefined): number {
-  if (q === undefined) return 0;
-  const n = Number(q);
-  return Number.isFinite(n) ? n : 0;
-}
-
-/** Only extended resources (names with a domain, e.g. nvidia.com/gpu) are summed. */
+/**
+ * Only extended resources (names with a domain, e.g. nvidia.com/gpu), as Kubernetes reckons the pod's requests
+ * (podRequests): a GPU a native sidecar or an init container holds is the pod's too.
+ */
 function extendedResources(pod: V1Pod): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const c of pod.spec?.containers ?? []) {
-    const names = new Set([...Object.keys(c.resources?.limits ?? {}), ...Object.keys(c.resources?.requests ?? {})]);
-    for (const r of names) {
-      if (!r.includes('/')) continue;
-      const v = count(c.resources?.limits?.[r] ?? c.resources?.requests?.[r]);
-      out[r] = (out[r] ?? 0) + v;
-    }
-  }
-  return out;
+  return Object.fromEntries(Object.entries(podRequests(pod)).filter(([r]) => r.includes('/')));
 }
 
 function quantity(q: string | undefined): number {
