@@ -3,6 +3,7 @@ import type { CloudPools } from '../adapters/alicloud/ports.ts';
 import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notice, Notifier } from '../adapters/chat/notifier.ts';
 import type { Clock } from '../adapters/clock.ts';
+import { isRetryable } from '../adapters/errors.ts';
 import type { GangObjectOps, LeaseOps, NodeOps, PodOps, StateStore } from '../adapters/kube/ports.ts';
 import type { Logger } from '../adapters/logger.ts';
 import { flushStoreOutbox, recordWithOutbox, type PendingNotice } from '../lib/outbox.ts';
@@ -123,9 +124,24 @@ export function sent(x: PoolRecord, request: SentRequest): Pick<PoolRecord, 'req
 
 export const poolKey = (poolId: string) => `autoscale.${poolId}`;
 
-/** Sends a pool's outbox (lib/outbox.ts), then clears what went. */
-export const flush = (deps: AutoscaleDeps, poolId: string, r: PoolRecord): Promise<void> =>
-  flushStoreOutbox(deps, poolKey(poolId), r);
+/**
+ * Sends a pool's outbox (lib/outbox.ts), then clears what went. A refusal the bus may lift (throttling, an outage)
+ * does not stop the round: the events stay in the pool's record, and every round sends what earlier ones left before
+ * it plans (run.ts), so pods are not left waiting for GPUs on the bus's account and nothing is lost. A bug (an
+ * invalid event) still throws.
+ */
+export async function flush(deps: AutoscaleDeps, poolId: string, r: PoolRecord): Promise<void> {
+  try {
+    await flushStoreOutbox(deps, poolKey(poolId), r);
+  } catch (err) {
+    if (!isRetryable(err)) throw err;
+    deps.logger.error('autoscale-pools: events not published: the pool record keeps them for the next round', {
+      pool: poolId,
+      events: (r.events ?? []).length,
+      error: err,
+    });
+  }
+}
 
 /** Writes a pool's record with events and notices in its outbox, in one write (lib/outbox.ts). */
 export const record = (

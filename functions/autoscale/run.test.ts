@@ -367,13 +367,36 @@ describe('autoscale-pools', () => {
           ? Promise.reject(new TransientError('publishing events: Region is missing'))
           : publisher.publish(events),
     };
-    await expect(autoscalePools(deps)).rejects.toThrow('Region is missing');
-    await expect(autoscalePools(deps)).rejects.toThrow('Region is missing');
+    // The refusal is one the bus may lift: the round is not failed for it (the pool's record keeps the events).
+    await autoscalePools(deps);
+    await autoscalePools(deps);
     expect(poolEvents()).toEqual([]);
     await autoscalePools(deps);
     await autoscalePools(deps);
     expect(poolEvents().map((e) => [e.state, e.from, e.to])).toEqual([['requested', 1, 2]]);
     expect(sim.cloud.calls.filter((c) => c.action === 'ModifyClusterNodePool')).toHaveLength(1);
+  });
+
+  it('goes on scaling while the bus refuses every publish: the events wait in the pool records, nothing lost', async () => {
+    // An EventBridge outage or throttling must not stop the reflex: pods would wait for GPUs the bus has no say in.
+    const errors: string[] = [];
+    deps.logger = { ...deps.logger, error: (m: string) => void errors.push(m) };
+    deps.publisher = { publish: () => Promise.reject(new TransientError('PutEvents: ThrottlingException')) };
+    pendingGpuPods(1);
+    await clock.advance(60_000);
+    expect((await autoscalePools(deps)).scaled).toEqual({ 'np-t4': 2 });
+    // A later wave, another round with the first round's event still unsent: still scaled.
+    pendingGpuPods(2, 'wave2', { createdAt: new Date(clock.now()).toISOString() });
+    await clock.advance(4 * 60_000);
+    expect((await autoscalePools(deps)).scaled).not.toEqual({});
+    expect(errors[0]).toContain('events not published');
+    expect(poolEvents()).toEqual([]);
+    // The bus is back: every event the rounds decided goes out, once.
+    deps.publisher = publisher;
+    await autoscalePools(deps);
+    const sent = poolEvents().filter((e) => e.state === 'requested');
+    expect(sent.length).toBeGreaterThanOrEqual(2);
+    expect(new Set(sent.map((e) => e.eventId)).size).toBe(sent.length);
   });
 
   it("reports a failed scale-out once, with ACK's error, and tells chat", async () => {
