@@ -386,6 +386,31 @@ describe('rebalance-mig', () => {
     expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'start' });
   });
 
+  it('relays nothing on a node whose relayout record it cannot read: it may be one under way, or failed', async () => {
+    // A record written by a newer gpu-reflex (v: 2) or hand-edited: unknown, not absent. Read as absent, the node was
+    // planned again and a second relayout started over the first (its `previous` the first's config, never restored).
+    seed('h100-0');
+    seed('h100-1');
+    kube.cluster.nodes.get('h100-0')!.annotations[MIG_REBALANCE_ANNOTATION] = JSON.stringify({
+      v: 2,
+      phase: 'applying',
+    });
+    kube.cluster.nodes.get('h100-0')!.unschedulable = true;
+    waiting(2);
+    const out = await rebalanceMig(deps);
+    // Nor does a second node start beside it: it counts as under way (MIG_MAX_NODES_AT_ONCE).
+    expect(out.steps).toEqual({});
+    expect(kube.cluster.callsTo('configFile.update')).toEqual([]);
+    // A person uncordons it: still not relaid, the record not overwritten.
+    kube.cluster.nodes.get('h100-0')!.unschedulable = false;
+    clock.advance(60_000);
+    expect((await rebalanceMig(deps)).steps).toEqual({});
+    expect(kube.cluster.callsTo('configFile.update')).toEqual([]);
+    expect(kube.cluster.nodes.get('h100-0')!.annotations[MIG_REBALANCE_ANNOTATION]).toBe(
+      JSON.stringify({ v: 2, phase: 'applying' }),
+    );
+  });
+
   it('touches nothing when every GPU runs something', async () => {
     seed('h100-0', [1, 1, 1, 1]);
     waiting(1);

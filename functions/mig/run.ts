@@ -69,9 +69,16 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
       const records = new Map(nodes.map((n) => [n.name, readMigRecord(n.annotations)] as const));
       for (const [name, r] of records)
         if (r.problem) deps.logger.warn('rebalance-mig', { node: name, problem: r.problem });
-      // A node under way is not planned again until it is done.
-      for (const n of fleet.nodes)
+      // A node under way is not planned again until it is done. Nor is one whose record cannot be read (a newer
+      // gpu-reflex's, a hand edit): unknown, not absent — it may be a relayout under way or a failed one left for a
+      // person, and a new start over it would record the in-flight config as the one to restore.
+      const unreadable = (name: string) => records.get(name)?.problem !== undefined;
+      for (const n of fleet.nodes) {
         if (records.get(n.name)?.record) for (const g of n.gpus) g.locked = 'a relayout is under way';
+        else if (unreadable(n.name))
+          for (const g of n.gpus)
+            g.locked = `its ${MIG_REBALANCE_ANNOTATION} cannot be read: a person must fix or remove it`;
+      }
       const plan = planMig(fleet.nodes, fleet.pending, deps.mig.preemption ? { preemption: deps.mig.preemption } : {});
       const byNode = new Map<string, PlannedNodeChange>();
       for (const c of plan.changes) {
@@ -86,7 +93,10 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
           demand[migResourceName(profile)] = (demand[migResourceName(profile)] ?? 0) + k;
       let refusal: string | undefined;
       let refused: string | undefined;
-      let underWay = [...records.values()].filter((r) => r.record && r.record.phase !== 'failed').length;
+      // An unreadable record counts as under way: MIG_MAX_NODES_AT_ONCE holds while it may be one.
+      let underWay = [...records.values()].filter(
+        (r) => (r.record && r.record.phase !== 'failed') || r.problem !== undefined,
+      ).length;
       const steps: Record<string, MigStep['kind']> = {};
       for (const n of [...nodes].sort((a, b) => a.name.localeCompare(b.name))) {
         const record = records.get(n.name)?.record;
