@@ -411,6 +411,19 @@ describe('rebalance-mig', () => {
     );
   });
 
+  it('relays nothing on a node where mig-manager reports failed and no relayout of ours is under way', async () => {
+    // mig-manager re-applied the node's config (a restart, a reboot: it applies at start) and failed: the GPUs may be
+    // half made. A relayout there would also remove the state label, the one sign of it a person has.
+    seed();
+    kube.cluster.nodes.get('h100-0')!.labels[MIG_CONFIG_STATE_LABEL] = 'failed';
+    waiting(2);
+    expect((await rebalanceMig(deps)).steps).toEqual({});
+    expect(kube.cluster.callsTo('configFile.update')).toEqual([]);
+    const node = await kube.nodes.get('h100-0');
+    expect(node.labels[MIG_CONFIG_STATE_LABEL]).toBe('failed');
+    expect(node.unschedulable).toBe(false);
+  });
+
   it('touches nothing when every GPU runs something', async () => {
     seed('h100-0', [1, 1, 1, 1]);
     waiting(1);
