@@ -424,6 +424,27 @@ describe('rebalance-mig', () => {
     expect(node.unschedulable).toBe(false);
   });
 
+  it("relays no GPU while a running MIG pod is named in none of the agent's instances (its inventory is behind)", async () => {
+    // The agent names each instance's pods. Its inventory still shows nb-old on GPU 0, which has ended; nb-new now
+    // runs on the node and is named nowhere: by count (one 1g.10gb in use, one held) all looks right, but nb-new may
+    // sit on GPU 2 or 3, which the inventory calls idle. Relaid, its instance is wiped under it.
+    seed('h100-0', [0, 0, 0, 0]);
+    const stored = kube.cluster.nodes.get('h100-0')!;
+    const inv = readMigInventory(stored.annotations).inventory!;
+    inv.gpus[0]!.instances[0] = { ...inv.gpus[0]!.instances[0]!, inUse: true, pods: ['nb-old'] };
+    stored.annotations[MIG_INVENTORY_ANNOTATION] = JSON.stringify(inv);
+    kube.cluster.addPod({
+      name: 'nb-new',
+      namespace: 'research',
+      uid: 'nb-new',
+      nodeName: 'h100-0',
+      extendedResources: { 'nvidia.com/mig-1g.10gb': 1 },
+    });
+    waiting(2);
+    expect((await rebalanceMig(deps)).steps).toEqual({});
+    expect(kube.cluster.callsTo('configFile.update')).toEqual([]);
+  });
+
   it('touches nothing when every GPU runs something', async () => {
     seed('h100-0', [1, 1, 1, 1]);
     waiting(1);
