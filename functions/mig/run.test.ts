@@ -19,6 +19,7 @@ import { PreemptionPolicySchema } from './core/policy.ts';
 import { decideHeldPlan, type CommandPorts } from '../chatops/actions.ts';
 import { getApproval, MIG_APPROVALS_SHARD } from '../lib/approvals.ts';
 import { OUTBOX_ANNOTATION } from '../lib/outbox.ts';
+import { withPartedEntry } from './core/parted.ts';
 import { DEFAULT_MIG_REBALANCE_CONFIG, rebalanceMig, type MigRebalanceDeps } from './run.ts';
 
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');
@@ -443,6 +444,55 @@ describe('rebalance-mig', () => {
     waiting(2);
     expect((await rebalanceMig(deps)).steps).toEqual({});
     expect(kube.cluster.callsTo('configFile.update')).toEqual([]);
+  });
+
+  it('keeps checking a layout it applied against the GPUs: a person is told once when it drifts, and when it is back', async () => {
+    // The relayout was done long ago (its record removed): the node's label names gpu-reflex's config, GPU 2 holds
+    // 2×3g.40gb as that config says, the others 7×1g.10gb.
+    seed('h100-0', [0, 0, 0, 0]);
+    const layout = [SEVEN, SEVEN, ['3g.40gb', '3g.40gb'], SEVEN];
+    const config = 'gpu-reflex-h100-0-0badc0de';
+    await kube.migParted.update(() => withPartedEntry(undefined, config, layout, new Set()));
+    kube.cluster.nodes.get('h100-0')!.labels[MIG_CONFIG_LABEL] = config;
+    agentShows('h100-0', 2, ['3g.40gb', '3g.40gb']);
+    expect((await rebalanceMig(deps)).steps).toEqual({});
+    expect(notifier.notices).toEqual([]);
+    // A person carves GPU 2 with nvidia-smi: mig-manager would put its config back at its next start, wiping theirs.
+    clock.advance(60_000);
+    agentShows('h100-0', 2, ['4g.40gb', '3g.40gb']);
+    await rebalanceMig(deps);
+    expect(notifier.notices).toEqual([
+      expect.objectContaining({
+        title: 'gpu-reflex: the MIG layout on h100-0 is not the one gpu-reflex applied',
+        text: expect.stringContaining(`GPU 2 (${GPU(2)}) holds 4g.40gb + 3g.40gb, not 2×3g.40gb`),
+        severity: 'warning',
+      }),
+    ]);
+    // Told once while it holds.
+    clock.advance(60_000);
+    await rebalanceMig(deps);
+    expect(notifier.notices).toHaveLength(1);
+    // mig-manager's own word counts too: it re-applied the config and failed.
+    kube.cluster.nodes.get('h100-0')!.labels[MIG_CONFIG_STATE_LABEL] = 'failed';
+    clock.advance(60_000);
+    await rebalanceMig(deps);
+    expect(notifier.notices.map((n) => n.text)).toEqual([
+      expect.anything(),
+      expect.stringContaining(`mig-manager reports ${MIG_CONFIG_STATE_LABEL}=failed for ${config}`),
+    ]);
+    // Put right: said so, and a later drift is news again.
+    kube.cluster.nodes.get('h100-0')!.labels[MIG_CONFIG_STATE_LABEL] = 'success';
+    agentShows('h100-0', 2, ['3g.40gb', '3g.40gb']);
+    clock.advance(60_000);
+    await rebalanceMig(deps);
+    expect(notifier.notices.map((n) => n.title)).toEqual([
+      expect.anything(),
+      expect.anything(),
+      'gpu-reflex: the MIG layout on h100-0 is again the one gpu-reflex applied',
+    ]);
+    clock.advance(60_000);
+    await rebalanceMig(deps);
+    expect(notifier.notices).toHaveLength(3);
   });
 
   it('touches nothing when every GPU runs something', async () => {
