@@ -18,6 +18,7 @@ import { MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL, MIG_REBALANCE_ANNOTATION, rea
 import { PreemptionPolicySchema } from './core/policy.ts';
 import { decideHeldPlan, type CommandPorts } from '../chatops/actions.ts';
 import { getApproval, MIG_APPROVALS_SHARD } from '../lib/approvals.ts';
+import { STATE_LABEL } from '../lib/node-state.ts';
 import { OUTBOX_ANNOTATION } from '../lib/outbox.ts';
 import { withPartedEntry } from './core/parted.ts';
 import { DEFAULT_MIG_REBALANCE_CONFIG, rebalanceMig, type MigRebalanceDeps } from './run.ts';
@@ -454,6 +455,8 @@ describe('rebalance-mig', () => {
     const config = 'gpu-reflex-h100-0-0badc0de';
     await kube.migParted.update(() => withPartedEntry(undefined, config, layout, new Set()));
     kube.cluster.nodes.get('h100-0')!.labels[MIG_CONFIG_LABEL] = config;
+    // A remediation restored the node once (its state label stays `healthy`): checked all the same.
+    kube.cluster.nodes.get('h100-0')!.labels[STATE_LABEL] = 'healthy';
     agentShows('h100-0', 2, ['3g.40gb', '3g.40gb']);
     expect((await rebalanceMig(deps)).steps).toEqual({});
     expect(notifier.notices).toEqual([]);

@@ -268,8 +268,10 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
       let parted: string | undefined | null = null;
       for (const n of [...nodes].sort((a, b) => a.name.localeCompare(b.name))) {
         const r = records.get(n.name);
-        // Under way, failed or unreadable: the relayout's own steps speak there; a remediation's node, its sweep.
-        if (steps[n.name] || r?.record || r?.problem || STATE_LABEL in n.labels) continue;
+        // Under way, failed or unreadable: the relayout's own steps speak there. A remediation at work (its state
+        // label other than `healthy`, which a restore leaves for good) may be resetting GPUs and re-applying configs.
+        const remediating = n.labels[STATE_LABEL] !== undefined && n.labels[STATE_LABEL] !== 'healthy';
+        if (steps[n.name] || r?.record || r?.problem || remediating) continue;
         const config = n.labels[MIG_CONFIG_LABEL];
         const state = n.labels[MIG_CONFIG_STATE_LABEL];
         const before = n.annotations[MIG_DRIFT_ANNOTATION];
