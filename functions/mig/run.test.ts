@@ -498,6 +498,19 @@ describe('rebalance-mig', () => {
     expect(notifier.notices).toHaveLength(3);
   });
 
+  it('relays no GPU of a node its agent has not reported a MIG inventory for: layout and use unknown, done unprovable', async () => {
+    // Without gpu-reflex.io/mig-inventory each GPU's layout is guessed from the node's totals and nothing says what
+    // runs in it (a process outside Kubernetes); and a relayout is done only once that inventory shows it (step 3),
+    // so it could only end failed after MIG_TIMEOUT_MINUTES, the node cordoned and its GPUs wiped twice.
+    seed('h100-0', [0, 0, 0, 0]);
+    delete kube.cluster.nodes.get('h100-0')!.annotations[MIG_INVENTORY_ANNOTATION];
+    kube.cluster.nodes.get('h100-0')!.capacity = { 'nvidia.com/mig-1g.10gb': '28' };
+    waiting(2);
+    expect((await rebalanceMig(deps)).steps).toEqual({});
+    expect(kube.cluster.callsTo('configFile.update')).toEqual([]);
+    expect((await kube.nodes.get('h100-0')).unschedulable).toBe(false);
+  });
+
   it('touches nothing when every GPU runs something', async () => {
     seed('h100-0', [1, 1, 1, 1]);
     waiting(1);

@@ -9,8 +9,8 @@
  * only. Which GPU holds a running pod is not in
  * the API: `usage` (node → per-GPU profiles in use: the simulated device plugin's allocation) or
  * the node agent's `gpu-reflex.io/mig-inventory` annotation (events/mig-inventory.ts: exact
- * layouts and usage, checked against the pods bound there) says it; without either, every GPU of a
- * node that runs a MIG pod is locked (counted as supply, never relaid) and a note says so.
+ * layouts and usage, checked against the pods bound there) says it; without either, every GPU of the
+ * node is locked (counted as supply, never relaid) and a note says so.
  */
 import { MIG_INVENTORY_ANNOTATION, readMigInventory } from '../../events/index.ts';
 import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
@@ -215,6 +215,13 @@ export function readMigFleet(
         `${n.name}: ${running.length} pod(s) use MIG instances there, but not which GPUs: none of its GPUs will be ` +
           `relaid (the node agent's inventory tells)`,
       );
+    } else if (!known && !exact) {
+      // A live cluster's node without the agent's inventory: each GPU's layout is a guess and what runs in it (a
+      // process outside Kubernetes too) unknown; and a relayout is done only once that inventory lists it
+      // (core/relayout-evidence.ts), so one started here could only end failed, the node cordoned meanwhile.
+      const why = `the node agent's MIG inventory (${MIG_INVENTORY_ANNOTATION}) is missing or unreadable`;
+      for (const g of gpus) g.locked = `${why}: each GPU's layout and use are unknown`;
+      notes.push(`${n.name}: ${why}: none of its GPUs will be relaid (a relayout could never be confirmed)`);
     } else attachHolders(gpus, running, model);
     out.push({ name: n.name, labels: n.labels, schedulable: !n.unschedulable, gpus: lockFailed(gpus) });
   }
