@@ -10,7 +10,7 @@ import { migModel, migResourceName } from '../lib/mig-profiles.ts';
 import { DEFAULT_TAINT_KEY, NODE_OUT_PHASES, QUARANTINED_GPUS_ANNOTATION, STATE_LABEL } from '../lib/node-state.ts';
 import { resourcesOf, type QuotaConfig } from './core/config.ts';
 import { WRITTEN_HARD_ANNOTATION } from './deps.ts';
-import { quotaKey, type QuotaFacts } from './core/planner.ts';
+import { planQuotas, quotaKey, type QuotaFacts } from './core/planner.ts';
 
 const GPU = 'nvidia.com/gpu';
 
@@ -161,6 +161,31 @@ export function quotaFacts(
     }
   }
   return { capacity, usage, current, excluded, out, edited, gpuEighths: gpuEighths(config, nodes) };
+}
+
+/**
+ * The plan (core/planner.ts) with each namespace's changes counted from its quota as read where someone changed it
+ * since gpu-reflex wrote it: the planner's "now" is gpu-reflex's own value there, the write goes over theirs
+ * (run.ts), and `quota plan` and chat show what it would change on the cluster.
+ */
+export function planQuotasAsRead(config: QuotaConfig, facts: QuotaFacts & { edited?: Record<string, QuotaEdit[]> }) {
+  const plan = planQuotas(config, facts);
+  const edited = facts.edited ?? {};
+  return {
+    ...plan,
+    namespaces: plan.namespaces.map((nq) => {
+      const edit = edited[nq.namespace];
+      if (!edit) return nq;
+      const changes = Object.entries(nq.hard)
+        .map(([key, to]) => {
+          const e = edit.find((x) => x.key === key);
+          const c = nq.changes.find((x) => x.key === key);
+          return { key, from: e ? e.found : c ? c.from : to, to };
+        })
+        .filter((c) => c.from !== c.to);
+      return { ...nq, changes };
+    }),
+  };
 }
 
 /** A managed key of a gpu-reflex quota that someone changed since gpu-reflex wrote it (null: absent). */

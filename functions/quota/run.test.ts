@@ -9,6 +9,7 @@ import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { silentLogger } from '../adapters/logger.ts';
 import { DEFAULT_TAINT_KEY } from '../lib/node-state.ts';
 import { QuotaConfigSchema } from './core/config.ts';
+import { planQuotas, quotaFacts } from './index.ts';
 import {
   HOLD_UNTIL_ANNOTATION,
   PREVIOUS_HARD_ANNOTATION,
@@ -205,6 +206,10 @@ describe('rewrite-quotas', () => {
     await rewriteQuotas(deps);
     expect([await hard('ml'), await hard('nlp')]).toEqual(['16', '8']);
     await kube.quotas.applyQuota('ml', 'gpu-reflex', { hard: { [K]: '40' } });
+    // What chat's and the CLI's `quota plan` show (the public entry): the change the round will make on the cluster.
+    const read = await Promise.all([kube.nodes.list(), kube.pods.list(), kube.quotas.listQuotas()]);
+    const planned = planQuotas(deps.config, quotaFacts(deps.config, ...read));
+    expect(planned.namespaces.find((n) => n.namespace === 'ml')?.changes).toEqual([{ key: K, from: 40, to: 16 }]);
     const out = await rewriteQuotas(deps);
     expect(out.changed).toEqual(['ml']);
     expect(await hard('ml')).toBe('16');

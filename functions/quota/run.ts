@@ -15,7 +15,7 @@ import type { Notice } from '../adapters/chat/notifier.ts';
 import type { LimitItem, QuotaInfo } from '../adapters/kube/model.ts';
 import { withLease } from '../lib/lease.ts';
 import { resourcesOf, type QuotaConfig } from './core/config.ts';
-import { planQuotas, quotaKey, type NamespaceQuota } from './core/planner.ts';
+import { quotaKey, type NamespaceQuota } from './core/planner.ts';
 import {
   HOLD_UNTIL_ANNOTATION,
   MANAGED_BY,
@@ -24,7 +24,7 @@ import {
   type QuotaDeps,
   type QuotaOutcome,
 } from './deps.ts';
-import { quotaFacts, type QuotaEdit } from './facts.ts';
+import { planQuotasAsRead, quotaFacts, type QuotaEdit } from './facts.ts';
 import { idleLending, lendIdle, loanWords } from './idle-lending.ts';
 import { flush, key, record } from './namespace-outbox.ts';
 import { capacityOf, capacityWords, changesOf, landed, quotaEvent } from './quota-event.ts';
@@ -55,17 +55,6 @@ function hardStrings(nq: NamespaceQuota, current: QuotaInfo | undefined): Record
   return { ...keep, ...Object.fromEntries(Object.entries(nq.hard).map(([k, v]) => [k, String(v)])) };
 }
 
-/** The plan's changes counted from the quota as read where someone changed it since gpu-reflex wrote it. */
-function changesFromRead(nq: NamespaceQuota, edit: readonly QuotaEdit[]): NamespaceQuota['changes'] {
-  return Object.entries(nq.hard)
-    .map(([key, to]) => {
-      const e = edit.find((x) => x.key === key);
-      const c = nq.changes.find((x) => x.key === key);
-      return { key, from: e ? e.found : c ? c.from : to, to };
-    })
-    .filter((c) => c.from !== c.to);
-}
-
 /** `requests.nvidia.com/gpu 16 → 40`: what gpu-reflex wrote, and what someone made it since. */
 const editWords = (edit: readonly QuotaEdit[]) =>
   edit.map((e) => `${e.key} ${e.ours ?? 'unset'} → ${e.found ?? 'unset'}`).join(', ');
@@ -89,12 +78,11 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
       const facts = quotaFacts(deps.config, nodes, pods, quotas);
       // Idle GPUs lent (idle-lending.ts): their owners' usage counts without them.
       const lending = idleLending(deps.config, nodes, pods, facts.out, deps.clock.now());
-      const plan = planQuotas(deps.config, lendIdle(facts, lending));
+      const plan = planQuotasAsRead(deps.config, lendIdle(facts, lending));
       const capacity = capacityOf(plan, facts.out);
       const now = deps.clock.now();
       const changed: string[] = [];
       const held: string[] = [];
-      const written = new Map<string, NamespaceQuota>();
       const byHand = new Map<string, string>();
       const lr = limitItems(deps.config);
       // A refusal the bus may lift (throttling, an outage) is not the round's failure: the events stay in the
@@ -135,11 +123,11 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
             limits: lr,
             labels: { ...MANAGED_BY },
           });
-        // A value someone wrote since gpu-reflex's last write is theirs: the changes are counted from it, the round
-        // puts gpu-reflex's decision back (its previous-hard keeps theirs for a rollback) and says so.
+        if (nq.changes.length === 0 && current) continue;
+        // A value someone wrote since gpu-reflex's last write is theirs: the changes are counted from it
+        // (planQuotasAsRead), the round puts gpu-reflex's decision back (its previous-hard keeps theirs for a rollback)
+        // and says so.
         const edit = facts.edited[nq.namespace];
-        const nqw = edit ? { ...nq, changes: changesFromRead(nq, edit) } : nq;
-        if (nqw.changes.length === 0 && current) continue;
         if (edit) byHand.set(nq.namespace, editWords(edit));
         const reason = [
           ...(edit
@@ -149,7 +137,7 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
           ...loanWords(lending, nq.namespace),
           ...capacityWords(capacity),
         ].join('; ');
-        const event = quotaEvent(deps, { namespace: nq.namespace, changes: changesOf(nqw), reason, now, capacity });
+        const event = quotaEvent(deps, { namespace: nq.namespace, changes: changesOf(nq), reason, now, capacity });
         const events = await record(deps, nq.namespace, event);
         await deps.quotas.applyQuota(nq.namespace, deps.config.quotaName, {
           hard: hardStrings(nq, current),
@@ -167,8 +155,7 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
         });
         await publish(nq.namespace, events);
         changed.push(nq.namespace);
-        written.set(nq.namespace, nqw);
-        deps.logger.info('rewrite-quotas', { namespace: nq.namespace, changes: nqw.changes });
+        deps.logger.info('rewrite-quotas', { namespace: nq.namespace, changes: nq.changes });
       }
       // A warning is news when the quotas change with it; every 5 minutes after that it is not.
       for (const w of plan.warnings)
@@ -176,7 +163,6 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
       if (changed.length > 0) {
         const lines = plan.namespaces
           .filter((n) => changed.includes(n.namespace))
-          .map((n) => written.get(n.namespace)!)
           .map(
             (n) =>
               `${n.namespace}: ${n.changes.map((c) => `${c.key} ${c.from ?? 'unset'} → ${c.to}`).join(', ')}` +
