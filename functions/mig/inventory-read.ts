@@ -71,10 +71,34 @@ export function agentInventory(
     for (const [profile, k] of Object.entries(migRequests(p, model)))
       wanted.set(profile, (wanted.get(profile) ?? 0) + k);
   const behind = [...wanted].filter(([profile, k]) => k > (inUse.get(profile) ?? 0));
+  // By identity too: a count can match while the pods do not (an agent that stopped writing still shows a pod since
+  // ended in use on one GPU, and calls idle the GPU its successor runs on). A running pod the inventory names in no
+  // instance holds one of the instances in use that name nobody (an agent that could not map that process), or one
+  // the inventory calls free: where those unnamed instances are fewer than such pods hold, which GPU they are on is
+  // unknown.
+  const named = new Set(inventory.gpus.flatMap((g) => g.instances.flatMap((i) => i.pods ?? [])));
+  const unnamedInUse = new Map<string, number>();
+  for (const i of inventory.gpus.flatMap((g) => g.instances))
+    if (i.inUse && (i.pods ?? []).length === 0) unnamedInUse.set(i.profile, (unnamedInUse.get(i.profile) ?? 0) + 1);
+  const unnamedHeld = new Map<string, { k: number; pods: string[] }>();
+  for (const p of running) {
+    if (p.uid !== undefined && named.has(p.uid)) continue;
+    for (const [profile, k] of Object.entries(migRequests(p, model))) {
+      const h = unnamedHeld.get(profile) ?? { k: 0, pods: [] };
+      unnamedHeld.set(profile, { k: h.k + k, pods: [...h.pods, `${p.namespace}/${p.name}`] });
+    }
+  }
+  const unplaced = [...unnamedHeld].filter(([profile, h]) => h.k > (unnamedInUse.get(profile) ?? 0));
   if (behind.length > 0) {
     const why =
       `the node agent's MIG inventory (${inventory.at}) shows fewer instances in use than its pods hold ` +
       `(${behind.map(([p, k]) => `${p}: ${inUse.get(p) ?? 0} < ${k}`).join(', ')})`;
+    for (const g of gpus) g.locked = why;
+    notes.push(`${n.name}: ${why}: none of its GPUs will be relaid until it catches up`);
+  } else if (unplaced.length > 0) {
+    const why =
+      `the node agent's MIG inventory (${inventory.at}) names no instance of running pod(s) ` +
+      `${[...new Set(unplaced.flatMap(([, h]) => h.pods))].join(', ')}: which GPU they use is unknown`;
     for (const g of gpus) g.locked = why;
     notes.push(`${n.name}: ${why}: none of its GPUs will be relaid until it catches up`);
   }

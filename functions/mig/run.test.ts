@@ -18,7 +18,9 @@ import { MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL, MIG_REBALANCE_ANNOTATION, rea
 import { PreemptionPolicySchema } from './core/policy.ts';
 import { decideHeldPlan, type CommandPorts } from '../chatops/actions.ts';
 import { getApproval, MIG_APPROVALS_SHARD } from '../lib/approvals.ts';
+import { STATE_LABEL } from '../lib/node-state.ts';
 import { OUTBOX_ANNOTATION } from '../lib/outbox.ts';
+import { withPartedEntry } from './core/parted.ts';
 import { DEFAULT_MIG_REBALANCE_CONFIG, rebalanceMig, type MigRebalanceDeps } from './run.ts';
 
 const T0 = Date.parse('2026-11-21T03:00:00.000Z');
@@ -384,6 +386,129 @@ describe('rebalance-mig', () => {
     expect((await rebalanceMig(deps)).steps).toEqual({});
     clock.advance(1_000);
     expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'start' });
+  });
+
+  it('relays nothing on a node whose relayout record it cannot read: it may be one under way, or failed', async () => {
+    // A record written by a newer gpu-reflex (v: 2) or hand-edited: unknown, not absent. Read as absent, the node was
+    // planned again and a second relayout started over the first (its `previous` the first's config, never restored).
+    seed('h100-0');
+    seed('h100-1');
+    kube.cluster.nodes.get('h100-0')!.annotations[MIG_REBALANCE_ANNOTATION] = JSON.stringify({
+      v: 2,
+      phase: 'applying',
+    });
+    kube.cluster.nodes.get('h100-0')!.unschedulable = true;
+    waiting(2);
+    const out = await rebalanceMig(deps);
+    // Nor does a second node start beside it: it counts as under way (MIG_MAX_NODES_AT_ONCE).
+    expect(out.steps).toEqual({});
+    expect(kube.cluster.callsTo('configFile.update')).toEqual([]);
+    // A person uncordons it: still not relaid, the record not overwritten.
+    kube.cluster.nodes.get('h100-0')!.unschedulable = false;
+    clock.advance(60_000);
+    expect((await rebalanceMig(deps)).steps).toEqual({});
+    expect(kube.cluster.callsTo('configFile.update')).toEqual([]);
+    expect(kube.cluster.nodes.get('h100-0')!.annotations[MIG_REBALANCE_ANNOTATION]).toBe(
+      JSON.stringify({ v: 2, phase: 'applying' }),
+    );
+  });
+
+  it('relays nothing on a node where mig-manager reports failed and no relayout of ours is under way', async () => {
+    // mig-manager re-applied the node's config (a restart, a reboot: it applies at start) and failed: the GPUs may be
+    // half made. A relayout there would also remove the state label, the one sign of it a person has.
+    seed();
+    kube.cluster.nodes.get('h100-0')!.labels[MIG_CONFIG_STATE_LABEL] = 'failed';
+    waiting(2);
+    expect((await rebalanceMig(deps)).steps).toEqual({});
+    expect(kube.cluster.callsTo('configFile.update')).toEqual([]);
+    const node = await kube.nodes.get('h100-0');
+    expect(node.labels[MIG_CONFIG_STATE_LABEL]).toBe('failed');
+    expect(node.unschedulable).toBe(false);
+  });
+
+  it("relays no GPU while a running MIG pod is named in none of the agent's instances (its inventory is behind)", async () => {
+    // The agent names each instance's pods. Its inventory still shows nb-old on GPU 0, which has ended; nb-new now
+    // runs on the node and is named nowhere: by count (one 1g.10gb in use, one held) all looks right, but nb-new may
+    // sit on GPU 2 or 3, which the inventory calls idle. Relaid, its instance is wiped under it.
+    seed('h100-0', [0, 0, 0, 0]);
+    const stored = kube.cluster.nodes.get('h100-0')!;
+    const inv = readMigInventory(stored.annotations).inventory!;
+    inv.gpus[0]!.instances[0] = { ...inv.gpus[0]!.instances[0]!, inUse: true, pods: ['nb-old'] };
+    stored.annotations[MIG_INVENTORY_ANNOTATION] = JSON.stringify(inv);
+    kube.cluster.addPod({
+      name: 'nb-new',
+      namespace: 'research',
+      uid: 'nb-new',
+      nodeName: 'h100-0',
+      extendedResources: { 'nvidia.com/mig-1g.10gb': 1 },
+    });
+    waiting(2);
+    expect((await rebalanceMig(deps)).steps).toEqual({});
+    expect(kube.cluster.callsTo('configFile.update')).toEqual([]);
+  });
+
+  it('keeps checking a layout it applied against the GPUs: a person is told once when it drifts, and when it is back', async () => {
+    // The relayout was done long ago (its record removed): the node's label names gpu-reflex's config, GPU 2 holds
+    // 2×3g.40gb as that config says, the others 7×1g.10gb.
+    seed('h100-0', [0, 0, 0, 0]);
+    const layout = [SEVEN, SEVEN, ['3g.40gb', '3g.40gb'], SEVEN];
+    const config = 'gpu-reflex-h100-0-0badc0de';
+    await kube.migParted.update(() => withPartedEntry(undefined, config, layout, new Set()));
+    kube.cluster.nodes.get('h100-0')!.labels[MIG_CONFIG_LABEL] = config;
+    // A remediation restored the node once (its state label stays `healthy`): checked all the same.
+    kube.cluster.nodes.get('h100-0')!.labels[STATE_LABEL] = 'healthy';
+    agentShows('h100-0', 2, ['3g.40gb', '3g.40gb']);
+    expect((await rebalanceMig(deps)).steps).toEqual({});
+    expect(notifier.notices).toEqual([]);
+    // A person carves GPU 2 with nvidia-smi: mig-manager would put its config back at its next start, wiping theirs.
+    clock.advance(60_000);
+    agentShows('h100-0', 2, ['4g.40gb', '3g.40gb']);
+    await rebalanceMig(deps);
+    expect(notifier.notices).toEqual([
+      expect.objectContaining({
+        title: 'gpu-reflex: the MIG layout on h100-0 is not the one gpu-reflex applied',
+        text: expect.stringContaining(`GPU 2 (${GPU(2)}) holds 4g.40gb + 3g.40gb, not 2×3g.40gb`),
+        severity: 'warning',
+      }),
+    ]);
+    // Told once while it holds.
+    clock.advance(60_000);
+    await rebalanceMig(deps);
+    expect(notifier.notices).toHaveLength(1);
+    // mig-manager's own word counts too: it re-applied the config and failed.
+    kube.cluster.nodes.get('h100-0')!.labels[MIG_CONFIG_STATE_LABEL] = 'failed';
+    clock.advance(60_000);
+    await rebalanceMig(deps);
+    expect(notifier.notices.map((n) => n.text)).toEqual([
+      expect.anything(),
+      expect.stringContaining(`mig-manager reports ${MIG_CONFIG_STATE_LABEL}=failed for ${config}`),
+    ]);
+    // Put right: said so, and a later drift is news again.
+    kube.cluster.nodes.get('h100-0')!.labels[MIG_CONFIG_STATE_LABEL] = 'success';
+    agentShows('h100-0', 2, ['3g.40gb', '3g.40gb']);
+    clock.advance(60_000);
+    await rebalanceMig(deps);
+    expect(notifier.notices.map((n) => n.title)).toEqual([
+      expect.anything(),
+      expect.anything(),
+      'gpu-reflex: the MIG layout on h100-0 is again the one gpu-reflex applied',
+    ]);
+    clock.advance(60_000);
+    await rebalanceMig(deps);
+    expect(notifier.notices).toHaveLength(3);
+  });
+
+  it('relays no GPU of a node its agent has not reported a MIG inventory for: layout and use unknown, done unprovable', async () => {
+    // Without gpu-reflex.io/mig-inventory each GPU's layout is guessed from the node's totals and nothing says what
+    // runs in it (a process outside Kubernetes); and a relayout is done only once that inventory shows it (step 3),
+    // so it could only end failed after MIG_TIMEOUT_MINUTES, the node cordoned and its GPUs wiped twice.
+    seed('h100-0', [0, 0, 0, 0]);
+    delete kube.cluster.nodes.get('h100-0')!.annotations[MIG_INVENTORY_ANNOTATION];
+    kube.cluster.nodes.get('h100-0')!.capacity = { 'nvidia.com/mig-1g.10gb': '28' };
+    waiting(2);
+    expect((await rebalanceMig(deps)).steps).toEqual({});
+    expect(kube.cluster.callsTo('configFile.update')).toEqual([]);
+    expect((await kube.nodes.get('h100-0')).unschedulable).toBe(false);
   });
 
   it('touches nothing when every GPU runs something', async () => {

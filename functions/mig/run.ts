@@ -14,6 +14,7 @@ import { readOutbox } from '../lib/outbox.ts';
 import { emptyEdit, noActions } from '../lib/plan.ts';
 import { carryOut } from '../lib/reflex.ts';
 import { withLease } from '../lib/lease.ts';
+import { checkAppliedLayouts } from './applied-check.ts';
 import { approvedChanges } from './approval.ts';
 import { clusterPolicyRefusal, partedConfigRefusal } from './core/parted-owner.ts';
 import { withPartedEntry } from './core/parted.ts';
@@ -69,9 +70,16 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
       const records = new Map(nodes.map((n) => [n.name, readMigRecord(n.annotations)] as const));
       for (const [name, r] of records)
         if (r.problem) deps.logger.warn('rebalance-mig', { node: name, problem: r.problem });
-      // A node under way is not planned again until it is done.
-      for (const n of fleet.nodes)
+      // A node under way is not planned again until it is done. Nor is one whose record cannot be read (a newer
+      // gpu-reflex's, a hand edit): unknown, not absent — it may be a relayout under way or a failed one left for a
+      // person, and a new start over it would record the in-flight config as the one to restore.
+      const unreadable = (name: string) => records.get(name)?.problem !== undefined;
+      for (const n of fleet.nodes) {
         if (records.get(n.name)?.record) for (const g of n.gpus) g.locked = 'a relayout is under way';
+        else if (unreadable(n.name))
+          for (const g of n.gpus)
+            g.locked = `its ${MIG_REBALANCE_ANNOTATION} cannot be read: a person must fix or remove it`;
+      }
       const plan = planMig(fleet.nodes, fleet.pending, deps.mig.preemption ? { preemption: deps.mig.preemption } : {});
       const byNode = new Map<string, PlannedNodeChange>();
       for (const c of plan.changes) {
@@ -86,7 +94,10 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
           demand[migResourceName(profile)] = (demand[migResourceName(profile)] ?? 0) + k;
       let refusal: string | undefined;
       let refused: string | undefined;
-      let underWay = [...records.values()].filter((r) => r.record && r.record.phase !== 'failed').length;
+      // An unreadable record counts as under way: MIG_MAX_NODES_AT_ONCE holds while it may be one.
+      let underWay = [...records.values()].filter(
+        (r) => (r.record && r.record.phase !== 'failed') || r.problem !== undefined,
+      ).length;
       const steps: Record<string, MigStep['kind']> = {};
       for (const n of [...nodes].sort((a, b) => a.name.localeCompare(b.name))) {
         const record = records.get(n.name)?.record;
@@ -249,6 +260,12 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
               : records.get(name)?.record?.phase;
       // Checked and not refused: the refusal lifted, and the next one is news again.
       if (refusal === '') await remember(deps, undefined);
+      // A layout gpu-reflex applied is checked every round, long after its relayout was done (applied-check.ts).
+      const told = await checkAppliedLayouts(
+        deps,
+        nodes,
+        (name) => steps[name] !== undefined || records.get(name)?.record !== undefined || !!records.get(name)?.problem,
+      );
       // This round is the MIG nodes' sweep: a node it did not carry anything out on may still hold what an earlier
       // round never got out (a refused publish, a failed chat notice). A `done` or `failed` relayout is never
       // stepped again, and remediation's sweep lists only nodes with its state label, so nothing else sends it (a
@@ -260,7 +277,7 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
       for (const n of nodes) {
         const pending = readOutbox(n.annotations);
         const quiet = pending.events.length === 0 && pending.notices.length === 0;
-        if (steps[n.name] || !ours.has(n.name) || STATE_LABEL in n.labels || quiet) continue;
+        if (steps[n.name] || told.has(n.name) || !ours.has(n.name) || STATE_LABEL in n.labels || quiet) continue;
         await carryOut({ node: n.name, pending, actions: noActions<never>(), events: () => [], basis: n }, deps);
       }
       const names = nodes.map((n) => n.name).sort();

@@ -43,6 +43,9 @@ const guessed = (n: string) =>
   `from the GPUs`;
 const layout = (f: ReturnType<typeof readMigFleet>, n = 0) =>
   f.nodes[n]!.gpus.map((g) => g.instances.map((i) => `${i.profile}${i.inUse ? '*' : ''}`).join(','));
+const noInventory = (n: string) =>
+  `${n}: the node agent's MIG inventory (gpu-reflex.io/mig-inventory) is missing or unreadable: none of its GPUs ` +
+  `will be relaid (a relayout could never be confirmed)`;
 
 describe('readMigFleet', () => {
   it("spreads the node's MIG capacity over its GPUs, spelling +me back from the resource name", () => {
@@ -119,7 +122,7 @@ describe('readMigFleet', () => {
     ['NVIDIA-GB200', 'GB200', 'nvidia.com/mig-3g.93gb'],
   ])('plans a %s node (the GPUs sold for ACK) from the catalog', (product, model, resource) => {
     const f = readMigFleet([node('n', { 'nvidia.com/gpu.product': product }, { [resource]: '4' })], []);
-    expect(f.notes).toEqual([guessed('n')]);
+    expect(f.notes).toEqual([guessed('n'), noInventory('n')]);
     expect(f.nodes[0]!.gpus[0]!.model.name).toBe(model);
     expect(layout(f)).toHaveLength(2);
   });
@@ -198,7 +201,7 @@ describe('readMigFleet', () => {
     expect(exact.notes).toEqual([]);
     const guess = readMigFleet([node('h', {}, totals)], []);
     expect(layout(guess)).not.toEqual(layout(exact));
-    expect(guess.notes).toEqual([guessed('h')]);
+    expect(guess.notes).toEqual([guessed('h'), noInventory('h')]);
   });
 
   it("without knowing which GPU holds a pod, counts its instances and locks the node's GPUs, saying so", () => {

@@ -9,14 +9,14 @@
  * only. Which GPU holds a running pod is not in
  * the API: `usage` (node → per-GPU profiles in use: the simulated device plugin's allocation) or
  * the node agent's `gpu-reflex.io/mig-inventory` annotation (events/mig-inventory.ts: exact
- * layouts and usage, checked against the pods bound there) says it; without either, every GPU of a
- * node that runs a MIG pod is locked (counted as supply, never relaid) and a note says so.
+ * layouts and usage, checked against the pods bound there) says it; without either, every GPU of the
+ * node is locked (counted as supply, never relaid) and a note says so.
  */
 import { MIG_INVENTORY_ANNOTATION, readMigInventory } from '../../events/index.ts';
 import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
 import type { MigGpu, MigNode, PendingMigPod } from './core/planner.ts';
 import { migModel, modelFromReported, type MigModel } from '../lib/mig-profiles.ts';
-import { MIG_CONFIG_STATE_LABEL } from './core/rebalance.ts';
+import { MIG_CONFIG_LABEL, MIG_CONFIG_STATE_LABEL } from './core/rebalance.ts';
 import { checkLayout } from './core/layout.ts';
 
 import { agentInventory, holderOf, MIG_RESOURCE, migRequests, profileOfResource } from './inventory-read.ts';
@@ -142,6 +142,20 @@ export function readMigFleet(
       );
       continue;
     }
+    // mig-manager could not apply the node's config (it runs again at every start and on every label change; a
+    // failed `nvidia-mig-parted apply` labels `failed`: NVIDIA/mig-parted deployments/gpu-operator/reconfigure-mig.sh
+    // exit_failed). Its GPUs may be half made, and a relayout would remove the state label, the one sign of it a
+    // person has. Planned on as supply (the instances there are real), never relaid, until it reports success again.
+    const failed =
+      state === 'failed'
+        ? `mig-manager reports ${MIG_CONFIG_STATE_LABEL}=failed for ${n.labels[MIG_CONFIG_LABEL] ?? 'its config'}: ` +
+          `none of its GPUs is relaid until a person fixes it and mig-manager reports success`
+        : undefined;
+    if (failed) notes.push(`${n.name}: ${failed}`);
+    const lockFailed = (gpus: MigGpu[]) => {
+      if (failed) for (const g of gpus) g.locked ??= failed;
+      return gpus;
+    };
     const gpuCount = Number(n.labels['nvidia.com/gpu.count'] ?? '1') || 1;
     const exact = layouts?.get(n.name);
     const perGpu =
@@ -158,7 +172,7 @@ export function readMigFleet(
     const fromAgent = usage?.get(n.name) ? undefined : agentInventory(n, model, running, notes);
     if (fromAgent) {
       attachHolders(fromAgent, running, model);
-      out.push({ name: n.name, labels: n.labels, schedulable: !n.unschedulable, gpus: fromAgent });
+      out.push({ name: n.name, labels: n.labels, schedulable: !n.unschedulable, gpus: lockFailed(fromAgent) });
       continue;
     }
     const known = usage?.get(n.name);
@@ -201,8 +215,15 @@ export function readMigFleet(
         `${n.name}: ${running.length} pod(s) use MIG instances there, but not which GPUs: none of its GPUs will be ` +
           `relaid (the node agent's inventory tells)`,
       );
+    } else if (!known && !exact) {
+      // A live cluster's node without the agent's inventory: each GPU's layout is a guess and what runs in it (a
+      // process outside Kubernetes too) unknown; and a relayout is done only once that inventory lists it
+      // (core/relayout-evidence.ts), so one started here could only end failed, the node cordoned meanwhile.
+      const why = `the node agent's MIG inventory (${MIG_INVENTORY_ANNOTATION}) is missing or unreadable`;
+      for (const g of gpus) g.locked = `${why}: each GPU's layout and use are unknown`;
+      notes.push(`${n.name}: ${why}: none of its GPUs will be relaid (a relayout could never be confirmed)`);
     } else attachHolders(gpus, running, model);
-    out.push({ name: n.name, labels: n.labels, schedulable: !n.unschedulable, gpus });
+    out.push({ name: n.name, labels: n.labels, schedulable: !n.unschedulable, gpus: lockFailed(gpus) });
   }
   const pending: PendingMigPod[] = pods
     .filter((p) => !p.nodeName && !finished(p) && !p.terminating)

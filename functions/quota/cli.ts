@@ -14,8 +14,8 @@ import { systemClock } from '../adapters/clock.ts';
 import type { NodeInfo, PodInfo, QuotaInfo } from '../adapters/kube/model.ts';
 import { createLogger } from '../adapters/logger.ts';
 import { parseQuotaConfig, QuotaConfigError, resourcesOf, type QuotaConfig } from './core/config.ts';
-import { planQuotas, quotaKey, type QuotaPlan } from './core/planner.ts';
-import { quotaFacts } from './facts.ts';
+import { quotaKey, type QuotaPlan } from './core/planner.ts';
+import { planQuotasAsRead, quotaFacts } from './facts.ts';
 import { rollbackQuotas } from './run.ts';
 
 async function readConfig(path: string | undefined, io: CliIo): Promise<QuotaConfig> {
@@ -125,7 +125,7 @@ export const createQuotaPlanCommand = (readFleet: QuotaFleetReader): Command => 
       read = { nodes, pods, quotas };
     }
     const facts = quotaFacts(config, read.nodes, read.pods, read.quotas);
-    const plan = planQuotas(config, facts);
+    const plan = planQuotasAsRead(config, facts);
     if (values.json) io.out(JSON.stringify({ ...plan, excluded: facts.excluded }, null, 2));
     else for (const l of planTable(config, plan, facts.usage, facts.excluded)) io.out(l);
     return 0;

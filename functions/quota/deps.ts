@@ -10,6 +10,11 @@ import type { IdleLending } from './idle-lending.ts';
 /** The quota rewriter's marks on what it writes, its ports and its outcome (run.ts, rollback.ts). */
 export const PREVIOUS_HARD_ANNOTATION = 'gpu-reflex.io/previous-hard';
 export const HOLD_UNTIL_ANNOTATION = 'gpu-reflex.io/quota-hold-until';
+/**
+ * The managed keys as gpu-reflex last wrote them (a rewrite, a rollback): a quota read otherwise was changed by someone
+ * since, and that value is theirs, not gpu-reflex's (facts.ts).
+ */
+export const WRITTEN_HARD_ANNOTATION = 'gpu-reflex.io/written-hard';
 export const MANAGED_BY = { 'app.kubernetes.io/managed-by': 'gpu-reflex' } as const;
 
 export interface QuotaDeps {

@@ -9,7 +9,8 @@ import { parseQuantity } from '../adapters/kube/quantity.ts';
 import { migModel, migResourceName } from '../lib/mig-profiles.ts';
 import { DEFAULT_TAINT_KEY, NODE_OUT_PHASES, QUARANTINED_GPUS_ANNOTATION, STATE_LABEL } from '../lib/node-state.ts';
 import { resourcesOf, type QuotaConfig } from './core/config.ts';
-import { quotaKey, type QuotaFacts } from './core/planner.ts';
+import { WRITTEN_HARD_ANNOTATION } from './deps.ts';
+import { planQuotas, quotaKey, type QuotaFacts } from './core/planner.ts';
 
 const GPU = 'nvidia.com/gpu';
 
@@ -95,7 +96,7 @@ export function quotaFacts(
   nodes: readonly NodeInfo[],
   pods: readonly PodInfo[],
   quotas: readonly QuotaInfo[],
-): QuotaFacts & { excluded: string[]; out: CapacityOut[] } {
+): QuotaFacts & { excluded: string[]; out: CapacityOut[]; edited: Record<string, QuotaEdit[]> } {
   const resources = resourcesOf(config);
   const capacity: Record<string, number> = Object.fromEntries(resources.map((r) => [r, 0]));
   const out: CapacityOut[] = [];
@@ -144,12 +145,67 @@ export function quotaFacts(
     }
   }
   const current: Record<string, Record<string, number>> = {};
+  const edited: Record<string, QuotaEdit[]> = {};
   for (const q of quotas) {
     if (q.name !== config.quotaName || !teamNs.has(q.namespace)) continue;
-    for (const r of resources)
-      if (q.hard[quotaKey(r)] !== undefined) (current[q.namespace] ??= {})[r] = quantity(q.hard[quotaKey(r)]);
+    const written = writtenHard(q.annotations ?? {});
+    for (const r of resources) {
+      const k = quotaKey(r);
+      const found = q.hard[k] === undefined ? null : quantity(q.hard[k]);
+      const ours = written?.[k] === undefined ? null : quantity(written[k]);
+      // The planner's "now" (a decrease's rate limit, whether a team is quota-bound) is gpu-reflex's own value: a
+      // person's since is theirs, put back and said (run.ts), never taken for gpu-reflex's to come down from slowly.
+      const now = written ? ours : found;
+      if (now !== null) (current[q.namespace] ??= {})[r] = now;
+      if (written && ours !== found) (edited[q.namespace] ??= []).push({ key: k, ours, found });
+    }
   }
-  return { capacity, usage, current, excluded, out, gpuEighths: gpuEighths(config, nodes) };
+  return { capacity, usage, current, excluded, out, edited, gpuEighths: gpuEighths(config, nodes) };
+}
+
+/**
+ * The plan (core/planner.ts) with each namespace's changes counted from its quota as read where someone changed it
+ * since gpu-reflex wrote it: the planner's "now" is gpu-reflex's own value there, the write goes over theirs
+ * (run.ts), and `quota plan` and chat show what it would change on the cluster.
+ */
+export function planQuotasAsRead(config: QuotaConfig, facts: QuotaFacts & { edited?: Record<string, QuotaEdit[]> }) {
+  const plan = planQuotas(config, facts);
+  const edited = facts.edited ?? {};
+  return {
+    ...plan,
+    namespaces: plan.namespaces.map((nq) => {
+      const edit = edited[nq.namespace];
+      if (!edit) return nq;
+      const changes = Object.entries(nq.hard)
+        .map(([key, to]) => {
+          const e = edit.find((x) => x.key === key);
+          const c = nq.changes.find((x) => x.key === key);
+          return { key, from: e ? e.found : c ? c.from : to, to };
+        })
+        .filter((c) => c.from !== c.to);
+      return { ...nq, changes };
+    }),
+  };
+}
+
+/** A managed key of a gpu-reflex quota that someone changed since gpu-reflex wrote it (null: absent). */
+export interface QuotaEdit {
+  key: string;
+  ours: number | null;
+  found: number | null;
+}
+
+/** What gpu-reflex last wrote (WRITTEN_HARD_ANNOTATION); undefined where it cannot tell (none, or unreadable). */
+function writtenHard(annotations: Readonly<Record<string, string>>): Record<string, string> | undefined {
+  const raw = annotations[WRITTEN_HARD_ANNOTATION];
+  if (raw === undefined) return undefined;
+  try {
+    const v: unknown = JSON.parse(raw);
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) return undefined;
+    return Object.fromEntries(Object.entries(v).filter((e): e is [string, string] => typeof e[1] === 'string'));
+  } catch {
+    return undefined;
+  }
 }
 
 /**

@@ -132,6 +132,17 @@ describe('idle GPUs lent through quotas', () => {
     expect((await refused()).refused[0]!.why).toMatch(/fenced/);
   });
 
+  it('lends nothing on a node whose fenced GPUs cannot be read: the GPU may be one remediation holds', async () => {
+    // Read as "none fenced", the owner's usage was counted without a GPU that may be quarantined: its quota fell by one
+    // and another team's rose on a GPU nobody can schedule on.
+    for (const bad of ['not json', JSON.stringify({ gpus: [DEV] })]) {
+      node([track()], { annotations: { [QUARANTINED_GPUS_ANNOTATION]: bad } });
+      const { lending: l } = await lending();
+      expect(l.loans).toEqual([]);
+      expect(l.refused[0]!.why).toMatch(/cannot be read/);
+    }
+  });
+
   it('never lends more than the pod asks for, nor for a namespace or resource the quotas do not manage', async () => {
     const other = 'GPU-00000000-0000-4000-8000-000000000001';
     node([track(), track({ device: other, gpu: other })]);

@@ -9,7 +9,8 @@
  * Evidence, not time: a loan is read from the node's `gpu-reflex.io/idle-gpus` record and holds only
  * - until its `until` (the last idle window's end + the policy's gap): a stale record lends nothing;
  * - while the very pod it names (by UID) is on that node, not terminal, asking for the resource;
- * - on a node whose capacity the planner counts (not cordoned, not out), for a GPU remediation did not fence;
+ * - on a node whose capacity the planner counts (not cordoned, not out), for a GPU remediation did not fence (a
+ *   fence list that cannot be read lends nothing there);
  * - for a team namespace and a resource the quota config manages;
  * and never more than the pod asks for. Pure: the wiring's dry run covers what the rewrite then writes.
  */
@@ -47,12 +48,13 @@ export interface IdleLending {
   lent: Record<string, Record<string, number>>;
 }
 
-function quarantined(annotations: Readonly<Record<string, string>>): Set<string> {
+/** The GPUs remediation holds on a node; undefined when its list cannot be read (then any of them may be). */
+function quarantined(annotations: Readonly<Record<string, string>>): Set<string> | undefined {
   try {
     const list: unknown = JSON.parse(annotations[QUARANTINED_GPUS_ANNOTATION] ?? '[]');
-    return new Set(Array.isArray(list) ? list.filter((x): x is string => typeof x === 'string') : []);
+    return Array.isArray(list) ? new Set(list.filter((x): x is string => typeof x === 'string')) : undefined;
   } catch {
-    return new Set();
+    return undefined;
   }
 }
 
@@ -87,6 +89,11 @@ export function idleLending(
       if (!teamNs.has(t.namespace) || !resources.has(loan.resource)) continue; // not the planner's to lend
       if (nodeOut.has(n.name)) {
         refuse('its node gives no capacity to the quota planner');
+        continue;
+      }
+      // Unreadable is not "none fenced": lending takes quota from the owner, so it needs the list to say so.
+      if (!fenced) {
+        refuse(`its ${QUARANTINED_GPUS_ANNOTATION} cannot be read: the GPU may be fenced by remediation`);
         continue;
       }
       if (fenced.has(t.gpu) || (t.mig !== undefined && fenced.has(t.mig))) {

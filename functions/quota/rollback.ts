@@ -1,6 +1,12 @@
 import { isRetryable } from '../adapters/errors.ts';
 import { parseQuantity } from '../adapters/kube/quantity.ts';
-import { HOLD_UNTIL_ANNOTATION, MANAGED_BY, PREVIOUS_HARD_ANNOTATION, type QuotaDeps } from './deps.ts';
+import {
+  HOLD_UNTIL_ANNOTATION,
+  MANAGED_BY,
+  PREVIOUS_HARD_ANNOTATION,
+  WRITTEN_HARD_ANNOTATION,
+  type QuotaDeps,
+} from './deps.ts';
 import { record } from './namespace-outbox.ts';
 import { quotaEvent, type EventChange } from './quota-event.ts';
 
@@ -100,7 +106,12 @@ export async function rollbackQuotas(
       await deps.quotas.applyQuota(q.namespace, q.name, {
         hard: to,
         labels: { ...MANAGED_BY },
-        annotations: { [PREVIOUS_HARD_ANNOTATION]: JSON.stringify(q.hard), [HOLD_UNTIL_ANNOTATION]: until },
+        // The values restored are gpu-reflex's own from here: once the hold ends they are no one's hand edit.
+        annotations: {
+          [PREVIOUS_HARD_ANNOTATION]: JSON.stringify(q.hard),
+          [HOLD_UNTIL_ANNOTATION]: until,
+          [WRITTEN_HARD_ANNOTATION]: JSON.stringify(to),
+        },
         // Only over the values read (they are the previous-hard written here).
         basis: q.hard,
       });

@@ -9,6 +9,7 @@ import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { silentLogger } from '../adapters/logger.ts';
 import { DEFAULT_TAINT_KEY } from '../lib/node-state.ts';
 import { QuotaConfigSchema } from './core/config.ts';
+import { planQuotas, quotaFacts } from './index.ts';
 import {
   HOLD_UNTIL_ANNOTATION,
   PREVIOUS_HARD_ANNOTATION,
@@ -195,6 +196,40 @@ describe('rewrite-quotas', () => {
     await rewriteQuotas(deps);
     const q = await kube.quotas.getQuota('ml', 'gpu-reflex');
     expect([q?.hard[K], q?.annotations?.[PREVIOUS_HARD_ANNOTATION]]).toEqual(['8', JSON.stringify({ [K]: '20' })]);
+  });
+
+  it('takes a value a person wrote into its quota since its last rewrite for theirs, not its own: put back, and said', async () => {
+    // A decrease is rate-limited so that gpu-reflex's own quota does not fall under a team at once. A person's hand
+    // edit (ml 16 → 40, more than the fleet has) is not gpu-reflex's quota: read as its own, ml kept 36, 32, … for
+    // rounds while the others' rises waited for that room, and chat said only "40 → 36".
+    deps.config = QuotaConfigSchema.parse({ ...config, maxDecreasePerRound: { [GPU]: 4 } });
+    await rewriteQuotas(deps);
+    expect([await hard('ml'), await hard('nlp')]).toEqual(['16', '8']);
+    await kube.quotas.applyQuota('ml', 'gpu-reflex', { hard: { [K]: '40' } });
+    // What chat's and the CLI's `quota plan` show (the public entry): the change the round will make on the cluster.
+    const read = await Promise.all([kube.nodes.list(), kube.pods.list(), kube.quotas.listQuotas()]);
+    const planned = planQuotas(deps.config, quotaFacts(deps.config, ...read));
+    expect(planned.namespaces.find((n) => n.namespace === 'ml')?.changes).toEqual([{ key: K, from: 40, to: 16 }]);
+    const out = await rewriteQuotas(deps);
+    expect(out.changed).toEqual(['ml']);
+    expect(await hard('ml')).toBe('16');
+    const q = await kube.quotas.getQuota('ml', 'gpu-reflex');
+    // A rollback gives the person's value back (and holds it).
+    expect(q?.annotations?.[PREVIOUS_HARD_ANNOTATION]).toBe(JSON.stringify({ [K]: '40' }));
+    expect(events().at(-1)).toMatchObject({
+      namespace: 'ml',
+      changes: [{ resource: K, from: '40', to: '16' }],
+      reason: expect.stringMatching(/^changed since gpu-reflex wrote it \(requests\.nvidia\.com\/gpu 16 → 40\)/),
+    });
+    expect(notifier.notices.at(-1)).toMatchObject({
+      severity: 'warning',
+      text: expect.stringContaining(
+        'ml: requests.nvidia.com/gpu 40 → 16 (someone changed it since gpu-reflex wrote it: requests.nvidia.com/gpu 16 → 40;',
+      ),
+    });
+    // Its own again: nothing more to say.
+    await rewriteQuotas(deps);
+    expect(notifier.notices).toHaveLength(2);
   });
 
   it('rolls back to the values before the last rewrite and holds the quota from rewrites for a while', async () => {

@@ -15,15 +15,16 @@ import type { Notice } from '../adapters/chat/notifier.ts';
 import type { LimitItem, QuotaInfo } from '../adapters/kube/model.ts';
 import { withLease } from '../lib/lease.ts';
 import { resourcesOf, type QuotaConfig } from './core/config.ts';
-import { planQuotas, quotaKey, type NamespaceQuota } from './core/planner.ts';
+import { quotaKey, type NamespaceQuota } from './core/planner.ts';
 import {
   HOLD_UNTIL_ANNOTATION,
   MANAGED_BY,
   PREVIOUS_HARD_ANNOTATION,
+  WRITTEN_HARD_ANNOTATION,
   type QuotaDeps,
   type QuotaOutcome,
 } from './deps.ts';
-import { quotaFacts } from './facts.ts';
+import { planQuotasAsRead, quotaFacts, type QuotaEdit } from './facts.ts';
 import { idleLending, lendIdle, loanWords } from './idle-lending.ts';
 import { flush, key, record } from './namespace-outbox.ts';
 import { capacityOf, capacityWords, changesOf, landed, quotaEvent } from './quota-event.ts';
@@ -54,6 +55,10 @@ function hardStrings(nq: NamespaceQuota, current: QuotaInfo | undefined): Record
   return { ...keep, ...Object.fromEntries(Object.entries(nq.hard).map(([k, v]) => [k, String(v)])) };
 }
 
+/** `requests.nvidia.com/gpu 16 → 40`: what gpu-reflex wrote, and what someone made it since. */
+const editWords = (edit: readonly QuotaEdit[]) =>
+  edit.map((e) => `${e.key} ${e.ours ?? 'unset'} → ${e.found ?? 'unset'}`).join(', ');
+
 export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
   const empty = (): QuotaOutcome => (
     deps.logger.info('rewrite-quotas already running elsewhere'),
@@ -73,11 +78,12 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
       const facts = quotaFacts(deps.config, nodes, pods, quotas);
       // Idle GPUs lent (idle-lending.ts): their owners' usage counts without them.
       const lending = idleLending(deps.config, nodes, pods, facts.out, deps.clock.now());
-      const plan = planQuotas(deps.config, lendIdle(facts, lending));
+      const plan = planQuotasAsRead(deps.config, lendIdle(facts, lending));
       const capacity = capacityOf(plan, facts.out);
       const now = deps.clock.now();
       const changed: string[] = [];
       const held: string[] = [];
+      const byHand = new Map<string, string>();
       const lr = limitItems(deps.config);
       // A refusal the bus may lift (throttling, an outage) is not the round's failure: the events stay in the
       // outbox and the next round (every 5 minutes, and on capacity events) publishes them first. Thrown, it
@@ -118,14 +124,31 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
             labels: { ...MANAGED_BY },
           });
         if (nq.changes.length === 0 && current) continue;
-        const reason = [nq.reason, ...loanWords(lending, nq.namespace), ...capacityWords(capacity)].join('; ');
+        // A value someone wrote since gpu-reflex's last write is theirs: the changes are counted from it
+        // (planQuotasAsRead), the round puts gpu-reflex's decision back (its previous-hard keeps theirs for a rollback)
+        // and says so.
+        const edit = facts.edited[nq.namespace];
+        if (edit) byHand.set(nq.namespace, editWords(edit));
+        const reason = [
+          ...(edit
+            ? [`changed since gpu-reflex wrote it (${editWords(edit)}): put back to gpu-reflex's decision`]
+            : []),
+          nq.reason,
+          ...loanWords(lending, nq.namespace),
+          ...capacityWords(capacity),
+        ].join('; ');
         const event = quotaEvent(deps, { namespace: nq.namespace, changes: changesOf(nq), reason, now, capacity });
         const events = await record(deps, nq.namespace, event);
         await deps.quotas.applyQuota(nq.namespace, deps.config.quotaName, {
           hard: hardStrings(nq, current),
           labels: { ...MANAGED_BY },
           // `null`: there was no quota, so a rollback deletes this one (rollbackQuotas).
-          annotations: { [PREVIOUS_HARD_ANNOTATION]: current ? JSON.stringify(current.hard) : 'null' },
+          annotations: {
+            [PREVIOUS_HARD_ANNOTATION]: current ? JSON.stringify(current.hard) : 'null',
+            [WRITTEN_HARD_ANNOTATION]: JSON.stringify(
+              Object.fromEntries(Object.entries(nq.hard).map(([k, v]) => [k, String(v)])),
+            ),
+          },
           // Decided on the quota as read: one a person changed since is a 409 (the next round decides again), not
           // overwritten with the round's values, its own lost to the previous-hard a rollback restores.
           basis: current ? current.hard : null,
@@ -140,11 +163,18 @@ export async function rewriteQuotas(deps: QuotaDeps): Promise<QuotaOutcome> {
       if (changed.length > 0) {
         const lines = plan.namespaces
           .filter((n) => changed.includes(n.namespace))
-          .map((n) => `${n.namespace}: ${n.changes.map((c) => `${c.key} ${c.from ?? 'unset'} → ${c.to}`).join(', ')}`);
+          .map(
+            (n) =>
+              `${n.namespace}: ${n.changes.map((c) => `${c.key} ${c.from ?? 'unset'} → ${c.to}`).join(', ')}` +
+              (byHand.has(n.namespace)
+                ? ` (someone changed it since gpu-reflex wrote it: ${byHand.get(n.namespace)}; ` +
+                  `gpu-reflex quota rollback --namespace ${n.namespace} gives theirs back)`
+                : ''),
+          );
         const notice: Notice = {
           title: `gpu-reflex: rewrote ${changed.length} team quota${changed.length === 1 ? '' : 's'}`,
           text: [...lines, ...plan.warnings].join('\n').slice(0, 1000),
-          severity: plan.warnings.length > 0 ? 'warning' : 'info',
+          severity: plan.warnings.length > 0 || byHand.size > 0 ? 'warning' : 'info',
         };
         await deps.notifier
           .notify(notice)

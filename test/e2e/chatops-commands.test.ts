@@ -13,7 +13,7 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ChatOpsCommandDetail } from '../../events/index.ts';
+import { MIG_INVENTORY_ANNOTATION, type ChatOpsCommandDetail } from '../../events/index.ts';
 import { manualClock } from '../../functions/adapters/clock.ts';
 import { MIG_REBALANCE_ANNOTATION } from '../../functions/mig/core/rebalance.ts';
 import { HOLD_UNTIL_ANNOTATION, PREVIOUS_HARD_ANNOTATION } from '../../functions/quota/run.ts';
@@ -44,6 +44,18 @@ const FLEET: Fleet = {
         'nvidia.com/gpu.count': '4',
         'nvidia.com/gpu.memory': '81920',
         'nvidia.com/mig.strategy': 'mixed',
+      },
+      // What its node agent read through NVML: 4 GPUs of 7×1g.10gb, none in use (a relayout is done only once it shows it).
+      annotations: {
+        [MIG_INVENTORY_ANNOTATION]: JSON.stringify({
+          v: 1,
+          at: '2026-11-21T03:00:00.000Z',
+          gpus: [0, 1, 2, 3].map((index) => ({
+            index,
+            uuid: `GPU-0000000${index}-0000-4000-8000-000000000000`,
+            instances: Array.from({ length: 7 }, (_, gi) => ({ profile: '1g.10gb', gi: gi + 1, inUse: false })),
+          })),
+        }),
       },
       allocatable: { cpu: '190', memory: '1800Gi', 'nvidia.com/mig-1g.10gb': '28' },
     },

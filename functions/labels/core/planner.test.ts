@@ -117,6 +117,19 @@ describe('planLabels', () => {
     expect(p.kind === 'relabel' && p.record.labels).not.toHaveProperty('gpu-reflex.io/gpu.count');
   });
 
+  it('puts back a label of its own that was removed, and touches no label it does not own', () => {
+    // Everything labelled and recorded as its own; then someone removes gpu.count (a `kubectl label node N key-`,
+    // a node image that drops labels) and a person adds a label of theirs.
+    const first = planLabels(node(), inventory(), D);
+    const owned = first.kind === 'relabel' ? first.record.labels : {};
+    const { 'gpu-reflex.io/gpu.count': _removed, ...rest } = owned;
+    const p = planLabels(node({ ...rest, team: 'ml', 'nvidia.com/gpu.product': 'x' }, owned), inventory(), D);
+    expect(p.kind === 'relabel' && p.changes).toEqual([
+      expect.objectContaining({ key: 'gpu-reflex.io/gpu.count', from: null, to: '8' }),
+    ]);
+    expect(p.kind === 'relabel' && p.record.labels).toEqual(owned);
+  });
+
   it('follows a driver upgrade, MIG switched on and a GPU lost, on the labels it owns', () => {
     const before = planLabels(node(), inventory(), D);
     const owned = before.kind === 'relabel' ? before.record.labels : {};

@@ -44,7 +44,10 @@ export const MigRecordSchema = z
   .strict();
 export type MigRecord = z.infer<typeof MigRecordSchema>;
 
-/** The record on a node, or undefined (a corrupt one reads as absent and is reported). */
+/**
+ * The record on a node, or undefined; a corrupt one is `problem`, which run.ts reads as a relayout under way (its
+ * node is not planned), never as absent.
+ */
 export function readMigRecord(annotations: Readonly<Record<string, string>>): { record?: MigRecord; problem?: string } {
   const raw = annotations[MIG_REBALANCE_ANNOTATION];
   if (raw === undefined) return {};
