@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { GPU0, holder, MIN, pod, summary, T0, type GpuReading } from '../testing.ts';
+import { GPU0, GPU1, holder, MIG0, MIN, pod, summary, T0, type GpuReading } from '../testing.ts';
 import { encodeIdleRecord, readIdleRecord, type IdleHistoryEntry, type IdleRecord } from '../../lib/idle-record.ts';
 import { costReport, costTable, type CostPod } from './cost.ts';
 import { HISTORY_BUDGET_BYTES } from './history.ts';
@@ -153,6 +153,24 @@ describe('the idle history', () => {
     expect(costTable(rep)[2]).toMatch(/unknown \(168 GPU-h unread\)/);
     // From the first day it keeps whole: known.
     expect(report(plan.record, plan.record.historyFrom!, now).idleUnreadGpuHours).toBeUndefined();
+  });
+
+  it("keeps a MIG device's share apart, and counts its ended idle time as that share of a GPU", () => {
+    const mig = (fb: number): GpuReading => ({ uuid: GPU1, mig: [{ uuid: MIG0, profile: '3g.40gb', fb }] });
+    let record: IdleRecord = { tracks: [] };
+    [...times(6, 0), 50].forEach((fb, i) => {
+      const s = summary(T0 + i * 10 * MIN, [mig(fb)], [holder('research', 'notebook', GPU1, MIG0)]);
+      record = planIdle({ node: NODE, summary: s, pods: PODS, record }, policy).record;
+    });
+    expect(record.history).toEqual([expect.objectContaining({ share: 0.4286, day: '2026-12-05', ms: H })]);
+    const rep = costReport(
+      [{ ...NODE, annotations: encodeIdleRecord(record).annotations as Record<string, string> }],
+      [{ ...costPod, extendedResources: { 'nvidia.com/mig-3g.40gb': 1 } }],
+      policy,
+      T0 - D,
+      T0 + D,
+    );
+    expect(rep.rows[0]!.idleGpuHours).toBe(0.43);
   });
 
   it('reads a record written before the history (v 1, tracks only)', () => {
