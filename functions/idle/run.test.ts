@@ -31,7 +31,7 @@ describe('watchIdle through the applier and fake ports', () => {
     expect(w.kube.cluster.pod('research', 'notebook')?.terminating).toBe(false);
   });
 
-  it('evicts through the Eviction API at an opted-in deadline; utilization back clears the node record', async () => {
+  it('evicts through the Eviction API at an opted-in deadline; utilization back closes the run on the node', async () => {
     const w = idleWatcher(policy({ namespaces: { research: { evict: { afterMinutes: 30 } } } }));
     for (let i = 0; i < 15; i++)
       await watchIdle(w.deps, summary(T0 + i * 10 * MIN, [{ uuid: GPU0, util: 0, mem: 0 }], NB));
@@ -43,7 +43,11 @@ describe('watchIdle through the applier and fake ports', () => {
     for (let i = 0; i < 13; i++)
       await watchIdle(back.deps, summary(T0 + i * 10 * MIN, [{ uuid: GPU0, util: 0, mem: 0 }], NB));
     await watchIdle(back.deps, summary(T0 + 130 * MIN, [{ uuid: GPU0, util: 80, mem: 40 }], NB));
-    expect(back.kube.cluster.nodes.get('gpu-1')!.annotations[IDLE_ANNOTATION]).toBeUndefined();
+    // The run is closed: no track left, its 130 idle minutes kept for the cost report (the idle history).
+    expect(JSON.parse(back.kube.cluster.nodes.get('gpu-1')!.annotations[IDLE_ANNOTATION]!)).toMatchObject({
+      tracks: [],
+      history: [{ namespace: 'research', pod: 'notebook', day: '2026-12-05', ms: 130 * MIN }],
+    });
     expect(back.publisher.published.map((e) => (e.detail as GpuIdleAllocationDetail).state)).toEqual([
       'idle',
       'cancelled',

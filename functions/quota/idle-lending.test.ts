@@ -107,6 +107,14 @@ describe('idle GPUs lent through quotas', () => {
     expect(loanWords(l, 'train')).toEqual([]);
   });
 
+  it('reads a record that keeps ended runs (history) as one that does not: its open runs lend', async () => {
+    const history = [{ namespace: 'research', pod: 'old', day: '2026-12-04', ms: 3_600_000 }];
+    node(undefined, {
+      annotations: { [IDLE_ANNOTATION]: JSON.stringify({ v: 1, tracks: [track()], history, closedTo: T0 - 1e7 }) },
+    });
+    expect((await lending()).lending.lent).toEqual({ research: { [GPU]: 1 } });
+  });
+
   it('lends nothing on stale evidence, an untold run, another pod of the same name, or a node or GPU taken out', async () => {
     const refused = async () => (await lending()).lending;
     node([track({ lend: { resource: GPU, uid: notebook.uid, until: T0 } })]);

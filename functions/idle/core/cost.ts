@@ -2,13 +2,14 @@
  * GPU cost per team (pure): the GPU-hours the pods running now, and those that ended within the period
  * (Succeeded/Failed, still in the API, with their end time), have held over a period, × the price per
  * GPU-hour of their node's instance type (the idle policy's `prices`), per namespace and team, with the
- * idle share apart — the idle runs idle-gpus keeps on each node (lib/idle-record.ts). A pod deleted from the
- * API is not counted (its idle runs went out as `GPU Idle Allocation` events); an ended pod without an
- * end time is not guessed at: it is counted in `unknownEnd`.
+ * idle share apart — the idle runs idle-gpus keeps on each node, open and ended (lib/idle-record.ts). A pod
+ * deleted from the API is not counted (its idle runs went out as `GPU Idle Allocation` events); an ended pod
+ * without an end time is not guessed at: it is counted in `unknownEnd`.
  */
 import { INSTANCE_TYPE_LABEL, migShare } from './planner.ts';
 import type { IdlePolicy } from './policy.ts';
 import { readIdleRecord } from '../../lib/idle-record.ts';
+import { historyIdleMs } from './history.ts';
 
 export interface CostNode {
   name: string;
@@ -83,12 +84,15 @@ export function costReport(
   const unread = new Set<string>();
   for (const n of nodes) {
     const { record, warning } = readIdleRecord(n.annotations);
-    if (warning) unread.add(n.name);
+    // History dropped to keep the annotation small: the ended runs before `historyFrom` are unknown, as unread.
+    if (warning || (record.historyFrom !== undefined && record.historyFrom > fromMs)) unread.add(n.name);
+    // Open runs exactly; ended runs by their day buckets, pro rata on a day the period starts or ends in.
     for (const t of record.tracks) {
       const key = `${t.namespace}/${t.pod}`;
       const share = t.share ?? 1;
       idleByPod.set(key, (idleByPod.get(key) ?? 0) + overlap(t.since, t.lastEnd, fromMs, toMs) * share);
     }
+    for (const [key, ms] of historyIdleMs(record, fromMs, toMs)) idleByPod.set(key, (idleByPod.get(key) ?? 0) + ms);
   }
   const rows = new Map<string, CostRow>();
   const unknownEnd: string[] = [];

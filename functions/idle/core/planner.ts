@@ -12,6 +12,7 @@
 import { migResourceName } from '../../lib/mig-profiles.ts';
 import type { IdleTrack } from '../../lib/idle-record.ts';
 import { idleApprovalId, verdictOf } from './approval-verdict.ts';
+import { withHistory } from './history.ts';
 import { ruleFor, type IdlePolicy } from './policy.ts';
 import type { PodRef } from '../../lib/plan.ts';
 import {
@@ -69,6 +70,10 @@ export function planIdle(f: IdleFacts, policy: IdlePolicy): IdlePlan {
   if (!holders) return unchanged('the summary names no holders (PodResources unknown on the node)');
   const ws = Date.parse(f.summary.windowStart);
   const we = Date.parse(f.summary.windowEnd);
+  // A redelivered or older summary (EventBridge does not keep order): its windows were seen, and the runs they
+  // ended were moved to the history already; reading them again could only count that idle time twice.
+  if (we <= Math.max(f.record.closedTo ?? 0, ...f.record.tracks.map((t) => t.lastEnd)))
+    return unchanged('a summary whose windows were seen already (redelivered or late)');
   const gapMs = policy.gapMinutes * 60_000;
   const pool = f.node.labels[POOL_LABEL];
   const instanceType = f.node.labels[INSTANCE_TYPE_LABEL];
@@ -91,11 +96,6 @@ export function planIdle(f: IdleFacts, policy: IdlePolicy): IdlePlan {
     if (!pod || pod.terminating || pod.annotations[IDLE_OPT_OUT_ANNOTATION] === 'exempt') continue;
     const rule = ruleFor(policy, pod.namespace, pool);
     if (rule.ignore) continue;
-    // A redelivered or older summary: the track stays as it is.
-    if (found && we <= found.lastEnd) {
-      tracks.push(found);
-      continue;
-    }
     // The run is the very pod's (metadata.uid): a pod of the same name made since (a StatefulSet's pod recreated
     // after its eviction, on the freed GPU) was never told nor idle for a window, so its run starts afresh. A track
     // or pod without a UID (a record written before tracks kept it, a fake) is taken as the same pod.
@@ -234,7 +234,12 @@ export function planIdle(f: IdleFacts, policy: IdlePolicy): IdlePlan {
     else if (t.lend !== undefined) t = withoutLend(t);
     tracks.push(t);
   }
-  const record = { tracks };
+  // A run not carried on (utilization back, the pod gone, a gap, another pod of the name) ended: its idle time
+  // goes to the history, so the cost report still counts it (history.ts).
+  const closed = f.record.tracks.filter(
+    (o) => !tracks.some((t) => same(t, o.device, o.namespace, o.pod) && t.since === o.since),
+  );
+  const record = withHistory(f.record, tracks, closed, we);
   return {
     node,
     record,
