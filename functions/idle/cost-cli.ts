@@ -7,7 +7,7 @@
 import { UsageError, type CliIo, type Command } from '../../events/cli-kit/command.ts';
 import { parseFlags } from '../../events/cli-kit/flags.ts';
 import { readInputText } from '../../events/cli-kit/input.ts';
-import { costCsv, costTable } from './core/cost.ts';
+import { costCsv, costTable, idleKeptWords } from './core/cost.ts';
 import { DEFAULT_IDLE_POLICY, parseIdlePolicy } from './core/policy.ts';
 import type { PriceSource } from './live-prices.ts';
 import { readCost } from './read-cost.ts';
@@ -77,6 +77,8 @@ export function createCostReportCommand(now: () => number = () => Date.now()): C
       const rep = await readCost(ports, policy, since, now(), live);
       const lines = values.json ? [JSON.stringify(rep, null, 2)] : values.csv ? costCsv(rep) : costTable(rep);
       for (const l of lines) io.out(l);
+      // The table says it in its last lines, the JSON in `idleKeptFrom`; a CSV has no room for it.
+      if (values.csv && rep.idleKeptFrom) io.err(`cost report: ${idleKeptWords(rep.idleKeptFrom)}`);
       return 0;
     },
   };

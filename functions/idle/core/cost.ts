@@ -9,7 +9,7 @@
 import { INSTANCE_TYPE_LABEL, migShare } from './planner.ts';
 import type { IdlePolicy } from './policy.ts';
 import { readIdleRecord } from '../../lib/idle-record.ts';
-import { historyIdleMs } from './history.ts';
+import { HISTORY_RETENTION_MS, historyIdleMs } from './history.ts';
 
 export interface CostNode {
   name: string;
@@ -54,6 +54,11 @@ export interface CostReport {
   rows: CostRow[];
   /** Ended GPU pods (namespace/name) the API gives no end time for: left out, not guessed. */
   unknownEnd: string[];
+  /**
+   * Set when the period reaches back past what the idle history keeps (HISTORY_RETENTION_MS): before it, only runs
+   * still open count as idle — ended ones are gone, so the idle share there is a floor, said so, never a total.
+   */
+  idleKeptFrom?: string;
 }
 
 /** GPUs a pod holds: whole GPUs, and MIG devices as their share of a GPU (`nvidia.com/mig-3g.40gb` → 3/7). */
@@ -161,6 +166,9 @@ export function costReport(
     currency: policy.currency,
     rows: out,
     unknownEnd: unknownEnd.sort(),
+    ...(fromMs < toMs - HISTORY_RETENTION_MS
+      ? { idleKeptFrom: new Date(toMs - HISTORY_RETENTION_MS).toISOString() }
+      : {}),
   };
 }
 
@@ -202,8 +210,14 @@ export function costTable(rep: CostReport): string[] {
             `(${rep.unknownEnd.slice(0, 5).join(', ')}${unknown > 5 ? ', …' : ''})`,
         ]
       : []),
+    ...(rep.idleKeptFrom ? [idleKeptWords(rep.idleKeptFrom)] : []),
   ];
 }
+
+/** What the idle share leaves out of a period longer than the idle history keeps (CostReport.idleKeptFrom). */
+export const idleKeptWords = (from: string) =>
+  `idle share before ${from}: ended idle runs are kept ${HISTORY_RETENTION_MS / 86_400_000} days, ` +
+  'so before it only runs still open count (a floor, not the total)';
 
 /** RFC 4180: a field with a comma, quote or line break is quoted, its quotes doubled. */
 const csvField = (v: string) => (/[",\n\r]/.test(v) ? `"${v.replaceAll('"', '""')}"` : v);

@@ -56,6 +56,26 @@ describe('closed idle runs (the idle history)', () => {
   });
 });
 
+describe('a period longer than the history keeps', () => {
+  it('says that ended runs before the retention are not counted, instead of reading them as no idle time', () => {
+    const plans = run(T0, [...times(120, idle), ...times(60, busy)]);
+    const to = T0 + 30 * H;
+    const rep = costReport(
+      [{ ...NODE, annotations: encodeIdleRecord(last(plans)).annotations as Record<string, string> }],
+      [costPod],
+      policy,
+      to - 30 * 24 * H,
+      to,
+    );
+    expect(rep.idleKeptFrom).toBe(new Date(to - 8 * 24 * H).toISOString());
+    expect(costTable(rep).join('\n')).toContain(
+      `idle share before ${new Date(to - 8 * 24 * H).toISOString()}: ended idle runs are kept 8 days`,
+    );
+    // A week is within it: nothing to say.
+    expect(costReport([], [costPod], policy, to - 7 * 24 * H, to).idleKeptFrom).toBeUndefined();
+  });
+});
+
 describe('the idle history', () => {
   const D = 24 * H;
   const entry = (o: Partial<IdleHistoryEntry> = {}): IdleHistoryEntry => ({
