@@ -17,6 +17,7 @@ import type { StackReport } from '../../infra/local/report.ts';
 import { MIG_INVENTORY_ANNOTATION } from '../../events/index.ts';
 import { GPU_DEVICES_ANNOTATION } from '../../events/gpu-devices.ts';
 import { LABELER_ANNOTATION } from '../../functions/labels/core/planner.ts';
+import { IDLE_ANNOTATION } from '../../functions/lib/idle-record.ts';
 
 export async function simulateDryRun(how: 'policy-file' | 'env'): Promise<StackReport> {
   const dir = mkdtempSync(join(tmpdir(), 'gpu-reflex-dry-run-'));
@@ -46,10 +47,10 @@ export async function simulateDryRun(how: 'policy-file' | 'env'): Promise<StackR
  * are not in dry run (only the functions are): the MIG inventory their actuators write is their
  * report of the GPUs, not an action, and is left out; every other annotation counts.
  * `remediationOnly`: a remediation policy's `dryRun` is remediation's own; label-nodes,
- * rebalance-mig and autoscale-pools, configured apart, still act, so the labels label-nodes' record
+ * rebalance-mig, idle-gpus and autoscale-pools, configured apart, still act, so the labels label-nodes' record
  * lists and the record itself, the MIG layout's labels (`nvidia.com/mig.config`, the device
- * plugin's `nvidia.com/mig-*.count`) and the simulated mig-manager's annotations, and the nodes the
- * pool autoscaler added are left out too.
+ * plugin's `nvidia.com/mig-*.count`) and the simulated mig-manager's annotations, idle-gpus' record
+ * (the ended idle runs it keeps for the cost report), and the nodes the pool autoscaler added are left out too.
  */
 export function nodeShape(report: StackReport, which: 'initial' | 'final', remediationOnly = false) {
   const labelerKeys = (a: Record<string, string> = {}): string[] =>
@@ -67,7 +68,7 @@ export function nodeShape(report: StackReport, which: 'initial' | 'final', remed
         ([k]) =>
           k !== MIG_INVENTORY_ANNOTATION &&
           k !== GPU_DEVICES_ANNOTATION &&
-          !(remediationOnly && k === LABELER_ANNOTATION) &&
+          !(remediationOnly && (k === LABELER_ANNOTATION || k === IDLE_ANNOTATION)) &&
           !migKey(k),
       ),
     );
