@@ -54,6 +54,12 @@ export interface CarryOut<R> {
    * (issue #29). Without it, a refused publish throws and the platform's retry sends the outbox.
    */
   sweptBy?: { label: string; value: string };
+  /**
+   * The caller's own periodic pass sends this node's outbox every round (rebalance-mig sends every MIG node's): as
+   * with `sweptBy`, a refusal the bus may lift is not this invocation's failure; the events stay recorded for that
+   * pass, so a throttled or unavailable bus holds no reflex up.
+   */
+  resentEachRound?: boolean;
 }
 
 /**
@@ -126,9 +132,9 @@ export async function carryOut<R>(
     }
     // Recorded where the sweep looks: it sends them; nothing for the platform to retry or dead-letter.
     // A refusal the bus may lift (throttling, outage) only: a bug (an invalid event) still throws.
-    const seen = swept && (swept.label in c.basis!.labels || fresh);
+    const seen = (swept && (swept.label in c.basis!.labels || fresh)) || c.resentEachRound === true;
     if (!seen || !(err instanceof AdapterError && err.retryable)) throw err;
-    ports.logger.error('events not published: the outbox keeps them for the next sweep', {
+    ports.logger.error('events not published: the outbox keeps them for the next sweep or round', {
       node: c.node,
       events: send.length,
       error: err,

@@ -76,6 +76,7 @@ export async function checkAppliedLayouts(
         },
         events: () => [],
         basis: n,
+        resentEachRound: true,
       },
       deps,
     );

@@ -239,7 +239,8 @@ describe('rebalance-mig', () => {
         throw new TransientError('PutEvents: the bus is unreachable');
       },
     };
-    await expect(rebalanceMig(deps)).rejects.toThrow(TransientError);
+    // A refusal the bus may lift is not the round's failure (the round sends MIG nodes' outboxes each time).
+    expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'done' });
     // Done: the record is gone, so the node is never stepped again; the success waits in its outbox.
     expect(readMigRecord((await kube.nodes.get('h100-0')).annotations).record).toBeUndefined();
     deps.publisher = publisher;
@@ -247,6 +248,25 @@ describe('rebalance-mig', () => {
     await rebalanceMig(deps);
     expect(layoutEvents().map((e) => e.state)).toEqual(['pending', 'success']);
     expect((await kube.nodes.get('h100-0')).annotations[OUTBOX_ANNOTATION]).toBeUndefined();
+  });
+
+  it('goes on relaying while the bus refuses every publish: the events wait in the node outboxes, nothing lost', async () => {
+    // An EventBridge outage or throttling must not hold MIG pods pending: the bus has no say in a relayout.
+    const errors: string[] = [];
+    deps.logger = { ...silentLogger, error: (m: string) => void errors.push(m) };
+    deps.publisher = { publish: () => Promise.reject(new TransientError('PutEvents: ThrottlingException')) };
+    seed();
+    waiting(2);
+    expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'start' });
+    clock.advance(90_000);
+    expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'label' });
+    expect(errors.length).toBeGreaterThan(0);
+    expect(layoutEvents()).toEqual([]);
+    // The bus is back: what the rounds decided goes out, once each.
+    deps.publisher = publisher;
+    clock.advance(60_000);
+    await rebalanceMig(deps);
+    expect(layoutEvents().map((e) => e.state)).toEqual(['pending']);
   });
 
   it('announces no success when mig-manager never answers: previous config back, cordoned, a person told', async () => {
@@ -341,6 +361,21 @@ describe('rebalance-mig', () => {
     kube.cluster.configFileOwners.clear();
     expect((await rebalanceMig(deps)).steps).toEqual({ 'h100-0': 'start' });
     expect(await kube.state.get('mig-parted-refusal')).toBeUndefined();
+  });
+
+  it('tells a refusal the bus refused at first on a later round, not never', async () => {
+    seed();
+    waiting(2);
+    deps = { ...deps, state: kube.state };
+    kube.cluster.clusterPolicies = [{ name: 'cluster-policy', ignored: false }];
+    deps.publisher = { publish: () => Promise.reject(new TransientError('PutEvents: ThrottlingException')) };
+    expect((await rebalanceMig(deps)).refused).toContain('ClusterPolicy cluster-policy');
+    deps.publisher = publisher;
+    await clock.advance(5 * 60_000);
+    await rebalanceMig(deps);
+    await clock.advance(5 * 60_000);
+    await rebalanceMig(deps);
+    expect(layoutEvents().map((e) => e.state)).toEqual(['planned']);
   });
 
   it('leaves the node cordoned when a remediation drained it meanwhile', async () => {

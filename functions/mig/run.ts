@@ -7,6 +7,7 @@
  */
 import { readMigInventory } from '../../events/index.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
+import { isRetryable } from '../adapters/errors.ts';
 import type { Applied } from '../lib/apply.ts';
 import { migResourceName } from '../lib/mig-profiles.ts';
 import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../lib/node-state.ts';
@@ -158,6 +159,7 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
               actions: { ...noActions<never>(), evictions: step.evictions ?? [] },
               events: () => [],
               basis: n,
+              resentEachRound: true,
             },
             deps,
           );
@@ -187,8 +189,18 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
                 now,
                 demand,
               );
-              if (planned) await deps.publisher.publish([planned]);
-              await remember(deps, refusal);
+              // A bus that refuses for now (throttling, an outage): not remembered, so the next round tells it.
+              const told = planned
+                ? await deps.publisher.publish([planned]).then(
+                    () => true,
+                    (err: unknown) => {
+                      if (!isRetryable(err)) throw err;
+                      deps.logger.error('rebalance-mig: refusal not published; told next round', { error: err });
+                      return false;
+                    },
+                  )
+                : true;
+              if (told) await remember(deps, refusal);
             }
             refused = refusal;
             continue;
@@ -242,6 +254,7 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
             actions: { ...noActions<never>(), nodeEdit: edit, notices, evictions: step.evictions ?? [] },
             events,
             basis: n,
+            resentEachRound: true,
           },
           deps,
         );
@@ -278,7 +291,10 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
         const pending = readOutbox(n.annotations);
         const quiet = pending.events.length === 0 && pending.notices.length === 0;
         if (steps[n.name] || told.has(n.name) || !ours.has(n.name) || STATE_LABEL in n.labels || quiet) continue;
-        await carryOut({ node: n.name, pending, actions: noActions<never>(), events: () => [], basis: n }, deps);
+        await carryOut(
+          { node: n.name, pending, actions: noActions<never>(), events: () => [], basis: n, resentEachRound: true },
+          deps,
+        );
       }
       const names = nodes.map((n) => n.name).sort();
       return {
