@@ -62,6 +62,13 @@ export class Agent {
   /** PodResources' holders, read at each sample (agent-holders.ts). */
   private readonly holderReader: HolderReader;
   private inventory: Inventory | undefined;
+  /**
+   * GPUs whose MIG mode NVML failed to read at the last sample (`index (NVML error)`). The inventory
+   * can only say `unsupported` for them, which reads as "no MIG": while any is listed no inventory is
+   * published and latestInventory is unknown, so neither the labels nor the device plugin check judge
+   * the node on it.
+   */
+  private migUnknown: string[] = [];
   /** Device holders by PodResources as of the last sample; undefined: unknown. */
   private holders: DeviceHolder[] | undefined;
   private eccSaved: string;
@@ -117,7 +124,7 @@ export class Agent {
 
   /** The inventory as of the last sample (pods per GPU for XIDs and health events). */
   get latestInventory(): Inventory | undefined {
-    return this.inventory;
+    return this.migUnknown.length > 0 ? undefined : this.inventory;
   }
 
   /** One sample of every GPU; returns what it published. */
@@ -164,13 +171,22 @@ export class Agent {
     };
     const key = inventoryKey(inv);
     this.inventory = inv;
+    const migUnknown = live.filter((r) => r.unreadable?.includes('migMode')).map((r) => String(r.index));
+    if (migUnknown.length > 0 && this.migUnknown.length === 0)
+      this.log.warn('MIG mode unreadable: inventory held back until NVML answers it', { gpus: migUnknown.join(',') });
+    else if (migUnknown.length === 0 && this.migUnknown.length > 0)
+      this.log.info('MIG mode readable again: inventory sent', { gpus: this.migUnknown.join(',') });
+    this.migUnknown = migUnknown;
     await this.metrics.gpusSampled({
       gpus: this.source.gpus,
       samples: result.samples,
       inventory: inv,
       driverVersion: this.source.system.driverVersion,
     });
-    if (key !== this.inventoryKey || nowMs - this.inventorySentAt >= this.o.inventoryIntervalMs) {
+    if (
+      migUnknown.length === 0 &&
+      (key !== this.inventoryKey || nowMs - this.inventorySentAt >= this.o.inventoryIntervalMs)
+    ) {
       this.inventoryKey = key;
       this.inventorySentAt = nowMs;
       out.push(inventoryEvent(this.o.nodeName, nowMs, inv));

@@ -90,6 +90,7 @@ export function toReading(sample: GpuSample, name: string): GpuReading {
       ...(sample.mpsProcesses ?? []).map((p) => of(p, true)),
     ];
   }
+  if (sample.unavailable?.length) r.unreadable = sample.unavailable.map((u) => u.field);
   return r;
 }
 
