@@ -69,6 +69,12 @@ export class Agent {
    * the node on it.
    */
   private migUnknown: string[] = [];
+  /**
+   * Each GPU's MIG devices as last read, by GPU UUID: a lost GPU's pods still hold its instances, and
+   * PodResources names them by MIG UUID. Kept past the sample after the loss, which is all the previous
+   * inventory (live GPUs only) covers.
+   */
+  private readonly lastMig = new Map<string, GpuIdentity['migDevices']>();
   /** Device holders by PodResources as of the last sample; undefined: unknown. */
   private holders: DeviceHolder[] | undefined;
   private eccSaved: string;
@@ -158,11 +164,9 @@ export class Agent {
     const live = result.readings.filter((r) => !r.lost);
     const podOfPid = await this.pods.resolve(live.flatMap((r) => (r.processes ?? []).map((p) => p.pid)));
     // Every GPU, a lost one too (its holders still hold it; its MIG devices as last seen).
+    for (const r of live) this.lastMig.set(r.uuid, r.migDevices ?? []);
     this.holders = await this.holderReader.read(
-      result.readings.map((r) => ({
-        uuid: r.uuid,
-        migDevices: r.migDevices ?? previous?.gpus.find((g) => g.uuid === r.uuid)?.migDevices ?? [],
-      })),
+      result.readings.map((r) => ({ uuid: r.uuid, migDevices: this.lastMig.get(r.uuid) ?? [] })),
     );
     this.metrics.holdersSampled(this.holders, (uuid) => this.source.gpus.find((g) => g.uuid === uuid)?.index);
     const inv = {
