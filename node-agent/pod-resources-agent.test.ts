@@ -92,3 +92,42 @@ describe('the utilization summary and PodResources', () => {
     expect(await summaryWith({ known: false, reason: 'no PodResources socket at /x' })).not.toHaveProperty('holders');
   });
 });
+
+describe('a lost MIG GPU and PodResources', () => {
+  const GPU0 = 'GPU-344e1aa0-d0ea-ba06-729f-5261a1d94e06';
+  const MIG0 = 'MIG-3373d2c4-f4f1-7423-0b8f-021ad60dcacf';
+  const onMig: PodResourcesReading = {
+    known: true,
+    pods: [
+      {
+        name: 'infer',
+        namespace: 'ml',
+        containers: [
+          { name: 'main', devices: [{ resourceName: 'nvidia.com/mig-1g.10gb', deviceIds: [MIG0] }], claims: [] },
+        ],
+      },
+    ],
+    allocatable: [],
+  };
+  const holders = (events: { detailType: string; detail: unknown }[]) =>
+    events.filter((e) => e.detailType === 'GPU Health Changed').map((e) => (e.detail as { holders?: unknown }).holders);
+
+  it('keeps matching its MIG devices as last seen, sample after sample, while it stays lost', async () => {
+    fx = await startAgent('h100-mig.json', { overrides: { podResources: { read: async () => onMig } } });
+    await fx.agent.sampleOnce();
+    fx.mock.injectFault({ kind: 'gpuLost', gpu: 0 });
+    fx.advance(1000);
+    const want = [
+      { namespace: 'ml', name: 'infer', resource: 'nvidia.com/mig-1g.10gb', deviceId: MIG0, gpu: GPU0, mig: MIG0 },
+    ];
+    expect(holders(await fx.agent.sampleOnce())).toEqual([want]);
+    // Two samples later the pod still holds the instance: its holder is still known, not "unknown" for the node.
+    fx.advance(1000);
+    await fx.agent.sampleOnce();
+    fx.advance(1000);
+    const later = await fx.agent.sampleOnce();
+    expect(later).toEqual([]);
+    const [summary] = fx.agent.flush().filter((e) => e.detailType === 'GPU Utilization Summary');
+    expect((summary!.detail as { holders?: unknown }).holders).toEqual(want);
+  });
+});

@@ -61,9 +61,15 @@ export interface GpuReading {
   };
   /** The SRAM uncorrectable-error threshold (NVIDIA's RMA test for XID 48) is exceeded. */
   sramThresholdExceeded?: boolean;
+  /** Absent when unknown: NOT_SUPPORTED is `unsupported`, a read that failed is listed in `unreadable`. */
   migMode?: 'enabled' | 'disabled' | 'unsupported';
   migDevices?: MigReading[];
   processes?: ProcessReading[];
+  /**
+   * Fields whose NVML call failed this sample with an error other than NOT_SUPPORTED (the sample's
+   * `unavailable`): unknown, where an absent field alone would read as "not supported".
+   */
+  unreadable?: string[];
 }
 
 export interface GpuRef {

@@ -151,14 +151,18 @@ export class NvmlDeviceBase {
         ? toNumber(out[0])
         : undefined;
     };
+    // ECC off or absent: the first counter already answers NOT_SUPPORTED, and there is nothing to read.
     const volatileCorrected = read(0, 0);
     if (volatileCorrected === undefined) return undefined;
-    return {
-      volatileCorrected,
-      volatileUncorrected: read(1, 0) ?? 0,
-      aggregateCorrected: read(0, 1) ?? 0,
-      aggregateUncorrected: read(1, 1) ?? 0,
-    };
+    // A counter the driver does not answer while the first does is unknown, left out, not 0.
+    const out: EccCounts = { volatileCorrected };
+    const volatileUncorrected = read(1, 0);
+    const aggregateCorrected = read(0, 1);
+    const aggregateUncorrected = read(1, 1);
+    if (volatileUncorrected !== undefined) out.volatileUncorrected = volatileUncorrected;
+    if (aggregateCorrected !== undefined) out.aggregateCorrected = aggregateCorrected;
+    if (aggregateUncorrected !== undefined) out.aggregateUncorrected = aggregateUncorrected;
+    return out;
   }
 
   retiredPagesPending(): boolean | undefined {

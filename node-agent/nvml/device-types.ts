@@ -22,11 +22,15 @@ export interface MemoryInfo {
   usedMiB: number;
   freeMiB: number;
 }
+/**
+ * The counters NVML answered; one it answers NOT_SUPPORTED for is absent, never 0 (a 0 here would
+ * read as "no uncorrected error" and clear ecc-uncorrected, or show a clean DBE counter on /metrics).
+ */
 export interface EccCounts {
   volatileCorrected: number;
-  volatileUncorrected: number;
-  aggregateCorrected: number;
-  aggregateUncorrected: number;
+  volatileUncorrected?: number;
+  aggregateCorrected?: number;
+  aggregateUncorrected?: number;
 }
 export interface RemappedRows {
   correctable: number;

@@ -46,7 +46,7 @@ export function toReading(sample: GpuSample, name: string): GpuReading {
   if (sample.sramEcc) r.sramThresholdExceeded = sample.sramEcc.thresholdExceeded;
   if (sample.powerW !== undefined) r.powerW = sample.powerW;
   if (sample.powerLimitW !== undefined) r.powerLimitW = sample.powerLimitW;
-  if (sample.ecc) r.eccUncorrectedVolatile = sample.ecc.volatileUncorrected;
+  if (sample.ecc?.volatileUncorrected !== undefined) r.eccUncorrectedVolatile = sample.ecc.volatileUncorrected;
   if (sample.retiredPagesPending !== undefined) r.retiredPagesPending = sample.retiredPagesPending;
   if (sample.remappedRows) r.remappedRows = { ...sample.remappedRows };
   if (sample.clockEventReasons) r.throttleReasons = [...sample.clockEventReasons.reasons];
@@ -90,6 +90,7 @@ export function toReading(sample: GpuSample, name: string): GpuReading {
       ...(sample.mpsProcesses ?? []).map((p) => of(p, true)),
     ];
   }
+  if (sample.unavailable?.length) r.unreadable = sample.unavailable.map((u) => u.field);
   return r;
 }
 
