@@ -10,14 +10,26 @@ import type { PublisherLog } from './publisher/types.ts';
 export class HolderReader {
   /** Why PodResources was last unreadable (logged once per change). */
   private problem: string | undefined;
+  /**
+   * Each GPU's MIG devices as last read, by GPU UUID: a lost GPU's pods still hold its instances, and PodResources
+   * names them by MIG UUID, long after the sample that lost it.
+   */
+  private readonly lastMig = new Map<string, GpuIdentity['migDevices']>();
 
   constructor(
     private readonly source: PodResourcesSource | undefined,
     private readonly log: PublisherLog,
   ) {}
 
-  /** PodResources' holders of this node's GPUs now; undefined when it cannot be read (unknown). */
-  async read(gpus: readonly GpuIdentity[]): Promise<DeviceHolder[] | undefined> {
+  /**
+   * PodResources' holders of this node's GPUs now; undefined when it cannot be read (unknown). `migDevices`
+   * absent: the GPU answered nothing this sample (lost), its MIG devices as last read.
+   */
+  async read(
+    sampled: readonly { uuid: string; migDevices?: GpuIdentity['migDevices'] }[],
+  ): Promise<DeviceHolder[] | undefined> {
+    for (const g of sampled) if (g.migDevices) this.lastMig.set(g.uuid, g.migDevices);
+    const gpus = sampled.map((g) => ({ uuid: g.uuid, migDevices: this.lastMig.get(g.uuid) ?? [] }));
     if (!this.source) return undefined;
     const r = await this.source.read();
     if (!r.known) {

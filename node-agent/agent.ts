@@ -38,6 +38,7 @@ import { XID_AGGREGATE_WINDOW_MS } from './xid-aggregate.ts';
 import type { NvmlEvent, NvmlEventWatcher } from './nvml/events.ts';
 import { NvmlError } from './nvml/nvml.ts';
 import { silentLog, type PublisherLog } from './publisher/types.ts';
+import { MigModeWatch } from './collectors/mig-mode-watch.ts';
 import { NvmlSource } from './sources/nvml-source.ts';
 
 export {
@@ -62,19 +63,8 @@ export class Agent {
   /** PodResources' holders, read at each sample (agent-holders.ts). */
   private readonly holderReader: HolderReader;
   private inventory: Inventory | undefined;
-  /**
-   * GPUs whose MIG mode NVML failed to read at the last sample (`index (NVML error)`). The inventory
-   * can only say `unsupported` for them, which reads as "no MIG": while any is listed no inventory is
-   * published and latestInventory is unknown, so neither the labels nor the device plugin check judge
-   * the node on it.
-   */
-  private migUnknown: string[] = [];
-  /**
-   * Each GPU's MIG devices as last read, by GPU UUID: a lost GPU's pods still hold its instances, and
-   * PodResources names them by MIG UUID. Kept past the sample after the loss, which is all the previous
-   * inventory (live GPUs only) covers.
-   */
-  private readonly lastMig = new Map<string, GpuIdentity['migDevices']>();
+  /** Whether every GPU's MIG mode was read: unknown, no inventory is published (collectors/mig-mode-watch.ts). */
+  private readonly migMode: MigModeWatch;
   /** Device holders by PodResources as of the last sample; undefined: unknown. */
   private holders: DeviceHolder[] | undefined;
   private eccSaved: string;
@@ -94,6 +84,7 @@ export class Agent {
     this.metrics = o.metrics ?? noAgentMetrics;
     this.log = o.log ?? silentLog;
     this.holderReader = new HolderReader(o.podResources, this.log);
+    this.migMode = new MigModeWatch(this.log);
     this.source = new NvmlSource(o.nvml);
     for (const index of this.source.unnamed)
       this.log.warn('GPU lost before the agent could name it; it is not monitored', { index });
@@ -130,7 +121,7 @@ export class Agent {
 
   /** The inventory as of the last sample (pods per GPU for XIDs and health events). */
   get latestInventory(): Inventory | undefined {
-    return this.migUnknown.length > 0 ? undefined : this.inventory;
+    return this.migMode.known ? this.inventory : undefined;
   }
 
   /** One sample of every GPU; returns what it published. */
@@ -164,9 +155,8 @@ export class Agent {
     const live = result.readings.filter((r) => !r.lost);
     const podOfPid = await this.pods.resolve(live.flatMap((r) => (r.processes ?? []).map((p) => p.pid)));
     // Every GPU, a lost one too (its holders still hold it; its MIG devices as last seen).
-    for (const r of live) this.lastMig.set(r.uuid, r.migDevices ?? []);
     this.holders = await this.holderReader.read(
-      result.readings.map((r) => ({ uuid: r.uuid, migDevices: this.lastMig.get(r.uuid) ?? [] })),
+      result.readings.map((r) => ({ uuid: r.uuid, ...(r.lost ? {} : { migDevices: r.migDevices ?? [] }) })),
     );
     this.metrics.holdersSampled(this.holders, (uuid) => this.source.gpus.find((g) => g.uuid === uuid)?.index);
     const inv = {
@@ -175,12 +165,7 @@ export class Agent {
     };
     const key = inventoryKey(inv);
     this.inventory = inv;
-    const migUnknown = live.filter((r) => r.unreadable?.includes('migMode')).map((r) => String(r.index));
-    if (migUnknown.length > 0 && this.migUnknown.length === 0)
-      this.log.warn('MIG mode unreadable: inventory held back until NVML answers it', { gpus: migUnknown.join(',') });
-    else if (migUnknown.length === 0 && this.migUnknown.length > 0)
-      this.log.info('MIG mode readable again: inventory sent', { gpus: this.migUnknown.join(',') });
-    this.migUnknown = migUnknown;
+    this.migMode.update(live);
     await this.metrics.gpusSampled({
       gpus: this.source.gpus,
       samples: result.samples,
@@ -188,7 +173,7 @@ export class Agent {
       driverVersion: this.source.system.driverVersion,
     });
     if (
-      migUnknown.length === 0 &&
+      this.migMode.known &&
       (key !== this.inventoryKey || nowMs - this.inventorySentAt >= this.o.inventoryIntervalMs)
     ) {
       this.inventoryKey = key;

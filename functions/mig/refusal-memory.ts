@@ -1,3 +1,5 @@
+import type { PublishedEvent } from '../adapters/bus.ts';
+import { isRetryable } from '../adapters/errors.ts';
 import type { MigRebalanceDeps } from './deps.ts';
 
 /**
@@ -7,7 +9,7 @@ import type { MigRebalanceDeps } from './deps.ts';
  */
 const REFUSAL_KEY = 'mig-parted-refusal';
 
-export async function toldBefore(deps: MigRebalanceDeps, refusal: string): Promise<boolean> {
+async function toldBefore(deps: MigRebalanceDeps, refusal: string): Promise<boolean> {
   if (!deps.state) return false;
   const told = (await deps.state.get(REFUSAL_KEY)) as { refusal?: string } | undefined;
   return told?.refusal === refusal;
@@ -19,4 +21,24 @@ export async function remember(deps: MigRebalanceDeps, refusal: string | undefin
   await deps.state.update(REFUSAL_KEY, () =>
     refusal === undefined ? undefined : { refusal, at: new Date(deps.clock.now()).toISOString() },
   );
+}
+
+/**
+ * Tells a refusal on the bus (its `planned` event), unless it was told before; remembered only once published: a bus
+ * that refuses for now (throttling, an outage) is no failure of the round, and the next round tells it.
+ */
+export async function tellRefusal(
+  deps: MigRebalanceDeps,
+  refusal: string,
+  planned: PublishedEvent | undefined,
+): Promise<void> {
+  if (await toldBefore(deps, refusal)) return;
+  try {
+    if (planned) await deps.publisher.publish([planned]);
+  } catch (err) {
+    if (!isRetryable(err)) throw err;
+    deps.logger.error('rebalance-mig: refusal not published; told next round', { error: err });
+    return;
+  }
+  await remember(deps, refusal);
 }

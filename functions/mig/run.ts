@@ -7,7 +7,6 @@
  */
 import { readMigInventory } from '../../events/index.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
-import { isRetryable } from '../adapters/errors.ts';
 import type { Applied } from '../lib/apply.ts';
 import { migResourceName } from '../lib/mig-profiles.ts';
 import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../lib/node-state.ts';
@@ -30,7 +29,7 @@ import {
 } from './core/rebalance.ts';
 import type { MigRebalanceDeps, MigRebalanceOutcome } from './deps.ts';
 import { blockedWords, layoutEvent } from './layout-event.ts';
-import { remember, toldBefore } from './refusal-memory.ts';
+import { remember, tellRefusal } from './refusal-memory.ts';
 import { readMigFleet } from './supply.ts';
 
 // Importable from here as before.
@@ -182,25 +181,14 @@ export async function rebalanceMig(deps: MigRebalanceDeps): Promise<MigRebalance
             deps.logger.error('rebalance-mig', { node: n.name, refused: refusal });
             // The person running the cluster is told on the bus: the layout planned, not started, and the
             // command that fixes it (once a round, for the first node refused, as long as it holds).
-            if (!refused && !(await toldBefore(deps, refusal))) {
+            if (!refused) {
               const planned = layoutEvent(
                 n.name,
                 { ...step, state: 'planned', why: `not started: ${refusal}` },
                 now,
                 demand,
               );
-              // A bus that refuses for now (throttling, an outage): not remembered, so the next round tells it.
-              const told = planned
-                ? await deps.publisher.publish([planned]).then(
-                    () => true,
-                    (err: unknown) => {
-                      if (!isRetryable(err)) throw err;
-                      deps.logger.error('rebalance-mig: refusal not published; told next round', { error: err });
-                      return false;
-                    },
-                  )
-                : true;
-              if (told) await remember(deps, refusal);
+              await tellRefusal(deps, refusal, planned);
             }
             refused = refusal;
             continue;
