@@ -25,6 +25,25 @@ describe("the actuator's health reading through NVML", () => {
     expect(gpus.health(G0).recoveryAction).toBe(want);
   });
 
+  it('says the aggregate uncorrected ECC count is unreadable when ECC answers but that counter does not', () => {
+    // nvml/device-base.ts leaves out a counter NVML does not give while the first answers (ECC on): read as 0 it
+    // was a clean count a probe passed on. ECC off or absent (no counter at all) is no ECC to count: 0, readable.
+    const withEcc = (ecc: object | undefined): Nvml => {
+      const d = {
+        uuid: () => G0,
+        remappedRows: () => ({ pending: false, failure: false }),
+        ecc: () => ecc,
+        recoveryAction: () => ({ code: 0, action: 'none' }),
+      };
+      return { devices: () => [d], device: () => d } as unknown as Nvml;
+    };
+    const read = (ecc: object | undefined) => nvmlGpus(withEcc(ecc), async () => ({ ok: true })).health(G0);
+    expect(read({ volatileCorrected: 0, volatileUncorrected: 0 })).toMatchObject({ eccUnreadable: true });
+    expect(read({ volatileCorrected: 0, aggregateUncorrected: 2 })).not.toHaveProperty('eccUnreadable');
+    expect(read(undefined)).toMatchObject({ eccUncorrected: 0 });
+    expect(read(undefined)).not.toHaveProperty('eccUnreadable');
+  });
+
   it('finds a GPU past one that fell off the bus (its UUID throws), and counts the lost one as not there', () => {
     const lost = {
       uuid: () => {

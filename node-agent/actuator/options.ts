@@ -28,8 +28,13 @@ export interface GpuHealthReading {
   recoveryAction: string;
   remapPending: boolean;
   remapFailed: boolean;
-  /** Aggregate uncorrected ECC errors (a reset clears the volatile count, not this one). */
+  /** Aggregate uncorrected ECC errors (a reset clears the volatile count, not this one); 0 on a GPU without ECC. */
   eccUncorrected: number;
+  /**
+   * ECC is on, but NVML gives no aggregate uncorrected count (nvml/device-base.ts leaves out a counter it does not
+   * answer): `eccUncorrected` then says nothing, and no probe passes on it.
+   */
+  eccUnreadable?: boolean;
 }
 
 /** The GPUs, by UUID (RBAC-free: NVML and the reset tool on this node). */

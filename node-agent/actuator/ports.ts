@@ -122,7 +122,9 @@ export function nvmlGpus(
           recoveryAction: ra?.action ?? (ra ? `code ${ra.code}` : 'unknown'),
           remapPending: rows?.pending ?? false,
           remapFailed: rows?.failure ?? false,
+          // No ECC (off or absent: no counter at all) has nothing to count; ECC on without this counter is unknown.
           eccUncorrected: ecc?.aggregateUncorrected ?? 0,
+          ...(ecc !== undefined && ecc.aggregateUncorrected === undefined ? { eccUnreadable: true } : {}),
         };
       } catch {
         return {

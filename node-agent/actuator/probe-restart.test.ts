@@ -23,6 +23,7 @@ function rig() {
   let now = T0;
   let ecc = 3;
   let answers = true;
+  let unreadable = false;
   let writes = 0;
   const annotations: Record<string, string> = {};
   const gpus: ActuatorGpus = {
@@ -36,6 +37,7 @@ function rig() {
       remapPending: false,
       remapFailed: false,
       eccUncorrected: answers ? ecc : 0,
+      ...(unreadable ? { eccUnreadable: true } : {}),
     }),
   };
   const fence: FenceFileOps = {
@@ -86,6 +88,7 @@ function rig() {
     advance: (ms: number) => (now += ms),
     setEcc: (n: number) => (ecc = n),
     nvmlAnswers: (yes: boolean) => (answers = yes),
+    eccUnreadable: (yes: boolean) => (unreadable = yes),
     xid: (xid: number) => void xids.push({ atMs: now, xid }),
   };
 }
@@ -204,5 +207,17 @@ describe('a probe across an agent restart', () => {
     await agent.tick();
     expect(r.writes()).toBe(2);
     expect(GpuActionStatesSchema.parse(r.results())[KEY]).toMatchObject({ state: 'running' });
+  });
+});
+
+describe('a probe whose ECC evidence cannot be read', () => {
+  it('does not pass when ECC is on but NVML gives no uncorrected count: unknown is never a clean count', async () => {
+    const r = rig();
+    r.eccUnreadable(true);
+    const agent = r.start();
+    await agent.tick();
+    r.advance(30_000);
+    await agent.tick();
+    expect(r.answer()).toMatchObject({ state: 'failed', reason: expect.stringContaining('uncorrected ECC count') });
   });
 });

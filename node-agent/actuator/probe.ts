@@ -133,6 +133,17 @@ export class GpuProbes {
           `${p.baseline} recorded when the probe began (the counter was reset); not passed`,
       };
     }
+    // ECC on, its uncorrected count unreadable: no delta can say "no new error", and waiting reads no more of it.
+    if (reading.nvmlAnswers && reading.eccUnreadable) {
+      this.probing.delete(r.id);
+      return {
+        ...base,
+        state: 'failed',
+        reason:
+          'evidence unknown: ECC is on, but NVML gives no aggregate uncorrected ECC count for this GPU, so the ' +
+          'probe cannot say no uncorrected error happened; not passed',
+      };
+    }
     const xids = [...p.earlier, ...this.o.xids(r.gpuUuid, p.startedAt)].slice(0, 64);
     const running = (reason: string) => this.running(base, p, xids, reason, prior);
     if (now - p.watchFrom < (r.probeSeconds ?? 0) * 1000) return running(`watching for ${r.probeSeconds} s`);
