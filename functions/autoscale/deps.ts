@@ -1,4 +1,5 @@
-import { MIRROR_POD_ANNOTATION, type PodInfo } from '../adapters/kube/model.ts';
+import { MIRROR_POD_ANNOTATION, type NodeInfo, type PodInfo } from '../adapters/kube/model.ts';
+import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../lib/node-state.ts';
 import type { CloudPools } from '../adapters/alicloud/ports.ts';
 import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notice, Notifier } from '../adapters/chat/notifier.ts';
@@ -161,4 +162,12 @@ export const movable = (p: PodInfo) =>
 
 export function cooldownMs(deps: AutoscaleDeps, poolId: string): number {
   return (deps.policy.pools[poolId]?.cooldownMinutes ?? deps.policy.cooldownMinutes) * 60_000;
+}
+
+/** Remediation's hold on a node (its state label or taint): its cordon is not ours to lift. */
+export function remediationHold(n: NodeInfo): string | undefined {
+  const st = n.labels[STATE_LABEL];
+  if (st && st !== 'healthy') return `remediation holds it (${STATE_LABEL}=${st})`;
+  if (n.taints.some((t) => t.key === DEFAULT_TAINT_KEY)) return `remediation holds it (taint ${DEFAULT_TAINT_KEY})`;
+  return undefined;
 }

@@ -12,7 +12,6 @@ import { NODEPOOL_LABEL } from '../adapters/alicloud/ports.ts';
 import { instanceIdOf } from '../adapters/alicloud/repair.ts';
 import type { Notice } from '../adapters/chat/notifier.ts';
 import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
-import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../lib/node-state.ts';
 import {
   planMaintenance,
   type CapacityWarning,
@@ -20,7 +19,7 @@ import {
   type MaintenancePool,
   type TrackedNode,
 } from './core/maintenance.ts';
-import type { AutoscaleDeps } from './deps.ts';
+import { remediationHold, type AutoscaleDeps } from './deps.ts';
 
 /** A spot instance runs about this long after its interruption notice (ECS preemptible instances overview). */
 export const SPOT_NOTICE_MS = 5 * 60_000;
@@ -87,14 +86,6 @@ async function warningsOf(
     });
     return undefined;
   }
-}
-
-/** Remediation's hold on a node (its state label or taint): its cordon is not ours to lift. */
-function remediationHold(n: NodeInfo): string | undefined {
-  const st = n.labels[STATE_LABEL];
-  if (st && st !== 'healthy') return `remediation holds it (${STATE_LABEL}=${st})`;
-  if (n.taints.some((t) => t.key === DEFAULT_TAINT_KEY)) return `remediation holds it (taint ${DEFAULT_TAINT_KEY})`;
-  return undefined;
 }
 
 export async function maintainPools(

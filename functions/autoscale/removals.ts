@@ -7,8 +7,7 @@ import { instanceIdOf } from '../adapters/alicloud/repair.ts';
 import type { Notice } from '../adapters/chat/notifier.ts';
 import { BadInputError } from '../adapters/errors.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
-import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../lib/node-state.ts';
-import { type AutoscaleDeps, type PoolRecord, type Removing, flush, record, sent } from './deps.ts';
+import { type AutoscaleDeps, type PoolRecord, type Removing, flush, record, remediationHold, sent } from './deps.ts';
 import { poolEvent } from './grow.ts';
 
 /**
@@ -64,9 +63,6 @@ export async function sendRemoval(
   );
 }
 
-const remediationHolds = (n: NodeInfo) =>
-  (n.labels[STATE_LABEL] ?? 'healthy') !== 'healthy' || n.taints.some((t) => t.key === DEFAULT_TAINT_KEY);
-
 /**
  * The nodes whose removal was sent, checked against the pool as it is now: one that has left it (no member of that
  * name on that instance) is done; one whose task failed, or whose removal ACK refused and that is still in the pool
@@ -118,13 +114,13 @@ export async function followRemovals(
     // The cordon first, then the record: a round that stops between finds the node again and lifts it again.
     // Remediation's hold on it (taken since the drain) is not ours to lift.
     for (const b of back)
-      if (b.node.unschedulable === true && !remediationHolds(b.node)) await deps.nodes.uncordon(b.r.node);
+      if (b.node.unschedulable === true && !remediationHold(b.node)) await deps.nodes.uncordon(b.r.node);
     const gone = new Set(all.filter((r) => !still.includes(r)).map((r) => `${r.node}/${r.instanceId}`));
     const notices: Notice[] = back.map((b) => ({
       title: `gpu-reflex: could not give back ${b.r.node}`,
       text: (
         `${pool.name}: ${b.r.node} was drained to be given back, but ${b.why}: kept, ` +
-        (remediationHolds(b.node) ? 'left cordoned (remediation holds it)' : 'uncordoned')
+        (remediationHold(b.node) ? 'left cordoned (remediation holds it)' : 'uncordoned')
       ).slice(0, 1000),
       severity: 'warning',
     }));

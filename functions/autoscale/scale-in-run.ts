@@ -5,9 +5,16 @@ import { planScaleIn } from './core/scale-in.ts';
 import { drainCounts, whyBlocks } from './drainable.ts';
 import { withoutRoomOnExisting } from './existing-room.ts';
 import { instanceIdOf } from '../adapters/alicloud/repair.ts';
-import { DEFAULT_TAINT_KEY, STATE_LABEL } from '../lib/node-state.ts';
 import type { ReplacementRecord } from '../lib/replacements.ts';
-import { type AutoscaleDeps, type AutoscaleOutcome, type PoolRecord, flush, record, movable } from './deps.ts';
+import {
+  type AutoscaleDeps,
+  type AutoscaleOutcome,
+  type PoolRecord,
+  flush,
+  record,
+  movable,
+  remediationHold,
+} from './deps.ts';
 import { asPending } from './pool-states.ts';
 import { followRemovals, sendRemoval } from './removals.ts';
 
@@ -116,9 +123,8 @@ export async function scaleIn(deps: AutoscaleDeps, round: ScaleInRound): Promise
   const held = (n: NodeInfo): string | undefined => {
     const moving = rec.maintenance?.[n.name];
     if (moving) return `being moved off ahead of ${moving.type} (maintenance.ts)`;
-    const st = n.labels[STATE_LABEL];
-    if (st && st !== 'healthy') return `remediation holds it (${STATE_LABEL}=${st})`;
-    if (n.taints.some((t) => t.key === DEFAULT_TAINT_KEY)) return `remediation holds it (taint ${DEFAULT_TAINT_KEY})`;
+    const hold = remediationHold(n);
+    if (hold) return hold;
     if (n.unschedulable) return 'cordoned by someone else';
     if (n.ready !== true) return 'not Ready';
     const blocked = blockers.get(n.name);
