@@ -91,6 +91,8 @@ export async function followRemovals(
     if (r.taskId !== undefined) {
       let task = tasks.get(r.taskId);
       if (!task) tasks.set(r.taskId, (task = await deps.cloud.task(r.taskId)));
+      // Running, done but not yet gone, or a state ACK does not document (followRequests tells a person of that
+      // once): still on its way out, never handed back on a word that does not say the removal failed.
       if (task.state !== 'failed') still.push(r);
       else
         back.push({
