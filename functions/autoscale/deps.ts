@@ -115,6 +115,8 @@ export interface SentRequest {
   from: number;
   to: number;
   at: number;
+  /** ACK's word for the task's state, told to a person as one it does not document (requests.ts): told once a word. */
+  unknownTold?: string;
 }
 
 /** A new request on the record: one still followed there moves to `earlier` instead of being overwritten. */

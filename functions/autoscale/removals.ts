@@ -12,7 +12,8 @@ import { poolEvent } from './grow.ts';
 
 /**
  * Sends a decided removal (RemoveNodePoolNodes: drain done by us, release pay-as-you-go), then records the request with
- * its event.
+ * its event. A removal ACK refused is still `requested` (maybe under way: followRemovals), but its event and notice
+ * say that ACK refused it, and why: a person is not told the pool shrinks when ACK's only answer was a refusal.
  */
 export async function sendRemoval(
   deps: AutoscaleDeps,
@@ -40,15 +41,30 @@ export async function sendRemoval(
     at: removal.at,
     ...(taskId ? { taskId } : { refused: (refused ?? 'refused').slice(0, 500) }),
   }));
-  const ev = poolEvent(deps, pool, removal.at, removal.from, removal.to, 'requested', removal.reason, {
+  const minutes = deps.policy.scaleIn.drainTimeoutMinutes;
+  // An answer with no task id (not one ACK documents) is followed as a refusal is, and said as what it was.
+  const answer =
+    refused !== undefined
+      ? `ACK refused the removal (${refused.slice(0, 500)}), maybe as one already under way (an earlier call ` +
+        `whose answer was lost)`
+      : 'ACK answered the removal with no task to follow';
+  const refusal =
+    `${answer}: taken as maybe under way until the drain timeout (${minutes} min); a node still in the pool ` +
+    `then is handed back to scheduling and a person told`;
+  // The refusal ends the event's reason and leads the notice's text, so neither cut loses it.
+  const why = taskId ? removal.reason : `${removal.reason.slice(0, 2048 - refusal.length - 2)}; ${refusal}`;
+  const ev = poolEvent(deps, pool, removal.at, removal.from, removal.to, 'requested', why, {
     ...(taskId ? { taskId } : {}),
     cost: removal.cost,
   });
-  const notice: Notice = {
-    title: `gpu-reflex: shrinking node pool ${pool.name} ${removal.from} → ${removal.to}`,
-    text: removal.reason.slice(0, 1000),
-    severity: 'info',
-  };
+  const shrink = `shrinking node pool ${pool.name} ${removal.from} → ${removal.to}`;
+  const notice: Notice = taskId
+    ? { title: `gpu-reflex: ${shrink}`, text: removal.reason.slice(0, 1000), severity: 'info' }
+    : {
+        title: refused !== undefined ? `gpu-reflex: ACK refused ${shrink}` : `gpu-reflex: ${shrink}: ACK gave no task`,
+        text: `${refusal}. ${removal.reason}`.slice(0, 1000),
+        severity: 'warning',
+      };
   return record(
     deps,
     pool.id,
@@ -91,6 +107,8 @@ export async function followRemovals(
     if (r.taskId !== undefined) {
       let task = tasks.get(r.taskId);
       if (!task) tasks.set(r.taskId, (task = await deps.cloud.task(r.taskId)));
+      // Running, done but not yet gone, or a state ACK does not document (followRequests tells a person of that
+      // once): still on its way out, never handed back on a word that does not say the removal failed.
       if (task.state !== 'failed') still.push(r);
       else
         back.push({

@@ -6,6 +6,7 @@ import { RecordingPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { TransientError } from '../adapters/errors.ts';
+import { taskFrom } from '../adapters/alicloud/records.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { AutoscalePolicySchema } from '../lib/pool-policy.ts';
 import { decideHeldPlan, type CommandPorts } from '../chatops/actions.ts';
@@ -412,5 +413,32 @@ describe('autoscale-pools', () => {
     expect(notifier.notices.map((n) => n.title)).toContain('gpu-reflex: node pool t4 could not grow');
     await autoscalePools(deps);
     expect(poolEvents().filter((e) => e.state === 'failed')).toHaveLength(1);
+  });
+
+  it('never reads an ACK task in a state it does not know as done: keeps following it and tells a person once', async () => {
+    pendingGpuPods(1);
+    await clock.advance(60_000);
+    await autoscalePools(deps);
+    const [requested] = poolEvents();
+    // DescribeTaskInfo answers a word outside running | success | failed (a task cancelled in the console, say).
+    const real = deps.cloud;
+    deps.cloud = Object.assign(Object.create(real) as typeof real, {
+      task: async (id: string) => (id === requested!.taskId ? taskFrom(id, { state: 'canceled' }) : real.task(id)),
+    });
+    await clock.advance(120_000);
+    expect((await autoscalePools(deps)).finished).toEqual({});
+    await clock.advance(60_000);
+    await autoscalePools(deps);
+    expect(poolEvents().map((e) => e.state)).toEqual(['requested']);
+    const odd = notifier.notices.filter((n) => n.title.includes('does not know'));
+    expect(odd.map((n) => n.title)).toEqual([
+      `gpu-reflex: node pool t4: ACK task ${requested!.taskId} is in a state gpu-reflex does not know`,
+    ]);
+    expect(odd[0]!.text).toContain("state 'canceled'");
+    expect(odd[0]!.severity).toBe('warning');
+    // Once ACK answers a state it documents, the request is reported as any other, once.
+    deps.cloud = real;
+    expect((await autoscalePools(deps)).finished).toEqual({ 'np-t4': 'succeeded' });
+    expect(poolEvents().map((e) => e.state)).toEqual(['requested', 'succeeded']);
   });
 });

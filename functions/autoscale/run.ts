@@ -130,7 +130,7 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
         const ended = await followRequests(deps, p, written.get(p.id) ?? r, !r.intent && !r.removal);
         if (ended) {
           written.set(p.id, ended.rec);
-          out.finished[p.id] = ended.finished;
+          if (ended.finished) out.finished[p.id] = ended.finished;
         }
       }
       // The round's first read of the state holds what earlier rounds left unsent: no read per pool.

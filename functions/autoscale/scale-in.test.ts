@@ -177,6 +177,50 @@ describe('autoscale-pools gives idle nodes back', () => {
     expect(back[0]!.text).toContain('the node pool is being upgraded');
   });
 
+  it('says ACK refused a removal, and why, in its event and notice (still taken as maybe under way)', async () => {
+    const notifier = new RecordingNotifier();
+    deps.notifier = notifier;
+    const cloud = deps.cloud;
+    deps.cloud = Object.assign(Object.create(cloud) as typeof cloud, {
+      removeNodes: async () => {
+        throw new BadInputError('removeNodes: InvalidParameter: the node pool is being upgraded');
+      },
+    });
+    await autoscalePools(deps);
+    await clock.advance(10 * MIN);
+    await autoscalePools(deps);
+    await clock.advance(MIN);
+    await autoscalePools(deps);
+    const [shrink] = events();
+    expect(shrink).toMatchObject({ from: 4, to: 2, state: 'requested' });
+    expect(shrink!.taskId).toBeUndefined();
+    expect(shrink!.reason).toContain('ran no GPU pod for 10 min');
+    expect(shrink!.reason).toContain(
+      'ACK refused the removal (removeNodes: InvalidParameter: the node pool is being upgraded)',
+    );
+    const notice = notifier.notices.find((n) => n.title.includes('node pool t4 4 → 2'))!;
+    expect(notice.title).toBe('gpu-reflex: ACK refused shrinking node pool t4 4 → 2');
+    expect(notice.severity).toBe('warning');
+    expect(notice.text).toContain('the node pool is being upgraded');
+    expect(notice.text).toContain('30 min');
+  });
+
+  it('says so when ACK answers a removal with no task id, and does not call it a refusal', async () => {
+    const notifier = new RecordingNotifier();
+    deps.notifier = notifier;
+    const cloud = deps.cloud;
+    deps.cloud = Object.assign(Object.create(cloud) as typeof cloud, { removeNodes: async () => ({ taskId: '' }) });
+    await autoscalePools(deps);
+    await clock.advance(10 * MIN);
+    await autoscalePools(deps);
+    await clock.advance(MIN);
+    await autoscalePools(deps);
+    expect(events()[0]!.reason).toContain('ACK answered the removal with no task to follow');
+    const notice = notifier.notices.find((n) => n.title.includes('node pool t4 4 → 2'))!;
+    expect(notice.title).toBe('gpu-reflex: shrinking node pool t4 4 → 2: ACK gave no task');
+    expect(notice.severity).toBe('warning');
+  });
+
   it('counts a GPU pod still terminating as GPU use: its node is not idle while it shuts down', async () => {
     const [, withCpuPod, , bare] = names as [string, string, string, string];
     // A training pod deleted with an hour to write its checkpoint: it holds its GPU until its containers stop.

@@ -3,7 +3,9 @@ import { FakeCluster } from '../adapters/kube/fake-cluster.ts';
 import { FakeStateStore } from '../adapters/kube/fake-stores.ts';
 import type { Applied } from '../lib/apply.ts';
 import type { Plan } from './core/types.ts';
-import { withReplacementNoted } from './replacements.ts';
+import { taskFrom } from '../adapters/alicloud/records.ts';
+import type { ReplacementRecord } from '../lib/replacements.ts';
+import { aliCloudReplaceReader, replacedPlan, withReplacementNoted } from './replacements.ts';
 
 /** The slice of a plan the record reads: an open incident at replace-node, and the pool's removal asked. */
 function removing(node: string): Plan {
@@ -45,5 +47,32 @@ describe('withReplacementNoted', () => {
     await withReplacementNoted(state, plan, async () => answered('T-1'));
     await withReplacementNoted(state, undefined, async () => answered('T-2'));
     expect(await state.getAll()).toEqual({});
+  });
+});
+
+describe("a removal's ACK task in a state ACK does not document", () => {
+  const record: ReplacementRecord = {
+    node: 'n1',
+    incident: 'n1/xid79',
+    pool: 'np-a100',
+    instanceId: 'i-0abc',
+    since: Date.parse('2026-11-21T03:00:00.000Z'),
+    newNode: 'n9',
+    removeAt: Date.parse('2026-11-21T03:20:00.000Z'),
+    taskId: 'T-9',
+  };
+
+  it("is read as unknown with ACK's word, never as running or done", async () => {
+    const cloud = {
+      listNodePools: async () => [],
+      task: async (id: string) => taskFrom(id, { state: 'canceled' }),
+    };
+    const reader = aliCloudReplaceReader(cloud, { list: async () => [] }, {});
+    expect(await reader.task('T-9')).toEqual({ state: 'unknown', raw: 'canceled' });
+  });
+
+  it("names ACK's word in the report that closes the replacement once the node is gone", () => {
+    const plan = replacedPlan(record, { state: 'unknown', raw: 'canceled' });
+    expect(plan.reason).toContain("its ACK task T-9 answers state 'canceled', which gpu-reflex does not know");
   });
 });

@@ -86,7 +86,11 @@ export function aliCloudReplaceReader(
 ): ReplaceReader {
   const task = async (id: string) => {
     const t = await cloud.task(id);
-    return { state: t.state, ...(t.error ? { error: `${t.error.code}: ${t.error.message}` } : {}) };
+    return {
+      state: t.state,
+      ...(t.state === 'unknown' ? { raw: t.raw ?? '' } : {}),
+      ...(t.error ? { error: `${t.error.code}: ${t.error.message}` } : {}),
+    };
   };
   return {
     task,
@@ -143,7 +147,7 @@ export const replacingIn = (s: NodeState): boolean => s.incidents.some((i) => is
 /** The report that closes a replacement once its node is gone: the removal done, the incident over. */
 export function replacedPlan(r: ReplacementRecord, task?: NonNullable<ReplaceFacts['removal']>): Plan {
   const at = new Date(r.removeAt ?? r.since).toISOString();
-  const how = task ? `; its ACK task ${r.taskId} is ${task.state}${task.error ? ` (${task.error})` : ''}` : '';
+  const how = task ? `; its ACK task ${r.taskId} ${taskWords(task)}${task.error ? ` (${task.error})` : ''}` : '';
   return {
     kind: 'act',
     incident: r.incident,
@@ -166,6 +170,12 @@ export function replacedPlan(r: ReplacementRecord, task?: NonNullable<ReplaceFac
     nextState: emptyState(),
   };
 }
+
+/** A removal task's state as the report words it: ACK's own word where gpu-reflex does not know it. */
+const taskWords = (t: NonNullable<ReplaceFacts['removal']>): string =>
+  t.state !== 'unknown'
+    ? `is ${t.state}`
+    : `answers ${t.raw ? `state '${t.raw}'` : 'no state'}, which gpu-reflex does not know`;
 
 export const forgetReplacement = (state: StateStore, node: string) => state.update(keyOf(node), () => undefined);
 

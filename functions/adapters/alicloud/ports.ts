@@ -50,11 +50,17 @@ export interface NodePool {
   spotPriceLimits?: Record<string, number>;
 }
 
-export type CloudTaskState = 'running' | 'success' | 'failed';
+/**
+ * DescribeTaskInfo's `state` as ACK documents it (`running`, `success`, `failed`; older docs `fail`), or `unknown`:
+ * a word it does not document, or none. Unknown is neither under way nor ended, so no follower takes it as either.
+ */
+export type CloudTaskState = 'running' | 'success' | 'failed' | 'unknown';
 
 export interface CloudTask {
   id: string;
   state: CloudTaskState;
+  /** ACK's own word when `state` is `unknown` (empty: the answer had none), to show a person. */
+  raw?: string;
   error?: { code: string; message: string };
 }
 

@@ -53,15 +53,21 @@ export function nodePoolFrom(p: Json): NodePool {
   };
 }
 
-/** DescribeTaskInfo's body for task `taskId`. */
+/**
+ * DescribeTaskInfo's body for task `taskId`. ACK documents `state` as `running`, `failed` or `success`
+ * (DescribeTaskInfo, ACK API reference, CS 2015-12-15; older versions of the page spell failure `fail`). Any other
+ * word, or none, is `unknown` with ACK's word kept: read as `running` it was followed forever and no one told, read
+ * as an end it would report a request done (or failed) that ACK never said was.
+ */
 export function taskFrom(taskId: string, body: Json): CloudTask {
   const raw = str(body['state']);
-  // Older documentation spells failure `fail`.
-  const state = raw === 'success' ? 'success' : raw === 'failed' || raw === 'fail' ? 'failed' : 'running';
+  const state =
+    raw === 'running' || raw === 'success' ? raw : raw === 'failed' || raw === 'fail' ? 'failed' : 'unknown';
   const error = body['error'] as Json | undefined;
   return {
     id: taskId,
     state,
+    ...(state === 'unknown' ? { raw: raw.slice(0, 64) } : {}),
     ...(error && (error['code'] || error['message'])
       ? { error: { code: str(error['code']), message: str(error['message']) } }
       : {}),

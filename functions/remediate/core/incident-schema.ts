@@ -184,6 +184,8 @@ const IncidentSchema = z.object({
       to: z.number().int().nonnegative(),
       newNode: z.string().max(253).optional(),
       readyAt: Timestamp.optional(),
+      /** The removal task's state in ACK's words, told to a person as one ACK does not document (once a word). */
+      removalTold: z.string().max(64).optional(),
     })
     .optional(),
 });

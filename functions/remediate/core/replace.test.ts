@@ -244,6 +244,28 @@ describe('replace-node, capacity first', () => {
     expect((await sweep(told.world, 14, cloud)).plan).toBeUndefined();
   });
 
+  it("tells a person once when the removal's task is in a state ACK does not document, and never reads it as done", async () => {
+    const cloud = new FakePool();
+    let w = (await sweep(await faultAfterReboot(cloud), 8, cloud)).world;
+    cloud.join('gpu-a100-03', 10);
+    w = (await sweep(w, 11, cloud)).world;
+    cloud.removal = { state: 'unknown', raw: 'canceled' };
+    const told = await sweep(w, 13, cloud);
+    expect(told.plan?.reason).toContain("its ACK task answers state 'canceled', which gpu-reflex does not know");
+    expect(steps(told.plan)).toContain('notify');
+    // Still replacing: the incident stays open and the node out of service until it is gone.
+    expect(told.plan?.nextState.incidents[0]).toMatchObject({
+      phase: 'awaiting-repair',
+      replace: { removalTold: 'canceled' },
+    });
+    expect((await sweep(told.world, 14, cloud)).plan).toBeUndefined();
+    // A failure after it is still told: the first telling was of another thing.
+    cloud.removal = { state: 'failed', error: 'RemoveNodesFailed: injected' };
+    const failed = await sweep(told.world, 15, cloud);
+    expect(failed.plan?.reason).toContain('failed (RemoveNodesFailed: injected)');
+    expect(steps(failed.plan)).toContain('notify');
+  });
+
   it('replaces two nodes of one pool in one round with two new nodes, not one', async () => {
     const cloud = new FakePool();
     const a = await faultAfterReboot(cloud);

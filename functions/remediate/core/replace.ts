@@ -145,6 +145,17 @@ export function stepReplace(
       `${node.name} stays out of service; a person must remove it`;
     return { kind: 'act', incident: { ...i, notifiedAt: now.toISOString() }, why, tell: true };
   }
+  // A state ACK does not document (DescribeTaskInfo: running, success, failed) is neither under way nor over: the
+  // removal is followed as before (the incident closes when the node is gone) and a person told once per word.
+  if (f?.removal?.state === 'unknown' && r.removalTold !== (f.removal.raw ?? '')) {
+    const word = f.removal.raw ?? '';
+    const why =
+      `${node.name}'s removal from node pool ${r.pool}: its ACK task answers ` +
+      `${word ? `state '${word}'` : 'no state'}, ` +
+      `which gpu-reflex does not know (ACK documents running, success, failed): not taken as done or failed; ` +
+      `${node.name} stays out of service until it is gone; a person must look at the task`;
+    return { kind: 'act', incident: { ...i, replace: { ...r, removalTold: word } }, why, tell: true };
+  }
   // Asked, but no task recorded (the answer was lost): asked again; ACK refuses an instance already leaving.
   if (f && !f.removal && now.getTime() > Date.parse(r.readyAt)) {
     return {

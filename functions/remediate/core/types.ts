@@ -136,8 +136,11 @@ export interface ReplaceFacts {
   instanceId?: string;
   /** The pool's other nodes; one created after the grow, Ready and not held, is the new capacity. */
   members: { name: string; createdAt?: string; ready: boolean; held: boolean }[];
-  /** The removal's ACK task (RemoveNodePoolNodes), once one was asked for and recorded. */
-  removal?: { state: 'running' | 'success' | 'failed'; error?: string };
+  /**
+   * The removal's ACK task (RemoveNodePoolNodes), once one was asked for and recorded; `unknown` with ACK's word
+   * (`raw`) when DescribeTaskInfo answers a state ACK does not document.
+   */
+  removal?: { state: 'running' | 'success' | 'failed' | 'unknown'; raw?: string; error?: string };
 }
 
 export interface RemediationFacts {
