@@ -8,6 +8,7 @@ import type { Agent } from '../agent.ts';
 import type { PublisherLog } from '../publisher/types.ts';
 import { KernelLogCursor, kmsgSeq, type CursorStore } from './cursor.ts';
 import { readLogLines, type KernelLogCatchUp } from './read-log.ts';
+import { kmsgPrefix, type KernelRecord } from './record.ts';
 
 /** /dev/kmsg records carry microseconds since boot: `6,1234,5678901,-;NVRM: Xid ...`. */
 export function kmsgRecordBefore(line: string, sinceBootUs: number): boolean {
@@ -65,6 +66,12 @@ function oldNews(after: number | undefined, startedUs: number, log: PublisherLog
   };
 }
 
+/** What the agent is told of a record beside its line: which record it is (kmsg/record.ts). */
+function recordOf(line: string, bootId: string | undefined): KernelRecord {
+  const p = kmsgPrefix(line);
+  return p && bootId !== undefined ? { key: { bootId, seq: p.seq } } : {};
+}
+
 /**
  * Follows the kernel log, handing each new record to the agent; the cursor moves past a record only
  * after the agent took it, and is saved in batches once the publisher's journal holds what it took.
@@ -79,7 +86,8 @@ export async function followKernelLog(
 ): Promise<void> {
   const proc = o.procDir ?? '/proc';
   const startedUs = await uptimeUs(proc);
-  const cursor = new KernelLogCursor(o.cursor, await bootId(proc), log);
+  const boot = await bootId(proc);
+  const cursor = new KernelLogCursor(o.cursor, boot, log);
   const skip = oldNews(cursor.resumeAfter, startedUs, log);
   const saveEvery = o.saveEvery ?? KMSG_CURSOR_SAVE_EVERY;
   // In order, each once the records handed on up to its mark are in the publisher's journal; never throws.
@@ -101,7 +109,7 @@ export async function followKernelLog(
     for await (const line of readLogLines(path, { follow: true, signal: stop, sleep })) {
       if (!skip(line)) {
         try {
-          agent.onKernelLine(line);
+          agent.onKernelLine(line, recordOf(line, boot));
         } catch (err) {
           // One line the agent cannot turn into an event must not stop the follower.
           log.error('kernel-log line not published', {
