@@ -113,14 +113,15 @@ export class XidPath {
   /**
    * A kernel-log line: an XID for a GPU of this node, or an NVSwitch SXid; anything else is ignored. `record`: what
    * the follower knows of its /dev/kmsg record, which names the event (the same record is the same event, read
-   * twice).
+   * twice) and, for one logged before the follower started, when it happened. The pairing with NVML, the
+   * aggregation and the probe's log go by when the agent read it, as NVML's sightings do.
    */
   kernelLine(line: string, record: KernelRecord = {}): OutgoingEvent[] {
     const k = parseXidLine(line);
     if (!k) {
       // NVSwitch errors have no NVML event: the kernel log is their only source.
       const sxid = parseSxidLine(line);
-      return sxid ? [sxidEvent(this.c.nodeName, this.c.now(), sxid, record.key)] : [];
+      return sxid ? [sxidEvent(this.c.nodeName, record.loggedAtMs ?? this.c.now(), sxid, record.key)] : [];
     }
     const gpu = this.source.byPciBusId(k.pci);
     if (!gpu) {
@@ -141,7 +142,7 @@ export class XidPath {
       describeXid(k.xid).fault === 'application' && sharing.sharing !== 'mps'
         ? podOfPidOnGpu(this.inventory, gpu.uuid, k.pid)
         : undefined;
-    const event = xidEvent(this.c.nodeName, now, {
+    const event = xidEvent(this.c.nodeName, record.loggedAtMs ?? now, {
       gpu,
       xid: k.xid,
       via: 'kmsg',

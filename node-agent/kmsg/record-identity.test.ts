@@ -73,6 +73,7 @@ async function agentRun(n: ReturnType<typeof node>, uptimeSec: number, killed: b
     {
       cursor: cursorFile(n.cursorPath),
       procDir: n.proc,
+      now: fx.now,
       durable: () => (killed ? new Promise(() => undefined) : Promise.resolve()),
     },
   );
@@ -104,7 +105,22 @@ describe('a kernel-log XID is the kernel record', () => {
     expect(await agentRun(n, 90, false)).toEqual([]);
   });
 
-  it('keeps the time it read a record logged after its start (its own clock, as for NVML) and its id as before for a line with no record', async () => {
+  it('says when the kernel logged a record read after a restart, not when it was read', async () => {
+    const n = node();
+    n.saved(4);
+    n.log(record(5, 12, XID_79), record(6, 30, SXID)); // while no agent ran
+    // Stamped after the agent's start (a kernel clock 5 s ahead of uptime): read as it was logged, it goes by the
+    // agent's clock, as NVML's sighting of it would.
+    n.log(record(7, 105, XID_79));
+    const events = await agentRun(n, 100, false);
+    expect(events.map((e) => [e.detail['observedAt'], e.time.toISOString()])).toEqual([
+      [at(12), at(12)],
+      [at(30), at(30)],
+      [at(100), at(100)],
+    ]);
+  });
+
+  it('keeps the time it read a line with no record (a log file), and its id as before', async () => {
     const fx = await startAgent(oneGpu());
     agents.push(fx);
     fx.advance(5000);

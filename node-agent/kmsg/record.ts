@@ -11,6 +11,12 @@
 export interface KernelRecord {
   /** Which record: the boot (`/proc/sys/kernel/random/boot_id`) and its sequence number; absent: boot unknown. */
   key?: { bootId: string; seq: number };
+  /**
+   * When the kernel logged it (ms since the epoch), for a record logged before the follower started (some while
+   * no agent ran); absent for one read as it was logged, whose time is when it was read (the agent's clock, as
+   * for an NVML sighting). follow.ts says how far off it can be.
+   */
+  loggedAtMs?: number;
 }
 
 /** A /dev/kmsg record's sequence number and time since boot (µs); undefined for any other line. */
