@@ -67,7 +67,10 @@ export const detailBase = {
   eventId: EventId,
 };
 
-/** Fields of agent-produced details: which node saw it and when (the agent's clock). */
+/**
+ * Fields of agent-produced details: which node saw it and when (the agent's clock; a kernel-log record logged before
+ * the agent started: when the kernel logged it, docs/node-agent.md "Kernel log at start").
+ */
 export const agentBase = {
   ...detailBase,
   node: NodeName,

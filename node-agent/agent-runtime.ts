@@ -255,7 +255,7 @@ async function runAgentLoops(w: {
   const p = w.publisher;
   const durable = p ? { durable: () => p.journaledSoFar() } : {};
   const cursor = w.o.print ? {} : { cursor: cursorFile(config.kmsgCursorPath), ...durable };
-  const kernel = followKernelLog(agent, config.kmsgPath, stop, log, w.kernelLog, cursor);
+  const kernel = followKernelLog(agent, config.kmsgPath, stop, log, w.kernelLog, { ...cursor, now: () => clock.now() });
   // Loaded only with GPU_ACTIONS on: the Kubernetes client it brings is most of the agent's memory
   // (docs/node-agent.md "Memory"); node-agent/agent-bundle.test.ts keeps it off the start-up path.
   const actions = config.gpuActions.enabled

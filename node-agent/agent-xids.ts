@@ -17,6 +17,7 @@ import { sxidEvent, xidEvent, type OutgoingEvent } from './events.ts';
 import { XidDeduper } from './kmsg/dedupe.ts';
 import { parseSxidLine } from './kmsg/parse-sxid.ts';
 import { parseXidLine } from './kmsg/parse-xid.ts';
+import type { KernelRecord } from './kmsg/record.ts';
 import type { NvmlEvent } from './nvml/events.ts';
 import type { PublisherLog } from './publisher/types.ts';
 import type { NvmlSource } from './sources/nvml-source.ts';
@@ -109,13 +110,18 @@ export class XidPath {
     return this.sendXid(event, { gpuUuid: gpu.uuid, gpuInstanceId: e.gpuInstanceId, xid, pid: null }, 'nvml', now);
   }
 
-  /** A kernel-log line: an XID for a GPU of this node, or an NVSwitch SXid; anything else is ignored. */
-  kernelLine(line: string): OutgoingEvent[] {
+  /**
+   * A kernel-log line: an XID for a GPU of this node, or an NVSwitch SXid; anything else is ignored. `record`: what
+   * the follower knows of its /dev/kmsg record, which names the event (the same record is the same event, read
+   * twice) and, for one logged before the follower started, when it happened. The pairing with NVML, the
+   * aggregation and the probe's log go by when the agent read it, as NVML's sightings do.
+   */
+  kernelLine(line: string, record: KernelRecord = {}): OutgoingEvent[] {
     const k = parseXidLine(line);
     if (!k) {
       // NVSwitch errors have no NVML event: the kernel log is their only source.
       const sxid = parseSxidLine(line);
-      return sxid ? [sxidEvent(this.c.nodeName, this.c.now(), sxid)] : [];
+      return sxid ? [sxidEvent(this.c.nodeName, record.loggedAtMs ?? this.c.now(), sxid, record.key)] : [];
     }
     const gpu = this.source.byPciBusId(k.pci);
     if (!gpu) {
@@ -136,10 +142,11 @@ export class XidPath {
       describeXid(k.xid).fault === 'application' && sharing.sharing !== 'mps'
         ? podOfPidOnGpu(this.inventory, gpu.uuid, k.pid)
         : undefined;
-    const event = xidEvent(this.c.nodeName, now, {
+    const event = xidEvent(this.c.nodeName, record.loggedAtMs ?? now, {
       gpu,
       xid: k.xid,
       via: 'kmsg',
+      ...(record.key ? { record: record.key } : {}),
       pid: k.pid,
       // The catalog bounds these; a driver line is not.
       process: k.process === null ? null : k.process.slice(0, 256),

@@ -8,7 +8,7 @@
  *    from the latest inventory, the GPU's recovery action read now); a lost GPU, ECC, DRAM
  *    retirement or recovery-action event triggers a sample at once, so its health crossing goes
  *    out without waiting for the next tick;
- *  - `onKernelLine(line)`: a kernel-log XID, found by PCI bus id.
+ *  - `onKernelLine(line, record)`: a kernel-log XID, found by PCI bus id, named by its /dev/kmsg record.
  *
  * The same XID is usually seen twice, by NVML and in the kernel log. XidDeduper pairs the two
  * sightings within XID_DEDUPE_WINDOW_MS: the first one is published (`via` says which source),
@@ -26,6 +26,7 @@ import { noAgentMetrics, type AgentMetrics } from './agent-metrics.ts';
 import { AGENT_EVENT_MASK, EVENT_SAMPLE_MIN_GAP_MS, KMSG_CATCH_UP_MS, type AgentOptions } from './agent-options.ts';
 import { compareGpuCount, compareGpuMemory, readEccState, replaceFile } from './agent-start-checks.ts';
 import { XidPath } from './agent-xids.ts';
+import type { KernelRecord } from './kmsg/record.ts';
 import { HealthEvaluator, type HealthEvent } from './collectors/health.ts';
 import { buildInventory, inventoryKey, podsOnGpu, type Inventory } from './collectors/inventory.ts';
 import { PodResolver } from './collectors/pods.ts';
@@ -266,9 +267,9 @@ export class Agent {
     }
   }
 
-  /** A kernel-log line: an XID for a GPU of this node, or an NVSwitch SXid; anything else is ignored. */
-  onKernelLine(line: string): OutgoingEvent[] {
-    return this.emit(this.xid.kernelLine(line));
+  /** A kernel-log line (an XID of a GPU of this node, an SXid; else ignored), with its /dev/kmsg record's word. */
+  onKernelLine(line: string, record?: KernelRecord): OutgoingEvent[] {
+    return this.emit(this.xid.kernelLine(line, record));
   }
 
   /** A utilization summary with the PodResources holders as last read; none when unknown. */

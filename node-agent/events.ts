@@ -14,6 +14,7 @@ import { GPU_XID_ERROR, type GpuXidErrorDetail } from '../events/catalog/gpu-xid
 import { GPU_ACTION_RESULT, type GpuActionResultDetail } from '../events/catalog/gpu-action.ts';
 import { NVSWITCH_SXID_ERROR, type NvSwitchSxidErrorDetail } from '../events/catalog/nvswitch-sxid-error.ts';
 import type { KernelSxid } from './kmsg/parse-sxid.ts';
+import { recordTag, type KernelRecord } from './kmsg/record.ts';
 import { SCHEMA_VERSION, SOURCES } from '../events/common.ts';
 import { nvlinkDetail, type Nvlink5Words } from '../events/xid/nvlink5.ts';
 import { validateDetail } from '../events/validate.ts';
@@ -87,12 +88,20 @@ export interface XidObservation {
   holders?: GpuXidErrorDetail['holders'];
   /** How the agent saw the card shared (GpuXidErrorDetail.sharing). */
   sharing?: GpuXidErrorDetail['sharing'];
+  /** The /dev/kmsg record it was read from (kmsg/record.ts): the event's id names it instead of `at`. */
+  record?: KernelRecord['key'];
 }
+
+/**
+ * `…:<at>` for what has no identity of its own (an NVML event, a line of a log file), `…:k<boot>.<seq>` for a
+ * /dev/kmsg record: read again after a restart, it is the same event.
+ */
+const occurrence = (at: number, record: KernelRecord['key']) => (record ? recordTag(record) : String(at));
 
 export function xidEvent(node: string, at: number, o: XidObservation): OutgoingEvent {
   const detail: GpuXidErrorDetail = {
     schemaVersion: SCHEMA_VERSION,
-    eventId: `xid:${node}:${o.gpu.uuid}:${o.xid}:${at}`,
+    eventId: `xid:${node}:${o.gpu.uuid}:${o.xid}:${occurrence(at, o.record)}`,
     node,
     observedAt: new Date(at).toISOString(),
     gpu: o.gpu,
@@ -114,10 +123,10 @@ export function xidEvent(node: string, at: number, o: XidObservation): OutgoingE
 }
 
 /** An NVSwitch error from the kernel log: fatal ones travel as alarms, non-fatal ones as news. */
-export function sxidEvent(node: string, at: number, k: KernelSxid): OutgoingEvent {
+export function sxidEvent(node: string, at: number, k: KernelSxid, record?: KernelRecord['key']): OutgoingEvent {
   const detail: NvSwitchSxidErrorDetail = {
     schemaVersion: SCHEMA_VERSION,
-    eventId: `sxid:${node}:${k.switch}:${k.sxid}:${k.link ?? '-'}:${at}`,
+    eventId: `sxid:${node}:${k.switch}:${k.sxid}:${k.link ?? '-'}:${occurrence(at, record)}`,
     node,
     observedAt: new Date(at).toISOString(),
     switch: k.switch,

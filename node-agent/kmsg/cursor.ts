@@ -11,7 +11,8 @@
  * read all there was, every `saveEvery` records of a flood, at stop), so a flood is not one file write
  * per line. The price: records handed on after the last save are published again by the next run if
  * the agent is killed (SIGKILL, OOM) in between — at most a batch; a stop (SIGTERM) saves first. A
- * duplicate over a loss: evidence, not silence.
+ * duplicate over a loss: evidence, not silence; and one consumers drop, as its events keep their ids (an event of
+ * a record is named by the record, record.ts).
  */
 import { readFileSync } from 'node:fs';
 import { replaceFile } from '../agent-start-checks.ts';

@@ -5,9 +5,11 @@
  */
 import { readFile } from 'node:fs/promises';
 import type { Agent } from '../agent.ts';
+import { systemClock } from '../clock.ts';
 import type { PublisherLog } from '../publisher/types.ts';
 import { KernelLogCursor, kmsgSeq, type CursorStore } from './cursor.ts';
 import { readLogLines, type KernelLogCatchUp } from './read-log.ts';
+import { kmsgPrefix, type KernelRecord } from './record.ts';
 
 /** /dev/kmsg records carry microseconds since boot: `6,1234,5678901,-;NVRM: Xid ...`. */
 export function kmsgRecordBefore(line: string, sinceBootUs: number): boolean {
@@ -29,11 +31,15 @@ export interface FollowOptions {
   /** Where `uptime` and `sys/kernel/random/boot_id` are read (default /proc; tests: a temp dir). */
   procDir?: string;
   saveEvery?: number;
+  /** The agent's clock (ms since the epoch), for when a record found at start was logged (default: the system's). */
+  now?: () => number;
 }
 
-async function uptimeUs(proc: string): Promise<number> {
-  const text = await readFile(`${proc}/uptime`, 'utf8').catch(() => '0');
-  return Math.floor(Number.parseFloat(text) * 1e6) || 0;
+/** /proc/uptime in µs; undefined when it cannot be read. */
+async function uptimeUs(proc: string): Promise<number | undefined> {
+  const text = await readFile(`${proc}/uptime`, 'utf8').catch(() => '');
+  const us = Math.floor(Number.parseFloat(text) * 1e6);
+  return Number.isFinite(us) && us >= 0 ? us : undefined;
 }
 
 async function bootId(proc: string): Promise<string | undefined> {
@@ -66,6 +72,40 @@ function oldNews(after: number | undefined, startedUs: number, log: PublisherLog
 }
 
 /**
+ * What the agent is told of a record beside its line: which record it is, and, for one logged before the follower
+ * started (some while no agent ran, published after a restart), when: the boot's wall time (now − uptime, both read
+ * at start) plus the record's time since boot. A record logged since is read within a poll (or a catch-up) of being
+ * logged, and goes by the agent's clock, as NVML's sightings of the same XIDs do; so does every record when
+ * /proc/uptime cannot be read (no boot time to add to).
+ *
+ * How far off the derived time can be:
+ * - suspend: the record's stamp is "the monotonic timestamp" (Documentation/ABI/testing/dev-kmsg), which stops
+ *   while the machine is suspended, and /proc/uptime counts the time suspended (CLOCK_BOOTTIME): a record logged
+ *   after a resume is placed earlier by the time suspended since boot (dmesg(1) warns of the same for `-T`). GPU
+ *   servers do not suspend;
+ * - clock steps: the wall clock is read now, not when the record was logged; an NTP step (or a clock set by hand)
+ *   in between moves the record by that step;
+ * - drift: the stamp is the kernel's local_clock() (kernel/printk/printk.c), not steered by NTP as uptime is;
+ *   the two part by that clock's frequency error over the uptime (a crystal's tens of ppm: up to a few seconds a
+ *   day, minutes on a node up for months, as `dmesg -T` drifts). Records keep their spacing: a window counting
+ *   them sees them as the kernel logged them, not as one burst at the agent's start.
+ */
+function recordOf(
+  line: string,
+  bootId: string | undefined,
+  startedUs: number | undefined,
+  bootAtMs: number | undefined,
+): KernelRecord {
+  const p = kmsgPrefix(line);
+  if (!p) return {};
+  const caughtUp = startedUs !== undefined && bootAtMs !== undefined && p.usec < startedUs;
+  return {
+    ...(bootId === undefined ? {} : { key: { bootId, seq: p.seq } }),
+    ...(caughtUp ? { loggedAtMs: Math.round(bootAtMs + p.usec / 1000) } : {}),
+  };
+}
+
+/**
  * Follows the kernel log, handing each new record to the agent; the cursor moves past a record only
  * after the agent took it, and is saved in batches once the publisher's journal holds what it took.
  */
@@ -78,9 +118,11 @@ export async function followKernelLog(
   o: FollowOptions = {},
 ): Promise<void> {
   const proc = o.procDir ?? '/proc';
-  const startedUs = await uptimeUs(proc);
-  const cursor = new KernelLogCursor(o.cursor, await bootId(proc), log);
-  const skip = oldNews(cursor.resumeAfter, startedUs, log);
+  const uptime = await uptimeUs(proc);
+  const bootAtMs = uptime === undefined ? undefined : (o.now ?? systemClock.now)() - uptime / 1000;
+  const boot = await bootId(proc);
+  const cursor = new KernelLogCursor(o.cursor, boot, log);
+  const skip = oldNews(cursor.resumeAfter, uptime ?? 0, log);
   const saveEvery = o.saveEvery ?? KMSG_CURSOR_SAVE_EVERY;
   // In order, each once the records handed on up to its mark are in the publisher's journal; never throws.
   let saving: Promise<void> = Promise.resolve();
@@ -101,7 +143,7 @@ export async function followKernelLog(
     for await (const line of readLogLines(path, { follow: true, signal: stop, sleep })) {
       if (!skip(line)) {
         try {
-          agent.onKernelLine(line);
+          agent.onKernelLine(line, recordOf(line, boot, uptime, bootAtMs));
         } catch (err) {
           // One line the agent cannot turn into an event must not stop the follower.
           log.error('kernel-log line not published', {
