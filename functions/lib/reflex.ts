@@ -115,7 +115,9 @@ export async function carryOut<R>(
   }
   applied.notices = mine.map((n) => outcome.get(n.id) ?? { result: 'done' });
 
-  const send = mergeOutbox(c.pending.events, decided.length > 0 ? c.events(applied) : []);
+  // The copy sent: the decided events rendered with their outcome (same ids as recorded), after what was pending.
+  const rendered = decided.length > 0 ? c.events(applied) : [];
+  const send = mergeOutbox(c.pending.events, rendered);
   if (send.length === 0 && box.notices.length === 0) return { applied, published: [], deferred: [] };
   const told = new Set(box.notices.filter((n) => !unsent.includes(n)).map((n) => n.id));
   try {
