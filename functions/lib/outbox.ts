@@ -2,7 +2,8 @@
  * The outbox: events an invocation decided to publish are written with the state it writes (on
  * the node, in the same patch as its history — or, for a reflex whose state is a state-store key
  * rather than a node, in that key's record: `recordWithOutbox`, `flushStoreOutbox`), published,
- * and cleared once the bus accepted them.
+ * and cleared once the bus accepted them (from the node as it is then: `rewriteOutbox`; from the record as it is
+ * then: `flushStoreOutbox`).
  * A retry of an event already handled (the state says so) finds them still pending and publishes
  * them instead of answering "nothing to do"; so does the next sweep of that node. Event ids are
  * deterministic, so a consumer that saw the first attempt dedupes the second.
@@ -11,8 +12,9 @@ import * as z from 'zod';
 import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
 import type { Notice, Notifier } from '../adapters/chat/notifier.ts';
 import type { Json } from '../adapters/kube/model.ts';
-import type { StateStore } from '../adapters/kube/ports.ts';
+import type { NodeOps, StateStore } from '../adapters/kube/ports.ts';
 import type { Logger } from '../adapters/logger.ts';
+import { ConflictError } from '../adapters/errors.ts';
 
 /** A chat notice waiting to be sent; `id` (from its content) keeps one copy per notice. */
 export type PendingNotice = Notice & { id: string };
@@ -98,11 +100,41 @@ export function mergeNotices(a: readonly PendingNotice[], b: readonly PendingNot
   return [...new Map([...a, ...b].map((n) => [n.id, n])).values()];
 }
 
+/** An event's identity in an outbox: its detail-type and event id (what consumers dedupe by). */
+export const eventKey = (e: PublishedEvent): string => `${e.detailType}\u0000${String(e.detail.eventId)}`;
+
 /** Pending first, then the new ones; one entry per event id (the newest rendering wins). */
 export function mergeOutbox(pending: readonly PublishedEvent[], next: readonly PublishedEvent[]): PublishedEvent[] {
   const byId = new Map<string, PublishedEvent>();
-  for (const e of [...pending, ...next]) byId.set(`${e.detailType}\u0000${String(e.detail.eventId)}`, e);
+  for (const e of [...pending, ...next]) byId.set(eventKey(e), e);
   return [...byId.values()];
+}
+
+/**
+ * Changes the node's outbox as it is now, not as this invocation wrote it: every function keeps its outbox in the
+ * one annotation, each under a lock of its own (remediation's node lease, rebalance-mig's lease, idle-gpus' and
+ * label-nodes' resourceVersion), so another may have recorded its own there since. Writing back what this one had
+ * left (a blind patch) erased those: that function's retry then found the outbox empty, and its event was never
+ * sent. Sent against the node as read; on a 409, read again; still conflicting, the outbox is left as it is (what
+ * went goes again, under the same ids, which consumers dedupe).
+ */
+export async function rewriteOutbox(
+  nodes: Pick<NodeOps, 'get' | 'update'>,
+  node: string,
+  change: (box: Outbox) => Outbox,
+): Promise<void> {
+  for (let attempt = 0; attempt < 3; attempt++) {
+    const now = await nodes.get(node);
+    const box = readOutbox(now.annotations);
+    const next = encodeOutbox(change(box));
+    if (next === encodeOutbox(box)) return;
+    try {
+      await nodes.update(node, { annotations: { [OUTBOX_ANNOTATION]: next } }, { basis: now });
+      return;
+    } catch (err) {
+      if (!(err instanceof ConflictError)) throw err;
+    }
+  }
 }
 
 /** A state-store record that carries its own outbox. */
@@ -164,7 +196,7 @@ export async function flushStoreOutbox(
   const clear = (published: ReadonlySet<string>) =>
     ports.state.update(key, (cur) => {
       const c = { ...((cur ?? {}) as WithOutbox & Record<string, unknown>) };
-      const left = (c.events ?? []).filter((e) => !published.has(`${e.detailType}\u0000${String(e.detail.eventId)}`));
+      const left = (c.events ?? []).filter((e) => !published.has(eventKey(e)));
       const notices = (c.notices ?? []).filter((n) => !sent.has(n.id));
       if (left.length > 0) c.events = left;
       else delete c.events;
@@ -179,5 +211,5 @@ export async function flushStoreOutbox(
     if (sent.size > 0) await clear(new Set()).catch(() => undefined);
     throw err;
   }
-  await clear(new Set(events.map((e) => `${e.detailType}\u0000${String(e.detail.eventId)}`)));
+  await clear(new Set(events.map(eventKey)));
 }

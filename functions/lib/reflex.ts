@@ -8,18 +8,17 @@
  * the facts and the planner; the rest is here, once.
  */
 import type { EventPublisher, PublishedEvent } from '../adapters/bus.ts';
-import { AdapterError, ConflictError } from '../adapters/errors.ts';
+import { AdapterError } from '../adapters/errors.ts';
 import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { NodeOps } from '../adapters/kube/ports.ts';
 import { applyActions, type ActionPorts, type Applied, type RecordCodec, type StepOutcome } from './apply.ts';
 import type { Logger } from '../adapters/logger.ts';
 import {
-  encodeOutbox,
+  eventKey,
   mergeNotices,
   mergeOutbox,
-  OUTBOX_ANNOTATION,
   pendingNotice,
-  readOutbox,
+  rewriteOutbox,
   type Outbox,
   type PendingNotice,
 } from './outbox.ts';
@@ -116,7 +115,9 @@ export async function carryOut<R>(
   }
   applied.notices = mine.map((n) => outcome.get(n.id) ?? { result: 'done' });
 
-  const send = mergeOutbox(c.pending.events, decided.length > 0 ? c.events(applied) : []);
+  // The copy sent: the decided events rendered with their outcome (same ids as recorded), after what was pending.
+  const rendered = decided.length > 0 ? c.events(applied) : [];
+  const send = mergeOutbox(c.pending.events, rendered);
   if (send.length === 0 && box.notices.length === 0) return { applied, published: [], deferred: [] };
   const told = new Set(box.notices.filter((n) => !unsent.includes(n)).map((n) => n.id));
   try {
@@ -149,33 +150,4 @@ export async function carryOut<R>(
     notices: box.notices.filter((n) => !told.has(n.id)),
   }));
   return { applied, published: send, deferred: [] };
-}
-
-const eventKey = (e: PublishedEvent) => `${e.detailType}\u0000${String(e.detail.eventId)}`;
-
-/**
- * Changes the node's outbox as it is now, not as this invocation wrote it: every function keeps its outbox in the
- * one annotation, each under a lock of its own (remediation's node lease, rebalance-mig's lease, idle-gpus' and
- * label-nodes' resourceVersion), so another may have recorded its own there since. Writing back what this one had
- * left (a blind patch) erased those: that function's retry then found the outbox empty, and its event was never
- * sent. Sent against the node as read; on a 409, read again; still conflicting, the outbox is left as it is (what
- * went goes again, under the same ids, which consumers dedupe).
- */
-async function rewriteOutbox(
-  nodes: Pick<NodeOps, 'get' | 'update'>,
-  node: string,
-  change: (box: Outbox) => Outbox,
-): Promise<void> {
-  for (let attempt = 0; attempt < 3; attempt++) {
-    const now = await nodes.get(node);
-    const box = readOutbox(now.annotations);
-    const next = encodeOutbox(change(box));
-    if (next === encodeOutbox(box)) return;
-    try {
-      await nodes.update(node, { annotations: { [OUTBOX_ANNOTATION]: next } }, { basis: now });
-      return;
-    } catch (err) {
-      if (!(err instanceof ConflictError)) throw err;
-    }
-  }
 }

@@ -18,7 +18,7 @@ import {
 import { planRemediation } from './core/plan.ts';
 import { DEFAULT_POLICY, poolOf, resolveRule, type Policy } from './core/policy.ts';
 import { loadPolicy, PolicyFileError } from './core/policy-file.ts';
-import { parseNodeState } from './core/state.ts';
+import { stateOf } from './core/state.ts';
 import type { TriggerEvent } from './core/types.ts';
 
 /** The policy in `path` over the defaults; `what` names the file in errors (`policy file`, `--policy`). */
@@ -224,10 +224,7 @@ export const planCommand: Command = {
       quarantinedNodes: [],
       ...facts.pool,
     };
-    const state = parseNodeState(node.annotations, node.labels, node.taints, {
-      taintKey: policy.taintKey,
-      unschedulable: node.unschedulable,
-    });
+    const state = stateOf(node, policy.taintKey);
     for (const w of state.warnings) io.err(`warning: ${w}`);
     const plan = planRemediation(
       { now: now ?? new Date(Date.parse(event.detail.observedAt) + 1000), event, node, state, pool, pods: facts.pods },

@@ -11,7 +11,15 @@ import { fenceBackendFor } from './core/fence-cgpu.ts';
 import { ForbiddenError, NotFoundError } from '../adapters/errors.ts';
 import { fenceBackendOf, poolOf, type Policy } from './core/policy.ts';
 import { OUT_OF_SERVICE, poolFacts } from './core/blast-radius.ts';
-import { emptyState, isOpen, parseNodeState, STATE_LABEL, type NodePhase, type NodeState } from './core/state.ts';
+import {
+  emptyState,
+  isOpen,
+  parseNodeState,
+  stateOf,
+  STATE_LABEL,
+  type NodePhase,
+  type NodeState,
+} from './core/state.ts';
 import type { Capabilities, NodeFacts, PodFacts, PoolFacts, ReplaceFacts } from './core/types.ts';
 import type { SweepNodeFacts } from './core/sweep.ts';
 import { needsReplaceFacts } from './core/replace.ts';
@@ -19,7 +27,7 @@ import type { ReplacementRecord } from '../lib/replacements.ts';
 import type { Clock } from '../adapters/clock.ts';
 import type { Logger } from '../adapters/logger.ts';
 
-export { requestsGpu };
+export { requestsGpu, stateOf };
 
 export function nodeFacts(n: NodeInfo, dra?: NodeFacts['dra'] | 'unserved', cards?: NodeFacts['cards']): NodeFacts {
   return {
@@ -49,13 +57,6 @@ export function podFacts(p: PodInfo): PodFacts {
     mirror: MIRROR_POD_ANNOTATION in p.annotations,
     labels: p.labels,
   };
-}
-
-export function stateOf(n: NodeInfo, taintKey?: string): NodeState {
-  return parseNodeState(n.annotations, n.labels, n.taints, {
-    unschedulable: n.unschedulable,
-    ...(taintKey ? { taintKey } : {}),
-  });
 }
 
 /**
@@ -221,9 +222,10 @@ export interface SweepFactPorts extends RepairPorts {
 
 /**
  * Everything the sweep decides one tracked node from, read in a fixed order: its pool (once a round:
- * `pools` keeps what was read), its DRA devices and rules, its gpushare cards, who repairs it, its
- * replacement (read only where this round may start or move one: a drain's every sweep would cost ACK a
- * call; `records`: the replacements on record, so new nodes already claimed are not claimed twice), its pods.
+ * `pools` keeps what was read), its state (parsed from the node as listed: no read), its DRA devices and
+ * rules, its gpushare cards, who repairs it, its replacement (read only where this round may start or move
+ * one: a drain's every sweep would cost ACK a call; `records`: the replacements on record, so new nodes
+ * already claimed are not claimed twice), its pods.
  */
 export async function sweepNodeFacts(
   ports: SweepFactPorts,
@@ -235,10 +237,10 @@ export async function sweepNodeFacts(
   const key = poolOf(policy, n.labels);
   const pool = round.pools.get(key) ?? (await fetchPoolFacts(ports.nodes, policy, n, new Date(ports.clock.now())));
   round.pools.set(key, pool);
+  const state = stateOf(n, policy.taintKey);
   const dra = await draFacts(ports.deviceTaints, policy, n, warn);
   const cards = await cardFacts(ports.cardFences, policy, n, warn);
   const owned = ports.repairOwner || ports.unreachable ? await capabilitiesFor(ports, n) : undefined;
-  const state = stateOf(n, policy.taintKey);
   const atReplace =
     ports.replacements && !owned?.repairOwner && state.incidents.some((i) => isOpen(i) && needsReplaceFacts(i));
   const records = [...round.records.values()];

@@ -9,7 +9,7 @@ import type { NodeInfo } from '../adapters/kube/model.ts';
 import type { NodeOps, StateStore } from '../adapters/kube/ports.ts';
 import type { ApprovalRecord } from '../lib/approvals.ts';
 import { STATE_LABEL } from '../lib/node-state.ts';
-import { isOpen, parseNodeState, type Incident } from './core/state.ts';
+import { isOpen, stateOf, type Incident } from './core/state.ts';
 
 export interface HeldIncident {
   gpu?: string;
@@ -61,7 +61,7 @@ export function heldNodes(nodes: readonly NodeInfo[], approvals: readonly Approv
   for (const a of approvals) if (a.status === 'open') openBy.set(a.node, [...(openBy.get(a.node) ?? []), a]);
   const out: HeldNode[] = [];
   for (const n of [...nodes].sort((a, b) => a.name.localeCompare(b.name))) {
-    const s = parseNodeState(n.annotations, n.labels, n.taints, { unschedulable: n.unschedulable });
+    const s = stateOf(n);
     const incidents = s.incidents
       // An observed fault holds nothing: only incidents that took GPUs or the node out, or wait to.
       .filter((i) => isOpen(i) && !i.closedAt && i.phase !== 'observing')

@@ -13,7 +13,7 @@
 import * as z from 'zod';
 import { Timestamp } from '../../../events/index.ts';
 import { DEFAULT_TAINT_KEY, QUARANTINED_GPUS_ANNOTATION, STATE_LABEL } from '../../lib/node-state.ts';
-import type { Taint } from '../../adapters/kube/model.ts';
+import type { NodeInfo, Taint } from '../../adapters/kube/model.ts';
 import {
   HistorySchema,
   LIMITS,
@@ -110,6 +110,17 @@ export function parseNodeState(
     if (typeof raw !== 'string' || s.warnings.length > 0) s.cordoned = s.cordoned || opts.unschedulable === true;
   }
   return s;
+}
+
+/** The state a node carries (its history and quarantine annotations, state label, our taint, its cordon). */
+export function stateOf(
+  n: Pick<NodeInfo, 'annotations' | 'labels' | 'taints' | 'unschedulable'>,
+  taintKey?: string,
+): NodeState {
+  return parseNodeState(n.annotations, n.labels, n.taints, {
+    unschedulable: n.unschedulable,
+    ...(taintKey ? { taintKey } : {}),
+  });
 }
 
 /** Our part of the node's metadata. `null` = remove that key. The cordon is `unschedulable`. */
