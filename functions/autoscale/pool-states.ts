@@ -10,6 +10,7 @@ import type { Gang } from './core/gangs.ts';
 import { spreadKeyOf } from './anti-affinity.ts';
 import { GiB, type AutoscaleDeps, type PoolRecord } from './deps.ts';
 import { INSTANCE_TYPE_LABEL, typeToBuy, priceOf } from './stock.ts';
+import { advertisesGpus } from './arrivals.ts';
 
 /** ACK's GPU mode of a pool's nodes (core/template.ts): `default` is exclusive, `cgpu`/`share`/`core_mem` share. */
 export const GPU_SHARE_LABEL = ACK_GPU_MODE_LABEL;
@@ -135,16 +136,16 @@ export async function poolStates(
       continue;
     }
     // A new node holds what a member of the type it will be holds (exact: the kubelet's reserve
-    // taken), else what the type says: a member of another type says nothing of its size.
+    // taken), else what the type says: a member of another type says nothing of its size, and nor
+    // does one that advertises none of the type's GPUs (its driver or device plugin is down:
+    // arrivals.ts), or every GPU pod would read the pool as unable to host it.
     const alike = members.filter((n) => n.labels[INSTANCE_TYPE_LABEL] === type);
-    const sized = alike.find((n) => n.ready === true) ?? alike[0];
-    const sample = sized ?? members.find((n) => n.ready === true) ?? members[0];
-    const offer = gpuOffer(
-      spec.gpuAmount,
-      spec.gpuMemoryGiB,
-      p.labels[GPU_SHARE_LABEL] ?? sample?.labels[GPU_SHARE_LABEL],
-      bounds.sharing?.timeSlicing,
-    );
+    const labelled = alike.find((n) => n.ready === true) ?? alike[0] ?? members.find((n) => n.ready === true);
+    const mode = p.labels[GPU_SHARE_LABEL] ?? (labelled ?? members[0])?.labels[GPU_SHARE_LABEL];
+    const offer = gpuOffer(spec.gpuAmount, spec.gpuMemoryGiB, mode, bounds.sharing?.timeSlicing);
+    const withGpus = alike.filter((n) => advertisesGpus(n, offer.allocatable));
+    const sized = withGpus.find((n) => n.ready === true) ?? withGpus[0];
+    const sample = sized ?? labelled ?? members[0];
     const fromType: Record<string, number> = {
       cpu: Math.max(0, spec.cpu - deps.policy.reserve.cpu),
       memory: Math.max(0, spec.memoryGiB - deps.policy.reserve.memoryGiB) * GiB,
