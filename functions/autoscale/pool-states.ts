@@ -10,7 +10,7 @@ import type { Gang } from './core/gangs.ts';
 import { spreadKeyOf } from './anti-affinity.ts';
 import { GiB, type AutoscaleDeps, type PoolRecord } from './deps.ts';
 import { INSTANCE_TYPE_LABEL, typeToBuy, priceOf } from './stock.ts';
-import { advertisesGpus } from './arrivals.ts';
+import { advertisesGpus, arrivalOf, type Arrival } from './arrivals.ts';
 
 /** ACK's GPU mode of a pool's nodes (core/template.ts): `default` is exclusive, `cgpu`/`share`/`core_mem` share. */
 export const GPU_SHARE_LABEL = ACK_GPU_MODE_LABEL;
@@ -104,6 +104,8 @@ export async function poolStates(
   nodes: NodeInfo[],
   records: Map<string, PoolRecord>,
   now: number,
+  /** Filled with what became of each pool's followed scale-out (arrivals.ts), for run.ts to record. */
+  arrivals = new Map<string, Arrival>(),
 ): Promise<PoolState[]> {
   // Every type of every pool, in batches of 10 (the adapter's DescribeInstanceTypes).
   const typeIds = [...new Set(pools.flatMap((p) => p.instanceTypes))];
@@ -158,20 +160,26 @@ export async function poolStates(
       Object.entries(sample?.labels ?? {}).filter(([k]) => !NODE_SPECIFIC.test(k)),
     );
     const record = records.get(p.id);
+    // A new node counts as joined once Ready with its GPUs; past its provision time, missing ones are not on their way.
+    const arrival = record?.growing && arrivalOf(record.growing, members, p.desiredSize, offer.allocatable, now);
+    if (arrival) arrivals.set(p.id, arrival);
+    const unarrived = new Set(arrival && !arrival.done ? arrival.withoutGpus : []);
+    const ready = members.filter((n) => n.ready === true && !unarrived.has(n.name)).length;
+    const cooling =
+      record?.cooldownUntil !== undefined && record.cooldownUntil > now
+        ? `cooling down until ${new Date(record.cooldownUntil).toISOString().slice(11, 16)} after its last scale-out`
+        : undefined;
     const frozen = p.ackAutoScaling.enable
       ? "ACK's own autoscaler manages this pool"
-      : choice.soldOut
-        ? choice.soldOut
-        : record?.cooldownUntil !== undefined && record.cooldownUntil > now
-          ? `cooling down until ${new Date(record.cooldownUntil).toISOString().slice(11, 16)} after its last scale-out`
-          : undefined;
+      : (choice.soldOut ?? arrival?.overdue ?? cooling);
     out.push({
       id: p.id,
       name: p.name,
       instanceType: type,
       hourlyPrice: price,
       desired: p.desiredSize,
-      ready: members.filter((n) => n.ready === true).length,
+      // Overdue nodes are no capacity on its way (cluster-autoscaler "stops considering them in simulations").
+      ready: arrival?.overdue ? Math.max(ready, p.desiredSize) : ready,
       min: bounds.min,
       max: bounds.max,
       maxStep: bounds.maxStep,
