@@ -182,4 +182,31 @@ describe('autoscale-pools: a scale-out is followed until its nodes arrive', () =
     expect(warnings()).toEqual([]);
     expect((await recordOf('np-t4')).growing).toBeUndefined();
   });
+
+  it('grows for pods behind a member long NotReady: a broken node is not one on its way', async () => {
+    // The pool is 2; its second node registered a day ago and went NotReady (kubelet down, host hung).
+    sim.cloud.setDesired('np-t4', 2);
+    await clock.advance(180_000);
+    const dead = sim.cloud.members('np-t4')[1]!;
+    const createdAt = new Date(T0 - 86_400_000).toISOString();
+    kube.cluster.addNode({ name: dead.nodeName, labels: T4_LABELS, allocatable: GPU_NODE, ready: false, createdAt });
+    pendingGpuPods(1);
+    await clock.advance(60_000);
+    const out = await autoscalePools(deps);
+    expect(out.awaitingInFlight).toBe(0);
+    expect(out.scaled).toEqual({ 'np-t4': 3 });
+  });
+
+  it('still counts a node registered minutes ago and not yet Ready as on its way', async () => {
+    sim.cloud.setDesired('np-t4', 2);
+    await clock.advance(180_000);
+    const booting = sim.cloud.members('np-t4')[1]!;
+    const createdAt = new Date(clock.now() - 60_000).toISOString();
+    kube.cluster.addNode({ name: booting.nodeName, labels: T4_LABELS, allocatable: NO_GPU, ready: false, createdAt });
+    pendingGpuPods(1);
+    await clock.advance(60_000);
+    const out = await autoscalePools(deps);
+    expect(out.awaitingInFlight).toBe(1);
+    expect(out.scaled).toEqual({});
+  });
 });

@@ -39,6 +39,23 @@ export function advertisesGpus(n: NodeInfo, offer: Readonly<Record<string, numbe
  */
 export const MAX_NODE_PROVISION_MS = 15 * 60_000;
 
+/**
+ * cluster-autoscaler's `MaxNodeStartupTime` (cluster-autoscaler/clusterstate/clusterstate.go: "the maximum time from
+ * the moment the node is registered to the time the node is ready", 15 min). `GetUpcomingNodes` there counts as
+ * upcoming only what is neither Ready, nor Unready, nor registered longer than that without becoming Ready.
+ */
+export const MAX_NODE_STARTUP_MS = 15 * 60_000;
+
+/**
+ * A member of a pool registered at least MAX_NODE_STARTUP_MS ago that is not Ready: a broken node, not capacity on its
+ * way, so the pods it would have hosted are demand. One whose creation time is unknown reads as starting.
+ */
+export function longNotReady(n: NodeInfo, now: number): boolean {
+  if (n.ready === true || n.createdAt === undefined) return false;
+  const age = now - Date.parse(n.createdAt);
+  return Number.isFinite(age) && age >= MAX_NODE_STARTUP_MS;
+}
+
 /** A scale-out whose new nodes have not all arrived (deps.ts `PoolRecord.growing`), followed every round. */
 export interface Growing {
   /** When its latest size was sent (ms): each scale-out gives its nodes MAX_NODE_PROVISION_MS from then. */

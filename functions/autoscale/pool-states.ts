@@ -10,7 +10,7 @@ import type { Gang } from './core/gangs.ts';
 import { spreadKeyOf } from './anti-affinity.ts';
 import { GiB, type AutoscaleDeps, type PoolRecord } from './deps.ts';
 import { INSTANCE_TYPE_LABEL, typeToBuy, priceOf } from './stock.ts';
-import { advertisesGpus, arrivalOf, type Arrival } from './arrivals.ts';
+import { advertisesGpus, arrivalOf, longNotReady, type Arrival } from './arrivals.ts';
 
 /** ACK's GPU mode of a pool's nodes (core/template.ts): `default` is exclusive, `cgpu`/`share`/`core_mem` share. */
 export const GPU_SHARE_LABEL = ACK_GPU_MODE_LABEL;
@@ -164,7 +164,9 @@ export async function poolStates(
     const arrival = record?.growing && arrivalOf(record.growing, members, p.desiredSize, offer.allocatable, now);
     if (arrival) arrivals.set(p.id, arrival);
     const unarrived = new Set(arrival && !arrival.done ? arrival.withoutGpus : []);
-    const ready = members.filter((n) => n.ready === true && !unarrived.has(n.name)).length;
+    // A member long registered and not Ready is broken, not on its way: it hides no demand (arrivals.ts longNotReady).
+    const joined = (n: NodeInfo) => (n.ready === true || longNotReady(n, now)) && !unarrived.has(n.name);
+    const ready = members.filter(joined).length;
     const cooling =
       record?.cooldownUntil !== undefined && record.cooldownUntil > now
         ? `cooling down until ${new Date(record.cooldownUntil).toISOString().slice(11, 16)} after its last scale-out`
