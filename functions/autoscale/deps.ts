@@ -12,6 +12,7 @@ import type { NotDemand } from './demand.ts';
 import type { AutoscalePolicy } from '../lib/pool-policy.ts';
 import type { TrackedNode } from './core/maintenance.ts';
 import type { MaintenanceOutcome } from './maintenance.ts';
+import type { Growing } from './arrivals.ts';
 
 export const GiB = 2 ** 30;
 
@@ -73,6 +74,11 @@ export interface PoolRecord {
    * still ran): each is followed to its end and reported once, as `request` is.
    */
   earlier?: SentRequest[];
+  /**
+   * The pool's latest scale-out until its new nodes have joined Ready with their GPUs (arrivals.ts): ACK's task ending
+   * is not that. Past 15 min without them the pool is held and a person told.
+   */
+  growing?: Growing;
   /** Instance types ECS answered sold out for (a scale task failed NoStock), until when (ms). */
   noStock?: { types: string[]; until: number };
   cooldownUntil?: number;

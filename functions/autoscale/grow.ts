@@ -1,5 +1,7 @@
 import { GPU_POOL_SCALED, SCHEMA_VERSION, SOURCES, type GpuPoolScaledDetail } from '../../events/index.ts';
-import type { NodePool } from '../adapters/alicloud/ports.ts';
+import { NODEPOOL_LABEL, type NodePool } from '../adapters/alicloud/ports.ts';
+import type { NodeInfo } from '../adapters/kube/model.ts';
+import { startGrowing } from './arrivals.ts';
 import type { PublishedEvent } from '../adapters/bus.ts';
 import type { Notice } from '../adapters/chat/notifier.ts';
 import type { Increment, PoolState, ScaleOutPlan } from './core/planner.ts';
@@ -53,17 +55,26 @@ export const growNotice = (pool: { name: string }, from: number, to: number, rea
   severity: 'info',
 });
 
-/** Intent first, then the absolute size, then the request with its event and notice (the outbox); the task id. */
+/** The names of a pool's nodes (ACK's label): what a scale-out's new nodes are told apart from (arrivals.ts). */
+export const membersOf = (nodes: readonly NodeInfo[], poolId: string) =>
+  nodes.filter((n) => n.labels[NODEPOOL_LABEL] === poolId).map((n) => n.name);
+
+/**
+ * Intent first, then the absolute size, then the request with its event and notice (the outbox); the task id. The
+ * pool's nodes now (`members`) go on the record with the intent: its new nodes are followed until they arrive.
+ */
 export async function growPool(
   deps: AutoscaleDeps,
   pool: NodePool,
   inc: { from: number; to: number; hourlyCost: number },
   reason: string,
   now: number,
+  members: readonly string[],
 ): Promise<string> {
   await record(deps, pool.id, (x) => ({
     ...x,
     intent: { from: inc.from, to: inc.to, at: now, reason, cost: inc.hourlyCost },
+    growing: startGrowing(x.growing, members, inc.from, inc.to, now),
   }));
   const { taskId } = await deps.cloud.setDesiredSize(pool.id, inc.to);
   const ev = poolEvent(deps, pool, now, inc.from, inc.to, 'requested', reason, { taskId, cost: inc.hourlyCost });
@@ -90,6 +101,7 @@ export function maintenanceBook(
   fresh: ReadonlyMap<string, PoolRecord>,
   states: readonly PoolState[],
   now: number,
+  nodes: readonly NodeInfo[],
 ): MaintenanceBook {
   const costOf = (id: string, from: number, to: number) =>
     Math.round((to - from) * (states.find((s) => s.id === id)?.hourlyPrice ?? 0) * 100) / 100;
@@ -121,7 +133,8 @@ export function maintenanceBook(
       await flush(deps, id, rec);
     },
     grow: async (pool, from, to, reason) => {
-      await growPool(deps, pool, { from, to, hourlyCost: costOf(pool.id, from, to) }, reason, now);
+      const members = membersOf(nodes, pool.id);
+      await growPool(deps, pool, { from, to, hourlyCost: costOf(pool.id, from, to) }, reason, now, members);
     },
     movable,
   };

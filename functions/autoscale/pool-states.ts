@@ -10,6 +10,7 @@ import type { Gang } from './core/gangs.ts';
 import { spreadKeyOf } from './anti-affinity.ts';
 import { GiB, type AutoscaleDeps, type PoolRecord } from './deps.ts';
 import { INSTANCE_TYPE_LABEL, typeToBuy, priceOf } from './stock.ts';
+import { advertisesGpus, arrivalOf, longNotReady, type Arrival } from './arrivals.ts';
 
 /** ACK's GPU mode of a pool's nodes (core/template.ts): `default` is exclusive, `cgpu`/`share`/`core_mem` share. */
 export const GPU_SHARE_LABEL = ACK_GPU_MODE_LABEL;
@@ -103,6 +104,8 @@ export async function poolStates(
   nodes: NodeInfo[],
   records: Map<string, PoolRecord>,
   now: number,
+  /** Filled with what became of each pool's followed scale-out (arrivals.ts), for run.ts to record. */
+  arrivals = new Map<string, Arrival>(),
 ): Promise<PoolState[]> {
   // Every type of every pool, in batches of 10 (the adapter's DescribeInstanceTypes).
   const typeIds = [...new Set(pools.flatMap((p) => p.instanceTypes))];
@@ -135,16 +138,16 @@ export async function poolStates(
       continue;
     }
     // A new node holds what a member of the type it will be holds (exact: the kubelet's reserve
-    // taken), else what the type says: a member of another type says nothing of its size.
+    // taken), else what the type says: a member of another type says nothing of its size, and nor
+    // does one that advertises none of the type's GPUs (its driver or device plugin is down:
+    // arrivals.ts), or every GPU pod would read the pool as unable to host it.
     const alike = members.filter((n) => n.labels[INSTANCE_TYPE_LABEL] === type);
-    const sized = alike.find((n) => n.ready === true) ?? alike[0];
-    const sample = sized ?? members.find((n) => n.ready === true) ?? members[0];
-    const offer = gpuOffer(
-      spec.gpuAmount,
-      spec.gpuMemoryGiB,
-      p.labels[GPU_SHARE_LABEL] ?? sample?.labels[GPU_SHARE_LABEL],
-      bounds.sharing?.timeSlicing,
-    );
+    const labelled = alike.find((n) => n.ready === true) ?? alike[0] ?? members.find((n) => n.ready === true);
+    const mode = p.labels[GPU_SHARE_LABEL] ?? (labelled ?? members[0])?.labels[GPU_SHARE_LABEL];
+    const offer = gpuOffer(spec.gpuAmount, spec.gpuMemoryGiB, mode, bounds.sharing?.timeSlicing);
+    const withGpus = alike.filter((n) => advertisesGpus(n, offer.allocatable));
+    const sized = withGpus.find((n) => n.ready === true) ?? withGpus[0];
+    const sample = sized ?? labelled ?? members[0];
     const fromType: Record<string, number> = {
       cpu: Math.max(0, spec.cpu - deps.policy.reserve.cpu),
       memory: Math.max(0, spec.memoryGiB - deps.policy.reserve.memoryGiB) * GiB,
@@ -157,20 +160,28 @@ export async function poolStates(
       Object.entries(sample?.labels ?? {}).filter(([k]) => !NODE_SPECIFIC.test(k)),
     );
     const record = records.get(p.id);
+    // A new node counts as joined once Ready with its GPUs; past its provision time, missing ones are not on their way.
+    const arrival = record?.growing && arrivalOf(record.growing, members, p.desiredSize, offer.allocatable, now);
+    if (arrival) arrivals.set(p.id, arrival);
+    const unarrived = new Set(arrival && !arrival.done ? arrival.withoutGpus : []);
+    // A member long registered and not Ready is broken, not on its way: it hides no demand (arrivals.ts longNotReady).
+    const joined = (n: NodeInfo) => (n.ready === true || longNotReady(n, now)) && !unarrived.has(n.name);
+    const ready = members.filter(joined).length;
+    const cooling =
+      record?.cooldownUntil !== undefined && record.cooldownUntil > now
+        ? `cooling down until ${new Date(record.cooldownUntil).toISOString().slice(11, 16)} after its last scale-out`
+        : undefined;
     const frozen = p.ackAutoScaling.enable
       ? "ACK's own autoscaler manages this pool"
-      : choice.soldOut
-        ? choice.soldOut
-        : record?.cooldownUntil !== undefined && record.cooldownUntil > now
-          ? `cooling down until ${new Date(record.cooldownUntil).toISOString().slice(11, 16)} after its last scale-out`
-          : undefined;
+      : (choice.soldOut ?? arrival?.overdue ?? cooling);
     out.push({
       id: p.id,
       name: p.name,
       instanceType: type,
       hourlyPrice: price,
       desired: p.desiredSize,
-      ready: members.filter((n) => n.ready === true).length,
+      // Overdue nodes are no capacity on its way (cluster-autoscaler "stops considering them in simulations").
+      ready: arrival?.overdue ? Math.max(ready, p.desiredSize) : ready,
       min: bounds.min,
       max: bounds.max,
       maxStep: bounds.maxStep,

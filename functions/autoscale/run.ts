@@ -39,7 +39,8 @@ import {
   sent,
 } from './deps.ts';
 import { waitingGpu, podsOf, gangsOf, gangSpecsOf, gangPodsCovered, poolStates } from './pool-states.ts';
-import { poolEvent, reasonOf, growPool, growNotice, maintenanceBook } from './grow.ts';
+import { poolEvent, reasonOf, growPool, growNotice, maintenanceBook, membersOf } from './grow.ts';
+import { followArrivals, startGrowing, type Arrival } from './arrivals.ts';
 import { scaleIn } from './scale-in-run.ts';
 import { sendRemoval } from './removals.ts';
 import { followRequests } from './requests.ts';
@@ -101,6 +102,8 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
         if (r.intent) {
           // Never lower on a re-send: a size above the intent is a replacement's node (or ours, sent).
           const intent = { ...r.intent, to: Math.max(r.intent.to, p.desiredSize) };
+          // growPool put the pool's nodes on the record with its intent; maintenance's own intent did not.
+          const members = r.growing ? [] : membersOf(await deps.nodes.list(), p.id);
           const { taskId } = await deps.cloud.setDesiredSize(p.id, intent.to);
           const ev = poolEvent(deps, p, intent.at, intent.from, intent.to, 'requested', intent.reason, {
             taskId,
@@ -114,6 +117,7 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
               (x) => ({
                 ...x,
                 intent: undefined,
+                growing: startGrowing(x.growing, members, intent.from, intent.to, intent.at),
                 ...sent(x, { taskId, from: intent.from, to: intent.to, at: intent.at }),
                 cooldownUntil: intent.at + cooldownMs(deps, p.id),
               }),
@@ -155,9 +159,13 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
       const { plan: pending, fitsExisting } = withoutRoomOnExisting(waiting, nodes, pods);
       for (const f of fitsExisting.slice(0, 20))
         deps.logger.info('autoscale-pools: a card of an existing node has room for this pod', f);
-      const states = await poolStates(deps, managed, nodes, fresh, now);
+      const arrivals = new Map<string, Arrival>();
+      const states = await poolStates(deps, managed, nodes, fresh, now, arrivals);
+      // Scale-outs are followed until their nodes are Ready with GPUs: forgotten then, told once past 15 min.
+      await followArrivals(deps, managed, arrivals, fresh, now);
       // 2b. Capacity known to go away (ECS maintenance, spot interruptions): cordon, grow first, drain, return.
-      out.maintenance = await maintainPools(deps, managed, nodes, pods, maintenanceBook(deps, fresh, states, now));
+      const book = maintenanceBook(deps, fresh, states, now, nodes);
+      out.maintenance = await maintainPools(deps, managed, nodes, pods, book);
       for (const s of states) s.desired = managed.find((p) => p.id === s.id)!.desiredSize;
       const plan = planWithGangs(states, pending, gangsOf(pods, specs), gangPodsCovered(fitsExisting));
       Object.assign(out, {
@@ -181,7 +189,7 @@ export async function autoscalePools(deps: AutoscaleDeps): Promise<AutoscaleOutc
           out.held[pool.id] = inc.to;
           continue;
         }
-        const taskId = await growPool(deps, pool, inc, reason, now);
+        const taskId = await growPool(deps, pool, inc, reason, now, membersOf(nodes, pool.id));
         deps.logger.info('autoscale-pools: growing node pool', {
           pool: pool.id,
           from: inc.from,
