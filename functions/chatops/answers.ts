@@ -198,7 +198,7 @@ export async function statusAnswer(kube: DryRunnable, node: string | undefined):
     const n = await kube.nodes.get(node);
     const gpus = n.allocatable['nvidia.com/gpu'];
     return (
-      `${n.name}: ${n.ready === false ? 'NotReady' : 'Ready'}${n.unschedulable ? ', cordoned' : ''}; gpu-reflex ` +
+      `${n.name}: ${readiness(n)}${n.unschedulable ? ', cordoned' : ''}; gpu-reflex ` +
       `state ${n.labels[STATE_LABEL] ?? 'healthy'}` +
       (n.taints.length > 0
         ? '; taints ' + n.taints.map((t) => `${t.key}${t.value ? `=${t.value}` : ''}:${t.effect}`).join(', ')
@@ -211,11 +211,31 @@ export async function statusAnswer(kube: DryRunnable, node: string | undefined):
   for (const n of nodes)
     byState.set(n.labels[STATE_LABEL] ?? 'healthy', (byState.get(n.labels[STATE_LABEL] ?? 'healthy') ?? 0) + 1);
   const pending = pods.filter((p) => p.phase === 'Pending' && !p.nodeName && requestsGpu(p)).length;
+  // The counts are gpu-reflex's states, which a node that stopped reporting keeps: a node not Ready (or whose
+  // readiness is unknown) is named beside them, or it reads as one more "healthy".
+  const notReady = nodes
+    .filter((n) => n.ready !== true)
+    .sort((a, b) => a.name.localeCompare(b.name))
+    .map((n) => `${n.name}${n.ready === undefined ? ' (no Ready condition)' : ''}`);
   const counts =
     `${nodes.length} nodes ` +
     `(${[...byState].map(([s, k]) => `${k} ${s}`).join(', ')}), ${nodes.filter((n) => n.unschedulable).length} ` +
-    `cordoned; ${pending} GPU pod${pending === 1 ? '' : 's'} pending`;
+    `cordoned; ` +
+    (notReady.length > 0
+      ? `not Ready: ${notReady.slice(0, HELD_IN_CHAT).join(', ')}` +
+        `${notReady.length > HELD_IN_CHAT ? ` and ${notReady.length - HELD_IN_CHAT} more` : ''}; `
+      : '') +
+    `${pending} GPU pod${pending === 1 ? '' : 's'} pending`;
   return [counts, ...heldLines(heldNodes(nodes, approvals))].join('\n');
+}
+
+/**
+ * A node's readiness as kubectl words it: Ready, NotReady (its Ready condition False, or Unknown once the kubelet
+ * stopped posting status), and unknown where it has no Ready condition at all — kubectl prints `Unknown` there
+ * (kubernetes/kubernetes pkg/printers/internalversion/printers.go, printNode), never Ready.
+ */
+function readiness(n: { ready: boolean | undefined }): string {
+  return n.ready === true ? 'Ready' : n.ready === false ? 'NotReady' : 'Ready unknown (no Ready condition)';
 }
 
 /** At most this many held nodes in one chat answer; the rest are counted and `gpu-reflex status` named. */

@@ -93,3 +93,19 @@ describe('a held pool scale, approved in chat', () => {
     expect(t.pool.desiredSize).toBe(1);
   });
 });
+
+describe('a held pool scale, approved after the pool moved', () => {
+  it('sets nothing when the pool is no longer at the size the approval was asked from', async () => {
+    const t = setup();
+    const id = /held for approval (apr-[a-z0-9]+)/.exec(await t.hold(8))![1]!;
+    // While the request waited, the pool grew to 9 (the autoscaler, the console): "1 → 8" is not what an approve
+    // would do now — sending the absolute size 8 would shrink the pool, taking a node and its pods away.
+    t.pool.desiredSize = 9;
+    const said = await t.approve(id, 'slack:U-1');
+    expect(said).toContain('nothing done');
+    expect(said).toContain('np-t4 is at 9 now, not 1');
+    expect(t.pool.desiredSize).toBe(9);
+    // Not closed as approved: it still reads open, and said nothing was applied.
+    expect(await getApproval(t.kube.state, id, CHAT_APPROVALS_SHARD)).toMatchObject({ status: 'open' });
+  });
+});

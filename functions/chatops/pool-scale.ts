@@ -144,6 +144,18 @@ async function decideScale(
     await closeApproval(p.kube.state, id, 'expired', { at: now, note: 'expired undecided' }, CHAT_APPROVALS_SHARD);
     return `${id} expired at ${rec.expiresAt}: too late, nothing done (ask again with pool scale)`;
   }
+  // The plan the approver saw is `from → to`; the size sent is absolute. A pool that moved while the request waited
+  // (the autoscaler, the console, another scale) would be sent `to` all the same — a shrink where a growth was
+  // approved, its nodes' pods evicted — and told "from → to". Checked at the click, by the pool's size now; left
+  // open (it expires), so an approve once the pool is back where it was asked from still carries it out.
+  if (decision === 'approved' && pools) {
+    const current = (await pools.cloud.listNodePools()).find((x) => x.id === pool)?.desiredSize;
+    if (current !== from)
+      return (
+        `${id} not approved: ${pool} ${current === undefined ? 'is not in the cluster' : `is at ${current} now`}, ` +
+        `not ${from} as when ${from} → ${to} was asked: nothing done (ask again with pool scale ${pool} N)`
+      );
+  }
   const closed = await closeApproval(
     p.kube.state,
     id,

@@ -11,9 +11,11 @@ export async function quotaShow(p: CommandPorts, config: QuotaConfig): Promise<s
     t.namespaces.map((ns) => {
       const q = mine.find((x) => x.namespace === ns);
       if (!q) return `${ns} (${t.name}): no ResourceQuota ${config.quotaName} yet`;
+      // status.used is the quota controller's, written after the quota (and behind it when the controller lags): a
+      // key it has not reported is unknown — the namespace may be using all of it — not "used 0".
       const hard = Object.entries(q.hard)
         .sort(([a], [b]) => a.localeCompare(b))
-        .map(([k, v]) => `${k} ${v} (used ${q.used[k] ?? '0'})`);
+        .map(([k, v]) => `${k} ${v} (used ${q.used[k] ?? 'unknown: not in the quota status yet'})`);
       const hold = q.annotations?.[HOLD_UNTIL_ANNOTATION];
       return (
         `${ns} (${t.name}): ${hard.join(', ') || 'no limits'}` +

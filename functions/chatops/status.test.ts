@@ -77,4 +77,21 @@ describe("chat's status names the held nodes", () => {
     expect(lines[1]).toBe('• gpu-00: draining');
     expect(lines.at(-1)).toBe('and 3 more held nodes: gpu-reflex status --kubeconfig F lists all');
   });
+
+  it('says a node whose readiness is not known is not known, not Ready', async () => {
+    const t = setup();
+    // No Ready condition (a node registering, its kubelet never having posted status): kubectl says Unknown.
+    t.kube.cluster.addNode({ name: 'gpu-9', ready: undefined, allocatable: { 'nvidia.com/gpu': '8' } });
+    expect(await t.ask('status gpu-9')).toBe(
+      'gpu-9: Ready unknown (no Ready condition); gpu-reflex state healthy; 8 GPUs allocatable',
+    );
+    t.kube.cluster.addNode({ name: 'gpu-8', ready: false });
+    t.kube.cluster.addNode({ name: 'gpu-0' });
+    expect(await t.ask('status gpu-8')).toBe('gpu-8: NotReady; gpu-reflex state healthy');
+    expect(await t.ask('status gpu-0')).toBe('gpu-0: Ready; gpu-reflex state healthy');
+    // The fleet's counts are gpu-reflex's states: a node not Ready is said beside them, not hidden among "healthy".
+    expect(await t.ask('status')).toBe(
+      '3 nodes (3 healthy), 0 cordoned; not Ready: gpu-8, gpu-9 (no Ready condition); 0 GPU pods pending',
+    );
+  });
 });
