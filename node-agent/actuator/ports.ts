@@ -13,6 +13,7 @@ import {
   type MigInventory,
 } from '../../events/index.ts';
 import { gpuInstanceProfiles, migDevices, migMode } from '../nvml/mig.ts';
+import type { GpuProcess } from '../nvml/device-types.ts';
 import type { Nvml } from '../nvml/nvml.ts';
 import type { ActuatorGpus, ActuatorNode, GpuHealthReading } from './actuator.ts';
 
@@ -83,7 +84,11 @@ export function nvmlGpus(
   return {
     indexOf,
     holders(uuid) {
-      const procs = byUuid(uuid)?.processes() ?? [];
+      const d = byUuid(uuid);
+      // A GPU NVML does not know has no processes to list; its reset is refused by indexOf first.
+      if (!d) return [];
+      const procs = processesOf(d);
+      if (!Array.isArray(procs)) return procs;
       return [...new Set(procs.map((p) => podOfPid(p.pid) ?? `pid ${p.pid}`))];
     },
     async reset(uuid) {
@@ -137,6 +142,28 @@ export function nvmlGpus(
       }
     },
   };
+}
+
+/**
+ * A GPU's compute processes, or why NVML gave none: NOT_SUPPORTED answers undefined, any other error
+ * throws (options.ts Holders). Either is unknown, never "no process" (a reset, a drain or a relayout
+ * of a GPU something runs on).
+ */
+function processesOf(d: ReturnType<Nvml['devices']>[number]): GpuProcess[] | { unknown: string } {
+  try {
+    return (
+      d.processes() ?? {
+        unknown: 'NVML cannot list its compute processes (nvmlDeviceGetComputeRunningProcesses_v3: NOT_SUPPORTED)',
+      }
+    );
+  } catch (err) {
+    return {
+      unknown: `NVML did not list its compute processes (${err instanceof Error ? err.message : String(err)})`.slice(
+        0,
+        256,
+      ),
+    };
+  }
 }
 
 /**
