@@ -36,6 +36,14 @@ export const MigInventorySchema = z
               )
               .max(7),
             /**
+             * Why the agent cannot say which instances processes run in (NVML did not list the GPU's compute
+             * processes: `nvmlDeviceGetComputeRunningProcesses_v3` answered NOT_SUPPORTED, NO_PERMISSION,
+             * GPU_IS_LOST…); every instance then reads `inUse: true`, naming no pod, and the MIG planner relays
+             * nothing on it (functions/mig/inventory-read.ts). Optional: absent, `inUse` is what NVML listed (and
+             * an older agent, which never sends it, is read as before).
+             */
+            inUseUnknown: z.string().min(1).max(256).optional(),
+            /**
              * The GPU's MIG profile table as NVML offers it (`nvmlDeviceGetGpuInstanceProfileInfoV` and its
              * possible placements): for a model no built-in table lists, the planner's only source
              * (functions/lib/mig-profiles.ts modelFromReported). Optional: older agents do not send it.

@@ -188,7 +188,8 @@ export function nvidiaSmiReset(path: string, timeoutMs = 120_000): GpuReset {
 
 /**
  * Each MIG GPU's instances through NVML, with whether a process runs in each (its GPU instance
- * id): what the MIG planner needs and the Kubernetes API cannot say. A GPU in MIG mode with no
+ * id): what the MIG planner needs and the Kubernetes API cannot say. A GPU whose processes NVML does
+ * not list reads every instance in use, with why (`inUseUnknown`), never "nothing runs here". A GPU in MIG mode with no
  * instance is listed with none: a reset destroys every instance and only mig-manager recreates
  * them, so an empty MIG GPU is a fact the functions must see (never returned to service so).
  * GPUs without MIG mode are left out.
@@ -238,7 +239,11 @@ export function nvmlMigInventory(
       }
       // Read only for a GPU with no instance (most of a fleet has none): is it MIG-enabled but empty?
       if (devices.length === 0 && !migModeOn(nvml, d)) return;
-      const procs = d.processes() ?? [];
+      // Which instances processes run in, or why NVML cannot say: then every instance reads in use, and the
+      // GPU says why (the planner relays nothing on it), where `?? []` called a GPU NVML could not list idle.
+      const listed = processesOf(d);
+      const unknown = Array.isArray(listed) ? undefined : listed.unknown;
+      const procs = Array.isArray(listed) ? listed : [];
       const busy = new Set(procs.map((p) => p.gpuInstanceId).filter((gi): gi is number => gi !== undefined));
       // The pods running in each instance, where the agent knows the process's pod: which pod holds
       // which instance is what the MIG planner cannot get from the Kubernetes API (preemption).
@@ -261,14 +266,20 @@ export function nvmlMigInventory(
             profile: m.profile,
             gi: m.gpuInstanceId,
             ...(m.placement ? { start: m.placement.start, size: m.placement.size } : {}),
-            inUse: busy.has(m.gpuInstanceId),
+            inUse: unknown !== undefined || busy.has(m.gpuInstanceId),
             ...(pods.length ? { pods } : {}),
           };
         })
         .sort((a, b) => (a.start ?? 0) - (b.start ?? 0) || a.gi - b.gi);
       const uuid = d.uuid();
       const profiles = tableOf(d, uuid);
-      out.push({ index, uuid, instances, ...(profiles ? { profiles } : {}) });
+      out.push({
+        index,
+        uuid,
+        instances,
+        ...(unknown !== undefined ? { inUseUnknown: unknown } : {}),
+        ...(profiles ? { profiles } : {}),
+      });
     });
     return out;
   };
