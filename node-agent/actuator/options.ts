@@ -38,11 +38,11 @@ export interface GpuHealthReading {
 }
 
 /**
- * What holds a GPU: the holders (none: an empty list), or why they are unknown. NVML answers
- * nvmlDeviceGetComputeRunningProcesses_v3 with NVML_ERROR_NOT_SUPPORTED where the GPU cannot list them, and
- * with NO_PERMISSION, GPU_IS_LOST or UNKNOWN where it could not now (NVML API Reference,
- * docs.nvidia.com/deploy/nvml-api, "Device Queries"; in MIG mode the GPU's own handle lists them "only if the
- * caller has appropriate privileges"): no list is not an empty one.
+ * What holds a GPU: the holders (none: an empty list), or why they are unknown. nvmlDeviceGetComputeRunningProcesses_v3
+ * fails with GPU_IS_LOST or UNKNOWN among the codes nvml.h documents for it (NVML API Reference,
+ * docs.nvidia.com/deploy/nvml-api, "Device Queries"), NOT_SUPPORTED where the device does not offer the query
+ * (nvml/device-base.ts reads that as undefined), and in MIG mode the GPU's own handle lists processes "only if the
+ * caller has appropriate privileges" (its note there; NO_PERMISSION otherwise): no list is not an empty one.
  */
 export type Holders = string[] | { unknown: string };
 
