@@ -250,6 +250,23 @@ describe('nvmlMigInventory where NVML cannot list the processes', () => {
     }
   });
 
+  it('rewrites an inventory that says so only when it changes, as any other', async () => {
+    const unknown: MigInventory['gpus'] = [
+      {
+        index: 0,
+        uuid: G0,
+        instances: [{ profile: '3g.40gb', gi: 1, start: 0, size: 4, inUse: true }],
+        inUseUnknown: 'NVML cannot list its compute processes (nvmlDeviceGetComputeRunningProcesses_v3: NOT_SUPPORTED)',
+        profiles: [{ name: '3g.40gb', id: 9, sliceCount: 3, instanceCount: 2, placements: [{ start: 0, size: 4 }] }],
+      },
+    ];
+    const r = rig({ gpus: () => unknown });
+    await r.actuator.tick();
+    r.advance(10_000);
+    await r.actuator.tick();
+    expect(r.writes()).toBe(1);
+  });
+
   it('is read by the contract, and an older agent without the field still is', () => {
     const inv = (extra: object) =>
       JSON.stringify({
