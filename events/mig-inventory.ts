@@ -31,6 +31,12 @@ export const MigInventorySchema = z
                     inUse: z.boolean(),
                     /** UIDs of the pods whose processes run in this instance, where the agent knows them. */
                     pods: z.array(z.string().min(1).max(64)).max(16).optional(),
+                    /**
+                     * Beside `pods`: a process runs in this instance too whose pod the agent cannot tell (one outside
+                     * Kubernetes, or a pod whose cgroup it could not read), so the pods named are not all that holds
+                     * it. Optional: absent, `pods` names every process's pod (an older agent never sends it).
+                     */
+                    unnamed: z.literal(true).optional(),
                   })
                   .strict(),
               )

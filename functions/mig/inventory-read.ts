@@ -29,13 +29,15 @@ export function migRequests(pod: PodInfo, model?: MigModel): Record<string, numb
  * The node agent's MIG inventory annotation, as planner GPUs: exact layouts and instances in use.
  * Checked against the API: when the pods bound to the node use more instances of a profile than
  * the inventory shows in use, it is older than they are, and the node's GPUs are locked.
+ * `shared`: the GPUs (by index) with an instance in use that also runs a process the agent could not tie
+ * to a pod (`unnamed`): no count of the node's pods tells their holders (supply.ts attachHolders).
  */
 export function agentInventory(
   n: NodeInfo,
   model: MigModel,
   running: readonly PodInfo[],
   notes: string[],
-): MigGpu[] | undefined {
+): { gpus: MigGpu[]; shared: ReadonlySet<number> } | undefined {
   const { inventory, problem } = readMigInventory(n.annotations);
   if (problem) notes.push(`${n.name}: ${problem}: read as unknown`);
   if (!inventory) return undefined;
@@ -52,7 +54,8 @@ export function agentInventory(
   for (const [k, g] of inventory.gpus.entries()) {
     if (g.inUseUnknown !== undefined) continue;
     const inUse = g.instances.filter((i) => i.inUse);
-    if (inUse.length === 0 || !inUse.every((i) => i.pods && i.pods.length > 0)) continue;
+    // An instance that also runs a process the agent could not tie to a pod (`unnamed`) is not wholly its pods'.
+    if (inUse.length === 0 || !inUse.every((i) => i.pods && i.pods.length > 0 && !i.unnamed)) continue;
     const uids = new Set(inUse.flatMap((i) => i.pods ?? []));
     const holders = running.filter((p) => p.uid !== undefined && uids.has(p.uid));
     // A pod the agent names that the API does not (yet) list: not exact after all.
@@ -120,7 +123,10 @@ export function agentInventory(
     for (const g of gpus) g.locked = why;
     notes.push(`${n.name}: ${why}: none of its GPUs will be relaid until it catches up`);
   }
-  return gpus;
+  const shared = new Set(
+    inventory.gpus.filter((g) => g.instances.some((i) => i.inUse && i.unnamed)).map((g) => g.index),
+  );
+  return { gpus, shared };
 }
 
 export const holderOf = (p: PodInfo): MigHolder => ({

@@ -421,6 +421,46 @@ describe('readMigFleet', () => {
     expect(extra.nodes[0]!.gpus[1]!.holders).toBeUndefined();
   });
 
+  it('names no holders where an instance in use also runs a process whose pod the agent could not tell', () => {
+    // Preempting the named pod would leave the other process in the instance, and mig-manager's relayout would fail
+    // on it (NVML_ERROR_IN_USE) after the pod was evicted for nothing.
+    const inv = (unnamed?: true) =>
+      JSON.stringify({
+        v: 1,
+        at: '2026-11-21T03:00:00.000Z',
+        gpus: [
+          {
+            index: 0,
+            uuid: 'GPU-00000000-0000-4000-8000-000000000000',
+            instances: [
+              {
+                profile: '7g.80gb',
+                gi: 0,
+                start: 0,
+                size: 8,
+                inUse: true,
+                pods: ['uid-train'],
+                ...(unnamed ? { unnamed } : {}),
+              },
+            ],
+          },
+        ],
+      });
+    const n = (unnamed?: true) =>
+      node(
+        'h',
+        { 'nvidia.com/gpu.count': '1' },
+        { 'nvidia.com/mig-7g.80gb': '1' },
+        { annotations: { [MIG_INVENTORY_ANNOTATION]: inv(unnamed) } },
+      );
+    const running = [pod('train', { 'nvidia.com/mig-7g.80gb': 1 }, { nodeName: 'h', phase: 'Running', priority: 0 })];
+    expect(readMigFleet([n()], running).nodes[0]!.gpus[0]!.holders?.map((h) => h.name)).toEqual(['train']);
+    const shared = readMigFleet([n(true)], running);
+    expect(shared.notes).toEqual([]);
+    expect(shared.nodes[0]!.gpus[0]!.locked).toBeUndefined();
+    expect(shared.nodes[0]!.gpus[0]!.holders).toBeUndefined();
+  });
+
   it('names the holders exactly where the agent names the pod in each instance in use, shared profiles too', () => {
     const running = (name: string) =>
       pod(name, { 'nvidia.com/mig-1g.10gb': 1 }, { nodeName: 'h', phase: 'Running', priority: 0 });

@@ -199,6 +199,56 @@ describe('nvmlMigInventory (NVML through the mock library)', () => {
   });
 });
 
+describe('nvmlMigInventory with a process whose pod the agent cannot tell', () => {
+  it('counts it in its instance beside the pods it names: the instance is not wholly theirs', async () => {
+    const mig = { profile: '3g.40gb', giProfileId: 9, size: 4 };
+    const { nvml } = await openMockNvml(
+      oneGpu({
+        migMode: true,
+        migDevices: [
+          { ...mig, start: 0, giId: 1, uuid: 'MIG-00000000-1111-2222-3333-444444444401' },
+          { ...mig, start: 4, giId: 2, uuid: 'MIG-00000000-1111-2222-3333-444444444402' },
+        ],
+        // pid 4343 shares the trainer's instance (a process outside Kubernetes, or a pod whose cgroup was not read).
+        processes: [
+          { pid: 4242, usedMiB: 1000, gpuInstanceId: 1, computeInstanceId: 0 },
+          { pid: 4343, usedMiB: 1000, gpuInstanceId: 1, computeInstanceId: 0 },
+        ],
+      }),
+    );
+    try {
+      const [g] = nvmlMigInventory(nvml, (pid) => (pid === 4242 ? 'uid-trainer' : undefined))();
+      expect(g!.instances.map((i) => [i.gi, i.inUse, i.pods, i.unnamed])).toEqual([
+        [1, true, ['uid-trainer'], true],
+        [2, false, undefined, undefined],
+      ]);
+    } finally {
+      nvml.close();
+    }
+  });
+});
+
+describe('nvmlMigInventory with more pods in an instance than the contract names', () => {
+  it('says the 16 it names are not all (an instance shared by 17 pods)', async () => {
+    const mig = { profile: '7g.80gb', giProfileId: 0, size: 8 };
+    const pids = Array.from({ length: 17 }, (_, k) => 5000 + k);
+    const { nvml } = await openMockNvml(
+      oneGpu({
+        migMode: true,
+        migDevices: [{ ...mig, start: 0, giId: 0, uuid: 'MIG-00000000-1111-2222-3333-444444444401' }],
+        processes: pids.map((pid) => ({ pid, usedMiB: 100, gpuInstanceId: 0, computeInstanceId: 0 })),
+      }),
+    );
+    try {
+      const [g] = nvmlMigInventory(nvml, (pid) => `uid-${pid}`)();
+      expect(g!.instances[0]!.pods).toHaveLength(16);
+      expect(g!.instances[0]!.unnamed).toBe(true);
+    } finally {
+      nvml.close();
+    }
+  });
+});
+
 describe('nvmlMigInventory where NVML cannot list the processes', () => {
   // nvmlDeviceGetComputeRunningProcesses_v3 answers NOT_SUPPORTED (or fails: NO_PERMISSION, GPU_IS_LOST): which
   // instances processes run in is unknown, never "none" (the MIG planner relays only GPUs nothing runs on).

@@ -246,28 +246,26 @@ export function nvmlMigInventory(
       const procs = Array.isArray(listed) ? listed : [];
       const busy = new Set(procs.map((p) => p.gpuInstanceId).filter((gi): gi is number => gi !== undefined));
       // The pods running in each instance, where the agent knows the process's pod: which pod holds
-      // which instance is what the MIG planner cannot get from the Kubernetes API (preemption).
-      const podsIn = (gi: number) =>
-        [
-          ...new Set(
-            procs
-              .filter((p) => p.gpuInstanceId === gi)
-              .map((p) => podOfPid(p.pid))
-              .filter((u): u is string => u !== undefined),
-          ),
-        ]
-          .sort()
-          .slice(0, 16);
+      // which instance is what the MIG planner cannot get from the Kubernetes API (preemption). `unnamed`:
+      // a process there the agent cannot tie to a pod, or pods past the contract's 16: the pods named are
+      // then not all that holds the instance (the planner takes them as its holders only where they are).
+      const podsIn = (gi: number) => {
+        const owners = procs.filter((p) => p.gpuInstanceId === gi).map((p) => podOfPid(p.pid));
+        const named = [...new Set(owners.filter((u): u is string => u !== undefined))].sort();
+        return { pods: named.slice(0, 16), unnamed: owners.some((u) => u === undefined) || named.length > 16 };
+      };
       const instances = devices
         .filter((m): m is typeof m & { profile: string } => m.profile !== undefined)
         .map((m) => {
-          const pods = podsIn(m.gpuInstanceId);
+          const { pods, unnamed } = podsIn(m.gpuInstanceId);
           return {
             profile: m.profile,
             gi: m.gpuInstanceId,
             ...(m.placement ? { start: m.placement.start, size: m.placement.size } : {}),
             inUse: unknown !== undefined || busy.has(m.gpuInstanceId),
             ...(pods.length ? { pods } : {}),
+            // Only beside pods: an instance in use that names none is already one whose holders are unknown.
+            ...(pods.length && unnamed ? { unnamed: true as const } : {}),
           };
         })
         .sort((a, b) => (a.start ?? 0) - (b.start ?? 0) || a.gi - b.gi);
