@@ -31,10 +31,24 @@ export const MigInventorySchema = z
                     inUse: z.boolean(),
                     /** UIDs of the pods whose processes run in this instance, where the agent knows them. */
                     pods: z.array(z.string().min(1).max(64)).max(16).optional(),
+                    /**
+                     * Beside `pods`: a process runs in this instance too whose pod the agent cannot tell (one outside
+                     * Kubernetes, or a pod whose cgroup it could not read), so the pods named are not all that holds
+                     * it. Optional: absent, `pods` names every process's pod (an older agent never sends it).
+                     */
+                    unnamed: z.literal(true).optional(),
                   })
                   .strict(),
               )
               .max(7),
+            /**
+             * Why the agent cannot say which instances processes run in (NVML did not list the GPU's compute
+             * processes: `nvmlDeviceGetComputeRunningProcesses_v3` answered NOT_SUPPORTED, NO_PERMISSION,
+             * GPU_IS_LOST…); every instance then reads `inUse: true`, naming no pod, and the MIG planner relays
+             * nothing on it (functions/mig/inventory-read.ts). Optional: absent, `inUse` is what NVML listed (and
+             * an older agent, which never sends it, is read as before).
+             */
+            inUseUnknown: z.string().min(1).max(256).optional(),
             /**
              * The GPU's MIG profile table as NVML offers it (`nvmlDeviceGetGpuInstanceProfileInfoV` and its
              * possible placements): for a model no built-in table lists, the planner's only source

@@ -29,13 +29,15 @@ export function migRequests(pod: PodInfo, model?: MigModel): Record<string, numb
  * The node agent's MIG inventory annotation, as planner GPUs: exact layouts and instances in use.
  * Checked against the API: when the pods bound to the node use more instances of a profile than
  * the inventory shows in use, it is older than they are, and the node's GPUs are locked.
+ * `shared`: the GPUs (by index) with an instance in use that also runs a process the agent could not tie
+ * to a pod (`unnamed`): no count of the node's pods tells their holders (supply.ts attachHolders).
  */
 export function agentInventory(
   n: NodeInfo,
   model: MigModel,
   running: readonly PodInfo[],
   notes: string[],
-): MigGpu[] | undefined {
+): { gpus: MigGpu[]; shared: ReadonlySet<number> } | undefined {
   const { inventory, problem } = readMigInventory(n.annotations);
   if (problem) notes.push(`${n.name}: ${problem}: read as unknown`);
   if (!inventory) return undefined;
@@ -43,16 +45,30 @@ export function agentInventory(
     node: n.name,
     index: g.index,
     model,
-    instances: g.instances.map((i) => ({ profile: i.profile, inUse: i.inUse })),
+    // Which instances processes run in is unknown (NVML did not list them): every one is in use, whatever it says.
+    instances: g.instances.map((i) => ({ profile: i.profile, inUse: g.inUseUnknown !== undefined || i.inUse })),
   }));
+  // The GPUs whose instances in use are known: only they say which GPU a pod is on.
+  const known = inventory.gpus.filter((g) => g.inUseUnknown === undefined);
   // Where the agent names the pod in every instance in use, the GPU's holders are known exactly.
   for (const [k, g] of inventory.gpus.entries()) {
+    if (g.inUseUnknown !== undefined) continue;
     const inUse = g.instances.filter((i) => i.inUse);
-    if (inUse.length === 0 || !inUse.every((i) => i.pods && i.pods.length > 0)) continue;
+    // An instance that also runs a process the agent could not tie to a pod (`unnamed`) is not wholly its pods'.
+    if (inUse.length === 0 || !inUse.every((i) => i.pods && i.pods.length > 0 && !i.unnamed)) continue;
     const uids = new Set(inUse.flatMap((i) => i.pods ?? []));
     const holders = running.filter((p) => p.uid !== undefined && uids.has(p.uid));
     // A pod the agent names that the API does not (yet) list: not exact after all.
     if (holders.length === uids.size) gpus[k]!.holders = holders.map(holderOf);
+  }
+  // The agent could not list the GPU's processes (nvmlDeviceGetComputeRunningProcesses_v3 answered NOT_SUPPORTED or
+  // an error: events/mig-inventory.ts inUseUnknown): a process may run in any of its instances, one outside
+  // Kubernetes too, and a relayout destroys them all. Unknown is not idle.
+  for (const [k, g] of inventory.gpus.entries()) {
+    if (g.inUseUnknown === undefined || g.instances.length === 0) continue;
+    gpus[k]!.locked =
+      `GPU ${g.index}: the node agent cannot tell which of its instances processes run in (${g.inUseUnknown})`;
+    notes.push(`${n.name}: ${gpus[k]!.locked}: read as in use, not relaid`);
   }
   // A MIG GPU with no instance was just reset (a reset destroys them all): its repair restarts
   // mig-manager so the node's config is applied again (docs/remediation.md). Relaying it here would
@@ -64,8 +80,9 @@ export function agentInventory(
       `apply the node's config again)`;
     notes.push(`${n.name}: ${g.locked}: not relaid`);
   }
+  // Counted on the GPUs whose processes are known: an instance read in use because it is unknown places no pod.
   const inUse = new Map<string, number>();
-  for (const i of gpus.flatMap((g) => g.instances)) if (i.inUse) inUse.set(i.profile, (inUse.get(i.profile) ?? 0) + 1);
+  for (const i of known.flatMap((g) => g.instances)) if (i.inUse) inUse.set(i.profile, (inUse.get(i.profile) ?? 0) + 1);
   const wanted = new Map<string, number>();
   for (const p of running)
     for (const [profile, k] of Object.entries(migRequests(p, model)))
@@ -78,7 +95,7 @@ export function agentInventory(
   // unknown.
   const named = new Set(inventory.gpus.flatMap((g) => g.instances.flatMap((i) => i.pods ?? [])));
   const unnamedInUse = new Map<string, number>();
-  for (const i of inventory.gpus.flatMap((g) => g.instances))
+  for (const i of known.flatMap((g) => g.instances))
     if (i.inUse && (i.pods ?? []).length === 0) unnamedInUse.set(i.profile, (unnamedInUse.get(i.profile) ?? 0) + 1);
   const unnamedHeld = new Map<string, { k: number; pods: string[] }>();
   for (const p of running) {
@@ -89,20 +106,27 @@ export function agentInventory(
     }
   }
   const unplaced = [...unnamedHeld].filter(([profile, h]) => h.k > (unnamedInUse.get(profile) ?? 0));
+  const unknownGpus = inventory.gpus.filter((g) => g.inUseUnknown !== undefined).map((g) => g.index);
+  const uncounted = unknownGpus.length
+    ? `; GPU ${unknownGpus.join(', ')} not counted: which of its instances processes run in is unknown`
+    : '';
   if (behind.length > 0) {
     const why =
       `the node agent's MIG inventory (${inventory.at}) shows fewer instances in use than its pods hold ` +
-      `(${behind.map(([p, k]) => `${p}: ${inUse.get(p) ?? 0} < ${k}`).join(', ')})`;
+      `(${behind.map(([p, k]) => `${p}: ${inUse.get(p) ?? 0} < ${k}`).join(', ')}${uncounted})`;
     for (const g of gpus) g.locked = why;
     notes.push(`${n.name}: ${why}: none of its GPUs will be relaid until it catches up`);
   } else if (unplaced.length > 0) {
     const why =
       `the node agent's MIG inventory (${inventory.at}) names no instance of running pod(s) ` +
-      `${[...new Set(unplaced.flatMap(([, h]) => h.pods))].join(', ')}: which GPU they use is unknown`;
+      `${[...new Set(unplaced.flatMap(([, h]) => h.pods))].join(', ')}: which GPU they use is unknown${uncounted}`;
     for (const g of gpus) g.locked = why;
     notes.push(`${n.name}: ${why}: none of its GPUs will be relaid until it catches up`);
   }
-  return gpus;
+  const shared = new Set(
+    inventory.gpus.filter((g) => g.instances.some((i) => i.inUse && i.unnamed)).map((g) => g.index),
+  );
+  return { gpus, shared };
 }
 
 export const holderOf = (p: PodInfo): MigHolder => ({

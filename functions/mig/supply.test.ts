@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { NodeInfo, PodInfo } from '../adapters/kube/model.ts';
 import { MIG_INVENTORY_ANNOTATION, type MigInventory } from '../../events/index.ts';
+import { planMig } from './core/planner.ts';
 import { readMigFleet } from './supply.ts';
 
 const node = (
@@ -314,6 +315,53 @@ describe('readMigFleet', () => {
     ]);
   });
 
+  it('never relays a GPU whose processes the agent could not list, and counts none of its instances as placing a pod', () => {
+    // nvmlDeviceGetComputeRunningProcesses_v3 answered NOT_SUPPORTED (or failed): which of its instances
+    // processes run in is unknown, a process outside Kubernetes included. Read as in use (whatever the agent
+    // wrote), never relaid, and the node says why.
+    const why = 'NVML cannot list its compute processes (nvmlDeviceGetComputeRunningProcesses_v3: NOT_SUPPORTED)';
+    const inv = (inUse: boolean) =>
+      JSON.stringify({
+        v: 1,
+        at: '2026-11-21T03:00:00.000Z',
+        gpus: [
+          {
+            index: 0,
+            uuid: 'GPU-00000000-0000-4000-8000-000000000000',
+            instances: [{ profile: '7g.80gb', gi: 0, start: 0, size: 8, inUse }],
+            inUseUnknown: why,
+          },
+          {
+            index: 1,
+            uuid: 'GPU-11111111-0000-4000-8000-000000000000',
+            instances: [{ profile: '7g.80gb', gi: 0, start: 0, size: 8, inUse: false }],
+          },
+        ],
+      });
+    const n = (inUse: boolean) =>
+      node('h', {}, { 'nvidia.com/mig-7g.80gb': '2' }, { annotations: { [MIG_INVENTORY_ANNOTATION]: inv(inUse) } });
+    for (const inUse of [true, false]) {
+      const f = readMigFleet([n(inUse)], []);
+      expect(layout(f)).toEqual(['7g.80gb*', '7g.80gb']);
+      expect(f.nodes[0]!.gpus.map((g) => g.locked !== undefined)).toEqual([true, false]);
+      expect(f.notes).toEqual([
+        `h: GPU 0: the node agent cannot tell which of its instances processes run in (${why}): read as in use, ` +
+          'not relaid',
+      ]);
+    }
+    // What the planner does with it: a pod waiting on 3g.40gb gets GPU 1 relaid, never GPU 0 (before, the agent
+    // wrote GPU 0's instance idle, and the fewest-GPU plan could pick it and destroy whatever ran there).
+    const waiting = pod('small', { 'nvidia.com/mig-3g.40gb': 1 });
+    const plan = planMig(readMigFleet([n(false)], [waiting]).nodes, readMigFleet([n(false)], [waiting]).pending);
+    expect(plan.changes.map((c) => c.gpu)).toEqual([1]);
+    // A running pod the agent names nowhere may be on GPU 1 (its process not started yet) as well as on GPU 0:
+    // GPU 0's instance read in use is no evidence that it is there, so no GPU of the node is relaid.
+    const running = pod('train', { 'nvidia.com/mig-7g.80gb': 1 }, { nodeName: 'h', phase: 'Running' });
+    const f = readMigFleet([n(true)], [running]);
+    expect(f.nodes[0]!.gpus.every((g) => g.locked)).toBe(true);
+    expect(f.notes.at(-1)).toMatch(/GPU 0 not counted: which of its instances processes run in is unknown/);
+  });
+
   it('names the pods holding a GPU only where its profiles in use are on no other GPU and the pods hold exactly that many', () => {
     const running = (name: string, profile: string, o: Partial<PodInfo> = {}) =>
       pod(name, { [`nvidia.com/mig-${profile}`]: 1 }, { nodeName: 'h', phase: 'Running', priority: 0, ...o });
@@ -371,6 +419,46 @@ describe('readMigFleet', () => {
       pods.filter((p) => p.name !== 'c'),
     );
     expect(extra.nodes[0]!.gpus[1]!.holders).toBeUndefined();
+  });
+
+  it('names no holders where an instance in use also runs a process whose pod the agent could not tell', () => {
+    // Preempting the named pod would leave the other process in the instance, and mig-manager's relayout would fail
+    // on it (NVML_ERROR_IN_USE) after the pod was evicted for nothing.
+    const inv = (unnamed?: true) =>
+      JSON.stringify({
+        v: 1,
+        at: '2026-11-21T03:00:00.000Z',
+        gpus: [
+          {
+            index: 0,
+            uuid: 'GPU-00000000-0000-4000-8000-000000000000',
+            instances: [
+              {
+                profile: '7g.80gb',
+                gi: 0,
+                start: 0,
+                size: 8,
+                inUse: true,
+                pods: ['uid-train'],
+                ...(unnamed ? { unnamed } : {}),
+              },
+            ],
+          },
+        ],
+      });
+    const n = (unnamed?: true) =>
+      node(
+        'h',
+        { 'nvidia.com/gpu.count': '1' },
+        { 'nvidia.com/mig-7g.80gb': '1' },
+        { annotations: { [MIG_INVENTORY_ANNOTATION]: inv(unnamed) } },
+      );
+    const running = [pod('train', { 'nvidia.com/mig-7g.80gb': 1 }, { nodeName: 'h', phase: 'Running', priority: 0 })];
+    expect(readMigFleet([n()], running).nodes[0]!.gpus[0]!.holders?.map((h) => h.name)).toEqual(['train']);
+    const shared = readMigFleet([n(true)], running);
+    expect(shared.notes).toEqual([]);
+    expect(shared.nodes[0]!.gpus[0]!.locked).toBeUndefined();
+    expect(shared.nodes[0]!.gpus[0]!.holders).toBeUndefined();
   });
 
   it('names the holders exactly where the agent names the pod in each instance in use, shared profiles too', () => {

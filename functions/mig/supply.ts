@@ -49,7 +49,12 @@ const finished = (p: PodInfo) => p.phase === 'Succeeded' || p.phase === 'Failed'
  * one of those profiles is on that GPU. Elsewhere the holders stay unknown and the GPU is never
  * preempted (core/preemption.ts): evicting the wrong pod would leave the right one to mig-manager.
  */
-function attachHolders(gpus: MigGpu[], running: readonly PodInfo[], model: MigModel): void {
+function attachHolders(
+  gpus: MigGpu[],
+  running: readonly PodInfo[],
+  model: MigModel,
+  shared: ReadonlySet<number> = new Set(),
+): void {
   const on = new Map<string, Set<number>>();
   const used = new Map<string, number>();
   for (const g of gpus) {
@@ -63,7 +68,8 @@ function attachHolders(gpus: MigGpu[], running: readonly PodInfo[], model: MigMo
   for (const { req } of requests)
     for (const [profile, k] of Object.entries(req)) held.set(profile, (held.get(profile) ?? 0) + k);
   for (const g of gpus) {
-    if (g.locked || g.holders) continue;
+    // A process the agent could not tie to a pod shares an instance in use: the pods' counts can agree without it.
+    if (g.locked || g.holders || shared.has(g.index)) continue;
     const profiles = [...new Set(g.instances.filter((i) => i.inUse).map((i) => i.profile))];
     if (profiles.length === 0 || !profiles.every((p) => on.get(p)!.size === 1 && held.get(p) === used.get(p))) continue;
     g.holders = requests.filter(({ req }) => profiles.some((p) => (req[p] ?? 0) > 0)).map(({ pod }) => holderOf(pod));
@@ -171,8 +177,8 @@ export function readMigFleet(
     );
     const fromAgent = usage?.get(n.name) ? undefined : agentInventory(n, model, running, notes);
     if (fromAgent) {
-      attachHolders(fromAgent, running, model);
-      out.push({ name: n.name, labels: n.labels, schedulable: !n.unschedulable, gpus: lockFailed(fromAgent) });
+      attachHolders(fromAgent.gpus, running, model, fromAgent.shared);
+      out.push({ name: n.name, labels: n.labels, schedulable: !n.unschedulable, gpus: lockFailed(fromAgent.gpus) });
       continue;
     }
     const known = usage?.get(n.name);

@@ -9,14 +9,15 @@
  *   fence / unfence — the device plugin's unhealthy-devices file (FenceFile: entries it did not add are never removed);
  *                     a done fence is held: every tick the file must still list the GPU, else it is written back
  *                     (fence-hold.ts)
- *   reset           — refused (`busy`, naming what holds it) while processes use the GPU; else the GPU reset
+ *   reset           — refused (`busy`, naming what holds it) while processes use the GPU, and (`processes unknown`)
+ *                     while NVML cannot list them; else the GPU reset
  *                     (opt-in: the GPU Operator's clients paused and restored around it, operator-pause.ts)
  *                     — recorded on the Node as under way before it is done: never carried out twice (RESET_UNDER_WAY)
  *   probe           — after `probeSeconds` of watching: NVML answers and still enumerates the GPU under
  *                     its UUID (counted), recovery action none (unknown is not none), no row remap
  *                     pending or failed, no new uncorrected ECC error and no XID on it since the probe began
  *                     — its running answer carries the evidence so far: a restarted agent resumes it (probe.ts)
- *   drain-on/off    — NVML drain state (refused `busy` while processes use the GPU, to turn it on)
+ *   drain-on/off    — NVML drain state (refused `busy` while processes use the GPU, or they are unknown, to turn it on)
  *   mig-cleanup     — answered `failed: not-supported` (not built yet; a reset destroys the instances anyway)
  *
  * Owners (docs/architecture.md "GPU actions: the protocol"): each request names the reflex that asked
@@ -48,7 +49,7 @@ import { allocatableSeen, fenceOnce, holdFence } from './fence-hold.ts';
 import { writeGpuDevices, writeMigInventory } from './node-annotations.ts';
 import type { ActuatorOptions } from './options.ts';
 import { GpuProbes } from './probe.ts';
-import { keyOf, ownerOf, parseRequests, parseResults, resultDetail, sameResults } from './requests.ts';
+import { heldBy, keyOf, ownerOf, parseRequests, parseResults, resultDetail, sameResults } from './requests.ts';
 
 /**
  * A reset's state on the Node from just before the GPU is reset until its answer is written: a
@@ -249,8 +250,8 @@ export class GpuActuator {
       }
       case 'reset': {
         if (index === undefined) return { ...base, state: 'failed', reason: 'NVML does not know this GPU' };
-        const holders = this.o.gpus.holders(r.gpuUuid);
-        if (holders.length > 0) return { ...base, state: 'failed', reason: 'busy', holders: holders.slice(0, 64) };
+        const held = heldBy(base, this.o.gpus.holders(r.gpuUuid), 'not reset');
+        if (held) return held;
         // Recorded before it is done (a write that fails leaves the GPU as it was, for the next tick).
         const begin = () => record({ ...base, state: 'running', reason: RESET_UNDER_WAY });
         // Opt-in: the GPU Operator's clients paused around the reset, a tick at a time (operator-pause.ts).
@@ -270,8 +271,8 @@ export class GpuActuator {
         if (index === undefined) return { ...base, state: 'failed', reason: 'NVML does not know this GPU' };
         const on = r.action === 'drain-on';
         // NVML refuses to drain a GPU in use: say what holds it, as a refused reset does.
-        const holders = on ? this.o.gpus.holders(r.gpuUuid) : [];
-        if (holders.length > 0) return { ...base, state: 'failed', reason: 'busy', holders: holders.slice(0, 64) };
+        const held = on ? heldBy(base, this.o.gpus.holders(r.gpuUuid), 'not drained') : undefined;
+        if (held) return held;
         const done = this.o.gpus.drain(r.gpuUuid, on);
         return done.ok
           ? {

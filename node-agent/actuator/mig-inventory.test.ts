@@ -198,3 +198,136 @@ describe('nvmlMigInventory (NVML through the mock library)', () => {
     }
   });
 });
+
+describe('nvmlMigInventory with a process whose pod the agent cannot tell', () => {
+  it('counts it in its instance beside the pods it names: the instance is not wholly theirs', async () => {
+    const mig = { profile: '3g.40gb', giProfileId: 9, size: 4 };
+    const { nvml } = await openMockNvml(
+      oneGpu({
+        migMode: true,
+        migDevices: [
+          { ...mig, start: 0, giId: 1, uuid: 'MIG-00000000-1111-2222-3333-444444444401' },
+          { ...mig, start: 4, giId: 2, uuid: 'MIG-00000000-1111-2222-3333-444444444402' },
+        ],
+        // pid 4343 shares the trainer's instance (a process outside Kubernetes, or a pod whose cgroup was not read).
+        processes: [
+          { pid: 4242, usedMiB: 1000, gpuInstanceId: 1, computeInstanceId: 0 },
+          { pid: 4343, usedMiB: 1000, gpuInstanceId: 1, computeInstanceId: 0 },
+        ],
+      }),
+    );
+    try {
+      const [g] = nvmlMigInventory(nvml, (pid) => (pid === 4242 ? 'uid-trainer' : undefined))();
+      expect(g!.instances.map((i) => [i.gi, i.inUse, i.pods, i.unnamed])).toEqual([
+        [1, true, ['uid-trainer'], true],
+        [2, false, undefined, undefined],
+      ]);
+    } finally {
+      nvml.close();
+    }
+  });
+});
+
+describe('nvmlMigInventory with more pods in an instance than the contract names', () => {
+  it('says the 16 it names are not all (an instance shared by 17 pods)', async () => {
+    const mig = { profile: '7g.80gb', giProfileId: 0, size: 8 };
+    const pids = Array.from({ length: 17 }, (_, k) => 5000 + k);
+    const { nvml } = await openMockNvml(
+      oneGpu({
+        migMode: true,
+        migDevices: [{ ...mig, start: 0, giId: 0, uuid: 'MIG-00000000-1111-2222-3333-444444444401' }],
+        processes: pids.map((pid) => ({ pid, usedMiB: 100, gpuInstanceId: 0, computeInstanceId: 0 })),
+      }),
+    );
+    try {
+      const [g] = nvmlMigInventory(nvml, (pid) => `uid-${pid}`)();
+      expect(g!.instances[0]!.pods).toHaveLength(16);
+      expect(g!.instances[0]!.unnamed).toBe(true);
+    } finally {
+      nvml.close();
+    }
+  });
+});
+
+describe('nvmlMigInventory where NVML cannot list the processes', () => {
+  // nvmlDeviceGetComputeRunningProcesses_v3 answers NOT_SUPPORTED (or fails: NO_PERMISSION, GPU_IS_LOST): which
+  // instances processes run in is unknown, never "none" (the MIG planner relays only GPUs nothing runs on).
+  const mig = { profile: '3g.40gb', giProfileId: 9, size: 4 };
+  const devices = [
+    { ...mig, start: 0, giId: 1, uuid: 'MIG-00000000-1111-2222-3333-444444444401' },
+    { ...mig, start: 4, giId: 2, uuid: 'MIG-00000000-1111-2222-3333-444444444402' },
+  ];
+
+  it('reads every instance in use, says why, and names no pod', async () => {
+    const { nvml } = await openMockNvml(
+      oneGpu({
+        migMode: true,
+        migDevices: devices,
+        unsupported: ['processes'],
+        processes: [{ pid: 4242, usedMiB: 1000, gpuInstanceId: 1, computeInstanceId: 0 }],
+      }),
+    );
+    try {
+      const [g] = nvmlMigInventory(nvml, () => 'uid-trainer')();
+      expect(g!.instances.map((i) => [i.gi, i.inUse, i.pods])).toEqual([
+        [1, true, undefined],
+        [2, true, undefined],
+      ]);
+      expect(g!.inUseUnknown).toMatch(/NOT_SUPPORTED/);
+    } finally {
+      nvml.close();
+    }
+  });
+
+  it('lists a GPU whose listing fails as unknown, instead of leaving the whole annotation as it was', async () => {
+    const { nvml } = await openMockNvml(oneGpu({ migMode: true, migDevices: devices }));
+    try {
+      const real = nvml.devices.bind(nvml);
+      const failing = Object.create(nvml) as typeof nvml;
+      failing.devices = () =>
+        real().map((d) =>
+          Object.assign(Object.create(d) as typeof d, {
+            processes: () => {
+              throw new Error('nvmlDeviceGetComputeRunningProcesses_v3: NVML_ERROR_NO_PERMISSION');
+            },
+          }),
+        );
+      const [g] = nvmlMigInventory(failing)();
+      expect(g!.instances.every((i) => i.inUse)).toBe(true);
+      expect(g!.inUseUnknown).toMatch(/NO_PERMISSION/);
+    } finally {
+      nvml.close();
+    }
+  });
+
+  it('rewrites an inventory that says so only when it changes, as any other', async () => {
+    const unknown: MigInventory['gpus'] = [
+      {
+        index: 0,
+        uuid: G0,
+        instances: [{ profile: '3g.40gb', gi: 1, start: 0, size: 4, inUse: true }],
+        inUseUnknown: 'NVML cannot list its compute processes (nvmlDeviceGetComputeRunningProcesses_v3: NOT_SUPPORTED)',
+        profiles: [{ name: '3g.40gb', id: 9, sliceCount: 3, instanceCount: 2, placements: [{ start: 0, size: 4 }] }],
+      },
+    ];
+    const r = rig({ gpus: () => unknown });
+    await r.actuator.tick();
+    r.advance(10_000);
+    await r.actuator.tick();
+    expect(r.writes()).toBe(1);
+  });
+
+  it('is read by the contract, and an older agent without the field still is', () => {
+    const inv = (extra: object) =>
+      JSON.stringify({
+        v: 1,
+        at: '2026-11-21T03:00:00.000Z',
+        gpus: [{ index: 0, uuid: G0, instances: [{ profile: '3g.40gb', gi: 1, inUse: true }], ...extra }],
+      });
+    const why = 'NVML cannot list its compute processes (nvmlDeviceGetComputeRunningProcesses_v3: NOT_SUPPORTED)';
+    expect(
+      readMigInventory({ [MIG_INVENTORY_ANNOTATION]: inv({ inUseUnknown: why }) }).inventory?.gpus[0],
+    ).toMatchObject({ inUseUnknown: why });
+    expect(readMigInventory({ [MIG_INVENTORY_ANNOTATION]: inv({}) }).inventory?.gpus[0]?.inUseUnknown).toBeUndefined();
+  });
+});

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { GPU_ACTION_RESULTS_ANNOTATION, GPU_ACTIONS_ANNOTATION, type GpuActionRequest } from '../../events/index.ts';
 import { GpuActuator } from './actuator.ts';
+import type { Holders } from './options.ts';
 import {
   OPERATOR_CLIENTS,
   OPERATOR_PAUSED_ANNOTATION,
@@ -17,7 +18,7 @@ const DCGM = 'nvidia.com/gpu.deploy.dcgm';
  * One node: labels, annotations, and the GPU Operator's pods, which leave `leaveAfterTicks` ticks after
  * their deploy label turns false (unless `stuck`) and come back when it is true or absent again.
  */
-function rig(o: { labels?: Record<string, string>; stuck?: boolean; holders?: string[]; resetFails?: string } = {}) {
+function rig(o: { labels?: Record<string, string>; stuck?: boolean; holders?: Holders; resetFails?: string } = {}) {
   let now = T0;
   const labels: Record<string, string> = { ...o.labels };
   const annotations: Record<string, string> = {};
@@ -171,6 +172,21 @@ describe('a reset with the GPU Operator paused (opt-in)', () => {
     expect(r.state().holders).toContain('gpu-operator/nvidia-device-plugin-daemonset-x');
     expect(r.calls.some((c) => c.startsWith('reset'))).toBe(false);
     expect(r.labels).toEqual({ [DP]: 'true' });
+  });
+
+  it('refuses the reset when NVML cannot list the processes once the pods are gone, and restores the labels', async () => {
+    // Unknown is not "nothing holds it" (nvmlDeviceGetComputeRunningProcesses_v3 answered NOT_SUPPORTED).
+    const why = 'NVML cannot list its compute processes (nvmlDeviceGetComputeRunningProcesses_v3: NOT_SUPPORTED)';
+    const r = rig({ labels: { [DP]: 'true' }, holders: { unknown: why } });
+    r.ask();
+    for (let i = 0; i < 3; i++) await r.tick();
+    expect(r.state()).toMatchObject({
+      state: 'failed',
+      reason: `processes unknown: ${why}; not reset; labels restored`,
+    });
+    expect(r.calls.some((c) => c.startsWith('reset') || c.startsWith('persistence'))).toBe(false);
+    expect(r.labels).toEqual({ [DP]: 'true' });
+    expect(r.annotations[OPERATOR_PAUSED_ANNOTATION]).toBeUndefined();
   });
 
   it('restores the labels when the reset fails, and says so', async () => {

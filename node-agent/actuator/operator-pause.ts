@@ -19,6 +19,8 @@
  * controllers/state_manager.go (the deploy label names).
  */
 import type { GpuActionRequest, GpuActionState } from '../../events/index.ts';
+import type { Holders } from './options.ts';
+import { heldBy } from './requests.ts';
 
 /** The node annotation that records a pause under way: `{ id, at, prior: { label: value | null } }`. */
 export const OPERATOR_PAUSED_ANNOTATION = 'gpu-reflex.io/operator-paused';
@@ -54,7 +56,7 @@ export interface PauseDeps {
   port: OperatorClientsPort;
   pauseTimeoutMs: number;
   now: () => number;
-  holders: (uuid: string) => string[];
+  holders: (uuid: string) => Holders;
   reset: (uuid: string) => Promise<{ ok: true } | { ok: false; reason: string }>;
   /** Persistence mode: on/off, undefined when it cannot be read (then left alone). */
   persistence?: (uuid: string) => boolean | undefined;
@@ -123,10 +125,10 @@ export class OperatorPause {
       };
     }
     const steps = ['GPU Operator clients paused, their pods gone'];
-    const holders = this.d.holders(r.gpuUuid);
-    if (holders.length > 0) {
+    const held = heldBy(base, this.d.holders(r.gpuUuid), 'not reset; labels restored');
+    if (held) {
       await this.restore(record);
-      return { ...base, state: 'failed', reason: 'busy', holders: holders.slice(0, 64) };
+      return held;
     }
     await begin?.();
     const wasOn = this.d.persistence?.(r.gpuUuid);

@@ -37,12 +37,24 @@ export interface GpuHealthReading {
   eccUnreadable?: boolean;
 }
 
+/**
+ * What holds a GPU: the holders (none: an empty list), or why they are unknown. nvmlDeviceGetComputeRunningProcesses_v3
+ * fails with GPU_IS_LOST or UNKNOWN among the codes nvml.h documents for it (NVML API Reference,
+ * docs.nvidia.com/deploy/nvml-api, "Device Queries"), NOT_SUPPORTED where the device does not offer the query
+ * (nvml/device-base.ts reads that as undefined), and in MIG mode the GPU's own handle lists processes "only if the
+ * caller has appropriate privileges" (its note there; NO_PERMISSION otherwise): no list is not an empty one.
+ */
+export type Holders = string[] | { unknown: string };
+
 /** The GPUs, by UUID (RBAC-free: NVML and the reset tool on this node). */
 export interface ActuatorGpus {
   /** NVML index of the GPU, undefined when NVML does not know it. */
   indexOf(uuid: string): number | undefined;
-  /** What holds the GPU now (pods `namespace/name`, or `pid N`): a reset waits for none. */
-  holders(uuid: string): string[];
+  /**
+   * What holds the GPU now (pods `namespace/name`, or `pid N`): a reset waits for none. `unknown` (why): NVML
+   * could not list its compute processes, and a reset or drain is refused as it would be for a holder.
+   */
+  holders(uuid: string): Holders;
   /** Asynchronous: a reset takes seconds, and the agent keeps watching the other GPUs meanwhile. */
   reset(uuid: string): Promise<{ ok: true } | { ok: false; reason: string }>;
   health(uuid: string): GpuHealthReading;

@@ -13,6 +13,7 @@ import {
   type MigInventory,
 } from '../../events/index.ts';
 import { gpuInstanceProfiles, migDevices, migMode } from '../nvml/mig.ts';
+import type { GpuProcess } from '../nvml/device-types.ts';
 import type { Nvml } from '../nvml/nvml.ts';
 import type { ActuatorGpus, ActuatorNode, GpuHealthReading } from './actuator.ts';
 
@@ -83,7 +84,11 @@ export function nvmlGpus(
   return {
     indexOf,
     holders(uuid) {
-      const procs = byUuid(uuid)?.processes() ?? [];
+      const d = byUuid(uuid);
+      // A GPU NVML does not know has no processes to list; its reset is refused by indexOf first.
+      if (!d) return [];
+      const procs = processesOf(d);
+      if (!Array.isArray(procs)) return procs;
       return [...new Set(procs.map((p) => podOfPid(p.pid) ?? `pid ${p.pid}`))];
     },
     async reset(uuid) {
@@ -140,6 +145,28 @@ export function nvmlGpus(
 }
 
 /**
+ * A GPU's compute processes, or why NVML gave none: NOT_SUPPORTED answers undefined, any other error
+ * throws (options.ts Holders). Either is unknown, never "no process" (a reset, a drain or a relayout
+ * of a GPU something runs on).
+ */
+function processesOf(d: ReturnType<Nvml['devices']>[number]): GpuProcess[] | { unknown: string } {
+  try {
+    return (
+      d.processes() ?? {
+        unknown: 'NVML cannot list its compute processes (nvmlDeviceGetComputeRunningProcesses_v3: NOT_SUPPORTED)',
+      }
+    );
+  } catch (err) {
+    return {
+      unknown: `NVML did not list its compute processes (${err instanceof Error ? err.message : String(err)})`.slice(
+        0,
+        256,
+      ),
+    };
+  }
+}
+
+/**
  * `nvidia-smi --gpu-reset -i <uuid>`: ok on exit 0; otherwise its own words (last line of its
  * output), or why it could not run. Bounded (a reset that hangs is a failed reset). Run without
  * blocking: a reset takes seconds, and the agent keeps watching its other GPUs (XIDs, health)
@@ -161,7 +188,8 @@ export function nvidiaSmiReset(path: string, timeoutMs = 120_000): GpuReset {
 
 /**
  * Each MIG GPU's instances through NVML, with whether a process runs in each (its GPU instance
- * id): what the MIG planner needs and the Kubernetes API cannot say. A GPU in MIG mode with no
+ * id): what the MIG planner needs and the Kubernetes API cannot say. A GPU whose processes NVML does
+ * not list reads every instance in use, with why (`inUseUnknown`), never "nothing runs here". A GPU in MIG mode with no
  * instance is listed with none: a reset destroys every instance and only mig-manager recreates
  * them, so an empty MIG GPU is a fact the functions must see (never returned to service so).
  * GPUs without MIG mode are left out.
@@ -211,37 +239,45 @@ export function nvmlMigInventory(
       }
       // Read only for a GPU with no instance (most of a fleet has none): is it MIG-enabled but empty?
       if (devices.length === 0 && !migModeOn(nvml, d)) return;
-      const procs = d.processes() ?? [];
+      // Which instances processes run in, or why NVML cannot say: then every instance reads in use, and the
+      // GPU says why (the planner relays nothing on it), where `?? []` called a GPU NVML could not list idle.
+      const listed = processesOf(d);
+      const unknown = Array.isArray(listed) ? undefined : listed.unknown;
+      const procs = Array.isArray(listed) ? listed : [];
       const busy = new Set(procs.map((p) => p.gpuInstanceId).filter((gi): gi is number => gi !== undefined));
       // The pods running in each instance, where the agent knows the process's pod: which pod holds
-      // which instance is what the MIG planner cannot get from the Kubernetes API (preemption).
-      const podsIn = (gi: number) =>
-        [
-          ...new Set(
-            procs
-              .filter((p) => p.gpuInstanceId === gi)
-              .map((p) => podOfPid(p.pid))
-              .filter((u): u is string => u !== undefined),
-          ),
-        ]
-          .sort()
-          .slice(0, 16);
+      // which instance is what the MIG planner cannot get from the Kubernetes API (preemption). `unnamed`:
+      // a process there the agent cannot tie to a pod, or pods past the contract's 16: the pods named are
+      // then not all that holds the instance (the planner takes them as its holders only where they are).
+      const podsIn = (gi: number) => {
+        const owners = procs.filter((p) => p.gpuInstanceId === gi).map((p) => podOfPid(p.pid));
+        const named = [...new Set(owners.filter((u): u is string => u !== undefined))].sort();
+        return { pods: named.slice(0, 16), unnamed: owners.some((u) => u === undefined) || named.length > 16 };
+      };
       const instances = devices
         .filter((m): m is typeof m & { profile: string } => m.profile !== undefined)
         .map((m) => {
-          const pods = podsIn(m.gpuInstanceId);
+          const { pods, unnamed } = podsIn(m.gpuInstanceId);
           return {
             profile: m.profile,
             gi: m.gpuInstanceId,
             ...(m.placement ? { start: m.placement.start, size: m.placement.size } : {}),
-            inUse: busy.has(m.gpuInstanceId),
+            inUse: unknown !== undefined || busy.has(m.gpuInstanceId),
             ...(pods.length ? { pods } : {}),
+            // Only beside pods: an instance in use that names none is already one whose holders are unknown.
+            ...(pods.length && unnamed ? { unnamed: true as const } : {}),
           };
         })
         .sort((a, b) => (a.start ?? 0) - (b.start ?? 0) || a.gi - b.gi);
       const uuid = d.uuid();
       const profiles = tableOf(d, uuid);
-      out.push({ index, uuid, instances, ...(profiles ? { profiles } : {}) });
+      out.push({
+        index,
+        uuid,
+        instances,
+        ...(unknown !== undefined ? { inUseUnknown: unknown } : {}),
+        ...(profiles ? { profiles } : {}),
+      });
     });
     return out;
   };

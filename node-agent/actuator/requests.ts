@@ -14,7 +14,7 @@ import {
   type GpuActionResultDetail,
   type GpuActionState,
 } from '../../events/index.ts';
-import type { ActuatorOptions } from './options.ts';
+import type { ActuatorOptions, Holders } from './options.ts';
 
 export const ownerOf = (r: { owner?: string | undefined }): string => r.owner ?? LEGACY_GPU_ACTION_OWNER;
 export const keyOf = (r: GpuActionRequest): string => gpuActionKey(r.owner, r.id);
@@ -84,4 +84,18 @@ export function resultDetail(
     dryRun: o.dryRun === true,
     ...(owner === undefined ? {} : { owner }),
   };
+}
+
+/**
+ * A reset or drain refused: `busy` naming what holds the GPU, or `processes unknown` when NVML could not say
+ * (options.ts Holders: unknown is never "nothing holds it"); undefined when nothing does.
+ */
+export function heldBy(
+  base: Pick<GpuActionState, 'action' | 'gpuUuid' | 'at'>,
+  holders: Holders,
+  what: string,
+): GpuActionState | undefined {
+  if (!Array.isArray(holders))
+    return { ...base, state: 'failed', reason: `processes unknown: ${holders.unknown}; ${what}`.slice(0, 512) };
+  return holders.length > 0 ? { ...base, state: 'failed', reason: 'busy', holders: holders.slice(0, 64) } : undefined;
 }
