@@ -6,7 +6,7 @@ import { RecordingPublisher } from '../adapters/bus.ts';
 import { RecordingNotifier } from '../adapters/chat/notifier.ts';
 import { manualClock, type ManualClock } from '../adapters/clock.ts';
 import { TransientError } from '../adapters/errors.ts';
-import { taskFrom } from '../adapters/alicloud/records.ts';
+import { nodePoolFrom, taskFrom } from '../adapters/alicloud/records.ts';
 import { fakeKube, type FakeKube } from '../adapters/kube/fake.ts';
 import { AutoscalePolicySchema } from '../lib/pool-policy.ts';
 import { decideHeldPlan, type CommandPorts } from '../chatops/actions.ts';
@@ -313,6 +313,30 @@ describe('autoscale-pools', () => {
     expect(warnings).toContain(
       "autoscale-pools: Alibaba Cloud gives no price for the node pool's instance type; left alone",
     );
+  });
+
+  it('sets no size of a pool whose desired size ACK does not give: unknown is not 0, and a pool of 3 is not "grown" to 1', async () => {
+    await deps.cloud.setDesiredSize('np-t4', 3);
+    await clock.advance(120_000);
+    pendingGpuPods(1);
+    await clock.advance(60_000);
+    const warnings: { m: string; f: unknown }[] = [];
+    deps.logger = { ...deps.logger, warn: (m: string, f?: unknown) => void warnings.push({ m, f }) };
+    const real = deps.cloud;
+    // What the adapter reads from a DescribeClusterNodePools entry without `scaling_group.desired_size`.
+    const unread = nodePoolFrom({ nodepool_info: { nodepool_id: 'np-t4' }, scaling_group: {} }).desiredSize;
+    deps.cloud = Object.assign(Object.create(real) as typeof real, {
+      listNodePools: async () =>
+        (await real.listNodePools()).map((p) => (p.id === 'np-t4' ? { ...p, desiredSize: unread } : p)),
+    });
+    const out = await autoscalePools(deps);
+    expect(sim.cloud.pools.get('np-t4')!.desired).toBe(3);
+    expect(out.scaled).toEqual({ 'np-a10': 1 });
+    expect(sim.cloud.calls.filter((c) => c.action === 'RemoveNodePoolNodes')).toEqual([]);
+    expect(warnings).toContainEqual({
+      m: 'autoscale-pools: ACK gives no desired size for the node pool; left alone (no size planned or set)',
+      f: { pool: 'np-t4' },
+    });
   });
 
   it('re-sends a decided size that may not have reached ACK (a crash between deciding and sending) before planning again', async () => {

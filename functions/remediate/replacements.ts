@@ -105,12 +105,15 @@ export function aliCloudReplaceReader(
           ? `node pool ${pool.name} (${pool.id}) is not one gpu-reflex may size: the autoscale policy does not name it`
           : pool.ackAutoScaling.enable
             ? `ACK's own autoscaler sizes node pool ${pool.name} (${pool.id})`
-            : pool.chargeType === 'PrePaid'
-              ? `node pool ${pool.name} is subscription (PrePaid): ACK never releases its ` +
-                `instances, so gpu-reflex does not replace them`
-              : !instanceId
-                ? `spec.providerID names no ECS instance (${node.providerId ?? 'unset'})`
-                : undefined;
+            : pool.desiredSize === undefined
+              ? `ACK gives no desired size for node pool ${pool.name} (${pool.id}): a grow by one cannot be ` +
+                `planned from a size not known (read as 0 it would lower the pool)`
+              : pool.chargeType === 'PrePaid'
+                ? `node pool ${pool.name} is subscription (PrePaid): ACK never releases its ` +
+                  `instances, so gpu-reflex does not replace them`
+                : !instanceId
+                  ? `spec.providerID names no ECS instance (${node.providerId ?? 'unset'})`
+                  : undefined;
       // Once begun, a replacement follows its pool even if the policy changed since: only a start is refused.
       if (why && !record) return { refused: why, members: [] };
       const members = (await nodes.list(`${NODEPOOL_LABEL}=${poolId}`)).map((m) => {
@@ -123,7 +126,8 @@ export function aliCloudReplaceReader(
         };
       });
       return {
-        ...(pool
+        // A size ACK does not give: no pool to grow from; a replacement under way still has its removal followed.
+        ...(pool && pool.desiredSize !== undefined
           ? {
               pool: {
                 id: pool.id,
