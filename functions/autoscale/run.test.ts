@@ -465,4 +465,69 @@ describe('autoscale-pools', () => {
     expect((await autoscalePools(deps)).finished).toEqual({ 'np-t4': 'succeeded' });
     expect(poolEvents().map((e) => e.state)).toEqual(['requested', 'succeeded']);
   });
+
+  it('a task ACK no longer has stops no round and is not taken as done: told once, no longer followed', async () => {
+    pendingGpuPods(1);
+    await clock.advance(60_000);
+    await autoscalePools(deps);
+    const [requested] = poolEvents();
+    // ACK purged the task (DescribeTaskInfo answers 404): before, every round failed here, for every pool, forever.
+    sim.cloud.tasks.delete(requested!.taskId!);
+    pendingGpuPods(1, 'more');
+    await clock.advance(60_000);
+    const out = await autoscalePools(deps);
+    // t4 cools down after its scale-out: the a10 pool takes the new pod; the round went on.
+    expect(out.scaled).toEqual({ 'np-a10': 1 });
+    expect(out.finished).toEqual({});
+    await clock.advance(60_000);
+    await autoscalePools(deps);
+    expect(poolEvents().map((e) => [e.nodepoolId, e.state])).toEqual([
+      ['np-t4', 'requested'],
+      ['np-a10', 'requested'],
+    ]);
+    const gone = notifier.notices.filter((n) => n.title.includes('has no task'));
+    expect(gone.map((n) => n.title)).toEqual([
+      `gpu-reflex: node pool t4: ACK has no task ${requested!.taskId} any more`,
+    ]);
+    expect(gone[0]!.text).toContain('neither done nor failed');
+    expect(gone[0]!.severity).toBe('warning');
+  });
+
+  it('asks ACK for no task when it answered a scale-out with none: told once, not followed', async () => {
+    pendingGpuPods(1);
+    await clock.advance(60_000);
+    const real = deps.cloud;
+    const asked: string[] = [];
+    deps.cloud = Object.assign(Object.create(real) as typeof real, {
+      setDesiredSize: async (id: string, n: number) => (await real.setDesiredSize(id, n), { taskId: '' }),
+      task: (id: string) => (asked.push(id), real.task(id)),
+    });
+    expect((await autoscalePools(deps)).scaled).toEqual({ 'np-t4': 2 });
+    await clock.advance(60_000);
+    await autoscalePools(deps);
+    await clock.advance(60_000);
+    await autoscalePools(deps);
+    expect(asked).toEqual([]);
+    const none = notifier.notices.filter((n) => n.title.includes('gave no task'));
+    expect(none.map((n) => n.title)).toEqual(['gpu-reflex: node pool t4: ACK gave no task for growing 1 → 2']);
+  });
+
+  it("a task ACK cannot be asked about now stops no other pool's round, and is followed again after", async () => {
+    pendingGpuPods(1);
+    await clock.advance(60_000);
+    await autoscalePools(deps);
+    const [requested] = poolEvents();
+    const real = deps.cloud;
+    deps.cloud = Object.assign(Object.create(real) as typeof real, {
+      task: (id: string) =>
+        id === requested!.taskId
+          ? Promise.reject(new TransientError('DescribeTaskInfo: ServiceUnavailable'))
+          : real.task(id),
+    });
+    pendingGpuPods(1, 'more');
+    await clock.advance(120_000);
+    expect((await autoscalePools(deps)).scaled).toEqual({ 'np-a10': 1 });
+    deps.cloud = real;
+    expect((await autoscalePools(deps)).finished).toEqual({ 'np-t4': 'succeeded' });
+  });
 });

@@ -92,6 +92,17 @@ export function aliCloudReplaceReader(
       ...(t.error ? { error: `${t.error.code}: ${t.error.message}` } : {}),
     };
   };
+  // A removal task ACK has no more (NotFound: purged, or never its own) is no task on record: the removal is asked
+  // again (core/replace.ts), and ACK refuses an instance already leaving. Thrown, it failed every sweep, for every
+  // node, until a person deleted the record. Other errors are thrown: the sweep retries rather than guess.
+  const removalOf = async (id: string): Promise<Pick<ReplaceFacts, 'removal'>> => {
+    try {
+      return { removal: await task(id) };
+    } catch (err) {
+      if (err instanceof NotFoundError) return {};
+      throw err;
+    }
+  };
   return {
     task,
     async facts(node, record, claimed) {
@@ -139,7 +150,7 @@ export function aliCloudReplaceReader(
           : {}),
         ...(instanceId ? { instanceId } : {}),
         members,
-        ...(record?.taskId ? { removal: await task(record.taskId) } : {}),
+        ...(record?.taskId ? await removalOf(record.taskId) : {}),
       };
     },
   };
