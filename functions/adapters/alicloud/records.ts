@@ -43,6 +43,13 @@ export function nodePoolFrom(p: Json): NodePool {
   const mgmt = (p['management'] ?? {}) as Json;
   const labels = Array.isArray(kc['labels']) ? (kc['labels'] as Json[]) : [];
   const taints = Array.isArray(kc['taints']) ? (kc['taints'] as Json[]) : [];
+  // A type's bid as `scaling_group.spot_price_limit[].price_limit` gives it; one not given is no limit, never 0, which
+  // would price its spot nodes at 0 (stock.ts priceOf takes the lower of market and limit): the cheapest type to buy,
+  // and free under any approval limit.
+  const limits = (Array.isArray(sg['spot_price_limit']) ? (sg['spot_price_limit'] as Json[]) : []).flatMap((l) => {
+    const price = priceFrom(l['price_limit']);
+    return price === undefined ? [] : [[str(l['instance_type']), price] as const];
+  });
   return {
     id: str(info['nodepool_id']),
     name: str(info['name']),
@@ -61,13 +68,7 @@ export function nodePoolFrom(p: Json): NodePool {
     labels: Object.fromEntries(labels.map((l) => [str(l['key']), str(l['value'])])),
     taints: taints.map((t) => ({ key: str(t['key']), value: str(t['value']), effect: str(t['effect']) })),
     ...(str(sg['spot_strategy']) ? { spotStrategy: str(sg['spot_strategy']) } : {}),
-    ...(Array.isArray(sg['spot_price_limit']) && (sg['spot_price_limit'] as Json[]).length > 0
-      ? {
-          spotPriceLimits: Object.fromEntries(
-            (sg['spot_price_limit'] as Json[]).map((l) => [str(l['instance_type']), num(l['price_limit'])]),
-          ),
-        }
-      : {}),
+    ...(limits.length > 0 ? { spotPriceLimits: Object.fromEntries(limits) } : {}),
   };
 }
 
